@@ -1,0 +1,167 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func loadVectors(t *testing.T, name string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+}
+
+func TestParseDeclarationReport_Vectors(t *testing.T) {
+	var doc struct {
+		Cases []struct {
+			Name   string          `json:"name"`
+			Broker string          `json:"broker"`
+			Body   json.RawMessage `json:"body"`
+			Raw    *string         `json:"raw"`
+			Want   struct {
+				Status       int             `json:"status"`
+				Capabilities json.RawMessage `json:"capabilities"`
+				Listing      json.RawMessage `json:"listing"`
+				Spend        json.RawMessage `json:"spend"`
+			} `json:"want"`
+		} `json:"cases"`
+	}
+	loadVectors(t, "declaration-reports.json", &doc)
+	if len(doc.Cases) != 137 {
+		t.Errorf("got %d cases, want 137", len(doc.Cases))
+	}
+	for _, tt := range doc.Cases {
+		t.Run(tt.Name, func(t *testing.T) {
+			body := []byte(tt.Body)
+			if tt.Raw != nil {
+				body = []byte(*tt.Raw)
+			}
+			d, err := ParseDeclarationReport(body, tt.Broker)
+			if tt.Want.Status != 200 {
+				re, ok := err.(*ReportError)
+				if !ok {
+					t.Fatalf("ParseDeclarationReport = %+v, %v; want status %d", d, err, tt.Want.Status)
+				}
+				if re.Status != tt.Want.Status || re.Message == "" {
+					t.Fatalf("status %d message %q, want %d", re.Status, re.Message, tt.Want.Status)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ParseDeclarationReport: %v, want 200", err)
+			}
+			same(t, "capabilities", d.Capabilities, tt.Want.Capabilities)
+			if tt.Want.Listing != nil {
+				same(t, "listing", d.Listing, tt.Want.Listing)
+			} else if d.Listing != nil {
+				t.Errorf("listing = %+v, want none", d.Listing)
+			}
+			if tt.Want.Spend != nil {
+				same(t, "spend", d.Spend, tt.Want.Spend)
+			} else if d.Spend != nil {
+				t.Errorf("spend = %+v, want none", d.Spend)
+			}
+		})
+	}
+}
+
+// same compares got, encoded, with want as JSON values.
+func same(t *testing.T, what string, got any, want json.RawMessage) {
+	t.Helper()
+	g, _ := json.Marshal(got)
+	var gv, wv any
+	_ = json.Unmarshal(g, &gv)
+	_ = json.Unmarshal(want, &wv)
+	gb, _ := json.Marshal(gv)
+	wb, _ := json.Marshal(wv)
+	if !bytes.Equal(gb, wb) {
+		t.Errorf("%s = %s, want %s", what, gb, wb)
+	}
+}
+
+func TestDeclaredRefusal_Vectors(t *testing.T) {
+	var doc struct {
+		Cases []struct {
+			Name       string          `json:"name"`
+			Declared   json.RawMessage `json:"declared"`
+			Broker     string          `json:"broker"`
+			Capability string          `json:"capability"`
+			Word       string          `json:"word"`
+			Want       *string         `json:"want"`
+		} `json:"cases"`
+	}
+	loadVectors(t, "refusal-messages.json", &doc)
+	for _, tt := range doc.Cases {
+		t.Run(tt.Name, func(t *testing.T) {
+			var declared *Declaration
+			if string(tt.Declared) != "null" && len(tt.Declared) > 0 {
+				declared = &Declaration{}
+				if err := json.Unmarshal(tt.Declared, declared); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := DeclaredRefusal(declared, tt.Broker, tt.Capability, tt.Word)
+			want := ""
+			if tt.Want != nil {
+				want = *tt.Want
+			}
+			if got != want {
+				t.Errorf("DeclaredRefusal = %q\nwant %q", got, want)
+			}
+		})
+	}
+}
+
+func TestPayerHeader(t *testing.T) {
+	gh := "github:octo"
+	tests := []struct {
+		in   string
+		want *Payer
+	}{
+		{"shared", &Payer{Kind: "shared"}},
+		{"owner github:octo", &Payer{Kind: "owner", Principal: &gh}},
+		{"visitor github:octo", &Payer{Kind: "visitor", Principal: &gh}},
+		{"bogus", nil},
+		{"", nil},
+		{"owner ", nil},
+		{"owner a b", nil},
+	}
+	for _, tt := range tests {
+		got, err := ParsePayerHeader(tt.in)
+		if tt.want == nil {
+			if err == nil {
+				t.Errorf("ParsePayerHeader(%q) = %+v, want error", tt.in, got)
+			}
+			continue
+		}
+		if err != nil || FormatPayerHeader(got) != FormatPayerHeader(*tt.want) {
+			t.Errorf("ParsePayerHeader(%q) = %+v, %v; want %+v", tt.in, got, err, *tt.want)
+		}
+		if FormatPayerHeader(got) != tt.in {
+			t.Errorf("FormatPayerHeader(ParsePayerHeader(%q)) = %q", tt.in, FormatPayerHeader(got))
+		}
+	}
+}
+
+func TestIsGrantValue(t *testing.T) {
+	long := string(bytes.Repeat([]byte("a"), MaxGrantLen))
+	tests := []struct {
+		in   string
+		want bool
+	}{
+		{"g_abc", true}, {long, true}, {long + "a", false}, {"", false}, {"a b", false}, {"a\x7f", false}, {"é", false},
+	}
+	for _, tt := range tests {
+		if got := IsGrantValue(tt.in); got != tt.want {
+			t.Errorf("IsGrantValue(%q) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}

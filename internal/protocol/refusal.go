@@ -1,0 +1,97 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// Error types carried in a refusal body's error.type.
+const (
+	TypePermission   = "permission_error"
+	TypeAuthn        = "authentication_error"
+	TypeInvalid      = "invalid_request_error"
+	TypeNotFound     = "not_found_error"
+	TypeTooLarge     = "request_too_large"
+	TypeRateLimit    = "rate_limit_error"
+	TypeAPI          = "api_error"
+	TypeOverloaded   = "overloaded_error"
+	TypeTimeout      = "timeout_error"
+	TypeNotSupported = "not_supported_error"
+)
+
+// Refusal is the body of every refusal:
+// {"type":"error","error":{"type":...,"message":...}}.
+type Refusal struct {
+	Type  string       `json:"type"`
+	Error RefusalError `json:"error"`
+}
+
+// RefusalError is a refusal's error object.
+type RefusalError struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+}
+
+// RefusalBody encodes the refusal body for a type and a message.
+func RefusalBody(typ, message string) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(Refusal{Type: "error", Error: RefusalError{Type: typ, Message: message}})
+	return buf.Bytes()
+}
+
+// WriteRefusal writes a refusal with status, type and message. The message
+// must be safe to show to the box: it is never an internal error's text.
+func WriteRefusal(w http.ResponseWriter, status int, typ, message string) {
+	body := RefusalBody(typ, message)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// quote writes s as a JSON string, as JSON.stringify does.
+func quote(s string) string {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
+	return strings.TrimSuffix(buf.String(), "\n")
+}
+
+func entryText(capability, broker, word string) string {
+	return `{ "name": ` + quote(capability) + `, "broker": ` + quote(broker) + `, "scope": [` + quote(word) + `] }`
+}
+
+// DeclaredRefusal returns the refusal message for a request that needs word
+// of capability, judged on declared, the box's last report as kept by a
+// broker answering for broker, or "" when the declaration allows it. A nil
+// declared is a box that never reported. It returns exactly what chant's
+// declaredRefusal returns.
+func DeclaredRefusal(declared *Declaration, broker, capability, word string) string {
+	if declared == nil {
+		return "The broker has no declaration from this box yet, so it brokers nothing for it, and " +
+			capability + " " + word + " needs " + entryText(capability, broker, word) +
+			" in the box block of its chant.workspace.json, reported to " + RouteDeclaration + "."
+	}
+	entry := declared.Find(capability, broker)
+	if entry == nil {
+		return "This box declares no " + capability + " capability brokered by " + broker + ". Add " +
+			entryText(capability, broker, word) + " to the box block in its chant.workspace.json."
+	}
+	if contains(entry.Scope, word) {
+		return ""
+	}
+	lists := "nothing"
+	if len(entry.Scope) > 0 {
+		lists = strings.Join(entry.Scope, ", ")
+	}
+	return "This box's " + capability + " capability does not list " + word + " in its scope (it lists " + lists +
+		"). Add " + quote(word) + " to that scope in the box block of its chant.workspace.json."
+}
