@@ -1,0 +1,230 @@
+// Package store defines where boxbroker keeps its state: the Store
+// interface, its domain types and its sentinel errors. Implementations live
+// in store/sqlite (the embedded default) and store/postgres (several
+// replicas), and both pass the one suite in store/storetest.
+//
+// Secrets and credentials reach a Store already sealed (see package
+// secrets): a Store never sees a plaintext value. Tokens and grants reach it
+// only as SHA-256 hashes.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Sentinel errors every implementation returns, translated from its driver's.
+var (
+	// ErrNotFound: the named row does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrExists: a row with that key already exists.
+	ErrExists = errors.New("already exists")
+	// ErrUnavailable: the database did not answer; callers fail closed (503).
+	ErrUnavailable = errors.New("store unavailable")
+)
+
+// Store is all of boxbroker's persistent state. Every method is safe for
+// concurrent use. Methods return ErrNotFound for a missing row and
+// ErrUnavailable when the database cannot be reached.
+type Store interface {
+	Boxes
+	Declarations
+	Credentials
+	Secrets
+	Feedback
+	Resources
+	Grants
+	Changes
+	// Ping reports whether the database answers.
+	Ping(ctx context.Context) error
+	// Close releases the database.
+	Close() error
+}
+
+// Box is one enrolled box. TokenHash is the SHA-256 of its token, hex.
+// PayerKind is "shared" (the default) or "owner"; PayerPrincipal is "" when
+// unknown.
+type Box struct {
+	Name           string
+	TokenHash      string
+	CreatedAt      time.Time
+	Consent        bool
+	Paused         bool
+	PayerKind      string
+	PayerPrincipal string
+}
+
+// Boxes keeps boxes and their token hashes.
+type Boxes interface {
+	// CreateBox adds a box; ErrExists if the name or the hash is taken.
+	CreateBox(ctx context.Context, b Box) error
+	// Box returns the box named name, or ErrNotFound.
+	Box(ctx context.Context, name string) (Box, error)
+	// BoxByTokenHash returns the box whose token hashes to hash, or ErrNotFound.
+	BoxByTokenHash(ctx context.Context, hash string) (Box, error)
+	// ListBoxes returns every box, by name.
+	ListBoxes(ctx context.Context) ([]Box, error)
+	// DeleteBox removes a box and everything kept for it; ErrNotFound if none.
+	DeleteBox(ctx context.Context, name string) error
+	// RotateToken replaces a box's token hash at once; ErrNotFound if none.
+	RotateToken(ctx context.Context, name, newHash string) error
+	// UpdateBox writes a box's settings (Consent, Paused, PayerKind,
+	// PayerPrincipal); ErrNotFound if none. Name, TokenHash and CreatedAt
+	// are not changed.
+	UpdateBox(ctx context.Context, b Box) error
+}
+
+// Declarations keeps each box's last declaration report, as kept.
+type Declarations interface {
+	// SaveDeclaration replaces the box's last report with doc (the kept
+	// declaration, JSON) taken at at; ErrNotFound if the box does not exist.
+	SaveDeclaration(ctx context.Context, box string, doc []byte, at time.Time) error
+	// Declaration returns the box's last kept report and when it was taken,
+	// or ErrNotFound if it never reported.
+	Declaration(ctx context.Context, box string) (doc []byte, at time.Time, err error)
+}
+
+// Credential is one sealed credential. ID names whose it is: "anthropic"
+// and "fountain" for the operator's, "owner:<box>" for a box owner's
+// Anthropic credential, "visitor:<principal>" for a visitor's.
+type Credential struct {
+	ID        string
+	Sealed    []byte
+	UpdatedAt time.Time
+}
+
+// Credentials keeps sealed credentials.
+type Credentials interface {
+	// SetCredential creates or replaces a credential.
+	SetCredential(ctx context.Context, c Credential) error
+	// Credential returns the credential with that ID, or ErrNotFound.
+	Credential(ctx context.Context, id string) (Credential, error)
+	// DeleteCredential removes it; ErrNotFound if none.
+	DeleteCredential(ctx context.Context, id string) error
+	// ListCredentials returns every credential's ID and UpdatedAt, Sealed left nil.
+	ListCredentials(ctx context.Context) ([]Credential, error)
+}
+
+// Secret is an egress secret the owner saved for a box: its name, the one
+// base URL it may be sent to, and its sealed value.
+type Secret struct {
+	Box       string
+	Name      string
+	Host      string
+	Sealed    []byte
+	UpdatedAt time.Time
+}
+
+// Secrets keeps egress secrets.
+type Secrets interface {
+	// SetSecret creates or replaces a box's secret; ErrNotFound if no box.
+	SetSecret(ctx context.Context, s Secret) error
+	// Secret returns a box's secret, or ErrNotFound.
+	Secret(ctx context.Context, box, name string) (Secret, error)
+	// ListSecrets returns a box's secrets by name, Sealed left nil.
+	ListSecrets(ctx context.Context, box string) ([]Secret, error)
+	// DeleteSecret removes a box's secret; ErrNotFound if none.
+	DeleteSecret(ctx context.Context, box, name string) error
+}
+
+// FeedbackBatch is one accepted feedback batch, its body kept as it came.
+type FeedbackBatch struct {
+	ID    int64
+	Box   string
+	At    time.Time
+	Words []string
+	Body  []byte
+}
+
+// Feedback keeps feedback batches.
+type Feedback interface {
+	// AddFeedback stores a batch and returns its ID; ErrNotFound if no box.
+	AddFeedback(ctx context.Context, f FeedbackBatch) (int64, error)
+	// ListFeedback returns a box's batches, oldest first.
+	ListFeedback(ctx context.Context, box string) ([]FeedbackBatch, error)
+}
+
+// Resource kinds a box can own at Fountain.
+const (
+	ResourceConversation = "conversation"
+	ResourceSandbox      = "sandbox"
+	ResourceVault        = "vault"
+)
+
+// Resource is a Fountain id recorded as one box's own.
+type Resource struct {
+	Box  string
+	Kind string
+	ID   string
+	At   time.Time
+}
+
+// Resources records which box owns which Fountain ids.
+type Resources interface {
+	// AddResource records r as r.Box's; ErrExists if another box owns it
+	// (recording it again for the same box is not an error).
+	AddResource(ctx context.Context, r Resource) error
+	// ResourceOwner returns the box that owns kind/id, or ErrNotFound.
+	ResourceOwner(ctx context.Context, kind, id string) (string, error)
+	// ListResources returns a box's resources.
+	ListResources(ctx context.Context, box string) ([]Resource, error)
+	// DeleteResource forgets kind/id; ErrNotFound if unknown.
+	DeleteResource(ctx context.Context, kind, id string) error
+}
+
+// Grant is a grant issued to a person for one box. Hash is the SHA-256 of
+// its value, hex; the value itself is never stored. RevokedAt is zero
+// while the grant stands.
+type Grant struct {
+	ID        string
+	Hash      string
+	Box       string
+	Principal string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	RevokedAt time.Time
+}
+
+// Grants keeps grants.
+type Grants interface {
+	// CreateGrant stores a grant; ErrExists if its ID or hash is taken,
+	// ErrNotFound if no box.
+	CreateGrant(ctx context.Context, g Grant) error
+	// GrantByHash returns the grant whose value hashes to hash, or ErrNotFound.
+	GrantByHash(ctx context.Context, hash string) (Grant, error)
+	// ListGrants returns a box's grants, newest first.
+	ListGrants(ctx context.Context, box string) ([]Grant, error)
+	// RevokeGrant marks a grant revoked at at; ErrNotFound if none.
+	RevokeGrant(ctx context.Context, id string, at time.Time) error
+}
+
+// Change kinds: what a write touched, for caches to drop.
+const (
+	ChangeBox         = "box"         // Key: box name (created, removed, token rotated, settings)
+	ChangeDeclaration = "declaration" // Key: box name
+	ChangeCredential  = "credential"  // Key: credential ID
+	ChangeSecret      = "secret"      // Key: box + "/" + name
+	ChangeGrant       = "grant"       // Key: grant hash
+	ChangeResource    = "resource"    // Key: kind + "/" + id
+)
+
+// Change is one write, recorded in the same transaction as the write
+// itself, so that every replica's cache can drop what it touched.
+type Change struct {
+	Seq  int64
+	Kind string
+	Key  string
+}
+
+// Changes is the log of writes, read by caches on every replica.
+type Changes interface {
+	// ChangesSince returns up to limit changes with Seq > after, in order.
+	// A cache that finds after older than the oldest kept change (see
+	// OldestChange) must drop everything.
+	ChangesSince(ctx context.Context, after int64, limit int) ([]Change, error)
+	// LastChange returns the highest Seq written so far (0 for none).
+	LastChange(ctx context.Context) (int64, error)
+	// PruneChanges forgets changes older than before.
+	PruneChanges(ctx context.Context, before time.Time) error
+}
