@@ -220,8 +220,8 @@ type Change struct {
 // Changes is the log of writes, read by caches on every replica.
 type Changes interface {
 	// ChangesSince returns up to limit changes with Seq > after, in order.
-	// A cache that finds after older than the oldest kept change (see
-	// OldestChange) must drop everything.
+	// Changes are pruned after a while (PruneChanges), so a cache that has
+	// not read them for longer than that must drop everything.
 	ChangesSince(ctx context.Context, after int64, limit int) ([]Change, error)
 	// LastChange returns the highest Seq written so far (0 for none).
 	LastChange(ctx context.Context) (int64, error)
