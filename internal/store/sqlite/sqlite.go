@@ -1,0 +1,219 @@
+// Package sqlite is boxbroker's embedded store: a store.Store kept in one
+// SQLite file through modernc.org/sqlite (no cgo).
+//
+// The file is opened in WAL mode with a busy timeout, foreign keys on and
+// write transactions begun IMMEDIATE, so that the CLI and a running
+// `boxbroker serve` can use the same file at once: readers never block, and
+// a writer waits for the other's write to end instead of failing. Within one
+// process all writes go through a single connection, so they queue in Go
+// rather than in SQLite's busy handler.
+//
+// The schema is the ordered list of SQL files in migrations/, applied at
+// Open inside one transaction and recorded in schema_migrations.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// busyTimeout is how long a statement waits for another process's write
+// before the store reports store.ErrUnavailable.
+const busyTimeout = 5 * time.Second
+
+// Store is a store.Store kept in one SQLite file. Its methods are safe for
+// concurrent use, and several Stores, in one process or several, may use
+// the same file.
+type Store struct {
+	// w runs every write transaction, on one connection.
+	w *sql.DB
+	// r runs reads, on as many connections as there are readers.
+	r *sql.DB
+	// now is the clock that stamps the changes log.
+	now func() time.Time
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens (creating if need be) the SQLite database at path and brings
+// its schema up to date. It fails if the file cannot be opened, is not a
+// boxbroker database, or was written by a newer boxbroker.
+func Open(path string) (*Store, error) {
+	if path == "" {
+		return nil, errors.New("open sqlite store: empty path")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite store: %w", err)
+	}
+	ms := fmt.Sprint(busyTimeout.Milliseconds())
+	w, err := sql.Open("sqlite", dsn(abs, url.Values{
+		"_busy_timeout": {ms},
+		"_journal_mode": {"WAL"},
+		"_foreign_keys": {"1"},
+		"_txlock":       {"immediate"},
+	}))
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite store: %w", err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetConnMaxIdleTime(0)
+
+	s := &Store{w: w, now: time.Now}
+	if err := s.migrate(context.Background()); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
+	}
+
+	r, err := sql.Open("sqlite", dsn(abs, url.Values{
+		"_busy_timeout": {ms},
+		"_foreign_keys": {"1"},
+		"_query_only":   {"1"},
+	}))
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open sqlite store: %w", err)
+	}
+	s.r = r
+	return s, nil
+}
+
+// dsn makes the driver's name for the file at the absolute path abs: a
+// file: URI, so that any character in the path is escaped.
+func dsn(abs string, q url.Values) string {
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: q.Encode()}
+	return u.String()
+}
+
+// Ping reports whether the database answers; store.ErrUnavailable if not.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.r.PingContext(ctx); err != nil {
+		return translate("ping", err)
+	}
+	var one int
+	if err := s.r.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
+		return translate("ping", err)
+	}
+	return nil
+}
+
+// Close closes the database. The Store must not be used afterwards.
+func (s *Store) Close() error {
+	return errors.Join(s.r.Close(), s.w.Close())
+}
+
+// write runs fn in one IMMEDIATE transaction, appends the changes fn
+// returns to the changes log in that same transaction, and commits. Errors
+// are translated to the store's sentinels, prefixed with op.
+func (s *Store) write(ctx context.Context, op string, fn func(tx *sql.Tx) ([]store.Change, error)) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return translate(op, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	changes, err := fn(tx)
+	if err != nil {
+		return translate(op, err)
+	}
+	at := micros(s.now())
+	for _, c := range changes {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO changes (kind, key, at) VALUES (?, ?, ?)", c.Kind, c.Key, at); err != nil {
+			return translate(op, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return translate(op, err)
+	}
+	return nil
+}
+
+// translate turns a driver error into the store's sentinels:
+// sql.ErrNoRows and a foreign key violation (the box named does not exist)
+// into store.ErrNotFound, a unique violation into store.ErrExists, and a
+// locked, unreadable or closed database, or a deadline passed waiting for
+// it, into store.ErrUnavailable. Sentinels already in err are kept. The
+// driver's message (which holds no values, only table and column names) is
+// kept after the sentinel.
+func translate(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrUnavailable) {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%s: %w", op, store.ErrNotFound)
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, sql.ErrConnDone) {
+		return fmt.Errorf("%s: %w: %w", op, store.ErrUnavailable, err)
+	}
+	if err.Error() == "sql: database is closed" { // database/sql keeps this error unexported
+		return fmt.Errorf("%s: %w: %w", op, store.ErrUnavailable, err)
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch code := se.Code(); {
+		case code == sqlite3.SQLITE_CONSTRAINT_UNIQUE || code == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+			return fmt.Errorf("%s: %w", op, store.ErrExists)
+		case code == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
+			return fmt.Errorf("%s: %w", op, store.ErrNotFound)
+		case code&0xff == sqlite3.SQLITE_BUSY, code&0xff == sqlite3.SQLITE_LOCKED,
+			code&0xff == sqlite3.SQLITE_IOERR, code&0xff == sqlite3.SQLITE_CANTOPEN,
+			code&0xff == sqlite3.SQLITE_FULL, code&0xff == sqlite3.SQLITE_READONLY:
+			return fmt.Errorf("%s: %w: %w", op, store.ErrUnavailable, err)
+		}
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// notFound reports store.ErrNotFound unless res touched a row.
+func notFound(res sql.Result) error {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return store.ErrNotFound
+	}
+	return nil
+}
+
+// micros is how a time is stored: UTC microseconds since the Unix epoch.
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+// fromMicros is the time stored as n, in UTC.
+func fromMicros(n int64) time.Time { return time.UnixMicro(n).UTC() }
+
+// nullMicros stores an optional time: NULL for the zero time.
+func nullMicros(t time.Time) sql.NullInt64 {
+	if t.IsZero() {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: micros(t), Valid: true}
+}
+
+// fromNullMicros is the optional time stored as n: zero for NULL.
+func fromNullMicros(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return fromMicros(n.Int64)
+}
+
+// blob is b as a BLOB that is never NULL.
+func blob(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}

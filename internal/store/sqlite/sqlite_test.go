@@ -1,0 +1,177 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/storetest"
+)
+
+// openTemp opens a Store on a new file in the test's temporary directory.
+func openTemp(t *testing.T) (*Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "boxbroker.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatalf("Open(%q) = %v, want nil", path, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, path
+}
+
+func TestStore(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		s, _ := openTemp(t)
+		return s
+	})
+}
+
+func TestTwoStoresShareAFile(t *testing.T) {
+	ctx := t.Context()
+	serve, path := openTemp(t)
+	cli, err := Open(path)
+	if err != nil {
+		t.Fatalf("Open(%q) a second time = %v, want nil", path, err)
+	}
+	defer cli.Close()
+
+	// serve caches, so it reads the changes log: note where it stands.
+	seq, err := serve.LastChange(ctx)
+	if err != nil {
+		t.Fatalf("LastChange() = %v", err)
+	}
+	if err := cli.CreateBox(ctx, store.Box{Name: "alpha", TokenHash: "h1", CreatedAt: time.Now()}); err != nil {
+		t.Fatalf("cli.CreateBox(alpha) = %v, want nil", err)
+	}
+	if b, err := serve.BoxByTokenHash(ctx, "h1"); err != nil || b.Name != "alpha" {
+		t.Errorf("serve.BoxByTokenHash(h1) = %q, %v, want alpha written by the other Store", b.Name, err)
+	}
+	if cs, err := serve.ChangesSince(ctx, seq, 10); err != nil || len(cs) != 1 || cs[0].Key != "alpha" {
+		t.Errorf("serve.ChangesSince(%d) = %v, %v, want the other Store's CreateBox", seq, cs, err)
+	}
+	if err := serve.RotateToken(ctx, "alpha", "h2"); err != nil {
+		t.Fatalf("serve.RotateToken(alpha) = %v, want nil", err)
+	}
+	if _, err := cli.BoxByTokenHash(ctx, "h1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("cli.BoxByTokenHash(old hash) = %v, want ErrNotFound", err)
+	}
+
+	// Both write at once; the busy timeout and IMMEDIATE transactions make
+	// each wait for the other rather than fail.
+	const n = 20
+	errs := make([]error, 2*n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs[i] = serve.SaveDeclaration(ctx, "alpha", []byte(`{"by":"serve"}`), time.Now()) })
+		wg.Go(func() { errs[n+i] = cli.UpdateBox(ctx, store.Box{Name: "alpha", Paused: i%2 == 0}) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("concurrent write %d from two Stores = %v, want nil", i, err)
+		}
+	}
+}
+
+func TestReopenKeepsData(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "boxbroker.db")
+	for i := range 3 {
+		s, err := Open(path)
+		if err != nil {
+			t.Fatalf("Open(%q) #%d = %v, want nil", path, i+1, err)
+		}
+		boxes, err := s.ListBoxes(ctx)
+		if err != nil {
+			t.Fatalf("ListBoxes() #%d = %v", i+1, err)
+		}
+		if len(boxes) != i {
+			t.Errorf("ListBoxes() after reopening #%d = %d boxes, want %d", i+1, len(boxes), i)
+		}
+		if err := s.CreateBox(ctx, store.Box{Name: string(rune('a' + i)), TokenHash: string(rune('A' + i)), CreatedAt: time.Now()}); err != nil {
+			t.Fatalf("CreateBox #%d = %v", i+1, err)
+		}
+		s.Close()
+	}
+
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ms, err := migrations()
+	if err != nil {
+		t.Fatalf("migrations() = %v", err)
+	}
+	var count, max int
+	if err := db.QueryRow("SELECT COUNT(*), MAX(version) FROM schema_migrations").Scan(&count, &max); err != nil {
+		t.Fatalf("reading schema_migrations: %v", err)
+	}
+	if count != len(ms) || max != ms[len(ms)-1].version {
+		t.Errorf("schema_migrations after 3 opens = %d rows up to %d, want %d up to %d", count, max, len(ms), ms[len(ms)-1].version)
+	}
+	var mode string
+	if err := db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+		t.Errorf("journal_mode = %q, %v, want wal", mode, err)
+	}
+}
+
+func TestOpenRefusesNewerSchema(t *testing.T) {
+	s, path := openTemp(t)
+	if _, err := s.w.Exec("INSERT INTO schema_migrations (version, applied_at) VALUES (9999, 0)"); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if s2, err := Open(path); err == nil {
+		s2.Close()
+		t.Errorf("Open(%q) of a database at schema 9999 = nil error, want refused", path)
+	}
+}
+
+func TestOpenRefusesNonDatabase(t *testing.T) {
+	tests := []struct {
+		name string
+		path string
+	}{
+		{"empty path", ""},
+		{"directory", t.TempDir()},
+		{"missing parent", filepath.Join(t.TempDir(), "no", "such", "dir", "x.db")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if s, err := Open(tt.path); err == nil {
+				s.Close()
+				t.Errorf("Open(%q) = nil error, want one", tt.path)
+			}
+		})
+	}
+}
+
+func TestClosedIsUnavailable(t *testing.T) {
+	s, _ := openTemp(t)
+	s.Close()
+	if err := s.Ping(context.Background()); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("Ping() on a closed Store = %v, want ErrUnavailable", err)
+	}
+	if _, err := s.Box(context.Background(), "alpha"); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("Box() on a closed Store = %v, want ErrUnavailable", err)
+	}
+}
+
+func TestMigrationsOrdered(t *testing.T) {
+	ms, err := migrations()
+	if err != nil {
+		t.Fatalf("migrations() = %v", err)
+	}
+	for i, m := range ms {
+		if m.version != i+1 {
+			t.Errorf("migration %d is %s (version %d), want version %d: versions run 1, 2, ... without gaps", i, m.name, m.version, i+1)
+		}
+	}
+}

@@ -1,0 +1,346 @@
+package storetest
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+func testBoxes(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	alpha := store.Box{Name: "alpha", TokenHash: hash("ta"), CreatedAt: at(1), Consent: true, Paused: false, PayerKind: "owner", PayerPrincipal: "github:ann"}
+	beta := store.Box{Name: "beta", TokenHash: hash("tb"), CreatedAt: at(2), Consent: false, Paused: true, PayerKind: "shared"}
+	for _, b := range []store.Box{beta, alpha} {
+		if err := s.CreateBox(ctx, b); err != nil {
+			t.Fatalf("CreateBox(%q) = %v, want nil", b.Name, err)
+		}
+	}
+
+	for _, want := range []store.Box{alpha, beta} {
+		got, err := s.Box(ctx, want.Name)
+		if err != nil {
+			t.Fatalf("Box(%q) = %v, want nil", want.Name, err)
+		}
+		if d := diff(want, got); d != "" {
+			t.Errorf("Box(%q) mismatch (-want +got):\n%s", want.Name, d)
+		}
+		got, err = s.BoxByTokenHash(ctx, want.TokenHash)
+		if err != nil {
+			t.Fatalf("BoxByTokenHash(%q) = %v, want nil", want.TokenHash, err)
+		}
+		if d := diff(want, got); d != "" {
+			t.Errorf("BoxByTokenHash(%q) mismatch (-want +got):\n%s", want.TokenHash, d)
+		}
+	}
+
+	list, err := s.ListBoxes(ctx)
+	if err != nil {
+		t.Fatalf("ListBoxes() = %v, want nil", err)
+	}
+	if d := diff([]store.Box{alpha, beta}, list); d != "" {
+		t.Errorf("ListBoxes() mismatch, want by name (-want +got):\n%s", d)
+	}
+
+	tests := []struct {
+		name string
+		box  store.Box
+	}{
+		{"same name", store.Box{Name: "alpha", TokenHash: hash("other"), CreatedAt: at(3)}},
+		{"same hash", store.Box{Name: "gamma", TokenHash: alpha.TokenHash, CreatedAt: at(3)}},
+		{"same name and hash", beta},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			seq := lastChange(t, s)
+			err := s.CreateBox(ctx, tt.box)
+			wantErr(t, fmt.Sprintf("CreateBox(%q)", tt.box.Name), err, store.ErrExists)
+			noChange(t, s, "a refused CreateBox", seq)
+		})
+	}
+	if got, err := s.Box(ctx, "alpha"); err != nil || got.TokenHash != alpha.TokenHash {
+		t.Errorf("Box(alpha) after a refused duplicate = %v, %v, want it unchanged", got.TokenHash, err)
+	}
+	if _, err := s.Box(ctx, "gamma"); err == nil {
+		t.Errorf("Box(gamma) = nil error, want ErrNotFound: a duplicate hash was stored")
+	}
+
+	t.Run("payer kind defaults to shared", func(t *testing.T) {
+		b := store.Box{Name: "delta", TokenHash: hash("td"), CreatedAt: at(4)}
+		if err := s.CreateBox(ctx, b); err != nil {
+			t.Fatalf("CreateBox(delta) = %v, want nil", err)
+		}
+		got, err := s.Box(ctx, "delta")
+		if err != nil || got.PayerKind != "shared" {
+			t.Errorf("Box(delta).PayerKind = %q, %v, want %q", got.PayerKind, err, "shared")
+		}
+	})
+}
+
+func testConcurrentCreateBox(t *testing.T, s store.Store) {
+	const n = 10
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			errs[i] = s.CreateBox(t.Context(), store.Box{Name: "racer", TokenHash: hash(fmt.Sprint("racer", i)), CreatedAt: at(i)})
+		})
+	}
+	wg.Wait()
+	created := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			created++
+		default:
+			wantErr(t, fmt.Sprintf("CreateBox(racer) #%d", i), err, store.ErrExists)
+		}
+	}
+	if created != 1 {
+		t.Errorf("%d concurrent CreateBox(racer) succeeded %d times, want 1", n, created)
+	}
+}
+
+func testRotateToken(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	b := mustCreateBox(t, s, "alpha")
+	other := mustCreateBox(t, s, "beta")
+	newHash := hash("rotated")
+	if err := s.RotateToken(ctx, "alpha", newHash); err != nil {
+		t.Fatalf("RotateToken(alpha) = %v, want nil", err)
+	}
+	_, err := s.BoxByTokenHash(ctx, b.TokenHash)
+	wantErr(t, "BoxByTokenHash(old hash)", err, store.ErrNotFound)
+	got, err := s.BoxByTokenHash(ctx, newHash)
+	if err != nil || got.Name != "alpha" {
+		t.Errorf("BoxByTokenHash(new hash) = %q, %v, want alpha", got.Name, err)
+	}
+	b.TokenHash = newHash
+	if d := diff(b, got); d != "" {
+		t.Errorf("box after RotateToken mismatch (-want +got):\n%s", d)
+	}
+
+	seq := lastChange(t, s)
+	err = s.RotateToken(ctx, "alpha", other.TokenHash)
+	wantErr(t, "RotateToken(alpha, beta's hash)", err, store.ErrExists)
+	noChange(t, s, "a refused RotateToken", seq)
+	if got, err := s.BoxByTokenHash(ctx, other.TokenHash); err != nil || got.Name != "beta" {
+		t.Errorf("BoxByTokenHash(beta's hash) = %q, %v, want beta", got.Name, err)
+	}
+}
+
+func testUpdateBox(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	b := mustCreateBox(t, s, "alpha")
+	update := store.Box{
+		Name:           "alpha",
+		TokenHash:      hash("not applied"),
+		CreatedAt:      at(99),
+		Consent:        true,
+		Paused:         true,
+		PayerKind:      "owner",
+		PayerPrincipal: "github:ann",
+	}
+	if err := s.UpdateBox(ctx, update); err != nil {
+		t.Fatalf("UpdateBox(alpha) = %v, want nil", err)
+	}
+	want := b
+	want.Consent, want.Paused, want.PayerKind, want.PayerPrincipal = true, true, "owner", "github:ann"
+	got, err := s.Box(ctx, "alpha")
+	if err != nil {
+		t.Fatalf("Box(alpha) = %v, want nil", err)
+	}
+	if d := diff(want, got); d != "" {
+		t.Errorf("Box(alpha) after UpdateBox mismatch, want only settings changed (-want +got):\n%s", d)
+	}
+
+	back := store.Box{Name: "alpha", PayerKind: "shared"}
+	if err := s.UpdateBox(ctx, back); err != nil {
+		t.Fatalf("UpdateBox(alpha) = %v, want nil", err)
+	}
+	got, err = s.Box(ctx, "alpha")
+	if err != nil {
+		t.Fatalf("Box(alpha) = %v, want nil", err)
+	}
+	if d := diff(b, got); d != "" {
+		t.Errorf("Box(alpha) after resetting settings mismatch (-want +got):\n%s", d)
+	}
+}
+
+func testDeleteBoxCascades(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	doomed := mustCreateBox(t, s, "doomed")
+	kept := mustCreateBox(t, s, "kept")
+	for _, box := range []string{"doomed", "kept"} {
+		if err := s.SaveDeclaration(ctx, box, []byte(`{"capabilities":[]}`), at(1)); err != nil {
+			t.Fatalf("SaveDeclaration(%q) = %v", box, err)
+		}
+		if err := s.SetSecret(ctx, store.Secret{Box: box, Name: "GITHUB", Host: "https://api.github.com", Sealed: []byte("sealed"), UpdatedAt: at(1)}); err != nil {
+			t.Fatalf("SetSecret(%q) = %v", box, err)
+		}
+		if _, err := s.AddFeedback(ctx, store.FeedbackBatch{Box: box, At: at(1), Words: []string{"agent"}, Body: []byte(`{}`)}); err != nil {
+			t.Fatalf("AddFeedback(%q) = %v", box, err)
+		}
+		if err := s.AddResource(ctx, store.Resource{Box: box, Kind: store.ResourceSandbox, ID: "sb-" + box, At: at(1)}); err != nil {
+			t.Fatalf("AddResource(%q) = %v", box, err)
+		}
+		if err := s.CreateGrant(ctx, store.Grant{ID: "g-" + box, Hash: hash("grant-" + box), Box: box, Principal: "github:ann", CreatedAt: at(1), ExpiresAt: at(600)}); err != nil {
+			t.Fatalf("CreateGrant(%q) = %v", box, err)
+		}
+	}
+	if err := s.SetSecret(ctx, store.Secret{Box: "doomed", Name: "OPENAI", Host: "https://api.openai.com", Sealed: []byte("sealed"), UpdatedAt: at(1)}); err != nil {
+		t.Fatalf("SetSecret(doomed, OPENAI) = %v", err)
+	}
+
+	seq := lastChange(t, s)
+	if err := s.DeleteBox(ctx, "doomed"); err != nil {
+		t.Fatalf("DeleteBox(doomed) = %v, want nil", err)
+	}
+	want := keys([]store.Change{
+		{Kind: store.ChangeBox, Key: "doomed"},
+		{Kind: store.ChangeDeclaration, Key: "doomed"},
+		{Kind: store.ChangeSecret, Key: "doomed/GITHUB"},
+		{Kind: store.ChangeSecret, Key: "doomed/OPENAI"},
+		{Kind: store.ChangeResource, Key: "sandbox/sb-doomed"},
+		{Kind: store.ChangeGrant, Key: hash("grant-doomed")},
+	})
+	if d := diff(want, keys(changesAfter(t, s, seq))); d != "" {
+		t.Errorf("changes of DeleteBox(doomed) mismatch, want one for every cached row (-want +got):\n%s", d)
+	}
+
+	gone := []struct {
+		call string
+		err  error
+	}{
+		{"Box(doomed)", second(s.Box(ctx, "doomed"))},
+		{"BoxByTokenHash(doomed's hash)", second(s.BoxByTokenHash(ctx, doomed.TokenHash))},
+		{"Declaration(doomed)", third(s.Declaration(ctx, "doomed"))},
+		{"Secret(doomed, GITHUB)", second(s.Secret(ctx, "doomed", "GITHUB"))},
+		{"ResourceOwner(sandbox, sb-doomed)", second(s.ResourceOwner(ctx, store.ResourceSandbox, "sb-doomed"))},
+		{"GrantByHash(doomed's grant)", second(s.GrantByHash(ctx, hash("grant-doomed")))},
+		{"DeleteBox(doomed) again", s.DeleteBox(ctx, "doomed")},
+	}
+	for _, g := range gone {
+		wantErr(t, g.call, g.err, store.ErrNotFound)
+	}
+	if secrets, err := s.ListSecrets(ctx, "doomed"); err != nil || len(secrets) != 0 {
+		t.Errorf("ListSecrets(doomed) = %v, %v, want none", secrets, err)
+	}
+	if fb, err := s.ListFeedback(ctx, "doomed"); err != nil || len(fb) != 0 {
+		t.Errorf("ListFeedback(doomed) = %d batches, %v, want none", len(fb), err)
+	}
+	if rs, err := s.ListResources(ctx, "doomed"); err != nil || len(rs) != 0 {
+		t.Errorf("ListResources(doomed) = %v, %v, want none", rs, err)
+	}
+	if gs, err := s.ListGrants(ctx, "doomed"); err != nil || len(gs) != 0 {
+		t.Errorf("ListGrants(doomed) = %v, %v, want none", gs, err)
+	}
+
+	// The other box keeps everything.
+	if got, err := s.Box(ctx, "kept"); err != nil || got.TokenHash != kept.TokenHash {
+		t.Errorf("Box(kept) = %v, %v, want it kept", got, err)
+	}
+	kepts := []struct {
+		call string
+		err  error
+	}{
+		{"Declaration(kept)", third(s.Declaration(ctx, "kept"))},
+		{"Secret(kept, GITHUB)", second(s.Secret(ctx, "kept", "GITHUB"))},
+		{"ResourceOwner(sandbox, sb-kept)", second(s.ResourceOwner(ctx, store.ResourceSandbox, "sb-kept"))},
+		{"GrantByHash(kept's grant)", second(s.GrantByHash(ctx, hash("grant-kept")))},
+	}
+	for _, k := range kepts {
+		wantErr(t, k.call, k.err, nil)
+	}
+	if fb, err := s.ListFeedback(ctx, "kept"); err != nil || len(fb) != 1 {
+		t.Errorf("ListFeedback(kept) = %d batches, %v, want 1", len(fb), err)
+	}
+
+	// A box made again under the name starts empty, and what the deleted
+	// box owned can be another's.
+	mustCreateBox(t, s, "doomed")
+	_, _, err := s.Declaration(ctx, "doomed")
+	wantErr(t, "Declaration(doomed) of a new box of that name", err, store.ErrNotFound)
+	if err := s.AddResource(ctx, store.Resource{Box: "kept", Kind: store.ResourceSandbox, ID: "sb-doomed", At: at(2)}); err != nil {
+		t.Errorf("AddResource(kept, sb-doomed) = %v, want nil: the deleted box's resource was kept", err)
+	}
+}
+
+func testDeclarations(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	mustCreateBox(t, s, "alpha")
+	mustCreateBox(t, s, "beta")
+	_, _, err := s.Declaration(ctx, "alpha")
+	wantErr(t, "Declaration(alpha) before any report", err, store.ErrNotFound)
+
+	tests := []struct {
+		box string
+		doc string
+		at  time.Time
+	}{
+		{"alpha", `{"capabilities":[{"name":"inference","broker":"lobby","scope":["agent"]}]}`, at(1)},
+		{"beta", `{"capabilities":[]}`, at(2)},
+		{"alpha", `{"capabilities":[{"name":"inference","broker":"lobby","scope":["agent","decide"]}]}`, at(3)},
+	}
+	for _, tt := range tests {
+		if err := s.SaveDeclaration(ctx, tt.box, []byte(tt.doc), tt.at); err != nil {
+			t.Fatalf("SaveDeclaration(%q) = %v, want nil", tt.box, err)
+		}
+		doc, gotAt, err := s.Declaration(ctx, tt.box)
+		if err != nil {
+			t.Fatalf("Declaration(%q) = %v, want nil", tt.box, err)
+		}
+		if string(doc) != tt.doc || !sameTime(gotAt, tt.at) {
+			t.Errorf("Declaration(%q) = %s at %v, want %s at %v", tt.box, doc, gotAt, tt.doc, tt.at)
+		}
+	}
+	doc, _, err := s.Declaration(ctx, "beta")
+	if err != nil || string(doc) != tests[1].doc {
+		t.Errorf("Declaration(beta) = %s, %v, want %s: another box's report replaced it", doc, err, tests[1].doc)
+	}
+}
+
+func testConcurrentDeclarations(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	mustCreateBox(t, s, "alpha")
+	seq := lastChange(t, s)
+	const n = 20
+	docs := map[string]time.Time{}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		doc := fmt.Sprintf(`{"capabilities":[],"n":%d}`, i)
+		docs[doc] = at(i)
+		wg.Go(func() {
+			errs[i] = s.SaveDeclaration(ctx, "alpha", []byte(doc), at(i))
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("SaveDeclaration(alpha) #%d of %d at once = %v, want nil", i, n, err)
+		}
+	}
+	doc, gotAt, err := s.Declaration(ctx, "alpha")
+	if err != nil {
+		t.Fatalf("Declaration(alpha) = %v, want nil", err)
+	}
+	wantAt, ok := docs[string(doc)]
+	if !ok {
+		t.Fatalf("Declaration(alpha) = %s, want one of the %d saved", doc, n)
+	}
+	if !sameTime(gotAt, wantAt) {
+		t.Errorf("Declaration(alpha) = %s at %v, want at %v: doc and time from different saves", doc, gotAt, wantAt)
+	}
+	if got := len(changesAfter(t, s, seq)); got != n {
+		t.Errorf("%d concurrent SaveDeclaration recorded %d changes, want %d", n, got, n)
+	}
+}
+
+// second is the error of a two-valued call.
+func second[T any](_ T, err error) error { return err }
+
+// third is the error of a three-valued call.
+func third[T, U any](_ T, _ U, err error) error { return err }

@@ -1,0 +1,358 @@
+package storetest
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+func testCredentials(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	creds := []store.Credential{
+		{ID: "fountain", Sealed: []byte{0, 1, 2, 0xff}, UpdatedAt: at(1)},
+		{ID: "anthropic", Sealed: []byte("sealed-anthropic"), UpdatedAt: at(2)},
+		{ID: "owner:alpha", Sealed: []byte("sealed-owner"), UpdatedAt: at(3)},
+		{ID: "visitor:github:ann", Sealed: []byte("sealed-visitor"), UpdatedAt: at(4)},
+	}
+	for _, c := range creds {
+		if err := s.SetCredential(ctx, c); err != nil {
+			t.Fatalf("SetCredential(%q) = %v, want nil", c.ID, err)
+		}
+	}
+	for _, want := range creds {
+		got, err := s.Credential(ctx, want.ID)
+		if err != nil {
+			t.Fatalf("Credential(%q) = %v, want nil", want.ID, err)
+		}
+		if d := diff(want, got); d != "" {
+			t.Errorf("Credential(%q) mismatch (-want +got):\n%s", want.ID, d)
+		}
+	}
+
+	replaced := store.Credential{ID: "anthropic", Sealed: []byte("sealed-anthropic-2"), UpdatedAt: at(5)}
+	if err := s.SetCredential(ctx, replaced); err != nil {
+		t.Fatalf("SetCredential(anthropic) again = %v, want nil", err)
+	}
+	got, err := s.Credential(ctx, "anthropic")
+	if err != nil {
+		t.Fatalf("Credential(anthropic) = %v, want nil", err)
+	}
+	if d := diff(replaced, got); d != "" {
+		t.Errorf("Credential(anthropic) after replacing mismatch (-want +got):\n%s", d)
+	}
+
+	list, err := s.ListCredentials(ctx)
+	if err != nil {
+		t.Fatalf("ListCredentials() = %v, want nil", err)
+	}
+	for _, c := range list {
+		if c.Sealed != nil {
+			t.Errorf("ListCredentials() holds %q's sealed value, want Sealed nil", c.ID)
+		}
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID })
+	want := []store.Credential{
+		{ID: "anthropic", UpdatedAt: at(5)},
+		{ID: "fountain", UpdatedAt: at(1)},
+		{ID: "owner:alpha", UpdatedAt: at(3)},
+		{ID: "visitor:github:ann", UpdatedAt: at(4)},
+	}
+	if d := diff(want, list); d != "" {
+		t.Errorf("ListCredentials() mismatch (-want +got):\n%s", d)
+	}
+
+	if err := s.DeleteCredential(ctx, "fountain"); err != nil {
+		t.Fatalf("DeleteCredential(fountain) = %v, want nil", err)
+	}
+	_, err = s.Credential(ctx, "fountain")
+	wantErr(t, "Credential(fountain) after delete", err, store.ErrNotFound)
+	wantErr(t, "DeleteCredential(fountain) again", s.DeleteCredential(ctx, "fountain"), store.ErrNotFound)
+	if list, err := s.ListCredentials(ctx); err != nil || len(list) != 3 {
+		t.Errorf("ListCredentials() after delete = %d, %v, want 3", len(list), err)
+	}
+}
+
+func testSecrets(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	mustCreateBox(t, s, "alpha")
+	mustCreateBox(t, s, "beta")
+	secrets := []store.Secret{
+		{Box: "alpha", Name: "OPENAI", Host: "https://api.openai.com", Sealed: []byte("sealed-a-openai"), UpdatedAt: at(1)},
+		{Box: "alpha", Name: "GITHUB", Host: "https://api.github.com", Sealed: []byte("sealed-a-github"), UpdatedAt: at(2)},
+		{Box: "beta", Name: "GITHUB", Host: "https://github.example.com/api", Sealed: []byte("sealed-b-github"), UpdatedAt: at(3)},
+	}
+	for _, sec := range secrets {
+		if err := s.SetSecret(ctx, sec); err != nil {
+			t.Fatalf("SetSecret(%q, %q) = %v, want nil", sec.Box, sec.Name, err)
+		}
+	}
+	for _, want := range secrets {
+		got, err := s.Secret(ctx, want.Box, want.Name)
+		if err != nil {
+			t.Fatalf("Secret(%q, %q) = %v, want nil", want.Box, want.Name, err)
+		}
+		if d := diff(want, got); d != "" {
+			t.Errorf("Secret(%q, %q) mismatch (-want +got):\n%s", want.Box, want.Name, d)
+		}
+	}
+
+	replaced := store.Secret{Box: "alpha", Name: "GITHUB", Host: "https://ghe.example.com", Sealed: []byte("sealed-a-github-2"), UpdatedAt: at(4)}
+	if err := s.SetSecret(ctx, replaced); err != nil {
+		t.Fatalf("SetSecret(alpha, GITHUB) again = %v, want nil", err)
+	}
+	got, err := s.Secret(ctx, "alpha", "GITHUB")
+	if err != nil {
+		t.Fatalf("Secret(alpha, GITHUB) = %v, want nil", err)
+	}
+	if d := diff(replaced, got); d != "" {
+		t.Errorf("Secret(alpha, GITHUB) after replacing mismatch (-want +got):\n%s", d)
+	}
+	if got, err := s.Secret(ctx, "beta", "GITHUB"); err != nil || !bytes.Equal(got.Sealed, secrets[2].Sealed) {
+		t.Errorf("Secret(beta, GITHUB) = %q, %v, want %q: another box's secret of that name changed", got.Sealed, err, secrets[2].Sealed)
+	}
+
+	list, err := s.ListSecrets(ctx, "alpha")
+	if err != nil {
+		t.Fatalf("ListSecrets(alpha) = %v, want nil", err)
+	}
+	for _, sec := range list {
+		if sec.Sealed != nil {
+			t.Errorf("ListSecrets(alpha) holds %q's sealed value, want Sealed nil", sec.Name)
+		}
+	}
+	want := []store.Secret{
+		{Box: "alpha", Name: "GITHUB", Host: "https://ghe.example.com", UpdatedAt: at(4)},
+		{Box: "alpha", Name: "OPENAI", Host: "https://api.openai.com", UpdatedAt: at(1)},
+	}
+	if d := diff(want, list); d != "" {
+		t.Errorf("ListSecrets(alpha) mismatch, want by name (-want +got):\n%s", d)
+	}
+
+	if err := s.DeleteSecret(ctx, "alpha", "GITHUB"); err != nil {
+		t.Fatalf("DeleteSecret(alpha, GITHUB) = %v, want nil", err)
+	}
+	_, err = s.Secret(ctx, "alpha", "GITHUB")
+	wantErr(t, "Secret(alpha, GITHUB) after delete", err, store.ErrNotFound)
+	wantErr(t, "DeleteSecret(alpha, GITHUB) again", s.DeleteSecret(ctx, "alpha", "GITHUB"), store.ErrNotFound)
+	if _, err := s.Secret(ctx, "beta", "GITHUB"); err != nil {
+		t.Errorf("Secret(beta, GITHUB) after deleting alpha's = %v, want nil", err)
+	}
+	if list, err := s.ListSecrets(ctx, "alpha"); err != nil || len(list) != 1 {
+		t.Errorf("ListSecrets(alpha) after delete = %v, %v, want OPENAI only", list, err)
+	}
+}
+
+func testFeedback(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	mustCreateBox(t, s, "alpha")
+	mustCreateBox(t, s, "beta")
+	batches := []store.FeedbackBatch{
+		{Box: "alpha", At: at(3), Words: []string{"agent"}, Body: []byte(`{"entries":[1]}`)},
+		{Box: "beta", At: at(1), Words: []string{"passive"}, Body: []byte(`{"counts":{}}`)},
+		{Box: "alpha", At: at(1), Words: []string{"agent", "passive"}, Body: []byte(`{"entries":[2],"counts":{}}`)},
+		{Box: "alpha", At: at(2), Body: []byte{}},
+	}
+	seen := map[int64]bool{}
+	var last int64
+	for i := range batches {
+		id, err := s.AddFeedback(ctx, batches[i])
+		if err != nil {
+			t.Fatalf("AddFeedback(%q) = %v, want nil", batches[i].Box, err)
+		}
+		if seen[id] {
+			t.Errorf("AddFeedback returned ID %d twice", id)
+		}
+		if batches[i].Box == "alpha" && id <= last {
+			t.Errorf("AddFeedback(alpha) = ID %d after %d, want IDs that grow", id, last)
+		}
+		if batches[i].Box == "alpha" {
+			last = id
+		}
+		seen[id] = true
+		batches[i].ID = id
+	}
+	got, err := s.ListFeedback(ctx, "alpha")
+	if err != nil {
+		t.Fatalf("ListFeedback(alpha) = %v, want nil", err)
+	}
+	want := []store.FeedbackBatch{batches[0], batches[2], batches[3]}
+	if d := diff(want, got); d != "" {
+		t.Errorf("ListFeedback(alpha) mismatch, want oldest stored first (-want +got):\n%s", d)
+	}
+	got, err = s.ListFeedback(ctx, "beta")
+	if err != nil {
+		t.Fatalf("ListFeedback(beta) = %v, want nil", err)
+	}
+	if d := diff([]store.FeedbackBatch{batches[1]}, got); d != "" {
+		t.Errorf("ListFeedback(beta) mismatch (-want +got):\n%s", d)
+	}
+}
+
+func testResources(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	mustCreateBox(t, s, "alpha")
+	mustCreateBox(t, s, "beta")
+	rs := []store.Resource{
+		{Box: "alpha", Kind: store.ResourceSandbox, ID: "sb-1", At: at(1)},
+		{Box: "alpha", Kind: store.ResourceConversation, ID: "c-1", At: at(2)},
+		{Box: "beta", Kind: store.ResourceVault, ID: "v-1", At: at(3)},
+		{Box: "beta", Kind: store.ResourceConversation, ID: "sb-1", At: at(4)}, // same id, another kind
+	}
+	for _, r := range rs {
+		if err := s.AddResource(ctx, r); err != nil {
+			t.Fatalf("AddResource(%q, %s/%s) = %v, want nil", r.Box, r.Kind, r.ID, err)
+		}
+	}
+
+	tests := []struct {
+		kind, id string
+		want     string
+	}{
+		{store.ResourceSandbox, "sb-1", "alpha"},
+		{store.ResourceConversation, "c-1", "alpha"},
+		{store.ResourceVault, "v-1", "beta"},
+		{store.ResourceConversation, "sb-1", "beta"},
+	}
+	for _, tt := range tests {
+		got, err := s.ResourceOwner(ctx, tt.kind, tt.id)
+		if err != nil || got != tt.want {
+			t.Errorf("ResourceOwner(%q, %q) = %q, %v, want %q", tt.kind, tt.id, got, err, tt.want)
+		}
+	}
+
+	if err := s.AddResource(ctx, store.Resource{Box: "alpha", Kind: store.ResourceSandbox, ID: "sb-1", At: at(9)}); err != nil {
+		t.Errorf("AddResource(alpha, sandbox/sb-1) again = %v, want nil", err)
+	}
+	seq := lastChange(t, s)
+	err := s.AddResource(ctx, store.Resource{Box: "beta", Kind: store.ResourceSandbox, ID: "sb-1", At: at(9)})
+	wantErr(t, "AddResource(beta, alpha's sandbox/sb-1)", err, store.ErrExists)
+	noChange(t, s, "a refused AddResource", seq)
+	if got, err := s.ResourceOwner(ctx, store.ResourceSandbox, "sb-1"); err != nil || got != "alpha" {
+		t.Errorf("ResourceOwner(sandbox, sb-1) after another box claimed it = %q, %v, want alpha", got, err)
+	}
+
+	list, err := s.ListResources(ctx, "alpha")
+	if err != nil {
+		t.Fatalf("ListResources(alpha) = %v, want nil", err)
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].Kind+"/"+list[i].ID < list[j].Kind+"/"+list[j].ID })
+	if d := diff([]store.Resource{rs[1], rs[0]}, list); d != "" {
+		t.Errorf("ListResources(alpha) mismatch (-want +got):\n%s", d)
+	}
+
+	if err := s.DeleteResource(ctx, store.ResourceSandbox, "sb-1"); err != nil {
+		t.Fatalf("DeleteResource(sandbox, sb-1) = %v, want nil", err)
+	}
+	_, err = s.ResourceOwner(ctx, store.ResourceSandbox, "sb-1")
+	wantErr(t, "ResourceOwner(sandbox, sb-1) after delete", err, store.ErrNotFound)
+	wantErr(t, "DeleteResource(sandbox, sb-1) again", s.DeleteResource(ctx, store.ResourceSandbox, "sb-1"), store.ErrNotFound)
+	if got, err := s.ResourceOwner(ctx, store.ResourceConversation, "sb-1"); err != nil || got != "beta" {
+		t.Errorf("ResourceOwner(conversation, sb-1) after deleting sandbox/sb-1 = %q, %v, want beta", got, err)
+	}
+	if err := s.AddResource(ctx, store.Resource{Box: "beta", Kind: store.ResourceSandbox, ID: "sb-1", At: at(10)}); err != nil {
+		t.Errorf("AddResource(beta, sandbox/sb-1) after delete = %v, want nil", err)
+	}
+}
+
+func testGrants(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	mustCreateBox(t, s, "alpha")
+	mustCreateBox(t, s, "beta")
+	grants := []store.Grant{
+		{ID: "g2", Hash: hash("v2"), Box: "alpha", Principal: "github:bob", CreatedAt: at(20), ExpiresAt: at(920)},
+		{ID: "g1", Hash: hash("v1"), Box: "alpha", Principal: "github:ann", CreatedAt: at(10), ExpiresAt: at(910)},
+		{ID: "g3", Hash: hash("v3"), Box: "alpha", Principal: "github:cy", CreatedAt: at(30), ExpiresAt: at(-1000)}, // expired: just data
+		{ID: "g4", Hash: hash("v4"), Box: "beta", Principal: "github:ann", CreatedAt: at(40)},                         // no expiry
+	}
+	for _, g := range grants {
+		if err := s.CreateGrant(ctx, g); err != nil {
+			t.Fatalf("CreateGrant(%q) = %v, want nil", g.ID, err)
+		}
+	}
+	for _, want := range grants {
+		got, err := s.GrantByHash(ctx, want.Hash)
+		if err != nil {
+			t.Fatalf("GrantByHash(%s's hash) = %v, want nil", want.ID, err)
+		}
+		if d := diff(want, got); d != "" {
+			t.Errorf("GrantByHash(%s's hash) mismatch (-want +got):\n%s", want.ID, d)
+		}
+	}
+
+	dups := []struct {
+		name  string
+		grant store.Grant
+	}{
+		{"same ID", store.Grant{ID: "g1", Hash: hash("other"), Box: "alpha", Principal: "github:dee", CreatedAt: at(50)}},
+		{"same hash", store.Grant{ID: "g9", Hash: hash("v1"), Box: "beta", Principal: "github:dee", CreatedAt: at(50)}},
+	}
+	for _, tt := range dups {
+		t.Run(tt.name, func(t *testing.T) {
+			seq := lastChange(t, s)
+			wantErr(t, fmt.Sprintf("CreateGrant(%q)", tt.grant.ID), s.CreateGrant(ctx, tt.grant), store.ErrExists)
+			noChange(t, s, "a refused CreateGrant", seq)
+		})
+	}
+
+	list, err := s.ListGrants(ctx, "alpha")
+	if err != nil {
+		t.Fatalf("ListGrants(alpha) = %v, want nil", err)
+	}
+	if d := diff([]store.Grant{grants[2], grants[0], grants[1]}, list); d != "" {
+		t.Errorf("ListGrants(alpha) mismatch, want newest first (-want +got):\n%s", d)
+	}
+
+	if err := s.RevokeGrant(ctx, "g1", at(100)); err != nil {
+		t.Fatalf("RevokeGrant(g1) = %v, want nil", err)
+	}
+	got, err := s.GrantByHash(ctx, hash("v1"))
+	if err != nil {
+		t.Fatalf("GrantByHash(g1's hash) = %v, want nil", err)
+	}
+	want := grants[1]
+	want.RevokedAt = at(100)
+	if d := diff(want, got); d != "" {
+		t.Errorf("GrantByHash(g1's hash) after RevokeGrant mismatch (-want +got):\n%s", d)
+	}
+	if got, err := s.GrantByHash(ctx, hash("v2")); err != nil || !got.RevokedAt.IsZero() {
+		t.Errorf("GrantByHash(g2's hash).RevokedAt = %v, %v, want zero: revoking g1 touched g2", got.RevokedAt, err)
+	}
+}
+
+func testTimes(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	tests := []struct {
+		name string
+		at   time.Time
+	}{
+		{"zone east of UTC", time.Date(2026, 1, 2, 3, 4, 5, 6007008, time.FixedZone("X", 5*60*60+30*60))},
+		{"zone west of UTC", time.Date(2026, 7, 8, 23, 59, 59, 999999999, time.FixedZone("Y", -7*60*60))},
+		{"whole microseconds", time.Date(2030, 12, 31, 0, 0, 0, 123456000, time.UTC)},
+		{"before 1970", time.Date(1969, 12, 31, 23, 59, 59, 500000000, time.UTC)},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			name := fmt.Sprintf("box%d", i)
+			if err := s.CreateBox(ctx, store.Box{Name: name, TokenHash: hash(name), CreatedAt: tt.at}); err != nil {
+				t.Fatalf("CreateBox(%q) = %v, want nil", name, err)
+			}
+			got, err := s.Box(ctx, name)
+			if err != nil {
+				t.Fatalf("Box(%q) = %v, want nil", name, err)
+			}
+			if !sameTime(got.CreatedAt, tt.at) {
+				t.Errorf("Box(%q).CreatedAt = %v, want %v in UTC, exact to the microsecond", name, got.CreatedAt, tt.at)
+			}
+		})
+	}
+}
+
+func testPing(t *testing.T, s store.Store) {
+	if err := s.Ping(t.Context()); err != nil {
+		t.Errorf("Ping() = %v, want nil", err)
+	}
+}

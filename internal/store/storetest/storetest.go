@@ -1,0 +1,170 @@
+// Package storetest is the one suite every store.Store passes: Run checks
+// each operation, its edge cases, its sentinel errors and the changes log,
+// against whatever implementation open returns.
+//
+// store/sqlite runs it on a temporary file; store/postgres runs it against
+// a real server.
+package storetest
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// Run runs the suite. open is called once per subtest and must return a
+// new, empty store, closed by a t.Cleanup it registers.
+func Run(t *testing.T, open func(t *testing.T) store.Store) {
+	t.Helper()
+	tests := []struct {
+		name string
+		run  func(t *testing.T, s store.Store)
+	}{
+		{"Boxes", testBoxes},
+		{"ConcurrentCreateBox", testConcurrentCreateBox},
+		{"RotateToken", testRotateToken},
+		{"UpdateBox", testUpdateBox},
+		{"DeleteBoxCascades", testDeleteBoxCascades},
+		{"Declarations", testDeclarations},
+		{"ConcurrentDeclarations", testConcurrentDeclarations},
+		{"Credentials", testCredentials},
+		{"Secrets", testSecrets},
+		{"Feedback", testFeedback},
+		{"Resources", testResources},
+		{"Grants", testGrants},
+		{"Times", testTimes},
+		{"NotFound", testNotFound},
+		{"ChangesEveryWrite", testChangesEveryWrite},
+		{"ChangesSince", testChangesSince},
+		{"PruneChanges", testPruneChanges},
+		{"Ping", testPing},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.run(t, open(t))
+		})
+	}
+}
+
+// at is the suite's clock, n seconds after a fixed time given in a zone
+// other than UTC and with nanoseconds, so that the suite sees stores
+// normalise both.
+func at(n int) time.Time {
+	return time.Date(2026, 10, 3, 14, 30, 15+n, 123456789, time.FixedZone("CEST", 2*60*60))
+}
+
+// sameTime reports whether got is want as a store keeps it: in UTC, exact
+// to at least the microsecond.
+func sameTime(got, want time.Time) bool {
+	if want.IsZero() {
+		return got.IsZero()
+	}
+	return got.Location() == time.UTC && !got.Before(want.Truncate(time.Microsecond)) && !got.After(want)
+}
+
+// diff compares domain values as a store keeps them: times by sameTime,
+// nil and empty slices alike.
+func diff(want, got any) string {
+	return cmp.Diff(want, got,
+		cmp.Comparer(func(a, b time.Time) bool { return sameTime(a, b) || sameTime(b, a) }),
+		cmpopts.EquateEmpty())
+}
+
+// hash is the SHA-256 of v, hex, as tokens and grants are kept.
+func hash(v string) string {
+	sum := sha256.Sum256([]byte(v))
+	return hex.EncodeToString(sum[:])
+}
+
+// newBox is a box named name whose token is "token-"+name.
+func newBox(name string) store.Box {
+	return store.Box{Name: name, TokenHash: hash("token-" + name), CreatedAt: at(0), PayerKind: "shared"}
+}
+
+// mustCreateBox creates newBox(name) and returns it.
+func mustCreateBox(t *testing.T, s store.Store, name string) store.Box {
+	t.Helper()
+	b := newBox(name)
+	if err := s.CreateBox(t.Context(), b); err != nil {
+		t.Fatalf("CreateBox(%q) = %v, want nil", name, err)
+	}
+	return b
+}
+
+// wantErr fails unless errors.Is(err, want); want nil means err must be nil.
+func wantErr(t *testing.T, call string, err, want error) {
+	t.Helper()
+	if want == nil {
+		if err != nil {
+			t.Errorf("%s = %v, want nil", call, err)
+		}
+		return
+	}
+	if !errors.Is(err, want) {
+		t.Errorf("%s = %v, want %v", call, err, want)
+	}
+}
+
+// lastChange returns s.LastChange, failing on error.
+func lastChange(t *testing.T, s store.Store) int64 {
+	t.Helper()
+	seq, err := s.LastChange(t.Context())
+	if err != nil {
+		t.Fatalf("LastChange() = %v, want nil", err)
+	}
+	return seq
+}
+
+// changesAfter returns every change with Seq > after, checking that Seqs
+// ascend strictly.
+func changesAfter(t *testing.T, s store.Store, after int64) []store.Change {
+	t.Helper()
+	var all []store.Change
+	for {
+		cs, err := s.ChangesSince(t.Context(), after, 100)
+		if err != nil {
+			t.Fatalf("ChangesSince(%d, 100) = %v, want nil", after, err)
+		}
+		for _, c := range cs {
+			if c.Seq <= after {
+				t.Fatalf("ChangesSince: Seq %d after %d, want ascending", c.Seq, after)
+			}
+			after = c.Seq
+		}
+		all = append(all, cs...)
+		if len(cs) < 100 {
+			return all
+		}
+	}
+}
+
+// keys is the kind and key of each change, sorted, Seq dropped.
+func keys(cs []store.Change) []store.Change {
+	out := make([]store.Change, len(cs))
+	for i, c := range cs {
+		out[i] = store.Change{Kind: c.Kind, Key: c.Key}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Kind != out[j].Kind {
+			return out[i].Kind < out[j].Kind
+		}
+		return out[i].Key < out[j].Key
+	})
+	return out
+}
+
+// noChange fails if s recorded a change after seq.
+func noChange(t *testing.T, s store.Store, call string, seq int64) {
+	t.Helper()
+	if cs := changesAfter(t, s, seq); len(cs) != 0 {
+		t.Errorf("%s recorded changes %v, want none", call, keys(cs))
+	}
+}
