@@ -266,7 +266,7 @@ func testGrants(t *testing.T, s store.Store) {
 		{ID: "g2", Hash: hash("v2"), Box: "alpha", Principal: "github:bob", CreatedAt: at(20), ExpiresAt: at(920)},
 		{ID: "g1", Hash: hash("v1"), Box: "alpha", Principal: "github:ann", CreatedAt: at(10), ExpiresAt: at(910)},
 		{ID: "g3", Hash: hash("v3"), Box: "alpha", Principal: "github:cy", CreatedAt: at(30), ExpiresAt: at(-1000)}, // expired: just data
-		{ID: "g4", Hash: hash("v4"), Box: "beta", Principal: "github:ann", CreatedAt: at(40)},                         // no expiry
+		{ID: "g4", Hash: hash("v4"), Box: "beta", Principal: "github:ann", CreatedAt: at(40)},                       // no expiry
 	}
 	for _, g := range grants {
 		if err := s.CreateGrant(ctx, g); err != nil {
