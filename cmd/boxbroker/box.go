@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/broker"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/server"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+func runBox(ctx context.Context, c *cli, args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: box add|list|remove|rotate NAME", errUsage)
+	}
+	sub, args := args[0], args[1:]
+	var cfg server.Config
+	fs := c.flags("box "+sub, &cfg)
+	brokerURL := fs.String("url", c.envOr("BOXBROKER_URL", "http://127.0.0.1:8787"), "the broker's URL as boxes reach it, for the hints printed (BOXBROKER_URL)")
+	yes := fs.Bool("yes", false, "remove without asking")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	args = fs.Args()
+	needName := func() (string, error) {
+		if len(args) != 1 {
+			return "", fmt.Errorf("%w: box %s takes one NAME", errUsage, sub)
+		}
+		if !protocol.IsBoxName(args[0]) {
+			return "", fmt.Errorf("%w: box name %q must match ^[a-z][a-z0-9-]{0,62}$", errUsage, args[0])
+		}
+		return args[0], nil
+	}
+	switch sub {
+	case "add", "rotate", "remove", "list":
+	default:
+		return fmt.Errorf("%w: unknown box command %q (add, list, remove, rotate)", errUsage, sub)
+	}
+	var name string
+	if sub != "list" {
+		var err error
+		if name, err = needName(); err != nil {
+			return err
+		}
+	}
+	st, err := openStore(ctx, &cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	switch sub {
+	case "add":
+		token, err := broker.NewToken()
+		if err != nil {
+			return err
+		}
+		err = st.CreateBox(ctx, store.Box{Name: name, TokenHash: broker.HashToken(token), CreatedAt: time.Now().UTC(), PayerKind: protocol.PayerShared})
+		if errors.Is(err, store.ErrExists) {
+			return fmt.Errorf("a box named %s already exists (rotate its token with `boxbroker box rotate %s`)", name, name)
+		}
+		if err != nil {
+			return err
+		}
+		printToken(c, name, token, *brokerURL, "added")
+	case "rotate":
+		token, err := broker.NewToken()
+		if err != nil {
+			return err
+		}
+		if err := st.RotateToken(ctx, name, broker.HashToken(token)); errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("no box named %s", name)
+		} else if err != nil {
+			return err
+		}
+		printToken(c, name, token, *brokerURL, "rotated; the old token no longer works")
+	case "remove":
+		if !*yes && !c.confirm(fmt.Sprintf("Remove box %s, its declaration, secrets, grants and feedback?", name)) {
+			return errors.New("not removed (pass --yes to remove without asking)")
+		}
+		if err := st.DeleteBox(ctx, name); errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("no box named %s", name)
+		} else if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stdout, "removed box %s\n", name)
+	case "list":
+		boxes, err := st.ListBoxes(ctx)
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tCREATED\tREPORTED\tPAYER\tCONSENT\tPAUSED")
+		for _, b := range boxes {
+			reported := "never"
+			if _, at, err := st.Declaration(ctx, b.Name); err == nil {
+				reported = at.UTC().Format(time.RFC3339)
+			}
+			payer := b.PayerKind
+			if b.PayerPrincipal != "" {
+				payer += " " + b.PayerPrincipal
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%v\n", b.Name, b.CreatedAt.UTC().Format(time.RFC3339), reported, payer, b.Consent, b.Paused)
+		}
+		return tw.Flush()
+	}
+	return nil
+}
+
+func printToken(c *cli, name, token, brokerURL, what string) {
+	base := strings.TrimSuffix(brokerURL, "/")
+	fmt.Fprintf(c.stderr, "box %s %s. Its token is shown this once; give it to the box and nowhere else.\n", name, what)
+	fmt.Fprintln(c.stdout, token)
+	fmt.Fprintf(c.stderr, "\nThe box's environment:\n  STUDIO_URL=%s\n  ANTHROPIC_BASE_URL=%s/llm/anthropic\n  ANTHROPIC_API_KEY=<the token above>\n", base, base)
+}
+
+// confirm asks on stderr and reads y/yes from stdin.
+func (c *cli) confirm(question string) bool {
+	fmt.Fprintf(c.stderr, "%s [y/N] ", question)
+	var answer string
+	_, _ = fmt.Fscanln(c.stdin, &answer)
+	answer = strings.ToLower(strings.TrimSpace(answer))
+	return answer == "y" || answer == "yes"
+}

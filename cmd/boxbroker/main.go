@@ -1,0 +1,177 @@
+// Command boxbroker is a broker of the Broker Protocol, version 1: it holds
+// the credentials sandboxed agent boxes may not, swaps each box's own token
+// for them, and forwards only what the box's last declaration report
+// allows.
+//
+// Usage:
+//
+//	boxbroker serve [flags]              run the broker
+//	boxbroker box add|list|remove|rotate  manage boxes and their tokens
+//	boxbroker credential set|list|remove  manage the operator's credentials
+//
+// Every subcommand takes --data DIR (or BOXBROKER_DATA) for the data
+// directory and --store URL (or BOXBROKER_STORE) for a PostgreSQL store.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/intentius/boxbroker/internal/server"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// command is one subcommand.
+type command struct {
+	summary string
+	run     func(ctx context.Context, env *cli, args []string) error
+}
+
+// commands is the subcommand table; each lives in its own file.
+func commands() map[string]command {
+	return map[string]command{
+		"serve":      {"run the broker", runServe},
+		"box":        {"manage boxes: add, list, remove, rotate", runBox},
+		"credential": {"manage credentials: set, list, remove", runCredential},
+	}
+}
+
+// cli is what every subcommand shares: its streams and environment.
+type cli struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+}
+
+// errUsage marks an error in how a command was called (exit status 2).
+var errUsage = errors.New("usage")
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	env := &cli{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
+	os.Exit(env.main(ctx, os.Args[1:]))
+}
+
+func (c *cli) main(ctx context.Context, args []string) int {
+	cmds := commands()
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		c.usage(cmds)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	cmd, ok := cmds[args[0]]
+	if !ok {
+		fmt.Fprintf(c.stderr, "boxbroker: unknown command %q\n", args[0])
+		c.usage(cmds)
+		return 2
+	}
+	err := cmd.run(ctx, c, args[1:])
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(c.stderr, "boxbroker %s: %v\n", args[0], err)
+		return 2
+	default:
+		fmt.Fprintf(c.stderr, "boxbroker %s: %v\n", args[0], err)
+		return 1
+	}
+}
+
+func (c *cli) usage(cmds map[string]command) {
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	fmt.Fprintln(c.stderr, "usage: boxbroker <command> [flags]\n\ncommands:")
+	for _, n := range names {
+		fmt.Fprintf(c.stderr, "  %-11s %s\n", n, cmds[n].summary)
+	}
+	fmt.Fprintln(c.stderr, "\nEvery command takes --data DIR (BOXBROKER_DATA) and --store URL (BOXBROKER_STORE); see boxbroker <command> -h.")
+}
+
+// flags returns a FlagSet with the flags every subcommand shares bound
+// into cfg, defaulting from BOXBROKER_* variables.
+func (c *cli) flags(name string, cfg *server.Config) *flag.FlagSet {
+	fs := flag.NewFlagSet("boxbroker "+name, flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	fs.StringVar(&cfg.DataDir, "data", c.envOr("BOXBROKER_DATA", server.DefaultDataDir()), "data directory: SQLite file and master key (BOXBROKER_DATA)")
+	fs.StringVar(&cfg.Store, "store", c.getenv("BOXBROKER_STORE"), "postgres:// URL of a PostgreSQL store; empty for SQLite in the data directory (BOXBROKER_STORE)")
+	cfg.MasterKey = c.getenv("BOXBROKER_MASTER_KEY")
+	return fs
+}
+
+func (c *cli) envOr(key, def string) string {
+	if v := c.getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// parse parses args, wrapping flag errors as usage errors.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	return nil
+}
+
+// openStore opens the store cfg names, for a management command.
+func openStore(ctx context.Context, cfg *server.Config) (store.Store, error) {
+	cfg.Defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return server.OpenStore(ctx, cfg)
+}
+
+// readSecret reads a secret value from stdin: with a prompt and no echo
+// from a terminal, or whole (at most 64 KiB, one trailing newline dropped)
+// from a pipe. Secrets never come from argv.
+func (c *cli) readSecret(prompt string) ([]byte, error) {
+	if f, ok := c.stdin.(*os.File); ok && isTerminal(f) {
+		fmt.Fprint(c.stderr, prompt)
+		b, err := readPassword(f)
+		fmt.Fprintln(c.stderr)
+		if err != nil {
+			return nil, fmt.Errorf("read from terminal: %w", err)
+		}
+		return trimValue(b)
+	}
+	b, err := io.ReadAll(io.LimitReader(c.stdin, 64<<10+1))
+	if err != nil {
+		return nil, fmt.Errorf("read stdin: %w", err)
+	}
+	if len(b) > 64<<10 {
+		return nil, errors.New("the value on stdin is over 64 KiB")
+	}
+	return trimValue(b)
+}
+
+func trimValue(b []byte) ([]byte, error) {
+	v := strings.TrimRight(string(b), "\r\n")
+	if v == "" {
+		return nil, errors.New("no value on stdin: pipe it in, as in `printf %s \"$KEY\" | boxbroker ...`")
+	}
+	if strings.ContainsAny(v, "\r\n") {
+		return nil, errors.New("the value on stdin holds a line break inside it")
+	}
+	return []byte(v), nil
+}

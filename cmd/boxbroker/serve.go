@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/server"
+)
+
+func runServe(ctx context.Context, c *cli, args []string) error {
+	var cfg server.Config
+	fs := c.flags("serve", &cfg)
+	fs.StringVar(&cfg.Listen, "listen", c.envOr("BOXBROKER_LISTEN", "127.0.0.1:8787"), "box-facing address (BOXBROKER_LISTEN)")
+	fs.StringVar(&cfg.Broker, "broker", c.envOr("BOXBROKER_BROKER", "lobby"), "the broker word this broker answers for (BOXBROKER_BROKER)")
+	anthropic := fs.String("anthropic-url", c.envOr("BOXBROKER_ANTHROPIC_URL", "https://api.anthropic.com"), "Anthropic API upstream (BOXBROKER_ANTHROPIC_URL)")
+	fountain := fs.String("fountain-url", c.getenv("BOXBROKER_FOUNTAIN_URL"), "Fountain API upstream; empty serves no /fountain (BOXBROKER_FOUNTAIN_URL)")
+	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", envDuration(c, "BOXBROKER_SHUTDOWN_GRACE", 30*time.Second), "how long in-flight streams may finish on SIGINT/SIGTERM (BOXBROKER_SHUTDOWN_GRACE)")
+	fs.DurationVar(&cfg.UpstreamHeaderTimeout, "upstream-timeout", envDuration(c, "BOXBROKER_UPSTREAM_TIMEOUT", 10*time.Minute), "bound on the wait for an upstream's answer headers (BOXBROKER_UPSTREAM_TIMEOUT)")
+	fs.Int64Var(&cfg.MaxBody, "max-body", envInt(c, "BOXBROKER_MAX_BODY", 64<<20), "bound on a forwarded request body, bytes (BOXBROKER_MAX_BODY)")
+	fs.StringVar(&cfg.LogLevel, "log-level", c.envOr("BOXBROKER_LOG_LEVEL", "info"), "debug, info, warn or error (BOXBROKER_LOG_LEVEL)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: serve takes no arguments, got %q", errUsage, fs.Args())
+	}
+	var err error
+	if cfg.AnthropicURL, err = parseURL("anthropic-url", *anthropic); err != nil {
+		return err
+	}
+	if *fountain != "" {
+		if cfg.FountainURL, err = parseURL("fountain-url", *fountain); err != nil {
+			return err
+		}
+	}
+	srv, err := server.New(ctx, cfg, server.Options{})
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	ln, err := net.Listen("tcp", srv.Config.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	fmt.Fprintf(c.stdout, "boxbroker %s listening on http://%s\n", srv.Config.Broker, ln.Addr())
+	fmt.Fprintf(c.stdout, "data: %s\n", server.StoreWhere(&srv.Config))
+	return srv.Serve(ctx, ln)
+}
+
+func parseURL(name, s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --%s: %v", errUsage, name, err)
+	}
+	return u, nil
+}
+
+func envDuration(c *cli, key string, def time.Duration) time.Duration {
+	if v := c.getenv(key); v != "" {
+		if d, err := time.ParseDuration(v); err == nil {
+			return d
+		}
+	}
+	return def
+}
+
+func envInt(c *cli, key string, def int64) int64 {
+	if v := c.getenv(key); v != "" {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			return n
+		}
+	}
+	return def
+}
+
+var _ = flag.ErrHelp

@@ -1,0 +1,429 @@
+// Package broker is the box-facing HTTP handler. For every request it
+// finds the capability whose prefix owns the path, asks it which scope
+// words the request needs, authenticates the box's token, applies the
+// protocol's rule against the box's last declaration report, and only then
+// hands the request to the capability. It also answers
+// POST /api/box/declaration. The rule lives here, around every capability,
+// never inside one.
+package broker
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/cache"
+	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/payer"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// Config configures a Server.
+type Config struct {
+	// Broker is the broker word the server answers for, such as "lobby".
+	Broker string
+	// Store keeps boxes and reports; Cache reads through it.
+	Store store.Store
+	Cache *cache.Cache
+	// Payer decides who pays for model calls.
+	Payer *payer.Resolver
+	// Capabilities is the table of capabilities served, in match order.
+	Capabilities []capability.Capability
+	// Logger receives one line per request; never a token or credential.
+	Logger *slog.Logger
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Server is the box-facing handler.
+type Server struct {
+	cfg Config
+	log *slog.Logger
+}
+
+// New returns a Server, or an error naming every problem with cfg.
+func New(cfg Config) (*Server, error) {
+	var problems []string
+	if cfg.Broker == "" {
+		problems = append(problems, "no broker word")
+	}
+	if cfg.Store == nil || cfg.Cache == nil {
+		problems = append(problems, "no store")
+	}
+	if cfg.Payer == nil {
+		problems = append(problems, "no payer resolver")
+	}
+	seen := map[string]string{}
+	for _, c := range cfg.Capabilities {
+		if !protocol.IsCapabilityName(c.Name()) {
+			problems = append(problems, fmt.Sprintf("capability name %q is not a capability name", c.Name()))
+		}
+		for _, p := range c.Prefixes() {
+			if !strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") {
+				problems = append(problems, fmt.Sprintf("capability %s: prefix %q must begin and not end with /", c.Name(), p))
+			}
+			if capability.Owns(p, protocol.RouteDeclaration) {
+				problems = append(problems, fmt.Sprintf("capability %s: prefix %q covers the declaration route", c.Name(), p))
+			}
+			if other, dup := seen[p]; dup {
+				problems = append(problems, fmt.Sprintf("prefix %q is served by both %s and %s", p, other, c.Name()))
+			}
+			seen[p] = c.Name()
+		}
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("broker config: %s", strings.Join(problems, "; "))
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Server{cfg: cfg, log: cfg.Logger}, nil
+}
+
+// HashToken is the SHA-256 of a token, hex: the only form a token is kept in.
+func HashToken(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// route finds the capability owning path, or nil.
+func (s *Server) route(path string) capability.Capability {
+	for _, c := range s.cfg.Capabilities {
+		for _, p := range c.Prefixes() {
+			if capability.Owns(p, path) {
+				return c
+			}
+		}
+	}
+	return nil
+}
+
+// Classify finds the capability whose prefix owns r's path (nil for none)
+// and what r needs of it; ok is false for a path no capability serves.
+func (s *Server) Classify(r *http.Request) (c capability.Capability, need capability.Need, ok bool, err error) {
+	c = s.route(r.URL.Path)
+	if c == nil {
+		return nil, need, false, nil
+	}
+	need, ok, err = c.Scopes(r)
+	return c, need, ok, err
+}
+
+// ServeHTTP serves the box-facing routes.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := s.cfg.Now()
+	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+	info := &requestInfo{}
+	err := s.serve(rec, r, info)
+	if err != nil {
+		s.writeError(rec, r, err, info)
+	}
+	attrs := []any{
+		"method", r.Method, "path", r.URL.Path, "status", rec.status,
+		"bytes", rec.bytes, "duration_ms", float64(s.cfg.Now().Sub(start).Microseconds()) / 1000,
+	}
+	if info.box != "" {
+		attrs = append(attrs, "box", info.box)
+	}
+	if info.capability != "" {
+		attrs = append(attrs, "capability", info.capability, "words", info.words)
+	}
+	if info.reason != "" {
+		attrs = append(attrs, "refusal", info.reason)
+	}
+	s.log.Info("request", attrs...)
+}
+
+// requestInfo is what one request's log line says.
+type requestInfo struct {
+	box        string
+	capability string
+	words      []string
+	reason     string
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, info *requestInfo) error {
+	if r.URL.Path == protocol.RouteDeclaration {
+		return s.declaration(w, r, info)
+	}
+	c, need, ok, err := s.Classify(r)
+	if c != nil {
+		info.capability = c.Name()
+	}
+	if err != nil {
+		return err
+	}
+	if !ok {
+		info.reason = "no route"
+		return capability.NotFound(r)
+	}
+	info.words = need.Words
+	if need.Public {
+		return c.Serve(w, r, &capability.Call{})
+	}
+	token, box, err := s.authenticate(r, c)
+	if err != nil {
+		info.reason = "token"
+		return err
+	}
+	info.box = box.Name
+	d, err := s.cfg.Cache.Declaration(r.Context(), box.Name)
+	if err != nil {
+		return unavailable(err)
+	}
+	for _, word := range need.Words {
+		if msg := protocol.DeclaredRefusal(d, s.cfg.Broker, c.Name(), word); msg != "" {
+			info.reason = "declaration"
+			return &capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Message: msg}
+		}
+	}
+	call := &capability.Call{Box: box, Token: token, Words: need.Words, Payer: s.cfg.Payer.Func(box)}
+	return c.Serve(w, r, call)
+}
+
+// errNoToken and errUnknownToken are the two authentication failures.
+var (
+	errNoToken      = errors.New("no token")
+	errUnknownToken = errors.New("unknown token")
+	errTwoTokens    = errors.New("two different tokens")
+)
+
+// tokenOf reads the box's token from Authorization: Bearer or x-api-key.
+func tokenOf(r *http.Request) (string, error) {
+	var found []string
+	for _, v := range r.Header.Values("Authorization") {
+		if t, ok := cutBearer(v); ok && t != "" {
+			found = append(found, t)
+		}
+	}
+	for _, v := range r.Header.Values("X-Api-Key") {
+		if v = strings.TrimSpace(v); v != "" {
+			found = append(found, v)
+		}
+	}
+	return one(found)
+}
+
+func cutBearer(v string) (string, bool) {
+	if len(v) < 7 || !strings.EqualFold(v[:7], "bearer ") {
+		return "", false
+	}
+	return strings.TrimSpace(v[7:]), true
+}
+
+// one returns the single distinct token in found.
+func one(found []string) (string, error) {
+	if len(found) == 0 {
+		return "", errNoToken
+	}
+	for _, t := range found[1:] {
+		if t != found[0] {
+			return "", errTwoTokens
+		}
+	}
+	return found[0], nil
+}
+
+// authenticate finds the box whose token the request carries.
+func (s *Server) authenticate(r *http.Request, c capability.Capability) (string, store.Box, error) {
+	var token string
+	var err error
+	if tf, ok := c.(capability.TokenFinder); ok {
+		token, err = one(tf.FindTokens(r))
+	} else {
+		token, err = tokenOf(r)
+	}
+	if err == nil {
+		var box store.Box
+		box, err = s.boxByToken(r.Context(), token)
+		if err == nil {
+			return token, box, nil
+		}
+	}
+	if !errors.Is(err, errNoToken) && !errors.Is(err, errUnknownToken) && !errors.Is(err, errTwoTokens) {
+		return "", store.Box{}, unavailable(err)
+	}
+	// Every refusal on a capability route is a 403: Claude Code retries a 401.
+	return "", store.Box{}, &capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Message: authMessage(err)}
+}
+
+func authMessage(err error) string {
+	switch {
+	case errors.Is(err, errNoToken):
+		return "The request carries no box token: send it as Authorization: Bearer <token>, or as x-api-key on the Anthropic routes."
+	case errors.Is(err, errTwoTokens):
+		return "The request carries two different tokens; send the box's token once."
+	}
+	return "The token is no box's token at this broker."
+}
+
+func (s *Server) boxByToken(ctx context.Context, token string) (store.Box, error) {
+	hash := HashToken(token)
+	box, err := s.cfg.Cache.BoxByTokenHash(ctx, hash)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Box{}, errUnknownToken
+	}
+	if err != nil {
+		return store.Box{}, err
+	}
+	// The lookup was by hash; compare in constant time all the same.
+	if subtle.ConstantTimeCompare([]byte(box.TokenHash), []byte(hash)) != 1 {
+		return store.Box{}, errUnknownToken
+	}
+	return box, nil
+}
+
+func unavailable(err error) error {
+	return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
+		Message: "The broker cannot read its store just now; try again shortly.", Err: err}
+}
+
+// declaration answers POST /api/box/declaration.
+func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *requestInfo) error {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		return capability.Errorf(http.StatusMethodNotAllowed, protocol.TypeInvalid, "The declaration route takes POST.")
+	}
+	token, err := tokenOf(r)
+	var box store.Box
+	if err == nil {
+		box, err = s.boxByToken(r.Context(), token)
+	}
+	if err != nil {
+		info.reason = "token"
+		if errors.Is(err, errNoToken) || errors.Is(err, errUnknownToken) || errors.Is(err, errTwoTokens) {
+			return &capability.Error{Status: http.StatusUnauthorized, Type: protocol.TypeAuthn, Message: authMessage(err)}
+		}
+		return unavailable(err)
+	}
+	info.box = box.Name
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, protocol.DeclarationMaxBytes))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return capability.Errorf(http.StatusRequestEntityTooLarge, protocol.TypeTooLarge, "The declaration report is over %d bytes.", protocol.DeclarationMaxBytes)
+	}
+	if err != nil {
+		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "The declaration report could not be read.")
+	}
+	d, err := protocol.ParseDeclarationReport(body, s.cfg.Broker)
+	var re *protocol.ReportError
+	if errors.As(err, &re) {
+		info.reason = "malformed report"
+		typ := protocol.TypeInvalid
+		if re.Status == http.StatusRequestEntityTooLarge {
+			typ = protocol.TypeTooLarge
+		}
+		return &capability.Error{Status: re.Status, Type: typ, Message: re.Message}
+	}
+	if err != nil {
+		return err
+	}
+	d.At = s.cfg.Now().UTC().Truncate(time.Millisecond)
+	doc, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	if err := s.cfg.Store.SaveDeclaration(r.Context(), box.Name, doc, d.At); err != nil {
+		if errors.Is(err, store.ErrNotFound) { // removed meanwhile
+			return &capability.Error{Status: http.StatusUnauthorized, Type: protocol.TypeAuthn, Message: authMessage(errUnknownToken)}
+		}
+		return unavailable(err)
+	}
+	s.cfg.Cache.Drop(store.ChangeDeclaration, box.Name)
+	pay := s.cfg.Payer.ForBox(box)
+	writeJSON(w, http.StatusOK, protocol.KeptOf(d, &pay))
+	return nil
+}
+
+// writeError renders err as a refusal; an internal error's text is logged,
+// never shown.
+func (s *Server) writeError(w *recorder, r *http.Request, err error, info *requestInfo) {
+	var ce *capability.Error
+	if !errors.As(err, &ce) {
+		ce = &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI, Message: "The broker could not complete the request.", Err: err}
+	}
+	if ce.Err != nil {
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "box", info.box, "err", ce.Err)
+	}
+	if w.wrote {
+		return // the answer has begun; nothing more can be said
+	}
+	if info.reason == "" {
+		info.reason = http.StatusText(ce.Status)
+	}
+	protocol.WriteRefusal(w, ce.Status, ce.Type, ce.Message)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		protocol.WriteRefusal(w, http.StatusInternalServerError, protocol.TypeAPI, "The broker could not encode its answer.")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// recorder notes the status and size of an answer and passes flushes on.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+	wrote  bool
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if !r.wrote {
+		r.status = code
+		r.wrote = true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if !r.wrote {
+		r.wrote = true
+	}
+	n, err := r.ResponseWriter.Write(b)
+	r.bytes += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach Flush and deadlines.
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// Flush passes a flush on, for streamed answers.
+func (r *recorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// TokenPrefix begins every box token boxbroker mints, so a token is
+// recognisable in a request and in a leaked log.
+const TokenPrefix = "bbx_"
+
+// NewToken mints a box token: TokenPrefix and 32 random bytes, base64url.
+func NewToken() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("mint token: %w", err)
+	}
+	return TokenPrefix + base64.RawURLEncoding.EncodeToString(b), nil
+}

@@ -1,0 +1,274 @@
+// Package brokertest starts a whole boxbroker for tests: the real server
+// on a temporary SQLite store and data directory, served by httptest on
+// loopback, with a recording stand-in for the Anthropic API.
+package brokertest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/broker"
+	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/payer"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/server"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// Options tune New.
+type Options struct {
+	// Broker is the broker word (default "lobby").
+	Broker string
+	// Anthropic, when set, is the upstream handler instead of the recording stand-in.
+	Anthropic http.Handler
+	// Config is applied before the server starts; fields it leaves zero keep the test defaults.
+	Config func(*server.Config)
+	// Extra capabilities to serve.
+	Extra []capability.Capability
+	// Logs, when set, receives the server's logs at debug level.
+	Logs io.Writer
+}
+
+// Broker is a running boxbroker under test.
+type Broker struct {
+	t      testing.TB
+	URL    string
+	Server *server.Server
+	// Upstream is the recording Anthropic stand-in (nil when Options.Anthropic was set).
+	Upstream *Recorder
+}
+
+// New starts a boxbroker and registers its shutdown with t.Cleanup.
+func New(t testing.TB, opt Options) *Broker {
+	t.Helper()
+	b := &Broker{t: t}
+	up := opt.Anthropic
+	if up == nil {
+		b.Upstream = &Recorder{Handler: http.HandlerFunc(AnthropicStandIn)}
+		up = b.Upstream
+	}
+	ups := httptest.NewServer(up)
+	t.Cleanup(ups.Close)
+	u, _ := url.Parse(ups.URL)
+	cfg := server.Config{Broker: opt.Broker, DataDir: t.TempDir(), AnthropicURL: u, ShutdownGrace: time.Second, LogLevel: "debug"}
+	if opt.Config != nil {
+		opt.Config(&cfg)
+	}
+	logs := opt.Logs
+	if logs == nil {
+		logs = io.Discard
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := server.New(ctx, cfg, server.Options{
+		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Extra:  opt.Extra,
+	})
+	if err != nil {
+		cancel()
+		t.Fatalf("server.New: %v", err)
+	}
+	go srv.Cache.Run(ctx)
+	hs := httptest.NewServer(srv.Handler)
+	t.Cleanup(func() {
+		hs.Close()
+		cancel()
+		srv.Close()
+	})
+	b.URL = hs.URL
+	b.Server = srv
+	// Wait for the cache's first poll, so reads come from memory as in production.
+	for i := 0; i < 200; i++ {
+		if err := srv.Cache.Poll(ctx); err == nil {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return b
+}
+
+// AddBox enrols a box and returns its token.
+func (b *Broker) AddBox(name string) string {
+	b.t.Helper()
+	token, err := broker.NewToken()
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	err = b.Server.Store.CreateBox(context.Background(), store.Box{Name: name, TokenHash: broker.HashToken(token), CreatedAt: time.Now(), PayerKind: protocol.PayerShared})
+	if err != nil {
+		b.t.Fatalf("CreateBox(%s): %v", name, err)
+	}
+	return token
+}
+
+// SetCredential seals and stores a credential by ID ("anthropic", "fountain", "owner:<box>", ...).
+func (b *Broker) SetCredential(id, value string) {
+	b.t.Helper()
+	sealed, err := b.Server.Keyring.Seal([]byte(value), payer.AD(id))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if err := b.Server.Store.SetCredential(context.Background(), store.Credential{ID: id, Sealed: sealed, UpdatedAt: time.Now()}); err != nil {
+		b.t.Fatal(err)
+	}
+	b.Server.Cache.Drop(store.ChangeCredential, id)
+}
+
+// Report posts a declaration report for token with the given entries and
+// fails the test unless it is answered 200.
+func (b *Broker) Report(token string, caps ...protocol.Capability) protocol.Kept {
+	b.t.Helper()
+	body, _ := json.Marshal(map[string]any{"capabilities": caps})
+	resp := b.Do("POST", protocol.RouteDeclaration, token, body, nil)
+	if resp.StatusCode != 200 {
+		b.t.Fatalf("report: %d %s", resp.StatusCode, resp.Body)
+	}
+	var kept protocol.Kept
+	if err := json.Unmarshal(resp.Body, &kept); err != nil {
+		b.t.Fatal(err)
+	}
+	return kept
+}
+
+// Entry is a capability entry naming the broker "lobby".
+func Entry(name string, words ...string) protocol.Capability {
+	if words == nil {
+		words = []string{}
+	}
+	return protocol.Capability{Name: name, Broker: "lobby", Scope: words}
+}
+
+// Response is a whole answer, read.
+type Response struct {
+	StatusCode int
+	Header     http.Header
+	Body       []byte
+}
+
+// Do sends a request with token as the bearer (none when empty) and reads the answer.
+func (b *Broker) Do(method, path, token string, body []byte, header http.Header) Response {
+	b.t.Helper()
+	req, err := http.NewRequest(method, b.URL+path, bytes.NewReader(body))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
+	if token != "" && req.Header.Get("Authorization") == "" && req.Header.Get("X-Api-Key") == "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	rb, err := io.ReadAll(resp.Body)
+	if err != nil {
+		b.t.Fatalf("%s %s: read: %v", method, path, err)
+	}
+	return Response{StatusCode: resp.StatusCode, Header: resp.Header, Body: rb}
+}
+
+// Refusal decodes a refusal body's message, or "" if it is not one.
+func Refusal(body []byte) (typ, message string) {
+	var r protocol.Refusal
+	if json.Unmarshal(body, &r) != nil || r.Type != "error" {
+		return "", ""
+	}
+	return r.Error.Type, r.Error.Message
+}
+
+// Seen is one request an upstream received.
+type Seen struct {
+	Method, Path, RawQuery string
+	Header                 http.Header
+	Body                   []byte
+}
+
+// Recorder records every request before its Handler answers it.
+type Recorder struct {
+	Handler http.Handler
+	mu      sync.Mutex // guards seen
+	seen    []Seen
+}
+
+func (rec *Recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	rec.mu.Lock()
+	rec.seen = append(rec.seen, Seen{Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery, Header: r.Header.Clone(), Body: body})
+	rec.mu.Unlock()
+	rec.Handler.ServeHTTP(w, r)
+}
+
+// Seen returns the requests received so far.
+func (rec *Recorder) Seen() []Seen {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return append([]Seen(nil), rec.seen...)
+}
+
+// AnthropicStandIn answers Messages (JSON, or SSE when "stream": true),
+// count_tokens and models like the Anthropic API, for any credential.
+func AnthropicStandIn(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.Method == "POST" && r.URL.Path == "/v1/messages":
+		var req struct {
+			Model  string `json:"model"`
+			Stream bool   `json:"stream"`
+		}
+		body, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(body, &req)
+		if req.Stream {
+			w.Header().Set("Content-Type", "text/event-stream")
+			for _, ev := range SSEEvents(req.Model, "Hello from the stand-in.") {
+				_, _ = io.WriteString(w, ev)
+				w.(http.Flusher).Flush()
+			}
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"id":"msg_standin","type":"message","role":"assistant","model":`+quote(req.Model)+`,"content":[{"type":"text","text":"Hello from the stand-in."}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":12,"output_tokens":6}}`)
+	case r.Method == "POST" && r.URL.Path == "/v1/messages/count_tokens":
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"input_tokens":12}`)
+	case r.Method == "GET" && r.URL.Path == "/v1/models":
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"data":[{"type":"model","id":"claude-sonnet-4-5","display_name":"Claude Sonnet 4.5","created_at":"2025-09-29T00:00:00Z"}],"has_more":false,"first_id":"claude-sonnet-4-5","last_id":"claude-sonnet-4-5"}`)
+	case r.Method == "GET" && len(r.URL.Path) > len("/v1/models/"):
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"type":"model","id":`+quote(r.URL.Path[len("/v1/models/"):])+`,"display_name":"Stand-in","created_at":"2025-09-29T00:00:00Z"}`)
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(404)
+		_, _ = io.WriteString(w, `{"type":"error","error":{"type":"not_found_error","message":"Not found."}}`)
+	}
+}
+
+// SSEEvents is a Messages stream as the Anthropic API sends it.
+func SSEEvents(model, text string) []string {
+	ev := func(name, data string) string { return "event: " + name + "\ndata: " + data + "\n\n" }
+	return []string{
+		ev("message_start", `{"type":"message_start","message":{"id":"msg_standin","type":"message","role":"assistant","model":`+quote(model)+`,"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":12,"output_tokens":1}}}`),
+		ev("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`),
+		ev("ping", `{"type": "ping"}`),
+		ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":`+quote(text)+`}}`),
+		ev("content_block_stop", `{"type":"content_block_stop","index":0}`),
+		ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":6}}`),
+		ev("message_stop", `{"type":"message_stop"}`),
+	}
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}

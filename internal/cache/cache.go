@@ -1,0 +1,289 @@
+// Package cache keeps what the broker reads on every request — token hash
+// to box, each box's last declaration, credentials — in memory, and drops
+// entries when the store's change log says another process or replica
+// wrote them.
+//
+// Staleness is bounded: the change log is polled every PollEvery (20 ms by
+// default), and when no poll has succeeded for MaxStale (100 ms by
+// default) the cache stops answering from memory and every read goes to
+// the store, so a replica that cannot see the log fails closed rather than
+// serving old state.
+package cache
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// Defaults for Options.
+const (
+	DefaultPollEvery = 20 * time.Millisecond
+	DefaultMaxStale  = 100 * time.Millisecond
+	// maxMissing bounds the negative cache of unknown token hashes.
+	maxMissing = 10000
+)
+
+// Options tune a Cache. Zero values take the defaults.
+type Options struct {
+	PollEvery time.Duration
+	MaxStale  time.Duration
+	Logger    *slog.Logger
+	Now       func() time.Time
+}
+
+// Cache is a read-through cache over a store.Store. Its methods are safe
+// for concurrent use.
+type Cache struct {
+	st  store.Store
+	opt Options
+	log *slog.Logger
+
+	mu       sync.RWMutex // guards everything below
+	gen      uint64       // bumped on every drop, so a load that raced a drop is not kept
+	seq      int64        // last change applied
+	polledAt time.Time    // last successful poll
+	boxes    map[string]store.Box
+	byName   map[string]string // box name → token hash, for dropping
+	missing  map[string]struct{}
+	decls    map[string]*protocol.Declaration // nil value: never reported
+	creds    map[string]store.Credential
+	credMiss map[string]struct{}
+}
+
+// New returns a Cache over st. Call Run to keep it fresh; until Run has
+// polled once, every read goes to the store.
+func New(st store.Store, opt Options) *Cache {
+	if opt.PollEvery <= 0 {
+		opt.PollEvery = DefaultPollEvery
+	}
+	if opt.MaxStale <= 0 {
+		opt.MaxStale = DefaultMaxStale
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.Default()
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	c := &Cache{st: st, opt: opt, log: opt.Logger}
+	c.resetLocked()
+	return c
+}
+
+func (c *Cache) resetLocked() {
+	c.gen++
+	c.boxes = map[string]store.Box{}
+	c.byName = map[string]string{}
+	c.missing = map[string]struct{}{}
+	c.decls = map[string]*protocol.Declaration{}
+	c.creds = map[string]store.Credential{}
+	c.credMiss = map[string]struct{}{}
+}
+
+// Run polls the change log until ctx ends.
+func (c *Cache) Run(ctx context.Context) {
+	seq, err := c.st.LastChange(ctx)
+	for err != nil {
+		c.log.Warn("cache: read change log", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(c.opt.PollEvery * 10):
+		}
+		seq, err = c.st.LastChange(ctx)
+	}
+	c.mu.Lock()
+	c.resetLocked()
+	c.seq = seq
+	c.polledAt = c.opt.Now()
+	c.mu.Unlock()
+
+	t := time.NewTicker(c.opt.PollEvery)
+	defer t.Stop()
+	failing := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := c.Poll(ctx); err != nil {
+			if !failing && ctx.Err() == nil {
+				c.log.Warn("cache: poll change log", "err", err)
+			}
+			failing = true
+		} else if failing {
+			c.log.Info("cache: change log readable again")
+			failing = false
+		}
+	}
+}
+
+// Poll applies every change written since the last poll.
+func (c *Cache) Poll(ctx context.Context) error {
+	c.mu.RLock()
+	after, polledAt := c.seq, c.polledAt
+	c.mu.RUnlock()
+	var all []store.Change
+	for {
+		ch, err := c.st.ChangesSince(ctx, after, 1000)
+		if err != nil {
+			return err
+		}
+		all = append(all, ch...)
+		if len(ch) < 1000 {
+			break
+		}
+		after = ch[len(ch)-1].Seq
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// A long gap may have outlived the pruned log: drop everything.
+	if !polledAt.IsZero() && c.opt.Now().Sub(polledAt) > 5*time.Minute {
+		c.resetLocked()
+	}
+	for _, ch := range all {
+		c.dropLocked(ch.Kind, ch.Key)
+		c.seq = ch.Seq
+	}
+	c.polledAt = c.opt.Now()
+	return nil
+}
+
+// Drop forgets what a local write touched, at once.
+func (c *Cache) Drop(kind, key string) {
+	c.mu.Lock()
+	c.dropLocked(kind, key)
+	c.mu.Unlock()
+}
+
+func (c *Cache) dropLocked(kind, key string) {
+	c.gen++
+	switch kind {
+	case store.ChangeBox:
+		if h, ok := c.byName[key]; ok {
+			delete(c.boxes, h)
+			delete(c.byName, key)
+		}
+		clear(c.missing)
+		delete(c.decls, key)
+	case store.ChangeDeclaration:
+		delete(c.decls, key)
+	case store.ChangeCredential:
+		delete(c.creds, key)
+		delete(c.credMiss, key)
+	default:
+		// Other kinds are not cached here.
+	}
+}
+
+// fresh reports whether memory may answer, and the generation to check
+// before keeping a load.
+func (c *Cache) fresh() (bool, uint64) {
+	return !c.polledAt.IsZero() && c.opt.Now().Sub(c.polledAt) <= c.opt.MaxStale, c.gen
+}
+
+// BoxByTokenHash returns the box whose token hashes to hash, or
+// store.ErrNotFound.
+func (c *Cache) BoxByTokenHash(ctx context.Context, hash string) (store.Box, error) {
+	c.mu.RLock()
+	ok, gen := c.fresh()
+	if ok {
+		if b, hit := c.boxes[hash]; hit {
+			c.mu.RUnlock()
+			return b, nil
+		}
+		if _, miss := c.missing[hash]; miss {
+			c.mu.RUnlock()
+			return store.Box{}, store.ErrNotFound
+		}
+	}
+	c.mu.RUnlock()
+	b, err := c.st.BoxByTokenHash(ctx, hash)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return store.Box{}, err
+	}
+	c.mu.Lock()
+	if ok && c.gen == gen {
+		if err == nil {
+			c.boxes[hash] = b
+			c.byName[b.Name] = hash
+		} else if len(c.missing) < maxMissing {
+			c.missing[hash] = struct{}{}
+		}
+	}
+	c.mu.Unlock()
+	return b, err
+}
+
+// Declaration returns a box's last kept report, or nil when it never
+// reported. The result is shared and must not be modified.
+func (c *Cache) Declaration(ctx context.Context, box string) (*protocol.Declaration, error) {
+	c.mu.RLock()
+	ok, gen := c.fresh()
+	if ok {
+		if d, hit := c.decls[box]; hit {
+			c.mu.RUnlock()
+			return d, nil
+		}
+	}
+	c.mu.RUnlock()
+	var d *protocol.Declaration
+	doc, at, err := c.st.Declaration(ctx, box)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return nil, err
+	default:
+		d = &protocol.Declaration{}
+		if err := json.Unmarshal(doc, d); err != nil {
+			return nil, fmt.Errorf("declaration of %s: %w", box, err)
+		}
+		d.At = at
+	}
+	c.mu.Lock()
+	if ok && c.gen == gen {
+		c.decls[box] = d
+	}
+	c.mu.Unlock()
+	return d, nil
+}
+
+// Credential returns the sealed credential with that ID, or store.ErrNotFound.
+func (c *Cache) Credential(ctx context.Context, id string) (store.Credential, error) {
+	c.mu.RLock()
+	ok, gen := c.fresh()
+	if ok {
+		if cr, hit := c.creds[id]; hit {
+			c.mu.RUnlock()
+			return cr, nil
+		}
+		if _, miss := c.credMiss[id]; miss {
+			c.mu.RUnlock()
+			return store.Credential{}, store.ErrNotFound
+		}
+	}
+	c.mu.RUnlock()
+	cr, err := c.st.Credential(ctx, id)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return store.Credential{}, err
+	}
+	c.mu.Lock()
+	if ok && c.gen == gen {
+		if err == nil {
+			c.creds[id] = cr
+		} else {
+			c.credMiss[id] = struct{}{}
+		}
+	}
+	c.mu.Unlock()
+	return cr, err
+}

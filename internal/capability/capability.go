@@ -1,0 +1,119 @@
+// Package capability defines what a capability is to the broker: a value
+// with a name, the route prefixes it owns, the scope words each request
+// needs, and a handler. The broker holds a table of them (the standard
+// inference, decide, egress, feedback and fountain, and any an operator
+// adds in Go) and applies the protocol's rule around every one of them, so
+// a capability never checks a declaration itself.
+package capability
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// Need is what a request needs before its capability may serve it.
+type Need struct {
+	// Words are the scope words the request needs, in order; empty for none.
+	Words []string
+	// Public is true for a request served with no token at all, such as
+	// HEAD /llm/anthropic/api/hello.
+	Public bool
+}
+
+// Capability is one capability the broker serves.
+type Capability interface {
+	// Name is the capability's name as a box block gives it, such as
+	// "inference". Several values may share a name (inference serves both
+	// /llm/anthropic and /decide).
+	Name() string
+	// Prefixes are the route prefixes it owns, such as "/llm/anthropic". A
+	// path belongs to a prefix when it equals it or continues with "/".
+	Prefixes() []string
+	// Scopes returns what r needs, or ok false for a path under its prefix
+	// that it does not serve (a 404 that reaches no upstream). It may read
+	// and replace r.Body when the words depend on the body, bounded by its
+	// own limit; a body over that limit or unreadable is returned as an
+	// *Error.
+	Scopes(r *http.Request) (need Need, ok bool, err error)
+	// Serve handles a request the rule has allowed. It writes the answer
+	// itself, or returns an error for the broker to render as a refusal
+	// (an *Error keeps its status and message; any other error is a 502
+	// whose text is logged, never shown).
+	Serve(w http.ResponseWriter, r *http.Request, c *Call) error
+}
+
+// TokenFinder is implemented by a capability whose requests carry the box's
+// token somewhere other than Authorization: Bearer or x-api-key (egress:
+// wherever the API expects its key). FindToken returns the candidate
+// tokens found in r; the broker accepts the request when exactly one
+// distinct candidate is a box's token.
+type TokenFinder interface {
+	FindTokens(r *http.Request) []string
+}
+
+// Call is what the broker tells a capability about an allowed request.
+type Call struct {
+	// Box is the box whose token the request carries; zero for a Public request.
+	Box store.Box
+	// Token is the box's token as the request carried it. A capability
+	// uses it only to remove or swap it, never to forward it.
+	Token string
+	// Words are the scope words the rule allowed.
+	Words []string
+	// Payer decides who pays for a model call and with which credential;
+	// nil on routes that are not model calls.
+	Payer PayerFunc
+}
+
+// Paid is whose credential pays for one model call, and that credential.
+type Paid struct {
+	Payer      protocol.Payer
+	Credential []byte // the plaintext credential; never logged, never answered
+}
+
+// PayerFunc decides who pays for r. It returns ErrNoCredential when the
+// payer holds no credential.
+type PayerFunc func(ctx context.Context, r *http.Request) (Paid, error)
+
+// ErrNoCredential means no credential is set for the payer.
+var ErrNoCredential = errors.New("no credential is set for this payer")
+
+// Error is an error with the status, refusal type and message to show the
+// box. Err, when set, is logged and never shown.
+type Error struct {
+	Status  int
+	Type    string
+	Message string
+	Err     error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%d %s: %v", e.Status, e.Message, e.Err)
+	}
+	return fmt.Sprintf("%d %s", e.Status, e.Message)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf returns an *Error with a formatted message.
+func Errorf(status int, typ, format string, args ...any) *Error {
+	return &Error{Status: status, Type: typ, Message: fmt.Sprintf(format, args...)}
+}
+
+// NotFound is the refusal for a path a capability does not serve.
+func NotFound(r *http.Request) *Error {
+	return &Error{Status: http.StatusNotFound, Type: protocol.TypeNotFound,
+		Message: fmt.Sprintf("The broker serves no %s %s.", r.Method, r.URL.Path)}
+}
+
+// Owns reports whether path belongs to prefix: it equals it or continues
+// with "/".
+func Owns(prefix, path string) bool {
+	return path == prefix || (len(path) > len(prefix) && path[len(prefix)] == '/' && path[:len(prefix)] == prefix)
+}

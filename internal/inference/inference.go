@@ -1,0 +1,147 @@
+// Package inference serves /llm/anthropic, an Anthropic API base URL for
+// the box: it forwards Messages, count_tokens and models calls with the
+// payer's credential in place of the box's token, and streams the answer
+// back unchanged. Every refusal on its routes is a 403, never a 401,
+// because Claude Code retries a 401 and shows a 403's message at once.
+package inference
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+
+	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/proxy"
+)
+
+// Word is the scope word every forwarded call needs.
+const Word = "agent"
+
+// Config configures the capability.
+type Config struct {
+	// Upstream is the Anthropic API's base URL, such as https://api.anthropic.com.
+	Upstream *url.URL
+	// Transport carries requests upstream.
+	Transport http.RoundTripper
+	// MaxBody bounds a request body in bytes (default 64 MiB).
+	MaxBody int64
+	// Logger receives upstream failures; never a credential.
+	Logger *slog.Logger
+}
+
+// Capability is the /llm/anthropic capability.
+type Capability struct {
+	cfg   Config
+	proxy *httputil.ReverseProxy
+}
+
+type ctxKey struct{}
+
+// paidFor carries the credential from Serve to the proxy's Rewrite and
+// ModifyResponse within one request.
+type paidFor struct {
+	paid capability.Paid
+}
+
+// New returns the capability.
+func New(cfg Config) *Capability {
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = 64 << 20
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Transport == nil {
+		cfg.Transport = proxy.NewTransport(proxy.TransportOptions{})
+	}
+	c := &Capability{cfg: cfg}
+	c.proxy = proxy.New(c.rewrite, cfg.Transport, proxy.ErrorHandler(cfg.Logger, "Anthropic API"))
+	c.proxy.ModifyResponse = c.modifyResponse
+	return c
+}
+
+// Name is "inference".
+func (c *Capability) Name() string { return protocol.Inference }
+
+// Prefixes is /llm/anthropic.
+func (c *Capability) Prefixes() []string { return []string{protocol.PrefixAnthropic} }
+
+// Scopes: hello needs nothing and no token; the forwarded calls need agent.
+func (c *Capability) Scopes(r *http.Request) (capability.Need, bool, error) {
+	p := strings.TrimPrefix(r.URL.Path, protocol.PrefixAnthropic)
+	switch {
+	case p == "/api/hello":
+		return capability.Need{Public: true}, r.Method == http.MethodGet || r.Method == http.MethodHead, nil
+	case Forwarded(r.Method, p):
+		return capability.Need{Words: []string{Word}}, true, nil
+	}
+	return capability.Need{}, false, nil
+}
+
+// Forwarded reports whether method and path (relative to /llm/anthropic)
+// are a call the proxy forwards.
+func Forwarded(method, p string) bool {
+	switch method {
+	case http.MethodPost:
+		return p == "/v1/messages" || p == "/v1/messages/count_tokens"
+	case http.MethodGet:
+		if p == "/v1/models" {
+			return true
+		}
+		id, ok := strings.CutPrefix(p, "/v1/models/")
+		return ok && id != "" && !strings.Contains(id, "/")
+	}
+	return false
+}
+
+// Serve answers hello, or forwards the call on the payer's credential.
+func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capability.Call) error {
+	if strings.TrimPrefix(r.URL.Path, protocol.PrefixAnthropic) == "/api/hello" {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		if r.Method != http.MethodHead {
+			_, _ = w.Write([]byte(`{"ok":true}` + "\n"))
+		}
+		return nil
+	}
+	paid, err := call.Payer(r.Context(), r)
+	w.Header().Set(protocol.HeaderPayer, protocol.FormatPayerHeader(paid.Payer))
+	if errors.Is(err, capability.ErrNoCredential) {
+		return capability.Errorf(http.StatusForbidden, protocol.TypePermission,
+			"The broker holds no Anthropic credential for this box's payer (%s); the operator sets one with `boxbroker credential set anthropic`.",
+			protocol.FormatPayerHeader(paid.Payer))
+	}
+	if err != nil {
+		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
+			Message: "The broker could not read the payer's credential.", Err: err}
+	}
+	if r.ContentLength > c.cfg.MaxBody {
+		return capability.Errorf(http.StatusRequestEntityTooLarge, protocol.TypeTooLarge, "The request body is over %d bytes.", c.cfg.MaxBody)
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, c.cfg.MaxBody)
+	ctx := context.WithValue(r.Context(), ctxKey{}, &paidFor{paid: paid})
+	c.proxy.ServeHTTP(w, r.WithContext(ctx))
+	return nil
+}
+
+func (c *Capability) rewrite(pr *httputil.ProxyRequest) {
+	pf := pr.In.Context().Value(ctxKey{}).(*paidFor)
+	proxy.StripBoxHeaders(pr.Out.Header)
+	proxy.SetAnthropicCredential(pr.Out.Header, pf.paid.Credential)
+	p := strings.TrimPrefix(pr.In.URL.Path, protocol.PrefixAnthropic)
+	proxy.Target(pr.Out, c.cfg.Upstream, p, pr.In.URL.RawQuery)
+}
+
+func (c *Capability) modifyResponse(resp *http.Response) error {
+	pf := resp.Request.Context().Value(ctxKey{}).(*paidFor)
+	if n := proxy.RemoveValue(resp.Header, pf.paid.Credential); n > 0 {
+		c.cfg.Logger.Warn("inference: removed upstream response headers that repeated the credential", "headers", n)
+	}
+	resp.Header.Set(protocol.HeaderPayer, protocol.FormatPayerHeader(pf.paid.Payer))
+	return nil
+}

@@ -1,0 +1,189 @@
+// Package proxy holds what every forwarding capability shares: the tuned
+// outbound transport, the headers a box may never send upstream, the
+// Anthropic credential's placement, and the error handler that turns an
+// upstream failure into a refusal with no internal text in it.
+//
+// Forwarding uses httputil.ReverseProxy with Rewrite, never Director: the
+// hop-by-hop headers are removed before Rewrite runs, so a box sending
+// "Connection: X-Api-Key" cannot strip the credential Rewrite injects.
+package proxy
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/protocol"
+)
+
+// TransportOptions tune NewTransport. Zero values take the defaults.
+type TransportOptions struct {
+	// ResponseHeaderTimeout bounds the wait for an upstream's headers
+	// (default 10 minutes: a long Messages call answers its headers only
+	// when it starts streaming, or when it is done).
+	ResponseHeaderTimeout time.Duration
+	// DialTimeout bounds a connection attempt (default 10 s).
+	DialTimeout time.Duration
+	// MaxIdleConnsPerHost is the keep-alive pool per upstream (default 256).
+	MaxIdleConnsPerHost int
+}
+
+// NewTransport returns the outbound transport: a clone of
+// http.DefaultTransport with bounded waits, a larger idle pool, TLS
+// verification on, and no proxy from the environment (outbound requests
+// go only where the configuration says).
+func NewTransport(o TransportOptions) *http.Transport {
+	if o.ResponseHeaderTimeout <= 0 {
+		o.ResponseHeaderTimeout = 10 * time.Minute
+	}
+	if o.DialTimeout <= 0 {
+		o.DialTimeout = 10 * time.Second
+	}
+	if o.MaxIdleConnsPerHost <= 0 {
+		o.MaxIdleConnsPerHost = 256
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.Proxy = nil
+	t.DialContext = (&net.Dialer{Timeout: o.DialTimeout, KeepAlive: 30 * time.Second}).DialContext
+	t.ResponseHeaderTimeout = o.ResponseHeaderTimeout
+	t.MaxIdleConns = 4 * o.MaxIdleConnsPerHost
+	t.MaxIdleConnsPerHost = o.MaxIdleConnsPerHost
+	t.IdleConnTimeout = 90 * time.Second
+	t.TLSHandshakeTimeout = 10 * time.Second
+	t.ExpectContinueTimeout = time.Second
+	return t
+}
+
+// boxOnly are request headers that carry the box's own identity and never
+// go upstream.
+var boxOnly = []string{"Authorization", "X-Api-Key", "Cookie", "Proxy-Authorization", protocol.HeaderGrant}
+
+// StripBoxHeaders removes the box's token and cookies, and the grant, from h.
+func StripBoxHeaders(h http.Header) {
+	for _, k := range boxOnly {
+		h.Del(k)
+	}
+	// Forwarding headers a box sent are not ours to pass on.
+	h.Del("Forwarded")
+	h.Del("X-Forwarded-For")
+	h.Del("X-Forwarded-Host")
+	h.Del("X-Forwarded-Proto")
+}
+
+// OAuthBeta is the anthropic-beta a setup token needs.
+const OAuthBeta = "oauth-2025-04-20"
+
+// IsSetupToken reports whether an Anthropic credential is a setup token
+// (an OAuth token from `claude setup-token`) rather than an API key.
+func IsSetupToken(cred []byte) bool {
+	return strings.HasPrefix(string(cred), "sk-ant-oat")
+}
+
+// SetAnthropicCredential puts cred in h where the Anthropic API expects it:
+// x-api-key for an API key, or a bearer with the oauth beta added to any
+// anthropic-beta the box sent, for a setup token.
+func SetAnthropicCredential(h http.Header, cred []byte) {
+	if !IsSetupToken(cred) {
+		h.Set("X-Api-Key", string(cred))
+		return
+	}
+	h.Set("Authorization", "Bearer "+string(cred))
+	betas := h.Values("Anthropic-Beta")
+	for _, v := range betas {
+		for _, b := range strings.Split(v, ",") {
+			if strings.TrimSpace(b) == OAuthBeta {
+				return
+			}
+		}
+	}
+	if len(betas) == 0 {
+		h.Set("Anthropic-Beta", OAuthBeta)
+		return
+	}
+	h.Set("Anthropic-Beta", strings.Join(betas, ",")+","+OAuthBeta)
+}
+
+// Target sets out's URL to base joined with path (which begins with "/")
+// and the raw query, and its Host to base's host. The path is appended
+// to base's path as given; callers pass a cleaned path.
+func Target(out *http.Request, base *url.URL, path, rawQuery string) {
+	u := *base
+	u.Path = strings.TrimSuffix(base.Path, "/") + path
+	u.RawPath = ""
+	u.RawQuery = rawQuery
+	u.Fragment = ""
+	u.User = nil
+	out.URL = &u
+	out.Host = u.Host
+}
+
+// ErrorHandler returns a ReverseProxy ErrorHandler that logs err and
+// answers a refusal: 504 when the upstream timed out, 502 otherwise. The
+// box never sees err's text. what names the upstream in the message.
+func ErrorHandler(log *slog.Logger, what string) func(http.ResponseWriter, *http.Request, error) {
+	return func(w http.ResponseWriter, r *http.Request, err error) {
+		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+			// The box went away; there is no one to answer.
+			log.Debug("proxy: client gone", "upstream", what)
+			return
+		}
+		status, typ, msg := Classify(err, what)
+		log.Warn("proxy: upstream failed", "upstream", what, "status", status, "err", err)
+		protocol.WriteRefusal(w, status, typ, msg)
+	}
+}
+
+// Classify maps an upstream transport error to a status, refusal type and
+// a message that is safe to show.
+func Classify(err error, what string) (int, string, string) {
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):
+		return http.StatusGatewayTimeout, protocol.TypeTimeout, "The " + what + " did not answer in time."
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return http.StatusBadGateway, protocol.TypeAPI, "The " + what + " refused the connection."
+	default:
+		return http.StatusBadGateway, protocol.TypeAPI, "The " + what + " could not be reached."
+	}
+}
+
+// RemoveValue deletes every response header whose value holds secret,
+// returning how many it removed. It is the last guard that no answer to a
+// box carries a credential.
+func RemoveValue(h http.Header, secret []byte) int {
+	if len(secret) == 0 {
+		return 0
+	}
+	n := 0
+	for k, vs := range h {
+		for _, v := range vs {
+			if strings.Contains(v, string(secret)) {
+				delete(h, k)
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
+// New returns a ReverseProxy with boxbroker's defaults: immediate
+// flushing, the given transport and error handler, and no added
+// X-Forwarded headers.
+func New(rewrite func(*httputil.ProxyRequest), transport http.RoundTripper, errorHandler func(http.ResponseWriter, *http.Request, error)) *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
+		Rewrite:       rewrite,
+		Transport:     transport,
+		FlushInterval: -1,
+		ErrorHandler:  errorHandler,
+		ErrorLog:      nil,
+	}
+}

@@ -1,0 +1,151 @@
+// Package secrets seals credentials and egress secrets at rest with
+// AES-256-GCM under the broker's master key, and loads that key.
+//
+// The master key comes from BOXBROKER_MASTER_KEY (64 hex characters or
+// base64 of 32 bytes) or from a key file in the data directory, created
+// with mode 0600 on first run. Every sealed value is bound to what it is
+// (its additional data names the row), so a sealed value copied to another
+// row does not open.
+package secrets
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// KeyFile is the master key file's name in the data directory.
+const KeyFile = "master.key"
+
+// version prefixes every sealed value, so the format can change.
+const version byte = 1
+
+// ErrOpen is returned for a sealed value that does not open under this key
+// and additional data: a wrong master key, a corrupt value, or a value
+// moved to another row.
+var ErrOpen = errors.New("sealed value does not open with this master key")
+
+// Keyring seals and opens values under one master key. It is safe for
+// concurrent use.
+type Keyring struct {
+	aead cipher.AEAD
+}
+
+// New returns a Keyring for a 32-byte key.
+func New(key []byte) (*Keyring, error) {
+	if len(key) != 32 {
+		return nil, fmt.Errorf("master key is %d bytes, want 32", len(key))
+	}
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, fmt.Errorf("master key: %w", err)
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, fmt.Errorf("master key: %w", err)
+	}
+	return &Keyring{aead: aead}, nil
+}
+
+// Load returns the Keyring for envKey when it is set (hex or base64 of 32
+// bytes), or for the key file in dataDir, creating that file with a fresh
+// random key and mode 0600 when it does not exist. created reports whether
+// it made a new key file.
+func Load(dataDir, envKey string) (k *Keyring, created bool, err error) {
+	if envKey != "" {
+		key, err := parseKey(envKey)
+		if err != nil {
+			return nil, false, fmt.Errorf("BOXBROKER_MASTER_KEY: %w", err)
+		}
+		k, err := New(key)
+		return k, false, err
+	}
+	path := filepath.Join(dataDir, KeyFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		key := make([]byte, 32)
+		if _, err := rand.Read(key); err != nil {
+			return nil, false, fmt.Errorf("make master key: %w", err)
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) { // another process made it first
+			return Load(dataDir, "")
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("create master key file: %w", err)
+		}
+		_, werr := f.WriteString(hex.EncodeToString(key) + "\n")
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			return nil, false, fmt.Errorf("write master key file: %w", werr)
+		}
+		k, err := New(key)
+		return k, true, err
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("read master key file: %w", err)
+	}
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		return nil, false, fmt.Errorf("master key file %s is readable by others (mode %v); chmod 600 it", path, fi.Mode().Perm())
+	}
+	key, err := parseKey(strings.TrimSpace(string(b)))
+	if err != nil {
+		return nil, false, fmt.Errorf("master key file %s: %w", path, err)
+	}
+	k, err = New(key)
+	return k, false, err
+}
+
+func parseKey(s string) ([]byte, error) {
+	if b, err := hex.DecodeString(s); err == nil && len(b) == 32 {
+		return b, nil
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(s); err == nil && len(b) == 32 {
+			return b, nil
+		}
+	}
+	return nil, errors.New("not 32 bytes as 64 hex characters or base64")
+}
+
+// Seal encrypts plaintext bound to ad, which names the row it is kept in.
+func (k *Keyring) Seal(plaintext []byte, ad string) ([]byte, error) {
+	nonce := make([]byte, k.aead.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
+		return nil, fmt.Errorf("seal: %w", err)
+	}
+	out := make([]byte, 0, 1+len(nonce)+len(plaintext)+k.aead.Overhead())
+	out = append(out, version)
+	out = append(out, nonce...)
+	return k.aead.Seal(out, nonce, plaintext, []byte(ad)), nil
+}
+
+// Open decrypts a value Seal made with the same ad, or returns ErrOpen.
+func (k *Keyring) Open(sealed []byte, ad string) ([]byte, error) {
+	n := k.aead.NonceSize()
+	if len(sealed) < 1+n+k.aead.Overhead() || sealed[0] != version {
+		return nil, ErrOpen
+	}
+	pt, err := k.aead.Open(nil, sealed[1:1+n], sealed[1+n:], []byte(ad))
+	if err != nil {
+		return nil, ErrOpen
+	}
+	return pt, nil
+}
+
+// Zero overwrites b, for plaintext a caller is done with.
+func Zero(b []byte) {
+	for i := range b {
+		b[i] = 0
+	}
+}

@@ -1,0 +1,138 @@
+// Package server assembles a running boxbroker from its Config: it opens
+// the store and the master key, builds the capability table and the
+// box-facing handler, keeps the cache fresh, and serves until its context
+// ends, then shuts down gracefully, letting in-flight streams finish for a
+// bounded time.
+package server
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Config is boxbroker's whole configuration. The zero value of each field
+// takes the default that Defaults documents; flags and BOXBROKER_*
+// environment variables override them in cmd/boxbroker.
+type Config struct {
+	// Listen is the box-facing address (default 127.0.0.1:8787).
+	Listen string
+	// Broker is the broker word this broker answers for (default "lobby").
+	Broker string
+	// DataDir holds the SQLite file and the master key file (default
+	// $XDG_DATA_HOME/boxbroker or ~/.local/share/boxbroker).
+	DataDir string
+	// Store is "" for SQLite in DataDir, or a postgres:// URL.
+	Store string
+	// AnthropicURL is the Anthropic API upstream (default https://api.anthropic.com).
+	AnthropicURL *url.URL
+	// FountainURL is the Fountain API upstream; nil serves no /fountain.
+	FountainURL *url.URL
+	// MasterKey, when set, is the master key (hex or base64 of 32 bytes);
+	// otherwise the key file in DataDir is used or created.
+	MasterKey string
+	// ShutdownGrace bounds how long in-flight requests and streams may
+	// finish after SIGINT/SIGTERM (default 30 s).
+	ShutdownGrace time.Duration
+	// UpstreamHeaderTimeout bounds the wait for an upstream's answer
+	// headers (default 10 min).
+	UpstreamHeaderTimeout time.Duration
+	// MaxBody bounds a forwarded request body (default 64 MiB).
+	MaxBody int64
+	// ReadHeaderTimeout bounds reading a request's headers (default 10 s).
+	ReadHeaderTimeout time.Duration
+	// MaxHeaderBytes bounds a request's headers (default 64 KiB).
+	MaxHeaderBytes int
+	// LogLevel is debug, info, warn or error (default info).
+	LogLevel string
+}
+
+// DefaultDataDir is where data lives when neither --data nor
+// BOXBROKER_DATA says.
+func DefaultDataDir() string {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "boxbroker")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".local", "share", "boxbroker")
+	}
+	return "boxbroker-data"
+}
+
+// Defaults fills every zero field with its default.
+func (c *Config) Defaults() {
+	if c.Listen == "" {
+		c.Listen = "127.0.0.1:8787"
+	}
+	if c.Broker == "" {
+		c.Broker = "lobby"
+	}
+	if c.DataDir == "" {
+		c.DataDir = DefaultDataDir()
+	}
+	if c.AnthropicURL == nil {
+		c.AnthropicURL, _ = url.Parse("https://api.anthropic.com")
+	}
+	if c.ShutdownGrace == 0 {
+		c.ShutdownGrace = 30 * time.Second
+	}
+	if c.UpstreamHeaderTimeout == 0 {
+		c.UpstreamHeaderTimeout = 10 * time.Minute
+	}
+	if c.MaxBody == 0 {
+		c.MaxBody = 64 << 20
+	}
+	if c.ReadHeaderTimeout == 0 {
+		c.ReadHeaderTimeout = 10 * time.Second
+	}
+	if c.MaxHeaderBytes == 0 {
+		c.MaxHeaderBytes = 64 << 10
+	}
+	if c.LogLevel == "" {
+		c.LogLevel = "info"
+	}
+}
+
+// Validate reports every problem with c at once.
+func (c *Config) Validate() error {
+	var p []string
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		p = append(p, fmt.Sprintf("listen %q is not host:port", c.Listen))
+	}
+	if c.Broker == "" || strings.ContainsAny(c.Broker, " \t\r\n") {
+		p = append(p, fmt.Sprintf("broker word %q must be one non-empty word", c.Broker))
+	}
+	if c.Store != "" && !strings.HasPrefix(c.Store, "postgres://") && !strings.HasPrefix(c.Store, "postgresql://") {
+		p = append(p, "store must be empty (SQLite in the data directory) or a postgres:// URL")
+	}
+	for _, u := range []struct {
+		name string
+		u    *url.URL
+	}{{"anthropic-url", c.AnthropicURL}, {"fountain-url", c.FountainURL}} {
+		if u.u == nil {
+			continue
+		}
+		if (u.u.Scheme != "https" && u.u.Scheme != "http") || u.u.Host == "" || u.u.User != nil || u.u.RawQuery != "" || u.u.Fragment != "" {
+			p = append(p, fmt.Sprintf("%s %q must be an http(s) URL with a host and no credentials, query or fragment", u.name, u.u.Redacted()))
+		}
+	}
+	if c.ShutdownGrace < 0 || c.UpstreamHeaderTimeout < 0 || c.ReadHeaderTimeout < 0 {
+		p = append(p, "durations must not be negative")
+	}
+	if c.MaxBody < 0 || c.MaxHeaderBytes < 0 {
+		p = append(p, "size bounds must not be negative")
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		p = append(p, fmt.Sprintf("log level %q is not debug, info, warn or error", c.LogLevel))
+	}
+	if len(p) > 0 {
+		return fmt.Errorf("configuration: %s", strings.Join(p, "; "))
+	}
+	return nil
+}

@@ -1,0 +1,182 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/broker"
+	"github.com/intentius/boxbroker/internal/cache"
+	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/inference"
+	"github.com/intentius/boxbroker/internal/payer"
+	"github.com/intentius/boxbroker/internal/proxy"
+	"github.com/intentius/boxbroker/internal/secrets"
+	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/sqlite"
+)
+
+// DBFile is the SQLite file's name in the data directory.
+const DBFile = "boxbroker.db"
+
+// OpenStore opens the store cfg names: SQLite in the data directory
+// (created, mode 0700, if missing), or PostgreSQL.
+func OpenStore(ctx context.Context, cfg *Config) (store.Store, error) {
+	if strings.HasPrefix(cfg.Store, "postgres://") || strings.HasPrefix(cfg.Store, "postgresql://") {
+		return nil, errors.New("open postgres store: this build has no PostgreSQL store yet")
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("make data directory: %w", err)
+	}
+	st, err := sqlite.Open(filepath.Join(cfg.DataDir, DBFile))
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite store: %w", err)
+	}
+	return st, nil
+}
+
+// StoreWhere says where the store is, without any password.
+func StoreWhere(cfg *Config) string {
+	if cfg.Store == "" {
+		return filepath.Join(cfg.DataDir, DBFile)
+	}
+	if i := strings.Index(cfg.Store, "@"); i >= 0 {
+		if j := strings.Index(cfg.Store, "://"); j >= 0 && j < i {
+			return cfg.Store[:j+3] + "…" + cfg.Store[i:]
+		}
+	}
+	return cfg.Store
+}
+
+// LoadKeyring loads the master key cfg names. The data directory is
+// created when the key file lives there.
+func LoadKeyring(cfg *Config) (*secrets.Keyring, error) {
+	if cfg.MasterKey == "" {
+		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+			return nil, fmt.Errorf("make data directory: %w", err)
+		}
+	}
+	k, _, err := secrets.Load(cfg.DataDir, cfg.MasterKey)
+	return k, err
+}
+
+// Server is a running boxbroker: its store, cache and handler.
+type Server struct {
+	Config  Config
+	Store   store.Store
+	Cache   *cache.Cache
+	Keyring *secrets.Keyring
+	Payer   *payer.Resolver
+	// Broker is the box-facing handler, and Handler the same as an http.Handler.
+	Broker  *broker.Server
+	Handler http.Handler
+	log     *slog.Logger
+}
+
+// Options are what a caller adds in Go rather than configuration.
+type Options struct {
+	// Logger receives the server's logs (default: JSON on stderr at cfg.LogLevel).
+	Logger *slog.Logger
+	// Extra are capabilities an operator adds, served beside the standard ones.
+	Extra []capability.Capability
+	// Store, when set, is used instead of opening the one cfg names.
+	Store store.Store
+	// Transport, when set, carries every upstream request.
+	Transport http.RoundTripper
+}
+
+// New opens everything cfg names and builds the handler. The caller must
+// Close the server.
+func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
+	cfg.Defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := opt.Logger
+	if log == nil {
+		log = NewLogger(os.Stderr, cfg.LogLevel)
+	}
+	keyring, err := LoadKeyring(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	st := opt.Store
+	if st == nil {
+		if st, err = OpenStore(ctx, &cfg); err != nil {
+			return nil, err
+		}
+	}
+	transport := opt.Transport
+	if transport == nil {
+		transport = proxy.NewTransport(proxy.TransportOptions{ResponseHeaderTimeout: cfg.UpstreamHeaderTimeout})
+	}
+	c := cache.New(st, cache.Options{Logger: log})
+	pay := &payer.Resolver{Cache: c, Keyring: keyring}
+	caps := []capability.Capability{
+		inference.New(inference.Config{Upstream: cfg.AnthropicURL, Transport: transport, MaxBody: cfg.MaxBody, Logger: log}),
+	}
+	caps = append(caps, opt.Extra...)
+	h, err := broker.New(broker.Config{
+		Broker: cfg.Broker, Store: st, Cache: c, Payer: pay, Capabilities: caps, Logger: log,
+	})
+	if err != nil {
+		if opt.Store == nil {
+			st.Close()
+		}
+		return nil, err
+	}
+	return &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Broker: h, Handler: h, log: log}, nil
+}
+
+// NewLogger returns a JSON logger on w at level.
+func NewLogger(w *os.File, level string) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level))
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+// Serve serves the box-facing handler on ln and keeps the cache fresh
+// until ctx ends, then stops taking requests and lets in-flight ones
+// finish for at most ShutdownGrace.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	go s.Cache.Run(cctx)
+	hs := &http.Server{
+		Handler:           s.Handler,
+		ReadHeaderTimeout: s.Config.ReadHeaderTimeout,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    s.Config.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return cctx },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	s.log.Info("shutting down", "grace", s.Config.ShutdownGrace.String())
+	sctx, scancel := context.WithTimeout(context.Background(), s.Config.ShutdownGrace)
+	defer scancel()
+	err := hs.Shutdown(sctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		s.log.Warn("shutdown grace over; closing open streams")
+		err = hs.Close()
+	}
+	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		return serr
+	}
+	return err
+}
+
+// Close releases the store.
+func (s *Server) Close() error { return s.Store.Close() }
