@@ -1,0 +1,123 @@
+package broker_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/broker"
+	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/protocol"
+)
+
+func TestDeclaration_Statuses(t *testing.T) {
+	b := brokertest.New(t, brokertest.Options{})
+	token := b.AddBox("a")
+	big := `{"capabilities":[],"pad":"` + strings.Repeat("x", protocol.DeclarationMaxBytes) + `"}`
+	tests := []struct {
+		name, method, token, body string
+		status                    int
+	}{
+		{"kept", "POST", token, `{"capabilities":[{"name":"inference","broker":"lobby","scope":["agent"]}]}`, 200},
+		{"no token", "POST", "", `{"capabilities":[]}`, 401},
+		{"unknown token", "POST", "bbx_nobody", `{"capabilities":[]}`, 401},
+		{"not a report", "POST", token, `{"capabilities":"x"}`, 400},
+		{"not JSON", "POST", token, `capabilities=x`, 400},
+		{"too large", "POST", token, big, 413},
+		{"wrong method", "GET", token, ``, 405},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := b.Do(tt.method, protocol.RouteDeclaration, tt.token, []byte(tt.body), nil)
+			if resp.StatusCode != tt.status {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.status, resp.Body)
+			}
+			if tt.status != 200 {
+				if typ, msg := brokertest.Refusal(resp.Body); typ == "" || msg == "" {
+					t.Errorf("not a refusal: %s", resp.Body)
+				}
+			}
+		})
+	}
+}
+
+func TestDeclaration_AnswerEchoesListingAndSpend(t *testing.T) {
+	b := brokertest.New(t, brokertest.Options{})
+	token := b.AddBox("a")
+	body := `{"capabilities":[{"name":"inference","broker":"lobby","scope":["agent","agent"]},{"name":"egress","broker":"door"}],` +
+		`"listing":{"published":false,"title":"Salad","line":"a salad app"},` +
+		`"spend":{"month":"2026-10","usd":1.84,"runs":3,"unpriced":1,"byPrincipal":[{"principal":"github:octo","usd":1.84,"runs":2,"unpriced":0},{"principal":null,"usd":0,"runs":1,"unpriced":1}]}}`
+	resp := b.Do("POST", protocol.RouteDeclaration, token, []byte(body), nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, resp.Body)
+	}
+	var got map[string]json.RawMessage
+	json.Unmarshal(resp.Body, &got)
+	want := map[string]string{
+		"capabilities": `[{"name":"inference","broker":"lobby","scope":["agent"]}]`,
+		"listing":      `{"published":false,"title":"Salad","line":"a salad app"}`,
+		"spend":        `{"month":"2026-10","usd":1.84,"runs":3,"unpriced":1,"byPrincipal":[{"principal":"github:octo","usd":1.84,"runs":2,"unpriced":0},{"principal":null,"usd":0,"runs":1,"unpriced":1}]}`,
+		"payer":        `{"kind":"shared","principal":null}`,
+	}
+	for k, v := range want {
+		if string(got[k]) != v {
+			t.Errorf("%s = %s, want %s", k, got[k], v)
+		}
+	}
+	var at string
+	json.Unmarshal(got["at"], &at)
+	if _, err := time.Parse(time.RFC3339Nano, at); err != nil {
+		t.Errorf("at = %q: %v", at, err)
+	}
+}
+
+// TestReport_ReplacesTheLast shows the rule judges by the last report only.
+func TestReport_ReplacesTheLast(t *testing.T) {
+	b := brokertest.New(t, brokertest.Options{})
+	token := b.AddBox("a")
+	b.SetCredential("anthropic", "sk-ant-api03-x")
+	b.Report(token, brokertest.Entry("inference", "agent"))
+	if resp := b.Do("GET", "/llm/anthropic/v1/models", token, nil, nil); resp.StatusCode != 200 {
+		t.Fatalf("with agent: %d", resp.StatusCode)
+	}
+	b.Report(token, brokertest.Entry("inference", "decide"))
+	resp := b.Do("GET", "/llm/anthropic/v1/models", token, nil, nil)
+	if _, msg := brokertest.Refusal(resp.Body); resp.StatusCode != 403 || !strings.Contains(msg, "(it lists decide)") {
+		t.Errorf("after the second report: %d %q", resp.StatusCode, msg)
+	}
+}
+
+// TestRotate_OldTokenStopsAtOnce rotates through the store, as the CLI
+// does from another process, and shows the cache drops the old token
+// within its poll.
+func TestRotate_OldTokenStopsAtOnce(t *testing.T) {
+	b := brokertest.New(t, brokertest.Options{})
+	old := b.AddBox("a")
+	b.Report(old, brokertest.Entry("inference", "agent"))
+	newToken, _ := broker.NewToken()
+	if err := b.Server.Store.RotateToken(context.Background(), "a", broker.HashToken(newToken)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Server.Cache.Poll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if resp := b.Do("POST", protocol.RouteDeclaration, old, []byte(`{"capabilities":[]}`), nil); resp.StatusCode != 401 {
+		t.Errorf("old token after rotation: %d, want 401", resp.StatusCode)
+	}
+	if resp := b.Do("POST", protocol.RouteDeclaration, newToken, []byte(`{"capabilities":[]}`), nil); resp.StatusCode != 200 {
+		t.Errorf("new token after rotation: %d, want 200", resp.StatusCode)
+	}
+}
+
+func TestNewToken(t *testing.T) {
+	a, _ := broker.NewToken()
+	c, _ := broker.NewToken()
+	if a == c || !strings.HasPrefix(a, broker.TokenPrefix) || len(a) != len(broker.TokenPrefix)+43 {
+		t.Errorf("NewToken = %q, %q", a, c)
+	}
+	if broker.HashToken(a) == a || len(broker.HashToken(a)) != 64 {
+		t.Errorf("HashToken(%q) = %q", a, broker.HashToken(a))
+	}
+}
