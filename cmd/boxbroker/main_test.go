@@ -1,0 +1,176 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/brokertest"
+)
+
+// run runs the CLI in-process with stdin and BOXBROKER_DATA=dir.
+func run(t *testing.T, dir, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	c := &cli{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb, getenv: func(k string) string {
+		if k == "BOXBROKER_DATA" {
+			return dir
+		}
+		return ""
+	}}
+	code = c.main(context.Background(), args)
+	return out.String(), errb.String(), code
+}
+
+func TestCLI_BoxesAndCredentials(t *testing.T) {
+	dir := t.TempDir()
+	token, _, code := run(t, dir, "", "box", "add", "salad")
+	token = strings.TrimSpace(token)
+	if code != 0 || !strings.HasPrefix(token, "bbx_") {
+		t.Fatalf("box add = %q, %d", token, code)
+	}
+	if _, errs, code := run(t, dir, "", "box", "add", "salad"); code != 1 || !strings.Contains(errs, "already exists") {
+		t.Errorf("second box add = %d %q", code, errs)
+	}
+	if _, errs, code := run(t, dir, "", "box", "add", "Bad_Name"); code != 2 || !strings.Contains(errs, "must match") {
+		t.Errorf("bad name = %d %q", code, errs)
+	}
+	const key = "sk-ant-api03-CLITESTKEY"
+	out, errs, code := run(t, dir, key+"\n", "credential", "set", "anthropic")
+	if code != 0 || strings.Contains(out+errs, key) {
+		t.Errorf("credential set = %d %q %q", code, out, errs)
+	}
+	if _, errs, code := run(t, dir, "", "credential", "set", "anthropic"); code != 1 || !strings.Contains(errs, "no value on stdin") {
+		t.Errorf("empty credential = %d %q", code, errs)
+	}
+	if _, _, code := run(t, dir, "", "credential", "set", "anthropic", "sk-in-argv"); code != 2 {
+		t.Errorf("credential in argv accepted: %d", code)
+	}
+	out, _, _ = run(t, dir, "", "credential", "list")
+	if !strings.Contains(out, "anthropic") || strings.Contains(out, key) {
+		t.Errorf("credential list = %q", out)
+	}
+	out, _, _ = run(t, dir, "", "box", "list")
+	if !strings.Contains(out, "salad") || strings.Contains(out, token) {
+		t.Errorf("box list = %q", out)
+	}
+	rotated, _, code := run(t, dir, "", "box", "rotate", "salad")
+	if code != 0 || strings.TrimSpace(rotated) == token {
+		t.Errorf("box rotate = %q, %d", rotated, code)
+	}
+	if _, _, code := run(t, dir, "n\n", "box", "remove", "salad"); code != 1 {
+		t.Errorf("box remove answered no = %d", code)
+	}
+	if _, _, code := run(t, dir, "", "box", "remove", "--yes", "salad"); code != 0 {
+		t.Errorf("box remove --yes = %d", code)
+	}
+	if _, errs, code := run(t, dir, "", "box", "rotate", "salad"); code != 1 || !strings.Contains(errs, "no box named salad") {
+		t.Errorf("rotate removed box = %d %q", code, errs)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe to read while serve writes to it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestCLI_QuickStart follows the README's quick start against a stand-in
+// Anthropic API, and shows a stream in flight finishes after SIGINT.
+func TestCLI_QuickStart(t *testing.T) {
+	release := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Api-Key") != "sk-ant-api03-QUICKSTART" {
+			w.WriteHeader(401)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		ev := brokertest.SSEEvents("m", "hi")
+		io.WriteString(w, ev[0])
+		w.(http.Flusher).Flush()
+		<-release
+		for _, e := range ev[1:] {
+			io.WriteString(w, e)
+		}
+	}))
+	defer up.Close()
+	dir := t.TempDir()
+	token, _, _ := run(t, dir, "", "box", "add", "salad")
+	token = strings.TrimSpace(token)
+	run(t, dir, "sk-ant-api03-QUICKSTART", "credential", "set", "anthropic")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out syncBuffer
+	c := &cli{stdin: strings.NewReader(""), stdout: &out, stderr: io.Discard, getenv: func(k string) string {
+		return map[string]string{"BOXBROKER_DATA": dir, "BOXBROKER_LOG_LEVEL": "warn"}[k]
+	}}
+	done := make(chan int)
+	go func() { done <- c.main(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--anthropic-url", up.URL, "--shutdown-grace", "5s"}) }()
+	var base string
+	for i := 0; i < 500 && base == ""; i++ {
+		if _, rest, ok := strings.Cut(out.String(), "listening on "); ok {
+			base = strings.TrimSpace(strings.SplitN(rest, "\n", 2)[0])
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if base == "" {
+		t.Fatalf("serve printed %q", out.String())
+	}
+	if !strings.Contains(out.String(), "data: "+dir) {
+		t.Errorf("serve did not say where its data is: %q", out.String())
+	}
+	req, _ := http.NewRequest("POST", base+"/api/box/declaration", strings.NewReader(`{"capabilities":[{"name":"inference","broker":"lobby","scope":["agent"]}]}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("report: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	req, _ = http.NewRequest("POST", base+"/llm/anthropic/v1/messages", strings.NewReader(`{"stream":true}`))
+	req.Header.Set("X-Api-Key", token)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("messages: %v %v", resp, err)
+	}
+	defer resp.Body.Close()
+	rd := bufio.NewReader(resp.Body)
+	if line, _ := rd.ReadString('\n'); line != "event: message_start\n" {
+		t.Fatalf("first line %q", line)
+	}
+	cancel() // SIGINT: stop taking requests, let the stream finish
+	time.Sleep(50 * time.Millisecond)
+	close(release)
+	rest, err := io.ReadAll(rd)
+	if err != nil || !strings.Contains(string(rest), "message_stop") {
+		t.Errorf("stream after shutdown began: %q, %v", rest, err)
+	}
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("serve exited %d", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+}
