@@ -3,10 +3,14 @@ package conformance_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/intentius/boxbroker/conformance"
@@ -203,5 +207,126 @@ func TestSchema_IsTheProtocolsSchema(t *testing.T) {
 	}
 	if !bytes.Equal(conformance.Schema(), want) {
 		t.Errorf("conformance/schema/broker-protocol.schema.json differs from testdata/broker-protocol.schema.json; copy it again")
+	}
+}
+
+// rewrite is a broken broker made from the reference one by changing the
+// answers to the requests match selects.
+type rewrite struct {
+	match  func(r *http.Request) bool
+	answer func(status int, body []byte) (int, []byte)
+}
+
+func (rw rewrite) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !rw.match(r) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		status, body := rw.answer(rec.Code, rec.Body.Bytes())
+		for k, vs := range rec.Header() {
+			w.Header()[k] = vs
+		}
+		w.Header().Del("Content-Length")
+		w.WriteHeader(status)
+		_, _ = w.Write(body)
+	})
+}
+
+// on matches a method and a path.
+func on(method, path string) func(*http.Request) bool {
+	return func(r *http.Request) bool { return r.Method == method && r.URL.Path == path }
+}
+
+// flip turns an answer of status from into one of status to with body.
+func flip(from, to int, body string) func(int, []byte) (int, []byte) {
+	return func(status int, b []byte) (int, []byte) {
+		if status == from {
+			return to, []byte(body)
+		}
+		return status, b
+	}
+}
+
+// edit changes a JSON answer's decoded value.
+func edit(change func(v map[string]any)) func(int, []byte) (int, []byte) {
+	return func(status int, b []byte) (int, []byte) {
+		var v map[string]any
+		if json.Unmarshal(b, &v) != nil {
+			return status, b
+		}
+		change(v)
+		out, _ := json.Marshal(v)
+		return status, out
+	}
+}
+
+func TestRun_EachCheckCanFail(t *testing.T) {
+	const kept = `{"capabilities":[],"at":"2026-01-01T00:00:00.000Z"}`
+	tests := []struct {
+		name    string
+		rewrite rewrite
+		want    []string
+	}{
+		{"keeps another broker's entry", rewrite{on(http.MethodPost, "/api/box/declaration"), edit(func(v map[string]any) {
+			caps, _ := v["capabilities"].([]any)
+			v["capabilities"] = append(caps, map[string]any{"name": "egress", "broker": "conformance-elsewhere", "scope": []any{"CONFORMANCE"}})
+		})}, []string{"declaration-kept"}},
+		{"takes a report with no token", rewrite{on(http.MethodPost, "/api/box/declaration"), flip(401, 200, kept)}, []string{"declaration-unknown-token"}},
+		{"takes a malformed report", rewrite{on(http.MethodPost, "/api/box/declaration"), flip(400, 200, kept)}, []string{"declaration-malformed"}},
+		{"echoes the spend changed", rewrite{on(http.MethodPost, "/api/box/declaration"), edit(func(v map[string]any) {
+			if s, ok := v["spend"].(map[string]any); ok {
+				s["usd"] = 1.23
+			}
+		})}, []string{"declaration-listing-spend"}},
+		{"asks a token of hello", rewrite{on(http.MethodHead, "/llm/anthropic/api/hello"), flip(200, 401, "")}, []string{"inference-hello"}},
+		{"answers an unknown route", rewrite{on(http.MethodPost, "/llm/anthropic/v1/complete"), flip(404, 200, `{}`)}, []string{"inference-unknown-route"}},
+		{"answers an unknown Anthropic token 401", rewrite{on(http.MethodPost, "/llm/anthropic/v1/messages"), func(status int, b []byte) (int, []byte) {
+			if status == 403 && bytes.Contains(b, []byte("no box's")) {
+				return 401, b
+			}
+			return status, b
+		}}, []string{"inference-unknown-token"}},
+		{"takes a decide request with no question", rewrite{on(http.MethodPost, "/decide/v1/systemone"), flip(422, 200, `{"model":"m","answers":{}}`)}, []string{"decide-invalid"}},
+		{"answers decide for an unknown token", rewrite{func(r *http.Request) bool {
+			return r.URL.Path == "/decide/v1/systemone" && strings.Contains(r.Header.Get("Authorization"), "conformance-unknown")
+		}, flip(403, 200, `{"model":"m","answers":{}}`)}, []string{"decide-unknown-token"}},
+		{"answers an unheld secret", rewrite{on(http.MethodGet, "/egress/CONFORMANCE_UNHELD/some/path"), flip(403, 200, `{}`)}, []string{"egress-unheld"}},
+		{"serves a bad secret name", rewrite{on(http.MethodGet, "/egress/not-a-name/some/path"), flip(404, 403, `{"error":"no"}`)}, []string{"egress-bad-name"}},
+		{"refuses entries by the declaration", rewrite{on(http.MethodPost, "/api/feedback"), flip(202, 403,
+			`{"error":"This box's feedback capability does not list agent in its scope."}`)}, []string{"feedback-taken"}},
+		{"takes an empty batch", rewrite{on(http.MethodPost, "/api/feedback"), flip(400, 202, `{}`)}, []string{"feedback-empty"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := referenceConfig(sound)
+			cfg.Start = func(ctx context.Context, env conformance.Env) (*conformance.Started, error) {
+				b, err := newReference(env, sound)
+				if err != nil {
+					return nil, err
+				}
+				srv := httptest.NewServer(tt.rewrite.wrap(b))
+				tokens := map[string]string{}
+				for token, box := range b.boxes {
+					tokens[box] = token
+				}
+				return &conformance.Started{URL: srv.URL, Tokens: tokens, Close: func() error { srv.Close(); return nil }}, nil
+			}
+			rep, err := conformance.Run(t.Context(), cfg)
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			var failed []string
+			for _, r := range rep.Results {
+				if r.Status == conformance.Failed {
+					failed = append(failed, r.ID)
+				}
+			}
+			if !slices.Equal(failed, tt.want) {
+				t.Errorf("failed checks = %q, want %q\nproblems:\n%s", failed, tt.want, joinLines(rep.Problems))
+			}
+		})
 	}
 }
