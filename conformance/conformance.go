@@ -11,7 +11,21 @@
 // its declaration before each check, and conformance-b, which never does.
 //
 // Run returns a Report and loads no test runner's state; RunTest makes one
-// subtest per check for go test.
+// subtest per check for go test:
+//
+//	func TestConformance(t *testing.T) {
+//		conformance.RunTest(t, conformance.Config{
+//			Name:  "my broker",
+//			Start: func(ctx context.Context, env conformance.Env) (*conformance.Started, error) {
+//				// Start the broker on 127.0.0.1 port 0, pointed at env.Anthropic,
+//				// env.Fountain and env.Secrets, with a token for each of env.Boxes.
+//			},
+//		})
+//	}
+//
+// A check that expects a refusal also fails when anything reached an
+// upstream during it. Checks run one at a time, in the table's order, and
+// token-isolation runs last, over everything the run saw.
 package conformance
 
 import (
