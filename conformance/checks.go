@@ -1,0 +1,712 @@
+package conformance
+
+import (
+	"bytes"
+	"encoding/json"
+	"maps"
+	"net/http"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/protocol"
+)
+
+// Statuses the checks accept.
+var (
+	authRefusal = []int{http.StatusUnauthorized, http.StatusForbidden}
+	forbidden   = []int{http.StatusForbidden}
+)
+
+// checks lists every check in the order they run; token-isolation is last.
+func (s *suite) checks() []check {
+	list := []check{
+		{"declaration-kept", "", declarationKept},
+		{"declaration-unknown-token", "", declarationUnknownToken},
+		{"declaration-malformed", "", declarationMalformed},
+		{"declaration-listing-spend", "", declarationListingSpend},
+		{"unreported-refused", "", unreportedRefused},
+		{"inference-hello", protocol.Inference, inferenceHello},
+		{"inference-forwards", protocol.Inference, inferenceForwards},
+		{"inference-unknown-route", protocol.Inference, inferenceUnknownRoute},
+		{"inference-unknown-token", protocol.Inference, inferenceUnknownToken},
+		{"inference-agent-refused", protocol.Inference, inferenceAgentRefused},
+		{"decide-answers", protocol.Inference, decideAnswers},
+		{"decide-refused", protocol.Inference, decideRefused},
+		{"decide-invalid", protocol.Inference, decideInvalid},
+		{"decide-unknown-token", protocol.Inference, decideUnknownToken},
+		{"egress-forwards", protocol.Egress, egressForwards},
+		{"egress-refused", protocol.Egress, egressRefused},
+		{"egress-unheld", protocol.Egress, egressUnheld},
+		{"egress-bad-name", protocol.Egress, egressBadName},
+		{"feedback-taken", protocol.Feedback, feedbackTaken},
+		{"feedback-refused", protocol.Feedback, feedbackRefused},
+		{"feedback-empty", protocol.Feedback, feedbackEmpty},
+		{"fountain-forwards", protocol.Fountain, fountainForwards},
+		{"fountain-refused", protocol.Fountain, fountainRefused},
+		{"payer-consistent", protocol.Inference, payerConsistent},
+	}
+	for _, x := range s.cfg.Extra {
+		for _, word := range slices.Sorted(maps.Keys(x.Probes)) {
+			list = append(list, check{"extra-" + x.Name + "-" + word, x.Name, extraCheck(x, word)})
+		}
+	}
+	return append(list, check{"token-isolation", "", tokenIsolation})
+}
+
+// anthropicHeader is how the Anthropic SDK sends a box's token.
+func anthropicHeader(token string) http.Header {
+	return http.Header{
+		"X-Api-Key":         {token},
+		"Anthropic-Version": {"2023-06-01"},
+		"Content-Type":      {"application/json"},
+	}
+}
+
+// messagesBody is a Messages request, spaced unlike any encoder would
+// space it, so that a broker that re-encodes it is caught.
+func messagesBody(stream bool) []byte {
+	s := ""
+	if stream {
+		s = `, "stream": true`
+	}
+	return []byte(`{"model": "` + standInModel + `",  "max_tokens": 64, "messages": [ {"role": "user", "content": "Say hello to the conformance suite."} ]` + s + `}`)
+}
+
+// messagesCall is a Messages request with conformance-a's token.
+func (c *checkRun) messagesCall(stream bool) *reply {
+	return c.do(request{method: http.MethodPost, path: "/llm/anthropic/v1/messages", header: anthropicHeader(c.s.tokenA), body: messagesBody(stream)})
+}
+
+// --- declaration ---
+
+// keptJSON is what the suite reads of a declarationKept answer.
+type keptJSON struct {
+	Capabilities []struct {
+		Name   string   `json:"name"`
+		Broker string   `json:"broker"`
+		Scope  []string `json:"scope"`
+	} `json:"capabilities"`
+	At      string          `json:"at"`
+	Payer   json.RawMessage `json:"payer"`
+	Listing json.RawMessage `json:"listing"`
+	Spend   json.RawMessage `json:"spend"`
+}
+
+// kept validates r against $defs/declarationKept and decodes it.
+func (c *checkRun) kept(r *reply) *keptJSON {
+	if r == nil {
+		return nil
+	}
+	if p := c.s.validator.validate("declarationKept", r.Body); p != "" {
+		c.fail("the answer to a report %s (%s)", p, brief(r.Body))
+		return nil
+	}
+	var k keptJSON
+	if err := json.Unmarshal(r.Body, &k); err != nil {
+		c.fail("the answer to a report: %v", err)
+		return nil
+	}
+	return &k
+}
+
+func declarationKept(c *checkRun) {
+	broker := c.s.env.Broker
+	elsewhere := "conformance-elsewhere"
+	if elsewhere == broker {
+		elsewhere += "-2"
+	}
+	body, _ := json.Marshal(map[string]any{"capabilities": []any{
+		map[string]any{"name": "inference", "broker": broker, "scope": []string{"agent"}},
+		map[string]any{"name": "egress", "broker": elsewhere, "scope": []string{SecretName}},
+		map[string]any{"name": "inference", "broker": broker, "scope": []string{"decide", "agent"}},
+		map[string]any{"name": "feedback", "broker": nil, "scope": []string{"agent"}},
+		map[string]any{"name": "fountain", "scope": []string{"agent"}},
+	}})
+	k := c.kept(c.reportRaw(body))
+	if k == nil {
+		return
+	}
+	if _, err := time.Parse(time.RFC3339Nano, k.At); err != nil {
+		c.fail("the answer's at %q is not an ISO 8601 time", k.At)
+	}
+	inference := 0
+	for _, e := range k.Capabilities {
+		switch e.Name {
+		case "inference":
+			inference++
+			if e.Broker != broker {
+				c.fail("the kept inference entry names broker %q, want %q", e.Broker, broker)
+			}
+			if got := slices.Sorted(slices.Values(e.Scope)); !slices.Equal(got, []string{"agent", "decide"}) {
+				c.fail("the kept inference scope is %q, want agent and decide, the two entries naming %s merged", e.Scope, broker)
+			}
+		case "egress":
+			c.fail("kept the egress entry, which names the broker %q", elsewhere)
+		case "feedback":
+			c.fail("kept the feedback entry, whose broker is null")
+		case "fountain":
+			c.fail("kept the fountain entry, which names no broker")
+		default:
+			c.fail("kept an entry named %q, which the report did not hold", e.Name)
+		}
+	}
+	if inference != 1 {
+		c.fail("kept inference %d times, want once, the two entries naming %s merged", inference, broker)
+	}
+	c.nothingUpstream()
+}
+
+func declarationUnknownToken(c *checkRun) {
+	body := c.reportBody(entry{"inference", []string{"agent"}})
+	tests := []struct {
+		name   string
+		header http.Header
+	}{
+		{"no token", jsonHeader(http.Header{})},
+		{"an unknown token", jsonHeader(bearer("conformance-unknown-" + randomHex(16)))},
+	}
+	for _, tt := range tests {
+		r := c.do(request{method: http.MethodPost, path: "/api/box/declaration", header: tt.header, body: body})
+		if r != nil && !slices.Contains(authRefusal, r.Status) {
+			c.fail("a report with %s is %d, want 401 or 403 (%s)", tt.name, r.Status, brief(r.Body))
+		}
+	}
+	c.nothingUpstream()
+}
+
+func declarationMalformed(c *checkRun) {
+	tests := []struct {
+		name string
+		body string
+	}{
+		{"capabilities that is not a list", `{"capabilities":"x"}`},
+		{"a body that is not JSON", `this is not JSON`},
+		{"an object with no capabilities", `{}`},
+	}
+	for _, tt := range tests {
+		r := c.do(request{method: http.MethodPost, path: "/api/box/declaration", header: jsonHeader(bearer(c.s.tokenA)), body: []byte(tt.body)})
+		if r == nil {
+			continue
+		}
+		if r.Status != http.StatusBadRequest {
+			c.fail("a report with %s is %d, want 400 (%s)", tt.name, r.Status, brief(r.Body))
+			continue
+		}
+		if p := c.s.validator.validate("refusal", r.Body); p != "" {
+			c.fail("the 400 to a report with %s %s (%s)", tt.name, p, brief(r.Body))
+		}
+	}
+	c.nothingUpstream()
+}
+
+func declarationListingSpend(c *checkRun) {
+	listing := map[string]any{"published": true, "title": "The conformance box", "line": "A box the broker conformance suite reports, with a listing and a spend."}
+	spend := map[string]any{
+		"month": time.Now().UTC().Format("2006-01"), "usd": 1.2345, "runs": 3, "unpriced": 1,
+		"byPrincipal": []any{
+			map[string]any{"principal": "github:conformance", "usd": 1.2345, "runs": 2, "unpriced": 0},
+			map[string]any{"principal": nil, "usd": 0, "runs": 1, "unpriced": 1},
+		},
+	}
+	body, _ := json.Marshal(map[string]any{
+		"capabilities": []any{map[string]any{"name": "inference", "broker": c.s.env.Broker, "scope": []string{"agent"}}},
+		"listing":      listing,
+		"spend":        spend,
+	})
+	k := c.kept(c.reportRaw(body))
+	if k == nil {
+		return
+	}
+	for _, f := range []struct {
+		name string
+		sent any
+		got  json.RawMessage
+	}{{"listing", listing, k.Listing}, {"spend", spend, k.Spend}} {
+		if len(f.got) == 0 || string(f.got) == "null" {
+			continue
+		}
+		if !sameJSON(f.sent, f.got) {
+			c.fail("the answer echoes the %s changed: sent %s, got %s", f.name, mustJSON(f.sent), f.got)
+		}
+	}
+	c.nothingUpstream()
+}
+
+// sameJSON reports whether v and raw are the same JSON value.
+func sameJSON(v any, raw json.RawMessage) bool {
+	var a, b any
+	if json.Unmarshal(mustJSON(v), &a) != nil || json.Unmarshal(raw, &b) != nil {
+		return false
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// --- unreported ---
+
+func unreportedRefused(c *checkRun) {
+	tb := c.s.tokenB
+	type probe struct {
+		req  request
+		want []int
+	}
+	var probes []probe
+	if c.s.serves[protocol.Inference] {
+		probes = append(probes,
+			probe{request{http.MethodPost, "/llm/anthropic/v1/messages", anthropicHeader(tb), messagesBody(false)}, forbidden},
+			probe{request{http.MethodPost, "/llm/anthropic/v1/messages/count_tokens", anthropicHeader(tb), messagesBody(false)}, forbidden},
+			probe{request{http.MethodGet, "/llm/anthropic/v1/models", anthropicHeader(tb), nil}, forbidden},
+			probe{request{http.MethodGet, "/llm/anthropic/v1/models/" + standInModel, anthropicHeader(tb), nil}, forbidden},
+			probe{request{http.MethodPost, "/decide/v1/systemone", jsonHeader(bearer(tb)), decideBody()}, forbidden},
+		)
+	}
+	if c.s.serves[protocol.Egress] {
+		probes = append(probes, probe{request{http.MethodGet, "/egress/" + SecretName + "/some/path", bearer(tb), nil}, authRefusal})
+	}
+	if c.s.serves[protocol.Feedback] {
+		probes = append(probes,
+			probe{request{http.MethodPost, "/api/feedback", jsonHeader(bearer(tb)), []byte(`{"entries":[{"note":"from a box that never reported"}]}`)}, authRefusal},
+			probe{request{http.MethodPost, "/api/feedback", jsonHeader(bearer(tb)), []byte(`{"counts":{"conformance":1}}`)}, authRefusal},
+		)
+	}
+	if c.s.serves[protocol.Fountain] {
+		probes = append(probes,
+			probe{request{http.MethodPost, "/fountain/api/conversations", jsonHeader(bearer(tb)), []byte(`{}`)}, authRefusal},
+			probe{request{http.MethodGet, "/fountain/api/conversations", bearer(tb), nil}, authRefusal},
+			probe{request{http.MethodGet, "/fountain/api/sandboxes", bearer(tb), nil}, authRefusal},
+			probe{request{http.MethodGet, "/fountain/api/vaults", bearer(tb), nil}, authRefusal},
+		)
+	}
+	for _, x := range c.s.cfg.Extra {
+		for _, word := range slices.Sorted(maps.Keys(x.Probes)) {
+			probes = append(probes, probe{probeRequest(x.Probes[word], tb), authRefusal})
+		}
+	}
+	for _, p := range probes {
+		c.status(c.do(p.req), p.want...)
+	}
+	c.nothingUpstream()
+}
+
+// --- inference ---
+
+func inferenceHello(c *checkRun) {
+	for _, method := range []string{http.MethodHead, http.MethodGet} {
+		c.status(c.do(request{method: method, path: "/llm/anthropic/api/hello"}), http.StatusOK)
+	}
+}
+
+func inferenceForwards(c *checkRun) {
+	c.report(entry{"inference", []string{"agent"}})
+	const beta = "conformance-beta-2026-01-01"
+	body := messagesBody(false)
+	h := anthropicHeader(c.s.tokenA)
+	h.Set("Anthropic-Beta", beta)
+	r := c.do(request{method: http.MethodPost, path: "/llm/anthropic/v1/messages?beta=true", header: h, body: body})
+	got := c.onlyTo(upstreamAnthropic)
+	if len(got) != 1 {
+		c.fail("the Anthropic stand-in received %d requests for one Messages call, want 1", len(got))
+	}
+	for _, e := range got {
+		if e.Method != http.MethodPost || e.Path != "/v1/messages" {
+			c.fail("the upstream received %s %s, want POST /v1/messages", e.Method, e.Path)
+		}
+		if e.RawQuery != "beta=true" {
+			c.fail("the upstream received the query %q, want %q", e.RawQuery, "beta=true")
+		}
+		if !bytes.Equal(e.Body, body) {
+			c.fail("the upstream received a body that is not the one sent, byte for byte: %s", brief(e.Body))
+		}
+		if key := e.Header.Get("X-Api-Key"); key != c.s.env.Anthropic.Credential {
+			c.fail("the upstream received x-api-key %q, want the credential", redact(key))
+		}
+		if v := e.Header.Get("Anthropic-Version"); v != "2023-06-01" {
+			c.fail("the upstream received anthropic-version %q, want it forwarded as 2023-06-01", v)
+		}
+		if v := e.Header.Get("Anthropic-Beta"); !strings.Contains(v, beta) {
+			c.fail("the upstream received anthropic-beta %q, want it to hold %q", v, beta)
+		}
+		c.tokenFree(e)
+		if r != nil && (r.Status != e.Status || !bytes.Equal(r.Body, e.Answer)) {
+			c.fail("the answer is %d %s, want the upstream's %d %s unchanged", r.Status, brief(r.Body), e.Status, brief(e.Answer))
+		}
+	}
+
+	c.step()
+	r = c.messagesCall(true)
+	got = c.onlyTo(upstreamAnthropic)
+	if len(got) != 1 {
+		c.fail("the Anthropic stand-in received %d requests for one streamed Messages call, want 1", len(got))
+	}
+	for _, e := range got {
+		c.tokenFree(e)
+		if r == nil {
+			continue
+		}
+		if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+			c.fail("a streamed Messages answer has Content-Type %q, want text/event-stream", ct)
+		}
+		if r.Status != e.Status || !bytes.Equal(r.Body, e.Answer) {
+			c.fail("the streamed answer is %d %s, want the upstream's %d %s unchanged", r.Status, brief(r.Body), e.Status, brief(e.Answer))
+		}
+	}
+}
+
+func inferenceUnknownRoute(c *checkRun) {
+	c.report(entry{"inference", []string{"agent"}})
+	for _, path := range []string{"/llm/anthropic/v1/complete", "/llm/anthropic/v1/messages/batches"} {
+		c.status(c.do(request{method: http.MethodPost, path: path, header: anthropicHeader(c.s.tokenA), body: messagesBody(false)}), http.StatusNotFound)
+	}
+	c.nothingUpstream()
+}
+
+func inferenceUnknownToken(c *checkRun) {
+	c.report(entry{"inference", []string{"agent"}})
+	unknown := "conformance-unknown-" + randomHex(16)
+	h := anthropicHeader("")
+	h.Del("X-Api-Key")
+	h.Set("Authorization", "Bearer "+unknown)
+	for _, header := range []http.Header{anthropicHeader(unknown), h} {
+		c.status(c.do(request{method: http.MethodPost, path: "/llm/anthropic/v1/messages", header: header, body: messagesBody(false)}), http.StatusForbidden)
+	}
+	c.nothingUpstream()
+}
+
+func inferenceAgentRefused(c *checkRun) {
+	c.report(entry{"inference", []string{"decide"}})
+	c.refused(c.messagesCall(false), forbidden, "inference", "agent")
+	c.refused(c.do(request{method: http.MethodGet, path: "/llm/anthropic/v1/models", header: anthropicHeader(c.s.tokenA)}), forbidden, "inference", "agent")
+	c.nothingUpstream()
+}
+
+// --- decide ---
+
+// decideModel is the model the decide checks ask for.
+const decideModel = "claude-conformance-decide"
+
+// decideQuestions are the questions decide-answers asks, one of each type.
+var decideQuestions = map[string]string{"queue": "choice", "urgent": "noul", "quality": "score"}
+
+// decideBody is a decide request asking a choice, a noul and a score.
+func decideBody() []byte {
+	return mustJSON(map[string]any{
+		"model": decideModel,
+		"state": map[string]any{"ticket": "The checkout button hides on phones, and customers cannot pay."},
+		"questions": map[string]any{
+			"queue":   map[string]any{"type": "choice", "instructions": "Which queue takes this ticket?", "criteria": map[string]any{"billing": "money and invoices", "support": "anything else"}},
+			"urgent":  map[string]any{"type": "noul", "instructions": "How urgent is this ticket?", "criteria": map[string]any{"urgent": "customers cannot pay"}},
+			"quality": map[string]any{"type": "score", "instructions": "How clear is the report?", "criteria": map[string]any{"1": "unclear", "5": "clear"}},
+		},
+	})
+}
+
+// decideCall is a decide request with body and token as the bearer.
+func (c *checkRun) decideCall(token string, body []byte) *reply {
+	return c.do(request{method: http.MethodPost, path: "/decide/v1/systemone", header: jsonHeader(bearer(token)), body: body})
+}
+
+func decideAnswers(c *checkRun) {
+	c.report(entry{"inference", []string{"decide"}})
+	r := c.decideCall(c.s.tokenA, decideBody())
+	asked := 0
+	for _, e := range c.onlyTo(upstreamAnthropic) {
+		c.tokenFree(e)
+		cred := c.s.env.Anthropic.Credential
+		if e.Method == http.MethodPost && e.Path == "/v1/messages" &&
+			(e.Header.Get("X-Api-Key") == cred || e.Header.Get("Authorization") == "Bearer "+cred) {
+			asked++
+		}
+	}
+	if asked == 0 {
+		c.fail("the Anthropic stand-in received no Messages request on the credential: the broker answered without asking the model")
+	}
+	if !c.status(r, http.StatusOK) {
+		return
+	}
+	if p := c.s.validator.validate("decideResponse", r.Body); p != "" {
+		c.fail("the answer %s (%s)", p, brief(r.Body))
+		return
+	}
+	var resp struct {
+		Model   string `json:"model"`
+		Answers map[string]struct {
+			Type string `json:"type"`
+		} `json:"answers"`
+	}
+	_ = json.Unmarshal(r.Body, &resp)
+	if resp.Model != decideModel {
+		c.fail("the answer names the model %q, want %q, the one asked", resp.Model, decideModel)
+	}
+	for _, name := range slices.Sorted(maps.Keys(decideQuestions)) {
+		typ := decideQuestions[name]
+		a, ok := resp.Answers[name]
+		switch {
+		case !ok:
+			c.fail("no answer to the %s question %q", typ, name)
+		case a.Type != typ && a.Type != "unsupported":
+			c.fail("the answer to the %s question %q is of type %q, want %q or unsupported", typ, name, a.Type, typ)
+		}
+	}
+	for name := range resp.Answers {
+		if _, ok := decideQuestions[name]; !ok {
+			c.fail("an answer to %q, which was not asked", name)
+		}
+	}
+}
+
+func decideRefused(c *checkRun) {
+	c.report(entry{"inference", []string{"agent"}})
+	c.refused(c.decideCall(c.s.tokenA, decideBody()), forbidden, "inference", "decide")
+	c.nothingUpstream()
+}
+
+func decideInvalid(c *checkRun) {
+	c.report(entry{"inference", []string{"decide"}})
+	for _, body := range []string{
+		`{"model":"` + decideModel + `","state":{},"questions":{}}`,
+		`{"model":"` + decideModel + `","state":{}}`,
+	} {
+		c.status(c.decideCall(c.s.tokenA, []byte(body)), http.StatusUnprocessableEntity)
+	}
+	c.nothingUpstream()
+}
+
+func decideUnknownToken(c *checkRun) {
+	c.report(entry{"inference", []string{"decide"}})
+	c.status(c.decideCall("conformance-unknown-"+randomHex(16), decideBody()), authRefusal...)
+	c.nothingUpstream()
+}
+
+// --- egress ---
+
+func egressForwards(c *checkRun) {
+	c.report(entry{"egress", []string{SecretName}})
+	secret := c.s.env.Secrets[0]
+	r := c.do(request{method: http.MethodGet, path: "/egress/" + SecretName + "/some/path?x=1", header: bearer(c.s.tokenA)})
+	got := c.onlyTo(upstreamEcho)
+	if len(got) == 0 {
+		c.fail("the secret's host received nothing")
+	}
+	for _, e := range got {
+		c.tokenFree(e)
+		if e.Path != "/some/path" || e.RawQuery != "x=1" {
+			c.fail("the secret's host received %s?%s, want /some/path?x=1", e.Path, e.RawQuery)
+		}
+		if a := e.Header.Get("Authorization"); a != "Bearer "+secret.Value {
+			c.fail("the secret's host received Authorization %q, want the secret's value in place of the token", redact(a))
+		}
+	}
+	if !c.status(r, http.StatusOK) {
+		return
+	}
+	if a := r.Header.Get("X-Echo-Authorization"); a != "Bearer "+c.s.tokenA {
+		c.fail("the answer's X-Echo-Authorization is %q, want the value swapped back for the token", redact(a))
+	}
+}
+
+func egressRefused(c *checkRun) {
+	c.report(entry{"egress", []string{SecretName + "_OTHER"}})
+	c.refused(c.do(request{method: http.MethodGet, path: "/egress/" + SecretName + "/some/path", header: bearer(c.s.tokenA)}), forbidden, "egress", SecretName)
+	c.nothingUpstream()
+}
+
+func egressUnheld(c *checkRun) {
+	const unheld = SecretName + "_UNHELD"
+	c.report(entry{"egress", []string{unheld}})
+	c.status(c.do(request{method: http.MethodGet, path: "/egress/" + unheld + "/some/path", header: bearer(c.s.tokenA)}), http.StatusForbidden)
+	c.nothingUpstream()
+}
+
+func egressBadName(c *checkRun) {
+	c.report(entry{"egress", []string{SecretName}})
+	c.status(c.do(request{method: http.MethodGet, path: "/egress/not-a-name/some/path", header: bearer(c.s.tokenA)}), http.StatusNotFound)
+	c.nothingUpstream()
+}
+
+// --- feedback ---
+
+// feedbackCall posts body to /api/feedback as conformance-a.
+func (c *checkRun) feedbackCall(body string) *reply {
+	return c.do(request{method: http.MethodPost, path: "/api/feedback", header: jsonHeader(bearer(c.s.tokenA)), body: []byte(body)})
+}
+
+func feedbackTaken(c *checkRun) {
+	c.report(entry{"feedback", []string{"agent"}})
+	r := c.feedbackCall(`{"entries":[{"note":"The conformance suite was here."}]}`)
+	if r == nil {
+		return
+	}
+	switch {
+	case r.Status >= 200 && r.Status < 300, r.Status == http.StatusNotImplemented:
+	case r.Status == http.StatusForbidden:
+		if msg := message(r.Body); isDeclarationRefusal(msg) {
+			c.fail("a batch of entries with agent declared is refused by the declaration: %q", msg)
+		}
+	default:
+		c.fail("a batch of entries with agent declared is %d, want 2xx, 501, or a 403 of the broker's own policy (%s)", r.Status, brief(r.Body))
+	}
+}
+
+func feedbackRefused(c *checkRun) {
+	c.report(entry{"feedback", []string{"agent"}})
+	c.refused(c.feedbackCall(`{"counts":{"conformance":1}}`), forbidden, "feedback", "passive")
+	c.nothingUpstream()
+}
+
+func feedbackEmpty(c *checkRun) {
+	c.report(entry{"feedback", []string{"agent", "passive"}})
+	c.status(c.feedbackCall(`{}`), http.StatusBadRequest)
+	c.nothingUpstream()
+}
+
+// --- fountain ---
+
+func fountainForwards(c *checkRun) {
+	c.report(entry{"fountain", []string{"conversations"}})
+	r := c.do(request{method: http.MethodGet, path: "/fountain/api/conversations", header: bearer(c.s.tokenA)})
+	got := c.onlyTo(upstreamFountain)
+	if len(got) == 0 {
+		c.fail("the Fountain stand-in received nothing")
+	}
+	for _, e := range got {
+		c.tokenFree(e)
+		if e.Path != "/api/conversations" {
+			c.fail("the Fountain stand-in received %s %s, want GET /api/conversations", e.Method, e.Path)
+		}
+		if a := e.Header.Get("Authorization"); a != "Bearer "+c.s.env.Fountain.Credential {
+			c.fail("the Fountain stand-in received Authorization %q, want the operator's key as the bearer", redact(a))
+		}
+	}
+	if r != nil && (r.Status < 200 || r.Status >= 300) {
+		c.fail("%s is %d, want Fountain's 2xx (%s)", r.what, r.Status, brief(r.Body))
+	}
+}
+
+func fountainRefused(c *checkRun) {
+	c.report(entry{"fountain", []string{"agent", "conversations"}})
+	c.refused(c.do(request{method: http.MethodGet, path: "/fountain/api/sandboxes", header: bearer(c.s.tokenA)}), forbidden, "fountain", "sandboxes")
+	c.nothingUpstream()
+}
+
+// --- payer ---
+
+func payerConsistent(c *checkRun) {
+	k := c.kept(c.report(entry{"inference", []string{"agent"}}))
+	if k == nil {
+		return
+	}
+	var declared *protocol.Payer
+	if len(k.Payer) > 0 && string(k.Payer) != "null" {
+		if p := c.s.validator.validate("payer", k.Payer); p != "" {
+			c.fail("the declaration's answer has a payer that %s (%s)", p, brief(k.Payer))
+			return
+		}
+		declared = &protocol.Payer{}
+		_ = json.Unmarshal(k.Payer, declared)
+	}
+	r := c.messagesCall(false)
+	if !c.status(r, http.StatusOK) {
+		return
+	}
+	header, said := r.Header.Get(protocol.HeaderPayer), len(r.Header.Values(protocol.HeaderPayer)) > 0
+	switch {
+	case declared == nil && !said:
+	case declared == nil:
+		c.fail("a Messages answer says chant-payer %q, but the declaration's answer says no payer", header)
+	case !said:
+		c.fail("the declaration's answer says the payer %s, but a Messages answer has no chant-payer header", protocol.FormatPayerHeader(*declared))
+	default:
+		p, err := protocol.ParsePayerHeader(header)
+		if err != nil {
+			c.fail("a Messages answer's chant-payer %q is not a payer", header)
+			return
+		}
+		if protocol.FormatPayerHeader(p) != protocol.FormatPayerHeader(*declared) {
+			c.fail("the declaration's answer says the payer %q, a Messages answer's chant-payer %q", protocol.FormatPayerHeader(*declared), header)
+		}
+	}
+}
+
+// --- extra capabilities ---
+
+// probeRequest is p sent with token as the bearer unless p carries an
+// Authorization of its own.
+func probeRequest(p Probe, token string) request {
+	h := http.Header{}
+	for k, vs := range p.Header {
+		h[http.CanonicalHeaderKey(k)] = slices.Clone(vs)
+	}
+	if h.Get("Authorization") == "" {
+		h.Set("Authorization", "Bearer "+token)
+	}
+	method := p.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	return request{method: method, path: p.Path, header: h, body: p.Body}
+}
+
+// extraCheck holds the broker to the rule for word of x: without it the
+// probe is a 403 naming x and word, with it the declaration lets it pass.
+func extraCheck(x Extra, word string) func(c *checkRun) {
+	return func(c *checkRun) {
+		words := slices.Sorted(maps.Keys(x.Probes))
+		probe := probeRequest(x.Probes[word], c.s.tokenA)
+		c.report(entry{x.Name, others(words, word)})
+		c.refused(c.do(probe), forbidden, x.Name, word)
+		c.nothingUpstream()
+
+		c.report(entry{x.Name, words})
+		r := c.do(probe)
+		if r == nil {
+			return
+		}
+		switch msg := message(r.Body); {
+		case r.Status == http.StatusUnauthorized, r.Status == http.StatusNotFound:
+			c.fail("%s with %s declared is %d (%s)", r.what, word, r.Status, brief(r.Body))
+		case r.Status == http.StatusForbidden && isDeclarationRefusal(msg):
+			c.fail("%s with %s declared is refused by the declaration: %q", r.what, word, msg)
+		}
+	}
+}
+
+// --- isolation ---
+
+func tokenIsolation(c *checkRun) {
+	for _, e := range c.s.stands.log.since(0) {
+		c.tokenFree(e)
+	}
+	secrets := map[string]string{
+		"the Anthropic credential": c.s.env.Anthropic.Credential,
+		"the Fountain credential":  c.s.env.Fountain.Credential,
+	}
+	for _, s := range c.s.env.Secrets {
+		secrets["the value of the secret "+s.Name] = s.Value
+	}
+	for _, r := range c.s.replies {
+		var d strings.Builder
+		for name, values := range r.Header {
+			d.WriteString(name + ": " + strings.Join(values, ", ") + "\n")
+		}
+		d.Write(r.Body)
+		for what, secret := range secrets {
+			if strings.Contains(d.String(), secret) {
+				c.fail("the answer to %s carried %s", r.what, what)
+			}
+		}
+	}
+}
+
+// redact shortens a header value that may hold a credential, for a problem.
+func redact(v string) string {
+	if len(v) <= 16 {
+		return v
+	}
+	return v[:16] + "…"
+}
