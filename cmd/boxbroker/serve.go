@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"net"
 	"net/url"
@@ -23,6 +22,8 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	fs.DurationVar(&cfg.UpstreamHeaderTimeout, "upstream-timeout", envDuration(c, "BOXBROKER_UPSTREAM_TIMEOUT", 10*time.Minute), "bound on the wait for an upstream's answer headers (BOXBROKER_UPSTREAM_TIMEOUT)")
 	fs.Int64Var(&cfg.MaxBody, "max-body", envInt(c, "BOXBROKER_MAX_BODY", 64<<20), "bound on a forwarded request body, bytes (BOXBROKER_MAX_BODY)")
 	fs.StringVar(&cfg.LogLevel, "log-level", c.envOr("BOXBROKER_LOG_LEVEL", "info"), "debug, info, warn or error (BOXBROKER_LOG_LEVEL)")
+	fs.StringVar(&cfg.TLSCert, "tls-cert", c.getenv("BOXBROKER_TLS_CERT"), "PEM certificate to serve TLS with (BOXBROKER_TLS_CERT)")
+	fs.StringVar(&cfg.TLSKey, "tls-key", c.getenv("BOXBROKER_TLS_KEY"), "PEM private key for --tls-cert (BOXBROKER_TLS_KEY)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -47,7 +48,11 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	fmt.Fprintf(c.stdout, "boxbroker %s listening on http://%s\n", srv.Config.Broker, ln.Addr())
+	scheme := "http"
+	if cfg.TLSCert != "" {
+		scheme = "https"
+	}
+	fmt.Fprintf(c.stdout, "boxbroker %s listening on %s://%s\n", srv.Config.Broker, scheme, ln.Addr())
 	fmt.Fprintf(c.stdout, "data: %s\n", server.StoreWhere(&srv.Config))
 	return srv.Serve(ctx, ln)
 }
@@ -77,5 +82,3 @@ func envInt(c *cli, key string, def int64) int64 {
 	}
 	return def
 }
-
-var _ = flag.ErrHelp

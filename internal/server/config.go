@@ -49,6 +49,10 @@ type Config struct {
 	MaxHeaderBytes int
 	// LogLevel is debug, info, warn or error (default info).
 	LogLevel string
+	// TLSCert and TLSKey, when both set, are PEM files the box-facing
+	// listener serves TLS with (TLS 1.2 and above), for operators without
+	// a terminating proxy in front.
+	TLSCert, TLSKey string
 }
 
 // DefaultDataDir is where data lives when neither --data nor
@@ -125,6 +129,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxBody < 0 || c.MaxHeaderBytes < 0 {
 		p = append(p, "size bounds must not be negative")
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		p = append(p, "tls-cert and tls-key go together")
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
