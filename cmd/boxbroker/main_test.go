@@ -125,7 +125,9 @@ func TestCLI_QuickStart(t *testing.T) {
 		return map[string]string{"BOXBROKER_DATA": dir, "BOXBROKER_LOG_LEVEL": "warn"}[k]
 	}}
 	done := make(chan int)
-	go func() { done <- c.main(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--anthropic-url", up.URL, "--shutdown-grace", "5s"}) }()
+	go func() {
+		done <- c.main(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--anthropic-url", up.URL, "--shutdown-grace", "5s"})
+	}()
 	var base string
 	for i := 0; i < 500 && base == ""; i++ {
 		if _, rest, ok := strings.Cut(out.String(), "listening on "); ok {
