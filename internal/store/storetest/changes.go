@@ -2,6 +2,9 @@ package storetest
 
 import (
 	"context"
+	"fmt"
+	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -207,5 +210,83 @@ func testPruneChanges(t *testing.T, s store.Store) {
 	next := changesAfter(t, s, last)
 	if len(next) != 1 || next[0].Seq <= last || next[0].Key != "d" {
 		t.Errorf("ChangesSince(%d) after pruning and one write = %v, want box d after %d", last, next, last)
+	}
+}
+
+// testChangesReaderMissesNothing has writers write at once while a reader
+// follows the log as a cache does, moving its cursor past what it has
+// read. If a change could commit after a higher Seq was read, the reader
+// would pass over it and never see it.
+func testChangesReaderMissesNothing(t *testing.T, s store.Store) {
+	const writers, writes = 6, 30
+	start := lastChange(t, s)
+	want := map[string]bool{}
+	for w := range writers {
+		for i := range writes {
+			want[fmt.Sprintf("w%d-%d", w, i)] = true
+		}
+	}
+
+	done := make(chan struct{})
+	seen := map[string]bool{}
+	var readErr error
+	var reader sync.WaitGroup
+	reader.Go(func() {
+		cursor := start
+		finished := false
+		for {
+			cs, err := s.ChangesSince(t.Context(), cursor, 7)
+			if err != nil {
+				readErr = err
+				return
+			}
+			for _, c := range cs {
+				seen[c.Key] = true
+				cursor = c.Seq
+			}
+			if len(cs) == 0 {
+				if finished {
+					return
+				}
+				select {
+				case <-done:
+					finished = true // every write has committed: read to the end once more
+				default:
+				}
+			}
+		}
+	})
+
+	errs := make(chan error, writers*writes)
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range writes {
+				id := fmt.Sprintf("w%d-%d", w, i)
+				errs <- s.SetCredential(t.Context(), store.Credential{ID: id, Sealed: []byte("x"), UpdatedAt: at(i)})
+			}
+		})
+	}
+	wg.Wait()
+	close(done)
+	reader.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("SetCredential from %d writers at once = %v, want nil", writers, err)
+		}
+	}
+	if readErr != nil {
+		t.Fatalf("ChangesSince while writers write = %v, want nil", readErr)
+	}
+	var missed []string
+	for k := range want {
+		if !seen[k] {
+			missed = append(missed, k)
+		}
+	}
+	sort.Strings(missed)
+	if len(missed) > 0 {
+		t.Errorf("a reader following the log passed over %d of %d changes: %v", len(missed), len(want), missed)
 	}
 }

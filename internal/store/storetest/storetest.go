@@ -45,6 +45,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ChangesEveryWrite", testChangesEveryWrite},
 		{"ChangesSince", testChangesSince},
 		{"PruneChanges", testPruneChanges},
+		{"ChangesReaderMissesNothing", testChangesReaderMissesNothing},
 		{"Ping", testPing},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,173 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+const boxColumns = "name, token_hash, created_at, consent, paused, payer_kind, payer_principal"
+
+func scanBox(r pgx.Row) (store.Box, error) {
+	var b store.Box
+	err := r.Scan(&b.Name, &b.TokenHash, &b.CreatedAt, &b.Consent, &b.Paused, &b.PayerKind, &b.PayerPrincipal)
+	b.CreatedAt = b.CreatedAt.UTC()
+	return b, err
+}
+
+// payerKind is k as stored: "shared" when empty; an error unless shared or owner.
+func payerKind(k string) (string, error) {
+	switch k {
+	case "":
+		return "shared", nil
+	case "shared", "owner":
+		return k, nil
+	}
+	return "", fmt.Errorf("payer kind %q is neither shared nor owner", k)
+}
+
+// CreateBox adds b; store.ErrExists if its name or token hash is taken. An
+// empty PayerKind is stored as "shared".
+func (s *Store) CreateBox(ctx context.Context, b store.Box) error {
+	kind, err := payerKind(b.PayerKind)
+	if err != nil {
+		return fmt.Errorf("create box %q: %w", b.Name, err)
+	}
+	return s.write(ctx, fmt.Sprintf("create box %q", b.Name), func(tx pgx.Tx) ([]store.Change, error) {
+		_, err := tx.Exec(ctx, "INSERT INTO boxes ("+boxColumns+") VALUES ($1, $2, $3, $4, $5, $6, $7)",
+			b.Name, b.TokenHash, b.CreatedAt, b.Consent, b.Paused, kind, b.PayerPrincipal)
+		return []store.Change{{Kind: store.ChangeBox, Key: b.Name}}, err
+	})
+}
+
+// Box returns the box named name, or store.ErrNotFound.
+func (s *Store) Box(ctx context.Context, name string) (store.Box, error) {
+	b, err := scanBox(s.pool.QueryRow(ctx, "SELECT "+boxColumns+" FROM boxes WHERE name = $1", name))
+	if err != nil {
+		return store.Box{}, translate(fmt.Sprintf("box %q", name), err)
+	}
+	return b, nil
+}
+
+// BoxByTokenHash returns the box whose token hashes to hash, or store.ErrNotFound.
+func (s *Store) BoxByTokenHash(ctx context.Context, hash string) (store.Box, error) {
+	b, err := scanBox(s.pool.QueryRow(ctx, "SELECT "+boxColumns+" FROM boxes WHERE token_hash = $1", hash))
+	if err != nil {
+		return store.Box{}, translate("box by token hash", err)
+	}
+	return b, nil
+}
+
+// ListBoxes returns every box, by name.
+func (s *Store) ListBoxes(ctx context.Context) ([]store.Box, error) {
+	rows, err := s.pool.Query(ctx, "SELECT "+boxColumns+" FROM boxes ORDER BY name COLLATE \"C\"")
+	if err != nil {
+		return nil, translate("list boxes", err)
+	}
+	boxes, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Box, error) { return scanBox(r) })
+	if err != nil {
+		return nil, translate("list boxes", err)
+	}
+	return boxes, nil
+}
+
+// DeleteBox removes the box named name with its declaration, secrets,
+// feedback, resources and grants, recording a change for each that a cache
+// may hold; store.ErrNotFound if there is no such box.
+func (s *Store) DeleteBox(ctx context.Context, name string) error {
+	return s.write(ctx, fmt.Sprintf("delete box %q", name), func(tx pgx.Tx) ([]store.Change, error) {
+		// Lock the box first: a concurrent write that names it waits, then
+		// finds it gone, so nothing is left behind without a change.
+		var exists int
+		if err := tx.QueryRow(ctx, "SELECT 1 FROM boxes WHERE name = $1 FOR UPDATE", name).Scan(&exists); err != nil {
+			return nil, err
+		}
+		changes := []store.Change{{Kind: store.ChangeBox, Key: name}}
+		keyed := []struct {
+			kind, query string
+		}{
+			{store.ChangeDeclaration, "DELETE FROM declarations WHERE box = $1 RETURNING box"},
+			{store.ChangeSecret, "DELETE FROM secrets WHERE box = $1 RETURNING box || '/' || name"},
+			{store.ChangeResource, "DELETE FROM resources WHERE box = $1 RETURNING kind || '/' || id"},
+			{store.ChangeGrant, "DELETE FROM grants WHERE box = $1 RETURNING hash"},
+		}
+		for _, k := range keyed {
+			rows, err := tx.Query(ctx, k.query, name)
+			if err != nil {
+				return nil, err
+			}
+			keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				return nil, err
+			}
+			for _, key := range keys {
+				changes = append(changes, store.Change{Kind: k.kind, Key: key})
+			}
+		}
+		if _, err := tx.Exec(ctx, "DELETE FROM feedback WHERE box = $1", name); err != nil {
+			return nil, err
+		}
+		tag, err := tx.Exec(ctx, "DELETE FROM boxes WHERE name = $1", name)
+		if err != nil {
+			return nil, err
+		}
+		return changes, notFound(tag)
+	})
+}
+
+// RotateToken replaces the token hash of the box named name at once;
+// store.ErrNotFound if there is no such box, store.ErrExists if another box
+// has that hash.
+func (s *Store) RotateToken(ctx context.Context, name, newHash string) error {
+	return s.write(ctx, fmt.Sprintf("rotate token of box %q", name), func(tx pgx.Tx) ([]store.Change, error) {
+		tag, err := tx.Exec(ctx, "UPDATE boxes SET token_hash = $1 WHERE name = $2", newHash, name)
+		if err != nil {
+			return nil, err
+		}
+		return []store.Change{{Kind: store.ChangeBox, Key: name}}, notFound(tag)
+	})
+}
+
+// UpdateBox writes b's Consent, Paused, PayerKind (empty meaning "shared")
+// and PayerPrincipal; store.ErrNotFound if there is no box named b.Name.
+func (s *Store) UpdateBox(ctx context.Context, b store.Box) error {
+	kind, err := payerKind(b.PayerKind)
+	if err != nil {
+		return fmt.Errorf("update box %q: %w", b.Name, err)
+	}
+	return s.write(ctx, fmt.Sprintf("update box %q", b.Name), func(tx pgx.Tx) ([]store.Change, error) {
+		tag, err := tx.Exec(ctx, "UPDATE boxes SET consent = $1, paused = $2, payer_kind = $3, payer_principal = $4 WHERE name = $5",
+			b.Consent, b.Paused, kind, b.PayerPrincipal, b.Name)
+		if err != nil {
+			return nil, err
+		}
+		return []store.Change{{Kind: store.ChangeBox, Key: b.Name}}, notFound(tag)
+	})
+}
+
+// SaveDeclaration replaces the last report of the box named box with doc,
+// taken at at; store.ErrNotFound if there is no such box.
+func (s *Store) SaveDeclaration(ctx context.Context, box string, doc []byte, at time.Time) error {
+	return s.write(ctx, fmt.Sprintf("save declaration of box %q", box), func(tx pgx.Tx) ([]store.Change, error) {
+		_, err := tx.Exec(ctx, `INSERT INTO declarations (box, doc, at) VALUES ($1, $2, $3)
+			ON CONFLICT (box) DO UPDATE SET doc = excluded.doc, at = excluded.at`,
+			box, bytea(doc), at)
+		return []store.Change{{Kind: store.ChangeDeclaration, Key: box}}, err
+	})
+}
+
+// Declaration returns the last report kept for the box named box and when
+// it was taken, or store.ErrNotFound if it never reported.
+func (s *Store) Declaration(ctx context.Context, box string) ([]byte, time.Time, error) {
+	var doc []byte
+	var at time.Time
+	err := s.pool.QueryRow(ctx, "SELECT doc, at FROM declarations WHERE box = $1", box).Scan(&doc, &at)
+	if err != nil {
+		return nil, time.Time{}, translate(fmt.Sprintf("declaration of box %q", box), err)
+	}
+	return doc, at.UTC(), nil
+}

@@ -1,0 +1,194 @@
+// Package postgres is boxbroker's store for several replicas: a store.Store
+// kept in PostgreSQL through a pgx connection pool.
+//
+// The schema is the ordered list of SQL files in migrations/, applied at
+// Open inside one transaction under an advisory lock, so that replicas
+// starting together migrate once, and recorded in schema_migrations.
+//
+// Every write appends its changes to the changes log last in its
+// transaction, under a transaction-scoped advisory lock: no two writers hold
+// it at once, so changes commit in Seq order and a cache that reads the log
+// never passes over a change that commits later with a lower Seq.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/puddle/v2"
+
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// Advisory lock keys, in PostgreSQL's one 64-bit key space.
+const (
+	// migrateLock is held while the schema is migrated.
+	migrateLock int64 = 0x626f7862726f6b01 // "boxbrok" 01
+	// changesLock is held from a write's first change until it commits.
+	changesLock int64 = 0x626f7862726f6b02
+)
+
+// Store is a store.Store kept in PostgreSQL. Its methods are safe for
+// concurrent use, and any number of Stores, in any number of processes,
+// may share one database.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects to the PostgreSQL database named by dsn (a postgres:// URL
+// or key=value string, as pgx reads it) and brings its schema up to date.
+// It returns an error wrapping store.ErrUnavailable when the server cannot
+// be reached. The DSN's text, which may hold a password, is never put in an
+// error.
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, errors.New("open postgres store: the DSN cannot be parsed")
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = 10 * time.Second
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, translate("open postgres store", err)
+	}
+	s := &Store{pool: pool}
+	if err := s.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open postgres store: %w", err)
+	}
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open postgres store: %w", err)
+	}
+	return s, nil
+}
+
+// Ping reports whether the database answers; store.ErrUnavailable if not.
+func (s *Store) Ping(ctx context.Context) error {
+	return translate("ping", s.pool.Ping(ctx))
+}
+
+// Close closes every connection. The Store must not be used afterwards.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// write runs fn in one transaction, appends the changes fn returns to the
+// changes log last, under changesLock, and commits. Errors are translated
+// to the store's sentinels, prefixed with op.
+func (s *Store) write(ctx context.Context, op string, fn func(tx pgx.Tx) ([]store.Change, error)) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return translate(op, err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after Commit
+	changes, err := fn(tx)
+	if err != nil {
+		return translate(op, err)
+	}
+	if len(changes) > 0 {
+		kinds := make([]string, len(changes))
+		keys := make([]string, len(changes))
+		for i, c := range changes {
+			kinds[i], keys[i] = c.Kind, c.Key
+		}
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", changesLock); err != nil {
+			return translate(op, err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO changes (kind, key, at)
+			SELECT kind, key, now() FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS c (kind, key, n) ORDER BY n`,
+			kinds, keys); err != nil {
+			return translate(op, err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return translate(op, err)
+	}
+	return nil
+}
+
+// translate turns a driver error into the store's sentinels: pgx.ErrNoRows
+// and a foreign key violation (the box named does not exist) into
+// store.ErrNotFound, a unique violation into store.ErrExists, and a server
+// that cannot be reached, is shutting down or is out of resources, a lost
+// connection, a closed pool, or a deadline passed waiting, into
+// store.ErrUnavailable. Sentinels already in err are kept.
+func translate(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrUnavailable) {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("%s: %w", op, store.ErrNotFound)
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch {
+		case pe.Code == "23505": // unique_violation
+			return fmt.Errorf("%s: %w", op, store.ErrExists)
+		case pe.Code == "23503": // foreign_key_violation
+			return fmt.Errorf("%s: %w", op, store.ErrNotFound)
+		case strings.HasPrefix(pe.Code, "08"), // connection exception
+			strings.HasPrefix(pe.Code, "53"),                           // insufficient resources
+			strings.HasPrefix(pe.Code, "58"),                           // system error
+			pe.Code == "57P01", pe.Code == "57P02", pe.Code == "57P03": // shutting down, cannot connect now
+			return fmt.Errorf("%s: %w: %w", op, store.ErrUnavailable, err)
+		}
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	if errors.As(err, &ce) || errors.As(err, &ne) || pgconn.Timeout(err) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, pgconn.ErrConnClosed) ||
+		errors.Is(err, puddle.ErrClosedPool) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("%s: %w: %w", op, store.ErrUnavailable, err)
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// notFound reports store.ErrNotFound unless tag counts a row.
+func notFound(tag pgconn.CommandTag) error {
+	if tag.RowsAffected() == 0 {
+		return store.ErrNotFound
+	}
+	return nil
+}
+
+// nullTime is t for an optional timestamptz: NULL for the zero time.
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// fromNullTime is the optional time read as t, in UTC: zero for NULL.
+func fromNullTime(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+// bytea is b as a bytea that is never NULL.
+func bytea(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}

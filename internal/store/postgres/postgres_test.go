@@ -1,0 +1,268 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/storetest"
+)
+
+// server is the PostgreSQL the package's tests use: the one named by
+// BOXBROKER_TEST_POSTGRES, or a throwaway cluster TestMain started, or
+// none (dsn empty, skip saying why).
+type server struct {
+	dsn  string
+	skip string
+}
+
+// pg is set once by TestMain, before any test runs, and only read after.
+var pg server
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	if dsn := os.Getenv("BOXBROKER_TEST_POSTGRES"); dsn != "" {
+		pg.dsn = dsn
+		return m.Run()
+	}
+	c, err := startCluster()
+	if err != nil {
+		pg.skip = fmt.Sprintf("no PostgreSQL to test against (%v): set BOXBROKER_TEST_POSTGRES to a DSN "+
+			"(eval \"$(.ci/postgres.sh)\" starts one and sets it), or install PostgreSQL so that initdb and pg_ctl "+
+			"are in /usr/lib/postgresql/*/bin", err)
+		return m.Run()
+	}
+	defer c.stop()
+	pg.dsn = c.dsn
+	return m.Run()
+}
+
+// needServer returns the DSN of the server the test may use, or skips it,
+// failing instead when BOXBROKER_REQUIRE_POSTGRES is set (as in CI).
+func needServer(t *testing.T) string {
+	t.Helper()
+	if pg.dsn == "" {
+		if os.Getenv("BOXBROKER_REQUIRE_POSTGRES") != "" {
+			t.Fatal(pg.skip)
+		}
+		t.Skip(pg.skip)
+	}
+	return pg.dsn
+}
+
+// freshSchema creates a schema no other test uses, dropped at cleanup, and
+// returns a DSN whose search_path is that schema.
+func freshSchema(t *testing.T) string {
+	t.Helper()
+	dsn := needServer(t)
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("connecting to the test server: %v", err)
+	}
+	b := make([]byte, 8)
+	rand.Read(b)
+	schema := "storetest_" + hex.EncodeToString(b)
+	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		admin.Close(ctx)
+		t.Fatalf("CREATE SCHEMA %s: %v", schema, err)
+	}
+	t.Cleanup(func() {
+		if _, err := admin.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			t.Errorf("DROP SCHEMA %s: %v", schema, err)
+		}
+		admin.Close(ctx)
+	})
+	return withSearchPath(dsn, schema)
+}
+
+// withSearchPath is dsn, in either of its forms, with search_path set.
+func withSearchPath(dsn, schema string) string {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err == nil {
+			q := u.Query()
+			q.Set("search_path", schema)
+			u.RawQuery = q.Encode()
+			return u.String()
+		}
+	}
+	return dsn + " search_path=" + schema
+}
+
+// open opens a Store on dsn, closed at cleanup.
+func open(t *testing.T, dsn string) *Store {
+	t.Helper()
+	s, err := Open(t.Context(), dsn)
+	if err != nil {
+		t.Fatalf("Open() = %v, want nil", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestStore(t *testing.T) {
+	needServer(t)
+	storetest.Run(t, func(t *testing.T) store.Store {
+		return open(t, freshSchema(t))
+	})
+}
+
+func TestTwoStoresShareADatabase(t *testing.T) {
+	ctx := t.Context()
+	dsn := freshSchema(t)
+	a, b := open(t, dsn), open(t, dsn)
+
+	seq, err := a.LastChange(ctx)
+	if err != nil {
+		t.Fatalf("LastChange() = %v", err)
+	}
+	if err := b.CreateBox(ctx, store.Box{Name: "alpha", TokenHash: "h1", CreatedAt: time.Now()}); err != nil {
+		t.Fatalf("b.CreateBox(alpha) = %v, want nil", err)
+	}
+	if got, err := a.BoxByTokenHash(ctx, "h1"); err != nil || got.Name != "alpha" {
+		t.Errorf("a.BoxByTokenHash(h1) = %q, %v, want alpha written by the other Store", got.Name, err)
+	}
+	if cs, err := a.ChangesSince(ctx, seq, 10); err != nil || len(cs) != 1 || cs[0].Key != "alpha" {
+		t.Errorf("a.ChangesSince(%d) = %v, %v, want the other Store's CreateBox", seq, cs, err)
+	}
+	if err := a.CreateBox(ctx, store.Box{Name: "alpha", TokenHash: "h2", CreatedAt: time.Now()}); !errors.Is(err, store.ErrExists) {
+		t.Errorf("a.CreateBox(alpha) after b made it = %v, want ErrExists", err)
+	}
+}
+
+func TestOpenMigratesOnce(t *testing.T) {
+	ctx := t.Context()
+	dsn := freshSchema(t)
+
+	// Replicas starting together: every Open succeeds and each migration
+	// runs once.
+	const n = 5
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			s, err := Open(ctx, dsn)
+			if err == nil {
+				s.Close()
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("Open() #%d of %d at once = %v, want nil", i, n, err)
+		}
+	}
+
+	s := open(t, dsn)
+	if err := s.CreateBox(ctx, store.Box{Name: "kept", TokenHash: "h", CreatedAt: time.Now()}); err != nil {
+		t.Fatalf("CreateBox(kept) = %v", err)
+	}
+	s.Close()
+	s = open(t, dsn)
+	if _, err := s.Box(ctx, "kept"); err != nil {
+		t.Errorf("Box(kept) after reopening = %v, want nil", err)
+	}
+	ms, err := migrations()
+	if err != nil {
+		t.Fatalf("migrations() = %v", err)
+	}
+	var count, max int
+	if err := s.pool.QueryRow(ctx, "SELECT COUNT(*), MAX(version) FROM schema_migrations").Scan(&count, &max); err != nil {
+		t.Fatalf("reading schema_migrations: %v", err)
+	}
+	if count != len(ms) || max != ms[len(ms)-1].version {
+		t.Errorf("schema_migrations after %d opens = %d rows up to %d, want %d up to %d", n+2, count, max, len(ms), ms[len(ms)-1].version)
+	}
+
+	if _, err := s.pool.Exec(ctx, "INSERT INTO schema_migrations (version) VALUES (9999)"); err != nil {
+		t.Fatal(err)
+	}
+	if s2, err := Open(ctx, dsn); err == nil {
+		s2.Close()
+		t.Errorf("Open() of a database at schema 9999 = nil error, want refused")
+	}
+}
+
+func TestOpenUnreachableIsUnavailable(t *testing.T) {
+	// A loopback port nothing listens on.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+
+	dsn := fmt.Sprintf("postgres://boxbroker:hunter2@%s/boxbroker?sslmode=disable&connect_timeout=5", addr)
+	s, err := Open(t.Context(), dsn)
+	if err == nil {
+		s.Close()
+		t.Fatalf("Open(%s) = nil error, want ErrUnavailable", addr)
+	}
+	if !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("Open(%s) = %v, want ErrUnavailable", addr, err)
+	}
+	if strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("Open(%s) = %q, which holds the DSN's password", addr, err)
+	}
+}
+
+func TestClosedIsUnavailable(t *testing.T) {
+	s, err := Open(t.Context(), freshSchema(t))
+	if err != nil {
+		t.Fatalf("Open() = %v", err)
+	}
+	s.Close()
+	if err := s.Ping(t.Context()); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("Ping() on a closed Store = %v, want ErrUnavailable", err)
+	}
+	if _, err := s.Box(t.Context(), "alpha"); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("Box() on a closed Store = %v, want ErrUnavailable", err)
+	}
+}
+
+func TestOpenBadDSNKeepsPasswordOut(t *testing.T) {
+	tests := []string{
+		"postgres://boxbroker:hunter2@127.0.0.1:notaport/boxbroker",
+		"host=127.0.0.1 port=notaport password=hunter2",
+	}
+	for _, tt := range tests {
+		_, err := Open(t.Context(), tt)
+		if err == nil {
+			t.Errorf("Open(a malformed DSN) = nil error, want one")
+			continue
+		}
+		if strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("Open(a malformed DSN) = %q, which holds its password", err)
+		}
+	}
+}
+
+func TestMigrationsOrdered(t *testing.T) {
+	ms, err := migrations()
+	if err != nil {
+		t.Fatalf("migrations() = %v", err)
+	}
+	for i, m := range ms {
+		if m.version != i+1 {
+			t.Errorf("migration %d is %s (version %d), want version %d: versions run 1, 2, ... without gaps", i, m.name, m.version, i+1)
+		}
+	}
+}
