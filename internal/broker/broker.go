@@ -45,12 +45,15 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Limits bound each box's request rate and requests in flight.
+	Limits Limits
 }
 
 // Server is the box-facing handler.
 type Server struct {
-	cfg Config
-	log *slog.Logger
+	cfg    Config
+	log    *slog.Logger
+	limits *limiter
 }
 
 // New returns a Server, or an error naming every problem with cfg.
@@ -92,7 +95,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Server{cfg: cfg, log: cfg.Logger}, nil
+	return &Server{cfg: cfg, log: cfg.Logger, limits: newLimiter(cfg.Limits, cfg.Now)}, nil
 }
 
 // HashToken is the SHA-256 of a token, hex: the only form a token is kept in.
@@ -192,6 +195,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, info *requestInfo
 			return &capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Message: msg}
 		}
 	}
+	release, err := s.limits.acquire(box.Name)
+	if err != nil {
+		info.reason = "limit"
+		return err
+	}
+	defer release()
 	call := &capability.Call{Box: box, Token: token, Words: need.Words, Payer: s.cfg.Payer.Func(box)}
 	return c.Serve(w, r, call)
 }
@@ -365,6 +374,10 @@ func (s *Server) writeError(w *recorder, r *http.Request, err error, info *reque
 	}
 	if info.reason == "" {
 		info.reason = http.StatusText(ce.Status)
+	}
+	var ra *retryAfterError
+	if errors.As(err, &ra) {
+		w.Header().Set("Retry-After", ra.retryAfter())
 	}
 	protocol.WriteRefusal(w, ce.Status, ce.Type, ce.Message)
 }

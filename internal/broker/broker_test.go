@@ -3,6 +3,7 @@ package broker_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/intentius/boxbroker/internal/broker"
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/server"
 )
 
 func TestDeclaration_Statuses(t *testing.T) {
@@ -119,5 +121,70 @@ func TestNewToken(t *testing.T) {
 	}
 	if broker.HashToken(a) == a || len(broker.HashToken(a)) != 64 {
 		t.Errorf("HashToken(%q) = %q", a, broker.HashToken(a))
+	}
+}
+
+// TestLimits_OneBoxCannotStarveAnother floods one box past its concurrent
+// and rate bounds and shows another box is still served.
+func TestLimits_OneBoxCannotStarveAnother(t *testing.T) {
+	b := brokertest.New(t, brokertest.Options{Config: func(c *server.Config) {
+		c.BoxRate = 5
+		c.BoxBurst = 5
+	}})
+	flood := b.AddBox("flood")
+	calm := b.AddBox("calm")
+	b.SetCredential("anthropic", "sk-ant-api03-x")
+	b.Report(flood, brokertest.Entry("inference", "agent"))
+	b.Report(calm, brokertest.Entry("inference", "agent"))
+	limited := 0
+	for i := 0; i < 20; i++ {
+		resp := b.Do("GET", "/llm/anthropic/v1/models", flood, nil, nil)
+		if resp.StatusCode == 429 {
+			limited++
+			if resp.Header.Get("Retry-After") == "" {
+				t.Errorf("429 without retry-after")
+			}
+			if typ, _ := brokertest.Refusal(resp.Body); typ != protocol.TypeRateLimit {
+				t.Errorf("429 body %s", resp.Body)
+			}
+		}
+	}
+	if limited < 10 {
+		t.Errorf("%d of 20 flood requests limited, want at least 10", limited)
+	}
+	if resp := b.Do("GET", "/llm/anthropic/v1/models", calm, nil, nil); resp.StatusCode != 200 {
+		t.Errorf("the calm box got %d", resp.StatusCode)
+	}
+}
+
+func TestLimits_Concurrent(t *testing.T) {
+	hold := make(chan struct{})
+	started := make(chan struct{}, 4)
+	up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		started <- struct{}{}
+		<-hold
+		w.Write([]byte(`{}`))
+	})
+	b := brokertest.New(t, brokertest.Options{Anthropic: up, Config: func(c *server.Config) { c.BoxConcurrent = 2 }})
+	token := b.AddBox("a")
+	b.SetCredential("anthropic", "sk-ant-api03-x")
+	b.Report(token, brokertest.Entry("inference", "agent"))
+	done := make(chan int, 2)
+	for i := 0; i < 2; i++ {
+		go func() { done <- b.Do("GET", "/llm/anthropic/v1/models", token, nil, nil).StatusCode }()
+	}
+	<-started
+	<-started
+	if resp := b.Do("GET", "/llm/anthropic/v1/models", token, nil, nil); resp.StatusCode != 429 {
+		t.Errorf("third concurrent request = %d, want 429", resp.StatusCode)
+	}
+	close(hold)
+	for i := 0; i < 2; i++ {
+		if s := <-done; s != 200 {
+			t.Errorf("held request = %d", s)
+		}
+	}
+	if resp := b.Do("GET", "/llm/anthropic/v1/models", token, nil, nil); resp.StatusCode != 200 {
+		t.Errorf("after the held ones finished = %d, want 200", resp.StatusCode)
 	}
 }

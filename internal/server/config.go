@@ -49,6 +49,13 @@ type Config struct {
 	MaxHeaderBytes int
 	// LogLevel is debug, info, warn or error (default info).
 	LogLevel string
+	// BoxRate is the requests per second one box may make (0: no bound),
+	// BoxBurst how many above that it may make at once, and
+	// BoxConcurrent how many it may have in flight, streams included
+	// (default 256; negative for no bound).
+	BoxRate       float64
+	BoxBurst      int
+	BoxConcurrent int
 	// TLSCert and TLSKey, when both set, are PEM files the box-facing
 	// listener serves TLS with (TLS 1.2 and above), for operators without
 	// a terminating proxy in front.
@@ -99,6 +106,9 @@ func (c *Config) Defaults() {
 	if c.LogLevel == "" {
 		c.LogLevel = "info"
 	}
+	if c.BoxConcurrent == 0 {
+		c.BoxConcurrent = 256
+	}
 }
 
 // Validate reports every problem with c at once.
@@ -126,6 +136,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ShutdownGrace < 0 || c.UpstreamHeaderTimeout < 0 || c.ReadHeaderTimeout < 0 {
 		p = append(p, "durations must not be negative")
+	}
+	if c.BoxRate < 0 || c.BoxBurst < 0 {
+		p = append(p, "box rate and burst must not be negative")
 	}
 	if c.MaxBody < 0 || c.MaxHeaderBytes < 0 {
 		p = append(p, "size bounds must not be negative")

@@ -21,6 +21,7 @@ import (
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/postgres"
 	"github.com/intentius/boxbroker/internal/store/sqlite"
 )
 
@@ -31,7 +32,11 @@ const DBFile = "boxbroker.db"
 // (created, mode 0700, if missing), or PostgreSQL.
 func OpenStore(ctx context.Context, cfg *Config) (store.Store, error) {
 	if strings.HasPrefix(cfg.Store, "postgres://") || strings.HasPrefix(cfg.Store, "postgresql://") {
-		return nil, errors.New("open postgres store: this build has no PostgreSQL store yet")
+		st, err := postgres.Open(ctx, cfg.Store)
+		if err != nil {
+			return nil, fmt.Errorf("open postgres store: %w", err)
+		}
+		return st, nil
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("make data directory: %w", err)
@@ -126,6 +131,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	caps = append(caps, opt.Extra...)
 	h, err := broker.New(broker.Config{
 		Broker: cfg.Broker, Store: st, Cache: c, Payer: pay, Capabilities: caps, Logger: log,
+		Limits: broker.Limits{Rate: cfg.BoxRate, Burst: cfg.BoxBurst, Concurrent: max(cfg.BoxConcurrent, 0)},
 	})
 	if err != nil {
 		if opt.Store == nil {
