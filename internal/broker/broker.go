@@ -321,6 +321,9 @@ func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *reque
 		return unavailable(err)
 	}
 	info.box = box.Name
+	// A report is small: a body still arriving after BodyTimeout is a
+	// client holding a connection, not a report.
+	_ = http.NewResponseController(w).SetReadDeadline(s.cfg.Now().Add(BodyTimeout))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, protocol.DeclarationMaxBytes))
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
@@ -427,6 +430,10 @@ func (r *recorder) Flush() {
 		f.Flush()
 	}
 }
+
+// BodyTimeout bounds reading a small request body the broker reads whole
+// (a declaration report).
+const BodyTimeout = 10 * time.Second
 
 // TokenPrefix begins every box token boxbroker mints, so a token is
 // recognisable in a request and in a leaked log.
