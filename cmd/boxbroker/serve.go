@@ -20,6 +20,7 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	fountain := fs.String("fountain-url", c.getenv("BOXBROKER_FOUNTAIN_URL"), "Fountain API upstream; empty serves no /fountain (BOXBROKER_FOUNTAIN_URL)")
 	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", envDuration(c, "BOXBROKER_SHUTDOWN_GRACE", 30*time.Second), "how long in-flight streams may finish on SIGINT/SIGTERM (BOXBROKER_SHUTDOWN_GRACE)")
 	fs.DurationVar(&cfg.UpstreamHeaderTimeout, "upstream-timeout", envDuration(c, "BOXBROKER_UPSTREAM_TIMEOUT", 10*time.Minute), "bound on the wait for an upstream's answer headers (BOXBROKER_UPSTREAM_TIMEOUT)")
+	fs.DurationVar(&cfg.DecideTimeout, "decide-timeout", envDuration(c, "BOXBROKER_DECIDE_TIMEOUT", 30*time.Second), "bound on answering one decide request, every question included (BOXBROKER_DECIDE_TIMEOUT)")
 	fs.Int64Var(&cfg.MaxBody, "max-body", envInt(c, "BOXBROKER_MAX_BODY", 64<<20), "bound on a forwarded request body, bytes (BOXBROKER_MAX_BODY)")
 	fs.StringVar(&cfg.LogLevel, "log-level", c.envOr("BOXBROKER_LOG_LEVEL", "info"), "debug, info, warn or error (BOXBROKER_LOG_LEVEL)")
 	fs.Float64Var(&cfg.BoxRate, "box-rate", envFloat(c, "BOXBROKER_BOX_RATE", 0), "requests per second one box may make; 0 for no bound (BOXBROKER_BOX_RATE)")

@@ -41,6 +41,9 @@ type Config struct {
 	// UpstreamHeaderTimeout bounds the wait for an upstream's answer
 	// headers (default 10 min).
 	UpstreamHeaderTimeout time.Duration
+	// DecideTimeout bounds answering one POST /decide/v1/systemone, every
+	// question included (default 30 s); past it the answer is a 504.
+	DecideTimeout time.Duration
 	// MaxBody bounds a forwarded request body (default 64 MiB).
 	MaxBody int64
 	// ReadHeaderTimeout bounds reading a request's headers (default 10 s).
@@ -94,6 +97,9 @@ func (c *Config) Defaults() {
 	if c.UpstreamHeaderTimeout == 0 {
 		c.UpstreamHeaderTimeout = 10 * time.Minute
 	}
+	if c.DecideTimeout == 0 {
+		c.DecideTimeout = 30 * time.Second
+	}
 	if c.MaxBody == 0 {
 		c.MaxBody = 64 << 20
 	}
@@ -134,7 +140,7 @@ func (c *Config) Validate() error {
 			p = append(p, fmt.Sprintf("%s %q must be an http(s) URL with a host and no credentials, query or fragment", u.name, u.u.Redacted()))
 		}
 	}
-	if c.ShutdownGrace < 0 || c.UpstreamHeaderTimeout < 0 || c.ReadHeaderTimeout < 0 {
+	if c.ShutdownGrace < 0 || c.UpstreamHeaderTimeout < 0 || c.ReadHeaderTimeout < 0 || c.DecideTimeout < 0 {
 		p = append(p, "durations must not be negative")
 	}
 	if c.BoxRate < 0 || c.BoxBurst < 0 {

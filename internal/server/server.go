@@ -16,6 +16,7 @@ import (
 	"github.com/intentius/boxbroker/internal/broker"
 	"github.com/intentius/boxbroker/internal/cache"
 	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/decide"
 	"github.com/intentius/boxbroker/internal/inference"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/proxy"
@@ -127,6 +128,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	pay := &payer.Resolver{Cache: c, Keyring: keyring}
 	caps := []capability.Capability{
 		inference.New(inference.Config{Upstream: cfg.AnthropicURL, Transport: transport, MaxBody: cfg.MaxBody, Logger: log}),
+		decide.New(decide.Config{Upstream: cfg.AnthropicURL, Transport: transport, Timeout: cfg.DecideTimeout, Logger: log}),
 	}
 	caps = append(caps, opt.Extra...)
 	h, err := broker.New(broker.Config{

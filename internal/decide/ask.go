@@ -1,0 +1,361 @@
+package decide
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"regexp"
+	"strings"
+
+	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/proxy"
+)
+
+// AnthropicVersion is the anthropic-version every Messages call sends.
+const AnthropicVersion = "2023-06-01"
+
+// upstreamName names the upstream in refusal messages.
+const upstreamName = "Anthropic API"
+
+// system is the system prompt of every question.
+const system = "You answer one question for an automated decision point. " +
+	"Judge only from the instructions, the criteria and the state you are given. " +
+	"Answer in the JSON form asked for, and say in reason, briefly, why."
+
+// kv is one member of an ordered JSON object.
+type kv struct {
+	k string
+	v any
+}
+
+// ordered is a JSON object whose members keep their order: a structured
+// output is generated in its schema's property order, so reason comes
+// before the answer it explains.
+type ordered []kv
+
+func (o ordered) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	for i, m := range o {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		k, err := marshal(m.k)
+		if err != nil {
+			return nil, err
+		}
+		v, err := marshal(m.v)
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(k)
+		buf.WriteByte(':')
+		buf.Write(v)
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// marshal is json.Marshal without HTML escaping.
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+func objectSchema(props ordered) ordered {
+	required := make([]string, len(props))
+	for i, p := range props {
+		required[i] = p.k
+	}
+	return ordered{
+		{"type", "object"},
+		{"properties", props},
+		{"required", required},
+		{"additionalProperties", false},
+	}
+}
+
+func described(typ, description string) ordered {
+	return ordered{{"type", typ}, {"description", description}}
+}
+
+// schema returns the JSON Schema of the structured output asked for q, and
+// what the prompt asks the model to give. The schema uses only what the
+// Anthropic API's structured outputs accept: bounds on numbers are said in
+// descriptions and enforced on the answer.
+func schemaOf(q *Question) (schema ordered, ask string) {
+	reason := kv{"reason", described("string", "Why, briefly.")}
+	confidence := kv{"confidence", described("number", "How sure you are of your answer, from 0 to 1.")}
+	switch q.Type {
+	case TypeChoice:
+		probs := make(ordered, len(q.Options))
+		for i, o := range q.Options {
+			probs[i] = kv{o, described("number", "The probability, from 0 to 1, that this option is the right choice.")}
+		}
+		quoted := make([]string, len(q.Options))
+		for i, o := range q.Options {
+			b, _ := marshal(o)
+			quoted[i] = string(b)
+		}
+		return objectSchema(ordered{
+				reason,
+				{"probabilities", objectSchema(probs)},
+				{"choice", ordered{{"type", "string"}, {"enum", q.Options}, {"description", "The option you choose."}}},
+				confidence,
+			}), "Choose exactly one of the options " + strings.Join(quoted, ", ") + ". Give each option's probability of being the right choice " +
+				"(from 0 to 1, summing to 1), your choice, your confidence in it from 0 to 1, and a short reason."
+	case TypeNoul:
+		return objectSchema(ordered{
+			reason,
+			{"noul", described("number", "The probability, from 0 to 1, that the answer is yes.")},
+		}), "Answer yes or no as the probability, from 0 to 1, that the answer is yes, with a short reason."
+	case TypeScore:
+		return objectSchema(ordered{
+			reason,
+			{"score", described("number", "The score, as the instructions and criteria describe it.")},
+			confidence,
+		}), "Give a score as the instructions and criteria describe it, your confidence in it from 0 to 1, and a short reason."
+	}
+	return nil, ""
+}
+
+// prompt lays out q's instructions and criteria and the request's state
+// for the model.
+func prompt(req *Request, q *Question, ask string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "<instructions>\n%s\n</instructions>\n\n", q.Instructions)
+	fmt.Fprintf(&b, "<criteria>\n%s\n</criteria>\n\n", indent(q.Criteria))
+	fmt.Fprintf(&b, "<state>\n%s\n</state>\n\n", indent(req.State))
+	b.WriteString(ask)
+	return b.String()
+}
+
+func indent(raw json.RawMessage) string {
+	var buf bytes.Buffer
+	if json.Indent(&buf, raw, "", "  ") != nil {
+		return string(raw)
+	}
+	return buf.String()
+}
+
+// body is the Messages call that asks q.
+func messagesBody(req *Request, q *Question, maxTokens int) ([]byte, error) {
+	schema, ask := schemaOf(q)
+	if schema == nil {
+		return nil, fmt.Errorf("question type %q is not asked", q.Type)
+	}
+	return marshal(ordered{
+		{"model", req.Model},
+		{"max_tokens", maxTokens},
+		{"system", system},
+		{"messages", []ordered{{{"role", "user"}, {"content", prompt(req, q, ask)}}}},
+		{"output_config", ordered{{"format", ordered{{"type", "json_schema"}, {"schema", schema}}}}},
+	})
+}
+
+// ask asks the model q and reads its answer.
+func (c *Capability) ask(ctx context.Context, req *Request, q *Question, cred []byte) (Answer, Usage, error) {
+	body, err := messagesBody(req, q, c.cfg.MaxTokens)
+	if err != nil {
+		return Answer{}, Usage{}, err
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		return Answer{}, Usage{}, fmt.Errorf("build Messages request: %w", err)
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	hr.Header.Set("Anthropic-Version", AnthropicVersion)
+	proxy.SetAnthropicCredential(hr.Header, cred)
+	resp, err := c.client.Do(hr)
+	if err != nil {
+		return Answer{}, Usage{}, c.failed(ctx, q, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, c.cfg.MaxAnswer+1))
+	if err != nil {
+		return Answer{}, Usage{}, c.failed(ctx, q, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return Answer{}, Usage{}, upstreamStatus(q, resp.StatusCode, raw)
+	}
+	if int64(len(raw)) > c.cfg.MaxAnswer {
+		return Answer{}, Usage{}, badOutput(q, fmt.Sprintf("its answer is over %d bytes", c.cfg.MaxAnswer), nil)
+	}
+	text, usage, err := messageText(q, raw)
+	if err != nil {
+		return Answer{}, Usage{}, err
+	}
+	a, err := read(q, text)
+	return a, usage, err
+}
+
+// failed turns a transport error into the refusal for it: 504 when the
+// request's time ran out or the upstream did not answer in time, 502
+// otherwise. When the request was stopped because another question
+// failed (or the box left), the error is not the request's answer.
+func (c *Capability) failed(ctx context.Context, q *Question, err error) error {
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return &capability.Error{Status: http.StatusGatewayTimeout, Type: protocol.TypeTimeout,
+			Message: fmt.Sprintf("The %s did not answer question %s within %s.", upstreamName, short(q.ID), c.cfg.Timeout),
+			Err:     err}
+	case ctx.Err() != nil:
+		return fmt.Errorf("question %s stopped: %w", short(q.ID), err)
+	}
+	status, typ, msg := proxy.Classify(err, upstreamName)
+	return &capability.Error{Status: status, Type: typ,
+		Message: fmt.Sprintf("%s Question %s has no answer.", msg, short(q.ID)), Err: err}
+}
+
+var errorTypeRE = regexp.MustCompile(`^[a-z_]{1,64}$`)
+
+// upstreamStatus is the 502 for an upstream's error answer: its status and
+// its error type, never its body, which could say anything.
+func upstreamStatus(q *Question, status int, raw []byte) error {
+	var e struct {
+		Error struct {
+			Type string `json:"type"`
+		} `json:"error"`
+	}
+	what := fmt.Sprintf("%d %s", status, http.StatusText(status))
+	if json.Unmarshal(raw, &e) == nil && errorTypeRE.MatchString(e.Error.Type) {
+		what += " (" + e.Error.Type + ")"
+	}
+	return &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI,
+		Message: fmt.Sprintf("The %s answered question %s with %s.", upstreamName, short(q.ID), what),
+		Err:     fmt.Errorf("upstream status %d", status)}
+}
+
+func badOutput(q *Question, what string, err error) error {
+	return &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI,
+		Message: fmt.Sprintf("The model's answer to question %s is not the JSON asked for: %s.", short(q.ID), what),
+		Err:     err}
+}
+
+// messageText reads a Messages answer: its first text block and its usage.
+func messageText(q *Question, raw []byte) (string, Usage, error) {
+	var m struct {
+		Type    string `json:"type"`
+		Content []struct {
+			Type string  `json:"type"`
+			Text *string `json:"text"`
+		} `json:"content"`
+		StopReason string `json:"stop_reason"`
+		Usage      Usage  `json:"usage"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil || m.Content == nil {
+		return "", Usage{}, badOutput(q, "the "+upstreamName+"'s answer is not a message", err)
+	}
+	switch m.StopReason {
+	case "refusal":
+		return "", m.Usage, badOutput(q, "the model declined to answer", nil)
+	case "max_tokens":
+		return "", m.Usage, badOutput(q, "the model's answer was cut off at max_tokens", nil)
+	}
+	for _, b := range m.Content {
+		if b.Type == "text" && b.Text != nil {
+			return *b.Text, m.Usage, nil
+		}
+	}
+	return "", m.Usage, badOutput(q, "the message holds no text", nil)
+}
+
+// read reads the model's JSON for q into an answer, holding it to what
+// was asked: a choice among the options, probabilities for each, numbers
+// that are numbers. Probabilities are normalised to sum to 1, and
+// confidence and noul are clamped to [0, 1].
+func read(q *Question, text string) (Answer, error) {
+	var out struct {
+		Reason        *string             `json:"reason"`
+		Choice        *string             `json:"choice"`
+		Probabilities map[string]*float64 `json:"probabilities"`
+		Confidence    *float64            `json:"confidence"`
+		Noul          *float64            `json:"noul"`
+		Score         *float64            `json:"score"`
+	}
+	dec := json.NewDecoder(strings.NewReader(text))
+	if err := dec.Decode(&out); err != nil {
+		return Answer{}, badOutput(q, "it is not a JSON object of the form asked", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return Answer{}, badOutput(q, "it holds more than one JSON value", nil)
+	}
+	a := Answer{Type: q.Type}
+	if out.Reason != nil && strings.TrimSpace(*out.Reason) != "" {
+		a.Reason = *out.Reason
+	}
+	switch q.Type {
+	case TypeChoice:
+		if out.Choice == nil {
+			return Answer{}, badOutput(q, "it gives no choice", nil)
+		}
+		if !contains(q.Options, *out.Choice) {
+			return Answer{}, badOutput(q, fmt.Sprintf("it chose %s, which is not one of the options", short(*out.Choice)), nil)
+		}
+		a.Choice = *out.Choice
+		if out.Probabilities == nil {
+			return Answer{}, badOutput(q, "it gives no probabilities", nil)
+		}
+		a.Probabilities = make(map[string]float64, len(q.Options))
+		sum := 0.0
+		for _, o := range q.Options {
+			p := out.Probabilities[o]
+			if p == nil {
+				return Answer{}, badOutput(q, fmt.Sprintf("it gives no probability for option %s", short(o)), nil)
+			}
+			v := math.Max(*p, 0)
+			a.Probabilities[o] = v
+			sum += v
+		}
+		if !(sum > 0) || math.IsInf(sum, 0) {
+			return Answer{}, badOutput(q, "its probabilities do not sum to more than zero", nil)
+		}
+		for o, v := range a.Probabilities {
+			a.Probabilities[o] = v / sum
+		}
+		if out.Confidence == nil {
+			return Answer{}, badOutput(q, "it gives no confidence", nil)
+		}
+		a.Confidence = clamp(*out.Confidence)
+	case TypeNoul:
+		if out.Noul == nil {
+			return Answer{}, badOutput(q, "it gives no noul", nil)
+		}
+		a.Noul = clamp(*out.Noul)
+	case TypeScore:
+		if out.Score == nil {
+			return Answer{}, badOutput(q, "it gives no score", nil)
+		}
+		s := *out.Score
+		a.Score = &s
+		if out.Confidence != nil {
+			a.Confidence = clamp(*out.Confidence)
+		}
+	}
+	return a, nil
+}
+
+func clamp(v float64) *float64 {
+	v = math.Min(math.Max(v, 0), 1)
+	return &v
+}
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,276 @@
+// Package decide serves POST /decide/v1/systemone, chant's decide wire
+// format, as a second value of the inference capability: it checks the
+// request {model, state, questions} against the format, asks the Anthropic
+// API each question on the payer's credential with a Messages call that
+// requests structured output, and answers {model, answers, usage} with one
+// answer per question. Questions are asked concurrently, with a bound, so
+// a request takes about as long as its slowest question.
+//
+// Anything that stops an answer is a refusal with a non-2xx status; the
+// broker never answers 200 with an answer the model did not give.
+package decide
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/proxy"
+)
+
+// Word is the scope word POST /decide/v1/systemone needs.
+const Word = "decide"
+
+// Defaults of Config.
+const (
+	DefaultTimeout     = 30 * time.Second
+	DefaultMaxBody     = 256 << 10
+	DefaultMaxQuestion = 64
+	DefaultConcurrency = 8
+	DefaultMaxTokens   = 1024
+	DefaultMaxAnswer   = 1 << 20
+)
+
+// Config configures the capability. Zero fields take the defaults above.
+type Config struct {
+	// Upstream is the Anthropic API's base URL, such as https://api.anthropic.com.
+	Upstream *url.URL
+	// Transport carries requests upstream (default: proxy.NewTransport).
+	// Redirects are never followed.
+	Transport http.RoundTripper
+	// Timeout bounds answering one whole request, every question included
+	// (default 30 s); past it the answer is a 504.
+	Timeout time.Duration
+	// MaxBody bounds a request body in bytes (default 256 KiB); a larger one is a 422.
+	MaxBody int64
+	// MaxQuestions bounds the questions of one request (default 64); more is a 422.
+	MaxQuestions int
+	// Concurrency bounds the questions of one request asked at once (default 8).
+	Concurrency int
+	// MaxTokens is the max_tokens of each Messages call (default 1024).
+	MaxTokens int
+	// MaxAnswer bounds an upstream answer in bytes (default 1 MiB); a larger one is a 502.
+	MaxAnswer int64
+	// Logger receives upstream failures; never a credential.
+	Logger *slog.Logger
+}
+
+// Capability is the /decide capability. It is named "inference", as the
+// protocol has decide be part of that capability.
+type Capability struct {
+	cfg    Config
+	client *http.Client
+	url    string
+}
+
+// New returns the capability.
+func New(cfg Config) *Capability {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = DefaultMaxBody
+	}
+	if cfg.MaxQuestions <= 0 {
+		cfg.MaxQuestions = DefaultMaxQuestion
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = DefaultConcurrency
+	}
+	if cfg.MaxTokens <= 0 {
+		cfg.MaxTokens = DefaultMaxTokens
+	}
+	if cfg.MaxAnswer <= 0 {
+		cfg.MaxAnswer = DefaultMaxAnswer
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Transport == nil {
+		cfg.Transport = proxy.NewTransport(proxy.TransportOptions{})
+	}
+	u := *cfg.Upstream
+	u.Path = trimSlash(u.Path) + "/v1/messages"
+	u.RawPath, u.RawQuery, u.Fragment, u.User = "", "", "", nil
+	return &Capability{
+		cfg: cfg,
+		url: u.String(),
+		client: &http.Client{
+			Transport: cfg.Transport,
+			// Outbound requests go only where the configuration says.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+	}
+}
+
+func trimSlash(p string) string {
+	for len(p) > 0 && p[len(p)-1] == '/' {
+		p = p[:len(p)-1]
+	}
+	return p
+}
+
+// Name is "inference".
+func (c *Capability) Name() string { return protocol.Inference }
+
+// Prefixes is /decide.
+func (c *Capability) Prefixes() []string { return []string{protocol.PrefixDecide} }
+
+// Scopes: POST /decide/v1/systemone needs decide; nothing else under
+// /decide is served.
+func (c *Capability) Scopes(r *http.Request) (capability.Need, bool, error) {
+	if r.Method == http.MethodPost && r.URL.Path == protocol.RouteDecide {
+		return capability.Need{Words: []string{Word}}, true, nil
+	}
+	return capability.Need{}, false, nil
+}
+
+// Response is the 200 answer (decideResponse).
+type Response struct {
+	// Model is the model the request asked.
+	Model string `json:"model"`
+	// Answers holds one answer per question, by question id.
+	Answers map[string]Answer `json:"answers"`
+	// Usage sums the Messages calls' tokens; nil when no model was asked.
+	Usage *Usage `json:"usage,omitempty"`
+}
+
+// Answer is one answer (decideAnswer). Type says which fields it holds.
+type Answer struct {
+	Type string `json:"type"`
+	// Choice is a choice answer's option.
+	Choice string `json:"choice,omitempty"`
+	// Noul is a noul answer's probability of true, in [0, 1].
+	Noul *float64 `json:"noul,omitempty"`
+	// Score is a score answer's score.
+	Score *float64 `json:"score,omitempty"`
+	// Probabilities are a choice answer's, by option, summing to 1.
+	Probabilities map[string]float64 `json:"probabilities,omitempty"`
+	// Confidence is in [0, 1], for choice and score answers.
+	Confidence *float64 `json:"confidence,omitempty"`
+	// Reason is the model's own explanation, when it gave one.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Usage is the tokens the Messages calls spent.
+type Usage struct {
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+}
+
+// Serve checks the request, asks the model each question on the payer's
+// credential, and answers.
+func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capability.Call) error {
+	if call.Payer == nil {
+		return errors.New("decide: no payer for a model call")
+	}
+	paid, err := call.Payer(r.Context(), r)
+	w.Header().Set(protocol.HeaderPayer, protocol.FormatPayerHeader(paid.Payer))
+	if err != nil && !errors.Is(err, capability.ErrNoCredential) {
+		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
+			Message: "The broker could not read the payer's credential.", Err: err}
+	}
+	noCredential := err != nil
+	req, err := c.read(w, r)
+	if err != nil {
+		return err
+	}
+	asked := 0
+	for i := range req.Questions {
+		if req.Questions[i].Asked() {
+			asked++
+		}
+	}
+	if asked > 0 && noCredential {
+		return capability.Errorf(http.StatusForbidden, protocol.TypePermission,
+			"The broker holds no Anthropic credential for this box's payer (%s); the operator sets one with `boxbroker credential set anthropic`.",
+			protocol.FormatPayerHeader(paid.Payer))
+	}
+	answers, usage, err := c.answer(r.Context(), req, paid.Credential)
+	if err != nil {
+		return err
+	}
+	resp := Response{Model: req.Model, Answers: make(map[string]Answer, len(answers))}
+	for i, q := range req.Questions {
+		resp.Answers[q.ID] = answers[i]
+	}
+	if asked > 0 {
+		resp.Usage = &usage
+	}
+	b, err := json.Marshal(resp)
+	if err != nil {
+		return fmt.Errorf("encode decide answer: %w", err)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(append(b, '\n'))
+	return nil
+}
+
+// read reads and checks the body; every failure is a 422 but one that
+// could not be read at all.
+func (c *Capability) read(w http.ResponseWriter, r *http.Request) (*Request, error) {
+	tooLarge := capability.Errorf(http.StatusUnprocessableEntity, protocol.TypeTooLarge,
+		"The decide request is over %d bytes.", c.cfg.MaxBody)
+	if r.ContentLength > c.cfg.MaxBody {
+		return nil, tooLarge
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, c.cfg.MaxBody))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return nil, tooLarge
+	}
+	if err != nil {
+		return nil, &capability.Error{Status: http.StatusBadRequest, Type: protocol.TypeInvalid,
+			Message: "The decide request could not be read.", Err: err}
+	}
+	req, err := ParseRequest(body, c.cfg.MaxQuestions)
+	var ie *InvalidError
+	if errors.As(err, &ie) {
+		return nil, capability.Errorf(http.StatusUnprocessableEntity, protocol.TypeInvalid, "%s", ie.Message)
+	}
+	return req, err
+}
+
+// answer asks every question the broker answers, at most Concurrency at
+// once, within Timeout. The first failure stops the others and is the
+// request's answer.
+func (c *Capability) answer(ctx context.Context, req *Request, cred []byte) ([]Answer, Usage, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(c.cfg.Concurrency)
+	answers := make([]Answer, len(req.Questions))
+	usages := make([]Usage, len(req.Questions))
+	for i := range req.Questions {
+		q := &req.Questions[i]
+		if !q.Asked() {
+			answers[i] = Answer{Type: TypeUnsupported}
+			continue
+		}
+		g.Go(func() error {
+			a, u, err := c.ask(gctx, req, q, cred)
+			answers[i], usages[i] = a, u
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, Usage{}, err
+	}
+	var sum Usage
+	for _, u := range usages {
+		sum.InputTokens += u.InputTokens
+		sum.OutputTokens += u.OutputTokens
+	}
+	return answers, sum, nil
+}
