@@ -218,7 +218,9 @@ func (rec *Recorder) Seen() []Seen {
 }
 
 // AnthropicStandIn answers Messages (JSON, or SSE when "stream": true),
-// count_tokens and models like the Anthropic API, for any credential.
+// count_tokens and models like the Anthropic API, for any credential. A
+// Messages request asking for structured output is answered by
+// StructuredStandIn.
 func AnthropicStandIn(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == "POST" && r.URL.Path == "/v1/messages":
@@ -227,6 +229,11 @@ func AnthropicStandIn(w http.ResponseWriter, r *http.Request) {
 			Stream bool   `json:"stream"`
 		}
 		body, _ := io.ReadAll(r.Body)
+		if isStructured(body) {
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			StructuredStandIn(w, r)
+			return
+		}
 		_ = json.Unmarshal(body, &req)
 		if req.Stream {
 			w.Header().Set("Content-Type", "text/event-stream")

@@ -1,0 +1,135 @@
+package brokertest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+)
+
+// structuredRequest is the part of a Messages request that asks for
+// structured output.
+type structuredRequest struct {
+	Model        string `json:"model"`
+	OutputConfig *struct {
+		Format *struct {
+			Type   string          `json:"type"`
+			Schema json.RawMessage `json:"schema"`
+		} `json:"format"`
+	} `json:"output_config"`
+}
+
+// isStructured reports whether body is a Messages request asking for
+// structured output with a JSON schema.
+func isStructured(body []byte) bool {
+	var req structuredRequest
+	return json.Unmarshal(body, &req) == nil && req.OutputConfig != nil &&
+		req.OutputConfig.Format != nil && req.OutputConfig.Format.Type == "json_schema"
+}
+
+// StructuredStandIn answers a Messages request that asks for structured
+// output (output_config.format of type json_schema) with the JSON
+// AnswerFromSchema makes from its schema, in one text block, as the
+// Anthropic API does. Like the API, it refuses with a 400 a request with
+// no anthropic-version, or whose schema has an object that does not set
+// additionalProperties to false.
+func StructuredStandIn(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	var req structuredRequest
+	if err == nil {
+		err = json.Unmarshal(body, &req)
+	}
+	if err != nil || req.OutputConfig == nil || req.OutputConfig.Format == nil || req.OutputConfig.Format.Type != "json_schema" {
+		apiError(w, http.StatusBadRequest, "invalid_request_error", "Not a structured-output request.")
+		return
+	}
+	if r.Header.Get("Anthropic-Version") == "" {
+		apiError(w, http.StatusBadRequest, "invalid_request_error", "anthropic-version: header is required")
+		return
+	}
+	var schema any
+	if err := json.Unmarshal(req.OutputConfig.Format.Schema, &schema); err != nil {
+		apiError(w, http.StatusBadRequest, "invalid_request_error", "output_config.format.schema: not JSON")
+		return
+	}
+	v, err := AnswerFromSchema(schema)
+	if err != nil {
+		apiError(w, http.StatusBadRequest, "invalid_request_error", "output_config.format.schema: "+err.Error())
+		return
+	}
+	text, _ := json.Marshal(v)
+	msg := map[string]any{
+		"id": "msg_standin", "type": "message", "role": "assistant", "model": req.Model,
+		"content":     []any{map[string]any{"type": "text", "text": string(text)}},
+		"stop_reason": "end_turn", "stop_sequence": nil,
+		"usage": map[string]any{"input_tokens": 12, "output_tokens": 6},
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(msg)
+}
+
+func apiError(w http.ResponseWriter, status int, typ, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}})
+}
+
+// AnswerFromSchema makes the value a structured-output stand-in answers
+// for a JSON Schema: the first enum value; for an object, every property,
+// its numbers split evenly (each of an object's n number properties is
+// 1/n); "stand-in" for a string, true for a boolean, an empty array. It
+// returns an error for a schema the Anthropic API would refuse: an object
+// that does not set additionalProperties to false, or a type it does not
+// know.
+func AnswerFromSchema(schema any) (any, error) {
+	s, ok := schema.(map[string]any)
+	if !ok {
+		return nil, errors.New("a schema must be an object")
+	}
+	if enum, ok := s["enum"].([]any); ok {
+		if len(enum) == 0 {
+			return nil, errors.New("enum is empty")
+		}
+		return enum[0], nil
+	}
+	switch s["type"] {
+	case "object":
+		if s["additionalProperties"] != false {
+			return nil, errors.New("an object must set additionalProperties to false")
+		}
+		props, _ := s["properties"].(map[string]any)
+		numbers := 0
+		for _, p := range props {
+			if ps, ok := p.(map[string]any); ok && ps["type"] == "number" && ps["enum"] == nil {
+				numbers++
+			}
+		}
+		out := make(map[string]any, len(props))
+		for k, p := range props {
+			if ps, ok := p.(map[string]any); ok && ps["type"] == "number" && ps["enum"] == nil {
+				out[k] = 1 / float64(numbers)
+				continue
+			}
+			v, err := AnswerFromSchema(p)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", k, err)
+			}
+			out[k] = v
+		}
+		return out, nil
+	case "number":
+		return 1.0, nil
+	case "integer":
+		return 1, nil
+	case "string":
+		return "stand-in", nil
+	case "boolean":
+		return true, nil
+	case "array":
+		return []any{}, nil
+	case "null":
+		return nil, nil
+	}
+	return nil, fmt.Errorf("type %v is not a type structured outputs know", s["type"])
+}
