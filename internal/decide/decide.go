@@ -11,6 +11,7 @@
 package decide
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -37,7 +38,7 @@ const (
 	DefaultMaxBody     = 256 << 10
 	DefaultMaxQuestion = 64
 	DefaultConcurrency = 8
-	DefaultMaxTokens   = 1024
+	DefaultMaxTokens   = 2048
 	DefaultMaxAnswer   = 1 << 20
 )
 
@@ -57,7 +58,7 @@ type Config struct {
 	MaxQuestions int
 	// Concurrency bounds the questions of one request asked at once (default 8).
 	Concurrency int
-	// MaxTokens is the max_tokens of each Messages call (default 1024).
+	// MaxTokens is the max_tokens of each Messages call (default 2048).
 	MaxTokens int
 	// MaxAnswer bounds an upstream answer in bytes (default 1 MiB); a larger one is a 502.
 	MaxAnswer int64
@@ -181,7 +182,7 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 			Message: "The broker could not read the payer's credential.", Err: err}
 	}
 	noCredential := err != nil
-	req, err := c.read(w, r)
+	req, err := c.read(w, r, call.Token)
 	if err != nil {
 		return err
 	}
@@ -217,9 +218,13 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 	return nil
 }
 
+// TokenStandIn replaces the box's token wherever the body holds it, so
+// that no upstream receives it even when a box puts it in its state.
+const TokenStandIn = "[box token]"
+
 // read reads and checks the body; every failure is a 422 but one that
 // could not be read at all.
-func (c *Capability) read(w http.ResponseWriter, r *http.Request) (*Request, error) {
+func (c *Capability) read(w http.ResponseWriter, r *http.Request, token string) (*Request, error) {
 	tooLarge := capability.Errorf(http.StatusUnprocessableEntity, protocol.TypeTooLarge,
 		"The decide request is over %d bytes.", c.cfg.MaxBody)
 	if r.ContentLength > c.cfg.MaxBody {
@@ -233,6 +238,9 @@ func (c *Capability) read(w http.ResponseWriter, r *http.Request) (*Request, err
 	if err != nil {
 		return nil, &capability.Error{Status: http.StatusBadRequest, Type: protocol.TypeInvalid,
 			Message: "The decide request could not be read.", Err: err}
+	}
+	if token != "" {
+		body = bytes.ReplaceAll(body, []byte(token), []byte(TokenStandIn))
 	}
 	req, err := ParseRequest(body, c.cfg.MaxQuestions)
 	var ie *InvalidError

@@ -17,6 +17,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/decide"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/server"
@@ -286,6 +287,28 @@ func assertNoToken(t *testing.T, s brokertest.Seen, token string) {
 	all.Write(s.Body)
 	if bytes.Contains(all.Bytes(), []byte(token)) {
 		t.Errorf("upstream received the box's token")
+	}
+}
+
+// TestDecide_TokenInStateNeverReachesUpstream: a box that puts its own
+// token in the state or the instructions still sends no token upstream.
+func TestDecide_TokenInStateNeverReachesUpstream(t *testing.T) {
+	b, token := setup(t, brokertest.Options{})
+	body, _ := json.Marshal(map[string]any{
+		"model": "m", "state": map[string]any{"env": "TOKEN=" + token},
+		"questions": map[string]any{"q": map[string]any{"type": "noul", "instructions": "Is " + token + " set?", "criteria": map[string]any{}}},
+	})
+	resp := post(b, token, body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, resp.Body)
+	}
+	seen := b.Upstream.Seen()
+	if len(seen) != 1 {
+		t.Fatalf("upstream saw %d requests, want 1", len(seen))
+	}
+	assertNoToken(t, seen[0], token)
+	if !bytes.Contains(seen[0].Body, []byte(decide.TokenStandIn)) {
+		t.Errorf("upstream body does not hold the token's stand-in: %s", seen[0].Body)
 	}
 }
 
