@@ -4,8 +4,10 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,6 +23,13 @@ import (
 // fresh data directory, the suite's upstreams, a token per box, and the
 // suite's credentials and secrets set the way an operator sets them.
 func startBoxbroker(t *testing.T, dataDir string) func(ctx context.Context, env conformance.Env) (*conformance.Started, error) {
+	return startBroken(t, dataDir, nil, nil)
+}
+
+// startBroken is startBoxbroker with its handler wrapped and its upstream
+// transport replaced, to make the deliberately broken brokers the suite
+// must fail.
+func startBroken(t *testing.T, dataDir string, wrap func(http.Handler) http.Handler, transport http.RoundTripper) func(ctx context.Context, env conformance.Env) (*conformance.Started, error) {
 	return func(ctx context.Context, env conformance.Env) (*conformance.Started, error) {
 		anthropic, err := url.Parse(env.Anthropic.URL)
 		if err != nil {
@@ -32,7 +41,7 @@ func startBoxbroker(t *testing.T, dataDir string) func(ctx context.Context, env 
 		}
 		cfg := server.Config{Broker: env.Broker, DataDir: dataDir, AnthropicURL: anthropic, FountainURL: fountain, ShutdownGrace: time.Second}
 		rctx, cancel := context.WithCancel(context.Background())
-		srv, err := server.New(rctx, cfg, server.Options{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+		srv, err := server.New(rctx, cfg, server.Options{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Transport: transport})
 		if err != nil {
 			cancel()
 			return nil, err
@@ -62,7 +71,11 @@ func startBoxbroker(t *testing.T, dataDir string) func(ctx context.Context, env 
 			}
 		}
 		go srv.Cache.Run(rctx)
-		hs := httptest.NewServer(srv.Handler)
+		var h http.Handler = srv.Handler
+		if wrap != nil {
+			h = wrap(h)
+		}
+		hs := httptest.NewServer(h)
 		return &conformance.Started{URL: hs.URL, Tokens: tokens, Close: func() error {
 			hs.Close()
 			cancel()
@@ -80,3 +93,76 @@ func TestConformance(t *testing.T) {
 		Capabilities: []string{protocol.Inference},
 	})
 }
+
+// TestConformance_FailsBrokenBoxbrokers breaks boxbroker on purpose and
+// shows the suite fails it on the checks that matter.
+func TestConformance_FailsBrokenBoxbrokers(t *testing.T) {
+	type tokenKey struct{}
+	tests := []struct {
+		name      string
+		wrap      func(http.Handler) http.Handler
+		transport http.RoundTripper
+		mustFail  []string
+	}{
+		{
+			name: "grants every scope",
+			wrap: func(next http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.URL.Path == protocol.RouteDeclaration {
+						all := `{"capabilities":[{"name":"inference","broker":"lobby","scope":["agent","decide"]}]}`
+						r.Body = io.NopCloser(strings.NewReader(all))
+						r.ContentLength = int64(len(all))
+					}
+					next.ServeHTTP(w, r)
+				})
+			},
+			mustFail: []string{"inference-agent-refused", "decide-refused"},
+		},
+		{
+			name: "forwards the token upstream",
+			wrap: func(next http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					token := r.Header.Get("X-Api-Key")
+					if token == "" {
+						token = strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+					}
+					next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tokenKey{}, token)))
+				})
+			},
+			transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				if tok, _ := r.Context().Value(tokenKey{}).(string); tok != "" {
+					r.Header.Set("X-Box-Token", tok)
+				}
+				return http.DefaultTransport.RoundTrip(r)
+			}),
+			mustFail: []string{"inference-forwards", "token-isolation"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			report, err := conformance.Run(context.Background(), conformance.Config{
+				Name:         "broken boxbroker: " + tt.name,
+				Start:        startBroken(t, t.TempDir(), tt.wrap, tt.transport),
+				Capabilities: []string{protocol.Inference},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			failed := map[string]bool{}
+			for _, r := range report.Results {
+				if r.Status == conformance.Failed {
+					failed[r.ID] = true
+				}
+			}
+			for _, id := range tt.mustFail {
+				if !failed[id] {
+					t.Errorf("the suite passed %s against a broker that %s", id, tt.name)
+				}
+			}
+		})
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
