@@ -1,0 +1,274 @@
+package proxy
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"testing"
+	"testing/iotest"
+)
+
+// chunks is a reader that returns its data in the given read sizes, then
+// err (io.EOF when nil).
+type chunks struct {
+	data  []byte
+	sizes []int
+	err   error
+}
+
+func (c *chunks) Read(p []byte) (int, error) {
+	if len(c.data) == 0 {
+		if c.err != nil {
+			return 0, c.err
+		}
+		return 0, io.EOF
+	}
+	n := len(c.data)
+	if len(c.sizes) > 0 {
+		n = min(n, c.sizes[0])
+		c.sizes = c.sizes[1:]
+	}
+	n = copy(p, c.data[:n])
+	c.data = c.data[n:]
+	return n, nil
+}
+
+func (c *chunks) Close() error { return nil }
+
+func redactAll(t testing.TB, src io.ReadCloser, old, new []byte) []byte {
+	t.Helper()
+	got, err := io.ReadAll(NewRedactor(src, old, new))
+	if err != nil {
+		t.Fatalf("ReadAll: %v", err)
+	}
+	return got
+}
+
+// TestRedactor_EverySplitPoint splits a body holding the value at every
+// pair of points, so that the value straddles reads in every possible way.
+func TestRedactor_EverySplitPoint(t *testing.T) {
+	const value = "sk_live_0123456789abcdef"
+	const token = "bbx_TOKEN"
+	body := []byte("head " + value + " middle " + value + value + " tail sk_live_ " + value)
+	want := bytes.ReplaceAll(body, []byte(value), []byte(token))
+	for i := 0; i <= len(body); i++ {
+		for j := i; j <= len(body); j++ {
+			src := &chunks{data: bytes.Clone(body), sizes: []int{i, j - i, 1, 3}}
+			if i == 0 {
+				src.sizes = []int{1, j, 2}
+			}
+			got := redactAll(t, src, []byte(value), []byte(token))
+			if !bytes.Equal(got, want) {
+				t.Fatalf("split at %d, %d: Redactor = %q, want %q", i, j, got, want)
+			}
+		}
+	}
+}
+
+// TestRedactor_OneByteReads reads one byte at a time, the worst split.
+func TestRedactor_OneByteReads(t *testing.T) {
+	tests := []struct {
+		name, body, old, new string
+	}{
+		{"overlapping prefix", "aaab aab aaaab", "aab", "X"},
+		{"self-similar value", "abababac ababac abac", "ababac", "-"},
+		{"value at the end", "prefix VALUE", "VALUE", "token-longer-than-value"},
+		{"partial value at the end", "prefix VALU", "VALUE", "T"},
+		{"value alone", "VALUE", "VALUE", ""},
+		{"no value", "nothing to see here", "VALUE", "T"},
+		{"one-byte value", "a-b-a", "a", "Z"},
+		{"empty body", "", "VALUE", "T"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := io.NopCloser(iotest.OneByteReader(bytes.NewReader([]byte(tt.body))))
+			got := redactAll(t, src, []byte(tt.old), []byte(tt.new))
+			want := bytes.ReplaceAll([]byte(tt.body), []byte(tt.old), []byte(tt.new))
+			if !bytes.Equal(got, want) {
+				t.Errorf("Redactor(%q, %q→%q) = %q, want %q", tt.body, tt.old, tt.new, got, want)
+			}
+		})
+	}
+}
+
+// TestRedactor_PassesOnWithoutDelay checks that a tail that cannot begin
+// the value is passed on at once, so a stream (SSE) is not held back.
+func TestRedactor_PassesOnWithoutDelay(t *testing.T) {
+	pr, pw := io.Pipe()
+	r := NewRedactor(pr, []byte("SECRET"), []byte("TOKEN"))
+	go func() { _, _ = pw.Write([]byte("event: ping\n\n")) }()
+	buf := make([]byte, 64)
+	n, err := r.Read(buf)
+	if err != nil || string(buf[:n]) != "event: ping\n\n" {
+		t.Fatalf("Read = %q, %v, want the whole event at once", buf[:n], err)
+	}
+	// A tail that might begin the value is held until it is decided.
+	go func() { _, _ = pw.Write([]byte("data: SEC")) }()
+	n, err = r.Read(buf)
+	if err != nil || string(buf[:n]) != "data: " {
+		t.Fatalf("Read = %q, %v, want %q with SEC held", buf[:n], err, "data: ")
+	}
+	go func() { _, _ = pw.Write([]byte("RET!")); pw.Close() }()
+	rest, err := io.ReadAll(r)
+	if err != nil || string(rest) != "TOKEN!" {
+		t.Fatalf("ReadAll = %q, %v, want %q", rest, err, "TOKEN!")
+	}
+}
+
+// TestRedactor_BrokenStreamDropsHeldTail checks that a stream that fails
+// with the value's beginning held does not pass that beginning on.
+func TestRedactor_BrokenStreamDropsHeldTail(t *testing.T) {
+	boom := errors.New("connection reset")
+	src := &chunks{data: []byte("ok SECRE"), err: boom}
+	got, err := io.ReadAll(NewRedactor(src, []byte("SECRET"), []byte("T")))
+	if !errors.Is(err, boom) {
+		t.Fatalf("ReadAll error = %v, want %v", err, boom)
+	}
+	if string(got) != "ok " {
+		t.Errorf("ReadAll = %q, want %q", got, "ok ")
+	}
+}
+
+// TestRedactor_MatchesReplaceAll is the property: for random bodies,
+// values and read sizes, the Redactor's output is bytes.ReplaceAll's.
+func TestRedactor_MatchesReplaceAll(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 3000; i++ {
+		alphabet := []byte("ab")
+		if i%3 == 0 {
+			alphabet = []byte("abc\n")
+		}
+		gen := func(n int) []byte {
+			b := make([]byte, n)
+			for j := range b {
+				b[j] = alphabet[rng.IntN(len(alphabet))]
+			}
+			return b
+		}
+		old := gen(1 + rng.IntN(8))
+		new := gen(rng.IntN(10))
+		body := gen(rng.IntN(300))
+		var sizes []int
+		for s := 0; s < len(body); {
+			n := 1 + rng.IntN(12)
+			sizes = append(sizes, n)
+			s += n
+		}
+		checkRedactor(t, body, old, new, sizes)
+	}
+}
+
+// FuzzRedactor holds the Redactor to bytes.ReplaceAll for any body,
+// value, replacement and read size.
+func FuzzRedactor(f *testing.F) {
+	f.Add([]byte("a SECRET b SECSECRET c SECRE"), []byte("SECRET"), []byte("bbx_x"), uint8(3))
+	f.Add([]byte("aaaaaaab"), []byte("aab"), []byte(""), uint8(1))
+	f.Add([]byte("abababab"), []byte("abab"), []byte("abab"), uint8(2))
+	f.Fuzz(func(t *testing.T, body, old, new []byte, size uint8) {
+		if len(old) == 0 {
+			return
+		}
+		n := int(size%64) + 1
+		var sizes []int
+		for s := 0; s < len(body); s += n {
+			sizes = append(sizes, n)
+		}
+		checkRedactor(t, body, old, new, sizes)
+	})
+}
+
+func checkRedactor(t *testing.T, body, old, new []byte, sizes []int) {
+	t.Helper()
+	src := &chunks{data: bytes.Clone(body), sizes: sizes}
+	r := NewRedactor(src, old, new)
+	got, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatalf("ReadAll: %v", err)
+	}
+	want := bytes.ReplaceAll(body, old, new)
+	if !bytes.Equal(got, want) {
+		t.Fatalf("Redactor(%q, %q→%q, reads %v) = %q, want %q", body, old, new, sizes, got, want)
+	}
+	if c := bytes.Count(body, old); r.Replaced() != c {
+		t.Fatalf("Redactor(%q, %q).Replaced() = %d, want %d", body, old, r.Replaced(), c)
+	}
+}
+
+// TestRedactor_BoundedMemory streams 64 MiB holding the value every
+// megabyte and checks the Redactor's buffers never grow past their bound.
+func TestRedactor_BoundedMemory(t *testing.T) {
+	value := bytes.Repeat([]byte("v"), 100)
+	src := &patterned{left: 64 << 20, value: value}
+	r := NewRedactor(src, value, []byte("t"))
+	buf := make([]byte, 8<<10)
+	var total int64
+	for {
+		n, err := r.Read(buf)
+		total += int64(n)
+		if cap(r.pending) > len(value)-1+redactChunk || cap(r.out) > 2*redactChunk {
+			t.Fatalf("buffers grew to pending %d, out %d", cap(r.pending), cap(r.out))
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r.Replaced() != 64 {
+		t.Errorf("Replaced() = %d, want 64", r.Replaced())
+	}
+	if want := int64(64<<20) - 64*int64(len(value)-1); total != want {
+		t.Errorf("read %d bytes, want %d", total, want)
+	}
+}
+
+// patterned yields left bytes of 'x' with value written at every MiB.
+type patterned struct {
+	left  int64
+	pos   int64
+	value []byte
+}
+
+func (p *patterned) Read(b []byte) (int, error) {
+	if p.left == 0 {
+		return 0, io.EOF
+	}
+	n := int(min(int64(len(b)), p.left))
+	for i := 0; i < n; i++ {
+		off := (p.pos + int64(i)) % (1 << 20)
+		if off < int64(len(p.value)) {
+			b[i] = p.value[off]
+		} else {
+			b[i] = 'x'
+		}
+	}
+	p.pos += int64(n)
+	p.left -= int64(n)
+	return n, nil
+}
+
+func (p *patterned) Close() error { return nil }
+
+func TestReplaceValue(t *testing.T) {
+	h := http.Header{
+		"X-Echo":        {"Bearer VALUE", "other"},
+		"X-Plain":       {"nothing"},
+		"X-Name-VALUE":  {"1"},
+		"Www-Authorize": {"VALUE VALUE"},
+	}
+	if n := ReplaceValue(h, "VALUE", "bbx_T"); n != 3 {
+		t.Errorf("ReplaceValue = %d, want 3", n)
+	}
+	want := http.Header{"X-Echo": {"Bearer bbx_T", "other"}, "X-Plain": {"nothing"}, "Www-Authorize": {"bbx_T bbx_T"}}
+	for k, vs := range want {
+		if got := h[k]; len(got) != len(vs) || got[0] != vs[0] {
+			t.Errorf("ReplaceValue: %s = %q, want %q", k, got, vs)
+		}
+	}
+	if _, ok := h["X-Name-VALUE"]; ok {
+		t.Errorf("ReplaceValue kept a header whose name holds the value")
+	}
+}
