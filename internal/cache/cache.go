@@ -1,5 +1,6 @@
 // Package cache keeps what the broker reads on every request — token hash
-// to box, each box's last declaration, credentials — in memory, and drops
+// to box, each box's last declaration, credentials, egress secrets — in
+// memory, and drops
 // entries when the store's change log says another process or replica
 // wrote them.
 //
@@ -16,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -56,6 +58,8 @@ type Cache struct {
 	decls    map[string]*protocol.Declaration // nil value: never reported
 	creds    map[string]store.Credential
 	credMiss map[string]struct{}
+	secrets  map[string]store.Secret // by box + "/" + name
+	secMiss  map[string]struct{}
 }
 
 // New returns a Cache over st. Call Run to keep it fresh; until Run has
@@ -86,6 +90,8 @@ func (c *Cache) resetLocked() {
 	c.decls = map[string]*protocol.Declaration{}
 	c.creds = map[string]store.Credential{}
 	c.credMiss = map[string]struct{}{}
+	c.secrets = map[string]store.Secret{}
+	c.secMiss = map[string]struct{}{}
 }
 
 // Run polls the change log until ctx ends.
@@ -175,11 +181,25 @@ func (c *Cache) dropLocked(kind, key string) {
 		}
 		clear(c.missing)
 		delete(c.decls, key)
+		// A removed box takes its secrets with it.
+		for k := range c.secrets {
+			if strings.HasPrefix(k, key+"/") {
+				delete(c.secrets, k)
+			}
+		}
+		for k := range c.secMiss {
+			if strings.HasPrefix(k, key+"/") {
+				delete(c.secMiss, k)
+			}
+		}
 	case store.ChangeDeclaration:
 		delete(c.decls, key)
 	case store.ChangeCredential:
 		delete(c.creds, key)
 		delete(c.credMiss, key)
+	case store.ChangeSecret:
+		delete(c.secrets, key)
+		delete(c.secMiss, key)
 	default:
 		// Other kinds are not cached here.
 	}
@@ -286,4 +306,36 @@ func (c *Cache) Credential(ctx context.Context, id string) (store.Credential, er
 	}
 	c.mu.Unlock()
 	return cr, err
+}
+
+// Secret returns a box's sealed egress secret, or store.ErrNotFound.
+func (c *Cache) Secret(ctx context.Context, box, name string) (store.Secret, error) {
+	key := box + "/" + name
+	c.mu.RLock()
+	ok, gen := c.fresh()
+	if ok {
+		if s, hit := c.secrets[key]; hit {
+			c.mu.RUnlock()
+			return s, nil
+		}
+		if _, miss := c.secMiss[key]; miss {
+			c.mu.RUnlock()
+			return store.Secret{}, store.ErrNotFound
+		}
+	}
+	c.mu.RUnlock()
+	s, err := c.st.Secret(ctx, box, name)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return store.Secret{}, err
+	}
+	c.mu.Lock()
+	if ok && c.gen == gen {
+		if err == nil {
+			c.secrets[key] = s
+		} else if len(c.secMiss) < maxMissing {
+			c.secMiss[key] = struct{}{}
+		}
+	}
+	c.mu.Unlock()
+	return s, err
 }
