@@ -46,6 +46,9 @@ type Config struct {
 	DecideTimeout time.Duration
 	// MaxBody bounds a forwarded request body (default 64 MiB).
 	MaxBody int64
+	// EgressMaxBody bounds a request body sent to an egress secret's host
+	// (default 256 MiB). Bodies are streamed, never held.
+	EgressMaxBody int64
 	// ReadHeaderTimeout bounds reading a request's headers (default 10 s).
 	ReadHeaderTimeout time.Duration
 	// MaxHeaderBytes bounds a request's headers (default 64 KiB).
@@ -103,6 +106,9 @@ func (c *Config) Defaults() {
 	if c.MaxBody == 0 {
 		c.MaxBody = 64 << 20
 	}
+	if c.EgressMaxBody == 0 {
+		c.EgressMaxBody = 256 << 20
+	}
 	if c.ReadHeaderTimeout == 0 {
 		c.ReadHeaderTimeout = 10 * time.Second
 	}
@@ -146,7 +152,7 @@ func (c *Config) Validate() error {
 	if c.BoxRate < 0 || c.BoxBurst < 0 {
 		p = append(p, "box rate and burst must not be negative")
 	}
-	if c.MaxBody < 0 || c.MaxHeaderBytes < 0 {
+	if c.MaxBody < 0 || c.EgressMaxBody < 0 || c.MaxHeaderBytes < 0 {
 		p = append(p, "size bounds must not be negative")
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {

@@ -17,6 +17,7 @@ import (
 	"github.com/intentius/boxbroker/internal/cache"
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/decide"
+	"github.com/intentius/boxbroker/internal/egress"
 	"github.com/intentius/boxbroker/internal/inference"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/proxy"
@@ -126,9 +127,18 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	}
 	c := cache.New(st, cache.Options{Logger: log})
 	pay := &payer.Resolver{Cache: c, Keyring: keyring}
+	eg, err := egress.New(egress.Config{Secrets: c, Keyring: keyring, Transport: opt.Transport, MaxBody: cfg.EgressMaxBody, Logger: log,
+		TransportOptions: proxy.TransportOptions{ResponseHeaderTimeout: cfg.UpstreamHeaderTimeout}})
+	if err != nil {
+		if opt.Store == nil {
+			st.Close()
+		}
+		return nil, err
+	}
 	caps := []capability.Capability{
 		inference.New(inference.Config{Upstream: cfg.AnthropicURL, Transport: transport, MaxBody: cfg.MaxBody, Logger: log}),
 		decide.New(decide.Config{Upstream: cfg.AnthropicURL, Transport: transport, Timeout: cfg.DecideTimeout, Logger: log}),
+		eg,
 	}
 	caps = append(caps, opt.Extra...)
 	h, err := broker.New(broker.Config{

@@ -1,0 +1,363 @@
+// Package egress serves /egress/NAME/<path>: it forwards a box's request
+// to the one host its owner saved the secret NAME for, with the secret's
+// value in place of the box's token wherever the box put it, and keeps
+// the value out of every answer.
+//
+// The box is given NAME_KEY=<its own token> and
+// NAME_BASE_URL=<broker>/egress/NAME, so an app's SDK sends the token
+// wherever it would send the key. The broker applies the protocol's rule
+// (the box's egress entry must list NAME) before Serve runs; Serve then
+// refuses a secret it holds no value for, and otherwise:
+//
+//   - builds the outbound URL from the secret's base URL alone, putting
+//     only the path after the name (joined under the base's path prefix,
+//     with no dot segments) and the query on it, so nothing the box sends
+//     can change the scheme, host or port;
+//   - replaces the token with the value in every request header (Basic
+//     credentials included) and in the query, drops hop-by-hop headers,
+//     Cookie, Proxy-Authorization, chant-grant, forwarding headers, Range
+//     and If-Range, and sets Host to the secret's host;
+//   - sends it through a guard that refuses any request for another host,
+//     or still holding the token, and (with its own transport) a dialer
+//     that connects only to the secret's host:port;
+//   - passes redirects back unfollowed, and puts the box's token in place
+//     of the value in every answer header, 1xx answers and trailers
+//     included, and in the answer body, streamed through a
+//     proxy.Redactor.
+//
+// Request bodies are streamed to the host as they come and are not
+// rewritten: a token the box puts in a body goes to the host as it is.
+package egress
+
+import (
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+
+	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/proxy"
+	"github.com/intentius/boxbroker/internal/secrets"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// DefaultMaxBody bounds a request body when Config.MaxBody is zero.
+const DefaultMaxBody = 256 << 20
+
+// Secrets is where the capability reads secrets: a *cache.Cache, or a
+// store.Store itself.
+type Secrets interface {
+	// Secret returns a box's sealed secret, or store.ErrNotFound.
+	Secret(ctx context.Context, box, name string) (store.Secret, error)
+}
+
+// Config configures the capability.
+type Config struct {
+	// Secrets holds the boxes' sealed secrets. Required.
+	Secrets Secrets
+	// Keyring opens them. Required.
+	Keyring *secrets.Keyring
+	// Transport carries requests to the secrets' hosts. Nil means egress's
+	// own: proxy.NewTransport(TransportOptions) with a dialer that
+	// connects only to the host:port of the secret a request is for.
+	// Either way every request passes the guard first.
+	Transport http.RoundTripper
+	// TransportOptions tune the transport egress makes when Transport is nil.
+	TransportOptions proxy.TransportOptions
+	// MaxBody bounds a request body in bytes (default DefaultMaxBody).
+	MaxBody int64
+	// Logger receives failures and redactions; never a token or a value.
+	Logger *slog.Logger
+}
+
+// Capability is the egress capability.
+type Capability struct {
+	cfg   Config
+	log   *slog.Logger
+	proxy *httputil.ReverseProxy
+}
+
+// New returns the capability, or an error when Secrets or Keyring is missing.
+func New(cfg Config) (*Capability, error) {
+	if cfg.Secrets == nil || cfg.Keyring == nil {
+		return nil, errors.New("egress: no secrets or no keyring")
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = DefaultMaxBody
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	next := cfg.Transport
+	if next == nil {
+		next = newTransport(cfg.TransportOptions)
+	}
+	c := &Capability{cfg: cfg, log: cfg.Logger}
+	c.proxy = proxy.New(c.rewrite, guard{next: next}, c.errorHandler)
+	c.proxy.ModifyResponse = c.modifyResponse
+	return c, nil
+}
+
+// Name is "egress".
+func (c *Capability) Name() string { return protocol.Egress }
+
+// Prefixes is /egress.
+func (c *Capability) Prefixes() []string { return []string{protocol.PrefixEgress} }
+
+// Scopes: /egress/NAME and /egress/NAME/<path>, any method, need NAME. A
+// path whose name is not a secret's name (empty, lower case, too long,
+// percent-encoded) is not served.
+func (c *Capability) Scopes(r *http.Request) (capability.Need, bool, error) {
+	name, _, ok := split(r.URL)
+	if !ok {
+		return capability.Need{}, false, nil
+	}
+	return capability.Need{Words: []string{name}}, true, nil
+}
+
+// split returns the secret's name and the escaped rest of u's path after
+// it ("" or beginning with "/").
+func split(u *url.URL) (name, tail string, ok bool) {
+	p := u.EscapedPath()
+	if u.RawPath != "" {
+		if dec, err := url.PathUnescape(u.RawPath); err == nil && dec == u.Path {
+			p = u.RawPath
+		}
+	}
+	rest, ok := strings.CutPrefix(p, protocol.PrefixEgress+"/")
+	if !ok {
+		return "", "", false
+	}
+	name, tail = rest, ""
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		name, tail = rest[:i], rest[i:]
+	}
+	if !protocol.IsSecretName(name) {
+		return "", "", false
+	}
+	return name, tail, true
+}
+
+type ctxKey struct{}
+
+// flight is one forwarded request's state, from Serve to the proxy's
+// Rewrite, guard, dialer, ModifyResponse and error handler.
+type flight struct {
+	name   string
+	token  string   // the box's token, which never leaves
+	value  string   // the secret's value, which never comes back
+	target *url.URL // where the request goes
+	addr   string   // the host:port it may dial
+}
+
+func flightOf(ctx context.Context) *flight {
+	f, _ := ctx.Value(ctxKey{}).(*flight)
+	return f
+}
+
+// Serve forwards the request to the secret's host, or refuses it.
+func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capability.Call) error {
+	name, tail, ok := split(r.URL)
+	if !ok {
+		return capability.NotFound(r)
+	}
+	if r.Header.Get("Upgrade") != "" {
+		return capability.Errorf(http.StatusNotImplemented, protocol.TypeNotSupported,
+			"Egress does not carry protocol upgrades such as WebSocket: the broker could not keep %s's value out of them.", name)
+	}
+	sec, err := c.cfg.Secrets.Secret(r.Context(), call.Box.Name, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return capability.Errorf(http.StatusForbidden, protocol.TypePermission,
+			"The broker holds no value for the secret %s for this box; its owner sets one with `boxbroker secret set %s %s --host <base URL>`.",
+			name, call.Box.Name, name)
+	}
+	if err != nil {
+		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
+			Message: "The broker cannot read its store just now; try again shortly.", Err: err}
+	}
+	base, err := ParseHost(sec.Host)
+	if err != nil {
+		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
+			Message: fmt.Sprintf("The broker's record of %s's host is not a usable base URL; its owner sets it again with `boxbroker secret set`.", name),
+			Err: fmt.Errorf("secret %s/%s: %w", call.Box.Name, name, err)}
+	}
+	plain, err := c.cfg.Keyring.Open(sec.Sealed, AD(call.Box.Name, name))
+	if err != nil {
+		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
+			Message: fmt.Sprintf("The broker could not open %s's value.", name), Err: fmt.Errorf("secret %s/%s: %w", call.Box.Name, name, err)}
+	}
+	value := string(plain)
+	secrets.Zero(plain)
+	if value == "" {
+		return capability.Errorf(http.StatusForbidden, protocol.TypePermission, "The broker holds no value for the secret %s for this box.", name)
+	}
+	if call.Token == "" { // the broker always authenticates egress; never swap an empty string
+		return capability.Errorf(http.StatusForbidden, protocol.TypePermission, "The request carries no box token.")
+	}
+
+	path, rawPath, err := joinPath(base, tail)
+	var pe *pathError
+	if errors.As(err, &pe) {
+		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "%s", pe.msg)
+	}
+	if strings.Contains(path, call.Token) || strings.Contains(rawPath, call.Token) {
+		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+			"The box's token is in the path, where the broker does not swap it; send it in a header or the query.")
+	}
+	target := &url.URL{Scheme: base.Scheme, Host: base.Host, Path: path, RawPath: rawPath,
+		RawQuery: swapQuery(r.URL.RawQuery, call.Token, value)}
+	if target.EscapedPath() != rawPath {
+		target.RawPath = "" // not a valid encoding after all: let net/url encode path
+	}
+	if r.ContentLength > c.cfg.MaxBody {
+		return capability.Errorf(http.StatusRequestEntityTooLarge, protocol.TypeTooLarge, "The request body is over %d bytes.", c.cfg.MaxBody)
+	}
+	if r.Body != nil && r.Body != http.NoBody {
+		r.Body = http.MaxBytesReader(w, r.Body, c.cfg.MaxBody)
+	}
+	f := &flight{name: name, token: call.Token, value: value, target: target, addr: dialAddr(target)}
+	c.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, f)))
+	return nil
+}
+
+// dropped are request headers that never go to a secret's host: the
+// box's cookies and proxy credentials, the grant, forwarding headers,
+// and ranges (an answer is always whole, so the value cannot be fetched
+// in pieces shorter than itself). Accept-Encoding is dropped so that the
+// transport asks for gzip itself and decodes it, leaving the body
+// readable for redaction.
+var dropped = []string{"Cookie", "Proxy-Authorization", protocol.HeaderGrant, "Forwarded", "X-Forwarded-For",
+	"X-Forwarded-Host", "X-Forwarded-Proto", "Via", "Range", "If-Range", "Accept-Encoding"}
+
+func (c *Capability) rewrite(pr *httputil.ProxyRequest) {
+	f := flightOf(pr.In.Context())
+	h := pr.Out.Header
+	for _, k := range dropped {
+		h.Del(k)
+	}
+	swapHeaders(h, f.token, f.value)
+	u := *f.target
+	pr.Out.URL = &u
+	pr.Out.Host = u.Host
+}
+
+// errEncoding is an answer in a content encoding the broker cannot read.
+type errEncoding struct{ enc string }
+
+func (e *errEncoding) Error() string { return "egress: answer in content encoding " + e.enc }
+
+// errUpgraded is a 101 answer, which egress does not carry.
+var errUpgraded = errors.New("egress: the host switched protocols")
+
+func (c *Capability) modifyResponse(resp *http.Response) error {
+	f := flightOf(resp.Request.Context())
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		return errUpgraded
+	}
+	if n := proxy.ReplaceValue(resp.Header, f.value, f.token); n > 0 {
+		c.log.Warn("egress: the host repeated the secret's value in answer headers; the box's token is in its place",
+			"secret", f.name, "headers", n)
+	}
+	proxy.ReplaceValue(resp.Trailer, f.value, f.token)
+	switch enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))); enc {
+	case "", "identity":
+	case "gzip", "x-gzip":
+		resp.Body = &gunzip{src: resp.Body}
+		resp.Header.Del("Content-Encoding")
+		resp.Header.Del("Content-Length")
+		resp.ContentLength = -1
+	default:
+		return &errEncoding{enc: enc}
+	}
+	if resp.Request.Method == http.MethodHead || resp.StatusCode < 200 ||
+		resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified {
+		return nil
+	}
+	resp.Body = &answer{Redactor: proxy.NewRedactor(resp.Body, []byte(f.value), []byte(f.token)), resp: resp, f: f, log: c.log}
+	// The body's length changes wherever the value is replaced: stream it.
+	resp.Header.Del("Content-Length")
+	resp.ContentLength = -1
+	return nil
+}
+
+// answer is an answer body with the value replaced, which at its end
+// replaces the value in the trailers too and logs any replacement.
+type answer struct {
+	*proxy.Redactor
+	resp *http.Response
+	f    *flight
+	log  *slog.Logger
+	done bool
+}
+
+func (a *answer) Read(p []byte) (int, error) {
+	n, err := a.Redactor.Read(p)
+	if err == io.EOF && !a.done {
+		a.done = true
+		proxy.ReplaceValue(a.resp.Trailer, a.f.value, a.f.token)
+		if k := a.Replaced(); k > 0 {
+			a.log.Warn("egress: the host repeated the secret's value in an answer body; the box's token is in its place",
+				"secret", a.f.name, "times", k)
+		}
+	}
+	return n, err
+}
+
+// gunzip decodes a gzip body lazily, so an empty or HEAD answer is not read.
+type gunzip struct {
+	src io.ReadCloser
+	zr  *gzip.Reader
+}
+
+func (g *gunzip) Read(p []byte) (int, error) {
+	if g.zr == nil {
+		zr, err := gzip.NewReader(g.src)
+		if err != nil {
+			return 0, err
+		}
+		g.zr = zr
+	}
+	return g.zr.Read(p)
+}
+
+func (g *gunzip) Close() error { return g.src.Close() }
+
+func (c *Capability) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
+	f := flightOf(r.Context())
+	what := "host of the secret " + f.name
+	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+		c.log.Debug("egress: box gone", "secret", f.name)
+		return
+	}
+	var (
+		mbe *http.MaxBytesError
+		ee  *errEncoding
+	)
+	status, typ, msg := proxy.Classify(err, what)
+	switch {
+	case errors.As(err, &mbe):
+		status, typ, msg = http.StatusRequestEntityTooLarge, protocol.TypeTooLarge, fmt.Sprintf("The request body is over %d bytes.", mbe.Limit)
+	case errors.Is(err, errTokenLeft):
+		status, typ, msg = http.StatusBadRequest, protocol.TypeInvalid,
+			"The request carries the box's token in a form the broker does not swap (it swaps header values, Basic credentials and the query); it was not sent."
+	case errors.As(err, &ee):
+		status, typ, msg = http.StatusBadGateway, protocol.TypeAPI,
+			fmt.Sprintf("The %s answered in a content encoding (%s) the broker cannot read to keep the value out, so the answer was withheld.", what, ee.enc)
+	case errors.Is(err, errUpgraded):
+		status, typ, msg = http.StatusBadGateway, protocol.TypeAPI, "The "+what+" switched protocols, which egress does not carry."
+	case errors.Is(err, errElsewhere):
+		status, typ, msg = http.StatusBadGateway, protocol.TypeAPI, "The broker sends "+f.name+"'s requests only to its host, and this one was not."
+	}
+	// An error's text can hold the URL, and so the value in its query.
+	text := strings.ReplaceAll(strings.ReplaceAll(err.Error(), f.value, "[value]"), url.QueryEscape(f.value), "[value]")
+	text = strings.ReplaceAll(text, f.token, "[token]")
+	c.log.Warn("egress: request failed", "secret", f.name, "host", f.target.Host, "status", status, "err", text)
+	protocol.WriteRefusal(w, status, typ, msg)
+}

@@ -1,0 +1,170 @@
+package egress
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// AD is the additional data a box's secret is sealed with, so a sealed
+// value copied to another box or name does not open.
+func AD(box, name string) string { return "secret:" + box + "/" + name }
+
+// ParseHost parses the base URL a secret may be sent to: an http or https
+// URL with a host, an optional port and an optional path prefix, and no
+// user, password, query or fragment. It returns the URL in its canonical
+// form (scheme and host in lower case, no trailing slash), or an error
+// that says what is wrong with s, fit to show to the operator.
+func ParseHost(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("%q is not a URL", s)
+	}
+	if u.Scheme != "https" && u.Scheme != "http" {
+		return nil, fmt.Errorf("%q must be an https:// (or http://) URL", s)
+	}
+	if u.Opaque != "" || u.Host == "" {
+		return nil, fmt.Errorf("%q names no host; write it as https://host[:port][/path]", s)
+	}
+	if u.User != nil {
+		return nil, errors.New("the host must not hold a user or password; the secret's value is what the broker sends")
+	}
+	if u.RawQuery != "" || u.ForceQuery {
+		return nil, fmt.Errorf("%q must not hold a query", u.Redacted())
+	}
+	if u.Fragment != "" || strings.Contains(s, "#") {
+		return nil, fmt.Errorf("%q must not hold a fragment", u.Redacted())
+	}
+	host := strings.ToLower(u.Hostname())
+	if host == "" || strings.ContainsAny(host, " %") {
+		return nil, fmt.Errorf("%q names no usable host", s)
+	}
+	for _, c := range host {
+		if c > 0x7e {
+			return nil, fmt.Errorf("%q: write a non-ASCII host in its punycode (xn--) form", s)
+		}
+	}
+	hostport := host
+	if strings.Contains(host, ":") {
+		hostport = "[" + host + "]"
+	}
+	if p := u.Port(); p != "" || strings.HasSuffix(u.Host, ":") {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("%q: the port must be a number from 1 to 65535", s)
+		}
+		hostport += ":" + p
+	}
+	esc := strings.TrimSuffix(u.EscapedPath(), "/")
+	if strings.Contains(esc, "\\") || strings.Contains(esc, "//") {
+		return nil, fmt.Errorf("%q: the path prefix must be a plain path", s)
+	}
+	for _, seg := range strings.Split(esc, "/") {
+		if dec, err := url.PathUnescape(seg); err != nil || dec == "." || dec == ".." || strings.ContainsAny(dec, "/\\") {
+			return nil, fmt.Errorf("%q: the path prefix must be a plain path, with no dot segments or encoded slashes", s)
+		}
+	}
+	out := &url.URL{Scheme: u.Scheme, Host: hostport}
+	if esc != "" {
+		out.Path, _ = url.PathUnescape(esc)
+		out.RawPath = esc
+	}
+	return out, nil
+}
+
+// dialAddr is the host:port a connection to u dials, as net/http
+// computes it.
+func dialAddr(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = "443"
+		if u.Scheme == "http" {
+			port = "80"
+		}
+	}
+	return net.JoinHostPort(u.Hostname(), port)
+}
+
+// pathError is a path the broker refuses to forward; its message is shown
+// to the box.
+type pathError struct{ msg string }
+
+func (e *pathError) Error() string { return e.msg }
+
+// joinPath returns the path to send, in decoded and escaped forms: the
+// base URL's path with tail (the escaped rest of the request's path after
+// /egress/NAME, "" or beginning with "/") joined under it.
+//
+// Runs of slashes in tail are collapsed to one. A segment that is, or
+// decodes to something holding, a "." or ".." segment (split at "/" and
+// at "\", so %2e%2e, ..%2F and ..\ all count) is refused: the path can
+// never climb out of the base URL's path prefix. Bytes that are not
+// allowed in a path are percent-encoded; encoded bytes the box sent, such
+// as %2F, are kept as it sent them. The host is never taken from the
+// path: the caller puts the result under the secret's base URL.
+func joinPath(base *url.URL, tail string) (path, rawPath string, err error) {
+	basePath, baseRaw := base.Path, base.EscapedPath()
+	if tail == "" {
+		if basePath == "" {
+			return "/", "/", nil
+		}
+		return basePath, baseRaw, nil
+	}
+	segs := strings.Split(tail[1:], "/")
+	var dec, raw strings.Builder
+	dec.WriteString(basePath)
+	raw.WriteString(baseRaw)
+	for i, seg := range segs {
+		if seg == "" && i != len(segs)-1 {
+			continue // collapse "//"
+		}
+		d, err := url.PathUnescape(seg)
+		if err != nil {
+			return "", "", &pathError{"The path holds an invalid percent-encoding."}
+		}
+		for _, part := range strings.FieldsFunc(d, func(r rune) bool { return r == '/' || r == '\\' }) {
+			if part == "." || part == ".." {
+				return "", "", &pathError{"The path holds a dot segment (. or ..), which the broker does not forward: write the path without it."}
+			}
+		}
+		dec.WriteString("/" + d)
+		raw.WriteString("/" + escapeSegment(seg))
+	}
+	return dec.String(), raw.String(), nil
+}
+
+// escapeSegment percent-encodes every byte of an escaped path segment that
+// is not allowed in one (RFC 3986 pchar), keeping the escapes it holds.
+func escapeSegment(seg string) string {
+	var b strings.Builder
+	for i := 0; i < len(seg); i++ {
+		c := seg[i]
+		switch {
+		case c == '%' && i+2 < len(seg) && isHex(seg[i+1]) && isHex(seg[i+2]):
+			b.WriteString(seg[i : i+3])
+			i += 2
+		case isPchar(c):
+			b.WriteByte(c)
+		default:
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// isPchar reports whether c may appear unescaped in a path segment:
+// unreserved, sub-delims, ":" or "@".
+func isPchar(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("-._~!$&'()*+,;=:@", c) >= 0
+}
