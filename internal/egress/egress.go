@@ -186,7 +186,7 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 	if err != nil {
 		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
 			Message: fmt.Sprintf("The broker's record of %s's host is not a usable base URL; its owner sets it again with `boxbroker secret set`.", name),
-			Err: fmt.Errorf("secret %s/%s: %w", call.Box.Name, name, err)}
+			Err:     fmt.Errorf("secret %s/%s: %w", call.Box.Name, name, err)}
 	}
 	plain, err := c.cfg.Keyring.Open(sec.Sealed, AD(call.Box.Name, name))
 	if err != nil {
