@@ -137,7 +137,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(rec, r, err, info)
 	}
 	attrs := []any{
-		"method", r.Method, "path", r.URL.Path, "status", rec.status,
+		"method", r.Method, "path", LogPath(r.URL.Path), "status", rec.status,
 		"bytes", rec.bytes, "duration_ms", float64(s.cfg.Now().Sub(start).Microseconds()) / 1000,
 	}
 	if info.box != "" {
@@ -370,7 +370,7 @@ func (s *Server) writeError(w *recorder, r *http.Request, err error, info *reque
 		ce = &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI, Message: "The broker could not complete the request.", Err: err}
 	}
 	if ce.Err != nil {
-		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "box", info.box, "err", ce.Err)
+		s.log.Error("request failed", "method", r.Method, "path", LogPath(r.URL.Path), "box", info.box, "err", ce.Err)
 	}
 	if w.wrote {
 		return // the answer has begun; nothing more can be said
@@ -438,6 +438,35 @@ const BodyTimeout = 10 * time.Second
 // TokenPrefix begins every box token boxbroker mints, so a token is
 // recognisable in a request and in a leaked log.
 const TokenPrefix = "bbx_"
+
+// LogPath is path as a log line may hold it: with every box token in it
+// (as an egress box may put one where an API puts its key) cut to its
+// prefix.
+func LogPath(path string) string {
+	if !strings.Contains(path, TokenPrefix) {
+		return path
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(path, TokenPrefix)
+		if i < 0 {
+			break
+		}
+		b.WriteString(path[:i+len(TokenPrefix)] + "…")
+		path = path[i+len(TokenPrefix):]
+		j := 0
+		for j < len(path) && isTokenByte(path[j]) {
+			j++
+		}
+		path = path[j:]
+	}
+	b.WriteString(path)
+	return b.String()
+}
+
+func isTokenByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_'
+}
 
 // NewToken mints a box token: TokenPrefix and 32 random bytes, base64url.
 func NewToken() (string, error) {

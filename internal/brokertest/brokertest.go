@@ -18,6 +18,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/broker"
 	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/egress"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/server"
@@ -120,6 +121,21 @@ func (b *Broker) SetCredential(id, value string) {
 		b.t.Fatal(err)
 	}
 	b.Server.Cache.Drop(store.ChangeCredential, id)
+}
+
+// SetSecret seals and stores the egress secret name of box, to be sent
+// only to host (a base URL), and drops it from the cache.
+func (b *Broker) SetSecret(box, name, host, value string) {
+	b.t.Helper()
+	sealed, err := b.Server.Keyring.Seal([]byte(value), egress.AD(box, name))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	err = b.Server.Store.SetSecret(context.Background(), store.Secret{Box: box, Name: name, Host: host, Sealed: sealed, UpdatedAt: time.Now()})
+	if err != nil {
+		b.t.Fatalf("SetSecret(%s, %s): %v", box, name, err)
+	}
+	b.Server.Cache.Drop(store.ChangeSecret, box+"/"+name)
 }
 
 // Report posts a declaration report for token with the given entries and
