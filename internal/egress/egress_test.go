@@ -55,7 +55,7 @@ type host struct {
 	seen []seen
 }
 
-func newHost(t *testing.T, h http.HandlerFunc) *host {
+func newHost(t testing.TB, h http.HandlerFunc) *host {
 	t.Helper()
 	ho := &host{}
 	ho.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -151,7 +151,7 @@ type env struct {
 	logs        *syncBuffer
 }
 
-func newEnv(t *testing.T, configure func(*server.Config)) *env {
+func newEnv(t testing.TB, configure func(*server.Config)) *env {
 	t.Helper()
 	e := &env{logs: &syncBuffer{}}
 	e.echo = newHost(t, echo)
