@@ -1,0 +1,240 @@
+package egress
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/intentius/boxbroker/internal/proxy"
+)
+
+func TestParseHost(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    string // canonical form; "" for refused
+		problem string // the refusal says this
+	}{
+		{"https://api.example.com", "https://api.example.com", ""},
+		{"https://API.Example.com/", "https://api.example.com", ""},
+		{"https://api.example.com:8443/v1/", "https://api.example.com:8443/v1", ""},
+		{"http://127.0.0.1:9000/base", "http://127.0.0.1:9000/base", ""},
+		{"https://[::1]:8443", "https://[::1]:8443", ""},
+		{"https://api.example.com/a%20b", "https://api.example.com/a%20b", ""},
+		{"HTTPS://api.example.com", "https://api.example.com", ""},
+		{"ftp://api.example.com", "", "https://"},
+		{"api.example.com", "", "https://"},
+		{"https://", "", "no host"},
+		{"https:api.example.com", "", "no host"},
+		{"https://user:pass@api.example.com", "", "user or password"},
+		{"https://api.example.com?x=1", "", "query"},
+		{"https://api.example.com?", "", "query"},
+		{"https://api.example.com#frag", "", "fragment"},
+		{"https://api.example.com:0", "", "port"},
+		{"https://api.example.com:99999", "", "port"},
+		{"https://api.example.com:", "", "port"},
+		{"https://api.example.com/a/../b", "", "plain path"},
+		{"https://api.example.com/a/%2e%2e/b", "", "plain path"},
+		{"https://api.example.com/a%2Fb", "", "plain path"},
+		{"https://api.example.com//b", "", "plain path"},
+		{"https://bücher.example", "", "punycode"},
+		{"https://exa mple.com", "", "not a URL"},
+	}
+	for _, tt := range tests {
+		u, err := ParseHost(tt.in)
+		switch {
+		case tt.want != "" && err != nil:
+			t.Errorf("ParseHost(%q) error %v, want %s", tt.in, err, tt.want)
+		case tt.want != "" && u.String() != tt.want:
+			t.Errorf("ParseHost(%q) = %s, want %s", tt.in, u, tt.want)
+		case tt.want == "" && err == nil:
+			t.Errorf("ParseHost(%q) = %s, want an error saying %q", tt.in, u, tt.problem)
+		case tt.want == "" && !strings.Contains(err.Error(), tt.problem):
+			t.Errorf("ParseHost(%q) error %q, want it to say %q", tt.in, err, tt.problem)
+		}
+	}
+}
+
+func TestJoinPath(t *testing.T) {
+	withPrefix, _ := ParseHost("https://api.example.com/v1")
+	bare, _ := ParseHost("https://api.example.com")
+	tests := []struct {
+		base          *url.URL
+		tail          string
+		path, rawPath string
+		refused       bool
+	}{
+		{withPrefix, "", "/v1", "/v1", false},
+		{bare, "", "/", "/", false},
+		{withPrefix, "/", "/v1/", "/v1/", false},
+		{withPrefix, "/charges/ch_1", "/v1/charges/ch_1", "/v1/charges/ch_1", false},
+		{withPrefix, "//charges///x//", "/v1/charges/x/", "/v1/charges/x/", false},
+		{withPrefix, "/group%2Fproject/issues", "/v1/group/project/issues", "/v1/group%2Fproject/issues", false},
+		{withPrefix, `/a\b`, `/v1/a\b`, "/v1/a%5Cb", false},
+		{withPrefix, "/a%20b;c=d@e", "/v1/a b;c=d@e", "/v1/a%20b;c=d@e", false},
+		{withPrefix, "/..", "", "", true},
+		{withPrefix, "/a/../b", "", "", true},
+		{withPrefix, "/%2e%2E/b", "", "", true},
+		{withPrefix, "/a%2F..%2Fb", "", "", true},
+		{withPrefix, `/a\..\b`, "", "", true},
+		{withPrefix, "/.", "", "", true},
+		{withPrefix, "/%zz", "", "", true},
+		{withPrefix, "/...", "/v1/...", "/v1/...", false},
+	}
+	for _, tt := range tests {
+		path, raw, err := joinPath(tt.base, tt.tail)
+		if tt.refused {
+			var pe *pathError
+			if !errors.As(err, &pe) {
+				t.Errorf("joinPath(%s, %q) = %q, %v, want a refusal", tt.base, tt.tail, path, err)
+			}
+			continue
+		}
+		if err != nil || path != tt.path || raw != tt.rawPath {
+			t.Errorf("joinPath(%s, %q) = %q, %q, %v, want %q, %q", tt.base, tt.tail, path, raw, err, tt.path, tt.rawPath)
+			continue
+		}
+		u := &url.URL{Scheme: "https", Host: "api.example.com", Path: path, RawPath: raw}
+		if u.EscapedPath() != raw {
+			t.Errorf("joinPath(%s, %q): URL's escaped path %q, want %q", tt.base, tt.tail, u.EscapedPath(), raw)
+		}
+	}
+}
+
+const tok = "bbx_0123456789012345678901234567890123456789abc"
+
+func TestSwapQuery(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"", ""},
+		{"a=1&b=2", "a=1&b=2"},
+		{"key=" + tok, "key=v%2Fa+l%26ue"},
+		{"key=" + tok + "&x=%20y&flag", "key=v%2Fa+l%26ue&x=%20y&flag"},
+		{"key=%62bx_" + tok[4:], "key=v%2Fa+l%26ue"},
+		{"prefix-" + tok + "=1", "prefix-v%2Fa+l%26ue=1"},
+		{"bad=%zz" + tok, "bad=%zzv%2Fa+l%26ue"},
+	}
+	for _, tt := range tests {
+		if got := swapQuery(tt.in, tok, "v/a l&ue"); got != tt.want {
+			t.Errorf("swapQuery(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestFindTokens(t *testing.T) {
+	other := "bbx_" + strings.Repeat("Z", 43)
+	tests := []struct {
+		name   string
+		target string
+		header http.Header
+		want   []string
+	}{
+		{"bearer", "/egress/X/y", http.Header{"Authorization": {"Bearer " + tok}}, []string{tok}},
+		{"basic", "/egress/X/y", http.Header{"Authorization": {"Basic " + mustB64("u:"+tok)}}, []string{tok}},
+		{"custom header", "/egress/X/y", http.Header{"X-Key": {"k=" + tok + ";"}}, []string{tok}},
+		{"query", "/egress/X/y?a=1&key=" + tok, nil, []string{tok}},
+		{"two", "/egress/X/y?key=" + other, http.Header{"X-Key": {tok}}, []string{tok, other}},
+		{"non-bbx bearer", "/egress/X/y", http.Header{"Authorization": {"Bearer sk-1"}}, []string{"sk-1"}},
+		{"none", "/egress/X/y", http.Header{"Accept": {"*/*"}}, nil},
+	}
+	c := &Capability{}
+	for _, tt := range tests {
+		r := httptest.NewRequest("GET", "http://broker"+tt.target, nil)
+		for k, vs := range tt.header {
+			r.Header[k] = vs
+		}
+		got := c.FindTokens(r)
+		slices.Sort(got)
+		slices.Sort(tt.want)
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("FindTokens(%s) = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+// mustB64 is "user:password" as Basic credentials encode it.
+func mustB64(s string) string {
+	h := http.Header{}
+	r := &http.Request{Header: h}
+	u, p, _ := strings.Cut(s, ":")
+	r.SetBasicAuth(u, p)
+	return strings.TrimPrefix(h.Get("Authorization"), "Basic ")
+}
+
+// roundTripFunc records that a request was sent.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestGuard_SendsOnlyToTheSecretsHost holds the second lock: whatever
+// Rewrite did, the guard sends nothing elsewhere and nothing holding the
+// token.
+func TestGuard_SendsOnlyToTheSecretsHost(t *testing.T) {
+	target, _ := url.Parse("https://api.example.com/v1/x")
+	f := &flight{name: "X", token: tok, value: "VALUE", target: target, addr: dialAddr(target)}
+	ctx := context.WithValue(context.Background(), ctxKey{}, f)
+	tests := []struct {
+		name   string
+		url    string
+		header http.Header
+		want   error
+	}{
+		{"the secret's host", "https://api.example.com/v1/x", nil, nil},
+		{"another host", "https://evil.example/v1/x", nil, errElsewhere},
+		{"another port", "https://api.example.com:444/v1/x", nil, errElsewhere},
+		{"another scheme", "http://api.example.com/v1/x", nil, errElsewhere},
+		{"token in a header", "https://api.example.com/v1/x", http.Header{"X-Left": {tok}}, errTokenLeft},
+		{"token in Basic", "https://api.example.com/v1/x", http.Header{"Authorization": {"Basic " + mustB64(tok+":")}}, errTokenLeft},
+		{"token in the query", "https://api.example.com/v1/x?k=" + tok, nil, errTokenLeft},
+		{"token in the path", "https://api.example.com/v1/" + tok, nil, errTokenLeft},
+	}
+	for _, tt := range tests {
+		sent := false
+		g := guard{next: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			sent = true
+			return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
+		})}
+		req, _ := http.NewRequestWithContext(ctx, "POST", tt.url, strings.NewReader("body"))
+		for k, vs := range tt.header {
+			req.Header[k] = vs
+		}
+		_, err := g.RoundTrip(req)
+		if !errors.Is(err, tt.want) || sent != (tt.want == nil) {
+			t.Errorf("guard.RoundTrip(%s) = %v, sent %v, want %v", tt.name, err, sent, tt.want)
+		}
+	}
+	// With no flight at all nothing is sent.
+	req, _ := http.NewRequest("GET", "https://api.example.com/v1/x", nil)
+	if _, err := (guard{next: http.DefaultTransport}).RoundTrip(req); !errors.Is(err, errElsewhere) {
+		t.Errorf("guard.RoundTrip(no flight) = %v, want errElsewhere", err)
+	}
+}
+
+// TestTransport_DialsOnlyTheSecretsHost calls egress's own dialer for an
+// address other than the secret's: it is refused before any connection.
+func TestTransport_DialsOnlyTheSecretsHost(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	defer srv.Close()
+	allowed, _ := url.Parse(srv.URL)
+	f := &flight{target: allowed, addr: dialAddr(allowed)}
+	ctx := context.WithValue(context.Background(), ctxKey{}, f)
+	tr := newTransport(proxy.TransportOptions{})
+	defer tr.CloseIdleConnections()
+	conn, err := tr.DialContext(ctx, "tcp", allowed.Host)
+	if err != nil {
+		t.Fatalf("dial the secret's host: %v", err)
+	}
+	conn.Close()
+	for _, addr := range []string{"127.0.0.1:1", "evil.example:443", "localhost" + allowed.Host[strings.LastIndex(allowed.Host, ":"):]} {
+		if _, err := tr.DialContext(ctx, "tcp", addr); !errors.Is(err, errElsewhere) {
+			t.Errorf("dial %s = %v, want errElsewhere", addr, err)
+		}
+	}
+	if _, err := tr.DialContext(context.Background(), "tcp", allowed.Host); !errors.Is(err, errElsewhere) {
+		t.Errorf("dial with no flight = %v, want errElsewhere", err)
+	}
+}
