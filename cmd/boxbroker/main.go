@@ -8,6 +8,7 @@
 //	boxbroker serve [flags]              run the broker
 //	boxbroker box add|list|remove|rotate  manage boxes and their tokens
 //	boxbroker credential set|list|remove  manage the operator's credentials
+//	boxbroker secret set|list|remove      manage a box's egress secrets
 //
 // Every subcommand takes --data DIR (or BOXBROKER_DATA) for the data
 // directory and --store URL (or BOXBROKER_STORE) for a PostgreSQL store.
@@ -41,6 +42,7 @@ func commands() map[string]command {
 		"serve":      {"run the broker", runServe},
 		"box":        {"manage boxes: add, list, remove, rotate", runBox},
 		"credential": {"manage credentials: set, list, remove", runCredential},
+		"secret":     {"manage a box's egress secrets: set, list, remove", runSecret},
 	}
 }
 

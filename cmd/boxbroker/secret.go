@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/egress"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/server"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// minSecretLen is the shortest value `secret set` takes: the broker swaps
+// the value out of every answer, and a shorter one would match ordinary
+// text.
+const minSecretLen = 8
+
+func runSecret(ctx context.Context, c *cli, args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: secret set BOX NAME --host URL | list BOX | remove BOX NAME", errUsage)
+	}
+	sub, args := args[0], args[1:]
+	var cfg server.Config
+	fs := c.flags("secret "+sub, &cfg)
+	host := fs.String("host", "", "set: the one base URL the secret may be sent to, https://host[:port][/path]")
+	brokerURL := fs.String("url", c.envOr("BOXBROKER_URL", "http://127.0.0.1:8787"), "the broker's URL as boxes reach it, for the hints printed (BOXBROKER_URL)")
+	word := fs.String("broker", c.envOr("BOXBROKER_BROKER", "lobby"), "the broker word, for the declaration hint printed (BOXBROKER_BROKER)")
+	yes := fs.Bool("yes", false, "remove without asking")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	want := map[string]int{"set": 2, "remove": 2, "list": 1}
+	n, ok := want[sub]
+	if !ok {
+		return fmt.Errorf("%w: unknown secret command %q (set, list, remove)", errUsage, sub)
+	}
+	if len(pos) != n {
+		what := "BOX NAME"
+		if n == 1 {
+			what = "BOX"
+		}
+		if sub == "set" {
+			what += "; the value is read from stdin, never from arguments"
+		}
+		return fmt.Errorf("%w: secret %s takes %s", errUsage, sub, what)
+	}
+	box := pos[0]
+	if !protocol.IsBoxName(box) {
+		return fmt.Errorf("%w: box name %q must match ^[a-z][a-z0-9-]{0,62}$", errUsage, box)
+	}
+	var name string
+	if n == 2 {
+		name = pos[1]
+		if !protocol.IsSecretName(name) {
+			return fmt.Errorf("%w: secret name %q must match ^[A-Z][A-Z0-9_]{0,39}$: an upper-case letter, then up to 39 upper-case letters, digits or _", errUsage, name)
+		}
+	}
+	switch sub {
+	case "set":
+		return secretSet(ctx, c, &cfg, box, name, *host, *brokerURL, *word)
+	case "remove":
+		if !*yes && !c.confirm(fmt.Sprintf("Remove the secret %s of box %s?", name, box)) {
+			return errors.New("not removed (pass --yes to remove without asking)")
+		}
+		st, err := openStore(ctx, &cfg)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		if err := st.DeleteSecret(ctx, box, name); errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("box %s has no secret %s", box, name)
+		} else if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stdout, "removed secret %s of box %s\n", name, box)
+	case "list":
+		st, err := openStore(ctx, &cfg)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		if _, err := st.Box(ctx, box); errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("no box named %s", box)
+		} else if err != nil {
+			return err
+		}
+		secrets, err := st.ListSecrets(ctx, box)
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "SECRET\tHOST\tUPDATED")
+		for _, s := range secrets {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, s.Host, s.UpdatedAt.UTC().Format(time.RFC3339))
+		}
+		return tw.Flush()
+	}
+	return nil
+}
+
+func secretSet(ctx context.Context, c *cli, cfg *server.Config, box, name, host, brokerURL, word string) error {
+	if host == "" {
+		return fmt.Errorf("%w: secret set needs --host, the one base URL the secret may be sent to, as in --host https://api.example.com", errUsage)
+	}
+	base, err := egress.ParseHost(host)
+	if err != nil {
+		return fmt.Errorf("%w: --host %v", errUsage, err)
+	}
+	value, err := c.readSecret(fmt.Sprintf("value of %s for box %s (not echoed): ", name, box))
+	if err != nil {
+		return err
+	}
+	defer clear(value)
+	if len(value) < minSecretLen {
+		return fmt.Errorf("the value is shorter than %d bytes: the broker keeps it out of answers by matching it, and a value that short would match ordinary text", minSecretLen)
+	}
+	for _, b := range value {
+		if b < 0x20 || b == 0x7f {
+			return errors.New("the value holds a control character, which cannot travel in a request header")
+		}
+	}
+	keyring, err := server.LoadKeyring(cfg)
+	if err != nil {
+		return err
+	}
+	sealed, err := keyring.Seal(value, egress.AD(box, name))
+	if err != nil {
+		return err
+	}
+	st, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	err = st.SetSecret(ctx, store.Secret{Box: box, Name: name, Host: base.String(), Sealed: sealed, UpdatedAt: time.Now().UTC()})
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("no box named %s (add it with `boxbroker box add %s`)", box, box)
+	}
+	if err != nil {
+		return err
+	}
+	if base.Scheme == "http" && !isLoopback(base.Hostname()) {
+		fmt.Fprintf(c.stderr, "warning: %s is http://, so the value travels to it unencrypted\n", base)
+	}
+	b := strings.TrimSuffix(brokerURL, "/")
+	fmt.Fprintf(c.stdout, "set secret %s of box %s, sealed at rest; the broker sends it only to %s\n\n", name, box, base)
+	fmt.Fprintf(c.stdout, "Give the box:\n  %s_KEY=<the box's token>\n  %s_BASE_URL=%s%s/%s\n\n", name, name, b, protocol.PrefixEgress, name)
+	fmt.Fprintf(c.stdout, "and let its box block declare it:\n  { \"name\": %q, \"broker\": %q, \"scope\": [%q] }\n", protocol.Egress, word, name)
+	return nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// parseInterspersed parses flags that may come before, between or after
+// the positional arguments (`secret set BOX NAME --host URL`), and returns
+// the positional ones. Everything after "--" is positional.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := parse(fs, args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
