@@ -244,7 +244,9 @@ func TestEgress_Forwards(t *testing.T) {
 		{"custom header", "/egress/ECHO/v1/charges?limit=3", http.Header{"X-Goog-Api-Key": {e.token}},
 			func(s seen) (string, string) { return s.Header.Get("X-Goog-Api-Key"), e.value }},
 		{"token inside a header", "/egress/ECHO/v1/charges?limit=3", http.Header{"Authorization": {"Token token=" + e.token + ", v=2"}},
-			func(s seen) (string, string) { return s.Header.Get("Authorization"), "Token token=" + e.value + ", v=2" }},
+			func(s seen) (string, string) {
+				return s.Header.Get("Authorization"), "Token token=" + e.value + ", v=2"
+			}},
 		{"basic password", "/egress/ECHO/v1/charges?limit=3", http.Header{"Authorization": {basic("api", e.token)}},
 			func(s seen) (string, string) { return s.Header.Get("Authorization"), basic("api", e.value) }},
 		{"basic user", "/egress/ECHO/v1/charges?limit=3", http.Header{"Authorization": {basic(e.token, "")}},
