@@ -39,6 +39,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/intentius/boxbroker/internal/capability"
@@ -153,8 +154,22 @@ type flight struct {
 	name   string
 	token  string   // the box's token, which never leaves
 	value  string   // the secret's value, which never comes back
+	forms  []string // valueForms(value)
 	target *url.URL // where the request goes
 	addr   string   // the host:port it may dial
+}
+
+// valueForms are the forms of value an answer is searched for: as it
+// is, and query- and path-escaped where those differ (a Location that
+// puts the key in its query).
+func valueForms(value string) []string {
+	forms := []string{value}
+	for _, v := range []string{url.QueryEscape(value), url.PathEscape(value)} {
+		if !slices.Contains(forms, v) {
+			forms = append(forms, v)
+		}
+	}
+	return forms
 }
 
 func flightOf(ctx context.Context) *flight {
@@ -222,7 +237,7 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 	if r.Body != nil && r.Body != http.NoBody {
 		r.Body = http.MaxBytesReader(w, r.Body, c.cfg.MaxBody)
 	}
-	f := &flight{name: name, token: call.Token, value: value, target: target, addr: dialAddr(target)}
+	f := &flight{name: name, token: call.Token, value: value, forms: valueForms(value), target: target, addr: dialAddr(target)}
 	c.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, f)))
 	return nil
 }
@@ -261,11 +276,15 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		return errUpgraded
 	}
-	if n := proxy.ReplaceValue(resp.Header, f.value, f.token); n > 0 {
+	n := 0
+	for _, v := range f.forms {
+		n += proxy.ReplaceValue(resp.Header, v, f.token)
+		proxy.ReplaceValue(resp.Trailer, v, f.token)
+	}
+	if n > 0 {
 		c.log.Warn("egress: the host repeated the secret's value in answer headers; the box's token is in its place",
 			"secret", f.name, "headers", n)
 	}
-	proxy.ReplaceValue(resp.Trailer, f.value, f.token)
 	switch enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))); enc {
 	case "", "identity":
 	case "gzip", "x-gzip":
@@ -280,7 +299,15 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 		resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified {
 		return nil
 	}
-	resp.Body = &answer{Redactor: proxy.NewRedactor(resp.Body, []byte(f.value), []byte(f.token)), resp: resp, f: f, log: c.log}
+	a := &answer{resp: resp, f: f, log: c.log}
+	body := resp.Body
+	for _, v := range f.forms {
+		r := proxy.NewRedactor(body, []byte(v), []byte(f.token))
+		a.redactors = append(a.redactors, r)
+		body = r
+	}
+	a.ReadCloser = body
+	resp.Body = a
 	// The body's length changes wherever the value is replaced: stream it.
 	resp.Header.Del("Content-Length")
 	resp.ContentLength = -1
@@ -290,19 +317,24 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 // answer is an answer body with the value replaced, which at its end
 // replaces the value in the trailers too and logs any replacement.
 type answer struct {
-	*proxy.Redactor
-	resp *http.Response
-	f    *flight
-	log  *slog.Logger
-	done bool
+	io.ReadCloser // the last of redactors
+	redactors     []*proxy.Redactor
+	resp          *http.Response
+	f             *flight
+	log           *slog.Logger
+	done          bool
 }
 
 func (a *answer) Read(p []byte) (int, error) {
-	n, err := a.Redactor.Read(p)
+	n, err := a.ReadCloser.Read(p)
 	if err == io.EOF && !a.done {
 		a.done = true
-		proxy.ReplaceValue(a.resp.Trailer, a.f.value, a.f.token)
-		if k := a.Replaced(); k > 0 {
+		k := 0
+		for i, v := range a.f.forms {
+			proxy.ReplaceValue(a.resp.Trailer, v, a.f.token)
+			k += a.redactors[i].Replaced()
+		}
+		if k > 0 {
 			a.log.Warn("egress: the host repeated the secret's value in an answer body; the box's token is in its place",
 				"secret", a.f.name, "times", k)
 		}

@@ -87,6 +87,10 @@ func echo(w http.ResponseWriter, r *http.Request) {
 	case "redirect":
 		http.Redirect(w, r, q.Get("to"), http.StatusFound)
 		return
+	case "locate":
+		// Where to go next, the key in the query.
+		http.Redirect(w, r, "/next?key="+url.QueryEscape(r.Header.Get("X-Api-Key")), http.StatusSeeOther)
+		return
 	case "stream":
 		// The authorization three bytes at a time, flushed, then in a trailer.
 		w.Header().Set("Trailer", "X-Echo-Trailer")
@@ -371,6 +375,16 @@ func TestEgress_AnswersNeverCarryTheValue(t *testing.T) {
 		resp.Body.Close()
 		if len(hints) != 1 || strings.Contains(hints[0], e.value) || !strings.Contains(hints[0], url.QueryEscape("Bearer "+e.token)) && !strings.Contains(hints[0], e.token) {
 			t.Errorf("103 Link headers = %q, want one with the token in the value's place", hints)
+		}
+	})
+	t.Run("escaped value in a Location", func(t *testing.T) {
+		value := "sk/live+" + randomHex(8) + "=="
+		e.br.SetSecret("shop", "ESCAPED", e.echo.URL, value)
+		e.br.Report(e.token, brokertest.Entry(protocol.Egress, secretName, "ESCAPED"))
+		resp, body := e.do(t, http.MethodGet, "/egress/ESCAPED/x?do=locate", http.Header{"X-Api-Key": {e.token}}, nil)
+		loc := resp.Header.Get("Location")
+		if resp.StatusCode != http.StatusSeeOther || loc != "/next?key="+e.token || strings.Contains(string(body), url.QueryEscape(value)) {
+			t.Errorf("redirect = %d Location %q body %q, want 303 to /next?key=<token>", resp.StatusCode, loc, body)
 		}
 	})
 	t.Run("HEAD keeps its length", func(t *testing.T) {
