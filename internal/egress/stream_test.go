@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -49,6 +51,30 @@ func heapPeak() (stop func() uint64) {
 		defer mu.Unlock()
 		return peak - base
 	}
+}
+
+// resetPeakRSS resets the kernel's peak RSS of this process (Linux) and
+// returns the RSS now, or 0 where it cannot.
+func resetPeakRSS() uint64 {
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		return 0
+	}
+	return procStatus("VmRSS")
+}
+
+// procStatus reads a size field of /proc/self/status, in bytes.
+func procStatus(field string) uint64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, _ := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }
 
 // zeros is an endless reader of zero bytes.
@@ -125,6 +151,7 @@ func TestEgress_LargeBodiesStreamWithBoundedMemory(t *testing.T) {
 	}
 	direct := stop()
 
+	rssBefore := resetPeakRSS()
 	stop = heapPeak()
 	if got := upload(t, e.br.URL, "/egress/ECHO/x?do=upload", bearer, bigBody); got != fmt.Sprintf(`{"received":%d}`, bigBody) {
 		t.Fatalf("upload through the broker = %s, want received %d", got, bigBody)
@@ -135,6 +162,9 @@ func TestEgress_LargeBodiesStreamWithBoundedMemory(t *testing.T) {
 	brokered := stop()
 	t.Logf("peak heap growth moving 100 MiB up and 100 MiB down: direct %.1f MiB, through the broker %.1f MiB",
 		float64(direct)/(1<<20), float64(brokered)/(1<<20))
+	if rssBefore > 0 {
+		t.Logf("process RSS %.1f MiB before the brokered transfers, peak %.1f MiB during them", float64(rssBefore)/(1<<20), float64(procStatus("VmHWM"))/(1<<20))
+	}
 	// Holding either body would grow the heap by at least 100 MiB.
 	if brokered > 32<<20 {
 		t.Errorf("peak heap growth through the broker = %.1f MiB, want under 32 MiB for 100 MiB bodies", float64(brokered)/(1<<20))
