@@ -13,6 +13,7 @@ import (
 
 	"github.com/intentius/boxbroker/conformance"
 	"github.com/intentius/boxbroker/internal/broker"
+	"github.com/intentius/boxbroker/internal/egress"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/server"
@@ -70,6 +71,17 @@ func startBroken(t *testing.T, dataDir string, wrap func(http.Handler) http.Hand
 				return nil, err
 			}
 		}
+		for _, sec := range env.Secrets {
+			sealed, err := srv.Keyring.Seal([]byte(sec.Value), egress.AD(sec.Box, sec.Name))
+			if err != nil {
+				cancel()
+				return nil, err
+			}
+			if err := srv.Store.SetSecret(ctx, store.Secret{Box: sec.Box, Name: sec.Name, Host: sec.Host, Sealed: sealed, UpdatedAt: time.Now()}); err != nil {
+				cancel()
+				return nil, err
+			}
+		}
 		go srv.Cache.Run(rctx)
 		var h http.Handler = srv.Handler
 		if wrap != nil {
@@ -90,7 +102,7 @@ func TestConformance(t *testing.T) {
 	conformance.RunTest(t, conformance.Config{
 		Name:         "boxbroker",
 		Start:        startBoxbroker(t, t.TempDir()),
-		Capabilities: []string{protocol.Inference},
+		Capabilities: []string{protocol.Inference, protocol.Egress},
 	})
 }
 
@@ -109,14 +121,15 @@ func TestConformance_FailsBrokenBoxbrokers(t *testing.T) {
 			wrap: func(next http.Handler) http.Handler {
 				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					if r.URL.Path == protocol.RouteDeclaration {
-						all := `{"capabilities":[{"name":"inference","broker":"lobby","scope":["agent","decide"]}]}`
+						all := `{"capabilities":[{"name":"inference","broker":"lobby","scope":["agent","decide"]},` +
+							`{"name":"egress","broker":"lobby","scope":["CONFORMANCE","CONFORMANCE_UNHELD"]}]}`
 						r.Body = io.NopCloser(strings.NewReader(all))
 						r.ContentLength = int64(len(all))
 					}
 					next.ServeHTTP(w, r)
 				})
 			},
-			mustFail: []string{"inference-agent-refused", "decide-refused"},
+			mustFail: []string{"inference-agent-refused", "decide-refused", "egress-refused"},
 		},
 		{
 			name: "forwards the token upstream",
@@ -135,7 +148,7 @@ func TestConformance_FailsBrokenBoxbrokers(t *testing.T) {
 				}
 				return http.DefaultTransport.RoundTrip(r)
 			}),
-			mustFail: []string{"inference-forwards", "token-isolation"},
+			mustFail: []string{"inference-forwards", "egress-forwards", "token-isolation"},
 		},
 	}
 	for _, tt := range tests {
@@ -143,7 +156,7 @@ func TestConformance_FailsBrokenBoxbrokers(t *testing.T) {
 			report, err := conformance.Run(context.Background(), conformance.Config{
 				Name:         "broken boxbroker: " + tt.name,
 				Start:        startBroken(t, t.TempDir(), tt.wrap, tt.transport),
-				Capabilities: []string{protocol.Inference},
+				Capabilities: []string{protocol.Inference, protocol.Egress},
 			})
 			if err != nil {
 				t.Fatal(err)
