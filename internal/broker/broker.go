@@ -185,6 +185,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, info *requestInfo
 		return err
 	}
 	info.box = box.Name
+	if box.Paused {
+		info.reason = "paused"
+		return capability.Errorf(http.StatusForbidden, protocol.TypePermission,
+			"This box is paused by its owner, so the broker serves it nothing until the owner resumes it (`boxbroker box resume %s`).", box.Name)
+	}
 	d, err := s.cfg.Cache.Declaration(r.Context(), box.Name)
 	if err != nil {
 		return unavailable(err)

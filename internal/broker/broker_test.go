@@ -188,3 +188,36 @@ func TestLimits_Concurrent(t *testing.T) {
 		t.Errorf("after the held ones finished = %d, want 200", resp.StatusCode)
 	}
 }
+
+// TestPause refuses every capability of a paused box, still takes its
+// reports, and serves it again once resumed — each at the next request.
+func TestPause(t *testing.T) {
+	b := brokertest.New(t, brokertest.Options{})
+	token := b.AddBox("a")
+	b.SetCredential("anthropic", "sk-ant-api03-x")
+	b.Report(token, brokertest.Entry("inference", "agent"))
+	ctx := context.Background()
+	setPaused := func(p bool) {
+		box, err := b.Server.Store.Box(ctx, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		box.Paused = p
+		if err := b.Server.Store.UpdateBox(ctx, box); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Server.Cache.Poll(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setPaused(true)
+	resp := b.Do("GET", "/llm/anthropic/v1/models", token, nil, nil)
+	if _, msg := brokertest.Refusal(resp.Body); resp.StatusCode != 403 || !strings.Contains(msg, "paused by its owner") {
+		t.Errorf("paused: %d %s", resp.StatusCode, resp.Body)
+	}
+	b.Report(token, brokertest.Entry("inference", "agent")) // still accepted
+	setPaused(false)
+	if resp := b.Do("GET", "/llm/anthropic/v1/models", token, nil, nil); resp.StatusCode != 200 {
+		t.Errorf("resumed: %d %s", resp.StatusCode, resp.Body)
+	}
+}
