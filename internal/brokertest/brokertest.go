@@ -6,6 +6,8 @@ package brokertest
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -37,6 +39,13 @@ type Options struct {
 	Extra []capability.Capability
 	// Logs, when set, receives the server's logs at debug level.
 	Logs io.Writer
+	// Fountain, when true, starts a recording Fountain stand-in
+	// (Broker.Fountain, answering with FountainStandIn) and points the
+	// server's FountainURL at it, so /fountain is served.
+	Fountain bool
+	// FountainHandler, when set, answers as Fountain instead of the
+	// stand-in (recorded all the same); it implies Fountain.
+	FountainHandler http.Handler
 }
 
 // Broker is a running boxbroker under test.
@@ -46,6 +55,9 @@ type Broker struct {
 	Server *server.Server
 	// Upstream is the recording Anthropic stand-in (nil when Options.Anthropic was set).
 	Upstream *Recorder
+	// Fountain records what reached Fountain (nil unless Options.Fountain
+	// or Options.FountainHandler was set).
+	Fountain *Recorder
 }
 
 // New starts a boxbroker and registers its shutdown with t.Cleanup.
@@ -61,6 +73,16 @@ func New(t testing.TB, opt Options) *Broker {
 	t.Cleanup(ups.Close)
 	u, _ := url.Parse(ups.URL)
 	cfg := server.Config{Broker: opt.Broker, DataDir: t.TempDir(), AnthropicURL: u, ShutdownGrace: time.Second, LogLevel: "debug"}
+	if opt.Fountain || opt.FountainHandler != nil {
+		h := opt.FountainHandler
+		if h == nil {
+			h = http.HandlerFunc(FountainStandIn)
+		}
+		b.Fountain = &Recorder{Handler: h}
+		fs := httptest.NewServer(b.Fountain)
+		t.Cleanup(fs.Close)
+		cfg.FountainURL, _ = url.Parse(fs.URL)
+	}
 	if opt.Config != nil {
 		opt.Config(&cfg)
 	}
@@ -136,6 +158,17 @@ func (b *Broker) SetSecret(box, name, host, value string) {
 		b.t.Fatalf("SetSecret(%s, %s): %v", box, name, err)
 	}
 	b.Server.Cache.Drop(store.ChangeSecret, box+"/"+name)
+}
+
+// Sync applies every change the store has logged to the server's cache,
+// as the server's own poll does every few milliseconds: after Sync, a
+// write made straight to the store (as the CLI makes them) is what the
+// next request sees.
+func (b *Broker) Sync() {
+	b.t.Helper()
+	if err := b.Server.Cache.Poll(context.Background()); err != nil {
+		b.t.Fatalf("cache poll: %v", err)
+	}
 }
 
 // Report posts a declaration report for token with the given entries and
@@ -274,6 +307,33 @@ func AnthropicStandIn(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(404)
 		_, _ = io.WriteString(w, `{"type":"error","error":{"type":"not_found_error","message":"Not found."}}`)
+	}
+}
+
+// FountainStandIn answers like Fountain's API under /api/: POST
+// /api/conversations starts a conversation and answers 201 with a fresh
+// id; any other request under /api/ answers 200 with its method, path and
+// query. A request with no bearer is a 401.
+func FountainStandIn(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	a := r.Header.Get("Authorization")
+	if len(a) < 8 || a[:7] != "Bearer " {
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = io.WriteString(w, `{"error":"unauthorized"}`)
+		return
+	}
+	switch {
+	case r.Method == http.MethodPost && r.URL.Path == "/api/conversations":
+		id := make([]byte, 8)
+		_, _ = rand.Read(id)
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, `{"id":"conv_`+hex.EncodeToString(id)+`","status":"started"}`)
+	case len(r.URL.Path) > len("/api/") && r.URL.Path[:len("/api/")] == "/api/":
+		b, _ := json.Marshal(map[string]string{"method": r.Method, "path": r.URL.Path, "query": r.URL.RawQuery})
+		_, _ = w.Write(b)
+	default:
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, `{"error":"not found"}`)
 	}
 }
 

@@ -32,6 +32,10 @@ type Config struct {
 	AnthropicURL *url.URL
 	// FountainURL is the Fountain API upstream; nil serves no /fountain.
 	FountainURL *url.URL
+	// Feedback is what the broker does with feedback batches: "keep"
+	// (the default) stores them, "off" answers 501 so each box keeps its
+	// batches to send later.
+	Feedback string
 	// MasterKey, when set, is the master key (hex or base64 of 32 bytes);
 	// otherwise the key file in DataDir is used or created.
 	MasterKey string
@@ -68,6 +72,12 @@ type Config struct {
 	TLSCert, TLSKey string
 }
 
+// Values of Config.Feedback.
+const (
+	FeedbackKeep = "keep"
+	FeedbackOff  = "off"
+)
+
 // DefaultDataDir is where data lives when neither --data nor
 // BOXBROKER_DATA says.
 func DefaultDataDir() string {
@@ -93,6 +103,9 @@ func (c *Config) Defaults() {
 	}
 	if c.AnthropicURL == nil {
 		c.AnthropicURL, _ = url.Parse("https://api.anthropic.com")
+	}
+	if c.Feedback == "" {
+		c.Feedback = FeedbackKeep
 	}
 	if c.ShutdownGrace == 0 {
 		c.ShutdownGrace = 30 * time.Second
@@ -157,6 +170,9 @@ func (c *Config) Validate() error {
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		p = append(p, "tls-cert and tls-key go together")
+	}
+	if c.Feedback != FeedbackKeep && c.Feedback != FeedbackOff {
+		p = append(p, fmt.Sprintf("feedback %q is not keep or off", c.Feedback))
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

@@ -18,6 +18,8 @@ import (
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/decide"
 	"github.com/intentius/boxbroker/internal/egress"
+	"github.com/intentius/boxbroker/internal/feedback"
+	"github.com/intentius/boxbroker/internal/fountain"
 	"github.com/intentius/boxbroker/internal/inference"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/proxy"
@@ -139,6 +141,13 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		inference.New(inference.Config{Upstream: cfg.AnthropicURL, Transport: transport, MaxBody: cfg.MaxBody, Logger: log}),
 		decide.New(decide.Config{Upstream: cfg.AnthropicURL, Transport: transport, Timeout: cfg.DecideTimeout, Logger: log}),
 		eg,
+		feedback.New(feedback.Config{Store: st, Keep: cfg.Feedback == FeedbackKeep}),
+	}
+	if cfg.FountainURL != nil {
+		caps = append(caps, fountain.New(fountain.Config{
+			Upstream: cfg.FountainURL, Transport: transport, Resources: st, MaxBody: cfg.MaxBody, Logger: log,
+			Key: func(ctx context.Context) ([]byte, error) { return pay.Open(ctx, payer.SharedFountain) },
+		}))
 	}
 	caps = append(caps, opt.Extra...)
 	h, err := broker.New(broker.Config{

@@ -1,0 +1,150 @@
+// Package feedback serves POST /api/feedback, where a box's agents send
+// their feedback (studio#257). A batch's non-empty entries need the scope
+// word agent and its non-empty counts need passive; the broker applies
+// that rule before Serve runs. Serve then applies the broker's own policy
+// — it keeps feedback at all, and the box's owner has consented — and
+// keeps the batch, as it came, in the store.
+//
+// What an entry holds is the receiver's format (hud's RFC-009), not the
+// protocol's: the broker counts entries and counts to choose the words and
+// never reads further into them.
+package feedback
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// Scope words of the feedback capability.
+const (
+	// WordEntries is the word a batch with non-empty entries needs.
+	WordEntries = "agent"
+	// WordCounts is the word a batch with non-empty counts needs.
+	WordCounts = "passive"
+)
+
+// DefaultMaxBody bounds a batch's body when Config.MaxBody is zero: 1 MiB.
+const DefaultMaxBody = 1 << 20
+
+// Config configures the capability.
+type Config struct {
+	// Store keeps accepted batches.
+	Store store.Feedback
+	// Keep is whether this broker keeps feedback at all. When false every
+	// batch that passes the declaration and is well formed is answered 501,
+	// so the box keeps it to send later.
+	Keep bool
+	// MaxBody bounds a batch's body in bytes (default DefaultMaxBody); a
+	// larger one is a 413.
+	MaxBody int64
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Capability is the feedback capability.
+type Capability struct {
+	cfg Config
+}
+
+// New returns the capability.
+func New(cfg Config) *Capability {
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = DefaultMaxBody
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Capability{cfg: cfg}
+}
+
+// Name is "feedback".
+func (c *Capability) Name() string { return protocol.Feedback }
+
+// Prefixes is /api/feedback; only the route itself is served.
+func (c *Capability) Prefixes() []string { return []string{protocol.RouteFeedback} }
+
+// Scopes serves POST /api/feedback only. It reads the body (bounded by
+// MaxBody, a 413 over it), leaves it in r.Body for Serve, and returns the
+// words the batch needs: agent for non-empty entries, passive for
+// non-empty counts, none for anything else.
+func (c *Capability) Scopes(r *http.Request) (capability.Need, bool, error) {
+	if r.URL.Path != protocol.RouteFeedback || r.Method != http.MethodPost {
+		return capability.Need{}, false, nil
+	}
+	body, err := c.read(r)
+	if err != nil {
+		return capability.Need{}, true, err
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	b, _ := Parse(body)
+	return capability.Need{Words: b.Words()}, true, nil
+}
+
+// read reads r's body whole, at most MaxBody bytes.
+func (c *Capability) read(r *http.Request) ([]byte, error) {
+	tooLarge := capability.Errorf(http.StatusRequestEntityTooLarge, protocol.TypeTooLarge,
+		"The feedback batch is over %d bytes; send it in smaller batches.", c.cfg.MaxBody)
+	if r.ContentLength > c.cfg.MaxBody {
+		return nil, tooLarge
+	}
+	if r.Body == nil {
+		return nil, nil
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, c.cfg.MaxBody+1))
+	if err != nil {
+		return nil, &capability.Error{Status: http.StatusBadRequest, Type: protocol.TypeInvalid,
+			Message: "The feedback batch could not be read.", Err: fmt.Errorf("read feedback batch: %w", err)}
+	}
+	if int64(len(body)) > c.cfg.MaxBody {
+		return nil, tooLarge
+	}
+	return body, nil
+}
+
+// Serve keeps a batch the declaration allows: 400 for a batch that is not
+// one or carries nothing, 501 when this broker keeps no feedback, 403 when
+// the box's owner has not consented, and otherwise 202 with the batch's id.
+func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capability.Call) error {
+	body, err := c.read(r)
+	if err != nil {
+		return err
+	}
+	if _, err := Parse(body); err != nil {
+		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "%s", message(err))
+	}
+	if !c.cfg.Keep {
+		return capability.Errorf(http.StatusNotImplemented, protocol.TypeNotSupported,
+			"This broker keeps no feedback; keep the batch and send it later.")
+	}
+	if !call.Box.Consent {
+		return capability.Errorf(http.StatusForbidden, protocol.TypePermission,
+			"The broker withholds this feedback: consent from the owner of box %s is missing, so it keeps none of the box's feedback. "+
+				"Once the owner consents, the operator records it with `boxbroker box consent %s on`; until then keep the batch.",
+			call.Box.Name, call.Box.Name)
+	}
+	id, err := c.cfg.Store.AddFeedback(r.Context(), store.FeedbackBatch{
+		Box: call.Box.Name, At: c.cfg.Now().UTC(), Words: call.Words, Body: body,
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return capability.Errorf(http.StatusForbidden, protocol.TypePermission, "The box was removed from this broker.")
+	}
+	if err != nil {
+		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
+			Message: "The broker could not keep the batch just now; keep it and send it later.", Err: err}
+	}
+	answer := []byte(`{"taken":true,"id":` + strconv.FormatInt(id, 10) + "}\n")
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
+	w.WriteHeader(http.StatusAccepted)
+	_, _ = w.Write(answer)
+	return nil
+}

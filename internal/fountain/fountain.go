@@ -1,0 +1,366 @@
+// Package fountain serves /fountain/api/..., Fountain's API for the box:
+// it forwards a request the box's declaration allows to the operator's
+// Fountain API with the operator's Fountain key as the bearer in place of
+// the box's token, and streams the answer back.
+//
+// The scope words are the ones the declaration documents for Fountain:
+// agent for POST /fountain/api/conversations exactly (starting a
+// conversation), conversations for the rest of /fountain/api/conversations,
+// sandboxes for /fountain/api/sandboxes and vault for /fountain/api/vaults.
+// Any other path under /fountain is a 404 that reaches no upstream.
+//
+// The box's own: the broker records the id of each conversation a box
+// starts through it (read from Fountain's answer) as the box's, and the
+// operator assigns sandboxes and vaults to boxes. A request whose path
+// names an id (the segment after conversations/, sandboxes/ or vaults/)
+// is forwarded only when that id is recorded as this box's; an id
+// recorded as another box's, or recorded as no box's, is a 403. Listing
+// routes (a family with no id) are forwarded unfiltered, and ids carried
+// in a query or a body are not checked: docs/fountain.md says exactly
+// what is and is not checked.
+package fountain
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/proxy"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// Scope words of the fountain capability.
+const (
+	WordAgent         = "agent"
+	WordConversations = "conversations"
+	WordSandboxes     = "sandboxes"
+	WordVault         = "vault"
+)
+
+// DefaultMaxRecord bounds how much of Fountain's answer to
+// POST /api/conversations the broker holds to read the new conversation's
+// id, when Config.MaxRecord is zero: 64 KiB.
+const DefaultMaxRecord = 64 << 10
+
+// Family is one family of Fountain's API routes: its path segment under
+// /fountain/api, the scope word it needs, and the kind of resource its ids
+// name.
+type Family struct {
+	Segment string
+	Word    string
+	Kind    string
+}
+
+// Families are the route families served, in the order checked.
+var Families = []Family{
+	{Segment: "conversations", Word: WordConversations, Kind: store.ResourceConversation},
+	{Segment: "sandboxes", Word: WordSandboxes, Kind: store.ResourceSandbox},
+	{Segment: "vaults", Word: WordVault, Kind: store.ResourceVault},
+}
+
+// Route is what a path under /fountain names.
+type Route struct {
+	// Family is the route family.
+	Family Family
+	// Path is the path Fountain is asked for: the request's path less
+	// /fountain, such as /api/conversations/c1/messages.
+	Path string
+	// ID is the segment after the family's, such as c1; "" for none.
+	ID string
+}
+
+// Parse returns the route path names, or ok false for a path the
+// capability does not serve: one outside the three families, or one with
+// an empty segment (other than a trailing slash), a "." or ".." segment, a
+// backslash or a control character, which an upstream could read as
+// another path than the one whose scope word and id were judged.
+func Parse(path string) (rt Route, ok bool) {
+	p, found := strings.CutPrefix(path, protocol.PrefixFountain+"/api/")
+	if !found {
+		return Route{}, false
+	}
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		if (s == "" && i != len(segs)-1) || s == "." || s == ".." || strings.ContainsFunc(s, unsafeRune) {
+			return Route{}, false
+		}
+	}
+	for _, f := range Families {
+		if segs[0] == f.Segment {
+			rt = Route{Family: f, Path: strings.TrimPrefix(path, protocol.PrefixFountain)}
+			if len(segs) > 1 {
+				rt.ID = segs[1]
+			}
+			return rt, true
+		}
+	}
+	return Route{}, false
+}
+
+func unsafeRune(r rune) bool { return r == '\\' || r < 0x20 || r == 0x7f }
+
+// starts reports whether method and route start a conversation: POST
+// /fountain/api/conversations exactly.
+func starts(method string, rt Route) bool {
+	return method == http.MethodPost && rt.Path == "/api/conversations"
+}
+
+// KeyFunc returns the operator's Fountain key, or
+// capability.ErrNoCredential when the operator has set none.
+type KeyFunc func(ctx context.Context) ([]byte, error)
+
+// Config configures the capability.
+type Config struct {
+	// Upstream is the Fountain API's base URL; a request for
+	// /fountain/api/x goes to Upstream's path joined with /api/x.
+	Upstream *url.URL
+	// Transport carries requests upstream.
+	Transport http.RoundTripper
+	// Resources records and answers which box owns which Fountain id.
+	Resources store.Resources
+	// Key returns the operator's Fountain key.
+	Key KeyFunc
+	// MaxBody bounds a request body in bytes (default 64 MiB).
+	MaxBody int64
+	// MaxRecord bounds the answer held to read a new conversation's id
+	// (default DefaultMaxRecord). A longer answer is streamed through and
+	// its conversation is not recorded.
+	MaxRecord int64
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Logger receives upstream failures and unrecorded conversations;
+	// never the key.
+	Logger *slog.Logger
+}
+
+// Capability is the /fountain capability.
+type Capability struct {
+	cfg   Config
+	proxy *httputil.ReverseProxy
+	fail  func(http.ResponseWriter, *http.Request, error)
+}
+
+type ctxKey struct{}
+
+// call carries what Serve learnt to the proxy's Rewrite and ModifyResponse
+// within one request.
+type call struct {
+	key    []byte
+	box    string
+	starts bool
+}
+
+// New returns the capability.
+func New(cfg Config) *Capability {
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = 64 << 20
+	}
+	if cfg.MaxRecord <= 0 {
+		cfg.MaxRecord = DefaultMaxRecord
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Transport == nil {
+		cfg.Transport = proxy.NewTransport(proxy.TransportOptions{})
+	}
+	c := &Capability{cfg: cfg, fail: proxy.ErrorHandler(cfg.Logger, "Fountain API")}
+	c.proxy = proxy.New(c.rewrite, cfg.Transport, c.errorHandler)
+	c.proxy.ModifyResponse = c.modifyResponse
+	return c
+}
+
+// Name is "fountain".
+func (c *Capability) Name() string { return protocol.Fountain }
+
+// Prefixes is /fountain.
+func (c *Capability) Prefixes() []string { return []string{protocol.PrefixFountain} }
+
+// Scopes returns agent for POST /fountain/api/conversations, the family's
+// word for any other request in a family, and ok false for any other path.
+func (c *Capability) Scopes(r *http.Request) (capability.Need, bool, error) {
+	rt, ok := Parse(r.URL.Path)
+	if !ok {
+		return capability.Need{}, false, nil
+	}
+	if starts(r.Method, rt) {
+		return capability.Need{Words: []string{WordAgent}}, true, nil
+	}
+	return capability.Need{Words: []string{rt.Family.Word}}, true, nil
+}
+
+// Serve checks that an id the path names is this box's, then forwards the
+// request on the operator's key.
+func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, cl *capability.Call) error {
+	rt, ok := Parse(r.URL.Path)
+	if !ok {
+		return capability.NotFound(r)
+	}
+	if rt.ID != "" {
+		if err := c.own(r.Context(), cl.Box.Name, rt); err != nil {
+			return err
+		}
+	}
+	key, err := c.cfg.Key(r.Context())
+	if errors.Is(err, capability.ErrNoCredential) {
+		return capability.Errorf(http.StatusForbidden, protocol.TypePermission,
+			"The operator has set no Fountain key at this broker, so it forwards nothing to Fountain; the operator sets one with `boxbroker credential set fountain`.")
+	}
+	if err != nil {
+		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
+			Message: "The broker could not read the operator's Fountain key.", Err: err}
+	}
+	if r.ContentLength > c.cfg.MaxBody {
+		return capability.Errorf(http.StatusRequestEntityTooLarge, protocol.TypeTooLarge, "The request body is over %d bytes.", c.cfg.MaxBody)
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, c.cfg.MaxBody)
+	ctx := context.WithValue(r.Context(), ctxKey{}, &call{key: key, box: cl.Box.Name, starts: starts(r.Method, rt)})
+	c.proxy.ServeHTTP(w, r.WithContext(ctx))
+	return nil
+}
+
+// own returns nil when rt's id is recorded as box's, and a 403 otherwise.
+func (c *Capability) own(ctx context.Context, box string, rt Route) error {
+	owner, err := c.cfg.Resources.ResourceOwner(ctx, rt.Family.Kind, rt.ID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		how := fmt.Sprintf("the operator assigns one to a box with `boxbroker box assign %s %s %s`", box, rt.Family.Kind, rt.ID)
+		if rt.Family.Kind == store.ResourceConversation {
+			how = "a conversation is recorded as a box's when the box starts it through this broker"
+		}
+		return capability.Errorf(http.StatusForbidden, protocol.TypePermission,
+			"The %s %s is not this box's: the broker has no record of it as any box's (%s).", rt.Family.Kind, quote(rt.ID), how)
+	case err != nil:
+		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
+			Message: "The broker cannot read its store just now; try again shortly.", Err: err}
+	case owner != box:
+		return capability.Errorf(http.StatusForbidden, protocol.TypePermission,
+			"The %s %s is not this box's: the broker has it recorded as another box's.", rt.Family.Kind, quote(rt.ID))
+	}
+	return nil
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func (c *Capability) rewrite(pr *httputil.ProxyRequest) {
+	cl := pr.In.Context().Value(ctxKey{}).(*call)
+	proxy.StripBoxHeaders(pr.Out.Header)
+	pr.Out.Header.Set("Authorization", "Bearer "+string(cl.key))
+	proxy.Target(pr.Out, c.cfg.Upstream, strings.TrimPrefix(pr.In.URL.Path, protocol.PrefixFountain), pr.In.URL.RawQuery)
+}
+
+func (c *Capability) modifyResponse(resp *http.Response) error {
+	cl := resp.Request.Context().Value(ctxKey{}).(*call)
+	if n := proxy.RemoveValue(resp.Header, cl.key); n > 0 {
+		c.cfg.Logger.Warn("fountain: removed upstream response headers that repeated the key", "headers", n)
+	}
+	if !cl.starts || resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil
+	}
+	return c.record(resp, cl)
+}
+
+// record reads the id of the conversation Fountain started from its
+// answer, and records it as the box's before any of the answer reaches the
+// box, so the box can use the id at once. It holds at most MaxRecord bytes
+// of the answer; a longer answer, or a stream, is passed on unrecorded.
+func (c *Capability) record(resp *http.Response, cl *call) error {
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/event-stream" {
+		c.cfg.Logger.Warn("fountain: a started conversation's answer is a stream; not recorded", "box", cl.box)
+		return nil
+	}
+	orig := resp.Body
+	held, err := io.ReadAll(io.LimitReader(orig, c.cfg.MaxRecord+1))
+	if err != nil {
+		return fmt.Errorf("read the answer to a started conversation: %w", err)
+	}
+	if int64(len(held)) > c.cfg.MaxRecord {
+		resp.Body = readCloser{io.MultiReader(bytes.NewReader(held), orig), orig}
+		c.cfg.Logger.Warn("fountain: a started conversation's answer is over the bound; not recorded", "box", cl.box, "bound", c.cfg.MaxRecord)
+		return nil
+	}
+	resp.Body = readCloser{bytes.NewReader(held), orig}
+	id, ok := conversationID(held)
+	if !ok {
+		c.cfg.Logger.Warn("fountain: a started conversation's answer names no usable id; not recorded", "box", cl.box)
+		return nil
+	}
+	err = c.cfg.Resources.AddResource(resp.Request.Context(), store.Resource{
+		Box: cl.box, Kind: store.ResourceConversation, ID: id, At: c.cfg.Now().UTC(),
+	})
+	switch {
+	case errors.Is(err, store.ErrExists):
+		return &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI,
+			Message: "Fountain started a conversation whose id the broker has recorded as another box's; the broker did not pass it on.",
+			Err:     fmt.Errorf("conversation %q started by box %s is another box's", id, cl.box)}
+	case err != nil:
+		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
+			Message: "Fountain started the conversation, but the broker could not record it as this box's; start another shortly.",
+			Err:     fmt.Errorf("record conversation of box %s: %w", cl.box, err)}
+	}
+	return nil
+}
+
+// conversationID reads the top-level "id" of a JSON answer: a string, or
+// a number as written. An id that could not be named as one path segment
+// is not usable.
+func conversationID(body []byte) (string, bool) {
+	var a struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(body, &a) != nil || len(a.ID) == 0 {
+		return "", false
+	}
+	var id string
+	switch a.ID[0] {
+	case '"':
+		if json.Unmarshal(a.ID, &id) != nil {
+			return "", false
+		}
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		id = string(a.ID)
+	default:
+		return "", false
+	}
+	if id == "" || len(id) > 512 || id == "." || id == ".." || strings.Contains(id, "/") || strings.ContainsFunc(id, unsafeRune) {
+		return "", false
+	}
+	return id, true
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// errorHandler renders a refusal the response step returned, and any
+// other failure as the upstream's.
+func (c *Capability) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
+	var ce *capability.Error
+	if errors.As(err, &ce) {
+		if ce.Err != nil {
+			c.cfg.Logger.Error("fountain: request failed", "path", r.URL.Path, "err", ce.Err)
+		}
+		protocol.WriteRefusal(w, ce.Status, ce.Type, ce.Message)
+		return
+	}
+	c.fail(w, r, err)
+}
