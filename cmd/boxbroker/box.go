@@ -16,9 +16,15 @@ import (
 
 func runBox(ctx context.Context, c *cli, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: box add|list|remove|rotate NAME", errUsage)
+		return fmt.Errorf("%w: box add|list|remove|rotate|consent|assign|unassign|resources NAME", errUsage)
 	}
 	sub, args := args[0], args[1:]
+	switch sub {
+	case "consent":
+		return runBoxConsent(ctx, c, args)
+	case "assign", "unassign", "resources":
+		return runBoxResources(ctx, c, sub, args)
+	}
 	var cfg server.Config
 	fs := c.flags("box "+sub, &cfg)
 	brokerURL := fs.String("url", c.envOr("BOXBROKER_URL", "http://127.0.0.1:8787"), "the broker's URL as boxes reach it, for the hints printed (BOXBROKER_URL)")
@@ -39,7 +45,7 @@ func runBox(ctx context.Context, c *cli, args []string) error {
 	switch sub {
 	case "add", "rotate", "remove", "list":
 	default:
-		return fmt.Errorf("%w: unknown box command %q (add, list, remove, rotate)", errUsage, sub)
+		return fmt.Errorf("%w: unknown box command %q (add, list, remove, rotate, consent, assign, unassign, resources)", errUsage, sub)
 	}
 	var name string
 	if sub != "list" {

@@ -9,6 +9,10 @@
 //	boxbroker box add|list|remove|rotate  manage boxes and their tokens
 //	boxbroker credential set|list|remove  manage the operator's credentials
 //	boxbroker secret set|list|remove      manage a box's egress secrets
+//	boxbroker box consent NAME on|off      record the box owner's consent to keep feedback
+//	boxbroker box assign|unassign NAME sandbox|vault|conversation ID
+//	                                       say which Fountain ids are the box's
+//	boxbroker feedback list|export BOX    print the feedback kept for a box
 //
 // Every subcommand takes --data DIR (or BOXBROKER_DATA) for the data
 // directory and --store URL (or BOXBROKER_STORE) for a PostgreSQL store.
@@ -40,7 +44,8 @@ type command struct {
 func commands() map[string]command {
 	return map[string]command{
 		"serve":      {"run the broker", runServe},
-		"box":        {"manage boxes: add, list, remove, rotate", runBox},
+		"box":        {"manage boxes: add, list, remove, rotate, consent, assign, unassign, resources", runBox},
+		"feedback":   {"print kept feedback: list, export", runFeedback},
 		"credential": {"manage credentials: set, list, remove", runCredential},
 		"secret":     {"manage a box's egress secrets: set, list, remove", runSecret},
 	}

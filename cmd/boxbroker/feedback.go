@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/feedback"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/server"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// feedbackSummary is one line of `feedback list`.
+type feedbackSummary struct {
+	ID      int64     `json:"id"`
+	Box     string    `json:"box"`
+	At      time.Time `json:"at"`
+	Words   []string  `json:"words"`
+	Entries int       `json:"entries"`
+	Counts  int       `json:"counts"`
+	Bytes   int       `json:"bytes"`
+}
+
+// feedbackLine is one line of `feedback export`: the batch as it came.
+type feedbackLine struct {
+	ID    int64           `json:"id"`
+	Box   string          `json:"box"`
+	At    time.Time       `json:"at"`
+	Words []string        `json:"words"`
+	Batch json.RawMessage `json:"batch"`
+}
+
+// runFeedback is `feedback list|export BOX`: the batches kept for a box,
+// oldest first, one JSON object a line. list summarises each batch;
+// export gives each as it came.
+func runFeedback(ctx context.Context, c *cli, args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: feedback list|export BOX", errUsage)
+	}
+	sub, args := args[0], args[1:]
+	if sub != "list" && sub != "export" {
+		return fmt.Errorf("%w: unknown feedback command %q (list, export)", errUsage, sub)
+	}
+	var cfg server.Config
+	fs := c.flags("feedback "+sub, &cfg)
+	after := fs.Int64("after", 0, "only batches whose id is greater, to export what is new since the last export")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	args = fs.Args()
+	if len(args) != 1 {
+		return fmt.Errorf("%w: feedback %s takes one BOX", errUsage, sub)
+	}
+	name := args[0]
+	if !protocol.IsBoxName(name) {
+		return fmt.Errorf("%w: box name %q must match ^[a-z][a-z0-9-]{0,62}$", errUsage, name)
+	}
+	st, err := openStore(ctx, &cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if _, err := st.Box(ctx, name); errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("no box named %s", name)
+	} else if err != nil {
+		return err
+	}
+	batches, err := st.ListFeedback(ctx, name)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(c.stdout)
+	enc.SetEscapeHTML(false)
+	for _, f := range batches {
+		if f.ID <= *after {
+			continue
+		}
+		words := f.Words
+		if words == nil {
+			words = []string{}
+		}
+		var line any
+		if sub == "list" {
+			b, _ := feedback.Parse(f.Body)
+			line = feedbackSummary{ID: f.ID, Box: f.Box, At: f.At.UTC(), Words: words, Entries: b.Entries, Counts: b.Counts, Bytes: len(f.Body)}
+		} else {
+			if !json.Valid(f.Body) {
+				return fmt.Errorf("batch %d of box %s is not JSON in the store", f.ID, name)
+			}
+			line = feedbackLine{ID: f.ID, Box: f.Box, At: f.At.UTC(), Words: words, Batch: f.Body}
+		}
+		if err := enc.Encode(line); err != nil {
+			return err
+		}
+	}
+	return nil
+}
