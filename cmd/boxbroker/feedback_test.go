@@ -1,0 +1,181 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// run runs boxbroker with args against dataDir and returns its exit
+// status, stdout and stderr.
+func run(t *testing.T, dataDir string, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	c := &cli{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb, getenv: func(k string) string {
+		if k == "BOXBROKER_DATA" {
+			return dataDir
+		}
+		return ""
+	}}
+	code := c.main(context.Background(), args)
+	return code, out.String(), errb.String()
+}
+
+// TestBoxConsent_ReachesARunningBroker: consent set by the command, in
+// the running broker's data directory, decides the broker's next answer.
+func TestBoxConsent_ReachesARunningBroker(t *testing.T) {
+	br := brokertest.New(t, brokertest.Options{})
+	data := br.Server.Config.DataDir
+	tok := br.AddBox("alpha")
+	br.Report(tok, brokertest.Entry("feedback", "agent"))
+	batch := []byte(`{"entries":[{"note":"n"}]}`)
+	if resp := br.Do("POST", "/api/feedback", tok, batch, nil); resp.StatusCode != 403 {
+		t.Fatalf("POST /api/feedback before consent = %d, want 403", resp.StatusCode)
+	}
+	if code, out, errs := run(t, data, "", "box", "consent", "alpha", "on"); code != 0 || !strings.Contains(out, "consent on") {
+		t.Fatalf("box consent alpha on = %d %q %q", code, out, errs)
+	}
+	br.Sync()
+	if resp := br.Do("POST", "/api/feedback", tok, batch, nil); resp.StatusCode != 202 {
+		t.Fatalf("POST /api/feedback after consent = %d %s, want 202", resp.StatusCode, resp.Body)
+	}
+	if code, out, _ := run(t, data, "", "box", "consent", "alpha"); code != 0 || !strings.Contains(out, "consent on") {
+		t.Errorf("box consent alpha = %d %q, want it to say on", code, out)
+	}
+	run(t, data, "", "box", "consent", "alpha", "off")
+	br.Sync()
+	if resp := br.Do("POST", "/api/feedback", tok, batch, nil); resp.StatusCode != 403 {
+		t.Fatalf("POST /api/feedback after consent off = %d, want 403", resp.StatusCode)
+	}
+	tests := []struct {
+		args []string
+		want int
+	}{
+		{[]string{"box", "consent", "alpha", "maybe"}, 2},
+		{[]string{"box", "consent"}, 2},
+		{[]string{"box", "consent", "Not-A-Name", "on"}, 2},
+		{[]string{"box", "consent", "nobody", "on"}, 1},
+	}
+	for _, tt := range tests {
+		if code, _, _ := run(t, data, "", tt.args...); code != tt.want {
+			t.Errorf("boxbroker %q = %d, want %d", tt.args, code, tt.want)
+		}
+	}
+}
+
+func TestFeedbackExport(t *testing.T) {
+	br := brokertest.New(t, brokertest.Options{})
+	data := br.Server.Config.DataDir
+	tok := br.AddBox("alpha")
+	br.AddBox("beta")
+	br.Report(tok, brokertest.Entry("feedback", "agent", "passive"))
+	run(t, data, "", "box", "consent", "alpha", "on")
+	br.Sync()
+	bodies := []string{
+		"{\"entries\":[{\"note\":\"<b>tags</b> & \\u2028 lines\"}],\n \"counts\":{\"a\":1}}",
+		`{"counts":{"restarts":2}}`,
+	}
+	for _, b := range bodies {
+		if resp := br.Do("POST", "/api/feedback", tok, []byte(b), nil); resp.StatusCode != 202 {
+			t.Fatalf("POST /api/feedback = %d %s", resp.StatusCode, resp.Body)
+		}
+	}
+	code, out, errs := run(t, data, "", "feedback", "export", "alpha")
+	if code != 0 {
+		t.Fatalf("feedback export alpha = %d %q", code, errs)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != len(bodies) {
+		t.Fatalf("feedback export alpha printed %d lines, want %d:\n%s", len(lines), len(bodies), out)
+	}
+	wantWords := [][]string{{"agent", "passive"}, {"passive"}}
+	var lastID int64
+	for i, line := range lines {
+		var got struct {
+			ID    int64           `json:"id"`
+			Box   string          `json:"box"`
+			At    time.Time       `json:"at"`
+			Words []string        `json:"words"`
+			Batch json.RawMessage `json:"batch"`
+		}
+		if err := json.Unmarshal([]byte(line), &got); err != nil {
+			t.Fatalf("line %d %q is not JSON: %v", i, line, err)
+		}
+		var want, have any
+		_ = json.Unmarshal([]byte(bodies[i]), &want)
+		_ = json.Unmarshal(got.Batch, &have)
+		wb, _ := json.Marshal(want)
+		hb, _ := json.Marshal(have)
+		if got.Box != "alpha" || got.At.IsZero() || got.ID <= lastID || strings.Join(got.Words, ",") != strings.Join(wantWords[i], ",") || !bytes.Equal(wb, hb) {
+			t.Errorf("line %d = %s, want batch %s of alpha with words %q", i, line, bodies[i], wantWords[i])
+		}
+		lastID = got.ID
+	}
+	// --after gives only what is newer.
+	if _, out, _ := run(t, data, "", "feedback", "export", "--after", "1", "alpha"); strings.Count(out, "\n") != 1 || !strings.Contains(out, "restarts") {
+		t.Errorf("feedback export --after 1 alpha = %q, want the second batch only", out)
+	}
+	if code, out, _ := run(t, data, "", "feedback", "list", "alpha"); code != 0 || strings.Count(out, "\n") != 2 || !strings.Contains(out, `"entries":1,"counts":1`) {
+		t.Errorf("feedback list alpha = %d %q, want two summary lines", code, out)
+	}
+	if code, out, _ := run(t, data, "", "feedback", "export", "beta"); code != 0 || out != "" {
+		t.Errorf("feedback export beta = %d %q, want nothing", code, out)
+	}
+	if code, _, _ := run(t, data, "", "feedback", "export", "nobody"); code != 1 {
+		t.Errorf("feedback export nobody = %d, want 1", code)
+	}
+}
+
+func TestBoxAssign(t *testing.T) {
+	br := brokertest.New(t, brokertest.Options{Fountain: true})
+	br.SetCredential("fountain", "fk_key")
+	data := br.Server.Config.DataDir
+	alpha := br.AddBox("alpha")
+	br.AddBox("beta")
+	br.Report(alpha, brokertest.Entry("fountain", "sandboxes"))
+	if resp := br.Do("GET", "/fountain/api/sandboxes/sb1", alpha, nil, nil); resp.StatusCode != 403 {
+		t.Fatalf("GET an unassigned sandbox = %d, want 403", resp.StatusCode)
+	}
+	if code, out, errs := run(t, data, "", "box", "assign", "alpha", "sandbox", "sb1"); code != 0 {
+		t.Fatalf("box assign alpha sandbox sb1 = %d %q %q", code, out, errs)
+	}
+	if resp := br.Do("GET", "/fountain/api/sandboxes/sb1", alpha, nil, nil); resp.StatusCode != 200 {
+		t.Fatalf("GET an assigned sandbox = %d %s, want 200", resp.StatusCode, resp.Body)
+	}
+	tests := []struct {
+		args []string
+		want int
+	}{
+		{[]string{"box", "assign", "beta", "sandbox", "sb1"}, 1},
+		{[]string{"box", "unassign", "beta", "sandbox", "sb1"}, 1},
+		{[]string{"box", "assign", "alpha", "agent", "x"}, 2},
+		{[]string{"box", "assign", "alpha", "vault", "a/b"}, 2},
+		{[]string{"box", "assign", "alpha", "vault", ".."}, 2},
+		{[]string{"box", "assign", "alpha", "vault"}, 2},
+		{[]string{"box", "assign", "nobody", "vault", "v1"}, 1},
+		{[]string{"box", "assign", "alpha", "sandbox", "sb1"}, 0},
+	}
+	for _, tt := range tests {
+		if code, _, _ := run(t, data, "", tt.args...); code != tt.want {
+			t.Errorf("boxbroker %q = %d, want %d", tt.args, code, tt.want)
+		}
+	}
+	if _, out, _ := run(t, data, "", "box", "resources", "alpha"); !strings.Contains(out, "sandbox") || !strings.Contains(out, "sb1") {
+		t.Errorf("box resources alpha = %q, want sandbox sb1", out)
+	}
+	if code, _, errs := run(t, data, "", "box", "unassign", "alpha", "sandbox", "sb1"); code != 0 {
+		t.Fatalf("box unassign alpha sandbox sb1 = %d %q", code, errs)
+	}
+	if _, err := br.Server.Store.ResourceOwner(context.Background(), store.ResourceSandbox, "sb1"); err == nil {
+		t.Errorf("sb1 still recorded after unassign")
+	}
+	if resp := br.Do("GET", "/fountain/api/sandboxes/sb1", alpha, nil, nil); resp.StatusCode != 403 {
+		t.Errorf("GET an unassigned sandbox = %d, want 403", resp.StatusCode)
+	}
+}
