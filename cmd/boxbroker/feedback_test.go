@@ -12,21 +12,6 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 )
 
-// run runs boxbroker with args against dataDir and returns its exit
-// status, stdout and stderr.
-func run(t *testing.T, dataDir string, stdin string, args ...string) (int, string, string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	c := &cli{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb, getenv: func(k string) string {
-		if k == "BOXBROKER_DATA" {
-			return dataDir
-		}
-		return ""
-	}}
-	code := c.main(context.Background(), args)
-	return code, out.String(), errb.String()
-}
-
 // TestBoxConsent_ReachesARunningBroker: consent set by the command, in
 // the running broker's data directory, decides the broker's next answer.
 func TestBoxConsent_ReachesARunningBroker(t *testing.T) {
@@ -38,14 +23,14 @@ func TestBoxConsent_ReachesARunningBroker(t *testing.T) {
 	if resp := br.Do("POST", "/api/feedback", tok, batch, nil); resp.StatusCode != 403 {
 		t.Fatalf("POST /api/feedback before consent = %d, want 403", resp.StatusCode)
 	}
-	if code, out, errs := run(t, data, "", "box", "consent", "alpha", "on"); code != 0 || !strings.Contains(out, "consent on") {
+	if out, errs, code := run(t, data, "", "box", "consent", "alpha", "on"); code != 0 || !strings.Contains(out, "consent on") {
 		t.Fatalf("box consent alpha on = %d %q %q", code, out, errs)
 	}
 	br.Sync()
 	if resp := br.Do("POST", "/api/feedback", tok, batch, nil); resp.StatusCode != 202 {
 		t.Fatalf("POST /api/feedback after consent = %d %s, want 202", resp.StatusCode, resp.Body)
 	}
-	if code, out, _ := run(t, data, "", "box", "consent", "alpha"); code != 0 || !strings.Contains(out, "consent on") {
+	if out, _, code := run(t, data, "", "box", "consent", "alpha"); code != 0 || !strings.Contains(out, "consent on") {
 		t.Errorf("box consent alpha = %d %q, want it to say on", code, out)
 	}
 	run(t, data, "", "box", "consent", "alpha", "off")
@@ -63,7 +48,7 @@ func TestBoxConsent_ReachesARunningBroker(t *testing.T) {
 		{[]string{"box", "consent", "nobody", "on"}, 1},
 	}
 	for _, tt := range tests {
-		if code, _, _ := run(t, data, "", tt.args...); code != tt.want {
+		if _, _, code := run(t, data, "", tt.args...); code != tt.want {
 			t.Errorf("boxbroker %q = %d, want %d", tt.args, code, tt.want)
 		}
 	}
@@ -86,7 +71,7 @@ func TestFeedbackExport(t *testing.T) {
 			t.Fatalf("POST /api/feedback = %d %s", resp.StatusCode, resp.Body)
 		}
 	}
-	code, out, errs := run(t, data, "", "feedback", "export", "alpha")
+	out, errs, code := run(t, data, "", "feedback", "export", "alpha")
 	if code != 0 {
 		t.Fatalf("feedback export alpha = %d %q", code, errs)
 	}
@@ -118,16 +103,16 @@ func TestFeedbackExport(t *testing.T) {
 		lastID = got.ID
 	}
 	// --after gives only what is newer.
-	if _, out, _ := run(t, data, "", "feedback", "export", "--after", "1", "alpha"); strings.Count(out, "\n") != 1 || !strings.Contains(out, "restarts") {
+	if out, _, _ := run(t, data, "", "feedback", "export", "--after", "1", "alpha"); strings.Count(out, "\n") != 1 || !strings.Contains(out, "restarts") {
 		t.Errorf("feedback export --after 1 alpha = %q, want the second batch only", out)
 	}
-	if code, out, _ := run(t, data, "", "feedback", "list", "alpha"); code != 0 || strings.Count(out, "\n") != 2 || !strings.Contains(out, `"entries":1,"counts":1`) {
+	if out, _, code := run(t, data, "", "feedback", "list", "alpha"); code != 0 || strings.Count(out, "\n") != 2 || !strings.Contains(out, `"entries":1,"counts":1`) {
 		t.Errorf("feedback list alpha = %d %q, want two summary lines", code, out)
 	}
-	if code, out, _ := run(t, data, "", "feedback", "export", "beta"); code != 0 || out != "" {
+	if out, _, code := run(t, data, "", "feedback", "export", "beta"); code != 0 || out != "" {
 		t.Errorf("feedback export beta = %d %q, want nothing", code, out)
 	}
-	if code, _, _ := run(t, data, "", "feedback", "export", "nobody"); code != 1 {
+	if _, _, code := run(t, data, "", "feedback", "export", "nobody"); code != 1 {
 		t.Errorf("feedback export nobody = %d, want 1", code)
 	}
 }
@@ -142,7 +127,7 @@ func TestBoxAssign(t *testing.T) {
 	if resp := br.Do("GET", "/fountain/api/sandboxes/sb1", alpha, nil, nil); resp.StatusCode != 403 {
 		t.Fatalf("GET an unassigned sandbox = %d, want 403", resp.StatusCode)
 	}
-	if code, out, errs := run(t, data, "", "box", "assign", "alpha", "sandbox", "sb1"); code != 0 {
+	if out, errs, code := run(t, data, "", "box", "assign", "alpha", "sandbox", "sb1"); code != 0 {
 		t.Fatalf("box assign alpha sandbox sb1 = %d %q %q", code, out, errs)
 	}
 	if resp := br.Do("GET", "/fountain/api/sandboxes/sb1", alpha, nil, nil); resp.StatusCode != 200 {
@@ -162,14 +147,14 @@ func TestBoxAssign(t *testing.T) {
 		{[]string{"box", "assign", "alpha", "sandbox", "sb1"}, 0},
 	}
 	for _, tt := range tests {
-		if code, _, _ := run(t, data, "", tt.args...); code != tt.want {
+		if _, _, code := run(t, data, "", tt.args...); code != tt.want {
 			t.Errorf("boxbroker %q = %d, want %d", tt.args, code, tt.want)
 		}
 	}
-	if _, out, _ := run(t, data, "", "box", "resources", "alpha"); !strings.Contains(out, "sandbox") || !strings.Contains(out, "sb1") {
+	if out, _, _ := run(t, data, "", "box", "resources", "alpha"); !strings.Contains(out, "sandbox") || !strings.Contains(out, "sb1") {
 		t.Errorf("box resources alpha = %q, want sandbox sb1", out)
 	}
-	if code, _, errs := run(t, data, "", "box", "unassign", "alpha", "sandbox", "sb1"); code != 0 {
+	if _, errs, code := run(t, data, "", "box", "unassign", "alpha", "sandbox", "sb1"); code != 0 {
 		t.Fatalf("box unassign alpha sandbox sb1 = %d %q", code, errs)
 	}
 	if _, err := br.Server.Store.ResourceOwner(context.Background(), store.ResourceSandbox, "sb1"); err == nil {
