@@ -102,7 +102,7 @@ func TestConformance(t *testing.T) {
 	conformance.RunTest(t, conformance.Config{
 		Name:         "boxbroker",
 		Start:        startBoxbroker(t, t.TempDir()),
-		Capabilities: []string{protocol.Inference, protocol.Egress},
+		Capabilities: []string{protocol.Inference, protocol.Egress, protocol.Feedback, protocol.Fountain},
 	})
 }
 
@@ -122,14 +122,16 @@ func TestConformance_FailsBrokenBoxbrokers(t *testing.T) {
 				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					if r.URL.Path == protocol.RouteDeclaration {
 						all := `{"capabilities":[{"name":"inference","broker":"lobby","scope":["agent","decide"]},` +
-							`{"name":"egress","broker":"lobby","scope":["CONFORMANCE","CONFORMANCE_UNHELD"]}]}`
+							`{"name":"egress","broker":"lobby","scope":["CONFORMANCE","CONFORMANCE_UNHELD"]},` +
+							`{"name":"feedback","broker":"lobby","scope":["agent","passive"]},` +
+							`{"name":"fountain","broker":"lobby","scope":["agent","conversations","sandboxes","vault"]}]}`
 						r.Body = io.NopCloser(strings.NewReader(all))
 						r.ContentLength = int64(len(all))
 					}
 					next.ServeHTTP(w, r)
 				})
 			},
-			mustFail: []string{"inference-agent-refused", "decide-refused", "egress-refused"},
+			mustFail: []string{"inference-agent-refused", "decide-refused", "egress-refused", "feedback-refused", "fountain-refused"},
 		},
 		{
 			name: "forwards the token upstream",
@@ -148,7 +150,7 @@ func TestConformance_FailsBrokenBoxbrokers(t *testing.T) {
 				}
 				return http.DefaultTransport.RoundTrip(r)
 			}),
-			mustFail: []string{"inference-forwards", "egress-forwards", "token-isolation"},
+			mustFail: []string{"inference-forwards", "egress-forwards", "fountain-forwards", "token-isolation"},
 		},
 	}
 	for _, tt := range tests {
@@ -156,7 +158,7 @@ func TestConformance_FailsBrokenBoxbrokers(t *testing.T) {
 			report, err := conformance.Run(context.Background(), conformance.Config{
 				Name:         "broken boxbroker: " + tt.name,
 				Start:        startBroken(t, t.TempDir(), tt.wrap, tt.transport),
-				Capabilities: []string{protocol.Inference, protocol.Egress},
+				Capabilities: []string{protocol.Inference, protocol.Egress, protocol.Feedback, protocol.Fountain},
 			})
 			if err != nil {
 				t.Fatal(err)
