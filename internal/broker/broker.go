@@ -164,7 +164,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, info *requestInfo
 	if r.URL.Path == protocol.RouteDeclaration {
 		return s.declaration(w, r, info)
 	}
+	// A body Scopes reads to choose the words (feedback's) is small: one
+	// still arriving after BodyTimeout is a client holding a connection.
+	// Forwarded bodies stream afterwards with no deadline.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(s.cfg.Now().Add(BodyTimeout))
 	c, need, ok, err := s.Classify(r)
+	_ = rc.SetReadDeadline(time.Time{})
 	if c != nil {
 		info.capability = c.Name()
 	}
@@ -437,7 +443,7 @@ func (r *recorder) Flush() {
 }
 
 // BodyTimeout bounds reading a small request body the broker reads whole
-// (a declaration report).
+// (a declaration report, or a body a capability's Scopes reads).
 const BodyTimeout = 10 * time.Second
 
 // TokenPrefix begins every box token boxbroker mints, so a token is

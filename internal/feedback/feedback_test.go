@@ -1,15 +1,20 @@
 package feedback_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/intentius/boxbroker/internal/broker"
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/feedback"
 	"github.com/intentius/boxbroker/internal/server"
@@ -357,5 +362,30 @@ func TestFeedback_UnknownTokenIsRefused(t *testing.T) {
 		if resp.StatusCode != http.StatusForbidden {
 			t.Errorf("POST /api/feedback with token %q = %d, want 403", token, resp.StatusCode)
 		}
+	}
+}
+
+// TestFeedback_NeverEndingBody: a batch whose chunked body never ends,
+// from a client with no box token at all, is cut off at the broker's body
+// timeout rather than holding its handler forever.
+func TestFeedback_NeverEndingBody(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the body timeout")
+	}
+	br := brokertest.New(t, brokertest.Options{})
+	c, err := net.Dial("tcp", strings.TrimPrefix(br.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST /api/feedback HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n{\r\n")
+	_ = c.SetReadDeadline(time.Now().Add(broker.BodyTimeout + 10*time.Second)) // a deadlock guard
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no answer to a never-ending batch: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("never-ending batch = %d, want 400", resp.StatusCode)
 	}
 }
