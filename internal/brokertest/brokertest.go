@@ -58,6 +58,9 @@ type Broker struct {
 	// Fountain records what reached Fountain (nil unless Options.Fountain
 	// or Options.FountainHandler was set).
 	Fountain *Recorder
+	// Front records every request the broker itself received, without
+	// bodies, so a test can count a client's attempts (retries included).
+	Front *Front
 }
 
 // New starts a boxbroker and registers its shutdown with t.Cleanup.
@@ -100,7 +103,8 @@ func New(t testing.TB, opt Options) *Broker {
 		t.Fatalf("server.New: %v", err)
 	}
 	go srv.Cache.Run(ctx)
-	hs := httptest.NewServer(srv.Handler)
+	b.Front = &Front{next: srv.Handler}
+	hs := httptest.NewServer(b.Front)
 	t.Cleanup(func() {
 		hs.Close()
 		cancel()
@@ -354,4 +358,27 @@ func SSEEvents(model, text string) []string {
 func quote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// Front records the method, path, query and headers of every request that
+// reaches the broker, then passes it on untouched: the body is not read,
+// so streaming and size bounds behave as without it.
+type Front struct {
+	next http.Handler
+	mu   sync.Mutex // guards seen
+	seen []Seen
+}
+
+func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	f.seen = append(f.seen, Seen{Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery, Header: r.Header.Clone()})
+	f.mu.Unlock()
+	f.next.ServeHTTP(w, r)
+}
+
+// Seen returns the requests the broker received so far, bodies left nil.
+func (f *Front) Seen() []Seen {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]Seen(nil), f.seen...)
 }
