@@ -48,6 +48,7 @@ func commands() map[string]command {
 		"feedback":   {"print kept feedback: list, export", runFeedback},
 		"credential": {"manage credentials: set, list, remove", runCredential},
 		"secret":     {"manage a box's egress secrets: set, list, remove", runSecret},
+		"report":     {"post a box's declaration report (the steward's side)", runReport},
 	}
 }
 

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/intentius/boxbroker/client"
+	"github.com/intentius/boxbroker/internal/protocol"
+)
+
+// maxDocument bounds a status or runs document the report command reads.
+const maxDocument = 32 << 20
+
+// runReport is the steward's side: `boxbroker report` reads what
+// `chant workspace status --json` prints (and optionally what
+// `chant workspace runs --json` prints, for this month's spend) and posts
+// the box's declaration report to its broker with the box's token.
+func runReport(ctx context.Context, c *cli, args []string) error {
+	fs := flag.NewFlagSet("boxbroker report", flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	statusFile := fs.String("status", "-", "file holding what `chant workspace status --json` prints; - for stdin")
+	box := fs.String("box", "", "the member whose box block to report (default: the only member with a box block)")
+	runsFile := fs.String("runs", "", "file holding what `chant workspace runs --json` prints, to report this month's spend (optional)")
+	month := fs.String("month", time.Now().UTC().Format("2006-01"), "the spend's calendar month, YYYY-MM (UTC)")
+	brokerURL := fs.String("url", c.envOr("BOXBROKER_URL", c.getenv("STUDIO_URL")), "the broker's base URL (BOXBROKER_URL, else STUDIO_URL)")
+	dryRun := fs.Bool("dry-run", false, "print the report and post nothing (needs no URL or token)")
+	fs.Usage = func() {
+		fmt.Fprintln(c.stderr, "usage: boxbroker report [--status FILE] [--box NAME] [--runs FILE] [--month YYYY-MM] [--url URL] [--dry-run]")
+		fmt.Fprintln(c.stderr, "\nPosts the box's declaration report to its broker and prints what the broker kept.")
+		fmt.Fprintln(c.stderr, "The box's token comes from BOXBROKER_TOKEN, or from stdin when the status document does not; never from argv.")
+		fs.PrintDefaults()
+	}
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		// The argument is not echoed: it may be a token typed where it
+		// does not belong.
+		return fmt.Errorf("%w: report takes no arguments (the token is never an argument: set BOXBROKER_TOKEN or pipe it in)", errUsage)
+	}
+	if *runsFile != "" && !protocol.IsMonth(*month) {
+		return fmt.Errorf("%w: --month %q is not a month written YYYY-MM", errUsage, *month)
+	}
+	token := c.getenv("BOXBROKER_TOKEN")
+	if !*dryRun {
+		if *brokerURL == "" {
+			return fmt.Errorf("%w: no broker URL: give --url or set BOXBROKER_URL", errUsage)
+		}
+		if token == "" && (*statusFile == "-" || *runsFile == "-") {
+			return fmt.Errorf("%w: the token and a document cannot both come from stdin: set BOXBROKER_TOKEN, or give the documents as files", errUsage)
+		}
+	}
+
+	status, err := c.readDocument(*statusFile, "status")
+	if err != nil {
+		return err
+	}
+	report, err := client.ReportFromStatus(status, *box)
+	if err != nil {
+		return err
+	}
+	if *runsFile != "" {
+		runs, err := c.readDocument(*runsFile, "runs")
+		if err != nil {
+			return err
+		}
+		spend, err := client.SpendFromRuns(runs, *month)
+		if err != nil {
+			return err
+		}
+		if spend == nil {
+			fmt.Fprintf(c.stderr, "boxbroker report: %s holds no runs list (%s); the report carries no spend\n", *runsFile, runsFailure(runs))
+		}
+		report.Spend = spend
+	}
+	if *dryRun {
+		return c.printJSON(report)
+	}
+
+	if token == "" {
+		b, err := c.readSecret("box token: ")
+		if err != nil {
+			return fmt.Errorf("read the box token: %w", err)
+		}
+		token = string(b)
+	}
+	cl, err := client.New(*brokerURL, token)
+	if err != nil {
+		return err
+	}
+	kept, err := cl.Report(ctx, report)
+	if err != nil {
+		return err
+	}
+	return c.printJSON(kept)
+}
+
+// readDocument reads a JSON document from a file, or stdin for "-".
+func (c *cli) readDocument(name, what string) ([]byte, error) {
+	var r io.Reader = c.stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, fmt.Errorf("read the %s document: %w", what, err)
+		}
+		defer f.Close()
+		r = f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, maxDocument+1))
+	if err != nil {
+		return nil, fmt.Errorf("read the %s document: %w", what, err)
+	}
+	if len(b) > maxDocument {
+		return nil, fmt.Errorf("the %s document is over %d MiB", what, maxDocument>>20)
+	}
+	if len(b) == 0 {
+		return nil, fmt.Errorf("the %s document is empty", what)
+	}
+	return b, nil
+}
+
+// runsFailure says why a runs document holds no runs list, from chant's
+// failure document when it is one.
+func runsFailure(doc []byte) string {
+	var f struct {
+		Error *struct{ Code, Message string } `json:"error"`
+	}
+	if json.Unmarshal(doc, &f) == nil && f.Error != nil {
+		return "chant said: " + f.Error.Message
+	}
+	return "it is not what `chant workspace runs --json` prints"
+}
+
+func (c *cli) printJSON(v any) error {
+	enc := json.NewEncoder(c.stdout)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("write the answer: %w", err)
+	}
+	return nil
+}
