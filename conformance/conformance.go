@@ -290,7 +290,7 @@ func start(ctx context.Context, cfg Config) (*suite, error) {
 	if err != nil {
 		return nil, fmt.Errorf("conformance: %w", err)
 	}
-	s := &suite{cfg: cfg, serves: serves, validator: v, client: &http.Client{Timeout: cfg.Timeout}}
+	s := &suite{cfg: cfg, serves: serves, validator: v, client: &http.Client{Timeout: cfg.Timeout, Transport: http.DefaultTransport.(*http.Transport).Clone()}}
 	s.env = Env{
 		Broker:    cfg.Broker,
 		Boxes:     []string{BoxReporting, BoxSilent},

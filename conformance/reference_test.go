@@ -77,6 +77,10 @@ func startReference(f flaw) func(context.Context, conformance.Env) (*conformance
 // reference is the smallest broker that serves the protocol: all four
 // capabilities and calendar, from memory.
 type reference struct {
+	// transport is the reference's own: http.DefaultTransport's idle
+	// connections are closed by every httptest.Server.Close, which races
+	// with a request taking one.
+	transport *http.Transport
 	env       conformance.Env
 	flaw      flaw
 	boxes     map[string]string // box by token; read-only after newReference
@@ -100,9 +104,11 @@ func newReference(env conformance.Env, f flaw) (*reference, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fountain url: %w", err)
 	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
 	b := &reference{
 		env: env, flaw: f, boxes: map[string]string{}, anthropic: a, fountain: fo,
-		client:        &http.Client{Timeout: 30 * time.Second},
+		transport:     transport,
+		client:        &http.Client{Timeout: 30 * time.Second, Transport: transport},
 		payer:         protocol.SharedPayer(),
 		declared:      map[string]*protocol.Declaration{},
 		conversations: map[string]map[string]bool{},
@@ -268,6 +274,7 @@ func (b *reference) forward(w http.ResponseWriter, r *http.Request, token string
 		},
 		ModifyResponse: modify,
 		FlushInterval:  -1,
+		Transport:      b.transport,
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, _ error) {
 			protocol.WriteRefusal(w, http.StatusBadGateway, protocol.TypeAPI, "The upstream cannot be reached.")
 		},

@@ -61,12 +61,16 @@ type Broker struct {
 	// Front records every request the broker itself received, without
 	// bodies, so a test can count a client's attempts (retries included).
 	Front *Front
+	// Client is the client Do uses: its own transport, not
+	// http.DefaultTransport, whose idle connections every
+	// httptest.Server.Close closes under other tests' feet.
+	Client *http.Client
 }
 
 // New starts a boxbroker and registers its shutdown with t.Cleanup.
 func New(t testing.TB, opt Options) *Broker {
 	t.Helper()
-	b := &Broker{t: t}
+	b := &Broker{t: t, Client: &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}}
 	up := opt.Anthropic
 	if up == nil {
 		b.Upstream = &Recorder{Handler: http.HandlerFunc(AnthropicStandIn)}
@@ -219,7 +223,7 @@ func (b *Broker) Do(method, path, token string, body []byte, header http.Header)
 	if token != "" && req.Header.Get("Authorization") == "" && req.Header.Get("X-Api-Key") == "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := b.Client.Do(req)
 	if err != nil {
 		b.t.Fatalf("%s %s: %v", method, path, err)
 	}
