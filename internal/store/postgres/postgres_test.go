@@ -1,108 +1,28 @@
 package postgres
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/postgres/postgrestest"
 	"github.com/intentius/boxbroker/internal/store/storetest"
 )
 
-// server is the PostgreSQL the package's tests use: the one named by
-// BOXBROKER_TEST_POSTGRES, or a throwaway cluster TestMain started, or
-// none (dsn empty, skip saying why).
-type server struct {
-	dsn  string
-	skip string
-}
-
-// pg is set once by TestMain, before any test runs, and only read after.
-var pg server
-
 func TestMain(m *testing.M) {
-	os.Exit(runMain(m))
+	os.Exit(postgrestest.Main(m))
 }
 
-func runMain(m *testing.M) int {
-	if dsn := os.Getenv("BOXBROKER_TEST_POSTGRES"); dsn != "" {
-		pg.dsn = dsn
-		return m.Run()
-	}
-	c, err := startCluster()
-	if err != nil {
-		pg.skip = fmt.Sprintf("no PostgreSQL to test against (%v): set BOXBROKER_TEST_POSTGRES to a DSN "+
-			"(eval \"$(.ci/postgres.sh)\" starts one and sets it), or install PostgreSQL so that initdb and pg_ctl "+
-			"are in /usr/lib/postgresql/*/bin", err)
-		return m.Run()
-	}
-	defer c.stop()
-	pg.dsn = c.dsn
-	return m.Run()
-}
-
-// needServer returns the DSN of the server the test may use, or skips it,
-// failing instead when BOXBROKER_REQUIRE_POSTGRES is set (as in CI).
-func needServer(t *testing.T) string {
-	t.Helper()
-	if pg.dsn == "" {
-		if os.Getenv("BOXBROKER_REQUIRE_POSTGRES") != "" {
-			t.Fatal(pg.skip)
-		}
-		t.Skip(pg.skip)
-	}
-	return pg.dsn
-}
-
-// freshSchema creates a schema no other test uses, dropped at cleanup, and
-// returns a DSN whose search_path is that schema.
+// freshSchema returns a DSN whose search_path is a schema of the test's own.
 func freshSchema(t *testing.T) string {
 	t.Helper()
-	dsn := needServer(t)
-	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatalf("connecting to the test server: %v", err)
-	}
-	b := make([]byte, 8)
-	rand.Read(b)
-	schema := "storetest_" + hex.EncodeToString(b)
-	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		admin.Close(ctx)
-		t.Fatalf("CREATE SCHEMA %s: %v", schema, err)
-	}
-	t.Cleanup(func() {
-		if _, err := admin.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("DROP SCHEMA %s: %v", schema, err)
-		}
-		admin.Close(ctx)
-	})
-	return withSearchPath(dsn, schema)
-}
-
-// withSearchPath is dsn, in either of its forms, with search_path set.
-func withSearchPath(dsn, schema string) string {
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		u, err := url.Parse(dsn)
-		if err == nil {
-			q := u.Query()
-			q.Set("search_path", schema)
-			u.RawQuery = q.Encode()
-			return u.String()
-		}
-	}
-	return dsn + " search_path=" + schema
+	return postgrestest.Schema(t)
 }
 
 // open opens a Store on dsn, closed at cleanup.
@@ -117,7 +37,7 @@ func open(t *testing.T, dsn string) *Store {
 }
 
 func TestStore(t *testing.T) {
-	needServer(t)
+	postgrestest.DSN(t)
 	storetest.Run(t, func(t *testing.T) store.Store {
 		return open(t, freshSchema(t))
 	})
