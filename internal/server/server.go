@@ -127,7 +127,10 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	if transport == nil {
 		transport = proxy.NewTransport(proxy.TransportOptions{ResponseHeaderTimeout: cfg.UpstreamHeaderTimeout})
 	}
-	c := cache.New(st, cache.Options{Logger: log})
+	// Only a SQLite store is known to be this process's alone; any other
+	// may be shared with replicas, whose caches a report must wait for.
+	_, local := st.(*sqlite.Store)
+	c := cache.New(st, cache.Options{Logger: log, Shared: !local})
 	pay := &payer.Resolver{Cache: c, Keyring: keyring}
 	eg, err := egress.New(egress.Config{Secrets: c, Keyring: keyring, Transport: opt.Transport, MaxBody: cfg.EgressMaxBody, Logger: log,
 		TransportOptions: proxy.TransportOptions{ResponseHeaderTimeout: cfg.UpstreamHeaderTimeout}})
