@@ -192,4 +192,3 @@ func TestReplicas_Conformance(t *testing.T) {
 		}
 	}
 }
-
