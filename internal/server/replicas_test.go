@@ -11,12 +11,15 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/intentius/boxbroker/conformance"
 	"github.com/intentius/boxbroker/internal/broker"
+	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/cache"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/server"
@@ -191,4 +194,119 @@ func TestReplicas_Conformance(t *testing.T) {
 			t.Errorf("replica %d served %d requests of the suite, want many: the round robin did not alternate", i, n)
 		}
 	}
+}
+
+// twoReplicas starts two replicas through brokertest on one fresh
+// PostgreSQL schema, with one master key.
+func twoReplicas(t *testing.T) (a, b *brokertest.Broker) {
+	t.Helper()
+	dsn := postgrestest.Schema(t)
+	key := newMasterKey(t)
+	opt := brokertest.Options{Config: func(c *server.Config) {
+		c.Store = dsn
+		c.MasterKey = key
+	}}
+	return brokertest.New(t, opt), brokertest.New(t, opt)
+}
+
+// models asks for the model list with token, a request needing agent.
+func models(b *brokertest.Broker, token string) brokertest.Response {
+	return b.Do(http.MethodGet, "/llm/anthropic/v1/models", token, nil, nil)
+}
+
+// TestReplicas_ReportJudgedByTheOther: after a report answered 200 by
+// replica A, the next request to replica B is judged by it, trial after
+// trial, each report taking agent away or giving it back, while B holds
+// the report before it in memory.
+func TestReplicas_ReportJudgedByTheOther(t *testing.T) {
+	a, b := twoReplicas(t)
+	token := a.AddBox("box-1")
+	a.SetCredential(payer.SharedAnthropic, "sk-ant-replicas")
+
+	const trials = 50
+	var late int
+	var worst, reports time.Duration
+	for i := range trials {
+		allow := i%2 == 0
+		words := []string{"decide"}
+		if allow {
+			words = []string{"agent"}
+		}
+		start := time.Now()
+		a.Report(token, brokertest.Entry("inference", words...))
+		reported := time.Now()
+		reports += reported.Sub(start)
+		for n := 0; ; n++ {
+			sent := time.Now()
+			resp := models(b, token)
+			_, msg := brokertest.Refusal(resp.Body)
+			judged := allow && resp.StatusCode == http.StatusOK ||
+				!allow && resp.StatusCode == http.StatusForbidden && strings.Contains(msg, "agent")
+			if judged {
+				if n > 0 {
+					late++
+					worst = max(worst, sent.Sub(reported))
+				}
+				break
+			}
+			if sent.Sub(reported) > cache.DefaultMaxStale {
+				t.Fatalf("trial %d: B answered %d %q %v after A took the report of %q, want it judged by that report: the bound is %v",
+					i, resp.StatusCode, resp.Body, sent.Sub(reported), words, cache.DefaultMaxStale)
+			}
+		}
+	}
+	t.Logf("%d trials: B judged by an older report %d times after A's 200 (worst %v later); a report took %v on average",
+		trials, late, worst, reports/trials)
+	if late > 0 {
+		t.Errorf("B judged a request by an older report after A answered 200 in %d of %d trials (worst %v after), want never", late, trials, worst)
+	}
+}
+
+// TestReplicas_RotationTakesEffectOnTheOther rotates a box's token through
+// the store, as boxbroker box rotate does, and measures how long each
+// replica goes on taking the old token: never longer than MaxStale.
+func TestReplicas_RotationTakesEffectOnTheOther(t *testing.T) {
+	a, b := twoReplicas(t)
+	ctx := t.Context()
+	token := a.AddBox("box-1")
+	a.SetCredential(payer.SharedAnthropic, "sk-ant-replicas")
+	a.Report(token, brokertest.Entry("inference", "agent"))
+
+	const trials = 50
+	var worst time.Duration
+	for i := range trials {
+		// Both replicas hold the box under the current token.
+		for _, r := range []*brokertest.Broker{a, b} {
+			if resp := models(r, token); resp.StatusCode != http.StatusOK {
+				t.Fatalf("trial %d: the current token = %d %s, want 200", i, resp.StatusCode, resp.Body)
+			}
+		}
+		next, err := broker.NewToken()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Server.Store.RotateToken(ctx, "box-1", broker.HashToken(next)); err != nil {
+			t.Fatalf("RotateToken() = %v", err)
+		}
+		rotated := time.Now()
+		for _, r := range []*brokertest.Broker{b, a} {
+			for {
+				sent := time.Now()
+				resp := models(r, token)
+				if resp.StatusCode == http.StatusForbidden {
+					if _, msg := brokertest.Refusal(resp.Body); !strings.Contains(msg, "no box's token") {
+						t.Fatalf("trial %d: the old token = 403 %q, want refused as no box's token", i, msg)
+					}
+					worst = max(worst, sent.Sub(rotated))
+					break
+				}
+				if sent.Sub(rotated) > cache.DefaultMaxStale {
+					t.Fatalf("trial %d: the old token = %d %v after the rotation, want 403: the bound is %v",
+						i, resp.StatusCode, sent.Sub(rotated), cache.DefaultMaxStale)
+				}
+			}
+		}
+		token = next
+	}
+	t.Logf("%d rotations: the old token was last taken %v after the rotation, at worst", trials, worst)
 }
