@@ -121,6 +121,12 @@ func (c *Cache) Run(ctx context.Context) {
 	c.polledAt = began
 	c.mu.Unlock()
 
+	// A store that notifies wakes the loop as soon as a change is logged.
+	wake := make(chan struct{}, 1)
+	if n, ok := c.st.(store.Notifier); ok {
+		go c.listen(ctx, n, wake)
+	}
+
 	t := time.NewTicker(c.opt.PollEvery)
 	defer t.Stop()
 	failing := false
@@ -129,6 +135,7 @@ func (c *Cache) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-wake:
 		}
 		if err := c.Poll(ctx); err != nil {
 			if !failing && ctx.Err() == nil {
@@ -138,6 +145,41 @@ func (c *Cache) Run(ctx context.Context) {
 		} else if failing {
 			c.log.Info("cache: change log readable again")
 			failing = false
+		}
+	}
+}
+
+// listen sends on wake whenever n says a change was logged, listening
+// again a second after a failure, until ctx ends. n calls notify on this
+// goroutine, so failing needs no lock.
+func (c *Cache) listen(ctx context.Context, n store.Notifier, wake chan<- struct{}) {
+	wakeUp := func() {
+		select {
+		case wake <- struct{}{}:
+		default: // a wake-up is already pending; one poll reads everything
+		}
+	}
+	failing := false
+	notify := func() {
+		if failing {
+			c.log.Info("cache: listening for changes again")
+			failing = false
+		}
+		wakeUp()
+	}
+	for {
+		err := n.Listen(ctx, notify)
+		if ctx.Err() != nil {
+			return
+		}
+		if !failing {
+			c.log.Warn("cache: listen for changes; polling alone until it listens again", "err", err)
+			failing = true
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
 		}
 	}
 }

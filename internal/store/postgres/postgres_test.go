@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -184,5 +185,58 @@ func TestMigrationsOrdered(t *testing.T) {
 		if m.version != i+1 {
 			t.Errorf("migration %d is %s (version %d), want version %d: versions run 1, 2, ... without gaps", i, m.name, m.version, i+1)
 		}
+	}
+}
+
+func TestListenHearsOtherStoresWrites(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	dsn := freshSchema(t)
+	a, b := open(t, dsn), open(t, dsn)
+
+	heard := make(chan struct{}, 16)
+	done := make(chan error, 1)
+	go func() {
+		done <- a.Listen(ctx, func() { heard <- struct{}{} })
+	}()
+	wait := func(what string) {
+		t.Helper()
+		select {
+		case <-heard:
+		case err := <-done:
+			t.Fatalf("Listen() = %v before %s", err, what)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("Listen() never called notify for %s", what)
+		}
+	}
+	wait("listening")
+	if err := b.CreateBox(ctx, store.Box{Name: "alpha", TokenHash: "h1", CreatedAt: time.Now()}); err != nil {
+		t.Fatalf("b.CreateBox(alpha) = %v", err)
+	}
+	wait("the other Store's CreateBox")
+	if err := b.RotateToken(ctx, "alpha", "h2"); err != nil {
+		t.Fatalf("b.RotateToken(alpha) = %v", err)
+	}
+	wait("the other Store's RotateToken")
+
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("Listen() after its context ended = %v, want context.Canceled", err)
+	}
+}
+
+func TestListenUnreachableIsUnavailable(t *testing.T) {
+	s := open(t, freshSchema(t))
+	// Point Listen's connection at a loopback port nothing listens on.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	s.conn.Host, s.conn.Port = "127.0.0.1", uint16(port)
+	s.conn.Fallbacks = nil
+	if err := s.Listen(t.Context(), func() {}); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("Listen() with the server unreachable = %v, want ErrUnavailable", err)
 	}
 }
