@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -273,7 +274,7 @@ func TestReplicas_RotationTakesEffectOnTheOther(t *testing.T) {
 	a.Report(token, brokertest.Entry("inference", "agent"))
 
 	const trials = 50
-	var worst time.Duration
+	var windows []time.Duration
 	for i := range trials {
 		// Both replicas hold the box under the current token.
 		for _, r := range []*brokertest.Broker{a, b} {
@@ -297,7 +298,7 @@ func TestReplicas_RotationTakesEffectOnTheOther(t *testing.T) {
 					if _, msg := brokertest.Refusal(resp.Body); !strings.Contains(msg, "no box's token") {
 						t.Fatalf("trial %d: the old token = 403 %q, want refused as no box's token", i, msg)
 					}
-					worst = max(worst, sent.Sub(rotated))
+					windows = append(windows, sent.Sub(rotated))
 					break
 				}
 				if sent.Sub(rotated) > cache.DefaultMaxStale {
@@ -308,5 +309,7 @@ func TestReplicas_RotationTakesEffectOnTheOther(t *testing.T) {
 		}
 		token = next
 	}
-	t.Logf("%d rotations: the old token was last taken %v after the rotation, at worst", trials, worst)
+	slices.Sort(windows)
+	t.Logf("%d rotations, two replicas each: the old token was refused by a request sent %v after the rotation at worst, %v at the median",
+		trials, windows[len(windows)-1], windows[len(windows)/2])
 }
