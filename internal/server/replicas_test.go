@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -25,6 +26,7 @@ import (
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/postgres"
 	"github.com/intentius/boxbroker/internal/store/postgres/postgrestest"
 )
 
@@ -312,4 +314,210 @@ func TestReplicas_RotationTakesEffectOnTheOther(t *testing.T) {
 	slices.Sort(windows)
 	t.Logf("%d rotations, two replicas each: the old token was refused by a request sent %v after the rotation at worst, %v at the median",
 		trials, windows[len(windows)-1], windows[len(windows)/2])
+}
+
+// outage is a store whose every method a replica's hot path and cache
+// calls fails with store.ErrUnavailable while down is set, as a
+// PostgreSQL that cannot be reached does.
+type outage struct {
+	store.Store
+	down atomic.Bool
+}
+
+func (o *outage) check(op string) error {
+	if o.down.Load() {
+		return fmt.Errorf("%s: %w: connection refused", op, store.ErrUnavailable)
+	}
+	return nil
+}
+
+func (o *outage) Ping(ctx context.Context) error {
+	if err := o.check("ping"); err != nil {
+		return err
+	}
+	return o.Store.Ping(ctx)
+}
+
+func (o *outage) Box(ctx context.Context, name string) (store.Box, error) {
+	if err := o.check("box"); err != nil {
+		return store.Box{}, err
+	}
+	return o.Store.Box(ctx, name)
+}
+
+func (o *outage) BoxByTokenHash(ctx context.Context, hash string) (store.Box, error) {
+	if err := o.check("box by token"); err != nil {
+		return store.Box{}, err
+	}
+	return o.Store.BoxByTokenHash(ctx, hash)
+}
+
+func (o *outage) Declaration(ctx context.Context, box string) ([]byte, time.Time, error) {
+	if err := o.check("declaration"); err != nil {
+		return nil, time.Time{}, err
+	}
+	return o.Store.Declaration(ctx, box)
+}
+
+func (o *outage) SaveDeclaration(ctx context.Context, box string, doc []byte, at time.Time) error {
+	if err := o.check("save declaration"); err != nil {
+		return err
+	}
+	return o.Store.SaveDeclaration(ctx, box, doc, at)
+}
+
+func (o *outage) Credential(ctx context.Context, id string) (store.Credential, error) {
+	if err := o.check("credential"); err != nil {
+		return store.Credential{}, err
+	}
+	return o.Store.Credential(ctx, id)
+}
+
+func (o *outage) Secret(ctx context.Context, box, name string) (store.Secret, error) {
+	if err := o.check("secret"); err != nil {
+		return store.Secret{}, err
+	}
+	return o.Store.Secret(ctx, box, name)
+}
+
+func (o *outage) GrantByHash(ctx context.Context, hash string) (store.Grant, error) {
+	if err := o.check("grant"); err != nil {
+		return store.Grant{}, err
+	}
+	return o.Store.GrantByHash(ctx, hash)
+}
+
+func (o *outage) ResourceOwner(ctx context.Context, kind, id string) (string, error) {
+	if err := o.check("resource owner"); err != nil {
+		return "", err
+	}
+	return o.Store.ResourceOwner(ctx, kind, id)
+}
+
+func (o *outage) AddFeedback(ctx context.Context, f store.FeedbackBatch) (int64, error) {
+	if err := o.check("add feedback"); err != nil {
+		return 0, err
+	}
+	return o.Store.AddFeedback(ctx, f)
+}
+
+func (o *outage) AddResource(ctx context.Context, r store.Resource) error {
+	if err := o.check("add resource"); err != nil {
+		return err
+	}
+	return o.Store.AddResource(ctx, r)
+}
+
+func (o *outage) ChangesSince(ctx context.Context, after int64, limit int) ([]store.Change, error) {
+	if err := o.check("changes"); err != nil {
+		return nil, err
+	}
+	return o.Store.ChangesSince(ctx, after, limit)
+}
+
+func (o *outage) LastChange(ctx context.Context) (int64, error) {
+	if err := o.check("last change"); err != nil {
+		return 0, err
+	}
+	return o.Store.LastChange(ctx)
+}
+
+// TestReplicas_FailClosedWhileTheStoreIsDown: while replica B cannot reach
+// PostgreSQL, a request needing a lookup is a 503 refusal at once, what B
+// holds in memory is served for no longer than MaxStale, and replica A,
+// which can, goes on; when the store is back, B judges by what A wrote
+// meanwhile, and nothing is lost.
+func TestReplicas_FailClosedWhileTheStoreIsDown(t *testing.T) {
+	dsn := postgrestest.Schema(t)
+	key := newMasterKey(t)
+	cfg := func(c *server.Config) {
+		c.Store = dsn
+		c.MasterKey = key
+	}
+	a := brokertest.New(t, brokertest.Options{Config: cfg})
+	pg, err := postgres.Open(t.Context(), dsn)
+	if err != nil {
+		t.Fatalf("postgres.Open() = %v", err)
+	}
+	down := &outage{Store: pg}
+	b := brokertest.New(t, brokertest.Options{Config: cfg, Store: down})
+	ctx := t.Context()
+
+	token := a.AddBox("box-1")
+	a.SetCredential(payer.SharedAnthropic, "sk-ant-replicas")
+	a.Report(token, brokertest.Entry("inference", "agent"))
+	// B holds the box, its report and the credential in memory.
+	for range 2 {
+		if resp := models(b, token); resp.StatusCode != http.StatusOK {
+			t.Fatalf("models on B = %d %s, want 200", resp.StatusCode, resp.Body)
+		}
+	}
+
+	down.down.Store(true)
+	wentDown := time.Now()
+	isUnavailable := func(what string, resp brokertest.Response) {
+		t.Helper()
+		typ, msg := brokertest.Refusal(resp.Body)
+		if resp.StatusCode != http.StatusServiceUnavailable || typ != protocol.TypeAPI || msg == "" {
+			t.Errorf("%s on B with its store down = %d %s, want a 503 refusal", what, resp.StatusCode, resp.Body)
+		}
+		if strings.Contains(string(resp.Body), "connection refused") {
+			t.Errorf("%s on B with its store down = %s, which shows the store's error", what, resp.Body)
+		}
+	}
+	// What B does not hold needs the store: refused at once.
+	stranger, err := broker.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	isUnavailable("an unknown token", models(b, stranger))
+	isUnavailable("a report", b.Do(http.MethodPost, protocol.RouteDeclaration, token,
+		[]byte(`{"capabilities":[{"name":"inference","broker":"lobby","scope":[]}]}`), nil))
+
+	// What B holds is served until MaxStale, and never after.
+	var served int
+	for {
+		sent := time.Now()
+		resp := models(b, token)
+		if resp.StatusCode == http.StatusOK {
+			if late := sent.Sub(wentDown); late > cache.DefaultMaxStale {
+				t.Fatalf("B served from memory %v after its store went down, want at most %v", late, cache.DefaultMaxStale)
+			}
+			served++
+			continue
+		}
+		isUnavailable("a request B held the answers to", resp)
+		if sent.Sub(wentDown) > cache.DefaultMaxStale {
+			break
+		}
+	}
+	t.Logf("B served %d requests from memory after its store went down, then refused", served)
+
+	// A still reaches the store: it takes agent away.
+	a.Report(token, brokertest.Entry("inference", "decide"))
+	if resp := models(a, token); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("models on A after its report without agent = %d, want 403", resp.StatusCode)
+	}
+
+	down.down.Store(false)
+	// B's first request after the store is back is judged by A's report.
+	resp := models(b, token)
+	if _, msg := brokertest.Refusal(resp.Body); resp.StatusCode != http.StatusForbidden || !strings.Contains(msg, "agent") {
+		t.Errorf("models on B once its store is back = %d %s, want 403 naming agent: judged by the report A took meanwhile", resp.StatusCode, resp.Body)
+	}
+	a.Report(token, brokertest.Entry("inference", "agent"))
+	if resp := models(b, token); resp.StatusCode != http.StatusOK {
+		t.Errorf("models on B after A gave agent back = %d %s, want 200", resp.StatusCode, resp.Body)
+	}
+
+	// Nothing stored was lost.
+	if box, err := pg.BoxByTokenHash(ctx, broker.HashToken(token)); err != nil || box.Name != "box-1" {
+		t.Errorf("BoxByTokenHash() after the outage = %q, %v, want box-1", box.Name, err)
+	}
+	if doc, _, err := pg.Declaration(ctx, "box-1"); err != nil || !strings.Contains(string(doc), `"agent"`) {
+		t.Errorf("Declaration(box-1) after the outage = %s, %v, want the last report, with agent", doc, err)
+	}
+	if _, err := pg.Credential(ctx, payer.SharedAnthropic); err != nil {
+		t.Errorf("Credential(%s) after the outage = %v, want it kept", payer.SharedAnthropic, err)
+	}
 }
