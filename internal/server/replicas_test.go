@@ -30,10 +30,6 @@ import (
 	"github.com/intentius/boxbroker/internal/store/postgres/postgrestest"
 )
 
-// servedCapabilities are the standard capabilities boxbroker serves, for
-// the conformance suite run across replicas.
-var servedCapabilities = []string{protocol.Inference}
-
 // newMasterKey is a fresh master key, hex, as BOXBROKER_MASTER_KEY takes it.
 func newMasterKey(t testing.TB) string {
 	t.Helper()
@@ -100,32 +96,6 @@ func (rr *roundRobin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	i := (rr.next.Add(1) - 1) % uint64(len(rr.proxies))
 	rr.replicas[i].served.Add(1)
 	rr.proxies[i].ServeHTTP(w, r)
-}
-
-// seedConformance does what an operator does for the suite's env, on st:
-// a token per box, the shared credentials, sealed with keyring's key.
-func seedConformance(ctx context.Context, srv *server.Server, env conformance.Env) (map[string]string, error) {
-	tokens := map[string]string{}
-	for _, name := range env.Boxes {
-		token, err := broker.NewToken()
-		if err != nil {
-			return nil, err
-		}
-		if err := srv.Store.CreateBox(ctx, store.Box{Name: name, TokenHash: broker.HashToken(token), CreatedAt: time.Now(), PayerKind: protocol.PayerShared, Consent: true}); err != nil {
-			return nil, err
-		}
-		tokens[name] = token
-	}
-	for id, value := range map[string]string{payer.SharedAnthropic: env.Anthropic.Credential, payer.SharedFountain: env.Fountain.Credential} {
-		sealed, err := srv.Keyring.Seal([]byte(value), payer.AD(id))
-		if err != nil {
-			return nil, err
-		}
-		if err := srv.Store.SetCredential(ctx, store.Credential{ID: id, Sealed: sealed, UpdatedAt: time.Now()}); err != nil {
-			return nil, err
-		}
-	}
-	return tokens, nil
 }
 
 // startReplicas returns a conformance Start that starts n replicas on the
