@@ -491,3 +491,29 @@ func TestReplicas_FailClosedWhileTheStoreIsDown(t *testing.T) {
 		t.Errorf("Credential(%s) after the outage = %v, want it kept", payer.SharedAnthropic, err)
 	}
 }
+
+// TestReplicas_OtherMasterKeyRefused: a replica given another master key
+// than the one the stored credentials were sealed with refuses to start,
+// rather than fail every model call, and says which key to set, not the key.
+func TestReplicas_OtherMasterKeyRefused(t *testing.T) {
+	dsn := postgrestest.Schema(t)
+	cfg := func(key string) func(*server.Config) {
+		return func(c *server.Config) {
+			c.Store = dsn
+			c.MasterKey = key
+		}
+	}
+	a := brokertest.New(t, brokertest.Options{Config: cfg(newMasterKey(t))})
+	a.SetCredential(payer.SharedAnthropic, "sk-ant-replicas")
+
+	other := newMasterKey(t)
+	c := server.Config{Store: dsn, MasterKey: other, DataDir: t.TempDir()}
+	srv, err := server.New(t.Context(), c, server.Options{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	if err == nil {
+		srv.Close()
+		t.Fatal("server.New() with another master key = nil error, want refused")
+	}
+	if !strings.Contains(err.Error(), "BOXBROKER_MASTER_KEY") || strings.Contains(err.Error(), other) {
+		t.Errorf("server.New() with another master key = %q, want it to name BOXBROKER_MASTER_KEY and not hold the key", err)
+	}
+}
