@@ -213,6 +213,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	go s.Cache.Run(cctx)
+	go s.pruneChanges(cctx)
 	hs := &http.Server{
 		Handler:           s.Handler,
 		ReadHeaderTimeout: s.Config.ReadHeaderTimeout,
@@ -248,6 +249,31 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return serr
 	}
 	return err
+}
+
+// Change log upkeep: how long changes are kept, far longer than a cache
+// may go unpolled before it drops everything (5 minutes), and how often
+// older ones are pruned. Every replica prunes; the deletes are idempotent.
+const (
+	keepChanges = time.Hour
+	pruneEvery  = 10 * time.Minute
+)
+
+// pruneChanges forgets changes older than keepChanges, at once and every
+// pruneEvery, until ctx ends.
+func (s *Server) pruneChanges(ctx context.Context) {
+	t := time.NewTicker(pruneEvery)
+	defer t.Stop()
+	for {
+		if err := s.Store.PruneChanges(ctx, time.Now().Add(-keepChanges)); err != nil && ctx.Err() == nil {
+			s.log.Warn("prune the change log", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // Close releases the store.
