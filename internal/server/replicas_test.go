@@ -82,11 +82,15 @@ type roundRobin struct {
 
 func newRoundRobin(replicas []*replica) *roundRobin {
 	rr := &roundRobin{replicas: replicas}
+	// Its own transport: every httptest.Server.Close closes
+	// http.DefaultTransport's idle connections.
+	transport := http.DefaultTransport.(*http.Transport).Clone()
 	for _, r := range replicas {
 		u, _ := url.Parse(r.hs.URL)
 		rr.proxies = append(rr.proxies, &httputil.ReverseProxy{
 			Rewrite:       func(pr *httputil.ProxyRequest) { pr.SetURL(u) },
 			FlushInterval: -1,
+			Transport:     transport,
 		})
 	}
 	return rr
