@@ -368,6 +368,11 @@ func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *reque
 		return unavailable(err)
 	}
 	s.cfg.Cache.Drop(store.ChangeDeclaration, box.Name)
+	// The 200 says the report is in force: wait until every replica judges
+	// by it, so that the box's next request is judged by it wherever it goes.
+	if err := s.cfg.Cache.Settle(r.Context()); err != nil {
+		return err
+	}
 	pay := s.cfg.Payer.ForBox(box)
 	writeJSON(w, http.StatusOK, protocol.KeptOf(d, &pay))
 	return nil

@@ -46,6 +46,9 @@ type Options struct {
 	// FountainHandler, when set, answers as Fountain instead of the
 	// stand-in (recorded all the same); it implies Fountain.
 	FountainHandler http.Handler
+	// Store, when set, is the store instead of the one the Config names;
+	// the Broker closes it when the test ends.
+	Store store.Store
 }
 
 // Broker is a running boxbroker under test.
@@ -101,6 +104,7 @@ func New(t testing.TB, opt Options) *Broker {
 	srv, err := server.New(ctx, cfg, server.Options{
 		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Extra:  opt.Extra,
+		Store:  opt.Store,
 	})
 	if err != nil {
 		cancel()

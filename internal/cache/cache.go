@@ -35,10 +35,17 @@ const (
 
 // Options tune a Cache. Zero values take the defaults.
 type Options struct {
+	// PollEvery is how often the change log is read.
 	PollEvery time.Duration
-	MaxStale  time.Duration
-	Logger    *slog.Logger
-	Now       func() time.Time
+	// MaxStale bounds how old what memory answers may be: memory answers
+	// only while the last successful poll began at most MaxStale ago.
+	MaxStale time.Duration
+	// Shared says that other processes (replicas) serve from the same
+	// store through caches of their own, with the same MaxStale; Settle
+	// then waits for them.
+	Shared bool
+	Logger *slog.Logger
+	Now    func() time.Time
 }
 
 // Cache is a read-through cache over a store.Store. Its methods are safe
@@ -51,7 +58,7 @@ type Cache struct {
 	mu       sync.RWMutex // guards everything below
 	gen      uint64       // bumped on every drop, so a load that raced a drop is not kept
 	seq      int64        // last change applied
-	polledAt time.Time    // last successful poll
+	polledAt time.Time    // when the last successful poll began
 	boxes    map[string]store.Box
 	byName   map[string]string // box name → token hash, for dropping
 	missing  map[string]struct{}
@@ -96,6 +103,7 @@ func (c *Cache) resetLocked() {
 
 // Run polls the change log until ctx ends.
 func (c *Cache) Run(ctx context.Context) {
+	began := c.opt.Now()
 	seq, err := c.st.LastChange(ctx)
 	for err != nil {
 		c.log.Warn("cache: read change log", "err", err)
@@ -104,13 +112,20 @@ func (c *Cache) Run(ctx context.Context) {
 			return
 		case <-time.After(c.opt.PollEvery * 10):
 		}
+		began = c.opt.Now()
 		seq, err = c.st.LastChange(ctx)
 	}
 	c.mu.Lock()
 	c.resetLocked()
 	c.seq = seq
-	c.polledAt = c.opt.Now()
+	c.polledAt = began
 	c.mu.Unlock()
+
+	// A store that notifies wakes the loop as soon as a change is logged.
+	wake := make(chan struct{}, 1)
+	if n, ok := c.st.(store.Notifier); ok {
+		go c.listen(ctx, n, wake)
+	}
 
 	t := time.NewTicker(c.opt.PollEvery)
 	defer t.Stop()
@@ -120,6 +135,7 @@ func (c *Cache) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-wake:
 		}
 		if err := c.Poll(ctx); err != nil {
 			if !failing && ctx.Err() == nil {
@@ -133,8 +149,46 @@ func (c *Cache) Run(ctx context.Context) {
 	}
 }
 
-// Poll applies every change written since the last poll.
+// listen sends on wake whenever n says a change was logged, listening
+// again a second after a failure, until ctx ends. n calls notify on this
+// goroutine, so failing needs no lock.
+func (c *Cache) listen(ctx context.Context, n store.Notifier, wake chan<- struct{}) {
+	wakeUp := func() {
+		select {
+		case wake <- struct{}{}:
+		default: // a wake-up is already pending; one poll reads everything
+		}
+	}
+	failing := false
+	notify := func() {
+		if failing {
+			c.log.Info("cache: listening for changes again")
+			failing = false
+		}
+		wakeUp()
+	}
+	for {
+		err := n.Listen(ctx, notify)
+		if ctx.Err() != nil {
+			return
+		}
+		if !failing {
+			c.log.Warn("cache: listen for changes; polling alone until it listens again", "err", err)
+			failing = true
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// Poll applies every change written since the last poll. Memory answers
+// for MaxStale from the moment a successful poll began, since the log it
+// read holds every write committed before that moment.
 func (c *Cache) Poll(ctx context.Context) error {
+	began := c.opt.Now()
 	c.mu.RLock()
 	after, polledAt := c.seq, c.polledAt
 	c.mu.RUnlock()
@@ -157,11 +211,35 @@ func (c *Cache) Poll(ctx context.Context) error {
 		c.resetLocked()
 	}
 	for _, ch := range all {
-		c.dropLocked(ch.Kind, ch.Key)
-		c.seq = ch.Seq
+		if ch.Seq > c.seq {
+			c.dropLocked(ch.Kind, ch.Key)
+			c.seq = ch.Seq
+		}
 	}
-	c.polledAt = c.opt.Now()
+	if began.After(c.polledAt) {
+		c.polledAt = began
+	}
 	return nil
+}
+
+// Settle returns once every cache over the store, this one and any other
+// replica's, answers with what was written before Settle was called: at
+// once unless Options.Shared, and after MaxStale if so, since by then each
+// replica has either polled the log past the write or stopped answering
+// from memory. It returns ctx's error if ctx ends first.
+func (c *Cache) Settle(ctx context.Context) error {
+	if !c.opt.Shared {
+		return nil
+	}
+	// A millisecond more than the bound, for clocks that tick coarsely.
+	t := time.NewTimer(c.opt.MaxStale + time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Drop forgets what a local write touched, at once.

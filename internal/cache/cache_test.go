@@ -3,14 +3,198 @@ package cache_test
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/cache"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/postgres"
+	"github.com/intentius/boxbroker/internal/store/postgres/postgrestest"
 	"github.com/intentius/boxbroker/internal/store/sqlite"
 )
+
+func TestMain(m *testing.M) {
+	os.Exit(postgrestest.Main(m))
+}
+
+// counting wraps a store, counts box lookups, and runs onChanges inside
+// every read of the change log.
+type counting struct {
+	store.Store
+	lookups   atomic.Int64
+	onChanges func()
+}
+
+func (c *counting) BoxByTokenHash(ctx context.Context, hash string) (store.Box, error) {
+	c.lookups.Add(1)
+	return c.Store.BoxByTokenHash(ctx, hash)
+}
+
+func (c *counting) ChangesSince(ctx context.Context, after int64, limit int) ([]store.Change, error) {
+	if c.onChanges != nil {
+		c.onChanges()
+	}
+	return c.Store.ChangesSince(ctx, after, limit)
+}
+
+// Listen passes a notifying store's notifications on.
+func (c *counting) Listen(ctx context.Context, notify func()) error {
+	n, ok := c.Store.(store.Notifier)
+	if !ok {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return n.Listen(ctx, notify)
+}
+
+// clock is a fake clock safe for concurrent use.
+type clock struct {
+	mu  sync.Mutex // guards now
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+func openSQLite(t *testing.T) *sqlite.Store {
+	t.Helper()
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "cache.db"))
+	if err != nil {
+		t.Fatalf("sqlite.Open() = %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// TestCache_StaleFromWhenThePollBegan: a slow poll read the log as it was
+// when the poll began, so memory may answer for MaxStale from then, not
+// from when the poll ended.
+func TestCache_StaleFromWhenThePollBegan(t *testing.T) {
+	ctx := t.Context()
+	clk := &clock{now: time.Unix(1_000_000, 0)}
+	st := &counting{Store: openSQLite(t)}
+	if err := st.CreateBox(ctx, store.Box{Name: "alpha", TokenHash: "h1", CreatedAt: clk.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	const maxStale = 100 * time.Millisecond
+	c := cache.New(st, cache.Options{PollEvery: time.Hour, MaxStale: maxStale, Now: clk.Now})
+
+	// A poll that takes 80 ms.
+	st.onChanges = func() { clk.Advance(80 * time.Millisecond) }
+	if err := c.Poll(ctx); err != nil {
+		t.Fatalf("Poll() = %v", err)
+	}
+	st.onChanges = nil
+
+	lookup := func(when string, wantStore bool) {
+		t.Helper()
+		before := st.lookups.Load()
+		if b, err := c.BoxByTokenHash(ctx, "h1"); err != nil || b.Name != "alpha" {
+			t.Fatalf("BoxByTokenHash(h1) %s = %q, %v, want alpha", when, b.Name, err)
+		}
+		if got := st.lookups.Load() > before; got != wantStore {
+			t.Errorf("BoxByTokenHash(h1) %s read the store: %v, want %v", when, got, wantStore)
+		}
+	}
+	lookup("first", true)
+	lookup("again, 80 ms after the poll began", false)
+	clk.Advance(maxStale - 80*time.Millisecond + time.Millisecond)
+	lookup("MaxStale after the poll began", true)
+}
+
+func TestCache_Settle(t *testing.T) {
+	st := openSQLite(t)
+	done, cancel := context.WithCancel(t.Context())
+	cancel()
+
+	local := cache.New(st, cache.Options{})
+	if err := local.Settle(done); err != nil {
+		t.Errorf("Settle() of an unshared cache = %v, want nil at once", err)
+	}
+
+	const maxStale = 30 * time.Millisecond
+	shared := cache.New(st, cache.Options{Shared: true, MaxStale: maxStale})
+	if err := shared.Settle(done); !errors.Is(err, context.Canceled) {
+		t.Errorf("Settle() of a shared cache with its context ended = %v, want context.Canceled", err)
+	}
+	start := time.Now()
+	if err := shared.Settle(t.Context()); err != nil {
+		t.Errorf("Settle() of a shared cache = %v, want nil", err)
+	}
+	// Timers never fire early, so this cannot fail on a slow machine.
+	if waited := time.Since(start); waited < maxStale {
+		t.Errorf("Settle() of a shared cache returned after %v, want at least MaxStale (%v)", waited, maxStale)
+	}
+}
+
+// TestCache_NotifiedAtOnce: over PostgreSQL, a change another store
+// writes reaches the cache by notification, with polling too slow to
+// matter.
+func TestCache_NotifiedAtOnce(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	dsn := postgrestest.Schema(t)
+	open := func() *postgres.Store {
+		st, err := postgres.Open(ctx, dsn)
+		if err != nil {
+			t.Fatalf("postgres.Open() = %v", err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	st, other := &counting{Store: open()}, open()
+	if err := other.CreateBox(ctx, store.Box{Name: "alpha", TokenHash: "h1", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	c := cache.New(st, cache.Options{PollEvery: time.Hour, MaxStale: time.Hour})
+	go c.Run(ctx)
+
+	deadline := time.Now().Add(30 * time.Second)
+	// Until Run has read the log, every lookup reads the store; then one
+	// keeps the box and the next is answered from memory.
+	for {
+		before := st.lookups.Load()
+		if _, err := c.BoxByTokenHash(ctx, "h1"); err != nil {
+			t.Fatalf("BoxByTokenHash(h1) = %v", err)
+		}
+		if st.lookups.Load() == before {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the cache never answered from memory")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := other.RotateToken(ctx, "alpha", "h2"); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		_, err := c.BoxByTokenHash(ctx, "h1")
+		if errors.Is(err, store.ErrNotFound) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("BoxByTokenHash(h1) = %v", err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the cache kept the old token with polls an hour apart: no notification reached it")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
 
 // TestCache_SecretFollowsTheChangeLog checks that a cached secret, and a
 // cached absence, are dropped when another writer changes the secret or

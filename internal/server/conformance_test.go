@@ -47,40 +47,10 @@ func startBroken(t *testing.T, dataDir string, wrap func(http.Handler) http.Hand
 			cancel()
 			return nil, err
 		}
-		tokens := map[string]string{}
-		for _, name := range env.Boxes {
-			token, err := broker.NewToken()
-			if err != nil {
-				cancel()
-				return nil, err
-			}
-			if err := srv.Store.CreateBox(ctx, store.Box{Name: name, TokenHash: broker.HashToken(token), CreatedAt: time.Now(), PayerKind: protocol.PayerShared, Consent: true}); err != nil {
-				cancel()
-				return nil, err
-			}
-			tokens[name] = token
-		}
-		for id, value := range map[string]string{payer.SharedAnthropic: env.Anthropic.Credential, payer.SharedFountain: env.Fountain.Credential} {
-			sealed, err := srv.Keyring.Seal([]byte(value), payer.AD(id))
-			if err != nil {
-				cancel()
-				return nil, err
-			}
-			if err := srv.Store.SetCredential(ctx, store.Credential{ID: id, Sealed: sealed, UpdatedAt: time.Now()}); err != nil {
-				cancel()
-				return nil, err
-			}
-		}
-		for _, sec := range env.Secrets {
-			sealed, err := srv.Keyring.Seal([]byte(sec.Value), egress.AD(sec.Box, sec.Name))
-			if err != nil {
-				cancel()
-				return nil, err
-			}
-			if err := srv.Store.SetSecret(ctx, store.Secret{Box: sec.Box, Name: sec.Name, Host: sec.Host, Sealed: sealed, UpdatedAt: time.Now()}); err != nil {
-				cancel()
-				return nil, err
-			}
+		tokens, err := seedConformance(ctx, srv, env)
+		if err != nil {
+			cancel()
+			return nil, err
 		}
 		go srv.Cache.Run(rctx)
 		var h http.Handler = srv.Handler
@@ -96,13 +66,53 @@ func startBroken(t *testing.T, dataDir string, wrap func(http.Handler) http.Hand
 	}
 }
 
+// servedCapabilities are the standard capabilities boxbroker serves, of
+// the conformance suite's; decide belongs to inference.
+var servedCapabilities = []string{protocol.Inference, protocol.Egress, protocol.Feedback, protocol.Fountain}
+
+// seedConformance does on srv's store what an operator does for the
+// suite's env: a token per box, the shared credentials and the boxes'
+// secrets, sealed with srv's master key. It returns the tokens by box.
+func seedConformance(ctx context.Context, srv *server.Server, env conformance.Env) (map[string]string, error) {
+	tokens := map[string]string{}
+	for _, name := range env.Boxes {
+		token, err := broker.NewToken()
+		if err != nil {
+			return nil, err
+		}
+		if err := srv.Store.CreateBox(ctx, store.Box{Name: name, TokenHash: broker.HashToken(token), CreatedAt: time.Now(), PayerKind: protocol.PayerShared, Consent: true}); err != nil {
+			return nil, err
+		}
+		tokens[name] = token
+	}
+	for id, value := range map[string]string{payer.SharedAnthropic: env.Anthropic.Credential, payer.SharedFountain: env.Fountain.Credential} {
+		sealed, err := srv.Keyring.Seal([]byte(value), payer.AD(id))
+		if err != nil {
+			return nil, err
+		}
+		if err := srv.Store.SetCredential(ctx, store.Credential{ID: id, Sealed: sealed, UpdatedAt: time.Now()}); err != nil {
+			return nil, err
+		}
+	}
+	for _, sec := range env.Secrets {
+		sealed, err := srv.Keyring.Seal([]byte(sec.Value), egress.AD(sec.Box, sec.Name))
+		if err != nil {
+			return nil, err
+		}
+		if err := srv.Store.SetSecret(ctx, store.Secret{Box: sec.Box, Name: sec.Name, Host: sec.Host, Sealed: sealed, UpdatedAt: time.Now()}); err != nil {
+			return nil, err
+		}
+	}
+	return tokens, nil
+}
+
 // TestConformance holds boxbroker to every check of the protocol's
 // conformance table for the capabilities it serves.
 func TestConformance(t *testing.T) {
 	conformance.RunTest(t, conformance.Config{
 		Name:         "boxbroker",
 		Start:        startBoxbroker(t, t.TempDir()),
-		Capabilities: []string{protocol.Inference, protocol.Egress, protocol.Feedback, protocol.Fountain},
+		Capabilities: servedCapabilities,
 	})
 }
 
@@ -158,7 +168,7 @@ func TestConformance_FailsBrokenBoxbrokers(t *testing.T) {
 			report, err := conformance.Run(context.Background(), conformance.Config{
 				Name:         "broken boxbroker: " + tt.name,
 				Start:        startBroken(t, t.TempDir(), tt.wrap, tt.transport),
-				Capabilities: []string{protocol.Inference, protocol.Egress, protocol.Feedback, protocol.Fountain},
+				Capabilities: servedCapabilities,
 			})
 			if err != nil {
 				t.Fatal(err)

@@ -77,6 +77,33 @@ func LoadKeyring(cfg *Config) (*secrets.Keyring, error) {
 	return k, err
 }
 
+// checkKeyring refuses a master key that does not open a credential
+// already stored, as when replicas or the CLI were given different keys:
+// serving with it would fail every call that credential pays for.
+func checkKeyring(ctx context.Context, st store.Store, k *secrets.Keyring) error {
+	creds, err := st.ListCredentials(ctx)
+	if err != nil {
+		return fmt.Errorf("check the master key: %w", err)
+	}
+	if len(creds) == 0 {
+		return nil
+	}
+	c, err := st.Credential(ctx, creds[0].ID)
+	if errors.Is(err, store.ErrNotFound) { // removed meanwhile
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("check the master key: %w", err)
+	}
+	plain, err := k.Open(c.Sealed, payer.AD(c.ID))
+	if err != nil {
+		return fmt.Errorf("the master key does not open the stored credential %q: every replica and every "+
+			"boxbroker command on this store needs the same master key (set BOXBROKER_MASTER_KEY alike everywhere)", c.ID)
+	}
+	secrets.Zero(plain)
+	return nil
+}
+
 // Server is a running boxbroker: its store, cache and handler.
 type Server struct {
 	Config  Config
@@ -123,11 +150,20 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 			return nil, err
 		}
 	}
+	if err := checkKeyring(ctx, st, keyring); err != nil {
+		if opt.Store == nil {
+			st.Close()
+		}
+		return nil, err
+	}
 	transport := opt.Transport
 	if transport == nil {
 		transport = proxy.NewTransport(proxy.TransportOptions{ResponseHeaderTimeout: cfg.UpstreamHeaderTimeout})
 	}
-	c := cache.New(st, cache.Options{Logger: log})
+	// Only a SQLite store is known to be this process's alone; any other
+	// may be shared with replicas, whose caches a report must wait for.
+	_, local := st.(*sqlite.Store)
+	c := cache.New(st, cache.Options{Logger: log, Shared: !local})
 	pay := &payer.Resolver{Cache: c, Keyring: keyring}
 	eg, err := egress.New(egress.Config{Secrets: c, Keyring: keyring, Transport: opt.Transport, MaxBody: cfg.EgressMaxBody, Logger: log,
 		TransportOptions: proxy.TransportOptions{ResponseHeaderTimeout: cfg.UpstreamHeaderTimeout}})
@@ -177,6 +213,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	go s.Cache.Run(cctx)
+	go s.pruneChanges(cctx)
 	hs := &http.Server{
 		Handler:           s.Handler,
 		ReadHeaderTimeout: s.Config.ReadHeaderTimeout,
@@ -212,6 +249,31 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return serr
 	}
 	return err
+}
+
+// Change log upkeep: how long changes are kept, far longer than a cache
+// may go unpolled before it drops everything (5 minutes), and how often
+// older ones are pruned. Every replica prunes; the deletes are idempotent.
+const (
+	keepChanges = time.Hour
+	pruneEvery  = 10 * time.Minute
+)
+
+// pruneChanges forgets changes older than keepChanges, at once and every
+// pruneEvery, until ctx ends.
+func (s *Server) pruneChanges(ctx context.Context) {
+	t := time.NewTicker(pruneEvery)
+	defer t.Stop()
+	for {
+		if err := s.Store.PruneChanges(ctx, time.Now().Add(-keepChanges)); err != nil && ctx.Err() == nil {
+			s.log.Warn("prune the change log", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // Close releases the store.

@@ -42,6 +42,19 @@ type Store interface {
 	Close() error
 }
 
+// Notifier is implemented by a Store that can tell a cache at once that a
+// change was logged, so that the cache reads the log then rather than at
+// its next poll. Polling stays the cache's guarantee; a notification only
+// shortens the wait.
+type Notifier interface {
+	// Listen calls notify once it listens, and then soon after every
+	// change logged by any process, until ctx ends (returning ctx's error)
+	// or it can no longer listen (returning why, wrapping ErrUnavailable
+	// when the database cannot be reached). It calls notify on the
+	// goroutine that called Listen.
+	Listen(ctx context.Context, notify func()) error
+}
+
 // Box is one enrolled box. TokenHash is the SHA-256 of its token, hex.
 // PayerKind is "shared" (the default) or "owner"; PayerPrincipal is "" when
 // unknown.

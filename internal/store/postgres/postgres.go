@@ -8,7 +8,9 @@
 // Every write appends its changes to the changes log last in its
 // transaction, under a transaction-scoped advisory lock: no two writers hold
 // it at once, so changes commit in Seq order and a cache that reads the log
-// never passes over a change that commits later with a lower Seq.
+// never passes over a change that commits later with a lower Seq. Each such
+// write also notifies its schema's channel, so that caches can read the log at once
+// rather than at their next poll (Listen).
 package postgres
 
 import (
@@ -41,6 +43,10 @@ const (
 // may share one database.
 type Store struct {
 	pool *pgxpool.Pool
+	// conn configures Listen's connection, which is not the pool's.
+	conn *pgx.ConnConfig
+	// channel is the notification channel of the store's schema, quoted.
+	channel string
 }
 
 var _ store.Store = (*Store)(nil)
@@ -62,7 +68,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, translate("open postgres store", err)
 	}
-	s := &Store{pool: pool}
+	s := &Store{pool: pool, conn: cfg.ConnConfig.Copy()}
 	if err := s.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres store: %w", err)
@@ -71,6 +77,12 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres store: %w", err)
 	}
+	var schema string
+	if err := pool.QueryRow(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
+		pool.Close()
+		return nil, translate("open postgres store: read the schema's name", err)
+	}
+	s.channel = pgx.Identifier{Channel + "." + schema}.Sanitize()
 	return s, nil
 }
 
@@ -110,6 +122,10 @@ func (s *Store) write(ctx context.Context, op string, fn func(tx pgx.Tx) ([]stor
 		if _, err := tx.Exec(ctx, `INSERT INTO changes (kind, key, at)
 			SELECT kind, key, now() FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS c (kind, key, n) ORDER BY n`,
 			kinds, keys); err != nil {
+			return translate(op, err)
+		}
+		// Delivered to every Listen when the transaction commits.
+		if _, err := tx.Exec(ctx, "NOTIFY "+s.channel); err != nil {
 			return translate(op, err)
 		}
 	}

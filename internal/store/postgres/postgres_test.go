@@ -2,107 +2,28 @@ package postgres
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/postgres/postgrestest"
 	"github.com/intentius/boxbroker/internal/store/storetest"
 )
 
-// server is the PostgreSQL the package's tests use: the one named by
-// BOXBROKER_TEST_POSTGRES, or a throwaway cluster TestMain started, or
-// none (dsn empty, skip saying why).
-type server struct {
-	dsn  string
-	skip string
-}
-
-// pg is set once by TestMain, before any test runs, and only read after.
-var pg server
-
 func TestMain(m *testing.M) {
-	os.Exit(runMain(m))
+	os.Exit(postgrestest.Main(m))
 }
 
-func runMain(m *testing.M) int {
-	if dsn := os.Getenv("BOXBROKER_TEST_POSTGRES"); dsn != "" {
-		pg.dsn = dsn
-		return m.Run()
-	}
-	c, err := startCluster()
-	if err != nil {
-		pg.skip = fmt.Sprintf("no PostgreSQL to test against (%v): set BOXBROKER_TEST_POSTGRES to a DSN "+
-			"(eval \"$(.ci/postgres.sh)\" starts one and sets it), or install PostgreSQL so that initdb and pg_ctl "+
-			"are in /usr/lib/postgresql/*/bin", err)
-		return m.Run()
-	}
-	defer c.stop()
-	pg.dsn = c.dsn
-	return m.Run()
-}
-
-// needServer returns the DSN of the server the test may use, or skips it,
-// failing instead when BOXBROKER_REQUIRE_POSTGRES is set (as in CI).
-func needServer(t *testing.T) string {
-	t.Helper()
-	if pg.dsn == "" {
-		if os.Getenv("BOXBROKER_REQUIRE_POSTGRES") != "" {
-			t.Fatal(pg.skip)
-		}
-		t.Skip(pg.skip)
-	}
-	return pg.dsn
-}
-
-// freshSchema creates a schema no other test uses, dropped at cleanup, and
-// returns a DSN whose search_path is that schema.
+// freshSchema returns a DSN whose search_path is a schema of the test's own.
 func freshSchema(t *testing.T) string {
 	t.Helper()
-	dsn := needServer(t)
-	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatalf("connecting to the test server: %v", err)
-	}
-	b := make([]byte, 8)
-	rand.Read(b)
-	schema := "storetest_" + hex.EncodeToString(b)
-	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		admin.Close(ctx)
-		t.Fatalf("CREATE SCHEMA %s: %v", schema, err)
-	}
-	t.Cleanup(func() {
-		if _, err := admin.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("DROP SCHEMA %s: %v", schema, err)
-		}
-		admin.Close(ctx)
-	})
-	return withSearchPath(dsn, schema)
-}
-
-// withSearchPath is dsn, in either of its forms, with search_path set.
-func withSearchPath(dsn, schema string) string {
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		u, err := url.Parse(dsn)
-		if err == nil {
-			q := u.Query()
-			q.Set("search_path", schema)
-			u.RawQuery = q.Encode()
-			return u.String()
-		}
-	}
-	return dsn + " search_path=" + schema
+	return postgrestest.Schema(t)
 }
 
 // open opens a Store on dsn, closed at cleanup.
@@ -117,7 +38,7 @@ func open(t *testing.T, dsn string) *Store {
 }
 
 func TestStore(t *testing.T) {
-	needServer(t)
+	postgrestest.DSN(t)
 	storetest.Run(t, func(t *testing.T) store.Store {
 		return open(t, freshSchema(t))
 	})
@@ -264,5 +185,58 @@ func TestMigrationsOrdered(t *testing.T) {
 		if m.version != i+1 {
 			t.Errorf("migration %d is %s (version %d), want version %d: versions run 1, 2, ... without gaps", i, m.name, m.version, i+1)
 		}
+	}
+}
+
+func TestListenHearsOtherStoresWrites(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	dsn := freshSchema(t)
+	a, b := open(t, dsn), open(t, dsn)
+
+	heard := make(chan struct{}, 16)
+	done := make(chan error, 1)
+	go func() {
+		done <- a.Listen(ctx, func() { heard <- struct{}{} })
+	}()
+	wait := func(what string) {
+		t.Helper()
+		select {
+		case <-heard:
+		case err := <-done:
+			t.Fatalf("Listen() = %v before %s", err, what)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("Listen() never called notify for %s", what)
+		}
+	}
+	wait("listening")
+	if err := b.CreateBox(ctx, store.Box{Name: "alpha", TokenHash: "h1", CreatedAt: time.Now()}); err != nil {
+		t.Fatalf("b.CreateBox(alpha) = %v", err)
+	}
+	wait("the other Store's CreateBox")
+	if err := b.RotateToken(ctx, "alpha", "h2"); err != nil {
+		t.Fatalf("b.RotateToken(alpha) = %v", err)
+	}
+	wait("the other Store's RotateToken")
+
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("Listen() after its context ended = %v, want context.Canceled", err)
+	}
+}
+
+func TestListenUnreachableIsUnavailable(t *testing.T) {
+	s := open(t, freshSchema(t))
+	// Point Listen's connection at a loopback port nothing listens on.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	s.conn.Host, s.conn.Port = "127.0.0.1", uint16(port)
+	s.conn.Fallbacks = nil
+	if err := s.Listen(t.Context(), func() {}); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("Listen() with the server unreachable = %v, want ErrUnavailable", err)
 	}
 }
