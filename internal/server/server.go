@@ -128,7 +128,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		transport = proxy.NewTransport(proxy.TransportOptions{ResponseHeaderTimeout: cfg.UpstreamHeaderTimeout})
 	}
 	c := cache.New(st, cache.Options{Logger: log})
-	pay := &payer.Resolver{Cache: c, Keyring: keyring}
+	pay := &payer.Resolver{Cache: c, Keyring: keyring, Store: st, Logger: log}
 	eg, err := egress.New(egress.Config{Secrets: c, Keyring: keyring, Transport: opt.Transport, MaxBody: cfg.EgressMaxBody, Logger: log,
 		TransportOptions: proxy.TransportOptions{ResponseHeaderTimeout: cfg.UpstreamHeaderTimeout}})
 	if err != nil {
