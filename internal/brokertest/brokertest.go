@@ -46,6 +46,9 @@ type Options struct {
 	// FountainHandler, when set, answers as Fountain instead of the
 	// stand-in (recorded all the same); it implies Fountain.
 	FountainHandler http.Handler
+	// ServerOptions, when set, adjusts the server's Options (its clock,
+	// its grant hook) before it starts.
+	ServerOptions func(*server.Options)
 }
 
 // Broker is a running boxbroker under test.
@@ -98,10 +101,14 @@ func New(t testing.TB, opt Options) *Broker {
 		logs = io.Discard
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := server.New(ctx, cfg, server.Options{
+	sopt := server.Options{
 		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Extra:  opt.Extra,
-	})
+	}
+	if opt.ServerOptions != nil {
+		opt.ServerOptions(&sopt)
+	}
+	srv, err := server.New(ctx, cfg, sopt)
 	if err != nil {
 		cancel()
 		t.Fatalf("server.New: %v", err)

@@ -100,6 +100,11 @@ type Options struct {
 	Store store.Store
 	// Transport, when set, carries every upstream request.
 	Transport http.RoundTripper
+	// Now, when set, is the clock grants expire by (default time.Now).
+	Now func() time.Time
+	// OnGrant, when set, is told the outcome of every chant-grant header
+	// checked (see payer.Resolver.OnGrant), for metrics.
+	OnGrant func(outcome string)
 }
 
 // New opens everything cfg names and builds the handler. The caller must
@@ -128,7 +133,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		transport = proxy.NewTransport(proxy.TransportOptions{ResponseHeaderTimeout: cfg.UpstreamHeaderTimeout})
 	}
 	c := cache.New(st, cache.Options{Logger: log})
-	pay := &payer.Resolver{Cache: c, Keyring: keyring, Store: st, Logger: log}
+	pay := &payer.Resolver{Cache: c, Keyring: keyring, Store: st, Logger: log, Now: opt.Now, OnGrant: opt.OnGrant}
 	eg, err := egress.New(egress.Config{Secrets: c, Keyring: keyring, Transport: opt.Transport, MaxBody: cfg.EgressMaxBody, Logger: log,
 		TransportOptions: proxy.TransportOptions{ResponseHeaderTimeout: cfg.UpstreamHeaderTimeout}})
 	if err != nil {
