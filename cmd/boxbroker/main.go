@@ -47,7 +47,7 @@ type command struct {
 func commands() map[string]command {
 	return map[string]command{
 		"serve":      {"run the broker", runServe},
-		"box":        {"manage boxes: add, list, remove, rotate, consent, assign, unassign, resources", runBox},
+		"box":        {"manage boxes: add, list, remove, rotate, payer, consent, assign, unassign, resources", runBox},
 		"feedback":   {"print kept feedback: list, export", runFeedback},
 		"credential": {"manage credentials: set, list, remove", runCredential},
 		"secret":     {"manage a box's egress secrets: set, list, remove", runSecret},
