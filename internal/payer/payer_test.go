@@ -78,7 +78,7 @@ type fixture struct {
 	outcomes map[string]int // what OnGrant was told
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	f := &fixture{logs: &syncBuffer{}, clock: &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}}
 	f.outcomes = map[string]int{}
@@ -101,7 +101,7 @@ func newFixture(t *testing.T) *fixture {
 }
 
 // issue issues a grant through the store, as `boxbroker grant issue` does.
-func (f *fixture) issue(t *testing.T, box, principal string, ttl time.Duration) (string, store.Grant) {
+func (f *fixture) issue(t testing.TB, box, principal string, ttl time.Duration) (string, store.Grant) {
 	t.Helper()
 	v, g, err := grant.Issue(context.Background(), f.Server.Store, box, principal, ttl, f.clock.Now())
 	if err != nil {
