@@ -220,6 +220,21 @@ func (p *Resolver) now() time.Time {
 	return p.Now()
 }
 
+// SetHint is the command with which the operator sets the credential of
+// box's payer pay, for the refusal when none is set.
+func SetHint(pay protocol.Payer, box string) string {
+	switch pay.Kind {
+	case protocol.PayerOwner:
+		return "`boxbroker box payer " + box + " owner`"
+	case protocol.PayerVisitor:
+		if pay.Principal != nil {
+			return "`boxbroker visitor set " + *pay.Principal + "`"
+		}
+		return "`boxbroker visitor set PRINCIPAL`"
+	}
+	return "`boxbroker credential set anthropic`"
+}
+
 // Open returns the plaintext of the credential with that ID, or
 // capability.ErrNoCredential when none is set.
 func (p *Resolver) Open(ctx context.Context, id string) ([]byte, error) {

@@ -461,3 +461,31 @@ func TestGrant_OnGrantSeesEveryOutcome(t *testing.T) {
 		t.Errorf("OnGrant saw %v, want one accepted and one unknown", f.outcomes)
 	}
 }
+
+func TestNoCredential_HintNamesThePayersCommand(t *testing.T) {
+	f := newFixture(t)
+	f.setPayer(t, "a", protocol.PayerOwner, "github:own")
+	resp := f.Do("POST", messages, f.tokenA, []byte(body), nil)
+	_, msg := brokertest.Refusal(resp.Body)
+	if resp.StatusCode != 403 || !strings.Contains(msg, "`boxbroker box payer a owner`") || resp.Header.Get(protocol.HeaderPayer) != "owner github:own" {
+		t.Errorf("POST %s with no owner credential = %d %q, chant-payer %q, want 403 naming box payer", messages, resp.StatusCode, msg, resp.Header.Get(protocol.HeaderPayer))
+	}
+	if n := len(f.Upstream.Seen()); n != 0 {
+		t.Errorf("upstream received %d requests, want 0", n)
+	}
+	pr := "github:vee"
+	tests := []struct {
+		pay  protocol.Payer
+		want string
+	}{
+		{protocol.SharedPayer(), "`boxbroker credential set anthropic`"},
+		{protocol.Payer{Kind: protocol.PayerOwner}, "`boxbroker box payer a owner`"},
+		{protocol.Payer{Kind: protocol.PayerVisitor, Principal: &pr}, "`boxbroker visitor set github:vee`"},
+		{protocol.Payer{Kind: protocol.PayerVisitor}, "`boxbroker visitor set PRINCIPAL`"},
+	}
+	for _, tt := range tests {
+		if got := payer.SetHint(tt.pay, "a"); got != tt.want {
+			t.Errorf("SetHint(%q, a) = %q, want %q", protocol.FormatPayerHeader(tt.pay), got, tt.want)
+		}
+	}
+}
