@@ -24,7 +24,7 @@ func TestConformance_PayerConsistentForEachKind(t *testing.T) {
 		{"owner", protocol.PayerOwner, "github:own"},
 		{"owner, principal unknown", protocol.PayerOwner, ""},
 	}
-	want := []string{"payer-consistent", "inference-forwards", "token-isolation"}
+	want := []string{"payer-consistent", "inference-forwards", "decide-answers", "token-isolation"}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			report, err := conformance.Run(context.Background(), conformance.Config{

@@ -27,7 +27,20 @@ const (
 	visitor    = "github:vee"
 	messages   = "/llm/anthropic/v1/messages"
 	body       = `{"model":"claude-sonnet-4-5","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`
+	decideBody = `{"model":"claude-sonnet-4-5","state":{"n":1},"questions":{"q":{"type":"choice","instructions":"Pick one.","criteria":["x","y"]}}}`
 )
+
+// route is a model-call route a grant applies to, with a body that makes
+// exactly one upstream call.
+type route struct {
+	name, path, body string
+}
+
+// routes are /llm/anthropic and /decide.
+var routes = []route{
+	{"messages", messages, body},
+	{"decide", protocol.RouteDecide, decideBody},
+}
 
 // clock is a settable clock, safe for concurrent use.
 type clock struct {
@@ -95,8 +108,8 @@ func newFixture(t testing.TB) *fixture {
 	f.tokenB = b.AddBox("b")
 	b.SetCredential(payer.SharedAnthropic, sharedKey)
 	b.SetCredential(payer.VisitorAnthropic(visitor), visitorKey)
-	b.Report(f.tokenA, brokertest.Entry("inference", "agent"))
-	b.Report(f.tokenB, brokertest.Entry("inference", "agent"))
+	b.Report(f.tokenA, brokertest.Entry("inference", "agent", "decide"))
+	b.Report(f.tokenB, brokertest.Entry("inference", "agent", "decide"))
 	return f
 }
 
@@ -132,14 +145,20 @@ func (f *fixture) setPayer(t *testing.T, box, kind, principal string) {
 // header values, and returns the answer and what the upstream received.
 func (f *fixture) call(t *testing.T, token string, grants []string) (brokertest.Response, brokertest.Seen) {
 	t.Helper()
+	return f.callRoute(t, routes[0], token, grants)
+}
+
+// callRoute is call on route rt.
+func (f *fixture) callRoute(t *testing.T, rt route, token string, grants []string) (brokertest.Response, brokertest.Seen) {
+	t.Helper()
 	h := http.Header{"X-Api-Key": {token}, "Anthropic-Version": {"2023-06-01"}}
 	if grants != nil {
 		h[protocol.HeaderGrant] = grants
 	}
 	before := len(f.Upstream.Seen())
-	resp := f.Do("POST", messages, "", []byte(body), h)
+	resp := f.Do("POST", rt.path, "", []byte(rt.body), h)
 	if resp.StatusCode != 200 {
-		t.Fatalf("POST %s = %d %s, want 200", messages, resp.StatusCode, resp.Body)
+		t.Fatalf("POST %s = %d %s, want 200", rt.path, resp.StatusCode, resp.Body)
 	}
 	seen := f.Upstream.Seen()[before:]
 	if len(seen) != 1 {
@@ -182,24 +201,26 @@ func TestGrant_VisitorPaysAndOnlyTheirCredentialGoesUpstream(t *testing.T) {
 		{"over an owner payer", protocol.PayerOwner, "github:own"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			f.setPayer(t, "a", tt.kind, tt.principal)
-			value, _ := f.issue(t, "a", visitor, 0)
-			resp, seen := f.call(t, f.tokenA, []string{value})
-			if got, want := resp.Header.Get(protocol.HeaderPayer), "visitor "+visitor; got != want {
-				t.Errorf("chant-payer = %q, want %q", got, want)
-			}
-			if !bytes.Equal(seen.Body, []byte(body)) || seen.Path != "/v1/messages" {
-				t.Errorf("upstream got %s %s, want the body unchanged", seen.Path, seen.Body)
-			}
-			assertOnly(t, seen, visitorKey, f.tokenA, value, sharedKey, ownerKey, grant.Hash(value))
-			var answer bytes.Buffer
-			resp.Header.Write(&answer)
-			answer.Write(resp.Body)
-			if strings.Contains(answer.String(), visitorKey) || strings.Contains(answer.String(), value) {
-				t.Errorf("answer carries the visitor's credential or the grant")
-			}
-		})
+		for _, rt := range routes {
+			t.Run(rt.name+"/"+tt.name, func(t *testing.T) {
+				f.setPayer(t, "a", tt.kind, tt.principal)
+				value, _ := f.issue(t, "a", visitor, 0)
+				resp, seen := f.callRoute(t, rt, f.tokenA, []string{value})
+				if got, want := resp.Header.Get(protocol.HeaderPayer), "visitor "+visitor; got != want {
+					t.Errorf("chant-payer = %q, want %q", got, want)
+				}
+				if rt.path == messages && (!bytes.Equal(seen.Body, []byte(body)) || seen.Path != "/v1/messages") {
+					t.Errorf("upstream got %s %s, want the body unchanged", seen.Path, seen.Body)
+				}
+				assertOnly(t, seen, visitorKey, f.tokenA, value, sharedKey, ownerKey, grant.Hash(value))
+				var answer bytes.Buffer
+				resp.Header.Write(&answer)
+				answer.Write(resp.Body)
+				if strings.Contains(answer.String(), visitorKey) || strings.Contains(answer.String(), value) {
+					t.Errorf("answer carries the visitor's credential or the grant")
+				}
+			})
+		}
 	}
 	if strings.Contains(f.logs.String(), visitorKey) {
 		t.Errorf("logs carry the visitor's credential")
@@ -259,24 +280,26 @@ func TestGrant_FailuresArePaidAsWithout(t *testing.T) {
 	}
 	for _, p := range payers {
 		f.setPayer(t, "a", p.kind, p.principal)
-		for _, tt := range tests {
-			t.Run(p.kind+"/"+tt.name, func(t *testing.T) {
-				values := tt.grant(t)
-				before := f.Server.Payer.GrantCounts()
-				resp, seen := f.call(t, f.tokenA, values)
-				if got := resp.Header.Get(protocol.HeaderPayer); got != p.header {
-					t.Errorf("chant-payer = %q, want %q", got, p.header)
-				}
-				never := append([]string{f.tokenA, visitorKey}, values...)
-				assertOnly(t, seen, p.key, never...)
-				after := f.Server.Payer.GrantCounts()
-				if got := after[tt.reason] - before[tt.reason]; got != 1 {
-					t.Errorf("GrantCounts()[%q] rose by %d, want 1", tt.reason, got)
-				}
-				if got := after[grant.Accepted] - before[grant.Accepted]; got != 0 {
-					t.Errorf("GrantCounts()[accepted] rose by %d, want 0", got)
-				}
-			})
+		for _, rt := range routes {
+			for _, tt := range tests {
+				t.Run(rt.name+"/"+p.kind+"/"+tt.name, func(t *testing.T) {
+					values := tt.grant(t)
+					before := f.Server.Payer.GrantCounts()
+					resp, seen := f.callRoute(t, rt, f.tokenA, values)
+					if got := resp.Header.Get(protocol.HeaderPayer); got != p.header {
+						t.Errorf("chant-payer = %q, want %q", got, p.header)
+					}
+					never := append([]string{f.tokenA, visitorKey}, values...)
+					assertOnly(t, seen, p.key, never...)
+					after := f.Server.Payer.GrantCounts()
+					if got := after[tt.reason] - before[tt.reason]; got != 1 {
+						t.Errorf("GrantCounts()[%q] rose by %d, want 1", tt.reason, got)
+					}
+					if got := after[grant.Accepted] - before[grant.Accepted]; got != 0 {
+						t.Errorf("GrantCounts()[accepted] rose by %d, want 0", got)
+					}
+				})
+			}
 		}
 	}
 	logs := f.logs.String()
@@ -365,7 +388,7 @@ func TestPayerConsistent(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f.setPayer(t, "a", tt.kind, tt.principal)
-			kept := f.Report(f.tokenA, brokertest.Entry("inference", "agent"))
+			kept := f.Report(f.tokenA, brokertest.Entry("inference", "agent", "decide"))
 			if kept.Payer == nil {
 				t.Fatalf("declaration answer has no payer")
 			}
@@ -377,6 +400,11 @@ func TestPayerConsistent(t *testing.T) {
 			}
 			if got != tt.header || protocol.FormatPayerHeader(*kept.Payer) != got || parsed.Kind != kept.Payer.Kind {
 				t.Errorf("chant-payer %q, declaration payer %q, want both %q", got, protocol.FormatPayerHeader(*kept.Payer), tt.header)
+			}
+			assertOnly(t, seen, tt.key, f.tokenA)
+			resp, seen = f.callRoute(t, routes[1], f.tokenA, nil)
+			if got := resp.Header.Get(protocol.HeaderPayer); got != tt.header {
+				t.Errorf("decide chant-payer = %q, want %q", got, tt.header)
 			}
 			assertOnly(t, seen, tt.key, f.tokenA)
 		})
@@ -465,10 +493,12 @@ func TestGrant_OnGrantSeesEveryOutcome(t *testing.T) {
 func TestNoCredential_HintNamesThePayersCommand(t *testing.T) {
 	f := newFixture(t)
 	f.setPayer(t, "a", protocol.PayerOwner, "github:own")
-	resp := f.Do("POST", messages, f.tokenA, []byte(body), nil)
-	_, msg := brokertest.Refusal(resp.Body)
-	if resp.StatusCode != 403 || !strings.Contains(msg, "`boxbroker box payer a owner`") || resp.Header.Get(protocol.HeaderPayer) != "owner github:own" {
-		t.Errorf("POST %s with no owner credential = %d %q, chant-payer %q, want 403 naming box payer", messages, resp.StatusCode, msg, resp.Header.Get(protocol.HeaderPayer))
+	for _, rt := range routes {
+		resp := f.Do("POST", rt.path, f.tokenA, []byte(rt.body), nil)
+		_, msg := brokertest.Refusal(resp.Body)
+		if resp.StatusCode != 403 || !strings.Contains(msg, "`boxbroker box payer a owner`") || resp.Header.Get(protocol.HeaderPayer) != "owner github:own" {
+			t.Errorf("POST %s with no owner credential = %d %q, chant-payer %q, want 403 naming box payer", rt.path, resp.StatusCode, msg, resp.Header.Get(protocol.HeaderPayer))
+		}
 	}
 	if n := len(f.Upstream.Seen()); n != 0 {
 		t.Errorf("upstream received %d requests, want 0", n)
