@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/broker"
+	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
@@ -16,10 +17,12 @@ import (
 
 func runBox(ctx context.Context, c *cli, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: box add|list|remove|rotate|consent|assign|unassign|resources NAME", errUsage)
+		return fmt.Errorf("%w: box add|list|remove|rotate|payer|consent|assign|unassign|resources NAME", errUsage)
 	}
 	sub, args := args[0], args[1:]
 	switch sub {
+	case "payer":
+		return runBoxPayer(ctx, c, args)
 	case "consent":
 		return runBoxConsent(ctx, c, args)
 	case "assign", "unassign", "resources":
@@ -45,7 +48,7 @@ func runBox(ctx context.Context, c *cli, args []string) error {
 	switch sub {
 	case "add", "rotate", "remove", "list":
 	default:
-		return fmt.Errorf("%w: unknown box command %q (add, list, remove, rotate, consent, assign, unassign, resources)", errUsage, sub)
+		return fmt.Errorf("%w: unknown box command %q (add, list, remove, rotate, payer, consent, assign, unassign, resources)", errUsage, sub)
 	}
 	var name string
 	if sub != "list" {
@@ -92,6 +95,10 @@ func runBox(ctx context.Context, c *cli, args []string) error {
 			return fmt.Errorf("no box named %s", name)
 		} else if err != nil {
 			return err
+		}
+		// The owner's credential is the box's alone; it goes with the box.
+		if err := st.DeleteCredential(ctx, payer.OwnerAnthropic(name)); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("removed box %s, but not its owner's credential: %w", name, err)
 		}
 		fmt.Fprintf(c.stdout, "removed box %s\n", name)
 	case "list":

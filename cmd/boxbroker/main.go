@@ -13,6 +13,9 @@
 //	boxbroker box assign|unassign NAME sandbox|vault|conversation ID
 //	                                       say which Fountain ids are the box's
 //	boxbroker feedback list|export BOX    print the feedback kept for a box
+//	boxbroker box payer NAME shared|owner who pays for a box's model calls
+//	boxbroker visitor set|list|remove     manage visitors' credentials
+//	boxbroker grant issue|list|revoke     grant a visitor's credential to one box
 //
 // Every subcommand takes --data DIR (or BOXBROKER_DATA) for the data
 // directory and --store URL (or BOXBROKER_STORE) for a PostgreSQL store.
@@ -44,11 +47,13 @@ type command struct {
 func commands() map[string]command {
 	return map[string]command{
 		"serve":      {"run the broker", runServe},
-		"box":        {"manage boxes: add, list, remove, rotate, consent, assign, unassign, resources", runBox},
+		"box":        {"manage boxes: add, list, remove, rotate, payer, consent, assign, unassign, resources", runBox},
 		"feedback":   {"print kept feedback: list, export", runFeedback},
 		"credential": {"manage credentials: set, list, remove", runCredential},
 		"secret":     {"manage a box's egress secrets: set, list, remove", runSecret},
 		"report":     {"post a box's declaration report (the steward's side)", runReport},
+		"visitor":    {"manage visitors' credentials: set, list, remove", runVisitor},
+		"grant":      {"manage grants to visitors: issue, list, revoke", runGrant},
 	}
 }
 

@@ -49,6 +49,9 @@ type Options struct {
 	// Store, when set, is the store instead of the one the Config names;
 	// the Broker closes it when the test ends.
 	Store store.Store
+	// ServerOptions, when set, adjusts the server's Options (its clock,
+	// its grant hook) before it starts.
+	ServerOptions func(*server.Options)
 }
 
 // Broker is a running boxbroker under test.
@@ -101,11 +104,15 @@ func New(t testing.TB, opt Options) *Broker {
 		logs = io.Discard
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := server.New(ctx, cfg, server.Options{
+	sopt := server.Options{
 		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Extra:  opt.Extra,
 		Store:  opt.Store,
-	})
+	}
+	if opt.ServerOptions != nil {
+		opt.ServerOptions(&sopt)
+	}
+	srv, err := server.New(ctx, cfg, sopt)
 	if err != nil {
 		cancel()
 		t.Fatalf("server.New: %v", err)

@@ -25,6 +25,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
 )
@@ -194,8 +195,8 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 	}
 	if asked > 0 && noCredential {
 		return capability.Errorf(http.StatusForbidden, protocol.TypePermission,
-			"The broker holds no Anthropic credential for this box's payer (%s); the operator sets one with `boxbroker credential set anthropic`.",
-			protocol.FormatPayerHeader(paid.Payer))
+			"The broker holds no Anthropic credential for this box's payer (%s); the operator sets one with %s.",
+			protocol.FormatPayerHeader(paid.Payer), payer.SetHint(paid.Payer, call.Box.Name))
 	}
 	answers, usage, err := c.answer(r.Context(), req, paid.Credential)
 	if err != nil {

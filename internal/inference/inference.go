@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
 )
@@ -113,8 +114,8 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 	w.Header().Set(protocol.HeaderPayer, protocol.FormatPayerHeader(paid.Payer))
 	if errors.Is(err, capability.ErrNoCredential) {
 		return capability.Errorf(http.StatusForbidden, protocol.TypePermission,
-			"The broker holds no Anthropic credential for this box's payer (%s); the operator sets one with `boxbroker credential set anthropic`.",
-			protocol.FormatPayerHeader(paid.Payer))
+			"The broker holds no Anthropic credential for this box's payer (%s); the operator sets one with %s.",
+			protocol.FormatPayerHeader(paid.Payer), payer.SetHint(paid.Payer, call.Box.Name))
 	}
 	if err != nil {
 		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,

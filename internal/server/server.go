@@ -127,6 +127,11 @@ type Options struct {
 	Store store.Store
 	// Transport, when set, carries every upstream request.
 	Transport http.RoundTripper
+	// Now, when set, is the clock grants expire by (default time.Now).
+	Now func() time.Time
+	// OnGrant, when set, is told the outcome of every chant-grant header
+	// checked (see payer.Resolver.OnGrant), for metrics.
+	OnGrant func(outcome string)
 }
 
 // New opens everything cfg names and builds the handler. The caller must
@@ -164,7 +169,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	// may be shared with replicas, whose caches a report must wait for.
 	_, local := st.(*sqlite.Store)
 	c := cache.New(st, cache.Options{Logger: log, Shared: !local})
-	pay := &payer.Resolver{Cache: c, Keyring: keyring}
+	pay := &payer.Resolver{Cache: c, Keyring: keyring, Store: st, Logger: log, Now: opt.Now, OnGrant: opt.OnGrant}
 	eg, err := egress.New(egress.Config{Secrets: c, Keyring: keyring, Transport: opt.Transport, MaxBody: cfg.EgressMaxBody, Logger: log,
 		TransportOptions: proxy.TransportOptions{ResponseHeaderTimeout: cfg.UpstreamHeaderTimeout}})
 	if err != nil {

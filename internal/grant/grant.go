@@ -1,0 +1,147 @@
+// Package grant mints and judges the grants a broker issues to a visitor
+// for one box, which the visitor's surface sends as the chant-grant header
+// on that visitor's turns. A grant's value is shown once, when it is
+// issued; the store keeps only its SHA-256 hash, its box, its principal,
+// its expiry and its revocation.
+//
+// Issue mints and stores a grant; Check judges a stored grant against the
+// box a request's token belongs to and the time. Who then pays is package
+// payer's business.
+package grant
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// Prefix begins every grant value boxbroker mints, so a grant is
+// recognisable in a request and in a leaked log.
+const Prefix = "bbg_"
+
+// IDPrefix begins every grant ID. An ID names a grant in lists, logs and
+// `grant revoke`; it is not secret and grants nothing.
+const IDPrefix = "grt_"
+
+// TTL bounds.
+const (
+	// DefaultTTL is a grant's lifetime when the issuer names none.
+	DefaultTTL = 15 * time.Minute
+	// MaxTTL is the longest lifetime a grant may be issued with: the
+	// protocol asks brokers to keep grants short.
+	MaxTTL = 24 * time.Hour
+)
+
+// Sentinel errors of Issue.
+var (
+	// ErrTTL: the lifetime is not positive or is over MaxTTL.
+	ErrTTL = fmt.Errorf("a grant's lifetime must be more than 0 and at most %v", MaxTTL)
+	// ErrPrincipal: the principal is not one (protocol.IsPrincipal).
+	ErrPrincipal = errors.New("not a principal: 1 to 200 characters with no white space, such as github:<login>")
+)
+
+// Hash is the SHA-256 of a grant value, hex: the only form it is kept in.
+func Hash(value string) string {
+	sum := sha256.Sum256([]byte(value))
+	return hex.EncodeToString(sum[:])
+}
+
+// ShortHash is the first 12 hex digits of Hash(value): enough to tell
+// grants apart in a log, and nothing an attacker can use.
+func ShortHash(value string) string { return Hash(value)[:12] }
+
+// newValue mints a grant value: Prefix and 32 random bytes, base64url. It
+// is printable ASCII with no spaces, well under protocol.MaxGrantLen.
+func newValue() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("mint grant: %w", err)
+	}
+	return Prefix + base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+func newID() (string, error) {
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("mint grant id: %w", err)
+	}
+	return IDPrefix + hex.EncodeToString(b), nil
+}
+
+// Issue mints a grant for principal on box, valid for ttl from now (0
+// means DefaultTTL), stores its hash, and returns its value — the only time
+// the value exists outside the visitor's hands — and the stored grant.
+// It returns ErrTTL or ErrPrincipal for bad arguments, store.ErrNotFound
+// when there is no such box, and the store's other errors.
+func Issue(ctx context.Context, st store.Grants, box, principal string, ttl time.Duration, now time.Time) (string, store.Grant, error) {
+	if ttl == 0 {
+		ttl = DefaultTTL
+	}
+	if ttl < 0 || ttl > MaxTTL {
+		return "", store.Grant{}, ErrTTL
+	}
+	if !protocol.IsPrincipal(principal) {
+		return "", store.Grant{}, ErrPrincipal
+	}
+	value, err := newValue()
+	if err != nil {
+		return "", store.Grant{}, err
+	}
+	id, err := newID()
+	if err != nil {
+		return "", store.Grant{}, err
+	}
+	now = now.UTC()
+	g := store.Grant{ID: id, Hash: Hash(value), Box: box, Principal: principal, CreatedAt: now, ExpiresAt: now.Add(ttl)}
+	if err := st.CreateGrant(ctx, g); err != nil {
+		return "", store.Grant{}, err
+	}
+	return value, g, nil
+}
+
+// Outcomes of judging a chant-grant header: Accepted, or the reason it is
+// ignored. They are the label values of the grant counter.
+const (
+	Accepted = "accepted"
+	// Malformed: not one value, or not printable ASCII with no spaces of at
+	// most 2048 characters.
+	Malformed = "malformed"
+	// Unknown: no grant this broker issued has that value.
+	Unknown = "unknown"
+	// OtherBox: issued for a box other than the one whose token the
+	// request carries.
+	OtherBox = "other-box"
+	// Expired: past its expiry.
+	Expired = "expired"
+	// Revoked: revoked.
+	Revoked = "revoked"
+	// NoCredential: the visitor holds no credential at the broker.
+	NoCredential = "no-credential"
+)
+
+// Outcomes lists every outcome, Accepted first.
+var Outcomes = []string{Accepted, Malformed, Unknown, OtherBox, Expired, Revoked, NoCredential}
+
+// Check judges a stored grant for a request carrying box's token at now.
+// It returns Accepted, OtherBox, Revoked or Expired (in that order of
+// precedence after the box); whether the visitor holds a credential is the
+// caller's to check. A grant with a zero ExpiresAt never expires.
+func Check(g store.Grant, box string, now time.Time) string {
+	switch {
+	case g.Box != box:
+		return OtherBox
+	case !g.RevokedAt.IsZero():
+		return Revoked
+	case !g.ExpiresAt.IsZero() && !now.Before(g.ExpiresAt):
+		return Expired
+	}
+	return Accepted
+}
