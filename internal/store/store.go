@@ -36,6 +36,7 @@ type Store interface {
 	Resources
 	Grants
 	Changes
+	Spend
 	// Ping reports whether the database answers.
 	Ping(ctx context.Context) error
 	// Close releases the database.

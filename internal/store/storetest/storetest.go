@@ -48,6 +48,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ChangesReaderMissesNothing", testChangesReaderMissesNothing},
 		{"Ping", testPing},
 	}
+	tests = append(tests, spendTests...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.run(t, open(t))

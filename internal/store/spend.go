@@ -1,0 +1,140 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Money is kept in micro-dollars: millionths of a US dollar, as an int64,
+// so that sums are exact and no cost is ever rounded to zero.
+
+// Budget is a monthly limit on what a box may spend through the broker, in
+// micro-dollars. Principal "" is the box's own budget, on every call it
+// makes whoever pays; any other Principal is a budget on the box's calls
+// paid by that principal.
+type Budget struct {
+	Box       string
+	Principal string
+	Limit     int64
+	UpdatedAt time.Time
+}
+
+// Tally is what has been charged (Spent) and is held for calls in flight
+// (Reserved), in micro-dollars, against a box (Principal "") or one
+// principal on that box, in one calendar month (UTC, written YYYY-MM). A
+// tally is kept whether or not a budget is set, so a budget set mid-month
+// counts what was spent before it.
+type Tally struct {
+	Box       string
+	Principal string
+	Month     string
+	Spent     int64
+	Reserved  int64
+}
+
+// Usage is the measured usage of a box's model calls in one month (UTC,
+// YYYY-MM), by payer kind, principal ("" for none) and model.
+type Usage struct {
+	Box       string
+	Month     string
+	PayerKind string
+	Principal string
+	Model     string
+	// Calls counts the calls answered. Unpriced counts those whose model
+	// has no price, and Unmeasured those whose usage could not be read
+	// whole (an answer cut off, say); neither is ever counted in Cost.
+	Calls      int64
+	Unpriced   int64
+	Unmeasured int64
+	// The tokens the upstream reported.
+	InputTokens      int64
+	OutputTokens     int64
+	CacheWriteTokens int64
+	CacheReadTokens  int64
+	// Cost is what the priced, measured calls cost, in micro-dollars.
+	Cost int64
+}
+
+// Reservation is an upper bound on one call's cost, in micro-dollars,
+// held against the tallies of Box and of Principal ("" for none) in Month
+// until the call settles. ID is set by Reserve.
+type Reservation struct {
+	ID        int64
+	Box       string
+	Principal string
+	Month     string
+	Amount    int64
+	At        time.Time
+}
+
+// Settlement ends one call: it releases its reservation (Reservation is
+// its ID, 0 for none), charges Charge to the Month's tallies of Box and of
+// Principal (when not ""), and adds each of Usage to the usage kept.
+type Settlement struct {
+	Reservation int64
+	Box         string
+	Principal   string
+	Month       string
+	Charge      int64
+	Usage       []Usage
+}
+
+// ErrOverBudget is what Reserve's *OverBudgetError matches with errors.Is.
+var ErrOverBudget = errors.New("over budget")
+
+// OverBudgetError is a reservation refused: Budget's limit would be passed
+// in Month, whose tally stood at Spent and Reserved.
+type OverBudgetError struct {
+	Budget   Budget
+	Month    string
+	Spent    int64
+	Reserved int64
+}
+
+func (e *OverBudgetError) Error() string {
+	if e.Budget.Principal == "" {
+		return fmt.Sprintf("box %q is over its budget for %s", e.Budget.Box, e.Month)
+	}
+	return fmt.Sprintf("principal %q is over its budget on box %q for %s", e.Budget.Principal, e.Budget.Box, e.Month)
+}
+
+// Is makes errors.Is(err, ErrOverBudget) true.
+func (e *OverBudgetError) Is(target error) bool { return target == ErrOverBudget }
+
+// Spend keeps budgets, the tallies charged against them, reservations for
+// calls in flight, and measured usage. None of it is cached, so none of its
+// writes are in the changes log.
+type Spend interface {
+	// SetBudget creates or replaces the budget of b.Box and b.Principal;
+	// ErrNotFound if there is no such box.
+	SetBudget(ctx context.Context, b Budget) error
+	// ListBudgets returns a box's budgets, the box's own first, then by
+	// principal.
+	ListBudgets(ctx context.Context, box string) ([]Budget, error)
+	// DeleteBudget removes a budget; ErrNotFound if none.
+	DeleteBudget(ctx context.Context, box, principal string) error
+	// Reserve holds r.Amount against the budgets that apply to r — the
+	// box's, and r.Principal's on that box when r.Principal is not "" —
+	// for r.Month, in one transaction in which each budget's tally is
+	// raised by one conditional update (Spent + Reserved + Amount must not
+	// pass the limit), never by reading and then writing. When a budget
+	// would be passed nothing is held and it returns an *OverBudgetError
+	// naming the first such budget (the box's before the principal's).
+	// When no budget applies nothing is held and it returns 0. Otherwise
+	// it returns the reservation's ID, for Settle.
+	Reserve(ctx context.Context, r Reservation) (int64, error)
+	// Settle applies s in one transaction. A reservation already released
+	// (by ReleaseStale) is not an error: the charge is made all the same.
+	Settle(ctx context.Context, s Settlement) error
+	// ReleaseStale releases every reservation made before before (those of
+	// a process that ended mid-call) and returns how many it released.
+	ReleaseStale(ctx context.Context, before time.Time) (int, error)
+	// Tallies returns a box's tallies for month, the box's own (Principal
+	// "") first, then by principal; none for a month with none.
+	Tallies(ctx context.Context, box, month string) ([]Tally, error)
+	// ListUsage returns a box's usage for month, by payer kind, principal
+	// and model.
+	ListUsage(ctx context.Context, box, month string) ([]Usage, error)
+}

@@ -1,0 +1,350 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// spendTests are the suite's tests of store.Spend, run by Run.
+var spendTests = []struct {
+	name string
+	run  func(t *testing.T, s store.Store)
+}{
+	{"Budgets", testBudgets},
+	{"ReserveAndSettle", testReserveAndSettle},
+	{"ReservePrincipal", testReservePrincipal},
+	{"ConcurrentReserve", testConcurrentReserve},
+	{"ReleaseStale", testReleaseStale},
+	{"Usage", testUsage},
+	{"SpendGoesWithBox", testSpendGoesWithBox},
+}
+
+func testBudgets(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	mustCreateBox(t, s, "alpha")
+	seq := lastChange(t, s)
+	budgets := []store.Budget{
+		{Box: "alpha", Principal: "github:zed", Limit: 5_000_000, UpdatedAt: at(1)},
+		{Box: "alpha", Principal: "", Limit: 25_000_000, UpdatedAt: at(2)},
+		{Box: "alpha", Principal: "github:ann", Limit: 1, UpdatedAt: at(3)},
+	}
+	for _, b := range budgets {
+		wantErr(t, fmt.Sprintf("SetBudget(%q)", b.Principal), s.SetBudget(ctx, b), nil)
+	}
+	replaced := store.Budget{Box: "alpha", Principal: "github:ann", Limit: 2_500_000, UpdatedAt: at(4)}
+	wantErr(t, "SetBudget(github:ann) again", s.SetBudget(ctx, replaced), nil)
+	got, err := s.ListBudgets(ctx, "alpha")
+	if err != nil {
+		t.Fatalf("ListBudgets(alpha) = %v, want nil", err)
+	}
+	want := []store.Budget{budgets[1], replaced, budgets[0]}
+	if d := diff(want, got); d != "" {
+		t.Errorf("ListBudgets(alpha) mismatch (-want +got):\n%s", d)
+	}
+	noChange(t, s, "SetBudget", seq)
+
+	wantErr(t, "SetBudget(no box)", s.SetBudget(ctx, store.Budget{Box: "nobox", Limit: 1, UpdatedAt: at(1)}), store.ErrNotFound)
+	if err := s.SetBudget(ctx, store.Budget{Box: "alpha", Limit: -1, UpdatedAt: at(1)}); err == nil {
+		t.Errorf("SetBudget(limit -1) = nil, want an error")
+	}
+	wantErr(t, "DeleteBudget(alpha, github:zed)", s.DeleteBudget(ctx, "alpha", "github:zed"), nil)
+	wantErr(t, "DeleteBudget(alpha, github:zed) again", s.DeleteBudget(ctx, "alpha", "github:zed"), store.ErrNotFound)
+	wantErr(t, "DeleteBudget(nobox, \"\")", s.DeleteBudget(ctx, "nobox", ""), store.ErrNotFound)
+	got, err = s.ListBudgets(ctx, "alpha")
+	if err != nil {
+		t.Fatalf("ListBudgets(alpha) = %v, want nil", err)
+	}
+	if d := diff([]store.Budget{budgets[1], replaced}, got); d != "" {
+		t.Errorf("ListBudgets(alpha) after delete mismatch (-want +got):\n%s", d)
+	}
+	if got, err := s.ListBudgets(ctx, "nobox"); err != nil || len(got) != 0 {
+		t.Errorf("ListBudgets(nobox) = %v, %v, want none, nil", got, err)
+	}
+}
+
+// tallies returns s.Tallies(box, month), failing on error.
+func tallies(t *testing.T, s store.Store, box, month string) []store.Tally {
+	t.Helper()
+	ts, err := s.Tallies(t.Context(), box, month)
+	if err != nil {
+		t.Fatalf("Tallies(%q, %q) = %v, want nil", box, month, err)
+	}
+	return ts
+}
+
+func reserve(t *testing.T, s store.Store, box, principal, month string, amount int64) (int64, error) {
+	t.Helper()
+	return s.Reserve(t.Context(), store.Reservation{Box: box, Principal: principal, Month: month, Amount: amount, At: at(0)})
+}
+
+func testReserveAndSettle(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	mustCreateBox(t, s, "alpha")
+	seq := lastChange(t, s)
+
+	// No budget: nothing is held, and a settlement still charges the tally.
+	id, err := reserve(t, s, "alpha", "", "2026-10", 700)
+	if id != 0 || err != nil {
+		t.Fatalf("Reserve(no budget) = %d, %v, want 0, nil", id, err)
+	}
+	wantErr(t, "Settle(no reservation)", s.Settle(ctx, store.Settlement{Box: "alpha", Month: "2026-10", Charge: 300}), nil)
+	if d := diff([]store.Tally{{Box: "alpha", Month: "2026-10", Spent: 300}}, tallies(t, s, "alpha", "2026-10")); d != "" {
+		t.Errorf("Tallies after a charge with no budget mismatch (-want +got):\n%s", d)
+	}
+
+	// A budget set mid-month counts what was spent before it.
+	wantErr(t, "SetBudget(alpha, 1000)", s.SetBudget(ctx, store.Budget{Box: "alpha", Limit: 1000, UpdatedAt: at(1)}), nil)
+	first, err := reserve(t, s, "alpha", "", "2026-10", 400)
+	if first == 0 || err != nil {
+		t.Fatalf("Reserve(400 of 700 left) = %d, %v, want an ID, nil", first, err)
+	}
+	second, err := reserve(t, s, "alpha", "", "2026-10", 300)
+	if second == 0 || second == first || err != nil {
+		t.Fatalf("Reserve(300 of 300 left) = %d, %v, want a new ID, nil", second, err)
+	}
+	_, err = reserve(t, s, "alpha", "", "2026-10", 1)
+	var obe *store.OverBudgetError
+	if !errors.As(err, &obe) || !errors.Is(err, store.ErrOverBudget) {
+		t.Fatalf("Reserve(1 of 0 left) = %v, want an *OverBudgetError", err)
+	}
+	wantOver := store.OverBudgetError{Budget: store.Budget{Box: "alpha", Limit: 1000}, Month: "2026-10", Spent: 300, Reserved: 700}
+	if d := diff(wantOver, *obe); d != "" {
+		t.Errorf("Reserve(1 of 0 left) error mismatch (-want +got):\n%s", d)
+	}
+	// Another month is another tally.
+	if id, err := reserve(t, s, "alpha", "", "2026-11", 1000); id == 0 || err != nil {
+		t.Errorf("Reserve(1000 in 2026-11) = %d, %v, want an ID, nil", id, err)
+	}
+
+	// Settling releases the reservation and charges what was measured.
+	wantErr(t, "Settle(first, 250)", s.Settle(ctx, store.Settlement{Reservation: first, Box: "alpha", Month: "2026-10", Charge: 250}), nil)
+	if d := diff([]store.Tally{{Box: "alpha", Month: "2026-10", Spent: 550, Reserved: 300}}, tallies(t, s, "alpha", "2026-10")); d != "" {
+		t.Errorf("Tallies after settling mismatch (-want +got):\n%s", d)
+	}
+	// Settling the same reservation again releases nothing more.
+	wantErr(t, "Settle(first) again", s.Settle(ctx, store.Settlement{Reservation: first, Box: "alpha", Month: "2026-10"}), nil)
+	if d := diff([]store.Tally{{Box: "alpha", Month: "2026-10", Spent: 550, Reserved: 300}}, tallies(t, s, "alpha", "2026-10")); d != "" {
+		t.Errorf("Tallies after settling twice mismatch (-want +got):\n%s", d)
+	}
+	if id, err := reserve(t, s, "alpha", "", "2026-10", 150); id == 0 || err != nil {
+		t.Errorf("Reserve(150 of 150 left) = %d, %v, want an ID, nil", id, err)
+	}
+	if _, err := reserve(t, s, "alpha", "", "2026-10", 1); !errors.Is(err, store.ErrOverBudget) {
+		t.Errorf("Reserve(1 of 0 left) = %v, want ErrOverBudget", err)
+	}
+	// A settlement may charge past the limit (a call that cost more than
+	// its bound); the next reservation is refused.
+	wantErr(t, "Settle(second, 900)", s.Settle(ctx, store.Settlement{Reservation: second, Box: "alpha", Month: "2026-10", Charge: 900}), nil)
+	if _, err := reserve(t, s, "alpha", "", "2026-10", 1); !errors.Is(err, store.ErrOverBudget) {
+		t.Errorf("Reserve after overspending = %v, want ErrOverBudget", err)
+	}
+	// Raising the limit lets calls through again.
+	wantErr(t, "SetBudget(alpha, 5000)", s.SetBudget(ctx, store.Budget{Box: "alpha", Limit: 5000, UpdatedAt: at(2)}), nil)
+	if id, err := reserve(t, s, "alpha", "", "2026-10", 1000); id == 0 || err != nil {
+		t.Errorf("Reserve after raising the limit = %d, %v, want an ID, nil", id, err)
+	}
+	wantErr(t, "Settle(no box)", s.Settle(ctx, store.Settlement{Box: "nobox", Month: "2026-10", Charge: 1}), store.ErrNotFound)
+	noChange(t, s, "Reserve and Settle", seq)
+}
+
+func testReservePrincipal(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	mustCreateBox(t, s, "alpha")
+	const m = "2026-10"
+	wantErr(t, "SetBudget(ann)", s.SetBudget(ctx, store.Budget{Box: "alpha", Principal: "github:ann", Limit: 100, UpdatedAt: at(1)}), nil)
+
+	// Only ann's budget applies to ann; nobody else's calls are held.
+	if id, err := reserve(t, s, "alpha", "github:bob", m, 1_000_000); id != 0 || err != nil {
+		t.Errorf("Reserve(bob, no budget) = %d, %v, want 0, nil", id, err)
+	}
+	annID, err := reserve(t, s, "alpha", "github:ann", m, 60)
+	if annID == 0 || err != nil {
+		t.Fatalf("Reserve(ann, 60 of 100) = %d, %v, want an ID, nil", annID, err)
+	}
+	_, err = reserve(t, s, "alpha", "github:ann", m, 41)
+	var obe *store.OverBudgetError
+	if !errors.As(err, &obe) || obe.Budget.Principal != "github:ann" {
+		t.Fatalf("Reserve(ann, 41 of 40) = %v, want ann's *OverBudgetError", err)
+	}
+	// The box's tally carries ann's reservation too.
+	want := []store.Tally{{Box: "alpha", Month: m, Reserved: 60}, {Box: "alpha", Principal: "github:ann", Month: m, Reserved: 60}}
+	if d := diff(want, tallies(t, s, "alpha", m)); d != "" {
+		t.Errorf("Tallies mismatch (-want +got):\n%s", d)
+	}
+
+	// With a box budget too, the box's is checked first.
+	wantErr(t, "SetBudget(box)", s.SetBudget(ctx, store.Budget{Box: "alpha", Limit: 80, UpdatedAt: at(2)}), nil)
+	_, err = reserve(t, s, "alpha", "github:ann", m, 30)
+	if !errors.As(err, &obe) || obe.Budget.Principal != "" || obe.Reserved != 60 {
+		t.Errorf("Reserve(ann, 30; box has 20 left) = %v, want the box's *OverBudgetError", err)
+	}
+	_, err = reserve(t, s, "alpha", "github:bob", m, 30)
+	if !errors.As(err, &obe) || obe.Budget.Principal != "" {
+		t.Errorf("Reserve(bob, 30; box has 20 left) = %v, want the box's *OverBudgetError", err)
+	}
+	bobID, err := reserve(t, s, "alpha", "github:bob", m, 20)
+	if bobID == 0 || err != nil {
+		t.Fatalf("Reserve(bob, 20 of 20) = %d, %v, want an ID, nil", bobID, err)
+	}
+	// A refused reservation holds nothing on either tally.
+	want = []store.Tally{
+		{Box: "alpha", Month: m, Reserved: 80},
+		{Box: "alpha", Principal: "github:ann", Month: m, Reserved: 60},
+		{Box: "alpha", Principal: "github:bob", Month: m, Reserved: 20},
+	}
+	if d := diff(want, tallies(t, s, "alpha", m)); d != "" {
+		t.Errorf("Tallies after refusals mismatch (-want +got):\n%s", d)
+	}
+	wantErr(t, "Settle(ann)", s.Settle(ctx, store.Settlement{Reservation: annID, Box: "alpha", Principal: "github:ann", Month: m, Charge: 10}), nil)
+	wantErr(t, "Settle(bob)", s.Settle(ctx, store.Settlement{Reservation: bobID, Box: "alpha", Principal: "github:bob", Month: m, Charge: 5}), nil)
+	want = []store.Tally{
+		{Box: "alpha", Month: m, Spent: 15},
+		{Box: "alpha", Principal: "github:ann", Month: m, Spent: 10},
+		{Box: "alpha", Principal: "github:bob", Month: m, Spent: 5},
+	}
+	if d := diff(want, tallies(t, s, "alpha", m)); d != "" {
+		t.Errorf("Tallies after settling mismatch (-want +got):\n%s", d)
+	}
+}
+
+// testConcurrentReserve is the budget's guarantee: however many reserve at
+// once, what is held never passes the limit.
+func testConcurrentReserve(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	mustCreateBox(t, s, "alpha")
+	const m, n, amount, limit = "2026-10", 50, 10, 105
+	wantErr(t, "SetBudget", s.SetBudget(ctx, store.Budget{Box: "alpha", Principal: "", Limit: limit, UpdatedAt: at(1)}), nil)
+	wantErr(t, "SetBudget(ann)", s.SetBudget(ctx, store.Budget{Box: "alpha", Principal: "github:ann", Limit: 1000, UpdatedAt: at(1)}), nil)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var ids []int64
+	var refused int
+	var failed []error
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			principal := ""
+			if i%2 == 0 {
+				principal = "github:ann"
+			}
+			id, err := s.Reserve(ctx, store.Reservation{Box: "alpha", Principal: principal, Month: m, Amount: amount, At: at(0)})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				ids = append(ids, id)
+			case errors.Is(err, store.ErrOverBudget):
+				refused++
+			default:
+				failed = append(failed, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if len(failed) > 0 {
+		t.Fatalf("Reserve failed: %v", failed)
+	}
+	if len(ids) != limit/amount || refused != n-limit/amount {
+		t.Errorf("%d concurrent Reserve(%d) against %d: %d held, %d refused, want %d, %d", n, amount, limit, len(ids), refused, limit/amount, n-limit/amount)
+	}
+	ts := tallies(t, s, "alpha", m)
+	if len(ts) == 0 || ts[0].Principal != "" || ts[0].Reserved != int64(len(ids))*amount || ts[0].Reserved > limit {
+		t.Errorf("Tallies = %+v, want the box's reserved %d, at most %d", ts, int64(len(ids))*amount, limit)
+	}
+}
+
+func testReleaseStale(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	mustCreateBox(t, s, "alpha")
+	const m = "2026-10"
+	wantErr(t, "SetBudget", s.SetBudget(ctx, store.Budget{Box: "alpha", Limit: 100, UpdatedAt: at(1)}), nil)
+	old, err := s.Reserve(ctx, store.Reservation{Box: "alpha", Principal: "github:ann", Month: m, Amount: 70, At: at(0)})
+	if err != nil {
+		t.Fatalf("Reserve(old) = %v, want nil", err)
+	}
+	if _, err := s.Reserve(ctx, store.Reservation{Box: "alpha", Month: m, Amount: 20, At: at(10)}); err != nil {
+		t.Fatalf("Reserve(new) = %v, want nil", err)
+	}
+	n, err := s.ReleaseStale(ctx, at(5))
+	if n != 1 || err != nil {
+		t.Fatalf("ReleaseStale(at 5) = %d, %v, want 1, nil", n, err)
+	}
+	want := []store.Tally{{Box: "alpha", Month: m, Reserved: 20}, {Box: "alpha", Principal: "github:ann", Month: m}}
+	if d := diff(want, tallies(t, s, "alpha", m)); d != "" {
+		t.Errorf("Tallies after ReleaseStale mismatch (-want +got):\n%s", d)
+	}
+	// The call that held it settles late: charged, nothing released twice.
+	wantErr(t, "Settle(released)", s.Settle(ctx, store.Settlement{Reservation: old, Box: "alpha", Principal: "github:ann", Month: m, Charge: 30}), nil)
+	want = []store.Tally{{Box: "alpha", Month: m, Spent: 30, Reserved: 20}, {Box: "alpha", Principal: "github:ann", Month: m, Spent: 30}}
+	if d := diff(want, tallies(t, s, "alpha", m)); d != "" {
+		t.Errorf("Tallies after a late Settle mismatch (-want +got):\n%s", d)
+	}
+	if n, err := s.ReleaseStale(ctx, at(5)); n != 0 || err != nil {
+		t.Errorf("ReleaseStale(at 5) again = %d, %v, want 0, nil", n, err)
+	}
+}
+
+func testUsage(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	mustCreateBox(t, s, "alpha")
+	u := func(kind, principal, model string, calls, cost int64) store.Usage {
+		return store.Usage{Box: "alpha", Month: "2026-10", PayerKind: kind, Principal: principal, Model: model,
+			Calls: calls, InputTokens: 10 * calls, OutputTokens: 20 * calls, CacheWriteTokens: 3 * calls, CacheReadTokens: 4 * calls, Cost: cost}
+	}
+	unpriced := u("shared", "", "claude-new", 1, 0)
+	unpriced.Unpriced, unpriced.Unmeasured = 1, 1
+	settlements := []store.Settlement{
+		{Box: "alpha", Month: "2026-10", Charge: 5, Usage: []store.Usage{u("shared", "", "claude-sonnet-4-5", 1, 5)}},
+		{Box: "alpha", Month: "2026-10", Principal: "github:ann", Charge: 7, Usage: []store.Usage{u("visitor", "github:ann", "claude-haiku-4-5", 1, 7)}},
+		{Box: "alpha", Month: "2026-10", Charge: 9, Usage: []store.Usage{u("shared", "", "claude-sonnet-4-5", 2, 9), unpriced}},
+		{Box: "alpha", Month: "2026-11", Charge: 1, Usage: []store.Usage{{Box: "alpha", Month: "2026-11", PayerKind: "shared", Model: "claude-sonnet-4-5", Calls: 1, Cost: 1}}},
+	}
+	for i, st := range settlements {
+		wantErr(t, fmt.Sprintf("Settle(%d)", i), s.Settle(ctx, st), nil)
+	}
+	got, err := s.ListUsage(ctx, "alpha", "2026-10")
+	if err != nil {
+		t.Fatalf("ListUsage(alpha, 2026-10) = %v, want nil", err)
+	}
+	want := []store.Usage{unpriced, u("shared", "", "claude-sonnet-4-5", 3, 14), u("visitor", "github:ann", "claude-haiku-4-5", 1, 7)}
+	if d := diff(want, got); d != "" {
+		t.Errorf("ListUsage(alpha, 2026-10) mismatch (-want +got):\n%s", d)
+	}
+	if got, err := s.ListUsage(ctx, "alpha", "2026-09"); err != nil || len(got) != 0 {
+		t.Errorf("ListUsage(alpha, 2026-09) = %v, %v, want none, nil", got, err)
+	}
+	wantT := []store.Tally{{Box: "alpha", Month: "2026-10", Spent: 21}, {Box: "alpha", Principal: "github:ann", Month: "2026-10", Spent: 7}}
+	if d := diff(wantT, tallies(t, s, "alpha", "2026-10")); d != "" {
+		t.Errorf("Tallies(alpha, 2026-10) mismatch (-want +got):\n%s", d)
+	}
+}
+
+func testSpendGoesWithBox(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	mustCreateBox(t, s, "alpha")
+	wantErr(t, "SetBudget", s.SetBudget(ctx, store.Budget{Box: "alpha", Limit: 100, UpdatedAt: at(1)}), nil)
+	if _, err := reserve(t, s, "alpha", "", "2026-10", 10); err != nil {
+		t.Fatalf("Reserve = %v, want nil", err)
+	}
+	wantErr(t, "Settle", s.Settle(ctx, store.Settlement{Box: "alpha", Month: "2026-10", Charge: 3,
+		Usage: []store.Usage{{Box: "alpha", Month: "2026-10", PayerKind: "shared", Model: "m", Calls: 1, Cost: 3}}}), nil)
+	wantErr(t, "DeleteBox(alpha)", s.DeleteBox(ctx, "alpha"), nil)
+	mustCreateBox(t, s, "alpha")
+	if got, err := s.ListBudgets(ctx, "alpha"); err != nil || len(got) != 0 {
+		t.Errorf("ListBudgets of a box made anew = %v, %v, want none", got, err)
+	}
+	if got := tallies(t, s, "alpha", "2026-10"); len(got) != 0 {
+		t.Errorf("Tallies of a box made anew = %v, want none", got)
+	}
+	if got, err := s.ListUsage(ctx, "alpha", "2026-10"); err != nil || len(got) != 0 {
+		t.Errorf("ListUsage of a box made anew = %v, %v, want none", got, err)
+	}
+	if n, err := s.ReleaseStale(ctx, at(100)); n != 0 || err != nil {
+		t.Errorf("ReleaseStale after the box went = %d, %v, want 0, nil", n, err)
+	}
+}
