@@ -28,6 +28,8 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	fs.Float64Var(&cfg.BoxRate, "box-rate", envFloat(c, "BOXBROKER_BOX_RATE", 0), "requests per second one box may make; 0 for no bound (BOXBROKER_BOX_RATE)")
 	fs.IntVar(&cfg.BoxBurst, "box-burst", int(envInt(c, "BOXBROKER_BOX_BURST", 0)), "requests above --box-rate a box may make at once; 0 for the rate (BOXBROKER_BOX_BURST)")
 	fs.IntVar(&cfg.BoxConcurrent, "box-concurrent", int(envInt(c, "BOXBROKER_BOX_CONCURRENT", 256)), "requests one box may have in flight, streams included; -1 for no bound (BOXBROKER_BOX_CONCURRENT)")
+	fs.StringVar(&cfg.Prices, "prices", c.getenv("BOXBROKER_PRICES"), "JSON price file over the default price table, in dollars per million tokens (BOXBROKER_PRICES)")
+	fs.Int64Var(&cfg.ReserveMaxTokens, "reserve-max-tokens", envInt(c, "BOXBROKER_RESERVE_MAX_TOKENS", 64000), "output tokens reserved against a budget for a Messages call whose body is too large to read (BOXBROKER_RESERVE_MAX_TOKENS)")
 	fs.StringVar(&cfg.TLSCert, "tls-cert", c.getenv("BOXBROKER_TLS_CERT"), "PEM certificate to serve TLS with (BOXBROKER_TLS_CERT)")
 	fs.StringVar(&cfg.TLSKey, "tls-key", c.getenv("BOXBROKER_TLS_KEY"), "PEM private key for --tls-cert (BOXBROKER_TLS_KEY)")
 	if err := parse(fs, args); err != nil {

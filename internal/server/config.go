@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/intentius/boxbroker/internal/spend"
 )
 
 // Config is boxbroker's whole configuration. The zero value of each field
@@ -66,6 +68,13 @@ type Config struct {
 	BoxRate       float64
 	BoxBurst      int
 	BoxConcurrent int
+	// Prices is a JSON price file read over the default price table
+	// (see spend.LoadPrices); "" for the defaults alone.
+	Prices string
+	// ReserveMaxTokens bounds, for a budget's reservation, the output of a
+	// Messages call whose max_tokens the broker did not read because its
+	// body is over 1 MiB (default 64000).
+	ReserveMaxTokens int64
 	// TLSCert and TLSKey, when both set, are PEM files the box-facing
 	// listener serves TLS with (TLS 1.2 and above), for operators without
 	// a terminating proxy in front.
@@ -134,6 +143,9 @@ func (c *Config) Defaults() {
 	if c.BoxConcurrent == 0 {
 		c.BoxConcurrent = 256
 	}
+	if c.ReserveMaxTokens == 0 {
+		c.ReserveMaxTokens = spend.DefaultMaxTokens
+	}
 }
 
 // Validate reports every problem with c at once.
@@ -164,6 +176,9 @@ func (c *Config) Validate() error {
 	}
 	if c.BoxRate < 0 || c.BoxBurst < 0 {
 		p = append(p, "box rate and burst must not be negative")
+	}
+	if c.ReserveMaxTokens < 0 {
+		p = append(p, "reserve-max-tokens must not be negative")
 	}
 	if c.MaxBody < 0 || c.EgressMaxBody < 0 || c.MaxHeaderBytes < 0 {
 		p = append(p, "size bounds must not be negative")

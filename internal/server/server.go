@@ -24,6 +24,7 @@ import (
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/secrets"
+	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/store/postgres"
 	"github.com/intentius/boxbroker/internal/store/sqlite"
@@ -111,6 +112,8 @@ type Server struct {
 	Cache   *cache.Cache
 	Keyring *secrets.Keyring
 	Payer   *payer.Resolver
+	// Meter measures model calls and holds them to budgets.
+	Meter *spend.Meter
 	// Broker is the box-facing handler, and Handler the same as an http.Handler.
 	Broker  *broker.Server
 	Handler http.Handler
@@ -132,6 +135,9 @@ type Options struct {
 	// OnGrant, when set, is told the outcome of every chant-grant header
 	// checked (see payer.Resolver.OnGrant), for metrics.
 	OnGrant func(outcome string)
+	// SpendNow, when set, is the clock budgets' months are told by
+	// (default time.Now), for tests of a month's end.
+	SpendNow func() time.Time
 }
 
 // New opens everything cfg names and builds the handler. The caller must
@@ -178,9 +184,24 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		}
 		return nil, err
 	}
+	prices, err := spend.LoadPrices(cfg.Prices)
+	if err != nil {
+		if opt.Store == nil {
+			st.Close()
+		}
+		return nil, err
+	}
+	meter, err := spend.New(spend.Config{Store: st, Prices: prices, Now: opt.SpendNow, Logger: log, MaxTokens: cfg.ReserveMaxTokens, MaxBody: cfg.MaxBody})
+	if err != nil {
+		if opt.Store == nil {
+			st.Close()
+		}
+		return nil, err
+	}
+	metered := meter.Transport(transport)
 	caps := []capability.Capability{
-		inference.New(inference.Config{Upstream: cfg.AnthropicURL, Transport: transport, MaxBody: cfg.MaxBody, Logger: log}),
-		decide.New(decide.Config{Upstream: cfg.AnthropicURL, Transport: transport, Timeout: cfg.DecideTimeout, Logger: log}),
+		meter.WrapMessages(inference.New(inference.Config{Upstream: cfg.AnthropicURL, Transport: metered, MaxBody: cfg.MaxBody, Logger: log})),
+		meter.WrapDecide(decide.New(decide.Config{Upstream: cfg.AnthropicURL, Transport: metered, Timeout: cfg.DecideTimeout, Logger: log})),
 		eg,
 		feedback.New(feedback.Config{Store: st, Keep: cfg.Feedback == FeedbackKeep}),
 	}
@@ -201,7 +222,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		}
 		return nil, err
 	}
-	return &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Broker: h, Handler: h, log: log}, nil
+	return &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Handler: h, log: log}, nil
 }
 
 // NewLogger returns a JSON logger on w at level.
@@ -219,6 +240,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer cancel()
 	go s.Cache.Run(cctx)
 	go s.pruneChanges(cctx)
+	go s.Meter.Run(cctx)
 	hs := &http.Server{
 		Handler:           s.Handler,
 		ReadHeaderTimeout: s.Config.ReadHeaderTimeout,

@@ -1,0 +1,501 @@
+// Package spend measures what boxes' model calls cost and holds them to
+// monthly budgets.
+//
+// A Meter wraps the capabilities that make model calls (the Messages route
+// of /llm/anthropic, and /decide) and the transport they call upstream
+// through. Before a call is forwarded the wrapper reserves an upper bound
+// of its cost against the budgets that apply — the box's, and its payer's
+// principal's on that box — in one atomic conditional update in the store;
+// a call that would pass a budget is refused with a 403 saying which budget
+// is spent and when it resets. As the answer passes through, the transport
+// reads the usage the upstream reports (from a JSON answer, or from a
+// stream's message_start and message_delta events) without holding any
+// byte back. When the call ends the reservation is released and the
+// measured cost, priced by the price table, is charged and recorded by box,
+// payer kind, principal, model and UTC month.
+package spend
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/decide"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// Defaults of Config.
+const (
+	// DefaultMaxTokens bounds the output of a Messages call whose
+	// max_tokens the broker did not read (its body is over MaxRead).
+	DefaultMaxTokens = 64_000
+	// DefaultMaxBody is the input, in bytes, assumed for a Messages body
+	// of unknown length over MaxRead: inference's own bound.
+	DefaultMaxBody = 64 << 20
+	// DefaultStaleAfter is the age past which Run releases a reservation
+	// whose call never settled (its process ended mid-call).
+	DefaultStaleAfter = 3 * time.Hour
+)
+
+// MaxRead is the largest Messages body the broker reads before forwarding
+// it, to find its model and max_tokens. A larger body is forwarded
+// unread, and bounded by its Content-Length and Config.MaxTokens.
+const MaxRead = 1 << 20
+
+// BytesPerToken and OverheadTokens make the bound on a call's input
+// tokens: its body's bytes divided by BytesPerToken, plus OverheadTokens
+// for what the API adds (a tool-use system prompt, say). English text and
+// code run near four bytes a token, so a third errs high; images and
+// documents, sent as base64, err far higher.
+const (
+	BytesPerToken  = 3
+	OverheadTokens = 1024
+)
+
+// Config configures a Meter. Zero fields take the defaults above.
+type Config struct {
+	// Store keeps budgets, tallies, reservations and usage. Required.
+	Store store.Spend
+	// Prices is the price table (nil: DefaultPrices).
+	Prices *Prices
+	// Now is the clock months are told by (nil: time.Now).
+	Now func() time.Time
+	// Logger receives settlements that fail and stale reservations
+	// released; never a credential.
+	Logger *slog.Logger
+	// MaxTokens bounds the output of a Messages call whose max_tokens was
+	// not read.
+	MaxTokens int64
+	// MaxBody is the input bound, in bytes, of a Messages body of unknown
+	// length over MaxRead.
+	MaxBody int64
+	// DecideMaxTokens, DecideMaxQuestions and DecideMaxBody are decide's
+	// max_tokens per question, questions per request and body bound
+	// (default: decide's defaults).
+	DecideMaxTokens    int64
+	DecideMaxQuestions int
+	DecideMaxBody      int64
+	// StaleAfter is the age past which Run releases a reservation.
+	StaleAfter time.Duration
+}
+
+// Meter measures model calls and holds them to budgets. It is safe for
+// concurrent use.
+type Meter struct {
+	cfg Config
+	log *slog.Logger
+}
+
+// New returns a Meter, or an error when cfg has no store.
+func New(cfg Config) (*Meter, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("spend: no store")
+	}
+	if cfg.Prices == nil {
+		cfg.Prices = DefaultPrices()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.MaxTokens <= 0 {
+		cfg.MaxTokens = DefaultMaxTokens
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = DefaultMaxBody
+	}
+	if cfg.DecideMaxTokens <= 0 {
+		cfg.DecideMaxTokens = decide.DefaultMaxTokens
+	}
+	if cfg.DecideMaxQuestions <= 0 {
+		cfg.DecideMaxQuestions = decide.DefaultMaxQuestion
+	}
+	if cfg.DecideMaxBody <= 0 {
+		cfg.DecideMaxBody = decide.DefaultMaxBody
+	}
+	if cfg.StaleAfter <= 0 {
+		cfg.StaleAfter = DefaultStaleAfter
+	}
+	return &Meter{cfg: cfg, log: cfg.Logger}, nil
+}
+
+// Prices is the Meter's price table.
+func (m *Meter) Prices() *Prices { return m.cfg.Prices }
+
+// Month is t's calendar month in UTC, written YYYY-MM.
+func Month(t time.Time) string { return t.UTC().Format("2006-01") }
+
+// Resets is when month's budgets reset: the first instant of the next
+// month, UTC. It returns the zero time for a month not written YYYY-MM.
+func Resets(month string) time.Time {
+	t, err := time.Parse("2006-01", month)
+	if err != nil {
+		return time.Time{}
+	}
+	return t.AddDate(0, 1, 0)
+}
+
+// Estimate is what the broker knows of a request before it is forwarded:
+// its model ("" when unknown) and, for each of Calls upstream calls, a
+// bound on its input and output tokens.
+type Estimate struct {
+	Model  string
+	Calls  int64
+	Input  int64
+	Output int64
+}
+
+// Bound is the most est could cost, in micro-dollars: every input token at
+// the dearest input rate of its model (uncached or written to a cache),
+// every output token at its output rate. A model not in the table is
+// bounded at the dearest rates of any model in it.
+func (m *Meter) Bound(est Estimate) int64 {
+	if est.Calls <= 0 {
+		return 0
+	}
+	p, ok := m.cfg.Prices.Lookup(est.Model)
+	if !ok {
+		p = m.cfg.Prices.dearest
+	}
+	per := float64(est.Input)*p.dearestInput() + float64(est.Output)*p.dearestOutput()
+	return max(micros(per*float64(est.Calls)), 1)
+}
+
+// inputBound bounds the input tokens of a body of n bytes.
+func inputBound(n int64) int64 { return (n+BytesPerToken-1)/BytesPerToken + OverheadTokens }
+
+// EstimateMessages estimates a Messages call from its body (nil when not
+// read) and its length in bytes. maxTokens is used when the body does not
+// say its own.
+func EstimateMessages(body []byte, n, maxTokens int64) Estimate {
+	est := Estimate{Calls: 1, Input: inputBound(n), Output: maxTokens}
+	if body == nil {
+		return est
+	}
+	var req struct {
+		Model     string `json:"model"`
+		MaxTokens *int64 `json:"max_tokens"`
+	}
+	if json.Unmarshal(body, &req) == nil {
+		est.Model = req.Model
+		if req.MaxTokens != nil && *req.MaxTokens >= 0 {
+			est.Output = *req.MaxTokens
+		}
+	}
+	return est
+}
+
+// ticket gathers what was read of every upstream answer of one request.
+type ticket struct {
+	mu       sync.Mutex // guards readings and each *reading's fields
+	readings []*reading
+}
+
+type ctxKey struct{}
+
+// Transport wraps base, the transport the metered capabilities call
+// upstream through: a Messages call (POST .../v1/messages) made for a
+// metered request has its answer's usage read as the answer passes. Such a
+// call is sent without the box's Accept-Encoding, so that an
+// *http.Transport base asks for gzip itself and hands the answer on
+// decoded; an answer that still comes encoded is recorded as unmeasured.
+// Every other request goes to base untouched.
+func (m *Meter) Transport(base http.RoundTripper) http.RoundTripper {
+	return &transport{base: base}
+}
+
+type transport struct{ base http.RoundTripper }
+
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	tk, _ := req.Context().Value(ctxKey{}).(*ticket)
+	if tk == nil || req.Method != http.MethodPost || !strings.HasSuffix(req.URL.Path, "/v1/messages") {
+		return t.base.RoundTrip(req)
+	}
+	if req.Header.Get("Accept-Encoding") != "" {
+		req = req.Clone(req.Context())
+		req.Header.Del("Accept-Encoding")
+	}
+	resp, err := t.base.RoundTrip(req)
+	if err != nil || resp.StatusCode < 200 || resp.StatusCode > 299 {
+		// An error answer costs nothing and carries no usage.
+		return resp, err
+	}
+	r := &reading{open: true}
+	tk.mu.Lock()
+	tk.readings = append(tk.readings, r)
+	tk.mu.Unlock()
+	if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		tk.mu.Lock()
+		r.open = false
+		tk.mu.Unlock()
+		return resp, nil
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	resp.Body = &observer{body: resp.Body, sse: mt == "text/event-stream", mu: &tk.mu, r: r}
+	return resp, nil
+}
+
+// WrapMessages returns c (the /llm/anthropic capability) with its
+// Messages calls metered and held to budgets.
+func (m *Meter) WrapMessages(c capability.Capability) capability.Capability {
+	return &metered{Capability: c, m: m, estimate: m.estimateMessages}
+}
+
+// WrapDecide returns c (the /decide capability) with its requests metered
+// and held to budgets.
+func (m *Meter) WrapDecide(c capability.Capability) capability.Capability {
+	return &metered{Capability: c, m: m, estimate: m.estimateDecide}
+}
+
+// metered is a capability whose model calls are metered. Name, Prefixes
+// and Scopes are the wrapped capability's.
+type metered struct {
+	capability.Capability
+	m *Meter
+	// estimate returns ok false for a request that makes no model call.
+	estimate func(w http.ResponseWriter, r *http.Request) (est Estimate, ok bool, err error)
+}
+
+func (m *Meter) estimateMessages(w http.ResponseWriter, r *http.Request) (Estimate, bool, error) {
+	if r.Method != http.MethodPost || r.URL.Path != protocol.PrefixAnthropic+"/v1/messages" {
+		return Estimate{}, false, nil
+	}
+	n := r.ContentLength
+	if n > MaxRead {
+		return EstimateMessages(nil, n, m.cfg.MaxTokens), true, nil
+	}
+	body, whole, err := peek(r, MaxRead)
+	if err != nil {
+		return Estimate{}, false, err
+	}
+	if !whole { // no Content-Length, and over MaxRead
+		return EstimateMessages(nil, m.cfg.MaxBody, m.cfg.MaxTokens), true, nil
+	}
+	return EstimateMessages(body, int64(len(body)), m.cfg.MaxTokens), true, nil
+}
+
+func (m *Meter) estimateDecide(w http.ResponseWriter, r *http.Request) (Estimate, bool, error) {
+	if r.Method != http.MethodPost || r.URL.Path != protocol.RouteDecide || r.ContentLength > m.cfg.DecideMaxBody {
+		return Estimate{}, false, nil
+	}
+	body, whole, err := peek(r, m.cfg.DecideMaxBody)
+	if err != nil {
+		return Estimate{}, false, err
+	}
+	if !whole {
+		return Estimate{}, false, nil // decide refuses it as too large
+	}
+	req, err := decide.ParseRequest(body, m.cfg.DecideMaxQuestions)
+	if err != nil {
+		return Estimate{}, false, nil // decide refuses it, asking nothing
+	}
+	est := Estimate{Model: req.Model, Input: inputBound(int64(len(body))), Output: m.cfg.DecideMaxTokens}
+	for i := range req.Questions {
+		if req.Questions[i].Asked() {
+			est.Calls++
+		}
+	}
+	return est, est.Calls > 0, nil
+}
+
+// peek reads up to limit bytes of r's body and puts them back in front of
+// the rest. whole is true when that was the whole body, which it returns.
+func peek(r *http.Request, limit int64) (body []byte, whole bool, err error) {
+	orig := r.Body
+	buf, err := io.ReadAll(io.LimitReader(orig, limit+1))
+	if err != nil {
+		return nil, false, &capability.Error{Status: http.StatusBadRequest, Type: protocol.TypeInvalid,
+			Message: "The request body could not be read.", Err: err}
+	}
+	if int64(len(buf)) <= limit {
+		r.Body = readCloser{bytes.NewReader(buf), orig}
+		return buf, true, nil
+	}
+	r.Body = readCloser{io.MultiReader(bytes.NewReader(buf), orig), orig}
+	return nil, false, nil
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// Serve reserves the request's bound against its budgets, serves it with
+// its upstream answers metered, and settles.
+func (c *metered) Serve(w http.ResponseWriter, r *http.Request, call *capability.Call) error {
+	if call.Payer == nil {
+		return c.Capability.Serve(w, r, call)
+	}
+	est, ok, err := c.estimate(w, r)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return c.Capability.Serve(w, r, call)
+	}
+	// The payer is decided once: here, for the budget, and for the
+	// capability, which asks again.
+	paid, perr := call.Payer(r.Context(), r)
+	once := *call
+	once.Payer = func(context.Context, *http.Request) (capability.Paid, error) { return paid, perr }
+	if perr != nil {
+		return c.Capability.Serve(w, r, &once) // refused as the capability refuses it
+	}
+	principal := ""
+	if paid.Payer.Principal != nil {
+		principal = *paid.Payer.Principal
+	}
+	now := c.m.cfg.Now().UTC()
+	s := settlement{box: call.Box.Name, payer: paid.Payer.Kind, principal: principal, month: Month(now), est: est, bound: c.m.Bound(est)}
+	if s.bound > 0 {
+		s.id, err = c.m.cfg.Store.Reserve(r.Context(), store.Reservation{Box: s.box, Principal: principal, Month: s.month, Amount: s.bound, At: now})
+		var obe *store.OverBudgetError
+		if errors.As(err, &obe) {
+			w.Header().Set(protocol.HeaderPayer, protocol.FormatPayerHeader(paid.Payer))
+			return OverBudget(obe, s.bound)
+		}
+		if err != nil {
+			return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
+				Message: "The broker cannot read this box's budget just now; try again shortly.", Err: err}
+		}
+	}
+	tk := &ticket{}
+	// Deferred, so that a call the proxy aborts (the box went away
+	// mid-stream) is settled too.
+	defer c.m.settle(context.WithoutCancel(r.Context()), s, tk)
+	return c.Capability.Serve(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, tk)), &once)
+}
+
+// settlement is what a metered request settles.
+type settlement struct {
+	box, payer, principal, month string
+	id                           int64
+	est                          Estimate
+	bound                        int64
+}
+
+// maxModel bounds the model ID kept, as the upstream names it.
+const maxModel = 200
+
+// settle releases s's reservation and charges what tk read: the measured
+// cost when every answer was read whole and priced, or else the larger of
+// that and the request's bound, since an answer cut off or unpriced may
+// have cost up to it.
+func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
+	tk.mu.Lock()
+	readings := make([]reading, len(tk.readings))
+	for i, r := range tk.readings {
+		readings[i] = *r
+	}
+	tk.mu.Unlock()
+	var rows []store.Usage
+	var cost int64
+	exact := true
+	for _, rd := range readings {
+		model := rd.model
+		if model == "" {
+			model = s.est.Model
+		}
+		if len(model) > maxModel {
+			model = model[:maxModel]
+		}
+		var u *store.Usage
+		for i := range rows {
+			if rows[i].Model == model {
+				u = &rows[i]
+			}
+		}
+		if u == nil {
+			rows = append(rows, store.Usage{Box: s.box, Month: s.month, PayerKind: s.payer, Principal: s.principal, Model: model})
+			u = &rows[len(rows)-1]
+		}
+		u.Calls++
+		u.InputTokens += rd.tokens.Input
+		u.OutputTokens += rd.tokens.Output
+		u.CacheWriteTokens += rd.tokens.CacheWrite
+		u.CacheReadTokens += rd.tokens.CacheRead
+		price, priced := m.cfg.Prices.Lookup(model)
+		measured := rd.measured && !rd.open
+		if !priced {
+			u.Unpriced++
+		}
+		if !measured {
+			u.Unmeasured++
+		}
+		if priced && measured {
+			c := price.Cost(rd.tokens)
+			u.Cost += c
+			cost += c
+		} else {
+			exact = false
+		}
+	}
+	charge := cost
+	if !exact {
+		charge = max(cost, s.bound)
+	}
+	if s.id == 0 && len(rows) == 0 {
+		return // nothing held, nothing spent
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	err := m.cfg.Store.Settle(ctx, store.Settlement{Reservation: s.id, Box: s.box, Principal: s.principal, Month: s.month, Charge: charge, Usage: rows})
+	if err != nil {
+		m.log.Error("spend: settlement not recorded", "box", s.box, "month", s.month, "charge_micros", charge, "err", err)
+		return
+	}
+	m.log.Debug("spend: settled", "box", s.box, "payer", s.payer, "principal", s.principal, "month", s.month,
+		"calls", len(readings), "charge_micros", charge, "bound_micros", s.bound, "exact", exact)
+}
+
+// OverBudget is the refusal of a call whose bound would pass e's budget.
+func OverBudget(e *store.OverBudgetError, bound int64) *capability.Error {
+	who, raise := "This box's monthly budget", fmt.Sprintf("`boxbroker budget set %s AMOUNT`", e.Budget.Box)
+	if e.Budget.Principal != "" {
+		who = "The monthly budget for " + e.Budget.Principal + " on this box"
+		raise = fmt.Sprintf("`boxbroker budget set %s AMOUNT --principal %s`", e.Budget.Box, e.Budget.Principal)
+	}
+	resets := "the first of next month"
+	if t := Resets(e.Month); !t.IsZero() {
+		resets = t.Format("2006-01-02") + " at 00:00 UTC"
+	}
+	return &capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission,
+		Message: fmt.Sprintf("%s of %s for %s is spent: %s charged and %s held for calls in flight, and this call could cost up to %s. "+
+			"It resets on %s; the owner can raise it with %s.",
+			who, FormatUSD(e.Budget.Limit), e.Month, FormatUSD(e.Spent), FormatUSD(e.Reserved), FormatUSD(bound), resets, raise)}
+}
+
+// Run releases stale reservations now and then until ctx ends: those of a
+// call whose process ended before it settled.
+func (m *Meter) Run(ctx context.Context) {
+	every := min(m.cfg.StaleAfter/6, 10*time.Minute)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		n, err := m.cfg.Store.ReleaseStale(ctx, m.cfg.Now().Add(-m.cfg.StaleAfter))
+		switch {
+		case err != nil && ctx.Err() == nil:
+			m.log.Warn("spend: stale reservations not released", "err", err)
+		case n > 0:
+			m.log.Warn("spend: released stale reservations", "count", n, "older_than", m.cfg.StaleAfter.String())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
