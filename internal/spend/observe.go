@@ -117,7 +117,7 @@ func (o *observer) observeJSON(p []byte) {
 			return
 		}
 		o.over = true
-		o.kept = o.kept[:min(len(o.kept), TailJSON)] // the head, for the model
+		o.kept = append([]byte(nil), o.kept[:min(len(o.kept), TailJSON)]...) // the head, for the model
 	}
 	o.tail = append(o.tail, p...)
 	if len(o.tail) > 2*TailJSON {

@@ -1,0 +1,213 @@
+package spend
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// stream is a Messages stream as the Anthropic API sends it, with caches
+// and a cumulative message_delta.
+func stream(eol string) string {
+	lines := []string{
+		"event: message_start",
+		`data: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5-20250929","content":[],"stop_reason":null,"usage":{"input_tokens":25,"cache_creation_input_tokens":100,"cache_read_input_tokens":400,"cache_creation":{"ephemeral_5m_input_tokens":60,"ephemeral_1h_input_tokens":40},"output_tokens":1}}}`,
+		"",
+		"event: content_block_start",
+		`data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
+		"",
+		"event: ping",
+		`data: {"type": "ping"}`,
+		"",
+		"event: content_block_delta",
+		// Text that looks like an event is only text.
+		`data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"data: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":999999}}"}}`,
+		"",
+		"event: message_delta",
+		`data: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":15}}`,
+		"",
+		"event: message_delta",
+		`data: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":42}}`,
+		"",
+		"event: message_stop",
+		`data: {"type":"message_stop"}`,
+		"",
+	}
+	return strings.Join(lines, eol) + eol
+}
+
+var wantStream = Tokens{Input: 25, CacheWrite: 100, CacheWrite1h: 40, CacheRead: 400, Output: 42}
+
+// chunked hands out its data n bytes a read.
+type chunked struct {
+	data   []byte
+	n      int
+	closed bool
+}
+
+func (c *chunked) Read(p []byte) (int, error) {
+	if len(c.data) == 0 {
+		return 0, io.EOF
+	}
+	k := min(c.n, len(p), len(c.data))
+	copy(p, c.data[:k])
+	c.data = c.data[k:]
+	return k, nil
+}
+
+func (c *chunked) Close() error { c.closed = true; return nil }
+
+// observe reads body through an observer n bytes a read, up to stop bytes
+// (all when stop < 0), closes it, and returns what it passed on and what it
+// read.
+func observe(t *testing.T, body string, sse bool, n, stop int) (string, reading) {
+	t.Helper()
+	var mu sync.Mutex
+	r := &reading{open: true}
+	src := &chunked{data: []byte(body), n: n}
+	o := &observer{body: src, sse: sse, mu: &mu, r: r}
+	var out bytes.Buffer
+	buf := make([]byte, 32<<10)
+	for stop < 0 || out.Len() < stop {
+		k, err := o.Read(buf)
+		out.Write(buf[:k])
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("Read = %v", err)
+		}
+	}
+	if err := o.Close(); err != nil || !src.closed {
+		t.Fatalf("Close = %v, closed %v, want nil, true", err, src.closed)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return out.String(), *r
+}
+
+func TestObserver_StreamEveryChunking(t *testing.T) {
+	for _, eol := range []string{"\n", "\r\n"} {
+		body := stream(eol)
+		for n := 1; n <= len(body); n = n*2 + 1 {
+			t.Run(fmt.Sprintf("eol %q, %d bytes a read", eol, n), func(t *testing.T) {
+				out, r := observe(t, body, true, n, -1)
+				if out != body {
+					t.Fatalf("observer changed the stream")
+				}
+				if !r.measured || r.open || r.model != "claude-sonnet-4-5-20250929" || r.tokens != wantStream {
+					t.Errorf("reading = %+v, want measured, closed, sonnet, %+v", r, wantStream)
+				}
+			})
+		}
+	}
+}
+
+func TestObserver_StreamCutOffIsUnmeasured(t *testing.T) {
+	body := stream("\n")
+	cut := strings.Index(body, "event: message_delta")
+	_, r := observe(t, body, true, 7, cut)
+	if r.measured || r.open || r.tokens.Input != 25 || r.tokens.Output != 1 {
+		t.Errorf("reading of a stream cut before message_delta = %+v, want unmeasured, closed, input 25, output 1", r)
+	}
+}
+
+func TestObserver_StreamDeltaCarriesInput(t *testing.T) {
+	// Newer API versions repeat the input counts, cumulative, in message_delta.
+	body := "data: " + `{"type":"message_start","message":{"model":"m","usage":{"input_tokens":5,"output_tokens":1}}}` + "\n\n" +
+		"data: " + `{"type":"message_delta","usage":{"input_tokens":9,"cache_read_input_tokens":3,"output_tokens":7}}` + "\n\n"
+	_, r := observe(t, body, true, 64, -1)
+	if want := (Tokens{Input: 9, CacheRead: 3, Output: 7}); !r.measured || r.tokens != want {
+		t.Errorf("reading = %+v, want measured %+v", r, want)
+	}
+}
+
+func TestObserver_StreamLongLinesSkipped(t *testing.T) {
+	long := `data: {"type":"content_block_delta","delta":{"type":"text_delta","text":"` + strings.Repeat("x", 3*MaxLine) + `"}}` + "\n\n"
+	body := strings.Replace(stream("\n"), "event: message_delta", long+"event: message_delta", 1)
+	out, r := observe(t, body, true, 4096, -1)
+	if out != body {
+		t.Fatalf("observer changed the stream")
+	}
+	if !r.measured || r.tokens != wantStream {
+		t.Errorf("reading = %+v, want measured %+v", r, wantStream)
+	}
+}
+
+func TestObserver_StreamNoUsage(t *testing.T) {
+	body := "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"
+	_, r := observe(t, body, true, 10, -1)
+	if r.measured || (r.tokens != Tokens{}) {
+		t.Errorf("reading of an error stream = %+v, want unmeasured, no tokens", r)
+	}
+}
+
+const jsonAnswer = `{"id":"msg_1","type":"message","role":"assistant","model":"claude-haiku-4-5-20251001","content":[{"type":"text","text":%s}],"stop_reason":"end_turn","usage":{"input_tokens":11,"cache_creation_input_tokens":0,"cache_read_input_tokens":2,"output_tokens":%d}}`
+
+func TestObserver_JSON(t *testing.T) {
+	tests := []struct {
+		name string
+		text string
+	}{
+		{"small", `"hello"`},
+		// A text holding "usage": comes before the real usage.
+		{"text that looks like usage", `"\"usage\":{\"output_tokens\":5}"`},
+		{"over MaxJSON", `"` + strings.Repeat("y", MaxJSON+TailJSON) + `"`},
+		{"over MaxJSON by a little", `"` + strings.Repeat("y", MaxJSON-50) + `"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := fmt.Sprintf(jsonAnswer, tt.text, 77)
+			for _, n := range []int{1 << 20, 4093} {
+				out, r := observe(t, body, false, n, -1)
+				if out != body {
+					t.Fatalf("observer changed the answer")
+				}
+				want := Tokens{Input: 11, CacheRead: 2, Output: 77}
+				if !r.measured || r.model != "claude-haiku-4-5-20251001" || r.tokens != want {
+					t.Errorf("%d bytes a read: reading = model %q measured %v %+v, want haiku, measured, %+v", n, r.model, r.measured, r.tokens, want)
+				}
+			}
+		})
+	}
+}
+
+func TestObserver_JSONCutOffIsUnmeasured(t *testing.T) {
+	body := fmt.Sprintf(jsonAnswer, `"hello"`, 3)
+	_, r := observe(t, body, false, 16, len(body)-10)
+	if r.measured || r.open {
+		t.Errorf("reading of an answer closed before its end = %+v, want unmeasured, closed", r)
+	}
+	_, r = observe(t, `{"type":"message","content":[]}`, false, 16, -1)
+	if r.measured {
+		t.Errorf("reading of an answer with no usage = %+v, want unmeasured", r)
+	}
+}
+
+func TestObserver_JSONMemoryBounded(t *testing.T) {
+	var mu sync.Mutex
+	body := fmt.Sprintf(jsonAnswer, `"`+strings.Repeat("z", 8*MaxJSON)+`"`, 1)
+	o := &observer{body: &chunked{data: []byte(body), n: 32 << 10}, mu: &mu, r: &reading{open: true}}
+	buf := make([]byte, 32<<10)
+	peak := 0
+	for {
+		_, err := o.Read(buf)
+		peak = max(peak, cap(o.kept)+cap(o.tail))
+		if err != nil {
+			break
+		}
+	}
+	if after := cap(o.kept) + cap(o.tail); after != 0 {
+		t.Errorf("observer keeps %d bytes after the answer ended, want 0", after)
+	}
+	// MaxJSON, with what append rounds up, or the head and the tail.
+	if limit := 3 * MaxJSON / 2; peak > limit {
+		t.Errorf("observer kept up to %d bytes of an 8 MiB answer, want at most %d", peak, limit)
+	}
+	if !o.r.measured || o.r.tokens.Output != 1 {
+		t.Errorf("reading = %+v, want measured, output 1", o.r)
+	}
+}

@@ -1,0 +1,208 @@
+package spend
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestLookup(t *testing.T) {
+	p := DefaultPrices()
+	tests := []struct {
+		model string
+		ok    bool
+		input float64
+	}{
+		{"claude-sonnet-4-5", true, 3},
+		{"claude-sonnet-4-5-20250929", true, 3},
+		{"claude-opus-4-5-20251101", true, 5},
+		{"claude-opus-4-1-20250805", true, 15},
+		{"claude-opus-4-20250514", true, 15},
+		{"claude-haiku-4-5-20251001", true, 1},
+		{"claude-3-5-haiku-latest", true, 0.8},
+		{"claude-3-haiku-20240307", true, 0.25},
+		{"claude-3-7-sonnet-20250219", true, 3},
+		// Nothing but an exact ID or a date or -latest after one matches.
+		{"claude-sonnet-4-5-2025092", false, 0},
+		{"claude-sonnet-4-5-2025092x", false, 0},
+		{"claude-sonnet-4-5-thinking", false, 0},
+		{"claude-opus-4-6", false, 0},
+		{"claude-sonnet", false, 0},
+		{"gpt-4o", false, 0},
+		{"", false, 0},
+		{"-latest", false, 0},
+		{"-20250101", false, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.model, func(t *testing.T) {
+			got, ok := p.Lookup(tt.model)
+			if ok != tt.ok || got.Input != tt.input {
+				t.Errorf("Lookup(%q) = %v, %v, want input %v, %v", tt.model, got.Input, ok, tt.input, tt.ok)
+			}
+		})
+	}
+}
+
+func TestCost(t *testing.T) {
+	p := DefaultPrices()
+	tests := []struct {
+		name   string
+		model  string
+		tokens Tokens
+		want   int64 // micro-dollars
+	}{
+		{"sonnet input and output", "claude-sonnet-4-5", Tokens{Input: 1000, Output: 1000}, 1000*3 + 1000*15},
+		{"sonnet caches", "claude-sonnet-4-5", Tokens{Input: 10, CacheWrite: 100, CacheWrite1h: 40, CacheRead: 1000, Output: 1},
+			// 10×3 + 60×3.75 + 40×6 + 1000×0.3 + 1×15
+			30 + 225 + 240 + 300 + 15},
+		{"haiku 3 cache read rounds up", "claude-3-haiku", Tokens{CacheRead: 1}, 1},
+		{"opus 4.5", "claude-opus-4-5-20251101", Tokens{Input: 2_000_000, Output: 100_000}, 10_000_000 + 2_500_000},
+		{"sonnet long context", "claude-sonnet-4-5", Tokens{Input: 150_000, CacheRead: 60_000, Output: 1000},
+			150_000*6 + 60_000*0.6 + 1000*22.5},
+		{"sonnet at the long-context edge", "claude-sonnet-4-5", Tokens{Input: 200_000}, 200_000 * 3},
+		{"nothing", "claude-haiku-4-5", Tokens{}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pr, ok := p.Lookup(tt.model)
+			if !ok {
+				t.Fatalf("Lookup(%q) found nothing", tt.model)
+			}
+			if got := pr.Cost(tt.tokens); got != tt.want {
+				t.Errorf("Cost(%s, %+v) = %d, want %d", tt.model, tt.tokens, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParsePrices_Overrides(t *testing.T) {
+	p, err := ParsePrices([]byte(`{
+		"claude-sonnet-4-5": {"input": 2, "output": 10},
+		"claude-opus-4-1": null,
+		"my-model": {"input": 1, "output": 2, "cache_write": 0, "cache_read": 0.5},
+		"long-model": {"input": 1, "output": 2, "long_context": {"input": 4, "output": 8}, "long_context_above": 100}
+	}`))
+	if err != nil {
+		t.Fatalf("ParsePrices = %v, want nil", err)
+	}
+	tests := []struct {
+		model string
+		ok    bool
+		want  Rates
+	}{
+		// Replaced; cache rates follow the new input rate.
+		{"claude-sonnet-4-5-20250929", true, Rates{Input: 2, Output: 10, CacheWrite: 2.5, CacheWrite1h: 4, CacheRead: 0.2}},
+		// Removed: unpriced, never zero.
+		{"claude-opus-4-1-20250805", false, Rates{}},
+		// Added, an explicit 0 kept.
+		{"my-model", true, Rates{Input: 1, Output: 2, CacheWrite: 0, CacheWrite1h: 2, CacheRead: 0.5}},
+		// Untouched defaults stay.
+		{"claude-haiku-4-5", true, Rates{Input: 1, Output: 5, CacheWrite: 1.25, CacheWrite1h: 2, CacheRead: 0.1}},
+	}
+	for _, tt := range tests {
+		got, ok := p.Lookup(tt.model)
+		if ok != tt.ok || got.Rates != tt.want {
+			t.Errorf("Lookup(%q) = %+v, %v, want %+v, %v", tt.model, got.Rates, ok, tt.want, tt.ok)
+		}
+	}
+	long, _ := p.Lookup("long-model")
+	if got := long.Cost(Tokens{Input: 101, Output: 1}); got != 101*4+8 {
+		t.Errorf("Cost(long-model, 101 in) = %d, want %d", got, 101*4+8)
+	}
+	if got := long.Cost(Tokens{Input: 100, Output: 1}); got != 100+2 {
+		t.Errorf("Cost(long-model, 100 in) = %d, want %d", got, 102)
+	}
+	// The dearest rates bound an unknown model, the file's included.
+	if got := p.dearest.Output; got != 75 {
+		t.Errorf("dearest output = %v, want 75 (claude-3-opus)", got)
+	}
+}
+
+func TestParsePrices_Bad(t *testing.T) {
+	tests := []struct {
+		name, file, want string
+	}{
+		{"not an object", `[1]`, "not a JSON object"},
+		{"no output", `{"m": {"input": 1}}`, "m: input and output are required"},
+		{"negative", `{"m": {"input": -1, "output": 1}}`, "m: input must be a number from 0"},
+		{"unknown field", `{"m": {"input": 1, "output": 1, "imput": 2}}`, "m: not a price"},
+		{"a string", `{"m": "cheap"}`, "m: not a price"},
+		{"blank ID", `{" ": {"input": 1, "output": 1}}`, "is not a model ID"},
+		{"long context without its threshold", `{"m": {"input": 1, "output": 1, "long_context": {"input": 2, "output": 2}}}`, "needs long_context_above"},
+		{"every problem", `{"a": {"input": 1}, "b": {"output": 1}}`, "per million tokens; b: input and output"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParsePrices([]byte(tt.file))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("ParsePrices(%s) = %v, want an error holding %q", tt.file, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestLoadPrices(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "prices.json")
+	if err := os.WriteFile(good, []byte(`{"claude-haiku-4-5": {"input": 7, "output": 9}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := LoadPrices(good)
+	if err != nil {
+		t.Fatalf("LoadPrices(good) = %v, want nil", err)
+	}
+	if pr, _ := p.Lookup("claude-haiku-4-5"); pr.Input != 7 {
+		t.Errorf("LoadPrices(good): haiku input = %v, want 7", pr.Input)
+	}
+	big := filepath.Join(dir, "big.json")
+	if err := os.WriteFile(big, []byte(`{"m": {"input": 1, "output": 1}, "pad": "`+strings.Repeat("x", MaxPricesFile)+`"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadPrices(big); err == nil || !strings.Contains(err.Error(), "over") {
+		t.Errorf("LoadPrices(big) = %v, want an error saying it is over the bound", err)
+	}
+	if _, err := LoadPrices(filepath.Join(dir, "missing.json")); err == nil {
+		t.Errorf("LoadPrices(missing) = nil, want an error")
+	}
+	if p, err := LoadPrices(""); err != nil || len(p.Models()) != len(defaults()) {
+		t.Errorf("LoadPrices(\"\") = %v, %v, want the defaults", p, err)
+	}
+}
+
+func TestUSD(t *testing.T) {
+	tests := []struct {
+		in     string
+		micros int64
+		ok     bool
+		out    string
+	}{
+		{"25", 25_000_000, true, "$25.00"},
+		{"25.00", 25_000_000, true, "$25.00"},
+		{"$0.50", 500_000, true, "$0.50"},
+		{"0.019123", 19_123, true, "$0.019123"},
+		{"0.0000001", 0, false, ""},
+		{"1000000000", 1_000_000_000_000_000, true, "$1000000000.00"},
+		{"1000000001", 0, false, ""},
+		{"-1", 0, false, ""},
+		{"1e3", 0, false, ""},
+		{"NaN", 0, false, ""},
+		{"1.", 0, false, ""},
+		{".5", 0, false, ""},
+		{"", 0, false, ""},
+		{"1,000", 0, false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := ParseUSD(tt.in)
+			if (err == nil) != tt.ok || got != tt.micros {
+				t.Fatalf("ParseUSD(%q) = %d, %v, want %d, ok %v", tt.in, got, err, tt.micros, tt.ok)
+			}
+			if tt.ok {
+				if s := FormatUSD(got); s != tt.out {
+					t.Errorf("FormatUSD(%d) = %q, want %q", got, s, tt.out)
+				}
+			}
+		})
+	}
+}
