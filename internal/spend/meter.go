@@ -160,7 +160,8 @@ type Estimate struct {
 
 // Bound is the most est could cost, in micro-dollars: every input token at
 // the dearest input rate of its model (uncached or written to a cache),
-// every output token at its output rate. A model not in the table is
+// every output token at its output rate, at the long-context rates when
+// the input bound is over their threshold. A model not in the table is
 // bounded at the dearest rates of any model in it.
 func (m *Meter) Bound(est Estimate) int64 {
 	if est.Calls <= 0 {
@@ -170,7 +171,8 @@ func (m *Meter) Bound(est Estimate) int64 {
 	if !ok {
 		p = m.cfg.Prices.dearest
 	}
-	per := float64(est.Input)*p.dearestInput() + float64(est.Output)*p.dearestOutput()
+	r := p.rates(Tokens{Input: est.Input})
+	per := float64(est.Input)*max(r.Input, r.CacheWrite, r.CacheWrite1h) + float64(est.Output)*r.Output
 	return max(micros(per*float64(est.Calls)), 1)
 }
 
