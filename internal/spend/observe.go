@@ -63,9 +63,11 @@ type reading struct {
 }
 
 // observer wraps an answer's body and reads the usage in the bytes as the
-// reader takes them: it never holds bytes back and never reads ahead.
-// Memory is bounded: a partial line for a stream, at most MaxJSON plus
-// TailJSON for a JSON answer.
+// reader takes them: it never holds bytes back and never reads ahead, and
+// it looks at each read's bytes only once the reader has passed them on.
+// Memory is bounded: one read's bytes, and a partial line for a stream or
+// at most MaxJSON plus TailJSON for a JSON answer. The usage is recorded
+// when the body is closed.
 type observer struct {
 	body io.ReadCloser
 	sse  bool
@@ -76,6 +78,7 @@ type observer struct {
 	// rest of an over-long line is passed over.
 	line         []byte
 	skip         bool
+	named        bool // the event under way is named message_start or message_delta
 	start, delta bool
 	model        string
 	tokens       Tokens
@@ -85,28 +88,45 @@ type observer struct {
 	tail     []byte
 	over     bool
 	finished bool
+	// pending holds what the last Read handed on, not yet looked at (at
+	// most one read's worth); eof is true once the body ended.
+	pending []byte
+	eof     bool
 }
 
-// Read reads from the body and observes what it read.
+// Read reads from the body. What it read is looked at only at the next
+// Read or at Close, once the reader has passed it on: observing never
+// delays a byte.
 func (o *observer) Read(p []byte) (int, error) {
+	o.catchUp()
 	n, err := o.body.Read(p)
 	if n > 0 && !o.finished {
-		if o.sse {
-			o.observeStream(p[:n])
-		} else {
-			o.observeJSON(p[:n])
-		}
+		o.pending = append(o.pending[:0], p[:n]...)
 	}
 	if err == io.EOF {
-		o.finish(true)
+		o.eof = true
 	}
 	return n, err
 }
 
-// Close closes the body; an answer closed before its end is kept as read
-// so far.
+// catchUp observes the bytes the last Read handed on.
+func (o *observer) catchUp() {
+	if len(o.pending) == 0 || o.finished {
+		return
+	}
+	if o.sse {
+		o.observeStream(o.pending)
+	} else {
+		o.observeJSON(o.pending)
+	}
+	o.pending = o.pending[:0]
+}
+
+// Close closes the body and records what was read: all of the answer when
+// the body was read to its end, or else what came before it was closed.
 func (o *observer) Close() error {
-	o.finish(false)
+	o.catchUp()
+	o.finish(o.eof)
 	return o.body.Close()
 }
 
@@ -165,21 +185,35 @@ func (o *observer) carry(p []byte) {
 }
 
 var (
-	dataPrefix   = []byte("data:")
-	messageStart = []byte(`"message_start"`)
-	messageDelta = []byte(`"message_delta"`)
+	dataPrefix  = []byte("data:")
+	eventPrefix = []byte("event:")
+	startName   = []byte("message_start")
+	deltaName   = []byte("message_delta")
+	startData   = []byte(`{"type":"message_start"`)
+	deltaData   = []byte(`{"type":"message_delta"`)
 )
 
-// event reads one stream line: a data line of a message_start or
-// message_delta event updates the usage; every other line is passed over
-// without being parsed.
+// event reads one stream line. The data line of a message_start or
+// message_delta event — named so by the event line before it, or by the
+// type its data begins with — updates the usage; every other line is
+// passed over after a look at its first bytes.
 func (o *observer) event(line []byte) {
+	line = bytes.TrimSuffix(line, []byte("\r"))
+	if len(line) == 0 {
+		o.named = false // the event ended
+		return
+	}
+	if name, ok := bytes.CutPrefix(line, eventPrefix); ok {
+		name = bytes.TrimSpace(name)
+		o.named = bytes.Equal(name, startName) || bytes.Equal(name, deltaName)
+		return
+	}
 	data, ok := bytes.CutPrefix(line, dataPrefix)
 	if !ok {
 		return
 	}
-	isStart, isDelta := bytes.Contains(data, messageStart), bytes.Contains(data, messageDelta)
-	if !isStart && !isDelta {
+	data = bytes.TrimLeft(data, " ")
+	if !o.named && !bytes.HasPrefix(data, startData) && !bytes.HasPrefix(data, deltaData) {
 		return
 	}
 	var ev struct {
@@ -190,7 +224,7 @@ func (o *observer) event(line []byte) {
 		} `json:"message"`
 		Usage *usageJSON `json:"usage"`
 	}
-	if json.Unmarshal(bytes.TrimSpace(data), &ev) != nil {
+	if json.Unmarshal(data, &ev) != nil {
 		return
 	}
 	switch {
@@ -202,13 +236,7 @@ func (o *observer) event(line []byte) {
 		// message_delta's counts are cumulative: they replace, never add.
 		o.delta = true
 		ev.Usage.apply(&o.tokens)
-	default:
-		return
 	}
-	o.mu.Lock()
-	o.r.model, o.r.tokens = o.model, o.tokens
-	o.r.measured = o.start && o.delta
-	o.mu.Unlock()
 }
 
 // finish records what was read once the answer ends (eof) or is closed.
@@ -225,7 +253,7 @@ func (o *observer) finish(eof bool) {
 	o.r.open = false
 	o.r.model, o.r.tokens, o.r.measured = o.model, o.tokens, measured
 	o.mu.Unlock()
-	o.kept, o.tail, o.line = nil, nil, nil
+	o.kept, o.tail, o.line, o.pending = nil, nil, nil, nil
 }
 
 // parseJSON reads the model and usage of a JSON answer read to its end.
