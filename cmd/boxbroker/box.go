@@ -27,6 +27,8 @@ func runBox(ctx context.Context, c *cli, args []string) error {
 		return runBoxConsent(ctx, c, args)
 	case "assign", "unassign", "resources":
 		return runBoxResources(ctx, c, sub, args)
+	case "pause", "resume":
+		return runBoxPause(ctx, c, sub, args)
 	}
 	var cfg server.Config
 	fs := c.flags("box "+sub, &cfg)
@@ -48,7 +50,7 @@ func runBox(ctx context.Context, c *cli, args []string) error {
 	switch sub {
 	case "add", "rotate", "remove", "list":
 	default:
-		return fmt.Errorf("%w: unknown box command %q (add, list, remove, rotate, payer, consent, assign, unassign, resources)", errUsage, sub)
+		return fmt.Errorf("%w: unknown box command %q (add, list, remove, rotate, payer, consent, assign, unassign, resources, pause, resume)", errUsage, sub)
 	}
 	var name string
 	if sub != "list" {

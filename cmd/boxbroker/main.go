@@ -16,6 +16,9 @@
 //	boxbroker box payer NAME shared|owner who pays for a box's model calls
 //	boxbroker visitor set|list|remove     manage visitors' credentials
 //	boxbroker grant issue|list|revoke     grant a visitor's credential to one box
+//	boxbroker box pause|resume NAME       refuse a box everything, or serve it again
+//	boxbroker budget set|list|remove      manage a box's monthly budgets
+//	boxbroker spend BOX                   a box's measured spend beside what it reported
 //
 // Every subcommand takes --data DIR (or BOXBROKER_DATA) for the data
 // directory and --store URL (or BOXBROKER_STORE) for a PostgreSQL store.
@@ -47,13 +50,15 @@ type command struct {
 func commands() map[string]command {
 	return map[string]command{
 		"serve":      {"run the broker", runServe},
-		"box":        {"manage boxes: add, list, remove, rotate, payer, consent, assign, unassign, resources", runBox},
+		"box":        {"manage boxes: add, list, remove, rotate, payer, consent, assign, unassign, resources, pause, resume", runBox},
 		"feedback":   {"print kept feedback: list, export", runFeedback},
 		"credential": {"manage credentials: set, list, remove", runCredential},
 		"secret":     {"manage a box's egress secrets: set, list, remove", runSecret},
 		"report":     {"post a box's declaration report (the steward's side)", runReport},
 		"visitor":    {"manage visitors' credentials: set, list, remove", runVisitor},
 		"grant":      {"manage grants to visitors: issue, list, revoke", runGrant},
+		"budget":     {"manage a box's monthly budgets: set, list, remove", runBudget},
+		"spend":      {"show a box's measured spend beside what it reported", runSpend},
 	}
 }
 

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/server"
+	"github.com/intentius/boxbroker/internal/spend"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// runBudget answers `budget set BOX AMOUNT [--principal P]`, `budget list
+// BOX [--month YYYY-MM]` and `budget remove BOX [--principal P]`. A budget
+// is monthly, in US dollars: the box's own holds every call it makes, a
+// principal's the calls of the box that principal pays for.
+func runBudget(ctx context.Context, c *cli, args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: budget set BOX AMOUNT [--principal P] | list BOX [--month YYYY-MM] | remove BOX [--principal P]", errUsage)
+	}
+	sub, args := args[0], args[1:]
+	var cfg server.Config
+	fs := c.flags("budget "+sub, &cfg)
+	principal := fs.String("principal", "", "set, remove: the budget of the box's calls this principal pays for, such as github:ann; empty for the box's own")
+	month := fs.String("month", spend.Month(time.Now()), "list: the month to show, YYYY-MM (UTC)")
+	yes := fs.Bool("yes", false, "remove without asking")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	want := map[string]int{"set": 2, "list": 1, "remove": 1}
+	n, ok := want[sub]
+	if !ok {
+		return fmt.Errorf("%w: unknown budget command %q (set, list, remove)", errUsage, sub)
+	}
+	if len(pos) != n {
+		what := "BOX"
+		if n == 2 {
+			what = "BOX AMOUNT, in dollars such as 25.00"
+		}
+		return fmt.Errorf("%w: budget %s takes %s", errUsage, sub, what)
+	}
+	box := pos[0]
+	if !protocol.IsBoxName(box) {
+		return fmt.Errorf("%w: box name %q must match ^[a-z][a-z0-9-]{0,62}$", errUsage, box)
+	}
+	if *principal != "" && !protocol.IsPrincipal(*principal) {
+		return fmt.Errorf("%w: principal %q must be 1 to %d characters with no white space, such as github:ann", errUsage, *principal, protocol.MaxPrincipalLen)
+	}
+	if spend.Resets(*month).IsZero() {
+		return fmt.Errorf("%w: month %q is not written YYYY-MM", errUsage, *month)
+	}
+	var limit int64
+	if sub == "set" {
+		if limit, err = spend.ParseUSD(pos[1]); err != nil {
+			return fmt.Errorf("%w: %v", errUsage, err)
+		}
+	}
+	whose := "box " + box + "'s own budget"
+	if *principal != "" {
+		whose = "the budget of " + *principal + " on box " + box
+	}
+	if sub == "remove" && !*yes && !c.confirm(fmt.Sprintf("Remove %s, leaving those calls unlimited?", whose)) {
+		return errors.New("not removed (pass --yes to remove without asking)")
+	}
+	st, err := openStore(ctx, &cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	switch sub {
+	case "set":
+		err := st.SetBudget(ctx, store.Budget{Box: box, Principal: *principal, Limit: limit, UpdatedAt: time.Now().UTC()})
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("no box named %s", box)
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stdout, "set %s to %s a month (UTC); a call that could take it past that is refused with a 403\n", whose, spend.FormatUSD(limit))
+	case "remove":
+		if err := st.DeleteBudget(ctx, box, *principal); errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("there is no %s", whose)
+		} else if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stdout, "removed %s; its calls are still measured\n", whose)
+	case "list":
+		bs, err := spend.Budgets(ctx, st, box, *month)
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("no box named %s", box)
+		}
+		if err != nil {
+			return err
+		}
+		if len(bs) == 0 {
+			fmt.Fprintf(c.stdout, "box %s has no budget: its calls are measured (`boxbroker spend %s`) but not limited\n", box, box)
+			return nil
+		}
+		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "BUDGET\tLIMIT\tSPENT\tHELD\tLEFT\tMONTH\tRESETS")
+		for _, b := range bs {
+			who := "box"
+			if b.Principal != "" {
+				who = b.Principal
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", who, spend.FormatUSD(b.Limit), spend.FormatUSD(b.Spent),
+				spend.FormatUSD(b.Reserved), spend.FormatUSD(b.Left), b.Month, b.Resets.Format(time.RFC3339))
+		}
+		return tw.Flush()
+	}
+	return nil
+}

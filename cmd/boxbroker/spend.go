@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/server"
+	"github.com/intentius/boxbroker/internal/spend"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// runSpend answers `spend BOX [--month YYYY-MM]`: the broker's measured
+// spend beside the spend the box reported, by principal, differences
+// flagged, and the usage behind it by payer, principal and model.
+func runSpend(ctx context.Context, c *cli, args []string) error {
+	var cfg server.Config
+	fs := c.flags("spend", &cfg)
+	month := fs.String("month", spend.Month(time.Now()), "the month to show, YYYY-MM (UTC)")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return fmt.Errorf("%w: spend takes one BOX", errUsage)
+	}
+	box := pos[0]
+	if !protocol.IsBoxName(box) {
+		return fmt.Errorf("%w: box name %q must match ^[a-z][a-z0-9-]{0,62}$", errUsage, box)
+	}
+	if spend.Resets(*month).IsZero() {
+		return fmt.Errorf("%w: month %q is not written YYYY-MM", errUsage, *month)
+	}
+	st, err := openStore(ctx, &cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	rep, err := spend.Compare(ctx, st, box, *month)
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("no box named %s", box)
+	}
+	if err != nil {
+		return err
+	}
+	printSpend(c, rep)
+	return nil
+}
+
+func printSpend(c *cli, rep *spend.Report) {
+	fmt.Fprintf(c.stdout, "box %s, %s (UTC)\n\n", rep.Box, rep.Month)
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PRINCIPAL\tMEASURED\tCALLS\tUNPRICED\tUNMEASURED\tCHARGED\tREPORTED\tRUNS\tDIFFERS")
+	reported := func(usd float64, runs int64, ok bool) (string, string) {
+		if !ok {
+			return "-", "-"
+		}
+		return fmt.Sprintf("$%.2f", usd), fmt.Sprint(runs)
+	}
+	flag := func(d bool) string {
+		if d {
+			return "yes"
+		}
+		return ""
+	}
+	for _, l := range rep.Lines {
+		who := "(none)"
+		if l.Principal != nil {
+			who = *l.Principal
+		}
+		var usd float64
+		var runs int64
+		if l.Reported != nil {
+			usd, runs = l.Reported.USD, l.Reported.Runs
+		}
+		r, n := reported(usd, runs, rep.Reported != nil)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", who, spend.FormatUSD(l.Measured), l.Calls, l.Unpriced, l.Unmeasured,
+			spend.FormatUSD(l.Charged), r, n, flag(l.Differs))
+	}
+	var usd float64
+	var runs int64
+	if rep.Reported != nil {
+		usd, runs = rep.Reported.USD, rep.Reported.Runs
+	}
+	r, n := reported(usd, runs, rep.Reported != nil)
+	fmt.Fprintf(tw, "total\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", spend.FormatUSD(rep.Measured), rep.Calls, rep.Unpriced, rep.Unmeasured,
+		spend.FormatUSD(rep.Charged), r, n, flag(rep.Differs))
+	_ = tw.Flush()
+
+	switch {
+	case rep.Reported != nil:
+		fmt.Fprintf(c.stdout, "\nREPORTED is the spend the box's last report (%s) carried; a difference over a cent or 5%% is flagged.\n",
+			rep.ReportedAt.UTC().Format(time.RFC3339))
+	case rep.ReportedMonth != "":
+		fmt.Fprintf(c.stdout, "\nThe box's last report (%s) carried its spend for %s, not %s.\n", rep.ReportedAt.UTC().Format(time.RFC3339), rep.ReportedMonth, rep.Month)
+	default:
+		fmt.Fprintln(c.stdout, "\nThe box's last report carried no spend.")
+	}
+	if rep.Unpriced > 0 || rep.Unmeasured > 0 {
+		fmt.Fprintln(c.stdout, "MEASURED counts only priced calls whose usage was read whole; CHARGED counts the others at their reservation, the most they could have cost.")
+	}
+	if len(rep.Usage) == 0 {
+		return
+	}
+	fmt.Fprintln(c.stdout)
+	tw = tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PAYER\tPRINCIPAL\tMODEL\tCALLS\tINPUT\tOUTPUT\tCACHE-WRITE\tCACHE-READ\tCOST\tUNPRICED\tUNMEASURED")
+	for _, u := range rep.Usage {
+		who := u.Principal
+		if who == "" {
+			who = "-"
+		}
+		model := u.Model
+		if model == "" {
+			model = "(unknown)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\n", u.PayerKind, who, model, u.Calls, u.InputTokens, u.OutputTokens,
+			u.CacheWriteTokens, u.CacheReadTokens, spend.FormatUSD(u.Cost), u.Unpriced, u.Unmeasured)
+	}
+	_ = tw.Flush()
+}
