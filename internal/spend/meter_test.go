@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/grant"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/spend"
@@ -428,7 +429,7 @@ func (c *clock) Set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.t = t }
 // lets calls through again from the first of the next, UTC.
 func TestBudget_MonthRollover(t *testing.T) {
 	clk := &clock{t: time.Date(2026, 10, 31, 23, 59, 30, 0, time.UTC)}
-	b, token := newBroker(t, brokertest.Options{SpendNow: clk.Now})
+	b, token := newBroker(t, brokertest.Options{ServerOptions: func(o *server.Options) { o.SpendNow = clk.Now }})
 	body := messagesBody("claude-sonnet-4-5", 500, false)
 	bound := b.Server.Meter.Bound(spend.EstimateMessages(body, int64(len(body)), 64000))
 	// Room for one call's bound: once it has cost anything, no more.
@@ -612,5 +613,49 @@ func TestOverBudget_Message(t *testing.T) {
 	}
 	if !errors.Is(e, store.ErrOverBudget) {
 		t.Errorf("errors.Is(OverBudgetError, ErrOverBudget) = false")
+	}
+}
+
+// TestBudget_Visitor: a visitor's calls, paid with their own credential
+// through a grant, are held to their budget on the box and recorded under
+// their principal; the box's own calls are not.
+func TestBudget_Visitor(t *testing.T) {
+	b, token := newBroker(t, brokertest.Options{})
+	ctx := context.Background()
+	value, _, err := grant.Issue(ctx, b.Server.Store, "salad", "github:ann", time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.SetCredential("visitor:github:ann", key+"-VISITOR")
+	if err := b.Server.Store.SetBudget(ctx, store.Budget{Box: "salad", Principal: "github:ann", Limit: 1, UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	body := messagesBody("claude-haiku-4-5", 100, false)
+	withGrant := http.Header{"Content-Type": {"application/json"}, protocol.HeaderGrant: {value}}
+	resp := b.Do("POST", "/llm/anthropic/v1/messages", token, body, withGrant)
+	_, msg := brokertest.Refusal(resp.Body)
+	if resp.StatusCode != 403 || !strings.HasPrefix(msg, "The monthly budget for github:ann on this box of $0.000001") {
+		t.Errorf("visitor's call over their budget = %d %q, want 403 naming github:ann's budget", resp.StatusCode, msg)
+	}
+	if got := resp.Header.Get(protocol.HeaderPayer); got != "visitor github:ann" {
+		t.Errorf("chant-payer on the refusal = %q, want %q", got, "visitor github:ann")
+	}
+	if resp := post(b, token, body); resp.StatusCode != 200 {
+		t.Errorf("the box's own call = %d %s, want 200", resp.StatusCode, resp.Body)
+	}
+	if err := b.Server.Store.SetBudget(ctx, store.Budget{Box: "salad", Principal: "github:ann", Limit: 1_000_000, UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := b.Do("POST", "/llm/anthropic/v1/messages", token, body, withGrant); resp.StatusCode != 200 {
+		t.Fatalf("visitor's call within their budget = %d %s", resp.StatusCode, resp.Body)
+	}
+	month := spend.Month(time.Now())
+	us := usage(t, b.Server.Store, "salad", month, 2)
+	if len(us) != 2 || us[0].PayerKind != "shared" || us[1].PayerKind != "visitor" || us[1].Principal != "github:ann" || us[1].Calls != 1 {
+		t.Errorf("usage = %+v, want one shared call and one of visitor github:ann", us)
+	}
+	ts := settled(t, b.Server.Store, "salad", month)
+	if len(ts) != 2 || ts[1].Principal != "github:ann" || ts[1].Spent != us[1].Cost || ts[0].Spent != us[0].Cost+us[1].Cost {
+		t.Errorf("tallies = %+v, want ann's charged her call, the box both", ts)
 	}
 }
