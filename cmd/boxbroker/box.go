@@ -34,6 +34,7 @@ func runBox(ctx context.Context, c *cli, args []string) error {
 	fs := c.flags("box "+sub, &cfg)
 	brokerURL := fs.String("url", c.envOr("BOXBROKER_URL", "http://127.0.0.1:8787"), "the broker's URL as boxes reach it, for the hints printed (BOXBROKER_URL)")
 	yes := fs.Bool("yes", false, "remove without asking")
+	adminURL := c.adminURLFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -58,6 +59,9 @@ func runBox(ctx context.Context, c *cli, args []string) error {
 		if name, err = needName(); err != nil {
 			return err
 		}
+	}
+	if *adminURL != "" {
+		return runBoxRemote(ctx, c, *adminURL, sub, name, *brokerURL, *yes)
 	}
 	st, err := openStore(ctx, &cfg)
 	if err != nil {

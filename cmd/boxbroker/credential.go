@@ -21,6 +21,7 @@ func runCredential(ctx context.Context, c *cli, args []string) error {
 	var cfg server.Config
 	fs := c.flags("credential "+sub, &cfg)
 	yes := fs.Bool("yes", false, "remove without asking")
+	adminURL := c.adminURLFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -35,6 +36,9 @@ func runCredential(ctx context.Context, c *cli, args []string) error {
 	case "list":
 	default:
 		return fmt.Errorf("%w: unknown credential command %q (set, list, remove)", errUsage, sub)
+	}
+	if *adminURL != "" {
+		return runCredentialRemote(ctx, c, *adminURL, sub, id, *yes)
 	}
 	switch sub {
 	case "set":

@@ -19,9 +19,12 @@
 //	boxbroker box pause|resume NAME       refuse a box everything, or serve it again
 //	boxbroker budget set|list|remove      manage a box's monthly budgets
 //	boxbroker spend BOX                   a box's measured spend beside what it reported
+//	boxbroker admin token|tokens|revoke   manage the admin API's tokens
 //
 // Every subcommand takes --data DIR (or BOXBROKER_DATA) for the data
 // directory and --store URL (or BOXBROKER_STORE) for a PostgreSQL store.
+// box and credential take --admin-url (or BOXBROKER_ADMIN_URL) to act
+// through a broker's admin API instead, with BOXBROKER_ADMIN_TOKEN.
 package main
 
 import (
@@ -59,6 +62,7 @@ func commands() map[string]command {
 		"grant":      {"manage grants to visitors: issue, list, revoke", runGrant},
 		"budget":     {"manage a box's monthly budgets: set, list, remove", runBudget},
 		"spend":      {"show a box's measured spend beside what it reported", runSpend},
+		"admin":      {"manage admin API tokens: token, tokens, revoke", runAdmin},
 	}
 }
 

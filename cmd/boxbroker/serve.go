@@ -15,6 +15,7 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	var cfg server.Config
 	fs := c.flags("serve", &cfg)
 	fs.StringVar(&cfg.Listen, "listen", c.envOr("BOXBROKER_LISTEN", "127.0.0.1:8787"), "box-facing address (BOXBROKER_LISTEN)")
+	fs.StringVar(&cfg.AdminListen, "admin-listen", c.envOr("BOXBROKER_ADMIN_LISTEN", server.DefaultAdminListen), "admin API, metrics and owner's page address; \"off\" serves none (BOXBROKER_ADMIN_LISTEN)")
 	fs.StringVar(&cfg.Broker, "broker", c.envOr("BOXBROKER_BROKER", "lobby"), "the broker word this broker answers for (BOXBROKER_BROKER)")
 	anthropic := fs.String("anthropic-url", c.envOr("BOXBROKER_ANTHROPIC_URL", "https://api.anthropic.com"), "Anthropic API upstream (BOXBROKER_ANTHROPIC_URL)")
 	fountain := fs.String("fountain-url", c.getenv("BOXBROKER_FOUNTAIN_URL"), "Fountain API upstream; empty serves no /fountain (BOXBROKER_FOUNTAIN_URL)")
@@ -37,6 +38,9 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: serve takes no arguments, got %q", errUsage, fs.Args())
+	}
+	if cfg.AdminListen == "" {
+		cfg.AdminListen = "off"
 	}
 	var err error
 	if cfg.AnthropicURL, err = parseURL("anthropic-url", *anthropic); err != nil {
@@ -61,8 +65,16 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 		scheme = "https"
 	}
 	fmt.Fprintf(c.stdout, "boxbroker %s listening on %s://%s\n", srv.Config.Broker, scheme, ln.Addr())
+	var admin net.Listener
+	if srv.Config.AdminEnabled() {
+		if admin, err = net.Listen("tcp", srv.Config.AdminListen); err != nil {
+			ln.Close()
+			return fmt.Errorf("listen for the admin API: %w", err)
+		}
+		fmt.Fprintf(c.stdout, "admin API, metrics and owner's page on %s://%s\n", scheme, admin.Addr())
+	}
 	fmt.Fprintf(c.stdout, "data: %s\n", server.StoreWhere(&srv.Config))
-	return srv.Serve(ctx, ln)
+	return srv.Serve(ctx, ln, admin)
 }
 
 func parseURL(name, s string) (*url.URL, error) {

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/broker"
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/egress"
@@ -71,6 +72,10 @@ type Broker struct {
 	// http.DefaultTransport, whose idle connections every
 	// httptest.Server.Close closes under other tests' feet.
 	Client *http.Client
+	// AdminURL is the admin listener's base URL, and AdminToken an admin
+	// token minted for the test.
+	AdminURL   string
+	AdminToken string
 }
 
 // New starts a boxbroker and registers its shutdown with t.Cleanup.
@@ -120,12 +125,18 @@ func New(t testing.TB, opt Options) *Broker {
 	go srv.Cache.Run(ctx)
 	b.Front = &Front{next: srv.Handler}
 	hs := httptest.NewServer(b.Front)
+	as := httptest.NewServer(srv.Admin)
 	t.Cleanup(func() {
 		hs.Close()
+		as.Close()
 		cancel()
 		srv.Close()
 	})
 	b.URL = hs.URL
+	b.AdminURL = as.URL
+	if b.AdminToken, _, err = admin.Mint(ctx, srv.Store, "brokertest", time.Now()); err != nil {
+		t.Fatalf("admin.Mint: %v", err)
+	}
 	b.Server = srv
 	// Wait for the cache's first poll, so reads come from memory as in production.
 	for i := 0; i < 200; i++ {
@@ -194,6 +205,9 @@ func (b *Broker) Sync() {
 // fails the test unless it is answered 200.
 func (b *Broker) Report(token string, caps ...protocol.Capability) protocol.Kept {
 	b.t.Helper()
+	if caps == nil {
+		caps = []protocol.Capability{}
+	}
 	body, _ := json.Marshal(map[string]any{"capabilities": caps})
 	resp := b.Do("POST", protocol.RouteDeclaration, token, body, nil)
 	if resp.StatusCode != 200 {
@@ -232,6 +246,40 @@ func (b *Broker) Do(method, path, token string, body []byte, header http.Header)
 		req.Header[k] = vs
 	}
 	if token != "" && req.Header.Get("Authorization") == "" && req.Header.Get("X-Api-Key") == "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := b.Client.Do(req)
+	if err != nil {
+		b.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	rb, err := io.ReadAll(resp.Body)
+	if err != nil {
+		b.t.Fatalf("%s %s: read: %v", method, path, err)
+	}
+	return Response{StatusCode: resp.StatusCode, Header: resp.Header, Body: rb}
+}
+
+// Admin sends a request to the admin listener with token as the bearer
+// (none when empty) and body as JSON (none when nil), and reads the answer.
+func (b *Broker) Admin(method, path, token string, body any) Response {
+	b.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		j, err := json.Marshal(body)
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		rd = bytes.NewReader(j)
+	}
+	req, err := http.NewRequest(method, b.AdminURL+path, rd)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := b.Client.Do(req)

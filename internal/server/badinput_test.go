@@ -39,7 +39,7 @@ func serveReal(t *testing.T, cfg server.Config) (addr, token string) {
 	}
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
+	go func() { done <- srv.Serve(ctx, ln, nil) }()
 	t.Cleanup(func() { cancel(); <-done; srv.Close() })
 	addr = ln.Addr().String()
 	req, _ := http.NewRequest("POST", "http://"+addr+protocol.RouteDeclaration, strings.NewReader(`{"capabilities":[{"name":"inference","broker":"lobby","scope":["agent"]}]}`))

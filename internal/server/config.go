@@ -23,6 +23,9 @@ import (
 type Config struct {
 	// Listen is the box-facing address (default 127.0.0.1:8787).
 	Listen string
+	// AdminListen is the admin API's address (default 127.0.0.1:8788);
+	// "off" serves no admin API. It is never the box-facing address.
+	AdminListen string
 	// Broker is the broker word this broker answers for (default "lobby").
 	Broker string
 	// DataDir holds the SQLite file and the master key file (default
@@ -104,6 +107,9 @@ func (c *Config) Defaults() {
 	if c.Listen == "" {
 		c.Listen = "127.0.0.1:8787"
 	}
+	if c.AdminListen == "" {
+		c.AdminListen = DefaultAdminListen
+	}
 	if c.Broker == "" {
 		c.Broker = "lobby"
 	}
@@ -148,11 +154,44 @@ func (c *Config) Defaults() {
 	}
 }
 
+// DefaultAdminListen is the admin API's default address.
+const DefaultAdminListen = "127.0.0.1:8788"
+
+// AdminEnabled reports whether the admin API is served: AdminListen is
+// neither empty nor "off".
+func (c *Config) AdminEnabled() bool { return c.AdminListen != "" && c.AdminListen != "off" }
+
+// sameAddress reports whether two host:port addresses would collide: the
+// same port (other than 0, which picks a free one) on the same host, or on
+// any host when either is unspecified.
+func sameAddress(a, b string) bool {
+	ha, pa, err1 := net.SplitHostPort(a)
+	hb, pb, err2 := net.SplitHostPort(b)
+	if err1 != nil || err2 != nil || pa != pb || pa == "0" {
+		return false
+	}
+	unspecified := func(h string) bool {
+		if h == "" {
+			return true
+		}
+		ip := net.ParseIP(h)
+		return ip != nil && ip.IsUnspecified()
+	}
+	return ha == hb || unspecified(ha) || unspecified(hb)
+}
+
 // Validate reports every problem with c at once.
 func (c *Config) Validate() error {
 	var p []string
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		p = append(p, fmt.Sprintf("listen %q is not host:port", c.Listen))
+	}
+	if c.AdminEnabled() {
+		if _, _, err := net.SplitHostPort(c.AdminListen); err != nil {
+			p = append(p, fmt.Sprintf("admin-listen %q is not host:port (or off)", c.AdminListen))
+		} else if sameAddress(c.Listen, c.AdminListen) {
+			p = append(p, fmt.Sprintf("admin-listen %q is the box-facing address; the admin API needs its own", c.AdminListen))
+		}
 	}
 	if c.Broker == "" || strings.ContainsAny(c.Broker, " \t\r\n") {
 		p = append(p, fmt.Sprintf("broker word %q must be one non-empty word", c.Broker))

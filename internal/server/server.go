@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/broker"
 	"github.com/intentius/boxbroker/internal/cache"
 	"github.com/intentius/boxbroker/internal/capability"
@@ -117,7 +118,10 @@ type Server struct {
 	// Broker is the box-facing handler, and Handler the same as an http.Handler.
 	Broker  *broker.Server
 	Handler http.Handler
-	log     *slog.Logger
+	// Admin is the admin listener's handler: the admin API, metrics,
+	// health and the owner's page.
+	Admin *admin.Server
+	log   *slog.Logger
 }
 
 // Options are what a caller adds in Go rather than configuration.
@@ -222,7 +226,14 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		}
 		return nil, err
 	}
-	return &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Handler: h, log: log}, nil
+	adm, err := admin.New(admin.Config{Store: st, Cache: c, Keyring: keyring, Broker: cfg.Broker, Logger: log})
+	if err != nil {
+		if opt.Store == nil {
+			st.Close()
+		}
+		return nil, err
+	}
+	return &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Handler: h, Admin: adm, log: log}, nil
 }
 
 // NewLogger returns a JSON logger on w at level.
@@ -232,50 +243,82 @@ func NewLogger(w *os.File, level string) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
 }
 
-// Serve serves the box-facing handler on ln and keeps the cache fresh
-// until ctx ends, then stops taking requests and lets in-flight ones
-// finish for at most ShutdownGrace.
-func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+// Serve serves the box-facing handler on ln and, when admin is not nil,
+// the admin handler on admin, and keeps the cache fresh until ctx ends;
+// then it stops taking requests and lets in-flight ones finish for at most
+// ShutdownGrace.
+func (s *Server) Serve(ctx context.Context, ln, admin net.Listener) error {
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	go s.Cache.Run(cctx)
 	go s.pruneChanges(cctx)
 	go s.Meter.Run(cctx)
-	hs := &http.Server{
-		Handler:           s.Handler,
-		ReadHeaderTimeout: s.Config.ReadHeaderTimeout,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    s.Config.MaxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-		BaseContext:       func(net.Listener) context.Context { return cctx },
+	servers := []*http.Server{s.httpServer(cctx, s.Handler)}
+	listeners := []net.Listener{ln}
+	if admin != nil {
+		servers = append(servers, s.httpServer(cctx, s.Admin))
+		listeners = append(listeners, admin)
 	}
 	if s.Config.TLSCert != "" {
 		cert, err := tls.LoadX509KeyPair(s.Config.TLSCert, s.Config.TLSKey)
 		if err != nil {
 			return fmt.Errorf("load TLS certificate: %w", err)
 		}
-		hs.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
-		ln = tls.NewListener(ln, hs.TLSConfig)
+		// The admin listener serves TLS with the same certificate, so
+		// --admin-url can reach it over https.
+		conf := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+		for i, hs := range servers {
+			hs.TLSConfig = conf
+			listeners[i] = tls.NewListener(listeners[i], conf)
+		}
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	errc := make(chan error, len(servers))
+	for i, hs := range servers {
+		go func() { errc <- hs.Serve(listeners[i]) }()
+	}
+	var first error
 	select {
-	case err := <-errc:
-		return err
+	case first = <-errc:
+		// One listener failed: stop the other too.
 	case <-ctx.Done():
 	}
 	s.log.Info("shutting down", "grace", s.Config.ShutdownGrace.String())
 	sctx, scancel := context.WithTimeout(context.Background(), s.Config.ShutdownGrace)
 	defer scancel()
-	err := hs.Shutdown(sctx)
-	if errors.Is(err, context.DeadlineExceeded) {
-		s.log.Warn("shutdown grace over; closing open streams")
-		err = hs.Close()
+	var errs []error
+	for _, hs := range servers {
+		err := hs.Shutdown(sctx)
+		if errors.Is(err, context.DeadlineExceeded) {
+			s.log.Warn("shutdown grace over; closing open streams")
+			err = hs.Close()
+		}
+		errs = append(errs, err)
 	}
-	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
-		return serr
+	waiting := len(servers)
+	if first != nil {
+		waiting--
+		if !errors.Is(first, http.ErrServerClosed) {
+			errs = append(errs, first)
+		}
 	}
-	return err
+	for range waiting {
+		if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+			errs = append(errs, serr)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// httpServer is an http.Server for h with the configured bounds.
+func (s *Server) httpServer(ctx context.Context, h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: s.Config.ReadHeaderTimeout,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    s.Config.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
 }
 
 // Change log upkeep: how long changes are kept, far longer than a cache

@@ -44,7 +44,7 @@ func TestServe_TLS(t *testing.T) {
 	defer srv.Close()
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
+	go func() { done <- srv.Serve(ctx, ln, nil) }()
 	defer func() { cancel(); <-done }()
 
 	pool := x509.NewCertPool()

@@ -37,6 +37,7 @@ type Store interface {
 	Grants
 	Changes
 	Spend
+	AdminTokens
 	// Ping reports whether the database answers.
 	Ping(ctx context.Context) error
 	// Close releases the database.
@@ -241,4 +242,29 @@ type Changes interface {
 	LastChange(ctx context.Context) (int64, error)
 	// PruneChanges forgets changes older than before.
 	PruneChanges(ctx context.Context, before time.Time) error
+}
+
+// AdminToken is a token that authenticates to the admin API. Hash is the
+// SHA-256 of its value, hex; the value itself is never stored. ID names it
+// in lists and for revoking; Name is the operator's note.
+type AdminToken struct {
+	ID        string
+	Hash      string
+	Name      string
+	CreatedAt time.Time
+}
+
+// AdminTokens keeps the admin API's tokens. They are read on each admin
+// request and never cached, so their writes record no change.
+type AdminTokens interface {
+	// CreateAdminToken stores t; ErrExists if its ID or hash is taken.
+	CreateAdminToken(ctx context.Context, t AdminToken) error
+	// AdminTokenByHash returns the token whose value hashes to hash, or ErrNotFound.
+	AdminTokenByHash(ctx context.Context, hash string) (AdminToken, error)
+	// AdminToken returns the token with that ID, or ErrNotFound.
+	AdminToken(ctx context.Context, id string) (AdminToken, error)
+	// ListAdminTokens returns every token, oldest first, Hash left empty.
+	ListAdminTokens(ctx context.Context) ([]AdminToken, error)
+	// DeleteAdminToken removes the token with that ID; ErrNotFound if none.
+	DeleteAdminToken(ctx context.Context, id string) error
 }

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/server"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// runAdmin manages the admin API's tokens, directly in the store: the
+// first token has to be made where the store is.
+func runAdmin(ctx context.Context, c *cli, args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: admin token|tokens|revoke", errUsage)
+	}
+	sub, args := args[0], args[1:]
+	var cfg server.Config
+	fs := c.flags("admin "+sub, &cfg)
+	name := fs.String("name", "", "a note saying whose or what the token is for (admin token)")
+	yes := fs.Bool("yes", false, "revoke without asking (admin revoke)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	args = fs.Args()
+	switch sub {
+	case "token", "tokens":
+		if len(args) != 0 {
+			return fmt.Errorf("%w: admin %s takes no arguments", errUsage, sub)
+		}
+	case "revoke":
+		if len(args) != 1 {
+			return fmt.Errorf("%w: admin revoke takes one token ID (see admin tokens)", errUsage)
+		}
+	default:
+		return fmt.Errorf("%w: unknown admin command %q (token, tokens, revoke)", errUsage, sub)
+	}
+	st, err := openStore(ctx, &cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	switch sub {
+	case "token":
+		token, t, err := admin.Mint(ctx, st, *name, time.Now())
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stderr, "admin token %s made. It is shown this once and only its hash is kept; set it as BOXBROKER_ADMIN_TOKEN where you run the CLI with --admin-url, or sign in to the owner's page with it.\n", t.ID)
+		fmt.Fprintln(c.stdout, token)
+	case "tokens":
+		list, err := st.ListAdminTokens(ctx)
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tCREATED\tNAME")
+		for _, t := range list {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", t.ID, t.CreatedAt.UTC().Format(time.RFC3339), t.Name)
+		}
+		return tw.Flush()
+	case "revoke":
+		id := args[0]
+		if !*yes && !c.confirm(fmt.Sprintf("Revoke admin token %s? Whoever holds it can no longer use the admin API or the owner's page.", id)) {
+			return errors.New("not revoked (pass --yes to revoke without asking)")
+		}
+		if err := st.DeleteAdminToken(ctx, id); errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("no admin token %s (see admin tokens)", id)
+		} else if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stdout, "revoked admin token %s\n", id)
+	}
+	return nil
+}

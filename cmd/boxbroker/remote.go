@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/intentius/boxbroker/internal/admin"
+)
+
+// adminURLFlag adds --admin-url to fs: the admin API a command acts
+// through instead of opening the store itself.
+func (c *cli) adminURLFlag(fs *flag.FlagSet) *string {
+	return fs.String("admin-url", c.getenv("BOXBROKER_ADMIN_URL"),
+		"act through the admin API at this URL, authenticating with BOXBROKER_ADMIN_TOKEN, instead of opening the store (BOXBROKER_ADMIN_URL)")
+}
+
+// adminClient is a client for the admin API at url, with the token from
+// BOXBROKER_ADMIN_TOKEN: never from an argument.
+func (c *cli) adminClient(url string) (*admin.Client, error) {
+	return admin.NewClient(url, c.getenv("BOXBROKER_ADMIN_TOKEN"), nil)
+}
+
+// remoteError says an admin API refusal as the CLI says its own errors.
+func remoteError(err error) error {
+	var ae *admin.APIError
+	if errors.As(err, &ae) {
+		return fmt.Errorf("%s (%d)", ae.Message, ae.Status)
+	}
+	return err
+}
+
+// runBoxRemote is `box add|list|remove|rotate` through the admin API.
+func runBoxRemote(ctx context.Context, c *cli, url, sub, name, brokerURL string, yes bool) error {
+	cl, err := c.adminClient(url)
+	if err != nil {
+		return err
+	}
+	switch sub {
+	case "add":
+		bt, err := cl.AddBox(ctx, admin.NewBox{Name: name})
+		if err != nil {
+			return remoteError(err)
+		}
+		printToken(c, name, bt.Token, brokerURL, "added")
+	case "rotate":
+		bt, err := cl.RotateBox(ctx, name)
+		if err != nil {
+			return remoteError(err)
+		}
+		printToken(c, name, bt.Token, brokerURL, "rotated; the old token no longer works")
+	case "remove":
+		if !yes && !c.confirm(fmt.Sprintf("Remove box %s, its declaration, secrets, grants and feedback?", name)) {
+			return errors.New("not removed (pass --yes to remove without asking)")
+		}
+		if err := cl.RemoveBox(ctx, name); err != nil {
+			return remoteError(err)
+		}
+		fmt.Fprintf(c.stdout, "removed box %s\n", name)
+	case "list":
+		boxes, err := cl.ListBoxes(ctx)
+		if err != nil {
+			return remoteError(err)
+		}
+		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tCREATED\tREPORTED\tPAYER\tCONSENT\tPAUSED")
+		for _, b := range boxes {
+			reported := "never"
+			if b.ReportedAt != nil {
+				reported = *b.ReportedAt
+			}
+			payer := b.Payer.Kind
+			if b.Payer.Principal != nil {
+				payer += " " + *b.Payer.Principal
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%v\n", b.Name, b.CreatedAt, reported, payer, b.Consent, b.Paused)
+		}
+		return tw.Flush()
+	}
+	return nil
+}
+
+// runCredentialRemote is `credential set|list|remove` through the admin API.
+func runCredentialRemote(ctx context.Context, c *cli, url, sub, id string, yes bool) error {
+	cl, err := c.adminClient(url)
+	if err != nil {
+		return err
+	}
+	switch sub {
+	case "set":
+		value, err := c.readSecret(fmt.Sprintf("%s credential (not echoed): ", id))
+		if err != nil {
+			return err
+		}
+		cv, err := cl.SetCredential(ctx, id, value)
+		clear(value)
+		if err != nil {
+			return remoteError(err)
+		}
+		fmt.Fprintf(c.stdout, "set %s credential (%s), sealed at rest\n", id, cv.Kind)
+	case "remove":
+		if !yes && !c.confirm(fmt.Sprintf("Remove the %s credential?", id)) {
+			return errors.New("not removed (pass --yes to remove without asking)")
+		}
+		if err := cl.RemoveCredential(ctx, id); err != nil {
+			return remoteError(err)
+		}
+		fmt.Fprintf(c.stdout, "removed %s credential\n", id)
+	case "list":
+		creds, err := cl.ListCredentials(ctx)
+		if err != nil {
+			return remoteError(err)
+		}
+		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "CREDENTIAL\tUPDATED")
+		for _, cr := range creds {
+			fmt.Fprintf(tw, "%s\t%s\n", cr.ID, cr.UpdatedAt)
+		}
+		return tw.Flush()
+	}
+	return nil
+}

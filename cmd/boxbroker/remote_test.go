@@ -1,0 +1,88 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/intentius/boxbroker/internal/brokertest"
+)
+
+// runEnv runs the CLI with args, env and stdin, and returns its exit status,
+// stdout and stderr.
+func runEnv(t *testing.T, env map[string]string, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	c := &cli{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb, getenv: func(k string) string { return env[k] }}
+	code := c.main(context.Background(), args)
+	return code, out.String(), errb.String()
+}
+
+func TestCLI_ThroughTheAdminAPI(t *testing.T) {
+	b := brokertest.New(t, brokertest.Options{})
+	data := b.Server.Config.DataDir
+
+	// The first admin token is made where the store is.
+	code, out, errs := runEnv(t, map[string]string{"BOXBROKER_DATA": data}, "", "admin", "token", "--name", "ci")
+	if code != 0 {
+		t.Fatalf("admin token = %d: %s", code, errs)
+	}
+	token := strings.TrimSpace(out)
+	if !strings.HasPrefix(token, "bba_") || strings.Contains(errs, token) {
+		t.Fatalf("admin token printed %q (stderr %q), want the token on stdout alone", out, errs)
+	}
+	env := map[string]string{"BOXBROKER_ADMIN_URL": b.AdminURL, "BOXBROKER_ADMIN_TOKEN": token, "BOXBROKER_DATA": t.TempDir()}
+
+	code, out, errs = runEnv(t, env, "", "box", "add", "alpha")
+	if code != 0 {
+		t.Fatalf("box add alpha = %d: %s", code, errs)
+	}
+	boxToken := strings.TrimSpace(out)
+	b.Report(boxToken, brokertest.Entry("inference", "agent"))
+
+	code, out, errs = runEnv(t, env, "", "box", "list")
+	if code != 0 || !strings.Contains(out, "alpha") || strings.Contains(out, "never") {
+		t.Errorf("box list = %d %q %q, want alpha, reported", code, out, errs)
+	}
+
+	code, out, errs = runEnv(t, env, "sk-ant-api03-from-stdin\n", "credential", "set", "anthropic")
+	if code != 0 || strings.Contains(out+errs, "sk-ant-api03-from-stdin") {
+		t.Errorf("credential set = %d %q %q, want done without echoing the value", code, out, errs)
+	}
+	if r := b.Do("POST", "/llm/anthropic/v1/messages", boxToken, []byte(`{"model":"m","max_tokens":1,"messages":[]}`), nil); r.StatusCode != 200 {
+		t.Errorf("messages with the credential set through the CLI = %d %s", r.StatusCode, r.Body)
+	}
+	code, out, _ = runEnv(t, env, "", "credential", "list")
+	if code != 0 || !strings.Contains(out, "anthropic") {
+		t.Errorf("credential list = %d %q, want anthropic", code, out)
+	}
+	if code, _, errs = runEnv(t, env, "", "credential", "remove", "--yes", "anthropic"); code != 0 {
+		t.Errorf("credential remove = %d %s", code, errs)
+	}
+
+	code, out, errs = runEnv(t, env, "", "box", "rotate", "alpha")
+	if code != 0 || strings.TrimSpace(out) == boxToken {
+		t.Errorf("box rotate = %d %q %q, want a new token", code, out, errs)
+	}
+	if code, _, errs = runEnv(t, env, "n\n", "box", "remove", "alpha"); code == 0 {
+		t.Errorf("box remove answered no = 0, want refused")
+	}
+	if code, _, errs = runEnv(t, env, "", "box", "remove", "--yes", "alpha"); code != 0 {
+		t.Errorf("box remove --yes = %d %s", code, errs)
+	}
+	code, _, errs = runEnv(t, env, "", "box", "remove", "--yes", "alpha")
+	if code != 1 || !strings.Contains(errs, "no box named alpha") {
+		t.Errorf("box remove of a removed box = %d %q, want 1 naming it", code, errs)
+	}
+
+	bad := map[string]string{"BOXBROKER_ADMIN_URL": b.AdminURL, "BOXBROKER_ADMIN_TOKEN": "bba_wrong"}
+	code, _, errs = runEnv(t, bad, "", "box", "list")
+	if code != 1 || !strings.Contains(errs, "401") || strings.Contains(errs, "bba_wrong") {
+		t.Errorf("box list with a wrong admin token = %d %q, want 1 with a 401 and no token", code, errs)
+	}
+	code, _, errs = runEnv(t, map[string]string{"BOXBROKER_ADMIN_URL": b.AdminURL}, "", "box", "list")
+	if code != 1 || !strings.Contains(errs, "BOXBROKER_ADMIN_TOKEN") {
+		t.Errorf("box list with no admin token = %d %q, want 1 naming BOXBROKER_ADMIN_TOKEN", code, errs)
+	}
+}

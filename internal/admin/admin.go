@@ -1,0 +1,276 @@
+// Package admin is the operator's side of boxbroker, served on its own
+// listener and never on the box-facing one: a JSON admin API over boxes,
+// their tokens, consent, credentials, secrets, feedback and Fountain ids,
+// authenticated by an admin token; /metrics, /healthz and /readyz; and the
+// owner's page under /ui/.
+//
+// Every refusal has the protocol's shape,
+// {"type":"error","error":{"type":...,"message":...}}. No answer, log line
+// or error ever carries a token, a credential or a secret's value: values
+// are write-only, and a box token is shown once, in the answer that made
+// it.
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/cache"
+	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/secrets"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// MaxBody bounds an admin request's body.
+const MaxBody = 64 << 10
+
+// Config configures a Server.
+type Config struct {
+	// Store is where everything is kept. Required.
+	Store store.Store
+	// Cache, when set, is told of each write at once, so the box-facing
+	// handler in the same process does not wait for the change log.
+	Cache *cache.Cache
+	// Keyring seals credentials and secrets. Required.
+	Keyring *secrets.Keyring
+	// Broker is the broker word, shown on the owner's page.
+	Broker string
+	// Metrics, when set, is served at /metrics without a token.
+	Metrics http.Handler
+	// Logger receives failures; never a token or a value. Default slog.Default().
+	Logger *slog.Logger
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// SessionTTL bounds an owner's page session (default 12 hours).
+	SessionTTL time.Duration
+}
+
+// Server is the admin handler.
+type Server struct {
+	cfg    Config
+	log    *slog.Logger
+	mux    *http.ServeMux
+	routes []Route
+}
+
+// Route is one admin route: a net/http pattern with its method, such as
+// "GET /api/boxes/{name}", and its handler. Token routes need an admin
+// token; the others (metrics and health) are open.
+type Route struct {
+	Pattern string
+	Handle  func(w http.ResponseWriter, r *http.Request) error
+	// Open routes need no admin token.
+	Open bool
+}
+
+// New returns a Server, or an error naming what cfg lacks.
+func New(cfg Config) (*Server, error) {
+	var problems []string
+	if cfg.Store == nil {
+		problems = append(problems, "no store")
+	}
+	if cfg.Keyring == nil {
+		problems = append(problems, "no keyring")
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("admin config: %s", strings.Join(problems, "; "))
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.SessionTTL <= 0 {
+		cfg.SessionTTL = 12 * time.Hour
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}
+	s.routes = s.apiRoutes()
+	for _, rt := range s.routes {
+		s.Handle(rt)
+	}
+	return s, nil
+}
+
+// Handle adds a route. It is how a later part of boxbroker (grants, the
+// payer) adds its admin routes beside these; it must be called before the
+// Server serves.
+func (s *Server) Handle(rt Route) {
+	h := rt.Handle
+	if !rt.Open {
+		h = s.authenticated(h)
+	}
+	s.mux.Handle(rt.Pattern, s.adapt(h))
+}
+
+// Routes returns the routes New registered, in order.
+func (s *Server) Routes() []Route { return append([]Route(nil), s.routes...) }
+
+// ServeHTTP serves the admin listener.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "no-store")
+	if _, pattern := s.mux.Handler(r); pattern == "" {
+		// The mux's own 404 and 405 answer in plain text; say them as refusals.
+		s.mux.ServeHTTP(&refuseMux{ResponseWriter: w, r: r}, r)
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// refuseMux turns the mux's plain-text 404 and 405 into refusals, keeping
+// the Allow header it sets.
+type refuseMux struct {
+	http.ResponseWriter
+	r    *http.Request
+	done bool
+}
+
+func (m *refuseMux) WriteHeader(code int) {
+	if m.done {
+		return
+	}
+	m.done = true
+	switch code {
+	case http.StatusMethodNotAllowed:
+		protocol.WriteRefusal(m.ResponseWriter, code, protocol.TypeInvalid,
+			fmt.Sprintf("%s does not take %s (it takes %s).", m.r.URL.Path, m.r.Method, m.Header().Get("Allow")))
+	default:
+		protocol.WriteRefusal(m.ResponseWriter, http.StatusNotFound, protocol.TypeNotFound,
+			fmt.Sprintf("The admin API serves no %s %s.", m.r.Method, m.r.URL.Path))
+	}
+}
+
+func (m *refuseMux) Write(b []byte) (int, error) {
+	if !m.done {
+		m.WriteHeader(http.StatusOK)
+	}
+	return len(b), nil // the mux's text is dropped
+}
+
+// adapt renders a handler's error as a refusal. An *capability.Error keeps
+// its status and message; any other error is a 500 whose text is logged,
+// never shown.
+func (s *Server) adapt(h func(http.ResponseWriter, *http.Request) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		err := h(w, r)
+		if err == nil {
+			return
+		}
+		var ce *capability.Error
+		if !errors.As(err, &ce) {
+			ce = &capability.Error{Status: http.StatusInternalServerError, Type: protocol.TypeAPI,
+				Message: "The broker could not complete the request.", Err: err}
+		}
+		if ce.Err != nil {
+			s.log.Error("admin request failed", "method", r.Method, "path", r.URL.Path, "status", ce.Status, "err", ce.Err)
+		}
+		protocol.WriteRefusal(w, ce.Status, ce.Type, ce.Message)
+	})
+}
+
+// storeError maps a store error to a refusal: ErrNotFound to 404 with
+// notFound's message, ErrExists to 409 with exists', ErrUnavailable to
+// 503, anything else to a 500 that is logged.
+func storeError(err error, notFound, exists string) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, store.ErrNotFound) && notFound != "":
+		return capability.Errorf(http.StatusNotFound, protocol.TypeNotFound, "%s", notFound)
+	case errors.Is(err, store.ErrExists) && exists != "":
+		return capability.Errorf(http.StatusConflict, protocol.TypeInvalid, "%s", exists)
+	case errors.Is(err, store.ErrUnavailable):
+		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
+			Message: "The broker cannot reach its store just now; try again shortly.", Err: err}
+	}
+	return err
+}
+
+// readJSON decodes r's body, at most MaxBody bytes of one JSON value with
+// no field v does not know, into v.
+func readJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(strings.ToLower(ct), "application/json") {
+		return capability.Errorf(http.StatusUnsupportedMediaType, protocol.TypeInvalid, "The body must be application/json.")
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return capability.Errorf(http.StatusRequestEntityTooLarge, protocol.TypeTooLarge, "The body is over %d bytes.", MaxBody)
+	}
+	if err != nil {
+		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "The body could not be read.")
+	}
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "The body is not the JSON object this route takes: %s.", jsonProblem(err))
+	}
+	if dec.More() {
+		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "The body holds more than one JSON value.")
+	}
+	return nil
+}
+
+// jsonProblem says what is wrong with a body without repeating any of it:
+// a field's name, never a value.
+func jsonProblem(err error) string {
+	var ute *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &ute):
+		return fmt.Sprintf("field %q has the wrong type", ute.Field)
+	case errors.As(err, &se):
+		return fmt.Sprintf("invalid JSON at byte %d", se.Offset)
+	case errors.Is(err, io.EOF):
+		return "it is empty"
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ")
+	}
+	return "it does not decode"
+}
+
+// writeJSON answers v as JSON with status.
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode answer: %w", err)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+	return nil
+}
+
+// ready answers /readyz: 200 while the store answers a ping, else 503.
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) error {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.cfg.Store.Ping(ctx); err != nil {
+		s.log.Warn("readyz: store does not answer", "err", err)
+		return writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "store": "unavailable"})
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"ready": true, "store": "ok"})
+}
+
+// healthz answers /healthz: 200 while the process serves.
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
+	return writeJSON(w, http.StatusOK, map[string]any{"ok": true})
+}
+
+// metrics answers /metrics from cfg.Metrics.
+func (s *Server) metrics(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Metrics == nil {
+		return capability.Errorf(http.StatusNotFound, protocol.TypeNotFound, "This broker exports no metrics.")
+	}
+	s.cfg.Metrics.ServeHTTP(w, r)
+	return nil
+}

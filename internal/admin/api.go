@@ -1,0 +1,190 @@
+package admin
+
+import "encoding/json"
+
+// The admin API's bodies. Times are RFC 3339 in UTC with milliseconds, as
+// the protocol writes them; a field that is not known is null.
+
+// BoxView is a box as the admin API shows it.
+type BoxView struct {
+	Name      string `json:"name"`
+	CreatedAt string `json:"createdAt"`
+	Consent   bool   `json:"consent"`
+	Paused    bool   `json:"paused"`
+	// Payer is who pays for the box's model calls when no grant applies.
+	Payer PayerView `json:"payer"`
+	// ReportedAt is when the box last reported its declaration; null if never.
+	ReportedAt *string `json:"reportedAt"`
+	// Capabilities are the entries of its last report naming this broker.
+	Capabilities []CapabilityView `json:"capabilities"`
+	// Listing is the listing its last report carried; null if none.
+	Listing *ListingView `json:"listing"`
+	// Spend is this month's spend its last report carried; null when the
+	// report carried none or another month's.
+	Spend *SpendView `json:"spend"`
+}
+
+// PayerView is a payer: kind shared, owner or visitor, and the principal
+// (null when unknown).
+type PayerView struct {
+	Kind      string  `json:"kind"`
+	Principal *string `json:"principal"`
+}
+
+// CapabilityView is one declared entry.
+type CapabilityView struct {
+	Name   string   `json:"name"`
+	Broker string   `json:"broker"`
+	Scope  []string `json:"scope"`
+}
+
+// ListingView is a box's reported listing.
+type ListingView struct {
+	Published bool   `json:"published"`
+	Title     string `json:"title"`
+	Line      string `json:"line"`
+}
+
+// SpendView is one month's reported spend, in total and by principal.
+type SpendView struct {
+	Month       string          `json:"month"`
+	USD         float64         `json:"usd"`
+	Runs        int64           `json:"runs"`
+	Unpriced    int64           `json:"unpriced"`
+	ByPrincipal []PrincipalView `json:"byPrincipal"`
+}
+
+// PrincipalView is one principal's part of a spend; Principal is null for
+// runs that name none.
+type PrincipalView struct {
+	Principal *string `json:"principal"`
+	USD       float64 `json:"usd"`
+	Runs      int64   `json:"runs"`
+	Unpriced  int64   `json:"unpriced"`
+}
+
+// BoxList is the answer to GET /api/boxes.
+type BoxList struct {
+	Boxes []BoxView `json:"boxes"`
+}
+
+// NewBox is the body of POST /api/boxes.
+type NewBox struct {
+	Name    string `json:"name"`
+	Consent bool   `json:"consent"`
+	Paused  bool   `json:"paused"`
+}
+
+// BoxSettings is the body of PATCH /api/boxes/{name}: the fields present
+// are changed, the others kept.
+type BoxSettings struct {
+	Consent *bool `json:"consent,omitempty"`
+	Paused  *bool `json:"paused,omitempty"`
+}
+
+// BoxToken answers POST /api/boxes and POST /api/boxes/{name}/token. The
+// token is shown this once; the broker keeps only its hash.
+type BoxToken struct {
+	Box   BoxView `json:"box"`
+	Token string  `json:"token"`
+}
+
+// CredentialView is a credential's ID and when it was set; never its value.
+type CredentialView struct {
+	ID        string `json:"id"`
+	Kind      string `json:"kind,omitempty"`
+	UpdatedAt string `json:"updatedAt"`
+}
+
+// CredentialList is the answer to GET /api/credentials.
+type CredentialList struct {
+	Credentials []CredentialView `json:"credentials"`
+}
+
+// CredentialValue is the body of PUT /api/credentials/{id}.
+type CredentialValue struct {
+	Value string `json:"value"`
+}
+
+// SecretView is an egress secret's name, host and when it was set; never
+// its value.
+type SecretView struct {
+	Name      string `json:"name"`
+	Host      string `json:"host"`
+	UpdatedAt string `json:"updatedAt"`
+}
+
+// SecretList is the answer to GET /api/boxes/{name}/secrets.
+type SecretList struct {
+	Secrets []SecretView `json:"secrets"`
+}
+
+// SecretValue is the body of PUT /api/boxes/{name}/secrets/{secret}.
+type SecretValue struct {
+	Host  string `json:"host"`
+	Value string `json:"value"`
+}
+
+// FeedbackView is one kept feedback batch.
+type FeedbackView struct {
+	ID    int64           `json:"id"`
+	At    string          `json:"at"`
+	Words []string        `json:"words"`
+	Body  json.RawMessage `json:"body"`
+}
+
+// FeedbackList answers GET /api/boxes/{name}/feedback: how many batches
+// are kept, and the newest of them, newest first.
+type FeedbackList struct {
+	Count   int            `json:"count"`
+	Batches []FeedbackView `json:"batches"`
+}
+
+// ResourceView is a Fountain id assigned to a box.
+type ResourceView struct {
+	Kind string `json:"kind"`
+	ID   string `json:"id"`
+	At   string `json:"at"`
+}
+
+// ResourceList answers GET /api/boxes/{name}/resources.
+type ResourceList struct {
+	Resources []ResourceView `json:"resources"`
+}
+
+// NewResource is the body of POST /api/boxes/{name}/resources.
+type NewResource struct {
+	Kind string `json:"kind"`
+	ID   string `json:"id"`
+}
+
+// apiRoutes is the admin API's route table. A later part adds its own
+// routes with Server.Handle.
+func (s *Server) apiRoutes() []Route {
+	return []Route{
+		{Pattern: "GET /healthz", Handle: s.healthz, Open: true},
+		{Pattern: "GET /readyz", Handle: s.ready, Open: true},
+		{Pattern: "GET /metrics", Handle: s.metrics, Open: true},
+
+		{Pattern: "GET /api/boxes", Handle: s.listBoxes},
+		{Pattern: "POST /api/boxes", Handle: s.addBox},
+		{Pattern: "GET /api/boxes/{name}", Handle: s.getBox},
+		{Pattern: "PATCH /api/boxes/{name}", Handle: s.updateBox},
+		{Pattern: "DELETE /api/boxes/{name}", Handle: s.removeBox},
+		{Pattern: "POST /api/boxes/{name}/token", Handle: s.rotateBox},
+
+		{Pattern: "GET /api/credentials", Handle: s.listCredentials},
+		{Pattern: "PUT /api/credentials/{id}", Handle: s.setCredential},
+		{Pattern: "DELETE /api/credentials/{id}", Handle: s.removeCredential},
+
+		{Pattern: "GET /api/boxes/{name}/secrets", Handle: s.listSecrets},
+		{Pattern: "PUT /api/boxes/{name}/secrets/{secret}", Handle: s.setSecret},
+		{Pattern: "DELETE /api/boxes/{name}/secrets/{secret}", Handle: s.removeSecret},
+
+		{Pattern: "GET /api/boxes/{name}/feedback", Handle: s.listFeedback},
+
+		{Pattern: "GET /api/boxes/{name}/resources", Handle: s.listResources},
+		{Pattern: "POST /api/boxes/{name}/resources", Handle: s.addResource},
+		{Pattern: "DELETE /api/boxes/{name}/resources/{kind}/{id}", Handle: s.removeResource},
+	}
+}

@@ -1,0 +1,244 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/broker"
+	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// formatTime writes t as the admin API does: the protocol's ISO time.
+func formatTime(t time.Time) string { return protocol.FormatTime(t) }
+
+// boxName reads and checks the {name} path value.
+func boxName(r *http.Request) (string, error) {
+	name := r.PathValue("name")
+	if !protocol.IsBoxName(name) {
+		return "", capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "A box name matches ^[a-z][a-z0-9-]{0,62}$.")
+	}
+	return name, nil
+}
+
+// drop tells the cache, when there is one, what a write touched.
+func (s *Server) drop(kind, key string) {
+	if s.cfg.Cache != nil {
+		s.cfg.Cache.Drop(kind, key)
+	}
+}
+
+// declaration reads a box's last kept report: nil when it never reported.
+func (s *Server) declaration(ctx context.Context, box string) (*protocol.Declaration, error) {
+	doc, at, err := s.cfg.Store.Declaration(ctx, box)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var d protocol.Declaration
+	if err := json.Unmarshal(doc, &d); err != nil {
+		return nil, fmt.Errorf("declaration of box %s: %w", box, err)
+	}
+	d.At = at
+	return &d, nil
+}
+
+// view is how the admin API shows b, with its last report as d (nil for
+// none), at now (for this month's spend).
+func view(b store.Box, d *protocol.Declaration, now time.Time) BoxView {
+	v := BoxView{
+		Name:         b.Name,
+		CreatedAt:    formatTime(b.CreatedAt),
+		Consent:      b.Consent,
+		Paused:       b.Paused,
+		Payer:        PayerView{Kind: b.PayerKind},
+		Capabilities: []CapabilityView{},
+	}
+	if v.Payer.Kind == "" {
+		v.Payer.Kind = protocol.PayerShared
+	}
+	if b.PayerPrincipal != "" {
+		p := b.PayerPrincipal
+		v.Payer.Principal = &p
+	}
+	if d == nil {
+		return v
+	}
+	at := formatTime(d.At)
+	v.ReportedAt = &at
+	for _, c := range d.Capabilities {
+		scope := c.Scope
+		if scope == nil {
+			scope = []string{}
+		}
+		v.Capabilities = append(v.Capabilities, CapabilityView{Name: c.Name, Broker: c.Broker, Scope: scope})
+	}
+	if d.Listing != nil {
+		v.Listing = &ListingView{Published: d.Listing.Published, Title: d.Listing.Title, Line: d.Listing.Line}
+	}
+	if sp := d.Spend; sp != nil && sp.Month == now.UTC().Format("2006-01") {
+		v.Spend = &SpendView{Month: sp.Month, USD: sp.USD, Runs: sp.Runs, Unpriced: sp.Unpriced, ByPrincipal: []PrincipalView{}}
+		for _, p := range sp.ByPrincipal {
+			v.Spend.ByPrincipal = append(v.Spend.ByPrincipal, PrincipalView{Principal: p.Principal, USD: p.USD, Runs: p.Runs, Unpriced: p.Unpriced})
+		}
+	}
+	return v
+}
+
+// boxView reads what view needs for b.
+func (s *Server) boxView(ctx context.Context, b store.Box) (BoxView, error) {
+	d, err := s.declaration(ctx, b.Name)
+	if err != nil {
+		return BoxView{}, err
+	}
+	return view(b, d, s.cfg.Now()), nil
+}
+
+// published reports whether v's last report listed it as published.
+func published(v BoxView) bool { return v.Listing != nil && v.Listing.Published }
+
+// Boxes returns every box as the admin API shows it: the ones whose
+// listing is published first, then the others, each part by name.
+func (s *Server) Boxes(ctx context.Context) ([]BoxView, error) {
+	boxes, err := s.cfg.Store.ListBoxes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]BoxView, 0, len(boxes))
+	for _, b := range boxes {
+		v, err := s.boxView(ctx, b)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if pi, pj := published(out[i]), published(out[j]); pi != pj {
+			return pi
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out, nil
+}
+
+func (s *Server) listBoxes(w http.ResponseWriter, r *http.Request) error {
+	boxes, err := s.Boxes(r.Context())
+	if err != nil {
+		return storeError(err, "", "")
+	}
+	return writeJSON(w, http.StatusOK, BoxList{Boxes: boxes})
+}
+
+// box reads the box named in the path, or refuses with a 404.
+func (s *Server) box(r *http.Request) (store.Box, error) {
+	name, err := boxName(r)
+	if err != nil {
+		return store.Box{}, err
+	}
+	b, err := s.cfg.Store.Box(r.Context(), name)
+	return b, storeError(err, fmt.Sprintf("There is no box named %s.", name), "")
+}
+
+func (s *Server) getBox(w http.ResponseWriter, r *http.Request) error {
+	b, err := s.box(r)
+	if err != nil {
+		return err
+	}
+	v, err := s.boxView(r.Context(), b)
+	if err != nil {
+		return storeError(err, "", "")
+	}
+	return writeJSON(w, http.StatusOK, v)
+}
+
+func (s *Server) addBox(w http.ResponseWriter, r *http.Request) error {
+	var nb NewBox
+	if err := readJSON(w, r, &nb); err != nil {
+		return err
+	}
+	if !protocol.IsBoxName(nb.Name) {
+		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "A box name matches ^[a-z][a-z0-9-]{0,62}$.")
+	}
+	token, err := broker.NewToken()
+	if err != nil {
+		return err
+	}
+	b := store.Box{Name: nb.Name, TokenHash: broker.HashToken(token), CreatedAt: s.cfg.Now().UTC(),
+		Consent: nb.Consent, Paused: nb.Paused, PayerKind: protocol.PayerShared}
+	if err := s.cfg.Store.CreateBox(r.Context(), b); err != nil {
+		return storeError(err, "", fmt.Sprintf("A box named %s already exists; rotate its token with POST /api/boxes/%s/token.", nb.Name, nb.Name))
+	}
+	s.drop(store.ChangeBox, b.Name)
+	s.log.Info("admin: box added", "box", b.Name)
+	return writeJSON(w, http.StatusCreated, BoxToken{Box: view(b, nil, s.cfg.Now()), Token: token})
+}
+
+func (s *Server) updateBox(w http.ResponseWriter, r *http.Request) error {
+	b, err := s.box(r)
+	if err != nil {
+		return err
+	}
+	var set BoxSettings
+	if err := readJSON(w, r, &set); err != nil {
+		return err
+	}
+	if set.Consent != nil {
+		b.Consent = *set.Consent
+	}
+	if set.Paused != nil {
+		b.Paused = *set.Paused
+	}
+	if err := s.cfg.Store.UpdateBox(r.Context(), b); err != nil {
+		return storeError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
+	}
+	s.drop(store.ChangeBox, b.Name)
+	s.log.Info("admin: box updated", "box", b.Name, "consent", b.Consent, "paused", b.Paused)
+	v, err := s.boxView(r.Context(), b)
+	if err != nil {
+		return storeError(err, "", "")
+	}
+	return writeJSON(w, http.StatusOK, v)
+}
+
+func (s *Server) removeBox(w http.ResponseWriter, r *http.Request) error {
+	name, err := boxName(r)
+	if err != nil {
+		return err
+	}
+	if err := s.cfg.Store.DeleteBox(r.Context(), name); err != nil {
+		return storeError(err, fmt.Sprintf("There is no box named %s.", name), "")
+	}
+	s.drop(store.ChangeBox, name)
+	s.log.Info("admin: box removed", "box", name)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) rotateBox(w http.ResponseWriter, r *http.Request) error {
+	b, err := s.box(r)
+	if err != nil {
+		return err
+	}
+	token, err := broker.NewToken()
+	if err != nil {
+		return err
+	}
+	if err := s.cfg.Store.RotateToken(r.Context(), b.Name, broker.HashToken(token)); err != nil {
+		return storeError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
+	}
+	s.drop(store.ChangeBox, b.Name)
+	s.log.Info("admin: box token rotated", "box", b.Name)
+	v, err := s.boxView(r.Context(), b)
+	if err != nil {
+		return storeError(err, "", "")
+	}
+	return writeJSON(w, http.StatusOK, BoxToken{Box: v, Token: token})
+}

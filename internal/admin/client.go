@@ -1,0 +1,185 @@
+package admin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/protocol"
+)
+
+// maxAnswer bounds an admin API answer the client reads.
+const maxAnswer = 16 << 20
+
+// Client calls a broker's admin API, for `boxbroker --admin-url`. Its
+// methods are safe for concurrent use.
+type Client struct {
+	base  *url.URL
+	token string
+	http  *http.Client
+}
+
+// NewClient returns a Client for the admin API at baseURL, authenticating
+// with token. It refuses a URL that would carry the token in the clear
+// off this machine: plain http is allowed only to a loopback address.
+// httpClient nil means a client with a 30 s timeout.
+func NewClient(baseURL, token string, httpClient *http.Client) (*Client, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, errors.New("the admin URL must be an http(s) URL with a host and no credentials, query or fragment, such as http://127.0.0.1:8788")
+	}
+	if u.Scheme == "http" && !loopback(u.Hostname()) {
+		return nil, fmt.Errorf("the admin URL %s is plain http to another machine, which would send the admin token in the clear; use https", u.Redacted())
+	}
+	if token == "" {
+		return nil, errors.New("no admin token: set BOXBROKER_ADMIN_TOKEN (`boxbroker admin token` on the broker's machine makes one)")
+	}
+	if httpClient == nil {
+		httpClient = &http.Client{Timeout: 30 * time.Second}
+	}
+	hc := *httpClient
+	// A redirect could carry the token elsewhere; the admin API never redirects.
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	return &Client{base: u, token: token, http: &hc}, nil
+}
+
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// APIError is a refusal from the admin API: its status, type and message.
+type APIError struct {
+	Status  int
+	Type    string
+	Message string
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("the broker answered %d: %s", e.Status, e.Message)
+}
+
+// do sends method path with in as a JSON body (none when nil) and decodes
+// the answer into out (ignored when nil). A non-2xx answer is an *APIError.
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("encode request: %w", err)
+		}
+		body = bytes.NewReader(b)
+	}
+	u := *c.base
+	u.Path += path
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
+	if err != nil {
+		return fmt.Errorf("admin request: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Accept", "application/json")
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("%s %s: %w", method, u.Redacted(), err)
+	}
+	defer resp.Body.Close()
+	rb, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
+	if err != nil {
+		return fmt.Errorf("%s %s: read answer: %w", method, path, err)
+	}
+	if len(rb) > maxAnswer {
+		return fmt.Errorf("%s %s: the answer is over %d bytes", method, path, maxAnswer)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		var ref protocol.Refusal
+		if json.Unmarshal(rb, &ref) == nil && ref.Type == "error" && ref.Error.Message != "" {
+			return &APIError{Status: resp.StatusCode, Type: ref.Error.Type, Message: ref.Error.Message}
+		}
+		return &APIError{Status: resp.StatusCode, Message: http.StatusText(resp.StatusCode)}
+	}
+	if out == nil || resp.StatusCode == http.StatusNoContent {
+		return nil
+	}
+	if err := json.Unmarshal(rb, out); err != nil {
+		return fmt.Errorf("%s %s: the answer is not the JSON expected: %w", method, path, err)
+	}
+	return nil
+}
+
+// ListBoxes returns every box, published listings first.
+func (c *Client) ListBoxes(ctx context.Context) ([]BoxView, error) {
+	var out BoxList
+	err := c.do(ctx, http.MethodGet, "/api/boxes", nil, &out)
+	return out.Boxes, err
+}
+
+// Box returns one box.
+func (c *Client) Box(ctx context.Context, name string) (BoxView, error) {
+	var out BoxView
+	err := c.do(ctx, http.MethodGet, "/api/boxes/"+url.PathEscape(name), nil, &out)
+	return out, err
+}
+
+// AddBox enrols a box and returns it with its token, shown this once.
+func (c *Client) AddBox(ctx context.Context, nb NewBox) (BoxToken, error) {
+	var out BoxToken
+	err := c.do(ctx, http.MethodPost, "/api/boxes", nb, &out)
+	return out, err
+}
+
+// UpdateBox changes a box's consent or paused setting.
+func (c *Client) UpdateBox(ctx context.Context, name string, set BoxSettings) (BoxView, error) {
+	var out BoxView
+	err := c.do(ctx, http.MethodPatch, "/api/boxes/"+url.PathEscape(name), set, &out)
+	return out, err
+}
+
+// RemoveBox removes a box and everything kept for it.
+func (c *Client) RemoveBox(ctx context.Context, name string) error {
+	return c.do(ctx, http.MethodDelete, "/api/boxes/"+url.PathEscape(name), nil, nil)
+}
+
+// RotateBox replaces a box's token and returns the new one, shown this once.
+func (c *Client) RotateBox(ctx context.Context, name string) (BoxToken, error) {
+	var out BoxToken
+	err := c.do(ctx, http.MethodPost, "/api/boxes/"+url.PathEscape(name)+"/token", nil, &out)
+	return out, err
+}
+
+// ListCredentials returns every credential's ID and when it was set.
+func (c *Client) ListCredentials(ctx context.Context) ([]CredentialView, error) {
+	var out CredentialList
+	err := c.do(ctx, http.MethodGet, "/api/credentials", nil, &out)
+	return out.Credentials, err
+}
+
+// SetCredential sets the credential id to value.
+func (c *Client) SetCredential(ctx context.Context, id string, value []byte) (CredentialView, error) {
+	var out CredentialView
+	err := c.do(ctx, http.MethodPut, "/api/credentials/"+url.PathEscape(id), CredentialValue{Value: string(value)}, &out)
+	return out, err
+}
+
+// RemoveCredential removes the credential id.
+func (c *Client) RemoveCredential(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodDelete, "/api/credentials/"+url.PathEscape(id), nil, nil)
+}

@@ -1,0 +1,353 @@
+package admin
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/egress"
+	"github.com/intentius/boxbroker/internal/payer"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/proxy"
+	"github.com/intentius/boxbroker/internal/secrets"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// MaxValue bounds a credential's or a secret's value, in bytes.
+const MaxValue = 16 << 10
+
+// checkValue refuses a value that is empty, too long, or holds a byte
+// that cannot go in a header. The message never repeats the value.
+func checkValue(what, v string) error {
+	if v == "" {
+		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "The %s's value is empty.", what)
+	}
+	if len(v) > MaxValue {
+		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "The %s's value is over %d bytes.", what, MaxValue)
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x20 || v[i] == 0x7f {
+			return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "The %s's value holds a control character (a line break?) at byte %d.", what, i)
+		}
+	}
+	return nil
+}
+
+// credentialID checks the {id} path value: anthropic, fountain,
+// owner:<box> or visitor:<principal>.
+func (s *Server) credentialID(r *http.Request) (string, error) {
+	id := r.PathValue("id")
+	switch {
+	case id == payer.SharedAnthropic || id == payer.SharedFountain:
+		return id, nil
+	case strings.HasPrefix(id, "owner:") && protocol.IsBoxName(strings.TrimPrefix(id, "owner:")):
+		return id, nil
+	case strings.HasPrefix(id, "visitor:") && protocol.IsPrincipal(strings.TrimPrefix(id, "visitor:")):
+		return id, nil
+	}
+	return "", capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+		"A credential ID is anthropic, fountain, owner:<box> or visitor:<principal>.")
+}
+
+// credentialKind says what kind of credential value is, without any of it.
+func credentialKind(id, value string) string {
+	if id == payer.SharedFountain {
+		return "bearer key"
+	}
+	if proxy.IsSetupToken([]byte(value)) {
+		return "setup token"
+	}
+	return "API key"
+}
+
+func (s *Server) listCredentials(w http.ResponseWriter, r *http.Request) error {
+	creds, err := s.cfg.Store.ListCredentials(r.Context())
+	if err != nil {
+		return storeError(err, "", "")
+	}
+	out := CredentialList{Credentials: []CredentialView{}}
+	for _, c := range creds {
+		out.Credentials = append(out.Credentials, CredentialView{ID: c.ID, UpdatedAt: formatTime(c.UpdatedAt)})
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) setCredential(w http.ResponseWriter, r *http.Request) error {
+	id, err := s.credentialID(r)
+	if err != nil {
+		return err
+	}
+	var cv CredentialValue
+	if err := readJSON(w, r, &cv); err != nil {
+		return err
+	}
+	if err := checkValue("credential", cv.Value); err != nil {
+		return err
+	}
+	if box, ok := strings.CutPrefix(id, "owner:"); ok {
+		if _, err := s.cfg.Store.Box(r.Context(), box); err != nil {
+			return storeError(err, fmt.Sprintf("There is no box named %s to hold an owner's credential.", box), "")
+		}
+	}
+	plain := []byte(cv.Value)
+	sealed, err := s.cfg.Keyring.Seal(plain, payer.AD(id))
+	kind := credentialKind(id, cv.Value)
+	secrets.Zero(plain)
+	cv.Value = ""
+	if err != nil {
+		return fmt.Errorf("seal credential %s: %w", id, err)
+	}
+	c := store.Credential{ID: id, Sealed: sealed, UpdatedAt: s.cfg.Now().UTC()}
+	if err := s.cfg.Store.SetCredential(r.Context(), c); err != nil {
+		return storeError(err, "", "")
+	}
+	s.drop(store.ChangeCredential, id)
+	s.log.Info("admin: credential set", "credential", id, "kind", kind)
+	return writeJSON(w, http.StatusOK, CredentialView{ID: id, Kind: kind, UpdatedAt: formatTime(c.UpdatedAt)})
+}
+
+func (s *Server) removeCredential(w http.ResponseWriter, r *http.Request) error {
+	id, err := s.credentialID(r)
+	if err != nil {
+		return err
+	}
+	if err := s.cfg.Store.DeleteCredential(r.Context(), id); err != nil {
+		return storeError(err, fmt.Sprintf("No %s credential is set.", id), "")
+	}
+	s.drop(store.ChangeCredential, id)
+	s.log.Info("admin: credential removed", "credential", id)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// MinSecretLen is the shortest secret value taken: the broker swaps the
+// value out of every answer to a box, and a shorter one would match
+// ordinary text (as `boxbroker secret set` refuses it).
+const MinSecretLen = 8
+
+// secretHost checks an egress secret's host as `boxbroker secret set`
+// does (egress.ParseHost) and writes it in its canonical form.
+func secretHost(h string) (string, error) {
+	u, err := egress.ParseHost(h)
+	if err != nil || len(h) > 2048 {
+		msg := "A secret's host is the one base URL it may be sent to, such as https://api.github.com: http(s), with a host and no credentials, query or fragment."
+		if err != nil {
+			msg = "The secret's host " + err.Error() + "."
+		}
+		return "", capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "%s", msg)
+	}
+	return u.String(), nil
+}
+
+// secretName checks the {secret} path value.
+func secretName(r *http.Request) (string, error) {
+	name := r.PathValue("secret")
+	if !protocol.IsSecretName(name) {
+		return "", capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "A secret name matches ^[A-Z][A-Z0-9_]{0,39}$.")
+	}
+	return name, nil
+}
+
+func (s *Server) listSecrets(w http.ResponseWriter, r *http.Request) error {
+	b, err := s.box(r)
+	if err != nil {
+		return err
+	}
+	list, err := s.cfg.Store.ListSecrets(r.Context(), b.Name)
+	if err != nil {
+		return storeError(err, "", "")
+	}
+	out := SecretList{Secrets: []SecretView{}}
+	for _, sec := range list {
+		out.Secrets = append(out.Secrets, SecretView{Name: sec.Name, Host: sec.Host, UpdatedAt: formatTime(sec.UpdatedAt)})
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) setSecret(w http.ResponseWriter, r *http.Request) error {
+	b, err := s.box(r)
+	if err != nil {
+		return err
+	}
+	name, err := secretName(r)
+	if err != nil {
+		return err
+	}
+	var sv SecretValue
+	if err := readJSON(w, r, &sv); err != nil {
+		return err
+	}
+	host, err := secretHost(sv.Host)
+	if err != nil {
+		return err
+	}
+	if err := checkValue("secret", sv.Value); err != nil {
+		return err
+	}
+	if len(sv.Value) < MinSecretLen {
+		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+			"The secret's value is shorter than %d bytes: the broker keeps it out of answers by matching it, and a value that short would match ordinary text.", MinSecretLen)
+	}
+	plain := []byte(sv.Value)
+	sealed, err := s.cfg.Keyring.Seal(plain, egress.AD(b.Name, name))
+	secrets.Zero(plain)
+	sv.Value = ""
+	if err != nil {
+		return fmt.Errorf("seal secret %s of box %s: %w", name, b.Name, err)
+	}
+	sec := store.Secret{Box: b.Name, Name: name, Host: host, Sealed: sealed, UpdatedAt: s.cfg.Now().UTC()}
+	if err := s.cfg.Store.SetSecret(r.Context(), sec); err != nil {
+		return storeError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
+	}
+	s.drop(store.ChangeSecret, b.Name+"/"+name)
+	s.log.Info("admin: secret set", "box", b.Name, "secret", name, "host", host)
+	return writeJSON(w, http.StatusOK, SecretView{Name: name, Host: host, UpdatedAt: formatTime(sec.UpdatedAt)})
+}
+
+func (s *Server) removeSecret(w http.ResponseWriter, r *http.Request) error {
+	name, err := boxName(r)
+	if err != nil {
+		return err
+	}
+	secret, err := secretName(r)
+	if err != nil {
+		return err
+	}
+	if err := s.cfg.Store.DeleteSecret(r.Context(), name, secret); err != nil {
+		return storeError(err, fmt.Sprintf("Box %s has no secret named %s.", name, secret), "")
+	}
+	s.drop(store.ChangeSecret, name+"/"+secret)
+	s.log.Info("admin: secret removed", "box", name, "secret", secret)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// limit reads the ?limit= query value: def when absent, and at most max.
+func limit(r *http.Request, def, max int) (int, error) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > max {
+		return 0, capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "limit is a whole number from 1 to %d.", max)
+	}
+	return n, nil
+}
+
+func (s *Server) listFeedback(w http.ResponseWriter, r *http.Request) error {
+	b, err := s.box(r)
+	if err != nil {
+		return err
+	}
+	n, err := limit(r, 50, 1000)
+	if err != nil {
+		return err
+	}
+	batches, err := s.cfg.Store.ListFeedback(r.Context(), b.Name)
+	if err != nil {
+		return storeError(err, "", "")
+	}
+	out := FeedbackList{Count: len(batches), Batches: []FeedbackView{}}
+	for i := len(batches) - 1; i >= 0 && len(out.Batches) < n; i-- {
+		f := batches[i]
+		body := json.RawMessage(f.Body)
+		if !json.Valid(body) {
+			body, _ = json.Marshal(string(f.Body))
+		}
+		words := f.Words
+		if words == nil {
+			words = []string{}
+		}
+		out.Batches = append(out.Batches, FeedbackView{ID: f.ID, At: formatTime(f.At), Words: words, Body: body})
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+// resourceKind reports whether k is a Fountain resource kind.
+func resourceKind(k string) bool {
+	return k == store.ResourceConversation || k == store.ResourceSandbox || k == store.ResourceVault
+}
+
+// resourceID reports whether id can be a Fountain id: 1 to 200 printable
+// ASCII characters with no space or slash.
+func resourceID(id string) bool {
+	if id == "" || len(id) > 200 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] <= 0x20 || id[i] >= 0x7f || id[i] == '/' {
+			return false
+		}
+	}
+	return true
+}
+
+var errResource = capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+	"A Fountain resource is a kind (conversation, sandbox or vault) and an id of 1 to 200 printable characters with no space or slash.")
+
+func (s *Server) listResources(w http.ResponseWriter, r *http.Request) error {
+	b, err := s.box(r)
+	if err != nil {
+		return err
+	}
+	list, err := s.cfg.Store.ListResources(r.Context(), b.Name)
+	if err != nil {
+		return storeError(err, "", "")
+	}
+	out := ResourceList{Resources: []ResourceView{}}
+	for _, res := range list {
+		out.Resources = append(out.Resources, ResourceView{Kind: res.Kind, ID: res.ID, At: formatTime(res.At)})
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) addResource(w http.ResponseWriter, r *http.Request) error {
+	b, err := s.box(r)
+	if err != nil {
+		return err
+	}
+	var nr NewResource
+	if err := readJSON(w, r, &nr); err != nil {
+		return err
+	}
+	if !resourceKind(nr.Kind) || !resourceID(nr.ID) {
+		return errResource
+	}
+	res := store.Resource{Box: b.Name, Kind: nr.Kind, ID: nr.ID, At: s.cfg.Now().UTC()}
+	if err := s.cfg.Store.AddResource(r.Context(), res); err != nil {
+		return storeError(err, fmt.Sprintf("There is no box named %s.", b.Name),
+			fmt.Sprintf("Fountain %s %s is another box's.", nr.Kind, nr.ID))
+	}
+	s.drop(store.ChangeResource, nr.Kind+"/"+nr.ID)
+	s.log.Info("admin: resource assigned", "box", b.Name, "kind", nr.Kind, "id", nr.ID)
+	return writeJSON(w, http.StatusCreated, ResourceView{Kind: res.Kind, ID: res.ID, At: formatTime(res.At)})
+}
+
+func (s *Server) removeResource(w http.ResponseWriter, r *http.Request) error {
+	name, err := boxName(r)
+	if err != nil {
+		return err
+	}
+	kind, id := r.PathValue("kind"), r.PathValue("id")
+	if !resourceKind(kind) || !resourceID(id) {
+		return errResource
+	}
+	owner, err := s.cfg.Store.ResourceOwner(r.Context(), kind, id)
+	if err == nil && owner != name {
+		err = store.ErrNotFound // another box's is not this box's to remove
+	}
+	if err == nil {
+		err = s.cfg.Store.DeleteResource(r.Context(), kind, id)
+	}
+	if err != nil {
+		return storeError(err, fmt.Sprintf("Box %s has no Fountain %s %s.", name, kind, id), "")
+	}
+	s.drop(store.ChangeResource, kind+"/"+id)
+	s.log.Info("admin: resource removed", "box", name, "kind", kind, "id", id)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
