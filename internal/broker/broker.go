@@ -27,6 +27,7 @@ import (
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -43,6 +44,9 @@ type Config struct {
 	Capabilities []capability.Capability
 	// Logger receives one line per request; never a token or credential.
 	Logger *slog.Logger
+	// Observer, when set, is told of every request, for metrics and the
+	// audit log.
+	Observer Observer
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Limits bound each box's request rate and requests in flight.
@@ -116,6 +120,24 @@ func (s *Server) route(path string) capability.Capability {
 	return nil
 }
 
+// prefixOf is the prefix of c that owns path.
+func (s *Server) prefixOf(c capability.Capability, path string) string {
+	for _, p := range c.Prefixes() {
+		if capability.Owns(p, path) {
+			return p
+		}
+	}
+	return ""
+}
+
+// boundRoute keeps a capability's route template to a sane length.
+func boundRoute(route string) string {
+	if len(route) > 120 {
+		return route[:120]
+	}
+	return route
+}
+
 // Classify finds the capability whose prefix owns r's path (nil for none)
 // and what r needs of it; ok is false for a path no capability serves.
 func (s *Server) Classify(r *http.Request) (c capability.Capability, need capability.Need, ok bool, err error) {
@@ -130,15 +152,42 @@ func (s *Server) Classify(r *http.Request) (c capability.Capability, need capabi
 // ServeHTTP serves the box-facing routes.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := s.cfg.Now()
-	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
 	info := &requestInfo{}
-	err := s.serve(rec, r, info)
-	if err != nil {
+	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+	rec.onStream = func() {
+		info.stream = true
+		if s.cfg.Observer != nil {
+			s.cfg.Observer.StreamOpened(info.capabilityLabel())
+		}
+	}
+	trace := &proxy.Trace{}
+	r = r.WithContext(proxy.WithTrace(r.Context(), trace))
+	defer s.finish(rec, r, info, trace, start)
+	if err := s.serve(rec, r, info); err != nil {
 		s.writeError(rec, r, err, info)
 	}
+}
+
+// finish logs the request's line and tells the Observer, once its answer
+// is over, even when the answer was aborted (ReverseProxy aborts a stream
+// whose upstream fails by panicking with http.ErrAbortHandler, which is
+// passed on once this is done).
+func (s *Server) finish(rec *recorder, r *http.Request, info *requestInfo, trace *proxy.Trace, start time.Time) {
+	aborted := recover()
+	d := s.cfg.Now().Sub(start)
+	calls := trace.Calls()
+	if info.reason == "" && aborted != nil {
+		info.reason = "aborted"
+	}
+	if info.reason == "" && rec.status >= 500 && len(calls) > 0 && calls[len(calls)-1].Status == 0 {
+		info.reason = "upstream failed"
+	}
+	if info.route == "" {
+		info.route = routeUnmatched
+	}
 	attrs := []any{
-		"method", r.Method, "path", LogPath(r.URL.Path), "status", rec.status,
-		"bytes", rec.bytes, "duration_ms", float64(s.cfg.Now().Sub(start).Microseconds()) / 1000,
+		"method", r.Method, "path", LogPath(r.URL.Path), "route", info.route, "status", rec.status,
+		"bytes", rec.bytes, "duration_ms", float64(d.Microseconds()) / 1000,
 	}
 	if info.box != "" {
 		attrs = append(attrs, "box", info.box)
@@ -146,23 +195,62 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if info.capability != "" {
 		attrs = append(attrs, "capability", info.capability, "words", info.words)
 	}
+	if len(calls) > 0 {
+		last := calls[len(calls)-1]
+		attrs = append(attrs, "upstream_status", last.Status, "upstream_ms", float64(last.Latency.Microseconds())/1000)
+	}
 	if info.reason != "" {
 		attrs = append(attrs, "refusal", info.reason)
 	}
 	s.log.Info("request", attrs...)
+	if info.stream && s.cfg.Observer != nil {
+		s.cfg.Observer.StreamClosed(info.capabilityLabel())
+	}
+	if s.cfg.Observer != nil {
+		s.cfg.Observer.Request(&Record{
+			At: start, Method: r.Method, Route: info.route, Box: info.box,
+			Capability: info.capabilityLabel(), Words: info.words, Public: info.public,
+			Status: rec.status, Reason: info.reason, Message: info.message,
+			Duration: d, Bytes: rec.bytes, Upstream: calls,
+		})
+	}
+	if aborted != nil {
+		panic(aborted)
+	}
 }
+
+// routeUnmatched labels a path no capability's prefix owns.
+const routeUnmatched = "{unmatched}"
 
 // requestInfo is what one request's log line says.
 type requestInfo struct {
 	box        string
 	capability string
+	route      string
 	words      []string
+	public     bool
 	reason     string
+	message    string
+	stream     bool
+}
+
+// capabilityLabel is the capability's name, or "none" for the
+// declaration route and paths no capability serves.
+func (i *requestInfo) capabilityLabel() string {
+	if i.capability == "" {
+		return "none"
+	}
+	return i.capability
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, info *requestInfo) error {
 	if r.URL.Path == protocol.RouteDeclaration {
-		return s.declaration(w, r, info)
+		info.route = protocol.RouteDeclaration
+		err := s.declaration(w, r, info)
+		if s.cfg.Observer != nil {
+			s.cfg.Observer.DeclarationReport(err == nil)
+		}
+		return err
 	}
 	// A body Scopes reads to choose the words (feedback's) is small: one
 	// still arriving after BodyTimeout is a client holding a connection.
@@ -173,6 +261,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, info *requestInfo
 	_ = rc.SetReadDeadline(time.Time{})
 	if c != nil {
 		info.capability = c.Name()
+		info.route = s.prefixOf(c, r.URL.Path) + "/*"
 	}
 	if err != nil {
 		return err
@@ -181,7 +270,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, info *requestInfo
 		info.reason = "no route"
 		return capability.NotFound(r)
 	}
+	if rt, isRouter := c.(capability.Router); isRouter {
+		info.route = boundRoute(rt.Route(r))
+	}
 	info.words = need.Words
+	info.public = need.Public
 	if need.Public {
 		return c.Serve(w, r, &capability.Call{})
 	}
@@ -386,7 +479,7 @@ func (s *Server) writeError(w *recorder, r *http.Request, err error, info *reque
 		ce = &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI, Message: "The broker could not complete the request.", Err: err}
 	}
 	if ce.Err != nil {
-		s.log.Error("request failed", "method", r.Method, "path", LogPath(r.URL.Path), "box", info.box, "err", ce.Err)
+		s.log.Error("request failed", "method", r.Method, "path", LogPath(r.URL.Path), "route", info.route, "box", info.box, "err", ce.Err)
 	}
 	if w.wrote {
 		return // the answer has begun; nothing more can be said
@@ -397,6 +490,12 @@ func (s *Server) writeError(w *recorder, r *http.Request, err error, info *reque
 	var ra *retryAfterError
 	if errors.As(err, &ra) {
 		w.Header().Set("Retry-After", ra.retryAfter())
+	}
+	info.message = ce.Message
+	if ce.Status == http.StatusNotFound {
+		// A not-found message repeats the path, which may hold anything;
+		// what is kept names the route instead.
+		info.message = fmt.Sprintf("The broker serves no %s %s.", r.Method, info.route)
 	}
 	protocol.WriteRefusal(w, ce.Status, ce.Type, ce.Message)
 }
@@ -413,24 +512,34 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // recorder notes the status and size of an answer and passes flushes on.
+// onStream is called once when the answer begins as text/event-stream.
 type recorder struct {
 	http.ResponseWriter
-	status int
-	bytes  int64
-	wrote  bool
+	status   int
+	bytes    int64
+	wrote    bool
+	onStream func()
 }
 
 func (r *recorder) WriteHeader(code int) {
 	if !r.wrote {
 		r.status = code
-		r.wrote = true
+		r.begin()
 	}
 	r.ResponseWriter.WriteHeader(code)
 }
 
+// begin notes that the answer has begun, and whether it is a stream.
+func (r *recorder) begin() {
+	r.wrote = true
+	if r.onStream != nil && r.status < 300 && strings.HasPrefix(r.Header().Get("Content-Type"), "text/event-stream") {
+		r.onStream()
+	}
+}
+
 func (r *recorder) Write(b []byte) (int, error) {
 	if !r.wrote {
-		r.wrote = true
+		r.begin()
 	}
 	n, err := r.ResponseWriter.Write(b)
 	r.bytes += int64(n)

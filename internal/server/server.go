@@ -22,6 +22,7 @@ import (
 	"github.com/intentius/boxbroker/internal/feedback"
 	"github.com/intentius/boxbroker/internal/fountain"
 	"github.com/intentius/boxbroker/internal/inference"
+	"github.com/intentius/boxbroker/internal/metrics"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/secrets"
@@ -121,7 +122,10 @@ type Server struct {
 	// Admin is the admin listener's handler: the admin API, metrics,
 	// health and the owner's page.
 	Admin *admin.Server
-	log   *slog.Logger
+	// Metrics are the broker's Prometheus metrics, served on the admin
+	// listener at /metrics.
+	Metrics *metrics.Metrics
+	log     *slog.Logger
 }
 
 // Options are what a caller adds in Go rather than configuration.
@@ -175,6 +179,10 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	if transport == nil {
 		transport = proxy.NewTransport(proxy.TransportOptions{ResponseHeaderTimeout: cfg.UpstreamHeaderTimeout})
 	}
+	// Every upstream call is timed and its status noted for the request's
+	// log line, metrics and audit row.
+	transport = proxy.Traced(transport, nil)
+	m := metrics.New()
 	// Only a SQLite store is known to be this process's alone; any other
 	// may be shared with replicas, whose caches a report must wait for.
 	_, local := st.(*sqlite.Store)
@@ -218,7 +226,8 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	caps = append(caps, opt.Extra...)
 	h, err := broker.New(broker.Config{
 		Broker: cfg.Broker, Store: st, Cache: c, Payer: pay, Capabilities: caps, Logger: log,
-		Limits: broker.Limits{Rate: cfg.BoxRate, Burst: cfg.BoxBurst, Concurrent: max(cfg.BoxConcurrent, 0)},
+		Limits:   broker.Limits{Rate: cfg.BoxRate, Burst: cfg.BoxBurst, Concurrent: max(cfg.BoxConcurrent, 0)},
+		Observer: &observer{m: m},
 	})
 	if err != nil {
 		if opt.Store == nil {
@@ -226,14 +235,14 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		}
 		return nil, err
 	}
-	adm, err := admin.New(admin.Config{Store: st, Cache: c, Keyring: keyring, Broker: cfg.Broker, Logger: log})
+	adm, err := admin.New(admin.Config{Store: st, Cache: c, Keyring: keyring, Broker: cfg.Broker, Logger: log, Metrics: m.Handler()})
 	if err != nil {
 		if opt.Store == nil {
 			st.Close()
 		}
 		return nil, err
 	}
-	return &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Handler: h, Admin: adm, log: log}, nil
+	return &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Handler: h, Admin: adm, Metrics: m, log: log}, nil
 }
 
 // NewLogger returns a JSON logger on w at level.

@@ -1,0 +1,69 @@
+package broker
+
+import (
+	"time"
+
+	"github.com/intentius/boxbroker/internal/proxy"
+)
+
+// Observer is told of every box-facing request, for metrics and the audit
+// log. Its methods are called on the request's own goroutine, so they must
+// not block: one that writes somewhere slow queues the write.
+type Observer interface {
+	// Request is called once per request, when its answer is over.
+	Request(rec *Record)
+	// StreamOpened is called when an answer begins as text/event-stream,
+	// and StreamClosed when that answer ends.
+	StreamOpened(capability string)
+	StreamClosed(capability string)
+	// DeclarationReport is called for each POST /api/box/declaration:
+	// kept is false when the report was refused.
+	DeclarationReport(kept bool)
+}
+
+// Record is what the broker knows of one request once it is answered. It
+// holds no token, credential, secret value, query or body, and its Route
+// is a template rather than the path.
+type Record struct {
+	// At is when the request arrived.
+	At time.Time
+	// Method is the request's method.
+	Method string
+	// Route is the route template, such as "/llm/anthropic/v1/messages";
+	// "{unmatched}" for a path no capability owns.
+	Route string
+	// Box is the box whose token the request carried; "" when none was
+	// recognised.
+	Box string
+	// Capability is the capability's name; "none" for the declaration
+	// route and paths no capability owns.
+	Capability string
+	// Words are the scope words the request needed.
+	Words []string
+	// Public is true for a request served with no token (hello).
+	Public bool
+	// Status is the answer's status.
+	Status int
+	// Reason is why the broker refused the request, from a short fixed
+	// list ("token", "declaration", "no route", "malformed report",
+	// "upstream failed", "aborted", or a status text); "" when it did not.
+	Reason string
+	// Message is the refusal message the box was shown ("" when none);
+	// a not-found message names the route, not the path.
+	Message string
+	// Duration is from arrival to the end of the answer.
+	Duration time.Duration
+	// Bytes is the answer body's size.
+	Bytes int64
+	// Upstream are the upstream calls made for the request, in order.
+	Upstream []proxy.Call
+}
+
+// UpstreamStatus is the status of the last upstream call, 0 when none
+// answered or none was made.
+func (r *Record) UpstreamStatus() int {
+	if len(r.Upstream) == 0 {
+		return 0
+	}
+	return r.Upstream[len(r.Upstream)-1].Status
+}

@@ -1,0 +1,21 @@
+package inference
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/intentius/boxbroker/internal/protocol"
+)
+
+// Route names the template r took: hello, messages, count_tokens, models,
+// or one model (its id left out).
+func (c *Capability) Route(r *http.Request) string {
+	p := strings.TrimPrefix(r.URL.Path, protocol.PrefixAnthropic)
+	switch {
+	case p == "/api/hello", p == "/v1/messages", p == "/v1/messages/count_tokens", p == "/v1/models":
+		return protocol.PrefixAnthropic + p
+	case strings.HasPrefix(p, "/v1/models/"):
+		return protocol.PrefixAnthropic + "/v1/models/{id}"
+	}
+	return protocol.PrefixAnthropic + "/*"
+}

@@ -1,0 +1,225 @@
+// Package metrics is boxbroker's Prometheus metrics, kept in a registry of
+// their own (never the global one) and served at /metrics on the admin
+// listener.
+//
+// Every label is bounded: a capability name from the table, a route
+// template (never a raw path with ids in it), a status code, a refusal
+// reason from a short fixed list, a grant outcome from the constants
+// below. No metric carries a box name, a token, a credential or a value.
+//
+// A nil *Metrics is valid and records nothing, so a caller never needs to
+// check.
+package metrics
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Grant outcomes, the values of boxbroker_grant_checks_total's outcome
+// label. The grants code reports each chant-grant it checks with one.
+const (
+	// GrantAccepted: the grant is the box's, current, and its person holds
+	// a credential; the visitor pays.
+	GrantAccepted = "accepted"
+	// GrantMalformed: the header is not a grant value.
+	GrantMalformed = "malformed"
+	// GrantUnknown: no grant hashes to the value.
+	GrantUnknown = "unknown"
+	// GrantOtherBox: the grant was issued for another box.
+	GrantOtherBox = "other_box"
+	// GrantExpired: the grant has expired.
+	GrantExpired = "expired"
+	// GrantRevoked: the grant was revoked.
+	GrantRevoked = "revoked"
+	// GrantNoCredential: the person holds no credential here any more.
+	GrantNoCredential = "no_credential"
+	// GrantError: the grant could not be checked (the store did not answer).
+	GrantError = "error"
+)
+
+var grantOutcomes = map[string]bool{
+	GrantAccepted: true, GrantMalformed: true, GrantUnknown: true, GrantOtherBox: true,
+	GrantExpired: true, GrantRevoked: true, GrantNoCredential: true, GrantError: true,
+}
+
+// Metrics holds boxbroker's collectors. Its methods are safe for
+// concurrent use.
+type Metrics struct {
+	reg             *prometheus.Registry
+	requests        *prometheus.CounterVec
+	requestDuration *prometheus.HistogramVec
+	upstream        *prometheus.HistogramVec
+	streams         *prometheus.GaugeVec
+	declarations    *prometheus.CounterVec
+	grants          *prometheus.CounterVec
+	auditWritten    prometheus.Counter
+	auditDropped    prometheus.Counter
+	auditFailed     prometheus.Counter
+}
+
+// New returns Metrics in a new registry, with the Go runtime's and the
+// process's collectors beside boxbroker's own.
+func New() *Metrics {
+	reg := prometheus.NewRegistry()
+	m := &Metrics{
+		reg: reg,
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "boxbroker_requests_total",
+			Help: "Box-facing requests answered, by capability, route template, status and refusal reason (empty when not refused).",
+		}, []string{"capability", "route", "status", "reason"}),
+		requestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "boxbroker_request_duration_seconds",
+			Help:    "Time from a box-facing request's arrival to the end of its answer (a stream's whole length), by capability.",
+			Buckets: []float64{.001, .005, .025, .1, .25, 1, 2.5, 10, 30, 120, 600},
+		}, []string{"capability"}),
+		upstream: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "boxbroker_upstream_duration_seconds",
+			Help:    "Time from sending a request upstream to its answer's headers, by capability and upstream status (error when none came).",
+			Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
+		}, []string{"capability", "status"}),
+		streams: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "boxbroker_open_streams",
+			Help: "Answers being streamed to boxes (text/event-stream) right now, by capability.",
+		}, []string{"capability"}),
+		declarations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "boxbroker_declaration_reports_total",
+			Help: "Declaration reports received, by outcome: kept, or refused.",
+		}, []string{"outcome"}),
+		grants: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "boxbroker_grant_checks_total",
+			Help: "chant-grant headers checked, by outcome.",
+		}, []string{"outcome"}),
+		auditWritten: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "boxbroker_audit_written_total",
+			Help: "Audit rows written to the store.",
+		}),
+		auditDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "boxbroker_audit_dropped_total",
+			Help: "Audit rows dropped because the queue to the store was full.",
+		}),
+		auditFailed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "boxbroker_audit_failed_total",
+			Help: "Audit rows lost because the store refused the write.",
+		}),
+	}
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.requests, m.requestDuration, m.upstream, m.streams, m.declarations, m.grants,
+		m.auditWritten, m.auditDropped, m.auditFailed,
+	)
+	for outcome := range grantOutcomes {
+		m.grants.WithLabelValues(outcome) // exported at 0 before the first check
+	}
+	for _, outcome := range []string{"kept", "refused"} {
+		m.declarations.WithLabelValues(outcome)
+	}
+	return m
+}
+
+// Handler serves the registry in Prometheus' text format; nil for nil Metrics.
+func (m *Metrics) Handler() http.Handler {
+	if m == nil {
+		return nil
+	}
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// Registry is the registry the metrics are kept in, for tests and for a
+// caller that adds its own collectors.
+func (m *Metrics) Registry() *prometheus.Registry {
+	if m == nil {
+		return nil
+	}
+	return m.reg
+}
+
+// Request counts one answered box-facing request. capability is "none"
+// for the declaration route and a path no capability serves; route is a
+// template; reason is "" when the request was not refused.
+func (m *Metrics) Request(capability, route string, status int, reason string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.requests.WithLabelValues(capability, route, strconv.Itoa(status), reason).Inc()
+	m.requestDuration.WithLabelValues(capability).Observe(d.Seconds())
+}
+
+// Upstream records one upstream call's time to its answer's headers;
+// status 0 means no answer came.
+func (m *Metrics) Upstream(capability string, status int, d time.Duration) {
+	if m == nil {
+		return
+	}
+	s := "error"
+	if status > 0 {
+		s = strconv.Itoa(status)
+	}
+	m.upstream.WithLabelValues(capability, s).Observe(d.Seconds())
+}
+
+// StreamOpened and StreamClosed bracket an answer streamed to a box.
+func (m *Metrics) StreamOpened(capability string) {
+	if m != nil {
+		m.streams.WithLabelValues(capability).Inc()
+	}
+}
+
+// StreamClosed ends what StreamOpened began.
+func (m *Metrics) StreamClosed(capability string) {
+	if m != nil {
+		m.streams.WithLabelValues(capability).Dec()
+	}
+}
+
+// DeclarationReport counts a declaration report, kept or refused.
+func (m *Metrics) DeclarationReport(kept bool) {
+	if m == nil {
+		return
+	}
+	outcome := "refused"
+	if kept {
+		outcome = "kept"
+	}
+	m.declarations.WithLabelValues(outcome).Inc()
+}
+
+// Grant counts one chant-grant check with its outcome, one of the Grant*
+// constants; any other value is counted as GrantError, so the label stays
+// bounded.
+func (m *Metrics) Grant(outcome string) {
+	if m == nil {
+		return
+	}
+	if !grantOutcomes[outcome] {
+		outcome = GrantError
+	}
+	m.grants.WithLabelValues(outcome).Inc()
+}
+
+// AuditWritten counts n audit rows written.
+func (m *Metrics) AuditWritten(n int) {
+	if m != nil {
+		m.auditWritten.Add(float64(n))
+	}
+}
+
+// AuditDropped counts one audit row dropped for a full queue.
+func (m *Metrics) AuditDropped() {
+	if m != nil {
+		m.auditDropped.Inc()
+	}
+}
+
+// AuditFailed counts n audit rows the store refused.
+func (m *Metrics) AuditFailed(n int) {
+	if m != nil {
+		m.auditFailed.Add(float64(n))
+	}
+}

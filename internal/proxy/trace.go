@@ -1,0 +1,93 @@
+package proxy
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// maxTraced bounds the upstream calls one Trace remembers.
+const maxTraced = 16
+
+// Call is one upstream call a request made: the status of its answer (0
+// when none came) and the time to that answer's headers.
+type Call struct {
+	Status  int
+	Latency time.Duration
+}
+
+// Trace collects the upstream calls made on behalf of one box request,
+// for its log line, its metrics and its audit row. It is safe for
+// concurrent use; the zero value is ready.
+type Trace struct {
+	mu    sync.Mutex // guards calls
+	calls []Call
+}
+
+// add notes one call, keeping at most maxTraced.
+func (t *Trace) add(c Call) {
+	t.mu.Lock()
+	if len(t.calls) < maxTraced {
+		t.calls = append(t.calls, c)
+	}
+	t.mu.Unlock()
+}
+
+// Calls returns the calls noted so far, in order.
+func (t *Trace) Calls() []Call {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]Call(nil), t.calls...)
+}
+
+type traceKey struct{}
+
+// WithTrace returns ctx carrying t, for a Traced transport to note calls in.
+func WithTrace(ctx context.Context, t *Trace) context.Context {
+	return context.WithValue(ctx, traceKey{}, t)
+}
+
+// TraceFrom returns the Trace ctx carries, or nil.
+func TraceFrom(ctx context.Context) *Trace {
+	t, _ := ctx.Value(traceKey{}).(*Trace)
+	return t
+}
+
+// Traced wraps rt so that each request whose context carries a Trace has
+// its status and time to headers noted there. now is the clock (nil for
+// time.Now).
+func Traced(rt http.RoundTripper, now func() time.Time) http.RoundTripper {
+	if now == nil {
+		now = time.Now
+	}
+	return &traced{rt: rt, now: now}
+}
+
+type traced struct {
+	rt  http.RoundTripper
+	now func() time.Time
+}
+
+// RoundTrip sends req with the wrapped transport and notes the call.
+func (t *traced) RoundTrip(req *http.Request) (*http.Response, error) {
+	tr := TraceFrom(req.Context())
+	if tr == nil {
+		return t.rt.RoundTrip(req)
+	}
+	start := t.now()
+	resp, err := t.rt.RoundTrip(req)
+	c := Call{Latency: t.now().Sub(start)}
+	if err == nil {
+		c.Status = resp.StatusCode
+	}
+	tr.add(c)
+	return resp, err
+}
+
+// CloseIdleConnections passes on to the wrapped transport.
+func (t *traced) CloseIdleConnections() {
+	if ci, ok := t.rt.(interface{ CloseIdleConnections() }); ok {
+		ci.CloseIdleConnections()
+	}
+}
