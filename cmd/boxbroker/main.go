@@ -20,6 +20,7 @@
 //	boxbroker budget set|list|remove      manage a box's monthly budgets
 //	boxbroker spend BOX                   a box's measured spend beside what it reported
 //	boxbroker admin token|tokens|revoke   manage the admin API's tokens
+//	boxbroker audit [BOX] --since 1h      list the audit log
 //
 // Every subcommand takes --data DIR (or BOXBROKER_DATA) for the data
 // directory and --store URL (or BOXBROKER_STORE) for a PostgreSQL store.
@@ -63,6 +64,7 @@ func commands() map[string]command {
 		"budget":     {"manage a box's monthly budgets: set, list, remove", runBudget},
 		"spend":      {"show a box's measured spend beside what it reported", runSpend},
 		"admin":      {"manage admin API tokens: token, tokens, revoke", runAdmin},
+		"audit":      {"list the audit log: audit [BOX] --since 1h", runAudit},
 	}
 }
 

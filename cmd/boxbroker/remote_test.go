@@ -86,3 +86,44 @@ func TestCLI_ThroughTheAdminAPI(t *testing.T) {
 		t.Errorf("box list with no admin token = %d %q, want 1 naming BOXBROKER_ADMIN_TOKEN", code, errs)
 	}
 }
+
+func TestCLI_Audit(t *testing.T) {
+	b := brokertest.New(t, brokertest.Options{})
+	tok := b.AddBox("alpha")
+	b.Report(tok, brokertest.Entry("inference"))
+	if r := b.Do("POST", "/llm/anthropic/v1/messages", tok, []byte(`{}`), nil); r.StatusCode != 403 {
+		t.Fatalf("messages without agent = %d", r.StatusCode)
+	}
+	if err := b.Server.Audit.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	envs := []struct {
+		name string
+		env  map[string]string
+	}{
+		{"store", map[string]string{"BOXBROKER_DATA": b.Server.Config.DataDir}},
+		{"admin API", map[string]string{"BOXBROKER_ADMIN_URL": b.AdminURL, "BOXBROKER_ADMIN_TOKEN": b.AdminToken, "BOXBROKER_DATA": t.TempDir()}},
+	}
+	for _, tt := range envs {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errs := runEnv(t, tt.env, "", "audit", "alpha", "--since", "1h")
+			if code != 0 {
+				t.Fatalf("audit alpha --since 1h = %d: %s", code, errs)
+			}
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			if len(lines) != 3 || !strings.Contains(lines[1], "declaration") || !strings.Contains(lines[1], "does not list agent") || !strings.Contains(lines[2], "/api/box/declaration") {
+				t.Errorf("audit alpha --since 1h printed:\n%s\nwant a header, the refusal, the report", out)
+			}
+			if strings.Contains(out, tok) {
+				t.Errorf("audit printed the box's token")
+			}
+			code, out, _ = runEnv(t, tt.env, "", "audit", "--refusals", "alpha")
+			if code != 0 || strings.Count(strings.TrimSpace(out), "\n") != 1 {
+				t.Errorf("audit --refusals alpha = %d:\n%s\nwant the one refusal", code, out)
+			}
+		})
+	}
+	if code, _, _ := runEnv(t, envs[0].env, "", "audit", "alpha", "--since", "yesterday"); code != 2 {
+		t.Errorf("audit --since yesterday = %d, want 2", code)
+	}
+}

@@ -25,6 +25,7 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	fs.DurationVar(&cfg.DecideTimeout, "decide-timeout", envDuration(c, "BOXBROKER_DECIDE_TIMEOUT", 30*time.Second), "bound on answering one decide request, every question included (BOXBROKER_DECIDE_TIMEOUT)")
 	fs.Int64Var(&cfg.MaxBody, "max-body", envInt(c, "BOXBROKER_MAX_BODY", 64<<20), "bound on a forwarded request body, bytes (BOXBROKER_MAX_BODY)")
 	fs.Int64Var(&cfg.EgressMaxBody, "egress-max-body", envInt(c, "BOXBROKER_EGRESS_MAX_BODY", 256<<20), "bound on a request body sent to an egress secret's host, bytes (BOXBROKER_EGRESS_MAX_BODY)")
+	fs.DurationVar(&cfg.AuditRetention, "audit-retention", envDuration(c, "BOXBROKER_AUDIT_RETENTION", 30*24*time.Hour), "how long audit log entries are kept (BOXBROKER_AUDIT_RETENTION)")
 	fs.StringVar(&cfg.LogLevel, "log-level", c.envOr("BOXBROKER_LOG_LEVEL", "info"), "debug, info, warn or error (BOXBROKER_LOG_LEVEL)")
 	fs.Float64Var(&cfg.BoxRate, "box-rate", envFloat(c, "BOXBROKER_BOX_RATE", 0), "requests per second one box may make; 0 for no bound (BOXBROKER_BOX_RATE)")
 	fs.IntVar(&cfg.BoxBurst, "box-burst", int(envInt(c, "BOXBROKER_BOX_BURST", 0)), "requests above --box-rate a box may make at once; 0 for the rate (BOXBROKER_BOX_BURST)")

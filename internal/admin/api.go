@@ -186,5 +186,7 @@ func (s *Server) apiRoutes() []Route {
 		{Pattern: "GET /api/boxes/{name}/resources", Handle: s.listResources},
 		{Pattern: "POST /api/boxes/{name}/resources", Handle: s.addResource},
 		{Pattern: "DELETE /api/boxes/{name}/resources/{kind}/{id}", Handle: s.removeResource},
+
+		{Pattern: "GET /api/audit", Handle: s.listAudit},
 	}
 }

@@ -83,7 +83,9 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		body = bytes.NewReader(b)
 	}
 	u := *c.base
-	u.Path += path
+	p, rawQuery, _ := strings.Cut(path, "?")
+	u.Path += p
+	u.RawQuery = rawQuery
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 	if err != nil {
 		return fmt.Errorf("admin request: %w", err)
@@ -182,4 +184,16 @@ func (c *Client) SetCredential(ctx context.Context, id string, value []byte) (Cr
 // RemoveCredential removes the credential id.
 func (c *Client) RemoveCredential(ctx context.Context, id string) error {
 	return c.do(ctx, http.MethodDelete, "/api/credentials/"+url.PathEscape(id), nil, nil)
+}
+
+// Audit lists audit log entries, newest first: query holds box, since,
+// refusals and limit as GET /api/audit takes them.
+func (c *Client) Audit(ctx context.Context, query url.Values) ([]AuditView, error) {
+	var out AuditList
+	path := "/api/audit"
+	if len(query) > 0 {
+		path += "?" + query.Encode()
+	}
+	err := c.do(ctx, http.MethodGet, path, nil, &out)
+	return out.Entries, err
 }

@@ -271,7 +271,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, info *requestInfo
 		return capability.NotFound(r)
 	}
 	if rt, isRouter := c.(capability.Router); isRouter {
-		info.route = boundRoute(rt.Route(r))
+		if route := rt.Route(r); route != "" {
+			info.route = boundRoute(route)
+		}
 	}
 	info.words = need.Words
 	info.public = need.Public

@@ -122,7 +122,8 @@ func New(t testing.TB, opt Options) *Broker {
 		cancel()
 		t.Fatalf("server.New: %v", err)
 	}
-	go srv.Cache.Run(ctx)
+	ran := make(chan struct{})
+	go func() { srv.Run(ctx); close(ran) }()
 	b.Front = &Front{next: srv.Handler}
 	hs := httptest.NewServer(b.Front)
 	as := httptest.NewServer(srv.Admin)
@@ -130,6 +131,7 @@ func New(t testing.TB, opt Options) *Broker {
 		hs.Close()
 		as.Close()
 		cancel()
+		<-ran // the audit queue is written before the store closes
 		srv.Close()
 	})
 	b.URL = hs.URL

@@ -82,6 +82,9 @@ type Config struct {
 	// listener serves TLS with (TLS 1.2 and above), for operators without
 	// a terminating proxy in front.
 	TLSCert, TLSKey string
+	// AuditRetention is how long audit log entries are kept (default 30
+	// days); older ones are pruned hourly.
+	AuditRetention time.Duration
 }
 
 // Values of Config.Feedback.
@@ -152,6 +155,9 @@ func (c *Config) Defaults() {
 	if c.ReserveMaxTokens == 0 {
 		c.ReserveMaxTokens = spend.DefaultMaxTokens
 	}
+	if c.AuditRetention == 0 {
+		c.AuditRetention = 30 * 24 * time.Hour
+	}
 }
 
 // DefaultAdminListen is the admin API's default address.
@@ -209,6 +215,9 @@ func (c *Config) Validate() error {
 		if (u.u.Scheme != "https" && u.u.Scheme != "http") || u.u.Host == "" || u.u.User != nil || u.u.RawQuery != "" || u.u.Fragment != "" {
 			p = append(p, fmt.Sprintf("%s %q must be an http(s) URL with a host and no credentials, query or fragment", u.name, u.u.Redacted()))
 		}
+	}
+	if c.AuditRetention < 0 {
+		p = append(p, "audit-retention must not be negative")
 	}
 	if c.ShutdownGrace < 0 || c.UpstreamHeaderTimeout < 0 || c.ReadHeaderTimeout < 0 || c.DecideTimeout < 0 {
 		p = append(p, "durations must not be negative")

@@ -3,7 +3,9 @@ package server_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,10 +13,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/server"
+	"github.com/intentius/boxbroker/internal/store"
 )
 
 // syncBuffer is a bytes.Buffer safe for the server's concurrent logging.
@@ -237,4 +241,110 @@ func mustURL(t *testing.T, s string) *url.URL {
 		t.Fatal(err)
 	}
 	return u
+}
+
+func TestAudit_RefusalAndForwarded(t *testing.T) {
+	b := brokertest.New(t, brokertest.Options{})
+	const credential = "sk-ant-api03-audit-credential"
+	b.SetCredential("anthropic", credential)
+	alpha := b.AddBox("alpha")
+	b.Report(alpha, brokertest.Entry("inference"))
+	if r := b.Do("POST", "/llm/anthropic/v1/messages", alpha, []byte(messages), nil); r.StatusCode != 403 {
+		t.Fatalf("messages without agent = %d, want 403", r.StatusCode)
+	}
+	b.Report(alpha, brokertest.Entry("inference", "agent"))
+	if r := b.Do("POST", "/llm/anthropic/v1/messages", alpha, []byte(messages), nil); r.StatusCode != 200 {
+		t.Fatalf("messages with agent = %d, want 200", r.StatusCode)
+	}
+	if r := b.Do("POST", "/llm/anthropic/v1/messages", "bbx_unknown", []byte(messages), nil); r.StatusCode != 403 {
+		t.Fatalf("messages with an unknown token = %d, want 403", r.StatusCode)
+	}
+	if r := b.Do("HEAD", "/llm/anthropic/api/hello", "", nil, nil); r.StatusCode != 200 {
+		t.Fatalf("hello = %d, want 200", r.StatusCode)
+	}
+	ctx := context.Background()
+	if err := b.Server.Audit.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	all, err := b.Server.Store.ListAudit(ctx, store.AuditQuery{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two reports, a refusal, a forwarded call, an unknown token; not hello.
+	if len(all) != 5 {
+		t.Fatalf("audit entries = %d, want 5 (hello is not kept): %+v", len(all), all)
+	}
+	for _, e := range all {
+		if e.Route == "/llm/anthropic/api/hello" {
+			t.Errorf("audit kept hello: %+v", e)
+		}
+		row := fmt.Sprintf("%+v", e)
+		for _, secret := range []string{alpha, credential, "bbx_unknown"} {
+			if strings.Contains(row, secret) {
+				t.Errorf("audit entry holds a token or credential: %s", row)
+			}
+		}
+	}
+	// Newest first: unknown token, forwarded call, second report, refusal, first report.
+	unknown, forwarded, refused := all[0], all[1], all[3]
+	if forwarded.Box != "alpha" || forwarded.Route != "/llm/anthropic/v1/messages" || forwarded.Capability != "inference" ||
+		forwarded.Status != 200 || forwarded.UpstreamStatus != 200 || forwarded.Reason != "" || len(forwarded.Words) != 1 || forwarded.Words[0] != "agent" || forwarded.Method != "POST" {
+		t.Errorf("forwarded entry = %+v, want alpha's POST messages, inference agent, 200 from upstream", forwarded)
+	}
+	if refused.Box != "alpha" || refused.Status != 403 || refused.Reason != "declaration" || refused.UpstreamStatus != 0 ||
+		!strings.Contains(refused.Message, "does not list agent") {
+		t.Errorf("refused entry = %+v, want alpha's 403 for the declaration, naming agent", refused)
+	}
+	if unknown.Box != "" || unknown.Reason != "token" || unknown.Status != 403 {
+		t.Errorf("unknown-token entry = %+v, want no box, refused for the token", unknown)
+	}
+	if report := all[2]; report.Route != "/api/box/declaration" || report.Capability != "none" || report.Status != 200 {
+		t.Errorf("report entry = %+v, want the declaration route", report)
+	}
+
+	// The admin API lists the same, by box, refusals only.
+	var list struct {
+		Entries []struct {
+			Box            *string `json:"box"`
+			Reason         string  `json:"reason"`
+			Message        string  `json:"message"`
+			UpstreamStatus *int    `json:"upstreamStatus"`
+		} `json:"entries"`
+	}
+	resp := b.Admin("GET", "/api/audit?box=alpha&refusals=true&since=1h", b.AdminToken, nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET /api/audit = %d %s", resp.StatusCode, resp.Body)
+	}
+	if err := json.Unmarshal(resp.Body, &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Entries) != 1 || list.Entries[0].Reason != "declaration" || list.Entries[0].Box == nil || *list.Entries[0].Box != "alpha" || list.Entries[0].UpstreamStatus != nil {
+		t.Errorf("GET /api/audit?box=alpha&refusals=true = %s, want the one refusal", resp.Body)
+	}
+	for _, bad := range []string{"?since=yesterday", "?limit=0", "?box=Alpha", "?refusals=maybe"} {
+		if r := b.Admin("GET", "/api/audit"+bad, b.AdminToken, nil); r.StatusCode != 400 {
+			t.Errorf("GET /api/audit%s = %d, want 400", bad, r.StatusCode)
+		}
+	}
+}
+
+// TestAudit_PrunedPastRetention writes an entry older than the retention
+// and lets the writer's first prune remove it.
+func TestAudit_PrunedPastRetention(t *testing.T) {
+	b := brokertest.New(t, brokertest.Options{Config: func(c *server.Config) { c.AuditRetention = time.Hour }})
+	ctx := context.Background()
+	old := store.AuditEntry{Box: "alpha", At: time.Now().Add(-2 * time.Hour), Method: "GET", Route: "/r", Capability: "none", Status: 200}
+	fresh := old
+	fresh.At = time.Now()
+	if err := b.Server.Store.AddAudit(ctx, []store.AuditEntry{old, fresh}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Server.Audit.Prune(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.Server.Store.ListAudit(ctx, store.AuditQuery{Limit: 10})
+	if err != nil || len(got) != 1 || !got[0].At.After(time.Now().Add(-time.Hour)) {
+		t.Errorf("audit after pruning past an hour = %+v, %v, want only the fresh entry", got, err)
+	}
 }

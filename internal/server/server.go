@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/audit"
 	"github.com/intentius/boxbroker/internal/broker"
 	"github.com/intentius/boxbroker/internal/cache"
 	"github.com/intentius/boxbroker/internal/capability"
@@ -125,7 +126,9 @@ type Server struct {
 	// Metrics are the broker's Prometheus metrics, served on the admin
 	// listener at /metrics.
 	Metrics *metrics.Metrics
-	log     *slog.Logger
+	// Audit writes the audit log.
+	Audit *audit.Writer
+	log   *slog.Logger
 }
 
 // Options are what a caller adds in Go rather than configuration.
@@ -186,6 +189,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	// Only a SQLite store is known to be this process's alone; any other
 	// may be shared with replicas, whose caches a report must wait for.
 	_, local := st.(*sqlite.Store)
+	aw := audit.New(st, audit.Options{Retention: cfg.AuditRetention, Metrics: m, Logger: log})
 	c := cache.New(st, cache.Options{Logger: log, Shared: !local})
 	pay := &payer.Resolver{Cache: c, Keyring: keyring, Store: st, Logger: log, Now: opt.Now, OnGrant: opt.OnGrant}
 	eg, err := egress.New(egress.Config{Secrets: c, Keyring: keyring, Transport: opt.Transport, MaxBody: cfg.EgressMaxBody, Logger: log,
@@ -227,7 +231,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	h, err := broker.New(broker.Config{
 		Broker: cfg.Broker, Store: st, Cache: c, Payer: pay, Capabilities: caps, Logger: log,
 		Limits:   broker.Limits{Rate: cfg.BoxRate, Burst: cfg.BoxBurst, Concurrent: max(cfg.BoxConcurrent, 0)},
-		Observer: &observer{m: m},
+		Observer: &observer{m: m, audit: aw},
 	})
 	if err != nil {
 		if opt.Store == nil {
@@ -242,7 +246,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		}
 		return nil, err
 	}
-	return &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Handler: h, Admin: adm, Metrics: m, log: log}, nil
+	return &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Handler: h, Admin: adm, Metrics: m, Audit: aw, log: log}, nil
 }
 
 // NewLogger returns a JSON logger on w at level.
@@ -258,10 +262,13 @@ func NewLogger(w *os.File, level string) *slog.Logger {
 // ShutdownGrace.
 func (s *Server) Serve(ctx context.Context, ln, admin net.Listener) error {
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancel()
-	go s.Cache.Run(cctx)
-	go s.pruneChanges(cctx)
+	ran := make(chan struct{})
+	go func() { s.Run(cctx); close(ran) }()
 	go s.Meter.Run(cctx)
+	defer func() {
+		cancel()
+		<-ran // the audit log's queue is written before Serve returns
+	}()
 	servers := []*http.Server{s.httpServer(cctx, s.Handler)}
 	listeners := []net.Listener{ln}
 	if admin != nil {
@@ -316,6 +323,18 @@ func (s *Server) Serve(ctx context.Context, ln, admin net.Listener) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Run keeps the cache fresh, prunes the change log and writes the audit
+// log until ctx ends; then it writes what the audit queue still holds and
+// returns. Serve runs it; a caller serving the handlers itself runs it too.
+func (s *Server) Run(ctx context.Context) {
+	done := make(chan struct{}, 2)
+	go func() { s.Cache.Run(ctx); done <- struct{}{} }()
+	go func() { s.pruneChanges(ctx); done <- struct{}{} }()
+	s.Audit.Run(ctx)
+	<-done
+	<-done
 }
 
 // httpServer is an http.Server for h with the configured bounds.

@@ -38,6 +38,7 @@ type Store interface {
 	Changes
 	Spend
 	AdminTokens
+	Audit
 	// Ping reports whether the database answers.
 	Ping(ctx context.Context) error
 	// Close releases the database.
@@ -267,4 +268,49 @@ type AdminTokens interface {
 	ListAdminTokens(ctx context.Context) ([]AdminToken, error)
 	// DeleteAdminToken removes the token with that ID; ErrNotFound if none.
 	DeleteAdminToken(ctx context.Context, id string) error
+}
+
+// AuditEntry is one box-facing request kept in the audit log: every
+// refusal and every request served for a box. It holds no token, value,
+// query or body; Route is a template, not the path.
+type AuditEntry struct {
+	ID int64
+	// Box is the box whose token the request carried; "" when none was
+	// recognised.
+	Box        string
+	At         time.Time
+	Method     string
+	Route      string
+	Capability string
+	Words      []string
+	Status     int
+	// Reason is why the broker refused the request; "" when it did not.
+	Reason string
+	// Message is the refusal message the box was shown.
+	Message        string
+	Duration       time.Duration
+	UpstreamStatus int
+}
+
+// AuditQuery selects audit entries.
+type AuditQuery struct {
+	// Box is the box whose entries to list; "" for every entry.
+	Box string
+	// Since, when not zero, leaves out entries before it.
+	Since time.Time
+	// RefusalsOnly leaves out entries with no Reason.
+	RefusalsOnly bool
+	// Limit is the most entries returned (the newest); it must be positive.
+	Limit int
+}
+
+// Audit keeps the audit log. Entries are never cached, so writes record
+// no change; removing a box keeps its entries until they are pruned.
+type Audit interface {
+	// AddAudit stores entries (their IDs ignored) in one write.
+	AddAudit(ctx context.Context, entries []AuditEntry) error
+	// ListAudit returns the entries q selects, newest first.
+	ListAudit(ctx context.Context, q AuditQuery) ([]AuditEntry, error)
+	// PruneAudit forgets entries before before and says how many.
+	PruneAudit(ctx context.Context, before time.Time) (int64, error)
 }

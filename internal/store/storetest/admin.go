@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"testing"
+	"time"
 
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -70,5 +71,117 @@ func testAdminTokens(t *testing.T, s store.Store) {
 	wantErr(t, "DeleteAdminToken(adm-1) again", s.DeleteAdminToken(ctx, "adm-1"), store.ErrNotFound)
 	if list, err := s.ListAdminTokens(ctx); err != nil || len(list) != 1 || list[0].ID != "adm-2" {
 		t.Errorf("ListAdminTokens() after delete = %v, %v, want only adm-2", list, err)
+	}
+}
+
+func testAudit(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	mustCreateBox(t, s, "alpha")
+	entries := []store.AuditEntry{
+		{Box: "alpha", At: at(1), Method: "POST", Route: "/llm/anthropic/v1/messages", Capability: "inference", Words: []string{"agent"},
+			Status: 200, Duration: 1500 * time.Microsecond, UpstreamStatus: 200},
+		{Box: "alpha", At: at(2), Method: "POST", Route: "/decide/v1/systemone", Capability: "inference", Words: []string{"decide"},
+			Status: 403, Reason: "declaration", Message: "This box's inference capability does not list decide in its scope (it lists agent)."},
+		{Box: "", At: at(3), Method: "GET", Route: "/llm/anthropic/v1/models", Capability: "inference", Words: []string{"agent"},
+			Status: 403, Reason: "token", Message: "The token is no box's token at this broker."},
+		{Box: "beta", At: at(4), Method: "POST", Route: "/api/box/declaration", Capability: "none", Status: 200, Duration: time.Millisecond},
+	}
+	seq := lastChange(t, s)
+	if err := s.AddAudit(ctx, entries[:2]); err != nil {
+		t.Fatalf("AddAudit(2 entries) = %v, want nil", err)
+	}
+	if err := s.AddAudit(ctx, entries[2:]); err != nil {
+		t.Fatalf("AddAudit(2 more) = %v, want nil (an entry needs no box row)", err)
+	}
+	if err := s.AddAudit(ctx, nil); err != nil {
+		t.Errorf("AddAudit(nil) = %v, want nil", err)
+	}
+	noChange(t, s, "AddAudit", seq)
+
+	ids := func(es []store.AuditEntry) []store.AuditEntry {
+		out := make([]store.AuditEntry, len(es))
+		for i, e := range es {
+			e.ID = 0
+			out[i] = e
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		q    store.AuditQuery
+		want []store.AuditEntry
+	}{
+		{"all", store.AuditQuery{Limit: 10}, []store.AuditEntry{entries[3], entries[2], entries[1], entries[0]}},
+		{"limit", store.AuditQuery{Limit: 2}, []store.AuditEntry{entries[3], entries[2]}},
+		{"box", store.AuditQuery{Box: "alpha", Limit: 10}, []store.AuditEntry{entries[1], entries[0]}},
+		{"since", store.AuditQuery{Box: "alpha", Since: at(2), Limit: 10}, []store.AuditEntry{entries[1]}},
+		{"refusals", store.AuditQuery{RefusalsOnly: true, Limit: 10}, []store.AuditEntry{entries[2], entries[1]}},
+		{"no such box", store.AuditQuery{Box: "nobox", Limit: 10}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := s.ListAudit(ctx, tt.q)
+			if err != nil {
+				t.Fatalf("ListAudit(%+v) = %v, want nil", tt.q, err)
+			}
+			for _, e := range got {
+				if e.ID == 0 {
+					t.Errorf("ListAudit(%+v) entry with ID 0, want IDs set", tt.q)
+				}
+			}
+			if d := diff(tt.want, ids(got)); d != "" {
+				t.Errorf("ListAudit(%+v) mismatch (-want +got):\n%s", tt.q, d)
+			}
+		})
+	}
+	if _, err := s.ListAudit(ctx, store.AuditQuery{}); err == nil {
+		t.Errorf("ListAudit(limit 0) = nil error, want one")
+	}
+
+	// Removing a box keeps its entries.
+	if err := s.DeleteBox(ctx, "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.ListAudit(ctx, store.AuditQuery{Box: "alpha", Limit: 10}); err != nil || len(got) != 2 {
+		t.Errorf("ListAudit(alpha) after DeleteBox = %d, %v, want 2 kept", len(got), err)
+	}
+
+	n, err := s.PruneAudit(ctx, at(3))
+	if err != nil || n != 2 {
+		t.Errorf("PruneAudit(at 3) = %d, %v, want 2", n, err)
+	}
+	got, err := s.ListAudit(ctx, store.AuditQuery{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := diff([]store.AuditEntry{entries[3], entries[2]}, ids(got)); d != "" {
+		t.Errorf("ListAudit after PruneAudit mismatch (-want +got):\n%s", d)
+	}
+	if n, err := s.PruneAudit(ctx, at(0)); err != nil || n != 0 {
+		t.Errorf("PruneAudit(before everything) = %d, %v, want 0", n, err)
+	}
+}
+
+// testPruneAuditMany prunes more entries than one chunk holds.
+func testPruneAuditMany(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	const n = 12000
+	batch := make([]store.AuditEntry, 0, 1000)
+	for i := range n {
+		batch = append(batch, store.AuditEntry{Box: "alpha", At: at(i % 10), Method: "GET", Route: "/r", Capability: "c", Status: 200})
+		if len(batch) == cap(batch) {
+			if err := s.AddAudit(ctx, batch); err != nil {
+				t.Fatalf("AddAudit = %v", err)
+			}
+			batch = batch[:0]
+		}
+	}
+	pruned, err := s.PruneAudit(ctx, at(5))
+	if err != nil || pruned != n/2 {
+		t.Errorf("PruneAudit(half of %d) = %d, %v, want %d", n, pruned, err, n/2)
+	}
+	left, err := s.ListAudit(ctx, store.AuditQuery{Limit: n})
+	if err != nil || len(left) != n/2 {
+		t.Errorf("ListAudit after pruning half = %d, %v, want %d", len(left), err, n/2)
 	}
 }

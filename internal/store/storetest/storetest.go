@@ -48,6 +48,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ChangesReaderMissesNothing", testChangesReaderMissesNothing},
 		{"Ping", testPing},
 		{"AdminTokens", testAdminTokens},
+		{"Audit", testAudit},
+		{"PruneAuditMany", testPruneAuditMany},
 	}
 	tests = append(tests, spendTests...)
 	for _, tt := range tests {

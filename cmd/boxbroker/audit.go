@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/server"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// runAudit lists the audit log: a box's entries (or every entry, with no
+// BOX), newest first.
+func runAudit(ctx context.Context, c *cli, args []string) error {
+	var cfg server.Config
+	fs := c.flags("audit", &cfg)
+	since := fs.String("since", "24h", "how far back: a duration such as 1h or 30m, or an RFC 3339 time")
+	refusals := fs.Bool("refusals", false, "list refusals only")
+	limit := fs.Int("limit", 100, "list at most this many entries, the newest (1 to 1000)")
+	adminURL := c.adminURLFlag(fs)
+	// Flags may come before or after BOX.
+	var boxes []string
+	for {
+		if err := parse(fs, args); err != nil {
+			return err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		boxes = append(boxes, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if len(boxes) > 1 {
+		return fmt.Errorf("%w: audit takes at most one BOX", errUsage)
+	}
+	box := ""
+	if len(boxes) == 1 {
+		box = boxes[0]
+		if !protocol.IsBoxName(box) {
+			return fmt.Errorf("%w: box name %q must match ^[a-z][a-z0-9-]{0,62}$", errUsage, box)
+		}
+	}
+	from, ok := admin.ParseSince(*since, time.Now())
+	if !ok {
+		return fmt.Errorf("%w: --since %q is neither a duration such as 1h nor an RFC 3339 time", errUsage, *since)
+	}
+	if *limit < 1 || *limit > 1000 {
+		return fmt.Errorf("%w: --limit is from 1 to 1000", errUsage)
+	}
+	var entries []admin.AuditView
+	if *adminURL != "" {
+		cl, err := c.adminClient(*adminURL)
+		if err != nil {
+			return err
+		}
+		q := url.Values{"since": {from.UTC().Format(time.RFC3339)}, "limit": {strconv.Itoa(*limit)}, "refusals": {strconv.FormatBool(*refusals)}}
+		if box != "" {
+			q.Set("box", box)
+		}
+		if entries, err = cl.Audit(ctx, q); err != nil {
+			return remoteError(err)
+		}
+	} else {
+		st, err := openStore(ctx, &cfg)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		list, err := st.ListAudit(ctx, store.AuditQuery{Box: box, Since: from, RefusalsOnly: *refusals, Limit: *limit})
+		if err != nil {
+			return err
+		}
+		for _, e := range list {
+			entries = append(entries, admin.AuditViewOf(e))
+		}
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tBOX\tMETHOD\tROUTE\tCAPABILITY\tWORDS\tSTATUS\tUPSTREAM\tMS\tREFUSAL\tMESSAGE")
+	for _, e := range entries {
+		b, up := "-", "-"
+		if e.Box != nil {
+			b = *e.Box
+		}
+		if e.UpstreamStatus != nil {
+			up = strconv.Itoa(*e.UpstreamStatus)
+		}
+		words := strings.Join(e.Words, ",")
+		if words == "" {
+			words = "-"
+		}
+		reason, msg := e.Reason, e.Message
+		if reason == "" {
+			reason = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%.1f\t%s\t%s\n",
+			e.At, b, e.Method, e.Route, e.Capability, words, e.Status, up, e.DurationMs, reason, oneLine(msg))
+	}
+	return tw.Flush()
+}
+
+// oneLine keeps a message on one table row.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}

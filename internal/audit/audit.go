@@ -1,0 +1,206 @@
+// Package audit writes the audit log — every refusal and every request
+// served for a box — to the store without making a request wait for it:
+// Add puts an entry on a bounded queue and never blocks, dropping (and
+// counting) the entry when the queue is full; Run writes the queue in
+// batches and prunes entries older than the retention.
+package audit
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/metrics"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// Defaults for Options.
+const (
+	DefaultQueue      = 8192
+	DefaultBatch      = 256
+	DefaultRetention  = 30 * 24 * time.Hour
+	DefaultPruneEvery = time.Hour
+	// drainFor bounds the writing of what is queued once Run's context ends.
+	drainFor = 5 * time.Second
+)
+
+// Options tune a Writer. Zero values take the defaults.
+type Options struct {
+	// Queue bounds the entries waiting to be written.
+	Queue int
+	// Batch bounds the entries written in one transaction.
+	Batch int
+	// Retention is how long entries are kept.
+	Retention time.Duration
+	// PruneEvery is how often entries past Retention are pruned.
+	PruneEvery time.Duration
+	// Metrics counts entries written, dropped and lost (nil: none).
+	Metrics *metrics.Metrics
+	// Logger receives write failures (default slog.Default()).
+	Logger *slog.Logger
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// item is an entry to write, or (when sync is not nil) a marker closed
+// once everything queued before it is written.
+type item struct {
+	entry store.AuditEntry
+	sync  chan struct{}
+}
+
+// Writer writes audit entries asynchronously. Its methods are safe for
+// concurrent use; Run must be running for entries to reach the store.
+type Writer struct {
+	st      store.Audit
+	opt     Options
+	log     *slog.Logger
+	queue   chan item
+	dropped atomic.Int64
+}
+
+// New returns a Writer over st.
+func New(st store.Audit, opt Options) *Writer {
+	if opt.Queue <= 0 {
+		opt.Queue = DefaultQueue
+	}
+	if opt.Batch <= 0 {
+		opt.Batch = DefaultBatch
+	}
+	if opt.Retention <= 0 {
+		opt.Retention = DefaultRetention
+	}
+	if opt.PruneEvery <= 0 {
+		opt.PruneEvery = DefaultPruneEvery
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.Default()
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	return &Writer{st: st, opt: opt, log: opt.Logger, queue: make(chan item, opt.Queue)}
+}
+
+// Add queues e to be written and reports whether it was queued. It never
+// blocks: when the queue is full, e is dropped and counted.
+func (w *Writer) Add(e store.AuditEntry) bool {
+	select {
+	case w.queue <- item{entry: e}:
+		return true
+	default:
+		w.dropped.Add(1)
+		w.opt.Metrics.AuditDropped()
+		return false
+	}
+}
+
+// Dropped is how many entries Add has dropped.
+func (w *Writer) Dropped() int64 { return w.dropped.Load() }
+
+// Sync waits until every entry queued before it has been written (or
+// failed to be), or until ctx ends.
+func (w *Writer) Sync(ctx context.Context) error {
+	done := make(chan struct{})
+	select {
+	case w.queue <- item{sync: done}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Run writes queued entries and prunes old ones until ctx ends; then it
+// writes what is still queued, for at most a few seconds, and returns.
+func (w *Writer) Run(ctx context.Context) {
+	w.prune(ctx)
+	tick := time.NewTicker(w.opt.PruneEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case it := <-w.queue:
+			w.batch(ctx, it)
+		case <-tick.C:
+			w.prune(ctx)
+		case <-ctx.Done():
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drainFor)
+			defer cancel()
+			for {
+				select {
+				case it := <-w.queue:
+					w.batch(dctx, it)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// batch writes first and whatever else is queued, up to Batch entries a
+// transaction, and releases the sync markers among them once the entries
+// before each are written.
+func (w *Writer) batch(ctx context.Context, first item) {
+	entries := make([]store.AuditEntry, 0, w.opt.Batch)
+	var syncs []chan struct{}
+	take := func(it item) {
+		if it.sync != nil {
+			syncs = append(syncs, it.sync)
+			return
+		}
+		entries = append(entries, it.entry)
+	}
+	take(first)
+more:
+	for len(entries) < w.opt.Batch && len(syncs) == 0 {
+		select {
+		case it := <-w.queue:
+			take(it)
+		default:
+			break more
+		}
+	}
+	w.write(ctx, entries)
+	for _, s := range syncs {
+		close(s)
+	}
+}
+
+// write stores entries in one transaction, counting them written or lost.
+func (w *Writer) write(ctx context.Context, entries []store.AuditEntry) {
+	if len(entries) == 0 {
+		return
+	}
+	if err := w.st.AddAudit(ctx, entries); err != nil {
+		w.opt.Metrics.AuditFailed(len(entries))
+		w.log.Warn("audit: entries not written", "entries", len(entries), "err", err)
+		return
+	}
+	w.opt.Metrics.AuditWritten(len(entries))
+}
+
+// prune forgets entries older than Retention.
+func (w *Writer) prune(ctx context.Context) {
+	before := w.opt.Now().Add(-w.opt.Retention)
+	n, err := w.st.PruneAudit(ctx, before)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.Warn("audit: prune", "err", err)
+		}
+		return
+	}
+	if n > 0 {
+		w.log.Info("audit: pruned", "entries", n, "before", before.UTC().Format(time.RFC3339))
+	}
+}
+
+// Prune forgets entries older than Retention now, and says how many.
+func (w *Writer) Prune(ctx context.Context) (int64, error) {
+	return w.st.PruneAudit(ctx, w.opt.Now().Add(-w.opt.Retention))
+}

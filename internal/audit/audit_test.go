@@ -1,0 +1,169 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// fakeStore is a store.Audit in memory whose writes wait for gate (when
+// set) so that a test can fill the queue.
+type fakeStore struct {
+	gate    chan struct{}
+	mu      sync.Mutex // guards entries, batches, pruned, fail
+	entries []store.AuditEntry
+	batches []int
+	pruned  []time.Time
+	fail    bool
+}
+
+func (f *fakeStore) AddAudit(ctx context.Context, es []store.AuditEntry) error {
+	if f.gate != nil {
+		select {
+		case <-f.gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail {
+		return store.ErrUnavailable
+	}
+	f.entries = append(f.entries, es...)
+	f.batches = append(f.batches, len(es))
+	return nil
+}
+
+func (f *fakeStore) ListAudit(ctx context.Context, q store.AuditQuery) ([]store.AuditEntry, error) {
+	return nil, errors.New("not used")
+}
+
+func (f *fakeStore) PruneAudit(ctx context.Context, before time.Time) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pruned = append(f.pruned, before)
+	return 0, nil
+}
+
+func (f *fakeStore) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.entries)
+}
+
+func entry(i int) store.AuditEntry {
+	return store.AuditEntry{Box: "alpha", Method: "GET", Route: "/r", Status: 200 + i}
+}
+
+func TestWriter_SyncWritesWhatWasAdded(t *testing.T) {
+	st := &fakeStore{}
+	now := time.Date(2026, 10, 3, 12, 0, 0, 0, time.UTC)
+	w := New(st, Options{Batch: 4, Retention: 24 * time.Hour, Now: func() time.Time { return now }})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { w.Run(ctx); close(done) }()
+	for i := range 10 {
+		if !w.Add(entry(i)) {
+			t.Fatalf("Add(%d) = false with an empty queue", i)
+		}
+	}
+	if err := w.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := st.count(); got != 10 {
+		t.Errorf("entries written after Sync = %d, want 10", got)
+	}
+	st.mu.Lock()
+	for _, n := range st.batches {
+		if n > 4 {
+			t.Errorf("a batch of %d entries, want at most 4", n)
+		}
+	}
+	for i, e := range st.entries {
+		if e.Status != 200+i {
+			t.Errorf("entry %d has status %d, want %d: written out of order", i, e.Status, 200+i)
+		}
+	}
+	if len(st.pruned) == 0 || !st.pruned[0].Equal(now.Add(-24*time.Hour)) {
+		t.Errorf("pruned before %v, want once at start before %v", st.pruned, now.Add(-24*time.Hour))
+	}
+	st.mu.Unlock()
+	cancel()
+	<-done
+}
+
+// TestWriter_FullQueueDrops is the hot path never waiting on a slow store:
+// with the store stuck, Add returns at once and counts what it drops.
+func TestWriter_FullQueueDrops(t *testing.T) {
+	st := &fakeStore{gate: make(chan struct{})}
+	w := New(st, Options{Queue: 3, Batch: 1})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { w.Run(ctx); close(done) }()
+
+	// Fill the queue; the writer takes at most one entry into a stuck write.
+	added := 0
+	for i := range 100 {
+		if w.Add(entry(i)) {
+			added++
+		}
+	}
+	if added < 3 || added > 4 {
+		t.Errorf("Add accepted %d of 100 with a queue of 3 and a stuck store, want 3 or 4", added)
+	}
+	if got := w.Dropped(); got != int64(100-added) {
+		t.Errorf("Dropped() = %d, want %d", got, 100-added)
+	}
+	close(st.gate) // the store answers again
+	if err := w.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := st.count(); got != added {
+		t.Errorf("entries written = %d, want the %d queued", got, added)
+	}
+	cancel()
+	<-done
+}
+
+func TestWriter_DrainsOnStop(t *testing.T) {
+	st := &fakeStore{}
+	w := New(st, Options{})
+	for i := range 5 {
+		w.Add(entry(i))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // Run starts with its context already over
+	w.Run(ctx)
+	if got := st.count(); got != 5 {
+		t.Errorf("entries written by a stopped Run = %d, want the 5 queued", got)
+	}
+}
+
+func TestWriter_StoreFailureIsNotFatal(t *testing.T) {
+	st := &fakeStore{fail: true}
+	w := New(st, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { w.Run(ctx); close(done) }()
+	w.Add(entry(0))
+	if err := w.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st.mu.Lock()
+	st.fail = false
+	st.mu.Unlock()
+	w.Add(entry(1))
+	if err := w.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := st.count(); got != 1 {
+		t.Errorf("entries written after one failed write = %d, want 1", got)
+	}
+	cancel()
+	<-done
+}

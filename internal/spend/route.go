@@ -1,0 +1,17 @@
+package spend
+
+import (
+	"net/http"
+
+	"github.com/intentius/boxbroker/internal/capability"
+)
+
+// Route is the wrapped capability's route template, so that metering a
+// capability does not change how its requests are labelled; "" when it
+// names none.
+func (c *metered) Route(r *http.Request) string {
+	if rt, ok := c.Capability.(capability.Router); ok {
+		return rt.Route(r)
+	}
+	return ""
+}

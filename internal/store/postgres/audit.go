@@ -1,0 +1,103 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// pruneChunk bounds the rows one pruning statement deletes, so that
+// pruning a long log never holds locks for long.
+const pruneChunk = 5000
+
+// AddAudit stores entries in one transaction. The audit log is never
+// cached, so no change is recorded.
+func (s *Store) AddAudit(ctx context.Context, entries []store.AuditEntry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	rows := make([][]any, len(entries))
+	for i, e := range entries {
+		words := e.Words
+		if words == nil {
+			words = []string{}
+		}
+		rows[i] = []any{e.Box, e.At, e.Method, e.Route, e.Capability, words, e.Status, e.Reason, e.Message,
+			e.Duration.Microseconds(), e.UpstreamStatus}
+	}
+	return s.write(ctx, fmt.Sprintf("add %d audit entries", len(entries)), func(tx pgx.Tx) ([]store.Change, error) {
+		_, err := tx.CopyFrom(ctx, pgx.Identifier{"audit"},
+			[]string{"box", "at", "method", "route", "capability", "words", "status", "reason", "message", "duration_us", "upstream_status"},
+			pgx.CopyFromRows(rows))
+		return nil, err
+	})
+}
+
+// ListAudit returns the entries q selects, newest first (by time, then
+// by ID). q.Limit must be positive.
+func (s *Store) ListAudit(ctx context.Context, q store.AuditQuery) ([]store.AuditEntry, error) {
+	if q.Limit <= 0 {
+		return nil, fmt.Errorf("list audit: limit %d is not positive", q.Limit)
+	}
+	var where []string
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	if q.Box != "" {
+		where = append(where, "box = "+arg(q.Box))
+	}
+	if !q.Since.IsZero() {
+		where = append(where, "at >= "+arg(q.Since))
+	}
+	if q.RefusalsOnly {
+		where = append(where, "reason <> ''")
+	}
+	query := "SELECT id, box, at, method, route, capability, words, status, reason, message, duration_us, upstream_status FROM audit"
+	if len(where) > 0 {
+		query += " WHERE " + strings.Join(where, " AND ")
+	}
+	query += " ORDER BY at DESC, id DESC LIMIT " + arg(q.Limit)
+	rows, err := s.pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, translate("list audit", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.AuditEntry, error) {
+		var e store.AuditEntry
+		var dur int64
+		err := r.Scan(&e.ID, &e.Box, &e.At, &e.Method, &e.Route, &e.Capability, &e.Words, &e.Status, &e.Reason, &e.Message, &dur, &e.UpstreamStatus)
+		e.At = e.At.UTC()
+		e.Duration = time.Duration(dur) * time.Microsecond
+		if len(e.Words) == 0 {
+			e.Words = nil
+		}
+		return e, err
+	})
+	if err != nil {
+		return nil, translate("list audit", err)
+	}
+	return out, nil
+}
+
+// PruneAudit forgets entries before before, a chunk per statement, and
+// says how many it removed.
+func (s *Store) PruneAudit(ctx context.Context, before time.Time) (int64, error) {
+	var total int64
+	for {
+		tag, err := s.pool.Exec(ctx, "DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE at < $1 LIMIT $2)", before, pruneChunk)
+		if err != nil {
+			return total, translate("prune audit", err)
+		}
+		total += tag.RowsAffected()
+		if tag.RowsAffected() < pruneChunk {
+			return total, nil
+		}
+	}
+}
