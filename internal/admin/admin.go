@@ -58,6 +58,7 @@ type Server struct {
 	cfg    Config
 	log    *slog.Logger
 	mux    *http.ServeMux
+	ui     *ui
 	routes []Route
 }
 
@@ -97,6 +98,12 @@ func New(cfg Config) (*Server, error) {
 	for _, rt := range s.routes {
 		s.Handle(rt)
 	}
+	ui, err := newUI(s)
+	if err != nil {
+		return nil, err
+	}
+	s.ui = ui
+	ui.register(s.mux)
 	return s, nil
 }
 

@@ -1,0 +1,523 @@
+package admin
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"embed"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// The owner's page: server-rendered HTML under /ui/ on the admin listener.
+// It signs in with an admin token, which it exchanges for a session: the
+// cookie holds a session sealed under the master key (the admin token's
+// ID, an expiry and a CSRF secret), never the token. Every POST carries
+// the CSRF secret in a form field and, when the browser sends Origin, must
+// come from this origin; the cookie is HttpOnly and SameSite=Strict.
+
+//go:embed ui/*.html ui/style.css
+var uiFiles embed.FS
+
+// SessionCookie is the owner's page's cookie.
+const SessionCookie = "boxbroker_session"
+
+// sessionAD is the additional data a session is sealed with.
+const sessionAD = "admin-session"
+
+// Session is a signed-in owner's page session.
+type Session struct {
+	// TokenID is the admin token it was signed in with; revoking that
+	// token ends the session.
+	TokenID string `json:"t"`
+	// Expires is when it ends, Unix seconds.
+	Expires int64 `json:"e"`
+	// CSRF is the secret every form posts back.
+	CSRF string `json:"c"`
+}
+
+// FormContext is what a page section needs to render a form that posts
+// back: the session's CSRF secret, to put in a hidden "csrf" field.
+type FormContext struct {
+	CSRF string
+}
+
+// CSRFField is the hidden input a form on the owner's page must carry.
+func (f FormContext) CSRFField() template.HTML {
+	return template.HTML(`<input type="hidden" name="csrf" value="` + template.HTMLEscapeString(f.CSRF) + `">`)
+}
+
+// BoxSection is a part of a box's page added by a later part of boxbroker
+// (grants, with their issue and revoke forms). Render returns the
+// section's HTML, built with html/template; forms in it post to routes
+// added with HandleUI and carry form.CSRFField().
+type BoxSection struct {
+	Title  string
+	Render func(ctx context.Context, box string, form FormContext) (template.HTML, error)
+}
+
+// ui holds the page's templates and the sections added to box pages.
+type ui struct {
+	s        *Server
+	tmpl     *template.Template
+	mu       sync.RWMutex // guards sections
+	sections []BoxSection
+}
+
+func newUI(s *Server) (*ui, error) {
+	t, err := template.New("ui").Funcs(template.FuncMap{
+		"ago":     func(at string) string { return ago(at, s.cfg.Now()) },
+		"usd":     func(v float64) string { return fmt.Sprintf("$%.2f", v) },
+		"join":    strings.Join,
+		"deref":   func(p *string) string { return deref(p, "") },
+		"orNone":  func(p *string) string { return deref(p, "(none)") },
+		"status":  func(p *int) string { return derefInt(p) },
+		"escPath": url.PathEscape,
+	}).ParseFS(uiFiles, "ui/*.html")
+	if err != nil {
+		return nil, fmt.Errorf("owner's page templates: %w", err)
+	}
+	return &ui{s: s, tmpl: t}, nil
+}
+
+func deref(p *string, none string) string {
+	if p == nil {
+		return none
+	}
+	return *p
+}
+
+func derefInt(p *int) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprint(*p)
+}
+
+// ago says how long before now the protocol time at was.
+func ago(at string, now time.Time) string {
+	t, err := time.Parse(time.RFC3339Nano, at)
+	if err != nil {
+		return at
+	}
+	d := now.Sub(t)
+	switch {
+	case d < 0:
+		return "just now"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds ago", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
+}
+
+// register adds the page's routes to mux.
+func (u *ui) register(mux *http.ServeMux) {
+	mux.Handle("GET /ui", http.RedirectHandler("/ui/", http.StatusSeeOther))
+	mux.Handle("GET /ui/{$}", u.adapt(u.home))
+	mux.Handle("GET /ui/style.css", http.HandlerFunc(u.style))
+	mux.Handle("POST /ui/signin", u.adapt(u.signin))
+	mux.Handle("POST /ui/signout", u.adapt(u.signedIn(u.signout)))
+	mux.Handle("GET /ui/boxes/{name}", u.adapt(u.signedIn(u.boxPage)))
+	mux.Handle("POST /ui/boxes/{name}/settings", u.adapt(u.signedIn(u.settings)))
+}
+
+// AddBoxSection adds a section to every box's page, after the standard
+// ones. It is the owner's page's extension point for grants.
+func (s *Server) AddBoxSection(sec BoxSection) {
+	s.ui.mu.Lock()
+	s.ui.sections = append(s.ui.sections, sec)
+	s.ui.mu.Unlock()
+}
+
+// HandleUI adds an owner's page route, such as
+// "POST /ui/boxes/{name}/grants/{id}/revoke". Its handler runs only for a
+// signed-in session; for any method but GET and HEAD, only when the form's
+// csrf field is the session's and the request comes from this origin. A
+// handler answers with HTML, or returns an error shown as an error page.
+// It must be called before the Server serves.
+func (s *Server) HandleUI(pattern string, h func(w http.ResponseWriter, r *http.Request, sess *Session) error) {
+	s.mux.Handle(pattern, s.ui.adapt(s.ui.signedIn(h)))
+}
+
+// headers sets what every page answers with: no framing, no scripts, no
+// referrer.
+func pageHeaders(h http.Header) {
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+}
+
+// pageError is an error page's content.
+type pageError struct {
+	Status  int
+	Message string
+}
+
+// adapt renders a page handler's error as an HTML error page: an
+// *capability.Error shows its message, anything else a generic one, its
+// text logged.
+func (u *ui) adapt(h func(http.ResponseWriter, *http.Request) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		pageHeaders(w.Header())
+		err := h(w, r)
+		if err == nil {
+			return
+		}
+		var ce *capability.Error
+		if !errors.As(err, &ce) {
+			ce = &capability.Error{Status: http.StatusInternalServerError, Message: "The broker could not show this page.", Err: err}
+		}
+		if ce.Err != nil {
+			u.s.log.Error("owner's page failed", "method", r.Method, "path", r.URL.Path, "status", ce.Status, "err", ce.Err)
+		}
+		u.render(w, ce.Status, "error", pageError{Status: ce.Status, Message: ce.Message})
+	})
+}
+
+// render writes the named template with data.
+func (u *ui) render(w http.ResponseWriter, status int, name string, data any) {
+	var b strings.Builder
+	if err := u.tmpl.ExecuteTemplate(&b, name, data); err != nil {
+		u.s.log.Error("owner's page template", "template", name, "err", err)
+		http.Error(w, "The broker could not show this page.", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(b.String()))
+}
+
+func (u *ui) style(w http.ResponseWriter, r *http.Request) {
+	b, err := uiFiles.ReadFile("ui/style.css")
+	if err != nil {
+		http.Error(w, "no style", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/css; charset=utf-8")
+	w.Header().Set("Cache-Control", "max-age=300")
+	_, _ = w.Write(b)
+}
+
+// newSession makes a session for the admin token with that ID.
+func (u *ui) newSession(tokenID string) (*Session, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return nil, fmt.Errorf("session: %w", err)
+	}
+	return &Session{TokenID: tokenID, Expires: u.s.cfg.Now().Add(u.s.cfg.SessionTTL).Unix(), CSRF: hex.EncodeToString(b)}, nil
+}
+
+// seal is the cookie value for sess.
+func (u *ui) seal(sess *Session) (string, error) {
+	j, err := json.Marshal(sess)
+	if err != nil {
+		return "", err
+	}
+	sealed, err := u.s.cfg.Keyring.Seal(j, sessionAD)
+	if err != nil {
+		return "", fmt.Errorf("seal session: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(sealed), nil
+}
+
+// errNoSession means the request holds no current session.
+var errNoSession = errors.New("no session")
+
+// session opens the request's cookie and checks that it has not expired
+// and that its admin token still stands.
+func (u *ui) session(r *http.Request) (*Session, error) {
+	c, err := r.Cookie(SessionCookie)
+	if err != nil || c.Value == "" || len(c.Value) > 4096 {
+		return nil, errNoSession
+	}
+	sealed, err := base64.RawURLEncoding.DecodeString(c.Value)
+	if err != nil {
+		return nil, errNoSession
+	}
+	j, err := u.s.cfg.Keyring.Open(sealed, sessionAD)
+	if err != nil {
+		return nil, errNoSession
+	}
+	var sess Session
+	if err := json.Unmarshal(j, &sess); err != nil || sess.TokenID == "" || sess.CSRF == "" {
+		return nil, errNoSession
+	}
+	if u.s.cfg.Now().Unix() >= sess.Expires {
+		return nil, errNoSession
+	}
+	if _, err := u.s.cfg.Store.AdminToken(r.Context(), sess.TokenID); errors.Is(err, store.ErrNotFound) {
+		return nil, errNoSession // the token was revoked
+	} else if err != nil {
+		return nil, storeError(err, "", "")
+	}
+	return &sess, nil
+}
+
+// setCookie sets (value non-empty) or clears the session cookie.
+func (u *ui) setCookie(w http.ResponseWriter, r *http.Request, value string) {
+	c := &http.Cookie{
+		Name: SessionCookie, Value: value, Path: "/ui/",
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
+		MaxAge: int(u.s.cfg.SessionTTL.Seconds()),
+	}
+	if value == "" {
+		c.MaxAge = -1
+	}
+	http.SetCookie(w, c)
+}
+
+// sameOrigin reports whether a POST may have come from this origin: the
+// browser sent no Origin, or one naming this host.
+func sameOrigin(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	u, err := url.Parse(o)
+	return err == nil && u.Host == r.Host && (u.Scheme == "http" || u.Scheme == "https")
+}
+
+var errForbiddenPost = capability.Errorf(http.StatusForbidden, protocol.TypePermission,
+	"This form did not come from the owner's page, or is from an earlier sign-in; go back, reload and try again.")
+
+// signedIn runs h only for a current session; an unsafe method also needs
+// the session's CSRF secret in the form and a same-origin request. With no
+// session, a GET goes to the sign-in page and anything else is a 401.
+func (u *ui) signedIn(h func(http.ResponseWriter, *http.Request, *Session) error) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		sess, err := u.session(r)
+		if errors.Is(err, errNoSession) {
+			if r.Method == http.MethodGet || r.Method == http.MethodHead {
+				http.Redirect(w, r, "/ui/", http.StatusSeeOther)
+				return nil
+			}
+			return capability.Errorf(http.StatusUnauthorized, protocol.TypeAuthn, "You are not signed in, or your session has ended; sign in again.")
+		}
+		if err != nil {
+			return err
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+			if !sameOrigin(r) || r.ParseForm() != nil ||
+				subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(sess.CSRF)) != 1 {
+				return errForbiddenPost
+			}
+		}
+		return h(w, r, sess)
+	}
+}
+
+// signinPage is the sign-in form's content.
+type signinPage struct {
+	Broker string
+	Error  string
+}
+
+// home is the boxes overview, or the sign-in form with no session.
+func (u *ui) home(w http.ResponseWriter, r *http.Request) error {
+	sess, err := u.session(r)
+	if errors.Is(err, errNoSession) {
+		if _, cerr := r.Cookie(SessionCookie); cerr == nil {
+			u.setCookie(w, r, "") // an old or forged cookie: drop it
+		}
+		u.render(w, http.StatusOK, "signin", signinPage{Broker: u.s.cfg.Broker})
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return u.overview(w, r, sess)
+}
+
+func (u *ui) signin(w http.ResponseWriter, r *http.Request) error {
+	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
+	if !sameOrigin(r) || r.ParseForm() != nil {
+		return errForbiddenPost
+	}
+	t, err := u.s.lookup(r.Context(), strings.TrimSpace(r.PostForm.Get("token")))
+	if errors.Is(err, errNoAdminToken) || errors.Is(err, errUnknownAdminToken) {
+		u.render(w, http.StatusUnauthorized, "signin", signinPage{Broker: u.s.cfg.Broker,
+			Error: "That is not an admin token at this broker. `boxbroker admin token` makes one."})
+		return nil
+	}
+	if err != nil {
+		return storeError(err, "", "")
+	}
+	sess, err := u.newSession(t.ID)
+	if err != nil {
+		return err
+	}
+	v, err := u.seal(sess)
+	if err != nil {
+		return err
+	}
+	u.setCookie(w, r, v)
+	u.s.log.Info("owner's page: signed in", "admin_token", t.ID)
+	http.Redirect(w, r, "/ui/", http.StatusSeeOther)
+	return nil
+}
+
+func (u *ui) signout(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	u.setCookie(w, r, "")
+	http.Redirect(w, r, "/ui/", http.StatusSeeOther)
+	return nil
+}
+
+// card is one box as the page shows it.
+type card struct {
+	BoxView
+	Refusals      []AuditView
+	FeedbackCount int
+}
+
+// overviewPage is the boxes overview's content.
+type overviewPage struct {
+	Broker string
+	Form   FormContext
+	Boxes  []card
+	Now    string
+}
+
+// recentRefusals is how many of a box's refusals a card shows.
+const recentRefusals = 5
+
+// card reads what the page shows of v beside the API's view.
+func (u *ui) card(ctx context.Context, v BoxView, refusals int) (card, error) {
+	c := card{BoxView: v}
+	entries, err := u.s.cfg.Store.ListAudit(ctx, store.AuditQuery{Box: v.Name, RefusalsOnly: true, Limit: refusals})
+	if err != nil {
+		return c, err
+	}
+	for _, e := range entries {
+		c.Refusals = append(c.Refusals, AuditViewOf(e))
+	}
+	fb, err := u.s.cfg.Store.ListFeedback(ctx, v.Name)
+	if err != nil {
+		return c, err
+	}
+	c.FeedbackCount = len(fb)
+	return c, nil
+}
+
+func (u *ui) overview(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	boxes, err := u.s.Boxes(r.Context())
+	if err != nil {
+		return storeError(err, "", "")
+	}
+	page := overviewPage{Broker: u.s.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Now: formatTime(u.s.cfg.Now())}
+	for _, v := range boxes {
+		c, err := u.card(r.Context(), v, recentRefusals)
+		if err != nil {
+			return storeError(err, "", "")
+		}
+		page.Boxes = append(page.Boxes, c)
+	}
+	u.render(w, http.StatusOK, "boxes", page)
+	return nil
+}
+
+// boxPageData is one box's page.
+type boxPageData struct {
+	Broker    string
+	Form      FormContext
+	Box       card
+	Recent    []AuditView
+	Secrets   []SecretView
+	Resources []ResourceView
+	Sections  []renderedSection
+}
+
+type renderedSection struct {
+	Title string
+	HTML  template.HTML
+}
+
+func (u *ui) boxPage(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	b, err := u.s.box(r)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	v, err := u.s.boxView(ctx, b)
+	if err != nil {
+		return storeError(err, "", "")
+	}
+	c, err := u.card(ctx, v, 20)
+	if err != nil {
+		return storeError(err, "", "")
+	}
+	page := boxPageData{Broker: u.s.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Box: c}
+	recent, err := u.s.cfg.Store.ListAudit(ctx, store.AuditQuery{Box: b.Name, Limit: 25})
+	if err != nil {
+		return storeError(err, "", "")
+	}
+	for _, e := range recent {
+		page.Recent = append(page.Recent, AuditViewOf(e))
+	}
+	secrets, err := u.s.cfg.Store.ListSecrets(ctx, b.Name)
+	if err != nil {
+		return storeError(err, "", "")
+	}
+	for _, sec := range secrets {
+		page.Secrets = append(page.Secrets, SecretView{Name: sec.Name, Host: sec.Host, UpdatedAt: formatTime(sec.UpdatedAt)})
+	}
+	resources, err := u.s.cfg.Store.ListResources(ctx, b.Name)
+	if err != nil {
+		return storeError(err, "", "")
+	}
+	for _, res := range resources {
+		page.Resources = append(page.Resources, ResourceView{Kind: res.Kind, ID: res.ID, At: formatTime(res.At)})
+	}
+	u.mu.RLock()
+	sections := append([]BoxSection(nil), u.sections...)
+	u.mu.RUnlock()
+	for _, sec := range sections {
+		h, err := sec.Render(ctx, b.Name, page.Form)
+		if err != nil {
+			return fmt.Errorf("box page section %q: %w", sec.Title, err)
+		}
+		page.Sections = append(page.Sections, renderedSection{Title: sec.Title, HTML: h})
+	}
+	u.render(w, http.StatusOK, "box", page)
+	return nil
+}
+
+// settings changes a box's consent or paused from its page.
+func (u *ui) settings(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	b, err := u.s.box(r)
+	if err != nil {
+		return err
+	}
+	switch r.PostForm.Get("set") {
+	case "consent":
+		b.Consent = r.PostForm.Get("value") == "true"
+	case "paused":
+		b.Paused = r.PostForm.Get("value") == "true"
+	default:
+		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "The form names no setting this page changes.")
+	}
+	if err := u.s.cfg.Store.UpdateBox(r.Context(), b); err != nil {
+		return storeError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
+	}
+	u.s.drop(store.ChangeBox, b.Name)
+	u.s.log.Info("owner's page: box updated", "box", b.Name, "consent", b.Consent, "paused", b.Paused, "admin_token", sess.TokenID)
+	http.Redirect(w, r, "/ui/boxes/"+url.PathEscape(b.Name), http.StatusSeeOther)
+	return nil
+}
