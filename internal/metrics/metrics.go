@@ -22,7 +22,8 @@ import (
 )
 
 // Grant outcomes, the values of boxbroker_grant_checks_total's outcome
-// label. The grants code reports each chant-grant it checks with one.
+// label: the outcomes the payer reports for each chant-grant it checks
+// (grant.Outcomes and payer.Unavailable, the same strings).
 const (
 	// GrantAccepted: the grant is the box's, current, and its person holds
 	// a credential; the visitor pays.
@@ -32,20 +33,24 @@ const (
 	// GrantUnknown: no grant hashes to the value.
 	GrantUnknown = "unknown"
 	// GrantOtherBox: the grant was issued for another box.
-	GrantOtherBox = "other_box"
+	GrantOtherBox = "other-box"
 	// GrantExpired: the grant has expired.
 	GrantExpired = "expired"
 	// GrantRevoked: the grant was revoked.
 	GrantRevoked = "revoked"
 	// GrantNoCredential: the person holds no credential here any more.
-	GrantNoCredential = "no_credential"
-	// GrantError: the grant could not be checked (the store did not answer).
+	GrantNoCredential = "no-credential"
+	// GrantUnavailable: the grant could not be checked (the store did not
+	// answer).
+	GrantUnavailable = "unavailable"
+	// GrantError counts any other outcome passed to Grant, so the label
+	// stays bounded.
 	GrantError = "error"
 )
 
 var grantOutcomes = map[string]bool{
 	GrantAccepted: true, GrantMalformed: true, GrantUnknown: true, GrantOtherBox: true,
-	GrantExpired: true, GrantRevoked: true, GrantNoCredential: true, GrantError: true,
+	GrantExpired: true, GrantRevoked: true, GrantNoCredential: true, GrantUnavailable: true, GrantError: true,
 }
 
 // Metrics holds boxbroker's collectors. Its methods are safe for

@@ -348,3 +348,24 @@ func TestAudit_PrunedPastRetention(t *testing.T) {
 		t.Errorf("audit after pruning past an hour = %+v, %v, want only the fresh entry", got, err)
 	}
 }
+
+// TestMetrics_GrantChecks counts the payer's grant checks by outcome.
+func TestMetrics_GrantChecks(t *testing.T) {
+	b := brokertest.New(t, brokertest.Options{})
+	b.SetCredential("anthropic", "sk-ant-api03-x")
+	tok := b.AddBox("alpha")
+	b.Report(tok, brokertest.Entry("inference", "agent"))
+	for _, v := range []string{"bbg_no-such-grant", "bbg_another-unknown-one"} {
+		h := http.Header{"Chant-Grant": {v}}
+		if r := b.Do("POST", "/llm/anthropic/v1/messages", tok, []byte(messages), h); r.StatusCode != 200 {
+			t.Fatalf("messages with an unknown grant = %d %s, want 200 (ignored)", r.StatusCode, r.Body)
+		}
+	}
+	text := scrape(t, b)
+	if got := metric(text, `boxbroker_grant_checks_total{outcome="unknown"}`); got != "2" {
+		t.Errorf("grant checks ending unknown = %q, want 2", got)
+	}
+	if strings.Contains(text, "no-such-grant") {
+		t.Errorf("/metrics holds a grant value")
+	}
+}

@@ -191,7 +191,13 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	_, local := st.(*sqlite.Store)
 	aw := audit.New(st, audit.Options{Retention: cfg.AuditRetention, Metrics: m, Logger: log})
 	c := cache.New(st, cache.Options{Logger: log, Shared: !local})
-	pay := &payer.Resolver{Cache: c, Keyring: keyring, Store: st, Logger: log, Now: opt.Now, OnGrant: opt.OnGrant}
+	onGrant := func(outcome string) {
+		m.Grant(outcome)
+		if opt.OnGrant != nil {
+			opt.OnGrant(outcome)
+		}
+	}
+	pay := &payer.Resolver{Cache: c, Keyring: keyring, Store: st, Logger: log, Now: opt.Now, OnGrant: onGrant}
 	eg, err := egress.New(egress.Config{Secrets: c, Keyring: keyring, Transport: opt.Transport, MaxBody: cfg.EgressMaxBody, Logger: log,
 		TransportOptions: proxy.TransportOptions{ResponseHeaderTimeout: cfg.UpstreamHeaderTimeout}})
 	if err != nil {
