@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/grant"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -20,8 +21,8 @@ import (
 const chromium = "/usr/bin/chromium"
 
 // TestOwnerPage_Browser signs in to the owner's page in headless Chromium,
-// sees a box with its report, spend and refusals, pauses it through a form
-// (CSRF secret and all), and saves a screenshot: to $BOXBROKER_SCREENSHOT
+// sees a box with its report, spend and refusals, pauses it and revokes a
+// grant through their forms (CSRF secret and all), and saves a screenshot: to $BOXBROKER_SCREENSHOT
 // when set (docs/owner-page.png is made so), else to a temporary file.
 // A real browser holds the page to what a test client would not: it found
 // that Referrer-Policy: no-referrer makes Chromium post "Origin: null".
@@ -52,6 +53,10 @@ func TestOwnerPage_Browser(t *testing.T) {
 		}
 	}
 	if err := b.Server.Audit.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, g, err := grant.Issue(ctx, b.Server.Store, "alpha", "github:ann", time.Hour, time.Now())
+	if err != nil {
 		t.Fatal(err)
 	}
 
@@ -146,6 +151,22 @@ func TestOwnerPage_Browser(t *testing.T) {
 		t.Fatalf("browser: pause alpha: %v", err)
 	}
 	boxPage := text("alpha's page")
+
+	// Revoke the grant from the page.
+	revoke := chromedp.CSS("#grant-" + g.ID + " button")
+	if err := chromedp.Do(tctx,
+		chromedp.WaitVisible(revoke),
+		chromedp.Click(revoke),
+		chromedp.WaitNotPresent(revoke),
+	); err != nil {
+		t.Fatalf("browser: revoke the grant: %v", err)
+	}
+	if got, err := b.Server.Store.GrantByHash(ctx, g.Hash); err != nil || got.RevokedAt.IsZero() {
+		t.Errorf("grant after pressing Revoke = revoked at %v, %v, want revoked", got.RevokedAt, err)
+	}
+	if after := text("alpha's page after revoking"); !strings.Contains(after, "revoked") {
+		t.Errorf("alpha's page after revoking does not say the grant is revoked:\n%s", after)
+	}
 	if bx, err := b.Server.Store.Box(ctx, "alpha"); err != nil || !bx.Paused {
 		t.Errorf("alpha after pressing Pause in the browser = paused %v, %v, want paused", bx.Paused, err)
 	}

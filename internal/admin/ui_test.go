@@ -13,6 +13,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/grant"
 	"github.com/intentius/boxbroker/internal/protocol"
 )
 
@@ -244,30 +245,57 @@ func TestUI_SignOut(t *testing.T) {
 	}
 }
 
-// TestUI_Extension adds a section and a form route as the grants code will.
+// TestUI_Extension adds a section and a form route as a later part would.
 func TestUI_Extension(t *testing.T) {
 	b := brokertest.New(t, brokertest.Options{})
 	b.AddBox("alpha")
 	var posted []string
-	b.Server.Admin.AddBoxSection(admin.BoxSection{Title: "Grants", Render: func(ctx context.Context, box string, f admin.FormContext) (template.HTML, error) {
-		return template.HTML(`<form method="post" action="/ui/boxes/` + box + `/grants/g1/revoke">` + string(f.CSRFField()) + `<button>Revoke g1</button></form>`), nil
+	b.Server.Admin.AddBoxSection(admin.BoxSection{Title: "Notes", Render: func(ctx context.Context, box string, f admin.FormContext) (template.HTML, error) {
+		return template.HTML(`<form method="post" action="/ui/boxes/` + box + `/notes/n1/clear">` + string(f.CSRFField()) + `<button>Clear n1</button></form>`), nil
 	}})
-	b.Server.Admin.HandleUI("POST /ui/boxes/{name}/grants/{id}/revoke", func(w http.ResponseWriter, r *http.Request, s *admin.Session) error {
+	b.Server.Admin.HandleUI("POST /ui/boxes/{name}/notes/{id}/clear", func(w http.ResponseWriter, r *http.Request, s *admin.Session) error {
 		posted = append(posted, r.PathValue("name")+"/"+r.PathValue("id"))
 		http.Redirect(w, r, "/ui/boxes/"+r.PathValue("name"), http.StatusSeeOther)
 		return nil
 	})
 	cookie := signIn(t, b, b.AdminToken)
 	p := ui(t, b, "GET", "/ui/boxes/alpha", cookie, nil, nil)
-	if !strings.Contains(p.body, "<h2>Grants</h2>") || !strings.Contains(p.body, "Revoke g1") {
+	if !strings.Contains(p.body, "<h2>Notes</h2>") || !strings.Contains(p.body, "Clear n1") {
 		t.Fatalf("box page lacks the added section:\n%s", p.body)
 	}
-	if p := ui(t, b, "POST", "/ui/boxes/alpha/grants/g1/revoke", cookie, url.Values{}, nil); p.status != 403 || len(posted) != 0 {
+	if p := ui(t, b, "POST", "/ui/boxes/alpha/notes/n1/clear", cookie, url.Values{}, nil); p.status != 403 || len(posted) != 0 {
 		t.Errorf("added route without csrf = %d (posted %v), want 403 and not run", p.status, posted)
 	}
-	if p := ui(t, b, "POST", "/ui/boxes/alpha/grants/g1/revoke", cookie, url.Values{"csrf": {csrfOf(t, p.body)}}, nil); p.status != 303 || len(posted) != 1 || posted[0] != "alpha/g1" {
+	if p := ui(t, b, "POST", "/ui/boxes/alpha/notes/n1/clear", cookie, url.Values{"csrf": {csrfOf(t, p.body)}}, nil); p.status != 303 || len(posted) != 1 || posted[0] != "alpha/n1" {
 		t.Errorf("added route with csrf = %d (posted %v), want 303 and run once", p.status, posted)
 	}
 }
 
 func timeNow() time.Time { return time.Now() }
+
+// TestUI_RevokeAnotherBoxsGrant is a revoke through one box's page of a
+// grant issued for another: refused, and the grant stands.
+func TestUI_RevokeAnotherBoxsGrant(t *testing.T) {
+	b := brokertest.New(t, brokertest.Options{})
+	b.AddBox("alpha")
+	b.AddBox("beta")
+	ctx := context.Background()
+	_, g, err := grant.Issue(ctx, b.Server.Store, "beta", "github:ann", time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cookie := signIn(t, b, b.AdminToken)
+	csrf := csrfOf(t, ui(t, b, "GET", "/ui/boxes/beta", cookie, nil, nil).body)
+	if p := ui(t, b, "POST", "/ui/boxes/alpha/grants/"+g.ID+"/revoke", cookie, url.Values{"csrf": {csrf}}, nil); p.status != 404 {
+		t.Errorf("revoke beta's grant through alpha = %d, want 404", p.status)
+	}
+	if got, _ := b.Server.Store.GrantByHash(ctx, g.Hash); !got.RevokedAt.IsZero() {
+		t.Fatalf("beta's grant was revoked through alpha's page")
+	}
+	if p := ui(t, b, "POST", "/ui/boxes/beta/grants/"+g.ID+"/revoke", cookie, url.Values{"csrf": {csrf}}, nil); p.status != 303 {
+		t.Errorf("revoke beta's grant through beta = %d, want 303", p.status)
+	}
+	if got, _ := b.Server.Store.GrantByHash(ctx, g.Hash); got.RevokedAt.IsZero() {
+		t.Errorf("beta's grant stands after revoking it through its page")
+	}
+}
