@@ -1,0 +1,99 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/broker"
+	"github.com/intentius/boxbroker/internal/payer"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/proxy"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// BenchmarkObserve measures what metrics and the audit log add to a
+// request: one observer.Request (counters, histograms, an audit entry
+// queued) against the baseline of one whole forwarded count_tokens call
+// through the broker on loopback (itself observed), measured in the same
+// loop. It reports observe/forward, the share of a request's cost that
+// observing it takes, and how many audit entries were dropped.
+func BenchmarkObserve(b *testing.B) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"input_tokens":12}`)
+	}))
+	defer up.Close()
+	u, _ := url.Parse(up.URL)
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := New(ctx, Config{DataDir: b.TempDir(), AnthropicURL: u, LogLevel: "error"},
+		Options{Logger: slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelError}))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ran := make(chan struct{})
+	go func() { srv.Run(ctx); close(ran) }()
+	defer func() {
+		cancel()
+		<-ran
+		srv.Close()
+	}()
+	token, _ := broker.NewToken()
+	if err := srv.Store.CreateBox(ctx, store.Box{Name: "alpha", TokenHash: broker.HashToken(token), CreatedAt: time.Now(), PayerKind: protocol.PayerShared}); err != nil {
+		b.Fatal(err)
+	}
+	sealed, _ := srv.Keyring.Seal([]byte("sk-ant-api03-bench"), payer.AD("anthropic"))
+	if err := srv.Store.SetCredential(ctx, store.Credential{ID: "anthropic", Sealed: sealed, UpdatedAt: time.Now()}); err != nil {
+		b.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler)
+	defer hs.Close()
+	client := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	do := func(path string, body []byte) int {
+		req, _ := http.NewRequest("POST", hs.URL+path, bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if s := do(protocol.RouteDeclaration, []byte(`{"capabilities":[{"name":"inference","broker":"lobby","scope":["agent"]}]}`)); s != 200 {
+		b.Fatalf("report = %d", s)
+	}
+	body := []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`)
+	o := &observer{m: srv.Metrics, audit: srv.Audit}
+	rec := &broker.Record{At: time.Now(), Method: "POST", Route: "/llm/anthropic/v1/messages/count_tokens", Box: "alpha",
+		Capability: "inference", Words: []string{"agent"}, Status: 200, Duration: time.Millisecond, Bytes: 20,
+		Upstream: []proxy.Call{{Status: 200, Latency: time.Millisecond}}}
+	before := srv.Audit.Dropped()
+	var forward, observe time.Duration
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		if s := do("/llm/anthropic/v1/messages/count_tokens", body); s != 200 {
+			b.Fatalf("count_tokens = %d", s)
+		}
+		t1 := time.Now()
+		o.Request(rec)
+		forward += t1.Sub(t0)
+		observe += time.Since(t1)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(forward.Nanoseconds())/float64(b.N), "forward-ns/op")
+	b.ReportMetric(float64(observe.Nanoseconds())/float64(b.N), "observe-ns/op")
+	b.ReportMetric(float64(observe)/float64(forward), "observe/forward")
+	b.ReportMetric(float64(srv.Audit.Dropped()-before), "audit-dropped")
+	if err := srv.Audit.Sync(ctx); err != nil {
+		b.Fatal(err)
+	}
+}
