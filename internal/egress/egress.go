@@ -217,19 +217,13 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 		return capability.Errorf(http.StatusForbidden, protocol.TypePermission, "The request carries no box token.")
 	}
 
-	path, rawPath, err := joinPath(base, tail)
+	target, err := outbound(base, tail, r.URL.RawQuery, call.Token, value)
 	var pe *pathError
 	if errors.As(err, &pe) {
 		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "%s", pe.msg)
 	}
-	if strings.Contains(path, call.Token) || strings.Contains(rawPath, call.Token) {
-		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
-			"The box's token is in the path, where the broker does not swap it; send it in a header or the query.")
-	}
-	target := &url.URL{Scheme: base.Scheme, Host: base.Host, Path: path, RawPath: rawPath,
-		RawQuery: swapQuery(r.URL.RawQuery, call.Token, value)}
-	if target.EscapedPath() != rawPath {
-		target.RawPath = "" // not a valid encoding after all: let net/url encode path
+	if err != nil {
+		return err
 	}
 	if r.ContentLength > c.cfg.MaxBody {
 		return capability.Errorf(http.StatusRequestEntityTooLarge, protocol.TypeTooLarge, "The request body is over %d bytes.", c.cfg.MaxBody)

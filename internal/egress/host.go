@@ -88,6 +88,30 @@ func dialAddr(u *url.URL) string {
 	return net.JoinHostPort(u.Hostname(), port)
 }
 
+// outbound builds the URL a request goes to: the secret's base URL (as
+// ParseHost returned it) with tail (the escaped rest of the request's path
+// after /egress/NAME, "" or beginning with "/") joined under its path, and
+// rawQuery with token swapped for value. Scheme, host and port are base's
+// and nothing else: no part of tail or rawQuery can change them. It
+// returns a *pathError, whose message is shown to the box, for a path it
+// refuses: one holding a dot segment or an invalid escape (see joinPath),
+// or the token, which the broker does not swap in a path.
+func outbound(base *url.URL, tail, rawQuery, token, value string) (*url.URL, error) {
+	path, rawPath, err := joinPath(base, tail)
+	if err != nil {
+		return nil, err
+	}
+	if strings.Contains(path, token) || strings.Contains(rawPath, token) {
+		return nil, &pathError{"The box's token is in the path, where the broker does not swap it; send it in a header or the query."}
+	}
+	target := &url.URL{Scheme: base.Scheme, Host: base.Host, Path: path, RawPath: rawPath,
+		RawQuery: swapQuery(rawQuery, token, value)}
+	if target.EscapedPath() != rawPath {
+		target.RawPath = "" // not a valid encoding after all: let net/url encode path
+	}
+	return target, nil
+}
+
 // pathError is a path the broker refuses to forward; its message is shown
 // to the box.
 type pathError struct{ msg string }
