@@ -10,3 +10,20 @@ if [ -n "$unformatted" ]; then
 fi
 go vet ./...
 go test -count=1 -timeout 20m ./...
+
+# Fuzz every target for a short bounded time (go fuzzes one target per
+# call). BOXBROKER_FUZZTIME sets the time per target (default 5s; 0
+# skips). A failing input is written under its package's testdata/fuzz,
+# where the next `go test` runs it as a regression.
+fuzztime=${BOXBROKER_FUZZTIME:-5s}
+if [ "$fuzztime" != "0" ]; then
+  out=$(mktemp)
+  trap 'rm -f "$out"' EXIT
+  for target in $(grep -r --include='*_test.go' -o '^func Fuzz[A-Za-z0-9_]*' . | sed 's/:func /:/' | sort); do
+    pkg=$(dirname "${target%%:*}") name=${target##*:}
+    echo "fuzz $pkg $name for $fuzztime"
+    if ! go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" "$pkg" >"$out" 2>&1; then
+      tail -40 "$out"; exit 1
+    fi
+  done
+fi
