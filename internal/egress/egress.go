@@ -102,6 +102,7 @@ func New(cfg Config) (*Capability, error) {
 	}
 	c := &Capability{cfg: cfg, log: cfg.Logger}
 	c.proxy = proxy.New(c.rewrite, guard{next: next}, c.errorHandler)
+	c.proxy.ErrorLog = slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)
 	c.proxy.ModifyResponse = c.modifyResponse
 	return c, nil
 }

@@ -181,6 +181,7 @@ func New(cfg Config) *Capability {
 	}
 	c := &Capability{cfg: cfg, fail: proxy.ErrorHandler(cfg.Logger, "Fountain API")}
 	c.proxy = proxy.New(c.rewrite, cfg.Transport, c.errorHandler)
+	c.proxy.ErrorLog = slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)
 	c.proxy.ModifyResponse = c.modifyResponse
 	return c
 }

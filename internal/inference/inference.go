@@ -62,6 +62,7 @@ func New(cfg Config) *Capability {
 	}
 	c := &Capability{cfg: cfg}
 	c.proxy = proxy.New(c.rewrite, cfg.Transport, proxy.ErrorHandler(cfg.Logger, "Anthropic API"))
+	c.proxy.ErrorLog = slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)
 	c.proxy.ModifyResponse = c.modifyResponse
 	return c
 }

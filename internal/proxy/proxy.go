@@ -184,6 +184,6 @@ func New(rewrite func(*httputil.ProxyRequest), transport http.RoundTripper, erro
 		Transport:     transport,
 		FlushInterval: -1,
 		ErrorHandler:  errorHandler,
-		ErrorLog:      nil,
+		ErrorLog:      nil, // each capability sets its own, to its logger
 	}
 }
