@@ -3,8 +3,11 @@ package main
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,12 +19,16 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/server"
+	"github.com/intentius/boxbroker/internal/store"
 )
 
-// TestDurability_KillDuringReports kills -9 a running broker in the middle
-// of a burst of declaration reports; after a restart, every report that was
-// answered 200 is there (or a later one from the same box).
-func TestDurability_KillDuringReports(t *testing.T) {
+// TestDurability_KillDuringReportsAndFeedback kills -9 a running broker
+// in the middle of a burst of declaration reports and feedback batches;
+// after a restart, every report that was answered 200 is there (or a later
+// one from the same box), every batch answered 202 is there under the id
+// it was answered with, and the store is consistent: SQLite's
+// integrity_check is ok and everything it holds lists.
+func TestDurability_KillDuringReportsAndFeedback(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills a real broker")
 	}
@@ -34,11 +41,15 @@ func TestDurability_KillDuringReports(t *testing.T) {
 	const boxes = 8
 	tokens := make([]string, boxes)
 	for i := range tokens {
-		out, err := exec.Command(bin, "box", "add", "--data", data, fmt.Sprintf("box-%d", i)).Output()
+		name := fmt.Sprintf("box-%d", i)
+		out, err := exec.Command(bin, "box", "add", "--data", data, name).Output()
 		if err != nil {
 			t.Fatal(err)
 		}
 		tokens[i] = strings.TrimSpace(string(out))
+		if out, err := exec.Command(bin, "box", "consent", "--data", data, name, "on").CombinedOutput(); err != nil {
+			t.Fatalf("box consent %s on: %v %s", name, err, out)
+		}
 	}
 	start := func() (*exec.Cmd, string) {
 		cmd := exec.Command(bin, "serve", "--data", data, "--listen", "127.0.0.1:0", "--log-level", "error")
@@ -56,25 +67,55 @@ func TestDurability_KillDuringReports(t *testing.T) {
 	cmd, url := start()
 
 	var mu sync.Mutex
-	acked := make([]int, boxes) // last n answered 200, per box
+	acked := make([]int, boxes)                // last report n answered 200, per box
+	batches := make([]map[string]int64, boxes) // batch body → id, for every batch answered 202
+	for i := range batches {
+		batches[i] = map[string]int64{}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for i := 0; i < boxes; i++ {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			for n := 1; ctx.Err() == nil; n++ {
-				body := fmt.Sprintf(`{"capabilities":[],"listing":{"title":"n=%d","line":"x"}}`, n)
-				req, _ := http.NewRequestWithContext(ctx, "POST", url+"/api/box/declaration", strings.NewReader(body))
+			post := func(path, body string) (int, []byte, bool) {
+				req, _ := http.NewRequestWithContext(ctx, "POST", url+path, strings.NewReader(body))
 				req.Header.Set("Authorization", "Bearer "+tokens[i])
 				resp, err := http.DefaultClient.Do(req)
 				if err != nil {
-					return // the broker died
+					return 0, nil, false // the broker died
 				}
-				resp.Body.Close()
-				if resp.StatusCode == 200 {
+				defer resp.Body.Close()
+				b, err := io.ReadAll(resp.Body)
+				return resp.StatusCode, b, err == nil
+			}
+			for n := 1; ctx.Err() == nil; n++ {
+				body := fmt.Sprintf(`{"capabilities":[{"name":"feedback","broker":"lobby","scope":["agent","passive"]}],"listing":{"title":"n=%d","line":"x"}}`, n)
+				status, _, ok := post("/api/box/declaration", body)
+				if !ok {
+					return
+				}
+				if status == 200 {
 					mu.Lock()
 					acked[i] = n
+					mu.Unlock()
+				}
+				for k := 0; k < 3; k++ {
+					batch := fmt.Sprintf(`{"entries":[{"note":"box-%d batch %d.%d"}],"counts":{"n":%d}}`, i, n, k, n)
+					status, answer, ok := post("/api/feedback", batch)
+					if !ok {
+						return
+					}
+					if status != 202 {
+						continue
+					}
+					var a struct{ ID int64 }
+					if err := json.Unmarshal(answer, &a); err != nil || a.ID == 0 {
+						t.Errorf("a batch was answered 202 %s", answer)
+						continue
+					}
+					mu.Lock()
+					batches[i][batch] = a.ID
 					mu.Unlock()
 				}
 			}
@@ -95,30 +136,88 @@ func TestDurability_KillDuringReports(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	total := 0
+	reports, kept := 0, 0
 	for i := 0; i < boxes; i++ {
-		total += acked[i]
-		doc, _, err := st.Declaration(context.Background(), fmt.Sprintf("box-%d", i))
-		if acked[i] == 0 {
-			continue
+		name := fmt.Sprintf("box-%d", i)
+		reports += acked[i]
+		kept += len(batches[i])
+		if acked[i] > 0 {
+			doc, _, err := st.Declaration(context.Background(), name)
+			if err != nil {
+				t.Errorf("%s: acknowledged report %d, store has none: %v", name, acked[i], err)
+			} else {
+				var d struct {
+					Listing struct{ Title string } `json:"listing"`
+				}
+				json.Unmarshal(doc, &d)
+				var got int
+				fmt.Sscanf(d.Listing.Title, "n=%d", &got)
+				if got < acked[i] {
+					t.Errorf("%s: acknowledged report %d, store has %d", name, acked[i], got)
+				}
+			}
 		}
+		stored, err := st.ListFeedback(context.Background(), name)
 		if err != nil {
-			t.Errorf("box-%d: acknowledged report %d, store has none: %v", i, acked[i], err)
-			continue
+			t.Fatalf("ListFeedback(%s) after the restart: %v", name, err)
 		}
-		var d struct {
-			Listing struct{ Title string } `json:"listing"`
+		byID := map[int64]string{}
+		for _, f := range stored {
+			byID[f.ID] = string(f.Body)
 		}
-		json.Unmarshal(doc, &d)
-		var got int
-		fmt.Sscanf(d.Listing.Title, "n=%d", &got)
-		if got < acked[i] {
-			t.Errorf("box-%d: acknowledged report %d, store has %d", i, acked[i], got)
+		for body, id := range batches[i] {
+			if byID[id] != body {
+				t.Errorf("%s: batch %d was answered 202, store has %q under its id", name, id, byID[id])
+			}
 		}
 	}
-	if total == 0 {
-		t.Fatal("no report was acknowledged before the kill")
+	if reports == 0 || kept == 0 {
+		t.Fatalf("%d reports and %d batches acknowledged before the kill; want some of each", reports, kept)
 	}
-	t.Logf("%d reports acknowledged before kill -9; all there after restart", total)
+	checkConsistent(t, st, filepath.Join(data, server.DBFile))
+	t.Logf("%d reports and %d feedback batches acknowledged before kill -9; all there after restart, store consistent", reports, kept)
 	_ = os.Remove(bin)
+}
+
+// checkConsistent checks a store after a crash: SQLite's own
+// integrity_check is ok, and everything the store holds lists.
+func checkConsistent(t *testing.T, st store.Store, file string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+file+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var result string
+	if err := db.QueryRow("PRAGMA integrity_check").Scan(&result); err != nil || result != "ok" {
+		t.Errorf("PRAGMA integrity_check = %q, %v; want ok", result, err)
+	}
+	ctx := context.Background()
+	boxes, err := st.ListBoxes(ctx)
+	if err != nil || len(boxes) == 0 {
+		t.Fatalf("ListBoxes = %d, %v", len(boxes), err)
+	}
+	for _, b := range boxes {
+		if _, _, err := st.Declaration(ctx, b.Name); err != nil && !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("Declaration(%s) = %v", b.Name, err)
+		}
+		if _, err := st.ListFeedback(ctx, b.Name); err != nil {
+			t.Errorf("ListFeedback(%s) = %v", b.Name, err)
+		}
+		if _, err := st.ListSecrets(ctx, b.Name); err != nil {
+			t.Errorf("ListSecrets(%s) = %v", b.Name, err)
+		}
+		if _, err := st.ListResources(ctx, b.Name); err != nil {
+			t.Errorf("ListResources(%s) = %v", b.Name, err)
+		}
+		if _, err := st.ListGrants(ctx, b.Name); err != nil {
+			t.Errorf("ListGrants(%s) = %v", b.Name, err)
+		}
+	}
+	if _, err := st.ListCredentials(ctx); err != nil {
+		t.Errorf("ListCredentials = %v", err)
+	}
+	if _, err := st.ChangesSince(ctx, 0, 1<<20); err != nil {
+		t.Errorf("ChangesSince(0) = %v", err)
+	}
 }
