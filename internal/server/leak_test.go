@@ -4,14 +4,18 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/grant"
 	"github.com/intentius/boxbroker/internal/payer"
@@ -70,9 +74,21 @@ func TestLeaks(t *testing.T) {
 	other := b.AddBox("other")
 	b.SetCredential(payer.SharedAnthropic, credential)
 	b.SetCredential(payer.OwnerAnthropic("o"), ownerCred)
-	b.SetCredential(payer.VisitorAnthropic(visitor), visitorCrd)
 	b.SetCredential(payer.SharedFountain, fountainKy)
-	b.SetSecret("a", "CANARY", echo.URL, secretVal)
+	// The visitor's credential and the secret are set through the admin
+	// API, whose answers are grepped with the rest.
+	var answers, operator strings.Builder // to boxes; to the operator
+	adminAnswer := func(r brokertest.Response, want int, what string) {
+		t.Helper()
+		if r.StatusCode != want {
+			t.Fatalf("%s = %d %s, want %d", what, r.StatusCode, r.Body, want)
+		}
+		r.Header.Write(&operator)
+		operator.Write(r.Body)
+	}
+	adminAnswer(b.Admin("PUT", "/api/credentials/"+payer.VisitorAnthropic(visitor), b.AdminToken, map[string]string{"value": visitorCrd}), 200, "PUT visitor credential")
+	adminAnswer(b.Admin("PUT", "/api/boxes/a/secrets/CANARY", b.AdminToken, map[string]string{"host": echo.URL, "value": secretVal}), 200, "PUT secret")
+	b.Sync()
 	ctx := context.Background()
 	ob, err := b.Server.Store.Box(ctx, "o")
 	if err != nil {
@@ -141,7 +157,6 @@ func TestLeaks(t *testing.T) {
 		{"POST", "/fountain/api/conversations", `{}`, http.Header{"Authorization": {"Bearer " + o}}},
 		{"GET", "/fountain/api/sandboxes/sb-1", ``, http.Header{"Authorization": {"Bearer " + a}}},
 	}
-	var answers strings.Builder
 	for _, rq := range requests {
 		resp := b.Do(rq.method, rq.path, "", []byte(rq.body), rq.header)
 		resp.Header.Write(&answers)
@@ -153,10 +168,31 @@ func TestLeaks(t *testing.T) {
 		fmt.Fprintf(&answers, "%+v", kept)
 	}
 
-	secrets := []string{credential, ownerCred, visitorCrd, fountainKy, secretVal, grantVal}
+	// Everything the operator's side shows: metrics, health, every admin
+	// API listing, the audit log, a refused write, and the owner's page
+	// with each box's grants.
+	for _, path := range []string{"/metrics", "/healthz", "/readyz", "/api/boxes", "/api/credentials", "/api/audit"} {
+		adminAnswer(b.Admin("GET", path, b.AdminToken, nil), 200, "GET "+path)
+	}
+	for _, box := range []string{"a", "o", "other", "never"} {
+		for _, sub := range []string{"", "/secrets", "/feedback", "/resources"} {
+			adminAnswer(b.Admin("GET", "/api/boxes/"+box+sub, b.AdminToken, nil), 200, "GET /api/boxes/"+box+sub)
+		}
+	}
+	adminAnswer(b.Admin("PUT", "/api/credentials/owner:nobody", b.AdminToken, map[string]string{"value": ownerCred}), 404, "PUT owner:nobody")
+	adminAnswer(b.Admin("GET", "/api/boxes", b.AdminToken+"x", nil), 401, "GET /api/boxes with a wrong admin token")
+	cookie := signIn(t, b)
+	for _, path := range []string{"/ui/", "/ui/boxes/a", "/ui/boxes/o"} {
+		adminAnswer(uiGet(t, b, path, cookie), 200, "GET "+path)
+	}
+
+	secrets := []string{credential, ownerCred, visitorCrd, fountainKy, secretVal, grantVal, b.AdminToken}
 	for _, v := range secrets {
 		if strings.Contains(answers.String(), v) {
 			t.Errorf("an answer to a box carried %.24s…", v)
+		}
+		if strings.Contains(operator.String(), v) {
+			t.Errorf("the admin listener (API, metrics or owner's page) showed %.24s…", v)
 		}
 		if strings.Contains(logs.String(), v) {
 			t.Errorf("the logs carry %.24s…", v)
@@ -166,6 +202,17 @@ func TestLeaks(t *testing.T) {
 		if strings.Contains(logs.String(), tok) {
 			t.Errorf("the logs carry a box token")
 		}
+		// The operator's side shows a box token only in the answer that
+		// mints it, and none was minted here.
+		if strings.Contains(operator.String(), tok) {
+			t.Errorf("the admin listener (API, metrics or owner's page) showed a box token")
+		}
+	}
+	// The operator's side was grepped with the rest: it lists the boxes,
+	// the grants and the metrics.
+	if !regexp.MustCompile(`"name": *"o"`).MatchString(operator.String()) || !strings.Contains(operator.String(), "grt_") ||
+		!strings.Contains(operator.String(), "boxbroker_requests_total") {
+		t.Errorf("the admin answers list no box, no grant or no metrics, so nothing was grepped: %.400s", operator.String())
 	}
 	dump := func(seen []brokertest.Seen) string {
 		var s strings.Builder
@@ -209,4 +256,37 @@ func TestLeaks(t *testing.T) {
 	if !strings.Contains(logs.String(), `"msg":"request"`) || !strings.Contains(logs.String(), `"msg":"grant accepted"`) {
 		t.Errorf("no request or accepted grant was logged: %.300s", logs.String())
 	}
+}
+
+// signIn signs in to the owner's page with the admin token and returns
+// the session cookie.
+func signIn(t *testing.T, b *brokertest.Broker) *http.Cookie {
+	t.Helper()
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.PostForm(b.AdminURL+"/ui/signin", url.Values{"token": {b.AdminToken}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	for _, c := range resp.Cookies() {
+		if c.Name == admin.SessionCookie {
+			return c
+		}
+	}
+	t.Fatalf("POST /ui/signin = %d with no session cookie", resp.StatusCode)
+	return nil
+}
+
+// uiGet reads a page of the owner's page, signed in.
+func uiGet(t *testing.T, b *brokertest.Broker, path string, cookie *http.Cookie) brokertest.Response {
+	t.Helper()
+	req, _ := http.NewRequest("GET", b.AdminURL+path, nil)
+	req.AddCookie(cookie)
+	resp, err := b.Client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return brokertest.Response{StatusCode: resp.StatusCode, Header: resp.Header, Body: body}
 }
