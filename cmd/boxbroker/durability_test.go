@@ -121,7 +121,21 @@ func TestDurability_KillDuringReportsAndFeedback(t *testing.T) {
 			}
 		}(i)
 	}
-	time.Sleep(700 * time.Millisecond)
+	// Kill it mid-burst: once some of each are acknowledged (however
+	// loaded the machine), and a moment later, while writes are under way.
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		mu.Lock()
+		reports, kept := 0, 0
+		for i := range acked {
+			reports += acked[i]
+			kept += len(batches[i])
+		}
+		mu.Unlock()
+		if reports >= boxes && kept >= 2*boxes {
+			break
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 	cancel()
