@@ -8,6 +8,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -36,53 +37,37 @@ func runBoxPayer(ctx context.Context, c *cli, args []string) error {
 	if *principal != "" && !protocol.IsPrincipal(*principal) {
 		return fmt.Errorf("%w: --principal %q is not a principal (1 to 200 characters, no white space, such as github:<login>)", errUsage, *principal)
 	}
+	choice := payer.Choice{Kind: kind, Principal: *principal}
+	var keyring *secrets.Keyring
+	if kind == protocol.PayerOwner {
+		// Read before the store is opened, so a prompt does not hold it.
+		value, err := c.readSecret(fmt.Sprintf("%s's owner's Anthropic key or setup token (not echoed): ", name))
+		if err != nil {
+			return err
+		}
+		defer clear(value)
+		choice.Credential = value
+		if keyring, err = server.LoadKeyring(&cfg); err != nil {
+			return err
+		}
+	}
 	st, err := openStore(ctx, &cfg)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	b, err := st.Box(ctx, name)
+	ch, err := payer.Set(ctx, st, keyring, name, choice, time.Now())
 	if errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("no box named %s", name)
+	}
+	if ch.CredentialSet {
+		fmt.Fprintf(c.stderr, "set %s's owner's credential (%s), sealed at rest\n", name, describe(payer.SharedAnthropic, choice.Credential))
 	}
 	if err != nil {
 		return err
 	}
-	id := payer.OwnerAnthropic(name)
-	if kind == protocol.PayerOwner {
-		// The credential first, so the box is never owner-paid with none.
-		value, err := c.readSecret(fmt.Sprintf("%s's owner's Anthropic key or setup token (not echoed): ", name))
-		if err != nil {
-			return err
-		}
-		keyring, err := server.LoadKeyring(&cfg)
-		if err != nil {
-			clear(value)
-			return err
-		}
-		sealed, err := keyring.Seal(value, payer.AD(id))
-		what := describe(payer.SharedAnthropic, value)
-		clear(value)
-		if err != nil {
-			return err
-		}
-		if err := st.SetCredential(ctx, store.Credential{ID: id, Sealed: sealed, UpdatedAt: time.Now().UTC()}); err != nil {
-			return err
-		}
-		fmt.Fprintf(c.stderr, "set %s's owner's credential (%s), sealed at rest\n", name, what)
-	}
-	b.PayerKind, b.PayerPrincipal = kind, *principal
-	if err := st.UpdateBox(ctx, b); errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("no box named %s", name)
-	} else if err != nil {
-		return err
-	}
-	if kind == protocol.PayerShared {
-		if err := st.DeleteCredential(ctx, id); err == nil {
-			fmt.Fprintf(c.stderr, "removed %s's owner's credential\n", name)
-		} else if !errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("the box is now shared-paid, but its owner's credential could not be removed: %w", err)
-		}
+	if ch.CredentialRemoved {
+		fmt.Fprintf(c.stderr, "removed %s's owner's credential\n", name)
 	}
 	pay := protocol.Payer{Kind: kind}
 	if *principal != "" {

@@ -63,7 +63,7 @@ func TestAdmin_TokenRequired(t *testing.T) {
 			continue
 		}
 		method, path, _ := strings.Cut(rt.Pattern, " ")
-		path = strings.NewReplacer("{name}", "alpha", "{id}", "anthropic", "{secret}", "GITHUB", "{kind}", "vault").Replace(path)
+		path = strings.NewReplacer("{name}", "alpha", "{id}", "anthropic", "{secret}", "GITHUB", "{kind}", "vault", "{principal}", "github:ann").Replace(path)
 		for _, tok := range tokens {
 			t.Run(rt.Pattern+"/"+tok.name, func(t *testing.T) {
 				resp := b.Admin(method, path, tok.token, map[string]any{})

@@ -188,5 +188,20 @@ func (s *Server) apiRoutes() []Route {
 		{Pattern: "DELETE /api/boxes/{name}/resources/{kind}/{id}", Handle: s.removeResource},
 
 		{Pattern: "GET /api/audit", Handle: s.listAudit},
+
+		{Pattern: "PUT /api/boxes/{name}/payer", Handle: s.setPayer},
+
+		{Pattern: "GET /api/visitors", Handle: s.listVisitors},
+		{Pattern: "PUT /api/visitors/{principal}", Handle: s.setVisitor},
+		{Pattern: "DELETE /api/visitors/{principal}", Handle: s.removeVisitor},
+
+		{Pattern: "GET /api/boxes/{name}/grants", Handle: s.listGrants},
+		{Pattern: "POST /api/boxes/{name}/grants", Handle: s.issueGrant},
+		{Pattern: "DELETE /api/grants/{id}", Handle: s.revokeGrant},
+
+		{Pattern: "GET /api/boxes/{name}/budgets", Handle: s.listBudgets},
+		{Pattern: "PUT /api/boxes/{name}/budgets", Handle: s.setBudget},
+		{Pattern: "DELETE /api/boxes/{name}/budgets", Handle: s.removeBudget},
+		{Pattern: "GET /api/boxes/{name}/spend", Handle: s.spendReport},
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/broker"
 	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -32,6 +33,24 @@ func (s *Server) drop(kind, key string) {
 	if s.cfg.Cache != nil {
 		s.cfg.Cache.Drop(kind, key)
 	}
+}
+
+// changed tells the cache what a write of something the box-facing side
+// caches touched, and returns once the write is in force on every replica
+// (cache.Cache.Settle: at once on SQLite, after the staleness bound with
+// a shared store), so that a 2xx from the admin API means the box's next
+// request is judged by it, whichever replica it reaches. Grants, budgets
+// and visitors' credentials are read from the store on every request
+// that needs them, so their writes need no wait.
+func (s *Server) changed(ctx context.Context, kind, key string) error {
+	if s.cfg.Cache == nil {
+		return nil
+	}
+	s.cfg.Cache.Drop(kind, key)
+	if err := s.cfg.Cache.Settle(ctx); err != nil {
+		return fmt.Errorf("wait for every replica to see a %s change: %w", kind, err)
+	}
+	return nil
 }
 
 // declaration reads a box's last kept report: nil when it never reported.
@@ -199,7 +218,9 @@ func (s *Server) updateBox(w http.ResponseWriter, r *http.Request) error {
 	if err := s.cfg.Store.UpdateBox(r.Context(), b); err != nil {
 		return storeError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
 	}
-	s.drop(store.ChangeBox, b.Name)
+	if err := s.changed(r.Context(), store.ChangeBox, b.Name); err != nil {
+		return err
+	}
 	s.log.Info("admin: box updated", "box", b.Name, "consent", b.Consent, "paused", b.Paused)
 	v, err := s.boxView(r.Context(), b)
 	if err != nil {
@@ -216,7 +237,14 @@ func (s *Server) removeBox(w http.ResponseWriter, r *http.Request) error {
 	if err := s.cfg.Store.DeleteBox(r.Context(), name); err != nil {
 		return storeError(err, fmt.Sprintf("There is no box named %s.", name), "")
 	}
-	s.drop(store.ChangeBox, name)
+	// The owner's credential is the box's alone; it goes with the box.
+	if err := s.cfg.Store.DeleteCredential(r.Context(), payer.OwnerAnthropic(name)); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("removed box %s, but not its owner's credential: %w", name, err)
+	}
+	s.drop(store.ChangeCredential, payer.OwnerAnthropic(name))
+	if err := s.changed(r.Context(), store.ChangeBox, name); err != nil {
+		return err
+	}
 	s.log.Info("admin: box removed", "box", name)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
@@ -234,7 +262,9 @@ func (s *Server) rotateBox(w http.ResponseWriter, r *http.Request) error {
 	if err := s.cfg.Store.RotateToken(r.Context(), b.Name, broker.HashToken(token)); err != nil {
 		return storeError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
 	}
-	s.drop(store.ChangeBox, b.Name)
+	if err := s.changed(r.Context(), store.ChangeBox, b.Name); err != nil {
+		return err
+	}
 	s.log.Info("admin: box token rotated", "box", b.Name)
 	v, err := s.boxView(r.Context(), b)
 	if err != nil {

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -84,29 +85,44 @@ func (s *Server) setCredential(w http.ResponseWriter, r *http.Request) error {
 	if err := readJSON(w, r, &cv); err != nil {
 		return err
 	}
-	if err := checkValue("credential", cv.Value); err != nil {
-		return err
-	}
 	if box, ok := strings.CutPrefix(id, "owner:"); ok {
 		if _, err := s.cfg.Store.Box(r.Context(), box); err != nil {
 			return storeError(err, fmt.Sprintf("There is no box named %s to hold an owner's credential.", box), "")
 		}
 	}
-	plain := []byte(cv.Value)
-	sealed, err := s.cfg.Keyring.Seal(plain, payer.AD(id))
-	kind := credentialKind(id, cv.Value)
-	secrets.Zero(plain)
-	cv.Value = ""
+	v, err := s.putCredential(r.Context(), id, &cv.Value)
 	if err != nil {
-		return fmt.Errorf("seal credential %s: %w", id, err)
+		return err
+	}
+	return writeJSON(w, http.StatusOK, v)
+}
+
+// putCredential checks *value, seals it as the credential id, stores it,
+// clears *value, and returns how the API shows it. It waits until the
+// credential is in force on every replica.
+func (s *Server) putCredential(ctx context.Context, id string, value *string) (CredentialView, error) {
+	if err := checkValue("credential", *value); err != nil {
+		return CredentialView{}, err
+	}
+	plain := []byte(*value)
+	sealed, err := s.cfg.Keyring.Seal(plain, payer.AD(id))
+	kind := credentialKind(id, *value)
+	secrets.Zero(plain)
+	*value = ""
+	if err != nil {
+		return CredentialView{}, fmt.Errorf("seal credential %s: %w", id, err)
 	}
 	c := store.Credential{ID: id, Sealed: sealed, UpdatedAt: s.cfg.Now().UTC()}
-	if err := s.cfg.Store.SetCredential(r.Context(), c); err != nil {
-		return storeError(err, "", "")
+	if err := s.cfg.Store.SetCredential(ctx, c); err != nil {
+		return CredentialView{}, storeError(err, "", "")
 	}
-	s.drop(store.ChangeCredential, id)
+	if strings.HasPrefix(id, payer.VisitorPrefix) {
+		s.drop(store.ChangeCredential, id) // read from the store at each grant
+	} else if err := s.changed(ctx, store.ChangeCredential, id); err != nil {
+		return CredentialView{}, err
+	}
 	s.log.Info("admin: credential set", "credential", id, "kind", kind)
-	return writeJSON(w, http.StatusOK, CredentialView{ID: id, Kind: kind, UpdatedAt: formatTime(c.UpdatedAt)})
+	return CredentialView{ID: id, Kind: kind, UpdatedAt: formatTime(c.UpdatedAt)}, nil
 }
 
 func (s *Server) removeCredential(w http.ResponseWriter, r *http.Request) error {
@@ -117,7 +133,9 @@ func (s *Server) removeCredential(w http.ResponseWriter, r *http.Request) error 
 	if err := s.cfg.Store.DeleteCredential(r.Context(), id); err != nil {
 		return storeError(err, fmt.Sprintf("No %s credential is set.", id), "")
 	}
-	s.drop(store.ChangeCredential, id)
+	if err := s.changed(r.Context(), store.ChangeCredential, id); err != nil {
+		return err
+	}
 	s.log.Info("admin: credential removed", "credential", id)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
@@ -202,7 +220,9 @@ func (s *Server) setSecret(w http.ResponseWriter, r *http.Request) error {
 	if err := s.cfg.Store.SetSecret(r.Context(), sec); err != nil {
 		return storeError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
 	}
-	s.drop(store.ChangeSecret, b.Name+"/"+name)
+	if err := s.changed(r.Context(), store.ChangeSecret, b.Name+"/"+name); err != nil {
+		return err
+	}
 	s.log.Info("admin: secret set", "box", b.Name, "secret", name, "host", host)
 	return writeJSON(w, http.StatusOK, SecretView{Name: name, Host: host, UpdatedAt: formatTime(sec.UpdatedAt)})
 }
@@ -219,7 +239,9 @@ func (s *Server) removeSecret(w http.ResponseWriter, r *http.Request) error {
 	if err := s.cfg.Store.DeleteSecret(r.Context(), name, secret); err != nil {
 		return storeError(err, fmt.Sprintf("Box %s has no secret named %s.", name, secret), "")
 	}
-	s.drop(store.ChangeSecret, name+"/"+secret)
+	if err := s.changed(r.Context(), store.ChangeSecret, name+"/"+secret); err != nil {
+		return err
+	}
 	s.log.Info("admin: secret removed", "box", name, "secret", secret)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
@@ -322,7 +344,9 @@ func (s *Server) addResource(w http.ResponseWriter, r *http.Request) error {
 		return storeError(err, fmt.Sprintf("There is no box named %s.", b.Name),
 			fmt.Sprintf("Fountain %s %s is another box's.", nr.Kind, nr.ID))
 	}
-	s.drop(store.ChangeResource, nr.Kind+"/"+nr.ID)
+	if err := s.changed(r.Context(), store.ChangeResource, nr.Kind+"/"+nr.ID); err != nil {
+		return err
+	}
 	s.log.Info("admin: resource assigned", "box", b.Name, "kind", nr.Kind, "id", nr.ID)
 	return writeJSON(w, http.StatusCreated, ResourceView{Kind: res.Kind, ID: res.ID, At: formatTime(res.At)})
 }
@@ -346,7 +370,9 @@ func (s *Server) removeResource(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return storeError(err, fmt.Sprintf("Box %s has no Fountain %s %s.", name, kind, id), "")
 	}
-	s.drop(store.ChangeResource, kind+"/"+id)
+	if err := s.changed(r.Context(), store.ChangeResource, kind+"/"+id); err != nil {
+		return err
+	}
 	s.log.Info("admin: resource removed", "box", name, "kind", kind, "id", id)
 	w.WriteHeader(http.StatusNoContent)
 	return nil

@@ -517,7 +517,9 @@ func (u *ui) settings(w http.ResponseWriter, r *http.Request, sess *Session) err
 	if err := u.s.cfg.Store.UpdateBox(r.Context(), b); err != nil {
 		return storeError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
 	}
-	u.s.drop(store.ChangeBox, b.Name)
+	if err := u.s.changed(r.Context(), store.ChangeBox, b.Name); err != nil {
+		return err
+	}
 	u.s.log.Info("owner's page: box updated", "box", b.Name, "consent", b.Consent, "paused", b.Paused, "admin_token", sess.TokenID)
 	http.Redirect(w, r, "/ui/boxes/"+url.PathEscape(b.Name), http.StatusSeeOther)
 	return nil

@@ -1,0 +1,160 @@
+package admin
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/payer"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/secrets"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// PayerSetting is the body of PUT /api/boxes/{name}/payer: kind shared,
+// or kind owner with the owner's principal (optional) and value, the
+// owner's Anthropic API key or setup token (write-only: sealed as
+// owner:<box> and never answered).
+type PayerSetting struct {
+	Kind      string  `json:"kind"`
+	Principal *string `json:"principal,omitempty"`
+	Value     string  `json:"value,omitempty"`
+}
+
+// VisitorView is a visitor holding a credential at the broker: the
+// principal, the credential's kind (in the answer to a PUT only) and when
+// it was set; never its value.
+type VisitorView struct {
+	Principal string `json:"principal"`
+	Kind      string `json:"kind,omitempty"`
+	UpdatedAt string `json:"updatedAt"`
+}
+
+// VisitorList answers GET /api/visitors, by principal.
+type VisitorList struct {
+	Visitors []VisitorView `json:"visitors"`
+}
+
+// setPayer answers PUT /api/boxes/{name}/payer through payer.Set, as
+// `boxbroker box payer` does.
+func (s *Server) setPayer(w http.ResponseWriter, r *http.Request) error {
+	name, err := boxName(r)
+	if err != nil {
+		return err
+	}
+	var ps PayerSetting
+	if err := readJSON(w, r, &ps); err != nil {
+		return err
+	}
+	choice := payer.Choice{Kind: ps.Kind}
+	if ps.Principal != nil {
+		choice.Principal = *ps.Principal
+	}
+	switch {
+	case ps.Kind == protocol.PayerShared && ps.Value != "":
+		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+			"A shared payer takes no value: the operator's credential pays (PUT /api/credentials/anthropic sets it).")
+	case ps.Kind == protocol.PayerOwner && ps.Value == "":
+		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+			"An owner payer needs the owner's Anthropic key or setup token in value.")
+	case ps.Kind == protocol.PayerOwner:
+		if err := checkValue("credential", ps.Value); err != nil {
+			return err
+		}
+	}
+	kind := ""
+	if ps.Value != "" {
+		choice.Credential = []byte(ps.Value)
+		kind = credentialKind(payer.SharedAnthropic, ps.Value)
+		ps.Value = ""
+	}
+	ch, err := payer.Set(r.Context(), s.cfg.Store, s.cfg.Keyring, name, choice, s.cfg.Now())
+	secrets.Zero(choice.Credential)
+	var msg string
+	switch {
+	case errors.Is(err, payer.ErrKind):
+		msg = "A box's payer kind is shared or owner."
+	case errors.Is(err, payer.ErrPrincipal):
+		msg = "The owner's principal is 1 to 200 characters with no white space, such as github:<login>."
+	case errors.Is(err, payer.ErrSharedPrincipal):
+		msg = "A shared payer names no principal; only an owner does."
+	case errors.Is(err, payer.ErrOwnerCredential):
+		msg = "An owner payer needs the owner's Anthropic key or setup token in value."
+	}
+	if msg != "" {
+		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "%s", msg)
+	}
+	if ch.CredentialSet || ch.CredentialRemoved {
+		s.drop(store.ChangeCredential, payer.OwnerAnthropic(name))
+	}
+	if err != nil {
+		return storeError(err, fmt.Sprintf("There is no box named %s.", name), "")
+	}
+	if err := s.changed(r.Context(), store.ChangeBox, name); err != nil {
+		return err
+	}
+	s.log.Info("admin: payer set", "box", name, "payer", ch.Box.PayerKind, "principal", ch.Box.PayerPrincipal,
+		"credential_set", ch.CredentialSet, "credential_kind", kind, "credential_removed", ch.CredentialRemoved)
+	v, err := s.boxView(r.Context(), ch.Box)
+	if err != nil {
+		return storeError(err, "", "")
+	}
+	return writeJSON(w, http.StatusOK, v)
+}
+
+// visitorPrincipal checks the {principal} path value.
+func visitorPrincipal(r *http.Request) (string, error) {
+	p := r.PathValue("principal")
+	if !protocol.IsPrincipal(p) {
+		return "", capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+			"A principal is 1 to 200 characters with no white space, such as github:<login>.")
+	}
+	return p, nil
+}
+
+func (s *Server) listVisitors(w http.ResponseWriter, r *http.Request) error {
+	creds, err := s.cfg.Store.ListCredentials(r.Context())
+	if err != nil {
+		return storeError(err, "", "")
+	}
+	out := VisitorList{Visitors: []VisitorView{}}
+	for _, c := range creds {
+		if p, ok := strings.CutPrefix(c.ID, payer.VisitorPrefix); ok {
+			out.Visitors = append(out.Visitors, VisitorView{Principal: p, UpdatedAt: formatTime(c.UpdatedAt)})
+		}
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) setVisitor(w http.ResponseWriter, r *http.Request) error {
+	p, err := visitorPrincipal(r)
+	if err != nil {
+		return err
+	}
+	var cv CredentialValue
+	if err := readJSON(w, r, &cv); err != nil {
+		return err
+	}
+	v, err := s.putCredential(r.Context(), payer.VisitorAnthropic(p), &cv.Value)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, VisitorView{Principal: p, Kind: v.Kind, UpdatedAt: v.UpdatedAt})
+}
+
+func (s *Server) removeVisitor(w http.ResponseWriter, r *http.Request) error {
+	p, err := visitorPrincipal(r)
+	if err != nil {
+		return err
+	}
+	id := payer.VisitorAnthropic(p)
+	if err := s.cfg.Store.DeleteCredential(r.Context(), id); err != nil {
+		return storeError(err, fmt.Sprintf("%s holds no credential here.", p), "")
+	}
+	s.drop(store.ChangeCredential, id)
+	s.log.Info("admin: visitor's credential removed", "principal", p)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
