@@ -3,6 +3,8 @@ package admin_test
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/grant"
+	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -21,42 +24,90 @@ import (
 const chromium = "/usr/bin/chromium"
 
 // TestOwnerPage_Browser signs in to the owner's page in headless Chromium,
-// sees a box with its report, spend and refusals, pauses it and revokes a
-// grant through their forms (CSRF secret and all), and saves a screenshot: to $BOXBROKER_SCREENSHOT
-// when set (docs/owner-page.png is made so), else to a temporary file.
+// sees a box with its report, measured and reported spend, budgets and
+// refusals, pauses and resumes it, issues a grant through the box page's
+// form (reading its value from the one page that shows it) and revokes
+// it, every form with its CSRF secret. It saves a screenshot of the box's
+// page: to $BOXBROKER_SCREENSHOT when set (docs/owner-page.png is made
+// so), else to a temporary file.
 // A real browser holds the page to what a test client would not: it found
 // that Referrer-Policy: no-referrer makes Chromium post "Origin: null".
 func TestOwnerPage_Browser(t *testing.T) {
 	if _, err := os.Stat(chromium); err != nil {
 		t.Skipf("no %s (apt-get install -y chromium): the owner's page is not tested in a browser", chromium)
 	}
-	b := brokertest.New(t, brokertest.Options{})
+	// An upstream reporting the usage of a sizeable turn, so that the
+	// measured spend reads in dollars and cents.
+	upstream := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"ok"}],`+
+			`"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":48000,"output_tokens":2100}}`)
+	})
+	b := brokertest.New(t, brokertest.Options{Anthropic: upstream})
 	alpha := b.AddBox("alpha")
 	b.AddBox("beta")
 	gamma := b.AddBox("gamma")
-	report := `{"capabilities":[{"name":"inference","broker":"lobby","scope":["decide"]},{"name":"feedback","broker":"lobby","scope":["agent","passive"]}],` +
-		`"listing":{"published":true,"title":"Alpha","line":"Answers questions about the repo"},` +
-		`"spend":{"month":"` + time.Now().UTC().Format("2006-01") + `","usd":4.37,"runs":12,"unpriced":1,"byPrincipal":[` +
-		`{"principal":"github:ann","usd":3.12,"runs":8,"unpriced":0},{"principal":"github:bob","usd":1.25,"runs":3,"unpriced":0},{"principal":null,"usd":0,"runs":1,"unpriced":1}]}}`
-	if r := b.Do("POST", protocol.RouteDeclaration, alpha, []byte(report), nil); r.StatusCode != 200 {
-		t.Fatalf("report: %d %s", r.StatusCode, r.Body)
+	b.SetCredential(payer.SharedAnthropic, sharedKey)
+	b.SetCredential(payer.VisitorAnthropic("github:ann"), visitorKey)
+	ctx := context.Background()
+	month := time.Now().UTC().Format("2006-01")
+	report := func(scope string) {
+		t.Helper()
+		body := `{"capabilities":[{"name":"inference","broker":"lobby","scope":[` + scope + `]},{"name":"feedback","broker":"lobby","scope":["agent","passive"]}],` +
+			`"listing":{"published":true,"title":"Alpha","line":"Answers questions about the repo"},` +
+			`"spend":{"month":"` + month + `","usd":4.37,"runs":12,"unpriced":1,"byPrincipal":[` +
+			`{"principal":"github:ann","usd":3.12,"runs":8,"unpriced":0},{"principal":"github:bob","usd":1.25,"runs":3,"unpriced":0},{"principal":null,"usd":0,"runs":1,"unpriced":1}]}}`
+		if r := b.Do("POST", protocol.RouteDeclaration, alpha, []byte(body), nil); r.StatusCode != 200 {
+			t.Fatalf("report: %d %s", r.StatusCode, r.Body)
+		}
 	}
+	// Measured spend: ann's turns through her grant, and the box's own.
+	report(`"agent","decide"`)
+	annValue, ann, err := grant.Issue(ctx, b.Server.Store, "alpha", "github:ann", time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const annCalls, sharedCalls = 18, 2
+	for i := range annCalls + sharedCalls {
+		h := http.Header{"Content-Type": {"application/json"}}
+		want := "visitor github:ann"
+		if i < annCalls {
+			h.Set(protocol.HeaderGrant, annValue)
+		} else {
+			want = "shared"
+		}
+		if r := b.Do("POST", "/llm/anthropic/v1/messages", alpha, []byte(messagesBody), h); r.StatusCode != 200 || r.Header.Get(protocol.HeaderPayer) != want {
+			t.Fatalf("call %d = %d paid by %q, want 200 by %q: %s", i, r.StatusCode, r.Header.Get(protocol.HeaderPayer), want, r.Body)
+		}
+	}
+	measured(t, b.Server.Store, "alpha", annCalls+sharedCalls)
+	for _, bg := range []store.Budget{{Box: "alpha", Limit: 25_000_000}, {Box: "alpha", Principal: "github:ann", Limit: 5_000_000}} {
+		bg.UpdatedAt = time.Now()
+		if err := b.Server.Store.SetBudget(ctx, bg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, dee, err := grant.Issue(ctx, b.Server.Store, "alpha", "github:dee", 15*time.Minute, time.Now().Add(-5*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Server.Store.RevokeGrant(ctx, dee.ID, time.Now().Add(-2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	// Then a report taking agent away, and a call it refuses.
+	report(`"decide"`)
 	if r := b.Do("POST", protocol.RouteDeclaration, gamma, []byte(`{"capabilities":[{"name":"inference","broker":"lobby","scope":[]}],"listing":{"published":false,"title":"Gamma","line":"Not listed yet"}}`), nil); r.StatusCode != 200 {
 		t.Fatalf("report: %d %s", r.StatusCode, r.Body)
 	}
 	b.Do("POST", "/llm/anthropic/v1/messages", alpha, []byte(`{}`), nil)
 	b.Do("POST", "/llm/anthropic/v1/messages", gamma, []byte(`{}`), nil)
-	ctx := context.Background()
 	for i := range 3 {
 		if _, err := b.Server.Store.AddFeedback(ctx, store.FeedbackBatch{Box: "alpha", At: time.Now(), Words: []string{"agent"}, Body: []byte(`{"entries":[` + string(rune('0'+i)) + `]}`)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := b.Server.Audit.Sync(ctx); err != nil {
-		t.Fatal(err)
-	}
-	_, g, err := grant.Issue(ctx, b.Server.Store, "alpha", "github:ann", time.Hour, time.Now())
-	if err != nil {
 		t.Fatal(err)
 	}
 
@@ -107,16 +158,13 @@ func TestOwnerPage_Browser(t *testing.T) {
 	if err != nil {
 		t.Fatalf("browser: read document.cookie: %v", err)
 	}
-	shot, err := chromedp.Run(tctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatalf("browser: screenshot: %v", err)
-	}
 	if !strings.Contains(signin, "Sign in with an admin token") {
 		t.Errorf("the page before signing in reads %q, want the sign-in form", signin)
 	}
 	for _, want := range []string{
 		"alpha", "beta", "gamma", "Answers questions about the repo", "inference: decide", "agent, passive", "github:ann", "$3.12", "$4.37",
 		"3 batches kept", "never", "does not list agent in its scope (it lists decide)", "Not listed yet",
+		"measured over 20 calls", "differs", "of $25.00", "1 current of 2 issued",
 	} {
 		if !strings.Contains(overview, want) {
 			t.Errorf("the signed-in page lacks %q; it reads:\n%s", want, overview)
@@ -127,6 +175,87 @@ func TestOwnerPage_Browser(t *testing.T) {
 	}
 	if strings.Contains(cookies, "boxbroker_session") || strings.Contains(overview, b.AdminToken) {
 		t.Errorf("the page's script can read the session cookie (%q) or the page shows the token", cookies)
+	}
+	// Pause and resume the box from its page: forms carry the CSRF secret.
+	pause := chromedp.Search(`//button[contains(., "Pause the box")]`)
+	resume := chromedp.Search(`//button[contains(., "Resume the box")]`)
+	if err := chromedp.Do(tctx,
+		chromedp.Click(chromedp.CSS("#box-alpha h2 a")),
+		chromedp.WaitVisible(pause),
+		chromedp.Click(pause),
+		chromedp.WaitVisible(resume),
+	); err != nil {
+		t.Fatalf("browser: pause alpha: %v", err)
+	}
+	boxPage := text("alpha's page")
+	if bx, err := b.Server.Store.Box(ctx, "alpha"); err != nil || !bx.Paused {
+		t.Errorf("alpha after pressing Pause in the browser = paused %v, %v, want paused", bx.Paused, err)
+	}
+	if !strings.Contains(boxPage, "paused") || !strings.Contains(boxPage, "Recent requests") {
+		t.Errorf("alpha's page after pausing reads:\n%s", boxPage)
+	}
+	if err := chromedp.Do(tctx, chromedp.Click(resume), chromedp.WaitVisible(pause)); err != nil {
+		t.Fatalf("browser: resume alpha: %v", err)
+	}
+
+	// Issue a grant from the page; its value is on the next page only.
+	if err := chromedp.Do(tctx,
+		chromedp.SendKeys(chromedp.ID("grant-principal"), "github:cat"),
+		chromedp.SetValue(chromedp.ID("grant-ttl"), "30m"),
+		chromedp.Submit(chromedp.ID("grant-principal")),
+		chromedp.WaitVisible(chromedp.ID("grant-value")),
+	); err != nil {
+		t.Fatalf("browser: issue a grant: %v; the page reads:\n%s", err, text("the page after issuing"))
+	}
+	granted := text("the issued grant's page")
+	value, err := chromedp.Run(tctx, chromedp.Text(chromedp.ID("grant-value")))
+	if err != nil {
+		t.Fatalf("browser: read the grant's value: %v", err)
+	}
+	value = strings.TrimSpace(value)
+	cat, err := b.Server.Store.GrantByHash(ctx, grant.Hash(value))
+	if err != nil || cat.Box != "alpha" || cat.Principal != "github:cat" || cat.ExpiresAt.Sub(cat.CreatedAt) != 30*time.Minute {
+		t.Fatalf("the grant the page showed = %+v, %v, want github:cat's on alpha for 30m", cat, err)
+	}
+	for _, want := range []string{"Copy it now", "only time", "github:cat holds no credential"} {
+		if !strings.Contains(granted, want) {
+			t.Errorf("the issued grant's page lacks %q; it reads:\n%s", want, granted)
+		}
+	}
+
+	// Back on the box's page the value is gone; revoke the grant there.
+	revoke := chromedp.CSS("#grant-" + cat.ID + " button")
+	if err := chromedp.Do(tctx,
+		chromedp.Click(chromedp.Search(`//main/p/a[contains(., "alpha")]`)),
+		chromedp.WaitVisible(revoke),
+	); err != nil {
+		t.Fatalf("browser: back to alpha's page: %v", err)
+	}
+	if page := text("alpha's page after issuing"); strings.Contains(page, value) {
+		t.Errorf("alpha's page shows the grant's value after it was issued")
+	}
+	if err := chromedp.Do(tctx,
+		chromedp.Click(revoke),
+		chromedp.WaitNotPresent(revoke),
+	); err != nil {
+		t.Fatalf("browser: revoke the grant: %v", err)
+	}
+	if got, err := b.Server.Store.GrantByHash(ctx, cat.Hash); err != nil || got.RevokedAt.IsZero() {
+		t.Errorf("grant after pressing Revoke = revoked at %v, %v, want revoked", got.RevokedAt, err)
+	}
+	if got, err := b.Server.Store.GrantByHash(ctx, ann.Hash); err != nil || !got.RevokedAt.IsZero() {
+		t.Errorf("ann's grant after revoking cat's = revoked at %v, %v, want standing", got.RevokedAt, err)
+	}
+	after := text("alpha's page after revoking")
+	for _, want := range []string{"github:cat", "revoked", "github:ann", "current", "measured over 20 calls", "$5.00"} {
+		if !strings.Contains(after, want) {
+			t.Errorf("alpha's page after revoking lacks %q; it reads:\n%s", want, after)
+		}
+	}
+
+	shot, err := chromedp.Run(tctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("browser: screenshot: %v", err)
 	}
 	if !bytes.HasPrefix(shot, []byte("\x89PNG")) {
 		t.Fatalf("screenshot is not a PNG (%d bytes)", len(shot))
@@ -139,38 +268,4 @@ func TestOwnerPage_Browser(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s (%d bytes)", out, len(shot))
-
-	// A form posted from the page carries its CSRF secret and works.
-	pause := chromedp.Search(`//button[contains(., "Pause the box")]`)
-	if err := chromedp.Do(tctx,
-		chromedp.Click(chromedp.CSS("#box-alpha h2 a")),
-		chromedp.WaitVisible(pause),
-		chromedp.Click(pause),
-		chromedp.WaitVisible(chromedp.Search(`//button[contains(., "Resume the box")]`)),
-	); err != nil {
-		t.Fatalf("browser: pause alpha: %v", err)
-	}
-	boxPage := text("alpha's page")
-
-	// Revoke the grant from the page.
-	revoke := chromedp.CSS("#grant-" + g.ID + " button")
-	if err := chromedp.Do(tctx,
-		chromedp.WaitVisible(revoke),
-		chromedp.Click(revoke),
-		chromedp.WaitNotPresent(revoke),
-	); err != nil {
-		t.Fatalf("browser: revoke the grant: %v", err)
-	}
-	if got, err := b.Server.Store.GrantByHash(ctx, g.Hash); err != nil || got.RevokedAt.IsZero() {
-		t.Errorf("grant after pressing Revoke = revoked at %v, %v, want revoked", got.RevokedAt, err)
-	}
-	if after := text("alpha's page after revoking"); !strings.Contains(after, "revoked") {
-		t.Errorf("alpha's page after revoking does not say the grant is revoked:\n%s", after)
-	}
-	if bx, err := b.Server.Store.Box(ctx, "alpha"); err != nil || !bx.Paused {
-		t.Errorf("alpha after pressing Pause in the browser = paused %v, %v, want paused", bx.Paused, err)
-	}
-	if !strings.Contains(boxPage, "paused") || !strings.Contains(boxPage, "Recent requests") {
-		t.Errorf("alpha's page after pausing reads:\n%s", boxPage)
-	}
 }

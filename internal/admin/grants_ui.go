@@ -10,20 +10,31 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/grant"
 	"github.com/intentius/boxbroker/internal/protocol"
 )
 
 // The owner's page's grants: each box's page lists its grants with their
-// expiry and state and revokes a current one. It is built on the page's
+// expiry and state, revokes a current one, and issues one. It is built on the page's
 // extension point (AddBoxSection, HandleUI), as any later part may be.
 
 var grantsSection = template.Must(template.New("grants").Parse(`{{if .Grants}}<table class="grants"><thead><tr><th>Grant</th><th>Principal</th><th>Issued</th><th>Expires</th><th>State</th><th></th></tr></thead><tbody>
-{{range .Grants}}<tr id="grant-{{.ID}}"><td><code>{{.ID}}</code></td><td>{{.Principal}}</td><td>{{.Issued}}</td><td>{{.Expires}}</td><td>{{.State}}</td>
+{{range .Grants}}<tr id="grant-{{.ID}}"><td><code>{{.ID}}</code></td><td>{{.Principal}}</td><td title="{{.Issued}}">{{.IssuedAgo}}</td><td title="{{.Expires}}">{{.ExpiresIn}}</td><td>{{if eq .State "current"}}<span class="tag ok">current</span>{{else}}<span class="tag dim">{{.State}}</span>{{with .RevokedAgo}} <span class="dim small">{{.}}</span>{{end}}{{end}}</td>
 <td>{{if eq .State "current"}}<form method="post" action="/ui/boxes/{{$.BoxPath}}/grants/{{.ID}}/revoke" class="inline">{{$.CSRF}}<button type="submit">Revoke</button></form>{{end}}</td></tr>
-{{end}}</tbody></table>{{else}}<p class="dim">None issued. <code>boxbroker grant issue</code> issues one.</p>{{end}}`))
+{{end}}</tbody></table>{{else}}<p class="dim">None issued.</p>{{end}}
+<form method="post" action="/ui/boxes/{{.BoxPath}}/grants" class="issue" id="grant-issue">{{.CSRF}}
+<label for="grant-principal">Visitor<input id="grant-principal" name="principal" placeholder="github:login" maxlength="200" required></label>
+<label for="grant-ttl">Lasts (at most {{.MaxTTL}})<input id="grant-ttl" name="ttl" value="{{.DefaultTTL}}" size="8" maxlength="20"></label>
+<button type="submit">Issue a grant</button>
+</form>
+<p class="dim small">The grant's value is shown once, on the next page. The visitor's surface sends it as the <code>chant-grant</code> header; their own credential then pays for their turns on this box.</p>`))
 
 type grantRow struct {
 	ID, Principal, Issued, Expires, State string
+	// IssuedAgo and ExpiresIn say the times relative to now.
+	IssuedAgo, ExpiresIn string
+	// RevokedAgo says when a revoked grant was revoked; "" if it is not.
+	RevokedAgo string
 }
 
 // grantState says whether g stands at now.
@@ -46,13 +57,19 @@ func (s *Server) addGrantsPage() {
 		}
 		now := s.cfg.Now()
 		data := struct {
-			BoxPath string
-			CSRF    template.HTML
-			Grants  []grantRow
-		}{BoxPath: url.PathEscape(box), CSRF: form.CSRFField()}
+			BoxPath            string
+			CSRF               template.HTML
+			Grants             []grantRow
+			DefaultTTL, MaxTTL string
+		}{BoxPath: url.PathEscape(box), CSRF: form.CSRFField(), DefaultTTL: shortDuration(grant.DefaultTTL), MaxTTL: shortDuration(grant.MaxTTL)}
 		for _, g := range grants {
-			data.Grants = append(data.Grants, grantRow{ID: g.ID, Principal: g.Principal,
-				Issued: formatTime(g.CreatedAt), Expires: formatTime(g.ExpiresAt), State: grantState(g.RevokedAt, g.ExpiresAt, now)})
+			revoked := ""
+			if !g.RevokedAt.IsZero() {
+				revoked = ago(formatTime(g.RevokedAt), now)
+			}
+			data.Grants = append(data.Grants, grantRow{RevokedAgo: revoked, ID: g.ID, Principal: g.Principal,
+				Issued: formatTime(g.CreatedAt), Expires: formatTime(g.ExpiresAt), State: grantState(g.RevokedAt, g.ExpiresAt, now),
+				IssuedAgo: ago(formatTime(g.CreatedAt), now), ExpiresIn: until(g.ExpiresAt, now)})
 		}
 		var b strings.Builder
 		if err := grantsSection.Execute(&b, data); err != nil {
@@ -60,6 +77,7 @@ func (s *Server) addGrantsPage() {
 		}
 		return template.HTML(b.String()), nil
 	}})
+	s.HandleUI("POST /ui/boxes/{name}/grants", s.issueGrantPage)
 	s.HandleUI("POST /ui/boxes/{name}/grants/{id}/revoke", func(w http.ResponseWriter, r *http.Request, sess *Session) error {
 		name, err := boxName(r)
 		if err != nil {
@@ -84,4 +102,71 @@ func (s *Server) addGrantsPage() {
 		http.Redirect(w, r, "/ui/boxes/"+url.PathEscape(name), http.StatusSeeOther)
 		return nil
 	})
+}
+
+// until says when at comes, from now: "in 14m", or "3m ago" once past;
+// "never" for the zero time.
+func until(at, now time.Time) string {
+	d := at.Sub(now)
+	switch {
+	case at.IsZero():
+		return "never"
+	case d <= 0:
+		return ago(formatTime(at), now)
+	case d < time.Minute:
+		return fmt.Sprintf("in %ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("in %dm", int(d.Minutes()))
+	}
+	return fmt.Sprintf("in %dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}
+
+// shortDuration writes d as a person would type it: 15m, 24h, 1h30m.
+func shortDuration(d time.Duration) string {
+	out := d.String()
+	if strings.HasSuffix(out, "m0s") {
+		out = strings.TrimSuffix(out, "0s")
+	}
+	if strings.HasSuffix(out, "h0m") {
+		out = strings.TrimSuffix(out, "0m")
+	}
+	return out
+}
+
+// grantedPage is the page that shows an issued grant's value, once.
+type grantedPage struct {
+	Broker  string
+	Form    FormContext
+	Box     string
+	Issued  IssuedGrant
+	Lasts   string
+	Expires string
+}
+
+// issueGrantPage issues a grant from the box page's form (principal, ttl)
+// and answers with the one page that shows its value. The answer is not
+// cached (Cache-Control: no-store) and the value is never logged; a
+// reload does not show it again, but would post the form again, issuing
+// another grant, so the page says to go back to the box instead.
+func (s *Server) issueGrantPage(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	name, err := boxName(r)
+	if err != nil {
+		return err
+	}
+	ttl, err := parseTTL(strings.TrimSpace(r.PostForm.Get("ttl")))
+	if err != nil {
+		return err
+	}
+	issued, err := s.IssueGrant(r.Context(), name, strings.TrimSpace(r.PostForm.Get("principal")), ttl)
+	if err != nil {
+		return err
+	}
+	s.log.Info("owner's page: grant issued", "box", name, "grant", issued.Grant.ID, "admin_token", sess.TokenID)
+	expires := ""
+	if issued.Grant.ExpiresAt != nil {
+		expires = *issued.Grant.ExpiresAt
+	}
+	s.ui.render(w, http.StatusOK, "granted", grantedPage{Broker: s.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Box: name,
+		Issued: issued, Lasts: shortDuration(ttl), Expires: expires})
+	return nil
 }

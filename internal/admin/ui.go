@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"math"
 	"net/http"
 	"net/url"
 	"strings"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -80,7 +82,7 @@ type ui struct {
 func newUI(s *Server) (*ui, error) {
 	t, err := template.New("ui").Funcs(template.FuncMap{
 		"ago":     func(at string) string { return ago(at, s.cfg.Now()) },
-		"usd":     func(v float64) string { return fmt.Sprintf("$%.2f", v) },
+		"usd":     usd,
 		"join":    strings.Join,
 		"deref":   func(p *string) string { return deref(p, "") },
 		"orNone":  func(p *string) string { return deref(p, "(none)") },
@@ -91,6 +93,16 @@ func newUI(s *Server) (*ui, error) {
 		return nil, fmt.Errorf("owner's page templates: %w", err)
 	}
 	return &ui{s: s, tmpl: t}, nil
+}
+
+// usd writes dollars as the page shows them: to the cent from a dollar
+// up, and below that to the micro-dollar, so that a small measured cost
+// never reads as $0.00.
+func usd(v float64) string {
+	if math.Abs(v) >= 1 {
+		return fmt.Sprintf("$%.2f", v)
+	}
+	return spend.FormatUSD(int64(math.Round(v * 1e6)))
 }
 
 func deref(p *string, none string) string {
@@ -386,6 +398,12 @@ type card struct {
 	BoxView
 	Refusals      []AuditView
 	FeedbackCount int
+	// Measured is this month's spend, measured beside reported.
+	Measured SpendReport
+	// Budgets are the box's budgets and where they stand this month.
+	Budgets BudgetList
+	// Grants counts the box's grants, and Current those that stand.
+	Grants, Current int
 }
 
 // overviewPage is the boxes overview's content.
@@ -414,6 +432,24 @@ func (u *ui) card(ctx context.Context, v BoxView, refusals int) (card, error) {
 		return c, err
 	}
 	c.FeedbackCount = len(fb)
+	month := spend.Month(u.s.cfg.Now())
+	if c.Measured, err = u.s.SpendReport(ctx, v.Name, month); err != nil {
+		return c, err
+	}
+	if c.Budgets, err = u.s.Budgets(ctx, v.Name, month); err != nil {
+		return c, err
+	}
+	grants, err := u.s.cfg.Store.ListGrants(ctx, v.Name)
+	if err != nil {
+		return c, err
+	}
+	now := u.s.cfg.Now()
+	for _, g := range grants {
+		c.Grants++
+		if grantState(g.RevokedAt, g.ExpiresAt, now) == "current" {
+			c.Current++
+		}
+	}
 	return c, nil
 }
 
