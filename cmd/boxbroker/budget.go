@@ -27,6 +27,7 @@ func runBudget(ctx context.Context, c *cli, args []string) error {
 	principal := fs.String("principal", "", "set, remove: the budget of the box's calls this principal pays for, such as github:ann; empty for the box's own")
 	month := fs.String("month", spend.Month(time.Now()), "list: the month to show, YYYY-MM (UTC)")
 	yes := fs.Bool("yes", false, "remove without asking")
+	adminURL := c.adminURLFlag(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -66,6 +67,9 @@ func runBudget(ctx context.Context, c *cli, args []string) error {
 	if sub == "remove" && !*yes && !c.confirm(fmt.Sprintf("Remove %s, leaving those calls unlimited?", whose)) {
 		return errors.New("not removed (pass --yes to remove without asking)")
 	}
+	if *adminURL != "" {
+		return runBudgetRemote(ctx, c, *adminURL, sub, box, *principal, *month, limit, whose)
+	}
 	st, err := openStore(ctx, &cfg)
 	if err != nil {
 		return err
@@ -100,17 +104,22 @@ func runBudget(ctx context.Context, c *cli, args []string) error {
 			fmt.Fprintf(c.stdout, "box %s has no budget: its calls are measured (`boxbroker spend %s`) but not limited\n", box, box)
 			return nil
 		}
-		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "BUDGET\tLIMIT\tSPENT\tHELD\tLEFT\tMONTH\tRESETS")
-		for _, b := range bs {
-			who := "box"
-			if b.Principal != "" {
-				who = b.Principal
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", who, spend.FormatUSD(b.Limit), spend.FormatUSD(b.Spent),
-				spend.FormatUSD(b.Reserved), spend.FormatUSD(b.Left), b.Month, b.Resets.Format(time.RFC3339))
-		}
-		return tw.Flush()
+		return printBudgets(c, bs)
 	}
 	return nil
+}
+
+// printBudgets writes budgets as `budget list` does.
+func printBudgets(c *cli, bs []spend.BudgetStatus) error {
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "BUDGET\tLIMIT\tSPENT\tHELD\tLEFT\tMONTH\tRESETS")
+	for _, b := range bs {
+		who := "box"
+		if b.Principal != "" {
+			who = b.Principal
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", who, spend.FormatUSD(b.Limit), spend.FormatUSD(b.Spent),
+			spend.FormatUSD(b.Reserved), spend.FormatUSD(b.Left), b.Month, b.Resets.Format(time.RFC3339))
+	}
+	return tw.Flush()
 }

@@ -24,6 +24,7 @@ func runGrant(ctx context.Context, c *cli, args []string) error {
 	var cfg server.Config
 	fs := c.flags("grant "+sub, &cfg)
 	ttl := fs.Duration("ttl", grant.DefaultTTL, fmt.Sprintf("how long the grant holds, at most %v (issue only)", grant.MaxTTL))
+	adminURL := c.adminURLFlag(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -60,6 +61,9 @@ func runGrant(ctx context.Context, c *cli, args []string) error {
 		if _, err := boxArg(); err != nil {
 			return err
 		}
+	}
+	if *adminURL != "" {
+		return runGrantRemote(ctx, c, *adminURL, sub, pos, *ttl)
 	}
 	st, err := openStore(ctx, &cfg)
 	if err != nil {

@@ -24,8 +24,10 @@
 //
 // Every subcommand takes --data DIR (or BOXBROKER_DATA) for the data
 // directory and --store URL (or BOXBROKER_STORE) for a PostgreSQL store.
-// box and credential take --admin-url (or BOXBROKER_ADMIN_URL) to act
-// through a broker's admin API instead, with BOXBROKER_ADMIN_TOKEN.
+// box (add, list, remove, rotate, payer, pause, resume), credential,
+// visitor, grant, budget, spend and audit take --admin-url (or
+// BOXBROKER_ADMIN_URL) to act through a broker's admin API instead, with
+// BOXBROKER_ADMIN_TOKEN.
 package main
 
 import (

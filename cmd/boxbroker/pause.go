@@ -17,6 +17,7 @@ import (
 func runBoxPause(ctx context.Context, c *cli, sub string, args []string) error {
 	var cfg server.Config
 	fs := c.flags("box "+sub, &cfg)
+	adminURL := c.adminURLFlag(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -27,6 +28,10 @@ func runBoxPause(ctx context.Context, c *cli, sub string, args []string) error {
 	name := pos[0]
 	if !protocol.IsBoxName(name) {
 		return fmt.Errorf("%w: box name %q must match ^[a-z][a-z0-9-]{0,62}$", errUsage, name)
+	}
+	pause := sub == "pause"
+	if *adminURL != "" {
+		return runBoxPauseRemote(ctx, c, *adminURL, name, pause)
 	}
 	st, err := openStore(ctx, &cfg)
 	if err != nil {
@@ -40,7 +45,6 @@ func runBoxPause(ctx context.Context, c *cli, sub string, args []string) error {
 	if err != nil {
 		return err
 	}
-	pause := sub == "pause"
 	if b.Paused == pause {
 		fmt.Fprintf(c.stdout, "box %s is already %s\n", name, map[bool]string{true: "paused", false: "running"}[pause])
 		return nil
@@ -51,10 +55,14 @@ func runBoxPause(ctx context.Context, c *cli, sub string, args []string) error {
 	} else if err != nil {
 		return err
 	}
+	printPaused(c, name, pause)
+	return nil
+}
+
+func printPaused(c *cli, name string, pause bool) {
 	if pause {
 		fmt.Fprintf(c.stdout, "paused box %s: every capability is refused with a 403 until `boxbroker box resume %s`; its declaration reports are still taken\n", name, name)
 	} else {
 		fmt.Fprintf(c.stdout, "resumed box %s\n", name)
 	}
-	return nil
 }

@@ -20,6 +20,7 @@ func runBoxPayer(ctx context.Context, c *cli, args []string) error {
 	var cfg server.Config
 	fs := c.flags("box payer", &cfg)
 	principal := fs.String("principal", "", "who the owner is, as github:<login>; said in the payer (owner only)")
+	adminURL := c.adminURLFlag(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -36,6 +37,9 @@ func runBoxPayer(ctx context.Context, c *cli, args []string) error {
 	}
 	if *principal != "" && !protocol.IsPrincipal(*principal) {
 		return fmt.Errorf("%w: --principal %q is not a principal (1 to 200 characters, no white space, such as github:<login>)", errUsage, *principal)
+	}
+	if *adminURL != "" {
+		return runBoxPayerRemote(ctx, c, *adminURL, name, kind, *principal)
 	}
 	choice := payer.Choice{Kind: kind, Principal: *principal}
 	var keyring *secrets.Keyring

@@ -20,6 +20,7 @@ func runSpend(ctx context.Context, c *cli, args []string) error {
 	var cfg server.Config
 	fs := c.flags("spend", &cfg)
 	month := fs.String("month", spend.Month(time.Now()), "the month to show, YYYY-MM (UTC)")
+	adminURL := c.adminURLFlag(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -33,6 +34,9 @@ func runSpend(ctx context.Context, c *cli, args []string) error {
 	}
 	if spend.Resets(*month).IsZero() {
 		return fmt.Errorf("%w: month %q is not written YYYY-MM", errUsage, *month)
+	}
+	if *adminURL != "" {
+		return runSpendRemote(ctx, c, *adminURL, box, *month)
 	}
 	st, err := openStore(ctx, &cfg)
 	if err != nil {

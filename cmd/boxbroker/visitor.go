@@ -25,6 +25,7 @@ func runVisitor(ctx context.Context, c *cli, args []string) error {
 	var cfg server.Config
 	fs := c.flags("visitor "+sub, &cfg)
 	yes := fs.Bool("yes", false, "remove without asking")
+	adminURL := c.adminURLFlag(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -45,6 +46,9 @@ func runVisitor(ctx context.Context, c *cli, args []string) error {
 		}
 	default:
 		return fmt.Errorf("%w: unknown visitor command %q (set, list, remove)", errUsage, sub)
+	}
+	if *adminURL != "" {
+		return runVisitorRemote(ctx, c, *adminURL, sub, principal, *yes)
 	}
 	id := payer.VisitorAnthropic(principal)
 	switch sub {

@@ -83,8 +83,15 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		body = bytes.NewReader(b)
 	}
 	u := *c.base
+	// path is escaped (its segments through url.PathEscape), so that a
+	// principal holding a slash stays one segment.
 	p, rawQuery, _ := strings.Cut(path, "?")
-	u.Path += p
+	unescaped, err := url.PathUnescape(p)
+	if err != nil {
+		return fmt.Errorf("admin request: path %q: %w", p, err)
+	}
+	u.RawPath = c.base.EscapedPath() + p
+	u.Path += unescaped
 	u.RawQuery = rawQuery
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 	if err != nil {
@@ -196,4 +203,91 @@ func (c *Client) Audit(ctx context.Context, query url.Values) ([]AuditView, erro
 	}
 	err := c.do(ctx, http.MethodGet, path, nil, &out)
 	return out.Entries, err
+}
+
+// SetPayer sets who pays for a box's model calls and returns the box. For
+// an owner, set.Value is the owner's credential; the caller clears its own
+// copy.
+func (c *Client) SetPayer(ctx context.Context, name string, set PayerSetting) (BoxView, error) {
+	var out BoxView
+	err := c.do(ctx, http.MethodPut, "/api/boxes/"+url.PathEscape(name)+"/payer", set, &out)
+	return out, err
+}
+
+// ListVisitors returns the visitors holding a credential, never a value.
+func (c *Client) ListVisitors(ctx context.Context) ([]VisitorView, error) {
+	var out VisitorList
+	err := c.do(ctx, http.MethodGet, "/api/visitors", nil, &out)
+	return out.Visitors, err
+}
+
+// SetVisitor sets a visitor's Anthropic credential to value.
+func (c *Client) SetVisitor(ctx context.Context, principal string, value []byte) (VisitorView, error) {
+	var out VisitorView
+	err := c.do(ctx, http.MethodPut, "/api/visitors/"+url.PathEscape(principal), CredentialValue{Value: string(value)}, &out)
+	return out, err
+}
+
+// RemoveVisitor removes a visitor's credential.
+func (c *Client) RemoveVisitor(ctx context.Context, principal string) error {
+	return c.do(ctx, http.MethodDelete, "/api/visitors/"+url.PathEscape(principal), nil, nil)
+}
+
+// IssueGrant issues a grant on box and returns it with its value, shown
+// this once.
+func (c *Client) IssueGrant(ctx context.Context, box string, ng NewGrant) (IssuedGrant, error) {
+	var out IssuedGrant
+	err := c.do(ctx, http.MethodPost, "/api/boxes/"+url.PathEscape(box)+"/grants", ng, &out)
+	return out, err
+}
+
+// ListGrants returns a box's grants, newest first, never their values.
+func (c *Client) ListGrants(ctx context.Context, box string) ([]GrantView, error) {
+	var out GrantList
+	err := c.do(ctx, http.MethodGet, "/api/boxes/"+url.PathEscape(box)+"/grants", nil, &out)
+	return out.Grants, err
+}
+
+// RevokeGrant revokes the grant with that ID.
+func (c *Client) RevokeGrant(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodDelete, "/api/grants/"+url.PathEscape(id), nil, nil)
+}
+
+// Budgets returns a box's budgets and where they stand in month
+// (YYYY-MM; "" for this month).
+func (c *Client) Budgets(ctx context.Context, box, month string) (BudgetList, error) {
+	var out BudgetList
+	err := c.do(ctx, http.MethodGet, "/api/boxes/"+url.PathEscape(box)+"/budgets"+monthQuery(month), nil, &out)
+	return out, err
+}
+
+// SetBudget sets a box's budget (set.Principal nil for its own).
+func (c *Client) SetBudget(ctx context.Context, box string, set BudgetSetting) (BudgetView, error) {
+	var out BudgetView
+	err := c.do(ctx, http.MethodPut, "/api/boxes/"+url.PathEscape(box)+"/budgets", set, &out)
+	return out, err
+}
+
+// RemoveBudget removes a box's budget: its own when principal is "".
+func (c *Client) RemoveBudget(ctx context.Context, box, principal string) error {
+	path := "/api/boxes/" + url.PathEscape(box) + "/budgets"
+	if principal != "" {
+		path += "?" + url.Values{"principal": {principal}}.Encode()
+	}
+	return c.do(ctx, http.MethodDelete, path, nil, nil)
+}
+
+// Spend returns a box's spend in month (YYYY-MM; "" for this month),
+// measured beside reported.
+func (c *Client) Spend(ctx context.Context, box, month string) (SpendReport, error) {
+	var out SpendReport
+	err := c.do(ctx, http.MethodGet, "/api/boxes/"+url.PathEscape(box)+"/spend"+monthQuery(month), nil, &out)
+	return out, err
+}
+
+func monthQuery(month string) string {
+	if month == "" {
+		return ""
+	}
+	return "?" + url.Values{"month": {month}}.Encode()
 }

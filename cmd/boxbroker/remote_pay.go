@@ -1,0 +1,276 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/payer"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/spend"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// The payer, visitors, grants, budgets, spend and pausing through the
+// admin API (--admin-url): the same arguments and output as acting on the
+// store, the checks done by the broker.
+
+// micros is dollars from the admin API as micro-dollars.
+func micros(usd float64) int64 { return int64(math.Round(usd * 1e6)) }
+
+// runBoxPayerRemote is `box payer NAME shared|owner` through the admin API.
+func runBoxPayerRemote(ctx context.Context, c *cli, url, name, kind, principal string) error {
+	cl, err := c.adminClient(url)
+	if err != nil {
+		return err
+	}
+	set := admin.PayerSetting{Kind: kind}
+	if principal != "" {
+		set.Principal = &principal
+	}
+	what := ""
+	if kind == protocol.PayerOwner {
+		value, err := c.readSecret(fmt.Sprintf("%s's owner's Anthropic key or setup token (not echoed): ", name))
+		if err != nil {
+			return err
+		}
+		what = describe(payer.SharedAnthropic, value)
+		set.Value = string(value)
+		clear(value)
+	}
+	v, err := cl.SetPayer(ctx, name, set)
+	set.Value = ""
+	if err != nil {
+		return remoteError(err)
+	}
+	if what != "" {
+		fmt.Fprintf(c.stderr, "set %s's owner's credential (%s), sealed at rest\n", name, what)
+	} else {
+		fmt.Fprintf(c.stderr, "removed %s's owner's credential, if it had one\n", name)
+	}
+	pay := protocol.Payer{Kind: v.Payer.Kind, Principal: v.Payer.Principal}
+	fmt.Fprintf(c.stdout, "box %s is paid by: %s\n", name, protocol.FormatPayerHeader(pay))
+	return nil
+}
+
+// runBoxPauseRemote is `box pause|resume NAME` through the admin API.
+func runBoxPauseRemote(ctx context.Context, c *cli, url, name string, pause bool) error {
+	cl, err := c.adminClient(url)
+	if err != nil {
+		return err
+	}
+	b, err := cl.Box(ctx, name)
+	if err != nil {
+		return remoteError(err)
+	}
+	if b.Paused == pause {
+		fmt.Fprintf(c.stdout, "box %s is already %s\n", name, map[bool]string{true: "paused", false: "running"}[pause])
+		return nil
+	}
+	if _, err := cl.UpdateBox(ctx, name, admin.BoxSettings{Paused: &pause}); err != nil {
+		return remoteError(err)
+	}
+	printPaused(c, name, pause)
+	return nil
+}
+
+// runGrantRemote is `grant issue|list|revoke` through the admin API; pos
+// and ttl are checked.
+func runGrantRemote(ctx context.Context, c *cli, url, sub string, pos []string, ttl time.Duration) error {
+	cl, err := c.adminClient(url)
+	if err != nil {
+		return err
+	}
+	switch sub {
+	case "issue":
+		box, principal := pos[0], pos[1]
+		ig, err := cl.IssueGrant(ctx, box, admin.NewGrant{Principal: principal, TTL: ttl.String()})
+		if err != nil {
+			return remoteError(err)
+		}
+		expires := "never"
+		if ig.Grant.ExpiresAt != nil {
+			expires = *ig.Grant.ExpiresAt
+		}
+		fmt.Fprintf(c.stderr, "grant %s for %s on box %s, until %s. Its value is shown this once; give it to %s and nowhere else.\n",
+			ig.Grant.ID, principal, box, expires, principal)
+		if !ig.VisitorCredential {
+			fmt.Fprintf(c.stderr, "warning: %s holds no credential here, so the grant pays for nothing until `boxbroker visitor set %s`.\n", principal, principal)
+		}
+		fmt.Fprintln(c.stdout, ig.Value)
+	case "revoke":
+		if err := cl.RevokeGrant(ctx, pos[0]); err != nil {
+			return remoteError(err)
+		}
+		fmt.Fprintf(c.stdout, "revoked grant %s\n", pos[0])
+	case "list":
+		gs, err := cl.ListGrants(ctx, pos[0])
+		if err != nil {
+			return remoteError(err)
+		}
+		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "GRANT\tPRINCIPAL\tISSUED\tEXPIRES\tSTATE")
+		for _, g := range gs {
+			state := g.State
+			switch {
+			case g.State == "current":
+				state = "active"
+			case g.RevokedAt != nil:
+				state += " " + *g.RevokedAt
+			}
+			expires := "never"
+			if g.ExpiresAt != nil {
+				expires = *g.ExpiresAt
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", g.ID, g.Principal, g.IssuedAt, expires, state)
+		}
+		return tw.Flush()
+	}
+	return nil
+}
+
+// runVisitorRemote is `visitor set|list|remove` through the admin API.
+func runVisitorRemote(ctx context.Context, c *cli, url, sub, principal string, yes bool) error {
+	cl, err := c.adminClient(url)
+	if err != nil {
+		return err
+	}
+	switch sub {
+	case "set":
+		value, err := c.readSecret(fmt.Sprintf("%s's Anthropic key or setup token (not echoed): ", principal))
+		if err != nil {
+			return err
+		}
+		what := describe(payer.SharedAnthropic, value)
+		_, err = cl.SetVisitor(ctx, principal, value)
+		clear(value)
+		if err != nil {
+			return remoteError(err)
+		}
+		fmt.Fprintf(c.stdout, "set %s's credential (%s), sealed at rest\n", principal, what)
+	case "remove":
+		if !yes && !c.confirm(fmt.Sprintf("Remove %s's credential? Their grants stop paying at once.", principal)) {
+			return errors.New("not removed (pass --yes to remove without asking)")
+		}
+		if err := cl.RemoveVisitor(ctx, principal); err != nil {
+			return remoteError(err)
+		}
+		fmt.Fprintf(c.stdout, "removed %s's credential\n", principal)
+	case "list":
+		vs, err := cl.ListVisitors(ctx)
+		if err != nil {
+			return remoteError(err)
+		}
+		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "VISITOR\tUPDATED")
+		for _, v := range vs {
+			fmt.Fprintf(tw, "%s\t%s\n", v.Principal, v.UpdatedAt)
+		}
+		return tw.Flush()
+	}
+	return nil
+}
+
+// runBudgetRemote is `budget set|list|remove` through the admin API;
+// limit is the checked amount for set, whose the budget's name.
+func runBudgetRemote(ctx context.Context, c *cli, url, sub, box, principal, month string, limit int64, whose string) error {
+	cl, err := c.adminClient(url)
+	if err != nil {
+		return err
+	}
+	switch sub {
+	case "set":
+		set := admin.BudgetSetting{USD: json.Number(strings.TrimPrefix(spend.FormatUSD(limit), "$"))}
+		if principal != "" {
+			set.Principal = &principal
+		}
+		if _, err := cl.SetBudget(ctx, box, set); err != nil {
+			return remoteError(err)
+		}
+		fmt.Fprintf(c.stdout, "set %s to %s a month (UTC); a call that could take it past that is refused with a 403\n", whose, spend.FormatUSD(limit))
+	case "remove":
+		if err := cl.RemoveBudget(ctx, box, principal); err != nil {
+			return remoteError(err)
+		}
+		fmt.Fprintf(c.stdout, "removed %s; its calls are still measured\n", whose)
+	case "list":
+		bl, err := cl.Budgets(ctx, box, month)
+		if err != nil {
+			return remoteError(err)
+		}
+		if len(bl.Budgets) == 0 {
+			fmt.Fprintf(c.stdout, "box %s has no budget: its calls are measured (`boxbroker spend %s`) but not limited\n", box, box)
+			return nil
+		}
+		resets, _ := time.Parse(time.RFC3339, bl.Resets)
+		bs := make([]spend.BudgetStatus, 0, len(bl.Budgets))
+		for _, b := range bl.Budgets {
+			st := spend.BudgetStatus{Budget: store.Budget{Box: box, Limit: micros(b.USD)}, Month: bl.Month,
+				Spent: micros(b.Spent), Reserved: micros(b.Held), Left: micros(b.Left), Resets: resets.UTC()}
+			if b.Principal != nil {
+				st.Principal = *b.Principal
+			}
+			bs = append(bs, st)
+		}
+		return printBudgets(c, bs)
+	}
+	return nil
+}
+
+// runSpendRemote is `spend BOX` through the admin API, printed as from
+// the store.
+func runSpendRemote(ctx context.Context, c *cli, url, box, month string) error {
+	cl, err := c.adminClient(url)
+	if err != nil {
+		return err
+	}
+	sr, err := cl.Spend(ctx, box, month)
+	if err != nil {
+		return remoteError(err)
+	}
+	printSpend(c, reportOf(sr))
+	return nil
+}
+
+// reportOf is the admin API's spend report as package spend makes it, for
+// printSpend.
+func reportOf(sr admin.SpendReport) *spend.Report {
+	rep := &spend.Report{Box: sr.Box, Month: sr.Month, Measured: micros(sr.MeasuredUSD), Calls: sr.Calls,
+		Unpriced: sr.Unpriced, Unmeasured: sr.Unmeasured, Charged: micros(sr.ChargedUSD), Differs: sr.Differs}
+	if sr.Reported != nil {
+		rep.Reported = &protocol.Spend{Month: sr.Month, USD: sr.Reported.USD, Runs: sr.Reported.Runs, Unpriced: sr.Reported.Unpriced}
+	}
+	if sr.ReportedMonth != nil {
+		rep.ReportedMonth = *sr.ReportedMonth
+	}
+	if sr.ReportedAt != nil {
+		rep.ReportedAt, _ = time.Parse(time.RFC3339, *sr.ReportedAt)
+	}
+	for _, l := range sr.ByPrincipal {
+		line := spend.Line{Principal: l.Principal, Measured: micros(l.MeasuredUSD), Calls: l.Calls, Unpriced: l.Unpriced,
+			Unmeasured: l.Unmeasured, Charged: micros(l.ChargedUSD), Differs: l.Differs}
+		if l.Reported != nil {
+			line.Reported = &protocol.PrincipalSpend{Principal: l.Principal, USD: l.Reported.USD, Runs: l.Reported.Runs, Unpriced: l.Reported.Unpriced}
+		}
+		rep.Lines = append(rep.Lines, line)
+	}
+	for _, u := range sr.Usage {
+		row := store.Usage{Box: sr.Box, Month: sr.Month, PayerKind: u.Payer, Calls: u.Calls, Unpriced: u.Unpriced, Unmeasured: u.Unmeasured,
+			InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheWriteTokens: u.CacheWriteTokens, CacheReadTokens: u.CacheReadTokens,
+			Cost: micros(u.CostUSD)}
+		if u.Principal != nil {
+			row.Principal = *u.Principal
+		}
+		if u.Model != nil {
+			row.Model = *u.Model
+		}
+		rep.Usage = append(rep.Usage, row)
+	}
+	return rep
+}
