@@ -171,11 +171,11 @@ func TestLeaks(t *testing.T) {
 	// Everything the operator's side shows: metrics, health, every admin
 	// API listing, the audit log, a refused write, and the owner's page
 	// with each box's grants.
-	for _, path := range []string{"/metrics", "/healthz", "/readyz", "/api/boxes", "/api/credentials", "/api/audit"} {
+	for _, path := range []string{"/metrics", "/healthz", "/readyz", "/api/boxes", "/api/credentials", "/api/audit", "/api/visitors"} {
 		adminAnswer(b.Admin("GET", path, b.AdminToken, nil), 200, "GET "+path)
 	}
 	for _, box := range []string{"a", "o", "other", "never"} {
-		for _, sub := range []string{"", "/secrets", "/feedback", "/resources"} {
+		for _, sub := range []string{"", "/secrets", "/feedback", "/resources", "/grants", "/budgets", "/spend"} {
 			adminAnswer(b.Admin("GET", "/api/boxes/"+box+sub, b.AdminToken, nil), 200, "GET /api/boxes/"+box+sub)
 		}
 	}
