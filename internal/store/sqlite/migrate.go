@@ -3,11 +3,7 @@ package sqlite
 import (
 	"context"
 	"embed"
-	"fmt"
-	"io/fs"
-	"sort"
-	"strconv"
-	"strings"
+	"github.com/intentius/boxbroker/internal/store/migrations"
 )
 
 // migrationFiles holds the schema, one file per version, named
@@ -16,48 +12,16 @@ import (
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-// migration is one schema version and the SQL that makes it.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// migrations returns the embedded migrations in version order. It fails if
-// a file's name does not start with its version or two share a version.
-func migrations() ([]migration, error) {
-	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	seen := map[int]string{}
-	for _, name := range names {
-		base := strings.TrimPrefix(name, "migrations/")
-		prefix, _, ok := strings.Cut(base, "_")
-		v, err := strconv.Atoi(prefix)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration %s: name does not start with a positive version", base)
-		}
-		if other, dup := seen[v]; dup {
-			return nil, fmt.Errorf("migrations %s and %s share version %d", other, base, v)
-		}
-		seen[v] = base
-		b, err := migrationFiles.ReadFile(name)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: base, sql: string(b)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
-	return ms, nil
+// loadMigrations returns the embedded migrations in version order.
+func loadMigrations() ([]migrations.Migration, error) {
+	return migrations.Load(migrationFiles, "migrations/*.sql")
 }
 
 // migrate applies, in one IMMEDIATE transaction, every migration the
 // database has not recorded in schema_migrations. A database holding a
 // version this binary does not know is refused.
 func (s *Store) migrate(ctx context.Context) error {
-	ms, err := migrations()
+	ms, err := loadMigrations()
 	if err != nil {
 		return err
 	}
@@ -92,25 +56,16 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err := rows.Err(); err != nil {
 		return translate("migrate", err)
 	}
-	known := map[int]bool{}
-	for _, m := range ms {
-		known[m.version] = true
+	todo, err := migrations.Pending(ms, applied)
+	if err != nil {
+		return err
 	}
-	for v := range applied {
-		if !known[v] {
-			return fmt.Errorf("migrate: database has schema version %d, which this boxbroker does not know (is it newer?)", v)
+	for _, m := range todo {
+		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+			return translate("migrate "+m.Name, err)
 		}
-	}
-
-	for _, m := range ms {
-		if applied[m.version] {
-			continue
-		}
-		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-			return translate("migrate "+m.name, err)
-		}
-		if _, err := tx.ExecContext(ctx, "INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)", m.version, micros(s.now())); err != nil {
-			return translate("migrate "+m.name, err)
+		if _, err := tx.ExecContext(ctx, "INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)", m.Version, micros(s.now())); err != nil {
+			return translate("migrate "+m.Name, err)
 		}
 	}
 	if err := tx.Commit(); err != nil {

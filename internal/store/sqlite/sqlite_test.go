@@ -105,16 +105,16 @@ func TestReopenKeepsData(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	ms, err := migrations()
+	ms, err := loadMigrations()
 	if err != nil {
-		t.Fatalf("migrations() = %v", err)
+		t.Fatalf("loadMigrations() = %v", err)
 	}
 	var count, max int
 	if err := db.QueryRow("SELECT COUNT(*), MAX(version) FROM schema_migrations").Scan(&count, &max); err != nil {
 		t.Fatalf("reading schema_migrations: %v", err)
 	}
-	if count != len(ms) || max != ms[len(ms)-1].version {
-		t.Errorf("schema_migrations after 3 opens = %d rows up to %d, want %d up to %d", count, max, len(ms), ms[len(ms)-1].version)
+	if count != len(ms) || max != ms[len(ms)-1].Version {
+		t.Errorf("schema_migrations after 3 opens = %d rows up to %d, want %d up to %d", count, max, len(ms), ms[len(ms)-1].Version)
 	}
 	var mode string
 	if err := db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
@@ -165,13 +165,8 @@ func TestClosedIsUnavailable(t *testing.T) {
 }
 
 func TestMigrationsOrdered(t *testing.T) {
-	ms, err := migrations()
-	if err != nil {
-		t.Fatalf("migrations() = %v", err)
-	}
-	for i, m := range ms {
-		if m.version != i+1 {
-			t.Errorf("migration %d is %s (version %d), want version %d: versions run 1, 2, ... without gaps", i, m.name, m.version, i+1)
-		}
+	// migrations.Load refuses versions that do not run 1, 2, ... without gaps.
+	if _, err := loadMigrations(); err != nil {
+		t.Fatalf("loadMigrations() = %v", err)
 	}
 }
