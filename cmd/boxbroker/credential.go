@@ -10,7 +10,6 @@ import (
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/server"
-	"github.com/intentius/boxbroker/internal/store"
 )
 
 func runCredential(ctx context.Context, c *cli, args []string) error {
@@ -42,26 +41,8 @@ func runCredential(ctx context.Context, c *cli, args []string) error {
 	}
 	switch sub {
 	case "set":
-		value, err := c.readSecret(fmt.Sprintf("%s credential (not echoed): ", id))
+		kind, err := c.setCredential(ctx, &cfg, id, fmt.Sprintf("%s credential (not echoed): ", id))
 		if err != nil {
-			return err
-		}
-		keyring, err := server.LoadKeyring(&cfg)
-		if err != nil {
-			return err
-		}
-		sealed, err := keyring.Seal(value, payer.AD(id))
-		kind := describe(id, value)
-		clear(value)
-		if err != nil {
-			return err
-		}
-		st, err := openStore(ctx, &cfg)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		if err := st.SetCredential(ctx, store.Credential{ID: id, Sealed: sealed, UpdatedAt: time.Now().UTC()}); err != nil {
 			return err
 		}
 		fmt.Fprintf(c.stdout, "set %s credential (%s), sealed at rest\n", id, kind)
@@ -69,14 +50,7 @@ func runCredential(ctx context.Context, c *cli, args []string) error {
 		if !*yes && !c.confirm(fmt.Sprintf("Remove the %s credential?", id)) {
 			return errors.New("not removed (pass --yes to remove without asking)")
 		}
-		st, err := openStore(ctx, &cfg)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		if err := st.DeleteCredential(ctx, id); errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("no %s credential is set", id)
-		} else if err != nil {
+		if err := c.removeCredential(ctx, &cfg, id, fmt.Sprintf("no %s credential is set", id)); err != nil {
 			return err
 		}
 		fmt.Fprintf(c.stdout, "removed %s credential\n", id)
@@ -100,9 +74,10 @@ func runCredential(ctx context.Context, c *cli, args []string) error {
 	return nil
 }
 
-// describe says what kind of credential value is, without any of it.
+// describe says what kind of credential value is, without any of it: the
+// Fountain key is a bearer; every other credential is an Anthropic one.
 func describe(id string, value []byte) string {
-	if id != payer.SharedAnthropic {
+	if id == payer.SharedFountain {
 		return "bearer key"
 	}
 	if proxy.IsSetupToken(value) {

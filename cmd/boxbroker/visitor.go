@@ -11,7 +11,6 @@ import (
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/server"
-	"github.com/intentius/boxbroker/internal/store"
 )
 
 // runVisitor manages visitors' Anthropic credentials: `visitor set
@@ -53,27 +52,8 @@ func runVisitor(ctx context.Context, c *cli, args []string) error {
 	id := payer.VisitorAnthropic(principal)
 	switch sub {
 	case "set":
-		value, err := c.readSecret(fmt.Sprintf("%s's Anthropic key or setup token (not echoed): ", principal))
+		what, err := c.setCredential(ctx, &cfg, id, fmt.Sprintf("%s's Anthropic key or setup token (not echoed): ", principal))
 		if err != nil {
-			return err
-		}
-		keyring, err := server.LoadKeyring(&cfg)
-		if err != nil {
-			clear(value)
-			return err
-		}
-		sealed, err := keyring.Seal(value, payer.AD(id))
-		what := describe(payer.SharedAnthropic, value)
-		clear(value)
-		if err != nil {
-			return err
-		}
-		st, err := openStore(ctx, &cfg)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		if err := st.SetCredential(ctx, store.Credential{ID: id, Sealed: sealed, UpdatedAt: time.Now().UTC()}); err != nil {
 			return err
 		}
 		fmt.Fprintf(c.stdout, "set %s's credential (%s), sealed at rest\n", principal, what)
@@ -81,14 +61,7 @@ func runVisitor(ctx context.Context, c *cli, args []string) error {
 		if !*yes && !c.confirm(fmt.Sprintf("Remove %s's credential? Their grants stop paying at once.", principal)) {
 			return errors.New("not removed (pass --yes to remove without asking)")
 		}
-		st, err := openStore(ctx, &cfg)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		if err := st.DeleteCredential(ctx, id); errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("%s holds no credential", principal)
-		} else if err != nil {
+		if err := c.removeCredential(ctx, &cfg, id, fmt.Sprintf("%s holds no credential", principal)); err != nil {
 			return err
 		}
 		fmt.Fprintf(c.stdout, "removed %s's credential\n", principal)
