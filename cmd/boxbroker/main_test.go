@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -76,24 +75,6 @@ func TestCLI_BoxesAndCredentials(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe to read while serve writes to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestCLI_QuickStart follows the README's quick start against a stand-in
 // Anthropic API, and shows a stream in flight finishes after SIGINT.
 func TestCLI_QuickStart(t *testing.T) {
@@ -120,7 +101,7 @@ func TestCLI_QuickStart(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out syncBuffer
+	var out brokertest.Buffer
 	c := &cli{stdin: strings.NewReader(""), stdout: &out, stderr: io.Discard, getenv: func(k string) string {
 		return map[string]string{"BOXBROKER_DATA": dir, "BOXBROKER_LOG_LEVEL": "warn"}[k]
 	}}

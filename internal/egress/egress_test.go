@@ -152,12 +152,12 @@ type env struct {
 	token       string
 	value       string
 	echo, other *host
-	logs        *syncBuffer
+	logs        *brokertest.Buffer
 }
 
 func newEnv(t testing.TB, configure func(*server.Config)) *env {
 	t.Helper()
-	e := &env{logs: &syncBuffer{}}
+	e := &env{logs: &brokertest.Buffer{}}
 	e.echo = newHost(t, echo)
 	e.other = newHost(t, echo)
 	e.br = brokertest.New(t, brokertest.Options{Logs: e.logs, Config: configure})
@@ -185,24 +185,6 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-// syncBuffer is a bytes.Buffer safe for the server's concurrent logging.
-type syncBuffer struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // do sends a request to the broker and reads the whole answer.

@@ -60,30 +60,12 @@ func (c *clock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// syncBuffer is a bytes.Buffer safe to write from the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // fixture is a broker with boxes a and b reporting inference/agent, the
 // shared credential set, a visitor holding a credential, and a clock.
 type fixture struct {
 	*brokertest.Broker
 	clock  *clock
-	logs   *syncBuffer
+	logs   *brokertest.Buffer
 	tokenA string
 	tokenB string
 
@@ -93,7 +75,7 @@ type fixture struct {
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
-	f := &fixture{logs: &syncBuffer{}, clock: &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}}
+	f := &fixture{logs: &brokertest.Buffer{}, clock: &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}}
 	f.outcomes = map[string]int{}
 	b := brokertest.New(t, brokertest.Options{Logs: f.logs, ServerOptions: func(o *server.Options) {
 		o.Now = f.clock.Now

@@ -223,7 +223,7 @@ func TestUpstreamFaults_EveryForwardingCapability(t *testing.T) {
 		rounds       = 3
 	)
 	up := newFaultServer(t)
-	var logs lockedBuffer
+	var logs brokertest.Buffer
 	b := brokertest.New(t, brokertest.Options{Logs: &logs, Config: func(c *server.Config) {
 		c.AnthropicURL, _ = url.Parse(up.URL())
 		c.FountainURL, _ = url.Parse(up.URL())

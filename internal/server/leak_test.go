@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,24 +19,6 @@ import (
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 )
-
-// lockedBuffer collects logs written from many goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestLeaks runs every route — served, refused, failing upstream — with
 // distinctive credentials (the shared one, a box owner's, a visitor's and
@@ -66,7 +46,7 @@ func TestLeaks(t *testing.T) {
 	})
 	echo := httptest.NewServer(&echoSeen)
 	defer echo.Close()
-	var logs lockedBuffer
+	var logs brokertest.Buffer
 	b := brokertest.New(t, brokertest.Options{Logs: &logs, Fountain: true})
 	a := b.AddBox("a")
 	never := b.AddBox("never")

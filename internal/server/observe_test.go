@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,24 +18,6 @@ import (
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
 )
-
-// syncBuffer is a bytes.Buffer safe for the server's concurrent logging.
-type syncBuffer struct {
-	mu  sync.Mutex // guards buf
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // scrape reads /metrics from the admin listener.
 func scrape(t *testing.T, b *brokertest.Broker) string {
@@ -62,7 +42,7 @@ func metric(text, series string) string {
 const messages = `{"model":"claude-sonnet-4-5","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`
 
 func TestMetrics_AfterRequests(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &brokertest.Buffer{}
 	b := brokertest.New(t, brokertest.Options{Logs: logs})
 	const credential = "sk-ant-api03-metrics-credential"
 	b.SetCredential("anthropic", credential)
