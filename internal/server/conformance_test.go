@@ -13,6 +13,7 @@ import (
 
 	"github.com/intentius/boxbroker/conformance"
 	"github.com/intentius/boxbroker/internal/broker"
+	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/egress"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
@@ -24,13 +25,21 @@ import (
 // fresh data directory, the suite's upstreams, a token per box, and the
 // suite's credentials and secrets set the way an operator sets them.
 func startBoxbroker(t *testing.T, dataDir string) func(ctx context.Context, env conformance.Env) (*conformance.Started, error) {
-	return startBroken(t, dataDir, nil, nil)
+	return startWith(t, dataDir, startOptions{})
 }
 
-// startBroken is startBoxbroker with its handler wrapped and its upstream
-// transport replaced, to make the deliberately broken brokers the suite
-// must fail.
-func startBroken(t *testing.T, dataDir string, wrap func(http.Handler) http.Handler, transport http.RoundTripper) func(ctx context.Context, env conformance.Env) (*conformance.Started, error) {
+// startOptions change what startWith starts.
+type startOptions struct {
+	// wrap wraps the handler and transport replaces the upstream
+	// transport, to make the deliberately broken brokers the suite must fail.
+	wrap      func(http.Handler) http.Handler
+	transport http.RoundTripper
+	// extra are capabilities an operator adds in Go.
+	extra []capability.Capability
+}
+
+// startWith is startBoxbroker changed by o.
+func startWith(t *testing.T, dataDir string, o startOptions) func(ctx context.Context, env conformance.Env) (*conformance.Started, error) {
 	return func(ctx context.Context, env conformance.Env) (*conformance.Started, error) {
 		anthropic, err := url.Parse(env.Anthropic.URL)
 		if err != nil {
@@ -42,7 +51,7 @@ func startBroken(t *testing.T, dataDir string, wrap func(http.Handler) http.Hand
 		}
 		cfg := server.Config{Broker: env.Broker, DataDir: dataDir, AnthropicURL: anthropic, FountainURL: fountain, ShutdownGrace: time.Second}
 		rctx, cancel := context.WithCancel(context.Background())
-		srv, err := server.New(rctx, cfg, server.Options{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Transport: transport})
+		srv, err := server.New(rctx, cfg, server.Options{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Transport: o.transport, Extra: o.extra})
 		if err != nil {
 			cancel()
 			return nil, err
@@ -54,8 +63,8 @@ func startBroken(t *testing.T, dataDir string, wrap func(http.Handler) http.Hand
 		}
 		go srv.Cache.Run(rctx)
 		var h http.Handler = srv.Handler
-		if wrap != nil {
-			h = wrap(h)
+		if o.wrap != nil {
+			h = o.wrap(h)
 		}
 		hs := httptest.NewServer(h)
 		return &conformance.Started{URL: hs.URL, Tokens: tokens, Close: func() error {
@@ -167,7 +176,7 @@ func TestConformance_FailsBrokenBoxbrokers(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			report, err := conformance.Run(context.Background(), conformance.Config{
 				Name:         "broken boxbroker: " + tt.name,
-				Start:        startBroken(t, t.TempDir(), tt.wrap, tt.transport),
+				Start:        startWith(t, t.TempDir(), startOptions{wrap: tt.wrap, transport: tt.transport}),
 				Capabilities: servedCapabilities,
 			})
 			if err != nil {
@@ -191,3 +200,48 @@ func TestConformance_FailsBrokenBoxbrokers(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// calendar is a capability an operator adds in Go, as the specification's
+// "Adding a capability" describes: its own prefix and scope words, and a
+// handler. The broker applies the rule around it like any standard one.
+type calendar struct{}
+
+func (calendar) Name() string       { return "calendar" }
+func (calendar) Prefixes() []string { return []string{"/calendar"} }
+
+func (calendar) Scopes(r *http.Request) (capability.Need, bool, error) {
+	if r.URL.Path != "/calendar/v1/events" {
+		return capability.Need{}, false, nil
+	}
+	switch r.Method {
+	case http.MethodGet:
+		return capability.Need{Words: []string{"read"}}, true, nil
+	case http.MethodPost:
+		return capability.Need{Words: []string{"write"}}, true, nil
+	}
+	return capability.Need{}, false, nil
+}
+
+func (calendar) Serve(w http.ResponseWriter, r *http.Request, c *capability.Call) error {
+	w.Header().Set("Content-Type", "application/json")
+	_, err := io.WriteString(w, `{"box":"`+c.Box.Name+`","events":[]}`)
+	return err
+}
+
+// TestConformance_OperatorCapability holds boxbroker to the rule for a
+// capability added in Go, with a probe per scope word.
+func TestConformance_OperatorCapability(t *testing.T) {
+	conformance.RunTest(t, conformance.Config{
+		Name:         "boxbroker with calendar",
+		Start:        startWith(t, t.TempDir(), startOptions{extra: []capability.Capability{calendar{}}}),
+		Capabilities: servedCapabilities,
+		Extra: []conformance.Extra{{
+			Name:   "calendar",
+			Prefix: "/calendar",
+			Probes: map[string]conformance.Probe{
+				"read":  {Method: http.MethodGet, Path: "/calendar/v1/events"},
+				"write": {Method: http.MethodPost, Path: "/calendar/v1/events", Body: []byte(`{"title":"standup"}`)},
+			},
+		}},
+	})
+}
