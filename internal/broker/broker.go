@@ -58,6 +58,17 @@ type Server struct {
 	cfg    Config
 	log    *slog.Logger
 	limits *limiter
+	// routes is every capability's prefixes, in match order, read once
+	// so that routing a request allocates nothing.
+	routes []route
+}
+
+// route is one prefix, the capability that owns it, and the route label
+// its requests are logged and counted under.
+type route struct {
+	prefix string
+	label  string
+	c      capability.Capability
 }
 
 // New returns a Server, or an error naming every problem with cfg.
@@ -99,35 +110,31 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Server{cfg: cfg, log: cfg.Logger, limits: newLimiter(cfg.Limits, cfg.Now)}, nil
+	var routes []route
+	for _, c := range cfg.Capabilities {
+		for _, p := range c.Prefixes() {
+			routes = append(routes, route{prefix: p, label: p + "/*", c: c})
+		}
+	}
+	return &Server{cfg: cfg, log: cfg.Logger, limits: newLimiter(cfg.Limits, cfg.Now), routes: routes}, nil
 }
 
 // HashToken is the SHA-256 of a token, hex: the only form a token is kept in.
 func HashToken(token string) string {
 	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:])
+	var h [2 * sha256.Size]byte
+	hex.Encode(h[:], sum[:])
+	return string(h[:])
 }
 
 // route finds the capability owning path, or nil.
-func (s *Server) route(path string) capability.Capability {
-	for _, c := range s.cfg.Capabilities {
-		for _, p := range c.Prefixes() {
-			if capability.Owns(p, path) {
-				return c
-			}
+func (s *Server) route(path string) *route {
+	for i := range s.routes {
+		if capability.Owns(s.routes[i].prefix, path) {
+			return &s.routes[i]
 		}
 	}
 	return nil
-}
-
-// prefixOf is the prefix of c that owns path.
-func (s *Server) prefixOf(c capability.Capability, path string) string {
-	for _, p := range c.Prefixes() {
-		if capability.Owns(p, path) {
-			return p
-		}
-	}
-	return ""
 }
 
 // boundRoute keeps a capability's route template to a sane length.
@@ -141,12 +148,20 @@ func boundRoute(route string) string {
 // Classify finds the capability whose prefix owns r's path (nil for none)
 // and what r needs of it; ok is false for a path no capability serves.
 func (s *Server) Classify(r *http.Request) (c capability.Capability, need capability.Need, ok bool, err error) {
-	c = s.route(r.URL.Path)
-	if c == nil {
+	rt, need, ok, err := s.classify(r)
+	if rt == nil {
+		return nil, need, ok, err
+	}
+	return rt.c, need, ok, err
+}
+
+func (s *Server) classify(r *http.Request) (rt *route, need capability.Need, ok bool, err error) {
+	rt = s.route(r.URL.Path)
+	if rt == nil {
 		return nil, need, false, nil
 	}
-	need, ok, err = c.Scopes(r)
-	return c, need, ok, err
+	need, ok, err = rt.c.Scopes(r)
+	return rt, need, ok, err
 }
 
 // ServeHTTP serves the box-facing routes.
@@ -185,24 +200,37 @@ func (s *Server) finish(rec *recorder, r *http.Request, info *requestInfo, trace
 	if info.route == "" {
 		info.route = routeUnmatched
 	}
-	attrs := []any{
-		"method", r.Method, "path", LogPath(r.URL.Path), "route", info.route, "status", rec.status,
-		"bytes", rec.bytes, "duration_ms", float64(d.Microseconds()) / 1000,
+	if ctx := r.Context(); s.log.Enabled(ctx, slog.LevelInfo) {
+		// The attributes are built in place: no []any per request.
+		var a [12]slog.Attr
+		a[0] = slog.String("method", r.Method)
+		a[1] = slog.String("path", LogPath(r.URL.Path))
+		a[2] = slog.String("route", info.route)
+		a[3] = slog.Int("status", rec.status)
+		a[4] = slog.Int64("bytes", rec.bytes)
+		a[5] = slog.Float64("duration_ms", float64(d.Microseconds())/1000)
+		n := 6
+		if info.box != "" {
+			a[n] = slog.String("box", info.box)
+			n++
+		}
+		if info.capability != "" {
+			a[n] = slog.String("capability", info.capability)
+			a[n+1] = slog.Any("words", info.words)
+			n += 2
+		}
+		if len(calls) > 0 {
+			last := calls[len(calls)-1]
+			a[n] = slog.Int("upstream_status", last.Status)
+			a[n+1] = slog.Float64("upstream_ms", float64(last.Latency.Microseconds())/1000)
+			n += 2
+		}
+		if info.reason != "" {
+			a[n] = slog.String("refusal", info.reason)
+			n++
+		}
+		s.log.LogAttrs(ctx, slog.LevelInfo, "request", a[:n]...)
 	}
-	if info.box != "" {
-		attrs = append(attrs, "box", info.box)
-	}
-	if info.capability != "" {
-		attrs = append(attrs, "capability", info.capability, "words", info.words)
-	}
-	if len(calls) > 0 {
-		last := calls[len(calls)-1]
-		attrs = append(attrs, "upstream_status", last.Status, "upstream_ms", float64(last.Latency.Microseconds())/1000)
-	}
-	if info.reason != "" {
-		attrs = append(attrs, "refusal", info.reason)
-	}
-	s.log.Info("request", attrs...)
 	if info.stream && s.cfg.Observer != nil {
 		s.cfg.Observer.StreamClosed(info.capabilityLabel())
 	}
@@ -252,23 +280,43 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, info *requestInfo
 		}
 		return err
 	}
+	// What stays on the stack while an answer streams is kept small: a
+	// goroutine's stack is as large as its deepest moment, and an open
+	// stream holds it. So the rule is applied in admit, which has
+	// returned by then.
+	c, call, release, err := s.admit(w, r, info)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return c.Serve(w, r, call)
+}
+
+func noRelease() {}
+
+// admit finds the capability that serves r and applies the rule and the
+// box's limits: it returns the capability, what it may know of the call
+// and the release of the box's limit, or the refusal.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo) (capability.Capability, *capability.Call, func(), error) {
 	// A body Scopes reads to choose the words (feedback's) is small: one
 	// still arriving after BodyTimeout is a client holding a connection.
 	// Forwarded bodies stream afterwards with no deadline.
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(s.cfg.Now().Add(BodyTimeout))
-	c, need, ok, err := s.Classify(r)
+	rt, need, ok, err := s.classify(r)
 	_ = rc.SetReadDeadline(time.Time{})
-	if c != nil {
+	var c capability.Capability
+	if rt != nil {
+		c = rt.c
 		info.capability = c.Name()
-		info.route = s.prefixOf(c, r.URL.Path) + "/*"
+		info.route = rt.label
 	}
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
 	if !ok {
 		info.reason = "no route"
-		return capability.NotFound(r)
+		return nil, nil, nil, capability.NotFound(r)
 	}
 	if rt, isRouter := c.(capability.Router); isRouter {
 		if route := rt.Route(r); route != "" {
@@ -278,37 +326,35 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, info *requestInfo
 	info.words = need.Words
 	info.public = need.Public
 	if need.Public {
-		return c.Serve(w, r, &capability.Call{})
+		return c, &capability.Call{}, noRelease, nil
 	}
 	token, box, err := s.authenticate(r, c)
 	if err != nil {
 		info.reason = "token"
-		return err
+		return nil, nil, nil, err
 	}
 	info.box = box.Name
 	if box.Paused {
 		info.reason = "paused"
-		return capability.Errorf(http.StatusForbidden, protocol.TypePermission,
+		return nil, nil, nil, capability.Errorf(http.StatusForbidden, protocol.TypePermission,
 			"This box is paused by its owner, so the broker serves it nothing until the owner resumes it (`boxbroker box resume %s`).", box.Name)
 	}
 	d, err := s.cfg.Cache.Declaration(r.Context(), box.Name)
 	if err != nil {
-		return unavailable(err)
+		return nil, nil, nil, unavailable(err)
 	}
 	for _, word := range need.Words {
 		if msg := protocol.DeclaredRefusal(d, s.cfg.Broker, c.Name(), word); msg != "" {
 			info.reason = "declaration"
-			return &capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Message: msg}
+			return nil, nil, nil, &capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Message: msg}
 		}
 	}
 	release, err := s.limits.acquire(box.Name)
 	if err != nil {
 		info.reason = "limit"
-		return err
+		return nil, nil, nil, err
 	}
-	defer release()
-	call := &capability.Call{Box: box, Token: token, Words: need.Words, Payer: s.cfg.Payer.Func(box)}
-	return c.Serve(w, r, call)
+	return c, &capability.Call{Box: box, Token: token, Words: need.Words, Payer: s.cfg.Payer.Func(box)}, release, nil
 }
 
 // errNoToken and errUnknownToken are the two authentication failures.
@@ -320,7 +366,8 @@ var (
 
 // tokenOf reads the box's token from Authorization: Bearer or x-api-key.
 func tokenOf(r *http.Request) (string, error) {
-	var found []string
+	var buf [2]string // room for the usual one token, without allocating
+	found := buf[:0]
 	for _, v := range r.Header.Values("Authorization") {
 		if t, ok := cutBearer(v); ok && t != "" {
 			found = append(found, t)

@@ -23,6 +23,10 @@ import (
 // Word is the scope word every forwarded call needs.
 const Word = "agent"
 
+// agentOnly is the Need of every forwarded call. Its Words are shared by
+// every request and never modified.
+var agentOnly = capability.Need{Words: []string{Word}}
+
 // Config configures the capability.
 type Config struct {
 	// Upstream is the Anthropic API's base URL, such as https://api.anthropic.com.
@@ -80,7 +84,7 @@ func (c *Capability) Scopes(r *http.Request) (capability.Need, bool, error) {
 	case p == "/api/hello":
 		return capability.Need{Public: true}, r.Method == http.MethodGet || r.Method == http.MethodHead, nil
 	case Forwarded(r.Method, p):
-		return capability.Need{Words: []string{Word}}, true, nil
+		return agentOnly, true, nil
 	}
 	return capability.Need{}, false, nil
 }
@@ -102,33 +106,48 @@ func Forwarded(method, p string) bool {
 }
 
 // Serve answers hello, or forwards the call on the payer's credential.
+// It stays small: its frame is on the stack for as long as the answer
+// streams.
 func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capability.Call) error {
+	out, err := c.prepare(w, r, call)
+	if out == nil || err != nil {
+		return err
+	}
+	c.proxy.ServeHTTP(w, out)
+	return nil
+}
+
+// prepare answers hello (returning a nil request), or finds who pays and
+// returns the request the proxy forwards.
+func (c *Capability) prepare(w http.ResponseWriter, r *http.Request, call *capability.Call) (*http.Request, error) {
 	if strings.TrimPrefix(r.URL.Path, protocol.PrefixAnthropic) == "/api/hello" {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusOK)
 		if r.Method != http.MethodHead {
 			_, _ = w.Write([]byte(`{"ok":true}` + "\n"))
 		}
-		return nil
+		return nil, nil
 	}
 	paid, err := call.Payer(r.Context(), r)
 	w.Header().Set(protocol.HeaderPayer, protocol.FormatPayerHeader(paid.Payer))
 	if errors.Is(err, capability.ErrNoCredential) {
-		return capability.Errorf(http.StatusForbidden, protocol.TypePermission,
+		return nil, capability.Errorf(http.StatusForbidden, protocol.TypePermission,
 			"The broker holds no Anthropic credential for this box's payer (%s); the operator sets one with %s.",
 			protocol.FormatPayerHeader(paid.Payer), payer.SetHint(paid.Payer, call.Box.Name))
 	}
 	if err != nil {
-		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
+		return nil, &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
 			Message: "The broker could not read the payer's credential.", Err: err}
 	}
 	if r.ContentLength > c.cfg.MaxBody {
-		return capability.Errorf(http.StatusRequestEntityTooLarge, protocol.TypeTooLarge, "The request body is over %d bytes.", c.cfg.MaxBody)
+		return nil, capability.Errorf(http.StatusRequestEntityTooLarge, protocol.TypeTooLarge, "The request body is over %d bytes.", c.cfg.MaxBody)
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, c.cfg.MaxBody)
-	ctx := context.WithValue(r.Context(), ctxKey{}, &paidFor{paid: paid})
-	c.proxy.ServeHTTP(w, r.WithContext(ctx))
-	return nil
+	// The bound goes on the copy the proxy reads, not on r: the server
+	// keeps its own body, and has nothing of ours to drain before it
+	// answers.
+	out := r.WithContext(context.WithValue(r.Context(), ctxKey{}, &paidFor{paid: paid}))
+	out.Body = http.MaxBytesReader(w, r.Body, c.cfg.MaxBody)
+	return out, nil
 }
 
 func (c *Capability) rewrite(pr *httputil.ProxyRequest) {

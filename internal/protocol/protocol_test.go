@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -162,6 +163,20 @@ func TestIsGrantValue(t *testing.T) {
 	for _, tt := range tests {
 		if got := IsGrantValue(tt.in); got != tt.want {
 			t.Errorf("IsGrantValue(%q) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestQuote_MatchesEncoder(t *testing.T) {
+	tests := []string{"", "agent", "GITHUB_API", "lobby", `say "hi"`, `back\slash`, "tab\there", "<&>", "é", "\u2028", "del\x7f"}
+	for _, tt := range tests {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(tt)
+		want := strings.TrimSuffix(buf.String(), "\n")
+		if got := quote(tt); got != want {
+			t.Errorf("quote(%q) = %s, want %s", tt, got, want)
 		}
 	}
 }

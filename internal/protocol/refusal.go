@@ -58,11 +58,25 @@ func WriteRefusal(w http.ResponseWriter, status int, typ, message string) {
 
 // quote writes s as a JSON string, as JSON.stringify does.
 func quote(s string) string {
+	if plainASCII(s) {
+		return `"` + s + `"`
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(s)
 	return strings.TrimSuffix(buf.String(), "\n")
+}
+
+// plainASCII reports whether s is printable ASCII with no quote or
+// backslash: a string JSON writes as it is, between quotes.
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 func entryText(capability, broker, word string) string {

@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -39,7 +40,10 @@ type TransportOptions struct {
 // NewTransport returns the outbound transport: a clone of
 // http.DefaultTransport with bounded waits, a larger idle pool, TLS
 // verification on, and no proxy from the environment (outbound requests
-// go only where the configuration says).
+// go only where the configuration says). It never asks for compression
+// the box did not ask for, so it never decompresses an answer on the
+// box's behalf: the box's own Accept-Encoding goes upstream and the answer
+// comes back as the upstream sent it.
 func NewTransport(o TransportOptions) *http.Transport {
 	if o.ResponseHeaderTimeout <= 0 {
 		o.ResponseHeaderTimeout = 10 * time.Minute
@@ -59,6 +63,7 @@ func NewTransport(o TransportOptions) *http.Transport {
 	t.IdleConnTimeout = 90 * time.Second
 	t.TLSHandshakeTimeout = 10 * time.Second
 	t.ExpectContinueTimeout = time.Second
+	t.DisableCompression = true
 	return t
 }
 
@@ -176,8 +181,8 @@ func RemoveValue(h http.Header, secret []byte) int {
 }
 
 // New returns a ReverseProxy with boxbroker's defaults: immediate
-// flushing, the given transport and error handler, and no added
-// X-Forwarded headers.
+// flushing, pooled copy buffers, the given transport and error handler,
+// and no added X-Forwarded headers.
 func New(rewrite func(*httputil.ProxyRequest), transport http.RoundTripper, errorHandler func(http.ResponseWriter, *http.Request, error)) *httputil.ReverseProxy {
 	return &httputil.ReverseProxy{
 		Rewrite:       rewrite,
@@ -185,5 +190,32 @@ func New(rewrite func(*httputil.ProxyRequest), transport http.RoundTripper, erro
 		FlushInterval: -1,
 		ErrorHandler:  errorHandler,
 		ErrorLog:      nil, // each capability sets its own, to its logger
+		BufferPool:    &bufferPool{},
+	}
+}
+
+// CopyBufferSize is the size of the buffer an answer is copied through.
+// A stream holds one for as long as it is open, so it is small: an SSE
+// event is well under it, and a larger answer is copied in several reads
+// rather than held in one big buffer per request.
+const CopyBufferSize = 2 << 10
+
+// bufferPool is a httputil.BufferPool of CopyBufferSize buffers: it lends
+// ReverseProxy its copy buffers, instead of the fresh 32 KiB one it makes
+// for every answer when it has no pool.
+type bufferPool struct{ p sync.Pool }
+
+// Get returns a buffer of CopyBufferSize bytes.
+func (b *bufferPool) Get() []byte {
+	if v, ok := b.p.Get().(*[CopyBufferSize]byte); ok {
+		return v[:]
+	}
+	return make([]byte, CopyBufferSize)
+}
+
+// Put returns a buffer Get lent.
+func (b *bufferPool) Put(buf []byte) {
+	if cap(buf) >= CopyBufferSize {
+		b.p.Put((*[CopyBufferSize]byte)(buf[:CopyBufferSize]))
 	}
 }

@@ -1,0 +1,335 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Kinds of case.
+const (
+	kindMessages = "messages" // a call to the Anthropic Messages API
+	kindEgress   = "egress"   // a GET at a third-party API with a secret
+	kindDecide   = "decide"   // decide's questions; elsewhere the Messages calls they take
+)
+
+// benchCase is one kind of request, driven the same way on every path.
+type benchCase struct {
+	name string
+	kind string
+	body []byte
+	// fanout: on a path with no decide, one request is this many
+	// concurrent Messages calls of body (decide's questions asked by hand).
+	fanout int
+	// decideBody is the decide request, on the paths that serve decide.
+	decideBody []byte
+	// sse: the answer is a stream of events; ttfe and ttl are measured.
+	sse bool
+	// refused: the answer is a 403 (the direct path asks /refuse).
+	refused bool
+	// conc is the closed-loop concurrency of the throughput phase; rate
+	// the open-loop rate (requests/s) of the latency phase.
+	conc int
+	rate float64
+}
+
+// result is one path's figures for one case.
+type result struct {
+	path, cas string
+	// throughput phase
+	requests int64
+	errors   int64
+	rps      float64
+	cpu10k   float64 // proxy CPU seconds per 10k requests; <0 when not measured
+	peakRSS  int64   // proxy peak RSS over both phases; 0 when not measured
+	// latency phase
+	p50, p99       time.Duration
+	ttfe50, ttfe99 time.Duration // SSE: time to the first event
+	latErrors      int64
+	firstErr       string
+}
+
+// client returns a load-generator client: keep-alive, no compression, no
+// proxy from the environment, one idle connection per worker.
+func client(conns int) (*http.Client, *http.Transport) {
+	t := &http.Transport{
+		Proxy:               nil,
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+		MaxIdleConns:        conns * 2,
+		MaxIdleConnsPerHost: conns * 2,
+		IdleConnTimeout:     30 * time.Second,
+		DisableCompression:  true,
+		ForceAttemptHTTP2:   false,
+	}
+	return &http.Client{Transport: t, Timeout: 30 * time.Second}, t
+}
+
+// sample is one request's outcome.
+type sample struct {
+	total, ttfe time.Duration
+	err         error
+}
+
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// once sends one request of c on p and reads the whole answer.
+func once(ctx context.Context, hc *http.Client, p *path, c *benchCase, events int) sample {
+	if c.kind == kindDecide && p.decideURL == "" && c.fanout > 1 {
+		return fanout(ctx, hc, p, c, events)
+	}
+	var req *http.Request
+	var err error
+	switch c.kind {
+	case kindEgress:
+		req, err = http.NewRequestWithContext(ctx, "GET", p.egressURL, nil)
+		if err == nil {
+			req.Header.Set("Authorization", "Bearer "+p.egressKey)
+			req.Header.Set("Accept", "application/json")
+		}
+	case kindDecide:
+		if p.decideURL == "" {
+			return onceMessages(ctx, hc, p, c, events)
+		}
+		req, err = http.NewRequestWithContext(ctx, "POST", p.decideURL, bytes.NewReader(c.decideBody))
+		if err == nil {
+			req.Header.Set("Authorization", "Bearer "+p.key)
+			req.Header.Set("Content-Type", "application/json")
+		}
+	default:
+		return onceMessages(ctx, hc, p, c, events)
+	}
+	if err != nil {
+		return sample{err: err}
+	}
+	return send(hc, req, c, events)
+}
+
+// fanout sends c.fanout Messages calls at once and waits for them all.
+func fanout(ctx context.Context, hc *http.Client, p *path, c *benchCase, events int) sample {
+	start := time.Now()
+	errs := make(chan error, c.fanout)
+	for i := 1; i < c.fanout; i++ {
+		go func() { errs <- onceMessages(ctx, hc, p, c, events).err }()
+	}
+	errs <- onceMessages(ctx, hc, p, c, events).err
+	var first error
+	for i := 0; i < c.fanout; i++ {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return sample{total: time.Since(start), err: first}
+}
+
+// onceMessages sends one Messages call (or, for a refusal case, the call
+// that is refused).
+func onceMessages(ctx context.Context, hc *http.Client, p *path, c *benchCase, events int) sample {
+	url, key := p.messages(), p.key
+	if c.refused {
+		key = p.refusedKey
+		if p.refuseURL != "" {
+			url = p.refuseURL
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(c.body))
+	if err != nil {
+		return sample{err: err}
+	}
+	req.Header.Set("X-Api-Key", key)
+	req.Header.Set("Anthropic-Version", "2023-06-01")
+	req.Header.Set("Content-Type", "application/json")
+	return send(hc, req, c, events)
+}
+
+// send sends req and reads the whole answer, timing it.
+func send(hc *http.Client, req *http.Request, c *benchCase, events int) sample {
+	start := time.Now()
+	resp, err := hc.Do(req)
+	if err != nil {
+		return sample{err: err}
+	}
+	defer resp.Body.Close()
+	want := http.StatusOK
+	if c.refused {
+		want = http.StatusForbidden
+	}
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	buf := *bp
+	var s sample
+	if resp.StatusCode != want {
+		n, _ := io.ReadFull(resp.Body, buf[:200])
+		return sample{err: fmt.Errorf("status %d, want %d: %q", resp.StatusCode, want, buf[:n])}
+	}
+	if !c.sse {
+		if _, err := io.CopyBuffer(io.Discard, resp.Body, buf); err != nil {
+			return sample{err: err}
+		}
+		s.total = time.Since(start)
+		return s
+	}
+	// Count events by their blank-line ends, carrying a trailing newline
+	// across reads.
+	got, prevNL := 0, false
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 && s.ttfe == 0 {
+			s.ttfe = time.Since(start)
+		}
+		for _, b := range buf[:n] {
+			if b == '\n' {
+				if prevNL {
+					got++
+				}
+				prevNL = true
+			} else {
+				prevNL = false
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return sample{err: err}
+		}
+	}
+	s.total = time.Since(start)
+	if got != events {
+		return sample{err: fmt.Errorf("stream had %d events, want %d", got, events)}
+	}
+	return s
+}
+
+// throughput drives c on p closed-loop with c.conc workers for d and
+// measures the proxy's CPU and peak memory meanwhile.
+func throughput(ctx context.Context, p *path, c *benchCase, d, warm time.Duration, events int, r *result) {
+	hc, tr := client(c.conc)
+	defer tr.CloseIdleConnections()
+	run := func(d time.Duration) (ok, bad int64, first error) {
+		var okN, badN atomic.Int64
+		var firstErr atomic.Value
+		deadline := time.Now().Add(d)
+		var wg sync.WaitGroup
+		for i := 0; i < c.conc; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for time.Now().Before(deadline) && ctx.Err() == nil {
+					s := once(ctx, hc, p, c, events)
+					if s.err != nil {
+						badN.Add(1)
+						firstErr.CompareAndSwap(nil, s.err)
+						continue
+					}
+					okN.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		if e, _ := firstErr.Load().(error); e != nil {
+			first = e
+		}
+		return okN.Load(), badN.Load(), first
+	}
+	run(warm)
+	if p.proc.pid != 0 {
+		p.proc.resetPeak()
+	}
+	cpu0 := p.proc.cpuIf()
+	start := time.Now()
+	ok, bad, first := run(d)
+	el := time.Since(start)
+	cpu1 := p.proc.cpuIf()
+	r.requests, r.errors = ok, bad
+	r.rps = float64(ok) / el.Seconds()
+	r.cpu10k = -1
+	if p.proc.pid != 0 && ok > 0 {
+		r.cpu10k = (cpu1 - cpu0) / float64(ok) * 10000
+	}
+	if first != nil {
+		r.firstErr = first.Error()
+	}
+}
+
+// cpuIf is cpu, or 0 for the direct path.
+func (p procs) cpuIf() float64 {
+	if p.pid == 0 {
+		return 0
+	}
+	return p.cpu()
+}
+
+// latency drives c on p open-loop at c.rate for d: each request is due at
+// its scheduled time and its latency counts from then, so a slow answer
+// cannot hide the requests that queued behind it.
+func latency(ctx context.Context, p *path, c *benchCase, d time.Duration, events int, r *result) {
+	workers := 64
+	hc, tr := client(workers)
+	defer tr.CloseIdleConnections()
+	n := int(c.rate * d.Seconds())
+	due := make(chan time.Time, n)
+	var mu sync.Mutex
+	totals := make([]time.Duration, 0, n)
+	ttfes := make([]time.Duration, 0, n)
+	var bad atomic.Int64
+	var wg sync.WaitGroup
+	for i := 0; i < workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for at := range due {
+				if wait := time.Until(at); wait > 0 {
+					time.Sleep(wait)
+				}
+				s := once(ctx, hc, p, c, events)
+				if s.err != nil {
+					bad.Add(1)
+					mu.Lock()
+					if r.firstErr == "" {
+						r.firstErr = s.err.Error()
+					}
+					mu.Unlock()
+					continue
+				}
+				late := time.Since(at) - s.total // queueing behind earlier requests
+				if late < 0 {
+					late = 0
+				}
+				mu.Lock()
+				totals = append(totals, s.total+late)
+				if c.sse {
+					ttfes = append(ttfes, s.ttfe+late)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	start := time.Now().Add(10 * time.Millisecond)
+	step := time.Duration(float64(time.Second) / c.rate)
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		due <- start.Add(time.Duration(i) * step)
+	}
+	close(due)
+	wg.Wait()
+	r.latErrors = bad.Load()
+	r.p50, r.p99 = quantiles(totals)
+	r.ttfe50, r.ttfe99 = quantiles(ttfes)
+}
+
+// quantiles returns the 50th and 99th percentiles.
+func quantiles(d []time.Duration) (p50, p99 time.Duration) {
+	if len(d) == 0 {
+		return 0, 0
+	}
+	slices.Sort(d)
+	at := func(q float64) time.Duration { return d[min(len(d)-1, int(q*float64(len(d))))] }
+	return at(0.50), at(0.99)
+}

@@ -1,0 +1,258 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"flag"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// The stand-in upstream runs in its own process (the harness starts its
+// own binary again with -role upstream), so its CPU is not the load
+// generator's and the proxies reach it over real sockets.
+
+// upstreamConfig is what the stand-in needs.
+type upstreamConfig struct {
+	listen, tlsListen string
+	cert, key         string
+	credential        string
+	egressSecret      string
+	events            int
+	ping              time.Duration
+	maxHold           time.Duration
+}
+
+// smallAnswer is a Messages answer of the usual size.
+const smallAnswer = `{"id":"msg_bench","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"Hello from the stand-in."}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":12,"output_tokens":6}}`
+
+// structuredAnswer answers a structured-output request (as decide asks a
+// noul or a score question) with JSON that is both.
+const structuredAnswer = `{"id":"msg_bench","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"{\"reason\":\"The order lists every item.\",\"noul\":0.92,\"score\":3,\"confidence\":0.8}"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":310,"output_tokens":24}}`
+
+// egressAnswer is a third-party API's answer to a GET, of the usual size.
+const egressAnswer = `{"id":1296269,"name":"hello-world","full_name":"octocat/hello-world","private":false,"owner":{"login":"octocat","id":1,"type":"User"},"description":"This your first repo!","fork":false,"created_at":"2011-01-26T19:01:12Z","updated_at":"2011-01-26T19:14:43Z","pushed_at":"2011-01-26T19:06:43Z","size":108,"stargazers_count":80,"watchers_count":80,"language":"Go","forks_count":9,"open_issues_count":0,"default_branch":"main"}`
+
+// refusalAnswer is what the stand-in answers on /refuse: the direct
+// path's 403, to compare a proxy's refusal with.
+const refusalAnswer = `{"type":"error","error":{"type":"permission_error","message":"This box's inference capability does not list agent in its scope."}}` + "\n"
+
+// sseEvent is one event of a Messages stream.
+func sseEvent(name, data string) string { return "event: " + name + "\ndata: " + data + "\n\n" }
+
+// streamEvents is a Messages stream of n events (n >= 4): start, block
+// start, n-4 text deltas, block stop, message stop.
+func streamEvents(n int) [][]byte {
+	out := [][]byte{
+		[]byte(sseEvent("message_start", `{"type":"message_start","message":{"id":"msg_bench","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":12,"output_tokens":1}}}`)),
+		[]byte(sseEvent("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)),
+	}
+	for i := 0; i < n-4; i++ {
+		out = append(out, []byte(sseEvent("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"word `+strconv.Itoa(i)+` "}}`)))
+	}
+	out = append(out,
+		[]byte(sseEvent("content_block_stop", `{"type":"content_block_stop","index":0}`)),
+		[]byte(sseEvent("message_stop", `{"type":"message_stop"}`)))
+	return out
+}
+
+var (
+	pingEvent  = []byte(sseEvent("ping", `{"type": "ping"}`))
+	markStream = []byte(`"stream":true`)
+	markIdle   = []byte(`"bench":"idle"`)
+	markSchema = []byte(`"output_config"`)
+)
+
+// upstreamHandler answers like the Anthropic Messages API, for one key.
+func upstreamHandler(cfg upstreamConfig) http.Handler {
+	events := streamEvents(cfg.events)
+	answer := []byte(smallAnswer)
+	refusal := []byte(refusalAnswer)
+	structured := []byte(structuredAnswer)
+	api := []byte(egressAnswer)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/egress-api/") {
+			if r.Header.Get("Authorization") != "Bearer "+cfg.egressSecret {
+				http.Error(w, "wrong secret", http.StatusUnauthorized)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Length", strconv.Itoa(len(api)))
+			_, _ = w.Write(api)
+			return
+		}
+		if r.URL.Path == "/refuse" {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Length", strconv.Itoa(len(refusal)))
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = w.Write(refusal)
+			return
+		}
+		if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
+			http.Error(w, "not found", http.StatusNotFound)
+			return
+		}
+		if r.Header.Get("X-Api-Key") != cfg.credential {
+			http.Error(w, "wrong key", http.StatusUnauthorized)
+			return
+		}
+		// Read the whole body (a 1 MB one too), keeping its first bytes.
+		var head [8 << 10]byte
+		n, _ := io.ReadFull(r.Body, head[:])
+		if _, err := io.Copy(io.Discard, io.LimitReader(r.Body, 64<<20)); err != nil {
+			http.Error(w, "body", http.StatusBadRequest)
+			return
+		}
+		body := head[:n]
+		switch {
+		case bytes.Contains(body, markIdle):
+			holdStream(w, r, cfg, events[0])
+		case bytes.Contains(body, markSchema):
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Length", strconv.Itoa(len(structured)))
+			_, _ = w.Write(structured)
+		case bytes.Contains(body, markStream):
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Header().Set("Cache-Control", "no-cache")
+			f := w.(http.Flusher)
+			for _, ev := range events {
+				_, _ = w.Write(ev)
+				f.Flush()
+			}
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
+			_, _ = w.Write(answer)
+		}
+	})
+}
+
+// holdStream starts a stream and sends a ping every cfg.ping until the
+// client goes or maxHold passes.
+func holdStream(w http.ResponseWriter, r *http.Request, cfg upstreamConfig, start []byte) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	f := w.(http.Flusher)
+	_, _ = w.Write(start)
+	f.Flush()
+	t := time.NewTicker(cfg.ping)
+	defer t.Stop()
+	end := time.NewTimer(cfg.maxHold)
+	defer end.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-end.C:
+			return
+		case <-t.C:
+			if _, err := w.Write(pingEvent); err != nil {
+				return
+			}
+			f.Flush()
+		}
+	}
+}
+
+// runUpstream is the -role upstream process: it serves until SIGTERM or
+// until its standard input closes (the harness went away).
+func runUpstream(args []string) error {
+	fs := flag.NewFlagSet("upstream", flag.ContinueOnError)
+	var cfg upstreamConfig
+	fs.StringVar(&cfg.listen, "listen", "127.0.0.2:0", "plain HTTP address")
+	fs.StringVar(&cfg.tlsListen, "tls-listen", "", "HTTPS (HTTP/2) address; empty for none")
+	fs.StringVar(&cfg.cert, "cert", "", "certificate file for -tls-listen")
+	fs.StringVar(&cfg.key, "key", "", "key file for -tls-listen")
+	fs.StringVar(&cfg.credential, "credential", "", "the only x-api-key accepted")
+	fs.StringVar(&cfg.egressSecret, "egress-secret", "", "the only bearer accepted on /egress-api/")
+	fs.IntVar(&cfg.events, "events", 20, "events in a stream")
+	fs.DurationVar(&cfg.ping, "ping", 3*time.Second, "ping interval of a held stream")
+	fs.DurationVar(&cfg.maxHold, "max-hold", 5*time.Minute, "longest a held stream lasts")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if cfg.events < 4 {
+		cfg.events = 4
+	}
+	h := upstreamHandler(cfg)
+	ln, err := net.Listen("tcp", cfg.listen)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: nil}
+	go func() { _ = srv.Serve(ln) }()
+	tlsAddr := "-"
+	var tsrv *http.Server
+	if cfg.tlsListen != "" {
+		tln, err := net.Listen("tcp", cfg.tlsListen)
+		if err != nil {
+			return err
+		}
+		tsrv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = tsrv.ServeTLS(tln, cfg.cert, cfg.key) }()
+		tlsAddr = tln.Addr().String()
+	}
+	fmt.Printf("LISTEN %s %s\n", ln.Addr(), tlsAddr)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	go func() { // the harness holds our stdin; when it dies, so do we
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		stop()
+	}()
+	<-ctx.Done()
+	srv.Close()
+	if tsrv != nil {
+		tsrv.Close()
+	}
+	return nil
+}
+
+// writeCert writes a self-signed certificate for ip, valid for a day, and
+// its key, as PEM files in dir.
+func writeCert(dir string, ip net.IP) (certFile, keyFile string, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return "", "", err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "boxbroker bench upstream"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		IPAddresses:           []net.IP{ip},
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return "", "", err
+	}
+	kb, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return "", "", err
+	}
+	certFile, keyFile = dir+"/upstream.crt", dir+"/upstream.key"
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		return "", "", err
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
+		return "", "", err
+	}
+	return certFile, keyFile, nil
+}
