@@ -147,7 +147,12 @@ func startBroker(ctx context.Context, bin, dataDir, ip, upstream string, o *opti
 		return nil, nil, err
 	}
 	defer logf.Close()
-	cmd := exec.CommandContext(ctx, bin, "serve", "--listen", ip+":0", "--anthropic-url", upstream, "--log-level", o.brokerLog)
+	args := []string{"serve", "--listen", ip + ":0", "--anthropic-url", upstream, "--log-level", o.brokerLog}
+	if hasFlag(ctx, bin, "admin-listen") {
+		// Its own admin port, so two brokers can run side by side.
+		args = append(args, "--admin-listen", ip+":0")
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(base, env...)
 	cmd.Stderr = logf
 	dieWithUs(cmd)
@@ -191,6 +196,13 @@ func startBroker(ctx context.Context, bin, dataDir, ip, upstream string, o *opti
 
 // idleBoxes is how many boxes the idle streams come from.
 const idleBoxes = 50
+
+// hasFlag reports whether bin's serve takes --name (older builds, given
+// with -boxbroker, may not).
+func hasFlag(ctx context.Context, bin, name string) bool {
+	out, _ := exec.CommandContext(ctx, bin, "serve", "-h").CombinedOutput()
+	return strings.Contains(string(out), "-"+name)
+}
 
 // report posts a realistic declaration: four capabilities for this
 // broker, one for another.
