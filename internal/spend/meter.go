@@ -336,17 +336,43 @@ type readCloser struct {
 }
 
 // Serve reserves the request's bound against its budgets, serves it with
-// its upstream answers metered, and settles.
+// its upstream answers metered, and settles. It stays small, the work
+// being in prepare: its frame is on the stack for as long as the answer
+// streams, and a goroutine's stack is as large as its deepest moment.
 func (c *metered) Serve(w http.ResponseWriter, r *http.Request, call *capability.Call) error {
-	if call.Payer == nil {
-		return c.Capability.Serve(w, r, call)
-	}
-	est, ok, err := c.estimate(w, r)
+	mc, err := c.prepare(w, r, call)
 	if err != nil {
 		return err
 	}
+	if mc.tk != nil {
+		// Deferred, so that a call the proxy aborts (the box went away
+		// mid-stream) is settled too.
+		defer c.m.settleCall(r, mc)
+	}
+	return c.Capability.Serve(w, mc.r, mc.call)
+}
+
+// meteredCall is a request ready to serve: the request and call to serve
+// it with, and, when it is metered, what it settles.
+type meteredCall struct {
+	r    *http.Request
+	call *capability.Call
+	s    settlement
+	tk   *ticket // nil: not metered
+}
+
+// prepare estimates the request, decides its payer and reserves its bound,
+// or returns the refusal.
+func (c *metered) prepare(w http.ResponseWriter, r *http.Request, call *capability.Call) (*meteredCall, error) {
+	if call.Payer == nil {
+		return &meteredCall{r: r, call: call}, nil
+	}
+	est, ok, err := c.estimate(w, r)
+	if err != nil {
+		return nil, err
+	}
 	if !ok {
-		return c.Capability.Serve(w, r, call)
+		return &meteredCall{r: r, call: call}, nil
 	}
 	// The payer is decided once: here, for the budget, and for the
 	// capability, which asks again.
@@ -354,7 +380,7 @@ func (c *metered) Serve(w http.ResponseWriter, r *http.Request, call *capability
 	once := *call
 	once.Payer = func(context.Context, *http.Request) (capability.Paid, error) { return paid, perr }
 	if perr != nil {
-		return c.Capability.Serve(w, r, &once) // refused as the capability refuses it
+		return &meteredCall{r: r, call: &once}, nil // refused as the capability refuses it
 	}
 	principal := ""
 	if paid.Payer.Principal != nil {
@@ -367,18 +393,20 @@ func (c *metered) Serve(w http.ResponseWriter, r *http.Request, call *capability
 		var obe *store.OverBudgetError
 		if errors.As(err, &obe) {
 			w.Header().Set(protocol.HeaderPayer, protocol.FormatPayerHeader(paid.Payer))
-			return OverBudget(obe, s.bound)
+			return nil, OverBudget(obe, s.bound)
 		}
 		if err != nil {
-			return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
+			return nil, &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
 				Message: "The broker cannot read this box's budget just now; try again shortly.", Err: err}
 		}
 	}
 	tk := &ticket{}
-	// Deferred, so that a call the proxy aborts (the box went away
-	// mid-stream) is settled too.
-	defer c.m.settle(context.WithoutCancel(r.Context()), s, tk)
-	return c.Capability.Serve(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, tk)), &once)
+	return &meteredCall{r: r.WithContext(context.WithValue(r.Context(), ctxKey{}, tk)), call: &once, s: s, tk: tk}, nil
+}
+
+// settleCall settles mc once r is served.
+func (m *Meter) settleCall(r *http.Request, mc *meteredCall) {
+	m.settle(context.WithoutCancel(r.Context()), mc.s, mc.tk)
 }
 
 // settlement is what a metered request settles.
