@@ -65,6 +65,7 @@ type Cache struct {
 	decls    map[string]*protocol.Declaration // nil value: never reported
 	creds    map[string]store.Credential
 	credMiss map[string]struct{}
+	budgeted map[string]bool // box name → whether it has any budget
 	secrets  map[string]store.Secret // by box + "/" + name
 	secMiss  map[string]struct{}
 }
@@ -97,6 +98,7 @@ func (c *Cache) resetLocked() {
 	c.decls = map[string]*protocol.Declaration{}
 	c.creds = map[string]store.Credential{}
 	c.credMiss = map[string]struct{}{}
+	c.budgeted = map[string]bool{}
 	c.secrets = map[string]store.Secret{}
 	c.secMiss = map[string]struct{}{}
 }
@@ -259,6 +261,7 @@ func (c *Cache) dropLocked(kind, key string) {
 		}
 		clear(c.missing)
 		delete(c.decls, key)
+		delete(c.budgeted, key)
 		// A removed box takes its secrets with it.
 		for k := range c.secrets {
 			if strings.HasPrefix(k, key+"/") {
@@ -272,6 +275,8 @@ func (c *Cache) dropLocked(kind, key string) {
 		}
 	case store.ChangeDeclaration:
 		delete(c.decls, key)
+	case store.ChangeBudget:
+		delete(c.budgeted, key)
 	case store.ChangeCredential:
 		delete(c.creds, key)
 		delete(c.credMiss, key)
@@ -353,6 +358,31 @@ func (c *Cache) Declaration(ctx context.Context, box string) (*protocol.Declarat
 	}
 	c.mu.Unlock()
 	return d, nil
+}
+
+// Budgeted reports whether box has any budget, its own or a principal's
+// on it: a model call of a box with none reserves nothing, so it need not
+// ask the store.
+func (c *Cache) Budgeted(ctx context.Context, box string) (bool, error) {
+	c.mu.RLock()
+	ok, gen := c.fresh()
+	if ok {
+		if b, hit := c.budgeted[box]; hit {
+			c.mu.RUnlock()
+			return b, nil
+		}
+	}
+	c.mu.RUnlock()
+	bs, err := c.st.ListBudgets(ctx, box)
+	if err != nil {
+		return false, err
+	}
+	c.mu.Lock()
+	if ok && c.gen == gen {
+		c.budgeted[box] = len(bs) > 0
+	}
+	c.mu.Unlock()
+	return len(bs) > 0, nil
 }
 
 // Credential returns the sealed credential with that ID, or store.ErrNotFound.

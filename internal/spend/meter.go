@@ -67,6 +67,12 @@ const (
 type Config struct {
 	// Store keeps budgets, tallies, reservations and usage. Required.
 	Store store.Spend
+	// Budgeted, when set, tells from memory whether a box has any budget
+	// (the cache's Budgeted): a call of a box with none makes no
+	// reservation, so it reads nothing from the store before it is
+	// forwarded. Nil asks the store on every call. An error asks the
+	// store too.
+	Budgeted func(ctx context.Context, box string) (bool, error)
 	// Prices is the price table (nil: DefaultPrices).
 	Prices *Prices
 	// Now is the clock months are told by (nil: time.Now).
@@ -388,7 +394,7 @@ func (c *metered) prepare(w http.ResponseWriter, r *http.Request, call *capabili
 	}
 	now := c.m.cfg.Now().UTC()
 	s := settlement{box: call.Box.Name, payer: paid.Payer.Kind, principal: principal, month: Month(now), est: est, bound: c.m.Bound(est)}
-	if s.bound > 0 {
+	if s.bound > 0 && c.m.budgeted(r.Context(), s.box) {
 		s.id, err = c.m.cfg.Store.Reserve(r.Context(), store.Reservation{Box: s.box, Principal: principal, Month: s.month, Amount: s.bound, At: now})
 		var obe *store.OverBudgetError
 		if errors.As(err, &obe) {
@@ -402,6 +408,16 @@ func (c *metered) prepare(w http.ResponseWriter, r *http.Request, call *capabili
 	}
 	tk := &ticket{}
 	return &meteredCall{r: r.WithContext(context.WithValue(r.Context(), ctxKey{}, tk)), call: &once, s: s, tk: tk}, nil
+}
+
+// budgeted reports whether box may have a budget: false only when
+// Config.Budgeted says for certain that it has none.
+func (m *Meter) budgeted(ctx context.Context, box string) bool {
+	if m.cfg.Budgeted == nil {
+		return true
+	}
+	b, err := m.cfg.Budgeted(ctx, box)
+	return b || err != nil
 }
 
 // settleCall settles mc once r is served.

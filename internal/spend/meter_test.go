@@ -536,6 +536,9 @@ func TestSpend_Decide(t *testing.T) {
 	if err := b.Server.Store.SetBudget(context.Background(), store.Budget{Box: "salad", Limit: want.Cost, UpdatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
+	// Written behind the broker's back: its cache learns of it at its next
+	// poll of the change log, or at once here.
+	b.Server.Cache.Drop(store.ChangeBudget, "salad")
 	settled(t, b.Server.Store, "salad", month)
 	seen := len(b.Upstream.Seen())
 	resp = b.Do("POST", "/decide/v1/systemone", token, []byte(body), http.Header{"Content-Type": {"application/json"}})

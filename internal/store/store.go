@@ -223,6 +223,7 @@ const (
 	ChangeSecret      = "secret"      // Key: box + "/" + name
 	ChangeGrant       = "grant"       // Key: grant hash
 	ChangeResource    = "resource"    // Key: kind + "/" + id
+	ChangeBudget      = "budget"      // Key: box name (a budget of the box or of a principal on it set or removed)
 )
 
 // Change is one write, recorded in the same transaction as the write

@@ -21,7 +21,10 @@ func (s *Store) SetBudget(ctx context.Context, b store.Budget) error {
 		_, err := tx.Exec(ctx, `INSERT INTO budgets (box, principal, limit_micros, updated_at) VALUES ($1, $2, $3, $4)
 			ON CONFLICT (box, principal) DO UPDATE SET limit_micros = excluded.limit_micros, updated_at = excluded.updated_at`,
 			b.Box, b.Principal, b.Limit, b.UpdatedAt)
-		return nil, err
+		if err != nil {
+			return nil, err
+		}
+		return []store.Change{{Kind: store.ChangeBudget, Key: b.Box}}, nil
 	})
 }
 
@@ -53,7 +56,10 @@ func (s *Store) DeleteBudget(ctx context.Context, box, principal string) error {
 		if err != nil {
 			return nil, err
 		}
-		return nil, notFound(tag)
+		if err := notFound(tag); err != nil {
+			return nil, err
+		}
+		return []store.Change{{Kind: store.ChangeBudget, Key: box}}, nil
 	})
 }
 

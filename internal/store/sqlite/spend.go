@@ -20,7 +20,10 @@ func (s *Store) SetBudget(ctx context.Context, b store.Budget) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO budgets (box, principal, limit_micros, updated_at) VALUES (?, ?, ?, ?)
 			ON CONFLICT (box, principal) DO UPDATE SET limit_micros = excluded.limit_micros, updated_at = excluded.updated_at`,
 			b.Box, b.Principal, b.Limit, micros(b.UpdatedAt))
-		return nil, err
+		if err != nil {
+			return nil, err
+		}
+		return []store.Change{{Kind: store.ChangeBudget, Key: b.Box}}, nil
 	})
 }
 
@@ -57,7 +60,10 @@ func (s *Store) DeleteBudget(ctx context.Context, box, principal string) error {
 		if err != nil {
 			return nil, err
 		}
-		return nil, notFound(res)
+		if err := notFound(res); err != nil {
+			return nil, err
+		}
+		return []store.Change{{Kind: store.ChangeBudget, Key: box}}, nil
 	})
 }
 

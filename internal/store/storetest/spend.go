@@ -45,7 +45,16 @@ func testBudgets(t *testing.T, s store.Store) {
 	if d := diff(want, got); d != "" {
 		t.Errorf("ListBudgets(alpha) mismatch (-want +got):\n%s", d)
 	}
-	noChange(t, s, "SetBudget", seq)
+	// Each write of a budget is logged, so caches of which boxes have one drop it.
+	for _, c := range changesAfter(t, s, seq) {
+		if c.Kind != store.ChangeBudget || c.Key != "alpha" {
+			t.Errorf("SetBudget recorded change %s %q, want %s %q", c.Kind, c.Key, store.ChangeBudget, "alpha")
+		}
+	}
+	if cs := changesAfter(t, s, seq); len(cs) != len(budgets)+1 {
+		t.Errorf("SetBudget ×%d recorded %d changes, want %d", len(budgets)+1, len(cs), len(budgets)+1)
+	}
+	seq = lastChange(t, s)
 
 	wantErr(t, "SetBudget(no box)", s.SetBudget(ctx, store.Budget{Box: "nobox", Limit: 1, UpdatedAt: at(1)}), store.ErrNotFound)
 	if err := s.SetBudget(ctx, store.Budget{Box: "alpha", Limit: -1, UpdatedAt: at(1)}); err == nil {
@@ -54,6 +63,9 @@ func testBudgets(t *testing.T, s store.Store) {
 	wantErr(t, "DeleteBudget(alpha, github:zed)", s.DeleteBudget(ctx, "alpha", "github:zed"), nil)
 	wantErr(t, "DeleteBudget(alpha, github:zed) again", s.DeleteBudget(ctx, "alpha", "github:zed"), store.ErrNotFound)
 	wantErr(t, "DeleteBudget(nobox, \"\")", s.DeleteBudget(ctx, "nobox", ""), store.ErrNotFound)
+	if cs := changesAfter(t, s, seq); len(cs) != 1 || cs[0].Kind != store.ChangeBudget || cs[0].Key != "alpha" {
+		t.Errorf("DeleteBudget recorded changes %v, want one %s change of alpha", keys(cs), store.ChangeBudget)
+	}
 	got, err = s.ListBudgets(ctx, "alpha")
 	if err != nil {
 		t.Fatalf("ListBudgets(alpha) = %v, want nil", err)
@@ -148,7 +160,12 @@ func testReserveAndSettle(t *testing.T, s store.Store) {
 		t.Errorf("Reserve after raising the limit = %d, %v, want an ID, nil", id, err)
 	}
 	wantErr(t, "Settle(no box)", s.Settle(ctx, store.Settlement{Box: "nobox", Month: "2026-10", Charge: 1}), store.ErrNotFound)
-	noChange(t, s, "Reserve and Settle", seq)
+	// Reserve and Settle log nothing; the budgets set between them do.
+	for _, c := range changesAfter(t, s, seq) {
+		if c.Kind != store.ChangeBudget {
+			t.Errorf("Reserve and Settle recorded change %s %q, want none", c.Kind, c.Key)
+		}
+	}
 }
 
 func testReservePrincipal(t *testing.T, s store.Store) {

@@ -1,0 +1,55 @@
+package cache_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/cache"
+	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/sqlite"
+)
+
+// TestBudgeted_SeesABudgetSetElsewhere: whether a box has a budget comes
+// from memory, and a budget another process sets or removes is seen at
+// the next poll of the change log.
+func TestBudgeted_SeesABudgetSetElsewhere(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "boxbroker.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	now := time.Date(2026, 10, 1, 12, 0, 0, 0, time.UTC)
+	if err := st.CreateBox(ctx, store.Box{Name: "salad", TokenHash: "h", CreatedAt: now, PayerKind: "shared"}); err != nil {
+		t.Fatal(err)
+	}
+	c := cache.New(st, cache.Options{Now: func() time.Time { return now }})
+	if err := c.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	budgeted := func(want bool, when string) {
+		t.Helper()
+		if got, err := c.Budgeted(ctx, "salad"); got != want || err != nil {
+			t.Errorf("Budgeted(salad) %s = %v, %v, want %v, nil", when, got, err, want)
+		}
+	}
+	budgeted(false, "with no budget")
+	// Set behind the cache's back, as `boxbroker budget set` does from its own process.
+	if err := st.SetBudget(ctx, store.Budget{Box: "salad", Principal: "github:ann", Limit: 1, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	budgeted(false, "before the poll (from memory)")
+	if err := c.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	budgeted(true, "after a principal's budget was set")
+	if err := st.DeleteBudget(ctx, "salad", "github:ann"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	budgeted(false, "after it was removed")
+}
