@@ -65,7 +65,7 @@ type Cache struct {
 	decls    map[string]*protocol.Declaration // nil value: never reported
 	creds    map[string]store.Credential
 	credMiss map[string]struct{}
-	budgeted map[string]bool // box name → whether it has any budget
+	budgeted map[string]bool         // box name → whether it has any budget
 	secrets  map[string]store.Secret // by box + "/" + name
 	secMiss  map[string]struct{}
 }
