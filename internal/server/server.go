@@ -213,7 +213,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		}
 		return nil, err
 	}
-	meter, err := spend.New(spend.Config{Store: st, Budgeted: c.Budgeted, Prices: prices, Now: opt.SpendNow, Logger: log, MaxTokens: cfg.ReserveMaxTokens, MaxBody: cfg.MaxBody})
+	meter, err := spend.New(spend.Config{Store: st, Budgeted: c.Budgeted, BatchEvery: spend.DefaultBatchEvery, Prices: prices, Now: opt.SpendNow, Logger: log, MaxTokens: cfg.ReserveMaxTokens, MaxBody: cfg.MaxBody})
 	if err != nil {
 		if opt.Store == nil {
 			st.Close()
@@ -331,14 +331,16 @@ func (s *Server) Serve(ctx context.Context, ln, admin net.Listener) error {
 	return errors.Join(errs...)
 }
 
-// Run keeps the cache fresh, prunes the change log and writes the audit
-// log until ctx ends; then it writes what the audit queue still holds and
-// returns. Serve runs it; a caller serving the handlers itself runs it too.
+// Run keeps the cache fresh, prunes the change log, writes the audit log
+// and settles model calls' spend in batches until ctx ends; then it writes
+// what the audit queue and the batch still hold and returns. Serve runs it; a caller serving the handlers itself runs it too.
 func (s *Server) Run(ctx context.Context) {
-	done := make(chan struct{}, 2)
+	done := make(chan struct{}, 3)
 	go func() { s.Cache.Run(ctx); done <- struct{}{} }()
 	go func() { s.pruneChanges(ctx); done <- struct{}{} }()
+	go func() { s.Meter.RunBatches(ctx); done <- struct{}{} }()
 	s.Audit.Run(ctx)
+	<-done
 	<-done
 	<-done
 }

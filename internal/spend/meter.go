@@ -27,6 +27,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/capability"
@@ -46,6 +47,9 @@ const (
 	// DefaultStaleAfter is the age past which Run releases a reservation
 	// whose call never settled (its process ended mid-call).
 	DefaultStaleAfter = 3 * time.Hour
+	// DefaultBatchEvery is how often a server settles, in batches, the
+	// calls that reserved nothing.
+	DefaultBatchEvery = 100 * time.Millisecond
 )
 
 // MaxRead is the largest Messages body the broker reads before forwarding
@@ -73,6 +77,13 @@ type Config struct {
 	// forwarded. Nil asks the store on every call. An error asks the
 	// store too.
 	Budgeted func(ctx context.Context, box string) (bool, error)
+	// BatchEvery, when above zero and while RunBatches runs, settles the
+	// calls that reserved nothing (a box with no budget) in batches: every
+	// BatchEvery, one store transaction per box, principal and month,
+	// rather than one per call. A call that made a reservation always
+	// settles as it ends, and so does every call when BatchEvery is zero
+	// or RunBatches is not running.
+	BatchEvery time.Duration
 	// Prices is the price table (nil: DefaultPrices).
 	Prices *Prices
 	// Now is the clock months are told by (nil: time.Now).
@@ -101,7 +112,14 @@ type Config struct {
 type Meter struct {
 	cfg Config
 	log *slog.Logger
+
+	batching atomic.Bool // RunBatches is running; changed with mu held
+	mu       sync.Mutex  // guards pending
+	pending  map[batchKey]*store.Settlement
 }
+
+// batchKey is what one batched settlement charges.
+type batchKey struct{ box, principal, month string }
 
 // New returns a Meter, or an error when cfg has no store.
 func New(cfg Config) (*Meter, error) {
@@ -135,7 +153,7 @@ func New(cfg Config) (*Meter, error) {
 	if cfg.StaleAfter <= 0 {
 		cfg.StaleAfter = DefaultStaleAfter
 	}
-	return &Meter{cfg: cfg, log: cfg.Logger}, nil
+	return &Meter{cfg: cfg, log: cfg.Logger, pending: map[batchKey]*store.Settlement{}}, nil
 }
 
 // Prices is the Meter's price table.
@@ -496,6 +514,9 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 	if s.id == 0 && len(rows) == 0 {
 		return // nothing held, nothing spent
 	}
+	if s.id == 0 && m.queue(s, charge, rows) {
+		return // settled with others, by RunBatches
+	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	err := m.cfg.Store.Settle(ctx, store.Settlement{Reservation: s.id, Box: s.box, Principal: s.principal, Month: s.month, Charge: charge, Usage: rows})
@@ -505,6 +526,93 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 	}
 	m.log.Debug("spend: settled", "box", s.box, "payer", s.payer, "principal", s.principal, "month", s.month,
 		"calls", len(readings), "charge_micros", charge, "bound_micros", s.bound, "exact", exact)
+}
+
+// queue adds a call that reserved nothing to the next batch, merging its
+// charge and usage with those of the same box, principal and month. It
+// returns false, queueing nothing, when RunBatches is not running.
+func (m *Meter) queue(s settlement, charge int64, rows []store.Usage) bool {
+	if !m.batching.Load() {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.batching.Load() { // RunBatches stopped meanwhile
+		return false
+	}
+	k := batchKey{s.box, s.principal, s.month}
+	p := m.pending[k]
+	if p == nil {
+		p = &store.Settlement{Box: s.box, Principal: s.principal, Month: s.month}
+		m.pending[k] = p
+	}
+	p.Charge += charge
+	for _, u := range rows {
+		i := 0
+		for i < len(p.Usage) && (p.Usage[i].PayerKind != u.PayerKind || p.Usage[i].Model != u.Model) {
+			i++
+		}
+		if i == len(p.Usage) {
+			p.Usage = append(p.Usage, u)
+			continue
+		}
+		q := &p.Usage[i]
+		q.Calls += u.Calls
+		q.Unpriced += u.Unpriced
+		q.Unmeasured += u.Unmeasured
+		q.InputTokens += u.InputTokens
+		q.OutputTokens += u.OutputTokens
+		q.CacheWriteTokens += u.CacheWriteTokens
+		q.CacheReadTokens += u.CacheReadTokens
+		q.Cost += u.Cost
+	}
+	return true
+}
+
+// RunBatches settles the queued calls every Config.BatchEvery until ctx
+// ends, then settles what is left and returns; calls that end after that
+// settle one by one. With BatchEvery zero it returns at once.
+func (m *Meter) RunBatches(ctx context.Context) {
+	if m.cfg.BatchEvery <= 0 {
+		return
+	}
+	m.mu.Lock()
+	m.batching.Store(true)
+	m.mu.Unlock()
+	t := time.NewTicker(m.cfg.BatchEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			m.mu.Lock()
+			m.batching.Store(false)
+			m.mu.Unlock()
+			m.Flush(context.WithoutCancel(ctx))
+			return
+		case <-t.C:
+			m.Flush(ctx)
+		}
+	}
+}
+
+// Flush settles every queued call now: one store transaction per box,
+// principal and month. A settlement the store refuses is logged, as one
+// call's is.
+func (m *Meter) Flush(ctx context.Context) {
+	m.mu.Lock()
+	batch := m.pending
+	if len(batch) > 0 {
+		m.pending = map[batchKey]*store.Settlement{}
+	}
+	m.mu.Unlock()
+	for _, st := range batch {
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := m.cfg.Store.Settle(sctx, *st)
+		cancel()
+		if err != nil {
+			m.log.Error("spend: settlement not recorded", "box", st.Box, "month", st.Month, "charge_micros", st.Charge, "err", err)
+		}
+	}
 }
 
 // OverBudget is the refusal of a call whose bound would pass e's budget.
