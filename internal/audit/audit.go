@@ -31,6 +31,11 @@ type Options struct {
 	Queue int
 	// Batch bounds the entries written in one transaction.
 	Batch int
+	// Linger, when above zero, is how long a batch waits for more entries
+	// before it is written, unless it fills or a Sync comes first: fewer,
+	// larger transactions, each entry stored at most Linger later. Zero
+	// writes what is queued at once.
+	Linger time.Duration
 	// Retention is how long entries are kept.
 	Retention time.Duration
 	// PruneEvery is how often entries past Retention are pruned.
@@ -125,7 +130,7 @@ func (w *Writer) Run(ctx context.Context) {
 	for {
 		select {
 		case it := <-w.queue:
-			w.batch(ctx, it)
+			w.batch(ctx, it, true)
 		case <-tick.C:
 			w.prune(ctx)
 		case <-ctx.Done():
@@ -134,7 +139,7 @@ func (w *Writer) Run(ctx context.Context) {
 			for {
 				select {
 				case it := <-w.queue:
-					w.batch(dctx, it)
+					w.batch(dctx, it, false)
 				default:
 					return
 				}
@@ -146,7 +151,7 @@ func (w *Writer) Run(ctx context.Context) {
 // batch writes first and whatever else is queued, up to Batch entries a
 // transaction, and releases the sync markers among them once the entries
 // before each are written.
-func (w *Writer) batch(ctx context.Context, first item) {
+func (w *Writer) batch(ctx context.Context, first item, linger bool) {
 	entries := make([]store.AuditEntry, 0, w.opt.Batch)
 	var syncs []chan struct{}
 	take := func(it item) {
@@ -157,12 +162,29 @@ func (w *Writer) batch(ctx context.Context, first item) {
 		entries = append(entries, it.entry)
 	}
 	take(first)
+	var wait <-chan time.Time
+	if linger && w.opt.Linger > 0 {
+		t := time.NewTimer(w.opt.Linger)
+		defer t.Stop()
+		wait = t.C
+	}
 more:
 	for len(entries) < w.opt.Batch && len(syncs) == 0 {
+		if wait == nil {
+			select {
+			case it := <-w.queue:
+				take(it)
+			default:
+				break more
+			}
+			continue
+		}
 		select {
 		case it := <-w.queue:
 			take(it)
-		default:
+		case <-wait:
+			break more
+		case <-ctx.Done():
 			break more
 		}
 	}

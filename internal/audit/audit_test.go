@@ -167,3 +167,24 @@ func TestWriter_StoreFailureIsNotFatal(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// TestLinger_GathersEntriesIntoOneTransaction: with Linger, entries added
+// one by one are written together, and Sync still returns once they are.
+func TestLinger_GathersEntriesIntoOneTransaction(t *testing.T) {
+	f := &fakeStore{}
+	w := New(f, Options{Linger: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go w.Run(ctx)
+	for i := 0; i < 5; i++ {
+		w.Add(entry(i))
+	}
+	if err := w.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.entries) != 5 || len(f.batches) != 1 {
+		t.Errorf("after Sync: %d entries in batches %v, want 5 in one", len(f.entries), f.batches)
+	}
+}

@@ -108,6 +108,11 @@ func checkKeyring(ctx context.Context, st store.Store, k *secrets.Keyring) error
 	return nil
 }
 
+// auditLinger is how long the audit log's writer waits to gather entries
+// into one transaction: at a few thousand requests a second, a handful of
+// transactions a second rather than one per request or two.
+const auditLinger = 50 * time.Millisecond
+
 // Server is a running boxbroker: its store, cache and handler.
 type Server struct {
 	Config  Config
@@ -189,7 +194,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	// Only a SQLite store is known to be this process's alone; any other
 	// may be shared with replicas, whose caches a report must wait for.
 	_, local := st.(*sqlite.Store)
-	aw := audit.New(st, audit.Options{Retention: cfg.AuditRetention, Metrics: m, Logger: log})
+	aw := audit.New(st, audit.Options{Retention: cfg.AuditRetention, Linger: auditLinger, Metrics: m, Logger: log})
 	c := cache.New(st, cache.Options{Logger: log, Shared: !local})
 	onGrant := func(outcome string) {
 		m.Grant(outcome)
