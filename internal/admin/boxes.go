@@ -39,9 +39,10 @@ func (s *Server) drop(kind, key string) {
 // caches touched, and returns once the write is in force on every replica
 // (cache.Cache.Settle: at once on SQLite, after the staleness bound with
 // a shared store), so that a 2xx from the admin API means the box's next
-// request is judged by it, whichever replica it reaches. Grants, budgets
-// and visitors' credentials are read from the store on every request
-// that needs them, so their writes need no wait.
+// request is judged by it, whichever replica it reaches. Grants and
+// visitors' credentials are read from the store on every request that
+// needs them, so their writes need no wait; whether a box has a budget is
+// cached, so budgets' writes wait too.
 func (s *Server) changed(ctx context.Context, kind, key string) error {
 	if s.cfg.Cache == nil {
 		return nil

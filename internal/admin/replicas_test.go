@@ -17,9 +17,9 @@ import (
 // PostgreSQL and one master key, writes through replica one's admin API,
 // and sends the box's very next request to replica two, which holds the
 // state before the write in its cache: every write is in force there
-// when the admin API answers. Pausing and the payer are cached, so their
-// answers wait out the cache's staleness bound (Cache.Settle); grants and
-// budgets are read from the store at each request.
+// when the admin API answers. Pausing, the payer and whether a box has a
+// budget are cached, so their answers wait out the cache's staleness bound
+// (Cache.Settle); grants are read from the store at each request.
 func TestAdmin_TwoReplicas_InForceWhenAnswered(t *testing.T) {
 	dsn := postgrestest.Schema(t)
 	k := make([]byte, 32)

@@ -252,6 +252,9 @@ func (s *Server) setBudget(w http.ResponseWriter, r *http.Request) error {
 	if err := s.cfg.Store.SetBudget(r.Context(), b); err != nil {
 		return storeError(err, fmt.Sprintf("There is no box named %s.", name), "")
 	}
+	if err := s.changed(r.Context(), store.ChangeBudget, name); err != nil {
+		return err
+	}
 	s.log.Info("admin: budget set", "box", name, "principal", principal, "limit", spend.FormatUSD(limit))
 	list, err := spend.Budgets(r.Context(), s.cfg.Store, name, spend.Month(s.cfg.Now()))
 	if err != nil {
@@ -287,6 +290,9 @@ func (s *Server) removeBudget(w http.ResponseWriter, r *http.Request) error {
 	}
 	if err != nil {
 		return storeError(err, noBudget(name, principal), "")
+	}
+	if err := s.changed(r.Context(), store.ChangeBudget, name); err != nil {
+		return err
 	}
 	s.log.Info("admin: budget removed", "box", name, "principal", principal)
 	w.WriteHeader(http.StatusNoContent)
