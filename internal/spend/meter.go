@@ -391,6 +391,11 @@ func (c *metered) prepare(w http.ResponseWriter, r *http.Request, call *capabili
 	if call.Payer == nil {
 		return &meteredCall{r: r, call: call}, nil
 	}
+	// The estimate may read the body and put it back; it does so on a
+	// copy of r, so the server's own request keeps its own body, read to
+	// its end, with nothing for the server to drain before it answers
+	// (draining it deepens the stack every open stream then holds).
+	r = r.WithContext(r.Context())
 	est, ok, err := c.estimate(w, r)
 	if err != nil {
 		return nil, err
