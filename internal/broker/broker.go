@@ -571,19 +571,29 @@ type recorder struct {
 }
 
 func (r *recorder) WriteHeader(code int) {
+	stream := false
 	if !r.wrote {
 		r.status = code
-		r.begin()
+		stream = r.begin()
 	}
 	r.ResponseWriter.WriteHeader(code)
+	if stream {
+		// A stream's headers go to the box at once, before its first
+		// event. Written here rather than at that event's flush, deep in
+		// the proxy's copy loop, they also keep the stack the stream's
+		// goroutine holds for as long as it is open at 8 KiB.
+		r.Flush()
+	}
 }
 
-// begin notes that the answer has begun, and whether it is a stream.
-func (r *recorder) begin() {
+// begin notes that the answer has begun, and reports whether it is a stream.
+func (r *recorder) begin() bool {
 	r.wrote = true
-	if r.onStream != nil && r.status < 300 && strings.HasPrefix(r.Header().Get("Content-Type"), "text/event-stream") {
+	stream := r.status < 300 && strings.HasPrefix(r.Header().Get("Content-Type"), "text/event-stream")
+	if stream && r.onStream != nil {
 		r.onStream()
 	}
+	return stream
 }
 
 func (r *recorder) Write(b []byte) (int, error) {
