@@ -578,10 +578,11 @@ func (r *recorder) WriteHeader(code int) {
 	}
 	r.ResponseWriter.WriteHeader(code)
 	if stream {
-		// A stream's headers go to the box at once, before its first
-		// event. Written here rather than at that event's flush, deep in
-		// the proxy's copy loop, they also keep the stack the stream's
-		// goroutine holds for as long as it is open at 8 KiB.
+		// A stream's headers go to the box at once, from this shallow
+		// frame: ReverseProxy would write them from a timer or at its
+		// first event's flush, deep in its copy loop, and the deepest
+		// moment of a goroutine sets the stack it holds for as long as
+		// the stream is open.
 		r.Flush()
 	}
 }
