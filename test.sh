@@ -23,7 +23,13 @@ if [ "$fuzztime" != "0" ]; then
     pkg=$(dirname "${target%%:*}") name=${target##*:}
     echo "fuzz $pkg $name for $fuzztime"
     if ! go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" "$pkg" >"$out" 2>&1; then
-      tail -40 "$out"; exit 1
+      # A real finding always writes its failing input. Go's fuzzer can
+      # also stop with "context deadline exceeded" when its time runs out
+      # mid-minimisation, which finds nothing: say so and go on.
+      if grep -q 'Failing input written to' "$out" || ! grep -q 'context deadline exceeded' "$out"; then
+        tail -40 "$out"; exit 1
+      fi
+      echo "fuzz $pkg $name: the fuzzer's time ran out mid-run (context deadline exceeded); no failing input"
     fi
   done
 fi
