@@ -130,7 +130,11 @@ func (w *Writer) Run(ctx context.Context) {
 	for {
 		select {
 		case it := <-w.queue:
-			w.batch(ctx, it, true)
+			// Entries taken from the queue are written even if shutdown
+			// begins meanwhile: the write is bounded, not cancelled.
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drainFor)
+			w.batch(wctx, it, true)
+			cancel()
 		case <-tick.C:
 			w.prune(ctx)
 		case <-ctx.Done():
