@@ -2,16 +2,10 @@ package payer_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"net/http"
-	"net/url"
 	"os"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/grant"
@@ -20,56 +14,15 @@ import (
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/store/postgres"
+	"github.com/intentius/boxbroker/internal/store/postgres/postgrestest"
 )
-
-// postgresSchema returns a DSN for a schema of its own on the server
-// BOXBROKER_TEST_POSTGRES names, dropped at cleanup. Without one the test
-// is skipped, or fails when BOXBROKER_REQUIRE_POSTGRES is set (as in CI).
-func postgresSchema(t *testing.T) string {
-	t.Helper()
-	dsn := os.Getenv("BOXBROKER_TEST_POSTGRES")
-	if dsn == "" {
-		msg := "no PostgreSQL to test against: set BOXBROKER_TEST_POSTGRES (eval \"$(.ci/postgres.sh)\" starts one and sets it)"
-		if os.Getenv("BOXBROKER_REQUIRE_POSTGRES") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatalf("connect to the test server: %v", err)
-	}
-	b := make([]byte, 8)
-	rand.Read(b)
-	schema := "payertest_" + hex.EncodeToString(b)
-	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		admin.Close(ctx)
-		t.Fatalf("CREATE SCHEMA %s: %v", schema, err)
-	}
-	t.Cleanup(func() {
-		if _, err := admin.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("DROP SCHEMA %s: %v", schema, err)
-		}
-		admin.Close(ctx)
-	})
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		if u, err := url.Parse(dsn); err == nil {
-			q := u.Query()
-			q.Set("search_path", schema)
-			u.RawQuery = q.Encode()
-			return u.String()
-		}
-	}
-	return dsn + " search_path=" + schema
-}
 
 // TestGrant_TwoReplicasOnPostgres_NextRequestSeesEveryChange runs two
 // brokers on one PostgreSQL database and one master key. Every change is
 // written through replica one's store; replica two's very next request
 // sees it, with no poll of its cache in between.
 func TestGrant_TwoReplicasOnPostgres_NextRequestSeesEveryChange(t *testing.T) {
-	dsn := postgresSchema(t)
+	dsn := postgrestest.Schema(t)
 	ctx := context.Background()
 	dir := t.TempDir()
 	clk := &clock{t: time.Now().UTC()}
@@ -141,3 +94,5 @@ func TestGrant_TwoReplicasOnPostgres_NextRequestSeesEveryChange(t *testing.T) {
 		}
 	}
 }
+
+func TestMain(m *testing.M) { os.Exit(postgrestest.Main(m)) }
