@@ -158,6 +158,21 @@ func (b *reference) box(r *http.Request, apiKey bool) (box, token string) {
 	return b.boxes[token], token
 }
 
+// known finds the box whose token r carries, or answers status (a 401,
+// or a 403 on the inference routes) itself and returns ok false.
+func (b *reference) known(w http.ResponseWriter, r *http.Request, apiKey bool, status int) (box, token string, ok bool) {
+	box, token = b.box(r, apiKey)
+	if box == "" {
+		typ := protocol.TypeAuthn
+		if status == http.StatusForbidden {
+			typ = protocol.TypePermission
+		}
+		protocol.WriteRefusal(w, status, typ, "The token is no box's.")
+		return "", "", false
+	}
+	return box, token, true
+}
+
 // allowed applies the rule, answering the 403 itself when it refuses.
 func (b *reference) allowed(w http.ResponseWriter, box, capability, word string) bool {
 	if b.flaw == grantsEveryScope {
@@ -184,9 +199,8 @@ func (b *reference) declaration(w http.ResponseWriter, r *http.Request) {
 		notFound(w)
 		return
 	}
-	box, _ := b.box(r, false)
-	if box == "" {
-		protocol.WriteRefusal(w, http.StatusUnauthorized, protocol.TypeAuthn, "The token is no box's.")
+	box, _, ok := b.known(w, r, false, http.StatusUnauthorized)
+	if !ok {
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, protocol.DeclarationMaxBytes+1))
@@ -235,9 +249,8 @@ func (b *reference) inference(w http.ResponseWriter, r *http.Request, rest strin
 		notFound(w)
 		return
 	}
-	box, token := b.box(r, true)
-	if box == "" {
-		protocol.WriteRefusal(w, http.StatusForbidden, protocol.TypePermission, "The token is no box's.")
+	box, token, ok := b.known(w, r, true, http.StatusForbidden)
+	if !ok {
 		return
 	}
 	if !b.allowed(w, box, protocol.Inference, "agent") {
@@ -300,9 +313,8 @@ func (b *reference) decide(w http.ResponseWriter, r *http.Request) {
 		notFound(w)
 		return
 	}
-	box, token := b.box(r, false)
-	if box == "" {
-		protocol.WriteRefusal(w, http.StatusForbidden, protocol.TypePermission, "The token is no box's.")
+	box, token, ok := b.known(w, r, false, http.StatusForbidden)
+	if !ok {
 		return
 	}
 	if !b.allowed(w, box, protocol.Inference, "decide") {
@@ -483,9 +495,8 @@ func (b *reference) egress(w http.ResponseWriter, r *http.Request, rest string) 
 		notFound(w)
 		return
 	}
-	box, token := b.box(r, true)
-	if box == "" {
-		protocol.WriteRefusal(w, http.StatusUnauthorized, protocol.TypeAuthn, "The token is no box's.")
+	box, token, ok := b.known(w, r, true, http.StatusUnauthorized)
+	if !ok {
 		return
 	}
 	if !b.allowed(w, box, protocol.Egress, name) {
@@ -559,9 +570,8 @@ func (b *reference) takeFeedback(w http.ResponseWriter, r *http.Request) {
 		notFound(w)
 		return
 	}
-	box, _ := b.box(r, false)
-	if box == "" {
-		protocol.WriteRefusal(w, http.StatusUnauthorized, protocol.TypeAuthn, "The token is no box's.")
+	box, _, ok := b.known(w, r, false, http.StatusUnauthorized)
+	if !ok {
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
@@ -604,9 +614,8 @@ func (b *reference) fountainAPI(w http.ResponseWriter, r *http.Request, rest str
 		notFound(w)
 		return
 	}
-	box, token := b.box(r, false)
-	if box == "" {
-		protocol.WriteRefusal(w, http.StatusUnauthorized, protocol.TypeAuthn, "The token is no box's.")
+	box, token, ok := b.known(w, r, false, http.StatusUnauthorized)
+	if !ok {
 		return
 	}
 	if !b.allowed(w, box, protocol.Fountain, word) {
@@ -657,9 +666,8 @@ func (b *reference) calendar(w http.ResponseWriter, r *http.Request, rest string
 		notFound(w)
 		return
 	}
-	box, _ := b.box(r, false)
-	if box == "" {
-		protocol.WriteRefusal(w, http.StatusUnauthorized, protocol.TypeAuthn, "The token is no box's.")
+	box, _, ok := b.known(w, r, false, http.StatusUnauthorized)
+	if !ok {
 		return
 	}
 	if !b.allowed(w, box, calendar.Name, word) {
