@@ -99,7 +99,7 @@ func New(cfg Config) *Capability {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.Transport == nil {
-		cfg.Transport = proxy.NewTransport(proxy.TransportOptions{})
+		cfg.Transport = proxy.NewFastTransport(proxy.TransportOptions{})
 	}
 	u := *cfg.Upstream
 	u.Path = trimSlash(u.Path) + "/v1/messages"

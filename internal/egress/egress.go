@@ -82,7 +82,7 @@ type Config struct {
 type Capability struct {
 	cfg   Config
 	log   *slog.Logger
-	proxy *httputil.ReverseProxy
+	proxy *proxy.Forwarder
 }
 
 // New returns the capability, or an error when Secrets or Keyring is missing.
@@ -98,12 +98,13 @@ func New(cfg Config) (*Capability, error) {
 	}
 	next := cfg.Transport
 	if next == nil {
-		next = newTransport(cfg.TransportOptions)
+		next = proxy.Fast(newTransport(cfg.TransportOptions))
 	}
 	c := &Capability{cfg: cfg, log: cfg.Logger}
 	c.proxy = proxy.New(c.rewrite, guard{next: next}, c.errorHandler)
 	c.proxy.ErrorLog = slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)
 	c.proxy.ModifyResponse = c.modifyResponse
+	c.proxy.Pass1xx = true
 	return c, nil
 }
 

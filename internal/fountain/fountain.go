@@ -148,7 +148,7 @@ type Config struct {
 // Capability is the /fountain capability.
 type Capability struct {
 	cfg   Config
-	proxy *httputil.ReverseProxy
+	proxy *proxy.Forwarder
 	fail  func(http.ResponseWriter, *http.Request, error)
 }
 
@@ -177,7 +177,7 @@ func New(cfg Config) *Capability {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.Transport == nil {
-		cfg.Transport = proxy.NewTransport(proxy.TransportOptions{})
+		cfg.Transport = proxy.NewFastTransport(proxy.TransportOptions{})
 	}
 	c := &Capability{cfg: cfg, fail: proxy.ErrorHandler(cfg.Logger, "Fountain API")}
 	c.proxy = proxy.New(c.rewrite, cfg.Transport, c.errorHandler)

@@ -42,7 +42,7 @@ type Config struct {
 // Capability is the /llm/anthropic capability.
 type Capability struct {
 	cfg   Config
-	proxy *httputil.ReverseProxy
+	proxy *proxy.Forwarder
 }
 
 type ctxKey struct{}
@@ -62,7 +62,7 @@ func New(cfg Config) *Capability {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.Transport == nil {
-		cfg.Transport = proxy.NewTransport(proxy.TransportOptions{})
+		cfg.Transport = proxy.NewFastTransport(proxy.TransportOptions{})
 	}
 	c := &Capability{cfg: cfg}
 	c.proxy = proxy.New(c.rewrite, cfg.Transport, proxy.ErrorHandler(cfg.Logger, "Anthropic API"))

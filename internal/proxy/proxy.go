@@ -180,18 +180,21 @@ func RemoveValue(h http.Header, secret []byte) int {
 	return n
 }
 
-// New returns a ReverseProxy with boxbroker's defaults: immediate
-// flushing, pooled copy buffers, the given transport and error handler,
-// and no added X-Forwarded headers.
-func New(rewrite func(*httputil.ProxyRequest), transport http.RoundTripper, errorHandler func(http.ResponseWriter, *http.Request, error)) *httputil.ReverseProxy {
-	return &httputil.ReverseProxy{
-		Rewrite:       rewrite,
-		Transport:     transport,
-		FlushInterval: -1,
-		ErrorHandler:  errorHandler,
-		ErrorLog:      nil, // each capability sets its own, to its logger
-		BufferPool:    &bufferPool{},
+// New returns a Forwarder with boxbroker's defaults: pooled copy
+// buffers, and the given rewrite, transport and error handler.
+func New(rewrite func(*httputil.ProxyRequest), transport http.RoundTripper, errorHandler func(http.ResponseWriter, *http.Request, error)) *Forwarder {
+	return &Forwarder{
+		Rewrite:      rewrite,
+		Transport:    transport,
+		ErrorHandler: errorHandler,
+		BufferPool:   &bufferPool{},
 	}
+}
+
+// NewFastTransport is NewTransport's transport wrapped by Fast: plain-HTTP
+// upstreams are reached without the standard transport's goroutines.
+func NewFastTransport(o TransportOptions) http.RoundTripper {
+	return Fast(NewTransport(o))
 }
 
 // CopyBufferSize is the size of the buffer an answer is copied through.

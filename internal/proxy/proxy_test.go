@@ -18,13 +18,10 @@ func TestBufferPool_LendsSmallBuffers(t *testing.T) {
 	}
 }
 
-func TestNew_PoolsBuffersAndFlushesAtOnce(t *testing.T) {
+func TestNew_PoolsBuffers(t *testing.T) {
 	rp := New(nil, http.DefaultTransport, nil)
 	if rp.BufferPool == nil {
 		t.Error("New: BufferPool = nil, want a pool (else every answer allocates 32 KiB)")
-	}
-	if rp.FlushInterval != -1 {
-		t.Errorf("New: FlushInterval = %v, want -1", rp.FlushInterval)
 	}
 }
 

@@ -185,7 +185,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	}
 	transport := opt.Transport
 	if transport == nil {
-		transport = proxy.NewTransport(proxy.TransportOptions{ResponseHeaderTimeout: cfg.UpstreamHeaderTimeout})
+		transport = proxy.NewFastTransport(proxy.TransportOptions{ResponseHeaderTimeout: cfg.UpstreamHeaderTimeout})
 	}
 	// Every upstream call is timed and its status noted for the request's
 	// log line, metrics and audit row.
