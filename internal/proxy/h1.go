@@ -87,8 +87,8 @@ func (t *fastTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	var body []byte
 	if req.Body != nil && req.Body != http.NoBody {
-		b := bodies.Get().(*[]byte)
-		defer bodies.Put(b)
+		b := getBody(int(req.ContentLength))
+		defer putBody(b)
 		buf := (*b)[:req.ContentLength]
 		_, err := io.ReadFull(req.Body, buf)
 		req.Body.Close()
@@ -124,8 +124,37 @@ func (t *fastTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
-// bodies lends the buffers small request bodies are read into.
-var bodies = sync.Pool{New: func() any { b := make([]byte, FastBodyMax); return &b }}
+// bodySizes are the sizes of the buffers request bodies are read into,
+// each lent by its own pool, so that a small body holds a small buffer.
+var bodySizes = [...]int{2 << 10, 8 << 10, FastBodyMax}
+
+var bodyPools [len(bodySizes)]sync.Pool
+
+// getBody lends a buffer of at least n bytes (n <= FastBodyMax).
+func getBody(n int) *[]byte {
+	for i, size := range bodySizes {
+		if n <= size {
+			if b, ok := bodyPools[i].Get().(*[]byte); ok {
+				return b
+			}
+			b := make([]byte, size)
+			return &b
+		}
+	}
+	b := make([]byte, n)
+	return &b
+}
+
+// putBody returns a buffer getBody lent.
+func putBody(b *[]byte) {
+	for i, size := range bodySizes {
+		if cap(*b) == size {
+			*b = (*b)[:size]
+			bodyPools[i].Put(b)
+			return
+		}
+	}
+}
 
 // sendError is a failure to send a request or to read its answer's head;
 // nothingRead is true when no byte of an answer came back.

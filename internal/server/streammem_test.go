@@ -1,0 +1,188 @@
+package server_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/broker"
+	"github.com/intentius/boxbroker/internal/payer"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/server"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// streamUpstreamEnv makes the test binary a stand-in upstream that holds
+// every Messages call as an open event stream: TestIdleStreamMemory runs
+// it in its own process, so that its goroutines are not counted.
+const streamUpstreamEnv = "BOXBROKER_TEST_STREAM_UPSTREAM"
+
+func init() {
+	if os.Getenv(streamUpstreamEnv) == "" {
+		return
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	fmt.Println(ln.Addr().String())
+	go func() { _, _ = io.Copy(io.Discard, os.Stdin); os.Exit(0) }() // ends with its parent
+	_ = http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"claude-sonnet-4-5\",\"usage\":{\"input_tokens\":12,\"output_tokens\":1}}}\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	os.Exit(0)
+}
+
+// TestIdleStreamMemory holds open event streams through the broker, from
+// a client that keeps no goroutine per stream to an upstream in another
+// process, and reports the broker's goroutines, stack and heap per
+// stream. The stack is read before any collection, as a server holding
+// idle streams has it (a collection shrinks stacks, and an idle server
+// seldom collects).
+func TestIdleStreamMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("holds streams open")
+	}
+	const streams = 300
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), streamUpstreamEnv+"=1")
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stdin.Close(); _ = cmd.Wait() }()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || strings.HasPrefix(line, "error") {
+		t.Fatalf("upstream: %q %v", line, err)
+	}
+	up, _ := url.Parse("http://" + strings.TrimSpace(line))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := server.Config{Broker: "lobby", DataDir: t.TempDir(), AnthropicURL: up, ShutdownGrace: time.Second, BoxConcurrent: 100000}
+	srv, err := server.New(ctx, cfg, server.Options{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := seedBox(t, srv, "stream", `{"capabilities":[{"name":"inference","broker":"lobby","scope":["agent"]}]}`)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln, nil) }()
+	defer func() { cancel(); <-done; srv.Close() }()
+
+	body := `{"model":"claude-sonnet-4-5","max_tokens":1024,"stream":true,"messages":[{"role":"user","content":"Hello"}]}`
+	req := "POST " + protocol.PrefixAnthropic + "/v1/messages HTTP/1.1\r\nHost: broker\r\nX-Api-Key: " + b +
+		"\r\nAnthropic-Version: 2023-06-01\r\nContent-Type: application/json\r\nContent-Length: " +
+		fmt.Sprint(len(body)) + "\r\n\r\n" + body
+	open := func() net.Conn {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.WriteString(c, req); err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(c)
+		for {
+			l, err := br.ReadString('\n')
+			if err != nil {
+				t.Fatalf("stream: %v", err)
+			}
+			if strings.HasPrefix(l, "HTTP/1.1 ") && !strings.HasPrefix(l, "HTTP/1.1 200") {
+				t.Fatalf("stream answered %q", l)
+			}
+			if strings.HasPrefix(l, "event: message_start") {
+				return c
+			}
+		}
+	}
+	// A few streams first, so that pools and caches are warm.
+	for i := 0; i < 5; i++ {
+		open().Close()
+	}
+	time.Sleep(100 * time.Millisecond)
+	runtime.GC()
+	runtime.GC()
+	var before, holding runtime.MemStats
+	runtime.ReadMemStats(&before)
+	g0 := runtime.NumGoroutine()
+	conns := make([]net.Conn, 0, streams)
+	for i := 0; i < streams; i++ {
+		conns = append(conns, open())
+	}
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	time.Sleep(100 * time.Millisecond)
+	runtime.ReadMemStats(&holding)
+	g1 := runtime.NumGoroutine()
+	stack := float64(holding.StackInuse-before.StackInuse) / streams
+	runtime.GC()
+	if path := os.Getenv("BOXBROKER_TEST_HEAPPROFILE"); path != "" {
+		// What holds the streams' heap, for go tool pprof.
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = pprof.WriteHeapProfile(f)
+		f.Close()
+	}
+	var live runtime.MemStats
+	runtime.ReadMemStats(&live)
+	heap := float64(int64(live.HeapAlloc)-int64(before.HeapAlloc)) / streams
+	t.Logf("per idle stream: %.2f goroutines, stack %.1f KiB (before any collection), live heap %.1f KiB (the client's connection included)",
+		float64(g1-g0)/streams, stack/1024, heap/1024)
+}
+
+// seedBox adds a box whose last report is report, and the shared
+// Anthropic credential, and returns the box's token.
+func seedBox(t *testing.T, srv *server.Server, name, report string) string {
+	t.Helper()
+	ctx := context.Background()
+	token, err := broker.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Store.CreateBox(ctx, store.Box{Name: name, TokenHash: broker.HashToken(token), CreatedAt: time.Now(), PayerKind: protocol.PayerShared}); err != nil {
+		t.Fatal(err)
+	}
+	sealed, err := srv.Keyring.Seal([]byte("sk-ant-api03-stream-test"), payer.AD(payer.SharedAnthropic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Store.SetCredential(ctx, store.Credential{ID: payer.SharedAnthropic, Sealed: sealed, UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequest(http.MethodPost, protocol.RouteDeclaration, strings.NewReader(report))
+	req.Header.Set("Authorization", "Bearer "+token)
+	rec := httptest.NewRecorder()
+	srv.Handler.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("report: %d %s", rec.Code, rec.Body)
+	}
+	return token
+}
