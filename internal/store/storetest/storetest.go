@@ -49,6 +49,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Ping", testPing},
 		{"AdminTokens", testAdminTokens},
 		{"Audit", testAudit},
+		{"AuditBatches", testAuditBatches},
 		{"PruneAuditMany", testPruneAuditMany},
 	}
 	tests = append(tests, spendTests...)
