@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/store"
@@ -15,31 +16,187 @@ import (
 // pruning a long log never holds the write lock for long.
 const pruneChunk = 5000
 
-// AddAudit stores entries in one transaction. The audit log is never
-// cached, so no change is recorded.
+// auditChunkLog sets auditChunk, the most rows one INSERT statement
+// writes: 128 rows of auditColumns parameters each stay far below
+// SQLite's limit on a statement's parameters (32766), and one statement
+// for many rows spares the per-statement cost of the driver and of
+// database/sql, which was most of the cost of an entry.
+const (
+	auditChunkLog = 7
+	auditChunk    = 1 << auditChunkLog
+)
+
+// auditColumns is how many values an audit row takes.
+const auditColumns = 11
+
+// auditStmts are the writer connection's prepared INSERT statements of
+// audit rows, prepared on first use and closed with the connection: ins[k]
+// inserts 1<<k rows. A batch is written auditChunk rows a statement, then
+// what remains a power of two at a time, so that a few statements serve
+// every batch size and none is parsed again.
+type auditStmts struct {
+	mu  sync.Mutex // guards ins
+	ins [auditChunkLog + 1]*sql.Stmt
+}
+
+// auditInsert is the statement that inserts rows audit rows.
+func auditInsert(rows int) string {
+	const head = "INSERT INTO audit (box, at, method, route, capability, words, status, reason, message, duration_us, upstream_status) VALUES "
+	const row = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	var b strings.Builder
+	b.Grow(len(head) + rows*(len(row)+2))
+	b.WriteString(head)
+	for i := range rows {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(row)
+	}
+	return b.String()
+}
+
+// auditChunks is the sizes, in order, of the statements that write n
+// rows: auditChunk as often as it fits, then the powers of two that make
+// up the rest, largest first.
+func auditChunks(n int) []int {
+	sizes := make([]int, 0, n/auditChunk+auditChunkLog)
+	for ; n >= auditChunk; n -= auditChunk {
+		sizes = append(sizes, auditChunkLog)
+	}
+	for k := auditChunkLog - 1; k >= 0; k-- {
+		if n&(1<<k) != 0 {
+			sizes = append(sizes, k)
+		}
+	}
+	return sizes
+}
+
+// auditStmt is the prepared statement that inserts 1<<k rows, prepared
+// now if need be. It must be called outside a write transaction: it
+// prepares on the writer's only connection.
+func (s *Store) auditStmt(ctx context.Context, k int) (*sql.Stmt, error) {
+	s.audit.mu.Lock()
+	defer s.audit.mu.Unlock()
+	if st := s.audit.ins[k]; st != nil {
+		return st, nil
+	}
+	st, err := s.w.PrepareContext(ctx, auditInsert(1<<k))
+	if err != nil {
+		return nil, err
+	}
+	s.audit.ins[k] = st
+	return st, nil
+}
+
+// AddAudit stores entries in one transaction, auditChunk rows a statement
+// at most. The audit log is never cached, so no change is recorded.
 func (s *Store) AddAudit(ctx context.Context, entries []store.AuditEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	return s.write(ctx, fmt.Sprintf("add %d audit entries", len(entries)), func(tx *sql.Tx) ([]store.Change, error) {
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO audit (box, at, method, route, capability, words, status, reason, message, duration_us, upstream_status)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-		if err != nil {
-			return nil, err
-		}
-		defer stmt.Close()
-		for _, e := range entries {
-			words, err := json.Marshal(nonNil(e.Words))
+	op := fmt.Sprintf("add %d audit entries", len(entries))
+	sizes := auditChunks(len(entries))
+	var stmts [auditChunkLog + 1]*sql.Stmt
+	for _, k := range sizes {
+		if stmts[k] == nil {
+			st, err := s.auditStmt(ctx, k)
 			if err != nil {
-				return nil, err
+				return translate(op, err)
 			}
-			if _, err := stmt.ExecContext(ctx, e.Box, micros(e.At), e.Method, e.Route, e.Capability, string(words),
-				e.Status, e.Reason, e.Message, e.Duration.Microseconds(), e.UpstreamStatus); err != nil {
+			stmts[k] = st
+		}
+	}
+	args := make([]any, 0, min(len(entries), auditChunk)*auditColumns)
+	var words []byte
+	var prev auditArgs
+	return s.write(ctx, op, func(tx *sql.Tx) ([]store.Change, error) {
+		rest := entries
+		for _, k := range sizes {
+			chunk := rest[:1<<k]
+			rest = rest[len(chunk):]
+			args = args[:0]
+			for i := range chunk {
+				e := &chunk[i]
+				words = appendWords(words[:0], e.Words)
+				args = prev.append(args, e, words)
+			}
+			if _, err := tx.StmtContext(ctx, stmts[k]).ExecContext(ctx, args...); err != nil {
 				return nil, err
 			}
 		}
 		return nil, nil
 	})
+}
+
+// auditArgs is the previous entry's values, boxed as statement arguments:
+// a batch's entries mostly repeat a box, route and scope, and reusing a
+// value boxed already spares an allocation per column.
+type auditArgs struct {
+	box, method, route, capability, words, reason, message any
+	boxS, methodS, routeS, capabilityS, reasonS, messageS  string
+	wordsS                                                 []byte
+}
+
+// append appends e's values to args in the columns' order, words being
+// e.Words encoded.
+func (p *auditArgs) append(args []any, e *store.AuditEntry, words []byte) []any {
+	if p.box == nil || e.Box != p.boxS {
+		p.box, p.boxS = e.Box, e.Box
+	}
+	if p.method == nil || e.Method != p.methodS {
+		p.method, p.methodS = e.Method, e.Method
+	}
+	if p.route == nil || e.Route != p.routeS {
+		p.route, p.routeS = e.Route, e.Route
+	}
+	if p.capability == nil || e.Capability != p.capabilityS {
+		p.capability, p.capabilityS = e.Capability, e.Capability
+	}
+	if p.words == nil || string(words) != string(p.wordsS) {
+		p.words, p.wordsS = string(words), append(p.wordsS[:0], words...)
+	}
+	if p.reason == nil || e.Reason != p.reasonS {
+		p.reason, p.reasonS = e.Reason, e.Reason
+	}
+	if p.message == nil || e.Message != p.messageS {
+		p.message, p.messageS = e.Message, e.Message
+	}
+	return append(args, p.box, micros(e.At), p.method, p.route, p.capability, p.words,
+		int64(e.Status), p.reason, p.message, e.Duration.Microseconds(), int64(e.UpstreamStatus))
+}
+
+// appendWords appends words as encoding/json writes them (nil as []): a
+// word of printable ASCII that JSON need not escape is copied as is, any
+// other is left to encoding/json, so that the text is the same either
+// way.
+func appendWords(b []byte, words []string) []byte {
+	b = append(b, '[')
+	for i, w := range words {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if plainJSON(w) {
+			b = append(b, '"')
+			b = append(b, w...)
+			b = append(b, '"')
+			continue
+		}
+		q, _ := json.Marshal(w) // a string always encodes
+		b = append(b, q...)
+	}
+	return append(b, ']')
+}
+
+// plainJSON reports whether encoding/json writes s between quotes as it
+// is: printable ASCII with no quote, backslash or HTML character.
+func plainJSON(s string) bool {
+	for i := range len(s) {
+		switch c := s[i]; {
+		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
 }
 
 // ListAudit returns the entries q selects, newest first (by time, then

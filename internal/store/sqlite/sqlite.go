@@ -41,6 +41,8 @@ type Store struct {
 	r *sql.DB
 	// now is the clock that stamps the changes log.
 	now func() time.Time
+	// audit holds w's prepared statements that write the audit log.
+	audit auditStmts
 }
 
 var _ store.Store = (*Store)(nil)
