@@ -58,11 +58,23 @@ type item struct {
 // Writer writes audit entries asynchronously. Its methods are safe for
 // concurrent use; Run must be running for entries to reach the store.
 type Writer struct {
-	st      store.Audit
-	opt     Options
-	log     *slog.Logger
-	queue   chan item
+	st    store.Audit
+	opt   Options
+	log   *slog.Logger
+	queue chan item
+	// full is how many queued entries make a batch that need not linger
+	// (Batch, less the one Run holds, at most the queue's capacity).
+	full int
+	// wake ends a lingering batch's wait: Add sends on it once the queue
+	// holds full entries (when Linger is set) and Sync once its marker is
+	// queued. It holds one
+	// signal, so that neither blocks; a signal left from before a batch
+	// began only ends that batch's wait early. While a batch lingers, Run
+	// takes nothing from the queue, so that an Add does not wake it.
+	wake    chan struct{}
 	dropped atomic.Int64
+	// entries is the batch being written; only Run uses it.
+	entries []store.AuditEntry
 }
 
 // New returns a Writer over st.
@@ -85,7 +97,8 @@ func New(st store.Audit, opt Options) *Writer {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	return &Writer{st: st, opt: opt, log: opt.Logger, queue: make(chan item, opt.Queue)}
+	return &Writer{st: st, opt: opt, log: opt.Logger, queue: make(chan item, opt.Queue),
+		full: max(1, min(opt.Batch-1, opt.Queue)), wake: make(chan struct{}, 1)}
 }
 
 // Add queues e to be written and reports whether it was queued. It never
@@ -93,11 +106,22 @@ func New(st store.Audit, opt Options) *Writer {
 func (w *Writer) Add(e store.AuditEntry) bool {
 	select {
 	case w.queue <- item{entry: e}:
+		if w.opt.Linger > 0 && len(w.queue) >= w.full {
+			w.poke()
+		}
 		return true
 	default:
 		w.dropped.Add(1)
 		w.opt.Metrics.AuditDropped()
 		return false
+	}
+}
+
+// poke ends a lingering batch's wait, or the next one's.
+func (w *Writer) poke() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -110,6 +134,7 @@ func (w *Writer) Sync(ctx context.Context) error {
 	done := make(chan struct{})
 	select {
 	case w.queue <- item{sync: done}:
+		w.poke()
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -154,9 +179,10 @@ func (w *Writer) Run(ctx context.Context) {
 
 // batch writes first and whatever else is queued, up to Batch entries a
 // transaction, and releases the sync markers among them once the entries
-// before each are written.
+// before each are written. When linger is true and Linger is set, it
+// first waits, up to Linger, for a full batch or a Sync.
 func (w *Writer) batch(ctx context.Context, first item, linger bool) {
-	entries := make([]store.AuditEntry, 0, w.opt.Batch)
+	entries := w.entries[:0]
 	var syncs []chan struct{}
 	take := func(it item) {
 		if it.sync != nil {
@@ -166,33 +192,27 @@ func (w *Writer) batch(ctx context.Context, first item, linger bool) {
 		entries = append(entries, it.entry)
 	}
 	take(first)
-	var wait <-chan time.Time
-	if linger && w.opt.Linger > 0 {
+	if linger && w.opt.Linger > 0 && len(syncs) == 0 && len(entries) < w.opt.Batch && len(w.queue) < w.full {
 		t := time.NewTimer(w.opt.Linger)
-		defer t.Stop()
-		wait = t.C
+		select {
+		case <-t.C:
+		case <-w.wake:
+		case <-ctx.Done():
+		}
+		t.Stop()
 	}
 more:
 	for len(entries) < w.opt.Batch && len(syncs) == 0 {
-		if wait == nil {
-			select {
-			case it := <-w.queue:
-				take(it)
-			default:
-				break more
-			}
-			continue
-		}
 		select {
 		case it := <-w.queue:
 			take(it)
-		case <-wait:
-			break more
-		case <-ctx.Done():
+		default:
 			break more
 		}
 	}
 	w.write(ctx, entries)
+	clear(entries) // keep no entry's strings alive until the next batch
+	w.entries = entries[:0]
 	for _, s := range syncs {
 		close(s)
 	}

@@ -188,3 +188,57 @@ func TestLinger_GathersEntriesIntoOneTransaction(t *testing.T) {
 		t.Errorf("after Sync: %d entries in batches %v, want 5 in one", len(f.entries), f.batches)
 	}
 }
+
+// TestLinger_FullBatchDoesNotWait: a lingering batch is written as soon as
+// the queue holds a full batch (or the queue is full), not after Linger.
+func TestLinger_FullBatchDoesNotWait(t *testing.T) {
+	tests := []struct {
+		name         string
+		queue, batch int
+		add          int
+	}{
+		{"batch fills", 100, 4, 4},
+		{"more than a batch", 100, 4, 11},
+		{"queue smaller than a batch", 2, 10, 3},
+		{"batch of one", 100, 1, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeStore{}
+			w := New(f, Options{Queue: tt.queue, Batch: tt.batch, Linger: time.Hour})
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { w.Run(ctx); close(done) }()
+			defer func() {
+				w.Sync(ctx)
+				cancel()
+				<-done
+			}()
+			added := 0
+			for i := range tt.add {
+				if w.Add(entry(i)) {
+					added++
+				}
+				// Let Run take the first entry and begin to linger.
+				if i == 0 {
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+			// Every full batch is written at once; what is left waits.
+			want := added / tt.batch * tt.batch
+			if tt.queue < tt.batch {
+				want = added
+			}
+			// Well within Linger, and within drainFor, which bounds a
+			// batch's wait too.
+			deadline := time.Now().Add(2 * time.Second)
+			for f.count() < want && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
+			}
+			if got := f.count(); got < want {
+				t.Errorf("%d entries added with Queue %d, Batch %d and an hour's Linger: %d written, want %d without waiting for Linger",
+					added, tt.queue, tt.batch, got, want)
+			}
+		})
+	}
+}
