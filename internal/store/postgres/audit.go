@@ -16,28 +16,48 @@ import (
 // pruning a long log never holds locks for long.
 const pruneChunk = 5000
 
-// AddAudit stores entries in one transaction. The audit log is never
-// cached, so no change is recorded.
+// auditColumns are the columns AddAudit fills, in auditRows' order.
+var auditColumns = []string{"box", "at", "method", "route", "capability", "words", "status", "reason", "message",
+	"duration_us", "upstream_status"}
+
+// AddAudit stores entries in one transaction, by COPY. The audit log is
+// never cached, so no change is recorded.
 func (s *Store) AddAudit(ctx context.Context, entries []store.AuditEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	rows := make([][]any, len(entries))
-	for i, e := range entries {
-		words := e.Words
-		if words == nil {
-			words = []string{}
-		}
-		rows[i] = []any{e.Box, e.At, e.Method, e.Route, e.Capability, words, e.Status, e.Reason, e.Message,
-			e.Duration.Microseconds(), e.UpstreamStatus}
-	}
 	return s.write(ctx, fmt.Sprintf("add %d audit entries", len(entries)), func(tx pgx.Tx) ([]store.Change, error) {
-		_, err := tx.CopyFrom(ctx, pgx.Identifier{"audit"},
-			[]string{"box", "at", "method", "route", "capability", "words", "status", "reason", "message", "duration_us", "upstream_status"},
-			pgx.CopyFromRows(rows))
+		_, err := tx.CopyFrom(ctx, pgx.Identifier{"audit"}, auditColumns, &auditRows{entries: entries, i: -1})
 		return nil, err
 	})
 }
+
+// auditRows is a pgx.CopyFromSource over audit entries. Values returns
+// the same slice for every row, which CopyFrom encodes before it asks for
+// the next.
+type auditRows struct {
+	entries []store.AuditEntry
+	i       int
+	values  [11]any
+}
+
+func (r *auditRows) Next() bool {
+	r.i++
+	return r.i < len(r.entries)
+}
+
+func (r *auditRows) Values() ([]any, error) {
+	e := &r.entries[r.i]
+	words := e.Words
+	if words == nil {
+		words = []string{}
+	}
+	r.values = [11]any{e.Box, e.At, e.Method, e.Route, e.Capability, words, e.Status, e.Reason, e.Message,
+		e.Duration.Microseconds(), e.UpstreamStatus}
+	return r.values[:], nil
+}
+
+func (r *auditRows) Err() error { return nil }
 
 // ListAudit returns the entries q selects, newest first (by time, then
 // by ID). q.Limit must be positive.
