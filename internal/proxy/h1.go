@@ -56,9 +56,11 @@ type fastConn struct {
 	idleAt time.Time
 }
 
-// fastReaderSize is the read buffer of a fast connection: an answer's
-// head must fit in it, and a stream holds it for as long as it is open.
-const fastReaderSize = 4 << 10
+// fastReaderSize is the read buffer of a fast connection. A stream holds
+// it for as long as it is open, so it is small; a longer answer head is
+// still read whole (in more than one read), and a larger body read
+// straight into the copy buffer.
+const fastReaderSize = 2 << 10
 
 // writers lends the buffer a request is written through: a request is
 // written in one go, so a connection need not keep a writer of its own.

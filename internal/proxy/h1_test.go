@@ -337,3 +337,29 @@ func TestWriteRequest_RefusesBadHeaders(t *testing.T) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func TestFast_AnswerHeadLongerThanTheReadBuffer(t *testing.T) {
+	long := strings.Repeat("r", 3*fastReaderSize)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for i := 0; i < 8; i++ {
+			w.Header().Set(fmt.Sprintf("Anthropic-Ratelimit-%d", i), long[:fastReaderSize/2])
+		}
+		w.Header().Set("X-Long", long)
+		fmt.Fprint(w, "ok")
+	}))
+	defer up.Close()
+	f, _ := forwardTo(t, up.URL)
+	box := httptest.NewServer(f)
+	defer box.Close()
+	for i := 0; i < 3; i++ {
+		resp, err := http.Get(box.URL + "/x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(b) != "ok" || resp.Header.Get("X-Long") != long || resp.Header.Get("Anthropic-Ratelimit-7") != long[:fastReaderSize/2] {
+			t.Fatalf("call %d: %q, X-Long of %d bytes", i, b, len(resp.Header.Get("X-Long")))
+		}
+	}
+}

@@ -3,6 +3,9 @@ package server_test
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"log/slog"
@@ -21,6 +24,7 @@ import (
 	"github.com/intentius/boxbroker/internal/broker"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -34,20 +38,20 @@ func init() {
 	if os.Getenv(streamUpstreamEnv) == "" {
 		return
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		fmt.Println("error", err)
-		os.Exit(1)
-	}
-	fmt.Println(ln.Addr().String())
-	go func() { _, _ = io.Copy(io.Discard, os.Stdin); os.Exit(0) }() // ends with its parent
-	_ = http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	hold := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "text/event-stream")
 		fmt.Fprint(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"claude-sonnet-4-5\",\"usage\":{\"input_tokens\":12,\"output_tokens\":1}}}\n\n")
 		w.(http.Flusher).Flush()
 		<-r.Context().Done()
-	}))
+	})
+	plain := httptest.NewServer(hold)
+	h2 := httptest.NewUnstartedServer(hold)
+	h2.EnableHTTP2 = true
+	h2.StartTLS()
+	// The parent reads both URLs and the TLS server's certificate.
+	fmt.Println(plain.URL, h2.URL, base64.StdEncoding.EncodeToString(h2.Certificate().Raw))
+	_, _ = io.Copy(io.Discard, os.Stdin) // ends with its parent
 	os.Exit(0)
 }
 
@@ -61,7 +65,6 @@ func TestIdleStreamMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("holds streams open")
 	}
-	const streams = 300
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), streamUpstreamEnv+"=1")
 	stdin, _ := cmd.StdinPipe()
@@ -71,15 +74,39 @@ func TestIdleStreamMemory(t *testing.T) {
 	}
 	defer func() { stdin.Close(); _ = cmd.Wait() }()
 	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil || strings.HasPrefix(line, "error") {
+	f := strings.Fields(line)
+	if err != nil || len(f) != 3 {
 		t.Fatalf("upstream: %q %v", line, err)
 	}
-	up, _ := url.Parse("http://" + strings.TrimSpace(line))
+	der, err := base64.StdEncoding.DecodeString(f[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("HTTP/1.1 upstream", func(t *testing.T) { idleStreams(t, f[0], nil) })
+	t.Run("HTTP/2 upstream", func(t *testing.T) {
+		// The standard transport, as server.New makes it, trusting the stand-in.
+		tr := proxy.NewTransport(proxy.TransportOptions{})
+		pool := x509.NewCertPool()
+		pool.AddCert(cert)
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool}
+		tr.ForceAttemptHTTP2 = true
+		idleStreams(t, f[1], proxy.Fast(tr))
+	})
+}
 
+// idleStreams measures streams through a broker whose Anthropic upstream is
+// upstream, reached over transport (nil: the broker's own).
+func idleStreams(t *testing.T, upstream string, transport http.RoundTripper) {
+	const streams = 300
+	up, _ := url.Parse(upstream)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cfg := server.Config{Broker: "lobby", DataDir: t.TempDir(), AnthropicURL: up, ShutdownGrace: time.Second, BoxConcurrent: 100000}
-	srv, err := server.New(ctx, cfg, server.Options{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	srv, err := server.New(ctx, cfg, server.Options{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Transport: transport})
 	if err != nil {
 		t.Fatal(err)
 	}
