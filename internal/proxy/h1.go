@@ -159,7 +159,8 @@ func putBody(b *[]byte) {
 }
 
 // sendError is a failure to send a request or to read its answer's head;
-// nothingRead is true when no byte of an answer came back.
+// nothingRead is true when the upstream closed the connection before a
+// byte of an answer came back.
 type sendError struct {
 	err         error
 	nothingRead bool
@@ -183,10 +184,16 @@ func (t *fastTransport) send(c *fastConn, req *http.Request, body []byte) (*http
 	writers.Put(w)
 	if err != nil {
 		stop()
-		return nil, &sendError{err: err, nothingRead: true}
+		return nil, &sendError{err: err, nothingRead: closedByPeer(err)}
 	}
 	if d := t.std.ResponseHeaderTimeout; d > 0 {
 		_ = c.conn.SetReadDeadline(time.Now().Add(d))
+	}
+	if _, err := c.br.Peek(1); err != nil {
+		// Not one byte of an answer: the upstream may have closed a
+		// kept connection before it read the request.
+		stop()
+		return nil, &sendError{err: err, nothingRead: closedByPeer(err)}
 	}
 	trace := httptrace.ContextClientTrace(ctx)
 	var resp *http.Response
@@ -194,8 +201,7 @@ func (t *fastTransport) send(c *fastConn, req *http.Request, body []byte) (*http
 		resp, err = http.ReadResponse(c.br, req)
 		if err != nil {
 			stop()
-			nothing := c.br.Buffered() == 0 && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET))
-			return nil, &sendError{err: err, nothingRead: nothing}
+			return nil, &sendError{err: err}
 		}
 		if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
 			break
@@ -218,6 +224,12 @@ func (t *fastTransport) send(c *fastConn, req *http.Request, body []byte) (*http
 	}
 	resp.Body = &fastBody{rc: resp.Body, t: t, c: c, ctx: ctx, stop: stop, keep: !resp.Close && !resp.Uncompressed}
 	return resp, nil
+}
+
+// closedByPeer reports whether err is the upstream having closed the
+// connection, rather than a timeout or the box going away.
+func closedByPeer(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // aLongTimeAgo is a deadline already passed: setting it ends any read or
@@ -372,7 +384,11 @@ func (t *fastTransport) conn(ctx context.Context, addr string) (*fastConn, bool,
 			c.conn.Close()
 			continue
 		}
-		if !alive(c.conn) {
+		// A connection idle for longer than a moment is checked to be
+		// still open; one just used is taken as it is (under load, every
+		// one), and if the upstream did close it meanwhile, the request
+		// is sent again on a fresh one, since nothing will have been read.
+		if now.Sub(c.idleAt) > checkIdleAfter && !alive(c.conn) {
 			c.conn.Close()
 			continue
 		}
@@ -388,6 +404,10 @@ func (t *fastTransport) conn(ctx context.Context, addr string) (*fastConn, bool,
 	}
 	return &fastConn{addr: addr, conn: nc, br: bufio.NewReaderSize(nc, fastReaderSize)}, false, nil
 }
+
+// checkIdleAfter is how long a connection may sit idle before it is
+// checked, with a peek, to be still open before it is used again.
+const checkIdleAfter = time.Second
 
 // alive reports whether an idle connection is still open and has sent
 // nothing unasked: a peek that does not wait.

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -134,6 +135,8 @@ type Server struct {
 	// Audit writes the audit log.
 	Audit *audit.Writer
 	log   *slog.Logger
+	// flushLog writes out the log lines that wait in its buffer.
+	flushLog func() error
 }
 
 // Options are what a caller adds in Go rather than configuration.
@@ -164,8 +167,9 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		return nil, err
 	}
 	log := opt.Logger
+	flushLog := func() error { return nil }
 	if log == nil {
-		log = NewLogger(os.Stderr, cfg.LogLevel)
+		log, flushLog = NewLogger(os.Stderr, cfg.LogLevel)
 	}
 	keyring, err := LoadKeyring(&cfg)
 	if err != nil {
@@ -257,14 +261,17 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		}
 		return nil, err
 	}
-	return &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Handler: h, Admin: adm, Metrics: m, Audit: aw, log: log}, nil
+	return &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Handler: h, Admin: adm, Metrics: m, Audit: aw, log: log, flushLog: flushLog}, nil
 }
 
-// NewLogger returns a JSON logger on w at level.
-func NewLogger(w *os.File, level string) *slog.Logger {
+// NewLogger returns a JSON logger on w at level. Its lines are buffered:
+// each is written out at most LogFlushEvery later, and at once when it
+// is at WARN or above. flush writes out what waits, as the process ends.
+func NewLogger(w io.Writer, level string) (log *slog.Logger, flush func() error) {
 	var l slog.Level
 	_ = l.UnmarshalText([]byte(level))
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+	buf := newLogBuffer(w)
+	return slog.New(flushingHandler{Handler: slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: l}), buf: buf}), buf.Flush
 }
 
 // Serve serves the box-facing handler on ln and, when admin is not nil,
@@ -388,4 +395,7 @@ func (s *Server) pruneChanges(ctx context.Context) {
 }
 
 // Close releases the store.
-func (s *Server) Close() error { return s.Store.Close() }
+func (s *Server) Close() error {
+	_ = s.flushLog()
+	return s.Store.Close()
+}
