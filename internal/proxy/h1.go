@@ -198,6 +198,9 @@ func (t *fastTransport) send(c *fastConn, req *http.Request, body []byte) (*http
 	trace := httptrace.ContextClientTrace(ctx)
 	var resp *http.Response
 	for {
+		if resp = readSimpleResponse(c.br, req); resp != nil {
+			break
+		}
 		resp, err = http.ReadResponse(c.br, req)
 		if err != nil {
 			stop()
