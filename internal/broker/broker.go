@@ -167,20 +167,27 @@ func (s *Server) classify(r *http.Request) (rt *route, need capability.Need, ok 
 // ServeHTTP serves the box-facing routes.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := s.cfg.Now()
-	info := &requestInfo{}
-	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+	// What one request keeps, in one allocation.
+	st := &requestState{rec: recorder{ResponseWriter: w, status: http.StatusOK}}
+	info, rec, trace := &st.info, &st.rec, &st.trace
 	rec.onStream = func() {
 		info.stream = true
 		if s.cfg.Observer != nil {
 			s.cfg.Observer.StreamOpened(info.capabilityLabel())
 		}
 	}
-	trace := &proxy.Trace{}
 	r = r.WithContext(proxy.WithTrace(r.Context(), trace))
 	defer s.finish(rec, r, info, trace, start)
 	if err := s.serve(rec, r, info); err != nil {
 		s.writeError(rec, r, err, info)
 	}
+}
+
+// requestState is what ServeHTTP keeps of one request.
+type requestState struct {
+	info  requestInfo
+	rec   recorder
+	trace proxy.Trace
 }
 
 // finish logs the request's line and tells the Observer, once its answer

@@ -135,10 +135,11 @@ func newHotT(tb testing.TB, upstream *url.URL, tlsConfig *tls.Config) *hot {
 	now := time.Date(2026, 10, 1, 12, 0, 0, 0, time.UTC)
 	c := cache.New(st, cache.Options{Now: func() time.Time { return now }})
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	transport := proxy.NewTransport(proxy.TransportOptions{})
+	std := proxy.NewTransport(proxy.TransportOptions{})
 	if tlsConfig != nil {
-		transport.TLSClientConfig = tlsConfig
+		std.TLSClientConfig = tlsConfig
 	}
+	transport := proxy.Fast(std) // as server.New makes it
 	h, err := broker.New(broker.Config{
 		Broker: "lobby", Store: st, Cache: c, Payer: &payer.Resolver{Cache: c, Keyring: keyring}, Logger: log,
 		Capabilities: []capability.Capability{inference.New(inference.Config{Upstream: upstream, Transport: transport, Logger: log})},

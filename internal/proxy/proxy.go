@@ -168,9 +168,10 @@ func RemoveValue(h http.Header, secret []byte) int {
 		return 0
 	}
 	n := 0
+	value := string(secret) // once, not once a header
 	for k, vs := range h {
 		for _, v := range vs {
-			if strings.Contains(v, string(secret)) {
+			if strings.Contains(v, value) {
 				delete(h, k)
 				n++
 				break
