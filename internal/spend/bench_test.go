@@ -1,12 +1,14 @@
 package spend_test
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,3 +108,103 @@ func BenchmarkStream(b *testing.B) {
 		b.Errorf("usage after the benchmark = %+v, %v, want every metered stream that was not cut measured", us, err)
 	}
 }
+
+// rewindable is a request body that can be read again from its start,
+// so that a benchmark's iterations allocate none of their own.
+type rewindable struct{ bytes.Reader }
+
+func (*rewindable) Close() error { return nil }
+
+// drain is a capability that reads its request's body to the end, as the
+// proxy does when it forwards it, and answers nothing.
+type drain struct{}
+
+func (drain) Name() string       { return "drain" }
+func (drain) Prefixes() []string { return []string{protocol.PrefixAnthropic} }
+func (drain) Scopes(*http.Request) (capability.Need, bool, error) {
+	return capability.Need{}, true, nil
+}
+func (drain) Serve(w http.ResponseWriter, r *http.Request, _ *capability.Call) error {
+	_, err := io.Copy(io.Discard, r.Body)
+	return err
+}
+
+// sizedBody is a Messages request of exactly n bytes.
+func sizedBody(tb testing.TB, n int) []byte {
+	tb.Helper()
+	body := messagesBody("claude-sonnet-4-5", 1024, false)
+	pad := n - len(body)
+	if pad < 0 {
+		tb.Fatalf("a Messages body of %d bytes is too small", n)
+	}
+	body = bytes.Replace(body, []byte("Say hello."), []byte("Say hello."+strings.Repeat("x", pad)), 1)
+	if len(body) != n {
+		tb.Fatalf("sizedBody(%d) = %d bytes", n, len(body))
+	}
+	return body
+}
+
+// benchmarkPrepare serves a Messages call with body, of a box without a
+// budget, through the metered capability to one that only reads the
+// body: what metering costs a call before its answer.
+func benchmarkPrepare(b *testing.B, body []byte) {
+	m, err := spend.New(spend.Config{Store: nopStore{},
+		Budgeted: func(context.Context, string) (bool, error) { return false, nil }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := m.WrapMessages(drain{})
+	call := &capability.Call{Box: store.Box{Name: "salad"}, Words: []string{"agent"},
+		Payer: func(context.Context, *http.Request) (capability.Paid, error) {
+			return capability.Paid{Payer: protocol.SharedPayer(), Credential: []byte(key)}, nil
+		}}
+	req := httptest.NewRequest("POST", protocol.PrefixAnthropic+"/v1/messages", nil)
+	req.ContentLength = int64(len(body))
+	rb := &rewindable{}
+	req.Body = rb
+	w := httptest.NewRecorder()
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		rb.Reset(body)
+		if err := c.Serve(w, req, call); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPrepare_Small: a 146-byte Messages call of a box without a
+// budget.
+//
+//	go test -run '^$' -bench BenchmarkPrepare -benchmem ./internal/spend/
+func BenchmarkPrepare_Small(b *testing.B) { benchmarkPrepare(b, sizedBody(b, 146)) }
+
+// BenchmarkPrepare_1MiB: a Messages call of a box without a budget, of
+// MaxRead bytes, the largest the broker reads before forwarding.
+func BenchmarkPrepare_1MiB(b *testing.B) { benchmarkPrepare(b, sizedBody(b, spend.MaxRead)) }
+
+// BenchmarkObserveJSON reads the usage of a 300-byte JSON answer as it
+// passes, and records it when the answer is closed.
+//
+//	go test -run '^$' -bench BenchmarkObserveJSON -benchmem ./internal/spend/
+func BenchmarkObserveJSON(b *testing.B) {
+	answer := []byte(`{"id":"msg_01XFDUDYJgAACzvnptvVoYEL","type":"message","role":"assistant","model":"claude-sonnet-4-5-20250929",` +
+		`"content":[{"type":"text","text":"Hello! How can I help you today?"}],"stop_reason":"end_turn","stop_sequence":null,` +
+		`"usage":{"input_tokens":12,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":18}}`)
+	rb := &rewindable{}
+	buf := make([]byte, 32<<10)
+	b.SetBytes(int64(len(answer)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		rb.Reset(answer)
+		if model, measured := spend.ObserveJSON(rb, buf); !measured || model != "claude-sonnet-4-5-20250929" {
+			b.Fatalf("ObserveJSON = %q, %v, want sonnet, measured", model, measured)
+		}
+	}
+}
+
+// nopStore is a store.Spend for a box without a budget whose calls
+// settle nothing.
+type nopStore struct{ store.Spend }

@@ -1,7 +1,28 @@
 package spend
 
+import (
+	"io"
+	"sync"
+)
+
 // StreamOnce is streamOnce, for the external benchmarks.
 var StreamOnce = streamOnce
 
 // ReportMedians is reportMedians, for the external benchmarks.
 var ReportMedians = reportMedians
+
+// ObserveJSON reads body, a JSON answer, to its end through an observer,
+// buf a read, closes it, and returns the model and whether the usage was
+// read.
+func ObserveJSON(body io.ReadCloser, buf []byte) (model string, measured bool) {
+	var mu sync.Mutex
+	r := &reading{open: true}
+	o := &observer{body: body, mu: &mu, r: r}
+	for {
+		if _, err := o.Read(buf); err != nil {
+			break
+		}
+	}
+	_ = o.Close()
+	return r.model, r.measured
+}
