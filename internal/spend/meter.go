@@ -18,7 +18,6 @@ package spend
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -206,22 +205,42 @@ func inputBound(n int64) int64 { return (n+BytesPerToken-1)/BytesPerToken + Over
 // EstimateMessages estimates a Messages call from its body (nil when not
 // read) and its length in bytes. maxTokens is used when the body does not
 // say its own.
+//
+// The body's top-level "model" and "max_tokens" are read as encoding/json
+// reads them, but matched by exact name, as the Anthropic API matches
+// them; nothing of a body that is not valid JSON is read. A body with a
+// member named so only case-insensitively ("MAX_TOKENS") is bounded at
+// the dearest model's rates, and at the largest of maxTokens and every
+// such member's value: never under what encoding/json would have read.
 func EstimateMessages(body []byte, n, maxTokens int64) Estimate {
 	est := Estimate{Calls: 1, Input: inputBound(n), Output: maxTokens}
 	if body == nil {
 		return est
 	}
-	var req struct {
-		Model     string `json:"model"`
-		MaxTokens *int64 `json:"max_tokens"`
-	}
-	if json.Unmarshal(body, &req) == nil {
-		est.Model = req.Model
-		if req.MaxTokens != nil && *req.MaxTokens >= 0 {
-			est.Output = *req.MaxTokens
-		}
-	}
+	var s scanner
+	s.reset(requestSchema)
+	s.write(body)
+	s.request(&est)
 	return est
+}
+
+// request ends a Messages body's input and sets est's model and output
+// bound from what s read of it (see EstimateMessages).
+func (s *scanner) request(est *Estimate) {
+	if !s.close() {
+		return
+	}
+	if !s.slots[reqModel].fold {
+		est.Model, _ = s.text(reqModel)
+	}
+	switch sl := &s.slots[reqMaxTokens]; {
+	case sl.fold:
+		if sl.topSet {
+			est.Output = max(est.Output, sl.top)
+		}
+	case sl.set && sl.n >= 0:
+		est.Output = sl.n
+	}
 }
 
 // ticket gathers what was read of every upstream answer of one request.
