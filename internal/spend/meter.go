@@ -115,6 +115,10 @@ type Meter struct {
 	batching atomic.Bool // RunBatches is running; changed with mu held
 	mu       sync.Mutex  // guards pending
 	pending  map[batchKey]*store.Settlement
+
+	// scanners holds *scanner for reuse: reading a request body or an
+	// answer takes one, and gives it back when done.
+	scanners sync.Pool
 }
 
 // batchKey is what one batched settlement charges.
@@ -259,10 +263,13 @@ type ctxKey struct{}
 // decoded; an answer that still comes encoded is recorded as unmeasured.
 // Every other request goes to base untouched.
 func (m *Meter) Transport(base http.RoundTripper) http.RoundTripper {
-	return &transport{base: base}
+	return &transport{base: base, scanners: &m.scanners}
 }
 
-type transport struct{ base http.RoundTripper }
+type transport struct {
+	base     http.RoundTripper
+	scanners *sync.Pool
+}
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	tk, _ := req.Context().Value(ctxKey{}).(*ticket)
@@ -289,7 +296,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, nil
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	resp.Body = &observer{body: resp.Body, sse: mt == "text/event-stream", mu: &tk.mu, r: r}
+	resp.Body = &observer{body: resp.Body, sse: mt == "text/event-stream", mu: &tk.mu, r: r, scanners: t.scanners}
 	return resp, nil
 }
 

@@ -2,50 +2,13 @@ package spend
 
 import (
 	"bytes"
-	"encoding/json"
 	"io"
 	"sync"
 )
 
-// Bounds on what an observer keeps of an answer.
-const (
-	// MaxJSON is how much of a JSON answer is kept to be parsed whole at
-	// its end. Past it only the first and last TailJSON bytes are kept,
-	// and the usage is read from the tail.
-	MaxJSON = 1 << 20
-	// TailJSON is how much of the end of a larger JSON answer is kept.
-	TailJSON = 64 << 10
-	// MaxLine is the longest stream line kept; a longer one is skipped
-	// (message_start and message_delta lines are a few hundred bytes).
-	MaxLine = 256 << 10
-)
-
-// usageJSON is a Messages usage object; a nil field was absent.
-type usageJSON struct {
-	InputTokens              *int64 `json:"input_tokens"`
-	OutputTokens             *int64 `json:"output_tokens"`
-	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
-	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
-	CacheCreation            *struct {
-		Ephemeral1h *int64 `json:"ephemeral_1h_input_tokens"`
-	} `json:"cache_creation"`
-}
-
-// apply sets each field of t that u holds.
-func (u *usageJSON) apply(t *Tokens) {
-	set := func(to *int64, v *int64) {
-		if v != nil && *v >= 0 {
-			*to = *v
-		}
-	}
-	set(&t.Input, u.InputTokens)
-	set(&t.Output, u.OutputTokens)
-	set(&t.CacheWrite, u.CacheCreationInputTokens)
-	set(&t.CacheRead, u.CacheReadInputTokens)
-	if u.CacheCreation != nil {
-		set(&t.CacheWrite1h, u.CacheCreation.Ephemeral1h)
-	}
-}
+// MaxLine is the longest stream line kept; a longer one is skipped
+// (message_start and message_delta lines are a few hundred bytes).
+const MaxLine = 256 << 10
 
 // reading is what was read of one upstream answer. Its fields are guarded
 // by the ticket's mutex once the answer is under way.
@@ -66,13 +29,15 @@ type reading struct {
 // reader takes them: it never holds bytes back and never reads ahead, and
 // it looks at each read's bytes only once the reader has passed them on.
 // Memory is bounded: one read's bytes, and a partial line for a stream or
-// at most MaxJSON plus TailJSON for a JSON answer. The usage is recorded
+// a scanner for a JSON answer, whatever its length. The usage is recorded
 // when the body is closed.
 type observer struct {
 	body io.ReadCloser
 	sse  bool
 	mu   *sync.Mutex // the ticket's; guards *r
 	r    *reading
+	// scanners holds scanners for reuse (nil: each is made anew).
+	scanners *sync.Pool
 
 	// Stream state: line holds a partial line; skip is true while the
 	// rest of an over-long line is passed over.
@@ -82,11 +47,8 @@ type observer struct {
 	start, delta bool
 	model        string
 	tokens       Tokens
-	// JSON state: kept is the whole answer, or its head once over
-	// MaxJSON; tail then holds its last bytes.
-	kept     []byte
-	tail     []byte
-	over     bool
+	// JSON state: sc reads the answer's model and usage as it passes.
+	sc       *scanner
 	finished bool
 	// pending holds what the last Read handed on, not yet looked at (at
 	// most one read's worth); eof is true once the body ended.
@@ -131,18 +93,10 @@ func (o *observer) Close() error {
 }
 
 func (o *observer) observeJSON(p []byte) {
-	if !o.over {
-		if len(o.kept)+len(p) <= MaxJSON {
-			o.kept = append(o.kept, p...)
-			return
-		}
-		o.over = true
-		o.kept = append([]byte(nil), o.kept[:min(len(o.kept), TailJSON)]...) // the head, for the model
+	if o.sc == nil {
+		o.sc = getScanner(o.scanners, answerSchema)
 	}
-	o.tail = append(o.tail, p...)
-	if len(o.tail) > 2*TailJSON {
-		o.tail = append(o.tail[:0], o.tail[len(o.tail)-TailJSON:]...)
-	}
+	o.sc.write(p)
 }
 
 func (o *observer) observeStream(p []byte) {
@@ -216,26 +170,21 @@ func (o *observer) event(line []byte) {
 	if !o.named && !bytes.HasPrefix(data, startData) && !bytes.HasPrefix(data, deltaData) {
 		return
 	}
-	var ev struct {
-		Type    string `json:"type"`
-		Message *struct {
-			Model string    `json:"model"`
-			Usage usageJSON `json:"usage"`
-		} `json:"message"`
-		Usage *usageJSON `json:"usage"`
-	}
-	if json.Unmarshal(data, &ev) != nil {
+	sc := getScanner(o.scanners, eventSchema)
+	defer putScanner(o.scanners, sc)
+	sc.write(data)
+	if !sc.close() {
 		return
 	}
 	switch {
-	case ev.Type == "message_start" && ev.Message != nil:
+	case sc.is(evType, "message_start") && sc.slots[evMessage].set:
 		o.start = true
-		o.model = ev.Message.Model
-		ev.Message.Usage.apply(&o.tokens)
-	case ev.Type == "message_delta" && ev.Usage != nil:
+		o.model, _ = sc.text(evModel)
+		sc.usage(evMessageUsage, &o.tokens)
+	case sc.is(evType, "message_delta") && sc.slots[evUsage].set:
 		// message_delta's counts are cumulative: they replace, never add.
 		o.delta = true
-		ev.Usage.apply(&o.tokens)
+		sc.usage(evUsage, &o.tokens)
 	}
 }
 
@@ -253,59 +202,18 @@ func (o *observer) finish(eof bool) {
 	o.r.open = false
 	o.r.model, o.r.tokens, o.r.measured = o.model, o.tokens, measured
 	o.mu.Unlock()
-	o.kept, o.tail, o.line, o.pending = nil, nil, nil, nil
+	putScanner(o.scanners, o.sc)
+	o.sc, o.line, o.pending = nil, nil, nil
 }
 
-// parseJSON reads the model and usage of a JSON answer read to its end.
+// parseJSON reads the model and usage of a JSON answer read to its end:
+// its top-level "model" and "usage", matched by exact name (see scanner).
+// It reports false when the answer is not JSON, or has no usage.
 func (o *observer) parseJSON() bool {
-	var m struct {
-		Model string     `json:"model"`
-		Usage *usageJSON `json:"usage"`
+	if o.sc == nil || !o.sc.close() || !o.sc.slots[ansUsage].set {
+		return false // an empty answer, not JSON, or no usage
 	}
-	if !o.over {
-		if json.Unmarshal(o.kept, &m) != nil || m.Usage == nil {
-			return false
-		}
-		o.model = m.Model
-		m.Usage.apply(&o.tokens)
-		return true
-	}
-	// Over MaxJSON: the model from the head (it comes before the content),
-	// the usage from the tail (it comes after).
-	o.model = headModel(o.kept)
-	i := bytes.LastIndex(o.tail, []byte(`"usage":`))
-	if i < 0 {
-		return false
-	}
-	var u usageJSON
-	if json.NewDecoder(bytes.NewReader(o.tail[i+len(`"usage":`):])).Decode(&u) != nil {
-		return false
-	}
-	u.apply(&o.tokens)
+	o.model, _ = o.sc.text(ansModel)
+	o.sc.usage(ansUsage, &o.tokens)
 	return true
-}
-
-// headModel reads the top-level "model" of a JSON object from its first
-// bytes, stopping at the first member it cannot skip whole.
-func headModel(head []byte) string {
-	dec := json.NewDecoder(bytes.NewReader(head))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return ""
-	}
-	for dec.More() {
-		k, err := dec.Token()
-		if err != nil {
-			return ""
-		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return ""
-		}
-		if k == "model" {
-			var s string
-			_ = json.Unmarshal(v, &s)
-			return s
-		}
-	}
-	return ""
 }
