@@ -144,12 +144,12 @@ func sizedBody(tb testing.TB, n int) []byte {
 	return body
 }
 
-// benchmarkPrepare serves a Messages call with body, of a box without a
-// budget, through the metered capability to one that only reads the
-// body: what metering costs a call before its answer.
-func benchmarkPrepare(b *testing.B, body []byte) {
+// benchmarkPrepare serves a Messages call with body, of a box with a
+// budget or without, through the metered capability to one that only
+// reads the body: what metering costs a call before its answer.
+func benchmarkPrepare(b *testing.B, body []byte, budgeted bool) {
 	m, err := spend.New(spend.Config{Store: nopStore{},
-		Budgeted: func(context.Context, string) (bool, error) { return false, nil }})
+		Budgeted: func(context.Context, string) (bool, error) { return budgeted, nil }})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -178,11 +178,16 @@ func benchmarkPrepare(b *testing.B, body []byte) {
 // budget.
 //
 //	go test -run '^$' -bench BenchmarkPrepare -benchmem ./internal/spend/
-func BenchmarkPrepare_Small(b *testing.B) { benchmarkPrepare(b, sizedBody(b, 146)) }
+func BenchmarkPrepare_Small(b *testing.B) { benchmarkPrepare(b, sizedBody(b, 146), false) }
 
 // BenchmarkPrepare_1MiB: a Messages call of a box without a budget, of
 // MaxRead bytes, the largest the broker reads before forwarding.
-func BenchmarkPrepare_1MiB(b *testing.B) { benchmarkPrepare(b, sizedBody(b, spend.MaxRead)) }
+func BenchmarkPrepare_1MiB(b *testing.B) { benchmarkPrepare(b, sizedBody(b, spend.MaxRead), false) }
+
+// BenchmarkPrepare_Budgeted: a 146-byte Messages call of a box with a
+// budget, whose body is read before it is forwarded, and whose bound is
+// reserved (in a store that only counts) and released.
+func BenchmarkPrepare_Budgeted(b *testing.B) { benchmarkPrepare(b, sizedBody(b, 146), true) }
 
 // BenchmarkObserveJSON reads the usage of a 300-byte JSON answer as it
 // passes, and records it when the answer is closed.
@@ -205,6 +210,9 @@ func BenchmarkObserveJSON(b *testing.B) {
 	}
 }
 
-// nopStore is a store.Spend for a box without a budget whose calls
-// settle nothing.
+// nopStore is a store.Spend that reserves every bound and settles
+// nothing.
 type nopStore struct{ store.Spend }
+
+func (nopStore) Reserve(context.Context, store.Reservation) (int64, error) { return 1, nil }
+func (nopStore) Settle(context.Context, store.Settlement) error            { return nil }

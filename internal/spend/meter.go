@@ -119,6 +119,8 @@ type Meter struct {
 	// scanners holds *scanner for reuse: reading a request body or an
 	// answer takes one, and gives it back when done.
 	scanners sync.Pool
+	// lastMonth is the month of the last call prepared (see month).
+	lastMonth atomic.Pointer[monthName]
 }
 
 // batchKey is what one batched settlement charges.
@@ -317,42 +319,60 @@ func (m *Meter) WrapDecide(c capability.Capability) capability.Capability {
 type metered struct {
 	capability.Capability
 	m *Meter
-	// estimate returns ok false for a request that makes no model call.
-	estimate func(w http.ResponseWriter, r *http.Request) (est Estimate, ok bool, err error)
+	// estimate estimates a request of box before it is forwarded.
+	estimate func(w http.ResponseWriter, r *http.Request, box string) (estimated, error)
 }
 
-func (m *Meter) estimateMessages(w http.ResponseWriter, r *http.Request) (Estimate, bool, error) {
+// estimated is what is known of a request before it is forwarded.
+type estimated struct {
+	Estimate
+	// ok is false for a request that makes no model call.
+	ok bool
+	// later is true for a call estimated only as it settles, from its body
+	// as it was forwarded (see bodyScan).
+	later bool
+	// body, when not nil, is forwarded in place of the request's: the
+	// estimate read the request's.
+	body io.ReadCloser
+}
+
+func (m *Meter) estimateMessages(w http.ResponseWriter, r *http.Request, box string) (estimated, error) {
 	if r.Method != http.MethodPost || r.URL.Path != protocol.PrefixAnthropic+"/v1/messages" {
-		return Estimate{}, false, nil
+		return estimated{}, nil
 	}
 	n := r.ContentLength
 	if n > MaxRead {
-		return EstimateMessages(nil, n, m.cfg.MaxTokens), true, nil
+		return estimated{Estimate: EstimateMessages(nil, n, m.cfg.MaxTokens), ok: true}, nil
 	}
-	body, whole, err := peek(r, MaxRead)
+	if !m.budgeted(r.Context(), box) {
+		// Nothing is reserved, so nothing need be known before the call
+		// is forwarded: the body is read as it is forwarded.
+		return estimated{ok: true, later: true}, nil
+	}
+	body, whole, rest, err := peek(r, MaxRead)
 	if err != nil {
-		return Estimate{}, false, err
+		return estimated{}, err
 	}
 	if !whole { // no Content-Length, and over MaxRead
-		return EstimateMessages(nil, m.cfg.MaxBody, m.cfg.MaxTokens), true, nil
+		return estimated{Estimate: EstimateMessages(nil, m.cfg.MaxBody, m.cfg.MaxTokens), ok: true, body: rest}, nil
 	}
-	return EstimateMessages(body, int64(len(body)), m.cfg.MaxTokens), true, nil
+	return estimated{Estimate: EstimateMessages(body, int64(len(body)), m.cfg.MaxTokens), ok: true, body: rest}, nil
 }
 
-func (m *Meter) estimateDecide(w http.ResponseWriter, r *http.Request) (Estimate, bool, error) {
+func (m *Meter) estimateDecide(w http.ResponseWriter, r *http.Request, _ string) (estimated, error) {
 	if r.Method != http.MethodPost || r.URL.Path != protocol.RouteDecide || r.ContentLength > m.cfg.DecideMaxBody {
-		return Estimate{}, false, nil
+		return estimated{}, nil
 	}
-	body, whole, err := peek(r, m.cfg.DecideMaxBody)
+	body, whole, rest, err := peek(r, m.cfg.DecideMaxBody)
 	if err != nil {
-		return Estimate{}, false, err
+		return estimated{}, err
 	}
 	if !whole {
-		return Estimate{}, false, nil // decide refuses it as too large
+		return estimated{body: rest}, nil // decide refuses it as too large
 	}
 	req, err := decide.ParseRequest(body, m.cfg.DecideMaxQuestions)
 	if err != nil {
-		return Estimate{}, false, nil // decide refuses it, asking nothing
+		return estimated{body: rest}, nil // decide refuses it, asking nothing
 	}
 	est := Estimate{Model: req.Model, Input: inputBound(int64(len(body))), Output: m.cfg.DecideMaxTokens}
 	for i := range req.Questions {
@@ -360,29 +380,124 @@ func (m *Meter) estimateDecide(w http.ResponseWriter, r *http.Request) (Estimate
 			est.Calls++
 		}
 	}
-	return est, est.Calls > 0, nil
+	return estimated{Estimate: est, ok: est.Calls > 0, body: rest}, nil
 }
 
-// peek reads up to limit bytes of r's body and puts them back in front of
-// the rest. whole is true when that was the whole body, which it returns.
-func peek(r *http.Request, limit int64) (body []byte, whole bool, err error) {
+// peek reads up to limit bytes of r's body, and returns what to read in
+// its place: those bytes in front of the rest. whole is true when that
+// was the whole body, which it returns.
+func peek(r *http.Request, limit int64) (body []byte, whole bool, rest io.ReadCloser, err error) {
 	orig := r.Body
 	buf, err := io.ReadAll(io.LimitReader(orig, limit+1))
 	if err != nil {
-		return nil, false, &capability.Error{Status: http.StatusBadRequest, Type: protocol.TypeInvalid,
+		return nil, false, nil, &capability.Error{Status: http.StatusBadRequest, Type: protocol.TypeInvalid,
 			Message: "The request body could not be read.", Err: err}
 	}
 	if int64(len(buf)) <= limit {
-		r.Body = readCloser{bytes.NewReader(buf), orig}
-		return buf, true, nil
+		return buf, true, readCloser{bytes.NewReader(buf), orig}, nil
 	}
-	r.Body = readCloser{io.MultiReader(bytes.NewReader(buf), orig), orig}
-	return nil, false, nil
+	return nil, false, readCloser{io.MultiReader(bytes.NewReader(buf), orig), orig}, nil
 }
 
 type readCloser struct {
 	io.Reader
 	io.Closer
+}
+
+// bodyScan is the body of a Messages request of a box without a budget.
+// Nothing is reserved for such a call, so its body is not read before it
+// is forwarded: it is forwarded as it comes, and bodyScan reads its model
+// and max_tokens in the bytes as the proxy reads them (up to MaxRead
+// bytes, as many as would have been read before), for its settlement to
+// estimate it as EstimateMessages would have. It holds no byte back, and
+// keeps one scanner.
+type bodyScan struct {
+	body   io.ReadCloser
+	length int64 // the Content-Length, or -1
+	pool   *sync.Pool
+
+	// mu guards what follows: the proxy may read the body on a goroutine
+	// of its own, and may still be at it when the call settles.
+	mu   sync.Mutex
+	sc   *scanner // nil once the body is over MaxRead, or done
+	n    int64    // bytes read
+	eof  bool
+	done bool // settled: later reads are not looked at
+}
+
+// wrap puts b in front of r's body, with a scanner from pool.
+func (b *bodyScan) wrap(r *http.Request, pool *sync.Pool) {
+	b.length, b.pool = r.ContentLength, pool
+	if r.Body == nil || r.Body == http.NoBody {
+		b.eof = true // an empty body, read whole
+		return
+	}
+	b.body = r.Body
+	b.sc = getScanner(pool, requestSchema)
+	r.Body = b
+}
+
+// Read reads from the body, and scans what it read before handing it on.
+func (b *bodyScan) Read(p []byte) (int, error) {
+	n, err := b.body.Read(p)
+	b.mu.Lock()
+	if !b.done {
+		b.n += int64(n)
+		if b.sc != nil && b.n > MaxRead {
+			putScanner(b.pool, b.sc) // not read, as before
+			b.sc = nil
+		}
+		if b.sc != nil {
+			b.sc.write(p[:n])
+		}
+		if err == io.EOF {
+			b.eof = true
+		}
+	}
+	b.mu.Unlock()
+	return n, err
+}
+
+// Close closes the body.
+func (b *bodyScan) Close() error { return b.body.Close() }
+
+// estimate estimates the call from what was read of its body, as
+// EstimateMessages would have from the body read whole before forwarding
+// it: from its fields and length when it was read to its end and is not
+// over MaxRead; from its Content-Length and maxTokens when it was not
+// read whole; from maxBody and maxTokens when its length is unknown too,
+// or over MaxRead. It ends the scan.
+func (b *bodyScan) estimate(maxTokens, maxBody int64) Estimate {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	whole := b.eof || b.length >= 0 && b.n >= b.length
+	var est Estimate
+	switch {
+	case whole && b.n <= MaxRead:
+		est = EstimateMessages(nil, b.n, maxTokens)
+		if b.sc != nil {
+			b.sc.request(&est)
+		}
+	case b.length >= 0:
+		est = EstimateMessages(nil, b.length, maxTokens)
+	default:
+		est = EstimateMessages(nil, maxBody, maxTokens)
+	}
+	b.releaseLocked()
+	return est
+}
+
+// release ends the scan, if estimate has not.
+func (b *bodyScan) release() {
+	b.mu.Lock()
+	b.releaseLocked()
+	b.mu.Unlock()
+}
+
+func (b *bodyScan) releaseLocked() {
+	b.done = true
+	putScanner(b.pool, b.sc)
+	b.sc = nil
 }
 
 // Serve reserves the request's bound against its budgets, serves it with
@@ -403,12 +518,25 @@ func (c *metered) Serve(w http.ResponseWriter, r *http.Request, call *capability
 }
 
 // meteredCall is a request ready to serve: the request and call to serve
-// it with, and, when it is metered, what it settles.
+// it with, and, when it is metered, what it settles. A metered call's
+// parts are allocated with it, at once.
 type meteredCall struct {
 	r    *http.Request
 	call *capability.Call
 	s    settlement
 	tk   *ticket // nil: not metered
+
+	once   capability.Call // call, its payer decided once
+	paid   capability.Paid
+	perr   error
+	ticket ticket
+	body   bodyScan
+}
+
+// payer is the payer decided for the call, for the capability, which
+// asks again.
+func (mc *meteredCall) payer(context.Context, *http.Request) (capability.Paid, error) {
+	return mc.paid, mc.perr
 }
 
 // prepare estimates the request, decides its payer and reserves its bound,
@@ -417,33 +545,43 @@ func (c *metered) prepare(w http.ResponseWriter, r *http.Request, call *capabili
 	if call.Payer == nil {
 		return &meteredCall{r: r, call: call}, nil
 	}
-	// The estimate may read the body and put it back; it does so on a
-	// copy of r, so the server's own request keeps its own body, read to
-	// its end, with nothing for the server to drain before it answers
-	// (draining it deepens the stack every open stream then holds).
-	r = r.WithContext(r.Context())
-	est, ok, err := c.estimate(w, r)
+	// The estimate may read the body; what is forwarded in its place
+	// goes on a copy of r, so the server's own request keeps its own
+	// body, read to its end, with nothing for the server to drain before
+	// it answers (draining it deepens the stack every open stream then
+	// holds).
+	e, err := c.estimate(w, r, call.Box.Name)
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
+	if e.body != nil {
+		r = r.WithContext(r.Context())
+		r.Body = e.body
+	}
+	if !e.ok {
 		return &meteredCall{r: r, call: call}, nil
 	}
 	// The payer is decided once: here, for the budget, and for the
 	// capability, which asks again.
-	paid, perr := call.Payer(r.Context(), r)
-	once := *call
-	once.Payer = func(context.Context, *http.Request) (capability.Paid, error) { return paid, perr }
-	if perr != nil {
-		return &meteredCall{r: r, call: &once}, nil // refused as the capability refuses it
+	mc := &meteredCall{r: r}
+	mc.paid, mc.perr = call.Payer(r.Context(), r)
+	mc.once = *call
+	mc.once.Payer = mc.payer
+	mc.call = &mc.once
+	if mc.perr != nil {
+		return mc, nil // refused as the capability refuses it
 	}
+	paid := mc.paid
 	principal := ""
 	if paid.Payer.Principal != nil {
 		principal = *paid.Payer.Principal
 	}
 	now := c.m.cfg.Now().UTC()
-	s := settlement{box: call.Box.Name, payer: paid.Payer.Kind, principal: principal, month: Month(now), est: est, bound: c.m.Bound(est)}
-	if s.bound > 0 && c.m.budgeted(r.Context(), s.box) {
+	s := settlement{box: call.Box.Name, payer: paid.Payer.Kind, principal: principal, month: c.m.month(now), est: e.Estimate}
+	if !e.later {
+		s.bound = c.m.Bound(s.est)
+	}
+	if !e.later && s.bound > 0 && c.m.budgeted(r.Context(), s.box) {
 		s.id, err = c.m.cfg.Store.Reserve(r.Context(), store.Reservation{Box: s.box, Principal: principal, Month: s.month, Amount: s.bound, At: now})
 		var obe *store.OverBudgetError
 		if errors.As(err, &obe) {
@@ -455,8 +593,32 @@ func (c *metered) prepare(w http.ResponseWriter, r *http.Request, call *capabili
 				Message: "The broker cannot read this box's budget just now; try again shortly.", Err: err}
 		}
 	}
-	tk := &ticket{}
-	return &meteredCall{r: r.WithContext(context.WithValue(r.Context(), ctxKey{}, tk)), call: &once, s: s, tk: tk}, nil
+	mc.tk = &mc.ticket
+	mc.r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, mc.tk))
+	if e.later {
+		mc.body.wrap(mc.r, &c.m.scanners)
+		s.body = &mc.body
+	}
+	mc.s = s
+	return mc, nil
+}
+
+// month is Month(t), for t in UTC, remembered from one call to the next.
+func (m *Meter) month(t time.Time) string {
+	y, mo, _ := t.Date()
+	if c := m.lastMonth.Load(); c != nil && c.year == y && c.month == mo {
+		return c.name
+	}
+	name := Month(t)
+	m.lastMonth.Store(&monthName{y, mo, name})
+	return name
+}
+
+// monthName is a month's name, as Month writes it.
+type monthName struct {
+	year  int
+	month time.Month
+	name  string
 }
 
 // budgeted reports whether box may have a budget: false only when
@@ -480,6 +642,19 @@ type settlement struct {
 	id                           int64
 	est                          Estimate
 	bound                        int64
+	// body, when not nil, makes est and bound as the call settles: it
+	// reserved nothing, and its body was read only as it was forwarded.
+	body *bodyScan
+}
+
+// estimateLate makes s's estimate and bound from its body, when the body
+// is to make them (s.body is set), and they are needed.
+func (m *Meter) estimateLate(s *settlement) {
+	if s.body != nil {
+		s.est = s.body.estimate(m.cfg.MaxTokens, m.cfg.MaxBody)
+		s.bound = m.Bound(s.est)
+		s.body = nil
+	}
 }
 
 // maxModel bounds the model ID kept, as the upstream names it.
@@ -490,6 +665,9 @@ const maxModel = 200
 // that and the request's bound, since an answer cut off or unpriced may
 // have cost up to it.
 func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
+	if s.body != nil {
+		defer s.body.release()
+	}
 	tk.mu.Lock()
 	readings := make([]reading, len(tk.readings))
 	for i, r := range tk.readings {
@@ -502,6 +680,7 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 	for _, rd := range readings {
 		model := rd.model
 		if model == "" {
+			m.estimateLate(&s)
 			model = s.est.Model
 		}
 		if len(model) > maxModel {
@@ -540,6 +719,7 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 	}
 	charge := cost
 	if !exact {
+		m.estimateLate(&s)
 		charge = max(cost, s.bound)
 	}
 	if s.id == 0 && len(rows) == 0 {
@@ -555,6 +735,10 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 		m.log.Error("spend: settlement not recorded", "box", s.box, "month", s.month, "charge_micros", charge, "err", err)
 		return
 	}
+	if !m.log.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	m.estimateLate(&s)
 	m.log.Debug("spend: settled", "box", s.box, "payer", s.payer, "principal", s.principal, "month", s.month,
 		"calls", len(readings), "charge_micros", charge, "bound_micros", s.bound, "exact", exact)
 }

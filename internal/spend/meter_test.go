@@ -662,3 +662,49 @@ func TestBudget_Visitor(t *testing.T) {
 		t.Errorf("tallies = %+v, want ann's charged her call, the box both", ts)
 	}
 }
+
+// TestSpend_NoBudgetBodyForwardedAsItComes: a box without a budget has
+// its body forwarded unread, whole, and an answer whose usage cannot be
+// read is recorded under the model the body named and charged the bound
+// the body would have been given read before forwarding.
+func TestSpend_NoBudgetBodyForwardedAsItComes(t *testing.T) {
+	up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Encoding", "br") // not read: unmeasured
+		_, _ = io.WriteString(w, "\x0b\x02\x80{}\x03")
+	})
+	rec := &brokertest.Recorder{Handler: up}
+	b, token := newBroker(t, brokertest.Options{Anthropic: rec})
+	body := messagesBody("claude-haiku-4-5", 2000, false)
+	for i, length := range []string{"known", "unknown"} {
+		var src io.Reader = bytes.NewReader(body)
+		if length == "unknown" {
+			src = io.MultiReader(src) // sent chunked
+		}
+		req, _ := http.NewRequest("POST", b.URL+"/llm/anthropic/v1/messages", src)
+		req.Header.Set("X-Api-Key", token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("length %s: POST = %d", length, resp.StatusCode)
+		}
+		seen := rec.Seen()
+		if len(seen) != i+1 || !bytes.Equal(seen[i].Body, body) {
+			t.Fatalf("length %s: upstream did not receive the body whole", length)
+		}
+	}
+	month := spend.Month(time.Now())
+	us := usage(t, b.Server.Store, "salad", month, 2)
+	bound := b.Server.Meter.Bound(spend.EstimateMessages(body, int64(len(body)), 64000))
+	if len(us) != 1 || us[0].Model != "claude-haiku-4-5" || us[0].Unmeasured != 2 || us[0].Cost != 0 {
+		t.Errorf("usage = %+v, want two unmeasured calls of claude-haiku-4-5", us)
+	}
+	if spent := boxSpent(settled(t, b.Server.Store, "salad", month)); spent != 2*bound {
+		t.Errorf("spent = %d, want twice the bound %d", spent, bound)
+	}
+}

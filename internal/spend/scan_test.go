@@ -1,8 +1,12 @@
 package spend
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -262,6 +266,65 @@ func fmtPtr(p *int64) string {
 		return "nil"
 	}
 	return fmt.Sprint(*p)
+}
+
+// TestBodyScan_EstimateAsBefore: a body read as it is forwarded is
+// estimated as EstimateMessages estimates it read whole before.
+func TestBodyScan_EstimateAsBefore(t *testing.T) {
+	m, err := New(Config{Store: noStore{}, MaxTokens: 5000, MaxBody: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := []byte(`{"model":"claude-haiku-4-5","max_tokens":77,"messages":[{"role":"user","content":"Say \"max_tokens\":1."}]}`)
+	big := []byte(`{"model":"claude-haiku-4-5","max_tokens":77,"pad":"` + strings.Repeat("x", MaxRead) + `"}`)
+	tests := []struct {
+		name   string
+		body   []byte
+		length int64 // the Content-Length: -1 unknown
+		read   int   // bytes the proxy reads: -1 all
+		want   Estimate
+	}{
+		{"read whole", small, int64(len(small)), -1, EstimateMessages(small, int64(len(small)), 5000)},
+		{"read whole, length unknown", small, -1, -1, EstimateMessages(small, int64(len(small)), 5000)},
+		{"read up to its length, EOF not seen", small, int64(len(small)), len(small), EstimateMessages(small, int64(len(small)), 5000)},
+		{"not read whole", small, int64(len(small)), 20, EstimateMessages(nil, int64(len(small)), 5000)},
+		{"not read whole, length unknown", small, -1, len(small) - 1, EstimateMessages(nil, 64<<20, 5000)},
+		{"not read at all", small, int64(len(small)), 0, EstimateMessages(nil, int64(len(small)), 5000)},
+		{"over MaxRead, length unknown", big, -1, -1, EstimateMessages(nil, 64<<20, 5000)},
+		{"not JSON", []byte(`{"model":"claude-haiku-4-5","max_tokens":77`), -1, -1, EstimateMessages(nil, 43, 5000)},
+		{"empty", []byte{}, 0, -1, EstimateMessages(nil, 0, 5000)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, n := range []int{1, 7, 4096} {
+				src := &chunked{data: append([]byte(nil), tt.body...), n: n}
+				r := httptest.NewRequest("POST", "/llm/anthropic/v1/messages", nil)
+				r.Body, r.ContentLength = src, tt.length
+				if len(tt.body) == 0 {
+					r.Body = http.NoBody
+				}
+				b := &bodyScan{}
+				b.wrap(r, &m.scanners)
+				var out bytes.Buffer
+				if tt.read < 0 {
+					_, _ = io.CopyBuffer(&out, r.Body, make([]byte, 512))
+				} else {
+					_, _ = io.CopyBuffer(&out, io.LimitReader(r.Body, int64(tt.read)), make([]byte, 512))
+				}
+				if want := tt.body[:min(len(tt.body), out.Len())]; !bytes.Equal(out.Bytes(), want) {
+					t.Fatalf("%d bytes a read: the body read through bodyScan differs", n)
+				}
+				if got := b.estimate(5000, 64<<20); got != tt.want {
+					t.Errorf("%d bytes a read: estimate = %+v, want %+v", n, got, tt.want)
+				}
+				// Read after settlement: handed on, not looked at.
+				if _, err := io.Copy(io.Discard, r.Body); err != nil {
+					t.Errorf("read after settlement: %v", err)
+				}
+				b.release()
+			}
+		})
+	}
 }
 
 // BenchmarkScanner measures the scanner alone: a small Messages body, a
