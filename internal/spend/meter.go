@@ -51,9 +51,10 @@ const (
 	DefaultBatchEvery = 100 * time.Millisecond
 )
 
-// MaxRead is the largest Messages body the broker reads before forwarding
-// it, to find its model and max_tokens. A larger body is forwarded
-// unread, and bounded by its Content-Length and Config.MaxTokens.
+// MaxRead is the largest Messages body whose model and max_tokens the
+// broker reads: before forwarding it, for a box with a budget, or as it is
+// forwarded, for a box without. A larger body is bounded by its
+// Content-Length and Config.MaxTokens.
 const MaxRead = 1 << 20
 
 // BytesPerToken and OverheadTokens make the bound on a call's input
@@ -73,7 +74,8 @@ type Config struct {
 	// Budgeted, when set, tells from memory whether a box has any budget
 	// (the cache's Budgeted): a call of a box with none makes no
 	// reservation, so it reads nothing from the store before it is
-	// forwarded. Nil asks the store on every call. An error asks the
+	// forwarded, and its Messages body is forwarded as it comes, read as
+	// it passes. Nil asks the store on every call. An error asks the
 	// store too.
 	Budgeted func(ctx context.Context, box string) (bool, error)
 	// BatchEvery, when above zero and while RunBatches runs, settles the

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -367,3 +368,92 @@ func streamOnce(client *http.Client, url, body string) (first, all time.Duration
 
 // noStore is a store.Spend that holds nothing, for BenchmarkObserve.
 type noStore struct{ store.Spend }
+
+// TestObserver_JSONAsEncodingJSON: an answer's model and usage are read
+// as json.Unmarshal read them before, names matched exactly.
+func TestObserver_JSONAsEncodingJSON(t *testing.T) {
+	type usage struct {
+		InputTokens              *int64 `json:"input_tokens"`
+		OutputTokens             *int64 `json:"output_tokens"`
+		CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
+		CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
+		CacheCreation            *struct {
+			Ephemeral1h *int64 `json:"ephemeral_1h_input_tokens"`
+		} `json:"cache_creation"`
+	}
+	set := func(to *int64, v *int64) {
+		if v != nil && *v >= 0 {
+			*to = *v
+		}
+	}
+	for _, body := range []string{
+		`{"model":"m","usage":{"input_tokens":1,"output_tokens":2,"cache_creation_input_tokens":3,"cache_read_input_tokens":4,"cache_creation":{"ephemeral_5m_input_tokens":1,"ephemeral_1h_input_tokens":2}}}`,
+		`{"usage":{"input_tokens":1},"usage":{"output_tokens":2},"model":"a","model":"b"}`,
+		`{"usage":{"input_tokens":1,"cache_creation":{"ephemeral_1h_input_tokens":9}},"usage":null,"usage":{"output_tokens":2}}`,
+		`{"usage":{"cache_creation":{"ephemeral_1h_input_tokens":9},"cache_creation":null}}`,
+		`{"usage":{"input_tokens":-5,"output_tokens":null,"server_tool_use":{"web_search_requests":1}},"model":null}`,
+		`{"content":[{"usage":{"input_tokens":100}}],"usage":{"input_tokens":1}}`,
+		`{"model":"m","usage":{"input_tokens":1.5}}`,
+		`{"model":"m","usage":{"input_tokens":"1"}}`,
+		`{"model":"m","usage":[]}`,
+		`{"model":5,"usage":{}}`,
+		`{"model":"m","usage":null}`,
+		`{"model":"m"}`,
+		`{"model":"m","usage":{}} x`,
+		`<html>Bad gateway</html>`,
+		``,
+		`{"model":"claude\u002dhaiku","usage":{"output_tokens":1}}`,
+	} {
+		var want struct {
+			Model string `json:"model"`
+			Usage *usage `json:"usage"`
+		}
+		var wantTokens Tokens
+		wantMeasured := json.Unmarshal([]byte(body), &want) == nil && want.Usage != nil
+		if wantMeasured {
+			u := want.Usage
+			set(&wantTokens.Input, u.InputTokens)
+			set(&wantTokens.Output, u.OutputTokens)
+			set(&wantTokens.CacheWrite, u.CacheCreationInputTokens)
+			set(&wantTokens.CacheRead, u.CacheReadInputTokens)
+			if u.CacheCreation != nil {
+				set(&wantTokens.CacheWrite1h, u.CacheCreation.Ephemeral1h)
+			}
+		} else {
+			want.Model = ""
+		}
+		for _, n := range []int{1, 5, 4096} {
+			_, r := observe(t, body, false, n, -1)
+			if r.measured != wantMeasured || r.model != want.Model || r.tokens != wantTokens {
+				t.Errorf("%d bytes a read: reading of %s = measured %v %q %+v, want %v %q %+v",
+					n, body, r.measured, r.model, r.tokens, wantMeasured, want.Model, wantTokens)
+			}
+		}
+	}
+}
+
+// TestObserver_StreamEventsAsEncodingJSON: message_start and
+// message_delta data are read as json.Unmarshal read them before.
+func TestObserver_StreamEventsAsEncodingJSON(t *testing.T) {
+	start := `{"type":"message_start","message":{"model":"claude\u002dhaiku","usage":{"input_tokens":5,"output_tokens":1}}}`
+	tests := []struct {
+		name     string
+		delta    string
+		measured bool
+		tokens   Tokens
+	}{
+		{"cumulative", `{"type":"message_delta","usage":{"output_tokens":7}}`, true, Tokens{Input: 5, Output: 7}},
+		{"no usage", `{"type":"message_delta","usage":null}`, false, Tokens{Input: 5, Output: 1}},
+		{"not JSON", `{"type":"message_delta","usage":{"output_tokens":7}`, false, Tokens{Input: 5, Output: 1}},
+		{"type last", `{"usage":{"output_tokens":7},"type":"message_delta"}`, true, Tokens{Input: 5, Output: 7}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := "event: message_start\ndata: " + start + "\n\nevent: message_delta\ndata: " + tt.delta + "\n\n"
+			_, r := observe(t, body, true, 3, -1)
+			if r.measured != tt.measured || r.model != "claude-haiku" || r.tokens != tt.tokens {
+				t.Errorf("reading = %+v, want measured %v, claude-haiku, %+v", r, tt.measured, tt.tokens)
+			}
+		})
+	}
+}

@@ -12,11 +12,13 @@ import (
 
 // A scanner reads a few members of a JSON object — those its schema
 // names — from the bytes of the object as they come, in as many writes as
-// they come in, without allocating and with its memory bounded whatever
-// the input. It checks the whole input is one JSON value as encoding/json
-// checks it, and holds no byte of it but the members it reads: their
-// strings (up to maxString bytes), integers and whether their objects
-// were present.
+// they come in, with its memory bounded whatever the input, and without
+// allocating (but past 128 levels of nesting, and to unescape a name or
+// string that is written with escapes). It checks the whole input is one
+// JSON value as encoding/json checks it, and holds no byte of it but the
+// members it reads: their strings (up to maxString bytes), integers and
+// whether their objects were present. The zero scanner is not ready: see
+// reset.
 //
 // The members are read as encoding/json would read them into a struct
 // whose fields are tagged with their names — string fields, *int64 fields

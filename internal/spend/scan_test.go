@@ -177,6 +177,43 @@ func TestEstimateMessages_CaseFoldedNamesNeverLower(t *testing.T) {
 	}
 }
 
+// TestSchemas: every schema fits the scanner's bounds.
+func TestSchemas(t *testing.T) {
+	for name, sch := range map[string][]member{"request": requestSchema, "answer": answerSchema, "event": eventSchema} {
+		if len(sch) > maxMembers {
+			t.Errorf("%s schema: %d members, over %d", name, len(sch), maxMembers)
+		}
+		depth := make([]int, len(sch))
+		for i, m := range sch {
+			depth[i] = 2 // a member of the top-level object, at depth 1, holds an object at depth 2
+			if m.parent != parentTop {
+				if int(m.parent) >= i || sch[m.parent].kind != kindObject {
+					t.Errorf("%s schema: %s's parent %d is not an object before it", name, m.name, m.parent)
+					continue
+				}
+				depth[i] = depth[m.parent] + 1
+			}
+			if m.kind == kindObject && depth[i] > maxTrack {
+				t.Errorf("%s schema: %s's object is at depth %d, past %d", name, m.name, depth[i], maxTrack)
+			}
+			if 6*len(m.name) > maxKey {
+				t.Errorf("%s schema: %s is too long to be kept escaped", name, m.name)
+			}
+			if m.kind == kindString && (m.buf < 0 || m.buf >= maxStrings) {
+				t.Errorf("%s schema: %s's buffer %d", name, m.name, m.buf)
+			}
+			for _, o := range sch[:i] {
+				if o.parent == m.parent && o.name == m.name {
+					t.Errorf("%s schema: %s twice", name, m.name)
+				}
+				if o.kind == kindString && m.kind == kindString && o.buf == m.buf {
+					t.Errorf("%s schema: %s and %s share a buffer", name, o.name, m.name)
+				}
+			}
+		}
+	}
+}
+
 func TestScanner_LongModelNotKept(t *testing.T) {
 	long := strings.Repeat("m", maxString+1)
 	got := scanRequest([]byte(`{"model":"`+long+`","max_tokens":3}`), 5)
