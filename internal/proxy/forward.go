@@ -231,19 +231,30 @@ func streamed(res *http.Response) bool {
 }
 
 // copyBody copies res's body to rw, flushing after every write when the
-// answer is streamed.
+// answer is streamed. It reads through a small buffer, so that a stream
+// waiting for its next event holds little; a read that fills it moves the
+// copy to a large one (an answer arriving faster than the small buffer
+// takes it), and a stream goes back to the small one at its next short
+// read.
 func (f *Forwarder) copyBody(rw http.ResponseWriter, res *http.Response) error {
-	var buf []byte
+	var small []byte
 	if f.BufferPool != nil {
-		buf = f.BufferPool.Get()
-		defer f.BufferPool.Put(buf)
+		small = f.BufferPool.Get()
+		defer f.BufferPool.Put(small)
 	} else {
-		buf = make([]byte, CopyBufferSize)
+		small = make([]byte, CopyBufferSize)
 	}
+	buf := small
+	var large *[largeCopySize]byte
+	defer func() {
+		if large != nil {
+			largeBuffers.Put(large)
+		}
+	}()
+	stream := streamed(res)
 	var flush func() error
-	if streamed(res) {
-		rc := http.NewResponseController(rw)
-		flush = rc.Flush
+	if stream {
+		flush = http.NewResponseController(rw).Flush
 	}
 	for {
 		n, rerr := res.Body.Read(buf)
@@ -266,8 +277,22 @@ func (f *Forwarder) copyBody(rw http.ResponseWriter, res *http.Response) error {
 			}
 			return rerr
 		}
+		switch {
+		case n == len(buf) && large == nil:
+			large = largeBuffers.Get().(*[largeCopySize]byte)
+			buf = large[:]
+		case stream && n < len(buf) && large != nil:
+			largeBuffers.Put(large)
+			large, buf = nil, small
+		}
 	}
 }
+
+// largeCopySize is the buffer an answer is copied through once it comes
+// faster than the small one takes it.
+const largeCopySize = 32 << 10
+
+var largeBuffers = sync.Pool{New: func() any { return new([largeCopySize]byte) }}
 
 func req(res *http.Response) *http.Request {
 	if res.Request != nil {

@@ -409,3 +409,49 @@ func TestForwarder_AnswerOfKnownLengthReachesTheBoxBeforeItsBodyIsClosed(t *test
 	close(release)
 	resp.Body.Close()
 }
+
+func TestForwarder_StreamAfterALargeEventStillFlushesEachEvent(t *testing.T) {
+	release := make(chan struct{})
+	big := "data: " + strings.Repeat("x", 5*CopyBufferSize) + "\n\n"
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, big)
+		w.(http.Flusher).Flush()
+		fmt.Fprint(w, "event: small\n\n")
+		w.(http.Flusher).Flush()
+		<-release
+	}))
+	defer up.Close()
+	defer close(release)
+	f, _ := forwardTo(t, up.URL)
+	box := httptest.NewServer(f)
+	defer box.Close()
+	resp, err := http.Get(box.URL + "/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	got := make(chan error, 1)
+	go func() {
+		want := big + "event: small\n\n"
+		b := make([]byte, len(want))
+		if _, err := io.ReadFull(br, b); err != nil {
+			got <- err
+			return
+		}
+		if string(b) != want {
+			got <- errors.New("stream bytes differ")
+			return
+		}
+		got <- nil
+	}()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("the small event after a large one was held back")
+	}
+}

@@ -198,11 +198,11 @@ func NewFastTransport(o TransportOptions) http.RoundTripper {
 	return Fast(NewTransport(o))
 }
 
-// CopyBufferSize is the size of the buffer an answer is copied through.
-// A stream holds one for as long as it is open, so it is small: an SSE
-// event is well under it, and a larger answer is copied in several reads
-// rather than held in one big buffer per request.
-const CopyBufferSize = 2 << 10
+// CopyBufferSize is the size of the buffer an answer is first copied
+// through. A stream holds one for as long as it is open, so it is small:
+// an SSE event is mostly under it. An answer that fills it is copied on
+// through a larger one (see Forwarder).
+const CopyBufferSize = 1 << 10
 
 // bufferPool is a httputil.BufferPool of CopyBufferSize buffers: it lends
 // ReverseProxy its copy buffers, instead of the fresh 32 KiB one it makes
