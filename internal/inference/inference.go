@@ -163,6 +163,8 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 	if n := proxy.RemoveValue(resp.Header, pf.paid.Credential); n > 0 {
 		c.cfg.Logger.Warn("inference: removed upstream response headers that repeated the credential", "headers", n)
 	}
-	resp.Header.Set(protocol.HeaderPayer, protocol.FormatPayerHeader(pf.paid.Payer))
+	// The payer header was set on the answer before the call was
+	// forwarded; one the upstream sent is not the broker's to pass on.
+	delete(resp.Header, protocol.HeaderPayer)
 	return nil
 }

@@ -309,8 +309,14 @@ func (f *Forwarder) logf(format string, args ...any) {
 	log.Printf(format, args...)
 }
 
+// copyHeader adds src's values to dst's. A key dst does not hold takes
+// src's values as they are, with no copy.
 func copyHeader(dst, src http.Header) {
 	for k, vv := range src {
+		if _, ok := dst[k]; !ok {
+			dst[k] = vv
+			continue
+		}
 		for _, v := range vv {
 			dst.Add(k, v)
 		}

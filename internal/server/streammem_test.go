@@ -39,7 +39,12 @@ func init() {
 		return
 	}
 	hold := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
+		body, _ := io.ReadAll(r.Body)
+		if !strings.Contains(string(body), `"stream":true`) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, smallAnswer)
+			return
+		}
 		w.Header().Set("Content-Type", "text/event-stream")
 		fmt.Fprint(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"claude-sonnet-4-5\",\"usage\":{\"input_tokens\":12,\"output_tokens\":1}}}\n\n")
 		w.(http.Flusher).Flush()
@@ -65,27 +70,8 @@ func TestIdleStreamMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("holds streams open")
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), streamUpstreamEnv+"=1")
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { stdin.Close(); _ = cmd.Wait() }()
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	f := strings.Fields(line)
-	if err != nil || len(f) != 3 {
-		t.Fatalf("upstream: %q %v", line, err)
-	}
-	der, err := base64.StdEncoding.DecodeString(f[2])
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plain, secure, cert := standInUpstream(t)
+	f := []string{plain, secure}
 	t.Run("HTTP/1.1 upstream", func(t *testing.T) { idleStreams(t, f[0], nil) })
 	t.Run("HTTP/2 upstream", func(t *testing.T) {
 		// The standard transport, as server.New makes it, trusting the stand-in.
@@ -98,33 +84,75 @@ func TestIdleStreamMemory(t *testing.T) {
 	})
 }
 
+// smallAnswer is a Messages answer of the usual size.
+const smallAnswer = `{"id":"msg_bench","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"Hello from the stand-in."}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":12,"output_tokens":6}}`
+
+// standInUpstream starts the test binary as a stand-in Anthropic API in
+// its own process, and returns its plain and TLS (HTTP/2) URLs and the
+// TLS server's certificate. It answers a Messages call, and holds a
+// streamed one open after its first event.
+func standInUpstream(tb testing.TB) (plain, secure string, cert *x509.Certificate) {
+	tb.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), streamUpstreamEnv+"=1")
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { stdin.Close(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	f := strings.Fields(line)
+	if err != nil || len(f) != 3 {
+		tb.Fatalf("upstream: %q %v", line, err)
+	}
+	der, err := base64.StdEncoding.DecodeString(f[2])
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if cert, err = x509.ParseCertificate(der); err != nil {
+		tb.Fatal(err)
+	}
+	return f[0], f[1], cert
+}
+
+// startBroker serves a broker, on loopback, whose Anthropic upstream is
+// upstream, reached over transport (nil: the broker's own), with one box
+// whose report allows agent. It returns the broker's address and the
+// box's token; the broker stops when tb ends.
+func startBroker(tb testing.TB, upstream string, transport http.RoundTripper) (addr, token string) {
+	tb.Helper()
+	up, _ := url.Parse(upstream)
+	ctx, cancel := context.WithCancel(context.Background())
+	cfg := server.Config{Broker: "lobby", DataDir: tb.TempDir(), AnthropicURL: up, ShutdownGrace: time.Second, BoxConcurrent: 100000}
+	srv, err := server.New(ctx, cfg, server.Options{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Transport: transport})
+	if err != nil {
+		cancel()
+		tb.Fatal(err)
+	}
+	token = seedBox(tb, srv, "stream", `{"capabilities":[{"name":"inference","broker":"lobby","scope":["agent"]}]}`)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		cancel()
+		tb.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln, nil) }()
+	tb.Cleanup(func() { cancel(); <-done; srv.Close() })
+	return ln.Addr().String(), token
+}
+
 // idleStreams measures streams through a broker whose Anthropic upstream is
 // upstream, reached over transport (nil: the broker's own).
 func idleStreams(t *testing.T, upstream string, transport http.RoundTripper) {
 	const streams = 300
-	up, _ := url.Parse(upstream)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	cfg := server.Config{Broker: "lobby", DataDir: t.TempDir(), AnthropicURL: up, ShutdownGrace: time.Second, BoxConcurrent: 100000}
-	srv, err := server.New(ctx, cfg, server.Options{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Transport: transport})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := seedBox(t, srv, "stream", `{"capabilities":[{"name":"inference","broker":"lobby","scope":["agent"]}]}`)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln, nil) }()
-	defer func() { cancel(); <-done; srv.Close() }()
-
+	addr, b := startBroker(t, upstream, transport)
 	body := `{"model":"claude-sonnet-4-5","max_tokens":1024,"stream":true,"messages":[{"role":"user","content":"Hello"}]}`
 	req := "POST " + protocol.PrefixAnthropic + "/v1/messages HTTP/1.1\r\nHost: broker\r\nX-Api-Key: " + b +
 		"\r\nAnthropic-Version: 2023-06-01\r\nContent-Type: application/json\r\nContent-Length: " +
 		fmt.Sprint(len(body)) + "\r\n\r\n" + body
 	open := func() net.Conn {
-		c, err := net.Dial("tcp", ln.Addr().String())
+		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -187,7 +215,7 @@ func idleStreams(t *testing.T, upstream string, transport http.RoundTripper) {
 
 // seedBox adds a box whose last report is report, and the shared
 // Anthropic credential, and returns the box's token.
-func seedBox(t *testing.T, srv *server.Server, name, report string) string {
+func seedBox(t testing.TB, srv *server.Server, name, report string) string {
 	t.Helper()
 	ctx := context.Background()
 	token, err := broker.NewToken()

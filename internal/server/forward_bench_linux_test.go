@@ -1,0 +1,94 @@
+package server_test
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"net"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/protocol"
+)
+
+// BenchmarkServe_SmallCall is a small Messages call through the whole
+// server — limits, the rule, spend, the fast transport, the log line,
+// metrics and the audit log — from raw keep-alive clients that allocate
+// nothing to a stand-in upstream in its own process. cpu-µs/op is this
+// process's CPU (the broker's, and the clients' few syscalls) per call.
+func BenchmarkServe_SmallCall(b *testing.B) {
+	plain, _, _ := standInUpstream(b)
+	addr, token := startBroker(b, plain, nil)
+	body := `{"model":"claude-sonnet-4-5","max_tokens":64,"messages":[{"role":"user","content":"Say hello in five words."}]}`
+	req := []byte("POST " + protocol.PrefixAnthropic + "/v1/messages HTTP/1.1\r\nHost: broker\r\nX-Api-Key: " + token +
+		"\r\nAnthropic-Version: 2023-06-01\r\nContent-Type: application/json\r\nContent-Length: " +
+		strconv.Itoa(len(body)) + "\r\n\r\n" + body)
+	b.SetParallelism(8)
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := cpuTime(b)
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		defer c.Close()
+		br := bufio.NewReaderSize(c, 16<<10)
+		for pb.Next() {
+			if _, err := c.Write(req); err != nil {
+				b.Error(err)
+				return
+			}
+			if err := readAnswer(br); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/1e3/float64(b.N), "cpu-µs/op")
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "calls/s")
+}
+
+var contentLength = []byte("content-length:")
+
+// readAnswer reads one 200 answer with a Content-Length.
+func readAnswer(br *bufio.Reader) error {
+	line, err := br.ReadSlice('\n')
+	if err != nil {
+		return err
+	}
+	if !bytes.HasPrefix(line, []byte("HTTP/1.1 200 ")) {
+		return fmt.Errorf("answer %q", line)
+	}
+	n := -1
+	for {
+		line, err = br.ReadSlice('\n')
+		if err != nil {
+			return err
+		}
+		if len(line) <= 2 {
+			break
+		}
+		if len(line) > len(contentLength) && bytes.EqualFold(line[:len(contentLength)], contentLength) {
+			n, _ = strconv.Atoi(string(bytes.TrimSpace(line[len(contentLength):])))
+		}
+	}
+	if n < 0 {
+		return fmt.Errorf("answer without Content-Length")
+	}
+	_, err = br.Discard(n)
+	return err
+}
+
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
