@@ -36,6 +36,8 @@ func readSimpleResponse(br *bufio.Reader, req *http.Request) *http.Response {
 	status := line[9:]
 	n := strings.Count(rest, "\r\n")
 	h := make(http.Header, n)
+	// Every value in one backing array, as textproto does.
+	values := make([]string, 0, n)
 	length := int64(-1)
 	closeConn := false
 	for rest != "" {
@@ -70,7 +72,12 @@ func readSimpleResponse(br *bufio.Reader, req *http.Request) *http.Response {
 				closeConn = true
 			}
 		}
-		h[key] = append(h[key], value)
+		if vs, ok := h[key]; ok {
+			h[key] = append(vs, value)
+			continue
+		}
+		values = append(values, value)
+		h[key] = values[len(values)-1 : len(values) : len(values)]
 	}
 	if closeConn {
 		delete(h, "Connection") // as the standard reader does
