@@ -554,9 +554,6 @@ func (s *Server) writeError(w *recorder, r *http.Request, err error, info *reque
 		info.message = fmt.Sprintf("The broker serves no %s %s.", r.Method, info.route)
 	}
 	protocol.WriteRefusal(w, ce.Status, ce.Type, ce.Message)
-	// The refusal, of known length, goes to the box now, not after the
-	// request's log line and audit row.
-	w.Flush()
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -195,14 +195,6 @@ func (f *Forwarder) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 		// The answer has begun: all that can be done is to abort it.
 		panic(http.ErrAbortHandler)
 	}
-	if res.ContentLength >= 0 && len(res.Trailer) == 0 {
-		// The whole answer is in: it goes to the box now, before the
-		// upstream's body is closed and the request's accounting (its
-		// usage, log line and audit row) is done. With its length known
-		// this is the only write it needs; the server's own flush, once
-		// the handler returns, then has nothing left to write.
-		_ = http.NewResponseController(rw).Flush()
-	}
 	res.Body.Close() // now, so that res.Trailer is complete
 	if len(res.Trailer) > 0 {
 		// Force chunking, so that the trailers can follow.

@@ -364,52 +364,6 @@ func TestFast_AnswerHeadLongerThanTheReadBuffer(t *testing.T) {
 	}
 }
 
-// blockingClose holds Close until released.
-type blockingClose struct {
-	io.ReadCloser
-	release chan struct{}
-}
-
-func (b blockingClose) Close() error {
-	select {
-	case <-b.release:
-	case <-time.After(5 * time.Second):
-	}
-	return b.ReadCloser.Close()
-}
-
-func TestForwarder_AnswerOfKnownLengthReachesTheBoxBeforeItsBodyIsClosed(t *testing.T) {
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprint(w, `{"ok":true}`)
-	}))
-	defer up.Close()
-	f, _ := forwardTo(t, up.URL)
-	release := make(chan struct{})
-	f.ModifyResponse = func(res *http.Response) error {
-		res.Body = blockingClose{ReadCloser: res.Body, release: release}
-		return nil
-	}
-	box := httptest.NewServer(f)
-	defer box.Close()
-	resp, err := http.Get(box.URL + "/x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := make(chan string, 1)
-	go func() { b, _ := io.ReadAll(resp.Body); got <- string(b) }()
-	select {
-	case b := <-got:
-		if b != `{"ok":true}` {
-			t.Errorf("answer %q", b)
-		}
-	case <-time.After(2 * time.Second):
-		t.Error("the answer waited for the upstream body's Close (the request's accounting)")
-	}
-	close(release)
-	resp.Body.Close()
-}
-
 func TestForwarder_StreamAfterALargeEventStillFlushesEachEvent(t *testing.T) {
 	release := make(chan struct{})
 	big := "data: " + strings.Repeat("x", 5*CopyBufferSize) + "\n\n"
