@@ -52,6 +52,7 @@ func Fast(std *http.Transport) http.RoundTripper {
 type fastConn struct {
 	addr   string
 	conn   net.Conn
+	raw    syscall.RawConn // nil when conn has no descriptor
 	br     *bufio.Reader
 	idleAt time.Time
 }
@@ -387,11 +388,13 @@ func (t *fastTransport) conn(ctx context.Context, addr string) (*fastConn, bool,
 			c.conn.Close()
 			continue
 		}
-		// A connection idle for longer than a moment is checked to be
-		// still open; one just used is taken as it is (under load, every
-		// one), and if the upstream did close it meanwhile, the request
-		// is sent again on a fresh one, since nothing will have been read.
-		if now.Sub(c.idleAt) > checkIdleAfter && !alive(c.conn) {
+		// Every kept connection is checked before it is used again: one
+		// the upstream closed is dropped, and so is one on which the
+		// upstream sent anything unasked (an answer to no request must
+		// never be read as the answer to this one). Should the upstream
+		// close it between the check and the request, nothing will have
+		// been read, and the request is sent again on a fresh one.
+		if !c.alive() {
 			c.conn.Close()
 			continue
 		}
@@ -405,27 +408,23 @@ func (t *fastTransport) conn(ctx context.Context, addr string) (*fastConn, bool,
 	if err != nil {
 		return nil, false, err
 	}
-	return &fastConn{addr: addr, conn: nc, br: bufio.NewReaderSize(nc, fastReaderSize)}, false, nil
+	c := &fastConn{addr: addr, conn: nc, br: bufio.NewReaderSize(nc, fastReaderSize)}
+	if sc, ok := nc.(syscall.Conn); ok {
+		c.raw, _ = sc.SyscallConn()
+	}
+	return c, false, nil
 }
 
-// checkIdleAfter is how long a connection may sit idle before it is
-// checked, with a peek, to be still open before it is used again.
-const checkIdleAfter = time.Second
-
 // alive reports whether an idle connection is still open and has sent
-// nothing unasked: a peek that does not wait.
-func alive(c net.Conn) bool {
-	sc, ok := c.(syscall.Conn)
-	if !ok {
+// nothing unasked: one peek that does not wait, through the connection's
+// raw descriptor (kept from when it was made).
+func (c *fastConn) alive() bool {
+	if c.raw == nil {
 		return true
 	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return false
-	}
-	ok = false
-	var b [1]byte
-	err = rc.Read(func(fd uintptr) bool {
+	ok := false
+	err := c.raw.Read(func(fd uintptr) bool {
+		var b [1]byte
 		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 		ok = n < 0 && (err == syscall.EAGAIN || err == syscall.EWOULDBLOCK)
 		return true

@@ -409,3 +409,173 @@ func TestForwarder_StreamAfterALargeEventStillFlushesEachEvent(t *testing.T) {
 		t.Fatal("the small event after a large one was held back")
 	}
 }
+
+// rawUpstream answers each connection's requests with answer(n), n
+// counting the requests on that connection, and counts connections.
+func rawUpstream(t *testing.T, answer func(n int, req *http.Request) string) (url string, conns *atomic.Int64) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	conns = new(atomic.Int64)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for n := 0; ; n++ {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					io.Copy(io.Discard, req.Body)
+					if _, err := io.WriteString(c, answer(n, req)); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String(), conns
+}
+
+func TestFast_Framing(t *testing.T) {
+	do := func(t *testing.T, f *Forwarder, method string) (*http.Response, string) {
+		t.Helper()
+		box := httptest.NewServer(f)
+		defer box.Close()
+		req, _ := http.NewRequest(method, box.URL+"/x", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, string(b)
+	}
+	t.Run("a HEAD answer's length is not read as a body", func(t *testing.T) {
+		up, conns := rawUpstream(t, func(int, *http.Request) string {
+			return "HTTP/1.1 200 OK\r\nContent-Length: 1234\r\nX-N: 1\r\n\r\n"
+		})
+		f, _ := forwardTo(t, up)
+		for i := 0; i < 3; i++ {
+			resp, body := do(t, f, http.MethodHead)
+			if resp.StatusCode != 200 || body != "" || resp.Header.Get("X-N") != "1" {
+				t.Fatalf("HEAD %d: %d %q", i, resp.StatusCode, body)
+			}
+		}
+		if n := conns.Load(); n != 1 {
+			t.Errorf("%d connections for 3 HEAD calls, want 1", n)
+		}
+	})
+	t.Run("an answer that says close is not kept", func(t *testing.T) {
+		up, conns := rawUpstream(t, func(int, *http.Request) string {
+			return "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok"
+		})
+		f, _ := forwardTo(t, up)
+		for i := 0; i < 3; i++ {
+			if resp, body := do(t, f, http.MethodGet); resp.StatusCode != 200 || body != "ok" {
+				t.Fatalf("call %d: %d %q", i, resp.StatusCode, body)
+			}
+		}
+		if n := conns.Load(); n != 3 {
+			t.Errorf("%d connections for 3 calls answered with close, want 3", n)
+		}
+	})
+	t.Run("bytes past an answer's length end the connection", func(t *testing.T) {
+		up, conns := rawUpstream(t, func(n int, _ *http.Request) string {
+			return "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokJUNK"
+		})
+		f, _ := forwardTo(t, up)
+		for i := 0; i < 3; i++ {
+			if resp, body := do(t, f, http.MethodGet); resp.StatusCode != 200 || body != "ok" {
+				t.Fatalf("call %d: %d %q", i, resp.StatusCode, body)
+			}
+		}
+		if n := conns.Load(); n != 3 {
+			t.Errorf("%d connections, want 3: a connection with unasked bytes is not reused", n)
+		}
+	})
+	t.Run("no content", func(t *testing.T) {
+		up, _ := rawUpstream(t, func(int, *http.Request) string { return "HTTP/1.1 204 No Content\r\n\r\n" })
+		f, _ := forwardTo(t, up)
+		if resp, body := do(t, f, http.MethodGet); resp.StatusCode != 204 || body != "" {
+			t.Fatalf("= %d %q", resp.StatusCode, body)
+		}
+	})
+	t.Run("a slow answer is not sent twice", func(t *testing.T) {
+		var calls atomic.Int64
+		up, _ := rawUpstream(t, func(int, *http.Request) string {
+			calls.Add(1)
+			time.Sleep(300 * time.Millisecond)
+			return "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+		})
+		u, _ := url.Parse(up)
+		tr := Fast(NewTransport(TransportOptions{ResponseHeaderTimeout: 50 * time.Millisecond}))
+		f := New(func(pr *httputil.ProxyRequest) { Target(pr.Out, u, pr.In.URL.Path, "") }, tr, ErrorHandler(discardLogger(), "test upstream"))
+		// A first call leaves a kept connection, so the second is on a reused one.
+		if resp, _ := do(t, f, http.MethodGet); resp.StatusCode != http.StatusGatewayTimeout {
+			t.Fatalf("first call = %d, want 504", resp.StatusCode)
+		}
+		if resp, _ := do(t, f, http.MethodGet); resp.StatusCode != http.StatusGatewayTimeout {
+			t.Fatalf("second call = %d, want 504", resp.StatusCode)
+		}
+		time.Sleep(400 * time.Millisecond)
+		if n := calls.Load(); n != 2 {
+			t.Errorf("the upstream received %d calls for 2, want 2: a timed-out call is never sent again", n)
+		}
+	})
+}
+
+func TestFast_AnswerToNoRequestIsNeverRead(t *testing.T) {
+	// After its answer the upstream sends a second one nobody asked for.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					io.Copy(io.Discard, req.Body)
+					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfirst")
+					time.Sleep(20 * time.Millisecond)
+					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nforged")
+				}
+			}()
+		}
+	}()
+	f, _ := forwardTo(t, "http://"+ln.Addr().String())
+	box := httptest.NewServer(f)
+	defer box.Close()
+	for i := 0; i < 3; i++ {
+		resp, err := http.Get(box.URL + "/x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(b) != "first" {
+			t.Fatalf("call %d read %q, want the answer to its own request", i, b)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
