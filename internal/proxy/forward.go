@@ -173,6 +173,10 @@ func (f *Forwarder) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 	for _, k := range hopResponseHeaders {
 		delete(res.Header, k)
 	}
+	// Whether the answer is a stream is the upstream's to say: a
+	// ModifyResponse that rewrites the body (egress's redactor) drops
+	// its length, which does not make it one.
+	stream := streamed(res)
 	if f.ModifyResponse != nil {
 		if err := f.ModifyResponse(res); err != nil {
 			res.Body.Close()
@@ -190,7 +194,7 @@ func (f *Forwarder) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 		rw.Header().Add("Trailer", strings.Join(keys, ", "))
 	}
 	rw.WriteHeader(res.StatusCode)
-	if err := f.copyBody(rw, res); err != nil {
+	if err := f.copyBody(rw, res, stream); err != nil {
 		res.Body.Close()
 		// The answer has begun: all that can be done is to abort it.
 		panic(http.ErrAbortHandler)
@@ -228,7 +232,7 @@ func streamed(res *http.Response) bool {
 // copy to a large one (an answer arriving faster than the small buffer
 // takes it), and a stream goes back to the small one at its next short
 // read.
-func (f *Forwarder) copyBody(rw http.ResponseWriter, res *http.Response) error {
+func (f *Forwarder) copyBody(rw http.ResponseWriter, res *http.Response, stream bool) error {
 	var small []byte
 	if f.BufferPool != nil {
 		small = f.BufferPool.Get()
@@ -243,7 +247,6 @@ func (f *Forwarder) copyBody(rw http.ResponseWriter, res *http.Response) error {
 			largeBuffers.Put(large)
 		}
 	}()
-	stream := streamed(res)
 	var flush func() error
 	if stream {
 		flush = http.NewResponseController(rw).Flush

@@ -8,8 +8,13 @@ import (
 	"strings"
 )
 
-// redactChunk is how much a Redactor reads from its source at a time.
-const redactChunk = 32 << 10
+// redactFirst is how much a Redactor first reads from its source at a
+// time; once a read fills that, it reads up to redactChunk at a time. A
+// small answer (most of them) never needs the larger buffer.
+const (
+	redactFirst = 2 << 10
+	redactChunk = 32 << 10
+)
 
 // Redactor is an io.ReadCloser that copies a source with every occurrence
 // of one byte string replaced by another, as bytes.ReplaceAll would over
@@ -33,7 +38,7 @@ type Redactor struct {
 	old, new []byte
 	fail     []int // KMP failure function of old
 
-	pending []byte // read from src, not yet passed on; cap len(old)-1+redactChunk
+	pending []byte // read from src, not yet passed on; cap len(old)-1+redactFirst, then +redactChunk
 	out     []byte // passed on, not yet returned by Read
 	off     int    // out[:off] has been returned
 	err     error  // src's error, returned once out is drained
@@ -46,7 +51,7 @@ func NewRedactor(src io.ReadCloser, old, new []byte) *Redactor {
 	r := &Redactor{src: src, old: bytes.Clone(old), new: bytes.Clone(new)}
 	if len(old) > 0 {
 		r.fail = failure(r.old)
-		r.pending = make([]byte, 0, len(old)-1+redactChunk)
+		r.pending = make([]byte, 0, len(old)-1+redactFirst)
 	}
 	return r
 }
@@ -66,6 +71,10 @@ func (r *Redactor) Read(p []byte) (int, error) {
 		r.out, r.off = r.out[:0], 0
 		n, err := r.src.Read(r.pending[len(r.pending):cap(r.pending)])
 		r.pending = r.pending[:len(r.pending)+n]
+		if full := len(r.old) - 1 + redactChunk; len(r.pending) == cap(r.pending) && cap(r.pending) < full {
+			// The answer comes faster than the first buffer takes it.
+			r.pending = append(make([]byte, 0, full), r.pending...)
+		}
 		if err != nil {
 			r.err = err
 		}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"testing"
 	"testing/iotest"
 )
@@ -270,5 +271,38 @@ func TestReplaceValue(t *testing.T) {
 	}
 	if _, ok := h["X-Name-VALUE"]; ok {
 		t.Errorf("ReplaceValue kept a header whose name holds the value")
+	}
+}
+
+func TestRedactor_AcrossTheBufferGrowing(t *testing.T) {
+	old, new := "sv-SECRET-value-0123456789", "bbx_token"
+	for _, at := range []int{redactFirst - len(old), redactFirst - 3, redactFirst, redactFirst + 1, 3 * redactFirst, redactChunk - 5, redactChunk + redactFirst} {
+		var b strings.Builder
+		for b.Len() < 4*redactChunk {
+			b.WriteString(strings.Repeat("x", at))
+			b.WriteString(old)
+		}
+		src := b.String()
+		for _, step := range []int{1, 7, 1000, 64 << 10} {
+			r := NewRedactor(io.NopCloser(iotest.OneByteReader(strings.NewReader(src))), []byte(old), []byte(new))
+			if step > 1 {
+				r = NewRedactor(io.NopCloser(strings.NewReader(src)), []byte(old), []byte(new))
+			}
+			var out strings.Builder
+			buf := make([]byte, step)
+			for {
+				n, err := r.Read(buf)
+				out.WriteString(string(buf[:n]))
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if want := strings.ReplaceAll(src, old, new); out.String() != want {
+				t.Fatalf("occurrences every %d bytes, reads of %d: output differs from ReplaceAll", at, step)
+			}
+		}
 	}
 }
