@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"errors"
 	"io"
 	"log"
@@ -47,26 +48,19 @@ type Forwarder struct {
 // errSwitched is a 101 answer, which the Forwarder does not carry.
 var errSwitched = errors.New("proxy: the upstream switched protocols")
 
-// hopHeaders are the hop-by-hop headers, never forwarded either way.
-var hopHeaders = map[string]bool{
-	"Connection":          true,
-	"Proxy-Connection":    true,
-	"Keep-Alive":          true,
-	"Proxy-Authenticate":  true,
-	"Proxy-Authorization": true,
-	"Te":                  true,
-	"Trailer":             true,
-	"Transfer-Encoding":   true,
-	"Upgrade":             true,
-	// Forwarding headers a box sent are not ours to pass on.
-	"Forwarded":         true,
-	"X-Forwarded-For":   true,
-	"X-Forwarded-Host":  true,
-	"X-Forwarded-Proto": true,
-}
+// hopByHop are the hop-by-hop headers, never forwarded either way.
+var hopByHop = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
 
-// hopResponseHeaders are the hop-by-hop headers of an answer.
-var hopResponseHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+// notForwarded are the request headers never copied upstream: the
+// hop-by-hop ones, and the forwarding headers a box sent, which are not
+// ours to pass on.
+var notForwarded = func() map[string]bool {
+	m := map[string]bool{"Forwarded": true, "X-Forwarded-For": true, "X-Forwarded-Host": true, "X-Forwarded-Proto": true}
+	for _, k := range hopByHop {
+		m[k] = true
+	}
+	return m
+}()
 
 // forwardHeader copies h without its hop-by-hop headers, those its
 // Connection header names, and forwarding headers; all values share one
@@ -87,7 +81,7 @@ func forwardHeader(h http.Header) http.Header {
 	values := make([]string, n)
 	out := make(http.Header, len(h))
 	for k, vs := range h {
-		if hopHeaders[k] || contains(named, k) {
+		if notForwarded[k] || contains(named, k) {
 			continue
 		}
 		n := copy(values, vs)
@@ -130,7 +124,7 @@ func (f *Forwarder) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 	}
 	// Tell the upstream that trailers are welcome only when the box said so.
 	for _, v := range req.Header["Te"] {
-		if strings.Contains(strings.ToLower(v), "trailers") {
+		if hasToken(v, "trailers") {
 			out.Header.Set("Te", "trailers")
 			break
 		}
@@ -170,7 +164,7 @@ func (f *Forwarder) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 		f.ErrorHandler(rw, out, errSwitched)
 		return
 	}
-	for _, k := range hopResponseHeaders {
+	for _, k := range hopByHop {
 		delete(res.Header, k)
 	}
 	// Whether the answer is a stream is the upstream's to say: a
@@ -194,7 +188,7 @@ func (f *Forwarder) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 		rw.Header().Add("Trailer", strings.Join(keys, ", "))
 	}
 	rw.WriteHeader(res.StatusCode)
-	if err := f.copyBody(rw, res, stream); err != nil {
+	if err := f.copyBody(out.Context(), rw, res, stream); err != nil {
 		res.Body.Close()
 		// The answer has begun: all that can be done is to abort it.
 		panic(http.ErrAbortHandler)
@@ -227,12 +221,12 @@ func streamed(res *http.Response) bool {
 }
 
 // copyBody copies res's body to rw, flushing after every write when the
-// answer is streamed. It reads through a small buffer, so that a stream
+// answer is streamed; ctx is the call's, done when the box has gone. It reads through a small buffer, so that a stream
 // waiting for its next event holds little; a read that fills it moves the
 // copy to a large one (an answer arriving faster than the small buffer
 // takes it), and a stream goes back to the small one at its next short
 // read.
-func (f *Forwarder) copyBody(rw http.ResponseWriter, res *http.Response, stream bool) error {
+func (f *Forwarder) copyBody(ctx context.Context, rw http.ResponseWriter, res *http.Response, stream bool) error {
 	var small []byte
 	if f.BufferPool != nil {
 		small = f.BufferPool.Get()
@@ -267,7 +261,7 @@ func (f *Forwarder) copyBody(rw http.ResponseWriter, res *http.Response, stream 
 			return nil
 		}
 		if rerr != nil {
-			if req(res).Context().Err() == nil { // not the box going away
+			if ctx.Err() == nil { // not the box going away
 				f.logf("proxy: read error during body copy: %v", rerr)
 			}
 			return rerr
@@ -288,13 +282,6 @@ func (f *Forwarder) copyBody(rw http.ResponseWriter, res *http.Response, stream 
 const largeCopySize = 32 << 10
 
 var largeBuffers = sync.Pool{New: func() any { return new([largeCopySize]byte) }}
-
-func req(res *http.Response) *http.Request {
-	if res.Request != nil {
-		return res.Request
-	}
-	return &http.Request{}
-}
 
 func (f *Forwarder) logf(format string, args ...any) {
 	if f.ErrorLog != nil {

@@ -171,62 +171,58 @@ func (e *sendError) Error() string { return e.err.Error() }
 func (e *sendError) Unwrap() error { return e.err }
 
 // send writes req (with body) on c and reads its answer's head.
-func (t *fastTransport) send(c *fastConn, req *http.Request, body []byte) (*http.Response, error) {
+func (t *fastTransport) send(c *fastConn, req *http.Request, body []byte) (resp *http.Response, err error) {
 	ctx := req.Context()
 	// The box going away ends the call: its connection's deadline passes.
+	// Once the answer's head is read, its body holds stop.
 	stop := context.AfterFunc(ctx, func() { _ = c.conn.SetDeadline(aLongTimeAgo) })
+	defer func() {
+		if err != nil {
+			stop()
+		}
+	}()
 	w := writers.Get().(*bufio.Writer)
 	w.Reset(c.conn)
-	err := writeRequest(w, req, body)
+	err = writeRequest(w, req, body)
 	if err == nil {
 		err = w.Flush()
 	}
 	w.Reset(nil)
 	writers.Put(w)
 	if err != nil {
-		stop()
 		return nil, &sendError{err: err, nothingRead: closedByPeer(err)}
 	}
 	if d := t.std.ResponseHeaderTimeout; d > 0 {
 		_ = c.conn.SetReadDeadline(time.Now().Add(d))
 	}
-	if _, err := c.br.Peek(1); err != nil {
+	if _, err = c.br.Peek(1); err != nil {
 		// Not one byte of an answer: the upstream may have closed a
 		// kept connection before it read the request.
-		stop()
 		return nil, &sendError{err: err, nothingRead: closedByPeer(err)}
 	}
 	trace := httptrace.ContextClientTrace(ctx)
-	var resp *http.Response
 	for {
 		if resp = readSimpleResponse(c.br, req); resp != nil {
 			break
 		}
-		resp, err = http.ReadResponse(c.br, req)
-		if err != nil {
-			stop()
+		if resp, err = http.ReadResponse(c.br, req); err != nil {
 			return nil, &sendError{err: err}
 		}
 		if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
-			break
+			break // a 101, which nobody asked for, the Forwarder refuses
 		}
 		// An informational answer: passed to the trace, if any, and the
 		// final answer read after it.
 		if trace != nil && trace.Got1xxResponse != nil {
-			if err := trace.Got1xxResponse(resp.StatusCode, textproto.MIMEHeader(resp.Header)); err != nil {
-				stop()
+			if err = trace.Got1xxResponse(resp.StatusCode, textproto.MIMEHeader(resp.Header)); err != nil {
 				return nil, &sendError{err: err}
 			}
 		}
 	}
-	if resp.StatusCode == http.StatusSwitchingProtocols {
-		stop()
-		return nil, &sendError{err: errors.New("proxy: the upstream switched protocols, which was not asked for")}
-	}
 	if t.std.ResponseHeaderTimeout > 0 {
 		_ = c.conn.SetReadDeadline(time.Time{})
 	}
-	resp.Body = &fastBody{rc: resp.Body, t: t, c: c, ctx: ctx, stop: stop, keep: !resp.Close && !resp.Uncompressed}
+	resp.Body = &fastBody{rc: resp.Body, t: t, c: c, ctx: ctx, stop: stop, keep: !resp.Close && resp.StatusCode != http.StatusSwitchingProtocols}
 	return resp, nil
 }
 

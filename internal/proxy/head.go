@@ -83,6 +83,7 @@ func readSimpleResponse(br *bufio.Reader, req *http.Request) *http.Response {
 		delete(h, "Connection") // as the standard reader does
 	}
 	noBody := req.Method == http.MethodHead || code == http.StatusNoContent || code == http.StatusNotModified
+	declared := length
 	if noBody {
 		length = 0
 	} else if length < 0 {
@@ -105,10 +106,7 @@ func readSimpleResponse(br *bufio.Reader, req *http.Request) *http.Response {
 	if noBody {
 		resp.Body = http.NoBody
 		if req.Method == http.MethodHead {
-			resp.ContentLength = -1
-			if v := h["Content-Length"]; len(v) > 0 {
-				resp.ContentLength, _ = strconv.ParseInt(v[0], 10, 64)
-			}
+			resp.ContentLength = declared // -1 when the head names none
 		}
 	} else {
 		resp.Body = &lengthBody{br: br, left: length}

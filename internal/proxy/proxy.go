@@ -72,15 +72,12 @@ func NewTransport(o TransportOptions) *http.Transport {
 var boxOnly = []string{"Authorization", "X-Api-Key", "Cookie", "Proxy-Authorization", protocol.HeaderGrant}
 
 // StripBoxHeaders removes the box's token and cookies, and the grant, from h.
+// (The forwarding headers a box sent never reach an outbound request: the
+// Forwarder does not copy them.)
 func StripBoxHeaders(h http.Header) {
 	for _, k := range boxOnly {
 		h.Del(k)
 	}
-	// Forwarding headers a box sent are not ours to pass on.
-	h.Del("Forwarded")
-	h.Del("X-Forwarded-For")
-	h.Del("X-Forwarded-Host")
-	h.Del("X-Forwarded-Proto")
 }
 
 // OAuthBeta is the anthropic-beta a setup token needs.
