@@ -191,9 +191,9 @@ type requestState struct {
 }
 
 // finish logs the request's line and tells the Observer, once its answer
-// is over, even when the answer was aborted (ReverseProxy aborts a stream
-// whose upstream fails by panicking with http.ErrAbortHandler, which is
-// passed on once this is done).
+// is over, even when the answer was aborted (the forwarder aborts a
+// stream whose upstream fails by panicking with http.ErrAbortHandler,
+// which is passed on once this is done).
 func (s *Server) finish(rec *recorder, r *http.Request, info *requestInfo, trace *proxy.Trace, start time.Time) {
 	aborted := recover()
 	d := s.cfg.Now().Sub(start)
@@ -586,10 +586,9 @@ func (r *recorder) WriteHeader(code int) {
 	r.ResponseWriter.WriteHeader(code)
 	if stream {
 		// A stream's headers go to the box at once, from this shallow
-		// frame: ReverseProxy would write them from a timer or at its
-		// first event's flush, deep in its copy loop, and the deepest
-		// moment of a goroutine sets the stack it holds for as long as
-		// the stream is open.
+		// frame, not at its first event's flush deep in the forwarder's
+		// copy loop: the deepest moment of a goroutine sets the stack it
+		// holds for as long as the stream is open.
 		r.Flush()
 	}
 }

@@ -1,9 +1,11 @@
-// Package proxy holds what every forwarding capability shares: the tuned
-// outbound transport, the headers a box may never send upstream, the
-// Anthropic credential's placement, and the error handler that turns an
-// upstream failure into a refusal with no internal text in it.
+// Package proxy holds what every forwarding capability shares: the
+// Forwarder, the tuned outbound transport (and Fast, which sends
+// plain-HTTP/1.1 calls itself), the headers a box may never send
+// upstream, the Anthropic credential's placement, and the error handler
+// that turns an upstream failure into a refusal with no internal text in
+// it.
 //
-// Forwarding uses httputil.ReverseProxy with Rewrite, never Director: the
+// The Forwarder keeps httputil.ReverseProxy's Rewrite contract: the
 // hop-by-hop headers are removed before Rewrite runs, so a box sending
 // "Connection: X-Api-Key" cannot strip the credential Rewrite injects.
 package proxy
@@ -127,7 +129,7 @@ func Target(out *http.Request, base *url.URL, path, rawQuery string) {
 	out.Host = u.Host
 }
 
-// ErrorHandler returns a ReverseProxy ErrorHandler that logs err and
+// ErrorHandler returns a Forwarder's ErrorHandler that logs err and
 // answers a refusal: 504 when the upstream timed out, 502 otherwise. The
 // box never sees err's text. what names the upstream in the message.
 func ErrorHandler(log *slog.Logger, what string) func(http.ResponseWriter, *http.Request, error) {
@@ -202,8 +204,7 @@ func NewFastTransport(o TransportOptions) http.RoundTripper {
 const CopyBufferSize = 1 << 10
 
 // bufferPool is a httputil.BufferPool of CopyBufferSize buffers: it lends
-// ReverseProxy its copy buffers, instead of the fresh 32 KiB one it makes
-// for every answer when it has no pool.
+// the Forwarder the small buffer every answer is first copied through.
 type bufferPool struct{ p sync.Pool }
 
 // Get returns a buffer of CopyBufferSize bytes.
