@@ -475,34 +475,23 @@ func TestFast_Framing(t *testing.T) {
 			t.Errorf("%d connections for 3 HEAD calls, want 1", n)
 		}
 	})
-	t.Run("an answer that says close is not kept", func(t *testing.T) {
-		up, conns := rawUpstream(t, func(int, *http.Request) string {
-			return "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok"
-		})
-		f, _ := forwardTo(t, up)
-		for i := 0; i < 3; i++ {
-			if resp, body := do(t, f, http.MethodGet); resp.StatusCode != 200 || body != "ok" {
-				t.Fatalf("call %d: %d %q", i, resp.StatusCode, body)
+	for _, c := range []struct{ name, answer, why string }{
+		{"an answer that says close is not kept", "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok", "answered with close"},
+		{"bytes past an answer's length end the connection", "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokJUNK", "a connection with unasked bytes is not reused"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			up, conns := rawUpstream(t, func(int, *http.Request) string { return c.answer })
+			f, _ := forwardTo(t, up)
+			for i := 0; i < 3; i++ {
+				if resp, body := do(t, f, http.MethodGet); resp.StatusCode != 200 || body != "ok" {
+					t.Fatalf("call %d: %d %q", i, resp.StatusCode, body)
+				}
 			}
-		}
-		if n := conns.Load(); n != 3 {
-			t.Errorf("%d connections for 3 calls answered with close, want 3", n)
-		}
-	})
-	t.Run("bytes past an answer's length end the connection", func(t *testing.T) {
-		up, conns := rawUpstream(t, func(n int, _ *http.Request) string {
-			return "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokJUNK"
-		})
-		f, _ := forwardTo(t, up)
-		for i := 0; i < 3; i++ {
-			if resp, body := do(t, f, http.MethodGet); resp.StatusCode != 200 || body != "ok" {
-				t.Fatalf("call %d: %d %q", i, resp.StatusCode, body)
+			if n := conns.Load(); n != 3 {
+				t.Errorf("%d connections for 3 calls, want 3: %s", n, c.why)
 			}
-		}
-		if n := conns.Load(); n != 3 {
-			t.Errorf("%d connections, want 3: a connection with unasked bytes is not reused", n)
-		}
-	})
+		})
+	}
 	t.Run("no content", func(t *testing.T) {
 		up, _ := rawUpstream(t, func(int, *http.Request) string { return "HTTP/1.1 204 No Content\r\n\r\n" })
 		f, _ := forwardTo(t, up)
