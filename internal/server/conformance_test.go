@@ -4,8 +4,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -15,6 +15,7 @@ import (
 	"github.com/intentius/boxbroker/internal/broker"
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/egress"
+	"github.com/intentius/boxbroker/internal/h1server"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/server"
@@ -66,8 +67,15 @@ func startWith(t *testing.T, dataDir string, o startOptions) func(ctx context.Co
 		if o.wrap != nil {
 			h = o.wrap(h)
 		}
-		hs := httptest.NewServer(h)
-		return &conformance.Started{URL: hs.URL, Tokens: tokens, Close: func() error {
+		// Served as serve serves boxes: h1server, net/http behind it.
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		hs := h1server.New(&http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second})
+		go hs.Serve(ln)
+		return &conformance.Started{URL: "http://" + ln.Addr().String(), Tokens: tokens, Close: func() error {
 			hs.Close()
 			cancel()
 			return srv.Close()

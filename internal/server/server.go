@@ -23,6 +23,7 @@ import (
 	"github.com/intentius/boxbroker/internal/egress"
 	"github.com/intentius/boxbroker/internal/feedback"
 	"github.com/intentius/boxbroker/internal/fountain"
+	"github.com/intentius/boxbroker/internal/h1server"
 	"github.com/intentius/boxbroker/internal/inference"
 	"github.com/intentius/boxbroker/internal/metrics"
 	"github.com/intentius/boxbroker/internal/payer"
@@ -287,11 +288,16 @@ func (s *Server) Serve(ctx context.Context, ln, admin net.Listener) error {
 		cancel()
 		<-ran // the audit log's queue is written before Serve returns
 	}()
-	servers := []*http.Server{s.httpServer(cctx, s.Handler)}
+	boxes := s.httpServer(cctx, s.Handler)
+	https := []*http.Server{boxes}
 	listeners := []net.Listener{ln}
 	if admin != nil {
-		servers = append(servers, s.httpServer(cctx, s.Admin))
+		https = append(https, s.httpServer(cctx, s.Admin))
 		listeners = append(listeners, admin)
+	}
+	servers := make([]httpServer, len(https))
+	for i, hs := range https {
+		servers[i] = hs
 	}
 	if s.Config.TLSCert != "" {
 		cert, err := tls.LoadX509KeyPair(s.Config.TLSCert, s.Config.TLSKey)
@@ -301,10 +307,14 @@ func (s *Server) Serve(ctx context.Context, ln, admin net.Listener) error {
 		// The admin listener serves TLS with the same certificate, so
 		// --admin-url can reach it over https.
 		conf := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
-		for i, hs := range servers {
+		for i, hs := range https {
 			hs.TLSConfig = conf
 			listeners[i] = tls.NewListener(listeners[i], conf)
 		}
+	} else {
+		// Plain HTTP/1.1 from boxes is served by h1server, which hands
+		// anything unusual to net/http's server.
+		servers[0] = h1server.New(boxes)
 	}
 	errc := make(chan error, len(servers))
 	for i, hs := range servers {
@@ -355,6 +365,13 @@ func (s *Server) Run(ctx context.Context) {
 	<-done
 	<-done
 	<-done
+}
+
+// httpServer is what serves a listener: an http.Server or an h1server.Server.
+type httpServer interface {
+	Serve(net.Listener) error
+	Shutdown(context.Context) error
+	Close() error
 }
 
 // httpServer is an http.Server for h with the configured bounds.

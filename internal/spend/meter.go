@@ -817,9 +817,11 @@ func (m *Meter) RunBatches(ctx context.Context) {
 // call's is.
 func (m *Meter) Flush(ctx context.Context) {
 	m.mu.Lock()
-	batch := m.pending
-	if len(batch) > 0 {
-		m.pending = map[batchKey]*store.Settlement{}
+	var batch map[batchKey]*store.Settlement
+	if len(m.pending) > 0 {
+		// Taken whole: an empty map stays queue's, and is not read here
+		// while queue writes it.
+		batch, m.pending = m.pending, map[batchKey]*store.Settlement{}
 	}
 	m.mu.Unlock()
 	for _, st := range batch {
