@@ -181,6 +181,29 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := s.serve(rec, r, info); err != nil {
 		s.writeError(rec, r, err, info)
 	}
+	// The answer is complete: where the server can send it before this
+	// handler returns, the box does not wait for its log line and audit
+	// record.
+	endAnswer(w)
+}
+
+// answerEnder is a ResponseWriter that can send a complete answer before
+// its handler returns (h1server's).
+type answerEnder interface{ EndAnswer() error }
+
+// endAnswer ends w's answer, if w or a writer it wraps can.
+func endAnswer(w http.ResponseWriter) {
+	for {
+		switch t := w.(type) {
+		case answerEnder:
+			_ = t.EndAnswer()
+			return
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = t.Unwrap()
+		default:
+			return
+		}
+	}
 }
 
 // requestState is what ServeHTTP keeps of one request.

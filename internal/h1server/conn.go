@@ -227,7 +227,7 @@ func (c *conn) serveRequest(req *http.Request) (keep bool) {
 		keep = false
 	}
 	c.stopWatch()
-	if w.err != nil || c.gone.Load() {
+	if (w.err != nil && w.err != errEnded) || c.gone.Load() {
 		keep = false
 	}
 	if req.Close || w.closeAfter {

@@ -1,6 +1,7 @@
 package h1server
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"net/textproto"
@@ -365,9 +366,35 @@ func (w *response) putOut() {
 func (w *response) SetReadDeadline(t time.Time) error  { return w.c.rwc.SetReadDeadline(t) }
 func (w *response) SetWriteDeadline(t time.Time) error { return w.c.rwc.SetWriteDeadline(t) }
 
-// finish ends the answer once the handler has returned: the head if not
-// yet sent, what waits, and the last chunk with the trailers.
+// EndAnswer ends the answer before the handler returns: nothing more will
+// be written (a later Write fails), so it goes out now, with its length if
+// it is still whole in the buffer, and the handler may go on with work the
+// box need not wait for (its log line, say). A handler finds it through
+// the Unwrap chain of the http.ResponseWriter it was given.
+func (w *response) EndAnswer() error {
+	w.finish()
+	if w.err == errEnded {
+		return nil
+	}
+	return w.err
+}
+
+// errEnded is a write after EndAnswer.
+var errEnded = errors.New("h1server: write after the answer was ended")
+
+// finish ends the answer once the handler has returned (or called
+// EndAnswer): the head if not yet sent, what waits, and the last chunk
+// with the trailers.
 func (w *response) finish() {
+	if w.done {
+		return
+	}
+	defer func() {
+		if w.err == nil {
+			w.err = errEnded
+		}
+		w.putOut()
+	}()
 	w.done = true
 	if w.status == 0 {
 		w.WriteHeader(http.StatusOK)

@@ -381,3 +381,50 @@ func TestSlowHead(t *testing.T) {
 		t.Error("not closed by the header timeout")
 	}
 }
+
+// TestEndAnswer: an answer ended before its handler returns reaches the
+// box whole (with its length) while the handler still runs, and the
+// connection serves the next request after it.
+func TestEndAnswer(t *testing.T) {
+	read := make(chan struct{})
+	late := make(chan error, 1)
+	addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("early"))
+		if err := w.(interface{ EndAnswer() error }).EndAnswer(); err != nil {
+			panic(err)
+		}
+		if r.URL.Path == "/first" {
+			<-read // the box has the whole answer before this returns
+			_, err := w.Write([]byte("late"))
+			late <- err
+		}
+	}))
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	br := bufio.NewReader(c)
+	for _, path := range []string{"/first", "/second"} {
+		io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: a\r\n\r\n")
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if string(b) != "early" || resp.ContentLength != 5 {
+			t.Errorf("%s: %q, length %d", path, b, resp.ContentLength)
+		}
+		if path == "/first" {
+			close(read)
+			select {
+			case err := <-late:
+				if err == nil {
+					t.Error("a write after EndAnswer succeeded")
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the handler did not go on after EndAnswer")
+			}
+		}
+	}
+}
