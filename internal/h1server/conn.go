@@ -47,6 +47,7 @@ type conn struct {
 	// box going away (see watch).
 	watchState atomic.Int32 // 0 not started, 1 watching, 2 not wanted
 	watchDone  chan struct{}
+	watchTimer *time.Timer // starts watch watchAfter after the body is read
 	cancel     context.CancelFunc
 	gone       atomic.Bool // the box closed its side
 	peekFn     func(fd uintptr) bool
@@ -268,8 +269,18 @@ func (c *conn) bodyRead() {
 		return
 	}
 	c.watchState.Store(0)
-	go c.watch()
+	if c.watchTimer == nil {
+		c.watchTimer = time.AfterFunc(watchAfter, c.watch)
+	} else {
+		c.watchTimer.Reset(watchAfter)
+	}
 }
+
+// watchAfter is how long after its body is read a request's handler runs
+// before the peek at the socket begins. Most calls have their answer by
+// then and never pay for it; a box gone from a longer one (a model call,
+// a stream) is noticed at most this much later than it could be.
+const watchAfter = 20 * time.Millisecond
 
 // watch waits until the box's side of the connection becomes readable:
 // end of file or an error means the box has gone, and the request's
@@ -309,6 +320,9 @@ func (c *conn) peek(fd uintptr) bool {
 
 // stopWatch ends the peek, if it runs, and waits for it.
 func (c *conn) stopWatch() {
+	if c.watchTimer != nil {
+		c.watchTimer.Stop()
+	}
 	if c.watchState.CompareAndSwap(0, 2) {
 		return // never began (or was never started: state 0 is also the idle state)
 	}

@@ -20,7 +20,8 @@
 // Semantics kept from net/http's server: keep-alive with Connection:
 // close either way; the request's context canceled when the handler
 // returns or the box goes away (a peek at the socket while the handler
-// runs, once the body is read); Content-Length set for an answer the
+// runs, from watchAfter after the body is read: most calls are answered
+// before and never pay for it); Content-Length set for an answer the
 // handler finished within the buffer, chunked encoding otherwise, with
 // trailers (declared, or by http.TrailerPrefix); a Date header; the
 // Content-Type sniffed when the handler sets none; no body for HEAD,
