@@ -259,7 +259,12 @@ func (s *Server) finish(rec *recorder, r *http.Request, info *requestInfo, trace
 			a[n] = slog.String("refusal", info.reason)
 			n++
 		}
-		s.log.LogAttrs(ctx, slog.LevelInfo, "request", a[:n]...)
+		// The record is handed to the handler directly: slog.Logger
+		// would take the caller's PC (runtime.Callers) for a source the
+		// line does not show.
+		line := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
+		line.AddAttrs(a[:n]...)
+		_ = s.log.Handler().Handle(ctx, line)
 	}
 	if info.stream && s.cfg.Observer != nil {
 		s.cfg.Observer.StreamClosed(info.capabilityLabel())

@@ -272,7 +272,7 @@ func NewLogger(w io.Writer, level string) (log *slog.Logger, flush func() error)
 	var l slog.Level
 	_ = l.UnmarshalText([]byte(level))
 	buf := newLogBuffer(w)
-	return slog.New(flushingHandler{Handler: slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: l}), buf: buf}), buf.Flush
+	return slog.New(flushingHandler{Handler: newJSONLines(buf, l), buf: buf}), buf.Flush
 }
 
 // Serve serves the box-facing handler on ln and, when admin is not nil,
