@@ -88,13 +88,15 @@ func (c *conn) serve() {
 			return // closed by Shutdown
 		}
 		first = false
-		req, ok := parseHead(c.rbuf[c.r:end])
+		ctx, cancel := context.WithCancel(c.ctx)
+		req, ok := parseHead(ctx, c.rbuf[c.r:end])
 		if !ok {
+			cancel()
 			c.handOff()
 			return
 		}
 		c.r = end
-		if !c.serveRequest(req) {
+		if !c.serveRequest(req, cancel) {
 			return
 		}
 		if c.srv.shutting.Load() {
@@ -203,12 +205,11 @@ func (c *conn) releaseBuffer() {
 	}
 }
 
-// serveRequest runs the handler for req and finishes its answer. It
-// reports whether the connection may serve another request.
-func (c *conn) serveRequest(req *http.Request) (keep bool) {
-	ctx, cancel := context.WithCancel(c.ctx)
+// serveRequest runs the handler for req and finishes its answer; cancel
+// ends req's context. It reports whether the connection may serve
+// another request.
+func (c *conn) serveRequest(req *http.Request, cancel context.CancelFunc) (keep bool) {
 	c.cancel = cancel
-	req = req.WithContext(ctx)
 	req.RemoteAddr = c.remote
 	var b *body
 	if req.ContentLength > 0 {

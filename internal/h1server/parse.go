@@ -2,16 +2,17 @@ package h1server
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"net/textproto"
 	"net/url"
 )
 
-// parseHead parses a request's head (through its blank line) when it is
-// one this server takes; ok is false for anything else, which the
-// fallback is given. The header values are substrings of one copy of the
-// head.
-func parseHead(raw []byte) (req *http.Request, ok bool) {
+// parseHead parses a request's head (through its blank line), into a
+// request with ctx, when it is one this server takes; ok is false for
+// anything else, which the fallback is given. The header values are
+// substrings of one copy of the head.
+func parseHead(ctx context.Context, raw []byte) (req *http.Request, ok bool) {
 	// The request line: METHOD SP origin-form SP HTTP/1.1 CRLF.
 	eol := bytes.Index(raw, crlf)
 	if eol < 0 {
@@ -121,18 +122,16 @@ func parseHead(raw []byte) (req *http.Request, ok bool) {
 	if !haveHost {
 		return nil, false
 	}
-	req = &http.Request{
-		Method:        method,
-		URL:           u,
-		Proto:         "HTTP/1.1",
-		ProtoMajor:    1,
-		ProtoMinor:    1,
-		Header:        header,
-		ContentLength: cl,
-		Host:          host,
-		RequestURI:    uri,
-		Close:         closeAfter,
-	}
+	// One allocation: WithContext copies the (stack) template.
+	req = (&http.Request{}).WithContext(ctx)
+	req.Method = method
+	req.URL = u
+	req.Proto, req.ProtoMajor, req.ProtoMinor = "HTTP/1.1", 1, 1
+	req.Header = header
+	req.ContentLength = cl
+	req.Host = host
+	req.RequestURI = uri
+	req.Close = closeAfter
 	return req, true
 }
 

@@ -3,6 +3,7 @@ package h1server
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"net/http"
 	"reflect"
 	"strings"
@@ -41,7 +42,7 @@ func TestParseHead_AgreesWithNetHTTP(t *testing.T) {
 		t.Errorf("took only %d of the heads", taken)
 	}
 	for _, h := range heads[6:15] {
-		if _, ok := parseHead([]byte(h)); ok {
+		if _, ok := parseHead(context.Background(), []byte(h)); ok {
 			t.Errorf("took %q, which net/http must serve", h)
 		}
 	}
@@ -64,7 +65,7 @@ func FuzzParseHead(f *testing.F) {
 // to the same request, and reports whether it was taken.
 func agree(t *testing.T, raw []byte) bool {
 	t.Helper()
-	got, ok := parseHead(raw)
+	got, ok := parseHead(context.Background(), raw)
 	if !ok {
 		return false
 	}
