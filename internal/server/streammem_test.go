@@ -8,7 +8,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -125,7 +124,9 @@ func startBroker(tb testing.TB, upstream string, transport http.RoundTripper) (a
 	up, _ := url.Parse(upstream)
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg := server.Config{Broker: "lobby", DataDir: tb.TempDir(), AnthropicURL: up, ShutdownGrace: time.Second, BoxConcurrent: 100000}
-	srv, err := server.New(ctx, cfg, server.Options{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Transport: transport})
+	// The logger serve uses, writing to nowhere.
+	log, _ := server.NewLogger(io.Discard, "info")
+	srv, err := server.New(ctx, cfg, server.Options{Logger: log, Transport: transport})
 	if err != nil {
 		cancel()
 		tb.Fatal(err)
