@@ -3,6 +3,7 @@ package h1server
 import (
 	"bytes"
 	"context"
+	"github.com/intentius/boxbroker/internal/httptoken"
 	"net/http"
 	"net/textproto"
 	"net/url"
@@ -20,7 +21,7 @@ func parseHead(ctx context.Context, raw []byte) (req *http.Request, ok bool) {
 	}
 	line := raw[:eol]
 	sp1 := bytes.IndexByte(line, ' ')
-	if sp1 <= 0 || !isToken(line[:sp1]) {
+	if sp1 <= 0 || !httptoken.Valid(line[:sp1]) {
 		return nil, false
 	}
 	rest := line[sp1+1:]
@@ -64,7 +65,7 @@ func parseHead(ctx context.Context, raw []byte) (req *http.Request, ok bool) {
 		end := at + bytes.Index(raw[at:], crlf)
 		ln := raw[at:end]
 		colon := bytes.IndexByte(ln, ':')
-		if colon <= 0 || !isToken(ln[:colon]) {
+		if colon <= 0 || !httptoken.Valid(ln[:colon]) {
 			return nil, false // includes obs-fold and a space before the colon
 		}
 		vs, ve := at+colon+1, end
@@ -163,47 +164,6 @@ func validHost(v string) bool {
 		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
 		case c == '.' || c == '-' || c == ':' || c == '[' || c == ']' || c == '_':
 		default:
-			return false
-		}
-	}
-	return true
-}
-
-// tokenChars are RFC 9110's tchar.
-var tokenChars = func() (t [256]bool) {
-	for c := '0'; c <= '9'; c++ {
-		t[c] = true
-	}
-	for c := 'a'; c <= 'z'; c++ {
-		t[c] = true
-	}
-	for c := 'A'; c <= 'Z'; c++ {
-		t[c] = true
-	}
-	for _, c := range "!#$%&'*+-.^_`|~" {
-		t[c] = true
-	}
-	return t
-}()
-
-func isToken(b []byte) bool {
-	if len(b) == 0 {
-		return false
-	}
-	for _, c := range b {
-		if !tokenChars[c] {
-			return false
-		}
-	}
-	return true
-}
-
-func validFieldName(k string) bool {
-	if k == "" {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		if !tokenChars[k[i]] {
 			return false
 		}
 	}

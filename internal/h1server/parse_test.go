@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"github.com/intentius/boxbroker/internal/httptoken"
 	"net/http"
 	"reflect"
 	"strings"
@@ -76,7 +77,7 @@ func agree(t *testing.T, raw []byte) bool {
 	// net/http's server refuses field values ReadRequest lets through.
 	for k, vs := range want.Header {
 		for _, v := range vs {
-			if strings.ContainsAny(v, "\x00\r\n") || !validFieldName(k) {
+			if strings.ContainsAny(v, "\x00\r\n") || !httptoken.Valid(k) {
 				t.Fatalf("parseHead took %q with field %q: %q", raw, k, v)
 			}
 		}

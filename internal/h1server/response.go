@@ -2,6 +2,7 @@ package h1server
 
 import (
 	"errors"
+	"github.com/intentius/boxbroker/internal/httptoken"
 	"io"
 	"net/http"
 	"net/textproto"
@@ -75,7 +76,7 @@ func (w *response) WriteHeader(code int) {
 	b := appendStatusLine((*h)[:0], code)
 	for k, vs := range w.header {
 		switch {
-		case !validFieldName(k):
+		case !httptoken.Valid(k):
 			continue
 		case k == "Content-Length":
 			if len(vs) > 0 {
@@ -133,7 +134,7 @@ func (w *response) writeInformational(code int) {
 	h := headBuffers.Get().(*[]byte)
 	b := appendStatusLine((*h)[:0], code)
 	for k, vs := range w.header {
-		if validFieldName(k) {
+		if httptoken.Valid(k) {
 			for _, v := range vs {
 				b = appendField(b, k, v)
 			}
@@ -414,7 +415,7 @@ func (w *response) finish() {
 			}
 		}
 		for k, vs := range w.header {
-			if t, ok := strings.CutPrefix(k, http.TrailerPrefix); ok && validFieldName(t) {
+			if t, ok := strings.CutPrefix(k, http.TrailerPrefix); ok && httptoken.Valid(t) {
 				for _, v := range vs {
 					b = appendField(b, t, v)
 				}

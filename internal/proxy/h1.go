@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/intentius/boxbroker/internal/httptoken"
 	"io"
 	"net"
 	"net/http"
@@ -270,7 +271,7 @@ func writeRequest(w *bufio.Writer, req *http.Request, body []byte) error {
 				continue // asked for no User-Agent
 			}
 		}
-		if !validHeaderName(k) {
+		if !httptoken.Valid(k) {
 			return fmt.Errorf("proxy: invalid header name %q", k)
 		}
 		for _, v := range vs {
@@ -300,35 +301,7 @@ func methodHasBody(m string) bool {
 	return m == http.MethodPost || m == http.MethodPut || m == http.MethodPatch
 }
 
-func validMethod(m string) bool { return m != "" && validHeaderName(m) }
-
-// validHeaderName reports whether s is an HTTP token.
-func validHeaderName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x80 || !tokenTable[c] {
-			return false
-		}
-	}
-	return true
-}
-
-var tokenTable = func() (t [128]bool) {
-	for c := '0'; c <= '9'; c++ {
-		t[c] = true
-	}
-	for c := 'a'; c <= 'z'; c++ {
-		t[c] = true
-		t[c-'a'+'A'] = true
-	}
-	for _, c := range "!#$%&'*+-.^_`|~" {
-		t[c] = true
-	}
-	return t
-}()
+func validMethod(m string) bool { return m != "" && httptoken.Valid(m) }
 
 // validHeaderValue reports whether v holds no control byte but tab.
 func validHeaderValue(v string) bool {

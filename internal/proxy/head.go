@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"bytes"
+	"github.com/intentius/boxbroker/internal/httptoken"
 	"io"
 	"net/http"
 	"strconv"
@@ -47,7 +48,7 @@ func readSimpleResponse(br *bufio.Reader, req *http.Request) *http.Response {
 			return nil // no name, or a folded line
 		}
 		name := line[:colon]
-		if !validHeaderName(name) {
+		if !httptoken.Valid(name) {
 			return nil
 		}
 		value := trimOWS(line[colon+1:])
