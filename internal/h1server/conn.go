@@ -29,6 +29,19 @@ var aLongTimeAgo = time.Unix(1, 0)
 
 var readBuffers = sync.Pool{New: func() any { return new([HeadBufferSize]byte) }}
 
+// readBuffersHeld counts the read buffers connections hold, for tests.
+var readBuffersHeld atomic.Int64
+
+func getReadBuffer() *[HeadBufferSize]byte {
+	readBuffersHeld.Add(1)
+	return readBuffers.Get().(*[HeadBufferSize]byte)
+}
+
+func putReadBuffer(b *[HeadBufferSize]byte) {
+	readBuffersHeld.Add(-1)
+	readBuffers.Put(b)
+}
+
 // conn is one box connection served here.
 type conn struct {
 	srv    *Server
@@ -51,6 +64,9 @@ type conn struct {
 	cancel     context.CancelFunc
 	gone       atomic.Bool // the box closed its side
 	peekFn     func(fd uintptr) bool
+	freshFn    func(fd uintptr) bool // c.fresh, made once
+	freshN     int
+	freshErr   error
 	peeked     int8 // what the peek saw: peekNothing, peekData or peekGone
 	handed     bool // given to the fallback
 }
@@ -77,6 +93,7 @@ func (c *conn) serve() {
 	}
 	c.watchDone = make(chan struct{}, 1)
 	c.peekFn = c.peek
+	c.freshFn = c.fresh
 	hs := c.srv.Fallback
 	first := true
 	for {
@@ -110,10 +127,6 @@ func (c *conn) serve() {
 // ends. A connection that closes or times out before one arrives ends
 // quietly, as with net/http; a head that fills the buffer is handed over.
 func (c *conn) readHead(first bool, hs *http.Server) (end int, ok bool) {
-	if c.rbuf == nil {
-		c.rbuf = readBuffers.Get().(*[HeadBufferSize]byte)
-		c.r, c.w = 0, 0
-	}
 	if c.r == c.w {
 		c.r, c.w = 0, 0
 	}
@@ -133,22 +146,30 @@ func (c *conn) readHead(first bool, hs *http.Server) (end int, ok bool) {
 	}
 	searched := c.r
 	for {
-		if i := bytes.Index(c.rbuf[searched:c.w], crlf2); i >= 0 {
-			end = searched + i + len(crlf2)
-			break
-		}
-		searched = max(c.r, c.w-len(crlf2)+1)
-		if c.w == len(c.rbuf) {
-			if c.r == 0 {
-				// Too long for this server: the fallback has its own bound.
-				c.handOff()
-				return 0, false
+		var n int
+		var err error
+		if c.rbuf == nil {
+			// Waiting for a request with nothing read: no buffer is held
+			// until bytes arrive.
+			n, err = c.readFresh()
+		} else {
+			if i := bytes.Index(c.rbuf[searched:c.w], crlf2); i >= 0 {
+				end = searched + i + len(crlf2)
+				break
 			}
-			n := copy(c.rbuf[:], c.rbuf[c.r:c.w])
-			searched -= c.r
-			c.r, c.w = 0, n
+			searched = max(c.r, c.w-len(crlf2)+1)
+			if c.w == len(c.rbuf) {
+				if c.r == 0 {
+					// Too long for this server: the fallback has its own bound.
+					c.handOff()
+					return 0, false
+				}
+				n := copy(c.rbuf[:], c.rbuf[c.r:c.w])
+				searched -= c.r
+				c.r, c.w = 0, n
+			}
+			n, err = c.rwc.Read(c.rbuf[c.w:])
 		}
-		n, err := c.rwc.Read(c.rbuf[c.w:])
 		if n > 0 && waitIdle {
 			// The next request has begun: its head gets the header timeout.
 			waitIdle = false
@@ -200,9 +221,46 @@ func (c *conn) handOff() {
 
 func (c *conn) releaseBuffer() {
 	if c.rbuf != nil {
-		readBuffers.Put(c.rbuf)
+		putReadBuffer(c.rbuf)
 		c.rbuf, c.r, c.w = nil, 0, 0
 	}
+}
+
+// readFresh reads the first bytes of a request into a read buffer taken
+// from the pool only once the connection has bytes to read (a keep-alive
+// connection waiting for its next request holds none): the same read and
+// wait as the connection's own Read, on its raw descriptor. It sets
+// c.rbuf, c.r and c.w.
+func (c *conn) readFresh() (int, error) {
+	if c.raw == nil {
+		c.rbuf, c.r, c.w = getReadBuffer(), 0, 0
+		return c.rwc.Read(c.rbuf[:])
+	}
+	c.freshN, c.freshErr = 0, nil
+	if err := c.raw.Read(c.freshFn); err != nil {
+		return 0, err // the deadline, or the connection closed
+	}
+	return c.freshN, c.freshErr
+}
+
+// fresh is readFresh's read on the descriptor: false (wait) while there
+// is nothing to read, with the buffer back in the pool meanwhile.
+func (c *conn) fresh(fd uintptr) bool {
+	b := getReadBuffer()
+	n, err := syscall.Read(int(fd), b[:])
+	if err == syscall.EAGAIN || err == syscall.EWOULDBLOCK || err == syscall.EINTR {
+		putReadBuffer(b)
+		return false
+	}
+	c.rbuf, c.r, c.w = b, 0, 0
+	c.freshN = max(n, 0)
+	switch {
+	case err != nil:
+		c.freshErr = err
+	case n == 0:
+		c.freshErr = io.EOF
+	}
+	return true
 }
 
 // serveRequest runs the handler for req and finishes its answer; cancel

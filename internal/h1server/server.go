@@ -13,9 +13,10 @@
 // net/http would accept the same way (held by a differential fuzz test).
 //
 // What it saves: a connection holds no read buffer while its handler
-// runs once the request's body is read, and no write buffer between
-// flushes, so an open event stream holds a goroutine, its request and
-// little else; and a call's answer goes out in one write with its head.
+// runs once the request's body is read, nor while it waits for its next
+// request, and no write buffer between flushes, so an open event stream
+// holds a goroutine, its request and little else; and a call's answer
+// goes out in one write with its head.
 //
 // Semantics kept from net/http's server: keep-alive with Connection:
 // close either way; the request's context canceled when the handler

@@ -428,3 +428,45 @@ func TestEndAnswer(t *testing.T) {
 		}
 	}
 }
+
+// TestIdleHoldsNoBuffer: keep-alive connections waiting for their next
+// request, and a handler waiting with its body read, hold no read buffer.
+func TestIdleHoldsNoBuffer(t *testing.T) {
+	waiting := make(chan struct{})
+	release := make(chan struct{})
+	addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		if r.URL.Path == "/wait" {
+			waiting <- struct{}{}
+			<-release
+		}
+		w.Write([]byte("ok"))
+	}))
+	settled := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for readBuffersHeld.Load() != 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d read buffers held", what, readBuffersHeld.Load())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	for i := 0; i < 20; i++ {
+		exchange(t, addr, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nhiGET / HTTP/1.1\r\nHost: a\r\n\r\n", "POST", "GET")
+	}
+	settled("20 idle keep-alive connections")
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "POST /wait HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nhi")
+	<-waiting
+	settled("a handler waiting")
+	close(release)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("%v %v", resp, err)
+	}
+}
