@@ -181,9 +181,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := s.serve(rec, r, info); err != nil {
 		s.writeError(rec, r, err, info)
 	}
-	// The answer is complete: where the server can send it before this
-	// handler returns, the box does not wait for its log line and audit
-	// record.
+	// The answer is complete. Its metrics and audit record are queued,
+	// then, where the server can send it before this handler returns, it
+	// goes: the box does not wait for the request's log line.
+	s.conclude(rec, r, info, trace, start, false)
 	endAnswer(w)
 }
 
@@ -213,24 +214,18 @@ type requestState struct {
 	trace proxy.Trace
 }
 
-// finish logs the request's line and tells the Observer, once its answer
-// is over, even when the answer was aborted (the forwarder aborts a
-// stream whose upstream fails by panicking with http.ErrAbortHandler,
-// which is passed on once this is done).
+// finish tells the Observer (metrics, the audit record) and logs the
+// request's line, once its answer is over, even when the answer was
+// aborted (the forwarder aborts a stream whose upstream fails by
+// panicking with http.ErrAbortHandler, which is passed on once this is
+// done). A request ServeHTTP concluded already is only logged.
 func (s *Server) finish(rec *recorder, r *http.Request, info *requestInfo, trace *proxy.Trace, start time.Time) {
 	aborted := recover()
-	d := s.cfg.Now().Sub(start)
-	calls := trace.Calls()
-	if info.reason == "" && aborted != nil {
-		info.reason = "aborted"
-	}
-	if info.reason == "" && rec.status >= 500 && len(calls) > 0 && calls[len(calls)-1].Status == 0 {
-		info.reason = "upstream failed"
-	}
-	if info.route == "" {
-		info.route = routeUnmatched
+	if !info.concluded {
+		s.conclude(rec, r, info, trace, start, aborted != nil)
 	}
 	if ctx := r.Context(); s.log.Enabled(ctx, slog.LevelInfo) {
+		calls := info.calls
 		// The attributes are built in place: no []any per request.
 		var a [12]slog.Attr
 		a[0] = slog.String("method", r.Method)
@@ -238,7 +233,7 @@ func (s *Server) finish(rec *recorder, r *http.Request, info *requestInfo, trace
 		a[2] = slog.String("route", info.route)
 		a[3] = slog.Int("status", rec.status)
 		a[4] = slog.Int64("bytes", rec.bytes)
-		a[5] = slog.Float64("duration_ms", float64(d.Microseconds())/1000)
+		a[5] = slog.Float64("duration_ms", float64(info.duration.Microseconds())/1000)
 		n := 6
 		if info.box != "" {
 			a[n] = slog.String("box", info.box)
@@ -266,20 +261,41 @@ func (s *Server) finish(rec *recorder, r *http.Request, info *requestInfo, trace
 		line.AddAttrs(a[:n]...)
 		_ = s.log.Handler().Handle(ctx, line)
 	}
-	if info.stream && s.cfg.Observer != nil {
-		s.cfg.Observer.StreamClosed(info.capabilityLabel())
-	}
-	if s.cfg.Observer != nil {
-		s.cfg.Observer.Request(&Record{
-			At: start, Method: r.Method, Route: info.route, Box: info.box,
-			Capability: info.capabilityLabel(), Words: info.words, Public: info.public,
-			Status: rec.status, Reason: info.reason, Message: info.message,
-			Duration: d, Bytes: rec.bytes, Upstream: calls,
-		})
-	}
 	if aborted != nil {
 		panic(aborted)
 	}
+}
+
+// conclude settles what the request's record says (its duration,
+// upstream calls, refusal reason, route) and tells the Observer: metrics
+// and the audit record, which are so queued before the box has its
+// answer.
+func (s *Server) conclude(rec *recorder, r *http.Request, info *requestInfo, trace *proxy.Trace, start time.Time, aborted bool) {
+	info.concluded = true
+	info.duration = s.cfg.Now().Sub(start)
+	calls := trace.Calls()
+	info.calls = calls
+	if info.reason == "" && aborted {
+		info.reason = "aborted"
+	}
+	if info.reason == "" && rec.status >= 500 && len(calls) > 0 && calls[len(calls)-1].Status == 0 {
+		info.reason = "upstream failed"
+	}
+	if info.route == "" {
+		info.route = routeUnmatched
+	}
+	if s.cfg.Observer == nil {
+		return
+	}
+	if info.stream {
+		s.cfg.Observer.StreamClosed(info.capabilityLabel())
+	}
+	s.cfg.Observer.Request(&Record{
+		At: start, Method: r.Method, Route: info.route, Box: info.box,
+		Capability: info.capabilityLabel(), Words: info.words, Public: info.public,
+		Status: rec.status, Reason: info.reason, Message: info.message,
+		Duration: info.duration, Bytes: rec.bytes, Upstream: calls,
+	})
 }
 
 // routeUnmatched labels a path no capability's prefix owns.
@@ -295,6 +311,10 @@ type requestInfo struct {
 	reason     string
 	message    string
 	stream     bool
+	// Set by conclude.
+	concluded bool
+	duration  time.Duration
+	calls     []proxy.Call
 }
 
 // capabilityLabel is the capability's name, or "none" for the

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -22,6 +23,7 @@ import (
 	"github.com/intentius/boxbroker/internal/broker"
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/egress"
+	"github.com/intentius/boxbroker/internal/h1server"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/server"
@@ -125,7 +127,15 @@ func New(t testing.TB, opt Options) *Broker {
 	ran := make(chan struct{})
 	go func() { srv.Run(ctx); close(ran) }()
 	b.Front = &Front{next: srv.Handler}
-	hs := httptest.NewServer(b.Front)
+	// Boxes reach it as they reach serve: through h1server, with net/http's
+	// server behind it for anything unusual.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		cancel()
+		t.Fatalf("listen: %v", err)
+	}
+	hs := h1server.New(&http.Server{Handler: b.Front, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute})
+	go hs.Serve(ln)
 	as := httptest.NewServer(srv.Admin)
 	t.Cleanup(func() {
 		hs.Close()
@@ -134,7 +144,7 @@ func New(t testing.TB, opt Options) *Broker {
 		<-ran // the audit queue is written before the store closes
 		srv.Close()
 	})
-	b.URL = hs.URL
+	b.URL = "http://" + ln.Addr().String()
 	b.AdminURL = as.URL
 	if b.AdminToken, _, err = admin.Mint(ctx, srv.Store, "brokertest", time.Now()); err != nil {
 		t.Fatalf("admin.Mint: %v", err)

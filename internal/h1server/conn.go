@@ -69,6 +69,7 @@ type conn struct {
 	freshErr   error
 	peeked     int8 // what the peek saw: peekNothing, peekData or peekGone
 	handed     bool // given to the fallback
+	linger     bool // closing with a request's body unread: see closeWriteAndWait
 }
 
 // What the peek saw.
@@ -82,6 +83,9 @@ const (
 func (c *conn) serve() {
 	defer func() {
 		if !c.handed {
+			if c.linger {
+				c.closeWriteAndWait()
+			}
 			c.rwc.Close()
 		}
 		c.releaseBuffer()
@@ -285,6 +289,7 @@ func (c *conn) serveRequest(req *http.Request, cancel context.CancelFunc) (keep 
 	cancel()
 	if b != nil && !b.close(keep) {
 		keep = false
+		c.linger = true
 	}
 	c.stopWatch()
 	if (w.err != nil && w.err != errEnded) || c.gone.Load() {
@@ -313,6 +318,30 @@ func (c *conn) runHandler(w *response, req *http.Request) (ok bool) {
 	}()
 	c.srv.Fallback.Handler.ServeHTTP(w, req)
 	return true
+}
+
+// lingerFor is how long a connection closed with a body unread waits for
+// the box to read its answer and close (net/http's rstAvoidanceDelay).
+const lingerFor = 500 * time.Millisecond
+
+// closeWriteAndWait ends a connection whose box is still sending a body
+// nobody will read: closing at once would make the kernel answer the
+// unread bytes with a reset, which can reach the box before it has read
+// the answer (a 413, say). So the write side is closed first, and what
+// the box still sends is read and dropped until it closes or lingerFor
+// passes, as net/http's server does.
+func (c *conn) closeWriteAndWait() {
+	cw, ok := c.rwc.(interface{ CloseWrite() error })
+	if !ok || cw.CloseWrite() != nil {
+		return
+	}
+	_ = c.rwc.SetReadDeadline(time.Now().Add(lingerFor))
+	var buf [512]byte
+	for {
+		if _, err := c.rwc.Read(buf[:]); err != nil {
+			return
+		}
+	}
 }
 
 // bodyRead is told that the request's body has been read to its end: with
