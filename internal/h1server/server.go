@@ -28,7 +28,10 @@
 // Content-Type sniffed when the handler sets none; no body for HEAD,
 // 1xx, 204 and 304; informational answers by WriteHeader(1xx); an
 // unread body of up to 256 KiB drained so the connection can be kept;
-// http.ErrAbortHandler and other panics end the connection; Flush,
+// http.ErrAbortHandler and other panics end the connection; a body left
+// unread ends it with its write side closed first and what still comes
+// read and dropped for a moment, so the box is not reset before it has
+// read the answer; Flush,
 // SetReadDeadline and SetWriteDeadline through http.ResponseController;
 // the header-read and idle timeouts; graceful Shutdown.
 package h1server
