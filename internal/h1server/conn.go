@@ -67,17 +67,10 @@ type conn struct {
 	freshFn    func(fd uintptr) bool // c.fresh, made once
 	freshN     int
 	freshErr   error
-	peeked     int8 // what the peek saw: peekNothing, peekData or peekGone
+	peekedGone bool // the peek saw the box's end of file or an error
 	handed     bool // given to the fallback
 	linger     bool // closing with a request's body unread: see closeWriteAndWait
 }
-
-// What the peek saw.
-const (
-	peekNothing int8 = iota
-	peekData
-	peekGone
-)
 
 // serve serves c's requests until it closes or is handed over.
 func (c *conn) serve() {
@@ -140,13 +133,9 @@ func (c *conn) readHead(first bool, hs *http.Server) (end int, ok bool) {
 		if d == 0 {
 			d = hs.ReadTimeout
 		}
-		if d > 0 {
-			_ = c.rwc.SetReadDeadline(time.Now().Add(d))
-		} else {
-			_ = c.rwc.SetReadDeadline(time.Time{})
-		}
-	} else if d := headerTimeout(hs); d > 0 {
-		_ = c.rwc.SetReadDeadline(time.Now().Add(d))
+		c.readWithin(d)
+	} else {
+		c.readWithin(headerTimeout(hs))
 	}
 	searched := c.r
 	for {
@@ -177,19 +166,14 @@ func (c *conn) readHead(first bool, hs *http.Server) (end int, ok bool) {
 		if n > 0 && waitIdle {
 			// The next request has begun: its head gets the header timeout.
 			waitIdle = false
-			if d := headerTimeout(hs); d > 0 {
-				_ = c.rwc.SetReadDeadline(time.Now().Add(d))
-			} else {
-				_ = c.rwc.SetReadDeadline(time.Time{})
-			}
+			c.readWithin(headerTimeout(hs))
 		}
 		c.w += n
 		if err != nil {
 			if n > 0 || c.w > c.r {
 				// A partial head, then an error: the fallback answers a
 				// head cut short as it always has; a timeout just ends.
-				var ne net.Error
-				if !errors.As(err, &ne) || !ne.Timeout() {
+				if !isTimeout(err) {
 					c.handOff()
 				}
 			}
@@ -201,6 +185,15 @@ func (c *conn) readHead(first bool, hs *http.Server) (end int, ok bool) {
 }
 
 var crlf2 = []byte("\r\n\r\n")
+
+// readWithin bounds the connection's reads to d from now; 0 is no bound.
+func (c *conn) readWithin(d time.Duration) {
+	if d > 0 {
+		_ = c.rwc.SetReadDeadline(time.Now().Add(d))
+	} else {
+		_ = c.rwc.SetReadDeadline(time.Time{})
+	}
+}
 
 func headerTimeout(hs *http.Server) time.Duration {
 	if hs.ReadHeaderTimeout > 0 {
@@ -377,9 +370,9 @@ func (c *conn) watch() {
 	if !c.watchState.CompareAndSwap(0, 1) {
 		return // the handler finished first
 	}
-	c.peeked = peekNothing
+	c.peekedGone = false
 	err := c.raw.Read(c.peekFn)
-	if c.peeked == peekGone || (err != nil && !errors.Is(err, context.DeadlineExceeded) && !isTimeout(err)) {
+	if c.peekedGone || (err != nil && !isTimeout(err)) {
 		c.gone.Store(true)
 		c.cancel()
 	}
@@ -395,14 +388,10 @@ func isTimeout(err error) bool {
 func (c *conn) peek(fd uintptr) bool {
 	var b [1]byte
 	n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-	switch {
-	case err == syscall.EAGAIN || err == syscall.EWOULDBLOCK || err == syscall.EINTR:
+	if err == syscall.EAGAIN || err == syscall.EWOULDBLOCK || err == syscall.EINTR {
 		return false
-	case n > 0:
-		c.peeked = peekData
-	default:
-		c.peeked = peekGone
 	}
+	c.peekedGone = n <= 0 // bytes (a pipelined request) are not the box leaving
 	return true
 }
 
@@ -494,9 +483,7 @@ func (b *body) close(drain bool) bool {
 	if !drain || b.err != nil || b.n > maxDrain {
 		return false
 	}
-	if d := headerTimeout(b.c.srv.Fallback); d > 0 {
-		_ = b.c.rwc.SetReadDeadline(time.Now().Add(d))
-	}
+	b.c.readWithin(headerTimeout(b.c.srv.Fallback))
 	buf := make([]byte, min(b.n, 32<<10))
 	for b.err == nil {
 		_, _ = b.readLocked(buf)

@@ -3,10 +3,11 @@ package h1server
 import (
 	"bytes"
 	"context"
-	"github.com/intentius/boxbroker/internal/httptoken"
 	"net/http"
 	"net/textproto"
 	"net/url"
+
+	"github.com/intentius/boxbroker/internal/httptoken"
 )
 
 // parseHead parses a request's head (through its blank line), into a
@@ -105,10 +106,10 @@ func parseHead(ctx context.Context, raw []byte) (req *http.Request, ok bool) {
 		case "Transfer-Encoding", "Expect", "Upgrade", "Pragma", "Http2-Settings":
 			return nil, false
 		case "Connection":
-			if hasToken(v, "upgrade") {
+			if httptoken.Listed(v, "upgrade") {
 				return nil, false
 			}
-			if hasToken(v, "close") {
+			if httptoken.Listed(v, "close") {
 				closeAfter = true
 			}
 		}

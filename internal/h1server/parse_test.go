@@ -4,11 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"github.com/intentius/boxbroker/internal/httptoken"
 	"net/http"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/intentius/boxbroker/internal/httptoken"
 )
 
 var heads = []string{

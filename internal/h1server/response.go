@@ -2,7 +2,6 @@ package h1server
 
 import (
 	"errors"
-	"github.com/intentius/boxbroker/internal/httptoken"
 	"io"
 	"net/http"
 	"net/textproto"
@@ -11,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/intentius/boxbroker/internal/httptoken"
 )
 
 // outSize is the write buffer: an answer that ends within it goes out in
@@ -91,7 +92,7 @@ func (w *response) WriteHeader(code int) {
 			continue // chunking is decided at commit
 		case k == "Connection":
 			for _, v := range vs {
-				if hasToken(v, "close") {
+				if httptoken.Listed(v, "close") {
 					w.closeAfter = true
 				}
 			}
@@ -115,7 +116,7 @@ func (w *response) WriteHeader(code int) {
 				}
 			}
 		}
-		if !w.bodyAllowed && (k == "Content-Type" && code == http.StatusNotModified) {
+		if k == "Content-Type" && code == http.StatusNotModified {
 			continue
 		}
 		for _, v := range vs {
@@ -319,9 +320,7 @@ func (w *response) drainBody() {
 	left, failed := b.n, b.err != nil && b.err != io.EOF
 	b.mu.Unlock()
 	switch {
-	case failed:
-		w.closeAfter = true
-	case left >= maxDrain:
+	case failed || left >= maxDrain:
 		w.closeAfter = true
 	case left > 0:
 		if !b.close(true) {
@@ -465,16 +464,6 @@ func appendField(b []byte, k, v string) []byte {
 		}
 	}
 	return append(b, "\r\n"...)
-}
-
-// hasToken reports whether the comma-separated v lists token t, in any case.
-func hasToken(v, t string) bool {
-	for part := range strings.SplitSeq(v, ",") {
-		if strings.EqualFold(textproto.TrimString(part), t) {
-			return true
-		}
-	}
-	return false
 }
 
 // The Date field, formatted once a second.

@@ -68,7 +68,6 @@ type Server struct {
 	conns     map[*conn]struct{}
 	started   bool // the fallback serves handoff
 	shutting  atomic.Bool
-	fallback  chan error
 }
 
 // New returns a Server for hs.
@@ -78,7 +77,6 @@ func New(hs *http.Server) *Server {
 		handoff:   newChanListener(),
 		listeners: map[net.Listener]struct{}{},
 		conns:     map[*conn]struct{}{},
-		fallback:  make(chan error, 1),
 	}
 }
 
@@ -94,7 +92,8 @@ func (s *Server) Serve(ln net.Listener) error {
 	if !s.started {
 		s.started = true
 		s.handoff.addr = ln.Addr()
-		go func() { s.fallback <- s.Fallback.Serve(s.handoff) }()
+		// It returns only when the handoff listener closes, at shutdown.
+		go func() { _ = s.Fallback.Serve(s.handoff) }()
 	}
 	s.mu.Unlock()
 	defer func() {

@@ -1,8 +1,13 @@
-// Package httptoken holds the one check both of boxbroker's own HTTP/1.1
+// Package httptoken holds the checks both of boxbroker's own HTTP/1.1
 // codecs (the box-facing server, internal/h1server, and the fast upstream
-// transport, internal/proxy) make of methods and field names: that they
-// are RFC 9110 tokens.
+// transport and forwarder, internal/proxy) make of tokens: that methods
+// and field names are RFC 9110 tokens, and whether a field lists one.
 package httptoken
+
+import (
+	"net/textproto"
+	"strings"
+)
 
 // chars are RFC 9110's tchar.
 var chars = func() (t [256]bool) {
@@ -30,4 +35,16 @@ func Valid[T string | []byte](s T) bool {
 		}
 	}
 	return true
+}
+
+// Listed reports whether the comma-separated field value v lists token t,
+// in any case, each element trimmed of optional whitespace as net/http
+// trims it (Connection: keep-alive, Close lists close).
+func Listed(v, t string) bool {
+	for part := range strings.SplitSeq(v, ",") {
+		if strings.EqualFold(textproto.TrimString(part), t) {
+			return true
+		}
+	}
+	return false
 }

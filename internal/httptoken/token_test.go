@@ -12,3 +12,18 @@ func TestValid(t *testing.T) {
 		}
 	}
 }
+
+func TestListed(t *testing.T) {
+	for _, tc := range []struct {
+		v, t string
+		want bool
+	}{
+		{"close", "close", true}, {"keep-alive, Close", "close", true}, {" \tclose\t ,x", "close", true},
+		{"closed", "close", false}, {"", "close", false}, {"keep-alive", "close", false},
+		{"close\u00a0", "close", false}, // only optional whitespace is trimmed, as net/http trims it
+	} {
+		if got := Listed(tc.v, tc.t); got != tc.want {
+			t.Errorf("Listed(%q, %q) = %v, want %v", tc.v, tc.t, got, tc.want)
+		}
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"net/textproto"
 	"strings"
 	"sync"
+
+	"github.com/intentius/boxbroker/internal/httptoken"
 )
 
 // Forwarder forwards a box's request upstream and copies the answer
@@ -124,7 +126,7 @@ func (f *Forwarder) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 	}
 	// Tell the upstream that trailers are welcome only when the box said so.
 	for _, v := range req.Header["Te"] {
-		if hasToken(v, "trailers") {
+		if httptoken.Listed(v, "trailers") {
 			out.Header.Set("Te", "trailers")
 			break
 		}

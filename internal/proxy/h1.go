@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/intentius/boxbroker/internal/httptoken"
 	"io"
 	"net"
 	"net/http"
@@ -15,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/intentius/boxbroker/internal/httptoken"
 )
 
 // FastBodyMax is the largest request body the fast transport sends

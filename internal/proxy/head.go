@@ -3,11 +3,12 @@ package proxy
 import (
 	"bufio"
 	"bytes"
-	"github.com/intentius/boxbroker/internal/httptoken"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/intentius/boxbroker/internal/httptoken"
 )
 
 // readSimpleResponse reads an answer from br when its whole head is
@@ -69,7 +70,7 @@ func readSimpleResponse(br *bufio.Reader, req *http.Request) *http.Response {
 			}
 			length = v
 		case "Connection":
-			if hasToken(value, "close") {
+			if httptoken.Listed(value, "close") {
 				closeConn = true
 			}
 		}
@@ -139,17 +140,6 @@ func canonicalKey(name string) string {
 		upper = c == '-'
 	}
 	return name
-}
-
-// hasToken reports whether the comma-separated list v holds token,
-// whatever its case.
-func hasToken(v, token string) bool {
-	for _, f := range strings.Split(v, ",") {
-		if strings.EqualFold(strings.TrimSpace(f), token) {
-			return true
-		}
-	}
-	return false
 }
 
 // lengthBody is a body of a known length read from br: io.EOF once it

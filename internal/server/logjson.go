@@ -18,14 +18,13 @@ import (
 // per-value encoding/json calls; any other record, and every handler
 // derived by WithAttrs or WithGroup, is slog.JSONHandler's.
 type jsonLines struct {
-	std   *slog.JSONHandler
-	w     io.Writer
-	level slog.Leveler
-	mu    *sync.Mutex // orders whole lines on w, as slog's handler does
+	std *slog.JSONHandler // says which levels are enabled, and writes the rest
+	w   io.Writer
+	mu  *sync.Mutex // orders whole lines on w, as slog's handler does
 }
 
 func newJSONLines(w io.Writer, level slog.Leveler) *jsonLines {
-	return &jsonLines{std: slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}), w: w, level: level, mu: new(sync.Mutex)}
+	return &jsonLines{std: slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}), w: w, mu: new(sync.Mutex)}
 }
 
 func (h *jsonLines) Enabled(ctx context.Context, l slog.Level) bool {

@@ -295,7 +295,7 @@ func (s *Server) Serve(ctx context.Context, ln, admin net.Listener) error {
 		https = append(https, s.httpServer(cctx, s.Admin))
 		listeners = append(listeners, admin)
 	}
-	servers := make([]httpServer, len(https))
+	servers := make([]listenerServer, len(https))
 	for i, hs := range https {
 		servers[i] = hs
 	}
@@ -367,8 +367,8 @@ func (s *Server) Run(ctx context.Context) {
 	<-done
 }
 
-// httpServer is what serves a listener: an http.Server or an h1server.Server.
-type httpServer interface {
+// listenerServer is what serves a listener: an http.Server or an h1server.Server.
+type listenerServer interface {
 	Serve(net.Listener) error
 	Shutdown(context.Context) error
 	Close() error
