@@ -157,3 +157,10 @@ func TestCLI_QuickStart(t *testing.T) {
 		t.Fatal("serve did not stop")
 	}
 }
+
+func TestServe_GCHeadroomMustNotBeNegative(t *testing.T) {
+	_, errs, code := run(t, t.TempDir(), "", "serve", "--listen", "127.0.0.1:0", "--gc-headroom", "-1")
+	if code != 2 || !strings.Contains(errs, "--gc-headroom -1 is negative") {
+		t.Errorf("serve --gc-headroom -1 = %d %q, want a usage error (2) naming the flag", code, errs)
+	}
+}
