@@ -1,9 +1,15 @@
 package sqlite
 
 import (
+	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/store"
 )
 
 // FuzzAppendWords checks that appendWords writes what encoding/json
@@ -48,5 +54,65 @@ func TestAuditChunks(t *testing.T) {
 		if n >= auditChunk && sizes[0] != auditChunkLog {
 			t.Errorf("auditChunks(%d) = %v, want whole chunks first", n, sizes)
 		}
+	}
+}
+
+// TestAuditCommitsUnsynced checks that audit entries commit at
+// synchronous=NORMAL and that every other write, before and after, is at
+// FULL: the one write connection is never left relaxed, whether the audit
+// write succeeds or fails.
+func TestAuditCommitsUnsynced(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	level := func(q interface {
+		QueryRowContext(context.Context, string, ...any) *sql.Row
+	}) int {
+		t.Helper()
+		var n int
+		if err := q.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if got := level(s.w); got != 2 {
+		t.Fatalf("the write connection's synchronous is %d, want 2 (FULL)", got)
+	}
+	var inside int
+	err := s.writeUnsynced(ctx, "test", func(tx *sql.Tx) ([]store.Change, error) {
+		inside = level(tx)
+		return nil, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inside != 1 {
+		t.Errorf("synchronous inside writeUnsynced is %d, want 1 (NORMAL)", inside)
+	}
+	if got := level(s.w); got != 2 {
+		t.Errorf("after writeUnsynced, synchronous is %d, want 2 (FULL)", got)
+	}
+
+	e := store.AuditEntry{Box: "b", At: time.Now(), Method: "POST", Route: "/x", Capability: "inference", Status: 200}
+	if err := s.AddAudit(ctx, []store.AuditEntry{e, e}); err != nil {
+		t.Fatal(err)
+	}
+	failed := errors.New("failed inside")
+	if err := s.writeUnsynced(ctx, "test", func(*sql.Tx) ([]store.Change, error) { return nil, failed }); !errors.Is(err, failed) {
+		t.Errorf("writeUnsynced with a failing fn = %v, want %v", err, failed)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := s.AddAudit(cctx, []store.AuditEntry{e}); err == nil {
+		t.Error("AddAudit with a canceled context succeeded")
+	}
+	if got := level(s.w); got != 2 {
+		t.Errorf("after the audit writes, synchronous is %d, want 2 (FULL)", got)
+	}
+	list, err := s.ListAudit(ctx, store.AuditQuery{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 {
+		t.Errorf("%d audit entries stored, want 2", len(list))
 	}
 }

@@ -209,13 +209,16 @@ func (s *Store) RevokeGrant(ctx context.Context, id string, at time.Time) error 
 	})
 }
 
+// changesSince is ChangesSince's query, prepared when the store opens.
+const changesSince = "SELECT seq, kind, key FROM changes WHERE seq > ? ORDER BY seq LIMIT ?"
+
 // ChangesSince returns up to limit changes with Seq > after, in Seq order.
 // limit must be positive.
 func (s *Store) ChangesSince(ctx context.Context, after int64, limit int) ([]store.Change, error) {
 	if limit <= 0 {
 		return nil, fmt.Errorf("changes since %d: limit %d is not positive", after, limit)
 	}
-	rows, err := s.r.QueryContext(ctx, "SELECT seq, kind, key FROM changes WHERE seq > ? ORDER BY seq LIMIT ?", after, limit)
+	rows, err := s.changes.QueryContext(ctx, after, limit)
 	if err != nil {
 		return nil, translate("changes", err)
 	}

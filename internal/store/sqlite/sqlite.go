@@ -15,6 +15,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"net/url"
@@ -43,6 +44,9 @@ type Store struct {
 	now func() time.Time
 	// audit holds w's prepared statements that write the audit log.
 	audit auditStmts
+	// changes reads the changes log, which every replica's cache polls
+	// many times a second: prepared once, on r.
+	changes *sql.Stmt
 }
 
 var _ store.Store = (*Store)(nil)
@@ -87,6 +91,10 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("open sqlite store: %w", err)
 	}
 	s.r = r
+	if s.changes, err = r.Prepare(changesSince); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
+	}
 	return s, nil
 }
 
@@ -111,14 +119,52 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Close closes the database. The Store must not be used afterwards.
 func (s *Store) Close() error {
-	return errors.Join(s.r.Close(), s.w.Close())
+	var err error
+	if s.changes != nil {
+		err = s.changes.Close()
+	}
+	return errors.Join(err, s.r.Close(), s.w.Close())
 }
 
 // write runs fn in one IMMEDIATE transaction, appends the changes fn
 // returns to the changes log in that same transaction, and commits. Errors
 // are translated to the store's sentinels, prefixed with op.
 func (s *Store) write(ctx context.Context, op string, fn func(tx *sql.Tx) ([]store.Change, error)) error {
-	tx, err := s.w.BeginTx(ctx, nil)
+	return s.writeOn(ctx, op, s.w, fn)
+}
+
+// writeUnsynced is write for what may be lost in a power cut, the audit
+// log: its commit does not wait for the disk (synchronous=NORMAL, which
+// in WAL mode still never corrupts the file, and loses nothing when only
+// the process dies). Every other write commits at synchronous=FULL, the
+// default, and its fsync covers everything written before it. The one
+// write connection is held from the first pragma to the last, so no
+// other write commits relaxed.
+func (s *Store) writeUnsynced(ctx context.Context, op string, fn func(tx *sql.Tx) ([]store.Change, error)) error {
+	c, err := s.w.Conn(ctx)
+	if err != nil {
+		return translate(op, err)
+	}
+	defer c.Close()
+	if _, err := c.ExecContext(ctx, "PRAGMA synchronous = NORMAL"); err != nil {
+		return translate(op, err)
+	}
+	werr := s.writeOn(ctx, op, c, fn)
+	if _, err := c.ExecContext(context.WithoutCancel(ctx), "PRAGMA synchronous = FULL"); err != nil {
+		// A connection left relaxed is never used again.
+		_ = c.Raw(func(any) error { return driver.ErrBadConn })
+		return errors.Join(werr, translate(op, err))
+	}
+	return werr
+}
+
+// beginner is a *sql.DB or a *sql.Conn.
+type beginner interface {
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
+}
+
+func (s *Store) writeOn(ctx context.Context, op string, db beginner, fn func(tx *sql.Tx) ([]store.Change, error)) error {
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return translate(op, err)
 	}
