@@ -267,61 +267,93 @@ func (p procs) cpuIf() float64 {
 	return p.cpu()
 }
 
-// latency drives c on p open-loop at c.rate for d: each request is due at
-// its scheduled time and its latency counts from then, so a slow answer
-// cannot hide the requests that queued behind it.
-func latency(ctx context.Context, p *path, c *benchCase, d time.Duration, events int, r *result) {
-	workers := 64
-	hc, tr := client(workers)
-	defer tr.CloseIdleConnections()
-	n := int(c.rate * d.Seconds())
-	due := make(chan time.Time, n)
-	var mu sync.Mutex
-	totals := make([]time.Duration, 0, n)
-	ttfes := make([]time.Duration, 0, n)
-	var bad atomic.Int64
-	var wg sync.WaitGroup
-	for i := 0; i < workers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for at := range due {
-				if wait := time.Until(at); wait > 0 {
-					time.Sleep(wait)
-				}
-				s := once(ctx, hc, p, c, events)
-				if s.err != nil {
-					bad.Add(1)
-					mu.Lock()
-					if r.firstErr == "" {
-						r.firstErr = s.err.Error()
-					}
-					mu.Unlock()
-					continue
-				}
-				late := time.Since(at) - s.total // queueing behind earlier requests
-				if late < 0 {
-					late = 0
-				}
-				mu.Lock()
-				totals = append(totals, s.total+late)
-				if c.sse {
-					ttfes = append(ttfes, s.ttfe+late)
-				}
-				mu.Unlock()
-			}
-		}()
+// latencyTurn is how long each path drives its open-loop schedule before
+// the next path takes its turn, in the latency phase.
+const latencyTurn = 500 * time.Millisecond
+
+// latency drives c on every path open-loop at c.rate, for d on each: each
+// request is due at its scheduled time, and one that found every worker
+// busy then counts its latency from then, so a slow answer cannot hide
+// the requests that queued behind it. The paths take turns of
+// latencyTurn, one at a time, so that each sees the same machine: on a
+// shared VM the latency of one path moves by hundreds of microseconds
+// between phases seconds apart, which would otherwise land on whichever
+// path ran then. Each turn begins with one request that is not counted,
+// which finds the path's processes idle since its last turn. rs[i] gets
+// paths[i]'s figures.
+func latency(ctx context.Context, paths []*path, c *benchCase, d time.Duration, events int, rs []*result) {
+	const workers = 64
+	type acc struct {
+		hc     *http.Client
+		totals []time.Duration
+		ttfes  []time.Duration
+		bad    int64
 	}
-	start := time.Now().Add(10 * time.Millisecond)
+	accs := make([]*acc, len(paths))
+	for i := range paths {
+		hc, tr := client(workers)
+		defer tr.CloseIdleConnections()
+		accs[i] = &acc{hc: hc}
+	}
+	turns := max(1, int(d/latencyTurn))
+	perTurn := max(1, int(c.rate*d.Seconds())/turns)
 	step := time.Duration(float64(time.Second) / c.rate)
-	for i := 0; i < n && ctx.Err() == nil; i++ {
-		due <- start.Add(time.Duration(i) * step)
+	for turn := 0; turn < turns && ctx.Err() == nil; turn++ {
+		for i, p := range paths {
+			a, r := accs[i], rs[i]
+			once(ctx, a.hc, p, c, events) // not counted: see above
+			due := make(chan time.Time, perTurn)
+			var mu sync.Mutex
+			var wg sync.WaitGroup
+			for range workers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for at := range due {
+						// A request that waited for a free worker counts
+						// from when it was due, so that a slow answer cannot
+						// hide those queued behind it; one whose worker was
+						// free counts from when it was sent, since the
+						// worker's sleep until then oversleeps by up to a
+						// millisecond (Go's timers wake from epoll in whole
+						// milliseconds), which is the load generator's, not
+						// the path's.
+						late := time.Since(at)
+						if late < 0 {
+							late = 0
+							time.Sleep(time.Until(at))
+						}
+						s := once(ctx, a.hc, p, c, events)
+						mu.Lock()
+						if s.err != nil {
+							a.bad++
+							if r.firstErr == "" {
+								r.firstErr = s.err.Error()
+							}
+							mu.Unlock()
+							continue
+						}
+						a.totals = append(a.totals, s.total+late)
+						if c.sse {
+							a.ttfes = append(a.ttfes, s.ttfe+late)
+						}
+						mu.Unlock()
+					}
+				}()
+			}
+			start := time.Now().Add(2 * time.Millisecond)
+			for k := 0; k < perTurn && ctx.Err() == nil; k++ {
+				due <- start.Add(time.Duration(k) * step)
+			}
+			close(due)
+			wg.Wait()
+		}
 	}
-	close(due)
-	wg.Wait()
-	r.latErrors = bad.Load()
-	r.p50, r.p99 = quantiles(totals)
-	r.ttfe50, r.ttfe99 = quantiles(ttfes)
+	for i, a := range accs {
+		rs[i].latErrors = a.bad
+		rs[i].p50, rs[i].p99 = quantiles(a.totals)
+		rs[i].ttfe50, rs[i].ttfe99 = quantiles(a.ttfes)
+	}
 }
 
 // quantiles returns the 50th and 99th percentiles.

@@ -224,18 +224,21 @@ func run(ctx context.Context, o *options) error {
 		rounds := make([][]result, len(paths))
 		for round := 0; round < o.rounds; round++ {
 			fmt.Printf("%s, round %d of %d ...\n", c.name, round+1, o.rounds)
+			rs := make([]*result, len(paths))
 			for i, p := range paths {
-				r := result{path: p.name, cas: c.name}
+				rs[i] = &result{path: p.name, cas: c.name}
 				warm := o.warm
 				if round > 0 {
 					warm = 0
 				}
-				throughput(ctx, p, c, o.duration, warm, o.events, &r)
-				latency(ctx, p, c, o.latency, o.events, &r)
+				throughput(ctx, p, c, o.duration, warm, o.events, rs[i])
+			}
+			latency(ctx, paths, c, o.latency, o.events, rs)
+			for i, p := range paths {
 				if p.proc.pid != 0 {
-					r.peakRSS = p.proc.peak()
+					rs[i].peakRSS = p.proc.peak()
 				}
-				rounds[i] = append(rounds[i], r)
+				rounds[i] = append(rounds[i], *rs[i])
 			}
 			if ctx.Err() != nil {
 				return ctx.Err()
