@@ -35,7 +35,7 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	fs.Int64Var(&cfg.ReserveMaxTokens, "reserve-max-tokens", envInt(c, "BOXBROKER_RESERVE_MAX_TOKENS", 64000), "output tokens reserved against a budget for a Messages call whose body is too large to read (BOXBROKER_RESERVE_MAX_TOKENS)")
 	fs.StringVar(&cfg.TLSCert, "tls-cert", c.getenv("BOXBROKER_TLS_CERT"), "PEM certificate to serve TLS with (BOXBROKER_TLS_CERT)")
 	fs.StringVar(&cfg.TLSKey, "tls-key", c.getenv("BOXBROKER_TLS_KEY"), "PEM private key for --tls-cert (BOXBROKER_TLS_KEY)")
-	gcHeadroom := fs.Int64("gc-headroom", envInt(c, "BOXBROKER_GC_HEADROOM", 32<<20), "bytes of new allocation the garbage collector waits for at least, however small the live heap; 0 leaves it to GOGC alone, as does setting GOGC (BOXBROKER_GC_HEADROOM)")
+	gcHeadroom := fs.Int64("gc-headroom", envInt(c, "BOXBROKER_GC_HEADROOM", gctune.DefaultHeadroom), "bytes of new allocation the garbage collector waits for at least, however small the live heap; 0 leaves it to GOGC alone, as does setting GOGC (BOXBROKER_GC_HEADROOM)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}

@@ -23,6 +23,11 @@ import (
 	"sync/atomic"
 )
 
+// DefaultHeadroom is serve's --gc-headroom: at a few KB a call, a
+// collection every several thousand small calls rather than every few
+// hundred, for about that much more memory.
+const DefaultHeadroom = 32 << 20
+
 // running is set while a Tuner runs.
 var running atomic.Bool
 
