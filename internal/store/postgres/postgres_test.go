@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/store/postgres/postgrestest"
 	"github.com/intentius/boxbroker/internal/store/storetest"
@@ -233,5 +235,59 @@ func TestListenUnreachableIsUnavailable(t *testing.T) {
 	s.conn.Fallbacks = nil
 	if err := s.Listen(t.Context(), func() {}); !errors.Is(err, store.ErrUnavailable) {
 		t.Errorf("Listen() with the server unreachable = %v, want ErrUnavailable", err)
+	}
+}
+
+// TestAuditCommitsUnsynced checks that the audit log's transaction runs
+// with synchronous_commit off and that the setting ends with it: the
+// pool's connections keep the server's own.
+func TestAuditCommitsUnsynced(t *testing.T) {
+	postgrestest.DSN(t)
+	s := open(t, freshSchema(t))
+	ctx := t.Context()
+	show := func(q interface {
+		QueryRow(context.Context, string, ...any) pgx.Row
+	}) string {
+		t.Helper()
+		var v string
+		if err := q.QueryRow(ctx, "SHOW synchronous_commit").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	base := show(s.pool) // the test cluster runs with it off; production's default is on
+	var inside string
+	err := s.write(ctx, "test", func(tx pgx.Tx) ([]store.Change, error) {
+		if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit TO on"); err != nil {
+			return nil, err
+		}
+		if err := unsynced(ctx, tx); err != nil {
+			return nil, err
+		}
+		inside = show(tx)
+		return nil, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inside != "off" {
+		t.Errorf("synchronous_commit inside the audit's transaction is %q, want off", inside)
+	}
+	e := store.AuditEntry{Box: "b", At: time.Now(), Method: "POST", Route: "/x", Capability: "inference", Status: 200}
+	if err := s.AddAudit(ctx, []store.AuditEntry{e, e}); err != nil {
+		t.Fatal(err)
+	}
+	// The pool's connections, each asked once.
+	for range 4 {
+		if got := show(s.pool); got != base {
+			t.Errorf("after the audit writes, synchronous_commit is %q, want the server's %q", got, base)
+		}
+	}
+	list, err := s.ListAudit(ctx, store.AuditQuery{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 {
+		t.Errorf("%d audit entries stored, want 2", len(list))
 	}
 }
