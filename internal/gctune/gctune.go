@@ -7,11 +7,10 @@
 // for every call, so with the default a cycle begins every few hundred
 // calls and the collector takes a tenth or more of the broker's CPU. A
 // Tuner raises the percentage after each cycle so that the next one waits
-// for at least Headroom bytes of new allocation, and lowers it back as the
+// for at least a headroom of new allocation, and lowers it back as the
 // live heap grows: with many streams held open (a large live heap) the
 // percentage is the base one and the heap goal what it would be anyway, so
-// memory a stream costs is unchanged; only the first Headroom bytes are a
-// fixed cost. It is the "memory ballast" some Go servers keep, without the
+// memory a stream costs is unchanged; only the headroom is a fixed cost. It is the "memory ballast" some Go servers keep, without the
 // ballast.
 package gctune
 
@@ -27,6 +26,11 @@ import (
 // collection every several thousand small calls rather than every few
 // hundred, for about that much more memory.
 const DefaultHeadroom = 32 << 20
+
+// maxHeadroom bounds the headroom (and the live heap) Percent computes
+// with, so that its products cannot overflow and the percentage fits the
+// runtime's 32 bits.
+const maxHeadroom = 1 << 40
 
 // running is set while a Tuner runs.
 var running atomic.Bool
@@ -140,6 +144,8 @@ func (t *Tuner) adjust() bool {
 // also bounded so that the runtime's minimum heap goal, which grows with
 // the percentage, stays within live + headroom.
 func Percent(base int, headroom, live uint64) int {
+	headroom = min(headroom, maxHeadroom)
+	live = min(live, maxHeadroom)
 	limit := (live + headroom) * 100 / minHeap
 	p := limit
 	if live > 0 {

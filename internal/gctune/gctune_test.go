@@ -24,12 +24,13 @@ func TestPercent(t *testing.T) {
 		{100, 32 * mib, 16 * mib, 200},     // goal 48 MiB
 		{100, 1 * mib, 100 * mib, 100},     //
 		{100, 64 * mib, 1 * mib / 2, 1612}, // bounded by the minimum heap
+		{100, 1 << 62, 4 * mib, 26214400},  // an absurd headroom is bounded: 1 TiB
 	} {
 		got := Percent(c.base, c.headroom, c.live)
 		if got != c.want {
 			t.Errorf("Percent(%d, %d MiB, %d B) = %d, want %d", c.base, c.headroom/mib, c.live, got, c.want)
 		}
-		if got > c.base {
+		if got > c.base && c.headroom <= maxHeadroom {
 			// The goal the runtime will use keeps to live + headroom.
 			goal := max(c.live*uint64(100+got)/100, uint64(minHeap)*uint64(got)/100)
 			if goal > c.live+c.headroom+c.headroom/50 {
