@@ -102,10 +102,11 @@ func (t *Tuner) Stop() {
 }
 
 // sentinel is garbage from the moment it is made: its finalizer runs
-// after the next collection, adjusts, and sets itself again.
+// after the next collection, adjusts, and sets itself again. (It holds a
+// pointer, so it is never one of the runtime's tiny allocations, which
+// share a block and can outlive a cycle.)
 type sentinel struct {
 	t *Tuner
-	_ [16]byte // not a tiny allocation, which could share a block and outlive a cycle
 }
 
 func (t *Tuner) arm() {
