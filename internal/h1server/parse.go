@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/textproto"
 	"net/url"
+	"strings"
 
 	"github.com/intentius/boxbroker/internal/httptoken"
 )
@@ -206,19 +207,9 @@ var commonKeys = func() map[string]string {
 		"X-Stainless-Runtime", "X-Stainless-Runtime-Version", "X-Stainless-Timeout", "X-App", "Http2-Settings",
 	} {
 		m[k] = k
-		m[toLower(k)] = k
+		m[strings.ToLower(k)] = k
 	}
 	return m
 }()
 
 func commonKey(b []byte) string { return commonKeys[string(b)] }
-
-func toLower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
-}

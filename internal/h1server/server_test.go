@@ -33,8 +33,8 @@ func start(t *testing.T, h http.Handler) (string, *Server) {
 	return ln.Addr().String(), s
 }
 
-// exchange writes raw on a new connection and reads n answers.
-func exchange(t *testing.T, addr, raw string, methods ...string) ([]*http.Response, []string, net.Conn) {
+// send writes raw on a new connection to addr, closed at cleanup.
+func send(t *testing.T, addr, raw string) net.Conn {
 	t.Helper()
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -45,6 +45,13 @@ func exchange(t *testing.T, addr, raw string, methods ...string) ([]*http.Respon
 	if _, err := io.WriteString(c, raw); err != nil {
 		t.Fatal(err)
 	}
+	return c
+}
+
+// exchange writes raw on a new connection and reads n answers.
+func exchange(t *testing.T, addr, raw string, methods ...string) ([]*http.Response, []string, net.Conn) {
+	t.Helper()
+	c := send(t, addr, raw)
 	br := bufio.NewReader(c)
 	var out []*http.Response
 	var bodies []string
@@ -149,12 +156,7 @@ func TestTrailersAndInformational(t *testing.T) {
 		w.Header().Set("X-Declared", "d")
 		w.Header().Set(http.TrailerPrefix+"X-Undeclared", "u")
 	}))
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	c := send(t, addr, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
 	br := bufio.NewReader(c)
 	early, err := http.ReadResponse(br, nil)
 	if err != nil || early.StatusCode != 103 || early.Header.Get("Link") == "" {
@@ -266,11 +268,7 @@ func TestBoxGoneCancels(t *testing.T) {
 		"GET / HTTP/1.1\r\nHost: a\r\n\r\n",
 		"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabc",
 	} {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.WriteString(c, raw)
+		c := send(t, addr, raw)
 		time.Sleep(50 * time.Millisecond)
 		c.Close()
 		if err := <-canceled; err != nil {
@@ -289,11 +287,7 @@ func TestPanics(t *testing.T) {
 		panic("boom")
 	}))
 	for _, path := range []string{"/abort", "/boom"} {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: a\r\n\r\n")
+		c := send(t, addr, "GET "+path+" HTTP/1.1\r\nHost: a\r\n\r\n")
 		c.SetReadDeadline(time.Now().Add(5 * time.Second))
 		b, err := io.ReadAll(c)
 		c.Close()
@@ -321,12 +315,7 @@ func TestShutdown(t *testing.T) {
 	}))
 	// An idle connection, and one with a request under way.
 	_, _, idle := exchange(t, addr, "GET / HTTP/1.1\r\nHost: a\r\n\r\n", "GET")
-	busy, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer busy.Close()
-	io.WriteString(busy, "GET /slow HTTP/1.1\r\nHost: a\r\n\r\n")
+	busy := send(t, addr, "GET /slow HTTP/1.1\r\nHost: a\r\n\r\n")
 	<-entered
 	shut := make(chan error, 1)
 	go func() { shut <- s.Shutdown(context.Background()) }()
@@ -456,12 +445,7 @@ func TestIdleHoldsNoBuffer(t *testing.T) {
 		exchange(t, addr, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nhiGET / HTTP/1.1\r\nHost: a\r\n\r\n", "POST", "GET")
 	}
 	settled("20 idle keep-alive connections")
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	io.WriteString(c, "POST /wait HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nhi")
+	c := send(t, addr, "POST /wait HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nhi")
 	<-waiting
 	settled("a handler waiting")
 	close(release)
