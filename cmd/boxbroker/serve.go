@@ -62,9 +62,7 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	defer srv.Close()
-	if c.getenv("GOGC") == "" {
-		defer gctune.Start(uint64(*gcHeadroom)).Stop()
-	}
+	defer gctune.Start(uint64(*gcHeadroom)).Stop()
 	ln, err := net.Listen("tcp", srv.Config.Listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)

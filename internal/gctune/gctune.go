@@ -15,6 +15,7 @@
 package gctune
 
 import (
+	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -55,11 +56,11 @@ type Tuner struct {
 
 // Start begins tuning so that each collection waits for at least headroom
 // bytes of new allocation, never setting less than the percentage the
-// process had (GOGC, 100 by default). It returns nil, and tunes nothing,
-// when headroom is 0, the collector is off (GOGC=off), or another Tuner
-// runs.
+// process had (100 by default). It returns nil, and tunes nothing, when
+// headroom is 0, GOGC is set in the environment (its operator has chosen),
+// the collector is off, or another Tuner runs.
 func Start(headroom uint64) *Tuner {
-	if headroom == 0 || !running.CompareAndSwap(false, true) {
+	if headroom == 0 || os.Getenv("GOGC") != "" || !running.CompareAndSwap(false, true) {
 		return nil
 	}
 	base := debug.SetGCPercent(100)

@@ -47,6 +47,11 @@ func TestPercent(t *testing.T) {
 func TestTuner_FollowsTheLiveHeap(t *testing.T) {
 	base := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(base)
+	t.Setenv("GOGC", "200")
+	if Start(64<<20) != nil {
+		t.Error("Start with GOGC set tunes; want nil")
+	}
+	t.Setenv("GOGC", "")
 
 	tu := Start(64 << 20)
 	if tu == nil {

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"fmt"
 	"net"
-	"os"
 	"strconv"
 	"syscall"
 	"testing"
@@ -29,9 +28,7 @@ func BenchmarkServe_SmallCall(b *testing.B) {
 	req := []byte("POST " + protocol.PrefixAnthropic + "/v1/messages HTTP/1.1\r\nHost: broker\r\nX-Api-Key: " + token +
 		"\r\nAnthropic-Version: 2023-06-01\r\nContent-Type: application/json\r\nContent-Length: " +
 		strconv.Itoa(len(body)) + "\r\n\r\n" + body)
-	if os.Getenv("GOGC") == "" {
-		defer gctune.Start(gctune.DefaultHeadroom).Stop()
-	}
+	defer gctune.Start(gctune.DefaultHeadroom).Stop()
 	b.SetParallelism(8)
 	b.ReportAllocs()
 	b.ResetTimer()
