@@ -44,10 +44,11 @@ type options struct {
 	parallelOpen            int
 	boxbroker               string
 	noNginx                 bool
+	floor                   bool
 	cases                   string
 	brokerLog               string
 	upstreamIP, brokerIP    string
-	nginxIP                 string
+	nginxIP, floorIP        string
 	quick                   bool
 	keep                    bool
 
@@ -59,9 +60,14 @@ type options struct {
 }
 
 func main() {
-	if len(os.Args) > 2 && os.Args[1] == "-role" && os.Args[2] == "upstream" {
-		if err := runUpstream(os.Args[3:]); err != nil {
-			fmt.Fprintln(os.Stderr, "upstream:", err)
+	if len(os.Args) > 2 && os.Args[1] == "-role" {
+		run := map[string]func([]string) error{"upstream": runUpstream, "floor": runFloor}[os.Args[2]]
+		if run == nil {
+			fmt.Fprintln(os.Stderr, "bench: no role", os.Args[2])
+			os.Exit(2)
+		}
+		if err := run(os.Args[3:]); err != nil {
+			fmt.Fprintln(os.Stderr, os.Args[2]+":", err)
 			os.Exit(1)
 		}
 		return
@@ -78,6 +84,8 @@ func main() {
 	flag.IntVar(&o.parallelOpen, "open-parallel", 100, "idle streams being opened at once")
 	flag.StringVar(&o.boxbroker, "boxbroker", "", "a boxbroker binary (default: go build ./cmd/boxbroker)")
 	flag.BoolVar(&o.noNginx, "no-nginx", false, "skip nginx")
+	flag.BoolVar(&o.floor, "floor", false, "add the floor path: boxbroker's own HTTP server and transport with only nginx's work (the key checked, the credential injected)")
+	flag.StringVar(&o.floorIP, "floor-ip", "127.0.0.5", "loopback address of the floor path")
 	flag.StringVar(&o.cases, "cases", "small,sse,1mb,403,egress,decide", "cases to run, in order (none for only the idle streams)")
 	flag.StringVar(&o.brokerLog, "broker-log", "info", "boxbroker's log level (its log goes to a file, as nginx's access log does)")
 	flag.StringVar(&o.upstreamIP, "upstream-ip", "127.0.0.2", "loopback address of the stand-in upstream")
@@ -164,6 +172,15 @@ func run(ctx context.Context, o *options) error {
 		}
 	}
 	paths = append(paths, bpath)
+	if o.floor {
+		fl, fp, err := startFloor(ctx, o.floorIP, plain, o)
+		if err != nil {
+			return err
+		}
+		children = append(children, fl)
+		fp.name = "floor"
+		paths = append(paths, fp)
+	}
 	if npath.note != "" {
 		fmt.Println("nginx:", npath.note)
 	}
@@ -174,6 +191,9 @@ func run(ctx context.Context, o *options) error {
 	counts := parseCounts(o.streams)
 	small := &benchCase{name: "warm", body: smallBody(), conc: 4}
 	for _, p := range paths[1:] {
+		if p.name == "floor" {
+			continue // a measure of per-call work; its streams would be nginx's shape
+		}
 		var r result
 		throughput(ctx, p, small, 500*time.Millisecond, 200*time.Millisecond, o.events, &r)
 		base := p.proc.rss()

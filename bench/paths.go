@@ -194,6 +194,42 @@ func startBroker(ctx context.Context, bin, dataDir, ip, upstream string, o *opti
 	}, nil
 }
 
+// startFloor runs the floor path (see runFloor) on ip:0, in front of
+// the stand-in at upstream, allowing the bench box's token and the idle
+// boxes'.
+func startFloor(ctx context.Context, ip, upstream string, o *options) (*child, *path, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd := exec.CommandContext(ctx, self, "-role", "floor", "-listen", ip+":0", "-upstream", upstream)
+	keys := append([]string{o.credential, o.egressSecret, o.token}, o.idleTokens...)
+	cmd.Stdin = strings.NewReader(strings.Join(keys, "\n") + "\n")
+	cmd.Stderr = os.Stderr
+	dieWithUs(cmd)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, err
+	}
+	c := &child{name: "floor", cmd: cmd}
+	var addr string
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if _, serr := fmt.Sscanf(line, "LISTEN %s", &addr); err != nil || serr != nil {
+		c.stop()
+		return nil, nil, fmt.Errorf("floor did not start: %q %v", line, err)
+	}
+	url := "http://" + addr
+	return c, &path{
+		base: url + "/llm/anthropic", key: o.token, refusedKey: o.refusedToken,
+		egressURL: url + "/egress/GITHUB/repos/octocat/hello-world", egressKey: o.token,
+		idleKeys: o.idleTokens,
+		proc:     procs{pid: cmd.Process.Pid},
+	}, nil
+}
+
 // idleBoxes is how many boxes the idle streams come from.
 const idleBoxes = 50
 

@@ -88,6 +88,7 @@ func printResults(w io.Writer, results []result, held []streamsResult, nginxNote
 	if nginxNote != "" {
 		fmt.Fprintln(w, "nginx:", nginxNote)
 	}
+	printFloor(w, order, byCase)
 
 	fmt.Fprintln(w, "\nidle SSE streams held open (a ping every", o.ping.String()+", held", o.hold.String()+"):")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -129,6 +130,41 @@ func printResults(w io.Writer, results []result, held []streamsResult, nginxNote
 				h.perStream() < targetStreamBytes && h.dropped == 0)
 		}
 	}
+}
+
+// printFloor compares the floor path, where it ran, with the others: how
+// much of the distance to nginx is the Go stack's, and how much
+// boxbroker's features'.
+func printFloor(w io.Writer, order []string, byCase map[string]map[string]result) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	header := false
+	for _, c := range order {
+		fl, ok := byCase[c]["floor"]
+		if !ok {
+			continue
+		}
+		if !header {
+			header = true
+			fmt.Fprintln(w, "\nthe floor (boxbroker's HTTP server, transport and collector tuning; only nginx's work) against the others:")
+			fmt.Fprintln(tw, "case\tfloor/direct req/s\tfloor/nginx req/s\tbb/floor req/s\tfloor added p50\tfloor added p99\tCPU s/10k floor\tbb\tnginx\t")
+		}
+		d, bb, ng := byCase[c]["direct"], byCase[c]["boxbroker"], byCase[c]["nginx"]
+		ratio := func(a, b float64) string {
+			if b <= 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.2f", a/b)
+		}
+		cpu := func(r result) string {
+			if r.cpu10k < 0 || r.requests == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.2f", r.cpu10k)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", c, ratio(fl.rps, d.rps), ratio(fl.rps, ng.rps), ratio(bb.rps, fl.rps),
+			signedUS(fl.p50-d.p50), signedUS(fl.p99-d.p99), cpu(fl), cpu(bb), cpu(ng))
+	}
+	tw.Flush()
 }
 
 // medianOf merges a path's rounds of one case: the median of each rate
