@@ -4,14 +4,21 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/gctune"
+	"github.com/intentius/boxbroker/internal/h1server"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/proxy"
 )
 
 // BenchmarkServe_SmallCall is a small Messages call through the whole
@@ -24,6 +31,47 @@ import (
 func BenchmarkServe_SmallCall(b *testing.B) {
 	plain, _, _ := standInUpstream(b)
 	addr, token := startBroker(b, plain, nil)
+	smallCalls(b, addr, token)
+}
+
+// BenchmarkServe_SmallCallFloor is BenchmarkServe_SmallCall through the
+// least a proxy built from boxbroker's parts does: h1server, the
+// Forwarder and the fast transport, the box's key looked up and the
+// credential injected, nothing else (bench's floor path, in process).
+// What BenchmarkServe_SmallCall costs above it is the broker's features.
+func BenchmarkServe_SmallCallFloor(b *testing.B) {
+	plain, _, _ := standInUpstream(b)
+	up, err := url.Parse(plain)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const token, credential = "bb_floor-token", "sk-ant-api03-floor"
+	allowed := map[string]bool{token: true}
+	fwd := proxy.New(func(pr *httputil.ProxyRequest) {
+		proxy.Target(pr.Out, up, strings.TrimPrefix(pr.In.URL.Path, protocol.PrefixAnthropic), pr.In.URL.RawQuery)
+		pr.Out.Header.Set("X-Api-Key", credential)
+	}, proxy.NewFastTransport(proxy.TransportOptions{}), proxy.ErrorHandler(slog.New(slog.DiscardHandler), "upstream"))
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !allowed[r.Header.Get("X-Api-Key")] {
+			protocol.WriteRefusal(w, http.StatusForbidden, protocol.TypePermission, "This box may not call inference.")
+			return
+		}
+		fwd.ServeHTTP(w, r)
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := h1server.New(&http.Server{Handler: h})
+	go func() { _ = srv.Serve(ln) }()
+	b.Cleanup(func() { _ = srv.Close() })
+	smallCalls(b, ln.Addr().String(), token)
+}
+
+// smallCalls is the benchmarks' load: raw keep-alive clients, eight a
+// processor, each sending a small Messages call with token and reading
+// its answer, b.N in all.
+func smallCalls(b *testing.B, addr, token string) {
 	body := `{"model":"claude-sonnet-4-5","max_tokens":64,"messages":[{"role":"user","content":"Say hello in five words."}]}`
 	req := []byte("POST " + protocol.PrefixAnthropic + "/v1/messages HTTP/1.1\r\nHost: broker\r\nX-Api-Key: " + token +
 		"\r\nAnthropic-Version: 2023-06-01\r\nContent-Type: application/json\r\nContent-Length: " +
