@@ -92,26 +92,43 @@ func startUpstream(ctx context.Context, dir string, o *options) (*child, string,
 		"-credential", o.credential, "-egress-secret", o.egressSecret, "-events", fmt.Sprint(o.events), "-ping", o.ping.String())
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
-	dieWithUs(cmd)
 	if err != nil {
 		return nil, "", "", err
 	}
 	_ = stdin // held open for the child's life; closed when we exit
-	out, err := cmd.StdoutPipe()
+	c, line, err := spawn(cmd, "upstream")
 	if err != nil {
 		return nil, "", "", err
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, "", "", err
-	}
-	c := &child{name: "upstream", cmd: cmd}
-	line, err := bufio.NewReader(out).ReadString('\n')
 	var plain, tlsAddr string
-	if _, serr := fmt.Sscanf(line, "LISTEN %s %s", &plain, &tlsAddr); err != nil || serr != nil {
+	if _, err := fmt.Sscanf(line, "LISTEN %s %s", &plain, &tlsAddr); err != nil {
 		c.stop()
 		return nil, "", "", fmt.Errorf("upstream did not start: %q %v", line, err)
 	}
 	return c, plain, tlsAddr, nil
+}
+
+// spawn starts cmd, ended with the harness however it ends, and returns
+// it as a child with the first line it prints (where it listens); the
+// rest of its output is read and dropped.
+func spawn(cmd *exec.Cmd, name string) (*child, string, error) {
+	dieWithUs(cmd)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, "", err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, "", err
+	}
+	c := &child{name: name, cmd: cmd}
+	br := bufio.NewReader(out)
+	line, err := br.ReadString('\n')
+	if err != nil {
+		c.stop()
+		return nil, "", fmt.Errorf("%s did not start: %q %v", name, line, err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, br) }()
+	return c, line, nil
 }
 
 // startBroker builds nothing: bin is a boxbroker binary. It enrols the
@@ -155,22 +172,15 @@ func startBroker(ctx context.Context, bin, dataDir, ip, upstream string, o *opti
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(base, env...)
 	cmd.Stderr = logf
-	dieWithUs(cmd)
-	out, err := cmd.StdoutPipe()
+	c, line, err := spawn(cmd, "boxbroker")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("%v (log: %s)", err, logf.Name())
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, nil, err
-	}
-	c := &child{name: "boxbroker", cmd: cmd}
-	line, err := bufio.NewReader(out).ReadString('\n')
 	i := strings.Index(line, "http://")
-	if err != nil || i < 0 {
+	if i < 0 {
 		c.stop()
-		return nil, nil, fmt.Errorf("boxbroker did not start: %q %v (log: %s)", line, err, logf.Name())
+		return nil, nil, fmt.Errorf("boxbroker did not start: %q (log: %s)", line, logf.Name())
 	}
-	go func() { _, _ = io.Copy(io.Discard, out) }()
 	url := strings.TrimSpace(line[i:])
 	type boxReport struct {
 		token string
@@ -206,18 +216,12 @@ func startFloor(ctx context.Context, ip, upstream string, o *options) (*child, *
 	keys := append([]string{o.credential, o.egressSecret, o.token}, o.idleTokens...)
 	cmd.Stdin = strings.NewReader(strings.Join(keys, "\n") + "\n")
 	cmd.Stderr = os.Stderr
-	dieWithUs(cmd)
-	out, err := cmd.StdoutPipe()
+	c, line, err := spawn(cmd, "floor")
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, nil, err
-	}
-	c := &child{name: "floor", cmd: cmd}
 	var addr string
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if _, serr := fmt.Sscanf(line, "LISTEN %s", &addr); err != nil || serr != nil {
+	if _, err := fmt.Sscanf(line, "LISTEN %s", &addr); err != nil {
 		c.stop()
 		return nil, nil, fmt.Errorf("floor did not start: %q %v", line, err)
 	}
