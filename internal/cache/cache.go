@@ -9,6 +9,11 @@
 // default) the cache stops answering from memory and every read goes to
 // the store, so a replica that cannot see the log fails closed rather than
 // serving old state.
+//
+// A cache nobody reads stops polling: after IdleAfter (5 s by default)
+// without a read, Run waits for the next one. Memory then goes stale as
+// it would if the polls failed, so the reads that find it asleep go to
+// the store, and the first of them wakes it.
 package cache
 
 import (
@@ -19,6 +24,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/protocol"
@@ -29,6 +35,7 @@ import (
 const (
 	DefaultPollEvery = 20 * time.Millisecond
 	DefaultMaxStale  = 100 * time.Millisecond
+	DefaultIdleAfter = 5 * time.Second
 	// maxMissing bounds the negative cache of unknown token hashes.
 	maxMissing = 10000
 )
@@ -40,6 +47,9 @@ type Options struct {
 	// MaxStale bounds how old what memory answers may be: memory answers
 	// only while the last successful poll began at most MaxStale ago.
 	MaxStale time.Duration
+	// IdleAfter is how long Run polls without a read before it stops
+	// polling until the next read; below zero, it never stops.
+	IdleAfter time.Duration
 	// Shared says that other processes (replicas) serve from the same
 	// store through caches of their own, with the same MaxStale; Settle
 	// then waits for them.
@@ -54,6 +64,12 @@ type Cache struct {
 	st  store.Store
 	opt Options
 	log *slog.Logger
+
+	// read is set by reads and cleared by Run's every tick, which so
+	// learns whether the cache is in use; asleep is set while Run waits
+	// for a read, which then sends on wakeUp.
+	read, asleep atomic.Bool
+	wakeUp       chan struct{}
 
 	mu       sync.RWMutex // guards everything below
 	gen      uint64       // bumped on every drop, so a load that raced a drop is not kept
@@ -79,13 +95,16 @@ func New(st store.Store, opt Options) *Cache {
 	if opt.MaxStale <= 0 {
 		opt.MaxStale = DefaultMaxStale
 	}
+	if opt.IdleAfter == 0 {
+		opt.IdleAfter = DefaultIdleAfter
+	}
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
 	}
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	c := &Cache{st: st, opt: opt, log: opt.Logger}
+	c := &Cache{st: st, opt: opt, log: opt.Logger, wakeUp: make(chan struct{}, 1)}
 	c.resetLocked()
 	return c
 }
@@ -132,12 +151,25 @@ func (c *Cache) Run(ctx context.Context) {
 	t := time.NewTicker(c.opt.PollEvery)
 	defer t.Stop()
 	failing := false
+	lastRead := c.opt.Now() // when a tick last saw that a read had come
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		case <-wake:
+		}
+		if c.opt.IdleAfter > 0 {
+			if now := c.opt.Now(); c.read.Swap(false) {
+				lastRead = now
+			} else if now.Sub(lastRead) >= c.opt.IdleAfter {
+				t.Stop()
+				if !c.sleep(ctx) {
+					return
+				}
+				lastRead = c.opt.Now()
+				t.Reset(c.opt.PollEvery)
+			}
 		}
 		if err := c.Poll(ctx); err != nil {
 			if !failing && ctx.Err() == nil {
@@ -148,6 +180,27 @@ func (c *Cache) Run(ctx context.Context) {
 			c.log.Info("cache: change log readable again")
 			failing = false
 		}
+	}
+}
+
+// sleep waits for a read (or for ctx to end, reporting false). A read
+// sets read before it looks at asleep, and sleep sets asleep before it
+// looks at read, so a read racing the decision to sleep is never missed.
+func (c *Cache) sleep(ctx context.Context) bool {
+	select {
+	case <-c.wakeUp: // from a read that came while Run was last awake
+	default:
+	}
+	c.asleep.Store(true)
+	defer c.asleep.Store(false)
+	if c.read.Load() {
+		return true
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-c.wakeUp:
+		return true
 	}
 }
 
@@ -289,8 +342,19 @@ func (c *Cache) dropLocked(kind, key string) {
 }
 
 // fresh reports whether memory may answer, and the generation to check
-// before keeping a load.
+// before keeping a load. It is how every read begins, and records the
+// read for Run (waking it if it sleeps): after the first read of a tick
+// this costs two atomic loads.
 func (c *Cache) fresh() (bool, uint64) {
+	if !c.read.Load() {
+		c.read.Store(true)
+	}
+	if c.asleep.Load() {
+		select {
+		case c.wakeUp <- struct{}{}:
+		default: // a wake-up is already pending
+		}
+	}
 	return !c.polledAt.IsZero() && c.opt.Now().Sub(c.polledAt) <= c.opt.MaxStale, c.gen
 }
 

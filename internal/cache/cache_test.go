@@ -253,3 +253,105 @@ func TestCache_SecretFollowsTheChangeLog(t *testing.T) {
 		t.Fatalf("Secret after box removed error = %v, want ErrNotFound", err)
 	}
 }
+
+// TestCache_SleepsUnread: a cache nobody reads stops polling; a token
+// revoked meanwhile (by another process, through the store) is refused
+// by the first read, which goes to the store and wakes the polling.
+func TestCache_SleepsUnread(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var polls atomic.Int64
+	st := &counting{Store: openSQLite(t), onChanges: func() { polls.Add(1) }}
+	if err := st.CreateBox(ctx, store.Box{Name: "alpha", TokenHash: "h1", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	const maxStale = 20 * time.Millisecond
+	c := cache.New(st, cache.Options{PollEvery: time.Millisecond, MaxStale: maxStale, IdleAfter: 30 * time.Millisecond})
+	done := make(chan struct{})
+	go func() { c.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	// Reads while it polls: answered from memory once a poll has begun.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		before := st.lookups.Load()
+		if _, err := c.BoxByTokenHash(ctx, "h1"); err != nil {
+			t.Fatalf("BoxByTokenHash(h1) = %v", err)
+		}
+		if st.lookups.Load() == before {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the cache never answered from memory")
+		}
+		time.Sleep(time.Millisecond)
+	}
+
+	// Unread, it stops polling: no poll over 100 ms, once it has slept.
+	asleep := func() bool {
+		n := polls.Load()
+		time.Sleep(100 * time.Millisecond)
+		return polls.Load() == n
+	}
+	for !asleep() {
+		if time.Now().After(deadline) {
+			t.Fatal("the cache kept polling with nobody reading it")
+		}
+	}
+
+	// The token rotated elsewhere: the read that finds the cache asleep
+	// and stale goes to the store, and wakes the polling.
+	if err := st.RotateToken(ctx, "alpha", "h2"); err != nil {
+		t.Fatal(err)
+	}
+	before := st.lookups.Load()
+	if _, err := c.BoxByTokenHash(ctx, "h1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("BoxByTokenHash(h1) after the rotation, the cache asleep = %v, want ErrNotFound", err)
+	}
+	if st.lookups.Load() == before {
+		t.Error("the read that found the cache asleep did not go to the store")
+	}
+	n := polls.Load()
+	for polls.Load() == n {
+		if time.Now().After(deadline) {
+			t.Fatal("a read did not wake the polling")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// Awake again, memory answers.
+	for {
+		before := st.lookups.Load()
+		if b, err := c.BoxByTokenHash(ctx, "h2"); err != nil || b.Name != "alpha" {
+			t.Fatalf("BoxByTokenHash(h2) = %q, %v, want alpha", b.Name, err)
+		}
+		if st.lookups.Load() == before {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the cache never answered from memory after waking")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestCache_IdleAfterNegativeNeverSleeps: with IdleAfter below zero the
+// cache polls whether or not it is read.
+func TestCache_IdleAfterNegativeNeverSleeps(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var polls atomic.Int64
+	st := &counting{Store: openSQLite(t), onChanges: func() { polls.Add(1) }}
+	c := cache.New(st, cache.Options{PollEvery: time.Millisecond, IdleAfter: -1})
+	done := make(chan struct{})
+	go func() { c.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	time.Sleep(50 * time.Millisecond) // past any idle bound a test would set
+	n := polls.Load()
+	deadline := time.Now().Add(30 * time.Second)
+	for polls.Load() < n+5 {
+		if time.Now().After(deadline) {
+			t.Fatal("a cache with IdleAfter below zero stopped polling unread")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
