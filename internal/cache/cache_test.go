@@ -165,19 +165,7 @@ func TestCache_NotifiedAtOnce(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	// Until Run has read the log, every lookup reads the store; then one
 	// keeps the box and the next is answered from memory.
-	for {
-		before := st.lookups.Load()
-		if _, err := c.BoxByTokenHash(ctx, "h1"); err != nil {
-			t.Fatalf("BoxByTokenHash(h1) = %v", err)
-		}
-		if st.lookups.Load() == before {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the cache never answered from memory")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	fromMemory(t, c, st, "h1", deadline)
 	if err := other.RotateToken(ctx, "alpha", "h2"); err != nil {
 		t.Fatal(err)
 	}
@@ -273,19 +261,7 @@ func TestCache_SleepsUnread(t *testing.T) {
 
 	// Reads while it polls: answered from memory once a poll has begun.
 	deadline := time.Now().Add(30 * time.Second)
-	for {
-		before := st.lookups.Load()
-		if _, err := c.BoxByTokenHash(ctx, "h1"); err != nil {
-			t.Fatalf("BoxByTokenHash(h1) = %v", err)
-		}
-		if st.lookups.Load() == before {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the cache never answered from memory")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	fromMemory(t, c, st, "h1", deadline)
 
 	// Unread, it stops polling: no poll over 100 ms, once it has slept.
 	asleep := func() bool {
@@ -319,16 +295,26 @@ func TestCache_SleepsUnread(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	// Awake again, memory answers.
+	if b := fromMemory(t, c, st, "h2", deadline); b.Name != "alpha" {
+		t.Fatalf("BoxByTokenHash(h2) = %q, want alpha", b.Name)
+	}
+}
+
+// fromMemory looks hash up until the cache answers without reading st,
+// and returns the box; it fails the test on an error or at deadline.
+func fromMemory(t *testing.T, c *cache.Cache, st *counting, hash string, deadline time.Time) store.Box {
+	t.Helper()
 	for {
 		before := st.lookups.Load()
-		if b, err := c.BoxByTokenHash(ctx, "h2"); err != nil || b.Name != "alpha" {
-			t.Fatalf("BoxByTokenHash(h2) = %q, %v, want alpha", b.Name, err)
+		b, err := c.BoxByTokenHash(t.Context(), hash)
+		if err != nil {
+			t.Fatalf("BoxByTokenHash(%s) = %v", hash, err)
 		}
 		if st.lookups.Load() == before {
-			break
+			return b
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the cache never answered from memory after waking")
+			t.Fatalf("the cache never answered BoxByTokenHash(%s) from memory", hash)
 		}
 		time.Sleep(time.Millisecond)
 	}
