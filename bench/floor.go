@@ -19,12 +19,12 @@ import (
 	"github.com/intentius/boxbroker/internal/proxy"
 )
 
-// runFloor is the "floor" path's process (-role floor): the least a Go
-// proxy built from boxbroker's own parts does — its HTTP/1.1 server
-// (h1server), its Forwarder and upstream transport, its collector tuning
-// — doing only what the nginx path does: the box's key compared with the
-// allowed ones, the credential (or the egress secret) injected. No
-// store, no rule, no audit, no log line, no metrics. What boxbroker costs
+// runFloor is the "floor" path's process (-role floor): a proxy built
+// from boxbroker's own parts — its HTTP/1.1 server (h1server), its
+// Forwarder and upstream transport, its collector tuning — doing only
+// what the nginx path does: the box's key looked up among the allowed
+// ones, the credential (or the egress secret) injected. No store, no
+// rule, no spend, no audit, no log line, no metrics. What boxbroker costs
 // above it is its features; what it costs above nginx is the language's
 // and the runtime's.
 //
@@ -54,7 +54,7 @@ func runFloor(args []string) error {
 		allow[t] = true
 	}
 	allowed := func(key string) bool { return allow[key] }
-	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
+	discard := slog.New(slog.DiscardHandler)
 	fwd := proxy.New(func(pr *httputil.ProxyRequest) {
 		in, out := pr.In, pr.Out
 		if p, ok := strings.CutPrefix(in.URL.Path, "/egress/GITHUB/"); ok {
