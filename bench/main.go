@@ -172,15 +172,6 @@ func run(ctx context.Context, o *options) error {
 		}
 	}
 	paths = append(paths, bpath)
-	if o.floor {
-		fl, fp, err := startFloor(ctx, o.floorIP, plain, o)
-		if err != nil {
-			return err
-		}
-		children = append(children, fl)
-		fp.name = "floor"
-		paths = append(paths, fp)
-	}
 	if npath.note != "" {
 		fmt.Println("nginx:", npath.note)
 	}
@@ -191,9 +182,6 @@ func run(ctx context.Context, o *options) error {
 	counts := parseCounts(o.streams)
 	small := &benchCase{name: "warm", body: smallBody(), conc: 4}
 	for _, p := range paths[1:] {
-		if p.name == "floor" {
-			continue // a measure of per-call work; its streams would be nginx's shape
-		}
 		var r result
 		throughput(ctx, p, small, 500*time.Millisecond, 200*time.Millisecond, o.events, &r)
 		base := p.proc.rss()
@@ -227,6 +215,18 @@ func run(ctx context.Context, o *options) error {
 		}
 	}
 	h2.stop()
+
+	// The floor measures per-call work, so it joins the cases only, not
+	// the idle streams.
+	if o.floor {
+		fl, fp, err := startFloor(ctx, o.floorIP, plain, o)
+		if err != nil {
+			return err
+		}
+		children = append(children, fl)
+		fp.name = "floor"
+		paths = append(paths, fp)
+	}
 
 	// Each case runs in rounds, the paths taking turns within a round, and
 	// each figure is the median over the rounds: load from outside the

@@ -25,6 +25,24 @@ func us(d time.Duration) string {
 	return fmt.Sprintf("%.0fµs", float64(d)/float64(time.Microsecond))
 }
 
+// ratio is a/b for the tables, "-" when there is no b (a path absent, or
+// that served nothing).
+func ratio(a, b float64) string {
+	if b <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", a/b)
+}
+
+// cpuText is r's CPU seconds per 10k requests, "-" when it was not
+// measured (the direct path, or a path absent from the case).
+func cpuText(r result) string {
+	if r.cpu10k < 0 || r.requests == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", r.cpu10k)
+}
+
 func signedUS(d time.Duration) string {
 	return fmt.Sprintf("%+.0fµs", float64(d)/float64(time.Microsecond))
 }
@@ -40,12 +58,8 @@ func printResults(w io.Writer, results []result, held []streamsResult, nginxNote
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "case\tpath\treq/s\tp50\tp99\tfirst event p50\tfirst event p99\tCPU s/10k req\tpeak RSS\terrors\t")
 	for _, r := range results {
-		cpu := "-"
-		if r.cpu10k >= 0 {
-			cpu = fmt.Sprintf("%.2f", r.cpu10k)
-		}
 		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", r.cas, r.path, r.rps, us(r.p50), us(r.p99),
-			us(r.ttfe50), us(r.ttfe99), cpu, mb(r.peakRSS), r.errors+r.latErrors)
+			us(r.ttfe50), us(r.ttfe99), cpuText(r), mb(r.peakRSS), r.errors+r.latErrors)
 	}
 	tw.Flush()
 	for _, r := range results {
@@ -69,20 +83,15 @@ func printResults(w io.Writer, results []result, held []streamsResult, nginxNote
 	for _, c := range order {
 		d, bb := byCase[c]["direct"], byCase[c]["boxbroker"]
 		ng, hasNginx := byCase[c]["nginx"]
-		vsNginx, ngP50, ngP99 := "-", "-", "-"
+		ngP50, ngP99 := "-", "-"
 		if hasNginx && ng.rps > 0 {
-			vsNginx = fmt.Sprintf("%.2f", bb.rps/ng.rps)
 			ngP50, ngP99 = signedUS(ng.p50-d.p50), signedUS(ng.p99-d.p99)
 		}
 		ttfe := "-"
 		if bb.ttfe50 > 0 {
 			ttfe = signedUS(bb.ttfe50 - d.ttfe50)
 		}
-		vsDirect := "-"
-		if d.rps > 0 {
-			vsDirect = fmt.Sprintf("%.2f", bb.rps/d.rps)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", c, vsDirect, vsNginx, signedUS(bb.p50-d.p50), signedUS(bb.p99-d.p99), ttfe, ngP50, ngP99)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", c, ratio(bb.rps, d.rps), ratio(bb.rps, ng.rps), signedUS(bb.p50-d.p50), signedUS(bb.p99-d.p99), ttfe, ngP50, ngP99)
 	}
 	tw.Flush()
 	if nginxNote != "" {
@@ -149,20 +158,8 @@ func printFloor(w io.Writer, order []string, byCase map[string]map[string]result
 			fmt.Fprintln(tw, "case\tfloor/direct req/s\tfloor/nginx req/s\tbb/floor req/s\tfloor added p50\tfloor added p99\tCPU s/10k floor\tbb\tnginx\t")
 		}
 		d, bb, ng := byCase[c]["direct"], byCase[c]["boxbroker"], byCase[c]["nginx"]
-		ratio := func(a, b float64) string {
-			if b <= 0 {
-				return "-"
-			}
-			return fmt.Sprintf("%.2f", a/b)
-		}
-		cpu := func(r result) string {
-			if r.cpu10k < 0 || r.requests == 0 {
-				return "-"
-			}
-			return fmt.Sprintf("%.2f", r.cpu10k)
-		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", c, ratio(fl.rps, d.rps), ratio(fl.rps, ng.rps), ratio(bb.rps, fl.rps),
-			signedUS(fl.p50-d.p50), signedUS(fl.p99-d.p99), cpu(fl), cpu(bb), cpu(ng))
+			signedUS(fl.p50-d.p50), signedUS(fl.p99-d.p99), cpuText(fl), cpuText(bb), cpuText(ng))
 	}
 	tw.Flush()
 }
