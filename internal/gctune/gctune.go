@@ -10,8 +10,8 @@
 // for at least a headroom of new allocation, and lowers it back as the
 // live heap grows: with many streams held open (a large live heap) the
 // percentage is the base one and the heap goal what it would be anyway, so
-// memory a stream costs is unchanged; only the headroom is a fixed cost. It is the "memory ballast" some Go servers keep, without the
-// ballast.
+// memory a stream costs is unchanged; only the headroom is a fixed cost.
+// It is the "memory ballast" some Go servers keep, without the ballast.
 package gctune
 
 import (
@@ -63,8 +63,7 @@ func Start(headroom uint64) *Tuner {
 	if headroom == 0 || os.Getenv("GOGC") != "" || !running.CompareAndSwap(false, true) {
 		return nil
 	}
-	base := debug.SetGCPercent(100)
-	debug.SetGCPercent(base)
+	base := gcPercent()
 	if base < 0 {
 		running.Store(false)
 		return nil
@@ -78,6 +77,14 @@ func Start(headroom uint64) *Tuner {
 	t.adjust()
 	t.arm()
 	return t
+}
+
+// gcPercent is the collector's percentage now (below zero: off). The
+// runtime offers no read but SetGCPercent, which returns the old value.
+func gcPercent() int {
+	p := debug.SetGCPercent(100)
+	debug.SetGCPercent(p)
+	return p
 }
 
 // Percent is the percentage the Tuner last set.

@@ -62,7 +62,7 @@ func TestTuner_FollowsTheLiveHeap(t *testing.T) {
 		t.Error("a second Start while one runs tunes; want nil")
 	}
 	waitFor(t, "a raised percentage", func() bool { return tu.Percent() > 100 })
-	if got := current(); got != tu.Percent() {
+	if got := gcPercent(); got != tu.Percent() {
 		t.Errorf("the runtime's percentage is %d, the tuner's %d", got, tu.Percent())
 	}
 
@@ -74,7 +74,7 @@ func TestTuner_FollowsTheLiveHeap(t *testing.T) {
 	runtime.KeepAlive(keep)
 
 	tu.Stop()
-	if got := current(); got != 100 {
+	if got := gcPercent(); got != 100 {
 		t.Errorf("after Stop the percentage is %d, want the base 100", got)
 	}
 	if Start(0) != nil {
@@ -93,16 +93,9 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 	deadline := time.Now().Add(10 * time.Second)
 	for !ok() {
 		if time.Now().After(deadline) {
-			t.Fatalf("no %s after 10 s of collections (percentage %d)", what, current())
+			t.Fatalf("no %s after 10 s of collections (percentage %d)", what, gcPercent())
 		}
 		runtime.GC()
 		time.Sleep(5 * time.Millisecond)
 	}
-}
-
-// current reads the runtime's percentage.
-func current() int {
-	p := debug.SetGCPercent(100)
-	debug.SetGCPercent(p)
-	return p
 }
