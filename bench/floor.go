@@ -13,8 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/gctune"
-	"github.com/intentius/boxbroker/internal/h1server"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
 )
@@ -65,7 +63,7 @@ func runFloor(args []string) error {
 		proxy.Target(out, base, strings.TrimPrefix(in.URL.Path, "/llm/anthropic"), in.URL.RawQuery)
 		out.Header.Del("Authorization")
 		out.Header.Set("X-Api-Key", credential)
-	}, proxy.NewFastTransport(proxy.TransportOptions{}), proxy.ErrorHandler(discard, "upstream"))
+	}, proxy.NewTransport(proxy.TransportOptions{}), proxy.ErrorHandler(discard, "upstream"))
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case strings.HasPrefix(r.URL.Path, "/llm/anthropic/"):
@@ -89,8 +87,7 @@ func runFloor(args []string) error {
 	if err != nil {
 		return err
 	}
-	gctune.Start(gctune.DefaultHeadroom)
 	fmt.Printf("LISTEN %s\n", ln.Addr())
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-	return h1server.New(hs).Serve(ln)
+	return hs.Serve(ln)
 }

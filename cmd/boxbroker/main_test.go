@@ -158,9 +158,11 @@ func TestCLI_QuickStart(t *testing.T) {
 	}
 }
 
-func TestServe_GCHeadroomMustNotBeNegative(t *testing.T) {
-	_, errs, code := run(t, t.TempDir(), "", "serve", "--listen", "127.0.0.1:0", "--gc-headroom", "-1")
-	if code != 2 || !strings.Contains(errs, "--gc-headroom -1 is negative") {
-		t.Errorf("serve --gc-headroom -1 = %d %q, want a usage error (2) naming the flag", code, errs)
+// TestServe_GCHeadroomIsNoFlag: memory is Go's own (GOGC, GOMEMLIMIT);
+// the collector flag serve once had is refused, not silently taken.
+func TestServe_GCHeadroomIsNoFlag(t *testing.T) {
+	_, errs, code := run(t, t.TempDir(), "", "serve", "--listen", "127.0.0.1:0", "--admin-listen", "off", "--gc-headroom", "1")
+	if code != 2 || !strings.Contains(errs, "gc-headroom") {
+		t.Errorf("serve --gc-headroom 1 = %d %q, want a usage error (2) naming the flag", code, errs)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/gctune"
 	"github.com/intentius/boxbroker/internal/server"
 )
 
@@ -23,6 +22,7 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	fs.StringVar(&cfg.Feedback, "feedback", c.envOr("BOXBROKER_FEEDBACK", server.FeedbackKeep), "keep: store feedback batches from consenting boxes; off: answer 501 so boxes keep them (BOXBROKER_FEEDBACK)")
 	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", envDuration(c, "BOXBROKER_SHUTDOWN_GRACE", 30*time.Second), "how long in-flight streams may finish on SIGINT/SIGTERM (BOXBROKER_SHUTDOWN_GRACE)")
 	fs.DurationVar(&cfg.UpstreamHeaderTimeout, "upstream-timeout", envDuration(c, "BOXBROKER_UPSTREAM_TIMEOUT", 10*time.Minute), "bound on the wait for an upstream's answer headers (BOXBROKER_UPSTREAM_TIMEOUT)")
+	fs.DurationVar(&cfg.ReadTimeout, "read-timeout", envDuration(c, "BOXBROKER_READ_TIMEOUT", 10*time.Minute), "bound on reading a request, its body included; never on an answer's stream (BOXBROKER_READ_TIMEOUT)")
 	fs.DurationVar(&cfg.DecideTimeout, "decide-timeout", envDuration(c, "BOXBROKER_DECIDE_TIMEOUT", 30*time.Second), "bound on answering one decide request, every question included (BOXBROKER_DECIDE_TIMEOUT)")
 	fs.Int64Var(&cfg.MaxBody, "max-body", envInt(c, "BOXBROKER_MAX_BODY", 64<<20), "bound on a forwarded request body, bytes (BOXBROKER_MAX_BODY)")
 	fs.Int64Var(&cfg.EgressMaxBody, "egress-max-body", envInt(c, "BOXBROKER_EGRESS_MAX_BODY", 256<<20), "bound on a request body sent to an egress secret's host, bytes (BOXBROKER_EGRESS_MAX_BODY)")
@@ -35,15 +35,11 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	fs.Int64Var(&cfg.ReserveMaxTokens, "reserve-max-tokens", envInt(c, "BOXBROKER_RESERVE_MAX_TOKENS", 64000), "output tokens reserved against a budget for a Messages call whose body is too large to read (BOXBROKER_RESERVE_MAX_TOKENS)")
 	fs.StringVar(&cfg.TLSCert, "tls-cert", c.getenv("BOXBROKER_TLS_CERT"), "PEM certificate to serve TLS with (BOXBROKER_TLS_CERT)")
 	fs.StringVar(&cfg.TLSKey, "tls-key", c.getenv("BOXBROKER_TLS_KEY"), "PEM private key for --tls-cert (BOXBROKER_TLS_KEY)")
-	gcHeadroom := fs.Int64("gc-headroom", envInt(c, "BOXBROKER_GC_HEADROOM", gctune.DefaultHeadroom), "bytes of new allocation the garbage collector waits for at least, however small the live heap; 0 leaves it to GOGC alone, as does setting GOGC (BOXBROKER_GC_HEADROOM)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: serve takes no arguments, got %q", errUsage, fs.Args())
-	}
-	if *gcHeadroom < 0 {
-		return fmt.Errorf("%w: --gc-headroom %d is negative", errUsage, *gcHeadroom)
 	}
 	if cfg.AdminListen == "" {
 		cfg.AdminListen = "off"
@@ -62,7 +58,6 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	defer srv.Close()
-	defer gctune.Start(uint64(*gcHeadroom)).Stop()
 	ln, err := net.Listen("tcp", srv.Config.Listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)

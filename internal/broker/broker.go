@@ -51,6 +51,11 @@ type Config struct {
 	Now func() time.Time
 	// Limits bound each box's request rate and requests in flight.
 	Limits Limits
+	// ReadTimeout bounds reading a forwarded request's body, from when
+	// the broker has chosen its capability to the body's end (0: no
+	// bound). The bound is lifted as the body ends, so that it never
+	// cuts off the answer's stream.
+	ReadTimeout time.Duration
 }
 
 // Server is the box-facing handler.
@@ -182,28 +187,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(rec, r, err, info)
 	}
 	// The answer is complete. Its metrics and audit record are queued,
-	// then, where the server can send it before this handler returns, it
-	// goes: the box does not wait for the request's log line.
+	// then an answer of known length goes out in full: the box does not
+	// wait for the request's log line.
 	s.conclude(rec, r, info, trace, start, false)
-	endAnswer(w)
-}
-
-// answerEnder is a ResponseWriter that can send a complete answer before
-// its handler returns (h1server's).
-type answerEnder interface{ EndAnswer() error }
-
-// endAnswer ends w's answer, if w or a writer it wraps can.
-func endAnswer(w http.ResponseWriter) {
-	for {
-		switch t := w.(type) {
-		case answerEnder:
-			_ = t.EndAnswer()
-			return
-		case interface{ Unwrap() http.ResponseWriter }:
-			w = t.Unwrap()
-		default:
-			return
-		}
+	if rec.wrote && rec.Header().Get("Content-Length") != "" {
+		_ = http.NewResponseController(w).Flush()
 	}
 }
 
@@ -359,7 +347,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(s.cfg.Now().Add(BodyTimeout))
 	rt, need, ok, err := s.classify(r)
-	_ = rc.SetReadDeadline(time.Time{})
+	s.boundBody(rc, r)
 	var c capability.Capability
 	if rt != nil {
 		c = rt.c
@@ -626,6 +614,10 @@ type recorder struct {
 }
 
 func (r *recorder) WriteHeader(code int) {
+	if code >= 100 && code < 200 && code != http.StatusSwitchingProtocols {
+		r.ResponseWriter.WriteHeader(code) // informational: the answer is still to come
+		return
+	}
 	stream := false
 	if !r.wrote {
 		r.status = code
@@ -668,6 +660,36 @@ func (r *recorder) Flush() {
 	if f, ok := r.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
+}
+
+// boundBody bounds reading the rest of r's body by ReadTimeout from now,
+// and lifts the bound as the body ends. A request with no body is left
+// with no bound: while its answer streams, the server reads the
+// connection only to see whether the box has gone.
+func (s *Server) boundBody(rc *http.ResponseController, r *http.Request) {
+	if s.cfg.ReadTimeout <= 0 || r.Body == nil || r.Body == http.NoBody {
+		_ = rc.SetReadDeadline(time.Time{})
+		return
+	}
+	_ = rc.SetReadDeadline(s.cfg.Now().Add(s.cfg.ReadTimeout))
+	r.Body = &liftAtEnd{ReadCloser: r.Body, rc: rc}
+}
+
+// liftAtEnd is a request body that lifts the connection's read deadline
+// once it has been read to its end.
+type liftAtEnd struct {
+	io.ReadCloser
+	rc     *http.ResponseController
+	lifted bool
+}
+
+func (b *liftAtEnd) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF && !b.lifted {
+		b.lifted = true
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
 }
 
 // BodyTimeout bounds reading a small request body the broker reads whole

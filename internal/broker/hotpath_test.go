@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
@@ -139,7 +140,7 @@ func newHotT(tb testing.TB, upstream *url.URL, tlsConfig *tls.Config) *hot {
 	if tlsConfig != nil {
 		std.TLSClientConfig = tlsConfig
 	}
-	transport := proxy.Fast(std) // as server.New makes it
+	var transport http.RoundTripper = std // as server.New makes it
 	h, err := broker.New(broker.Config{
 		Broker: "lobby", Store: st, Cache: c, Payer: &payer.Resolver{Cache: c, Keyring: keyring}, Logger: log,
 		Capabilities: []capability.Capability{inference.New(inference.Config{Upstream: upstream, Transport: transport, Logger: log})},

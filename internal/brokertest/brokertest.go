@@ -23,7 +23,6 @@ import (
 	"github.com/intentius/boxbroker/internal/broker"
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/egress"
-	"github.com/intentius/boxbroker/internal/h1server"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/server"
@@ -127,14 +126,13 @@ func New(t testing.TB, opt Options) *Broker {
 	ran := make(chan struct{})
 	go func() { srv.Run(ctx); close(ran) }()
 	b.Front = &Front{next: srv.Handler}
-	// Boxes reach it as they reach serve: through h1server, with net/http's
-	// server behind it for anything unusual.
+	// Boxes reach it as they reach serve: through net/http's server.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		cancel()
 		t.Fatalf("listen: %v", err)
 	}
-	hs := h1server.New(&http.Server{Handler: b.Front, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute})
+	hs := &http.Server{Handler: b.Front, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 	go hs.Serve(ln)
 	as := httptest.NewServer(srv.Admin)
 	t.Cleanup(func() {

@@ -117,3 +117,18 @@ func NotFound(r *http.Request) *Error {
 func Owns(prefix, path string) bool {
 	return path == prefix || (len(path) > len(prefix) && path[len(prefix)] == '/' && path[:len(prefix)] == prefix)
 }
+
+// BodyOnBodiless is the refusal of a GET or HEAD request that carries a
+// body, or nil for any other request. A capability whose upstream takes
+// no such body refuses it rather than forward bytes an upstream may not
+// read, which would then stand in front of the next request on its
+// connection.
+func BodyOnBodiless(r *http.Request) *Error {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return nil
+	}
+	if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
+		return nil
+	}
+	return Errorf(http.StatusBadRequest, protocol.TypeInvalid, "A %s request carries no body; this one has one.", r.Method)
+}

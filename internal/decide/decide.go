@@ -99,7 +99,7 @@ func New(cfg Config) *Capability {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.Transport == nil {
-		cfg.Transport = proxy.NewFastTransport(proxy.TransportOptions{})
+		cfg.Transport = proxy.NewTransport(proxy.TransportOptions{})
 	}
 	u := *cfg.Upstream
 	u.Path = trimSlash(u.Path) + "/v1/messages"
@@ -131,6 +131,9 @@ func (c *Capability) Prefixes() []string { return []string{protocol.PrefixDecide
 // Scopes: POST /decide/v1/systemone needs decide; nothing else under
 // /decide is served.
 func (c *Capability) Scopes(r *http.Request) (capability.Need, bool, error) {
+	if e := capability.BodyOnBodiless(r); e != nil {
+		return capability.Need{}, false, e
+	}
 	if r.Method == http.MethodPost && r.URL.Path == protocol.RouteDecide {
 		return capability.Need{Words: []string{Word}}, true, nil
 	}

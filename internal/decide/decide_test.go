@@ -568,7 +568,6 @@ func TestDecide_UnknownToken(t *testing.T) {
 func TestDecide_OtherRoutesNotServed(t *testing.T) {
 	b, token := setup(t, brokertest.Options{})
 	tests := []struct{ method, path string }{
-		{"GET", "/decide/v1/systemone"},
 		{"PUT", "/decide/v1/systemone"},
 		{"POST", "/decide/v1/systemone/"},
 		{"POST", "/decide/v2/systemone"},

@@ -98,13 +98,13 @@ func New(cfg Config) (*Capability, error) {
 	}
 	next := cfg.Transport
 	if next == nil {
-		next = proxy.Fast(newTransport(cfg.TransportOptions))
+		next = newTransport(cfg.TransportOptions)
 	}
 	c := &Capability{cfg: cfg, log: cfg.Logger}
 	c.proxy = proxy.New(c.rewrite, guard{next: next}, c.errorHandler)
 	c.proxy.ErrorLog = slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)
 	c.proxy.ModifyResponse = c.modifyResponse
-	c.proxy.Pass1xx = true
+	c.proxy.Informational = c.informational
 	return c, nil
 }
 
@@ -266,6 +266,20 @@ func (e *errEncoding) Error() string { return "egress: answer in content encodin
 
 // errUpgraded is a 101 answer, which egress does not carry.
 var errUpgraded = errors.New("egress: the host switched protocols")
+
+// informational puts the box's token in place of the value in a 1xx
+// answer's headers (103 Early Hints, say), as in the final answer's.
+func (c *Capability) informational(r *http.Request, h http.Header) {
+	f := flightOf(r.Context())
+	n := 0
+	for _, v := range f.forms {
+		n += proxy.ReplaceValue(h, v, f.token)
+	}
+	if n > 0 {
+		c.log.Warn("egress: the host repeated the secret's value in an informational answer's headers; the box's token is in its place",
+			"secret", f.name, "headers", n)
+	}
+}
 
 func (c *Capability) modifyResponse(resp *http.Response) error {
 	f := flightOf(resp.Request.Context())

@@ -177,7 +177,7 @@ func New(cfg Config) *Capability {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.Transport == nil {
-		cfg.Transport = proxy.NewFastTransport(proxy.TransportOptions{})
+		cfg.Transport = proxy.NewTransport(proxy.TransportOptions{})
 	}
 	c := &Capability{cfg: cfg, fail: proxy.ErrorHandler(cfg.Logger, "Fountain API")}
 	c.proxy = proxy.New(c.rewrite, cfg.Transport, c.errorHandler)

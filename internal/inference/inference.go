@@ -62,7 +62,7 @@ func New(cfg Config) *Capability {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.Transport == nil {
-		cfg.Transport = proxy.NewFastTransport(proxy.TransportOptions{})
+		cfg.Transport = proxy.NewTransport(proxy.TransportOptions{})
 	}
 	c := &Capability{cfg: cfg}
 	c.proxy = proxy.New(c.rewrite, cfg.Transport, proxy.ErrorHandler(cfg.Logger, "Anthropic API"))
@@ -77,8 +77,12 @@ func (c *Capability) Name() string { return protocol.Inference }
 // Prefixes is /llm/anthropic.
 func (c *Capability) Prefixes() []string { return []string{protocol.PrefixAnthropic} }
 
-// Scopes: hello needs nothing and no token; the forwarded calls need agent.
+// Scopes: hello needs nothing and no token; the forwarded calls need
+// agent. A GET or HEAD with a body is a 400.
 func (c *Capability) Scopes(r *http.Request) (capability.Need, bool, error) {
+	if e := capability.BodyOnBodiless(r); e != nil {
+		return capability.Need{}, false, e
+	}
 	p := strings.TrimPrefix(r.URL.Path, protocol.PrefixAnthropic)
 	switch {
 	case p == "/api/hello":

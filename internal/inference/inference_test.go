@@ -158,7 +158,11 @@ func TestRefusals_AreForbiddenAndReachNoUpstream(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp := b.Do(tt.method, tt.path, "", []byte(`{}`), tt.header)
+			var body []byte
+			if tt.method == http.MethodPost {
+				body = []byte(`{}`)
+			}
+			resp := b.Do(tt.method, tt.path, "", body, tt.header)
 			if resp.StatusCode != tt.status {
 				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.status, resp.Body)
 			}

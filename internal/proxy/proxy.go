@@ -1,9 +1,9 @@
 // Package proxy holds what every forwarding capability shares: the
-// Forwarder, the tuned outbound transport (and Fast, which sends
-// plain-HTTP/1.1 calls itself), the headers a box may never send
-// upstream, the Anthropic credential's placement, and the error handler
-// that turns an upstream failure into a refusal with no internal text in
-// it.
+// Forwarder (httputil.ReverseProxy with Rewrite), the tuned outbound
+// http.Transport, the headers a box may never send upstream, the
+// Anthropic credential's placement, the redaction of values from
+// answers, and the error handler that turns an upstream failure into a
+// refusal with no internal text in it.
 //
 // The Forwarder keeps httputil.ReverseProxy's Rewrite contract: the
 // hop-by-hop headers are removed before Rewrite runs, so a box sending
@@ -16,11 +16,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"net/url"
 	"os"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -35,14 +33,32 @@ type TransportOptions struct {
 	ResponseHeaderTimeout time.Duration
 	// DialTimeout bounds a connection attempt (default 10 s).
 	DialTimeout time.Duration
-	// MaxIdleConnsPerHost is the keep-alive pool per upstream (default 256).
+	// MaxIdleConnsPerHost is the keep-alive pool per upstream host
+	// (default 256: a busy broker's concurrent calls to one upstream).
 	MaxIdleConnsPerHost int
+	// MaxResponseHeaderBytes bounds an upstream answer's header
+	// (default MaxResponseHeaderBytes); past it the box gets a 502.
+	MaxResponseHeaderBytes int64
 }
 
-// NewTransport returns the outbound transport: a clone of
-// http.DefaultTransport with bounded waits, a larger idle pool, TLS
-// verification on, and no proxy from the environment (outbound requests
-// go only where the configuration says). It never asks for compression
+// MaxResponseHeaderBytes is the default bound on an upstream answer's
+// header: an upstream that sends more (an endless header line, say) is
+// cut off, and the broker holds no more of it than this.
+const MaxResponseHeaderBytes = 64 << 10
+
+// NewTransport returns an outbound transport: a clone of
+// http.DefaultTransport with bounded dial, TLS handshake and answer-header
+// waits, a bounded answer header, a larger idle pool, HTTP/2 wherever the
+// upstream offers it over TLS, TLS verification on, and no proxy from the
+// environment (outbound requests go only where the configuration says).
+// Each kind of upstream (the Anthropic API, Fountain, the egress hosts)
+// gets a transport of its own, so that one's pool never crowds out
+// another's.
+//
+// It never retries a request whose body it has begun to send, nor one
+// with a body it cannot replay (net/http's rule, RFC 9112 §9.3.1): a
+// connection that closes before the answer is an error for the box,
+// never a second call upstream. It never asks for compression
 // the box did not ask for, so it never decompresses an answer on the
 // box's behalf: the box's own Accept-Encoding goes upstream and the answer
 // comes back as the upstream sent it.
@@ -56,6 +72,9 @@ func NewTransport(o TransportOptions) *http.Transport {
 	if o.MaxIdleConnsPerHost <= 0 {
 		o.MaxIdleConnsPerHost = 256
 	}
+	if o.MaxResponseHeaderBytes <= 0 {
+		o.MaxResponseHeaderBytes = MaxResponseHeaderBytes
+	}
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.Proxy = nil
 	t.DialContext = (&net.Dialer{Timeout: o.DialTimeout, KeepAlive: 30 * time.Second}).DialContext
@@ -66,6 +85,8 @@ func NewTransport(o TransportOptions) *http.Transport {
 	t.TLSHandshakeTimeout = 10 * time.Second
 	t.ExpectContinueTimeout = time.Second
 	t.DisableCompression = true
+	t.MaxResponseHeaderBytes = o.MaxResponseHeaderBytes
+	t.ForceAttemptHTTP2 = true // with a DialContext of our own, HTTP/2 needs asking for
 	return t
 }
 
@@ -178,46 +199,4 @@ func RemoveValue(h http.Header, secret []byte) int {
 		}
 	}
 	return n
-}
-
-// New returns a Forwarder with boxbroker's defaults: pooled copy
-// buffers, and the given rewrite, transport and error handler.
-func New(rewrite func(*httputil.ProxyRequest), transport http.RoundTripper, errorHandler func(http.ResponseWriter, *http.Request, error)) *Forwarder {
-	return &Forwarder{
-		Rewrite:      rewrite,
-		Transport:    transport,
-		ErrorHandler: errorHandler,
-		BufferPool:   &bufferPool{},
-	}
-}
-
-// NewFastTransport is NewTransport's transport wrapped by Fast: plain-HTTP
-// upstreams are reached without the standard transport's goroutines.
-func NewFastTransport(o TransportOptions) http.RoundTripper {
-	return Fast(NewTransport(o))
-}
-
-// CopyBufferSize is the size of the buffer an answer is first copied
-// through. A stream holds one for as long as it is open, so it is small:
-// an SSE event is mostly under it. An answer that fills it is copied on
-// through a larger one (see Forwarder).
-const CopyBufferSize = 1 << 10
-
-// bufferPool is a httputil.BufferPool of CopyBufferSize buffers: it lends
-// the Forwarder the small buffer every answer is first copied through.
-type bufferPool struct{ p sync.Pool }
-
-// Get returns a buffer of CopyBufferSize bytes.
-func (b *bufferPool) Get() []byte {
-	if v, ok := b.p.Get().(*[CopyBufferSize]byte); ok {
-		return v[:]
-	}
-	return make([]byte, CopyBufferSize)
-}
-
-// Put returns a buffer Get lent.
-func (b *bufferPool) Put(buf []byte) {
-	if cap(buf) >= CopyBufferSize {
-		b.p.Put((*[CopyBufferSize]byte)(buf[:CopyBufferSize]))
-	}
 }

@@ -60,6 +60,11 @@ type Config struct {
 	EgressMaxBody int64
 	// ReadHeaderTimeout bounds reading a request's headers (default 10 s).
 	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds reading a request: its header and, on the
+	// box-facing listener, its body, which must end within ReadTimeout of
+	// the broker's choosing a capability for it (default 10 min). An
+	// answer's stream is never cut off by it.
+	ReadTimeout time.Duration
 	// MaxHeaderBytes bounds a request's headers (default 64 KiB).
 	MaxHeaderBytes int
 	// LogLevel is debug, info, warn or error (default info).
@@ -143,6 +148,9 @@ func (c *Config) Defaults() {
 	if c.ReadHeaderTimeout == 0 {
 		c.ReadHeaderTimeout = 10 * time.Second
 	}
+	if c.ReadTimeout == 0 {
+		c.ReadTimeout = 10 * time.Minute
+	}
 	if c.MaxHeaderBytes == 0 {
 		c.MaxHeaderBytes = 64 << 10
 	}
@@ -219,7 +227,7 @@ func (c *Config) Validate() error {
 	if c.AuditRetention < 0 {
 		p = append(p, "audit-retention must not be negative")
 	}
-	if c.ShutdownGrace < 0 || c.UpstreamHeaderTimeout < 0 || c.ReadHeaderTimeout < 0 || c.DecideTimeout < 0 {
+	if c.ShutdownGrace < 0 || c.UpstreamHeaderTimeout < 0 || c.ReadHeaderTimeout < 0 || c.ReadTimeout < 0 || c.DecideTimeout < 0 {
 		p = append(p, "durations must not be negative")
 	}
 	if c.BoxRate < 0 || c.BoxBurst < 0 {

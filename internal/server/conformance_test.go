@@ -15,7 +15,6 @@ import (
 	"github.com/intentius/boxbroker/internal/broker"
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/egress"
-	"github.com/intentius/boxbroker/internal/h1server"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/server"
@@ -67,13 +66,13 @@ func startWith(t *testing.T, dataDir string, o startOptions) func(ctx context.Co
 		if o.wrap != nil {
 			h = o.wrap(h)
 		}
-		// Served as serve serves boxes: h1server, net/http behind it.
+		// Served as serve serves boxes: net/http's server.
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			cancel()
 			return nil, err
 		}
-		hs := h1server.New(&http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second})
+		hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 		go hs.Serve(ln)
 		return &conformance.Started{URL: "http://" + ln.Addr().String(), Tokens: tokens, Close: func() error {
 			hs.Close()

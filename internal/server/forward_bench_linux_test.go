@@ -15,19 +15,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/gctune"
-	"github.com/intentius/boxbroker/internal/h1server"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
 )
 
 // BenchmarkServe_SmallCall is a small Messages call through the whole
-// server — limits, the rule, spend, the fast transport, the log line,
-// metrics and the audit log — from raw keep-alive clients that allocate
-// nothing to a stand-in upstream in its own process. cpu-µs/op is this
-// process's CPU (the broker's, and the clients' few syscalls) per call.
-// The collector is tuned as serve tunes it (--gc-headroom) unless GOGC is
-// set: GOGC=100 measures Go's default.
+// server — limits, the rule, spend, the Forwarder and its transport, the
+// log line, metrics and the audit log — from raw keep-alive clients that
+// allocate nothing to a stand-in upstream in its own process. cpu-µs/op
+// is this process's CPU (the broker's, and the clients' few syscalls) per
+// call.
 func BenchmarkServe_SmallCall(b *testing.B) {
 	plain, _, _ := standInUpstream(b)
 	addr, token := startBroker(b, plain, nil)
@@ -35,9 +32,9 @@ func BenchmarkServe_SmallCall(b *testing.B) {
 }
 
 // BenchmarkServe_SmallCallFloor is BenchmarkServe_SmallCall through the
-// least a proxy built from boxbroker's parts does: h1server, the
-// Forwarder and the fast transport, the box's key looked up and the
-// credential injected, nothing else (bench's floor path, in process).
+// least a proxy built from boxbroker's parts does: net/http's server, the
+// Forwarder and its transport, the box's key looked up and the
+// credential injected, nothing else.
 // What BenchmarkServe_SmallCall costs above it is the broker's features.
 func BenchmarkServe_SmallCallFloor(b *testing.B) {
 	plain, _, _ := standInUpstream(b)
@@ -50,7 +47,7 @@ func BenchmarkServe_SmallCallFloor(b *testing.B) {
 	fwd := proxy.New(func(pr *httputil.ProxyRequest) {
 		proxy.Target(pr.Out, up, strings.TrimPrefix(pr.In.URL.Path, protocol.PrefixAnthropic), pr.In.URL.RawQuery)
 		pr.Out.Header.Set("X-Api-Key", credential)
-	}, proxy.NewFastTransport(proxy.TransportOptions{}), proxy.ErrorHandler(slog.New(slog.DiscardHandler), "upstream"))
+	}, proxy.NewTransport(proxy.TransportOptions{}), proxy.ErrorHandler(slog.New(slog.DiscardHandler), "upstream"))
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !allowed[r.Header.Get("X-Api-Key")] {
 			protocol.WriteRefusal(w, http.StatusForbidden, protocol.TypePermission, "This box may not call inference.")
@@ -62,7 +59,7 @@ func BenchmarkServe_SmallCallFloor(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := h1server.New(&http.Server{Handler: h})
+	srv := &http.Server{Handler: h}
 	go func() { _ = srv.Serve(ln) }()
 	b.Cleanup(func() { _ = srv.Close() })
 	smallCalls(b, ln.Addr().String(), token)
@@ -76,7 +73,6 @@ func smallCalls(b *testing.B, addr, token string) {
 	req := []byte("POST " + protocol.PrefixAnthropic + "/v1/messages HTTP/1.1\r\nHost: broker\r\nX-Api-Key: " + token +
 		"\r\nAnthropic-Version: 2023-06-01\r\nContent-Type: application/json\r\nContent-Length: " +
 		strconv.Itoa(len(body)) + "\r\n\r\n" + body)
-	defer gctune.Start(gctune.DefaultHeadroom).Stop()
 	b.SetParallelism(8)
 	b.ReportAllocs()
 	b.ResetTimer()

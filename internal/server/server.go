@@ -23,7 +23,6 @@ import (
 	"github.com/intentius/boxbroker/internal/egress"
 	"github.com/intentius/boxbroker/internal/feedback"
 	"github.com/intentius/boxbroker/internal/fountain"
-	"github.com/intentius/boxbroker/internal/h1server"
 	"github.com/intentius/boxbroker/internal/inference"
 	"github.com/intentius/boxbroker/internal/metrics"
 	"github.com/intentius/boxbroker/internal/payer"
@@ -190,7 +189,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	}
 	transport := opt.Transport
 	if transport == nil {
-		transport = proxy.NewFastTransport(proxy.TransportOptions{ResponseHeaderTimeout: cfg.UpstreamHeaderTimeout})
+		transport = proxy.NewTransport(proxy.TransportOptions{ResponseHeaderTimeout: cfg.UpstreamHeaderTimeout})
 	}
 	// Every upstream call is timed and its status noted for the request's
 	// log line, metrics and audit row.
@@ -246,8 +245,9 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	caps = append(caps, opt.Extra...)
 	h, err := broker.New(broker.Config{
 		Broker: cfg.Broker, Store: st, Cache: c, Payer: pay, Capabilities: caps, Logger: log,
-		Limits:   broker.Limits{Rate: cfg.BoxRate, Burst: cfg.BoxBurst, Concurrent: max(cfg.BoxConcurrent, 0)},
-		Observer: &observer{m: m, audit: aw},
+		Limits:      broker.Limits{Rate: cfg.BoxRate, Burst: cfg.BoxBurst, Concurrent: max(cfg.BoxConcurrent, 0)},
+		ReadTimeout: cfg.ReadTimeout,
+		Observer:    &observer{m: m, audit: aw},
 	})
 	if err != nil {
 		if opt.Store == nil {
@@ -265,14 +265,15 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	return &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Handler: h, Admin: adm, Metrics: m, Audit: aw, log: log, flushLog: flushLog}, nil
 }
 
-// NewLogger returns a JSON logger on w at level. Its lines are buffered:
+// NewLogger returns a JSON logger on w at level: slog.JSONHandler's
+// lines, buffered:
 // each is written out at most LogFlushEvery later, and at once when it
 // is at WARN or above. flush writes out what waits, as the process ends.
 func NewLogger(w io.Writer, level string) (log *slog.Logger, flush func() error) {
 	var l slog.Level
 	_ = l.UnmarshalText([]byte(level))
 	buf := newLogBuffer(w)
-	return slog.New(flushingHandler{Handler: newJSONLines(buf, l), buf: buf}), buf.Flush
+	return slog.New(flushingHandler{Handler: slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: l}), buf: buf}), buf.Flush
 }
 
 // Serve serves the box-facing handler on ln and, when admin is not nil,
@@ -288,16 +289,11 @@ func (s *Server) Serve(ctx context.Context, ln, admin net.Listener) error {
 		cancel()
 		<-ran // the audit log's queue is written before Serve returns
 	}()
-	boxes := s.httpServer(cctx, s.Handler)
-	https := []*http.Server{boxes}
+	servers := []*http.Server{s.httpServer(cctx, s.Handler)}
 	listeners := []net.Listener{ln}
 	if admin != nil {
-		https = append(https, s.httpServer(cctx, s.Admin))
+		servers = append(servers, s.httpServer(cctx, s.Admin))
 		listeners = append(listeners, admin)
-	}
-	servers := make([]listenerServer, len(https))
-	for i, hs := range https {
-		servers[i] = hs
 	}
 	if s.Config.TLSCert != "" {
 		cert, err := tls.LoadX509KeyPair(s.Config.TLSCert, s.Config.TLSKey)
@@ -306,15 +302,12 @@ func (s *Server) Serve(ctx context.Context, ln, admin net.Listener) error {
 		}
 		// The admin listener serves TLS with the same certificate, so
 		// --admin-url can reach it over https.
-		conf := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
-		for i, hs := range https {
+		conf := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert},
+			NextProtos: []string{"h2", "http/1.1"}} // HTTP/2 for clients that offer it
+		for i, hs := range servers {
 			hs.TLSConfig = conf
 			listeners[i] = tls.NewListener(listeners[i], conf)
 		}
-	} else {
-		// Plain HTTP/1.1 from boxes is served by h1server, which hands
-		// anything unusual to net/http's server.
-		servers[0] = h1server.New(boxes)
 	}
 	errc := make(chan error, len(servers))
 	for i, hs := range servers {
@@ -367,18 +360,17 @@ func (s *Server) Run(ctx context.Context) {
 	<-done
 }
 
-// listenerServer is what serves a listener: an http.Server or an h1server.Server.
-type listenerServer interface {
-	Serve(net.Listener) error
-	Shutdown(context.Context) error
-	Close() error
-}
-
-// httpServer is an http.Server for h with the configured bounds.
+// httpServer is an http.Server for h with the configured bounds: on
+// reading a request's header, and its header and body together (the box-facing
+// handler lifts the second once a body is read, so that a stream's
+// answer is not cut off by it), on an idle connection, and on a
+// header's size. No write timeout: an answer streams for as long as its
+// upstream sends.
 func (s *Server) httpServer(ctx context.Context, h http.Handler) *http.Server {
 	return &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: s.Config.ReadHeaderTimeout,
+		ReadTimeout:       s.Config.ReadTimeout,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    s.Config.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),

@@ -79,7 +79,7 @@ func TestIdleStreamMemory(t *testing.T) {
 		pool.AddCert(cert)
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool}
 		tr.ForceAttemptHTTP2 = true
-		idleStreams(t, f[1], proxy.Fast(tr))
+		idleStreams(t, f[1], tr)
 	})
 }
 

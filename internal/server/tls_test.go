@@ -58,6 +58,15 @@ func TestServe_TLS(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Errorf("hello over TLS = %d", resp.StatusCode)
 	}
+	h2 := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}}
+	resp, err = h2.Get("https://" + ln.Addr().String() + "/llm/anthropic/api/hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.ProtoMajor != 2 {
+		t.Errorf("hello from an HTTP/2 client = %d over %s, want 200 over HTTP/2", resp.StatusCode, resp.Proto)
+	}
 	old := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MaxVersion: tls.VersionTLS11}}}
 	if _, err := old.Get("https://" + ln.Addr().String() + "/llm/anthropic/api/hello"); err == nil {
 		t.Error("a TLS 1.1 client was served")
