@@ -8,11 +8,11 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/broker"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 func runBox(ctx context.Context, c *cli, args []string) error {
@@ -70,29 +70,29 @@ func runBox(ctx context.Context, c *cli, args []string) error {
 	defer st.Close()
 	switch sub {
 	case "add":
-		token, err := broker.NewToken()
+		tok, err := token.NewBox()
 		if err != nil {
 			return err
 		}
-		err = st.CreateBox(ctx, store.Box{Name: name, TokenHash: broker.HashToken(token), CreatedAt: time.Now().UTC(), PayerKind: protocol.PayerShared})
+		err = st.CreateBox(ctx, store.Box{Name: name, TokenHash: token.Hash(tok), CreatedAt: time.Now().UTC(), PayerKind: protocol.PayerShared})
 		if errors.Is(err, store.ErrExists) {
 			return fmt.Errorf("a box named %s already exists (rotate its token with `boxbroker box rotate %s`)", name, name)
 		}
 		if err != nil {
 			return err
 		}
-		printToken(c, name, token, *brokerURL, "added")
+		printToken(c, name, tok, *brokerURL, "added")
 	case "rotate":
-		token, err := broker.NewToken()
+		tok, err := token.NewBox()
 		if err != nil {
 			return err
 		}
-		if err := st.RotateToken(ctx, name, broker.HashToken(token)); errors.Is(err, store.ErrNotFound) {
+		if err := st.RotateToken(ctx, name, token.Hash(tok)); errors.Is(err, store.ErrNotFound) {
 			return fmt.Errorf("no box named %s", name)
 		} else if err != nil {
 			return err
 		}
-		printToken(c, name, token, *brokerURL, "rotated; the old token no longer works")
+		printToken(c, name, tok, *brokerURL, "rotated; the old token no longer works")
 	case "remove":
 		if !*yes && !c.confirm(fmt.Sprintf("Remove box %s, its declaration, secrets, grants and feedback?", name)) {
 			return errors.New("not removed (pass --yes to remove without asking)")

@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/brokertest"
-	"github.com/intentius/boxbroker/internal/grant"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // TestCLI_PayThroughTheAdminAPI runs box payer, visitor, grant, budget,
@@ -24,14 +24,14 @@ import (
 func TestCLI_PayThroughTheAdminAPI(t *testing.T) {
 	b := brokertest.New(t, brokertest.Options{})
 	ctx := context.Background()
-	token := b.AddBox("alpha")
+	boxToken := b.AddBox("alpha")
 	b.SetCredential(payer.SharedAnthropic, "sk-ant-api03-SHARED-REMOTE")
 	const ownerKey = "sk-ant-api03-OWNER-REMOTE"
 	const visitorKey = "sk-ant-oat01-VISITOR-REMOTE"
 	month := spend.Month(time.Now())
 	report := `{"capabilities":[{"name":"inference","broker":"lobby","scope":["agent"]}],` +
 		`"spend":{"month":"` + month + `","usd":2.5,"runs":2,"unpriced":0,"byPrincipal":[{"principal":"github:ann","usd":2.5,"runs":2,"unpriced":0}]}}`
-	if resp := b.Do("POST", protocol.RouteDeclaration, token, []byte(report), nil); resp.StatusCode != 200 {
+	if resp := b.Do("POST", protocol.RouteDeclaration, boxToken, []byte(report), nil); resp.StatusCode != 200 {
 		t.Fatalf("report = %d %s", resp.StatusCode, resp.Body)
 	}
 	remote := map[string]string{"BOXBROKER_ADMIN_URL": b.AdminURL, "BOXBROKER_ADMIN_TOKEN": b.AdminToken, "BOXBROKER_DATA": t.TempDir()}
@@ -55,7 +55,7 @@ func TestCLI_PayThroughTheAdminAPI(t *testing.T) {
 		if grantValue != "" {
 			h.Set(protocol.HeaderGrant, grantValue)
 		}
-		resp := b.Do("POST", "/llm/anthropic/v1/messages", token, []byte(`{"model":"claude-sonnet-4-5","max_tokens":10}`), h)
+		resp := b.Do("POST", "/llm/anthropic/v1/messages", boxToken, []byte(`{"model":"claude-sonnet-4-5","max_tokens":10}`), h)
 		if resp.StatusCode != 200 || resp.Header.Get(protocol.HeaderPayer) != want {
 			t.Fatalf("call = %d paid by %q, want 200 by %q: %s", resp.StatusCode, resp.Header.Get(protocol.HeaderPayer), want, resp.Body)
 		}
@@ -79,7 +79,7 @@ func TestCLI_PayThroughTheAdminAPI(t *testing.T) {
 	if !protocol.IsGrantValue(value) || !strings.Contains(errs, "shown this once") || strings.Contains(errs, "warning") {
 		t.Fatalf("grant issue = %q %q, want the value alone on stdout, no warning", out, errs)
 	}
-	g, err := b.Server.Store.GrantByHash(ctx, grant.Hash(value))
+	g, err := b.Server.Store.GrantByHash(ctx, token.Hash(value))
 	if err != nil || g.ExpiresAt.Sub(g.CreatedAt) != 30*time.Minute {
 		t.Fatalf("the grant issued = %+v, %v, want one of 30m", g, err)
 	}
@@ -126,7 +126,7 @@ func TestCLI_PayThroughTheAdminAPI(t *testing.T) {
 	}
 
 	cli("", "box", "pause", "alpha")
-	if resp := b.Do("POST", "/llm/anthropic/v1/messages", token, []byte(`{}`), nil); resp.StatusCode != 403 {
+	if resp := b.Do("POST", "/llm/anthropic/v1/messages", boxToken, []byte(`{}`), nil); resp.StatusCode != 403 {
 		t.Errorf("call after box pause = %d, want 403", resp.StatusCode)
 	}
 	if out, _ := cli("", "box", "pause", "alpha"); !strings.Contains(out, "already paused") {

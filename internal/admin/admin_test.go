@@ -16,6 +16,7 @@ import (
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // decode decodes a 2xx answer into v, failing the test otherwise.
@@ -48,7 +49,7 @@ func refusal(t *testing.T, what string, resp brokertest.Response, status int) st
 func TestAdmin_TokenRequired(t *testing.T) {
 	b := brokertest.New(t, brokertest.Options{})
 	boxToken := b.AddBox("alpha")
-	wrong := admin.TokenPrefix + "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+	wrong := token.AdminPrefix + "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
 	tokens := []struct {
 		name, token string
 	}{

@@ -9,11 +9,11 @@ import (
 	"sort"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/broker"
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // formatTime writes t as the admin API does: the protocol's ISO time.
@@ -187,18 +187,18 @@ func (s *Server) addBox(w http.ResponseWriter, r *http.Request) error {
 	if !protocol.IsBoxName(nb.Name) {
 		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "A box name matches ^[a-z][a-z0-9-]{0,62}$.")
 	}
-	token, err := broker.NewToken()
+	tok, err := token.NewBox()
 	if err != nil {
 		return err
 	}
-	b := store.Box{Name: nb.Name, TokenHash: broker.HashToken(token), CreatedAt: s.cfg.Now().UTC(),
+	b := store.Box{Name: nb.Name, TokenHash: token.Hash(tok), CreatedAt: s.cfg.Now().UTC(),
 		Consent: nb.Consent, Paused: nb.Paused, PayerKind: protocol.PayerShared}
 	if err := s.cfg.Store.CreateBox(r.Context(), b); err != nil {
 		return storeError(err, "", fmt.Sprintf("A box named %s already exists; rotate its token with POST /api/boxes/%s/token.", nb.Name, nb.Name))
 	}
 	s.drop(store.ChangeBox, b.Name)
 	s.log.Info("admin: box added", "box", b.Name)
-	return writeJSON(w, http.StatusCreated, BoxToken{Box: view(b, nil, s.cfg.Now()), Token: token})
+	return writeJSON(w, http.StatusCreated, BoxToken{Box: view(b, nil, s.cfg.Now()), Token: tok})
 }
 
 func (s *Server) updateBox(w http.ResponseWriter, r *http.Request) error {
@@ -256,11 +256,11 @@ func (s *Server) rotateBox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	token, err := broker.NewToken()
+	tok, err := token.NewBox()
 	if err != nil {
 		return err
 	}
-	if err := s.cfg.Store.RotateToken(r.Context(), b.Name, broker.HashToken(token)); err != nil {
+	if err := s.cfg.Store.RotateToken(r.Context(), b.Name, token.Hash(tok)); err != nil {
 		return storeError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
 	}
 	if err := s.changed(r.Context(), store.ChangeBox, b.Name); err != nil {
@@ -271,5 +271,5 @@ func (s *Server) rotateBox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return storeError(err, "", "")
 	}
-	return writeJSON(w, http.StatusOK, BoxToken{Box: v, Token: token})
+	return writeJSON(w, http.StatusOK, BoxToken{Box: v, Token: tok})
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // chromium is Debian's Chromium, which the browser test drives.
@@ -213,7 +214,7 @@ func TestOwnerPage_Browser(t *testing.T) {
 		t.Fatalf("browser: read the grant's value: %v", err)
 	}
 	value = strings.TrimSpace(value)
-	cat, err := b.Server.Store.GrantByHash(ctx, grant.Hash(value))
+	cat, err := b.Server.Store.GrantByHash(ctx, token.Hash(value))
 	if err != nil || cat.Box != "alpha" || cat.Principal != "github:cat" || cat.ExpiresAt.Sub(cat.CreatedAt) != 30*time.Minute {
 		t.Fatalf("the grant the page showed = %+v, %v, want github:cat's on alpha for 30m", cat, err)
 	}

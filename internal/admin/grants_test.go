@@ -11,6 +11,7 @@ import (
 	"github.com/intentius/boxbroker/internal/grant"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 func TestAdmin_Grants(t *testing.T) {
@@ -43,7 +44,7 @@ func TestAdmin_Grants(t *testing.T) {
 	if len(list.Grants) != 1 || list.Grants[0].ID != g.ID || list.Grants[0].State != "current" || list.Grants[0].RevokedAt != nil {
 		t.Errorf("GET grants = %+v, want the one current grant", list.Grants)
 	}
-	if bytes.Contains(resp.Body, []byte(issued.Value)) || bytes.Contains(resp.Body, []byte(grant.Hash(issued.Value))) {
+	if bytes.Contains(resp.Body, []byte(issued.Value)) || bytes.Contains(resp.Body, []byte(token.Hash(issued.Value))) {
 		t.Errorf("GET grants shows the grant's value or hash: %s", resp.Body)
 	}
 	decode(t, "GET beta's grants", b.Admin("GET", "/api/boxes/beta/grants", tok, nil), 200, &list)

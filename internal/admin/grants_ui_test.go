@@ -10,11 +10,11 @@ import (
 	"testing"
 
 	"github.com/intentius/boxbroker/internal/brokertest"
-	"github.com/intentius/boxbroker/internal/grant"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 var grantValueRE = regexp.MustCompile(`id="grant-value">([^<]+)<`)
@@ -79,7 +79,7 @@ func TestUI_IssueGrant(t *testing.T) {
 	if !protocol.IsGrantValue(value) {
 		t.Fatalf("the page's grant value %q is not a grant", value)
 	}
-	g, err := b.Server.Store.GrantByHash(ctx, grant.Hash(value))
+	g, err := b.Server.Store.GrantByHash(ctx, token.Hash(value))
 	if err != nil || g.Box != "alpha" || g.Principal != "github:ann" || g.ExpiresAt.Sub(g.CreatedAt).String() != "2h0m0s" {
 		t.Fatalf("the stored grant = %+v, %v, want github:ann's on alpha for 2h", g, err)
 	}

@@ -3,9 +3,6 @@ package admin
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -16,17 +13,8 @@ import (
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
 )
-
-// TokenPrefix begins every admin token, so one is recognisable in a
-// request and in a leaked log, and is never mistaken for a box's token.
-const TokenPrefix = "bba_"
-
-// HashToken is the SHA-256 of an admin token, hex: the only form kept.
-func HashToken(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:])
-}
 
 // Mint makes a new admin token named name, stores its hash, and returns
 // the token (to be shown once) with what was stored.
@@ -34,55 +22,26 @@ func Mint(ctx context.Context, st store.AdminTokens, name string, now time.Time)
 	if len(name) > 200 || strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		return "", store.AdminToken{}, errors.New("an admin token's name is at most 200 characters with no control characters")
 	}
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return "", store.AdminToken{}, fmt.Errorf("mint admin token: %w", err)
+	tok, err := token.NewAdmin()
+	if err != nil {
+		return "", store.AdminToken{}, err
 	}
 	id := make([]byte, 6)
 	if _, err := rand.Read(id); err != nil {
 		return "", store.AdminToken{}, fmt.Errorf("mint admin token: %w", err)
 	}
-	token := TokenPrefix + base64.RawURLEncoding.EncodeToString(b)
-	t := store.AdminToken{ID: "adm-" + hex.EncodeToString(id), Hash: HashToken(token), Name: name, CreatedAt: now.UTC()}
+	t := store.AdminToken{ID: "adm-" + hex.EncodeToString(id), Hash: token.Hash(tok), Name: name, CreatedAt: now.UTC()}
 	if err := st.CreateAdminToken(ctx, t); err != nil {
 		return "", store.AdminToken{}, fmt.Errorf("store admin token: %w", err)
 	}
-	return token, t, nil
+	return tok, t, nil
 }
 
-// Authentication failures; their messages never hold the token sent.
-var (
-	errNoAdminToken      = errors.New("no admin token")
-	errUnknownAdminToken = errors.New("unknown admin token")
-)
-
-// lookup returns the admin token whose value is token, comparing the
-// hashes in constant time.
-func (s *Server) lookup(ctx context.Context, token string) (store.AdminToken, error) {
-	if token == "" {
-		return store.AdminToken{}, errNoAdminToken
-	}
-	hash := HashToken(token)
-	t, err := s.cfg.Store.AdminTokenByHash(ctx, hash)
-	if errors.Is(err, store.ErrNotFound) {
-		return store.AdminToken{}, errUnknownAdminToken
-	}
-	if err != nil {
-		return store.AdminToken{}, err
-	}
-	if subtle.ConstantTimeCompare([]byte(t.Hash), []byte(hash)) != 1 {
-		return store.AdminToken{}, errUnknownAdminToken
-	}
-	return t, nil
-}
-
-// bearer reads Authorization: Bearer <token>; "" when there is none.
-func bearer(r *http.Request) string {
-	v := r.Header.Get("Authorization")
-	if len(v) < 7 || !strings.EqualFold(v[:7], "bearer ") {
-		return ""
-	}
-	return strings.TrimSpace(v[7:])
+// lookup returns the admin token whose value is tok, comparing the
+// hashes in constant time. It returns token.ErrMissing for "" and
+// token.ErrUnknown for a token no admin token has.
+func (s *Server) lookup(ctx context.Context, tok string) (store.AdminToken, error) {
+	return token.Lookup(ctx, tok, s.cfg.Store.AdminTokenByHash, func(t store.AdminToken) string { return t.Hash })
 }
 
 type adminTokenKey struct{}
@@ -90,13 +49,13 @@ type adminTokenKey struct{}
 // authenticated lets a request through only with a known admin token.
 func (s *Server) authenticated(h func(http.ResponseWriter, *http.Request) error) func(http.ResponseWriter, *http.Request) error {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		t, err := s.lookup(r.Context(), bearer(r))
+		t, err := s.lookup(r.Context(), token.Bearer(r.Header))
 		switch {
-		case errors.Is(err, errNoAdminToken):
+		case errors.Is(err, token.ErrMissing):
 			w.Header().Set("WWW-Authenticate", `Bearer realm="boxbroker admin"`)
 			return capability.Errorf(http.StatusUnauthorized, protocol.TypeAuthn,
 				"The admin API needs an admin token: send Authorization: Bearer <token>. `boxbroker admin token` makes one.")
-		case errors.Is(err, errUnknownAdminToken):
+		case errors.Is(err, token.ErrUnknown):
 			w.Header().Set("WWW-Authenticate", `Bearer realm="boxbroker admin", error="invalid_token"`)
 			return capability.Errorf(http.StatusUnauthorized, protocol.TypeAuthn, "The token is no admin token at this broker.")
 		case err != nil:

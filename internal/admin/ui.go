@@ -22,6 +22,7 @@ import (
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // The owner's page: server-rendered HTML under /ui/ on the admin listener.
@@ -365,7 +366,7 @@ func (u *ui) signin(w http.ResponseWriter, r *http.Request) error {
 		return errForbiddenPost
 	}
 	t, err := u.s.lookup(r.Context(), strings.TrimSpace(r.PostForm.Get("token")))
-	if errors.Is(err, errNoAdminToken) || errors.Is(err, errUnknownAdminToken) {
+	if errors.Is(err, token.ErrMissing) || errors.Is(err, token.ErrUnknown) {
 		u.render(w, http.StatusUnauthorized, "signin", signinPage{Broker: u.s.cfg.Broker,
 			Error: "That is not an admin token at this broker. `boxbroker admin token` makes one."})
 		return nil

@@ -15,6 +15,7 @@ import (
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/grant"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // page is one answer from the owner's page.
@@ -118,7 +119,7 @@ func TestUI_SignIn(t *testing.T) {
 			t.Errorf("session cookie %q lacks %s", set, want)
 		}
 	}
-	if strings.Contains(set, b.AdminToken) || strings.Contains(set, admin.HashToken(b.AdminToken)) || strings.Contains(set, strings.TrimPrefix(b.AdminToken, admin.TokenPrefix)) {
+	if strings.Contains(set, b.AdminToken) || strings.Contains(set, token.Hash(b.AdminToken)) || strings.Contains(set, strings.TrimPrefix(b.AdminToken, token.AdminPrefix)) {
 		t.Errorf("session cookie holds the admin token or its hash: %s", set)
 	}
 }

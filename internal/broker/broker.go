@@ -9,11 +9,6 @@ package broker
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,6 +24,7 @@ import (
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // Config configures a Server.
@@ -124,14 +120,6 @@ func New(cfg Config) (*Server, error) {
 	return &Server{cfg: cfg, log: cfg.Logger, limits: newLimiter(cfg.Limits, cfg.Now), routes: routes}, nil
 }
 
-// HashToken is the SHA-256 of a token, hex: the only form a token is kept in.
-func HashToken(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	var h [2 * sha256.Size]byte
-	hex.Encode(h[:], sum[:])
-	return string(h[:])
-}
-
 // route finds the capability owning path, or nil.
 func (s *Server) route(path string) *route {
 	for i := range s.routes {
@@ -217,7 +205,7 @@ func (s *Server) finish(rec *recorder, r *http.Request, info *requestInfo, trace
 		// The attributes are built in place: no []any per request.
 		var a [12]slog.Attr
 		a[0] = slog.String("method", r.Method)
-		a[1] = slog.String("path", LogPath(r.URL.Path))
+		a[1] = slog.String("path", token.RedactPath(r.URL.Path))
 		a[2] = slog.String("route", info.route)
 		a[3] = slog.Int("status", rec.status)
 		a[4] = slog.Int64("bytes", rec.bytes)
@@ -371,7 +359,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 	if need.Public {
 		return c, &capability.Call{}, noRelease, nil
 	}
-	token, box, err := s.authenticate(r, c)
+	tok, box, err := s.authenticate(r, c)
 	if err != nil {
 		info.reason = "token"
 		return nil, nil, nil, err
@@ -397,70 +385,26 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 		info.reason = "limit"
 		return nil, nil, nil, err
 	}
-	return c, &capability.Call{Box: box, Token: token, Words: need.Words, Payer: s.cfg.Payer.Func(box)}, release, nil
-}
-
-// errNoToken and errUnknownToken are the two authentication failures.
-var (
-	errNoToken      = errors.New("no token")
-	errUnknownToken = errors.New("unknown token")
-	errTwoTokens    = errors.New("two different tokens")
-)
-
-// tokenOf reads the box's token from Authorization: Bearer or x-api-key.
-func tokenOf(r *http.Request) (string, error) {
-	var buf [2]string // room for the usual one token, without allocating
-	found := buf[:0]
-	for _, v := range r.Header.Values("Authorization") {
-		if t, ok := cutBearer(v); ok && t != "" {
-			found = append(found, t)
-		}
-	}
-	for _, v := range r.Header.Values("X-Api-Key") {
-		if v = strings.TrimSpace(v); v != "" {
-			found = append(found, v)
-		}
-	}
-	return one(found)
-}
-
-func cutBearer(v string) (string, bool) {
-	if len(v) < 7 || !strings.EqualFold(v[:7], "bearer ") {
-		return "", false
-	}
-	return strings.TrimSpace(v[7:]), true
-}
-
-// one returns the single distinct token in found.
-func one(found []string) (string, error) {
-	if len(found) == 0 {
-		return "", errNoToken
-	}
-	for _, t := range found[1:] {
-		if t != found[0] {
-			return "", errTwoTokens
-		}
-	}
-	return found[0], nil
+	return c, &capability.Call{Box: box, Token: tok, Words: need.Words, Payer: s.cfg.Payer.Func(box)}, release, nil
 }
 
 // authenticate finds the box whose token the request carries.
 func (s *Server) authenticate(r *http.Request, c capability.Capability) (string, store.Box, error) {
-	var token string
+	var tok string
 	var err error
 	if tf, ok := c.(capability.TokenFinder); ok {
-		token, err = one(tf.FindTokens(r))
+		tok, err = token.One(tf.FindTokens(r))
 	} else {
-		token, err = tokenOf(r)
+		tok, err = token.FromRequest(r)
 	}
 	if err == nil {
 		var box store.Box
-		box, err = s.boxByToken(r.Context(), token)
+		box, err = s.boxByToken(r.Context(), tok)
 		if err == nil {
-			return token, box, nil
+			return tok, box, nil
 		}
 	}
-	if !errors.Is(err, errNoToken) && !errors.Is(err, errUnknownToken) && !errors.Is(err, errTwoTokens) {
+	if !errors.Is(err, token.ErrMissing) && !errors.Is(err, token.ErrUnknown) && !errors.Is(err, token.ErrConflict) {
 		return "", store.Box{}, unavailable(err)
 	}
 	// Every refusal on a capability route is a 403: Claude Code retries a 401.
@@ -469,29 +413,21 @@ func (s *Server) authenticate(r *http.Request, c capability.Capability) (string,
 
 func authMessage(err error) string {
 	switch {
-	case errors.Is(err, errNoToken):
+	case errors.Is(err, token.ErrMissing):
 		return "The request carries no box token: send it as Authorization: Bearer <token>, or as x-api-key on the Anthropic routes."
-	case errors.Is(err, errTwoTokens):
+	case errors.Is(err, token.ErrConflict):
 		return "The request carries two different tokens; send the box's token once."
 	}
 	return "The token is no box's token at this broker."
 }
 
-func (s *Server) boxByToken(ctx context.Context, token string) (store.Box, error) {
-	hash := HashToken(token)
-	box, err := s.cfg.Cache.BoxByTokenHash(ctx, hash)
-	if errors.Is(err, store.ErrNotFound) {
-		return store.Box{}, errUnknownToken
-	}
-	if err != nil {
-		return store.Box{}, err
-	}
-	// The lookup was by hash; compare in constant time all the same.
-	if subtle.ConstantTimeCompare([]byte(box.TokenHash), []byte(hash)) != 1 {
-		return store.Box{}, errUnknownToken
-	}
-	return box, nil
+// boxByToken returns the box whose token is tok, through the cache,
+// comparing the hashes in constant time.
+func (s *Server) boxByToken(ctx context.Context, tok string) (store.Box, error) {
+	return token.Lookup(ctx, tok, s.cfg.Cache.BoxByTokenHash, boxTokenHash)
 }
+
+func boxTokenHash(b store.Box) string { return b.TokenHash }
 
 func unavailable(err error) error {
 	return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
@@ -504,14 +440,14 @@ func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *reque
 		w.Header().Set("Allow", http.MethodPost)
 		return capability.Errorf(http.StatusMethodNotAllowed, protocol.TypeInvalid, "The declaration route takes POST.")
 	}
-	token, err := tokenOf(r)
+	tok, err := token.FromRequest(r)
 	var box store.Box
 	if err == nil {
-		box, err = s.boxByToken(r.Context(), token)
+		box, err = s.boxByToken(r.Context(), tok)
 	}
 	if err != nil {
 		info.reason = "token"
-		if errors.Is(err, errNoToken) || errors.Is(err, errUnknownToken) || errors.Is(err, errTwoTokens) {
+		if errors.Is(err, token.ErrMissing) || errors.Is(err, token.ErrUnknown) || errors.Is(err, token.ErrConflict) {
 			return &capability.Error{Status: http.StatusUnauthorized, Type: protocol.TypeAuthn, Message: authMessage(err)}
 		}
 		return unavailable(err)
@@ -548,7 +484,7 @@ func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *reque
 	}
 	if err := s.cfg.Store.SaveDeclaration(r.Context(), box.Name, doc, d.At); err != nil {
 		if errors.Is(err, store.ErrNotFound) { // removed meanwhile
-			return &capability.Error{Status: http.StatusUnauthorized, Type: protocol.TypeAuthn, Message: authMessage(errUnknownToken)}
+			return &capability.Error{Status: http.StatusUnauthorized, Type: protocol.TypeAuthn, Message: authMessage(token.ErrUnknown)}
 		}
 		return unavailable(err)
 	}
@@ -571,7 +507,7 @@ func (s *Server) writeError(w *recorder, r *http.Request, err error, info *reque
 		ce = &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI, Message: "The broker could not complete the request.", Err: err}
 	}
 	if ce.Err != nil {
-		s.log.Error("request failed", "method", r.Method, "path", LogPath(r.URL.Path), "route", info.route, "box", info.box, "err", ce.Err)
+		s.log.Error("request failed", "method", r.Method, "path", token.RedactPath(r.URL.Path), "route", info.route, "box", info.box, "err", ce.Err)
 	}
 	if w.wrote {
 		return // the answer has begun; nothing more can be said
@@ -695,45 +631,3 @@ func (b *liftAtEnd) Read(p []byte) (int, error) {
 // BodyTimeout bounds reading a small request body the broker reads whole
 // (a declaration report, or a body a capability's Scopes reads).
 const BodyTimeout = 10 * time.Second
-
-// TokenPrefix begins every box token boxbroker mints, so a token is
-// recognisable in a request and in a leaked log.
-const TokenPrefix = "bbx_"
-
-// LogPath is path as a log line may hold it: with every box token in it
-// (as an egress box may put one where an API puts its key) cut to its
-// prefix.
-func LogPath(path string) string {
-	if !strings.Contains(path, TokenPrefix) {
-		return path
-	}
-	var b strings.Builder
-	for {
-		i := strings.Index(path, TokenPrefix)
-		if i < 0 {
-			break
-		}
-		b.WriteString(path[:i+len(TokenPrefix)] + "…")
-		path = path[i+len(TokenPrefix):]
-		j := 0
-		for j < len(path) && isTokenByte(path[j]) {
-			j++
-		}
-		path = path[j:]
-	}
-	b.WriteString(path)
-	return b.String()
-}
-
-func isTokenByte(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_'
-}
-
-// NewToken mints a box token: TokenPrefix and 32 random bytes, base64url.
-func NewToken() (string, error) {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("mint token: %w", err)
-	}
-	return TokenPrefix + base64.RawURLEncoding.EncodeToString(b), nil
-}

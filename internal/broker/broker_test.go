@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/broker"
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/server"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 func TestDeclaration_Statuses(t *testing.T) {
@@ -98,8 +98,8 @@ func TestRotate_OldTokenStopsAtOnce(t *testing.T) {
 	b := brokertest.New(t, brokertest.Options{})
 	old := b.AddBox("a")
 	b.Report(old, brokertest.Entry("inference", "agent"))
-	newToken, _ := broker.NewToken()
-	if err := b.Server.Store.RotateToken(context.Background(), "a", broker.HashToken(newToken)); err != nil {
+	newToken, _ := token.NewBox()
+	if err := b.Server.Store.RotateToken(context.Background(), "a", token.Hash(newToken)); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Server.Cache.Poll(context.Background()); err != nil {
@@ -110,17 +110,6 @@ func TestRotate_OldTokenStopsAtOnce(t *testing.T) {
 	}
 	if resp := b.Do("POST", protocol.RouteDeclaration, newToken, []byte(`{"capabilities":[]}`), nil); resp.StatusCode != 200 {
 		t.Errorf("new token after rotation: %d, want 200", resp.StatusCode)
-	}
-}
-
-func TestNewToken(t *testing.T) {
-	a, _ := broker.NewToken()
-	c, _ := broker.NewToken()
-	if a == c || !strings.HasPrefix(a, broker.TokenPrefix) || len(a) != len(broker.TokenPrefix)+43 {
-		t.Errorf("NewToken = %q, %q", a, c)
-	}
-	if broker.HashToken(a) == a || len(broker.HashToken(a)) != 64 {
-		t.Errorf("HashToken(%q) = %q", a, broker.HashToken(a))
 	}
 }
 

@@ -28,6 +28,7 @@ import (
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/store/sqlite"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // The hot path: a forwarded Messages call and a refusal, through the
@@ -165,12 +166,12 @@ func newHotT(tb testing.TB, upstream *url.URL, tlsConfig *tls.Config) *hot {
 		token *string
 		words string
 	}{{"allowed", &x.allowed, `"agent","decide"`}, {"refused", &x.refused, `"decide"`}} {
-		tok, err := broker.NewToken()
+		tok, err := token.NewBox()
 		if err != nil {
 			tb.Fatal(err)
 		}
 		*b.token = tok
-		if err := st.CreateBox(ctx, store.Box{Name: b.name, TokenHash: broker.HashToken(tok), CreatedAt: now, PayerKind: protocol.PayerShared}); err != nil {
+		if err := st.CreateBox(ctx, store.Box{Name: b.name, TokenHash: token.Hash(tok), CreatedAt: now, PayerKind: protocol.PayerShared}); err != nil {
 			tb.Fatal(err)
 		}
 		// A realistic report: four capabilities here, one for another broker.
@@ -270,7 +271,7 @@ func BenchmarkTokenLookup(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := c.BoxByTokenHash(ctx, broker.HashToken(x.allowed)); err != nil {
+		if _, err := c.BoxByTokenHash(ctx, token.Hash(x.allowed)); err != nil {
 			b.Fatal(err)
 		}
 	}

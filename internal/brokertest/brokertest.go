@@ -20,13 +20,13 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/admin"
-	"github.com/intentius/boxbroker/internal/broker"
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/egress"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // Options tune New.
@@ -161,15 +161,15 @@ func New(t testing.TB, opt Options) *Broker {
 // AddBox enrols a box and returns its token.
 func (b *Broker) AddBox(name string) string {
 	b.t.Helper()
-	token, err := broker.NewToken()
+	tok, err := token.NewBox()
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	err = b.Server.Store.CreateBox(context.Background(), store.Box{Name: name, TokenHash: broker.HashToken(token), CreatedAt: time.Now(), PayerKind: protocol.PayerShared})
+	err = b.Server.Store.CreateBox(context.Background(), store.Box{Name: name, TokenHash: token.Hash(tok), CreatedAt: time.Now(), PayerKind: protocol.PayerShared})
 	if err != nil {
 		b.t.Fatalf("CreateBox(%s): %v", name, err)
 	}
-	return token
+	return tok
 }
 
 // SetCredential seals and stores a credential by ID ("anthropic", "fountain", "owner:<box>", ...).

@@ -7,12 +7,12 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/intentius/boxbroker/internal/broker"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // tokenRE matches a box token as boxbroker mints them: the prefix and 43
 // base64url characters (a longer run is returned whole, and is no box's).
-var tokenRE = regexp.MustCompile(regexp.QuoteMeta(broker.TokenPrefix) + `[A-Za-z0-9_-]{43,}`)
+var tokenRE = regexp.MustCompile(regexp.QuoteMeta(token.BoxPrefix) + `[A-Za-z0-9_-]{43,}`)
 
 // FindTokens returns every box token r carries wherever an API might
 // expect its key: in any request header (Authorization: Bearer, Basic
@@ -24,7 +24,7 @@ var tokenRE = regexp.MustCompile(regexp.QuoteMeta(broker.TokenPrefix) + `[A-Za-z
 func (c *Capability) FindTokens(r *http.Request) []string {
 	var found []string
 	scan := func(s string) {
-		if strings.Contains(s, broker.TokenPrefix) {
+		if strings.Contains(s, token.BoxPrefix) {
 			found = append(found, tokenRE.FindAllString(s, -1)...)
 		}
 	}
@@ -44,19 +44,7 @@ func (c *Capability) FindTokens(r *http.Request) []string {
 	if len(found) > 0 {
 		return found
 	}
-	for _, v := range r.Header.Values("Authorization") {
-		if len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
-			if t := strings.TrimSpace(v[7:]); t != "" {
-				found = append(found, t)
-			}
-		}
-	}
-	for _, v := range r.Header.Values("X-Api-Key") {
-		if v = strings.TrimSpace(v); v != "" {
-			found = append(found, v)
-		}
-	}
-	return found
+	return token.AppendSent(found, r.Header)
 }
 
 // basicCredentials decodes an Authorization value of the Basic scheme to

@@ -11,6 +11,7 @@ import (
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/store/sqlite"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // FuzzIssueAndCheck holds Issue and Check to their contract for any
@@ -64,13 +65,13 @@ func FuzzIssueAndCheck(f *testing.F) {
 		if ttl == 0 {
 			ttl = grant.DefaultTTL
 		}
-		if !protocol.IsGrantValue(value) || g.Hash != grant.Hash(value) || g.Principal != principal || !g.ExpiresAt.Equal(now.Add(ttl)) {
+		if !protocol.IsGrantValue(value) || g.Hash != token.Hash(value) || g.Principal != principal || !g.ExpiresAt.Equal(now.Add(ttl)) {
 			t.Fatalf("Issue(%q, %v) = %q %+v", principal, ttl, value, g)
 		}
 		if wrongValue {
 			value += "x"
 		}
-		stored, err := st.GrantByHash(ctx, grant.Hash(value))
+		stored, err := st.GrantByHash(ctx, token.Hash(value))
 		if wrongValue {
 			if !errors.Is(err, store.ErrNotFound) {
 				t.Fatalf("GrantByHash(Hash(another value)) = %+v, %v, want ErrNotFound", stored, err)
@@ -85,7 +86,7 @@ func FuzzIssueAndCheck(f *testing.F) {
 			if err := st.RevokeGrant(ctx, g.ID, now); err != nil {
 				t.Fatal(err)
 			}
-			if stored, err = st.GrantByHash(ctx, grant.Hash(value)); err != nil {
+			if stored, err = st.GrantByHash(ctx, token.Hash(value)); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -2,7 +2,8 @@
 // for one box, which the visitor's surface sends as the chant-grant header
 // on that visitor's turns. A grant's value is shown once, when it is
 // issued; the store keeps only its SHA-256 hash, its box, its principal,
-// its expiry and its revocation.
+// its expiry and its revocation. Package token mints and hashes the
+// value.
 //
 // Issue mints and stores a grant; Check judges a stored grant against the
 // box a request's token belongs to and the time. Who then pays is package
@@ -12,8 +13,6 @@ package grant
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -21,11 +20,8 @@ import (
 
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
 )
-
-// Prefix begins every grant value boxbroker mints, so a grant is
-// recognisable in a request and in a leaked log.
-const Prefix = "bbg_"
 
 // IDPrefix begins every grant ID. An ID names a grant in lists, logs and
 // `grant revoke`; it is not secret and grants nothing.
@@ -47,26 +43,6 @@ var (
 	// ErrPrincipal: the principal is not one (protocol.IsPrincipal).
 	ErrPrincipal = errors.New("not a principal: 1 to 200 characters with no white space, such as github:<login>")
 )
-
-// Hash is the SHA-256 of a grant value, hex: the only form it is kept in.
-func Hash(value string) string {
-	sum := sha256.Sum256([]byte(value))
-	return hex.EncodeToString(sum[:])
-}
-
-// ShortHash is the first 12 hex digits of Hash(value): enough to tell
-// grants apart in a log, and nothing an attacker can use.
-func ShortHash(value string) string { return Hash(value)[:12] }
-
-// newValue mints a grant value: Prefix and 32 random bytes, base64url. It
-// is printable ASCII with no spaces, well under protocol.MaxGrantLen.
-func newValue() (string, error) {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("mint grant: %w", err)
-	}
-	return Prefix + base64.RawURLEncoding.EncodeToString(b), nil
-}
 
 func newID() (string, error) {
 	b := make([]byte, 8)
@@ -91,7 +67,7 @@ func Issue(ctx context.Context, st store.Grants, box, principal string, ttl time
 	if !protocol.IsPrincipal(principal) {
 		return "", store.Grant{}, ErrPrincipal
 	}
-	value, err := newValue()
+	value, err := token.NewGrant()
 	if err != nil {
 		return "", store.Grant{}, err
 	}
@@ -100,7 +76,7 @@ func Issue(ctx context.Context, st store.Grants, box, principal string, ttl time
 		return "", store.Grant{}, err
 	}
 	now = now.UTC()
-	g := store.Grant{ID: id, Hash: Hash(value), Box: box, Principal: principal, CreatedAt: now, ExpiresAt: now.Add(ttl)}
+	g := store.Grant{ID: id, Hash: token.Hash(value), Box: box, Principal: principal, CreatedAt: now, ExpiresAt: now.Add(ttl)}
 	if err := st.CreateGrant(ctx, g); err != nil {
 		return "", store.Grant{}, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/store/sqlite"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 func openStore(t *testing.T) store.Store {
@@ -35,8 +36,8 @@ func TestIssue_StoresOnlyTheHash(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Issue(a, github:vee) = %v", err)
 	}
-	if !strings.HasPrefix(value, grant.Prefix) || !protocol.IsGrantValue(value) || len(value) != len(grant.Prefix)+43 {
-		t.Errorf("Issue value = %q, want %s and 43 base64url characters", value, grant.Prefix)
+	if !strings.HasPrefix(value, token.GrantPrefix) || !protocol.IsGrantValue(value) || len(value) != len(token.GrantPrefix)+43 {
+		t.Errorf("Issue value = %q, want %s and 43 base64url characters", value, token.GrantPrefix)
 	}
 	if !strings.HasPrefix(g.ID, grant.IDPrefix) || strings.Contains(value, g.ID[len(grant.IDPrefix):]) {
 		t.Errorf("Issue ID = %q", g.ID)
@@ -44,7 +45,7 @@ func TestIssue_StoresOnlyTheHash(t *testing.T) {
 	if !g.ExpiresAt.Equal(now.Add(grant.DefaultTTL)) {
 		t.Errorf("Issue ExpiresAt = %v, want %v", g.ExpiresAt, now.Add(grant.DefaultTTL))
 	}
-	stored, err := st.GrantByHash(ctx, grant.Hash(value))
+	stored, err := st.GrantByHash(ctx, token.Hash(value))
 	if err != nil {
 		t.Fatalf("GrantByHash(Hash(value)) = %v", err)
 	}

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/grant"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // FuzzGrantHeader holds the chant-grant check to the protocol for any
@@ -78,7 +78,7 @@ func FuzzGrantHeader(f *testing.F) {
 		}
 		// No grant value, fuzzed or issued, is ever logged: the logs say
 		// a grant's ID or a short hash, never anything beginning bbg_.
-		if logs := fx.logs.String()[before:]; strings.Contains(logs, grant.Prefix) {
+		if logs := fx.logs.String()[before:]; strings.Contains(logs, token.GrantPrefix) {
 			t.Fatalf("Func(a)(grant %q) logged a grant's value: %s", vals, logs)
 		}
 	})

@@ -13,7 +13,6 @@ package payer
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -27,6 +26,7 @@ import (
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // Credential IDs in the store.
@@ -132,13 +132,12 @@ func (p *Resolver) visitor(ctx context.Context, b store.Box, vals []string) (cap
 	}
 	value := vals[0]
 	if p.Store == nil {
-		p.ignore(b, grant.Unknown, "grant_hash", grant.ShortHash(value))
+		p.ignore(b, grant.Unknown, "grant_hash", token.ShortHash(value))
 		return capability.Paid{}, false, nil
 	}
-	hash := grant.Hash(value)
-	g, err := p.Store.GrantByHash(ctx, hash)
-	if errors.Is(err, store.ErrNotFound) || err == nil && subtle.ConstantTimeCompare([]byte(g.Hash), []byte(hash)) != 1 {
-		p.ignore(b, grant.Unknown, "grant_hash", hash[:12])
+	g, err := token.Lookup(ctx, value, p.Store.GrantByHash, func(g store.Grant) string { return g.Hash })
+	if errors.Is(err, token.ErrUnknown) {
+		p.ignore(b, grant.Unknown, "grant_hash", token.ShortHash(value))
 		return capability.Paid{}, false, nil
 	}
 	if err != nil {

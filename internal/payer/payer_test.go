@@ -18,6 +18,7 @@ import (
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 const (
@@ -194,7 +195,7 @@ func TestGrant_VisitorPaysAndOnlyTheirCredentialGoesUpstream(t *testing.T) {
 				if rt.path == messages && (!bytes.Equal(seen.Body, []byte(body)) || seen.Path != "/v1/messages") {
 					t.Errorf("upstream got %s %s, want the body unchanged", seen.Path, seen.Body)
 				}
-				assertOnly(t, seen, visitorKey, f.tokenA, value, sharedKey, ownerKey, grant.Hash(value))
+				assertOnly(t, seen, visitorKey, f.tokenA, value, sharedKey, ownerKey, token.Hash(value))
 				var answer bytes.Buffer
 				resp.Header.Write(&answer)
 				answer.Write(resp.Body)

@@ -17,12 +17,13 @@ import (
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // serveReal runs the real server (server.Serve, with its timeouts) on a
 // loopback port and returns its address and a box token that reported
 // inference agent.
-func serveReal(t *testing.T, cfg server.Config) (addr, token string) {
+func serveReal(t *testing.T, cfg server.Config) (addr, tok string) {
 	t.Helper()
 	cfg.DataDir = t.TempDir()
 	if cfg.ShutdownGrace == 0 {
@@ -33,8 +34,8 @@ func serveReal(t *testing.T, cfg server.Config) (addr, token string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	token, _ = broker.NewToken()
-	if err := srv.Store.CreateBox(ctx, store.Box{Name: "a", TokenHash: broker.HashToken(token), CreatedAt: time.Now(), PayerKind: "shared"}); err != nil {
+	tok, _ = token.NewBox()
+	if err := srv.Store.CreateBox(ctx, store.Box{Name: "a", TokenHash: token.Hash(tok), CreatedAt: time.Now(), PayerKind: "shared"}); err != nil {
 		t.Fatal(err)
 	}
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
@@ -43,13 +44,13 @@ func serveReal(t *testing.T, cfg server.Config) (addr, token string) {
 	t.Cleanup(func() { cancel(); <-done; srv.Close() })
 	addr = ln.Addr().String()
 	req, _ := http.NewRequest("POST", "http://"+addr+protocol.RouteDeclaration, strings.NewReader(`{"capabilities":[{"name":"inference","broker":"lobby","scope":["agent"]}]}`))
-	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Authorization", "Bearer "+tok)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("report: %v %v", resp, err)
 	}
 	resp.Body.Close()
-	return addr, token
+	return addr, tok
 }
 
 // TestBadInput sends what a careless or hostile client sends; each gets

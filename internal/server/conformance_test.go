@@ -12,13 +12,13 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/conformance"
-	"github.com/intentius/boxbroker/internal/broker"
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/egress"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // startBoxbroker starts the real boxbroker for the conformance suite: a
@@ -92,14 +92,14 @@ var servedCapabilities = []string{protocol.Inference, protocol.Egress, protocol.
 func seedConformance(ctx context.Context, srv *server.Server, env conformance.Env) (map[string]string, error) {
 	tokens := map[string]string{}
 	for _, name := range env.Boxes {
-		token, err := broker.NewToken()
+		tok, err := token.NewBox()
 		if err != nil {
 			return nil, err
 		}
-		if err := srv.Store.CreateBox(ctx, store.Box{Name: name, TokenHash: broker.HashToken(token), CreatedAt: time.Now(), PayerKind: protocol.PayerShared, Consent: true}); err != nil {
+		if err := srv.Store.CreateBox(ctx, store.Box{Name: name, TokenHash: token.Hash(tok), CreatedAt: time.Now(), PayerKind: protocol.PayerShared, Consent: true}); err != nil {
 			return nil, err
 		}
-		tokens[name] = token
+		tokens[name] = tok
 	}
 	for id, value := range map[string]string{payer.SharedAnthropic: env.Anthropic.Credential, payer.SharedFountain: env.Fountain.Credential} {
 		sealed, err := srv.Keyring.Seal([]byte(value), payer.AD(id))

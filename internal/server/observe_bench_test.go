@@ -16,6 +16,7 @@ import (
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // BenchmarkObserve measures what metrics and the audit log add to a
@@ -45,8 +46,8 @@ func BenchmarkObserve(b *testing.B) {
 		<-ran
 		srv.Close()
 	}()
-	token, _ := broker.NewToken()
-	if err := srv.Store.CreateBox(ctx, store.Box{Name: "alpha", TokenHash: broker.HashToken(token), CreatedAt: time.Now(), PayerKind: protocol.PayerShared}); err != nil {
+	tok, _ := token.NewBox()
+	if err := srv.Store.CreateBox(ctx, store.Box{Name: "alpha", TokenHash: token.Hash(tok), CreatedAt: time.Now(), PayerKind: protocol.PayerShared}); err != nil {
 		b.Fatal(err)
 	}
 	sealed, _ := srv.Keyring.Seal([]byte("sk-ant-api03-bench"), payer.AD("anthropic"))
@@ -58,7 +59,7 @@ func BenchmarkObserve(b *testing.B) {
 	client := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	do := func(path string, body []byte) int {
 		req, _ := http.NewRequest("POST", hs.URL+path, bytes.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Authorization", "Bearer "+tok)
 		resp, err := client.Do(req)
 		if err != nil {
 			b.Fatal(err)

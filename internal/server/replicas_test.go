@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/conformance"
-	"github.com/intentius/boxbroker/internal/broker"
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/cache"
 	"github.com/intentius/boxbroker/internal/payer"
@@ -28,6 +27,8 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/store/postgres"
 	"github.com/intentius/boxbroker/internal/store/postgres/postgrestest"
+	// bbtoken: these tests call a box's token token.
+	bbtoken "github.com/intentius/boxbroker/internal/token"
 )
 
 // newMasterKey is a fresh master key, hex, as BOXBROKER_MASTER_KEY takes it.
@@ -258,11 +259,11 @@ func TestReplicas_RotationTakesEffectOnTheOther(t *testing.T) {
 				t.Fatalf("trial %d: the current token = %d %s, want 200", i, resp.StatusCode, resp.Body)
 			}
 		}
-		next, err := broker.NewToken()
+		next, err := bbtoken.NewBox()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := a.Server.Store.RotateToken(ctx, "box-1", broker.HashToken(next)); err != nil {
+		if err := a.Server.Store.RotateToken(ctx, "box-1", bbtoken.Hash(next)); err != nil {
 			t.Fatalf("RotateToken() = %v", err)
 		}
 		rotated := time.Now()
@@ -440,7 +441,7 @@ func TestReplicas_FailClosedWhileTheStoreIsDown(t *testing.T) {
 		}
 	}
 	// What B does not hold needs the store: refused at once.
-	stranger, err := broker.NewToken()
+	stranger, err := bbtoken.NewBox()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -485,7 +486,7 @@ func TestReplicas_FailClosedWhileTheStoreIsDown(t *testing.T) {
 	}
 
 	// Nothing stored was lost.
-	if box, err := pg.BoxByTokenHash(ctx, broker.HashToken(token)); err != nil || box.Name != "box-1" {
+	if box, err := pg.BoxByTokenHash(ctx, bbtoken.Hash(token)); err != nil || box.Name != "box-1" {
 		t.Errorf("BoxByTokenHash() after the outage = %q, %v, want box-1", box.Name, err)
 	}
 	if doc, _, err := pg.Declaration(ctx, "box-1"); err != nil || !strings.Contains(string(doc), `"agent"`) {

@@ -20,12 +20,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/broker"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // streamUpstreamEnv makes the test binary a stand-in upstream that holds
@@ -219,11 +219,11 @@ func idleStreams(t *testing.T, upstream string, transport http.RoundTripper) {
 func seedBox(t testing.TB, srv *server.Server, name, report string) string {
 	t.Helper()
 	ctx := context.Background()
-	token, err := broker.NewToken()
+	tok, err := token.NewBox()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.Store.CreateBox(ctx, store.Box{Name: name, TokenHash: broker.HashToken(token), CreatedAt: time.Now(), PayerKind: protocol.PayerShared}); err != nil {
+	if err := srv.Store.CreateBox(ctx, store.Box{Name: name, TokenHash: token.Hash(tok), CreatedAt: time.Now(), PayerKind: protocol.PayerShared}); err != nil {
 		t.Fatal(err)
 	}
 	sealed, err := srv.Keyring.Seal([]byte("sk-ant-api03-stream-test"), payer.AD(payer.SharedAnthropic))
@@ -234,11 +234,11 @@ func seedBox(t testing.TB, srv *server.Server, name, report string) string {
 		t.Fatal(err)
 	}
 	req := httptest.NewRequest(http.MethodPost, protocol.RouteDeclaration, strings.NewReader(report))
-	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Authorization", "Bearer "+tok)
 	rec := httptest.NewRecorder()
 	srv.Handler.ServeHTTP(rec, req)
 	if rec.Code != http.StatusOK {
 		t.Fatalf("report: %d %s", rec.Code, rec.Body)
 	}
-	return token
+	return tok
 }

@@ -1,0 +1,202 @@
+// Package token mints, hashes, reads and looks up boxbroker's tokens.
+// There are three kinds, each its prefix followed by 32 random bytes in
+// unpadded base64url (43 characters):
+//
+//   - a box token, "bbx_…", which a box sends as Authorization: Bearer or
+//     x-api-key on every request;
+//   - an admin token, "bba_…", which the admin API takes as
+//     Authorization: Bearer;
+//   - a grant, "bbg_…", which a visitor's surface sends as the chant-grant
+//     header on that visitor's turns.
+//
+// The prefix makes a token recognisable in a request and in a leaked log,
+// and keeps one kind from being mistaken for another. A token's value is
+// shown once, when it is minted; only its SHA-256 hash, in lower-case hex,
+// is stored, and the store is read by that hash. Lookup compares the
+// stored hash with the one computed in constant time (crypto/subtle).
+package token
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// The prefixes that begin each kind of token.
+const (
+	// BoxPrefix begins every box token.
+	BoxPrefix = "bbx_"
+	// AdminPrefix begins every admin token.
+	AdminPrefix = "bba_"
+	// GrantPrefix begins every grant value.
+	GrantPrefix = "bbg_"
+)
+
+// Sentinel errors of FromRequest, One and Lookup. Their messages never
+// hold a token.
+var (
+	// ErrMissing: the request carries no token.
+	ErrMissing = errors.New("no token")
+	// ErrConflict: the request carries two different tokens.
+	ErrConflict = errors.New("two different tokens")
+	// ErrUnknown: no stored token has the token's hash.
+	ErrUnknown = errors.New("unknown token")
+)
+
+// NewBox mints a box token: BoxPrefix and 32 random bytes, base64url.
+// It returns an error only when the system's random source fails.
+func NewBox() (string, error) { return mint(BoxPrefix, "token") }
+
+// NewAdmin mints an admin token: AdminPrefix and 32 random bytes,
+// base64url. It returns an error only when the system's random source
+// fails.
+func NewAdmin() (string, error) { return mint(AdminPrefix, "admin token") }
+
+// NewGrant mints a grant value: GrantPrefix and 32 random bytes,
+// base64url. It is printable ASCII with no spaces, well under
+// protocol.MaxGrantLen. It returns an error only when the system's random
+// source fails.
+func NewGrant() (string, error) { return mint(GrantPrefix, "grant") }
+
+func mint(prefix, what string) (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("mint %s: %w", what, err)
+	}
+	return prefix + base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// Hash is the SHA-256 of a token of any kind, in lower-case hex: the only
+// form a token is stored in.
+func Hash(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	var h [2 * sha256.Size]byte
+	hex.Encode(h[:], sum[:])
+	return string(h[:])
+}
+
+// ShortHash is the first 12 hex digits of Hash(token): enough to tell
+// tokens apart in a log, and nothing an attacker can use.
+func ShortHash(token string) string { return Hash(token)[:12] }
+
+// Lookup returns the record stored under token's hash: it reads it with
+// byHash and compares the record's hash, hashOf(record), with token's in
+// constant time. It returns ErrMissing when token is "", ErrUnknown when
+// byHash returns store.ErrNotFound or the hashes differ, and byHash's
+// other errors as they are.
+func Lookup[T any](ctx context.Context, token string, byHash func(context.Context, string) (T, error), hashOf func(T) string) (T, error) {
+	var zero T
+	if token == "" {
+		return zero, ErrMissing
+	}
+	hash := Hash(token)
+	rec, err := byHash(ctx, hash)
+	if errors.Is(err, store.ErrNotFound) {
+		return zero, ErrUnknown
+	}
+	if err != nil {
+		return zero, err
+	}
+	// The read was by hash; compare in constant time all the same.
+	if subtle.ConstantTimeCompare([]byte(hashOf(rec)), []byte(hash)) != 1 {
+		return zero, ErrUnknown
+	}
+	return rec, nil
+}
+
+// FromRequest reads a box's token from r: every Authorization value of
+// the Bearer scheme (in any case) and every X-Api-Key value, each trimmed
+// of surrounding white space, empty ones skipped. It returns the one
+// distinct token they hold, ErrMissing when there is none, and ErrConflict
+// when they hold two different ones.
+func FromRequest(r *http.Request) (string, error) {
+	var buf [2]string // room for the usual one token, without allocating
+	return One(AppendSent(buf[:0], r.Header))
+}
+
+// AppendSent appends to dst every token h carries where FromRequest reads
+// one: each non-empty Authorization: Bearer value, then each non-empty
+// X-Api-Key value, trimmed; it returns dst unchanged when there is none.
+func AppendSent(dst []string, h http.Header) []string {
+	for _, v := range h.Values("Authorization") {
+		if t, ok := cutBearer(v); ok && t != "" {
+			dst = append(dst, t)
+		}
+	}
+	for _, v := range h.Values("X-Api-Key") {
+		if v = strings.TrimSpace(v); v != "" {
+			dst = append(dst, v)
+		}
+	}
+	return dst
+}
+
+// One returns the single distinct token in found: ErrMissing when found is
+// empty, ErrConflict when it holds two different tokens.
+func One(found []string) (string, error) {
+	if len(found) == 0 {
+		return "", ErrMissing
+	}
+	for _, t := range found[1:] {
+		if t != found[0] {
+			return "", ErrConflict
+		}
+	}
+	return found[0], nil
+}
+
+// Bearer reads the admin API's token from h: the first Authorization
+// value, when it is of the Bearer scheme (in any case), trimmed of
+// surrounding white space; "" when there is none.
+func Bearer(h http.Header) string {
+	t, _ := cutBearer(h.Get("Authorization"))
+	return t
+}
+
+// cutBearer returns the credentials of an Authorization value of the
+// Bearer scheme, trimmed; ok is false for any other value.
+func cutBearer(v string) (t string, ok bool) {
+	if len(v) < 7 || !strings.EqualFold(v[:7], "bearer ") {
+		return "", false
+	}
+	return strings.TrimSpace(v[7:]), true
+}
+
+// RedactPath is path as a log line may hold it: with every box token in
+// it (as an egress box may put one where an API puts its key) cut to its
+// prefix and "…".
+func RedactPath(path string) string {
+	if !strings.Contains(path, BoxPrefix) {
+		return path
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(path, BoxPrefix)
+		if i < 0 {
+			break
+		}
+		b.WriteString(path[:i+len(BoxPrefix)] + "…")
+		path = path[i+len(BoxPrefix):]
+		j := 0
+		for j < len(path) && isTokenByte(path[j]) {
+			j++
+		}
+		path = path[j:]
+	}
+	b.WriteString(path)
+	return b.String()
+}
+
+// isTokenByte reports whether c is a base64url character.
+func isTokenByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_'
+}
