@@ -18,7 +18,6 @@ import (
 const (
 	kindMessages = "messages" // a call to the Anthropic Messages API
 	kindEgress   = "egress"   // a GET at a third-party API with a secret
-	kindDecide   = "decide"   // decide's questions; elsewhere the Messages calls they take
 )
 
 // benchCase is one kind of request, driven the same way on every path.
@@ -26,19 +25,18 @@ type benchCase struct {
 	name string
 	kind string
 	body []byte
-	// fanout: on a path with no decide, one request is this many
-	// concurrent Messages calls of body (decide's questions asked by hand).
-	fanout int
-	// decideBody is the decide request, on the paths that serve decide.
-	decideBody []byte
-	// sse: the answer is a stream of events; ttfe and ttl are measured.
+	// sse: the answer is a stream of events; the time to the first one
+	// is measured.
 	sse bool
-	// refused: the answer is a 403 (the direct path asks /refuse).
-	refused bool
+	// h1: the proxies reach the upstream over HTTP/1.1 (the paths' h1
+	// variants), and so does the direct path.
+	h1 bool
 	// conc is the closed-loop concurrency of the throughput phase; rate
-	// the open-loop rate (requests/s) of the latency phase.
-	conc int
-	rate float64
+	// the highest open-loop rate (requests/s) of the latency phase, and
+	// workers how many requests that phase may have in flight.
+	conc    int
+	rate    float64
+	workers int
 }
 
 // result is one path's figures for one case.
@@ -50,26 +48,33 @@ type result struct {
 	rps      float64
 	cpu10k   float64 // proxy CPU seconds per 10k requests; <0 when not measured
 	peakRSS  int64   // proxy peak RSS over both phases; 0 when not measured
-	// latency phase
+	// latency phase, at rate requests/s
+	rate           float64
 	p50, p99       time.Duration
 	ttfe50, ttfe99 time.Duration // SSE: time to the first event
 	latErrors      int64
 	firstErr       string
+	// skipped says why the path did not run the case.
+	skipped string
 }
 
-// client returns a load-generator client: keep-alive, no compression, no
-// proxy from the environment, one idle connection per worker.
-func client(conns int) (*http.Client, *http.Transport) {
+// client returns a load-generator client for p: keep-alive, no
+// compression, no proxy from the environment, one idle connection per
+// worker; over TLS with HTTP/2 where p asks for it.
+func client(conns int, p *path) (*http.Client, *http.Transport) {
 	t := &http.Transport{
 		Proxy:               nil,
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
 		MaxIdleConns:        conns * 2,
 		MaxIdleConnsPerHost: conns * 2,
-		IdleConnTimeout:     30 * time.Second,
-		DisableCompression:  true,
-		ForceAttemptHTTP2:   false,
+		// Under Portkey's keep-alive timeout (5 s), so that the client
+		// never sends on a connection the server is closing.
+		IdleConnTimeout:    4 * time.Second,
+		DisableCompression: true,
+		TLSClientConfig:    p.tls,
+		ForceAttemptHTTP2:  p.h2,
 	}
-	return &http.Client{Transport: t, Timeout: 30 * time.Second}, t
+	return &http.Client{Transport: t, Timeout: 60 * time.Second}, t
 }
 
 // sample is one request's outcome.
@@ -82,70 +87,28 @@ var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b 
 
 // once sends one request of c on p and reads the whole answer.
 func once(ctx context.Context, hc *http.Client, p *path, c *benchCase, events int) sample {
-	if c.kind == kindDecide && p.decideURL == "" && c.fanout > 1 {
-		return fanout(ctx, hc, p, c, events)
-	}
 	var req *http.Request
 	var err error
-	switch c.kind {
-	case kindEgress:
+	if c.kind == kindEgress {
 		req, err = http.NewRequestWithContext(ctx, "GET", p.egressURL, nil)
 		if err == nil {
 			req.Header.Set("Authorization", "Bearer "+p.egressKey)
 			req.Header.Set("Accept", "application/json")
 		}
-	case kindDecide:
-		if p.decideURL == "" {
-			return onceMessages(ctx, hc, p, c, events)
-		}
-		req, err = http.NewRequestWithContext(ctx, "POST", p.decideURL, bytes.NewReader(c.decideBody))
+	} else {
+		req, err = http.NewRequestWithContext(ctx, "POST", p.messages(), bytes.NewReader(c.body))
 		if err == nil {
-			req.Header.Set("Authorization", "Bearer "+p.key)
+			for k, v := range p.header {
+				req.Header[k] = v
+			}
+			req.Header.Set("X-Api-Key", p.key)
+			req.Header.Set("Anthropic-Version", "2023-06-01")
 			req.Header.Set("Content-Type", "application/json")
 		}
-	default:
-		return onceMessages(ctx, hc, p, c, events)
 	}
 	if err != nil {
 		return sample{err: err}
 	}
-	return send(hc, req, c, events)
-}
-
-// fanout sends c.fanout Messages calls at once and waits for them all.
-func fanout(ctx context.Context, hc *http.Client, p *path, c *benchCase, events int) sample {
-	start := time.Now()
-	errs := make(chan error, c.fanout)
-	for i := 1; i < c.fanout; i++ {
-		go func() { errs <- onceMessages(ctx, hc, p, c, events).err }()
-	}
-	errs <- onceMessages(ctx, hc, p, c, events).err
-	var first error
-	for i := 0; i < c.fanout; i++ {
-		if err := <-errs; err != nil && first == nil {
-			first = err
-		}
-	}
-	return sample{total: time.Since(start), err: first}
-}
-
-// onceMessages sends one Messages call (or, for a refusal case, the call
-// that is refused).
-func onceMessages(ctx context.Context, hc *http.Client, p *path, c *benchCase, events int) sample {
-	url, key := p.messages(), p.key
-	if c.refused {
-		key = p.refusedKey
-		if p.refuseURL != "" {
-			url = p.refuseURL
-		}
-	}
-	req, err := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(c.body))
-	if err != nil {
-		return sample{err: err}
-	}
-	req.Header.Set("X-Api-Key", key)
-	req.Header.Set("Anthropic-Version", "2023-06-01")
-	req.Header.Set("Content-Type", "application/json")
 	return send(hc, req, c, events)
 }
 
@@ -157,10 +120,7 @@ func send(hc *http.Client, req *http.Request, c *benchCase, events int) sample {
 		return sample{err: err}
 	}
 	defer resp.Body.Close()
-	want := http.StatusOK
-	if c.refused {
-		want = http.StatusForbidden
-	}
+	const want = http.StatusOK
 	bp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bp)
 	buf := *bp
@@ -211,7 +171,7 @@ func send(hc *http.Client, req *http.Request, c *benchCase, events int) sample {
 // throughput drives c on p closed-loop with c.conc workers for d and
 // measures the proxy's CPU and peak memory meanwhile.
 func throughput(ctx context.Context, p *path, c *benchCase, d, warm time.Duration, events int, r *result) {
-	hc, tr := client(c.conc)
+	hc, tr := client(c.conc, p)
 	defer tr.CloseIdleConnections()
 	run := func(d time.Duration) (ok, bad int64, first error) {
 		var okN, badN atomic.Int64
@@ -271,7 +231,7 @@ func (p procs) cpuIf() float64 {
 // the next path takes its turn, in the latency phase.
 const latencyTurn = 500 * time.Millisecond
 
-// latency drives c on every path open-loop at c.rate, for d on each: each
+// latency drives c on every path open-loop at rate, for d on each: each
 // request is due at its scheduled time, and one that found every worker
 // busy then counts its latency from then, so a slow answer cannot hide
 // the requests that queued behind it. The paths take turns of
@@ -281,8 +241,8 @@ const latencyTurn = 500 * time.Millisecond
 // path ran then. Each turn begins with one request that is not counted,
 // which finds the path's processes idle since its last turn. rs[i] gets
 // paths[i]'s figures.
-func latency(ctx context.Context, paths []*path, c *benchCase, d time.Duration, events int, rs []*result) {
-	const workers = 64
+func latency(ctx context.Context, paths []*path, c *benchCase, rate float64, d time.Duration, events int, rs []*result) {
+	workers := max(64, c.workers)
 	type acc struct {
 		hc     *http.Client
 		totals []time.Duration
@@ -290,14 +250,14 @@ func latency(ctx context.Context, paths []*path, c *benchCase, d time.Duration, 
 		bad    int64
 	}
 	accs := make([]*acc, len(paths))
-	for i := range paths {
-		hc, tr := client(workers)
+	for i, p := range paths {
+		hc, tr := client(workers, p)
 		defer tr.CloseIdleConnections()
 		accs[i] = &acc{hc: hc}
 	}
 	turns := max(1, int(d/latencyTurn))
-	perTurn := max(1, int(c.rate*d.Seconds())/turns)
-	step := time.Duration(float64(time.Second) / c.rate)
+	perTurn := max(1, int(rate*d.Seconds())/turns)
+	step := time.Duration(float64(time.Second) / rate)
 	for turn := 0; turn < turns && ctx.Err() == nil; turn++ {
 		for i, p := range paths {
 			a, r := accs[i], rs[i]
@@ -350,6 +310,7 @@ func latency(ctx context.Context, paths []*path, c *benchCase, d time.Duration, 
 		}
 	}
 	for i, a := range accs {
+		rs[i].rate = rate
 		rs[i].latErrors = a.bad
 		rs[i].p50, rs[i].p99 = quantiles(a.totals)
 		rs[i].ttfe50, rs[i].ttfe99 = quantiles(a.ttfes)

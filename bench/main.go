@@ -1,33 +1,45 @@
 // Command bench measures boxbroker against the direct path to its
-// upstream and against nginx doing the same job, in one run, on loopback.
+// upstream, nginx and Portkey's gateway doing the same job, in one run,
+// on loopback, in production's shape: an HTTPS upstream (HTTP/2, or
+// HTTP/1.1 for the small-h1 case), agent-sized request bodies, paced
+// streams and thousands of idle ones.
 //
 // Run it from the repository's root:
 //
-//	go run ./bench            # the whole run, about five minutes
-//	go run ./bench -quick     # a short run, to see that it works
+//	go run ./bench            # the whole run
+//	go run ./bench -quick     # every path and case, briefly (about two minutes)
 //
-// It builds ./cmd/boxbroker, starts a stand-in Anthropic upstream (in its
-// own process), boxbroker on a temporary SQLite store with a box whose
-// report allows agent and one whose report does not, and nginx as a plain
-// proxy_pass reverse proxy injecting a fixed x-api-key (skipped, with a
-// note, when nginx is not installed). It drives each path with the same
-// load from a Go load generator and prints requests/s, latency, the
-// proxy's CPU per 10k requests and peak RSS, the ratios against the
-// direct path and nginx, and the memory each idle SSE stream holds. Every
-// phase is bounded in count and time; the harness stops by itself and ends
-// every process it started.
+// It builds ./cmd/boxbroker, makes a certificate authority for the run
+// and starts a stand-in Anthropic upstream (its own binary again, with
+// -role upstream) serving HTTPS with a certificate that authority
+// signed. Then boxbroker on a temporary SQLite store, trusting the CA
+// through SSL_CERT_FILE; nginx as a proxy_pass https:// reverse proxy
+// injecting a fixed x-api-key (skipped, with a note, when nginx is not
+// installed); and Portkey's gateway under node, trusting the CA through
+// NODE_EXTRA_CA_CERTS (installed with npm into a cache directory outside
+// the checkout; skipped, with a note, when that fails). It drives each
+// path with the same load from a Go load generator and prints
+// requests/s, latency added over direct at a moderate open-loop rate,
+// the proxy's CPU per 10k requests and peak RSS, the ratios against nginx
+// and Portkey, the memory each idle SSE stream holds, and whether
+// boxbroker meets its targets. Every phase is bounded in count and time;
+// the harness stops by itself and ends every process it started.
+// Secrets reach children through stdin or the environment, never argv.
 //
 // docs/performance.md explains the cases and the figures.
 package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -39,16 +51,18 @@ type options struct {
 	duration, latency, warm time.Duration
 	rounds                  int
 	events                  int
+	gap                     time.Duration
 	ping, hold              time.Duration
 	streams                 string
 	parallelOpen            int
 	boxbroker               string
-	noNginx                 bool
-	floor                   bool
+	noNginx, noPortkey      bool
+	portkeyDir              string
+	portkeyVersion          string
 	cases                   string
 	brokerLog               string
 	upstreamIP, brokerIP    string
-	nginxIP, floorIP        string
+	nginxIP, portkeyIP      string
 	quick                   bool
 	keep                    bool
 
@@ -56,47 +70,54 @@ type options struct {
 	credential, token, refusedToken string
 	egressSecret, egressHost        string
 	idleTokens                      []string
-	certFile                        string
+	certs                           certFiles
+	h2Addr                          string
 }
 
 func main() {
 	if len(os.Args) > 2 && os.Args[1] == "-role" {
-		run := map[string]func([]string) error{"upstream": runUpstream, "floor": runFloor}[os.Args[2]]
-		if run == nil {
+		if os.Args[2] != "upstream" {
 			fmt.Fprintln(os.Stderr, "bench: no role", os.Args[2])
 			os.Exit(2)
 		}
-		if err := run(os.Args[3:]); err != nil {
-			fmt.Fprintln(os.Stderr, os.Args[2]+":", err)
+		if err := runUpstream(os.Args[3:]); err != nil {
+			fmt.Fprintln(os.Stderr, "upstream:", err)
 			os.Exit(1)
 		}
 		return
 	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
 	var o options
 	flag.IntVar(&o.rounds, "rounds", 3, "rounds per case; each figure is the median over them")
 	flag.DurationVar(&o.duration, "duration", 3*time.Second, "throughput phase per case, path and round")
-	flag.DurationVar(&o.latency, "latency", 3*time.Second, "latency phase (fixed rate) per case, path and round")
+	flag.DurationVar(&o.latency, "latency", 3*time.Second, "latency phase (open loop) per case, path and round")
 	flag.DurationVar(&o.warm, "warm", time.Second, "warm-up before each throughput phase")
 	flag.IntVar(&o.events, "events", 20, "events in a streamed answer")
+	flag.DurationVar(&o.gap, "gap", 25*time.Millisecond, "pause between a streamed answer's events (the sse case)")
 	flag.DurationVar(&o.ping, "ping", 3*time.Second, "ping interval of an idle stream")
 	flag.DurationVar(&o.hold, "hold", 8*time.Second, "how long idle streams are held (at least two pings)")
-	flag.StringVar(&o.streams, "streams", "1000,10000", "numbers of simultaneous idle streams to hold")
+	flag.StringVar(&o.streams, "streams", "1000,10000", "numbers of simultaneous idle streams to hold (none for no idle streams)")
 	flag.IntVar(&o.parallelOpen, "open-parallel", 100, "idle streams being opened at once")
 	flag.StringVar(&o.boxbroker, "boxbroker", "", "a boxbroker binary (default: go build ./cmd/boxbroker)")
 	flag.BoolVar(&o.noNginx, "no-nginx", false, "skip nginx")
-	flag.BoolVar(&o.floor, "floor", false, "add the floor path: boxbroker's own HTTP server and transport with only nginx's work (the key checked, the credential injected)")
-	flag.StringVar(&o.floorIP, "floor-ip", "127.0.0.5", "loopback address of the floor path")
-	flag.StringVar(&o.cases, "cases", "small,sse,1mb,403,egress,decide", "cases to run, in order (none for only the idle streams)")
+	flag.BoolVar(&o.noPortkey, "no-portkey", false, "skip Portkey's gateway")
+	flag.StringVar(&o.portkeyDir, "portkey-dir", filepath.Join(cache, "boxbroker-bench", "portkey"), "where npm installs Portkey's gateway (outside the checkout)")
+	flag.StringVar(&o.portkeyVersion, "portkey-version", "1.15.2", "version of @portkey-ai/gateway to install")
+	flag.StringVar(&o.cases, "cases", "small,small-h1,agent,1mb,sse,egress", "cases to run, in order (none for only the idle streams)")
 	flag.StringVar(&o.brokerLog, "broker-log", "info", "boxbroker's log level (its log goes to a file, as nginx's access log does)")
 	flag.StringVar(&o.upstreamIP, "upstream-ip", "127.0.0.2", "loopback address of the stand-in upstream")
 	flag.StringVar(&o.brokerIP, "broker-ip", "127.0.0.3", "loopback address of boxbroker")
 	flag.StringVar(&o.nginxIP, "nginx-ip", "127.0.0.4", "loopback address of nginx")
-	flag.BoolVar(&o.quick, "quick", false, "short phases and 1000 streams only")
+	flag.StringVar(&o.portkeyIP, "portkey-ip", "127.0.0.6", "loopback address of Portkey's gateway")
+	flag.BoolVar(&o.quick, "quick", false, "short phases, one round and 1000 idle streams: every path and case, in about two minutes")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (logs, nginx.conf, the store) and print its path")
 	flag.Parse()
 	if o.quick {
-		o.duration, o.latency, o.warm, o.rounds = 2*time.Second, 2*time.Second, 500*time.Millisecond, 1
-		o.streams, o.hold, o.ping = "1000", 3*time.Second, time.Second
+		o.duration, o.latency, o.warm, o.rounds = time.Second, time.Second, 300*time.Millisecond, 1
+		o.streams, o.hold, o.ping = "1000", 2500*time.Millisecond, time.Second
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -119,6 +140,17 @@ func run(ctx context.Context, o *options) error {
 	}
 	o.credential = "sk-ant-api03-bench-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	o.egressSecret = "ghp_bench" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	var cases []*benchCase
+	for _, name := range strings.Split(o.cases, ",") {
+		if name == "none" {
+			break
+		}
+		c := caseNamed(name)
+		if c == nil {
+			return fmt.Errorf("no case %q (small, small-h1, agent, 1mb, sse, egress)", name)
+		}
+		cases = append(cases, c)
+	}
 
 	fmt.Printf("boxbroker bench: %d CPUs, %s, load average %s at start, open files limit %d\n",
 		runtime.NumCPU(), runtime.Version(), loadavg(), nofile)
@@ -135,18 +167,24 @@ func run(ctx context.Context, o *options) error {
 			children[i].stop()
 		}
 	}()
-	up, plain, tlsAddr, err := startUpstream(ctx, dir, o)
+	up, h2Addr, h1Addr, err := startUpstream(ctx, dir, o)
 	if err != nil {
 		return err
 	}
 	children = append(children, up)
-	o.egressHost = "http://" + plain + "/egress-api"
-	direct := &path{name: "direct", base: "http://" + plain, key: o.credential,
-		refusedKey: o.credential, refuseURL: "http://" + plain + "/refuse",
+	o.h2Addr = h2Addr
+	roots, err := rootsFrom(o.certs.ca)
+	if err != nil {
+		return err
+	}
+	o.egressHost = "https://" + h2Addr + "/egress-api"
+	direct := &path{name: "direct", base: "https://" + h2Addr, key: o.credential,
+		tls: &tls.Config{RootCAs: roots}, h2: true,
 		egressURL: o.egressHost + "/repos/octocat/hello-world", egressKey: o.egressSecret}
+	direct.h1 = &path{name: "direct", base: "https://" + h1Addr, key: o.credential, tls: &tls.Config{RootCAs: roots}}
 
 	dataDir := dir + "/data"
-	bb, bpath, err := startBroker(ctx, bin, dataDir, o.brokerIP, "http://"+plain, o, nil, "h1")
+	bb, bpath, err := startBroker(ctx, bin, dataDir, o.brokerIP, "https://"+h2Addr, o, "h2")
 	if err != nil {
 		return err
 	}
@@ -154,26 +192,47 @@ func run(ctx context.Context, o *options) error {
 	bpath.name = "boxbroker"
 
 	paths := []*path{direct}
-	var npath *path
+	var notes []string
 	if o.noNginx {
-		npath = &path{name: "nginx", note: "skipped (-no-nginx)"}
+		notes = append(notes, "nginx: skipped (-no-nginx)")
 	} else {
-		ng, np, err := startNginx(ctx, mkdir(dir+"/nginx"), o.nginxIP, plain, o)
+		ng, np, err := startNginx(ctx, mkdir(dir+"/nginx"), o.nginxIP, h2Addr, o)
 		switch {
 		case errors.Is(err, errNoNginx):
-			npath = &path{name: "nginx", note: err.Error()}
+			notes = append(notes, "nginx: "+err.Error())
 		case err != nil:
 			return err
 		default:
 			children = append(children, ng)
-			npath = np
-			npath.name = "nginx"
-			paths = append(paths, npath)
+			np.name = "nginx"
+			paths = append(paths, np)
+		}
+	}
+	if o.noPortkey {
+		notes = append(notes, "Portkey: skipped (-no-portkey)")
+	} else {
+		pp, err := func() (*path, error) {
+			entry, err := installPortkey(ctx, o.portkeyDir, o.portkeyVersion)
+			if err != nil {
+				return nil, err
+			}
+			pk, pp, err := startPortkey(ctx, entry, dir, o.portkeyIP, h2Addr, o)
+			if err != nil {
+				return nil, err
+			}
+			children = append(children, pk)
+			return pp, nil
+		}()
+		if err != nil {
+			notes = append(notes, "Portkey: "+err.Error()+"; its rows are skipped")
+		} else {
+			pp.name = "Portkey"
+			paths = append(paths, pp)
 		}
 	}
 	paths = append(paths, bpath)
-	if npath.note != "" {
-		fmt.Println("nginx:", npath.note)
+	for _, n := range notes {
+		fmt.Println(n)
 	}
 
 	// Idle streams first, on fresh processes, so memory freed by earlier
@@ -182,50 +241,39 @@ func run(ctx context.Context, o *options) error {
 	counts := parseCounts(o.streams)
 	small := &benchCase{name: "warm", body: smallBody(), conc: 4}
 	for _, p := range paths[1:] {
+		if len(counts) == 0 {
+			break
+		}
 		var r result
 		throughput(ctx, p, small, 500*time.Millisecond, 200*time.Millisecond, o.events, &r)
 		base := p.proc.rss()
 		for _, n := range counts {
-			if need := 2*n + 64; need > int(nofile) && !p.proc.children {
-				held = append(held, streamsResult{path: p.name + " (HTTP/1.1 upstream)", n: n,
-					failed: fmt.Sprintf("skipped: a single process needs 2 descriptors a stream (%d), over the hard limit of %d open files here", need, nofile)})
+			if need := p.fdsPerStream*n + 64; need > int(nofile) && !p.proc.children {
+				held = append(held, streamsResult{path: p.name, n: n,
+					failed: fmt.Sprintf("skipped: one process needs %d descriptors a stream (%d), over the hard limit of %d open files here", p.fdsPerStream, need, nofile)})
 				continue
 			}
 			fmt.Printf("holding %d idle streams via %s ...\n", n, p.name)
 			r := holdStreams(ctx, p, n, o.parallelOpen, o.hold, base)
-			r.path = p.name + " (HTTP/1.1 upstream)"
+			r.path = p.name
 			held = append(held, r)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 		}
 	}
-	// boxbroker reaching an HTTPS upstream, as it reaches the Anthropic
-	// API: HTTP/2 multiplexes the streams onto a few connections.
-	h2, h2path, err := startBroker(ctx, bin, dataDir, o.brokerIP, "https://"+tlsAddr, o, []string{"SSL_CERT_FILE=" + o.certFile}, "h2")
-	if err != nil {
-		return err
-	}
-	{
-		var r result
-		throughput(ctx, h2path, small, 500*time.Millisecond, 200*time.Millisecond, o.events, &r)
-		base := h2path.proc.rss()
-		for _, n := range counts {
-			fmt.Printf("holding %d idle streams via boxbroker, HTTPS upstream ...\n", n)
-			r := holdStreams(ctx, h2path, n, o.parallelOpen, o.hold, base)
-			r.path = "boxbroker (HTTP/2 upstream)"
-			held = append(held, r)
-		}
-	}
-	h2.stop()
 
-	// The floor measures per-call work, so it joins the cases only, not
-	// the idle streams.
-	if o.floor {
-		fl, fp, err := startFloor(ctx, o.floorIP, plain, o)
+	// boxbroker reaching the upstream over HTTP/1.1, for the cases that
+	// ask for it: a second process on the same store, against the
+	// stand-in's HTTP/1.1-only address.
+	if slices.ContainsFunc(cases, func(c *benchCase) bool { return c.h1 }) {
+		b1, p1, err := startBroker(ctx, bin, dataDir, o.brokerIP, "https://"+h1Addr, o, "h1")
 		if err != nil {
 			return err
 		}
-		children = append(children, fl)
-		fp.name = "floor"
-		paths = append(paths, fp)
+		children = append(children, b1)
+		p1.name = "boxbroker"
+		bpath.h1 = p1
 	}
 
 	// Each case runs in rounds, the paths taking turns within a round, and
@@ -233,19 +281,25 @@ func run(ctx context.Context, o *options) error {
 	// run then falls on every path alike rather than on whichever ran
 	// when it came.
 	var results []result
-	for _, name := range strings.Split(o.cases, ",") {
-		if name == "none" {
-			break
+	for _, c := range cases {
+		cpaths := make([]*path, 0, len(paths))
+		var skipped []result
+		for _, p := range paths {
+			switch {
+			case c.kind == kindEgress && p.egressURL == "":
+				skipped = append(skipped, result{path: p.name, cas: c.name, skipped: "no egress"})
+			case c.h1 && p.h1 != nil:
+				cpaths = append(cpaths, p.h1)
+			default:
+				cpaths = append(cpaths, p)
+			}
 		}
-		c := caseNamed(name)
-		if c == nil {
-			return fmt.Errorf("no case %q (small, sse, 1mb, 403, egress, decide)", name)
-		}
-		rounds := make([][]result, len(paths))
+		rounds := make([][]result, len(cpaths))
+		rate := 0.0
 		for round := 0; round < o.rounds; round++ {
 			fmt.Printf("%s, round %d of %d ...\n", c.name, round+1, o.rounds)
-			rs := make([]*result, len(paths))
-			for i, p := range paths {
+			rs := make([]*result, len(cpaths))
+			for i, p := range cpaths {
 				rs[i] = &result{path: p.name, cas: c.name}
 				warm := o.warm
 				if round > 0 {
@@ -253,8 +307,11 @@ func run(ctx context.Context, o *options) error {
 				}
 				throughput(ctx, p, c, o.duration, warm, o.events, rs[i])
 			}
-			latency(ctx, paths, c, o.latency, o.events, rs)
-			for i, p := range paths {
+			if round == 0 {
+				rate = moderateRate(c, cpaths, rs)
+			}
+			latency(ctx, cpaths, c, rate, o.latency, o.events, rs)
+			for i, p := range cpaths {
 				if p.proc.pid != 0 {
 					rs[i].peakRSS = p.proc.peak()
 				}
@@ -264,60 +321,54 @@ func run(ctx context.Context, o *options) error {
 				return ctx.Err()
 			}
 		}
-		for i := range paths {
+		for i := range cpaths {
 			results = append(results, medianOf(rounds[i]))
 		}
+		results = append(results, skipped...)
 	}
 	fmt.Println()
-	printResults(os.Stdout, results, held, npath.note, o)
+	printResults(os.Stdout, results, held, notes, o)
 	fmt.Printf("\nload average at end: %s\n", loadavg())
 	return nil
+}
+
+// moderateRate is the open-loop rate of a case's latency phase: c.rate,
+// or half the slowest proxy's throughput in the first round where that is
+// lower, so that every path is measured at a rate it sustains rather
+// than at saturation.
+func moderateRate(c *benchCase, paths []*path, rs []*result) float64 {
+	rate := c.rate
+	for i, p := range paths {
+		if p.proc.pid != 0 && rs[i].rps > 0 {
+			rate = min(rate, rs[i].rps/2)
+		}
+	}
+	return max(rate, 2)
 }
 
 // caseNamed returns the case by name, with its load.
 func caseNamed(name string) *benchCase {
 	switch strings.TrimSpace(name) {
 	case "small":
-		return &benchCase{name: "small", body: smallBody(), conc: 32, rate: 500}
-	case "sse":
-		return &benchCase{name: "sse", body: []byte(`{"model":"claude-sonnet-4-5","max_tokens":1024,"stream":true,"messages":[{"role":"user","content":"Say hello."}]}`), sse: true, conc: 16, rate: 200}
+		return &benchCase{name: "small", body: smallBody(), conc: 32, rate: 1000}
+	case "small-h1":
+		return &benchCase{name: "small-h1", body: smallBody(), h1: true, conc: 32, rate: 1000}
+	case "agent":
+		return &benchCase{name: "agent", body: agentBody(200 << 10), conc: 8, rate: 200}
 	case "1mb":
-		return &benchCase{name: "1mb", body: bigBody(1 << 20), conc: 4, rate: 30}
-	case "403":
-		return &benchCase{name: "403", body: smallBody(), refused: true, conc: 32, rate: 500}
+		return &benchCase{name: "1mb", body: agentBody(1 << 20), conc: 4, rate: 50}
+	case "sse":
+		// Paced: the stand-in pauses -gap between events, so a stream
+		// lasts (events-1)×gap and many are open at once.
+		return &benchCase{name: "sse", body: []byte(`{"model":"claude-sonnet-4-5","max_tokens":1024,"stream":true,"messages":[{"role":"user","content":"Say hello."}]}`), sse: true, conc: 64, rate: 100, workers: 512}
 	case "egress":
-		return &benchCase{name: "egress", kind: kindEgress, conc: 32, rate: 500}
-	case "decide":
-		return &benchCase{name: "decide", kind: kindDecide, body: []byte(decideQuestionBody), fanout: 4,
-			decideBody: []byte(decideRequest), conc: 8, rate: 50}
+		return &benchCase{name: "egress", kind: kindEgress, conc: 32, rate: 1000}
 	}
 	return nil
 }
 
-// decideRequest is decide with four questions, two of each type the
-// stand-in answers.
-const decideRequest = `{"model":"claude-sonnet-4-5","state":{"order":{"items":3,"weight_kg":1.2,"address":"12 Rue de Rivoli, Paris"}},"questions":{` +
-	`"ok":{"type":"noul","instructions":"Is the order complete?","criteria":{}},` +
-	`"paid":{"type":"noul","instructions":"Has the order been paid for?","criteria":{}},` +
-	`"care":{"type":"score","instructions":"Score how fragile it is, 1 to 5.","criteria":{"1":"sturdy","5":"glass"}},` +
-	`"rush":{"type":"score","instructions":"Score how urgent it is, 1 to 5.","criteria":{"1":"whenever","5":"today"}}}}`
-
-// decideQuestionBody is one question as a Messages call with structured
-// output, of the size decide sends: what a box without decide would send
-// for each question itself.
-const decideQuestionBody = `{"model":"claude-sonnet-4-5","max_tokens":1024,"system":"You answer one question about a state, as the schema asks. Say why first.",` +
-	`"messages":[{"role":"user","content":"<instructions>\nScore how fragile it is, 1 to 5.\n</instructions>\n<criteria>\n{\n  \"1\": \"sturdy\",\n  \"5\": \"glass\"\n}\n</criteria>\n<state>\n{\n  \"order\": {\n    \"items\": 3,\n    \"weight_kg\": 1.2\n  }\n}\n</state>"}],` +
-	`"output_config":{"format":{"type":"json_schema","schema":{"type":"object","properties":{"reason":{"type":"string"},"score":{"type":"number","description":"1 to 5"},"confidence":{"type":"number","description":"0 to 1"}},"required":["reason","score","confidence"],"additionalProperties":false}}}}`
-
 func smallBody() []byte {
 	return []byte(`{"model":"claude-sonnet-4-5","max_tokens":1024,"messages":[{"role":"user","content":"Hello, Claude. What is the capital of France?"}]}`)
-}
-
-// bigBody is a Messages request of n bytes: one long user message.
-func bigBody(n int) []byte {
-	head := `{"model":"claude-sonnet-4-5","max_tokens":1024,"messages":[{"role":"user","content":"`
-	tail := `"}]}`
-	return []byte(head + strings.Repeat("lorem ipsum ", (n-len(head)-len(tail))/12+1)[:n-len(head)-len(tail)] + tail)
 }
 
 func parseCounts(s string) []int {

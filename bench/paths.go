@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -17,28 +18,37 @@ import (
 	"time"
 )
 
-// A path is one way to the stand-in upstream: direct, via nginx or via
-// boxbroker.
+// A path is one way to the stand-in upstream: direct, or via a proxy.
 type path struct {
 	name string
 	// base is the URL the client calls (Messages is base+"/v1/messages").
 	base string
 	// key is what the client sends as x-api-key: the credential on the
-	// direct path, the box's token through a proxy.
+	// direct path and to Portkey (which holds no key of its own), the
+	// box's token to nginx and boxbroker.
 	key string
-	// refusedKey is the key whose calls are refused (403); refuseURL is
-	// where the direct path's 403 is answered instead.
-	refusedKey, refuseURL string
+	// header is sent with every request besides the key (Portkey's
+	// provider and custom host).
+	header http.Header
+	// tls, when set, is the client's TLS configuration (the direct path
+	// calls the HTTPS stand-in); h2 asks for HTTP/2 over it.
+	tls *tls.Config
+	h2  bool
 	// egressURL is a GET at the third-party API, and egressKey the
 	// bearer the client sends it with (the secret direct, the box's
-	// token through a proxy).
+	// token through a proxy); empty where the path has no egress.
 	egressURL, egressKey string
 	// idleKeys are the keys idle streams take turns with: many boxes, as
 	// thousands of streams come from many boxes, each under the broker's
 	// default bound on one box's requests in flight.
 	idleKeys []string
-	// decideURL is decide's route; empty where decide is not served.
-	decideURL string
+	// fdsPerStream is how many descriptors one idle stream costs the
+	// proxy: two (the box's connection and the upstream's) over
+	// HTTP/1.1, one where streams share HTTP/2 connections upstream.
+	fdsPerStream int
+	// h1, when set, is this path reaching the upstream over HTTP/1.1 (for
+	// the cases that ask for it); nil when the path always does.
+	h1 *path
 	// proc is the proxy's processes; zero for the direct path.
 	proc procs
 	// note, when set, says why the path is absent.
@@ -75,43 +85,48 @@ func (c *child) stop() {
 	}
 }
 
-// startUpstream starts the stand-in upstream process and returns its plain
-// and TLS addresses.
+// startUpstream writes the run's certificates into dir and starts the
+// stand-in upstream process; it returns its HTTPS addresses, the one
+// offering HTTP/2 and HTTP/1.1 and the one offering HTTP/1.1 only.
 func startUpstream(ctx context.Context, dir string, o *options) (*child, string, string, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, "", "", err
 	}
-	certFile, keyFile, err := writeCert(dir, net.ParseIP(o.upstreamIP))
+	o.certs, err = writeCerts(dir, net.ParseIP(o.upstreamIP))
 	if err != nil {
-		return nil, "", "", fmt.Errorf("certificate: %w", err)
+		return nil, "", "", fmt.Errorf("certificates: %w", err)
 	}
-	o.certFile = certFile
 	cmd := exec.CommandContext(ctx, self, "-role", "upstream",
-		"-listen", o.upstreamIP+":0", "-tls-listen", o.upstreamIP+":0", "-cert", certFile, "-key", keyFile,
-		"-credential", o.credential, "-egress-secret", o.egressSecret, "-events", fmt.Sprint(o.events), "-ping", o.ping.String())
+		"-listen-h2", o.upstreamIP+":0", "-listen-h1", o.upstreamIP+":0", "-cert", o.certs.cert, "-key", o.certs.key,
+		"-events", fmt.Sprint(o.events), "-gap", o.gap.String(), "-ping", o.ping.String())
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, "", "", err
 	}
-	_ = stdin // held open for the child's life; closed when we exit
-	c, line, err := spawn(cmd, "upstream")
+	c, line, err := spawn(cmd, "upstream", func() error {
+		// The secrets, then stdin held open for the child's life; it
+		// closes when we exit.
+		_, err := io.WriteString(stdin, o.credential+"\n"+o.egressSecret+"\n")
+		return err
+	})
 	if err != nil {
 		return nil, "", "", err
 	}
-	var plain, tlsAddr string
-	if _, err := fmt.Sscanf(line, "LISTEN %s %s", &plain, &tlsAddr); err != nil {
+	var h2Addr, h1Addr string
+	if _, err := fmt.Sscanf(line, "LISTEN %s %s", &h2Addr, &h1Addr); err != nil {
 		c.stop()
 		return nil, "", "", fmt.Errorf("upstream did not start: %q %v", line, err)
 	}
-	return c, plain, tlsAddr, nil
+	return c, h2Addr, h1Addr, nil
 }
 
-// spawn starts cmd, ended with the harness however it ends, and returns
-// it as a child with the first line it prints (where it listens); the
-// rest of its output is read and dropped.
-func spawn(cmd *exec.Cmd, name string) (*child, string, error) {
+// spawn starts cmd, ended with the harness however it ends, runs
+// started (if not nil) once it has, and returns it as a child with the
+// first line it prints (where it listens); the rest of its output is read
+// and dropped.
+func spawn(cmd *exec.Cmd, name string, started func() error) (*child, string, error) {
 	dieWithUs(cmd)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -121,6 +136,12 @@ func spawn(cmd *exec.Cmd, name string) (*child, string, error) {
 		return nil, "", err
 	}
 	c := &child{name: name, cmd: cmd}
+	if started != nil {
+		if err := started(); err != nil {
+			c.stop()
+			return nil, "", fmt.Errorf("%s: %w", name, err)
+		}
+	}
 	br := bufio.NewReader(out)
 	line, err := br.ReadString('\n')
 	if err != nil {
@@ -132,10 +153,11 @@ func spawn(cmd *exec.Cmd, name string) (*child, string, error) {
 }
 
 // startBroker builds nothing: bin is a boxbroker binary. It enrols the
-// two boxes in dataDir (once), sets the credential, serves on ip:0 against
-// upstream, and reports each box's declaration. env is added to the
-// server's environment.
-func startBroker(ctx context.Context, bin, dataDir, ip, upstream string, o *options, env []string, tag string) (*child, *path, error) {
+// boxes in dataDir (once), sets the credential and the egress secret,
+// serves on ip:0 against upstream (an https:// URL, trusted through
+// SSL_CERT_FILE set to the run's CA), and reports each box's declaration.
+// tag names its log file.
+func startBroker(ctx context.Context, bin, dataDir, ip, upstream string, o *options, tag string) (*child, *path, error) {
 	base := append(os.Environ(), "BOXBROKER_DATA="+dataDir)
 	if o.token == "" {
 		var err error
@@ -170,9 +192,9 @@ func startBroker(ctx context.Context, bin, dataDir, ip, upstream string, o *opti
 		args = append(args, "--admin-listen", ip+":0")
 	}
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(base, env...)
+	cmd.Env = append(base, "SSL_CERT_FILE="+o.certs.ca)
 	cmd.Stderr = logf
-	c, line, err := spawn(cmd, "boxbroker")
+	c, line, err := spawn(cmd, "boxbroker", nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%v (log: %s)", err, logf.Name())
 	}
@@ -196,41 +218,15 @@ func startBroker(ctx context.Context, bin, dataDir, ip, upstream string, o *opti
 			return nil, nil, err
 		}
 	}
+	fds := 2
+	if strings.HasPrefix(upstream, "https://"+o.h2Addr) {
+		fds = 1
+	}
 	return c, &path{
-		base: url + "/llm/anthropic", key: o.token, refusedKey: o.refusedToken,
+		base: url + "/llm/anthropic", key: o.token,
 		egressURL: url + "/egress/GITHUB/repos/octocat/hello-world", egressKey: o.token,
-		decideURL: url + "/decide/v1/systemone", idleKeys: o.idleTokens,
+		idleKeys: o.idleTokens, fdsPerStream: fds,
 		proc: procs{pid: cmd.Process.Pid},
-	}, nil
-}
-
-// startFloor runs the floor path (see runFloor) on ip:0, in front of
-// the stand-in at upstream, allowing the bench box's token and the idle
-// boxes'.
-func startFloor(ctx context.Context, ip, upstream string, o *options) (*child, *path, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, nil, err
-	}
-	cmd := exec.CommandContext(ctx, self, "-role", "floor", "-listen", ip+":0", "-upstream", upstream)
-	keys := append([]string{o.credential, o.egressSecret, o.token}, o.idleTokens...)
-	cmd.Stdin = strings.NewReader(strings.Join(keys, "\n") + "\n")
-	cmd.Stderr = os.Stderr
-	c, line, err := spawn(cmd, "floor")
-	if err != nil {
-		return nil, nil, err
-	}
-	var addr string
-	if _, err := fmt.Sscanf(line, "LISTEN %s", &addr); err != nil {
-		c.stop()
-		return nil, nil, fmt.Errorf("floor did not start: %q %v", line, err)
-	}
-	url := "http://" + addr
-	return c, &path{
-		base: url + "/llm/anthropic", key: o.token, refusedKey: o.refusedToken,
-		egressURL: url + "/egress/GITHUB/repos/octocat/hello-world", egressKey: o.token,
-		idleKeys: o.idleTokens,
-		proc:     procs{pid: cmd.Process.Pid},
 	}, nil
 }
 
@@ -296,10 +292,11 @@ func buildBroker(ctx context.Context, dir string) (string, error) {
 }
 
 // nginxConf is the reverse proxy an operator would put in front of the
-// Anthropic API instead: proxy_pass with upstream keepalive, a fixed
-// x-api-key injected, the box's key checked against one allowed value
-// (the nearest nginx comes to the broker's token check), no buffering of
-// streams.
+// Anthropic API instead: proxy_pass to the HTTPS upstream with its
+// certificate verified against the run's CA and a keepalive pool of
+// upstream connections, a fixed x-api-key injected, the box's key
+// checked against the allowed ones (the nearest nginx comes to the
+// broker's token check), no buffering of streams.
 const nginxConf = `{{user}}worker_processes auto;
 worker_rlimit_nofile {{nofile}};
 pid {{dir}}/nginx.pid;
@@ -319,7 +316,17 @@ http {
     server {{upstream}};
     keepalive 256;
     keepalive_requests 1000000;
+    keepalive_timeout 120s;
   }
+  proxy_http_version 1.1;
+  proxy_ssl_trusted_certificate {{ca}};
+  proxy_ssl_verify on;
+  proxy_ssl_name {{name}};
+  proxy_ssl_server_name on;
+  proxy_ssl_session_reuse on;
+  proxy_buffering off;
+  proxy_request_buffering off;
+  proxy_read_timeout 600s;
   map_hash_bucket_size 128;
   map $http_authorization $bench_egress_allowed {
     default 0;
@@ -336,32 +343,32 @@ http {
         add_header Content-Type application/json always;
         return 403 '{"type":"error","error":{"type":"permission_error","message":"This box may not call inference."}}\n';
       }
-      proxy_pass http://anthropic/;
-      proxy_http_version 1.1;
+      proxy_pass https://anthropic/;
+      # proxy_set_header is inherited only by a level that sets none, so
+      # each location sets all of its own.
       proxy_set_header Connection "";
+      proxy_set_header Host {{upstream}};
       proxy_set_header Authorization "";
       proxy_set_header X-Api-Key "{{credential}}";
-      proxy_buffering off;
-      proxy_request_buffering off;
-      proxy_read_timeout 600s;
     }
     location /egress/GITHUB/ {
       if ($bench_egress_allowed = 0) {
         add_header Content-Type application/json always;
         return 403 '{"type":"error","error":{"type":"permission_error","message":"This box may not use GITHUB."}}\n';
       }
-      proxy_pass http://anthropic/egress-api/;
-      proxy_http_version 1.1;
+      proxy_pass https://anthropic/egress-api/;
       proxy_set_header Connection "";
+      proxy_set_header Host {{upstream}};
       proxy_set_header Authorization "Bearer {{secret}}";
-      proxy_buffering off;
-      proxy_request_buffering off;
     }
   }
 }
 `
 
-// startNginx writes nginx.conf into dir and runs nginx in the foreground.
+// startNginx writes nginx.conf into dir and runs nginx in the foreground,
+// in front of the stand-in's HTTPS address upstream. nginx speaks
+// HTTP/1.1 to its upstreams. nginx.conf holds the credential, as an
+// operator's would; it is written 0600 in the run's own directory.
 func startNginx(ctx context.Context, dir, ip, upstream string, o *options) (*child, *path, error) {
 	bin, err := exec.LookPath("nginx")
 	if err != nil {
@@ -386,7 +393,7 @@ func startNginx(ctx context.Context, dir, ip, upstream string, o *options) (*chi
 	var lim syscall.Rlimit
 	_ = syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim)
 	conf := strings.NewReplacer("{{user}}", user, "{{dir}}", dir, "{{upstream}}", upstream,
-		"{{token}}", o.token, "{{credential}}", o.credential, "{{secret}}", o.egressSecret, "{{idle}}", idleMap(o.idleTokens), "{{listen}}", listen,
+		"{{ca}}", o.certs.ca, "{{name}}", upstreamName, "{{token}}", o.token, "{{credential}}", o.credential, "{{secret}}", o.egressSecret, "{{idle}}", idleMap(o.idleTokens), "{{listen}}", listen,
 		"{{nofile}}", fmt.Sprint(lim.Cur), "{{conns}}", fmt.Sprint(lim.Cur-16)).Replace(nginxConf)
 	if err := os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(conf), 0o600); err != nil {
 		return nil, nil, err
@@ -404,10 +411,10 @@ func startNginx(ctx context.Context, dir, ip, upstream string, o *options) (*chi
 		return nil, nil, fmt.Errorf("nginx did not start: %v: %s", err, errb.String())
 	}
 	return c, &path{
-		base: "http://" + listen + "/llm/anthropic", key: o.token, refusedKey: o.refusedToken,
+		base: "http://" + listen + "/llm/anthropic", key: o.token,
 		egressURL: "http://" + listen + "/egress/GITHUB/repos/octocat/hello-world", egressKey: o.token,
-		idleKeys: o.idleTokens,
-		proc:     procs{pid: cmd.Process.Pid, children: true},
+		idleKeys: o.idleTokens, fdsPerStream: 2,
+		proc: procs{pid: cmd.Process.Pid, children: true},
 	}, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,8 +33,10 @@ func (r streamsResult) perStream() float64 {
 	return float64(r.rssFull-r.rssBase) / float64(r.opened)
 }
 
-// idleBody asks the stand-in for a stream that only pings.
-const idleBody = `{"model":"claude-sonnet-4-5","max_tokens":1024,"stream":true,"bench":"idle","messages":[{"role":"user","content":"Hold on."}]}`
+// idleBody asks the stand-in for a stream that only pings. The ask is in
+// the message's text, which every proxy passes on (Portkey rebuilds the
+// body from the fields it knows).
+const idleBody = `{"model":"claude-sonnet-4-5","max_tokens":1024,"stream":true,"messages":[{"role":"user","content":"Hold this stream open."}]}`
 
 // idleStream is one open stream: its connection and how many reads it has
 // seen since the answer's headers.
@@ -58,10 +61,16 @@ func holdStreams(ctx context.Context, p *path, n, parallel int, hold time.Durati
 	if len(keys) == 0 {
 		keys = []string{p.key}
 	}
+	var extra strings.Builder
+	for k, vs := range p.header {
+		for _, v := range vs {
+			fmt.Fprintf(&extra, "%s: %s\r\n", k, v)
+		}
+	}
 	reqs := make([]string, len(keys))
 	for i, k := range keys {
-		reqs[i] = fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nX-Api-Key: %s\r\nAnthropic-Version: 2023-06-01\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
-			u.RequestURI(), u.Host, k, len(idleBody), idleBody)
+		reqs[i] = fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nX-Api-Key: %s\r\n%sAnthropic-Version: 2023-06-01\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+			u.RequestURI(), u.Host, k, extra.String(), len(idleBody), idleBody)
 	}
 
 	streams := make([]*idleStream, n)

@@ -1,18 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -29,13 +24,14 @@ import (
 
 // upstreamConfig is what the stand-in needs.
 type upstreamConfig struct {
-	listen, tlsListen string
-	cert, key         string
-	credential        string
-	egressSecret      string
-	events            int
-	ping              time.Duration
-	maxHold           time.Duration
+	listenH2, listenH1 string
+	cert, key          string
+	credential         string
+	egressSecret       string
+	events             int
+	gap                time.Duration
+	ping               time.Duration
+	maxHold            time.Duration
 }
 
 // smallAnswer is a Messages answer of the usual size.
@@ -74,7 +70,7 @@ func streamEvents(n int) [][]byte {
 var (
 	pingEvent  = []byte(sseEvent("ping", `{"type": "ping"}`))
 	markStream = []byte(`"stream":true`)
-	markIdle   = []byte(`"bench":"idle"`)
+	markIdle   = []byte(`Hold this stream open.`)
 	markSchema = []byte(`"output_config"`)
 )
 
@@ -130,8 +126,13 @@ func upstreamHandler(cfg upstreamConfig) http.Handler {
 			w.Header().Set("Content-Type", "text/event-stream")
 			w.Header().Set("Cache-Control", "no-cache")
 			f := w.(http.Flusher)
-			for _, ev := range events {
-				_, _ = w.Write(ev)
+			for i, ev := range events {
+				if i > 0 && cfg.gap > 0 {
+					time.Sleep(cfg.gap)
+				}
+				if _, err := w.Write(ev); err != nil {
+					return
+				}
 				f.Flush()
 			}
 		default:
@@ -168,18 +169,21 @@ func holdStream(w http.ResponseWriter, r *http.Request, cfg upstreamConfig, star
 	}
 }
 
-// runUpstream is the -role upstream process: it serves until SIGTERM or
-// until its standard input closes (the harness went away).
+// runUpstream is the -role upstream process. It serves HTTPS on two
+// addresses: -listen-h2 offers HTTP/2 and HTTP/1.1 (ALPN; a client that
+// asks for neither gets HTTP/1.1), -listen-h1 offers HTTP/1.1 only. The
+// credential and the egress secret come on stdin, one a line; it serves
+// until SIGTERM or until its standard input closes (the harness went
+// away).
 func runUpstream(args []string) error {
 	fs := flag.NewFlagSet("upstream", flag.ContinueOnError)
 	var cfg upstreamConfig
-	fs.StringVar(&cfg.listen, "listen", "127.0.0.2:0", "plain HTTP address")
-	fs.StringVar(&cfg.tlsListen, "tls-listen", "", "HTTPS (HTTP/2) address; empty for none")
-	fs.StringVar(&cfg.cert, "cert", "", "certificate file for -tls-listen")
-	fs.StringVar(&cfg.key, "key", "", "key file for -tls-listen")
-	fs.StringVar(&cfg.credential, "credential", "", "the only x-api-key accepted")
-	fs.StringVar(&cfg.egressSecret, "egress-secret", "", "the only bearer accepted on /egress-api/")
+	fs.StringVar(&cfg.listenH2, "listen-h2", "127.0.0.2:0", "HTTPS address offering HTTP/2 and HTTP/1.1")
+	fs.StringVar(&cfg.listenH1, "listen-h1", "127.0.0.2:0", "HTTPS address offering HTTP/1.1 only")
+	fs.StringVar(&cfg.cert, "cert", "", "certificate file (PEM)")
+	fs.StringVar(&cfg.key, "key", "", "key file (PEM)")
 	fs.IntVar(&cfg.events, "events", 20, "events in a stream")
+	fs.DurationVar(&cfg.gap, "gap", 0, "pause between a stream's events")
 	fs.DurationVar(&cfg.ping, "ping", 3*time.Second, "ping interval of a held stream")
 	fs.DurationVar(&cfg.maxHold, "max-hold", 5*time.Minute, "longest a held stream lasts")
 	if err := fs.Parse(args); err != nil {
@@ -188,71 +192,49 @@ func runUpstream(args []string) error {
 	if cfg.events < 4 {
 		cfg.events = 4
 	}
-	h := upstreamHandler(cfg)
-	ln, err := net.Listen("tcp", cfg.listen)
+	in := bufio.NewReader(os.Stdin)
+	for _, v := range []*string{&cfg.credential, &cfg.egressSecret} {
+		line, err := in.ReadString('\n')
+		if err != nil {
+			return fmt.Errorf("stdin: want the credential and the egress secret, one a line: %w", err)
+		}
+		*v = strings.TrimSpace(line)
+	}
+	cert, err := tls.LoadX509KeyPair(cfg.cert, cfg.key)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: nil}
-	go func() { _ = srv.Serve(ln) }()
-	tlsAddr := "-"
-	var tsrv *http.Server
-	if cfg.tlsListen != "" {
-		tln, err := net.Listen("tcp", cfg.tlsListen)
+	h := upstreamHandler(cfg)
+	var servers []*http.Server
+	var addrs []string
+	for _, l := range []struct {
+		addr  string
+		proto []string
+	}{{cfg.listenH2, []string{"h2", "http/1.1"}}, {cfg.listenH1, []string{"http/1.1"}}} {
+		ln, err := net.Listen("tcp", l.addr)
 		if err != nil {
 			return err
 		}
-		tsrv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = tsrv.ServeTLS(tln, cfg.cert, cfg.key) }()
-		tlsAddr = tln.Addr().String()
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
+			TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: l.proto}}
+		if len(l.proto) == 1 {
+			// An empty, non-nil map turns HTTP/2 off.
+			srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
+		}
+		go func() { _ = srv.ServeTLS(ln, "", "") }()
+		servers = append(servers, srv)
+		addrs = append(addrs, ln.Addr().String())
 	}
-	fmt.Printf("LISTEN %s %s\n", ln.Addr(), tlsAddr)
+	fmt.Printf("LISTEN %s %s\n", addrs[0], addrs[1])
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	go func() { // the harness holds our stdin; when it dies, so do we
-		_, _ = io.Copy(io.Discard, os.Stdin)
+		_, _ = io.Copy(io.Discard, in)
 		stop()
 	}()
 	<-ctx.Done()
-	srv.Close()
-	if tsrv != nil {
-		tsrv.Close()
+	for _, srv := range servers {
+		srv.Close()
 	}
 	return nil
-}
-
-// writeCert writes a self-signed certificate for ip, valid for a day, and
-// its key, as PEM files in dir.
-func writeCert(dir string, ip net.IP) (certFile, keyFile string, err error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return "", "", err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "boxbroker bench upstream"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		IPAddresses:           []net.IP{ip},
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return "", "", err
-	}
-	kb, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return "", "", err
-	}
-	certFile, keyFile = dir+"/upstream.crt", dir+"/upstream.key"
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		return "", "", err
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
-		return "", "", err
-	}
-	return certFile, keyFile, nil
 }
