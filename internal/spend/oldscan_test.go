@@ -10,6 +10,10 @@ import (
 	"unicode/utf8"
 )
 
+// This file is the hand-written JSON scanner spend used before it read
+// JSON with encoding/json and gjson, kept only for BenchmarkFields to
+// compare the two in one run.
+
 // A scanner reads a few members of a JSON object — those its schema
 // names — from the bytes of the object as they come, in as many writes as
 // they come in, with its memory bounded whatever the input, and without
@@ -894,4 +898,23 @@ func plainRun(p []byte) int {
 func special(w uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	return ((w - ones*0x20) | ((w ^ ones*'"') - ones) | ((w ^ ones*'\\') - ones)) &^ w & highs
+}
+
+// request ends a Messages body's input and sets est's model and output
+// bound from what s read of it, as spend did with the scanner.
+func (s *scanner) request(est *Estimate) {
+	if !s.close() {
+		return
+	}
+	if !s.slots[reqModel].fold {
+		est.Model, _ = s.text(reqModel)
+	}
+	switch sl := &s.slots[reqMaxTokens]; {
+	case sl.fold:
+		if sl.topSet {
+			est.Output = max(est.Output, sl.top)
+		}
+	case sl.set && sl.n >= 0:
+		est.Output = sl.n
+	}
 }
