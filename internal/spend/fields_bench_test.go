@@ -46,10 +46,9 @@ func agentBody(n int, last bool) []byte {
 	return []byte(head + string(rest[1:]))
 }
 
-// BenchmarkFields compares, in one run, the hand-written scanner spend
-// used before (old) with what reads the same fields now (new): a Messages
-// request's model and max_tokens (agent-sized bodies, the fields at the
-// start or at the end), and a stream event's usage.
+// BenchmarkFields measures reading a Messages request's model and
+// max_tokens (agent-sized bodies, the fields at the start or at the end)
+// and a stream event's usage.
 //
 //	go test -run '^$' -bench BenchmarkFields -benchmem ./internal/spend/
 func BenchmarkFields(b *testing.B) {
@@ -63,21 +62,7 @@ func BenchmarkFields(b *testing.B) {
 				where = "end"
 			}
 			name := fmt.Sprintf("request-%dKiB-%s", len(body)>>10, where)
-			b.Run(name+"/old", func(b *testing.B) {
-				var s scanner
-				b.SetBytes(int64(len(body)))
-				b.ReportAllocs()
-				for i := 0; i < b.N; i++ {
-					s.reset(requestSchema)
-					s.write(body)
-					var est Estimate
-					s.request(&est)
-					if est.Model != "claude-sonnet-4-5-20250929" || est.Output != 32000 {
-						b.Fatalf("old: %+v", est)
-					}
-				}
-			})
-			b.Run(name+"/new", func(b *testing.B) {
+			b.Run(name+"", func(b *testing.B) {
 				b.SetBytes(int64(len(body)))
 				b.ReportAllocs()
 				for i := 0; i < b.N; i++ {
@@ -95,31 +80,7 @@ func BenchmarkFields(b *testing.B) {
 	}
 	for _, name := range []string{"message_start", "message_delta"} {
 		data := events[name]
-		b.Run("event-"+name+"/old", func(b *testing.B) {
-			var s scanner
-			b.SetBytes(int64(len(data)))
-			b.ReportAllocs()
-			for i := 0; i < b.N; i++ {
-				var t Tokens
-				s.reset(eventSchema)
-				s.write(data)
-				if !s.close() {
-					b.Fatal("not valid")
-				}
-				switch {
-				case s.is(evType, "message_start"):
-					m, _ := s.text(evModel)
-					_ = m
-					s.usage(evMessageUsage, &t)
-				case s.is(evType, "message_delta"):
-					s.usage(evUsage, &t)
-				}
-				if t.CacheRead != 48210 {
-					b.Fatalf("old: %+v", t)
-				}
-			}
-		})
-		b.Run("event-"+name+"/new", func(b *testing.B) {
+		b.Run("event-"+name+"", func(b *testing.B) {
 			b.SetBytes(int64(len(data)))
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
