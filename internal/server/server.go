@@ -231,8 +231,8 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	}
 	metered := meter.Transport(transport)
 	caps := []capability.Capability{
-		meter.WrapMessages(inference.New(inference.Config{Upstream: cfg.AnthropicURL, Transport: metered, MaxBody: cfg.MaxBody, Logger: log})),
-		meter.WrapDecide(decide.New(decide.Config{Upstream: cfg.AnthropicURL, Transport: metered, Timeout: cfg.DecideTimeout, Logger: log})),
+		meter.Wrap(inference.New(inference.Config{Upstream: cfg.AnthropicURL, Transport: metered, MaxBody: cfg.MaxBody, Logger: log})),
+		meter.Wrap(decide.New(decide.Config{Upstream: cfg.AnthropicURL, Transport: metered, Timeout: cfg.DecideTimeout, Logger: log})),
 		eg,
 		feedback.New(feedback.Config{Store: st, Keep: cfg.Feedback == FeedbackKeep}),
 	}

@@ -63,7 +63,7 @@ func BenchmarkStream(b *testing.B) {
 	}
 	base := proxy.NewTransport(proxy.TransportOptions{})
 	plain := inference.New(inference.Config{Upstream: u, Transport: base})
-	metered := meter.WrapMessages(inference.New(inference.Config{Upstream: u, Transport: meter.Transport(base)}))
+	metered := meter.Wrap(inference.New(inference.Config{Upstream: u, Transport: meter.Transport(base)}))
 	body := messagesBody("claude-sonnet-4-5", 4096, true)
 	var cut [2]int
 
@@ -117,13 +117,10 @@ func (*rewindable) Close() error { return nil }
 
 // drain is a capability that reads its request's body to the end, as the
 // proxy does when it forwards it, and answers nothing.
-type drain struct{}
+// drain is the Messages capability, metered as it is, but serving a call
+// by reading its body.
+type drain struct{ *inference.Capability }
 
-func (drain) Name() string       { return "drain" }
-func (drain) Prefixes() []string { return []string{protocol.PrefixAnthropic} }
-func (drain) Scopes(*http.Request) (capability.Need, bool, error) {
-	return capability.Need{}, true, nil
-}
 func (drain) Serve(w http.ResponseWriter, r *http.Request, _ *capability.Call) error {
 	_, err := io.Copy(io.Discard, r.Body)
 	return err
@@ -153,7 +150,7 @@ func benchmarkPrepare(b *testing.B, body []byte, budgeted bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c := m.WrapMessages(drain{})
+	c := m.Wrap(drain{inference.New(inference.Config{Upstream: &url.URL{Scheme: "http", Host: "upstream.invalid"}})})
 	call := &capability.Call{Box: store.Box{Name: "salad"}, Words: []string{"agent"},
 		Payer: func(context.Context, *http.Request) (capability.Paid, error) {
 			return capability.Paid{Payer: protocol.SharedPayer(), Credential: []byte(key)}, nil
@@ -182,7 +179,7 @@ func BenchmarkPrepare_Small(b *testing.B) { benchmarkPrepare(b, sizedBody(b, 146
 
 // BenchmarkPrepare_1MiB: a Messages call of a box without a budget, of
 // MaxRead bytes, the largest the broker reads before forwarding.
-func BenchmarkPrepare_1MiB(b *testing.B) { benchmarkPrepare(b, sizedBody(b, spend.MaxRead), false) }
+func BenchmarkPrepare_1MiB(b *testing.B) { benchmarkPrepare(b, sizedBody(b, inference.MaxRead), false) }
 
 // BenchmarkPrepare_Budgeted: a 146-byte Messages call of a box with a
 // budget, whose body is read before it is forwarded, and whose bound is

@@ -17,7 +17,7 @@ var ReportMedians = reportMedians
 func ObserveJSON(body io.ReadCloser, buf []byte) (model string, measured bool) {
 	var mu sync.Mutex
 	r := &reading{open: true}
-	o := &observer{body: body, mu: &mu, r: r, scanners: &benchScanners}
+	o := &observer{body: body, mu: &mu, r: r, bufs: &benchBufs}
 	for {
 		if _, err := o.Read(buf); err != nil {
 			break
@@ -27,5 +27,5 @@ func ObserveJSON(body io.ReadCloser, buf []byte) (model string, measured bool) {
 	return r.model, r.measured
 }
 
-// benchScanners is ObserveJSON's pool of scanners, as a Meter's.
-var benchScanners sync.Pool
+// benchBufs is ObserveJSON's pool of buffers, as a Meter's.
+var benchBufs bufPool

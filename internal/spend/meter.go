@@ -1,11 +1,15 @@
 // Package spend measures what boxes' model calls cost and holds them to
 // monthly budgets.
 //
-// A Meter wraps the capabilities that make model calls (the Messages route
-// of /llm/anthropic, and /decide) and the transport they call upstream
-// through. Before a call is forwarded the wrapper reserves an upper bound
-// of its cost against the budgets that apply — the box's, and its payer's
-// principal's on that box — in one atomic conditional update in the store;
+// A Meter wraps the capabilities that make model calls — any
+// capability.Metered: the Messages route of /llm/anthropic, and /decide —
+// and the transport they call upstream through. Each capability reads its
+// own requests, and tells the meter the model, the number of calls and
+// their output bound (capability.Estimate); the meter decides when to read
+// a request's body, and what to reserve and charge. Before a call is
+// forwarded the wrapper reserves an upper bound of its cost against the
+// budgets that apply — the box's, and its payer's principal's on that
+// box — in one atomic conditional update in the store;
 // a call that would pass a budget is refused with a 403 saying which budget
 // is spent and when it resets. As the answer passes through, the transport
 // reads the usage the upstream reports (from a JSON answer, or from a
@@ -30,18 +34,18 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/capability"
-	"github.com/intentius/boxbroker/internal/decide"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
 // Defaults of Config.
 const (
-	// DefaultMaxTokens bounds the output of a Messages call whose
-	// max_tokens the broker did not read (its body is over MaxRead).
+	// DefaultMaxTokens bounds the output of a call whose max_tokens the
+	// broker did not read (a Messages body over inference.MaxRead).
 	DefaultMaxTokens = 64_000
-	// DefaultMaxBody is the input, in bytes, assumed for a Messages body
-	// of unknown length over MaxRead: inference's own bound.
+	// DefaultMaxBody is the input, in bytes, assumed for a body of
+	// unknown length over what its capability reads: inference's own
+	// bound.
 	DefaultMaxBody = 64 << 20
 	// DefaultStaleAfter is the age past which Run releases a reservation
 	// whose call never settled (its process ended mid-call).
@@ -50,12 +54,6 @@ const (
 	// calls that reserved nothing.
 	DefaultBatchEvery = 100 * time.Millisecond
 )
-
-// MaxRead is the largest Messages body whose model and max_tokens the
-// broker reads: before forwarding it, for a box with a budget, or as it is
-// forwarded, for a box without. A larger body is bounded by its
-// Content-Length and Config.MaxTokens.
-const MaxRead = 1 << 20
 
 // BytesPerToken and OverheadTokens make the bound on a call's input
 // tokens: its body's bytes divided by BytesPerToken, plus OverheadTokens
@@ -74,9 +72,9 @@ type Config struct {
 	// Budgeted, when set, tells from memory whether a box has any budget
 	// (the cache's Budgeted): a call of a box with none makes no
 	// reservation, so it reads nothing from the store before it is
-	// forwarded, and its Messages body is forwarded as it comes, read as
-	// it passes. Nil asks the store on every call. An error asks the
-	// store too.
+	// forwarded, and its body — when its capability meters it unread
+	// (a Messages body) — is forwarded as it comes, read as it passes.
+	// Nil asks the store on every call. An error asks the store too.
 	Budgeted func(ctx context.Context, box string) (bool, error)
 	// BatchEvery, when above zero and while RunBatches runs, settles the
 	// calls that reserved nothing (a box with no budget) in batches: every
@@ -92,18 +90,12 @@ type Config struct {
 	// Logger receives settlements that fail and stale reservations
 	// released; never a credential.
 	Logger *slog.Logger
-	// MaxTokens bounds the output of a Messages call whose max_tokens was
-	// not read.
+	// MaxTokens bounds the output of a call whose max_tokens was not
+	// read (capability.Estimate.Capped false).
 	MaxTokens int64
-	// MaxBody is the input bound, in bytes, of a Messages body of unknown
-	// length over MaxRead.
+	// MaxBody is the input bound, in bytes, of a body of unknown length
+	// over what its capability reads.
 	MaxBody int64
-	// DecideMaxTokens, DecideMaxQuestions and DecideMaxBody are decide's
-	// max_tokens per question, questions per request and body bound
-	// (default: decide's defaults).
-	DecideMaxTokens    int64
-	DecideMaxQuestions int
-	DecideMaxBody      int64
 	// StaleAfter is the age past which Run releases a reservation.
 	StaleAfter time.Duration
 }
@@ -118,9 +110,9 @@ type Meter struct {
 	mu       sync.Mutex  // guards pending
 	pending  map[batchKey]*store.Settlement
 
-	// scanners holds *scanner for reuse: reading a request body or an
-	// answer takes one, and gives it back when done.
-	scanners sync.Pool
+	// bufs holds buffers for reuse: a request body read as it is
+	// forwarded, or a JSON answer, is kept in one while it passes.
+	bufs bufPool
 	// lastMonth is the month of the last call prepared (see month).
 	lastMonth atomic.Pointer[monthName]
 }
@@ -147,15 +139,6 @@ func New(cfg Config) (*Meter, error) {
 	}
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = DefaultMaxBody
-	}
-	if cfg.DecideMaxTokens <= 0 {
-		cfg.DecideMaxTokens = decide.DefaultMaxTokens
-	}
-	if cfg.DecideMaxQuestions <= 0 {
-		cfg.DecideMaxQuestions = decide.DefaultMaxQuestion
-	}
-	if cfg.DecideMaxBody <= 0 {
-		cfg.DecideMaxBody = decide.DefaultMaxBody
 	}
 	if cfg.StaleAfter <= 0 {
 		cfg.StaleAfter = DefaultStaleAfter
@@ -210,45 +193,15 @@ func (m *Meter) Bound(est Estimate) int64 {
 // inputBound bounds the input tokens of a body of n bytes.
 func inputBound(n int64) int64 { return (n+BytesPerToken-1)/BytesPerToken + OverheadTokens }
 
-// EstimateMessages estimates a Messages call from its body (nil when not
-// read) and its length in bytes. maxTokens is used when the body does not
-// say its own.
-//
-// The body's top-level "model" and "max_tokens" are read as encoding/json
-// reads them, but matched by exact name, as the Anthropic API matches
-// them; nothing of a body that is not valid JSON is read. A body with a
-// member named so only case-insensitively ("MAX_TOKENS") is bounded at
-// the dearest model's rates, and at the largest of maxTokens and every
-// such member's value: never under what encoding/json would have read.
-func EstimateMessages(body []byte, n, maxTokens int64) Estimate {
-	est := Estimate{Calls: 1, Input: inputBound(n), Output: maxTokens}
-	if body == nil {
-		return est
+// EstimateOf is the Estimate of a request whose capability estimated it
+// as e, from a body of n bytes; maxTokens bounds the output of a call
+// whose max_tokens e does not cap.
+func EstimateOf(e capability.Estimate, n, maxTokens int64) Estimate {
+	out := e.MaxTokens
+	if !e.Capped {
+		out = max(out, maxTokens)
 	}
-	var s scanner
-	s.reset(requestSchema)
-	s.write(body)
-	s.request(&est)
-	return est
-}
-
-// request ends a Messages body's input and sets est's model and output
-// bound from what s read of it (see EstimateMessages).
-func (s *scanner) request(est *Estimate) {
-	if !s.close() {
-		return
-	}
-	if !s.slots[reqModel].fold {
-		est.Model, _ = s.text(reqModel)
-	}
-	switch sl := &s.slots[reqMaxTokens]; {
-	case sl.fold:
-		if sl.topSet {
-			est.Output = max(est.Output, sl.top)
-		}
-	case sl.set && sl.n >= 0:
-		est.Output = sl.n
-	}
+	return Estimate{Model: e.Model, Calls: e.Calls, Input: inputBound(n), Output: out}
 }
 
 // ticket gathers what was read of every upstream answer of one request.
@@ -267,12 +220,12 @@ type ctxKey struct{}
 // decoded; an answer that still comes encoded is recorded as unmeasured.
 // Every other request goes to base untouched.
 func (m *Meter) Transport(base http.RoundTripper) http.RoundTripper {
-	return &transport{base: base, scanners: &m.scanners}
+	return &transport{base: base, bufs: &m.bufs}
 }
 
 type transport struct {
-	base     http.RoundTripper
-	scanners *sync.Pool
+	base http.RoundTripper
+	bufs *bufPool
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -300,29 +253,21 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, nil
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	resp.Body = &observer{body: resp.Body, sse: mt == "text/event-stream", mu: &tk.mu, r: r, scanners: t.scanners}
+	resp.Body = &observer{body: resp.Body, sse: mt == "text/event-stream", mu: &tk.mu, r: r, bufs: t.bufs}
 	return resp, nil
 }
 
-// WrapMessages returns c (the /llm/anthropic capability) with its
-// Messages calls metered and held to budgets.
-func (m *Meter) WrapMessages(c capability.Capability) capability.Capability {
-	return &metered{Capability: c, m: m, estimate: m.estimateMessages}
+// Wrap returns c with its model calls metered and held to budgets. Name,
+// Prefixes, Scopes and Route are c's.
+func (m *Meter) Wrap(c capability.Metered) capability.Capability {
+	return &metered{Capability: c, cap: c, m: m}
 }
 
-// WrapDecide returns c (the /decide capability) with its requests metered
-// and held to budgets.
-func (m *Meter) WrapDecide(c capability.Capability) capability.Capability {
-	return &metered{Capability: c, m: m, estimate: m.estimateDecide}
-}
-
-// metered is a capability whose model calls are metered. Name, Prefixes
-// and Scopes are the wrapped capability's.
+// metered is a capability whose model calls are metered.
 type metered struct {
 	capability.Capability
-	m *Meter
-	// estimate estimates a request of box before it is forwarded.
-	estimate func(w http.ResponseWriter, r *http.Request, box string) (estimated, error)
+	cap capability.Metered
+	m   *Meter
 }
 
 // estimated is what is known of a request before it is forwarded.
@@ -333,56 +278,48 @@ type estimated struct {
 	// later is true for a call estimated only as it settles, from its body
 	// as it was forwarded (see bodyScan).
 	later bool
+	// limit is the most of the body its capability reads.
+	limit int64
 	// body, when not nil, is forwarded in place of the request's: the
 	// estimate read the request's.
 	body io.ReadCloser
 }
 
-func (m *Meter) estimateMessages(w http.ResponseWriter, r *http.Request, box string) (estimated, error) {
-	if r.Method != http.MethodPost || r.URL.Path != protocol.PrefixAnthropic+"/v1/messages" {
+// estimate estimates a request of box before it is forwarded. A body over
+// what the capability reads is not read, and bounded by its length. A
+// request the capability meters unread (a Messages call) from a box with
+// no budget is not read either: nothing is reserved for it, and its body
+// is read as it is forwarded. Any other body is read whole before it is
+// forwarded, then forwarded unchanged.
+func (c *metered) estimate(r *http.Request, box string) (estimated, error) {
+	limit, ok := c.cap.MeterBody(r)
+	if !ok {
 		return estimated{}, nil
 	}
-	n := r.ContentLength
-	if n > MaxRead {
-		return estimated{Estimate: EstimateMessages(nil, n, m.cfg.MaxTokens), ok: true}, nil
+	unread := c.cap.Estimate(r, nil)
+	if n := r.ContentLength; n > limit {
+		return c.m.estimated(unread, n, nil), nil
 	}
-	if !m.budgeted(r.Context(), box) {
-		// Nothing is reserved, so nothing need be known before the call
-		// is forwarded: the body is read as it is forwarded.
-		return estimated{ok: true, later: true}, nil
+	if unread.Calls > 0 && !c.m.budgeted(r.Context(), box) {
+		return estimated{ok: true, later: true, limit: limit}, nil
 	}
-	body, whole, rest, err := peek(r, MaxRead)
+	body, whole, rest, err := peek(r, limit)
 	if err != nil {
 		return estimated{}, err
 	}
-	if !whole { // no Content-Length, and over MaxRead
-		return estimated{Estimate: EstimateMessages(nil, m.cfg.MaxBody, m.cfg.MaxTokens), ok: true, body: rest}, nil
+	if !whole { // no Content-Length, and over the limit
+		return c.m.estimated(unread, c.m.cfg.MaxBody, rest), nil
 	}
-	return estimated{Estimate: EstimateMessages(body, int64(len(body)), m.cfg.MaxTokens), ok: true, body: rest}, nil
+	return c.m.estimated(c.cap.Estimate(r, body), int64(len(body)), rest), nil
 }
 
-func (m *Meter) estimateDecide(w http.ResponseWriter, r *http.Request, _ string) (estimated, error) {
-	if r.Method != http.MethodPost || r.URL.Path != protocol.RouteDecide || r.ContentLength > m.cfg.DecideMaxBody {
-		return estimated{}, nil
+// estimated is the request estimated as e, from a body of n bytes, and
+// forwarded with body in place of its own (nil: its own).
+func (m *Meter) estimated(e capability.Estimate, n int64, body io.ReadCloser) estimated {
+	if e.Calls <= 0 {
+		return estimated{body: body}
 	}
-	body, whole, rest, err := peek(r, m.cfg.DecideMaxBody)
-	if err != nil {
-		return estimated{}, err
-	}
-	if !whole {
-		return estimated{body: rest}, nil // decide refuses it as too large
-	}
-	req, err := decide.ParseRequest(body, m.cfg.DecideMaxQuestions)
-	if err != nil {
-		return estimated{body: rest}, nil // decide refuses it, asking nothing
-	}
-	est := Estimate{Model: req.Model, Input: inputBound(int64(len(body))), Output: m.cfg.DecideMaxTokens}
-	for i := range req.Questions {
-		if req.Questions[i].Asked() {
-			est.Calls++
-		}
-	}
-	return estimated{Estimate: est, ok: est.Calls > 0, body: rest}, nil
+	return estimated{Estimate: EstimateOf(e, n, m.cfg.MaxTokens), ok: true, body: body}
 }
 
 // peek reads up to limit bytes of r's body, and returns what to read in
@@ -406,51 +343,62 @@ type readCloser struct {
 	io.Closer
 }
 
-// bodyScan is the body of a Messages request of a box without a budget.
-// Nothing is reserved for such a call, so its body is not read before it
-// is forwarded: it is forwarded as it comes, and bodyScan reads its model
-// and max_tokens in the bytes as the proxy reads them (up to MaxRead
-// bytes, as many as would have been read before), for its settlement to
-// estimate it as EstimateMessages would have. It holds no byte back, and
-// keeps one scanner.
+// bodyScan is the body of a request its capability meters unread (a
+// Messages call), of a box without a budget. Nothing is reserved for such
+// a call, so its body is not read before it is forwarded: it is forwarded
+// as it comes, and bodyScan keeps the bytes as the proxy reads them (up to
+// the capability's limit, as many as would have been read before), for
+// the call's settlement to be estimated as it would have been from the
+// body read whole before. It holds no byte back: the capability reads the
+// kept bytes once the proxy has taken the whole body and closed it (or
+// when the call settles, if that is first), and they are let go then.
 type bodyScan struct {
 	body   io.ReadCloser
+	r      *http.Request // the request, for Estimate
+	cap    capability.Metered
 	length int64 // the Content-Length, or -1
-	pool   *sync.Pool
+	limit  int64 // the most of the body cap reads
+	bufs   *bufPool
 
 	// mu guards what follows: the proxy may read the body on a goroutine
 	// of its own, and may still be at it when the call settles.
 	mu   sync.Mutex
-	sc   *scanner // nil once the body is over MaxRead, or done
-	n    int64    // bytes read
+	buf  *[]byte // the bytes read; nil once over limit, or read by cap
+	n    int64   // bytes read
 	eof  bool
-	done bool // settled: later reads are not looked at
+	read bool                // est is cap's estimate of the whole body
+	est  capability.Estimate // see read
+	done bool                // settled: later reads are not looked at
 }
 
-// wrap puts b in front of r's body, with a scanner from pool.
-func (b *bodyScan) wrap(r *http.Request, pool *sync.Pool) {
-	b.length, b.pool = r.ContentLength, pool
+// wrap puts b in front of r's body, which c reads up to limit bytes.
+func (b *bodyScan) wrap(r *http.Request, c capability.Metered, limit int64, bufs *bufPool) {
+	b.r, b.cap, b.length, b.limit, b.bufs = r, c, r.ContentLength, limit, bufs
 	if r.Body == nil || r.Body == http.NoBody {
 		b.eof = true // an empty body, read whole
 		return
 	}
 	b.body = r.Body
-	b.sc = getScanner(pool, requestSchema)
+	size := 0
+	if b.length > 0 && b.length <= limit {
+		size = int(b.length)
+	}
+	b.buf = bufs.get(size)
 	r.Body = b
 }
 
-// Read reads from the body, and scans what it read before handing it on.
+// Read reads from the body, and keeps what it read before handing it on.
 func (b *bodyScan) Read(p []byte) (int, error) {
 	n, err := b.body.Read(p)
 	b.mu.Lock()
 	if !b.done {
 		b.n += int64(n)
-		if b.sc != nil && b.n > MaxRead {
-			putScanner(b.pool, b.sc) // not read, as before
-			b.sc = nil
+		if b.buf != nil && b.n > b.limit {
+			b.bufs.put(b.buf) // not read, as before
+			b.buf = nil
 		}
-		if b.sc != nil {
-			b.sc.write(p[:n])
+		if b.buf != nil {
+			*b.buf = append(*b.buf, p[:n]...)
 		}
 		if err == io.EOF {
 			b.eof = true
@@ -460,30 +408,52 @@ func (b *bodyScan) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Close closes the body.
-func (b *bodyScan) Close() error { return b.body.Close() }
+// Close closes the body, has the capability read it when it was read
+// whole, and lets the kept bytes go: no more can come.
+func (b *bodyScan) Close() error {
+	err := b.body.Close()
+	b.mu.Lock()
+	b.readLocked()
+	b.bufs.put(b.buf)
+	b.buf = nil
+	b.mu.Unlock()
+	return err
+}
 
-// estimate estimates the call from what was read of its body, as
-// EstimateMessages would have from the body read whole before forwarding
-// it: from its fields and length when it was read to its end and is not
-// over MaxRead; from its Content-Length and maxTokens when it was not
-// read whole; from maxBody and maxTokens when its length is unknown too,
-// or over MaxRead. It ends the scan.
+// wholeLocked reports whether the body was read to its end.
+func (b *bodyScan) wholeLocked() bool { return b.eof || b.length >= 0 && b.n >= b.length }
+
+// readLocked has the capability read the kept body, when it is whole and
+// not over the limit, and lets it go.
+func (b *bodyScan) readLocked() {
+	if b.done || b.read || b.buf == nil || !b.wholeLocked() {
+		return
+	}
+	b.est, b.read = b.cap.Estimate(b.r, *b.buf), true
+	b.bufs.put(b.buf)
+	b.buf = nil
+}
+
+// estimate estimates the call from what was read of its body, as it
+// would have been estimated from the body read whole before forwarding
+// it: from the capability's reading and the body's length when it was
+// read to its end and is not over the limit; from its Content-Length and
+// maxTokens when it was not read whole; from maxBody and maxTokens when
+// its length is unknown too, or over the limit. It ends the scan.
 func (b *bodyScan) estimate(maxTokens, maxBody int64) Estimate {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	whole := b.eof || b.length >= 0 && b.n >= b.length
+	b.readLocked()
 	var est Estimate
 	switch {
-	case whole && b.n <= MaxRead:
-		est = EstimateMessages(nil, b.n, maxTokens)
-		if b.sc != nil {
-			b.sc.request(&est)
-		}
+	case b.read:
+		est = EstimateOf(b.est, b.n, maxTokens)
+	case b.wholeLocked() && b.n <= b.limit:
+		est = EstimateOf(b.cap.Estimate(b.r, nil), b.n, maxTokens) // an empty body
 	case b.length >= 0:
-		est = EstimateMessages(nil, b.length, maxTokens)
+		est = EstimateOf(b.cap.Estimate(b.r, nil), b.length, maxTokens)
 	default:
-		est = EstimateMessages(nil, maxBody, maxTokens)
+		est = EstimateOf(b.cap.Estimate(b.r, nil), maxBody, maxTokens)
 	}
 	b.releaseLocked()
 	return est
@@ -498,8 +468,8 @@ func (b *bodyScan) release() {
 
 func (b *bodyScan) releaseLocked() {
 	b.done = true
-	putScanner(b.pool, b.sc)
-	b.sc = nil
+	b.bufs.put(b.buf)
+	b.buf = nil
 }
 
 // Serve reserves the request's bound against its budgets, serves it with
@@ -552,7 +522,7 @@ func (c *metered) prepare(w http.ResponseWriter, r *http.Request, call *capabili
 	// body, read to its end, with nothing for the server to drain before
 	// it answers (draining it deepens the stack every open stream then
 	// holds).
-	e, err := c.estimate(w, r, call.Box.Name)
+	e, err := c.estimate(r, call.Box.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -598,7 +568,7 @@ func (c *metered) prepare(w http.ResponseWriter, r *http.Request, call *capabili
 	mc.tk = &mc.ticket
 	mc.r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, mc.tk))
 	if e.later {
-		mc.body.wrap(mc.r, &c.m.scanners)
+		mc.body.wrap(mc.r, c.cap, e.limit, &c.m.bufs)
 		s.body = &mc.body
 	}
 	mc.s = s

@@ -19,6 +19,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/grant"
+	"github.com/intentius/boxbroker/internal/inference"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/spend"
@@ -34,6 +35,13 @@ func messagesBody(model string, maxTokens int, stream bool) []byte {
 		"messages": []map[string]any{{"role": "user", "content": "Say hello."}},
 	})
 	return b
+}
+
+// estimateMessages is the estimate of a Messages call with body, of n
+// bytes, whose output is bounded by maxTokens when body does not.
+func estimateMessages(body []byte, n, maxTokens int64) spend.Estimate {
+	r, _ := http.NewRequest("POST", "/llm/anthropic/v1/messages", nil)
+	return spend.EstimateOf(inference.New(inference.Config{}).Estimate(r, body), n, maxTokens)
 }
 
 // newBroker starts a broker with opt, a box "salad" that declared agent
@@ -150,7 +158,7 @@ func TestBudget_ConcurrentRequestsNeverOverspend(t *testing.T) {
 			})
 			b, token := newBroker(t, brokertest.Options{Anthropic: up})
 			body := messagesBody("claude-sonnet-4-5", maxTokens, false)
-			bound := b.Server.Meter.Bound(spend.EstimateMessages(body, int64(len(body)), 64000))
+			bound := b.Server.Meter.Bound(estimateMessages(body, int64(len(body)), 64000))
 			limit := fits*bound + bound/2
 			month := spend.Month(time.Now())
 			if err := b.Server.Store.SetBudget(context.Background(), store.Budget{Box: "salad", Limit: limit, UpdatedAt: time.Now()}); err != nil {
@@ -341,7 +349,7 @@ func TestSpend_StreamCutOffChargedAtBound(t *testing.T) {
 	}
 	resp.Body.Close()
 	month := spend.Month(time.Now())
-	bound := b.Server.Meter.Bound(spend.EstimateMessages(body, int64(len(body)), 64000))
+	bound := b.Server.Meter.Bound(estimateMessages(body, int64(len(body)), 64000))
 	if spent := boxSpent(settled(t, b.Server.Store, "salad", month)); spent != bound {
 		t.Errorf("spent = %d, want the bound %d", spent, bound)
 	}
@@ -365,13 +373,13 @@ func TestSpend_UnpricedModel(t *testing.T) {
 	if len(us) != 1 || us[0] != want {
 		t.Errorf("usage = %+v, want %+v", us, want)
 	}
-	bound := b.Server.Meter.Bound(spend.EstimateMessages(body, int64(len(body)), 64000))
+	bound := b.Server.Meter.Bound(estimateMessages(body, int64(len(body)), 64000))
 	if spent := boxSpent(settled(t, b.Server.Store, "salad", month)); spent != bound || bound == 0 {
 		t.Errorf("spent = %d, want the bound %d at the dearest rates", spent, bound)
 	}
 	// The bound is the dearest model's: dearer than the same call on any model in the table.
 	for _, m := range b.Server.Meter.Prices().Models() {
-		if other := b.Server.Meter.Bound(spend.EstimateMessages(messagesBody(m, 300, false), int64(len(body)), 64000)); other > bound {
+		if other := b.Server.Meter.Bound(estimateMessages(messagesBody(m, 300, false), int64(len(body)), 64000)); other > bound {
 			t.Errorf("Bound(%s) = %d, over the unpriced bound %d", m, other, bound)
 		}
 	}
@@ -431,7 +439,7 @@ func TestBudget_MonthRollover(t *testing.T) {
 	clk := &clock{t: time.Date(2026, 10, 31, 23, 59, 30, 0, time.UTC)}
 	b, token := newBroker(t, brokertest.Options{ServerOptions: func(o *server.Options) { o.SpendNow = clk.Now }})
 	body := messagesBody("claude-sonnet-4-5", 500, false)
-	bound := b.Server.Meter.Bound(spend.EstimateMessages(body, int64(len(body)), 64000))
+	bound := b.Server.Meter.Bound(estimateMessages(body, int64(len(body)), 64000))
 	// Room for one call's bound: once it has cost anything, no more.
 	if err := b.Server.Store.SetBudget(context.Background(), store.Budget{Box: "salad", Limit: bound, UpdatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
@@ -584,7 +592,7 @@ func TestSpend_NotMetered(t *testing.T) {
 // unread, whole, and bounded by its length and the configured max_tokens.
 func TestSpend_LargeBodyBoundedByLength(t *testing.T) {
 	b, token := newBroker(t, brokertest.Options{Config: func(c *server.Config) { c.ReserveMaxTokens = 1000 }})
-	pad := strings.Repeat("x", spend.MaxRead)
+	pad := strings.Repeat("x", inference.MaxRead)
 	body, _ := json.Marshal(map[string]any{"model": "claude-haiku-4-5", "max_tokens": 5, "messages": []map[string]any{{"role": "user", "content": pad}}})
 	want := b.Server.Meter.Bound(spend.Estimate{Calls: 1, Input: int64(len(body))/spend.BytesPerToken + 1 + spend.OverheadTokens, Output: 1000})
 	// A budget just under the bound: refused, though max_tokens is 5.
@@ -700,7 +708,7 @@ func TestSpend_NoBudgetBodyForwardedAsItComes(t *testing.T) {
 	}
 	month := spend.Month(time.Now())
 	us := usage(t, b.Server.Store, "salad", month, 2)
-	bound := b.Server.Meter.Bound(spend.EstimateMessages(body, int64(len(body)), 64000))
+	bound := b.Server.Meter.Bound(estimateMessages(body, int64(len(body)), 64000))
 	if len(us) != 1 || us[0].Model != "claude-haiku-4-5" || us[0].Unmeasured != 2 || us[0].Cost != 0 {
 		t.Errorf("usage = %+v, want two unmeasured calls of claude-haiku-4-5", us)
 	}

@@ -10,6 +10,12 @@ import (
 // (message_start and message_delta lines are a few hundred bytes).
 const MaxLine = 256 << 10
 
+// MaxAnswer is the longest JSON answer whose usage is read: it is kept as
+// it passes and parsed at its end. A longer one is not kept, and is
+// recorded as unmeasured. (A Messages answer of 128,000 output tokens is
+// near 1 MiB.)
+const MaxAnswer = 4 << 20
+
 // reading is what was read of one upstream answer. Its fields are guarded
 // by the ticket's mutex once the answer is under way.
 type reading struct {
@@ -28,16 +34,16 @@ type reading struct {
 // observer wraps an answer's body and reads the usage in the bytes as the
 // reader takes them: it never holds bytes back and never reads ahead, and
 // it looks at each read's bytes only once the reader has passed them on.
-// Memory is bounded: one read's bytes, and a partial line for a stream or
-// a scanner for a JSON answer, whatever its length. The usage is recorded
-// when the body is closed.
+// Memory is bounded: one read's bytes, and a partial line for a stream
+// (at most MaxLine), or the answer for a JSON answer (at most MaxAnswer).
+// The usage is recorded when the body is closed.
 type observer struct {
 	body io.ReadCloser
 	sse  bool
 	mu   *sync.Mutex // the ticket's; guards *r
 	r    *reading
-	// scanners holds scanners for reuse (nil: each is made anew).
-	scanners *sync.Pool
+	// bufs holds buffers for reuse (nil: each is made anew).
+	bufs *bufPool
 
 	// Stream state: line holds a partial line; skip is true while the
 	// rest of an over-long line is passed over.
@@ -47,8 +53,10 @@ type observer struct {
 	start, delta bool
 	model        string
 	tokens       Tokens
-	// JSON state: sc reads the answer's model and usage as it passes.
-	sc       *scanner
+	// JSON state: answer holds the answer so far; long is true once it
+	// is over MaxAnswer, and no longer kept.
+	answer   *[]byte
+	long     bool
 	finished bool
 	// pending holds what the last Read handed on, not yet looked at (at
 	// most one read's worth); eof is true once the body ended.
@@ -93,10 +101,18 @@ func (o *observer) Close() error {
 }
 
 func (o *observer) observeJSON(p []byte) {
-	if o.sc == nil {
-		o.sc = getScanner(o.scanners, answerSchema)
+	if o.long {
+		return
 	}
-	o.sc.write(p)
+	if o.answer == nil {
+		o.answer = o.bufs.get(0)
+	}
+	if len(*o.answer)+len(p) > MaxAnswer {
+		o.bufs.put(o.answer)
+		o.answer, o.long = nil, true
+		return
+	}
+	*o.answer = append(*o.answer, p...)
 }
 
 func (o *observer) observeStream(p []byte) {
@@ -170,21 +186,19 @@ func (o *observer) event(line []byte) {
 	if !o.named && !bytes.HasPrefix(data, startData) && !bytes.HasPrefix(data, deltaData) {
 		return
 	}
-	sc := getScanner(o.scanners, eventSchema)
-	defer putScanner(o.scanners, sc)
-	sc.write(data)
-	if !sc.close() {
+	e, ok := readEvent(data)
+	if !ok {
 		return
 	}
 	switch {
-	case sc.is(evType, "message_start") && sc.slots[evMessage].set:
+	case e.typ == "message_start" && e.message:
 		o.start = true
-		o.model, _ = sc.text(evModel)
-		sc.usage(evMessageUsage, &o.tokens)
-	case sc.is(evType, "message_delta") && sc.slots[evUsage].set:
+		o.model = e.model
+		e.messageUsage.tokens(&o.tokens)
+	case e.typ == "message_delta" && e.usage.set:
 		// message_delta's counts are cumulative: they replace, never add.
 		o.delta = true
-		sc.usage(evUsage, &o.tokens)
+		e.usage.tokens(&o.tokens)
 	}
 }
 
@@ -202,18 +216,22 @@ func (o *observer) finish(eof bool) {
 	o.r.open = false
 	o.r.model, o.r.tokens, o.r.measured = o.model, o.tokens, measured
 	o.mu.Unlock()
-	putScanner(o.scanners, o.sc)
-	o.sc, o.line, o.pending = nil, nil, nil
+	o.bufs.put(o.answer)
+	o.answer, o.line, o.pending = nil, nil, nil
 }
 
-// parseJSON reads the model and usage of a JSON answer read to its end:
-// its top-level "model" and "usage", matched by exact name (see scanner).
-// It reports false when the answer is not JSON, or has no usage.
+// parseJSON reads the model and usage of a JSON answer read to its end
+// (see readAnswer). It reports false when the answer is empty, over
+// MaxAnswer, not JSON, or has no usage.
 func (o *observer) parseJSON() bool {
-	if o.sc == nil || !o.sc.close() || !o.sc.slots[ansUsage].set {
-		return false // an empty answer, not JSON, or no usage
+	if o.answer == nil {
+		return false
 	}
-	o.model, _ = o.sc.text(ansModel)
-	o.sc.usage(ansUsage, &o.tokens)
+	model, u, ok := readAnswer(*o.answer)
+	if !ok {
+		return false
+	}
+	o.model = model
+	u.tokens(&o.tokens)
 	return true
 }

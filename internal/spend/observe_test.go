@@ -16,7 +16,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/store"
@@ -204,37 +203,50 @@ func TestObserver_JSONCutOffIsUnmeasured(t *testing.T) {
 }
 
 func TestObserver_JSONMemoryBounded(t *testing.T) {
-	var mu sync.Mutex
-	body := fmt.Sprintf(jsonAnswer, `"`+strings.Repeat("z", 8<<20)+`"`, 1)
-	o := &observer{body: &chunked{data: []byte(body), n: 32 << 10}, mu: &mu, r: &reading{open: true}}
-	buf := make([]byte, 32<<10)
-	kept := func() int {
-		n := cap(o.pending)
-		if o.sc != nil {
-			n += int(unsafe.Sizeof(*o.sc)) + 8*cap(o.sc.deep)
-		}
-		return n
+	tests := []struct {
+		name     string
+		text     int // bytes of the answer's text
+		measured bool
+	}{
+		{"under MaxAnswer", MaxAnswer - 1024, true},
+		{"over MaxAnswer", 2 * MaxAnswer, false},
 	}
-	peak := 0
-	for {
-		_, err := o.Read(buf)
-		peak = max(peak, kept())
-		if err != nil {
-			break
-		}
-	}
-	if err := o.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if after := kept(); after != 0 {
-		t.Errorf("observer keeps %d bytes after the answer ended, want 0", after)
-	}
-	// One read's bytes, and a scanner.
-	if limit := len(buf) + 4<<10; peak > limit {
-		t.Errorf("observer kept up to %d bytes of an 8 MiB answer, want at most %d", peak, limit)
-	}
-	if !o.r.measured || o.r.tokens.Output != 1 {
-		t.Errorf("reading = %+v, want measured, output 1", o.r)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var mu sync.Mutex
+			body := fmt.Sprintf(jsonAnswer, `"`+strings.Repeat("z", tt.text)+`"`, 1)
+			o := &observer{body: &chunked{data: []byte(body), n: 32 << 10}, mu: &mu, r: &reading{open: true}}
+			buf := make([]byte, 32<<10)
+			kept := func() int {
+				n := cap(o.pending)
+				if o.answer != nil {
+					n += cap(*o.answer)
+				}
+				return n
+			}
+			peak := 0
+			for {
+				_, err := o.Read(buf)
+				peak = max(peak, kept())
+				if err != nil {
+					break
+				}
+			}
+			if err := o.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if after := kept(); after != 0 {
+				t.Errorf("observer keeps %d bytes after the answer ended, want 0", after)
+			}
+			// One read's bytes, and the answer up to MaxAnswer (as append
+			// grows it).
+			if limit := len(buf) + 2*MaxAnswer; peak > limit {
+				t.Errorf("observer kept up to %d bytes of a %d-byte answer, want at most %d", peak, len(body), limit)
+			}
+			if o.r.measured != tt.measured || tt.measured && o.r.tokens.Output != 1 {
+				t.Errorf("reading = %+v, want measured %v, output 1", o.r, tt.measured)
+			}
+		})
 	}
 }
 

@@ -1,0 +1,37 @@
+package capability
+
+import "net/http"
+
+// Metered is implemented by a capability whose requests make model calls
+// that are paid for, measured and held to budgets (package spend wraps
+// it). The capability reads its own requests; the meter decides when to
+// read them, what to reserve and what to charge.
+type Metered interface {
+	Capability
+	// MeterBody reports whether r may make model calls (ok false: it is
+	// not metered), and the most bytes of its body Estimate reads.
+	MeterBody(r *http.Request) (limit int64, ok bool)
+	// Estimate bounds the model calls r makes from body, r's whole body,
+	// or from r alone when body is nil: r's body is over the limit, or
+	// was not read whole. The zero Estimate (Calls 0) means r makes no
+	// model call (the capability refuses it without asking one, say),
+	// and r is not metered. Estimate must not read r.Body; body is not
+	// kept past the call.
+	Estimate(r *http.Request, body []byte) Estimate
+}
+
+// Estimate is what a metered capability knows of a request's model calls
+// before they are made.
+type Estimate struct {
+	// Model is the model the calls name; "" when not known, and the
+	// calls are bounded at the dearest rates of any model.
+	Model string
+	// Calls is the most upstream model calls the request makes.
+	Calls int64
+	// MaxTokens bounds each call's output tokens when Capped is true.
+	// When Capped is false the request does not bound them for certain
+	// (its max_tokens was not read), and the meter's own bound applies
+	// when it is larger than MaxTokens.
+	MaxTokens int64
+	Capped    bool
+}

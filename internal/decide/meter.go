@@ -1,0 +1,37 @@
+package decide
+
+import (
+	"net/http"
+
+	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/protocol"
+)
+
+// MeterBody reports that POST /decide/v1/systemone is metered, its body
+// read up to Config.MaxBody.
+func (c *Capability) MeterBody(r *http.Request) (int64, bool) {
+	return c.cfg.MaxBody, r.Method == http.MethodPost && r.URL.Path == protocol.RouteDecide
+}
+
+// Estimate bounds a decide request's model calls: one for each question
+// the broker asks, each at most Config.MaxTokens. A request whose body
+// was not read whole, or that ParseRequest refuses, asks nothing.
+func (c *Capability) Estimate(_ *http.Request, body []byte) capability.Estimate {
+	if body == nil {
+		return capability.Estimate{}
+	}
+	req, err := ParseRequest(body, c.cfg.MaxQuestions)
+	if err != nil {
+		return capability.Estimate{}
+	}
+	e := capability.Estimate{Model: req.Model, MaxTokens: int64(c.cfg.MaxTokens), Capped: true}
+	for i := range req.Questions {
+		if req.Questions[i].Asked() {
+			e.Calls++
+		}
+	}
+	if e.Calls == 0 {
+		return capability.Estimate{}
+	}
+	return e
+}

@@ -1,0 +1,249 @@
+package spend
+
+import (
+	"github.com/tidwall/gjson"
+
+	"github.com/intentius/boxbroker/internal/jsonfield"
+)
+
+// usageFields is what was read of a usage object, as encoding/json reads
+// one into a *struct of *int64 fields: set is false when the object is
+// absent or was emptied by a later null.
+type usageFields struct {
+	set                                  bool
+	input, output, cacheWrite, cacheRead opt
+	cacheCreation                        bool // cache_creation is an object
+	ephemeral1h                          opt
+}
+
+// opt is an integer as encoding/json reads one into an *int64.
+type opt struct {
+	n   int64
+	set bool
+}
+
+// tokens sets each of t's counts that u holds (a negative count is not
+// taken).
+func (u *usageFields) tokens(t *Tokens) {
+	take := func(to *int64, o opt) {
+		if o.set && o.n >= 0 {
+			*to = o.n
+		}
+	}
+	take(&t.Input, u.input)
+	take(&t.Output, u.output)
+	take(&t.CacheWrite, u.cacheWrite)
+	take(&t.CacheRead, u.cacheRead)
+	if u.cacheCreation {
+		take(&t.CacheWrite1h, u.ephemeral1h)
+	}
+}
+
+// readUsage reads v, a "usage" member's value, into u, and reports false
+// where json.Unmarshal would fail. As encoding/json decodes into a
+// pointer already set, a second usage object adds to the first; null
+// empties it.
+func readUsage(v gjson.Result, u *usageFields) bool {
+	obj, ok := jsonfield.Object(v)
+	if !ok || !obj {
+		*u = usageFields{}
+		return ok
+	}
+	u.set = true
+	v.ForEach(func(k, v gjson.Result) bool {
+		switch name := jsonfield.Name(k); name {
+		case "input_tokens":
+			ok = jsonfield.Int(v, &u.input.n, &u.input.set)
+		case "output_tokens":
+			ok = jsonfield.Int(v, &u.output.n, &u.output.set)
+		case "cache_creation_input_tokens":
+			ok = jsonfield.Int(v, &u.cacheWrite.n, &u.cacheWrite.set)
+		case "cache_read_input_tokens":
+			ok = jsonfield.Int(v, &u.cacheRead.n, &u.cacheRead.set)
+		case "cache_creation":
+			ok = readCacheCreation(v, u)
+		default:
+			switch folded(name, "input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "cache_creation") {
+			case "":
+			case "cache_creation":
+				ok = readCacheCreation(v, new(usageFields))
+			default:
+				ok = checkInt(v)
+			}
+		}
+		return ok
+	})
+	return ok
+}
+
+func readCacheCreation(v gjson.Result, u *usageFields) bool {
+	obj, ok := jsonfield.Object(v)
+	if !ok || !obj {
+		u.cacheCreation, u.ephemeral1h = false, opt{}
+		return ok
+	}
+	u.cacheCreation = true
+	v.ForEach(func(k, v gjson.Result) bool {
+		switch name := jsonfield.Name(k); name {
+		case "ephemeral_1h_input_tokens":
+			ok = jsonfield.Int(v, &u.ephemeral1h.n, &u.ephemeral1h.set)
+		default:
+			if folded(name, "ephemeral_1h_input_tokens") != "" {
+				ok = checkInt(v)
+			}
+		}
+		return ok
+	})
+	return ok
+}
+
+// folded is the one of names that name matches only case-insensitively,
+// as encoding/json matches a member's name to a field's when none matches
+// exactly; "" for none. Such a member is not read, but it is checked as
+// encoding/json would decode it (see checkString), so that what
+// encoding/json refuses is refused.
+func folded(name string, names ...string) string {
+	for _, n := range names {
+		if jsonfield.Fold(name, n) {
+			return n
+		}
+	}
+	return ""
+}
+
+// checkString and checkInt report whether v is a string or an integer
+// that encoding/json would decode into a string or an *int64.
+func checkString(v gjson.Result) bool {
+	var s string
+	return jsonfield.String(v, &s)
+}
+
+func checkInt(v gjson.Result) bool {
+	var n int64
+	var set bool
+	return jsonfield.Int(v, &n, &set)
+}
+
+// readAnswer reads a JSON answer's top-level model and usage as
+// json.Unmarshal reads them into
+//
+//	struct {
+//		Model string         `json:"model"`
+//		Usage *usageFields `json:"usage"`
+//	}
+//
+// names matched exactly. It reports false when the answer is not JSON,
+// json.Unmarshal would fail, or it has no usage.
+func readAnswer(doc []byte) (model string, u usageFields, ok bool) {
+	top, ok := jsonfield.Parse(doc)
+	switch {
+	case !ok:
+		return "", u, false
+	case top.Type == gjson.Null:
+		return "", u, false // no usage
+	case !top.IsObject():
+		return "", u, false
+	}
+	top.ForEach(func(k, v gjson.Result) bool {
+		switch name := jsonfield.Name(k); name {
+		case "model":
+			ok = jsonfield.String(v, &model)
+		case "usage":
+			ok = readUsage(v, &u)
+		default:
+			switch folded(name, "model", "usage") {
+			case "model":
+				ok = checkString(v)
+			case "usage":
+				ok = readUsage(v, new(usageFields))
+			}
+		}
+		return ok
+	})
+	if !ok || !u.set {
+		return "", usageFields{}, false
+	}
+	return model, u, true
+}
+
+// eventFields is what was read of a message_start or message_delta
+// event's data.
+type eventFields struct {
+	typ          string
+	message      bool // message is an object
+	model        string
+	messageUsage usageFields
+	usage        usageFields
+}
+
+// readEvent reads a stream event's data as json.Unmarshal reads it into
+//
+//	struct {
+//		Type    string `json:"type"`
+//		Message *struct {
+//			Model string       `json:"model"`
+//			Usage *usageFields `json:"usage"`
+//		} `json:"message"`
+//		Usage *usageFields `json:"usage"`
+//	}
+//
+// names matched exactly. It reports false where json.Unmarshal would fail.
+func readEvent(data []byte) (eventFields, bool) {
+	var e eventFields
+	top, ok := jsonfield.Parse(data)
+	switch {
+	case !ok:
+		return e, false
+	case top.Type == gjson.Null:
+		return e, true
+	case !top.IsObject():
+		return e, false
+	}
+	top.ForEach(func(k, v gjson.Result) bool {
+		switch name := jsonfield.Name(k); name {
+		case "type":
+			ok = jsonfield.String(v, &e.typ)
+		case "message":
+			ok = readMessage(v, &e)
+		case "usage":
+			ok = readUsage(v, &e.usage)
+		default:
+			switch folded(name, "type", "message", "usage") {
+			case "type":
+				ok = checkString(v)
+			case "message":
+				ok = readMessage(v, new(eventFields))
+			case "usage":
+				ok = readUsage(v, new(usageFields))
+			}
+		}
+		return ok
+	})
+	return e, ok
+}
+
+func readMessage(v gjson.Result, e *eventFields) bool {
+	obj, ok := jsonfield.Object(v)
+	if !ok || !obj {
+		e.message, e.model, e.messageUsage = false, "", usageFields{}
+		return ok
+	}
+	e.message = true
+	v.ForEach(func(k, v gjson.Result) bool {
+		switch name := jsonfield.Name(k); name {
+		case "model":
+			ok = jsonfield.String(v, &e.model)
+		case "usage":
+			ok = readUsage(v, &e.messageUsage)
+		default:
+			switch folded(name, "model", "usage") {
+			case "model":
+				ok = checkString(v)
+			case "usage":
+				ok = readUsage(v, new(usageFields))
+			}
+		}
+		return ok
+	})
+	return ok
+}
