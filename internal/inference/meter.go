@@ -69,8 +69,9 @@ type requestFields struct {
 	topSet bool
 }
 
-// readRequest reads a Messages body's top-level model and max_tokens. It
-// reports false when json.Unmarshal would refuse the body as one of
+// readRequest reads a Messages body's top-level model and max_tokens.
+// For a valid JSON document it reports false when json.Unmarshal would
+// refuse the body as one of
 //
 //	struct {
 //		Model     string `json:"model"`
@@ -83,9 +84,13 @@ type requestFields struct {
 // notes and checks (see requestFields).
 func readRequest(body []byte) (requestFields, bool) {
 	var f requestFields
-	top, ok := jsonfield.Parse(body)
+	// Not checked for validity first (json.Valid would cost more than the
+	// walk): an invalid body reads as something or nothing, and the API
+	// refuses it unbilled.
+	top := jsonfield.View(body)
+	ok := true
 	switch {
-	case !ok:
+	case !top.Exists():
 		return f, false
 	case top.Type == gjson.Null:
 		return f, true

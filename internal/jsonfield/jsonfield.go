@@ -1,7 +1,7 @@
 // Package jsonfield reads a few members out of a JSON document as
 // encoding/json would read them into a struct, but matching names
-// exactly: json.Valid checks the document, and github.com/tidwall/gjson
-// walks its members without decoding the values that are not read (most
+// exactly: json.Valid checks the document (Parse), or the caller has no
+// need of a check (View), and github.com/tidwall/gjson walks its members without decoding the values that are not read (most
 // of a Messages request, say). Each value read is decoded as encoding/json
 // decodes it, so a caller can give encoding/json's answer for the members
 // it reads, and still tell a name that matches only case-insensitively
@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 )
@@ -25,6 +26,20 @@ func Parse(doc []byte) (gjson.Result, bool) {
 		return gjson.Result{}, false
 	}
 	return gjson.ParseBytes(doc), true
+}
+
+// View returns doc's top-level value without checking that doc is valid
+// JSON, and without copying it: the value, and every member read from it
+// by gjson, is a view of doc, which must not change while they are in
+// use (String and Int copy what they read). It is for a caller to whom
+// what an invalid document reads as does not matter, because whoever
+// receives the document refuses it: a walk through an invalid document
+// stops early or reads nonsense, never past doc's end.
+func View(doc []byte) gjson.Result {
+	if len(doc) == 0 {
+		return gjson.Result{}
+	}
+	return gjson.Parse(unsafe.String(&doc[0], len(doc)))
 }
 
 // Name is the name k, a member's key from ForEach over a value Parse

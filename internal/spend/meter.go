@@ -215,9 +215,9 @@ type ctxKey struct{}
 // Transport wraps base, the transport the metered capabilities call
 // upstream through: a Messages call (POST .../v1/messages) made for a
 // metered request has its answer's usage read as the answer passes. Such a
-// call is sent without the box's Accept-Encoding, so that an
-// *http.Transport base asks for gzip itself and hands the answer on
-// decoded; an answer that still comes encoded is recorded as unmeasured.
+// call is sent without the box's Accept-Encoding, so that the upstream
+// answers unencoded (the broker's transport asks for no compression of
+// its own); an answer that still comes encoded is recorded as unmeasured.
 // Every other request goes to base untouched.
 func (m *Meter) Transport(base http.RoundTripper) http.RoundTripper {
 	return &transport{base: base, bufs: &m.bufs}
