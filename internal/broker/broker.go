@@ -52,6 +52,10 @@ type Config struct {
 	// bound). The bound is lifted as the body ends, so that it never
 	// cuts off the answer's stream.
 	ReadTimeout time.Duration
+	// TallyEvery is the window over which refusals of requests carrying
+	// no box's token are kept in aggregate, by source (default
+	// DefaultTallyEvery); Run writes each window out.
+	TallyEvery time.Duration
 }
 
 // Server is the box-facing handler.
@@ -62,6 +66,9 @@ type Server struct {
 	// routes is every capability's prefixes, in match order, read once
 	// so that routing a request allocates nothing.
 	routes []route
+	// tally keeps refusals of requests carrying no box's token, by
+	// source, until Run writes them out.
+	tally tally
 }
 
 // route is one prefix, the capability that owns it, and the route label
@@ -205,7 +212,7 @@ func (s *Server) finish(rec *recorder, r *http.Request, info *requestInfo, trace
 	if !info.concluded {
 		s.conclude(rec, r, info, trace, start, aborted != nil)
 	}
-	if ctx := r.Context(); s.log.Enabled(ctx, slog.LevelInfo) {
+	if ctx := r.Context(); !info.tallied && s.log.Enabled(ctx, slog.LevelInfo) {
 		calls := info.calls
 		// The attributes are built in place: no []any per request.
 		var a [12]slog.Attr
@@ -265,6 +272,11 @@ func (s *Server) conclude(rec *recorder, r *http.Request, info *requestInfo, tra
 	if info.route == "" {
 		info.route = routeUnmatched
 	}
+	if info.reason == "token" && info.box == "" && (rec.status == http.StatusUnauthorized || rec.status == http.StatusForbidden) {
+		// No box's token: after the first from its source, the
+		// refusal is kept in aggregate (see Tally), counted exactly.
+		info.tallied = s.tally.add(sourceOf(r), start, r.Method, info.route, info.capabilityLabel(), rec.status)
+	}
 	if s.cfg.Observer == nil {
 		return
 	}
@@ -275,7 +287,7 @@ func (s *Server) conclude(rec *recorder, r *http.Request, info *requestInfo, tra
 		At: start, Method: r.Method, Route: info.route, Box: info.box,
 		Capability: info.capabilityLabel(), Words: info.words, Public: info.public,
 		Status: rec.status, Reason: info.reason, Message: info.message,
-		Duration: info.duration, Bytes: rec.bytes, Upstream: calls,
+		Duration: info.duration, Bytes: rec.bytes, Upstream: calls, Tallied: info.tallied,
 	})
 }
 
@@ -297,6 +309,7 @@ type requestInfo struct {
 	stream   bool
 	// Set by conclude.
 	concluded bool
+	tallied   bool
 	duration  time.Duration
 	calls     []proxy.Call
 }

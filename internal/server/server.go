@@ -346,15 +346,20 @@ func (s *Server) Serve(ctx context.Context, ln, admin net.Listener) error {
 	return errors.Join(errs...)
 }
 
-// Run keeps the cache fresh, prunes the change log, writes the audit log
-// and settles model calls' spend in batches until ctx ends; then it writes
-// what the audit queue and the batch still hold and returns. Serve runs it; a caller serving the handlers itself runs it too.
+// Run keeps the cache fresh, prunes the change log, writes the audit log,
+// writes out the broker's tallies of token refusals and settles model
+// calls' spend in batches until ctx ends; then it writes what the tallies,
+// the audit queue and the batch still hold and returns. Serve runs it; a
+// caller serving the handlers itself runs it too.
 func (s *Server) Run(ctx context.Context) {
 	done := make(chan struct{}, 3)
 	go func() { s.Cache.Run(ctx); done <- struct{}{} }()
 	go func() { s.pruneChanges(ctx); done <- struct{}{} }()
 	go func() { s.Meter.RunBatches(ctx); done <- struct{}{} }()
-	s.Audit.Run(ctx)
+	// The audit log stops once the broker's last tallies are queued.
+	actx, stopAudit := context.WithCancel(context.WithoutCancel(ctx))
+	go func() { s.Broker.Run(ctx); stopAudit() }()
+	s.Audit.Run(actx)
 	<-done
 	<-done
 	<-done
