@@ -301,12 +301,9 @@ type requestInfo struct {
 	route      string
 	words      []string
 	public     bool
-	// bodyRead is set once a capability's BodyScopes has begun to read
-	// the body.
-	bodyRead bool
-	reason   string
-	message  string
-	stream   bool
+	reason     string
+	message    string
+	stream     bool
 	// Set by conclude.
 	concluded bool
 	tallied   bool
@@ -338,7 +335,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, info *requestInfo
 	// returned by then.
 	c, call, release, err := s.admit(w, r, info)
 	if err != nil {
-		if !info.bodyRead {
+		if info.box == "" {
+			// Refused before any box was known: not a byte of the body
+			// has been read, and none will be.
 			leaveBody(w, r)
 		}
 		return err
@@ -397,7 +396,6 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 		// still arriving after BodyTimeout is a client holding a
 		// connection.
 		_ = rc.SetReadDeadline(s.cfg.Now().Add(BodyTimeout))
-		info.bodyRead = true
 		words, err := bs.BodyScopes(r)
 		if err != nil {
 			leaveBody(w, r) // over its bound, or stalled: read no more
