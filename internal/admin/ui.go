@@ -27,8 +27,10 @@ import (
 
 // The owner's page: server-rendered HTML under /ui/ on the admin listener.
 // It signs in with an admin token, which it exchanges for a session: the
-// cookie holds a session sealed under the master key (the admin token's
-// ID, an expiry and a CSRF secret), never the token. Every POST carries
+// cookie holds a session sealed under the master key (its own ID, the
+// admin token's ID, an expiry and a CSRF secret), never the token.
+// Signing out records the session's ID in the store as ended, so its
+// cookie is refused from then on, on every replica, even if kept. Every POST carries
 // the CSRF secret in a form field and, when the browser sends Origin, must
 // come from this origin; the cookie is HttpOnly and SameSite=Strict.
 
@@ -43,6 +45,8 @@ const sessionAD = "admin-session"
 
 // Session is a signed-in owner's page session.
 type Session struct {
+	// ID names the session, so that signing out can end it in the store.
+	ID string `json:"i"`
 	// TokenID is the admin token it was signed in with; revoking that
 	// token ends the session.
 	TokenID string `json:"t"`
@@ -231,11 +235,11 @@ func (u *ui) style(w http.ResponseWriter, r *http.Request) {
 
 // newSession makes a session for the admin token with that ID.
 func (u *ui) newSession(tokenID string) (*Session, error) {
-	b := make([]byte, 16)
+	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}
-	return &Session{TokenID: tokenID, Expires: u.s.cfg.Now().Add(u.s.cfg.SessionTTL).Unix(), CSRF: hex.EncodeToString(b)}, nil
+	return &Session{ID: hex.EncodeToString(b[:16]), TokenID: tokenID, Expires: u.s.cfg.Now().Add(u.s.cfg.SessionTTL).Unix(), CSRF: hex.EncodeToString(b[16:])}, nil
 }
 
 // seal is the cookie value for sess.
@@ -255,7 +259,7 @@ func (u *ui) seal(sess *Session) (string, error) {
 var errNoSession = errors.New("no session")
 
 // session opens the request's cookie and checks that it has not expired
-// and that its admin token still stands.
+// or been signed out, and that its admin token still stands.
 func (u *ui) session(r *http.Request) (*Session, error) {
 	c, err := r.Cookie(SessionCookie)
 	if err != nil || c.Value == "" || len(c.Value) > 4096 {
@@ -270,7 +274,9 @@ func (u *ui) session(r *http.Request) (*Session, error) {
 		return nil, errNoSession
 	}
 	var sess Session
-	if err := json.Unmarshal(j, &sess); err != nil || sess.TokenID == "" || sess.CSRF == "" {
+	// A session with no ID (sealed before sessions had one) could not be
+	// signed out: it is refused, and its owner signs in again.
+	if err := json.Unmarshal(j, &sess); err != nil || sess.ID == "" || sess.TokenID == "" || sess.CSRF == "" {
 		return nil, errNoSession
 	}
 	if u.s.cfg.Now().Unix() >= sess.Expires {
@@ -280,6 +286,11 @@ func (u *ui) session(r *http.Request) (*Session, error) {
 		return nil, errNoSession // the token was revoked
 	} else if err != nil {
 		return nil, storeError(err, "", "")
+	}
+	if ended, err := u.s.cfg.Store.SessionEnded(r.Context(), sess.ID); err != nil {
+		return nil, storeError(err, "", "")
+	} else if ended {
+		return nil, errNoSession // signed out
 	}
 	return &sess, nil
 }
@@ -388,7 +399,13 @@ func (u *ui) signin(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// signout ends the session in the store, so that its cookie is refused
+// wherever it is kept, and clears the cookie.
 func (u *ui) signout(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	if err := u.s.cfg.Store.EndSession(r.Context(), sess.ID, time.Unix(sess.Expires, 0), u.s.cfg.Now()); err != nil {
+		return storeError(err, "", "")
+	}
+	u.s.log.Info("owner's page: signed out", "admin_token", sess.TokenID)
 	u.setCookie(w, r, "")
 	http.Redirect(w, r, "/ui/", http.StatusSeeOther)
 	return nil

@@ -52,6 +52,10 @@ type Config struct {
 	// bound). The bound is lifted as the body ends, so that it never
 	// cuts off the answer's stream.
 	ReadTimeout time.Duration
+	// TallyEvery is the window over which refusals of requests carrying
+	// no box's token are kept in aggregate, by source (default
+	// DefaultTallyEvery); Run writes each window out.
+	TallyEvery time.Duration
 }
 
 // Server is the box-facing handler.
@@ -62,6 +66,9 @@ type Server struct {
 	// routes is every capability's prefixes, in match order, read once
 	// so that routing a request allocates nothing.
 	routes []route
+	// tally keeps refusals of requests carrying no box's token, by
+	// source, until Run writes them out.
+	tally tally
 }
 
 // route is one prefix, the capability that owns it, and the route label
@@ -139,11 +146,16 @@ func boundRoute(route string) string {
 }
 
 // Classify finds the capability whose prefix owns r's path (nil for none)
-// and what r needs of it; ok is false for a path no capability serves.
+// and what r needs of it, the words a BodyScoper reads from the body
+// included; ok is false for a path no capability serves. It authenticates
+// nothing: ServeHTTP reads a body only once the token is a box's.
 func (s *Server) Classify(r *http.Request) (c capability.Capability, need capability.Need, ok bool, err error) {
 	rt, need, ok, err := s.classify(r)
 	if rt == nil {
 		return nil, need, ok, err
+	}
+	if bs, isBody := rt.c.(capability.BodyScoper); isBody && ok && err == nil && !need.Public {
+		need.Words, err = bs.BodyScopes(r)
 	}
 	return rt.c, need, ok, err
 }
@@ -200,7 +212,7 @@ func (s *Server) finish(rec *recorder, r *http.Request, info *requestInfo, trace
 	if !info.concluded {
 		s.conclude(rec, r, info, trace, start, aborted != nil)
 	}
-	if ctx := r.Context(); s.log.Enabled(ctx, slog.LevelInfo) {
+	if ctx := r.Context(); !info.tallied && s.log.Enabled(ctx, slog.LevelInfo) {
 		calls := info.calls
 		// The attributes are built in place: no []any per request.
 		var a [12]slog.Attr
@@ -260,6 +272,11 @@ func (s *Server) conclude(rec *recorder, r *http.Request, info *requestInfo, tra
 	if info.route == "" {
 		info.route = routeUnmatched
 	}
+	if info.reason == "token" && info.box == "" && (rec.status == http.StatusUnauthorized || rec.status == http.StatusForbidden) {
+		// No box's token: after the first from its source, the
+		// refusal is kept in aggregate (see Tally), counted exactly.
+		info.tallied = s.tally.add(sourceOf(r), start, r.Method, info.route, info.capabilityLabel(), rec.status)
+	}
 	if s.cfg.Observer == nil {
 		return
 	}
@@ -270,7 +287,7 @@ func (s *Server) conclude(rec *recorder, r *http.Request, info *requestInfo, tra
 		At: start, Method: r.Method, Route: info.route, Box: info.box,
 		Capability: info.capabilityLabel(), Words: info.words, Public: info.public,
 		Status: rec.status, Reason: info.reason, Message: info.message,
-		Duration: info.duration, Bytes: rec.bytes, Upstream: calls,
+		Duration: info.duration, Bytes: rec.bytes, Upstream: calls, Tallied: info.tallied,
 	})
 }
 
@@ -289,6 +306,7 @@ type requestInfo struct {
 	stream     bool
 	// Set by conclude.
 	concluded bool
+	tallied   bool
 	duration  time.Duration
 	calls     []proxy.Call
 }
@@ -317,6 +335,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, info *requestInfo
 	// returned by then.
 	c, call, release, err := s.admit(w, r, info)
 	if err != nil {
+		if info.box == "" {
+			// Refused before any box was known: not a byte of the body
+			// has been read, and none will be.
+			leaveBody(w, r)
+		}
 		return err
 	}
 	defer release()
@@ -329,13 +352,9 @@ func noRelease() {}
 // box's limits: it returns the capability, what it may know of the call
 // and the release of the box's limit, or the refusal.
 func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo) (capability.Capability, *capability.Call, func(), error) {
-	// A body Scopes reads to choose the words (feedback's) is small: one
-	// still arriving after BodyTimeout is a client holding a connection.
-	// Forwarded bodies stream afterwards with no deadline.
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(s.cfg.Now().Add(BodyTimeout))
+	// Nothing of the body is read until the token, read from the head,
+	// is a box's: Scopes reads only the head.
 	rt, need, ok, err := s.classify(r)
-	s.boundBody(rc, r)
 	var c capability.Capability
 	if rt != nil {
 		c = rt.c
@@ -356,7 +375,9 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 	}
 	info.words = need.Words
 	info.public = need.Public
+	rc := http.NewResponseController(w)
 	if need.Public {
+		s.boundBody(rc, r)
 		return c, &capability.Call{}, noRelease, nil
 	}
 	tok, box, err := s.authenticate(r, c)
@@ -370,6 +391,21 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 		return nil, nil, nil, capability.Errorf(http.StatusForbidden, protocol.TypePermission,
 			"This box is paused by its owner, so the broker serves it nothing until the owner resumes it (`boxbroker box resume %s`).", box.Name)
 	}
+	if bs, isBody := c.(capability.BodyScoper); isBody {
+		// A body read to choose the words (feedback's) is small: one
+		// still arriving after BodyTimeout is a client holding a
+		// connection.
+		_ = rc.SetReadDeadline(s.cfg.Now().Add(BodyTimeout))
+		words, err := bs.BodyScopes(r)
+		if err != nil {
+			leaveBody(w, r) // over its bound, or stalled: read no more
+			return nil, nil, nil, err
+		}
+		need.Words = words
+		info.words = words
+	}
+	// Forwarded bodies stream afterwards, bounded by ReadTimeout.
+	s.boundBody(rc, r)
 	d, err := s.cfg.Cache.Declaration(r.Context(), box.Name)
 	if err != nil {
 		return nil, nil, nil, unavailable(err)
@@ -387,6 +423,26 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 	}
 	return c, &capability.Call{Box: box, Token: tok, Words: need.Words, Payer: s.cfg.Payer.Func(box)}, release, nil
 }
+
+// leaveBody makes the refusal of r, whose body the broker has not read to
+// its end, leave that body unread: the answer closes the connection, and
+// the server stops reading it at once. Otherwise net/http reads up to
+// 256 KiB of what is left before it sends the answer, waiting as long as
+// the connection's read deadline for a client that sends nothing more.
+// It applies to HTTP/1 only: an HTTP/2 stream's unread body holds up
+// nothing, and Connection: close there would end every stream of the
+// connection.
+func leaveBody(w http.ResponseWriter, r *http.Request) {
+	if r.ProtoMajor != 1 || r.Body == nil || r.Body == http.NoBody {
+		return
+	}
+	w.Header().Set("Connection", "close")
+	_ = http.NewResponseController(w).SetReadDeadline(aLongTimeAgo)
+}
+
+// aLongTimeAgo is a read deadline already past: a read waiting on the
+// connection returns at once.
+var aLongTimeAgo = time.Unix(1, 0)
 
 // authenticate finds the box whose token the request carries.
 func (s *Server) authenticate(r *http.Request, c capability.Capability) (string, store.Box, error) {
@@ -437,6 +493,7 @@ func unavailable(err error) error {
 // declaration answers POST /api/box/declaration.
 func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *requestInfo) error {
 	if r.Method != http.MethodPost {
+		leaveBody(w, r)
 		w.Header().Set("Allow", http.MethodPost)
 		return capability.Errorf(http.StatusMethodNotAllowed, protocol.TypeInvalid, "The declaration route takes POST.")
 	}
@@ -447,6 +504,7 @@ func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *reque
 	}
 	if err != nil {
 		info.reason = "token"
+		leaveBody(w, r) // not a byte of it is read for no box
 		if errors.Is(err, token.ErrMissing) || errors.Is(err, token.ErrUnknown) || errors.Is(err, token.ErrConflict) {
 			return &capability.Error{Status: http.StatusUnauthorized, Type: protocol.TypeAuthn, Message: authMessage(err)}
 		}
@@ -456,7 +514,12 @@ func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *reque
 	// A report is small: a body still arriving after BodyTimeout is a
 	// client holding a connection, not a report.
 	_ = http.NewResponseController(w).SetReadDeadline(s.cfg.Now().Add(BodyTimeout))
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, protocol.DeclarationMaxBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(unwrap(w), r.Body, protocol.DeclarationMaxBytes))
+	if err != nil {
+		// The rest of a body over the bound, or of one that stalled,
+		// is left unread: the refusal goes out at once.
+		leaveBody(w, r)
+	}
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		return capability.Errorf(http.StatusRequestEntityTooLarge, protocol.TypeTooLarge, "The declaration report is over %d bytes.", protocol.DeclarationMaxBytes)
@@ -586,6 +649,16 @@ func (r *recorder) Write(b []byte) (int, error) {
 	n, err := r.ResponseWriter.Write(b)
 	r.bytes += int64(n)
 	return n, err
+}
+
+// unwrap is the writer net/http gave the handler beneath w's recorder:
+// http.MaxBytesReader tells it when a body is over its bound, so that
+// the server closes the connection rather than read on.
+func unwrap(w http.ResponseWriter) http.ResponseWriter {
+	if rec, ok := w.(*recorder); ok {
+		return rec.ResponseWriter
+	}
+	return w
 }
 
 // Unwrap lets http.ResponseController reach Flush and deadlines.

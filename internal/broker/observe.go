@@ -19,6 +19,10 @@ type Observer interface {
 	// DeclarationReport is called for each POST /api/box/declaration:
 	// kept is false when the report was refused.
 	DeclarationReport(kept bool)
+	// TokenRefusals is called as a window ends, once for each source
+	// whose refusals for carrying no box's token were tallied in it: the
+	// Records of those refusals had Tallied set.
+	TokenRefusals(t *Tally)
 }
 
 // Record is what the broker knows of one request once it is answered. It
@@ -57,6 +61,10 @@ type Record struct {
 	Bytes int64
 	// Upstream are the upstream calls made for the request, in order.
 	Upstream []proxy.Call
+	// Tallied is true for a refusal of a request that carried no box's
+	// token and is kept in aggregate: it is counted, but neither logged
+	// nor recorded on its own; a Tally tells of it when its window ends.
+	Tallied bool
 }
 
 // UpstreamStatus is the status of the last upstream call, 0 when none

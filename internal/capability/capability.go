@@ -35,10 +35,10 @@ type Capability interface {
 	// path belongs to a prefix when it equals it or continues with "/".
 	Prefixes() []string
 	// Scopes returns what r needs, or ok false for a path under its prefix
-	// that it does not serve (a 404 that reaches no upstream). It may read
-	// and replace r.Body when the words depend on the body, bounded by its
-	// own limit; a body over that limit or unreadable is returned as an
-	// *Error.
+	// that it does not serve (a 404 that reaches no upstream). It reads
+	// only r's head, never its body: the broker calls it before it has
+	// authenticated the box. A capability whose words depend on the body
+	// implements BodyScoper as well.
 	Scopes(r *http.Request) (need Need, ok bool, err error)
 	// Serve handles a request the rule has allowed. It writes the answer
 	// itself, or returns an error for the broker to render as a refusal
@@ -54,6 +54,18 @@ type Capability interface {
 // distinct candidate is a box's token.
 type TokenFinder interface {
 	FindTokens(r *http.Request) []string
+}
+
+// BodyScoper is implemented by a capability whose scope words depend on
+// the request's body (feedback's: entries need agent, counts need
+// passive). The broker calls BodyScopes only for a request Scopes accepted
+// and only once the box's token, read from the head, is a box's: no byte
+// of a body is read for a request that carries no box's token. BodyScopes
+// may read and replace r.Body, bounded by its own limit, and returns the
+// words the request needs, which replace Need.Words; a body over that
+// limit or unreadable is returned as an *Error.
+type BodyScoper interface {
+	BodyScopes(r *http.Request) (words []string, err error)
 }
 
 // Call is what the broker tells a capability about an allowed request.

@@ -55,6 +55,8 @@ type Capability struct {
 	cfg Config
 }
 
+var _ capability.BodyScoper = (*Capability)(nil)
+
 // New returns the capability.
 func New(cfg Config) *Capability {
 	if cfg.MaxBody <= 0 {
@@ -72,21 +74,27 @@ func (c *Capability) Name() string { return protocol.Feedback }
 // Prefixes is /api/feedback; only the route itself is served.
 func (c *Capability) Prefixes() []string { return []string{protocol.RouteFeedback} }
 
-// Scopes serves POST /api/feedback only. It reads the body (bounded by
-// MaxBody, a 413 over it), leaves it in r.Body for Serve, and returns the
-// words the batch needs: agent for non-empty entries, passive for
-// non-empty counts, none for anything else.
+// Scopes serves POST /api/feedback only. It reads no body: the words a
+// batch needs are BodyScopes', which the broker calls once the box's token
+// is known.
 func (c *Capability) Scopes(r *http.Request) (capability.Need, bool, error) {
 	if r.URL.Path != protocol.RouteFeedback || r.Method != http.MethodPost {
 		return capability.Need{}, false, nil
 	}
+	return capability.Need{}, true, nil
+}
+
+// BodyScopes reads the body (bounded by MaxBody, a 413 over it), leaves it
+// in r.Body for Serve, and returns the words the batch needs: agent for
+// non-empty entries, passive for non-empty counts, none for anything else.
+func (c *Capability) BodyScopes(r *http.Request) ([]string, error) {
 	body, err := c.read(r)
 	if err != nil {
-		return capability.Need{}, true, err
+		return nil, err
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	b, _ := Parse(body)
-	return capability.Need{Words: b.Words()}, true, nil
+	return b.Words(), nil
 }
 
 // read reads r's body whole, at most MaxBody bytes.

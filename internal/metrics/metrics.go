@@ -66,6 +66,7 @@ type Metrics struct {
 	auditWritten    prometheus.Counter
 	auditDropped    prometheus.Counter
 	auditFailed     prometheus.Counter
+	tokenRefusals   *prometheus.CounterVec
 }
 
 // New returns Metrics in a new registry, with the Go runtime's and the
@@ -112,18 +113,25 @@ func New() *Metrics {
 			Name: "boxbroker_audit_failed_total",
 			Help: "Audit rows lost because the store refused the write.",
 		}),
+		tokenRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "boxbroker_token_refusals_total",
+			Help: "Box-facing requests refused for carrying no box's token, by how they are logged and audited: own (a line and a row each), or tallied (in aggregate, by source).",
+		}, []string{"kept"}),
 	}
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.requests, m.requestDuration, m.upstream, m.streams, m.declarations, m.grants,
-		m.auditWritten, m.auditDropped, m.auditFailed,
+		m.auditWritten, m.auditDropped, m.auditFailed, m.tokenRefusals,
 	)
 	for outcome := range grantOutcomes {
 		m.grants.WithLabelValues(outcome) // exported at 0 before the first check
 	}
 	for _, outcome := range []string{"kept", "refused"} {
 		m.declarations.WithLabelValues(outcome)
+	}
+	for _, kept := range []string{"own", "tallied"} {
+		m.tokenRefusals.WithLabelValues(kept)
 	}
 	return m
 }
@@ -227,4 +235,17 @@ func (m *Metrics) AuditFailed(n int) {
 	if m != nil {
 		m.auditFailed.Add(float64(n))
 	}
+}
+
+// TokenRefusal counts one request refused for carrying no box's token:
+// tallied when it is logged and audited only in aggregate.
+func (m *Metrics) TokenRefusal(tallied bool) {
+	if m == nil {
+		return
+	}
+	kept := "own"
+	if tallied {
+		kept = "tallied"
+	}
+	m.tokenRefusals.WithLabelValues(kept).Inc()
 }

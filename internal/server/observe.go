@@ -1,6 +1,9 @@
 package server
 
 import (
+	"fmt"
+	"time"
+
 	"github.com/intentius/boxbroker/internal/audit"
 	"github.com/intentius/boxbroker/internal/broker"
 	"github.com/intentius/boxbroker/internal/metrics"
@@ -25,8 +28,29 @@ func (o *observer) Request(rec *broker.Record) {
 	for _, c := range rec.Upstream {
 		o.m.Upstream(rec.Capability, c.Status, c.Latency)
 	}
-	if o.audit != nil && (rec.Reason != "" || !rec.Public) {
+	if rec.Reason == "token" && rec.Box == "" {
+		o.m.TokenRefusal(rec.Tallied)
+	}
+	if o.audit != nil && !rec.Tallied && (rec.Reason != "" || !rec.Public) {
 		o.audit.Add(auditEntry(rec))
+	}
+}
+
+// TokenRefusals keeps one audit entry for a source's tallied refusals.
+func (o *observer) TokenRefusals(t *broker.Tally) {
+	if o.audit != nil {
+		o.audit.Add(tallyEntry(t))
+	}
+}
+
+// tallyEntry is the audit entry for t: no box, refused for the token, at
+// the first refusal tallied, with the count, source and span in its
+// message.
+func tallyEntry(t *broker.Tally) store.AuditEntry {
+	return store.AuditEntry{
+		At: t.From, Method: t.Method, Route: t.Route, Capability: t.Capability, Status: t.Status, Reason: "token",
+		Message: fmt.Sprintf("%d more requests from %s carried no box's token from %s to %s, each refused; they are kept in this one entry.",
+			t.Count, t.Source, t.From.UTC().Format(time.RFC3339Nano), t.To.UTC().Format(time.RFC3339Nano)),
 	}
 }
 

@@ -40,7 +40,7 @@ const DBFile = "boxbroker.db"
 // OpenStore opens the store cfg names: SQLite in the data directory
 // (created, mode 0700, if missing), or PostgreSQL.
 func OpenStore(ctx context.Context, cfg *Config) (store.Store, error) {
-	if strings.HasPrefix(cfg.Store, "postgres://") || strings.HasPrefix(cfg.Store, "postgresql://") {
+	if isPostgres(cfg.Store) {
 		st, err := postgres.Open(ctx, cfg.Store)
 		if err != nil {
 			return nil, fmt.Errorf("open postgres store: %w", err)
@@ -55,6 +55,24 @@ func OpenStore(ctx context.Context, cfg *Config) (store.Store, error) {
 		return nil, fmt.Errorf("open sqlite store: %w", err)
 	}
 	return st, nil
+}
+
+// isPostgres reports whether store names PostgreSQL.
+func isPostgres(store string) bool {
+	return strings.HasPrefix(store, "postgres://") || strings.HasPrefix(store, "postgresql://")
+}
+
+// warnOpenDataDir logs a warning when others than its owner may enter or
+// read dir, which holds the SQLite store or the master key file. The
+// files in it are mode 0600 whatever its mode, but their names, sizes and
+// times are not.
+func warnOpenDataDir(log *slog.Logger, dir string) {
+	fi, err := os.Stat(dir)
+	if err != nil || fi.Mode().Perm()&0o077 == 0 {
+		return
+	}
+	log.Warn("the data directory can be read by others than its owner; its files are mode 0600, but make it 0700",
+		"dir", dir, "mode", fmt.Sprintf("%#o", fi.Mode().Perm()))
 }
 
 // StoreWhere says where the store is, without any password.
@@ -176,6 +194,9 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		return nil, err
 	}
 	st := opt.Store
+	if (st == nil && !isPostgres(cfg.Store)) || cfg.MasterKey == "" {
+		warnOpenDataDir(log, cfg.DataDir)
+	}
 	if st == nil {
 		if st, err = OpenStore(ctx, &cfg); err != nil {
 			return nil, err
@@ -346,15 +367,20 @@ func (s *Server) Serve(ctx context.Context, ln, admin net.Listener) error {
 	return errors.Join(errs...)
 }
 
-// Run keeps the cache fresh, prunes the change log, writes the audit log
-// and settles model calls' spend in batches until ctx ends; then it writes
-// what the audit queue and the batch still hold and returns. Serve runs it; a caller serving the handlers itself runs it too.
+// Run keeps the cache fresh, prunes the change log, writes the audit log,
+// writes out the broker's tallies of token refusals and settles model
+// calls' spend in batches until ctx ends; then it writes what the tallies,
+// the audit queue and the batch still hold and returns. Serve runs it; a
+// caller serving the handlers itself runs it too.
 func (s *Server) Run(ctx context.Context) {
 	done := make(chan struct{}, 3)
 	go func() { s.Cache.Run(ctx); done <- struct{}{} }()
 	go func() { s.pruneChanges(ctx); done <- struct{}{} }()
 	go func() { s.Meter.RunBatches(ctx); done <- struct{}{} }()
-	s.Audit.Run(ctx)
+	// The audit log stops once the broker's last tallies are queued.
+	actx, stopAudit := context.WithCancel(context.WithoutCancel(ctx))
+	go func() { s.Broker.Run(ctx); stopAudit() }()
+	s.Audit.Run(actx)
 	<-done
 	<-done
 	<-done

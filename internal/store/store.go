@@ -38,6 +38,7 @@ type Store interface {
 	Changes
 	Spend
 	AdminTokens
+	Sessions
 	Audit
 	// Ping reports whether the database answers.
 	Ping(ctx context.Context) error
@@ -269,6 +270,21 @@ type AdminTokens interface {
 	ListAdminTokens(ctx context.Context) ([]AdminToken, error)
 	// DeleteAdminToken removes the token with that ID; ErrNotFound if none.
 	DeleteAdminToken(ctx context.Context, id string) error
+}
+
+// Sessions keeps the owner's page sessions that were signed out. A
+// session lives in its cookie, sealed under the master key, until it
+// expires; one signed out before then is recorded here, so that every
+// replica refuses its cookie. Sessions are read on each owner's page
+// request and never cached, so their writes record no change.
+type Sessions interface {
+	// EndSession records that the session id has ended; it is refused
+	// until expires, its own expiry, and forgotten after. Ending a session
+	// already ended is no error. It also forgets every ended session whose
+	// expiry is before now.
+	EndSession(ctx context.Context, id string, expires, now time.Time) error
+	// SessionEnded reports whether the session id has been ended.
+	SessionEnded(ctx context.Context, id string) (bool, error)
 }
 
 // AuditEntry is one box-facing request kept in the audit log: every

@@ -18,7 +18,9 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -52,14 +54,20 @@ type Store struct {
 var _ store.Store = (*Store)(nil)
 
 // Open opens (creating if need be) the SQLite database at path and brings
-// its schema up to date. It fails if the file cannot be opened, is not a
-// boxbroker database, or was written by a newer boxbroker.
+// its schema up to date. The database file and its WAL and shared-memory
+// files are mode 0600, whatever the directory's mode and the umask: Open
+// creates the file so, and narrows any of the three it finds wider. It
+// fails if a file cannot be opened or narrowed, is not a boxbroker
+// database, or was written by a newer boxbroker.
 func Open(path string) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("open sqlite store: empty path")
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
+		return nil, fmt.Errorf("open sqlite store: %w", err)
+	}
+	if err := ownerOnly(abs); err != nil {
 		return nil, fmt.Errorf("open sqlite store: %w", err)
 	}
 	ms := fmt.Sprint(busyTimeout.Milliseconds())
@@ -96,6 +104,39 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// FileMode is the mode of the database file and its WAL and
+// shared-memory files.
+const FileMode fs.FileMode = 0o600
+
+// ownerOnly creates the database file at abs with FileMode if it is
+// missing, and narrows it and its WAL and shared-memory files to FileMode
+// where they are wider. SQLite gives the WAL and shared-memory files it
+// creates the database file's mode.
+func ownerOnly(abs string) error {
+	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, FileMode)
+	if err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	for _, p := range []string{abs, abs + "-wal", abs + "-shm"} {
+		fi, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if fi.Mode().Perm() != FileMode {
+			if err := os.Chmod(p, FileMode); err != nil {
+				return fmt.Errorf("make %s mode %v: %w", p, FileMode, err)
+			}
+		}
+	}
+	return nil
 }
 
 // dsn makes the driver's name for the file at the absolute path abs: a

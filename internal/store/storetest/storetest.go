@@ -48,6 +48,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ChangesReaderMissesNothing", testChangesReaderMissesNothing},
 		{"Ping", testPing},
 		{"AdminTokens", testAdminTokens},
+		{"Sessions", testSessions},
 		{"Audit", testAudit},
 		{"AuditBatches", testAuditBatches},
 		{"PruneAuditMany", testPruneAuditMany},

@@ -1,0 +1,9 @@
+-- 0005: owner's page sessions signed out before they expired, refused
+-- until then.
+
+CREATE TABLE ended_sessions (
+	id         text        NOT NULL PRIMARY KEY,
+	expires_at timestamptz NOT NULL
+);
+
+CREATE INDEX ended_sessions_expires ON ended_sessions (expires_at);
