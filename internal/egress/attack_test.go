@@ -10,9 +10,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/cgi"
 	"net/http/httptrace"
 	"net/textproto"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -389,7 +393,7 @@ func TestEgress_TokenInBodyIsSwapped(t *testing.T) {
 		ctype  string
 		header bool // the token in a header too
 		body   string
-		stream bool // sent with no length
+		stream bool   // sent with no length
 		want   string // "" for a refusal
 	}{
 		{"form, no other token", "application/x-www-form-urlencoded", false, "amount=1&key=" + e.token, false, "amount=1&key=" + url.QueryEscape(value)},
@@ -610,5 +614,68 @@ func TestEgress_GitGetsABasicChallenge(t *testing.T) {
 	resp, body = e.do(t, http.MethodPost, "/llm/anthropic/v1/messages", nil, strings.NewReader("{}"))
 	if resp.StatusCode != http.StatusForbidden || resp.Header.Get("WWW-Authenticate") != "" {
 		t.Errorf("inference with no token = %d %s (WWW-Authenticate %q), want 403 without a challenge", resp.StatusCode, body, resp.Header.Get("WWW-Authenticate"))
+	}
+}
+
+// TestEgress_GitClone runs git itself against git's own smart HTTP server
+// (git http-backend, as CGI) behind a secret: git clone with the box's
+// token as the URL's password must clone, through the 401 challenge.
+func TestEgress_GitClone(t *testing.T) {
+	gitPath, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("git is not installed")
+	}
+	execPath, err := exec.Command(gitPath, "--exec-path").Output()
+	if err != nil {
+		t.Skipf("git --exec-path: %v", err)
+	}
+	backend := filepath.Join(strings.TrimSpace(string(execPath)), "git-http-backend")
+	if _, err := os.Stat(backend); err != nil {
+		t.Skip("git-http-backend is not installed")
+	}
+	dir := t.TempDir()
+	env := append(os.Environ(), "HOME="+dir, "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=",
+		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example")
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(gitPath, args...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	root := filepath.Join(dir, "srv")
+	work := filepath.Join(dir, "work")
+	git("init", "-q", "--bare", filepath.Join(root, "owner", "repo.git"))
+	git("init", "-q", work)
+	if err := os.WriteFile(filepath.Join(work, "README"), []byte("cloned through the broker\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git("-C", work, "add", "README")
+	git("-C", work, "commit", "-q", "-m", "first")
+	git("-C", work, "push", "-q", filepath.Join(root, "owner", "repo.git"), "HEAD:refs/heads/main")
+	git("--git-dir", filepath.Join(root, "owner", "repo.git"), "symbolic-ref", "HEAD", "refs/heads/main")
+
+	e := newEnv(t, nil)
+	cgiHandler := &cgi.Handler{Path: backend, Root: "/", Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1"}}
+	host := newHost(t, func(w http.ResponseWriter, r *http.Request) {
+		if _, pass, ok := r.BasicAuth(); !ok || pass != e.value {
+			w.Header().Set("WWW-Authenticate", `Basic realm="host"`)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		cgiHandler.ServeHTTP(w, r)
+	})
+	e.declare(t, host.URL, e.value, "GIT")
+
+	u, _ := url.Parse(e.br.URL + "/egress/GIT/owner/repo.git")
+	u.User = url.UserPassword("x", e.token)
+	clone := filepath.Join(dir, "clone")
+	git("clone", "-q", u.String(), clone)
+	b, err := os.ReadFile(filepath.Join(clone, "README"))
+	if err != nil || string(b) != "cloned through the broker\n" {
+		t.Errorf("the clone's README = %q, %v, want the committed one", b, err)
 	}
 }
