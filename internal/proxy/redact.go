@@ -67,8 +67,9 @@ func (f Form) span() int {
 type Redactor struct {
 	src    io.ReadCloser
 	forms  []Form
-	window int       // bytes always held back: the longest span less one
-	starts [256]bool // bytes an occurrence of some form can start with
+	window int    // bytes always held back: the longest span less one
+	starts []byte // the bytes an occurrence of some form can start with
+	next   []int  // pass's scratch for nextStart, one per start byte
 
 	pending []byte // read from src, not yet passed on; cap window+redactFirst, then +redactChunk
 	out     []byte // passed on, not yet returned by Read
@@ -97,18 +98,49 @@ func NewFormRedactor(src io.ReadCloser, forms []Form) *Redactor {
 		r.forms = append(r.forms, f)
 		r.window = max(r.window, f.span()-1)
 		c := f.Old[0]
-		r.starts[c] = true
+		r.addStart(c)
 		if f.Escaped {
-			r.starts['%'], r.starts['\\'] = true, true
+			r.addStart('%')
+			r.addStart('\\')
 			if c == ' ' {
-				r.starts['+'] = true
+				r.addStart('+')
 			}
 		}
 	}
 	if len(r.forms) > 0 {
 		r.pending = make([]byte, 0, r.window+redactFirst)
+		r.next = make([]int, len(r.starts))
 	}
 	return r
+}
+
+func (r *Redactor) addStart(c byte) {
+	if bytes.IndexByte(r.starts, c) < 0 {
+		r.starts = append(r.starts, c)
+	}
+}
+
+// nextStart returns the index of the first byte of data[i:cut] that some
+// form can start with, or -1. It searches for each such byte with
+// bytes.IndexByte, far faster than a loop over the bytes, and remembers
+// where each was found (next, one per start byte, -2 for not yet
+// searched and -1 for none before cut), so no byte is searched for twice
+// over the same stretch.
+func (r *Redactor) nextStart(data []byte, i, cut int) int {
+	best := -1
+	for k, c := range r.starts {
+		if at := r.next[k]; at != -1 && at < i {
+			if x := bytes.IndexByte(data[i:cut], c); x >= 0 {
+				r.next[k] = i + x
+			} else {
+				r.next[k] = -1
+			}
+		}
+		if at := r.next[k]; at >= 0 && (best < 0 || at < best) {
+			best = at
+		}
+	}
+	return best
 }
 
 // Window is how many bytes of what it has read the Redactor always holds
@@ -163,13 +195,13 @@ func (r *Redactor) pass(final bool) {
 	if !final {
 		cut -= r.window
 	}
+	for k := range r.next {
+		r.next[k] = -2
+	}
 	i := 0
 	for i < cut {
-		j := i
-		for j < cut && !r.starts[data[j]] {
-			j++
-		}
-		if j == cut {
+		j := r.nextStart(data, i, cut)
+		if j < 0 {
 			r.out = append(r.out, data[i:cut]...)
 			i = cut
 			break
