@@ -297,7 +297,8 @@ func TestEgress_ContentEncodingIsJudgedWhole(t *testing.T) {
 		_, _ = w.Write(body)
 	})
 	e.declare(t, host.URL, e.value, "ZIP")
-	bearer := http.Header{"Authorization": {"Bearer " + e.token}, "Accept-Encoding": {"gzip"}}
+	// The box asks for what the broker cannot read; the broker asks for gzip.
+	bearer := http.Header{"Authorization": {"Bearer " + e.token}, "Accept-Encoding": {"br, zstd"}}
 	tests := []struct {
 		name   string
 		query  string
@@ -315,7 +316,11 @@ func TestEgress_ContentEncodingIsJudgedWhole(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			before := len(host.Seen())
 			resp, body := e.do(t, http.MethodGet, "/egress/ZIP/x?"+tt.query, bearer, nil)
+			if got := host.Seen()[before:]; len(got) != 1 || got[0].Header.Get("Accept-Encoding") != "gzip" {
+				t.Errorf("the host was asked for %d answers, Accept-Encoding %q, want one, gzip", len(got), got[0].Header.Get("Accept-Encoding"))
+			}
 			if resp.StatusCode != tt.status {
 				t.Fatalf("answer = %d %q, want %d", resp.StatusCode, body, tt.status)
 			}
