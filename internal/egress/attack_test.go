@@ -148,7 +148,10 @@ func TestEgress_RedactorCutIsNoOracle(t *testing.T) {
 		}
 		guess += string(odd)
 	}
-	if len(guess) > len(known) && strings.HasPrefix(e.value, guess) {
+	// A guess told apart by chance (a host's write the broker happened to
+	// read in two) is right one time in 16; two right in a row is the
+	// attack working.
+	if len(guess) >= len(known)+2 && strings.HasPrefix(e.value, guess) {
 		t.Errorf("the box recovered %q of the value %q from where its answers were cut", guess[len(known):], e.value)
 	}
 }
