@@ -463,7 +463,10 @@ func (s *Server) authenticate(r *http.Request, c capability.Capability) (string,
 	if !errors.Is(err, token.ErrMissing) && !errors.Is(err, token.ErrUnknown) && !errors.Is(err, token.ErrConflict) {
 		return "", store.Box{}, unavailable(err)
 	}
-	// Every refusal on a capability route is a 403: Claude Code retries a 401.
+	if nr, ok := c.(capability.NoTokenRefuser); ok && errors.Is(err, token.ErrMissing) {
+		return "", store.Box{}, nr.NoTokenRefusal(r)
+	}
+	// Every other refusal on a capability route is a 403: Claude Code retries a 401.
 	return "", store.Box{}, &capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Message: authMessage(err)}
 }
 
@@ -577,6 +580,9 @@ func (s *Server) writeError(w *recorder, r *http.Request, err error, info *reque
 	}
 	if info.reason == "" {
 		info.reason = http.StatusText(ce.Status)
+	}
+	for k, vs := range ce.Header {
+		w.Header()[k] = vs
 	}
 	var ra *retryAfterError
 	if errors.As(err, &ra) {

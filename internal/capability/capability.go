@@ -68,6 +68,14 @@ type BodyScoper interface {
 	BodyScopes(r *http.Request) (words []string, err error)
 }
 
+// NoTokenRefuser is implemented by a capability whose refusal of a
+// request that carries no token differs from the broker's own 403 (egress:
+// a 401 with WWW-Authenticate, so that git sends its credentials).
+// NoTokenRefusal returns that refusal.
+type NoTokenRefuser interface {
+	NoTokenRefusal(r *http.Request) *Error
+}
+
 // Call is what the broker tells a capability about an allowed request.
 type Call struct {
 	// Box is the box whose token the request carries; zero for a Public request.
@@ -96,12 +104,14 @@ type PayerFunc func(ctx context.Context, r *http.Request) (Paid, error)
 var ErrNoCredential = errors.New("no credential is set for this payer")
 
 // Error is an error with the status, refusal type and message to show the
-// box. Err, when set, is logged and never shown.
+// box. Err, when set, is logged and never shown. Header, when set, is
+// added to the refusal's answer (WWW-Authenticate, say).
 type Error struct {
 	Status  int
 	Type    string
 	Message string
 	Err     error
+	Header  http.Header
 }
 
 func (e *Error) Error() string {

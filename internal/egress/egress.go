@@ -11,22 +11,28 @@
 //
 //   - builds the outbound URL from the secret's base URL alone, putting
 //     only the path after the name (joined under the base's path prefix,
-//     with no dot segments) and the query on it, so nothing the box sends
-//     can change the scheme, host or port;
-//   - replaces the token with the value in every request header (Basic
-//     credentials included) and in the query, drops hop-by-hop headers,
-//     Cookie, Proxy-Authorization, chant-grant, forwarding headers, Range
-//     and If-Range, and sets Host to the secret's host;
+//     with no segment any common server reads as a dot segment, and no
+//     NUL) and the query on it, so nothing the box sends can change the
+//     scheme, host or port;
+//   - replaces the token, as sent or percent- or JSON-escaped, with the
+//     value in every request header (Basic credentials included), in the
+//     query and in the body, drops hop-by-hop headers, Cookie,
+//     Proxy-Authorization, chant-grant, forwarding headers, Range and
+//     If-Range, asks for gzip or identity, and sets Host to the secret's
+//     host;
 //   - sends it through a guard that refuses any request for another host,
 //     or still holding the token, and (with its own transport) a dialer
 //     that connects only to the secret's host:port;
-//   - passes redirects back unfollowed, and puts the box's token in place
-//     of the value in every answer header, 1xx answers and trailers
-//     included, and in the answer body, streamed through a
-//     proxy.Redactor.
+//   - passes redirects back unfollowed, with Location, Content-Location
+//     and Link under the secret's base pointed at /egress/NAME; refuses
+//     an answer in a content encoding it cannot read whole; and puts the
+//     box's own form in place of every form of the value the broker made
+//     (the value, escaped or not, and the Basic credentials it encoded) in
+//     every answer header, 1xx answers and trailers included, and in the
+//     answer body, streamed through a proxy.Redactor.
 //
-// Request bodies are streamed to the host as they come and are not
-// rewritten: a token the box puts in a body goes to the host as it is.
+// A request with no token is answered 401 with WWW-Authenticate: Basic,
+// so that git sends the credentials in its URL.
 package egress
 
 import (
@@ -39,7 +45,6 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"slices"
 	"strings"
 
 	"github.com/intentius/boxbroker/internal/capability"
@@ -156,20 +161,26 @@ type flight struct {
 	name   string
 	token  string   // the box's token, which never leaves
 	value  string   // the secret's value, which never comes back
-	forms  []string // valueForms(value)
+	base   *url.URL // the secret's base URL
 	target *url.URL // where the request goes
 	addr   string   // the host:port it may dial
+	// forms are what an answer is searched for, and what replaces each:
+	// the value, escaped or not, and every Basic credential the broker
+	// encoded with it. Set by Serve and Rewrite, before the request is sent.
+	forms []proxy.Form
 }
 
-// valueForms are the forms of value an answer is searched for: as it
-// is, and query- and path-escaped where those differ (a Location that
-// puts the key in its query).
-func valueForms(value string) []string {
-	forms := []string{value}
-	for _, v := range []string{url.QueryEscape(value), url.PathEscape(value)} {
-		if !slices.Contains(forms, v) {
-			forms = append(forms, v)
-		}
+// answerForms are the forms of the value the broker produced for this
+// request, each with the box's own form in its place: the value as it
+// is, or with any bytes percent- or JSON-escaped (its query-escaped form
+// among them) for the box's token, and each Basic credential the broker
+// encoded, padded or not, for the one the box sent.
+func answerForms(token, value string, basics []basicSwap) []proxy.Form {
+	forms := []proxy.Form{{Old: []byte(value), New: []byte(token), Escaped: true}}
+	for _, b := range basics {
+		forms = append(forms,
+			proxy.Form{Old: []byte(b.sent), New: []byte(b.box), Escaped: true},
+			proxy.Form{Old: []byte(strings.TrimRight(b.sent, "=")), New: []byte(strings.TrimRight(b.box, "=")), Escaped: true})
 	}
 	return forms
 }
@@ -233,7 +244,12 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 	if r.Body != nil && r.Body != http.NoBody {
 		r.Body = http.MaxBytesReader(w, r.Body, c.cfg.MaxBody)
 	}
-	f := &flight{name: name, token: call.Token, value: value, forms: valueForms(value), target: target, addr: dialAddr(target)}
+	if err := swapBody(r, call.Token, value); err != nil {
+		return &capability.Error{Status: http.StatusBadRequest, Type: protocol.TypeInvalid,
+			Message: "The broker could not read the request body.", Err: err}
+	}
+	f := &flight{name: name, token: call.Token, value: value, base: base, target: target, addr: dialAddr(target),
+		forms: answerForms(call.Token, value, nil)}
 	c.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, f)))
 	return nil
 }
@@ -241,11 +257,14 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 // dropped are request headers that never go to a secret's host: the
 // box's cookies and proxy credentials, the grant, forwarding headers,
 // and ranges (an answer is always whole, so the value cannot be fetched
-// in pieces shorter than itself). Accept-Encoding is dropped so that the
-// transport asks for gzip itself and decodes it, leaving the body
-// readable for redaction.
+// in pieces shorter than itself). The box's Accept-Encoding is replaced
+// by the broker's own, which names only what it can read.
 var dropped = []string{"Cookie", "Proxy-Authorization", protocol.HeaderGrant, "Forwarded", "X-Forwarded-For",
 	"X-Forwarded-Host", "X-Forwarded-Proto", "Via", "Range", "If-Range", "Accept-Encoding"}
+
+// acceptEncoding is what the broker asks a secret's host for: gzip, which
+// it decodes to search the body, or the body as it is.
+const acceptEncoding = "gzip"
 
 func (c *Capability) rewrite(pr *httputil.ProxyRequest) {
 	f := flightOf(pr.In.Context())
@@ -253,29 +272,67 @@ func (c *Capability) rewrite(pr *httputil.ProxyRequest) {
 	for _, k := range dropped {
 		h.Del(k)
 	}
-	swapHeaders(h, f.token, f.value)
+	h.Set("Accept-Encoding", acceptEncoding)
+	f.forms = answerForms(f.token, f.value, swapHeaders(h, f.token, f.value))
 	u := *f.target
 	pr.Out.URL = &u
 	pr.Out.Host = u.Host
 }
 
-// errEncoding is an answer in a content encoding the broker cannot read.
-type errEncoding struct{ enc string }
+// errEncoding is an answer in a content encoding the broker cannot read;
+// why is said to the box.
+type errEncoding struct{ why string }
 
-func (e *errEncoding) Error() string { return "egress: answer in content encoding " + e.enc }
+func (e *errEncoding) Error() string { return "egress: answer " + e.why }
+
+// decoding returns how an answer with the given Content-Encoding header
+// values is read: as it is (""), or gunzipped ("gzip"). It returns an
+// *errEncoding for an encoding the broker cannot read, for stacked
+// encodings, and for more than one Content-Encoding header: the header is
+// judged as a whole, never by its first value alone.
+func decoding(values []string) (string, error) {
+	if len(values) > 1 {
+		return "", &errEncoding{why: fmt.Sprintf("with %d Content-Encoding headers (%q)", len(values), values)}
+	}
+	if len(values) == 0 {
+		return "", nil
+	}
+	var codings []string
+	for _, c := range strings.Split(values[0], ",") {
+		c = strings.ToLower(strings.TrimSpace(c))
+		if c != "" && c != "identity" {
+			codings = append(codings, c)
+		}
+	}
+	switch {
+	case len(codings) > 1:
+		return "", &errEncoding{why: fmt.Sprintf("in stacked content encodings (%s)", strings.Join(codings, ", "))}
+	case len(codings) == 0:
+		return "", nil
+	case codings[0] == "gzip" || codings[0] == "x-gzip":
+		return "gzip", nil
+	}
+	return "", &errEncoding{why: fmt.Sprintf("in a content encoding (%s)", codings[0])}
+}
 
 // errUpgraded is a 101 answer, which egress does not carry.
 var errUpgraded = errors.New("egress: the host switched protocols")
 
+// redactHeader puts the box's own forms in place of the value's in h, and
+// points links at the secret's host back at the broker. It returns how
+// many headers held the value.
+func (f *flight) redactHeader(h http.Header) int {
+	n := proxy.RedactHeader(h, f.forms)
+	f.localLinks(h)
+	return n
+}
+
 // informational puts the box's token in place of the value in a 1xx
-// answer's headers (103 Early Hints, say), as in the final answer's.
+// answer's headers (103 Early Hints, say), and rewrites its links, as in
+// the final answer's.
 func (c *Capability) informational(r *http.Request, h http.Header) {
 	f := flightOf(r.Context())
-	n := 0
-	for _, v := range f.forms {
-		n += proxy.ReplaceValue(h, v, f.token)
-	}
-	if n > 0 {
+	if n := f.redactHeader(h); n > 0 {
 		c.log.Warn("egress: the host repeated the secret's value in an informational answer's headers; the box's token is in its place",
 			"secret", f.name, "headers", n)
 	}
@@ -286,38 +343,28 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		return errUpgraded
 	}
-	n := 0
-	for _, v := range f.forms {
-		n += proxy.ReplaceValue(resp.Header, v, f.token)
-		proxy.ReplaceValue(resp.Trailer, v, f.token)
-	}
-	if n > 0 {
+	if n := f.redactHeader(resp.Header); n > 0 {
 		c.log.Warn("egress: the host repeated the secret's value in answer headers; the box's token is in its place",
 			"secret", f.name, "headers", n)
 	}
-	switch enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))); enc {
-	case "", "identity":
-	case "gzip", "x-gzip":
+	// Judged after redaction: the refusal repeats the header.
+	dec, err := decoding(resp.Header.Values("Content-Encoding"))
+	if err != nil {
+		return err
+	}
+	proxy.RedactHeader(resp.Trailer, f.forms)
+	resp.Header.Del("Content-Encoding") // identity, or decoded below
+	if dec == "gzip" {
 		resp.Body = &gunzip{src: resp.Body}
-		resp.Header.Del("Content-Encoding")
 		resp.Header.Del("Content-Length")
 		resp.ContentLength = -1
-	default:
-		return &errEncoding{enc: enc}
 	}
 	if resp.Request.Method == http.MethodHead || resp.StatusCode < 200 ||
 		resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified {
 		return nil
 	}
-	a := &answer{resp: resp, f: f, log: c.log}
-	body := resp.Body
-	for _, v := range f.forms {
-		r := proxy.NewRedactor(body, []byte(v), []byte(f.token))
-		a.redactors = append(a.redactors, r)
-		body = r
-	}
-	a.ReadCloser = body
-	resp.Body = a
+	r := proxy.NewFormRedactor(resp.Body, f.forms)
+	resp.Body = &answer{ReadCloser: r, redactor: r, resp: resp, f: f, log: c.log}
 	// The body's length changes wherever the value is replaced: stream it.
 	resp.Header.Del("Content-Length")
 	resp.ContentLength = -1
@@ -327,8 +374,8 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 // answer is an answer body with the value replaced, which at its end
 // replaces the value in the trailers too and logs any replacement.
 type answer struct {
-	io.ReadCloser // the last of redactors
-	redactors     []*proxy.Redactor
+	io.ReadCloser // redactor
+	redactor      *proxy.Redactor
 	resp          *http.Response
 	f             *flight
 	log           *slog.Logger
@@ -339,12 +386,8 @@ func (a *answer) Read(p []byte) (int, error) {
 	n, err := a.ReadCloser.Read(p)
 	if err == io.EOF && !a.done {
 		a.done = true
-		k := 0
-		for i, v := range a.f.forms {
-			proxy.ReplaceValue(a.resp.Trailer, v, a.f.token)
-			k += a.redactors[i].Replaced()
-		}
-		if k > 0 {
+		proxy.RedactHeader(a.resp.Trailer, a.f.forms)
+		if k := a.redactor.Replaced(); k > 0 {
 			a.log.Warn("egress: the host repeated the secret's value in an answer body; the box's token is in its place",
 				"secret", a.f.name, "times", k)
 		}
@@ -389,9 +432,12 @@ func (c *Capability) errorHandler(w http.ResponseWriter, r *http.Request, err er
 	case errors.Is(err, errTokenLeft):
 		status, typ, msg = http.StatusBadRequest, protocol.TypeInvalid,
 			"The request carries the box's token in a form the broker does not swap (it swaps header values, Basic credentials and the query); it was not sent."
+	case errors.Is(err, errBodyToken):
+		status, typ, msg = http.StatusBadRequest, protocol.TypeInvalid,
+			fmt.Sprintf("The request body holds the box's token, and is over %d bytes with its length declared, so the broker cannot put the value in its place; it was not sent whole. Send it without a Content-Length (chunked), or put the token in a header or the query.", maxReadBody)
 	case errors.As(err, &ee):
 		status, typ, msg = http.StatusBadGateway, protocol.TypeAPI,
-			fmt.Sprintf("The %s answered in a content encoding (%s) the broker cannot read to keep the value out, so the answer was withheld.", what, ee.enc)
+			fmt.Sprintf("The %s answered %s, which the broker cannot read to keep the value out, so the answer was withheld.", what, ee.why)
 	case errors.Is(err, errUpgraded):
 		status, typ, msg = http.StatusBadGateway, protocol.TypeAPI, "The "+what+" switched protocols, which egress does not carry."
 	case errors.Is(err, errElsewhere):

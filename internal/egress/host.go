@@ -149,15 +149,51 @@ func joinPath(base *url.URL, tail string) (path, rawPath string, err error) {
 		if err != nil {
 			return "", "", &pathError{"The path holds an invalid percent-encoding."}
 		}
-		for _, part := range strings.FieldsFunc(d, func(r rune) bool { return r == '/' || r == '\\' }) {
-			if part == "." || part == ".." {
-				return "", "", &pathError{"The path holds a dot segment (. or ..), which the broker does not forward: write the path without it."}
-			}
+		if err := checkSegment(seg); err != nil {
+			return "", "", err
 		}
 		dec.WriteString("/" + d)
 		raw.WriteString("/" + escapeSegment(seg))
 	}
 	return dec.String(), raw.String(), nil
+}
+
+// checkSegment refuses a path segment (as sent, escaped) that some
+// common server reads as a dot segment, or that holds a NUL. It is
+// decoded up to three times (so .%252e counts), split at "/" and "\",
+// and each part is cut at ";" (Tomcat and Jetty read "..;x" as ".."), with
+// overlong and full-width encodings of "." read as "." and trailing
+// spaces dropped (as Windows does). A part that is then "." or ".." is
+// refused, as is a NUL at any depth of decoding.
+func checkSegment(seg string) *pathError {
+	s := seg
+	for range 4 {
+		if strings.IndexByte(s, 0) >= 0 {
+			return &pathError{"The path holds a NUL byte, which the broker does not forward."}
+		}
+		for _, part := range strings.FieldsFunc(s, func(r rune) bool { return r == '/' || r == '\\' }) {
+			if dotted(part) {
+				return &pathError{"The path holds a dot segment (. or .., or a form some server reads as one, such as ..; or .%252e), which the broker does not forward: write the path without it."}
+			}
+		}
+		d, err := url.PathUnescape(s)
+		if err != nil || d == s {
+			break
+		}
+		s = d
+	}
+	return nil
+}
+
+// dotted reports whether a decoded path part is read as a dot segment by
+// some common server.
+func dotted(part string) bool {
+	part, _, _ = strings.Cut(part, ";")
+	for _, dot := range []string{"\xc0\xae", "\xe0\x80\xae", "\uff0e"} {
+		part = strings.ReplaceAll(part, dot, ".")
+	}
+	part = strings.TrimRight(part, " ")
+	return part == "." || part == ".."
 }
 
 // escapeSegment percent-encodes every byte of an escaped path segment that

@@ -7,6 +7,9 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/token"
 )
 
@@ -17,13 +20,17 @@ var tokenRE = regexp.MustCompile(regexp.QuoteMeta(token.BoxPrefix) + `[A-Za-z0-9
 // FindTokens returns every box token r carries wherever an API might
 // expect its key: in any request header (Authorization: Bearer, Basic
 // user or password, or raw; x-api-key; any other), in the query's keys
-// and values (decoded), and in the path, so that a token put there is
-// refused with a message rather than taken for no token at all. When it
-// finds none it returns the Bearer and x-api-key values, so an unknown
-// token is refused as unknown.
+// and values (decoded), in the path, so that a token put there is
+// refused with a message rather than taken for no token at all. Each is
+// searched as sent and with percent- and JSON escapes decoded. The body
+// is never read for it: no byte of a body is read before the token is
+// known to be a box's (a token in the body as well is swapped for the
+// value as the body is forwarded). When it finds none it returns the
+// Bearer and x-api-key values, so an unknown token is refused as unknown.
 func (c *Capability) FindTokens(r *http.Request) []string {
 	var found []string
 	scan := func(s string) {
+		s = unescapeLoose(s)
 		if strings.Contains(s, token.BoxPrefix) {
 			found = append(found, tokenRE.FindAllString(s, -1)...)
 		}
@@ -45,6 +52,20 @@ func (c *Capability) FindTokens(r *http.Request) []string {
 		return found
 	}
 	return token.AppendSent(found, r.Header)
+}
+
+// NoTokenRefusal is egress's refusal of a request that carries no token:
+// a 401 with WWW-Authenticate: Basic, which git needs before it sends the
+// credentials in its URL, naming every place a token may go.
+func (c *Capability) NoTokenRefusal(r *http.Request) *capability.Error {
+	realm := "boxbroker egress"
+	if name, _, ok := split(r.URL); ok {
+		realm += " " + name
+	}
+	e := capability.Errorf(http.StatusUnauthorized, protocol.TypeAuthn,
+		"The request carries no box token. On egress, send it wherever the API takes its key: Authorization: Bearer <token>, Basic credentials (as user or password), x-api-key or another header, or a query parameter such as ?key=<token>. A body is not read until the token is checked, so a token in the body alone is not found; one in the body as well is swapped for the value.")
+	e.Header = http.Header{"Www-Authenticate": {`Basic realm="` + realm + `"`}}
+	return e
 }
 
 // basicCredentials decodes an Authorization value of the Basic scheme to
@@ -78,22 +99,54 @@ func queryParts(raw string) []string {
 	return out
 }
 
-// swapHeaders puts value wherever token appears in h's values, inside
-// Basic credentials too, and deletes a header whose name holds token.
-func swapHeaders(h http.Header, token, value string) {
+// tokenForm is the box's token as the broker finds it: as it is, or
+// with any of its bytes percent- or JSON-escaped (%62bx_…, bbx\u005f…),
+// put in place by value.
+func tokenForm(token, value string) []proxy.Form {
+	return []proxy.Form{{Old: []byte(token), New: []byte(value), Escaped: true}}
+}
+
+// swapString puts value wherever token appears in s, escaped or not.
+func swapString(s, token, value string) string {
+	if !strings.Contains(s, token) && !strings.ContainsAny(s, "%\\") {
+		return s
+	}
+	out, _ := proxy.RedactString(s, tokenForm(token, value))
+	return out
+}
+
+// holds reports whether s holds token, escaped or not.
+func holds(s, token string) bool {
+	_, n := proxy.RedactString(s, tokenForm(token, ""))
+	return n > 0
+}
+
+// basicSwap is one Authorization: Basic value the broker rewrote: what
+// it sent the host, and what the box sent it.
+type basicSwap struct{ sent, box string }
+
+// swapHeaders puts value wherever token appears in h's values, escaped
+// or not, inside Basic credentials too, and deletes a header whose name
+// holds token. It returns the Basic credentials it encoded, so that an
+// answer repeating them can be given the box's own back.
+func swapHeaders(h http.Header, token, value string) []basicSwap {
+	var basics []basicSwap
 	for k, vs := range h {
-		if strings.Contains(k, token) {
+		if holds(k, token) {
 			delete(h, k)
 			continue
 		}
 		for i, v := range vs {
-			if dec, ok := basicCredentials(v); ok && strings.Contains(dec, token) {
-				scheme, _, _ := strings.Cut(strings.TrimSpace(v), " ")
-				v = scheme + " " + base64.StdEncoding.EncodeToString([]byte(strings.ReplaceAll(dec, token, value)))
+			if dec, ok := basicCredentials(v); ok && holds(dec, token) {
+				scheme, cred, _ := strings.Cut(strings.TrimSpace(v), " ")
+				sent := base64.StdEncoding.EncodeToString([]byte(swapString(dec, token, value)))
+				basics = append(basics, basicSwap{sent: sent, box: strings.TrimSpace(cred)})
+				v = scheme + " " + sent
 			}
-			vs[i] = strings.ReplaceAll(v, token, value)
+			vs[i] = swapString(v, token, value)
 		}
 	}
+	return basics
 }
 
 // swapQuery puts value wherever token appears in a raw query's keys and
@@ -105,12 +158,12 @@ func swapQuery(raw, token, value string) string {
 	swap := func(s string) string {
 		d, err := url.QueryUnescape(s)
 		if err != nil {
-			return strings.ReplaceAll(s, token, url.QueryEscape(value))
+			return swapString(s, token, url.QueryEscape(value))
 		}
-		if !strings.Contains(d, token) {
+		if !holds(d, token) {
 			return s
 		}
-		return url.QueryEscape(strings.ReplaceAll(d, token, value))
+		return url.QueryEscape(swapString(d, token, value))
 	}
 	pairs := strings.Split(raw, "&")
 	for i, pair := range pairs {
@@ -134,19 +187,19 @@ func carries(req *http.Request, token string) bool {
 		return true
 	}
 	for _, part := range queryParts(u.RawQuery) {
-		if strings.Contains(part, token) {
+		if holds(part, token) {
 			return true
 		}
 	}
 	for k, vs := range req.Header {
-		if strings.Contains(k, token) {
+		if holds(k, token) {
 			return true
 		}
 		for _, v := range vs {
-			if strings.Contains(v, token) {
+			if holds(v, token) {
 				return true
 			}
-			if dec, ok := basicCredentials(v); ok && strings.Contains(dec, token) {
+			if dec, ok := basicCredentials(v); ok && holds(dec, token) {
 				return true
 			}
 		}

@@ -69,7 +69,7 @@ func (g guard) RoundTrip(req *http.Request) (*http.Response, error) {
 	if tr := httptrace.ContextClientTrace(req.Context()); tr != nil && tr.Got1xxResponse != nil {
 		next := tr.Got1xxResponse
 		tr.Got1xxResponse = func(code int, h textproto.MIMEHeader) error {
-			proxy.ReplaceValue(http.Header(h), f.value, f.token)
+			proxy.RedactHeader(http.Header(h), f.forms)
 			return next(code, h)
 		}
 	}

@@ -85,6 +85,8 @@ func TestJoinPath(t *testing.T) {
 		{withPrefix, "/.", "", "", true},
 		{withPrefix, "/%zz", "", "", true},
 		{withPrefix, "/...", "/v1/...", "/v1/...", false},
+		{withPrefix, "/a;b=c", "/v1/a;b=c", "/v1/a;b=c", false},
+		{withPrefix, "/%252Fx", "/v1/%2Fx", "/v1/%252Fx", false},
 	}
 	for _, tt := range tests {
 		path, raw, err := joinPath(tt.base, tt.tail)
@@ -236,5 +238,66 @@ func TestTransport_DialsOnlyTheSecretsHost(t *testing.T) {
 	}
 	if _, err := tr.DialContext(context.Background(), "tcp", allowed.Host); !errors.Is(err, errElsewhere) {
 		t.Errorf("dial with no flight = %v, want errElsewhere", err)
+	}
+}
+
+func TestDecoding(t *testing.T) {
+	tests := []struct {
+		values []string
+		want   string
+		err    bool
+	}{
+		{nil, "", false},
+		{[]string{""}, "", false},
+		{[]string{"identity"}, "", false},
+		{[]string{"gzip"}, "gzip", false},
+		{[]string{"X-GZIP"}, "gzip", false},
+		{[]string{"identity, gzip"}, "gzip", false},
+		{[]string{"br"}, "", true},
+		{[]string{"gzip, gzip"}, "", true},
+		{[]string{"gzip, br"}, "", true},
+		{[]string{"identity", "gzip"}, "", true},
+		{[]string{"", "gzip"}, "", true},
+		{[]string{"gzip", "gzip"}, "", true},
+	}
+	for _, tt := range tests {
+		got, err := decoding(tt.values)
+		var ee *errEncoding
+		if got != tt.want || errors.As(err, &ee) != tt.err {
+			t.Errorf("decoding(%q) = %q, %v, want %q, error %v", tt.values, got, err, tt.want, tt.err)
+		}
+	}
+}
+
+func TestFlight_Local(t *testing.T) {
+	withPrefix, _ := ParseHost("https://api.example.com/v1")
+	bare, _ := ParseHost("http://git.example:8080")
+	tests := []struct {
+		base *url.URL
+		ref  string
+		want string
+	}{
+		{withPrefix, "https://api.example.com/v1/charges?page=2#x", "/egress/N/charges?page=2#x"},
+		{withPrefix, "https://API.example.com:443/v1", "/egress/N"},
+		{withPrefix, "//api.example.com/v1/x", "/egress/N/x"},
+		{withPrefix, "/v1/x?y", "/egress/N/x?y"},
+		{withPrefix, "https://u:p@api.example.com/v1/x", "/egress/N/x"},
+		{withPrefix, "http://api.example.com/v1/x", "http://api.example.com/v1/x"},
+		{withPrefix, "https://api.example.com:8443/v1/x", "https://api.example.com:8443/v1/x"},
+		{withPrefix, "https://api.example.com/v2/x", "https://api.example.com/v2/x"},
+		{withPrefix, "https://api.example.com/v10", "https://api.example.com/v10"},
+		{withPrefix, "https://files.example.com/v1/x", "https://files.example.com/v1/x"},
+		{withPrefix, "next?page=2", "next?page=2"},
+		{withPrefix, "/v2/x", "/v2/x"},
+		{bare, "http://git.example:8080/o/r.git", "/egress/N/o/r.git"},
+		{bare, "http://git.example/o/r.git", "http://git.example/o/r.git"},
+		{bare, "/o/r.git", "/egress/N/o/r.git"},
+		{bare, "mailto:x@git.example", "mailto:x@git.example"},
+	}
+	for _, tt := range tests {
+		f := &flight{name: "N", base: tt.base}
+		if got := f.local(tt.ref); got != tt.want {
+			t.Errorf("local(%s, %q) = %q, want %q", tt.base, tt.ref, got, tt.want)
+		}
 	}
 }

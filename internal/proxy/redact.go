@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -16,29 +17,61 @@ const (
 	redactChunk = 32 << 10
 )
 
+// A Form is one string a Redactor replaces, and what it puts in its place.
+type Form struct {
+	// Old is the string to find. An empty Old is ignored.
+	Old []byte
+	// New replaces each occurrence of Old.
+	New []byte
+	// Escaped, when true, also finds Old with any of its bytes written
+	// as a percent-escape (%2F or %2f, with any reserved set: a byte
+	// escaped that need not be is found too), as a JSON escape (\u002F,
+	// either case, and \/ for "/"), or, for a space, as "+". Each byte
+	// then spans up to six bytes of the source, so Old may span
+	// 6*len(Old).
+	Escaped bool
+}
+
+// span is the most bytes an occurrence of f can span in the source.
+func (f Form) span() int {
+	if f.Escaped {
+		return 6 * len(f.Old)
+	}
+	return len(f.Old)
+}
+
 // Redactor is an io.ReadCloser that copies a source with every occurrence
-// of one byte string replaced by another, as bytes.ReplaceAll would over
-// the whole stream, while holding only a bounded amount of it in memory.
+// of its forms replaced, while holding only a bounded amount of the
+// source in memory. With one form that is not Escaped, its output is
+// bytes.ReplaceAll's over the whole stream. With several, the source is
+// scanned from the start: at each position the longest form found there
+// is replaced and the scan resumes after it; where none is found, the
+// byte is passed on.
 //
-// An occurrence split across the source's reads is still caught: after
-// each read the Redactor holds back the longest tail of what it has read
-// that could be the start of an occurrence (never more than len(old)-1
-// bytes, and nothing at all when the tail cannot begin one), so a stream
-// that never repeats the old string is passed on as it comes, with no
-// added delay. Memory is bounded by that tail, one read of 32 KiB, and the
-// same read with its occurrences replaced.
+// An occurrence split across the source's reads is still caught: the
+// Redactor always holds back the last Window() bytes of what it has read,
+// whatever they are, and passes on the rest. So what reaches the reader,
+// and when, depends only on how many bytes the source has yielded, and on
+// whole occurrences replaced, never on whether the source ends with part
+// of a form: the cut is no oracle for the value a form holds. The cost
+// is that a stream's last Window() bytes wait for more of it, or for its
+// end.
 //
-// When the source ends with io.EOF the held tail is passed on, since it
-// can no longer become an occurrence. When it fails with any other error
-// the held tail is dropped, not passed on, and the error is returned.
+// When the source ends with io.EOF the held tail is passed on, replaced,
+// since it can no longer grow. When it fails with any other error the
+// held tail is dropped, not passed on, and the error is returned. Memory
+// is bounded by the held tail, one read of 32 KiB, and the same read with
+// its occurrences replaced.
 //
 // A Redactor is not safe for concurrent use.
 type Redactor struct {
-	src      io.ReadCloser
-	old, new []byte
-	fail     []int // KMP failure function of old
+	src    io.ReadCloser
+	forms  []Form
+	window int    // bytes always held back: the longest span less one
+	starts []byte // the bytes an occurrence of some form can start with
+	next   []int  // pass's scratch for nextStart, one per start byte
 
-	pending []byte // read from src, not yet passed on; cap len(old)-1+redactFirst, then +redactChunk
+	pending []byte // read from src, not yet passed on; cap window+redactFirst, then +redactChunk
 	out     []byte // passed on, not yet returned by Read
 	off     int    // out[:off] has been returned
 	err     error  // src's error, returned once out is drained
@@ -46,22 +79,80 @@ type Redactor struct {
 }
 
 // NewRedactor returns a Redactor reading src and replacing every old with
-// new. An empty old replaces nothing. Closing the Redactor closes src.
+// new, as bytes.ReplaceAll would. An empty old replaces nothing. Closing
+// the Redactor closes src.
 func NewRedactor(src io.ReadCloser, old, new []byte) *Redactor {
-	r := &Redactor{src: src, old: bytes.Clone(old), new: bytes.Clone(new)}
-	if len(old) > 0 {
-		r.fail = failure(r.old)
-		r.pending = make([]byte, 0, len(old)-1+redactFirst)
+	return NewFormRedactor(src, []Form{{Old: old, New: new}})
+}
+
+// NewFormRedactor returns a Redactor reading src and replacing every form
+// in forms. Forms with an empty Old are ignored; with none left, it
+// passes src on unchanged. Closing the Redactor closes src.
+func NewFormRedactor(src io.ReadCloser, forms []Form) *Redactor {
+	r := &Redactor{src: src}
+	for _, f := range forms {
+		if len(f.Old) == 0 {
+			continue
+		}
+		f = Form{Old: bytes.Clone(f.Old), New: bytes.Clone(f.New), Escaped: f.Escaped}
+		r.forms = append(r.forms, f)
+		r.window = max(r.window, f.span()-1)
+		c := f.Old[0]
+		r.addStart(c)
+		if f.Escaped {
+			r.addStart('%')
+			r.addStart('\\')
+			if c == ' ' {
+				r.addStart('+')
+			}
+		}
+	}
+	if len(r.forms) > 0 {
+		r.pending = make([]byte, 0, r.window+redactFirst)
+		r.next = make([]int, len(r.starts))
 	}
 	return r
 }
 
+func (r *Redactor) addStart(c byte) {
+	if bytes.IndexByte(r.starts, c) < 0 {
+		r.starts = append(r.starts, c)
+	}
+}
+
+// nextStart returns the index of the first byte of data[i:cut] that some
+// form can start with, or -1. It searches for each such byte with
+// bytes.IndexByte, far faster than a loop over the bytes, and remembers
+// where each was found (next, one per start byte, -2 for not yet
+// searched and -1 for none before cut), so no byte is searched for twice
+// over the same stretch.
+func (r *Redactor) nextStart(data []byte, i, cut int) int {
+	best := -1
+	for k, c := range r.starts {
+		if at := r.next[k]; at != -1 && at < i {
+			if x := bytes.IndexByte(data[i:cut], c); x >= 0 {
+				r.next[k] = i + x
+			} else {
+				r.next[k] = -1
+			}
+		}
+		if at := r.next[k]; at >= 0 && (best < 0 || at < best) {
+			best = at
+		}
+	}
+	return best
+}
+
+// Window is how many bytes of what it has read the Redactor always holds
+// back until its source yields more or ends.
+func (r *Redactor) Window() int { return r.window }
+
 // Replaced reports how many occurrences the Redactor has replaced so far.
 func (r *Redactor) Replaced() int { return r.n }
 
-// Read reads the source with every occurrence of old replaced.
+// Read reads the source with every occurrence of the forms replaced.
 func (r *Redactor) Read(p []byte) (int, error) {
-	if len(r.old) == 0 {
+	if len(r.forms) == 0 {
 		return r.src.Read(p)
 	}
 	for r.off == len(r.out) {
@@ -71,7 +162,7 @@ func (r *Redactor) Read(p []byte) (int, error) {
 		r.out, r.off = r.out[:0], 0
 		n, err := r.src.Read(r.pending[len(r.pending):cap(r.pending)])
 		r.pending = r.pending[:len(r.pending)+n]
-		if full := len(r.old) - 1 + redactChunk; len(r.pending) == cap(r.pending) && cap(r.pending) < full {
+		if full := r.window + redactChunk; len(r.pending) == cap(r.pending) && cap(r.pending) < full {
 			// The answer comes faster than the first buffer takes it.
 			r.pending = append(make([]byte, 0, full), r.pending...)
 		}
@@ -82,8 +173,8 @@ func (r *Redactor) Read(p []byte) (int, error) {
 		case err == nil || errors.Is(err, io.EOF):
 			r.pass(err != nil)
 		default:
-			// Broken stream: pass on what cannot be part of an
-			// occurrence, and drop the tail that might be.
+			// Broken stream: pass on what precedes the window, and drop
+			// the window, which might hold the start of an occurrence.
 			r.pass(false)
 			r.pending = r.pending[:0]
 		}
@@ -97,62 +188,163 @@ func (r *Redactor) Read(p []byte) (int, error) {
 }
 
 // pass moves pending to out with every occurrence replaced, holding back
-// the tail that could begin an occurrence unless final.
+// the last window bytes unless final.
 func (r *Redactor) pass(final bool) {
 	data := r.pending
+	cut := len(data)
+	if !final {
+		cut -= r.window
+	}
+	for k := range r.next {
+		r.next[k] = -2
+	}
 	i := 0
-	for {
-		j := bytes.Index(data[i:], r.old)
+	for i < cut {
+		j := r.nextStart(data, i, cut)
 		if j < 0 {
+			r.out = append(r.out, data[i:cut]...)
+			i = cut
 			break
 		}
-		r.out = append(r.out, data[i:i+j]...)
-		r.out = append(r.out, r.new...)
-		i += j + len(r.old)
-		r.n++
+		// Before the cut, every form's whole span is in data.
+		if k, n := r.match(data[j:]); n > 0 {
+			r.out = append(r.out, data[i:j]...)
+			r.out = append(r.out, r.forms[k].New...)
+			i = j + n
+			r.n++
+			continue
+		}
+		r.out = append(r.out, data[i:j+1]...)
+		i = j + 1
 	}
-	hold := 0
-	if !final {
-		hold = r.partial(data[i:])
-	}
-	r.out = append(r.out, data[i:len(data)-hold]...)
-	r.pending = r.pending[:copy(r.pending, data[len(data)-hold:])]
+	r.pending = r.pending[:copy(r.pending, data[i:])]
 }
 
-// partial returns the length of the longest suffix of b that is a proper
-// prefix of old: the bytes that might still become an occurrence.
-func (r *Redactor) partial(b []byte) int {
-	if len(b) >= len(r.old) {
-		b = b[len(b)-(len(r.old)-1):]
-	}
-	k := 0 // length of the longest suffix so far that is a prefix of old
-	for _, c := range b {
-		for k > 0 && r.old[k] != c {
-			k = r.fail[k-1]
+// match returns the form found longest at the start of b, and how many
+// bytes of b it spans (0 for none).
+func (r *Redactor) match(b []byte) (form, n int) {
+	for k, f := range r.forms {
+		var m int
+		if f.Escaped {
+			m = matchEscaped(b, f.Old)
+		} else if bytes.HasPrefix(b, f.Old) {
+			m = len(f.Old)
 		}
-		if r.old[k] == c {
-			k++
+		if m > n {
+			form, n = k, m
 		}
-		// No full occurrence can end here: b is shorter than old.
 	}
-	return k
+	return form, n
 }
 
-// failure is the Knuth–Morris–Pratt failure function of p: f[i] is the
-// length of the longest proper prefix of p[:i+1] that is also its suffix.
-func failure(p []byte) []int {
-	f := make([]int, len(p))
-	k := 0
-	for i := 1; i < len(p); i++ {
-		for k > 0 && p[k] != p[i] {
-			k = f[k-1]
+// matchEscaped returns the most bytes at the start of b that read as old
+// with any of its bytes escaped as Form.Escaped says, or 0.
+func matchEscaped(b, old []byte) int {
+	// The ends reachable after each byte of old; an escape and a literal
+	// can both match ("%" and "%25"), so there may be more than one.
+	var buf [8]int
+	ends := append(buf[:0], 0)
+	for _, c := range old {
+		var next [8]int
+		nn := next[:0]
+		for _, at := range ends {
+			for _, e := range escapedAt(b[at:], c) {
+				if e > 0 && !slices.Contains(nn, at+e) && len(nn) < cap(nn) {
+					nn = append(nn, at+e)
+				}
+			}
 		}
-		if p[k] == p[i] {
-			k++
+		if len(nn) == 0 {
+			return 0
 		}
-		f[i] = k
+		ends = append(ends[:0], nn...)
 	}
-	return f
+	return slices.Max(ends)
+}
+
+// escapedAt returns the lengths of the ways b begins with c: as itself,
+// %hh, \u00hh, \/ for "/", or "+" for " " (0 for a way that does not).
+func escapedAt(b []byte, c byte) [4]int {
+	var w [4]int
+	if len(b) == 0 {
+		return w
+	}
+	switch {
+	case b[0] == c:
+		w[0] = 1
+	case c == ' ' && b[0] == '+':
+		w[0] = 1
+	}
+	if len(b) >= 3 && b[0] == '%' && hexByte(b[1], b[2]) == int(c) {
+		w[1] = 3
+	}
+	if len(b) >= 2 && b[0] == '\\' {
+		if c == '/' && b[1] == '/' {
+			w[2] = 2
+		}
+		if len(b) >= 6 && b[1] == 'u' && hexByte(b[2], b[3]) == 0 && hexByte(b[4], b[5]) == int(c) {
+			w[3] = 6
+		}
+	}
+	return w
+}
+
+// hexByte returns the byte two hex digits spell, either case, or -1.
+func hexByte(hi, lo byte) int {
+	h, l := unhex(hi), unhex(lo)
+	if h < 0 || l < 0 {
+		return -1
+	}
+	return h<<4 | l
+}
+
+func unhex(c byte) int {
+	switch {
+	case '0' <= c && c <= '9':
+		return int(c - '0')
+	case 'a' <= c && c <= 'f':
+		return int(c - 'a' + 10)
+	case 'A' <= c && c <= 'F':
+		return int(c - 'A' + 10)
+	}
+	return -1
+}
+
+// RedactString returns s with every occurrence of forms replaced, as a
+// Redactor reading s would, and how many it replaced.
+func RedactString(s string, forms []Form) (string, int) {
+	r := NewFormRedactor(nil, forms)
+	if len(r.forms) == 0 {
+		return s, 0
+	}
+	r.pending = []byte(s)
+	r.pass(true)
+	return string(r.out), r.n
+}
+
+// RedactHeader replaces every occurrence of forms in the values of h, and
+// deletes every header whose name holds one. It returns how many headers
+// it changed.
+func RedactHeader(h http.Header, forms []Form) int {
+	n := 0
+	for k, vs := range h {
+		if _, m := RedactString(k, forms); m > 0 {
+			delete(h, k)
+			n++
+			continue
+		}
+		changed := false
+		for i, v := range vs {
+			if out, m := RedactString(v, forms); m > 0 {
+				vs[i] = out
+				changed = true
+			}
+		}
+		if changed {
+			n++
+		}
+	}
+	return n
 }
 
 // Close closes the source.

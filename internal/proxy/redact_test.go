@@ -3,9 +3,13 @@ package proxy
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -94,27 +98,76 @@ func TestRedactor_OneByteReads(t *testing.T) {
 	}
 }
 
-// TestRedactor_PassesOnWithoutDelay checks that a tail that cannot begin
-// the value is passed on at once, so a stream (SSE) is not held back.
-func TestRedactor_PassesOnWithoutDelay(t *testing.T) {
+// TestRedactor_HoldsAFixedWindow checks that the Redactor holds back
+// exactly Window() bytes of a stream, whatever they are, and passes on
+// the rest at once.
+func TestRedactor_HoldsAFixedWindow(t *testing.T) {
 	pr, pw := io.Pipe()
 	r := NewRedactor(pr, []byte("SECRET"), []byte("TOKEN"))
+	if r.Window() != 5 {
+		t.Fatalf("Window() = %d, want 5", r.Window())
+	}
 	go func() { _, _ = pw.Write([]byte("event: ping\n\n")) }()
 	buf := make([]byte, 64)
 	n, err := r.Read(buf)
-	if err != nil || string(buf[:n]) != "event: ping\n\n" {
-		t.Fatalf("Read = %q, %v, want the whole event at once", buf[:n], err)
+	if err != nil || string(buf[:n]) != "event: p" {
+		t.Fatalf("Read = %q, %v, want %q with the last 5 bytes held", buf[:n], err, "event: p")
 	}
-	// A tail that might begin the value is held until it is decided.
 	go func() { _, _ = pw.Write([]byte("data: SEC")) }()
 	n, err = r.Read(buf)
-	if err != nil || string(buf[:n]) != "data: " {
-		t.Fatalf("Read = %q, %v, want %q with SEC held", buf[:n], err, "data: ")
+	if err != nil || string(buf[:n]) != "ing\n\ndata" {
+		t.Fatalf("Read = %q, %v, want %q with the last 5 bytes held", buf[:n], err, "ing\n\ndata")
 	}
 	go func() { _, _ = pw.Write([]byte("RET!")); pw.Close() }()
 	rest, err := io.ReadAll(r)
-	if err != nil || string(rest) != "TOKEN!" {
-		t.Fatalf("ReadAll = %q, %v, want %q", rest, err, "TOKEN!")
+	if err != nil || string(rest) != ": TOKEN!" {
+		t.Fatalf("ReadAll = %q, %v, want %q", rest, err, ": TOKEN!")
+	}
+}
+
+// emitted reads src through a Redactor of forms, one source read per
+// Read, and returns how many bytes each Read passed on.
+func emitted(t *testing.T, body []byte, sizes []int, forms []Form) []int {
+	t.Helper()
+	r := NewFormRedactor(&chunks{data: bytes.Clone(body), sizes: sizes}, forms)
+	var got []int
+	buf := make([]byte, 1<<20)
+	for i := 0; i < 10000; i++ {
+		n, err := r.Read(buf)
+		got = append(got, n)
+		if err == io.EOF {
+			return got
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Fatal("the Redactor never ended")
+	return nil
+}
+
+// TestRedactor_CutIsNoOracle is the attack on a Redactor that holds back
+// only a tail that could begin the value: a body that ends with a prefix
+// of the value is cut elsewhere than one that does not. Here every body
+// of the same length, read in the same sizes, is passed on in the same
+// sizes, whether it ends with part of the value or not.
+func TestRedactor_CutIsNoOracle(t *testing.T) {
+	const value = "sk_live_0123456789abcdef"
+	forms := []Form{{Old: []byte(value), New: []byte("bbx_T"), Escaped: true}}
+	pad := strings.Repeat(".", 200)
+	for k := 1; k < len(value); k++ {
+		guessed := pad + value[:k] // the host echoed a right guess
+		wrong := pad + strings.Repeat("Z", k)
+		escaped := pad + strings.ReplaceAll(url.QueryEscape(value[:k]), "_", "%5F")
+		escaped = escaped[:len(wrong)]
+		for _, sizes := range [][]int{{len(wrong)}, {len(pad), k}, {1, 2, 3, 500}} {
+			want := emitted(t, []byte(wrong), sizes, forms)
+			for _, body := range []string{guessed, escaped} {
+				if got := emitted(t, []byte(body), sizes, forms); !slices.Equal(got, want) {
+					t.Fatalf("body ending %q, reads %v: passed on %v, but %v for a body ending %q", body[len(pad):], sizes, got, want, wrong[len(pad):])
+				}
+			}
+		}
 	}
 }
 
@@ -305,4 +358,121 @@ func TestRedactor_AcrossTheBufferGrowing(t *testing.T) {
 			}
 		}
 	}
+}
+
+// reference is what a Redactor of forms must yield for body: the regexp
+// of every form, leftmost-longest, over the whole body at once.
+func reference(body []byte, forms []Form) ([]byte, int) {
+	var alts []string
+	var whole []*regexp.Regexp
+	for _, f := range forms {
+		var b strings.Builder
+		for _, c := range f.Old {
+			if !f.Escaped {
+				b.WriteString(regexp.QuoteMeta(string([]byte{c})))
+				continue
+			}
+			hex := fmt.Sprintf("%02X", c)
+			ci := ""
+			for _, h := range hex {
+				if h >= 'A' {
+					ci += "[" + string(h) + strings.ToLower(string(h)) + "]"
+				} else {
+					ci += string(h)
+				}
+			}
+			b.WriteString("(?:" + regexp.QuoteMeta(string([]byte{c})) + "|%" + ci + `|\\u00` + ci)
+			if c == '/' {
+				b.WriteString(`|\\/`)
+			}
+			if c == ' ' {
+				b.WriteString(`|\+`)
+			}
+			b.WriteString(")")
+		}
+		alts = append(alts, b.String())
+		whole = append(whole, regexp.MustCompile(`^(?:`+b.String()+`)$`))
+	}
+	re := regexp.MustCompile(`(?s)(?:` + strings.Join(alts, "|") + `)`)
+	re.Longest()
+	n := 0
+	out := re.ReplaceAllFunc(body, func(m []byte) []byte {
+		n++
+		for i, w := range whole {
+			if w.Match(m) {
+				return forms[i].New
+			}
+		}
+		panic("no form matches its own match")
+	})
+	return out, n
+}
+
+func checkForms(t *testing.T, body []byte, forms []Form, sizes []int) {
+	t.Helper()
+	r := NewFormRedactor(&chunks{data: bytes.Clone(body), sizes: sizes}, forms)
+	got, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatalf("ReadAll: %v", err)
+	}
+	want, n := reference(body, forms)
+	if !bytes.Equal(got, want) || r.Replaced() != n {
+		t.Fatalf("Redactor(%q, forms %+v, reads %v) = %q (%d replaced), want %q (%d)", body, forms, sizes, got, r.Replaced(), want, n)
+	}
+}
+
+// TestRedactor_FormsMatchReference is the property for several forms,
+// escaped or not: the Redactor's output is the reference's.
+func TestRedactor_FormsMatchReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	alphabet := []byte("ab/ %25\\u0062fF+")
+	gen := func(n int, from []byte) []byte {
+		b := make([]byte, n)
+		for j := range b {
+			b[j] = from[rng.IntN(len(from))]
+		}
+		return b
+	}
+	for i := 0; i < 3000; i++ {
+		var forms []Form
+		for k := 0; k < 1+rng.IntN(3); k++ {
+			forms = append(forms, Form{Old: gen(1+rng.IntN(5), []byte("ab/ %")), New: gen(rng.IntN(4), []byte("XY")), Escaped: rng.IntN(2) == 0})
+		}
+		body := gen(rng.IntN(200), alphabet)
+		var sizes []int
+		for s := 0; s < len(body); {
+			n := 1 + rng.IntN(12)
+			sizes = append(sizes, n)
+			s += n
+		}
+		checkForms(t, body, forms, sizes)
+	}
+}
+
+// FuzzRedactorForms holds a Redactor of an escaped form and a literal one
+// to the reference for any body and read size.
+func FuzzRedactorForms(f *testing.F) {
+	f.Add([]byte(`{"k":"sk%5Flive\u002fx\/y"} dXNlcjpzaw==`), []byte("sk_live/x/y"), []byte("dXNlcjpzaw=="), uint8(3))
+	f.Add([]byte("a%2525b %25%32%35"), []byte("%25"), []byte("%"), uint8(1))
+	f.Fuzz(func(t *testing.T, body, escaped, literal []byte, size uint8) {
+		if len(escaped) == 0 || len(literal) == 0 || len(escaped) > 64 || len(literal) > 64 ||
+			!ascii(escaped) || !ascii(literal) {
+			return // the reference is a regexp, which reads UTF-8
+		}
+		n := int(size%64) + 1
+		var sizes []int
+		for s := 0; s < len(body); s += n {
+			sizes = append(sizes, n)
+		}
+		checkForms(t, body, []Form{{Old: escaped, New: []byte("T1"), Escaped: true}, {Old: literal, New: []byte("T2")}}, sizes)
+	})
+}
+
+func ascii(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
