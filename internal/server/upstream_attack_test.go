@@ -140,7 +140,9 @@ func TestUpstream_PostWrittenIsNeverSentTwice(t *testing.T) {
 // it than its bound.
 func TestUpstream_EndlessAnswerHeaderIsCutOff(t *testing.T) {
 	var sent atomic.Int64
+	done := make(chan struct{}) // the upstream has stopped writing
 	up := rawUpstream(t, func(c net.Conn) {
+		defer close(done)
 		req, err := http.ReadRequest(bufio.NewReader(c))
 		if err != nil {
 			return
@@ -149,7 +151,7 @@ func TestUpstream_EndlessAnswerHeaderIsCutOff(t *testing.T) {
 		if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nX-Endless: "); err != nil {
 			return
 		}
-		chunk := bytes.Repeat([]byte("a"), 64<<10)
+		chunk := bytes.Repeat([]byte("a"), 4<<10)
 		for sent.Load() < 256<<20 { // bounded: 256 MiB at most
 			n, err := c.Write(chunk)
 			sent.Add(int64(n))
@@ -166,6 +168,11 @@ func TestUpstream_EndlessAnswerHeaderIsCutOff(t *testing.T) {
 	runtime.ReadMemStats(&m1)
 	if resp.StatusCode != http.StatusBadGateway {
 		t.Fatalf("status %d, want 502: %s", resp.StatusCode, resp.Body)
+	}
+	select { // the broker hung up, so the upstream's writes end
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the upstream is still writing: the broker is still reading the header")
 	}
 	if sent.Load() < 64<<10 {
 		t.Fatalf("the upstream sent %d bytes of header, want more than the 64 KiB bound", sent.Load())
