@@ -244,6 +244,7 @@ func (c *Capability) filterListing(resp *http.Response, cl *call) error {
 	if err := enc.Encode(keepOwn(v, mine)); err != nil {
 		return fmt.Errorf("encode a filtered listing: %w", err)
 	}
+	buf.Truncate(buf.Len() - 1) // the Encoder's newline
 	resp.Body = io.NopCloser(&buf)
 	resp.ContentLength = int64(buf.Len())
 	resp.Header.Set("Content-Length", fmt.Sprint(buf.Len()))

@@ -56,22 +56,17 @@ func TokenMarker(n int) string { return markerText[:n-1] + "]" }
 func findToken(b []byte, from int) (start, end int, ok bool) {
 	// Every way of writing a token has its "_" written as '_', \u005f or
 	// %5f: find those, and look around each.
-	lit, esc, pct := -2, -2, -2 // next candidate of each form; -2: not searched, -1: none
+	lit, esc := -2, -2 // next candidate of each form; -2: not searched, -1: none
 	for p := from; p < len(b); {
 		if lit != -1 && lit < p {
-			lit = next(b, p, '_', "")
+			lit = nextByte(b, p, '_')
 		}
 		if esc != -1 && esc < p {
-			esc = next(b, p, '\\', "u005")
+			esc = nextEscapedSeparator(b, p)
 		}
-		if pct != -1 && pct < p {
-			pct = next(b, p, '%', "5")
-		}
-		i := -1
-		for _, c := range [...]int{lit, esc, pct} {
-			if c >= 0 && (i < 0 || c < i) {
-				i = c
-			}
+		i := lit
+		if i < 0 || (esc >= 0 && esc < i) {
+			i = esc
 		}
 		if i < 0 {
 			return 0, 0, false
@@ -84,6 +79,38 @@ func findToken(b []byte, from int) (start, end int, ok bool) {
 		p = i + 1
 	}
 	return 0, 0, false
+}
+
+// nextByte returns the index of the first c in b at or after p, or -1.
+func nextByte(b []byte, p int, c byte) int {
+	if j := bytes.IndexByte(b[p:], c); j >= 0 {
+		return p + j
+	}
+	return -1
+}
+
+// nextEscapedSeparator returns the index of the first escaped "_" in b
+// that begins at or after p — \u005f or %5f, the f in either case — or
+// -1. It looks for the "5", less common in a JSON body than the
+// backslashes of its escapes.
+func nextEscapedSeparator(b []byte, p int) int {
+	for q := p + 1; q < len(b); q++ { // the 5 is never an escape's first byte
+		j := bytes.IndexByte(b[q:], '5')
+		if j < 0 {
+			return -1
+		}
+		q += j
+		if q+1 >= len(b) || b[q+1]|0x20 != 'f' {
+			continue
+		}
+		if b[q-1] == '%' && q-1 >= p {
+			return q - 1
+		}
+		if q >= 4 && q-4 >= p && string(b[q-4:q]) == `\u00` {
+			return q - 4
+		}
+	}
+	return -1
 }
 
 // mayBeSeparator is a quick test that b[sep:body], a "_", cannot be a
@@ -101,25 +128,6 @@ func mayBeSeparator(b []byte, sep, body int) bool {
 		return true
 	}
 	return false
-}
-
-// next returns the first index at or after p in b of the byte c followed
-// by rest; -1 when there is none. (bytes.Index is slower here: the
-// backslashes of a JSON body's escapes make it fall back to a brute-force
-// search.)
-func next(b []byte, p int, c byte, rest string) int {
-	for p < len(b) {
-		j := bytes.IndexByte(b[p:], c)
-		if j < 0 {
-			return -1
-		}
-		p += j
-		if e := p + 1 + len(rest); e <= len(b) && string(b[p+1:e]) == rest {
-			return p
-		}
-		p++
-	}
-	return -1
 }
 
 // tokenAround reports whether b[sep:body] is a token's "_": one of the
