@@ -242,13 +242,20 @@ func TestFountain_IdInBodyMustBeTheBoxs(t *testing.T) {
 		{"nested, in a list", "/fountain/api/conversations", `{"agent":{"config":{"sandbox_ids":["sb-alpha","sb-b1"]}}}`, 403},
 		{"another box's conversation", "/fountain/api/sandboxes/sb-alpha/attach", `{"conversationId":"c-b1"}`, 403},
 		{"a key written with escapes", "/fountain/api/conversations", `{"vault\u005fid":"v-b1"}`, 403},
+		{"a member given twice", "/fountain/api/conversations", `{"vault_id":"v-b1","vault_id":"v-alpha"}`, 403},
+		{"a form body", "/fountain/api/conversations", `sandbox_id=sb-b1`, 403},
+		{"JSON this parser refuses", "/fountain/api/conversations", `{"vault_id":"v-b1",}`, 400},
 		{"the box's own", "/fountain/api/conversations", `{"vault_id":"v-alpha","sandbox":{"id":"sb-alpha"},"prompt":"hi"}`, 201},
 		{"other ids pass", "/fountain/api/conversations", `{"agent_id":"a1","id":"x"}`, 201},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := len(br.Fountain.Seen())
-			resp := br.Do("POST", tt.path, alpha, []byte(tt.body), http.Header{"Content-Type": {"application/json"}})
+			ct := "application/json"
+			if !strings.HasPrefix(tt.body, "{") {
+				ct = "application/x-www-form-urlencoded"
+			}
+			resp := br.Do("POST", tt.path, alpha, []byte(tt.body), http.Header{"Content-Type": {ct}})
 			_, msg := brokertest.Refusal(resp.Body)
 			want := tt.want
 			if want == 201 && tt.path != "/fountain/api/conversations" {
@@ -258,6 +265,9 @@ func TestFountain_IdInBodyMustBeTheBoxs(t *testing.T) {
 				t.Fatalf("POST %s %s = %d %q, want %d", tt.path, tt.body, resp.StatusCode, msg, want)
 			}
 			reached := len(br.Fountain.Seen()) - before
+			if want == 400 && reached != 0 {
+				t.Errorf("POST %s: Fountain received %d, want none", tt.path, reached)
+			}
 			if want == 403 && (reached != 0 || !strings.Contains(msg, "not this box's")) {
 				t.Errorf("POST %s: %q, Fountain received %d; want a refusal saying it is not this box's, reaching no Fountain", tt.path, msg, reached)
 			}

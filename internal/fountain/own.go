@@ -76,46 +76,62 @@ func queryIDs(q url.Values, where string) []named {
 	return out
 }
 
-// bodyIDs returns the ids a JSON value names: under every member, at any
+// bodyIDs returns the ids a JSON body names: under every member, at any
 // depth, whose name IDKind reads as a kind's, each string or number, each
-// one of an array of them, or the "id" of an object.
-func bodyIDs(v any, out []named) []named {
-	switch v := v.(type) {
-	case map[string]any:
-		for k, m := range v {
-			if kind := IDKind(k); kind != "" {
-				out = idsUnder(kind, k, m, out)
-			}
-			out = bodyIDs(m, out)
-		}
-	case []any:
-		for _, m := range v {
-			out = bodyIDs(m, out)
-		}
-	}
-	return out
+// one of an array of them, or the "id" of an object. It reads the body's
+// tokens as they come, so a member given twice is checked both times,
+// whichever of the two Fountain's parser keeps.
+func bodyIDs(body []byte, out []named) ([]named, error) {
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.UseNumber()
+	return walkJSON(d, "", "", out)
 }
 
-func idsUnder(kind, member string, v any, out []named) []named {
-	where := fmt.Sprintf("the body (%s)", member)
-	switch v := v.(type) {
-	case string:
-		out = append(out, named{kind, v, where})
-	case json.Number:
-		out = append(out, named{kind, v.String(), where})
-	case []any:
-		for _, m := range v {
-			switch m.(type) {
-			case string, json.Number, map[string]any:
-				out = idsUnder(kind, member, m, out)
+// walkJSON reads one value from d. kind is the kind of id the value holds
+// when it is under a member named for one (member), "" otherwise.
+func walkJSON(d *json.Decoder, kind, member string, out []named) ([]named, error) {
+	t, err := d.Token()
+	if err != nil {
+		return out, err
+	}
+	switch t := t.(type) {
+	case json.Delim:
+		if t == '[' {
+			for d.More() {
+				if out, err = walkJSON(d, kind, member, out); err != nil {
+					return out, err
+				}
+			}
+			_, err = d.Token()
+			return out, err
+		}
+		for d.More() {
+			kt, err := d.Token()
+			if err != nil {
+				return out, err
+			}
+			k, _ := kt.(string)
+			sub := IDKind(k)
+			subMember := k
+			if sub == "" && kind != "" && k == "id" {
+				sub, subMember = kind, member // the object's id is the id
+			}
+			if out, err = walkJSON(d, sub, subMember, out); err != nil {
+				return out, err
 			}
 		}
-	case map[string]any:
-		if id, ok := v["id"]; ok {
-			out = idsUnder(kind, member, id, out)
+		_, err = d.Token()
+		return out, err
+	case string:
+		if kind != "" {
+			out = append(out, named{kind, t, fmt.Sprintf("the body (%s)", member)})
+		}
+	case json.Number:
+		if kind != "" {
+			out = append(out, named{kind, t.String(), fmt.Sprintf("the body (%s)", member)})
 		}
 	}
-	return out
+	return out, nil
 }
 
 // checkRequest returns a refusal unless every id r names in its query
@@ -145,17 +161,20 @@ func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Reque
 			return proxy.NewTokenScrubber(readCloser{io.MultiReader(bytes.NewReader(held), body), body}), nil
 		}
 		switch {
+		case len(held) == 0:
 		case mt == "application/x-www-form-urlencoded":
 			if q, err := url.ParseQuery(string(held)); err == nil {
 				ids = append(ids, queryIDs(q, "the body")...)
 			}
 		case json.Valid(held):
-			d := json.NewDecoder(bytes.NewReader(held))
-			d.UseNumber()
-			var v any
-			if d.Decode(&v) == nil {
-				ids = bodyIDs(v, ids)
+			if ids, err = bodyIDs(held, ids); err != nil {
+				return nil, fmt.Errorf("read the ids of a valid JSON body: %w", err)
 			}
+		case structured:
+			// Fountain's parser might read what this one refuses, and
+			// find ids in it that were never checked.
+			return nil, capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+				"The request body is not valid JSON, so the broker cannot check that the ids it names are this box's.")
 		}
 		proxy.ScrubTokensInPlace(held)
 		body = readCloser{bytes.NewReader(held), body}
