@@ -51,4 +51,3 @@ func (s *stepReader) Read(p []byte) (int, error) {
 	}
 	return s.r.Read(p)
 }
-
