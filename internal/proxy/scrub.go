@@ -115,19 +115,19 @@ func nextEscapedSeparator(b []byte, p int) int {
 
 // mayBeSeparator is a quick test that b[sep:body], a "_", cannot be a
 // token's: what ends before it cannot end a prefix (x, g or a, or an
-// escape of one, which ends in a hex digit), or fewer than 43 bytes
-// follow.
+// escape of one: \u0078, %78, \u0067, %67, \u0061, %61, which end in 8,
+// 7 or 1), or what follows cannot begin the 43 characters after it.
 func mayBeSeparator(b []byte, sep, body int) bool {
 	if sep == 0 || len(b)-body < tokenChars {
 		return false
 	}
-	switch c := b[sep-1]; {
-	case c == 'x' || c == 'g' || c == 'a':
-		return true
-	case '0' <= c && c <= '9', 'a' <= c && c <= 'f', 'A' <= c && c <= 'F':
-		return true
+	switch b[sep-1] {
+	case 'x', 'g', 'a', '8', '7', '1':
+	default:
+		return false
 	}
-	return false
+	c := b[body]
+	return isBase64URL(c) || c == '\\' || c == '%'
 }
 
 // tokenAround reports whether b[sep:body] is a token's "_": one of the
