@@ -11,7 +11,6 @@
 package decide
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -186,7 +185,7 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 			Message: "The broker could not read the payer's credential.", Err: err}
 	}
 	noCredential := err != nil
-	req, err := c.read(w, r, call.Token)
+	req, err := c.read(w, r)
 	if err != nil {
 		return err
 	}
@@ -222,13 +221,9 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 	return nil
 }
 
-// TokenStandIn replaces the box's token wherever the body holds it, so
-// that no upstream receives it even when a box puts it in its state.
-const TokenStandIn = "[box token]"
-
 // read reads and checks the body; every failure is a 422 but one that
 // could not be read at all.
-func (c *Capability) read(w http.ResponseWriter, r *http.Request, token string) (*Request, error) {
+func (c *Capability) read(w http.ResponseWriter, r *http.Request) (*Request, error) {
 	tooLarge := capability.Errorf(http.StatusUnprocessableEntity, protocol.TypeTooLarge,
 		"The decide request is over %d bytes.", c.cfg.MaxBody)
 	if r.ContentLength > c.cfg.MaxBody {
@@ -243,8 +238,11 @@ func (c *Capability) read(w http.ResponseWriter, r *http.Request, token string) 
 		return nil, &capability.Error{Status: http.StatusBadRequest, Type: protocol.TypeInvalid,
 			Message: "The decide request could not be read.", Err: err}
 	}
-	if token != "" {
-		body = bytes.ReplaceAll(body, []byte(token), []byte(TokenStandIn))
+	// No upstream receives a token, even one a box puts in its state:
+	// every token written in the body, plainly or with JSON escapes (and
+	// every grant), is replaced by a marker of its own length.
+	if n := proxy.ScrubTokensInPlace(body); n > 0 {
+		c.cfg.Logger.Warn("decide: replaced tokens the box sent in the body", "tokens", n)
 	}
 	req, err := ParseRequest(body, c.cfg.MaxQuestions)
 	var ie *InvalidError

@@ -17,7 +17,6 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/intentius/boxbroker/internal/brokertest"
-	"github.com/intentius/boxbroker/internal/decide"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/server"
@@ -307,7 +306,7 @@ func TestDecide_TokenInStateNeverReachesUpstream(t *testing.T) {
 		t.Fatalf("upstream saw %d requests, want 1", len(seen))
 	}
 	assertNoToken(t, seen[0], token)
-	if !bytes.Contains(seen[0].Body, []byte(decide.TokenStandIn)) {
+	if !bytes.Contains(seen[0].Body, []byte(proxy.TokenMarkerPrefix)) {
 		t.Errorf("upstream body does not hold the token's stand-in: %s", seen[0].Body)
 	}
 }

@@ -11,13 +11,20 @@
 //
 // The box's own: the broker records the id of each conversation a box
 // starts through it (read from Fountain's answer) as the box's, and the
-// operator assigns sandboxes and vaults to boxes. A request whose path
-// names an id (the segment after conversations/, sandboxes/ or vaults/)
-// is forwarded only when that id is recorded as this box's; an id
-// recorded as another box's, or recorded as no box's, is a 403. Listing
-// routes (a family with no id) are forwarded unfiltered, and ids carried
-// in a query or a body are not checked: docs/fountain.md says exactly
-// what is and is not checked.
+// operator assigns sandboxes and vaults to boxes. Every id the box names
+// must be recorded as this box's, or the request is a 403 that reaches no
+// upstream: the segment after conversations/, sandboxes/ or vaults/ in
+// the path, and every value of a query parameter or JSON (or form) body
+// member whose name IDKind reads as a kind's, such as sandbox_id or
+// vaultIds. A listing (a GET of a family with no id) is answered with
+// only the box's own items: Fountain's JSON answer is held and every
+// array in it keeps only the elements recorded as the box's.
+//
+// Nothing secret crosses: tokens and grants the box writes in headers,
+// path, query or body are replaced by proxy.TokenMarker before the
+// request goes upstream, and the operator's key is replaced by KeyMarker
+// wherever Fountain's answer repeats it (headers, 1xx headers, body,
+// trailers). docs/fountain.md says exactly what is and is not checked.
 package fountain
 
 import (
@@ -39,6 +46,7 @@ import (
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // Scope words of the fountain capability.
@@ -138,6 +146,13 @@ type Config struct {
 	// (default DefaultMaxRecord). A longer answer is streamed through and
 	// its conversation is not recorded.
 	MaxRecord int64
+	// MaxChecked bounds a request body read whole to check the ids it
+	// names (default DefaultMaxChecked). A larger JSON or form body is a
+	// 413; a larger body of another type is streamed unchecked.
+	MaxChecked int64
+	// MaxListing bounds a listing's answer held to keep only the box's
+	// own items (default DefaultMaxListing); a larger one is a 502.
+	MaxListing int64
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Logger receives upstream failures and unrecorded conversations;
@@ -160,6 +175,9 @@ type call struct {
 	key    []byte
 	box    string
 	starts bool
+	// listing is the kind a family-wide GET (a listing) lists, "" for
+	// any other request.
+	listing string
 }
 
 // New returns the capability.
@@ -169,6 +187,12 @@ func New(cfg Config) *Capability {
 	}
 	if cfg.MaxRecord <= 0 {
 		cfg.MaxRecord = DefaultMaxRecord
+	}
+	if cfg.MaxChecked <= 0 {
+		cfg.MaxChecked = DefaultMaxChecked
+	}
+	if cfg.MaxListing <= 0 {
+		cfg.MaxListing = DefaultMaxListing
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -183,6 +207,7 @@ func New(cfg Config) *Capability {
 	c.proxy = proxy.New(c.rewrite, cfg.Transport, c.errorHandler)
 	c.proxy.ErrorLog = slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)
 	c.proxy.ModifyResponse = c.modifyResponse
+	c.proxy.Informational = c.informational
 	return c
 }
 
@@ -213,7 +238,7 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, cl *capabilit
 		return capability.NotFound(r)
 	}
 	if rt.ID != "" {
-		if err := c.own(r.Context(), cl.Box.Name, rt); err != nil {
+		if err := c.own(r.Context(), cl.Box.Name, rt.Family.Kind, rt.ID, "the path"); err != nil {
 			return err
 		}
 	}
@@ -230,29 +255,16 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, cl *capabilit
 		return capability.Errorf(http.StatusRequestEntityTooLarge, protocol.TypeTooLarge, "The request body is over %d bytes.", c.cfg.MaxBody)
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, c.cfg.MaxBody)
-	ctx := context.WithValue(r.Context(), ctxKey{}, &call{key: key, box: cl.Box.Name, starts: starts(r.Method, rt)})
-	c.proxy.ServeHTTP(w, r.WithContext(ctx))
-	return nil
-}
-
-// own returns nil when rt's id is recorded as box's, and a 403 otherwise.
-func (c *Capability) own(ctx context.Context, box string, rt Route) error {
-	owner, err := c.cfg.Resources.ResourceOwner(ctx, rt.Family.Kind, rt.ID)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		how := fmt.Sprintf("the operator assigns one to a box with `boxbroker box assign %s %s %s`", box, rt.Family.Kind, rt.ID)
-		if rt.Family.Kind == store.ResourceConversation {
-			how = "a conversation is recorded as a box's when the box starts it through this broker"
-		}
-		return capability.Errorf(http.StatusForbidden, protocol.TypePermission,
-			"The %s %s is not this box's: the broker has no record of it as any box's (%s).", rt.Family.Kind, quote(rt.ID), how)
-	case err != nil:
-		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
-			Message: "The broker cannot read its store just now; try again shortly.", Err: err}
-	case owner != box:
-		return capability.Errorf(http.StatusForbidden, protocol.TypePermission,
-			"The %s %s is not this box's: the broker has it recorded as another box's.", rt.Family.Kind, quote(rt.ID))
+	body, err := c.checkRequest(r.Context(), cl.Box.Name, r)
+	if err != nil {
+		return err
 	}
+	r.Body = body
+	k := &call{key: key, box: cl.Box.Name, starts: starts(r.Method, rt)}
+	if rt.ID == "" && r.Method == http.MethodGet {
+		k.listing = rt.Family.Kind
+	}
+	c.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, k)))
 	return nil
 }
 
@@ -264,20 +276,100 @@ func quote(s string) string {
 func (c *Capability) rewrite(pr *httputil.ProxyRequest) {
 	cl := pr.In.Context().Value(ctxKey{}).(*call)
 	proxy.StripBoxHeaders(pr.Out.Header)
+	n := proxy.ScrubHeader(pr.Out.Header)
+	// The answer is scanned for the key: ask for it uncompressed.
+	pr.Out.Header.Del("Accept-Encoding")
 	pr.Out.Header.Set("Authorization", "Bearer "+string(cl.key))
-	proxy.Target(pr.Out, c.cfg.Upstream, strings.TrimPrefix(pr.In.URL.Path, protocol.PrefixFountain), pr.In.URL.RawQuery)
+	p, np := proxy.ScrubTokens(strings.TrimPrefix(pr.In.URL.Path, protocol.PrefixFountain))
+	q, nq := proxy.ScrubTokens(pr.In.URL.RawQuery)
+	if n+np+nq > 0 {
+		c.cfg.Logger.Warn("fountain: replaced tokens the box sent in headers, path or query", "box", cl.box, "headers", n, "path", np, "query", nq)
+	}
+	proxy.Target(pr.Out, c.cfg.Upstream, p, q)
+}
+
+// KeyMarker is what replaces the operator's key wherever Fountain's
+// answer repeats it.
+const KeyMarker = "[fountain key removed]"
+
+// informational removes the key from a 1xx answer's header.
+func (c *Capability) informational(r *http.Request, h http.Header) {
+	cl, _ := r.Context().Value(ctxKey{}).(*call)
+	if cl == nil {
+		clear(h)
+		return
+	}
+	if n := proxy.ReplaceValue(h, string(cl.key), KeyMarker); n > 0 {
+		c.cfg.Logger.Warn("fountain: replaced the key Fountain repeated in a 1xx answer's headers", "box", cl.box, "headers", n)
+	}
 }
 
 func (c *Capability) modifyResponse(resp *http.Response) error {
 	cl := resp.Request.Context().Value(ctxKey{}).(*call)
-	if n := proxy.RemoveValue(resp.Header, cl.key); n > 0 {
-		c.cfg.Logger.Warn("fountain: removed upstream response headers that repeated the key", "headers", n)
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		return errUpgraded
 	}
-	if !cl.starts || resp.StatusCode < 200 || resp.StatusCode > 299 {
+	if n := proxy.ReplaceValue(resp.Header, string(cl.key), KeyMarker); n > 0 {
+		c.cfg.Logger.Warn("fountain: replaced the key Fountain repeated in answer headers", "box", cl.box, "headers", n)
+	}
+	proxy.ReplaceValue(resp.Trailer, string(cl.key), KeyMarker)
+	if enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))); enc != "" && enc != "identity" {
+		// Asked for none; an encoded answer cannot be scanned.
+		return errEncoded
+	}
+	if cl.listing != "" {
+		if err := c.filterListing(resp, cl); err != nil {
+			return err
+		}
+	}
+	if cl.starts && resp.StatusCode >= 200 && resp.StatusCode <= 299 {
+		if err := c.record(resp, cl); err != nil {
+			return err
+		}
+	}
+	if resp.Request.Method == http.MethodHead || resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified {
 		return nil
 	}
-	return c.record(resp, cl)
+	a := &answer{resp: resp, cl: cl, log: c.cfg.Logger}
+	a.redactor = proxy.NewRedactor(resp.Body, cl.key, []byte(KeyMarker))
+	resp.Body = a
+	// The body's length changes wherever the key is replaced: stream it.
+	resp.Header.Del("Content-Length")
+	resp.ContentLength = -1
+	return nil
 }
+
+// Refusals of an answer that cannot be scanned for the key.
+var (
+	errUpgraded = &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI,
+		Message: "Fountain switched protocols, which the broker does not carry."}
+	errEncoded = &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI,
+		Message: "Fountain answered compressed, which the broker cannot scan for the operator's key, so it did not pass the answer on."}
+)
+
+// answer is Fountain's answer body with the key replaced; at its end it
+// replaces the key in the trailers too, and logs any replacement.
+type answer struct {
+	redactor *proxy.Redactor
+	resp     *http.Response
+	cl       *call
+	log      *slog.Logger
+	done     bool
+}
+
+func (a *answer) Read(p []byte) (int, error) {
+	n, err := a.redactor.Read(p)
+	if err == io.EOF && !a.done {
+		a.done = true
+		proxy.ReplaceValue(a.resp.Trailer, string(a.cl.key), KeyMarker)
+		if k := a.redactor.Replaced(); k > 0 {
+			a.log.Warn("fountain: replaced the key Fountain repeated in an answer body", "box", a.cl.box, "times", k)
+		}
+	}
+	return n, err
+}
+
+func (a *answer) Close() error { return a.redactor.Close() }
 
 // record reads the id of the conversation Fountain started from its
 // answer, and records it as the box's before any of the answer reaches the
@@ -358,7 +450,7 @@ func (c *Capability) errorHandler(w http.ResponseWriter, r *http.Request, err er
 	var ce *capability.Error
 	if errors.As(err, &ce) {
 		if ce.Err != nil {
-			c.cfg.Logger.Error("fountain: request failed", "path", r.URL.Path, "err", ce.Err)
+			c.cfg.Logger.Error("fountain: request failed", "path", token.RedactPath(r.URL.Path), "err", ce.Err)
 		}
 		protocol.WriteRefusal(w, ce.Status, ce.Type, ce.Message)
 		return

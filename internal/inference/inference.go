@@ -151,15 +151,25 @@ func (c *Capability) prepare(w http.ResponseWriter, r *http.Request, call *capab
 	// answers.
 	out := r.WithContext(context.WithValue(r.Context(), ctxKey{}, &paidFor{paid: paid}))
 	out.Body = http.MaxBytesReader(w, r.Body, c.cfg.MaxBody)
+	if r.ContentLength != 0 {
+		// No token goes upstream, however the body writes it; the
+		// scrubber keeps the body's length, so Content-Length holds.
+		out.Body = proxy.NewTokenScrubber(out.Body)
+	}
 	return out, nil
 }
 
 func (c *Capability) rewrite(pr *httputil.ProxyRequest) {
 	pf := pr.In.Context().Value(ctxKey{}).(*paidFor)
 	proxy.StripBoxHeaders(pr.Out.Header)
+	n := proxy.ScrubHeader(pr.Out.Header)
 	proxy.SetAnthropicCredential(pr.Out.Header, pf.paid.Credential)
-	p := strings.TrimPrefix(pr.In.URL.Path, protocol.PrefixAnthropic)
-	proxy.Target(pr.Out, c.cfg.Upstream, p, pr.In.URL.RawQuery)
+	p, np := proxy.ScrubTokens(strings.TrimPrefix(pr.In.URL.Path, protocol.PrefixAnthropic))
+	q, nq := proxy.ScrubTokens(pr.In.URL.RawQuery)
+	if n+np+nq > 0 {
+		c.cfg.Logger.Warn("inference: replaced tokens the box sent in headers, path or query", "headers", n, "path", np, "query", nq)
+	}
+	proxy.Target(pr.Out, c.cfg.Upstream, p, q)
 }
 
 func (c *Capability) modifyResponse(resp *http.Response) error {

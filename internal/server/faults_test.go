@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -18,6 +19,7 @@ import (
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/server"
+	"github.com/intentius/boxbroker/internal/store"
 )
 
 // Upstream faults a faultServer can play.
@@ -235,6 +237,11 @@ func TestUpstreamFaults_EveryForwardingCapability(t *testing.T) {
 	b.SetSecret("a", "FAULTY", up.URL()+"/base", secretValue)
 	b.Report(token, brokertest.Entry(protocol.Inference, "agent", "decide"), brokertest.Entry(protocol.Egress, "FAULTY"),
 		brokertest.Entry(protocol.Fountain, "sandboxes"))
+	// A sandbox of the box's own: a listing's answer is held to keep
+	// only the box's items, so the streamed answer is one about an id.
+	if err := b.Server.Store.AddResource(context.Background(), store.Resource{Box: "a", Kind: store.ResourceSandbox, ID: "sb-a", At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
 
 	decideBody := `{"model":"claude-haiku-4-5","state":{"n":1},"questions":{"q":{"type":"choice","instructions":"Pick one.","criteria":["x","y"]}}}`
 	forwarders := []forwarder{
@@ -243,7 +250,7 @@ func TestUpstreamFaults_EveryForwardingCapability(t *testing.T) {
 		// The token in the query: a transport error's text holds the URL,
 		// and so the value in its place, which must not reach the logs.
 		{"egress", "GET", "/egress/FAULTY/data?key=" + token, ``, "/base/data", true},
-		{"fountain", "GET", "/fountain/api/sandboxes", ``, "/api/sandboxes", true},
+		{"fountain", "GET", "/fountain/api/sandboxes/sb-a", ``, "/api/sandboxes/sb-a", true},
 	}
 	names := map[string]string{"inference": "Anthropic API", "decide": "Anthropic API", "egress": "host of the secret FAULTY", "fountain": "Fountain API"}
 	want := func(fault string, f forwarder) int {

@@ -171,21 +171,26 @@ func cutBearer(v string) (t string, ok bool) {
 	return strings.TrimSpace(v[7:]), true
 }
 
-// RedactPath is path as a log line may hold it: with every box token in
-// it (as an egress box may put one where an API puts its key) cut to its
-// prefix and "…".
+// RedactPath is path as a log line may hold it: with every box token,
+// grant and admin token in it (as an egress box may put one where an API
+// puts its key, or any box where an id goes) cut to its prefix and "…".
 func RedactPath(path string) string {
-	if !strings.Contains(path, BoxPrefix) {
+	if !strings.Contains(path, BoxPrefix) && !strings.Contains(path, GrantPrefix) && !strings.Contains(path, AdminPrefix) {
 		return path
 	}
 	var b strings.Builder
 	for {
-		i := strings.Index(path, BoxPrefix)
+		i, n := -1, 0
+		for _, p := range [...]string{BoxPrefix, GrantPrefix, AdminPrefix} {
+			if j := strings.Index(path, p); j >= 0 && (i < 0 || j < i) {
+				i, n = j, len(p)
+			}
+		}
 		if i < 0 {
 			break
 		}
-		b.WriteString(path[:i+len(BoxPrefix)] + "…")
-		path = path[i+len(BoxPrefix):]
+		b.WriteString(path[:i+n] + "…")
+		path = path[i+n:]
 		j := 0
 		for j < len(path) && isTokenByte(path[j]) {
 			j++

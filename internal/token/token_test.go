@@ -278,6 +278,8 @@ func TestRedactPath(t *testing.T) {
 		{"/a/" + tok + "/" + tok, "/a/" + p + "…/" + p + "…"},
 		{"/" + p, "/" + p + "…"},
 		{"/a/" + tok + ".json", "/a/" + p + "….json"},
+		{"/fountain/api/sandboxes/" + token.GrantPrefix + strings.Repeat("y", 43) + "/x", "/fountain/api/sandboxes/" + token.GrantPrefix + "…/x"},
+		{"/" + token.AdminPrefix + "z/" + tok, "/" + token.AdminPrefix + "…/" + p + "…"},
 	}
 	for _, tt := range tests {
 		if got := token.RedactPath(tt.in); got != tt.want {

@@ -1,0 +1,73 @@
+package decide_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/intentius/boxbroker/internal/brokertest"
+)
+
+var uEscape = regexp.MustCompile(`\\u[0-9a-fA-F]{4}`)
+
+// read is what a reader of the upstream body could make of it: the body
+// JSON-decoded, and then any \uXXXX left in its text decoded too (the
+// state reaches the model as JSON text inside the prompt).
+func read(body []byte) string {
+	var v any
+	if json.Unmarshal(body, &v) != nil {
+		return string(body)
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	s := strings.ReplaceAll(b.String(), `\\`, `\`)
+	return uEscape.ReplaceAllStringFunc(s, func(e string) string {
+		n, _ := strconv.ParseUint(e[2:], 16, 32)
+		return string(rune(n))
+	})
+}
+
+func escapeEvery(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		fmt.Fprintf(&b, `\u%04X`, s[i])
+	}
+	return b.String()
+}
+
+// TestDecide_JSONEscapedTokenIsReplaced: a box that writes its token in
+// the state with JSON escapes, which the byte-level replacement did not
+// see, still sends no token upstream.
+func TestDecide_JSONEscapedTokenIsReplaced(t *testing.T) {
+	b, token := setup(t, brokertest.Options{})
+	tests := []struct {
+		name, written string
+	}{
+		{"underscore escaped", strings.Replace(token, "_", `\u005f`, 1)},
+		{"every character escaped", escapeEvery(token)},
+		{"in the instructions", `b\u0062x_` + token[4:]},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := []byte(`{"model":"m","state":{"env":"TOKEN=` + tt.written + `"},"questions":{"q":{"type":"noul","instructions":"Is ` + tt.written + ` set?","criteria":{}}}}`)
+			before := len(b.Upstream.Seen())
+			resp := post(b, token, body)
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d: %s", resp.StatusCode, resp.Body)
+			}
+			seen := b.Upstream.Seen()[before:]
+			if len(seen) != 1 {
+				t.Fatalf("upstream saw %d requests, want 1", len(seen))
+			}
+			if strings.Contains(read(seen[0].Body), token) {
+				t.Errorf("the upstream received the box's token, JSON-escaped")
+			}
+		})
+	}
+}

@@ -1,0 +1,322 @@
+package fountain_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// TestFountain_EchoedKeyIsRemoved: a Fountain endpoint that echoes the
+// request's headers, in its answer's headers, a 103's headers, its body
+// (split across writes) and its trailers, hands the box no key.
+func TestFountain_EchoedKeyIsRemoved(t *testing.T) {
+	br := newBroker(t, brokertest.Options{FountainHandler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth := r.Header.Get("Authorization")
+		w.Header().Set("Link", "</x>; rel=preload; k="+auth)
+		w.WriteHeader(http.StatusEarlyHints)
+		w.Header().Del("Link")
+		w.Header().Set("Trailer", "X-Echo-Trailer")
+		w.Header().Set("X-Echo-Authorization", auth)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		half := len(auth) / 2
+		_, _ = io.WriteString(w, `{"filler":"`+strings.Repeat("a", 40<<10)+`","headers":{"Authorization":"`+auth[:half])
+		w.(http.Flusher).Flush()
+		_, _ = io.WriteString(w, auth[half:]+`"}}`)
+		w.Header().Set("X-Echo-Trailer", auth)
+	})})
+	tok := br.AddBox("alpha")
+	br.Report(tok, brokertest.Entry("fountain", every...))
+	var (
+		mu    sync.Mutex
+		early []string
+	)
+	trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+		mu.Lock()
+		defer mu.Unlock()
+		for k, vs := range h {
+			early = append(early, k+": "+strings.Join(vs, ","))
+		}
+		return nil
+	}}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "GET", br.URL+"/fountain/api/conversations", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := br.Client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %.200s", resp.StatusCode, body)
+	}
+	if bytes.Contains(body, []byte(key)) {
+		t.Errorf("the answer's body carries the operator's key")
+	}
+	if !bytes.Contains(body, []byte("[fountain key removed]")) {
+		t.Errorf("the answer's body does not hold the key's marker: %.100s…", body[len(body)-100:])
+	}
+	for where, h := range map[string]http.Header{"header": resp.Header, "trailer": resp.Trailer} {
+		for k, vs := range h {
+			for _, v := range vs {
+				if strings.Contains(v, key) {
+					t.Errorf("the answer's %s %s carries the operator's key", where, k)
+				}
+			}
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, e := range early {
+		if strings.Contains(e, key) {
+			t.Errorf("a 1xx answer's header carries the operator's key: %s", e)
+		}
+	}
+}
+
+// TestFountain_TokenNeverReachesUpstream: a token in the query, a custom
+// header, the body (JSON-escaped) or the path past the id reaches no
+// Fountain.
+func TestFountain_TokenNeverReachesUpstream(t *testing.T) {
+	br := newBroker(t, brokertest.Options{})
+	alpha := br.AddBox("alpha")
+	br.Report(alpha, brokertest.Entry("fountain", every...))
+	assign(t, br, "alpha", store.ResourceSandbox, "sb-alpha")
+	escaped := strings.Replace(alpha, "_", `\u005f`, 1)
+	tests := []struct {
+		name, method, path string
+		body               string
+		header             http.Header
+	}{
+		{"query", "GET", "/fountain/api/sandboxes/sb-alpha?key=" + url.QueryEscape(alpha), "", nil},
+		{"headers", "GET", "/fountain/api/sandboxes/sb-alpha", "", http.Header{"X-Goog-Api-Key": {alpha}, "Referer": {"http://x/?k=" + alpha}}},
+		{"body", "POST", "/fountain/api/sandboxes/sb-alpha/exec", `{"cmd":"echo ` + alpha + `"}`, nil},
+		{"body, JSON-escaped", "POST", "/fountain/api/conversations", `{"prompt":"` + escaped + `"}`, nil},
+		{"path past the id", "GET", "/fountain/api/sandboxes/sb-alpha/files/" + alpha, "", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(br.Fountain.Seen())
+			resp := br.Do(tt.method, tt.path, alpha, []byte(tt.body), tt.header)
+			if resp.StatusCode/100 != 2 {
+				t.Fatalf("status %d: %s", resp.StatusCode, resp.Body)
+			}
+			seen := br.Fountain.Seen()[before:]
+			if len(seen) != 1 {
+				t.Fatalf("Fountain received %d requests, want 1", len(seen))
+			}
+			tokenFree(t, seen, alpha)
+			var v any
+			if json.Unmarshal(seen[0].Body, &v) == nil {
+				b, _ := json.Marshal(v)
+				if strings.Contains(string(b), alpha[4:]) {
+					t.Errorf("Fountain received the token in the body, JSON-decoded")
+				}
+			}
+			if q, _ := url.QueryUnescape(seen[0].RawQuery); strings.Contains(q, alpha) {
+				t.Errorf("Fountain received the token in the query, decoded")
+			}
+			if len(seen[0].Body) != len(tt.body) {
+				t.Errorf("Fountain received %d body bytes, want %d", len(seen[0].Body), len(tt.body))
+			}
+		})
+	}
+}
+
+// TestFountain_TokenInIDIsNeverRecorded: a box that names its token as a
+// Fountain id is refused, and neither the audit log nor the log holds the
+// token.
+func TestFountain_TokenInIDIsNeverRecorded(t *testing.T) {
+	var logs bytes.Buffer
+	br := newBroker(t, brokertest.Options{Logs: &lockedWriter{w: &logs}})
+	alpha := br.AddBox("alpha")
+	br.Report(alpha, brokertest.Entry("fountain", every...))
+	for _, path := range []string{"/fountain/api/sandboxes/" + alpha, "/fountain/api/vaults/" + alpha + "/secrets", "/fountain/api/conversations?conversation_id=" + alpha} {
+		if resp := br.Do("GET", path, alpha, nil, nil); resp.StatusCode != 403 {
+			t.Errorf("GET %s = %d, want 403", path, resp.StatusCode)
+		}
+	}
+	if err := br.Server.Audit.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	resp := br.Admin("GET", "/api/audit?box=alpha", br.AdminToken, nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("audit: %d %s", resp.StatusCode, resp.Body)
+	}
+	if !bytes.Contains(resp.Body, []byte("not this box's")) {
+		t.Errorf("the audit log holds no refusal: %s", resp.Body)
+	}
+	if bytes.Contains(resp.Body, []byte(alpha[4:])) {
+		t.Errorf("the audit log holds the box's token: %s", resp.Body)
+	}
+	if strings.Contains(logs.String(), alpha[4:]) {
+		t.Errorf("the log holds the box's token")
+	}
+	if seen := br.Fountain.Seen(); len(seen) != 0 {
+		t.Errorf("Fountain received %d requests, want none", len(seen))
+	}
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func ownershipBroker(t *testing.T, h http.Handler) (*brokertest.Broker, string) {
+	t.Helper()
+	br := newBroker(t, brokertest.Options{FountainHandler: h})
+	alpha := br.AddBox("alpha")
+	br.AddBox("beta")
+	br.Report(alpha, brokertest.Entry("fountain", every...))
+	assign(t, br, "beta", store.ResourceSandbox, "sb-b1")
+	assign(t, br, "beta", store.ResourceVault, "v-b1")
+	assign(t, br, "beta", store.ResourceConversation, "c-b1")
+	assign(t, br, "alpha", store.ResourceSandbox, "sb-alpha")
+	assign(t, br, "alpha", store.ResourceVault, "v-alpha")
+	assign(t, br, "alpha", store.ResourceConversation, "c-alpha")
+	return br, alpha
+}
+
+func TestFountain_IdInQueryMustBeTheBoxs(t *testing.T) {
+	br, alpha := ownershipBroker(t, nil)
+	tests := []struct {
+		name, path string
+		want       int
+	}{
+		{"another box's sandbox", "/fountain/api/sandboxes?sandbox_id=sb-b1", 403},
+		{"another box's conversation", "/fountain/api/conversations?conversation=c-b1", 403},
+		{"another box's vault, camel case", "/fountain/api/vaults/v-alpha?vaultId=v-b1", 403},
+		{"one of several", "/fountain/api/sandboxes?sandbox_id=sb-alpha&sandbox_id=sb-b1", 403},
+		{"an id nobody recorded", "/fountain/api/sandboxes?sandboxIds=sb-nobody", 403},
+		{"the box's own", "/fountain/api/sandboxes?sandbox_id=sb-alpha&vault=v-alpha", 200},
+		{"not an id", "/fountain/api/sandboxes?limit=10&status=running", 200},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(br.Fountain.Seen())
+			resp := br.Do("GET", tt.path, alpha, nil, nil)
+			_, msg := brokertest.Refusal(resp.Body)
+			if resp.StatusCode != tt.want {
+				t.Fatalf("GET %s = %d %q, want %d", tt.path, resp.StatusCode, msg, tt.want)
+			}
+			reached := len(br.Fountain.Seen()) - before
+			if tt.want == 403 && (reached != 0 || !strings.Contains(msg, "not this box's") || strings.Contains(msg, "beta")) {
+				t.Errorf("GET %s: %q, Fountain received %d; want a refusal saying it is not this box's, naming no other box, reaching no Fountain", tt.path, msg, reached)
+			}
+		})
+	}
+}
+
+func TestFountain_IdInBodyMustBeTheBoxs(t *testing.T) {
+	br, alpha := ownershipBroker(t, nil)
+	tests := []struct {
+		name, path, body string
+		want             int
+	}{
+		{"another box's vault", "/fountain/api/conversations", `{"vault_id":"v-b1","prompt":"hi"}`, 403},
+		{"another box's sandbox, as an object", "/fountain/api/conversations/c-alpha/messages", `{"sandbox":{"id":"sb-b1"}}`, 403},
+		{"nested, in a list", "/fountain/api/conversations", `{"agent":{"config":{"sandbox_ids":["sb-alpha","sb-b1"]}}}`, 403},
+		{"another box's conversation", "/fountain/api/sandboxes/sb-alpha/attach", `{"conversationId":"c-b1"}`, 403},
+		{"a key written with escapes", "/fountain/api/conversations", `{"vault\u005fid":"v-b1"}`, 403},
+		{"a member given twice", "/fountain/api/conversations", `{"vault_id":"v-b1","vault_id":"v-alpha"}`, 403},
+		{"a form body", "/fountain/api/conversations", `sandbox_id=sb-b1`, 403},
+		{"JSON this parser refuses", "/fountain/api/conversations", `{"vault_id":"v-b1",}`, 400},
+		{"the box's own", "/fountain/api/conversations", `{"vault_id":"v-alpha","sandbox":{"id":"sb-alpha"},"prompt":"hi"}`, 201},
+		{"other ids pass", "/fountain/api/conversations", `{"agent_id":"a1","id":"x"}`, 201},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(br.Fountain.Seen())
+			ct := "application/json"
+			if !strings.HasPrefix(tt.body, "{") {
+				ct = "application/x-www-form-urlencoded"
+			}
+			resp := br.Do("POST", tt.path, alpha, []byte(tt.body), http.Header{"Content-Type": {ct}})
+			_, msg := brokertest.Refusal(resp.Body)
+			want := tt.want
+			if want == 201 && tt.path != "/fountain/api/conversations" {
+				want = 200
+			}
+			if resp.StatusCode != want {
+				t.Fatalf("POST %s %s = %d %q, want %d", tt.path, tt.body, resp.StatusCode, msg, want)
+			}
+			reached := len(br.Fountain.Seen()) - before
+			if want == 400 && reached != 0 {
+				t.Errorf("POST %s: Fountain received %d, want none", tt.path, reached)
+			}
+			if want == 403 && (reached != 0 || !strings.Contains(msg, "not this box's")) {
+				t.Errorf("POST %s: %q, Fountain received %d; want a refusal saying it is not this box's, reaching no Fountain", tt.path, msg, reached)
+			}
+		})
+	}
+}
+
+func TestFountain_ListingHoldsOnlyTheBoxsOwn(t *testing.T) {
+	items := func(ids ...string) string {
+		var parts []string
+		for _, id := range ids {
+			parts = append(parts, fmt.Sprintf(`{"id":%q,"name":"n-%s"}`, id, id))
+		}
+		return "[" + strings.Join(parts, ",") + "]"
+	}
+	br, alpha := ownershipBroker(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/api/sandboxes":
+			_, _ = io.WriteString(w, `{"data":`+items("sb-alpha", "sb-b1", "sb-op")+`,"has_more":false}`)
+		case "/api/vaults":
+			_, _ = io.WriteString(w, items("v-b1", "v-alpha"))
+		case "/api/conversations":
+			_, _ = io.WriteString(w, `{"page":{"items":`+items("c-b1")+`,"ids":["c-alpha","c-b1"]}}`)
+		}
+	}))
+	tests := []struct {
+		path, want string
+	}{
+		{"/fountain/api/sandboxes", `{"data":[{"id":"sb-alpha","name":"n-sb-alpha"}],"has_more":false}`},
+		{"/fountain/api/vaults", `[{"id":"v-alpha","name":"n-v-alpha"}]`},
+		{"/fountain/api/conversations", `{"page":{"ids":["c-alpha"],"items":[]}}`},
+	}
+	for _, tt := range tests {
+		resp := br.Do("GET", tt.path, alpha, nil, nil)
+		if resp.StatusCode != 200 {
+			t.Errorf("GET %s = %d %s, want 200", tt.path, resp.StatusCode, resp.Body)
+			continue
+		}
+		var got, want any
+		if err := json.Unmarshal(resp.Body, &got); err != nil {
+			t.Errorf("GET %s: %v in %s", tt.path, err, resp.Body)
+			continue
+		}
+		_ = json.Unmarshal([]byte(tt.want), &want)
+		g, _ := json.Marshal(got)
+		w, _ := json.Marshal(want)
+		if string(g) != string(w) {
+			t.Errorf("GET %s = %s, want %s", tt.path, g, w)
+		}
+	}
+}

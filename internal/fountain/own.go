@@ -1,0 +1,310 @@
+package fountain
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/proxy"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// Defaults of Config's bounds on what the broker reads to check ids.
+const (
+	// DefaultMaxChecked bounds a request body read to check the ids it
+	// names: 1 MiB.
+	DefaultMaxChecked = 1 << 20
+	// DefaultMaxListing bounds a listing's answer held to keep only the
+	// box's own items: 4 MiB.
+	DefaultMaxListing = 4 << 20
+)
+
+// IDKind returns the kind of Fountain resource a query parameter or JSON
+// member named name holds ids of, or "" for none. The name is read in any
+// case, with "_" and "-" ignored, and names a kind when it ends in the
+// kind's word followed by nothing, "s", "es", "id" or "ids":
+// sandbox_id, sandboxIds, conversation, parent_conversation_id, vaults.
+func IDKind(name string) string {
+	n := strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(name))
+	for _, suffix := range [...]string{"", "s", "es", "id", "ids"} {
+		base, ok := strings.CutSuffix(n, suffix)
+		if !ok {
+			continue
+		}
+		for _, f := range Families {
+			word := strings.TrimSuffix(f.Segment, "s")
+			if f.Kind == store.ResourceSandbox {
+				word = "sandbox"
+			}
+			if strings.HasSuffix(base, word) {
+				return f.Kind
+			}
+		}
+	}
+	return ""
+}
+
+// named is one id a request names: its kind, the id, and where.
+type named struct {
+	kind, id, where string
+}
+
+// queryIDs returns the ids q names, in parameters whose names IDKind
+// reads as a kind's.
+func queryIDs(q url.Values, where string) []named {
+	var out []named
+	for k, vs := range q {
+		kind := IDKind(k)
+		if kind == "" {
+			continue
+		}
+		for _, v := range vs {
+			if v != "" {
+				out = append(out, named{kind, v, fmt.Sprintf("%s (%s)", where, k)})
+			}
+		}
+	}
+	return out
+}
+
+// bodyIDs returns the ids a JSON body names: under every member, at any
+// depth, whose name IDKind reads as a kind's, each string or number, each
+// one of an array of them, or the "id" of an object. It reads the body's
+// tokens as they come, so a member given twice is checked both times,
+// whichever of the two Fountain's parser keeps.
+func bodyIDs(body []byte, out []named) ([]named, error) {
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.UseNumber()
+	return walkJSON(d, "", "", out)
+}
+
+// walkJSON reads one value from d. kind is the kind of id the value holds
+// when it is under a member named for one (member), "" otherwise.
+func walkJSON(d *json.Decoder, kind, member string, out []named) ([]named, error) {
+	t, err := d.Token()
+	if err != nil {
+		return out, err
+	}
+	switch t := t.(type) {
+	case json.Delim:
+		if t == '[' {
+			for d.More() {
+				if out, err = walkJSON(d, kind, member, out); err != nil {
+					return out, err
+				}
+			}
+			_, err = d.Token()
+			return out, err
+		}
+		for d.More() {
+			kt, err := d.Token()
+			if err != nil {
+				return out, err
+			}
+			k, _ := kt.(string)
+			sub := IDKind(k)
+			subMember := k
+			if sub == "" && kind != "" && k == "id" {
+				sub, subMember = kind, member // the object's id is the id
+			}
+			if out, err = walkJSON(d, sub, subMember, out); err != nil {
+				return out, err
+			}
+		}
+		_, err = d.Token()
+		return out, err
+	case string:
+		if kind != "" {
+			out = append(out, named{kind, t, fmt.Sprintf("the body (%s)", member)})
+		}
+	case json.Number:
+		if kind != "" {
+			out = append(out, named{kind, t.String(), fmt.Sprintf("the body (%s)", member)})
+		}
+	}
+	return out, nil
+}
+
+// checkRequest returns a refusal unless every id r names in its query
+// and its body is box's. It reads a body of up to MaxChecked bytes whole
+// to do so, and puts what it read back; it returns the body to forward.
+func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Request) (io.ReadCloser, error) {
+	ids := queryIDs(r.URL.Query(), "the query")
+	body := r.Body
+	if body != nil && body != http.NoBody && r.ContentLength != 0 {
+		held, err := io.ReadAll(io.LimitReader(body, c.cfg.MaxChecked+1))
+		var mbe *http.MaxBytesError
+		switch {
+		case errors.As(err, &mbe):
+			return nil, capability.Errorf(http.StatusRequestEntityTooLarge, protocol.TypeTooLarge, "The request body is over %d bytes.", c.cfg.MaxBody)
+		case err != nil:
+			return nil, &capability.Error{Status: http.StatusBadRequest, Type: protocol.TypeInvalid,
+				Message: "The request body could not be read.", Err: fmt.Errorf("read fountain request body: %w", err)}
+		}
+		mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		structured := looksJSON(held) || strings.HasSuffix(mt, "json") || mt == "application/x-www-form-urlencoded"
+		if int64(len(held)) > c.cfg.MaxChecked {
+			if structured {
+				return nil, capability.Errorf(http.StatusRequestEntityTooLarge, protocol.TypeTooLarge,
+					"The broker reads a Fountain request body of up to %d bytes to check that the ids it names are this box's; this one is larger.", c.cfg.MaxChecked)
+			}
+			// Not JSON nor a form: streamed, tokens scrubbed as it goes.
+			return proxy.NewTokenScrubber(readCloser{io.MultiReader(bytes.NewReader(held), body), body}), nil
+		}
+		switch {
+		case len(held) == 0:
+		case mt == "application/x-www-form-urlencoded":
+			if q, err := url.ParseQuery(string(held)); err == nil {
+				ids = append(ids, queryIDs(q, "the body")...)
+			}
+		case json.Valid(held):
+			if ids, err = bodyIDs(held, ids); err != nil {
+				return nil, fmt.Errorf("read the ids of a valid JSON body: %w", err)
+			}
+		case structured:
+			// Fountain's parser might read what this one refuses, and
+			// find ids in it that were never checked.
+			return nil, capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+				"The request body is not valid JSON, so the broker cannot check that the ids it names are this box's.")
+		}
+		proxy.ScrubTokensInPlace(held)
+		body = readCloser{bytes.NewReader(held), body}
+	}
+	for _, n := range ids {
+		if err := c.own(ctx, box, n.kind, n.id, n.where); err != nil {
+			return nil, err
+		}
+	}
+	return body, nil
+}
+
+// looksJSON reports whether b begins, after white space, as a JSON
+// object or array does.
+func looksJSON(b []byte) bool {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	return len(b) > 0 && (b[0] == '{' || b[0] == '[')
+}
+
+// own returns nil when kind/id is recorded as box's, and a 403 otherwise.
+// where says where the request names it; the message holds the id with
+// any token in it replaced, as the audit log keeps it.
+func (c *Capability) own(ctx context.Context, box, kind, id, where string) error {
+	owner, err := c.cfg.Resources.ResourceOwner(ctx, kind, id)
+	shown, _ := proxy.ScrubTokens(id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		how := fmt.Sprintf("the operator assigns one to a box with `boxbroker box assign %s %s %s`", box, kind, shown)
+		if kind == store.ResourceConversation {
+			how = "a conversation is recorded as a box's when the box starts it through this broker"
+		}
+		return capability.Errorf(http.StatusForbidden, protocol.TypePermission,
+			"The %s %s named in %s is not this box's: the broker has no record of it as any box's (%s).", kind, quote(shown), where, how)
+	case err != nil:
+		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
+			Message: "The broker cannot read its store just now; try again shortly.", Err: err}
+	case owner != box:
+		return capability.Errorf(http.StatusForbidden, protocol.TypePermission,
+			"The %s %s named in %s is not this box's: the broker has it recorded as another box's.", kind, quote(shown), where)
+	}
+	return nil
+}
+
+// errListing is the refusal of a listing the broker cannot filter.
+var errListing = &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI,
+	Message: "Fountain answered a listing the broker could not read to keep only this box's items (it must be JSON of at most the broker's bound), so the broker did not pass it on; ask for each of the box's items by its id."}
+
+// filterListing replaces a 2xx listing's answer with one that holds only
+// the box's own items of the family's kind: in every array of the JSON
+// answer (at any depth outside a kept item), an element is kept when it
+// is a string or number recorded as the box's, or an object whose "id"
+// is; every other element is dropped. The answer is held, at most
+// MaxListing bytes, and re-encoded.
+func (c *Capability) filterListing(resp *http.Response, cl *call) error {
+	if resp.StatusCode < 200 || resp.StatusCode > 299 || resp.Request.Method == http.MethodHead || resp.StatusCode == http.StatusNoContent {
+		return nil
+	}
+	held, err := io.ReadAll(io.LimitReader(resp.Body, c.cfg.MaxListing+1))
+	if err != nil {
+		return fmt.Errorf("read a listing's answer: %w", err)
+	}
+	_ = resp.Body.Close()
+	if int64(len(held)) > c.cfg.MaxListing {
+		return errListing
+	}
+	d := json.NewDecoder(bytes.NewReader(held))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return errListing
+	}
+	recs, err := c.cfg.Resources.ListResources(resp.Request.Context(), cl.box)
+	if err != nil {
+		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
+			Message: "The broker cannot read its store just now; try again shortly.", Err: err}
+	}
+	mine := make(map[string]bool, len(recs))
+	for _, rec := range recs {
+		if rec.Kind == cl.listing {
+			mine[rec.ID] = true
+		}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(keepOwn(v, mine)); err != nil {
+		return fmt.Errorf("encode a filtered listing: %w", err)
+	}
+	buf.Truncate(buf.Len() - 1) // the Encoder's newline
+	resp.Body = io.NopCloser(&buf)
+	resp.ContentLength = int64(buf.Len())
+	resp.Header.Set("Content-Length", fmt.Sprint(buf.Len()))
+	resp.Header.Set("Content-Type", "application/json")
+	return nil
+}
+
+func keepOwn(v any, mine map[string]bool) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, m := range v {
+			v[k] = keepOwn(m, mine)
+		}
+		return v
+	case []any:
+		kept := make([]any, 0, len(v))
+		for _, m := range v {
+			if isMine(m, mine) {
+				kept = append(kept, m)
+			}
+		}
+		return kept
+	}
+	return v
+}
+
+func isMine(v any, mine map[string]bool) bool {
+	switch v := v.(type) {
+	case string:
+		return mine[v]
+	case json.Number:
+		return mine[v.String()]
+	case map[string]any:
+		id, ok := v["id"]
+		if !ok {
+			return false
+		}
+		switch id.(type) {
+		case string, json.Number:
+			return isMine(id, mine)
+		}
+	}
+	return false
+}

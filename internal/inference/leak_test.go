@@ -1,0 +1,168 @@
+package inference_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/token"
+)
+
+// reaches reports where s, as the upstream would read it, holds secret:
+// its headers, its path, its query decoded, its body as is and its body
+// decoded as JSON.
+func reaches(s brokertest.Seen, secret string) []string {
+	var where []string
+	var h bytes.Buffer
+	_ = s.Header.Write(&h)
+	if strings.Contains(h.String(), secret) {
+		where = append(where, "a header")
+	}
+	if strings.Contains(s.Path, secret) {
+		where = append(where, "the path")
+	}
+	if q, err := url.QueryUnescape(s.RawQuery); strings.Contains(s.RawQuery, secret) || err == nil && strings.Contains(q, secret) {
+		where = append(where, "the query")
+	}
+	if bytes.Contains(s.Body, []byte(secret)) {
+		where = append(where, "the body")
+	}
+	var v any
+	if json.Unmarshal(s.Body, &v) == nil {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(v)
+		if strings.Contains(b.String(), secret) {
+			where = append(where, "the body, JSON-decoded")
+		}
+	}
+	return where
+}
+
+// jsonEscape writes every character of s as \u00XX.
+func jsonEscape(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		fmt.Fprintf(&b, `\u%04x`, s[i])
+	}
+	return b.String()
+}
+
+func newLeakBroker(t *testing.T) (*brokertest.Broker, string) {
+	t.Helper()
+	b := brokertest.New(t, brokertest.Options{})
+	token := b.AddBox("a")
+	b.SetCredential("anthropic", apiKey)
+	b.Report(token, brokertest.Entry("inference", "agent"))
+	return b, token
+}
+
+func TestInference_TokenInQueryNeverReachesUpstream(t *testing.T) {
+	b, token := newLeakBroker(t)
+	tests := []struct {
+		name, query string
+	}{
+		{"key", "key=" + token},
+		{"percent-escaped", "key=" + url.QueryEscape(token) + "&x=%62%62x%5f" + token[4:]},
+		{"beside others", "beta=true&k=" + token + "&z=1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(b.Upstream.Seen())
+			resp := b.Do("POST", "/llm/anthropic/v1/messages?"+tt.query, token, []byte(`{"model":"m","max_tokens":5,"messages":[]}`), nil)
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d: %s", resp.StatusCode, resp.Body)
+			}
+			for _, s := range b.Upstream.Seen()[before:] {
+				if where := reaches(s, token); where != nil {
+					t.Errorf("the upstream received the box's token in %s (query %q)", strings.Join(where, ", "), s.RawQuery)
+				}
+			}
+		})
+	}
+}
+
+func TestInference_TokenInHeadersNeverReachesUpstream(t *testing.T) {
+	b, token := newLeakBroker(t)
+	h := http.Header{
+		"X-Goog-Api-Key": {token},
+		"Referer":        {"https://box.example/?key=" + token},
+		"X-Custom":       {"a " + token + " b"},
+		"X-Escaped":      {"bbx%5F" + token[4:]},
+	}
+	before := len(b.Upstream.Seen())
+	resp := b.Do("GET", "/llm/anthropic/v1/models", token, nil, h)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, resp.Body)
+	}
+	seen := b.Upstream.Seen()[before:]
+	if len(seen) != 1 {
+		t.Fatalf("the upstream saw %d requests, want 1", len(seen))
+	}
+	if where := reaches(seen[0], token); where != nil {
+		t.Errorf("the upstream received the box's token in %s", strings.Join(where, ", "))
+	}
+	if got := seen[0].Header.Get("X-Escaped"); strings.Contains(got, token[4:]) {
+		t.Errorf("X-Escaped = %q, want the token replaced", got)
+	}
+}
+
+func TestInference_TokenInPathNeverReachesUpstream(t *testing.T) {
+	b, token := newLeakBroker(t)
+	before := len(b.Upstream.Seen())
+	b.Do("GET", "/llm/anthropic/v1/models/"+token, token, nil, nil)
+	for _, s := range b.Upstream.Seen()[before:] {
+		if where := reaches(s, token); where != nil {
+			t.Errorf("the upstream received the box's token in %s", strings.Join(where, ", "))
+		}
+	}
+}
+
+func TestInference_TokenInBodyNeverReachesUpstream(t *testing.T) {
+	b, tok := newLeakBroker(t)
+	grant, err := token.NewGrant() // shaped as one; the broker need not have issued it
+	if err != nil {
+		t.Fatal(err)
+	}
+	filler := strings.Repeat("All work and no play. ", 10000) // the token lands past the first reads
+	tests := []struct {
+		name, text string
+	}{
+		{"plain", tok},
+		{"json-escaped underscore", strings.Replace(tok, "_", `\u005f`, 1)},
+		{"every character escaped", jsonEscape(tok)},
+		{"split by the filler", filler + tok + filler},
+		{"a grant", grant},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := []byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"my key is ` + tt.text + `"}]}`)
+			before := len(b.Upstream.Seen())
+			resp := b.Do("POST", "/llm/anthropic/v1/messages", tok, body, nil)
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d: %s", resp.StatusCode, resp.Body)
+			}
+			seen := b.Upstream.Seen()[before:]
+			if len(seen) != 1 {
+				t.Fatalf("the upstream saw %d requests, want 1", len(seen))
+			}
+			for _, secret := range []string{tok, grant} {
+				if where := reaches(seen[0], secret); where != nil {
+					t.Errorf("the upstream received a token in %s", strings.Join(where, ", "))
+				}
+			}
+			if len(seen[0].Body) != len(body) {
+				t.Errorf("the upstream received %d bytes, want the body's %d", len(seen[0].Body), len(body))
+			}
+			if !json.Valid(seen[0].Body) {
+				t.Errorf("the upstream received a body that is no longer JSON")
+			}
+		})
+	}
+}

@@ -1,0 +1,383 @@
+package proxy
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/intentius/boxbroker/internal/token"
+)
+
+// A token, in the sense of this file, is any string shaped like one of
+// boxbroker's own: a box token, a grant or an admin token, that is its
+// prefix followed by 43 base64url characters. Matching the shape rather
+// than one box's value keeps every box's token and every grant out of
+// what goes upstream, whoever's request carries it.
+//
+// Each of a token's characters may be written as itself, as a JSON
+// escape \uXXXX (hex in either case) or as a percent escape %XX: a JSON
+// decoder, a query parser or a form parser upstream would turn any of
+// these back into the token. A match is replaced by TokenMarker of the
+// same length, so a body's length, and its Content-Length, do not change.
+
+// tokenPrefixes are the prefixes matched, less their final "_".
+var tokenPrefixes = [...]string{
+	strings.TrimSuffix(token.BoxPrefix, "_"),
+	strings.TrimSuffix(token.GrantPrefix, "_"),
+	strings.TrimSuffix(token.AdminPrefix, "_"),
+}
+
+// tokenChars is the number of base64url characters after a prefix.
+const tokenChars = 43
+
+// MaxTokenSpan is the longest a token can be written: each of its 47
+// characters as a six-byte \uXXXX escape.
+const MaxTokenSpan = (len(token.BoxPrefix) + tokenChars) * 6
+
+// markerText is TokenMarker's longest form, less its closing bracket.
+var markerText = TokenMarkerPrefix + strings.Repeat("-", MaxTokenSpan)
+
+// TokenMarkerPrefix begins every TokenMarker.
+const TokenMarkerPrefix = "[token-removed"
+
+// TokenMarker returns what replaces a token written in n bytes: n bytes
+// of "[token-removed---]", with as many dashes as it takes. It holds no
+// quote, backslash, percent sign or space, so it is as valid in a JSON
+// string, a header, a path or a query as what it replaces. n is at least
+// 47, the length of a token written plainly.
+func TokenMarker(n int) string { return markerText[:n-1] + "]" }
+
+// findToken returns the first token written in b at or after from, as
+// the span b[start:end]; ok is false when there is none. A token must lie
+// wholly within b.
+func findToken(b []byte, from int) (start, end int, ok bool) {
+	// Every way of writing a token has its "_" written as '_', \u005f or
+	// %5f: find those, and look around each.
+	lit, esc := -2, -2 // next candidate of each form; -2: not searched, -1: none
+	for p := from; p < len(b); {
+		if lit != -1 && lit < p {
+			lit = nextByte(b, p, '_')
+		}
+		if esc != -1 && esc < p {
+			esc = nextEscapedSeparator(b, p)
+		}
+		i := lit
+		if i < 0 || (esc >= 0 && esc < i) {
+			i = esc
+		}
+		if i < 0 {
+			return 0, 0, false
+		}
+		if c, n := charAt(b, i); c == '_' && n > 0 && mayBeSeparator(b, i, i+n) {
+			if s, e, ok := tokenAround(b, i, i+n); ok {
+				return s, e, true
+			}
+		}
+		p = i + 1
+	}
+	return 0, 0, false
+}
+
+// nextByte returns the index of the first c in b at or after p, or -1.
+func nextByte(b []byte, p int, c byte) int {
+	if j := bytes.IndexByte(b[p:], c); j >= 0 {
+		return p + j
+	}
+	return -1
+}
+
+// nextEscapedSeparator returns the index of the first escaped "_" in b
+// that begins at or after p — \u005f or %5f, the f in either case — or
+// -1. It looks for the "5", less common in a JSON body than the
+// backslashes of its escapes.
+func nextEscapedSeparator(b []byte, p int) int {
+	for q := p + 1; q < len(b); q++ { // the 5 is never an escape's first byte
+		j := bytes.IndexByte(b[q:], '5')
+		if j < 0 {
+			return -1
+		}
+		q += j
+		if q+1 >= len(b) || b[q+1]|0x20 != 'f' {
+			continue
+		}
+		if b[q-1] == '%' && q-1 >= p {
+			return q - 1
+		}
+		if q >= 4 && q-4 >= p && string(b[q-4:q]) == `\u00` {
+			return q - 4
+		}
+	}
+	return -1
+}
+
+// mayBeSeparator is a quick test that b[sep:body], a "_", cannot be a
+// token's: what ends before it cannot end a prefix (x, g or a, or an
+// escape of one: \u0078, %78, \u0067, %67, \u0061, %61, which end in 8,
+// 7 or 1), or what follows cannot begin the 43 characters after it.
+func mayBeSeparator(b []byte, sep, body int) bool {
+	if sep == 0 || len(b)-body < tokenChars {
+		return false
+	}
+	switch b[sep-1] {
+	case 'x', 'g', 'a', '8', '7', '1':
+	default:
+		return false
+	}
+	c := b[body]
+	return isBase64URL(c) || c == '\\' || c == '%'
+}
+
+// tokenAround reports whether b[sep:body] is a token's "_": one of the
+// prefixes ends right before it and 43 base64url characters follow it.
+func tokenAround(b []byte, sep, body int) (start, end int, ok bool) {
+	start = -1
+	for _, p := range tokenPrefixes {
+		if s := before(b, sep, p); s >= 0 {
+			start = s
+			break
+		}
+	}
+	if start < 0 {
+		return 0, 0, false
+	}
+	end = body
+	for range tokenChars {
+		c, n := charAt(b, end)
+		if n == 0 || !isBase64URL(c) {
+			return 0, 0, false
+		}
+		end += n
+	}
+	return start, end, true
+}
+
+// before returns where want begins when it is written, in any of the
+// three ways, right before b[end]; -1 when it is not.
+func before(b []byte, end int, want string) int {
+	if want == "" {
+		return end
+	}
+	c := want[len(want)-1]
+	rest := want[:len(want)-1]
+	if end >= 1 && b[end-1] == c {
+		if s := before(b, end-1, rest); s >= 0 {
+			return s
+		}
+	}
+	if end >= 3 && b[end-3] == '%' {
+		if v, ok := hexValue(b[end-2 : end]); ok && v == int(c) {
+			if s := before(b, end-3, rest); s >= 0 {
+				return s
+			}
+		}
+	}
+	if end >= 6 && b[end-6] == '\\' && b[end-5] == 'u' {
+		if v, ok := hexValue(b[end-4 : end]); ok && v == int(c) {
+			return before(b, end-6, rest)
+		}
+	}
+	return -1
+}
+
+// charAt decodes the character written at b[i]: itself, a \uXXXX escape
+// of an ASCII character, or a %XX escape. n is how many bytes it takes, 0
+// when b[i:] is not a whole character.
+func charAt(b []byte, i int) (c byte, n int) {
+	if i >= len(b) {
+		return 0, 0
+	}
+	switch b[i] {
+	case '\\':
+		if i+6 <= len(b) && b[i+1] == 'u' {
+			if v, ok := hexValue(b[i+2 : i+6]); ok && v < 0x80 {
+				return byte(v), 6
+			}
+		}
+		return 0, 0
+	case '%':
+		if i+3 <= len(b) {
+			if v, ok := hexValue(b[i+1 : i+3]); ok {
+				return byte(v), 3
+			}
+		}
+		return 0, 0
+	}
+	return b[i], 1
+}
+
+func hexValue(h []byte) (int, bool) {
+	v := 0
+	for _, c := range h {
+		switch {
+		case '0' <= c && c <= '9':
+			v = v<<4 | int(c-'0')
+		case 'a' <= c && c <= 'f':
+			v = v<<4 | int(c-'a'+10)
+		case 'A' <= c && c <= 'F':
+			v = v<<4 | int(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return v, true
+}
+
+func isBase64URL(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_'
+}
+
+// mayHoldToken is a cheap test that s cannot hold a token: it has no "_"
+// and no escape that could be one.
+func mayHoldToken(s string) bool {
+	return strings.IndexByte(s, '_') >= 0 || strings.Contains(s, `\u005`) || strings.Contains(s, "%5")
+}
+
+// ScrubTokens returns s with every token written in it replaced by a
+// TokenMarker of the same length, and how many it replaced. s is returned
+// as it is when it holds none.
+func ScrubTokens(s string) (string, int) {
+	if !mayHoldToken(s) {
+		return s, 0
+	}
+	b := []byte(s)
+	n, _ := scrubFrom(b, 0)
+	if n == 0 {
+		return s, 0
+	}
+	return string(b), n
+}
+
+// ScrubTokensInPlace replaces, in b itself, every token written in b by a
+// TokenMarker of the same length, and returns how many it replaced.
+func ScrubTokensInPlace(b []byte) int {
+	n, _ := scrubFrom(b, 0)
+	return n
+}
+
+// scrubFrom replaces, in place, every token wholly within b at or after
+// from; it returns how many, and the end of the last one (from for none).
+func scrubFrom(b []byte, from int) (n, last int) {
+	last = from
+	for {
+		s, e, ok := findToken(b, last)
+		if !ok {
+			return n, last
+		}
+		copy(b[s:e], TokenMarker(e-s))
+		n++
+		last = e
+	}
+}
+
+// ScrubHeader replaces every token written in h's values, and deletes
+// every header whose name holds one. It returns how many headers it
+// changed.
+func ScrubHeader(h http.Header) int {
+	changed := 0
+	for k, vs := range h {
+		if _, n := ScrubTokens(k); n > 0 {
+			delete(h, k)
+			changed++
+			continue
+		}
+		was := changed
+		for i, v := range vs {
+			if v2, n := ScrubTokens(v); n > 0 {
+				vs[i] = v2
+				if changed == was {
+					changed++
+				}
+			}
+		}
+	}
+	return changed
+}
+
+// scrubChunk is how much a TokenScrubber reads from its source at a time.
+const scrubChunk = 32 << 10
+
+// TokenScrubber is an io.ReadCloser that copies a request body with every
+// token written in it replaced by a TokenMarker of the same length, so the
+// body's length is unchanged. It holds at most MaxTokenSpan-1 bytes back
+// from one read to the next (a token may be split across reads), and
+// passes the rest on as it comes; at the source's io.EOF it passes on what
+// it held. When the source fails with another error, what it held is
+// dropped and the error returned.
+//
+// A TokenScrubber is not safe for concurrent use.
+type TokenScrubber struct {
+	src io.ReadCloser
+	buf []byte // buf[off:ready] is scrubbed, ready to return; buf[ready:] is held
+	off int
+	rdy int
+	err error
+	n   int
+}
+
+// NewTokenScrubber returns a TokenScrubber reading src. Closing it closes
+// src.
+func NewTokenScrubber(src io.ReadCloser) *TokenScrubber {
+	return &TokenScrubber{src: src}
+}
+
+// Replaced reports how many tokens the TokenScrubber has replaced so far.
+func (s *TokenScrubber) Replaced() int { return s.n }
+
+// Read reads the source with every token replaced.
+func (s *TokenScrubber) Read(p []byte) (int, error) {
+	for s.off == s.rdy {
+		if s.err != nil {
+			return 0, s.err
+		}
+		// Keep only what is held, at the front.
+		held := copy(s.buf[:cap(s.buf)], s.buf[s.rdy:])
+		s.buf, s.off, s.rdy = s.buf[:held], 0, 0
+		if cap(s.buf) == 0 {
+			s.buf = getScrubBuf()
+		}
+		n, err := s.src.Read(s.buf[held:cap(s.buf)])
+		s.buf = s.buf[:held+n]
+		switch {
+		case err == nil:
+		case errors.Is(err, io.EOF):
+			s.err = err
+		default:
+			s.err = err
+			s.buf = s.buf[:0]
+			return 0, err
+		}
+		k, last := scrubFrom(s.buf, 0)
+		s.n += k
+		s.rdy = len(s.buf)
+		if s.err == nil {
+			// A token not yet whole begins after len-MaxTokenSpan.
+			s.rdy = max(last, len(s.buf)-(MaxTokenSpan-1), 0)
+		}
+		if n == 0 && s.err == nil {
+			return 0, nil
+		}
+	}
+	n := copy(p, s.buf[s.off:s.rdy])
+	s.off += n
+	if s.off == s.rdy && s.err != nil {
+		// Drained: nothing more is read from buf.
+		putScrubBuf(s.buf)
+		s.buf, s.off, s.rdy = nil, 0, 0
+	}
+	return n, nil
+}
+
+// scrubBufs holds TokenScrubber buffers between requests.
+var scrubBufs = sync.Pool{New: func() any { return new([MaxTokenSpan + scrubChunk]byte) }}
+
+func getScrubBuf() []byte { return scrubBufs.Get().(*[MaxTokenSpan + scrubChunk]byte)[:0] }
+
+func putScrubBuf(b []byte) {
+	scrubBufs.Put((*[MaxTokenSpan + scrubChunk]byte)(b[:MaxTokenSpan+scrubChunk]))
+}
+
+// Close closes the source.
+func (s *TokenScrubber) Close() error { return s.src.Close() }
