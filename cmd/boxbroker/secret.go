@@ -10,8 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/egress"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -109,7 +109,7 @@ func secretSet(ctx context.Context, c *cli, cfg *server.Config, box, name, host,
 	if host == "" {
 		return fmt.Errorf("%w: secret set needs --host, the one base URL the secret may be sent to, as in --host https://api.example.com", errUsage)
 	}
-	base, err := egress.ParseHost(host)
+	base, err := protocol.ParseSecretHost(host)
 	if err != nil {
 		return fmt.Errorf("%w: --host %v", errUsage, err)
 	}
@@ -130,7 +130,7 @@ func secretSet(ctx context.Context, c *cli, cfg *server.Config, box, name, host,
 	if err != nil {
 		return err
 	}
-	sealed, err := keyring.Seal(value, egress.AD(box, name))
+	sealed, err := keyring.Seal(value, secrets.SecretAD(box, name))
 	if err != nil {
 		return err
 	}

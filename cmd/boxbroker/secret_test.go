@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/intentius/boxbroker/internal/egress"
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/store/sqlite"
 )
@@ -81,10 +80,10 @@ func TestCLI_Secrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := keyring.Open(sec.Sealed, egress.AD("shop", "STRIPE")); err != nil || string(got) != value {
+	if got, err := keyring.Open(sec.Sealed, secrets.SecretAD("shop", "STRIPE")); err != nil || string(got) != value {
 		t.Errorf("Open(sealed, its AD) = %q, %v, want the value", got, err)
 	}
-	if _, err := keyring.Open(sec.Sealed, egress.AD("shop", "OTHER")); err == nil {
+	if _, err := keyring.Open(sec.Sealed, secrets.SecretAD("shop", "OTHER")); err == nil {
 		t.Errorf("the sealed value opened under another name's AD")
 	}
 

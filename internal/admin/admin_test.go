@@ -12,9 +12,9 @@ import (
 
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/brokertest"
-	"github.com/intentius/boxbroker/internal/egress"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/token"
 )
@@ -374,7 +374,7 @@ func TestAdmin_Secrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pt, err := b.Server.Keyring.Open(sec.Sealed, egress.AD("alpha", "GITHUB")); err != nil || string(pt) != value {
+	if pt, err := b.Server.Keyring.Open(sec.Sealed, secrets.SecretAD("alpha", "GITHUB")); err != nil || string(pt) != value {
 		t.Errorf("sealed secret opens to %q, %v, want the value set", pt, err)
 	}
 

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/intentius/boxbroker/internal/capability"
-	"github.com/intentius/boxbroker/internal/egress"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
@@ -147,9 +146,9 @@ func (s *Server) removeCredential(w http.ResponseWriter, r *http.Request) error 
 const MinSecretLen = 8
 
 // secretHost checks an egress secret's host as `boxbroker secret set`
-// does (egress.ParseHost) and writes it in its canonical form.
+// does (protocol.ParseSecretHost) and writes it in its canonical form.
 func secretHost(h string) (string, error) {
-	u, err := egress.ParseHost(h)
+	u, err := protocol.ParseSecretHost(h)
 	if err != nil || len(h) > 2048 {
 		msg := "A secret's host is the one base URL it may be sent to, such as https://api.github.com: http(s), with a host and no credentials, query or fragment."
 		if err != nil {
@@ -210,7 +209,7 @@ func (s *Server) setSecret(w http.ResponseWriter, r *http.Request) error {
 			"The secret's value is shorter than %d bytes: the broker keeps it out of answers by matching it, and a value that short would match ordinary text.", MinSecretLen)
 	}
 	plain := []byte(sv.Value)
-	sealed, err := s.cfg.Keyring.Seal(plain, egress.AD(b.Name, name))
+	sealed, err := s.cfg.Keyring.Seal(plain, secrets.SecretAD(b.Name, name))
 	secrets.Zero(plain)
 	sv.Value = ""
 	if err != nil {

@@ -21,9 +21,9 @@ import (
 
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/capability"
-	"github.com/intentius/boxbroker/internal/egress"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/token"
@@ -189,7 +189,7 @@ func (b *Broker) SetCredential(id, value string) {
 // only to host (a base URL), and drops it from the cache.
 func (b *Broker) SetSecret(box, name, host, value string) {
 	b.t.Helper()
-	sealed, err := b.Server.Keyring.Seal([]byte(value), egress.AD(box, name))
+	sealed, err := b.Server.Keyring.Seal([]byte(value), secrets.SecretAD(box, name))
 	if err != nil {
 		b.t.Fatal(err)
 	}

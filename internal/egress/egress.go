@@ -210,13 +210,13 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
 			Message: "The broker cannot read its store just now; try again shortly.", Err: err}
 	}
-	base, err := ParseHost(sec.Host)
+	base, err := protocol.ParseSecretHost(sec.Host)
 	if err != nil {
 		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
 			Message: fmt.Sprintf("The broker's record of %s's host is not a usable base URL; its owner sets it again with `boxbroker secret set`.", name),
 			Err:     fmt.Errorf("secret %s/%s: %w", call.Box.Name, name, err)}
 	}
-	plain, err := c.cfg.Keyring.Open(sec.Sealed, AD(call.Box.Name, name))
+	plain, err := c.cfg.Keyring.Open(sec.Sealed, secrets.SecretAD(call.Box.Name, name))
 	if err != nil {
 		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
 			Message: fmt.Sprintf("The broker could not open %s's value.", name), Err: fmt.Errorf("secret %s/%s: %w", call.Box.Name, name, err)}

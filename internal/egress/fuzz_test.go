@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/intentius/boxbroker/internal/protocol"
 )
 
 // fuzzToken is a box token as boxbroker mints them.
@@ -51,10 +53,10 @@ func FuzzOutbound(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, host string, which uint8, path, query string) {
-		base, err := ParseHost(host)
+		base, err := protocol.ParseSecretHost(host)
 		if err != nil {
-			if base, err = ParseHost(fuzzBases[int(which)%len(fuzzBases)]); err != nil {
-				t.Fatalf("ParseHost(%q) = %v", fuzzBases[int(which)%len(fuzzBases)], err)
+			if base, err = protocol.ParseSecretHost(fuzzBases[int(which)%len(fuzzBases)]); err != nil {
+				t.Fatalf("protocol.ParseSecretHost(%q) = %v", fuzzBases[int(which)%len(fuzzBases)], err)
 			}
 		}
 		checkBase(t, host, base)
@@ -97,7 +99,7 @@ func checkBase(t *testing.T, host string, base *url.URL) {
 	again, err := url.Parse(base.String())
 	if err != nil || again.Scheme != base.Scheme || again.Host != base.Host || again.User != nil ||
 		again.RawQuery != "" || again.Fragment != "" || again.EscapedPath() != base.EscapedPath() {
-		t.Fatalf("ParseHost(%q) = %s, which reads back as %+v (%v)", host, base, again, err)
+		t.Fatalf("protocol.ParseSecretHost(%q) = %s, which reads back as %+v (%v)", host, base, again, err)
 	}
 }
 

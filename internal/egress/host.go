@@ -1,79 +1,11 @@
 package egress
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
-	"strconv"
 	"strings"
 )
-
-// AD is the additional data a box's secret is sealed with, so a sealed
-// value copied to another box or name does not open.
-func AD(box, name string) string { return "secret:" + box + "/" + name }
-
-// ParseHost parses the base URL a secret may be sent to: an http or https
-// URL with a host, an optional port and an optional path prefix, and no
-// user, password, query or fragment. It returns the URL in its canonical
-// form (scheme and host in lower case, no trailing slash), or an error
-// that says what is wrong with s, fit to show to the operator.
-func ParseHost(s string) (*url.URL, error) {
-	u, err := url.Parse(s)
-	if err != nil {
-		return nil, fmt.Errorf("%q is not a URL", s)
-	}
-	if u.Scheme != "https" && u.Scheme != "http" {
-		return nil, fmt.Errorf("%q must be an https:// (or http://) URL", s)
-	}
-	if u.Opaque != "" || u.Host == "" {
-		return nil, fmt.Errorf("%q names no host; write it as https://host[:port][/path]", s)
-	}
-	if u.User != nil {
-		return nil, errors.New("the host must not hold a user or password; the secret's value is what the broker sends")
-	}
-	if u.RawQuery != "" || u.ForceQuery {
-		return nil, fmt.Errorf("%q must not hold a query", u.Redacted())
-	}
-	if u.Fragment != "" || strings.Contains(s, "#") {
-		return nil, fmt.Errorf("%q must not hold a fragment", u.Redacted())
-	}
-	host := strings.ToLower(u.Hostname())
-	if host == "" || strings.ContainsAny(host, " %") {
-		return nil, fmt.Errorf("%q names no usable host", s)
-	}
-	for _, c := range host {
-		if c > 0x7e {
-			return nil, fmt.Errorf("%q: write a non-ASCII host in its punycode (xn--) form", s)
-		}
-	}
-	hostport := host
-	if strings.Contains(host, ":") {
-		hostport = "[" + host + "]"
-	}
-	if p := u.Port(); p != "" || strings.HasSuffix(u.Host, ":") {
-		n, err := strconv.Atoi(p)
-		if err != nil || n < 1 || n > 65535 {
-			return nil, fmt.Errorf("%q: the port must be a number from 1 to 65535", s)
-		}
-		hostport += ":" + p
-	}
-	esc := strings.TrimSuffix(u.EscapedPath(), "/")
-	if strings.Contains(esc, "\\") || strings.Contains(esc, "//") {
-		return nil, fmt.Errorf("%q: the path prefix must be a plain path", s)
-	}
-	for _, seg := range strings.Split(esc, "/") {
-		if dec, err := url.PathUnescape(seg); err != nil || dec == "." || dec == ".." || strings.ContainsAny(dec, "/\\") {
-			return nil, fmt.Errorf("%q: the path prefix must be a plain path, with no dot segments or encoded slashes", s)
-		}
-	}
-	out := &url.URL{Scheme: u.Scheme, Host: hostport}
-	if esc != "" {
-		out.Path, _ = url.PathUnescape(esc)
-		out.RawPath = esc
-	}
-	return out, nil
-}
 
 // dialAddr is the host:port a connection to u dials, as net/http
 // computes it.

@@ -149,3 +149,7 @@ func Zero(b []byte) {
 		b[i] = 0
 	}
 }
+
+// SecretAD is the additional data a box's egress secret is sealed with,
+// so that a sealed value copied to another box or name does not open.
+func SecretAD(box, name string) string { return "secret:" + box + "/" + name }

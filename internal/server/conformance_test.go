@@ -13,9 +13,9 @@ import (
 
 	"github.com/intentius/boxbroker/conformance"
 	"github.com/intentius/boxbroker/internal/capability"
-	"github.com/intentius/boxbroker/internal/egress"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/token"
@@ -111,7 +111,7 @@ func seedConformance(ctx context.Context, srv *server.Server, env conformance.En
 		}
 	}
 	for _, sec := range env.Secrets {
-		sealed, err := srv.Keyring.Seal([]byte(sec.Value), egress.AD(sec.Box, sec.Name))
+		sealed, err := srv.Keyring.Seal([]byte(sec.Value), secrets.SecretAD(sec.Box, sec.Name))
 		if err != nil {
 			return nil, err
 		}

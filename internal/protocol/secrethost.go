@@ -1,0 +1,72 @@
+package protocol
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// ParseSecretHost parses the base URL an egress secret may be sent to
+// (the one host the protocol pins it to): an http or https
+// URL with a host, an optional port and an optional path prefix, and no
+// user, password, query or fragment. It returns the URL in its canonical
+// form (scheme and host in lower case, no trailing slash), or an error
+// that says what is wrong with s, fit to show to the operator.
+func ParseSecretHost(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("%q is not a URL", s)
+	}
+	if u.Scheme != "https" && u.Scheme != "http" {
+		return nil, fmt.Errorf("%q must be an https:// (or http://) URL", s)
+	}
+	if u.Opaque != "" || u.Host == "" {
+		return nil, fmt.Errorf("%q names no host; write it as https://host[:port][/path]", s)
+	}
+	if u.User != nil {
+		return nil, errors.New("the host must not hold a user or password; the secret's value is what the broker sends")
+	}
+	if u.RawQuery != "" || u.ForceQuery {
+		return nil, fmt.Errorf("%q must not hold a query", u.Redacted())
+	}
+	if u.Fragment != "" || strings.Contains(s, "#") {
+		return nil, fmt.Errorf("%q must not hold a fragment", u.Redacted())
+	}
+	host := strings.ToLower(u.Hostname())
+	if host == "" || strings.ContainsAny(host, " %") {
+		return nil, fmt.Errorf("%q names no usable host", s)
+	}
+	for _, c := range host {
+		if c > 0x7e {
+			return nil, fmt.Errorf("%q: write a non-ASCII host in its punycode (xn--) form", s)
+		}
+	}
+	hostport := host
+	if strings.Contains(host, ":") {
+		hostport = "[" + host + "]"
+	}
+	if p := u.Port(); p != "" || strings.HasSuffix(u.Host, ":") {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("%q: the port must be a number from 1 to 65535", s)
+		}
+		hostport += ":" + p
+	}
+	esc := strings.TrimSuffix(u.EscapedPath(), "/")
+	if strings.Contains(esc, "\\") || strings.Contains(esc, "//") {
+		return nil, fmt.Errorf("%q: the path prefix must be a plain path", s)
+	}
+	for _, seg := range strings.Split(esc, "/") {
+		if dec, err := url.PathUnescape(seg); err != nil || dec == "." || dec == ".." || strings.ContainsAny(dec, "/\\") {
+			return nil, fmt.Errorf("%q: the path prefix must be a plain path, with no dot segments or encoded slashes", s)
+		}
+	}
+	out := &url.URL{Scheme: u.Scheme, Host: hostport}
+	if esc != "" {
+		out.Path, _ = url.PathUnescape(esc)
+		out.RawPath = esc
+	}
+	return out, nil
+}
