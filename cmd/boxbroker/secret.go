@@ -69,7 +69,7 @@ func runSecret(ctx context.Context, c *cli, args []string) error {
 		if !*yes && !c.confirm(fmt.Sprintf("Remove the secret %s of box %s?", name, box)) {
 			return errors.New("not removed (pass --yes to remove without asking)")
 		}
-		st, err := openStore(ctx, &cfg)
+		st, err := openExisting(ctx, &cfg)
 		if err != nil {
 			return err
 		}
@@ -81,7 +81,7 @@ func runSecret(ctx context.Context, c *cli, args []string) error {
 		}
 		fmt.Fprintf(c.stdout, "removed secret %s of box %s\n", name, box)
 	case "list":
-		st, err := openStore(ctx, &cfg)
+		st, err := openExisting(ctx, &cfg)
 		if err != nil {
 			return err
 		}
@@ -109,6 +109,9 @@ func secretSet(ctx context.Context, c *cli, cfg *server.Config, box, name, host,
 	if host == "" {
 		return fmt.Errorf("%w: secret set needs --host, the one base URL the secret may be sent to, as in --host https://api.example.com", errUsage)
 	}
+	if err := needData(cfg); err != nil {
+		return err
+	}
 	base, err := egress.ParseHost(host)
 	if err != nil {
 		return fmt.Errorf("%w: --host %v", errUsage, err)
@@ -134,7 +137,7 @@ func secretSet(ctx context.Context, c *cli, cfg *server.Config, box, name, host,
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, cfg)
+	st, err := openExisting(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -36,8 +36,12 @@ func runVisitor(ctx context.Context, c *cli, args []string) error {
 			return fmt.Errorf("%w: visitor %s takes one PRINCIPAL, such as github:<login>; the credential is read from stdin, never from arguments", errUsage, sub)
 		}
 		principal = pos[0]
-		if !protocol.IsPrincipal(principal) {
-			return fmt.Errorf("%w: %q is not a principal (1 to 200 characters, no white space, such as github:<login>)", errUsage, principal)
+		if sub == "set" {
+			if err := checkPrincipal(principal); err != nil {
+				return err
+			}
+		} else if !protocol.IsPrincipal(principal) {
+			return fmt.Errorf("%w: %q is not a principal (1 to 200 characters, no white space, such as github:<login>)", errUsage, safe(principal))
 		}
 	case "list":
 		if len(pos) != 0 {
@@ -66,7 +70,7 @@ func runVisitor(ctx context.Context, c *cli, args []string) error {
 		}
 		fmt.Fprintf(c.stdout, "removed %s's credential\n", principal)
 	case "list":
-		st, err := openStore(ctx, &cfg)
+		st, err := openExisting(ctx, &cfg)
 		if err != nil {
 			return err
 		}
@@ -79,7 +83,7 @@ func runVisitor(ctx context.Context, c *cli, args []string) error {
 		fmt.Fprintln(tw, "VISITOR\tUPDATED")
 		for _, cr := range creds {
 			if p, ok := strings.CutPrefix(cr.ID, payer.VisitorPrefix); ok {
-				fmt.Fprintf(tw, "%s\t%s\n", p, cr.UpdatedAt.UTC().Format(time.RFC3339))
+				fmt.Fprintf(tw, "%s\t%s\n", safe(p), cr.UpdatedAt.UTC().Format(time.RFC3339))
 			}
 		}
 		return tw.Flush()
