@@ -24,9 +24,18 @@ func runBudget(ctx context.Context, c *cli, args []string) error {
 	sub, args := args[0], args[1:]
 	var cfg server.Config
 	fs := c.flags("budget "+sub, &cfg)
-	principal := fs.String("principal", "", "set, remove: the budget of the box's calls this principal pays for, such as github:ann; empty for the box's own")
-	month := fs.String("month", spend.Month(time.Now()), "list: the month to show, YYYY-MM (UTC)")
-	yes := fs.Bool("yes", false, "remove without asking")
+	principal, yes := new(string), new(bool)
+	month := new(string)
+	*month = spend.Month(time.Now())
+	switch sub {
+	case "set", "remove":
+		principal = fs.String("principal", "", "the budget of the box's calls this principal pays for, such as github:ann; empty for the box's own")
+	case "list":
+		month = fs.String("month", spend.Month(time.Now()), "the month to show, `YYYY-MM` (UTC)")
+	}
+	if sub == "remove" {
+		yes = fs.Bool("yes", false, "remove without asking")
+	}
 	adminURL := c.adminURLFlag(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {

@@ -23,7 +23,10 @@ func runGrant(ctx context.Context, c *cli, args []string) error {
 	sub, args := args[0], args[1:]
 	var cfg server.Config
 	fs := c.flags("grant "+sub, &cfg)
-	ttl := fs.Duration("ttl", grant.DefaultTTL, fmt.Sprintf("how long the grant holds, at most %v (issue only)", grant.MaxTTL))
+	ttl := new(time.Duration)
+	if sub == "issue" {
+		ttl = fs.Duration("ttl", grant.DefaultTTL, fmt.Sprintf("how long the grant holds, at most %v", grant.MaxTTL))
+	}
 	adminURL := c.adminURLFlag(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {

@@ -28,10 +28,15 @@ func runSecret(ctx context.Context, c *cli, args []string) error {
 	sub, args := args[0], args[1:]
 	var cfg server.Config
 	fs := c.flags("secret "+sub, &cfg)
-	host := fs.String("host", "", "set: the one base URL the secret may be sent to, https://host[:port][/path]")
-	brokerURL := fs.String("url", c.envOr("BOXBROKER_URL", "http://127.0.0.1:8787"), "the broker's URL as boxes reach it, for the hints printed (BOXBROKER_URL)")
-	word := fs.String("broker", c.envOr("BOXBROKER_BROKER", "lobby"), "the broker word, for the declaration hint printed (BOXBROKER_BROKER)")
-	yes := fs.Bool("yes", false, "remove without asking")
+	host, brokerURL, word, yes := new(string), new(string), new(string), new(bool)
+	switch sub {
+	case "set":
+		host = fs.String("host", "", "the one base `URL` the secret may be sent to, https://host[:port][/path]")
+		brokerURL = fs.String("url", c.envOr("BOXBROKER_URL", "http://127.0.0.1:8787"), "the broker's URL as boxes reach it, for the hints printed (BOXBROKER_URL)")
+		word = fs.String("broker", c.envOr("BOXBROKER_BROKER", "lobby"), "the broker word, for the declaration hint printed (BOXBROKER_BROKER)")
+	case "remove":
+		yes = fs.Bool("yes", false, "remove without asking")
+	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err

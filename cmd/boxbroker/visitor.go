@@ -23,7 +23,10 @@ func runVisitor(ctx context.Context, c *cli, args []string) error {
 	sub, args := args[0], args[1:]
 	var cfg server.Config
 	fs := c.flags("visitor "+sub, &cfg)
-	yes := fs.Bool("yes", false, "remove without asking")
+	yes := new(bool)
+	if sub == "remove" {
+		yes = fs.Bool("yes", false, "remove without asking")
+	}
 	adminURL := c.adminURLFlag(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
