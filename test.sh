@@ -41,7 +41,15 @@ if [ -n "$unformatted" ]; then
   echo "gofmt -l lists:"; echo "$unformatted"; exit 1
 fi
 go vet ./...
+# No test writes into the checkout: what git sees (ignored files included)
+# is the same after the tests as before.
+tree() { git status --porcelain --ignored --untracked-files=all 2>/dev/null | grep -v '^!! boxbroker$' || true; }
+before=$(tree)
 go test -count=1 -timeout 20m ./...
+after=$(tree)
+if [ "$before" != "$after" ]; then
+  echo "the tests wrote into the checkout:"; diff <(echo "$before") <(echo "$after") || true; exit 1
+fi
 
 # Fuzz every target for a bounded time (go fuzzes one target per call).
 # A failing input is written under its package's testdata/fuzz, where the
