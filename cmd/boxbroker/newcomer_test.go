@@ -30,11 +30,21 @@ func TestServe_MalformedEnvValueRefused(t *testing.T) {
 		{"duration without a unit", "BOXBROKER_SHUTDOWN_GRACE", "30", `BOXBROKER_SHUTDOWN_GRACE="30" is not a duration`},
 		{"size with a unit", "BOXBROKER_MAX_BODY", "64MB", `BOXBROKER_MAX_BODY="64MB" is not a whole number`},
 		{"concurrency in words", "BOXBROKER_BOX_CONCURRENT", "many", `BOXBROKER_BOX_CONCURRENT="many" is not a whole number`},
+		{"feedback neither keep nor off", "BOXBROKER_FEEDBACK", "maybe", `BOXBROKER_FEEDBACK="maybe" is not keep or off`},
+		{"log level misspelt", "BOXBROKER_LOG_LEVEL", "warning", `BOXBROKER_LOG_LEVEL="warning" is not debug, info, warn or error`},
+		{"admin address without a port", "BOXBROKER_ADMIN_LISTEN", "localhost", `BOXBROKER_ADMIN_LISTEN="localhost" is not a host:port`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			env := map[string]string{"BOXBROKER_DATA": t.TempDir(), tt.key: tt.value}
-			out, errs, code := runIn(t, env, "", "serve", "--listen", "127.0.0.1:0", "--admin-listen", "off")
+			env := map[string]string{"BOXBROKER_DATA": t.TempDir(), "BOXBROKER_LISTEN": "127.0.0.1:0", "BOXBROKER_ADMIN_LISTEN": "off", tt.key: tt.value}
+			// A context that is already over: a serve that wrongly starts
+			// stops at once rather than hanging the test.
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			var o, e bytes.Buffer
+			c := &cli{stdin: strings.NewReader(""), stdout: &o, stderr: &e, getenv: func(k string) string { return env[k] }}
+			code := c.main(ctx, []string{"serve"})
+			out, errs := o.String(), e.String()
 			if code == 0 || !strings.Contains(errs, tt.want) || strings.Contains(out, "listening") {
 				t.Errorf("serve with %s=%q = %d, stdout %q, stderr %q; want a refusal saying %q", tt.key, tt.value, code, out, errs, tt.want)
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -47,6 +48,10 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	// quietly the default; a flag given overrides its variable.
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	env.oneOf("BOXBROKER_FEEDBACK", "keep or off", server.FeedbackKeep, server.FeedbackOff)
+	env.oneOf("BOXBROKER_LOG_LEVEL", "debug, info, warn or error", "debug", "info", "warn", "error")
+	env.hostPort("BOXBROKER_LISTEN", false)
+	env.hostPort("BOXBROKER_ADMIN_LISTEN", true)
 	if err := env.err(set); err != nil {
 		return err
 	}
@@ -172,6 +177,29 @@ func (e *envReader) int(key string, def int64) int64 {
 		return def
 	}
 	return n
+}
+
+// oneOf notes key when it is set to none of allowed.
+func (e *envReader) oneOf(key, want string, allowed ...string) {
+	if v := e.c.getenv(key); v != "" && !slices.Contains(allowed, v) {
+		e.note(key, v, want)
+	}
+}
+
+// hostPort notes key when it is set to no host:port (nor "off", where
+// that is allowed).
+func (e *envReader) hostPort(key string, offAllowed bool) {
+	v := e.c.getenv(key)
+	if v == "" || (offAllowed && v == "off") {
+		return
+	}
+	if _, _, err := net.SplitHostPort(v); err != nil {
+		want := "a host:port such as 127.0.0.1:8787"
+		if offAllowed {
+			want = "a host:port such as 127.0.0.1:8788, or off"
+		}
+		e.note(key, v, want)
+	}
 }
 
 // err reports every malformed variable whose flag was not given.
