@@ -46,11 +46,8 @@ func (e *elsewhere) Hosts() []string {
 func runClaude(t *testing.T, b *brokertest.Broker, token string, args ...string) (stdout, stderr string, err error, other []string) {
 	t.Helper()
 	needNode(t)
-	npmInstall(t, claudeDir, "@anthropic-ai/claude-code/package.json")
-	bin, err := filepath.Abs(filepath.Join(claudeDir, "node_modules", ".bin", "claude"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	installed := npmInstall(t, claudeDir, "@anthropic-ai/claude-code/package.json")
+	bin := filepath.Join(installed, "node_modules", ".bin", "claude")
 	trap := &elsewhere{}
 	proxy := httptest.NewServer(trap)
 	defer proxy.Close()

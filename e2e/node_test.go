@@ -16,7 +16,7 @@ import (
 // pinned in e2e/node/package-lock.json, against boxbroker.
 func TestTypeScriptSDK(t *testing.T) {
 	needNode(t)
-	npmInstall(t, "node", "@anthropic-ai/sdk/package.json")
+	installed := npmInstall(t, "node", "@anthropic-ai/sdk/package.json")
 
 	gate := newGatedStream()
 	rec := &brokertest.Recorder{Handler: gate}
@@ -27,7 +27,7 @@ func TestTypeScriptSDK(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", "sdk.mjs")
-	cmd.Dir = "node"
+	cmd.Dir = installed
 	cmd.Env = cleanEnv(t,
 		"BROKER_ANTHROPIC_URL="+b.URL+protocol.PrefixAnthropic,
 		"AGENT_TOKEN="+agent,

@@ -21,12 +21,17 @@ func runAdmin(ctx context.Context, c *cli, args []string) error {
 	sub, args := args[0], args[1:]
 	var cfg server.Config
 	fs := c.flags("admin "+sub, &cfg)
-	name := fs.String("name", "", "a note saying whose or what the token is for (admin token)")
-	yes := fs.Bool("yes", false, "revoke without asking (admin revoke)")
-	if err := parse(fs, args); err != nil {
+	name, yes := new(string), new(bool)
+	switch sub {
+	case "token":
+		name = fs.String("name", "", "a note saying whose or what the token is for")
+	case "revoke":
+		yes = fs.Bool("yes", false, "revoke without asking")
+	}
+	args, err := parseInterspersed(fs, args)
+	if err != nil {
 		return err
 	}
-	args = fs.Args()
 	switch sub {
 	case "token", "tokens":
 		if len(args) != 0 {
@@ -37,9 +42,13 @@ func runAdmin(ctx context.Context, c *cli, args []string) error {
 			return fmt.Errorf("%w: admin revoke takes one token ID (see admin tokens)", errUsage)
 		}
 	default:
-		return fmt.Errorf("%w: unknown admin command %q (token, tokens, revoke)", errUsage, sub)
+		return fmt.Errorf("%w: unknown admin command %q%s (token, tokens, revoke)", errUsage, safe(sub), didYouMean(sub, []string{"token", "tokens", "revoke"}))
 	}
-	st, err := openStore(ctx, &cfg)
+	open := openExisting
+	if sub == "token" {
+		open = openStore // the first token is made where the store is
+	}
+	st, err := open(ctx, &cfg)
 	if err != nil {
 		return err
 	}
@@ -60,7 +69,7 @@ func runAdmin(ctx context.Context, c *cli, args []string) error {
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tCREATED\tNAME")
 		for _, t := range list {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", t.ID, t.CreatedAt.UTC().Format(time.RFC3339), t.Name)
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", t.ID, t.CreatedAt.UTC().Format(time.RFC3339), safe(t.Name))
 		}
 		return tw.Flush()
 	case "revoke":

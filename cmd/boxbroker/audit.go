@@ -25,16 +25,9 @@ func runAudit(ctx context.Context, c *cli, args []string) error {
 	limit := fs.Int("limit", 100, "list at most this many entries, the newest (1 to 1000)")
 	adminURL := c.adminURLFlag(fs)
 	// Flags may come before or after BOX.
-	var boxes []string
-	for {
-		if err := parse(fs, args); err != nil {
-			return err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		boxes = append(boxes, fs.Arg(0))
-		args = fs.Args()[1:]
+	boxes, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
 	}
 	if len(boxes) > 1 {
 		return fmt.Errorf("%w: audit takes at most one BOX", errUsage)
@@ -67,7 +60,7 @@ func runAudit(ctx context.Context, c *cli, args []string) error {
 			return remoteError(err)
 		}
 	} else {
-		st, err := openStore(ctx, &cfg)
+		st, err := openExisting(ctx, &cfg)
 		if err != nil {
 			return err
 		}
@@ -98,8 +91,10 @@ func runAudit(ctx context.Context, c *cli, args []string) error {
 		if reason == "" {
 			reason = "-"
 		}
+		// Everything here but the figures came from a request: escaped,
+		// so a box cannot drive the operator's terminal.
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%.1f\t%s\t%s\n",
-			e.At, b, e.Method, e.Route, e.Capability, words, e.Status, up, e.DurationMs, reason, oneLine(msg))
+			safe(e.At), safe(b), safe(e.Method), safe(e.Route), safe(e.Capability), safe(words), e.Status, up, e.DurationMs, safe(reason), safe(oneLine(msg)))
 	}
 	return tw.Flush()
 }

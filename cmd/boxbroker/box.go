@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -17,7 +18,7 @@ import (
 
 func runBox(ctx context.Context, c *cli, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: box add|list|remove|rotate|payer|consent|assign|unassign|resources NAME", errUsage)
+		return fmt.Errorf("%w: box add|list|remove|rotate|payer|consent|assign|unassign|resources|pause|resume NAME", errUsage)
 	}
 	sub, args := args[0], args[1:]
 	switch sub {
@@ -30,15 +31,26 @@ func runBox(ctx context.Context, c *cli, args []string) error {
 	case "pause", "resume":
 		return runBoxPause(ctx, c, sub, args)
 	}
+	switch sub {
+	case "add", "rotate", "remove", "list":
+	default:
+		return fmt.Errorf("%w: unknown box command %q%s (add, list, remove, rotate, payer, consent, assign, unassign, resources, pause, resume)", errUsage, safe(sub),
+			didYouMean(sub, []string{"add", "list", "remove", "rotate", "payer", "consent", "assign", "unassign", "resources", "pause", "resume"}))
+	}
 	var cfg server.Config
 	fs := c.flags("box "+sub, &cfg)
-	brokerURL := fs.String("url", c.envOr("BOXBROKER_URL", "http://127.0.0.1:8787"), "the broker's URL as boxes reach it, for the hints printed (BOXBROKER_URL)")
-	yes := fs.Bool("yes", false, "remove without asking")
+	brokerURL, yes := new(string), new(bool)
+	switch sub {
+	case "add", "rotate":
+		brokerURL = fs.String("url", c.envOr("BOXBROKER_URL", "http://127.0.0.1:8787"), "the broker's URL as boxes reach it, for the hints printed (BOXBROKER_URL)")
+	case "remove":
+		yes = fs.Bool("yes", false, "remove without asking")
+	}
 	adminURL := c.adminURLFlag(fs)
-	if err := parse(fs, args); err != nil {
+	args, err := parseInterspersed(fs, args)
+	if err != nil {
 		return err
 	}
-	args = fs.Args()
 	needName := func() (string, error) {
 		if len(args) != 1 {
 			return "", fmt.Errorf("%w: box %s takes one NAME", errUsage, sub)
@@ -48,22 +60,22 @@ func runBox(ctx context.Context, c *cli, args []string) error {
 		}
 		return args[0], nil
 	}
-	switch sub {
-	case "add", "rotate", "remove", "list":
-	default:
-		return fmt.Errorf("%w: unknown box command %q (add, list, remove, rotate, payer, consent, assign, unassign, resources, pause, resume)", errUsage, sub)
-	}
 	var name string
 	if sub != "list" {
-		var err error
 		if name, err = needName(); err != nil {
 			return err
 		}
+	} else if len(args) != 0 {
+		return fmt.Errorf("%w: box list takes no arguments", errUsage)
 	}
 	if *adminURL != "" {
 		return runBoxRemote(ctx, c, *adminURL, sub, name, *brokerURL, *yes)
 	}
-	st, err := openStore(ctx, &cfg)
+	open := openExisting
+	if sub == "add" {
+		open = openStore
+	}
+	st, err := open(ctx, &cfg)
 	if err != nil {
 		return err
 	}
@@ -123,7 +135,7 @@ func runBox(ctx context.Context, c *cli, args []string) error {
 			if b.PayerPrincipal != "" {
 				payer += " " + b.PayerPrincipal
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%v\n", b.Name, b.CreatedAt.UTC().Format(time.RFC3339), reported, payer, b.Consent, b.Paused)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%v\n", b.Name, b.CreatedAt.UTC().Format(time.RFC3339), reported, safe(payer), b.Consent, b.Paused)
 		}
 		return tw.Flush()
 	}
@@ -137,11 +149,16 @@ func printToken(c *cli, name, token, brokerURL, what string) {
 	fmt.Fprintf(c.stderr, "\nThe box's environment:\n  STUDIO_URL=%s\n  ANTHROPIC_BASE_URL=%s/llm/anthropic\n  ANTHROPIC_API_KEY=<the token above>\n", base, base)
 }
 
-// confirm asks on stderr and reads y/yes from stdin.
+// confirm asks on stderr and reads y/yes from stdin. Where stdin is no
+// terminal, nothing echoes the answer's line break, so confirm ends the
+// question's line itself.
 func (c *cli) confirm(question string) bool {
 	fmt.Fprintf(c.stderr, "%s [y/N] ", question)
 	var answer string
 	_, _ = fmt.Fscanln(c.stdin, &answer)
+	if f, ok := c.stdin.(*os.File); !ok || !isTerminal(f) {
+		fmt.Fprintln(c.stderr)
+	}
 	answer = strings.ToLower(strings.TrimSpace(answer))
 	return answer == "y" || answer == "yes"
 }

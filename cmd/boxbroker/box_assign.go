@@ -22,10 +22,10 @@ const maxResourceID = 512
 func runBoxResources(ctx context.Context, c *cli, sub string, args []string) error {
 	var cfg server.Config
 	fs := c.flags("box "+sub, &cfg)
-	if err := parse(fs, args); err != nil {
+	args, err := parseInterspersed(fs, args)
+	if err != nil {
 		return err
 	}
-	args = fs.Args()
 	want := 3
 	if sub == "resources" {
 		want = 1
@@ -52,7 +52,7 @@ func runBoxResources(ctx context.Context, c *cli, sub string, args []string) err
 			return fmt.Errorf("%w: %v", errUsage, err)
 		}
 	}
-	st, err := openStore(ctx, &cfg)
+	st, err := openExisting(ctx, &cfg)
 	if err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ func runBoxResources(ctx context.Context, c *cli, sub string, args []string) err
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "KIND\tID\tSINCE")
 		for _, r := range rs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Kind, r.ID, r.At.UTC().Format(time.RFC3339))
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", safe(r.Kind), safe(r.ID), r.At.UTC().Format(time.RFC3339))
 		}
 		return tw.Flush()
 	}

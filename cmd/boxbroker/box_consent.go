@@ -17,10 +17,10 @@ import (
 func runBoxConsent(ctx context.Context, c *cli, args []string) error {
 	var cfg server.Config
 	fs := c.flags("box consent", &cfg)
-	if err := parse(fs, args); err != nil {
+	args, err := parseInterspersed(fs, args)
+	if err != nil {
 		return err
 	}
-	args = fs.Args()
 	if len(args) != 1 && len(args) != 2 {
 		return fmt.Errorf("%w: box consent NAME [on|off]", errUsage)
 	}
@@ -38,7 +38,7 @@ func runBoxConsent(ctx context.Context, c *cli, args []string) error {
 			return fmt.Errorf("%w: box consent %s takes on or off, not %q", errUsage, name, args[1])
 		}
 	}
-	st, err := openStore(ctx, &cfg)
+	st, err := openExisting(ctx, &cfg)
 	if err != nil {
 		return err
 	}

@@ -24,9 +24,18 @@ func runBudget(ctx context.Context, c *cli, args []string) error {
 	sub, args := args[0], args[1:]
 	var cfg server.Config
 	fs := c.flags("budget "+sub, &cfg)
-	principal := fs.String("principal", "", "set, remove: the budget of the box's calls this principal pays for, such as github:ann; empty for the box's own")
-	month := fs.String("month", spend.Month(time.Now()), "list: the month to show, YYYY-MM (UTC)")
-	yes := fs.Bool("yes", false, "remove without asking")
+	principal, yes := new(string), new(bool)
+	month := new(string)
+	*month = spend.Month(time.Now())
+	switch sub {
+	case "set", "remove":
+		principal = fs.String("principal", "", "the budget of the box's calls this principal pays for, such as github:ann; empty for the box's own")
+	case "list":
+		month = fs.String("month", spend.Month(time.Now()), "the month to show, `YYYY-MM` (UTC)")
+	}
+	if sub == "remove" {
+		yes = fs.Bool("yes", false, "remove without asking")
+	}
 	adminURL := c.adminURLFlag(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -48,8 +57,10 @@ func runBudget(ctx context.Context, c *cli, args []string) error {
 	if !protocol.IsBoxName(box) {
 		return fmt.Errorf("%w: box name %q must match ^[a-z][a-z0-9-]{0,62}$", errUsage, box)
 	}
-	if *principal != "" && !protocol.IsPrincipal(*principal) {
-		return fmt.Errorf("%w: principal %q must be 1 to %d characters with no white space, such as github:ann", errUsage, *principal, protocol.MaxPrincipalLen)
+	if *principal != "" {
+		if err := checkPrincipal(*principal); err != nil {
+			return err
+		}
 	}
 	if spend.Resets(*month).IsZero() {
 		return fmt.Errorf("%w: month %q is not written YYYY-MM", errUsage, *month)
@@ -70,7 +81,7 @@ func runBudget(ctx context.Context, c *cli, args []string) error {
 	if *adminURL != "" {
 		return runBudgetRemote(ctx, c, *adminURL, sub, box, *principal, *month, limit, whose)
 	}
-	st, err := openStore(ctx, &cfg)
+	st, err := openExisting(ctx, &cfg)
 	if err != nil {
 		return err
 	}
@@ -116,7 +127,7 @@ func printBudgets(c *cli, bs []spend.BudgetStatus) error {
 	for _, b := range bs {
 		who := "box"
 		if b.Principal != "" {
-			who = b.Principal
+			who = safe(b.Principal)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", who, spend.FormatUSD(b.Limit), spend.FormatUSD(b.Spent),
 			spend.FormatUSD(b.Reserved), spend.FormatUSD(b.Left), b.Month, b.Resets.Format(time.RFC3339))

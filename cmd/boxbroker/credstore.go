@@ -42,7 +42,7 @@ func (c *cli) setCredential(ctx context.Context, cfg *server.Config, id, prompt 
 // removeCredential deletes the credential id, answering notSet when there
 // is none.
 func (c *cli) removeCredential(ctx context.Context, cfg *server.Config, id, notSet string) error {
-	st, err := openStore(ctx, cfg)
+	st, err := openExisting(ctx, cfg)
 	if err != nil {
 		return err
 	}

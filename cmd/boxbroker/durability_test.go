@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -44,24 +45,41 @@ func TestDurability_KillDuringReportsAndFeedback(t *testing.T) {
 		name := fmt.Sprintf("box-%d", i)
 		out, err := exec.Command(bin, "box", "add", "--data", data, name).Output()
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("box add %s: %v %s", name, err, stderrOf(err))
 		}
 		tokens[i] = strings.TrimSpace(string(out))
 		if out, err := exec.Command(bin, "box", "consent", "--data", data, name, "on").CombinedOutput(); err != nil {
 			t.Fatalf("box consent %s on: %v %s", name, err, out)
 		}
 	}
+	// Each serve binds only port 0 (no admin API), so a broker the
+	// developer runs on the default ports is no matter; its stderr is
+	// shown when the test fails.
+	var stderrs []*bytes.Buffer
+	t.Cleanup(func() {
+		if t.Failed() {
+			for i, b := range stderrs {
+				t.Logf("stderr of serve %d:\n%s", i+1, b.String())
+			}
+		}
+	})
 	start := func() (*exec.Cmd, string) {
-		cmd := exec.Command(bin, "serve", "--data", data, "--listen", "127.0.0.1:0", "--log-level", "error")
+		cmd := exec.Command(bin, "serve", "--data", data, "--listen", "127.0.0.1:0", "--admin-listen", "off", "--log-level", "error")
+		cmd.Env = append(os.Environ(), "BOXBROKER_MASTER_KEY=", "BOXBROKER_STORE=")
+		stderr := &bytes.Buffer{}
+		stderrs = append(stderrs, stderr)
+		cmd.Stderr = stderr
 		stdout, _ := cmd.StdoutPipe()
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
 		line, err := bufio.NewReader(stdout).ReadString('\n')
 		if err != nil {
-			t.Fatalf("serve printed %q: %v", line, err)
+			cmd.Wait()
+			t.Fatalf("serve printed %q: %v; its stderr:\n%s", line, err, stderr.String())
 		}
 		_, url, _ := strings.Cut(strings.TrimSpace(line), "listening on ")
+		go io.Copy(io.Discard, stdout)
 		return cmd, url
 	}
 	cmd, url := start()
@@ -73,6 +91,13 @@ func TestDurability_KillDuringReportsAndFeedback(t *testing.T) {
 		batches[i] = map[string]int64{}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	progress := make(chan struct{}, 1) // a report or batch was acknowledged
+	acknowledged := func() {
+		select {
+		case progress <- struct{}{}:
+		default:
+		}
+	}
 	var wg sync.WaitGroup
 	for i := 0; i < boxes; i++ {
 		wg.Add(1)
@@ -99,6 +124,7 @@ func TestDurability_KillDuringReportsAndFeedback(t *testing.T) {
 					mu.Lock()
 					acked[i] = n
 					mu.Unlock()
+					acknowledged()
 				}
 				for k := 0; k < 3; k++ {
 					batch := fmt.Sprintf(`{"entries":[{"note":"box-%d batch %d.%d"}],"counts":{"n":%d}}`, i, n, k, n)
@@ -117,25 +143,33 @@ func TestDurability_KillDuringReportsAndFeedback(t *testing.T) {
 					mu.Lock()
 					batches[i][batch] = a.ID
 					mu.Unlock()
+					acknowledged()
 				}
 			}
 		}(i)
 	}
 	// Kill it mid-burst: once some of each are acknowledged (however
-	// loaded the machine), and a moment later, while writes are under way.
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	// loaded the machine), and then once more have been, so that writes
+	// are under way. Each acknowledgement is the signal; nothing sleeps.
+	counts := func() (reports, kept int) {
 		mu.Lock()
-		reports, kept := 0, 0
+		defer mu.Unlock()
 		for i := range acked {
 			reports += acked[i]
 			kept += len(batches[i])
 		}
-		mu.Unlock()
-		if reports >= boxes && kept >= 2*boxes {
-			break
+		return reports, kept
+	}
+	timeout := time.After(60 * time.Second)
+	for _, want := range []struct{ reports, kept int }{{boxes, 2 * boxes}, {3 * boxes, 6 * boxes}} {
+		for r, k := counts(); r < want.reports || k < want.kept; r, k = counts() {
+			select {
+			case <-progress:
+			case <-timeout:
+				t.Fatalf("after 60s, %d reports and %d batches acknowledged; want %d and %d before the kill", r, k, want.reports, want.kept)
+			}
 		}
 	}
-	time.Sleep(200 * time.Millisecond)
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 	cancel()
@@ -234,4 +268,13 @@ func checkConsistent(t *testing.T, st store.Store, file string) {
 	if _, err := st.ChangesSince(ctx, 0, 1<<20); err != nil {
 		t.Errorf("ChangesSince(0) = %v", err)
 	}
+}
+
+// stderrOf is the stderr an exec.Cmd.Output error carries, if any.
+func stderrOf(err error) string {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return string(ee.Stderr)
+	}
+	return ""
 }

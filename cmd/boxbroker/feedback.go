@@ -47,10 +47,10 @@ func runFeedback(ctx context.Context, c *cli, args []string) error {
 	var cfg server.Config
 	fs := c.flags("feedback "+sub, &cfg)
 	after := fs.Int64("after", 0, "only batches whose id is greater, to export what is new since the last export")
-	if err := parse(fs, args); err != nil {
+	args, err := parseInterspersed(fs, args)
+	if err != nil {
 		return err
 	}
-	args = fs.Args()
 	if len(args) != 1 {
 		return fmt.Errorf("%w: feedback %s takes one BOX", errUsage, sub)
 	}
@@ -58,7 +58,7 @@ func runFeedback(ctx context.Context, c *cli, args []string) error {
 	if !protocol.IsBoxName(name) {
 		return fmt.Errorf("%w: box name %q must match ^[a-z][a-z0-9-]{0,62}$", errUsage, name)
 	}
-	st, err := openStore(ctx, &cfg)
+	st, err := openExisting(ctx, &cfg)
 	if err != nil {
 		return err
 	}
@@ -72,7 +72,7 @@ func runFeedback(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	enc := json.NewEncoder(c.stdout)
+	enc := json.NewEncoder(jsonSafe{c.stdout})
 	enc.SetEscapeHTML(false)
 	for _, f := range batches {
 		if f.ID <= *after {

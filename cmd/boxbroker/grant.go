@@ -23,7 +23,10 @@ func runGrant(ctx context.Context, c *cli, args []string) error {
 	sub, args := args[0], args[1:]
 	var cfg server.Config
 	fs := c.flags("grant "+sub, &cfg)
-	ttl := fs.Duration("ttl", grant.DefaultTTL, fmt.Sprintf("how long the grant holds, at most %v (issue only)", grant.MaxTTL))
+	ttl := new(time.Duration)
+	if sub == "issue" {
+		ttl = fs.Duration("ttl", grant.DefaultTTL, fmt.Sprintf("how long the grant holds, at most %v", grant.MaxTTL))
+	}
 	adminURL := c.adminURLFlag(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -43,8 +46,8 @@ func runGrant(ctx context.Context, c *cli, args []string) error {
 		if *ttl <= 0 || *ttl > grant.MaxTTL {
 			return fmt.Errorf("%w: --ttl %v: %v", errUsage, *ttl, grant.ErrTTL)
 		}
-		if !protocol.IsPrincipal(pos[1]) {
-			return fmt.Errorf("%w: %q is %v", errUsage, pos[1], grant.ErrPrincipal)
+		if err := checkPrincipal(pos[1]); err != nil {
+			return err
 		}
 	case "revoke":
 		if len(pos) != 1 {
@@ -65,7 +68,7 @@ func runGrant(ctx context.Context, c *cli, args []string) error {
 	if *adminURL != "" {
 		return runGrantRemote(ctx, c, *adminURL, sub, pos, *ttl)
 	}
-	st, err := openStore(ctx, &cfg)
+	st, err := openExisting(ctx, &cfg)
 	if err != nil {
 		return err
 	}
@@ -119,7 +122,7 @@ func runGrant(ctx context.Context, c *cli, args []string) error {
 			if !g.ExpiresAt.IsZero() {
 				expires = g.ExpiresAt.UTC().Format(time.RFC3339)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", g.ID, g.Principal, g.CreatedAt.UTC().Format(time.RFC3339), expires, state)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", g.ID, safe(g.Principal), g.CreatedAt.UTC().Format(time.RFC3339), expires, state)
 		}
 		return tw.Flush()
 	}

@@ -6,6 +6,7 @@
 // Usage:
 //
 //	boxbroker serve [flags]              run the broker
+//	boxbroker version                    the module version and VCS revision
 //	boxbroker box add|list|remove|rotate  manage boxes and their tokens
 //	boxbroker credential set|list|remove  manage the operator's credentials
 //	boxbroker secret set|list|remove      manage a box's egress secrets
@@ -22,8 +23,10 @@
 //	boxbroker admin token|tokens|revoke   manage the admin API's tokens
 //	boxbroker audit [BOX] --since 1h      list the audit log
 //
-// Every subcommand takes --data DIR (or BOXBROKER_DATA) for the data
-// directory and --store URL (or BOXBROKER_STORE) for a PostgreSQL store.
+// Every subcommand but report (which talks to a broker over HTTP) takes
+// --data DIR (or BOXBROKER_DATA) for the data directory and --store URL
+// (or BOXBROKER_STORE) for a PostgreSQL store. Flags may come before or
+// after a subcommand's arguments.
 // box (add, list, remove, rotate, payer, pause, resume), credential,
 // visitor, grant, budget, spend and audit take --admin-url (or
 // BOXBROKER_ADMIN_URL) to act through a broker's admin API instead, with
@@ -38,10 +41,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
+	"unicode"
 
+	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -67,6 +73,7 @@ func commands() map[string]command {
 		"spend":      {"show a box's measured spend beside what it reported", runSpend},
 		"admin":      {"manage admin API tokens: token, tokens, revoke", runAdmin},
 		"audit":      {"list the audit log: audit [BOX] --since 1h", runAudit},
+		"version":    {"print the module version and VCS revision", runVersion},
 	}
 }
 
@@ -89,17 +96,24 @@ func main() {
 
 func (c *cli) main(ctx context.Context, args []string) int {
 	cmds := commands()
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || args[0] == "help" {
 		c.usage(cmds)
 		if len(args) == 0 {
 			return 2
 		}
 		return 0
 	}
+	if args[0] == "--version" || args[0] == "-version" {
+		args = append([]string{"version"}, args[1:]...)
+	}
 	cmd, ok := cmds[args[0]]
 	if !ok {
-		fmt.Fprintf(c.stderr, "boxbroker: unknown command %q\n", args[0])
-		c.usage(cmds)
+		names := make([]string, 0, len(cmds))
+		for n := range cmds {
+			names = append(names, n)
+		}
+		fmt.Fprintf(c.stderr, "boxbroker: unknown command %q%s\n", safe(args[0]), didYouMean(args[0], names))
+		fmt.Fprintln(c.stderr, "usage: boxbroker <command> [flags]; `boxbroker help` lists the commands")
 		return 2
 	}
 	err := cmd.run(ctx, c, args[1:])
@@ -127,7 +141,8 @@ func (c *cli) usage(cmds map[string]command) {
 	for _, n := range names {
 		fmt.Fprintf(c.stderr, "  %-11s %s\n", n, cmds[n].summary)
 	}
-	fmt.Fprintln(c.stderr, "\nEvery command takes --data DIR (BOXBROKER_DATA) and --store URL (BOXBROKER_STORE); see boxbroker <command> -h.")
+	fmt.Fprintln(c.stderr, "\nEvery command but report takes --data DIR (BOXBROKER_DATA) and --store URL (BOXBROKER_STORE);")
+	fmt.Fprintln(c.stderr, "flags may come before or after a command's arguments; see boxbroker <command> -h.")
 }
 
 // flags returns a FlagSet with the flags every subcommand shares bound
@@ -159,13 +174,41 @@ func parse(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-// openStore opens the store cfg names, for a management command.
+// openStore opens the store cfg names, for a management command that may
+// create it (box add, credential set, visitor set, admin token).
 func openStore(ctx context.Context, cfg *server.Config) (store.Store, error) {
 	cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	return server.OpenStore(ctx, cfg)
+}
+
+// openExisting opens the store cfg names for a command that reads or
+// changes what is there: a data directory holding no boxbroker data (a
+// mistyped --data) is an error saying so, never a new empty database.
+func openExisting(ctx context.Context, cfg *server.Config) (store.Store, error) {
+	if err := needData(cfg); err != nil {
+		return nil, err
+	}
+	return openStore(ctx, cfg)
+}
+
+// needData reports an error when cfg names an SQLite store whose database
+// file does not exist. A PostgreSQL store is not checked here: opening it
+// says whether it can be reached.
+func needData(cfg *server.Config) error {
+	cfg.Defaults()
+	if cfg.Store != "" {
+		return nil
+	}
+	db := filepath.Join(cfg.DataDir, server.DBFile)
+	if _, err := os.Stat(db); err == nil {
+		return nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("read the data directory: %w", err)
+	}
+	return fmt.Errorf("there is no boxbroker data at %s (no %s there): check --data or BOXBROKER_DATA, or create it with `boxbroker box add NAME --data %s`", cfg.DataDir, server.DBFile, cfg.DataDir)
 }
 
 // readSecret reads a secret value from stdin: with a prompt and no echo
@@ -200,4 +243,20 @@ func trimValue(b []byte) ([]byte, error) {
 		return nil, errors.New("the value on stdin holds a line break inside it")
 	}
 	return []byte(v), nil
+}
+
+// checkPrincipal refuses a principal the CLI is given unless it has the
+// documented kind:login form (github:ann): a kind of lower-case letters,
+// digits and dashes, a colon, and a login, 1 to 200 characters in all,
+// with no white space or control character. A bare login such as "octo"
+// would name no one the broker or a box can match.
+func checkPrincipal(p string) error {
+	kind, login, ok := strings.Cut(p, ":")
+	good := ok && kind != "" && login != "" && protocol.IsPrincipal(p) &&
+		strings.IndexFunc(kind, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') }) < 0 &&
+		strings.IndexFunc(login, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) }) < 0
+	if good {
+		return nil
+	}
+	return fmt.Errorf("%w: %q is not a principal: it is written kind:login, such as github:ann, 1 to %d characters with no white space or control character", errUsage, safe(p), protocol.MaxPrincipalLen)
 }

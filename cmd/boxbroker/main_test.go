@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -101,27 +103,12 @@ func TestCLI_QuickStart(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out brokertest.Buffer
-	c := &cli{stdin: strings.NewReader(""), stdout: &out, stderr: io.Discard, getenv: func(k string) string {
-		return map[string]string{"BOXBROKER_DATA": dir, "BOXBROKER_LOG_LEVEL": "warn"}[k]
-	}}
-	done := make(chan int)
-	go func() {
-		done <- c.main(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--anthropic-url", up.URL, "--shutdown-grace", "5s"})
-	}()
-	var base string
-	for i := 0; i < 500 && base == ""; i++ {
-		if _, rest, ok := strings.Cut(out.String(), "listening on "); ok {
-			base = strings.TrimSpace(strings.SplitN(rest, "\n", 2)[0])
-			break
+	srv := startServe(t, ctx, dir, nil, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--anthropic-url", up.URL, "--shutdown-grace", "5s")
+	base := srv.base
+	for _, want := range []string{"data: " + dir, "store: SQLite, " + filepath.Join(dir, "boxbroker.db"), "anthropic upstream: " + up.URL, "broker word: lobby", "admin API, metrics and owner's page on http://127.0.0.1:"} {
+		if !strings.Contains(srv.out, want) {
+			t.Errorf("serve did not say %q; it printed:\n%s", want, srv.out)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if base == "" {
-		t.Fatalf("serve printed %q", out.String())
-	}
-	if !strings.Contains(out.String(), "data: "+dir) {
-		t.Errorf("serve did not say where its data is: %q", out.String())
 	}
 	req, _ := http.NewRequest("POST", base+"/api/box/declaration", strings.NewReader(`{"capabilities":[{"name":"inference","broker":"lobby","scope":["agent"]}]}`))
 	req.Header.Set("Authorization", "Bearer "+token)
@@ -142,19 +129,95 @@ func TestCLI_QuickStart(t *testing.T) {
 		t.Fatalf("first line %q", line)
 	}
 	cancel() // SIGINT: stop taking requests, let the stream finish
-	time.Sleep(50 * time.Millisecond)
+	srv.waitRefusing(t)
 	close(release)
 	rest, err := io.ReadAll(rd)
 	if err != nil || !strings.Contains(string(rest), "message_stop") {
 		t.Errorf("stream after shutdown began: %q, %v", rest, err)
 	}
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Errorf("serve exited %d", code)
+	if code := srv.wait(t); code != 0 {
+		t.Errorf("serve exited %d; its stderr:\n%s", code, srv.stderr.String())
+	}
+}
+
+// served is a `serve` running in-process, started by startServe.
+type served struct {
+	base   string             // the box-facing URL it printed
+	out    string             // what it printed on stdout before serving
+	stderr *brokertest.Buffer // its stderr, shown when the test fails
+	done   chan int           // its exit status
+}
+
+// startServe runs `serve args...` in-process on the data directory dir
+// (with env's variables besides) until ctx ends, and returns once it has
+// printed where it listens and what it uses: no sleep, the lines are the
+// signal. Its stderr is shown if the test fails.
+func startServe(t *testing.T, ctx context.Context, dir string, env map[string]string, args ...string) *served {
+	t.Helper()
+	pr, pw := io.Pipe()
+	s := &served{stderr: &brokertest.Buffer{}, done: make(chan int, 1)}
+	vars := map[string]string{"BOXBROKER_DATA": dir, "BOXBROKER_LOG_LEVEL": "warn"}
+	for k, v := range env {
+		vars[k] = v
+	}
+	c := &cli{stdin: strings.NewReader(""), stdout: pw, stderr: s.stderr, getenv: func(k string) string { return vars[k] }}
+	go func() {
+		code := c.main(ctx, append([]string{"serve"}, args...))
+		pw.Close()
+		s.done <- code
+	}()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("serve's stderr:\n%s", s.stderr.String())
 		}
+	})
+	sc := bufio.NewScanner(pr)
+	var out strings.Builder
+	for sc.Scan() {
+		line := sc.Text()
+		out.WriteString(line + "\n")
+		if _, rest, ok := strings.Cut(line, "listening on "); ok {
+			s.base = strings.TrimSpace(rest)
+		}
+		if strings.HasPrefix(line, "data: ") { // the last line before it serves
+			break
+		}
+	}
+	s.out = out.String()
+	go io.Copy(io.Discard, pr) // whatever else it prints
+	if s.base == "" {
+		t.Fatalf("serve printed %q and no address; its stderr:\n%s", s.out, s.stderr.String())
+	}
+	return s
+}
+
+// waitRefusing returns once the server refuses new connections, as it does
+// from the moment its shutdown begins.
+func (s *served) waitRefusing(t *testing.T) {
+	t.Helper()
+	host := strings.TrimPrefix(s.base, "http://")
+	tick := time.NewTicker(2 * time.Millisecond) // polls a condition; orders nothing
+	defer tick.Stop()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); <-tick.C {
+		conn, err := net.DialTimeout("tcp", host, time.Second)
+		if err != nil {
+			return
+		}
+		conn.Close()
+	}
+	t.Fatalf("serve still takes connections on %s 10s after its context ended", host)
+}
+
+// wait returns serve's exit status, failing the test if it has not
+// stopped within 10 s.
+func (s *served) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case code := <-s.done:
+		return code
 	case <-time.After(10 * time.Second):
-		t.Fatal("serve did not stop")
+		t.Fatalf("serve did not stop; its stderr:\n%s", s.stderr.String())
+		return -1
 	}
 }
 

@@ -33,7 +33,7 @@ func runBoxPause(ctx context.Context, c *cli, sub string, args []string) error {
 	if *adminURL != "" {
 		return runBoxPauseRemote(ctx, c, *adminURL, name, pause)
 	}
-	st, err := openStore(ctx, &cfg)
+	st, err := openExisting(ctx, &cfg)
 	if err != nil {
 		return err
 	}

@@ -35,8 +35,10 @@ func runBoxPayer(ctx context.Context, c *cli, args []string) error {
 	if kind == protocol.PayerShared && *principal != "" {
 		return fmt.Errorf("%w: --principal names the owner; a shared payer has none", errUsage)
 	}
-	if *principal != "" && !protocol.IsPrincipal(*principal) {
-		return fmt.Errorf("%w: --principal %q is not a principal (1 to 200 characters, no white space, such as github:<login>)", errUsage, *principal)
+	if *principal != "" {
+		if err := checkPrincipal(*principal); err != nil {
+			return err
+		}
 	}
 	if *adminURL != "" {
 		return runBoxPayerRemote(ctx, c, *adminURL, name, kind, *principal)
@@ -44,7 +46,11 @@ func runBoxPayer(ctx context.Context, c *cli, args []string) error {
 	choice := payer.Choice{Kind: kind, Principal: *principal}
 	var keyring *secrets.Keyring
 	if kind == protocol.PayerOwner {
-		// Read before the store is opened, so a prompt does not hold it.
+		// Read before the store is opened, so a prompt does not hold it;
+		// but not for a data directory that holds no boxbroker data.
+		if err := needData(&cfg); err != nil {
+			return err
+		}
 		value, err := c.readSecret(fmt.Sprintf("%s's owner's Anthropic key or setup token (not echoed): ", name))
 		if err != nil {
 			return err
@@ -55,7 +61,7 @@ func runBoxPayer(ctx context.Context, c *cli, args []string) error {
 			return err
 		}
 	}
-	st, err := openStore(ctx, &cfg)
+	st, err := openExisting(ctx, &cfg)
 	if err != nil {
 		return err
 	}

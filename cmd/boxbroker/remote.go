@@ -27,7 +27,7 @@ func (c *cli) adminClient(url string) (*admin.Client, error) {
 func remoteError(err error) error {
 	var ae *admin.APIError
 	if errors.As(err, &ae) {
-		return fmt.Errorf("%s (%d)", ae.Message, ae.Status)
+		return fmt.Errorf("%s (%d)", safe(ae.Message), ae.Status)
 	}
 	return err
 }
@@ -75,7 +75,7 @@ func runBoxRemote(ctx context.Context, c *cli, url, sub, name, brokerURL string,
 			if b.Payer.Principal != nil {
 				payer += " " + *b.Payer.Principal
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%v\n", b.Name, b.CreatedAt, reported, payer, b.Consent, b.Paused)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%v\n", b.Name, b.CreatedAt, reported, safe(payer), b.Consent, b.Paused)
 		}
 		return tw.Flush()
 	}
@@ -93,6 +93,9 @@ func runCredentialRemote(ctx context.Context, c *cli, url, sub, id string, yes b
 		value, err := c.readSecret(fmt.Sprintf("%s credential (not echoed): ", id))
 		if err != nil {
 			return err
+		}
+		if describe(id, value) == unlikelyAnthropic {
+			defer c.warnUnlikelyAnthropic(id)
 		}
 		cv, err := cl.SetCredential(ctx, id, value)
 		clear(value)
@@ -116,7 +119,7 @@ func runCredentialRemote(ctx context.Context, c *cli, url, sub, id string, yes b
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "CREDENTIAL\tUPDATED")
 		for _, cr := range creds {
-			fmt.Fprintf(tw, "%s\t%s\n", cr.ID, cr.UpdatedAt)
+			fmt.Fprintf(tw, "%s\t%s\n", safe(cr.ID), cr.UpdatedAt)
 		}
 		return tw.Flush()
 	}

@@ -128,7 +128,7 @@ func runGrantRemote(ctx context.Context, c *cli, url, sub string, pos []string, 
 			if g.ExpiresAt != nil {
 				expires = *g.ExpiresAt
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", g.ID, g.Principal, g.IssuedAt, expires, state)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", g.ID, safe(g.Principal), g.IssuedAt, expires, state)
 		}
 		return tw.Flush()
 	}
@@ -170,7 +170,7 @@ func runVisitorRemote(ctx context.Context, c *cli, url, sub, principal string, y
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "VISITOR\tUPDATED")
 		for _, v := range vs {
-			fmt.Fprintf(tw, "%s\t%s\n", v.Principal, v.UpdatedAt)
+			fmt.Fprintf(tw, "%s\t%s\n", safe(v.Principal), v.UpdatedAt)
 		}
 		return tw.Flush()
 	}

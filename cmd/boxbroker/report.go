@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/intentius/boxbroker/client"
@@ -23,17 +25,29 @@ const maxDocument = 32 << 20
 func runReport(ctx context.Context, c *cli, args []string) error {
 	fs := flag.NewFlagSet("boxbroker report", flag.ContinueOnError)
 	fs.SetOutput(c.stderr)
-	statusFile := fs.String("status", "-", "file holding what `chant workspace status --json` prints; - for stdin")
+	// A back-quoted word in a flag's usage is the name its value is shown
+	// under in -h: `FILE`, never a command.
+	statusFile := fs.String("status", "-", "`FILE` holding what \"chant workspace status --json\" prints; - for stdin")
 	box := fs.String("box", "", "the member whose box block to report (default: the only member with a box block)")
-	runsFile := fs.String("runs", "", "file holding what `chant workspace runs --json` prints, to report this month's spend (optional)")
-	month := fs.String("month", time.Now().UTC().Format("2006-01"), "the spend's calendar month, YYYY-MM (UTC)")
-	brokerURL := fs.String("url", c.envOr("BOXBROKER_URL", c.getenv("STUDIO_URL")), "the broker's base URL (BOXBROKER_URL, else STUDIO_URL)")
+	runsFile := fs.String("runs", "", "`FILE` holding what \"chant workspace runs --json\" prints, to report a month's spend (optional)")
+	month := fs.String("month", time.Now().UTC().Format("2006-01"), "the spend's calendar month, `YYYY-MM` (UTC); report says which month it reports")
+	brokerURL := fs.String("url", c.envOr("BOXBROKER_URL", c.getenv("STUDIO_URL")), "the broker's base `URL` (BOXBROKER_URL, else STUDIO_URL)")
 	dryRun := fs.Bool("dry-run", false, "print the report and post nothing (needs no URL or token)")
 	fs.Usage = func() {
 		fmt.Fprintln(c.stderr, "usage: boxbroker report [--status FILE] [--box NAME] [--runs FILE] [--month YYYY-MM] [--url URL] [--dry-run]")
 		fmt.Fprintln(c.stderr, "\nPosts the box's declaration report to its broker and prints what the broker kept.")
 		fmt.Fprintln(c.stderr, "The box's token comes from BOXBROKER_TOKEN, or from stdin when the status document does not; never from argv.")
+		fmt.Fprintln(c.stderr, "report is the one command that takes no --data or --store: it talks to a broker over HTTP and opens no store.")
 		fs.PrintDefaults()
+	}
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && (name == "data" || name == "store") {
+			return fmt.Errorf("%w: report takes no --%s: it posts to a broker over HTTP (--url or BOXBROKER_URL) and opens no store", errUsage, name)
+		}
 	}
 	if err := parse(fs, args); err != nil {
 		return err
@@ -62,7 +76,7 @@ func runReport(ctx context.Context, c *cli, args []string) error {
 	}
 	report, err := client.ReportFromStatus(status, *box)
 	if err != nil {
-		return err
+		return statusFailure(err, status)
 	}
 	if *runsFile != "" {
 		runs, err := c.readDocument(*runsFile, "runs")
@@ -75,6 +89,14 @@ func runReport(ctx context.Context, c *cli, args []string) error {
 		}
 		if spend == nil {
 			fmt.Fprintf(c.stderr, "boxbroker report: %s holds no runs list (%s); the report carries no spend\n", *runsFile, runsFailure(runs))
+		} else {
+			fmt.Fprintf(c.stderr, "boxbroker report: spend for %s (UTC): %d runs, $%.2f, %d unpriced", spend.Month, spend.Runs, spend.USD, spend.Unpriced)
+			if months := runMonths(runs); spend.Runs == 0 && len(months) > 0 {
+				fmt.Fprintf(c.stderr, "; the runs document has runs only in %s: give --month YYYY-MM to report one of those", strings.Join(months, ", "))
+			} else if *month == time.Now().UTC().Format("2006-01") {
+				fmt.Fprint(c.stderr, " (this month; --month YYYY-MM for another)")
+			}
+			fmt.Fprintln(c.stderr)
 		}
 		report.Spend = spend
 	}
@@ -137,11 +159,66 @@ func runsFailure(doc []byte) string {
 }
 
 func (c *cli) printJSON(v any) error {
-	enc := json.NewEncoder(c.stdout)
+	enc := json.NewEncoder(jsonSafe{c.stdout})
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		return fmt.Errorf("write the answer: %w", err)
 	}
 	return nil
+}
+
+// runMonths lists, sorted, the months (YYYY-MM) in which a runs document's
+// runs started.
+func runMonths(doc []byte) []string {
+	var d struct {
+		Runs []struct {
+			StartedAt any `json:"startedAt"`
+		} `json:"runs"`
+	}
+	if json.Unmarshal(doc, &d) != nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	for _, r := range d.Runs {
+		if s, ok := r.StartedAt.(string); ok && protocol.IsMonth(safePrefix(s, 7)) {
+			seen[s[:7]] = true
+		}
+	}
+	months := make([]string, 0, len(seen))
+	for m := range seen {
+		months = append(months, m)
+	}
+	sort.Strings(months)
+	return months
+}
+
+func safePrefix(s string, n int) string {
+	if len(s) < n {
+		return s
+	}
+	return s[:n]
+}
+
+// statusFailure says more of a status document the report could not be
+// made from: what report expected to find, and what the document's top
+// level holds instead.
+func statusFailure(err error, doc []byte) error {
+	var top map[string]json.RawMessage
+	if !strings.Contains(err.Error(), "box block") || json.Unmarshal(doc, &top) != nil {
+		return err
+	}
+	if _, ok := top["members"]; ok {
+		return fmt.Errorf("%w: report expects what \"chant workspace status --json\" prints, a top-level \"members\" list in which one member has a \"box\" block ({\"capabilities\": [...], \"listing\": ...}), the box block of chant.workspace.json", err)
+	}
+	keys := make([]string, 0, len(top))
+	for k := range top {
+		keys = append(keys, safe(k))
+	}
+	sort.Strings(keys)
+	hint := ""
+	if _, ok := top["sample"]; ok {
+		hint = `; the document under "sample" is one: extract it first, as in jq .sample FILE`
+	}
+	return fmt.Errorf("%w: report expects what \"chant workspace status --json\" prints, a top-level \"members\" list in which one member has a \"box\" block; this document's top level holds %s%s", err, strings.Join(keys, ", "), hint)
 }

@@ -28,10 +28,15 @@ func runSecret(ctx context.Context, c *cli, args []string) error {
 	sub, args := args[0], args[1:]
 	var cfg server.Config
 	fs := c.flags("secret "+sub, &cfg)
-	host := fs.String("host", "", "set: the one base URL the secret may be sent to, https://host[:port][/path]")
-	brokerURL := fs.String("url", c.envOr("BOXBROKER_URL", "http://127.0.0.1:8787"), "the broker's URL as boxes reach it, for the hints printed (BOXBROKER_URL)")
-	word := fs.String("broker", c.envOr("BOXBROKER_BROKER", "lobby"), "the broker word, for the declaration hint printed (BOXBROKER_BROKER)")
-	yes := fs.Bool("yes", false, "remove without asking")
+	host, brokerURL, word, yes := new(string), new(string), new(string), new(bool)
+	switch sub {
+	case "set":
+		host = fs.String("host", "", "the one base `URL` the secret may be sent to, https://host[:port][/path]")
+		brokerURL = fs.String("url", c.envOr("BOXBROKER_URL", "http://127.0.0.1:8787"), "the broker's URL as boxes reach it, for the hints printed (BOXBROKER_URL)")
+		word = fs.String("broker", c.envOr("BOXBROKER_BROKER", "lobby"), "the broker word, for the declaration hint printed (BOXBROKER_BROKER)")
+	case "remove":
+		yes = fs.Bool("yes", false, "remove without asking")
+	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -69,7 +74,7 @@ func runSecret(ctx context.Context, c *cli, args []string) error {
 		if !*yes && !c.confirm(fmt.Sprintf("Remove the secret %s of box %s?", name, box)) {
 			return errors.New("not removed (pass --yes to remove without asking)")
 		}
-		st, err := openStore(ctx, &cfg)
+		st, err := openExisting(ctx, &cfg)
 		if err != nil {
 			return err
 		}
@@ -81,7 +86,7 @@ func runSecret(ctx context.Context, c *cli, args []string) error {
 		}
 		fmt.Fprintf(c.stdout, "removed secret %s of box %s\n", name, box)
 	case "list":
-		st, err := openStore(ctx, &cfg)
+		st, err := openExisting(ctx, &cfg)
 		if err != nil {
 			return err
 		}
@@ -109,6 +114,9 @@ func secretSet(ctx context.Context, c *cli, cfg *server.Config, box, name, host,
 	if host == "" {
 		return fmt.Errorf("%w: secret set needs --host, the one base URL the secret may be sent to, as in --host https://api.example.com", errUsage)
 	}
+	if err := needData(cfg); err != nil {
+		return err
+	}
 	base, err := protocol.ParseSecretHost(host)
 	if err != nil {
 		return fmt.Errorf("%w: --host %v", errUsage, err)
@@ -134,7 +142,7 @@ func secretSet(ctx context.Context, c *cli, cfg *server.Config, box, name, host,
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, cfg)
+	st, err := openExisting(ctx, cfg)
 	if err != nil {
 		return err
 	}

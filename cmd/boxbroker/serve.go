@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
+	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/server"
@@ -13,6 +17,8 @@ import (
 
 func runServe(ctx context.Context, c *cli, args []string) error {
 	var cfg server.Config
+	env := &envReader{c: c}
+	envDuration, envInt, envFloat := env.duration, env.int, env.float
 	fs := c.flags("serve", &cfg)
 	fs.StringVar(&cfg.Listen, "listen", c.envOr("BOXBROKER_LISTEN", "127.0.0.1:8787"), "box-facing address (BOXBROKER_LISTEN)")
 	fs.StringVar(&cfg.AdminListen, "admin-listen", c.envOr("BOXBROKER_ADMIN_LISTEN", server.DefaultAdminListen), "admin API, metrics and owner's page address; \"off\" serves none (BOXBROKER_ADMIN_LISTEN)")
@@ -20,22 +26,33 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	anthropic := fs.String("anthropic-url", c.envOr("BOXBROKER_ANTHROPIC_URL", "https://api.anthropic.com"), "Anthropic API upstream (BOXBROKER_ANTHROPIC_URL)")
 	fountain := fs.String("fountain-url", c.getenv("BOXBROKER_FOUNTAIN_URL"), "Fountain API upstream; empty serves no /fountain (BOXBROKER_FOUNTAIN_URL)")
 	fs.StringVar(&cfg.Feedback, "feedback", c.envOr("BOXBROKER_FEEDBACK", server.FeedbackKeep), "keep: store feedback batches from consenting boxes; off: answer 501 so boxes keep them (BOXBROKER_FEEDBACK)")
-	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", envDuration(c, "BOXBROKER_SHUTDOWN_GRACE", 30*time.Second), "how long in-flight streams may finish on SIGINT/SIGTERM (BOXBROKER_SHUTDOWN_GRACE)")
-	fs.DurationVar(&cfg.UpstreamHeaderTimeout, "upstream-timeout", envDuration(c, "BOXBROKER_UPSTREAM_TIMEOUT", 10*time.Minute), "bound on the wait for an upstream's answer headers (BOXBROKER_UPSTREAM_TIMEOUT)")
-	fs.DurationVar(&cfg.ReadTimeout, "read-timeout", envDuration(c, "BOXBROKER_READ_TIMEOUT", 10*time.Minute), "bound on reading a request, its body included; never on an answer's stream (BOXBROKER_READ_TIMEOUT)")
-	fs.DurationVar(&cfg.DecideTimeout, "decide-timeout", envDuration(c, "BOXBROKER_DECIDE_TIMEOUT", 30*time.Second), "bound on answering one decide request, every question included (BOXBROKER_DECIDE_TIMEOUT)")
-	fs.Int64Var(&cfg.MaxBody, "max-body", envInt(c, "BOXBROKER_MAX_BODY", 64<<20), "bound on a forwarded request body, bytes (BOXBROKER_MAX_BODY)")
-	fs.Int64Var(&cfg.EgressMaxBody, "egress-max-body", envInt(c, "BOXBROKER_EGRESS_MAX_BODY", 256<<20), "bound on a request body sent to an egress secret's host, bytes (BOXBROKER_EGRESS_MAX_BODY)")
-	fs.DurationVar(&cfg.AuditRetention, "audit-retention", envDuration(c, "BOXBROKER_AUDIT_RETENTION", 30*24*time.Hour), "how long audit log entries are kept (BOXBROKER_AUDIT_RETENTION)")
+	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", envDuration("BOXBROKER_SHUTDOWN_GRACE", 30*time.Second), "how long in-flight streams may finish on SIGINT/SIGTERM (BOXBROKER_SHUTDOWN_GRACE)")
+	fs.DurationVar(&cfg.UpstreamHeaderTimeout, "upstream-timeout", envDuration("BOXBROKER_UPSTREAM_TIMEOUT", 10*time.Minute), "bound on the wait for an upstream's answer headers (BOXBROKER_UPSTREAM_TIMEOUT)")
+	fs.DurationVar(&cfg.ReadTimeout, "read-timeout", envDuration("BOXBROKER_READ_TIMEOUT", 10*time.Minute), "bound on reading a request, its body included; never on an answer's stream (BOXBROKER_READ_TIMEOUT)")
+	fs.DurationVar(&cfg.DecideTimeout, "decide-timeout", envDuration("BOXBROKER_DECIDE_TIMEOUT", 30*time.Second), "bound on answering one decide request, every question included (BOXBROKER_DECIDE_TIMEOUT)")
+	fs.Int64Var(&cfg.MaxBody, "max-body", envInt("BOXBROKER_MAX_BODY", 64<<20), "bound on a forwarded request body, bytes (BOXBROKER_MAX_BODY)")
+	fs.Int64Var(&cfg.EgressMaxBody, "egress-max-body", envInt("BOXBROKER_EGRESS_MAX_BODY", 256<<20), "bound on a request body sent to an egress secret's host, bytes (BOXBROKER_EGRESS_MAX_BODY)")
+	fs.DurationVar(&cfg.AuditRetention, "audit-retention", envDuration("BOXBROKER_AUDIT_RETENTION", 30*24*time.Hour), "how long audit log entries are kept (BOXBROKER_AUDIT_RETENTION)")
 	fs.StringVar(&cfg.LogLevel, "log-level", c.envOr("BOXBROKER_LOG_LEVEL", "info"), "debug, info, warn or error (BOXBROKER_LOG_LEVEL)")
-	fs.Float64Var(&cfg.BoxRate, "box-rate", envFloat(c, "BOXBROKER_BOX_RATE", 0), "requests per second one box may make; 0 for no bound (BOXBROKER_BOX_RATE)")
-	fs.IntVar(&cfg.BoxBurst, "box-burst", int(envInt(c, "BOXBROKER_BOX_BURST", 0)), "requests above --box-rate a box may make at once; 0 for the rate (BOXBROKER_BOX_BURST)")
-	fs.IntVar(&cfg.BoxConcurrent, "box-concurrent", int(envInt(c, "BOXBROKER_BOX_CONCURRENT", 256)), "requests one box may have in flight, streams included; -1 for no bound (BOXBROKER_BOX_CONCURRENT)")
+	fs.Float64Var(&cfg.BoxRate, "box-rate", envFloat("BOXBROKER_BOX_RATE", 0), "requests per second one box may make; 0 for no bound (BOXBROKER_BOX_RATE)")
+	fs.IntVar(&cfg.BoxBurst, "box-burst", int(envInt("BOXBROKER_BOX_BURST", 0)), "requests above --box-rate a box may make at once; 0 for the rate (BOXBROKER_BOX_BURST)")
+	fs.IntVar(&cfg.BoxConcurrent, "box-concurrent", int(envInt("BOXBROKER_BOX_CONCURRENT", 256)), "requests one box may have in flight, streams included; -1 for no bound (BOXBROKER_BOX_CONCURRENT)")
 	fs.StringVar(&cfg.Prices, "prices", c.getenv("BOXBROKER_PRICES"), "JSON price file over the default price table, in dollars per million tokens (BOXBROKER_PRICES)")
-	fs.Int64Var(&cfg.ReserveMaxTokens, "reserve-max-tokens", envInt(c, "BOXBROKER_RESERVE_MAX_TOKENS", 64000), "output tokens reserved against a budget for a Messages call whose body is too large to read (BOXBROKER_RESERVE_MAX_TOKENS)")
+	fs.Int64Var(&cfg.ReserveMaxTokens, "reserve-max-tokens", envInt("BOXBROKER_RESERVE_MAX_TOKENS", 64000), "output tokens reserved against a budget for a Messages call whose body is too large to read (BOXBROKER_RESERVE_MAX_TOKENS)")
 	fs.StringVar(&cfg.TLSCert, "tls-cert", c.getenv("BOXBROKER_TLS_CERT"), "PEM certificate to serve TLS with (BOXBROKER_TLS_CERT)")
 	fs.StringVar(&cfg.TLSKey, "tls-key", c.getenv("BOXBROKER_TLS_KEY"), "PEM private key for --tls-cert (BOXBROKER_TLS_KEY)")
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	// A malformed BOXBROKER_* value is an error naming the variable, never
+	// quietly the default; a flag given overrides its variable.
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	env.oneOf("BOXBROKER_FEEDBACK", "keep or off", server.FeedbackKeep, server.FeedbackOff)
+	env.oneOf("BOXBROKER_LOG_LEVEL", "debug, info, warn or error", "debug", "info", "warn", "error")
+	env.hostPort("BOXBROKER_LISTEN", false)
+	env.hostPort("BOXBROKER_ADMIN_LISTEN", true)
+	if err := env.err(set); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -66,16 +83,33 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	if cfg.TLSCert != "" {
 		scheme = "https"
 	}
-	fmt.Fprintf(c.stdout, "boxbroker %s listening on %s://%s\n", srv.Config.Broker, scheme, ln.Addr())
 	var admin net.Listener
 	if srv.Config.AdminEnabled() {
 		if admin, err = net.Listen("tcp", srv.Config.AdminListen); err != nil {
 			ln.Close()
-			return fmt.Errorf("listen for the admin API: %w", err)
+			return fmt.Errorf("listen for the admin API on %s (--admin-listen, BOXBROKER_ADMIN_LISTEN; off for none): %w", srv.Config.AdminListen, err)
 		}
-		fmt.Fprintf(c.stdout, "admin API, metrics and owner's page on %s://%s\n", scheme, admin.Addr())
 	}
-	fmt.Fprintf(c.stdout, "data: %s\n", server.StoreWhere(&srv.Config))
+	sc := &srv.Config
+	fmt.Fprintf(c.stdout, "boxbroker %s listening on %s://%s\n", sc.Broker, scheme, ln.Addr())
+	if admin != nil {
+		fmt.Fprintf(c.stdout, "admin API, metrics and owner's page on %s://%s\n", scheme, admin.Addr())
+	} else {
+		fmt.Fprintln(c.stdout, "admin API: off")
+	}
+	fmt.Fprintf(c.stdout, "broker word: %s\n", sc.Broker)
+	fmt.Fprintf(c.stdout, "anthropic upstream: %s\n", sc.AnthropicURL.Redacted())
+	if sc.FountainURL != nil {
+		fmt.Fprintf(c.stdout, "fountain upstream: %s\n", sc.FountainURL.Redacted())
+	} else {
+		fmt.Fprintln(c.stdout, "fountain upstream: none (no /fountain)")
+	}
+	if sc.Store == "" {
+		fmt.Fprintf(c.stdout, "store: SQLite, %s\n", server.StoreWhere(sc))
+	} else {
+		fmt.Fprintf(c.stdout, "store: PostgreSQL, %s\n", server.StoreWhere(sc))
+	}
+	fmt.Fprintf(c.stdout, "data: %s\n", sc.DataDir)
 	return srv.Serve(ctx, ln, admin)
 }
 
@@ -87,29 +121,98 @@ func parseURL(name, s string) (*url.URL, error) {
 	return u, nil
 }
 
-func envDuration(c *cli, key string, def time.Duration) time.Duration {
-	if v := c.getenv(key); v != "" {
-		if d, err := time.ParseDuration(v); err == nil {
-			return d
-		}
-	}
-	return def
+// envReader reads serve's numeric BOXBROKER_* variables, keeping every
+// malformed one to report instead of falling back to the default.
+type envReader struct {
+	c   *cli
+	bad map[string]string // flag name → what is wrong with its variable
 }
 
-func envFloat(c *cli, key string, def float64) float64 {
-	if v := c.getenv(key); v != "" {
-		if n, err := strconv.ParseFloat(v, 64); err == nil {
-			return n
-		}
-	}
-	return def
+// flagOf is the flag a variable defaults: BOXBROKER_BOX_RATE → box-rate.
+func flagOf(key string) string {
+	return strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(key, "BOXBROKER_")), "_", "-")
 }
 
-func envInt(c *cli, key string, def int64) int64 {
-	if v := c.getenv(key); v != "" {
-		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-			return n
+func (e *envReader) note(key, v, want string) {
+	if e.bad == nil {
+		e.bad = map[string]string{}
+	}
+	e.bad[flagOf(key)] = fmt.Sprintf("%s=%q is not %s", key, v, want)
+}
+
+func (e *envReader) duration(key string, def time.Duration) time.Duration {
+	v := e.c.getenv(key)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		e.note(key, v, "a duration such as 30s, 10m or 720h")
+		return def
+	}
+	return d
+}
+
+func (e *envReader) float(key string, def float64) float64 {
+	v := e.c.getenv(key)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		e.note(key, v, "a number such as 5 or 0.5")
+		return def
+	}
+	return n
+}
+
+func (e *envReader) int(key string, def int64) int64 {
+	v := e.c.getenv(key)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		e.note(key, v, "a whole number such as 256")
+		return def
+	}
+	return n
+}
+
+// oneOf notes key when it is set to none of allowed.
+func (e *envReader) oneOf(key, want string, allowed ...string) {
+	if v := e.c.getenv(key); v != "" && !slices.Contains(allowed, v) {
+		e.note(key, v, want)
+	}
+}
+
+// hostPort notes key when it is set to no host:port (nor "off", where
+// that is allowed).
+func (e *envReader) hostPort(key string, offAllowed bool) {
+	v := e.c.getenv(key)
+	if v == "" || (offAllowed && v == "off") {
+		return
+	}
+	if _, _, err := net.SplitHostPort(v); err != nil {
+		want := "a host:port such as 127.0.0.1:8787"
+		if offAllowed {
+			want = "a host:port such as 127.0.0.1:8788, or off"
+		}
+		e.note(key, v, want)
+	}
+}
+
+// err reports every malformed variable whose flag was not given.
+func (e *envReader) err(given map[string]bool) error {
+	var p []string
+	for name, msg := range e.bad {
+		if !given[name] {
+			p = append(p, msg)
 		}
 	}
-	return def
+	if len(p) == 0 {
+		return nil
+	}
+	sort.Strings(p)
+	return fmt.Errorf("configuration: %s; serve does not start with a malformed value", strings.Join(p, "; "))
 }

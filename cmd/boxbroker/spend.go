@@ -38,7 +38,7 @@ func runSpend(ctx context.Context, c *cli, args []string) error {
 	if *adminURL != "" {
 		return runSpendRemote(ctx, c, *adminURL, box, *month)
 	}
-	st, err := openStore(ctx, &cfg)
+	st, err := openExisting(ctx, &cfg)
 	if err != nil {
 		return err
 	}
@@ -73,7 +73,7 @@ func printSpend(c *cli, rep *spend.Report) {
 	for _, l := range rep.Lines {
 		who := "(none)"
 		if l.Principal != nil {
-			who = *l.Principal
+			who = safe(*l.Principal) // as the box reported it
 		}
 		var usd float64
 		var runs int64
@@ -99,7 +99,7 @@ func printSpend(c *cli, rep *spend.Report) {
 		fmt.Fprintf(c.stdout, "\nREPORTED is the spend the box's last report (%s) carried; a difference over a cent or 5%% is flagged.\n",
 			rep.ReportedAt.UTC().Format(time.RFC3339))
 	case rep.ReportedMonth != "":
-		fmt.Fprintf(c.stdout, "\nThe box's last report (%s) carried its spend for %s, not %s.\n", rep.ReportedAt.UTC().Format(time.RFC3339), rep.ReportedMonth, rep.Month)
+		fmt.Fprintf(c.stdout, "\nThe box's last report (%s) carried its spend for %s, not %s.\n", rep.ReportedAt.UTC().Format(time.RFC3339), safe(rep.ReportedMonth), rep.Month)
 	default:
 		fmt.Fprintln(c.stdout, "\nThe box's last report carried no spend.")
 	}
@@ -113,11 +113,11 @@ func printSpend(c *cli, rep *spend.Report) {
 	tw = tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PAYER\tPRINCIPAL\tMODEL\tCALLS\tINPUT\tOUTPUT\tCACHE-WRITE\tCACHE-READ\tCOST\tUNPRICED\tUNMEASURED")
 	for _, u := range rep.Usage {
-		who := u.Principal
+		who := safe(u.Principal)
 		if who == "" {
 			who = "-"
 		}
-		model := u.Model
+		model := safe(u.Model) // as the box's request named it
 		if model == "" {
 			model = "(unknown)"
 		}

@@ -23,7 +23,10 @@ func runVisitor(ctx context.Context, c *cli, args []string) error {
 	sub, args := args[0], args[1:]
 	var cfg server.Config
 	fs := c.flags("visitor "+sub, &cfg)
-	yes := fs.Bool("yes", false, "remove without asking")
+	yes := new(bool)
+	if sub == "remove" {
+		yes = fs.Bool("yes", false, "remove without asking")
+	}
 	adminURL := c.adminURLFlag(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -36,8 +39,12 @@ func runVisitor(ctx context.Context, c *cli, args []string) error {
 			return fmt.Errorf("%w: visitor %s takes one PRINCIPAL, such as github:<login>; the credential is read from stdin, never from arguments", errUsage, sub)
 		}
 		principal = pos[0]
-		if !protocol.IsPrincipal(principal) {
-			return fmt.Errorf("%w: %q is not a principal (1 to 200 characters, no white space, such as github:<login>)", errUsage, principal)
+		if sub == "set" {
+			if err := checkPrincipal(principal); err != nil {
+				return err
+			}
+		} else if !protocol.IsPrincipal(principal) {
+			return fmt.Errorf("%w: %q is not a principal (1 to 200 characters, no white space, such as github:<login>)", errUsage, safe(principal))
 		}
 	case "list":
 		if len(pos) != 0 {
@@ -66,7 +73,7 @@ func runVisitor(ctx context.Context, c *cli, args []string) error {
 		}
 		fmt.Fprintf(c.stdout, "removed %s's credential\n", principal)
 	case "list":
-		st, err := openStore(ctx, &cfg)
+		st, err := openExisting(ctx, &cfg)
 		if err != nil {
 			return err
 		}
@@ -79,7 +86,7 @@ func runVisitor(ctx context.Context, c *cli, args []string) error {
 		fmt.Fprintln(tw, "VISITOR\tUPDATED")
 		for _, cr := range creds {
 			if p, ok := strings.CutPrefix(cr.ID, payer.VisitorPrefix); ok {
-				fmt.Fprintf(tw, "%s\t%s\n", p, cr.UpdatedAt.UTC().Format(time.RFC3339))
+				fmt.Fprintf(tw, "%s\t%s\n", safe(p), cr.UpdatedAt.UTC().Format(time.RFC3339))
 			}
 		}
 		return tw.Flush()

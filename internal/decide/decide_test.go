@@ -795,9 +795,12 @@ func timeDecide(tb testing.TB, b *brokertest.Broker, token string, n, rounds int
 	return time.Since(start) / time.Duration(rounds)
 }
 
-// TestDecide_EightQuestionsTakeAboutOne measures and logs, without
-// asserting a time: 8 questions against a 50 ms upstream, against one
-// question on the same broker in the same run.
+// TestDecide_EightQuestionsTakeAboutOne: 8 questions against a 50 ms
+// upstream are asked at once, so they take far less than 8 questions
+// asked one after another (8 × one question, measured on the same broker
+// in the same run). The bound, half of sequential, holds on a loaded
+// machine, where sequential asking would sit near 1; the measured ratio
+// is logged.
 func TestDecide_EightQuestionsTakeAboutOne(t *testing.T) {
 	if testing.Short() {
 		t.Skip("measures latency")
@@ -808,7 +811,11 @@ func TestDecide_EightQuestionsTakeAboutOne(t *testing.T) {
 	b.Report(token, brokertest.Entry("inference", "decide"))
 	one := timeDecide(t, b, token, 1, 5)
 	eight := timeDecide(t, b, token, 8, 5)
-	t.Logf("1 question: %v; 8 questions: %v; 8 questions / (8 × 1 question) = %.2f", one, eight, float64(eight)/float64(8*one))
+	ratio := float64(eight) / float64(8*one)
+	t.Logf("1 question: %v; 8 questions: %v; 8 questions / (8 × 1 question) = %.2f", one, eight, ratio)
+	if ratio > 0.5 {
+		t.Errorf("8 questions took %v, %.2f of asking them one after another (8 × %v); want at most 0.5: they are not asked at once", eight, ratio, one)
+	}
 }
 
 // BenchmarkDecide8Questions times a request with 8 questions against an

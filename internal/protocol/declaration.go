@@ -166,6 +166,9 @@ func ParseDeclarationReport(body []byte, broker string) (*Declaration, error) {
 				if n := jsLen(w); n < 1 || n > MaxScopeWordLen {
 					return nil, badReport("The scope of %s holds a word of %d characters; a word has 1 to %d.", name, n, MaxScopeWordLen)
 				}
+				if strings.ContainsFunc(w, isC0) {
+					return nil, badReport("The scope of %s holds a word with a control character (U+0000 to U+001F); a scope word has none.", name)
+				}
 				words = append(words, w)
 			}
 		}
@@ -366,3 +369,7 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// isC0 reports whether r is a C0 control character, which the protocol's
+// schema allows in no scope word.
+func isC0(r rune) bool { return r < 0x20 }

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// safe returns s with every control character (C0, DEL and C1, as
+// unicode.IsControl has them) and every invalid UTF-8 byte written as a
+// Go escape (\x1b, \u009b), so that text a box sent (scope words,
+// principals, routes, messages) cannot move the operator's cursor, ring
+// the bell or retitle the terminal when the CLI prints it.
+func safe(s string) string {
+	clean := true
+	for _, r := range s {
+		if r == utf8.RuneError || unicode.IsControl(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r < 0x80 && unicode.IsControl(r):
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case unicode.IsControl(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// jsonSafe writes JSON to w with DEL and the C1 control characters,
+// which encoding/json passes through raw, escaped as \u007f..\u009f: the
+// JSON is the same, and a terminal shown it is not driven by it.
+type jsonSafe struct{ w io.Writer }
+
+func (j jsonSafe) Write(p []byte) (int, error) {
+	s := string(p)
+	if !strings.ContainsFunc(s, func(r rune) bool { return r >= 0x7f && r <= 0x9f }) {
+		return j.w.Write(p)
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if r >= 0x7f && r <= 0x9f {
+			fmt.Fprintf(&b, `\u%04x`, r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	if _, err := io.WriteString(j.w, b.String()); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// didYouMean suggests the closest of names to s, when one is close.
+func didYouMean(s string, names []string) string {
+	names = slices.Sorted(slices.Values(names))
+	best, dist := "", 3
+	for _, n := range names {
+		if d := editDistance(s, n); d < dist {
+			best, dist = n, d
+		}
+	}
+	if best == "" {
+		for _, n := range names {
+			if len(s) >= 2 && strings.HasPrefix(n, s) {
+				return fmt.Sprintf("; did you mean %q?", n)
+			}
+		}
+		return ""
+	}
+	return fmt.Sprintf("; did you mean %q?", best)
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
