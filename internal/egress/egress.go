@@ -364,6 +364,9 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 		return nil
 	}
 	r := proxy.NewFormRedactor(resp.Body, f.forms)
+	if proxy.IsEventStream(resp.Header) {
+		r.PassEvents() // each event as it ends, not when the next comes
+	}
 	resp.Body = &answer{ReadCloser: r, redactor: r, resp: resp, f: f, log: c.log}
 	// The body's length changes wherever the value is replaced: stream it.
 	resp.Header.Del("Content-Length")

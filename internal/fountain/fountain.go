@@ -332,6 +332,9 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 	}
 	a := &answer{resp: resp, cl: cl, log: c.cfg.Logger}
 	a.redactor = proxy.NewRedactor(resp.Body, cl.key, []byte(KeyMarker))
+	if proxy.IsEventStream(resp.Header) {
+		a.redactor.PassEvents() // each event as it ends, not when the next comes
+	}
 	resp.Body = a
 	// The body's length changes wherever the key is replaced: stream it.
 	resp.Header.Del("Content-Length")

@@ -76,6 +76,7 @@ type Redactor struct {
 	off     int    // out[:off] has been returned
 	err     error  // src's error, returned once out is drained
 	n       int    // occurrences replaced
+	events  bool   // pass on each whole event of a stream at once (PassEvents)
 }
 
 // NewRedactor returns a Redactor reading src and replacing every old with
@@ -143,6 +144,43 @@ func (r *Redactor) nextStart(data []byte, i, cut int) int {
 	return best
 }
 
+// PassEvents makes the Redactor pass on every whole event of a
+// text/event-stream at once: what it has read up to the end of the last
+// blank line it has read is not held back, and only what follows that is
+// held as usual. An occurrence of a form can still not be split by it,
+// since no form holds a line break (PassEvents does nothing when one
+// does), and where the cut falls still depends only on the stream's own
+// framing and byte count, never on what a form holds. Without it, a
+// stream's last event waits for the next one whenever it is shorter than
+// the window.
+func (r *Redactor) PassEvents() {
+	for _, f := range r.forms {
+		if bytes.ContainsAny(f.Old, "\r\n") {
+			return
+		}
+	}
+	r.events = true
+}
+
+// IsEventStream reports whether h is the header of a text/event-stream
+// answer.
+func IsEventStream(h http.Header) bool {
+	ct, _, _ := strings.Cut(h.Get("Content-Type"), ";")
+	return strings.EqualFold(strings.TrimSpace(ct), "text/event-stream")
+}
+
+// eventsEnd returns how many bytes of b end with its last blank line
+// ("\n\n", "\r\r" or "\r\n\r\n"), 0 for none.
+func eventsEnd(b []byte) int {
+	end := 0
+	for _, sep := range [...]string{"\n\n", "\r\r", "\r\n\r\n"} {
+		if i := bytes.LastIndex(b, []byte(sep)); i >= 0 {
+			end = max(end, i+len(sep))
+		}
+	}
+	return end
+}
+
 // Window is how many bytes of what it has read the Redactor always holds
 // back until its source yields more or ends.
 func (r *Redactor) Window() int { return r.window }
@@ -194,6 +232,9 @@ func (r *Redactor) pass(final bool) {
 	cut := len(data)
 	if !final {
 		cut -= r.window
+		if r.events {
+			cut = max(cut, eventsEnd(data))
+		}
 	}
 	for k := range r.next {
 		r.next[k] = -2

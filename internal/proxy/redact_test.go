@@ -476,3 +476,50 @@ func ascii(b []byte) bool {
 	}
 	return true
 }
+
+// TestRedactor_PassEventsPassesEachWholeEvent: an event stream's event,
+// shorter than the window, reaches the reader as it ends, not when the
+// next one comes; the value inside an event is still replaced; and the
+// cut falls at the same place whether or not the held tail is the start
+// of the value, so it tells the reader nothing of the value.
+func TestRedactor_PassEventsPassesEachWholeEvent(t *testing.T) {
+	value := []byte("sk_live_0123456789abcdefghij")
+	for _, tail := range []string{"sk_live_01", "zz_zzzz_zz"} {
+		pr, pw := io.Pipe()
+		r := NewFormRedactor(pr, []Form{{Old: value, New: []byte("bbx_TOKEN"), Escaped: true}})
+		r.PassEvents()
+		go func() {
+			_, _ = pw.Write([]byte("data: {\"key\":\"" + string(value) + "\"}\n\ndata: " + tail))
+		}()
+		buf := make([]byte, 4096)
+		n, err := r.Read(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := string(buf[:n]), "data: {\"key\":\"bbx_TOKEN\"}\n\n"; got != want {
+			t.Errorf("tail %q: first read = %q, want the whole first event, replaced: %q", tail, got, want)
+		}
+		_ = pw.Close()
+		rest, _ := io.ReadAll(r)
+		if string(rest) != "data: "+tail {
+			t.Errorf("tail %q: the rest = %q", tail, rest)
+		}
+	}
+}
+
+// TestRedactor_PassEventsKeepsAValueWithALineBreakWhole: a form that
+// holds a line break could be split at an event's end, so PassEvents
+// leaves such a Redactor holding back its window as before.
+func TestRedactor_PassEventsKeepsAValueWithALineBreakWhole(t *testing.T) {
+	value := []byte("line one\n\nline two")
+	src := io.NopCloser(iotest.OneByteReader(strings.NewReader("x " + string(value) + " y")))
+	r := NewRedactor(src, value, []byte("[gone]"))
+	r.PassEvents()
+	got, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != "x [gone] y" {
+		t.Errorf("read %q, want the value replaced whole", got)
+	}
+}
