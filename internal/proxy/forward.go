@@ -148,7 +148,7 @@ func (w *answerWriter) Unwrap() http.ResponseWriter { return w.rw }
 // A stream holds one for as long as it is open, so it is small; larger
 // answers take more reads through it, each flushed only when the answer
 // is streamed.
-const CopyBufferSize = 8 << 10
+const CopyBufferSize = 4 << 10
 
 // bufferPool is a httputil.BufferPool of CopyBufferSize buffers.
 type bufferPool struct{ p sync.Pool }
