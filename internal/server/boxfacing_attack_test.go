@@ -49,24 +49,32 @@ func rawExchange(t *testing.T, b *brokertest.Broker, raw string, answers int) []
 // two HTTP readers could read differently is refused by the box-facing
 // server before any handler runs, and nothing reaches the upstream; the
 // bytes that would have been a second, smuggled request are never served.
+// Where RFC 9112 has one reading (Transfer-Encoding overrides
+// Content-Length; an obsolete line fold is a space), the body is read so,
+// and what follows it is a request of its own, judged by its own token:
+// the smuggled request, which carries none, is refused, and the upstream
+// receives the first request alone, with an empty body.
 func TestBoxFacing_SmugglingVariantsAreRefused(t *testing.T) {
 	b := brokertest.New(t, brokertest.Options{})
 	token := b.AddBox("a")
 	b.SetCredential("anthropic", attackKey)
 	b.Report(token, brokertest.Entry("inference", "agent"))
-	smuggled := "GET /llm/anthropic/v1/models HTTP/1.1\r\nHost: x\r\nX-Api-Key: " + token + "\r\n\r\n"
+	smuggled := "GET /llm/anthropic/v1/models HTTP/1.1\r\nHost: x\r\n\r\n"
 	body := "0\r\n\r\n" + smuggled
 	head := "POST /llm/anthropic/v1/messages HTTP/1.1\r\nHost: broker\r\nX-Api-Key: " + token + "\r\nContent-Type: application/json\r\n"
-	tests := []struct{ name, framing string }{
-		{"Content-Length and Transfer-Encoding", "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n"},
-		{"two Content-Lengths", "Content-Length: 5\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n"},
-		{"a Content-Length list", "Content-Length: 5, " + strconv.Itoa(len(body)) + "\r\n"},
-		{"chunked, then identity", "Transfer-Encoding: chunked, identity\r\n"},
-		{"identity, then chunked", "Transfer-Encoding: identity\r\nTransfer-Encoding: chunked\r\n"},
-		{"chunked in other letters", "Transfer-Encoding: xchunked\r\n"},
-		{"a folded Transfer-Encoding", "Transfer-Encoding:\r\n chunked\r\n"},
-		{"a space before the colon", "Transfer-Encoding : chunked\r\n"},
-		{"a negative length", "Content-Length: -1\r\n"},
+	tests := []struct {
+		name, framing string
+		refused       bool // else read as chunked
+	}{
+		{"two Content-Lengths", "Content-Length: 5\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n", true},
+		{"a Content-Length list", "Content-Length: 5, " + strconv.Itoa(len(body)) + "\r\n", true},
+		{"chunked, then identity", "Transfer-Encoding: chunked, identity\r\n", true},
+		{"identity, then chunked", "Transfer-Encoding: identity\r\nTransfer-Encoding: chunked\r\n", true},
+		{"chunked in other letters", "Transfer-Encoding: xchunked\r\n", true},
+		{"a space before the colon", "Transfer-Encoding : chunked\r\n", true},
+		{"a negative length", "Content-Length: -1\r\n", true},
+		{"Content-Length and Transfer-Encoding", "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n", false},
+		{"a folded Transfer-Encoding", "Transfer-Encoding:\r\n chunked\r\n", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -75,14 +83,24 @@ func TestBoxFacing_SmugglingVariantsAreRefused(t *testing.T) {
 			if len(answers) == 0 {
 				t.Fatal("no answer")
 			}
-			if answers[0].StatusCode != http.StatusBadRequest && answers[0].StatusCode != http.StatusNotImplemented {
-				t.Errorf("first answer %d, want 400 (or 501 for an unknown coding)", answers[0].StatusCode)
+			seen := b.Upstream.Seen()[before:]
+			if tt.refused {
+				if answers[0].StatusCode != http.StatusBadRequest && answers[0].StatusCode != http.StatusNotImplemented {
+					t.Errorf("first answer %d, want 400 (or 501 for an unknown coding)", answers[0].StatusCode)
+				}
+				if len(answers) > 1 {
+					t.Errorf("%d answers: the smuggled request was served (%d)", len(answers), answers[1].StatusCode)
+				}
+				if len(seen) != 0 {
+					t.Errorf("the upstream received %d requests, want none", len(seen))
+				}
+				return
 			}
-			if len(answers) > 1 {
-				t.Errorf("%d answers: the smuggled request was served (%d)", len(answers), answers[1].StatusCode)
+			if len(answers) != 2 || answers[1].StatusCode != http.StatusForbidden {
+				t.Errorf("%d answers, want the first served and the second, which carries no token, refused (403)", len(answers))
 			}
-			if n := len(b.Upstream.Seen()) - before; n != 0 {
-				t.Errorf("the upstream received %d requests, want none", n)
+			if len(seen) != 1 || len(seen[0].Body) != 0 {
+				t.Errorf("the upstream received %d requests, want the first alone, with an empty body", len(seen))
 			}
 		})
 	}
@@ -92,8 +110,9 @@ func TestBoxFacing_SmugglingVariantsAreRefused(t *testing.T) {
 // and one with no token, pipelined on one connection, are each judged by
 // their own token and answered in order: box b's report does not allow
 // agent, so its call is refused between two calls of box a that are
-// served, and the upstream receives exactly a's two calls, each with the
-// credential and no token.
+// served, the call with no token is refused (and the connection closed,
+// its body unread), and the upstream receives exactly a's two calls,
+// each with the credential and no token.
 func TestBoxFacing_PipelinedBoxesAreEachTheirOwn(t *testing.T) {
 	b := brokertest.New(t, brokertest.Options{})
 	a, other := b.AddBox("a"), b.AddBox("b")
@@ -108,8 +127,8 @@ func TestBoxFacing_PipelinedBoxesAreEachTheirOwn(t *testing.T) {
 		}
 		return h + "\r\n" + body
 	}
-	answers := rawExchange(t, b, call(a)+call(other)+call("")+call(a), 4)
-	want := []int{200, 403, 403, 200}
+	answers := rawExchange(t, b, call(a)+call(other)+call(a)+call(""), 4)
+	want := []int{200, 403, 200, 403}
 	if len(answers) != len(want) {
 		t.Fatalf("%d answers, want %d", len(answers), len(want))
 	}
