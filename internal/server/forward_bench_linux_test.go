@@ -3,6 +3,8 @@ package server_test
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"net"
@@ -28,6 +30,19 @@ import (
 func BenchmarkServe_SmallCall(b *testing.B) {
 	plain, _, _ := standInUpstream(b)
 	addr, token := startBroker(b, plain, nil)
+	smallCalls(b, addr, token)
+}
+
+// BenchmarkServe_SmallCallHTTP2 is BenchmarkServe_SmallCall with the
+// stand-in upstream reached as the Anthropic API is, over TLS and HTTP/2,
+// through the transport serve makes (trusting the stand-in's certificate).
+func BenchmarkServe_SmallCallHTTP2(b *testing.B) {
+	_, secure, cert := standInUpstream(b)
+	tr := proxy.NewTransport(proxy.TransportOptions{})
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	tr.TLSClientConfig = &tls.Config{RootCAs: pool}
+	addr, token := startBroker(b, secure, tr)
 	smallCalls(b, addr, token)
 }
 
