@@ -111,11 +111,11 @@ func unescapeLoose(s string) string {
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		switch {
-		case s[i] == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]):
-			b.WriteByte(byte(unhex(s[i+1])<<4 | unhex(s[i+2])))
+		case s[i] == '%' && i+2 < len(s) && proxy.HexByte(s[i+1], s[i+2]) >= 0:
+			b.WriteByte(byte(proxy.HexByte(s[i+1], s[i+2])))
 			i += 2
-		case s[i] == '\\' && i+5 < len(s) && s[i+1] == 'u' && s[i+2] == '0' && s[i+3] == '0' && isHex(s[i+4]) && isHex(s[i+5]):
-			b.WriteByte(byte(unhex(s[i+4])<<4 | unhex(s[i+5])))
+		case s[i] == '\\' && i+5 < len(s) && s[i+1] == 'u' && s[i+2] == '0' && s[i+3] == '0' && proxy.HexByte(s[i+4], s[i+5]) >= 0:
+			b.WriteByte(byte(proxy.HexByte(s[i+4], s[i+5])))
 			i += 5
 		case s[i] == '\\' && i+1 < len(s) && s[i+1] == '/':
 			b.WriteByte('/')
@@ -125,16 +125,6 @@ func unescapeLoose(s string) string {
 		}
 	}
 	return b.String()
-}
-
-func unhex(c byte) int {
-	switch {
-	case '0' <= c && c <= '9':
-		return int(c - '0')
-	case 'a' <= c && c <= 'f':
-		return int(c - 'a' + 10)
-	}
-	return int(c - 'A' + 10)
 }
 
 // failed is a body whose reading failed: it yields that error again.

@@ -316,14 +316,14 @@ func escapedAt(b []byte, c byte) [4]int {
 	case c == ' ' && b[0] == '+':
 		w[0] = 1
 	}
-	if len(b) >= 3 && b[0] == '%' && hexByte(b[1], b[2]) == int(c) {
+	if len(b) >= 3 && b[0] == '%' && HexByte(b[1], b[2]) == int(c) {
 		w[1] = 3
 	}
 	if len(b) >= 2 && b[0] == '\\' {
 		if c == '/' && b[1] == '/' {
 			w[2] = 2
 		}
-		if len(b) >= 6 && b[1] == 'u' && hexByte(b[2], b[3]) == 0 && hexByte(b[4], b[5]) == int(c) {
+		if len(b) >= 6 && b[1] == 'u' && HexByte(b[2], b[3]) == 0 && HexByte(b[4], b[5]) == int(c) {
 			w[3] = 6
 		}
 	}
@@ -331,7 +331,7 @@ func escapedAt(b []byte, c byte) [4]int {
 }
 
 // hexByte returns the byte two hex digits spell, either case, or -1.
-func hexByte(hi, lo byte) int {
+func HexByte(hi, lo byte) int {
 	h, l := unhex(hi), unhex(lo)
 	if h < 0 || l < 0 {
 		return -1

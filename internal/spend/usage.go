@@ -144,22 +144,7 @@ func readAnswer(doc []byte) (model string, u usageFields, ok bool) {
 	case !top.IsObject():
 		return "", u, false
 	}
-	top.ForEach(func(k, v gjson.Result) bool {
-		switch name := jsonfield.Name(k); name {
-		case "model":
-			ok = jsonfield.String(v, &model)
-		case "usage":
-			ok = readUsage(v, &u)
-		default:
-			switch folded(name, "model", "usage") {
-			case "model":
-				ok = checkString(v)
-			case "usage":
-				ok = readUsage(v, new(usageFields))
-			}
-		}
-		return ok
-	})
+	ok = readModelUsage(top, &model, &u)
 	if !ok || !u.set {
 		return "", usageFields{}, false
 	}
@@ -229,12 +214,20 @@ func readMessage(v gjson.Result, e *eventFields) bool {
 		return ok
 	}
 	e.message = true
+	return readModelUsage(v, &e.model, &e.messageUsage)
+}
+
+// readModelUsage reads the members model and usage of the object v (a
+// JSON answer, or a message_start event's message) into model and u. It
+// reports false where json.Unmarshal would fail.
+func readModelUsage(v gjson.Result, model *string, u *usageFields) bool {
+	ok := true
 	v.ForEach(func(k, v gjson.Result) bool {
 		switch name := jsonfield.Name(k); name {
 		case "model":
-			ok = jsonfield.String(v, &e.model)
+			ok = jsonfield.String(v, model)
 		case "usage":
-			ok = readUsage(v, &e.messageUsage)
+			ok = readUsage(v, u)
 		default:
 			switch folded(name, "model", "usage") {
 			case "model":
