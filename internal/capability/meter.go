@@ -34,4 +34,25 @@ type Estimate struct {
 	// when it is larger than MaxTokens.
 	MaxTokens int64
 	Capped    bool
+	// Unbounded is true when the calls take input that the request does
+	// not hold, so that its size does not bound their input: the API
+	// fetches it (an image or document source by URL or file ID) or makes
+	// it (a server tool's results, an MCP server's). Such a call's input
+	// is bounded only by the model's context window, in each of Rounds
+	// samplings.
+	Unbounded bool
+	// Context1M is true when the request asks for the 1M-token context
+	// window (an anthropic-beta header naming context-1m-...).
+	Context1M bool
+	// Rounds is the most times the API samples the model within one call:
+	// once, and once more for each server tool use (the tools' max_uses).
+	// Zero means once.
+	Rounds int64
+	// Searches is the most web searches one call makes (the web search
+	// tools' max_uses), each priced apart from tokens.
+	Searches int64
+	// Unboundable, when not "", says why nothing in the request bounds
+	// what its calls can cost (a server tool with no max_uses): a payer
+	// held to a budget is refused such a call, with this reason.
+	Unboundable string
 }

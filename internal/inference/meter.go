@@ -1,7 +1,9 @@
 package inference
 
 import (
+	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/tidwall/gjson"
 
@@ -32,9 +34,22 @@ func (c *Capability) MeterBody(r *http.Request) (int64, bool) {
 // names no model, and its output is bounded by the largest of the meter's
 // bound and every such member's value: never under what encoding/json
 // would have read.
-func (c *Capability) Estimate(_ *http.Request, body []byte) capability.Estimate {
-	e := capability.Estimate{Calls: 1}
+//
+// The call is Unbounded when its input is not all in the body: a content
+// block's source (in "messages" or "system", in a tool_result's content,
+// or in a document's content source) whose type is not "base64" or
+// "text" (a "url" or "file" source, which the API fetches), a server tool
+// in "tools" (any tool whose "type" is set and is not "custom" or one of
+// the client tools bash_, text_editor_, computer_, memory_), or an
+// "mcp_servers" member that is not null or empty. Each server tool's
+// max_uses adds to Rounds (and a web search tool's to Searches); a server
+// tool, or an MCP server, with no max_uses makes the call Unboundable. A
+// body that is nil (not read) is Unbounded too. An anthropic-beta header
+// naming context-1m sets Context1M.
+func (c *Capability) Estimate(r *http.Request, body []byte) capability.Estimate {
+	e := capability.Estimate{Calls: 1, Context1M: context1M(r)}
 	if body == nil {
+		e.Unbounded = true
 		return e
 	}
 	f, ok := readRequest(body)
@@ -52,7 +67,27 @@ func (c *Capability) Estimate(_ *http.Request, body []byte) capability.Estimate 
 	case f.maxSet && f.maxTokens >= 0:
 		e.MaxTokens, e.Capped = f.maxTokens, true
 	}
+	e.Unbounded = f.fetches || f.servers > 0
+	if e.Unbounded {
+		e.Rounds = 1 + f.uses
+		e.Searches = f.searches
+	}
+	e.Unboundable = f.unboundable
 	return e
+}
+
+// context1M reports whether r asks for the 1M-token context window: an
+// anthropic-beta header that names context-1m, in any case.
+func context1M(r *http.Request) bool {
+	if r == nil {
+		return false
+	}
+	for _, v := range r.Header.Values("anthropic-beta") {
+		if strings.Contains(strings.ToLower(v), "context-1m") {
+			return true
+		}
+	}
+	return false
 }
 
 // requestFields is what readRequest read of a Messages body.
@@ -67,6 +102,15 @@ type requestFields struct {
 	// or case-insensitively (topSet: any).
 	top    int64
 	topSet bool
+
+	// fetches is true when a content block's source is fetched by the
+	// API (see Estimate).
+	fetches bool
+	// servers counts the server tools and MCP servers; uses sums their
+	// max_uses, searches the web search tools' (both at most maxUses).
+	servers, uses, searches int64
+	// unboundable, when not "", says which server tool sets no max_uses.
+	unboundable string
 }
 
 // readRequest reads a Messages body's top-level model and max_tokens.
@@ -88,6 +132,7 @@ func readRequest(body []byte) (requestFields, bool) {
 	// walk): an invalid body reads as something or nothing, and the API
 	// refuses it unbilled.
 	top := jsonfield.View(body)
+	esc := nameEscape(top.Raw)
 	ok := true
 	switch {
 	case !top.Exists():
@@ -104,6 +149,14 @@ func readRequest(body []byte) (requestFields, bool) {
 		case name == "max_tokens":
 			ok = jsonfield.Int(v, &f.maxTokens, &f.maxSet)
 			f.noteTop(f.maxTokens, f.maxSet)
+		case name == "messages":
+			f.fetches = f.fetches || mayHold(v.Raw, esc) && messagesFetch(v, esc)
+		case name == "system":
+			f.fetches = f.fetches || mayHold(v.Raw, esc) && blocksFetch(v, 0, esc)
+		case name == "tools":
+			f.readTools(v)
+		case name == "mcp_servers":
+			f.readMCP(v)
 		case jsonfield.Fold(name, "model"):
 			var s string
 			f.foldModel = true
@@ -123,5 +176,241 @@ func readRequest(body []byte) (requestFields, bool) {
 func (f *requestFields) noteTop(n int64, set bool) {
 	if set && (!f.topSet || n > f.top) {
 		f.top, f.topSet = n, true
+	}
+}
+
+// maxUses bounds the uses summed from a body's tools, well past what any
+// budget could pay for.
+const maxUses = 1 << 30
+
+// maxDepth bounds how deep content blocks are looked into; a body nested
+// deeper is taken to fetch.
+const maxDepth = 32
+
+// messagesFetch reports whether v, a "messages" value, holds a content
+// block whose source the API fetches. esc is true when the body holds a
+// \u escape with which a name may be written (see nameEscape).
+func messagesFetch(v gjson.Result, esc bool) bool {
+	if !v.IsArray() {
+		return false // the API refuses it
+	}
+	found := false
+	v.ForEach(func(_, m gjson.Result) bool {
+		if m.IsObject() && mayHold(m.Raw, esc) {
+			m.ForEach(func(k, c gjson.Result) bool {
+				if jsonfield.Name(k) == "content" {
+					found = blocksFetch(c, 0, esc)
+				}
+				return !found
+			})
+		}
+		return !found
+	})
+	return found
+}
+
+// blocksFetch reports whether v, a content value (a string or an array of
+// content blocks), holds a block whose source the API fetches: a source
+// whose type is not "base64" or "text", in the blocks or in the content of
+// any of them (a tool_result's, a search result's) or of their sources (a
+// document's "content" source), depth levels down.
+func blocksFetch(v gjson.Result, depth int, esc bool) bool {
+	if !v.IsArray() {
+		return false // a string, or refused by the API
+	}
+	if depth > maxDepth {
+		return true
+	}
+	found := false
+	v.ForEach(func(_, b gjson.Result) bool {
+		if b.IsObject() && mayHold(b.Raw, esc) {
+			b.ForEach(func(k, x gjson.Result) bool {
+				switch jsonfield.Name(k) {
+				case "source":
+					found = sourceFetched(x, depth, esc)
+				case "content":
+					found = blocksFetch(x, depth+1, esc)
+				}
+				return !found
+			})
+		}
+		return !found
+	})
+	return found
+}
+
+// sourceFetched reports whether v, a content block's source, is fetched
+// by the API: any of its "type" members (a decoder may take the first of
+// duplicates or the last) is not "base64" or "text", or it has none, or
+// one is "content" and its content holds a block that is.
+func sourceFetched(v gjson.Result, depth int, esc bool) bool {
+	if !v.IsObject() {
+		return false // the API refuses it
+	}
+	typed, fetched, nested := false, false, false
+	var content []gjson.Result
+	v.ForEach(func(k, x gjson.Result) bool {
+		switch jsonfield.Name(k) {
+		case "type":
+			typed = true
+			// null, or any kind but a string, is no type the API takes
+			// as bounded
+			typ := "?"
+			if x.Type == gjson.String {
+				jsonfield.String(x, &typ)
+			}
+			switch typ {
+			case "base64", "text":
+			case "content":
+				nested = true
+			default:
+				fetched = true
+			}
+		case "content":
+			content = append(content, x)
+		}
+		return !fetched
+	})
+	if fetched || !typed {
+		return true
+	}
+	if nested {
+		for _, c := range content {
+			if blocksFetch(c, depth+1, esc) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// clientTools are the type prefixes of the Anthropic-defined tools that
+// the client runs (bash_20250124, text_editor_20250728, ...): they fetch
+// nothing at the API.
+var clientTools = [...]string{"bash_", "text_editor_", "computer_", "memory_"}
+
+// readTools notes the server tools of v, a "tools" value: every tool
+// whose type is set and is not "custom" or a client tool's.
+func (f *requestFields) readTools(v gjson.Result) {
+	if !v.IsArray() {
+		return // the API refuses it
+	}
+	v.ForEach(func(_, t gjson.Result) bool {
+		if !t.IsObject() {
+			return true
+		}
+		// Of duplicate members, a decoder may take the first or the
+		// last: the tool is a server tool when any of its types is one,
+		// and its uses are the most any max_uses says, none when any is
+		// not a count.
+		var types []string
+		var uses int64
+		usesSet, usesBad := false, false
+		t.ForEach(func(k, x gjson.Result) bool {
+			switch jsonfield.Name(k) {
+			case "type":
+				typ := "?"
+				if x.Type == gjson.Null {
+					typ = ""
+				} else if x.Type == gjson.String {
+					jsonfield.String(x, &typ)
+				}
+				types = append(types, typ)
+			case "max_uses":
+				var n int64
+				var set bool
+				if !jsonfield.Int(x, &n, &set) || !set || n < 0 {
+					usesBad = true
+				} else {
+					uses, usesSet = max(uses, n), true
+				}
+			}
+			return true
+		})
+		typ := ""
+		for _, ty := range types {
+			if serverTool(ty) {
+				typ = ty
+				break
+			}
+		}
+		if typ == "" {
+			return true
+		}
+		f.servers++
+		if !usesSet || usesBad {
+			if f.unboundable == "" {
+				f.unboundable = fmt.Sprintf("its server tool of type %.64q sets no max_uses, so nothing bounds how often the API runs it (with max_uses set on every server tool, the call is bounded)", typ)
+			}
+			return true
+		}
+		f.uses = min(f.uses+min(uses, maxUses), maxUses)
+		for _, ty := range types {
+			if strings.HasPrefix(ty, "web_search_") {
+				f.searches = min(f.searches+min(uses, maxUses), maxUses)
+				break
+			}
+		}
+		return true
+	})
+}
+
+// serverTool reports whether a tool of type typ runs at the API: typ is
+// set, and is not "custom" or a client tool's.
+func serverTool(typ string) bool {
+	if typ == "" || typ == "custom" {
+		return false
+	}
+	for _, p := range clientTools {
+		if strings.HasPrefix(typ, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// readMCP notes v, an "mcp_servers" value: any value but null or an
+// empty array has the API call remote servers, with no bound on how
+// often.
+func (f *requestFields) readMCP(v gjson.Result) {
+	if v.Type == gjson.Null || v.IsArray() && !v.Get("0").Exists() {
+		return
+	}
+	f.servers++
+	if f.unboundable == "" {
+		f.unboundable = "it names MCP servers (mcp_servers), whose tools the API runs with no bound on how often"
+	}
+}
+
+// mayHold reports whether raw, a JSON value, may hold a member named
+// "source": it holds the name written plainly, or esc is true (the body
+// holds an escape with which the name may be written; see nameEscape). A value that may
+// not is passed over unwalked: gjson's ForEach decodes every string it
+// passes, and a conversation's text runs to megabytes.
+func mayHold(raw string, esc bool) bool {
+	return esc || strings.Contains(raw, `"source"`)
+}
+
+// nameEscape reports whether s holds a \u escape of '_' or a lowercase
+// letter (\u0050 to \u007f, hex digits in either case: every character
+// of the member names Estimate looks for). It looks for "u00", whose
+// first byte is rarer than a backslash in JSON text.
+func nameEscape(s string) bool {
+	if len(s) < len(`\u0061`) {
+		return false
+	}
+	for i := 1; ; {
+		j := strings.Index(s[i:], "u00")
+		if j < 0 {
+			return false
+		}
+		i += j
+		if i+3 < len(s) && s[i-1] == '\\' && s[i+3] >= '5' && s[i+3] <= '7' {
+			return true
+		}
+		i += 3
+		if i >= len(s) {
+			return false
+		}
 	}
 }

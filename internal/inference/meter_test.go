@@ -164,6 +164,9 @@ func FuzzEstimate(f *testing.F) {
 		`[]`,
 		"{\"model\":\"a\xffb\"}",
 		`{"max_to\u212Aens":70000,"max_tokens":5}`,
+		`{"model":"m","messages":[{"role":"user","content":[{"type":"image","source":{"type":"url","url":"u"}}]}]}`,
+		`{"model":"m","messages":[{"content":[{"type":"tool_result","content":[{"source":{"type":"base64","type":null}}]}]}]}`,
+		`{"system":[{"source":{"type":"content","content":[{"source":{"type":"file"}}]}}],"tools":[{"type":"web_search_20250305","max_uses":3},{"type":"x"}],"mcp_servers":[{}]}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -195,6 +198,13 @@ func FuzzEstimate(f *testing.F) {
 		if !got.foldMax && (got.maxSet != (want.MaxTokens != nil) || got.maxSet && got.maxTokens != *want.MaxTokens) {
 			t.Errorf("readRequest(%q) max_tokens = %d (read %v), json.Unmarshal %v", body, got.maxTokens, got.maxSet, want.MaxTokens)
 		}
+		// The API-side input: at least what encoding/json reads (the
+		// walk takes every one of duplicate members, not only the last).
+		if u := unboundedJSON(body); u.Unbounded && !e.Unbounded || e.Unbounded && e.Rounds < u.Rounds ||
+			e.Searches < u.Searches || u.Unboundable != "" && e.Unboundable == "" {
+			t.Errorf("Estimate(%q) = %+v, under encoding/json's reading %+v", body, e, u)
+		}
+		e.Unbounded, e.Rounds, e.Searches, e.Unboundable = false, 0, 0, ""
 		if !got.foldModel && !got.foldMax && e != old {
 			t.Errorf("Estimate(%q) = %+v, from encoding/json %+v", body, e, old)
 		}
@@ -202,4 +212,213 @@ func FuzzEstimate(f *testing.F) {
 			t.Errorf("Estimate(%q) = %+v, under encoding/json's %+v", body, e, old)
 		}
 	})
+}
+
+// TestEstimate_Unbounded: a body whose input the API fetches or makes
+// itself — a source by URL or file, a server tool, an MCP server — is
+// Unbounded, wherever the source hides and however its names are
+// written; a server tool's max_uses bounds its rounds (and a web search
+// tool's its searches), and one without max_uses is Unboundable.
+func TestEstimate_Unbounded(t *testing.T) {
+	c := New(Config{})
+	r := httptest.NewRequest("POST", "/llm/anthropic/v1/messages", nil)
+	const head = `{"model":"claude-haiku-4-5","max_tokens":100,`
+	msg := func(content string) string { return head + `"messages":[{"role":"user","content":` + content + `}]}` }
+	tests := []struct {
+		name        string
+		body        string
+		unbounded   bool
+		rounds      int64
+		searches    int64
+		unboundable bool
+	}{
+		{"text", msg(`"Say hello."`), false, 0, 0, false},
+		{"text blocks", msg(`[{"type":"text","text":"\"source\":{\"type\":\"url\"}"}]`), false, 0, 0, false},
+		{"base64 image", msg(`[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}}]`), false, 0, 0, false},
+		{"text document", msg(`[{"type":"document","source":{"type":"text","media_type":"text/plain","data":"hi"}}]`), false, 0, 0, false},
+		{"image by URL", msg(`[{"type":"image","source":{"type":"url","url":"https://example.com/a.png"}}]`), true, 1, 0, false},
+		{"document by URL", msg(`[{"type":"text","text":"read"},{"type":"document","source":{"url":"https://example.com/a.pdf","type":"url"}}]`), true, 1, 0, false},
+		{"file source", msg(`[{"type":"document","source":{"type":"file","file_id":"file_011"}}]`), true, 1, 0, false},
+		{"source without a type", msg(`[{"type":"image","source":{"url":"https://example.com/a.png"}}]`), true, 1, 0, false},
+		{"source type null after base64", msg(`[{"type":"image","source":{"type":"base64","type":null}}]`), true, 1, 0, false},
+		{"either of duplicate types", msg(`[{"type":"image","source":{"type":"url","type":"base64","data":""}}]`), true, 1, 0, false},
+		{"escaped key", msg(`[{"type":"image","sourc\u0065":{"typ\u0065":"\u0075rl","url":"https://example.com/a.png"}}]`), true, 1, 0, false},
+		{"escaped value", msg(`[{"type":"image","source":{"type":"u\u0072l","url":"https://example.com/a.png"}}]`), true, 1, 0, false},
+		{"in a tool_result", msg(`[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"x"},{"type":"image","source":{"type":"url","url":"https://example.com/a.png"}}]}]`), true, 1, 0, false},
+		{"in a document's content source", msg(`[{"type":"document","source":{"type":"content","content":[{"type":"image","source":{"type":"url","url":"https://example.com/a.png"}}]}}]`), true, 1, 0, false},
+		{"bounded content source", msg(`[{"type":"document","source":{"type":"content","content":[{"type":"text","text":"hi"}]}}]`), false, 0, 0, false},
+		{"in a later message", head + `"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"},{"role":"user","content":[{"type":"image","source":{"type":"url","url":"u"}}]}]}`, true, 1, 0, false},
+		{"in system", head + `"system":[{"type":"text","text":"x"},{"type":"image","source":{"type":"url","url":"u"}}],"messages":[]}`, true, 1, 0, false},
+		{"in a tool_use input", msg(`[{"type":"tool_use","id":"t","name":"n","input":{"source":{"type":"url"}}}]`), false, 0, 0, false},
+		{"nested names at the top are not read", `{"source":{"type":"url"},"model":"m"}`, false, 0, 0, false},
+		{"client tool", msg(`"hi"`)[:len(msg(`"hi"`))-1] + `,"tools":[{"name":"Read","input_schema":{"type":"object"}}]}`, false, 0, 0, false},
+		{"custom and client-run tools", head + `"tools":[{"type":"custom","name":"a"},{"type":"bash_20250124","name":"bash"},{"type":"text_editor_20250728","name":"str_replace_based_edit_tool"},{"type":"computer_20250124","name":"computer"},{"type":"memory_20250818","name":"memory"}],"messages":[]}`, false, 0, 0, false},
+		{"web search with max_uses", head + `"tools":[{"type":"web_search_20250305","name":"web_search","max_uses":5}],"messages":[]}`, true, 6, 5, false},
+		{"web search and fetch", head + `"tools":[{"type":"web_search_20250305","name":"web_search","max_uses":5},{"type":"web_fetch_20250910","name":"web_fetch","max_uses":3}],"messages":[]}`, true, 9, 5, false},
+		{"web search without max_uses", head + `"tools":[{"type":"web_search_20250305","name":"web_search"}],"messages":[]}`, true, 1, 0, true},
+		{"either of duplicate tool types", head + `"tools":[{"type":"web_search_20250305","type":"custom","name":"web_search","max_uses":2}],"messages":[]}`, true, 3, 2, false},
+		{"the most of duplicate max_uses", head + `"tools":[{"type":"web_fetch_20250910","max_uses":9,"max_uses":1}],"messages":[]}`, true, 10, 0, false},
+		{"max_uses null", head + `"tools":[{"type":"web_search_20250305","name":"web_search","max_uses":5,"max_uses":null}],"messages":[]}`, true, 1, 0, true},
+		{"code execution", head + `"tools":[{"type":"code_execution_20250825","name":"code_execution"}],"messages":[]}`, true, 1, 0, true},
+		{"escaped tool type", head + `"tools":[{"t\u0079pe":"web_se\u0061rch_20250305","name":"web_search","max_uses":2}],"messages":[]}`, true, 3, 2, false},
+		{"an unknown tool type", head + `"tools":[{"type":"web_browse_20270101","name":"b","max_uses":1}],"messages":[]}`, true, 2, 0, false},
+		{"MCP servers", head + `"mcp_servers":[{"type":"url","url":"https://mcp.example.com/sse","name":"x"}],"messages":[]}`, true, 1, 0, true},
+		{"no MCP servers", head + `"mcp_servers":[],"messages":[]}`, false, 0, 0, false},
+		{"MCP servers null", head + `"mcp_servers":null,"messages":[]}`, false, 0, 0, false},
+		{"max_uses past any budget", head + `"tools":[{"type":"web_search_20250305","max_uses":9223372036854775807},{"type":"web_fetch_20250910","max_uses":9223372036854775807}],"messages":[]}`, true, 1 + 1<<30, 1 << 30, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if !json.Valid([]byte(tt.body)) {
+				t.Fatalf("%s is not JSON: the test is wrong", tt.body)
+			}
+			e := c.Estimate(r, []byte(tt.body))
+			if e.Unbounded != tt.unbounded || e.Rounds != tt.rounds || e.Searches != tt.searches || (e.Unboundable != "") != tt.unboundable {
+				t.Errorf("Estimate(%s) = %+v, want unbounded %v, rounds %d, searches %d, unboundable %v",
+					tt.body, e, tt.unbounded, tt.rounds, tt.searches, tt.unboundable)
+			}
+			if e.Model != "claude-haiku-4-5" && e.Model != "m" || e.MaxTokens != 100 && e.Model != "m" {
+				t.Errorf("Estimate(%s) = %+v: model or max_tokens lost", tt.body, e)
+			}
+			if u := unboundedJSON([]byte(tt.body)); u.Unbounded && !e.Unbounded || e.Rounds < u.Rounds || e.Searches < u.Searches || u.Unboundable != "" && e.Unboundable == "" {
+				t.Errorf("Estimate(%s) = %+v, under encoding/json's reading %+v", tt.body, e, u)
+			}
+		})
+	}
+}
+
+// TestEstimate_UnreadIsUnbounded: a body not read may fetch anything.
+func TestEstimate_UnreadIsUnbounded(t *testing.T) {
+	r := httptest.NewRequest("POST", "/llm/anthropic/v1/messages", nil)
+	if e := New(Config{}).Estimate(r, nil); !e.Unbounded {
+		t.Errorf("Estimate(nil) = %+v, want Unbounded", e)
+	}
+}
+
+// TestEstimate_Context1M: the anthropic-beta header's context-1m token,
+// in any list and case, asks for the 1M window.
+func TestEstimate_Context1M(t *testing.T) {
+	tests := []struct {
+		beta []string
+		want bool
+	}{
+		{nil, false},
+		{[]string{"prompt-caching-2024-07-31"}, false},
+		{[]string{"context-1m-2025-08-07"}, true},
+		{[]string{"files-api-2025-04-14, Context-1M-2025-08-07"}, true},
+		{[]string{"files-api-2025-04-14", "context-1m-2025-08-07"}, true},
+	}
+	body := []byte(`{"model":"claude-sonnet-4-5","max_tokens":1}`)
+	for _, tt := range tests {
+		r := httptest.NewRequest("POST", "/llm/anthropic/v1/messages", nil)
+		for _, v := range tt.beta {
+			r.Header.Add("anthropic-beta", v)
+		}
+		if e := New(Config{}).Estimate(r, body); e.Context1M != tt.want {
+			t.Errorf("Estimate with anthropic-beta %q: Context1M = %v, want %v", tt.beta, e.Context1M, tt.want)
+		}
+	}
+}
+
+// unboundedJSON is what the body's API-side input is, read with
+// encoding/json (names matched exactly, the last of duplicates winning)
+// by Estimate's rules.
+func unboundedJSON(body []byte) capability.Estimate {
+	var e capability.Estimate
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.UseNumber()
+	var doc map[string]any
+	if dec.Decode(&doc) != nil {
+		return e
+	}
+	var fetches func(v any) bool
+	fetches = func(v any) bool {
+		blocks, _ := v.([]any)
+		for _, b := range blocks {
+			m, _ := b.(map[string]any)
+			if src, ok := m["source"]; ok {
+				s, isObj := src.(map[string]any)
+				typ, isStr := s["type"].(string)
+				switch {
+				case !isObj:
+				case isStr && (typ == "base64" || typ == "text"):
+				case isStr && typ == "content":
+					if fetches(s["content"]) {
+						return true
+					}
+				default:
+					return true
+				}
+			}
+			if fetches(m["content"]) {
+				return true
+			}
+		}
+		return false
+	}
+	msgs, _ := doc["messages"].([]any)
+	for _, m := range msgs {
+		mm, _ := m.(map[string]any)
+		e.Unbounded = e.Unbounded || fetches(mm["content"])
+	}
+	e.Unbounded = e.Unbounded || fetches(doc["system"])
+	var uses, searches int64
+	servers := 0
+	tools, _ := doc["tools"].([]any)
+	for _, tl := range tools {
+		m, ok := tl.(map[string]any)
+		if !ok {
+			continue
+		}
+		typ, isStr := m["type"].(string)
+		if m["type"] == nil || isStr && (typ == "" || typ == "custom" || strings.HasPrefix(typ, "bash_") || strings.HasPrefix(typ, "text_editor_") ||
+			strings.HasPrefix(typ, "computer_") || strings.HasPrefix(typ, "memory_")) {
+			continue
+		}
+		servers++
+		n, ok := m["max_uses"].(json.Number)
+		i, err := n.Int64()
+		if !ok || err != nil || i < 0 || strings.ContainsAny(string(n), ".eE") {
+			e.Unboundable = "no max_uses"
+			continue
+		}
+		uses = min(uses+min(i, 1<<30), 1<<30)
+		if strings.HasPrefix(typ, "web_search_") {
+			searches = min(searches+min(i, 1<<30), 1<<30)
+		}
+	}
+	if v, ok := doc["mcp_servers"]; ok && v != nil {
+		if a, isArr := v.([]any); !isArr || len(a) > 0 {
+			servers++
+			e.Unboundable = "MCP servers"
+		}
+	}
+	if e.Unbounded || servers > 0 {
+		e.Unbounded, e.Rounds, e.Searches = true, 1+uses, searches
+	}
+	return e
+}
+
+func TestNameEscape(t *testing.T) {
+	tests := []struct {
+		s    string
+		want bool
+	}{
+		{``, false},
+		{`\u0073`, true},
+		{`"sourc\u0065"`, true},
+		{`"\u005F"`, true},
+		{`\u007a`, true},
+		{`\u003c\u003e\u0026`, false}, // Go's HTML escapes
+		{`\u00e9\u4e2d`, false},       // Python's non-ASCII escapes
+		{`u0073`, false},
+		{`\u00`, false},
+		{`\u007`, false},
+		{`xu0073 \u0026 \u0075`, true},
+	}
+	for _, tt := range tests {
+		if got := nameEscape(tt.s); got != tt.want {
+			t.Errorf("nameEscape(%q) = %v, want %v", tt.s, got, tt.want)
+		}
+	}
 }

@@ -170,13 +170,29 @@ type Estimate struct {
 	Calls  int64
 	Input  int64
 	Output int64
+	// Unbounded is true when the API fetches or makes input of its own
+	// (see capability.Estimate), so that Input does not bound it: each
+	// call's input is bounded by the model's context window (Context1M:
+	// the 1M window), in each of Rounds samplings (0: one).
+	Unbounded bool
+	Context1M bool
+	Rounds    int64
+	// Searches is the most web searches a call makes.
+	Searches int64
+	// Unboundable, when not "", is why nothing bounds the calls' cost:
+	// a payer held to a budget is refused them (see Unboundable).
+	Unboundable string
 }
 
 // Bound is the most est could cost, in micro-dollars: every input token at
 // the dearest input rate of its model (uncached or written to a cache),
 // every output token at its output rate, at the long-context rates when
-// the input bound is over their threshold. A model not in the table is
-// bounded at the dearest rates of any model in it.
+// the input bound is over their threshold, and every web search at its
+// price. A model not in the table is bounded at the dearest rates of any
+// model in it. An Unbounded call's input is bounded by its model's context
+// window (Price.Context; Context1M when the call asks for the 1M window,
+// or its model is not in the table), and it is bounded for each of its
+// Rounds.
 func (m *Meter) Bound(est Estimate) int64 {
 	if est.Calls <= 0 {
 		return 0
@@ -185,8 +201,17 @@ func (m *Meter) Bound(est Estimate) int64 {
 	if !ok {
 		p = m.cfg.Prices.dearest
 	}
-	r := p.rates(Tokens{Input: est.Input})
-	per := float64(est.Input)*max(r.Input, r.CacheWrite, r.CacheWrite1h) + float64(est.Output)*r.Output
+	in, rounds := est.Input, int64(1)
+	if est.Unbounded {
+		window := p.Context
+		if window <= 0 || est.Context1M {
+			window = max(window, Context1M)
+		}
+		in, rounds = max(in, window), max(est.Rounds, 1)
+	}
+	r := p.rates(Tokens{Input: in})
+	per := float64(rounds)*(float64(in)*max(r.Input, r.CacheWrite, r.CacheWrite1h)+float64(est.Output)*r.Output) +
+		float64(max(est.Searches, 0))*p.WebSearch*1000
 	return max(micros(per*float64(est.Calls)), 1)
 }
 
@@ -201,7 +226,8 @@ func EstimateOf(e capability.Estimate, n, maxTokens int64) Estimate {
 	if !e.Capped {
 		out = max(out, maxTokens)
 	}
-	return Estimate{Model: e.Model, Calls: e.Calls, Input: inputBound(n), Output: out}
+	return Estimate{Model: e.Model, Calls: e.Calls, Input: inputBound(n), Output: out,
+		Unbounded: e.Unbounded, Context1M: e.Context1M, Rounds: e.Rounds, Searches: e.Searches, Unboundable: e.Unboundable}
 }
 
 // ticket gathers what was read of every upstream answer of one request.
@@ -554,6 +580,12 @@ func (c *metered) prepare(w http.ResponseWriter, r *http.Request, call *capabili
 		s.bound = c.m.Bound(s.est)
 	}
 	if !e.later && s.bound > 0 && c.m.budgeted(r.Context(), s.box) {
+		if e.Unboundable != "" {
+			if err := c.m.refuseUnboundable(r.Context(), s, e.Unboundable); err != nil {
+				w.Header().Set(protocol.HeaderPayer, protocol.FormatPayerHeader(paid.Payer))
+				return nil, err
+			}
+		}
 		s.id, err = c.m.cfg.Store.Reserve(r.Context(), store.Reservation{Box: s.box, Principal: principal, Month: s.month, Amount: s.bound, At: now})
 		var obe *store.OverBudgetError
 		if errors.As(err, &obe) {
@@ -802,6 +834,37 @@ func (m *Meter) Flush(ctx context.Context) {
 			m.log.Error("spend: settlement not recorded", "box", st.Box, "month", st.Month, "charge_micros", st.Charge, "err", err)
 		}
 	}
+}
+
+// refuseUnboundable returns the refusal of s's call, whose cost nothing
+// bounds (why), when a budget applies to it: the box's, or its
+// principal's. It returns a 503 when the budgets cannot be read, and nil
+// when no budget applies.
+func (m *Meter) refuseUnboundable(ctx context.Context, s settlement, why string) *capability.Error {
+	bs, err := m.cfg.Store.ListBudgets(ctx, s.box)
+	if err != nil {
+		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
+			Message: "The broker cannot read this box's budget just now; try again shortly.", Err: err}
+	}
+	for _, b := range bs {
+		if b.Principal == "" || b.Principal == s.principal {
+			return Unboundable(b, why)
+		}
+	}
+	return nil
+}
+
+// Unboundable is the refusal of a call whose cost nothing in the request
+// bounds (why says what) by a payer held to budget b.
+func Unboundable(b store.Budget, why string) *capability.Error {
+	who, remove := "this box's monthly budget", fmt.Sprintf("`boxbroker budget remove %s`", b.Box)
+	if b.Principal != "" {
+		who = "the monthly budget for " + b.Principal + " on this box"
+		remove = fmt.Sprintf("`boxbroker budget remove %s --principal %s`", b.Box, b.Principal)
+	}
+	return &capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission,
+		Message: fmt.Sprintf("This call is refused because it could cost more than any bound the broker can set, and it would be paid within %s of %s: %s. "+
+			"The owner can allow such calls only by removing that budget, with %s.", who, FormatUSD(b.Limit), why, remove)}
 }
 
 // OverBudget is the refusal of a call whose bound would pass e's budget.

@@ -589,12 +589,15 @@ func TestSpend_NotMetered(t *testing.T) {
 }
 
 // TestSpend_LargeBodyBoundedByLength: a body over MaxRead is forwarded
-// unread, whole, and bounded by its length and the configured max_tokens.
+// unread, whole, and bounded by its length (or a context window, if
+// larger) and the configured max_tokens.
 func TestSpend_LargeBodyBoundedByLength(t *testing.T) {
 	b, token := newBroker(t, brokertest.Options{Config: func(c *server.Config) { c.ReserveMaxTokens = 1000 }})
 	pad := strings.Repeat("x", inference.MaxRead)
 	body, _ := json.Marshal(map[string]any{"model": "claude-haiku-4-5", "max_tokens": 5, "messages": []map[string]any{{"role": "user", "content": pad}}})
-	want := b.Server.Meter.Bound(spend.Estimate{Calls: 1, Input: int64(len(body))/spend.BytesPerToken + 1 + spend.OverheadTokens, Output: 1000})
+	// Unread, it may name sources the API fetches: its input is bounded by
+	// the larger of its length and a context window.
+	want := b.Server.Meter.Bound(spend.Estimate{Calls: 1, Input: int64(len(body))/spend.BytesPerToken + 1 + spend.OverheadTokens, Output: 1000, Unbounded: true})
 	// A budget just under the bound: refused, though max_tokens is 5.
 	if err := b.Server.Store.SetBudget(context.Background(), store.Budget{Box: "salad", Limit: want - 1, UpdatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
@@ -624,6 +627,27 @@ func TestOverBudget_Message(t *testing.T) {
 	}
 	if !errors.Is(e, store.ErrOverBudget) {
 		t.Errorf("errors.Is(OverBudgetError, ErrOverBudget) = false")
+	}
+}
+
+func TestUnboundable_Message(t *testing.T) {
+	why := "its server tool of type \"web_search_20250305\" sets no max_uses"
+	tests := []struct {
+		budget store.Budget
+		want   string
+	}{
+		{store.Budget{Box: "salad", Limit: 5_000_000},
+			"This call is refused because it could cost more than any bound the broker can set, and it would be paid within this box's monthly budget of $5.00: " +
+				why + ". The owner can allow such calls only by removing that budget, with `boxbroker budget remove salad`."},
+		{store.Budget{Box: "salad", Principal: "github:ann", Limit: 5_000_000},
+			"This call is refused because it could cost more than any bound the broker can set, and it would be paid within the monthly budget for github:ann on this box of $5.00: " +
+				why + ". The owner can allow such calls only by removing that budget, with `boxbroker budget remove salad --principal github:ann`."},
+	}
+	for _, tt := range tests {
+		err := spend.Unboundable(tt.budget, why)
+		if err.Status != 403 || err.Type != protocol.TypePermission || err.Message != tt.want {
+			t.Errorf("Unboundable(%+v) = %d %s %q, want 403 permission_error %q", tt.budget, err.Status, err.Type, err.Message, tt.want)
+		}
 	}
 }
 

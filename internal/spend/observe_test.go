@@ -392,6 +392,9 @@ func TestObserver_JSONAsEncodingJSON(t *testing.T) {
 		CacheCreation            *struct {
 			Ephemeral1h *int64 `json:"ephemeral_1h_input_tokens"`
 		} `json:"cache_creation"`
+		ServerToolUse *struct {
+			WebSearchRequests *int64 `json:"web_search_requests"`
+		} `json:"server_tool_use"`
 	}
 	set := func(to *int64, v *int64) {
 		if v != nil && *v >= 0 {
@@ -405,6 +408,8 @@ func TestObserver_JSONAsEncodingJSON(t *testing.T) {
 		`{"usage":{"cache_creation":{"ephemeral_1h_input_tokens":9},"cache_creation":null}}`,
 		`{"usage":{"input_tokens":-5,"output_tokens":null,"server_tool_use":{"web_search_requests":1}},"model":null}`,
 		`{"content":[{"usage":{"input_tokens":100}}],"usage":{"input_tokens":1}}`,
+		`{"model":"m","usage":{"server_tool_use":{"web_search_requests":4},"server_tool_use":null}}`,
+		`{"model":"m","usage":{"server_tool_use":{"web_search_requests":1.5}}}`,
 		`{"model":"m","usage":{"input_tokens":1.5}}`,
 		`{"model":"m","usage":{"input_tokens":"1"}}`,
 		`{"model":"m","usage":[]}`,
@@ -430,6 +435,9 @@ func TestObserver_JSONAsEncodingJSON(t *testing.T) {
 			set(&wantTokens.CacheRead, u.CacheReadInputTokens)
 			if u.CacheCreation != nil {
 				set(&wantTokens.CacheWrite1h, u.CacheCreation.Ephemeral1h)
+			}
+			if u.ServerToolUse != nil {
+				set(&wantTokens.WebSearches, u.ServerToolUse.WebSearchRequests)
 			}
 		} else {
 			want.Model = ""

@@ -35,7 +35,28 @@ type Price struct {
 	Rates
 	LongContext      *Rates `json:"long_context,omitempty"`
 	LongContextAbove int64  `json:"long_context_above,omitempty"`
+	// WebSearch is the price of web searches, in US dollars per thousand.
+	WebSearch float64 `json:"web_search,omitempty"`
+	// Context is the model's context window, in tokens: the most input
+	// one sampling takes, without the 1M-token window's beta header (with
+	// it, Context1M). It bounds the input of a call whose input the API
+	// fetches or makes itself.
+	Context int64 `json:"context,omitempty"`
 }
+
+// Context windows, in tokens. Every model in DefaultPrices takes
+// DefaultContext tokens; Sonnet 4 and 4.5 take Context1M with the
+// anthropic-beta header context-1m-2025-08-07. A model added by a price
+// file without a "context" is taken to take Context1M, and a call asking
+// for the 1M window is bounded by it whatever its model.
+const (
+	DefaultContext = 200_000
+	Context1M      = 1_000_000
+)
+
+// DefaultWebSearch is Anthropic's price of web searches: US dollars per
+// thousand.
+const DefaultWebSearch = 10
 
 // rates returns the rates a call with t's input is priced at.
 func (p Price) rates(t Tokens) Rates {
@@ -77,7 +98,7 @@ const PricesChecked = "2025-11-24"
 // 2× input (1 hour), cache reads at 0.1× input, as Anthropic prices every
 // current model.
 func claude(input, output float64) Price {
-	return Price{Rates: withCacheRates(Rates{Input: input, Output: output})}
+	return Price{Rates: withCacheRates(Rates{Input: input, Output: output}), WebSearch: DefaultWebSearch, Context: DefaultContext}
 }
 
 // withCacheRates fills r's unset cache rates from its input rate with
@@ -117,7 +138,8 @@ func defaults() map[string]Price {
 		"claude-3-5-haiku":  claude(0.8, 4),
 		"claude-3-opus":     claude(15, 75),
 		"claude-3-sonnet":   claude(3, 15),
-		"claude-3-haiku":    {Rates: Rates{Input: 0.25, Output: 1.25, CacheWrite: 0.3, CacheWrite1h: 0.5, CacheRead: 0.03}},
+		"claude-3-haiku": {Rates: Rates{Input: 0.25, Output: 1.25, CacheWrite: 0.3, CacheWrite1h: 0.5, CacheRead: 0.03},
+			WebSearch: DefaultWebSearch, Context: DefaultContext},
 	}
 }
 
@@ -126,7 +148,8 @@ func defaults() map[string]Price {
 type Prices struct {
 	byModel map[string]Price
 	// dearest prices a call whose model is not in the table, for a
-	// reservation only: the highest rates of any model.
+	// reservation only: the highest rates and context of any model, and
+	// a context of at least Context1M.
 	dearest Price
 }
 
@@ -142,7 +165,11 @@ func newPrices(m map[string]Price) *Prices {
 		p.dearest.CacheWrite1h = math.Max(p.dearest.CacheWrite1h, pr.dearestInput())
 		p.dearest.CacheRead = math.Max(p.dearest.CacheRead, pr.dearestInput())
 		p.dearest.Output = math.Max(p.dearest.Output, pr.dearestOutput())
+		p.dearest.WebSearch = math.Max(p.dearest.WebSearch, pr.WebSearch)
+		p.dearest.Context = max(p.dearest.Context, pr.Context)
 	}
+	p.dearest.WebSearch = math.Max(p.dearest.WebSearch, DefaultWebSearch)
+	p.dearest.Context = max(p.dearest.Context, Context1M)
 	return p
 }
 
@@ -152,10 +179,13 @@ const MaxPricesFile = 1 << 20
 // LoadPrices reads a price file over the defaults: a JSON object whose
 // keys are model IDs and whose values are prices ({"input", "output",
 // and optionally "cache_write", "cache_write_1h", "cache_read",
-// "long_context", "long_context_above"}, in dollars per million tokens)
+// "long_context", "long_context_above"}, in dollars per million tokens;
+// "web_search", in dollars per thousand searches; "context", in tokens)
 // or null. A price replaces the default of the same ID or adds one; null
 // removes the default, leaving that model unpriced. Omitted cache rates
-// are 1.25×, 2× and 0.1× input. An empty path is the defaults.
+// are 1.25×, 2× and 0.1× input; an omitted web_search is DefaultWebSearch;
+// an omitted context is the default's of the same ID, or Context1M for a
+// model the defaults do not have. An empty path is the defaults.
 func LoadPrices(path string) (*Prices, error) {
 	if path == "" {
 		return DefaultPrices(), nil
@@ -208,6 +238,12 @@ func ParsePrices(b []byte) (*Prices, error) {
 			problems = append(problems, fmt.Sprintf("%s: %v", id, err))
 			continue
 		}
+		if pr.Context == 0 {
+			pr.Context = Context1M
+			if d, ok := m[id]; ok {
+				pr.Context = d.Context
+			}
+		}
 		m[id] = pr
 	}
 	if len(problems) > 0 {
@@ -229,6 +265,8 @@ func parsePrice(v json.RawMessage) (Price, error) {
 		ratesFile
 		LongContext      *ratesFile `json:"long_context"`
 		LongContextAbove int64      `json:"long_context_above"`
+		WebSearch        *float64   `json:"web_search"`
+		Context          int64      `json:"context"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(v))
 	dec.DisallowUnknownFields()
@@ -239,7 +277,16 @@ func parsePrice(v json.RawMessage) (Price, error) {
 	if err != nil {
 		return Price{}, err
 	}
-	p := Price{Rates: r}
+	p := Price{Rates: r, WebSearch: DefaultWebSearch, Context: f.Context}
+	if f.WebSearch != nil {
+		if math.IsNaN(*f.WebSearch) || *f.WebSearch < 0 || *f.WebSearch > 1e6 {
+			return Price{}, errors.New("web_search must be a number from 0 to 1000000")
+		}
+		p.WebSearch = *f.WebSearch
+	}
+	if f.Context < 0 || f.Context > 1e9 {
+		return Price{}, errors.New("context must be a number of tokens from 1 to 1000000000")
+	}
 	if f.LongContext != nil {
 		lr, err := f.LongContext.rates()
 		if err != nil {
@@ -331,13 +378,15 @@ func (p *Prices) Models() []string {
 
 // Tokens are the tokens one call used, as the upstream reports them.
 // CacheWrite counts every token written to a cache; CacheWrite1h those of
-// them written to the 1-hour cache.
+// them written to the 1-hour cache. WebSearches counts the call's web
+// searches (usage.server_tool_use.web_search_requests).
 type Tokens struct {
 	Input        int64
 	Output       int64
 	CacheWrite   int64
 	CacheWrite1h int64
 	CacheRead    int64
+	WebSearches  int64
 }
 
 // Cost is what t costs at p, in micro-dollars, rounded up.
@@ -346,7 +395,7 @@ func (p Price) Cost(t Tokens) int64 {
 	w1h := min(max(t.CacheWrite1h, 0), max(t.CacheWrite, 0))
 	c := float64(t.Input)*r.Input + float64(t.Output)*r.Output +
 		float64(t.CacheWrite-w1h)*r.CacheWrite + float64(w1h)*r.CacheWrite1h +
-		float64(t.CacheRead)*r.CacheRead
+		float64(t.CacheRead)*r.CacheRead + float64(max(t.WebSearches, 0))*p.WebSearch*1000
 	return micros(c)
 }
 

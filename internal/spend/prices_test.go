@@ -62,6 +62,8 @@ func TestCost(t *testing.T) {
 			150_000*6 + 60_000*0.6 + 1000*22.5},
 		{"sonnet at the long-context edge", "claude-sonnet-4-5", Tokens{Input: 200_000}, 200_000 * 3},
 		{"nothing", "claude-haiku-4-5", Tokens{}, 0},
+		{"web searches at $10 a thousand", "claude-haiku-4-5", Tokens{Input: 1000, WebSearches: 3}, 1000 + 3*10_000},
+		{"a negative count of searches", "claude-haiku-4-5", Tokens{WebSearches: -3}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -119,6 +121,40 @@ func TestParsePrices_Overrides(t *testing.T) {
 	}
 }
 
+// TestParsePrices_ContextAndSearches: a price's context window and web
+// search price are read, and default to the same model's default window
+// (or, for a model the defaults do not have, the 1M window) and to $10 a
+// thousand searches.
+func TestParsePrices_ContextAndSearches(t *testing.T) {
+	p, err := ParsePrices([]byte(`{
+		"claude-sonnet-4-5": {"input": 2, "output": 10},
+		"small-model": {"input": 1, "output": 2, "context": 32000, "web_search": 5},
+		"new-model": {"input": 1, "output": 2}
+	}`))
+	if err != nil {
+		t.Fatalf("ParsePrices = %v, want nil", err)
+	}
+	tests := []struct {
+		model     string
+		context   int64
+		webSearch float64
+	}{
+		{"claude-sonnet-4-5", DefaultContext, DefaultWebSearch},
+		{"small-model", 32000, 5},
+		{"new-model", Context1M, DefaultWebSearch},
+		{"claude-haiku-4-5", DefaultContext, DefaultWebSearch},
+	}
+	for _, tt := range tests {
+		got, _ := p.Lookup(tt.model)
+		if got.Context != tt.context || got.WebSearch != tt.webSearch {
+			t.Errorf("Lookup(%q) context %d, web search %v, want %d, %v", tt.model, got.Context, got.WebSearch, tt.context, tt.webSearch)
+		}
+	}
+	if p.dearest.Context != Context1M {
+		t.Errorf("dearest context = %d, want %d", p.dearest.Context, Context1M)
+	}
+}
+
 func TestParsePrices_Bad(t *testing.T) {
 	tests := []struct {
 		name, file, want string
@@ -131,6 +167,9 @@ func TestParsePrices_Bad(t *testing.T) {
 		{"blank ID", `{" ": {"input": 1, "output": 1}}`, "is not a model ID"},
 		{"long context without its threshold", `{"m": {"input": 1, "output": 1, "long_context": {"input": 2, "output": 2}}}`, "needs long_context_above"},
 		{"every problem", `{"a": {"input": 1}, "b": {"output": 1}}`, "per million tokens; b: input and output"},
+		{"negative web search", `{"m": {"input": 1, "output": 1, "web_search": -1}}`, "m: web_search must be a number from 0"},
+		{"negative context", `{"m": {"input": 1, "output": 1, "context": -1}}`, "m: context must be a number of tokens"},
+		{"fractional context", `{"m": {"input": 1, "output": 1, "context": 1.5}}`, "m: not a price"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -14,6 +14,8 @@ type usageFields struct {
 	input, output, cacheWrite, cacheRead opt
 	cacheCreation                        bool // cache_creation is an object
 	ephemeral1h                          opt
+	serverToolUse                        bool // server_tool_use is an object
+	webSearches                          opt
 }
 
 // opt is an integer as encoding/json reads one into an *int64.
@@ -36,6 +38,9 @@ func (u *usageFields) tokens(t *Tokens) {
 	take(&t.CacheRead, u.cacheRead)
 	if u.cacheCreation {
 		take(&t.CacheWrite1h, u.ephemeral1h)
+	}
+	if u.serverToolUse {
+		take(&t.WebSearches, u.webSearches)
 	}
 }
 
@@ -62,11 +67,15 @@ func readUsage(v gjson.Result, u *usageFields) bool {
 			ok = jsonfield.Int(v, &u.cacheRead.n, &u.cacheRead.set)
 		case "cache_creation":
 			ok = readCacheCreation(v, u)
+		case "server_tool_use":
+			ok = readServerToolUse(v, u)
 		default:
-			switch folded(name, "input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "cache_creation") {
+			switch folded(name, "input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "cache_creation", "server_tool_use") {
 			case "":
 			case "cache_creation":
 				ok = readCacheCreation(v, new(usageFields))
+			case "server_tool_use":
+				ok = readServerToolUse(v, new(usageFields))
 			default:
 				ok = checkInt(v)
 			}
@@ -89,6 +98,29 @@ func readCacheCreation(v gjson.Result, u *usageFields) bool {
 			ok = jsonfield.Int(v, &u.ephemeral1h.n, &u.ephemeral1h.set)
 		default:
 			if folded(name, "ephemeral_1h_input_tokens") != "" {
+				ok = checkInt(v)
+			}
+		}
+		return ok
+	})
+	return ok
+}
+
+// readServerToolUse reads v, a usage's "server_tool_use" value, into u:
+// its web_search_requests.
+func readServerToolUse(v gjson.Result, u *usageFields) bool {
+	obj, ok := jsonfield.Object(v)
+	if !ok || !obj {
+		u.serverToolUse, u.webSearches = false, opt{}
+		return ok
+	}
+	u.serverToolUse = true
+	v.ForEach(func(k, v gjson.Result) bool {
+		switch name := jsonfield.Name(k); name {
+		case "web_search_requests":
+			ok = jsonfield.Int(v, &u.webSearches.n, &u.webSearches.set)
+		default:
+			if folded(name, "web_search_requests") != "" {
 				ok = checkInt(v)
 			}
 		}

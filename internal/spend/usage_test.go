@@ -22,6 +22,8 @@ func FuzzReadAnswer(f *testing.F) {
 		`{"model":"m","usage":{"input_tokens":1.5}}`,
 		`{"model":"claude\u002dhaiku","usage":{"output_tokens":1}}`,
 		`{"model":"m","USAGE":{"output_tokens":1},"usage":{}}`,
+		`{"model":"m","usage":{"server_tool_use":{"web_search_requests":3},"server_tool_use":null,"server_tool_use":{"web_search_requests":2}}}`,
+		`{"model":"m","usage":{"server_tool_use":"x"}}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -36,6 +38,9 @@ func FuzzReadAnswer(f *testing.F) {
 				CacheCreation            *struct {
 					Ephemeral1h *int64 `json:"ephemeral_1h_input_tokens"`
 				} `json:"cache_creation"`
+				ServerToolUse *struct {
+					WebSearchRequests *int64 `json:"web_search_requests"`
+				} `json:"server_tool_use"`
 			} `json:"usage"`
 		}
 		jerr := json.Unmarshal(body, &want)
@@ -67,6 +72,9 @@ func FuzzReadAnswer(f *testing.F) {
 		take(&wantTokens.CacheRead, w.CacheReadInputTokens)
 		if w.CacheCreation != nil {
 			take(&wantTokens.CacheWrite1h, w.CacheCreation.Ephemeral1h)
+		}
+		if w.ServerToolUse != nil {
+			take(&wantTokens.WebSearches, w.ServerToolUse.WebSearchRequests)
 		}
 		if model != want.Model || got != wantTokens {
 			t.Errorf("readAnswer(%q) = %q %+v, json.Unmarshal %q %+v", body, model, got, want.Model, wantTokens)

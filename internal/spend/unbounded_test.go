@@ -1,0 +1,266 @@
+package spend_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/spend"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// context200K is the context window of every model in the default
+// price table (spend.DefaultContext; written out, so that these tests
+// run against code without it too).
+const context200K = 200_000
+
+// urlBody is a Messages request for model, at most maxTokens out, whose
+// user message has an image the API fetches by URL: a few hundred bytes
+// that can bring in a whole context window of input.
+func urlBody(model string, maxTokens int) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"model": model, "max_tokens": maxTokens,
+		"messages": []map[string]any{{"role": "user", "content": []map[string]any{
+			{"type": "image", "source": map[string]any{"type": "url", "url": "https://example.com/huge.png"}},
+			{"type": "text", "text": "What is in it?"},
+		}}},
+	})
+	return b
+}
+
+// toolBody is a Messages request with tools, a JSON array.
+func toolBody(model string, maxTokens int, tools string) []byte {
+	return []byte(fmt.Sprintf(`{"model":%q,"max_tokens":%d,"tools":%s,"messages":[{"role":"user","content":"Look it up."}]}`, model, maxTokens, tools))
+}
+
+// usageStandIn answers every Messages call with a JSON answer reporting
+// input tokens and searches web searches, and counts the calls.
+func usageStandIn(calls *atomic.Int64, input, searches int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var req struct {
+			Model     string `json:"model"`
+			MaxTokens int64  `json:"max_tokens"`
+		}
+		_ = json.Unmarshal(body, &req)
+		calls.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"msg_1","type":"message","role":"assistant","model":%q,"content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn","usage":{"input_tokens":%d,"output_tokens":%d,"server_tool_use":{"web_search_requests":%d}}}`,
+			req.Model, input, req.MaxTokens, searches)
+	})
+}
+
+func setBudget(t *testing.T, st store.Store, limit int64) {
+	t.Helper()
+	if err := st.SetBudget(context.Background(), store.Budget{Box: "salad", Limit: limit, UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBudget_URLSourceReservesFullContext: an image the API fetches by
+// URL can bring in a whole context window of input, which the body's few
+// hundred bytes do not bound. A budget of $0.05 once admitted such a call
+// (its bound, from the body's size, was a fraction of a cent) and was
+// charged far past it; the call now reserves the model's full context at
+// its dearest input rate, so the budget refuses it, and a budget that
+// covers that bound is never passed by what the call costs.
+func TestBudget_URLSourceReservesFullContext(t *testing.T) {
+	var calls atomic.Int64
+	// The API fetched an image of 190,000 tokens.
+	b, token := newBroker(t, brokertest.Options{Anthropic: usageStandIn(&calls, 190_000, 0)})
+	body := urlBody("claude-haiku-4-5", 1000)
+	small := b.Server.Meter.Bound(spend.Estimate{Model: "claude-haiku-4-5", Calls: 1, Input: int64(len(body))/spend.BytesPerToken + 1 + spend.OverheadTokens, Output: 1000})
+	full := b.Server.Meter.Bound(spend.Estimate{Model: "claude-haiku-4-5", Calls: 1, Input: context200K, Output: 1000})
+	if got := b.Server.Meter.Bound(estimateMessages(body, int64(len(body)), 64000)); got != full {
+		t.Errorf("Bound of a call with a URL source = %d, want the full context's %d (the body's size gives %d)", got, full, small)
+	}
+	price, _ := b.Server.Meter.Prices().Lookup("claude-haiku-4-5")
+	cost := price.Cost(spend.Tokens{Input: 190_000, Output: 1000})
+	if cost <= 50_000 || small >= 50_000 {
+		t.Fatalf("the test is wrong: cost %d and the body's bound %d must straddle $0.05", cost, small)
+	}
+
+	setBudget(t, b.Server.Store, 50_000) // $0.05
+	resp := post(b, token, body)
+	typ, msg := brokertest.Refusal(resp.Body)
+	if resp.StatusCode != 403 || typ != protocol.TypePermission || !strings.Contains(msg, "could cost up to "+spend.FormatUSD(full)) {
+		t.Fatalf("URL source, $0.05 budget = %d %s %q, want 403 permission_error saying it could cost up to %s", resp.StatusCode, typ, msg, spend.FormatUSD(full))
+	}
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("upstream received %d calls, want none", n)
+	}
+
+	setBudget(t, b.Server.Store, full)
+	if resp := post(b, token, body); resp.StatusCode != 200 {
+		t.Fatalf("URL source, budget of its full-context bound = %d %s, want 200", resp.StatusCode, resp.Body)
+	}
+	month := spend.Month(time.Now())
+	if spent := boxSpent(settled(t, b.Server.Store, "salad", month)); spent != cost || spent > full {
+		t.Errorf("spent = %d, want the call's cost %d, within the budget %d", spent, cost, full)
+	}
+}
+
+// TestBudget_ConcurrentURLSourcesNeverOverspend fires 20 calls with URL
+// sources at once at a budget that covers two of them at full context.
+// Each reports a full context of input. Once, all 20 were admitted and
+// the budget was passed many times over; now exactly 2 reach the
+// upstream, and what is spent stays within the budget.
+func TestBudget_ConcurrentURLSourcesNeverOverspend(t *testing.T) {
+	const n, fits, maxTokens = 20, 2, 1000
+	var arrived, refused atomic.Int64
+	gate := make(chan struct{})
+	var once sync.Once
+	release := func() {
+		if arrived.Load()+refused.Load() == n {
+			once.Do(func() { close(gate) })
+		}
+	}
+	var calls atomic.Int64
+	answer := usageStandIn(&calls, context200K, 0)
+	up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived.Add(1)
+		release()
+		<-gate
+		answer.ServeHTTP(w, r)
+	})
+	b, token := newBroker(t, brokertest.Options{Anthropic: up})
+	body := urlBody("claude-sonnet-4-5", maxTokens)
+	// What two calls can cost at full context, and half a third.
+	bound := b.Server.Meter.Bound(spend.Estimate{Model: "claude-sonnet-4-5", Calls: 1, Input: context200K, Output: maxTokens})
+	limit := fits*bound + bound/2
+	setBudget(t, b.Server.Store, limit)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	statuses := map[int]int{}
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp := post(b, token, body)
+			if resp.StatusCode != 200 {
+				refused.Add(1)
+				release()
+			}
+			mu.Lock()
+			statuses[resp.StatusCode]++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if statuses[200] != fits || statuses[403] != n-fits {
+		t.Errorf("answers = %v, want %d × 200 and %d × 403", statuses, fits, n-fits)
+	}
+	if got := arrived.Load(); got != fits {
+		t.Errorf("upstream received %d calls, want %d", got, fits)
+	}
+	spent := boxSpent(settled(t, b.Server.Store, "salad", spend.Month(time.Now())))
+	if spent > limit {
+		t.Errorf("spent %d, past the budget %d", spent, limit)
+	}
+}
+
+// TestBudget_ServerToolReservesOrRefuses: a server tool runs at the API,
+// each use adding to the call's input (and a web search adding its fee),
+// so a web search with max_uses reserves a full context for each round
+// the uses allow, plus the searches; one without max_uses has no bound at
+// all, and a payer held to a budget is refused it with a message saying
+// why and how the owner allows it. A box without a budget is unaffected.
+func TestBudget_ServerToolReservesOrRefuses(t *testing.T) {
+	const model, maxTokens = "claude-haiku-4-5", 500
+	price, _ := spend.DefaultPrices().Lookup(model)
+	t.Run("no max_uses is refused", func(t *testing.T) {
+		var calls atomic.Int64
+		b, token := newBroker(t, brokertest.Options{Anthropic: usageStandIn(&calls, 100, 1)})
+		setBudget(t, b.Server.Store, 1_000_000_000) // $1000: no bound fits
+		body := toolBody(model, maxTokens, `[{"type":"web_search_20250305","name":"web_search"}]`)
+		resp := post(b, token, body)
+		typ, msg := brokertest.Refusal(resp.Body)
+		if resp.StatusCode != 403 || typ != protocol.TypePermission || !strings.Contains(msg, "max_uses") ||
+			!strings.Contains(msg, "`boxbroker budget remove salad`") || !strings.Contains(msg, "web_search_20250305") {
+			t.Errorf("web search without max_uses = %d %s %q, want 403 naming the tool, max_uses and how the owner allows it", resp.StatusCode, typ, msg)
+		}
+		if got := resp.Header.Get(protocol.HeaderPayer); got == "" {
+			t.Errorf("refusal without %s", protocol.HeaderPayer)
+		}
+		mcp := []byte(`{"model":"claude-haiku-4-5","max_tokens":5,"mcp_servers":[{"type":"url","url":"https://mcp.example.com/sse","name":"x"}],"messages":[{"role":"user","content":"hi"}]}`)
+		if resp := post(b, token, mcp); resp.StatusCode != 403 {
+			t.Errorf("MCP servers = %d, want 403", resp.StatusCode)
+		}
+		if n := calls.Load(); n != 0 {
+			t.Errorf("upstream received %d calls, want none", n)
+		}
+	})
+	t.Run("max_uses reserves every round and search", func(t *testing.T) {
+		var calls atomic.Int64
+		b, token := newBroker(t, brokertest.Options{Anthropic: usageStandIn(&calls, 150_000, 3)})
+		body := toolBody(model, maxTokens, `[{"type":"web_search_20250305","name":"web_search","max_uses":3}]`)
+		want := 4*(context200K*int64(2*price.Input)+maxTokens*int64(price.Output)) + 3*10_000
+		bound := b.Server.Meter.Bound(estimateMessages(body, int64(len(body)), 64000))
+		if bound != want {
+			t.Fatalf("Bound = %d, want 4 rounds of a full context and output, and 3 searches: %d", bound, want)
+		}
+		setBudget(t, b.Server.Store, bound-1)
+		if resp := post(b, token, body); resp.StatusCode != 403 {
+			t.Fatalf("budget just under the bound = %d, want 403", resp.StatusCode)
+		}
+		setBudget(t, b.Server.Store, bound)
+		if resp := post(b, token, body); resp.StatusCode != 200 {
+			t.Fatalf("budget at the bound = %d %s, want 200", resp.StatusCode, resp.Body)
+		}
+		cost := price.Cost(spend.Tokens{Input: 150_000, Output: maxTokens}) + 3*10_000 // $10 a thousand searches
+		if spent := boxSpent(settled(t, b.Server.Store, "salad", spend.Month(time.Now()))); spent != cost {
+			t.Errorf("spent = %d, want the call's cost with its searches, %d", spent, cost)
+		}
+	})
+	t.Run("a box without a budget is unaffected", func(t *testing.T) {
+		var calls atomic.Int64
+		b, token := newBroker(t, brokertest.Options{Anthropic: usageStandIn(&calls, 100, 1)})
+		body := toolBody(model, maxTokens, `[{"type":"web_search_20250305","name":"web_search"}]`)
+		if resp := post(b, token, body); resp.StatusCode != 200 {
+			t.Errorf("web search without max_uses, no budget = %d %s, want 200", resp.StatusCode, resp.Body)
+		}
+	})
+	t.Run("another principal's budget does not apply", func(t *testing.T) {
+		var calls atomic.Int64
+		b, token := newBroker(t, brokertest.Options{Anthropic: usageStandIn(&calls, 100, 1)})
+		if err := b.Server.Store.SetBudget(context.Background(), store.Budget{Box: "salad", Principal: "github:ann", Limit: 1, UpdatedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		body := toolBody(model, maxTokens, `[{"type":"web_search_20250305","name":"web_search"}]`)
+		if resp := post(b, token, body); resp.StatusCode != 200 {
+			t.Errorf("web search without max_uses, paid by the operator, ann's budget set = %d %s, want 200", resp.StatusCode, resp.Body)
+		}
+	})
+}
+
+// TestBudget_Context1MReservesTheMillion: a call that asks for the 1M
+// window with a URL source reserves a million tokens, at the
+// long-context rates.
+func TestBudget_Context1MReservesTheMillion(t *testing.T) {
+	var calls atomic.Int64
+	b, token := newBroker(t, brokertest.Options{Anthropic: usageStandIn(&calls, 100, 0)})
+	body := urlBody("claude-sonnet-4-5", 1000)
+	full := b.Server.Meter.Bound(spend.Estimate{Model: "claude-sonnet-4-5", Calls: 1, Input: context200K, Output: 1000})
+	million := b.Server.Meter.Bound(spend.Estimate{Model: "claude-sonnet-4-5", Calls: 1, Input: 1_000_000, Output: 1000})
+	if million <= 5*full {
+		t.Fatalf("the test is wrong: the 1M bound %d is not far over the 200K bound %d", million, full)
+	}
+	setBudget(t, b.Server.Store, million-1)
+	h := http.Header{"Content-Type": {"application/json"}, "Anthropic-Beta": {"context-1m-2025-08-07"}}
+	resp := b.Do("POST", "/llm/anthropic/v1/messages", token, body, h)
+	if _, msg := brokertest.Refusal(resp.Body); resp.StatusCode != 403 || !strings.Contains(msg, spend.FormatUSD(million)) {
+		t.Errorf("1M window, URL source, budget under a million tokens' bound = %d %q, want 403 naming %s", resp.StatusCode, msg, spend.FormatUSD(million))
+	}
+	if resp := post(b, token, body); resp.StatusCode != 200 {
+		t.Errorf("200K window, same budget = %d %s, want 200", resp.StatusCode, resp.Body)
+	}
+}
