@@ -426,9 +426,10 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 
 // leaveBody makes the refusal of r, whose body the broker has not read to
 // its end, leave that body unread: the answer closes the connection, and
-// the server stops reading it at once. Otherwise net/http reads up to
-// 256 KiB of what is left before it sends the answer, waiting as long as
-// the connection's read deadline for a client that sends nothing more.
+// the server stops reading it soon after (leaveGrace). Otherwise net/http
+// reads up to 256 KiB of what is left before it sends the answer, waiting
+// as long as the connection's read deadline for a client that sends
+// nothing more.
 // It applies to HTTP/1 only: an HTTP/2 stream's unread body holds up
 // nothing, and Connection: close there would end every stream of the
 // connection.
@@ -437,12 +438,18 @@ func leaveBody(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Connection", "close")
-	_ = http.NewResponseController(w).SetReadDeadline(aLongTimeAgo)
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(leaveGrace))
 }
 
-// aLongTimeAgo is a read deadline already past: a read waiting on the
-// connection returns at once.
-var aLongTimeAgo = time.Unix(1, 0)
+// leaveGrace is how long, after the refusal has gone out, net/http may go
+// on reading a body left unread before it closes the connection. With no
+// grace at all it closes at once, with the client's bytes unread, and the
+// kernel's reset can destroy the refusal before the client reads it (a
+// client still sending a large body saw "connection reset by peer"
+// instead of its 413); within the grace net/http reads up to 256 KiB, and
+// a client still sending is given its FIN and half a second before the
+// close, while one that sends nothing holds the connection no longer.
+const leaveGrace = 100 * time.Millisecond
 
 // authenticate finds the box whose token the request carries.
 func (s *Server) authenticate(r *http.Request, c capability.Capability) (string, store.Box, error) {
