@@ -86,41 +86,33 @@ func readUsage(v gjson.Result, u *usageFields) bool {
 }
 
 func readCacheCreation(v gjson.Result, u *usageFields) bool {
-	obj, ok := jsonfield.Object(v)
-	if !ok || !obj {
-		u.cacheCreation, u.ephemeral1h = false, opt{}
-		return ok
-	}
-	u.cacheCreation = true
-	v.ForEach(func(k, v gjson.Result) bool {
-		switch name := jsonfield.Name(k); name {
-		case "ephemeral_1h_input_tokens":
-			ok = jsonfield.Int(v, &u.ephemeral1h.n, &u.ephemeral1h.set)
-		default:
-			if folded(name, "ephemeral_1h_input_tokens") != "" {
-				ok = checkInt(v)
-			}
-		}
-		return ok
-	})
-	return ok
+	return readOneInt(v, "ephemeral_1h_input_tokens", &u.cacheCreation, &u.ephemeral1h)
 }
 
 // readServerToolUse reads v, a usage's "server_tool_use" value, into u:
 // its web_search_requests.
 func readServerToolUse(v gjson.Result, u *usageFields) bool {
+	return readOneInt(v, "web_search_requests", &u.serverToolUse, &u.webSearches)
+}
+
+// readOneInt reads v, an object's value of which only the integer member
+// name is read, as json.Unmarshal reads it into a pointer to a struct of
+// that one field: *present says whether v is an object (null empties
+// it), *n the member's value. It reports false where json.Unmarshal would
+// fail.
+func readOneInt(v gjson.Result, name string, present *bool, n *opt) bool {
 	obj, ok := jsonfield.Object(v)
 	if !ok || !obj {
-		u.serverToolUse, u.webSearches = false, opt{}
+		*present, *n = false, opt{}
 		return ok
 	}
-	u.serverToolUse = true
+	*present = true
 	v.ForEach(func(k, v gjson.Result) bool {
-		switch name := jsonfield.Name(k); name {
-		case "web_search_requests":
-			ok = jsonfield.Int(v, &u.webSearches.n, &u.webSearches.set)
+		switch got := jsonfield.Name(k); got {
+		case name:
+			ok = jsonfield.Int(v, &n.n, &n.set)
 		default:
-			if folded(name, "web_search_requests") != "" {
+			if folded(got, name) != "" {
 				ok = checkInt(v)
 			}
 		}
