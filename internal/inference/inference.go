@@ -6,8 +6,10 @@
 package inference
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httputil"
@@ -162,6 +164,9 @@ func (c *Capability) prepare(w http.ResponseWriter, r *http.Request, call *capab
 func (c *Capability) rewrite(pr *httputil.ProxyRequest) {
 	pf := pr.In.Context().Value(ctxKey{}).(*paidFor)
 	proxy.StripBoxHeaders(pr.Out.Header)
+	// The answer is scanned for the credential, so it must come readable:
+	// with no Accept-Encoding the API answers unencoded.
+	pr.Out.Header.Del("Accept-Encoding")
 	n := proxy.ScrubHeader(pr.Out.Header)
 	proxy.SetAnthropicCredential(pr.Out.Header, pf.paid.Credential)
 	p, np := proxy.ScrubTokens(strings.TrimPrefix(pr.In.URL.Path, protocol.PrefixAnthropic))
@@ -172,6 +177,15 @@ func (c *Capability) rewrite(pr *httputil.ProxyRequest) {
 	proxy.Target(pr.Out, c.cfg.Upstream, p, q)
 }
 
+// errEncoded is an answer in a content encoding, which the broker cannot
+// scan for the credential.
+var errEncoded = errors.New("inference: the upstream answered in a content encoding the broker did not ask for")
+
+// modifyResponse keeps the credential out of the answer: a header that
+// repeats it is dropped, and in the body and the trailers it is masked
+// with as many asterisks, so that the answer's length, and its
+// Content-Length, stay as the upstream sent them. An event stream's
+// events pass on as each ends (proxy.Redactor.PassEvents).
 func (c *Capability) modifyResponse(resp *http.Response) error {
 	pf := resp.Request.Context().Value(ctxKey{}).(*paidFor)
 	if n := proxy.RemoveValue(resp.Header, pf.paid.Credential); n > 0 {
@@ -180,5 +194,39 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 	// The payer header was set on the answer before the call was
 	// forwarded; one the upstream sent is not the broker's to pass on.
 	delete(resp.Header, protocol.HeaderPayer)
+	if enc := resp.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
+		return errEncoded
+	}
+	if resp.Body == nil || resp.Body == http.NoBody {
+		return nil
+	}
+	cred := pf.paid.Credential
+	r := proxy.NewRedactor(resp.Body, cred, bytes.Repeat([]byte("*"), len(cred)))
+	if proxy.IsEventStream(resp.Header) {
+		r.PassEvents()
+	}
+	resp.Body = &masked{Redactor: r, resp: resp, cred: cred, log: c.cfg.Logger}
 	return nil
+}
+
+// masked is an answer body with the credential masked, which at its end
+// removes any trailer that repeats it, and logs what it masked.
+type masked struct {
+	*proxy.Redactor
+	resp *http.Response
+	cred []byte
+	log  *slog.Logger
+	done bool
+}
+
+func (m *masked) Read(p []byte) (int, error) {
+	n, err := m.Redactor.Read(p)
+	if err == io.EOF && !m.done {
+		m.done = true
+		k := proxy.RemoveValue(m.resp.Trailer, m.cred)
+		if k > 0 || m.Replaced() > 0 {
+			m.log.Warn("inference: masked the credential the upstream repeated in an answer", "body", m.Replaced(), "trailers", k)
+		}
+	}
+	return n, err
 }

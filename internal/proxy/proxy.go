@@ -58,10 +58,11 @@ const MaxResponseHeaderBytes = 64 << 10
 // It never retries a request whose body it has begun to send, nor one
 // with a body it cannot replay (net/http's rule, RFC 9112 §9.3.1): a
 // connection that closes before the answer is an error for the box,
-// never a second call upstream. It never asks for compression
-// the box did not ask for, so it never decompresses an answer on the
-// box's behalf: the box's own Accept-Encoding goes upstream and the answer
-// comes back as the upstream sent it.
+// never a second call upstream. It never asks for compression of its
+// own, so it never decompresses an answer: whatever Accept-Encoding the
+// capability's Rewrite leaves goes upstream (inference and Fountain leave
+// none, so that answers can be scanned), and the answer comes back as the
+// upstream sent it.
 func NewTransport(o TransportOptions) *http.Transport {
 	if o.ResponseHeaderTimeout <= 0 {
 		o.ResponseHeaderTimeout = 10 * time.Minute

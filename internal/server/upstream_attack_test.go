@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -371,5 +372,53 @@ func TestInference_InformationalAnswersAreDropped(t *testing.T) {
 	}
 	if resp.StatusCode != 200 || resp.Header.Get("Chant-Payer") == "" {
 		t.Errorf("answer %d with chant-payer %q, want 200 with the payer said", resp.StatusCode, resp.Header.Get("Chant-Payer"))
+	}
+}
+
+// TestInference_EchoedCredentialIsMasked: an upstream (an
+// Anthropic-compatible gateway the operator points --anthropic-url at,
+// say) that repeats the credential in its answer's body, a JSON answer or
+// an event stream, never hands it to the box: it is masked with as many
+// asterisks, so the answer keeps its length, and each event still passes
+// on as it ends.
+func TestInference_EchoedCredentialIsMasked(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		name := "JSON answer"
+		if stream {
+			name = "event stream"
+		}
+		t.Run(name, func(t *testing.T) {
+			up := rawUpstream(t, func(c net.Conn) {
+				req, err := http.ReadRequest(bufio.NewReader(c))
+				if err != nil {
+					return
+				}
+				_, _ = io.Copy(io.Discard, req.Body)
+				key := req.Header.Get("X-Api-Key")
+				if !stream {
+					_ = writeAnswer(c, `{"error":{"message":"key `+key+` echoed"}}`)
+					return
+				}
+				_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+				for _, ev := range []string{"event: ping\ndata: {\"k\":\"" + key + "\"}\n\n", "event: ping\ndata: {}\n\n"} {
+					fmt.Fprintf(c, "%x\r\n%s\r\n", len(ev), ev)
+				}
+				_, _ = io.WriteString(c, "0\r\n\r\n")
+			})
+			b, token, _ := attackBroker(t, up)
+			resp := b.Do("POST", "/llm/anthropic/v1/messages", token, []byte(`{"model":"claude-sonnet-4-5","max_tokens":8,"messages":[]}`), nil)
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d: %s", resp.StatusCode, resp.Body)
+			}
+			if strings.Contains(string(resp.Body), attackKey) {
+				t.Fatalf("the answer carries the credential: %s", resp.Body)
+			}
+			if !strings.Contains(string(resp.Body), strings.Repeat("*", len(attackKey))) {
+				t.Errorf("the credential is not masked in place: %s", resp.Body)
+			}
+			if cl := resp.Header.Get("Content-Length"); !stream && cl != strconv.Itoa(len(resp.Body)) {
+				t.Errorf("Content-Length %q for a body of %d bytes", cl, len(resp.Body))
+			}
+		})
 	}
 }

@@ -703,8 +703,7 @@ func TestSpend_NoBudgetBodyForwardedAsItComes(t *testing.T) {
 	up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Content-Encoding", "br") // not read: unmeasured
-		_, _ = io.WriteString(w, "\x0b\x02\x80{}\x03")
+		_, _ = io.WriteString(w, "\x0b\x02\x80{}\x03") // not JSON: unmeasured
 	})
 	rec := &brokertest.Recorder{Handler: up}
 	b, token := newBroker(t, brokertest.Options{Anthropic: rec})
