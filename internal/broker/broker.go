@@ -467,7 +467,7 @@ func (s *Server) authenticate(r *http.Request, c capability.Capability) (string,
 			return tok, box, nil
 		}
 	}
-	if !errors.Is(err, token.ErrMissing) && !errors.Is(err, token.ErrUnknown) && !errors.Is(err, token.ErrConflict) {
+	if !token.Refused(err) {
 		return "", store.Box{}, unavailable(err)
 	}
 	if nr, ok := c.(capability.NoTokenRefuser); ok && errors.Is(err, token.ErrMissing) {
@@ -515,7 +515,7 @@ func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *reque
 	if err != nil {
 		info.reason = "token"
 		leaveBody(w, r) // not a byte of it is read for no box
-		if errors.Is(err, token.ErrMissing) || errors.Is(err, token.ErrUnknown) || errors.Is(err, token.ErrConflict) {
+		if token.Refused(err) {
 			return &capability.Error{Status: http.StatusUnauthorized, Type: protocol.TypeAuthn, Message: authMessage(err)}
 		}
 		return unavailable(err)

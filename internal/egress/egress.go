@@ -367,35 +367,18 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 	if proxy.IsEventStream(resp.Header) {
 		r.PassEvents() // each event as it ends, not when the next comes
 	}
-	resp.Body = &answer{ReadCloser: r, redactor: r, resp: resp, f: f, log: c.log}
+	r.OnEnd(func(replaced int) {
+		proxy.RedactHeader(resp.Trailer, f.forms)
+		if replaced > 0 {
+			c.log.Warn("egress: the host repeated the secret's value in an answer body; the box's token is in its place",
+				"secret", f.name, "times", replaced)
+		}
+	})
+	resp.Body = r
 	// The body's length changes wherever the value is replaced: stream it.
 	resp.Header.Del("Content-Length")
 	resp.ContentLength = -1
 	return nil
-}
-
-// answer is an answer body with the value replaced, which at its end
-// replaces the value in the trailers too and logs any replacement.
-type answer struct {
-	io.ReadCloser // redactor
-	redactor      *proxy.Redactor
-	resp          *http.Response
-	f             *flight
-	log           *slog.Logger
-	done          bool
-}
-
-func (a *answer) Read(p []byte) (int, error) {
-	n, err := a.ReadCloser.Read(p)
-	if err == io.EOF && !a.done {
-		a.done = true
-		proxy.RedactHeader(a.resp.Trailer, a.f.forms)
-		if k := a.redactor.Replaced(); k > 0 {
-			a.log.Warn("egress: the host repeated the secret's value in an answer body; the box's token is in its place",
-				"secret", a.f.name, "times", k)
-		}
-	}
-	return n, err
 }
 
 // gunzip decodes a gzip body lazily, so an empty or HEAD answer is not read.

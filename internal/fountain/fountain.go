@@ -330,12 +330,18 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 	if resp.Request.Method == http.MethodHead || resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified {
 		return nil
 	}
-	a := &answer{resp: resp, cl: cl, log: c.cfg.Logger}
-	a.redactor = proxy.NewRedactor(resp.Body, cl.key, []byte(KeyMarker))
+	r := proxy.NewRedactor(resp.Body, cl.key, []byte(KeyMarker))
 	if proxy.IsEventStream(resp.Header) {
-		a.redactor.PassEvents() // each event as it ends, not when the next comes
+		r.PassEvents() // each event as it ends, not when the next comes
 	}
-	resp.Body = a
+	log := c.cfg.Logger
+	r.OnEnd(func(replaced int) {
+		proxy.ReplaceValue(resp.Trailer, string(cl.key), KeyMarker)
+		if replaced > 0 {
+			log.Warn("fountain: replaced the key Fountain repeated in an answer body", "box", cl.box, "times", replaced)
+		}
+	})
+	resp.Body = r
 	// The body's length changes wherever the key is replaced: stream it.
 	resp.Header.Del("Content-Length")
 	resp.ContentLength = -1
@@ -349,30 +355,6 @@ var (
 	errEncoded = &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI,
 		Message: "Fountain answered compressed, which the broker cannot scan for the operator's key, so it did not pass the answer on."}
 )
-
-// answer is Fountain's answer body with the key replaced; at its end it
-// replaces the key in the trailers too, and logs any replacement.
-type answer struct {
-	redactor *proxy.Redactor
-	resp     *http.Response
-	cl       *call
-	log      *slog.Logger
-	done     bool
-}
-
-func (a *answer) Read(p []byte) (int, error) {
-	n, err := a.redactor.Read(p)
-	if err == io.EOF && !a.done {
-		a.done = true
-		proxy.ReplaceValue(a.resp.Trailer, string(a.cl.key), KeyMarker)
-		if k := a.redactor.Replaced(); k > 0 {
-			a.log.Warn("fountain: replaced the key Fountain repeated in an answer body", "box", a.cl.box, "times", k)
-		}
-	}
-	return n, err
-}
-
-func (a *answer) Close() error { return a.redactor.Close() }
 
 // record reads the id of the conversation Fountain started from its
 // answer, and records it as the box's before any of the answer reaches the

@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httputil"
@@ -205,28 +204,13 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 	if proxy.IsEventStream(resp.Header) {
 		r.PassEvents()
 	}
-	resp.Body = &masked{Redactor: r, resp: resp, cred: cred, log: c.cfg.Logger}
-	return nil
-}
-
-// masked is an answer body with the credential masked, which at its end
-// removes any trailer that repeats it, and logs what it masked.
-type masked struct {
-	*proxy.Redactor
-	resp *http.Response
-	cred []byte
-	log  *slog.Logger
-	done bool
-}
-
-func (m *masked) Read(p []byte) (int, error) {
-	n, err := m.Redactor.Read(p)
-	if err == io.EOF && !m.done {
-		m.done = true
-		k := proxy.RemoveValue(m.resp.Trailer, m.cred)
-		if k > 0 || m.Replaced() > 0 {
-			m.log.Warn("inference: masked the credential the upstream repeated in an answer", "body", m.Replaced(), "trailers", k)
+	log := c.cfg.Logger
+	r.OnEnd(func(replaced int) {
+		k := proxy.RemoveValue(resp.Trailer, cred)
+		if k > 0 || replaced > 0 {
+			log.Warn("inference: masked the credential the upstream repeated in an answer", "body", replaced, "trailers", k)
 		}
-	}
-	return n, err
+	})
+	resp.Body = r
+	return nil
 }

@@ -77,6 +77,7 @@ type Redactor struct {
 	err     error  // src's error, returned once out is drained
 	n       int    // occurrences replaced
 	events  bool   // pass on each whole event of a stream at once (PassEvents)
+	onEnd   func(replaced int)
 }
 
 // NewRedactor returns a Redactor reading src and replacing every old with
@@ -188,8 +189,24 @@ func (r *Redactor) Window() int { return r.window }
 // Replaced reports how many occurrences the Redactor has replaced so far.
 func (r *Redactor) Replaced() int { return r.n }
 
+// OnEnd has f called once, with how many occurrences were replaced, when
+// Read first returns io.EOF: the source has ended, and an HTTP answer's
+// trailers are all there, for the caller to clean as it cleaned the
+// header.
+func (r *Redactor) OnEnd(f func(replaced int)) { r.onEnd = f }
+
 // Read reads the source with every occurrence of the forms replaced.
 func (r *Redactor) Read(p []byte) (int, error) {
+	n, err := r.read(p)
+	if err == io.EOF && r.onEnd != nil {
+		f := r.onEnd
+		r.onEnd = nil
+		f(r.n)
+	}
+	return n, err
+}
+
+func (r *Redactor) read(p []byte) (int, error) {
 	if len(r.forms) == 0 {
 		return r.src.Read(p)
 	}

@@ -208,19 +208,16 @@ func charAt(b []byte, i int) (c byte, n int) {
 	return b[i], 1
 }
 
+// hexValue returns the number the hex digits h spell, either case, and
+// false when one is not a hex digit.
 func hexValue(h []byte) (int, bool) {
 	v := 0
 	for _, c := range h {
-		switch {
-		case '0' <= c && c <= '9':
-			v = v<<4 | int(c-'0')
-		case 'a' <= c && c <= 'f':
-			v = v<<4 | int(c-'a'+10)
-		case 'A' <= c && c <= 'F':
-			v = v<<4 | int(c-'A'+10)
-		default:
+		d := unhex(c)
+		if d < 0 {
 			return 0, false
 		}
+		v = v<<4 | d
 	}
 	return v, true
 }

@@ -52,6 +52,13 @@ var (
 	ErrUnknown = errors.New("unknown token")
 )
 
+// Refused reports whether err is one of ErrMissing, ErrConflict and
+// ErrUnknown: the request's token is at fault, not the store, so the
+// answer is a refusal rather than a 503.
+func Refused(err error) bool {
+	return errors.Is(err, ErrMissing) || errors.Is(err, ErrConflict) || errors.Is(err, ErrUnknown)
+}
+
 // NewBox mints a box token: BoxPrefix and 32 random bytes, base64url.
 // It returns an error only when the system's random source fails.
 func NewBox() (string, error) { return mint(BoxPrefix, "token") }
