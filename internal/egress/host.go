@@ -69,6 +69,10 @@ func joinPath(base *url.URL, tail string) (path, rawPath string, err error) {
 		}
 		return basePath, baseRaw, nil
 	}
+	// A base path ending in "/" (https://host/ or https://host/v1/) joins
+	// without doubling it: "//x" at the start of a request line reads as
+	// another authority to some hosts.
+	basePath, baseRaw = strings.TrimRight(basePath, "/"), strings.TrimRight(baseRaw, "/")
 	segs := strings.Split(tail[1:], "/")
 	var dec, raw strings.Builder
 	dec.WriteString(basePath)
