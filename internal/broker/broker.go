@@ -360,6 +360,9 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 		c = rt.c
 		info.capability = c.Name()
 		info.route = rt.label
+		if proxiedToken(r) != "" {
+			info.route = ProxiedRoutePrefix + rt.label
+		}
 	}
 	if err != nil {
 		return nil, nil, nil, err
@@ -455,8 +458,10 @@ const leaveGrace = 100 * time.Millisecond
 func (s *Server) authenticate(r *http.Request, c capability.Capability) (string, store.Box, error) {
 	var tok string
 	var err error
-	if tf, ok := c.(capability.TokenFinder); ok {
+	if tf, ok := c.(capability.TokenFinder); ok && proxiedToken(r) == "" {
 		tok, err = token.One(tf.FindTokens(r))
+	} else if proxiedToken(r) != "" { // the HTTPS proxy's box: a token the request holds must be its own
+		tok, err = token.One(findTokens(r, c))
 	} else {
 		tok, err = token.FromRequest(r)
 	}

@@ -1,0 +1,60 @@
+package broker
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/token"
+)
+
+// proxiedKey marks a request the HTTPS proxy (package egressproxy) hands
+// the broker in process; its value is the token the box authenticated
+// the proxy with. A context value never comes from the network.
+type proxiedKey struct{}
+
+// ProxiedRoutePrefix begins the route label of a request served through
+// the HTTPS proxy ("proxy /egress/*"), so that logs, metrics, the audit
+// log and the owner's page show it as proxied.
+const ProxiedRoutePrefix = "proxy "
+
+// WithProxied returns ctx marking its request as one the HTTPS proxy
+// serves for the box whose token is tok (from its Proxy-Authorization).
+// The broker then authenticates the request by tok: a token the request
+// carries itself must be the same one (two different ones are refused
+// as for any request), and a request that carries none is the box's all
+// the same. Everything else (the rule, pause, the box's limits, the
+// capability's own checks) applies unchanged.
+func WithProxied(ctx context.Context, tok string) context.Context {
+	return context.WithValue(ctx, proxiedKey{}, tok)
+}
+
+// proxiedToken is the token WithProxied put in r's context, or "".
+func proxiedToken(r *http.Request) string {
+	tok, _ := r.Context().Value(proxiedKey{}).(string)
+	return tok
+}
+
+// findTokens returns the tokens r carries for capability c, with the
+// proxy's token among them when r came through the HTTPS proxy.
+func findTokens(r *http.Request, c capability.Capability) []string {
+	var found []string
+	if tf, ok := c.(capability.TokenFinder); ok {
+		found = tf.FindTokens(r)
+	} else {
+		found = token.AppendSent(nil, r.Header)
+	}
+	if pt := proxiedToken(r); pt != "" {
+		found = append(found, pt)
+	}
+	return found
+}
+
+// Observe tells the broker's Observer (metrics and the audit log) of a
+// request answered outside ServeHTTP: the HTTPS proxy's CONNECT refusals
+// and passthrough tunnels. A nil Observer makes it a no-op.
+func (s *Server) Observe(rec *Record) {
+	if s.cfg.Observer != nil {
+		s.cfg.Observer.Request(rec)
+	}
+}
