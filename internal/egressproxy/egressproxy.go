@@ -1,0 +1,674 @@
+// Package egressproxy serves egress as an HTTPS proxy: a box whose tools
+// honour HTTPS_PROXY (git, gh, package managers, SDKs that pin their
+// endpoint) reaches its secrets' hosts through the broker without a base
+// URL, under the same rule and the same forwarding as /egress/NAME.
+//
+// The box sets HTTPS_PROXY=http://box:<token>@<broker's proxy address>
+// and trusts the broker's CA (boxbroker proxy ca). For each connection:
+//
+//   - A CONNECT host:port, or a plain-HTTP request in absolute form, must
+//     carry the box's token in Proxy-Authorization (Basic, any user, the
+//     token as the password; or Bearer). A missing or unknown token is
+//     answered 407 with Proxy-Authenticate.
+//   - A paused box is refused. A host:port on the passthrough list is
+//     tunnelled untouched, and audited. Any other is allowed only when
+//     the box's last report declares egress with the scope word NAME of
+//     a secret pinned to exactly that host and port (an IP literal only
+//     where a secret is pinned to it); otherwise a 403 names egress and
+//     the secrets that would allow it, or says that none is pinned there.
+//   - An allowed CONNECT is intercepted: the broker ends TLS (1.2 and
+//     later) with a leaf certificate for the host from its CA (package
+//     ca.go), and serves the tunnel's requests with net/http, HTTP/1.1
+//     or HTTP/2 as the client offers through ALPN.
+//   - Each request in the tunnel whose Host is the CONNECT's host is
+//     handed, in process, to the broker's own handler as
+//     /egress/NAME/<path> (NAME the declared secret pinned there whose
+//     base path the request's path is under), marked with
+//     broker.WithProxied: the broker authenticates it by the proxy's
+//     token, applies the rule, the pause and the box's rate and
+//     concurrency bounds, and egress swaps the token for the value,
+//     sends it to the secret's host over verified TLS, keeps the value
+//     out of the answer, and audits it (its route is "proxy /egress/*").
+//     Budgets do not apply to egress.
+//   - Idle tunnels and idle connections time out.
+//
+// The CA's key never leaves the broker: it is sealed at rest, shared by
+// replicas through the store, and never printed.
+package egressproxy
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/broker"
+	"github.com/intentius/boxbroker/internal/cache"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
+)
+
+// Defaults for Config's zero fields.
+const (
+	DefaultIdleTimeout       = 2 * time.Minute
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultDialTimeout       = 10 * time.Second
+)
+
+// Route labels of what the proxy answers itself, in logs, metrics and
+// the audit log; requests in an intercepted tunnel are labelled by the
+// broker ("proxy /egress/*").
+const (
+	RouteConnect     = broker.ProxiedRoutePrefix + "CONNECT"
+	RoutePassthrough = broker.ProxiedRoutePrefix + "passthrough"
+)
+
+// maxHost bounds the host a CONNECT names.
+const maxHost = 253
+
+// Config configures a Proxy.
+type Config struct {
+	// Broker is the broker's box-facing handler: intercepted requests are
+	// served by it, and the proxy's own refusals and tunnels are told to
+	// its Observer. Required.
+	Broker *broker.Server
+	// BrokerWord is the broker word reports must name. Required.
+	BrokerWord string
+	// Cache reads boxes, reports and secrets. Required.
+	Cache *cache.Cache
+	// Secrets lists a box's secrets, for the CONNECT rule. Required.
+	Secrets store.Secrets
+	// CA mints the leaf certificates. Required.
+	CA *CA
+	// Passthrough are the host:port (or host, meaning port 443) the proxy
+	// tunnels untouched, for any box that is not paused.
+	Passthrough []string
+	// IdleTimeout ends a tunnel or connection idle this long (default
+	// DefaultIdleTimeout).
+	IdleTimeout time.Duration
+	// ReadHeaderTimeout bounds reading a request's head, and the TLS
+	// handshake (default DefaultReadHeaderTimeout).
+	ReadHeaderTimeout time.Duration
+	// MaxHeaderBytes bounds a request's head (0: net/http's default).
+	MaxHeaderBytes int
+	// Dial connects a passthrough tunnel (default a net.Dialer with
+	// DefaultDialTimeout).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Logger receives failures; never a token or a value.
+	Logger *slog.Logger
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Proxy is the HTTPS proxy listener's handler.
+type Proxy struct {
+	cfg         Config
+	log         *slog.Logger
+	passthrough map[string]bool // host:port
+	// inner serves intercepted tunnels, fed through conns.
+	inner *http.Server
+	conns *connListener
+	// tunnels holds each intercepted connection's tunnel until net/http
+	// is done with it, for ConnContext.
+	tunnels sync.Map // *tls.Conn → *tunnel
+}
+
+// New returns a Proxy, or an error naming what cfg lacks or gets wrong.
+func New(cfg Config) (*Proxy, error) {
+	var problems []string
+	if cfg.Broker == nil || cfg.Cache == nil || cfg.Secrets == nil || cfg.CA == nil || cfg.BrokerWord == "" {
+		problems = append(problems, "proxy: no broker, broker word, cache, secrets or CA")
+	}
+	pass := map[string]bool{}
+	for _, h := range cfg.Passthrough {
+		hp, err := ParsePassthrough(h)
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		pass[hp] = true
+	}
+	if len(problems) > 0 {
+		return nil, errors.New(strings.Join(problems, "; "))
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.ReadHeaderTimeout <= 0 {
+		cfg.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Dial == nil {
+		d := &net.Dialer{Timeout: DefaultDialTimeout}
+		cfg.Dial = d.DialContext
+	}
+	p := &Proxy{cfg: cfg, log: cfg.Logger, passthrough: pass, conns: newConnListener()}
+	p.inner = &http.Server{
+		Handler:           http.HandlerFunc(p.serveTunnel),
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
+		MaxHeaderBytes:    cfg.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug),
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			if t, ok := p.tunnels.Load(c); ok {
+				return context.WithValue(ctx, tunnelKey{}, t)
+			}
+			return ctx
+		},
+		ConnState: func(c net.Conn, s http.ConnState) {
+			if s == http.StateClosed || s == http.StateHijacked {
+				p.tunnels.Delete(c)
+			}
+		},
+	}
+	return p, nil
+}
+
+// ParsePassthrough reads one passthrough entry, host or host:port (port
+// 443 when none), into its canonical host:port.
+func ParsePassthrough(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	host, port := s, "443"
+	if h, p, err := net.SplitHostPort(s); err == nil {
+		host, port = h, p
+	}
+	n, err := strconv.Atoi(port)
+	if host == "" || strings.ContainsAny(host, "/@ :[]") && net.ParseIP(host) == nil || err != nil || n < 1 || n > 65535 {
+		return "", fmt.Errorf("proxy passthrough %q is not a host or host:port", s)
+	}
+	return net.JoinHostPort(strings.ToLower(host), port), nil
+}
+
+// Handler returns the listener's handler, for an http.Server of the
+// caller's own (Serve makes one).
+func (p *Proxy) Handler() http.Handler { return http.HandlerFunc(p.serveProxy) }
+
+// Serve serves the proxy on ln until ctx ends; then it closes every
+// tunnel and connection and returns. Intercepted tunnels' requests run
+// on the broker's handler, so in-flight ones end with ctx too.
+func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
+	outer := &http.Server{
+		Handler:           p.Handler(),
+		ReadHeaderTimeout: p.cfg.ReadHeaderTimeout,
+		IdleTimeout:       p.cfg.IdleTimeout,
+		MaxHeaderBytes:    p.cfg.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	p.inner.BaseContext = func(net.Listener) context.Context { return ctx }
+	errc := make(chan error, 2)
+	go func() { errc <- outer.Serve(ln) }()
+	go func() { errc <- p.inner.Serve(p.conns) }()
+	var first error
+	select {
+	case first = <-errc:
+	case <-ctx.Done():
+	}
+	outer.Close()
+	p.inner.Close()
+	second := <-errc
+	for _, err := range []error{first, second} {
+		if err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close stops serving intercepted tunnels (Serve does it as ctx ends).
+func (p *Proxy) Close() error { return p.inner.Close() }
+
+// target is where a box asked the proxy to go: a CONNECT's host:port
+// (scheme https) or a plain request's (scheme http).
+type target struct {
+	scheme string
+	host   string // lower case; an IP literal without brackets
+	port   string
+}
+
+func (t target) addr() string { return net.JoinHostPort(t.host, t.port) }
+
+// tunnel is what the proxy allowed one box to reach: the box, its
+// token, and the declared secrets pinned to the target.
+type tunnel struct {
+	box   string
+	token string
+	to    target
+	names []string
+}
+
+type tunnelKey struct{}
+
+// serveProxy serves the listener: CONNECT, or a plain-HTTP request in
+// absolute form.
+func (p *Proxy) serveProxy(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.Method == http.MethodConnect:
+		p.connect(w, r)
+	case r.URL.IsAbs():
+		p.plain(w, r)
+	default:
+		protocol.WriteRefusal(w, http.StatusBadRequest, protocol.TypeInvalid,
+			"This is boxbroker's egress proxy: send CONNECT host:port, or a plain-HTTP request in absolute form, with the box's token in Proxy-Authorization (HTTPS_PROXY=http://box:<token>@<this address>).")
+	}
+}
+
+// refusal is a refusal the proxy answers itself, with why for the
+// audit log.
+type refusal struct {
+	status int
+	typ    string
+	msg    string
+	reason string
+	header http.Header
+}
+
+func (e *refusal) Error() string { return e.msg }
+
+// admit authenticates r's box by its Proxy-Authorization and applies the
+// rule for to; it returns the tunnel, passthrough true for a host on the
+// passthrough list, or the refusal.
+func (p *Proxy) admit(r *http.Request, to target) (t *tunnel, passthrough bool, err error) {
+	ctx := r.Context()
+	tok := ProxyToken(r.Header)
+	box, err := token.Lookup(ctx, tok, p.cfg.Cache.BoxByTokenHash, func(b store.Box) string { return b.TokenHash })
+	if err != nil {
+		if !token.Refused(err) {
+			return nil, false, p.unavailable(err)
+		}
+		msg := "The proxy needs the box's token in Proxy-Authorization: set HTTPS_PROXY=http://box:<token>@<this address> (Basic, any user, the token as the password), or send Proxy-Authorization: Bearer <token>."
+		if tok != "" {
+			msg = "The token in Proxy-Authorization is no box's token at this broker."
+		}
+		return nil, false, &refusal{status: http.StatusProxyAuthRequired, typ: protocol.TypeAuthn, msg: msg, reason: "token",
+			header: http.Header{"Proxy-Authenticate": {`Basic realm="boxbroker egress proxy"`}}}
+	}
+	t = &tunnel{box: box.Name, token: tok, to: to}
+	if box.Paused {
+		return t, false, &refusal{status: http.StatusForbidden, typ: protocol.TypePermission, reason: "paused",
+			msg: fmt.Sprintf("This box is paused by its owner, so the broker serves it nothing until the owner resumes it (`boxbroker box resume %s`).", box.Name)}
+	}
+	if to.scheme == "https" && p.passthrough[to.addr()] {
+		return t, true, nil
+	}
+	secs, err := p.cfg.Secrets.ListSecrets(ctx, box.Name)
+	if err != nil {
+		return t, false, p.unavailable(err)
+	}
+	var pinned []string
+	for _, s := range secs {
+		if pinnedTo(s.Host, to) {
+			pinned = append(pinned, s.Name)
+		}
+	}
+	where := to.scheme + "://" + to.addr()
+	if len(pinned) == 0 {
+		return t, false, &refusal{status: http.StatusForbidden, typ: protocol.TypePermission, reason: "no secret",
+			msg: fmt.Sprintf("No egress secret of this box is pinned to %s, so the broker's proxy does not reach it: egress goes only to a host a secret is pinned to, by its exact host and port; its owner pins one with `boxbroker secret set %s NAME --host %s`.",
+				where, box.Name, where)}
+	}
+	d, err := p.cfg.Cache.Declaration(ctx, box.Name)
+	if err != nil {
+		return t, false, p.unavailable(err)
+	}
+	for _, name := range pinned {
+		if protocol.DeclaredRefusal(d, p.cfg.BrokerWord, protocol.Egress, name) == "" {
+			t.names = append(t.names, name)
+		}
+	}
+	if len(t.names) == 0 {
+		return t, false, &refusal{status: http.StatusForbidden, typ: protocol.TypePermission, reason: "declaration",
+			msg: fmt.Sprintf("The proxy reaches %s through egress with the scope word of a secret pinned there (%s), and this box declares none of them. %s",
+				where, strings.Join(pinned, ", "), protocol.DeclaredRefusal(d, p.cfg.BrokerWord, protocol.Egress, pinned[0]))}
+	}
+	return t, false, nil
+}
+
+func (p *Proxy) unavailable(err error) *refusal {
+	p.log.Error("proxy: store", "err", err)
+	return &refusal{status: http.StatusServiceUnavailable, typ: protocol.TypeAPI, reason: "store",
+		msg: "The broker cannot read its store just now; try again shortly."}
+}
+
+// pinnedTo reports whether the secret host base names exactly to's
+// scheme, host and port.
+func pinnedTo(base string, to target) bool {
+	u, err := protocol.ParseSecretHost(base)
+	if err != nil || u.Scheme != to.scheme {
+		return false
+	}
+	port := u.Port()
+	if port == "" {
+		port = defaultPort(u.Scheme)
+	}
+	return strings.EqualFold(u.Hostname(), to.host) && port == to.port
+}
+
+func defaultPort(scheme string) string {
+	if scheme == "https" {
+		return "443"
+	}
+	return "80"
+}
+
+// ProxyToken reads the box's token from Proxy-Authorization: the
+// password of Basic credentials (the user when the password is empty),
+// or a Bearer token; "" when there is none.
+func ProxyToken(h http.Header) string {
+	scheme, rest, _ := strings.Cut(strings.TrimSpace(h.Get("Proxy-Authorization")), " ")
+	rest = strings.TrimSpace(rest)
+	switch strings.ToLower(scheme) {
+	case "bearer":
+		return rest
+	case "basic":
+		dec, err := base64.StdEncoding.DecodeString(rest)
+		if err != nil {
+			return ""
+		}
+		user, pass, _ := strings.Cut(string(dec), ":")
+		if pass == "" {
+			return user
+		}
+		return pass
+	}
+	return ""
+}
+
+// parseTarget reads a CONNECT's authority: host:port, the port given.
+func parseTarget(scheme, authority string) (target, bool) {
+	host, port, err := net.SplitHostPort(authority)
+	if err != nil || host == "" || len(host) > maxHost {
+		return target{}, false
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != port {
+		return target{}, false
+	}
+	return target{scheme: scheme, host: strings.ToLower(host), port: port}, true
+}
+
+// refuse writes e, and tells the audit log of a refusal of a known box.
+func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, t *tunnel, e *refusal, start time.Time, route string) {
+	for k, vs := range e.header {
+		w.Header()[k] = vs
+	}
+	protocol.WriteRefusal(w, e.status, e.typ, e.msg)
+	if t == nil || t.box == "" {
+		return // no box's token: not recorded one by one
+	}
+	p.cfg.Broker.Observe(&broker.Record{At: start, Method: r.Method, Route: route, Box: t.box, Capability: protocol.Egress,
+		Words: t.names, Status: e.status, Reason: e.reason, Message: e.msg, Duration: p.cfg.Now().Sub(start)})
+}
+
+// connect serves CONNECT host:port.
+func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
+	start := p.cfg.Now()
+	to, ok := parseTarget("https", r.Host)
+	if !ok {
+		protocol.WriteRefusal(w, http.StatusBadRequest, protocol.TypeInvalid, "CONNECT takes host:port, such as api.github.com:443.")
+		return
+	}
+	t, passthrough, err := p.admit(r, to)
+	var e *refusal
+	if errors.As(err, &e) {
+		p.refuse(w, r, t, e, start, RouteConnect)
+		return
+	}
+	if passthrough {
+		p.passthroughTunnel(w, r, t, start)
+		return
+	}
+	leaf, err := p.cfg.CA.Leaf(to.host)
+	if err != nil {
+		p.log.Error("proxy: leaf certificate", "host", to.host, "err", err)
+		protocol.WriteRefusal(w, http.StatusInternalServerError, protocol.TypeAPI, "The broker could not make a certificate for the host.")
+		return
+	}
+	conn, err := hijack(w)
+	if err != nil {
+		return
+	}
+	tc := tls.Server(conn, &tls.Config{
+		MinVersion:   tls.VersionTLS12,
+		Certificates: []tls.Certificate{*leaf},
+		NextProtos:   []string{"h2", "http/1.1"},
+	})
+	p.tunnels.Store(tc, t)
+	if !p.conns.put(tc) {
+		p.tunnels.Delete(tc)
+		tc.Close()
+	}
+}
+
+// hijack takes over a CONNECT's connection and answers it 200; bytes the
+// client sent already (its TLS hello) are read first.
+func hijack(w http.ResponseWriter) (net.Conn, error) {
+	conn, rw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		protocol.WriteRefusal(w, http.StatusInternalServerError, protocol.TypeAPI, "The proxy could not take over the connection.")
+		return nil, err
+	}
+	_ = conn.SetDeadline(time.Time{})
+	if _, err := rw.WriteString("HTTP/1.1 200 Connection established\r\n\r\n"); err == nil {
+		err = rw.Flush()
+	}
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	if rw.Reader.Buffered() > 0 {
+		return &bufferedConn{Conn: conn, r: rw.Reader}, nil
+	}
+	return conn, nil
+}
+
+// bufferedConn reads what the server buffered before the connection.
+type bufferedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *bufferedConn) Read(b []byte) (int, error) { return c.r.Read(b) }
+
+// serveTunnel serves one request of an intercepted tunnel.
+func (p *Proxy) serveTunnel(w http.ResponseWriter, r *http.Request) {
+	t, _ := r.Context().Value(tunnelKey{}).(*tunnel)
+	if t == nil {
+		protocol.WriteRefusal(w, http.StatusInternalServerError, protocol.TypeAPI, "The proxy lost this tunnel.")
+		return
+	}
+	if !sameHost(r.Host, t.to) {
+		protocol.WriteRefusal(w, http.StatusForbidden, protocol.TypePermission,
+			fmt.Sprintf("This tunnel was opened to %s; the proxy serves in it only requests for that host, not for %q.", t.to.addr(), r.Host))
+		return
+	}
+	p.forward(w, r, t)
+}
+
+// plain serves a plain-HTTP request in absolute form.
+func (p *Proxy) plain(w http.ResponseWriter, r *http.Request) {
+	start := p.cfg.Now()
+	if r.URL.Scheme != "http" {
+		protocol.WriteRefusal(w, http.StatusBadRequest, protocol.TypeInvalid, "The proxy takes https:// through CONNECT; a request in absolute form must be http://.")
+		return
+	}
+	port := r.URL.Port()
+	if port == "" {
+		port = "80"
+	}
+	to, ok := parseTarget("http", net.JoinHostPort(r.URL.Hostname(), port))
+	if !ok || !sameHost(r.Host, to) {
+		protocol.WriteRefusal(w, http.StatusBadRequest, protocol.TypeInvalid, "The request's Host is not its URL's host.")
+		return
+	}
+	t, _, err := p.admit(r, to)
+	var e *refusal
+	if errors.As(err, &e) {
+		p.refuse(w, r, t, e, start, broker.ProxiedRoutePrefix+protocol.PrefixEgress+"/*")
+		return
+	}
+	p.forward(w, r, t)
+}
+
+// sameHost reports whether a request's Host names to (its port, when
+// left out, the scheme's default).
+func sameHost(host string, to target) bool {
+	h, port, err := net.SplitHostPort(host)
+	if err != nil {
+		h, port = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"), defaultPort(to.scheme)
+	}
+	return strings.EqualFold(h, to.host) && port == to.port
+}
+
+// forward hands r to the broker as /egress/NAME/<path>, NAME the
+// tunnel's declared secret, still pinned to its host, whose base path
+// r's path is under (the longest).
+func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t *tunnel) {
+	ctx := r.Context()
+	path := r.URL.EscapedPath()
+	name, tail := "", ""
+	best := -1
+	for _, n := range t.names {
+		sec, err := p.cfg.Cache.Secret(ctx, t.box, n)
+		if err != nil || !pinnedTo(sec.Host, t.to) {
+			continue
+		}
+		base, _ := protocol.ParseSecretHost(sec.Host)
+		prefix := base.EscapedPath()
+		rest, ok := strings.CutPrefix(path, prefix)
+		if !ok || rest != "" && !strings.HasPrefix(rest, "/") || len(prefix) <= best {
+			continue
+		}
+		name, tail, best = n, rest, len(prefix)
+	}
+	if name == "" {
+		protocol.WriteRefusal(w, http.StatusForbidden, protocol.TypePermission,
+			fmt.Sprintf("No secret of this box that its egress entry lists (%s) is pinned to %s with a base path this request's path is under.", strings.Join(t.names, ", "), t.to.addr()))
+		return
+	}
+	u, err := url.ParseRequestURI(protocol.PrefixEgress + "/" + name + tail)
+	if err != nil {
+		protocol.WriteRefusal(w, http.StatusBadRequest, protocol.TypeInvalid, "The request's path is not one the proxy can forward.")
+		return
+	}
+	u.RawQuery = r.URL.RawQuery
+	in := r.Clone(broker.WithProxied(ctx, t.token))
+	in.URL = u
+	in.RequestURI = u.RequestURI()
+	in.Header.Del("Proxy-Authorization")
+	in.Header.Del("Proxy-Connection")
+	p.cfg.Broker.ServeHTTP(w, in)
+}
+
+// passthroughTunnel connects to the target and copies bytes both ways,
+// untouched, until either side ends or the tunnel is idle for
+// IdleTimeout; the audit log records it as it ends.
+func (p *Proxy) passthroughTunnel(w http.ResponseWriter, r *http.Request, t *tunnel, start time.Time) {
+	rec := &broker.Record{At: start, Method: r.Method, Route: RoutePassthrough, Box: t.box, Capability: protocol.Egress,
+		Status: http.StatusOK, Message: "tunnelled untouched to " + t.to.addr()}
+	up, err := p.cfg.Dial(r.Context(), "tcp", t.to.addr())
+	if err != nil {
+		p.log.Warn("proxy: passthrough dial", "addr", t.to.addr(), "err", err)
+		e := &refusal{status: http.StatusBadGateway, typ: protocol.TypeAPI, reason: "upstream failed", msg: "The passthrough host " + t.to.addr() + " could not be reached."}
+		p.refuse(w, r, t, e, start, RoutePassthrough)
+		return
+	}
+	conn, err := hijack(w)
+	if err != nil {
+		up.Close()
+		return
+	}
+	n := splice(conn, up, p.cfg.IdleTimeout)
+	rec.Bytes = n
+	rec.Duration = p.cfg.Now().Sub(start)
+	p.cfg.Broker.Observe(rec)
+}
+
+// splice copies a→b and b→a until either ends or neither carries a byte
+// for idle; it closes both and returns the bytes carried to a.
+func splice(a, b net.Conn, idle time.Duration) int64 {
+	var toA int64
+	done := make(chan struct{}, 2)
+	cp := func(dst, src net.Conn, n *int64) {
+		buf := make([]byte, 32<<10)
+		for {
+			_ = src.SetReadDeadline(time.Now().Add(idle))
+			k, err := src.Read(buf)
+			if k > 0 {
+				_ = dst.SetWriteDeadline(time.Now().Add(idle))
+				if _, werr := dst.Write(buf[:k]); werr != nil {
+					break
+				}
+				if n != nil {
+					*n += int64(k)
+				}
+			}
+			if err != nil {
+				break
+			}
+		}
+		a.Close()
+		b.Close()
+		done <- struct{}{}
+	}
+	go cp(b, a, nil)
+	go cp(a, b, &toA)
+	<-done
+	<-done
+	return toA
+}
+
+// connListener is a net.Listener fed with intercepted connections.
+type connListener struct {
+	ch     chan net.Conn
+	closed chan struct{}
+	once   sync.Once
+}
+
+func newConnListener() *connListener {
+	return &connListener{ch: make(chan net.Conn), closed: make(chan struct{})}
+}
+
+// put hands c to the inner server; false once the listener is closed.
+func (l *connListener) put(c net.Conn) bool {
+	select {
+	case l.ch <- c:
+		return true
+	case <-l.closed:
+		return false
+	}
+}
+
+func (l *connListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.ch:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *connListener) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	return nil
+}
+
+func (l *connListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
+
+var _ io.Closer = (*connListener)(nil)

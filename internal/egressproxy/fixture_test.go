@@ -1,0 +1,169 @@
+package egressproxy_test
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/egressproxy"
+	"github.com/intentius/boxbroker/internal/server"
+)
+
+// secretValue is the egress secret's value: the host must see it, and
+// the box never.
+const secretValue = "sv_proxy_SECRET_value_0123456789"
+
+// fixture is a broker with its HTTPS proxy, an echoing secret host
+// reached as example.com:<port> (its certificate names example.com), a
+// passthrough host, and box "shop" whose report declares egress API.
+type fixture struct {
+	b     *brokertest.Broker
+	proxy *url.URL // http://<addr>, no credentials
+	token string
+	// host is the secret's host:port (example.com:<port>), and passHost
+	// the passthrough host's (127.0.0.1:<port>).
+	host, passHost string
+	up             *recorder
+	upCert         *x509.Certificate
+	passCert       *x509.Certificate
+	// caFile holds the proxy CA's certificate, for real clients.
+	caFile string
+	caPool *x509.CertPool
+}
+
+// recorder is an echoing secret host: it answers with every header it
+// received (in its own headers and body), as a careless or hostile host
+// would, and keeps every request's head.
+type recorder struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (rec *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var head strings.Builder
+	fmt.Fprintf(&head, "%s %s %s\n", r.Method, r.URL.RequestURI(), r.Proto)
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			fmt.Fprintf(&head, "%s: %s\n", k, v)
+			w.Header().Add("X-Echo-"+k, v)
+		}
+	}
+	body, _ := io.ReadAll(r.Body)
+	rec.mu.Lock()
+	rec.seen = append(rec.seen, head.String()+"\n"+string(body))
+	rec.mu.Unlock()
+	w.Header().Set("Content-Type", "text/plain")
+	io.WriteString(w, head.String()+"\n"+string(body))
+}
+
+func (rec *recorder) all() string {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return strings.Join(rec.seen, "\n----\n")
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	f := &fixture{up: &recorder{}}
+	ups := httptest.NewUnstartedServer(f.up)
+	ups.EnableHTTP2 = true
+	ups.StartTLS()
+	t.Cleanup(ups.Close)
+	f.upCert = ups.Certificate()
+	upAddr := ups.Listener.Addr().String()
+	_, upPort, _ := net.SplitHostPort(upAddr)
+	f.host = "example.com:" + upPort
+
+	pass := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "passthrough host, its own certificate; auth="+r.Header.Get("Authorization"))
+	}))
+	t.Cleanup(pass.Close)
+	f.passCert = pass.Certificate()
+	f.passHost = pass.Listener.Addr().String()
+
+	// The broker's egress transport trusts the secret host's certificate
+	// and reaches example.com at the host's loopback address.
+	roots := x509.NewCertPool()
+	roots.AddCert(f.upCert)
+	tr := &http.Transport{
+		TLSClientConfig:   &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+		ForceAttemptHTTP2: true,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if addr != f.host {
+				return nil, fmt.Errorf("test transport: no dial to %s", addr)
+			}
+			return (&net.Dialer{}).DialContext(ctx, network, upAddr)
+		},
+	}
+	t.Cleanup(tr.CloseIdleConnections)
+	f.b = brokertest.New(t, brokertest.Options{ServerOptions: func(o *server.Options) { o.Transport = tr }})
+	srv := f.b.Server
+	f.token = f.b.AddBox("shop")
+	f.b.SetSecret("shop", "API", "https://"+f.host, secretValue)
+	f.b.Report(f.token, brokertest.Entry("egress", "API"))
+
+	ca, err := egressproxy.LoadCA(t.Context(), srv.Store, srv.Keyring, nil)
+	if err != nil {
+		t.Fatalf("LoadCA: %v", err)
+	}
+	p, err := egressproxy.New(egressproxy.Config{
+		Broker: srv.Broker, BrokerWord: "lobby", Cache: srv.Cache, Secrets: srv.Store, CA: ca,
+		Passthrough: []string{f.passHost},
+	})
+	if err != nil {
+		t.Fatalf("egressproxy.New: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.Serve(ctx, ln); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	f.proxy = &url.URL{Scheme: "http", Host: ln.Addr().String()}
+
+	f.caPool = x509.NewCertPool()
+	f.caPool.AddCert(ca.Certificate())
+	f.caFile = filepath.Join(t.TempDir(), "proxy-ca.pem")
+	if err := os.WriteFile(f.caFile, ca.CertPEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// proxyURL is the proxy's URL with tok as the Basic password.
+func (f *fixture) proxyURL(tok string) *url.URL {
+	u := *f.proxy
+	u.User = url.UserPassword("box", tok)
+	return &u
+}
+
+// client is Go's http.Client through the proxy with tok, trusting roots.
+func (f *fixture) client(t *testing.T, tok string, roots *x509.CertPool, h2 bool) *http.Client {
+	tr := &http.Transport{
+		Proxy:             http.ProxyURL(f.proxyURL(tok)),
+		TLSClientConfig:   &tls.Config{RootCAs: roots},
+		ForceAttemptHTTP2: h2,
+	}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr}
+}
+
+// caPEMOf is c in PEM.
+func caPEMOf(c *x509.Certificate) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
+}
