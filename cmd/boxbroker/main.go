@@ -74,6 +74,7 @@ func commands() map[string]command {
 		"admin":      {"manage admin API tokens: token, tokens, revoke", runAdmin},
 		"audit":      {"list the audit log: audit [BOX] --since 1h", runAudit},
 		"version":    {"print the module version and VCS revision", runVersion},
+		"proxy":      {"the egress proxy: ca prints its CA certificate", runProxy},
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -41,6 +42,8 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	fs.Int64Var(&cfg.ReserveMaxTokens, "reserve-max-tokens", envInt("BOXBROKER_RESERVE_MAX_TOKENS", 64000), "output tokens reserved against a budget for a Messages call whose body is too large to read (BOXBROKER_RESERVE_MAX_TOKENS)")
 	fs.StringVar(&cfg.TLSCert, "tls-cert", c.getenv("BOXBROKER_TLS_CERT"), "PEM certificate to serve TLS with (BOXBROKER_TLS_CERT)")
 	fs.StringVar(&cfg.TLSKey, "tls-key", c.getenv("BOXBROKER_TLS_KEY"), "PEM private key for --tls-cert (BOXBROKER_TLS_KEY)")
+	proxyListen := fs.String("proxy-listen", c.getenv("BOXBROKER_PROXY_LISTEN"), "egress as an HTTPS proxy on this address; empty for none (BOXBROKER_PROXY_LISTEN)")
+	proxyPass := fs.String("proxy-passthrough", c.getenv("BOXBROKER_PROXY_PASSTHROUGH"), "hosts (host or host:port, comma-separated) the egress proxy tunnels untouched (BOXBROKER_PROXY_PASSTHROUGH)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -52,6 +55,7 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	env.oneOf("BOXBROKER_LOG_LEVEL", "debug, info, warn or error", "debug", "info", "warn", "error")
 	env.hostPort("BOXBROKER_LISTEN", false)
 	env.hostPort("BOXBROKER_ADMIN_LISTEN", true)
+	env.hostPort("BOXBROKER_PROXY_LISTEN", false)
 	if err := env.err(set); err != nil {
 		return err
 	}
@@ -110,6 +114,21 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 		fmt.Fprintf(c.stdout, "store: PostgreSQL, %s\n", server.StoreWhere(sc))
 	}
 	fmt.Fprintf(c.stdout, "data: %s\n", sc.DataDir)
+	if *proxyListen != "" {
+		pctx, stop := context.WithCancel(ctx)
+		wait, err := startProxy(pctx, c, srv, *proxyListen, *proxyPass)
+		if err != nil {
+			stop()
+			ln.Close()
+			if admin != nil {
+				admin.Close()
+			}
+			return err
+		}
+		err = srv.Serve(ctx, ln, admin)
+		stop()
+		return errors.Join(err, wait())
+	}
 	return srv.Serve(ctx, ln, admin)
 }
 

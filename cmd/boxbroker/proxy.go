@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/intentius/boxbroker/internal/egressproxy"
+	"github.com/intentius/boxbroker/internal/server"
+)
+
+// runProxy answers `proxy ca`: it prints the HTTPS proxy's CA
+// certificate (PEM) for a box image to trust, making the CA first when
+// the store holds none. The CA's key is never printed.
+func runProxy(ctx context.Context, c *cli, args []string) error {
+	if len(args) == 0 || args[0] != "ca" {
+		return fmt.Errorf("%w: proxy takes ca: `boxbroker proxy ca` prints the egress proxy's CA certificate", errUsage)
+	}
+	var cfg server.Config
+	fs := c.flags("proxy ca", &cfg)
+	pos, err := parseInterspersed(fs, args[1:])
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return fmt.Errorf("%w: proxy ca takes no arguments, got %q", errUsage, pos)
+	}
+	st, err := openExisting(ctx, &cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	keyring, err := server.LoadKeyring(&cfg)
+	if err != nil {
+		return err
+	}
+	pem, err := egressproxy.CertPEM(ctx, st, keyring)
+	if err != nil {
+		return err
+	}
+	_, err = c.stdout.Write(pem)
+	return err
+}
+
+// startProxy serves the HTTPS egress proxy on listen for srv until ctx
+// ends; wait returns once it has stopped. passthrough is the
+// comma-separated list of hosts tunnelled untouched.
+func startProxy(ctx context.Context, c *cli, srv *server.Server, listen, passthrough string) (wait func() error, err error) {
+	ca, err := egressproxy.LoadCA(ctx, srv.Store, srv.Keyring, nil)
+	if err != nil {
+		return nil, err
+	}
+	var pass []string
+	for _, h := range strings.Split(passthrough, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			pass = append(pass, h)
+		}
+	}
+	p, err := egressproxy.New(egressproxy.Config{
+		Broker: srv.Broker, BrokerWord: srv.Config.Broker, Cache: srv.Cache, Secrets: srv.Store, CA: ca,
+		Passthrough: pass, ReadHeaderTimeout: srv.Config.ReadHeaderTimeout, MaxHeaderBytes: srv.Config.MaxHeaderBytes,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: --proxy-passthrough: %v", errUsage, err)
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen for the egress proxy on %s (--proxy-listen, BOXBROKER_PROXY_LISTEN): %w", listen, err)
+	}
+	fmt.Fprintf(c.stdout, "egress proxy on http://%s (HTTPS_PROXY=http://box:<token>@%s; its CA: boxbroker proxy ca)\n", ln.Addr(), ln.Addr())
+	if len(pass) > 0 {
+		fmt.Fprintf(c.stdout, "egress proxy passthrough: %s\n", strings.Join(pass, ", "))
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.Serve(ctx, ln) }()
+	return func() error { return <-done }, nil
+}
