@@ -37,6 +37,7 @@ type fixture struct {
 	// the passthrough host's (127.0.0.1:<port>).
 	host, passHost string
 	up             *recorder
+	pass           *passHost
 	upCert         *x509.Certificate
 	passCert       *x509.Certificate
 	// caFile holds the proxy CA's certificate, for real clients.
@@ -50,9 +51,27 @@ type fixture struct {
 type recorder struct {
 	mu   sync.Mutex
 	seen []string
+	// git, when set, serves /owner/ (a smart-HTTP git stand-in), after
+	// the request's head is kept and its headers echoed.
+	git http.Handler
 }
 
 func (rec *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if rec.git != nil && strings.HasPrefix(r.URL.Path, "/owner/") {
+		var head strings.Builder
+		fmt.Fprintf(&head, "%s %s\n", r.Method, r.URL.RequestURI())
+		for k, vs := range r.Header {
+			for _, v := range vs {
+				fmt.Fprintf(&head, "%s: %s\n", k, v)
+				w.Header().Add("X-Echo-"+k, v)
+			}
+		}
+		rec.mu.Lock()
+		rec.seen = append(rec.seen, head.String())
+		rec.mu.Unlock()
+		rec.git.ServeHTTP(w, r)
+		return
+	}
 	var head strings.Builder
 	fmt.Fprintf(&head, "%s %s %s\n", r.Method, r.URL.RequestURI(), r.Proto)
 	for k, vs := range r.Header {
@@ -75,9 +94,13 @@ func (rec *recorder) all() string {
 	return strings.Join(rec.seen, "\n----\n")
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T) *fixture { return newFixtureWith(t, nil) }
+
+// newFixtureWith is newFixture with git serving /owner/ on the secret's
+// host and on the passthrough host.
+func newFixtureWith(t *testing.T, git http.Handler) *fixture {
 	t.Helper()
-	f := &fixture{up: &recorder{}}
+	f := &fixture{up: &recorder{git: git}}
 	ups := httptest.NewUnstartedServer(f.up)
 	ups.EnableHTTP2 = true
 	ups.StartTLS()
@@ -87,9 +110,8 @@ func newFixture(t *testing.T) *fixture {
 	_, upPort, _ := net.SplitHostPort(upAddr)
 	f.host = "example.com:" + upPort
 
-	pass := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, "passthrough host, its own certificate; auth="+r.Header.Get("Authorization"))
-	}))
+	f.pass = &passHost{git: git}
+	pass := httptest.NewTLSServer(f.pass)
 	t.Cleanup(pass.Close)
 	f.passCert = pass.Certificate()
 	f.passHost = pass.Listener.Addr().String()
@@ -161,6 +183,17 @@ func (f *fixture) client(t *testing.T, tok string, roots *x509.CertPool, h2 bool
 	}
 	t.Cleanup(tr.CloseIdleConnections)
 	return &http.Client{Transport: tr}
+}
+
+// passHost is the passthrough host: it says so, or serves git.
+type passHost struct{ git http.Handler }
+
+func (p *passHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if p.git != nil && strings.HasPrefix(r.URL.Path, "/owner/") {
+		p.git.ServeHTTP(w, r)
+		return
+	}
+	io.WriteString(w, "passthrough host, its own certificate; auth="+r.Header.Get("Authorization"))
 }
 
 // caPEMOf is c in PEM.
