@@ -124,10 +124,12 @@ func newFixtureWith(t *testing.T, git http.Handler) *fixture {
 		TLSClientConfig:   &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
 		ForceAttemptHTTP2: true,
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			if addr != f.host {
+			if addr == f.host {
+				addr = upAddr
+			} else if !strings.HasPrefix(addr, "127.0.0.1:") {
 				return nil, fmt.Errorf("test transport: no dial to %s", addr)
 			}
-			return (&net.Dialer{}).DialContext(ctx, network, upAddr)
+			return (&net.Dialer{}).DialContext(ctx, network, addr)
 		},
 	}
 	t.Cleanup(tr.CloseIdleConnections)
