@@ -94,11 +94,11 @@ func (rec *recorder) all() string {
 	return strings.Join(rec.seen, "\n----\n")
 }
 
-func newFixture(t *testing.T) *fixture { return newFixtureWith(t, nil) }
+func newFixture(t testing.TB) *fixture { return newFixtureWith(t, nil) }
 
 // newFixtureWith is newFixture with git serving /owner/ on the secret's
 // host and on the passthrough host.
-func newFixtureWith(t *testing.T, git http.Handler) *fixture {
+func newFixtureWith(t testing.TB, git http.Handler) *fixture {
 	t.Helper()
 	f := &fixture{up: &recorder{git: git}}
 	ups := httptest.NewUnstartedServer(f.up)
@@ -126,6 +126,8 @@ func newFixtureWith(t *testing.T, git http.Handler) *fixture {
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			if addr == f.host {
 				addr = upAddr
+			} else if port, ok := strings.CutPrefix(addr, "www.example.com:"); ok {
+				addr = "127.0.0.1:" + port // the passthrough host, as a secret's host for the benchmark
 			} else if !strings.HasPrefix(addr, "127.0.0.1:") {
 				return nil, fmt.Errorf("test transport: no dial to %s", addr)
 			}
@@ -177,7 +179,7 @@ func (f *fixture) proxyURL(tok string) *url.URL {
 }
 
 // client is Go's http.Client through the proxy with tok, trusting roots.
-func (f *fixture) client(t *testing.T, tok string, roots *x509.CertPool, h2 bool) *http.Client {
+func (f *fixture) client(t testing.TB, tok string, roots *x509.CertPool, h2 bool) *http.Client {
 	tr := &http.Transport{
 		Proxy:             http.ProxyURL(f.proxyURL(tok)),
 		TLSClientConfig:   &tls.Config{RootCAs: roots},
