@@ -594,6 +594,10 @@ func (p *Proxy) passthroughTunnel(w http.ResponseWriter, r *http.Request, t *tun
 		up.Close()
 		return
 	}
+	// net/http does not close a hijacked connection as the proxy stops;
+	// the request's context ends then.
+	stop := context.AfterFunc(r.Context(), func() { conn.Close(); up.Close() })
+	defer stop()
 	n := splice(conn, up, p.cfg.IdleTimeout)
 	rec.Bytes = n
 	rec.Duration = p.cfg.Now().Sub(start)
