@@ -73,6 +73,9 @@ const (
 const (
 	RouteConnect     = broker.ProxiedRoutePrefix + "CONNECT"
 	RoutePassthrough = broker.ProxiedRoutePrefix + "passthrough"
+	// RouteTunnel labels a request in an intercepted tunnel that the
+	// proxy refuses before the broker sees it.
+	RouteTunnel = broker.ProxiedRoutePrefix + protocol.PrefixEgress + "/*"
 )
 
 // maxHost bounds the host a CONNECT names.
@@ -494,8 +497,9 @@ func (p *Proxy) serveTunnel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !sameHost(r.Host, t.to) {
-		protocol.WriteRefusal(w, http.StatusForbidden, protocol.TypePermission,
-			fmt.Sprintf("This tunnel was opened to %s; the proxy serves in it only requests for that host, not for %q.", t.to.addr(), r.Host))
+		p.refuse(w, r, t, &refusal{status: http.StatusForbidden, typ: protocol.TypePermission, reason: "host",
+			msg: fmt.Sprintf("This tunnel was opened to %s; the proxy serves in it only requests for that host, not for %q.", t.to.addr(), r.Host)},
+			p.cfg.Now(), RouteTunnel)
 		return
 	}
 	p.forward(w, r, t)
@@ -520,7 +524,7 @@ func (p *Proxy) plain(w http.ResponseWriter, r *http.Request) {
 	t, _, err := p.admit(r, to)
 	var e *refusal
 	if errors.As(err, &e) {
-		p.refuse(w, r, t, e, start, broker.ProxiedRoutePrefix+protocol.PrefixEgress+"/*")
+		p.refuse(w, r, t, e, start, RouteTunnel)
 		return
 	}
 	p.forward(w, r, t)
@@ -546,6 +550,10 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t *tunnel) {
 	best := -1
 	for _, n := range t.names {
 		sec, err := p.cfg.Cache.Secret(ctx, t.box, n)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			p.refuse(w, r, t, p.unavailable(err), p.cfg.Now(), RouteTunnel)
+			return
+		}
 		if err != nil || !pinnedTo(sec.Host, t.to) {
 			continue
 		}
@@ -558,8 +566,9 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t *tunnel) {
 		name, tail, best = n, rest, len(prefix)
 	}
 	if name == "" {
-		protocol.WriteRefusal(w, http.StatusForbidden, protocol.TypePermission,
-			fmt.Sprintf("No secret of this box that its egress entry lists (%s) is pinned to %s with a base path this request's path is under.", strings.Join(t.names, ", "), t.to.addr()))
+		p.refuse(w, r, t, &refusal{status: http.StatusForbidden, typ: protocol.TypePermission, reason: "no secret",
+			msg: fmt.Sprintf("No secret of this box that its egress entry lists (%s) is pinned to %s with a base path this request's path is under.", strings.Join(t.names, ", "), t.to.addr())},
+			p.cfg.Now(), RouteTunnel)
 		return
 	}
 	u, err := url.ParseRequestURI(protocol.PrefixEgress + "/" + name + tail)
