@@ -1,0 +1,69 @@
+package egressproxy_test
+
+import (
+	"bufio"
+	"crypto/tls"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/intentius/boxbroker/internal/brokertest"
+)
+
+// tunnelRequest opens an allowed tunnel for tok and sends raw (an
+// HTTP/1.1 request) in it; it returns the answer's status and body.
+func tunnelRequest(t *testing.T, f *fixture, tok, raw string) (int, string) {
+	t.Helper()
+	resp, body, c := connect(t, f, f.host, basic(tok))
+	if resp.StatusCode != 200 {
+		t.Fatalf("CONNECT = %d %s", resp.StatusCode, body)
+	}
+	tc := tls.Client(c, &tls.Config{ServerName: "example.com", RootCAs: f.caPool, NextProtos: []string{"http/1.1"}})
+	if _, err := io.WriteString(tc, raw); err != nil {
+		t.Fatal(err)
+	}
+	ans, err := http.ReadResponse(bufio.NewReader(tc), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(ans.Body)
+	return ans.StatusCode, string(b)
+}
+
+// TestProxy_AnotherBoxsTokenInTheTunnelIsRefused: box A's tunnel cannot
+// carry box B's token to spend B's secret, nor send B's token anywhere.
+func TestProxy_AnotherBoxsTokenInTheTunnelIsRefused(t *testing.T) {
+	f := newFixture(t)
+	other := f.b.AddBox("other")
+	f.b.SetSecret("other", "API", "https://"+f.host, "other_value_0123456789")
+	f.b.Report(other, brokertest.Entry("egress", "API"))
+	status, body := tunnelRequest(t, f, f.token, "GET /v1/x HTTP/1.1\r\nHost: "+f.host+"\r\nAuthorization: Bearer "+other+"\r\nConnection: close\r\n\r\n")
+	if status != 403 || !strings.Contains(body, "two different tokens") {
+		t.Errorf("box A's tunnel with box B's token = %d %s, want 403 (two different tokens)", status, body)
+	}
+	if seen := f.up.all(); seen != "" {
+		t.Errorf("the host received a request:\n%s", seen)
+	}
+}
+
+// TestProxy_PathCannotClimbOutOfTheBase: a dot segment in a tunnel's
+// request is refused by egress as on /egress/NAME, so a secret pinned
+// under a path prefix is never sent above it.
+func TestProxy_PathCannotClimbOutOfTheBase(t *testing.T) {
+	f := newFixture(t)
+	f.b.SetSecret("shop", "API", "https://"+f.host+"/v1", secretValue)
+	f.b.Sync()
+	for _, path := range []string{"/v1/../admin", "/v1/%2e%2e/admin", "/v1/..;/admin"} {
+		status, body := tunnelRequest(t, f, f.token, "GET "+path+" HTTP/1.1\r\nHost: "+f.host+"\r\nAuthorization: Bearer "+f.token+"\r\nConnection: close\r\n\r\n")
+		if status != 400 {
+			t.Errorf("GET %s in the tunnel = %d %s, want 400", path, status, body)
+		}
+	}
+	if status, body := tunnelRequest(t, f, f.token, "GET /admin HTTP/1.1\r\nHost: "+f.host+"\r\nConnection: close\r\n\r\n"); status != 403 {
+		t.Errorf("GET /admin, outside the base /v1 = %d %s, want 403", status, body)
+	}
+	if seen := f.up.all(); seen != "" {
+		t.Errorf("the host received a request:\n%s", seen)
+	}
+}
