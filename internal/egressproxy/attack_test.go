@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/server"
 )
 
 // tunnelRequest opens an allowed tunnel for tok and sends raw (an
@@ -65,5 +66,32 @@ func TestProxy_PathCannotClimbOutOfTheBase(t *testing.T) {
 	}
 	if seen := f.up.all(); seen != "" {
 		t.Errorf("the host received a request:\n%s", seen)
+	}
+}
+
+// TestProxy_BoxRateBoundHolds: requests through the proxy count against
+// the box's rate bound as /egress/NAME ones do: past the burst, a 429
+// with Retry-After, and the host is not reached.
+func TestProxy_BoxRateBoundHolds(t *testing.T) {
+	f := newFixtureConfig(t, nil, func(c *server.Config) { c.BoxRate, c.BoxBurst = 0.001, 2 })
+	c := f.client(t, f.token, f.caPool, false)
+	var statuses []int
+	for range 3 {
+		resp, err := c.Get("https://" + f.host + "/v1/x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		statuses = append(statuses, resp.StatusCode)
+		if resp.StatusCode == 429 && resp.Header.Get("Retry-After") == "" {
+			t.Errorf("429 without Retry-After")
+		}
+	}
+	if statuses[2] != 429 {
+		t.Errorf("statuses %v, want the third refused 429 (rate 0.001/s, burst 2)", statuses)
+	}
+	if n := strings.Count(f.up.all(), "GET /v1/x"); n != 2 {
+		t.Errorf("the host received %d requests, want 2", n)
 	}
 }

@@ -98,7 +98,11 @@ func newFixture(t testing.TB) *fixture { return newFixtureWith(t, nil) }
 
 // newFixtureWith is newFixture with git serving /owner/ on the secret's
 // host and on the passthrough host.
-func newFixtureWith(t testing.TB, git http.Handler) *fixture {
+func newFixtureWith(t testing.TB, git http.Handler) *fixture { return newFixtureConfig(t, git, nil) }
+
+// newFixtureConfig is newFixtureWith with the broker's configuration
+// changed by cfg (when not nil).
+func newFixtureConfig(t testing.TB, git http.Handler, cfg func(*server.Config)) *fixture {
 	t.Helper()
 	f := &fixture{up: &recorder{git: git}}
 	ups := httptest.NewUnstartedServer(f.up)
@@ -135,7 +139,7 @@ func newFixtureWith(t testing.TB, git http.Handler) *fixture {
 		},
 	}
 	t.Cleanup(tr.CloseIdleConnections)
-	f.b = brokertest.New(t, brokertest.Options{ServerOptions: func(o *server.Options) { o.Transport = tr }})
+	f.b = brokertest.New(t, brokertest.Options{Config: cfg, ServerOptions: func(o *server.Options) { o.Transport = tr }})
 	srv := f.b.Server
 	f.token = f.b.AddBox("shop")
 	f.b.SetSecret("shop", "API", "https://"+f.host, secretValue)
