@@ -1,8 +1,10 @@
 package egressproxy_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"io"
 	"net"
 	"net/http"
@@ -122,9 +124,10 @@ func TestProxy_PlainHTTPAbsoluteForm(t *testing.T) {
 	}
 }
 
-// TestProxy_PassthroughIdleTimesOut: a passthrough tunnel in which
-// nothing moves is closed by the proxy.
-func TestProxy_PassthroughIdleTimesOut(t *testing.T) {
+// TestProxy_IdleTunnelsTimeOut: a passthrough tunnel in which nothing
+// moves, and an intercepted one idle after a request, are closed by the
+// proxy.
+func TestProxy_IdleTunnelsTimeOut(t *testing.T) {
 	f := newFixture(t)
 	srv := f.b.Server
 	ca, err := egressproxy.LoadCA(t.Context(), srv.Store, srv.Keyring, nil)
@@ -147,7 +150,7 @@ func TestProxy_PassthroughIdleTimesOut(t *testing.T) {
 		}
 	}()
 	p, err := egressproxy.New(egressproxy.Config{Broker: srv.Broker, BrokerWord: "lobby", Cache: srv.Cache, Secrets: srv.Store, CA: ca,
-		Passthrough: []string{silent.Addr().String()}, IdleTimeout: 50 * time.Millisecond})
+		Passthrough: []string{silent.Addr().String()}, IdleTimeout: 50 * time.Millisecond, ReadHeaderTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,6 +168,22 @@ func TestProxy_PassthroughIdleTimesOut(t *testing.T) {
 	c.SetReadDeadline(time.Now().Add(30 * time.Second))
 	if n, err := c.Read(make([]byte, 1)); err != io.EOF {
 		t.Errorf("read on an idle tunnel = %d, %v, want EOF (closed by the proxy)", n, err)
+	}
+
+	// Intercepted: one request, then nothing.
+	_, _, ic := connect(t, f, f.host, basic(f.token))
+	tc := tls.Client(ic, &tls.Config{ServerName: "example.com", RootCAs: f.caPool, NextProtos: []string{"http/1.1"}})
+	io.WriteString(tc, "GET /v1/x HTTP/1.1\r\nHost: "+f.host+"\r\n\r\n")
+	br := bufio.NewReader(tc)
+	resp, err = http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	tc.SetReadDeadline(time.Now().Add(30 * time.Second)) // a guard against a hang only
+	if n, err := br.Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("read on an idle intercepted tunnel = %d, %v, want EOF (closed by the proxy)", n, err)
 	}
 }
 
