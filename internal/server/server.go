@@ -232,8 +232,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	}
 	pay := &payer.Resolver{Cache: c, Keyring: keyring, Store: st, Logger: log, Now: opt.Now, OnGrant: onGrant}
 	eg, err := egress.New(egress.Config{Secrets: c, Keyring: keyring, Transport: opt.Transport, MaxBody: cfg.EgressMaxBody, Logger: log,
-		TransportOptions: proxy.TransportOptions{ResponseHeaderTimeout: cfg.UpstreamHeaderTimeout},
-		Mints:            st, MintTransport: opt.MintTransport, Now: opt.Now, Audit: aw})
+		TransportOptions: proxy.TransportOptions{ResponseHeaderTimeout: cfg.UpstreamHeaderTimeout}, Mints: st, MintTransport: opt.MintTransport, Now: opt.Now, Audit: aw})
 	if err != nil {
 		if opt.Store == nil {
 			st.Close()
