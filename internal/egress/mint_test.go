@@ -96,6 +96,7 @@ type mintEnv struct {
 	issued *issued
 	host   *host
 	mintAt *httptest.Server
+	names  []string // the secrets set, all declared
 	// minted records every request the token endpoint received.
 	mu     sync.Mutex // guards minted
 	minted []seen
@@ -103,8 +104,18 @@ type mintEnv struct {
 
 func newMintEnv(t *testing.T, endpoint http.HandlerFunc) *mintEnv {
 	t.Helper()
+	return newMintEnvHost(t, endpoint, nil)
+}
+
+// newMintEnvHost is newMintEnv with hostHandler, when not nil, as the host.
+func newMintEnvHost(t *testing.T, endpoint, hostHandler http.HandlerFunc) *mintEnv {
+	t.Helper()
 	e := &mintEnv{clock: &clock{at: time.Now().UTC().Truncate(time.Second)}, issued: &issued{}}
 	e.host = newHost(t, func(w http.ResponseWriter, r *http.Request) {
+		if hostHandler != nil {
+			hostHandler(w, r)
+			return
+		}
 		auth := r.Header.Get("Authorization")
 		w.Header().Set("X-Echo-Authorization", auth)
 		if !e.issued.valid(strings.TrimPrefix(auth, "Bearer ")) {
@@ -158,7 +169,8 @@ func (e *mintEnv) set(t *testing.T, name, kind string, config any) {
 		t.Fatal(err)
 	}
 	s.Cache.Drop(store.ChangeSecret, "shop/"+name)
-	e.br.Report(e.token, brokertest.Entry(protocol.Egress, name))
+	e.names = append(e.names, name)
+	e.br.Report(e.token, brokertest.Entry(protocol.Egress, e.names...))
 }
 
 // call sends the box's request and checks that no token the endpoint
