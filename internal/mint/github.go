@@ -28,9 +28,9 @@ const maxMintAnswer = 64 << 10
 // POST {api_url}/app/installations/{installation_id}/access_tokens for an
 // installation token, narrowed to Repositories and Permissions when set.
 type GitHubApp struct {
-	AppID          json.Number       `json:"app_id"`
+	AppID          numericID         `json:"app_id"`
 	PrivateKey     string            `json:"private_key"`
-	InstallationID json.Number       `json:"installation_id"`
+	InstallationID numericID         `json:"installation_id"`
 	Repositories   []string          `json:"repositories,omitempty"`
 	Permissions    map[string]string `json:"permissions,omitempty"`
 	// APIURL is the GitHub API's base URL; "" means DefaultGitHubAPI.
@@ -48,6 +48,22 @@ func (g *GitHubApp) Secrets() []string { return []string{g.PrivateKey} }
 
 // MintURL is the installation's access_tokens URL.
 func (g *GitHubApp) MintURL() *url.URL { return g.mintURL }
+
+// numericID is an id written as a JSON number or string; validate
+// checks that it is digits.
+type numericID string
+
+func (n *numericID) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		*n = numericID(s)
+		return nil
+	}
+	*n = numericID(b)
+	return nil
+}
+
+func (n numericID) String() string { return string(n) }
 
 func digits(s string) bool {
 	if s == "" || len(s) > 20 {
