@@ -45,7 +45,9 @@ func TestParse_RefusesNamingTheField(t *testing.T) {
 	}{
 		{"github-app ok", KindGitHubApp, gh(func(map[string]any) {}), ""},
 		{"github-app ids as strings", KindGitHubApp, gh(func(m map[string]any) { m["app_id"], m["installation_id"] = "1", "2" }), ""},
-		{"bad PEM", KindGitHubApp, gh(func(m map[string]any) { m["private_key"] = "-----BEGIN RSA PRIVATE KEY-----\nnope\n-----END RSA PRIVATE KEY-----" }), "private_key"},
+		{"bad PEM", KindGitHubApp, gh(func(m map[string]any) {
+			m["private_key"] = "-----BEGIN RSA PRIVATE KEY-----\nnope\n-----END RSA PRIVATE KEY-----"
+		}), "private_key"},
 		{"missing private key", KindGitHubApp, gh(func(m map[string]any) { delete(m, "private_key") }), "private_key"},
 		{"missing app id", KindGitHubApp, gh(func(m map[string]any) { delete(m, "app_id") }), "app_id"},
 		{"app id not a number", KindGitHubApp, gh(func(m map[string]any) { m["app_id"] = "my-app" }), "app_id"},
