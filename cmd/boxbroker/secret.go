@@ -37,7 +37,7 @@ func runSecret(ctx context.Context, c *cli, args []string) error {
 		host = fs.String("host", "", "the one base `URL` the secret may be sent to, https://host[:port][/path]")
 		brokerURL = fs.String("url", c.envOr("BOXBROKER_URL", "http://127.0.0.1:8787"), "the broker's URL as boxes reach it, for the hints printed (BOXBROKER_URL)")
 		word = fs.String("broker", c.envOr("BOXBROKER_BROKER", "lobby"), "the broker word, for the declaration hint printed (BOXBROKER_BROKER)")
-		kind = fs.String("kind", "", "what the broker sends: the value itself (by default), or a value it mints or signs with, from a JSON configuration on stdin: "+strings.Join(mint.Kinds(), ", "))
+		kind = fs.String("kind", "", "what the broker sends: plain, the value itself (the default), or what it mints or signs with from a JSON configuration on stdin: "+strings.Join(mint.Kinds(), ", "))
 	case "remove":
 		yes = fs.Bool("yes", false, "remove without asking")
 	}
@@ -183,6 +183,9 @@ func secretSet(ctx context.Context, c *cli, cfg *server.Config, box, name, host,
 		return fmt.Errorf("%w: --host %v", errUsage, err)
 	}
 	var value []byte
+	if kind == "plain" {
+		kind = ""
+	}
 	if kind != "" {
 		value, err = c.readConfig(kind)
 		if err != nil {

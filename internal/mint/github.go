@@ -43,8 +43,10 @@ type GitHubApp struct {
 // Kind is "github-app".
 func (g *GitHubApp) Kind() string { return KindGitHubApp }
 
-// Secrets is the private key.
-func (g *GitHubApp) Secrets() []string { return []string{g.PrivateKey} }
+// Secrets is none: the private key never leaves the broker (it signs the
+// JWT here), and the JWT goes only to the token endpoint, whose answers
+// never reach a box.
+func (g *GitHubApp) Secrets() []string { return nil }
 
 // MintURL is the installation's access_tokens URL.
 func (g *GitHubApp) MintURL() *url.URL { return g.mintURL }

@@ -112,6 +112,7 @@ func TestUsableUntil(t *testing.T) {
 		{now.Add(time.Hour), now.Add(55 * time.Minute)},
 		{now.Add(8 * time.Minute), now.Add(6 * time.Minute)},
 		{time.Time{}, now.Add(unknownLife)},
+		{now.Add(-time.Minute), now},
 	}
 	for _, tt := range tests {
 		if got := usableUntil(now, Token{Expires: tt.expires}); !got.Equal(tt.want) {

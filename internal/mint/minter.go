@@ -248,6 +248,9 @@ func usableUntil(now time.Time, t Token) time.Time {
 		return now.Add(unknownLife)
 	}
 	life := t.Expires.Sub(now)
+	if life <= 0 {
+		return now // already expired: not used again
+	}
 	return t.Expires.Add(-min(margin, life/4))
 }
 
