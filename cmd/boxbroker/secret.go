@@ -118,41 +118,13 @@ func runSecret(ctx context.Context, c *cli, args []string) error {
 				if err != nil {
 					return err
 				}
-				state = mintState(full, states, time.Now())
+				state = mint.State(full, states, time.Now())
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, kind, s.Host, state, s.UpdatedAt.UTC().Format(time.RFC3339))
 		}
 		return tw.Flush()
 	}
 	return nil
-}
-
-// mintState says, for `secret list`, where a minted or signing secret
-// stands: never a value.
-func mintState(sec store.Secret, states []store.MintState, now time.Time) string {
-	if sec.Kind == mint.KindSigV4 || sec.Kind == mint.KindHMAC {
-		return "signs each request"
-	}
-	for _, ms := range states {
-		if ms.Name != sec.Name || ms.Of != mint.Of(sec.Sealed) {
-			continue
-		}
-		switch {
-		case ms.Failure != "":
-			what := "the OAuth grant needs renewing"
-			if sec.Kind == mint.KindGitHubApp {
-				what = "the app's key or installation needs renewing"
-			}
-			return fmt.Sprintf("REFUSED since %s: %s (%s)", ms.UpdatedAt.UTC().Format(time.RFC3339), what, ms.Failure)
-		case ms.ExpiresAt.IsZero():
-			return "minted; no expiry given"
-		case ms.ExpiresAt.After(now):
-			return "token valid until " + ms.ExpiresAt.UTC().Format(time.RFC3339)
-		default:
-			return "token expired " + ms.ExpiresAt.UTC().Format(time.RFC3339) + "; minted again when next used"
-		}
-	}
-	return "not minted yet"
 }
 
 // readConfig reads a minted or signing secret's JSON configuration from

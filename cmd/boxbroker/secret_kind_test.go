@@ -3,10 +3,6 @@ package main
 import (
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/intentius/boxbroker/internal/mint"
-	"github.com/intentius/boxbroker/internal/store"
 )
 
 func TestCLI_SecretKinds(t *testing.T) {
@@ -47,29 +43,5 @@ func TestCLI_SecretKinds(t *testing.T) {
 	out, _, code = run(t, dir, "", "secret", "list", "shop")
 	if code != 0 || !strings.Contains(out, "oauth2") || !strings.Contains(out, "not minted yet") || strings.Contains(out, clientSecret) {
 		t.Errorf("secret list = %d %q, want API as oauth2, not minted yet, no value", code, out)
-	}
-}
-
-func TestMintState(t *testing.T) {
-	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	sec := store.Secret{Name: "API", Kind: mint.KindOAuth2, Sealed: []byte("sealed")}
-	of := mint.Of(sec.Sealed)
-	tests := []struct {
-		name   string
-		sec    store.Secret
-		states []store.MintState
-		want   string
-	}{
-		{"none", sec, nil, "not minted yet"},
-		{"another configuration's", sec, []store.MintState{{Name: "API", Of: "old", ExpiresAt: now.Add(time.Hour)}}, "not minted yet"},
-		{"valid", sec, []store.MintState{{Name: "API", Of: of, ExpiresAt: now.Add(time.Hour)}}, "token valid until 2026-05-01T13:00:00Z"},
-		{"expired", sec, []store.MintState{{Name: "API", Of: of, ExpiresAt: now.Add(-time.Hour)}}, "token expired"},
-		{"refused", sec, []store.MintState{{Name: "API", Of: of, Failure: "oauth2: the token endpoint refused (400 invalid_grant)", UpdatedAt: now}}, "REFUSED since 2026-05-01T12:00:00Z: the OAuth grant needs renewing"},
-		{"signing", store.Secret{Name: "S3", Kind: mint.KindSigV4}, nil, "signs each request"},
-	}
-	for _, tt := range tests {
-		if got := mintState(tt.sec, tt.states, now); !strings.HasPrefix(got, tt.want) {
-			t.Errorf("%s: mintState = %q, want it to begin %q", tt.name, got, tt.want)
-		}
 	}
 }

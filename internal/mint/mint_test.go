@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/intentius/boxbroker/internal/store"
 )
 
 func TestParse_RefusesNamingTheField(t *testing.T) {
@@ -117,6 +119,31 @@ func TestUsableUntil(t *testing.T) {
 	for _, tt := range tests {
 		if got := usableUntil(now, Token{Expires: tt.expires}); !got.Equal(tt.want) {
 			t.Errorf("usableUntil(expires %v) = %v, want %v", tt.expires, got, tt.want)
+		}
+	}
+}
+
+func TestState(t *testing.T) {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	sec := store.Secret{Name: "API", Kind: KindOAuth2, Sealed: []byte("sealed")}
+	of := Of(sec.Sealed)
+	tests := []struct {
+		name   string
+		sec    store.Secret
+		states []store.MintState
+		want   string
+	}{
+		{"plain", store.Secret{Name: "P"}, nil, ""},
+		{"none", sec, nil, "not minted yet"},
+		{"another configuration's", sec, []store.MintState{{Name: "API", Of: "old", ExpiresAt: now.Add(time.Hour)}}, "not minted yet"},
+		{"valid", sec, []store.MintState{{Name: "API", Of: of, ExpiresAt: now.Add(time.Hour)}}, "token valid until 2026-05-01T13:00:00Z"},
+		{"expired", sec, []store.MintState{{Name: "API", Of: of, ExpiresAt: now.Add(-time.Hour)}}, "token expired"},
+		{"refused", sec, []store.MintState{{Name: "API", Of: of, Failure: "oauth2: the token endpoint refused (400 invalid_grant)", UpdatedAt: now}}, "REFUSED since 2026-05-01T12:00:00Z: the OAuth grant needs renewing"},
+		{"signing", store.Secret{Name: "S3", Kind: KindSigV4}, nil, "signs each request"},
+	}
+	for _, tt := range tests {
+		if got := State(tt.sec, tt.states, now); !strings.HasPrefix(got, tt.want) || (tt.want == "" && got != "") {
+			t.Errorf("%s: State = %q, want it to begin %q", tt.name, got, tt.want)
 		}
 	}
 }
