@@ -476,3 +476,33 @@ func TestMint_EndpointRedirectNotFollowed(t *testing.T) {
 		t.Errorf("the redirect target was asked %d times", asked.Load())
 	}
 }
+
+// TestMint_GitHubAppConcurrentCallsMintOnce: 20 concurrent calls for an
+// installation token not yet minted make one exchange.
+func TestMint_GitHubAppConcurrentCallsMintOnce(t *testing.T) {
+	key, pemKey := testKey(t)
+	var e *mintEnv
+	var refuse atomic.Bool
+	e = newMintEnv(t, githubStandIn(t, &e, &key.PublicKey, &refuse))
+	e.set(t, "GITHUB", mint.KindGitHubApp, map[string]any{
+		"app_id": 1234, "installation_id": 42, "private_key": pemKey, "api_url": e.mintAt.URL,
+	})
+	var wg sync.WaitGroup
+	codes := make([]int, 20)
+	for i := range codes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i] = e.br.Do(http.MethodGet, "/egress/GITHUB/x", e.token, nil, nil).StatusCode
+		}()
+	}
+	wg.Wait()
+	for i, c := range codes {
+		if c != http.StatusOK {
+			t.Errorf("call %d = %d, want 200", i, c)
+		}
+	}
+	if n := e.issued.n.Load(); n != 1 {
+		t.Errorf("exchanges for 20 concurrent calls = %d, want 1", n)
+	}
+}
