@@ -373,7 +373,7 @@ func (c *Capability) inject(r *http.Request, box string, sec store.Secret, f *fl
 	spec, err := mint.Parse(sec.Kind, plain)
 	if err != nil {
 		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
-			Message: fmt.Sprintf("The broker's configuration of %s (%s) is not usable; its owner sets it again with `boxbroker secret set %s %s --kind %s`.", name, sec.Kind, box, name, sec.Kind),
+			Message: fmt.Sprintf("The broker's configuration of %s (%s) is not usable; its owner sets it again with `boxbroker secret set %s %s --host %s --kind %s`.", name, sec.Kind, box, name, sec.Host, sec.Kind),
 			Err:     fmt.Errorf("secret %s/%s: %w", box, name, err)}
 	}
 	f.hidden = spec.Secrets()
@@ -405,8 +405,8 @@ func mintRefusal(box string, sec store.Secret, err error) error {
 			what = "the owner's GitHub App key or installation needs renewing"
 		}
 		return &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI,
-			Message: fmt.Sprintf("The token endpoint refused to mint %s's token (%d): %s, with `boxbroker secret set %s %s --kind %s`.",
-				sec.Name, refused.Status, what, box, sec.Name, sec.Kind), Err: err}
+			Message: fmt.Sprintf("The token endpoint refused to mint %s's token (%d): %s, with `boxbroker secret set %s %s --host %s --kind %s`.",
+				sec.Name, refused.Status, what, box, sec.Name, sec.Host, sec.Kind), Err: err}
 	}
 	return &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI,
 		Message: fmt.Sprintf("The broker could not mint %s's token just now; try again shortly.", sec.Name), Err: err}
