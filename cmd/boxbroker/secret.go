@@ -5,11 +5,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/mint"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/server"
@@ -23,17 +26,18 @@ const minSecretLen = 8
 
 func runSecret(ctx context.Context, c *cli, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: secret set BOX NAME --host URL | list BOX | remove BOX NAME", errUsage)
+		return fmt.Errorf("%w: secret set BOX NAME --host URL [--kind KIND] | list BOX | remove BOX NAME", errUsage)
 	}
 	sub, args := args[0], args[1:]
 	var cfg server.Config
 	fs := c.flags("secret "+sub, &cfg)
-	host, brokerURL, word, yes := new(string), new(string), new(string), new(bool)
+	host, brokerURL, word, kind, yes := new(string), new(string), new(string), new(string), new(bool)
 	switch sub {
 	case "set":
 		host = fs.String("host", "", "the one base `URL` the secret may be sent to, https://host[:port][/path]")
 		brokerURL = fs.String("url", c.envOr("BOXBROKER_URL", "http://127.0.0.1:8787"), "the broker's URL as boxes reach it, for the hints printed (BOXBROKER_URL)")
 		word = fs.String("broker", c.envOr("BOXBROKER_BROKER", "lobby"), "the broker word, for the declaration hint printed (BOXBROKER_BROKER)")
+		kind = fs.String("kind", "", "what the broker sends: plain, the value itself (the default), or what it mints or signs with from a JSON configuration on stdin: "+strings.Join(mint.Kinds(), ", "))
 	case "remove":
 		yes = fs.Bool("yes", false, "remove without asking")
 	}
@@ -69,7 +73,7 @@ func runSecret(ctx context.Context, c *cli, args []string) error {
 	}
 	switch sub {
 	case "set":
-		return secretSet(ctx, c, &cfg, box, name, *host, *brokerURL, *word)
+		return secretSet(ctx, c, &cfg, box, name, *host, *brokerURL, *word, *kind)
 	case "remove":
 		if !*yes && !c.confirm(fmt.Sprintf("Remove the secret %s of box %s?", name, box)) {
 			return errors.New("not removed (pass --yes to remove without asking)")
@@ -100,17 +104,46 @@ func runSecret(ctx context.Context, c *cli, args []string) error {
 		if err != nil {
 			return err
 		}
+		states, err := st.ListMintStates(ctx, box)
+		if err != nil {
+			return err
+		}
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "SECRET\tHOST\tUPDATED")
+		fmt.Fprintln(tw, "SECRET\tKIND\tHOST\tSTATE\tUPDATED")
 		for _, s := range secrets {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, s.Host, s.UpdatedAt.UTC().Format(time.RFC3339))
+			kind, state := "plain", "-"
+			if s.Kind != "" {
+				kind = s.Kind
+				full, err := st.Secret(ctx, box, s.Name)
+				if err != nil {
+					return err
+				}
+				state = mint.State(full, states, time.Now())
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, kind, s.Host, state, s.UpdatedAt.UTC().Format(time.RFC3339))
 		}
 		return tw.Flush()
 	}
 	return nil
 }
 
-func secretSet(ctx context.Context, c *cli, cfg *server.Config, box, name, host, brokerURL, word string) error {
+// readConfig reads a minted or signing secret's JSON configuration from
+// stdin, never from a terminal or argv.
+func (c *cli) readConfig(kind string) ([]byte, error) {
+	if f, ok := c.stdin.(*os.File); ok && isTerminal(f) {
+		return nil, fmt.Errorf("--kind %s reads its JSON configuration from stdin: pipe it in, as in `boxbroker secret set BOX NAME --host URL --kind %s < config.json`", kind, kind)
+	}
+	b, err := io.ReadAll(io.LimitReader(c.stdin, 64<<10+1))
+	if err != nil {
+		return nil, fmt.Errorf("read stdin: %w", err)
+	}
+	if len(b) > 64<<10 {
+		return nil, errors.New("the configuration on stdin is over 64 KiB")
+	}
+	return b, nil
+}
+
+func secretSet(ctx context.Context, c *cli, cfg *server.Config, box, name, host, brokerURL, word, kind string) error {
 	if host == "" {
 		return fmt.Errorf("%w: secret set needs --host, the one base URL the secret may be sent to, as in --host https://api.example.com", errUsage)
 	}
@@ -121,17 +154,32 @@ func secretSet(ctx context.Context, c *cli, cfg *server.Config, box, name, host,
 	if err != nil {
 		return fmt.Errorf("%w: --host %v", errUsage, err)
 	}
-	value, err := c.readSecret(fmt.Sprintf("value of %s for box %s (not echoed): ", name, box))
-	if err != nil {
-		return err
+	var value []byte
+	if kind == "plain" {
+		kind = ""
 	}
-	defer clear(value)
-	if len(value) < minSecretLen {
-		return fmt.Errorf("the value is shorter than %d bytes: the broker keeps it out of answers by matching it, and a value that short would match ordinary text", minSecretLen)
-	}
-	for _, b := range value {
-		if b < 0x20 || b == 0x7f {
-			return errors.New("the value holds a control character, which cannot travel in a request header")
+	if kind != "" {
+		value, err = c.readConfig(kind)
+		if err != nil {
+			return err
+		}
+		defer clear(value)
+		if _, err := mint.Parse(kind, value); err != nil {
+			return fmt.Errorf("--kind %s: %w", kind, err)
+		}
+	} else {
+		value, err = c.readSecret(fmt.Sprintf("value of %s for box %s (not echoed): ", name, box))
+		if err != nil {
+			return err
+		}
+		defer clear(value)
+		if len(value) < minSecretLen {
+			return fmt.Errorf("the value is shorter than %d bytes: the broker keeps it out of answers by matching it, and a value that short would match ordinary text", minSecretLen)
+		}
+		for _, b := range value {
+			if b < 0x20 || b == 0x7f {
+				return errors.New("the value holds a control character, which cannot travel in a request header")
+			}
 		}
 	}
 	keyring, err := server.LoadKeyring(cfg)
@@ -147,7 +195,7 @@ func secretSet(ctx context.Context, c *cli, cfg *server.Config, box, name, host,
 		return err
 	}
 	defer st.Close()
-	err = st.SetSecret(ctx, store.Secret{Box: box, Name: name, Host: base.String(), Sealed: sealed, UpdatedAt: time.Now().UTC()})
+	err = st.SetSecret(ctx, store.Secret{Box: box, Name: name, Host: base.String(), Sealed: sealed, UpdatedAt: time.Now().UTC(), Kind: kind})
 	if errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("no box named %s (add it with `boxbroker box add %s`)", box, box)
 	}
@@ -158,7 +206,11 @@ func secretSet(ctx context.Context, c *cli, cfg *server.Config, box, name, host,
 		fmt.Fprintf(c.stderr, "warning: %s is http://, so the value travels to it unencrypted\n", base)
 	}
 	b := strings.TrimSuffix(brokerURL, "/")
-	fmt.Fprintf(c.stdout, "set secret %s of box %s, sealed at rest; the broker sends it only to %s\n\n", name, box, base)
+	if kind != "" {
+		fmt.Fprintf(c.stdout, "set secret %s of box %s, kind %s, sealed at rest; the broker sends what it mints or signs only to %s\n\n", name, box, kind, base)
+	} else {
+		fmt.Fprintf(c.stdout, "set secret %s of box %s, sealed at rest; the broker sends it only to %s\n\n", name, box, base)
+	}
 	fmt.Fprintf(c.stdout, "Give the box:\n  %s_KEY=<the box's token>\n  %s_BASE_URL=%s%s/%s\n\n", name, name, b, protocol.PrefixEgress, name)
 	fmt.Fprintf(c.stdout, "and let its box block declare it:\n  { \"name\": %q, \"broker\": %q, \"scope\": [%q] }\n", protocol.Egress, word, name)
 	return nil

@@ -112,6 +112,13 @@ type SecretView struct {
 	Name      string `json:"name"`
 	Host      string `json:"host"`
 	UpdatedAt string `json:"updatedAt"`
+	// Kind is a minted or signing secret's kind (github-app, oauth2,
+	// aws-sigv4, hmac); "" for a plain value.
+	Kind string `json:"kind,omitempty"`
+	// State is where a minted or signing secret stands (mint.State):
+	// "token valid until …", "REFUSED since …: the OAuth grant needs
+	// renewing (…)", …; "" for a plain value. Listed secrets only.
+	State string `json:"state,omitempty"`
 }
 
 // SecretList is the answer to GET /api/boxes/{name}/secrets.

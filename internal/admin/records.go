@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/mint"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
@@ -177,9 +178,21 @@ func (s *Server) listSecrets(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return storeError(err, "", "")
 	}
+	states, err := s.cfg.Store.ListMintStates(r.Context(), b.Name)
+	if err != nil {
+		return storeError(err, "", "")
+	}
 	out := SecretList{Secrets: []SecretView{}}
 	for _, sec := range list {
-		out.Secrets = append(out.Secrets, SecretView{Name: sec.Name, Host: sec.Host, UpdatedAt: formatTime(sec.UpdatedAt)})
+		v := SecretView{Name: sec.Name, Host: sec.Host, UpdatedAt: formatTime(sec.UpdatedAt), Kind: sec.Kind}
+		if sec.Kind != "" {
+			full, err := s.cfg.Store.Secret(r.Context(), b.Name, sec.Name)
+			if err != nil {
+				return storeError(err, "", "")
+			}
+			v.State = mint.State(full, states, s.cfg.Now())
+		}
+		out.Secrets = append(out.Secrets, v)
 	}
 	return writeJSON(w, http.StatusOK, out)
 }

@@ -46,8 +46,10 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/mint"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/secrets"
@@ -79,15 +81,33 @@ type Config struct {
 	TransportOptions proxy.TransportOptions
 	// MaxBody bounds a request body in bytes (default DefaultMaxBody).
 	MaxBody int64
+	// Mints keeps minted secrets' state: rotated refresh tokens and
+	// refusals. Nil keeps it in this process's memory only.
+	Mints store.Mints
+	// MintTransport carries minting requests to token endpoints; nil
+	// means package mint's own. Either way a minting request goes only
+	// to its secret's pinned token endpoint.
+	MintTransport http.RoundTripper
+	// Now is the clock for minting and signing; nil means time.Now.
+	Now func() time.Time
+	// Audit, when set, is given an entry for every mint: box, secret,
+	// kind and expiry, never a value.
+	Audit Auditor
 	// Logger receives failures and redactions; never a token or a value.
 	Logger *slog.Logger
 }
 
+// Auditor keeps audit entries: an *audit.Writer.
+type Auditor interface {
+	Add(e store.AuditEntry) bool
+}
+
 // Capability is the egress capability.
 type Capability struct {
-	cfg   Config
-	log   *slog.Logger
-	proxy *proxy.Forwarder
+	cfg    Config
+	log    *slog.Logger
+	proxy  *proxy.Forwarder
+	minter *mint.Minter
 }
 
 // New returns the capability, or an error when Secrets or Keyring is missing.
@@ -106,11 +126,45 @@ func New(cfg Config) (*Capability, error) {
 		next = newTransport(cfg.TransportOptions)
 	}
 	c := &Capability{cfg: cfg, log: cfg.Logger}
+	minter, err := mint.NewMinter(mint.Config{Store: cfg.Mints, Keyring: cfg.Keyring, Transport: cfg.MintTransport,
+		Now: cfg.Now, OnMint: c.onMint, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	c.minter = minter
 	c.proxy = proxy.New(c.rewrite, guard{next: next}, c.errorHandler)
 	c.proxy.ErrorLog = slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)
 	c.proxy.ModifyResponse = c.modifyResponse
 	c.proxy.Informational = c.informational
 	return c, nil
+}
+
+// onMint logs and audits a mint: box, secret, kind and expiry, or why it
+// failed; never a value.
+func (c *Capability) onMint(ev mint.Event) {
+	if ev.Err != nil {
+		c.log.Warn("egress: mint failed", "box", ev.Ref.Box, "secret", ev.Ref.Name, "kind", ev.Kind, "err", ev.Err.Error())
+	} else {
+		c.log.Info("egress: minted", "box", ev.Ref.Box, "secret", ev.Ref.Name, "kind", ev.Kind, "expires", ev.Expires)
+	}
+	if c.cfg.Audit == nil {
+		return
+	}
+	e := store.AuditEntry{Box: ev.Ref.Box, At: c.now().UTC(), Method: "MINT", Route: protocol.PrefixEgress + "/" + ev.Ref.Name,
+		Capability: protocol.Egress, Words: []string{ev.Ref.Name}, Status: http.StatusOK}
+	exp := "no expiry given"
+	if !ev.Expires.IsZero() {
+		exp = "expires " + ev.Expires.UTC().Format(time.RFC3339)
+	}
+	e.Message = fmt.Sprintf("minted a %s token for %s (%s)", ev.Kind, ev.Ref.Name, exp)
+	var refused *mint.RefusedError
+	switch {
+	case errors.As(ev.Err, &refused):
+		e.Status, e.Reason, e.Message = http.StatusBadGateway, "mint-refused", fmt.Sprintf("%s: %s", ev.Ref.Name, refused.Error())
+	case ev.Err != nil:
+		e.Status, e.Reason, e.Message = http.StatusBadGateway, "mint-failed", fmt.Sprintf("%s: %s mint failed", ev.Ref.Name, ev.Kind)
+	}
+	c.cfg.Audit.Add(e)
 }
 
 // Name is "egress".
@@ -168,6 +222,37 @@ type flight struct {
 	// the value, escaped or not, and every Basic credential the broker
 	// encoded with it. Set by Serve and Rewrite, before the request is sent.
 	forms []proxy.Form
+	// hidden are a minted or signing kind's own secrets (a client
+	// secret, a refresh token, a key), and made the values the broker
+	// made for this request (a signature): each is replaced by
+	// [redacted] in an answer.
+	hidden, made []string
+	// ref names a minted token's configuration; nil for any other kind.
+	ref *mint.Ref
+	// signer signs the request (aws-sigv4, hmac); nil for any other kind.
+	// body is the body it signs, unsigned says it goes unsigned, and
+	// signErr is why signing failed, for the guard to refuse.
+	signer   mint.Signer
+	body     []byte
+	unsigned bool
+	signErr  error
+}
+
+// redacted replaces a value of the broker's own in an answer.
+const redacted = "[redacted]"
+
+// answerForms are f's answer forms with the Basic credentials basics.
+func (f *flight) answerForms(basics []basicSwap) []proxy.Form {
+	var forms []proxy.Form
+	if f.value != "" {
+		forms = answerForms(f.token, f.value, basics)
+	}
+	for _, v := range append(append([]string(nil), f.hidden...), f.made...) {
+		if len(v) >= 8 {
+			forms = append(forms, proxy.Form{Old: []byte(v), New: []byte(redacted), Escaped: true})
+		}
+	}
+	return forms
 }
 
 // answerForms are the forms of the value the broker produced for this
@@ -210,27 +295,37 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
 			Message: "The broker cannot read its store just now; try again shortly.", Err: err}
 	}
+	if call.Token == "" { // the broker always authenticates egress; never swap an empty string
+		return capability.Errorf(http.StatusForbidden, protocol.TypePermission, "The request carries no box token.")
+	}
+	return c.Forward(w, r, call.Box.Name, call.Token, sec, tail)
+}
+
+// Forward sends r, a request of the box named box that carries its
+// token, to sec's host, at tail (the escaped path after the secret's
+// name, "" or beginning with "/") under sec's base URL, with r's query.
+// It is the one step that puts a secret into an outbound request: sec's
+// value in place of token (a plain secret's own, or the token minted for
+// a github-app or oauth2 secret), or, for a signing kind (aws-sigv4,
+// hmac), the token removed and the request signed; and it keeps every
+// value the broker sent or made out of the answer. It writes the answer,
+// or returns the refusal.
+func (c *Capability) Forward(w http.ResponseWriter, r *http.Request, box, token string, sec store.Secret, tail string) error {
+	name := sec.Name
 	base, err := protocol.ParseSecretHost(sec.Host)
 	if err != nil {
 		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
 			Message: fmt.Sprintf("The broker's record of %s's host is not a usable base URL; its owner sets it again with `boxbroker secret set`.", name),
-			Err:     fmt.Errorf("secret %s/%s: %w", call.Box.Name, name, err)}
+			Err:     fmt.Errorf("secret %s/%s: %w", box, name, err)}
 	}
-	plain, err := c.cfg.Keyring.Open(sec.Sealed, secrets.SecretAD(call.Box.Name, name))
-	if err != nil {
-		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
-			Message: fmt.Sprintf("The broker could not open %s's value.", name), Err: fmt.Errorf("secret %s/%s: %w", call.Box.Name, name, err)}
-	}
-	value := string(plain)
-	secrets.Zero(plain)
-	if value == "" {
-		return capability.Errorf(http.StatusForbidden, protocol.TypePermission, "The broker holds no value for the secret %s for this box.", name)
-	}
-	if call.Token == "" { // the broker always authenticates egress; never swap an empty string
+	if token == "" {
 		return capability.Errorf(http.StatusForbidden, protocol.TypePermission, "The request carries no box token.")
 	}
-
-	target, err := outbound(base, tail, r.URL.RawQuery, call.Token, value)
+	f := &flight{name: name, token: token, base: base}
+	if err := c.inject(r, box, sec, f); err != nil {
+		return err
+	}
+	target, err := outbound(base, tail, r.URL.RawQuery, token, f.value)
 	var pe *pathError
 	if errors.As(err, &pe) {
 		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "%s", pe.msg)
@@ -238,20 +333,113 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 	if err != nil {
 		return err
 	}
+	f.target, f.addr = target, dialAddr(target)
 	if r.ContentLength > c.cfg.MaxBody {
 		return capability.Errorf(http.StatusRequestEntityTooLarge, protocol.TypeTooLarge, "The request body is over %d bytes.", c.cfg.MaxBody)
 	}
 	if r.Body != nil && r.Body != http.NoBody {
 		r.Body = http.MaxBytesReader(w, r.Body, c.cfg.MaxBody)
 	}
-	if err := swapBody(r, call.Token, value); err != nil {
+	if f.signer != nil {
+		if err := signedBody(r, f); err != nil {
+			return err
+		}
+	} else if err := swapBody(r, token, f.value); err != nil {
 		return &capability.Error{Status: http.StatusBadRequest, Type: protocol.TypeInvalid,
 			Message: "The broker could not read the request body.", Err: err}
 	}
-	f := &flight{name: name, token: call.Token, value: value, base: base, target: target, addr: dialAddr(target),
-		forms: answerForms(call.Token, value, nil)}
+	f.forms = f.answerForms(nil)
 	c.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, f)))
 	return nil
+}
+
+// inject opens sec and sets what f sends: a plain value, a token minted
+// for it, or the signer that signs each request.
+func (c *Capability) inject(r *http.Request, box string, sec store.Secret, f *flight) error {
+	name := sec.Name
+	plain, err := c.cfg.Keyring.Open(sec.Sealed, secrets.SecretAD(box, name))
+	if err != nil {
+		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
+			Message: fmt.Sprintf("The broker could not open %s's value.", name), Err: fmt.Errorf("secret %s/%s: %w", box, name, err)}
+	}
+	defer secrets.Zero(plain)
+	if sec.Kind == "" {
+		f.value = string(plain)
+		if f.value == "" {
+			return capability.Errorf(http.StatusForbidden, protocol.TypePermission, "The broker holds no value for the secret %s for this box.", name)
+		}
+		return nil
+	}
+	spec, err := mint.Parse(sec.Kind, plain)
+	if err != nil {
+		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
+			Message: fmt.Sprintf("The broker's configuration of %s (%s) is not usable; its owner sets it again with `boxbroker secret set %s %s --host %s --kind %s`.", name, sec.Kind, box, name, sec.Host, sec.Kind),
+			Err:     fmt.Errorf("secret %s/%s: %w", box, name, err)}
+	}
+	f.hidden = spec.Secrets()
+	switch spec := spec.(type) {
+	case mint.Signer:
+		f.signer = spec
+		if strings.HasPrefix(r.Header.Get("X-Amz-Content-Sha256"), "STREAMING-") {
+			return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+				"The request's body is signed in chunks (x-amz-content-sha256: %s), with the box's token as the key; the broker signs %s's requests itself and cannot sign chunks again. Turn off chunked signing in the SDK (for S3, a checksum or unsigned payload setting) so the body goes whole.", r.Header.Get("X-Amz-Content-Sha256"), name)
+		}
+	case mint.Minted:
+		ref := mint.Ref{Box: box, Name: name, Of: mint.Of(sec.Sealed)}
+		tok, err := c.minter.Token(r.Context(), ref, spec)
+		if err != nil {
+			return mintRefusal(box, sec, err)
+		}
+		f.value, f.ref = tok.Value, &ref
+	}
+	return nil
+}
+
+// mintRefusal is the box's refusal of a mint that failed: a 502 that
+// says what the owner must renew when the token endpoint refused.
+func mintRefusal(box string, sec store.Secret, err error) error {
+	var refused *mint.RefusedError
+	if errors.As(err, &refused) {
+		what := "the owner's OAuth grant needs renewing"
+		if sec.Kind == mint.KindGitHubApp {
+			what = "the owner's GitHub App key or installation needs renewing"
+		}
+		return &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI,
+			Message: fmt.Sprintf("The token endpoint refused to mint %s's token (%d): %s, with `boxbroker secret set %s %s --host %s --kind %s`.",
+				sec.Name, refused.Status, what, box, sec.Name, sec.Host, sec.Kind), Err: err}
+	}
+	return &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI,
+		Message: fmt.Sprintf("The broker could not mint %s's token just now; try again shortly.", sec.Name), Err: err}
+}
+
+// signedBody reads r's body for a signing kind: whole when its length is
+// declared and at most maxReadBody, refused when it holds the box's
+// token (there is no value to put in its place); otherwise streamed with
+// the token cut out and sent unsigned where the secret allows, or
+// refused.
+func signedBody(r *http.Request, f *flight) error {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil
+	}
+	if readable(r) {
+		b, err := readBody(r)
+		if err != nil {
+			return &capability.Error{Status: http.StatusBadRequest, Type: protocol.TypeInvalid,
+				Message: "The broker could not read the request body.", Err: err}
+		}
+		if holds(string(b), f.token) {
+			return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+				"The request body holds the box's token; %s's requests are signed by the broker, which has no value to put in its place, so it was not sent.", f.name)
+		}
+		f.body = b
+		return nil
+	}
+	if !f.signer.Unsigned() {
+		return capability.Errorf(http.StatusRequestEntityTooLarge, protocol.TypeTooLarge,
+			"%s's requests are signed over their body, which the broker reads whole: send a body of at most %d bytes with its length declared.", f.name, maxReadBody)
+	}
+	f.unsigned = true
+	return swapBody(r, f.token, "")
 }
 
 // dropped are request headers that never go to a secret's host: the
@@ -273,10 +461,26 @@ func (c *Capability) rewrite(pr *httputil.ProxyRequest) {
 		h.Del(k)
 	}
 	h.Set("Accept-Encoding", acceptEncoding)
-	f.forms = answerForms(f.token, f.value, swapHeaders(h, f.token, f.value))
 	u := *f.target
 	pr.Out.URL = &u
 	pr.Out.Host = u.Host
+	if f.signer == nil {
+		f.forms = f.answerForms(swapHeaders(h, f.token, f.value))
+		return
+	}
+	dropToken(h, f.token)
+	for _, k := range f.signer.Drop() {
+		h.Del(k)
+	}
+	f.made, f.signErr = f.signer.Sign(pr.Out.Context(), pr.Out, f.body, f.unsigned, c.now())
+	f.forms = f.answerForms(nil)
+}
+
+func (c *Capability) now() time.Time {
+	if c.cfg.Now != nil {
+		return c.cfg.Now()
+	}
+	return time.Now()
 }
 
 // errEncoding is an answer in a content encoding the broker cannot read;
@@ -342,6 +546,10 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 	f := flightOf(resp.Request.Context())
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		return errUpgraded
+	}
+	if f.ref != nil && resp.StatusCode == http.StatusUnauthorized {
+		// The minted token may have been revoked: the next call mints anew.
+		c.minter.Forget(*f.ref, f.value)
 	}
 	if n := f.redactHeader(resp.Header); n > 0 {
 		c.log.Warn("egress: the host repeated the secret's value in answer headers; the box's token is in its place",
@@ -426,11 +634,18 @@ func (c *Capability) errorHandler(w http.ResponseWriter, r *http.Request, err er
 			fmt.Sprintf("The %s answered %s, which the broker cannot read to keep the value out, so the answer was withheld.", what, ee.why)
 	case errors.Is(err, errUpgraded):
 		status, typ, msg = http.StatusBadGateway, protocol.TypeAPI, "The "+what+" switched protocols, which egress does not carry."
+	case f.signErr != nil && errors.Is(err, f.signErr):
+		status, typ, msg = http.StatusBadGateway, protocol.TypeAPI, "The broker could not sign "+f.name+"'s request."
 	case errors.Is(err, errElsewhere):
 		status, typ, msg = http.StatusBadGateway, protocol.TypeAPI, "The broker sends "+f.name+"'s requests only to its host, and this one was not."
 	}
 	// An error's text can hold the URL, and so the value in its query.
-	text := strings.ReplaceAll(strings.ReplaceAll(err.Error(), f.value, "[value]"), url.QueryEscape(f.value), "[value]")
+	text := err.Error()
+	for _, v := range append([]string{f.value, url.QueryEscape(f.value)}, append(f.hidden, f.made...)...) {
+		if v != "" {
+			text = strings.ReplaceAll(text, v, "[value]")
+		}
+	}
 	text = strings.ReplaceAll(text, f.token, "[token]")
 	c.log.Warn("egress: request failed", "secret", f.name, "host", f.target.Host, "status", status, "err", text)
 	protocol.WriteRefusal(w, status, typ, msg)

@@ -206,3 +206,18 @@ func carries(req *http.Request, token string) bool {
 	}
 	return false
 }
+
+// dropToken deletes every header of h whose name or value holds token,
+// escaped or not, Basic credentials decoded: for a signing kind, which
+// has no value to put in its place.
+func dropToken(h http.Header, token string) {
+	for k, vs := range h {
+		for _, v := range append([]string{k}, vs...) {
+			dec, _ := basicCredentials(v)
+			if holds(v, token) || holds(dec, token) {
+				delete(h, k)
+				break
+			}
+		}
+	}
+}

@@ -66,6 +66,9 @@ func (g guard) RoundTrip(req *http.Request) (*http.Response, error) {
 	if carries(req, f.token) {
 		return refuse(errTokenLeft)
 	}
+	if f.signErr != nil {
+		return refuse(f.signErr)
+	}
 	if tr := httptrace.ContextClientTrace(req.Context()); tr != nil && tr.Got1xxResponse != nil {
 		next := tr.Got1xxResponse
 		tr.Got1xxResponse = func(code int, h textproto.MIMEHeader) error {

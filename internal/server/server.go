@@ -167,6 +167,9 @@ type Options struct {
 	Store store.Store
 	// Transport, when set, carries every upstream request.
 	Transport http.RoundTripper
+	// MintTransport, when set, carries egress's minting requests to token
+	// endpoints (package mint's own transport otherwise).
+	MintTransport http.RoundTripper
 	// Now, when set, is the clock grants expire by (default time.Now).
 	Now func() time.Time
 	// OnGrant, when set, is told the outcome of every chant-grant header
@@ -229,7 +232,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	}
 	pay := &payer.Resolver{Cache: c, Keyring: keyring, Store: st, Logger: log, Now: opt.Now, OnGrant: onGrant}
 	eg, err := egress.New(egress.Config{Secrets: c, Keyring: keyring, Transport: opt.Transport, MaxBody: cfg.EgressMaxBody, Logger: log,
-		TransportOptions: proxy.TransportOptions{ResponseHeaderTimeout: cfg.UpstreamHeaderTimeout}})
+		TransportOptions: proxy.TransportOptions{ResponseHeaderTimeout: cfg.UpstreamHeaderTimeout}, Mints: st, MintTransport: opt.MintTransport, Now: opt.Now, Audit: aw})
 	if err != nil {
 		if opt.Store == nil {
 			st.Close()

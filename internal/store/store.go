@@ -41,6 +41,7 @@ type Store interface {
 	Sessions
 	Audit
 	ProxyAuthority
+	Mints
 	// Ping reports whether the database answers.
 	Ping(ctx context.Context) error
 	// Close releases the database.
@@ -132,6 +133,11 @@ type Secret struct {
 	Host      string
 	Sealed    []byte
 	UpdatedAt time.Time
+	// Kind is what the sealed value is: "" for a value the broker sends
+	// as it is, or one of the kinds of package mint ("github-app",
+	// "oauth2", "aws-sigv4", "hmac"), whose sealed configuration the
+	// broker mints or signs with.
+	Kind string
 }
 
 // Secrets keeps egress secrets.

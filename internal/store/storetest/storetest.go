@@ -53,6 +53,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"AuditBatches", testAuditBatches},
 		{"PruneAuditMany", testPruneAuditMany},
 		{"ProxyCA", testProxyCA}, {"ConcurrentCreateProxyCA", testConcurrentCreateProxyCA},
+		{"Mints", testMints},
 	}
 	tests = append(tests, spendTests...)
 	for _, tt := range tests {

@@ -1,0 +1,508 @@
+package egress_test
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/mint"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/secrets"
+	"github.com/intentius/boxbroker/internal/server"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// clock is a test clock that moves only when told.
+type clock struct {
+	mu sync.Mutex // guards now
+	at time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.at
+}
+
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.at = c.at.Add(d)
+}
+
+// issued is the set of tokens a stand-in token endpoint issued and has
+// not revoked, shared with the stand-in host that takes them.
+type issued struct {
+	mu     sync.Mutex // guards tokens
+	tokens map[string]bool
+	n      atomic.Int64 // mints made
+}
+
+func (is *issued) issue(prefix string) string {
+	v := prefix + randomHex(20)
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	if is.tokens == nil {
+		is.tokens = map[string]bool{}
+	}
+	is.tokens[v] = true
+	is.n.Add(1)
+	return v
+}
+
+func (is *issued) valid(v string) bool {
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	return is.tokens[v]
+}
+
+func (is *issued) revokeAll() {
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	is.tokens = nil
+}
+
+func (is *issued) all() []string {
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	var out []string
+	for v := range is.tokens {
+		out = append(out, v)
+	}
+	return out
+}
+
+// mintEnv is a broker with one box, a stand-in token endpoint (TLS), and
+// a stand-in host that takes only tokens the endpoint issued and echoes
+// the Authorization it received, in a header and in the body.
+type mintEnv struct {
+	br     *brokertest.Broker
+	token  string
+	clock  *clock
+	issued *issued
+	host   *host
+	mintAt *httptest.Server
+	names  []string // the secrets set, all declared
+	// minted records every request the token endpoint received.
+	mu     sync.Mutex // guards minted
+	minted []seen
+}
+
+func newMintEnv(t *testing.T, endpoint http.HandlerFunc) *mintEnv {
+	t.Helper()
+	return newMintEnvHost(t, endpoint, nil)
+}
+
+// newMintEnvHost is newMintEnv with hostHandler, when not nil, as the host.
+func newMintEnvHost(t *testing.T, endpoint, hostHandler http.HandlerFunc) *mintEnv {
+	t.Helper()
+	e := &mintEnv{clock: &clock{at: time.Now().UTC().Truncate(time.Second)}, issued: &issued{}}
+	e.host = newHost(t, func(w http.ResponseWriter, r *http.Request) {
+		if hostHandler != nil {
+			hostHandler(w, r)
+			return
+		}
+		auth := r.Header.Get("Authorization")
+		w.Header().Set("X-Echo-Authorization", auth)
+		if !e.issued.valid(strings.TrimPrefix(auth, "Bearer ")) {
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprintf(w, "bad credentials: %s", auth)
+			return
+		}
+		fmt.Fprintf(w, `{"you sent":%q}`, auth)
+	})
+	e.mintAt = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s := seen{Method: r.Method, Host: r.Host, Path: r.URL.Path, RawQuery: r.URL.RawQuery, Header: r.Header.Clone()}
+		e.mu.Lock()
+		e.minted = append(e.minted, s)
+		e.mu.Unlock()
+		endpoint(w, r)
+	}))
+	t.Cleanup(e.mintAt.Close)
+	e.br = brokertest.New(t, brokertest.Options{ServerOptions: func(o *server.Options) {
+		o.MintTransport = e.mintAt.Client().Transport
+		o.Now = e.clock.Now
+	}})
+	e.token = e.br.AddBox("shop")
+	t.Cleanup(func() {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		for _, s := range append(e.minted, e.host.Seen()...) {
+			if strings.Contains(s.dump(), e.token) {
+				t.Errorf("a stand-in received the box's token: %s", s.dump())
+			}
+		}
+	})
+	return e
+}
+
+// set saves the secret NAME of kind with config, as `secret set` does.
+func (e *mintEnv) set(t *testing.T, name, kind string, config any) {
+	t.Helper()
+	raw, err := json.Marshal(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mint.Parse(kind, raw); err != nil {
+		t.Fatalf("mint.Parse(%s) = %v", kind, err)
+	}
+	s := e.br.Server
+	sealed, err := s.Keyring.Seal(raw, secrets.SecretAD("shop", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Store.SetSecret(t.Context(), store.Secret{Box: "shop", Name: name, Host: e.host.URL, Sealed: sealed, UpdatedAt: time.Now(), Kind: kind}); err != nil {
+		t.Fatal(err)
+	}
+	s.Cache.Drop(store.ChangeSecret, "shop/"+name)
+	e.names = append(e.names, name)
+	e.br.Report(e.token, brokertest.Entry(protocol.Egress, e.names...))
+}
+
+// call sends the box's request and checks that no token the endpoint
+// issued comes back to it, in the answer's headers or body.
+func (e *mintEnv) call(t *testing.T, name string) (int, string) {
+	t.Helper()
+	resp := e.br.Do(http.MethodGet, "/egress/"+name+"/repos/o/r", e.token, nil, nil)
+	all := fmt.Sprint(resp.Header) + string(resp.Body)
+	e.issued.mu.Lock()
+	defer e.issued.mu.Unlock()
+	for v := range e.issued.tokens {
+		if strings.Contains(all, v) {
+			t.Errorf("the box's answer holds a minted token: %s", all)
+		}
+	}
+	return resp.StatusCode, string(resp.Body)
+}
+
+func testKey(t *testing.T) (*rsa.PrivateKey, string) {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	return key, string(p)
+}
+
+// githubStandIn is GitHub's access_tokens endpoint: it checks the JWT's
+// RS256 signature against the app's public key, its issuer and its
+// expiry (by the test clock), and issues installation tokens that expire
+// in an hour.
+func githubStandIn(t *testing.T, e **mintEnv, pub *rsa.PublicKey, refuse *atomic.Bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		env := *e
+		if r.Method != http.MethodPost || r.URL.Path != "/app/installations/42/access_tokens" {
+			http.Error(w, "not found", http.StatusNotFound)
+			return
+		}
+		raw := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		tok, err := jwt.ParseWithClaims(raw, &jwt.RegisteredClaims{}, func(*jwt.Token) (any, error) { return pub, nil },
+			jwt.WithValidMethods([]string{"RS256"}), jwt.WithIssuer("1234"), jwt.WithExpirationRequired(),
+			jwt.WithTimeFunc(env.clock.Now))
+		if err != nil || !tok.Valid || refuse.Load() {
+			http.Error(w, `{"message":"A JSON web token could not be decoded"}`, http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"token": env.issued.issue("ghs_"), "expires_at": env.clock.Now().Add(time.Hour).Format(time.RFC3339),
+		})
+	}
+}
+
+func TestMint_GitHubApp(t *testing.T) {
+	key, pemKey := testKey(t)
+	var e *mintEnv
+	var refuse atomic.Bool
+	e = newMintEnv(t, githubStandIn(t, &e, &key.PublicKey, &refuse))
+	e.set(t, "GITHUB", mint.KindGitHubApp, map[string]any{
+		"app_id": 1234, "installation_id": "42", "private_key": pemKey, "api_url": e.mintAt.URL,
+	})
+
+	status, body := e.call(t, "GITHUB")
+	if status != http.StatusOK {
+		t.Fatalf("first call = %d %s, want 200", status, body)
+	}
+	if !strings.Contains(body, e.token) {
+		t.Errorf("the echoed Authorization = %s, want the box's own token in the minted one's place", body)
+	}
+	for i := 0; i < 3; i++ {
+		if status, body := e.call(t, "GITHUB"); status != http.StatusOK {
+			t.Fatalf("cached call = %d %s, want 200", status, body)
+		}
+	}
+	if n := e.issued.n.Load(); n != 1 {
+		t.Errorf("mints after 4 calls within the token's life = %d, want 1", n)
+	}
+
+	// 54 minutes on, the token has 6 minutes left: still used.
+	e.clock.Add(54 * time.Minute)
+	e.call(t, "GITHUB")
+	if n := e.issued.n.Load(); n != 1 {
+		t.Errorf("mints with 6 minutes left = %d, want 1", n)
+	}
+	// 56 minutes on, 4 minutes left: minted anew.
+	e.clock.Add(2 * time.Minute)
+	if status, _ := e.call(t, "GITHUB"); status != http.StatusOK {
+		t.Fatalf("call near expiry = %d, want 200", status)
+	}
+	if n := e.issued.n.Load(); n != 2 {
+		t.Errorf("mints once near expiry = %d, want 2", n)
+	}
+
+	// Revoked at GitHub: the host's 401 reaches the box, and the next
+	// call mints anew.
+	e.issued.revokeAll()
+	if status, _ := e.call(t, "GITHUB"); status != http.StatusUnauthorized {
+		t.Errorf("call with a revoked token = %d, want the host's 401", status)
+	}
+	if status, body := e.call(t, "GITHUB"); status != http.StatusOK {
+		t.Errorf("call after a revocation = %d %s, want 200 with a new token", status, body)
+	}
+	if n := e.issued.n.Load(); n != 3 {
+		t.Errorf("mints after a revocation = %d, want 3", n)
+	}
+
+	// The app's key refused: 502 naming what the owner must renew.
+	refuse.Store(true)
+	e.issued.revokeAll()
+	e.call(t, "GITHUB") // the host's 401 drops the cached token
+	status, body = e.call(t, "GITHUB")
+	if status != http.StatusBadGateway || !strings.Contains(body, "GitHub App key or installation needs renewing") {
+		t.Errorf("call with the app refused = %d %s, want 502 naming the app's key", status, body)
+	}
+
+	// Every mint is audited, without the token.
+	if err := e.br.Server.Audit.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := e.br.Server.Store.ListAudit(t.Context(), store.AuditQuery{Box: "shop", Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mints, refusals int
+	for _, en := range entries {
+		if en.Method != "MINT" {
+			continue
+		}
+		for _, v := range e.issued.all() {
+			if strings.Contains(en.Message, v) {
+				t.Errorf("audit entry holds a minted token: %+v", en)
+			}
+		}
+		if en.Reason == "mint-refused" {
+			refusals++
+		} else if strings.Contains(en.Message, "github-app") && strings.Contains(en.Message, "expires") {
+			mints++
+		}
+	}
+	if mints != 3 || refusals != 1 {
+		t.Errorf("audited mints = %d, refusals = %d; want 3 and 1", mints, refusals)
+	}
+}
+
+// oauthStandIn is a token endpoint that rotates refresh tokens: each
+// refresh token works once, and is replaced by the next. It answers
+// invalid_grant when told to refuse, and waits for gate (when not nil)
+// before it answers.
+type oauthStandIn struct {
+	e       **mintEnv
+	mu      sync.Mutex // guards refresh
+	refresh string
+	refuse  atomic.Bool
+	gate    chan struct{}
+	arrived chan struct{}
+}
+
+func (o *oauthStandIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	env := *o.e
+	if o.arrived != nil {
+		select {
+		case o.arrived <- struct{}{}:
+		default:
+		}
+	}
+	if o.gate != nil {
+		<-o.gate
+	}
+	user, pass, _ := r.BasicAuth()
+	_ = r.ParseForm()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	if o.refuse.Load() || user != "client-1" || pass != "client-secret-1" || r.PostForm.Get("grant_type") != "refresh_token" ||
+		r.PostForm.Get("refresh_token") != o.refresh {
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprint(w, `{"error":"invalid_grant","error_description":"the refresh token is not valid"}`)
+		return
+	}
+	o.refresh = "rt-" + randomHex(12)
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"access_token": env.issued.issue("at_"), "token_type": "Bearer", "expires_in": 3600, "refresh_token": o.refresh,
+	})
+}
+
+func oauthConfig(e *mintEnv) map[string]any {
+	return map[string]any{"token_url": e.mintAt.URL + "/oauth/token", "client_id": "client-1", "client_secret": "client-secret-1",
+		"refresh_token": "rt-first", "scopes": []string{"read"}}
+}
+
+func TestMint_OAuth2(t *testing.T) {
+	var e *mintEnv
+	o := &oauthStandIn{e: &e, refresh: "rt-first"}
+	e = newMintEnv(t, o.ServeHTTP)
+	e.set(t, "API", mint.KindOAuth2, oauthConfig(e))
+
+	if status, body := e.call(t, "API"); status != http.StatusOK {
+		t.Fatalf("first call = %d %s, want 200", status, body)
+	}
+	e.call(t, "API")
+	if n := e.issued.n.Load(); n != 1 {
+		t.Errorf("mints after 2 calls = %d, want 1", n)
+	}
+	// The rotated refresh token is kept, sealed.
+	st, err := e.br.Server.Store.MintState(t.Context(), "shop", "API")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.mu.Lock()
+	current := o.refresh
+	o.mu.Unlock()
+	if strings.Contains(string(st.Sealed), current) {
+		t.Errorf("the kept refresh token is in the clear")
+	}
+	plain, err := e.br.Server.Keyring.Open(st.Sealed, mint.RefreshAD("shop", "API"))
+	if err != nil || string(plain) != current {
+		t.Errorf("kept refresh token = %v, want the rotated one", err)
+	}
+	// After expiry the broker refreshes with the rotated token (the
+	// first one no longer works).
+	e.clock.Add(time.Hour)
+	if status, body := e.call(t, "API"); status != http.StatusOK {
+		t.Fatalf("call after expiry = %d %s, want 200 with the rotated refresh token", status, body)
+	}
+	if n := e.issued.n.Load(); n != 2 {
+		t.Errorf("mints after expiry = %d, want 2", n)
+	}
+
+	// The grant revoked: 502 saying the owner's grant needs renewing,
+	// and the state says so for `secret list`.
+	o.refuse.Store(true)
+	e.clock.Add(time.Hour)
+	status, body := e.call(t, "API")
+	if status != http.StatusBadGateway || !strings.Contains(body, "OAuth grant needs renewing") {
+		t.Errorf("call with the grant refused = %d %s, want 502 saying the grant needs renewing", status, body)
+	}
+	if strings.Contains(body, current) || strings.Contains(body, "client-secret-1") {
+		t.Errorf("the refusal holds the refresh token or client secret: %s", body)
+	}
+	st, err = e.br.Server.Store.MintState(t.Context(), "shop", "API")
+	if err != nil || !strings.Contains(st.Failure, "invalid_grant") {
+		t.Errorf("kept state = %+v, %v; want the refusal recorded", st, err)
+	}
+	// Refused again at once without asking the endpoint.
+	before := len(e.minted)
+	e.call(t, "API")
+	if len(e.minted) != before {
+		t.Errorf("a refusal was asked again at once (%d requests, want %d)", len(e.minted), before)
+	}
+}
+
+// TestMint_ConcurrentCallsMintOnce: 50 concurrent calls for a token not
+// yet minted make one request to the token endpoint.
+func TestMint_ConcurrentCallsMintOnce(t *testing.T) {
+	var e *mintEnv
+	o := &oauthStandIn{e: &e, refresh: "rt-first", gate: make(chan struct{}), arrived: make(chan struct{}, 1)}
+	e = newMintEnv(t, o.ServeHTTP)
+	e.set(t, "API", mint.KindOAuth2, oauthConfig(e))
+	var wg sync.WaitGroup
+	codes := make([]int, 50)
+	for i := range codes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp := e.br.Do(http.MethodGet, "/egress/API/x", e.token, nil, nil)
+			codes[i] = resp.StatusCode
+		}()
+	}
+	<-o.arrived // one mint is in flight; the others join it or find its token
+	close(o.gate)
+	wg.Wait()
+	for i, c := range codes {
+		if c != http.StatusOK {
+			t.Errorf("call %d = %d, want 200", i, c)
+		}
+	}
+	if n := e.issued.n.Load(); n != 1 {
+		t.Errorf("mints for 50 concurrent calls = %d, want 1", n)
+	}
+}
+
+// TestMint_EndpointRedirectNotFollowed: a token endpoint that redirects
+// elsewhere is not followed; the other server is never asked.
+func TestMint_EndpointRedirectNotFollowed(t *testing.T) {
+	var asked atomic.Int64
+	other := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		body, _ := io.ReadAll(r.Body)
+		t.Errorf("the other server was asked: %s %s", r.URL, body)
+	}))
+	defer other.Close()
+	var e *mintEnv
+	e = newMintEnv(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/steal", http.StatusTemporaryRedirect)
+	})
+	e.set(t, "API", mint.KindOAuth2, oauthConfig(e))
+	if status, body := e.call(t, "API"); status != http.StatusBadGateway {
+		t.Errorf("call through a redirecting endpoint = %d %s, want 502", status, body)
+	}
+	if asked.Load() != 0 {
+		t.Errorf("the redirect target was asked %d times", asked.Load())
+	}
+}
+
+// TestMint_GitHubAppConcurrentCallsMintOnce: 20 concurrent calls for an
+// installation token not yet minted make one exchange.
+func TestMint_GitHubAppConcurrentCallsMintOnce(t *testing.T) {
+	key, pemKey := testKey(t)
+	var e *mintEnv
+	var refuse atomic.Bool
+	e = newMintEnv(t, githubStandIn(t, &e, &key.PublicKey, &refuse))
+	e.set(t, "GITHUB", mint.KindGitHubApp, map[string]any{
+		"app_id": 1234, "installation_id": 42, "private_key": pemKey, "api_url": e.mintAt.URL,
+	})
+	var wg sync.WaitGroup
+	codes := make([]int, 20)
+	for i := range codes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i] = e.br.Do(http.MethodGet, "/egress/GITHUB/x", e.token, nil, nil).StatusCode
+		}()
+	}
+	wg.Wait()
+	for i, c := range codes {
+		if c != http.StatusOK {
+			t.Errorf("call %d = %d, want 200", i, c)
+		}
+	}
+	if n := e.issued.n.Load(); n != 1 {
+		t.Errorf("exchanges for 20 concurrent calls = %d, want 1", n)
+	}
+}

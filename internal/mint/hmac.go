@@ -1,0 +1,164 @@
+package mint
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/base64"
+	"encoding/hex"
+	"hash"
+	"net/http"
+	"net/textproto"
+	"strconv"
+	"time"
+)
+
+// What an hmac secret signs.
+const (
+	SignBody      = "body"
+	SignCanonical = "canonical"
+)
+
+// HMAC is an hmac secret: a key and a recipe. The broker puts in Header
+// Prefix followed by the HMAC of the body, or of the canonical string
+//
+//	METHOD "\n" PATH[?QUERY] "\n" TIMESTAMP "\n" BODY
+//
+// where TIMESTAMP is the Unix time in seconds, sent in TimestampHeader.
+type HMAC struct {
+	Key string `json:"key"`
+	// Header is the header the signature goes in.
+	Header string `json:"header"`
+	// Algorithm is sha256 (the default), sha512 or sha1.
+	Algorithm string `json:"algorithm,omitempty"`
+	// Signs is "body" (the default) or "canonical", the member "sign".
+	Signs string `json:"sign,omitempty"`
+	// Encoding is hex (the default) or base64.
+	Encoding string `json:"encoding,omitempty"`
+	// Prefix goes before the signature, as "sha256=".
+	Prefix string `json:"prefix,omitempty"`
+	// TimestampHeader carries the timestamp of a canonical signature;
+	// "" means X-Timestamp.
+	TimestampHeader string `json:"timestamp_header,omitempty"`
+}
+
+// Kind is "hmac".
+func (h *HMAC) Kind() string { return KindHMAC }
+
+// Secrets is the key.
+func (h *HMAC) Secrets() []string { return []string{h.Key} }
+
+// Unsigned is false: every body is signed.
+func (h *HMAC) Unsigned() bool { return false }
+
+// Drop is the signature's header and the timestamp's.
+func (h *HMAC) Drop() []string {
+	d := []string{h.Header}
+	if h.Signs == SignCanonical {
+		d = append(d, h.TimestampHeader)
+	}
+	return d
+}
+
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if c >= 0x7f || c <= ' ' || c == ':' || c == '"' || c == '(' || c == ')' || c == ',' || c == '/' ||
+			c == ';' || c == '<' || c == '=' || c == '>' || c == '?' || c == '@' || c == '[' || c == '\\' || c == ']' || c == '{' || c == '}' {
+			return false
+		}
+	}
+	return true
+}
+
+func (h *HMAC) validate() error {
+	const k = KindHMAC
+	if err := required(k, "key", h.Key); err != nil {
+		return err
+	}
+	if len(h.Key) < 16 {
+		return &FieldError{Kind: k, Field: "key", Problem: "is shorter than 16 bytes"}
+	}
+	if err := required(k, "header", h.Header); err != nil {
+		return err
+	}
+	if !validHeaderName(h.Header) {
+		return &FieldError{Kind: k, Field: "header", Problem: "is not a header name"}
+	}
+	h.Header = textproto.CanonicalMIMEHeaderKey(h.Header)
+	switch h.Algorithm {
+	case "":
+		h.Algorithm = "sha256"
+	case "sha256", "sha512", "sha1":
+	default:
+		return &FieldError{Kind: k, Field: "algorithm", Problem: "must be sha256, sha512 or sha1"}
+	}
+	switch h.Signs {
+	case "":
+		h.Signs = SignBody
+	case SignBody, SignCanonical:
+	default:
+		return &FieldError{Kind: k, Field: "sign", Problem: "must be body or canonical"}
+	}
+	switch h.Encoding {
+	case "":
+		h.Encoding = "hex"
+	case "hex", "base64":
+	default:
+		return &FieldError{Kind: k, Field: "encoding", Problem: "must be hex or base64"}
+	}
+	if err := headerSafe(k, "prefix", h.Prefix); err != nil {
+		return err
+	}
+	if h.TimestampHeader == "" {
+		h.TimestampHeader = "X-Timestamp"
+	}
+	if !validHeaderName(h.TimestampHeader) {
+		return &FieldError{Kind: k, Field: "timestamp_header", Problem: "is not a header name"}
+	}
+	h.TimestampHeader = textproto.CanonicalMIMEHeaderKey(h.TimestampHeader)
+	return nil
+}
+
+func (h *HMAC) newHash() func() hash.Hash {
+	switch h.Algorithm {
+	case "sha512":
+		return sha512.New
+	case "sha1":
+		return sha1.New
+	}
+	return sha256.New
+}
+
+// Canonical is the string a canonical recipe signs.
+func Canonical(method, pathQuery, timestamp string, body []byte) []byte {
+	b := []byte(method + "\n" + pathQuery + "\n" + timestamp + "\n")
+	return append(b, body...)
+}
+
+// Sign puts the signature in its header.
+func (h *HMAC) Sign(_ context.Context, req *http.Request, body []byte, _ bool, now time.Time) ([]string, error) {
+	mac := hmac.New(h.newHash(), []byte(h.Key))
+	if h.Signs == SignCanonical {
+		ts := strconv.FormatInt(now.Unix(), 10)
+		req.Header.Set(h.TimestampHeader, ts)
+		pq := req.URL.EscapedPath()
+		if req.URL.RawQuery != "" {
+			pq += "?" + req.URL.RawQuery
+		}
+		mac.Write(Canonical(req.Method, pq, ts, body))
+	} else {
+		mac.Write(body)
+	}
+	sum := mac.Sum(nil)
+	sig := hex.EncodeToString(sum)
+	if h.Encoding == "base64" {
+		sig = base64.StdEncoding.EncodeToString(sum)
+	}
+	req.Header.Set(h.Header, h.Prefix+sig)
+	return []string{sig}, nil
+}

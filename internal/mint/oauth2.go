@@ -1,0 +1,161 @@
+package mint
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"regexp"
+	"time"
+
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/clientcredentials"
+)
+
+// OAuth2 grants.
+const (
+	GrantRefreshToken      = "refresh_token"
+	GrantClientCredentials = "client_credentials"
+)
+
+// OAuth2 is an oauth2 secret: a token endpoint, a client, and either a
+// refresh token or the client-credentials grant. The broker fetches
+// access tokens with golang.org/x/oauth2 and keeps the refresh token the
+// endpoint rotates to.
+type OAuth2 struct {
+	TokenURL     string `json:"token_url"`
+	ClientID     string `json:"client_id"`
+	ClientSecret string `json:"client_secret,omitempty"`
+	// RefreshToken is the grant's refresh token; required for the
+	// refresh_token grant.
+	RefreshToken string `json:"refresh_token,omitempty"`
+	// Grant is "refresh_token" (the default when RefreshToken is set) or
+	// "client_credentials" (the default otherwise).
+	Grant  string   `json:"grant,omitempty"`
+	Scopes []string `json:"scopes,omitempty"`
+	// AuthStyle is how the client authenticates to the endpoint: "basic"
+	// (HTTP Basic, the default) or "body" (client_id and client_secret
+	// in the form).
+	AuthStyle string `json:"auth_style,omitempty"`
+
+	mintURL *url.URL
+}
+
+// Kind is "oauth2".
+func (o *OAuth2) Kind() string { return KindOAuth2 }
+
+// Secrets are the client secret and the refresh token.
+func (o *OAuth2) Secrets() []string { return []string{o.ClientSecret, o.RefreshToken} }
+
+// MintURL is the token endpoint.
+func (o *OAuth2) MintURL() *url.URL { return o.mintURL }
+
+var scopeRE = regexp.MustCompile(`^[\x21\x23-\x5b\x5d-\x7e]+$`)
+
+func (o *OAuth2) validate() error {
+	const k = KindOAuth2
+	if err := required(k, "token_url", o.TokenURL); err != nil {
+		return err
+	}
+	u, err := pinnedURL(k, "token_url", o.TokenURL)
+	if err != nil {
+		return err
+	}
+	o.mintURL = u
+	if err := required(k, "client_id", o.ClientID); err != nil {
+		return err
+	}
+	for f, v := range map[string]string{"client_id": o.ClientID, "client_secret": o.ClientSecret, "refresh_token": o.RefreshToken} {
+		if err := headerSafe(k, f, v); err != nil {
+			return err
+		}
+	}
+	if o.Grant == "" {
+		o.Grant = GrantClientCredentials
+		if o.RefreshToken != "" {
+			o.Grant = GrantRefreshToken
+		}
+	}
+	switch o.Grant {
+	case GrantRefreshToken:
+		if err := required(k, "refresh_token", o.RefreshToken); err != nil {
+			return err
+		}
+	case GrantClientCredentials:
+		if err := required(k, "client_secret", o.ClientSecret); err != nil {
+			return err
+		}
+	default:
+		return &FieldError{Kind: k, Field: "grant", Problem: "must be refresh_token or client_credentials"}
+	}
+	switch o.AuthStyle {
+	case "", "basic", "body":
+	default:
+		return &FieldError{Kind: k, Field: "auth_style", Problem: "must be basic or body"}
+	}
+	for _, s := range o.Scopes {
+		if !scopeRE.MatchString(s) {
+			return &FieldError{Kind: k, Field: "scopes", Problem: "holds a scope with a space, quote, backslash or control character"}
+		}
+	}
+	return nil
+}
+
+func (o *OAuth2) style() oauth2.AuthStyle {
+	if o.AuthStyle == "body" {
+		return oauth2.AuthStyleInParams
+	}
+	return oauth2.AuthStyleInHeader
+}
+
+// oauthCode is an RFC 6749 error code as it may be shown: a few words.
+var oauthCode = regexp.MustCompile(`^[a-z_]{1,40}$`)
+
+func (o *OAuth2) mint(ctx context.Context, client *http.Client, now time.Time, refresh string) (Token, error) {
+	ctx = context.WithValue(ctx, oauth2.HTTPClient, client)
+	var (
+		tok *oauth2.Token
+		err error
+	)
+	if o.Grant == GrantClientCredentials {
+		cc := clientcredentials.Config{ClientID: o.ClientID, ClientSecret: o.ClientSecret, TokenURL: o.TokenURL,
+			Scopes: o.Scopes, AuthStyle: o.style()}
+		tok, err = cc.Token(ctx)
+	} else {
+		if refresh == "" {
+			refresh = o.RefreshToken
+		}
+		c := oauth2.Config{ClientID: o.ClientID, ClientSecret: o.ClientSecret, Scopes: o.Scopes,
+			Endpoint: oauth2.Endpoint{TokenURL: o.TokenURL, AuthStyle: o.style()}}
+		tok, err = c.TokenSource(ctx, &oauth2.Token{RefreshToken: refresh, Expiry: now.Add(-time.Hour)}).Token()
+	}
+	var re *oauth2.RetrieveError
+	if errors.As(err, &re) {
+		if re.Response != nil && re.Response.StatusCode >= 400 && re.Response.StatusCode < 500 {
+			code := re.ErrorCode
+			if !oauthCode.MatchString(code) {
+				code = ""
+			}
+			return Token{}, &RefusedError{Kind: KindOAuth2, Status: re.Response.StatusCode, Code: code}
+		}
+		status := 0
+		if re.Response != nil {
+			status = re.Response.StatusCode
+		}
+		return Token{}, &UnreachableError{Kind: KindOAuth2, Err: statusError(status)}
+	}
+	if err != nil {
+		return Token{}, &UnreachableError{Kind: KindOAuth2, Err: scrubbed(err, o.ClientSecret, refresh)}
+	}
+	if tok.AccessToken == "" {
+		return Token{}, &UnreachableError{Kind: KindOAuth2, Err: errors.New("the token endpoint's answer holds no access_token")}
+	}
+	if err := headerSafe(KindOAuth2, "access_token", tok.AccessToken); err != nil {
+		return Token{}, &UnreachableError{Kind: KindOAuth2, Err: err}
+	}
+	t := Token{Value: tok.AccessToken, Expires: tok.Expiry}
+	if o.Grant == GrantRefreshToken && tok.RefreshToken != "" {
+		t.Refresh = tok.RefreshToken
+	}
+	return t, nil
+}

@@ -1,0 +1,68 @@
+package storetest
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// testMints: a secret's kind is kept and listed; a minted secret's state
+// is kept, replaced, listed, recorded without a change, refused for a
+// secret that does not exist, and removed with its secret.
+func testMints(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	mustCreateBox(t, s, "alpha")
+	gh := store.Secret{Box: "alpha", Name: "GITHUB", Host: "https://api.github.com", Sealed: []byte("sealed-app"), UpdatedAt: at(1), Kind: "github-app"}
+	plain := store.Secret{Box: "alpha", Name: "PLAIN", Host: "https://api.example.com", Sealed: []byte("sealed-plain"), UpdatedAt: at(1)}
+	for _, sec := range []store.Secret{gh, plain} {
+		if err := s.SetSecret(ctx, sec); err != nil {
+			t.Fatalf("SetSecret(%q) = %v, want nil", sec.Name, err)
+		}
+	}
+	got, err := s.Secret(ctx, "alpha", "GITHUB")
+	if err != nil || got.Kind != "github-app" {
+		t.Fatalf("Secret(alpha, GITHUB) = kind %q, %v; want github-app, nil", got.Kind, err)
+	}
+	list, err := s.ListSecrets(ctx, "alpha")
+	if err != nil || len(list) != 2 || list[0].Kind != "github-app" || list[1].Kind != "" {
+		t.Fatalf("ListSecrets(alpha) = %+v, %v; want GITHUB github-app, PLAIN plain", list, err)
+	}
+
+	if _, err := s.MintState(ctx, "alpha", "GITHUB"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("MintState before any = %v, want ErrNotFound", err)
+	}
+	if err := s.SetMintState(ctx, store.MintState{Box: "alpha", Name: "NONE", Of: "x", UpdatedAt: at(2)}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("SetMintState(no such secret) = %v, want ErrNotFound", err)
+	}
+	seq := lastChange(t, s)
+	first := store.MintState{Box: "alpha", Name: "GITHUB", Of: "of-1", ExpiresAt: at(3600), UpdatedAt: at(2)}
+	if err := s.SetMintState(ctx, first); err != nil {
+		t.Fatalf("SetMintState = %v, want nil", err)
+	}
+	noChange(t, s, "SetMintState", seq)
+	st, err := s.MintState(ctx, "alpha", "GITHUB")
+	if err != nil {
+		t.Fatalf("MintState = %v, want nil", err)
+	}
+	if d := diff(first, st); d != "" {
+		t.Errorf("MintState mismatch (-want +got):\n%s", d)
+	}
+	second := store.MintState{Box: "alpha", Name: "GITHUB", Of: "of-2", Sealed: []byte("sealed-refresh"), Failure: "refused: invalid_grant", UpdatedAt: at(3)}
+	if err := s.SetMintState(ctx, second); err != nil {
+		t.Fatalf("SetMintState again = %v, want nil", err)
+	}
+	states, err := s.ListMintStates(ctx, "alpha")
+	if err != nil || len(states) != 1 {
+		t.Fatalf("ListMintStates = %d, %v; want 1, nil", len(states), err)
+	}
+	if d := diff(second, states[0]); d != "" {
+		t.Errorf("ListMintStates mismatch (-want +got):\n%s", d)
+	}
+	if err := s.DeleteSecret(ctx, "alpha", "GITHUB"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.MintState(ctx, "alpha", "GITHUB"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("MintState after its secret was removed = %v, want ErrNotFound", err)
+	}
+}
