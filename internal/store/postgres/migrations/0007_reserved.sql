@@ -1,2 +1,0 @@
--- 0007: held for another branch's migration; this file is removed when that branch is merged.
-SELECT 1;
