@@ -52,6 +52,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Audit", testAudit},
 		{"AuditBatches", testAuditBatches},
 		{"PruneAuditMany", testPruneAuditMany},
+		{"Overview", testOverview},
 	}
 	tests = append(tests, spendTests...)
 	for _, tt := range tests {
