@@ -86,13 +86,17 @@ type ui struct {
 
 func newUI(s *Server) (*ui, error) {
 	t, err := template.New("ui").Funcs(template.FuncMap{
-		"ago":     func(at string) string { return ago(at, s.cfg.Now()) },
-		"usd":     usd,
-		"join":    strings.Join,
-		"deref":   func(p *string) string { return deref(p, "") },
-		"orNone":  func(p *string) string { return deref(p, "(none)") },
-		"status":  func(p *int) string { return derefInt(p) },
-		"escPath": url.PathEscape,
+		"ago":        func(at string) string { return ago(at, s.cfg.Now()) },
+		"usd":        usd,
+		"join":       strings.Join,
+		"deref":      func(p *string) string { return deref(p, "") },
+		"orNone":     func(p *string) string { return deref(p, "(none)") },
+		"status":     func(p *int) string { return derefInt(p) },
+		"escPath":    url.PathEscape,
+		"agoTime":    func(t time.Time) string { return ago(formatTime(t), s.cfg.Now()) },
+		"micro":      spend.FormatUSD,
+		"stateLabel": stateLabel,
+		"when":       func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
 	}).ParseFS(uiFiles, "ui/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("owner's page templates: %w", err)
@@ -424,14 +428,6 @@ type card struct {
 	Grants, Current int
 }
 
-// overviewPage is the boxes overview's content.
-type overviewPage struct {
-	Broker string
-	Form   FormContext
-	Boxes  []card
-	Now    string
-}
-
 // recentRefusals is how many of a box's refusals a card shows.
 const recentRefusals = 5
 
@@ -469,23 +465,6 @@ func (u *ui) card(ctx context.Context, v BoxView, refusals int) (card, error) {
 		}
 	}
 	return c, nil
-}
-
-func (u *ui) overview(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	boxes, err := u.s.Boxes(r.Context())
-	if err != nil {
-		return storeError(err, "", "")
-	}
-	page := overviewPage{Broker: u.s.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Now: formatTime(u.s.cfg.Now())}
-	for _, v := range boxes {
-		c, err := u.card(r.Context(), v, recentRefusals)
-		if err != nil {
-			return storeError(err, "", "")
-		}
-		page.Boxes = append(page.Boxes, c)
-	}
-	u.render(w, http.StatusOK, "boxes", page)
-	return nil
 }
 
 // boxPageData is one box's page.

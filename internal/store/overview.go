@@ -63,6 +63,12 @@ type BoxMonth struct {
 	Reserved  int64
 }
 
+// KeptDeclaration is a box's last report as Declaration returns it.
+type KeptDeclaration struct {
+	Doc []byte
+	At  time.Time
+}
+
 // Overview reads what the owner's page shows of every box at once, each
 // in one query, so that a list of a thousand boxes costs a few queries
 // rather than a few per box.
@@ -85,7 +91,7 @@ type Overview interface {
 	// AllDeclarations returns every box's last kept report (as
 	// Declaration returns one), by box name; a box that never reported is
 	// absent.
-	AllDeclarations(ctx context.Context) (map[string][]byte, error)
+	AllDeclarations(ctx context.Context) (map[string]KeptDeclaration, error)
 	// SecretNames returns the names of every box's secrets, each box's
 	// by name; a box with none is absent.
 	SecretNames(ctx context.Context) (map[string][]string, error)

@@ -111,17 +111,18 @@ func (s *Store) MonthOverview(ctx context.Context, month string) ([]store.BoxMon
 }
 
 // AllDeclarations reads every box's last report.
-func (s *Store) AllDeclarations(ctx context.Context) (map[string][]byte, error) {
+func (s *Store) AllDeclarations(ctx context.Context) (map[string]store.KeptDeclaration, error) {
 	const op = "all declarations"
-	rows, err := s.pool.Query(ctx, "SELECT box, doc FROM declarations")
+	rows, err := s.pool.Query(ctx, "SELECT box, doc, at FROM declarations")
 	if err != nil {
 		return nil, translate(op, err)
 	}
-	out := map[string][]byte{}
+	out := map[string]store.KeptDeclaration{}
 	var box string
 	var doc []byte
-	_, err = pgx.ForEachRow(rows, []any{&box, &doc}, func() error {
-		out[box] = append([]byte(nil), doc...)
+	var at time.Time
+	_, err = pgx.ForEachRow(rows, []any{&box, &doc, &at}, func() error {
+		out[box] = store.KeptDeclaration{Doc: append([]byte(nil), doc...), At: at.UTC()}
 		return nil
 	})
 	if err != nil {

@@ -129,14 +129,14 @@ func (s *Store) MonthOverview(ctx context.Context, month string) ([]store.BoxMon
 }
 
 // AllDeclarations reads every box's last report.
-func (s *Store) AllDeclarations(ctx context.Context) (map[string][]byte, error) {
+func (s *Store) AllDeclarations(ctx context.Context) (map[string]store.KeptDeclaration, error) {
 	const op = "all declarations"
 	rows, err := s.r.QueryContext(ctx, "SELECT box, doc, at FROM declarations")
 	if err != nil {
 		return nil, translate(op, err)
 	}
 	defer rows.Close()
-	out := map[string][]byte{}
+	out := map[string]store.KeptDeclaration{}
 	for rows.Next() {
 		var box string
 		var doc []byte
@@ -144,7 +144,7 @@ func (s *Store) AllDeclarations(ctx context.Context) (map[string][]byte, error) 
 		if err := rows.Scan(&box, &doc, &at); err != nil {
 			return nil, translate(op, err)
 		}
-		out[box] = doc
+		out[box] = store.KeptDeclaration{Doc: doc, At: fromMicros(at)}
 	}
 	return out, translate(op, rows.Err())
 }

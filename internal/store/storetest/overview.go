@@ -117,7 +117,7 @@ func testOverview(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatalf("AllDeclarations = %v, want nil", err)
 	}
-	if len(docs) != 1 || string(docs["gamma"]) != `{"capabilities":[]}` {
+	if len(docs) != 1 || string(docs["gamma"].Doc) != `{"capabilities":[]}` || !sameTime(docs["gamma"].At, hour) {
 		t.Errorf("AllDeclarations = %q, want gamma's only", docs)
 	}
 }

@@ -1,0 +1,136 @@
+package admin
+
+import (
+	"fmt"
+	"html/template"
+	"strings"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/spend"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// The owner's page's pictures: SVG written here, inline in the page, so
+// that the Content-Security-Policy stays as it is (no image, script or
+// inline style: the colours are classes in style.css). Only numbers and
+// fixed words go into the SVG; labels pass through template escaping.
+
+// chart is one picture and the words that say what it shows.
+type chart struct {
+	SVG     template.HTML
+	Summary string
+}
+
+// Chart geometry, in SVG user units.
+const (
+	chartW    = 840
+	chartH    = 140
+	chartPadL = 44
+	chartPadB = 18
+)
+
+// hourChart draws requests (served) and refusals per hour over the 7 days
+// before now, stacked, from hours.
+func hourChart(hours []store.HourCount, now time.Time) chart {
+	const n = 7 * 24
+	end := now.UTC().Truncate(time.Hour)
+	start := end.Add(-(n - 1) * time.Hour)
+	served := make([]int64, n)
+	refused := make([]int64, n)
+	var total, refusals, peak int64
+	for _, h := range hours {
+		i := int(h.Hour.Sub(start) / time.Hour)
+		if i < 0 || i >= n {
+			continue
+		}
+		served[i] += h.Requests - h.Refusals
+		refused[i] += h.Refusals
+		total += h.Requests
+		refusals += h.Refusals
+		peak = max(peak, served[i]+refused[i])
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %d %d" role="img" aria-label="Requests and refusals per hour, last 7 days">`, chartW, chartH)
+	plotW, plotH := float64(chartW-chartPadL), float64(chartH-chartPadB)
+	axis(&b, peak, plotH)
+	bw := plotW / n
+	for i := range n {
+		x := chartPadL + float64(i)*bw
+		if i%24 == 0 {
+			day := start.Add(time.Duration(i) * time.Hour)
+			fmt.Fprintf(&b, `<line class="grid" x1="%.1f" y1="0" x2="%.1f" y2="%.1f"/><text class="lbl" x="%.1f" y="%d">%s</text>`,
+				x, x, plotH, x+2, chartH-4, day.Format("Mon 02"))
+		}
+		if peak == 0 {
+			continue
+		}
+		hs := plotH * float64(served[i]) / float64(peak)
+		hr := plotH * float64(refused[i]) / float64(peak)
+		if served[i] > 0 {
+			fmt.Fprintf(&b, `<rect class="served" x="%.1f" y="%.1f" width="%.1f" height="%.1f"/>`, x, plotH-hs, max(bw-0.6, 0.5), hs)
+		}
+		if refused[i] > 0 {
+			fmt.Fprintf(&b, `<rect class="refused" x="%.1f" y="%.1f" width="%.1f" height="%.1f"/>`, x, plotH-hs-hr, max(bw-0.6, 0.5), hr)
+		}
+	}
+	b.WriteString(`</svg>`)
+	return chart{SVG: template.HTML(b.String()),
+		Summary: fmt.Sprintf("%d requests, %d of them refused, in the last 7 days (per hour, UTC; refusals in red).", total, refusals)}
+}
+
+// axis draws the value axis's top and middle marks for a peak of peak.
+func axis(b *strings.Builder, peak int64, plotH float64) {
+	fmt.Fprintf(b, `<line class="axis" x1="%d" y1="%.1f" x2="%d" y2="%.1f"/>`, chartPadL, plotH, chartW, plotH)
+	if peak == 0 {
+		fmt.Fprintf(b, `<text class="lbl" x="%d" y="%.1f">none</text>`, chartPadL+8, plotH/2)
+		return
+	}
+	fmt.Fprintf(b, `<text class="lbl" x="0" y="10">%d</text><line class="grid" x1="%d" y1="0.5" x2="%d" y2="0.5"/>`, peak, chartPadL, chartW)
+}
+
+// budgetChart draws a box's measured spend this month, cumulative by day,
+// against its budget's line (limit, micro-dollars, when hasBudget). days
+// holds the spend charged each day (index 0 the 1st); days after today
+// are left empty.
+func budgetChart(days []int64, limit int64, hasBudget bool, now time.Time) chart {
+	month := spend.Month(now)
+	first := spend.Resets(month).AddDate(0, -1, 0)
+	n := first.AddDate(0, 1, -1).Day()
+	today := now.UTC().Day()
+	var cum []int64
+	var sum int64
+	for i := 0; i < today && i < n; i++ {
+		if i < len(days) {
+			sum += days[i]
+		}
+		cum = append(cum, sum)
+	}
+	top := max(sum, 1)
+	if hasBudget {
+		top = max(top, limit)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %d %d" role="img" aria-label="Spend this month against the budget">`, chartW, chartH)
+	plotW, plotH := float64(chartW-chartPadL), float64(chartH-chartPadB)
+	fmt.Fprintf(&b, `<line class="axis" x1="%d" y1="%.1f" x2="%d" y2="%.1f"/>`, chartPadL, plotH, chartW, plotH)
+	fmt.Fprintf(&b, `<text class="lbl" x="0" y="10">%s</text>`, template.HTMLEscapeString(spend.FormatUSD(top)))
+	bw := plotW / float64(n)
+	for i := range n {
+		x := chartPadL + float64(i)*bw
+		if i%5 == 0 {
+			fmt.Fprintf(&b, `<text class="lbl" x="%.1f" y="%d">%d</text>`, x+2, chartH-4, i+1)
+		}
+		if i < len(cum) {
+			h := plotH * float64(cum[i]) / float64(top)
+			fmt.Fprintf(&b, `<rect class="served" x="%.1f" y="%.1f" width="%.1f" height="%.1f"/>`, x, plotH-h, max(bw-2, 1), h)
+		}
+	}
+	summary := fmt.Sprintf("%s charged so far in %s (cumulative by day, UTC)", spend.FormatUSD(sum), month)
+	if hasBudget {
+		y := plotH - plotH*float64(limit)/float64(top)
+		fmt.Fprintf(&b, `<line class="limit" x1="%d" y1="%.1f" x2="%d" y2="%.1f"/>`, chartPadL, y, chartW, y)
+		summary += fmt.Sprintf(", against a budget of %s (the red line)", spend.FormatUSD(limit))
+	}
+	b.WriteString(`</svg>`)
+	return chart{SVG: template.HTML(b.String()), Summary: summary + "."}
+}
