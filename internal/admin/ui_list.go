@@ -239,7 +239,11 @@ func readListQuery(v url.Values) listQuery {
 	if len(q.Q) > 64 {
 		q.Q = q.Q[:64]
 	}
-	if stateLabel(q.State) == q.State && q.State != stateOK {
+	known := false
+	for _, st := range stateLabels {
+		known = known || st.Key == q.State
+	}
+	if !known {
 		q.State = "" // not a state the list names
 	}
 	q.Page, _ = strconv.Atoi(v.Get("page"))
