@@ -82,6 +82,8 @@ type ui struct {
 	tmpl     *template.Template
 	mu       sync.RWMutex // guards sections
 	sections []BoxSection
+	// hours holds the broker's settled hours for the list's chart.
+	hours hourCache
 }
 
 func newUI(s *Server) (*ui, error) {

@@ -1,9 +1,11 @@
 package admin
 
 import (
+	"context"
 	"fmt"
 	"html/template"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/spend"
@@ -133,4 +135,56 @@ func budgetChart(days []int64, limit int64, hasBudget bool, now time.Time) chart
 	}
 	b.WriteString(`</svg>`)
 	return chart{SVG: template.HTML(b.String()), Summary: summary + "."}
+}
+
+// hourSettle is how long after an hour ends its counts are taken as
+// final: the audit writer batches entries, so the last of an hour may
+// reach the store a little after it ends.
+const hourSettle = 5 * time.Minute
+
+// hourCache keeps the whole broker's requests and refusals of the hours
+// that have ended (and settled), which do not change, so that drawing
+// the list page's chart reads only the audit entries since the last
+// settled hour rather than 7 days of every box's.
+type hourCache struct {
+	mu   sync.Mutex // guards done and upTo
+	done map[time.Time]store.HourCount
+	// upTo is the end of the hours held: every hour before it, back to
+	// the chart's start, is in done (those with no entries absent).
+	upTo time.Time
+}
+
+// brokerHours returns the whole broker's hours since since, reading the
+// store only from the first hour not settled before now.
+func (u *ui) brokerHours(ctx context.Context, since, now time.Time) ([]store.HourCount, error) {
+	c := &u.hours
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	settled := now.Add(-hourSettle).UTC().Truncate(time.Hour)
+	from := since
+	if c.done != nil && !c.upTo.Before(since) && !c.upTo.After(settled) {
+		from = c.upTo
+	} else {
+		c.done = map[time.Time]store.HourCount{}
+	}
+	fresh, err := u.s.cfg.Store.AuditHours(ctx, "", from)
+	if err != nil {
+		return nil, err
+	}
+	var out []store.HourCount
+	for h, n := range c.done {
+		if h.Before(since) {
+			delete(c.done, h)
+			continue
+		}
+		out = append(out, n)
+	}
+	for _, h := range fresh {
+		if h.Hour.Before(settled) {
+			c.done[h.Hour] = h
+		}
+		out = append(out, h)
+	}
+	c.upTo = settled
+	return out, nil
 }

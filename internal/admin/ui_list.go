@@ -388,7 +388,7 @@ func (u *ui) overview(w http.ResponseWriter, r *http.Request, sess *Session) err
 	c := q
 	c.Q, c.State, c.Page = "", "", 1
 	page.NoFilter = c.url()
-	hours, err := u.s.cfg.Store.AuditHours(r.Context(), "", now.Add(-7*24*time.Hour))
+	hours, err := u.brokerHours(r.Context(), now.Add(-7*24*time.Hour), now)
 	if err != nil {
 		return storeError(err, "", "")
 	}
