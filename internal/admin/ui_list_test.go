@@ -23,13 +23,33 @@ import (
 // eleven, and one in thirteen paused.
 func seedFleet(tb testing.TB, b *brokertest.Broker, n, perDay int) {
 	tb.Helper()
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("box-%04d", i)
+	}
+	seedFleetNamed(tb, b, names, perDay)
+}
+
+// fleetNames are the boxes of the screenshots' fleet.
+var fleetNames = strings.Fields(`atlas birch cedar delphi ember fjord garnet harbor iris juniper kestrel lumen
+	meadow nectar onyx prairie quartz raven sable tundra umber violet willow xenon yarrow zephyr
+	acorn bramble cobalt dune ferry glade heron inlet jasper kelp lark mica`)
+
+// titles are the seeded boxes' listing titles.
+var titles = []string{"Answers questions about the repo", "Reviews pull requests", "Writes release notes", "Triages issues",
+	"Drafts replies to support mail", "Keeps the docs in step", "Plans the week's work"}
+
+// seedFleetNamed is seedFleet with the boxes' names.
+func seedFleetNamed(tb testing.TB, b *brokertest.Broker, names []string, perDay int) {
+	tb.Helper()
+	n := len(names)
 	ctx := context.Background()
 	st := b.Server.Store
 	now := time.Now().UTC()
 	month := now.Format("2006-01")
 	var audit []store.AuditEntry
 	for i := range n {
-		name := fmt.Sprintf("box-%04d", i)
+		name := names[i]
 		tok, err := token.NewBox()
 		if err != nil {
 			tb.Fatal(err)
@@ -43,8 +63,8 @@ func seedFleet(tb testing.TB, b *brokertest.Broker, n, perDay int) {
 			if i%11 == 10 {
 				egress = `,{"name":"egress","broker":"lobby","scope":["STRIPE"]}`
 			}
-			doc := fmt.Sprintf(`{"capabilities":[{"name":"inference","broker":"lobby","scope":[%s]}%s],"listing":{"published":%t,"title":"Box number %d","line":"x"}}`,
-				scope, egress, i%2 == 0, i)
+			doc := fmt.Sprintf(`{"capabilities":[{"name":"inference","broker":"lobby","scope":[%s]}%s],"listing":{"published":%t,"title":"%s","line":"x"}}`,
+				scope, egress, i%2 == 0, titles[i%len(titles)])
 			if err := st.SaveDeclaration(ctx, name, []byte(doc), now.Add(-time.Duration(i)*time.Minute)); err != nil {
 				tb.Fatal(err)
 			}
@@ -64,6 +84,9 @@ func seedFleet(tb testing.TB, b *brokertest.Broker, n, perDay int) {
 			}
 		}
 		for j := range 7 * perDay {
+			if perDay > 4 && (j*7+i*3)%(3+i%5) == 0 {
+				continue // an uneven day, for the pictures
+			}
 			e := store.AuditEntry{Box: name, At: now.Add(-time.Duration(j) * 24 * time.Hour / time.Duration(perDay)).Add(-time.Duration(i) * time.Second),
 				Method: "POST", Route: "/llm/anthropic/v1/messages", Capability: "inference", Words: []string{"agent"},
 				Status: 200, UpstreamStatus: 200, Duration: 800 * time.Millisecond}
