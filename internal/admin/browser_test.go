@@ -361,6 +361,12 @@ func TestOwnerPage_Browser(t *testing.T) {
 		}
 	}
 	html("alpha's page after setting a budget")
+	if *updateScreenshots {
+		// A box of the fleet, with a week of traffic and a spent budget.
+		if err := chromedp.Do(tctx, chromedp.Navigate(b.AdminURL+"/ui/boxes/"+fleetNames[0]), chromedp.WaitVisible(chromedp.ID("blocked"))); err != nil {
+			t.Fatalf("browser: open %s's page: %v", fleetNames[0], err)
+		}
+	}
 	shot("owner-page-box.png")
 
 	// Enrol a box: its token is shown once, and on no page after.

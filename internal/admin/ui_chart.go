@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -88,53 +87,6 @@ func axis(b *strings.Builder, peak int64, plotH float64) {
 		return
 	}
 	fmt.Fprintf(b, `<text class="lbl" x="0" y="10">%d</text><line class="grid" x1="%d" y1="0.5" x2="%d" y2="0.5"/>`, peak, chartPadL, chartW)
-}
-
-// budgetChart draws a box's measured spend this month, cumulative by day,
-// against its budget's line (limit, micro-dollars, when hasBudget). days
-// holds the spend charged each day (index 0 the 1st); days after today
-// are left empty.
-func budgetChart(days []int64, limit int64, hasBudget bool, now time.Time) chart {
-	month := spend.Month(now)
-	first := spend.Resets(month).AddDate(0, -1, 0)
-	n := first.AddDate(0, 1, -1).Day()
-	today := now.UTC().Day()
-	var cum []int64
-	var sum int64
-	for i := 0; i < today && i < n; i++ {
-		if i < len(days) {
-			sum += days[i]
-		}
-		cum = append(cum, sum)
-	}
-	top := max(sum, 1)
-	if hasBudget {
-		top = max(top, limit)
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %d %d" role="img" aria-label="Spend this month against the budget">`, chartW, chartH)
-	plotW, plotH := float64(chartW-chartPadL), float64(chartH-chartPadB)
-	fmt.Fprintf(&b, `<line class="axis" x1="%d" y1="%.1f" x2="%d" y2="%.1f"/>`, chartPadL, plotH, chartW, plotH)
-	fmt.Fprintf(&b, `<text class="lbl" x="0" y="10">%s</text>`, template.HTMLEscapeString(spend.FormatUSD(top)))
-	bw := plotW / float64(n)
-	for i := range n {
-		x := chartPadL + float64(i)*bw
-		if i%5 == 0 {
-			fmt.Fprintf(&b, `<text class="lbl" x="%.1f" y="%d">%d</text>`, x+2, chartH-4, i+1)
-		}
-		if i < len(cum) {
-			h := plotH * float64(cum[i]) / float64(top)
-			fmt.Fprintf(&b, `<rect class="served" x="%.1f" y="%.1f" width="%.1f" height="%.1f"/>`, x, plotH-h, max(bw-2, 1), h)
-		}
-	}
-	summary := fmt.Sprintf("%s charged so far in %s (cumulative by day, UTC)", spend.FormatUSD(sum), month)
-	if hasBudget {
-		y := plotH - plotH*float64(limit)/float64(top)
-		fmt.Fprintf(&b, `<line class="limit" x1="%d" y1="%.1f" x2="%d" y2="%.1f"/>`, chartPadL, y, chartW, y)
-		summary += fmt.Sprintf(", against a budget of %s (the red line)", spend.FormatUSD(limit))
-	}
-	b.WriteString(`</svg>`)
-	return chart{SVG: template.HTML(b.String()), Summary: summary + "."}
 }
 
 // hourSettle is how long after an hour ends its counts are taken as

@@ -63,7 +63,7 @@ func seedFleetNamed(tb testing.TB, b *brokertest.Broker, names []string, perDay 
 			if i%11 == 10 {
 				egress = `,{"name":"egress","broker":"lobby","scope":["STRIPE"]}`
 			}
-			doc := fmt.Sprintf(`{"capabilities":[{"name":"inference","broker":"lobby","scope":[%s]}%s],"listing":{"published":%t,"title":"%s","line":"x"}}`,
+			doc := fmt.Sprintf(`{"capabilities":[{"name":"inference","broker":"lobby","scope":[%s]}%s],"listing":{"published":%t,"title":"%s","line":"A box of the studio"}}`,
 				scope, egress, i%2 == 0, titles[i%len(titles)])
 			if err := st.SaveDeclaration(ctx, name, []byte(doc), now.Add(-time.Duration(i)*time.Minute)); err != nil {
 				tb.Fatal(err)
@@ -84,16 +84,22 @@ func seedFleetNamed(tb testing.TB, b *brokertest.Broker, names []string, perDay 
 			}
 		}
 		for j := range 7 * perDay {
-			if perDay > 4 && (j*7+i*3)%(3+i%5) == 0 {
-				continue // an uneven day, for the pictures
+			at := now.Add(-time.Duration(j) * 24 * time.Hour / time.Duration(perDay)).Add(-time.Duration(i) * time.Second)
+			// More by day than by night, and some boxes busier, for the
+			// pictures; the tests' fleets (perDay <= 4) make one a slot.
+			k := 1
+			if perDay > 4 {
+				k = (i % 3) + map[bool]int{true: 3, false: 0}[at.Hour() >= 8 && at.Hour() < 20] + (j*7+i*3)%3 - 1
 			}
-			e := store.AuditEntry{Box: name, At: now.Add(-time.Duration(j) * 24 * time.Hour / time.Duration(perDay)).Add(-time.Duration(i) * time.Second),
-				Method: "POST", Route: "/llm/anthropic/v1/messages", Capability: "inference", Words: []string{"agent"},
-				Status: 200, UpstreamStatus: 200, Duration: 800 * time.Millisecond}
-			if (i+j)%9 == 0 {
-				e.Status, e.Reason, e.Message, e.UpstreamStatus = 403, "declaration", "This box's inference capability does not list agent in its scope.", 0
+			for m := range k {
+				e := store.AuditEntry{Box: name, At: at.Add(-time.Duration(m) * time.Second),
+					Method: "POST", Route: "/llm/anthropic/v1/messages", Capability: "inference", Words: []string{"agent"},
+					Status: 200, UpstreamStatus: 200, Duration: time.Duration(400+(i*37+j*11+m)%1600) * time.Millisecond}
+				if (i+j+m)%9 == 0 {
+					e.Status, e.Reason, e.Message, e.UpstreamStatus = 403, "declaration", "This box's inference capability does not list agent in its scope.", 0
+				}
+				audit = append(audit, e)
 			}
-			audit = append(audit, e)
 		}
 		if len(audit) > 4000 {
 			if err := st.AddAudit(ctx, audit); err != nil {
