@@ -247,12 +247,19 @@ func (u *ui) setSecret(w http.ResponseWriter, r *http.Request, sess *Session) er
 	if !protocol.IsSecretName(name) {
 		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "A secret name matches ^[A-Z][A-Z0-9_]{0,39}$, such as STRIPE.")
 	}
-	host, err := secretHost(strings.TrimSpace(r.PostForm.Get("host")))
+	value := r.PostForm.Get("value")
+	r.PostForm.Del("value")
+	rawHost := strings.TrimSpace(r.PostForm.Get("host"))
+	if len(value) >= MinSecretLen && strings.Contains(rawHost, value) {
+		// The refusal of a bad host repeats the host; one holding the
+		// value would put the value in the page.
+		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+			"The host holds the secret's value; the value goes only in the value field, and the host is the base URL it may be sent to, such as https://api.stripe.com.")
+	}
+	host, err := secretHost(rawHost)
 	if err != nil {
 		return err
 	}
-	value := r.PostForm.Get("value")
-	r.PostForm.Del("value")
 	if err := checkValue("secret", value); err != nil {
 		return err
 	}
