@@ -98,7 +98,6 @@ func newUI(s *Server) (*ui, error) {
 		"agoTime":    func(t time.Time) string { return ago(formatTime(t), s.cfg.Now()) },
 		"micro":      spend.FormatUSD,
 		"stateLabel": stateLabel,
-		"when":       func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
 	}).ParseFS(uiFiles, "ui/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("owner's page templates: %w", err)

@@ -337,7 +337,6 @@ type listPage struct {
 	Chart    chart
 	Now      string
 	Counts   map[string]int
-	NowTime  time.Time
 	NoFilter string
 }
 
@@ -349,7 +348,7 @@ func (u *ui) overview(w http.ResponseWriter, r *http.Request, sess *Session) err
 	now := u.s.cfg.Now()
 	q := readListQuery(r.URL.Query())
 	page := listPage{Broker: u.s.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Total: len(all),
-		States: stateLabels, Now: formatTime(now), NowTime: now, Counts: map[string]int{}}
+		States: stateLabels, Now: formatTime(now), Counts: map[string]int{}}
 	for _, row := range all {
 		page.Counts[row.State]++
 	}
