@@ -231,3 +231,44 @@ func BenchmarkUI_List(b *testing.B) {
 		})
 	}
 }
+
+// TestUI_PicturesAndLogKeepThePolicy: the pictures are inline SVG with no
+// script, no inline style and no image source, under the same
+// Content-Security-Policy; a box's request log pages by links.
+func TestUI_PicturesAndLogKeepThePolicy(t *testing.T) {
+	b := brokertest.New(t, brokertest.Options{})
+	seedFleet(t, b, 2, 4) // 28 entries a box
+	cookie := signIn(t, b, b.AdminToken)
+	for _, path := range []string{"/ui/", "/ui/boxes/box-0000"} {
+		p := ui(t, b, "GET", path, cookie, nil, nil)
+		if p.status != 200 || !strings.Contains(p.body, `<svg class="chart"`) || !strings.Contains(p.body, `class="served"`) || !strings.Contains(p.body, `class="refused"`) {
+			t.Errorf("GET %s = %d, want a chart of served and refused requests", path, p.status)
+		}
+		for _, bad := range []string{"style=", "<script", "<img", "href=\"javascript", "<foreignObject"} {
+			if strings.Contains(p.body, bad) {
+				t.Errorf("GET %s holds %q", path, bad)
+			}
+		}
+		if csp := p.header.Get("Content-Security-Policy"); csp != "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'" {
+			t.Errorf("GET %s Content-Security-Policy = %q", path, csp)
+		}
+	}
+	log := func(page string) (rows int, body string) {
+		t.Helper()
+		p := ui(t, b, "GET", "/ui/boxes/box-0000"+page, cookie, nil, nil)
+		i := strings.Index(p.body, `id="log"`)
+		if i < 0 {
+			t.Fatalf("GET /ui/boxes/box-0000%s has no request log", page)
+		}
+		return strings.Count(p.body[i:], "<tr>") - 1, p.body[i:]
+	}
+	if n, body := log(""); n != 25 || !strings.Contains(body, `href="/ui/boxes/box-0000?log=2#log"`) || strings.Contains(body, "newer") {
+		t.Errorf("the log's first page = %d rows, want 25 and a link to page 2 only", n)
+	}
+	if n, body := log("?log=2"); n != 3 || !strings.Contains(body, `href="/ui/boxes/box-0000?log=1#log"`) || strings.Contains(body, "older") {
+		t.Errorf("the log's second page = %d rows, want 3 and a link back only", n)
+	}
+	if n, _ := log("?log=-3"); n != 25 {
+		t.Errorf("the log at page -3 = %d rows, want the first page's 25", n)
+	}
+}
