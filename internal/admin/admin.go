@@ -104,6 +104,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.ui = ui
 	ui.register(s.mux)
+	ui.registerActions()
 	s.addGrantsPage()
 	return s, nil
 }

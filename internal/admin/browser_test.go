@@ -3,6 +3,8 @@ package admin_test
 import (
 	"bytes"
 	"context"
+	"flag"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -24,13 +26,21 @@ import (
 // chromium is Debian's Chromium, which the browser test drives.
 const chromium = "/usr/bin/chromium"
 
+// updateScreenshots makes TestOwnerPage_Browser seed a fleet of 40 boxes
+// with traffic and write its screenshots into docs/ (the only test that
+// writes into the source tree, and only when asked).
+var updateScreenshots = flag.Bool("update-screenshots", false, "write docs/owner-page-list.png and docs/owner-page-box.png")
+
 // TestOwnerPage_Browser signs in to the owner's page in headless Chromium,
-// sees a box with its report, measured and reported spend, budgets and
-// refusals, pauses and resumes it, issues a grant through the box page's
-// form (reading its value from the one page that shows it) and revokes
-// it, every form with its CSRF secret. It saves a screenshot of the box's
-// page: to $BOXBROKER_SCREENSHOT when set (docs/owner-page.png is made
-// so), else to a temporary file.
+// sees the list of boxes and its chart, sorts and filters it, sees a box
+// with its report, measured and reported spend, budgets and refusals,
+// pauses and resumes it, issues a grant through the box page's form
+// (reading its value from the one page that shows it) and revokes it,
+// sets a secret and a budget, enrols a box and reads its token once,
+// every form with its CSRF secret; and no page's HTML, read after each
+// step, holds a secret's, credential's, grant's or token's value. It
+// saves screenshots of the list and of a box's page into a temporary
+// directory, or into docs/ with -update-screenshots.
 // A real browser holds the page to what a test client would not: it found
 // that Referrer-Policy: no-referrer makes Chromium post "Origin: null".
 func TestOwnerPage_Browser(t *testing.T) {
@@ -108,6 +118,9 @@ func TestOwnerPage_Browser(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if *updateScreenshots {
+		seedFleetNamed(t, b, fleetNames, 24)
+	}
 	if err := b.Server.Audit.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +129,7 @@ func TestOwnerPage_Browser(t *testing.T) {
 		chromedp.ExecPath(chromium),
 		chromedp.NoSandbox, // the test may run as root
 		chromedp.DisableGPU,
-		chromedp.WindowSize(1100, 900),
+		chromedp.WindowSize(1280, 900),
 	)
 	actx, cancel := chromedp.NewExecAllocator(ctx, opts...)
 	defer cancel()
@@ -138,6 +151,50 @@ func TestOwnerPage_Browser(t *testing.T) {
 		}
 		return s
 	}
+	// secretsSeen are values no page may ever hold; html checks the page
+	// in the browser now against them.
+	const secretValue = "sk_live_browser-secret-0123456789"
+	secretsSeen := []string{b.AdminToken, alpha, gamma, sharedKey, visitorKey, annValue, secretValue}
+	html := func(what string) string {
+		t.Helper()
+		h, err := chromedp.Run(tctx, chromedp.OuterHTML(chromedp.CSS("html")))
+		if err != nil {
+			t.Fatalf("browser: read %s's HTML: %v", what, err)
+		}
+		for _, v := range secretsSeen {
+			if strings.Contains(h, v) {
+				t.Errorf("%s's HTML holds a secret value (%d bytes, starting %.6q)", what, len(v), v)
+			}
+		}
+		return h
+	}
+	shot := func(name string) {
+		t.Helper()
+		png, err := chromedp.Run(tctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatalf("browser: screenshot: %v", err)
+		}
+		if !bytes.HasPrefix(png, []byte("\x89PNG")) {
+			t.Fatalf("screenshot is not a PNG (%d bytes)", len(png))
+		}
+		dir := t.TempDir()
+		if *updateScreenshots {
+			dir = filepath.Join("..", "..", "docs")
+		}
+		out := filepath.Join(dir, name)
+		if err := os.WriteFile(out, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("screenshot: %s (%d bytes)", out, len(png))
+	}
+	rows := func() []string {
+		t.Helper()
+		names, err := chromedp.Run(tctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("table.list tbody td:first-child a b")).map(e => e.textContent)`))
+		if err != nil {
+			t.Fatalf("browser: read the list's rows: %v", err)
+		}
+		return names
+	}
 	if err := chromedp.Do(tctx,
 		chromedp.Navigate(b.AdminURL+"/ui/"),
 		chromedp.WaitVisible(chromedp.ID("token")),
@@ -151,10 +208,11 @@ func TestOwnerPage_Browser(t *testing.T) {
 	); err != nil {
 		t.Fatalf("browser: sign in: %v", err)
 	}
-	if err := chromedp.Do(tctx, chromedp.WaitVisible(chromedp.ID("box-alpha"))); err != nil {
+	if err := chromedp.Do(tctx, chromedp.WaitVisible(chromedp.CSS("table.list")), chromedp.WaitVisible(chromedp.CSS("svg.chart rect.served"))); err != nil {
 		t.Fatalf("browser: after signing in: %v; the page reads:\n%s", err, text("the page after signing in"))
 	}
 	overview := text("the boxes")
+	html("the list of boxes")
 	cookies, err := chromedp.Run(tctx, chromedp.Evaluate[string](`document.cookie`))
 	if err != nil {
 		t.Fatalf("browser: read document.cookie: %v", err)
@@ -162,38 +220,63 @@ func TestOwnerPage_Browser(t *testing.T) {
 	if !strings.Contains(signin, "Sign in with an admin token") {
 		t.Errorf("the page before signing in reads %q, want the sign-in form", signin)
 	}
-	for _, want := range []string{
-		"alpha", "beta", "gamma", "Answers questions about the repo", "inference: decide", "agent, passive", "github:ann", "$3.12", "$4.37",
-		"3 batches kept", "never", "does not list agent in its scope (it lists decide)", "Not listed yet",
-		"measured over 20 calls", "differs", "of $25.00", "1 current of 2 issued",
-	} {
+	for _, want := range []string{"alpha", "beta", "gamma", "Alpha", "Gamma", "never reported", "Requests and refusals per hour", "requests,"} {
 		if !strings.Contains(overview, want) {
 			t.Errorf("the signed-in page lacks %q; it reads:\n%s", want, overview)
 		}
 	}
-	if strings.Index(overview, "alpha") > strings.Index(overview, "beta") {
-		t.Errorf("alpha (listed) is shown after beta (never reported)")
+	if strings.Contains(cookies, "boxbroker_session") {
+		t.Errorf("the page's script can read the session cookie (%q)", cookies)
 	}
-	if strings.Contains(cookies, "boxbroker_session") || strings.Contains(overview, b.AdminToken) {
-		t.Errorf("the page's script can read the session cookie (%q) or the page shows the token", cookies)
+	if *updateScreenshots {
+		shot("owner-page-list.png")
 	}
-	// Pause and resume the box from its page: forms carry the CSRF secret.
+
+	// Sort by name, backwards, by its column's link; then filter by name.
+	if err := chromedp.Do(tctx,
+		chromedp.Click(chromedp.Search(`//th/a[.="Box"]`)),
+		chromedp.WaitVisible(chromedp.Search(`//th[contains(., "▼")]`)),
+	); err != nil {
+		t.Fatalf("browser: sort by name: %v", err)
+	}
+	if got := rows(); len(got) < 3 || got[0] == "alpha" {
+		t.Errorf("the list sorted by name backwards starts %v, want alpha last", got)
+	}
+	if err := chromedp.Do(tctx,
+		chromedp.SendKeys(chromedp.CSS(`form.filter input[name="q"]`), "alph"),
+		chromedp.Submit(chromedp.CSS(`form.filter input[name="q"]`)),
+		chromedp.WaitVisible(chromedp.Search(`//a[.="clear"]`)),
+	); err != nil {
+		t.Fatalf("browser: filter by name: %v", err)
+	}
+	if got := rows(); fmt.Sprint(got) != "[alpha]" {
+		t.Errorf("the list filtered by alph = %v, want [alpha]", got)
+	}
+
+	// alpha's page: its card, and pause and resume it.
 	pause := chromedp.Search(`//button[contains(., "Pause the box")]`)
 	resume := chromedp.Search(`//button[contains(., "Resume the box")]`)
 	if err := chromedp.Do(tctx,
-		chromedp.Click(chromedp.CSS("#box-alpha h2 a")),
+		chromedp.Click(chromedp.CSS(`table.list a[href="/ui/boxes/alpha"]`)),
 		chromedp.WaitVisible(pause),
-		chromedp.Click(pause),
-		chromedp.WaitVisible(resume),
 	); err != nil {
+		t.Fatalf("browser: open alpha's page: %v", err)
+	}
+	card := text("alpha's page")
+	for _, want := range []string{
+		"inference: decide", "agent, passive", "github:ann", "$3.12", "$4.37",
+		"3 batches kept", "does not list agent in its scope (it lists decide)",
+		"measured over 20 calls", "differs", "of $25.00", "1 current of 2 issued", "Request log", "refusals, last 7 days, grouped",
+	} {
+		if !strings.Contains(strings.ToLower(card), strings.ToLower(want)) {
+			t.Errorf("alpha's page lacks %q; it reads:\n%s", want, card)
+		}
+	}
+	if err := chromedp.Do(tctx, chromedp.Click(pause), chromedp.WaitVisible(resume)); err != nil {
 		t.Fatalf("browser: pause alpha: %v", err)
 	}
-	boxPage := text("alpha's page")
 	if bx, err := b.Server.Store.Box(ctx, "alpha"); err != nil || !bx.Paused {
 		t.Errorf("alpha after pressing Pause in the browser = paused %v, %v, want paused", bx.Paused, err)
-	}
-	if !strings.Contains(boxPage, "paused") || !strings.Contains(boxPage, "Recent requests") {
-		t.Errorf("alpha's page after pausing reads:\n%s", boxPage)
 	}
 	if err := chromedp.Do(tctx, chromedp.Click(resume), chromedp.WaitVisible(pause)); err != nil {
 		t.Fatalf("browser: resume alpha: %v", err)
@@ -223,6 +306,7 @@ func TestOwnerPage_Browser(t *testing.T) {
 			t.Errorf("the issued grant's page lacks %q; it reads:\n%s", want, granted)
 		}
 	}
+	secretsSeen = append(secretsSeen, value)
 
 	// Back on the box's page the value is gone; revoke the grant there.
 	revoke := chromedp.CSS("#grant-" + cat.ID + " button")
@@ -232,9 +316,7 @@ func TestOwnerPage_Browser(t *testing.T) {
 	); err != nil {
 		t.Fatalf("browser: back to alpha's page: %v", err)
 	}
-	if page := text("alpha's page after issuing"); strings.Contains(page, value) {
-		t.Errorf("alpha's page shows the grant's value after it was issued")
-	}
+	html("alpha's page after issuing a grant")
 	if err := chromedp.Do(tctx,
 		chromedp.Click(revoke),
 		chromedp.WaitNotPresent(revoke),
@@ -247,26 +329,68 @@ func TestOwnerPage_Browser(t *testing.T) {
 	if got, err := b.Server.Store.GrantByHash(ctx, ann.Hash); err != nil || !got.RevokedAt.IsZero() {
 		t.Errorf("ann's grant after revoking cat's = revoked at %v, %v, want standing", got.RevokedAt, err)
 	}
-	after := text("alpha's page after revoking")
-	for _, want := range []string{"github:cat", "revoked", "github:ann", "current", "measured over 20 calls", "$5.00"} {
+
+	// Set a secret: typed into a password field, never shown again; alpha
+	// does not declare it, and the page says so.
+	if err := chromedp.Do(tctx,
+		chromedp.SendKeys(chromedp.ID("secret-name"), "STRIPE"),
+		chromedp.SendKeys(chromedp.ID("secret-host"), "https://api.stripe.com"),
+		chromedp.SendKeys(chromedp.ID("secret-value"), secretValue),
+		chromedp.Submit(chromedp.ID("secret-value")),
+		chromedp.WaitVisible(chromedp.ID("secrets-extra")),
+	); err != nil {
+		t.Fatalf("browser: set a secret: %v; the page reads:\n%s", err, text("the page after setting a secret"))
+	}
+	if sec, err := b.Server.Store.Secret(ctx, "alpha", "STRIPE"); err != nil || sec.Host != "https://api.stripe.com" {
+		t.Errorf("alpha's secret STRIPE after the form = %+v, %v, want it for https://api.stripe.com", sec, err)
+	}
+	html("alpha's page after setting a secret")
+
+	// Set a budget of $30 for the box.
+	if err := chromedp.Do(tctx,
+		chromedp.SetValue(chromedp.ID("budget-usd"), "30"),
+		chromedp.Submit(chromedp.ID("budget-usd")),
+		chromedp.WaitVisible(chromedp.ID("notice")),
+	); err != nil {
+		t.Fatalf("browser: set a budget: %v", err)
+	}
+	after := text("alpha's page after setting a budget")
+	for _, want := range []string{"github:cat", "revoked", "github:ann", "current", "measured over 20 calls", "of $30.00", "$5.00", "Held but not declared: STRIPE", "set the box's monthly budget to $30"} {
 		if !strings.Contains(after, want) {
-			t.Errorf("alpha's page after revoking lacks %q; it reads:\n%s", want, after)
+			t.Errorf("alpha's page after setting a budget lacks %q; it reads:\n%s", want, after)
 		}
 	}
+	html("alpha's page after setting a budget")
+	if *updateScreenshots {
+		// A box of the fleet, with a week of traffic and a spent budget.
+		if err := chromedp.Do(tctx, chromedp.Navigate(b.AdminURL+"/ui/boxes/"+fleetNames[0]), chromedp.WaitVisible(chromedp.ID("blocked"))); err != nil {
+			t.Fatalf("browser: open %s's page: %v", fleetNames[0], err)
+		}
+	}
+	shot("owner-page-box.png")
 
-	shot, err := chromedp.Run(tctx, chromedp.FullScreenshot(100))
+	// Enrol a box: its token is shown once, and on no page after.
+	if err := chromedp.Do(tctx,
+		chromedp.Navigate(b.AdminURL+"/ui/enrol"),
+		chromedp.SendKeys(chromedp.ID("box-name"), "delta"),
+		chromedp.Click(chromedp.ID("enrol")),
+		chromedp.WaitVisible(chromedp.ID("box-token")),
+	); err != nil {
+		t.Fatalf("browser: enrol a box: %v", err)
+	}
+	tok, err := chromedp.Run(tctx, chromedp.Text(chromedp.ID("box-token")))
 	if err != nil {
-		t.Fatalf("browser: screenshot: %v", err)
+		t.Fatalf("browser: read the token: %v", err)
 	}
-	if !bytes.HasPrefix(shot, []byte("\x89PNG")) {
-		t.Fatalf("screenshot is not a PNG (%d bytes)", len(shot))
+	tok = strings.TrimSpace(tok)
+	if bx, err := b.Server.Store.BoxByTokenHash(ctx, token.Hash(tok)); err != nil || bx.Name != "delta" {
+		t.Fatalf("the token the page showed is box %q's (%v), want delta's", bx.Name, err)
 	}
-	out := os.Getenv("BOXBROKER_SCREENSHOT")
-	if out == "" {
-		out = filepath.Join(t.TempDir(), "owner-page.png")
+	secretsSeen = append(secretsSeen, tok)
+	for _, path := range []string{"/ui/boxes/delta", "/ui/"} {
+		if err := chromedp.Do(tctx, chromedp.Navigate(b.AdminURL+path), chromedp.WaitVisible(chromedp.CSS("main"))); err != nil {
+			t.Fatalf("browser: open %s: %v", path, err)
+		}
+		html(path + " after enrolling delta")
 	}
-	if err := os.WriteFile(out, shot, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot: %s (%d bytes)", out, len(shot))
 }

@@ -98,6 +98,9 @@ func (s *Server) addGrantsPage() {
 		if err := s.cfg.Store.RevokeGrant(r.Context(), id, s.cfg.Now().UTC()); err != nil {
 			return storeError(err, fmt.Sprintf("Box %s has no grant %s.", name, id), "")
 		}
+		if err := s.ui.audit(r.Context(), name, "/ui/boxes/{name}/grants/{id}/revoke", "revoked grant "+id); err != nil {
+			return err
+		}
 		s.log.Info("owner's page: grant revoked", "box", name, "grant", id, "admin_token", sess.TokenID)
 		http.Redirect(w, r, "/ui/boxes/"+url.PathEscape(name), http.StatusSeeOther)
 		return nil
@@ -159,6 +162,9 @@ func (s *Server) issueGrantPage(w http.ResponseWriter, r *http.Request, sess *Se
 	}
 	issued, err := s.IssueGrant(r.Context(), name, strings.TrimSpace(r.PostForm.Get("principal")), ttl)
 	if err != nil {
+		return err
+	}
+	if err := s.ui.audit(r.Context(), name, "/ui/boxes/{name}/grants", "issued grant "+issued.Grant.ID+" to "+issued.Grant.Principal); err != nil {
 		return err
 	}
 	s.log.Info("owner's page: grant issued", "box", name, "grant", issued.Grant.ID, "admin_token", sess.TokenID)

@@ -100,8 +100,8 @@ func TestUI_IssueGrant(t *testing.T) {
 			t.Errorf("GET %s does not list grant %s", path, g.ID)
 		}
 	}
-	if p := ui(t, b, "GET", "/ui/", cookie, nil, nil); !strings.Contains(p.body, "2 current of 2 issued") {
-		t.Errorf("GET /ui/ does not count alpha's grants:\n%s", p.body)
+	if p := ui(t, b, "GET", "/ui/boxes/alpha", cookie, nil, nil); !strings.Contains(p.body, "2 current of 2 issued") {
+		t.Errorf("GET /ui/boxes/alpha does not count alpha's grants:\n%s", p.body)
 	}
 }
 
@@ -131,7 +131,7 @@ func TestUI_MeasuredSpendAndBudgets(t *testing.T) {
 		t.Fatal(err)
 	}
 	cookie := signIn(t, b, b.AdminToken)
-	for _, path := range []string{"/ui/", "/ui/boxes/alpha"} {
+	for _, path := range []string{"/ui/boxes/alpha"} {
 		p := ui(t, b, "GET", path, cookie, nil, nil)
 		for _, want := range []string{
 			"measured over 1 call in " + monthNow(), "$7.50</b> reported over 3 runs", "differs",

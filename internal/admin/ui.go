@@ -82,17 +82,22 @@ type ui struct {
 	tmpl     *template.Template
 	mu       sync.RWMutex // guards sections
 	sections []BoxSection
+	// hours holds the broker's settled hours for the list's chart.
+	hours hourCache
 }
 
 func newUI(s *Server) (*ui, error) {
 	t, err := template.New("ui").Funcs(template.FuncMap{
-		"ago":     func(at string) string { return ago(at, s.cfg.Now()) },
-		"usd":     usd,
-		"join":    strings.Join,
-		"deref":   func(p *string) string { return deref(p, "") },
-		"orNone":  func(p *string) string { return deref(p, "(none)") },
-		"status":  func(p *int) string { return derefInt(p) },
-		"escPath": url.PathEscape,
+		"ago":        func(at string) string { return ago(at, s.cfg.Now()) },
+		"usd":        usd,
+		"join":       strings.Join,
+		"deref":      func(p *string) string { return deref(p, "") },
+		"orNone":     func(p *string) string { return deref(p, "(none)") },
+		"status":     func(p *int) string { return derefInt(p) },
+		"escPath":    url.PathEscape,
+		"agoTime":    func(t time.Time) string { return ago(formatTime(t), s.cfg.Now()) },
+		"micro":      spend.FormatUSD,
+		"stateLabel": stateLabel,
 	}).ParseFS(uiFiles, "ui/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("owner's page templates: %w", err)
@@ -411,149 +416,6 @@ func (u *ui) signout(w http.ResponseWriter, r *http.Request, sess *Session) erro
 	return nil
 }
 
-// card is one box as the page shows it.
-type card struct {
-	BoxView
-	Refusals      []AuditView
-	FeedbackCount int
-	// Measured is this month's spend, measured beside reported.
-	Measured SpendReport
-	// Budgets are the box's budgets and where they stand this month.
-	Budgets BudgetList
-	// Grants counts the box's grants, and Current those that stand.
-	Grants, Current int
-}
-
-// overviewPage is the boxes overview's content.
-type overviewPage struct {
-	Broker string
-	Form   FormContext
-	Boxes  []card
-	Now    string
-}
-
-// recentRefusals is how many of a box's refusals a card shows.
-const recentRefusals = 5
-
-// card reads what the page shows of v beside the API's view.
-func (u *ui) card(ctx context.Context, v BoxView, refusals int) (card, error) {
-	c := card{BoxView: v}
-	entries, err := u.s.cfg.Store.ListAudit(ctx, store.AuditQuery{Box: v.Name, RefusalsOnly: true, Limit: refusals})
-	if err != nil {
-		return c, err
-	}
-	for _, e := range entries {
-		c.Refusals = append(c.Refusals, AuditViewOf(e))
-	}
-	fb, err := u.s.cfg.Store.ListFeedback(ctx, v.Name)
-	if err != nil {
-		return c, err
-	}
-	c.FeedbackCount = len(fb)
-	month := spend.Month(u.s.cfg.Now())
-	if c.Measured, err = u.s.SpendReport(ctx, v.Name, month); err != nil {
-		return c, err
-	}
-	if c.Budgets, err = u.s.Budgets(ctx, v.Name, month); err != nil {
-		return c, err
-	}
-	grants, err := u.s.cfg.Store.ListGrants(ctx, v.Name)
-	if err != nil {
-		return c, err
-	}
-	now := u.s.cfg.Now()
-	for _, g := range grants {
-		c.Grants++
-		if grantState(g.RevokedAt, g.ExpiresAt, now) == "current" {
-			c.Current++
-		}
-	}
-	return c, nil
-}
-
-func (u *ui) overview(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	boxes, err := u.s.Boxes(r.Context())
-	if err != nil {
-		return storeError(err, "", "")
-	}
-	page := overviewPage{Broker: u.s.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Now: formatTime(u.s.cfg.Now())}
-	for _, v := range boxes {
-		c, err := u.card(r.Context(), v, recentRefusals)
-		if err != nil {
-			return storeError(err, "", "")
-		}
-		page.Boxes = append(page.Boxes, c)
-	}
-	u.render(w, http.StatusOK, "boxes", page)
-	return nil
-}
-
-// boxPageData is one box's page.
-type boxPageData struct {
-	Broker    string
-	Form      FormContext
-	Box       card
-	Recent    []AuditView
-	Secrets   []SecretView
-	Resources []ResourceView
-	Sections  []renderedSection
-}
-
-type renderedSection struct {
-	Title string
-	HTML  template.HTML
-}
-
-func (u *ui) boxPage(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	b, err := u.s.box(r)
-	if err != nil {
-		return err
-	}
-	ctx := r.Context()
-	v, err := u.s.boxView(ctx, b)
-	if err != nil {
-		return storeError(err, "", "")
-	}
-	c, err := u.card(ctx, v, 20)
-	if err != nil {
-		return storeError(err, "", "")
-	}
-	page := boxPageData{Broker: u.s.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Box: c}
-	recent, err := u.s.cfg.Store.ListAudit(ctx, store.AuditQuery{Box: b.Name, Limit: 25})
-	if err != nil {
-		return storeError(err, "", "")
-	}
-	for _, e := range recent {
-		page.Recent = append(page.Recent, AuditViewOf(e))
-	}
-	secrets, err := u.s.cfg.Store.ListSecrets(ctx, b.Name)
-	if err != nil {
-		return storeError(err, "", "")
-	}
-	for _, sec := range secrets {
-		page.Secrets = append(page.Secrets, SecretView{Name: sec.Name, Host: sec.Host, UpdatedAt: formatTime(sec.UpdatedAt)})
-	}
-	resources, err := u.s.cfg.Store.ListResources(ctx, b.Name)
-	if err != nil {
-		return storeError(err, "", "")
-	}
-	for _, res := range resources {
-		page.Resources = append(page.Resources, ResourceView{Kind: res.Kind, ID: res.ID, At: formatTime(res.At)})
-	}
-	u.mu.RLock()
-	sections := append([]BoxSection(nil), u.sections...)
-	u.mu.RUnlock()
-	for _, sec := range sections {
-		h, err := sec.Render(ctx, b.Name, page.Form)
-		if err != nil {
-			return fmt.Errorf("box page section %q: %w", sec.Title, err)
-		}
-		page.Sections = append(page.Sections, renderedSection{Title: sec.Title, HTML: h})
-	}
-	u.render(w, http.StatusOK, "box", page)
-	return nil
-}
-
 // settings changes a box's consent or paused from its page.
 func (u *ui) settings(w http.ResponseWriter, r *http.Request, sess *Session) error {
 	b, err := u.s.box(r)
@@ -572,6 +434,10 @@ func (u *ui) settings(w http.ResponseWriter, r *http.Request, sess *Session) err
 		return storeError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
 	}
 	if err := u.s.changed(r.Context(), store.ChangeBox, b.Name); err != nil {
+		return err
+	}
+	msg := fmt.Sprintf("set consent %t, paused %t", b.Consent, b.Paused)
+	if err := u.audit(r.Context(), b.Name, "/ui/boxes/{name}/settings", msg); err != nil {
 		return err
 	}
 	u.s.log.Info("owner's page: box updated", "box", b.Name, "consent", b.Consent, "paused", b.Paused, "admin_token", sess.TokenID)

@@ -144,12 +144,18 @@ func TestUI_ShowsBoxes(t *testing.T) {
 	if p.status != 200 {
 		t.Fatalf("GET /ui/ signed in = %d %s", p.status, p.body)
 	}
+	for _, want := range []string{"alpha", "shared", "Alpha &lt;b&gt;box&lt;/b&gt;", `class="warn">1</span>`, "ok</span>"} {
+		if !strings.Contains(p.body, want) {
+			t.Errorf("GET /ui/ lacks %q", want)
+		}
+	}
+	p = ui(t, b, "GET", "/ui/boxes/alpha", cookie, nil, nil)
 	for _, want := range []string{
 		"alpha", "inference", "decide", "shared", "Alpha &lt;b&gt;box&lt;/b&gt;", "It answers questions",
 		"github:ann", "$1.25", "does not list agent", "0 batches kept", "listed",
 	} {
 		if !strings.Contains(p.body, want) {
-			t.Errorf("GET /ui/ lacks %q", want)
+			t.Errorf("GET /ui/boxes/alpha lacks %q", want)
 		}
 	}
 	if strings.Contains(p.body, "<b>box</b>") {

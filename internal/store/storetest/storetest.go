@@ -54,6 +54,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"PruneAuditMany", testPruneAuditMany},
 		{"ProxyCA", testProxyCA}, {"ConcurrentCreateProxyCA", testConcurrentCreateProxyCA},
 		{"Mints", testMints},
+		{"Overview", testOverview},
 	}
 	tests = append(tests, spendTests...)
 	for _, tt := range tests {

@@ -1,0 +1,312 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/payer"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/secrets"
+	"github.com/intentius/boxbroker/internal/spend"
+	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
+)
+
+// The owner's page's everyday actions: enrol, rotate and remove a box,
+// set and remove a budget, set and remove an egress secret. Each runs
+// behind the session and CSRF checks (HandleUI), does what the admin API
+// does, and is recorded in the audit log as an entry whose Capability is
+// store.ActorAdmin: the actor is the admin, the route the page's, the
+// message what was done — never a token or a value.
+
+// registerActions adds the actions' routes.
+func (u *ui) registerActions() {
+	s := u.s
+	s.HandleUI("GET /ui/enrol", u.enrolForm)
+	s.HandleUI("POST /ui/boxes", u.enrol)
+	s.HandleUI("POST /ui/boxes/{name}/rotate", u.rotate)
+	s.HandleUI("GET /ui/boxes/{name}/remove", u.removeForm)
+	s.HandleUI("POST /ui/boxes/{name}/remove", u.remove)
+	s.HandleUI("POST /ui/boxes/{name}/budget", u.setBudget)
+	s.HandleUI("POST /ui/boxes/{name}/budget/remove", u.removeBudget)
+	s.HandleUI("POST /ui/boxes/{name}/secrets", u.setSecret)
+	s.HandleUI("POST /ui/boxes/{name}/secrets/{secret}/remove", u.removeSecret)
+}
+
+// notices are the lines a box's page shows after an action (?done=).
+var notices = map[string]string{
+	"budget":         "The budget is set; the box's next call is held to it.",
+	"budget-removed": "The budget is removed; the box's calls are measured, not limited.",
+	"secret":         "The secret is sealed and set; its value is not shown again.",
+	"secret-removed": "The secret is removed.",
+	"settings":       "",
+}
+
+// audit records an action taken on the page, by the admin, on box.
+func (u *ui) audit(ctx context.Context, box, route, message string) error {
+	e := store.AuditEntry{Box: box, At: u.s.cfg.Now().UTC(), Method: http.MethodPost, Route: route,
+		Capability: store.ActorAdmin, Status: http.StatusSeeOther, Message: message}
+	if err := u.s.cfg.Store.AddAudit(ctx, []store.AuditEntry{e}); err != nil {
+		return fmt.Errorf("audit %q on box %s: %w", route, box, err)
+	}
+	return nil
+}
+
+// back sends the browser to box's page, with done's notice.
+func back(w http.ResponseWriter, r *http.Request, box, done string) {
+	http.Redirect(w, r, "/ui/boxes/"+url.PathEscape(box)+"?done="+url.QueryEscape(done), http.StatusSeeOther)
+}
+
+// formPage is the content of a page with one form.
+type formPage struct {
+	Broker string
+	Form   FormContext
+	Box    string
+	Error  string
+}
+
+// tokenPage shows a box's new token, once.
+type tokenPage struct {
+	Broker  string
+	Form    FormContext
+	Box     string
+	Token   string
+	Rotated bool
+}
+
+func (u *ui) enrolForm(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	u.render(w, http.StatusOK, "enrol", formPage{Broker: u.s.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}})
+	return nil
+}
+
+// showToken answers with the one page that shows tok. It is not cached
+// and tok is never logged.
+func (u *ui) showToken(w http.ResponseWriter, sess *Session, box, tok string, rotated bool) {
+	w.Header().Set("Cache-Control", "no-store")
+	u.render(w, http.StatusOK, "token", tokenPage{Broker: u.s.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Box: box, Token: tok, Rotated: rotated})
+}
+
+func (u *ui) enrol(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	name := strings.TrimSpace(r.PostForm.Get("name"))
+	if !protocol.IsBoxName(name) {
+		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "A box name matches ^[a-z][a-z0-9-]{0,62}$: a lower-case letter, then lower-case letters, digits and hyphens.")
+	}
+	tok, err := token.NewBox()
+	if err != nil {
+		return err
+	}
+	b := store.Box{Name: name, TokenHash: token.Hash(tok), CreatedAt: u.s.cfg.Now().UTC(), PayerKind: protocol.PayerShared}
+	if err := u.s.cfg.Store.CreateBox(r.Context(), b); err != nil {
+		return storeError(err, "", fmt.Sprintf("A box named %s already exists; rotate its token on its page instead.", name))
+	}
+	u.s.drop(store.ChangeBox, name)
+	if err := u.audit(r.Context(), name, "/ui/boxes", "enrolled the box"); err != nil {
+		return err
+	}
+	u.s.log.Info("owner's page: box added", "box", name, "admin_token", sess.TokenID)
+	u.showToken(w, sess, name, tok, false)
+	return nil
+}
+
+func (u *ui) rotate(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	b, err := u.s.box(r)
+	if err != nil {
+		return err
+	}
+	tok, err := token.NewBox()
+	if err != nil {
+		return err
+	}
+	if err := u.s.cfg.Store.RotateToken(r.Context(), b.Name, token.Hash(tok)); err != nil {
+		return storeError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
+	}
+	if err := u.s.changed(r.Context(), store.ChangeBox, b.Name); err != nil {
+		return err
+	}
+	if err := u.audit(r.Context(), b.Name, "/ui/boxes/{name}/rotate", "rotated the box's token"); err != nil {
+		return err
+	}
+	u.s.log.Info("owner's page: box token rotated", "box", b.Name, "admin_token", sess.TokenID)
+	u.showToken(w, sess, b.Name, tok, true)
+	return nil
+}
+
+func (u *ui) removeForm(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	b, err := u.s.box(r)
+	if err != nil {
+		return err
+	}
+	u.render(w, http.StatusOK, "remove", formPage{Broker: u.s.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Box: b.Name})
+	return nil
+}
+
+// remove removes a box once its name is typed again on the confirmation page.
+func (u *ui) remove(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	name, err := boxName(r)
+	if err != nil {
+		return err
+	}
+	if r.PostForm.Get("confirm") != name {
+		u.render(w, http.StatusBadRequest, "remove", formPage{Broker: u.s.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Box: name,
+			Error: "Type the box's name exactly to remove it; nothing was removed."})
+		return nil
+	}
+	if err := u.s.cfg.Store.DeleteBox(r.Context(), name); err != nil {
+		return storeError(err, fmt.Sprintf("There is no box named %s.", name), "")
+	}
+	if err := u.s.cfg.Store.DeleteCredential(r.Context(), payer.OwnerAnthropic(name)); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("removed box %s, but not its owner's credential: %w", name, err)
+	}
+	u.s.drop(store.ChangeCredential, payer.OwnerAnthropic(name))
+	if err := u.s.changed(r.Context(), store.ChangeBox, name); err != nil {
+		return err
+	}
+	if err := u.audit(r.Context(), name, "/ui/boxes/{name}/remove", "removed the box and all kept for it"); err != nil {
+		return err
+	}
+	u.s.log.Info("owner's page: box removed", "box", name, "admin_token", sess.TokenID)
+	http.Redirect(w, r, "/ui/", http.StatusSeeOther)
+	return nil
+}
+
+func (u *ui) setBudget(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	b, err := u.s.box(r)
+	if err != nil {
+		return err
+	}
+	p := strings.TrimSpace(r.PostForm.Get("principal"))
+	principal, err := budgetPrincipal(&p)
+	if err != nil {
+		return err
+	}
+	limit, err := spend.ParseUSD(strings.TrimPrefix(strings.TrimSpace(r.PostForm.Get("usd")), "$"))
+	if err != nil {
+		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+			"A budget is in dollars from 0 to %d with at most six decimals, such as 25 or 25.50.", spend.MaxUSD)
+	}
+	if err := u.s.cfg.Store.SetBudget(r.Context(), store.Budget{Box: b.Name, Principal: principal, Limit: limit, UpdatedAt: u.s.cfg.Now().UTC()}); err != nil {
+		return storeError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
+	}
+	if err := u.s.changed(r.Context(), store.ChangeBudget, b.Name); err != nil {
+		return err
+	}
+	msg := "set the box's monthly budget to " + spend.FormatUSD(limit)
+	if principal != "" {
+		msg = "set the monthly budget for " + principal + " to " + spend.FormatUSD(limit)
+	}
+	if err := u.audit(r.Context(), b.Name, "/ui/boxes/{name}/budget", msg); err != nil {
+		return err
+	}
+	u.s.log.Info("owner's page: budget set", "box", b.Name, "principal", principal, "limit", spend.FormatUSD(limit), "admin_token", sess.TokenID)
+	back(w, r, b.Name, "budget")
+	return nil
+}
+
+func (u *ui) removeBudget(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	b, err := u.s.box(r)
+	if err != nil {
+		return err
+	}
+	p := strings.TrimSpace(r.PostForm.Get("principal"))
+	principal, err := budgetPrincipal(&p)
+	if err != nil {
+		return err
+	}
+	if err := u.s.cfg.Store.DeleteBudget(r.Context(), b.Name, principal); err != nil {
+		return storeError(err, noBudget(b.Name, principal), "")
+	}
+	if err := u.s.changed(r.Context(), store.ChangeBudget, b.Name); err != nil {
+		return err
+	}
+	msg := "removed the box's monthly budget"
+	if principal != "" {
+		msg = "removed the monthly budget for " + principal
+	}
+	if err := u.audit(r.Context(), b.Name, "/ui/boxes/{name}/budget/remove", msg); err != nil {
+		return err
+	}
+	u.s.log.Info("owner's page: budget removed", "box", b.Name, "principal", principal, "admin_token", sess.TokenID)
+	back(w, r, b.Name, "budget-removed")
+	return nil
+}
+
+// setSecret seals and sets an egress secret from the page's form, checked
+// as the CLI and the admin API check one: the name, the host
+// (protocol.ParseSecretHost) and the value. No message repeats the value.
+func (u *ui) setSecret(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	b, err := u.s.box(r)
+	if err != nil {
+		return err
+	}
+	name := strings.TrimSpace(r.PostForm.Get("name"))
+	if !protocol.IsSecretName(name) {
+		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "A secret name matches ^[A-Z][A-Z0-9_]{0,39}$, such as STRIPE.")
+	}
+	value := r.PostForm.Get("value")
+	r.PostForm.Del("value")
+	rawHost := strings.TrimSpace(r.PostForm.Get("host"))
+	if len(value) >= MinSecretLen && strings.Contains(rawHost, value) {
+		// The refusal of a bad host repeats the host; one holding the
+		// value would put the value in the page.
+		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+			"The host holds the secret's value; the value goes only in the value field, and the host is the base URL it may be sent to, such as https://api.stripe.com.")
+	}
+	host, err := secretHost(rawHost)
+	if err != nil {
+		return err
+	}
+	if err := checkValue("secret", value); err != nil {
+		return err
+	}
+	if len(value) < MinSecretLen {
+		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+			"The secret's value is shorter than %d bytes: the broker keeps it out of answers by matching it, and a value that short would match ordinary text.", MinSecretLen)
+	}
+	plain := []byte(value)
+	sealed, err := u.s.cfg.Keyring.Seal(plain, secrets.SecretAD(b.Name, name))
+	secrets.Zero(plain)
+	if err != nil {
+		return fmt.Errorf("seal secret %s of box %s: %w", name, b.Name, err)
+	}
+	sec := store.Secret{Box: b.Name, Name: name, Host: host, Sealed: sealed, UpdatedAt: u.s.cfg.Now().UTC()}
+	if err := u.s.cfg.Store.SetSecret(r.Context(), sec); err != nil {
+		return storeError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
+	}
+	if err := u.s.changed(r.Context(), store.ChangeSecret, b.Name+"/"+name); err != nil {
+		return err
+	}
+	if err := u.audit(r.Context(), b.Name, "/ui/boxes/{name}/secrets", "set secret "+name+" for "+host); err != nil {
+		return err
+	}
+	u.s.log.Info("owner's page: secret set", "box", b.Name, "secret", name, "host", host, "admin_token", sess.TokenID)
+	back(w, r, b.Name, "secret")
+	return nil
+}
+
+func (u *ui) removeSecret(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	b, err := u.s.box(r)
+	if err != nil {
+		return err
+	}
+	name, err := secretName(r)
+	if err != nil {
+		return err
+	}
+	if err := u.s.cfg.Store.DeleteSecret(r.Context(), b.Name, name); err != nil {
+		return storeError(err, fmt.Sprintf("Box %s has no secret named %s.", b.Name, name), "")
+	}
+	if err := u.s.changed(r.Context(), store.ChangeSecret, b.Name+"/"+name); err != nil {
+		return err
+	}
+	if err := u.audit(r.Context(), b.Name, "/ui/boxes/{name}/secrets/{secret}/remove", "removed secret "+name); err != nil {
+		return err
+	}
+	u.s.log.Info("owner's page: secret removed", "box", b.Name, "secret", name, "admin_token", sess.TokenID)
+	back(w, r, b.Name, "secret-removed")
+	return nil
+}

@@ -1,0 +1,249 @@
+package admin
+
+import (
+	"context"
+	"fmt"
+	"html/template"
+	"net/http"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/spend"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// A box's own page: everything the list shows of it and more — its
+// budget told plainly, its refusals grouped, its secrets checked against
+// its declaration, its pictures, a paged request log — and the forms
+// that change it.
+
+// card is one box as its page shows it.
+type card struct {
+	BoxView
+	// Groups are its refusals of the last 7 days, grouped.
+	Groups        []refusalGroup
+	FeedbackCount int
+	// Measured is this month's spend, measured beside reported.
+	Measured SpendReport
+	// Budgets are the box's budgets and where they stand this month.
+	Budgets BudgetList
+	// Blocked says, when the box's metered calls are refused for a
+	// budget, why and until when; "" when they are not.
+	Blocked string
+	// Grants counts the box's grants, and Current those that stand.
+	Grants, Current int
+}
+
+// refusalGroup is refusals of one route and message, as the page shows them.
+type refusalGroup struct {
+	Method, Route, Reason, Message string
+	Count                          int64
+	First, Last                    time.Time
+}
+
+// refusalDays is how far back a box's page groups refusals.
+const refusalDays = 7
+
+// overBudgetRE reads, from a refusal for a spent budget (spend.OverBudget),
+// the bound of the call it refused and whose budget it was.
+var (
+	costUpToRE  = regexp.MustCompile(`could cost up to (\$[0-9][0-9.,]*[0-9])`)
+	budgetForRE = regexp.MustCompile(`monthly budget for (\S+) on this box`)
+)
+
+// blocked says whether b's metered calls are refused for a budget, from
+// its budgets and its newest audit entries: a budget with nothing left,
+// or a refusal for a spent budget newer than any request served this
+// month. The bound is the one the broker computed for the call it
+// refused (spend.Meter.Bound, written in the refusal's message).
+func (u *ui) blocked(ctx context.Context, box string, budgets BudgetList) (string, error) {
+	now := u.s.cfg.Now()
+	month := spend.Month(now)
+	resets := spend.Resets(month).Format("2006-01-02") + " at 00:00 UTC"
+	entries, err := u.s.cfg.Store.ListAudit(ctx, store.AuditQuery{Box: box, Since: spend.Resets(month).AddDate(0, -1, 0), Limit: 200})
+	if err != nil {
+		return "", err
+	}
+	left := func(principal string) (BudgetView, bool) {
+		for _, b := range budgets.Budgets {
+			if deref(b.Principal, "") == principal {
+				return b, true
+			}
+		}
+		return BudgetView{}, false
+	}
+	for _, e := range entries {
+		if e.Capability == store.ActorAdmin {
+			continue
+		}
+		if e.Reason == "" {
+			break // served since
+		}
+		m := costUpToRE.FindStringSubmatch(e.Message)
+		if m == nil {
+			continue
+		}
+		principal := ""
+		if p := budgetForRE.FindStringSubmatch(e.Message); p != nil {
+			principal = p[1]
+		}
+		bv, ok := left(principal)
+		if !ok {
+			break // that budget was removed since
+		}
+		who := "its own budget"
+		if principal != "" {
+			who = "the budget for " + principal
+		}
+		return fmt.Sprintf("Blocked: the next call could cost up to %s and %s is left of %s (%s). It resets on %s, or raise the budget below.",
+			m[1], usd(bv.Left), who, usd(bv.USD), resets), nil
+	}
+	for _, b := range budgets.Budgets {
+		if b.Left <= 0 {
+			who := "its own budget"
+			if b.Principal != nil {
+				who = "the budget for " + *b.Principal
+			}
+			return fmt.Sprintf("Blocked: nothing is left of %s (%s), so every call it pays is refused. It resets on %s, or raise the budget below.",
+				who, usd(b.USD), resets), nil
+		}
+	}
+	return "", nil
+}
+
+// card reads what the page shows of v beside the API's view.
+func (u *ui) card(ctx context.Context, v BoxView) (card, error) {
+	c := card{BoxView: v}
+	now := u.s.cfg.Now()
+	groups, err := u.s.cfg.Store.RefusalGroups(ctx, v.Name, now.Add(-refusalDays*24*time.Hour), 50)
+	if err != nil {
+		return c, err
+	}
+	for _, g := range groups {
+		c.Groups = append(c.Groups, refusalGroup(g))
+	}
+	fb, err := u.s.cfg.Store.ListFeedback(ctx, v.Name)
+	if err != nil {
+		return c, err
+	}
+	c.FeedbackCount = len(fb)
+	month := spend.Month(now)
+	if c.Measured, err = u.s.SpendReport(ctx, v.Name, month); err != nil {
+		return c, err
+	}
+	if c.Budgets, err = u.s.Budgets(ctx, v.Name, month); err != nil {
+		return c, err
+	}
+	if c.Blocked, err = u.blocked(ctx, v.Name, c.Budgets); err != nil {
+		return c, err
+	}
+	grants, err := u.s.cfg.Store.ListGrants(ctx, v.Name)
+	if err != nil {
+		return c, err
+	}
+	for _, g := range grants {
+		c.Grants++
+		if grantState(g.RevokedAt, g.ExpiresAt, now) == "current" {
+			c.Current++
+		}
+	}
+	return c, nil
+}
+
+// logPageSize is how many requests one page of a box's request log shows.
+const logPageSize = 25
+
+// boxPageData is one box's page.
+type boxPageData struct {
+	Broker    string
+	Form      FormContext
+	Box       card
+	Recent    []AuditView
+	LogPage   int
+	LogPrev   string
+	LogNext   string
+	Secrets   []SecretView
+	Missing   []string
+	Extra     []string
+	Resources []ResourceView
+	Sections  []renderedSection
+	Chart     chart
+	// Notice is a line shown at the top, after an action.
+	Notice string
+}
+
+type renderedSection struct {
+	Title string
+	HTML  template.HTML
+}
+
+func (u *ui) boxPage(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	b, err := u.s.box(r)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	d, err := u.s.declaration(ctx, b.Name)
+	if err != nil {
+		return storeError(err, "", "")
+	}
+	now := u.s.cfg.Now()
+	v := view(b, d, now)
+	c, err := u.card(ctx, v)
+	if err != nil {
+		return storeError(err, "", "")
+	}
+	page := boxPageData{Broker: u.s.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Box: c, Notice: notices[r.URL.Query().Get("done")]}
+	page.LogPage, _ = strconv.Atoi(r.URL.Query().Get("log"))
+	page.LogPage = min(max(page.LogPage, 1), 10_000)
+	recent, err := u.s.cfg.Store.AuditPage(ctx, b.Name, (page.LogPage-1)*logPageSize, logPageSize+1)
+	if err != nil {
+		return storeError(err, "", "")
+	}
+	base := "/ui/boxes/" + b.Name // a box name needs no escaping
+	if len(recent) > logPageSize {
+		recent = recent[:logPageSize]
+		page.LogNext = base + "?log=" + strconv.Itoa(page.LogPage+1) + "#log"
+	}
+	if page.LogPage > 1 {
+		page.LogPrev = base + "?log=" + strconv.Itoa(page.LogPage-1) + "#log"
+	}
+	for _, e := range recent {
+		page.Recent = append(page.Recent, AuditViewOf(e))
+	}
+	secrets, err := u.s.cfg.Store.ListSecrets(ctx, b.Name)
+	if err != nil {
+		return storeError(err, "", "")
+	}
+	var held []string
+	for _, sec := range secrets {
+		page.Secrets = append(page.Secrets, SecretView{Name: sec.Name, Host: sec.Host, UpdatedAt: formatTime(sec.UpdatedAt)})
+		held = append(held, sec.Name)
+	}
+	page.Missing, page.Extra = crossCheck(declaredSecrets(d, u.s.cfg.Broker), held)
+	resources, err := u.s.cfg.Store.ListResources(ctx, b.Name)
+	if err != nil {
+		return storeError(err, "", "")
+	}
+	for _, res := range resources {
+		page.Resources = append(page.Resources, ResourceView{Kind: res.Kind, ID: res.ID, At: formatTime(res.At)})
+	}
+	hours, err := u.s.cfg.Store.AuditHours(ctx, b.Name, now.Add(-7*24*time.Hour))
+	if err != nil {
+		return storeError(err, "", "")
+	}
+	page.Chart = hourChart(hours, now)
+	u.mu.RLock()
+	sections := append([]BoxSection(nil), u.sections...)
+	u.mu.RUnlock()
+	for _, sec := range sections {
+		h, err := sec.Render(ctx, b.Name, page.Form)
+		if err != nil {
+			return fmt.Errorf("box page section %q: %w", sec.Title, err)
+		}
+		page.Sections = append(page.Sections, renderedSection{Title: sec.Title, HTML: h})
+	}
+	u.render(w, http.StatusOK, "box", page)
+	return nil
+}

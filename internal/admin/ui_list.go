@@ -1,0 +1,397 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/spend"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// The owner's page's list of boxes: one row a box, built from a few
+// queries (store.Overview) whatever the number of boxes, then filtered,
+// sorted and paged here, so that every link of the page is a plain GET.
+
+// Box states, as the list's state column and filter name them.
+const (
+	stateOK      = "ok"
+	statePaused  = "paused"
+	stateBlocked = "blocked"
+	stateNever   = "never"
+	stateSecrets = "secrets"
+)
+
+// stateLabels are the states as the page writes them, in filter order.
+var stateLabels = []struct{ Key, Label string }{
+	{stateOK, "ok"},
+	{statePaused, "paused"},
+	{stateBlocked, "blocked by budget"},
+	{stateNever, "never reported"},
+	{stateSecrets, "secrets missing"},
+}
+
+func stateLabel(k string) string {
+	for _, s := range stateLabels {
+		if s.Key == k {
+			return s.Label
+		}
+	}
+	return k
+}
+
+// listPageSize is how many boxes one page of the list shows.
+const listPageSize = 50
+
+// row is one box in the list.
+type row struct {
+	Name     string
+	Title    string
+	Reported time.Time
+	Payer    string
+	// Measured is this month's measured spend, micro-dollars; Limit the
+	// box's own budget when HasBudget, and Left what is left of it.
+	Measured  int64
+	HasBudget bool
+	Limit     int64
+	Left      int64
+	Requests  int64
+	Refusals  int64
+	State     string
+	// Missing are secrets declared and not held.
+	Missing []string
+}
+
+// boxState says what the list's state column shows, the first that
+// holds: paused, never reported, blocked by budget, secrets missing, ok.
+func boxState(paused, reported, blocked bool, missing []string) string {
+	switch {
+	case paused:
+		return statePaused
+	case !reported:
+		return stateNever
+	case blocked:
+		return stateBlocked
+	case len(missing) > 0:
+		return stateSecrets
+	}
+	return stateOK
+}
+
+// declaredSecrets are the secret names d's egress entry for this broker
+// lists.
+func declaredSecrets(d *protocol.Declaration, broker string) []string {
+	c := d.Find(protocol.Egress, broker)
+	if c == nil {
+		return nil
+	}
+	return c.Scope
+}
+
+// crossCheck returns the secrets declared and not held, and held and not
+// declared, each in order.
+func crossCheck(declared, held []string) (missing, extra []string) {
+	in := func(list []string, v string) bool {
+		for _, x := range list {
+			if x == v {
+				return true
+			}
+		}
+		return false
+	}
+	for _, d := range declared {
+		if !in(held, d) {
+			missing = append(missing, d)
+		}
+	}
+	for _, h := range held {
+		if !in(declared, h) {
+			extra = append(extra, h)
+		}
+	}
+	sort.Strings(missing)
+	sort.Strings(extra)
+	return missing, extra
+}
+
+// blockedBy reports whether a box's calls are refused for its budget now:
+// its own budget has nothing left, or, in the last day, its last answer
+// this month was a refusal for a spent budget (of the box or of its
+// payer's principal) with nothing served since.
+func blockedBy(m store.BoxMonth, a store.BoxActivity, monthStart time.Time) bool {
+	if m.HasBudget && m.Limit-m.Spent-m.Reserved <= 0 {
+		return true
+	}
+	return !a.LastOverBudget.IsZero() && !a.LastOverBudget.Before(monthStart) && a.LastOverBudget.After(a.LastServed)
+}
+
+// rows reads every box's row.
+func (u *ui) rows(ctx context.Context) ([]row, error) {
+	st := u.s.cfg.Store
+	now := u.s.cfg.Now()
+	month := spend.Month(now)
+	monthStart := spend.Resets(month).AddDate(0, -1, 0)
+	boxes, err := st.ListBoxes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	docs, err := st.AllDeclarations(ctx)
+	if err != nil {
+		return nil, err
+	}
+	held, err := st.SecretNames(ctx)
+	if err != nil {
+		return nil, err
+	}
+	months, err := st.MonthOverview(ctx, month)
+	if err != nil {
+		return nil, err
+	}
+	byMonth := make(map[string]store.BoxMonth, len(months))
+	for _, m := range months {
+		byMonth[m.Box] = m
+	}
+	acts, err := st.BoxActivity(ctx, now.Add(-24*time.Hour))
+	if err != nil {
+		return nil, err
+	}
+	byAct := make(map[string]store.BoxActivity, len(acts))
+	for _, a := range acts {
+		byAct[a.Box] = a
+	}
+	out := make([]row, 0, len(boxes))
+	for _, b := range boxes {
+		r := row{Name: b.Name, Payer: b.PayerKind}
+		if r.Payer == "" {
+			r.Payer = protocol.PayerShared
+		}
+		if b.PayerPrincipal != "" {
+			r.Payer += " " + b.PayerPrincipal
+		}
+		var d *protocol.Declaration
+		if kept, ok := docs[b.Name]; ok {
+			d = new(protocol.Declaration)
+			if err := json.Unmarshal(kept.Doc, d); err != nil {
+				return nil, fmt.Errorf("declaration of box %s: %w", b.Name, err)
+			}
+			d.At = kept.At
+			r.Reported = d.At
+			if d.Listing != nil {
+				r.Title = d.Listing.Title
+			}
+		}
+		m, a := byMonth[b.Name], byAct[b.Name]
+		r.Measured, r.HasBudget, r.Limit = m.Measured, m.HasBudget, m.Limit
+		r.Left = max(m.Limit-m.Spent-m.Reserved, 0)
+		r.Requests, r.Refusals = a.Requests, a.Refusals
+		r.Missing, _ = crossCheck(declaredSecrets(d, u.s.cfg.Broker), held[b.Name])
+		r.State = boxState(b.Paused, d != nil, blockedBy(m, a, monthStart), r.Missing)
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// listQuery is the list's sort, filter and page, read from the URL.
+type listQuery struct {
+	Sort  string
+	Desc  bool
+	Q     string
+	State string
+	Page  int
+}
+
+// sortKeys are the columns the list sorts by.
+var sortKeys = map[string]func(a, b row) int{
+	"name":     func(a, b row) int { return strings.Compare(a.Name, b.Name) },
+	"title":    func(a, b row) int { return strings.Compare(a.Title, b.Title) },
+	"report":   func(a, b row) int { return a.Reported.Compare(b.Reported) },
+	"payer":    func(a, b row) int { return strings.Compare(a.Payer, b.Payer) },
+	"spend":    func(a, b row) int { return cmpInt(a.Measured, b.Measured) },
+	"budget":   func(a, b row) int { return cmpInt(a.Left, b.Left) },
+	"requests": func(a, b row) int { return cmpInt(a.Requests, b.Requests) },
+	"refusals": func(a, b row) int { return cmpInt(a.Refusals, b.Refusals) },
+	"state":    func(a, b row) int { return strings.Compare(a.State, b.State) },
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// readListQuery reads the list's query; what it does not know it ignores.
+func readListQuery(v url.Values) listQuery {
+	q := listQuery{Sort: v.Get("sort"), Desc: v.Get("desc") == "1", Q: strings.TrimSpace(v.Get("q")), State: v.Get("state")}
+	if _, ok := sortKeys[q.Sort]; !ok {
+		q.Sort = "name"
+	}
+	if len(q.Q) > 64 {
+		q.Q = q.Q[:64]
+	}
+	known := false
+	for _, st := range stateLabels {
+		known = known || st.Key == q.State
+	}
+	if !known {
+		q.State = "" // not a state the list names
+	}
+	q.Page, _ = strconv.Atoi(v.Get("page"))
+	q.Page = max(q.Page, 1)
+	return q
+}
+
+// url is the list's URL for q.
+func (q listQuery) url() string {
+	v := url.Values{}
+	if q.Sort != "name" {
+		v.Set("sort", q.Sort)
+	}
+	if q.Desc {
+		v.Set("desc", "1")
+	}
+	if q.Q != "" {
+		v.Set("q", q.Q)
+	}
+	if q.State != "" {
+		v.Set("state", q.State)
+	}
+	if q.Page > 1 {
+		v.Set("page", strconv.Itoa(q.Page))
+	}
+	if len(v) == 0 {
+		return "/ui/"
+	}
+	return "/ui/?" + v.Encode()
+}
+
+// apply filters, sorts and pages rows by q, and returns the page's rows
+// and how many matched.
+func (q *listQuery) apply(rows []row) ([]row, int) {
+	kept := rows[:0:0]
+	for _, r := range rows {
+		if q.Q != "" && !strings.Contains(r.Name, strings.ToLower(q.Q)) && !strings.Contains(strings.ToLower(r.Title), strings.ToLower(q.Q)) {
+			continue
+		}
+		if q.State != "" && r.State != q.State {
+			continue
+		}
+		kept = append(kept, r)
+	}
+	cmp := sortKeys[q.Sort]
+	sort.SliceStable(kept, func(i, j int) bool {
+		c := cmp(kept[i], kept[j])
+		if c == 0 {
+			c = strings.Compare(kept[i].Name, kept[j].Name)
+			return c < 0
+		}
+		if q.Desc {
+			return c > 0
+		}
+		return c < 0
+	})
+	pages := max((len(kept)+listPageSize-1)/listPageSize, 1)
+	q.Page = min(q.Page, pages)
+	from := (q.Page - 1) * listPageSize
+	return kept[from:min(from+listPageSize, len(kept))], len(kept)
+}
+
+// column is one sortable column head.
+type column struct {
+	Label, URL string
+	Num        bool
+	// Arrow is ▲ or ▼ on the column sorted by.
+	Arrow string
+}
+
+// pageLink is one link of the pager.
+type pageLink struct {
+	N       int
+	URL     string
+	Current bool
+}
+
+// listPage is the list page's content.
+type listPage struct {
+	Broker   string
+	Form     FormContext
+	Query    listQuery
+	Columns  []column
+	Rows     []row
+	Matched  int
+	Total    int
+	States   []struct{ Key, Label string }
+	Pages    []pageLink
+	Prev     string
+	Next     string
+	Chart    chart
+	Now      string
+	Counts   map[string]int
+	NoFilter string
+}
+
+func (u *ui) overview(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	all, err := u.rows(r.Context())
+	if err != nil {
+		return storeError(err, "", "")
+	}
+	now := u.s.cfg.Now()
+	q := readListQuery(r.URL.Query())
+	page := listPage{Broker: u.s.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Total: len(all),
+		States: stateLabels, Now: formatTime(now), Counts: map[string]int{}}
+	for _, row := range all {
+		page.Counts[row.State]++
+	}
+	page.Rows, page.Matched = q.apply(all)
+	page.Query = q
+	heads := []struct{ key, label string }{
+		{"name", "Box"}, {"report", "Last report"}, {"payer", "Payer"}, {"spend", "Spend this month"},
+		{"budget", "Budget left"}, {"requests", "Requests 24 h"}, {"refusals", "Refusals 24 h"}, {"state", "State"},
+	}
+	for _, h := range heads {
+		c := q
+		c.Sort, c.Page = h.key, 1
+		c.Desc = q.Sort == h.key && !q.Desc
+		col := column{Label: h.label, URL: c.url(), Num: h.key == "spend" || h.key == "budget" || h.key == "requests" || h.key == "refusals"}
+		if q.Sort == h.key {
+			col.Arrow = map[bool]string{false: "▲", true: "▼"}[q.Desc]
+		}
+		page.Columns = append(page.Columns, col)
+	}
+	pages := max((page.Matched+listPageSize-1)/listPageSize, 1)
+	for n := 1; n <= pages; n++ {
+		c := q
+		c.Page = n
+		page.Pages = append(page.Pages, pageLink{N: n, URL: c.url(), Current: n == q.Page})
+	}
+	if q.Page > 1 {
+		c := q
+		c.Page--
+		page.Prev = c.url()
+	}
+	if q.Page < pages {
+		c := q
+		c.Page++
+		page.Next = c.url()
+	}
+	c := q
+	c.Q, c.State, c.Page = "", "", 1
+	page.NoFilter = c.url()
+	hours, err := u.brokerHours(r.Context(), now.Add(-7*24*time.Hour), now)
+	if err != nil {
+		return storeError(err, "", "")
+	}
+	page.Chart = hourChart(hours, now)
+	u.render(w, http.StatusOK, "boxes", page)
+	return nil
+}

@@ -1,0 +1,101 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// BoxActivity is what the audit log holds of one box since a time: its
+// requests (every entry, served or refused; the owner's page's own
+// actions, whose Capability is ActorAdmin, left out), its refusals, when
+// it was last served, and when it was last refused for its budget.
+type BoxActivity struct {
+	Box      string
+	Requests int64
+	Refusals int64
+	// LastServed is the newest entry with no Reason; zero for none.
+	LastServed time.Time
+	// LastOverBudget is the newest refusal whose message says a budget is
+	// spent (BudgetSpentMarker); zero for none.
+	LastOverBudget time.Time
+}
+
+// ActorAdmin is the Capability of an audit entry that records an action
+// taken on the owner's page rather than a box's request: the actor is the
+// admin. Such entries are left out of every count in Overview.
+const ActorAdmin = "admin"
+
+// BudgetSpentMarker is the text every refusal for a spent budget holds
+// (spend.OverBudget), by which the audit log tells them apart.
+const BudgetSpentMarker = "could cost up to"
+
+// HourCount is the requests and refusals of one hour (Hour is its start,
+// UTC).
+type HourCount struct {
+	Hour     time.Time
+	Requests int64
+	Refusals int64
+}
+
+// RefusalGroup is the refusals that share a route, reason and message:
+// how many, and the first and last time.
+type RefusalGroup struct {
+	Method  string
+	Route   string
+	Reason  string
+	Message string
+	Count   int64
+	First   time.Time
+	Last    time.Time
+}
+
+// BoxMonth is one box's measured spend in a month and its own budget:
+// Measured is the cost of its priced calls and Calls how many calls were
+// answered (micro-dollars, from the usage kept); Limit is its own budget
+// when HasBudget; Spent and Reserved its own tally.
+type BoxMonth struct {
+	Box       string
+	Measured  int64
+	Calls     int64
+	HasBudget bool
+	Limit     int64
+	Spent     int64
+	Reserved  int64
+}
+
+// KeptDeclaration is a box's last report as Declaration returns it.
+type KeptDeclaration struct {
+	Doc []byte
+	At  time.Time
+}
+
+// Overview reads what the owner's page shows of every box at once, each
+// in one query, so that a list of a thousand boxes costs a few queries
+// rather than a few per box.
+type Overview interface {
+	// BoxActivity returns every box's activity since since, for the boxes
+	// with any; box "" (requests no box's token was recognised on) is
+	// left out.
+	BoxActivity(ctx context.Context, since time.Time) ([]BoxActivity, error)
+	// AuditHours returns box's requests and refusals per hour since since,
+	// oldest first, hours with none left out; box "" counts every entry.
+	AuditHours(ctx context.Context, box string, since time.Time) ([]HourCount, error)
+	// RefusalGroups returns box's refusals since since grouped by method,
+	// route, reason and message, the most recent group first, at most
+	// limit (positive) groups.
+	RefusalGroups(ctx context.Context, box string, since time.Time, limit int) ([]RefusalGroup, error)
+	// MonthOverview returns every box's measured spend and own budget in
+	// month (YYYY-MM), by box name; a box with neither usage nor budget
+	// has zero values.
+	MonthOverview(ctx context.Context, month string) ([]BoxMonth, error)
+	// AllDeclarations returns every box's last kept report (as
+	// Declaration returns one), by box name; a box that never reported is
+	// absent.
+	AllDeclarations(ctx context.Context) (map[string]KeptDeclaration, error)
+	// SecretNames returns the names of every box's secrets, each box's
+	// by name; a box with none is absent.
+	SecretNames(ctx context.Context) (map[string][]string, error)
+	// AuditPage returns box's entries newest first, skipping offset and
+	// at most limit (positive) of them.
+	AuditPage(ctx context.Context, box string, offset, limit int) ([]AuditEntry, error)
+}

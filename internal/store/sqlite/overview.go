@@ -1,0 +1,202 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// hourMicros is an hour in the audit table's unit.
+const hourMicros = int64(time.Hour / time.Microsecond)
+
+// BoxActivity returns every box's audit counts since since, in one pass
+// over the audit_at index's range.
+func (s *Store) BoxActivity(ctx context.Context, since time.Time) ([]store.BoxActivity, error) {
+	const op = "box activity"
+	rows, err := s.r.QueryContext(ctx, `SELECT box, count(*),
+		count(*) FILTER (WHERE reason <> ''),
+		coalesce(max(at) FILTER (WHERE reason = ''), 0),
+		coalesce(max(at) FILTER (WHERE reason <> '' AND instr(message, ?) > 0), 0)
+		FROM audit WHERE at >= ? AND box <> '' AND capability <> ? GROUP BY box ORDER BY box`,
+		store.BudgetSpentMarker, micros(since), store.ActorAdmin)
+	if err != nil {
+		return nil, translate(op, err)
+	}
+	defer rows.Close()
+	var out []store.BoxActivity
+	for rows.Next() {
+		var a store.BoxActivity
+		var served, over int64
+		if err := rows.Scan(&a.Box, &a.Requests, &a.Refusals, &served, &over); err != nil {
+			return nil, translate(op, err)
+		}
+		if served != 0 {
+			a.LastServed = fromMicros(served)
+		}
+		if over != 0 {
+			a.LastOverBudget = fromMicros(over)
+		}
+		out = append(out, a)
+	}
+	return out, translate(op, rows.Err())
+}
+
+// AuditHours counts box's entries (every box's for "") per hour since since.
+func (s *Store) AuditHours(ctx context.Context, box string, since time.Time) ([]store.HourCount, error) {
+	const op = "audit hours"
+	q := `SELECT at / ? AS h, count(*), count(*) FILTER (WHERE reason <> '') FROM audit WHERE at >= ? AND capability <> ?`
+	args := []any{hourMicros, micros(since), store.ActorAdmin}
+	if box != "" {
+		q += " AND box = ?"
+		args = append(args, box)
+	}
+	q += " GROUP BY h ORDER BY h"
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, translate(op, err)
+	}
+	defer rows.Close()
+	var out []store.HourCount
+	for rows.Next() {
+		var h store.HourCount
+		var n int64
+		if err := rows.Scan(&n, &h.Requests, &h.Refusals); err != nil {
+			return nil, translate(op, err)
+		}
+		h.Hour = fromMicros(n * hourMicros)
+		out = append(out, h)
+	}
+	return out, translate(op, rows.Err())
+}
+
+// RefusalGroups groups box's refusals since since by method, route,
+// reason and message.
+func (s *Store) RefusalGroups(ctx context.Context, box string, since time.Time, limit int) ([]store.RefusalGroup, error) {
+	const op = "refusal groups"
+	if limit <= 0 {
+		return nil, fmt.Errorf("%s: limit %d is not positive", op, limit)
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT method, route, reason, message, count(*), min(at), max(at) FROM audit
+		WHERE box = ? AND at >= ? AND reason <> '' AND capability <> ?
+		GROUP BY method, route, reason, message ORDER BY max(at) DESC, count(*) DESC LIMIT ?`,
+		box, micros(since), store.ActorAdmin, limit)
+	if err != nil {
+		return nil, translate(op, err)
+	}
+	defer rows.Close()
+	var out []store.RefusalGroup
+	for rows.Next() {
+		var g store.RefusalGroup
+		var first, last int64
+		if err := rows.Scan(&g.Method, &g.Route, &g.Reason, &g.Message, &g.Count, &first, &last); err != nil {
+			return nil, translate(op, err)
+		}
+		g.First, g.Last = fromMicros(first), fromMicros(last)
+		out = append(out, g)
+	}
+	return out, translate(op, rows.Err())
+}
+
+// MonthOverview reads every box's usage, own budget and own tally for
+// month in one query.
+func (s *Store) MonthOverview(ctx context.Context, month string) ([]store.BoxMonth, error) {
+	const op = "month overview"
+	rows, err := s.r.QueryContext(ctx, `SELECT b.name,
+		coalesce((SELECT sum(cost) FROM usage u WHERE u.box = b.name AND u.month = ?), 0),
+		coalesce((SELECT sum(calls) FROM usage u WHERE u.box = b.name AND u.month = ?), 0),
+		bu.limit_micros IS NOT NULL, coalesce(bu.limit_micros, 0),
+		coalesce(t.spent, 0), coalesce(t.reserved, 0)
+		FROM boxes b
+		LEFT JOIN budgets bu ON bu.box = b.name AND bu.principal = ''
+		LEFT JOIN tallies t ON t.box = b.name AND t.principal = '' AND t.month = ?
+		ORDER BY b.name`, month, month, month)
+	if err != nil {
+		return nil, translate(op, err)
+	}
+	defer rows.Close()
+	var out []store.BoxMonth
+	for rows.Next() {
+		var m store.BoxMonth
+		if err := rows.Scan(&m.Box, &m.Measured, &m.Calls, &m.HasBudget, &m.Limit, &m.Spent, &m.Reserved); err != nil {
+			return nil, translate(op, err)
+		}
+		out = append(out, m)
+	}
+	return out, translate(op, rows.Err())
+}
+
+// AllDeclarations reads every box's last report.
+func (s *Store) AllDeclarations(ctx context.Context) (map[string]store.KeptDeclaration, error) {
+	const op = "all declarations"
+	rows, err := s.r.QueryContext(ctx, "SELECT box, doc, at FROM declarations")
+	if err != nil {
+		return nil, translate(op, err)
+	}
+	defer rows.Close()
+	out := map[string]store.KeptDeclaration{}
+	for rows.Next() {
+		var box string
+		var doc []byte
+		var at int64
+		if err := rows.Scan(&box, &doc, &at); err != nil {
+			return nil, translate(op, err)
+		}
+		out[box] = store.KeptDeclaration{Doc: doc, At: fromMicros(at)}
+	}
+	return out, translate(op, rows.Err())
+}
+
+// SecretNames reads every box's secrets' names.
+func (s *Store) SecretNames(ctx context.Context) (map[string][]string, error) {
+	const op = "secret names"
+	rows, err := s.r.QueryContext(ctx, "SELECT box, name FROM secrets ORDER BY box, name")
+	if err != nil {
+		return nil, translate(op, err)
+	}
+	defer rows.Close()
+	out := map[string][]string{}
+	for rows.Next() {
+		var box, name string
+		if err := rows.Scan(&box, &name); err != nil {
+			return nil, translate(op, err)
+		}
+		out[box] = append(out[box], name)
+	}
+	return out, translate(op, rows.Err())
+}
+
+// AuditPage reads one page of box's entries, newest first.
+func (s *Store) AuditPage(ctx context.Context, box string, offset, limit int) ([]store.AuditEntry, error) {
+	const op = "audit page"
+	if limit <= 0 || offset < 0 {
+		return nil, fmt.Errorf("%s: limit %d or offset %d out of range", op, limit, offset)
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT id, box, at, method, route, capability, words, status, reason, message, duration_us, upstream_status
+		FROM audit WHERE box = ? ORDER BY at DESC, id DESC LIMIT ? OFFSET ?`, box, limit, offset)
+	if err != nil {
+		return nil, translate(op, err)
+	}
+	defer rows.Close()
+	var out []store.AuditEntry
+	for rows.Next() {
+		var e store.AuditEntry
+		var at, dur int64
+		var words string
+		if err := rows.Scan(&e.ID, &e.Box, &at, &e.Method, &e.Route, &e.Capability, &words, &e.Status, &e.Reason, &e.Message, &dur, &e.UpstreamStatus); err != nil {
+			return nil, translate(op, err)
+		}
+		e.At = fromMicros(at)
+		e.Duration = time.Duration(dur) * time.Microsecond
+		if err := json.Unmarshal([]byte(words), &e.Words); err != nil {
+			return nil, fmt.Errorf("%s: entry %d: words: %w", op, e.ID, err)
+		}
+		if len(e.Words) == 0 {
+			e.Words = nil
+		}
+		out = append(out, e)
+	}
+	return out, translate(op, rows.Err())
+}

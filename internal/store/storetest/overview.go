@@ -1,0 +1,123 @@
+package storetest
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// testOverview seeds two boxes' audit entries, usage, budgets, secrets
+// and reports, and reads each of store.Overview's answers back.
+func testOverview(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	mustCreateBox(t, s, "alpha")
+	mustCreateBox(t, s, "beta")
+	mustCreateBox(t, s, "gamma")
+	hour := time.Date(2026, 10, 3, 14, 0, 0, 0, time.UTC)
+	over := "This box's monthly budget of $1 for 2026-10 is spent: $1 charged and $0 held for calls in flight, and this call could cost up to $0.5."
+	e := func(box string, min int, reason, msg string) store.AuditEntry {
+		return store.AuditEntry{Box: box, At: hour.Add(time.Duration(min) * time.Minute), Method: "POST", Route: "/llm/anthropic/v1/messages",
+			Capability: "inference", Status: map[bool]int{true: 200, false: 403}[reason == ""], Reason: reason, Message: msg, UpstreamStatus: 200}
+	}
+	entries := []store.AuditEntry{
+		e("alpha", -90, "", ""), // before since
+		e("alpha", 5, "", ""),
+		e("alpha", 10, "Forbidden", over),
+		e("alpha", 70, "Forbidden", over),
+		e("alpha", 75, "declaration", "Add agent."),
+		e("beta", 20, "", ""),
+		e("", 30, "token", "no token"),
+	}
+	act := e("alpha", 80, "", "")
+	act.Capability, act.Route, act.Status = store.ActorAdmin, "/ui/boxes/{name}/rotate", 303
+	entries = append(entries, act)
+	wantErr(t, "AddAudit", s.AddAudit(ctx, entries), nil)
+
+	got, err := s.BoxActivity(ctx, hour)
+	if err != nil {
+		t.Fatalf("BoxActivity = %v, want nil", err)
+	}
+	want := []store.BoxActivity{
+		{Box: "alpha", Requests: 4, Refusals: 3, LastServed: hour.Add(5 * time.Minute), LastOverBudget: hour.Add(70 * time.Minute)},
+		{Box: "beta", Requests: 1, LastServed: hour.Add(20 * time.Minute)},
+	}
+	if d := diff(want, got); d != "" {
+		t.Errorf("BoxActivity mismatch (-want +got):\n%s", d)
+	}
+
+	hours, err := s.AuditHours(ctx, "", hour)
+	if err != nil {
+		t.Fatalf("AuditHours(all) = %v, want nil", err)
+	}
+	wantH := []store.HourCount{{Hour: hour, Requests: 4, Refusals: 2}, {Hour: hour.Add(time.Hour), Requests: 2, Refusals: 2}}
+	if d := diff(wantH, hours); d != "" {
+		t.Errorf("AuditHours(all) mismatch (-want +got):\n%s", d)
+	}
+	hours, err = s.AuditHours(ctx, "beta", hour)
+	if err != nil {
+		t.Fatalf("AuditHours(beta) = %v, want nil", err)
+	}
+	if d := diff([]store.HourCount{{Hour: hour, Requests: 1}}, hours); d != "" {
+		t.Errorf("AuditHours(beta) mismatch (-want +got):\n%s", d)
+	}
+
+	groups, err := s.RefusalGroups(ctx, "alpha", hour.Add(-3*time.Hour), 10)
+	if err != nil {
+		t.Fatalf("RefusalGroups = %v, want nil", err)
+	}
+	wantG := []store.RefusalGroup{
+		{Method: "POST", Route: "/llm/anthropic/v1/messages", Reason: "declaration", Message: "Add agent.", Count: 1, First: hour.Add(75 * time.Minute), Last: hour.Add(75 * time.Minute)},
+		{Method: "POST", Route: "/llm/anthropic/v1/messages", Reason: "Forbidden", Message: over, Count: 2, First: hour.Add(10 * time.Minute), Last: hour.Add(70 * time.Minute)},
+	}
+	if d := diff(wantG, groups); d != "" {
+		t.Errorf("RefusalGroups mismatch (-want +got):\n%s", d)
+	}
+	if groups, err := s.RefusalGroups(ctx, "alpha", hour, 1); err != nil || len(groups) != 1 {
+		t.Errorf("RefusalGroups(limit 1) = %d groups, %v, want 1, nil", len(groups), err)
+	}
+
+	page, err := s.AuditPage(ctx, "alpha", 1, 2)
+	if err != nil {
+		t.Fatalf("AuditPage = %v, want nil", err)
+	}
+	if len(page) != 2 || !sameTime(page[0].At, hour.Add(75*time.Minute)) || !sameTime(page[1].At, hour.Add(70*time.Minute)) {
+		t.Errorf("AuditPage(alpha, 1, 2) = %+v, want the entries at +75m and +70m", page)
+	}
+
+	wantErr(t, "SetBudget", s.SetBudget(ctx, store.Budget{Box: "alpha", Limit: 1_000_000, UpdatedAt: hour}), nil)
+	wantErr(t, "SetBudget(principal)", s.SetBudget(ctx, store.Budget{Box: "beta", Principal: "github:ann", Limit: 5, UpdatedAt: hour}), nil)
+	wantErr(t, "Settle", s.Settle(ctx, store.Settlement{Box: "alpha", Month: "2026-10", Charge: 900_000,
+		Usage: []store.Usage{{Box: "alpha", Month: "2026-10", PayerKind: "shared", Model: "m", Calls: 3, Cost: 900_000}}}), nil)
+	wantErr(t, "Settle(other month)", s.Settle(ctx, store.Settlement{Box: "beta", Month: "2026-09", Charge: 7,
+		Usage: []store.Usage{{Box: "beta", Month: "2026-09", PayerKind: "shared", Model: "m", Calls: 1, Cost: 7}}}), nil)
+	months, err := s.MonthOverview(ctx, "2026-10")
+	if err != nil {
+		t.Fatalf("MonthOverview = %v, want nil", err)
+	}
+	wantM := []store.BoxMonth{{Box: "alpha", Measured: 900_000, Calls: 3, HasBudget: true, Limit: 1_000_000, Spent: 900_000}, {Box: "beta"}, {Box: "gamma"}}
+	if d := diff(wantM, months); d != "" {
+		t.Errorf("MonthOverview mismatch (-want +got):\n%s", d)
+	}
+
+	for _, n := range []string{"STRIPE", "GITHUB"} {
+		wantErr(t, "SetSecret "+n, s.SetSecret(ctx, store.Secret{Box: "beta", Name: n, Host: "https://x.example", Sealed: []byte("sealed"), UpdatedAt: hour}), nil)
+	}
+	names, err := s.SecretNames(ctx)
+	if err != nil {
+		t.Fatalf("SecretNames = %v, want nil", err)
+	}
+	if got := fmt.Sprint(names); got != "map[beta:[GITHUB STRIPE]]" {
+		t.Errorf("SecretNames = %s, want map[beta:[GITHUB STRIPE]]", got)
+	}
+
+	wantErr(t, "SaveDeclaration", s.SaveDeclaration(ctx, "gamma", []byte(`{"capabilities":[]}`), hour), nil)
+	docs, err := s.AllDeclarations(ctx)
+	if err != nil {
+		t.Fatalf("AllDeclarations = %v, want nil", err)
+	}
+	if len(docs) != 1 || string(docs["gamma"].Doc) != `{"capabilities":[]}` || !sameTime(docs["gamma"].At, hour) {
+		t.Errorf("AllDeclarations = %q, want gamma's only", docs)
+	}
+}
