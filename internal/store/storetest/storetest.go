@@ -52,6 +52,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Audit", testAudit},
 		{"AuditBatches", testAuditBatches},
 		{"PruneAuditMany", testPruneAuditMany},
+		{"Pool", testPool},
 	}
 	tests = append(tests, spendTests...)
 	for _, tt := range tests {

@@ -1,0 +1,11 @@
+-- 0007: the operator's pool of Anthropic credentials, its named entries.
+-- The shared credential "anthropic" stays in credentials, where it is the
+-- pool's entry "default".
+
+CREATE TABLE pool_entries (
+	name       text        NOT NULL PRIMARY KEY,
+	weight     integer     NOT NULL CHECK (weight >= 1),
+	url        text        NOT NULL,
+	sealed     bytea       NOT NULL,
+	updated_at timestamptz NOT NULL
+);
