@@ -217,7 +217,7 @@ func statOf(t *testing.T, b *brokertest.Broker, name string) pool.Stat {
 	}
 	var list struct {
 		Entries []struct {
-			Name, State          string
+			Name, State           string
 			Failovers, R429, R529 int64
 		} `json:"entries"`
 	}
