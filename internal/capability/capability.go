@@ -120,6 +120,10 @@ type Failover interface {
 	// Next returns the next healthy entry's Paid, or false when none is
 	// left or the call has tried for long enough.
 	Next() (Paid, bool)
+	// Others reports whether there may be another entry to try: false
+	// for a pool of one, so that the call keeps nothing in memory for a
+	// try it cannot make.
+	Others() bool
 }
 
 // MaxRefusalBody bounds what of an upstream's 5xx answer is read to tell

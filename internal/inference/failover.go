@@ -38,7 +38,7 @@ type retry struct {
 // that does not fit is forwarded as it streams, with what was read of it
 // first, and the call is never made again.
 func (c *Capability) keepForRetry(out *http.Request, pf *paidFor) error {
-	if c.cfg.MaxRetried < 0 || out.ContentLength > c.cfg.MaxRetried {
+	if c.cfg.MaxRetried < 0 || out.ContentLength > c.cfg.MaxRetried || !pf.paid.Failover.Others() {
 		return nil
 	}
 	rt := &retry{}
@@ -159,7 +159,7 @@ func (f *failover) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body.Close()
 		pf.paid = next
 		rt := pf.retry
-		out = req.Clone(req.Context())
+		out = req.Clone(proxy.WithEntry(req.Context(), next.Entry))
 		out.Header = rt.header.Clone()
 		proxy.SetAnthropicCredential(out.Header, next.Credential)
 		upstream := next.Upstream

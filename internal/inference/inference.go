@@ -163,7 +163,11 @@ func (c *Capability) prepare(w http.ResponseWriter, r *http.Request, call *capab
 	// keeps its own body, and has nothing of ours to drain before it
 	// answers.
 	pf := &paidFor{paid: paid}
-	out := r.WithContext(context.WithValue(r.Context(), ctxKey{}, pf))
+	ctx := context.WithValue(r.Context(), ctxKey{}, pf)
+	if paid.Entry != "" {
+		ctx = proxy.WithEntry(ctx, paid.Entry)
+	}
+	out := r.WithContext(ctx)
 	out.Body = http.MaxBytesReader(w, r.Body, c.cfg.MaxBody)
 	if r.ContentLength != 0 {
 		// No token goes upstream, however the body writes it; the

@@ -193,6 +193,14 @@ func TestPool_FailsOverBeforeTheBoxSeesARefusal(t *testing.T) {
 			if calls := up.took(); len(calls) != 3 || calls[2].entry != second {
 				t.Errorf("the call after the refusal went to %v, want %s alone", calls[2:], second)
 			}
+			// The audit log names the entry that paid: the second.
+			if err := b.Server.Audit.Sync(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			es, err := b.Server.Store.ListAudit(context.Background(), store.AuditQuery{Box: "alpha", Limit: 1})
+			if err != nil || len(es) != 1 || es[0].PaidBy != second {
+				t.Errorf("the audit log's last entry = %+v, %v; want one paid by %s", es, err, second)
+			}
 			stat := statOf(t, b, first)
 			if stat.State != tt.state {
 				t.Errorf("entry %s state = %q, want %q", first, stat.State, tt.state)
@@ -339,5 +347,23 @@ func TestPool_CountTokensFailsOver(t *testing.T) {
 	}
 	if calls := up.took(); len(calls) != 2 || calls[1].entry != order("alpha")[1] {
 		t.Errorf("upstream calls %v, want the second on %s", calls, order("alpha")[1])
+	}
+}
+
+func TestPool_DecideFailsOver(t *testing.T) {
+	b, up := setup(t, nil)
+	tok := b.AddBox("alpha")
+	b.Report(tok, brokertest.Entry("inference", "decide"))
+	first, second := order("alpha")[0], order("alpha")[1]
+	up.set(first, &answer{status: 429, header: http.Header{"Retry-After": {"30"}}, body: `{"type":"error","error":{"type":"rate_limit_error","message":"slow"}}`})
+	resp := b.Do("POST", "/decide/v1/systemone", tok,
+		[]byte(`{"model":"m","state":null,"questions":{"q":{"type":"noul","instructions":"Yes?","criteria":{}}}}`),
+		http.Header{"Content-Type": {"application/json"}})
+	if bytes.Contains(resp.Body, []byte("429")) {
+		t.Errorf("decide answered %d %s, want the question asked again past the 429", resp.StatusCode, resp.Body)
+	}
+	calls := up.took()
+	if len(calls) != 2 || calls[0].entry != first || calls[1].entry != second {
+		t.Errorf("upstream calls %v, want one on %s then one on %s", calls, first, second)
 	}
 }

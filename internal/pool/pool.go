@@ -375,6 +375,10 @@ func (s single) Answered(status int, h http.Header, body []byte) bool {
 	return s.c.Answered(status, h, body)
 }
 func (s single) Next() (capability.Paid, bool) { return capability.Paid{}, false }
+func (s single) Others() bool                  { return false }
+
+// Others implements capability.Failover.
+func (c *Choice) Others() bool { return c.i+1 < c.healthy }
 
 // NeedsBody reports whether an answer of status is judged by its body:
 // a 5xx other than 529, which is a refusal only when its error is an

@@ -308,6 +308,9 @@ type AuditEntry struct {
 	Message        string
 	Duration       time.Duration
 	UpstreamStatus int
+	// PaidBy names the entry of the operator's credential pool whose
+	// credential the last upstream call was made with; "" when none was.
+	PaidBy string
 }
 
 // AuditQuery selects audit entries.

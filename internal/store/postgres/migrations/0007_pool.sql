@@ -9,3 +9,6 @@ CREATE TABLE pool_entries (
 	sealed     bytea       NOT NULL,
 	updated_at timestamptz NOT NULL
 );
+
+-- The audit log names the pool entry that paid for a call.
+ALTER TABLE audit ADD COLUMN paid_by TEXT NOT NULL DEFAULT '';
