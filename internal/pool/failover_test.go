@@ -91,7 +91,7 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // setup starts a broker over a stand-in upstream whose pool has the three
 // keys, the default one (the shared credential) and two named entries,
 // each of weight 1.
-func setup(t *testing.T, config func(*server.Config)) (*brokertest.Broker, *upstream) {
+func setup(t testing.TB, config func(*server.Config)) (*brokertest.Broker, *upstream) {
 	t.Helper()
 	up := &upstream{answers: map[string]*answer{}}
 	b := brokertest.New(t, brokertest.Options{Anthropic: up, Config: config})
@@ -101,7 +101,7 @@ func setup(t *testing.T, config func(*server.Config)) (*brokertest.Broker, *upst
 	return b, up
 }
 
-func setEntry(t *testing.T, b *brokertest.Broker, name string, weight int) {
+func setEntry(t testing.TB, b *brokertest.Broker, name string, weight int) {
 	t.Helper()
 	sealed, err := b.Server.Keyring.Seal([]byte(keys[name]), pool.AD(name))
 	if err != nil {

@@ -237,8 +237,8 @@ func (p *Pool) Choose(ctx context.Context, box string, pay protocol.Payer) (capa
 		return capability.Paid{Payer: pay}, ErrEmpty
 	}
 	now := p.cfg.Now()
-	c := &Choice{p: p, payer: pay, start: now}
-	var h []Entry
+	c := &Choice{p: p, payer: pay, start: now, entries: make([]Entry, 0, len(es))}
+	h := make([]Entry, 0, len(es))
 	p.mu.Lock()
 	for _, e := range es {
 		if p.usableLocked(e.Name, now) {
@@ -247,7 +247,6 @@ func (p *Pool) Choose(ctx context.Context, box string, pay protocol.Payer) (capa
 	}
 	p.mu.Unlock()
 	if len(h) == 0 {
-		h = es[:0:0]
 		first := Order(box, es)[0]
 		for _, e := range es {
 			if e.Name == first {
