@@ -367,3 +367,26 @@ func TestPool_DecideFailsOver(t *testing.T) {
 		t.Errorf("upstream calls %v, want one on %s then one on %s", calls, first, second)
 	}
 }
+
+func TestPool_AFailedEntrySetAgainIsTriedAgain(t *testing.T) {
+	b, up := setup(t, nil)
+	tok := box(t, b, "alpha")
+	first := order("alpha")[0]
+	up.set(first, &answer{status: 401, body: `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`})
+	if resp := messages(t, b, tok, []byte(msgBody)); resp.StatusCode != 200 {
+		t.Fatalf("first call: %d %s", resp.StatusCode, resp.Body)
+	}
+	up.set(first, nil)
+	if first == pool.Default {
+		b.SetCredential(pool.SharedID, keys[first])
+	} else {
+		setEntry(t, b, first, 1)
+	}
+	n := len(up.took())
+	if resp := messages(t, b, tok, []byte(msgBody)); resp.StatusCode != 200 {
+		t.Fatalf("call after the entry was set again: %d %s", resp.StatusCode, resp.Body)
+	}
+	if calls := up.took(); len(calls) != n+1 || calls[n].entry != first {
+		t.Errorf("the call after %s was set again went to %v, want %s", first, calls[n:], first)
+	}
+}

@@ -109,6 +109,7 @@ type Pool struct {
 type health struct {
 	until     time.Time // cooling or failed until
 	failed    bool      // until is a failure's (401/403), not a cooling's
+	failedAt  time.Time // when it failed
 	strikes   int       // 429/529 answers in a row, for the backoff
 	requests  int64
 	r429      int64
@@ -241,6 +242,10 @@ func (p *Pool) Choose(ctx context.Context, box string, pay protocol.Payer) (capa
 	h := make([]Entry, 0, len(es))
 	p.mu.Lock()
 	for _, e := range es {
+		if hl := p.health[e.Name]; hl != nil && hl.failed && e.UpdatedAt.After(hl.failedAt) {
+			// Set again since it failed: given another chance.
+			hl.until, hl.failed = time.Time{}, false
+		}
 		if p.usableLocked(e.Name, now) {
 			h = append(h, e)
 		}
@@ -412,7 +417,7 @@ func (p *Pool) answered(name string, status int, hd http.Header, body []byte) bo
 		return true
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		h.failures++
-		h.until, h.failed = now.Add(p.cfg.FailedFor), true
+		h.until, h.failed, h.failedAt = now.Add(p.cfg.FailedFor), true, now
 		p.cfg.Logger.Warn("credential pool: the upstream refused an entry's credential; it takes no calls on this replica until the time given",
 			"entry", name, "status", status, "until", h.until.UTC().Format(time.RFC3339))
 		return true
