@@ -390,3 +390,36 @@ func TestPool_AFailedEntrySetAgainIsTriedAgain(t *testing.T) {
 		t.Errorf("the call after %s was set again went to %v, want %s", first, calls[n:], first)
 	}
 }
+
+func TestPool_SixtyBoxesSpreadByWeight(t *testing.T) {
+	up := &upstream{answers: map[string]*answer{}}
+	b := brokertest.New(t, brokertest.Options{Anthropic: up})
+	b.SetCredential(pool.SharedID, keys[pool.Default])
+	setEntry(t, b, "second", 2)
+	setEntry(t, b, "third", 3)
+	es := []pool.Entry{{Name: pool.Default, Weight: 1}, {Name: "second", Weight: 2}, {Name: "third", Weight: 3}}
+	for i := 0; i < 60; i++ {
+		name := fmt.Sprintf("box-%d", i)
+		tok := box(t, b, name)
+		for j := 0; j < 2; j++ {
+			if resp := messages(t, b, tok, []byte(msgBody)); resp.StatusCode != 200 {
+				t.Fatalf("%s: %d %s", name, resp.StatusCode, resp.Body)
+			}
+		}
+		calls := up.took()
+		if want := pool.Order(name, es)[0]; calls[len(calls)-1].entry != want || calls[len(calls)-2].entry != want {
+			t.Errorf("%s's calls went to %v, want both on %s", name, calls[len(calls)-2:], want)
+		}
+	}
+	got := map[string]int{}
+	for _, c := range up.took() {
+		got[c.entry]++
+	}
+	for _, e := range es {
+		want := 120 * e.Weight / 6
+		if d := got[e.Name] - want; d < -16 || d > 16 {
+			t.Errorf("entry %s (weight %d) took %d of 120 calls from 60 boxes, want about %d", e.Name, e.Weight, got[e.Name], want)
+		}
+	}
+	t.Logf("60 boxes over weights 1, 2, 3: %v calls (2 a box)", got)
+}
