@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -41,24 +42,9 @@ func (l *limitedKey) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // retries of its own, completes every call of several boxes, plain and
 // streamed: the broker fails over before the SDK sees a refusal.
 func TestGoSDK_CompletesWhileOneKeyIsLimited(t *testing.T) {
-	names := []string{pool.Default, "second", "third"}
-	values := map[string]string{pool.Default: credential, "second": credential + "-SECOND", "third": credential + "-THIRD"}
-	es := []pool.Entry{{Name: names[0], Weight: 1}, {Name: names[1], Weight: 1}, {Name: names[2], Weight: 1}}
 	// The limited key is the first choice of box pool-0, so that some
 	// box's calls meet it.
-	up := &limitedKey{key: values[pool.Order("pool-0", es)[0]]}
-	b := brokertest.New(t, brokertest.Options{Anthropic: up})
-	b.SetCredential(pool.SharedID, credential)
-	for _, n := range names[1:] {
-		sealed, err := b.Server.Keyring.Seal([]byte(values[n]), pool.AD(n))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := b.Server.Store.SetPoolEntry(context.Background(), store.PoolEntry{Name: n, Weight: 1, Sealed: sealed, UpdatedAt: time.Now()}); err != nil {
-			t.Fatal(err)
-		}
-		b.Server.Cache.Drop(store.ChangePool, n)
-	}
+	b, up := limitedPool(t, "pool-0")
 	for i := 0; i < 6; i++ {
 		token := b.AddBox(fmt.Sprintf("pool-%d", i))
 		b.Report(token, brokertest.Entry(protocol.Inference, "agent"))
@@ -94,5 +80,51 @@ func TestGoSDK_CompletesWhileOneKeyIsLimited(t *testing.T) {
 	}
 	if up.limited.Load() == 0 {
 		t.Errorf("the limited key was never tried; the test shows nothing")
+	}
+}
+
+// limitedPool starts a broker whose pool holds three keys, of which box's
+// first choice answers 429 throughout.
+func limitedPool(t *testing.T, box string) (*brokertest.Broker, *limitedKey) {
+	t.Helper()
+	names := []string{pool.Default, "second", "third"}
+	values := map[string]string{pool.Default: credential, "second": credential + "-SECOND", "third": credential + "-THIRD"}
+	es := []pool.Entry{{Name: names[0], Weight: 1}, {Name: names[1], Weight: 1}, {Name: names[2], Weight: 1}}
+	up := &limitedKey{key: values[pool.Order(box, es)[0]]}
+	b := brokertest.New(t, brokertest.Options{Anthropic: up})
+	b.SetCredential(pool.SharedID, credential)
+	for _, n := range names[1:] {
+		sealed, err := b.Server.Keyring.Seal([]byte(values[n]), pool.AD(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Server.Store.SetPoolEntry(context.Background(), store.PoolEntry{Name: n, Weight: 1, Sealed: sealed, UpdatedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		b.Server.Cache.Drop(store.ChangePool, n)
+	}
+	return b, up
+}
+
+// TestClaudeCode_CompletesWhileOneKeyIsLimited: Claude Code, run as a box
+// whose first key answers 429 throughout, completes its prompt without a
+// retry of its own showing: the broker fails over to the next key.
+func TestClaudeCode_CompletesWhileOneKeyIsLimited(t *testing.T) {
+	b, up := limitedPool(t, "e2e")
+	token := b.AddBox("e2e")
+	b.Report(token, brokertest.Entry(protocol.Inference, "agent"))
+	out, errOut, err, other := runClaude(t, b, token, "-p", "say hi")
+	if err != nil {
+		t.Fatalf("claude -p: %v\nstdout: %s\nstderr: %s", err, out, errOut)
+	}
+	if strings.TrimSpace(out) != "Hello from the stand-in." {
+		t.Errorf("claude -p printed %q, want the stand-in's answer", out)
+	}
+	if up.limited.Load() == 0 {
+		t.Errorf("the limited key was never tried; the test shows nothing")
+	}
+	t.Logf("Claude Code made %d requests to the broker; the limited key refused %d", len(b.Front.Seen()), up.limited.Load())
+	if len(other) != 0 {
+		t.Errorf("Claude Code tried to reach hosts other than the broker: %v", other)
 	}
 }
