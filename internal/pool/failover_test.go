@@ -201,6 +201,16 @@ func TestPool_FailsOverBeforeTheBoxSeesARefusal(t *testing.T) {
 			if err != nil || len(es) != 1 || es[0].PaidBy != second {
 				t.Errorf("the audit log's last entry = %+v, %v; want one paid by %s", es, err, second)
 			}
+			metrics := b.Admin("GET", "/metrics", "", nil)
+			for _, want := range []string{
+				`boxbroker_pool_failovers_total{entry="` + first + `"} 1`,
+				`boxbroker_pool_entry_state{entry="` + first + `",state="` + tt.state + `"} 1`,
+				`boxbroker_pool_requests_total{entry="` + second + `"} 2`,
+			} {
+				if !bytes.Contains(metrics.Body, []byte(want)) {
+					t.Errorf("/metrics lacks %s", want)
+				}
+			}
 			stat := statOf(t, b, first)
 			if stat.State != tt.state {
 				t.Errorf("entry %s state = %q, want %q", first, stat.State, tt.state)

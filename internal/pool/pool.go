@@ -477,8 +477,15 @@ type Stat struct {
 	Failures  int64
 }
 
-// Stats returns every entry with this replica's state and counts.
-func (p *Pool) Stats(ctx context.Context) ([]Stat, error) {
+// Stats returns every entry with this replica's state and counts, and
+// its Kind.
+func (p *Pool) Stats(ctx context.Context) ([]Stat, error) { return p.stats(ctx, true) }
+
+// Health is Stats without Kind, which opens no sealed value: for a
+// metrics scrape.
+func (p *Pool) Health(ctx context.Context) ([]Stat, error) { return p.stats(ctx, false) }
+
+func (p *Pool) stats(ctx context.Context, kinds bool) ([]Stat, error) {
 	es, err := p.Entries(ctx)
 	if err != nil {
 		return nil, err
@@ -487,9 +494,11 @@ func (p *Pool) Stats(ctx context.Context) ([]Stat, error) {
 	out := make([]Stat, 0, len(es))
 	for _, e := range es {
 		s := Stat{Name: e.Name, Weight: e.Weight, URL: e.URL, UpdatedAt: e.UpdatedAt, State: StateHealthy}
-		if v, err := p.cfg.Keyring.Open(e.Sealed, AD(e.Name)); err == nil {
-			s.Kind = Kind(v)
-			secrets.Zero(v)
+		if kinds {
+			if v, err := p.cfg.Keyring.Open(e.Sealed, AD(e.Name)); err == nil {
+				s.Kind = Kind(v)
+				secrets.Zero(v)
+			}
 		}
 		p.mu.Lock()
 		if h := p.health[e.Name]; h != nil {

@@ -15,7 +15,7 @@ func poolStats(p *pool.Pool) func() []metrics.PoolEntry {
 	return func() []metrics.PoolEntry {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		stats, err := p.Stats(ctx)
+		stats, err := p.Health(ctx)
 		if err != nil {
 			return nil
 		}
