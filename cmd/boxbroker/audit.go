@@ -82,6 +82,9 @@ func runAudit(ctx context.Context, c *cli, args []string) error {
 		}
 		if e.UpstreamStatus != nil {
 			up = strconv.Itoa(*e.UpstreamStatus)
+			if e.PaidBy != nil {
+				up += " (" + *e.PaidBy + ")"
+			}
 		}
 		words := strings.Join(e.Words, ",")
 		if words == "" {

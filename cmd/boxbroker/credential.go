@@ -8,20 +8,23 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/cache"
 	"github.com/intentius/boxbroker/internal/payer"
+	"github.com/intentius/boxbroker/internal/pool"
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/server"
 )
 
 func runCredential(ctx context.Context, c *cli, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: credential set|list|remove anthropic|fountain", errUsage)
+		return fmt.Errorf("%w: credential set|add|list|remove anthropic|fountain", errUsage)
 	}
 	sub, args := args[0], args[1:]
 	switch sub {
-	case "set", "remove", "list":
+	case "set", "add", "remove", "list":
 	default:
-		return fmt.Errorf("%w: unknown credential command %q%s (set, list, remove)", errUsage, safe(sub), didYouMean(sub, []string{"set", "list", "remove"}))
+		return fmt.Errorf("%w: unknown credential command %q%s (set, add, list, remove)", errUsage, safe(sub), didYouMean(sub, []string{"set", "add", "list", "remove"}))
 	}
 	var cfg server.Config
 	fs := c.flags("credential "+sub, &cfg)
@@ -29,29 +32,51 @@ func runCredential(ctx context.Context, c *cli, args []string) error {
 	if sub == "remove" {
 		yes = fs.Bool("yes", false, "remove without asking")
 	}
+	weight, baseURL := new(int), new(string)
+	if sub == "add" {
+		weight = fs.Int("weight", 1, fmt.Sprintf("the entry's share of the boxes, 1 to %d", pool.MaxWeight))
+		baseURL = fs.String("url", "", "an Anthropic-compatible base URL for this entry; empty for serve's --anthropic-url")
+	}
 	adminURL := c.adminURLFlag(fs)
 	args, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
-	var id string
+	var id, entry string
 	switch sub {
 	case "set":
 		if len(args) != 1 || (args[0] != payer.SharedAnthropic && args[0] != payer.SharedFountain) {
 			return fmt.Errorf("%w: credential set takes anthropic or fountain; the value is read from stdin, never from arguments", errUsage)
 		}
 		id = args[0]
-	case "remove":
-		if len(args) != 1 || (args[0] != payer.SharedAnthropic && args[0] != payer.SharedFountain) {
-			return fmt.Errorf("%w: credential remove takes anthropic or fountain", errUsage)
+	case "add":
+		if len(args) != 2 || args[0] != payer.SharedAnthropic {
+			return fmt.Errorf("%w: credential add takes anthropic and the entry's name (credential add anthropic NAME [--weight N] [--url URL]); the value is read from stdin, never from arguments", errUsage)
 		}
-		id = args[0]
+		entry = args[1]
+		u, err := pool.CheckEntry(entry, *weight, *baseURL)
+		if err != nil {
+			return fmt.Errorf("%w: %w", errUsage, err)
+		}
+		*baseURL = u
+	case "remove":
+		switch {
+		case len(args) == 1 && (args[0] == payer.SharedAnthropic || args[0] == payer.SharedFountain):
+			id = args[0]
+		case len(args) == 2 && args[0] == payer.SharedAnthropic && pool.ValidName(args[1]):
+			id, entry = args[0], args[1]
+		default:
+			return fmt.Errorf("%w: credential remove takes anthropic or fountain, or anthropic and a pool entry's name", errUsage)
+		}
 	case "list":
 		if len(args) != 0 {
 			return fmt.Errorf("%w: credential list takes no arguments", errUsage)
 		}
 	}
 	if *adminURL != "" {
+		if sub == "add" || entry != "" {
+			return runPoolRemote(ctx, c, *adminURL, sub, entry, *weight, *baseURL, *yes)
+		}
 		return runCredentialRemote(ctx, c, *adminURL, sub, id, *yes)
 	}
 	switch sub {
@@ -64,30 +89,109 @@ func runCredential(ctx context.Context, c *cli, args []string) error {
 		if kind == unlikelyAnthropic {
 			c.warnUnlikelyAnthropic(id)
 		}
+	case "add":
+		if entry == pool.Default {
+			return fmt.Errorf("%w: the pool's entry %q is the shared credential; set it with `credential set anthropic`", errUsage, pool.Default)
+		}
+		kind, err := c.addPoolEntry(ctx, &cfg, entry, *weight, *baseURL)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stdout, "set anthropic pool entry %s (%s, weight %d), sealed at rest\n", entry, kind, *weight)
+		if kind == unlikelyAnthropic {
+			c.warnUnlikelyAnthropic("anthropic pool entry " + entry)
+		}
 	case "remove":
-		if !*yes && !c.confirm(fmt.Sprintf("Remove the %s credential?", id)) {
+		what := id + " credential"
+		if entry != "" && entry != pool.Default {
+			what = "anthropic pool entry " + entry
+		}
+		if !*yes && !c.confirm(fmt.Sprintf("Remove the %s?", what)) {
 			return errors.New("not removed (pass --yes to remove without asking)")
 		}
-		if err := c.removeCredential(ctx, &cfg, id, fmt.Sprintf("no %s credential is set", id)); err != nil {
+		if entry != "" && entry != pool.Default {
+			if err := c.removePoolEntry(ctx, &cfg, entry); err != nil {
+				return err
+			}
+		} else if err := c.removeCredential(ctx, &cfg, id, fmt.Sprintf("no %s credential is set", id)); err != nil {
 			return err
 		}
-		fmt.Fprintf(c.stdout, "removed %s credential\n", id)
+		fmt.Fprintf(c.stdout, "removed %s\n", what)
 	case "list":
-		st, err := openExisting(ctx, &cfg)
-		if err != nil {
-			return err
+		return c.listCredentials(ctx, &cfg)
+	}
+	return nil
+}
+
+// listCredentials prints the credentials by ID, then the pool's entries.
+// State and counts are each replica's own, so from the store alone they
+// are not known: --admin-url shows a running broker's.
+func (c *cli) listCredentials(ctx context.Context, cfg *server.Config) error {
+	st, err := openExisting(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	creds, err := st.ListCredentials(ctx)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CREDENTIAL\tUPDATED")
+	for _, cr := range creds {
+		fmt.Fprintf(tw, "%s\t%s\n", safe(cr.ID), cr.UpdatedAt.UTC().Format(time.RFC3339))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	keyring, err := server.LoadKeyring(cfg)
+	if err != nil {
+		return err
+	}
+	ch := cache.New(st, cache.Options{})
+	stats, err := pool.New(pool.Config{Cache: ch, Keyring: keyring}).Stats(ctx)
+	if err != nil {
+		return err
+	}
+	if len(stats) == 0 {
+		return nil
+	}
+	views := make([]admin.PoolEntryView, len(stats))
+	for i, s := range stats {
+		views[i] = admin.PoolEntryView{Name: s.Name, Kind: s.Kind, Weight: s.Weight, URL: s.URL, UpdatedAt: s.UpdatedAt.UTC().Format(time.RFC3339)}
+	}
+	return c.printPool(views, false)
+}
+
+// printPool prints the pool's entries; live says whether state and counts
+// are a running broker's.
+func (c *cli) printPool(entries []admin.PoolEntryView, live bool) error {
+	fmt.Fprintln(c.stdout)
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "POOL ENTRY\tKIND\tWEIGHT\tURL\tSTATE\t429s\t529s\tUPDATED")
+	for _, e := range entries {
+		u := e.URL
+		if u == "" {
+			u = "(--anthropic-url)"
 		}
-		defer st.Close()
-		creds, err := st.ListCredentials(ctx)
-		if err != nil {
-			return err
+		kind := e.Kind
+		if kind == "" {
+			kind = "(does not open)"
 		}
-		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "CREDENTIAL\tUPDATED")
-		for _, cr := range creds {
-			fmt.Fprintf(tw, "%s\t%s\n", safe(cr.ID), cr.UpdatedAt.UTC().Format(time.RFC3339))
+		state, n429, n529 := "-", "-", "-"
+		if live {
+			state, n429, n529 = e.State, fmt.Sprint(e.R429), fmt.Sprint(e.R529)
+			if e.Until != nil {
+				state += " until " + *e.Until
+			}
 		}
-		return tw.Flush()
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", safe(e.Name), kind, e.Weight, safe(u), state, n429, n529, e.UpdatedAt)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if !live {
+		fmt.Fprintln(c.stdout, "(state and 429/529 counts are each running broker's own: pass --admin-url to see one's)")
 	}
 	return nil
 }

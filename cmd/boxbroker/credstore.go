@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/payer"
+	"github.com/intentius/boxbroker/internal/pool"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -51,6 +52,50 @@ func (c *cli) removeCredential(ctx context.Context, cfg *server.Config, id, notS
 		return errors.New(notSet)
 	} else if err != nil {
 		return fmt.Errorf("remove credential: %w", err)
+	}
+	return nil
+}
+
+// addPoolEntry reads an Anthropic credential from stdin, seals it for the
+// pool entry name and stores it with its weight and base URL. It returns
+// describe's words for it, never any of its value.
+func (c *cli) addPoolEntry(ctx context.Context, cfg *server.Config, name string, weight int, baseURL string) (string, error) {
+	value, err := c.readSecret(fmt.Sprintf("anthropic pool entry %s credential (not echoed): ", name))
+	if err != nil {
+		return "", err
+	}
+	defer clear(value)
+	keyring, err := server.LoadKeyring(cfg)
+	if err != nil {
+		return "", err
+	}
+	sealed, err := keyring.Seal(value, pool.AD(name))
+	if err != nil {
+		return "", err
+	}
+	st, err := openStore(ctx, cfg)
+	if err != nil {
+		return "", err
+	}
+	defer st.Close()
+	e := store.PoolEntry{Name: name, Weight: weight, URL: baseURL, Sealed: sealed, UpdatedAt: time.Now().UTC()}
+	if err := st.SetPoolEntry(ctx, e); err != nil {
+		return "", err
+	}
+	return describe(payer.SharedAnthropic, value), nil
+}
+
+// removePoolEntry deletes the pool entry name.
+func (c *cli) removePoolEntry(ctx context.Context, cfg *server.Config, name string) error {
+	st, err := openExisting(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := st.DeletePoolEntry(ctx, name); errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("the anthropic pool has no entry named %s", name)
+	} else if err != nil {
+		return fmt.Errorf("remove pool entry: %w", err)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/payer"
 )
 
 // adminURLFlag adds --admin-url to fs: the admin API a command acts
@@ -121,7 +122,48 @@ func runCredentialRemote(ctx context.Context, c *cli, url, sub, id string, yes b
 		for _, cr := range creds {
 			fmt.Fprintf(tw, "%s\t%s\n", safe(cr.ID), cr.UpdatedAt)
 		}
-		return tw.Flush()
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		entries, err := cl.Pool(ctx)
+		if err != nil {
+			return remoteError(err)
+		}
+		if len(entries) > 0 {
+			return c.printPool(entries, true)
+		}
 	}
+	return nil
+}
+
+// runPoolRemote adds or removes a pool entry through the admin API.
+func runPoolRemote(ctx context.Context, c *cli, url, sub, name string, weight int, baseURL string, yes bool) error {
+	cl, err := c.adminClient(url)
+	if err != nil {
+		return err
+	}
+	if sub == "remove" {
+		if !yes && !c.confirm(fmt.Sprintf("Remove the anthropic pool entry %s?", name)) {
+			return errors.New("not removed (pass --yes to remove without asking)")
+		}
+		if err := cl.RemovePoolEntry(ctx, name); err != nil {
+			return remoteError(err)
+		}
+		fmt.Fprintf(c.stdout, "removed anthropic pool entry %s\n", name)
+		return nil
+	}
+	value, err := c.readSecret(fmt.Sprintf("anthropic pool entry %s credential (not echoed): ", name))
+	if err != nil {
+		return err
+	}
+	if describe(payer.SharedAnthropic, value) == unlikelyAnthropic {
+		defer c.warnUnlikelyAnthropic("anthropic pool entry " + name)
+	}
+	v, err := cl.SetPoolEntry(ctx, name, weight, baseURL, value)
+	clear(value)
+	if err != nil {
+		return remoteError(err)
+	}
+	fmt.Fprintf(c.stdout, "set anthropic pool entry %s (%s, weight %d), sealed at rest\n", name, v.Kind, v.Weight)
 	return nil
 }

@@ -32,6 +32,7 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	fs.DurationVar(&cfg.ReadTimeout, "read-timeout", envDuration("BOXBROKER_READ_TIMEOUT", 10*time.Minute), "bound on reading a request, its body included; never on an answer's stream (BOXBROKER_READ_TIMEOUT)")
 	fs.DurationVar(&cfg.DecideTimeout, "decide-timeout", envDuration("BOXBROKER_DECIDE_TIMEOUT", 30*time.Second), "bound on answering one decide request, every question included (BOXBROKER_DECIDE_TIMEOUT)")
 	fs.Int64Var(&cfg.MaxBody, "max-body", envInt("BOXBROKER_MAX_BODY", 64<<20), "bound on a forwarded request body, bytes (BOXBROKER_MAX_BODY)")
+	fs.Int64Var(&cfg.PoolRetryBody, "pool-retry-body", envInt("BOXBROKER_POOL_RETRY_BODY", 4<<20), "bound on a request body kept in memory to retry a call on another credential of the pool, bytes; -1 never retries (BOXBROKER_POOL_RETRY_BODY)")
 	fs.Int64Var(&cfg.EgressMaxBody, "egress-max-body", envInt("BOXBROKER_EGRESS_MAX_BODY", 256<<20), "bound on a request body sent to an egress secret's host, bytes (BOXBROKER_EGRESS_MAX_BODY)")
 	fs.DurationVar(&cfg.AuditRetention, "audit-retention", envDuration("BOXBROKER_AUDIT_RETENTION", 30*24*time.Hour), "how long audit log entries are kept (BOXBROKER_AUDIT_RETENTION)")
 	fs.StringVar(&cfg.LogLevel, "log-level", c.envOr("BOXBROKER_LOG_LEVEL", "info"), "debug, info, warn or error (BOXBROKER_LOG_LEVEL)")

@@ -24,6 +24,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/cache"
 	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/pool"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/store"
@@ -51,6 +52,9 @@ type Config struct {
 	Now func() time.Time
 	// SessionTTL bounds an owner's page session (default 12 hours).
 	SessionTTL time.Duration
+	// Pool, when set, is the operator's credential pool, whose entries'
+	// state on this replica GET /api/credentials/pool shows.
+	Pool *pool.Pool
 }
 
 // Server is the admin handler.

@@ -168,7 +168,7 @@ type NewResource struct {
 // apiRoutes is the admin API's route table. A later part adds its own
 // routes with Server.Handle.
 func (s *Server) apiRoutes() []Route {
-	return []Route{
+	return append([]Route{
 		{Pattern: "GET /healthz", Handle: s.healthz, Open: true},
 		{Pattern: "GET /readyz", Handle: s.ready, Open: true},
 		{Pattern: "GET /metrics", Handle: s.metrics, Open: true},
@@ -210,5 +210,5 @@ func (s *Server) apiRoutes() []Route {
 		{Pattern: "PUT /api/boxes/{name}/budgets", Handle: s.setBudget},
 		{Pattern: "DELETE /api/boxes/{name}/budgets", Handle: s.removeBudget},
 		{Pattern: "GET /api/boxes/{name}/spend", Handle: s.spendReport},
-	}
+	}, s.poolRoutes()...)
 }

@@ -28,6 +28,9 @@ type AuditView struct {
 	// UpstreamStatus is the last upstream answer's status; null when no
 	// upstream answered.
 	UpstreamStatus *int `json:"upstreamStatus"`
+	// PaidBy names the operator's credential pool entry that paid for
+	// the call; null when none did.
+	PaidBy *string `json:"paidBy"`
 }
 
 // AuditList answers GET /api/audit, newest first.
@@ -64,6 +67,10 @@ func AuditViewOf(e store.AuditEntry) AuditView {
 	if e.UpstreamStatus != 0 {
 		u := e.UpstreamStatus
 		v.UpstreamStatus = &u
+	}
+	if e.PaidBy != "" {
+		p := e.PaidBy
+		v.PaidBy = &p
 	}
 	return v
 }

@@ -193,6 +193,26 @@ func (c *Client) RemoveCredential(ctx context.Context, id string) error {
 	return c.do(ctx, http.MethodDelete, "/api/credentials/"+url.PathEscape(id), nil, nil)
 }
 
+// Pool lists the credential pool's entries, with the answering
+// replica's state and counts.
+func (c *Client) Pool(ctx context.Context) ([]PoolEntryView, error) {
+	var out PoolList
+	err := c.do(ctx, http.MethodGet, "/api/credentials/pool", nil, &out)
+	return out.Entries, err
+}
+
+// SetPoolEntry sets the pool entry name.
+func (c *Client) SetPoolEntry(ctx context.Context, name string, weight int, baseURL string, value []byte) (PoolEntryView, error) {
+	var out PoolEntryView
+	err := c.do(ctx, http.MethodPut, "/api/credentials/pool/"+url.PathEscape(name), PoolEntryValue{Value: string(value), Weight: weight, URL: baseURL}, &out)
+	return out, err
+}
+
+// RemovePoolEntry removes the pool entry name.
+func (c *Client) RemovePoolEntry(ctx context.Context, name string) error {
+	return c.do(ctx, http.MethodDelete, "/api/credentials/pool/"+url.PathEscape(name), nil, nil)
+}
+
 // Audit lists audit log entries, newest first: query holds box, since,
 // refusals and limit as GET /api/audit takes them.
 func (c *Client) Audit(ctx context.Context, query url.Values) ([]AuditView, error) {

@@ -84,6 +84,7 @@ type Cache struct {
 	budgeted map[string]bool         // box name → whether it has any budget
 	secrets  map[string]store.Secret // by box + "/" + name
 	secMiss  map[string]struct{}
+	pool     []store.PoolEntry // the pool's named entries; nil: not loaded
 }
 
 // New returns a Cache over st. Call Run to keep it fresh; until Run has
@@ -120,6 +121,7 @@ func (c *Cache) resetLocked() {
 	c.budgeted = map[string]bool{}
 	c.secrets = map[string]store.Secret{}
 	c.secMiss = map[string]struct{}{}
+	c.pool = nil
 }
 
 // Run polls the change log until ctx ends.
@@ -336,6 +338,8 @@ func (c *Cache) dropLocked(kind, key string) {
 	case store.ChangeSecret:
 		delete(c.secrets, key)
 		delete(c.secMiss, key)
+	case store.ChangePool:
+		c.pool = nil
 	default:
 		// Other kinds are not cached here.
 	}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
@@ -94,7 +95,40 @@ type Call struct {
 type Paid struct {
 	Payer      protocol.Payer
 	Credential []byte // the plaintext credential; never logged, never answered
+	// Entry names the operator's pool entry Credential is; "" for a
+	// credential of the payer's own.
+	Entry string
+	// Upstream, when not nil, is the Anthropic-compatible base URL the
+	// call goes to with Credential, in place of the capability's own.
+	Upstream *url.URL
+	// Failover, when not nil, is the operator's pool behind a shared
+	// payer, to make the call again on another entry after a refusal.
+	Failover Failover
 }
+
+// Failover is the rest of the operator's pool for one call. Its methods
+// are called on the call's goroutine, one at a time.
+type Failover interface {
+	// Answered tells the pool the status and header the entry last
+	// returned by Next (or the Paid's own entry) answered with, and, for
+	// a 5xx other than 529, up to the first MaxRefusalBody bytes of its
+	// body (nil when the status is not such). It reports whether the
+	// answer was a refusal that another entry may not give (a 429, a
+	// 529, a 5xx with an overloaded_error, a 401 or 403). It is called
+	// once for every answer, so that the pool counts them.
+	Answered(status int, h http.Header, body []byte) (refused bool)
+	// Next returns the next healthy entry's Paid, or false when none is
+	// left or the call has tried for long enough.
+	Next() (Paid, bool)
+	// Others reports whether there may be another entry to try: false
+	// for a pool of one, so that the call keeps nothing in memory for a
+	// try it cannot make.
+	Others() bool
+}
+
+// MaxRefusalBody bounds what of an upstream's 5xx answer is read to tell
+// whether it is an overloaded_error.
+const MaxRefusalBody = 64 << 10
 
 // PayerFunc decides who pays for r. It returns ErrNoCredential when the
 // payer holds no credential.

@@ -164,40 +164,66 @@ func messagesBody(req *Request, q *Question, maxTokens int) ([]byte, error) {
 	})
 }
 
-// ask asks the model q and reads its answer.
-func (c *Capability) ask(ctx context.Context, req *Request, q *Question, cred []byte) (Answer, Usage, error) {
+// ask asks the model q and reads its answer. When the operator's pool
+// pays and the entry refuses the question, it is asked again on the next
+// healthy entry, at most once per entry.
+func (c *Capability) ask(ctx context.Context, req *Request, q *Question, pay *paying) (Answer, Usage, error) {
 	body, err := messagesBody(req, q, c.cfg.MaxTokens)
 	if err != nil {
 		return Answer{}, Usage{}, err
 	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	for tries := 0; ; tries++ {
+		cred, u, entry := pay.now()
+		pctx := ctx
+		if entry != "" {
+			pctx = proxy.WithEntry(ctx, entry)
+		}
+		status, h, raw, err := c.post(pctx, u, cred, body)
+		if err != nil {
+			return Answer{}, Usage{}, c.failed(ctx, q, err)
+		}
+		if status < 200 || status > 299 {
+			if tries < maxTries && pay.again(entry, status, h, raw) {
+				continue
+			}
+			return Answer{}, Usage{}, upstreamStatus(q, status, raw)
+		}
+		pay.answered(entry, status, h)
+		if int64(len(raw)) > c.cfg.MaxAnswer {
+			return Answer{}, Usage{}, badOutput(q, fmt.Sprintf("its answer is over %d bytes", c.cfg.MaxAnswer), nil)
+		}
+		text, usage, err := messageText(q, raw)
+		if err != nil {
+			return Answer{}, Usage{}, err
+		}
+		a, err := read(q, text)
+		return a, usage, err
+	}
+}
+
+// maxTries bounds how many times one question is asked again on another
+// entry of the pool.
+const maxTries = 8
+
+// post makes one Messages call and reads its answer, bounded.
+func (c *Capability) post(ctx context.Context, u string, cred, body []byte) (int, http.Header, []byte, error) {
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
 	if err != nil {
-		return Answer{}, Usage{}, fmt.Errorf("build Messages request: %w", err)
+		return 0, nil, nil, fmt.Errorf("build Messages request: %w", err)
 	}
 	hr.Header.Set("Content-Type", "application/json")
 	hr.Header.Set("Anthropic-Version", AnthropicVersion)
 	proxy.SetAnthropicCredential(hr.Header, cred)
 	resp, err := c.client.Do(hr)
 	if err != nil {
-		return Answer{}, Usage{}, c.failed(ctx, q, err)
+		return 0, nil, nil, err
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, c.cfg.MaxAnswer+1))
 	if err != nil {
-		return Answer{}, Usage{}, c.failed(ctx, q, err)
+		return 0, nil, nil, err
 	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return Answer{}, Usage{}, upstreamStatus(q, resp.StatusCode, raw)
-	}
-	if int64(len(raw)) > c.cfg.MaxAnswer {
-		return Answer{}, Usage{}, badOutput(q, fmt.Sprintf("its answer is over %d bytes", c.cfg.MaxAnswer), nil)
-	}
-	text, usage, err := messageText(q, raw)
-	if err != nil {
-		return Answer{}, Usage{}, err
-	}
-	a, err := read(q, text)
-	return a, usage, err
+	return resp.StatusCode, resp.Header, raw, nil
 }
 
 // failed turns a transport error into the refusal for it: 504 when the

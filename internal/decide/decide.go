@@ -100,12 +100,9 @@ func New(cfg Config) *Capability {
 	if cfg.Transport == nil {
 		cfg.Transport = proxy.NewTransport(proxy.TransportOptions{})
 	}
-	u := *cfg.Upstream
-	u.Path = trimSlash(u.Path) + "/v1/messages"
-	u.RawPath, u.RawQuery, u.Fragment, u.User = "", "", "", nil
 	return &Capability{
 		cfg: cfg,
-		url: u.String(),
+		url: messagesURL(cfg.Upstream),
 		client: &http.Client{
 			Transport: cfg.Transport,
 			// Outbound requests go only where the configuration says.
@@ -200,7 +197,7 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 			"The broker holds no Anthropic credential for this box's payer (%s); the operator sets one with %s.",
 			protocol.FormatPayerHeader(paid.Payer), payer.SetHint(paid.Payer, call.Box.Name))
 	}
-	answers, usage, err := c.answer(r.Context(), req, paid.Credential)
+	answers, usage, err := c.answer(r.Context(), req, &paying{c: c, paid: paid})
 	if err != nil {
 		return err
 	}
@@ -255,7 +252,7 @@ func (c *Capability) read(w http.ResponseWriter, r *http.Request) (*Request, err
 // answer asks every question the broker answers, at most Concurrency at
 // once, within Timeout. The first failure stops the others and is the
 // request's answer.
-func (c *Capability) answer(ctx context.Context, req *Request, cred []byte) ([]Answer, Usage, error) {
+func (c *Capability) answer(ctx context.Context, req *Request, pay *paying) ([]Answer, Usage, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 	g, gctx := errgroup.WithContext(ctx)
@@ -269,7 +266,7 @@ func (c *Capability) answer(ctx context.Context, req *Request, cred []byte) ([]A
 			continue
 		}
 		g.Go(func() error {
-			a, u, err := c.ask(gctx, req, q, cred)
+			a, u, err := c.ask(gctx, req, q, pay)
 			answers[i], usages[i] = a, u
 			return err
 		})

@@ -38,6 +38,11 @@ type Config struct {
 	MaxBody int64
 	// Logger receives upstream failures; never a credential.
 	Logger *slog.Logger
+	// MaxRetried bounds a request body kept in memory so that the call
+	// can be made again on another entry of the operator's pool (default
+	// 4 MiB); a larger body is forwarded as it streams and never retried.
+	// Below zero, no call is retried.
+	MaxRetried int64
 }
 
 // Capability is the /llm/anthropic capability.
@@ -48,10 +53,14 @@ type Capability struct {
 
 type ctxKey struct{}
 
-// paidFor carries the credential from Serve to the proxy's Rewrite and
-// ModifyResponse within one request.
+// paidFor carries the credential from Serve to the proxy's Rewrite, its
+// transport and ModifyResponse within one request. When the call may fail
+// over to another entry of the pool, it also holds what the call is made
+// again with.
 type paidFor struct {
 	paid capability.Paid
+	// retry is set when paid.Failover is and the body fits MaxRetried.
+	retry *retry
 }
 
 // New returns the capability.
@@ -65,8 +74,11 @@ func New(cfg Config) *Capability {
 	if cfg.Transport == nil {
 		cfg.Transport = proxy.NewTransport(proxy.TransportOptions{})
 	}
+	if cfg.MaxRetried == 0 {
+		cfg.MaxRetried = DefaultMaxRetried
+	}
 	c := &Capability{cfg: cfg}
-	c.proxy = proxy.New(c.rewrite, cfg.Transport, proxy.ErrorHandler(cfg.Logger, "Anthropic API"))
+	c.proxy = proxy.New(c.rewrite, &failover{base: cfg.Transport, log: cfg.Logger, upstream: cfg.Upstream}, proxy.ErrorHandler(cfg.Logger, "Anthropic API"))
 	c.proxy.ErrorLog = slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)
 	c.proxy.ModifyResponse = c.modifyResponse
 	return c
@@ -150,12 +162,22 @@ func (c *Capability) prepare(w http.ResponseWriter, r *http.Request, call *capab
 	// The bound goes on the copy the proxy reads, not on r: the server
 	// keeps its own body, and has nothing of ours to drain before it
 	// answers.
-	out := r.WithContext(context.WithValue(r.Context(), ctxKey{}, &paidFor{paid: paid}))
+	pf := &paidFor{paid: paid}
+	ctx := context.WithValue(r.Context(), ctxKey{}, pf)
+	if paid.Entry != "" {
+		ctx = proxy.WithEntry(ctx, paid.Entry)
+	}
+	out := r.WithContext(ctx)
 	out.Body = http.MaxBytesReader(w, r.Body, c.cfg.MaxBody)
 	if r.ContentLength != 0 {
 		// No token goes upstream, however the body writes it; the
 		// scrubber keeps the body's length, so Content-Length holds.
 		out.Body = proxy.NewTokenScrubber(out.Body)
+	}
+	if paid.Failover != nil {
+		if err := c.keepForRetry(out, pf); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
@@ -167,13 +189,22 @@ func (c *Capability) rewrite(pr *httputil.ProxyRequest) {
 	// with no Accept-Encoding the API answers unencoded.
 	pr.Out.Header.Del("Accept-Encoding")
 	n := proxy.ScrubHeader(pr.Out.Header)
-	proxy.SetAnthropicCredential(pr.Out.Header, pf.paid.Credential)
 	p, np := proxy.ScrubTokens(strings.TrimPrefix(pr.In.URL.Path, protocol.PrefixAnthropic))
 	q, nq := proxy.ScrubTokens(pr.In.URL.RawQuery)
 	if n+np+nq > 0 {
 		c.cfg.Logger.Warn("inference: replaced tokens the box sent in headers, path or query", "headers", n, "path", np, "query", nq)
 	}
-	proxy.Target(pr.Out, c.cfg.Upstream, p, q)
+	if rt := pf.retry; rt != nil {
+		// The call may be made again on another entry: with these
+		// headers, before any credential is put in, and this path.
+		rt.header, rt.path, rt.query = pr.Out.Header.Clone(), p, q
+	}
+	proxy.SetAnthropicCredential(pr.Out.Header, pf.paid.Credential)
+	upstream := c.cfg.Upstream
+	if pf.paid.Upstream != nil {
+		upstream = pf.paid.Upstream
+	}
+	proxy.Target(pr.Out, upstream, p, q)
 }
 
 // errEncoded is an answer in a content encoding, which the broker cannot

@@ -23,6 +23,7 @@ import (
 	"github.com/intentius/boxbroker/internal/cache"
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/grant"
+	"github.com/intentius/boxbroker/internal/pool"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/store"
@@ -56,6 +57,10 @@ type Resolver struct {
 	Cache *cache.Cache
 	// Keyring opens sealed credentials.
 	Keyring *secrets.Keyring
+	// Pool, when set, is the operator's credential pool, which pays for
+	// a shared payer's calls: the shared credential is its entry
+	// pool.Default. Nil pays them with the shared credential alone.
+	Pool *pool.Pool
 	// Store is read for grants and visitors' credentials on every request
 	// that carries a grant. Nil honours no grant: each is ignored as
 	// unknown.
@@ -113,6 +118,8 @@ func (p *Resolver) Func(b store.Box) capability.PayerFunc {
 		id := SharedAnthropic
 		if pay.Kind == protocol.PayerOwner {
 			id = OwnerAnthropic(b.Name)
+		} else if p.Pool != nil {
+			return p.Pool.Choose(ctx, b.Name, pay)
 		}
 		cred, err := p.Open(ctx, id)
 		if err != nil {

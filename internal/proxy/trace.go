@@ -15,6 +15,9 @@ const maxTraced = 16
 type Call struct {
 	Status  int
 	Latency time.Duration
+	// Entry names the entry of the operator's credential pool the call
+	// was made with (see WithEntry); "" for none.
+	Entry string
 }
 
 // Trace collects the upstream calls made on behalf of one box request,
@@ -42,6 +45,14 @@ func (t *Trace) Calls() []Call {
 }
 
 type traceKey struct{}
+
+type entryKey struct{}
+
+// WithEntry returns ctx noting that the upstream calls made with it are
+// paid by the credential pool's entry name, for the Trace.
+func WithEntry(ctx context.Context, name string) context.Context {
+	return context.WithValue(ctx, entryKey{}, name)
+}
 
 // WithTrace returns ctx carrying t, for a Traced transport to note calls in.
 func WithTrace(ctx context.Context, t *Trace) context.Context {
@@ -78,6 +89,7 @@ func (t *traced) RoundTrip(req *http.Request) (*http.Response, error) {
 	start := t.now()
 	resp, err := t.rt.RoundTrip(req)
 	c := Call{Latency: t.now().Sub(start)}
+	c.Entry, _ = req.Context().Value(entryKey{}).(string)
 	if err == nil {
 		c.Status = resp.StatusCode
 	}

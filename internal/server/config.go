@@ -58,6 +58,10 @@ type Config struct {
 	// EgressMaxBody bounds a request body sent to an egress secret's host
 	// (default 256 MiB). Bodies are streamed, never held.
 	EgressMaxBody int64
+	// PoolRetryBody bounds a Messages or count_tokens body kept in memory
+	// so that a call the operator's pool pays for can be made again on
+	// another entry after a refusal (default 4 MiB; -1: never retried).
+	PoolRetryBody int64
 	// ReadHeaderTimeout bounds reading a request's headers (default 10 s).
 	ReadHeaderTimeout time.Duration
 	// ReadTimeout bounds reading a request: its header and, on the
@@ -144,6 +148,9 @@ func (c *Config) Defaults() {
 	}
 	if c.EgressMaxBody == 0 {
 		c.EgressMaxBody = 256 << 20
+	}
+	if c.PoolRetryBody == 0 {
+		c.PoolRetryBody = 4 << 20
 	}
 	if c.ReadHeaderTimeout == 0 {
 		c.ReadHeaderTimeout = 10 * time.Second

@@ -26,6 +26,7 @@ import (
 	"github.com/intentius/boxbroker/internal/inference"
 	"github.com/intentius/boxbroker/internal/metrics"
 	"github.com/intentius/boxbroker/internal/payer"
+	"github.com/intentius/boxbroker/internal/pool"
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/spend"
@@ -230,7 +231,9 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 			opt.OnGrant(outcome)
 		}
 	}
-	pay := &payer.Resolver{Cache: c, Keyring: keyring, Store: st, Logger: log, Now: opt.Now, OnGrant: onGrant}
+	credPool := pool.New(pool.Config{Cache: c, Keyring: keyring, Upstream: cfg.AnthropicURL, Logger: log})
+	m.Pool(poolStats(credPool))
+	pay := &payer.Resolver{Cache: c, Keyring: keyring, Store: st, Logger: log, Now: opt.Now, OnGrant: onGrant, Pool: credPool}
 	eg, err := egress.New(egress.Config{Secrets: c, Keyring: keyring, Transport: opt.Transport, MaxBody: cfg.EgressMaxBody, Logger: log,
 		TransportOptions: proxy.TransportOptions{ResponseHeaderTimeout: cfg.UpstreamHeaderTimeout}, Mints: st, MintTransport: opt.MintTransport, Now: opt.Now, Audit: aw})
 	if err != nil {
@@ -255,7 +258,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	}
 	metered := meter.Transport(transport)
 	caps := []capability.Capability{
-		meter.Wrap(inference.New(inference.Config{Upstream: cfg.AnthropicURL, Transport: metered, MaxBody: cfg.MaxBody, Logger: log})),
+		meter.Wrap(inference.New(inference.Config{Upstream: cfg.AnthropicURL, Transport: metered, MaxBody: cfg.MaxBody, MaxRetried: cfg.PoolRetryBody, Logger: log})),
 		meter.Wrap(decide.New(decide.Config{Upstream: cfg.AnthropicURL, Transport: metered, Timeout: cfg.DecideTimeout, Logger: log})),
 		eg,
 		feedback.New(feedback.Config{Store: st, Keep: cfg.Feedback == FeedbackKeep}),
@@ -279,7 +282,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		}
 		return nil, err
 	}
-	adm, err := admin.New(admin.Config{Store: st, Cache: c, Keyring: keyring, Broker: cfg.Broker, Logger: log, Metrics: m.Handler()})
+	adm, err := admin.New(admin.Config{Store: st, Cache: c, Keyring: keyring, Broker: cfg.Broker, Logger: log, Metrics: m.Handler(), Pool: credPool})
 	if err != nil {
 		if opt.Store == nil {
 			st.Close()

@@ -43,6 +43,7 @@ type Store interface {
 	ProxyAuthority
 	Mints
 	Overview
+	Pool
 	// Ping reports whether the database answers.
 	Ping(ctx context.Context) error
 	// Close releases the database.
@@ -315,6 +316,9 @@ type AuditEntry struct {
 	Message        string
 	Duration       time.Duration
 	UpstreamStatus int
+	// PaidBy names the entry of the operator's credential pool whose
+	// credential the last upstream call was made with; "" when none was.
+	PaidBy string
 }
 
 // AuditQuery selects audit entries.

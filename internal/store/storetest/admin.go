@@ -79,7 +79,7 @@ func testAudit(t *testing.T, s store.Store) {
 	mustCreateBox(t, s, "alpha")
 	entries := []store.AuditEntry{
 		{Box: "alpha", At: at(1), Method: "POST", Route: "/llm/anthropic/v1/messages", Capability: "inference", Words: []string{"agent"},
-			Status: 200, Duration: 1500 * time.Microsecond, UpstreamStatus: 200},
+			Status: 200, Duration: 1500 * time.Microsecond, UpstreamStatus: 200, PaidBy: "team-b"},
 		{Box: "alpha", At: at(2), Method: "POST", Route: "/decide/v1/systemone", Capability: "inference", Words: []string{"decide"},
 			Status: 403, Reason: "declaration", Message: "This box's inference capability does not list decide in its scope (it lists agent)."},
 		{Box: "", At: at(3), Method: "GET", Route: "/llm/anthropic/v1/models", Capability: "inference", Words: []string{"agent"},

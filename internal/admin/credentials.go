@@ -1,0 +1,177 @@
+package admin
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/pool"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/secrets"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// PoolEntryView is one entry of the operator's credential pool: never its
+// value. State and the counts are the answering replica's own: State is
+// healthy, cooling or failed (until Until), and the counts run from
+// when that replica started.
+type PoolEntryView struct {
+	Name      string  `json:"name"`
+	Kind      string  `json:"kind"`
+	Weight    int     `json:"weight"`
+	URL       string  `json:"url"`
+	UpdatedAt string  `json:"updatedAt"`
+	State     string  `json:"state"`
+	Until     *string `json:"until"`
+	Requests  int64   `json:"requests"`
+	R429      int64   `json:"r429"`
+	R529      int64   `json:"r529"`
+	Failovers int64   `json:"failovers"`
+	Failures  int64   `json:"failures"`
+}
+
+// PoolList is the answer to GET /api/credentials/pool.
+type PoolList struct {
+	Entries []PoolEntryView `json:"entries"`
+}
+
+// PoolEntryValue is the body of PUT /api/credentials/pool/{entry}: the
+// value, its weight (0 for 1) and its base URL ("" for the broker's).
+type PoolEntryValue struct {
+	Value  string `json:"value"`
+	Weight int    `json:"weight,omitempty"`
+	URL    string `json:"url,omitempty"`
+}
+
+// poolRoutes are the pool's routes, added to apiRoutes.
+func (s *Server) poolRoutes() []Route {
+	return []Route{
+		{Pattern: "GET /api/credentials/pool", Handle: s.listPool},
+		{Pattern: "PUT /api/credentials/pool/{entry}", Handle: s.setPoolEntry},
+		{Pattern: "DELETE /api/credentials/pool/{entry}", Handle: s.removePoolEntry},
+	}
+}
+
+// entryName reads and checks the {entry} path value.
+func entryName(r *http.Request) (string, error) {
+	name := r.PathValue("entry")
+	if !pool.ValidName(name) {
+		return "", capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "%s.", upperFirst(pool.ErrName.Error()))
+	}
+	return name, nil
+}
+
+func upperFirst(s string) string {
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		return s
+	}
+	return string(s[0]-'a'+'A') + s[1:]
+}
+
+func (s *Server) poolOf() *pool.Pool {
+	if s.cfg.Pool != nil {
+		return s.cfg.Pool
+	}
+	return pool.New(pool.Config{Cache: s.cfg.Cache, Keyring: s.cfg.Keyring})
+}
+
+func (s *Server) listPool(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Cache == nil {
+		return capability.Errorf(http.StatusNotImplemented, protocol.TypeAPI, "This admin API reads no pool.")
+	}
+	stats, err := s.poolOf().Stats(r.Context())
+	if err != nil {
+		return storeError(err, "", "")
+	}
+	out := PoolList{Entries: make([]PoolEntryView, 0, len(stats))}
+	for _, st := range stats {
+		v := PoolEntryView{Name: st.Name, Kind: st.Kind, Weight: st.Weight, URL: st.URL, UpdatedAt: formatTime(st.UpdatedAt),
+			State: st.State, Requests: st.Requests, R429: st.R429, R529: st.R529, Failovers: st.Failovers, Failures: st.Failures}
+		if !st.Until.IsZero() {
+			u := formatTime(st.Until)
+			v.Until = &u
+		}
+		out.Entries = append(out.Entries, v)
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) setPoolEntry(w http.ResponseWriter, r *http.Request) error {
+	name, err := entryName(r)
+	if err != nil {
+		return err
+	}
+	var pv PoolEntryValue
+	if err := readJSON(w, r, &pv); err != nil {
+		return err
+	}
+	defer func() { pv.Value = "" }()
+	if pv.Weight == 0 {
+		pv.Weight = 1
+	}
+	u, err := pool.CheckEntry(name, pv.Weight, pv.URL)
+	if err != nil {
+		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "%s.", upperFirst(err.Error()))
+	}
+	if name == pool.Default {
+		cv, err := s.putCredential(r.Context(), pool.SharedID, &pv.Value)
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, http.StatusOK, PoolEntryView{Name: name, Kind: cv.Kind, Weight: 1, UpdatedAt: cv.UpdatedAt, State: pool.StateHealthy})
+	}
+	v, err := s.putPoolEntry(r.Context(), name, pv.Weight, u, &pv.Value)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, v)
+}
+
+// putPoolEntry checks *value, seals it as the pool entry name, stores it,
+// clears *value, and waits until every replica sees it.
+func (s *Server) putPoolEntry(ctx context.Context, name string, weight int, u string, value *string) (PoolEntryView, error) {
+	if err := checkValue("credential", *value); err != nil {
+		return PoolEntryView{}, err
+	}
+	plain := []byte(*value)
+	sealed, err := s.cfg.Keyring.Seal(plain, pool.AD(name))
+	kind := pool.Kind(plain)
+	secrets.Zero(plain)
+	*value = ""
+	if err != nil {
+		return PoolEntryView{}, fmt.Errorf("seal pool entry %s: %w", name, err)
+	}
+	e := store.PoolEntry{Name: name, Weight: weight, URL: u, Sealed: sealed, UpdatedAt: s.cfg.Now().UTC()}
+	if err := s.cfg.Store.SetPoolEntry(ctx, e); err != nil {
+		return PoolEntryView{}, storeError(err, "", "")
+	}
+	if err := s.changed(ctx, store.ChangePool, name); err != nil {
+		return PoolEntryView{}, err
+	}
+	s.log.Info("admin: credential pool entry set", "entry", name, "kind", kind, "weight", weight)
+	return PoolEntryView{Name: name, Kind: kind, Weight: weight, URL: u, UpdatedAt: formatTime(e.UpdatedAt), State: pool.StateHealthy}, nil
+}
+
+func (s *Server) removePoolEntry(w http.ResponseWriter, r *http.Request) error {
+	name, err := entryName(r)
+	if err != nil {
+		return err
+	}
+	kind, key := store.ChangePool, name
+	if name == pool.Default {
+		err = s.cfg.Store.DeleteCredential(r.Context(), pool.SharedID)
+		kind, key = store.ChangeCredential, pool.SharedID
+	} else {
+		err = s.cfg.Store.DeletePoolEntry(r.Context(), name)
+	}
+	if err != nil {
+		return storeError(err, fmt.Sprintf("The credential pool has no entry named %s.", name), "")
+	}
+	if err := s.changed(r.Context(), kind, key); err != nil {
+		return err
+	}
+	s.log.Info("admin: credential pool entry removed", "entry", name)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

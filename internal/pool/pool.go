@@ -1,0 +1,525 @@
+// Package pool is the operator's pool of Anthropic credentials: the
+// shared credential ("anthropic", the entry named Default) and the named
+// entries beside it, each with a weight and, optionally, an
+// Anthropic-compatible base URL of its own.
+//
+// A box's calls go to one entry while that entry is healthy, chosen by
+// weighted rendezvous hashing of the box's name over the healthy entries:
+// its prompt cache, which the API keeps per organisation, stays warm, and
+// adding or removing an entry moves only the boxes that entry gains or
+// loses. An entry that answers 429 or 529 (or a 5xx overloaded_error)
+// cools, for the answer's retry-after or an exponential backoff, and takes
+// no new calls meanwhile; one that answers 401 or 403 is failed for
+// FailedFor. A call refused so, before any byte of its answer went to the
+// box, is made again on the box's next healthy entry (see
+// capability.Failover).
+//
+// The entries live in the store and are read through the cache, so every
+// replica sees an added or removed entry at once. Health is this
+// replica's own: each replica learns it from the answers it gets.
+package pool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"math"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/cache"
+	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/proxy"
+	"github.com/intentius/boxbroker/internal/secrets"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// Default is the name of the entry that is the shared credential, the
+// one `boxbroker credential set anthropic` sets.
+const Default = "default"
+
+// SharedID is the credential ID of the Default entry in the store.
+const SharedID = "anthropic"
+
+// AD is the additional data the entry named name is sealed with: the
+// Default entry is the shared credential, sealed as it always was.
+func AD(name string) string {
+	if name == Default {
+		return "credential:" + SharedID
+	}
+	return "credential:" + SharedID + "/" + name
+}
+
+// Defaults for Config.
+const (
+	DefaultCoolBase   = time.Second
+	DefaultCoolMax    = 5 * time.Minute
+	DefaultFailedFor  = 10 * time.Minute
+	DefaultTryFor     = 30 * time.Second
+	DefaultMaxRetried = 4 << 20
+)
+
+// Config configures a Pool.
+type Config struct {
+	// Cache reads the shared credential and the named entries. Required.
+	Cache *cache.Cache
+	// Keyring opens sealed entries. Required.
+	Keyring *secrets.Keyring
+	// Upstream is the base URL of an entry that names none (the broker's
+	// --anthropic-url).
+	Upstream *url.URL
+	// CoolBase is the first backoff of an entry that answered 429 or 529
+	// with no retry-after; each refusal in a row doubles it, up to
+	// CoolMax, which also bounds a retry-after.
+	CoolBase, CoolMax time.Duration
+	// FailedFor is how long an entry that answered 401 or 403 takes no
+	// calls on this replica.
+	FailedFor time.Duration
+	// TryFor bounds the time from a call's first try to the start of its
+	// last: no entry is tried after it.
+	TryFor time.Duration
+	// Logger receives a WARN for every entry failed; never a value.
+	Logger *slog.Logger
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// ErrEmpty is returned by Choose when the pool has no entry.
+var ErrEmpty = capability.ErrNoCredential
+
+// Pool is the operator's credential pool. Its methods are safe for
+// concurrent use.
+type Pool struct {
+	cfg Config
+
+	mu     sync.Mutex         // guards health and urls
+	health map[string]*health // by entry name; this replica's own
+	urls   map[string]*url.URL
+}
+
+// health is what this replica knows of one entry.
+type health struct {
+	until     time.Time // cooling or failed until
+	failed    bool      // until is a failure's (401/403), not a cooling's
+	failedAt  time.Time // when it failed
+	strikes   int       // 429/529 answers in a row, for the backoff
+	requests  int64
+	r429      int64
+	r529      int64
+	failovers int64
+	failures  int64 // 401/403 answers
+}
+
+// New returns a Pool.
+func New(cfg Config) *Pool {
+	if cfg.CoolBase <= 0 {
+		cfg.CoolBase = DefaultCoolBase
+	}
+	if cfg.CoolMax <= 0 {
+		cfg.CoolMax = DefaultCoolMax
+	}
+	if cfg.FailedFor <= 0 {
+		cfg.FailedFor = DefaultFailedFor
+	}
+	if cfg.TryFor <= 0 {
+		cfg.TryFor = DefaultTryFor
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Pool{cfg: cfg, health: map[string]*health{}, urls: map[string]*url.URL{}}
+}
+
+// Entry is one entry of the pool as read from the store: its value sealed.
+type Entry struct {
+	Name      string
+	Weight    int
+	URL       string // "" for the broker's upstream
+	Sealed    []byte
+	UpdatedAt time.Time
+}
+
+// Entries returns the pool's entries, the Default one (when the shared
+// credential is set) first and then the named ones by name.
+func (p *Pool) Entries(ctx context.Context) ([]Entry, error) {
+	named, err := p.cfg.Cache.PoolEntries(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Entry, 0, len(named)+1)
+	c, err := p.cfg.Cache.Credential(ctx, SharedID)
+	switch {
+	case err == nil:
+		out = append(out, Entry{Name: Default, Weight: 1, Sealed: c.Sealed, UpdatedAt: c.UpdatedAt})
+	case !errors.Is(err, store.ErrNotFound):
+		return nil, err
+	}
+	for _, e := range named {
+		if e.Name == Default {
+			continue // the shared credential is the Default entry
+		}
+		out = append(out, Entry{Name: e.Name, Weight: max(e.Weight, 1), URL: e.URL, Sealed: e.Sealed, UpdatedAt: e.UpdatedAt})
+	}
+	return out, nil
+}
+
+// score is entry e's weighted rendezvous score for key: the highest wins.
+// It is -w/ln(u) for u the hash of key and name in (0, 1), so that an
+// entry wins a share of keys proportional to its weight, and removing an
+// entry moves only the keys it had.
+func score(key, name string, w int) float64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(key))
+	_, _ = h.Write([]byte{0})
+	_, _ = h.Write([]byte(name))
+	x := h.Sum64()
+	// A final mix, since FNV's low bits are weak for short inputs.
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	u := (float64(x>>11) + 0.5) / (1 << 53) // in (0, 1)
+	return -float64(w) / math.Log(u)
+}
+
+// Order returns the names of entries es in the order box's calls try them:
+// by weighted rendezvous score for box, highest first.
+func Order(box string, es []Entry) []string {
+	type ranked struct {
+		name  string
+		score float64
+	}
+	rs := make([]ranked, len(es))
+	for i, e := range es {
+		rs[i] = ranked{e.Name, score(box, e.Name, e.Weight)}
+	}
+	sort.Slice(rs, func(i, j int) bool { return rs[i].score > rs[j].score })
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.name
+	}
+	return out
+}
+
+// Choice is one call's way through the pool: the box's entries in
+// rendezvous order, the healthy ones first.
+type Choice struct {
+	p       *Pool
+	payer   protocol.Payer
+	entries []Entry // in the order tried
+	healthy int     // how many of entries were healthy when chosen
+	i       int     // the entry tried last
+	start   time.Time
+}
+
+// Choose returns box's way through the pool for one call and the Paid
+// for its first try, or ErrEmpty (capability.ErrNoCredential) when the
+// pool has no entry. When every entry is cooling or failed, the call
+// still goes to the box's first entry, once, so that the box gets the
+// upstream's own answer.
+func (p *Pool) Choose(ctx context.Context, box string, pay protocol.Payer) (capability.Paid, error) {
+	es, err := p.Entries(ctx)
+	if err != nil {
+		return capability.Paid{Payer: pay}, err
+	}
+	if len(es) == 0 {
+		return capability.Paid{Payer: pay}, ErrEmpty
+	}
+	now := p.cfg.Now()
+	c := &Choice{p: p, payer: pay, start: now, entries: make([]Entry, 0, len(es))}
+	h := make([]Entry, 0, len(es))
+	p.mu.Lock()
+	for _, e := range es {
+		if hl := p.health[e.Name]; hl != nil && hl.failed && e.UpdatedAt.After(hl.failedAt) {
+			// Set again since it failed: given another chance.
+			hl.until, hl.failed = time.Time{}, false
+		}
+		if p.usableLocked(e.Name, now) {
+			h = append(h, e)
+		}
+	}
+	p.mu.Unlock()
+	if len(h) == 0 {
+		first := Order(box, es)[0]
+		for _, e := range es {
+			if e.Name == first {
+				h = append(h, e)
+			}
+		}
+	} else {
+		c.healthy = len(h)
+	}
+	byName := make(map[string]Entry, len(h))
+	for _, e := range h {
+		byName[e.Name] = e
+	}
+	for _, n := range Order(box, h) {
+		c.entries = append(c.entries, byName[n])
+	}
+	paid, err := c.paid(0)
+	if err != nil {
+		return capability.Paid{Payer: pay}, err
+	}
+	if len(c.entries) > 1 {
+		paid.Failover = c
+	} else {
+		paid.Failover = single{c}
+	}
+	return paid, nil
+}
+
+// usableLocked reports whether the entry name takes calls at now.
+func (p *Pool) usableLocked(name string, now time.Time) bool {
+	h := p.health[name]
+	return h == nil || !now.Before(h.until)
+}
+
+// paid opens the i'th entry and counts a request on it.
+func (c *Choice) paid(i int) (capability.Paid, error) {
+	e := c.entries[i]
+	cred, err := c.p.cfg.Keyring.Open(e.Sealed, AD(e.Name))
+	if err != nil {
+		return capability.Paid{}, fmt.Errorf("credential pool entry %s: %w", e.Name, err)
+	}
+	u, err := c.p.url(e.URL)
+	if err != nil {
+		return capability.Paid{}, fmt.Errorf("credential pool entry %s: %w", e.Name, err)
+	}
+	c.i = i
+	c.p.mu.Lock()
+	c.p.healthLocked(e.Name).requests++
+	c.p.mu.Unlock()
+	return capability.Paid{Payer: c.payer, Credential: cred, Entry: e.Name, Upstream: u}, nil
+}
+
+// url parses an entry's base URL once; "" is the broker's upstream.
+func (p *Pool) url(s string) (*url.URL, error) {
+	if s == "" {
+		return p.cfg.Upstream, nil
+	}
+	p.mu.Lock()
+	u, ok := p.urls[s]
+	p.mu.Unlock()
+	if ok {
+		return u, nil
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, errors.New("its URL does not parse")
+	}
+	p.mu.Lock()
+	if len(p.urls) > 1000 {
+		clear(p.urls)
+	}
+	p.urls[s] = u
+	p.mu.Unlock()
+	return u, nil
+}
+
+func (p *Pool) healthLocked(name string) *health {
+	h := p.health[name]
+	if h == nil {
+		h = &health{}
+		p.health[name] = h
+	}
+	return h
+}
+
+// Answered implements capability.Failover.
+func (c *Choice) Answered(status int, hd http.Header, body []byte) bool {
+	return c.p.answered(c.entries[c.i].Name, status, hd, body)
+}
+
+// Next implements capability.Failover: the next entry that was healthy
+// when the call began and still is, while the call has time left.
+func (c *Choice) Next() (capability.Paid, bool) {
+	now := c.p.cfg.Now()
+	if now.Sub(c.start) >= c.p.cfg.TryFor {
+		return capability.Paid{}, false
+	}
+	prev := c.entries[c.i].Name
+	for i := c.i + 1; i < c.healthy; i++ {
+		c.p.mu.Lock()
+		ok := c.p.usableLocked(c.entries[i].Name, now)
+		c.p.mu.Unlock()
+		if !ok {
+			continue
+		}
+		paid, err := c.paid(i)
+		if err != nil {
+			c.p.cfg.Logger.Warn("credential pool: entry skipped", "entry", c.entries[i].Name, "err", err)
+			continue
+		}
+		c.p.mu.Lock()
+		c.p.healthLocked(prev).failovers++
+		c.p.mu.Unlock()
+		paid.Failover = c
+		return paid, true
+	}
+	return capability.Paid{}, false
+}
+
+// single is the Failover of a call with one entry to try: it counts and
+// cools, and never offers another.
+type single struct{ c *Choice }
+
+func (s single) Answered(status int, h http.Header, body []byte) bool {
+	return s.c.Answered(status, h, body)
+}
+func (s single) Next() (capability.Paid, bool) { return capability.Paid{}, false }
+func (s single) Others() bool                  { return false }
+
+// Others implements capability.Failover.
+func (c *Choice) Others() bool { return c.i+1 < c.healthy }
+
+// NeedsBody reports whether an answer of status is judged by its body:
+// a 5xx other than 529, which is a refusal only when its error is an
+// overloaded_error.
+func NeedsBody(status int) bool {
+	return status >= 500 && status <= 599 && status != 529
+}
+
+// answered notes what entry name answered, and reports whether it was a
+// refusal another entry may not give.
+func (p *Pool) answered(name string, status int, hd http.Header, body []byte) bool {
+	now := p.cfg.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	h := p.healthLocked(name)
+	switch {
+	case status == http.StatusTooManyRequests || status == 529 || (NeedsBody(status) && overloaded(body)):
+		if status == http.StatusTooManyRequests {
+			h.r429++
+		} else {
+			h.r529++
+		}
+		h.strikes++
+		d, ok := retryAfter(hd, now)
+		if !ok {
+			d = p.cfg.CoolBase << min(h.strikes-1, 20)
+		}
+		d = min(d, p.cfg.CoolMax)
+		if u := now.Add(d); u.After(h.until) {
+			h.until, h.failed = u, false
+		}
+		return true
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		h.failures++
+		h.until, h.failed, h.failedAt = now.Add(p.cfg.FailedFor), true, now
+		p.cfg.Logger.Warn("credential pool: the upstream refused an entry's credential; it takes no calls on this replica until the time given",
+			"entry", name, "status", status, "until", h.until.UTC().Format(time.RFC3339))
+		return true
+	case status > 0 && status < 400:
+		h.strikes = 0
+	}
+	return false
+}
+
+// overloaded reports whether body is an Anthropic error of type
+// overloaded_error.
+func overloaded(body []byte) bool {
+	var e struct {
+		Error struct {
+			Type string `json:"type"`
+		} `json:"error"`
+	}
+	return json.Unmarshal(body, &e) == nil && e.Error.Type == protocol.TypeOverloaded
+}
+
+// retryAfter reads an answer's retry-after: seconds, or an HTTP date.
+func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
+	v := h.Get("Retry-After")
+	if v == "" {
+		return 0, false
+	}
+	if n, err := strconv.ParseFloat(v, 64); err == nil && n >= 0 && n < 1e6 {
+		return time.Duration(n * float64(time.Second)), true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return 0, false
+}
+
+// State is an entry's state on this replica.
+const (
+	StateHealthy = "healthy"
+	StateCooling = "cooling"
+	StateFailed  = "failed"
+)
+
+// Stat is what this replica knows of one entry: its state and counts
+// since the process began.
+type Stat struct {
+	Name      string
+	Weight    int
+	URL       string
+	Kind      string // "API key" or "setup token"; "" when it cannot be opened
+	UpdatedAt time.Time
+	State     string
+	Until     time.Time // when cooling or failed ends; zero when healthy
+	Requests  int64
+	R429      int64
+	R529      int64
+	Failovers int64
+	Failures  int64
+}
+
+// Stats returns every entry with this replica's state and counts, and
+// its Kind.
+func (p *Pool) Stats(ctx context.Context) ([]Stat, error) { return p.stats(ctx, true) }
+
+// Health is Stats without Kind, which opens no sealed value: for a
+// metrics scrape.
+func (p *Pool) Health(ctx context.Context) ([]Stat, error) { return p.stats(ctx, false) }
+
+func (p *Pool) stats(ctx context.Context, kinds bool) ([]Stat, error) {
+	es, err := p.Entries(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := p.cfg.Now()
+	out := make([]Stat, 0, len(es))
+	for _, e := range es {
+		s := Stat{Name: e.Name, Weight: e.Weight, URL: e.URL, UpdatedAt: e.UpdatedAt, State: StateHealthy}
+		if kinds {
+			if v, err := p.cfg.Keyring.Open(e.Sealed, AD(e.Name)); err == nil {
+				s.Kind = Kind(v)
+				secrets.Zero(v)
+			}
+		}
+		p.mu.Lock()
+		if h := p.health[e.Name]; h != nil {
+			s.Requests, s.R429, s.R529, s.Failovers, s.Failures = h.requests, h.r429, h.r529, h.failovers, h.failures
+			if now.Before(h.until) {
+				s.State, s.Until = StateCooling, h.until
+				if h.failed {
+					s.State = StateFailed
+				}
+			}
+		}
+		p.mu.Unlock()
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// Kind says what an Anthropic credential is, without any of it.
+func Kind(v []byte) string {
+	if proxy.IsSetupToken(v) {
+		return "setup token"
+	}
+	return "API key"
+}

@@ -1,0 +1,14 @@
+-- 0007: the operator's pool of Anthropic credentials, its named entries.
+-- The shared credential "anthropic" stays in credentials, where it is the
+-- pool's entry "default".
+
+CREATE TABLE pool_entries (
+	name       text        NOT NULL PRIMARY KEY,
+	weight     integer     NOT NULL CHECK (weight >= 1),
+	url        text        NOT NULL,
+	sealed     bytea       NOT NULL,
+	updated_at timestamptz NOT NULL
+);
+
+-- The audit log names the pool entry that paid for a call.
+ALTER TABLE audit ADD COLUMN paid_by TEXT NOT NULL DEFAULT '';

@@ -1,0 +1,57 @@
+package storetest
+
+import (
+	"testing"
+
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// testPool holds the pool's entries: set, replaced, listed by name with
+// their sealed values, removed, each write logged as a ChangePool change.
+func testPool(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	got, err := s.PoolEntries(ctx)
+	if err != nil || len(got) != 0 {
+		t.Fatalf("PoolEntries() on an empty store = %v, %v; want none, nil", got, err)
+	}
+	b := store.PoolEntry{Name: "b", Weight: 2, URL: "https://gw.example/", Sealed: []byte{0, 1, 2, 0xff}, UpdatedAt: at(1)}
+	a := store.PoolEntry{Name: "a", Weight: 1, Sealed: []byte("sealed-a"), UpdatedAt: at(2)}
+	seq := lastChange(t, s)
+	for _, e := range []store.PoolEntry{b, a} {
+		if err := s.SetPoolEntry(ctx, e); err != nil {
+			t.Fatalf("SetPoolEntry(%s) = %v, want nil", e.Name, err)
+		}
+	}
+	if d := diff([]store.Change{{Kind: store.ChangePool, Key: "a"}, {Kind: store.ChangePool, Key: "b"}}, keys(changesAfter(t, s, seq))); d != "" {
+		t.Errorf("SetPoolEntry changes (-want +got):\n%s", d)
+	}
+	got, err = s.PoolEntries(ctx)
+	if err != nil {
+		t.Fatalf("PoolEntries() = %v, want nil", err)
+	}
+	if d := diff([]store.PoolEntry{a, b}, got); d != "" {
+		t.Errorf("PoolEntries() (-want +got):\n%s", d)
+	}
+	b2 := store.PoolEntry{Name: "b", Weight: 5, Sealed: []byte("sealed-b2"), UpdatedAt: at(3)}
+	if err := s.SetPoolEntry(ctx, b2); err != nil {
+		t.Fatalf("SetPoolEntry(b) again = %v, want nil", err)
+	}
+	got, _ = s.PoolEntries(ctx)
+	if d := diff([]store.PoolEntry{a, b2}, got); d != "" {
+		t.Errorf("PoolEntries() after replacing b (-want +got):\n%s", d)
+	}
+	seq = lastChange(t, s)
+	wantErr(t, "DeletePoolEntry(a)", s.DeletePoolEntry(ctx, "a"), nil)
+	wantErr(t, "DeletePoolEntry(a) again", s.DeletePoolEntry(ctx, "a"), store.ErrNotFound)
+	if d := diff([]store.Change{{Kind: store.ChangePool, Key: "a"}}, keys(changesAfter(t, s, seq))); d != "" {
+		t.Errorf("DeletePoolEntry changes (-want +got):\n%s", d)
+	}
+	got, _ = s.PoolEntries(ctx)
+	if d := diff([]store.PoolEntry{b2}, got); d != "" {
+		t.Errorf("PoolEntries() after removing a (-want +got):\n%s", d)
+	}
+	// The shared credential is not a pool row: it stays where it was.
+	if _, err := s.Credential(ctx, "anthropic"); err == nil {
+		t.Errorf("Credential(anthropic) on a store with only pool entries = nil error, want ErrNotFound")
+	}
+}
