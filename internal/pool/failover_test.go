@@ -433,3 +433,38 @@ func TestPool_SixtyBoxesSpreadByWeight(t *testing.T) {
 	}
 	t.Logf("60 boxes over weights 1, 2, 3: %v calls (2 a box)", got)
 }
+
+// A hostile box sends a call that every entry refuses with 403 (as the
+// API does for a model the organisation may not use). The box gets the
+// upstream's own 403, and no entry is failed: one box cannot take the
+// operator's keys away from every other box.
+func TestPool_ABoxCannotFailEntriesWithItsOwnRefusals(t *testing.T) {
+	b, up := setup(t, nil)
+	tok := box(t, b, "mallory")
+	refusal := answer{status: 403, body: `{"type":"error","error":{"type":"permission_error","message":"model not allowed"}}`}
+	for _, name := range []string{pool.Default, "second", "third"} {
+		a := refusal
+		up.set(name, &a)
+	}
+	for i := 0; i < 3; i++ {
+		resp := messages(t, b, tok, []byte(msgBody))
+		if resp.StatusCode != 403 || !bytes.Contains(resp.Body, []byte("model not allowed")) {
+			t.Fatalf("call %d: the box got %d %s, want the upstream's own 403", i, resp.StatusCode, resp.Body)
+		}
+	}
+	for _, name := range []string{pool.Default, "second", "third"} {
+		up.set(name, nil)
+		if st := statOf(t, b, name); st.State != pool.StateHealthy {
+			t.Errorf("entry %s is %q after one box's refused calls, want %q", name, st.State, pool.StateHealthy)
+		}
+	}
+	// Another box's call goes to its own first entry, at once.
+	other := box(t, b, "alice")
+	n := len(up.took())
+	if resp := messages(t, b, other, []byte(msgBody)); resp.StatusCode != 200 {
+		t.Fatalf("alice: %d %s", resp.StatusCode, resp.Body)
+	}
+	if calls := up.took(); len(calls) != n+1 || calls[n].entry != order("alice")[0] {
+		t.Errorf("alice's call went to %v, want %s alone", calls[n:], order("alice")[0])
+	}
+}

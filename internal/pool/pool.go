@@ -9,8 +9,9 @@
 // adding or removing an entry moves only the boxes that entry gains or
 // loses. An entry that answers 429 or 529 (or a 5xx overloaded_error)
 // cools, for the answer's retry-after or an exponential backoff, and takes
-// no new calls meanwhile; one that answers 401 or 403 is failed for
-// FailedFor. A call refused so, before any byte of its answer went to the
+// no new calls meanwhile; one that answers 401 or 403 to a call another
+// entry then serves is failed for FailedFor (a call every entry refuses
+// so is the request's fault, and fails none). A call refused so, before any byte of its answer went to the
 // box, is made again on the box's next healthy entry (see
 // capability.Failover).
 //
@@ -222,6 +223,9 @@ type Choice struct {
 	healthy int     // how many of entries were healthy when chosen
 	i       int     // the entry tried last
 	start   time.Time
+	// suspects are the entries that refused this call with 401 or 403,
+	// failed only if another entry then serves it.
+	suspects []string
 }
 
 // Choose returns box's way through the pool for one call and the Paid
@@ -339,7 +343,16 @@ func (p *Pool) healthLocked(name string) *health {
 
 // Answered implements capability.Failover.
 func (c *Choice) Answered(status int, hd http.Header, body []byte) bool {
-	return c.p.answered(c.entries[c.i].Name, status, hd, body)
+	name := c.entries[c.i].Name
+	refused := c.p.answered(name, status, hd, body)
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		c.suspects = append(c.suspects, name)
+	case status > 0 && status < 400 && len(c.suspects) > 0:
+		c.p.confirmFailed(c.suspects, name)
+		c.suspects = nil
+	}
+	return refused
 }
 
 // Next implements capability.Failover: the next entry that was healthy
@@ -381,6 +394,21 @@ func (s single) Answered(status int, h http.Header, body []byte) bool {
 func (s single) Next() (capability.Paid, bool) { return capability.Paid{}, false }
 func (s single) Others() bool                  { return false }
 
+// confirmFailed fails the entries named in suspects, which refused a
+// call with 401 or 403 that entry by then served: the request was
+// sound, so their credentials are what the upstream refused.
+func (p *Pool) confirmFailed(suspects []string, by string) {
+	now := p.cfg.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, name := range suspects {
+		h := p.healthLocked(name)
+		h.until, h.failed, h.failedAt = now.Add(p.cfg.FailedFor), true, now
+		p.cfg.Logger.Warn("credential pool: the upstream refused an entry's credential for a call another entry then served; it takes no calls on this replica until the time given",
+			"entry", name, "served_by", by, "until", h.until.UTC().Format(time.RFC3339))
+	}
+}
+
 // Others implements capability.Failover.
 func (c *Choice) Others() bool { return c.i+1 < c.healthy }
 
@@ -416,10 +444,13 @@ func (p *Pool) answered(name string, status int, hd http.Header, body []byte) bo
 		}
 		return true
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		// Counted, and made again on the next entry, but the entry is
+		// not failed here: a request can draw a 403 whatever the key
+		// (a model the organisation may not use), and a box must not
+		// be able to fail the operator's entries one call at a time.
+		// The Choice fails it once another entry served the same
+		// request (confirmFailed).
 		h.failures++
-		h.until, h.failed, h.failedAt = now.Add(p.cfg.FailedFor), true, now
-		p.cfg.Logger.Warn("credential pool: the upstream refused an entry's credential; it takes no calls on this replica until the time given",
-			"entry", name, "status", status, "until", h.until.UTC().Format(time.RFC3339))
 		return true
 	case status > 0 && status < 400:
 		h.strikes = 0
