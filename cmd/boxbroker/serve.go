@@ -33,6 +33,7 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	fs.Int64Var(&cfg.MaxBody, "max-body", envInt("BOXBROKER_MAX_BODY", 64<<20), "bound on a forwarded request body, bytes (BOXBROKER_MAX_BODY)")
 	fs.Int64Var(&cfg.EgressMaxBody, "egress-max-body", envInt("BOXBROKER_EGRESS_MAX_BODY", 256<<20), "bound on a request body sent to an egress secret's host, bytes (BOXBROKER_EGRESS_MAX_BODY)")
 	fs.DurationVar(&cfg.AuditRetention, "audit-retention", envDuration("BOXBROKER_AUDIT_RETENTION", 30*24*time.Hour), "how long audit log entries are kept (BOXBROKER_AUDIT_RETENTION)")
+	fs.DurationVar(&cfg.StoreDeadline, "store-deadline", envDuration("BOXBROKER_STORE_DEADLINE", 250*time.Millisecond), "bound on each store call a request makes; past it the request gets 503 with Retry-After (BOXBROKER_STORE_DEADLINE)")
 	fs.StringVar(&cfg.LogLevel, "log-level", c.envOr("BOXBROKER_LOG_LEVEL", "info"), "debug, info, warn or error (BOXBROKER_LOG_LEVEL)")
 	fs.Float64Var(&cfg.BoxRate, "box-rate", envFloat("BOXBROKER_BOX_RATE", 0), "requests per second one box may make; 0 for no bound (BOXBROKER_BOX_RATE)")
 	fs.IntVar(&cfg.BoxBurst, "box-burst", int(envInt("BOXBROKER_BOX_BURST", 0)), "requests above --box-rate a box may make at once; 0 for the rate (BOXBROKER_BOX_BURST)")

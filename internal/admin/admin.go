@@ -51,6 +51,9 @@ type Config struct {
 	Now func() time.Time
 	// SessionTTL bounds an owner's page session (default 12 hours).
 	SessionTTL time.Duration
+	// Ready, when set, answers /readyz: what it found, and whether this
+	// replica should be sent requests. Nil pings the store.
+	Ready func(ctx context.Context) (map[string]any, bool)
 }
 
 // Server is the admin handler.
@@ -260,6 +263,13 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 
 // ready answers /readyz: 200 while the store answers a ping, else 503.
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Ready != nil {
+		out, ok := s.cfg.Ready(r.Context())
+		if !ok {
+			return writeJSON(w, http.StatusServiceUnavailable, out)
+		}
+		return writeJSON(w, http.StatusOK, out)
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if err := s.cfg.Store.Ping(ctx); err != nil {

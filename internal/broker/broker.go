@@ -495,6 +495,9 @@ func (s *Server) boxByToken(ctx context.Context, tok string) (store.Box, error) 
 
 func boxTokenHash(b store.Box) string { return b.TokenHash }
 
+// unavailableRetryAfter is the Retry-After of every 503, in seconds.
+const unavailableRetryAfter = "1"
+
 func unavailable(err error) error {
 	return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
 		Message: "The broker cannot read its store just now; try again shortly.", Err: err}
@@ -594,6 +597,12 @@ func (s *Server) writeError(w *recorder, r *http.Request, err error, info *reque
 	var ra *retryAfterError
 	if errors.As(err, &ra) {
 		w.Header().Set("Retry-After", ra.retryAfter())
+	}
+	if ce.Status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
+		// The store or the spool did not answer in time: an outage is
+		// seconds long or longer, and a retry a second later finds it
+		// over or is answered as fast.
+		w.Header().Set("Retry-After", unavailableRetryAfter)
 	}
 	info.message = ce.Message
 	if ce.Status == http.StatusNotFound {

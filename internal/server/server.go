@@ -30,6 +30,7 @@ import (
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/deadline"
 	"github.com/intentius/boxbroker/internal/store/postgres"
 	"github.com/intentius/boxbroker/internal/store/sqlite"
 )
@@ -127,6 +128,12 @@ func checkKeyring(ctx context.Context, st store.Store, k *secrets.Keyring) error
 	return nil
 }
 
+// writeBound is the bound on a store write made beside requests (an
+// audit batch, a settlement, a poll of the change log) and on the
+// readiness check's write to the disk: five store deadlines, at least a
+// second.
+func writeBound(d time.Duration) time.Duration { return max(5*d, time.Second) }
+
 // auditLinger is how long the audit log's writer waits to gather entries
 // into one transaction: at a few thousand requests a second, a handful of
 // transactions a second rather than one per request or two.
@@ -153,6 +160,8 @@ type Server struct {
 	// Audit writes the audit log.
 	Audit *audit.Writer
 	log   *slog.Logger
+	// rst is the store bounded by StoreDeadline, as requests reach it.
+	rst *deadline.Store
 	// flushLog writes out the log lines that wait in its buffer.
 	flushLog func() error
 }
@@ -219,15 +228,20 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	// Only a SQLite store is known to be this process's alone; any other
 	// may be shared with replicas, whose caches a report must wait for.
 	_, local := st.(*sqlite.Store)
-	aw := audit.New(st, audit.Options{Retention: cfg.AuditRetention, Linger: auditLinger, Metrics: m, Logger: log})
-	c := cache.New(st, cache.Options{Logger: log, Shared: !local})
+	// Every store call a request makes is bounded by StoreDeadline (rst);
+	// the writes made beside requests (audit batches, settlements) by a
+	// longer bound (wst). Admin calls and the CLI are not bounded.
+	rst := deadline.Wrap(st, cfg.StoreDeadline, log)
+	wst := rst.With(writeBound(cfg.StoreDeadline))
+	aw := audit.New(wst, audit.Options{Retention: cfg.AuditRetention, Linger: auditLinger, Metrics: m, Logger: log})
+	c := cache.New(rst, cache.Options{Changes: wst, Logger: log, Shared: !local})
 	onGrant := func(outcome string) {
 		m.Grant(outcome)
 		if opt.OnGrant != nil {
 			opt.OnGrant(outcome)
 		}
 	}
-	pay := &payer.Resolver{Cache: c, Keyring: keyring, Store: st, Logger: log, Now: opt.Now, OnGrant: onGrant}
+	pay := &payer.Resolver{Cache: c, Keyring: keyring, Store: rst, Logger: log, Now: opt.Now, OnGrant: onGrant}
 	eg, err := egress.New(egress.Config{Secrets: c, Keyring: keyring, Transport: opt.Transport, MaxBody: cfg.EgressMaxBody, Logger: log,
 		TransportOptions: proxy.TransportOptions{ResponseHeaderTimeout: cfg.UpstreamHeaderTimeout}})
 	if err != nil {
@@ -243,7 +257,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		}
 		return nil, err
 	}
-	meter, err := spend.New(spend.Config{Store: st, Budgeted: c.Budgeted, BatchEvery: spend.DefaultBatchEvery, Prices: prices, Now: opt.SpendNow, Logger: log, MaxTokens: cfg.ReserveMaxTokens, MaxBody: cfg.MaxBody})
+	meter, err := spend.New(spend.Config{Store: rst, Settle: wst, Budgeted: c.Budgeted, BatchEvery: spend.DefaultBatchEvery, Prices: prices, Now: opt.SpendNow, Logger: log, MaxTokens: cfg.ReserveMaxTokens, MaxBody: cfg.MaxBody})
 	if err != nil {
 		if opt.Store == nil {
 			st.Close()
@@ -255,17 +269,17 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		meter.Wrap(inference.New(inference.Config{Upstream: cfg.AnthropicURL, Transport: metered, MaxBody: cfg.MaxBody, Logger: log})),
 		meter.Wrap(decide.New(decide.Config{Upstream: cfg.AnthropicURL, Transport: metered, Timeout: cfg.DecideTimeout, Logger: log})),
 		eg,
-		feedback.New(feedback.Config{Store: st, Keep: cfg.Feedback == FeedbackKeep}),
+		feedback.New(feedback.Config{Store: rst, Keep: cfg.Feedback == FeedbackKeep}),
 	}
 	if cfg.FountainURL != nil {
 		caps = append(caps, fountain.New(fountain.Config{
-			Upstream: cfg.FountainURL, Transport: transport, Resources: st, MaxBody: cfg.MaxBody, Logger: log,
+			Upstream: cfg.FountainURL, Transport: transport, Resources: rst, MaxBody: cfg.MaxBody, Logger: log,
 			Key: func(ctx context.Context) ([]byte, error) { return pay.Open(ctx, payer.SharedFountain) },
 		}))
 	}
 	caps = append(caps, opt.Extra...)
 	h, err := broker.New(broker.Config{
-		Broker: cfg.Broker, Store: st, Cache: c, Payer: pay, Capabilities: caps, Logger: log,
+		Broker: cfg.Broker, Store: rst, Cache: c, Payer: pay, Capabilities: caps, Logger: log,
 		Limits:      broker.Limits{Rate: cfg.BoxRate, Burst: cfg.BoxBurst, Concurrent: max(cfg.BoxConcurrent, 0)},
 		ReadTimeout: cfg.ReadTimeout,
 		Observer:    &observer{m: m, audit: aw},
@@ -276,14 +290,17 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		}
 		return nil, err
 	}
-	adm, err := admin.New(admin.Config{Store: st, Cache: c, Keyring: keyring, Broker: cfg.Broker, Logger: log, Metrics: m.Handler()})
+	srv := &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Audit: aw, Metrics: m, log: log, flushLog: flushLog, rst: rst}
+	srv.Handler = srv.withReady(h)
+	adm, err := admin.New(admin.Config{Store: st, Cache: c, Keyring: keyring, Broker: cfg.Broker, Logger: log, Metrics: m.Handler(), Ready: srv.Ready})
 	if err != nil {
 		if opt.Store == nil {
 			st.Close()
 		}
 		return nil, err
 	}
-	return &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Handler: h, Admin: adm, Metrics: m, Audit: aw, log: log, flushLog: flushLog}, nil
+	srv.Admin = adm
+	return srv, nil
 }
 
 // NewLogger returns a JSON logger on w at level: slog.JSONHandler's

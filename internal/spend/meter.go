@@ -69,6 +69,10 @@ const (
 type Config struct {
 	// Store keeps budgets, tallies, reservations and usage. Required.
 	Store store.Spend
+	// Settle, when set, is where settlements are written (Store when
+	// nil): the same store, with the longer bound of a write made beside
+	// requests rather than in one's path.
+	Settle store.Spend
 	// Budgeted, when set, tells from memory whether a box has any budget
 	// (the cache's Budgeted): a call of a box with none makes no
 	// reservation, so it reads nothing from the store before it is
@@ -142,6 +146,9 @@ func New(cfg Config) (*Meter, error) {
 	}
 	if cfg.StaleAfter <= 0 {
 		cfg.StaleAfter = DefaultStaleAfter
+	}
+	if cfg.Settle == nil {
+		cfg.Settle = cfg.Store
 	}
 	return &Meter{cfg: cfg, log: cfg.Logger, pending: map[batchKey]*store.Settlement{}}, nil
 }
@@ -734,7 +741,7 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	err := m.cfg.Store.Settle(ctx, store.Settlement{Reservation: s.id, Box: s.box, Principal: s.principal, Month: s.month, Charge: charge, Usage: rows})
+	err := m.cfg.Settle.Settle(ctx, store.Settlement{Reservation: s.id, Box: s.box, Principal: s.principal, Month: s.month, Charge: charge, Usage: rows})
 	if err != nil {
 		m.log.Error("spend: settlement not recorded", "box", s.box, "month", s.month, "charge_micros", charge, "err", err)
 		return
@@ -828,7 +835,7 @@ func (m *Meter) Flush(ctx context.Context) {
 	m.mu.Unlock()
 	for _, st := range batch {
 		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := m.cfg.Store.Settle(sctx, *st)
+		err := m.cfg.Settle.Settle(sctx, *st)
 		cancel()
 		if err != nil {
 			m.log.Error("spend: settlement not recorded", "box", st.Box, "month", st.Month, "charge_micros", st.Charge, "err", err)
