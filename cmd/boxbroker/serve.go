@@ -42,9 +42,11 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	fs.Int64Var(&cfg.ReserveMaxTokens, "reserve-max-tokens", envInt("BOXBROKER_RESERVE_MAX_TOKENS", 64000), "output tokens reserved against a budget for a Messages call whose body is too large to read (BOXBROKER_RESERVE_MAX_TOKENS)")
 	fs.StringVar(&cfg.TLSCert, "tls-cert", c.getenv("BOXBROKER_TLS_CERT"), "PEM certificate to serve TLS with (BOXBROKER_TLS_CERT)")
 	fs.StringVar(&cfg.TLSKey, "tls-key", c.getenv("BOXBROKER_TLS_KEY"), "PEM private key for --tls-cert (BOXBROKER_TLS_KEY)")
+	auditRequired := fs.Bool("audit-required", env.boolean("BOXBROKER_AUDIT_REQUIRED", true), "refuse calls (503) while their audit record can be written neither to the store nor to the spool; false serves them unrecorded (BOXBROKER_AUDIT_REQUIRED)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	cfg.AuditOptional = !*auditRequired
 	// A malformed BOXBROKER_* value is an error naming the variable, never
 	// quietly the default; a flag given overrides its variable.
 	set := map[string]bool{}
@@ -178,6 +180,19 @@ func (e *envReader) int(key string, def int64) int64 {
 		return def
 	}
 	return n
+}
+
+func (e *envReader) boolean(key string, def bool) bool {
+	v := e.c.getenv(key)
+	if v == "" {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		e.note(key, v, "true or false")
+		return def
+	}
+	return b
 }
 
 // oneOf notes key when it is set to none of allowed.

@@ -56,6 +56,11 @@ type Config struct {
 	// no box's token are kept in aggregate, by source (default
 	// DefaultTallyEvery); Run writes each window out.
 	TallyEvery time.Duration
+	// Recording, when set, is asked before a box's call is served: while
+	// it returns an error (the call's audit record could be written
+	// neither to the store nor to the spool) the call is refused with a
+	// 503 saying so, as Vault refuses requests no audit device can log.
+	Recording func() error
 }
 
 // Server is the box-facing handler.
@@ -414,6 +419,13 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 		if msg := protocol.DeclaredRefusal(d, s.cfg.Broker, c.Name(), word); msg != "" {
 			info.reason = "declaration"
 			return nil, nil, nil, &capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Message: msg}
+		}
+	}
+	if s.cfg.Recording != nil {
+		if err := s.cfg.Recording(); err != nil {
+			info.reason = "cannot record"
+			return nil, nil, nil, &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
+				Message: "The broker cannot record calls just now (neither its store nor its spool takes a write), so it serves none; try again shortly.", Err: err}
 		}
 	}
 	release, err := s.limits.acquire(box.Name)

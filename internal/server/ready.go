@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/audit"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/spool"
 )
 
 // readyFile is the file the readiness check writes, syncs and removes in
@@ -37,6 +39,10 @@ func (s *Server) Ready(ctx context.Context) (map[string]any, bool) {
 	if err := <-diskErr; err != nil {
 		out["disk"], ok = "cannot write", false
 		s.log.Warn("readyz: the data directory takes no write", "dir", s.Config.DataDir, "err", err)
+	}
+	if err := s.Audit.Recording(); err != nil {
+		out["record"] = "cannot record"
+		ok = ok && s.Config.AuditOptional // availability chosen: still ready
 	}
 	out["ready"] = ok
 	return out, ok
@@ -119,4 +125,49 @@ func (s *Server) withReady(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// recording is what the broker asks before it serves a box's call: nil
+// while the audit log is written (to the store or to the spool), and
+// always nil when cfg.AuditOptional chooses availability.
+func recording(cfg Config, aw *audit.Writer) func() error {
+	if cfg.AuditOptional {
+		return nil
+	}
+	return aw.Recording
+}
+
+// replayEvery is how often the spool, when it holds anything, is
+// replayed: a store that answers again takes what waits within a second.
+const replayEvery = time.Second
+
+// replaySpool replays the spool at once and then every replayEvery while
+// it holds anything, until ctx ends.
+func (s *Server) replaySpool(ctx context.Context) {
+	t := time.NewTicker(replayEvery)
+	defer t.Stop()
+	failing := false
+	for {
+		if s.Spool.Size() > 0 {
+			n, err := s.Spool.Replay(ctx, func(ctx context.Context, b spool.Batch) error {
+				_, err := s.wst.ApplySpooled(ctx, b.Key, b.Settle, b.Audit)
+				return err
+			})
+			switch {
+			case err != nil && !failing && ctx.Err() == nil:
+				s.log.Warn("spool: replay stopped; it resumes when the store answers", "applied", n, "err", err)
+				failing = true
+			case err == nil:
+				if n > 0 {
+					s.log.Info("spool: replayed", "batches", n)
+				}
+				failing = false
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

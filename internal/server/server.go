@@ -29,6 +29,7 @@ import (
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/spend"
+	"github.com/intentius/boxbroker/internal/spool"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/store/deadline"
 	"github.com/intentius/boxbroker/internal/store/postgres"
@@ -160,8 +161,11 @@ type Server struct {
 	// Audit writes the audit log.
 	Audit *audit.Writer
 	log   *slog.Logger
-	// rst is the store bounded by StoreDeadline, as requests reach it.
-	rst *deadline.Store
+	// rst is the store bounded by StoreDeadline, as requests reach it,
+	// and wst the same with the bound of a write made beside requests.
+	rst, wst *deadline.Store
+	// Spool keeps what the store did not take until it does.
+	Spool *spool.Spool
 	// flushLog writes out the log lines that wait in its buffer.
 	flushLog func() error
 }
@@ -233,7 +237,17 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	// longer bound (wst). Admin calls and the CLI are not bounded.
 	rst := deadline.Wrap(st, cfg.StoreDeadline, log)
 	wst := rst.With(writeBound(cfg.StoreDeadline))
-	aw := audit.New(wst, audit.Options{Retention: cfg.AuditRetention, Linger: auditLinger, Metrics: m, Logger: log})
+	// What the store does not take waits in the spool, in the data
+	// directory, until it does.
+	sp, err := spool.Open(cfg.DataDir, 0, log)
+	if err != nil {
+		if opt.Store == nil {
+			st.Close()
+		}
+		return nil, err
+	}
+	aw := audit.New(wst, audit.Options{Retention: cfg.AuditRetention, Linger: auditLinger, Metrics: m, Logger: log,
+		Spill: func(entries []store.AuditEntry) error { return sp.Append(spool.Batch{Audit: entries}) }})
 	c := cache.New(rst, cache.Options{Changes: wst, Logger: log, Shared: !local})
 	onGrant := func(outcome string) {
 		m.Grant(outcome)
@@ -257,7 +271,10 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		}
 		return nil, err
 	}
-	meter, err := spend.New(spend.Config{Store: rst, Settle: wst, Budgeted: c.Budgeted, BatchEvery: spend.DefaultBatchEvery, Prices: prices, Now: opt.SpendNow, Logger: log, MaxTokens: cfg.ReserveMaxTokens, MaxBody: cfg.MaxBody})
+	meter, err := spend.New(spend.Config{Store: rst, Settle: wst,
+		Spill: func(key string, st store.Settlement) error {
+			return sp.Append(spool.Batch{Key: key, Settle: []store.Settlement{st}})
+		}, Budgeted: c.Budgeted, BatchEvery: spend.DefaultBatchEvery, Prices: prices, Now: opt.SpendNow, Logger: log, MaxTokens: cfg.ReserveMaxTokens, MaxBody: cfg.MaxBody})
 	if err != nil {
 		if opt.Store == nil {
 			st.Close()
@@ -283,6 +300,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		Limits:      broker.Limits{Rate: cfg.BoxRate, Burst: cfg.BoxBurst, Concurrent: max(cfg.BoxConcurrent, 0)},
 		ReadTimeout: cfg.ReadTimeout,
 		Observer:    &observer{m: m, audit: aw},
+		Recording:   recording(cfg, aw),
 	})
 	if err != nil {
 		if opt.Store == nil {
@@ -290,7 +308,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		}
 		return nil, err
 	}
-	srv := &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Audit: aw, Metrics: m, log: log, flushLog: flushLog, rst: rst}
+	srv := &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Audit: aw, Metrics: m, log: log, flushLog: flushLog, rst: rst, wst: wst, Spool: sp}
 	srv.Handler = srv.withReady(h)
 	adm, err := admin.New(admin.Config{Store: st, Cache: c, Keyring: keyring, Broker: cfg.Broker, Logger: log, Metrics: m.Handler(), Ready: srv.Ready})
 	if err != nil {
@@ -390,14 +408,16 @@ func (s *Server) Serve(ctx context.Context, ln, admin net.Listener) error {
 // the audit queue and the batch still hold and returns. Serve runs it; a
 // caller serving the handlers itself runs it too.
 func (s *Server) Run(ctx context.Context) {
-	done := make(chan struct{}, 3)
+	done := make(chan struct{}, 4)
 	go func() { s.Cache.Run(ctx); done <- struct{}{} }()
+	go func() { s.replaySpool(ctx); done <- struct{}{} }()
 	go func() { s.pruneChanges(ctx); done <- struct{}{} }()
 	go func() { s.Meter.RunBatches(ctx); done <- struct{}{} }()
 	// The audit log stops once the broker's last tallies are queued.
 	actx, stopAudit := context.WithCancel(context.WithoutCancel(ctx))
 	go func() { s.Broker.Run(ctx); stopAudit() }()
 	s.Audit.Run(actx)
+	<-done
 	<-done
 	<-done
 	<-done
@@ -449,5 +469,5 @@ func (s *Server) pruneChanges(ctx context.Context) {
 // Close releases the store.
 func (s *Server) Close() error {
 	_ = s.flushLog()
-	return s.Store.Close()
+	return errors.Join(s.Spool.Close(), s.Store.Close())
 }

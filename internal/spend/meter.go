@@ -35,6 +35,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/spool"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -71,8 +72,14 @@ type Config struct {
 	Store store.Spend
 	// Settle, when set, is where settlements are written (Store when
 	// nil): the same store, with the longer bound of a write made beside
-	// requests rather than in one's path.
+	// requests rather than in one's path. When it is also a
+	// store.Spooled, each settlement is written under a key of its own,
+	// so that one spooled after a write whose outcome is unknown (its
+	// deadline passed) is applied once however the write ended.
 	Settle store.Spend
+	// Spill, when set, keeps a settlement the store did not take (the
+	// spool), under its key, to be applied later.
+	Spill func(key string, s store.Settlement) error
 	// Budgeted, when set, tells from memory whether a box has any budget
 	// (the cache's Budgeted): a call of a box with none makes no
 	// reservation, so it reads nothing from the store before it is
@@ -741,7 +748,7 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	err := m.cfg.Settle.Settle(ctx, store.Settlement{Reservation: s.id, Box: s.box, Principal: s.principal, Month: s.month, Charge: charge, Usage: rows})
+	err := m.record(ctx, store.Settlement{Reservation: s.id, Box: s.box, Principal: s.principal, Month: s.month, Charge: charge, Usage: rows})
 	if err != nil {
 		m.log.Error("spend: settlement not recorded", "box", s.box, "month", s.month, "charge_micros", charge, "err", err)
 		return
@@ -835,12 +842,32 @@ func (m *Meter) Flush(ctx context.Context) {
 	m.mu.Unlock()
 	for _, st := range batch {
 		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := m.cfg.Settle.Settle(sctx, *st)
+		err := m.record(sctx, *st)
 		cancel()
 		if err != nil {
 			m.log.Error("spend: settlement not recorded", "box", st.Box, "month", st.Month, "charge_micros", st.Charge, "err", err)
 		}
 	}
+}
+
+// record writes st: under a key of its own when the store takes keyed
+// batches, and to the spool under that key when the store does not take
+// it (nor refuses it for a box removed meanwhile).
+func (m *Meter) record(ctx context.Context, st store.Settlement) error {
+	keyed, ok := m.cfg.Settle.(store.Spooled)
+	if !ok {
+		return m.cfg.Settle.Settle(ctx, st)
+	}
+	key := spool.NewKey()
+	_, err := keyed.ApplySpooled(ctx, key, []store.Settlement{st}, nil)
+	if err == nil || m.cfg.Spill == nil || errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	if serr := m.cfg.Spill(key, st); serr != nil {
+		return errors.Join(err, serr)
+	}
+	m.log.Warn("spend: settlement spooled; the store did not take it", "box", st.Box, "month", st.Month, "charge_micros", st.Charge, "err", err)
+	return nil
 }
 
 // refuseUnboundable returns the refusal of s's call, whose cost nothing

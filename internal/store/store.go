@@ -40,6 +40,7 @@ type Store interface {
 	AdminTokens
 	Sessions
 	Audit
+	Spooled
 	// Ping reports whether the database answers.
 	Ping(ctx context.Context) error
 	// Close releases the database.

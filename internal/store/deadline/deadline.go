@@ -377,3 +377,9 @@ func (s *Store) ListAudit(ctx context.Context, q store.AuditQuery) ([]store.Audi
 func (s *Store) PruneAudit(ctx context.Context, before time.Time) (int64, error) {
 	return do(s, ctx, "prune audit", func(ctx context.Context) (int64, error) { return s.Store.PruneAudit(ctx, before) })
 }
+
+// Spooled.
+
+func (s *Store) ApplySpooled(ctx context.Context, key string, settle []store.Settlement, audit []store.AuditEntry) (bool, error) {
+	return do(s, ctx, "apply spooled batch", func(ctx context.Context) (bool, error) { return s.Store.ApplySpooled(ctx, key, settle, audit) })
+}

@@ -54,6 +54,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"PruneAuditMany", testPruneAuditMany},
 	}
 	tests = append(tests, spendTests...)
+	tests = append(tests, spooledTests...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.run(t, open(t))

@@ -1,0 +1,212 @@
+// Package spool keeps, in the data directory, the spend and audit
+// batches the store could not take, until it takes them.
+//
+// The spool is an append-only file of JSON lines, one batch a line, each
+// synced to the disk before Append returns, and bounded in size: a batch
+// that would pass the bound is refused (ErrFull), and so is one the disk
+// will not take. Each batch carries a random key; the store records the
+// keys of the batches it has applied in the same transaction as the
+// batch (store.Spooled), so replaying a batch twice — after a crash
+// mid-replay, say — applies it once.
+//
+// Replay moves the spool aside (spool.replay) and applies what it holds
+// in order; new batches go to a fresh spool meanwhile. The file set
+// aside is removed once every batch in it is applied, and replayed
+// again, first, at the next Replay otherwise.
+package spool
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// File names in the data directory.
+const (
+	File       = "spool.jsonl"
+	ReplayFile = "spool.replay.jsonl"
+)
+
+// DefaultMax bounds the spool's size, in bytes: at a few hundred bytes
+// an audit entry, some hundred thousand calls' records.
+const DefaultMax = 64 << 20
+
+// ErrFull is what Append returns when the batch would pass the bound.
+var ErrFull = errors.New("spool full")
+
+// Batch is what the store could not take at once: settlements and audit
+// entries, to be applied together under Key.
+type Batch struct {
+	Key    string             `json:"key"`
+	Settle []store.Settlement `json:"settle,omitempty"`
+	Audit  []store.AuditEntry `json:"audit,omitempty"`
+}
+
+// Spool is one replica's spool. Its methods are safe for concurrent use.
+type Spool struct {
+	dir string
+	max int64
+	log *slog.Logger
+
+	mu   sync.Mutex // guards f and size; held while appending
+	f    *os.File
+	size int64 // bytes in File and ReplayFile
+
+	replay sync.Mutex // one Replay at a time
+}
+
+// Open opens the spool in dir (made, mode 0700, if missing), bounded to
+// max bytes (DefaultMax when zero or less).
+func Open(dir string, max int64, log *slog.Logger) (*Spool, error) {
+	if max <= 0 {
+		max = DefaultMax
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("spool: %w", err)
+	}
+	s := &Spool{dir: dir, max: max, log: log}
+	for _, name := range []string{File, ReplayFile} {
+		if fi, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			s.size += fi.Size()
+		}
+	}
+	return s, nil
+}
+
+// NewKey is a fresh batch key: 16 random bytes, hex.
+func NewKey() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Append writes b (given a key when it has none) as one line and syncs
+// it to the disk. It returns ErrFull when the spool would pass its bound,
+// or the disk's error; either way nothing of b is kept.
+func (s *Spool) Append(b Batch) error {
+	if b.Key == "" {
+		b.Key = NewKey()
+	}
+	line, err := json.Marshal(b)
+	if err != nil {
+		return fmt.Errorf("spool: encode: %w", err)
+	}
+	line = append(line, '\n')
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.size+int64(len(line)) > s.max {
+		return fmt.Errorf("spool: %w: %d bytes of %d", ErrFull, s.size, s.max)
+	}
+	if s.f == nil {
+		f, err := os.OpenFile(filepath.Join(s.dir, File), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return fmt.Errorf("spool: %w", err)
+		}
+		s.f = f
+	}
+	n, werr := s.f.Write(line)
+	if werr == nil {
+		werr = s.f.Sync()
+	}
+	if werr != nil {
+		// Cut off whatever part of the line was written, so the next
+		// batch begins a line of its own.
+		if fi, err := s.f.Stat(); err == nil {
+			_ = s.f.Truncate(fi.Size() - int64(n))
+		}
+		return fmt.Errorf("spool: %w", werr)
+	}
+	s.size += int64(n)
+	return nil
+}
+
+// Size is how many bytes the spool holds.
+func (s *Spool) Size() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.size
+}
+
+// Replay applies every spooled batch, oldest first, with apply, and
+// returns how many it applied. It stops at the first batch apply fails,
+// keeping that batch and every later one for the next Replay.
+func (s *Spool) Replay(ctx context.Context, apply func(context.Context, Batch) error) (int, error) {
+	s.replay.Lock()
+	defer s.replay.Unlock()
+	rp := filepath.Join(s.dir, ReplayFile)
+	if _, err := os.Stat(rp); errors.Is(err, os.ErrNotExist) {
+		// Set the spool aside; appends go to a fresh one.
+		s.mu.Lock()
+		if s.f != nil {
+			_ = s.f.Close()
+			s.f = nil
+		}
+		err := os.Rename(filepath.Join(s.dir, File), rp)
+		s.mu.Unlock()
+		if errors.Is(err, os.ErrNotExist) {
+			return 0, nil // nothing spooled
+		}
+		if err != nil {
+			return 0, fmt.Errorf("spool: %w", err)
+		}
+	}
+	data, err := os.ReadFile(rp)
+	if err != nil {
+		return 0, fmt.Errorf("spool: %w", err)
+	}
+	n := 0
+	r := bufio.NewReader(bytes.NewReader(data))
+	for {
+		line, err := r.ReadBytes('\n')
+		if err == io.EOF && len(line) == 0 {
+			break
+		}
+		var b Batch
+		if jerr := json.Unmarshal(line, &b); jerr != nil || b.Key == "" {
+			// A line cut off by a crash mid-append: its Append never
+			// returned, so no one counted on it.
+			s.log.Warn("spool: a line that is no batch is skipped", "bytes", len(line))
+		} else if aerr := apply(ctx, b); aerr != nil {
+			return n, fmt.Errorf("spool: replay: %w", aerr)
+		} else {
+			n++
+		}
+		if err == io.EOF {
+			break
+		}
+	}
+	if err := os.Remove(rp); err != nil {
+		return n, fmt.Errorf("spool: %w", err)
+	}
+	s.mu.Lock()
+	s.size = max(s.size-int64(len(data)), 0)
+	s.mu.Unlock()
+	return n, nil
+}
+
+// Close closes the spool's file.
+func (s *Spool) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f == nil {
+		return nil
+	}
+	err := s.f.Close()
+	s.f = nil
+	return err
+}
