@@ -141,6 +141,16 @@ func recording(cfg Config, aw *audit.Writer) func() error {
 // replayed: a store that answers again takes what waits within a second.
 const replayEvery = time.Second
 
+// ReplaySpool applies what the spool holds to the store now, each batch
+// once, and says how many batches it applied. A replay already running
+// is waited for.
+func (s *Server) ReplaySpool(ctx context.Context) (int, error) {
+	return s.Spool.Replay(ctx, func(ctx context.Context, b spool.Batch) error {
+		_, err := s.wst.ApplySpooled(ctx, b.Key, b.Settle, b.Audit)
+		return err
+	})
+}
+
 // replaySpool replays the spool at once and then every replayEvery while
 // it holds anything, until ctx ends.
 func (s *Server) replaySpool(ctx context.Context) {
@@ -149,10 +159,7 @@ func (s *Server) replaySpool(ctx context.Context) {
 	failing := false
 	for {
 		if s.Spool.Size() > 0 {
-			n, err := s.Spool.Replay(ctx, func(ctx context.Context, b spool.Batch) error {
-				_, err := s.wst.ApplySpooled(ctx, b.Key, b.Settle, b.Audit)
-				return err
-			})
+			n, err := s.ReplaySpool(ctx)
 			switch {
 			case err != nil && !failing && ctx.Err() == nil:
 				s.log.Warn("spool: replay stopped; it resumes when the store answers", "applied", n, "err", err)

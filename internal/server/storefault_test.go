@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,6 +29,10 @@ type frozenStore struct {
 	store.Store
 	mu   sync.Mutex
 	gate chan struct{} // nil while thawed; closed on thaw
+	// refuse, while set, makes every call fail at once with
+	// store.ErrUnavailable: a store whose connections are refused, or
+	// whose disk is full.
+	refuse atomic.Bool
 }
 
 func (f *frozenStore) freeze() {
@@ -53,6 +60,16 @@ func (f *frozenStore) wait() {
 	if g != nil {
 		<-g
 	}
+}
+
+var errRefused = fmt.Errorf("%w: connection refused (test)", store.ErrUnavailable)
+
+func (f *frozenStore) ApplySpooled(ctx context.Context, key string, settle []store.Settlement, audit []store.AuditEntry) (bool, error) {
+	f.wait()
+	if f.refuse.Load() {
+		return false, errRefused
+	}
+	return f.Store.ApplySpooled(ctx, key, settle, audit)
 }
 
 func (f *frozenStore) BoxByTokenHash(ctx context.Context, hash string) (store.Box, error) {
@@ -92,11 +109,17 @@ func (f *frozenStore) LastChange(ctx context.Context) (int64, error) {
 
 func (f *frozenStore) AddAudit(ctx context.Context, entries []store.AuditEntry) error {
 	f.wait()
+	if f.refuse.Load() {
+		return errRefused
+	}
 	return f.Store.AddAudit(ctx, entries)
 }
 
 func (f *frozenStore) Settle(ctx context.Context, s store.Settlement) error {
 	f.wait()
+	if f.refuse.Load() {
+		return errRefused
+	}
 	return f.Store.Settle(ctx, s)
 }
 
@@ -138,7 +161,7 @@ func (l *logBuffer) lines(msg string) []map[string]any {
 
 // newFrozenBroker starts a broker on SQLite behind a frozenStore, with a
 // store deadline of d.
-func newFrozenBroker(t *testing.T, d time.Duration) (*brokertest.Broker, *frozenStore, *logBuffer) {
+func newFrozenBroker(t *testing.T, d time.Duration, more ...func(*brokertest.Options)) (*brokertest.Broker, *frozenStore, *logBuffer) {
 	t.Helper()
 	st, err := sqlite.Open(filepath.Join(t.TempDir(), "b.db"))
 	if err != nil {
@@ -147,7 +170,11 @@ func newFrozenBroker(t *testing.T, d time.Duration) (*brokertest.Broker, *frozen
 	fz := &frozenStore{Store: st}
 	t.Cleanup(fz.thaw) // before the broker closes the store
 	logs := &logBuffer{}
-	b := brokertest.New(t, brokertest.Options{Store: fz, Logs: logs, Config: func(c *server.Config) { c.StoreDeadline = d }})
+	opt := brokertest.Options{Store: fz, Logs: logs, Config: func(c *server.Config) { c.StoreDeadline = d }}
+	for _, f := range more {
+		f(&opt)
+	}
+	b := brokertest.New(t, opt)
 	return b, fz, logs
 }
 
@@ -234,5 +261,156 @@ func TestStoreFrozen_Answered503(t *testing.T) {
 	}
 	if ends[0]["level"] != "WARN" || ends[0]["since"] == nil || ends[0]["until"] == nil || ends[0]["outage"] == nil {
 		t.Errorf("outage end line %v, want a WARN with since, until and outage", ends[0])
+	}
+}
+
+// TestStoreDown_AnsweredCallsSpooledAndReplayed: calls answered 200 while
+// the store refuses every write leave their spend and audit rows all the
+// same. The bound held: after the store answers again, the usage kept
+// counts exactly the calls answered 200, and the audit log holds exactly
+// one entry for each; on the code before the spool both were lost.
+func TestStoreDown_AnsweredCallsSpooledAndReplayed(t *testing.T) {
+	const calls = 12
+	arrived := make(chan struct{}, calls)
+	release := make(chan struct{})
+	up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-release
+		brokertest.AnthropicStandIn(w, r)
+	})
+	b, fz, _ := newFrozenBroker(t, 100*time.Millisecond, func(o *brokertest.Options) { o.Anthropic = up })
+	b.SetCredential("anthropic", "sk-ant-api03-x")
+	tok := b.AddBox("alpha")
+	b.Report(tok, brokertest.Entry("inference", "agent"))
+	raw := fz.Store
+	auditBefore, _ := raw.ListAudit(t.Context(), store.AuditQuery{Box: "alpha", Limit: 1000})
+
+	var wg sync.WaitGroup
+	var ok atomic.Int64
+	for range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := b.Do("POST", "/llm/anthropic/v1/messages", tok, []byte(messages), http.Header{"Content-Type": {"application/json"}})
+			if r.StatusCode == 200 {
+				ok.Add(1)
+			} else {
+				t.Errorf("call = %d %s", r.StatusCode, r.Body)
+			}
+		}()
+	}
+	for range calls {
+		<-arrived // every call is past the store's reads, at the upstream
+	}
+	fz.refuse.Store(true) // and now the store takes no write
+	close(release)
+	wg.Wait()
+	// What the answered calls left is written now (and fails): the
+	// audit queue, and the settlements batched.
+	if err := b.Server.Audit.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	b.Server.Meter.Flush(t.Context())
+	if b.Server.Spool.Size() == 0 {
+		t.Fatal("nothing spooled while the store refused every write")
+	}
+	if u, _ := raw.ListUsage(t.Context(), "alpha", time.Now().UTC().Format("2006-01")); len(u) != 0 {
+		t.Fatalf("usage %+v reached a store that refused every write", u)
+	}
+
+	fz.refuse.Store(false)
+	// The replay runs every second while the spool holds anything; this
+	// one waits for any that has begun.
+	if _, err := b.Server.ReplaySpool(t.Context()); err != nil {
+		t.Fatalf("replay once the store answers: %v", err)
+	}
+	if n := b.Server.Spool.Size(); n != 0 {
+		t.Errorf("spool holds %d bytes after the replay, want none", n)
+	}
+	u, err := raw.ListUsage(t.Context(), "alpha", time.Now().UTC().Format("2006-01"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calledUp int64
+	for _, x := range u {
+		calledUp += x.Calls
+	}
+	if calledUp != ok.Load() || ok.Load() != calls {
+		t.Errorf("usage counts %d calls, %d answered 200 (of %d)", calledUp, ok.Load(), calls)
+	}
+	entries, err := raw.ListAudit(t.Context(), store.AuditQuery{Box: "alpha", Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := 0
+	for _, e := range entries[:len(entries)-len(auditBefore)] {
+		if e.Route != "" && e.Status == 200 && e.Capability == "inference" {
+			served++
+		}
+	}
+	if served != calls {
+		t.Errorf("audit log holds %d inference entries answered 200, want %d", served, calls)
+	}
+}
+
+// TestCannotRecord_FailsClosed: when a call's audit record can be
+// written neither to the store (it refuses every write, as a SQLite on
+// a full disk does) nor to the spool (here a directory stands where its
+// file would be), the next call is refused 503 without reaching the
+// upstream, and /readyz fails; --audit-required=false serves it instead.
+// Once a write succeeds again, calls are served.
+func TestCannotRecord_FailsClosed(t *testing.T) {
+	for _, optional := range []bool{false, true} {
+		t.Run(fmt.Sprintf("audit optional %v", optional), func(t *testing.T) {
+			b, fz, _ := newFrozenBroker(t, time.Second, func(o *brokertest.Options) {
+				prev := o.Config
+				o.Config = func(c *server.Config) { prev(c); c.AuditOptional = optional }
+			})
+			b.SetCredential("anthropic", "sk-ant-api03-x")
+			tok := b.AddBox("alpha")
+			b.Report(tok, brokertest.Entry("inference", "agent"))
+			hdr := http.Header{"Content-Type": {"application/json"}}
+			spoolPath := filepath.Join(b.Server.Config.DataDir, "spool.jsonl")
+			if err := os.Mkdir(spoolPath, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			fz.refuse.Store(true)
+			if r := b.Do("POST", "/llm/anthropic/v1/messages", tok, []byte(messages), hdr); r.StatusCode != 200 {
+				t.Fatalf("call before any write failed = %d %s", r.StatusCode, r.Body)
+			}
+			if err := b.Server.Audit.Sync(t.Context()); err != nil { // its record is lost
+				t.Fatal(err)
+			}
+			upstream := len(b.Upstream.Seen())
+			r := b.Do("POST", "/llm/anthropic/v1/messages", tok, []byte(messages), hdr)
+			ready := b.Do("GET", "/readyz", "", nil, nil)
+			if optional {
+				if r.StatusCode != 200 || ready.StatusCode != 200 {
+					t.Errorf("with the audit optional: call = %d, readyz = %d %s; want both 200", r.StatusCode, ready.StatusCode, ready.Body)
+				}
+				return
+			}
+			if _, msg := brokertest.Refusal(r.Body); r.StatusCode != 503 || !strings.Contains(msg, "cannot record") || r.Header.Get("Retry-After") == "" {
+				t.Errorf("call that cannot be recorded = %d (Retry-After %q) %s, want 503 saying the broker cannot record", r.StatusCode, r.Header.Get("Retry-After"), r.Body)
+			}
+			if n := len(b.Upstream.Seen()); n != upstream {
+				t.Errorf("the refused call reached the upstream")
+			}
+			if ready.StatusCode != 503 || !strings.Contains(string(ready.Body), `"record":"cannot record"`) {
+				t.Errorf("readyz that cannot record = %d %s, want 503 naming the record", ready.StatusCode, ready.Body)
+			}
+			// The disk takes writes again: the refusal's own record is
+			// written, and calls are served.
+			fz.refuse.Store(false)
+			if err := os.Remove(spoolPath); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Server.Audit.Sync(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if r := b.Do("POST", "/llm/anthropic/v1/messages", tok, []byte(messages), hdr); r.StatusCode != 200 {
+				t.Errorf("call once writes succeed = %d %s, want 200", r.StatusCode, r.Body)
+			}
+		})
 	}
 }

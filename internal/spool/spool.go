@@ -113,7 +113,7 @@ func (s *Spool) Append(b Batch) error {
 		return fmt.Errorf("spool: %w: %d bytes of %d", ErrFull, s.size, s.max)
 	}
 	if s.f == nil {
-		f, err := os.OpenFile(filepath.Join(s.dir, File), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		f, err := openEnded(filepath.Join(s.dir, File))
 		if err != nil {
 			return fmt.Errorf("spool: %w", err)
 		}
@@ -135,6 +135,27 @@ func (s *Spool) Append(b Batch) error {
 	return nil
 }
 
+// openEnded opens the spool file at p for appending, ending first a line
+// a crash cut off, so that the next batch begins a line of its own.
+func openEnded(p string) (*os.File, error) {
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && fi.Size() > 0 {
+		last := make([]byte, 1)
+		if _, err = f.ReadAt(last, fi.Size()-1); err == nil && last[0] != '\n' {
+			_, err = f.Write([]byte{'\n'})
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
 // Size is how many bytes the spool holds.
 func (s *Spool) Size() int64 {
 	s.mu.Lock()
@@ -143,11 +164,27 @@ func (s *Spool) Size() int64 {
 }
 
 // Replay applies every spooled batch, oldest first, with apply, and
-// returns how many it applied. It stops at the first batch apply fails,
-// keeping that batch and every later one for the next Replay.
+// returns how many it applied: what an earlier Replay left set aside,
+// then what the spool held when Replay began. It stops at the first
+// batch apply fails, keeping that batch and every later one for the
+// next Replay. One Replay runs at a time; a second waits for the first.
 func (s *Spool) Replay(ctx context.Context, apply func(context.Context, Batch) error) (int, error) {
 	s.replay.Lock()
 	defer s.replay.Unlock()
+	total := 0
+	for range 2 {
+		n, more, err := s.replayOnce(ctx, apply)
+		total += n
+		if err != nil || !more {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// replayOnce replays the file set aside, setting the spool aside first
+// when none is; more is false when there was nothing to replay.
+func (s *Spool) replayOnce(ctx context.Context, apply func(context.Context, Batch) error) (n int, more bool, err error) {
 	rp := filepath.Join(s.dir, ReplayFile)
 	if _, err := os.Stat(rp); errors.Is(err, os.ErrNotExist) {
 		// Set the spool aside; appends go to a fresh one.
@@ -159,21 +196,20 @@ func (s *Spool) Replay(ctx context.Context, apply func(context.Context, Batch) e
 		err := os.Rename(filepath.Join(s.dir, File), rp)
 		s.mu.Unlock()
 		if errors.Is(err, os.ErrNotExist) {
-			return 0, nil // nothing spooled
+			return 0, false, nil // nothing spooled
 		}
 		if err != nil {
-			return 0, fmt.Errorf("spool: %w", err)
+			return 0, false, fmt.Errorf("spool: %w", err)
 		}
 	}
 	data, err := os.ReadFile(rp)
 	if err != nil {
-		return 0, fmt.Errorf("spool: %w", err)
+		return 0, false, fmt.Errorf("spool: %w", err)
 	}
-	n := 0
 	r := bufio.NewReader(bytes.NewReader(data))
 	for {
-		line, err := r.ReadBytes('\n')
-		if err == io.EOF && len(line) == 0 {
+		line, rerr := r.ReadBytes('\n')
+		if rerr == io.EOF && len(line) == 0 {
 			break
 		}
 		var b Batch
@@ -182,21 +218,21 @@ func (s *Spool) Replay(ctx context.Context, apply func(context.Context, Batch) e
 			// returned, so no one counted on it.
 			s.log.Warn("spool: a line that is no batch is skipped", "bytes", len(line))
 		} else if aerr := apply(ctx, b); aerr != nil {
-			return n, fmt.Errorf("spool: replay: %w", aerr)
+			return n, false, fmt.Errorf("spool: replay: %w", aerr)
 		} else {
 			n++
 		}
-		if err == io.EOF {
+		if rerr == io.EOF {
 			break
 		}
 	}
 	if err := os.Remove(rp); err != nil {
-		return n, fmt.Errorf("spool: %w", err)
+		return n, false, fmt.Errorf("spool: %w", err)
 	}
 	s.mu.Lock()
 	s.size = max(s.size-int64(len(data)), 0)
 	s.mu.Unlock()
-	return n, nil
+	return n, true, nil
 }
 
 // Close closes the spool's file.
