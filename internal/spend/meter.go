@@ -48,9 +48,12 @@ const (
 	// unknown length over what its capability reads: inference's own
 	// bound.
 	DefaultMaxBody = 64 << 20
-	// DefaultStaleAfter is the age past which Run releases a reservation
-	// whose call never settled (its process ended mid-call).
-	DefaultStaleAfter = 3 * time.Hour
+	// DefaultStaleAfter is a reservation's lease: Run renews the
+	// reservations of this process's calls in flight every sixth of it,
+	// and releases those of every process that no one renewed for that
+	// long (a process that ended mid-call, or one cut off from the
+	// store).
+	DefaultStaleAfter = 2 * time.Minute
 	// DefaultBatchEvery is how often a server settles, in batches, the
 	// calls that reserved nothing.
 	DefaultBatchEvery = 100 * time.Millisecond
@@ -126,6 +129,9 @@ type Meter struct {
 	bufs bufPool
 	// lastMonth is the month of the last call prepared (see month).
 	lastMonth atomic.Pointer[monthName]
+	// live is the reservations of calls in flight, which Run renews.
+	liveMu sync.Mutex
+	live   map[int64]struct{}
 }
 
 // batchKey is what one batched settlement charges.
@@ -157,7 +163,7 @@ func New(cfg Config) (*Meter, error) {
 	if cfg.Settle == nil {
 		cfg.Settle = cfg.Store
 	}
-	return &Meter{cfg: cfg, log: cfg.Logger, pending: map[batchKey]*store.Settlement{}}, nil
+	return &Meter{cfg: cfg, log: cfg.Logger, pending: map[batchKey]*store.Settlement{}, live: map[int64]struct{}{}}, nil
 }
 
 // Prices is the Meter's price table.
@@ -610,6 +616,11 @@ func (c *metered) prepare(w http.ResponseWriter, r *http.Request, call *capabili
 			return nil, &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
 				Message: "The broker cannot read this box's budget just now; try again shortly.", Err: err}
 		}
+		if s.id != 0 {
+			c.m.liveMu.Lock()
+			c.m.live[s.id] = struct{}{}
+			c.m.liveMu.Unlock()
+		}
 	}
 	mc.tk = &mc.ticket
 	mc.r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, mc.tk))
@@ -685,6 +696,13 @@ const maxModel = 200
 func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 	if s.body != nil {
 		defer s.body.release()
+	}
+	if s.id != 0 {
+		defer func() {
+			m.liveMu.Lock()
+			delete(m.live, s.id)
+			m.liveMu.Unlock()
+		}()
 	}
 	tk.mu.Lock()
 	readings := make([]reading, len(tk.readings))
@@ -918,13 +936,38 @@ func OverBudget(e *store.OverBudgetError, bound int64) *capability.Error {
 			who, FormatUSD(e.Budget.Limit), e.Month, FormatUSD(e.Spent), FormatUSD(e.Reserved), FormatUSD(bound), resets, raise)}
 }
 
-// Run releases stale reservations now and then until ctx ends: those of a
-// call whose process ended before it settled.
+// renew renews the leases of this process's calls in flight, when the
+// store keeps reservations as leases.
+func (m *Meter) renew(ctx context.Context) {
+	ls, ok := m.cfg.Store.(store.Leases)
+	if !ok {
+		return
+	}
+	m.liveMu.Lock()
+	ids := make([]int64, 0, len(m.live))
+	for id := range m.live {
+		ids = append(ids, id)
+	}
+	m.liveMu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	if err := ls.RenewReservations(ctx, ids, m.cfg.Now()); err != nil && ctx.Err() == nil {
+		m.log.Warn("spend: reservations of calls in flight not renewed; they are released if no renewal succeeds within their lease",
+			"count", len(ids), "lease", m.cfg.StaleAfter.String(), "err", err)
+	}
+}
+
+// Run renews the reservations of this process's calls in flight, and
+// releases stale reservations — those no process renewed within their
+// lease, as a process that ended mid-call leaves them — now and every
+// sixth of the lease, until ctx ends.
 func (m *Meter) Run(ctx context.Context) {
 	every := min(m.cfg.StaleAfter/6, 10*time.Minute)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
+		m.renew(ctx)
 		n, err := m.cfg.Store.ReleaseStale(ctx, m.cfg.Now().Add(-m.cfg.StaleAfter))
 		switch {
 		case err != nil && ctx.Err() == nil:

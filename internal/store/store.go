@@ -41,6 +41,7 @@ type Store interface {
 	Sessions
 	Audit
 	Spooled
+	Leases
 	// Ping reports whether the database answers.
 	Ping(ctx context.Context) error
 	// Close releases the database.

@@ -383,3 +383,9 @@ func (s *Store) PruneAudit(ctx context.Context, before time.Time) (int64, error)
 func (s *Store) ApplySpooled(ctx context.Context, key string, settle []store.Settlement, audit []store.AuditEntry) (bool, error) {
 	return do(s, ctx, "apply spooled batch", func(ctx context.Context) (bool, error) { return s.Store.ApplySpooled(ctx, key, settle, audit) })
 }
+
+// Leases.
+
+func (s *Store) RenewReservations(ctx context.Context, ids []int64, at time.Time) error {
+	return do0(s, ctx, "renew reservations", func(ctx context.Context) error { return s.Store.RenewReservations(ctx, ids, at) })
+}
