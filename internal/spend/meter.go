@@ -939,7 +939,7 @@ func OverBudget(e *store.OverBudgetError, bound int64) *capability.Error {
 // renew renews the leases of this process's calls in flight, when the
 // store keeps reservations as leases.
 func (m *Meter) renew(ctx context.Context) {
-	ls, ok := m.cfg.Store.(store.Leases)
+	ls, ok := m.cfg.Settle.(store.Leases)
 	if !ok {
 		return
 	}
@@ -968,7 +968,7 @@ func (m *Meter) Run(ctx context.Context) {
 	defer t.Stop()
 	for {
 		m.renew(ctx)
-		n, err := m.cfg.Store.ReleaseStale(ctx, m.cfg.Now().Add(-m.cfg.StaleAfter))
+		n, err := m.cfg.Settle.ReleaseStale(ctx, m.cfg.Now().Add(-m.cfg.StaleAfter))
 		switch {
 		case err != nil && ctx.Err() == nil:
 			m.log.Warn("spend: stale reservations not released", "err", err)
