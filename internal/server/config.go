@@ -94,6 +94,10 @@ type Config struct {
 	// StoreDeadline bounds each store call a request makes (default
 	// 250 ms): past it the request is answered 503 with Retry-After.
 	StoreDeadline time.Duration
+	// ReservationLease is how long a budget's reservation is held
+	// without its call's replica renewing it (default 2 min; see
+	// spend.DefaultStaleAfter).
+	ReservationLease time.Duration
 	// AuditOptional serves calls whose audit record can be written
 	// neither to the store nor to the spool; by default (false) they are
 	// refused with a 503 (see docs/reliability.md).
@@ -238,7 +242,7 @@ func (c *Config) Validate() error {
 	if c.AuditRetention < 0 {
 		p = append(p, "audit-retention must not be negative")
 	}
-	if c.ShutdownGrace < 0 || c.UpstreamHeaderTimeout < 0 || c.ReadHeaderTimeout < 0 || c.ReadTimeout < 0 || c.DecideTimeout < 0 || c.StoreDeadline < 0 {
+	if c.ShutdownGrace < 0 || c.UpstreamHeaderTimeout < 0 || c.ReadHeaderTimeout < 0 || c.ReadTimeout < 0 || c.DecideTimeout < 0 || c.StoreDeadline < 0 || c.ReservationLease < 0 {
 		p = append(p, "durations must not be negative")
 	}
 	if c.BoxRate < 0 || c.BoxBurst < 0 {

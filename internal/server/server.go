@@ -274,7 +274,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	meter, err := spend.New(spend.Config{Store: rst, Settle: wst,
 		Spill: func(key string, st store.Settlement) error {
 			return sp.Append(spool.Batch{Key: key, Settle: []store.Settlement{st}})
-		}, Budgeted: c.Budgeted, BatchEvery: spend.DefaultBatchEvery, Prices: prices, Now: opt.SpendNow, Logger: log, MaxTokens: cfg.ReserveMaxTokens, MaxBody: cfg.MaxBody})
+		}, StaleAfter: cfg.ReservationLease, Budgeted: c.Budgeted, BatchEvery: spend.DefaultBatchEvery, Prices: prices, Now: opt.SpendNow, Logger: log, MaxTokens: cfg.ReserveMaxTokens, MaxBody: cfg.MaxBody})
 	if err != nil {
 		if opt.Store == nil {
 			st.Close()
