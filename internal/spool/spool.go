@@ -112,13 +112,10 @@ func (s *Spool) Append(b Batch) error {
 	if s.size+int64(len(line)) > s.max {
 		return fmt.Errorf("spool: %w: %d bytes of %d", ErrFull, s.size, s.max)
 	}
-	if s.f == nil {
-		f, err := openEnded(filepath.Join(s.dir, File))
-		if err != nil {
-			return fmt.Errorf("spool: %w", err)
-		}
-		s.f = f
+	if err := s.lockCurrent(); err != nil {
+		return fmt.Errorf("spool: %w", err)
 	}
+	defer unlock(s.f)
 	n, werr := s.f.Write(line)
 	if werr == nil {
 		werr = s.f.Sync()
@@ -133,6 +130,35 @@ func (s *Spool) Append(b Batch) error {
 	}
 	s.size += int64(n)
 	return nil
+}
+
+// lockCurrent opens the spool file (again, when another process sharing
+// the data directory has set the one open aside) and locks it; s.mu is
+// held.
+func (s *Spool) lockCurrent() error {
+	p := filepath.Join(s.dir, File)
+	for range 10 {
+		if s.f == nil {
+			f, err := openEnded(p)
+			if err != nil {
+				return err
+			}
+			s.f = f
+		}
+		if err := lock(s.f); err != nil {
+			return err
+		}
+		open, err1 := s.f.Stat()
+		named, err2 := os.Stat(p)
+		if err1 == nil && err2 == nil && os.SameFile(open, named) {
+			return nil
+		}
+		// Set aside (renamed) by a replay, here or in another process.
+		unlock(s.f)
+		_ = s.f.Close()
+		s.f = nil
+	}
+	return errors.New("the spool file keeps being set aside")
 }
 
 // openEnded opens the spool file at p for appending, ending first a line
@@ -187,13 +213,15 @@ func (s *Spool) Replay(ctx context.Context, apply func(context.Context, Batch) e
 func (s *Spool) replayOnce(ctx context.Context, apply func(context.Context, Batch) error) (n int, more bool, err error) {
 	rp := filepath.Join(s.dir, ReplayFile)
 	if _, err := os.Stat(rp); errors.Is(err, os.ErrNotExist) {
-		// Set the spool aside; appends go to a fresh one.
+		// Set the spool aside, holding its lock, so that no append (of
+		// this process or another sharing the directory) is under way;
+		// appends then go to a fresh one.
 		s.mu.Lock()
 		if s.f != nil {
 			_ = s.f.Close()
 			s.f = nil
 		}
-		err := os.Rename(filepath.Join(s.dir, File), rp)
+		err := setAside(filepath.Join(s.dir, File), rp)
 		s.mu.Unlock()
 		if errors.Is(err, os.ErrNotExist) {
 			return 0, false, nil // nothing spooled
@@ -226,13 +254,29 @@ func (s *Spool) replayOnce(ctx context.Context, apply func(context.Context, Batc
 			break
 		}
 	}
-	if err := os.Remove(rp); err != nil {
+	// Another replica sharing the directory may have replayed and
+	// removed it too: each batch was applied once all the same.
+	if err := os.Remove(rp); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return n, false, fmt.Errorf("spool: %w", err)
 	}
 	s.mu.Lock()
 	s.size = max(s.size-int64(len(data)), 0)
 	s.mu.Unlock()
 	return n, true, nil
+}
+
+// setAside renames the spool file p to rp while holding its lock.
+func setAside(p, rp string) error {
+	f, err := os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := lock(f); err != nil {
+		return err
+	}
+	defer unlock(f)
+	return os.Rename(p, rp)
 }
 
 // Close closes the spool's file.

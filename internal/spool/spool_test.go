@@ -137,3 +137,35 @@ func TestAppend_DiskRefuses(t *testing.T) {
 		t.Error("Append with no file to write = nil, want an error")
 	}
 }
+
+// TestShared_AppendAfterAnotherSetItAside: two spools on one directory
+// (two replicas given the same data directory): a batch one appends after
+// the other has set the file aside goes to a fresh file, not to the one
+// set aside (and removed once replayed), so no batch is lost.
+func TestShared_AppendAfterAnotherSetItAside(t *testing.T) {
+	dir := t.TempDir()
+	a, err := Open(dir, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open(dir, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Append(batch("1")); err != nil {
+		t.Fatal(err)
+	}
+	st := &keyed{seen: map[string]bool{}}
+	if n, err := b.Replay(t.Context(), st.apply); err != nil || n != 1 {
+		t.Fatalf("b.Replay = %d, %v; want 1", n, err)
+	}
+	if err := a.Append(batch("2")); err != nil { // a's open file was set aside by b
+		t.Fatal(err)
+	}
+	if _, err := b.Replay(t.Context(), st.apply); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.applied) != 2 {
+		t.Errorf("applied %v, want both batches", st.applied)
+	}
+}
