@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/cache"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/spend"
@@ -95,6 +96,13 @@ func runBudget(ctx context.Context, c *cli, args []string) error {
 		if err != nil {
 			return err
 		}
+		// As a report's 200 does, the command returns once every
+		// running broker's cache has either read the change or stopped
+		// answering from memory, so the next call is held on every
+		// replica.
+		if err := waitCaches(ctx); err != nil {
+			return err
+		}
 		fmt.Fprintf(c.stdout, "set %s to %s a month (UTC); a call that could take it past that is refused with a 403\n", whose, spend.FormatUSD(limit))
 	case "remove":
 		if err := st.DeleteBudget(ctx, box, *principal); errors.Is(err, store.ErrNotFound) {
@@ -118,6 +126,19 @@ func runBudget(ctx context.Context, c *cli, args []string) error {
 		return printBudgets(c, bs)
 	}
 	return nil
+}
+
+// waitCaches waits out the staleness bound of every broker's cache
+// (cache.DefaultMaxStale, and a millisecond for coarse clocks).
+func waitCaches(ctx context.Context) error {
+	t := time.NewTimer(cache.DefaultMaxStale + time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // printBudgets writes budgets as `budget list` does.

@@ -58,7 +58,7 @@ func startProxy(ctx context.Context, c *cli, srv *server.Server, listen, passthr
 		}
 	}
 	p, err := egressproxy.New(egressproxy.Config{
-		Broker: srv.Broker, BrokerWord: srv.Config.Broker, Cache: srv.Cache, Secrets: srv.Store, CA: ca,
+		Broker: srv.Broker, BrokerWord: srv.Config.Broker, Cache: srv.Cache, Secrets: srv.RequestStore(), CA: ca,
 		Passthrough: pass, ReadHeaderTimeout: srv.Config.ReadHeaderTimeout, MaxHeaderBytes: srv.Config.MaxHeaderBytes,
 	})
 	if err != nil {

@@ -35,6 +35,7 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	fs.Int64Var(&cfg.PoolRetryBody, "pool-retry-body", envInt("BOXBROKER_POOL_RETRY_BODY", 4<<20), "bound on a request body kept in memory to retry a call on another credential of the pool, bytes; -1 never retries (BOXBROKER_POOL_RETRY_BODY)")
 	fs.Int64Var(&cfg.EgressMaxBody, "egress-max-body", envInt("BOXBROKER_EGRESS_MAX_BODY", 256<<20), "bound on a request body sent to an egress secret's host, bytes (BOXBROKER_EGRESS_MAX_BODY)")
 	fs.DurationVar(&cfg.AuditRetention, "audit-retention", envDuration("BOXBROKER_AUDIT_RETENTION", 30*24*time.Hour), "how long audit log entries are kept (BOXBROKER_AUDIT_RETENTION)")
+	fs.DurationVar(&cfg.StoreDeadline, "store-deadline", envDuration("BOXBROKER_STORE_DEADLINE", 250*time.Millisecond), "bound on each store call a request makes; past it the request gets 503 with Retry-After (BOXBROKER_STORE_DEADLINE)")
 	fs.StringVar(&cfg.LogLevel, "log-level", c.envOr("BOXBROKER_LOG_LEVEL", "info"), "debug, info, warn or error (BOXBROKER_LOG_LEVEL)")
 	fs.Float64Var(&cfg.BoxRate, "box-rate", envFloat("BOXBROKER_BOX_RATE", 0), "requests per second one box may make; 0 for no bound (BOXBROKER_BOX_RATE)")
 	fs.IntVar(&cfg.BoxBurst, "box-burst", int(envInt("BOXBROKER_BOX_BURST", 0)), "requests above --box-rate a box may make at once; 0 for the rate (BOXBROKER_BOX_BURST)")
@@ -45,9 +46,12 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	fs.StringVar(&cfg.TLSKey, "tls-key", c.getenv("BOXBROKER_TLS_KEY"), "PEM private key for --tls-cert (BOXBROKER_TLS_KEY)")
 	proxyListen := fs.String("proxy-listen", c.getenv("BOXBROKER_PROXY_LISTEN"), "egress as an HTTPS proxy on this address; empty for none (BOXBROKER_PROXY_LISTEN)")
 	proxyPass := fs.String("proxy-passthrough", c.getenv("BOXBROKER_PROXY_PASSTHROUGH"), "hosts (host or host:port, comma-separated) the egress proxy tunnels untouched (BOXBROKER_PROXY_PASSTHROUGH)")
+	fs.DurationVar(&cfg.ReservationLease, "reservation-lease", envDuration("BOXBROKER_RESERVATION_LEASE", 2*time.Minute), "how long a budget's reservation is held without its replica renewing it; a crashed replica's reservations free after it (BOXBROKER_RESERVATION_LEASE)")
+	auditRequired := fs.Bool("audit-required", env.boolean("BOXBROKER_AUDIT_REQUIRED", true), "refuse calls (503) while their audit record can be written neither to the store nor to the spool; false serves them unrecorded (BOXBROKER_AUDIT_REQUIRED)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	cfg.AuditOptional = !*auditRequired
 	// A malformed BOXBROKER_* value is an error naming the variable, never
 	// quietly the default; a flag given overrides its variable.
 	set := map[string]bool{}
@@ -197,6 +201,19 @@ func (e *envReader) int(key string, def int64) int64 {
 		return def
 	}
 	return n
+}
+
+func (e *envReader) boolean(key string, def bool) bool {
+	v := e.c.getenv(key)
+	if v == "" {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		e.note(key, v, "true or false")
+		return def
+	}
+	return b
 }
 
 // oneOf notes key when it is set to none of allowed.

@@ -55,6 +55,9 @@ type Config struct {
 	// Pool, when set, is the operator's credential pool, whose entries'
 	// state on this replica GET /api/credentials/pool shows.
 	Pool *pool.Pool
+	// Ready, when set, answers /readyz: what it found, and whether this
+	// replica should be sent requests. Nil pings the store.
+	Ready func(ctx context.Context) (map[string]any, bool)
 }
 
 // Server is the admin handler.
@@ -265,6 +268,13 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 
 // ready answers /readyz: 200 while the store answers a ping, else 503.
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Ready != nil {
+		out, ok := s.cfg.Ready(r.Context())
+		if !ok {
+			return writeJSON(w, http.StatusServiceUnavailable, out)
+		}
+		return writeJSON(w, http.StatusOK, out)
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if err := s.cfg.Store.Ping(ctx); err != nil {

@@ -7,6 +7,7 @@ package audit
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -46,6 +47,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Spill, when set, keeps a batch the store did not take elsewhere
+	// (the spool), to be written later; it must not keep entries, which
+	// the Writer reuses. A batch neither takes is lost, and counted.
+	Spill func(entries []store.AuditEntry) error
 }
 
 // item is an entry to write, or (when sync is not nil) a marker closed
@@ -73,6 +78,9 @@ type Writer struct {
 	// takes nothing from the queue, so that an Add does not wake it.
 	wake    chan struct{}
 	dropped atomic.Int64
+	// lost is set while the last batch written was taken neither by the
+	// store nor by Spill, and cleared by the next one taken.
+	lost atomic.Bool
 	// entries is the batch being written; only Run uses it.
 	entries []store.AuditEntry
 }
@@ -223,12 +231,37 @@ func (w *Writer) write(ctx context.Context, entries []store.AuditEntry) {
 	if len(entries) == 0 {
 		return
 	}
-	if err := w.st.AddAudit(ctx, entries); err != nil {
+	err := w.st.AddAudit(ctx, entries)
+	if err != nil && w.opt.Spill != nil {
+		serr := w.opt.Spill(entries)
+		if serr == nil {
+			w.lost.Store(false)
+			w.log.Warn("audit: entries spooled; the store did not take them", "entries", len(entries), "err", err)
+			return
+		}
+		err = errors.Join(err, serr)
+	}
+	if err != nil {
+		w.lost.Store(true)
 		w.opt.Metrics.AuditFailed(len(entries))
 		w.log.Warn("audit: entries not written", "entries", len(entries), "err", err)
 		return
 	}
+	w.lost.Store(false)
 	w.opt.Metrics.AuditWritten(len(entries))
+}
+
+// ErrCannotRecord is what Recording returns while the audit log cannot be
+// written.
+var ErrCannotRecord = errors.New("audit: the last batch could be written neither to the store nor to the spool")
+
+// Recording returns ErrCannotRecord while the last batch written was
+// taken neither by the store nor by Options.Spill, and nil otherwise.
+func (w *Writer) Recording() error {
+	if w.lost.Load() {
+		return ErrCannotRecord
+	}
+	return nil
 }
 
 // prune forgets entries older than Retention.

@@ -56,6 +56,11 @@ type Config struct {
 	// no box's token are kept in aggregate, by source (default
 	// DefaultTallyEvery); Run writes each window out.
 	TallyEvery time.Duration
+	// Recording, when set, is asked before a box's call is served: while
+	// it returns an error (the call's audit record could be written
+	// neither to the store nor to the spool) the call is refused with a
+	// 503 saying so, as Vault refuses requests no audit device can log.
+	Recording func() error
 }
 
 // Server is the box-facing handler.
@@ -419,6 +424,13 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 			return nil, nil, nil, &capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Message: msg}
 		}
 	}
+	if s.cfg.Recording != nil {
+		if err := s.cfg.Recording(); err != nil {
+			info.reason = "cannot record"
+			return nil, nil, nil, &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
+				Message: "The broker cannot record calls just now (neither its store nor its spool takes a write), so it serves none; try again shortly.", Err: err}
+		}
+	}
 	release, err := s.limits.acquire(box.Name)
 	if err != nil {
 		info.reason = "limit"
@@ -499,6 +511,9 @@ func (s *Server) boxByToken(ctx context.Context, tok string) (store.Box, error) 
 }
 
 func boxTokenHash(b store.Box) string { return b.TokenHash }
+
+// unavailableRetryAfter is the Retry-After of every 503, in seconds.
+const unavailableRetryAfter = "1"
 
 func unavailable(err error) error {
 	return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
@@ -599,6 +614,12 @@ func (s *Server) writeError(w *recorder, r *http.Request, err error, info *reque
 	var ra *retryAfterError
 	if errors.As(err, &ra) {
 		w.Header().Set("Retry-After", ra.retryAfter())
+	}
+	if ce.Status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
+		// The store or the spool did not answer in time: an outage is
+		// seconds long or longer, and a retry a second later finds it
+		// over or is answered as fast.
+		w.Header().Set("Retry-After", unavailableRetryAfter)
 	}
 	info.message = ce.Message
 	if ce.Status == http.StatusNotFound {

@@ -91,7 +91,11 @@ func New(t testing.TB, opt Options) *Broker {
 	ups := httptest.NewServer(up)
 	t.Cleanup(ups.Close)
 	u, _ := url.Parse(ups.URL)
-	cfg := server.Config{Broker: opt.Broker, DataDir: t.TempDir(), AnthropicURL: u, ShutdownGrace: time.Second, LogLevel: "debug"}
+	// The store deadline is a second, not serve's 250 ms: the suite runs
+	// on a loaded machine, where a store that answers can take a few
+	// hundred ms; the fault tests set their own.
+	cfg := server.Config{Broker: opt.Broker, DataDir: t.TempDir(), AnthropicURL: u, ShutdownGrace: time.Second, LogLevel: "debug",
+		StoreDeadline: time.Second}
 	if opt.Fountain || opt.FountainHandler != nil {
 		h := opt.FountainHandler
 		if h == nil {

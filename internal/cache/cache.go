@@ -54,8 +54,14 @@ type Options struct {
 	// store through caches of their own, with the same MaxStale; Settle
 	// then waits for them.
 	Shared bool
-	Logger *slog.Logger
-	Now    func() time.Time
+	// Changes, when set, is where the change log is read (the store
+	// when nil): the same store with a longer bound than a request's
+	// reads, so that a slow poll is not taken for an outage. A poll's
+	// length never lengthens what memory answers: that is counted from
+	// the moment the poll began.
+	Changes store.Changes
+	Logger  *slog.Logger
+	Now     func() time.Time
 }
 
 // Cache is a read-through cache over a store.Store. Its methods are safe
@@ -105,6 +111,9 @@ func New(st store.Store, opt Options) *Cache {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
+	if opt.Changes == nil {
+		opt.Changes = st
+	}
 	c := &Cache{st: st, opt: opt, log: opt.Logger, wakeUp: make(chan struct{}, 1)}
 	c.resetLocked()
 	return c
@@ -127,7 +136,7 @@ func (c *Cache) resetLocked() {
 // Run polls the change log until ctx ends.
 func (c *Cache) Run(ctx context.Context) {
 	began := c.opt.Now()
-	seq, err := c.st.LastChange(ctx)
+	seq, err := c.opt.Changes.LastChange(ctx)
 	for err != nil {
 		c.log.Warn("cache: read change log", "err", err)
 		select {
@@ -136,7 +145,7 @@ func (c *Cache) Run(ctx context.Context) {
 		case <-time.After(c.opt.PollEvery * 10):
 		}
 		began = c.opt.Now()
-		seq, err = c.st.LastChange(ctx)
+		seq, err = c.opt.Changes.LastChange(ctx)
 	}
 	c.mu.Lock()
 	c.resetLocked()
@@ -146,7 +155,7 @@ func (c *Cache) Run(ctx context.Context) {
 
 	// A store that notifies wakes the loop as soon as a change is logged.
 	wake := make(chan struct{}, 1)
-	if n, ok := c.st.(store.Notifier); ok {
+	if n, ok := notifier(c.st); ok {
 		go c.listen(ctx, n, wake)
 	}
 
@@ -183,6 +192,22 @@ func (c *Cache) Run(ctx context.Context) {
 			failing = false
 		}
 	}
+}
+
+// notifier is st, or the store st wraps (one with an Unwrap method, as
+// a store bounded by deadlines), when it is a store.Notifier.
+func notifier(st store.Store) (store.Notifier, bool) {
+	for st != nil {
+		if n, ok := st.(store.Notifier); ok {
+			return n, true
+		}
+		u, ok := st.(interface{ Unwrap() store.Store })
+		if !ok {
+			return nil, false
+		}
+		st = u.Unwrap()
+	}
+	return nil, false
 }
 
 // sleep waits for a read (or for ctx to end, reporting false). A read
@@ -251,7 +276,7 @@ func (c *Cache) Poll(ctx context.Context) error {
 	c.mu.RUnlock()
 	var all []store.Change
 	for {
-		ch, err := c.st.ChangesSince(ctx, after, 1000)
+		ch, err := c.opt.Changes.ChangesSince(ctx, after, 1000)
 		if err != nil {
 			return err
 		}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/spend"
+	"github.com/intentius/boxbroker/internal/store/deadline"
 )
 
 // Config is boxbroker's whole configuration. The zero value of each field
@@ -94,6 +95,17 @@ type Config struct {
 	// AuditRetention is how long audit log entries are kept (default 30
 	// days); older ones are pruned hourly.
 	AuditRetention time.Duration
+	// StoreDeadline bounds each store call a request makes (default
+	// 250 ms): past it the request is answered 503 with Retry-After.
+	StoreDeadline time.Duration
+	// ReservationLease is how long a budget's reservation is held
+	// without its call's replica renewing it (default 2 min; see
+	// spend.DefaultStaleAfter).
+	ReservationLease time.Duration
+	// AuditOptional serves calls whose audit record can be written
+	// neither to the store nor to the spool; by default (false) they are
+	// refused with a 503 (see docs/reliability.md).
+	AuditOptional bool
 }
 
 // Values of Config.Feedback.
@@ -173,6 +185,9 @@ func (c *Config) Defaults() {
 	if c.AuditRetention == 0 {
 		c.AuditRetention = 30 * 24 * time.Hour
 	}
+	if c.StoreDeadline == 0 {
+		c.StoreDeadline = deadline.Default
+	}
 }
 
 // DefaultAdminListen is the admin API's default address.
@@ -234,7 +249,7 @@ func (c *Config) Validate() error {
 	if c.AuditRetention < 0 {
 		p = append(p, "audit-retention must not be negative")
 	}
-	if c.ShutdownGrace < 0 || c.UpstreamHeaderTimeout < 0 || c.ReadHeaderTimeout < 0 || c.ReadTimeout < 0 || c.DecideTimeout < 0 {
+	if c.ShutdownGrace < 0 || c.UpstreamHeaderTimeout < 0 || c.ReadHeaderTimeout < 0 || c.ReadTimeout < 0 || c.DecideTimeout < 0 || c.StoreDeadline < 0 || c.ReservationLease < 0 {
 		p = append(p, "durations must not be negative")
 	}
 	if c.BoxRate < 0 || c.BoxBurst < 0 {

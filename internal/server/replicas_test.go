@@ -56,6 +56,11 @@ func startReplica(cfg server.Config, opt server.Options) (*replica, error) {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	}
+	if cfg.StoreDeadline == 0 {
+		// As in brokertest: a loaded test machine's PostgreSQL can take a
+		// few hundred ms to answer without being down.
+		cfg.StoreDeadline = time.Second
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	srv, err := server.New(ctx, cfg, opt)
 	if err != nil {

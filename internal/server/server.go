@@ -30,7 +30,9 @@ import (
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/spend"
+	"github.com/intentius/boxbroker/internal/spool"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/deadline"
 	"github.com/intentius/boxbroker/internal/store/postgres"
 	"github.com/intentius/boxbroker/internal/store/sqlite"
 )
@@ -128,6 +130,12 @@ func checkKeyring(ctx context.Context, st store.Store, k *secrets.Keyring) error
 	return nil
 }
 
+// writeBound is the bound on a store write made beside requests (an
+// audit batch, a settlement, a poll of the change log) and on the
+// readiness check's write to the disk: five store deadlines, at least a
+// second.
+func writeBound(d time.Duration) time.Duration { return max(5*d, time.Second) }
+
 // auditLinger is how long the audit log's writer waits to gather entries
 // into one transaction: at a few thousand requests a second, a handful of
 // transactions a second rather than one per request or two.
@@ -154,6 +162,11 @@ type Server struct {
 	// Audit writes the audit log.
 	Audit *audit.Writer
 	log   *slog.Logger
+	// rst is the store bounded by StoreDeadline, as requests reach it,
+	// and wst the same with the bound of a write made beside requests.
+	rst, wst *deadline.Store
+	// Spool keeps what the store did not take until it does.
+	Spool *spool.Spool
 	// flushLog writes out the log lines that wait in its buffer.
 	flushLog func() error
 }
@@ -223,8 +236,23 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	// Only a SQLite store is known to be this process's alone; any other
 	// may be shared with replicas, whose caches a report must wait for.
 	_, local := st.(*sqlite.Store)
-	aw := audit.New(st, audit.Options{Retention: cfg.AuditRetention, Linger: auditLinger, Metrics: m, Logger: log})
-	c := cache.New(st, cache.Options{Logger: log, Shared: !local})
+	// Every store call a request makes is bounded by StoreDeadline (rst);
+	// the writes made beside requests (audit batches, settlements) by a
+	// longer bound (wst). Admin calls and the CLI are not bounded.
+	rst := deadline.Wrap(st, cfg.StoreDeadline, log)
+	wst := rst.With(writeBound(cfg.StoreDeadline))
+	// What the store does not take waits in the spool, in the data
+	// directory, until it does.
+	sp, err := spool.Open(cfg.DataDir, 0, log)
+	if err != nil {
+		if opt.Store == nil {
+			st.Close()
+		}
+		return nil, err
+	}
+	aw := audit.New(wst, audit.Options{Retention: cfg.AuditRetention, Linger: auditLinger, Metrics: m, Logger: log,
+		Spill: func(entries []store.AuditEntry) error { return sp.Append(spool.Batch{Audit: entries}) }})
+	c := cache.New(rst, cache.Options{Changes: wst, Logger: log, Shared: !local})
 	onGrant := func(outcome string) {
 		m.Grant(outcome)
 		if opt.OnGrant != nil {
@@ -233,9 +261,9 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	}
 	credPool := pool.New(pool.Config{Cache: c, Keyring: keyring, Upstream: cfg.AnthropicURL, Logger: log})
 	m.Pool(poolStats(credPool))
-	pay := &payer.Resolver{Cache: c, Keyring: keyring, Store: st, Logger: log, Now: opt.Now, OnGrant: onGrant, Pool: credPool}
+	pay := &payer.Resolver{Cache: c, Keyring: keyring, Store: rst, Logger: log, Now: opt.Now, OnGrant: onGrant, Pool: credPool}
 	eg, err := egress.New(egress.Config{Secrets: c, Keyring: keyring, Transport: opt.Transport, MaxBody: cfg.EgressMaxBody, Logger: log,
-		TransportOptions: proxy.TransportOptions{ResponseHeaderTimeout: cfg.UpstreamHeaderTimeout}, Mints: st, MintTransport: opt.MintTransport, Now: opt.Now, Audit: aw})
+		TransportOptions: proxy.TransportOptions{ResponseHeaderTimeout: cfg.UpstreamHeaderTimeout}, Mints: wst, MintTransport: opt.MintTransport, Now: opt.Now, Audit: aw})
 	if err != nil {
 		if opt.Store == nil {
 			st.Close()
@@ -249,7 +277,10 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		}
 		return nil, err
 	}
-	meter, err := spend.New(spend.Config{Store: st, Budgeted: c.Budgeted, BatchEvery: spend.DefaultBatchEvery, Prices: prices, Now: opt.SpendNow, Logger: log, MaxTokens: cfg.ReserveMaxTokens, MaxBody: cfg.MaxBody})
+	meter, err := spend.New(spend.Config{Store: rst, Settle: wst,
+		Spill: func(key string, st store.Settlement) error {
+			return sp.Append(spool.Batch{Key: key, Settle: []store.Settlement{st}})
+		}, StaleAfter: cfg.ReservationLease, Budgeted: c.Budgeted, BatchEvery: spend.DefaultBatchEvery, Prices: prices, Now: opt.SpendNow, Logger: log, MaxTokens: cfg.ReserveMaxTokens, MaxBody: cfg.MaxBody})
 	if err != nil {
 		if opt.Store == nil {
 			st.Close()
@@ -261,20 +292,21 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		meter.Wrap(inference.New(inference.Config{Upstream: cfg.AnthropicURL, Transport: metered, MaxBody: cfg.MaxBody, MaxRetried: cfg.PoolRetryBody, Logger: log})),
 		meter.Wrap(decide.New(decide.Config{Upstream: cfg.AnthropicURL, Transport: metered, Timeout: cfg.DecideTimeout, Logger: log})),
 		eg,
-		feedback.New(feedback.Config{Store: st, Keep: cfg.Feedback == FeedbackKeep}),
+		feedback.New(feedback.Config{Store: rst, Keep: cfg.Feedback == FeedbackKeep}),
 	}
 	if cfg.FountainURL != nil {
 		caps = append(caps, fountain.New(fountain.Config{
-			Upstream: cfg.FountainURL, Transport: transport, Resources: st, MaxBody: cfg.MaxBody, Logger: log,
+			Upstream: cfg.FountainURL, Transport: transport, Resources: rst, MaxBody: cfg.MaxBody, Logger: log,
 			Key: func(ctx context.Context) ([]byte, error) { return pay.Open(ctx, payer.SharedFountain) },
 		}))
 	}
 	caps = append(caps, opt.Extra...)
 	h, err := broker.New(broker.Config{
-		Broker: cfg.Broker, Store: st, Cache: c, Payer: pay, Capabilities: caps, Logger: log,
+		Broker: cfg.Broker, Store: rst, Cache: c, Payer: pay, Capabilities: caps, Logger: log,
 		Limits:      broker.Limits{Rate: cfg.BoxRate, Burst: cfg.BoxBurst, Concurrent: max(cfg.BoxConcurrent, 0)},
 		ReadTimeout: cfg.ReadTimeout,
 		Observer:    &observer{m: m, audit: aw},
+		Recording:   recording(cfg, aw),
 	})
 	if err != nil {
 		if opt.Store == nil {
@@ -282,14 +314,17 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		}
 		return nil, err
 	}
-	adm, err := admin.New(admin.Config{Store: st, Cache: c, Keyring: keyring, Broker: cfg.Broker, Logger: log, Metrics: m.Handler(), Pool: credPool})
+	srv := &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Audit: aw, Metrics: m, log: log, flushLog: flushLog, rst: rst, wst: wst, Spool: sp}
+	srv.Handler = srv.withReady(h)
+	adm, err := admin.New(admin.Config{Store: st, Cache: c, Keyring: keyring, Broker: cfg.Broker, Logger: log, Metrics: m.Handler(), Pool: credPool, Ready: srv.Ready})
 	if err != nil {
 		if opt.Store == nil {
 			st.Close()
 		}
 		return nil, err
 	}
-	return &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Handler: h, Admin: adm, Metrics: m, Audit: aw, log: log, flushLog: flushLog}, nil
+	srv.Admin = adm
+	return srv, nil
 }
 
 // NewLogger returns a JSON logger on w at level: slog.JSONHandler's
@@ -307,6 +342,11 @@ func NewLogger(w io.Writer, level string) (log *slog.Logger, flush func() error)
 // the admin handler on admin, and keeps the cache fresh until ctx ends;
 // then it stops taking requests and lets in-flight ones finish for at most
 // ShutdownGrace.
+// RequestStore is the store as a request reaches it, every call bounded
+// by StoreDeadline: for listeners beside the broker's own (the egress
+// proxy) that read the store while serving a box.
+func (s *Server) RequestStore() store.Store { return s.rst }
+
 func (s *Server) Serve(ctx context.Context, ln, admin net.Listener) error {
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	ran := make(chan struct{})
@@ -379,14 +419,16 @@ func (s *Server) Serve(ctx context.Context, ln, admin net.Listener) error {
 // the audit queue and the batch still hold and returns. Serve runs it; a
 // caller serving the handlers itself runs it too.
 func (s *Server) Run(ctx context.Context) {
-	done := make(chan struct{}, 3)
+	done := make(chan struct{}, 4)
 	go func() { s.Cache.Run(ctx); done <- struct{}{} }()
+	go func() { s.replaySpool(ctx); done <- struct{}{} }()
 	go func() { s.pruneChanges(ctx); done <- struct{}{} }()
 	go func() { s.Meter.RunBatches(ctx); done <- struct{}{} }()
 	// The audit log stops once the broker's last tallies are queued.
 	actx, stopAudit := context.WithCancel(context.WithoutCancel(ctx))
 	go func() { s.Broker.Run(ctx); stopAudit() }()
 	s.Audit.Run(actx)
+	<-done
 	<-done
 	<-done
 	<-done
@@ -438,5 +480,5 @@ func (s *Server) pruneChanges(ctx context.Context) {
 // Close releases the store.
 func (s *Server) Close() error {
 	_ = s.flushLog()
-	return s.Store.Close()
+	return errors.Join(s.Spool.Close(), s.Store.Close())
 }

@@ -35,6 +35,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/spool"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -47,9 +48,12 @@ const (
 	// unknown length over what its capability reads: inference's own
 	// bound.
 	DefaultMaxBody = 64 << 20
-	// DefaultStaleAfter is the age past which Run releases a reservation
-	// whose call never settled (its process ended mid-call).
-	DefaultStaleAfter = 3 * time.Hour
+	// DefaultStaleAfter is a reservation's lease: Run renews the
+	// reservations of this process's calls in flight every sixth of it,
+	// and releases those of every process that no one renewed for that
+	// long (a process that ended mid-call, or one cut off from the
+	// store).
+	DefaultStaleAfter = 2 * time.Minute
 	// DefaultBatchEvery is how often a server settles, in batches, the
 	// calls that reserved nothing.
 	DefaultBatchEvery = 100 * time.Millisecond
@@ -69,6 +73,16 @@ const (
 type Config struct {
 	// Store keeps budgets, tallies, reservations and usage. Required.
 	Store store.Spend
+	// Settle, when set, is where settlements are written (Store when
+	// nil): the same store, with the longer bound of a write made beside
+	// requests rather than in one's path. When it is also a
+	// store.Spooled, each settlement is written under a key of its own,
+	// so that one spooled after a write whose outcome is unknown (its
+	// deadline passed) is applied once however the write ended.
+	Settle store.Spend
+	// Spill, when set, keeps a settlement the store did not take (the
+	// spool), under its key, to be applied later.
+	Spill func(key string, s store.Settlement) error
 	// Budgeted, when set, tells from memory whether a box has any budget
 	// (the cache's Budgeted): a call of a box with none makes no
 	// reservation, so it reads nothing from the store before it is
@@ -115,6 +129,9 @@ type Meter struct {
 	bufs bufPool
 	// lastMonth is the month of the last call prepared (see month).
 	lastMonth atomic.Pointer[monthName]
+	// live is the reservations of calls in flight, which Run renews.
+	liveMu sync.Mutex
+	live   map[int64]struct{}
 }
 
 // batchKey is what one batched settlement charges.
@@ -143,7 +160,10 @@ func New(cfg Config) (*Meter, error) {
 	if cfg.StaleAfter <= 0 {
 		cfg.StaleAfter = DefaultStaleAfter
 	}
-	return &Meter{cfg: cfg, log: cfg.Logger, pending: map[batchKey]*store.Settlement{}}, nil
+	if cfg.Settle == nil {
+		cfg.Settle = cfg.Store
+	}
+	return &Meter{cfg: cfg, log: cfg.Logger, pending: map[batchKey]*store.Settlement{}, live: map[int64]struct{}{}}, nil
 }
 
 // Prices is the Meter's price table.
@@ -596,6 +616,11 @@ func (c *metered) prepare(w http.ResponseWriter, r *http.Request, call *capabili
 			return nil, &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
 				Message: "The broker cannot read this box's budget just now; try again shortly.", Err: err}
 		}
+		if s.id != 0 {
+			c.m.liveMu.Lock()
+			c.m.live[s.id] = struct{}{}
+			c.m.liveMu.Unlock()
+		}
 	}
 	mc.tk = &mc.ticket
 	mc.r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, mc.tk))
@@ -672,6 +697,13 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 	if s.body != nil {
 		defer s.body.release()
 	}
+	if s.id != 0 {
+		defer func() {
+			m.liveMu.Lock()
+			delete(m.live, s.id)
+			m.liveMu.Unlock()
+		}()
+	}
 	tk.mu.Lock()
 	readings := make([]reading, len(tk.readings))
 	for i, r := range tk.readings {
@@ -734,7 +766,7 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	err := m.cfg.Store.Settle(ctx, store.Settlement{Reservation: s.id, Box: s.box, Principal: s.principal, Month: s.month, Charge: charge, Usage: rows})
+	err := m.record(ctx, store.Settlement{Reservation: s.id, Box: s.box, Principal: s.principal, Month: s.month, Charge: charge, Usage: rows})
 	if err != nil {
 		m.log.Error("spend: settlement not recorded", "box", s.box, "month", s.month, "charge_micros", charge, "err", err)
 		return
@@ -828,12 +860,32 @@ func (m *Meter) Flush(ctx context.Context) {
 	m.mu.Unlock()
 	for _, st := range batch {
 		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := m.cfg.Store.Settle(sctx, *st)
+		err := m.record(sctx, *st)
 		cancel()
 		if err != nil {
 			m.log.Error("spend: settlement not recorded", "box", st.Box, "month", st.Month, "charge_micros", st.Charge, "err", err)
 		}
 	}
+}
+
+// record writes st: under a key of its own when the store takes keyed
+// batches, and to the spool under that key when the store does not take
+// it (nor refuses it for a box removed meanwhile).
+func (m *Meter) record(ctx context.Context, st store.Settlement) error {
+	keyed, ok := m.cfg.Settle.(store.Spooled)
+	if !ok {
+		return m.cfg.Settle.Settle(ctx, st)
+	}
+	key := spool.NewKey()
+	_, err := keyed.ApplySpooled(ctx, key, []store.Settlement{st}, nil)
+	if err == nil || m.cfg.Spill == nil || errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	if serr := m.cfg.Spill(key, st); serr != nil {
+		return errors.Join(err, serr)
+	}
+	m.log.Warn("spend: settlement spooled; the store did not take it", "box", st.Box, "month", st.Month, "charge_micros", st.Charge, "err", err)
+	return nil
 }
 
 // refuseUnboundable returns the refusal of s's call, whose cost nothing
@@ -884,14 +936,39 @@ func OverBudget(e *store.OverBudgetError, bound int64) *capability.Error {
 			who, FormatUSD(e.Budget.Limit), e.Month, FormatUSD(e.Spent), FormatUSD(e.Reserved), FormatUSD(bound), resets, raise)}
 }
 
-// Run releases stale reservations now and then until ctx ends: those of a
-// call whose process ended before it settled.
+// renew renews the leases of this process's calls in flight, when the
+// store keeps reservations as leases.
+func (m *Meter) renew(ctx context.Context) {
+	ls, ok := m.cfg.Settle.(store.Leases)
+	if !ok {
+		return
+	}
+	m.liveMu.Lock()
+	ids := make([]int64, 0, len(m.live))
+	for id := range m.live {
+		ids = append(ids, id)
+	}
+	m.liveMu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	if err := ls.RenewReservations(ctx, ids, m.cfg.Now()); err != nil && ctx.Err() == nil {
+		m.log.Warn("spend: reservations of calls in flight not renewed; they are released if no renewal succeeds within their lease",
+			"count", len(ids), "lease", m.cfg.StaleAfter.String(), "err", err)
+	}
+}
+
+// Run renews the reservations of this process's calls in flight, and
+// releases stale reservations — those no process renewed within their
+// lease, as a process that ended mid-call leaves them — now and every
+// sixth of the lease, until ctx ends.
 func (m *Meter) Run(ctx context.Context) {
 	every := min(m.cfg.StaleAfter/6, 10*time.Minute)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		n, err := m.cfg.Store.ReleaseStale(ctx, m.cfg.Now().Add(-m.cfg.StaleAfter))
+		m.renew(ctx)
+		n, err := m.cfg.Settle.ReleaseStale(ctx, m.cfg.Now().Add(-m.cfg.StaleAfter))
 		switch {
 		case err != nil && ctx.Err() == nil:
 			m.log.Warn("spend: stale reservations not released", "err", err)

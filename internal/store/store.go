@@ -44,6 +44,8 @@ type Store interface {
 	Mints
 	Overview
 	Pool
+	Spooled
+	Leases
 	// Ping reports whether the database answers.
 	Ping(ctx context.Context) error
 	// Close releases the database.

@@ -170,35 +170,40 @@ func release(ctx context.Context, tx pgx.Tx, id int64) error {
 // adds its usage, in one transaction; store.ErrNotFound if the box is gone.
 func (s *Store) Settle(ctx context.Context, st store.Settlement) error {
 	return s.write(ctx, fmt.Sprintf("settle for box %q", st.Box), func(tx pgx.Tx) ([]store.Change, error) {
-		if st.Reservation != 0 {
-			if err := release(ctx, tx, st.Reservation); err != nil {
-				return nil, err
-			}
-		}
-		for _, p := range principals(st.Principal) {
-			if _, err := tx.Exec(ctx, `INSERT INTO tallies (box, principal, month, spent) VALUES ($1, $2, $3, $4)
-				ON CONFLICT (box, principal, month) DO UPDATE SET spent = tallies.spent + excluded.spent`,
-				st.Box, p, st.Month, st.Charge); err != nil {
-				return nil, err
-			}
-		}
-		for _, u := range st.Usage {
-			if _, err := tx.Exec(ctx, `INSERT INTO usage (box, month, payer_kind, principal, model, calls, unpriced, unmeasured,
-					input_tokens, output_tokens, cache_write_tokens, cache_read_tokens, cost)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
-				ON CONFLICT (box, month, payer_kind, principal, model) DO UPDATE SET
-					calls = usage.calls + excluded.calls, unpriced = usage.unpriced + excluded.unpriced,
-					unmeasured = usage.unmeasured + excluded.unmeasured,
-					input_tokens = usage.input_tokens + excluded.input_tokens, output_tokens = usage.output_tokens + excluded.output_tokens,
-					cache_write_tokens = usage.cache_write_tokens + excluded.cache_write_tokens,
-					cache_read_tokens = usage.cache_read_tokens + excluded.cache_read_tokens, cost = usage.cost + excluded.cost`,
-				u.Box, u.Month, u.PayerKind, u.Principal, u.Model, u.Calls, u.Unpriced, u.Unmeasured,
-				u.InputTokens, u.OutputTokens, u.CacheWriteTokens, u.CacheReadTokens, u.Cost); err != nil {
-				return nil, err
-			}
-		}
-		return nil, nil
+		return nil, settleTx(ctx, tx, st)
 	})
+}
+
+// settleTx applies st in tx.
+func settleTx(ctx context.Context, tx pgx.Tx, st store.Settlement) error {
+	if st.Reservation != 0 {
+		if err := release(ctx, tx, st.Reservation); err != nil {
+			return err
+		}
+	}
+	for _, p := range principals(st.Principal) {
+		if _, err := tx.Exec(ctx, `INSERT INTO tallies (box, principal, month, spent) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (box, principal, month) DO UPDATE SET spent = tallies.spent + excluded.spent`,
+			st.Box, p, st.Month, st.Charge); err != nil {
+			return err
+		}
+	}
+	for _, u := range st.Usage {
+		if _, err := tx.Exec(ctx, `INSERT INTO usage (box, month, payer_kind, principal, model, calls, unpriced, unmeasured,
+				input_tokens, output_tokens, cache_write_tokens, cache_read_tokens, cost)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+			ON CONFLICT (box, month, payer_kind, principal, model) DO UPDATE SET
+				calls = usage.calls + excluded.calls, unpriced = usage.unpriced + excluded.unpriced,
+				unmeasured = usage.unmeasured + excluded.unmeasured,
+				input_tokens = usage.input_tokens + excluded.input_tokens, output_tokens = usage.output_tokens + excluded.output_tokens,
+				cache_write_tokens = usage.cache_write_tokens + excluded.cache_write_tokens,
+				cache_read_tokens = usage.cache_read_tokens + excluded.cache_read_tokens, cost = usage.cost + excluded.cost`,
+			u.Box, u.Month, u.PayerKind, u.Principal, u.Model, u.Calls, u.Unpriced, u.Unmeasured,
+			u.InputTokens, u.OutputTokens, u.CacheWriteTokens, u.CacheReadTokens, u.Cost); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ReleaseStale releases every reservation made before before, each in its

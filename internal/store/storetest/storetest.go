@@ -58,6 +58,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Pool", testPool},
 	}
 	tests = append(tests, spendTests...)
+	tests = append(tests, spooledTests...)
+	tests = append(tests, leaseTests...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.run(t, open(t))

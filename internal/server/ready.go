@@ -1,0 +1,180 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/audit"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/spool"
+)
+
+// readyFile is the file the readiness check writes, syncs and removes in
+// the data directory, to learn that the disk takes writes.
+const readyFile = ".readyz"
+
+// Ready reports whether this replica should be sent requests, and what
+// it found: that the store answers a ping within StoreDeadline, and
+// that the data directory takes a synced write (the spool's disk, and
+// SQLite's) within the bound of a write made beside requests (five times
+// StoreDeadline, at least a second: an fsync on a busy disk can take a
+// few hundred ms). The checks run at once, so Ready answers within that
+// bound, and a little more, whatever the store or the disk does.
+func (s *Server) Ready(ctx context.Context) (map[string]any, bool) {
+	d := writeBound(s.Config.StoreDeadline)
+	storeErr := make(chan error, 1)
+	go func() { storeErr <- s.ping(ctx) }()
+	diskErr := make(chan error, 1)
+	go func() { diskErr <- bounded(ctx, d, func() error { return writable(s.Config.DataDir) }) }()
+	out := map[string]any{"ready": true, "store": "ok", "disk": "ok"}
+	ok := true
+	if err := <-storeErr; err != nil {
+		out["store"], ok = "unavailable", false
+	}
+	if err := <-diskErr; err != nil {
+		out["disk"], ok = "cannot write", false
+		s.log.Warn("readyz: the data directory takes no write", "dir", s.Config.DataDir, "err", err)
+	}
+	if err := s.Audit.Recording(); err != nil {
+		out["record"] = "cannot record"
+		ok = ok && s.Config.AuditOptional // availability chosen: still ready
+	}
+	out["ready"] = ok
+	return out, ok
+}
+
+// ping pings the store through the request path's bound.
+func (s *Server) ping(ctx context.Context) error {
+	return s.rst.Ping(ctx)
+}
+
+// bounded runs f and returns its error, or an error once d has passed
+// (f then finishes on its own).
+func bounded(ctx context.Context, d time.Duration, f func() error) error {
+	ch := make(chan error, 1)
+	go func() { ch <- f() }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case err := <-ch:
+		return err
+	case <-t.C:
+		return fmt.Errorf("no answer within %s", d)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// writable writes, syncs and removes a small file in dir.
+func writable(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	p := filepath.Join(dir, readyFile)
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write([]byte("ready\n"))
+	serr := f.Sync()
+	cerr := f.Close()
+	_ = os.Remove(p)
+	for _, err := range []error{werr, serr, cerr} {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// serveReady answers GET or HEAD /readyz: 200 when Ready, 503 when not,
+// with what Ready found as JSON.
+func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		protocol.WriteRefusal(w, http.StatusMethodNotAllowed, protocol.TypeInvalid, "The readiness route takes GET or HEAD.")
+		return
+	}
+	out, ok := s.Ready(r.Context())
+	status := http.StatusOK
+	if !ok {
+		status = http.StatusServiceUnavailable
+		w.Header().Set("Retry-After", "1")
+	}
+	b, _ := json.Marshal(out)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	if r.Method == http.MethodGet {
+		_, _ = w.Write(append(b, '\n'))
+	}
+}
+
+// withReady serves /readyz on the box-facing listener beside h, for a
+// load balancer in front of the replicas.
+func (s *Server) withReady(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/readyz" {
+			s.serveReady(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// recording is what the broker asks before it serves a box's call: nil
+// while the audit log is written (to the store or to the spool), and
+// always nil when cfg.AuditOptional chooses availability.
+func recording(cfg Config, aw *audit.Writer) func() error {
+	if cfg.AuditOptional {
+		return nil
+	}
+	return aw.Recording
+}
+
+// replayEvery is how often the spool, when it holds anything, is
+// replayed: a store that answers again takes what waits within a second.
+const replayEvery = time.Second
+
+// ReplaySpool applies what the spool holds to the store now, each batch
+// once, and says how many batches it applied. A replay already running
+// is waited for.
+func (s *Server) ReplaySpool(ctx context.Context) (int, error) {
+	return s.Spool.Replay(ctx, func(ctx context.Context, b spool.Batch) error {
+		_, err := s.wst.ApplySpooled(ctx, b.Key, b.Settle, b.Audit)
+		return err
+	})
+}
+
+// replaySpool replays the spool at once and then every replayEvery while
+// it holds anything, until ctx ends.
+func (s *Server) replaySpool(ctx context.Context) {
+	t := time.NewTicker(replayEvery)
+	defer t.Stop()
+	failing := false
+	for {
+		if s.Spool.Size() > 0 {
+			n, err := s.ReplaySpool(ctx)
+			switch {
+			case err != nil && !failing && ctx.Err() == nil:
+				s.log.Warn("spool: replay stopped; it resumes when the store answers", "applied", n, "err", err)
+				failing = true
+			case err == nil:
+				if n > 0 {
+					s.log.Info("spool: replayed", "batches", n)
+				}
+				failing = false
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,292 @@
+// Package spool keeps, in the data directory, the spend and audit
+// batches the store could not take, until it takes them.
+//
+// The spool is an append-only file of JSON lines, one batch a line, each
+// synced to the disk before Append returns, and bounded in size: a batch
+// that would pass the bound is refused (ErrFull), and so is one the disk
+// will not take. Each batch carries a random key; the store records the
+// keys of the batches it has applied in the same transaction as the
+// batch (store.Spooled), so replaying a batch twice — after a crash
+// mid-replay, say — applies it once.
+//
+// Replay moves the spool aside (spool.replay) and applies what it holds
+// in order; new batches go to a fresh spool meanwhile. The file set
+// aside is removed once every batch in it is applied, and replayed
+// again, first, at the next Replay otherwise.
+package spool
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// File names in the data directory.
+const (
+	File       = "spool.jsonl"
+	ReplayFile = "spool.replay.jsonl"
+)
+
+// DefaultMax bounds the spool's size, in bytes: at a few hundred bytes
+// an audit entry, some hundred thousand calls' records.
+const DefaultMax = 64 << 20
+
+// ErrFull is what Append returns when the batch would pass the bound.
+var ErrFull = errors.New("spool full")
+
+// Batch is what the store could not take at once: settlements and audit
+// entries, to be applied together under Key.
+type Batch struct {
+	Key    string             `json:"key"`
+	Settle []store.Settlement `json:"settle,omitempty"`
+	Audit  []store.AuditEntry `json:"audit,omitempty"`
+}
+
+// Spool is one replica's spool. Its methods are safe for concurrent use.
+type Spool struct {
+	dir string
+	max int64
+	log *slog.Logger
+
+	mu   sync.Mutex // guards f and size; held while appending
+	f    *os.File
+	size int64 // bytes in File and ReplayFile
+
+	replay sync.Mutex // one Replay at a time
+}
+
+// Open opens the spool in dir (made, mode 0700, if missing), bounded to
+// max bytes (DefaultMax when zero or less).
+func Open(dir string, max int64, log *slog.Logger) (*Spool, error) {
+	if max <= 0 {
+		max = DefaultMax
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("spool: %w", err)
+	}
+	s := &Spool{dir: dir, max: max, log: log}
+	for _, name := range []string{File, ReplayFile} {
+		if fi, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			s.size += fi.Size()
+		}
+	}
+	return s, nil
+}
+
+// NewKey is a fresh batch key: 16 random bytes, hex.
+func NewKey() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Append writes b (given a key when it has none) as one line and syncs
+// it to the disk. It returns ErrFull when the spool would pass its bound,
+// or the disk's error; either way nothing of b is kept.
+func (s *Spool) Append(b Batch) error {
+	if b.Key == "" {
+		b.Key = NewKey()
+	}
+	line, err := json.Marshal(b)
+	if err != nil {
+		return fmt.Errorf("spool: encode: %w", err)
+	}
+	line = append(line, '\n')
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.size+int64(len(line)) > s.max {
+		return fmt.Errorf("spool: %w: %d bytes of %d", ErrFull, s.size, s.max)
+	}
+	if err := s.lockCurrent(); err != nil {
+		return fmt.Errorf("spool: %w", err)
+	}
+	defer unlock(s.f)
+	n, werr := s.f.Write(line)
+	if werr == nil {
+		werr = s.f.Sync()
+	}
+	if werr != nil {
+		// Cut off whatever part of the line was written, so the next
+		// batch begins a line of its own.
+		if fi, err := s.f.Stat(); err == nil {
+			_ = s.f.Truncate(fi.Size() - int64(n))
+		}
+		return fmt.Errorf("spool: %w", werr)
+	}
+	s.size += int64(n)
+	return nil
+}
+
+// lockCurrent opens the spool file (again, when another process sharing
+// the data directory has set the one open aside) and locks it; s.mu is
+// held.
+func (s *Spool) lockCurrent() error {
+	p := filepath.Join(s.dir, File)
+	for range 10 {
+		if s.f == nil {
+			f, err := openEnded(p)
+			if err != nil {
+				return err
+			}
+			s.f = f
+		}
+		if err := lock(s.f); err != nil {
+			return err
+		}
+		open, err1 := s.f.Stat()
+		named, err2 := os.Stat(p)
+		if err1 == nil && err2 == nil && os.SameFile(open, named) {
+			return nil
+		}
+		// Set aside (renamed) by a replay, here or in another process.
+		unlock(s.f)
+		_ = s.f.Close()
+		s.f = nil
+	}
+	return errors.New("the spool file keeps being set aside")
+}
+
+// openEnded opens the spool file at p for appending, ending first a line
+// a crash cut off, so that the next batch begins a line of its own.
+func openEnded(p string) (*os.File, error) {
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && fi.Size() > 0 {
+		last := make([]byte, 1)
+		if _, err = f.ReadAt(last, fi.Size()-1); err == nil && last[0] != '\n' {
+			_, err = f.Write([]byte{'\n'})
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// Size is how many bytes the spool holds.
+func (s *Spool) Size() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.size
+}
+
+// Replay applies every spooled batch, oldest first, with apply, and
+// returns how many it applied: what an earlier Replay left set aside,
+// then what the spool held when Replay began. It stops at the first
+// batch apply fails, keeping that batch and every later one for the
+// next Replay. One Replay runs at a time; a second waits for the first.
+func (s *Spool) Replay(ctx context.Context, apply func(context.Context, Batch) error) (int, error) {
+	s.replay.Lock()
+	defer s.replay.Unlock()
+	total := 0
+	for range 2 {
+		n, more, err := s.replayOnce(ctx, apply)
+		total += n
+		if err != nil || !more {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// replayOnce replays the file set aside, setting the spool aside first
+// when none is; more is false when there was nothing to replay.
+func (s *Spool) replayOnce(ctx context.Context, apply func(context.Context, Batch) error) (n int, more bool, err error) {
+	rp := filepath.Join(s.dir, ReplayFile)
+	if _, err := os.Stat(rp); errors.Is(err, os.ErrNotExist) {
+		// Set the spool aside, holding its lock, so that no append (of
+		// this process or another sharing the directory) is under way;
+		// appends then go to a fresh one.
+		s.mu.Lock()
+		if s.f != nil {
+			_ = s.f.Close()
+			s.f = nil
+		}
+		err := setAside(filepath.Join(s.dir, File), rp)
+		s.mu.Unlock()
+		if errors.Is(err, os.ErrNotExist) {
+			return 0, false, nil // nothing spooled
+		}
+		if err != nil {
+			return 0, false, fmt.Errorf("spool: %w", err)
+		}
+	}
+	data, err := os.ReadFile(rp)
+	if err != nil {
+		return 0, false, fmt.Errorf("spool: %w", err)
+	}
+	r := bufio.NewReader(bytes.NewReader(data))
+	for {
+		line, rerr := r.ReadBytes('\n')
+		if rerr == io.EOF && len(line) == 0 {
+			break
+		}
+		var b Batch
+		if jerr := json.Unmarshal(line, &b); jerr != nil || b.Key == "" {
+			// A line cut off by a crash mid-append: its Append never
+			// returned, so no one counted on it.
+			s.log.Warn("spool: a line that is no batch is skipped", "bytes", len(line))
+		} else if aerr := apply(ctx, b); aerr != nil {
+			return n, false, fmt.Errorf("spool: replay: %w", aerr)
+		} else {
+			n++
+		}
+		if rerr == io.EOF {
+			break
+		}
+	}
+	// Another replica sharing the directory may have replayed and
+	// removed it too: each batch was applied once all the same.
+	if err := os.Remove(rp); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return n, false, fmt.Errorf("spool: %w", err)
+	}
+	s.mu.Lock()
+	s.size = max(s.size-int64(len(data)), 0)
+	s.mu.Unlock()
+	return n, true, nil
+}
+
+// setAside renames the spool file p to rp while holding its lock.
+func setAside(p, rp string) error {
+	f, err := os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := lock(f); err != nil {
+		return err
+	}
+	defer unlock(f)
+	return os.Rename(p, rp)
+}
+
+// Close closes the spool's file.
+func (s *Spool) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f == nil {
+		return nil
+	}
+	err := s.f.Close()
+	s.f = nil
+	return err
+}

@@ -1,0 +1,423 @@
+// Package deadline bounds every call a request makes to the store: a
+// store that stops answering without refusing (packets dropped on the way
+// to PostgreSQL, a frozen server, a disk that blocks) makes each call
+// return store.ErrUnavailable once its deadline passes, whatever the
+// driver does, so that the request gets its 503 at once rather than
+// waiting for the store to come back.
+//
+// It also notices outages: the first call that finds the store not
+// answering writes one WARN line with the outage's start, and the first
+// that finds it answering again writes one with its start, end and
+// length.
+package deadline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// Default is the default bound on one store call on the request path.
+const Default = 250 * time.Millisecond
+
+// Store is a store.Store whose every call is bounded by a deadline. The
+// methods it does not redefine (those a new sub-interface adds) pass
+// through unbounded.
+type Store struct {
+	store.Store
+	d time.Duration
+	o *outage
+}
+
+// outage is what the Stores made from one Wrap know of the store's
+// answering, so that an outage is logged once, whichever bound saw it.
+type outage struct {
+	log *slog.Logger
+	now func() time.Time
+
+	mu     sync.Mutex
+	down   time.Time // when the outage began; zero while the store answers
+	failed int       // calls that failed in this outage
+	last   error     // why the first call of the outage failed
+}
+
+// Wrap bounds each of st's calls by d (Default when d is zero or less).
+// Outages are logged to log (slog.Default() when nil).
+func Wrap(st store.Store, d time.Duration, log *slog.Logger) *Store {
+	if d <= 0 {
+		d = Default
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Store{Store: st, d: d, o: &outage{log: log, now: time.Now}}
+}
+
+// With is the same store bounded by d instead, noting outages with s:
+// for writes made off the request path (audit batches, settlements),
+// which may take longer than a request's reads.
+func (s *Store) With(d time.Duration) *Store {
+	return &Store{Store: s.Store, d: d, o: s.o}
+}
+
+// Deadline is the bound on one call.
+func (s *Store) Deadline() time.Duration { return s.d }
+
+// Down reports since when the store has not answered, or the zero time
+// while it answers.
+func (s *Store) Down() time.Time {
+	s.o.mu.Lock()
+	defer s.o.mu.Unlock()
+	return s.o.down
+}
+
+// ErrDeadline is what a call that passed its deadline returns, wrapped
+// with store.ErrUnavailable.
+var ErrDeadline = errors.New("no answer within the store deadline")
+
+// do runs f with a context that ends at the deadline, and returns at the
+// deadline even when f does not (a driver blocked where it does not look
+// at its context): f then finishes on its own goroutine, its result
+// dropped.
+func do[T any](s *Store, ctx context.Context, op string, f func(context.Context) (T, error)) (T, error) {
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, s.d)
+	defer cancel()
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := f(ctx)
+		ch <- result{v, err}
+	}()
+	var r result
+	select {
+	case r = <-ch:
+	case <-ctx.Done():
+		select {
+		case r = <-ch: // it answered as the deadline passed
+		default:
+			r.err = ctx.Err()
+		}
+	}
+	if parent.Err() != nil {
+		return r.v, r.err // the caller's own context ended: not the store's fault
+	}
+	if r.err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) &&
+		!errors.Is(r.err, store.ErrNotFound) && !errors.Is(r.err, store.ErrExists) {
+		var zero T
+		r.v, r.err = zero, fmt.Errorf("%s: %w: %w (%s)", op, store.ErrUnavailable, ErrDeadline, s.d)
+	}
+	s.o.note(r.err, s.d)
+	return r.v, r.err
+}
+
+// note records whether the store answered, logging an outage's start and
+// end.
+func (s *outage) note(err error, d time.Duration) {
+	down := err != nil && errors.Is(err, store.ErrUnavailable)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case down && s.down.IsZero():
+		s.down, s.failed, s.last = s.now(), 1, err
+		s.log.Warn("store: not answering; requests that need it get 503 until it does",
+			"since", s.down.UTC().Format(time.RFC3339Nano), "deadline", d.String(), "err", err)
+	case down:
+		s.failed++
+	case !s.down.IsZero():
+		end := s.now()
+		s.log.Warn("store: answering again",
+			"since", s.down.UTC().Format(time.RFC3339Nano), "until", end.UTC().Format(time.RFC3339Nano),
+			"outage", end.Sub(s.down).Round(time.Millisecond).String(), "failed_calls", s.failed, "first_err", s.last)
+		s.down, s.failed, s.last = time.Time{}, 0, nil
+	}
+}
+
+func do0(s *Store, ctx context.Context, op string, f func(context.Context) error) error {
+	_, err := do(s, ctx, op, func(ctx context.Context) (struct{}, error) { return struct{}{}, f(ctx) })
+	return err
+}
+
+// Ping reports whether the database answers within the deadline.
+func (s *Store) Ping(ctx context.Context) error {
+	return do0(s, ctx, "ping", s.Store.Ping)
+}
+
+// Unwrap is the store beneath.
+func (s *Store) Unwrap() store.Store { return s.Store }
+
+// Boxes.
+
+func (s *Store) CreateBox(ctx context.Context, b store.Box) error {
+	return do0(s, ctx, "create box", func(ctx context.Context) error { return s.Store.CreateBox(ctx, b) })
+}
+
+func (s *Store) Box(ctx context.Context, name string) (store.Box, error) {
+	return do(s, ctx, "read box", func(ctx context.Context) (store.Box, error) { return s.Store.Box(ctx, name) })
+}
+
+func (s *Store) BoxByTokenHash(ctx context.Context, hash string) (store.Box, error) {
+	return do(s, ctx, "look up token", func(ctx context.Context) (store.Box, error) { return s.Store.BoxByTokenHash(ctx, hash) })
+}
+
+func (s *Store) ListBoxes(ctx context.Context) ([]store.Box, error) {
+	return do(s, ctx, "list boxes", s.Store.ListBoxes)
+}
+
+func (s *Store) DeleteBox(ctx context.Context, name string) error {
+	return do0(s, ctx, "delete box", func(ctx context.Context) error { return s.Store.DeleteBox(ctx, name) })
+}
+
+func (s *Store) RotateToken(ctx context.Context, name, newHash string) error {
+	return do0(s, ctx, "rotate token", func(ctx context.Context) error { return s.Store.RotateToken(ctx, name, newHash) })
+}
+
+func (s *Store) UpdateBox(ctx context.Context, b store.Box) error {
+	return do0(s, ctx, "update box", func(ctx context.Context) error { return s.Store.UpdateBox(ctx, b) })
+}
+
+// Declarations.
+
+func (s *Store) SaveDeclaration(ctx context.Context, box string, doc []byte, at time.Time) error {
+	return do0(s, ctx, "save declaration", func(ctx context.Context) error { return s.Store.SaveDeclaration(ctx, box, doc, at) })
+}
+
+func (s *Store) Declaration(ctx context.Context, box string) ([]byte, time.Time, error) {
+	type decl struct {
+		doc []byte
+		at  time.Time
+	}
+	d, err := do(s, ctx, "read declaration", func(ctx context.Context) (decl, error) {
+		doc, at, err := s.Store.Declaration(ctx, box)
+		return decl{doc, at}, err
+	})
+	return d.doc, d.at, err
+}
+
+// Credentials.
+
+func (s *Store) SetCredential(ctx context.Context, c store.Credential) error {
+	return do0(s, ctx, "set credential", func(ctx context.Context) error { return s.Store.SetCredential(ctx, c) })
+}
+
+func (s *Store) Credential(ctx context.Context, id string) (store.Credential, error) {
+	return do(s, ctx, "read credential", func(ctx context.Context) (store.Credential, error) { return s.Store.Credential(ctx, id) })
+}
+
+func (s *Store) DeleteCredential(ctx context.Context, id string) error {
+	return do0(s, ctx, "delete credential", func(ctx context.Context) error { return s.Store.DeleteCredential(ctx, id) })
+}
+
+func (s *Store) ListCredentials(ctx context.Context) ([]store.Credential, error) {
+	return do(s, ctx, "list credentials", s.Store.ListCredentials)
+}
+
+// Secrets.
+
+func (s *Store) SetSecret(ctx context.Context, sec store.Secret) error {
+	return do0(s, ctx, "set secret", func(ctx context.Context) error { return s.Store.SetSecret(ctx, sec) })
+}
+
+func (s *Store) Secret(ctx context.Context, box, name string) (store.Secret, error) {
+	return do(s, ctx, "read secret", func(ctx context.Context) (store.Secret, error) { return s.Store.Secret(ctx, box, name) })
+}
+
+func (s *Store) ListSecrets(ctx context.Context, box string) ([]store.Secret, error) {
+	return do(s, ctx, "list secrets", func(ctx context.Context) ([]store.Secret, error) { return s.Store.ListSecrets(ctx, box) })
+}
+
+func (s *Store) DeleteSecret(ctx context.Context, box, name string) error {
+	return do0(s, ctx, "delete secret", func(ctx context.Context) error { return s.Store.DeleteSecret(ctx, box, name) })
+}
+
+// Feedback.
+
+func (s *Store) AddFeedback(ctx context.Context, f store.FeedbackBatch) (int64, error) {
+	return do(s, ctx, "add feedback", func(ctx context.Context) (int64, error) { return s.Store.AddFeedback(ctx, f) })
+}
+
+func (s *Store) ListFeedback(ctx context.Context, box string) ([]store.FeedbackBatch, error) {
+	return do(s, ctx, "list feedback", func(ctx context.Context) ([]store.FeedbackBatch, error) { return s.Store.ListFeedback(ctx, box) })
+}
+
+// Resources.
+
+func (s *Store) AddResource(ctx context.Context, r store.Resource) error {
+	return do0(s, ctx, "add resource", func(ctx context.Context) error { return s.Store.AddResource(ctx, r) })
+}
+
+func (s *Store) ResourceOwner(ctx context.Context, kind, id string) (string, error) {
+	return do(s, ctx, "read resource owner", func(ctx context.Context) (string, error) { return s.Store.ResourceOwner(ctx, kind, id) })
+}
+
+func (s *Store) ListResources(ctx context.Context, box string) ([]store.Resource, error) {
+	return do(s, ctx, "list resources", func(ctx context.Context) ([]store.Resource, error) { return s.Store.ListResources(ctx, box) })
+}
+
+func (s *Store) DeleteResource(ctx context.Context, kind, id string) error {
+	return do0(s, ctx, "delete resource", func(ctx context.Context) error { return s.Store.DeleteResource(ctx, kind, id) })
+}
+
+// Grants.
+
+func (s *Store) CreateGrant(ctx context.Context, g store.Grant) error {
+	return do0(s, ctx, "create grant", func(ctx context.Context) error { return s.Store.CreateGrant(ctx, g) })
+}
+
+func (s *Store) GrantByHash(ctx context.Context, hash string) (store.Grant, error) {
+	return do(s, ctx, "look up grant", func(ctx context.Context) (store.Grant, error) { return s.Store.GrantByHash(ctx, hash) })
+}
+
+func (s *Store) ListGrants(ctx context.Context, box string) ([]store.Grant, error) {
+	return do(s, ctx, "list grants", func(ctx context.Context) ([]store.Grant, error) { return s.Store.ListGrants(ctx, box) })
+}
+
+func (s *Store) RevokeGrant(ctx context.Context, id string, at time.Time) error {
+	return do0(s, ctx, "revoke grant", func(ctx context.Context) error { return s.Store.RevokeGrant(ctx, id, at) })
+}
+
+// Changes.
+
+func (s *Store) ChangesSince(ctx context.Context, after int64, limit int) ([]store.Change, error) {
+	return do(s, ctx, "read change log", func(ctx context.Context) ([]store.Change, error) { return s.Store.ChangesSince(ctx, after, limit) })
+}
+
+func (s *Store) LastChange(ctx context.Context) (int64, error) {
+	return do(s, ctx, "read change log", s.Store.LastChange)
+}
+
+func (s *Store) PruneChanges(ctx context.Context, before time.Time) error {
+	return do0(s, ctx, "prune change log", func(ctx context.Context) error { return s.Store.PruneChanges(ctx, before) })
+}
+
+// Spend.
+
+func (s *Store) SetBudget(ctx context.Context, b store.Budget) error {
+	return do0(s, ctx, "set budget", func(ctx context.Context) error { return s.Store.SetBudget(ctx, b) })
+}
+
+func (s *Store) ListBudgets(ctx context.Context, box string) ([]store.Budget, error) {
+	return do(s, ctx, "list budgets", func(ctx context.Context) ([]store.Budget, error) { return s.Store.ListBudgets(ctx, box) })
+}
+
+func (s *Store) DeleteBudget(ctx context.Context, box, principal string) error {
+	return do0(s, ctx, "delete budget", func(ctx context.Context) error { return s.Store.DeleteBudget(ctx, box, principal) })
+}
+
+func (s *Store) Reserve(ctx context.Context, r store.Reservation) (int64, error) {
+	return do(s, ctx, "reserve", func(ctx context.Context) (int64, error) { return s.Store.Reserve(ctx, r) })
+}
+
+func (s *Store) Settle(ctx context.Context, st store.Settlement) error {
+	return do0(s, ctx, "settle", func(ctx context.Context) error { return s.Store.Settle(ctx, st) })
+}
+
+func (s *Store) ReleaseStale(ctx context.Context, before time.Time) (int, error) {
+	return do(s, ctx, "release stale reservations", func(ctx context.Context) (int, error) { return s.Store.ReleaseStale(ctx, before) })
+}
+
+func (s *Store) Tallies(ctx context.Context, box, month string) ([]store.Tally, error) {
+	return do(s, ctx, "read tallies", func(ctx context.Context) ([]store.Tally, error) { return s.Store.Tallies(ctx, box, month) })
+}
+
+func (s *Store) ListUsage(ctx context.Context, box, month string) ([]store.Usage, error) {
+	return do(s, ctx, "list usage", func(ctx context.Context) ([]store.Usage, error) { return s.Store.ListUsage(ctx, box, month) })
+}
+
+// AdminTokens.
+
+func (s *Store) CreateAdminToken(ctx context.Context, t store.AdminToken) error {
+	return do0(s, ctx, "create admin token", func(ctx context.Context) error { return s.Store.CreateAdminToken(ctx, t) })
+}
+
+func (s *Store) AdminTokenByHash(ctx context.Context, hash string) (store.AdminToken, error) {
+	return do(s, ctx, "look up admin token", func(ctx context.Context) (store.AdminToken, error) { return s.Store.AdminTokenByHash(ctx, hash) })
+}
+
+func (s *Store) AdminToken(ctx context.Context, id string) (store.AdminToken, error) {
+	return do(s, ctx, "read admin token", func(ctx context.Context) (store.AdminToken, error) { return s.Store.AdminToken(ctx, id) })
+}
+
+func (s *Store) ListAdminTokens(ctx context.Context) ([]store.AdminToken, error) {
+	return do(s, ctx, "list admin tokens", s.Store.ListAdminTokens)
+}
+
+func (s *Store) DeleteAdminToken(ctx context.Context, id string) error {
+	return do0(s, ctx, "delete admin token", func(ctx context.Context) error { return s.Store.DeleteAdminToken(ctx, id) })
+}
+
+// Sessions.
+
+func (s *Store) EndSession(ctx context.Context, id string, expires, now time.Time) error {
+	return do0(s, ctx, "end session", func(ctx context.Context) error { return s.Store.EndSession(ctx, id, expires, now) })
+}
+
+func (s *Store) SessionEnded(ctx context.Context, id string) (bool, error) {
+	return do(s, ctx, "read session", func(ctx context.Context) (bool, error) { return s.Store.SessionEnded(ctx, id) })
+}
+
+// Audit.
+
+func (s *Store) AddAudit(ctx context.Context, entries []store.AuditEntry) error {
+	return do0(s, ctx, "add audit entries", func(ctx context.Context) error { return s.Store.AddAudit(ctx, entries) })
+}
+
+func (s *Store) ListAudit(ctx context.Context, q store.AuditQuery) ([]store.AuditEntry, error) {
+	return do(s, ctx, "list audit", func(ctx context.Context) ([]store.AuditEntry, error) { return s.Store.ListAudit(ctx, q) })
+}
+
+func (s *Store) PruneAudit(ctx context.Context, before time.Time) (int64, error) {
+	return do(s, ctx, "prune audit", func(ctx context.Context) (int64, error) { return s.Store.PruneAudit(ctx, before) })
+}
+
+// Spooled.
+
+func (s *Store) ApplySpooled(ctx context.Context, key string, settle []store.Settlement, audit []store.AuditEntry) (bool, error) {
+	return do(s, ctx, "apply spooled batch", func(ctx context.Context) (bool, error) { return s.Store.ApplySpooled(ctx, key, settle, audit) })
+}
+
+// Leases.
+
+func (s *Store) RenewReservations(ctx context.Context, ids []int64, at time.Time) error {
+	return do0(s, ctx, "renew reservations", func(ctx context.Context) error { return s.Store.RenewReservations(ctx, ids, at) })
+}
+
+func (s *Store) SetPoolEntry(ctx context.Context, e store.PoolEntry) error {
+	return do0(s, ctx, "set pool entry", func(ctx context.Context) error { return s.Store.SetPoolEntry(ctx, e) })
+}
+
+func (s *Store) PoolEntries(ctx context.Context) ([]store.PoolEntry, error) {
+	return do(s, ctx, "read pool", func(ctx context.Context) ([]store.PoolEntry, error) { return s.Store.PoolEntries(ctx) })
+}
+
+func (s *Store) DeletePoolEntry(ctx context.Context, name string) error {
+	return do0(s, ctx, "delete pool entry", func(ctx context.Context) error { return s.Store.DeletePoolEntry(ctx, name) })
+}
+
+func (s *Store) SetMintState(ctx context.Context, st store.MintState) error {
+	return do0(s, ctx, "set mint state", func(ctx context.Context) error { return s.Store.SetMintState(ctx, st) })
+}
+
+func (s *Store) MintState(ctx context.Context, box, name string) (store.MintState, error) {
+	return do(s, ctx, "read mint state", func(ctx context.Context) (store.MintState, error) { return s.Store.MintState(ctx, box, name) })
+}
+
+func (s *Store) ListMintStates(ctx context.Context, box string) ([]store.MintState, error) {
+	return do(s, ctx, "list mint states", func(ctx context.Context) ([]store.MintState, error) { return s.Store.ListMintStates(ctx, box) })
+}
+
+func (s *Store) ProxyCA(ctx context.Context) (store.ProxyCA, error) {
+	return do(s, ctx, "read proxy CA", func(ctx context.Context) (store.ProxyCA, error) { return s.Store.ProxyCA(ctx) })
+}
+
+func (s *Store) CreateProxyCA(ctx context.Context, ca store.ProxyCA) (store.ProxyCA, error) {
+	return do(s, ctx, "create proxy CA", func(ctx context.Context) (store.ProxyCA, error) { return s.Store.CreateProxyCA(ctx, ca) })
+}

@@ -1,4 +1,0 @@
--- 0006: a placeholder, so that versions run without gaps on this branch.
--- The branch assigned 0006 replaces this file with its own migration.
-
-SELECT 1;

@@ -1,0 +1,52 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// ApplySpooled writes one spooled batch under key, once; see
+// store.Spooled.
+func (s *Store) ApplySpooled(ctx context.Context, key string, settle []store.Settlement, audit []store.AuditEntry) (bool, error) {
+	applied := false
+	err := s.write(ctx, fmt.Sprintf("apply spooled batch %q", key), func(tx pgx.Tx) ([]store.Change, error) {
+		tag, err := tx.Exec(ctx, "INSERT INTO spooled (key, at) VALUES ($1, $2) ON CONFLICT DO NOTHING", key, time.Now().UTC())
+		if err != nil {
+			return nil, err
+		}
+		if tag.RowsAffected() == 0 {
+			return nil, nil // applied before
+		}
+		for _, st := range settle {
+			var one int
+			err := tx.QueryRow(ctx, "SELECT 1 FROM boxes WHERE name = $1", st.Box).Scan(&one)
+			if errors.Is(err, pgx.ErrNoRows) {
+				continue // the box was removed since
+			}
+			if err != nil {
+				return nil, err
+			}
+			if err := settleTx(ctx, tx, st); err != nil {
+				return nil, err
+			}
+		}
+		if len(audit) > 0 {
+			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"audit"}, auditColumns, &auditRows{entries: audit, i: -1}); err != nil {
+				return nil, err
+			}
+		}
+		// Keys older than any spool still replayed are forgotten.
+		if _, err := tx.Exec(ctx, "DELETE FROM spooled WHERE at < $1", time.Now().Add(-store.SpooledKeep).UTC()); err != nil {
+			return nil, err
+		}
+		applied = true
+		return nil, nil
+	})
+	return applied, err
+}

@@ -1,0 +1,9 @@
+-- 0006: the keys of spooled batches applied, so that a batch replayed
+-- twice (after a crash mid-replay) is applied once.
+
+CREATE TABLE spooled (
+	key TEXT    NOT NULL PRIMARY KEY,
+	at  INTEGER NOT NULL
+) STRICT;
+
+CREATE INDEX spooled_at ON spooled (at);

@@ -1,0 +1,53 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// ApplySpooled writes one spooled batch under key, once; see
+// store.Spooled.
+func (s *Store) ApplySpooled(ctx context.Context, key string, settle []store.Settlement, audit []store.AuditEntry) (bool, error) {
+	applied := false
+	err := s.write(ctx, fmt.Sprintf("apply spooled batch %q", key), func(tx *sql.Tx) ([]store.Change, error) {
+		res, err := tx.ExecContext(ctx, "INSERT INTO spooled (key, at) VALUES (?, ?) ON CONFLICT DO NOTHING", key, micros(s.now()))
+		if err != nil {
+			return nil, err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return nil, err // applied before
+		}
+		for _, st := range settle {
+			var one int
+			err := tx.QueryRowContext(ctx, "SELECT 1 FROM boxes WHERE name = ?", st.Box).Scan(&one)
+			if err == sql.ErrNoRows {
+				continue // the box was removed since
+			}
+			if err != nil {
+				return nil, err
+			}
+			if err := settleTx(ctx, tx, st); err != nil {
+				return nil, err
+			}
+		}
+		var prev auditArgs
+		var words []byte
+		ins := auditInsert(1)
+		for i := range audit {
+			words = appendWords(words[:0], audit[i].Words)
+			if _, err := tx.ExecContext(ctx, ins, prev.append(nil, &audit[i], words)...); err != nil {
+				return nil, err
+			}
+		}
+		// Keys older than any spool still replayed are forgotten.
+		if _, err := tx.ExecContext(ctx, "DELETE FROM spooled WHERE at < ?", micros(s.now().Add(-store.SpooledKeep))); err != nil {
+			return nil, err
+		}
+		applied = true
+		return nil, nil
+	})
+	return applied, err
+}

@@ -1,0 +1,44 @@
+package storetest
+
+import (
+	"testing"
+
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// leaseTests are the suite's tests of store.Leases, run by Run.
+var leaseTests = []struct {
+	name string
+	run  func(t *testing.T, s store.Store)
+}{
+	{"RenewReservations", testRenewReservations},
+}
+
+// testRenewReservations: a renewed reservation is not stale; one not
+// renewed is; renewing one released already is no error.
+func testRenewReservations(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	mustCreateBox(t, s, "alpha")
+	const m = "2026-10"
+	wantErr(t, "SetBudget", s.SetBudget(ctx, store.Budget{Box: "alpha", Limit: 100, UpdatedAt: at(1)}), nil)
+	live, err := s.Reserve(ctx, store.Reservation{Box: "alpha", Month: m, Amount: 30, At: at(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	crashed, err := s.Reserve(ctx, store.Reservation{Box: "alpha", Month: m, Amount: 40, At: at(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, "RenewReservations(live)", s.RenewReservations(ctx, []int64{live}, at(20)), nil)
+	if n, err := s.ReleaseStale(ctx, at(10)); n != 1 || err != nil {
+		t.Fatalf("ReleaseStale(at 10) = %d, %v; want the one not renewed", n, err)
+	}
+	if d := diff([]store.Tally{{Box: "alpha", Month: m, Reserved: 30}}, tallies(t, s, "alpha", m)); d != "" {
+		t.Errorf("Tallies after the lease of %d ran out mismatch (-want +got):\n%s", crashed, d)
+	}
+	wantErr(t, "RenewReservations(released and live)", s.RenewReservations(ctx, []int64{crashed, live}, at(30)), nil)
+	wantErr(t, "RenewReservations(none)", s.RenewReservations(ctx, nil, at(30)), nil)
+	if n, err := s.ReleaseStale(ctx, at(25)); n != 0 || err != nil {
+		t.Errorf("ReleaseStale(at 25) after renewing to 30 = %d, %v; want 0", n, err)
+	}
+}
