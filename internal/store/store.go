@@ -43,6 +43,7 @@ type Store interface {
 	ProxyAuthority
 	Mints
 	Overview
+	AuditCosts
 	// Ping reports whether the database answers.
 	Ping(ctx context.Context) error
 	// Close releases the database.
@@ -315,6 +316,12 @@ type AuditEntry struct {
 	Message        string
 	Duration       time.Duration
 	UpstreamStatus int
+	// Bytes is the size of the answer's body as sent to the box.
+	Bytes int64
+	// Cost is the measured cost of the request's model calls in
+	// micro-dollars, as the spend meter priced them when the call
+	// settled; 0 when none was priced.
+	Cost int64
 }
 
 // AuditQuery selects audit entries.

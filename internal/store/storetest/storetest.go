@@ -55,6 +55,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ProxyCA", testProxyCA}, {"ConcurrentCreateProxyCA", testConcurrentCreateProxyCA},
 		{"Mints", testMints},
 		{"Overview", testOverview},
+		{"AuditCosts", testAuditCosts},
 	}
 	tests = append(tests, spendTests...)
 	for _, tt := range tests {
