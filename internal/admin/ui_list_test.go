@@ -20,7 +20,8 @@ import (
 // of them reported (one in seven never), with requests and refusals over
 // the last 7 days (perDay entries a day each), a budget on one in five (one
 // in ten of those spent), a secret declared and not held on one in
-// eleven, and one in thirteen paused.
+// eleven, and one in thirteen paused. Served entries carry bytes and a
+// cost, refusals bytes only.
 func seedFleet(tb testing.TB, b *brokertest.Broker, n, perDay int) {
 	tb.Helper()
 	names := make([]string, n)
@@ -94,9 +95,11 @@ func seedFleetNamed(tb testing.TB, b *brokertest.Broker, names []string, perDay 
 			for m := range k {
 				e := store.AuditEntry{Box: name, At: at.Add(-time.Duration(m) * time.Second),
 					Method: "POST", Route: "/llm/anthropic/v1/messages", Capability: "inference", Words: []string{"agent"},
-					Status: 200, UpstreamStatus: 200, Duration: time.Duration(400+(i*37+j*11+m)%1600) * time.Millisecond}
+					Status: 200, UpstreamStatus: 200, Duration: time.Duration(400+(i*37+j*11+m)%1600) * time.Millisecond,
+					Bytes: int64(600 + (i*131+j*17+m*7)%3000), Cost: int64(800 + (i*97+j*31+m)%9000)}
 				if (i+j+m)%9 == 0 {
 					e.Status, e.Reason, e.Message, e.UpstreamStatus = 403, "declaration", "This box's inference capability does not list agent in its scope.", 0
+					e.Bytes, e.Cost = 212, 0
 				}
 				audit = append(audit, e)
 			}
