@@ -117,16 +117,17 @@ func usd(v float64) string {
 }
 
 // size writes a count of bytes as the page shows it: whole bytes below a
-// kilobyte, and one decimal in kB, MB or GB (powers of 1000) above.
+// kilobyte, and one decimal in kB, MB or GB (powers of 1000) above, the
+// unit joined to the number by a no-break space.
 func size(n int64) string {
 	if n < 1000 {
-		return fmt.Sprintf("%d B", n)
+		return fmt.Sprintf("%d\u00a0B", n)
 	}
 	v := float64(n)
 	for _, unit := range []string{"kB", "MB", "GB"} {
 		v /= 1000
 		if v < 999.95 || unit == "GB" {
-			return fmt.Sprintf("%.1f %s", v, unit)
+			return fmt.Sprintf("%.1f\u00a0%s", v, unit)
 		}
 	}
 	return ""

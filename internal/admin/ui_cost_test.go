@@ -71,7 +71,7 @@ func TestUI_LogBytesCostAndSpendChart(t *testing.T) {
 	row = row[:strings.Index(row, "</tr>")]
 	for _, want := range []string{
 		`<th class="num">Bytes</th><th class="num">Cost</th>`,
-		fmt.Sprintf(`title="%d bytes">%d B<`, bodies[1], bodies[1]),
+		fmt.Sprintf("title=\"%d bytes\">%d\u00a0B<", bodies[1], bodies[1]),
 		">" + spend.FormatUSD(total/2) + "<",
 	} {
 		if !strings.Contains(log[:strings.Index(log, "<tbody>")]+row, want) {

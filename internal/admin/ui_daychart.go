@@ -55,7 +55,7 @@ func dayChart(days []store.DayCost, hasBudget bool, limit int64, now time.Time) 
 	var sum int64
 	for i := range nd {
 		x := chartPadL + float64(i)*bw
-		if i%5 == 0 {
+		if i%5 == 0 && i < nd-2 { // none so near the end that it is cut off
 			fmt.Fprintf(&b, `<line class="grid" x1="%.1f" y1="0" x2="%.1f" y2="%.1f"/><text class="lbl" x="%.1f" y="%d">%s</text>`,
 				x, x, plotH, x+2, chartH-4, start.AddDate(0, 0, i).Format("Jan 02"))
 		}
