@@ -1,11 +1,15 @@
 package admin
 
 import (
+	"context"
+	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/sqlite"
 )
 
 // TestDayChart: the spend picture keeps to now's month, draws a bar for
@@ -65,4 +69,52 @@ func TestDayChart(t *testing.T) {
 	if n := strings.Count(c, `class="prior"`); n != 9 {
 		t.Errorf("dayChart draws %d running totals, want 9 (Feb 2 to Feb 10)", n)
 	}
+}
+
+// BenchmarkSpendPictureRead measures the spend picture's read of a busy
+// box's month (31 days at 30 entries an hour, 22,320 entries, beside 20
+// other boxes as busy) against the hourly picture's read of its week
+// (AuditHours over 7 days), which the box's page made already: the ratio
+// of the two is what the new picture adds to the page's reads.
+func BenchmarkSpendPictureRead(b *testing.B) {
+	st, err := sqlite.Open(filepath.Join(b.TempDir(), "b.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	ctx := context.Background()
+	now := time.Date(2026, 12, 31, 23, 0, 0, 0, time.UTC)
+	var batch []store.AuditEntry
+	for box := range 21 {
+		name := fmt.Sprintf("box-%02d", box)
+		for k := range 31 * 24 * 30 {
+			at := now.Add(-time.Duration(k) * 2 * time.Minute)
+			batch = append(batch, store.AuditEntry{Box: name, At: at, Method: "POST", Route: "/llm/anthropic/v1/messages",
+				Capability: "inference", Words: []string{"agent"}, Status: 200, UpstreamStatus: 200, Bytes: 900, Cost: int64(1000 + k%5000)})
+			if len(batch) == 4000 {
+				if err := st.AddAudit(ctx, batch); err != nil {
+					b.Fatal(err)
+				}
+				batch = batch[:0]
+			}
+		}
+	}
+	if err := st.AddAudit(ctx, batch); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("AuditHours-7d", func(b *testing.B) {
+		for range b.N {
+			if _, err := st.AuditHours(ctx, "box-07", now.Add(-7*24*time.Hour)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("AuditDays-month", func(b *testing.B) {
+		for range b.N {
+			days, err := st.AuditDays(ctx, "box-07", monthStart(now))
+			if err != nil || len(days) != 31 {
+				b.Fatalf("AuditDays = %d days, %v, want 31", len(days), err)
+			}
+		}
+	})
 }
