@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/url"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/server"
+	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -74,7 +76,7 @@ func runAudit(ctx context.Context, c *cli, args []string) error {
 		}
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIME\tBOX\tMETHOD\tROUTE\tCAPABILITY\tWORDS\tSTATUS\tUPSTREAM\tMS\tREFUSAL\tMESSAGE")
+	fmt.Fprintln(tw, "TIME\tBOX\tMETHOD\tROUTE\tCAPABILITY\tWORDS\tSTATUS\tUPSTREAM\tMS\tBYTES\tCOST\tREFUSAL\tMESSAGE")
 	for _, e := range entries {
 		b, up := "-", "-"
 		if e.Box != nil {
@@ -90,14 +92,19 @@ func runAudit(ctx context.Context, c *cli, args []string) error {
 		if words == "" {
 			words = "-"
 		}
+		cost := "-"
+		if e.USD != 0 {
+			cost = spend.FormatUSD(int64(math.Round(e.USD * 1e6)))
+		}
 		reason, msg := e.Reason, e.Message
 		if reason == "" {
 			reason = "-"
 		}
 		// Everything here but the figures came from a request: escaped,
 		// so a box cannot drive the operator's terminal.
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%.1f\t%s\t%s\n",
-			safe(e.At), safe(b), safe(e.Method), safe(e.Route), safe(e.Capability), safe(words), e.Status, up, e.DurationMs, safe(reason), safe(oneLine(msg)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%.1f\t%d\t%s\t%s\t%s\n",
+			safe(e.At), safe(b), safe(e.Method), safe(e.Route), safe(e.Capability), safe(words), e.Status, up, e.DurationMs,
+			e.Bytes, cost, safe(reason), safe(oneLine(msg)))
 	}
 	return tw.Flush()
 }

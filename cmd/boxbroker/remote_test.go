@@ -117,6 +117,9 @@ func TestCLI_Audit(t *testing.T) {
 			if strings.Contains(out, tok) {
 				t.Errorf("audit printed the box's token")
 			}
+			if !strings.Contains(strings.Join(strings.Fields(lines[0]), " "), "MS BYTES COST REFUSAL") {
+				t.Errorf("audit's header = %q, want the bytes and cost of each entry after its duration", lines[0])
+			}
 			code, out, _ = runEnv(t, tt.env, "", "audit", "--refusals", "alpha")
 			if code != 0 || strings.Count(strings.TrimSpace(out), "\n") != 1 {
 				t.Errorf("audit --refusals alpha = %d:\n%s\nwant the one refusal", code, out)

@@ -31,6 +31,11 @@ type AuditView struct {
 	// PaidBy names the operator's credential pool entry that paid for
 	// the call; null when none did.
 	PaidBy *string `json:"paidBy"`
+	// Bytes is the size of the answer's body as sent to the box.
+	Bytes int64 `json:"bytes"`
+	// USD is the measured cost of the request's model calls in dollars,
+	// as the spend meter priced them; 0 when none was priced.
+	USD float64 `json:"usd"`
 }
 
 // AuditList answers GET /api/audit, newest first.
@@ -56,6 +61,7 @@ func AuditViewOf(e store.AuditEntry) AuditView {
 		ID: e.ID, At: formatTime(e.At), Method: e.Method, Route: e.Route, Capability: e.Capability,
 		Words: e.Words, Status: e.Status, Reason: e.Reason, Message: e.Message,
 		DurationMs: float64(e.Duration.Microseconds()) / 1000,
+		Bytes:      e.Bytes, USD: dollars(e.Cost),
 	}
 	if v.Words == nil {
 		v.Words = []string{}

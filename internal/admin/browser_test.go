@@ -354,8 +354,12 @@ func TestOwnerPage_Browser(t *testing.T) {
 	); err != nil {
 		t.Fatalf("browser: set a budget: %v", err)
 	}
+	if err := chromedp.Do(tctx, chromedp.WaitVisible(chromedp.CSS("#spend svg.chart line.limit")), chromedp.WaitVisible(chromedp.CSS("#spend svg.chart rect.spent"))); err != nil {
+		t.Fatalf("browser: alpha's spend picture has no budget line or no spend: %v", err)
+	}
 	after := text("alpha's page after setting a budget")
-	for _, want := range []string{"github:cat", "revoked", "github:ann", "current", "measured over 20 calls", "of $30.00", "$5.00", "Held but not declared: STRIPE", "set the box's monthly budget to $30"} {
+	for _, want := range []string{"github:cat", "revoked", "github:ann", "current", "measured over 20 calls", "of $30.00", "$5.00", "Held but not declared: STRIPE", "set the box's monthly budget to $30",
+		"Spend per day this month", "priced calls this month", "against its budget of $30.00"} {
 		if !strings.Contains(after, want) {
 			t.Errorf("alpha's page after setting a budget lacks %q; it reads:\n%s", want, after)
 		}

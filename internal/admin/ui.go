@@ -98,6 +98,7 @@ func newUI(s *Server) (*ui, error) {
 		"agoTime":    func(t time.Time) string { return ago(formatTime(t), s.cfg.Now()) },
 		"micro":      spend.FormatUSD,
 		"stateLabel": stateLabel,
+		"size":       size,
 	}).ParseFS(uiFiles, "ui/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("owner's page templates: %w", err)
@@ -113,6 +114,23 @@ func usd(v float64) string {
 		return fmt.Sprintf("$%.2f", v)
 	}
 	return spend.FormatUSD(int64(math.Round(v * 1e6)))
+}
+
+// size writes a count of bytes as the page shows it: whole bytes below a
+// kilobyte, and one decimal in kB, MB or GB (powers of 1000) above, the
+// unit joined to the number by a no-break space.
+func size(n int64) string {
+	if n < 1000 {
+		return fmt.Sprintf("%d\u00a0B", n)
+	}
+	v := float64(n)
+	for _, unit := range []string{"kB", "MB", "GB"} {
+		v /= 1000
+		if v < 999.95 || unit == "GB" {
+			return fmt.Sprintf("%.1f\u00a0%s", v, unit)
+		}
+	}
+	return ""
 }
 
 func deref(p *string, none string) string {

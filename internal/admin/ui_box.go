@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"html/template"
+	"math"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -169,6 +170,9 @@ type boxPageData struct {
 	Resources []ResourceView
 	Sections  []renderedSection
 	Chart     chart
+	// SpendChart is its measured spend per day this month, from the
+	// cost its audit entries record, against its own budget.
+	SpendChart chart
 	// Notice is a line shown at the top, after an action.
 	Notice string
 }
@@ -234,6 +238,12 @@ func (u *ui) boxPage(w http.ResponseWriter, r *http.Request, sess *Session) erro
 		return storeError(err, "", "")
 	}
 	page.Chart = hourChart(hours, now)
+	days, err := u.s.cfg.Store.AuditDays(ctx, b.Name, monthStart(now))
+	if err != nil {
+		return storeError(err, "", "")
+	}
+	hasBudget, limit := ownBudget(c.Budgets)
+	page.SpendChart = dayChart(days, hasBudget, limit, now)
 	u.mu.RLock()
 	sections := append([]BoxSection(nil), u.sections...)
 	u.mu.RUnlock()
@@ -246,4 +256,15 @@ func (u *ui) boxPage(w http.ResponseWriter, r *http.Request, sess *Session) erro
 	}
 	u.render(w, http.StatusOK, "box", page)
 	return nil
+}
+
+// ownBudget is the box's own budget's limit in micro-dollars, and whether
+// it has one (the budget with no principal).
+func ownBudget(budgets BudgetList) (bool, int64) {
+	for _, b := range budgets.Budgets {
+		if b.Principal == nil {
+			return true, int64(math.Round(b.USD * 1e6))
+		}
+	}
+	return false, 0
 }

@@ -20,7 +20,9 @@ import (
 // of them reported (one in seven never), with requests and refusals over
 // the last 7 days (perDay entries a day each), a budget on one in five (one
 // in ten of those spent), a secret declared and not held on one in
-// eleven, and one in thirteen paused.
+// eleven, and one in thirteen paused. Entries carry bytes, and a
+// budgeted box's served ones a cost, this month's summing to its measured
+// spend.
 func seedFleet(tb testing.TB, b *brokertest.Broker, n, perDay int) {
 	tb.Helper()
 	names := make([]string, n)
@@ -69,12 +71,13 @@ func seedFleetNamed(tb testing.TB, b *brokertest.Broker, names []string, perDay 
 				tb.Fatal(err)
 			}
 		}
+		var charge int64 // this month's measured spend, also spread over its audit entries
 		if i%5 == 0 {
 			limit := int64(10_000_000)
 			if err := st.SetBudget(ctx, store.Budget{Box: name, Limit: limit, UpdatedAt: now}); err != nil {
 				tb.Fatal(err)
 			}
-			charge := int64(i%97) * 50_000
+			charge = int64(i%97) * 50_000
 			if i%10 == 0 && i%20 == 0 {
 				charge = limit
 			}
@@ -83,6 +86,7 @@ func seedFleetNamed(tb testing.TB, b *brokertest.Broker, names []string, perDay 
 				tb.Fatal(err)
 			}
 		}
+		first := len(audit)
 		for j := range 7 * perDay {
 			at := now.Add(-time.Duration(j) * 24 * time.Hour / time.Duration(perDay)).Add(-time.Duration(i) * time.Second)
 			// More by day than by night, and some boxes busier, for the
@@ -94,13 +98,16 @@ func seedFleetNamed(tb testing.TB, b *brokertest.Broker, names []string, perDay 
 			for m := range k {
 				e := store.AuditEntry{Box: name, At: at.Add(-time.Duration(m) * time.Second),
 					Method: "POST", Route: "/llm/anthropic/v1/messages", Capability: "inference", Words: []string{"agent"},
-					Status: 200, UpstreamStatus: 200, Duration: time.Duration(400+(i*37+j*11+m)%1600) * time.Millisecond}
+					Status: 200, UpstreamStatus: 200, Duration: time.Duration(400+(i*37+j*11+m)%1600) * time.Millisecond,
+					Bytes: int64(600 + (i*131+j*17+m*7)%30000)}
 				if (i+j+m)%9 == 0 {
 					e.Status, e.Reason, e.Message, e.UpstreamStatus = 403, "declaration", "This box's inference capability does not list agent in its scope.", 0
+					e.Bytes = 212
 				}
 				audit = append(audit, e)
 			}
 		}
+		spreadCost(audit[first:], charge, month)
 		if len(audit) > 4000 {
 			if err := st.AddAudit(ctx, audit); err != nil {
 				tb.Fatal(err)
@@ -110,6 +117,35 @@ func seedFleetNamed(tb testing.TB, b *brokertest.Broker, names []string, perDay 
 	}
 	if err := st.AddAudit(ctx, audit); err != nil {
 		tb.Fatal(err)
+	}
+}
+
+// spreadCost gives the served entries among entries a cost each, those
+// of month summing to charge (as the broker's measured usage does), the
+// earlier ones costing as much a call.
+func spreadCost(entries []store.AuditEntry, charge int64, month string) {
+	var n int64
+	for _, e := range entries {
+		if e.Reason == "" && e.At.Format("2006-01") == month {
+			n++
+		}
+	}
+	if n == 0 || charge == 0 {
+		return
+	}
+	each, left := charge/n, charge
+	for k := range entries {
+		e := &entries[k]
+		if e.Reason != "" {
+			continue
+		}
+		e.Cost = each
+		if e.At.Format("2006-01") == month {
+			if n--; n == 0 {
+				e.Cost = left
+			}
+			left -= e.Cost
+		}
 	}
 }
 

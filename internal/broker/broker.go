@@ -220,7 +220,7 @@ func (s *Server) finish(rec *recorder, r *http.Request, info *requestInfo, trace
 	if ctx := r.Context(); !info.tallied && s.log.Enabled(ctx, slog.LevelInfo) {
 		calls := info.calls
 		// The attributes are built in place: no []any per request.
-		var a [12]slog.Attr
+		var a [13]slog.Attr
 		a[0] = slog.String("method", r.Method)
 		a[1] = slog.String("path", token.RedactPath(r.URL.Path))
 		a[2] = slog.String("route", info.route)
@@ -242,6 +242,10 @@ func (s *Server) finish(rec *recorder, r *http.Request, info *requestInfo, trace
 			a[n] = slog.Int("upstream_status", last.Status)
 			a[n+1] = slog.Float64("upstream_ms", float64(last.Latency.Microseconds())/1000)
 			n += 2
+		}
+		if info.cost != 0 {
+			a[n] = slog.Int64("cost_micros", info.cost)
+			n++
 		}
 		if info.reason != "" {
 			a[n] = slog.String("refusal", info.reason)
@@ -268,6 +272,7 @@ func (s *Server) conclude(rec *recorder, r *http.Request, info *requestInfo, tra
 	info.duration = s.cfg.Now().Sub(start)
 	calls := trace.Calls()
 	info.calls = calls
+	info.cost = trace.Cost()
 	if info.reason == "" && aborted {
 		info.reason = "aborted"
 	}
@@ -292,7 +297,7 @@ func (s *Server) conclude(rec *recorder, r *http.Request, info *requestInfo, tra
 		At: start, Method: r.Method, Route: info.route, Box: info.box,
 		Capability: info.capabilityLabel(), Words: info.words, Public: info.public,
 		Status: rec.status, Reason: info.reason, Message: info.message,
-		Duration: info.duration, Bytes: rec.bytes, Upstream: calls, Tallied: info.tallied,
+		Duration: info.duration, Bytes: rec.bytes, Cost: info.cost, Upstream: calls, Tallied: info.tallied,
 	})
 }
 
@@ -314,6 +319,7 @@ type requestInfo struct {
 	tallied   bool
 	duration  time.Duration
 	calls     []proxy.Call
+	cost      int64 // micro-dollars, noted on the trace by the spend meter
 }
 
 // capabilityLabel is the capability's name, or "none" for the

@@ -59,6 +59,10 @@ type Record struct {
 	Duration time.Duration
 	// Bytes is the answer body's size.
 	Bytes int64
+	// Cost is the measured cost of the request's model calls in
+	// micro-dollars, as the spend meter priced them (0 when none was
+	// priced).
+	Cost int64
 	// Upstream are the upstream calls made for the request, in order.
 	Upstream []proxy.Call
 	// Tallied is true for a refusal of a request that carried no box's

@@ -21,11 +21,32 @@ type Call struct {
 }
 
 // Trace collects the upstream calls made on behalf of one box request,
-// for its log line, its metrics and its audit row. It is safe for
+// and what its model calls cost, for its log line, its metrics and its
+// audit row. It is safe for
 // concurrent use; the zero value is ready.
 type Trace struct {
-	mu    sync.Mutex // guards calls
+	mu    sync.Mutex // guards calls and cost
 	calls []Call
+	cost  int64
+}
+
+// AddCost notes micros (micro-dollars) more of measured cost for the
+// request: the spend meter's price of its model calls as they settle.
+// A nil Trace notes nothing.
+func (t *Trace) AddCost(micros int64) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	t.cost += micros
+	t.mu.Unlock()
+}
+
+// Cost is the measured cost noted so far, in micro-dollars.
+func (t *Trace) Cost() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.cost
 }
 
 // add notes one call, keeping at most maxTraced.

@@ -65,7 +65,7 @@ func auditEntry(rec *broker.Record) store.AuditEntry {
 	return store.AuditEntry{
 		Box: rec.Box, At: rec.At, Method: rec.Method, Route: rec.Route, Capability: rec.Capability,
 		Words: append([]string(nil), rec.Words...), Status: rec.Status, Reason: rec.Reason, Message: msg,
-		Duration: rec.Duration, UpstreamStatus: rec.UpstreamStatus(), PaidBy: paidBy(rec),
+		Duration: rec.Duration, UpstreamStatus: rec.UpstreamStatus(), PaidBy: paidBy(rec), Bytes: rec.Bytes, Cost: rec.Cost,
 	}
 }
 

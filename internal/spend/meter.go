@@ -36,6 +36,7 @@ import (
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/spool"
+	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -753,6 +754,9 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 			exact = false
 		}
 	}
+	// The request's log line and audit row show the measured cost,
+	// priced here once.
+	proxy.TraceFrom(ctx).AddCost(cost)
 	charge := cost
 	if !exact {
 		m.estimateLate(&s)

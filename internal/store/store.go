@@ -46,6 +46,7 @@ type Store interface {
 	Pool
 	Spooled
 	Leases
+	AuditCosts
 	// Ping reports whether the database answers.
 	Ping(ctx context.Context) error
 	// Close releases the database.
@@ -321,6 +322,12 @@ type AuditEntry struct {
 	// PaidBy names the entry of the operator's credential pool whose
 	// credential the last upstream call was made with; "" when none was.
 	PaidBy string
+	// Bytes is the size of the answer's body as sent to the box.
+	Bytes int64
+	// Cost is the measured cost of the request's model calls in
+	// micro-dollars, as the spend meter priced them when the call
+	// settled; 0 when none was priced.
+	Cost int64
 }
 
 // AuditQuery selects audit entries.

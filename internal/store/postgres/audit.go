@@ -18,7 +18,7 @@ const pruneChunk = 5000
 
 // auditColumns are the columns AddAudit fills, in auditRows' order.
 var auditColumns = []string{"box", "at", "method", "route", "capability", "words", "status", "reason", "message",
-	"duration_us", "upstream_status", "paid_by"}
+	"duration_us", "upstream_status", "paid_by", "bytes", "cost_micros"}
 
 // AddAudit stores entries in one transaction, by COPY, committed without
 // waiting for the disk (see unsynced). The audit log is never cached, so
@@ -52,7 +52,7 @@ func unsynced(ctx context.Context, tx pgx.Tx) error {
 type auditRows struct {
 	entries []store.AuditEntry
 	i       int
-	values  [12]any
+	values  [14]any
 }
 
 func (r *auditRows) Next() bool {
@@ -66,8 +66,8 @@ func (r *auditRows) Values() ([]any, error) {
 	if words == nil {
 		words = []string{}
 	}
-	r.values = [12]any{e.Box, e.At, e.Method, e.Route, e.Capability, words, e.Status, e.Reason, e.Message,
-		e.Duration.Microseconds(), e.UpstreamStatus, e.PaidBy}
+	r.values = [14]any{e.Box, e.At, e.Method, e.Route, e.Capability, words, e.Status, e.Reason, e.Message,
+		e.Duration.Microseconds(), e.UpstreamStatus, e.PaidBy, e.Bytes, e.Cost}
 	return r.values[:], nil
 }
 
@@ -94,7 +94,7 @@ func (s *Store) ListAudit(ctx context.Context, q store.AuditQuery) ([]store.Audi
 	if q.RefusalsOnly {
 		where = append(where, "reason <> ''")
 	}
-	query := "SELECT id, box, at, method, route, capability, words, status, reason, message, duration_us, upstream_status, paid_by FROM audit"
+	query := "SELECT id, box, at, method, route, capability, words, status, reason, message, duration_us, upstream_status, paid_by, bytes, cost_micros FROM audit"
 	if len(where) > 0 {
 		query += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -106,7 +106,7 @@ func (s *Store) ListAudit(ctx context.Context, q store.AuditQuery) ([]store.Audi
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.AuditEntry, error) {
 		var e store.AuditEntry
 		var dur int64
-		err := r.Scan(&e.ID, &e.Box, &e.At, &e.Method, &e.Route, &e.Capability, &e.Words, &e.Status, &e.Reason, &e.Message, &dur, &e.UpstreamStatus, &e.PaidBy)
+		err := r.Scan(&e.ID, &e.Box, &e.At, &e.Method, &e.Route, &e.Capability, &e.Words, &e.Status, &e.Reason, &e.Message, &dur, &e.UpstreamStatus, &e.PaidBy, &e.Bytes, &e.Cost)
 		e.At = e.At.UTC()
 		e.Duration = time.Duration(dur) * time.Microsecond
 		if len(e.Words) == 0 {

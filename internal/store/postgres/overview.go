@@ -156,7 +156,7 @@ func (s *Store) AuditPage(ctx context.Context, box string, offset, limit int) ([
 	if limit <= 0 || offset < 0 {
 		return nil, fmt.Errorf("%s: limit %d or offset %d out of range", op, limit, offset)
 	}
-	rows, err := s.pool.Query(ctx, `SELECT id, box, at, method, route, capability, words, status, reason, message, duration_us, upstream_status
+	rows, err := s.pool.Query(ctx, `SELECT id, box, at, method, route, capability, words, status, reason, message, duration_us, upstream_status, bytes, cost_micros
 		FROM audit WHERE box = $1 ORDER BY at DESC, id DESC LIMIT $2 OFFSET $3`, box, limit, offset)
 	if err != nil {
 		return nil, translate(op, err)
@@ -164,7 +164,7 @@ func (s *Store) AuditPage(ctx context.Context, box string, offset, limit int) ([
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.AuditEntry, error) {
 		var e store.AuditEntry
 		var dur int64
-		err := r.Scan(&e.ID, &e.Box, &e.At, &e.Method, &e.Route, &e.Capability, &e.Words, &e.Status, &e.Reason, &e.Message, &dur, &e.UpstreamStatus)
+		err := r.Scan(&e.ID, &e.Box, &e.At, &e.Method, &e.Route, &e.Capability, &e.Words, &e.Status, &e.Reason, &e.Message, &dur, &e.UpstreamStatus, &e.Bytes, &e.Cost)
 		e.At = e.At.UTC()
 		e.Duration = time.Duration(dur) * time.Microsecond
 		if len(e.Words) == 0 {

@@ -27,7 +27,7 @@ const (
 )
 
 // auditColumns is how many values an audit row takes.
-const auditColumns = 12
+const auditColumns = 14
 
 // auditStmts are the writer connection's prepared INSERT statements of
 // audit rows, prepared on first use and closed with the connection: ins[k]
@@ -41,8 +41,8 @@ type auditStmts struct {
 
 // auditInsert is the statement that inserts rows audit rows.
 func auditInsert(rows int) string {
-	const head = "INSERT INTO audit (box, at, method, route, capability, words, status, reason, message, duration_us, upstream_status, paid_by) VALUES "
-	const row = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	const head = "INSERT INTO audit (box, at, method, route, capability, words, status, reason, message, duration_us, upstream_status, paid_by, bytes, cost_micros) VALUES "
+	const row = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 	var b strings.Builder
 	b.Grow(len(head) + rows*(len(row)+2))
 	b.WriteString(head)
@@ -165,7 +165,7 @@ func (p *auditArgs) append(args []any, e *store.AuditEntry, words []byte) []any 
 		p.message, p.messageS = e.Message, e.Message
 	}
 	return append(args, p.box, micros(e.At), p.method, p.route, p.capability, p.words,
-		int64(e.Status), p.reason, p.message, e.Duration.Microseconds(), int64(e.UpstreamStatus), e.PaidBy)
+		int64(e.Status), p.reason, p.message, e.Duration.Microseconds(), int64(e.UpstreamStatus), e.PaidBy, e.Bytes, e.Cost)
 }
 
 // appendWords appends words as encoding/json writes them (nil as []): a
@@ -221,7 +221,7 @@ func (s *Store) ListAudit(ctx context.Context, q store.AuditQuery) ([]store.Audi
 	if q.RefusalsOnly {
 		where = append(where, "reason <> ''")
 	}
-	query := "SELECT id, box, at, method, route, capability, words, status, reason, message, duration_us, upstream_status, paid_by FROM audit"
+	query := "SELECT id, box, at, method, route, capability, words, status, reason, message, duration_us, upstream_status, paid_by, bytes, cost_micros FROM audit"
 	if len(where) > 0 {
 		query += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -237,7 +237,7 @@ func (s *Store) ListAudit(ctx context.Context, q store.AuditQuery) ([]store.Audi
 		var e store.AuditEntry
 		var at, dur int64
 		var words string
-		if err := rows.Scan(&e.ID, &e.Box, &at, &e.Method, &e.Route, &e.Capability, &words, &e.Status, &e.Reason, &e.Message, &dur, &e.UpstreamStatus, &e.PaidBy); err != nil {
+		if err := rows.Scan(&e.ID, &e.Box, &at, &e.Method, &e.Route, &e.Capability, &words, &e.Status, &e.Reason, &e.Message, &dur, &e.UpstreamStatus, &e.PaidBy, &e.Bytes, &e.Cost); err != nil {
 			return nil, translate("list audit", err)
 		}
 		e.At = fromMicros(at)

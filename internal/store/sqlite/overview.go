@@ -174,7 +174,7 @@ func (s *Store) AuditPage(ctx context.Context, box string, offset, limit int) ([
 	if limit <= 0 || offset < 0 {
 		return nil, fmt.Errorf("%s: limit %d or offset %d out of range", op, limit, offset)
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT id, box, at, method, route, capability, words, status, reason, message, duration_us, upstream_status
+	rows, err := s.r.QueryContext(ctx, `SELECT id, box, at, method, route, capability, words, status, reason, message, duration_us, upstream_status, bytes, cost_micros
 		FROM audit WHERE box = ? ORDER BY at DESC, id DESC LIMIT ? OFFSET ?`, box, limit, offset)
 	if err != nil {
 		return nil, translate(op, err)
@@ -185,7 +185,7 @@ func (s *Store) AuditPage(ctx context.Context, box string, offset, limit int) ([
 		var e store.AuditEntry
 		var at, dur int64
 		var words string
-		if err := rows.Scan(&e.ID, &e.Box, &at, &e.Method, &e.Route, &e.Capability, &words, &e.Status, &e.Reason, &e.Message, &dur, &e.UpstreamStatus); err != nil {
+		if err := rows.Scan(&e.ID, &e.Box, &at, &e.Method, &e.Route, &e.Capability, &words, &e.Status, &e.Reason, &e.Message, &dur, &e.UpstreamStatus, &e.Bytes, &e.Cost); err != nil {
 			return nil, translate(op, err)
 		}
 		e.At = fromMicros(at)

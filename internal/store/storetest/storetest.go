@@ -56,6 +56,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Mints", testMints},
 		{"Overview", testOverview},
 		{"Pool", testPool},
+		{"AuditCosts", testAuditCosts},
 	}
 	tests = append(tests, spendTests...)
 	tests = append(tests, spooledTests...)
