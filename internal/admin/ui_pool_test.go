@@ -8,10 +8,15 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/pool"
@@ -443,4 +448,118 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// TestUIPool_Browser runs the Credentials page in headless Chromium: from
+// the bar's link, it adds an entry with its value typed into the password
+// field, changes its weight on its row, and removes it through the
+// confirmation page; no page's HTML, read after each step, holds a value.
+func TestUIPool_Browser(t *testing.T) {
+	if _, err := os.Stat(chromium); err != nil {
+		t.Skipf("no %s (apt-get install -y chromium): the Credentials page is not tested in a browser", chromium)
+	}
+	b := brokertest.New(t, brokertest.Options{})
+	b.SetCredential(pool.SharedID, keyDefault)
+	ctx := context.Background()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium),
+		chromedp.NoSandbox, // the test may run as root
+		chromedp.DisableGPU,
+		chromedp.WindowSize(1280, 800),
+	)
+	actx, cancel := chromedp.NewExecAllocator(ctx, opts...)
+	defer cancel()
+	bctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	if err := chromedp.Do(bctx); err != nil {
+		t.Fatalf("start %s: %v", chromium, err)
+	}
+	// A bound on the whole run, so a wedged browser fails the test rather
+	// than hanging it; nothing is asserted about how long anything took.
+	tctx, cancel := context.WithTimeout(bctx, 2*time.Minute)
+	defer cancel()
+	html := func(what string) string {
+		t.Helper()
+		h, err := chromedp.Run(tctx, chromedp.OuterHTML(chromedp.CSS("html")))
+		if err != nil {
+			t.Fatalf("browser: read %s's HTML: %v", what, err)
+		}
+		for _, v := range []string{keyDefault, keyCooling, b.AdminToken} {
+			if strings.Contains(h, v) {
+				t.Errorf("%s's HTML holds a value (%d bytes, starting %.6q)", what, len(v), v)
+			}
+		}
+		return h
+	}
+	weight := func() int {
+		t.Helper()
+		es, err := b.Server.Store.PoolEntries(ctx)
+		if err != nil || len(es) != 1 || es[0].Name != "team-b" {
+			t.Fatalf("PoolEntries = %v, %v, want team-b alone", es, err)
+		}
+		return es[0].Weight
+	}
+	if err := chromedp.Do(tctx,
+		chromedp.Navigate(b.AdminURL+"/ui/"),
+		chromedp.SendKeys(chromedp.ID("token"), b.AdminToken),
+		chromedp.Click(chromedp.ID("signin")),
+		chromedp.WaitVisible(chromedp.CSS("table.list")),
+		chromedp.Click(chromedp.CSS(`header a[href="/ui/credentials"]`)),
+		chromedp.WaitVisible(chromedp.ID("pool")),
+	); err != nil {
+		t.Fatalf("browser: sign in and open Credentials: %v", err)
+	}
+	if h := html("the Credentials page"); !strings.Contains(h, `id="entry-default"`) {
+		t.Errorf("the Credentials page shows no default entry:\n%s", h)
+	}
+	if err := chromedp.Do(tctx,
+		chromedp.SendKeys(chromedp.ID("entry-name"), "team-b"),
+		chromedp.SetValue(chromedp.ID("entry-weight"), "2"),
+		chromedp.SendKeys(chromedp.ID("entry-value"), keyCooling),
+		chromedp.Click(chromedp.ID("add-entry")),
+		chromedp.WaitVisible(chromedp.ID("notice")),
+	); err != nil {
+		t.Fatalf("browser: add team-b: %v", err)
+	}
+	if h := html("the page after adding"); !strings.Contains(h, `id="entry-team-b"`) {
+		t.Errorf("the page after adding shows no team-b:\n%s", h)
+	}
+	if w := weight(); w != 2 {
+		t.Errorf("team-b added with weight %d, want 2", w)
+	}
+	if err := chromedp.Do(tctx,
+		chromedp.SetValue(chromedp.CSS(`#edit-team-b input[name="weight"]`), "5"),
+		chromedp.Submit(chromedp.CSS(`#edit-team-b input[name="weight"]`)),
+		chromedp.WaitVisible(chromedp.Search(`//p[@id="notice" and contains(., "value is kept")]`)),
+	); err != nil {
+		t.Fatalf("browser: change team-b's weight: %v", err)
+	}
+	html("the page after the change")
+	if w := weight(); w != 5 {
+		t.Errorf("team-b's weight after the change = %d, want 5", w)
+	}
+	if err := chromedp.Do(tctx,
+		chromedp.Click(chromedp.CSS(`a[href="/ui/credentials/team-b/remove"]`)),
+		chromedp.WaitVisible(chromedp.ID("confirm")),
+		chromedp.SendKeys(chromedp.ID("confirm"), "team-b"),
+		chromedp.Click(chromedp.ID("remove-entry")),
+		chromedp.WaitVisible(chromedp.Search(`//p[@id="notice" and contains(., "removed")]`)),
+	); err != nil {
+		t.Fatalf("browser: remove team-b: %v", err)
+	}
+	if h := html("the page after removing"); strings.Contains(h, `id="entry-team-b"`) {
+		t.Errorf("the page after removing still shows team-b")
+	}
+	if es, _ := b.Server.Store.PoolEntries(ctx); len(es) != 0 {
+		t.Errorf("after removal in the browser the pool holds %v", es)
+	}
+	png, err := chromedp.Run(tctx, chromedp.FullScreenshot(100))
+	if err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
+		t.Fatalf("browser: screenshot: %v", err)
+	}
+	out := filepath.Join(t.TempDir(), "credentials.png")
+	if err := os.WriteFile(out, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s (%d bytes)", out, len(png))
 }
