@@ -112,6 +112,7 @@ func New(cfg Config) (*Server, error) {
 	s.ui = ui
 	ui.register(s.mux)
 	ui.registerActions()
+	ui.registerPool()
 	s.addGrantsPage()
 	return s, nil
 }

@@ -107,25 +107,46 @@ func (s *Server) setPoolEntry(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer func() { pv.Value = "" }()
-	if pv.Weight == 0 {
-		pv.Weight = 1
-	}
-	u, err := pool.CheckEntry(name, pv.Weight, pv.URL)
+	u, err := checkEntry(name, pv.Weight, pv.URL)
 	if err != nil {
-		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "%s.", upperFirst(err.Error()))
+		return err
 	}
-	if name == pool.Default {
-		cv, err := s.putCredential(r.Context(), pool.SharedID, &pv.Value)
-		if err != nil {
-			return err
-		}
-		return writeJSON(w, http.StatusOK, PoolEntryView{Name: name, Kind: cv.Kind, Weight: 1, UpdatedAt: cv.UpdatedAt, State: pool.StateHealthy})
-	}
-	v, err := s.putPoolEntry(r.Context(), name, pv.Weight, u, &pv.Value)
+	v, err := s.setEntry(r.Context(), name, pv.Weight, u, &pv.Value)
 	if err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, v)
+}
+
+// checkEntry checks an entry's name, weight (0 for 1) and base URL with
+// pool.CheckEntry, as the CLI does, and returns the URL's canonical form.
+// Its refusal repeats a bad URL.
+func checkEntry(name string, weight int, rawURL string) (string, error) {
+	if weight == 0 {
+		weight = 1
+	}
+	u, err := pool.CheckEntry(name, weight, rawURL)
+	if err != nil {
+		return "", capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "%s.", upperFirst(err.Error()))
+	}
+	return u, nil
+}
+
+// setEntry stores the pool entry name, checked by checkEntry, with *value
+// (then cleared): the Default entry as the shared credential, any other
+// as a named entry.
+func (s *Server) setEntry(ctx context.Context, name string, weight int, u string, value *string) (PoolEntryView, error) {
+	if weight == 0 {
+		weight = 1
+	}
+	if name == pool.Default {
+		cv, err := s.putCredential(ctx, pool.SharedID, value)
+		if err != nil {
+			return PoolEntryView{}, err
+		}
+		return PoolEntryView{Name: name, Kind: cv.Kind, Weight: 1, UpdatedAt: cv.UpdatedAt, State: pool.StateHealthy}, nil
+	}
+	return s.putPoolEntry(ctx, name, weight, u, value)
 }
 
 // putPoolEntry checks *value, seals it as the pool entry name, stores it,
@@ -158,20 +179,27 @@ func (s *Server) removePoolEntry(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	kind, key := store.ChangePool, name
-	if name == pool.Default {
-		err = s.cfg.Store.DeleteCredential(r.Context(), pool.SharedID)
-		kind, key = store.ChangeCredential, pool.SharedID
-	} else {
-		err = s.cfg.Store.DeletePoolEntry(r.Context(), name)
-	}
-	if err != nil {
-		return storeError(err, fmt.Sprintf("The credential pool has no entry named %s.", name), "")
-	}
-	if err := s.changed(r.Context(), kind, key); err != nil {
+	if err := s.deleteEntry(r.Context(), name); err != nil {
 		return err
 	}
 	s.log.Info("admin: credential pool entry removed", "entry", name)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// deleteEntry removes the pool entry name (the Default entry is the shared
+// credential) and waits until every replica sees it gone.
+func (s *Server) deleteEntry(ctx context.Context, name string) error {
+	var err error
+	kind, key := store.ChangePool, name
+	if name == pool.Default {
+		err = s.cfg.Store.DeleteCredential(ctx, pool.SharedID)
+		kind, key = store.ChangeCredential, pool.SharedID
+	} else {
+		err = s.cfg.Store.DeletePoolEntry(ctx, name)
+	}
+	if err != nil {
+		return storeError(err, fmt.Sprintf("The credential pool has no entry named %s.", name), "")
+	}
+	return s.changed(ctx, kind, key)
 }

@@ -1,0 +1,258 @@
+package admin
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/pool"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// The owner's page's Credentials page: the operator's Anthropic credential
+// pool, each entry with its kind, weight, URL, and this replica's state and
+// counts (what GET /api/credentials/pool serves), never a value. Its forms
+// add (or replace) an entry, change an entry's weight and URL, and remove
+// an entry after a confirmation page. They run behind the session and CSRF
+// checks (HandleUI), check and store entries through the admin API's own
+// code (checkEntry, setEntry, deleteEntry, with pool.CheckEntry as the CLI
+// uses it), and are recorded in the audit log with the admin as the actor
+// and no box; no page and no refusal repeats a value, nor a refused URL,
+// which could hold one.
+
+// registerPool adds the Credentials page's routes.
+func (u *ui) registerPool() {
+	s := u.s
+	s.HandleUI("GET /ui/credentials", u.poolPage)
+	s.HandleUI("POST /ui/credentials", u.addEntry)
+	s.HandleUI("POST /ui/credentials/{entry}", u.editEntry)
+	s.HandleUI("GET /ui/credentials/{entry}/remove", u.removeEntryForm)
+	s.HandleUI("POST /ui/credentials/{entry}/remove", u.removeEntry)
+}
+
+// poolNotices are the lines the Credentials page shows after an action
+// (?done=).
+var poolNotices = map[string]string{
+	"set":     "The entry is sealed and set; its value is not shown again.",
+	"changed": "The entry's weight and URL are changed; its value is kept.",
+	"removed": "The entry is removed; its boxes are hashed over the others.",
+}
+
+// poolRow is one entry as the Credentials page shows it: never its value.
+type poolRow struct {
+	Name, Kind, URL, UpdatedAt string
+	Weight                     int
+	State                      string // healthy, cooling or failed
+	Until                      string // when cooling or failed ends, "" when healthy
+	In                         string // how long until then
+	Requests, R429, R529       int64
+	Failures, Failovers        int64
+	Default                    bool // the shared credential: weight 1, the broker's URL
+}
+
+// poolPageData is the Credentials page's content.
+type poolPageData struct {
+	Broker  string
+	Form    FormContext
+	Notice  string
+	Entries []poolRow
+	Max     int
+}
+
+// entryFormPage is the content of the confirmation page of an entry's removal.
+type entryFormPage struct {
+	Broker  string
+	Form    FormContext
+	Entry   string
+	Default bool
+	Error   string
+}
+
+func (u *ui) poolPage(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	if u.s.cfg.Cache == nil {
+		return capability.Errorf(http.StatusNotImplemented, protocol.TypeAPI, "This admin server reads no pool.")
+	}
+	stats, err := u.s.poolOf().Stats(r.Context())
+	if err != nil {
+		return storeError(err, "", "")
+	}
+	now := u.s.cfg.Now()
+	d := poolPageData{Broker: u.s.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Notice: poolNotices[r.URL.Query().Get("done")], Max: pool.MaxWeight}
+	for _, st := range stats {
+		row := poolRow{Name: st.Name, Kind: st.Kind, URL: st.URL, UpdatedAt: formatTime(st.UpdatedAt), Weight: st.Weight,
+			State: st.State, Requests: st.Requests, R429: st.R429, R529: st.R529, Failures: st.Failures, Failovers: st.Failovers,
+			Default: st.Name == pool.Default}
+		if !st.Until.IsZero() {
+			row.Until = st.Until.UTC().Format("2006-01-02 15:04:05 UTC")
+			row.In = st.Until.Sub(now).Round(time.Second).String()
+		}
+		d.Entries = append(d.Entries, row)
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	u.render(w, http.StatusOK, "credentials", d)
+	return nil
+}
+
+// errEntryURL refuses a URL the pool does not take, without repeating it:
+// one typed into the wrong field could be a key.
+var errEntryURL = capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+	"The entry's URL is refused: it is an Anthropic-compatible base URL, such as https://api.anthropic.com — http(s), a host, an optional port and path, and no user, password, query or fragment; leave it empty for the broker's --anthropic-url. The page does not repeat it, as it could hold a key.")
+
+// errEntryHoldsValue refuses a form whose name or URL holds the value.
+var errEntryHoldsValue = capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+	"The entry's name or URL holds a credential; the credential goes only in the value field. Nothing was set.")
+
+// entryFields reads and checks an entry form's weight and URL for the
+// entry name, as checkEntry (pool.CheckEntry) checks them, and returns the
+// weight and the URL's canonical form. No refusal repeats the URL.
+func entryFields(r *http.Request, name string) (int, string, error) {
+	weight := 1
+	if w := strings.TrimSpace(r.PostForm.Get("weight")); w != "" {
+		n, err := strconv.Atoi(w)
+		if err != nil || n < 1 {
+			n = -1 // refused below, with pool.ErrWeight's words (0 too, which the API reads as 1)
+		}
+		weight = n
+	}
+	rawURL := strings.TrimSpace(r.PostForm.Get("url"))
+	if strings.Contains(rawURL, "sk-ant-") {
+		return 0, "", errEntryHoldsValue
+	}
+	// The name and weight first, with the URL left out: their refusals
+	// name no input.
+	if _, err := checkEntry(name, weight, ""); err != nil || rawURL == "" {
+		return weight, "", err
+	}
+	u, err := checkEntry(name, weight, rawURL)
+	if err != nil {
+		if name == pool.Default {
+			return 0, "", err // the Default entry's own refusal, which repeats nothing
+		}
+		return 0, "", errEntryURL
+	}
+	return weight, u, nil
+}
+
+// addEntry seals and sets a pool entry from the page's form: the admin
+// API's PUT /api/credentials/pool/{entry}.
+func (u *ui) addEntry(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	value := r.PostForm.Get("value")
+	r.PostForm.Del("value")
+	r.Form.Del("value")
+	name := strings.TrimSpace(r.PostForm.Get("name"))
+	if len(value) >= MinSecretLen && (strings.Contains(name, value) || strings.Contains(r.PostForm.Get("url"), value)) {
+		return errEntryHoldsValue
+	}
+	if strings.Contains(name, "sk-ant-") {
+		return errEntryHoldsValue
+	}
+	weight, base, err := entryFields(r, name)
+	if err != nil {
+		return err
+	}
+	v, err := u.s.setEntry(r.Context(), name, weight, base, &value)
+	if err != nil {
+		return err
+	}
+	msg := fmt.Sprintf("set credential pool entry %s (%s, weight %d, URL %s)", v.Name, v.Kind, v.Weight, orBroker(v.URL))
+	if err := u.audit(r.Context(), "", "/ui/credentials", msg); err != nil {
+		return err
+	}
+	u.s.log.Info("owner's page: credential pool entry set", "entry", v.Name, "kind", v.Kind, "weight", v.Weight, "admin_token", sess.TokenID)
+	backToPool(w, r, "set")
+	return nil
+}
+
+// editEntry changes an entry's weight and URL and keeps its sealed value,
+// which it never opens.
+func (u *ui) editEntry(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	name, err := entryName(r)
+	if err != nil {
+		return err
+	}
+	if name == pool.Default {
+		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+			"The default entry is the shared credential: its weight is 1 and its URL the broker's --anthropic-url. Nothing was changed.")
+	}
+	weight, base, err := entryFields(r, name)
+	if err != nil {
+		return err
+	}
+	es, err := u.s.cfg.Store.PoolEntries(r.Context())
+	if err != nil {
+		return storeError(err, "", "")
+	}
+	var e *store.PoolEntry
+	for i := range es {
+		if es[i].Name == name {
+			e = &es[i]
+		}
+	}
+	if e == nil {
+		return capability.Errorf(http.StatusNotFound, protocol.TypeNotFound, "The credential pool has no entry named %s.", name)
+	}
+	e.Weight, e.URL, e.UpdatedAt = weight, base, u.s.cfg.Now().UTC()
+	if err := u.s.cfg.Store.SetPoolEntry(r.Context(), *e); err != nil {
+		return storeError(err, "", "")
+	}
+	if err := u.s.changed(r.Context(), store.ChangePool, name); err != nil {
+		return err
+	}
+	msg := fmt.Sprintf("changed credential pool entry %s to weight %d, URL %s", name, weight, orBroker(base))
+	if err := u.audit(r.Context(), "", "/ui/credentials/{entry}", msg); err != nil {
+		return err
+	}
+	u.s.log.Info("owner's page: credential pool entry changed", "entry", name, "weight", weight, "admin_token", sess.TokenID)
+	backToPool(w, r, "changed")
+	return nil
+}
+
+func (u *ui) removeEntryForm(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	name, err := entryName(r)
+	if err != nil {
+		return err
+	}
+	u.render(w, http.StatusOK, "credential-remove", entryFormPage{Broker: u.s.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Entry: name, Default: name == pool.Default})
+	return nil
+}
+
+// removeEntry removes an entry once its name is typed again on the
+// confirmation page: the admin API's DELETE /api/credentials/pool/{entry}.
+func (u *ui) removeEntry(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	name, err := entryName(r)
+	if err != nil {
+		return err
+	}
+	if r.PostForm.Get("confirm") != name {
+		u.render(w, http.StatusBadRequest, "credential-remove", entryFormPage{Broker: u.s.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Entry: name,
+			Default: name == pool.Default, Error: "Type the entry's name exactly to remove it; nothing was removed."})
+		return nil
+	}
+	if err := u.s.deleteEntry(r.Context(), name); err != nil {
+		return err
+	}
+	if err := u.audit(r.Context(), "", "/ui/credentials/{entry}/remove", "removed credential pool entry "+name); err != nil {
+		return err
+	}
+	u.s.log.Info("owner's page: credential pool entry removed", "entry", name, "admin_token", sess.TokenID)
+	backToPool(w, r, "removed")
+	return nil
+}
+
+// backToPool sends the browser to the Credentials page, with done's notice.
+func backToPool(w http.ResponseWriter, r *http.Request, done string) {
+	http.Redirect(w, r, "/ui/credentials?done="+url.QueryEscape(done), http.StatusSeeOther)
+}
+
+// orBroker names an entry's URL, "" being the broker's.
+func orBroker(u string) string {
+	if u == "" {
+		return "the broker's"
+	}
+	return u
+}
