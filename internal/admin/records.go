@@ -169,31 +169,43 @@ func secretName(r *http.Request) (string, error) {
 	return name, nil
 }
 
+// secretViews lists box's secrets as the API and the owner's page show
+// them: never a value; a minted or signing secret's kind and where it
+// stands (mint.State), so that a refused OAuth grant is flagged.
+func (s *Server) secretViews(ctx context.Context, box string) ([]SecretView, error) {
+	list, err := s.cfg.Store.ListSecrets(ctx, box)
+	if err != nil {
+		return nil, storeError(err, "", "")
+	}
+	states, err := s.cfg.Store.ListMintStates(ctx, box)
+	if err != nil {
+		return nil, storeError(err, "", "")
+	}
+	var out []SecretView
+	for _, sec := range list {
+		v := SecretView{Name: sec.Name, Host: sec.Host, UpdatedAt: formatTime(sec.UpdatedAt), Kind: sec.Kind}
+		if sec.Kind != "" {
+			full, err := s.cfg.Store.Secret(ctx, box, sec.Name)
+			if err != nil {
+				return nil, storeError(err, "", "")
+			}
+			v.State = mint.State(full, states, s.cfg.Now())
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
 func (s *Server) listSecrets(w http.ResponseWriter, r *http.Request) error {
 	b, err := s.box(r)
 	if err != nil {
 		return err
 	}
-	list, err := s.cfg.Store.ListSecrets(r.Context(), b.Name)
+	views, err := s.secretViews(r.Context(), b.Name)
 	if err != nil {
-		return storeError(err, "", "")
+		return err
 	}
-	states, err := s.cfg.Store.ListMintStates(r.Context(), b.Name)
-	if err != nil {
-		return storeError(err, "", "")
-	}
-	out := SecretList{Secrets: []SecretView{}}
-	for _, sec := range list {
-		v := SecretView{Name: sec.Name, Host: sec.Host, UpdatedAt: formatTime(sec.UpdatedAt), Kind: sec.Kind}
-		if sec.Kind != "" {
-			full, err := s.cfg.Store.Secret(r.Context(), b.Name, sec.Name)
-			if err != nil {
-				return storeError(err, "", "")
-			}
-			v.State = mint.State(full, states, s.cfg.Now())
-		}
-		out.Secrets = append(out.Secrets, v)
-	}
+	out := SecretList{Secrets: append([]SecretView{}, views...)}
 	return writeJSON(w, http.StatusOK, out)
 }
 

@@ -99,6 +99,7 @@ func newUI(s *Server) (*ui, error) {
 		"micro":      spend.FormatUSD,
 		"stateLabel": stateLabel,
 		"size":       size,
+		"hasPrefix":  strings.HasPrefix,
 	}).ParseFS(uiFiles, "ui/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("owner's page templates: %w", err)

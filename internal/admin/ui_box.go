@@ -216,13 +216,12 @@ func (u *ui) boxPage(w http.ResponseWriter, r *http.Request, sess *Session) erro
 	for _, e := range recent {
 		page.Recent = append(page.Recent, AuditViewOf(e))
 	}
-	secrets, err := u.s.cfg.Store.ListSecrets(ctx, b.Name)
+	page.Secrets, err = u.s.secretViews(ctx, b.Name)
 	if err != nil {
-		return storeError(err, "", "")
+		return err
 	}
 	var held []string
-	for _, sec := range secrets {
-		page.Secrets = append(page.Secrets, SecretView{Name: sec.Name, Host: sec.Host, UpdatedAt: formatTime(sec.UpdatedAt)})
+	for _, sec := range page.Secrets {
 		held = append(held, sec.Name)
 	}
 	page.Missing, page.Extra = crossCheck(declaredSecrets(d, u.s.cfg.Broker), held)

@@ -37,9 +37,25 @@ type RefusedError struct {
 	Code string
 }
 
+// plainCode reports whether an OAuth error code is the short word RFC 6749
+// §5.2 makes it (invalid_grant, ...): anything else the endpoint sent is
+// left out of the message, which is stored and shown to the owner, in
+// case the endpoint echoed a value into it.
+func plainCode(code string) bool {
+	if code == "" || len(code) > 40 {
+		return false
+	}
+	for _, c := range code {
+		if !(c >= 'a' && c <= 'z' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
 func (e *RefusedError) Error() string {
 	s := fmt.Sprintf("%s: the token endpoint refused (%d", e.Kind, e.Status)
-	if e.Code != "" {
+	if plainCode(e.Code) {
 		s += " " + e.Code
 	}
 	return s + ")"
