@@ -16,6 +16,16 @@ import (
 // the master key for the row id and stores it. It returns what kind of
 // credential it was (describe's words), never any of its value.
 func (c *cli) setCredential(ctx context.Context, cfg *server.Config, id, prompt string) (string, error) {
+	return c.storeSealed(ctx, cfg, prompt, payer.AD(id), id, func(st store.Store, sealed []byte) error {
+		return st.SetCredential(ctx, store.Credential{ID: id, Sealed: sealed, UpdatedAt: time.Now().UTC()})
+	})
+}
+
+// storeSealed reads a value from stdin (never argv) with prompt, seals it
+// under the master key for ad, and stores the sealed bytes with put. It
+// returns describe's words for the value as the credential id, never any
+// of its value.
+func (c *cli) storeSealed(ctx context.Context, cfg *server.Config, prompt, ad, id string, put func(store.Store, []byte) error) (string, error) {
 	value, err := c.readSecret(prompt)
 	if err != nil {
 		return "", err
@@ -25,7 +35,7 @@ func (c *cli) setCredential(ctx context.Context, cfg *server.Config, id, prompt 
 	if err != nil {
 		return "", err
 	}
-	sealed, err := keyring.Seal(value, payer.AD(id))
+	sealed, err := keyring.Seal(value, ad)
 	if err != nil {
 		return "", err
 	}
@@ -34,7 +44,7 @@ func (c *cli) setCredential(ctx context.Context, cfg *server.Config, id, prompt 
 		return "", err
 	}
 	defer st.Close()
-	if err := st.SetCredential(ctx, store.Credential{ID: id, Sealed: sealed, UpdatedAt: time.Now().UTC()}); err != nil {
+	if err := put(st, sealed); err != nil {
 		return "", err
 	}
 	return describe(id, value), nil
@@ -60,29 +70,10 @@ func (c *cli) removeCredential(ctx context.Context, cfg *server.Config, id, notS
 // pool entry name and stores it with its weight and base URL. It returns
 // describe's words for it, never any of its value.
 func (c *cli) addPoolEntry(ctx context.Context, cfg *server.Config, name string, weight int, baseURL string) (string, error) {
-	value, err := c.readSecret(fmt.Sprintf("anthropic pool entry %s credential (not echoed): ", name))
-	if err != nil {
-		return "", err
-	}
-	defer clear(value)
-	keyring, err := server.LoadKeyring(cfg)
-	if err != nil {
-		return "", err
-	}
-	sealed, err := keyring.Seal(value, pool.AD(name))
-	if err != nil {
-		return "", err
-	}
-	st, err := openStore(ctx, cfg)
-	if err != nil {
-		return "", err
-	}
-	defer st.Close()
-	e := store.PoolEntry{Name: name, Weight: weight, URL: baseURL, Sealed: sealed, UpdatedAt: time.Now().UTC()}
-	if err := st.SetPoolEntry(ctx, e); err != nil {
-		return "", err
-	}
-	return describe(payer.SharedAnthropic, value), nil
+	prompt := fmt.Sprintf("anthropic pool entry %s credential (not echoed): ", name)
+	return c.storeSealed(ctx, cfg, prompt, pool.AD(name), payer.SharedAnthropic, func(st store.Store, sealed []byte) error {
+		return st.SetPoolEntry(ctx, store.PoolEntry{Name: name, Weight: weight, URL: baseURL, Sealed: sealed, UpdatedAt: time.Now().UTC()})
+	})
 }
 
 // removePoolEntry deletes the pool entry name.
