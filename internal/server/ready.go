@@ -7,7 +7,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 
 	"github.com/intentius/boxbroker/internal/audit"
 	"github.com/intentius/boxbroker/internal/protocol"
@@ -24,13 +27,15 @@ const readyFile = ".readyz"
 // SQLite's) within the bound of a write made beside requests (five times
 // StoreDeadline, at least a second: an fsync on a busy disk can take a
 // few hundred ms). The checks run at once, so Ready answers within that
-// bound, and a little more, whatever the store or the disk does.
+// bound, and a little more, whatever the store or the disk does. Checks
+// asked for at the same time share one write, and a write that succeeded
+// stands for diskOKFor (see diskProbe).
 func (s *Server) Ready(ctx context.Context) (map[string]any, bool) {
 	d := writeBound(s.Config.StoreDeadline)
 	storeErr := make(chan error, 1)
 	go func() { storeErr <- s.ping(ctx) }()
 	diskErr := make(chan error, 1)
-	go func() { diskErr <- bounded(ctx, d, func() error { return writable(s.Config.DataDir) }) }()
+	go func() { diskErr <- s.disk.writable(ctx, d, s.Config.DataDir) }()
 	out := map[string]any{"ready": true, "store": "ok", "disk": "ok"}
 	ok := true
 	if err := <-storeErr; err != nil {
@@ -65,6 +70,51 @@ func bounded(ctx context.Context, d time.Duration, f func() error) error {
 		return err
 	case <-t.C:
 		return fmt.Errorf("no answer within %s", d)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// diskOKFor is how long a data directory that took a synced write counts
+// as writable without another: /readyz is served to anyone on the
+// box-facing listener, and a flood of it must not become a flood of
+// fsyncs.
+const diskOKFor = time.Second
+
+// diskProbe is the readiness check's write to the data directory: one at
+// a time, whoever asks (callers that ask meanwhile share its result), and
+// none again for diskOKFor after one that succeeded. A failure is not
+// kept: the next check writes again.
+type diskProbe struct {
+	write   func(dir string) error // writable, unless a test sets it
+	sf      singleflight.Group
+	mu      sync.Mutex
+	okUntil time.Time
+}
+
+func (p *diskProbe) writable(ctx context.Context, d time.Duration, dir string) error {
+	p.mu.Lock()
+	fresh := time.Now().Before(p.okUntil)
+	p.mu.Unlock()
+	if fresh {
+		return nil
+	}
+	ch := p.sf.DoChan("disk", func() (any, error) {
+		write := p.write
+		if write == nil {
+			write = writable
+		}
+		err := bounded(context.WithoutCancel(ctx), d, func() error { return write(dir) })
+		if err == nil {
+			p.mu.Lock()
+			p.okUntil = time.Now().Add(diskOKFor)
+			p.mu.Unlock()
+		}
+		return nil, err
+	})
+	select {
+	case r := <-ch:
+		return r.Err
 	case <-ctx.Done():
 		return ctx.Err()
 	}

@@ -167,6 +167,8 @@ type Server struct {
 	rst, wst *deadline.Store
 	// Spool keeps what the store did not take until it does.
 	Spool *spool.Spool
+	// disk is the readiness check's write to the data directory.
+	disk diskProbe
 	// flushLog writes out the log lines that wait in its buffer.
 	flushLog func() error
 }
