@@ -93,6 +93,12 @@ func Open(path string) (*Store, error) {
 		"_busy_timeout": {ms},
 		"_foreign_keys": {"1"},
 		"_query_only":   {"1"},
+		// Readers map up to 256 MiB of the file rather than read(2) it
+		// page by page: the owner's page's queries over a month of audit
+		// at 1,000 boxes take a quarter of the time (BenchmarkUI_List),
+		// and the mapped pages are the OS's cache, shared by every
+		// reader connection, not a copy per connection.
+		"_pragma": {"mmap_size(268435456)"},
 	}))
 	if err != nil {
 		w.Close()

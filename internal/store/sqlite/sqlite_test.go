@@ -170,3 +170,17 @@ func TestMigrationsOrdered(t *testing.T) {
 		t.Fatalf("loadMigrations() = %v", err)
 	}
 }
+
+// The readers map the file (see Open): without it the owner's page reads
+// a month of audit at 1,000 boxes page by page, four times slower.
+func TestReadersMapTheFile(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "boxbroker.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var size int64
+	if err := s.r.QueryRow("PRAGMA mmap_size").Scan(&size); err != nil || size != 256<<20 {
+		t.Errorf("the readers' mmap_size = %d, %v; want %d", size, err, 256<<20)
+	}
+}
