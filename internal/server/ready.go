@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/intentius/boxbroker/internal/journal"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -130,11 +131,16 @@ func (s *Server) withReady(h http.Handler) http.Handler {
 // recording is what the broker asks before it serves a box's call: nil
 // while the audit log is written (to the store or to the spool), and
 // always nil when cfg.AuditOptional chooses availability.
-func recording(cfg Config, aw *audit.Writer) func() error {
+func recording(cfg Config, aw *audit.Writer, jr *journal.Journal) func() error {
 	if cfg.AuditOptional {
 		return nil
 	}
-	return aw.Recording
+	return func() error {
+		if err := aw.Recording(); err != nil {
+			return err
+		}
+		return jr.Err()
+	}
 }
 
 // replayEvery is how often the spool, when it holds anything, is
