@@ -12,13 +12,15 @@
 // key (store.Spooled), so it applies once; after the store or the spool
 // has taken it, a line says it is done (Done).
 //
-// Open recovers what a process before left in the journal: a batch
-// begun and not done is handed on under its own key (applied already or
-// not, it applies once), and the records in no batch under a key made
-// from the journal's generation and their sequence numbers, so that a
-// recovery cut short and run again hands them on under the same keys.
-// Then the journal begins again, empty. A journal past its bound is
-// rewritten with only the records not yet done.
+// Each replica writes a journal of its own, journal-<generation>.jsonl,
+// and holds a lock on it (flock) for its life. Open recovers every
+// journal in the directory whose lock it can take — its replica is gone
+// — and removes it: a batch begun and not done is handed on under its
+// own key (applied already or not, it applies once), and the records in
+// no batch under keys made from the journal's generation and their
+// sequence numbers, so that a recovery cut short and run again hands
+// them on under the same keys. A journal past its bound is rewritten
+// with only the records not yet done.
 package journal
 
 import (
@@ -40,12 +42,15 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 )
 
-// File is the journal's name in the data directory, and compactFile the
-// name its rewrite is made under.
-const (
-	File        = "journal.jsonl"
-	compactFile = "journal.compact.jsonl"
-)
+// Pattern matches the names of journals in the data directory: one a
+// replica, journal-<generation>.jsonl, locked (flock) for as long as its
+// replica runs, so that replicas sharing a data directory each keep
+// their own, and each recovers only those whose replica is gone.
+const Pattern = "journal-*.jsonl"
+
+// name is the journal of generation gen, and compactName its rewrite's.
+func name(gen string) string        { return "journal-" + gen + ".jsonl" }
+func compactName(gen string) string { return "journal-" + gen + ".compact" }
 
 // DefaultMax is the size, in bytes, past which the journal is rewritten
 // with only the records not yet done.
@@ -107,27 +112,72 @@ func Open(dir string, max int64, log *slog.Logger, put func(spool.Batch) error) 
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, 0, fmt.Errorf("journal: %w", err)
 	}
-	p := filepath.Join(dir, File)
-	n, err := recoverFile(p, put, log)
+	n, err := recoverDir(dir, put, log)
 	if err != nil {
 		return nil, 0, err
 	}
 	j := &Journal{dir: dir, max: max, log: log, gen: spool.NewKey(), open: map[uint64][]byte{}, batches: map[string][]uint64{}}
-	if err := j.start(p); err != nil {
+	if err := j.start(); err != nil {
 		return nil, 0, err
 	}
 	return j, n, nil
 }
 
-// start begins the journal afresh at p with its header, synced (it
-// replaces what recovery handed on).
-func (j *Journal) start(p string) error {
-	tmp := filepath.Join(j.dir, compactFile)
+// recoverDir recovers every journal in dir whose replica is gone (whose
+// lock can be taken), removing each once recovered, and says how many
+// records it handed on.
+func recoverDir(dir string, put func(spool.Batch) error, log *slog.Logger) (int, error) {
+	// A rewrite cut off by a crash: the journal it was made from holds
+	// everything.
+	if names, _ := filepath.Glob(filepath.Join(dir, "journal-*.compact")); len(names) > 0 {
+		for _, p := range names {
+			if f, err := os.Open(p); err == nil {
+				if ok, _ := tryLock(f); ok {
+					os.Remove(p)
+				}
+				f.Close()
+			}
+		}
+	}
+	names, err := filepath.Glob(filepath.Join(dir, Pattern))
+	if err != nil {
+		return 0, fmt.Errorf("journal: %w", err)
+	}
+	total := 0
+	for _, p := range names {
+		f, err := os.Open(p)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue // recovered by another replica meanwhile
+			}
+			return 0, fmt.Errorf("journal: %w", err)
+		}
+		ok, err := tryLock(f)
+		if err != nil || !ok {
+			f.Close()
+			continue // its replica runs
+		}
+		n, err := recoverFile(p, put, log)
+		if err == nil {
+			err = os.Remove(p)
+		}
+		f.Close()
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return 0, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// start begins this replica's journal, locked, with its header.
+func (j *Journal) start() error {
+	tmp := filepath.Join(j.dir, compactName(j.gen))
 	f, size, err := j.writeFresh(tmp)
 	if err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, p); err != nil {
+	if err := os.Rename(tmp, filepath.Join(j.dir, name(j.gen))); err != nil {
 		f.Close()
 		return fmt.Errorf("journal: %w", err)
 	}
@@ -135,13 +185,17 @@ func (j *Journal) start(p string) error {
 	return nil
 }
 
-// writeFresh writes, to a new file at p, the header and the lines of
-// the records and batches not yet done, synced; j.mu is held (or j is
-// not yet shared).
+// writeFresh writes, to a new file at p, locked, the header and the
+// lines of the records and batches not yet done, synced; j.mu is held
+// (or j is not yet shared).
 func (j *Journal) writeFresh(p string) (*os.File, int64, error) {
 	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, 0, fmt.Errorf("journal: %w", err)
+	}
+	if ok, err := tryLock(f); !ok {
+		f.Close()
+		return nil, 0, fmt.Errorf("journal: %s is locked by another process: %v", p, err)
 	}
 	w := bufio.NewWriter(f)
 	hdr, _ := json.Marshal(line{Gen: j.gen})
@@ -272,8 +326,8 @@ func (j *Journal) Done(key string) {
 
 // compactLocked rewrites the journal with only what is not yet done.
 func (j *Journal) compactLocked() {
-	p := filepath.Join(j.dir, File)
-	tmp := filepath.Join(j.dir, compactFile)
+	p := filepath.Join(j.dir, name(j.gen))
+	tmp := filepath.Join(j.dir, compactName(j.gen))
 	f, size, err := j.writeFresh(tmp)
 	if err == nil {
 		if err = os.Rename(tmp, p); err != nil {
@@ -336,8 +390,12 @@ func (j *Journal) Pending() int {
 	return len(j.open)
 }
 
-// Close closes the journal's file. What it holds not yet done is
-// recovered at the next Open.
+// Path is the journal's file.
+func (j *Journal) Path() string { return filepath.Join(j.dir, name(j.gen)) }
+
+// Close closes the journal's file, giving up its lock. What it holds not
+// yet done is recovered at the next Open (here or by another replica
+// sharing the data directory).
 func (j *Journal) Close() error {
 	if j == nil {
 		return nil

@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/intentius/boxbroker/internal/spool"
@@ -120,7 +119,7 @@ func TestRecover_SkipsATornLastLine(t *testing.T) {
 	j.Audit(store.AuditEntry{Route: "r1"})
 	j.Settle(store.Settlement{Box: "b2"})
 	j.Close()
-	f, err := os.OpenFile(filepath.Join(dir, File), os.O_WRONLY|os.O_APPEND, 0)
+	f, err := os.OpenFile(j.Path(), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +156,7 @@ func TestJournal_SizeIsBounded(t *testing.T) {
 	if peak > max+1024 {
 		t.Errorf("journal reached %d bytes, bound %d", peak, max)
 	}
-	if fi, err := os.Stat(filepath.Join(dir, File)); err != nil || fi.Size() > max+1024 {
+	if fi, err := os.Stat(j.Path()); err != nil || fi.Size() > max+1024 {
 		t.Errorf("journal file: %v, %v", fi, err)
 	}
 	if j.Pending() != 1 {
@@ -168,5 +167,24 @@ func TestJournal_SizeIsBounded(t *testing.T) {
 	open(t, dir, max, st.apply)
 	if st.audits["stuck"] != 1 || st.audits["r"] != 0 {
 		t.Errorf("recovered %v, want only the stuck record", st.audits)
+	}
+}
+
+// Two replicas sharing a data directory: the second's start leaves the
+// first's live journal alone, and recovers it once the first is gone.
+func TestShared_ALiveJournalIsNotRecovered(t *testing.T) {
+	dir := t.TempDir()
+	a := open(t, dir, 0, nil)
+	a.Audit(store.AuditEntry{Route: "a1"})
+	st := newApplier()
+	b := open(t, dir, 0, st.apply)
+	if len(st.keys) != 0 {
+		t.Fatalf("a second replica's start recovered a live journal: %v", st.audits)
+	}
+	b.Audit(store.AuditEntry{Route: "b1"})
+	a.Close() // the first is killed
+	open(t, dir, 0, st.apply)
+	if st.audits["a1"] != 1 || st.audits["b1"] != 0 {
+		t.Errorf("recovered %v, want only the first replica's a1", st.audits)
 	}
 }
