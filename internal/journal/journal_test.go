@@ -188,3 +188,22 @@ func TestShared_ALiveJournalIsNotRecovered(t *testing.T) {
 		t.Errorf("recovered %v, want only the first replica's a1", st.audits)
 	}
 }
+
+// A journal whose writes fail says so in Err, which the broker reads as
+// "cannot record", and records nothing it did not write.
+func TestJournal_ErrWhileWritesFail(t *testing.T) {
+	j := open(t, t.TempDir(), 0, nil)
+	if _, err := j.Audit(store.AuditEntry{Route: "r1"}); err != nil || j.Err() != nil {
+		t.Fatalf("Audit = %v, Err = %v; want nil", err, j.Err())
+	}
+	j.f.Close() // the disk refuses every write from now on
+	if n, err := j.Settle(store.Settlement{Box: "b"}); err == nil || n != 0 {
+		t.Errorf("Settle on a journal that cannot write = %d, %v; want 0 and an error", n, err)
+	}
+	if j.Err() == nil {
+		t.Error("Err = nil after a failed write")
+	}
+	if j.Pending() != 1 {
+		t.Errorf("Pending = %d, want 1 (only the record written)", j.Pending())
+	}
+}

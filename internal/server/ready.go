@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/intentius/boxbroker/internal/journal"
 	"net/http"
@@ -41,7 +42,7 @@ func (s *Server) Ready(ctx context.Context) (map[string]any, bool) {
 		out["disk"], ok = "cannot write", false
 		s.log.Warn("readyz: the data directory takes no write", "dir", s.Config.DataDir, "err", err)
 	}
-	if err := s.Audit.Recording(); err != nil {
+	if err := errors.Join(s.Audit.Recording(), s.Journal.Err()); err != nil {
 		out["record"] = "cannot record"
 		ok = ok && s.Config.AuditOptional // availability chosen: still ready
 	}
