@@ -269,6 +269,19 @@ func (j *Journal) record(field string, body []byte) (uint64, error) {
 	return seq, nil
 }
 
+// Forget drops record n from what the journal keeps in memory and in
+// its rewrites, for a record that will never be batched (its audit
+// entry was dropped from a full queue, and counted). Its line stays until
+// the next rewrite.
+func (j *Journal) Forget(n uint64) {
+	if j == nil || n == 0 {
+		return
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	delete(j.open, n)
+}
+
 // Begin notes that the records of (their numbers; 0s are skipped) are
 // going to the store as the batch key.
 func (j *Journal) Begin(key string, of []uint64) error {
@@ -393,9 +406,10 @@ func (j *Journal) Pending() int {
 // Path is the journal's file.
 func (j *Journal) Path() string { return filepath.Join(j.dir, name(j.gen)) }
 
-// Close closes the journal's file, giving up its lock. What it holds not
-// yet done is recovered at the next Open (here or by another replica
-// sharing the data directory).
+// Close closes the journal's file, giving up its lock, and removes it
+// when everything it held is done. What it holds not yet done is
+// recovered at the next Open (here or by another replica sharing the
+// data directory).
 func (j *Journal) Close() error {
 	if j == nil {
 		return nil
@@ -404,6 +418,10 @@ func (j *Journal) Close() error {
 	defer j.mu.Unlock()
 	if j.f == nil {
 		return nil
+	}
+	if len(j.open) == 0 && len(j.batches) == 0 && j.err == nil {
+		// Everything it held is done: nothing to recover.
+		_ = os.Remove(filepath.Join(j.dir, name(j.gen)))
 	}
 	err := j.f.Close()
 	j.f = nil

@@ -39,7 +39,9 @@ func (o *observer) Request(rec *broker.Record) {
 		// journal that cannot write says so in its Err, and the broker
 		// then cannot record.
 		seq, _ := o.journal.Audit(e)
-		o.audit.AddJournaled(e, seq)
+		if !o.audit.AddJournaled(e, seq) {
+			o.journal.Forget(seq) // dropped from a full queue, and counted
+		}
 	}
 }
 
