@@ -283,7 +283,8 @@ func (j *Journal) Forget(n uint64) {
 }
 
 // Begin notes that the records of (their numbers; 0s are skipped) are
-// going to the store as the batch key.
+// going to the store as the batch key. When the line cannot be written
+// it returns the error, and the records are no longer kept.
 func (j *Journal) Begin(key string, of []uint64) error {
 	if j == nil {
 		return nil
@@ -304,6 +305,14 @@ func (j *Journal) Begin(key string, of []uint64) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if err := j.writeLocked(append(b, '\n')); err != nil {
+		// The batch goes to the store all the same; its records are no
+		// longer kept, and leave the file at its next rewrite. Until then
+		// a recovery would apply them again: the journal's one way to
+		// count a call twice, open only while its disk refuses writes
+		// (and the broker refuses calls, as it cannot record).
+		for _, n := range kept {
+			delete(j.open, n)
+		}
 		return err
 	}
 	j.batches[key] = kept
