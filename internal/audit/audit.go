@@ -48,9 +48,25 @@ type Options struct {
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Spill, when set, keeps a batch the store did not take elsewhere
-	// (the spool), to be written later; it must not keep entries, which
-	// the Writer reuses. A batch neither takes is lost, and counted.
-	Spill func(entries []store.AuditEntry) error
+	// (the spool), under its key, to be written later; it must not keep
+	// entries, which the Writer reuses. A batch neither takes is lost,
+	// and counted.
+	Spill func(key string, entries []store.AuditEntry) error
+	// Journal, when set, is told of each batch holding entries added with
+	// AddJournaled before it goes to the store, and once the store or
+	// Spill took it (package journal). The batch is then written under
+	// its key (store.Spooled), so that a batch journaled and written
+	// before a crash is not written again when the journal is recovered.
+	Journal Journal
+	// NewKey makes a batch's key (required with Journal).
+	NewKey func() string
+}
+
+// Journal is what the Writer tells of the batches it writes: see
+// journal.Journal's Begin and Done.
+type Journal interface {
+	Begin(key string, of []uint64) error
+	Done(key string)
 }
 
 // item is an entry to write, or (when sync is not nil) a marker closed
@@ -58,6 +74,7 @@ type Options struct {
 type item struct {
 	entry store.AuditEntry
 	sync  chan struct{}
+	seq   uint64 // its number in the journal; 0 when not journaled
 }
 
 // Writer writes audit entries asynchronously. Its methods are safe for
@@ -81,8 +98,10 @@ type Writer struct {
 	// lost is set while the last batch written was taken neither by the
 	// store nor by Spill, and cleared by the next one taken.
 	lost atomic.Bool
-	// entries is the batch being written; only Run uses it.
+	// entries is the batch being written, and seqs their numbers in
+	// the journal; only Run uses them.
 	entries []store.AuditEntry
+	seqs    []uint64
 }
 
 // New returns a Writer over st.
@@ -111,9 +130,13 @@ func New(st store.Audit, opt Options) *Writer {
 
 // Add queues e to be written and reports whether it was queued. It never
 // blocks: when the queue is full, e is dropped and counted.
-func (w *Writer) Add(e store.AuditEntry) bool {
+func (w *Writer) Add(e store.AuditEntry) bool { return w.AddJournaled(e, 0) }
+
+// AddJournaled is Add for an entry the journal holds as record seq: the
+// batch that holds it is begun and done in Options.Journal.
+func (w *Writer) AddJournaled(e store.AuditEntry, seq uint64) bool {
 	select {
-	case w.queue <- item{entry: e}:
+	case w.queue <- item{entry: e, seq: seq}:
 		if w.opt.Linger > 0 && len(w.queue) >= w.full {
 			w.poke()
 		}
@@ -191,6 +214,7 @@ func (w *Writer) Run(ctx context.Context) {
 // first waits, up to Linger, for a full batch or a Sync.
 func (w *Writer) batch(ctx context.Context, first item, linger bool) {
 	entries := w.entries[:0]
+	seqs := w.seqs[:0]
 	var syncs []chan struct{}
 	take := func(it item) {
 		if it.sync != nil {
@@ -198,6 +222,9 @@ func (w *Writer) batch(ctx context.Context, first item, linger bool) {
 			return
 		}
 		entries = append(entries, it.entry)
+		if it.seq != 0 {
+			seqs = append(seqs, it.seq)
+		}
 	}
 	take(first)
 	if linger && w.opt.Linger > 0 && len(syncs) == 0 && len(entries) < w.opt.Batch && len(w.queue) < w.full {
@@ -218,22 +245,48 @@ more:
 			break more
 		}
 	}
-	w.write(ctx, entries)
+	w.write(ctx, entries, seqs)
 	clear(entries) // keep no entry's strings alive until the next batch
 	w.entries = entries[:0]
+	w.seqs = seqs[:0]
 	for _, s := range syncs {
 		close(s)
 	}
 }
 
-// write stores entries in one transaction, counting them written or lost.
-func (w *Writer) write(ctx context.Context, entries []store.AuditEntry) {
+// write stores entries in one transaction, counting them written or
+// lost. When seqs (their numbers in the journal) are given, the batch is
+// begun and done in the journal, and written under its key.
+func (w *Writer) write(ctx context.Context, entries []store.AuditEntry, seqs []uint64) {
 	if len(entries) == 0 {
 		return
 	}
-	err := w.st.AddAudit(ctx, entries)
+	var key string
+	keyed, ok := w.st.(store.Spooled)
+	if len(seqs) > 0 && w.opt.Journal != nil && ok {
+		key = w.opt.NewKey()
+		if err := w.opt.Journal.Begin(key, seqs); err != nil {
+			w.log.Warn("audit: batch not journaled", "err", err)
+		}
+		// Done once the store or the spool took the batch; kept as
+		// begun otherwise, for the journal's recovery.
+		defer func() {
+			if !w.lost.Load() {
+				w.opt.Journal.Done(key)
+			}
+		}()
+	}
+	var err error
+	if key != "" {
+		_, err = keyed.ApplySpooled(ctx, key, nil, entries)
+	} else {
+		err = w.st.AddAudit(ctx, entries)
+	}
 	if err != nil && w.opt.Spill != nil {
-		serr := w.opt.Spill(entries)
+		if key == "" && w.opt.NewKey != nil {
+			key = w.opt.NewKey()
+		}
+		serr := w.opt.Spill(key, entries)
 		if serr == nil {
 			w.lost.Store(false)
 			w.log.Warn("audit: entries spooled; the store did not take them", "entries", len(entries), "err", err)

@@ -15,6 +15,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -191,10 +192,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := s.serve(rec, r, info); err != nil {
 		s.writeError(rec, r, err, info)
 	}
-	// The answer is complete. Its metrics and audit record are queued,
-	// then an answer of known length goes out in full: the box does not
-	// wait for the request's log line.
+	// The answer is complete. Its metrics and audit record are queued
+	// (and journaled), then an answer of known length goes out in full —
+	// its last byte, held back until now, with it: the box does not
+	// wait for the request's log line, and does not have its whole
+	// answer before the call's records are kept.
 	s.conclude(rec, r, info, trace, start, false)
+	if rec.holding {
+		rec.holding = false
+		_, _ = w.Write([]byte{rec.last})
+	}
 	if rec.wrote && rec.Header().Get("Content-Length") != "" {
 		_ = http.NewResponseController(w).Flush()
 	}
@@ -655,6 +662,12 @@ type recorder struct {
 	bytes    int64
 	wrote    bool
 	onStream func()
+	// length is the answer's Content-Length, -1 when it has none; the
+	// last byte of an answer of known length is held back (last,
+	// holding) until ServeHTTP has concluded the request.
+	length  int64
+	last    byte
+	holding bool
 }
 
 func (r *recorder) WriteHeader(code int) {
@@ -680,6 +693,12 @@ func (r *recorder) WriteHeader(code int) {
 // begin notes that the answer has begun, and reports whether it is a stream.
 func (r *recorder) begin() bool {
 	r.wrote = true
+	r.length = -1
+	if cl := r.Header().Get("Content-Length"); cl != "" {
+		if n, err := strconv.ParseInt(cl, 10, 64); err == nil {
+			r.length = n
+		}
+	}
 	stream := r.status < 300 && strings.HasPrefix(r.Header().Get("Content-Type"), "text/event-stream")
 	if stream && r.onStream != nil {
 		r.onStream()
@@ -690,6 +709,17 @@ func (r *recorder) begin() bool {
 func (r *recorder) Write(b []byte) (int, error) {
 	if !r.wrote {
 		r.begin()
+	}
+	if r.length > 0 && !r.holding && len(b) > 0 && r.bytes+int64(len(b)) == r.length {
+		// The answer's last byte: held back until its records are kept.
+		n, err := r.ResponseWriter.Write(b[:len(b)-1])
+		r.bytes += int64(n)
+		if err != nil {
+			return n, err
+		}
+		r.last, r.holding = b[len(b)-1], true
+		r.bytes++
+		return len(b), nil
 	}
 	n, err := r.ResponseWriter.Write(b)
 	r.bytes += int64(n)

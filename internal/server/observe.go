@@ -6,6 +6,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/audit"
 	"github.com/intentius/boxbroker/internal/broker"
+	"github.com/intentius/boxbroker/internal/journal"
 	"github.com/intentius/boxbroker/internal/metrics"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -16,8 +17,9 @@ const maxAuditMessage = 1000
 // observer is the broker's Observer: it turns each request's Record into
 // metrics and an audit entry.
 type observer struct {
-	m     *metrics.Metrics
-	audit *audit.Writer
+	m       *metrics.Metrics
+	audit   *audit.Writer
+	journal *journal.Journal // nil: none
 }
 
 var _ broker.Observer = (*observer)(nil)
@@ -32,7 +34,14 @@ func (o *observer) Request(rec *broker.Record) {
 		o.m.TokenRefusal(rec.Tallied)
 	}
 	if o.audit != nil && !rec.Tallied && (rec.Reason != "" || !rec.Public) {
-		o.audit.Add(auditEntry(rec))
+		e := auditEntry(rec)
+		// Journaled before the box has the end of its answer; a
+		// journal that cannot write says so in its Err, and the broker
+		// then cannot record.
+		seq, _ := o.journal.Audit(e)
+		if !o.audit.AddJournaled(e, seq) {
+			o.journal.Forget(seq) // dropped from a full queue, and counted
+		}
 	}
 }
 

@@ -3,7 +3,9 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"github.com/intentius/boxbroker/internal/journal"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -45,7 +47,7 @@ func (s *Server) Ready(ctx context.Context) (map[string]any, bool) {
 		out["disk"], ok = "cannot write", false
 		s.log.Warn("readyz: the data directory takes no write", "dir", s.Config.DataDir, "err", err)
 	}
-	if err := s.Audit.Recording(); err != nil {
+	if err := errors.Join(s.Audit.Recording(), s.Journal.Err()); err != nil {
 		out["record"] = "cannot record"
 		ok = ok && s.Config.AuditOptional // availability chosen: still ready
 	}
@@ -180,11 +182,16 @@ func (s *Server) withReady(h http.Handler) http.Handler {
 // recording is what the broker asks before it serves a box's call: nil
 // while the audit log is written (to the store or to the spool), and
 // always nil when cfg.AuditOptional chooses availability.
-func recording(cfg Config, aw *audit.Writer) func() error {
+func recording(cfg Config, aw *audit.Writer, jr *journal.Journal) func() error {
 	if cfg.AuditOptional {
 		return nil
 	}
-	return aw.Recording
+	return func() error {
+		if err := aw.Recording(); err != nil {
+			return err
+		}
+		return jr.Err()
+	}
 }
 
 // replayEvery is how often the spool, when it holds anything, is

@@ -24,6 +24,7 @@ import (
 	"github.com/intentius/boxbroker/internal/feedback"
 	"github.com/intentius/boxbroker/internal/fountain"
 	"github.com/intentius/boxbroker/internal/inference"
+	"github.com/intentius/boxbroker/internal/journal"
 	"github.com/intentius/boxbroker/internal/metrics"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/pool"
@@ -169,6 +170,9 @@ type Server struct {
 	Spool *spool.Spool
 	// disk is the readiness check's write to the data directory.
 	disk diskProbe
+	// Journal keeps the records of calls answered until the store or
+	// the spool takes them.
+	Journal *journal.Journal
 	// flushLog writes out the log lines that wait in its buffer.
 	flushLog func() error
 }
@@ -252,8 +256,21 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		}
 		return nil, err
 	}
+	// The records of the calls answered wait in the journal until the
+	// store or the spool takes them; what an earlier process left there
+	// goes to the spool now.
+	jr, _, err := journal.Open(cfg.DataDir, 0, log, sp.Append)
+	if err != nil {
+		if opt.Store == nil {
+			st.Close()
+		}
+		return nil, err
+	}
 	aw := audit.New(wst, audit.Options{Retention: cfg.AuditRetention, Linger: auditLinger, Metrics: m, Logger: log,
-		Spill: func(entries []store.AuditEntry) error { return sp.Append(spool.Batch{Audit: entries}) }})
+		Spill: func(key string, entries []store.AuditEntry) error {
+			return sp.Append(spool.Batch{Key: key, Audit: entries})
+		},
+		Journal: jr, NewKey: spool.NewKey})
 	c := cache.New(rst, cache.Options{Changes: wst, Logger: log, Shared: !local})
 	onGrant := func(outcome string) {
 		m.Grant(outcome)
@@ -282,7 +299,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	meter, err := spend.New(spend.Config{Store: rst, Settle: wst,
 		Spill: func(key string, st store.Settlement) error {
 			return sp.Append(spool.Batch{Key: key, Settle: []store.Settlement{st}})
-		}, StaleAfter: cfg.ReservationLease, Budgeted: c.Budgeted, BatchEvery: spend.DefaultBatchEvery, Prices: prices, Now: opt.SpendNow, Logger: log, MaxTokens: cfg.ReserveMaxTokens, MaxBody: cfg.MaxBody})
+		}, StaleAfter: cfg.ReservationLease, Budgeted: c.Budgeted, BatchEvery: spend.DefaultBatchEvery, Prices: prices, Now: opt.SpendNow, Logger: log, MaxTokens: cfg.ReserveMaxTokens, MaxBody: cfg.MaxBody, Journal: jr})
 	if err != nil {
 		if opt.Store == nil {
 			st.Close()
@@ -307,8 +324,8 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		Broker: cfg.Broker, Store: rst, Cache: c, Payer: pay, Capabilities: caps, Logger: log,
 		Limits:      broker.Limits{Rate: cfg.BoxRate, Burst: cfg.BoxBurst, Concurrent: max(cfg.BoxConcurrent, 0)},
 		ReadTimeout: cfg.ReadTimeout,
-		Observer:    &observer{m: m, audit: aw},
-		Recording:   recording(cfg, aw),
+		Observer:    &observer{m: m, audit: aw, journal: jr},
+		Recording:   recording(cfg, aw, jr),
 	})
 	if err != nil {
 		if opt.Store == nil {
@@ -316,7 +333,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		}
 		return nil, err
 	}
-	srv := &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Audit: aw, Metrics: m, log: log, flushLog: flushLog, rst: rst, wst: wst, Spool: sp}
+	srv := &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Audit: aw, Metrics: m, log: log, flushLog: flushLog, rst: rst, wst: wst, Spool: sp, Journal: jr}
 	srv.Handler = srv.withReady(h)
 	adm, err := admin.New(admin.Config{Store: st, Cache: c, Keyring: keyring, Broker: cfg.Broker, Logger: log, Metrics: m.Handler(), Pool: credPool, Ready: srv.Ready})
 	if err != nil {
@@ -482,5 +499,5 @@ func (s *Server) pruneChanges(ctx context.Context) {
 // Close releases the store.
 func (s *Server) Close() error {
 	_ = s.flushLog()
-	return errors.Join(s.Spool.Close(), s.Store.Close())
+	return errors.Join(s.Journal.Close(), s.Spool.Close(), s.Store.Close())
 }

@@ -113,6 +113,21 @@ type Config struct {
 	MaxBody int64
 	// StaleAfter is the age past which Run releases a reservation.
 	StaleAfter time.Duration
+	// Journal, when set, takes each call settled in a batch as the call
+	// ends, before its answer is complete, and is told of each batch
+	// before it goes to the store and once the store or Spill took it
+	// (package journal), so that a replica killed before a batch is
+	// written loses none of its calls. Settlements are then written
+	// under keys (Settle must be a store.Spooled).
+	Journal Journal
+}
+
+// Journal keeps the settlements of calls batched until they are written:
+// see journal.Journal.
+type Journal interface {
+	Settle(st store.Settlement) (uint64, error)
+	Begin(key string, of []uint64) error
+	Done(key string)
 }
 
 // Meter measures model calls and holds them to budgets. It is safe for
@@ -122,8 +137,11 @@ type Meter struct {
 	log *slog.Logger
 
 	batching atomic.Bool // RunBatches is running; changed with mu held
-	mu       sync.Mutex  // guards pending
+	mu       sync.Mutex  // guards pending and seqs
 	pending  map[batchKey]*store.Settlement
+	// seqs are the journal's numbers of the calls in each pending
+	// settlement.
+	seqs map[batchKey][]uint64
 
 	// bufs holds buffers for reuse: a request body read as it is
 	// forwarded, or a JSON answer, is kept in one while it passes.
@@ -164,7 +182,7 @@ func New(cfg Config) (*Meter, error) {
 	if cfg.Settle == nil {
 		cfg.Settle = cfg.Store
 	}
-	return &Meter{cfg: cfg, log: cfg.Logger, pending: map[batchKey]*store.Settlement{}, live: map[int64]struct{}{}}, nil
+	return &Meter{cfg: cfg, log: cfg.Logger, pending: map[batchKey]*store.Settlement{}, seqs: map[batchKey][]uint64{}, live: map[int64]struct{}{}}, nil
 }
 
 // Prices is the Meter's price table.
@@ -770,7 +788,7 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	err := m.record(ctx, store.Settlement{Reservation: s.id, Box: s.box, Principal: s.principal, Month: s.month, Charge: charge, Usage: rows})
+	err := m.record(ctx, store.Settlement{Reservation: s.id, Box: s.box, Principal: s.principal, Month: s.month, Charge: charge, Usage: rows}, nil)
 	if err != nil {
 		m.log.Error("spend: settlement not recorded", "box", s.box, "month", s.month, "charge_micros", charge, "err", err)
 		return
@@ -795,7 +813,21 @@ func (m *Meter) queue(s settlement, charge int64, rows []store.Usage) bool {
 	if !m.batching.Load() { // RunBatches stopped meanwhile
 		return false
 	}
+	var seq uint64
+	if m.cfg.Journal != nil {
+		// Journaled before it is queued, so that a batch names only
+		// records the journal holds. A journal that cannot write says
+		// so in its Err (the broker then cannot record).
+		var err error
+		seq, err = m.cfg.Journal.Settle(store.Settlement{Box: s.box, Principal: s.principal, Month: s.month, Charge: charge, Usage: rows})
+		if err != nil {
+			m.log.Error("spend: settlement not journaled", "box", s.box, "err", err)
+		}
+	}
 	k := batchKey{s.box, s.principal, s.month}
+	if seq != 0 {
+		m.seqs[k] = append(m.seqs[k], seq)
+	}
 	p := m.pending[k]
 	if p == nil {
 		p = &store.Settlement{Box: s.box, Principal: s.principal, Month: s.month}
@@ -856,15 +888,17 @@ func (m *Meter) RunBatches(ctx context.Context) {
 func (m *Meter) Flush(ctx context.Context) {
 	m.mu.Lock()
 	var batch map[batchKey]*store.Settlement
+	var seqs map[batchKey][]uint64
 	if len(m.pending) > 0 {
 		// Taken whole: an empty map stays queue's, and is not read here
 		// while queue writes it.
 		batch, m.pending = m.pending, map[batchKey]*store.Settlement{}
+		seqs, m.seqs = m.seqs, map[batchKey][]uint64{}
 	}
 	m.mu.Unlock()
-	for _, st := range batch {
+	for k, st := range batch {
 		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := m.record(sctx, *st)
+		err := m.record(sctx, *st, seqs[k])
 		cancel()
 		if err != nil {
 			m.log.Error("spend: settlement not recorded", "box", st.Box, "month", st.Month, "charge_micros", st.Charge, "err", err)
@@ -874,13 +908,31 @@ func (m *Meter) Flush(ctx context.Context) {
 
 // record writes st: under a key of its own when the store takes keyed
 // batches, and to the spool under that key when the store does not take
-// it (nor refuses it for a box removed meanwhile).
-func (m *Meter) record(ctx context.Context, st store.Settlement) error {
+// it (nor refuses it for a box removed meanwhile). When seqs (the
+// journal's numbers of the calls st settles) are given, the batch is
+// begun in the journal first, and done once the store or the spool took
+// it.
+func (m *Meter) record(ctx context.Context, st store.Settlement, seqs []uint64) error {
 	keyed, ok := m.cfg.Settle.(store.Spooled)
 	if !ok {
 		return m.cfg.Settle.Settle(ctx, st)
 	}
 	key := spool.NewKey()
+	if len(seqs) > 0 && m.cfg.Journal != nil {
+		if err := m.cfg.Journal.Begin(key, seqs); err != nil {
+			m.log.Error("spend: batch not journaled", "box", st.Box, "err", err)
+		}
+	}
+	err := m.applyKeyed(ctx, keyed, key, st)
+	if err == nil && len(seqs) > 0 && m.cfg.Journal != nil {
+		m.cfg.Journal.Done(key)
+	}
+	return err
+}
+
+// applyKeyed writes st under key, or spools it under key when the store
+// does not take it.
+func (m *Meter) applyKeyed(ctx context.Context, keyed store.Spooled, key string, st store.Settlement) error {
 	_, err := keyed.ApplySpooled(ctx, key, []store.Settlement{st}, nil)
 	if err == nil || m.cfg.Spill == nil || errors.Is(err, store.ErrNotFound) {
 		return err

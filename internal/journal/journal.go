@@ -1,0 +1,566 @@
+// Package journal keeps, in the data directory, the records of the calls
+// a replica has answered until the store (or the spool) has taken them,
+// so that a replica killed with -9 loses none of them.
+//
+// A call's records — its settlement, when it waits for a batch, and its
+// audit entry — are appended as the call completes, before the box has
+// the end of its answer, each under a sequence number. The append is a
+// plain write(2): the page cache outlives the process, so a kill loses
+// nothing the journal took (a power cut can still lose its last lines).
+// Before a batch of records goes to the store, a line names the batch's
+// key and the records it holds (Begin); the batch is applied under that
+// key (store.Spooled), so it applies once; after the store or the spool
+// has taken it, a line says it is done (Done).
+//
+// Each replica writes a journal of its own, journal-<generation>.jsonl,
+// and holds a lock on it (flock) for its life. Open recovers every
+// journal in the directory whose lock it can take — its replica is gone
+// — and removes it: a batch begun and not done is handed on under its
+// own key (applied already or not, it applies once), and the records in
+// no batch under keys made from the journal's generation and their
+// sequence numbers, so that a recovery cut short and run again hands
+// them on under the same keys. A journal past its bound is rewritten
+// with only the records not yet done.
+package journal
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"github.com/intentius/boxbroker/internal/spool"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// Pattern matches the names of journals in the data directory: one a
+// replica, journal-<generation>.jsonl, locked (flock) for as long as its
+// replica runs, so that replicas sharing a data directory each keep
+// their own, and each recovers only those whose replica is gone.
+const Pattern = "journal-*.jsonl"
+
+// name is the journal of generation gen, and compactName its rewrite's.
+func name(gen string) string        { return "journal-" + gen + ".jsonl" }
+func compactName(gen string) string { return "journal-" + gen + ".compact" }
+
+// DefaultMax is the size, in bytes, past which the journal is rewritten
+// with only the records not yet done.
+const DefaultMax = 16 << 20
+
+// recoverBatch bounds the records handed on in one batch at recovery.
+const recoverBatch = 256
+
+// line is one line of the journal: a header (Gen), a record (N with A or
+// T), a batch begun (B with Of) or a batch done (D).
+type line struct {
+	Gen string            `json:"gen,omitempty"`
+	N   uint64            `json:"n,omitempty"`
+	A   *store.AuditEntry `json:"a,omitempty"`
+	T   *store.Settlement `json:"t,omitempty"`
+	B   string            `json:"b,omitempty"`
+	Of  []uint64          `json:"of,omitempty"`
+	D   string            `json:"d,omitempty"`
+}
+
+// Journal is one replica's journal. Its methods are safe for concurrent
+// use; a nil *Journal keeps nothing (each method does nothing).
+type Journal struct {
+	dir string
+	max int64
+	log *slog.Logger
+
+	mu sync.Mutex // guards everything below
+	f  *os.File
+	// gen names this journal's life, for the keys recovery makes.
+	gen  string
+	size int64
+	// compacted is the size of the last rewrite: the next is due at
+	// twice it, or at max, whichever is larger.
+	compacted int64
+	seq       uint64
+	// open holds the line of each record not yet done, by its number,
+	// and batches the records of each batch begun and not done.
+	open    map[uint64][]byte
+	batches map[string][]uint64
+	// broken is set when a write failed, so that the next line begins a
+	// line of its own; err is the last write's failure, nil once one
+	// succeeds.
+	broken bool
+	err    error
+}
+
+// Open opens the journal in dir, bounded to max bytes (DefaultMax when
+// zero or less). What a process before left in it is first handed to
+// put, batch by batch (to be spooled and applied once); Open returns an
+// error, keeping the journal, when put refuses one.
+func Open(dir string, max int64, log *slog.Logger, put func(spool.Batch) error) (*Journal, int, error) {
+	if max <= 0 {
+		max = DefaultMax
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, 0, fmt.Errorf("journal: %w", err)
+	}
+	n, err := recoverDir(dir, put, log)
+	if err != nil {
+		return nil, 0, err
+	}
+	j := &Journal{dir: dir, max: max, log: log, gen: spool.NewKey(), open: map[uint64][]byte{}, batches: map[string][]uint64{}}
+	if err := j.start(); err != nil {
+		return nil, 0, err
+	}
+	return j, n, nil
+}
+
+// recoverDir recovers every journal in dir whose replica is gone (whose
+// lock can be taken), removing each once recovered, and says how many
+// records it handed on.
+func recoverDir(dir string, put func(spool.Batch) error, log *slog.Logger) (int, error) {
+	// A rewrite cut off by a crash: the journal it was made from holds
+	// everything.
+	if names, _ := filepath.Glob(filepath.Join(dir, "journal-*.compact")); len(names) > 0 {
+		for _, p := range names {
+			if f, err := os.Open(p); err == nil {
+				if ok, _ := tryLock(f); ok {
+					os.Remove(p)
+				}
+				f.Close()
+			}
+		}
+	}
+	names, err := filepath.Glob(filepath.Join(dir, Pattern))
+	if err != nil {
+		return 0, fmt.Errorf("journal: %w", err)
+	}
+	total := 0
+	for _, p := range names {
+		f, err := os.Open(p)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue // recovered by another replica meanwhile
+			}
+			return 0, fmt.Errorf("journal: %w", err)
+		}
+		ok, err := tryLock(f)
+		if err != nil || !ok {
+			f.Close()
+			continue // its replica runs
+		}
+		n, err := recoverFile(p, put, log)
+		if err == nil {
+			err = os.Remove(p)
+		}
+		f.Close()
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return 0, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// start begins this replica's journal, locked, with its header.
+func (j *Journal) start() error {
+	tmp := filepath.Join(j.dir, compactName(j.gen))
+	f, size, err := j.writeFresh(tmp)
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(j.dir, name(j.gen))); err != nil {
+		f.Close()
+		return fmt.Errorf("journal: %w", err)
+	}
+	j.f, j.size, j.compacted = f, size, size
+	return nil
+}
+
+// writeFresh writes, to a new file at p, locked, the header and the
+// lines of the records and batches not yet done, synced; j.mu is held
+// (or j is not yet shared).
+func (j *Journal) writeFresh(p string) (*os.File, int64, error) {
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, 0, fmt.Errorf("journal: %w", err)
+	}
+	if ok, err := tryLock(f); !ok {
+		f.Close()
+		return nil, 0, fmt.Errorf("journal: %s is locked by another process: %v", p, err)
+	}
+	w := bufio.NewWriter(f)
+	hdr, _ := json.Marshal(line{Gen: j.gen})
+	w.Write(append(hdr, '\n'))
+	for _, l := range j.open {
+		w.Write(l)
+	}
+	for key, of := range j.batches {
+		b, _ := json.Marshal(line{B: key, Of: of})
+		w.Write(append(b, '\n'))
+	}
+	err = w.Flush()
+	if err == nil {
+		err = f.Sync()
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(p)
+		return nil, 0, fmt.Errorf("journal: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, fmt.Errorf("journal: %w", err)
+	}
+	return f, fi.Size(), nil
+}
+
+// Audit appends e as a record and returns its number, or 0 and the
+// write's error when the journal cannot take it.
+func (j *Journal) Audit(e store.AuditEntry) (uint64, error) {
+	if j == nil {
+		return 0, nil
+	}
+	b, err := json.Marshal(&e)
+	if err != nil {
+		return 0, fmt.Errorf("journal: encode: %w", err)
+	}
+	return j.record(`,"a":`, b)
+}
+
+// Settle appends st as a record and returns its number, or 0 and the
+// write's error when the journal cannot take it.
+func (j *Journal) Settle(st store.Settlement) (uint64, error) {
+	if j == nil {
+		return 0, nil
+	}
+	b, err := json.Marshal(&st)
+	if err != nil {
+		return 0, fmt.Errorf("journal: encode: %w", err)
+	}
+	return j.record(`,"t":`, b)
+}
+
+// record appends {"n":seq<field><body>} under the next number.
+func (j *Journal) record(field string, body []byte) (uint64, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	seq := j.seq + 1
+	l := make([]byte, 0, len(body)+len(field)+32)
+	l = append(l, `{"n":`...)
+	l = strconv.AppendUint(l, seq, 10)
+	l = append(l, field...)
+	l = append(l, body...)
+	l = append(l, '}', '\n')
+	if err := j.writeLocked(l); err != nil {
+		return 0, err
+	}
+	j.seq = seq
+	j.open[seq] = l
+	return seq, nil
+}
+
+// Forget drops record n from what the journal keeps in memory and in
+// its rewrites, for a record that will never be batched (its audit
+// entry was dropped from a full queue, and counted). Its line stays until
+// the next rewrite.
+func (j *Journal) Forget(n uint64) {
+	if j == nil || n == 0 {
+		return
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	delete(j.open, n)
+}
+
+// Begin notes that the records of (their numbers; 0s are skipped) are
+// going to the store as the batch key. When the line cannot be written
+// it returns the error, and the records are no longer kept.
+func (j *Journal) Begin(key string, of []uint64) error {
+	if j == nil {
+		return nil
+	}
+	kept := make([]uint64, 0, len(of))
+	for _, n := range of {
+		if n != 0 {
+			kept = append(kept, n)
+		}
+	}
+	if len(kept) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(line{B: key, Of: kept})
+	if err != nil {
+		return fmt.Errorf("journal: encode: %w", err)
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err := j.writeLocked(append(b, '\n')); err != nil {
+		// The batch goes to the store all the same; its records are no
+		// longer kept, and leave the file at its next rewrite. Until then
+		// a recovery would apply them again: the journal's one way to
+		// count a call twice, open only while its disk refuses writes
+		// (and the broker refuses calls, as it cannot record).
+		for _, n := range kept {
+			delete(j.open, n)
+		}
+		return err
+	}
+	j.batches[key] = kept
+	return nil
+}
+
+// Done notes that the batch key, begun with Begin, was taken by the
+// store or the spool: its records are no longer the journal's to keep.
+func (j *Journal) Done(key string) {
+	if j == nil {
+		return
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	of, ok := j.batches[key]
+	if !ok {
+		return
+	}
+	b, _ := json.Marshal(line{D: key})
+	if err := j.writeLocked(append(b, '\n')); err != nil {
+		// Kept as begun: recovery applies the batch again under its
+		// key, which applies it once.
+		return
+	}
+	delete(j.batches, key)
+	for _, n := range of {
+		delete(j.open, n)
+	}
+	if j.size > max(j.max, 2*j.compacted) {
+		j.compactLocked()
+	}
+}
+
+// compactLocked rewrites the journal with only what is not yet done.
+func (j *Journal) compactLocked() {
+	p := filepath.Join(j.dir, name(j.gen))
+	tmp := filepath.Join(j.dir, compactName(j.gen))
+	f, size, err := j.writeFresh(tmp)
+	if err == nil {
+		if err = os.Rename(tmp, p); err != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		j.log.Warn("journal: could not be rewritten; it goes on growing", "bytes", j.size, "err", err)
+		j.compacted = j.size
+		return
+	}
+	j.f.Close()
+	j.f, j.size, j.compacted = f, size, size
+}
+
+// writeLocked appends l; j.mu is held.
+func (j *Journal) writeLocked(l []byte) error {
+	if j.broken {
+		// A line a failed write cut off is ended first.
+		if _, err := j.f.Write([]byte{'\n'}); err != nil {
+			j.err = fmt.Errorf("journal: %w", err)
+			return j.err
+		}
+		j.size++
+		j.broken = false
+	}
+	n, err := j.f.Write(l)
+	j.size += int64(n)
+	if err != nil {
+		j.broken = n > 0
+		j.err = fmt.Errorf("journal: %w", err)
+		return j.err
+	}
+	j.err = nil
+	return nil
+}
+
+// Err is the last write's failure, nil when it succeeded: while it is not
+// nil, calls answered are not journaled.
+func (j *Journal) Err() error {
+	if j == nil {
+		return nil
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.err
+}
+
+// Size is the journal's size in bytes.
+func (j *Journal) Size() int64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.size
+}
+
+// Pending is how many records are not yet done.
+func (j *Journal) Pending() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return len(j.open)
+}
+
+// Path is the journal's file.
+func (j *Journal) Path() string { return filepath.Join(j.dir, name(j.gen)) }
+
+// Close closes the journal's file, giving up its lock, and removes it
+// when everything it held is done. What it holds not yet done is
+// recovered at the next Open (here or by another replica sharing the
+// data directory).
+func (j *Journal) Close() error {
+	if j == nil {
+		return nil
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f == nil {
+		return nil
+	}
+	if len(j.open) == 0 && len(j.batches) == 0 && j.err == nil {
+		// Everything it held is done: nothing to recover.
+		_ = os.Remove(filepath.Join(j.dir, name(j.gen)))
+	}
+	err := j.f.Close()
+	j.f = nil
+	return err
+}
+
+// recoverFile hands to put what the journal at p holds not yet done, and
+// says how many records it handed on.
+func recoverFile(p string, put func(spool.Batch) error, log *slog.Logger) (int, error) {
+	data, err := os.ReadFile(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("journal: %w", err)
+	}
+	var gen string
+	records := map[uint64]line{}
+	var order []uint64 // records, in the order written
+	var begun []string
+	batches := map[string][]uint64{}
+	done := map[string]bool{}
+	r := bufio.NewReader(bytes.NewReader(data))
+	for {
+		raw, rerr := r.ReadBytes('\n')
+		if len(bytes.TrimSpace(raw)) > 0 {
+			var l line
+			if jerr := json.Unmarshal(raw, &l); jerr != nil {
+				// A line cut off by the kill: its append never returned,
+				// so its call was never answered in full.
+				log.Warn("journal: a line that is no record is skipped", "bytes", len(raw))
+			} else {
+				switch {
+				case l.Gen != "":
+					gen = l.Gen
+				case l.N != 0 && (l.A != nil || l.T != nil):
+					if _, dup := records[l.N]; !dup {
+						order = append(order, l.N)
+					}
+					records[l.N] = l
+				case l.B != "":
+					if _, dup := batches[l.B]; !dup {
+						begun = append(begun, l.B)
+					}
+					batches[l.B] = l.Of
+				case l.D != "":
+					done[l.D] = true
+				}
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+	}
+	used := map[uint64]bool{}
+	handed := 0
+	add := func(b *spool.Batch, n uint64) {
+		l, ok := records[n]
+		if !ok || used[n] {
+			return
+		}
+		used[n] = true
+		handed++
+		if l.A != nil {
+			b.Audit = append(b.Audit, *l.A)
+		}
+		if l.T != nil {
+			b.Settle = append(b.Settle, *l.T)
+		}
+	}
+	for _, key := range begun {
+		if done[key] {
+			for _, n := range batches[key] {
+				used[n] = true
+			}
+		}
+	}
+	for _, key := range begun {
+		if done[key] {
+			continue
+		}
+		b := spool.Batch{Key: key}
+		for _, n := range batches[key] {
+			add(&b, n)
+		}
+		if len(b.Audit)+len(b.Settle) == 0 {
+			continue
+		}
+		if err := put(b); err != nil {
+			return 0, fmt.Errorf("journal: recover: %w", err)
+		}
+	}
+	var b spool.Batch
+	count := 0
+	flush := func() error {
+		if count == 0 {
+			return nil
+		}
+		err := put(b)
+		b, count = spool.Batch{}, 0
+		return err
+	}
+	for _, n := range order {
+		if used[n] {
+			continue
+		}
+		if count == 0 {
+			b.Key = recoveryKey(gen, n)
+		}
+		add(&b, n)
+		count++
+		if count == recoverBatch {
+			if err := flush(); err != nil {
+				return 0, fmt.Errorf("journal: recover: %w", err)
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return 0, fmt.Errorf("journal: recover: %w", err)
+	}
+	if handed > 0 {
+		log.Info("journal: records of calls answered before the last stop handed to the spool", "records", handed)
+	}
+	return handed, nil
+}
+
+// recoveryKey is the key of the batch of records in no batch that begins
+// at record n of the journal generation gen: the same each time the same
+// journal is recovered.
+func recoveryKey(gen string, n uint64) string {
+	h := sha256.Sum256([]byte("journal/" + gen + "/" + strconv.FormatUint(n, 10)))
+	return hex.EncodeToString(h[:16])
+}

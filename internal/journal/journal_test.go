@@ -1,0 +1,209 @@
+package journal
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"testing"
+
+	"github.com/intentius/boxbroker/internal/spool"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// applier stands in for the store's ApplySpooled: each key applies once.
+type applier struct {
+	keys   map[string]bool
+	audits map[string]int // by route, how many times applied
+	settle map[string]int // by box
+}
+
+func newApplier() *applier {
+	return &applier{keys: map[string]bool{}, audits: map[string]int{}, settle: map[string]int{}}
+}
+
+func (a *applier) apply(b spool.Batch) error {
+	if a.keys[b.Key] {
+		return nil
+	}
+	a.keys[b.Key] = true
+	for _, e := range b.Audit {
+		a.audits[e.Route]++
+	}
+	for _, s := range b.Settle {
+		a.settle[s.Box]++
+	}
+	return nil
+}
+
+func open(t *testing.T, dir string, max int64, put func(spool.Batch) error) *Journal {
+	t.Helper()
+	j, _, err := Open(dir, max, quiet, put)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { j.Close() })
+	return j
+}
+
+// A replica killed after a batch was named and applied, before its done
+// line: recovery applies every record exactly once, and so does a
+// recovery cut short and run again.
+func TestRecover_ExactlyOnceAcrossACrashBetweenBeginAndDone(t *testing.T) {
+	dir := t.TempDir()
+	st := newApplier()
+	j := open(t, dir, 0, st.apply)
+	n1, _ := j.Audit(store.AuditEntry{Route: "r1"})
+	n2, _ := j.Settle(store.Settlement{Box: "b1", Charge: 5})
+	n3, _ := j.Audit(store.AuditEntry{Route: "r3"})
+	n4, _ := j.Settle(store.Settlement{Box: "b4", Charge: 7})
+	n5, _ := j.Audit(store.AuditEntry{Route: "r5"})
+	// Batch A: applied and done. Batch B: applied, then the kill.
+	if err := j.Begin("A", []uint64{n1}); err != nil {
+		t.Fatal(err)
+	}
+	_ = st.apply(spool.Batch{Key: "A", Audit: []store.AuditEntry{{Route: "r1"}}})
+	j.Done("A")
+	if err := j.Begin("B", []uint64{n2, n3}); err != nil {
+		t.Fatal(err)
+	}
+	_ = st.apply(spool.Batch{Key: "B", Settle: []store.Settlement{{Box: "b1"}}, Audit: []store.AuditEntry{{Route: "r3"}}})
+	_, _ = n4, n5
+	j.Close() // the kill: no done line for B; n4 and n5 in no batch
+
+	// A first recovery cut short: the second batch handed on is refused.
+	var first []string
+	calls := 0
+	_, _, err := Open(dir, 0, quiet, func(b spool.Batch) error {
+		calls++
+		if calls == 2 {
+			return errors.New("disk refuses")
+		}
+		first = append(first, b.Key)
+		return st.apply(b)
+	})
+	if err == nil {
+		t.Fatal("Open with a put that fails: no error")
+	}
+	var second []string
+	j2 := open(t, dir, 0, func(b spool.Batch) error { second = append(second, b.Key); return st.apply(b) })
+	if len(second) < len(first) || second[0] != first[0] {
+		t.Errorf("keys of the second recovery %v do not begin with the first's %v", second, first)
+	}
+	for _, r := range []string{"r1", "r3", "r5"} {
+		if st.audits[r] != 1 {
+			t.Errorf("audit %s applied %d times, want 1", r, st.audits[r])
+		}
+	}
+	for _, b := range []string{"b1", "b4"} {
+		if st.settle[b] != 1 {
+			t.Errorf("settlement %s applied %d times, want 1", b, st.settle[b])
+		}
+	}
+	// The journal begins again empty: a third start hands nothing on.
+	j2.Close()
+	n := 0
+	j3 := open(t, dir, 0, func(spool.Batch) error { n++; return nil })
+	_ = j3
+	if n != 0 {
+		t.Errorf("a start after a full recovery handed on %d batches, want 0", n)
+	}
+}
+
+// A line the kill cut off is skipped; every whole record is recovered.
+func TestRecover_SkipsATornLastLine(t *testing.T) {
+	dir := t.TempDir()
+	j := open(t, dir, 0, nil)
+	j.Audit(store.AuditEntry{Route: "r1"})
+	j.Settle(store.Settlement{Box: "b2"})
+	j.Close()
+	f, err := os.OpenFile(j.Path(), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"n":3,"a":{"Route":"r3","Bo`)
+	f.Close()
+	st := newApplier()
+	open(t, dir, 0, st.apply)
+	if st.audits["r1"] != 1 || st.settle["b2"] != 1 || st.audits["r3"] != 0 {
+		t.Errorf("recovered audits %v settlements %v, want r1 and b2 once, r3 never", st.audits, st.settle)
+	}
+}
+
+// The journal stays within its bound however many calls pass through
+// it, and a record not yet done survives every rewrite.
+func TestJournal_SizeIsBounded(t *testing.T) {
+	dir := t.TempDir()
+	const max = 8 << 10
+	j := open(t, dir, max, nil)
+	stuck, _ := j.Audit(store.AuditEntry{Route: "stuck"})
+	peak := int64(0)
+	for i := range 2000 {
+		n, err := j.Audit(store.AuditEntry{Route: "r", Box: "box", Message: "a record of some length"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := spool.NewKey()
+		j.Begin(key, []uint64{n})
+		j.Done(key)
+		if s := j.Size(); s > peak {
+			peak = s
+		}
+		_ = i
+	}
+	if peak > max+1024 {
+		t.Errorf("journal reached %d bytes, bound %d", peak, max)
+	}
+	if fi, err := os.Stat(j.Path()); err != nil || fi.Size() > max+1024 {
+		t.Errorf("journal file: %v, %v", fi, err)
+	}
+	if j.Pending() != 1 {
+		t.Errorf("Pending = %d, want 1 (record %d)", j.Pending(), stuck)
+	}
+	j.Close()
+	st := newApplier()
+	open(t, dir, max, st.apply)
+	if st.audits["stuck"] != 1 || st.audits["r"] != 0 {
+		t.Errorf("recovered %v, want only the stuck record", st.audits)
+	}
+}
+
+// Two replicas sharing a data directory: the second's start leaves the
+// first's live journal alone, and recovers it once the first is gone.
+func TestShared_ALiveJournalIsNotRecovered(t *testing.T) {
+	dir := t.TempDir()
+	a := open(t, dir, 0, nil)
+	a.Audit(store.AuditEntry{Route: "a1"})
+	st := newApplier()
+	b := open(t, dir, 0, st.apply)
+	if len(st.keys) != 0 {
+		t.Fatalf("a second replica's start recovered a live journal: %v", st.audits)
+	}
+	b.Audit(store.AuditEntry{Route: "b1"})
+	a.Close() // the first is killed
+	open(t, dir, 0, st.apply)
+	if st.audits["a1"] != 1 || st.audits["b1"] != 0 {
+		t.Errorf("recovered %v, want only the first replica's a1", st.audits)
+	}
+}
+
+// A journal whose writes fail says so in Err, which the broker reads as
+// "cannot record", and records nothing it did not write.
+func TestJournal_ErrWhileWritesFail(t *testing.T) {
+	j := open(t, t.TempDir(), 0, nil)
+	if _, err := j.Audit(store.AuditEntry{Route: "r1"}); err != nil || j.Err() != nil {
+		t.Fatalf("Audit = %v, Err = %v; want nil", err, j.Err())
+	}
+	j.f.Close() // the disk refuses every write from now on
+	if n, err := j.Settle(store.Settlement{Box: "b"}); err == nil || n != 0 {
+		t.Errorf("Settle on a journal that cannot write = %d, %v; want 0 and an error", n, err)
+	}
+	if j.Err() == nil {
+		t.Error("Err = nil after a failed write")
+	}
+	if j.Pending() != 1 {
+		t.Errorf("Pending = %d, want 1 (only the record written)", j.Pending())
+	}
+}
