@@ -98,37 +98,60 @@ func (s *Store) AddAudit(ctx context.Context, entries []store.AuditEntry) error 
 		return nil
 	}
 	op := fmt.Sprintf("add %d audit entries", len(entries))
-	sizes := auditChunks(len(entries))
-	var stmts [auditChunkLog + 1]*sql.Stmt
-	for _, k := range sizes {
-		if stmts[k] == nil {
+	ins, err := s.auditInserter(ctx, len(entries))
+	if err != nil {
+		return translate(op, err)
+	}
+	return s.writeUnsynced(ctx, op, func(tx *sql.Tx) ([]store.Change, error) {
+		return nil, ins.insert(ctx, tx, entries)
+	})
+}
+
+// auditInserter writes a batch of n audit rows in a write transaction,
+// auditChunk rows a statement at most, through statements prepared
+// before the transaction began.
+type auditInserter struct {
+	sizes []int
+	stmts [auditChunkLog + 1]*sql.Stmt
+}
+
+// auditInserter prepares the statements that write n rows. It must be
+// called outside a write transaction (see auditStmt).
+func (s *Store) auditInserter(ctx context.Context, n int) (*auditInserter, error) {
+	ins := &auditInserter{sizes: auditChunks(n)}
+	for _, k := range ins.sizes {
+		if ins.stmts[k] == nil {
 			st, err := s.auditStmt(ctx, k)
 			if err != nil {
-				return translate(op, err)
+				return nil, err
 			}
-			stmts[k] = st
+			ins.stmts[k] = st
 		}
 	}
+	return ins, nil
+}
+
+// insert writes entries, which must number the n the inserter was made
+// for, in tx.
+func (ins *auditInserter) insert(ctx context.Context, tx *sql.Tx, entries []store.AuditEntry) error {
 	args := make([]any, 0, min(len(entries), auditChunk)*auditColumns)
 	var words []byte
 	var prev auditArgs
-	return s.writeUnsynced(ctx, op, func(tx *sql.Tx) ([]store.Change, error) {
-		rest := entries
-		for _, k := range sizes {
-			chunk := rest[:1<<k]
-			rest = rest[len(chunk):]
-			args = args[:0]
-			for i := range chunk {
-				e := &chunk[i]
-				words = appendWords(words[:0], e.Words)
-				args = prev.append(args, e, words)
-			}
-			if _, err := tx.StmtContext(ctx, stmts[k]).ExecContext(ctx, args...); err != nil {
-				return nil, err
-			}
+	rest := entries
+	for _, k := range ins.sizes {
+		chunk := rest[:1<<k]
+		rest = rest[len(chunk):]
+		args = args[:0]
+		for i := range chunk {
+			e := &chunk[i]
+			words = appendWords(words[:0], e.Words)
+			args = prev.append(args, e, words)
 		}
-		return nil, nil
-	})
+		if _, err := tx.StmtContext(ctx, ins.stmts[k]).ExecContext(ctx, args...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // auditArgs is the previous entry's values, boxed as statement arguments:

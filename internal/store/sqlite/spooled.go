@@ -12,7 +12,11 @@ import (
 // store.Spooled.
 func (s *Store) ApplySpooled(ctx context.Context, key string, settle []store.Settlement, audit []store.AuditEntry) (bool, error) {
 	applied := false
-	err := s.write(ctx, fmt.Sprintf("apply spooled batch %q", key), func(tx *sql.Tx) ([]store.Change, error) {
+	ins, err := s.auditInserter(ctx, len(audit))
+	if err != nil {
+		return false, translate(fmt.Sprintf("apply spooled batch %q", key), err)
+	}
+	err = s.write(ctx, fmt.Sprintf("apply spooled batch %q", key), func(tx *sql.Tx) ([]store.Change, error) {
 		res, err := tx.ExecContext(ctx, "INSERT INTO spooled (key, at) VALUES (?, ?) ON CONFLICT DO NOTHING", key, micros(s.now()))
 		if err != nil {
 			return nil, err
@@ -33,14 +37,8 @@ func (s *Store) ApplySpooled(ctx context.Context, key string, settle []store.Set
 				return nil, err
 			}
 		}
-		var prev auditArgs
-		var words []byte
-		ins := auditInsert(1)
-		for i := range audit {
-			words = appendWords(words[:0], audit[i].Words)
-			if _, err := tx.ExecContext(ctx, ins, prev.append(nil, &audit[i], words)...); err != nil {
-				return nil, err
-			}
+		if err := ins.insert(ctx, tx, audit); err != nil {
+			return nil, err
 		}
 		// Keys older than any spool still replayed are forgotten.
 		if _, err := tx.ExecContext(ctx, "DELETE FROM spooled WHERE at < ?", micros(s.now().Add(-store.SpooledKeep))); err != nil {
