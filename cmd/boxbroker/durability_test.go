@@ -278,3 +278,31 @@ func stderrOf(err error) string {
 	}
 	return ""
 }
+
+// killableBroker builds boxbroker into a temporary directory for a test
+// that runs it as a child and kills it: the binary, its data directory,
+// the environment that points every command there (no master key or
+// store from the developer's own), and cli, which runs one subcommand
+// with stdin and returns its stdout, failing the test with its stderr.
+func killableBroker(t *testing.T) (bin, data string, env []string, cli func(stdin string, args ...string) string) {
+	t.Helper()
+	dir := t.TempDir()
+	bin = filepath.Join(dir, "boxbroker")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	data = filepath.Join(dir, "data")
+	env = append(os.Environ(), "BOXBROKER_MASTER_KEY=", "BOXBROKER_STORE=", "BOXBROKER_DATA="+data)
+	cli = func(stdin string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(bin, args...)
+		cmd.Env = env
+		cmd.Stdin = strings.NewReader(stdin)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%v: %v %s", args, err, stderrOf(err))
+		}
+		return strings.TrimSpace(string(out))
+	}
+	return bin, data, env, cli
+}

@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -40,24 +39,7 @@ func TestDurability_KillKeepsTheRecordsOfAnsweredCalls(t *testing.T) {
 	if os.Getenv("BOXBROKER_FULL") == "" {
 		t.Skip("builds, kills and restarts a real broker (about 10 s): runs with BOXBROKER_FULL=1 (./test.sh's full run, CI)")
 	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "boxbroker")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	data := filepath.Join(dir, "data")
-	env := append(os.Environ(), "BOXBROKER_MASTER_KEY=", "BOXBROKER_STORE=", "BOXBROKER_DATA="+data)
-	cli := func(stdin string, args ...string) string {
-		t.Helper()
-		cmd := exec.Command(bin, args...)
-		cmd.Env = env
-		cmd.Stdin = strings.NewReader(stdin)
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("%v: %v %s", args, err, stderrOf(err))
-		}
-		return strings.TrimSpace(string(out))
-	}
+	bin, data, env, cli := killableBroker(t)
 	tok := cli("", "box", "add", "alpha")
 	cli("sk-ant-api03-JOURNALTEST", "credential", "set", "anthropic")
 
