@@ -1,21 +1,11 @@
 package server
 
 import (
-	"bytes"
-	"context"
-	"io"
-	"log/slog"
-	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"testing"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/payer"
-	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/spool"
 	"github.com/intentius/boxbroker/internal/store"
-	"github.com/intentius/boxbroker/internal/token"
 )
 
 // BenchmarkJournal measures what the journal adds to a call: the two
@@ -25,51 +15,7 @@ import (
 // forwarded count_tokens call through the broker on loopback (itself
 // journaled), measured in the same loop. It reports journal/forward.
 func BenchmarkJournal(b *testing.B) {
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"input_tokens":12}`)
-	}))
-	defer up.Close()
-	u, _ := url.Parse(up.URL)
-	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := New(ctx, Config{DataDir: b.TempDir(), AnthropicURL: u, LogLevel: "error"},
-		Options{Logger: slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelError}))})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ran := make(chan struct{})
-	go func() { srv.Run(ctx); close(ran) }()
-	defer func() {
-		cancel()
-		<-ran
-		srv.Close()
-	}()
-	tok, _ := token.NewBox()
-	if err := srv.Store.CreateBox(ctx, store.Box{Name: "alpha", TokenHash: token.Hash(tok), CreatedAt: time.Now(), PayerKind: protocol.PayerShared}); err != nil {
-		b.Fatal(err)
-	}
-	sealed, _ := srv.Keyring.Seal([]byte("sk-ant-api03-bench"), payer.AD("anthropic"))
-	if err := srv.Store.SetCredential(ctx, store.Credential{ID: "anthropic", Sealed: sealed, UpdatedAt: time.Now()}); err != nil {
-		b.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler)
-	defer hs.Close()
-	client := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
-	do := func(path string, body []byte) int {
-		req, _ := http.NewRequest("POST", hs.URL+path, bytes.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+tok)
-		resp, err := client.Do(req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
-	}
-	if s := do(protocol.RouteDeclaration, []byte(`{"capabilities":[{"name":"inference","broker":"lobby","scope":["agent"]}]}`)); s != 200 {
-		b.Fatalf("report = %d", s)
-	}
+	srv, _, do := forwardBench(b)
 	body := []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`)
 	entry := store.AuditEntry{At: time.Now(), Box: "alpha", Method: "POST", Route: "/llm/anthropic/v1/messages/count_tokens",
 		Capability: "inference", Words: []string{"agent"}, Status: 200, Duration: time.Millisecond, Bytes: 20, UpstreamStatus: 200}
