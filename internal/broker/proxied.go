@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"net/http"
 
 	"github.com/intentius/boxbroker/internal/capability"
@@ -57,4 +58,22 @@ func (s *Server) Observe(rec *Record) {
 	if s.cfg.Observer != nil {
 		s.cfg.Observer.Request(rec)
 	}
+}
+
+// Acquire admits one request of box under the broker's per-box rate and
+// concurrency bounds (Limits), for the HTTPS proxy's passthrough tunnels,
+// which the broker's handler never serves: a tunnel counts as one request
+// for the rate, and as one in flight until release is called. A refusal
+// is a 429 capability.Error; RetryAfter says when to try again.
+func (s *Server) Acquire(box string) (release func(), err error) {
+	return s.limits.acquire(box)
+}
+
+// RetryAfter is the Retry-After of a refusal Acquire returned, or "".
+func RetryAfter(err error) string {
+	var ra *retryAfterError
+	if errors.As(err, &ra) {
+		return ra.retryAfter()
+	}
+	return ""
 }

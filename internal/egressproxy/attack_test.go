@@ -3,6 +3,7 @@ package egressproxy_test
 import (
 	"bufio"
 	"crypto/tls"
+	"crypto/x509"
 	"io"
 	"net/http"
 	"strings"
@@ -93,5 +94,33 @@ func TestProxy_BoxRateBoundHolds(t *testing.T) {
 	}
 	if n := strings.Count(f.up.all(), "GET /v1/x"); n != 2 {
 		t.Errorf("the host received %d requests, want 2", n)
+	}
+}
+
+// TestProxy_PassthroughHeldToTheBoxsBounds: a passthrough tunnel is not
+// served by the broker's handler, yet the box's rate bound holds for it
+// as for a request (one tunnel, one request): a box cannot get round its
+// bounds by opening tunnels.
+func TestProxy_PassthroughHeldToTheBoxsBounds(t *testing.T) {
+	f := newFixtureConfig(t, nil, func(c *server.Config) { c.BoxRate, c.BoxBurst = 0.001, 2 })
+	roots := x509.NewCertPool()
+	roots.AddCert(f.passCert)
+	var refused int
+	for i := range 3 {
+		c := f.client(t, f.token, roots, false)
+		c.Transport.(*http.Transport).DisableKeepAlives = true // a tunnel a request
+		resp, err := c.Get("https://" + f.passHost + "/")
+		if err != nil {
+			if !strings.Contains(err.Error(), "Too Many Requests") {
+				t.Fatalf("tunnel %d: %v, want a 429 refusal of the CONNECT", i, err)
+			}
+			refused++
+			continue
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	if refused != 1 {
+		t.Errorf("%d of 3 passthrough tunnels refused, want the third (rate 0.001/s, burst 2)", refused)
 	}
 }

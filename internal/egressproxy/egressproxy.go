@@ -55,6 +55,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/broker"
 	"github.com/intentius/boxbroker/internal/cache"
+	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/token"
@@ -591,6 +592,22 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t *tunnel) {
 func (p *Proxy) passthroughTunnel(w http.ResponseWriter, r *http.Request, t *tunnel, start time.Time) {
 	rec := &broker.Record{At: start, Method: r.Method, Route: RoutePassthrough, Box: t.box, Capability: protocol.Egress,
 		Status: http.StatusOK, Message: "tunnelled untouched to " + t.to.addr()}
+	// The box's rate and concurrency bounds hold for a tunnel as for a
+	// request: it is one request, in flight until it ends.
+	release, err := p.cfg.Broker.Acquire(t.box)
+	if err != nil {
+		var ce *capability.Error
+		e := &refusal{status: http.StatusTooManyRequests, typ: protocol.TypeRateLimit, reason: "limit", msg: err.Error()}
+		if errors.As(err, &ce) {
+			e.msg = ce.Message
+		}
+		if ra := broker.RetryAfter(err); ra != "" {
+			e.header = http.Header{"Retry-After": {ra}}
+		}
+		p.refuse(w, r, t, e, start, RoutePassthrough)
+		return
+	}
+	defer release()
 	up, err := p.cfg.Dial(r.Context(), "tcp", t.to.addr())
 	if err != nil {
 		p.log.Warn("proxy: passthrough dial", "addr", t.to.addr(), "err", err)
