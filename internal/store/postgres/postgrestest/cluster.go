@@ -20,6 +20,9 @@ type cluster struct {
 	pgCtl string   // path of pg_ctl
 	runAs []string // the command prefix that runs as the cluster's owner
 	dsn   string
+	// startArgs are pg_ctl's arguments that started the cluster, to
+	// start it again on the same port.
+	startArgs []string
 }
 
 // startCluster starts a cluster with the newest initdb and pg_ctl found in
@@ -67,7 +70,8 @@ func startCluster() (*cluster, error) {
 			break
 		}
 		opts := fmt.Sprintf("-h 127.0.0.1 -p %d -k %s -c fsync=off -c full_page_writes=off -c synchronous_commit=off", port, dir)
-		err = c.run(c.pgCtl, "-D", data, "-l", filepath.Join(dir, "log"), "-w", "-t", "60", "-o", opts, "start")
+		c.startArgs = []string{"-D", data, "-l", filepath.Join(dir, "log"), "-w", "-t", "60", "-o", opts, "start"}
+		err = c.run(c.pgCtl, c.startArgs...)
 		if err == nil {
 			c.dsn = fmt.Sprintf("postgres://boxbroker@127.0.0.1:%d/postgres?sslmode=disable", port)
 			return c, nil
