@@ -306,3 +306,31 @@ func killableBroker(t *testing.T) (bin, data string, env []string, cli func(stdi
 	}
 	return bin, data, env, cli
 }
+
+// serveChild starts `bin serve` on port 0 with no admin listener and
+// args after, with env, and returns the process and the URL it printed.
+// Its stderr is shown if the test fails.
+func serveChild(t *testing.T, bin string, env []string, args ...string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0", "--admin-listen", "off", "--log-level", "warn"}, args...)...)
+	cmd.Env = env
+	stderr := &bytes.Buffer{}
+	cmd.Stderr = stderr
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("stderr of %v:\n%s", cmd.Args[1:], stderr.String())
+		}
+	})
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		cmd.Wait()
+		t.Fatalf("serve printed %q: %v", line, err)
+	}
+	_, url, _ := strings.Cut(strings.TrimSpace(line), "listening on ")
+	go io.Copy(io.Discard, stdout)
+	return cmd, url
+}

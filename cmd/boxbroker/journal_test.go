@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -60,34 +58,7 @@ func TestDurability_KillKeepsTheRecordsOfAnsweredCalls(t *testing.T) {
 	}))
 	t.Cleanup(up.Close)
 
-	var stderrs []*bytes.Buffer
-	t.Cleanup(func() {
-		if t.Failed() {
-			for i, b := range stderrs {
-				t.Logf("stderr of serve %d:\n%s", i+1, b.String())
-			}
-		}
-	})
-	start := func() (*exec.Cmd, string) {
-		cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--admin-listen", "off", "--log-level", "warn",
-			"--anthropic-url", up.URL)
-		cmd.Env = env
-		stderr := &bytes.Buffer{}
-		stderrs = append(stderrs, stderr)
-		cmd.Stderr = stderr
-		stdout, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		line, err := bufio.NewReader(stdout).ReadString('\n')
-		if err != nil {
-			cmd.Wait()
-			t.Fatalf("serve printed %q: %v", line, err)
-		}
-		_, url, _ := strings.Cut(strings.TrimSpace(line), "listening on ")
-		go io.Copy(io.Discard, stdout)
-		return cmd, url
-	}
+	start := func() (*exec.Cmd, string) { return serveChild(t, bin, env, "--anthropic-url", up.URL) }
 	cmd, url := start()
 	post := func(ctx context.Context, path, body string) (*http.Response, error) {
 		req, _ := http.NewRequestWithContext(ctx, "POST", url+path, strings.NewReader(body))

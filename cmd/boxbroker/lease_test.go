@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -51,33 +48,8 @@ func TestDurability_KillFreesReservationsWithinTheirLease(t *testing.T) {
 	t.Cleanup(up.Close)
 	t.Cleanup(func() { close(hold) })
 
-	var stderrs []*bytes.Buffer
-	t.Cleanup(func() {
-		if t.Failed() {
-			for i, b := range stderrs {
-				t.Logf("stderr of serve %d:\n%s", i+1, b.String())
-			}
-		}
-	})
 	start := func() (*exec.Cmd, string) {
-		cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--admin-listen", "off", "--log-level", "warn",
-			"--anthropic-url", up.URL, "--reservation-lease", "2s")
-		cmd.Env = env
-		stderr := &bytes.Buffer{}
-		stderrs = append(stderrs, stderr)
-		cmd.Stderr = stderr
-		stdout, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		line, err := bufio.NewReader(stdout).ReadString('\n')
-		if err != nil {
-			cmd.Wait()
-			t.Fatalf("serve printed %q: %v", line, err)
-		}
-		_, url, _ := strings.Cut(strings.TrimSpace(line), "listening on ")
-		go io.Copy(io.Discard, stdout)
-		return cmd, url
+		return serveChild(t, bin, env, "--anthropic-url", up.URL, "--reservation-lease", "2s")
 	}
 	cmd, url := start()
 	post := func(ctx context.Context, path, body string) (*http.Response, error) {

@@ -1,17 +1,13 @@
 package server_test
 
 import (
-	"io"
-	"net/http"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store/postgres/postgrestest"
-	"github.com/intentius/boxbroker/internal/token"
 )
 
 // TestPostgresFrozenStoppedRestarted puts the test's own PostgreSQL
@@ -38,52 +34,13 @@ func TestPostgresFrozenStoppedRestarted(t *testing.T) {
 	tok := b.AddBox("alpha")
 	b.Report(tok, brokertest.Entry("inference", "agent"))
 
-	refused := func(fault string) {
-		t.Helper()
-		var slowest time.Duration
-		for range 5 {
-			fresh, _ := token.NewBox() // no box's: the broker must ask the store
-			start := time.Now()
-			req, _ := http.NewRequest("GET", b.URL+"/llm/anthropic/v1/models", nil)
-			req.Header.Set("Authorization", "Bearer "+fresh)
-			resp, err := b.Client.Do(req)
-			if err != nil {
-				t.Fatalf("%s: request: %v (hung)", fault, err)
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			slowest = max(slowest, time.Since(start))
-			if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
-				t.Errorf("%s: request = %d (Retry-After %q), want 503 with Retry-After", fault, resp.StatusCode, resp.Header.Get("Retry-After"))
-			}
-		}
-		t.Logf("PostgreSQL %s: slowest 503 %s (deadline 200ms)", fault, slowest.Round(time.Millisecond))
-		if r := b.Do("GET", "/readyz", "", nil, nil); r.StatusCode != 503 || !strings.Contains(string(r.Body), `"store":"unavailable"`) {
-			t.Errorf("%s: readyz = %d %s, want 503 naming the store", fault, r.StatusCode, r.Body)
-		}
-	}
-	served := func(fault string) {
-		t.Helper()
-		for i := 0; ; i++ { // the pool reconnects on its own
-			if r := b.Do("GET", "/readyz", "", nil, nil); r.StatusCode == 200 {
-				break
-			}
-			if i == 2000 {
-				t.Fatalf("after %s: readyz never 200 again", fault)
-			}
-		}
-		if r := b.Do("GET", "/llm/anthropic/v1/models", tok, nil, nil); r.StatusCode == 503 {
-			t.Errorf("after %s: the box's request = 503 %s", fault, r.Body)
-		}
-	}
-
 	pg.Freeze(t)
-	refused("frozen")
+	storeRefused(t, b, "PostgreSQL frozen", "200ms")
 	pg.Thaw(t)
-	served("frozen")
+	servedAgain(t, b, tok, "PostgreSQL frozen")
 
 	pg.Stop(t)
-	refused("stopped")
+	storeRefused(t, b, "PostgreSQL stopped", "200ms")
 	pg.Start(t)
-	served("stopped and started again")
+	servedAgain(t, b, tok, "PostgreSQL stopped and started again")
 }

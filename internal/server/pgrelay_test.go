@@ -158,39 +158,9 @@ func TestPostgresCutOff_Answered503(t *testing.T) {
 
 	for _, mode := range []string{relayDrop, relayRefuse} {
 		rl.set(mode)
-		var slowest time.Duration
-		for range 5 {
-			fresh, _ := token.NewBox()
-			start := time.Now()
-			req, _ := http.NewRequest("GET", b.URL+"/llm/anthropic/v1/models", nil)
-			req.Header.Set("Authorization", "Bearer "+fresh)
-			resp, err := b.Client.Do(req)
-			if err != nil {
-				t.Fatalf("%s: request: %v (hung)", mode, err)
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			slowest = max(slowest, time.Since(start))
-			if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
-				t.Errorf("%s: request = %d (Retry-After %q), want 503 with Retry-After", mode, resp.StatusCode, resp.Header.Get("Retry-After"))
-			}
-		}
-		t.Logf("link %s: slowest 503 %s (deadline 200ms)", mode, slowest.Round(time.Millisecond))
-		if r := b.Do("GET", "/readyz", "", nil, nil); r.StatusCode != 503 || !strings.Contains(string(r.Body), `"store":"unavailable"`) {
-			t.Errorf("%s: readyz = %d %s, want 503 naming the store", mode, r.StatusCode, r.Body)
-		}
+		storeRefused(t, b, "link "+mode, "200ms")
 		rl.set(relayPass)
-		for i := 0; ; i++ { // the pool reconnects on its own
-			if r := b.Do("GET", "/readyz", "", nil, nil); r.StatusCode == 200 {
-				break
-			}
-			if i == 2000 {
-				t.Fatalf("%s: readyz never 200 again after the link came back", mode)
-			}
-		}
-		if r := b.Do("GET", "/llm/anthropic/v1/models", tok, nil, nil); r.StatusCode == 503 {
-			t.Errorf("%s: the box's request after the link came back = 503 %s", mode, r.Body)
-		}
+		servedAgain(t, b, tok, "link "+mode)
 	}
 	// One line an outage, not one a request: a loaded machine may add
 	// a brief outage of its own (a call past the deadline as the link
@@ -199,5 +169,51 @@ func TestPostgresCutOff_Answered503(t *testing.T) {
 	ends := logs.lines("store: answering again")
 	if len(starts) < 2 || len(starts) >= 10 || len(ends) > len(starts) || len(ends) < len(starts)-1 {
 		t.Errorf("outages logged: %d starts and %d ends for two outages and 10 requests refused; want a start and an end an outage: %v", len(starts), len(ends), starts)
+	}
+}
+
+// storeRefused checks that while the store is out (fault) every request
+// that needs it is answered 503 with Retry-After, within b.Client's
+// timeout (the test's bound, far past the deadline), and that /readyz is
+// 503 naming the store; it logs the slowest answer.
+func storeRefused(t *testing.T, b *brokertest.Broker, fault, deadline string) {
+	t.Helper()
+	var slowest time.Duration
+	for range 5 {
+		fresh, _ := token.NewBox() // no box's: the broker must ask the store
+		start := time.Now()
+		req, _ := http.NewRequest("GET", b.URL+"/llm/anthropic/v1/models", nil)
+		req.Header.Set("Authorization", "Bearer "+fresh)
+		resp, err := b.Client.Do(req)
+		if err != nil {
+			t.Fatalf("%s: request: %v (hung)", fault, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		slowest = max(slowest, time.Since(start))
+		if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
+			t.Errorf("%s: request = %d (Retry-After %q), want 503 with Retry-After", fault, resp.StatusCode, resp.Header.Get("Retry-After"))
+		}
+	}
+	t.Logf("%s: slowest 503 %s (deadline %s)", fault, slowest.Round(time.Millisecond), deadline)
+	if r := b.Do("GET", "/readyz", "", nil, nil); r.StatusCode != 503 || !strings.Contains(string(r.Body), `"store":"unavailable"`) {
+		t.Errorf("%s: readyz = %d %s, want 503 naming the store", fault, r.StatusCode, r.Body)
+	}
+}
+
+// servedAgain waits for /readyz to be 200 once the store is back (the
+// pool reconnects on its own), then checks that the box tok is served.
+func servedAgain(t *testing.T, b *brokertest.Broker, tok, fault string) {
+	t.Helper()
+	for i := 0; ; i++ {
+		if r := b.Do("GET", "/readyz", "", nil, nil); r.StatusCode == 200 {
+			break
+		}
+		if i == 2000 {
+			t.Fatalf("after %s: readyz never 200 again", fault)
+		}
+	}
+	if r := b.Do("GET", "/llm/anthropic/v1/models", tok, nil, nil); r.StatusCode == 503 {
+		t.Errorf("after %s: the box's request = 503 %s", fault, r.Body)
 	}
 }
