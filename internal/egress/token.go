@@ -68,19 +68,9 @@ func (c *Capability) NoTokenRefusal(r *http.Request) *capability.Error {
 	return e
 }
 
-// basicCredentials decodes an Authorization value of the Basic scheme to
-// "user:password".
-func basicCredentials(v string) (string, bool) {
-	scheme, cred, ok := strings.Cut(strings.TrimSpace(v), " ")
-	if !ok || !strings.EqualFold(scheme, "basic") {
-		return "", false
-	}
-	dec, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred))
-	if err != nil {
-		return "", false
-	}
-	return string(dec), true
-}
+// basicCredentials is token.BasicCredentials, by a name the functions
+// below (whose token parameter hides the package) can call.
+var basicCredentials = token.BasicCredentials
 
 // queryParts returns every key and value of a raw query, decoded (or as
 // sent, where it does not decode).

@@ -40,7 +40,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -376,21 +375,17 @@ func defaultPort(scheme string) string {
 // password of Basic credentials (the user when the password is empty),
 // or a Bearer token; "" when there is none.
 func ProxyToken(h http.Header) string {
-	scheme, rest, _ := strings.Cut(strings.TrimSpace(h.Get("Proxy-Authorization")), " ")
-	rest = strings.TrimSpace(rest)
-	switch strings.ToLower(scheme) {
-	case "bearer":
-		return rest
-	case "basic":
-		dec, err := base64.StdEncoding.DecodeString(rest)
-		if err != nil {
-			return ""
-		}
-		user, pass, _ := strings.Cut(string(dec), ":")
+	v := h.Get("Proxy-Authorization")
+	if dec, ok := token.BasicCredentials(v); ok {
+		user, pass, _ := strings.Cut(dec, ":")
 		if pass == "" {
 			return user
 		}
 		return pass
+	}
+	scheme, rest, _ := strings.Cut(strings.TrimSpace(v), " ")
+	if strings.EqualFold(scheme, "bearer") {
+		return strings.TrimSpace(rest)
 	}
 	return ""
 }

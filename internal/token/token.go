@@ -212,3 +212,18 @@ func RedactPath(path string) string {
 func isTokenByte(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_'
 }
+
+// BasicCredentials decodes an Authorization (or Proxy-Authorization)
+// value of the Basic scheme to "user:password", as sent: a box may put
+// its token as the user or the password.
+func BasicCredentials(v string) (string, bool) {
+	scheme, cred, ok := strings.Cut(strings.TrimSpace(v), " ")
+	if !ok || !strings.EqualFold(scheme, "basic") {
+		return "", false
+	}
+	dec, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred))
+	if err != nil {
+		return "", false
+	}
+	return string(dec), true
+}
