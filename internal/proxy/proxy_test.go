@@ -1,8 +1,15 @@
 package proxy
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"log"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestBufferPool_LendsSmallBuffers(t *testing.T) {
@@ -28,5 +35,75 @@ func TestNew_PoolsBuffers(t *testing.T) {
 func TestNewTransport_DoesNotAskForCompression(t *testing.T) {
 	if tr := NewTransport(TransportOptions{}); !tr.DisableCompression {
 		t.Error("NewTransport: DisableCompression = false, want true (the box's own Accept-Encoding goes upstream)")
+	}
+}
+
+// TestNewTransport_Settings holds the outbound transport's tuning: an idle
+// pool per host, HTTP/2 asked for, a bounded answer header, no proxy from
+// the environment, TLS verified, and bounded dial, TLS and answer-header
+// waits; and that options given replace the defaults.
+func TestNewTransport_Settings(t *testing.T) {
+	tr := NewTransport(TransportOptions{})
+	if tr.MaxIdleConnsPerHost != 256 || tr.MaxIdleConns < tr.MaxIdleConnsPerHost {
+		t.Errorf("idle pool: MaxIdleConnsPerHost %d, MaxIdleConns %d; want 256 per host, at least that in all", tr.MaxIdleConnsPerHost, tr.MaxIdleConns)
+	}
+	if !tr.ForceAttemptHTTP2 {
+		t.Error("ForceAttemptHTTP2 = false: with a DialContext of its own the transport would never speak HTTP/2")
+	}
+	if tr.MaxResponseHeaderBytes != MaxResponseHeaderBytes || MaxResponseHeaderBytes != 64<<10 {
+		t.Errorf("MaxResponseHeaderBytes = %d, want 64 KiB", tr.MaxResponseHeaderBytes)
+	}
+	if tr.Proxy != nil {
+		t.Error("Proxy is set: outbound requests would follow HTTPS_PROXY from the environment")
+	}
+	if c := tr.TLSClientConfig; c != nil && c.InsecureSkipVerify {
+		t.Error("TLS verification is off")
+	}
+	if tr.DialContext == nil || tr.TLSHandshakeTimeout <= 0 || tr.ResponseHeaderTimeout != 10*time.Minute {
+		t.Errorf("waits: dialer set %v, TLS handshake %v, answer header %v; want a dialer, a bounded handshake, 10 minutes", tr.DialContext != nil, tr.TLSHandshakeTimeout, tr.ResponseHeaderTimeout)
+	}
+	tr = NewTransport(TransportOptions{ResponseHeaderTimeout: time.Second, MaxIdleConnsPerHost: 8, MaxResponseHeaderBytes: 1 << 10})
+	if tr.ResponseHeaderTimeout != time.Second || tr.MaxIdleConnsPerHost != 8 || tr.MaxResponseHeaderBytes != 1<<10 {
+		t.Errorf("options not applied: %v %d %d", tr.ResponseHeaderTimeout, tr.MaxIdleConnsPerHost, tr.MaxResponseHeaderBytes)
+	}
+}
+
+// TestNewTransport_HTTP2AndVerifiedTLS: against an upstream offering
+// HTTP/2 over TLS, the transport speaks HTTP/2 once it trusts the
+// upstream's certificate, and refuses the upstream while it does not.
+func TestNewTransport_HTTP2AndVerifiedTLS(t *testing.T) {
+	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, r.Proto)
+	}))
+	up.EnableHTTP2 = true
+	up.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake
+	up.StartTLS()
+	t.Cleanup(up.Close)
+
+	untrusted := NewTransport(TransportOptions{})
+	t.Cleanup(untrusted.CloseIdleConnections)
+	if resp, err := (&http.Client{Transport: untrusted}).Get(up.URL); err == nil {
+		resp.Body.Close()
+		t.Fatal("a certificate from an unknown CA was accepted: TLS is not verified")
+	} else if !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("unknown CA: err %v, want a certificate error", err)
+	}
+
+	tr := NewTransport(TransportOptions{})
+	t.Cleanup(tr.CloseIdleConnections)
+	pool := x509.NewCertPool()
+	pool.AddCert(up.Certificate())
+	if tr.TLSClientConfig == nil {
+		tr.TLSClientConfig = &tls.Config{}
+	}
+	tr.TLSClientConfig.RootCAs = pool
+	resp, err := (&http.Client{Transport: tr}).Get(up.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.ProtoMajor != 2 || string(body) != "HTTP/2.0" {
+		t.Errorf("the answer came over %s (the upstream saw %q), want HTTP/2", resp.Proto, body)
 	}
 }
