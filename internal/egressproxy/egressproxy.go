@@ -290,7 +290,7 @@ func (e *refusal) Error() string { return e.msg }
 // passthrough list, or the refusal.
 func (p *Proxy) admit(r *http.Request, to target) (t *tunnel, passthrough bool, err error) {
 	ctx := r.Context()
-	tok := ProxyToken(r.Header)
+	tok := token.FromProxyAuthorization(r.Header)
 	box, err := token.Lookup(ctx, tok, p.cfg.Cache.BoxByTokenHash, func(b store.Box) string { return b.TokenHash })
 	if err != nil {
 		if !token.Refused(err) {
@@ -369,25 +369,6 @@ func defaultPort(scheme string) string {
 		return "443"
 	}
 	return "80"
-}
-
-// ProxyToken reads the box's token from Proxy-Authorization: the
-// password of Basic credentials (the user when the password is empty),
-// or a Bearer token; "" when there is none.
-func ProxyToken(h http.Header) string {
-	v := h.Get("Proxy-Authorization")
-	if dec, ok := token.BasicCredentials(v); ok {
-		user, pass, _ := strings.Cut(dec, ":")
-		if pass == "" {
-			return user
-		}
-		return pass
-	}
-	scheme, rest, _ := strings.Cut(strings.TrimSpace(v), " ")
-	if strings.EqualFold(scheme, "bearer") {
-		return strings.TrimSpace(rest)
-	}
-	return ""
 }
 
 // parseTarget reads a CONNECT's authority: host:port, the port given.

@@ -169,6 +169,23 @@ func Bearer(h http.Header) string {
 	return t
 }
 
+// FromProxyAuthorization reads a box's token from Proxy-Authorization,
+// as the egress proxy takes it: the password of Basic credentials (the
+// user when the password is empty), or a Bearer token; "" when there is
+// none.
+func FromProxyAuthorization(h http.Header) string {
+	v := h.Get("Proxy-Authorization")
+	if dec, ok := BasicCredentials(v); ok {
+		user, pass, _ := strings.Cut(dec, ":")
+		if pass == "" {
+			return user
+		}
+		return pass
+	}
+	t, _ := cutBearer(strings.TrimSpace(v))
+	return t
+}
+
 // cutBearer returns the credentials of an Authorization value of the
 // Bearer scheme, trimmed; ok is false for any other value.
 func cutBearer(v string) (t string, ok bool) {

@@ -202,6 +202,36 @@ func TestBearer(t *testing.T) {
 	}
 }
 
+func TestFromProxyAuthorization(t *testing.T) {
+	basic := func(cred string) http.Header {
+		return header("Proxy-Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(cred)))
+	}
+	tests := []struct {
+		name   string
+		header http.Header
+		want   string
+	}{
+		{"none", header(), ""},
+		{"basic, the token as the password", basic("box:bbx_a"), "bbx_a"},
+		{"basic, the token as the user", basic("bbx_a:"), "bbx_a"},
+		{"basic, the token as the user, no colon", basic("bbx_a"), "bbx_a"},
+		{"basic, the password wins", basic("bbx_a:bbx_b"), "bbx_b"},
+		{"basic, not base64", header("Proxy-Authorization", "Basic %%%"), ""},
+		{"bearer", header("Proxy-Authorization", "Bearer bbx_a"), "bbx_a"},
+		{"bearer in lower case", header("Proxy-Authorization", "bearer  bbx_a "), "bbx_a"},
+		{"bearer with nothing", header("Proxy-Authorization", "Bearer"), ""},
+		{"another scheme", header("Proxy-Authorization", "Digest bbx_a"), ""},
+		{"authorization is not read", header("Authorization", "Bearer bbx_a"), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := token.FromProxyAuthorization(tt.header); got != tt.want {
+				t.Errorf("FromProxyAuthorization(%v) = %q, want %q", tt.header, got, tt.want)
+			}
+		})
+	}
+}
+
 // record is a stored row: a name under a hash.
 type record struct{ name, hash string }
 
