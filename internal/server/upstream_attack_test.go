@@ -3,6 +3,7 @@ package server_test
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/server"
 )
 
@@ -300,6 +302,10 @@ func TestInference_BodyOnGetOrHeadIsRefused(t *testing.T) {
 			resp.Body.Close()
 			if resp.StatusCode != http.StatusBadRequest {
 				t.Errorf("%s %s with a body = %d %s, want 400", tt.method, tt.path, resp.StatusCode, rb)
+			}
+			var ref protocol.Refusal
+			if tt.method != "HEAD" && (json.Unmarshal(rb, &ref) != nil || ref.Type != "error" || ref.Error.Type != protocol.TypeInvalid || ref.Error.Message == "") {
+				t.Errorf("%s %s with a body: not an invalid_request_error refusal: %s", tt.method, tt.path, rb)
 			}
 		})
 	}
