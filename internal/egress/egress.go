@@ -431,6 +431,7 @@ func signedBody(r *http.Request, f *flight) error {
 			return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
 				"The request body holds the box's token; %s's requests are signed by the broker, which has no value to put in its place, so it was not sent.", f.name)
 		}
+		proxy.ScrubTokensInPlace(b) // the body read again is b: it is signed as sent
 		f.body = b
 		return nil
 	}
@@ -466,9 +467,13 @@ func (c *Capability) rewrite(pr *httputil.ProxyRequest) {
 	pr.Out.Host = u.Host
 	if f.signer == nil {
 		f.forms = f.answerForms(swapHeaders(h, f.token, f.value))
+		if !othersGo(f.value) {
+			proxy.ScrubHeader(h)
+		}
 		return
 	}
 	dropToken(h, f.token)
+	proxy.ScrubHeader(h)
 	for _, k := range f.signer.Drop() {
 		h.Del(k)
 	}
