@@ -12,9 +12,10 @@ import (
 	"github.com/intentius/boxbroker/internal/protocol"
 )
 
-// MaxRead is the largest Messages body whose model and max_tokens are
-// read to bound its cost. A larger body is bounded by its length and the
-// meter's own max_tokens bound.
+// MaxRead is how much of a Messages body the meter reads by its own
+// limit: a box with no budget has at most this much kept as its body
+// passes. For a payer held to a budget the meter reads the body whole,
+// up to its own MaxBody, so that no tool or source goes unseen.
 const MaxRead = 1 << 20
 
 // MeterBody reports that POST /llm/anthropic/v1/messages is metered, its

@@ -1,6 +1,7 @@
 package spend_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/inference"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
@@ -263,4 +265,59 @@ func TestBudget_Context1MReservesTheMillion(t *testing.T) {
 	if resp := post(b, token, body); resp.StatusCode != 200 {
 		t.Errorf("200K window, same budget = %d %s, want 200", resp.StatusCode, resp.Body)
 	}
+}
+
+// TestBudget_LargeBodyIsReadForItsTools is the attack on a broker that
+// does not read a Messages body over inference.MaxRead (1 MiB): a box
+// held to a budget pads its body past that, with a web search tool that
+// sets no max_uses, so the tool goes unseen, one sampling is reserved,
+// and the API may sample the model and search as often as it likes. The
+// body is read whole for a budgeted payer, sent with its length or
+// chunked, and the call is refused as one that names the tool in a small
+// body is; a box with no budget is forwarded as before.
+func TestBudget_LargeBodyIsReadForItsTools(t *testing.T) {
+	const model = "claude-haiku-4-5"
+	pad := strings.Repeat("x", inference.MaxRead)
+	body := []byte(fmt.Sprintf(`{"model":%q,"max_tokens":5,"messages":[{"role":"user","content":%q}],"tools":[{"type":"web_search_20250305","name":"web_search"}]}`, model, pad))
+	send := func(b *brokertest.Broker, token string, chunked bool) (int, string) {
+		t.Helper()
+		var rd io.Reader = bytes.NewReader(body)
+		if chunked {
+			rd = io.MultiReader(rd) // no length: sent chunked
+		}
+		req, err := http.NewRequest("POST", b.URL+"/llm/anthropic/v1/messages", rd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("x-api-key", token)
+		resp, err := b.Client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		got, _ := io.ReadAll(resp.Body)
+		_, msg := brokertest.Refusal(got)
+		return resp.StatusCode, msg
+	}
+	for _, chunked := range []bool{false, true} {
+		t.Run(fmt.Sprintf("chunked %v", chunked), func(t *testing.T) {
+			var calls atomic.Int64
+			b, token := newBroker(t, brokertest.Options{Anthropic: usageStandIn(&calls, 100, 1)})
+			setBudget(t, b.Server.Store, 1_000_000_000) // $1000: covers a full context many times over
+			if status, msg := send(b, token, chunked); status != 403 || !strings.Contains(msg, "max_uses") || !strings.Contains(msg, "web_search_20250305") {
+				t.Errorf("a body over 1 MiB with a web search and no max_uses = %d %q, want 403 naming the tool and max_uses", status, msg)
+			}
+			if n := calls.Load(); n != 0 {
+				t.Errorf("upstream received %d calls, want none", n)
+			}
+		})
+	}
+	t.Run("no budget", func(t *testing.T) {
+		var calls atomic.Int64
+		b, token := newBroker(t, brokertest.Options{Anthropic: usageStandIn(&calls, 100, 1)})
+		if status, msg := send(b, token, false); status != 200 || calls.Load() != 1 {
+			t.Errorf("no budget = %d %q (%d upstream calls), want 200 forwarded", status, msg, calls.Load())
+		}
+	})
 }
