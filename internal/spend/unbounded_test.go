@@ -321,3 +321,44 @@ func TestBudget_LargeBodyIsReadForItsTools(t *testing.T) {
 		}
 	})
 }
+
+// TestBudget_Base64ImagesReserveFullContext: the API counts an image by
+// its pixels, not its bytes, so a PNG of a few hundred bytes (one colour,
+// 1568 by 735 pixels) is some 1,500 tokens, and 100 of them some 150,000,
+// in a body whose bytes bound a tenth of that. A budget of $0.05 admitted
+// such a call and was charged past it; a base64 image or PDF now makes
+// the call reserve a full context, as a URL source does.
+func TestBudget_Base64ImagesReserveFullContext(t *testing.T) {
+	var calls atomic.Int64
+	// The API counted 100 images of some 1,500 tokens each.
+	b, token := newBroker(t, brokertest.Options{Anthropic: usageStandIn(&calls, 150_000, 0)})
+	png := strings.Repeat("A", 400) // the bytes of a small, flat PNG, base64
+	var blocks []map[string]any
+	for range 100 {
+		blocks = append(blocks, map[string]any{"type": "image", "source": map[string]any{"type": "base64", "media_type": "image/png", "data": png}})
+	}
+	body, _ := json.Marshal(map[string]any{"model": "claude-haiku-4-5", "max_tokens": 1000,
+		"messages": []map[string]any{{"role": "user", "content": blocks}}})
+	small := b.Server.Meter.Bound(spend.Estimate{Model: "claude-haiku-4-5", Calls: 1, Input: int64(len(body))/spend.BytesPerToken + 1 + spend.OverheadTokens, Output: 1000})
+	full := b.Server.Meter.Bound(spend.Estimate{Model: "claude-haiku-4-5", Calls: 1, Input: context200K, Output: 1000})
+	price, _ := b.Server.Meter.Prices().Lookup("claude-haiku-4-5")
+	cost := price.Cost(spend.Tokens{Input: 150_000, Output: 1000})
+	if cost <= 50_000 || small >= 50_000 {
+		t.Fatalf("the test is wrong: cost %d and the body's bound %d must straddle $0.05", cost, small)
+	}
+	setBudget(t, b.Server.Store, 50_000) // $0.05
+	resp := post(b, token, body)
+	if typ, msg := brokertest.Refusal(resp.Body); resp.StatusCode != 403 || !strings.Contains(msg, "could cost up to "+spend.FormatUSD(full)) {
+		t.Fatalf("100 base64 images, $0.05 budget = %d %s %q, want 403 saying it could cost up to %s", resp.StatusCode, typ, msg, spend.FormatUSD(full))
+	}
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("upstream received %d calls, want none", n)
+	}
+	setBudget(t, b.Server.Store, full)
+	if resp := post(b, token, body); resp.StatusCode != 200 {
+		t.Fatalf("100 base64 images, budget of a full context = %d %s, want 200", resp.StatusCode, resp.Body)
+	}
+	if spent := boxSpent(settled(t, b.Server.Store, "salad", spend.Month(time.Now()))); spent != cost || spent > full {
+		t.Errorf("spent = %d, want the call's cost %d, within the budget %d", spent, cost, full)
+	}
+}
