@@ -209,8 +209,8 @@ type Estimate struct {
 	Calls  int64
 	Input  int64
 	Output int64
-	// Unbounded is true when the API fetches or makes input of its own
-	// (see capability.Estimate), so that Input does not bound it: each
+	// Unbounded is true when the API fetches, makes or counts input of
+	// its own (see capability.Estimate), so that Input does not bound it: each
 	// call's input is bounded by the model's context window (Context1M:
 	// the 1M window), in each of Rounds samplings (0: one).
 	Unbounded bool
