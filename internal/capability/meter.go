@@ -36,8 +36,9 @@ type Estimate struct {
 	Capped    bool
 	// Unbounded is true when the calls take input that the request does
 	// not hold, so that its size does not bound their input: the API
-	// fetches it (an image or document source by URL or file ID) or makes
-	// it (a server tool's results, an MCP server's). Such a call's input
+	// fetches it (an image or document source by URL or file ID), makes
+	// it (a server tool's results, an MCP server's), or counts it by
+	// pixels and pages, not bytes (a base64 image or PDF). Such a call's input
 	// is bounded only by the model's context window, in each of Rounds
 	// samplings.
 	Unbounded bool

@@ -704,3 +704,56 @@ func TestEgress_GitClone(t *testing.T) {
 		t.Errorf("the clone's README = %q, %v, want the committed one", b, err)
 	}
 }
+
+// TestEgress_GrantNeverReachesTheHost is the attack on a broker that
+// keeps only the box's own token from a secret's host: a box puts a grant
+// (or an admin token) it holds in a custom header, the query or the body,
+// plainly or escaped, and it would reach the host as sent. The host must
+// receive none of them, in any encoding, while the box's token is still
+// swapped for the value.
+func TestEgress_GrantNeverReachesTheHost(t *testing.T) {
+	e := newEnv(t, nil)
+	bh := newBodyHost(t)
+	e.declare(t, bh.URL, e.value, "BODY")
+	grant := "bbg_" + strings.Repeat("Gx7-", 10) + "abc"
+	admin := "bba_" + strings.Repeat("Ad9_", 10) + "xyz"
+	escaped := strings.Replace(grant, "_", `\u005f`, 1)
+	tests := []struct {
+		name, ctype, body string
+		stream            bool
+	}{
+		{"json", "application/json", `{"grant":"` + escaped + `","admin":"` + admin + `"}`, false},
+		{"form, streamed", "application/x-www-form-urlencoded", "g=%62bg" + grant[3:] + "&a=" + admin, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := http.Header{"Content-Type": {tt.ctype}, "Authorization": {"Bearer " + e.token},
+				"X-Visitor-Grant": {grant}, "Referer": {"https://app.example/?g=" + url.QueryEscape(admin)}}
+			var body io.Reader = strings.NewReader(tt.body)
+			if tt.stream {
+				body = io.MultiReader(body)
+			}
+			before := len(bh.Seen())
+			resp, got := e.do(t, http.MethodPost, "/egress/BODY/v1/x?grant="+grant+"&key="+e.token, h, body)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("POST = %d %s, want 200", resp.StatusCode, got)
+			}
+			seen := bh.Seen()[before:]
+			bh.mu.Lock()
+			bodies := bh.bodies[before:]
+			bh.mu.Unlock()
+			if len(seen) != 1 || len(bodies) != 1 {
+				t.Fatalf("the host received %d requests, want 1", len(seen))
+			}
+			sent := seen[0].dump() + "\n" + bodies[0]
+			for _, v := range []string{grant, admin, e.token} {
+				if strings.Contains(sent, v) || strings.Contains(unescape(sent), v) {
+					t.Errorf("the host received %.8s…: %s", v, sent)
+				}
+			}
+			if !strings.Contains(seen[0].RawQuery, "key="+url.QueryEscape(e.value)) {
+				t.Errorf("the host received the query %s, want the value in the token's place", seen[0].RawQuery)
+			}
+		})
+	}
+}

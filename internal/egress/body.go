@@ -54,7 +54,9 @@ func readBody(r *http.Request) ([]byte, error) {
 }
 
 // swapBody puts value wherever r's body holds token, escaped or not
-// (%62bx_…, bbx\u005f…), written as the body's Content-Type writes it.
+// (%62bx_…, bbx\u005f…), written as the body's Content-Type writes it,
+// and replaces any other token (see scrubOthers) with a marker of its
+// length.
 // A body of a declared length up to maxReadBody is read whole and sent
 // with its new length. A body of unknown length is streamed and swapped
 // as it goes. A longer body of a declared length keeps it, and so cannot
@@ -65,12 +67,18 @@ func swapBody(r *http.Request, token, value string) error {
 		return nil
 	}
 	forms := tokenForm(token, bodyValue(r.Header.Get("Content-Type"), value))
+	scrub := !othersGo(value)
 	if readable(r) {
 		b, err := readBody(r)
 		if err != nil {
 			return err
 		}
 		out, n := proxy.RedactString(string(b), forms)
+		if scrub {
+			var m int
+			out, m = proxy.ScrubTokens(out)
+			n += m
+		}
 		if n > 0 {
 			r.Body = io.NopCloser(strings.NewReader(out))
 			r.ContentLength = int64(len(out))
@@ -78,11 +86,15 @@ func swapBody(r *http.Request, token, value string) error {
 		return nil
 	}
 	red := proxy.NewFormRedactor(r.Body, forms)
+	var body io.ReadCloser = red
 	if r.ContentLength > 0 {
-		r.Body = &kept{red}
-		return nil
+		body = &kept{red}
 	}
-	r.Body = red
+	if scrub {
+		// Outside the swap: the box's own token is the value by now.
+		body = proxy.NewTokenScrubber(body)
+	}
+	r.Body = body
 	return nil
 }
 

@@ -431,6 +431,7 @@ func signedBody(r *http.Request, f *flight) error {
 			return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
 				"The request body holds the box's token; %s's requests are signed by the broker, which has no value to put in its place, so it was not sent.", f.name)
 		}
+		proxy.ScrubTokensInPlace(b) // the body read again is b: it is signed as sent
 		f.body = b
 		return nil
 	}
@@ -466,9 +467,13 @@ func (c *Capability) rewrite(pr *httputil.ProxyRequest) {
 	pr.Out.Host = u.Host
 	if f.signer == nil {
 		f.forms = f.answerForms(swapHeaders(h, f.token, f.value))
+		if !othersGo(f.value) {
+			proxy.ScrubHeader(h)
+		}
 		return
 	}
 	dropToken(h, f.token)
+	proxy.ScrubHeader(h)
 	for _, k := range f.signer.Drop() {
 		h.Del(k)
 	}
@@ -483,40 +488,20 @@ func (c *Capability) now() time.Time {
 	return time.Now()
 }
 
-// errEncoding is an answer in a content encoding the broker cannot read;
-// why is said to the box.
-type errEncoding struct{ why string }
-
-func (e *errEncoding) Error() string { return "egress: answer " + e.why }
-
 // decoding returns how an answer with the given Content-Encoding header
-// values is read: as it is (""), or gunzipped ("gzip"). It returns an
-// *errEncoding for an encoding the broker cannot read, for stacked
-// encodings, and for more than one Content-Encoding header: the header is
-// judged as a whole, never by its first value alone.
+// values is read: as it is (""), or gunzipped ("gzip"). It returns a
+// *proxy.EncodingError for an encoding the broker cannot read, for
+// stacked encodings, and for more than one Content-Encoding header: the
+// header is judged as a whole, never by its first value alone.
 func decoding(values []string) (string, error) {
-	if len(values) > 1 {
-		return "", &errEncoding{why: fmt.Sprintf("with %d Content-Encoding headers (%q)", len(values), values)}
-	}
-	if len(values) == 0 {
-		return "", nil
-	}
-	var codings []string
-	for _, c := range strings.Split(values[0], ",") {
-		c = strings.ToLower(strings.TrimSpace(c))
-		if c != "" && c != "identity" {
-			codings = append(codings, c)
-		}
-	}
+	c, err := proxy.ContentCoding(values)
 	switch {
-	case len(codings) > 1:
-		return "", &errEncoding{why: fmt.Sprintf("in stacked content encodings (%s)", strings.Join(codings, ", "))}
-	case len(codings) == 0:
-		return "", nil
-	case codings[0] == "gzip" || codings[0] == "x-gzip":
+	case err != nil || c == "":
+		return "", err
+	case c == "gzip" || c == "x-gzip":
 		return "gzip", nil
 	}
-	return "", &errEncoding{why: fmt.Sprintf("in a content encoding (%s)", codings[0])}
+	return "", &proxy.EncodingError{Why: fmt.Sprintf("in a content encoding (%s)", c)}
 }
 
 // errUpgraded is a 101 answer, which egress does not carry.
@@ -617,7 +602,7 @@ func (c *Capability) errorHandler(w http.ResponseWriter, r *http.Request, err er
 	}
 	var (
 		mbe *http.MaxBytesError
-		ee  *errEncoding
+		ee  *proxy.EncodingError
 	)
 	status, typ, msg := proxy.Classify(err, what)
 	switch {
@@ -631,7 +616,7 @@ func (c *Capability) errorHandler(w http.ResponseWriter, r *http.Request, err er
 			fmt.Sprintf("The request body holds the box's token, and is over %d bytes with its length declared, so the broker cannot put the value in its place; it was not sent whole. Send it without a Content-Length (chunked), or put the token in a header or the query.", maxReadBody)
 	case errors.As(err, &ee):
 		status, typ, msg = http.StatusBadGateway, protocol.TypeAPI,
-			fmt.Sprintf("The %s answered %s, which the broker cannot read to keep the value out, so the answer was withheld.", what, ee.why)
+			fmt.Sprintf("The %s answered %s, which the broker cannot read to keep the value out, so the answer was withheld.", what, ee.Why)
 	case errors.Is(err, errUpgraded):
 		status, typ, msg = http.StatusBadGateway, protocol.TypeAPI, "The "+what+" switched protocols, which egress does not carry."
 	case f.signErr != nil && errors.Is(err, f.signErr):

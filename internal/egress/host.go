@@ -23,7 +23,8 @@ func dialAddr(u *url.URL) string {
 // outbound builds the URL a request goes to: the secret's base URL (as
 // ParseHost returned it) with tail (the escaped rest of the request's path
 // after /egress/NAME, "" or beginning with "/") joined under its path, and
-// rawQuery with token swapped for value. Scheme, host and port are base's
+// rawQuery with token swapped for value (and any other token replaced,
+// see scrubOthers). Scheme, host and port are base's
 // and nothing else: no part of tail or rawQuery can change them. It
 // returns a *pathError, whose message is shown to the box, for a path it
 // refuses: one holding a dot segment or an invalid escape (see joinPath),
@@ -37,7 +38,7 @@ func outbound(base *url.URL, tail, rawQuery, token, value string) (*url.URL, err
 		return nil, &pathError{"The box's token is in the path, where the broker does not swap it; send it in a header or the query."}
 	}
 	target := &url.URL{Scheme: base.Scheme, Host: base.Host, Path: path, RawPath: rawPath,
-		RawQuery: swapQuery(rawQuery, token, value)}
+		RawQuery: scrubOthers(swapQuery(rawQuery, token, value), value)}
 	if target.EscapedPath() != rawPath {
 		target.RawPath = "" // not a valid encoding after all: let net/url encode path
 	}

@@ -96,6 +96,26 @@ func tokenForm(token, value string) []proxy.Form {
 	return []proxy.Form{{Old: []byte(token), New: []byte(value), Escaped: true}}
 }
 
+// othersGo reports whether tokens other than the box's (a grant, an
+// admin token, any box's) may be left as they are in what goes to the
+// host: only when value itself is written like one, where replacing
+// them would replace the value too. Otherwise each is replaced by a
+// proxy.TokenMarker of its own length, as on every other route.
+func othersGo(value string) bool {
+	_, n := proxy.ScrubTokens(value)
+	return n > 0
+}
+
+// scrubOthers replaces, in s, every token other than the box's that
+// goes to the host (see othersGo), after the box's has been swapped.
+func scrubOthers(s, value string) string {
+	if othersGo(value) {
+		return s
+	}
+	out, _ := proxy.ScrubTokens(s)
+	return out
+}
+
 // swapString puts value wherever token appears in s, escaped or not.
 func swapString(s, token, value string) string {
 	if !strings.Contains(s, token) && !strings.ContainsAny(s, "%\\") {

@@ -217,7 +217,7 @@ func TestDecoding(t *testing.T) {
 	}
 	for _, tt := range tests {
 		got, err := decoding(tt.values)
-		var ee *errEncoding
+		var ee *proxy.EncodingError
 		if got != tt.want || errors.As(err, &ee) != tt.err {
 			t.Errorf("decoding(%q) = %q, %v, want %q, error %v", tt.values, got, err, tt.want, tt.err)
 		}

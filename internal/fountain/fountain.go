@@ -292,6 +292,13 @@ func (c *Capability) rewrite(pr *httputil.ProxyRequest) {
 // answer repeats it.
 const KeyMarker = "[fountain key removed]"
 
+// keyForms are what an answer is searched for: the key, as it is or with
+// any of its bytes percent- or JSON-escaped, as egress searches for a
+// secret's value.
+func (cl *call) keyForms() []proxy.Form {
+	return []proxy.Form{{Old: cl.key, New: []byte(KeyMarker), Escaped: true}}
+}
+
 // informational removes the key from a 1xx answer's header.
 func (c *Capability) informational(r *http.Request, h http.Header) {
 	cl, _ := r.Context().Value(ctxKey{}).(*call)
@@ -299,7 +306,7 @@ func (c *Capability) informational(r *http.Request, h http.Header) {
 		clear(h)
 		return
 	}
-	if n := proxy.ReplaceValue(h, string(cl.key), KeyMarker); n > 0 {
+	if n := proxy.RedactHeader(h, cl.keyForms()); n > 0 {
 		c.cfg.Logger.Warn("fountain: replaced the key Fountain repeated in a 1xx answer's headers", "box", cl.box, "headers", n)
 	}
 }
@@ -309,13 +316,14 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		return errUpgraded
 	}
-	if n := proxy.ReplaceValue(resp.Header, string(cl.key), KeyMarker); n > 0 {
+	if n := proxy.RedactHeader(resp.Header, cl.keyForms()); n > 0 {
 		c.cfg.Logger.Warn("fountain: replaced the key Fountain repeated in answer headers", "box", cl.box, "headers", n)
 	}
-	proxy.ReplaceValue(resp.Trailer, string(cl.key), KeyMarker)
-	if enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))); enc != "" && enc != "identity" {
-		// Asked for none; an encoded answer cannot be scanned.
-		return errEncoded
+	proxy.RedactHeader(resp.Trailer, cl.keyForms())
+	// Asked for none: an encoded answer, or one whose header is not one
+	// identity, cannot be scanned for the key.
+	if err := proxy.Unencoded(resp.Header); err != nil {
+		return err
 	}
 	if cl.listing != "" {
 		if err := c.filterListing(resp, cl); err != nil {
@@ -330,13 +338,13 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 	if resp.Request.Method == http.MethodHead || resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified {
 		return nil
 	}
-	r := proxy.NewRedactor(resp.Body, cl.key, []byte(KeyMarker))
+	r := proxy.NewFormRedactor(resp.Body, cl.keyForms())
 	if proxy.IsEventStream(resp.Header) {
 		r.PassEvents() // each event as it ends, not when the next comes
 	}
 	log := c.cfg.Logger
 	r.OnEnd(func(replaced int) {
-		proxy.ReplaceValue(resp.Trailer, string(cl.key), KeyMarker)
+		proxy.RedactHeader(resp.Trailer, cl.keyForms())
 		if replaced > 0 {
 			log.Warn("fountain: replaced the key Fountain repeated in an answer body", "box", cl.box, "times", replaced)
 		}
@@ -348,13 +356,10 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 	return nil
 }
 
-// Refusals of an answer that cannot be scanned for the key.
-var (
-	errUpgraded = &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI,
-		Message: "Fountain switched protocols, which the broker does not carry."}
-	errEncoded = &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI,
-		Message: "Fountain answered compressed, which the broker cannot scan for the operator's key, so it did not pass the answer on."}
-)
+// errUpgraded refuses an answer that switched protocols, which cannot be
+// scanned for the key.
+var errUpgraded = &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI,
+	Message: "Fountain switched protocols, which the broker does not carry."}
 
 // record reads the id of the conversation Fountain started from its
 // answer, and records it as the box's before any of the answer reaches the

@@ -2,6 +2,7 @@ package fountain_test
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -317,6 +318,75 @@ func TestFountain_ListingHoldsOnlyTheBoxsOwn(t *testing.T) {
 		w, _ := json.Marshal(want)
 		if string(g) != string(w) {
 			t.Errorf("GET %s = %s, want %s", tt.path, g, w)
+		}
+	}
+}
+
+// TestFountain_EscapedKeyIsRemoved: a Fountain endpoint that echoes the
+// request's Authorization escaped, as a JSON encoder that writes every
+// byte as \u00XX or a URL encoder that escapes "_" would, in its headers
+// and body, hands the box no key in any of those forms: Fountain's
+// answers are searched as egress's are for a secret's value.
+func TestFountain_EscapedKeyIsRemoved(t *testing.T) {
+	jsonAll := func(s string) string {
+		var b strings.Builder
+		for i := 0; i < len(s); i++ {
+			fmt.Fprintf(&b, `\u%04x`, s[i])
+		}
+		return b.String()
+	}
+	percent := func(s string) string { return strings.ReplaceAll(url.QueryEscape(s), "_", "%5F") }
+	br := newBroker(t, brokertest.Options{FountainHandler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth := r.Header.Get("Authorization")
+		w.Header().Set("X-Echo", percent(auth))
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"authorization":"`+jsonAll(auth)+`","link":"/x?k=`+percent(auth)+`"}`)
+	})})
+	tok := br.AddBox("alpha")
+	br.Report(tok, brokertest.Entry("fountain", every...))
+	assign(t, br, "alpha", store.ResourceConversation, "c-alpha")
+	resp := br.Do("GET", "/fountain/api/conversations/c-alpha", tok, nil, nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %.200s", resp.StatusCode, resp.Body)
+	}
+	seen := fmt.Sprint(resp.Header) + "\n" + string(resp.Body)
+	for name, form := range map[string]string{"JSON \\u": jsonAll(key), "percent-escaped": percent(key)} {
+		if strings.Contains(seen, form) {
+			t.Errorf("the answer carries the operator's key %s: %s", name, seen)
+		}
+	}
+	if strings.Count(seen, "[fountain key removed]") != 3 {
+		t.Errorf("the answer holds the key's marker %d times, want 3 (a header, two in the body): %s", strings.Count(seen, "[fountain key removed]"), seen)
+	}
+}
+
+// TestFountain_EncodedAnswerIsRefused: a Fountain endpoint answers gzip
+// (the broker asked for no encoding) under a first Content-Encoding
+// header of identity, or an empty one, so that a broker reading the first
+// header alone would pass the body, key and all, to the box unread. Every
+// answer whose Content-Encoding is not one identity is a 502 saying why.
+func TestFountain_EncodedAnswerIsRefused(t *testing.T) {
+	br := newBroker(t, brokertest.Options{FountainHandler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Content-Encoding"] = r.URL.Query()["enc"]
+		var b bytes.Buffer
+		zw := gzip.NewWriter(&b)
+		_, _ = io.WriteString(zw, `{"echo":"`+r.Header.Get("Authorization")+`"}`)
+		_ = zw.Close()
+		_, _ = w.Write(b.Bytes())
+	})})
+	tok := br.AddBox("alpha")
+	br.Report(tok, brokertest.Entry("fountain", every...))
+	assign(t, br, "alpha", store.ResourceConversation, "c-alpha")
+	for _, tt := range []struct{ query, says string }{
+		{"enc=identity&enc=gzip", `2 Content-Encoding headers`},
+		{"enc=&enc=gzip", `2 Content-Encoding headers`},
+		{"enc=identity,+gzip", "content encoding (gzip)"},
+		{"enc=gzip", "content encoding (gzip)"},
+	} {
+		resp := br.Do("GET", "/fountain/api/conversations/c-alpha?"+tt.query, tok, nil, nil)
+		_, msg := brokertest.Refusal(resp.Body)
+		if resp.StatusCode != http.StatusBadGateway || !strings.Contains(msg, tt.says) {
+			t.Errorf("Content-Encoding %s: answer %d %q, want 502 saying %q", tt.query, resp.StatusCode, resp.Body, tt.says)
 		}
 	}
 }

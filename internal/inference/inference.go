@@ -207,10 +207,6 @@ func (c *Capability) rewrite(pr *httputil.ProxyRequest) {
 	proxy.Target(pr.Out, upstream, p, q)
 }
 
-// errEncoded is an answer in a content encoding, which the broker cannot
-// scan for the credential.
-var errEncoded = errors.New("inference: the upstream answered in a content encoding the broker did not ask for")
-
 // modifyResponse keeps the credential out of the answer: a header that
 // repeats it is dropped, and in the body and the trailers it is masked
 // with as many asterisks, so that the answer's length, and its
@@ -224,8 +220,10 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 	// The payer header was set on the answer before the call was
 	// forwarded; one the upstream sent is not the broker's to pass on.
 	delete(resp.Header, protocol.HeaderPayer)
-	if enc := resp.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
-		return errEncoded
+	// Asked for none: an encoded answer, or one whose header is not one
+	// identity, cannot be scanned for the credential.
+	if err := proxy.Unencoded(resp.Header); err != nil {
+		return err
 	}
 	if resp.Body == nil || resp.Body == http.NoBody {
 		return nil

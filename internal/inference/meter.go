@@ -12,9 +12,10 @@ import (
 	"github.com/intentius/boxbroker/internal/protocol"
 )
 
-// MaxRead is the largest Messages body whose model and max_tokens are
-// read to bound its cost. A larger body is bounded by its length and the
-// meter's own max_tokens bound.
+// MaxRead is how much of a Messages body the meter reads by its own
+// limit: a box with no budget has at most this much kept as its body
+// passes. For a payer held to a budget the meter reads the body whole,
+// up to its own MaxBody, so that no tool or source goes unseen.
 const MaxRead = 1 << 20
 
 // MeterBody reports that POST /llm/anthropic/v1/messages is metered, its
@@ -35,10 +36,12 @@ func (c *Capability) MeterBody(r *http.Request) (int64, bool) {
 // bound and every such member's value: never under what encoding/json
 // would have read.
 //
-// The call is Unbounded when its input is not all in the body: a content
-// block's source (in "messages" or "system", in a tool_result's content,
-// or in a document's content source) whose type is not "base64" or
-// "text" (a "url" or "file" source, which the API fetches), a server tool
+// The call is Unbounded when its input is not bounded by the body's
+// bytes: a content block's source (in "messages" or "system", in a
+// tool_result's content, or in a document's content source) whose type
+// is not "text" (a "url" or "file" source, which the API fetches, or a
+// "base64" image or PDF, which it counts by pixels and pages: a few
+// hundred bytes of PNG can be a megapixel), a server tool
 // in "tools" (any tool whose "type" is set and is not "custom" or one of
 // the client tools bash_, text_editor_, computer_, memory_), or an
 // "mcp_servers" member that is not null or empty. Each server tool's
@@ -210,8 +213,9 @@ func messagesFetch(v gjson.Result, esc bool) bool {
 }
 
 // blocksFetch reports whether v, a content value (a string or an array of
-// content blocks), holds a block whose source the API fetches: a source
-// whose type is not "base64" or "text", in the blocks or in the content of
+// content blocks), holds a block whose source the API fetches or counts
+// otherwise than by its bytes: a source whose type is not "text", in the
+// blocks or in the content of
 // any of them (a tool_result's, a search result's) or of their sources (a
 // document's "content" source), depth levels down.
 func blocksFetch(v gjson.Result, depth int, esc bool) bool {
@@ -240,9 +244,10 @@ func blocksFetch(v gjson.Result, depth int, esc bool) bool {
 }
 
 // sourceFetched reports whether v, a content block's source, is fetched
-// by the API: any of its "type" members (a decoder may take the first of
-// duplicates or the last) is not "base64" or "text", or it has none, or
-// one is "content" and its content holds a block that is.
+// by the API, or counted otherwise than by its bytes (base64 images and
+// PDFs): any of its "type" members (a decoder may take the first of
+// duplicates or the last) is not "text", or it has none, or one is
+// "content" and its content holds a block that is.
 func sourceFetched(v gjson.Result, depth int, esc bool) bool {
 	if !v.IsObject() {
 		return false // the API refuses it
@@ -260,7 +265,7 @@ func sourceFetched(v gjson.Result, depth int, esc bool) bool {
 				jsonfield.String(x, &typ)
 			}
 			switch typ {
-			case "base64", "text":
+			case "text":
 			case "content":
 				nested = true
 			default:

@@ -234,7 +234,8 @@ func TestEstimate_Unbounded(t *testing.T) {
 	}{
 		{"text", msg(`"Say hello."`), false, 0, 0, false},
 		{"text blocks", msg(`[{"type":"text","text":"\"source\":{\"type\":\"url\"}"}]`), false, 0, 0, false},
-		{"base64 image", msg(`[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}}]`), false, 0, 0, false},
+		{"base64 image", msg(`[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}}]`), true, 1, 0, false},
+		{"base64 PDF", msg(`[{"type":"document","source":{"type":"base64","media_type":"application/pdf","data":"JVBERi0="}}]`), true, 1, 0, false},
 		{"text document", msg(`[{"type":"document","source":{"type":"text","media_type":"text/plain","data":"hi"}}]`), false, 0, 0, false},
 		{"image by URL", msg(`[{"type":"image","source":{"type":"url","url":"https://example.com/a.png"}}]`), true, 1, 0, false},
 		{"document by URL", msg(`[{"type":"text","text":"read"},{"type":"document","source":{"url":"https://example.com/a.pdf","type":"url"}}]`), true, 1, 0, false},
@@ -341,7 +342,7 @@ func unboundedJSON(body []byte) capability.Estimate {
 				typ, isStr := s["type"].(string)
 				switch {
 				case !isObj:
-				case isStr && (typ == "base64" || typ == "text"):
+				case isStr && typ == "text":
 				case isStr && typ == "content":
 					if fetches(s["content"]) {
 						return true

@@ -170,8 +170,13 @@ func ErrorHandler(log *slog.Logger, what string) func(http.ResponseWriter, *http
 // Classify maps an upstream transport error to a status, refusal type and
 // a message that is safe to show.
 func Classify(err error, what string) (int, string, string) {
-	var ne net.Error
+	var (
+		ne net.Error
+		ee *EncodingError
+	)
 	switch {
+	case errors.As(err, &ee):
+		return http.StatusBadGateway, protocol.TypeAPI, "The " + what + " answered " + ee.Why + ", which the broker cannot read to keep its credentials out, so the answer was withheld."
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):
 		return http.StatusGatewayTimeout, protocol.TypeTimeout, "The " + what + " did not answer in time."
 	case errors.Is(err, syscall.ECONNREFUSED):

@@ -301,6 +301,12 @@ func TestUpstreamFaults_EveryForwardingCapability(t *testing.T) {
 			full := goodBody(f.method, f.upstream, f.body)
 			status := want(fault, f)
 			switch {
+			case fault == faultResetsMid && f.name == "fountain" && r.status == 0 && r.err != nil:
+				// Fountain's short answer is cut within the last bytes the
+				// key's scan holds back (six times the key's length, for its
+				// escaped forms), which a broken stream drops: nothing of it
+				// was passed on, and the box sees the connection end with
+				// no answer, which it cannot take for a whole one.
 			case r.status != status:
 				t.Errorf("%s with an upstream that %s = %d %v %.200s, want %d", f.name, fault, r.status, r.err, r.body, status)
 			case status != 200:

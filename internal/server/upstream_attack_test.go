@@ -3,6 +3,7 @@ package server_test
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -424,6 +425,43 @@ func TestInference_EchoedCredentialIsMasked(t *testing.T) {
 			}
 			if cl := resp.Header.Get("Content-Length"); !stream && cl != strconv.Itoa(len(resp.Body)) {
 				t.Errorf("Content-Length %q for a body of %d bytes", cl, len(resp.Body))
+			}
+		})
+	}
+}
+
+// TestInference_EncodedAnswerIsRefused: an upstream answers gzip (the
+// broker asked for no encoding), its body repeating the credential, under
+// a first Content-Encoding header of identity or an empty one, so that a
+// broker judging the first header alone passes the body to the box
+// unread. Every answer whose Content-Encoding is not one identity is a
+// 502 that says why.
+func TestInference_EncodedAnswerIsRefused(t *testing.T) {
+	for _, tt := range []struct{ name, header, says string }{
+		{"identity then gzip", "Content-Encoding: identity\r\nContent-Encoding: gzip\r\n", "2 Content-Encoding headers"},
+		{"empty then gzip", "Content-Encoding: \r\nContent-Encoding: gzip\r\n", "2 Content-Encoding headers"},
+		{"stacked", "Content-Encoding: gzip, br\r\n", "stacked content encodings (gzip, br)"},
+		{"gzip", "Content-Encoding: gzip\r\n", "content encoding (gzip)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			up := rawUpstream(t, func(c net.Conn) {
+				req, err := http.ReadRequest(bufio.NewReader(c))
+				if err != nil {
+					return
+				}
+				_, _ = io.Copy(io.Discard, req.Body)
+				var body bytes.Buffer
+				zw := gzip.NewWriter(&body)
+				_, _ = io.WriteString(zw, `{"error":{"message":"key `+req.Header.Get("X-Api-Key")+` echoed"}}`)
+				_ = zw.Close()
+				fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n%sContent-Length: %d\r\n\r\n", tt.header, body.Len())
+				_, _ = c.Write(body.Bytes())
+			})
+			b, token, _ := attackBroker(t, up)
+			resp := b.Do("POST", "/llm/anthropic/v1/messages", token, []byte(`{"model":"claude-sonnet-4-5","max_tokens":8,"messages":[]}`), nil)
+			_, msg := brokertest.Refusal(resp.Body)
+			if resp.StatusCode != http.StatusBadGateway || !strings.Contains(msg, tt.says) {
+				t.Errorf("answer %d %q, want 502 saying %q", resp.StatusCode, resp.Body, tt.says)
 			}
 		})
 	}

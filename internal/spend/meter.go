@@ -209,8 +209,8 @@ type Estimate struct {
 	Calls  int64
 	Input  int64
 	Output int64
-	// Unbounded is true when the API fetches or makes input of its own
-	// (see capability.Estimate), so that Input does not bound it: each
+	// Unbounded is true when the API fetches, makes or counts input of
+	// its own (see capability.Estimate), so that Input does not bound it: each
 	// call's input is bounded by the model's context window (Context1M:
 	// the 1M window), in each of Rounds samplings (0: one).
 	Unbounded bool
@@ -354,19 +354,29 @@ type estimated struct {
 // what the capability reads is not read, and bounded by its length. A
 // request the capability meters unread (a Messages call) from a box with
 // no budget is not read either: nothing is reserved for it, and its body
-// is read as it is forwarded. Any other body is read whole before it is
-// forwarded, then forwarded unchanged.
+// is read as it is forwarded. From a box that may have a budget, its body
+// is read whole up to MaxBody, past the capability's own limit: an unread
+// body's server tools and sources would go unseen, and the API could
+// sample the model within it more often than any bound reserved for it.
+// Any other body is read whole before it is forwarded, then forwarded
+// unchanged.
 func (c *metered) estimate(r *http.Request, box string) (estimated, error) {
 	limit, ok := c.cap.MeterBody(r)
 	if !ok {
 		return estimated{}, nil
 	}
 	unread := c.cap.Estimate(r, nil)
+	if unread.Calls > 0 {
+		if !c.m.budgeted(r.Context(), box) {
+			if r.ContentLength > limit {
+				return c.m.estimated(unread, r.ContentLength, nil), nil
+			}
+			return estimated{ok: true, later: true, limit: limit}, nil
+		}
+		limit = max(limit, c.m.cfg.MaxBody)
+	}
 	if n := r.ContentLength; n > limit {
 		return c.m.estimated(unread, n, nil), nil
-	}
-	if unread.Calls > 0 && !c.m.budgeted(r.Context(), box) {
-		return estimated{ok: true, later: true, limit: limit}, nil
 	}
 	body, whole, rest, err := peek(r, limit)
 	if err != nil {

@@ -588,16 +588,18 @@ func TestSpend_NotMetered(t *testing.T) {
 	}
 }
 
-// TestSpend_LargeBodyBoundedByLength: a body over MaxRead is forwarded
-// unread, whole, and bounded by its length (or a context window, if
-// larger) and the configured max_tokens.
-func TestSpend_LargeBodyBoundedByLength(t *testing.T) {
+// TestSpend_LargeBodyReadWholeForABudget: a body over MaxRead from a box
+// held to a budget is read whole, not left unread, bounded by what it
+// holds (its length and its own max_tokens, with no source the API
+// fetches), and forwarded whole.
+func TestSpend_LargeBodyReadWholeForABudget(t *testing.T) {
 	b, token := newBroker(t, brokertest.Options{Config: func(c *server.Config) { c.ReserveMaxTokens = 1000 }})
 	pad := strings.Repeat("x", inference.MaxRead)
 	body, _ := json.Marshal(map[string]any{"model": "claude-haiku-4-5", "max_tokens": 5, "messages": []map[string]any{{"role": "user", "content": pad}}})
-	// Unread, it may name sources the API fetches: its input is bounded by
-	// the larger of its length and a context window.
-	want := b.Server.Meter.Bound(spend.Estimate{Calls: 1, Input: int64(len(body))/spend.BytesPerToken + 1 + spend.OverheadTokens, Output: 1000, Unbounded: true})
+	want := b.Server.Meter.Bound(estimateMessages(body, int64(len(body)), 1000))
+	if unread := b.Server.Meter.Bound(spend.Estimate{Calls: 1, Input: int64(len(body))/spend.BytesPerToken + 1 + spend.OverheadTokens, Output: 1000, Unbounded: true}); want >= unread {
+		t.Fatalf("the test is wrong: the bound read from the body, %d, must be under the unread body's, %d", want, unread)
+	}
 	// A budget just under the bound: refused, though max_tokens is 5.
 	if err := b.Server.Store.SetBudget(context.Background(), store.Budget{Box: "salad", Limit: want - 1, UpdatedAt: time.Now()}); err != nil {
 		t.Fatal(err)

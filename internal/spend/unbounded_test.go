@@ -1,6 +1,7 @@
 package spend_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/inference"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
@@ -262,5 +264,101 @@ func TestBudget_Context1MReservesTheMillion(t *testing.T) {
 	}
 	if resp := post(b, token, body); resp.StatusCode != 200 {
 		t.Errorf("200K window, same budget = %d %s, want 200", resp.StatusCode, resp.Body)
+	}
+}
+
+// TestBudget_LargeBodyIsReadForItsTools is the attack on a broker that
+// does not read a Messages body over inference.MaxRead (1 MiB): a box
+// held to a budget pads its body past that, with a web search tool that
+// sets no max_uses, so the tool goes unseen, one sampling is reserved,
+// and the API may sample the model and search as often as it likes. The
+// body is read whole for a budgeted payer, sent with its length or
+// chunked, and the call is refused as one that names the tool in a small
+// body is; a box with no budget is forwarded as before.
+func TestBudget_LargeBodyIsReadForItsTools(t *testing.T) {
+	const model = "claude-haiku-4-5"
+	pad := strings.Repeat("x", inference.MaxRead)
+	body := []byte(fmt.Sprintf(`{"model":%q,"max_tokens":5,"messages":[{"role":"user","content":%q}],"tools":[{"type":"web_search_20250305","name":"web_search"}]}`, model, pad))
+	send := func(b *brokertest.Broker, token string, chunked bool) (int, string) {
+		t.Helper()
+		var rd io.Reader = bytes.NewReader(body)
+		if chunked {
+			rd = io.MultiReader(rd) // no length: sent chunked
+		}
+		req, err := http.NewRequest("POST", b.URL+"/llm/anthropic/v1/messages", rd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("x-api-key", token)
+		resp, err := b.Client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		got, _ := io.ReadAll(resp.Body)
+		_, msg := brokertest.Refusal(got)
+		return resp.StatusCode, msg
+	}
+	for _, chunked := range []bool{false, true} {
+		t.Run(fmt.Sprintf("chunked %v", chunked), func(t *testing.T) {
+			var calls atomic.Int64
+			b, token := newBroker(t, brokertest.Options{Anthropic: usageStandIn(&calls, 100, 1)})
+			setBudget(t, b.Server.Store, 1_000_000_000) // $1000: covers a full context many times over
+			if status, msg := send(b, token, chunked); status != 403 || !strings.Contains(msg, "max_uses") || !strings.Contains(msg, "web_search_20250305") {
+				t.Errorf("a body over 1 MiB with a web search and no max_uses = %d %q, want 403 naming the tool and max_uses", status, msg)
+			}
+			if n := calls.Load(); n != 0 {
+				t.Errorf("upstream received %d calls, want none", n)
+			}
+		})
+	}
+	t.Run("no budget", func(t *testing.T) {
+		var calls atomic.Int64
+		b, token := newBroker(t, brokertest.Options{Anthropic: usageStandIn(&calls, 100, 1)})
+		if status, msg := send(b, token, false); status != 200 || calls.Load() != 1 {
+			t.Errorf("no budget = %d %q (%d upstream calls), want 200 forwarded", status, msg, calls.Load())
+		}
+	})
+}
+
+// TestBudget_Base64ImagesReserveFullContext: the API counts an image by
+// its pixels, not its bytes, so a PNG of a few hundred bytes (one colour,
+// 1568 by 735 pixels) is some 1,500 tokens, and 100 of them some 150,000,
+// in a body whose bytes bound a tenth of that. A budget of $0.05 admitted
+// such a call and was charged past it; a base64 image or PDF now makes
+// the call reserve a full context, as a URL source does.
+func TestBudget_Base64ImagesReserveFullContext(t *testing.T) {
+	var calls atomic.Int64
+	// The API counted 100 images of some 1,500 tokens each.
+	b, token := newBroker(t, brokertest.Options{Anthropic: usageStandIn(&calls, 150_000, 0)})
+	png := strings.Repeat("A", 400) // the bytes of a small, flat PNG, base64
+	var blocks []map[string]any
+	for range 100 {
+		blocks = append(blocks, map[string]any{"type": "image", "source": map[string]any{"type": "base64", "media_type": "image/png", "data": png}})
+	}
+	body, _ := json.Marshal(map[string]any{"model": "claude-haiku-4-5", "max_tokens": 1000,
+		"messages": []map[string]any{{"role": "user", "content": blocks}}})
+	small := b.Server.Meter.Bound(spend.Estimate{Model: "claude-haiku-4-5", Calls: 1, Input: int64(len(body))/spend.BytesPerToken + 1 + spend.OverheadTokens, Output: 1000})
+	full := b.Server.Meter.Bound(spend.Estimate{Model: "claude-haiku-4-5", Calls: 1, Input: context200K, Output: 1000})
+	price, _ := b.Server.Meter.Prices().Lookup("claude-haiku-4-5")
+	cost := price.Cost(spend.Tokens{Input: 150_000, Output: 1000})
+	if cost <= 50_000 || small >= 50_000 {
+		t.Fatalf("the test is wrong: cost %d and the body's bound %d must straddle $0.05", cost, small)
+	}
+	setBudget(t, b.Server.Store, 50_000) // $0.05
+	resp := post(b, token, body)
+	if typ, msg := brokertest.Refusal(resp.Body); resp.StatusCode != 403 || !strings.Contains(msg, "could cost up to "+spend.FormatUSD(full)) {
+		t.Fatalf("100 base64 images, $0.05 budget = %d %s %q, want 403 saying it could cost up to %s", resp.StatusCode, typ, msg, spend.FormatUSD(full))
+	}
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("upstream received %d calls, want none", n)
+	}
+	setBudget(t, b.Server.Store, full)
+	if resp := post(b, token, body); resp.StatusCode != 200 {
+		t.Fatalf("100 base64 images, budget of a full context = %d %s, want 200", resp.StatusCode, resp.Body)
+	}
+	if spent := boxSpent(settled(t, b.Server.Store, "salad", spend.Month(time.Now()))); spent != cost || spent > full {
+		t.Errorf("spent = %d, want the call's cost %d, within the budget %d", spent, cost, full)
 	}
 }
