@@ -64,7 +64,7 @@ func commands() map[string]command {
 		"serve":      {"run the broker", runServe},
 		"box":        {"manage boxes: add, list, remove, rotate, payer, consent, assign, unassign, resources, pause, resume", runBox},
 		"feedback":   {"print kept feedback: list, export", runFeedback},
-		"credential": {"manage credentials: set, list, remove", runCredential},
+		"credential": {"manage credentials: set, add, list, remove", runCredential},
 		"secret":     {"manage a box's egress secrets: set, list, remove", runSecret},
 		"report":     {"post a box's declaration report (the steward's side)", runReport},
 		"visitor":    {"manage visitors' credentials: set, list, remove", runVisitor},
@@ -176,7 +176,7 @@ func parse(fs *flag.FlagSet, args []string) error {
 }
 
 // openStore opens the store cfg names, for a management command that may
-// create it (box add, credential set, visitor set, admin token).
+// create it (box add, credential set and add, visitor set, admin token).
 func openStore(ctx context.Context, cfg *server.Config) (store.Store, error) {
 	cfg.Defaults()
 	if err := cfg.Validate(); err != nil {

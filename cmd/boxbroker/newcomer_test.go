@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -33,6 +34,14 @@ func TestServe_MalformedEnvValueRefused(t *testing.T) {
 		{"feedback neither keep nor off", "BOXBROKER_FEEDBACK", "maybe", `BOXBROKER_FEEDBACK="maybe" is not keep or off`},
 		{"log level misspelt", "BOXBROKER_LOG_LEVEL", "warning", `BOXBROKER_LOG_LEVEL="warning" is not debug, info, warn or error`},
 		{"admin address without a port", "BOXBROKER_ADMIN_LISTEN", "localhost", `BOXBROKER_ADMIN_LISTEN="localhost" is not a host:port`},
+		// Values that parse but that serve would not take as given.
+		{"rate that is not a number", "BOXBROKER_BOX_RATE", "NaN", `BOXBROKER_BOX_RATE="NaN" is not a number of 0 or more`},
+		{"rate without end", "BOXBROKER_BOX_RATE", "Inf", `BOXBROKER_BOX_RATE="Inf" is not a number of 0 or more`},
+		{"negative grace", "BOXBROKER_SHUTDOWN_GRACE", "-1s", `BOXBROKER_SHUTDOWN_GRACE="-1s" is not a duration above 0`},
+		{"retention of 0, which was 30 days", "BOXBROKER_AUDIT_RETENTION", "0s", `BOXBROKER_AUDIT_RETENTION="0s" is not a duration above 0`},
+		{"body bound of 0, which was 64 MiB", "BOXBROKER_MAX_BODY", "0", `BOXBROKER_MAX_BODY="0" is not a whole number above 0`},
+		{"concurrency below -1", "BOXBROKER_BOX_CONCURRENT", "-7", `BOXBROKER_BOX_CONCURRENT="-7" is not a whole number above 0, or -1 for no bound`},
+		{"negative burst", "BOXBROKER_BOX_BURST", "-2", `BOXBROKER_BOX_BURST="-2" is not a whole number of 0 or more`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,6 +63,20 @@ func TestServe_MalformedEnvValueRefused(t *testing.T) {
 	_, errs, code := runIn(t, map[string]string{"BOXBROKER_DATA": t.TempDir()}, "", "serve", "--listen", "127.0.0.1:0", "--admin-listen", "off", "--box-rate", "5/s")
 	if code != 2 || !strings.Contains(errs, `"5/s"`) || !strings.Contains(errs, "box-rate") {
 		t.Errorf("serve --box-rate 5/s = %d %q, want a usage error naming the flag and value", code, errs)
+	}
+	// So is a flag's value that parses but is out of range.
+	_, errs, code = runIn(t, map[string]string{"BOXBROKER_DATA": t.TempDir()}, "", "serve", "--listen", "127.0.0.1:0", "--admin-listen", "off", "--box-rate", "Inf", "--decide-timeout", "-5s")
+	if code != 1 || !strings.Contains(errs, "--box-rate +Inf is not a number of 0 or more") || !strings.Contains(errs, "--decide-timeout -5s is not a duration above 0") {
+		t.Errorf("serve --box-rate Inf --decide-timeout -5s = %d %q, want a refusal naming both flags and values", code, errs)
+	}
+	// The values the usage documents are taken: -1 (no bound, never
+	// retry) and a burst of 0 (the rate).
+	ctx, cancel := context.WithCancel(context.Background())
+	env := map[string]string{"BOXBROKER_BOX_CONCURRENT": "-1", "BOXBROKER_POOL_RETRY_BODY": "-1", "BOXBROKER_BOX_BURST": "0", "BOXBROKER_BOX_RATE": "0"}
+	s := startServe(t, ctx, t.TempDir(), env, "--listen", "127.0.0.1:0", "--admin-listen", "off")
+	cancel()
+	if code := s.wait(t); code != 0 {
+		t.Errorf("serve with %v = %d, stderr %q; want it to start and stop", env, code, s.stderr.String())
 	}
 }
 
@@ -198,6 +221,36 @@ func TestCLI_UnknownCommandSuggests(t *testing.T) {
 
 func TestCLI_UsageTexts(t *testing.T) {
 	dir := t.TempDir()
+	// The subcommands the README's Commands table gives each command are
+	// in `boxbroker help` and in the command's own bare usage.
+	_, help, _ := run(t, dir, "", "help")
+	readme := map[string][]string{
+		"box":        {"add", "list", "rotate", "remove", "consent", "assign", "unassign", "resources", "payer", "pause", "resume"},
+		"credential": {"set", "add", "list", "remove"},
+		"secret":     {"set", "list", "remove"},
+		"visitor":    {"set", "list", "remove"},
+		"grant":      {"issue", "list", "revoke"},
+		"budget":     {"set", "list", "remove"},
+		"feedback":   {"list", "export"},
+		"admin":      {"token", "tokens", "revoke"},
+	}
+	for cmd, subs := range readme {
+		var line string
+		for _, l := range strings.Split(help, "\n") {
+			if f := strings.Fields(l); len(f) > 0 && f[0] == cmd {
+				line = l
+			}
+		}
+		_, bare, _ := run(t, dir, "", cmd)
+		for _, sub := range subs {
+			if !regexp.MustCompile(`\b` + sub + `\b`).MatchString(strings.TrimPrefix(strings.TrimSpace(line), cmd)) {
+				t.Errorf("boxbroker help's %s line = %q, want %s in it", cmd, line, sub)
+			}
+			if !strings.Contains(bare, sub) {
+				t.Errorf("boxbroker %s = %q, want %s in it", cmd, bare, sub)
+			}
+		}
+	}
 	if _, errs, _ := run(t, dir, "", "box"); !strings.Contains(errs, "pause") || !strings.Contains(errs, "resume") {
 		t.Errorf("bare box usage = %q, want pause and resume in it", errs)
 	}

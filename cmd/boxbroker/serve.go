@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"slices"
@@ -62,6 +63,9 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	env.hostPort("BOXBROKER_ADMIN_LISTEN", true)
 	env.hostPort("BOXBROKER_PROXY_LISTEN", false)
 	if err := env.err(set); err != nil {
+		return err
+	}
+	if err := checkBounds(fs, set, c.getenv); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -252,4 +256,62 @@ func (e *envReader) err(given map[string]bool) error {
 	}
 	sort.Strings(p)
 	return fmt.Errorf("configuration: %s; serve does not start with a malformed value", strings.Join(p, "; "))
+}
+
+// checkBounds refuses a numeric setting that parses but that serve would
+// not take as given: a negative bound, a rate that is NaN or infinite, or
+// a 0 that the broker would quietly replace with its default. Each is
+// named as it was given, the flag or else its BOXBROKER_* variable, with
+// its value and what it expects.
+func checkBounds(fs *flag.FlagSet, given map[string]bool, getenv func(string) string) error {
+	// noBound is what -1 means for the whole numbers that take it.
+	noBound := map[string]string{"box-concurrent": "-1 for no bound", "pool-retry-body": "-1 to never retry"}
+	var p []string
+	fs.VisitAll(func(f *flag.Flag) {
+		g, ok := f.Value.(flag.Getter)
+		if !ok {
+			return
+		}
+		var bad bool
+		var want string
+		switch v := g.Get().(type) {
+		case time.Duration:
+			bad, want = v <= 0, "a duration above 0, such as 30s"
+		case float64:
+			bad, want = math.IsNaN(v) || math.IsInf(v, 0) || v < 0, "a number of 0 or more, such as 5 or 0.5"
+		case int, int64:
+			n := asInt64(v)
+			switch {
+			case f.Name == "box-burst":
+				bad, want = n < 0, "a whole number of 0 or more"
+			case noBound[f.Name] != "":
+				bad, want = n == 0 || n < -1, "a whole number above 0, or "+noBound[f.Name]
+			default:
+				bad, want = n <= 0, "a whole number above 0"
+			}
+		default:
+			return
+		}
+		if !bad {
+			return
+		}
+		if given[f.Name] {
+			p = append(p, fmt.Sprintf("--%s %s is not %s", f.Name, f.Value, want))
+			return
+		}
+		key := "BOXBROKER_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		p = append(p, fmt.Sprintf("%s=%q is not %s", key, getenv(key), want))
+	})
+	if len(p) == 0 {
+		return nil
+	}
+	return fmt.Errorf("configuration: %s; serve does not start with a value out of range", strings.Join(p, "; "))
+}
+
+// asInt64 is v, an int or an int64 from a flag, as an int64.
+func asInt64(v any) int64 {
+	if n, ok := v.(int); ok {
+		return int64(n)
+	}
+	return v.(int64)
 }
