@@ -303,6 +303,13 @@ func TestReport_SaysWhichMonth(t *testing.T) {
 	if code != 1 || !strings.Contains(errs, `a top-level "members" list`) || !strings.Contains(errs, `under "sample"`) {
 		t.Errorf("report of a document without a box block = %d %q, want what it expected to find", code, errs)
 	}
+	empty := filepath.Join(t.TempDir(), "empty.json")
+	if err := os.WriteFile(empty, []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, code := run(t, "", "", "report", "--dry-run", "--status", empty); code != 1 || !strings.Contains(errs, "top level is empty") {
+		t.Errorf("report of {} = %d %q, want it to say the document's top level is empty", code, errs)
+	}
 }
 
 func TestCredentialSet_WarnsOfUnlikelyValue(t *testing.T) {

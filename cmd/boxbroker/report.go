@@ -216,9 +216,13 @@ func statusFailure(err error, doc []byte) error {
 		keys = append(keys, safe(k))
 	}
 	sort.Strings(keys)
+	holds := "holds " + strings.Join(keys, ", ")
+	if len(keys) == 0 {
+		holds = "is empty"
+	}
 	hint := ""
 	if _, ok := top["sample"]; ok {
 		hint = `; the document under "sample" is one: extract it first, as in jq .sample FILE`
 	}
-	return fmt.Errorf("%w: report expects what \"chant workspace status --json\" prints, a top-level \"members\" list in which one member has a \"box\" block; this document's top level holds %s%s", err, strings.Join(keys, ", "), hint)
+	return fmt.Errorf("%w: report expects what \"chant workspace status --json\" prints, a top-level \"members\" list in which one member has a \"box\" block; this document's top level %s%s", err, holds, hint)
 }
