@@ -142,7 +142,7 @@ func (c *cli) usage(cmds map[string]command) {
 	for _, n := range names {
 		fmt.Fprintf(c.stderr, "  %-11s %s\n", n, cmds[n].summary)
 	}
-	fmt.Fprintln(c.stderr, "\nEvery command but report takes --data DIR (BOXBROKER_DATA) and --store URL (BOXBROKER_STORE);")
+	fmt.Fprintln(c.stderr, "\nEvery command but report and version takes --data DIR (BOXBROKER_DATA) and --store URL (BOXBROKER_STORE);")
 	fmt.Fprintln(c.stderr, "flags may come before or after a command's arguments; see boxbroker <command> -h.")
 }
 
