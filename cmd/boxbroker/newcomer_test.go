@@ -69,6 +69,14 @@ func TestServe_MalformedEnvValueRefused(t *testing.T) {
 	if code != 1 || !strings.Contains(errs, "--box-rate +Inf is not a number of 0 or more") || !strings.Contains(errs, "--decide-timeout -5s is not a duration above 0") {
 		t.Errorf("serve --box-rate Inf --decide-timeout -5s = %d %q, want a refusal naming both flags and values", code, errs)
 	}
+	// A certificate that cannot be loaded stops serve before it says it
+	// is listening.
+	var o, e bytes.Buffer
+	tlsEnv := map[string]string{"BOXBROKER_DATA": t.TempDir(), "BOXBROKER_TLS_CERT": filepath.Join(t.TempDir(), "missing.crt"), "BOXBROKER_TLS_KEY": filepath.Join(t.TempDir(), "missing.key")}
+	c := &cli{stdin: strings.NewReader(""), stdout: &o, stderr: &e, getenv: func(k string) string { return tlsEnv[k] }}
+	if code := c.main(context.Background(), []string{"serve", "--listen", "127.0.0.1:0", "--admin-listen", "off"}); code != 1 || o.Len() > 0 || !strings.Contains(e.String(), "BOXBROKER_TLS_CERT") || !strings.Contains(e.String(), "missing.crt") {
+		t.Errorf("serve with a missing certificate = %d, stdout %q, stderr %q; want a refusal naming the file, before any listening line", code, o.String(), e.String())
+	}
 	// The values the usage documents are taken: -1 (no bound, never
 	// retry) and a burst of 0 (the rate).
 	ctx, cancel := context.WithCancel(context.Background())
