@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -76,6 +77,17 @@ func TestServe_MalformedEnvValueRefused(t *testing.T) {
 	c := &cli{stdin: strings.NewReader(""), stdout: &o, stderr: &e, getenv: func(k string) string { return tlsEnv[k] }}
 	if code := c.main(context.Background(), []string{"serve", "--listen", "127.0.0.1:0", "--admin-listen", "off"}); code != 1 || o.Len() > 0 || !strings.Contains(e.String(), "BOXBROKER_TLS_CERT") || !strings.Contains(e.String(), "missing.crt") {
 		t.Errorf("serve with a missing certificate = %d, stdout %q, stderr %q; want a refusal naming the file, before any listening line", code, o.String(), e.String())
+	}
+	// An address another process holds is named with its flag and
+	// variable.
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	_, errs, code = runIn(t, map[string]string{"BOXBROKER_DATA": t.TempDir(), "BOXBROKER_LISTEN": held.Addr().String()}, "", "serve", "--admin-listen", "off")
+	if code != 1 || !strings.Contains(errs, "listen on "+held.Addr().String()+" (--listen, BOXBROKER_LISTEN)") {
+		t.Errorf("serve on a held address = %d %q, want a refusal naming the address, the flag and the variable", code, errs)
 	}
 	// The values the usage documents are taken: -1 (no bound, never
 	// retry) and a burst of 0 (the rate).

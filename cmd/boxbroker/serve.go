@@ -98,7 +98,7 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	defer srv.Close()
 	ln, err := net.Listen("tcp", srv.Config.Listen)
 	if err != nil {
-		return fmt.Errorf("listen: %w", err)
+		return fmt.Errorf("listen on %s (--listen, BOXBROKER_LISTEN): %w", srv.Config.Listen, err)
 	}
 	scheme := "http"
 	if cfg.TLSCert != "" {
