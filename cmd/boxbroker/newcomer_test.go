@@ -191,6 +191,11 @@ func TestCLI_FlagsAfterArguments(t *testing.T) {
 		{"", []string{"audit", "salad", "--since", "1h"}},
 		{"", []string{"admin", "tokens", "--data", dir}},
 		{"", []string{"admin", "revoke", id, "--yes"}},
+		// Flags before a command's word, too.
+		{"", []string{"box", "--data", dir, "list"}},
+		{"", []string{"secret", "--data", dir, "list", "salad"}},
+		{"", []string{"budget", "--month", "2026-01", "list", "salad"}},
+		{"", []string{"proxy", "--data", dir, "ca"}},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -273,6 +278,19 @@ func TestCLI_UsageTexts(t *testing.T) {
 	}
 	if _, errs, _ := run(t, dir, "", "box"); !strings.Contains(errs, "pause") || !strings.Contains(errs, "resume") {
 		t.Errorf("bare box usage = %q, want pause and resume in it", errs)
+	}
+	// `boxbroker <command> -h`, as the usage says, gives a command of
+	// several its words.
+	for cmd, subs := range readme {
+		_, errs, code := run(t, dir, "", cmd, "-h")
+		if code != 0 || strings.Contains(errs, "unknown") {
+			t.Errorf("boxbroker %s -h = %d %q, want its usage", cmd, code, errs)
+		}
+		for _, sub := range subs {
+			if !strings.Contains(errs, sub) {
+				t.Errorf("boxbroker %s -h = %q, want %s in it", cmd, errs, sub)
+			}
+		}
 	}
 	if _, errs, _ := run(t, dir, "", "box", "list", "-h"); strings.Contains(errs, "  -yes") || strings.Contains(errs, "  -url") {
 		t.Errorf("box list -h = %q, lists flags box list has no use for", errs)
