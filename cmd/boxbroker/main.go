@@ -82,6 +82,24 @@ func commands() map[string]command {
 	}
 }
 
+// wordFirst moves the first of args that is a word (before any "--") to
+// the front when args begin with a flag; otherwise it returns args as
+// they are.
+func wordFirst(args []string, word func(string) bool) []string {
+	if len(args) == 0 || !strings.HasPrefix(args[0], "-") {
+		return args
+	}
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		if word(a) {
+			return append(append([]string{a}, args[:i]...), args[i+1:]...)
+		}
+	}
+	return args
+}
+
 // subFirst puts the word of a command of several first when flags come
 // before it (box --data DIR list is box list --data DIR), and says
 // whether args ask only for help (box -h), which the command's own usage
@@ -91,13 +109,8 @@ func subFirst(subs, args []string) (_ []string, help bool) {
 	if len(subs) == 0 || len(args) == 0 || !strings.HasPrefix(args[0], "-") {
 		return args, false
 	}
-	for i, a := range args {
-		if a == "--" {
-			break
-		}
-		if slices.Contains(subs, a) {
-			return append(append([]string{a}, args[:i]...), args[i+1:]...), false
-		}
+	if moved := wordFirst(args, func(a string) bool { return slices.Contains(subs, a) }); slices.Contains(subs, moved[0]) {
+		return moved, false
 	}
 	for _, a := range args {
 		if a == "-h" || a == "-help" || a == "--help" {
@@ -136,6 +149,9 @@ func (c *cli) main(ctx context.Context, args []string) int {
 	if args[0] == "--version" || args[0] == "-version" {
 		args = append([]string{"version"}, args[1:]...)
 	}
+	// Flags before the command (boxbroker --data DIR box list) are taken
+	// as if they came after it.
+	args = wordFirst(args, func(a string) bool { _, ok := cmds[a]; return ok })
 	cmd, ok := cmds[args[0]]
 	if !ok {
 		names := make([]string, 0, len(cmds))

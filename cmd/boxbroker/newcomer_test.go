@@ -196,6 +196,8 @@ func TestCLI_FlagsAfterArguments(t *testing.T) {
 		{"", []string{"secret", "--data", dir, "list", "salad"}},
 		{"", []string{"budget", "--month", "2026-01", "list", "salad"}},
 		{"", []string{"proxy", "--data", dir, "ca"}},
+		{"", []string{"--data", dir, "box", "list"}},
+		{"", []string{"--data", dir, "spend", "salad"}},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
