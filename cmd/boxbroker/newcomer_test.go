@@ -43,6 +43,7 @@ func TestServe_MalformedEnvValueRefused(t *testing.T) {
 		{"body bound of 0, which was 64 MiB", "BOXBROKER_MAX_BODY", "0", `BOXBROKER_MAX_BODY="0" is not a whole number above 0`},
 		{"concurrency below -1", "BOXBROKER_BOX_CONCURRENT", "-7", `BOXBROKER_BOX_CONCURRENT="-7" is not a whole number above 0, or -1 for no bound`},
 		{"negative burst", "BOXBROKER_BOX_BURST", "-2", `BOXBROKER_BOX_BURST="-2" is not a whole number of 0 or more`},
+		{"passthrough entry with a space", "BOXBROKER_PROXY_PASSTHROUGH", "api.github.com,a b", `(BOXBROKER_PROXY_PASSTHROUGH) entries "a b" are not a host or host:port`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -89,11 +90,18 @@ func TestServe_MalformedEnvValueRefused(t *testing.T) {
 	if code != 1 || !strings.Contains(errs, "listen on "+held.Addr().String()+" (--listen, BOXBROKER_LISTEN)") {
 		t.Errorf("serve on a held address = %d %q, want a refusal naming the address, the flag and the variable", code, errs)
 	}
+	// A passthrough list with no proxy to use it is a warning.
+	ctx, cancel := context.WithCancel(context.Background())
+	s := startServe(t, ctx, t.TempDir(), map[string]string{"BOXBROKER_PROXY_PASSTHROUGH": "api.github.com"}, "--listen", "127.0.0.1:0", "--admin-listen", "off")
+	cancel()
+	if code := s.wait(t); code != 0 || !strings.Contains(s.stderr.String(), "warning: --proxy-passthrough (BOXBROKER_PROXY_PASSTHROUGH) is set but --proxy-listen") {
+		t.Errorf("serve with a passthrough list and no proxy = %d, stderr %q; want it to start and warn", code, s.stderr.String())
+	}
 	// The values the usage documents are taken: -1 (no bound, never
 	// retry) and a burst of 0 (the rate).
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel = context.WithCancel(context.Background())
 	env := map[string]string{"BOXBROKER_BOX_CONCURRENT": "-1", "BOXBROKER_POOL_RETRY_BODY": "-1", "BOXBROKER_BOX_BURST": "0", "BOXBROKER_BOX_RATE": "0"}
-	s := startServe(t, ctx, t.TempDir(), env, "--listen", "127.0.0.1:0", "--admin-listen", "off")
+	s = startServe(t, ctx, t.TempDir(), env, "--listen", "127.0.0.1:0", "--admin-listen", "off")
 	cancel()
 	if code := s.wait(t); code != 0 {
 		t.Errorf("serve with %v = %d, stderr %q; want it to start and stop", env, code, s.stderr.String())

@@ -69,13 +69,19 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	if err := checkBounds(fs, set, c.getenv); err != nil {
 		return err
 	}
+	pass, err := passthroughHosts(*proxyPass)
+	if err != nil {
+		return err
+	}
+	if len(pass) > 0 && *proxyListen == "" {
+		fmt.Fprintln(c.stderr, "warning: --proxy-passthrough (BOXBROKER_PROXY_PASSTHROUGH) is set but --proxy-listen (BOXBROKER_PROXY_LISTEN) is not: no egress proxy runs, so it does nothing")
+	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: serve takes no arguments, got %q", errUsage, fs.Args())
 	}
 	if cfg.AdminListen == "" {
 		cfg.AdminListen = "off"
 	}
-	var err error
 	if cfg.AnthropicURL, err = parseURL("anthropic-url", *anthropic); err != nil {
 		return err
 	}
@@ -133,7 +139,7 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	fmt.Fprintf(c.stdout, "data: %s\n", sc.DataDir)
 	if *proxyListen != "" {
 		pctx, stop := context.WithCancel(ctx)
-		wait, err := startProxy(pctx, c, srv, *proxyListen, *proxyPass)
+		wait, err := startProxy(pctx, c, srv, *proxyListen, pass)
 		if err != nil {
 			stop()
 			ln.Close()
