@@ -15,6 +15,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // runIn runs the CLI in-process with stdin and the given environment.
@@ -213,6 +214,51 @@ func TestCLI_FlagsAfterArguments(t *testing.T) {
 				t.Errorf("%v = %d, stdout %q, stderr %q; want 0", tt.args, code, out, errs)
 			}
 		})
+	}
+}
+
+// TestCLI_HintURLMustBeAURL: the --url the hints are printed from
+// (BOXBROKER_URL) must be an http(s) URL with a host, and a refused one
+// changes nothing: box rotate keeps the old token.
+func TestCLI_HintURLMustBeAURL(t *testing.T) {
+	dir := t.TempDir()
+	tok, errs, code := run(t, dir, "", "box", "add", "salad")
+	if code != 0 {
+		t.Fatalf("box add = %d %q", code, errs)
+	}
+	tests := []struct {
+		env  map[string]string
+		args []string
+	}{
+		{map[string]string{"BOXBROKER_URL": "localhost:8787"}, []string{"box", "rotate", "salad"}},
+		{nil, []string{"box", "add", "other", "--url", "ftp://broker.example"}},
+		{nil, []string{"secret", "set", "salad", "KEY", "--host", "https://api.example.com", "--url", "http://"}},
+	}
+	for _, tt := range tests {
+		env := map[string]string{"BOXBROKER_DATA": dir}
+		for k, v := range tt.env {
+			env[k] = v
+		}
+		if out, errs, code := runIn(t, env, "longenoughvalue\n", tt.args...); code != 2 || out != "" || !strings.Contains(errs, "--url (BOXBROKER_URL)") || !strings.Contains(errs, "is not an http(s) URL") {
+			t.Errorf("%v with %v = %d %q %q, want a refusal naming --url and BOXBROKER_URL", tt.args, tt.env, code, out, errs)
+		}
+	}
+	out, _, _ := run(t, dir, "", "box", "list")
+	if strings.Contains(out, "other") {
+		t.Errorf("box add with a bad --url added the box: %q", out)
+	}
+	if out, _, _ := run(t, dir, "", "secret", "list", "salad"); strings.Contains(out, "KEY") {
+		t.Errorf("secret set with a bad --url set the secret: %q", out)
+	}
+	cfg := server.Config{DataDir: dir}
+	cfg.Defaults()
+	st, err := server.OpenStore(context.Background(), &cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.BoxByTokenHash(context.Background(), token.Hash(strings.TrimSpace(tok))); err != nil {
+		t.Errorf("box rotate with a bad --url: the old token no longer finds the box (%v)", err)
 	}
 }
 
