@@ -44,6 +44,10 @@ func TestServe_MalformedEnvValueRefused(t *testing.T) {
 		{"body bound of 0, which was 64 MiB", "BOXBROKER_MAX_BODY", "0", `BOXBROKER_MAX_BODY="0" is not a whole number above 0`},
 		{"concurrency below -1", "BOXBROKER_BOX_CONCURRENT", "-7", `BOXBROKER_BOX_CONCURRENT="-7" is not a whole number above 0, or -1 for no bound`},
 		{"negative burst", "BOXBROKER_BOX_BURST", "-2", `BOXBROKER_BOX_BURST="-2" is not a whole number of 0 or more`},
+		{"anthropic upstream without a scheme", "BOXBROKER_ANTHROPIC_URL", "api.anthropic.com", `anthropic-url (BOXBROKER_ANTHROPIC_URL) "api.anthropic.com" must be an http(s) URL`},
+		{"broker word of two", "BOXBROKER_BROKER", "my lobby", `broker word (--broker, BOXBROKER_BROKER) "my lobby" must be one non-empty word`},
+		{"store of another kind", "BOXBROKER_STORE", "mysql://db/boxbroker", `store (BOXBROKER_STORE) must be empty`},
+		{"certificate without its key", "BOXBROKER_TLS_CERT", "/etc/boxbroker/tls.crt", `tls-cert and tls-key (BOXBROKER_TLS_CERT, BOXBROKER_TLS_KEY) go together`},
 		{"passthrough entry with a space", "BOXBROKER_PROXY_PASSTHROUGH", "api.github.com,a b", `(BOXBROKER_PROXY_PASSTHROUGH) entries "a b" are not a host or host:port`},
 	}
 	for _, tt := range tests {
