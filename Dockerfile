@@ -4,6 +4,9 @@
 #   docker build -t boxbroker .
 #   docker run -d -p 127.0.0.1:8787:8787 -v boxbroker-data:/data boxbroker
 #   docker run --rm -i -v boxbroker-data:/data boxbroker box add NAME
+#
+# Built from a clone, the binary records the commit (`boxbroker version`);
+# .dockerignore keeps .git in the context for that.
 FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./

@@ -208,6 +208,8 @@ func TestReportFromStatus(t *testing.T) {
 		{"no such member", string(doc), "soup", "no member named soup"},
 		{"a failure document", `{"contract":1,"error":{"code":"no-workspace","message":"no chant.workspace.json here"}}`, "", "no chant.workspace.json here"},
 		{"not JSON", `members:`, "", "not what"},
+		{"a list, not an object", `[]`, "", `an object with a "members" list: its top level is a JSON array`},
+		{"capabilities not a list", `{"members":[{"name":"a","box":{"capabilities":"x"}}]}`, "", `its "members.box.capabilities" is a JSON string`},
 		{"no box blocks", `{"members":[{"name":"a","box":null}]}`, "", "no member of the status document has a box block"},
 		{"a member without a box", `{"members":[{"name":"a","box":null},{"name":"b","box":{"capabilities":[]}}]}`, "a", "has no box block"},
 	}
@@ -216,6 +218,9 @@ func TestReportFromStatus(t *testing.T) {
 			_, err := client.ReportFromStatus([]byte(tt.doc), tt.box)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("ReportFromStatus(%s, %q) = %v, want an error naming %q", tt.name, tt.box, err, tt.wantErr)
+			}
+			if err != nil && strings.Contains(err.Error(), "Go ") {
+				t.Errorf("ReportFromStatus(%s, %q) = %v, names a Go type", tt.name, tt.box, err)
 			}
 		})
 	}

@@ -33,6 +33,16 @@ func ReportFromStatus(doc []byte, box string) (Report, error) {
 		} `json:"members"`
 	}
 	if err := json.Unmarshal(doc, &status); err != nil {
+		// A JSON value of the wrong kind is said in the document's words,
+		// not as the Go type it could not fill.
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			where := "its top level"
+			if te.Field != "" {
+				where = fmt.Sprintf("its %q", te.Field)
+			}
+			return Report{}, fmt.Errorf("the status document is not what `chant workspace status --json` prints, an object with a \"members\" list: %s is a JSON %s", where, te.Value)
+		}
 		return Report{}, fmt.Errorf("the status document is not what `chant workspace status --json` prints: %w", err)
 	}
 	if status.Error != nil {

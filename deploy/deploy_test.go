@@ -113,6 +113,16 @@ func TestDockerfile_Builds(t *testing.T) {
 			t.Errorf("Dockerfile has no %q", want)
 		}
 	}
+	// .git stays in the build context, so the binary records its revision.
+	ignore, err := os.ReadFile(filepath.Join("..", ".dockerignore"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(ignore), "\n") {
+		if l = strings.TrimSpace(l); l == ".git" || l == "/.git" || l == ".git/" {
+			t.Errorf(".dockerignore leaves out %s, so boxbroker version in the image names no revision", l)
+		}
+	}
 	build, run, remove, why := engine(t)
 	if build == nil {
 		t.Skipf("no container engine here, so the image is not built: %s", why)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -67,6 +68,11 @@ func runBox(ctx context.Context, c *cli, args []string) error {
 		}
 	} else if len(args) != 0 {
 		return fmt.Errorf("%w: box list takes no arguments", errUsage)
+	}
+	if sub == "add" || sub == "rotate" {
+		if err := checkHintURL(*brokerURL); err != nil {
+			return err
+		}
 	}
 	if *adminURL != "" {
 		return runBoxRemote(ctx, c, *adminURL, sub, name, *brokerURL, *yes)
@@ -161,4 +167,15 @@ func (c *cli) confirm(question string) bool {
 	}
 	answer = strings.ToLower(strings.TrimSpace(answer))
 	return answer == "y" || answer == "yes"
+}
+
+// checkHintURL refuses a --url (BOXBROKER_URL) that is no http(s) URL with
+// a host, such as localhost:8787: the hints printed from it are what the
+// operator gives a box, and they would not reach the broker.
+func checkHintURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%w: --url (BOXBROKER_URL) %q is not an http(s) URL with a host, such as http://127.0.0.1:8787: it is the broker's URL as boxes reach it, for the hints printed", errUsage, safe(s))
+	}
+	return nil
 }

@@ -8,7 +8,7 @@
 //	boxbroker serve [flags]              run the broker
 //	boxbroker version                    the module version and VCS revision
 //	boxbroker box add|list|remove|rotate  manage boxes and their tokens
-//	boxbroker credential set|list|remove  manage the operator's credentials
+//	boxbroker credential set|add|list|remove  manage the operator's credentials
 //	boxbroker secret set|list|remove      manage a box's egress secrets
 //	boxbroker box consent NAME on|off      record the box owner's consent to keep feedback
 //	boxbroker box assign|unassign NAME sandbox|vault|conversation ID
@@ -23,10 +23,10 @@
 //	boxbroker admin token|tokens|revoke   manage the admin API's tokens
 //	boxbroker audit [BOX] --since 1h      list the audit log
 //
-// Every subcommand but report (which talks to a broker over HTTP) takes
-// --data DIR (or BOXBROKER_DATA) for the data directory and --store URL
-// (or BOXBROKER_STORE) for a PostgreSQL store. Flags may come before or
-// after a subcommand's arguments.
+// Every subcommand but report (which talks to a broker over HTTP) and
+// version takes --data DIR (or BOXBROKER_DATA) for the data directory and
+// --store URL (or BOXBROKER_STORE) for a PostgreSQL store. Flags may come
+// before or after a subcommand's words and arguments.
 // box (add, list, remove, rotate, payer, pause, resume), credential,
 // visitor, grant, budget, spend and audit take --admin-url (or
 // BOXBROKER_ADMIN_URL) to act through a broker's admin API instead, with
@@ -42,6 +42,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -56,26 +57,67 @@ import (
 type command struct {
 	summary string
 	run     func(ctx context.Context, env *cli, args []string) error
+	// subs are the words a command of several takes first (box add, box
+	// list, ...), so that flags may come before them too.
+	subs []string
 }
 
 // commands is the subcommand table; each lives in its own file.
 func commands() map[string]command {
 	return map[string]command{
-		"serve":      {"run the broker", runServe},
-		"box":        {"manage boxes: add, list, remove, rotate, payer, consent, assign, unassign, resources, pause, resume", runBox},
-		"feedback":   {"print kept feedback: list, export", runFeedback},
-		"credential": {"manage credentials: set, list, remove", runCredential},
-		"secret":     {"manage a box's egress secrets: set, list, remove", runSecret},
-		"report":     {"post a box's declaration report (the steward's side)", runReport},
-		"visitor":    {"manage visitors' credentials: set, list, remove", runVisitor},
-		"grant":      {"manage grants to visitors: issue, list, revoke", runGrant},
-		"budget":     {"manage a box's monthly budgets: set, list, remove", runBudget},
-		"spend":      {"show a box's measured spend beside what it reported", runSpend},
-		"admin":      {"manage admin API tokens: token, tokens, revoke", runAdmin},
-		"audit":      {"list the audit log: audit [BOX] --since 1h", runAudit},
-		"version":    {"print the module version and VCS revision", runVersion},
-		"proxy":      {"the egress proxy: ca prints its CA certificate", runProxy},
+		"serve":      {summary: "run the broker", run: runServe},
+		"box":        {summary: "manage boxes: add, list, remove, rotate, payer, consent, assign, unassign, resources, pause, resume", run: runBox, subs: []string{"add", "list", "remove", "rotate", "payer", "consent", "assign", "unassign", "resources", "pause", "resume"}},
+		"feedback":   {summary: "print kept feedback: list, export", run: runFeedback, subs: []string{"list", "export"}},
+		"credential": {summary: "manage credentials: set, add, list, remove", run: runCredential, subs: []string{"set", "add", "list", "remove"}},
+		"secret":     {summary: "manage a box's egress secrets: set, list, remove", run: runSecret, subs: []string{"set", "list", "remove"}},
+		"report":     {summary: "post a box's declaration report (the steward's side)", run: runReport},
+		"visitor":    {summary: "manage visitors' credentials: set, list, remove", run: runVisitor, subs: []string{"set", "list", "remove"}},
+		"grant":      {summary: "manage grants to visitors: issue, list, revoke", run: runGrant, subs: []string{"issue", "list", "revoke"}},
+		"budget":     {summary: "manage a box's monthly budgets: set, list, remove", run: runBudget, subs: []string{"set", "list", "remove"}},
+		"spend":      {summary: "show a box's measured spend beside what it reported", run: runSpend},
+		"admin":      {summary: "manage admin API tokens: token, tokens, revoke", run: runAdmin, subs: []string{"token", "tokens", "revoke"}},
+		"audit":      {summary: "list the audit log: audit [BOX] --since 1h", run: runAudit},
+		"version":    {summary: "print the module version and VCS revision", run: runVersion},
+		"proxy":      {summary: "the egress proxy: ca prints its CA certificate", run: runProxy, subs: []string{"ca"}},
 	}
+}
+
+// wordFirst moves the first of args that is a word (before any "--") to
+// the front when args begin with a flag; otherwise it returns args as
+// they are.
+func wordFirst(args []string, word func(string) bool) []string {
+	if len(args) == 0 || !strings.HasPrefix(args[0], "-") {
+		return args
+	}
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		if word(a) {
+			return append(append([]string{a}, args[:i]...), args[i+1:]...)
+		}
+	}
+	return args
+}
+
+// subFirst puts the word of a command of several first when flags come
+// before it (box --data DIR list is box list --data DIR), and says
+// whether args ask only for help (box -h), which the command's own usage
+// answers. Flags with no word at all are left out, so the command gives
+// its usage.
+func subFirst(subs, args []string) (_ []string, help bool) {
+	if len(subs) == 0 || len(args) == 0 || !strings.HasPrefix(args[0], "-") {
+		return args, false
+	}
+	if moved := wordFirst(args, func(a string) bool { return slices.Contains(subs, a) }); slices.Contains(subs, moved[0]) {
+		return moved, false
+	}
+	for _, a := range args {
+		if a == "-h" || a == "-help" || a == "--help" {
+			return nil, true
+		}
+	}
+	return nil, false
 }
 
 // cli is what every subcommand shares: its streams and environment.
@@ -107,6 +149,9 @@ func (c *cli) main(ctx context.Context, args []string) int {
 	if args[0] == "--version" || args[0] == "-version" {
 		args = append([]string{"version"}, args[1:]...)
 	}
+	// Flags before the command (boxbroker --data DIR box list) are taken
+	// as if they came after it.
+	args = wordFirst(args, func(a string) bool { _, ok := cmds[a]; return ok })
 	cmd, ok := cmds[args[0]]
 	if !ok {
 		names := make([]string, 0, len(cmds))
@@ -117,7 +162,16 @@ func (c *cli) main(ctx context.Context, args []string) int {
 		fmt.Fprintln(c.stderr, "usage: boxbroker <command> [flags]; `boxbroker help` lists the commands")
 		return 2
 	}
-	err := cmd.run(ctx, c, args[1:])
+	rest, help := subFirst(cmd.subs, args[1:])
+	if help {
+		// The usage a command of several gives when called bare, as help.
+		if err := cmd.run(ctx, c, nil); err != nil {
+			fmt.Fprintf(c.stderr, "boxbroker %s: %v\n", args[0], err)
+		}
+		fmt.Fprintf(c.stderr, "each takes -h for its flags, as in boxbroker %s %s -h\n", args[0], cmd.subs[0])
+		return 0
+	}
+	err := cmd.run(ctx, c, rest)
 	switch {
 	case err == nil:
 		return 0
@@ -142,7 +196,7 @@ func (c *cli) usage(cmds map[string]command) {
 	for _, n := range names {
 		fmt.Fprintf(c.stderr, "  %-11s %s\n", n, cmds[n].summary)
 	}
-	fmt.Fprintln(c.stderr, "\nEvery command but report takes --data DIR (BOXBROKER_DATA) and --store URL (BOXBROKER_STORE);")
+	fmt.Fprintln(c.stderr, "\nEvery command but report and version takes --data DIR (BOXBROKER_DATA) and --store URL (BOXBROKER_STORE);")
 	fmt.Fprintln(c.stderr, "flags may come before or after a command's arguments; see boxbroker <command> -h.")
 }
 
@@ -176,7 +230,7 @@ func parse(fs *flag.FlagSet, args []string) error {
 }
 
 // openStore opens the store cfg names, for a management command that may
-// create it (box add, credential set, visitor set, admin token).
+// create it (box add, credential set and add, visitor set, admin token).
 func openStore(ctx context.Context, cfg *server.Config) (store.Store, error) {
 	cfg.Defaults()
 	if err := cfg.Validate(); err != nil {

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // runIn runs the CLI in-process with stdin and the given environment.
@@ -33,6 +36,19 @@ func TestServe_MalformedEnvValueRefused(t *testing.T) {
 		{"feedback neither keep nor off", "BOXBROKER_FEEDBACK", "maybe", `BOXBROKER_FEEDBACK="maybe" is not keep or off`},
 		{"log level misspelt", "BOXBROKER_LOG_LEVEL", "warning", `BOXBROKER_LOG_LEVEL="warning" is not debug, info, warn or error`},
 		{"admin address without a port", "BOXBROKER_ADMIN_LISTEN", "localhost", `BOXBROKER_ADMIN_LISTEN="localhost" is not a host:port`},
+		// Values that parse but that serve would not take as given.
+		{"rate that is not a number", "BOXBROKER_BOX_RATE", "NaN", `BOXBROKER_BOX_RATE="NaN" is not a number of 0 or more`},
+		{"rate without end", "BOXBROKER_BOX_RATE", "Inf", `BOXBROKER_BOX_RATE="Inf" is not a number of 0 or more`},
+		{"negative grace", "BOXBROKER_SHUTDOWN_GRACE", "-1s", `BOXBROKER_SHUTDOWN_GRACE="-1s" is not a duration above 0`},
+		{"retention of 0, which was 30 days", "BOXBROKER_AUDIT_RETENTION", "0s", `BOXBROKER_AUDIT_RETENTION="0s" is not a duration above 0`},
+		{"body bound of 0, which was 64 MiB", "BOXBROKER_MAX_BODY", "0", `BOXBROKER_MAX_BODY="0" is not a whole number above 0`},
+		{"concurrency below -1", "BOXBROKER_BOX_CONCURRENT", "-7", `BOXBROKER_BOX_CONCURRENT="-7" is not a whole number above 0, or -1 for no bound`},
+		{"negative burst", "BOXBROKER_BOX_BURST", "-2", `BOXBROKER_BOX_BURST="-2" is not a whole number of 0 or more`},
+		{"anthropic upstream without a scheme", "BOXBROKER_ANTHROPIC_URL", "api.anthropic.com", `anthropic-url (BOXBROKER_ANTHROPIC_URL) "api.anthropic.com" must be an http(s) URL`},
+		{"broker word of two", "BOXBROKER_BROKER", "my lobby", `broker word (--broker, BOXBROKER_BROKER) "my lobby" must be one non-empty word`},
+		{"store of another kind", "BOXBROKER_STORE", "mysql://db/boxbroker", `store (BOXBROKER_STORE) must be empty`},
+		{"certificate without its key", "BOXBROKER_TLS_CERT", "/etc/boxbroker/tls.crt", `tls-cert and tls-key (BOXBROKER_TLS_CERT, BOXBROKER_TLS_KEY) go together`},
+		{"passthrough entry with a space", "BOXBROKER_PROXY_PASSTHROUGH", "api.github.com,a b", `(BOXBROKER_PROXY_PASSTHROUGH) entries "a b" are not a host or host:port`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,6 +70,46 @@ func TestServe_MalformedEnvValueRefused(t *testing.T) {
 	_, errs, code := runIn(t, map[string]string{"BOXBROKER_DATA": t.TempDir()}, "", "serve", "--listen", "127.0.0.1:0", "--admin-listen", "off", "--box-rate", "5/s")
 	if code != 2 || !strings.Contains(errs, `"5/s"`) || !strings.Contains(errs, "box-rate") {
 		t.Errorf("serve --box-rate 5/s = %d %q, want a usage error naming the flag and value", code, errs)
+	}
+	// So is a flag's value that parses but is out of range.
+	_, errs, code = runIn(t, map[string]string{"BOXBROKER_DATA": t.TempDir()}, "", "serve", "--listen", "127.0.0.1:0", "--admin-listen", "off", "--box-rate", "Inf", "--decide-timeout", "-5s")
+	if code != 1 || !strings.Contains(errs, "--box-rate +Inf is not a number of 0 or more") || !strings.Contains(errs, "--decide-timeout -5s is not a duration above 0") {
+		t.Errorf("serve --box-rate Inf --decide-timeout -5s = %d %q, want a refusal naming both flags and values", code, errs)
+	}
+	// A certificate that cannot be loaded stops serve before it says it
+	// is listening.
+	var o, e bytes.Buffer
+	tlsEnv := map[string]string{"BOXBROKER_DATA": t.TempDir(), "BOXBROKER_TLS_CERT": filepath.Join(t.TempDir(), "missing.crt"), "BOXBROKER_TLS_KEY": filepath.Join(t.TempDir(), "missing.key")}
+	c := &cli{stdin: strings.NewReader(""), stdout: &o, stderr: &e, getenv: func(k string) string { return tlsEnv[k] }}
+	if code := c.main(context.Background(), []string{"serve", "--listen", "127.0.0.1:0", "--admin-listen", "off"}); code != 1 || o.Len() > 0 || !strings.Contains(e.String(), "BOXBROKER_TLS_CERT") || !strings.Contains(e.String(), "missing.crt") {
+		t.Errorf("serve with a missing certificate = %d, stdout %q, stderr %q; want a refusal naming the file, before any listening line", code, o.String(), e.String())
+	}
+	// An address another process holds is named with its flag and
+	// variable.
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	_, errs, code = runIn(t, map[string]string{"BOXBROKER_DATA": t.TempDir(), "BOXBROKER_LISTEN": held.Addr().String()}, "", "serve", "--admin-listen", "off")
+	if code != 1 || !strings.Contains(errs, "listen on "+held.Addr().String()+" (--listen, BOXBROKER_LISTEN)") {
+		t.Errorf("serve on a held address = %d %q, want a refusal naming the address, the flag and the variable", code, errs)
+	}
+	// A passthrough list with no proxy to use it is a warning.
+	ctx, cancel := context.WithCancel(context.Background())
+	s := startServe(t, ctx, t.TempDir(), map[string]string{"BOXBROKER_PROXY_PASSTHROUGH": "api.github.com"}, "--listen", "127.0.0.1:0", "--admin-listen", "off")
+	cancel()
+	if code := s.wait(t); code != 0 || !strings.Contains(s.stderr.String(), "warning: --proxy-passthrough (BOXBROKER_PROXY_PASSTHROUGH) is set but --proxy-listen") {
+		t.Errorf("serve with a passthrough list and no proxy = %d, stderr %q; want it to start and warn", code, s.stderr.String())
+	}
+	// The values the usage documents are taken: -1 (no bound, never
+	// retry) and a burst of 0 (the rate).
+	ctx, cancel = context.WithCancel(context.Background())
+	env := map[string]string{"BOXBROKER_BOX_CONCURRENT": "-1", "BOXBROKER_POOL_RETRY_BODY": "-1", "BOXBROKER_BOX_BURST": "0", "BOXBROKER_BOX_RATE": "0"}
+	s = startServe(t, ctx, t.TempDir(), env, "--listen", "127.0.0.1:0", "--admin-listen", "off")
+	cancel()
+	if code := s.wait(t); code != 0 {
+		t.Errorf("serve with %v = %d, stderr %q; want it to start and stop", env, code, s.stderr.String())
 	}
 }
 
@@ -148,6 +204,13 @@ func TestCLI_FlagsAfterArguments(t *testing.T) {
 		{"", []string{"audit", "salad", "--since", "1h"}},
 		{"", []string{"admin", "tokens", "--data", dir}},
 		{"", []string{"admin", "revoke", id, "--yes"}},
+		// Flags before a command's word, too.
+		{"", []string{"box", "--data", dir, "list"}},
+		{"", []string{"secret", "--data", dir, "list", "salad"}},
+		{"", []string{"budget", "--month", "2026-01", "list", "salad"}},
+		{"", []string{"proxy", "--data", dir, "ca"}},
+		{"", []string{"--data", dir, "box", "list"}},
+		{"", []string{"--data", dir, "spend", "salad"}},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -155,6 +218,51 @@ func TestCLI_FlagsAfterArguments(t *testing.T) {
 				t.Errorf("%v = %d, stdout %q, stderr %q; want 0", tt.args, code, out, errs)
 			}
 		})
+	}
+}
+
+// TestCLI_HintURLMustBeAURL: the --url the hints are printed from
+// (BOXBROKER_URL) must be an http(s) URL with a host, and a refused one
+// changes nothing: box rotate keeps the old token.
+func TestCLI_HintURLMustBeAURL(t *testing.T) {
+	dir := t.TempDir()
+	tok, errs, code := run(t, dir, "", "box", "add", "salad")
+	if code != 0 {
+		t.Fatalf("box add = %d %q", code, errs)
+	}
+	tests := []struct {
+		env  map[string]string
+		args []string
+	}{
+		{map[string]string{"BOXBROKER_URL": "localhost:8787"}, []string{"box", "rotate", "salad"}},
+		{nil, []string{"box", "add", "other", "--url", "ftp://broker.example"}},
+		{nil, []string{"secret", "set", "salad", "KEY", "--host", "https://api.example.com", "--url", "http://"}},
+	}
+	for _, tt := range tests {
+		env := map[string]string{"BOXBROKER_DATA": dir}
+		for k, v := range tt.env {
+			env[k] = v
+		}
+		if out, errs, code := runIn(t, env, "longenoughvalue\n", tt.args...); code != 2 || out != "" || !strings.Contains(errs, "--url (BOXBROKER_URL)") || !strings.Contains(errs, "is not an http(s) URL") {
+			t.Errorf("%v with %v = %d %q %q, want a refusal naming --url and BOXBROKER_URL", tt.args, tt.env, code, out, errs)
+		}
+	}
+	out, _, _ := run(t, dir, "", "box", "list")
+	if strings.Contains(out, "other") {
+		t.Errorf("box add with a bad --url added the box: %q", out)
+	}
+	if out, _, _ := run(t, dir, "", "secret", "list", "salad"); strings.Contains(out, "KEY") {
+		t.Errorf("secret set with a bad --url set the secret: %q", out)
+	}
+	cfg := server.Config{DataDir: dir}
+	cfg.Defaults()
+	st, err := server.OpenStore(context.Background(), &cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.BoxByTokenHash(context.Background(), token.Hash(strings.TrimSpace(tok))); err != nil {
+		t.Errorf("box rotate with a bad --url: the old token no longer finds the box (%v)", err)
 	}
 }
 
@@ -198,8 +306,51 @@ func TestCLI_UnknownCommandSuggests(t *testing.T) {
 
 func TestCLI_UsageTexts(t *testing.T) {
 	dir := t.TempDir()
+	// The subcommands the README's Commands table gives each command are
+	// in `boxbroker help` and in the command's own bare usage.
+	_, help, _ := run(t, dir, "", "help")
+	readme := map[string][]string{
+		"box":        {"add", "list", "rotate", "remove", "consent", "assign", "unassign", "resources", "payer", "pause", "resume"},
+		"credential": {"set", "add", "list", "remove"},
+		"secret":     {"set", "list", "remove"},
+		"visitor":    {"set", "list", "remove"},
+		"grant":      {"issue", "list", "revoke"},
+		"budget":     {"set", "list", "remove"},
+		"feedback":   {"list", "export"},
+		"admin":      {"token", "tokens", "revoke"},
+	}
+	for cmd, subs := range readme {
+		var line string
+		for _, l := range strings.Split(help, "\n") {
+			if f := strings.Fields(l); len(f) > 0 && f[0] == cmd {
+				line = l
+			}
+		}
+		_, bare, _ := run(t, dir, "", cmd)
+		for _, sub := range subs {
+			if !regexp.MustCompile(`\b` + sub + `\b`).MatchString(strings.TrimPrefix(strings.TrimSpace(line), cmd)) {
+				t.Errorf("boxbroker help's %s line = %q, want %s in it", cmd, line, sub)
+			}
+			if !strings.Contains(bare, sub) {
+				t.Errorf("boxbroker %s = %q, want %s in it", cmd, bare, sub)
+			}
+		}
+	}
 	if _, errs, _ := run(t, dir, "", "box"); !strings.Contains(errs, "pause") || !strings.Contains(errs, "resume") {
 		t.Errorf("bare box usage = %q, want pause and resume in it", errs)
+	}
+	// `boxbroker <command> -h`, as the usage says, gives a command of
+	// several its words.
+	for cmd, subs := range readme {
+		_, errs, code := run(t, dir, "", cmd, "-h")
+		if code != 0 || strings.Contains(errs, "unknown") {
+			t.Errorf("boxbroker %s -h = %d %q, want its usage", cmd, code, errs)
+		}
+		for _, sub := range subs {
+			if !strings.Contains(errs, sub) {
+				t.Errorf("boxbroker %s -h = %q, want %s in it", cmd, errs, sub)
+			}
+		}
 	}
 	if _, errs, _ := run(t, dir, "", "box", "list", "-h"); strings.Contains(errs, "  -yes") || strings.Contains(errs, "  -url") {
 		t.Errorf("box list -h = %q, lists flags box list has no use for", errs)
@@ -249,6 +400,13 @@ func TestReport_SaysWhichMonth(t *testing.T) {
 	_, errs, code = run(t, "", "", "report", "--dry-run", "--status", wrapped)
 	if code != 1 || !strings.Contains(errs, `a top-level "members" list`) || !strings.Contains(errs, `under "sample"`) {
 		t.Errorf("report of a document without a box block = %d %q, want what it expected to find", code, errs)
+	}
+	empty := filepath.Join(t.TempDir(), "empty.json")
+	if err := os.WriteFile(empty, []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, code := run(t, "", "", "report", "--dry-run", "--status", empty); code != 1 || !strings.Contains(errs, "top level is empty") {
+		t.Errorf("report of {} = %d %q, want it to say the document's top level is empty", code, errs)
 	}
 }
 

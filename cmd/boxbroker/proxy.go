@@ -43,19 +43,34 @@ func runProxy(ctx context.Context, c *cli, args []string) error {
 	return err
 }
 
+// passthroughHosts reads --proxy-passthrough, a comma-separated list of
+// hosts (host or host:port), refusing any entry that is neither, before
+// serve says it is listening.
+func passthroughHosts(list string) ([]string, error) {
+	var pass, bad []string
+	for _, h := range strings.Split(list, ",") {
+		if h = strings.TrimSpace(h); h == "" {
+			continue
+		}
+		if _, err := egressproxy.ParsePassthrough(h); err != nil {
+			bad = append(bad, fmt.Sprintf("%q", safe(h)))
+			continue
+		}
+		pass = append(pass, h)
+	}
+	if len(bad) > 0 {
+		return nil, fmt.Errorf("configuration: --proxy-passthrough (BOXBROKER_PROXY_PASSTHROUGH) entries %s are not a host or host:port, such as api.github.com or example.com:8443", strings.Join(bad, ", "))
+	}
+	return pass, nil
+}
+
 // startProxy serves the HTTPS egress proxy on listen for srv until ctx
-// ends; wait returns once it has stopped. passthrough is the
-// comma-separated list of hosts tunnelled untouched.
-func startProxy(ctx context.Context, c *cli, srv *server.Server, listen, passthrough string) (wait func() error, err error) {
+// ends; wait returns once it has stopped. pass is the list of hosts
+// tunnelled untouched, from passthroughHosts.
+func startProxy(ctx context.Context, c *cli, srv *server.Server, listen string, pass []string) (wait func() error, err error) {
 	ca, err := egressproxy.LoadCA(ctx, srv.Store, srv.Keyring, nil)
 	if err != nil {
 		return nil, err
-	}
-	var pass []string
-	for _, h := range strings.Split(passthrough, ",") {
-		if h = strings.TrimSpace(h); h != "" {
-			pass = append(pass, h)
-		}
 	}
 	p, err := egressproxy.New(egressproxy.Config{
 		Broker: srv.Broker, BrokerWord: srv.Config.Broker, Cache: srv.Cache, Secrets: srv.RequestStore(), CA: ca,

@@ -37,7 +37,7 @@ func runReport(ctx context.Context, c *cli, args []string) error {
 		fmt.Fprintln(c.stderr, "usage: boxbroker report [--status FILE] [--box NAME] [--runs FILE] [--month YYYY-MM] [--url URL] [--dry-run]")
 		fmt.Fprintln(c.stderr, "\nPosts the box's declaration report to its broker and prints what the broker kept.")
 		fmt.Fprintln(c.stderr, "The box's token comes from BOXBROKER_TOKEN, or from stdin when the status document does not; never from argv.")
-		fmt.Fprintln(c.stderr, "report is the one command that takes no --data or --store: it talks to a broker over HTTP and opens no store.")
+		fmt.Fprintln(c.stderr, "report takes no --data or --store: it talks to a broker over HTTP and opens no store.")
 		fs.PrintDefaults()
 	}
 	for _, a := range args {
@@ -216,9 +216,13 @@ func statusFailure(err error, doc []byte) error {
 		keys = append(keys, safe(k))
 	}
 	sort.Strings(keys)
+	holds := "holds " + strings.Join(keys, ", ")
+	if len(keys) == 0 {
+		holds = "is empty"
+	}
 	hint := ""
 	if _, ok := top["sample"]; ok {
 		hint = `; the document under "sample" is one: extract it first, as in jq .sample FILE`
 	}
-	return fmt.Errorf("%w: report expects what \"chant workspace status --json\" prints, a top-level \"members\" list in which one member has a \"box\" block; this document's top level holds %s%s", err, strings.Join(keys, ", "), hint)
+	return fmt.Errorf("%w: report expects what \"chant workspace status --json\" prints, a top-level \"members\" list in which one member has a \"box\" block; this document's top level %s%s", err, holds, hint)
 }

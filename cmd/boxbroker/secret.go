@@ -73,6 +73,9 @@ func runSecret(ctx context.Context, c *cli, args []string) error {
 	}
 	switch sub {
 	case "set":
+		if err := checkHintURL(*brokerURL); err != nil {
+			return err
+		}
 		return secretSet(ctx, c, &cfg, box, name, *host, *brokerURL, *word, *kind)
 	case "remove":
 		if !*yes && !c.confirm(fmt.Sprintf("Remove the secret %s of box %s?", name, box)) {

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"slices"
@@ -64,19 +66,35 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	if err := env.err(set); err != nil {
 		return err
 	}
+	if err := checkBounds(fs, set, c.getenv); err != nil {
+		return err
+	}
+	pass, err := passthroughHosts(*proxyPass)
+	if err != nil {
+		return err
+	}
+	if len(pass) > 0 && *proxyListen == "" {
+		fmt.Fprintln(c.stderr, "warning: --proxy-passthrough (BOXBROKER_PROXY_PASSTHROUGH) is set but --proxy-listen (BOXBROKER_PROXY_LISTEN) is not: no egress proxy runs, so it does nothing")
+	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: serve takes no arguments, got %q", errUsage, fs.Args())
 	}
 	if cfg.AdminListen == "" {
 		cfg.AdminListen = "off"
 	}
-	var err error
 	if cfg.AnthropicURL, err = parseURL("anthropic-url", *anthropic); err != nil {
 		return err
 	}
 	if *fountain != "" {
 		if cfg.FountainURL, err = parseURL("fountain-url", *fountain); err != nil {
 			return err
+		}
+	}
+	if cfg.TLSCert != "" && cfg.TLSKey != "" {
+		// Loaded here as well as where it serves, so a missing or bad file
+		// stops serve before it says it is listening.
+		if _, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey); err != nil {
+			return fmt.Errorf("configuration: --tls-cert %q and --tls-key %q (BOXBROKER_TLS_CERT, BOXBROKER_TLS_KEY) are not a PEM certificate and its key: %w", cfg.TLSCert, cfg.TLSKey, err)
 		}
 	}
 	srv, err := server.New(ctx, cfg, server.Options{})
@@ -86,7 +104,7 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	defer srv.Close()
 	ln, err := net.Listen("tcp", srv.Config.Listen)
 	if err != nil {
-		return fmt.Errorf("listen: %w", err)
+		return fmt.Errorf("listen on %s (--listen, BOXBROKER_LISTEN): %w", srv.Config.Listen, err)
 	}
 	scheme := "http"
 	if cfg.TLSCert != "" {
@@ -121,7 +139,7 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	fmt.Fprintf(c.stdout, "data: %s\n", sc.DataDir)
 	if *proxyListen != "" {
 		pctx, stop := context.WithCancel(ctx)
-		wait, err := startProxy(pctx, c, srv, *proxyListen, *proxyPass)
+		wait, err := startProxy(pctx, c, srv, *proxyListen, pass)
 		if err != nil {
 			stop()
 			ln.Close()
@@ -252,4 +270,62 @@ func (e *envReader) err(given map[string]bool) error {
 	}
 	sort.Strings(p)
 	return fmt.Errorf("configuration: %s; serve does not start with a malformed value", strings.Join(p, "; "))
+}
+
+// checkBounds refuses a numeric setting that parses but that serve would
+// not take as given: a negative bound, a rate that is NaN or infinite, or
+// a 0 that the broker would quietly replace with its default. Each is
+// named as it was given, the flag or else its BOXBROKER_* variable, with
+// its value and what it expects.
+func checkBounds(fs *flag.FlagSet, given map[string]bool, getenv func(string) string) error {
+	// noBound is what -1 means for the whole numbers that take it.
+	noBound := map[string]string{"box-concurrent": "-1 for no bound", "pool-retry-body": "-1 to never retry"}
+	var p []string
+	fs.VisitAll(func(f *flag.Flag) {
+		g, ok := f.Value.(flag.Getter)
+		if !ok {
+			return
+		}
+		var bad bool
+		var want string
+		switch v := g.Get().(type) {
+		case time.Duration:
+			bad, want = v <= 0, "a duration above 0, such as 30s"
+		case float64:
+			bad, want = math.IsNaN(v) || math.IsInf(v, 0) || v < 0, "a number of 0 or more, such as 5 or 0.5"
+		case int, int64:
+			n := asInt64(v)
+			switch {
+			case f.Name == "box-burst":
+				bad, want = n < 0, "a whole number of 0 or more"
+			case noBound[f.Name] != "":
+				bad, want = n == 0 || n < -1, "a whole number above 0, or "+noBound[f.Name]
+			default:
+				bad, want = n <= 0, "a whole number above 0"
+			}
+		default:
+			return
+		}
+		if !bad {
+			return
+		}
+		if given[f.Name] {
+			p = append(p, fmt.Sprintf("--%s %s is not %s", f.Name, f.Value, want))
+			return
+		}
+		key := "BOXBROKER_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		p = append(p, fmt.Sprintf("%s=%q is not %s", key, getenv(key), want))
+	})
+	if len(p) == 0 {
+		return nil
+	}
+	return fmt.Errorf("configuration: %s; serve does not start with a value out of range", strings.Join(p, "; "))
+}
+
+// asInt64 is v, an int or an int64 from a flag, as an int64.
+func asInt64(v any) int64 {
+	if n, ok := v.(int); ok {
+		return int64(n)
+	}
+	return v.(int64)
 }

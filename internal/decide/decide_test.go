@@ -795,33 +795,13 @@ func timeDecide(tb testing.TB, b *brokertest.Broker, token string, n, rounds int
 	return time.Since(start) / time.Duration(rounds)
 }
 
-// TestDecide_EightQuestionsTakeAboutOne: 8 questions against a 50 ms
-// upstream are asked at once, so they take far less than 8 questions
-// asked one after another (8 × one question, measured on the same broker
-// in the same run). The bound, half of sequential, holds on a loaded
-// machine, where sequential asking would sit near 1; the measured ratio
-// is logged.
-func TestDecide_EightQuestionsTakeAboutOne(t *testing.T) {
-	if testing.Short() {
-		t.Skip("measures latency")
-	}
-	b := brokertest.New(t, brokertest.Options{Anthropic: latency(50 * time.Millisecond)})
-	token := b.AddBox("a")
-	b.SetCredential("anthropic", apiKey)
-	b.Report(token, brokertest.Entry("inference", "decide"))
-	one := timeDecide(t, b, token, 1, 5)
-	eight := timeDecide(t, b, token, 8, 5)
-	ratio := float64(eight) / float64(8*one)
-	t.Logf("1 question: %v; 8 questions: %v; 8 questions / (8 × 1 question) = %.2f", one, eight, ratio)
-	if ratio > 0.5 {
-		t.Errorf("8 questions took %v, %.2f of asking them one after another (8 × %v); want at most 0.5: they are not asked at once", eight, ratio, one)
-	}
-}
-
 // BenchmarkDecide8Questions times a request with 8 questions against an
 // upstream with 50 ms latency, and reports it as a fraction of asking
 // them one after another (8 × a one-question request, measured first in
-// the same run).
+// the same run): about 1/8 when they are asked at once. The time is
+// measured here, never asserted in a test; TestDecide_AsksConcurrentlyWithABound
+// proves the questions are asked at once by holding them until all 8 are
+// in flight.
 func BenchmarkDecide8Questions(b *testing.B) {
 	br := brokertest.New(b, brokertest.Options{Anthropic: latency(50 * time.Millisecond)})
 	token := br.AddBox("a")

@@ -220,25 +220,25 @@ func sameAddress(a, b string) bool {
 func (c *Config) Validate() error {
 	var p []string
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
-		p = append(p, fmt.Sprintf("listen %q is not host:port", c.Listen))
+		p = append(p, fmt.Sprintf("listen (BOXBROKER_LISTEN) %q is not host:port", c.Listen))
 	}
 	if c.AdminEnabled() {
 		if _, _, err := net.SplitHostPort(c.AdminListen); err != nil {
-			p = append(p, fmt.Sprintf("admin-listen %q is not host:port (or off)", c.AdminListen))
+			p = append(p, fmt.Sprintf("admin-listen (BOXBROKER_ADMIN_LISTEN) %q is not host:port (or off)", c.AdminListen))
 		} else if sameAddress(c.Listen, c.AdminListen) {
-			p = append(p, fmt.Sprintf("admin-listen %q is the box-facing address; the admin API needs its own", c.AdminListen))
+			p = append(p, fmt.Sprintf("admin-listen (BOXBROKER_ADMIN_LISTEN) %q is the box-facing address; the admin API needs its own", c.AdminListen))
 		}
 	}
 	if c.Broker == "" || strings.ContainsAny(c.Broker, " \t\r\n") {
-		p = append(p, fmt.Sprintf("broker word %q must be one non-empty word", c.Broker))
+		p = append(p, fmt.Sprintf("broker word (--broker, BOXBROKER_BROKER) %q must be one non-empty word", c.Broker))
 	}
 	if c.Store != "" && !strings.HasPrefix(c.Store, "postgres://") && !strings.HasPrefix(c.Store, "postgresql://") {
-		p = append(p, "store must be empty (SQLite in the data directory) or a postgres:// URL")
+		p = append(p, "store (BOXBROKER_STORE) must be empty (SQLite in the data directory) or a postgres:// URL")
 	}
 	for _, u := range []struct {
 		name string
 		u    *url.URL
-	}{{"anthropic-url", c.AnthropicURL}, {"fountain-url", c.FountainURL}} {
+	}{{"anthropic-url (BOXBROKER_ANTHROPIC_URL)", c.AnthropicURL}, {"fountain-url (BOXBROKER_FOUNTAIN_URL)", c.FountainURL}} {
 		if u.u == nil {
 			continue
 		}
@@ -262,7 +262,7 @@ func (c *Config) Validate() error {
 		p = append(p, "size bounds must not be negative")
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
-		p = append(p, "tls-cert and tls-key go together")
+		p = append(p, "tls-cert and tls-key (BOXBROKER_TLS_CERT, BOXBROKER_TLS_KEY) go together: give both or neither")
 	}
 	if c.Feedback != FeedbackKeep && c.Feedback != FeedbackOff {
 		p = append(p, fmt.Sprintf("feedback %q is not keep or off", c.Feedback))
