@@ -85,30 +85,7 @@ func TestBudget_URLSourceReservesFullContext(t *testing.T) {
 	if got := b.Server.Meter.Bound(estimateMessages(body, int64(len(body)), 64000)); got != full {
 		t.Errorf("Bound of a call with a URL source = %d, want the full context's %d (the body's size gives %d)", got, full, small)
 	}
-	price, _ := b.Server.Meter.Prices().Lookup("claude-haiku-4-5")
-	cost := price.Cost(spend.Tokens{Input: 190_000, Output: 1000})
-	if cost <= 50_000 || small >= 50_000 {
-		t.Fatalf("the test is wrong: cost %d and the body's bound %d must straddle $0.05", cost, small)
-	}
-
-	setBudget(t, b.Server.Store, 50_000) // $0.05
-	resp := post(b, token, body)
-	typ, msg := brokertest.Refusal(resp.Body)
-	if resp.StatusCode != 403 || typ != protocol.TypePermission || !strings.Contains(msg, "could cost up to "+spend.FormatUSD(full)) {
-		t.Fatalf("URL source, $0.05 budget = %d %s %q, want 403 permission_error saying it could cost up to %s", resp.StatusCode, typ, msg, spend.FormatUSD(full))
-	}
-	if n := calls.Load(); n != 0 {
-		t.Fatalf("upstream received %d calls, want none", n)
-	}
-
-	setBudget(t, b.Server.Store, full)
-	if resp := post(b, token, body); resp.StatusCode != 200 {
-		t.Fatalf("URL source, budget of its full-context bound = %d %s, want 200", resp.StatusCode, resp.Body)
-	}
-	month := spend.Month(time.Now())
-	if spent := boxSpent(settled(t, b.Server.Store, "salad", month)); spent != cost || spent > full {
-		t.Errorf("spent = %d, want the call's cost %d, within the budget %d", spent, cost, full)
-	}
+	fullContextOnly(t, b, token, body, "URL source", &calls, 190_000, small, full)
 }
 
 // TestBudget_ConcurrentURLSourcesNeverOverspend fires 20 calls with URL
@@ -341,24 +318,36 @@ func TestBudget_Base64ImagesReserveFullContext(t *testing.T) {
 		"messages": []map[string]any{{"role": "user", "content": blocks}}})
 	small := b.Server.Meter.Bound(spend.Estimate{Model: "claude-haiku-4-5", Calls: 1, Input: int64(len(body))/spend.BytesPerToken + 1 + spend.OverheadTokens, Output: 1000})
 	full := b.Server.Meter.Bound(spend.Estimate{Model: "claude-haiku-4-5", Calls: 1, Input: context200K, Output: 1000})
+	fullContextOnly(t, b, token, body, "100 base64 images", &calls, 150_000, small, full)
+}
+
+// fullContextOnly holds a call whose input the body does not bound (what
+// names it) to its full-context bound full: the call costs what input
+// tokens and 1,000 output tokens of claude-haiku-4-5 cost, more than $0.05
+// and more than small, the bound its body's size alone would give. A
+// $0.05 budget refuses it, saying what it could cost, with nothing sent
+// upstream; a budget of full admits it, and what is spent is its cost.
+func fullContextOnly(t *testing.T, b *brokertest.Broker, token string, body []byte, what string, calls *atomic.Int64, input, small, full int64) {
+	t.Helper()
 	price, _ := b.Server.Meter.Prices().Lookup("claude-haiku-4-5")
-	cost := price.Cost(spend.Tokens{Input: 150_000, Output: 1000})
+	cost := price.Cost(spend.Tokens{Input: input, Output: 1000})
 	if cost <= 50_000 || small >= 50_000 {
 		t.Fatalf("the test is wrong: cost %d and the body's bound %d must straddle $0.05", cost, small)
 	}
 	setBudget(t, b.Server.Store, 50_000) // $0.05
 	resp := post(b, token, body)
-	if typ, msg := brokertest.Refusal(resp.Body); resp.StatusCode != 403 || !strings.Contains(msg, "could cost up to "+spend.FormatUSD(full)) {
-		t.Fatalf("100 base64 images, $0.05 budget = %d %s %q, want 403 saying it could cost up to %s", resp.StatusCode, typ, msg, spend.FormatUSD(full))
+	typ, msg := brokertest.Refusal(resp.Body)
+	if resp.StatusCode != 403 || typ != protocol.TypePermission || !strings.Contains(msg, "could cost up to "+spend.FormatUSD(full)) {
+		t.Fatalf("%s, $0.05 budget = %d %s %q, want 403 permission_error saying it could cost up to %s", what, resp.StatusCode, typ, msg, spend.FormatUSD(full))
 	}
 	if n := calls.Load(); n != 0 {
-		t.Fatalf("upstream received %d calls, want none", n)
+		t.Fatalf("%s: upstream received %d calls, want none", what, n)
 	}
 	setBudget(t, b.Server.Store, full)
 	if resp := post(b, token, body); resp.StatusCode != 200 {
-		t.Fatalf("100 base64 images, budget of a full context = %d %s, want 200", resp.StatusCode, resp.Body)
+		t.Fatalf("%s, budget of its full-context bound = %d %s, want 200", what, resp.StatusCode, resp.Body)
 	}
 	if spent := boxSpent(settled(t, b.Server.Store, "salad", spend.Month(time.Now()))); spent != cost || spent > full {
-		t.Errorf("spent = %d, want the call's cost %d, within the budget %d", spent, cost, full)
+		t.Errorf("%s: spent = %d, want the call's cost %d, within the budget %d", what, spent, cost, full)
 	}
 }
