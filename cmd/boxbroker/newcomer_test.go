@@ -48,6 +48,7 @@ func TestServe_MalformedEnvValueRefused(t *testing.T) {
 		{"broker word of two", "BOXBROKER_BROKER", "my lobby", `broker word (--broker, BOXBROKER_BROKER) "my lobby" must be one non-empty word`},
 		{"store of another kind", "BOXBROKER_STORE", "mysql://db/boxbroker", `store (BOXBROKER_STORE) must be empty`},
 		{"certificate without its key", "BOXBROKER_TLS_CERT", "/etc/boxbroker/tls.crt", `tls-cert and tls-key (BOXBROKER_TLS_CERT, BOXBROKER_TLS_KEY) go together`},
+		{"price file that is not there", "BOXBROKER_PRICES", "/nonexistent/prices.json", `price file (--prices, BOXBROKER_PRICES): prices: open /nonexistent/prices.json`},
 		{"passthrough entry with a space", "BOXBROKER_PROXY_PASSTHROUGH", "api.github.com,a b", `(BOXBROKER_PROXY_PASSTHROUGH) entries "a b" are not a host or host:port`},
 	}
 	for _, tt := range tests {

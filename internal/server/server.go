@@ -207,6 +207,12 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	// The price file is read before the store is opened, so a bad one
+	// stops serve before it changes anything.
+	prices, err := spend.LoadPrices(cfg.Prices)
+	if err != nil {
+		return nil, fmt.Errorf("price file (--prices, BOXBROKER_PRICES): %w", err)
+	}
 	log := opt.Logger
 	flushLog := func() error { return nil }
 	if log == nil {
@@ -283,13 +289,6 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	pay := &payer.Resolver{Cache: c, Keyring: keyring, Store: rst, Logger: log, Now: opt.Now, OnGrant: onGrant, Pool: credPool}
 	eg, err := egress.New(egress.Config{Secrets: c, Keyring: keyring, Transport: opt.Transport, MaxBody: cfg.EgressMaxBody, Logger: log,
 		TransportOptions: proxy.TransportOptions{ResponseHeaderTimeout: cfg.UpstreamHeaderTimeout}, Mints: wst, MintTransport: opt.MintTransport, Now: opt.Now, Audit: aw})
-	if err != nil {
-		if opt.Store == nil {
-			st.Close()
-		}
-		return nil, err
-	}
-	prices, err := spend.LoadPrices(cfg.Prices)
 	if err != nil {
 		if opt.Store == nil {
 			st.Close()
