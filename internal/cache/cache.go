@@ -22,10 +22,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
@@ -76,6 +79,11 @@ type Cache struct {
 	// for a read, which then sends on wakeUp.
 	read, asleep atomic.Bool
 	wakeUp       chan struct{}
+
+	// flights shares one store read among the reads that miss on the
+	// same key at once (see shared), so a burst of requests after a quiet
+	// spell, or for boxes not yet read, asks the store once a key.
+	flights singleflight.Group
 
 	mu       sync.RWMutex // guards everything below
 	gen      uint64       // bumped on every drop, so a load that raced a drop is not kept
@@ -403,7 +411,7 @@ func (c *Cache) BoxByTokenHash(ctx context.Context, hash string) (store.Box, err
 		}
 	}
 	c.mu.RUnlock()
-	b, err := c.st.BoxByTokenHash(ctx, hash)
+	b, err := shared(ctx, c, "box", gen, hash, func(ctx context.Context) (store.Box, error) { return c.st.BoxByTokenHash(ctx, hash) })
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return store.Box{}, err
 	}
@@ -433,7 +441,15 @@ func (c *Cache) Declaration(ctx context.Context, box string) (*protocol.Declarat
 	}
 	c.mu.RUnlock()
 	var d *protocol.Declaration
-	doc, at, err := c.st.Declaration(ctx, box)
+	type declRow struct {
+		doc []byte
+		at  time.Time
+	}
+	row, err := shared(ctx, c, "declaration", gen, box, func(ctx context.Context) (declRow, error) {
+		doc, at, err := c.st.Declaration(ctx, box)
+		return declRow{doc, at}, err
+	})
+	doc, at := row.doc, row.at
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 	case err != nil:
@@ -466,16 +482,19 @@ func (c *Cache) Budgeted(ctx context.Context, box string) (bool, error) {
 		}
 	}
 	c.mu.RUnlock()
-	bs, err := c.st.ListBudgets(ctx, box)
+	budgeted, err := shared(ctx, c, "budgeted", gen, box, func(ctx context.Context) (bool, error) {
+		bs, err := c.st.ListBudgets(ctx, box)
+		return len(bs) > 0, err
+	})
 	if err != nil {
 		return false, err
 	}
 	c.mu.Lock()
 	if ok && c.gen == gen {
-		c.budgeted[box] = len(bs) > 0
+		c.budgeted[box] = budgeted
 	}
 	c.mu.Unlock()
-	return len(bs) > 0, nil
+	return budgeted, nil
 }
 
 // Credential returns the sealed credential with that ID, or store.ErrNotFound.
@@ -493,7 +512,7 @@ func (c *Cache) Credential(ctx context.Context, id string) (store.Credential, er
 		}
 	}
 	c.mu.RUnlock()
-	cr, err := c.st.Credential(ctx, id)
+	cr, err := shared(ctx, c, "credential", gen, id, func(ctx context.Context) (store.Credential, error) { return c.st.Credential(ctx, id) })
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return store.Credential{}, err
 	}
@@ -525,7 +544,7 @@ func (c *Cache) Secret(ctx context.Context, box, name string) (store.Secret, err
 		}
 	}
 	c.mu.RUnlock()
-	s, err := c.st.Secret(ctx, box, name)
+	s, err := shared(ctx, c, "secret", gen, key, func(ctx context.Context) (store.Secret, error) { return c.st.Secret(ctx, box, name) })
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return store.Secret{}, err
 	}
@@ -539,4 +558,30 @@ func (c *Cache) Secret(ctx context.Context, box, name string) (store.Secret, err
 	}
 	c.mu.Unlock()
 	return s, err
+}
+
+// shared runs read, the store read behind a miss on key (of kind, at the
+// cache's generation gen), once for every caller that misses on the same
+// key at the same generation while it runs; each caller gets its result,
+// or leaves with its own context's error when that ends first. A read
+// that began before a drop is not shared with a caller that came after it
+// (the generation is in the key), so what a caller keeps is never older
+// than the drop it saw. The read runs on a context of its own, without the
+// first caller's cancellation, so one caller leaving does not fail the
+// others; the store's own deadline bounds it.
+func shared[T any](ctx context.Context, c *Cache, kind string, gen uint64, key string, read func(context.Context) (T, error)) (T, error) {
+	ch := c.flights.DoChan(flightKey(kind, gen, key), func() (any, error) { return read(context.WithoutCancel(ctx)) })
+	select {
+	case r := <-ch:
+		v, _ := r.Val.(T)
+		return v, r.Err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+}
+
+// flightKey names the store read of key, of kind, at generation gen.
+func flightKey(kind string, gen uint64, key string) string {
+	return kind + "\x00" + strconv.FormatUint(gen, 10) + "\x00" + key
 }
