@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -88,13 +87,6 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	if *fountain != "" {
 		if cfg.FountainURL, err = parseURL("fountain-url", *fountain); err != nil {
 			return err
-		}
-	}
-	if cfg.TLSCert != "" && cfg.TLSKey != "" {
-		// Loaded here as well as where it serves, so a missing or bad file
-		// stops serve before it says it is listening.
-		if _, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey); err != nil {
-			return fmt.Errorf("configuration: --tls-cert %q and --tls-key %q (BOXBROKER_TLS_CERT, BOXBROKER_TLS_KEY) are not a PEM certificate and its key: %w", cfg.TLSCert, cfg.TLSKey, err)
 		}
 	}
 	srv, err := server.New(ctx, cfg, server.Options{})

@@ -175,6 +175,10 @@ type Server struct {
 	Journal *journal.Journal
 	// flushLog writes out the log lines that wait in its buffer.
 	flushLog func() error
+	// cert is the box-facing (and admin) listeners' TLS certificate,
+	// loaded from TLSCert and TLSKey by New; nil when they serve plain
+	// HTTP.
+	cert *tls.Certificate
 }
 
 // Options are what a caller adds in Go rather than configuration.
@@ -212,6 +216,16 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	prices, err := spend.LoadPrices(cfg.Prices)
 	if err != nil {
 		return nil, fmt.Errorf("price file (--prices, BOXBROKER_PRICES): %w", err)
+	}
+	// So is the TLS certificate: one that cannot be loaded stops serve
+	// before it says it is listening.
+	var cert *tls.Certificate
+	if cfg.TLSCert != "" {
+		c, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("configuration: --tls-cert %q and --tls-key %q (BOXBROKER_TLS_CERT, BOXBROKER_TLS_KEY) are not a PEM certificate and its key: %w", cfg.TLSCert, cfg.TLSKey, err)
+		}
+		cert = &c
 	}
 	log := opt.Logger
 	flushLog := func() error { return nil }
@@ -332,7 +346,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		}
 		return nil, err
 	}
-	srv := &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Audit: aw, Metrics: m, log: log, flushLog: flushLog, rst: rst, wst: wst, Spool: sp, Journal: jr}
+	srv := &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Audit: aw, Metrics: m, log: log, flushLog: flushLog, rst: rst, wst: wst, Spool: sp, Journal: jr, cert: cert}
 	srv.Handler = srv.withReady(h)
 	adm, err := admin.New(admin.Config{Store: st, Cache: c, Keyring: keyring, Broker: cfg.Broker, Logger: log, Metrics: m.Handler(), Pool: credPool, Ready: srv.Ready})
 	if err != nil {
@@ -380,14 +394,10 @@ func (s *Server) Serve(ctx context.Context, ln, admin net.Listener) error {
 		servers = append(servers, s.httpServer(cctx, s.Admin))
 		listeners = append(listeners, admin)
 	}
-	if s.Config.TLSCert != "" {
-		cert, err := tls.LoadX509KeyPair(s.Config.TLSCert, s.Config.TLSKey)
-		if err != nil {
-			return fmt.Errorf("load TLS certificate: %w", err)
-		}
+	if s.cert != nil {
 		// The admin listener serves TLS with the same certificate, so
 		// --admin-url can reach it over https.
-		conf := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert},
+		conf := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{*s.cert},
 			NextProtos: []string{"h2", "http/1.1"}} // HTTP/2 for clients that offer it
 		for i, hs := range servers {
 			hs.TLSConfig = conf
