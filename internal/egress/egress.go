@@ -494,14 +494,11 @@ func (c *Capability) now() time.Time {
 // stacked encodings, and for more than one Content-Encoding header: the
 // header is judged as a whole, never by its first value alone.
 func decoding(values []string) (string, error) {
-	c, err := proxy.ContentCoding(values)
-	switch {
-	case err != nil || c == "":
-		return "", err
-	case c == "gzip" || c == "x-gzip":
-		return "gzip", nil
+	c, err := proxy.Decoding(values, "gzip", "x-gzip")
+	if c == "x-gzip" {
+		c = "gzip"
 	}
-	return "", &proxy.EncodingError{Why: fmt.Sprintf("in a content encoding (%s)", c)}
+	return c, err
 }
 
 // errUpgraded is a 101 answer, which egress does not carry.

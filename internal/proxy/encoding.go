@@ -3,6 +3,7 @@ package proxy
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -13,12 +14,12 @@ type EncodingError struct{ Why string }
 
 func (e *EncodingError) Error() string { return "proxy: answer " + e.Why }
 
-// ContentCoding judges an answer's Content-Encoding header values as a
+// contentCoding judges an answer's Content-Encoding header values as a
 // whole, never by the first alone. It returns "" for an answer as it is
 // (no header, or one naming only identity) and otherwise the one coding
 // the header names, in lower case. More than one Content-Encoding header,
 // or stacked codings, are an *EncodingError.
-func ContentCoding(values []string) (string, error) {
+func contentCoding(values []string) (string, error) {
 	if len(values) > 1 {
 		return "", &EncodingError{Why: fmt.Sprintf("with %d Content-Encoding headers (%q)", len(values), values)}
 	}
@@ -41,13 +42,21 @@ func ContentCoding(values []string) (string, error) {
 	return "", &EncodingError{Why: fmt.Sprintf("in stacked content encodings (%s)", strings.Join(codings, ", "))}
 }
 
+// Decoding judges an answer's Content-Encoding header values as
+// contentCoding does, and returns the one coding they name when it is
+// among readable ("" for none); any other is an *EncodingError.
+func Decoding(values []string, readable ...string) (string, error) {
+	c, err := contentCoding(values)
+	if err != nil || c == "" || slices.Contains(readable, c) {
+		return c, err
+	}
+	return "", &EncodingError{Why: fmt.Sprintf("in a content encoding (%s)", c)}
+}
+
 // Unencoded returns nil when the answer whose header is h comes as it
 // is, and an *EncodingError saying why otherwise: for an upstream the
 // broker asked for no encoding, whose answer it reads as it passes.
 func Unencoded(h http.Header) error {
-	c, err := ContentCoding(h.Values("Content-Encoding"))
-	if err == nil && c != "" {
-		err = &EncodingError{Why: fmt.Sprintf("in a content encoding (%s)", c)}
-	}
+	_, err := Decoding(h.Values("Content-Encoding"))
 	return err
 }
