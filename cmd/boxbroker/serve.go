@@ -167,6 +167,12 @@ func flagOf(key string) string {
 	return strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(key, "BOXBROKER_")), "_", "-")
 }
 
+// envOf is the variable that defaults a flag, flagOf's inverse:
+// box-rate → BOXBROKER_BOX_RATE.
+func envOf(flag string) string {
+	return "BOXBROKER_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
 func (e *envReader) note(key, v, want string) {
 	if e.bad == nil {
 		e.bad = map[string]string{}
@@ -305,7 +311,7 @@ func checkBounds(fs *flag.FlagSet, given map[string]bool, getenv func(string) st
 			p = append(p, fmt.Sprintf("--%s %s is not %s", f.Name, f.Value, want))
 			return
 		}
-		key := "BOXBROKER_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		key := envOf(f.Name)
 		p = append(p, fmt.Sprintf("%s=%q is not %s", key, getenv(key), want))
 	})
 	if len(p) == 0 {

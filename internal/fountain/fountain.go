@@ -316,10 +316,11 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		return errUpgraded
 	}
-	if n := proxy.RedactHeader(resp.Header, cl.keyForms()); n > 0 {
+	forms := cl.keyForms()
+	if n := proxy.RedactHeader(resp.Header, forms); n > 0 {
 		c.cfg.Logger.Warn("fountain: replaced the key Fountain repeated in answer headers", "box", cl.box, "headers", n)
 	}
-	proxy.RedactHeader(resp.Trailer, cl.keyForms())
+	proxy.RedactHeader(resp.Trailer, forms)
 	// Asked for none: an encoded answer, or one whose header is not one
 	// identity, cannot be scanned for the key.
 	if err := proxy.Unencoded(resp.Header); err != nil {
@@ -338,13 +339,13 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 	if resp.Request.Method == http.MethodHead || resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified {
 		return nil
 	}
-	r := proxy.NewFormRedactor(resp.Body, cl.keyForms())
+	r := proxy.NewFormRedactor(resp.Body, forms)
 	if proxy.IsEventStream(resp.Header) {
 		r.PassEvents() // each event as it ends, not when the next comes
 	}
 	log := c.cfg.Logger
 	r.OnEnd(func(replaced int) {
-		proxy.RedactHeader(resp.Trailer, cl.keyForms())
+		proxy.RedactHeader(resp.Trailer, forms)
 		if replaced > 0 {
 			log.Warn("fountain: replaced the key Fountain repeated in an answer body", "box", cl.box, "times", replaced)
 		}
