@@ -73,9 +73,10 @@ type Config struct {
 	// Keyring opens them. Required.
 	Keyring *secrets.Keyring
 	// Transport carries requests to the secrets' hosts. Nil means egress's
-	// own: proxy.NewTransport(TransportOptions) with a dialer that
-	// connects only to the host:port of the secret a request is for.
-	// Either way every request passes the guard first.
+	// own: a pool for each box and secret (never a connection shared by
+	// two boxes), each a proxy.NewTransport(TransportOptions) with a
+	// dialer that connects only to the host:port of the secret a request
+	// is for. Either way every request passes the guard first.
 	Transport http.RoundTripper
 	// TransportOptions tune the transport egress makes when Transport is nil.
 	TransportOptions proxy.TransportOptions
@@ -123,7 +124,7 @@ func New(cfg Config) (*Capability, error) {
 	}
 	next := cfg.Transport
 	if next == nil {
-		next = newTransport(cfg.TransportOptions)
+		next = newPools(cfg.TransportOptions)
 	}
 	c := &Capability{cfg: cfg, log: cfg.Logger}
 	minter, err := mint.NewMinter(mint.Config{Store: cfg.Mints, Keyring: cfg.Keyring, Transport: cfg.MintTransport,
@@ -212,6 +213,7 @@ type ctxKey struct{}
 // flight is one forwarded request's state, from Serve to the proxy's
 // Rewrite, guard, dialer, ModifyResponse and error handler.
 type flight struct {
+	box    string // the box the request is of, whose pool carries it
 	name   string
 	token  string   // the box's token, which never leaves
 	value  string   // the secret's value, which never comes back
@@ -321,7 +323,7 @@ func (c *Capability) Forward(w http.ResponseWriter, r *http.Request, box, token 
 	if token == "" {
 		return capability.Errorf(http.StatusForbidden, protocol.TypePermission, "The request carries no box token.")
 	}
-	f := &flight{name: name, token: token, base: base}
+	f := &flight{box: box, name: name, token: token, base: base}
 	if err := c.inject(r, box, sec, f); err != nil {
 		return err
 	}

@@ -1,12 +1,15 @@
 package egress
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/textproto"
+	"sync"
+	"time"
 
 	"github.com/intentius/boxbroker/internal/proxy"
 )
@@ -23,7 +26,124 @@ var (
 	errTokenLeft = errors.New("egress: the box's token is still in the outbound request")
 )
 
-// newTransport returns the transport egress uses when none is injected:
+// Bounds of egress's own pools.
+const (
+	// maxPools bounds how many pools (one per box and secret) egress
+	// keeps at once; beyond it the least recently used is dropped.
+	maxPools = 1024
+	// poolIdle is how long a pool may go unused before it is dropped: the
+	// transport's IdleConnTimeout, after which it holds no idle
+	// connection anyway.
+	poolIdle = 90 * time.Second
+)
+
+// pools is the RoundTripper egress uses when none is injected: one
+// transport, so one pool of connections per host, for each box and
+// secret. No connection ever carries two boxes' requests, so whatever a
+// host sends out of turn on a connection (an answer late, or one too
+// many, after a request a box shaped to split in two) is read only as
+// an answer to that box, for that secret. It keeps at most max pools,
+// and none unused for longer than idle; a pool dropped has its idle
+// connections closed at once, and a connection busy as it is dropped
+// closes when it has been idle for the transport's IdleConnTimeout.
+type pools struct {
+	opts proxy.TransportOptions
+	max  int
+	idle time.Duration
+	now  func() time.Time
+
+	mu    sync.Mutex // guards lru and byKey
+	lru   list.List  // of *pool, the most recently used first
+	byKey map[poolKey]*list.Element
+}
+
+// poolKey names a pool: a box's, for one of its secrets.
+type poolKey struct{ box, secret string }
+
+// pool is one box's transport for one secret, and when it was last used.
+type pool struct {
+	key  poolKey
+	t    *http.Transport
+	used time.Time
+}
+
+func newPools(o proxy.TransportOptions) *pools {
+	return &pools{opts: o, max: maxPools, idle: poolIdle, now: time.Now, byKey: make(map[poolKey]*list.Element)}
+}
+
+// RoundTrip sends req on the pool of its flight's box and secret.
+func (p *pools) RoundTrip(req *http.Request) (*http.Response, error) {
+	f := flightOf(req.Context())
+	if f == nil || f.box == "" {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, errElsewhere
+	}
+	return p.get(poolKey{box: f.box, secret: f.name}).RoundTrip(req)
+}
+
+// get returns k's transport, made when k has none, and drops the pools
+// over the bounds.
+func (p *pools) get(k poolKey) *http.Transport {
+	now := p.now()
+	p.mu.Lock()
+	var t *http.Transport
+	if e, ok := p.byKey[k]; ok {
+		pl := e.Value.(*pool)
+		pl.used = now
+		p.lru.MoveToFront(e)
+		t = pl.t
+	} else {
+		t = newTransport(p.opts)
+		p.byKey[k] = p.lru.PushFront(&pool{key: k, t: t, used: now})
+	}
+	dropped := p.reapLocked(now)
+	p.mu.Unlock()
+	for _, d := range dropped {
+		d.CloseIdleConnections()
+	}
+	return t
+}
+
+// reapLocked removes the pools over max and those unused for longer
+// than idle, the least recently used first, and returns their
+// transports. The pool just used is at the front, and is never removed.
+func (p *pools) reapLocked(now time.Time) []*http.Transport {
+	var dropped []*http.Transport
+	for e := p.lru.Back(); e != nil && e != p.lru.Front(); e = p.lru.Back() {
+		pl := e.Value.(*pool)
+		if p.lru.Len() <= p.max && now.Sub(pl.used) <= p.idle {
+			break
+		}
+		p.lru.Remove(e)
+		delete(p.byKey, pl.key)
+		dropped = append(dropped, pl.t)
+	}
+	return dropped
+}
+
+// size returns how many pools p holds.
+func (p *pools) size() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lru.Len()
+}
+
+// CloseIdleConnections closes every pool's idle connections.
+func (p *pools) CloseIdleConnections() {
+	p.mu.Lock()
+	ts := make([]*http.Transport, 0, p.lru.Len())
+	for e := p.lru.Front(); e != nil; e = e.Next() {
+		ts = append(ts, e.Value.(*pool).t)
+	}
+	p.mu.Unlock()
+	for _, t := range ts {
+		t.CloseIdleConnections()
+	}
+}
+
+// newTransport returns the transport of one of egress's pools:
 // proxy.NewTransport's, whose dialer connects only to the host:port of
 // the secret the request is for.
 func newTransport(o proxy.TransportOptions) *http.Transport {
