@@ -2,7 +2,9 @@
 // listener and never on the box-facing one: a JSON admin API over boxes,
 // their tokens, consent, credentials, secrets, feedback and Fountain ids,
 // authenticated by an admin token; /metrics, /healthz and /readyz; and the
-// owner's page under /ui/.
+// owner's page under /ui/. It answers only a request whose Host names it
+// (localhost, an IP address or one of Config.Hosts), so that a page whose
+// name is rebound to its address reads nothing.
 //
 // Every refusal has the protocol's shape,
 // {"type":"error","error":{"type":...,"message":...}}. No answer, log line
@@ -58,6 +60,13 @@ type Config struct {
 	// Ready, when set, answers /readyz: what it found, and whether this
 	// replica should be sent requests. Nil pings the store.
 	Ready func(ctx context.Context) (map[string]any, bool)
+	// Hosts are the host names, besides localhost and any IP address, a
+	// request may name in its Host (with any port, or none); a request
+	// naming any other host is refused with 421 on every route, so that a
+	// page whose name is rebound to the listener's address reads nothing.
+	// Nil allows only localhost and IP addresses. Each is taken as
+	// HostName returns it; one that is not a host name is an error.
+	Hosts []string
 }
 
 // Server is the admin handler.
@@ -67,6 +76,7 @@ type Server struct {
 	mux    *http.ServeMux
 	ui     *ui
 	routes []Route
+	hosts  map[string]bool // Config.Hosts, as HostName returns them
 }
 
 // Route is one admin route: a net/http pattern with its method, such as
@@ -88,6 +98,14 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Keyring == nil {
 		problems = append(problems, "no keyring")
 	}
+	hosts := make(map[string]bool, len(cfg.Hosts))
+	for _, h := range cfg.Hosts {
+		name, ok := HostName(h)
+		if !ok {
+			problems = append(problems, fmt.Sprintf("host %q is not a host name", h))
+		}
+		hosts[name] = true
+	}
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("admin config: %s", strings.Join(problems, "; "))
 	}
@@ -100,7 +118,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = 12 * time.Hour
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}
+	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), hosts: hosts}
 	s.routes = s.apiRoutes()
 	for _, rt := range s.routes {
 		s.Handle(rt)
@@ -131,10 +149,15 @@ func (s *Server) Handle(rt Route) {
 // Routes returns the routes New registered, in order.
 func (s *Server) Routes() []Route { return append([]Route(nil), s.routes...) }
 
-// ServeHTTP serves the admin listener.
+// ServeHTTP serves the admin listener. A request whose Host names
+// another host than the listener's is refused (421) before any route.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Cache-Control", "no-store")
+	if !s.hostAllowed(r.Host) {
+		refuseHost(w)
+		return
+	}
 	if _, pattern := s.mux.Handler(r); pattern == "" {
 		// The mux's own 404 and 405 answer in plain text; say them as refusals.
 		s.mux.ServeHTTP(&refuseMux{ResponseWriter: w, r: r}, r)

@@ -26,7 +26,7 @@ func TestUI_SessionExpires(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 10, 3, 12, 0, 0, 0, time.UTC)
-	s, err := New(Config{Store: st, Keyring: k, Now: func() time.Time { return now }, SessionTTL: time.Hour})
+	s, err := New(Config{Store: st, Keyring: k, Now: func() time.Time { return now }, SessionTTL: time.Hour, Hosts: []string{"example.com"}}) // httptest.NewRequest's Host
 	if err != nil {
 		t.Fatal(err)
 	}
