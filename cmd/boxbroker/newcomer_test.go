@@ -36,6 +36,7 @@ func TestServe_MalformedEnvValueRefused(t *testing.T) {
 		{"feedback neither keep nor off", "BOXBROKER_FEEDBACK", "maybe", `BOXBROKER_FEEDBACK="maybe" is not keep or off`},
 		{"log level misspelt", "BOXBROKER_LOG_LEVEL", "warning", `BOXBROKER_LOG_LEVEL="warning" is not debug, info, warn or error`},
 		{"admin address without a port", "BOXBROKER_ADMIN_LISTEN", "localhost", `BOXBROKER_ADMIN_LISTEN="localhost" is not a host:port`},
+		{"admin host name with a port", "BOXBROKER_ADMIN_HOSTS", "broker.example.com,broker.example.com:8788", `admin-hosts (BOXBROKER_ADMIN_HOSTS) entry "broker.example.com:8788" is not a host name`},
 		// Values that parse but that serve would not take as given.
 		{"rate that is not a number", "BOXBROKER_BOX_RATE", "NaN", `BOXBROKER_BOX_RATE="NaN" is not a number of 0 or more`},
 		{"rate without end", "BOXBROKER_BOX_RATE", "Inf", `BOXBROKER_BOX_RATE="Inf" is not a number of 0 or more`},

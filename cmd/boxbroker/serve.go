@@ -24,6 +24,7 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	fs := c.flags("serve", &cfg)
 	fs.StringVar(&cfg.Listen, "listen", c.envOr("BOXBROKER_LISTEN", "127.0.0.1:8787"), "box-facing address (BOXBROKER_LISTEN)")
 	fs.StringVar(&cfg.AdminListen, "admin-listen", c.envOr("BOXBROKER_ADMIN_LISTEN", server.DefaultAdminListen), "admin API, metrics and owner's page address; \"off\" serves none (BOXBROKER_ADMIN_LISTEN)")
+	adminHosts := fs.String("admin-hosts", c.getenv("BOXBROKER_ADMIN_HOSTS"), "host names, comma-separated, the admin listener is reached by besides localhost and IP addresses; a request naming any other host is refused (BOXBROKER_ADMIN_HOSTS)")
 	fs.StringVar(&cfg.Broker, "broker", c.envOr("BOXBROKER_BROKER", "lobby"), "the broker word this broker answers for (BOXBROKER_BROKER)")
 	anthropic := fs.String("anthropic-url", c.envOr("BOXBROKER_ANTHROPIC_URL", "https://api.anthropic.com"), "Anthropic API upstream (BOXBROKER_ANTHROPIC_URL)")
 	fountain := fs.String("fountain-url", c.getenv("BOXBROKER_FOUNTAIN_URL"), "Fountain API upstream; empty serves no /fountain (BOXBROKER_FOUNTAIN_URL)")
@@ -53,6 +54,11 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	cfg.AuditOptional = !*auditRequired
+	for _, h := range strings.Split(*adminHosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			cfg.AdminHosts = append(cfg.AdminHosts, h)
+		}
+	}
 	// A malformed BOXBROKER_* value is an error naming the variable, never
 	// quietly the default; a flag given overrides its variable.
 	set := map[string]bool{}
@@ -113,6 +119,9 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	fmt.Fprintf(c.stdout, "boxbroker %s listening on %s://%s\n", sc.Broker, scheme, ln.Addr())
 	if admin != nil {
 		fmt.Fprintf(c.stdout, "admin API, metrics and owner's page on %s://%s\n", scheme, admin.Addr())
+		if len(sc.AdminHosts) > 0 {
+			fmt.Fprintf(c.stdout, "admin API also reached as: %s (besides localhost and IP addresses)\n", strings.Join(sc.AdminHosts, ", "))
+		}
 	} else {
 		fmt.Fprintln(c.stdout, "admin API: off")
 	}

@@ -2,13 +2,17 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/server"
 )
 
@@ -48,6 +52,32 @@ func TestConfig_AdminListen(t *testing.T) {
 
 // TestServe_TwoListeners serves the box-facing and admin handlers on their
 // own loopback listeners: each answers only its own routes.
+func TestConfig_AdminHosts(t *testing.T) {
+	tests := []struct {
+		hosts []string
+		ok    bool
+	}{
+		{nil, true},
+		{[]string{"broker.example.com"}, true},
+		{[]string{"Broker.Example.COM.", "admin", "10.0.0.5", "::1"}, true},
+		{[]string{"broker.example.com:8788"}, false},
+		{[]string{"https://broker.example.com"}, false},
+		{[]string{"*.example.com"}, false},
+		{[]string{"broker..example.com"}, false},
+		{[]string{"-broker.example.com"}, false},
+		{[]string{"broker example"}, false},
+		{[]string{""}, false},
+	}
+	for _, tt := range tests {
+		cfg := server.Config{AdminHosts: tt.hosts}
+		cfg.Defaults()
+		err := cfg.Validate()
+		if (err == nil) != tt.ok {
+			t.Errorf("Validate(admin-hosts %q) = %v, want ok %v", tt.hosts, err, tt.ok)
+		}
+	}
+}
+
 func TestServe_TwoListeners(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -99,5 +129,64 @@ func TestServe_TwoListeners(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Serve after cancel = %v, want nil", err)
+	}
+}
+
+// TestAdmin_RebindHostIsRefused asks the admin listener for every kind of
+// route as a page whose name was rebound to the broker's address would,
+// its own name in Host: each is refused, and nothing of the broker is in
+// the answer. Loopback, IP addresses and the configured names are served.
+func TestAdmin_RebindHostIsRefused(t *testing.T) {
+	b := brokertest.New(t, brokertest.Options{Config: func(c *server.Config) {
+		c.AdminHosts = []string{"broker.example.com"}
+		c.AdminListen = "admin.internal:0" // its host is one of the names too
+	}})
+	b.AddBox("rebound-box")
+	port := b.AdminURL[strings.LastIndex(b.AdminURL, ":")+1:]
+	do := func(host, method, path string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, b.AdminURL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		req.Header.Set("Authorization", "Bearer "+b.AdminToken)
+		resp, err := b.Client.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s as %s: %v", method, path, host, err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	routes := []struct{ method, path string }{
+		{"GET", "/metrics"}, {"GET", "/healthz"}, {"GET", "/readyz"}, {"GET", "/api/boxes"},
+		{"GET", "/api/boxes/rebound-box"}, {"GET", "/ui/"}, {"GET", "/ui/signin"}, {"POST", "/ui/signin"}, {"GET", "/nowhere"},
+	}
+	refused := []string{"rebind.attacker.example", "rebind.attacker.example:" + port, "REBIND.attacker.example:8788",
+		"broker.example.com.attacker.example", "localhost.attacker.example", "127.0.0.1.nip.io:" + port, "attacker.example:80:80"}
+	for _, host := range refused {
+		for _, rt := range routes {
+			status, body := do(host, rt.method, rt.path)
+			var ref struct {
+				Type  string `json:"type"`
+				Error struct{ Type, Message string }
+			}
+			if status != http.StatusMisdirectedRequest || json.Unmarshal([]byte(body), &ref) != nil || ref.Type != "error" || ref.Error.Type != protocol.TypePermission {
+				t.Errorf("%s %s with Host %s = %d %.200s, want a 421 refusal", rt.method, rt.path, host, status, body)
+			}
+			if strings.Contains(body, "rebound-box") || strings.Contains(body, "boxbroker_") {
+				t.Errorf("%s %s with Host %s answered the broker's state: %.200s", rt.method, rt.path, host, body)
+			}
+		}
+	}
+	served := []string{"127.0.0.1:" + port, "127.0.0.1", "localhost", "localhost:" + port, "LOCALHOST.", "[::1]:" + port, "[::1]",
+		"10.0.0.5:8788", "broker.example.com", "Broker.Example.com:" + port, "broker.example.com.:8788", "admin.internal:8788"}
+	for _, host := range served {
+		for _, rt := range []struct{ method, path string }{{"GET", "/healthz"}, {"GET", "/metrics"}, {"GET", "/api/boxes"}} {
+			if status, body := do(host, rt.method, rt.path); status != http.StatusOK {
+				t.Errorf("%s %s with Host %s = %d %.200s, want 200", rt.method, rt.path, host, status, body)
+			}
+		}
 	}
 }

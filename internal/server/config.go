@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store/deadline"
 )
@@ -27,6 +28,12 @@ type Config struct {
 	// AdminListen is the admin API's address (default 127.0.0.1:8788);
 	// "off" serves no admin API. It is never the box-facing address.
 	AdminListen string
+	// AdminHosts are the host names an operator reaches the admin
+	// listener by, besides localhost, any IP address and AdminListen's
+	// own host: a request whose Host (with any port, or none) names any
+	// other is refused, so that a page whose name is rebound to the
+	// broker's address reads nothing of it. Nil adds none.
+	AdminHosts []string
 	// Broker is the broker word this broker answers for (default "lobby").
 	Broker string
 	// DataDir holds the SQLite file and the master key file (default
@@ -197,6 +204,19 @@ const DefaultAdminListen = "127.0.0.1:8788"
 // neither empty nor "off".
 func (c *Config) AdminEnabled() bool { return c.AdminListen != "" && c.AdminListen != "off" }
 
+// adminHosts are the host names the admin listener answers for besides
+// localhost and IP addresses: AdminHosts, and AdminListen's host when it
+// is a name.
+func (c *Config) adminHosts() []string {
+	hosts := append([]string(nil), c.AdminHosts...)
+	if h, _, err := net.SplitHostPort(c.AdminListen); err == nil && net.ParseIP(h) == nil {
+		if _, ok := admin.HostName(h); ok {
+			hosts = append(hosts, h)
+		}
+	}
+	return hosts
+}
+
 // sameAddress reports whether two host:port addresses would collide: the
 // same port (other than 0, which picks a free one) on the same host, or on
 // any host when either is unspecified.
@@ -227,6 +247,11 @@ func (c *Config) Validate() error {
 			p = append(p, fmt.Sprintf("admin-listen (BOXBROKER_ADMIN_LISTEN) %q is not host:port (or off)", c.AdminListen))
 		} else if sameAddress(c.Listen, c.AdminListen) {
 			p = append(p, fmt.Sprintf("admin-listen (BOXBROKER_ADMIN_LISTEN) %q is the box-facing address; the admin API needs its own", c.AdminListen))
+		}
+	}
+	for _, h := range c.AdminHosts {
+		if _, ok := admin.HostName(h); !ok {
+			p = append(p, fmt.Sprintf("admin-hosts (BOXBROKER_ADMIN_HOSTS) entry %q is not a host name (such as broker.example.com, with no port)", h))
 		}
 	}
 	if c.Broker == "" || strings.ContainsAny(c.Broker, " \t\r\n") {

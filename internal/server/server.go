@@ -348,7 +348,8 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	}
 	srv := &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Audit: aw, Metrics: m, log: log, flushLog: flushLog, rst: rst, wst: wst, Spool: sp, Journal: jr, cert: cert}
 	srv.Handler = srv.withReady(h)
-	adm, err := admin.New(admin.Config{Store: st, Cache: c, Keyring: keyring, Broker: cfg.Broker, Logger: log, Metrics: m.Handler(), Pool: credPool, Ready: srv.Ready})
+	adm, err := admin.New(admin.Config{Store: st, Cache: c, Keyring: keyring, Broker: cfg.Broker, Logger: log, Metrics: m.Handler(), Pool: credPool, Ready: srv.Ready,
+		Hosts: cfg.adminHosts()})
 	if err != nil {
 		if opt.Store == nil {
 			st.Close()
