@@ -75,6 +75,7 @@ func startProxy(ctx context.Context, c *cli, srv *server.Server, listen string, 
 	p, err := egressproxy.New(egressproxy.Config{
 		Broker: srv.Broker, BrokerWord: srv.Config.Broker, Cache: srv.Cache, Secrets: srv.RequestStore(), CA: ca,
 		Passthrough: pass, ReadHeaderTimeout: srv.Config.ReadHeaderTimeout, MaxHeaderBytes: srv.Config.MaxHeaderBytes,
+		MaxTunnels: max(srv.Config.BoxConcurrent, 0),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: --proxy-passthrough: %v", errUsage, err)
@@ -86,6 +87,14 @@ func startProxy(ctx context.Context, c *cli, srv *server.Server, listen string, 
 	fmt.Fprintf(c.stdout, "egress proxy on http://%s (HTTPS_PROXY=http://box:<token>@%s; its CA: boxbroker proxy ca)\n", ln.Addr(), ln.Addr())
 	if len(pass) > 0 {
 		fmt.Fprintf(c.stdout, "egress proxy passthrough: %s\n", strings.Join(pass, ", "))
+		held, err := egressproxy.PassthroughHeld(ctx, srv.Store, pass)
+		if err != nil {
+			ln.Close()
+			return nil, err
+		}
+		for _, h := range held {
+			fmt.Fprintf(c.stderr, "warning: egress proxy passthrough %s: a secret is pinned to the host, so the proxy refuses those boxes a tunnel there (it could not keep what the broker wrote there out of one); it judges each CONNECT, and each open tunnel, by the box's secrets then\n", h)
+		}
 	}
 	done := make(chan error, 1)
 	go func() { done <- p.Serve(ctx, ln) }()
