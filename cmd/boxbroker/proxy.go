@@ -12,10 +12,15 @@ import (
 
 // runProxy answers `proxy ca`: it prints the HTTPS proxy's CA
 // certificate (PEM) for a box image to trust, making the CA first when
-// the store holds none. The CA's key is never printed.
+// the store holds none, and while a rotation is pending the new CA's
+// after it. The CA's key is never printed. `proxy ca rotate` is
+// runProxyRotate's.
 func runProxy(ctx context.Context, c *cli, args []string) error {
 	if len(args) == 0 || args[0] != "ca" {
-		return fmt.Errorf("%w: proxy takes ca: `boxbroker proxy ca` prints the egress proxy's CA certificate", errUsage)
+		return fmt.Errorf("%w: proxy takes ca: `boxbroker proxy ca` prints the egress proxy's CA certificate, `boxbroker proxy ca rotate` replaces it", errUsage)
+	}
+	if rest := wordFirst(args[1:], func(a string) bool { return a == "rotate" }); len(rest) > 0 && rest[0] == "rotate" {
+		return runProxyRotate(ctx, c, rest[1:])
 	}
 	var cfg server.Config
 	fs := c.flags("proxy ca", &cfg)
@@ -71,6 +76,9 @@ func startProxy(ctx context.Context, c *cli, srv *server.Server, listen string, 
 	ca, err := egressproxy.LoadCA(ctx, srv.Store, srv.Keyring, nil)
 	if err != nil {
 		return nil, err
+	}
+	if w := ca.Warning(); w != "" {
+		fmt.Fprintf(c.stderr, "warning: %s\n", w)
 	}
 	p, err := egressproxy.New(egressproxy.Config{
 		Broker: srv.Broker, BrokerWord: srv.Config.Broker, Cache: srv.Cache, Secrets: srv.RequestStore(), CA: ca,

@@ -75,6 +75,7 @@ const (
 	DefaultReadHeaderTimeout = 10 * time.Second
 	DefaultDialTimeout       = 10 * time.Second
 	DefaultRecheck           = time.Second
+	DefaultCARefresh         = time.Minute
 )
 
 // Route labels of what the proxy answers itself, in logs, metrics and
@@ -105,6 +106,10 @@ type Config struct {
 	Secrets store.Secrets
 	// CA mints the leaf certificates. Required.
 	CA *CA
+	// CARefresh is how often Serve reads the CA again from the store, to
+	// follow a rotation another process made (default
+	// DefaultCARefresh).
+	CARefresh time.Duration
 	// Passthrough are the host:port (or host, meaning port 443) the proxy
 	// tunnels untouched, for a box that is not paused, declares egress,
 	// and has no secret pinned to the host.
@@ -176,6 +181,9 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.Recheck <= 0 {
 		cfg.Recheck = DefaultRecheck
 	}
+	if cfg.CARefresh <= 0 {
+		cfg.CARefresh = DefaultCARefresh
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -232,7 +240,8 @@ func (p *Proxy) Handler() http.Handler { return http.HandlerFunc(p.serveProxy) }
 // Serve serves the proxy on ln until ctx ends; then it closes every
 // tunnel and connection and returns. Intercepted tunnels' requests run
 // on the broker's handler, so in-flight ones end with ctx too. While it
-// serves, every open tunnel is judged again every Recheck.
+// serves, every open tunnel is judged again every Recheck, and the CA
+// read again every CARefresh.
 func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	outer := &http.Server{
 		Handler:           p.Handler(),
@@ -249,6 +258,7 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	rctx, stopRecheck := context.WithCancel(ctx)
 	defer stopRecheck()
 	go p.recheckEvery(rctx)
+	go p.refreshCA(rctx)
 	var first error
 	select {
 	case first = <-errc:
@@ -773,6 +783,28 @@ func (p *Proxy) release(h *held) {
 		delete(set, h)
 		if len(set) == 0 {
 			delete(p.open, h.t.box)
+		}
+	}
+}
+
+// refreshCA reads the CA again every CARefresh until ctx ends, and logs
+// its Warning, if any, once a day.
+func (p *Proxy) refreshCA(ctx context.Context) {
+	tick := time.NewTicker(p.cfg.CARefresh)
+	defer tick.Stop()
+	var warned time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if err := p.cfg.CA.Refresh(ctx); err != nil && ctx.Err() == nil {
+				p.log.Warn("proxy: read the CA again", "err", err)
+			}
+			if w := p.cfg.CA.Warning(); w != "" && p.cfg.Now().Sub(warned) >= 24*time.Hour {
+				p.log.Warn("proxy: " + w)
+				warned = p.cfg.Now()
+			}
 		}
 	}
 }
