@@ -54,6 +54,22 @@ func TestProxy_PassthroughToASecretsHostIsRefused(t *testing.T) {
 	}
 }
 
+// TestProxy_PassthroughClosesWhenASecretIsPinnedThere: an open
+// passthrough tunnel is closed once a secret of its box is pinned to its
+// host, before the box could have the broker write the value there.
+func TestProxy_PassthroughClosesWhenASecretIsPinnedThere(t *testing.T) {
+	f := newFixture(t)
+	pass := openPassthrough(t, f)
+	inter := openIntercepted(t, f)
+	f.b.SetSecret("shop", "PASS", "https://"+f.passHost, "pass_value_0123456789")
+	if err := waitClosed(pass); err != nil {
+		t.Errorf("the passthrough tunnel after a secret was pinned to its host: %v, want it closed by the proxy", err)
+	}
+	if err := interGet(f, inter); err != nil {
+		t.Errorf("the intercepted tunnel to another host: %v, want it open", err)
+	}
+}
+
 // TestProxy_UnreportedBoxIsNotTunnelled: a box that never reported, or
 // whose report declares no egress, gets no passthrough tunnel.
 func TestProxy_UnreportedBoxIsNotTunnelled(t *testing.T) {
