@@ -78,7 +78,7 @@ func commands() map[string]command {
 		"admin":      {summary: "manage admin API tokens: token, tokens, revoke", run: runAdmin, subs: []string{"token", "tokens", "revoke"}},
 		"audit":      {summary: "list the audit log: audit [BOX] --since 1h", run: runAudit},
 		"version":    {summary: "print the module version and VCS revision", run: runVersion},
-		"proxy":      {summary: "the egress proxy: ca prints its CA certificate", run: runProxy, subs: []string{"ca"}},
+		"proxy":      {summary: "the egress proxy: ca prints its CA certificate, ca rotate replaces it", run: runProxy, subs: []string{"ca"}},
 	}
 }
 

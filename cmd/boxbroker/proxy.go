@@ -12,10 +12,15 @@ import (
 
 // runProxy answers `proxy ca`: it prints the HTTPS proxy's CA
 // certificate (PEM) for a box image to trust, making the CA first when
-// the store holds none. The CA's key is never printed.
+// the store holds none, and while a rotation is pending the new CA's
+// after it. The CA's key is never printed. `proxy ca rotate` is
+// runProxyRotate's.
 func runProxy(ctx context.Context, c *cli, args []string) error {
 	if len(args) == 0 || args[0] != "ca" {
-		return fmt.Errorf("%w: proxy takes ca: `boxbroker proxy ca` prints the egress proxy's CA certificate", errUsage)
+		return fmt.Errorf("%w: proxy takes ca: `boxbroker proxy ca` prints the egress proxy's CA certificate, `boxbroker proxy ca rotate` replaces it", errUsage)
+	}
+	if rest := wordFirst(args[1:], func(a string) bool { return a == "rotate" }); len(rest) > 0 && rest[0] == "rotate" {
+		return runProxyRotate(ctx, c, rest[1:])
 	}
 	var cfg server.Config
 	fs := c.flags("proxy ca", &cfg)
@@ -72,9 +77,13 @@ func startProxy(ctx context.Context, c *cli, srv *server.Server, listen string, 
 	if err != nil {
 		return nil, err
 	}
+	if w := ca.Warning(); w != "" {
+		fmt.Fprintf(c.stderr, "warning: %s\n", w)
+	}
 	p, err := egressproxy.New(egressproxy.Config{
 		Broker: srv.Broker, BrokerWord: srv.Config.Broker, Cache: srv.Cache, Secrets: srv.RequestStore(), CA: ca,
 		Passthrough: pass, ReadHeaderTimeout: srv.Config.ReadHeaderTimeout, MaxHeaderBytes: srv.Config.MaxHeaderBytes,
+		MaxTunnels: max(srv.Config.BoxConcurrent, 0),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: --proxy-passthrough: %v", errUsage, err)
@@ -86,6 +95,14 @@ func startProxy(ctx context.Context, c *cli, srv *server.Server, listen string, 
 	fmt.Fprintf(c.stdout, "egress proxy on http://%s (HTTPS_PROXY=http://box:<token>@%s; its CA: boxbroker proxy ca)\n", ln.Addr(), ln.Addr())
 	if len(pass) > 0 {
 		fmt.Fprintf(c.stdout, "egress proxy passthrough: %s\n", strings.Join(pass, ", "))
+		held, err := egressproxy.PassthroughHeld(ctx, srv.Store, pass)
+		if err != nil {
+			ln.Close()
+			return nil, err
+		}
+		for _, h := range held {
+			fmt.Fprintf(c.stderr, "warning: egress proxy passthrough %s: a secret is pinned to the host, so the proxy refuses those boxes a tunnel there (it could not keep what the broker wrote there out of one); it judges each CONNECT, and each open tunnel, by the box's secrets then\n", h)
+		}
 	}
 	done := make(chan error, 1)
 	go func() { done <- p.Serve(ctx, ln) }()

@@ -3,8 +3,12 @@ package egressproxy
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
+	"encoding/pem"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -32,6 +36,18 @@ func (m *memCA) CreateProxyCA(_ context.Context, ca store.ProxyCA) (store.ProxyC
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.rec == nil {
+		m.rec = &ca
+	}
+	return *m.rec, nil
+}
+
+func (m *memCA) ReplaceProxyCA(_ context.Context, was, ca store.ProxyCA) (store.ProxyCA, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.rec == nil {
+		return store.ProxyCA{}, store.ErrNotFound
+	}
+	if bytes.Equal(m.rec.CertPEM, was.CertPEM) && bytes.Equal(m.rec.NextCertPEM, was.NextCertPEM) {
 		m.rec = &ca
 	}
 	return *m.rec, nil
@@ -103,5 +119,171 @@ func TestCA_KeyIsSealed(t *testing.T) {
 	}
 	if !ca.Certificate().IsCA || ca.Certificate().MaxPathLen != 0 || !ca.Certificate().MaxPathLenZero {
 		t.Errorf("the CA certificate is not a CA constrained to sign leaves only")
+	}
+}
+
+// TestCA_EachLeafHasItsOwnKey: leaves for two hosts do not share a key,
+// nor share the CA's, so the key of one host's leaf (held in memory for
+// its tunnels) signs for no other host.
+func TestCA_EachLeafHasItsOwnKey(t *testing.T) {
+	ca, err := LoadCA(t.Context(), &memCA{}, keyring(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]string{}
+	for _, host := range []string{"api.example.com", "other.example.com", "127.0.0.1"} {
+		c, err := ca.Leaf(host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pub, err := x509.MarshalPKIXPublicKey(c.Leaf.PublicKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if other, ok := seen[string(pub)]; ok {
+			t.Errorf("the leaves for %s and %s share a key", other, host)
+		}
+		seen[string(pub)] = host
+		if k, ok := c.PrivateKey.(*ecdsa.PrivateKey); !ok || k.Curve != elliptic.P256() || !k.PublicKey.Equal(c.Leaf.PublicKey) {
+			t.Errorf("the leaf for %s: its private key is not its certificate's ECDSA P-256 key", host)
+		}
+	}
+	caPub, _ := x509.MarshalPKIXPublicKey(ca.Certificate().PublicKey)
+	if host, ok := seen[string(caPub)]; ok {
+		t.Errorf("the leaf for %s has the CA's key", host)
+	}
+}
+
+// TestCA_LifetimeIsBounded: the CA the broker makes is valid for a
+// year, not ten, and a leaf never outlives the CA that signs it: past
+// the CA's end no leaf is minted.
+func TestCA_LifetimeIsBounded(t *testing.T) {
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	ca, err := LoadCA(t.Context(), &memCA{}, keyring(t), clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert := ca.Certificate()
+	if life := cert.NotAfter.Sub(cert.NotBefore); life > 366*24*time.Hour {
+		t.Errorf("the CA's lifetime is %v, want at most a year", life)
+	}
+	if w := ca.Warning(); w != "" {
+		t.Errorf("a new CA's Warning = %q, want none", w)
+	}
+	now = cert.NotAfter.Add(-time.Hour)
+	c, err := ca.Leaf("api.example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Leaf.NotAfter.After(cert.NotAfter) {
+		t.Errorf("a leaf minted an hour before the CA's end lives until %v, past the CA's %v", c.Leaf.NotAfter, cert.NotAfter)
+	}
+	if w := ca.Warning(); !strings.Contains(w, "rotate") {
+		t.Errorf("the Warning of a CA an hour from its end = %q, want it to say to rotate", w)
+	}
+	now = cert.NotAfter.Add(time.Minute)
+	if _, err := ca.Leaf("other.example.com"); err == nil || !strings.Contains(err.Error(), "rotate") {
+		t.Errorf("a leaf from an expired CA: %v, want an error saying to rotate", err)
+	}
+}
+
+// TestCA_RotationMovesLeavesToTheNewCA: after a rotation, the current CA
+// signs until the grace has passed while CertPEM hands out both; then
+// new leaves chain to the new CA alone, for this process (Refresh) and
+// for another that loads the CA. A rotation with no grace switches at
+// once.
+func TestCA_RotationMovesLeavesToTheNewCA(t *testing.T) {
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	st, kr := &memCA{}, keyring(t)
+	ca, err := LoadCA(t.Context(), st, kr, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := ca.Certificate()
+	newPEM, from, err := RotateCA(t.Context(), st, kr, 24*time.Hour, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !from.Equal(now.Add(24 * time.Hour)) {
+		t.Errorf("RotateCA's switch at %v, want a day from now", from)
+	}
+	fresh := parsePEM(t, newPEM)
+	if len(fresh) != 1 || fresh[0].Equal(old) || !fresh[0].IsCA {
+		t.Fatalf("RotateCA printed %d certificates, want the one new CA", len(fresh))
+	}
+	if err := ca.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := parsePEM(t, ca.CertPEM()); len(got) != 2 || !got[0].Equal(old) || !got[1].Equal(fresh[0]) {
+		t.Errorf("CertPEM during the grace holds %d certificates, want the current and the new", len(got))
+	}
+	if pending, at := ca.Pending(); pending == nil || !pending.Equal(fresh[0]) || !at.Equal(from) {
+		t.Errorf("Pending() = %v, %v, want the new CA from %v", pending != nil, at, from)
+	}
+	chainsTo(t, ca, "api.example.com", now, old, fresh[0])
+
+	now = from
+	chainsTo(t, ca, "api.example.com", now, fresh[0], old)
+	if got := parsePEM(t, ca.CertPEM()); len(got) != 1 || !got[0].Equal(fresh[0]) {
+		t.Errorf("CertPEM after the switch holds %d certificates, want the new one alone", len(got))
+	}
+	replica, err := LoadCA(t.Context(), st, kr, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chainsTo(t, replica, "other.example.com", now, fresh[0], old)
+
+	// No grace: the next leaf is the newest CA's.
+	newestPEM, _, err := RotateCA(t.Context(), st, kr, 0, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newest := parsePEM(t, newestPEM)[0]
+	if err := ca.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	chainsTo(t, ca, "api.example.com", now, newest, fresh[0])
+	if got := parsePEM(t, ca.CertPEM()); len(got) != 1 || !got[0].Equal(newest) {
+		t.Errorf("CertPEM after a rotation with no grace holds %d certificates, want the newest alone", len(got))
+	}
+}
+
+// chainsTo checks that host's leaf from ca verifies under want and not
+// under notUnder.
+func chainsTo(t *testing.T, ca *CA, host string, now time.Time, want, notUnder *x509.Certificate) {
+	t.Helper()
+	c, err := ca.Leaf(host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		root *x509.Certificate
+		ok   bool
+	}{{want, true}, {notUnder, false}} {
+		roots := x509.NewCertPool()
+		roots.AddCert(tt.root)
+		_, err := c.Leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: host, CurrentTime: now})
+		if (err == nil) != tt.ok {
+			t.Errorf("the leaf for %s verifies under %s: %v, want %v", host, tt.root.Subject.CommonName, err == nil, tt.ok)
+		}
+	}
+}
+
+func parsePEM(t *testing.T, b []byte) []*x509.Certificate {
+	t.Helper()
+	var out []*x509.Certificate
+	for {
+		var block *pem.Block
+		block, b = pem.Decode(b)
+		if block == nil {
+			return out
+		}
+		c, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, c)
 	}
 }

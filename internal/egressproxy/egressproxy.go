@@ -11,11 +11,20 @@
 //     token as the password; or Bearer). A missing or unknown token is
 //     answered 407 with Proxy-Authenticate.
 //   - A paused box is refused. A host:port on the passthrough list is
-//     tunnelled untouched, and audited. Any other is allowed only when
-//     the box's last report declares egress with the scope word NAME of
-//     a secret pinned to exactly that host and port (an IP literal only
-//     where a secret is pinned to it); otherwise a 403 names egress and
-//     the secrets that would allow it, or says that none is pinned there.
+//     tunnelled untouched, and audited, for a box whose last report
+//     declares egress and that has no secret pinned to that host (any
+//     port): the broker does not read a passthrough tunnel, so it could
+//     not keep out of it what it wrote to a secret's host for the box.
+//     Any other is allowed only when the box's last report declares
+//     egress with the scope word NAME of a secret pinned to exactly that
+//     host and port (an IP literal only where a secret is pinned to it);
+//     otherwise a 403 names egress and the secrets that would allow it,
+//     or says that none is pinned there.
+//   - A box holds at most MaxTunnels tunnels open at once (429 past it).
+//     Every open tunnel is judged again every Recheck, and closed once
+//     its CONNECT would be refused: its box paused, its token rotated,
+//     the box removed, or its report no longer declaring what the tunnel
+//     needs.
 //   - An allowed CONNECT is intercepted: the broker ends TLS (1.2 and
 //     later) with a leaf certificate for the host from its CA (package
 //     ca.go), and serves the tunnel's requests with net/http, HTTP/1.1
@@ -65,6 +74,8 @@ const (
 	DefaultIdleTimeout       = 2 * time.Minute
 	DefaultReadHeaderTimeout = 10 * time.Second
 	DefaultDialTimeout       = 10 * time.Second
+	DefaultRecheck           = time.Second
+	DefaultCARefresh         = time.Minute
 )
 
 // Route labels of what the proxy answers itself, in logs, metrics and
@@ -95,9 +106,21 @@ type Config struct {
 	Secrets store.Secrets
 	// CA mints the leaf certificates. Required.
 	CA *CA
+	// CARefresh is how often Serve reads the CA again from the store, to
+	// follow a rotation another process made (default
+	// DefaultCARefresh).
+	CARefresh time.Duration
 	// Passthrough are the host:port (or host, meaning port 443) the proxy
-	// tunnels untouched, for any box that is not paused.
+	// tunnels untouched, for a box that is not paused, declares egress,
+	// and has no secret pinned to the host.
 	Passthrough []string
+	// MaxTunnels bounds the tunnels, intercepted and passthrough, one box
+	// holds open at once; past it a CONNECT is answered 429. 0 is no
+	// bound.
+	MaxTunnels int
+	// Recheck is how often every open tunnel is judged again, to close
+	// those whose box may no longer have them (default DefaultRecheck).
+	Recheck time.Duration
 	// IdleTimeout ends a tunnel or connection idle this long (default
 	// DefaultIdleTimeout).
 	IdleTimeout time.Duration
@@ -124,8 +147,11 @@ type Proxy struct {
 	inner *http.Server
 	conns *connListener
 	// tunnels holds each intercepted connection's tunnel until net/http
-	// is done with it, for ConnContext.
-	tunnels sync.Map // *tls.Conn → *tunnel
+	// is done with it, for ConnContext, and to release it then.
+	tunnels sync.Map // *tls.Conn → *held
+
+	mu   sync.Mutex
+	open map[string]map[*held]struct{} // guarded by mu: each box's open tunnels
 }
 
 // New returns a Proxy, or an error naming what cfg lacks or gets wrong.
@@ -152,6 +178,12 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.ReadHeaderTimeout <= 0 {
 		cfg.ReadHeaderTimeout = DefaultReadHeaderTimeout
 	}
+	if cfg.Recheck <= 0 {
+		cfg.Recheck = DefaultRecheck
+	}
+	if cfg.CARefresh <= 0 {
+		cfg.CARefresh = DefaultCARefresh
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -162,7 +194,7 @@ func New(cfg Config) (*Proxy, error) {
 		d := &net.Dialer{Timeout: DefaultDialTimeout}
 		cfg.Dial = d.DialContext
 	}
-	p := &Proxy{cfg: cfg, log: cfg.Logger, passthrough: pass, conns: newConnListener()}
+	p := &Proxy{cfg: cfg, log: cfg.Logger, passthrough: pass, conns: newConnListener(), open: map[string]map[*held]struct{}{}}
 	p.inner = &http.Server{
 		Handler:           http.HandlerFunc(p.serveTunnel),
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
@@ -170,14 +202,16 @@ func New(cfg Config) (*Proxy, error) {
 		MaxHeaderBytes:    cfg.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug),
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			if t, ok := p.tunnels.Load(c); ok {
-				return context.WithValue(ctx, tunnelKey{}, t)
+			if h, ok := p.tunnels.Load(c); ok {
+				return context.WithValue(ctx, tunnelKey{}, h.(*held).t)
 			}
 			return ctx
 		},
 		ConnState: func(c net.Conn, s http.ConnState) {
 			if s == http.StateClosed || s == http.StateHijacked {
-				p.tunnels.Delete(c)
+				if h, ok := p.tunnels.LoadAndDelete(c); ok {
+					p.release(h.(*held))
+				}
 			}
 		},
 	}
@@ -205,7 +239,9 @@ func (p *Proxy) Handler() http.Handler { return http.HandlerFunc(p.serveProxy) }
 
 // Serve serves the proxy on ln until ctx ends; then it closes every
 // tunnel and connection and returns. Intercepted tunnels' requests run
-// on the broker's handler, so in-flight ones end with ctx too.
+// on the broker's handler, so in-flight ones end with ctx too. While it
+// serves, every open tunnel is judged again every Recheck, and the CA
+// read again every CARefresh.
 func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	outer := &http.Server{
 		Handler:           p.Handler(),
@@ -219,6 +255,10 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	errc := make(chan error, 2)
 	go func() { errc <- outer.Serve(ln) }()
 	go func() { errc <- p.inner.Serve(p.conns) }()
+	rctx, stopRecheck := context.WithCancel(ctx)
+	defer stopRecheck()
+	go p.recheckEvery(rctx)
+	go p.refreshCA(rctx)
 	var first error
 	select {
 	case first = <-errc:
@@ -289,8 +329,12 @@ func (e *refusal) Error() string { return e.msg }
 // rule for to; it returns the tunnel, passthrough true for a host on the
 // passthrough list, or the refusal.
 func (p *Proxy) admit(r *http.Request, to target) (t *tunnel, passthrough bool, err error) {
-	ctx := r.Context()
-	tok := token.FromProxyAuthorization(r.Header)
+	return p.judge(r.Context(), token.FromProxyAuthorization(r.Header), to)
+}
+
+// judge applies the rule for to to the box whose token is tok, as admit
+// does for a CONNECT and the re-check for an open tunnel.
+func (p *Proxy) judge(ctx context.Context, tok string, to target) (t *tunnel, passthrough bool, err error) {
 	box, err := token.Lookup(ctx, tok, p.cfg.Cache.BoxByTokenHash, func(b store.Box) string { return b.TokenHash })
 	if err != nil {
 		if !token.Refused(err) {
@@ -308,12 +352,12 @@ func (p *Proxy) admit(r *http.Request, to target) (t *tunnel, passthrough bool, 
 		return t, false, &refusal{status: http.StatusForbidden, typ: protocol.TypePermission, reason: "paused",
 			msg: fmt.Sprintf("This box is paused by its owner, so the broker serves it nothing until the owner resumes it (`boxbroker box resume %s`).", box.Name)}
 	}
-	if to.scheme == "https" && p.passthrough[to.addr()] {
-		return t, true, nil
-	}
 	secs, err := p.cfg.Secrets.ListSecrets(ctx, box.Name)
 	if err != nil {
 		return t, false, p.unavailable(err)
+	}
+	if to.scheme == "https" && p.passthrough[to.addr()] {
+		return t, true, p.judgePassthrough(ctx, box.Name, secs, to)
 	}
 	var pinned []string
 	for _, s := range secs {
@@ -342,6 +386,41 @@ func (p *Proxy) admit(r *http.Request, to target) (t *tunnel, passthrough bool, 
 				where, strings.Join(pinned, ", "), protocol.DeclaredRefusal(d, p.cfg.BrokerWord, protocol.Egress, pinned[0]))}
 	}
 	return t, false, nil
+}
+
+// judgePassthrough applies the rule for a passthrough host to box, whose
+// secrets are secs: its report must declare egress, and no secret of it
+// may be pinned to the host, on any port (a host's state may well be
+// shared by its ports). The broker does not read a passthrough tunnel,
+// so what it wrote to a secret's host for the box (the value, a token it
+// minted, a signature) could come back through one unredacted.
+func (p *Proxy) judgePassthrough(ctx context.Context, box string, secs []store.Secret, to target) error {
+	d, err := p.cfg.Cache.Declaration(ctx, box)
+	if err != nil {
+		return p.unavailable(err)
+	}
+	if d == nil {
+		return &refusal{status: http.StatusForbidden, typ: protocol.TypePermission, reason: "declaration",
+			msg: fmt.Sprintf("The broker has no declaration from this box yet, so it brokers nothing for it, and its proxy tunnels nothing: a tunnel to %s needs an egress entry brokered by %s in the box block of its chant.workspace.json, reported to %s.",
+				to.addr(), p.cfg.BrokerWord, protocol.RouteDeclaration)}
+	}
+	if d.Find(protocol.Egress, p.cfg.BrokerWord) == nil {
+		return &refusal{status: http.StatusForbidden, typ: protocol.TypePermission, reason: "declaration",
+			msg: fmt.Sprintf("This box declares no egress capability brokered by %s, so the broker's proxy tunnels nothing for it, not even to %s. Add an egress entry brokered by %s to the box block in its chant.workspace.json.",
+				p.cfg.BrokerWord, to.addr(), p.cfg.BrokerWord)}
+	}
+	var pinned []string
+	for _, s := range secs {
+		if u, err := protocol.ParseSecretHost(s.Host); err == nil && strings.EqualFold(u.Hostname(), to.host) {
+			pinned = append(pinned, s.Name)
+		}
+	}
+	if len(pinned) > 0 {
+		return &refusal{status: http.StatusForbidden, typ: protocol.TypePermission, reason: "passthrough",
+			msg: fmt.Sprintf("%s is on the broker's passthrough list (--proxy-passthrough), and this box's secret %s is pinned to %s: the broker does not read a passthrough tunnel, so it could not keep out of it what it wrote there for this box (a secret's value, a token it minted), and it opens none. Its operator takes %s off --proxy-passthrough, so the proxy reaches it through egress, or pins the secret elsewhere.",
+				to.addr(), strings.Join(pinned, ", "), to.host, to.host)}
+	}
+	return nil
 }
 
 func (p *Proxy) unavailable(err error) *refusal {
@@ -410,18 +489,30 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		p.refuse(w, r, t, e, start, RouteConnect)
 		return
 	}
+	route := RouteConnect
 	if passthrough {
-		p.passthroughTunnel(w, r, t, start)
+		route = RoutePassthrough
+	}
+	h, e := p.hold(t, passthrough)
+	if e != nil {
+		p.refuse(w, r, t, e, start, route)
+		return
+	}
+	if passthrough {
+		defer p.release(h)
+		p.passthroughTunnel(w, r, h, start)
 		return
 	}
 	leaf, err := p.cfg.CA.Leaf(to.host)
 	if err != nil {
+		p.release(h)
 		p.log.Error("proxy: leaf certificate", "host", to.host, "err", err)
 		protocol.WriteRefusal(w, http.StatusInternalServerError, protocol.TypeAPI, "The broker could not make a certificate for the host.")
 		return
 	}
 	conn, err := hijack(w)
-	if err != nil {
+	if err != nil || !h.attach(conn) {
+		p.release(h)
 		return
 	}
 	tc := tls.Server(conn, &tls.Config{
@@ -429,9 +520,10 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		Certificates: []tls.Certificate{*leaf},
 		NextProtos:   []string{"h2", "http/1.1"},
 	})
-	p.tunnels.Store(tc, t)
+	p.tunnels.Store(tc, h)
 	if !p.conns.put(tc) {
 		p.tunnels.Delete(tc)
+		p.release(h)
 		tc.Close()
 	}
 }
@@ -475,7 +567,7 @@ func (p *Proxy) serveTunnel(w http.ResponseWriter, r *http.Request) {
 	}
 	if !sameHost(r.Host, t.to) {
 		p.refuse(w, r, t, &refusal{status: http.StatusForbidden, typ: protocol.TypePermission, reason: "host",
-			msg: fmt.Sprintf("This tunnel was opened to %s; the proxy serves in it only requests for that host, not for %q.", t.to.addr(), r.Host)},
+			msg: fmt.Sprintf("This tunnel was opened to %s; the proxy serves in it only requests for that host, and this request names a Host other than the tunnel's.", t.to.addr())},
 			p.cfg.Now(), RouteTunnel)
 		return
 	}
@@ -565,7 +657,8 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t *tunnel) {
 // passthroughTunnel connects to the target and copies bytes both ways,
 // untouched, until either side ends or the tunnel is idle for
 // IdleTimeout; the audit log records it as it ends.
-func (p *Proxy) passthroughTunnel(w http.ResponseWriter, r *http.Request, t *tunnel, start time.Time) {
+func (p *Proxy) passthroughTunnel(w http.ResponseWriter, r *http.Request, h *held, start time.Time) {
+	t := h.t
 	rec := &broker.Record{At: start, Method: r.Method, Route: RoutePassthrough, Box: t.box, Capability: protocol.Egress,
 		Status: http.StatusOK, Message: "tunnelled untouched to " + t.to.addr()}
 	// The box's rate and concurrency bounds hold for a tunnel as for a
@@ -596,6 +689,9 @@ func (p *Proxy) passthroughTunnel(w http.ResponseWriter, r *http.Request, t *tun
 		up.Close()
 		return
 	}
+	if !h.attach(conn, up) {
+		return // closed by the re-check as it was opened
+	}
 	// net/http does not close a hijacked connection as the proxy stops;
 	// the request's context ends then.
 	stop := context.AfterFunc(r.Context(), func() { conn.Close(); up.Close() })
@@ -603,7 +699,176 @@ func (p *Proxy) passthroughTunnel(w http.ResponseWriter, r *http.Request, t *tun
 	n := splice(conn, up, p.cfg.IdleTimeout)
 	rec.Bytes = n
 	rec.Duration = p.cfg.Now().Sub(start)
+	if why := h.why(); why != "" {
+		rec.Reason = "closed"
+		rec.Message += "; closed by the broker: " + why
+	}
 	p.cfg.Broker.Observe(rec)
+}
+
+// held is a tunnel the proxy holds open: counted against its box's
+// MaxTunnels, judged again every Recheck, and closed by closing its
+// connections once its box may no longer have it.
+type held struct {
+	t    *tunnel
+	pass bool
+
+	mu     sync.Mutex
+	conns  []net.Conn // guarded by mu: what closing the tunnel closes
+	closed string     // guarded by mu: why the proxy closed it; "" while open
+}
+
+// attach adds conns to what closing h closes; when h is closed already
+// it closes them and reports false.
+func (h *held) attach(conns ...net.Conn) bool {
+	h.mu.Lock()
+	closed := h.closed != ""
+	if !closed {
+		h.conns = append(h.conns, conns...)
+	}
+	h.mu.Unlock()
+	if closed {
+		for _, c := range conns {
+			c.Close()
+		}
+	}
+	return !closed
+}
+
+// close closes h's connections, raw (a tls.Conn's Close may wait on a
+// write in progress), and keeps why.
+func (h *held) close(why string) {
+	h.mu.Lock()
+	var conns []net.Conn
+	if h.closed == "" {
+		h.closed, conns = why, h.conns
+	}
+	h.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
+// why is why the proxy closed h, or "".
+func (h *held) why() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.closed
+}
+
+// hold counts a tunnel for t against its box's MaxTunnels, or returns
+// the 429 refusal past it. The caller releases it when it ends.
+func (p *Proxy) hold(t *tunnel, pass bool) (*held, *refusal) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	set := p.open[t.box]
+	if n := len(set); p.cfg.MaxTunnels > 0 && n >= p.cfg.MaxTunnels {
+		return nil, &refusal{status: http.StatusTooManyRequests, typ: protocol.TypeRateLimit, reason: "limit",
+			msg: fmt.Sprintf("This box holds %d tunnels open through the broker's proxy, as many as it may (the box's concurrency bound, --box-concurrent); one must end, or idle out, before it opens another.", n)}
+	}
+	if set == nil {
+		set = map[*held]struct{}{}
+		p.open[t.box] = set
+	}
+	h := &held{t: t, pass: pass}
+	set[h] = struct{}{}
+	return h, nil
+}
+
+// release stops counting h.
+func (p *Proxy) release(h *held) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if set := p.open[h.t.box]; set != nil {
+		delete(set, h)
+		if len(set) == 0 {
+			delete(p.open, h.t.box)
+		}
+	}
+}
+
+// refreshCA reads the CA again every CARefresh until ctx ends, and logs
+// its Warning, if any, once a day.
+func (p *Proxy) refreshCA(ctx context.Context) {
+	tick := time.NewTicker(p.cfg.CARefresh)
+	defer tick.Stop()
+	var warned time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if err := p.cfg.CA.Refresh(ctx); err != nil && ctx.Err() == nil {
+				p.log.Warn("proxy: read the CA again", "err", err)
+			}
+			if w := p.cfg.CA.Warning(); w != "" && p.cfg.Now().Sub(warned) >= 24*time.Hour {
+				p.log.Warn("proxy: " + w)
+				warned = p.cfg.Now()
+			}
+		}
+	}
+}
+
+// recheckEvery runs recheck every Recheck until ctx ends.
+func (p *Proxy) recheckEvery(ctx context.Context) {
+	tick := time.NewTicker(p.cfg.Recheck)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			p.recheck(ctx)
+		}
+	}
+}
+
+// recheck judges every open tunnel again, once for each box token and
+// target (through the cache, and one listing of the box's secrets), and
+// closes those whose CONNECT would now be refused. A store that cannot
+// be read closes nothing: the tunnels are judged again at the next
+// tick.
+func (p *Proxy) recheck(ctx context.Context) {
+	type key struct {
+		token string
+		to    target
+	}
+	groups := map[key][]*held{}
+	p.mu.Lock()
+	for _, set := range p.open {
+		for h := range set {
+			k := key{h.t.token, h.t.to}
+			groups[k] = append(groups[k], h)
+		}
+	}
+	p.mu.Unlock()
+	for k, hs := range groups {
+		_, pass, err := p.judge(ctx, k.token, k.to)
+		var e *refusal
+		if errors.As(err, &e) && e.reason == "store" {
+			return
+		}
+		if e == nil && pass == hs[0].pass {
+			continue
+		}
+		why := "its box may no longer reach " + k.to.addr()
+		if e != nil {
+			why = e.msg
+		}
+		for _, h := range hs {
+			if h.why() == "" {
+				p.log.Info("proxy: tunnel closed", "box", h.t.box, "addr", k.to.addr(), "passthrough", h.pass, "reason", reasonOf(e))
+			}
+			h.close(why)
+		}
+	}
+}
+
+func reasonOf(e *refusal) string {
+	if e == nil {
+		return "rule"
+	}
+	return e.reason
 }
 
 // splice copies a→b and b→a until either ends or neither carries a byte
@@ -678,3 +943,57 @@ func (l *connListener) Close() error {
 func (l *connListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
 
 var _ io.Closer = (*connListener)(nil)
+
+// PassthroughHeld reports the passthrough entries (as ParsePassthrough
+// reads them) that a secret in st is pinned to, host alike on any port,
+// at the moment it reads: each as "host:port (box/NAME, ...)". The proxy
+// refuses those boxes a tunnel there, judged at each CONNECT and again
+// while it is open; serve says so as it starts.
+func PassthroughHeld(ctx context.Context, st interface {
+	store.Boxes
+	store.Secrets
+}, pass []string) ([]string, error) {
+	hosts := map[string][]string{} // host → its entries
+	var order []string
+	for _, e := range pass {
+		hp, err := ParsePassthrough(e)
+		if err != nil {
+			return nil, err
+		}
+		h, _, _ := net.SplitHostPort(hp)
+		if len(hosts[h]) == 0 {
+			order = append(order, h)
+		}
+		hosts[h] = append(hosts[h], hp)
+	}
+	if len(hosts) == 0 {
+		return nil, nil
+	}
+	boxes, err := st.ListBoxes(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list boxes: %w", err)
+	}
+	by := map[string][]string{} // host → box/NAME
+	for _, b := range boxes {
+		secs, err := st.ListSecrets(ctx, b.Name)
+		if err != nil {
+			return nil, fmt.Errorf("list secrets of %s: %w", b.Name, err)
+		}
+		for _, s := range secs {
+			u, err := protocol.ParseSecretHost(s.Host)
+			if err != nil {
+				continue
+			}
+			if h := strings.ToLower(u.Hostname()); hosts[h] != nil {
+				by[h] = append(by[h], b.Name+"/"+s.Name)
+			}
+		}
+	}
+	var out []string
+	for _, h := range order {
+		if len(by[h]) > 0 {
+			out = append(out, fmt.Sprintf("%s (%s)", strings.Join(hosts[h], ", "), strings.Join(by[h], ", ")))
+		}
+	}
+	return out, nil
+}

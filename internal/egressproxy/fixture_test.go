@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/egressproxy"
@@ -43,6 +44,35 @@ type fixture struct {
 	// caFile holds the proxy CA's certificate, for real clients.
 	caFile string
 	caPool *x509.CertPool
+	// dials records each address the proxy dialled for a passthrough
+	// tunnel, before it answers the CONNECT.
+	dials *dialLog
+}
+
+// dialLog is the addresses a proxy dialled.
+type dialLog struct {
+	mu    sync.Mutex
+	addrs []string
+}
+
+func (d *dialLog) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	d.mu.Lock()
+	d.addrs = append(d.addrs, addr)
+	d.mu.Unlock()
+	return (&net.Dialer{}).DialContext(ctx, network, addr)
+}
+
+// count is how many times addr was dialled.
+func (d *dialLog) count(addr string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := 0
+	for _, a := range d.addrs {
+		if a == addr {
+			n++
+		}
+	}
+	return n
 }
 
 // recorder is an echoing secret host: it answers with every header it
@@ -104,7 +134,7 @@ func newFixtureWith(t testing.TB, git http.Handler) *fixture { return newFixture
 // changed by cfg (when not nil).
 func newFixtureConfig(t testing.TB, git http.Handler, cfg func(*server.Config)) *fixture {
 	t.Helper()
-	f := &fixture{up: &recorder{git: git}}
+	f := &fixture{up: &recorder{git: git}, dials: &dialLog{}}
 	ups := httptest.NewUnstartedServer(f.up)
 	ups.EnableHTTP2 = true
 	ups.StartTLS()
@@ -151,7 +181,8 @@ func newFixtureConfig(t testing.TB, git http.Handler, cfg func(*server.Config)) 
 	}
 	p, err := egressproxy.New(egressproxy.Config{
 		Broker: srv.Broker, BrokerWord: "lobby", Cache: srv.Cache, Secrets: srv.Store, CA: ca,
-		Passthrough: []string{f.passHost},
+		Passthrough: []string{f.passHost}, Dial: f.dials.dial,
+		MaxTunnels: max(srv.Config.BoxConcurrent, 0), Recheck: 20 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatalf("egressproxy.New: %v", err)

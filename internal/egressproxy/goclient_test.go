@@ -220,8 +220,8 @@ func TestProxy_TunnelHostMismatchAndTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 403 || !strings.Contains(string(body), "evil.example") {
-		t.Errorf("request for another Host = %d %s, want 403 naming it", resp.StatusCode, body)
+	if resp.StatusCode != 403 || strings.Contains(string(body), "evil.example") || !strings.Contains(string(body), f.host) {
+		t.Errorf("request for another Host = %d %s, want 403 naming the tunnel's host, not the one sent", resp.StatusCode, body)
 	}
 	if seen := f.up.all(); seen != "" {
 		t.Errorf("the host received a request: %s", seen)

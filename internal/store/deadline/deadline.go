@@ -421,3 +421,7 @@ func (s *Store) ProxyCA(ctx context.Context) (store.ProxyCA, error) {
 func (s *Store) CreateProxyCA(ctx context.Context, ca store.ProxyCA) (store.ProxyCA, error) {
 	return do(s, ctx, "create proxy CA", func(ctx context.Context) (store.ProxyCA, error) { return s.Store.CreateProxyCA(ctx, ca) })
 }
+
+func (s *Store) ReplaceProxyCA(ctx context.Context, was, ca store.ProxyCA) (store.ProxyCA, error) {
+	return do(s, ctx, "replace proxy CA", func(ctx context.Context) (store.ProxyCA, error) { return s.Store.ReplaceProxyCA(ctx, was, ca) })
+}

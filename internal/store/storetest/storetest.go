@@ -52,7 +52,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Audit", testAudit},
 		{"AuditBatches", testAuditBatches},
 		{"PruneAuditMany", testPruneAuditMany},
-		{"ProxyCA", testProxyCA}, {"ConcurrentCreateProxyCA", testConcurrentCreateProxyCA},
+		{"ProxyCA", testProxyCA}, {"ConcurrentCreateProxyCA", testConcurrentCreateProxyCA}, {"ReplaceProxyCA", testReplaceProxyCA},
 		{"Mints", testMints},
 		{"Overview", testOverview},
 		{"Pool", testPool},
