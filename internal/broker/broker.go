@@ -228,8 +228,8 @@ func (s *Server) finish(rec *recorder, r *http.Request, info *requestInfo, trace
 		calls := info.calls
 		// The attributes are built in place: no []any per request.
 		var a [13]slog.Attr
-		a[0] = slog.String("method", r.Method)
-		a[1] = slog.String("path", token.RedactPath(r.URL.Path))
+		a[0] = slog.String("method", recordedMethod(r.Method))
+		a[1] = slog.String("path", proxy.ScrubKept(r.URL.Path))
 		a[2] = slog.String("route", info.route)
 		a[3] = slog.Int("status", rec.status)
 		a[4] = slog.Int64("bytes", rec.bytes)
@@ -292,7 +292,7 @@ func (s *Server) conclude(rec *recorder, r *http.Request, info *requestInfo, tra
 	if info.reason == "token" && info.box == "" && (rec.status == http.StatusUnauthorized || rec.status == http.StatusForbidden) {
 		// No box's token: after the first from its source, the
 		// refusal is kept in aggregate (see Tally), counted exactly.
-		info.tallied = s.tally.add(sourceOf(r), start, r.Method, info.route, info.capabilityLabel(), rec.status)
+		info.tallied = s.tally.add(sourceOf(r), start, recordedMethod(r.Method), info.route, info.capabilityLabel(), rec.status)
 	}
 	if s.cfg.Observer == nil {
 		return
@@ -300,7 +300,7 @@ func (s *Server) conclude(rec *recorder, r *http.Request, info *requestInfo, tra
 	if info.stream {
 		s.cfg.Observer.StreamClosed(info.capabilityLabel())
 	}
-	s.cfg.Observer.Request(&Record{
+	s.observe(&Record{
 		At: start, Method: r.Method, Route: info.route, Box: info.box,
 		Capability: info.capabilityLabel(), Words: info.words, Public: info.public,
 		Status: rec.status, Reason: info.reason, Message: info.message,
@@ -372,16 +372,28 @@ func noRelease() {}
 func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo) (capability.Capability, *capability.Call, func(), error) {
 	// Nothing of the body is read until the token, read from the head,
 	// is a box's: Scopes reads only the head.
-	rt, need, ok, err := s.classify(r)
-	var c capability.Capability
-	if rt != nil {
-		c = rt.c
-		info.capability = c.Name()
-		info.route = rt.label
-		if proxiedToken(r) != "" {
-			info.route = ProxiedRoutePrefix + rt.label
-		}
+	rt := s.route(r.URL.Path)
+	if rt == nil {
+		info.reason = "no route"
+		return nil, nil, nil, capability.NotFound(r)
 	}
+	c := rt.c
+	info.capability = c.Name()
+	info.route = rt.label
+	if proxiedToken(r) != "" {
+		info.route = ProxiedRoutePrefix + rt.label
+	}
+	// The method is judged first: one no route serves goes no further,
+	// upstream or into a record.
+	if err := allowMethod(r, c); err != nil {
+		info.reason = "method"
+		if errors.Is(err, errNoRoute) {
+			info.reason = "no route"
+			return nil, nil, nil, capability.NotFound(r)
+		}
+		return nil, nil, nil, err
+	}
+	need, ok, err := c.Scopes(r)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -613,7 +625,7 @@ func (s *Server) writeError(w *recorder, r *http.Request, err error, info *reque
 		ce = &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI, Message: "The broker could not complete the request.", Err: err}
 	}
 	if ce.Err != nil {
-		s.log.Error("request failed", "method", r.Method, "path", token.RedactPath(r.URL.Path), "route", info.route, "box", info.box, "err", ce.Err)
+		s.log.Error("request failed", "method", recordedMethod(r.Method), "path", proxy.ScrubKept(r.URL.Path), "route", info.route, "box", info.box, "err", ce.Err)
 	}
 	if w.wrote {
 		return // the answer has begun; nothing more can be said
@@ -638,7 +650,7 @@ func (s *Server) writeError(w *recorder, r *http.Request, err error, info *reque
 	if ce.Status == http.StatusNotFound {
 		// A not-found message repeats the path, which may hold anything;
 		// what is kept names the route instead.
-		info.message = fmt.Sprintf("The broker serves no %s %s.", r.Method, info.route)
+		info.message = fmt.Sprintf("The broker serves no %s %s.", recordedMethod(r.Method), info.route)
 	}
 	protocol.WriteRefusal(w, ce.Status, ce.Type, ce.Message)
 }

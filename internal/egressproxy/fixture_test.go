@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -43,6 +44,8 @@ type fixture struct {
 	// caFile holds the proxy CA's certificate, for real clients.
 	caFile string
 	caPool *x509.CertPool
+	// logs receives the broker's logs.
+	logs *brokertest.Buffer
 }
 
 // recorder is an echoing secret host: it answers with every header it
@@ -104,7 +107,7 @@ func newFixtureWith(t testing.TB, git http.Handler) *fixture { return newFixture
 // changed by cfg (when not nil).
 func newFixtureConfig(t testing.TB, git http.Handler, cfg func(*server.Config)) *fixture {
 	t.Helper()
-	f := &fixture{up: &recorder{git: git}}
+	f := &fixture{up: &recorder{git: git}, logs: &brokertest.Buffer{}}
 	ups := httptest.NewUnstartedServer(f.up)
 	ups.EnableHTTP2 = true
 	ups.StartTLS()
@@ -139,7 +142,7 @@ func newFixtureConfig(t testing.TB, git http.Handler, cfg func(*server.Config)) 
 		},
 	}
 	t.Cleanup(tr.CloseIdleConnections)
-	f.b = brokertest.New(t, brokertest.Options{Config: cfg, ServerOptions: func(o *server.Options) { o.Transport = tr }})
+	f.b = brokertest.New(t, brokertest.Options{Config: cfg, Logs: f.logs, ServerOptions: func(o *server.Options) { o.Transport = tr }})
 	srv := f.b.Server
 	f.token = f.b.AddBox("shop")
 	f.b.SetSecret("shop", "API", "https://"+f.host, secretValue)
@@ -151,7 +154,7 @@ func newFixtureConfig(t testing.TB, git http.Handler, cfg func(*server.Config)) 
 	}
 	p, err := egressproxy.New(egressproxy.Config{
 		Broker: srv.Broker, BrokerWord: "lobby", Cache: srv.Cache, Secrets: srv.Store, CA: ca,
-		Passthrough: []string{f.passHost},
+		Passthrough: []string{f.passHost}, Logger: slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	if err != nil {
 		t.Fatalf("egressproxy.New: %v", err)

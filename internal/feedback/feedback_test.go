@@ -336,17 +336,23 @@ func TestFeedback_OtherRoutesAreNotServed(t *testing.T) {
 	tok := br.AddBox("alpha")
 	br.Report(tok, brokertest.Entry("feedback", "agent"))
 	setConsent(t, br, "alpha", true)
-	tests := []struct{ method, path string }{
-		{"GET", "/api/feedback"},
-		{"PUT", "/api/feedback"},
-		{"POST", "/api/feedback/"},
-		{"POST", "/api/feedback/batch"},
+	tests := []struct {
+		method, path string
+		status       int
+	}{
+		{"GET", "/api/feedback", http.StatusMethodNotAllowed},
+		{"PUT", "/api/feedback", http.StatusMethodNotAllowed},
+		{"POST", "/api/feedback/", http.StatusNotFound},
+		{"POST", "/api/feedback/batch", http.StatusNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
 			resp := br.Do(tt.method, tt.path, tok, []byte(`{"entries":[{}]}`), nil)
-			if resp.StatusCode != http.StatusNotFound {
-				t.Errorf("%s %s = %d %s, want 404", tt.method, tt.path, resp.StatusCode, resp.Body)
+			if resp.StatusCode != tt.status {
+				t.Errorf("%s %s = %d %s, want %d", tt.method, tt.path, resp.StatusCode, resp.Body, tt.status)
+			}
+			if tt.status == http.StatusMethodNotAllowed && resp.Header.Get("Allow") != http.MethodPost {
+				t.Errorf("%s %s: Allow %q, want POST", tt.method, tt.path, resp.Header.Get("Allow"))
 			}
 		})
 	}
