@@ -595,6 +595,7 @@ func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *reque
 	if err != nil {
 		return err
 	}
+	scrubDeclaration(d)
 	d.At = s.cfg.Now().UTC().Truncate(time.Millisecond)
 	doc, err := json.Marshal(d)
 	if err != nil {

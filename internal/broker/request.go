@@ -68,3 +68,24 @@ func (rec *Record) scrub() {
 	rec.Message = proxy.ScrubKept(rec.Message)
 	rec.Words = proxy.ScrubKeptAll(rec.Words)
 }
+
+// scrubDeclaration replaces every token, or what is left of one, in the
+// strings of a report the broker keeps and shows (its scope words, its
+// listing's title and line, its principals), as in every record: a box
+// may report anything there.
+func scrubDeclaration(d *protocol.Declaration) {
+	for i := range d.Capabilities {
+		d.Capabilities[i].Scope = proxy.ScrubKeptAll(d.Capabilities[i].Scope)
+	}
+	if l := d.Listing; l != nil {
+		l.Title, l.Line = proxy.ScrubKept(l.Title), proxy.ScrubKept(l.Line)
+	}
+	if sp := d.Spend; sp != nil {
+		for i := range sp.ByPrincipal {
+			if p := sp.ByPrincipal[i].Principal; p != nil {
+				kept := proxy.ScrubKept(*p)
+				sp.ByPrincipal[i].Principal = &kept
+			}
+		}
+	}
+}
