@@ -188,6 +188,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	r = r.WithContext(proxy.WithTrace(r.Context(), trace))
+	// A request's trailer fields are dropped on every route: they come
+	// after the body, where no scan of the head reads them, and no
+	// capability takes any. (net/http fills in the map the request it
+	// holds names, which this copy no longer does.)
+	r.Trailer = nil
 	defer s.finish(rec, r, info, trace, start)
 	if err := s.serve(rec, r, info); err != nil {
 		s.writeError(rec, r, err, info)
