@@ -411,10 +411,22 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 			info.route = boundRoute(route)
 		}
 	}
+	// A body in a content coding is judged from the head, before the
+	// box is known; it is decoded only once the rule allows the request.
+	coding, limit, err := bodyCoding(r, c)
+	if err != nil {
+		info.reason = "encoding"
+		return nil, nil, nil, err
+	}
 	info.words = need.Words
 	info.public = need.Public
 	rc := http.NewResponseController(w)
 	if need.Public {
+		if coding != "" {
+			// No public route takes an encoded body: none reads a body.
+			info.reason = "encoding"
+			return nil, nil, nil, unreadableBody(nil)
+		}
 		s.boundBody(rc, r)
 		return c, &capability.Call{}, noRelease, nil
 	}
@@ -465,6 +477,13 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 	if err != nil {
 		info.reason = "limit"
 		return nil, nil, nil, err
+	}
+	if coding != "" {
+		if err := decodeBody(w, r, limit); err != nil {
+			release()
+			info.reason = "encoding"
+			return nil, nil, nil, err
+		}
 	}
 	return c, &capability.Call{Box: box, Token: tok, Words: need.Words, Payer: s.cfg.Payer.Func(box)}, release, nil
 }

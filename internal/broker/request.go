@@ -1,7 +1,9 @@
 package broker
 
 import (
+	"bytes"
 	"errors"
+	"io"
 	"net/http"
 
 	"github.com/intentius/boxbroker/internal/capability"
@@ -45,6 +47,85 @@ func allowMethod(r *http.Request, c capability.Capability) error {
 		"This route takes %s; the request's method is none of them.", allowed.Allow())
 	e.Header = http.Header{"Allow": {allowed.Allow()}}
 	return e
+}
+
+// hasBody reports whether r carries a body, by its length or chunked.
+func hasBody(r *http.Request) bool {
+	return r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
+}
+
+// bodyCoding judges the content coding of r's body for c: it returns ""
+// for a body as it is (or no body), the coding when c is a
+// capability.Decoder that names it (with the most bytes the body may
+// take), and otherwise a 415. The header is judged whole, as an answer's
+// is: more than one Content-Encoding header, or stacked codings, are a
+// 415 too.
+func bodyCoding(r *http.Request, c capability.Capability) (coding string, limit int64, err error) {
+	values := r.Header.Values("Content-Encoding")
+	if len(values) == 0 || !hasBody(r) {
+		return "", 0, nil
+	}
+	var codings []string
+	if d, ok := c.(capability.Decoder); ok {
+		codings, limit = d.Decodes(r)
+	}
+	coding, err = proxy.Decoding(values, codings...)
+	if err != nil {
+		return "", 0, unreadableBody(codings)
+	}
+	return coding, limit, nil
+}
+
+// unreadableBody is the 415 of a request body in a content coding the
+// route does not take; codings are those it takes.
+func unreadableBody(codings []string) error {
+	msg := "This route takes a request body only as it is, with no Content-Encoding: the broker reads every body to keep tokens out of what goes upstream, and cannot read it encoded. Send it uncompressed."
+	if len(codings) > 0 {
+		msg = "This route takes a request body as it is or in gzip (one Content-Encoding: gzip), which the broker decodes to keep tokens out of what goes upstream; it cannot read this one's encoding. Send it uncompressed or in gzip."
+	}
+	return capability.Errorf(http.StatusUnsupportedMediaType, protocol.TypeInvalid, "%s", msg)
+}
+
+// wholeDecoded is the largest decoded body the broker holds whole, to
+// forward it with its length declared (which a signing kind of egress
+// secret needs, and many hosts want); a longer one goes on as it is
+// decoded, of unknown length.
+const wholeDecoded = 1 << 20
+
+// decodeBody decodes r's gzip body, bounded by limit encoded and decoded,
+// and puts it in r.Body with no Content-Encoding: whole, with its length,
+// when it decodes to at most wholeDecoded bytes; streamed otherwise. A
+// body that is not gzip is a 400, and one over limit a 413.
+func decodeBody(w http.ResponseWriter, r *http.Request, limit int64) error {
+	zr := proxy.Gunzip(r.Body, limit)
+	held, err := io.ReadAll(io.LimitReader(zr, wholeDecoded+1))
+	if err != nil {
+		leaveBody(w, r)
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return capability.Errorf(http.StatusRequestEntityTooLarge, protocol.TypeTooLarge,
+				"The request body is over %d bytes, encoded or decoded.", limit)
+		}
+		return &capability.Error{Status: http.StatusBadRequest, Type: protocol.TypeInvalid,
+			Message: "The request body could not be read as gzip, which its Content-Encoding names.", Err: err}
+	}
+	// The length the box declared was the encoded body's.
+	r.Header.Del("Content-Encoding")
+	r.Header.Del("Content-Length")
+	if len(held) <= wholeDecoded {
+		r.Body = readCloser{Reader: bytes.NewReader(held), Closer: zr}
+		r.ContentLength = int64(len(held))
+		return nil
+	}
+	r.Body = readCloser{Reader: io.MultiReader(bytes.NewReader(held), zr), Closer: zr}
+	r.ContentLength = -1
+	return nil
+}
+
+// readCloser reads from one reader and closes another.
+type readCloser struct {
+	io.Reader
+	io.Closer
 }
 
 // observe tells the Observer of rec, scrubbed (see Record.scrub).

@@ -94,3 +94,19 @@ type Allower interface {
 	// set means the path names no route: the request is a 404.
 	Allowed(r *http.Request) Methods
 }
+
+// Decoder is implemented by a capability that takes request bodies in a
+// content coding. The broker refuses a request body in a content coding
+// (a Content-Encoding other than identity) with a 415 on every route of a
+// capability that does not implement Decoder, since no scan could read
+// the tokens in it, and on a Decoder's routes in any coding it does not
+// name; a body in a coding it names is decoded by the broker before Serve
+// and goes on as it is, with no Content-Encoding, so that every scan reads
+// what the upstream will.
+type Decoder interface {
+	// Decodes returns the content codings, in lower case, of a request
+	// body the capability takes on r's route ("gzip"), and the most bytes
+	// such a body may take, encoded or decoded; past it, the request is a
+	// 413.
+	Decodes(r *http.Request) (codings []string, limit int64)
+}

@@ -17,3 +17,13 @@ func (c *Capability) Allowed(r *http.Request) capability.Methods {
 	}
 	return capability.StandardMethods
 }
+
+// Decodes is gzip (and its old name x-gzip), up to MaxBody: git sends a
+// fetch's negotiation gzip-compressed (Content-Encoding: gzip) once it is
+// over 1 KiB, and SDKs compress large uploads (the AWS SDKs' request
+// compression). The broker decodes such a body before Serve, so that the
+// token in it is swapped and any other token scrubbed as in a body sent
+// as it is, and the host receives it decoded.
+func (c *Capability) Decodes(r *http.Request) ([]string, int64) {
+	return []string{"gzip", "x-gzip"}, c.cfg.MaxBody
+}
