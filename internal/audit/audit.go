@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/metrics"
+	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -134,7 +135,10 @@ func (w *Writer) Add(e store.AuditEntry) bool { return w.AddJournaled(e, 0) }
 
 // AddJournaled is Add for an entry the journal holds as record seq: the
 // batch that holds it is begun and done in Options.Journal.
+//
+// Every entry is scrubbed as it is queued (see Scrub), whoever made it.
 func (w *Writer) AddJournaled(e store.AuditEntry, seq uint64) bool {
+	Scrub(&e)
 	select {
 	case w.queue <- item{entry: e, seq: seq}:
 		if w.opt.Linger > 0 && len(w.queue) >= w.full {
@@ -335,4 +339,17 @@ func (w *Writer) prune(ctx context.Context) {
 // Prune forgets entries older than Retention now, and says how many.
 func (w *Writer) Prune(ctx context.Context) (int64, error) {
 	return w.st.PruneAudit(ctx, w.opt.Now().Add(-w.opt.Retention))
+}
+
+// Scrub replaces, in e, every token, or what is left of one, in the
+// fields that can hold what a box sent (its method, route, box,
+// capability, words, reason, message and the pool entry that paid), as
+// proxy.ScrubKept does: the broker scrubs its records before they are
+// journaled, and the Writer scrubs every entry again as it is queued, so
+// that no entry made elsewhere (a mint's) keeps a token either.
+func Scrub(e *store.AuditEntry) {
+	for _, f := range [...]*string{&e.Method, &e.Route, &e.Box, &e.Capability, &e.Reason, &e.Message, &e.PaidBy} {
+		*f = proxy.ScrubKept(*f)
+	}
+	e.Words = proxy.ScrubKeptAll(e.Words)
 }

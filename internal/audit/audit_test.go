@@ -3,11 +3,14 @@ package audit
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // fakeStore is a store.Audit in memory whose writes wait for gate (when
@@ -240,5 +243,45 @@ func TestLinger_FullBatchDoesNotWait(t *testing.T) {
 					added, tt.queue, tt.batch, got, want)
 			}
 		})
+	}
+}
+
+// TestAudit_TokenInAnEntryFromElsewhereIsNeverKept: an entry added by a
+// caller other than the broker (a mint's, whose message quotes a token
+// endpoint's refusal) is scrubbed as it is queued: no token, whole or
+// cut short, reaches the store in any of its strings.
+func TestAudit_TokenInAnEntryFromElsewhereIsNeverKept(t *testing.T) {
+	tok := token.BoxPrefix + strings.Repeat("A", 43)
+	grant := token.GrantPrefix + strings.Repeat("b", 43)
+	cut := token.AdminPrefix + strings.Repeat("c", 40) // a token cut short
+	st := &fakeStore{}
+	w := New(st, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { w.Run(ctx); close(done) }()
+	words := []string{"API", grant}
+	w.Add(store.AuditEntry{Box: "alpha", Method: tok, Route: "/egress/" + tok, Capability: "egress", Words: words,
+		Status: 502, Reason: "mint-refused", Message: "the endpoint said: " + grant + " and %62bx_" + tok[4:] + " " + cut, PaidBy: tok})
+	if err := w.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	<-done
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if len(st.entries) != 1 {
+		t.Fatalf("entries written = %d, want 1", len(st.entries))
+	}
+	row := fmt.Sprintf("%+v", st.entries[0])
+	for _, s := range []string{tok, grant, tok[4:], cut} {
+		if strings.Contains(row, s) {
+			t.Errorf("the entry kept holds %.12s…: %s", s, row)
+		}
+	}
+	if words[1] != grant {
+		t.Errorf("the caller's words were changed: %q", words)
+	}
+	if st.entries[0].Words[0] != "API" {
+		t.Errorf("words kept = %q, want API first", st.entries[0].Words)
 	}
 }

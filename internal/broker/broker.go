@@ -188,6 +188,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	r = r.WithContext(proxy.WithTrace(r.Context(), trace))
+	// A request's trailer fields are dropped on every route: they come
+	// after the body, where no scan of the head reads them, and no
+	// capability takes any. (net/http fills in the map the request it
+	// holds names, which this copy no longer does.)
+	r.Trailer = nil
 	defer s.finish(rec, r, info, trace, start)
 	if err := s.serve(rec, r, info); err != nil {
 		s.writeError(rec, r, err, info)
@@ -228,8 +233,8 @@ func (s *Server) finish(rec *recorder, r *http.Request, info *requestInfo, trace
 		calls := info.calls
 		// The attributes are built in place: no []any per request.
 		var a [13]slog.Attr
-		a[0] = slog.String("method", r.Method)
-		a[1] = slog.String("path", token.RedactPath(r.URL.Path))
+		a[0] = slog.String("method", recordedMethod(r.Method))
+		a[1] = slog.String("path", proxy.ScrubKept(r.URL.Path))
 		a[2] = slog.String("route", info.route)
 		a[3] = slog.Int("status", rec.status)
 		a[4] = slog.Int64("bytes", rec.bytes)
@@ -292,7 +297,7 @@ func (s *Server) conclude(rec *recorder, r *http.Request, info *requestInfo, tra
 	if info.reason == "token" && info.box == "" && (rec.status == http.StatusUnauthorized || rec.status == http.StatusForbidden) {
 		// No box's token: after the first from its source, the
 		// refusal is kept in aggregate (see Tally), counted exactly.
-		info.tallied = s.tally.add(sourceOf(r), start, r.Method, info.route, info.capabilityLabel(), rec.status)
+		info.tallied = s.tally.add(sourceOf(r), start, recordedMethod(r.Method), info.route, info.capabilityLabel(), rec.status)
 	}
 	if s.cfg.Observer == nil {
 		return
@@ -300,7 +305,7 @@ func (s *Server) conclude(rec *recorder, r *http.Request, info *requestInfo, tra
 	if info.stream {
 		s.cfg.Observer.StreamClosed(info.capabilityLabel())
 	}
-	s.cfg.Observer.Request(&Record{
+	s.observe(&Record{
 		At: start, Method: r.Method, Route: info.route, Box: info.box,
 		Capability: info.capabilityLabel(), Words: info.words, Public: info.public,
 		Status: rec.status, Reason: info.reason, Message: info.message,
@@ -372,16 +377,28 @@ func noRelease() {}
 func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo) (capability.Capability, *capability.Call, func(), error) {
 	// Nothing of the body is read until the token, read from the head,
 	// is a box's: Scopes reads only the head.
-	rt, need, ok, err := s.classify(r)
-	var c capability.Capability
-	if rt != nil {
-		c = rt.c
-		info.capability = c.Name()
-		info.route = rt.label
-		if proxiedToken(r) != "" {
-			info.route = ProxiedRoutePrefix + rt.label
-		}
+	rt := s.route(r.URL.Path)
+	if rt == nil {
+		info.reason = "no route"
+		return nil, nil, nil, capability.NotFound(r)
 	}
+	c := rt.c
+	info.capability = c.Name()
+	info.route = rt.label
+	if proxiedToken(r) != "" {
+		info.route = ProxiedRoutePrefix + rt.label
+	}
+	// The method is judged first: one no route serves goes no further,
+	// upstream or into a record.
+	if err := allowMethod(r, c); err != nil {
+		info.reason = "method"
+		if errors.Is(err, errNoRoute) {
+			info.reason = "no route"
+			return nil, nil, nil, capability.NotFound(r)
+		}
+		return nil, nil, nil, err
+	}
+	need, ok, err := c.Scopes(r)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -394,10 +411,22 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 			info.route = boundRoute(route)
 		}
 	}
+	// A body in a content coding is judged from the head, before the
+	// box is known; it is decoded only once the rule allows the request.
+	coding, limit, err := bodyCoding(r, c)
+	if err != nil {
+		info.reason = "encoding"
+		return nil, nil, nil, err
+	}
 	info.words = need.Words
 	info.public = need.Public
 	rc := http.NewResponseController(w)
 	if need.Public {
+		if coding != "" {
+			// No public route takes an encoded body: none reads a body.
+			info.reason = "encoding"
+			return nil, nil, nil, unreadableBody(nil)
+		}
 		s.boundBody(rc, r)
 		return c, &capability.Call{}, noRelease, nil
 	}
@@ -448,6 +477,13 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 	if err != nil {
 		info.reason = "limit"
 		return nil, nil, nil, err
+	}
+	if coding != "" {
+		if err := decodeBody(w, r, limit); err != nil {
+			release()
+			info.reason = "encoding"
+			return nil, nil, nil, err
+		}
 	}
 	return c, &capability.Call{Box: box, Token: tok, Words: need.Words, Payer: s.cfg.Payer.Func(box)}, release, nil
 }
@@ -583,6 +619,7 @@ func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *reque
 	if err != nil {
 		return err
 	}
+	scrubDeclaration(d)
 	d.At = s.cfg.Now().UTC().Truncate(time.Millisecond)
 	doc, err := json.Marshal(d)
 	if err != nil {
@@ -613,7 +650,7 @@ func (s *Server) writeError(w *recorder, r *http.Request, err error, info *reque
 		ce = &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI, Message: "The broker could not complete the request.", Err: err}
 	}
 	if ce.Err != nil {
-		s.log.Error("request failed", "method", r.Method, "path", token.RedactPath(r.URL.Path), "route", info.route, "box", info.box, "err", ce.Err)
+		s.log.Error("request failed", "method", recordedMethod(r.Method), "path", proxy.ScrubKept(r.URL.Path), "route", info.route, "box", info.box, "err", ce.Err)
 	}
 	if w.wrote {
 		return // the answer has begun; nothing more can be said
@@ -638,7 +675,7 @@ func (s *Server) writeError(w *recorder, r *http.Request, err error, info *reque
 	if ce.Status == http.StatusNotFound {
 		// A not-found message repeats the path, which may hold anything;
 		// what is kept names the route instead.
-		info.message = fmt.Sprintf("The broker serves no %s %s.", r.Method, info.route)
+		info.message = fmt.Sprintf("The broker serves no %s %s.", recordedMethod(r.Method), info.route)
 	}
 	protocol.WriteRefusal(w, ce.Status, ce.Type, ce.Message)
 }

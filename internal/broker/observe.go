@@ -27,11 +27,15 @@ type Observer interface {
 
 // Record is what the broker knows of one request once it is answered. It
 // holds no token, credential, secret value, query or body, and its Route
-// is a template rather than the path.
+// is a template rather than the path. The broker scrubs every Record
+// before its Observer is told of it: a method no route serves is
+// OtherMethod, and any token in its strings (a refusal may quote what a
+// box sent) is replaced.
 type Record struct {
 	// At is when the request arrived.
 	At time.Time
-	// Method is the request's method.
+	// Method is the request's method, when a route could serve it (one
+	// of capability.StandardMethods, or CONNECT); OtherMethod otherwise.
 	Method string
 	// Route is the route template, such as "/llm/anthropic/v1/messages";
 	// "{unmatched}" for a path no capability owns.
@@ -49,8 +53,9 @@ type Record struct {
 	// Status is the answer's status.
 	Status int
 	// Reason is why the broker refused the request, from a short fixed
-	// list ("token", "declaration", "no route", "malformed report",
-	// "upstream failed", "aborted", or a status text); "" when it did not.
+	// list ("token", "declaration", "no route", "method", "encoding",
+	// "malformed report", "upstream failed", "aborted", or a status
+	// text); "" when it did not.
 	Reason string
 	// Message is the refusal message the box was shown ("" when none);
 	// a not-found message names the route, not the path.

@@ -54,9 +54,14 @@ func findTokens(r *http.Request, c capability.Capability) []string {
 // Observe tells the broker's Observer (metrics and the audit log) of a
 // request answered outside ServeHTTP: the HTTPS proxy's CONNECT refusals
 // and passthrough tunnels. A nil Observer makes it a no-op.
+//
+// Observe scrubs rec first, as every record the broker keeps is: its
+// method is OtherMethod unless a route could serve it, and every token
+// in its route, words, reason and message (a refusal quoting the Host a
+// box sent, say) is replaced.
 func (s *Server) Observe(rec *Record) {
 	if s.cfg.Observer != nil {
-		s.cfg.Observer.Request(rec)
+		s.observe(rec)
 	}
 }
 

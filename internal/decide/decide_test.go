@@ -566,18 +566,25 @@ func TestDecide_UnknownToken(t *testing.T) {
 
 func TestDecide_OtherRoutesNotServed(t *testing.T) {
 	b, token := setup(t, brokertest.Options{})
-	tests := []struct{ method, path string }{
-		{"PUT", "/decide/v1/systemone"},
-		{"POST", "/decide/v1/systemone/"},
-		{"POST", "/decide/v2/systemone"},
-		{"POST", "/decide"},
-		{"POST", "/decide/v1/messages"},
+	tests := []struct {
+		method, path string
+		status       int
+	}{
+		{"PUT", "/decide/v1/systemone", 405},
+		{"GET", "/decide/v1/systemone", 405},
+		{"POST", "/decide/v1/systemone/", 404},
+		{"POST", "/decide/v2/systemone", 404},
+		{"POST", "/decide", 404},
+		{"POST", "/decide/v1/messages", 404},
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
 			resp := b.Do(tt.method, tt.path, token, []byte(allTypes), nil)
-			if resp.StatusCode != 404 {
-				t.Errorf("%s %s = %d %s, want 404", tt.method, tt.path, resp.StatusCode, resp.Body)
+			if resp.StatusCode != tt.status {
+				t.Errorf("%s %s = %d %s, want %d", tt.method, tt.path, resp.StatusCode, resp.Body, tt.status)
+			}
+			if tt.status == 405 && resp.Header.Get("Allow") != "POST" {
+				t.Errorf("%s %s: Allow %q, want POST", tt.method, tt.path, resp.Header.Get("Allow"))
 			}
 		})
 	}

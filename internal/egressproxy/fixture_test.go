@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -47,6 +48,8 @@ type fixture struct {
 	// dials records each address the proxy dialled for a passthrough
 	// tunnel, before it answers the CONNECT.
 	dials *dialLog
+	// logs receives the broker's logs.
+	logs *brokertest.Buffer
 }
 
 // dialLog is the addresses a proxy dialled.
@@ -134,7 +137,7 @@ func newFixtureWith(t testing.TB, git http.Handler) *fixture { return newFixture
 // changed by cfg (when not nil).
 func newFixtureConfig(t testing.TB, git http.Handler, cfg func(*server.Config)) *fixture {
 	t.Helper()
-	f := &fixture{up: &recorder{git: git}, dials: &dialLog{}}
+	f := &fixture{up: &recorder{git: git}, dials: &dialLog{}, logs: &brokertest.Buffer{}}
 	ups := httptest.NewUnstartedServer(f.up)
 	ups.EnableHTTP2 = true
 	ups.StartTLS()
@@ -169,7 +172,7 @@ func newFixtureConfig(t testing.TB, git http.Handler, cfg func(*server.Config)) 
 		},
 	}
 	t.Cleanup(tr.CloseIdleConnections)
-	f.b = brokertest.New(t, brokertest.Options{Config: cfg, ServerOptions: func(o *server.Options) { o.Transport = tr }})
+	f.b = brokertest.New(t, brokertest.Options{Config: cfg, Logs: f.logs, ServerOptions: func(o *server.Options) { o.Transport = tr }})
 	srv := f.b.Server
 	f.token = f.b.AddBox("shop")
 	f.b.SetSecret("shop", "API", "https://"+f.host, secretValue)
@@ -183,6 +186,7 @@ func newFixtureConfig(t testing.TB, git http.Handler, cfg func(*server.Config)) 
 		Broker: srv.Broker, BrokerWord: "lobby", Cache: srv.Cache, Secrets: srv.Store, CA: ca,
 		Passthrough: []string{f.passHost}, Dial: f.dials.dial,
 		MaxTunnels: max(srv.Config.BoxConcurrent, 0), Recheck: 20 * time.Millisecond,
+		Logger: slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	if err != nil {
 		t.Fatalf("egressproxy.New: %v", err)

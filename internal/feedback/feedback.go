@@ -3,7 +3,8 @@
 // word agent and its non-empty counts need passive; the broker applies
 // that rule before Serve runs. Serve then applies the broker's own policy
 // — it keeps feedback at all, and the box's owner has consented — and
-// keeps the batch, as it came, in the store.
+// keeps the batch, as it came but with every token in it replaced by a
+// marker of its length (proxy.ScrubTokensInPlace), in the store.
 //
 // What an entry holds is the receiver's format (hud's RFC-009), not the
 // protocol's: the broker counts entries and counts to choose the words and
@@ -21,6 +22,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -139,6 +141,10 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 				"Once the owner consents, the operator records it with `boxbroker box consent %s on`; until then keep the batch.",
 			call.Box.Name, call.Box.Name)
 	}
+	// A batch is kept as it came but for tokens: each, plainly or
+	// escaped, is replaced by a marker of its length, so the batch stays
+	// the same JSON and keeps no box's token or grant.
+	proxy.ScrubTokensInPlace(body)
 	id, err := c.cfg.Store.AddFeedback(r.Context(), store.FeedbackBatch{
 		Box: call.Box.Name, At: c.cfg.Now().UTC(), Words: call.Words, Body: body,
 	})

@@ -19,6 +19,7 @@ import (
 	"github.com/intentius/boxbroker/internal/feedback"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // setConsent writes a box's consent straight to the store, as
@@ -336,17 +337,23 @@ func TestFeedback_OtherRoutesAreNotServed(t *testing.T) {
 	tok := br.AddBox("alpha")
 	br.Report(tok, brokertest.Entry("feedback", "agent"))
 	setConsent(t, br, "alpha", true)
-	tests := []struct{ method, path string }{
-		{"GET", "/api/feedback"},
-		{"PUT", "/api/feedback"},
-		{"POST", "/api/feedback/"},
-		{"POST", "/api/feedback/batch"},
+	tests := []struct {
+		method, path string
+		status       int
+	}{
+		{"GET", "/api/feedback", http.StatusMethodNotAllowed},
+		{"PUT", "/api/feedback", http.StatusMethodNotAllowed},
+		{"POST", "/api/feedback/", http.StatusNotFound},
+		{"POST", "/api/feedback/batch", http.StatusNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
 			resp := br.Do(tt.method, tt.path, tok, []byte(`{"entries":[{}]}`), nil)
-			if resp.StatusCode != http.StatusNotFound {
-				t.Errorf("%s %s = %d %s, want 404", tt.method, tt.path, resp.StatusCode, resp.Body)
+			if resp.StatusCode != tt.status {
+				t.Errorf("%s %s = %d %s, want %d", tt.method, tt.path, resp.StatusCode, resp.Body, tt.status)
+			}
+			if tt.status == http.StatusMethodNotAllowed && resp.Header.Get("Allow") != http.MethodPost {
+				t.Errorf("%s %s: Allow %q, want POST", tt.method, tt.path, resp.Header.Get("Allow"))
 			}
 		})
 	}
@@ -391,5 +398,40 @@ func TestFeedback_NeverEndingBody(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("never-ending batch = %d, want 400", resp.StatusCode)
+	}
+}
+
+// TestFeedback_TokenInABatchIsNeverKept: a batch that holds tokens (the
+// box's own, another box's, a grant, plainly or JSON-escaped) is kept
+// with each replaced by a marker of its length, so the stored batch is
+// the same JSON with no token in it.
+func TestFeedback_TokenInABatchIsNeverKept(t *testing.T) {
+	br := brokertest.New(t, brokertest.Options{})
+	tok := br.AddBox("alpha")
+	other := br.AddBox("beta")
+	grant, err := token.NewGrant()
+	if err != nil {
+		t.Fatal(err)
+	}
+	br.Report(tok, brokertest.Entry("feedback", "agent", "passive"))
+	setConsent(t, br, "alpha", true)
+	escaped := `\u0062` + other[1:]
+	body := `{"entries":[{"note":"mine ` + tok + `, theirs ` + escaped + `","grant":"` + grant + `"}]}`
+	resp := br.Do("POST", "/api/feedback", tok, []byte(body), nil)
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("POST /api/feedback = %d %s, want 202", resp.StatusCode, resp.Body)
+	}
+	fb := kept(t, br, "alpha")
+	if len(fb) != 1 {
+		t.Fatalf("ListFeedback(alpha) = %d batches, want 1", len(fb))
+	}
+	got := string(fb[0].Body)
+	for _, s := range []string{tok, other, escaped, grant} {
+		if strings.Contains(got, s) {
+			t.Errorf("the kept batch holds a token: %s", got)
+		}
+	}
+	if len(got) != len(body) || !json.Valid(fb[0].Body) || strings.Count(got, "[token-removed") != 3 {
+		t.Errorf("kept batch = %s, want the batch with three markers of the tokens' lengths", got)
 	}
 }

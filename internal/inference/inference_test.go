@@ -190,8 +190,8 @@ func TestHello_NeedsNoToken(t *testing.T) {
 			t.Errorf("%s hello = %d, want 200", m, resp.StatusCode)
 		}
 	}
-	if resp := b.Do("POST", "/llm/anthropic/api/hello", "", nil, nil); resp.StatusCode != 404 {
-		t.Errorf("POST hello = %d, want 404", resp.StatusCode)
+	if resp := b.Do("POST", "/llm/anthropic/api/hello", "", nil, nil); resp.StatusCode != 405 || resp.Header.Get("Allow") != "GET, HEAD" {
+		t.Errorf("POST hello = %d Allow %q, want 405 Allow GET, HEAD", resp.StatusCode, resp.Header.Get("Allow"))
 	}
 }
 

@@ -1,7 +1,9 @@
 package proxy
 
 import (
+	"compress/gzip"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -59,4 +61,87 @@ func Decoding(values []string, readable ...string) (string, error) {
 func Unencoded(h http.Header) error {
 	_, err := Decoding(h.Values("Content-Encoding"))
 	return err
+}
+
+// Gunzip returns body decoded from gzip (one member or several, as
+// gzip.Reader reads them). It reads at most limit bytes of body and
+// decodes at most limit bytes: past either, Read fails with an
+// *http.MaxBytesError, so that neither a body that decodes to far more
+// than it holds nor one that holds far more than it decodes to (empty
+// blocks) is read without end. A body that is not gzip fails its first
+// Read with gzip's error. Closing it closes body.
+func Gunzip(body io.ReadCloser, limit int64) io.ReadCloser {
+	return &gunzipBody{src: body, in: &boundedReader{r: body, left: limit, limit: limit}, left: limit, limit: limit}
+}
+
+// gunzipBody decodes lazily, so that the gzip header is read only when
+// the body is.
+type gunzipBody struct {
+	src   io.ReadCloser
+	in    *boundedReader
+	zr    *gzip.Reader
+	left  int64 // bytes it may still decode
+	limit int64
+	err   error
+}
+
+func (g *gunzipBody) Read(p []byte) (int, error) {
+	if g.err != nil {
+		return 0, g.err
+	}
+	if g.zr == nil {
+		zr, err := gzip.NewReader(g.in)
+		if err != nil {
+			g.err = err
+			return 0, err
+		}
+		g.zr = zr
+	}
+	if g.left <= 0 {
+		// Decoded to the bound: one byte more is over it.
+		g.err = overLimit(g.zr, g.limit)
+		return 0, g.err
+	}
+	if int64(len(p)) > g.left {
+		p = p[:g.left]
+	}
+	n, err := g.zr.Read(p)
+	g.left -= int64(n)
+	if err != nil {
+		g.err = err
+	}
+	return n, err
+}
+
+func (g *gunzipBody) Close() error { return g.src.Close() }
+
+// boundedReader reads at most limit bytes of r, and fails with an
+// *http.MaxBytesError rather than read one more.
+type boundedReader struct {
+	r     io.Reader
+	left  int64
+	limit int64
+}
+
+func (b *boundedReader) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, overLimit(b.r, b.limit)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+// overLimit reads one byte more of r, which has given limit bytes: it
+// returns an *http.MaxBytesError when there is one, and r's error (io.EOF
+// at its end) when there is none.
+func overLimit(r io.Reader, limit int64) error {
+	var one [1]byte
+	if _, err := io.ReadFull(r, one[:]); err != nil {
+		return err
+	}
+	return &http.MaxBytesError{Limit: limit}
 }

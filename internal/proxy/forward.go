@@ -19,6 +19,10 @@ import (
 //
 // The guards:
 //
+//   - No request trailer is carried: a box's trailer fields come after
+//     its body, where no scan of the head reads them, so the Forwarder
+//     drops them after Rewrite (the broker drops them too, before any
+//     capability runs).
 //   - No protocol upgrade is carried. ReverseProxy would pass a box's
 //     Upgrade header on and then splice the two connections together,
 //     where nothing could keep a credential out of the bytes; the
@@ -49,6 +53,9 @@ func New(rewrite func(*httputil.ProxyRequest), transport http.RoundTripper, erro
 		rewrite(pr)
 		pr.Out.Header.Del("Upgrade")
 		pr.Out.Header.Del("Connection")
+		// Request trailers never go upstream: they come after the body,
+		// where no scan of the head reads them.
+		pr.Out.Trailer = nil
 		if m := pr.Out.Method; (m == http.MethodGet || m == http.MethodHead) && pr.Out.Body != nil {
 			// An upstream may not read such a body, and leave it in
 			// front of the next request on the connection: use this

@@ -247,6 +247,35 @@ func ScrubTokens(s string) (string, int) {
 	return string(b), n
 }
 
+// ScrubKept returns s as a record the broker keeps (an audit row, a
+// journal line, a log line, what a box reported) may hold it: every token
+// written in it, as ScrubTokens finds one, replaced by a TokenMarker, and
+// what is left of any other written plainly (a token's prefix and the
+// base64url characters after it, such as a token cut short) cut to its
+// prefix and "…", as token.RedactPath cuts a path. s is returned as it is
+// when it holds neither.
+func ScrubKept(s string) string {
+	s, _ = ScrubTokens(s)
+	return token.RedactPath(s)
+}
+
+// ScrubKeptAll returns list with ScrubKept applied to each string: list
+// itself when none changes, and a copy otherwise, so that a list shared
+// with others is never changed.
+func ScrubKeptAll(list []string) []string {
+	for i, v := range list {
+		if kept := ScrubKept(v); kept != v {
+			out := append([]string(nil), list...)
+			out[i] = kept
+			for j := i + 1; j < len(out); j++ {
+				out[j] = ScrubKept(out[j])
+			}
+			return out
+		}
+	}
+	return list
+}
+
 // ScrubTokensInPlace replaces, in b itself, every token written in b by a
 // TokenMarker of the same length, and returns how many it replaced.
 func ScrubTokensInPlace(b []byte) int {

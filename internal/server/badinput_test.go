@@ -65,8 +65,8 @@ func TestBadInput(t *testing.T) {
 		status                   int
 	}{
 		{"GET declaration", "GET", protocol.RouteDeclaration, "", hdr("Authorization", "Bearer "+token), 405},
-		{"PUT messages", "PUT", "/llm/anthropic/v1/messages", "{}", hdr("X-Api-Key", token), 404},
-		{"DELETE models", "DELETE", "/llm/anthropic/v1/models", "", hdr("X-Api-Key", token), 404},
+		{"PUT messages", "PUT", "/llm/anthropic/v1/messages", "{}", hdr("X-Api-Key", token), 405},
+		{"DELETE models", "DELETE", "/llm/anthropic/v1/models", "", hdr("X-Api-Key", token), 405},
 		{"bearer and x-api-key differ", "POST", "/llm/anthropic/v1/messages", "{}", http.Header{"Authorization": {"Bearer " + token}, "X-Api-Key": {"bbx_other"}}, 403},
 		{"two bearers differ", "POST", protocol.RouteDeclaration, `{"capabilities":[]}`, http.Header{"Authorization": {"Bearer " + token, "Bearer bbx_other"}}, 401},
 		{"basic auth is no token", "POST", protocol.RouteDeclaration, `{"capabilities":[]}`, hdr("Authorization", "Basic "+token), 401},

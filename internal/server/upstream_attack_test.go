@@ -282,7 +282,7 @@ func TestInference_BodyOnGetOrHeadIsRefused(t *testing.T) {
 		{"GET a model", "GET", "/llm/anthropic/v1/models/claude-sonnet-4-5", false},
 		{"HEAD hello", "HEAD", "/llm/anthropic/api/hello", false},
 		{"GET hello, chunked", "GET", "/llm/anthropic/api/hello", true},
-		{"GET decide", "GET", "/decide/v1/systemone", false},
+		{"GET decide", "GET", "/decide/v1/systemone", false}, // decide serves POST alone: a 405
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -301,8 +301,12 @@ func TestInference_BodyOnGetOrHeadIsRefused(t *testing.T) {
 			}
 			rb, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			if resp.StatusCode != http.StatusBadRequest {
-				t.Errorf("%s %s with a body = %d %s, want 400", tt.method, tt.path, resp.StatusCode, rb)
+			want := http.StatusBadRequest
+			if tt.path == "/decide/v1/systemone" {
+				want = http.StatusMethodNotAllowed
+			}
+			if resp.StatusCode != want {
+				t.Errorf("%s %s with a body = %d %s, want %d", tt.method, tt.path, resp.StatusCode, rb, want)
 			}
 			var ref protocol.Refusal
 			if tt.method != "HEAD" && (json.Unmarshal(rb, &ref) != nil || ref.Type != "error" || ref.Error.Type != protocol.TypeInvalid || ref.Error.Message == "") {

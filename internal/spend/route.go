@@ -15,3 +15,13 @@ func (c *metered) Route(r *http.Request) string {
 	}
 	return ""
 }
+
+// Allowed is the methods the wrapped capability's route serves, so that
+// metering a capability does not widen them; capability.StandardMethods
+// when it names none.
+func (c *metered) Allowed(r *http.Request) capability.Methods {
+	if a, ok := c.Capability.(capability.Allower); ok {
+		return a.Allowed(r)
+	}
+	return capability.StandardMethods
+}

@@ -1,0 +1,172 @@
+package broker
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/proxy"
+)
+
+// OtherMethod is the method the broker's records (its log lines and the
+// audit log) give a request in a method no route serves: HTTP allows a
+// method to be any token, a box's own token included, so a method other
+// than capability.StandardMethods' and CONNECT (the HTTPS proxy's) is
+// never kept as it was sent.
+const OtherMethod = "OTHER"
+
+// recordedMethod is method as the broker's records keep it.
+func recordedMethod(method string) string {
+	if capability.MethodOf(method) != 0 || method == http.MethodConnect {
+		return method
+	}
+	return OtherMethod
+}
+
+// errNoRoute is allowMethod's error for a path that names no route.
+var errNoRoute = errors.New("broker: the path names no route")
+
+// allowMethod returns nil when r's method is one its route serves,
+// errNoRoute when its path names no route of c, and otherwise the 405,
+// whose Allow header lists the route's methods.
+func allowMethod(r *http.Request, c capability.Capability) error {
+	allowed := capability.StandardMethods
+	if a, ok := c.(capability.Allower); ok {
+		allowed = a.Allowed(r)
+	}
+	if allowed == 0 {
+		return errNoRoute
+	}
+	if allowed.Has(r.Method) {
+		return nil
+	}
+	e := capability.Errorf(http.StatusMethodNotAllowed, protocol.TypeInvalid,
+		"This route takes %s; the request's method is none of them.", allowed.Allow())
+	e.Header = http.Header{"Allow": {allowed.Allow()}}
+	return e
+}
+
+// hasBody reports whether r carries a body, by its length or chunked.
+func hasBody(r *http.Request) bool {
+	return r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
+}
+
+// bodyCoding judges the content coding of r's body for c: it returns ""
+// for a body as it is (or no body), the coding when c is a
+// capability.Decoder that names it (with the most bytes the body may
+// take), and otherwise a 415. The header is judged whole, as an answer's
+// is: more than one Content-Encoding header, or stacked codings, are a
+// 415 too.
+func bodyCoding(r *http.Request, c capability.Capability) (coding string, limit int64, err error) {
+	values := r.Header.Values("Content-Encoding")
+	if len(values) == 0 || !hasBody(r) {
+		return "", 0, nil
+	}
+	var codings []string
+	if d, ok := c.(capability.Decoder); ok {
+		codings, limit = d.Decodes(r)
+	}
+	coding, err = proxy.Decoding(values, codings...)
+	if err != nil {
+		return "", 0, unreadableBody(codings)
+	}
+	return coding, limit, nil
+}
+
+// unreadableBody is the 415 of a request body in a content coding the
+// route does not take; codings are those it takes.
+func unreadableBody(codings []string) error {
+	msg := "This route takes a request body only as it is, with no Content-Encoding: the broker reads every body to keep tokens out of what goes upstream, and cannot read it encoded. Send it uncompressed."
+	if len(codings) > 0 {
+		msg = "This route takes a request body as it is or in gzip (one Content-Encoding: gzip), which the broker decodes to keep tokens out of what goes upstream; it cannot read this one's encoding. Send it uncompressed or in gzip."
+	}
+	return capability.Errorf(http.StatusUnsupportedMediaType, protocol.TypeInvalid, "%s", msg)
+}
+
+// wholeDecoded is the largest decoded body the broker holds whole, to
+// forward it with its length declared (which a signing kind of egress
+// secret needs, and many hosts want); a longer one goes on as it is
+// decoded, of unknown length.
+const wholeDecoded = 1 << 20
+
+// decodeBody decodes r's gzip body, bounded by limit encoded and decoded,
+// and puts it in r.Body with no Content-Encoding: whole, with its length,
+// when it decodes to at most wholeDecoded bytes; streamed otherwise. A
+// body that is not gzip is a 400, and one over limit a 413.
+func decodeBody(w http.ResponseWriter, r *http.Request, limit int64) error {
+	zr := proxy.Gunzip(r.Body, limit)
+	held, err := io.ReadAll(io.LimitReader(zr, wholeDecoded+1))
+	if err != nil {
+		leaveBody(w, r)
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return capability.Errorf(http.StatusRequestEntityTooLarge, protocol.TypeTooLarge,
+				"The request body is over %d bytes, encoded or decoded.", limit)
+		}
+		return &capability.Error{Status: http.StatusBadRequest, Type: protocol.TypeInvalid,
+			Message: "The request body could not be read as gzip, which its Content-Encoding names.", Err: err}
+	}
+	// The length the box declared was the encoded body's.
+	r.Header.Del("Content-Encoding")
+	r.Header.Del("Content-Length")
+	if len(held) <= wholeDecoded {
+		r.Body = readCloser{Reader: bytes.NewReader(held), Closer: zr}
+		r.ContentLength = int64(len(held))
+		return nil
+	}
+	r.Body = readCloser{Reader: io.MultiReader(bytes.NewReader(held), zr), Closer: zr}
+	r.ContentLength = -1
+	return nil
+}
+
+// readCloser reads from one reader and closes another.
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// observe tells the Observer of rec, scrubbed (see Record.scrub).
+func (s *Server) observe(rec *Record) {
+	rec.scrub()
+	s.cfg.Observer.Request(rec)
+}
+
+// scrub makes rec keep nothing a box sent that can hold a token: its
+// method is OtherMethod unless a route could serve it, and every token,
+// or what is left of one, in its route, box, capability, words, reason
+// and message is replaced (proxy.ScrubKept). A refusal may quote what a
+// box sent (a Host, a path, an id), and a box may send its token, or
+// another's, anywhere.
+func (rec *Record) scrub() {
+	rec.Method = recordedMethod(rec.Method)
+	rec.Route = proxy.ScrubKept(rec.Route)
+	rec.Box = proxy.ScrubKept(rec.Box)
+	rec.Capability = proxy.ScrubKept(rec.Capability)
+	rec.Reason = proxy.ScrubKept(rec.Reason)
+	rec.Message = proxy.ScrubKept(rec.Message)
+	rec.Words = proxy.ScrubKeptAll(rec.Words)
+}
+
+// scrubDeclaration replaces every token, or what is left of one, in the
+// strings of a report the broker keeps and shows (its scope words, its
+// listing's title and line, its principals), as in every record: a box
+// may report anything there.
+func scrubDeclaration(d *protocol.Declaration) {
+	for i := range d.Capabilities {
+		d.Capabilities[i].Scope = proxy.ScrubKeptAll(d.Capabilities[i].Scope)
+	}
+	if l := d.Listing; l != nil {
+		l.Title, l.Line = proxy.ScrubKept(l.Title), proxy.ScrubKept(l.Line)
+	}
+	if sp := d.Spend; sp != nil {
+		for i := range sp.ByPrincipal {
+			if p := sp.ByPrincipal[i].Principal; p != nil {
+				kept := proxy.ScrubKept(*p)
+				sp.ByPrincipal[i].Principal = &kept
+			}
+		}
+	}
+}
