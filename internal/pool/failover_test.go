@@ -44,16 +44,22 @@ type answer struct {
 
 // upstream is a stand-in Anthropic API with three keys, each of which
 // answers as told, and a record of which key each call came on and what
-// body it carried.
+// body it carried. An answer set for a key and path (at) is given before
+// one set for the key (set); rule, when set, is asked before both.
+// before, when set, is called first, outside the lock: a test's barrier.
 type upstream struct {
+	before  func(entry, path string)
 	mu      sync.Mutex // guards below
 	answers map[string]*answer
+	at      map[string]*answer // by entry + " " + path
+	rule    func(entry, path string, body []byte) *answer
 	calls   []call
 }
 
 type call struct {
-	entry string
-	body  []byte
+	entry        string
+	method, path string
+	body         []byte
 }
 
 func (u *upstream) set(entry string, a *answer) {
@@ -62,18 +68,69 @@ func (u *upstream) set(entry string, a *answer) {
 	u.mu.Unlock()
 }
 
+// setAt sets how entry's key answers calls to path alone.
+func (u *upstream) setAt(entry, path string, a *answer) {
+	u.mu.Lock()
+	if u.at == nil {
+		u.at = map[string]*answer{}
+	}
+	u.at[entry+" "+path] = a
+	u.mu.Unlock()
+}
+
+func (u *upstream) setRule(rule func(entry, path string, body []byte) *answer) {
+	u.mu.Lock()
+	u.rule = rule
+	u.mu.Unlock()
+}
+
+// took returns the calls a box made, the broker's own probes of a key
+// (GET /v1/models) left out.
 func (u *upstream) took() []call {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return append([]call(nil), u.calls...)
+	var out []call
+	for _, c := range u.calls {
+		if !c.probe() {
+			out = append(out, c)
+		}
+	}
+	return out
 }
+
+// probes returns the broker's own GET /v1/models calls, by entry.
+func (u *upstream) probes() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	var out []string
+	for _, c := range u.calls {
+		if c.probe() {
+			out = append(out, c.entry)
+		}
+	}
+	return out
+}
+
+func (c call) probe() bool { return c.method == http.MethodGet && c.path == "/v1/models" }
 
 func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	e := entryOf(r)
+	if u.before != nil {
+		u.before(e, r.URL.Path)
+	}
 	u.mu.Lock()
-	u.calls = append(u.calls, call{entry: e, body: body})
-	a := u.answers[e]
+	u.calls = append(u.calls, call{entry: e, method: r.Method, path: r.URL.Path, body: body})
+	var a *answer
+	if u.rule != nil {
+		a = u.rule(e, r.URL.Path, body)
+	}
+	if a == nil {
+		a = u.at[e+" "+r.URL.Path]
+	}
+	if a == nil {
+		a = u.answers[e]
+	}
 	u.mu.Unlock()
 	if a != nil {
 		for k, vs := range a.header {
@@ -85,6 +142,10 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if r.URL.Path == "/v1/models" {
+		_, _ = io.WriteString(w, `{"data":[{"type":"model","id":"claude-sonnet-4-5"}],"has_more":false}`)
+		return
+	}
 	fmt.Fprintf(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"from %s"}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":2}}`, e)
 }
 
