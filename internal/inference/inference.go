@@ -17,6 +17,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/payer"
+	"github.com/intentius/boxbroker/internal/pool"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
 )
@@ -145,7 +146,9 @@ func (c *Capability) prepare(w http.ResponseWriter, r *http.Request, call *capab
 		}
 		return nil, nil
 	}
-	paid, err := call.Payer(r.Context(), r)
+	// The pool cools an entry per upstream limit: a flood of
+	// count_tokens takes no entry away from Messages calls.
+	paid, err := call.Payer(pool.ForRoute(r.Context(), poolRoute(strings.TrimPrefix(r.URL.Path, protocol.PrefixAnthropic))), r)
 	w.Header().Set(protocol.HeaderPayer, protocol.FormatPayerHeader(paid.Payer))
 	if errors.Is(err, capability.ErrNoCredential) {
 		return nil, capability.Errorf(http.StatusForbidden, protocol.TypePermission,
@@ -243,3 +246,4 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 	resp.Body = r
 	return nil
 }
+
