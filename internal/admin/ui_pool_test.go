@@ -126,13 +126,17 @@ func TestUIPool_ShowsEntriesAndStates(t *testing.T) {
 		}
 	}
 	es := []pool.Entry{{Name: pool.Default, Weight: 1}, {Name: "cooling", Weight: 3}, {Name: "failing", Weight: 1}}
-	for _, first := range []string{"cooling", "failing"} {
+	// Two boxes draw the 429, since one box's 429s cool an entry for
+	// that box alone.
+	used := map[string]bool{}
+	for _, first := range []string{"cooling", "cooling", "failing"} {
 		var box string
 		for i := 0; i < 1000 && box == ""; i++ {
-			if n := fmt.Sprintf("box-%d", i); pool.Order(n, es)[0] == first {
+			if n := fmt.Sprintf("box-%d", i); pool.Order(n, es)[0] == first && !used[n] {
 				box = n
 			}
 		}
+		used[box] = true
 		tok := b.AddBox(box)
 		b.Report(tok, brokertest.Entry("inference", "agent"))
 		resp := b.Do("POST", "/llm/anthropic/v1/messages", tok, []byte(`{"model":"claude-sonnet-4-5","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`),
@@ -149,8 +153,8 @@ func TestUIPool_ShowsEntriesAndStates(t *testing.T) {
 		entry string
 		want  []string
 	}{
-		{pool.Default, []string{"API key", "the shared credential", "healthy", `<td class="num">2</td>`}},
-		{"cooling", []string{"API key", `value="3"`, "cooling</span> until", "(in ", `<td class="num">1</td><td class="num">1</td><td class="num">0</td><td class="num">0</td><td class="num">1</td>`}},
+		{pool.Default, []string{"API key", "the shared credential", "healthy", `<td class="num">3</td>`}},
+		{"cooling", []string{"API key", `value="3"`, "cooling</span> until", "(in ", `<td class="num">2</td><td class="num">2</td><td class="num">0</td><td class="num">0</td><td class="num">2</td>`}},
 		{"failing", []string{"API key", `value="` + b.Server.Config.AnthropicURL.String() + `"`, "failed</span> until", `<td class="num">1</td><td class="num">0</td><td class="num">0</td><td class="num">1</td><td class="num">1</td>`}},
 	}
 	for _, tt := range tests {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -187,4 +188,16 @@ func (f *failover) CloseIdleConnections() {
 	if ci, ok := f.base.(interface{ CloseIdleConnections() }); ok {
 		ci.CloseIdleConnections()
 	}
+}
+
+// poolRoute is the upstream limit a forwarded call on p (relative to
+// /llm/anthropic) counts against, for the pool's cooling.
+func poolRoute(p string) string {
+	switch {
+	case p == "/v1/messages/count_tokens":
+		return pool.RouteCountTokens
+	case p == "/v1/models", strings.HasPrefix(p, "/v1/models/"):
+		return pool.RouteModels
+	}
+	return pool.RouteMessages
 }

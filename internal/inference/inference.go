@@ -17,6 +17,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/payer"
+	"github.com/intentius/boxbroker/internal/pool"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
 )
@@ -145,7 +146,9 @@ func (c *Capability) prepare(w http.ResponseWriter, r *http.Request, call *capab
 		}
 		return nil, nil
 	}
-	paid, err := call.Payer(r.Context(), r)
+	// The pool cools an entry per upstream limit: a flood of
+	// count_tokens takes no entry away from Messages calls.
+	paid, err := call.Payer(pool.ForRoute(r.Context(), poolRoute(strings.TrimPrefix(r.URL.Path, protocol.PrefixAnthropic))), r)
 	w.Header().Set(protocol.HeaderPayer, protocol.FormatPayerHeader(paid.Payer))
 	if errors.Is(err, capability.ErrNoCredential) {
 		return nil, capability.Errorf(http.StatusForbidden, protocol.TypePermission,
@@ -220,6 +223,12 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 	// The payer header was set on the answer before the call was
 	// forwarded; one the upstream sent is not the broker's to pass on.
 	delete(resp.Header, protocol.HeaderPayer)
+	if pf.paid.Payer.Kind == protocol.PayerShared {
+		// The operator's organisation and its entries' quota are not
+		// the box's to read: they would tell it which entry pays, and
+		// how near a limit it is.
+		dropPayerHeaders(resp.Header)
+	}
 	// Asked for none: an encoded answer, or one whose header is not one
 	// identity, cannot be scanned for the credential.
 	if err := proxy.Unencoded(resp.Header); err != nil {
@@ -242,4 +251,17 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 	})
 	resp.Body = r
 	return nil
+}
+
+// dropPayerHeaders removes from an answer the headers that say whose
+// organisation paid and what is left of its rate limits:
+// anthropic-organization-id and every anthropic-ratelimit-*. A box's
+// SDK backs off by retry-after, which stays.
+func dropPayerHeaders(h http.Header) {
+	for k := range h {
+		ck := http.CanonicalHeaderKey(k)
+		if ck == "Anthropic-Organization-Id" || strings.HasPrefix(ck, "Anthropic-Ratelimit-") {
+			delete(h, k)
+		}
+	}
 }

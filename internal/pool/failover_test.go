@@ -44,16 +44,22 @@ type answer struct {
 
 // upstream is a stand-in Anthropic API with three keys, each of which
 // answers as told, and a record of which key each call came on and what
-// body it carried.
+// body it carried. An answer set for a key and path (at) is given before
+// one set for the key (set); rule, when set, is asked before both.
+// before, when set, is called first, outside the lock: a test's barrier.
 type upstream struct {
+	before  func(entry, path string)
 	mu      sync.Mutex // guards below
 	answers map[string]*answer
+	at      map[string]*answer // by entry + " " + path
+	rule    func(entry, path string, body []byte) *answer
 	calls   []call
 }
 
 type call struct {
-	entry string
-	body  []byte
+	entry        string
+	method, path string
+	body         []byte
 }
 
 func (u *upstream) set(entry string, a *answer) {
@@ -62,18 +68,69 @@ func (u *upstream) set(entry string, a *answer) {
 	u.mu.Unlock()
 }
 
+// setAt sets how entry's key answers calls to path alone.
+func (u *upstream) setAt(entry, path string, a *answer) {
+	u.mu.Lock()
+	if u.at == nil {
+		u.at = map[string]*answer{}
+	}
+	u.at[entry+" "+path] = a
+	u.mu.Unlock()
+}
+
+func (u *upstream) setRule(rule func(entry, path string, body []byte) *answer) {
+	u.mu.Lock()
+	u.rule = rule
+	u.mu.Unlock()
+}
+
+// took returns the calls a box made, the broker's own probes of a key
+// (GET /v1/models) left out.
 func (u *upstream) took() []call {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return append([]call(nil), u.calls...)
+	var out []call
+	for _, c := range u.calls {
+		if !c.probe() {
+			out = append(out, c)
+		}
+	}
+	return out
 }
+
+// probes returns the broker's own GET /v1/models calls, by entry.
+func (u *upstream) probes() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	var out []string
+	for _, c := range u.calls {
+		if c.probe() {
+			out = append(out, c.entry)
+		}
+	}
+	return out
+}
+
+func (c call) probe() bool { return c.method == http.MethodGet && c.path == "/v1/models" }
 
 func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	e := entryOf(r)
+	if u.before != nil {
+		u.before(e, r.URL.Path)
+	}
 	u.mu.Lock()
-	u.calls = append(u.calls, call{entry: e, body: body})
-	a := u.answers[e]
+	u.calls = append(u.calls, call{entry: e, method: r.Method, path: r.URL.Path, body: body})
+	var a *answer
+	if u.rule != nil {
+		a = u.rule(e, r.URL.Path, body)
+	}
+	if a == nil {
+		a = u.at[e+" "+r.URL.Path]
+	}
+	if a == nil {
+		a = u.answers[e]
+	}
 	u.mu.Unlock()
 	if a != nil {
 		for k, vs := range a.header {
@@ -85,6 +142,10 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if r.URL.Path == "/v1/models" {
+		_, _ = io.WriteString(w, `{"data":[{"type":"model","id":"claude-sonnet-4-5"}],"has_more":false}`)
+		return
+	}
 	fmt.Fprintf(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"from %s"}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":2}}`, e)
 }
 
@@ -152,16 +213,19 @@ func TestPool_OneBoxKeepsOneKey(t *testing.T) {
 }
 
 func TestPool_FailsOverBeforeTheBoxSeesARefusal(t *testing.T) {
+	// state is the refusing entry's state for every box after one box's
+	// refusal, and skipped whether the box's next call passes it by.
 	tests := []struct {
-		name   string
-		answer answer
-		state  string
+		name    string
+		answer  answer
+		state   string
+		skipped bool
 	}{
-		{"429", answer{status: 429, header: http.Header{"Retry-After": {"30"}}, body: `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`}, pool.StateCooling},
-		{"529", answer{status: 529, body: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`}, pool.StateCooling},
-		{"500 overloaded_error", answer{status: 500, body: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`}, pool.StateCooling},
-		{"401", answer{status: 401, body: `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`}, pool.StateFailed},
-		{"403", answer{status: 403, body: `{"type":"error","error":{"type":"permission_error","message":"no"}}`}, pool.StateFailed},
+		{"429", answer{status: 429, header: http.Header{"Retry-After": {"30"}}, body: `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`}, pool.StateHealthy, true},
+		{"529", answer{status: 529, body: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`}, pool.StateCooling, true},
+		{"500 overloaded_error", answer{status: 500, body: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`}, pool.StateCooling, true},
+		{"401", answer{status: 401, body: `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`}, pool.StateFailed, true},
+		{"403", answer{status: 403, body: `{"type":"error","error":{"type":"permission_error","message":"no"}}`}, pool.StateHealthy, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -185,13 +249,21 @@ func TestPool_FailsOverBeforeTheBoxSeesARefusal(t *testing.T) {
 			if !bytes.Equal(calls[1].body, body) {
 				t.Errorf("the retried call's body = %q, want the box's %q", calls[1].body, body)
 			}
-			// The refusing entry takes no new calls: the next goes
-			// straight to the second.
+			// A cooling or failed entry takes no new call of the box:
+			// the next goes straight to the second. A 403 is the
+			// request's as much as the key's: the next call tries the
+			// first again.
 			if resp := messages(t, b, tok, body); resp.StatusCode != 200 {
 				t.Fatalf("second call: %d %s", resp.StatusCode, resp.Body)
 			}
-			if calls := up.took(); len(calls) != 3 || calls[2].entry != second {
+			failovers := 1
+			if calls := up.took(); tt.skipped && (len(calls) != 3 || calls[2].entry != second) {
 				t.Errorf("the call after the refusal went to %v, want %s alone", calls[2:], second)
+			} else if !tt.skipped {
+				failovers = 2
+				if len(calls) != 4 || calls[2].entry != first || calls[3].entry != second {
+					t.Errorf("the call after the refusal went to %v, want %s then %s", calls[2:], first, second)
+				}
 			}
 			// The audit log names the entry that paid: the second.
 			if err := b.Server.Audit.Sync(context.Background()); err != nil {
@@ -203,7 +275,7 @@ func TestPool_FailsOverBeforeTheBoxSeesARefusal(t *testing.T) {
 			}
 			metrics := b.Admin("GET", "/metrics", "", nil)
 			for _, want := range []string{
-				`boxbroker_pool_failovers_total{entry="` + first + `"} 1`,
+				fmt.Sprintf(`boxbroker_pool_failovers_total{entry="%s"} %d`, first, failovers),
 				`boxbroker_pool_entry_state{entry="` + first + `",state="` + tt.state + `"} 1`,
 				`boxbroker_pool_requests_total{entry="` + second + `"} 2`,
 			} {
@@ -215,8 +287,8 @@ func TestPool_FailsOverBeforeTheBoxSeesARefusal(t *testing.T) {
 			if stat.State != tt.state {
 				t.Errorf("entry %s state = %q, want %q", first, stat.State, tt.state)
 			}
-			if stat.Failovers != 1 {
-				t.Errorf("entry %s failovers = %d, want 1", first, stat.Failovers)
+			if stat.Failovers != int64(failovers) {
+				t.Errorf("entry %s failovers = %d, want %d", first, stat.Failovers, failovers)
 			}
 		})
 	}

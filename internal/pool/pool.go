@@ -7,13 +7,23 @@
 // weighted rendezvous hashing of the box's name over the healthy entries:
 // its prompt cache, which the API keeps per organisation, stays warm, and
 // adding or removing an entry moves only the boxes that entry gains or
-// loses. An entry that answers 429 or 529 (or a 5xx overloaded_error)
-// cools, for the answer's retry-after or an exponential backoff, and takes
-// no new calls meanwhile; one that answers 401 or 403 to a call another
-// entry then serves is failed for FailedFor (a call every entry refuses
-// so is the request's fault, and fails none). A call refused so, before any byte of its answer went to the
-// box, is made again on the box's next healthy entry (see
-// capability.Failover).
+// loses.
+//
+// Nothing a box can choose moves what other boxes get. A 429 cools one of
+// the entry's rate limits, the one the call counted against (Messages,
+// count_tokens or models, with the kind of limit the answer's
+// anthropic-ratelimit-* headers name), for the answer's retry-after, the
+// limit's reset or an exponential backoff: first for the box that drew it
+// alone, and for every box once CoolBoxes boxes drew one. A 529 (or a 5xx
+// overloaded_error) cools the whole entry. An answer served ends the
+// cooling of the entry's limits for its route. A 401 or 403 fails nothing
+// by itself: the request, which the box chose, may be what was refused.
+// After a 401 the pool asks the upstream itself, with the entry's
+// credential, for its model list (at most once per ProbeEvery, one probe
+// at a time), and fails the entry for FailedFor only when that plain
+// request of the broker's own is refused 401 too. A call refused so,
+// before any byte of its answer went to the box, is made again on the
+// box's next healthy entry (see capability.Failover).
 //
 // The entries live in the store and are read through the cache, so every
 // replica sees an added or removed entry at once. Health is this
@@ -30,6 +40,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -66,6 +77,9 @@ const (
 	DefaultFailedFor  = 10 * time.Minute
 	DefaultTryFor     = 30 * time.Second
 	DefaultMaxRetried = 4 << 20
+	DefaultCoolBoxes  = 2
+	DefaultProbeEvery = time.Minute
+	DefaultProbeFor   = 10 * time.Second
 )
 
 // Config configures a Pool.
@@ -81,9 +95,20 @@ type Config struct {
 	// with no retry-after; each refusal in a row doubles it, up to
 	// CoolMax, which also bounds a retry-after.
 	CoolBase, CoolMax time.Duration
-	// FailedFor is how long an entry that answered 401 or 403 takes no
-	// calls on this replica.
+	// FailedFor is how long an entry whose credential the upstream
+	// refused (a 401 to the pool's own probe) takes no calls on this
+	// replica.
 	FailedFor time.Duration
+	// CoolBoxes is how many boxes must draw a 429 on one of an entry's
+	// limits, within its cooling, before it cools for every box (default
+	// 2); until then it cools only for the boxes that drew one.
+	CoolBoxes int
+	// ProbeEvery bounds how often an entry's credential is probed after
+	// a 401 (default a minute); ProbeFor bounds one probe (default 10 s).
+	ProbeEvery, ProbeFor time.Duration
+	// Transport carries the probes (default proxy.NewTransport). They
+	// go only to the entry's own base URL, and no redirect is followed.
+	Transport http.RoundTripper
 	// TryFor bounds the time from a call's first try to the start of its
 	// last: no entry is tried after it.
 	TryFor time.Duration
@@ -108,15 +133,20 @@ type Pool struct {
 
 // health is what this replica knows of one entry.
 type health struct {
-	until     time.Time // cooling or failed until
-	failed    bool      // until is a failure's (401/403), not a cooling's
-	failedAt  time.Time // when it failed
-	strikes   int       // 429/529 answers in a row, for the backoff
-	requests  int64
-	r429      int64
-	r529      int64
-	failovers int64
-	failures  int64 // 401/403 answers
+	failed      bool      // its credential was refused (see check)
+	failedValue time.Time // the UpdatedAt of the value refused
+	failedUntil time.Time
+	over        time.Time // overloaded (529, overloaded_error) until: no call of any route
+	strikes     int       // overloaded answers in a row, for the backoff
+	limits      map[string]*limit
+	probing     bool      // a probe of its credential is under way
+	probedAt    time.Time // when the last probe began
+	probedValue time.Time // the UpdatedAt of the value it probed
+	requests    int64
+	r429        int64
+	r529        int64
+	failovers   int64
+	failures    int64 // 401/403 answers
 }
 
 // New returns a Pool.
@@ -132,6 +162,18 @@ func New(cfg Config) *Pool {
 	}
 	if cfg.TryFor <= 0 {
 		cfg.TryFor = DefaultTryFor
+	}
+	if cfg.CoolBoxes <= 0 {
+		cfg.CoolBoxes = DefaultCoolBoxes
+	}
+	if cfg.ProbeEvery <= 0 {
+		cfg.ProbeEvery = DefaultProbeEvery
+	}
+	if cfg.ProbeFor <= 0 {
+		cfg.ProbeFor = DefaultProbeFor
+	}
+	if cfg.Transport == nil {
+		cfg.Transport = proxy.NewTransport(proxy.TransportOptions{})
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -215,24 +257,29 @@ func Order(box string, es []Entry) []string {
 }
 
 // Choice is one call's way through the pool: the box's entries in
-// rendezvous order, the healthy ones first.
+// rendezvous order, the healthy ones first, then the cooling ones.
 type Choice struct {
 	p       *Pool
 	payer   protocol.Payer
+	box     string
+	route   string  // the limit the call counts against (RouteOf)
 	entries []Entry // in the order tried
 	healthy int     // how many of entries were healthy when chosen
 	i       int     // the entry tried last
 	start   time.Time
-	// suspects are the entries that refused this call with 401 or 403,
-	// failed only if another entry then serves it.
-	suspects []string
+	// auth is whether the last answer was a 401 or 403, a refusal that
+	// is not the upstream's load: the call is made again on the next
+	// entry that is not failed, cooling or not.
+	auth bool
 }
 
 // Choose returns box's way through the pool for one call and the Paid
 // for its first try, or ErrEmpty (capability.ErrNoCredential) when the
 // pool has no entry. When every entry is cooling or failed, the call
 // still goes to the box's first entry, once, so that the box gets the
-// upstream's own answer.
+// upstream's own answer; only a 401 or 403 there is made again, on the
+// next entry that is not failed. The call counts against the limit ctx
+// names (ForRoute; Messages when it names none).
 func (p *Pool) Choose(ctx context.Context, box string, pay protocol.Payer) (capability.Paid, error) {
 	es, err := p.Entries(ctx)
 	if err != nil {
@@ -242,19 +289,24 @@ func (p *Pool) Choose(ctx context.Context, box string, pay protocol.Payer) (capa
 		return capability.Paid{Payer: pay}, ErrEmpty
 	}
 	now := p.cfg.Now()
-	c := &Choice{p: p, payer: pay, start: now, entries: make([]Entry, 0, len(es))}
+	c := &Choice{p: p, payer: pay, box: box, route: RouteOf(ctx), start: now, entries: make([]Entry, 0, len(es))}
 	h := make([]Entry, 0, len(es))
+	var cooling []Entry
 	p.mu.Lock()
 	for _, e := range es {
-		if hl := p.health[e.Name]; hl != nil && hl.failed && e.UpdatedAt.After(hl.failedAt) {
+		if hl := p.health[e.Name]; hl != nil && hl.failed && e.UpdatedAt.After(hl.failedValue) {
 			// Set again since it failed: given another chance.
-			hl.until, hl.failed = time.Time{}, false
+			hl.failedUntil, hl.failed = time.Time{}, false
 		}
-		if p.usableLocked(e.Name, now) {
+		switch {
+		case p.usableLocked(e.Name, box, c.route, now):
 			h = append(h, e)
+		case !p.failedLocked(e.Name, now):
+			cooling = append(cooling, e)
 		}
 	}
 	p.mu.Unlock()
+	c.healthy = len(h)
 	if len(h) == 0 {
 		first := Order(box, es)[0]
 		for _, e := range es {
@@ -262,16 +314,10 @@ func (p *Pool) Choose(ctx context.Context, box string, pay protocol.Payer) (capa
 				h = append(h, e)
 			}
 		}
-	} else {
-		c.healthy = len(h)
+		cooling = slices.DeleteFunc(cooling, func(e Entry) bool { return e.Name == first })
 	}
-	byName := make(map[string]Entry, len(h))
-	for _, e := range h {
-		byName[e.Name] = e
-	}
-	for _, n := range Order(box, h) {
-		c.entries = append(c.entries, byName[n])
-	}
+	c.entries = appendOrdered(c.entries, box, h)
+	c.entries = appendOrdered(c.entries, box, cooling)
 	paid, err := c.paid(0)
 	if err != nil {
 		return capability.Paid{Payer: pay}, err
@@ -284,10 +330,44 @@ func (p *Pool) Choose(ctx context.Context, box string, pay protocol.Payer) (capa
 	return paid, nil
 }
 
-// usableLocked reports whether the entry name takes calls at now.
-func (p *Pool) usableLocked(name string, now time.Time) bool {
+// appendOrdered appends es to out in box's rendezvous order.
+func appendOrdered(out []Entry, box string, es []Entry) []Entry {
+	if len(es) < 2 {
+		return append(out, es...)
+	}
+	byName := make(map[string]Entry, len(es))
+	for _, e := range es {
+		byName[e.Name] = e
+	}
+	for _, n := range Order(box, es) {
+		out = append(out, byName[n])
+	}
+	return out
+}
+
+// failedLocked reports whether the entry name is failed at now.
+func (p *Pool) failedLocked(name string, now time.Time) bool {
 	h := p.health[name]
-	return h == nil || !now.Before(h.until)
+	return h != nil && h.failed && now.Before(h.failedUntil)
+}
+
+// usableLocked reports whether the entry name takes box's calls on route
+// at now: it is not failed, not overloaded, and none of its limits for
+// route cools, for every box or for box.
+func (p *Pool) usableLocked(name, box, route string, now time.Time) bool {
+	h := p.health[name]
+	if h == nil {
+		return true
+	}
+	if p.failedLocked(name, now) || now.Before(h.over) {
+		return false
+	}
+	for _, l := range h.limits {
+		if l.route == route && l.cools(box, now) {
+			return false
+		}
+	}
+	return true
 }
 
 // paid opens the i'th entry and counts a request on it.
@@ -341,31 +421,37 @@ func (p *Pool) healthLocked(name string) *health {
 	return h
 }
 
-// Answered implements capability.Failover.
+// Answered implements capability.Failover. After a 401 it probes the
+// entry's credential (see probe) before it returns.
 func (c *Choice) Answered(status int, hd http.Header, body []byte) bool {
-	name := c.entries[c.i].Name
-	refused := c.p.answered(name, status, hd, body)
-	switch {
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		c.suspects = append(c.suspects, name)
-	case status > 0 && status < 400 && len(c.suspects) > 0:
-		c.p.confirmFailed(c.suspects, name)
-		c.suspects = nil
+	e := c.entries[c.i]
+	refused := c.p.answered(e.Name, c.box, c.route, status, hd, body)
+	c.auth = status == http.StatusUnauthorized || status == http.StatusForbidden
+	if status == http.StatusUnauthorized {
+		c.p.check(e)
 	}
 	return refused
 }
 
-// Next implements capability.Failover: the next entry that was healthy
-// when the call began and still is, while the call has time left.
+// Next implements capability.Failover, while the call has time left:
+// after a 429 or an overload, the next entry that was healthy when the
+// call began and still is; after a 401 or 403, which says nothing of
+// the upstream's load, the next entry that is not failed, cooling or
+// not (a cooling one that is still limited answers the box so).
 func (c *Choice) Next() (capability.Paid, bool) {
 	now := c.p.cfg.Now()
 	if now.Sub(c.start) >= c.p.cfg.TryFor {
 		return capability.Paid{}, false
 	}
 	prev := c.entries[c.i].Name
-	for i := c.i + 1; i < c.healthy; i++ {
+	end := c.healthy
+	if c.auth {
+		end = len(c.entries)
+	}
+	for i := c.i + 1; i < end; i++ {
 		c.p.mu.Lock()
-		ok := c.p.usableLocked(c.entries[i].Name, now)
+		ok := c.p.usableLocked(c.entries[i].Name, c.box, c.route, now) ||
+			(c.auth && !c.p.failedLocked(c.entries[i].Name, now))
 		c.p.mu.Unlock()
 		if !ok {
 			continue
@@ -394,23 +480,8 @@ func (s single) Answered(status int, h http.Header, body []byte) bool {
 func (s single) Next() (capability.Paid, bool) { return capability.Paid{}, false }
 func (s single) Others() bool                  { return false }
 
-// confirmFailed fails the entries named in suspects, which refused a
-// call with 401 or 403 that entry by then served: the request was
-// sound, so their credentials are what the upstream refused.
-func (p *Pool) confirmFailed(suspects []string, by string) {
-	now := p.cfg.Now()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, name := range suspects {
-		h := p.healthLocked(name)
-		h.until, h.failed, h.failedAt = now.Add(p.cfg.FailedFor), true, now
-		p.cfg.Logger.Warn("credential pool: the upstream refused an entry's credential for a call another entry then served; it takes no calls on this replica until the time given",
-			"entry", name, "served_by", by, "until", h.until.UTC().Format(time.RFC3339))
-	}
-}
-
 // Others implements capability.Failover.
-func (c *Choice) Others() bool { return c.i+1 < c.healthy }
+func (c *Choice) Others() bool { return c.i+1 < len(c.entries) }
 
 // NeedsBody reports whether an answer of status is judged by its body:
 // a 5xx other than 529, which is a refusal only when its error is an
@@ -419,41 +490,47 @@ func NeedsBody(status int) bool {
 	return status >= 500 && status <= 599 && status != 529
 }
 
-// answered notes what entry name answered, and reports whether it was a
-// refusal another entry may not give.
-func (p *Pool) answered(name string, status int, hd http.Header, body []byte) bool {
+// answered notes what entry name answered box's call on route, and
+// reports whether it was a refusal another entry may not give.
+func (p *Pool) answered(name, box, route string, status int, hd http.Header, body []byte) bool {
 	now := p.cfg.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	h := p.healthLocked(name)
 	switch {
-	case status == http.StatusTooManyRequests || status == 529 || (NeedsBody(status) && overloaded(body)):
-		if status == http.StatusTooManyRequests {
-			h.r429++
-		} else {
-			h.r529++
-		}
+	case status == http.StatusTooManyRequests:
+		h.r429++
+		p.coolLocked(h, name, box, route, hd, now)
+		return true
+	case status == 529 || (NeedsBody(status) && overloaded(body)):
+		h.r529++
 		h.strikes++
 		d, ok := retryAfter(hd, now)
 		if !ok {
 			d = p.cfg.CoolBase << min(h.strikes-1, 20)
 		}
-		d = min(d, p.cfg.CoolMax)
-		if u := now.Add(d); u.After(h.until) {
-			h.until, h.failed = u, false
+		if u := now.Add(min(d, p.cfg.CoolMax)); u.After(h.over) {
+			h.over = u
 		}
 		return true
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		// Counted, and made again on the next entry, but the entry is
-		// not failed here: a request can draw a 403 whatever the key
-		// (a model the organisation may not use), and a box must not
-		// be able to fail the operator's entries one call at a time.
-		// The Choice fails it once another entry served the same
-		// request (confirmFailed).
+		// not failed here: a request can draw a 401 or 403 whatever
+		// the key (a model, a beta, an organisation's setting), and a
+		// box must not be able to fail the operator's entries one call
+		// at a time. After a 401 the Choice probes the credential
+		// (check), which no box can shape.
 		h.failures++
 		return true
-	case status > 0 && status < 400:
-		h.strikes = 0
+	case status >= 200 && status < 300:
+		// Served: the entry is not overloaded, and its limits for the
+		// route have room, whatever they said before.
+		h.strikes, h.over = 0, time.Time{}
+		for k, l := range h.limits {
+			if l.route == route {
+				delete(h.limits, k)
+			}
+		}
 	}
 	return false
 }
@@ -501,6 +578,9 @@ type Stat struct {
 	UpdatedAt time.Time
 	State     string
 	Until     time.Time // when cooling or failed ends; zero when healthy
+	// Cooling names what cools for every box while State is cooling: a
+	// limit (Limit) or "overloaded".
+	Cooling   []string
 	Requests  int64
 	R429      int64
 	R529      int64
@@ -534,11 +614,21 @@ func (p *Pool) stats(ctx context.Context, kinds bool) ([]Stat, error) {
 		p.mu.Lock()
 		if h := p.health[e.Name]; h != nil {
 			s.Requests, s.R429, s.R529, s.Failovers, s.Failures = h.requests, h.r429, h.r529, h.failovers, h.failures
-			if now.Before(h.until) {
-				s.State, s.Until = StateCooling, h.until
-				if h.failed {
-					s.State = StateFailed
+			if now.Before(h.over) {
+				s.Cooling, s.Until = append(s.Cooling, Overloaded), h.over
+			}
+			for k, l := range h.limits {
+				if now.Before(l.until) {
+					s.Cooling = append(s.Cooling, k)
+					s.Until = later(s.Until, l.until)
 				}
+			}
+			sort.Strings(s.Cooling)
+			if len(s.Cooling) > 0 {
+				s.State = StateCooling
+			}
+			if h.failed && now.Before(h.failedUntil) {
+				s.State, s.Until, s.Cooling = StateFailed, h.failedUntil, nil
 			}
 		}
 		p.mu.Unlock()

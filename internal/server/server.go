@@ -202,6 +202,10 @@ type Options struct {
 	// SpendNow, when set, is the clock budgets' months are told by
 	// (default time.Now), for tests of a month's end.
 	SpendNow func() time.Time
+	// PoolNow, when set, is the clock the credential pool cools and
+	// fails its entries by (default time.Now), for tests of a cooling's
+	// end.
+	PoolNow func() time.Time
 }
 
 // New opens everything cfg names and builds the handler. The caller must
@@ -298,7 +302,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 			opt.OnGrant(outcome)
 		}
 	}
-	credPool := pool.New(pool.Config{Cache: c, Keyring: keyring, Upstream: cfg.AnthropicURL, Logger: log})
+	credPool := pool.New(pool.Config{Cache: c, Keyring: keyring, Upstream: cfg.AnthropicURL, Transport: transport, Logger: log, Now: opt.PoolNow})
 	m.Pool(poolStats(credPool))
 	pay := &payer.Resolver{Cache: c, Keyring: keyring, Store: rst, Logger: log, Now: opt.Now, OnGrant: onGrant, Pool: credPool}
 	eg, err := egress.New(egress.Config{Secrets: c, Keyring: keyring, Transport: opt.Transport, MaxBody: cfg.EgressMaxBody, Logger: log,
