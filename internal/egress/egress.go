@@ -27,9 +27,18 @@
 //     and Link under the secret's base pointed at /egress/NAME; refuses
 //     an answer in a content encoding it cannot read whole; and puts the
 //     box's own form in place of every form of the value the broker made
-//     (the value, escaped or not, and the Basic credentials it encoded) in
-//     every answer header, 1xx answers and trailers included, and in the
-//     answer body, streamed through a proxy.Redactor.
+//     (the value, escaped or not, its base64, and the Basic credentials it
+//     encoded) in every answer header, 1xx answers and trailers included,
+//     and in the answer body, streamed through a proxy.Redactor.
+//
+// An answer is searched not only for what the broker sent with the
+// request it answers, but for every value a box could have had the host
+// keep and hand back later, through any secret pinned to it: the values
+// of every secret of the box pinned to that host name (read from the
+// store), every token minted for them still within its life, their
+// configurations' own secrets, the signatures made for them (the last
+// MaxSigned of each, each for its life), and what the broker sent there
+// for other boxes (in [redacted]'s place). See written.
 //
 // A request with no token is answered 401 with WWW-Authenticate: Basic,
 // so that git sends the credentials in its URL.
@@ -42,10 +51,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/capability"
@@ -89,6 +101,15 @@ type Config struct {
 	// means package mint's own. Either way a minting request goes only
 	// to its secret's pinned token endpoint.
 	MintTransport http.RoundTripper
+	// List lists a box's secrets (Sealed left nil): an answer from a
+	// host is searched for the values of every secret of the box pinned
+	// to that host, read from the store, beside what this process sent
+	// there. Nil searches only for what this process sent.
+	List Lister
+	// RemintEvery is how often, at most, a host's 401 has a minted
+	// secret's token minted anew (mint.Config.RemintEvery); zero means
+	// mint.DefaultRemintEvery.
+	RemintEvery time.Duration
 	// Now is the clock for minting and signing; nil means time.Now.
 	Now func() time.Time
 	// Audit, when set, is given an entry for every mint: box, secret,
@@ -96,6 +117,12 @@ type Config struct {
 	Audit Auditor
 	// Logger receives failures and redactions; never a token or a value.
 	Logger *slog.Logger
+}
+
+// Lister lists a box's secrets: a store.Store.
+type Lister interface {
+	// ListSecrets returns a box's secrets by name, Sealed left nil.
+	ListSecrets(ctx context.Context, box string) ([]store.Secret, error)
 }
 
 // Auditor keeps audit entries: an *audit.Writer.
@@ -109,7 +136,29 @@ type Capability struct {
 	log    *slog.Logger
 	proxy  *proxy.Forwarder
 	minter *mint.Minter
+	// written is what the broker wrote to each host, searched for in
+	// every answer from it.
+	written written
+
+	mu    sync.Mutex         // guards lists
+	lists map[string]listing // by box: its secrets, as List last read them
 }
+
+// listing is a box's secrets as List read them, at at.
+type listing struct {
+	at   time.Time
+	secs []store.Secret
+}
+
+// Bounds of the box listings a Capability keeps.
+const (
+	// listFor is how long a box's listing is used before it is read
+	// again (sooner when it lacks the secret a request is for).
+	listFor = 10 * time.Second
+	// maxLists is how many boxes' listings are kept; past it, all are
+	// dropped and read again as needed.
+	maxLists = 4096
+)
 
 // New returns the capability, or an error when Secrets or Keyring is missing.
 func New(cfg Config) (*Capability, error) {
@@ -128,7 +177,7 @@ func New(cfg Config) (*Capability, error) {
 	}
 	c := &Capability{cfg: cfg, log: cfg.Logger}
 	minter, err := mint.NewMinter(mint.Config{Store: cfg.Mints, Keyring: cfg.Keyring, Transport: cfg.MintTransport,
-		Now: cfg.Now, OnMint: c.onMint, Logger: cfg.Logger})
+		Now: cfg.Now, OnMint: c.onMint, Logger: cfg.Logger, RemintEvery: cfg.RemintEvery})
 	if err != nil {
 		return nil, err
 	}
@@ -158,8 +207,13 @@ func (c *Capability) onMint(ev mint.Event) {
 		exp = "expires " + ev.Expires.UTC().Format(time.RFC3339)
 	}
 	e.Message = fmt.Sprintf("minted a %s token for %s (%s)", ev.Kind, ev.Ref.Name, exp)
-	var refused *mint.RefusedError
+	var (
+		refused *mint.RefusedError
+		limited *mint.RateLimitedError
+	)
 	switch {
+	case errors.As(ev.Err, &limited):
+		e.Status, e.Reason, e.Message = http.StatusTooManyRequests, "mint-rate-limited", fmt.Sprintf("%s: %s", ev.Ref.Name, limited.Error())
 	case errors.As(ev.Err, &refused):
 		e.Status, e.Reason, e.Message = http.StatusBadGateway, "mint-refused", fmt.Sprintf("%s: %s", ev.Ref.Name, refused.Error())
 	case ev.Err != nil:
@@ -220,10 +274,16 @@ type flight struct {
 	base   *url.URL // the secret's base URL
 	target *url.URL // where the request goes
 	addr   string   // the host:port it may dial
+	host   string   // the host's name, as written tells hosts apart
 	// forms are what an answer is searched for, and what replaces each:
 	// the value, escaped or not, and every Basic credential the broker
-	// encoded with it. Set by Serve and Rewrite, before the request is sent.
+	// encoded with it, then extra. set is forms made ready to search
+	// for. Set by Serve and Rewrite, before the request is sent.
 	forms []proxy.Form
+	set   *proxy.FormSet
+	// extra are the forms of every other value a box could have had the
+	// host keep (see Capability.hostForms).
+	extra []proxy.Form
 	// hidden are a minted or signing kind's own secrets (a client
 	// secret, a refresh token, a key), and made the values the broker
 	// made for this request (a signature): each is replaced by
@@ -243,18 +303,26 @@ type flight struct {
 // redacted replaces a value of the broker's own in an answer.
 const redacted = "[redacted]"
 
-// answerForms are f's answer forms with the Basic credentials basics.
-func (f *flight) answerForms(basics []basicSwap) []proxy.Form {
-	var forms []proxy.Form
+// setForms sets f's answer forms, with the Basic credentials basics: the
+// request's own value and what it made first, then extra.
+func (f *flight) setForms(basics []basicSwap) {
+	var l formList
 	if f.value != "" {
-		forms = answerForms(f.token, f.value, basics)
+		l.forms = answerForms(f.token, f.value, basics)
+		l.seen = map[string]bool{}
+		for _, fm := range l.forms {
+			l.seen[string(fm.Old)] = true
+		}
+		l.value(f.value, f.token)
 	}
 	for _, v := range append(append([]string(nil), f.hidden...), f.made...) {
-		if len(v) >= 8 {
-			forms = append(forms, proxy.Form{Old: []byte(v), New: []byte(redacted), Escaped: true})
-		}
+		l.add(v, redacted)
 	}
-	return forms
+	for _, fm := range f.extra {
+		l.add(string(fm.Old), string(fm.New))
+	}
+	f.forms = l.forms
+	f.set = proxy.NewFormSet(l.forms)
 }
 
 // answerForms are the forms of the value the broker produced for this
@@ -323,9 +391,19 @@ func (c *Capability) Forward(w http.ResponseWriter, r *http.Request, box, token 
 	if token == "" {
 		return capability.Errorf(http.StatusForbidden, protocol.TypePermission, "The request carries no box token.")
 	}
-	f := &flight{box: box, name: name, token: token, base: base}
+	f := &flight{box: box, name: name, token: token, base: base, host: hostKey(base.Hostname())}
 	if err := c.inject(r, box, sec, f); err != nil {
 		return err
+	}
+	switch {
+	case f.ref != nil:
+		c.written.sentMinted(f.host, *f.ref)
+	case f.signer == nil:
+		c.written.sentValue(f.host, box, name, f.value, c.now())
+	}
+	if f.extra, err = c.hostForms(r.Context(), box, token, sec, f.host); err != nil {
+		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
+			Message: "The broker cannot read its store just now; try again shortly.", Err: err}
 	}
 	target, err := outbound(base, tail, r.URL.RawQuery, token, f.value)
 	var pe *pathError
@@ -350,7 +428,7 @@ func (c *Capability) Forward(w http.ResponseWriter, r *http.Request, box, token 
 		return &capability.Error{Status: http.StatusBadRequest, Type: protocol.TypeInvalid,
 			Message: "The broker could not read the request body.", Err: err}
 	}
-	f.forms = f.answerForms(nil)
+	f.setForms(nil)
 	c.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, f)))
 	return nil
 }
@@ -390,17 +468,30 @@ func (c *Capability) inject(r *http.Request, box string, sec store.Secret, f *fl
 		ref := mint.Ref{Box: box, Name: name, Of: mint.Of(sec.Sealed)}
 		tok, err := c.minter.Token(r.Context(), ref, spec)
 		if err != nil {
-			return mintRefusal(box, sec, err)
+			return mintRefusal(box, sec, err, c.now())
 		}
 		f.value, f.ref = tok.Value, &ref
 	}
 	return nil
 }
 
-// mintRefusal is the box's refusal of a mint that failed: a 502 that
-// says what the owner must renew when the token endpoint refused.
-func mintRefusal(box string, sec store.Secret, err error) error {
-	var refused *mint.RefusedError
+// mintRefusal is the box's refusal of a mint that failed: a 429 with
+// Retry-After when the token endpoint limits the rate of mints, a 502
+// that says what the owner must renew when it refused, and a 502 to try
+// again otherwise.
+func mintRefusal(box string, sec store.Secret, err error, now time.Time) error {
+	var (
+		refused *mint.RefusedError
+		limited *mint.RateLimitedError
+	)
+	if errors.As(err, &limited) {
+		wait := max(int64(math.Ceil(limited.Until.Sub(now).Seconds())), 1)
+		e := capability.Errorf(http.StatusTooManyRequests, protocol.TypeRateLimit,
+			"The token endpoint of the secret %s limits the rate of mints just now (%d), so the broker has no token for it; it asks again in %d s. Nothing needs renewing.",
+			sec.Name, limited.Status, wait)
+		e.Err, e.Header = err, http.Header{"Retry-After": {strconv.FormatInt(wait, 10)}}
+		return e
+	}
 	if errors.As(err, &refused) {
 		what := "the owner's OAuth grant needs renewing"
 		if sec.Kind == mint.KindGitHubApp {
@@ -468,7 +559,7 @@ func (c *Capability) rewrite(pr *httputil.ProxyRequest) {
 	pr.Out.URL = &u
 	pr.Out.Host = u.Host
 	if f.signer == nil {
-		f.forms = f.answerForms(swapHeaders(h, f.token, f.value))
+		f.setForms(swapHeaders(h, f.token, f.value))
 		if !othersGo(f.value) {
 			proxy.ScrubHeader(h)
 		}
@@ -479,8 +570,18 @@ func (c *Capability) rewrite(pr *httputil.ProxyRequest) {
 	for _, k := range f.signer.Drop() {
 		h.Del(k)
 	}
-	f.made, f.signErr = f.signer.Sign(pr.Out.Context(), pr.Out, f.body, f.unsigned, c.now())
-	f.forms = f.answerForms(nil)
+	now := c.now()
+	f.made, f.signErr = f.signer.Sign(pr.Out.Context(), pr.Out, f.body, f.unsigned, now)
+	if f.signErr == nil {
+		life := f.signer.Life()
+		if life <= 0 {
+			life = keptSigned
+		}
+		// The configuration's own secrets go too (an AWS session token
+		// is sent), for the answers to other boxes.
+		c.written.signed(f.host, f.box, f.name, append(append([]string(nil), f.made...), f.hidden...), now.Add(life), now)
+	}
+	f.setForms(nil)
 }
 
 func (c *Capability) now() time.Time {
@@ -510,7 +611,7 @@ var errUpgraded = errors.New("egress: the host switched protocols")
 // points links at the secret's host back at the broker. It returns how
 // many headers held the value.
 func (f *flight) redactHeader(h http.Header) int {
-	n := proxy.RedactHeader(h, f.forms)
+	n := f.set.RedactHeader(h)
 	f.localLinks(h)
 	return n
 }
@@ -544,7 +645,7 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 	if err != nil {
 		return err
 	}
-	proxy.RedactHeader(resp.Trailer, f.forms)
+	f.set.RedactHeader(resp.Trailer)
 	resp.Header.Del("Content-Encoding") // identity, or decoded below
 	if dec == "gzip" {
 		resp.Body = &gunzip{src: resp.Body}
@@ -555,12 +656,12 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 		resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified {
 		return nil
 	}
-	r := proxy.NewFormRedactor(resp.Body, f.forms)
+	r := f.set.Redactor(resp.Body)
 	if proxy.IsEventStream(resp.Header) {
 		r.PassEvents() // each event as it ends, not when the next comes
 	}
 	r.OnEnd(func(replaced int) {
-		proxy.RedactHeader(resp.Trailer, f.forms)
+		f.set.RedactHeader(resp.Trailer)
 		if replaced > 0 {
 			c.log.Warn("egress: the host repeated the secret's value in an answer body; the box's token is in its place",
 				"secret", f.name, "times", replaced)

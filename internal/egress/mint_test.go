@@ -279,7 +279,9 @@ func TestMint_GitHubApp(t *testing.T) {
 		t.Errorf("mints after a revocation = %d, want 3", n)
 	}
 
-	// The app's key refused: 502 naming what the owner must renew.
+	// The app's key refused: 502 naming what the owner must renew. (A
+	// host's 401 drops a token at most once each RemintEvery.)
+	e.clock.Add(mint.DefaultRemintEvery)
 	refuse.Store(true)
 	e.issued.revokeAll()
 	e.call(t, "GITHUB") // the host's 401 drops the cached token

@@ -126,13 +126,16 @@ func (g *GitHubApp) validate() error {
 	return nil
 }
 
+// jwtLife is how long after it is made an app's JWT is valid.
+const jwtLife = 9 * time.Minute
+
 // jwt returns the app's JWT: issued a minute ago (for clock drift), valid
 // for nine minutes more, as GitHub asks.
 func (g *GitHubApp) jwt(now time.Time) (string, error) {
 	claims := jwt.RegisteredClaims{
 		Issuer:    g.AppID.String(),
 		IssuedAt:  jwt.NewNumericDate(now.Add(-time.Minute)),
-		ExpiresAt: jwt.NewNumericDate(now.Add(9 * time.Minute)),
+		ExpiresAt: jwt.NewNumericDate(now.Add(jwtLife)),
 	}
 	return jwt.NewWithClaims(jwt.SigningMethodRS256, claims).SignedString(g.key)
 }
@@ -168,6 +171,9 @@ func (g *GitHubApp) mint(ctx context.Context, client *http.Client, now time.Time
 	if err != nil {
 		return Token{}, &UnreachableError{Kind: KindGitHubApp, Err: err}
 	}
+	if rl := rateLimited(KindGitHubApp, resp.StatusCode, resp.Header, now, true); rl != nil {
+		return Token{}, rl
+	}
 	if resp.StatusCode >= 400 && resp.StatusCode < 500 {
 		return Token{}, &RefusedError{Kind: KindGitHubApp, Status: resp.StatusCode}
 	}
@@ -184,5 +190,7 @@ func (g *GitHubApp) mint(ctx context.Context, client *http.Client, now time.Time
 	if err := headerSafe(KindGitHubApp, "token", ans.Token); err != nil {
 		return Token{}, &UnreachableError{Kind: KindGitHubApp, Err: err}
 	}
-	return Token{Value: ans.Token, Expires: ans.ExpiresAt}, nil
+	// The JWT went only to the token endpoint; it is kept beside the
+	// token until it expires, in case that is the secret's host too.
+	return Token{Value: ans.Token, Expires: ans.ExpiresAt, sent: signed, sentUntil: now.Add(jwtLife)}, nil
 }

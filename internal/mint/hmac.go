@@ -50,6 +50,20 @@ func (h *HMAC) Kind() string { return KindHMAC }
 // Secrets is the key.
 func (h *HMAC) Secrets() []string { return []string{h.Key} }
 
+// canonicalLife is how long a canonical signature is taken to work: its
+// host judges its timestamp, and hosts commonly take five minutes; an
+// hour is more than any does.
+const canonicalLife = time.Hour
+
+// Life is zero for a signature of the body alone, which has no time in
+// it and works for ever, and canonicalLife for a canonical one.
+func (h *HMAC) Life() time.Duration {
+	if h.Signs == SignCanonical {
+		return canonicalLife
+	}
+	return 0
+}
+
 // Unsigned is false: every body is signed.
 func (h *HMAC) Unsigned() bool { return false }
 

@@ -76,6 +76,9 @@ type Signer interface {
 	// body sent unsigned. It returns the values it made (signatures and
 	// the headers holding them), which no answer to a box may carry.
 	Sign(ctx context.Context, req *http.Request, body []byte, unsigned bool, now time.Time) ([]string, error)
+	// Life is how long after it was made the host may take a request with
+	// a signature Sign made; zero when for ever.
+	Life() time.Duration
 }
 
 // FieldError is a configuration refused: Field names the member at

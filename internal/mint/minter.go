@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -26,6 +27,12 @@ type Token struct {
 	Expires time.Time
 	// Refresh is the refresh token the endpoint rotated to; "" when none.
 	Refresh string
+
+	// sent is what the mint sent the token endpoint that no answer to a
+	// box may carry (a GitHub App's JWT), and sentUntil when it stops
+	// working.
+	sent      string
+	sentUntil time.Time
 }
 
 // RefusedError is a token endpoint's refusal (a 4xx answer): the owner's
@@ -71,6 +78,57 @@ type UnreachableError struct {
 func (e *UnreachableError) Error() string { return e.Kind + ": mint failed: " + e.Err.Error() }
 func (e *UnreachableError) Unwrap() error { return e.Err }
 
+// RateLimitedError is a token endpoint that limits the rate of mints: a
+// 429, a 503 with Retry-After, or GitHub's 403 that says its rate limit
+// is spent. It is no refusal of the owner's grant: the broker asks again
+// at Until, and not before. It holds no value.
+type RateLimitedError struct {
+	Kind   string
+	Status int
+	// Until is when the endpoint may be asked again: its Retry-After (or
+	// GitHub's X-Ratelimit-Reset), bounded to between a second and an
+	// hour, or a minute when it gave neither.
+	Until time.Time
+}
+
+func (e *RateLimitedError) Error() string {
+	return fmt.Sprintf("%s: the token endpoint limits the rate of mints (%d); asked again after %s",
+		e.Kind, e.Status, e.Until.UTC().Format(time.RFC3339))
+}
+
+// Bounds of a rate limit's wait.
+const (
+	minLimited     = time.Second
+	maxLimited     = time.Hour
+	defaultLimited = time.Minute
+)
+
+// rateLimited returns the *RateLimitedError of a token endpoint's answer
+// with the given status and header, or nil when the answer is not one
+// that limits the rate: a 429; a 503 with Retry-After; and, when github
+// is set, a 403 with Retry-After or with X-Ratelimit-Remaining: 0, as
+// GitHub answers for its rate limits.
+func rateLimited(kind string, status int, h http.Header, now time.Time, github bool) *RateLimitedError {
+	retry := h.Get("Retry-After")
+	switch {
+	case status == http.StatusTooManyRequests:
+	case status == http.StatusServiceUnavailable && retry != "":
+	case github && status == http.StatusForbidden && (retry != "" || h.Get("X-Ratelimit-Remaining") == "0"):
+	default:
+		return nil
+	}
+	wait := defaultLimited
+	if secs, err := strconv.ParseInt(strings.TrimSpace(retry), 10, 64); err == nil {
+		wait = time.Duration(min(max(secs, 0), int64(maxLimited/time.Second))) * time.Second
+	} else if at, err := http.ParseTime(retry); err == nil {
+		wait = at.Sub(now)
+	} else if reset, err := strconv.ParseInt(h.Get("X-Ratelimit-Reset"), 10, 64); err == nil && github {
+		wait = time.Unix(min(max(reset, 0), now.Add(maxLimited).Unix()), 0).Sub(now)
+	}
+	wait = min(max(wait, minLimited), maxLimited)
+	return &RateLimitedError{Kind: kind, Status: status, Until: now.Add(wait)}
+}
+
 type statusError int
 
 func (s statusError) Error() string { return fmt.Sprintf("the token endpoint answered %d", int(s)) }
@@ -111,16 +169,32 @@ type Event struct {
 	Err error
 }
 
-// Timings of a Minter.
+// Timings and bounds of a Minter.
 const (
 	// margin is how long before its expiry a token is minted anew, at most.
 	margin = 5 * time.Minute
 	// unknownLife is how long a token whose expiry is not known is used.
 	unknownLife = time.Hour
+	// keptUnknown is how long a token whose expiry is not known is kept
+	// (see Kept) after it was minted: it may work for longer than it is
+	// used.
+	keptUnknown = 24 * time.Hour
 	// refusedFor is how long a refusal is given again without asking.
 	refusedFor = 30 * time.Second
 	// mintTimeout bounds one mint.
 	mintTimeout = 30 * time.Second
+	// DefaultRemintEvery is Config.RemintEvery when it is zero.
+	DefaultRemintEvery = 5 * time.Second
+	// MaxLive is how many tokens of one secret may be within their life
+	// at once for a host's 401 to drop the newest: past it, Forget keeps
+	// the token it is told of, so a box that has its requests answered
+	// 401 cannot have more minted than Kept keeps.
+	MaxLive = 64
+	// maxKept bounds the tokens and sent values Kept holds for one
+	// secret, each until its life ends; past it, the oldest goes. Only
+	// mints at expiry, at most one each a token's life less its margin,
+	// can take a secret past MaxLive towards it.
+	maxKept = 4 * MaxLive
 )
 
 // Config configures a Minter.
@@ -139,6 +213,13 @@ type Config struct {
 	Now func() time.Time
 	// OnMint, when set, is told of every mint.
 	OnMint func(Event)
+	// RemintEvery is how often, at most, a host's 401 (Forget) drops a
+	// secret's token so that the next call mints anew; zero means
+	// DefaultRemintEvery. A 401 sooner than that after the last one that
+	// did is ignored, and the token kept: however many requests a host
+	// answers 401, and for however many boxes, a secret is minted again
+	// at most once each RemintEvery.
+	RemintEvery time.Duration
 	// Logger receives failures; never a value.
 	Logger *slog.Logger
 }
@@ -149,17 +230,31 @@ type Minter struct {
 	client *http.Client
 	group  singleflight.Group
 
-	mu    sync.Mutex // guards cache and mem
+	mu    sync.Mutex // guards cache, mem, kept and dropped
 	cache map[string]cached
 	mem   map[string]store.MintState // the kept states, when there is no Store
+	// kept is, by Ref.key, what each secret's mints made that is still
+	// within its life, oldest first (see Kept).
+	kept map[string][]made
+	// dropped is, by Ref.key, when Forget last dropped a token.
+	dropped map[string]time.Time
 }
 
-// cached is a token or a refusal, for one configuration, until until.
+// cached is a token, a refusal or a rate limit, for one configuration,
+// until until.
 type cached struct {
 	of      string
 	tok     Token
 	refused error
 	until   time.Time
+}
+
+// made is a value a mint made, until it stops working: a token (sent to
+// the secret's host) or what the mint sent the token endpoint.
+type made struct {
+	value string
+	token bool
+	until time.Time
 }
 
 // NewMinter returns a Minter, or an error when Keyring is missing.
@@ -172,6 +267,9 @@ func NewMinter(cfg Config) (*Minter, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.RemintEvery <= 0 {
+		cfg.RemintEvery = DefaultRemintEvery
 	}
 	next := cfg.Transport
 	if next == nil {
@@ -187,8 +285,10 @@ func NewMinter(cfg Config) (*Minter, error) {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 			Timeout:       mintTimeout,
 		},
-		cache: map[string]cached{},
-		mem:   map[string]store.MintState{},
+		cache:   map[string]cached{},
+		mem:     map[string]store.MintState{},
+		kept:    map[string][]made{},
+		dropped: map[string]time.Time{},
 	}, nil
 }
 
@@ -215,7 +315,8 @@ func (p pinned) RoundTrip(req *http.Request) (*http.Response, error) {
 // Token returns spec's token for ref: the cached one until shortly
 // before it expires, or a new one. Concurrent calls for one ref make one
 // mint. A refusal is a *RefusedError (given again for a while without
-// asking), any other failure an *UnreachableError.
+// asking), a rate limit a *RateLimitedError (given again until its
+// Until without asking), any other failure an *UnreachableError.
 func (m *Minter) Token(ctx context.Context, ref Ref, spec Minted) (Token, error) {
 	if t, err, ok := m.cached(ref); ok {
 		return t, err
@@ -238,14 +339,93 @@ func (m *Minter) Token(ctx context.Context, ref Ref, spec Minted) (Token, error)
 	}
 }
 
-// Forget drops ref's cached token, as when its host refused it: the next
-// call mints anew.
-func (m *Minter) Forget(ref Ref, value string) {
+// Forget drops ref's cached token when it is value, as when its host
+// answered 401 (the token may have been revoked), so that the next call
+// mints anew. It does so at most once each Config.RemintEvery for one
+// secret, and not while MaxLive of its tokens are within their life;
+// otherwise the token is kept, and used until the next 401 that may drop
+// it. It reports whether it dropped the token.
+func (m *Minter) Forget(ref Ref, value string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if c, ok := m.cache[ref.key()]; ok && c.of == ref.Of && c.tok.Value == value {
-		delete(m.cache, ref.key())
+	c, ok := m.cache[ref.key()]
+	if !ok || c.of != ref.Of || c.refused != nil || c.tok.Value != value {
+		return false
 	}
+	now := m.cfg.Now()
+	if at, ok := m.dropped[ref.key()]; ok && now.Sub(at) < m.cfg.RemintEvery && !now.Before(at) {
+		return false
+	}
+	live := 0
+	for _, k := range m.keptLocked(ref, now) {
+		if k.token {
+			live++
+		}
+	}
+	if live >= MaxLive {
+		return false
+	}
+	delete(m.cache, ref.key())
+	m.dropped[ref.key()] = now
+	return true
+}
+
+// Kept returns what ref's secret's mints made that is still within its
+// life, whatever its configuration: tokens (sent to the secret's host)
+// until they expire (for a token with no expiry given, for a day after it
+// was minted), and what a mint sent the token endpoint (a GitHub App's
+// JWT) until it expires. The owner's box and secret name alone are read
+// of ref. Answers from the host are searched for every one, so that a
+// token the host keeps is not handed back to a box after a newer one
+// replaced it. At most a few hundred are kept for one secret.
+func (m *Minter) Kept(ref Ref) (tokens, sent []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, k := range m.keptLocked(ref, m.cfg.Now()) {
+		if k.token {
+			tokens = append(tokens, k.value)
+		} else {
+			sent = append(sent, k.value)
+		}
+	}
+	return tokens, sent
+}
+
+// keptLocked is ref's kept values, those past their life dropped.
+func (m *Minter) keptLocked(ref Ref, now time.Time) []made {
+	ks := m.kept[ref.key()]
+	live := ks[:0]
+	for _, k := range ks {
+		if now.Before(k.until) {
+			live = append(live, k)
+		}
+	}
+	clear(ks[len(live):])
+	if len(live) == 0 {
+		delete(m.kept, ref.key())
+		return nil
+	}
+	m.kept[ref.key()] = live
+	return live
+}
+
+// keep adds what a mint made to ref's kept values.
+func (m *Minter) keep(ref Ref, now time.Time, tok Token) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ks := m.keptLocked(ref, now)
+	until := tok.Expires
+	if until.IsZero() {
+		until = now.Add(keptUnknown)
+	}
+	ks = append(ks, made{value: tok.Value, token: true, until: until})
+	if tok.sent != "" {
+		ks = append(ks, made{value: tok.sent, until: tok.sentUntil})
+	}
+	if len(ks) > maxKept {
+		ks = append(ks[:0], ks[len(ks)-maxKept:]...)
+	}
+	m.kept[ref.key()] = ks
 }
 
 func (m *Minter) cached(ref Ref) (Token, error, bool) {
@@ -286,8 +466,15 @@ func (m *Minter) mint(ctx context.Context, ref Ref, spec Minted) (Token, error) 
 	now := m.cfg.Now()
 	tok, err := spec.mint(ctx, m.client, now, refresh)
 	ev := Event{Ref: ref, Kind: spec.Kind(), Err: err}
-	var refused *RefusedError
+	var (
+		refused *RefusedError
+		limited *RateLimitedError
+	)
 	switch {
+	case errors.As(err, &limited):
+		m.put(ref, cached{of: ref.Of, refused: err, until: limited.Until})
+		prev.Failure = RateLimitedMark + limited.Error()
+		m.save(ctx, ref, prev)
 	case errors.As(err, &refused):
 		m.put(ref, cached{of: ref.Of, refused: err, until: now.Add(refusedFor)})
 		prev.Failure = refused.Error()
@@ -296,6 +483,8 @@ func (m *Minter) mint(ctx context.Context, ref Ref, spec Minted) (Token, error) 
 		m.cfg.Logger.Warn("mint: failed", "box", ref.Box, "secret", ref.Name, "kind", spec.Kind(), "err", err)
 	default:
 		ev.Expires = tok.Expires
+		m.keep(ref, now, tok)
+		tok.sent, tok.sentUntil = "", time.Time{}
 		m.put(ref, cached{of: ref.Of, tok: tok, until: usableUntil(now, tok)})
 		prev.Failure, prev.ExpiresAt = "", tok.Expires
 		if tok.Refresh != "" && tok.Refresh != refresh {

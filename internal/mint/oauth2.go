@@ -131,6 +131,11 @@ func (o *OAuth2) mint(ctx context.Context, client *http.Client, now time.Time, r
 	}
 	var re *oauth2.RetrieveError
 	if errors.As(err, &re) {
+		if re.Response != nil {
+			if rl := rateLimited(KindOAuth2, re.Response.StatusCode, re.Response.Header, now, false); rl != nil {
+				return Token{}, rl
+			}
+		}
 		if re.Response != nil && re.Response.StatusCode >= 400 && re.Response.StatusCode < 500 {
 			code := re.ErrorCode
 			if !oauthCode.MatchString(code) {

@@ -37,6 +37,13 @@ func (s *SigV4) Kind() string { return KindSigV4 }
 // Secrets are the secret key and the session token.
 func (s *SigV4) Secrets() []string { return []string{s.SecretAccessKey, s.SessionToken} }
 
+// sigv4Life is how long a SigV4 signature works: AWS takes a request up
+// to 15 minutes from its X-Amz-Date; five minutes more for clocks apart.
+const sigv4Life = 20 * time.Minute
+
+// Life is sigv4Life.
+func (s *SigV4) Life() time.Duration { return sigv4Life }
+
 // Unsigned reports whether a long or streamed body may go unsigned.
 func (s *SigV4) Unsigned() bool {
 	if s.UnsignedPayload != nil {

@@ -1,8 +1,13 @@
 package mint
 
 import (
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/store"
 )
 
 // A token endpoint that echoes a value into its error code: the refusal
@@ -22,5 +27,56 @@ func TestRefusedError_KeepsOnlyAPlainCode(t *testing.T) {
 		if got := code != "" && strings.Contains(msg, code); got != kept {
 			t.Errorf("code %q: message %q keeps it = %v, want %v", code, msg, got, kept)
 		}
+	}
+}
+
+// TestState_RateLimitedIsNotRefused: a token endpoint's rate limit is
+// shown to the owner as one, never as a grant or key to renew.
+func TestState_RateLimitedIsNotRefused(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, kind := range []string{KindOAuth2, KindGitHubApp} {
+		sec := store.Secret{Name: "API", Kind: kind, Sealed: []byte("sealed")}
+		limited := &RateLimitedError{Kind: kind, Status: 429, Until: now.Add(time.Minute)}
+		st := State(sec, []store.MintState{{Name: "API", Of: Of(sec.Sealed), Failure: RateLimitedMark + limited.Error(), UpdatedAt: now}}, now)
+		if strings.Contains(st, "REFUSED") || strings.Contains(st, "renew") || !strings.Contains(st, "rate-limited") {
+			t.Errorf("State(%s, rate-limited) = %q, want rate-limited, not refused", kind, st)
+		}
+	}
+}
+
+func TestRateLimited(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	tests := []struct {
+		name   string
+		status int
+		header http.Header
+		github bool
+		want   time.Duration // the wait; -1 for no rate limit
+	}{
+		{"429, seconds", 429, http.Header{"Retry-After": {"7"}}, false, 7 * time.Second},
+		{"429, a date", 429, http.Header{"Retry-After": {now.Add(90 * time.Second).Format(http.TimeFormat)}}, false, 90 * time.Second},
+		{"429, nothing said", 429, nil, false, defaultLimited},
+		{"429, zero", 429, http.Header{"Retry-After": {"0"}}, false, minLimited},
+		{"429, a day", 429, http.Header{"Retry-After": {"86400"}}, false, maxLimited},
+		{"503 with Retry-After", 503, http.Header{"Retry-After": {"3"}}, false, 3 * time.Second},
+		{"503 without", 503, nil, false, -1},
+		{"400", 400, http.Header{"Retry-After": {"3"}}, false, -1},
+		{"github 403, limit spent", 403, http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {strconv.FormatInt(now.Add(2*time.Minute).Unix(), 10)}}, true, 2 * time.Minute},
+		{"github 403 with Retry-After", 403, http.Header{"Retry-After": {"20"}}, true, 20 * time.Second},
+		{"github 403, refused", 403, nil, true, -1},
+		{"oauth2 403 with Retry-After", 403, http.Header{"Retry-After": {"20"}}, false, -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rl := rateLimited(KindOAuth2, tt.status, tt.header, now, tt.github)
+			switch {
+			case tt.want < 0 && rl != nil:
+				t.Errorf("rateLimited = %v, want none", rl)
+			case tt.want >= 0 && rl == nil:
+				t.Errorf("rateLimited = none, want a wait of %v", tt.want)
+			case rl != nil && rl.Until.Sub(now) != tt.want:
+				t.Errorf("wait = %v, want %v", rl.Until.Sub(now), tt.want)
+			}
+		})
 	}
 }

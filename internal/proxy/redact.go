@@ -45,8 +45,9 @@ func (f Form) span() int {
 // source in memory. With one form that is not Escaped, its output is
 // bytes.ReplaceAll's over the whole stream. With several, the source is
 // scanned from the start: at each position the longest form found there
-// is replaced and the scan resumes after it; where none is found, the
-// byte is passed on.
+// is replaced (of forms found there equally long, the first in the set)
+// and the scan resumes after it; where none is found, the byte is passed
+// on.
 //
 // An occurrence split across the source's reads is still caught: the
 // Redactor always holds back the last Window() bytes of what it has read,
@@ -65,11 +66,9 @@ func (f Form) span() int {
 //
 // A Redactor is not safe for concurrent use.
 type Redactor struct {
-	src    io.ReadCloser
-	forms  []Form
-	window int    // bytes always held back: the longest span less one
-	starts []byte // the bytes an occurrence of some form can start with
-	next   []int  // pass's scratch for nextStart, one per start byte
+	src io.ReadCloser
+	set *FormSet
+	sc  scratch
 
 	pending []byte // read from src, not yet passed on; cap window+redactFirst, then +redactChunk
 	out     []byte // passed on, not yet returned by Read
@@ -91,54 +90,207 @@ func NewRedactor(src io.ReadCloser, old, new []byte) *Redactor {
 // in forms. Forms with an empty Old are ignored; with none left, it
 // passes src on unchanged. Closing the Redactor closes src.
 func NewFormRedactor(src io.ReadCloser, forms []Form) *Redactor {
-	r := &Redactor{src: src}
+	return NewFormSet(forms).Redactor(src)
+}
+
+// Redactor returns a Redactor reading src and replacing every form of s.
+// Closing the Redactor closes src.
+func (s *FormSet) Redactor(src io.ReadCloser) *Redactor {
+	r := &Redactor{src: src, set: s}
+	if len(s.forms) > 0 {
+		r.pending = make([]byte, 0, s.window+redactFirst)
+		r.sc.next = s.unsearched()
+	}
+	return r
+}
+
+// FormSet is a set of forms made ready to be searched for at once: made
+// once, it serves any number of Redactors, RedactString and RedactHeader
+// calls, concurrently, since nothing changes it after NewFormSet.
+//
+// A search finds, at each position of its input, every form that can
+// start there in one walk, however many forms there are: the forms are
+// kept sorted, and each byte read (or escape, for an Escaped form)
+// narrows the range of those still possible by binary search, as a
+// trie's walk would. Positions where no form can start are skipped
+// without a walk: with few bytes that start a form, by bytes.IndexByte
+// for each; with more, by a table of the pairs of bytes an occurrence
+// can begin with.
+type FormSet struct {
+	forms  []Form
+	window int     // the longest span less one
+	lists  [2]list // [0] the forms that are not Escaped, [1] those that are
+	breaks bool    // some form holds a line break
+
+	starts []byte    // the bytes an occurrence can start with
+	class  [256]byte // how a byte is judged as an occurrence's first: see the class constants
+	pairs  *[1 << 16 / 64]uint64
+}
+
+// Classes of a byte as the first of an occurrence.
+const (
+	classNone   = iota // no occurrence starts with it
+	classAlways        // one may, whatever follows
+	classPair          // one may, when the pair it begins is in pairs
+)
+
+// fewStarts is how many bytes that start a form are searched for with
+// bytes.IndexByte each; with more, the pair table is read instead.
+const fewStarts = 4
+
+// list is some of a FormSet's forms sorted by Old (and, for equal Olds,
+// by their place in the set), with where each first byte's run begins
+// and ends. Every prefix of Old the forms share is then one run of it.
+type list struct {
+	order   []int32  // the forms' places in the set
+	olds    [][]byte // their Olds, in the same order
+	root    [256][2]int32
+	escaped bool
+}
+
+// NewFormSet returns the set of forms, ready to search for. Forms with an
+// empty Old are ignored. Of forms found at one position equally long,
+// the first in forms is replaced.
+func NewFormSet(forms []Form) *FormSet {
+	s := &FormSet{}
 	for _, f := range forms {
 		if len(f.Old) == 0 {
 			continue
 		}
 		f = Form{Old: bytes.Clone(f.Old), New: bytes.Clone(f.New), Escaped: f.Escaped}
-		r.forms = append(r.forms, f)
-		r.window = max(r.window, f.span()-1)
-		c := f.Old[0]
-		r.addStart(c)
+		s.forms = append(s.forms, f)
+		s.window = max(s.window, f.span()-1)
+		if bytes.ContainsAny(f.Old, "\r\n") {
+			s.breaks = true
+		}
+	}
+	s.lists[1].escaped = true
+	for i, f := range s.forms {
+		l := &s.lists[0]
 		if f.Escaped {
-			r.addStart('%')
-			r.addStart('\\')
-			if c == ' ' {
-				r.addStart('+')
+			l = &s.lists[1]
+		}
+		l.order = append(l.order, int32(i))
+	}
+	for k := range s.lists {
+		l := &s.lists[k]
+		slices.SortStableFunc(l.order, func(a, b int32) int { return bytes.Compare(s.forms[a].Old, s.forms[b].Old) })
+		for _, f := range l.order {
+			l.olds = append(l.olds, s.forms[f].Old)
+		}
+		for i := 0; i < len(l.order); {
+			c := s.forms[l.order[i]].Old[0]
+			j := i
+			for j < len(l.order) && s.forms[l.order[j]].Old[0] == c {
+				j++
+			}
+			l.root[c] = [2]int32{int32(i), int32(j)}
+			i = j
+		}
+	}
+	s.tabulate()
+	return s
+}
+
+// tabulate fills starts, class and pairs: the bytes, and pairs of bytes,
+// an occurrence of some form can begin with in the source.
+func (s *FormSet) tabulate() {
+	always := func(c byte) { s.class[c] = classAlways }
+	pair := func(a, b byte) {
+		if s.class[a] == classNone {
+			s.class[a] = classPair
+		}
+		if s.pairs == nil {
+			s.pairs = new([1 << 16 / 64]uint64)
+		}
+		i := uint16(a)<<8 | uint16(b)
+		s.pairs[i/64] |= 1 << (i % 64)
+	}
+	for _, f := range s.forms {
+		// The ways the source can write Old's first byte, and its second.
+		firsts := []byte{f.Old[0]}
+		if f.Escaped {
+			always('%')
+			always('\\')
+			if f.Old[0] == ' ' {
+				firsts = append(firsts, '+')
+			}
+		}
+		for _, a := range firsts {
+			if len(f.Old) == 1 {
+				always(a)
+				continue
+			}
+			pair(a, f.Old[1])
+			if f.Escaped {
+				pair(a, '%')
+				pair(a, '\\')
+				if f.Old[1] == ' ' {
+					pair(a, '+')
+				}
 			}
 		}
 	}
-	if len(r.forms) > 0 {
-		r.pending = make([]byte, 0, r.window+redactFirst)
-		r.next = make([]int, len(r.starts))
-	}
-	return r
-}
-
-func (r *Redactor) addStart(c byte) {
-	if bytes.IndexByte(r.starts, c) < 0 {
-		r.starts = append(r.starts, c)
+	for c := range 256 {
+		if s.class[c] != classNone {
+			s.starts = append(s.starts, byte(c))
+		}
 	}
 }
 
-// nextStart returns the index of the first byte of data[i:cut] that some
-// form can start with, or -1. It searches for each such byte with
-// bytes.IndexByte, far faster than a loop over the bytes, and remembers
-// where each was found (next, one per start byte, -2 for not yet
-// searched and -1 for none before cut), so no byte is searched for twice
-// over the same stretch.
-func (r *Redactor) nextStart(data []byte, i, cut int) int {
+// Len is how many forms s holds.
+func (s *FormSet) Len() int { return len(s.forms) }
+
+// Window is how many bytes of what it has read a Redactor of s always
+// holds back until its source yields more or ends.
+func (s *FormSet) Window() int { return s.window }
+
+// scratch is a search's own state, apart from the FormSet it searches
+// for, which many searches share.
+type scratch struct {
+	next     []int   // nextStart's memo, one per start byte
+	cur, nxt []state // match's states
+}
+
+// state is one way a match is still possible: the run [lo, hi) of a
+// list whose forms all begin with what was read so far, which ends at pos.
+type state struct{ lo, hi, pos int32 }
+
+// nextStart returns the index of the first byte of data[i:cut] at which
+// some occurrence can start, or -1. With few start bytes it searches for
+// each with bytes.IndexByte, far faster than a loop over the bytes, and
+// remembers where each was found (next, one per start byte, -2 for not
+// yet searched and -1 for none before cut), so no byte is searched for
+// twice over the same stretch. With more, it reads each byte's class,
+// and for a byte that begins a pair, the pair.
+func (s *FormSet) nextStart(sc *scratch, data []byte, i, cut int) int {
+	if len(s.starts) > fewStarts {
+		for j := i; j < cut; j++ {
+			switch s.class[data[j]] {
+			case classAlways:
+				return j
+			case classPair:
+				if j+1 >= len(data) {
+					return j
+				}
+				p := uint16(data[j])<<8 | uint16(data[j+1])
+				if s.pairs[p/64]&(1<<(p%64)) != 0 {
+					return j
+				}
+			}
+		}
+		return -1
+	}
 	best := -1
-	for k, c := range r.starts {
-		if at := r.next[k]; at != -1 && at < i {
+	for k, c := range s.starts {
+		if at := sc.next[k]; at != -1 && at < i {
 			if x := bytes.IndexByte(data[i:cut], c); x >= 0 {
-				r.next[k] = i + x
+				sc.next[k] = i + x
 			} else {
-				r.next[k] = -1
+				sc.next[k] = -1
 			}
 		}
-		if at := r.next[k]; at >= 0 && (best < 0 || at < best) {
+		if at := sc.next[k]; at >= 0 && (best < 0 || at < best) {
 			best = at
 		}
 	}
@@ -155,12 +307,7 @@ func (r *Redactor) nextStart(data []byte, i, cut int) int {
 // stream's last event waits for the next one whenever it is shorter than
 // the window.
 func (r *Redactor) PassEvents() {
-	for _, f := range r.forms {
-		if bytes.ContainsAny(f.Old, "\r\n") {
-			return
-		}
-	}
-	r.events = true
+	r.events = !r.set.breaks
 }
 
 // IsEventStream reports whether h is the header of a text/event-stream
@@ -184,7 +331,7 @@ func eventsEnd(b []byte) int {
 
 // Window is how many bytes of what it has read the Redactor always holds
 // back until its source yields more or ends.
-func (r *Redactor) Window() int { return r.window }
+func (r *Redactor) Window() int { return r.set.window }
 
 // Replaced reports how many occurrences the Redactor has replaced so far.
 func (r *Redactor) Replaced() int { return r.n }
@@ -207,7 +354,7 @@ func (r *Redactor) Read(p []byte) (int, error) {
 }
 
 func (r *Redactor) read(p []byte) (int, error) {
-	if len(r.forms) == 0 {
+	if len(r.set.forms) == 0 {
 		return r.src.Read(p)
 	}
 	for r.off == len(r.out) {
@@ -217,7 +364,7 @@ func (r *Redactor) read(p []byte) (int, error) {
 		r.out, r.off = r.out[:0], 0
 		n, err := r.src.Read(r.pending[len(r.pending):cap(r.pending)])
 		r.pending = r.pending[:len(r.pending)+n]
-		if full := r.window + redactChunk; len(r.pending) == cap(r.pending) && cap(r.pending) < full {
+		if full := r.set.window + redactChunk; len(r.pending) == cap(r.pending) && cap(r.pending) < full {
 			// The answer comes faster than the first buffer takes it.
 			r.pending = append(make([]byte, 0, full), r.pending...)
 		}
@@ -248,100 +395,166 @@ func (r *Redactor) pass(final bool) {
 	data := r.pending
 	cut := len(data)
 	if !final {
-		cut -= r.window
+		cut -= r.set.window
 		if r.events {
 			cut = max(cut, eventsEnd(data))
 		}
 	}
-	for k := range r.next {
-		r.next[k] = -2
-	}
-	i := 0
-	for i < cut {
-		j := r.nextStart(data, i, cut)
-		if j < 0 {
-			r.out = append(r.out, data[i:cut]...)
-			i = cut
-			break
-		}
-		// Before the cut, every form's whole span is in data.
-		if k, n := r.match(data[j:]); n > 0 {
-			r.out = append(r.out, data[i:j]...)
-			r.out = append(r.out, r.forms[k].New...)
-			i = j + n
-			r.n++
-			continue
-		}
-		r.out = append(r.out, data[i:j+1]...)
-		i = j + 1
-	}
+	var i, n int
+	r.out, i, n = r.set.replace(&r.sc, r.out, data, cut)
+	r.n += n
 	r.pending = r.pending[:copy(r.pending, data[i:])]
 }
 
-// match returns the form found longest at the start of b, and how many
-// bytes of b it spans (0 for none).
-func (r *Redactor) match(b []byte) (form, n int) {
-	for k, f := range r.forms {
-		var m int
-		if f.Escaped {
-			m = matchEscaped(b, f.Old)
-		} else if bytes.HasPrefix(b, f.Old) {
-			m = len(f.Old)
+// replace appends to out data[:cut] with every occurrence that starts
+// before cut replaced, and returns it, where in data it stopped (cut, or
+// past it, at the end of an occurrence that straddles it) and how many
+// it replaced. Before the cut, every form's whole span must be in data
+// unless cut is len(data).
+func (s *FormSet) replace(sc *scratch, out, data []byte, cut int) ([]byte, int, int) {
+	for k := range sc.next {
+		sc.next[k] = -2
+	}
+	i, n := 0, 0
+	for i < cut {
+		j := s.nextStart(sc, data, i, cut)
+		if j < 0 {
+			out = append(out, data[i:cut]...)
+			i = cut
+			break
 		}
-		if m > n {
-			form, n = k, m
+		if k, m := s.match(sc, data[j:]); m > 0 {
+			out = append(out, data[i:j]...)
+			out = append(out, s.forms[k].New...)
+			i = j + m
+			n++
+			continue
 		}
+		out = append(out, data[i:j+1]...)
+		i = j + 1
+	}
+	return out, max(i, 0), n
+}
+
+// match returns the form found longest at the start of b (of those
+// equally long, the first in the set), and how many bytes of b it spans
+// (0 for none). It walks both lists, each with every way b can write
+// each byte at once.
+func (s *FormSet) match(sc *scratch, b []byte) (form, n int) {
+	form, n = -1, 0
+	for k := range s.lists {
+		l := &s.lists[k]
+		if len(l.order) == 0 {
+			continue
+		}
+		if f, m := s.walk(sc, l, b); m > n || m == n && m > 0 && f < form {
+			form, n = f, m
+		}
+	}
+	return max(form, 0), n
+}
+
+// walk is match over one list.
+func (s *FormSet) walk(sc *scratch, l *list, b []byte) (form, n int) {
+	form = -1
+	cur := sc.cur[:0]
+	var ways [4]way
+	for _, w := range l.ways(ways[:0], b) {
+		if r := l.root[w.c]; r[0] < r[1] {
+			cur = append(cur, state{lo: r[0], hi: r[1], pos: int32(w.n)})
+		}
+	}
+	next := sc.nxt[:0]
+	for depth := 1; len(cur) > 0; depth++ {
+		next = next[:0]
+		for _, st := range cur {
+			// The forms that end here come first in the run: each is a
+			// prefix of the others. Of equal ones, the first in the set.
+			if len(l.olds[st.lo]) == depth {
+				if f, m := int(l.order[st.lo]), int(st.pos); m > n || m == n && f < form {
+					form, n = f, m
+				}
+			}
+			for _, w := range l.ways(ways[:0], b[st.pos:]) {
+				lo, hi := l.narrow(st.lo, st.hi, depth, w.c)
+				if lo == hi {
+					continue
+				}
+				ns := state{lo: lo, hi: hi, pos: st.pos + int32(w.n)}
+				if !slices.Contains(next, ns) {
+					next = append(next, ns)
+				}
+			}
+		}
+		cur, next = next, cur
+	}
+	if cap(cur)+cap(next) != cap(sc.cur)+cap(sc.nxt) { // grown: keep the larger
+		sc.cur, sc.nxt = cur[:0], next[:0]
 	}
 	return form, n
 }
 
-// matchEscaped returns the most bytes at the start of b that read as old
-// with any of its bytes escaped as Form.Escaped says, or 0.
-func matchEscaped(b, old []byte) int {
-	// The ends reachable after each byte of old; an escape and a literal
-	// can both match ("%" and "%25"), so there may be more than one.
-	var buf [8]int
-	ends := append(buf[:0], 0)
-	for _, c := range old {
-		var next [8]int
-		nn := next[:0]
-		for _, at := range ends {
-			for _, e := range escapedAt(b[at:], c) {
-				if e > 0 && !slices.Contains(nn, at+e) && len(nn) < cap(nn) {
-					nn = append(nn, at+e)
-				}
-			}
+// narrow returns the run of l.olds[lo:hi] (which all share their first
+// depth bytes) whose byte at depth is c: those only depth long come
+// first in it, then the rest by that byte, so two binary searches find it.
+func (l *list) narrow(lo, hi int32, depth int, c byte) (int32, int32) {
+	olds := l.olds
+	a, z := lo, hi
+	for a < z { // the first that goes on with c or a later byte
+		mid := int32(uint32(a+z) >> 1)
+		if o := olds[mid]; len(o) > depth && o[depth] >= c {
+			z = mid
+		} else {
+			a = mid + 1
 		}
-		if len(nn) == 0 {
-			return 0
-		}
-		ends = append(ends[:0], nn...)
 	}
-	return slices.Max(ends)
+	lo = a
+	z = hi
+	for a < z { // the first that goes on with a later byte
+		mid := int32(uint32(a+z) >> 1)
+		if olds[mid][depth] > c {
+			z = mid
+		} else {
+			a = mid + 1
+		}
+	}
+	return lo, a
 }
 
-// escapedAt returns the lengths of the ways b begins with c: as itself,
-// %hh, \u00hh, \/ for "/", or "+" for " " (0 for a way that does not).
-func escapedAt(b []byte, c byte) [4]int {
-	var w [4]int
+// way is one way a source writes a byte: c, in n bytes.
+type way struct {
+	c byte
+	n int
+}
+
+// ways appends to w the ways b begins with a byte, as l reads them: as
+// itself, and for escaped forms also as %hh, \u00hh, \/ for "/" and "+"
+// for " ".
+func (l *list) ways(w []way, b []byte) []way {
 	if len(b) == 0 {
 		return w
 	}
-	switch {
-	case b[0] == c:
-		w[0] = 1
-	case c == ' ' && b[0] == '+':
-		w[0] = 1
+	w = append(w, way{b[0], 1})
+	if !l.escaped {
+		return w
 	}
-	if len(b) >= 3 && b[0] == '%' && HexByte(b[1], b[2]) == int(c) {
-		w[1] = 3
-	}
-	if len(b) >= 2 && b[0] == '\\' {
-		if c == '/' && b[1] == '/' {
-			w[2] = 2
+	switch b[0] {
+	case '+':
+		w = append(w, way{' ', 1})
+	case '%':
+		if len(b) >= 3 {
+			if c := HexByte(b[1], b[2]); c >= 0 {
+				w = append(w, way{byte(c), 3})
+			}
 		}
-		if len(b) >= 6 && b[1] == 'u' && HexByte(b[2], b[3]) == 0 && HexByte(b[4], b[5]) == int(c) {
-			w[3] = 6
+	case '\\':
+		if len(b) >= 2 && b[1] == '/' {
+			w = append(w, way{'/', 2})
+		}
+		if len(b) >= 6 && b[1] == 'u' && HexByte(b[2], b[3]) == 0 {
+			if c := HexByte(b[4], b[5]); c >= 0 {
+				w = append(w, way{byte(c), 6})
+			}
 		}
 	}
 	return w
@@ -371,29 +584,61 @@ func unhex(c byte) int {
 // RedactString returns s with every occurrence of forms replaced, as a
 // Redactor reading s would, and how many it replaced.
 func RedactString(s string, forms []Form) (string, int) {
-	r := NewFormRedactor(nil, forms)
-	if len(r.forms) == 0 {
-		return s, 0
+	return NewFormSet(forms).RedactString(s)
+}
+
+// RedactString returns str with every occurrence of the set's forms
+// replaced, as a Redactor reading str would, and how many it replaced.
+func (s *FormSet) RedactString(str string) (string, int) {
+	if len(s.forms) == 0 {
+		return str, 0
 	}
-	r.pending = []byte(s)
-	r.pass(true)
-	return string(r.out), r.n
+	b := []byte(str)
+	sc := scratch{next: s.unsearched()}
+	if s.nextStart(&sc, b, 0, len(b)) < 0 {
+		return str, 0
+	}
+	out, _, n := s.replace(&sc, nil, b, len(b))
+	if n == 0 {
+		return str, 0
+	}
+	return string(out), n
+}
+
+// unsearched is a new nextStart memo for s (nil when s reads the pair
+// table instead).
+func (s *FormSet) unsearched() []int {
+	if len(s.starts) > fewStarts {
+		return nil
+	}
+	next := make([]int, len(s.starts))
+	for k := range next {
+		next[k] = -2
+	}
+	return next
 }
 
 // RedactHeader replaces every occurrence of forms in the values of h, and
 // deletes every header whose name holds one. It returns how many headers
 // it changed.
 func RedactHeader(h http.Header, forms []Form) int {
+	return NewFormSet(forms).RedactHeader(h)
+}
+
+// RedactHeader replaces every occurrence of the set's forms in the values
+// of h, and deletes every header whose name holds one. It returns how
+// many headers it changed.
+func (s *FormSet) RedactHeader(h http.Header) int {
 	n := 0
 	for k, vs := range h {
-		if _, m := RedactString(k, forms); m > 0 {
+		if _, m := s.RedactString(k); m > 0 {
 			delete(h, k)
 			n++
 			continue
 		}
 		changed := false
 		for i, v := range vs {
-			if out, m := RedactString(v, forms); m > 0 {
+			if out, m := s.RedactString(v); m > 0 {
 				vs[i] = out
 				changed = true
 			}

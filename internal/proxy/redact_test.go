@@ -449,6 +449,53 @@ func TestRedactor_FormsMatchReference(t *testing.T) {
 	}
 }
 
+// TestFormSet_ManyFormsMatchReference is the same property for sets of
+// many forms, with enough bytes that start one that the search reads its
+// pair table, and with forms that are prefixes of one another and equal.
+func TestFormSet_ManyFormsMatchReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	tried := 0
+	gen := func(n int, from []byte) []byte {
+		b := make([]byte, n)
+		for j := range b {
+			b[j] = from[rng.IntN(len(from))]
+		}
+		return b
+	}
+	for i := 0; i < 2000; i++ {
+		var forms []Form
+		for k := 0; k < 5+rng.IntN(40); k++ {
+			var old []byte
+			if k > 0 && rng.IntN(4) == 0 {
+				prev := forms[rng.IntN(len(forms))].Old // a prefix, an extension or the same
+				old = append(bytes.Clone(prev[:1+rng.IntN(len(prev))]), gen(rng.IntN(3), []byte("abcdefgh/ %"))...)
+			} else {
+				old = gen(1+rng.IntN(6), []byte("abcdefgh/ %"))
+			}
+			forms = append(forms, Form{Old: old, New: gen(rng.IntN(4), []byte("XYZ")), Escaped: rng.IntN(2) == 0})
+		}
+		if s := NewFormSet(forms); len(s.starts) <= fewStarts {
+			continue
+		}
+		tried++
+		body := gen(rng.IntN(300), []byte("abcdefghij/ %25\\u0062fF+"))
+		var sizes []int
+		for s := 0; s < len(body); {
+			n := 1 + rng.IntN(20)
+			sizes = append(sizes, n)
+			s += n
+		}
+		checkForms(t, body, forms, sizes)
+		want, wn := reference(body, forms)
+		if got, n := NewFormSet(forms).RedactString(string(body)); got != string(want) || n != wn {
+			t.Fatalf("RedactString(%q, %+v) = %q (%d), want %q (%d)", body, forms, got, n, want, wn)
+		}
+	}
+	if tried < 1000 {
+		t.Errorf("%d sets read the pair table, want at least 1000", tried)
+	}
+}
+
 // FuzzRedactorForms holds a Redactor of an escaped form and a literal one
 // to the reference for any body and read size.
 func FuzzRedactorForms(f *testing.F) {

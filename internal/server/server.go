@@ -305,7 +305,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	credPool := pool.New(pool.Config{Cache: c, Keyring: keyring, Upstream: cfg.AnthropicURL, Transport: transport, Logger: log, Now: opt.PoolNow})
 	m.Pool(poolStats(credPool))
 	pay := &payer.Resolver{Cache: c, Keyring: keyring, Store: rst, Logger: log, Now: opt.Now, OnGrant: onGrant, Pool: credPool}
-	eg, err := egress.New(egress.Config{Secrets: c, Keyring: keyring, Transport: opt.Transport, MaxBody: cfg.EgressMaxBody, Logger: log,
+	eg, err := egress.New(egress.Config{Secrets: c, List: rst, Keyring: keyring, Transport: opt.Transport, MaxBody: cfg.EgressMaxBody, Logger: log,
 		TransportOptions: proxy.TransportOptions{ResponseHeaderTimeout: cfg.UpstreamHeaderTimeout}, Mints: wst, MintTransport: opt.MintTransport, Now: opt.Now, Audit: aw})
 	if err != nil {
 		if opt.Store == nil {

@@ -1,0 +1,292 @@
+package egress_test
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/mint"
+	"github.com/intentius/boxbroker/internal/protocol"
+)
+
+// keeper is a host that keeps what it is sent, as an issue tracker, an
+// object store or a webhook's settings do: a POST (or PUT) keeps its body
+// and, when keepHeader names one, that header's value too; a GET answers
+// all it has kept. GET /deny answers 401, as a host does for reasons of
+// its own (a resource the credentials may not see). take, when set,
+// judges the credentials of every other request; one it refuses is a 401.
+type keeper struct {
+	keepHeader string
+	take       func(r *http.Request) bool
+
+	mu   sync.Mutex // guards kept
+	kept []string
+}
+
+func (k *keeper) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/deny" || r.URL.Path == "/base/deny" {
+		http.Error(w, "this resource is not for you", http.StatusUnauthorized)
+		return
+	}
+	if k.take != nil && !k.take(r) {
+		http.Error(w, "bad credentials", http.StatusUnauthorized)
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	switch r.Method {
+	case http.MethodPost, http.MethodPut:
+		body, _ := io.ReadAll(r.Body)
+		k.kept = append(k.kept, string(body))
+		if k.keepHeader != "" {
+			k.kept = append(k.kept, r.Header.Get(k.keepHeader))
+		}
+		w.WriteHeader(http.StatusCreated)
+		fmt.Fprint(w, "kept")
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"kept":%q}`, k.kept)
+	}
+}
+
+// keptValues are the forms of v a host that kept it is likely to hand
+// back: as it is, and (for a value sent in Basic credentials, with any
+// user) base64 of the credentials.
+func keptValues(v string) map[string]string {
+	return map[string]string{
+		"raw":          v,
+		"basic":        base64.StdEncoding.EncodeToString([]byte("me:" + v)),
+		"basic, other": base64.StdEncoding.EncodeToString([]byte("someone-else:" + v)),
+		"in a url":     strings.ReplaceAll(v, "_", "%5F"),
+	}
+}
+
+// TestEgress_EarlierMintedTokenStoredAtHostIsRedacted is the attack on a
+// broker that searches an answer only for the token it sent with the
+// request: the box stores its token at the host (the broker writes the
+// minted token T1 there), has one request answered 401 (the broker drops
+// T1 and mints T2 for the next), and reads the stored item back with T2.
+// T1, still valid, must not come back.
+func TestEgress_EarlierMintedTokenStoredAtHostIsRedacted(t *testing.T) {
+	key, pemKey := testKey(t)
+	tests := []struct {
+		name, kind string
+		endpoint   func(e **mintEnv) http.HandlerFunc
+		config     func(e *mintEnv) map[string]any
+	}{
+		{"oauth2", mint.KindOAuth2,
+			func(e **mintEnv) http.HandlerFunc {
+				return (&oauthStandIn{e: e, refresh: "rt-first"}).ServeHTTP
+			},
+			oauthConfig},
+		{"github-app", mint.KindGitHubApp,
+			func(e **mintEnv) http.HandlerFunc {
+				var refuse atomic.Bool
+				return githubStandIn(t, e, &key.PublicKey, &refuse)
+			},
+			func(e *mintEnv) map[string]any {
+				return map[string]any{"app_id": 1234, "installation_id": 42, "private_key": pemKey, "api_url": e.mintAt.URL}
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var e *mintEnv
+			k := &keeper{}
+			k.take = func(r *http.Request) bool {
+				return e.issued.valid(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+			}
+			e = newMintEnvHost(t, tt.endpoint(&e), k.ServeHTTP)
+			e.set(t, "API", tt.kind, tt.config(e))
+
+			resp := e.br.Do(http.MethodPost, "/egress/API/issues", e.token, []byte("remember "+e.token), http.Header{"Content-Type": {"text/plain"}})
+			if resp.StatusCode != http.StatusCreated {
+				t.Fatalf("store = %d %s, want 201", resp.StatusCode, resp.Body)
+			}
+			first := e.issued.all()
+			if len(first) != 1 {
+				t.Fatalf("tokens issued = %d, want 1", len(first))
+			}
+			if resp := e.br.Do(http.MethodGet, "/egress/API/deny", e.token, nil, nil); resp.StatusCode != http.StatusUnauthorized {
+				t.Fatalf("GET /deny = %d, want the host's 401", resp.StatusCode)
+			}
+			resp = e.br.Do(http.MethodGet, "/egress/API/issues", e.token, nil, nil)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("read back = %d %s, want 200", resp.StatusCode, resp.Body)
+			}
+			if n := e.issued.n.Load(); n != 2 {
+				t.Fatalf("mints = %d, want 2 (T1 dropped after the 401, T2 minted to read back)", n)
+			}
+			all := string(resp.Body) + fmt.Sprint(resp.Header)
+			for name, form := range keptValues(first[0]) {
+				if strings.Contains(all, form) {
+					t.Errorf("the answer carries T1's %s form: %s", name, all)
+				}
+			}
+			if !strings.Contains(string(resp.Body), "remember "+e.token) {
+				t.Errorf("the answer = %s, want the box's own token in T1's place", resp.Body)
+			}
+		})
+	}
+}
+
+// TestEgress_ValueStoredThroughOneSecretIsRedactedThroughAnother is the
+// attack on a broker that searches an answer only for the value of the
+// secret the request names: the box has two secrets pinned to one host,
+// stores its token through ONE (the broker writes ONE's value there),
+// and reads it back through TWO. Also when an earlier broker process
+// wrote it (the host holds it before this one sent anything), when the
+// broker wrote it inside Basic credentials the host kept, and when
+// another box wrote its own value there.
+func TestEgress_ValueStoredThroughOneSecretIsRedactedThroughAnother(t *testing.T) {
+	tests := []struct {
+		name string
+		// store has the host keep the value of ONE, the box's secret.
+		store func(t *testing.T, e *env, k *keeper, one string)
+		// want is what the box must read in the value's place.
+		want func(e *env) string
+	}{
+		{"stored through ONE", func(t *testing.T, e *env, k *keeper, one string) {
+			resp, body := e.do(t, http.MethodPost, "/egress/ONE/items", http.Header{"Authorization": {"Bearer " + e.token}, "Content-Type": {"text/plain"}},
+				strings.NewReader("note "+e.token))
+			if resp.StatusCode != http.StatusCreated {
+				t.Fatalf("store = %d %s, want 201", resp.StatusCode, body)
+			}
+		}, func(e *env) string { return "note " + e.token }},
+		{"stored by an earlier process", func(t *testing.T, e *env, k *keeper, one string) {
+			k.mu.Lock()
+			k.kept = append(k.kept, "note "+one)
+			k.mu.Unlock()
+		}, func(e *env) string { return "note " + e.token }},
+		{"kept as Basic credentials", func(t *testing.T, e *env, k *keeper, one string) {
+			k.keepHeader = "X-Auth"
+			basic := base64.StdEncoding.EncodeToString([]byte("me:" + e.token))
+			resp, body := e.do(t, http.MethodPost, "/egress/ONE/items", http.Header{"Authorization": {"Bearer " + e.token}, "X-Auth": {"Basic " + basic}},
+				strings.NewReader("x"))
+			if resp.StatusCode != http.StatusCreated {
+				t.Fatalf("store = %d %s, want 201", resp.StatusCode, body)
+			}
+		}, func(e *env) string { return "" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			k := &keeper{}
+			h := newHost(t, k.ServeHTTP)
+			one, two := "sk_one_"+randomHex(16), "sk_two_"+randomHex(16)
+			e.br.SetSecret("shop", "ONE", h.URL+"/v1", one)
+			e.br.SetSecret("shop", "TWO", h.URL+"/v2", two)
+			e.br.Report(e.token, brokertest.Entry(protocol.Egress, secretName, "ONE", "TWO"))
+			tt.store(t, e, k, one)
+
+			resp, body := e.do(t, http.MethodGet, "/egress/TWO/items", http.Header{"Authorization": {"Bearer " + e.token}}, nil)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("read through TWO = %d %s, want 200", resp.StatusCode, body)
+			}
+			all := string(body) + fmt.Sprint(resp.Header)
+			for name, form := range keptValues(one) {
+				if strings.Contains(all, form) {
+					t.Errorf("the answer through TWO carries ONE's %s form: %s", name, all)
+				}
+			}
+			if want := tt.want(e); !strings.Contains(string(body), want) {
+				t.Errorf("the answer = %s, want %q in the value's place", body, want)
+			}
+		})
+	}
+
+	// Another box stores its own value at the host; this box reads it
+	// back through its own secret there, and gets [redacted].
+	t.Run("stored by another box", func(t *testing.T) {
+		e := newEnv(t, nil)
+		k := &keeper{}
+		h := newHost(t, k.ServeHTTP)
+		theirs := "sk_theirs_" + randomHex(16)
+		other := e.br.AddBox("other")
+		e.br.SetSecret("other", "THEIRS", h.URL, theirs)
+		e.br.Report(other, brokertest.Entry(protocol.Egress, "THEIRS"))
+		e.br.SetSecret("shop", "MINE", h.URL, "sk_mine_"+randomHex(16))
+		e.br.Report(e.token, brokertest.Entry(protocol.Egress, secretName, "MINE"))
+		if resp := e.br.Do(http.MethodPost, "/egress/THEIRS/items", other, []byte("note "+other), nil); resp.StatusCode != http.StatusCreated {
+			t.Fatalf("store by the other box = %d %s, want 201", resp.StatusCode, resp.Body)
+		}
+		resp, body := e.do(t, http.MethodGet, "/egress/MINE/items", http.Header{"Authorization": {"Bearer " + e.token}}, nil)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("read = %d %s, want 200", resp.StatusCode, body)
+		}
+		if bytes.Contains(body, []byte(theirs)) || bytes.Contains(body, []byte(other)) {
+			t.Errorf("the answer carries the other box's value or token: %s", body)
+		}
+		if !bytes.Contains(body, []byte("note [redacted]")) {
+			t.Errorf("the answer = %s, want [redacted] in the other box's value's place", body)
+		}
+	})
+}
+
+// TestEgress_SignatureKeptByHostIsRedactedLater is the attack on a
+// broker that searches an answer only for the signature it made for the
+// request: a host that keeps what it received (a request log, a
+// webhook's last delivery) hands an earlier signature back in a later
+// answer. With hmac's sign: body there is no time in the signature: the
+// box would hold a signature of a body it chose, good for ever.
+func TestEgress_SignatureKeptByHostIsRedactedLater(t *testing.T) {
+	tests := []struct {
+		name, kind string
+		config     map[string]any
+		header     string // the header the signature goes in, which the host keeps
+		sign       func(t *testing.T, e *mintEnv, method, path, body string) *http.Request
+	}{
+		{"hmac sign: body", mint.KindHMAC, map[string]any{"key": hmacKey, "header": "X-Signature", "prefix": "sha256=", "sign": "body"}, "X-Signature",
+			func(t *testing.T, e *mintEnv, method, path, body string) *http.Request {
+				req, err := http.NewRequest(method, e.br.URL+path, strings.NewReader(body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.Header.Set("Authorization", "Bearer "+e.token)
+				return req
+			}},
+		{"aws-sigv4", mint.KindSigV4, map[string]any{"access_key_id": awsKeyID, "secret_access_key": awsSecret, "region": "eu-west-1", "service": "s3"}, "Authorization",
+			func(t *testing.T, e *mintEnv, method, path, body string) *http.Request {
+				return boxSigned(t, e, method, path, strings.NewReader(body), int64(len(body)), "s3")
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			k := &keeper{keepHeader: tt.header}
+			e := newMintEnvHost(t, http.NotFound, k.ServeHTTP)
+			e.set(t, "SIGNED", tt.kind, tt.config)
+
+			status, body, _ := e.send(t, tt.sign(t, e, http.MethodPut, "/egress/SIGNED/bucket/a", `{"transfer":"all of it"}`))
+			if status != http.StatusCreated {
+				t.Fatalf("signed PUT = %d %s, want 201", status, body)
+			}
+			k.mu.Lock()
+			sig := k.kept[len(k.kept)-1]
+			k.mu.Unlock()
+			if tt.kind == mint.KindSigV4 {
+				_, sig, _ = strings.Cut(sig, "Signature=")
+			} else {
+				sig = strings.TrimPrefix(sig, "sha256=")
+			}
+			if len(sig) < 32 {
+				t.Fatalf("the host kept %q, want a signature", sig)
+			}
+			status, body, h := e.send(t, tt.sign(t, e, http.MethodGet, "/egress/SIGNED/bucket", ""))
+			if status != http.StatusOK {
+				t.Fatalf("GET = %d %s, want 200", status, body)
+			}
+			if all := body + fmt.Sprint(h); strings.Contains(all, sig) {
+				t.Errorf("a later answer carries the earlier request's signature: %s", all)
+			}
+			if !strings.Contains(body, "[redacted]") {
+				t.Errorf("the answer = %s, want [redacted] in the signature's place", body)
+			}
+		})
+	}
+}
