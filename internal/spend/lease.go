@@ -3,17 +3,10 @@ package spend
 import (
 	"context"
 	"time"
-
-	"github.com/intentius/boxbroker/internal/store"
 )
 
-// renew renews the leases of this process's calls in flight, when the
-// store keeps reservations as leases.
+// renew renews the leases of this process's calls in flight.
 func (m *Meter) renew(ctx context.Context) {
-	ls, ok := m.cfg.Settle.(store.Leases)
-	if !ok {
-		return
-	}
 	m.liveMu.Lock()
 	ids := make([]int64, 0, len(m.live))
 	for id := range m.live {
@@ -23,7 +16,7 @@ func (m *Meter) renew(ctx context.Context) {
 	if len(ids) == 0 {
 		return
 	}
-	if err := ls.RenewReservations(ctx, ids, m.cfg.Now()); err != nil && ctx.Err() == nil {
+	if err := m.cfg.Settle.RenewReservations(ctx, ids, m.cfg.Now()); err != nil && ctx.Err() == nil {
 		m.log.Warn("spend: reservations of calls in flight not renewed; they are released if no renewal succeeds within their lease",
 			"count", len(ids), "lease", m.cfg.StaleAfter.String(), "err", err)
 	}

@@ -45,7 +45,6 @@ type Store interface {
 	Overview
 	Pool
 	Spooled
-	Leases
 	AuditCosts
 	// Ping reports whether the database answers.
 	Ping(ctx context.Context) error
