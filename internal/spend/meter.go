@@ -45,9 +45,6 @@ const (
 	// long (a process that ended mid-call, or one cut off from the
 	// store).
 	DefaultStaleAfter = 2 * time.Minute
-	// DefaultBatchEvery is how often a server settles, in batches, the
-	// calls that reserved nothing.
-	DefaultBatchEvery = 100 * time.Millisecond
 )
 
 // BytesPerToken and OverheadTokens make the bound on a call's input
@@ -64,16 +61,15 @@ const (
 type Config struct {
 	// Store keeps budgets, tallies, reservations and usage. Required.
 	Store store.Spend
-	// Settle, when set, is where settlements are written (Store when
-	// nil): the same store, with the longer bound of a write made beside
-	// requests rather than in one's path. When it is also a
-	// store.Spooled, each settlement is written under a key of its own,
-	// so that one spooled after a write whose outcome is unknown (its
-	// deadline passed) is applied once however the write ended.
+	// Settle, when set, is the store reservations are renewed and
+	// released in (Store when nil): the same store, with the longer bound
+	// of a write made beside requests rather than in one's path.
 	Settle store.Spend
-	// Spill, when set, keeps a settlement the store did not take (the
-	// spool), under its key, to be applied later.
-	Spill func(key string, s store.Settlement) error
+	// Outbox, when set, is where settlements are written (Settle when
+	// nil): a call that reserved nothing (a box with no budget) is queued
+	// there to be settled in a batch with others when it takes it, and
+	// every other call is settled as it ends (package outbox).
+	Outbox Outbox
 	// Budgeted, when set, tells from memory whether a box has any budget
 	// (the cache's Budgeted): a call of a box with none makes no
 	// reservation, so it reads nothing from the store before it is
@@ -81,13 +77,6 @@ type Config struct {
 	// (a Messages body) — is forwarded as it comes, read as it passes.
 	// Nil asks the store on every call. An error asks the store too.
 	Budgeted func(ctx context.Context, box string) (bool, error)
-	// BatchEvery, when above zero and while RunBatches runs, settles the
-	// calls that reserved nothing (a box with no budget) in batches: every
-	// BatchEvery, one store transaction per box, principal and month,
-	// rather than one per call. A call that made a reservation always
-	// settles as it ends, and so does every call when BatchEvery is zero
-	// or RunBatches is not running.
-	BatchEvery time.Duration
 	// Prices is the price table (nil: DefaultPrices).
 	Prices *Prices
 	// Now is the clock months are told by (nil: time.Now).
@@ -103,21 +92,16 @@ type Config struct {
 	MaxBody int64
 	// StaleAfter is the age past which Run releases a reservation.
 	StaleAfter time.Duration
-	// Journal, when set, takes each call settled in a batch as the call
-	// ends, before its answer is complete, and is told of each batch
-	// before it goes to the store and once the store or Spill took it
-	// (package journal), so that a replica killed before a batch is
-	// written loses none of its calls. Settlements are then written
-	// under keys (Settle must be a store.Spooled).
-	Journal Journal
 }
 
-// Journal keeps the settlements of calls batched until they are written:
-// see journal.Journal.
-type Journal interface {
-	Settle(st store.Settlement) (uint64, error)
-	Begin(key string, of []uint64) error
-	Done(key string)
+// Outbox keeps the settlements of calls until the store takes them: see
+// outbox.Outbox.
+type Outbox interface {
+	// Queue adds the settlement of a call that reserved nothing to a
+	// batch, and reports false when it takes none just now.
+	Queue(st store.Settlement) bool
+	// Settle writes st now.
+	Settle(ctx context.Context, st store.Settlement) error
 }
 
 // Meter measures model calls and holds them to budgets. It is safe for
@@ -125,13 +109,6 @@ type Journal interface {
 type Meter struct {
 	cfg Config
 	log *slog.Logger
-
-	batching atomic.Bool // RunBatches is running; changed with mu held
-	mu       sync.Mutex  // guards pending and seqs
-	pending  map[batchKey]*store.Settlement
-	// seqs are the journal's numbers of the calls in each pending
-	// settlement.
-	seqs map[batchKey][]uint64
 
 	// bufs holds buffers for reuse: a request body read as it is
 	// forwarded, or a JSON answer, is kept in one while it passes.
@@ -142,9 +119,6 @@ type Meter struct {
 	liveMu sync.Mutex
 	live   map[int64]struct{}
 }
-
-// batchKey is what one batched settlement charges.
-type batchKey struct{ box, principal, month string }
 
 // New returns a Meter, or an error when cfg has no store.
 func New(cfg Config) (*Meter, error) {
@@ -172,7 +146,7 @@ func New(cfg Config) (*Meter, error) {
 	if cfg.Settle == nil {
 		cfg.Settle = cfg.Store
 	}
-	return &Meter{cfg: cfg, log: cfg.Logger, pending: map[batchKey]*store.Settlement{}, seqs: map[batchKey][]uint64{}, live: map[int64]struct{}{}}, nil
+	return &Meter{cfg: cfg, log: cfg.Logger, live: map[int64]struct{}{}}, nil
 }
 
 // Prices is the Meter's price table.

@@ -114,12 +114,13 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 	if s.id == 0 && len(rows) == 0 {
 		return // nothing held, nothing spent
 	}
-	if s.id == 0 && m.queue(s, charge, rows) {
-		return // settled with others, by RunBatches
+	st := store.Settlement{Reservation: s.id, Box: s.box, Principal: s.principal, Month: s.month, Charge: charge, Usage: rows}
+	if s.id == 0 && m.cfg.Outbox != nil && m.cfg.Outbox.Queue(st) {
+		return // settled with others, by the outbox
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	err := m.record(ctx, store.Settlement{Reservation: s.id, Box: s.box, Principal: s.principal, Month: s.month, Charge: charge, Usage: rows}, nil)
+	err := m.record(ctx, st)
 	if err != nil {
 		m.log.Error("spend: settlement not recorded", "box", s.box, "month", s.month, "charge_micros", charge, "err", err)
 		return
@@ -130,4 +131,12 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 	m.estimateLate(&s)
 	m.log.Debug("spend: settled", "box", s.box, "payer", s.payer, "principal", s.principal, "month", s.month,
 		"calls", len(readings), "charge_micros", charge, "bound_micros", s.bound, "exact", exact)
+}
+
+// record writes st to the outbox, or to the store when there is none.
+func (m *Meter) record(ctx context.Context, st store.Settlement) error {
+	if m.cfg.Outbox != nil {
+		return m.cfg.Outbox.Settle(ctx, st)
+	}
+	return m.cfg.Settle.Settle(ctx, st)
 }

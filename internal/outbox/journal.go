@@ -1,4 +1,4 @@
-// Package journal keeps, in the data directory, the records of the calls
+// A Journal keeps, in the data directory, the records of the calls
 // a replica has answered until the store (or the spool) has taken them,
 // so that a replica killed with -9 loses none of them.
 //
@@ -21,7 +21,8 @@
 // sequence numbers, so that a recovery cut short and run again hands
 // them on under the same keys. A journal past its bound is rewritten
 // with only the records not yet done.
-package journal
+
+package outbox
 
 import (
 	"bufio"
@@ -38,30 +39,29 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/intentius/boxbroker/internal/spool"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
-// Pattern matches the names of journals in the data directory: one a
+// JournalPattern matches the names of journals in the data directory: one a
 // replica, journal-<generation>.jsonl, locked (flock) for as long as its
 // replica runs, so that replicas sharing a data directory each keep
 // their own, and each recovers only those whose replica is gone.
-const Pattern = "journal-*.jsonl"
+const JournalPattern = "journal-*.jsonl"
 
-// name is the journal of generation gen, and compactName its rewrite's.
-func name(gen string) string        { return "journal-" + gen + ".jsonl" }
-func compactName(gen string) string { return "journal-" + gen + ".compact" }
+// journalName is the journal of generation gen, and journalCompactName its rewrite's.
+func journalName(gen string) string        { return "journal-" + gen + ".jsonl" }
+func journalCompactName(gen string) string { return "journal-" + gen + ".compact" }
 
-// DefaultMax is the size, in bytes, past which the journal is rewritten
+// DefaultJournalMax is the size, in bytes, past which the journal is rewritten
 // with only the records not yet done.
-const DefaultMax = 16 << 20
+const DefaultJournalMax = 16 << 20
 
 // recoverBatch bounds the records handed on in one batch at recovery.
 const recoverBatch = 256
 
-// line is one line of the journal: a header (Gen), a record (N with A or
+// journalLine is one line of the journal: a header (Gen), a record (N with A or
 // T), a batch begun (B with Of) or a batch done (D).
-type line struct {
+type journalLine struct {
 	Gen string            `json:"gen,omitempty"`
 	N   uint64            `json:"n,omitempty"`
 	A   *store.AuditEntry `json:"a,omitempty"`
@@ -98,13 +98,13 @@ type Journal struct {
 	err    error
 }
 
-// Open opens the journal in dir, bounded to max bytes (DefaultMax when
+// OpenJournal opens the journal in dir, bounded to max bytes (DefaultJournalMax when
 // zero or less). What a process before left in it is first handed to
 // put, batch by batch (to be spooled and applied once); Open returns an
 // error, keeping the journal, when put refuses one.
-func Open(dir string, max int64, log *slog.Logger, put func(spool.Batch) error) (*Journal, int, error) {
+func OpenJournal(dir string, max int64, log *slog.Logger, put func(Batch) error) (*Journal, int, error) {
 	if max <= 0 {
-		max = DefaultMax
+		max = DefaultJournalMax
 	}
 	if log == nil {
 		log = slog.Default()
@@ -116,7 +116,7 @@ func Open(dir string, max int64, log *slog.Logger, put func(spool.Batch) error) 
 	if err != nil {
 		return nil, 0, err
 	}
-	j := &Journal{dir: dir, max: max, log: log, gen: spool.NewKey(), open: map[uint64][]byte{}, batches: map[string][]uint64{}}
+	j := &Journal{dir: dir, max: max, log: log, gen: NewKey(), open: map[uint64][]byte{}, batches: map[string][]uint64{}}
 	if err := j.start(); err != nil {
 		return nil, 0, err
 	}
@@ -126,7 +126,7 @@ func Open(dir string, max int64, log *slog.Logger, put func(spool.Batch) error) 
 // recoverDir recovers every journal in dir whose replica is gone (whose
 // lock can be taken), removing each once recovered, and says how many
 // records it handed on.
-func recoverDir(dir string, put func(spool.Batch) error, log *slog.Logger) (int, error) {
+func recoverDir(dir string, put func(Batch) error, log *slog.Logger) (int, error) {
 	// A rewrite cut off by a crash: the journal it was made from holds
 	// everything.
 	if names, _ := filepath.Glob(filepath.Join(dir, "journal-*.compact")); len(names) > 0 {
@@ -139,7 +139,7 @@ func recoverDir(dir string, put func(spool.Batch) error, log *slog.Logger) (int,
 			}
 		}
 	}
-	names, err := filepath.Glob(filepath.Join(dir, Pattern))
+	names, err := filepath.Glob(filepath.Join(dir, JournalPattern))
 	if err != nil {
 		return 0, fmt.Errorf("journal: %w", err)
 	}
@@ -172,12 +172,12 @@ func recoverDir(dir string, put func(spool.Batch) error, log *slog.Logger) (int,
 
 // start begins this replica's journal, locked, with its header.
 func (j *Journal) start() error {
-	tmp := filepath.Join(j.dir, compactName(j.gen))
+	tmp := filepath.Join(j.dir, journalCompactName(j.gen))
 	f, size, err := j.writeFresh(tmp)
 	if err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, filepath.Join(j.dir, name(j.gen))); err != nil {
+	if err := os.Rename(tmp, filepath.Join(j.dir, journalName(j.gen))); err != nil {
 		f.Close()
 		return fmt.Errorf("journal: %w", err)
 	}
@@ -198,13 +198,13 @@ func (j *Journal) writeFresh(p string) (*os.File, int64, error) {
 		return nil, 0, fmt.Errorf("journal: %s is locked by another process: %v", p, err)
 	}
 	w := bufio.NewWriter(f)
-	hdr, _ := json.Marshal(line{Gen: j.gen})
+	hdr, _ := json.Marshal(journalLine{Gen: j.gen})
 	w.Write(append(hdr, '\n'))
 	for _, l := range j.open {
 		w.Write(l)
 	}
 	for key, of := range j.batches {
-		b, _ := json.Marshal(line{B: key, Of: of})
+		b, _ := json.Marshal(journalLine{B: key, Of: of})
 		w.Write(append(b, '\n'))
 	}
 	err = w.Flush()
@@ -298,7 +298,7 @@ func (j *Journal) Begin(key string, of []uint64) error {
 	if len(kept) == 0 {
 		return nil
 	}
-	b, err := json.Marshal(line{B: key, Of: kept})
+	b, err := json.Marshal(journalLine{B: key, Of: kept})
 	if err != nil {
 		return fmt.Errorf("journal: encode: %w", err)
 	}
@@ -331,7 +331,7 @@ func (j *Journal) Done(key string) {
 	if !ok {
 		return
 	}
-	b, _ := json.Marshal(line{D: key})
+	b, _ := json.Marshal(journalLine{D: key})
 	if err := j.writeLocked(append(b, '\n')); err != nil {
 		// Kept as begun: recovery applies the batch again under its
 		// key, which applies it once.
@@ -348,8 +348,8 @@ func (j *Journal) Done(key string) {
 
 // compactLocked rewrites the journal with only what is not yet done.
 func (j *Journal) compactLocked() {
-	p := filepath.Join(j.dir, name(j.gen))
-	tmp := filepath.Join(j.dir, compactName(j.gen))
+	p := filepath.Join(j.dir, journalName(j.gen))
+	tmp := filepath.Join(j.dir, journalCompactName(j.gen))
 	f, size, err := j.writeFresh(tmp)
 	if err == nil {
 		if err = os.Rename(tmp, p); err != nil {
@@ -413,7 +413,7 @@ func (j *Journal) Pending() int {
 }
 
 // Path is the journal's file.
-func (j *Journal) Path() string { return filepath.Join(j.dir, name(j.gen)) }
+func (j *Journal) Path() string { return filepath.Join(j.dir, journalName(j.gen)) }
 
 // Close closes the journal's file, giving up its lock, and removes it
 // when everything it held is done. What it holds not yet done is
@@ -430,7 +430,7 @@ func (j *Journal) Close() error {
 	}
 	if len(j.open) == 0 && len(j.batches) == 0 && j.err == nil {
 		// Everything it held is done: nothing to recover.
-		_ = os.Remove(filepath.Join(j.dir, name(j.gen)))
+		_ = os.Remove(filepath.Join(j.dir, journalName(j.gen)))
 	}
 	err := j.f.Close()
 	j.f = nil
@@ -439,7 +439,7 @@ func (j *Journal) Close() error {
 
 // recoverFile hands to put what the journal at p holds not yet done, and
 // says how many records it handed on.
-func recoverFile(p string, put func(spool.Batch) error, log *slog.Logger) (int, error) {
+func recoverFile(p string, put func(Batch) error, log *slog.Logger) (int, error) {
 	data, err := os.ReadFile(p)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil
@@ -448,7 +448,7 @@ func recoverFile(p string, put func(spool.Batch) error, log *slog.Logger) (int, 
 		return 0, fmt.Errorf("journal: %w", err)
 	}
 	var gen string
-	records := map[uint64]line{}
+	records := map[uint64]journalLine{}
 	var order []uint64 // records, in the order written
 	var begun []string
 	batches := map[string][]uint64{}
@@ -457,7 +457,7 @@ func recoverFile(p string, put func(spool.Batch) error, log *slog.Logger) (int, 
 	for {
 		raw, rerr := r.ReadBytes('\n')
 		if len(bytes.TrimSpace(raw)) > 0 {
-			var l line
+			var l journalLine
 			if jerr := json.Unmarshal(raw, &l); jerr != nil {
 				// A line cut off by the kill: its append never returned,
 				// so its call was never answered in full.
@@ -487,7 +487,7 @@ func recoverFile(p string, put func(spool.Batch) error, log *slog.Logger) (int, 
 	}
 	used := map[uint64]bool{}
 	handed := 0
-	add := func(b *spool.Batch, n uint64) {
+	add := func(b *Batch, n uint64) {
 		l, ok := records[n]
 		if !ok || used[n] {
 			return
@@ -512,7 +512,7 @@ func recoverFile(p string, put func(spool.Batch) error, log *slog.Logger) (int, 
 		if done[key] {
 			continue
 		}
-		b := spool.Batch{Key: key}
+		b := Batch{Key: key}
 		for _, n := range batches[key] {
 			add(&b, n)
 		}
@@ -523,14 +523,14 @@ func recoverFile(p string, put func(spool.Batch) error, log *slog.Logger) (int, 
 			return 0, fmt.Errorf("journal: recover: %w", err)
 		}
 	}
-	var b spool.Batch
+	var b Batch
 	count := 0
 	flush := func() error {
 		if count == 0 {
 			return nil
 		}
 		err := put(b)
-		b, count = spool.Batch{}, 0
+		b, count = Batch{}, 0
 		return err
 	}
 	for _, n := range order {

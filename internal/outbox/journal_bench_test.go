@@ -1,4 +1,4 @@
-package journal
+package outbox
 
 import (
 	"testing"
@@ -11,7 +11,7 @@ import (
 // write(2) — with its share of a batch's begin and done lines (one of
 // each per 16 entries).
 func BenchmarkAudit(b *testing.B) {
-	j, _, err := Open(b.TempDir(), 0, quiet, nil)
+	j, _, err := OpenJournal(b.TempDir(), 0, quiet, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
