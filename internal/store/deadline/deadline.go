@@ -158,6 +158,10 @@ func (s *Store) Ping(ctx context.Context) error {
 	return do0(s, ctx, "ping", s.st.Ping)
 }
 
+func (s *Store) Identity(ctx context.Context) (string, error) {
+	return do(s, ctx, "read the store's identity", s.st.Identity)
+}
+
 // Unwrap is the store beneath.
 func (s *Store) Unwrap() store.Store { return s.st }
 
