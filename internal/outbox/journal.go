@@ -13,14 +13,16 @@
 // has taken it, a line says it is done (Done).
 //
 // Each replica writes a journal of its own, journal-<generation>.jsonl,
-// and holds a lock on it (flock) for its life. Open recovers every
+// and holds a lock on it (flock) for its life. OpenJournal recovers every
 // journal in the directory whose lock it can take — its replica is gone
 // — and removes it: a batch begun and not done is handed on under its
 // own key (applied already or not, it applies once), and the records in
 // no batch under keys made from the journal's generation and their
 // sequence numbers, so that a recovery cut short and run again hands
 // them on under the same keys. A journal past its bound is rewritten
-// with only the records not yet done.
+// with only the records not yet done. A journal's first line names its
+// generation and the store its records belong to, and the batches it
+// hands on name that store too.
 
 package outbox
 
@@ -59,16 +61,18 @@ const DefaultJournalMax = 16 << 20
 // recoverBatch bounds the records handed on in one batch at recovery.
 const recoverBatch = 256
 
-// journalLine is one line of the journal: a header (Gen), a record (N with A or
-// T), a batch begun (B with Of) or a batch done (D).
+// journalLine is one line of the journal: a header (Gen, and Store, the
+// identity of the store its records belong to), a record (N with A or T),
+// a batch begun (B with Of) or a batch done (D).
 type journalLine struct {
-	Gen string            `json:"gen,omitempty"`
-	N   uint64            `json:"n,omitempty"`
-	A   *store.AuditEntry `json:"a,omitempty"`
-	T   *store.Settlement `json:"t,omitempty"`
-	B   string            `json:"b,omitempty"`
-	Of  []uint64          `json:"of,omitempty"`
-	D   string            `json:"d,omitempty"`
+	Gen   string            `json:"gen,omitempty"`
+	Store string            `json:"store,omitempty"`
+	N     uint64            `json:"n,omitempty"`
+	A     *store.AuditEntry `json:"a,omitempty"`
+	T     *store.Settlement `json:"t,omitempty"`
+	B     string            `json:"b,omitempty"`
+	Of    []uint64          `json:"of,omitempty"`
+	D     string            `json:"d,omitempty"`
 }
 
 // Journal is one replica's journal. Its methods are safe for concurrent
@@ -80,9 +84,10 @@ type Journal struct {
 
 	mu sync.Mutex // guards everything below
 	f  *os.File
-	// gen names this journal's life, for the keys recovery makes.
-	gen  string
-	size int64
+	// gen names this journal's life, for the keys recovery makes, and
+	// store the store its records belong to.
+	gen, store string
+	size       int64
 	// compacted is the size of the last rewrite: the next is due at
 	// twice it, or at max, whichever is larger.
 	compacted int64
@@ -98,11 +103,13 @@ type Journal struct {
 	err    error
 }
 
-// OpenJournal opens the journal in dir, bounded to max bytes (DefaultJournalMax when
-// zero or less). What a process before left in it is first handed to
-// put, batch by batch (to be spooled and applied once); Open returns an
+// OpenJournal opens the journal in dir, bounded to max bytes
+// (DefaultJournalMax when zero or less), for the records of the store
+// whose identity is id ("": unnamed). What a process before left in it is
+// first handed to put, batch by batch (to be spooled and applied once),
+// each batch naming the store its journal named; OpenJournal returns an
 // error, keeping the journal, when put refuses one.
-func OpenJournal(dir string, max int64, log *slog.Logger, put func(Batch) error) (*Journal, int, error) {
+func OpenJournal(dir string, max int64, id string, log *slog.Logger, put func(Batch) error) (*Journal, int, error) {
 	if max <= 0 {
 		max = DefaultJournalMax
 	}
@@ -116,7 +123,7 @@ func OpenJournal(dir string, max int64, log *slog.Logger, put func(Batch) error)
 	if err != nil {
 		return nil, 0, err
 	}
-	j := &Journal{dir: dir, max: max, log: log, gen: NewKey(), open: map[uint64][]byte{}, batches: map[string][]uint64{}}
+	j := &Journal{dir: dir, max: max, log: log, gen: NewKey(), store: id, open: map[uint64][]byte{}, batches: map[string][]uint64{}}
 	if err := j.start(); err != nil {
 		return nil, 0, err
 	}
@@ -198,7 +205,7 @@ func (j *Journal) writeFresh(p string) (*os.File, int64, error) {
 		return nil, 0, fmt.Errorf("journal: %s is locked by another process: %v", p, err)
 	}
 	w := bufio.NewWriter(f)
-	hdr, _ := json.Marshal(journalLine{Gen: j.gen})
+	hdr, _ := json.Marshal(journalLine{Gen: j.gen, Store: j.store})
 	w.Write(append(hdr, '\n'))
 	for _, l := range j.open {
 		w.Write(l)
@@ -417,7 +424,7 @@ func (j *Journal) Path() string { return filepath.Join(j.dir, journalName(j.gen)
 
 // Close closes the journal's file, giving up its lock, and removes it
 // when everything it held is done. What it holds not yet done is
-// recovered at the next Open (here or by another replica sharing the
+// recovered at the next OpenJournal (here or by another replica sharing the
 // data directory).
 func (j *Journal) Close() error {
 	if j == nil {
@@ -447,7 +454,7 @@ func recoverFile(p string, put func(Batch) error, log *slog.Logger) (int, error)
 	if err != nil {
 		return 0, fmt.Errorf("journal: %w", err)
 	}
-	var gen string
+	var gen, id string
 	records := map[uint64]journalLine{}
 	var order []uint64 // records, in the order written
 	var begun []string
@@ -465,7 +472,7 @@ func recoverFile(p string, put func(Batch) error, log *slog.Logger) (int, error)
 			} else {
 				switch {
 				case l.Gen != "":
-					gen = l.Gen
+					gen, id = l.Gen, l.Store
 				case l.N != 0 && (l.A != nil || l.T != nil):
 					if _, dup := records[l.N]; !dup {
 						order = append(order, l.N)
@@ -512,7 +519,7 @@ func recoverFile(p string, put func(Batch) error, log *slog.Logger) (int, error)
 		if done[key] {
 			continue
 		}
-		b := Batch{Key: key}
+		b := Batch{Key: key, Store: id}
 		for _, n := range batches[key] {
 			add(&b, n)
 		}
@@ -538,7 +545,7 @@ func recoverFile(p string, put func(Batch) error, log *slog.Logger) (int, error)
 			continue
 		}
 		if count == 0 {
-			b.Key = recoveryKey(gen, n)
+			b.Key, b.Store = recoveryKey(gen, n), id
 		}
 		add(&b, n)
 		count++

@@ -32,7 +32,7 @@ var benchEntry = store.AuditEntry{At: time.Now(), Box: "alpha", Method: "POST", 
 // the figures).
 func BenchmarkJournalAppend(b *testing.B) {
 	b.Run("jsonl", func(b *testing.B) {
-		j, _, err := OpenJournal(b.TempDir(), 0, quiet, nil)
+		j, _, err := OpenJournal(b.TempDir(), 0, "", quiet, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

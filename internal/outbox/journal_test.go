@@ -39,7 +39,7 @@ func (a *applier) apply(b Batch) error {
 
 func open(t *testing.T, dir string, max int64, put func(Batch) error) *Journal {
 	t.Helper()
-	j, _, err := OpenJournal(dir, max, quiet, put)
+	j, _, err := OpenJournal(dir, max, "", quiet, put)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -75,7 +75,7 @@ func TestRecover_ExactlyOnceAcrossACrashBetweenBeginAndDone(t *testing.T) {
 	// A first recovery cut short: the second batch handed on is refused.
 	var first []string
 	calls := 0
-	_, _, err := OpenJournal(dir, 0, quiet, func(b Batch) error {
+	_, _, err := OpenJournal(dir, 0, "", quiet, func(b Batch) error {
 		calls++
 		if calls == 2 {
 			return errors.New("disk refuses")

@@ -22,9 +22,16 @@
 package outbox
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,6 +63,10 @@ type Config struct {
 	// Store is where batches are written, with the bound of a write made
 	// beside requests. Required.
 	Store Store
+	// Identity is Store's identity (store.Store's Identity): the journal
+	// and the spool name it, and Open and Replay refuse records that name
+	// another. "": records are named by no store, and none is refused.
+	Identity string
 	// Audit tunes the audit log's Writer; its Spool and Journal are the
 	// Outbox's own.
 	Audit AuditOptions
@@ -94,7 +105,9 @@ type Outbox struct {
 
 // Open opens the spool and the journal in cfg.Dir, handing what an
 // earlier process left in a journal to the spool first. It returns an
-// error when cfg has no store, or when either cannot be opened.
+// error when cfg has no store, or when either cannot be opened, and a
+// *ForeignError, changing nothing, when the directory holds records of
+// another store than cfg.Identity.
 func Open(cfg Config) (*Outbox, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("outbox: no store")
@@ -102,11 +115,14 @@ func Open(cfg Config) (*Outbox, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	sp, err := OpenSpool(cfg.Dir, 0, cfg.Logger)
+	if err := checkStore(cfg.Dir, cfg.Identity); err != nil {
+		return nil, err
+	}
+	sp, err := OpenSpool(cfg.Dir, 0, cfg.Identity, cfg.Logger)
 	if err != nil {
 		return nil, err
 	}
-	jr, _, err := OpenJournal(cfg.Dir, 0, cfg.Logger, sp.Append)
+	jr, _, err := OpenJournal(cfg.Dir, 0, cfg.Identity, cfg.Logger, sp.Append)
 	if err != nil {
 		sp.Close()
 		return nil, err
@@ -141,9 +157,16 @@ func (o *Outbox) Err() error {
 
 // Replay applies what the spool holds to the store now, each batch once,
 // and says how many batches it applied. A replay already running is
-// waited for.
+// waited for. It stops, keeping it, at a batch that names another store
+// (a *ForeignError).
 func (o *Outbox) Replay(ctx context.Context) (int, error) {
 	return o.Spool.Replay(ctx, func(ctx context.Context, b Batch) error {
+		if b.Store != "" && o.cfg.Identity != "" && b.Store != o.cfg.Identity {
+			// Appended by a replica of another store sharing the
+			// directory: kept, with every batch after it.
+			return &ForeignError{Dir: o.cfg.Dir, Theirs: b.Store, Ours: o.cfg.Identity,
+				Files: []string{filepath.Join(o.cfg.Dir, SpoolReplayFile)}}
+		}
 		_, err := o.cfg.Store.ApplySpooled(ctx, b.Key, b.Settle, b.Audit)
 		return err
 	})
@@ -181,4 +204,121 @@ func (o *Outbox) RunReplay(ctx context.Context) {
 // done is recovered at the next Open.
 func (o *Outbox) Close() error {
 	return errors.Join(o.Journal.Close(), o.Spool.Close())
+}
+
+// ForeignError is what Open returns, changing nothing, when the data
+// directory holds a journal or a spool of another store, and what Replay
+// returns at a spooled batch of another store: the records of one store
+// are replayed into no other.
+type ForeignError struct {
+	// Dir is the data directory, and Files the journals and spool files
+	// in it that name the other store.
+	Dir   string
+	Files []string
+	// Theirs is the identity of the store the records belong to, and Ours
+	// that of the store this broker serves.
+	Theirs, Ours string
+}
+
+func (e *ForeignError) Error() string {
+	return fmt.Sprintf("the data directory %s holds the records of calls answered for another store (identity %s), in %s; "+
+		"this broker's store is %s, and records are never replayed into another store. "+
+		"Serve with the store they belong to so that they are applied, or move those files out of the data directory",
+		e.Dir, e.Theirs, strings.Join(e.Files, ", "), e.Ours)
+}
+
+// checkStore returns a *ForeignError when dir holds a journal whose
+// replica is gone, or a spool file, that names another store than id. A
+// journal locked by its running replica is that replica's to name.
+func checkStore(dir, id string) error {
+	if id == "" {
+		return nil
+	}
+	e := &ForeignError{Dir: dir, Ours: id}
+	note := func(p, theirs string) {
+		if theirs == "" || theirs == id {
+			return
+		}
+		if e.Theirs == "" {
+			e.Theirs = theirs
+		}
+		e.Files = append(e.Files, p)
+	}
+	journals, err := filepath.Glob(filepath.Join(dir, JournalPattern))
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	for _, p := range journals {
+		theirs, err := journalStore(p)
+		if err != nil {
+			return err
+		}
+		note(p, theirs)
+	}
+	for _, name := range []string{SpoolReplayFile, SpoolFile} {
+		p := filepath.Join(dir, name)
+		theirs, err := spoolStore(p, id)
+		if err != nil {
+			return err
+		}
+		note(p, theirs)
+	}
+	if len(e.Files) > 0 {
+		return e
+	}
+	return nil
+}
+
+// journalStore is the store the journal at p names in its header, or ""
+// when it names none, is missing, or its replica runs (holds its lock).
+func journalStore(p string) (string, error) {
+	f, err := os.Open(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("journal: %w", err)
+	}
+	defer f.Close()
+	if ok, err := tryLock(f); err != nil || !ok {
+		return "", nil
+	}
+	first, err := bufio.NewReader(f).ReadBytes('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("journal: %w", err)
+	}
+	var l journalLine
+	if json.Unmarshal(first, &l) != nil {
+		return "", nil // no header: a journal cut off as it began
+	}
+	return l.Store, nil
+}
+
+// spoolStore is the first store other than id a batch in the spool file
+// at p names, or "" when there is none (or no file).
+func spoolStore(p, id string) (string, error) {
+	f, err := os.Open(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("spool: %w", err)
+	}
+	defer f.Close()
+	r := bufio.NewReader(f)
+	for {
+		line, rerr := r.ReadBytes('\n')
+		var b struct {
+			Store string `json:"store"`
+		}
+		if json.Unmarshal(line, &b) == nil && b.Store != "" && b.Store != id {
+			return b.Store, nil
+		}
+		if rerr == io.EOF {
+			return "", nil
+		}
+		if rerr != nil {
+			return "", fmt.Errorf("spool: %w", rerr)
+		}
+	}
 }

@@ -4,7 +4,8 @@
 // The spool is an append-only file of JSON lines, one batch a line, each
 // synced to the disk before Append returns, and bounded in size: a batch
 // that would pass the bound is refused (ErrFull), and so is one the disk
-// will not take. Each batch carries a random key; the store records the
+// will not take. Each batch names the store it belongs to (its
+// identity), and carries a random key; the store records the
 // keys of the batches it has applied in the same transaction as the
 // batch (store.Spooled), so replaying a batch twice — after a crash
 // mid-replay, say — applies it once.
@@ -50,16 +51,20 @@ var ErrFull = errors.New("spool full")
 // Batch is what the store could not take at once: settlements and audit
 // entries, to be applied together under Key.
 type Batch struct {
-	Key    string             `json:"key"`
+	Key string `json:"key"`
+	// Store is the identity of the store the batch belongs to ("":
+	// unnamed, as a spool written before stores had one).
+	Store  string             `json:"store,omitempty"`
 	Settle []store.Settlement `json:"settle,omitempty"`
 	Audit  []store.AuditEntry `json:"audit,omitempty"`
 }
 
 // Spool is one replica's spool. Its methods are safe for concurrent use.
 type Spool struct {
-	dir string
-	max int64
-	log *slog.Logger
+	dir   string
+	max   int64
+	store string // the identity of the store batches are appended for
+	log   *slog.Logger
 
 	mu   sync.Mutex // guards f and size; held while appending
 	f    *os.File
@@ -69,8 +74,9 @@ type Spool struct {
 }
 
 // OpenSpool opens the spool in dir (made, mode 0700, if missing), bounded to
-// max bytes (DefaultSpoolMax when zero or less).
-func OpenSpool(dir string, max int64, log *slog.Logger) (*Spool, error) {
+// max bytes (DefaultSpoolMax when zero or less), for the batches of the
+// store whose identity is id ("": unnamed).
+func OpenSpool(dir string, max int64, id string, log *slog.Logger) (*Spool, error) {
 	if max <= 0 {
 		max = DefaultSpoolMax
 	}
@@ -80,7 +86,7 @@ func OpenSpool(dir string, max int64, log *slog.Logger) (*Spool, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("spool: %w", err)
 	}
-	s := &Spool{dir: dir, max: max, log: log}
+	s := &Spool{dir: dir, max: max, store: id, log: log}
 	for _, name := range []string{SpoolFile, SpoolReplayFile} {
 		if fi, err := os.Stat(filepath.Join(dir, name)); err == nil {
 			s.size += fi.Size()
@@ -96,12 +102,15 @@ func NewKey() string {
 	return hex.EncodeToString(b[:])
 }
 
-// Append writes b (given a key when it has none) as one line and syncs
-// it to the disk. It returns ErrFull when the spool would pass its bound,
+// Append writes b (given a key when it has none, and the spool's store
+// when it names none) as one line and syncs it to the disk. It returns ErrFull when the spool would pass its bound,
 // or the disk's error; either way nothing of b is kept.
 func (s *Spool) Append(b Batch) error {
 	if b.Key == "" {
 		b.Key = NewKey()
+	}
+	if b.Store == "" {
+		b.Store = s.store
 	}
 	line, err := json.Marshal(b)
 	if err != nil {

@@ -275,8 +275,13 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	// The records of the calls answered wait in the outbox's journal
 	// until the store or its spool, in the data directory, takes them;
 	// what an earlier process left there goes to the spool now.
-	ob, err := outbox.Open(outbox.Config{Dir: cfg.DataDir, Store: wst, BatchEvery: outbox.DefaultBatchEvery, Metrics: m, Logger: log,
-		Audit: outbox.AuditOptions{Retention: cfg.AuditRetention, Linger: auditLinger}})
+	// They name the store they belong to, and are replayed into no other.
+	var ob *outbox.Outbox
+	id, err := wst.Identity(ctx)
+	if err == nil {
+		ob, err = outbox.Open(outbox.Config{Dir: cfg.DataDir, Store: wst, Identity: id, BatchEvery: outbox.DefaultBatchEvery, Metrics: m, Logger: log,
+			Audit: outbox.AuditOptions{Retention: cfg.AuditRetention, Linger: auditLinger}})
+	}
 	if err != nil {
 		if opt.Store == nil {
 			st.Close()
