@@ -173,7 +173,7 @@ func (c *Config) Defaults() {
 	def := reflect.ValueOf(DefaultConfig())
 	v := reflect.ValueOf(c).Elem()
 	for i := range v.NumField() {
-		if f := v.Field(i); f.IsZero() {
+		if f := v.Field(i); f.CanSet() && f.IsZero() {
 			f.Set(def.Field(i))
 		}
 	}
