@@ -1,11 +1,14 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"net/http"
 
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // admit finds the capability that serves r and applies the rule and the
@@ -67,17 +70,14 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 		s.boundBody(rc, r)
 		return c, &capability.Call{}, noRelease, nil
 	}
-	tok, box, err := s.authenticate(r, c)
+	tok, adm, err := s.authenticate(r, c)
+	if adm != nil {
+		info.box = adm.Box.Name
+	}
 	if err != nil {
-		info.reason = "token"
 		return nil, nil, nil, err
 	}
-	info.box = box.Name
-	if box.Paused {
-		info.reason = "paused"
-		return nil, nil, nil, capability.Errorf(http.StatusForbidden, protocol.TypePermission,
-			"This box is paused by its owner, so the broker serves it nothing until the owner resumes it (`boxbroker box resume %s`).", box.Name)
-	}
+	box := adm.Box
 	if bs, isBody := c.(capability.BodyScoper); isBody {
 		// A body read to choose the words (feedback's) is small: one
 		// still arriving after BodyTimeout is a client holding a
@@ -93,15 +93,8 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 	}
 	// Forwarded bodies stream afterwards, bounded by ReadTimeout.
 	s.boundBody(rc, r)
-	d, err := s.cfg.Cache.Declaration(r.Context(), box.Name)
-	if err != nil {
-		return nil, nil, nil, unavailable(err)
-	}
-	for _, word := range need.Words {
-		if msg := protocol.DeclaredRefusal(d, s.cfg.Broker, c.Name(), word); msg != "" {
-			info.reason = "declaration"
-			return nil, nil, nil, &capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Message: msg}
-		}
+	if err := adm.Require(need.Words); err != nil {
+		return nil, nil, nil, err
 	}
 	if s.cfg.Recording != nil {
 		if err := s.cfg.Recording(); err != nil {
@@ -112,7 +105,6 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 	}
 	release, err := s.limits.acquire(box.Name)
 	if err != nil {
-		info.reason = "limit"
 		return nil, nil, nil, err
 	}
 	if coding != "" {
@@ -123,4 +115,73 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 		}
 	}
 	return c, &capability.Call{Box: box, Token: tok, Words: need.Words, Payer: s.cfg.Payer.Func(box)}, release, nil
+}
+
+// Admission is a box the broker has admitted for one capability: the
+// token was the box's, the box is not paused, and Report is its last
+// declaration report (nil when it has sent none). The scope words a
+// request needs are judged against it by Require.
+type Admission struct {
+	Box    store.Box
+	Report *protocol.Declaration
+	// broker and capability are the broker word and the capability's
+	// name the report is read for.
+	broker     string
+	capability string
+}
+
+// AdmitBox applies the rule to the box whose token is tok, for the
+// capability named name, up to the scope words: it finds the box,
+// refuses it while its owner has it paused, and reads its last
+// declaration report. The broker's handler admits every request so, and
+// the HTTPS proxy (package egressproxy) every CONNECT and every open
+// tunnel it judges again: the rule is applied around every capability,
+// never inside one. The words are judged by the Admission's Require (or
+// Refusal) once the caller knows them: a BodyScoper's from the body, the
+// proxy's from the secrets pinned to a host.
+//
+// A token that is no box's ("" included) is returned as the token
+// package's error (token.Refused reports true), for the caller to answer
+// in its own way: a 403 on a capability's route, the proxy's 407. Every
+// other refusal is a *capability.Error: capability.Paused, or
+// capability.Unavailable when the store does not answer. With a refusal
+// of a box that is known, the Admission naming the box is returned too,
+// for the caller's records.
+func (s *Server) AdmitBox(ctx context.Context, tok, name string) (*Admission, error) {
+	box, err := s.boxByToken(ctx, tok)
+	if err != nil {
+		if token.Refused(err) {
+			return nil, err
+		}
+		return nil, capability.Unavailable(err)
+	}
+	a := &Admission{Box: box, broker: s.cfg.Broker, capability: name}
+	if box.Paused {
+		return a, capability.Paused(box.Name)
+	}
+	if a.Report, err = s.cfg.Cache.Declaration(ctx, box.Name); err != nil {
+		return a, capability.Unavailable(err)
+	}
+	return a, nil
+}
+
+// Refusal is the rule's 403 of a request that needs word of a's
+// capability, or nil when the box's report declares it.
+func (a *Admission) Refusal(word string) *capability.Error {
+	msg := protocol.DeclaredRefusal(a.Report, a.broker, a.capability, word)
+	if msg == "" {
+		return nil
+	}
+	return &capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Message: msg, Reason: "declaration"}
+}
+
+// Require is the Refusal of the first of words the box's report does not
+// declare, or nil when it declares them all.
+func (a *Admission) Require(words []string) error {
+	for _, word := range words {
+		if e := a.Refusal(word); e != nil {
+			return e
+		}
+	}
+	return nil
 }

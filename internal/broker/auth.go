@@ -11,8 +11,11 @@ import (
 	"github.com/intentius/boxbroker/internal/token"
 )
 
-// authenticate finds the box whose token the request carries.
-func (s *Server) authenticate(r *http.Request, c capability.Capability) (string, store.Box, error) {
+// authenticate finds the token the request carries for c and admits its
+// box (AdmitBox). A token that is no box's is refused with c's own
+// refusal (a NoTokenRefuser's, for a request that carries none) or a
+// 403; the Admission is returned with a refusal of a known box.
+func (s *Server) authenticate(r *http.Request, c capability.Capability) (string, *Admission, error) {
 	var tok string
 	var err error
 	if tf, ok := c.(capability.TokenFinder); ok && proxiedToken(r) == "" {
@@ -22,21 +25,31 @@ func (s *Server) authenticate(r *http.Request, c capability.Capability) (string,
 	} else {
 		tok, err = token.FromRequest(r)
 	}
+	var adm *Admission
 	if err == nil {
-		var box store.Box
-		box, err = s.boxByToken(r.Context(), tok)
+		adm, err = s.AdmitBox(r.Context(), tok, c.Name())
 		if err == nil {
-			return tok, box, nil
+			return tok, adm, nil
 		}
 	}
 	if !token.Refused(err) {
-		return "", store.Box{}, unavailable(err)
+		return "", adm, err
 	}
 	if nr, ok := c.(capability.NoTokenRefuser); ok && errors.Is(err, token.ErrMissing) {
-		return "", store.Box{}, nr.NoTokenRefusal(r)
+		return "", nil, tokenRefusal(nr.NoTokenRefusal(r))
 	}
 	// Every other refusal on a capability route is a 403: Claude Code retries a 401.
-	return "", store.Box{}, &capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Message: authMessage(err)}
+	return "", nil, tokenRefusal(&capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Message: authMessage(err)})
+}
+
+// tokenRefusal is e, a refusal of a request that carries no box's token,
+// with the reason the records keep for it ("token").
+func tokenRefusal(e *capability.Error) *capability.Error {
+	c := *e
+	if c.Reason == "" {
+		c.Reason = "token"
+	}
+	return &c
 }
 
 func authMessage(err error) string {

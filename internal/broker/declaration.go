@@ -26,12 +26,11 @@ func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *reque
 		box, err = s.boxByToken(r.Context(), tok)
 	}
 	if err != nil {
-		info.reason = "token"
 		leaveBody(w, r) // not a byte of it is read for no box
 		if token.Refused(err) {
-			return &capability.Error{Status: http.StatusUnauthorized, Type: protocol.TypeAuthn, Message: authMessage(err)}
+			return tokenRefusal(&capability.Error{Status: http.StatusUnauthorized, Type: protocol.TypeAuthn, Message: authMessage(err)})
 		}
-		return unavailable(err)
+		return capability.Unavailable(err)
 	}
 	info.box = box.Name
 	// A report is small: a body still arriving after BodyTimeout is a
@@ -73,7 +72,7 @@ func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *reque
 		if errors.Is(err, store.ErrNotFound) { // removed meanwhile
 			return &capability.Error{Status: http.StatusUnauthorized, Type: protocol.TypeAuthn, Message: authMessage(token.ErrUnknown)}
 		}
-		return unavailable(err)
+		return capability.Unavailable(err)
 	}
 	s.cfg.Cache.Drop(store.ChangeDeclaration, box.Name)
 	// The 200 says the report is in force: wait until every replica judges

@@ -168,8 +168,13 @@ func Errorf(status int, typ, format string, args ...any) *Error {
 
 // NotFound is the refusal for a path a capability does not serve.
 func NotFound(r *http.Request) *Error {
-	return &Error{Status: http.StatusNotFound, Type: protocol.TypeNotFound,
-		Message: fmt.Sprintf("The broker serves no %s %s.", r.Method, r.URL.Path)}
+	return &Error{Status: http.StatusNotFound, Type: protocol.TypeNotFound, Message: NotFoundMessage(r.Method, r.URL.Path)}
+}
+
+// NotFoundMessage is NotFound's message for a request in method for path
+// (or, in a record, the route it names).
+func NotFoundMessage(method, path string) string {
+	return fmt.Sprintf("The broker serves no %s %s.", method, path)
 }
 
 // Owns reports whether path belongs to prefix: it equals it or continues
