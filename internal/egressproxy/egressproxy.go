@@ -26,7 +26,7 @@
 //     the box removed, or its report no longer declaring what the tunnel
 //     needs.
 //   - An allowed CONNECT is intercepted: the broker ends TLS (1.2 and
-//     later) with a leaf certificate for the host from its CA (package
+//     later) with a leaf certificate for the host from its CA (CA, in
 //     ca.go), and serves the tunnel's requests with net/http, HTTP/1.1
 //     or HTTP/2 as the client offers through ALPN.
 //   - Each request in the tunnel whose Host is the CONNECT's host is
@@ -275,9 +275,6 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-// Close stops serving intercepted tunnels (Serve does it as ctx ends).
-func (p *Proxy) Close() error { return p.inner.Close() }
-
 // target is where a box asked the proxy to go: a CONNECT's host:port
 // (scheme https) or a plain request's (scheme http).
 type target struct {
@@ -502,7 +499,8 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 }
 
 // hijack takes over a CONNECT's connection and answers it 200; bytes the
-// client sent already (its TLS hello) are read first.
+// client sent already (its TLS hello) are read first. When the 200
+// cannot be written, the connection is closed and the error returned.
 func hijack(w http.ResponseWriter) (net.Conn, error) {
 	conn, rw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
@@ -510,10 +508,11 @@ func hijack(w http.ResponseWriter) (net.Conn, error) {
 		return nil, err
 	}
 	_ = conn.SetDeadline(time.Time{})
-	if _, err := rw.WriteString("HTTP/1.1 200 Connection established\r\n\r\n"); err == nil {
+	if _, err = rw.WriteString("HTTP/1.1 200 Connection established\r\n\r\n"); err == nil {
 		err = rw.Flush()
 	}
 	if err != nil {
+		// The client is gone: the tunnel is not opened.
 		conn.Close()
 		return nil, err
 	}
