@@ -4,7 +4,8 @@
 // protocol's rule against the box's last declaration report, and only then
 // hands the request to the capability. It also answers
 // POST /api/box/declaration. The rule lives here, around every capability,
-// never inside one.
+// never inside one: the HTTPS proxy (package egressproxy) admits its
+// tunnels by the same AdmitBox, and answers its refusals through Refuse.
 package broker
 
 import (
