@@ -305,8 +305,8 @@ func (p *Proxy) serveProxy(w http.ResponseWriter, r *http.Request) {
 	case r.URL.IsAbs():
 		p.plain(w, r)
 	default:
-		protocol.WriteRefusal(w, http.StatusBadRequest, protocol.TypeInvalid,
-			"This is boxbroker's egress proxy: send CONNECT host:port, or a plain-HTTP request in absolute form, with the box's token in Proxy-Authorization (HTTPS_PROXY=http://box:<token>@<this address>).")
+		p.refuse(w, r, nil, capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "%s",
+			"This is boxbroker's egress proxy: send CONNECT host:port, or a plain-HTTP request in absolute form, with the box's token in Proxy-Authorization (HTTPS_PROXY=http://box:<token>@<this address>)."), p.cfg.Now(), RouteTunnel)
 	}
 }
 
@@ -436,8 +436,8 @@ func parseTarget(scheme, authority string) (target, bool) {
 	return target{scheme: scheme, host: strings.ToLower(host), port: port}, true
 }
 
-// refuse answers r with the refusal err through the broker, which
-// records it for a known box.
+// refuse answers r with the refusal err through the broker's writer
+// (broker.Refuse), which records it when t, the tunnel, names a box.
 func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, t *tunnel, err error, start time.Time, route string) {
 	rec := &broker.Record{At: start, Method: r.Method, Route: route, Capability: protocol.Egress}
 	if t != nil {
@@ -451,7 +451,7 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 	start := p.cfg.Now()
 	to, ok := parseTarget("https", r.Host)
 	if !ok {
-		protocol.WriteRefusal(w, http.StatusBadRequest, protocol.TypeInvalid, "CONNECT takes host:port, such as api.github.com:443.")
+		p.refuse(w, r, nil, capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "CONNECT takes host:port, such as api.github.com:443."), start, RouteConnect)
 		return
 	}
 	t, passthrough, err := p.admit(r, to)
@@ -476,8 +476,8 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 	leaf, err := p.cfg.CA.Leaf(to.host)
 	if err != nil {
 		p.release(h)
-		p.log.Error("proxy: leaf certificate", "host", to.host, "err", err)
-		protocol.WriteRefusal(w, http.StatusInternalServerError, protocol.TypeAPI, "The broker could not make a certificate for the host.")
+		p.refuse(w, r, nil, &capability.Error{Status: http.StatusInternalServerError, Type: protocol.TypeAPI,
+			Message: "The broker could not make a certificate for the host.", Err: fmt.Errorf("proxy: leaf certificate for %s: %w", to.host, err)}, start, RouteConnect)
 		return
 	}
 	conn, err := hijack(w)
@@ -534,7 +534,7 @@ func (c *bufferedConn) Read(b []byte) (int, error) { return c.r.Read(b) }
 func (p *Proxy) serveTunnel(w http.ResponseWriter, r *http.Request) {
 	t, _ := r.Context().Value(tunnelKey{}).(*tunnel)
 	if t == nil {
-		protocol.WriteRefusal(w, http.StatusInternalServerError, protocol.TypeAPI, "The proxy lost this tunnel.")
+		p.refuse(w, r, nil, capability.Errorf(http.StatusInternalServerError, protocol.TypeAPI, "The proxy lost this tunnel."), p.cfg.Now(), RouteTunnel)
 		return
 	}
 	if !sameHost(r.Host, t.to) {
@@ -550,7 +550,7 @@ func (p *Proxy) serveTunnel(w http.ResponseWriter, r *http.Request) {
 func (p *Proxy) plain(w http.ResponseWriter, r *http.Request) {
 	start := p.cfg.Now()
 	if r.URL.Scheme != "http" {
-		protocol.WriteRefusal(w, http.StatusBadRequest, protocol.TypeInvalid, "The proxy takes https:// through CONNECT; a request in absolute form must be http://.")
+		p.refuse(w, r, nil, capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "The proxy takes https:// through CONNECT; a request in absolute form must be http://."), start, RouteTunnel)
 		return
 	}
 	port := r.URL.Port()
@@ -559,7 +559,7 @@ func (p *Proxy) plain(w http.ResponseWriter, r *http.Request) {
 	}
 	to, ok := parseTarget("http", net.JoinHostPort(r.URL.Hostname(), port))
 	if !ok || !sameHost(r.Host, to) {
-		protocol.WriteRefusal(w, http.StatusBadRequest, protocol.TypeInvalid, "The request's Host is not its URL's host.")
+		p.refuse(w, r, nil, capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "The request's Host is not its URL's host."), start, RouteTunnel)
 		return
 	}
 	t, _, err := p.admit(r, to)
@@ -613,7 +613,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t *tunnel) {
 	}
 	u, err := url.ParseRequestURI(protocol.PrefixEgress + "/" + name + tail)
 	if err != nil {
-		protocol.WriteRefusal(w, http.StatusBadRequest, protocol.TypeInvalid, "The request's path is not one the proxy can forward.")
+		p.refuse(w, r, nil, capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "The request's path is not one the proxy can forward."), p.cfg.Now(), RouteTunnel)
 		return
 	}
 	u.RawQuery = r.URL.RawQuery
