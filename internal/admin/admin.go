@@ -229,8 +229,7 @@ func storeError(err error, notFound, exists string) error {
 	case errors.Is(err, store.ErrExists) && exists != "":
 		return capability.Errorf(http.StatusConflict, protocol.TypeInvalid, "%s", exists)
 	case errors.Is(err, store.ErrUnavailable):
-		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
-			Message: "The broker cannot reach its store just now; try again shortly.", Err: err}
+		return capability.Unavailable(err)
 	}
 	return err
 }

@@ -252,7 +252,7 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, cl *capabilit
 			Message: "The broker could not read the operator's Fountain key.", Err: err}
 	}
 	if r.ContentLength > c.cfg.MaxBody {
-		return capability.Errorf(http.StatusRequestEntityTooLarge, protocol.TypeTooLarge, "The request body is over %d bytes.", c.cfg.MaxBody)
+		return capability.TooLarge(c.cfg.MaxBody)
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, c.cfg.MaxBody)
 	body, err := c.checkRequest(r.Context(), cl.Box.Name, r)

@@ -160,7 +160,7 @@ func (c *Capability) prepare(w http.ResponseWriter, r *http.Request, call *capab
 			Message: "The broker could not read the payer's credential.", Err: err}
 	}
 	if r.ContentLength > c.cfg.MaxBody {
-		return nil, capability.Errorf(http.StatusRequestEntityTooLarge, protocol.TypeTooLarge, "The request body is over %d bytes.", c.cfg.MaxBody)
+		return nil, capability.TooLarge(c.cfg.MaxBody)
 	}
 	// The bound goes on the copy the proxy reads, not on r: the server
 	// keeps its own body, and has nothing of ours to drain before it
