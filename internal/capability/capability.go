@@ -50,7 +50,7 @@ type Capability interface {
 
 // TokenFinder is implemented by a capability whose requests carry the box's
 // token somewhere other than Authorization: Bearer or x-api-key (egress:
-// wherever the API expects its key). FindToken returns the candidate
+// wherever the API expects its key). FindTokens returns the candidate
 // tokens found in r; the broker accepts the request when exactly one
 // distinct candidate is a box's token.
 type TokenFinder interface {
