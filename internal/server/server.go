@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/admin/ui"
 	"github.com/intentius/boxbroker/internal/audit"
 	"github.com/intentius/boxbroker/internal/broker"
 	"github.com/intentius/boxbroker/internal/cache"
@@ -155,8 +156,10 @@ type Server struct {
 	Broker  *broker.Server
 	Handler http.Handler
 	// Admin is the admin listener's handler: the admin API, metrics,
-	// health and the owner's page.
+	// health and, on its routes, the owner's page.
 	Admin *admin.Server
+	// Page is the owner's page, served under /ui/ by Admin.
+	Page *ui.Page
 	// Metrics are the broker's Prometheus metrics, served on the admin
 	// listener at /metrics.
 	Metrics *metrics.Metrics
@@ -350,7 +353,11 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv.Admin = adm
+	page, err := ui.New(adm, ui.Config{})
+	if err != nil {
+		return nil, err
+	}
+	srv.Admin, srv.Page = adm, page
 	undo = nil // the Server owns them now
 	return srv, nil
 }

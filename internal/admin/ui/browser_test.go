@@ -1,4 +1,4 @@
-package admin_test
+package ui_test
 
 import (
 	"bytes"
