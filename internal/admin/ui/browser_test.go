@@ -179,7 +179,7 @@ func TestOwnerPage_Browser(t *testing.T) {
 		}
 		dir := t.TempDir()
 		if *updateScreenshots {
-			dir = filepath.Join("..", "..", "docs")
+			dir = filepath.Join("..", "..", "..", "docs")
 		}
 		out := filepath.Join(dir, name)
 		if err := os.WriteFile(out, png, 0o644); err != nil {
