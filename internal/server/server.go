@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/admin/ui"
 	"github.com/intentius/boxbroker/internal/audit"
 	"github.com/intentius/boxbroker/internal/broker"
 	"github.com/intentius/boxbroker/internal/cache"
@@ -155,8 +156,10 @@ type Server struct {
 	Broker  *broker.Server
 	Handler http.Handler
 	// Admin is the admin listener's handler: the admin API, metrics,
-	// health and the owner's page.
+	// health and, on its routes, the owner's page.
 	Admin *admin.Server
+	// Page is the owner's page, served under /ui/ by Admin.
+	Page *ui.Page
 	// Metrics are the broker's Prometheus metrics, served on the admin
 	// listener at /metrics.
 	Metrics *metrics.Metrics
@@ -244,15 +247,21 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	if (st == nil && !isPostgres(cfg.Store)) || cfg.MasterKey == "" {
 		warnOpenDataDir(log, cfg.DataDir)
 	}
+	// undo closes, newest first, what New has opened when it returns an
+	// error; a Server returned closes them itself (Close).
+	var undo []func() error
+	defer func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			_ = undo[i]()
+		}
+	}()
 	if st == nil {
 		if st, err = OpenStore(ctx, &cfg); err != nil {
 			return nil, err
 		}
+		undo = append(undo, st.Close) // a store the caller gave stays open
 	}
 	if err := checkKeyring(ctx, st, keyring); err != nil {
-		if opt.Store == nil {
-			st.Close()
-		}
 		return nil, err
 	}
 	transport := opt.Transport
@@ -275,21 +284,17 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	// directory, until it does.
 	sp, err := spool.Open(cfg.DataDir, 0, log)
 	if err != nil {
-		if opt.Store == nil {
-			st.Close()
-		}
 		return nil, err
 	}
+	undo = append(undo, sp.Close)
 	// The records of the calls answered wait in the journal until the
 	// store or the spool takes them; what an earlier process left there
 	// goes to the spool now.
 	jr, _, err := journal.Open(cfg.DataDir, 0, log, sp.Append)
 	if err != nil {
-		if opt.Store == nil {
-			st.Close()
-		}
 		return nil, err
 	}
+	undo = append(undo, jr.Close)
 	aw := audit.New(wst, audit.Options{Retention: cfg.AuditRetention, Linger: auditLinger, Metrics: m, Logger: log,
 		Spill: func(key string, entries []store.AuditEntry) error {
 			return sp.Append(spool.Batch{Key: key, Audit: entries})
@@ -308,9 +313,6 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	eg, err := egress.New(egress.Config{Secrets: c, List: rst, Keyring: keyring, Transport: opt.Transport, MaxBody: cfg.EgressMaxBody, Logger: log,
 		TransportOptions: proxy.TransportOptions{ResponseHeaderTimeout: cfg.UpstreamHeaderTimeout}, Mints: wst, MintTransport: opt.MintTransport, Now: opt.Now, Audit: aw})
 	if err != nil {
-		if opt.Store == nil {
-			st.Close()
-		}
 		return nil, err
 	}
 	meter, err := spend.New(spend.Config{Store: rst, Settle: wst,
@@ -318,9 +320,6 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 			return sp.Append(spool.Batch{Key: key, Settle: []store.Settlement{st}})
 		}, StaleAfter: cfg.ReservationLease, Budgeted: c.Budgeted, BatchEvery: spend.DefaultBatchEvery, Prices: prices, Now: opt.SpendNow, Logger: log, MaxTokens: cfg.ReserveMaxTokens, MaxBody: cfg.MaxBody, Journal: jr})
 	if err != nil {
-		if opt.Store == nil {
-			st.Close()
-		}
 		return nil, err
 	}
 	metered := meter.Transport(transport)
@@ -345,9 +344,6 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		Recording:   recording(cfg, aw, jr),
 	})
 	if err != nil {
-		if opt.Store == nil {
-			st.Close()
-		}
 		return nil, err
 	}
 	srv := &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Audit: aw, Metrics: m, log: log, flushLog: flushLog, rst: rst, wst: wst, Spool: sp, Journal: jr, cert: cert}
@@ -355,12 +351,14 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	adm, err := admin.New(admin.Config{Store: st, Cache: c, Keyring: keyring, Broker: cfg.Broker, Logger: log, Metrics: m.Handler(), Pool: credPool, Ready: srv.Ready,
 		Hosts: cfg.adminHosts()})
 	if err != nil {
-		if opt.Store == nil {
-			st.Close()
-		}
 		return nil, err
 	}
-	srv.Admin = adm
+	page, err := ui.New(adm, ui.Config{})
+	if err != nil {
+		return nil, err
+	}
+	srv.Admin, srv.Page = adm, page
+	undo = nil // the Server owns them now
 	return srv, nil
 }
 
@@ -375,15 +373,15 @@ func NewLogger(w io.Writer, level string) (log *slog.Logger, flush func() error)
 	return slog.New(flushingHandler{Handler: slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: l}), buf: buf}), buf.Flush
 }
 
-// Serve serves the box-facing handler on ln and, when admin is not nil,
-// the admin handler on admin, and keeps the cache fresh until ctx ends;
-// then it stops taking requests and lets in-flight ones finish for at most
-// ShutdownGrace.
 // RequestStore is the store as a request reaches it, every call bounded
 // by StoreDeadline: for listeners beside the broker's own (the egress
 // proxy) that read the store while serving a box.
 func (s *Server) RequestStore() store.Store { return s.rst }
 
+// Serve serves the box-facing handler on ln and, when admin is not nil,
+// the admin handler on admin, and keeps the cache fresh until ctx ends;
+// then it stops taking requests and lets in-flight ones finish for at most
+// ShutdownGrace.
 func (s *Server) Serve(ctx context.Context, ln, admin net.Listener) error {
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	ran := make(chan struct{})
