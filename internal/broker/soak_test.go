@@ -38,7 +38,7 @@ const (
 //
 // It asserts only that every calm request succeeded and none was refused,
 // and that the flood was refused with 429s; the latencies and their
-// ratios are logged (docs/reliability.md records them).
+// ratios are logged.
 func TestSoak_FloodingBoxDoesNotStarveAnother(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a soak of several seconds")
