@@ -51,8 +51,6 @@ type path struct {
 	h1 *path
 	// proc is the proxy's processes; zero for the direct path.
 	proc procs
-	// note, when set, says why the path is absent.
-	note string
 }
 
 func (p *path) messages() string { return p.base + "/v1/messages" }

@@ -44,7 +44,7 @@ globalThis.fetch = async function (...args) {
 const portkeyEntry = "node_modules/@portkey-ai/gateway/build/start-server.js"
 
 // errNoPortkey says why the Portkey path is absent.
-var errNoPortkey = errors.New("Portkey's gateway is not installed and could not be (it needs node and npm, and npm its registry)")
+var errNoPortkey = errors.New("the Portkey gateway is not installed and could not be (it needs node and npm, and npm its registry)")
 
 // installPortkey installs @portkey-ai/gateway@version with npm into dir
 // (never into the checkout), unless it is there already, and returns

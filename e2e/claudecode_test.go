@@ -43,7 +43,7 @@ func (e *elsewhere) Hosts() []string {
 // directory and HOME, as a box runs it: ANTHROPIC_BASE_URL at the broker
 // and the box's token as ANTHROPIC_API_KEY (in the environment, never in
 // argv), with updates, telemetry and other nonessential traffic off.
-func runClaude(t *testing.T, b *brokertest.Broker, token string, args ...string) (stdout, stderr string, err error, other []string) {
+func runClaude(t *testing.T, b *brokertest.Broker, token string, args ...string) (stdout, stderr string, other []string, err error) {
 	t.Helper()
 	needNode(t)
 	installed := npmInstall(t, claudeDir, "@anthropic-ai/claude-code/package.json")
@@ -72,7 +72,7 @@ func runClaude(t *testing.T, b *brokertest.Broker, token string, args ...string)
 	if ctx.Err() != nil {
 		t.Fatalf("claude %v did not finish within %v\nstdout: %s\nstderr: %s", args, runTimeout, o.String(), e.String())
 	}
-	return o.String(), e.String(), err, trap.Hosts()
+	return o.String(), e.String(), trap.Hosts(), err
 }
 
 // logTraffic writes down what Claude Code sent the broker and what reached
@@ -100,7 +100,7 @@ func logTraffic(t *testing.T, b *brokertest.Broker, seen []brokertest.Seen) {
 // upstream, and Claude Code reaches no host but the broker.
 func TestClaudeCode_CompletesAPrompt(t *testing.T) {
 	b, token := setup(t, nil, []string{"agent"})
-	out, errOut, err, other := runClaude(t, b, token, "-p", "say hi")
+	out, errOut, other, err := runClaude(t, b, token, "-p", "say hi")
 	seen := b.Upstream.Seen()
 	logTraffic(t, b, seen)
 	if err != nil {
@@ -157,7 +157,7 @@ func TestClaudeCode_RefusedWithoutAgent(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b, token := setup(t, nil, []string{"decide"})
-			out, errOut, err, other := runClaude(t, b, token, tt.args...)
+			out, errOut, other, err := runClaude(t, b, token, tt.args...)
 			logTraffic(t, b, b.Upstream.Seen())
 			if err == nil {
 				t.Errorf("claude %v exited 0 for a refused box", tt.args)

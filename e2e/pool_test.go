@@ -113,7 +113,7 @@ func TestClaudeCode_CompletesWhileOneKeyIsLimited(t *testing.T) {
 	b, up := limitedPool(t, "e2e")
 	token := b.AddBox("e2e")
 	b.Report(token, brokertest.Entry(protocol.Inference, "agent"))
-	out, errOut, err, other := runClaude(t, b, token, "-p", "say hi")
+	out, errOut, other, err := runClaude(t, b, token, "-p", "say hi")
 	if err != nil {
 		t.Fatalf("claude -p: %v\nstdout: %s\nstderr: %s", err, out, errOut)
 	}

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/admin/adminclient"
 	"github.com/intentius/boxbroker/internal/payer"
 )
 
@@ -20,13 +21,13 @@ func (c *cli) adminURLFlag(fs *flag.FlagSet) *string {
 
 // adminClient is a client for the admin API at url, with the token from
 // BOXBROKER_ADMIN_TOKEN: never from an argument.
-func (c *cli) adminClient(url string) (*admin.Client, error) {
-	return admin.NewClient(url, c.getenv("BOXBROKER_ADMIN_TOKEN"), nil)
+func (c *cli) adminClient(url string) (*adminclient.Client, error) {
+	return adminclient.New(url, c.getenv("BOXBROKER_ADMIN_TOKEN"), nil)
 }
 
 // remoteError says an admin API refusal as the CLI says its own errors.
 func remoteError(err error) error {
-	var ae *admin.APIError
+	var ae *adminclient.APIError
 	if errors.As(err, &ae) {
 		return fmt.Errorf("%s (%d)", safe(ae.Message), ae.Status)
 	}

@@ -1,10 +1,12 @@
 // Package admin is the operator's side of boxbroker, served on its own
 // listener and never on the box-facing one: a JSON admin API over boxes,
 // their tokens, consent, credentials, secrets, feedback and Fountain ids,
-// authenticated by an admin token; /metrics, /healthz and /readyz; and the
-// owner's page under /ui/. It answers only a request whose Host names it
-// (localhost, an IP address or one of Config.Hosts), so that a page whose
-// name is rebound to its address reads nothing.
+// authenticated by an admin token; and /metrics, /healthz and /readyz.
+// The owner's page (package ui) adds its routes under /ui/ to the same
+// Server (HandleHTTP) and calls the API's checks and writes, so that the
+// page and the API hold one rule each. The Server answers only a request
+// whose Host names it (localhost, an IP address or one of Config.Hosts),
+// so that a page whose name is rebound to its address reads nothing.
 //
 // Every refusal has the protocol's shape,
 // {"type":"error","error":{"type":...,"message":...}}. No answer, log line
@@ -52,8 +54,6 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
-	// SessionTTL bounds an owner's page session (default 12 hours).
-	SessionTTL time.Duration
 	// Pool, when set, is the operator's credential pool, whose entries'
 	// state on this replica GET /api/credentials/pool shows.
 	Pool *pool.Pool
@@ -74,7 +74,6 @@ type Server struct {
 	cfg    Config
 	log    *slog.Logger
 	mux    *http.ServeMux
-	ui     *ui
 	routes []Route
 	hosts  map[string]bool // Config.Hosts, as HostName returns them
 }
@@ -115,23 +114,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.SessionTTL <= 0 {
-		cfg.SessionTTL = 12 * time.Hour
-	}
 	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), hosts: hosts}
 	s.routes = s.apiRoutes()
 	for _, rt := range s.routes {
 		s.Handle(rt)
 	}
-	ui, err := newUI(s)
-	if err != nil {
-		return nil, err
-	}
-	s.ui = ui
-	ui.register(s.mux)
-	ui.registerActions()
-	ui.registerPool()
-	s.addGrantsPage()
 	return s, nil
 }
 
@@ -145,6 +132,17 @@ func (s *Server) Handle(rt Route) {
 	}
 	s.mux.Handle(rt.Pattern, s.adapt(h))
 }
+
+// HandleHTTP adds a route h answers as it is: no admin token is asked
+// for and its errors are its own to render. The owner's page (package ui)
+// adds its routes so, and authenticates each request by its session. It
+// must be called before the Server serves.
+func (s *Server) HandleHTTP(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
+// Config returns the configuration the Server runs with, defaults
+// applied: the owner's page serves beside the API with the same store,
+// keyring, clock and logger.
+func (s *Server) Config() Config { return s.cfg }
 
 // Routes returns the routes New registered, in order.
 func (s *Server) Routes() []Route { return append([]Route(nil), s.routes...) }
@@ -217,10 +215,10 @@ func (s *Server) adapt(h func(http.ResponseWriter, *http.Request) error) http.Ha
 	})
 }
 
-// storeError maps a store error to a refusal: ErrNotFound to 404 with
+// StoreError maps a store error to a refusal: ErrNotFound to 404 with
 // notFound's message, ErrExists to 409 with exists', ErrUnavailable to
 // 503, anything else to a 500 that is logged.
-func storeError(err error, notFound, exists string) error {
+func StoreError(err error, notFound, exists string) error {
 	switch {
 	case err == nil:
 		return nil
@@ -229,8 +227,7 @@ func storeError(err error, notFound, exists string) error {
 	case errors.Is(err, store.ErrExists) && exists != "":
 		return capability.Errorf(http.StatusConflict, protocol.TypeInvalid, "%s", exists)
 	case errors.Is(err, store.ErrUnavailable):
-		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
-			Message: "The broker cannot reach its store just now; try again shortly.", Err: err}
+		return capability.Unavailable(err)
 	}
 	return err
 }

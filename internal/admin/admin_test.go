@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -458,76 +457,4 @@ func TestAdmin_FeedbackAndResources(t *testing.T) {
 		t.Errorf("DELETE resource = %d %s, want 204", resp.StatusCode, resp.Body)
 	}
 	refusal(t, "DELETE resource again", b.Admin("DELETE", "/api/boxes/alpha/resources/vault/v-1", tok, nil), 404)
-}
-
-func TestClient(t *testing.T) {
-	b := brokertest.New(t, brokertest.Options{})
-	ctx := context.Background()
-	c, err := admin.NewClient(b.AdminURL, b.AdminToken, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bt, err := c.AddBox(ctx, admin.NewBox{Name: "alpha"})
-	if err != nil || bt.Token == "" {
-		t.Fatalf("AddBox = %+v, %v", bt, err)
-	}
-	b.Report(bt.Token)
-	boxes, err := c.ListBoxes(ctx)
-	if err != nil || len(boxes) != 1 || boxes[0].ReportedAt == nil {
-		t.Errorf("ListBoxes = %+v, %v, want alpha, reported", boxes, err)
-	}
-	rt, err := c.RotateBox(ctx, "alpha")
-	if err != nil || rt.Token == bt.Token {
-		t.Errorf("RotateBox = %v, want a new token", err)
-	}
-	if _, err := c.SetCredential(ctx, "fountain", []byte("fk-1")); err != nil {
-		t.Errorf("SetCredential = %v", err)
-	}
-	creds, err := c.ListCredentials(ctx)
-	if err != nil || len(creds) != 1 || creds[0].ID != "fountain" {
-		t.Errorf("ListCredentials = %+v, %v, want fountain", creds, err)
-	}
-	if err := c.RemoveCredential(ctx, "fountain"); err != nil {
-		t.Errorf("RemoveCredential = %v", err)
-	}
-	if err := c.RemoveBox(ctx, "alpha"); err != nil {
-		t.Errorf("RemoveBox = %v", err)
-	}
-	var ae *admin.APIError
-	err = c.RemoveBox(ctx, "alpha")
-	if !errors.As(err, &ae) || ae.Status != 404 || !strings.Contains(ae.Message, "alpha") {
-		t.Errorf("RemoveBox(removed) = %v, want a 404 APIError naming alpha", err)
-	}
-
-	wrong, err := admin.NewClient(b.AdminURL, "bba_wrong", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = wrong.ListBoxes(ctx)
-	if !errors.As(err, &ae) || ae.Status != 401 || strings.Contains(err.Error(), "bba_wrong") {
-		t.Errorf("ListBoxes with a wrong token = %v, want a 401 that does not repeat the token", err)
-	}
-}
-
-func TestNewClient_RefusesCleartextElsewhere(t *testing.T) {
-	tests := []struct {
-		url, token string
-		ok         bool
-	}{
-		{"http://127.0.0.1:8788", "t", true},
-		{"http://localhost:8788/", "t", true},
-		{"http://[::1]:8788", "t", true},
-		{"https://broker.example.com", "t", true},
-		{"http://broker.example.com", "t", false},
-		{"http://10.0.0.1:8788", "t", false},
-		{"https://u:p@broker.example.com", "t", false},
-		{"ftp://broker.example.com", "t", false},
-		{"http://127.0.0.1:8788", "", false},
-	}
-	for _, tt := range tests {
-		_, err := admin.NewClient(tt.url, tt.token, nil)
-		if (err == nil) != tt.ok {
-			t.Errorf("NewClient(%q, %q) = %v, want ok %v", tt.url, tt.token, err, tt.ok)
-		}
-	}
 }

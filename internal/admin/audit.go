@@ -114,7 +114,7 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) error {
 	}
 	entries, err := s.cfg.Store.ListAudit(r.Context(), q)
 	if err != nil {
-		return storeError(err, "", "")
+		return StoreError(err, "", "")
 	}
 	out := AuditList{Entries: make([]AuditView, 0, len(entries))}
 	for _, e := range entries {

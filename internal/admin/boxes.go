@@ -19,8 +19,8 @@ import (
 // formatTime writes t as the admin API does: the protocol's ISO time.
 func formatTime(t time.Time) string { return protocol.FormatTime(t) }
 
-// boxName reads and checks the {name} path value.
-func boxName(r *http.Request) (string, error) {
+// BoxName reads and checks the {name} path value.
+func BoxName(r *http.Request) (string, error) {
 	name := r.PathValue("name")
 	if !protocol.IsBoxName(name) {
 		return "", capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "A box name matches ^[a-z][a-z0-9-]{0,62}$.")
@@ -28,14 +28,14 @@ func boxName(r *http.Request) (string, error) {
 	return name, nil
 }
 
-// drop tells the cache, when there is one, what a write touched.
-func (s *Server) drop(kind, key string) {
+// Drop tells the cache, when there is one, what a write touched.
+func (s *Server) Drop(kind, key string) {
 	if s.cfg.Cache != nil {
 		s.cfg.Cache.Drop(kind, key)
 	}
 }
 
-// changed tells the cache what a write of something the box-facing side
+// Changed tells the cache what a write of something the box-facing side
 // caches touched, and returns once the write is in force on every replica
 // (cache.Cache.Settle: at once on SQLite, after the staleness bound with
 // a shared store), so that a 2xx from the admin API means the box's next
@@ -43,7 +43,7 @@ func (s *Server) drop(kind, key string) {
 // visitors' credentials are read from the store on every request that
 // needs them, so their writes need no wait; whether a box has a budget is
 // cached, so budgets' writes wait too.
-func (s *Server) changed(ctx context.Context, kind, key string) error {
+func (s *Server) Changed(ctx context.Context, kind, key string) error {
 	if s.cfg.Cache == nil {
 		return nil
 	}
@@ -54,8 +54,8 @@ func (s *Server) changed(ctx context.Context, kind, key string) error {
 	return nil
 }
 
-// declaration reads a box's last kept report: nil when it never reported.
-func (s *Server) declaration(ctx context.Context, box string) (*protocol.Declaration, error) {
+// Declaration reads a box's last kept report: nil when it never reported.
+func (s *Server) Declaration(ctx context.Context, box string) (*protocol.Declaration, error) {
 	doc, at, err := s.cfg.Store.Declaration(ctx, box)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
@@ -71,9 +71,9 @@ func (s *Server) declaration(ctx context.Context, box string) (*protocol.Declara
 	return &d, nil
 }
 
-// view is how the admin API shows b, with its last report as d (nil for
+// BoxViewOf is how the admin API shows b, with its last report as d (nil for
 // none), at now (for this month's spend).
-func view(b store.Box, d *protocol.Declaration, now time.Time) BoxView {
+func BoxViewOf(b store.Box, d *protocol.Declaration, now time.Time) BoxView {
 	v := BoxView{
 		Name:         b.Name,
 		CreatedAt:    formatTime(b.CreatedAt),
@@ -115,11 +115,11 @@ func view(b store.Box, d *protocol.Declaration, now time.Time) BoxView {
 
 // boxView reads what view needs for b.
 func (s *Server) boxView(ctx context.Context, b store.Box) (BoxView, error) {
-	d, err := s.declaration(ctx, b.Name)
+	d, err := s.Declaration(ctx, b.Name)
 	if err != nil {
 		return BoxView{}, err
 	}
-	return view(b, d, s.cfg.Now()), nil
+	return BoxViewOf(b, d, s.cfg.Now()), nil
 }
 
 // published reports whether v's last report listed it as published.
@@ -152,29 +152,30 @@ func (s *Server) Boxes(ctx context.Context) ([]BoxView, error) {
 func (s *Server) listBoxes(w http.ResponseWriter, r *http.Request) error {
 	boxes, err := s.Boxes(r.Context())
 	if err != nil {
-		return storeError(err, "", "")
+		return StoreError(err, "", "")
 	}
 	return writeJSON(w, http.StatusOK, BoxList{Boxes: boxes})
 }
 
-// box reads the box named in the path, or refuses with a 404.
-func (s *Server) box(r *http.Request) (store.Box, error) {
-	name, err := boxName(r)
+// Box reads the box named in r's {name} path value, or refuses with a
+// 400 (not a box name) or a 404 (no such box).
+func (s *Server) Box(r *http.Request) (store.Box, error) {
+	name, err := BoxName(r)
 	if err != nil {
 		return store.Box{}, err
 	}
 	b, err := s.cfg.Store.Box(r.Context(), name)
-	return b, storeError(err, fmt.Sprintf("There is no box named %s.", name), "")
+	return b, StoreError(err, fmt.Sprintf("There is no box named %s.", name), "")
 }
 
 func (s *Server) getBox(w http.ResponseWriter, r *http.Request) error {
-	b, err := s.box(r)
+	b, err := s.Box(r)
 	if err != nil {
 		return err
 	}
 	v, err := s.boxView(r.Context(), b)
 	if err != nil {
-		return storeError(err, "", "")
+		return StoreError(err, "", "")
 	}
 	return writeJSON(w, http.StatusOK, v)
 }
@@ -194,15 +195,15 @@ func (s *Server) addBox(w http.ResponseWriter, r *http.Request) error {
 	b := store.Box{Name: nb.Name, TokenHash: token.Hash(tok), CreatedAt: s.cfg.Now().UTC(),
 		Consent: nb.Consent, Paused: nb.Paused, PayerKind: protocol.PayerShared}
 	if err := s.cfg.Store.CreateBox(r.Context(), b); err != nil {
-		return storeError(err, "", fmt.Sprintf("A box named %s already exists; rotate its token with POST /api/boxes/%s/token.", nb.Name, nb.Name))
+		return StoreError(err, "", fmt.Sprintf("A box named %s already exists; rotate its token with POST /api/boxes/%s/token.", nb.Name, nb.Name))
 	}
-	s.drop(store.ChangeBox, b.Name)
+	s.Drop(store.ChangeBox, b.Name)
 	s.log.Info("admin: box added", "box", b.Name)
-	return writeJSON(w, http.StatusCreated, BoxToken{Box: view(b, nil, s.cfg.Now()), Token: tok})
+	return writeJSON(w, http.StatusCreated, BoxToken{Box: BoxViewOf(b, nil, s.cfg.Now()), Token: tok})
 }
 
 func (s *Server) updateBox(w http.ResponseWriter, r *http.Request) error {
-	b, err := s.box(r)
+	b, err := s.Box(r)
 	if err != nil {
 		return err
 	}
@@ -217,33 +218,33 @@ func (s *Server) updateBox(w http.ResponseWriter, r *http.Request) error {
 		b.Paused = *set.Paused
 	}
 	if err := s.cfg.Store.UpdateBox(r.Context(), b); err != nil {
-		return storeError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
+		return StoreError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
 	}
-	if err := s.changed(r.Context(), store.ChangeBox, b.Name); err != nil {
+	if err := s.Changed(r.Context(), store.ChangeBox, b.Name); err != nil {
 		return err
 	}
 	s.log.Info("admin: box updated", "box", b.Name, "consent", b.Consent, "paused", b.Paused)
 	v, err := s.boxView(r.Context(), b)
 	if err != nil {
-		return storeError(err, "", "")
+		return StoreError(err, "", "")
 	}
 	return writeJSON(w, http.StatusOK, v)
 }
 
 func (s *Server) removeBox(w http.ResponseWriter, r *http.Request) error {
-	name, err := boxName(r)
+	name, err := BoxName(r)
 	if err != nil {
 		return err
 	}
 	if err := s.cfg.Store.DeleteBox(r.Context(), name); err != nil {
-		return storeError(err, fmt.Sprintf("There is no box named %s.", name), "")
+		return StoreError(err, fmt.Sprintf("There is no box named %s.", name), "")
 	}
 	// The owner's credential is the box's alone; it goes with the box.
 	if err := s.cfg.Store.DeleteCredential(r.Context(), payer.OwnerAnthropic(name)); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("removed box %s, but not its owner's credential: %w", name, err)
 	}
-	s.drop(store.ChangeCredential, payer.OwnerAnthropic(name))
-	if err := s.changed(r.Context(), store.ChangeBox, name); err != nil {
+	s.Drop(store.ChangeCredential, payer.OwnerAnthropic(name))
+	if err := s.Changed(r.Context(), store.ChangeBox, name); err != nil {
 		return err
 	}
 	s.log.Info("admin: box removed", "box", name)
@@ -252,7 +253,7 @@ func (s *Server) removeBox(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) rotateBox(w http.ResponseWriter, r *http.Request) error {
-	b, err := s.box(r)
+	b, err := s.Box(r)
 	if err != nil {
 		return err
 	}
@@ -261,15 +262,15 @@ func (s *Server) rotateBox(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if err := s.cfg.Store.RotateToken(r.Context(), b.Name, token.Hash(tok)); err != nil {
-		return storeError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
+		return StoreError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
 	}
-	if err := s.changed(r.Context(), store.ChangeBox, b.Name); err != nil {
+	if err := s.Changed(r.Context(), store.ChangeBox, b.Name); err != nil {
 		return err
 	}
 	s.log.Info("admin: box token rotated", "box", b.Name)
 	v, err := s.boxView(r.Context(), b)
 	if err != nil {
-		return storeError(err, "", "")
+		return StoreError(err, "", "")
 	}
 	return writeJSON(w, http.StatusOK, BoxToken{Box: v, Token: tok})
 }

@@ -53,8 +53,8 @@ func (s *Server) poolRoutes() []Route {
 	}
 }
 
-// entryName reads and checks the {entry} path value.
-func entryName(r *http.Request) (string, error) {
+// EntryName reads and checks the {entry} path value.
+func EntryName(r *http.Request) (string, error) {
 	name := r.PathValue("entry")
 	if !pool.ValidName(name) {
 		return "", capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "%s.", upperFirst(pool.ErrName.Error()))
@@ -69,7 +69,9 @@ func upperFirst(s string) string {
 	return string(s[0]-'a'+'A') + s[1:]
 }
 
-func (s *Server) poolOf() *pool.Pool {
+// Pool is the operator's credential pool: Config.Pool, or one over the
+// cache and keyring when none was given.
+func (s *Server) Pool() *pool.Pool {
 	if s.cfg.Pool != nil {
 		return s.cfg.Pool
 	}
@@ -80,9 +82,9 @@ func (s *Server) listPool(w http.ResponseWriter, r *http.Request) error {
 	if s.cfg.Cache == nil {
 		return capability.Errorf(http.StatusNotImplemented, protocol.TypeAPI, "This admin API reads no pool.")
 	}
-	stats, err := s.poolOf().Stats(r.Context())
+	stats, err := s.Pool().Stats(r.Context())
 	if err != nil {
-		return storeError(err, "", "")
+		return StoreError(err, "", "")
 	}
 	out := PoolList{Entries: make([]PoolEntryView, 0, len(stats))}
 	for _, st := range stats {
@@ -98,7 +100,7 @@ func (s *Server) listPool(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) setPoolEntry(w http.ResponseWriter, r *http.Request) error {
-	name, err := entryName(r)
+	name, err := EntryName(r)
 	if err != nil {
 		return err
 	}
@@ -107,21 +109,21 @@ func (s *Server) setPoolEntry(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer func() { pv.Value = "" }()
-	u, err := checkEntry(name, pv.Weight, pv.URL)
+	u, err := CheckEntry(name, pv.Weight, pv.URL)
 	if err != nil {
 		return err
 	}
-	v, err := s.setEntry(r.Context(), name, pv.Weight, u, &pv.Value)
+	v, err := s.SetPoolEntry(r.Context(), name, pv.Weight, u, &pv.Value)
 	if err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, v)
 }
 
-// checkEntry checks an entry's name, weight (0 for 1) and base URL with
+// CheckEntry checks an entry's name, weight (0 for 1) and base URL with
 // pool.CheckEntry, as the CLI does, and returns the URL's canonical form.
 // Its refusal repeats a bad URL.
-func checkEntry(name string, weight int, rawURL string) (string, error) {
+func CheckEntry(name string, weight int, rawURL string) (string, error) {
 	if weight == 0 {
 		weight = 1
 	}
@@ -132,10 +134,10 @@ func checkEntry(name string, weight int, rawURL string) (string, error) {
 	return u, nil
 }
 
-// setEntry stores the pool entry name, checked by checkEntry, with *value
+// SetPoolEntry stores the pool entry name, checked by CheckEntry, with *value
 // (then cleared): the Default entry as the shared credential, any other
 // as a named entry.
-func (s *Server) setEntry(ctx context.Context, name string, weight int, u string, value *string) (PoolEntryView, error) {
+func (s *Server) SetPoolEntry(ctx context.Context, name string, weight int, u string, value *string) (PoolEntryView, error) {
 	if weight == 0 {
 		weight = 1
 	}
@@ -152,7 +154,7 @@ func (s *Server) setEntry(ctx context.Context, name string, weight int, u string
 // putPoolEntry checks *value, seals it as the pool entry name, stores it,
 // clears *value, and waits until every replica sees it.
 func (s *Server) putPoolEntry(ctx context.Context, name string, weight int, u string, value *string) (PoolEntryView, error) {
-	if err := checkValue("credential", *value); err != nil {
+	if err := CheckValue("credential", *value); err != nil {
 		return PoolEntryView{}, err
 	}
 	plain := []byte(*value)
@@ -165,9 +167,9 @@ func (s *Server) putPoolEntry(ctx context.Context, name string, weight int, u st
 	}
 	e := store.PoolEntry{Name: name, Weight: weight, URL: u, Sealed: sealed, UpdatedAt: s.cfg.Now().UTC()}
 	if err := s.cfg.Store.SetPoolEntry(ctx, e); err != nil {
-		return PoolEntryView{}, storeError(err, "", "")
+		return PoolEntryView{}, StoreError(err, "", "")
 	}
-	if err := s.changed(ctx, store.ChangePool, name); err != nil {
+	if err := s.Changed(ctx, store.ChangePool, name); err != nil {
 		return PoolEntryView{}, err
 	}
 	s.log.Info("admin: credential pool entry set", "entry", name, "kind", kind, "weight", weight)
@@ -175,11 +177,11 @@ func (s *Server) putPoolEntry(ctx context.Context, name string, weight int, u st
 }
 
 func (s *Server) removePoolEntry(w http.ResponseWriter, r *http.Request) error {
-	name, err := entryName(r)
+	name, err := EntryName(r)
 	if err != nil {
 		return err
 	}
-	if err := s.deleteEntry(r.Context(), name); err != nil {
+	if err := s.DeletePoolEntry(r.Context(), name); err != nil {
 		return err
 	}
 	s.log.Info("admin: credential pool entry removed", "entry", name)
@@ -187,9 +189,9 @@ func (s *Server) removePoolEntry(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// deleteEntry removes the pool entry name (the Default entry is the shared
+// DeletePoolEntry removes the pool entry name (the Default entry is the shared
 // credential) and waits until every replica sees it gone.
-func (s *Server) deleteEntry(ctx context.Context, name string) error {
+func (s *Server) DeletePoolEntry(ctx context.Context, name string) error {
 	var err error
 	kind, key := store.ChangePool, name
 	if name == pool.Default {
@@ -199,7 +201,7 @@ func (s *Server) deleteEntry(ctx context.Context, name string) error {
 		err = s.cfg.Store.DeletePoolEntry(ctx, name)
 	}
 	if err != nil {
-		return storeError(err, fmt.Sprintf("The credential pool has no entry named %s.", name), "")
+		return StoreError(err, fmt.Sprintf("The credential pool has no entry named %s.", name), "")
 	}
-	return s.changed(ctx, kind, key)
+	return s.Changed(ctx, kind, key)
 }

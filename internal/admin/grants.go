@@ -55,10 +55,23 @@ type IssuedGrant struct {
 	VisitorCredential bool      `json:"visitorCredential"`
 }
 
+// GrantState says whether a grant revoked at revoked (zero: not
+// revoked) that expires at expires (zero: never) stands at now:
+// "revoked", "expired" or "current".
+func GrantState(revoked, expires, now time.Time) string {
+	switch {
+	case !revoked.IsZero():
+		return "revoked"
+	case !expires.IsZero() && !now.Before(expires):
+		return "expired"
+	}
+	return "current"
+}
+
 // grantView is how the admin API shows g at now.
 func grantView(g store.Grant, now time.Time) GrantView {
 	v := GrantView{ID: g.ID, Box: g.Box, Principal: g.Principal, IssuedAt: formatTime(g.CreatedAt),
-		State: grantState(g.RevokedAt, g.ExpiresAt, now)}
+		State: GrantState(g.RevokedAt, g.ExpiresAt, now)}
 	if !g.ExpiresAt.IsZero() {
 		at := formatTime(g.ExpiresAt)
 		v.ExpiresAt = &at
@@ -94,7 +107,7 @@ func (s *Server) IssueGrant(ctx context.Context, box, principal string, ttl time
 		return IssuedGrant{}, capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
 			"A grant's principal is 1 to 200 characters with no white space, such as github:<login>.")
 	case err != nil:
-		return IssuedGrant{}, storeError(err, fmt.Sprintf("There is no box named %s.", box), "")
+		return IssuedGrant{}, StoreError(err, fmt.Sprintf("There is no box named %s.", box), "")
 	}
 	out := IssuedGrant{Grant: grantView(g, s.cfg.Now()), Value: value}
 	_, err = s.cfg.Store.Credential(ctx, payer.VisitorAnthropic(principal))
@@ -109,8 +122,8 @@ func (s *Server) IssueGrant(ctx context.Context, box, principal string, ttl time
 	return out, nil
 }
 
-// parseTTL reads a grant's ttl: "" for the default.
-func parseTTL(v string) (time.Duration, error) {
+// ParseTTL reads a grant's ttl: "" for the default.
+func ParseTTL(v string) (time.Duration, error) {
 	if v == "" {
 		return grant.DefaultTTL, nil
 	}
@@ -123,7 +136,7 @@ func parseTTL(v string) (time.Duration, error) {
 }
 
 func (s *Server) issueGrant(w http.ResponseWriter, r *http.Request) error {
-	name, err := boxName(r)
+	name, err := BoxName(r)
 	if err != nil {
 		return err
 	}
@@ -131,7 +144,7 @@ func (s *Server) issueGrant(w http.ResponseWriter, r *http.Request) error {
 	if err := readJSON(w, r, &ng); err != nil {
 		return err
 	}
-	ttl, err := parseTTL(ng.TTL)
+	ttl, err := ParseTTL(ng.TTL)
 	if err != nil {
 		return err
 	}
@@ -143,13 +156,13 @@ func (s *Server) issueGrant(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listGrants(w http.ResponseWriter, r *http.Request) error {
-	b, err := s.box(r)
+	b, err := s.Box(r)
 	if err != nil {
 		return err
 	}
 	gs, err := s.cfg.Store.ListGrants(r.Context(), b.Name)
 	if err != nil {
-		return storeError(err, "", "")
+		return StoreError(err, "", "")
 	}
 	now := s.cfg.Now()
 	out := GrantList{Grants: []GrantView{}}
@@ -168,7 +181,7 @@ func (s *Server) revokeGrant(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if err := s.cfg.Store.RevokeGrant(r.Context(), id, s.cfg.Now().UTC()); err != nil {
-		return storeError(err, fmt.Sprintf("There is no grant %s.", id), "")
+		return StoreError(err, fmt.Sprintf("There is no grant %s.", id), "")
 	}
 	s.log.Info("admin: grant revoked", "grant", id)
 	w.WriteHeader(http.StatusNoContent)

@@ -40,7 +40,7 @@ type VisitorList struct {
 // setPayer answers PUT /api/boxes/{name}/payer through payer.Set, as
 // `boxbroker box payer` does.
 func (s *Server) setPayer(w http.ResponseWriter, r *http.Request) error {
-	name, err := boxName(r)
+	name, err := BoxName(r)
 	if err != nil {
 		return err
 	}
@@ -60,7 +60,7 @@ func (s *Server) setPayer(w http.ResponseWriter, r *http.Request) error {
 		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
 			"An owner payer needs the owner's Anthropic key or setup token in value.")
 	case ps.Kind == protocol.PayerOwner:
-		if err := checkValue("credential", ps.Value); err != nil {
+		if err := CheckValue("credential", ps.Value); err != nil {
 			return err
 		}
 	}
@@ -87,19 +87,19 @@ func (s *Server) setPayer(w http.ResponseWriter, r *http.Request) error {
 		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "%s", msg)
 	}
 	if ch.CredentialSet || ch.CredentialRemoved {
-		s.drop(store.ChangeCredential, payer.OwnerAnthropic(name))
+		s.Drop(store.ChangeCredential, payer.OwnerAnthropic(name))
 	}
 	if err != nil {
-		return storeError(err, fmt.Sprintf("There is no box named %s.", name), "")
+		return StoreError(err, fmt.Sprintf("There is no box named %s.", name), "")
 	}
-	if err := s.changed(r.Context(), store.ChangeBox, name); err != nil {
+	if err := s.Changed(r.Context(), store.ChangeBox, name); err != nil {
 		return err
 	}
 	s.log.Info("admin: payer set", "box", name, "payer", ch.Box.PayerKind, "principal", ch.Box.PayerPrincipal,
 		"credential_set", ch.CredentialSet, "credential_kind", kind, "credential_removed", ch.CredentialRemoved)
 	v, err := s.boxView(r.Context(), ch.Box)
 	if err != nil {
-		return storeError(err, "", "")
+		return StoreError(err, "", "")
 	}
 	return writeJSON(w, http.StatusOK, v)
 }
@@ -117,7 +117,7 @@ func visitorPrincipal(r *http.Request) (string, error) {
 func (s *Server) listVisitors(w http.ResponseWriter, r *http.Request) error {
 	creds, err := s.cfg.Store.ListCredentials(r.Context())
 	if err != nil {
-		return storeError(err, "", "")
+		return StoreError(err, "", "")
 	}
 	out := VisitorList{Visitors: []VisitorView{}}
 	for _, c := range creds {
@@ -151,9 +151,9 @@ func (s *Server) removeVisitor(w http.ResponseWriter, r *http.Request) error {
 	}
 	id := payer.VisitorAnthropic(p)
 	if err := s.cfg.Store.DeleteCredential(r.Context(), id); err != nil {
-		return storeError(err, fmt.Sprintf("%s holds no credential here.", p), "")
+		return StoreError(err, fmt.Sprintf("%s holds no credential here.", p), "")
 	}
-	s.drop(store.ChangeCredential, id)
+	s.Drop(store.ChangeCredential, id)
 	s.log.Info("admin: visitor's credential removed", "principal", p)
 	w.WriteHeader(http.StatusNoContent)
 	return nil

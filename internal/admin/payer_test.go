@@ -209,27 +209,3 @@ func TestAdmin_Visitors(t *testing.T) {
 		t.Errorf("visitor's credential after DELETE: %v, want removed", err)
 	}
 }
-
-// TestClient_PrincipalWithASlash: a principal holding a slash is one path
-// segment through the client, not two.
-func TestClient_PrincipalWithASlash(t *testing.T) {
-	b := brokertest.New(t, brokertest.Options{})
-	ctx := context.Background()
-	c, err := admin.NewClient(b.AdminURL, b.AdminToken, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const p = "gitlab:group/ann"
-	if v, err := c.SetVisitor(ctx, p, []byte(visitorKey)); err != nil || v.Principal != p {
-		t.Fatalf("SetVisitor(%q) = %+v, %v, want it set", p, v, err)
-	}
-	if _, err := b.Server.Store.Credential(ctx, payer.VisitorAnthropic(p)); err != nil {
-		t.Errorf("Credential(visitor:%s) after SetVisitor = %v", p, err)
-	}
-	if err := c.RemoveVisitor(ctx, p); err != nil {
-		t.Errorf("RemoveVisitor(%q) = %v", p, err)
-	}
-	if vs, err := c.ListVisitors(ctx); err != nil || len(vs) != 0 {
-		t.Errorf("ListVisitors after removing = %+v, %v, want none", vs, err)
-	}
-}

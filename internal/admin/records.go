@@ -20,9 +20,9 @@ import (
 // MaxValue bounds a credential's or a secret's value, in bytes.
 const MaxValue = 16 << 10
 
-// checkValue refuses a value that is empty, too long, or holds a byte
+// CheckValue refuses a value that is empty, too long, or holds a byte
 // that cannot go in a header. The message never repeats the value.
-func checkValue(what, v string) error {
+func CheckValue(what, v string) error {
 	if v == "" {
 		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "The %s's value is empty.", what)
 	}
@@ -67,7 +67,7 @@ func credentialKind(id, value string) string {
 func (s *Server) listCredentials(w http.ResponseWriter, r *http.Request) error {
 	creds, err := s.cfg.Store.ListCredentials(r.Context())
 	if err != nil {
-		return storeError(err, "", "")
+		return StoreError(err, "", "")
 	}
 	out := CredentialList{Credentials: []CredentialView{}}
 	for _, c := range creds {
@@ -87,7 +87,7 @@ func (s *Server) setCredential(w http.ResponseWriter, r *http.Request) error {
 	}
 	if box, ok := strings.CutPrefix(id, "owner:"); ok {
 		if _, err := s.cfg.Store.Box(r.Context(), box); err != nil {
-			return storeError(err, fmt.Sprintf("There is no box named %s to hold an owner's credential.", box), "")
+			return StoreError(err, fmt.Sprintf("There is no box named %s to hold an owner's credential.", box), "")
 		}
 	}
 	v, err := s.putCredential(r.Context(), id, &cv.Value)
@@ -101,7 +101,7 @@ func (s *Server) setCredential(w http.ResponseWriter, r *http.Request) error {
 // clears *value, and returns how the API shows it. It waits until the
 // credential is in force on every replica.
 func (s *Server) putCredential(ctx context.Context, id string, value *string) (CredentialView, error) {
-	if err := checkValue("credential", *value); err != nil {
+	if err := CheckValue("credential", *value); err != nil {
 		return CredentialView{}, err
 	}
 	plain := []byte(*value)
@@ -114,11 +114,11 @@ func (s *Server) putCredential(ctx context.Context, id string, value *string) (C
 	}
 	c := store.Credential{ID: id, Sealed: sealed, UpdatedAt: s.cfg.Now().UTC()}
 	if err := s.cfg.Store.SetCredential(ctx, c); err != nil {
-		return CredentialView{}, storeError(err, "", "")
+		return CredentialView{}, StoreError(err, "", "")
 	}
 	if strings.HasPrefix(id, payer.VisitorPrefix) {
-		s.drop(store.ChangeCredential, id) // read from the store at each grant
-	} else if err := s.changed(ctx, store.ChangeCredential, id); err != nil {
+		s.Drop(store.ChangeCredential, id) // read from the store at each grant
+	} else if err := s.Changed(ctx, store.ChangeCredential, id); err != nil {
 		return CredentialView{}, err
 	}
 	s.log.Info("admin: credential set", "credential", id, "kind", kind)
@@ -131,9 +131,9 @@ func (s *Server) removeCredential(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	if err := s.cfg.Store.DeleteCredential(r.Context(), id); err != nil {
-		return storeError(err, fmt.Sprintf("No %s credential is set.", id), "")
+		return StoreError(err, fmt.Sprintf("No %s credential is set.", id), "")
 	}
-	if err := s.changed(r.Context(), store.ChangeCredential, id); err != nil {
+	if err := s.Changed(r.Context(), store.ChangeCredential, id); err != nil {
 		return err
 	}
 	s.log.Info("admin: credential removed", "credential", id)
@@ -146,9 +146,9 @@ func (s *Server) removeCredential(w http.ResponseWriter, r *http.Request) error 
 // ordinary text (as `boxbroker secret set` refuses it).
 const MinSecretLen = 8
 
-// secretHost checks an egress secret's host as `boxbroker secret set`
+// SecretHost checks an egress secret's host as `boxbroker secret set`
 // does (protocol.ParseSecretHost) and writes it in its canonical form.
-func secretHost(h string) (string, error) {
+func SecretHost(h string) (string, error) {
 	u, err := protocol.ParseSecretHost(h)
 	if err != nil || len(h) > 2048 {
 		msg := "A secret's host is the one base URL it may be sent to, such as https://api.github.com: http(s), with a host and no credentials, query or fragment."
@@ -160,8 +160,8 @@ func secretHost(h string) (string, error) {
 	return u.String(), nil
 }
 
-// secretName checks the {secret} path value.
-func secretName(r *http.Request) (string, error) {
+// SecretName checks the {secret} path value.
+func SecretName(r *http.Request) (string, error) {
 	name := r.PathValue("secret")
 	if !protocol.IsSecretName(name) {
 		return "", capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "A secret name matches ^[A-Z][A-Z0-9_]{0,39}$.")
@@ -169,17 +169,17 @@ func secretName(r *http.Request) (string, error) {
 	return name, nil
 }
 
-// secretViews lists box's secrets as the API and the owner's page show
+// SecretViews lists box's secrets as the API and the owner's page show
 // them: never a value; a minted or signing secret's kind and where it
 // stands (mint.State), so that a refused OAuth grant is flagged.
-func (s *Server) secretViews(ctx context.Context, box string) ([]SecretView, error) {
+func (s *Server) SecretViews(ctx context.Context, box string) ([]SecretView, error) {
 	list, err := s.cfg.Store.ListSecrets(ctx, box)
 	if err != nil {
-		return nil, storeError(err, "", "")
+		return nil, StoreError(err, "", "")
 	}
 	states, err := s.cfg.Store.ListMintStates(ctx, box)
 	if err != nil {
-		return nil, storeError(err, "", "")
+		return nil, StoreError(err, "", "")
 	}
 	var out []SecretView
 	for _, sec := range list {
@@ -187,7 +187,7 @@ func (s *Server) secretViews(ctx context.Context, box string) ([]SecretView, err
 		if sec.Kind != "" {
 			full, err := s.cfg.Store.Secret(ctx, box, sec.Name)
 			if err != nil {
-				return nil, storeError(err, "", "")
+				return nil, StoreError(err, "", "")
 			}
 			v.State = mint.State(full, states, s.cfg.Now())
 		}
@@ -197,11 +197,11 @@ func (s *Server) secretViews(ctx context.Context, box string) ([]SecretView, err
 }
 
 func (s *Server) listSecrets(w http.ResponseWriter, r *http.Request) error {
-	b, err := s.box(r)
+	b, err := s.Box(r)
 	if err != nil {
 		return err
 	}
-	views, err := s.secretViews(r.Context(), b.Name)
+	views, err := s.SecretViews(r.Context(), b.Name)
 	if err != nil {
 		return err
 	}
@@ -210,11 +210,11 @@ func (s *Server) listSecrets(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) setSecret(w http.ResponseWriter, r *http.Request) error {
-	b, err := s.box(r)
+	b, err := s.Box(r)
 	if err != nil {
 		return err
 	}
-	name, err := secretName(r)
+	name, err := SecretName(r)
 	if err != nil {
 		return err
 	}
@@ -222,11 +222,11 @@ func (s *Server) setSecret(w http.ResponseWriter, r *http.Request) error {
 	if err := readJSON(w, r, &sv); err != nil {
 		return err
 	}
-	host, err := secretHost(sv.Host)
+	host, err := SecretHost(sv.Host)
 	if err != nil {
 		return err
 	}
-	if err := checkValue("secret", sv.Value); err != nil {
+	if err := CheckValue("secret", sv.Value); err != nil {
 		return err
 	}
 	if len(sv.Value) < MinSecretLen {
@@ -242,9 +242,9 @@ func (s *Server) setSecret(w http.ResponseWriter, r *http.Request) error {
 	}
 	sec := store.Secret{Box: b.Name, Name: name, Host: host, Sealed: sealed, UpdatedAt: s.cfg.Now().UTC()}
 	if err := s.cfg.Store.SetSecret(r.Context(), sec); err != nil {
-		return storeError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
+		return StoreError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
 	}
-	if err := s.changed(r.Context(), store.ChangeSecret, b.Name+"/"+name); err != nil {
+	if err := s.Changed(r.Context(), store.ChangeSecret, b.Name+"/"+name); err != nil {
 		return err
 	}
 	s.log.Info("admin: secret set", "box", b.Name, "secret", name, "host", host)
@@ -252,18 +252,18 @@ func (s *Server) setSecret(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) removeSecret(w http.ResponseWriter, r *http.Request) error {
-	name, err := boxName(r)
+	name, err := BoxName(r)
 	if err != nil {
 		return err
 	}
-	secret, err := secretName(r)
+	secret, err := SecretName(r)
 	if err != nil {
 		return err
 	}
 	if err := s.cfg.Store.DeleteSecret(r.Context(), name, secret); err != nil {
-		return storeError(err, fmt.Sprintf("Box %s has no secret named %s.", name, secret), "")
+		return StoreError(err, fmt.Sprintf("Box %s has no secret named %s.", name, secret), "")
 	}
-	if err := s.changed(r.Context(), store.ChangeSecret, name+"/"+secret); err != nil {
+	if err := s.Changed(r.Context(), store.ChangeSecret, name+"/"+secret); err != nil {
 		return err
 	}
 	s.log.Info("admin: secret removed", "box", name, "secret", secret)
@@ -285,7 +285,7 @@ func limit(r *http.Request, def, max int) (int, error) {
 }
 
 func (s *Server) listFeedback(w http.ResponseWriter, r *http.Request) error {
-	b, err := s.box(r)
+	b, err := s.Box(r)
 	if err != nil {
 		return err
 	}
@@ -295,7 +295,7 @@ func (s *Server) listFeedback(w http.ResponseWriter, r *http.Request) error {
 	}
 	batches, err := s.cfg.Store.ListFeedback(r.Context(), b.Name)
 	if err != nil {
-		return storeError(err, "", "")
+		return StoreError(err, "", "")
 	}
 	out := FeedbackList{Count: len(batches), Batches: []FeedbackView{}}
 	for i := len(batches) - 1; i >= 0 && len(out.Batches) < n; i-- {
@@ -336,13 +336,13 @@ var errResource = capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
 	"A Fountain resource is a kind (conversation, sandbox or vault) and an id of 1 to 200 printable characters with no space or slash.")
 
 func (s *Server) listResources(w http.ResponseWriter, r *http.Request) error {
-	b, err := s.box(r)
+	b, err := s.Box(r)
 	if err != nil {
 		return err
 	}
 	list, err := s.cfg.Store.ListResources(r.Context(), b.Name)
 	if err != nil {
-		return storeError(err, "", "")
+		return StoreError(err, "", "")
 	}
 	out := ResourceList{Resources: []ResourceView{}}
 	for _, res := range list {
@@ -352,7 +352,7 @@ func (s *Server) listResources(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) addResource(w http.ResponseWriter, r *http.Request) error {
-	b, err := s.box(r)
+	b, err := s.Box(r)
 	if err != nil {
 		return err
 	}
@@ -365,10 +365,10 @@ func (s *Server) addResource(w http.ResponseWriter, r *http.Request) error {
 	}
 	res := store.Resource{Box: b.Name, Kind: nr.Kind, ID: nr.ID, At: s.cfg.Now().UTC()}
 	if err := s.cfg.Store.AddResource(r.Context(), res); err != nil {
-		return storeError(err, fmt.Sprintf("There is no box named %s.", b.Name),
+		return StoreError(err, fmt.Sprintf("There is no box named %s.", b.Name),
 			fmt.Sprintf("Fountain %s %s is another box's.", nr.Kind, nr.ID))
 	}
-	if err := s.changed(r.Context(), store.ChangeResource, nr.Kind+"/"+nr.ID); err != nil {
+	if err := s.Changed(r.Context(), store.ChangeResource, nr.Kind+"/"+nr.ID); err != nil {
 		return err
 	}
 	s.log.Info("admin: resource assigned", "box", b.Name, "kind", nr.Kind, "id", nr.ID)
@@ -376,7 +376,7 @@ func (s *Server) addResource(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) removeResource(w http.ResponseWriter, r *http.Request) error {
-	name, err := boxName(r)
+	name, err := BoxName(r)
 	if err != nil {
 		return err
 	}
@@ -392,9 +392,9 @@ func (s *Server) removeResource(w http.ResponseWriter, r *http.Request) error {
 		err = s.cfg.Store.DeleteResource(r.Context(), kind, id)
 	}
 	if err != nil {
-		return storeError(err, fmt.Sprintf("Box %s has no Fountain %s %s.", name, kind, id), "")
+		return StoreError(err, fmt.Sprintf("Box %s has no Fountain %s %s.", name, kind, id), "")
 	}
-	if err := s.changed(r.Context(), store.ChangeResource, kind+"/"+id); err != nil {
+	if err := s.Changed(r.Context(), store.ChangeResource, kind+"/"+id); err != nil {
 		return err
 	}
 	s.log.Info("admin: resource removed", "box", name, "kind", kind, "id", id)

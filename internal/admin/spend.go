@@ -195,7 +195,7 @@ func (s *Server) SpendReport(ctx context.Context, box, month string) (SpendRepor
 }
 
 func (s *Server) listBudgets(w http.ResponseWriter, r *http.Request) error {
-	name, err := boxName(r)
+	name, err := BoxName(r)
 	if err != nil {
 		return err
 	}
@@ -205,13 +205,13 @@ func (s *Server) listBudgets(w http.ResponseWriter, r *http.Request) error {
 	}
 	out, err := s.Budgets(r.Context(), name, month)
 	if err != nil {
-		return storeError(err, fmt.Sprintf("There is no box named %s.", name), "")
+		return StoreError(err, fmt.Sprintf("There is no box named %s.", name), "")
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
 
-// budgetPrincipal checks a budget's principal: nil or "" for the box's own.
-func budgetPrincipal(p *string) (string, error) {
+// BudgetPrincipal checks a budget's principal: nil or "" for the box's own.
+func BudgetPrincipal(p *string) (string, error) {
 	if p == nil || *p == "" {
 		return "", nil
 	}
@@ -222,8 +222,8 @@ func budgetPrincipal(p *string) (string, error) {
 	return *p, nil
 }
 
-// noBudget says box has no such budget.
-func noBudget(box, principal string) string {
+// NoBudget says box has no such budget.
+func NoBudget(box, principal string) string {
 	if principal == "" {
 		return "Box " + box + " has no budget of its own."
 	}
@@ -231,7 +231,7 @@ func noBudget(box, principal string) string {
 }
 
 func (s *Server) setBudget(w http.ResponseWriter, r *http.Request) error {
-	name, err := boxName(r)
+	name, err := BoxName(r)
 	if err != nil {
 		return err
 	}
@@ -239,7 +239,7 @@ func (s *Server) setBudget(w http.ResponseWriter, r *http.Request) error {
 	if err := readJSON(w, r, &bs); err != nil {
 		return err
 	}
-	principal, err := budgetPrincipal(bs.Principal)
+	principal, err := BudgetPrincipal(bs.Principal)
 	if err != nil {
 		return err
 	}
@@ -250,15 +250,15 @@ func (s *Server) setBudget(w http.ResponseWriter, r *http.Request) error {
 	}
 	b := store.Budget{Box: name, Principal: principal, Limit: limit, UpdatedAt: s.cfg.Now().UTC()}
 	if err := s.cfg.Store.SetBudget(r.Context(), b); err != nil {
-		return storeError(err, fmt.Sprintf("There is no box named %s.", name), "")
+		return StoreError(err, fmt.Sprintf("There is no box named %s.", name), "")
 	}
-	if err := s.changed(r.Context(), store.ChangeBudget, name); err != nil {
+	if err := s.Changed(r.Context(), store.ChangeBudget, name); err != nil {
 		return err
 	}
 	s.log.Info("admin: budget set", "box", name, "principal", principal, "limit", spend.FormatUSD(limit))
 	list, err := spend.Budgets(r.Context(), s.cfg.Store, name, spend.Month(s.cfg.Now()))
 	if err != nil {
-		return storeError(err, fmt.Sprintf("There is no box named %s.", name), "")
+		return StoreError(err, fmt.Sprintf("There is no box named %s.", name), "")
 	}
 	for _, bst := range list {
 		if bst.Principal == principal {
@@ -266,32 +266,32 @@ func (s *Server) setBudget(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	// Removed again between the two reads.
-	return storeError(store.ErrNotFound, noBudget(name, principal)+" (It was removed meanwhile.)", "")
+	return StoreError(store.ErrNotFound, NoBudget(name, principal)+" (It was removed meanwhile.)", "")
 }
 
 // removeBudget answers DELETE /api/boxes/{name}/budgets?principal=P, the
-// box's own budget when principal is absent. The calls it held are still
+// Box's own budget when principal is absent. The calls it held are still
 // measured, and no longer limited.
 func (s *Server) removeBudget(w http.ResponseWriter, r *http.Request) error {
-	name, err := boxName(r)
+	name, err := BoxName(r)
 	if err != nil {
 		return err
 	}
 	q := r.URL.Query().Get("principal")
-	principal, err := budgetPrincipal(&q)
+	principal, err := BudgetPrincipal(&q)
 	if err != nil {
 		return err
 	}
 	err = s.cfg.Store.DeleteBudget(r.Context(), name, principal)
 	if errors.Is(err, store.ErrNotFound) {
 		if _, berr := s.cfg.Store.Box(r.Context(), name); errors.Is(berr, store.ErrNotFound) {
-			return storeError(berr, fmt.Sprintf("There is no box named %s.", name), "")
+			return StoreError(berr, fmt.Sprintf("There is no box named %s.", name), "")
 		}
 	}
 	if err != nil {
-		return storeError(err, noBudget(name, principal), "")
+		return StoreError(err, NoBudget(name, principal), "")
 	}
-	if err := s.changed(r.Context(), store.ChangeBudget, name); err != nil {
+	if err := s.Changed(r.Context(), store.ChangeBudget, name); err != nil {
 		return err
 	}
 	s.log.Info("admin: budget removed", "box", name, "principal", principal)
@@ -300,7 +300,7 @@ func (s *Server) removeBudget(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) spendReport(w http.ResponseWriter, r *http.Request) error {
-	name, err := boxName(r)
+	name, err := BoxName(r)
 	if err != nil {
 		return err
 	}
@@ -310,7 +310,7 @@ func (s *Server) spendReport(w http.ResponseWriter, r *http.Request) error {
 	}
 	out, err := s.SpendReport(r.Context(), name, month)
 	if err != nil {
-		return storeError(err, fmt.Sprintf("There is no box named %s.", name), "")
+		return StoreError(err, fmt.Sprintf("There is no box named %s.", name), "")
 	}
 	return writeJSON(w, http.StatusOK, out)
 }

@@ -37,10 +37,10 @@ func Mint(ctx context.Context, st store.AdminTokens, name string, now time.Time)
 	return tok, t, nil
 }
 
-// lookup returns the admin token whose value is tok, comparing the
+// Lookup returns the admin token whose value is tok, comparing the
 // hashes in constant time. It returns token.ErrMissing for "" and
 // token.ErrUnknown for a token no admin token has.
-func (s *Server) lookup(ctx context.Context, tok string) (store.AdminToken, error) {
+func (s *Server) Lookup(ctx context.Context, tok string) (store.AdminToken, error) {
 	return token.Lookup(ctx, tok, s.cfg.Store.AdminTokenByHash, func(t store.AdminToken) string { return t.Hash })
 }
 
@@ -49,7 +49,7 @@ type adminTokenKey struct{}
 // authenticated lets a request through only with a known admin token.
 func (s *Server) authenticated(h func(http.ResponseWriter, *http.Request) error) func(http.ResponseWriter, *http.Request) error {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		t, err := s.lookup(r.Context(), token.Bearer(r.Header))
+		t, err := s.Lookup(r.Context(), token.Bearer(r.Header))
 		switch {
 		case errors.Is(err, token.ErrMissing):
 			w.Header().Set("WWW-Authenticate", `Bearer realm="boxbroker admin"`)
@@ -59,7 +59,7 @@ func (s *Server) authenticated(h func(http.ResponseWriter, *http.Request) error)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="boxbroker admin", error="invalid_token"`)
 			return capability.Errorf(http.StatusUnauthorized, protocol.TypeAuthn, "The token is no admin token at this broker.")
 		case err != nil:
-			return storeError(err, "", "")
+			return StoreError(err, "", "")
 		}
 		return h(w, r.WithContext(context.WithValue(r.Context(), adminTokenKey{}, t.ID)))
 	}

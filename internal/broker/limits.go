@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/protocol"
 )
@@ -24,19 +26,28 @@ type Limits struct {
 	Concurrent int
 }
 
-// limiter applies Limits per box.
+// limiter applies Limits per box: a token bucket (golang.org/x/time/rate)
+// for the rate, and a count of requests in flight. A box is forgotten
+// while it asks nothing: its entry goes once it has nothing in flight and
+// a full bucket, the state a new entry starts in, so that the map holds
+// only the boxes that are asking or have asked within the time their
+// bucket takes to fill (at most sweepEvery later).
 type limiter struct {
 	lim Limits
 	now func() time.Time
 
-	mu    sync.Mutex // guards boxes
+	mu    sync.Mutex // guards boxes and swept
 	boxes map[string]*boxLimit
+	swept time.Time // when sweepLocked last ran
 }
+
+// sweepEvery is how often acquire looks over every box for the idle
+// ones to forget, besides the box each release forgets.
+const sweepEvery = time.Minute
 
 // boxLimit is one box's bucket and in-flight count, guarded by limiter.mu.
 type boxLimit struct {
-	tokens   float64
-	last     time.Time
+	bucket   *rate.Limiter // nil when Limits has no Rate
 	inFlight int
 }
 
@@ -44,41 +55,67 @@ func newLimiter(l Limits, now func() time.Time) *limiter {
 	if l.Rate > 0 && l.Burst <= 0 {
 		l.Burst = int(math.Max(1, math.Ceil(l.Rate)))
 	}
-	return &limiter{lim: l, now: now, boxes: map[string]*boxLimit{}}
+	return &limiter{lim: l, now: now, boxes: map[string]*boxLimit{}, swept: now()}
 }
 
 // acquire admits one request of box, returning the function that ends it,
-// or a 429 refusal saying when to try again.
+// or a 429 refusal saying when to try again. The release may be called
+// more than once: only the first call ends the request.
 func (l *limiter) acquire(box string) (release func(), err error) {
 	if l.lim.Rate <= 0 && l.lim.Concurrent <= 0 {
 		return func() {}, nil
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	b := l.boxes[box]
 	now := l.now()
+	if now.Sub(l.swept) >= sweepEvery {
+		l.sweepLocked(now)
+	}
+	b := l.boxes[box]
 	if b == nil {
-		b = &boxLimit{tokens: float64(l.lim.Burst), last: now}
+		b = &boxLimit{}
+		if l.lim.Rate > 0 {
+			b.bucket = rate.NewLimiter(rate.Limit(l.lim.Rate), l.lim.Burst)
+		}
 		l.boxes[box] = b
 	}
 	if l.lim.Concurrent > 0 && b.inFlight >= l.lim.Concurrent {
 		return nil, tooMany(1, "This box has %d requests in flight, the most the broker allows one box; wait for one to finish.", l.lim.Concurrent)
 	}
-	if l.lim.Rate > 0 {
-		b.tokens = math.Min(float64(l.lim.Burst), b.tokens+now.Sub(b.last).Seconds()*l.lim.Rate)
-		b.last = now
-		if b.tokens < 1 {
-			wait := math.Ceil((1 - b.tokens) / l.lim.Rate)
-			return nil, tooMany(int(wait), "This box is over the broker's rate of %g requests a second.", l.lim.Rate)
-		}
-		b.tokens--
+	if b.bucket != nil && !b.bucket.AllowN(now, 1) {
+		wait := math.Ceil((1 - b.bucket.TokensAt(now)) / l.lim.Rate)
+		return nil, tooMany(int(wait), "This box is over the broker's rate of %g requests a second.", l.lim.Rate)
 	}
 	b.inFlight++
-	return func() {
-		l.mu.Lock()
-		b.inFlight--
-		l.mu.Unlock()
-	}, nil
+	var once sync.Once
+	return func() { once.Do(func() { l.release(box, b) }) }, nil
+}
+
+// release ends one request of box, whose entry is b, and forgets the box
+// when it is idle.
+func (l *limiter) release(box string, b *boxLimit) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b.inFlight--
+	if l.idleLocked(b, l.now()) && l.boxes[box] == b {
+		delete(l.boxes, box)
+	}
+}
+
+// idleLocked reports whether b is as a new entry would be: nothing in
+// flight, and its bucket full.
+func (l *limiter) idleLocked(b *boxLimit, now time.Time) bool {
+	return b.inFlight == 0 && (b.bucket == nil || b.bucket.TokensAt(now) >= float64(l.lim.Burst))
+}
+
+// sweepLocked forgets every idle box.
+func (l *limiter) sweepLocked(now time.Time) {
+	l.swept = now
+	for box, b := range l.boxes {
+		if l.idleLocked(b, now) {
+			delete(l.boxes, box)
+		}
+	}
 }
 
 // retryAfterError is a 429 refusal with its Retry-After.
@@ -95,7 +132,9 @@ func tooMany(seconds int, format string, args ...any) error {
 	if seconds < 1 {
 		seconds = 1
 	}
-	return &retryAfterError{err: capability.Errorf(http.StatusTooManyRequests, protocol.TypeRateLimit, format, args...), seconds: seconds}
+	e := capability.Errorf(http.StatusTooManyRequests, protocol.TypeRateLimit, format, args...)
+	e.Reason = "limit"
+	return &retryAfterError{err: e, seconds: seconds}
 }
 
 func (e *retryAfterError) retryAfter() string { return strconv.Itoa(e.seconds) }

@@ -53,9 +53,11 @@ type Record struct {
 	// Status is the answer's status.
 	Status int
 	// Reason is why the broker refused the request, from a short fixed
-	// list ("token", "declaration", "no route", "method", "encoding",
-	// "malformed report", "upstream failed", "aborted", or a status
-	// text); "" when it did not.
+	// list ("token", "paused", "declaration", "store", "limit", "cannot
+	// record", "no route", "method", "encoding", "malformed report",
+	// "upstream failed", "aborted"; the proxy's "no secret", "host" and
+	// "passthrough"; a capability.Error's own Reason; or a status text);
+	// "" when it did not.
 	Reason string
 	// Message is the refusal message the box was shown ("" when none);
 	// a not-found message names the route, not the path.

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"net/http"
 
 	"github.com/intentius/boxbroker/internal/capability"
@@ -52,8 +51,9 @@ func findTokens(r *http.Request, c capability.Capability) []string {
 }
 
 // Observe tells the broker's Observer (metrics and the audit log) of a
-// request answered outside ServeHTTP: the HTTPS proxy's CONNECT refusals
-// and passthrough tunnels. A nil Observer makes it a no-op.
+// request answered outside ServeHTTP: the HTTPS proxy's passthrough
+// tunnels (its refusals are told by Refuse). A nil Observer makes it a
+// no-op.
 //
 // Observe scrubs rec first, as every record the broker keeps is: its
 // method is OtherMethod unless a route could serve it, and every token
@@ -69,16 +69,7 @@ func (s *Server) Observe(rec *Record) {
 // concurrency bounds (Limits), for the HTTPS proxy's passthrough tunnels,
 // which the broker's handler never serves: a tunnel counts as one request
 // for the rate, and as one in flight until release is called. A refusal
-// is a 429 capability.Error; RetryAfter says when to try again.
+// is a 429 capability.Error, which Refuse answers with its Retry-After.
 func (s *Server) Acquire(box string) (release func(), err error) {
 	return s.limits.acquire(box)
-}
-
-// RetryAfter is the Retry-After of a refusal Acquire returned, or "".
-func RetryAfter(err error) string {
-	var ra *retryAfterError
-	if errors.As(err, &ra) {
-		return ra.retryAfter()
-	}
-	return ""
 }

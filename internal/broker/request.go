@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/protocol"
@@ -103,8 +104,9 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64) error {
 		leaveBody(w, r)
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return capability.Errorf(http.StatusRequestEntityTooLarge, protocol.TypeTooLarge,
-				"The request body is over %d bytes, encoded or decoded.", limit)
+			tl := capability.TooLarge(limit)
+			tl.Message = strings.TrimSuffix(tl.Message, ".") + ", encoded or decoded."
+			return tl
 		}
 		return &capability.Error{Status: http.StatusBadRequest, Type: protocol.TypeInvalid,
 			Message: "The request body could not be read as gzip, which its Content-Encoding names.", Err: err}

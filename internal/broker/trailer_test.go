@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/token"
 )
 
@@ -113,5 +114,50 @@ func TestBroker_RequestTrailerNeverReachesUpstream(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// trailerProbe is a capability that forwards nothing: it reads the body
+// it is handed and records the trailer fields it then sees.
+type trailerProbe struct {
+	mu   sync.Mutex // guards seen
+	seen []http.Header
+}
+
+func (p *trailerProbe) Name() string       { return "probe" }
+func (p *trailerProbe) Prefixes() []string { return []string{"/probe"} }
+func (p *trailerProbe) Scopes(r *http.Request) (capability.Need, bool, error) {
+	return capability.Need{Words: []string{"agent"}}, true, nil
+}
+
+func (p *trailerProbe) Serve(w http.ResponseWriter, r *http.Request, c *capability.Call) error {
+	_, _ = io.Copy(io.Discard, r.Body)
+	p.mu.Lock()
+	p.seen = append(p.seen, r.Trailer.Clone())
+	p.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// TestBroker_RequestTrailerNeverReachesACapability sends another box's
+// token in a chunked request's trailer to a capability that forwards
+// nothing through the proxy package: the broker itself drops the trailer,
+// so no capability, whatever it does with the request, can see or pass it on.
+func TestBroker_RequestTrailerNeverReachesACapability(t *testing.T) {
+	probe := &trailerProbe{}
+	b := brokertest.New(t, brokertest.Options{Extra: []capability.Capability{probe}})
+	box := b.AddBox("a")
+	other := b.AddBox("b")
+	b.Report(box, brokertest.Entry("probe", "agent"))
+	if status := sendChunked(t, b, "POST", "/probe/x", "Authorization: Bearer "+box, `{"a":1}`, other); status != http.StatusNoContent {
+		t.Fatalf("POST /probe/x with a trailer = %d, want 204", status)
+	}
+	probe.mu.Lock()
+	defer probe.mu.Unlock()
+	if len(probe.seen) != 1 {
+		t.Fatalf("the capability served %d requests, want 1", len(probe.seen))
+	}
+	if len(probe.seen[0]) != 0 {
+		t.Errorf("the capability saw the trailer %v, want none", probe.seen[0])
 	}
 }

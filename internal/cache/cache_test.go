@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/cache"
@@ -169,6 +170,9 @@ func TestCache_NotifiedAtOnce(t *testing.T) {
 	if err := other.RotateToken(ctx, "alpha", "h2"); err != nil {
 		t.Fatal(err)
 	}
+	// The notification comes from a PostgreSQL server over a real socket,
+	// which a synctest bubble cannot hold (its clock would not wait for
+	// the network): so this polls each millisecond, bounded by deadline.
 	for {
 		_, err := c.BoxByTokenHash(ctx, "h1")
 		if errors.Is(err, store.ErrNotFound) {
@@ -245,63 +249,71 @@ func TestCache_SecretFollowsTheChangeLog(t *testing.T) {
 // TestCache_SleepsUnread: a cache nobody reads stops polling; a token
 // revoked meanwhile (by another process, through the store) is refused
 // by the first read, which goes to the store and wakes the polling.
+//
+// It runs in a synctest bubble: the clock moves only when every goroutine
+// in it waits, so "no poll over 100 ms" speaks of the cache's timers, not
+// of how busy the machine is, and the test takes no wall time to wait.
 func TestCache_SleepsUnread(t *testing.T) {
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	var polls atomic.Int64
-	st := &counting{Store: openSQLite(t), onChanges: func() { polls.Add(1) }}
-	if err := st.CreateBox(ctx, store.Box{Name: "alpha", TokenHash: "h1", CreatedAt: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
-	const maxStale = 20 * time.Millisecond
-	c := cache.New(st, cache.Options{PollEvery: time.Millisecond, MaxStale: maxStale, IdleAfter: 30 * time.Millisecond})
-	done := make(chan struct{})
-	go func() { c.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		var polls atomic.Int64
+		st := &counting{Store: openSQLite(t), onChanges: func() { polls.Add(1) }}
+		if err := st.CreateBox(ctx, store.Box{Name: "alpha", TokenHash: "h1", CreatedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		const maxStale = 20 * time.Millisecond
+		c := cache.New(st, cache.Options{PollEvery: time.Millisecond, MaxStale: maxStale, IdleAfter: 30 * time.Millisecond})
+		done := make(chan struct{})
+		go func() { c.Run(ctx); close(done) }()
+		defer func() { cancel(); <-done }()
 
-	// Reads while it polls: answered from memory once a poll has begun.
-	deadline := time.Now().Add(30 * time.Second)
-	fromMemory(t, c, st, "h1", deadline)
+		// Reads while it polls: answered from memory once a poll has begun.
+		deadline := time.Now().Add(30 * time.Second)
+		fromMemory(t, c, st, "h1", deadline)
 
-	// Unread, it stops polling: no poll over 100 ms, once it has slept.
-	asleep := func() bool {
+		// Unread, it stops polling: no poll over 100 ms, once it has slept.
+		asleep := func() bool {
+			n := polls.Load()
+			time.Sleep(100 * time.Millisecond)
+			return polls.Load() == n
+		}
+		for !asleep() {
+			if time.Now().After(deadline) {
+				t.Fatal("the cache kept polling with nobody reading it")
+			}
+		}
+
+		// The token rotated elsewhere: the read that finds the cache asleep
+		// and stale goes to the store, and wakes the polling.
+		if err := st.RotateToken(ctx, "alpha", "h2"); err != nil {
+			t.Fatal(err)
+		}
+		before := st.lookups.Load()
+		if _, err := c.BoxByTokenHash(ctx, "h1"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("BoxByTokenHash(h1) after the rotation, the cache asleep = %v, want ErrNotFound", err)
+		}
+		if st.lookups.Load() == before {
+			t.Error("the read that found the cache asleep did not go to the store")
+		}
 		n := polls.Load()
-		time.Sleep(100 * time.Millisecond)
-		return polls.Load() == n
-	}
-	for !asleep() {
-		if time.Now().After(deadline) {
-			t.Fatal("the cache kept polling with nobody reading it")
+		for polls.Load() == n {
+			if time.Now().After(deadline) {
+				t.Fatal("a read did not wake the polling")
+			}
+			time.Sleep(time.Millisecond)
 		}
-	}
-
-	// The token rotated elsewhere: the read that finds the cache asleep
-	// and stale goes to the store, and wakes the polling.
-	if err := st.RotateToken(ctx, "alpha", "h2"); err != nil {
-		t.Fatal(err)
-	}
-	before := st.lookups.Load()
-	if _, err := c.BoxByTokenHash(ctx, "h1"); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("BoxByTokenHash(h1) after the rotation, the cache asleep = %v, want ErrNotFound", err)
-	}
-	if st.lookups.Load() == before {
-		t.Error("the read that found the cache asleep did not go to the store")
-	}
-	n := polls.Load()
-	for polls.Load() == n {
-		if time.Now().After(deadline) {
-			t.Fatal("a read did not wake the polling")
+		// Awake again, memory answers.
+		if b := fromMemory(t, c, st, "h2", deadline); b.Name != "alpha" {
+			t.Fatalf("BoxByTokenHash(h2) = %q, want alpha", b.Name)
 		}
-		time.Sleep(time.Millisecond)
-	}
-	// Awake again, memory answers.
-	if b := fromMemory(t, c, st, "h2", deadline); b.Name != "alpha" {
-		t.Fatalf("BoxByTokenHash(h2) = %q, want alpha", b.Name)
-	}
+	})
 }
 
 // fromMemory looks hash up until the cache answers without reading st,
-// and returns the box; it fails the test on an error or at deadline.
+// and returns the box; it fails the test on an error or at deadline. It
+// polls each millisecond: on the fake clock inside a synctest bubble, and
+// on the real one over PostgreSQL, whose socket no bubble can hold.
 func fromMemory(t *testing.T, c *cache.Cache, st *counting, hash string, deadline time.Time) store.Box {
 	t.Helper()
 	for {
@@ -321,23 +333,26 @@ func fromMemory(t *testing.T, c *cache.Cache, st *counting, hash string, deadlin
 }
 
 // TestCache_IdleAfterNegativeNeverSleeps: with IdleAfter below zero the
-// cache polls whether or not it is read.
+// cache polls whether or not it is read. It runs in a synctest bubble, so
+// the 50 ms it stays unread are the cache's clock's, not the machine's.
 func TestCache_IdleAfterNegativeNeverSleeps(t *testing.T) {
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	var polls atomic.Int64
-	st := &counting{Store: openSQLite(t), onChanges: func() { polls.Add(1) }}
-	c := cache.New(st, cache.Options{PollEvery: time.Millisecond, IdleAfter: -1})
-	done := make(chan struct{})
-	go func() { c.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
-	time.Sleep(50 * time.Millisecond) // past any idle bound a test would set
-	n := polls.Load()
-	deadline := time.Now().Add(30 * time.Second)
-	for polls.Load() < n+5 {
-		if time.Now().After(deadline) {
-			t.Fatal("a cache with IdleAfter below zero stopped polling unread")
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		var polls atomic.Int64
+		st := &counting{Store: openSQLite(t), onChanges: func() { polls.Add(1) }}
+		c := cache.New(st, cache.Options{PollEvery: time.Millisecond, IdleAfter: -1})
+		done := make(chan struct{})
+		go func() { c.Run(ctx); close(done) }()
+		defer func() { cancel(); <-done }()
+		time.Sleep(50 * time.Millisecond) // past any idle bound a test would set
+		n := polls.Load()
+		deadline := time.Now().Add(30 * time.Second)
+		for polls.Load() < n+5 {
+			if time.Now().After(deadline) {
+				t.Fatal("a cache with IdleAfter below zero stopped polling unread")
+			}
+			time.Sleep(time.Millisecond)
 		}
-		time.Sleep(time.Millisecond)
-	}
+	})
 }

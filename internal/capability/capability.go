@@ -50,7 +50,7 @@ type Capability interface {
 
 // TokenFinder is implemented by a capability whose requests carry the box's
 // token somewhere other than Authorization: Bearer or x-api-key (egress:
-// wherever the API expects its key). FindToken returns the candidate
+// wherever the API expects its key). FindTokens returns the candidate
 // tokens found in r; the broker accepts the request when exactly one
 // distinct candidate is a box's token.
 type TokenFinder interface {
@@ -139,13 +139,17 @@ var ErrNoCredential = errors.New("no credential is set for this payer")
 
 // Error is an error with the status, refusal type and message to show the
 // box. Err, when set, is logged and never shown. Header, when set, is
-// added to the refusal's answer (WWW-Authenticate, say).
+// added to the refusal's answer (WWW-Authenticate, say). Reason, when
+// set, is the short word the broker's records keep for why the request
+// was refused (broker.Record.Reason, such as "paused" or "store"); "" leaves
+// it to the broker (the status's text, where it knows no better).
 type Error struct {
 	Status  int
 	Type    string
 	Message string
 	Err     error
 	Header  http.Header
+	Reason  string
 }
 
 func (e *Error) Error() string {
@@ -164,8 +168,13 @@ func Errorf(status int, typ, format string, args ...any) *Error {
 
 // NotFound is the refusal for a path a capability does not serve.
 func NotFound(r *http.Request) *Error {
-	return &Error{Status: http.StatusNotFound, Type: protocol.TypeNotFound,
-		Message: fmt.Sprintf("The broker serves no %s %s.", r.Method, r.URL.Path)}
+	return &Error{Status: http.StatusNotFound, Type: protocol.TypeNotFound, Message: NotFoundMessage(r.Method, r.URL.Path)}
+}
+
+// NotFoundMessage is NotFound's message for a request in method for path
+// (or, in a record, the route it names).
+func NotFoundMessage(method, path string) string {
+	return fmt.Sprintf("The broker serves no %s %s.", method, path)
 }
 
 // Owns reports whether path belongs to prefix: it equals it or continues

@@ -362,12 +362,10 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 			name, call.Box.Name, name)
 	}
 	if err != nil {
-		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
-			Message: "The broker cannot read its store just now; try again shortly.", Err: err}
+		return capability.Unavailable(err)
 	}
-	if call.Token == "" { // the broker always authenticates egress; never swap an empty string
-		return capability.Errorf(http.StatusForbidden, protocol.TypePermission, "The request carries no box token.")
-	}
+	// The broker always authenticates egress; Forward refuses an empty
+	// token all the same, never to swap an empty string.
 	return c.Forward(w, r, call.Box.Name, call.Token, sec, tail)
 }
 
@@ -402,8 +400,7 @@ func (c *Capability) Forward(w http.ResponseWriter, r *http.Request, box, token 
 		c.written.sentValue(f.host, box, name, f.value, c.now())
 	}
 	if f.extra, err = c.hostForms(r.Context(), box, token, sec, f.host); err != nil {
-		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
-			Message: "The broker cannot read its store just now; try again shortly.", Err: err}
+		return capability.Unavailable(err)
 	}
 	target, err := outbound(base, tail, r.URL.RawQuery, token, f.value)
 	var pe *pathError
@@ -415,7 +412,7 @@ func (c *Capability) Forward(w http.ResponseWriter, r *http.Request, box, token 
 	}
 	f.target, f.addr = target, dialAddr(target)
 	if r.ContentLength > c.cfg.MaxBody {
-		return capability.Errorf(http.StatusRequestEntityTooLarge, protocol.TypeTooLarge, "The request body is over %d bytes.", c.cfg.MaxBody)
+		return capability.TooLarge(c.cfg.MaxBody)
 	}
 	if r.Body != nil && r.Body != http.NoBody {
 		r.Body = http.MaxBytesReader(w, r.Body, c.cfg.MaxBody)
@@ -425,8 +422,7 @@ func (c *Capability) Forward(w http.ResponseWriter, r *http.Request, box, token 
 			return err
 		}
 	} else if err := swapBody(r, token, f.value); err != nil {
-		return &capability.Error{Status: http.StatusBadRequest, Type: protocol.TypeInvalid,
-			Message: "The broker could not read the request body.", Err: err}
+		return capability.UnreadableBody(err)
 	}
 	f.setForms(nil)
 	c.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, f)))
@@ -517,8 +513,7 @@ func signedBody(r *http.Request, f *flight) error {
 	if readable(r) {
 		b, err := readBody(r)
 		if err != nil {
-			return &capability.Error{Status: http.StatusBadRequest, Type: protocol.TypeInvalid,
-				Message: "The broker could not read the request body.", Err: err}
+			return capability.UnreadableBody(err)
 		}
 		if holds(string(b), f.token) {
 			return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
@@ -707,7 +702,8 @@ func (c *Capability) errorHandler(w http.ResponseWriter, r *http.Request, err er
 	status, typ, msg := proxy.Classify(err, what)
 	switch {
 	case errors.As(err, &mbe):
-		status, typ, msg = http.StatusRequestEntityTooLarge, protocol.TypeTooLarge, fmt.Sprintf("The request body is over %d bytes.", mbe.Limit)
+		tl := capability.TooLarge(mbe.Limit)
+		status, typ, msg = tl.Status, tl.Type, tl.Message
 	case errors.Is(err, errTokenLeft):
 		status, typ, msg = http.StatusBadRequest, protocol.TypeInvalid,
 			"The request carries the box's token in a form the broker does not swap (it swaps header values, Basic credentials and the query); it was not sent."

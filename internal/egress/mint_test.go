@@ -466,8 +466,7 @@ func TestMint_EndpointRedirectNotFollowed(t *testing.T) {
 		t.Errorf("the other server was asked: %s %s", r.URL, body)
 	}))
 	defer other.Close()
-	var e *mintEnv
-	e = newMintEnv(t, func(w http.ResponseWriter, r *http.Request) {
+	e := newMintEnv(t, func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, other.URL+"/steal", http.StatusTemporaryRedirect)
 	})
 	e.set(t, "API", mint.KindOAuth2, oauthConfig(e))

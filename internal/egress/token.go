@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strings"
 
 	"github.com/intentius/boxbroker/internal/capability"
@@ -12,10 +11,6 @@ import (
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/token"
 )
-
-// tokenRE matches a box token as boxbroker mints them: the prefix and 43
-// base64url characters (a longer run is returned whole, and is no box's).
-var tokenRE = regexp.MustCompile(regexp.QuoteMeta(token.BoxPrefix) + `[A-Za-z0-9_-]{43,}`)
 
 // FindTokens returns every box token r carries wherever an API might
 // expect its key: in any request header (Authorization: Bearer, Basic
@@ -31,9 +26,7 @@ func (c *Capability) FindTokens(r *http.Request) []string {
 	var found []string
 	scan := func(s string) {
 		s = unescapeLoose(s)
-		if strings.Contains(s, token.BoxPrefix) {
-			found = append(found, tokenRE.FindAllString(s, -1)...)
-		}
+		found = token.AppendFound(found, s, token.BoxPrefix)
 	}
 	for k, vs := range r.Header {
 		scan(k)

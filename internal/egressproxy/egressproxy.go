@@ -26,7 +26,7 @@
 //     the box removed, or its report no longer declaring what the tunnel
 //     needs.
 //   - An allowed CONNECT is intercepted: the broker ends TLS (1.2 and
-//     later) with a leaf certificate for the host from its CA (package
+//     later) with a leaf certificate for the host from its CA (CA, in
 //     ca.go), and serves the tunnel's requests with net/http, HTTP/1.1
 //     or HTTP/2 as the client offers through ALPN.
 //   - Each request in the tunnel whose Host is the CONNECT's host is
@@ -275,9 +275,6 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-// Close stops serving intercepted tunnels (Serve does it as ctx ends).
-func (p *Proxy) Close() error { return p.inner.Close() }
-
 // target is where a box asked the proxy to go: a CONNECT's host:port
 // (scheme https) or a plain request's (scheme http).
 type target struct {
@@ -308,56 +305,46 @@ func (p *Proxy) serveProxy(w http.ResponseWriter, r *http.Request) {
 	case r.URL.IsAbs():
 		p.plain(w, r)
 	default:
-		protocol.WriteRefusal(w, http.StatusBadRequest, protocol.TypeInvalid,
-			"This is boxbroker's egress proxy: send CONNECT host:port, or a plain-HTTP request in absolute form, with the box's token in Proxy-Authorization (HTTPS_PROXY=http://box:<token>@<this address>).")
+		p.refuse(w, r, nil, capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "%s",
+			"This is boxbroker's egress proxy: send CONNECT host:port, or a plain-HTTP request in absolute form, with the box's token in Proxy-Authorization (HTTPS_PROXY=http://box:<token>@<this address>)."), p.cfg.Now(), RouteTunnel)
 	}
 }
 
-// refusal is a refusal the proxy answers itself, with why for the
-// audit log.
-type refusal struct {
-	status int
-	typ    string
-	msg    string
-	reason string
-	header http.Header
-}
-
-func (e *refusal) Error() string { return e.msg }
-
 // admit authenticates r's box by its Proxy-Authorization and applies the
 // rule for to; it returns the tunnel, passthrough true for a host on the
-// passthrough list, or the refusal.
+// passthrough list, or the refusal (with the tunnel, when the box is
+// known).
 func (p *Proxy) admit(r *http.Request, to target) (t *tunnel, passthrough bool, err error) {
 	return p.judge(r.Context(), token.FromProxyAuthorization(r.Header), to)
 }
 
 // judge applies the rule for to to the box whose token is tok, as admit
-// does for a CONNECT and the re-check for an open tunnel.
+// does for a CONNECT and the re-check for an open tunnel. The broker
+// admits the box (its token, its pause, its report); the proxy chooses
+// the words: the names of the box's secrets pinned to to, of which the
+// box's report must declare at least one.
 func (p *Proxy) judge(ctx context.Context, tok string, to target) (t *tunnel, passthrough bool, err error) {
-	box, err := token.Lookup(ctx, tok, p.cfg.Cache.BoxByTokenHash, func(b store.Box) string { return b.TokenHash })
-	if err != nil {
-		if !token.Refused(err) {
-			return nil, false, p.unavailable(err)
-		}
+	adm, err := p.cfg.Broker.AdmitBox(ctx, tok, protocol.Egress)
+	if token.Refused(err) {
 		msg := "The proxy needs the box's token in Proxy-Authorization: set HTTPS_PROXY=http://box:<token>@<this address> (Basic, any user, the token as the password), or send Proxy-Authorization: Bearer <token>."
 		if tok != "" {
 			msg = "The token in Proxy-Authorization is no box's token at this broker."
 		}
-		return nil, false, &refusal{status: http.StatusProxyAuthRequired, typ: protocol.TypeAuthn, msg: msg, reason: "token",
-			header: http.Header{"Proxy-Authenticate": {`Basic realm="boxbroker egress proxy"`}}}
+		return nil, false, &capability.Error{Status: http.StatusProxyAuthRequired, Type: protocol.TypeAuthn, Message: msg, Reason: "token",
+			Header: http.Header{"Proxy-Authenticate": {`Basic realm="boxbroker egress proxy"`}}}
 	}
-	t = &tunnel{box: box.Name, token: tok, to: to}
-	if box.Paused {
-		return t, false, &refusal{status: http.StatusForbidden, typ: protocol.TypePermission, reason: "paused",
-			msg: fmt.Sprintf("This box is paused by its owner, so the broker serves it nothing until the owner resumes it (`boxbroker box resume %s`).", box.Name)}
+	if adm != nil {
+		t = &tunnel{box: adm.Box.Name, token: tok, to: to}
 	}
-	secs, err := p.cfg.Secrets.ListSecrets(ctx, box.Name)
 	if err != nil {
-		return t, false, p.unavailable(err)
+		return t, false, err
+	}
+	secs, err := p.cfg.Secrets.ListSecrets(ctx, adm.Box.Name)
+	if err != nil {
+		return t, false, capability.Unavailable(err)
 	}
 	if to.scheme == "https" && p.passthrough[to.addr()] {
-		return t, true, p.judgePassthrough(ctx, box.Name, secs, to)
+		return t, true, p.judgePassthrough(adm, secs, to)
 	}
 	var pinned []string
 	for _, s := range secs {
@@ -367,23 +354,19 @@ func (p *Proxy) judge(ctx context.Context, tok string, to target) (t *tunnel, pa
 	}
 	where := to.scheme + "://" + to.addr()
 	if len(pinned) == 0 {
-		return t, false, &refusal{status: http.StatusForbidden, typ: protocol.TypePermission, reason: "no secret",
-			msg: fmt.Sprintf("No egress secret of this box is pinned to %s, so the broker's proxy does not reach it: egress goes only to a host a secret is pinned to, by its exact host and port; its owner pins one with `boxbroker secret set %s NAME --host %s`.",
-				where, box.Name, where)}
-	}
-	d, err := p.cfg.Cache.Declaration(ctx, box.Name)
-	if err != nil {
-		return t, false, p.unavailable(err)
+		return t, false, &capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Reason: "no secret",
+			Message: fmt.Sprintf("No egress secret of this box is pinned to %s, so the broker's proxy does not reach it: egress goes only to a host a secret is pinned to, by its exact host and port; its owner pins one with `boxbroker secret set %s NAME --host %s`.",
+				where, adm.Box.Name, where)}
 	}
 	for _, name := range pinned {
-		if protocol.DeclaredRefusal(d, p.cfg.BrokerWord, protocol.Egress, name) == "" {
+		if adm.Refusal(name) == nil {
 			t.names = append(t.names, name)
 		}
 	}
 	if len(t.names) == 0 {
-		return t, false, &refusal{status: http.StatusForbidden, typ: protocol.TypePermission, reason: "declaration",
-			msg: fmt.Sprintf("The proxy reaches %s through egress with the scope word of a secret pinned there (%s), and this box declares none of them. %s",
-				where, strings.Join(pinned, ", "), protocol.DeclaredRefusal(d, p.cfg.BrokerWord, protocol.Egress, pinned[0]))}
+		return t, false, &capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Reason: "declaration",
+			Message: fmt.Sprintf("The proxy reaches %s through egress with the scope word of a secret pinned there (%s), and this box declares none of them. %s",
+				where, strings.Join(pinned, ", "), adm.Refusal(pinned[0]).Message)}
 	}
 	return t, false, nil
 }
@@ -394,19 +377,16 @@ func (p *Proxy) judge(ctx context.Context, tok string, to target) (t *tunnel, pa
 // shared by its ports). The broker does not read a passthrough tunnel,
 // so what it wrote to a secret's host for the box (the value, a token it
 // minted, a signature) could come back through one unredacted.
-func (p *Proxy) judgePassthrough(ctx context.Context, box string, secs []store.Secret, to target) error {
-	d, err := p.cfg.Cache.Declaration(ctx, box)
-	if err != nil {
-		return p.unavailable(err)
-	}
+func (p *Proxy) judgePassthrough(adm *broker.Admission, secs []store.Secret, to target) error {
+	d := adm.Report
 	if d == nil {
-		return &refusal{status: http.StatusForbidden, typ: protocol.TypePermission, reason: "declaration",
-			msg: fmt.Sprintf("The broker has no declaration from this box yet, so it brokers nothing for it, and its proxy tunnels nothing: a tunnel to %s needs an egress entry brokered by %s in the box block of its chant.workspace.json, reported to %s.",
+		return &capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Reason: "declaration",
+			Message: fmt.Sprintf("The broker has no declaration from this box yet, so it brokers nothing for it, and its proxy tunnels nothing: a tunnel to %s needs an egress entry brokered by %s in the box block of its chant.workspace.json, reported to %s.",
 				to.addr(), p.cfg.BrokerWord, protocol.RouteDeclaration)}
 	}
 	if d.Find(protocol.Egress, p.cfg.BrokerWord) == nil {
-		return &refusal{status: http.StatusForbidden, typ: protocol.TypePermission, reason: "declaration",
-			msg: fmt.Sprintf("This box declares no egress capability brokered by %s, so the broker's proxy tunnels nothing for it, not even to %s. Add an egress entry brokered by %s to the box block in its chant.workspace.json.",
+		return &capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Reason: "declaration",
+			Message: fmt.Sprintf("This box declares no egress capability brokered by %s, so the broker's proxy tunnels nothing for it, not even to %s. Add an egress entry brokered by %s to the box block in its chant.workspace.json.",
 				p.cfg.BrokerWord, to.addr(), p.cfg.BrokerWord)}
 	}
 	var pinned []string
@@ -416,17 +396,11 @@ func (p *Proxy) judgePassthrough(ctx context.Context, box string, secs []store.S
 		}
 	}
 	if len(pinned) > 0 {
-		return &refusal{status: http.StatusForbidden, typ: protocol.TypePermission, reason: "passthrough",
-			msg: fmt.Sprintf("%s is on the broker's passthrough list (--proxy-passthrough), and this box's secret %s is pinned to %s: the broker does not read a passthrough tunnel, so it could not keep out of it what it wrote there for this box (a secret's value, a token it minted), and it opens none. Its operator takes %s off --proxy-passthrough, so the proxy reaches it through egress, or pins the secret elsewhere.",
+		return &capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Reason: "passthrough",
+			Message: fmt.Sprintf("%s is on the broker's passthrough list (--proxy-passthrough), and this box's secret %s is pinned to %s: the broker does not read a passthrough tunnel, so it could not keep out of it what it wrote there for this box (a secret's value, a token it minted), and it opens none. Its operator takes %s off --proxy-passthrough, so the proxy reaches it through egress, or pins the secret elsewhere.",
 				to.addr(), strings.Join(pinned, ", "), to.host, to.host)}
 	}
 	return nil
-}
-
-func (p *Proxy) unavailable(err error) *refusal {
-	p.log.Error("proxy: store", "err", err)
-	return &refusal{status: http.StatusServiceUnavailable, typ: protocol.TypeAPI, reason: "store",
-		msg: "The broker cannot read its store just now; try again shortly."}
 }
 
 // pinnedTo reports whether the secret host base names exactly to's
@@ -462,17 +436,14 @@ func parseTarget(scheme, authority string) (target, bool) {
 	return target{scheme: scheme, host: strings.ToLower(host), port: port}, true
 }
 
-// refuse writes e, and tells the audit log of a refusal of a known box.
-func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, t *tunnel, e *refusal, start time.Time, route string) {
-	for k, vs := range e.header {
-		w.Header()[k] = vs
+// refuse answers r with the refusal err through the broker's writer
+// (broker.Refuse), which records it when t, the tunnel, names a box.
+func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, t *tunnel, err error, start time.Time, route string) {
+	rec := &broker.Record{At: start, Method: r.Method, Route: route, Capability: protocol.Egress}
+	if t != nil {
+		rec.Box, rec.Words = t.box, t.names
 	}
-	protocol.WriteRefusal(w, e.status, e.typ, e.msg)
-	if t == nil || t.box == "" {
-		return // no box's token: not recorded one by one
-	}
-	p.cfg.Broker.Observe(&broker.Record{At: start, Method: r.Method, Route: route, Box: t.box, Capability: protocol.Egress,
-		Words: t.names, Status: e.status, Reason: e.reason, Message: e.msg, Duration: p.cfg.Now().Sub(start)})
+	p.cfg.Broker.Refuse(w, r, err, rec)
 }
 
 // connect serves CONNECT host:port.
@@ -480,22 +451,21 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 	start := p.cfg.Now()
 	to, ok := parseTarget("https", r.Host)
 	if !ok {
-		protocol.WriteRefusal(w, http.StatusBadRequest, protocol.TypeInvalid, "CONNECT takes host:port, such as api.github.com:443.")
+		p.refuse(w, r, nil, capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "CONNECT takes host:port, such as api.github.com:443."), start, RouteConnect)
 		return
 	}
 	t, passthrough, err := p.admit(r, to)
-	var e *refusal
-	if errors.As(err, &e) {
-		p.refuse(w, r, t, e, start, RouteConnect)
+	if err != nil {
+		p.refuse(w, r, t, err, start, RouteConnect)
 		return
 	}
 	route := RouteConnect
 	if passthrough {
 		route = RoutePassthrough
 	}
-	h, e := p.hold(t, passthrough)
-	if e != nil {
-		p.refuse(w, r, t, e, start, route)
+	h, err := p.hold(t, passthrough)
+	if err != nil {
+		p.refuse(w, r, t, err, start, route)
 		return
 	}
 	if passthrough {
@@ -506,8 +476,8 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 	leaf, err := p.cfg.CA.Leaf(to.host)
 	if err != nil {
 		p.release(h)
-		p.log.Error("proxy: leaf certificate", "host", to.host, "err", err)
-		protocol.WriteRefusal(w, http.StatusInternalServerError, protocol.TypeAPI, "The broker could not make a certificate for the host.")
+		p.refuse(w, r, nil, &capability.Error{Status: http.StatusInternalServerError, Type: protocol.TypeAPI,
+			Message: "The broker could not make a certificate for the host.", Err: fmt.Errorf("proxy: leaf certificate for %s: %w", to.host, err)}, start, RouteConnect)
 		return
 	}
 	conn, err := hijack(w)
@@ -529,7 +499,8 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 }
 
 // hijack takes over a CONNECT's connection and answers it 200; bytes the
-// client sent already (its TLS hello) are read first.
+// client sent already (its TLS hello) are read first. When the 200
+// cannot be written, the connection is closed and the error returned.
 func hijack(w http.ResponseWriter) (net.Conn, error) {
 	conn, rw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
@@ -537,10 +508,11 @@ func hijack(w http.ResponseWriter) (net.Conn, error) {
 		return nil, err
 	}
 	_ = conn.SetDeadline(time.Time{})
-	if _, err := rw.WriteString("HTTP/1.1 200 Connection established\r\n\r\n"); err == nil {
+	if _, err = rw.WriteString("HTTP/1.1 200 Connection established\r\n\r\n"); err == nil {
 		err = rw.Flush()
 	}
 	if err != nil {
+		// The client is gone: the tunnel is not opened.
 		conn.Close()
 		return nil, err
 	}
@@ -562,12 +534,12 @@ func (c *bufferedConn) Read(b []byte) (int, error) { return c.r.Read(b) }
 func (p *Proxy) serveTunnel(w http.ResponseWriter, r *http.Request) {
 	t, _ := r.Context().Value(tunnelKey{}).(*tunnel)
 	if t == nil {
-		protocol.WriteRefusal(w, http.StatusInternalServerError, protocol.TypeAPI, "The proxy lost this tunnel.")
+		p.refuse(w, r, nil, capability.Errorf(http.StatusInternalServerError, protocol.TypeAPI, "The proxy lost this tunnel."), p.cfg.Now(), RouteTunnel)
 		return
 	}
 	if !sameHost(r.Host, t.to) {
-		p.refuse(w, r, t, &refusal{status: http.StatusForbidden, typ: protocol.TypePermission, reason: "host",
-			msg: fmt.Sprintf("This tunnel was opened to %s; the proxy serves in it only requests for that host, and this request names a Host other than the tunnel's.", t.to.addr())},
+		p.refuse(w, r, t, &capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Reason: "host",
+			Message: fmt.Sprintf("This tunnel was opened to %s; the proxy serves in it only requests for that host, and this request names a Host other than the tunnel's.", t.to.addr())},
 			p.cfg.Now(), RouteTunnel)
 		return
 	}
@@ -578,7 +550,7 @@ func (p *Proxy) serveTunnel(w http.ResponseWriter, r *http.Request) {
 func (p *Proxy) plain(w http.ResponseWriter, r *http.Request) {
 	start := p.cfg.Now()
 	if r.URL.Scheme != "http" {
-		protocol.WriteRefusal(w, http.StatusBadRequest, protocol.TypeInvalid, "The proxy takes https:// through CONNECT; a request in absolute form must be http://.")
+		p.refuse(w, r, nil, capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "The proxy takes https:// through CONNECT; a request in absolute form must be http://."), start, RouteTunnel)
 		return
 	}
 	port := r.URL.Port()
@@ -587,13 +559,12 @@ func (p *Proxy) plain(w http.ResponseWriter, r *http.Request) {
 	}
 	to, ok := parseTarget("http", net.JoinHostPort(r.URL.Hostname(), port))
 	if !ok || !sameHost(r.Host, to) {
-		protocol.WriteRefusal(w, http.StatusBadRequest, protocol.TypeInvalid, "The request's Host is not its URL's host.")
+		p.refuse(w, r, nil, capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "The request's Host is not its URL's host."), start, RouteTunnel)
 		return
 	}
 	t, _, err := p.admit(r, to)
-	var e *refusal
-	if errors.As(err, &e) {
-		p.refuse(w, r, t, e, start, RouteTunnel)
+	if err != nil {
+		p.refuse(w, r, t, err, start, RouteTunnel)
 		return
 	}
 	p.forward(w, r, t)
@@ -620,7 +591,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t *tunnel) {
 	for _, n := range t.names {
 		sec, err := p.cfg.Cache.Secret(ctx, t.box, n)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			p.refuse(w, r, t, p.unavailable(err), p.cfg.Now(), RouteTunnel)
+			p.refuse(w, r, t, capability.Unavailable(err), p.cfg.Now(), RouteTunnel)
 			return
 		}
 		if err != nil || !pinnedTo(sec.Host, t.to) {
@@ -635,14 +606,14 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t *tunnel) {
 		name, tail, best = n, rest, len(prefix)
 	}
 	if name == "" {
-		p.refuse(w, r, t, &refusal{status: http.StatusForbidden, typ: protocol.TypePermission, reason: "no secret",
-			msg: fmt.Sprintf("No secret of this box that its egress entry lists (%s) is pinned to %s with a base path this request's path is under.", strings.Join(t.names, ", "), t.to.addr())},
+		p.refuse(w, r, t, &capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Reason: "no secret",
+			Message: fmt.Sprintf("No secret of this box that its egress entry lists (%s) is pinned to %s with a base path this request's path is under.", strings.Join(t.names, ", "), t.to.addr())},
 			p.cfg.Now(), RouteTunnel)
 		return
 	}
 	u, err := url.ParseRequestURI(protocol.PrefixEgress + "/" + name + tail)
 	if err != nil {
-		protocol.WriteRefusal(w, http.StatusBadRequest, protocol.TypeInvalid, "The request's path is not one the proxy can forward.")
+		p.refuse(w, r, nil, capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "The request's path is not one the proxy can forward."), p.cfg.Now(), RouteTunnel)
 		return
 	}
 	u.RawQuery = r.URL.RawQuery
@@ -665,23 +636,15 @@ func (p *Proxy) passthroughTunnel(w http.ResponseWriter, r *http.Request, h *hel
 	// request: it is one request, in flight until it ends.
 	release, err := p.cfg.Broker.Acquire(t.box)
 	if err != nil {
-		var ce *capability.Error
-		e := &refusal{status: http.StatusTooManyRequests, typ: protocol.TypeRateLimit, reason: "limit", msg: err.Error()}
-		if errors.As(err, &ce) {
-			e.msg = ce.Message
-		}
-		if ra := broker.RetryAfter(err); ra != "" {
-			e.header = http.Header{"Retry-After": {ra}}
-		}
-		p.refuse(w, r, t, e, start, RoutePassthrough)
+		p.refuse(w, r, t, err, start, RoutePassthrough)
 		return
 	}
 	defer release()
 	up, err := p.cfg.Dial(r.Context(), "tcp", t.to.addr())
 	if err != nil {
 		p.log.Warn("proxy: passthrough dial", "addr", t.to.addr(), "err", err)
-		e := &refusal{status: http.StatusBadGateway, typ: protocol.TypeAPI, reason: "upstream failed", msg: "The passthrough host " + t.to.addr() + " could not be reached."}
-		p.refuse(w, r, t, e, start, RoutePassthrough)
+		p.refuse(w, r, t, &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI, Reason: "upstream failed",
+			Message: "The passthrough host " + t.to.addr() + " could not be reached."}, start, RoutePassthrough)
 		return
 	}
 	conn, err := hijack(w)
@@ -758,13 +721,13 @@ func (h *held) why() string {
 
 // hold counts a tunnel for t against its box's MaxTunnels, or returns
 // the 429 refusal past it. The caller releases it when it ends.
-func (p *Proxy) hold(t *tunnel, pass bool) (*held, *refusal) {
+func (p *Proxy) hold(t *tunnel, pass bool) (*held, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	set := p.open[t.box]
 	if n := len(set); p.cfg.MaxTunnels > 0 && n >= p.cfg.MaxTunnels {
-		return nil, &refusal{status: http.StatusTooManyRequests, typ: protocol.TypeRateLimit, reason: "limit",
-			msg: fmt.Sprintf("This box holds %d tunnels open through the broker's proxy, as many as it may (the box's concurrency bound, --box-concurrent); one must end, or idle out, before it opens another.", n)}
+		return nil, &capability.Error{Status: http.StatusTooManyRequests, Type: protocol.TypeRateLimit, Reason: "limit",
+			Message: fmt.Sprintf("This box holds %d tunnels open through the broker's proxy, as many as it may (the box's concurrency bound, --box-concurrent); one must end, or idle out, before it opens another.", n)}
 	}
 	if set == nil {
 		set = map[*held]struct{}{}
@@ -844,31 +807,25 @@ func (p *Proxy) recheck(ctx context.Context) {
 	p.mu.Unlock()
 	for k, hs := range groups {
 		_, pass, err := p.judge(ctx, k.token, k.to)
-		var e *refusal
-		if errors.As(err, &e) && e.reason == "store" {
+		var e *capability.Error
+		if err != nil && (!errors.As(err, &e) || e.Status == http.StatusServiceUnavailable) {
+			p.log.Warn("proxy: judge open tunnels again", "err", err)
 			return
 		}
 		if e == nil && pass == hs[0].pass {
 			continue
 		}
-		why := "its box may no longer reach " + k.to.addr()
+		why, reason := "its box may no longer reach "+k.to.addr(), "rule"
 		if e != nil {
-			why = e.msg
+			why, reason = e.Message, e.Reason
 		}
 		for _, h := range hs {
 			if h.why() == "" {
-				p.log.Info("proxy: tunnel closed", "box", h.t.box, "addr", k.to.addr(), "passthrough", h.pass, "reason", reasonOf(e))
+				p.log.Info("proxy: tunnel closed", "box", h.t.box, "addr", k.to.addr(), "passthrough", h.pass, "reason", reason)
 			}
 			h.close(why)
 		}
 	}
-}
-
-func reasonOf(e *refusal) string {
-	if e == nil {
-		return "rule"
-	}
-	return e.reason
 }
 
 // splice copies a→b and b→a until either ends or neither carries a byte

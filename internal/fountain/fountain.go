@@ -140,7 +140,7 @@ type Config struct {
 	Resources store.Resources
 	// Key returns the operator's Fountain key.
 	Key KeyFunc
-	// MaxBody bounds a request body in bytes (default 64 MiB).
+	// MaxBody bounds a request body in bytes (default protocol.DefaultMaxBody, 64 MiB).
 	MaxBody int64
 	// MaxRecord bounds the answer held to read a new conversation's id
 	// (default DefaultMaxRecord). A longer answer is streamed through and
@@ -183,7 +183,7 @@ type call struct {
 // New returns the capability.
 func New(cfg Config) *Capability {
 	if cfg.MaxBody <= 0 {
-		cfg.MaxBody = 64 << 20
+		cfg.MaxBody = protocol.DefaultMaxBody
 	}
 	if cfg.MaxRecord <= 0 {
 		cfg.MaxRecord = DefaultMaxRecord
@@ -252,7 +252,7 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, cl *capabilit
 			Message: "The broker could not read the operator's Fountain key.", Err: err}
 	}
 	if r.ContentLength > c.cfg.MaxBody {
-		return capability.Errorf(http.StatusRequestEntityTooLarge, protocol.TypeTooLarge, "The request body is over %d bytes.", c.cfg.MaxBody)
+		return capability.TooLarge(c.cfg.MaxBody)
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, c.cfg.MaxBody)
 	body, err := c.checkRequest(r.Context(), cl.Box.Name, r)

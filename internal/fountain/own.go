@@ -145,10 +145,9 @@ func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Reque
 		var mbe *http.MaxBytesError
 		switch {
 		case errors.As(err, &mbe):
-			return nil, capability.Errorf(http.StatusRequestEntityTooLarge, protocol.TypeTooLarge, "The request body is over %d bytes.", c.cfg.MaxBody)
+			return nil, capability.TooLarge(c.cfg.MaxBody)
 		case err != nil:
-			return nil, &capability.Error{Status: http.StatusBadRequest, Type: protocol.TypeInvalid,
-				Message: "The request body could not be read.", Err: fmt.Errorf("read fountain request body: %w", err)}
+			return nil, capability.UnreadableBody(fmt.Errorf("read fountain request body: %w", err))
 		}
 		mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 		structured := looksJSON(held) || strings.HasSuffix(mt, "json") || mt == "application/x-www-form-urlencoded"
@@ -209,8 +208,7 @@ func (c *Capability) own(ctx context.Context, box, kind, id, where string) error
 		return capability.Errorf(http.StatusForbidden, protocol.TypePermission,
 			"The %s %s named in %s is not this box's: the broker has no record of it as any box's (%s).", kind, quote(shown), where, how)
 	case err != nil:
-		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
-			Message: "The broker cannot read its store just now; try again shortly.", Err: err}
+		return capability.Unavailable(err)
 	case owner != box:
 		return capability.Errorf(http.StatusForbidden, protocol.TypePermission,
 			"The %s %s named in %s is not this box's: the broker has it recorded as another box's.", kind, quote(shown), where)
@@ -248,8 +246,7 @@ func (c *Capability) filterListing(resp *http.Response, cl *call) error {
 	}
 	recs, err := c.cfg.Resources.ListResources(resp.Request.Context(), cl.box)
 	if err != nil {
-		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
-			Message: "The broker cannot read its store just now; try again shortly.", Err: err}
+		return capability.Unavailable(err)
 	}
 	mine := make(map[string]bool, len(recs))
 	for _, rec := range recs {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/pool"
-	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
 )
 
@@ -48,10 +47,9 @@ func (c *Capability) keepForRetry(out *http.Request, pf *paidFor) error {
 		if err != nil {
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
-				return capability.Errorf(http.StatusRequestEntityTooLarge, protocol.TypeTooLarge, "The request body is over %d bytes.", c.cfg.MaxBody)
+				return capability.TooLarge(c.cfg.MaxBody)
 			}
-			return &capability.Error{Status: http.StatusBadRequest, Type: protocol.TypeInvalid,
-				Message: "The broker could not read the request body.", Err: err}
+			return capability.UnreadableBody(err)
 		}
 		if int64(len(b)) > c.cfg.MaxRetried {
 			out.Body = readCloser{io.MultiReader(bytes.NewReader(b), out.Body), out.Body}

@@ -35,7 +35,7 @@ type Config struct {
 	Upstream *url.URL
 	// Transport carries requests upstream.
 	Transport http.RoundTripper
-	// MaxBody bounds a request body in bytes (default 64 MiB).
+	// MaxBody bounds a request body in bytes (default protocol.DefaultMaxBody, 64 MiB).
 	MaxBody int64
 	// Logger receives upstream failures; never a credential.
 	Logger *slog.Logger
@@ -67,7 +67,7 @@ type paidFor struct {
 // New returns the capability.
 func New(cfg Config) *Capability {
 	if cfg.MaxBody <= 0 {
-		cfg.MaxBody = 64 << 20
+		cfg.MaxBody = protocol.DefaultMaxBody
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -160,7 +160,7 @@ func (c *Capability) prepare(w http.ResponseWriter, r *http.Request, call *capab
 			Message: "The broker could not read the payer's credential.", Err: err}
 	}
 	if r.ContentLength > c.cfg.MaxBody {
-		return nil, capability.Errorf(http.StatusRequestEntityTooLarge, protocol.TypeTooLarge, "The request body is over %d bytes.", c.cfg.MaxBody)
+		return nil, capability.TooLarge(c.cfg.MaxBody)
 	}
 	// The bound goes on the copy the proxy reads, not on r: the server
 	// keeps its own body, and has nothing of ours to drain before it

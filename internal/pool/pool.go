@@ -76,7 +76,6 @@ const (
 	DefaultCoolMax    = 5 * time.Minute
 	DefaultFailedFor  = 10 * time.Minute
 	DefaultTryFor     = 30 * time.Second
-	DefaultMaxRetried = 4 << 20
 	DefaultCoolBoxes  = 2
 	DefaultProbeEvery = time.Minute
 	DefaultProbeFor   = 10 * time.Second

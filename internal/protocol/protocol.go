@@ -35,6 +35,10 @@ const (
 	SpendFigureBound = 1e9
 	// MaxGrantLen bounds a chant-grant value.
 	MaxGrantLen = 2048
+	// DefaultMaxBody bounds a request body the broker forwards to a
+	// model or Fountain upstream, when the operator sets no other bound
+	// (--max-body); a larger body is refused with a 413.
+	DefaultMaxBody = 64 << 20
 )
 
 // Routes of version 1, relative to the broker's base URL.

@@ -560,7 +560,7 @@ func (l *list) ways(w []way, b []byte) []way {
 	return w
 }
 
-// hexByte returns the byte two hex digits spell, either case, or -1.
+// HexByte returns the byte two hex digits spell, either case, or -1.
 func HexByte(hi, lo byte) int {
 	h, l := unhex(hi), unhex(lo)
 	if h < 0 || l < 0 {

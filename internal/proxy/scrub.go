@@ -12,10 +12,11 @@ import (
 )
 
 // A token, in the sense of this file, is any string shaped like one of
-// boxbroker's own: a box token, a grant or an admin token, that is its
-// prefix followed by 43 base64url characters. Matching the shape rather
-// than one box's value keeps every box's token and every grant out of
-// what goes upstream, whoever's request carries it.
+// boxbroker's own: a box token, a grant or an admin token, that is one of
+// token.Prefixes followed by token.BodyLen characters token.IsBodyByte
+// takes. Matching the shape rather than one box's value keeps every box's
+// token and every grant out of what goes upstream, whoever's request
+// carries it.
 //
 // Each of a token's characters may be written as itself, as a JSON
 // escape \uXXXX (hex in either case) or as a percent escape %XX: a JSON
@@ -24,18 +25,16 @@ import (
 // same length, so a body's length, and its Content-Length, do not change.
 
 // tokenPrefixes are the prefixes matched, less their final "_".
-var tokenPrefixes = [...]string{
-	strings.TrimSuffix(token.BoxPrefix, "_"),
-	strings.TrimSuffix(token.GrantPrefix, "_"),
-	strings.TrimSuffix(token.AdminPrefix, "_"),
-}
+var tokenPrefixes = func() (p []string) {
+	for _, s := range token.Prefixes() {
+		p = append(p, strings.TrimSuffix(s, "_"))
+	}
+	return p
+}()
 
-// tokenChars is the number of base64url characters after a prefix.
-const tokenChars = 43
-
-// MaxTokenSpan is the longest a token can be written: each of its 47
-// characters as a six-byte \uXXXX escape.
-const MaxTokenSpan = (len(token.BoxPrefix) + tokenChars) * 6
+// MaxTokenSpan is the longest a token can be written: each of its
+// token.Len characters as a six-byte \uXXXX escape.
+const MaxTokenSpan = token.Len * 6
 
 // markerText is TokenMarker's longest form, less its closing bracket.
 var markerText = TokenMarkerPrefix + strings.Repeat("-", MaxTokenSpan)
@@ -47,7 +46,7 @@ const TokenMarkerPrefix = "[token-removed"
 // of "[token-removed---]", with as many dashes as it takes. It holds no
 // quote, backslash, percent sign or space, so it is as valid in a JSON
 // string, a header, a path or a query as what it replaces. n is at least
-// 47, the length of a token written plainly.
+// token.Len, the length of a token written plainly.
 func TokenMarker(n int) string { return markerText[:n-1] + "]" }
 
 // findToken returns the first token written in b at or after from, as
@@ -114,24 +113,36 @@ func nextEscapedSeparator(b []byte, p int) int {
 }
 
 // mayBeSeparator is a quick test that b[sep:body], a "_", cannot be a
-// token's: what ends before it cannot end a prefix (x, g or a, or an
-// escape of one: \u0078, %78, \u0067, %67, \u0061, %61, which end in 8,
-// 7 or 1), or what follows cannot begin the 43 characters after it.
+// token's: what ends before it cannot end a prefix (its letter, or the
+// last hex digit of an escape of it, \u00XX or %XX), or what follows
+// cannot begin the token.BodyLen characters after it.
 func mayBeSeparator(b []byte, sep, body int) bool {
-	if sep == 0 || len(b)-body < tokenChars {
+	if sep == 0 || len(b)-body < token.BodyLen {
 		return false
 	}
-	switch b[sep-1] {
-	case 'x', 'g', 'a', '8', '7', '1':
-	default:
+	if !mayEndPrefix(b[sep-1]) {
 		return false
 	}
 	c := b[body]
-	return isBase64URL(c) || c == '\\' || c == '%'
+	return token.IsBodyByte(c) || c == '\\' || c == '%'
+}
+
+// mayEndPrefix reports whether c may be the last byte of a prefix less
+// its "_", written in any of the three ways: the letter itself, or the
+// last hex digit (either case) of an escape of it.
+func mayEndPrefix(c byte) bool {
+	for _, p := range tokenPrefixes {
+		l := p[len(p)-1]
+		if c == l || c|0x20 == "0123456789abcdef"[l&0xf] {
+			return true
+		}
+	}
+	return false
 }
 
 // tokenAround reports whether b[sep:body] is a token's "_": one of the
-// prefixes ends right before it and 43 base64url characters follow it.
+// prefixes ends right before it and token.BodyLen characters
+// token.IsBodyByte takes follow it.
 func tokenAround(b []byte, sep, body int) (start, end int, ok bool) {
 	start = -1
 	for _, p := range tokenPrefixes {
@@ -144,9 +155,9 @@ func tokenAround(b []byte, sep, body int) (start, end int, ok bool) {
 		return 0, 0, false
 	}
 	end = body
-	for range tokenChars {
+	for range token.BodyLen {
 		c, n := charAt(b, end)
-		if n == 0 || !isBase64URL(c) {
+		if n == 0 || !token.IsBodyByte(c) {
 			return 0, 0, false
 		}
 		end += n
@@ -220,10 +231,6 @@ func hexValue(h []byte) (int, bool) {
 		v = v<<4 | d
 	}
 	return v, true
-}
-
-func isBase64URL(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_'
 }
 
 // mayHoldToken is a cheap test that s cannot hold a token: it has no "_"

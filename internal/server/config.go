@@ -11,16 +11,20 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/egress"
+	"github.com/intentius/boxbroker/internal/inference"
+	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store/deadline"
 )
 
 // Config is boxbroker's whole configuration. The zero value of each field
-// takes the default that Defaults documents; flags and BOXBROKER_*
+// takes the default DefaultConfig holds (see Defaults); flags and BOXBROKER_*
 // environment variables override them in cmd/boxbroker.
 type Config struct {
 	// Listen is the box-facing address (default 127.0.0.1:8787).
@@ -133,67 +137,45 @@ func DefaultDataDir() string {
 	return "boxbroker-data"
 }
 
-// Defaults fills every zero field with its default.
+// DefaultConfig returns boxbroker's defaults: the one place each is
+// written. Defaults fills a Config's zero fields from it, and serve's
+// flags take their defaults from it. A field it leaves zero has no
+// default (zero means none, or is decided elsewhere, as Store's SQLite).
+func DefaultConfig() Config {
+	anthropic, _ := url.Parse("https://api.anthropic.com")
+	return Config{
+		Listen:                "127.0.0.1:8787",
+		AdminListen:           DefaultAdminListen,
+		Broker:                "lobby",
+		DataDir:               DefaultDataDir(),
+		AnthropicURL:          anthropic,
+		Feedback:              FeedbackKeep,
+		ShutdownGrace:         30 * time.Second,
+		UpstreamHeaderTimeout: 10 * time.Minute,
+		DecideTimeout:         30 * time.Second,
+		MaxBody:               protocol.DefaultMaxBody,
+		EgressMaxBody:         egress.DefaultMaxBody,
+		PoolRetryBody:         inference.DefaultMaxRetried,
+		ReadHeaderTimeout:     10 * time.Second,
+		ReadTimeout:           10 * time.Minute,
+		MaxHeaderBytes:        64 << 10,
+		LogLevel:              "info",
+		BoxConcurrent:         256,
+		ReserveMaxTokens:      spend.DefaultMaxTokens,
+		AuditRetention:        30 * 24 * time.Hour,
+		StoreDeadline:         deadline.Default,
+		ReservationLease:      spend.DefaultStaleAfter,
+	}
+}
+
+// Defaults fills every zero field of c with DefaultConfig's value.
 func (c *Config) Defaults() {
-	if c.Listen == "" {
-		c.Listen = "127.0.0.1:8787"
-	}
-	if c.AdminListen == "" {
-		c.AdminListen = DefaultAdminListen
-	}
-	if c.Broker == "" {
-		c.Broker = "lobby"
-	}
-	if c.DataDir == "" {
-		c.DataDir = DefaultDataDir()
-	}
-	if c.AnthropicURL == nil {
-		c.AnthropicURL, _ = url.Parse("https://api.anthropic.com")
-	}
-	if c.Feedback == "" {
-		c.Feedback = FeedbackKeep
-	}
-	if c.ShutdownGrace == 0 {
-		c.ShutdownGrace = 30 * time.Second
-	}
-	if c.UpstreamHeaderTimeout == 0 {
-		c.UpstreamHeaderTimeout = 10 * time.Minute
-	}
-	if c.DecideTimeout == 0 {
-		c.DecideTimeout = 30 * time.Second
-	}
-	if c.MaxBody == 0 {
-		c.MaxBody = 64 << 20
-	}
-	if c.EgressMaxBody == 0 {
-		c.EgressMaxBody = 256 << 20
-	}
-	if c.PoolRetryBody == 0 {
-		c.PoolRetryBody = 4 << 20
-	}
-	if c.ReadHeaderTimeout == 0 {
-		c.ReadHeaderTimeout = 10 * time.Second
-	}
-	if c.ReadTimeout == 0 {
-		c.ReadTimeout = 10 * time.Minute
-	}
-	if c.MaxHeaderBytes == 0 {
-		c.MaxHeaderBytes = 64 << 10
-	}
-	if c.LogLevel == "" {
-		c.LogLevel = "info"
-	}
-	if c.BoxConcurrent == 0 {
-		c.BoxConcurrent = 256
-	}
-	if c.ReserveMaxTokens == 0 {
-		c.ReserveMaxTokens = spend.DefaultMaxTokens
-	}
-	if c.AuditRetention == 0 {
-		c.AuditRetention = 30 * 24 * time.Hour
-	}
-	if c.StoreDeadline == 0 {
-		c.StoreDeadline = deadline.Default
+	def := reflect.ValueOf(DefaultConfig())
+	v := reflect.ValueOf(c).Elem()
+	for i := range v.NumField() {
+		if f := v.Field(i); f.CanSet() && f.IsZero() {
+			f.Set(def.Field(i))
+		}
 	}
 }
 

@@ -62,7 +62,8 @@ func fill(t *testing.T, dir string) {
 // the store nor to the spool is followed by 503s saying the broker cannot
 // record, and /readyz fails; nothing is served unrecorded. The bound
 // held: once a record is lost, the next call is refused (checked over up
-// to 500 calls, since SQLite's WAL may still have room for some).
+// to 500 calls, since SQLite's WAL may still have room for some). A run
+// whose disk takes all 500 calls' records fails: it tested nothing.
 func TestDiskFull_SQLite_FailsClosed(t *testing.T) {
 	dir := smallDisk(t, 8<<20)
 	b := brokertest.New(t, brokertest.Options{Config: func(c *server.Config) { c.DataDir = dir }})
@@ -93,10 +94,17 @@ func TestDiskFull_SQLite_FailsClosed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Every record so far went somewhere: check it did.
+	// No call was refused, so every record so far went somewhere: to the
+	// store, or to the spool. Check it did, then fail: a disk that never
+	// filled tested nothing this test names.
 	entries, err := b.Server.Store.ListAudit(t.Context(), store.AuditQuery{Box: "alpha", Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Skipf("the full disk took all %d calls' records (%d audit entries, spool %d bytes): SQLite had room left", served, len(entries), b.Server.Spool.Size())
+	if len(entries) < served && b.Server.Spool.Size() == 0 {
+		t.Errorf("%d calls served on a full disk, but the store holds %d of their audit entries and the spool nothing: records were lost and no call refused",
+			served, len(entries))
+	}
+	t.Fatalf("the full disk took all %d calls' records (%d audit entries, spool %d bytes): it never filled, so failing closed went untested",
+		served, len(entries), b.Server.Spool.Size())
 }

@@ -62,9 +62,14 @@ func newFaultServer(t *testing.T) *faultServer {
 func (fs *faultServer) URL() string { return "http://" + fs.addr }
 
 // serve serves on ln with a fresh http.Server; fs.mu is held or fs is new.
+// It keeps no connection alive after an answer (each says Connection:
+// close), so the broker's transport never holds an idle connection to it
+// that a later set would close under it: every request meets the fault
+// set on a connection of its own, with no wait for the broker to notice.
 func (fs *faultServer) serve(ln net.Listener) {
 	fs.ln = &hangUp{Listener: ln, fs: fs}
 	fs.srv = &http.Server{Handler: http.HandlerFunc(fs.handle)}
+	fs.srv.SetKeepAlivesEnabled(false)
 	go fs.srv.Serve(fs.ln)
 }
 
@@ -81,6 +86,9 @@ func (fs *faultServer) set(mode string) {
 	if mode == faultDown {
 		return // nothing listens
 	}
+	// The address was just let go of: a real socket, which no synctest
+	// bubble can hold, and no event says when the kernel lets it be taken
+	// again, so this polls, for at most a second.
 	var ln net.Listener
 	var err error
 	for i := 0; i < 50; i++ {
@@ -93,7 +101,6 @@ func (fs *faultServer) set(mode string) {
 		fs.t.Fatalf("listen again on %s: %v", fs.addr, err)
 	}
 	fs.serve(ln)
-	time.Sleep(20 * time.Millisecond) // let the broker's pool see the old connections closed
 }
 
 func (fs *faultServer) current() string {
@@ -173,6 +180,9 @@ func (fs *faultServer) handle(w http.ResponseWriter, r *http.Request) {
 		conn.(*net.TCPConn).SetLinger(0)
 		conn.Close()
 	case faultSlow:
+		// Slowness is the fault played, over a real socket to the
+		// broker's real transport: these sleeps are what is tested, not
+		// a wait for an event.
 		time.Sleep(100 * time.Millisecond)
 		w.WriteHeader(rec.Code)
 		for len(body) > 0 {
@@ -350,6 +360,9 @@ func TestUpstreamFaults_EveryForwardingCapability(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/%d", strings.ReplaceAll(fault, " ", "_"), round), func(t *testing.T) { run(t, fault) })
 		}
 	}
+	// Connections' goroutines end as their real sockets close, which no
+	// synctest bubble can hold and no event announces: so this polls the
+	// count, for at most 5 s.
 	after := settle()
 	for deadline := time.Now().Add(5 * time.Second); after > before+5 && time.Now().Before(deadline); after = runtime.NumGoroutine() {
 		time.Sleep(50 * time.Millisecond)

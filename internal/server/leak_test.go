@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/admin/ui"
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/grant"
 	"github.com/intentius/boxbroker/internal/payer"
@@ -249,7 +249,7 @@ func signIn(t *testing.T, b *brokertest.Broker) *http.Cookie {
 	}
 	resp.Body.Close()
 	for _, c := range resp.Cookies() {
-		if c.Name == admin.SessionCookie {
+		if c.Name == ui.SessionCookie {
 			return c
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/admin/ui"
 	"github.com/intentius/boxbroker/internal/broker"
 	"github.com/intentius/boxbroker/internal/cache"
 	"github.com/intentius/boxbroker/internal/capability"
@@ -153,8 +154,10 @@ type Server struct {
 	Broker  *broker.Server
 	Handler http.Handler
 	// Admin is the admin listener's handler: the admin API, metrics,
-	// health and the owner's page.
+	// health and, on its routes, the owner's page.
 	Admin *admin.Server
+	// Page is the owner's page, served under /ui/ by Admin.
+	Page *ui.Page
 	// Metrics are the broker's Prometheus metrics, served on the admin
 	// listener at /metrics.
 	Metrics *metrics.Metrics
@@ -245,15 +248,21 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	if (st == nil && !isPostgres(cfg.Store)) || cfg.MasterKey == "" {
 		warnOpenDataDir(log, cfg.DataDir)
 	}
+	// undo closes, newest first, what New has opened when it returns an
+	// error; a Server returned closes them itself (Close).
+	var undo []func() error
+	defer func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			_ = undo[i]()
+		}
+	}()
 	if st == nil {
 		if st, err = OpenStore(ctx, &cfg); err != nil {
 			return nil, err
 		}
+		undo = append(undo, st.Close) // a store the caller gave stays open
 	}
 	if err := checkKeyring(ctx, st, keyring); err != nil {
-		if opt.Store == nil {
-			st.Close()
-		}
 		return nil, err
 	}
 	transport := opt.Transport
@@ -283,11 +292,9 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 			Audit: outbox.AuditOptions{Retention: cfg.AuditRetention, Linger: auditLinger}})
 	}
 	if err != nil {
-		if opt.Store == nil {
-			st.Close()
-		}
 		return nil, err
 	}
+	undo = append(undo, ob.Close)
 	aw := ob.Audit
 	c := cache.New(rst, cache.Options{Changes: wst, Logger: log, Shared: !local})
 	onGrant := func(outcome string) {
@@ -302,17 +309,11 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	eg, err := egress.New(egress.Config{Secrets: c, List: rst, Keyring: keyring, Transport: opt.Transport, MaxBody: cfg.EgressMaxBody, Logger: log,
 		TransportOptions: proxy.TransportOptions{ResponseHeaderTimeout: cfg.UpstreamHeaderTimeout}, Mints: wst, MintTransport: opt.MintTransport, Now: opt.Now, Audit: aw})
 	if err != nil {
-		if opt.Store == nil {
-			st.Close()
-		}
 		return nil, err
 	}
 	meter, err := spend.New(spend.Config{Store: rst, Settle: wst, Outbox: ob,
 		StaleAfter: cfg.ReservationLease, Budgeted: c.Budgeted, Prices: prices, Now: opt.SpendNow, Logger: log, MaxTokens: cfg.ReserveMaxTokens, MaxBody: cfg.MaxBody})
 	if err != nil {
-		if opt.Store == nil {
-			st.Close()
-		}
 		return nil, err
 	}
 	metered := meter.Transport(transport)
@@ -337,9 +338,6 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		Recording:   recording(cfg, ob),
 	})
 	if err != nil {
-		if opt.Store == nil {
-			st.Close()
-		}
 		return nil, err
 	}
 	srv := &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Audit: aw, Metrics: m, log: log, flushLog: flushLog, rst: rst, wst: wst, Outbox: ob, Spool: ob.Spool, Journal: ob.Journal, cert: cert}
@@ -347,12 +345,14 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	adm, err := admin.New(admin.Config{Store: st, Cache: c, Keyring: keyring, Broker: cfg.Broker, Logger: log, Metrics: m.Handler(), Pool: credPool, Ready: srv.Ready,
 		Hosts: cfg.adminHosts()})
 	if err != nil {
-		if opt.Store == nil {
-			st.Close()
-		}
 		return nil, err
 	}
-	srv.Admin = adm
+	page, err := ui.New(adm, ui.Config{})
+	if err != nil {
+		return nil, err
+	}
+	srv.Admin, srv.Page = adm, page
+	undo = nil // the Server owns them now
 	return srv, nil
 }
 
@@ -367,15 +367,15 @@ func NewLogger(w io.Writer, level string) (log *slog.Logger, flush func() error)
 	return slog.New(flushingHandler{Handler: slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: l}), buf: buf}), buf.Flush
 }
 
-// Serve serves the box-facing handler on ln and, when admin is not nil,
-// the admin handler on admin, and keeps the cache fresh until ctx ends;
-// then it stops taking requests and lets in-flight ones finish for at most
-// ShutdownGrace.
 // RequestStore is the store as a request reaches it, every call bounded
 // by StoreDeadline: for listeners beside the broker's own (the egress
 // proxy) that read the store while serving a box.
 func (s *Server) RequestStore() store.Store { return s.rst }
 
+// Serve serves the box-facing handler on ln and, when admin is not nil,
+// the admin handler on admin, and keeps the cache fresh until ctx ends;
+// then it stops taking requests and lets in-flight ones finish for at most
+// ShutdownGrace.
 func (s *Server) Serve(ctx context.Context, ln, admin net.Listener) error {
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	ran := make(chan struct{})

@@ -27,6 +27,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -38,7 +39,7 @@ const (
 	// DefaultMaxBody is the input, in bytes, assumed for a body of
 	// unknown length over what its capability reads: inference's own
 	// bound.
-	DefaultMaxBody = 64 << 20
+	DefaultMaxBody = protocol.DefaultMaxBody
 	// DefaultStaleAfter is a reservation's lease: Run renews the
 	// reservations of this process's calls in flight every sixth of it,
 	// and releases those of every process that no one renewed for that

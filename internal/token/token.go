@@ -1,6 +1,9 @@
-// Package token mints, hashes, reads and looks up boxbroker's tokens.
+// Package token mints, hashes, reads and looks up boxbroker's tokens,
+// and holds their shape once: every other package that recognises a
+// token (the scrubber of what goes upstream, egress's search of a
+// request) takes Prefixes, BodyLen, Len and IsBodyByte from here.
 // There are three kinds, each its prefix followed by 32 random bytes in
-// unpadded base64url (43 characters):
+// unpadded base64url (BodyLen, 43 characters):
 //
 //   - a box token, "bbx_…", which a box sends as Authorization: Bearer or
 //     x-api-key on every request;
@@ -31,7 +34,8 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 )
 
-// The prefixes that begin each kind of token.
+// The prefixes that begin each kind of token. Each is three letters and
+// "_", and no two end in the same letter.
 const (
 	// BoxPrefix begins every box token.
 	BoxPrefix = "bbx_"
@@ -40,6 +44,48 @@ const (
 	// GrantPrefix begins every grant value.
 	GrantPrefix = "bbg_"
 )
+
+// Prefixes returns the three prefixes: box, grant, admin.
+func Prefixes() [3]string { return [...]string{BoxPrefix, GrantPrefix, AdminPrefix} }
+
+// The shape of a token: its prefix, then BodyLen base64url characters
+// (see IsBodyByte) that spell randomBytes random bytes, unpadded.
+const (
+	randomBytes = 32
+	// BodyLen is the number of characters after a token's prefix.
+	BodyLen = (randomBytes*8 + 5) / 6
+	// Len is the length of a token of any kind, its prefix included.
+	Len = len(BoxPrefix) + BodyLen
+)
+
+// IsBodyByte reports whether c may stand after a token's prefix: a
+// base64url character (A-Z, a-z, 0-9, '-' and '_').
+func IsBodyByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_'
+}
+
+// AppendFound appends to dst every run in s of prefix followed by at
+// least BodyLen characters IsBodyByte takes, each whole (a run longer
+// than a token is appended whole, and is no token), searched from the
+// left, none overlapping; it returns dst unchanged when there is none.
+func AppendFound(dst []string, s, prefix string) []string {
+	for {
+		i := strings.Index(s, prefix)
+		if i < 0 {
+			return dst
+		}
+		j := i + len(prefix)
+		for j < len(s) && IsBodyByte(s[j]) {
+			j++
+		}
+		if j-i-len(prefix) >= BodyLen {
+			dst = append(dst, s[i:j])
+			s = s[j:]
+		} else {
+			s = s[i+1:]
+		}
+	}
+}
 
 // Sentinel errors of FromRequest, One and Lookup. Their messages never
 // hold a token.
@@ -75,7 +121,7 @@ func NewAdmin() (string, error) { return mint(AdminPrefix, "admin token") }
 func NewGrant() (string, error) { return mint(GrantPrefix, "grant") }
 
 func mint(prefix, what string) (string, error) {
-	b := make([]byte, 32)
+	b := make([]byte, randomBytes)
 	if _, err := rand.Read(b); err != nil {
 		return "", fmt.Errorf("mint %s: %w", what, err)
 	}
@@ -205,7 +251,7 @@ func RedactPath(path string) string {
 	var b strings.Builder
 	for {
 		i, n := -1, 0
-		for _, p := range [...]string{BoxPrefix, GrantPrefix, AdminPrefix} {
+		for _, p := range Prefixes() {
 			if j := strings.Index(path, p); j >= 0 && (i < 0 || j < i) {
 				i, n = j, len(p)
 			}
@@ -216,18 +262,13 @@ func RedactPath(path string) string {
 		b.WriteString(path[:i+n] + "…")
 		path = path[i+n:]
 		j := 0
-		for j < len(path) && isTokenByte(path[j]) {
+		for j < len(path) && IsBodyByte(path[j]) {
 			j++
 		}
 		path = path[j:]
 	}
 	b.WriteString(path)
 	return b.String()
-}
-
-// isTokenByte reports whether c is a base64url character.
-func isTokenByte(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_'
 }
 
 // BasicCredentials decodes an Authorization (or Proxy-Authorization)

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/spendsql"
 )
 
 // ApplySpooled writes one spooled batch under key, once; see
@@ -32,7 +33,7 @@ func (s *Store) ApplySpooled(ctx context.Context, key string, settle []store.Set
 			if err != nil {
 				return nil, err
 			}
-			if err := settleTx(ctx, tx, st); err != nil {
+			if err := spendsql.Settle(ctx, spendTx{tx}, st); err != nil {
 				return nil, err
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/spendsql"
 )
 
 // ApplySpooled writes one spooled batch under key, once; see
@@ -33,7 +34,7 @@ func (s *Store) ApplySpooled(ctx context.Context, key string, settle []store.Set
 			if err != nil {
 				return nil, err
 			}
-			if err := settleTx(ctx, tx, st); err != nil {
+			if err := spendsql.Settle(ctx, spendTx{tx}, st); err != nil {
 				return nil, err
 			}
 		}

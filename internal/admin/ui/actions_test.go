@@ -1,4 +1,4 @@
-package admin_test
+package ui_test
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 func signedInForm(t *testing.T, b *brokertest.Broker) (cookie, csrf string) {
 	t.Helper()
 	cookie = signIn(t, b, b.AdminToken)
-	return cookie, csrfOf(t, ui(t, b, "GET", "/ui/", cookie, nil, nil).body)
+	return cookie, csrfOf(t, visit(t, b, "GET", "/ui/", cookie, nil, nil).body)
 }
 
 // adminEntries are the audit log's entries for box recorded as the
@@ -78,7 +78,7 @@ func TestUI_ActionsNeedCSRF(t *testing.T) {
 			if tt.origin != "" {
 				h["Origin"] = tt.origin
 			}
-			if got := ui(t, b, "POST", p.path, cookie, form, h); got.status != http.StatusForbidden {
+			if got := visit(t, b, "POST", p.path, cookie, form, h); got.status != http.StatusForbidden {
 				t.Errorf("POST %s (%s) = %d, want 403", p.path, tt.name, got.status)
 			}
 		}
@@ -110,15 +110,15 @@ var tokenRE = regexp.MustCompile(`<pre class="grant-value" id="box-token">([^<]+
 func TestUI_EnrolRotateRemove(t *testing.T) {
 	b := brokertest.New(t, brokertest.Options{})
 	cookie, csrf := signedInForm(t, b)
-	if p := ui(t, b, "GET", "/ui/enrol", cookie, nil, nil); p.status != 200 || !strings.Contains(p.body, `action="/ui/boxes"`) {
+	if p := visit(t, b, "GET", "/ui/enrol", cookie, nil, nil); p.status != 200 || !strings.Contains(p.body, `action="/ui/boxes"`) {
 		t.Fatalf("GET /ui/enrol = %d", p.status)
 	}
 	for _, bad := range []string{"", "Alpha", "a b", "-x", strings.Repeat("a", 64)} {
-		if p := ui(t, b, "POST", "/ui/boxes", cookie, url.Values{"csrf": {csrf}, "name": {bad}}, nil); p.status != 400 || !strings.Contains(p.body, "A box name matches") {
+		if p := visit(t, b, "POST", "/ui/boxes", cookie, url.Values{"csrf": {csrf}, "name": {bad}}, nil); p.status != 400 || !strings.Contains(p.body, "A box name matches") {
 			t.Errorf("enrol %q = %d, want 400 naming the rule", bad, p.status)
 		}
 	}
-	p := ui(t, b, "POST", "/ui/boxes", cookie, url.Values{"csrf": {csrf}, "name": {"delta"}}, nil)
+	p := visit(t, b, "POST", "/ui/boxes", cookie, url.Values{"csrf": {csrf}, "name": {"delta"}}, nil)
 	m := tokenRE.FindStringSubmatch(p.body)
 	if p.status != 200 || m == nil || p.header.Get("Cache-Control") != "no-store" {
 		t.Fatalf("enrol delta = %d, Cache-Control %q, token shown %v", p.status, p.header.Get("Cache-Control"), m != nil)
@@ -127,16 +127,16 @@ func TestUI_EnrolRotateRemove(t *testing.T) {
 	if r := b.Do("POST", protocol.RouteDeclaration, first, []byte(`{"capabilities":[]}`), nil); r.StatusCode != 200 {
 		t.Errorf("a report with the shown token = %d, want 200", r.StatusCode)
 	}
-	if p := ui(t, b, "POST", "/ui/boxes", cookie, url.Values{"csrf": {csrf}, "name": {"delta"}}, nil); p.status != 409 || strings.Contains(p.body, first) {
+	if p := visit(t, b, "POST", "/ui/boxes", cookie, url.Values{"csrf": {csrf}, "name": {"delta"}}, nil); p.status != 409 || strings.Contains(p.body, first) {
 		t.Errorf("enrol delta again = %d, want 409 without the token", p.status)
 	}
 	for _, path := range []string{"/ui/", "/ui/boxes/delta", "/ui/boxes/delta/remove"} {
-		if p := ui(t, b, "GET", path, cookie, nil, nil); strings.Contains(p.body, first) || strings.Contains(p.body, token.Hash(first)) {
+		if p := visit(t, b, "GET", path, cookie, nil, nil); strings.Contains(p.body, first) || strings.Contains(p.body, token.Hash(first)) {
 			t.Errorf("GET %s shows delta's token or its hash after it was shown once", path)
 		}
 	}
 
-	p = ui(t, b, "POST", "/ui/boxes/delta/rotate", cookie, url.Values{"csrf": {csrf}}, nil)
+	p = visit(t, b, "POST", "/ui/boxes/delta/rotate", cookie, url.Values{"csrf": {csrf}}, nil)
 	m = tokenRE.FindStringSubmatch(p.body)
 	if p.status != 200 || m == nil || m[1] == first || !strings.Contains(p.body, "old token stopped working") {
 		t.Fatalf("rotate delta = %d, new token shown %v", p.status, m != nil)
@@ -148,18 +148,18 @@ func TestUI_EnrolRotateRemove(t *testing.T) {
 		t.Errorf("a report with the new token = %d, want 200", r.StatusCode)
 	}
 
-	if p := ui(t, b, "GET", "/ui/boxes/delta/remove", cookie, nil, nil); p.status != 200 || !strings.Contains(p.body, "Remove delta?") {
+	if p := visit(t, b, "GET", "/ui/boxes/delta/remove", cookie, nil, nil); p.status != 200 || !strings.Contains(p.body, "Remove delta?") {
 		t.Errorf("GET the confirmation page = %d", p.status)
 	}
 	for _, wrong := range []string{"", "Delta", "delta ", "alpha"} {
-		if p := ui(t, b, "POST", "/ui/boxes/delta/remove", cookie, url.Values{"csrf": {csrf}, "confirm": {wrong}}, nil); p.status != 400 {
+		if p := visit(t, b, "POST", "/ui/boxes/delta/remove", cookie, url.Values{"csrf": {csrf}, "confirm": {wrong}}, nil); p.status != 400 {
 			t.Errorf("remove delta confirmed as %q = %d, want 400", wrong, p.status)
 		}
 	}
 	if _, err := b.Server.Store.Box(context.Background(), "delta"); err != nil {
 		t.Fatalf("delta after unconfirmed removals: %v, want it kept", err)
 	}
-	if p := ui(t, b, "POST", "/ui/boxes/delta/remove", cookie, url.Values{"csrf": {csrf}, "confirm": {"delta"}}, nil); p.status != 303 {
+	if p := visit(t, b, "POST", "/ui/boxes/delta/remove", cookie, url.Values{"csrf": {csrf}, "confirm": {"delta"}}, nil); p.status != 303 {
 		t.Errorf("remove delta confirmed = %d, want 303", p.status)
 	}
 	if _, err := b.Server.Store.Box(context.Background(), "delta"); err == nil {
@@ -191,7 +191,7 @@ func TestUI_SecretForm(t *testing.T) {
 	const value = "sk_live_0123456789-value"
 	post := func(name, host, v string) page {
 		t.Helper()
-		return ui(t, b, "POST", "/ui/boxes/alpha/secrets", cookie, url.Values{"csrf": {csrf}, "name": {name}, "host": {host}, "value": {v}}, nil)
+		return visit(t, b, "POST", "/ui/boxes/alpha/secrets", cookie, url.Values{"csrf": {csrf}, "name": {name}, "host": {host}, "value": {v}}, nil)
 	}
 	tests := []struct {
 		name, host, value, want string
@@ -221,7 +221,7 @@ func TestUI_SecretForm(t *testing.T) {
 	if err != nil || sec.Host != "https://api.stripe.com" || strings.Contains(string(sec.Sealed), value) {
 		t.Fatalf("STRIPE after the form = %+v, %v, want it sealed for https://api.stripe.com", sec.Host, err)
 	}
-	page := ui(t, b, "GET", "/ui/boxes/alpha?done=secret", cookie, nil, nil)
+	page := visit(t, b, "GET", "/ui/boxes/alpha?done=secret", cookie, nil, nil)
 	if strings.Contains(page.body, value) {
 		t.Errorf("alpha's page holds the secret's value")
 	}
@@ -239,14 +239,14 @@ func TestUI_SecretForm(t *testing.T) {
 	if p := post("SLACK", "https://slack.com", "xoxb-0123456789"); p.status != 303 {
 		t.Errorf("set SLACK = %d, want 303", p.status)
 	}
-	page = ui(t, b, "GET", "/ui/boxes/alpha", cookie, nil, nil)
+	page = visit(t, b, "GET", "/ui/boxes/alpha", cookie, nil, nil)
 	if !strings.Contains(page.body, "Held but not declared: <code>SLACK</code>") || strings.Contains(page.body, "xoxb-0123456789") {
 		t.Errorf("alpha's page does not flag SLACK as held and undeclared, or shows its value")
 	}
-	if p := ui(t, b, "POST", "/ui/boxes/alpha/secrets/SLACK/remove", cookie, url.Values{"csrf": {csrf}}, nil); p.status != 303 {
+	if p := visit(t, b, "POST", "/ui/boxes/alpha/secrets/SLACK/remove", cookie, url.Values{"csrf": {csrf}}, nil); p.status != 303 {
 		t.Errorf("remove SLACK = %d, want 303", p.status)
 	}
-	if p := ui(t, b, "POST", "/ui/boxes/alpha/secrets/SLACK/remove", cookie, url.Values{"csrf": {csrf}}, nil); p.status != 404 {
+	if p := visit(t, b, "POST", "/ui/boxes/alpha/secrets/SLACK/remove", cookie, url.Values{"csrf": {csrf}}, nil); p.status != 404 {
 		t.Errorf("remove SLACK again = %d, want 404", p.status)
 	}
 	for _, e := range adminEntries(t, b, "alpha") {
@@ -272,11 +272,11 @@ func TestUI_BudgetFormAndBlocked(t *testing.T) {
 	}
 	cookie, csrf := signedInForm(t, b)
 	for _, bad := range []string{"", "abc", "-1", "1.0000001", "1e9"} {
-		if p := ui(t, b, "POST", "/ui/boxes/alpha/budget", cookie, url.Values{"csrf": {csrf}, "usd": {bad}}, nil); p.status != 400 {
+		if p := visit(t, b, "POST", "/ui/boxes/alpha/budget", cookie, url.Values{"csrf": {csrf}, "usd": {bad}}, nil); p.status != 400 {
 			t.Errorf("budget %q = %d, want 400", bad, p.status)
 		}
 	}
-	if p := ui(t, b, "POST", "/ui/boxes/alpha/budget", cookie, url.Values{"csrf": {csrf}, "usd": {"0.0001"}}, nil); p.status != 303 {
+	if p := visit(t, b, "POST", "/ui/boxes/alpha/budget", cookie, url.Values{"csrf": {csrf}, "usd": {"0.0001"}}, nil); p.status != 303 {
 		t.Fatalf("budget $0.0001 = %d, want 303", p.status)
 	}
 	r := b.Do("POST", "/llm/anthropic/v1/messages", tok, []byte(messagesBody), http.Header{"Content-Type": {"application/json"}})
@@ -287,18 +287,18 @@ func TestUI_BudgetFormAndBlocked(t *testing.T) {
 	if err := b.Server.Audit.Sync(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	p := ui(t, b, "GET", "/ui/boxes/alpha", cookie, nil, nil)
+	p := visit(t, b, "GET", "/ui/boxes/alpha", cookie, nil, nil)
 	want := "Blocked: the next call could cost up to " + bound[1] + " and $0.0001 is left of its own budget ($0.0001). It resets on "
 	if !strings.Contains(p.body, want) {
 		t.Errorf("alpha's page lacks %q:\n%s", want, p.body)
 	}
-	if p := ui(t, b, "GET", "/ui/?state=blocked", cookie, nil, nil); !strings.Contains(p.body, `href="/ui/boxes/alpha"`) {
+	if p := visit(t, b, "GET", "/ui/?state=blocked", cookie, nil, nil); !strings.Contains(p.body, `href="/ui/boxes/alpha"`) {
 		t.Errorf("the list of blocked boxes lacks alpha")
 	}
-	if p := ui(t, b, "POST", "/ui/boxes/alpha/budget/remove", cookie, url.Values{"csrf": {csrf}}, nil); p.status != 303 {
+	if p := visit(t, b, "POST", "/ui/boxes/alpha/budget/remove", cookie, url.Values{"csrf": {csrf}}, nil); p.status != 303 {
 		t.Errorf("remove the budget = %d, want 303", p.status)
 	}
-	if p := ui(t, b, "GET", "/ui/boxes/alpha", cookie, nil, nil); strings.Contains(p.body, "Blocked:") {
+	if p := visit(t, b, "GET", "/ui/boxes/alpha", cookie, nil, nil); strings.Contains(p.body, "Blocked:") {
 		t.Errorf("alpha's page says it is blocked after its budget was removed")
 	}
 	var got []string

@@ -1,4 +1,17 @@
-package admin
+// Package ui is the owner's page: server-rendered HTML under /ui/ on the
+// admin listener, beside the JSON admin API of package admin, whose
+// routes, Host check and store it shares. It signs in with an admin
+// token, which it exchanges for a session: the cookie holds a session
+// sealed under the master key (its own ID, the admin token's ID, an
+// expiry and a CSRF secret), never the token. Signing out records the
+// session's ID in the store as ended, so its cookie is refused from then
+// on, on every replica, even if kept. Every POST carries the CSRF secret
+// in a form field and, when the browser sends Origin, must come from this
+// origin; the cookie is HttpOnly and SameSite=Strict.
+//
+// No page, log line or error carries a token, a credential or a secret's
+// value, except the one page that shows a box token or a grant just made.
+package ui
 
 import (
 	"context"
@@ -11,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"log/slog"
 	"math"
 	"net/http"
 	"net/url"
@@ -18,6 +32,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/spend"
@@ -25,17 +40,8 @@ import (
 	"github.com/intentius/boxbroker/internal/token"
 )
 
-// The owner's page: server-rendered HTML under /ui/ on the admin listener.
-// It signs in with an admin token, which it exchanges for a session: the
-// cookie holds a session sealed under the master key (its own ID, the
-// admin token's ID, an expiry and a CSRF secret), never the token.
-// Signing out records the session's ID in the store as ended, so its
-// cookie is refused from then on, on every replica, even if kept. Every POST carries
-// the CSRF secret in a form field and, when the browser sends Origin, must
-// come from this origin; the cookie is HttpOnly and SameSite=Strict.
-
-//go:embed ui/*.html ui/style.css
-var uiFiles embed.FS
+//go:embed *.html style.css
+var files embed.FS
 
 // SessionCookie is the owner's page's cookie.
 const SessionCookie = "boxbroker_session"
@@ -76,35 +82,58 @@ type BoxSection struct {
 	Render func(ctx context.Context, box string, form FormContext) (template.HTML, error)
 }
 
-// ui holds the page's templates and the sections added to box pages.
-type ui struct {
-	s        *Server
-	tmpl     *template.Template
-	mu       sync.RWMutex // guards sections
-	sections []BoxSection
+// Config configures the owner's page.
+type Config struct {
+	// SessionTTL bounds a session (default 12 hours).
+	SessionTTL time.Duration
+}
+
+// Page is the owner's page. Its routes are on the admin Server it was
+// made for.
+type Page struct {
+	a          *admin.Server
+	cfg        admin.Config // a's, with its defaults
+	log        *slog.Logger
+	sessionTTL time.Duration
+	tmpl       *template.Template
+	mu         sync.RWMutex // guards sections
+	sections   []BoxSection
 	// hours holds the broker's settled hours for the list's chart.
 	hours hourCache
 }
 
-func newUI(s *Server) (*ui, error) {
+// New adds the owner's page's routes to a, which serves them beside the
+// admin API, and returns the page. It must be called before a serves;
+// the only error is a template that does not parse.
+func New(a *admin.Server, cfg Config) (*Page, error) {
+	if cfg.SessionTTL <= 0 {
+		cfg.SessionTTL = 12 * time.Hour
+	}
+	acfg := a.Config()
+	u := &Page{a: a, cfg: acfg, log: acfg.Logger, sessionTTL: cfg.SessionTTL}
 	t, err := template.New("ui").Funcs(template.FuncMap{
-		"ago":        func(at string) string { return ago(at, s.cfg.Now()) },
+		"ago":        func(at string) string { return ago(at, acfg.Now()) },
 		"usd":        usd,
 		"join":       strings.Join,
 		"deref":      func(p *string) string { return deref(p, "") },
 		"orNone":     func(p *string) string { return deref(p, "(none)") },
 		"status":     func(p *int) string { return derefInt(p) },
 		"escPath":    url.PathEscape,
-		"agoTime":    func(t time.Time) string { return ago(formatTime(t), s.cfg.Now()) },
+		"agoTime":    func(t time.Time) string { return ago(protocol.FormatTime(t), acfg.Now()) },
 		"micro":      spend.FormatUSD,
 		"stateLabel": stateLabel,
 		"size":       size,
 		"hasPrefix":  strings.HasPrefix,
-	}).ParseFS(uiFiles, "ui/*.html")
+	}).ParseFS(files, "*.html")
 	if err != nil {
 		return nil, fmt.Errorf("owner's page templates: %w", err)
 	}
-	return &ui{s: s, tmpl: t}, nil
+	u.tmpl = t
+	u.register()
+	u.registerActions()
+	u.registerPool()
+	u.addGrantsPage()
+	return u, nil
 }
 
 // usd writes dollars as the page shows them: to the cent from a dollar
@@ -168,23 +197,23 @@ func ago(at string, now time.Time) string {
 	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
 }
 
-// register adds the page's routes to mux.
-func (u *ui) register(mux *http.ServeMux) {
-	mux.Handle("GET /ui", http.RedirectHandler("/ui/", http.StatusSeeOther))
-	mux.Handle("GET /ui/{$}", u.adapt(u.home))
-	mux.Handle("GET /ui/style.css", http.HandlerFunc(u.style))
-	mux.Handle("POST /ui/signin", u.adapt(u.signin))
-	mux.Handle("POST /ui/signout", u.adapt(u.signedIn(u.signout)))
-	mux.Handle("GET /ui/boxes/{name}", u.adapt(u.signedIn(u.boxPage)))
-	mux.Handle("POST /ui/boxes/{name}/settings", u.adapt(u.signedIn(u.settings)))
+// register adds the page's own routes.
+func (u *Page) register() {
+	u.a.HandleHTTP("GET /ui", http.RedirectHandler("/ui/", http.StatusSeeOther))
+	u.a.HandleHTTP("GET /ui/{$}", u.adapt(u.home))
+	u.a.HandleHTTP("GET /ui/style.css", http.HandlerFunc(u.style))
+	u.a.HandleHTTP("POST /ui/signin", u.adapt(u.signin))
+	u.a.HandleHTTP("POST /ui/signout", u.adapt(u.signedIn(u.signout)))
+	u.a.HandleHTTP("GET /ui/boxes/{name}", u.adapt(u.signedIn(u.boxPage)))
+	u.a.HandleHTTP("POST /ui/boxes/{name}/settings", u.adapt(u.signedIn(u.settings)))
 }
 
 // AddBoxSection adds a section to every box's page, after the standard
 // ones. It is the owner's page's extension point for grants.
-func (s *Server) AddBoxSection(sec BoxSection) {
-	s.ui.mu.Lock()
-	s.ui.sections = append(s.ui.sections, sec)
-	s.ui.mu.Unlock()
+func (u *Page) AddBoxSection(sec BoxSection) {
+	u.mu.Lock()
+	u.sections = append(u.sections, sec)
+	u.mu.Unlock()
 }
 
 // HandleUI adds an owner's page route, such as
@@ -192,9 +221,9 @@ func (s *Server) AddBoxSection(sec BoxSection) {
 // signed-in session; for any method but GET and HEAD, only when the form's
 // csrf field is the session's and the request comes from this origin. A
 // handler answers with HTML, or returns an error shown as an error page.
-// It must be called before the Server serves.
-func (s *Server) HandleUI(pattern string, h func(w http.ResponseWriter, r *http.Request, sess *Session) error) {
-	s.mux.Handle(pattern, s.ui.adapt(s.ui.signedIn(h)))
+// It must be called before the admin Server serves.
+func (u *Page) HandleUI(pattern string, h func(w http.ResponseWriter, r *http.Request, sess *Session) error) {
+	u.a.HandleHTTP(pattern, u.adapt(u.signedIn(h)))
 }
 
 // pageHeaders sets what every page answers with: no framing, no scripts,
@@ -215,7 +244,7 @@ type pageError struct {
 // adapt renders a page handler's error as an HTML error page: an
 // *capability.Error shows its message, anything else a generic one, its
 // text logged.
-func (u *ui) adapt(h func(http.ResponseWriter, *http.Request) error) http.Handler {
+func (u *Page) adapt(h func(http.ResponseWriter, *http.Request) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		pageHeaders(w.Header())
 		err := h(w, r)
@@ -227,17 +256,17 @@ func (u *ui) adapt(h func(http.ResponseWriter, *http.Request) error) http.Handle
 			ce = &capability.Error{Status: http.StatusInternalServerError, Message: "The broker could not show this page.", Err: err}
 		}
 		if ce.Err != nil {
-			u.s.log.Error("owner's page failed", "method", r.Method, "path", r.URL.Path, "status", ce.Status, "err", ce.Err)
+			u.log.Error("owner's page failed", "method", r.Method, "path", r.URL.Path, "status", ce.Status, "err", ce.Err)
 		}
 		u.render(w, ce.Status, "error", pageError{Status: ce.Status, Message: ce.Message})
 	})
 }
 
 // render writes the named template with data.
-func (u *ui) render(w http.ResponseWriter, status int, name string, data any) {
+func (u *Page) render(w http.ResponseWriter, status int, name string, data any) {
 	var b strings.Builder
 	if err := u.tmpl.ExecuteTemplate(&b, name, data); err != nil {
-		u.s.log.Error("owner's page template", "template", name, "err", err)
+		u.log.Error("owner's page template", "template", name, "err", err)
 		http.Error(w, "The broker could not show this page.", http.StatusInternalServerError)
 		return
 	}
@@ -246,8 +275,8 @@ func (u *ui) render(w http.ResponseWriter, status int, name string, data any) {
 	_, _ = w.Write([]byte(b.String()))
 }
 
-func (u *ui) style(w http.ResponseWriter, r *http.Request) {
-	b, err := uiFiles.ReadFile("ui/style.css")
+func (u *Page) style(w http.ResponseWriter, r *http.Request) {
+	b, err := files.ReadFile("style.css")
 	if err != nil {
 		http.Error(w, "no style", http.StatusInternalServerError)
 		return
@@ -258,21 +287,21 @@ func (u *ui) style(w http.ResponseWriter, r *http.Request) {
 }
 
 // newSession makes a session for the admin token with that ID.
-func (u *ui) newSession(tokenID string) (*Session, error) {
+func (u *Page) newSession(tokenID string) (*Session, error) {
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}
-	return &Session{ID: hex.EncodeToString(b[:16]), TokenID: tokenID, Expires: u.s.cfg.Now().Add(u.s.cfg.SessionTTL).Unix(), CSRF: hex.EncodeToString(b[16:])}, nil
+	return &Session{ID: hex.EncodeToString(b[:16]), TokenID: tokenID, Expires: u.cfg.Now().Add(u.sessionTTL).Unix(), CSRF: hex.EncodeToString(b[16:])}, nil
 }
 
 // seal is the cookie value for sess.
-func (u *ui) seal(sess *Session) (string, error) {
+func (u *Page) seal(sess *Session) (string, error) {
 	j, err := json.Marshal(sess)
 	if err != nil {
 		return "", err
 	}
-	sealed, err := u.s.cfg.Keyring.Seal(j, sessionAD)
+	sealed, err := u.cfg.Keyring.Seal(j, sessionAD)
 	if err != nil {
 		return "", fmt.Errorf("seal session: %w", err)
 	}
@@ -284,7 +313,7 @@ var errNoSession = errors.New("no session")
 
 // session opens the request's cookie and checks that it has not expired
 // or been signed out, and that its admin token still stands.
-func (u *ui) session(r *http.Request) (*Session, error) {
+func (u *Page) session(r *http.Request) (*Session, error) {
 	c, err := r.Cookie(SessionCookie)
 	if err != nil || c.Value == "" || len(c.Value) > 4096 {
 		return nil, errNoSession
@@ -293,7 +322,7 @@ func (u *ui) session(r *http.Request) (*Session, error) {
 	if err != nil {
 		return nil, errNoSession
 	}
-	j, err := u.s.cfg.Keyring.Open(sealed, sessionAD)
+	j, err := u.cfg.Keyring.Open(sealed, sessionAD)
 	if err != nil {
 		return nil, errNoSession
 	}
@@ -303,16 +332,16 @@ func (u *ui) session(r *http.Request) (*Session, error) {
 	if err := json.Unmarshal(j, &sess); err != nil || sess.ID == "" || sess.TokenID == "" || sess.CSRF == "" {
 		return nil, errNoSession
 	}
-	if u.s.cfg.Now().Unix() >= sess.Expires {
+	if u.cfg.Now().Unix() >= sess.Expires {
 		return nil, errNoSession
 	}
-	if _, err := u.s.cfg.Store.AdminToken(r.Context(), sess.TokenID); errors.Is(err, store.ErrNotFound) {
+	if _, err := u.cfg.Store.AdminToken(r.Context(), sess.TokenID); errors.Is(err, store.ErrNotFound) {
 		return nil, errNoSession // the token was revoked
 	} else if err != nil {
-		return nil, storeError(err, "", "")
+		return nil, admin.StoreError(err, "", "")
 	}
-	if ended, err := u.s.cfg.Store.SessionEnded(r.Context(), sess.ID); err != nil {
-		return nil, storeError(err, "", "")
+	if ended, err := u.cfg.Store.SessionEnded(r.Context(), sess.ID); err != nil {
+		return nil, admin.StoreError(err, "", "")
 	} else if ended {
 		return nil, errNoSession // signed out
 	}
@@ -320,11 +349,11 @@ func (u *ui) session(r *http.Request) (*Session, error) {
 }
 
 // setCookie sets (value non-empty) or clears the session cookie.
-func (u *ui) setCookie(w http.ResponseWriter, r *http.Request, value string) {
+func (u *Page) setCookie(w http.ResponseWriter, r *http.Request, value string) {
 	c := &http.Cookie{
 		Name: SessionCookie, Value: value, Path: "/ui/",
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
-		MaxAge: int(u.s.cfg.SessionTTL.Seconds()),
+		MaxAge: int(u.sessionTTL.Seconds()),
 	}
 	if value == "" {
 		c.MaxAge = -1
@@ -349,7 +378,7 @@ var errForbiddenPost = capability.Errorf(http.StatusForbidden, protocol.TypePerm
 // signedIn runs h only for a current session; an unsafe method also needs
 // the session's CSRF secret in the form and a same-origin request. With no
 // session, a GET goes to the sign-in page and anything else is a 401.
-func (u *ui) signedIn(h func(http.ResponseWriter, *http.Request, *Session) error) func(http.ResponseWriter, *http.Request) error {
+func (u *Page) signedIn(h func(http.ResponseWriter, *http.Request, *Session) error) func(http.ResponseWriter, *http.Request) error {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		sess, err := u.session(r)
 		if errors.Is(err, errNoSession) {
@@ -380,13 +409,13 @@ type signinPage struct {
 }
 
 // home is the boxes overview, or the sign-in form with no session.
-func (u *ui) home(w http.ResponseWriter, r *http.Request) error {
+func (u *Page) home(w http.ResponseWriter, r *http.Request) error {
 	sess, err := u.session(r)
 	if errors.Is(err, errNoSession) {
 		if _, cerr := r.Cookie(SessionCookie); cerr == nil {
 			u.setCookie(w, r, "") // an old or forged cookie: drop it
 		}
-		u.render(w, http.StatusOK, "signin", signinPage{Broker: u.s.cfg.Broker})
+		u.render(w, http.StatusOK, "signin", signinPage{Broker: u.cfg.Broker})
 		return nil
 	}
 	if err != nil {
@@ -395,19 +424,19 @@ func (u *ui) home(w http.ResponseWriter, r *http.Request) error {
 	return u.overview(w, r, sess)
 }
 
-func (u *ui) signin(w http.ResponseWriter, r *http.Request) error {
+func (u *Page) signin(w http.ResponseWriter, r *http.Request) error {
 	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
 	if !sameOrigin(r) || r.ParseForm() != nil {
 		return errForbiddenPost
 	}
-	t, err := u.s.lookup(r.Context(), strings.TrimSpace(r.PostForm.Get("token")))
+	t, err := u.a.Lookup(r.Context(), strings.TrimSpace(r.PostForm.Get("token")))
 	if errors.Is(err, token.ErrMissing) || errors.Is(err, token.ErrUnknown) {
-		u.render(w, http.StatusUnauthorized, "signin", signinPage{Broker: u.s.cfg.Broker,
+		u.render(w, http.StatusUnauthorized, "signin", signinPage{Broker: u.cfg.Broker,
 			Error: "That is not an admin token at this broker. `boxbroker admin token` makes one."})
 		return nil
 	}
 	if err != nil {
-		return storeError(err, "", "")
+		return admin.StoreError(err, "", "")
 	}
 	sess, err := u.newSession(t.ID)
 	if err != nil {
@@ -418,26 +447,26 @@ func (u *ui) signin(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	u.setCookie(w, r, v)
-	u.s.log.Info("owner's page: signed in", "admin_token", t.ID)
+	u.log.Info("owner's page: signed in", "admin_token", t.ID)
 	http.Redirect(w, r, "/ui/", http.StatusSeeOther)
 	return nil
 }
 
 // signout ends the session in the store, so that its cookie is refused
 // wherever it is kept, and clears the cookie.
-func (u *ui) signout(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	if err := u.s.cfg.Store.EndSession(r.Context(), sess.ID, time.Unix(sess.Expires, 0), u.s.cfg.Now()); err != nil {
-		return storeError(err, "", "")
+func (u *Page) signout(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	if err := u.cfg.Store.EndSession(r.Context(), sess.ID, time.Unix(sess.Expires, 0), u.cfg.Now()); err != nil {
+		return admin.StoreError(err, "", "")
 	}
-	u.s.log.Info("owner's page: signed out", "admin_token", sess.TokenID)
+	u.log.Info("owner's page: signed out", "admin_token", sess.TokenID)
 	u.setCookie(w, r, "")
 	http.Redirect(w, r, "/ui/", http.StatusSeeOther)
 	return nil
 }
 
 // settings changes a box's consent or paused from its page.
-func (u *ui) settings(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	b, err := u.s.box(r)
+func (u *Page) settings(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	b, err := u.a.Box(r)
 	if err != nil {
 		return err
 	}
@@ -449,17 +478,17 @@ func (u *ui) settings(w http.ResponseWriter, r *http.Request, sess *Session) err
 	default:
 		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "The form names no setting this page changes.")
 	}
-	if err := u.s.cfg.Store.UpdateBox(r.Context(), b); err != nil {
-		return storeError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
+	if err := u.cfg.Store.UpdateBox(r.Context(), b); err != nil {
+		return admin.StoreError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
 	}
-	if err := u.s.changed(r.Context(), store.ChangeBox, b.Name); err != nil {
+	if err := u.a.Changed(r.Context(), store.ChangeBox, b.Name); err != nil {
 		return err
 	}
 	msg := fmt.Sprintf("set consent %t, paused %t", b.Consent, b.Paused)
 	if err := u.audit(r.Context(), b.Name, "/ui/boxes/{name}/settings", msg); err != nil {
 		return err
 	}
-	u.s.log.Info("owner's page: box updated", "box", b.Name, "consent", b.Consent, "paused", b.Paused, "admin_token", sess.TokenID)
+	u.log.Info("owner's page: box updated", "box", b.Name, "consent", b.Consent, "paused", b.Paused, "admin_token", sess.TokenID)
 	http.Redirect(w, r, "/ui/boxes/"+url.PathEscape(b.Name), http.StatusSeeOther)
 	return nil
 }

@@ -1,4 +1,4 @@
-package admin_test
+package ui_test
 
 import (
 	"bytes"
@@ -64,7 +64,7 @@ func poolForm(t *testing.T, b *brokertest.Broker, cookie, csrf, path string, for
 	for k, v := range form {
 		f[k] = v
 	}
-	return ui(t, b, "POST", path, cookie, f, nil)
+	return visit(t, b, "POST", path, cookie, f, nil)
 }
 
 // poolState is what the store holds of the pool: each named entry's
@@ -145,7 +145,7 @@ func TestUIPool_ShowsEntriesAndStates(t *testing.T) {
 			t.Fatalf("box %s (first on %s) got %d %s, want 200 after failover", box, first, resp.StatusCode, resp.Body)
 		}
 	}
-	p := ui(t, b, "GET", "/ui/credentials", cookie, nil, nil)
+	p := visit(t, b, "GET", "/ui/credentials", cookie, nil, nil)
 	if p.status != 200 {
 		t.Fatalf("GET /ui/credentials = %d %s", p.status, p.body)
 	}
@@ -170,7 +170,7 @@ func TestUIPool_ShowsEntriesAndStates(t *testing.T) {
 			t.Errorf("the Credentials page holds a key's value")
 		}
 	}
-	if !strings.Contains(ui(t, b, "GET", "/ui/", cookie, nil, nil).body, `href="/ui/credentials"`) {
+	if !strings.Contains(visit(t, b, "GET", "/ui/", cookie, nil, nil).body, `href="/ui/credentials"`) {
 		t.Errorf("the list page has no link to the Credentials page")
 	}
 }
@@ -218,12 +218,12 @@ func TestUIPool_FormsNeedCSRF(t *testing.T) {
 			if tt.origin != "" {
 				h["Origin"] = tt.origin
 			}
-			if got := ui(t, b, "POST", p.path, cookie, form, h); got.status != http.StatusForbidden {
+			if got := visit(t, b, "POST", p.path, cookie, form, h); got.status != http.StatusForbidden {
 				t.Errorf("POST %s (%s) = %d, want 403", p.path, tt.name, got.status)
 			}
 		}
 		// Signed out, the same post is refused too.
-		if got := ui(t, b, "POST", p.path, "", url.Values{"csrf": {csrf}}, nil); got.status != http.StatusUnauthorized {
+		if got := visit(t, b, "POST", p.path, "", url.Values{"csrf": {csrf}}, nil); got.status != http.StatusUnauthorized {
 			t.Errorf("POST %s with no session = %d, want 401", p.path, got.status)
 		}
 	}
@@ -261,7 +261,7 @@ func TestUIPool_AddChangeRemove(t *testing.T) {
 	if set.Weight != 2 || set.URL != "" {
 		t.Errorf("team-b = weight %d URL %q, want 2 and the broker's", set.Weight, set.URL)
 	}
-	if p := ui(t, b, "GET", "/ui/credentials?done=set", cookie, nil, nil); !strings.Contains(p.body, "its value is not shown again") {
+	if p := visit(t, b, "GET", "/ui/credentials?done=set", cookie, nil, nil); !strings.Contains(p.body, "its value is not shown again") {
 		t.Errorf("the page after adding has no notice: %s", p.body)
 	}
 
@@ -277,7 +277,7 @@ func TestUIPool_AddChangeRemove(t *testing.T) {
 		t.Errorf("change of an entry not in the pool = %d, want 404", p.status)
 	}
 
-	if p := ui(t, b, "GET", "/ui/credentials/team-b/remove", cookie, nil, nil); p.status != 200 || !strings.Contains(p.body, "Type <b>team-b</b> to confirm") {
+	if p := visit(t, b, "GET", "/ui/credentials/team-b/remove", cookie, nil, nil); p.status != 200 || !strings.Contains(p.body, "Type <b>team-b</b> to confirm") {
 		t.Errorf("GET the removal's confirmation = %d %s", p.status, p.body)
 	}
 	if p := poolForm(t, b, cookie, csrf, "/ui/credentials/team-b/remove", url.Values{"confirm": {"team"}}); p.status != http.StatusBadRequest || !strings.Contains(p.body, "nothing was removed") {
@@ -402,7 +402,7 @@ func TestUIPool_ValueNeverShown(t *testing.T) {
 	)
 	for _, path := range []string{"/ui/", "/ui/credentials", "/ui/credentials?done=set", "/ui/credentials/team-b/remove",
 		"/ui/credentials/default/remove", "/ui/boxes/alpha", "/ui/enrol", "/ui/?state=ok"} {
-		p := ui(t, b, "GET", path, cookie, nil, nil)
+		p := visit(t, b, "GET", path, cookie, nil, nil)
 		if p.status != 200 {
 			t.Errorf("GET %s = %d", path, p.status)
 		}
@@ -415,7 +415,7 @@ func TestUIPool_ValueNeverShown(t *testing.T) {
 			}
 		}
 	}
-	if p := ui(t, b, "GET", "/ui/credentials", cookie, nil, nil); !strings.Contains(row(t, p.body, "team-b"), `value="6"`) {
+	if p := visit(t, b, "GET", "/ui/credentials", cookie, nil, nil); !strings.Contains(row(t, p.body, "team-b"), `value="6"`) {
 		t.Errorf("the page does not show team-b's new weight")
 	}
 	es, err := b.Server.Store.ListAudit(context.Background(), store.AuditQuery{Limit: 1000})

@@ -1,4 +1,4 @@
-package admin_test
+package ui_test
 
 import (
 	"bytes"
@@ -179,7 +179,7 @@ func TestOwnerPage_Browser(t *testing.T) {
 		}
 		dir := t.TempDir()
 		if *updateScreenshots {
-			dir = filepath.Join("..", "..", "docs")
+			dir = filepath.Join("..", "..", "..", "docs")
 		}
 		out := filepath.Join(dir, name)
 		if err := os.WriteFile(out, png, 0o644); err != nil {

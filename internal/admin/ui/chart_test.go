@@ -1,6 +1,8 @@
-package admin
+package ui
 
 import (
+	"github.com/intentius/boxbroker/internal/admin"
+
 	"context"
 	"path/filepath"
 	"testing"
@@ -31,7 +33,7 @@ func TestBrokerHours(t *testing.T) {
 	add(now.Add(-3*time.Hour), "")
 	add(now.Add(-3*time.Hour), "token")
 	add(now.Add(-time.Minute), "")
-	u := &ui{s: &Server{cfg: Config{Store: st}}}
+	u := &Page{cfg: admin.Config{Store: st}}
 	sum := func(hs []store.HourCount) (req, ref int64) {
 		for _, h := range hs {
 			req += h.Requests

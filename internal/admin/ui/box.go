@@ -1,6 +1,10 @@
-package admin
+package ui
 
 import (
+	"github.com/intentius/boxbroker/internal/protocol"
+
+	"github.com/intentius/boxbroker/internal/admin"
+
 	"context"
 	"fmt"
 	"html/template"
@@ -21,14 +25,14 @@ import (
 
 // card is one box as its page shows it.
 type card struct {
-	BoxView
+	admin.BoxView
 	// Groups are its refusals of the last 7 days, grouped.
 	Groups        []refusalGroup
 	FeedbackCount int
 	// Measured is this month's spend, measured beside reported.
-	Measured SpendReport
+	Measured admin.SpendReport
 	// Budgets are the box's budgets and where they stand this month.
-	Budgets BudgetList
+	Budgets admin.BudgetList
 	// Blocked says, when the box's metered calls are refused for a
 	// budget, why and until when; "" when they are not.
 	Blocked string
@@ -58,21 +62,21 @@ var (
 // or a refusal for a spent budget newer than any request served this
 // month. The bound is the one the broker computed for the call it
 // refused (spend.Meter.Bound, written in the refusal's message).
-func (u *ui) blocked(ctx context.Context, box string, budgets BudgetList) (string, error) {
-	now := u.s.cfg.Now()
+func (u *Page) blocked(ctx context.Context, box string, budgets admin.BudgetList) (string, error) {
+	now := u.cfg.Now()
 	month := spend.Month(now)
 	resets := spend.Resets(month).Format("2006-01-02") + " at 00:00 UTC"
-	entries, err := u.s.cfg.Store.ListAudit(ctx, store.AuditQuery{Box: box, Since: spend.Resets(month).AddDate(0, -1, 0), Limit: 200})
+	entries, err := u.cfg.Store.ListAudit(ctx, store.AuditQuery{Box: box, Since: spend.Resets(month).AddDate(0, -1, 0), Limit: 200})
 	if err != nil {
 		return "", err
 	}
-	left := func(principal string) (BudgetView, bool) {
+	left := func(principal string) (admin.BudgetView, bool) {
 		for _, b := range budgets.Budgets {
 			if deref(b.Principal, "") == principal {
 				return b, true
 			}
 		}
-		return BudgetView{}, false
+		return admin.BudgetView{}, false
 	}
 	for _, e := range entries {
 		if e.Capability == store.ActorAdmin {
@@ -114,38 +118,38 @@ func (u *ui) blocked(ctx context.Context, box string, budgets BudgetList) (strin
 }
 
 // card reads what the page shows of v beside the API's view.
-func (u *ui) card(ctx context.Context, v BoxView) (card, error) {
+func (u *Page) card(ctx context.Context, v admin.BoxView) (card, error) {
 	c := card{BoxView: v}
-	now := u.s.cfg.Now()
-	groups, err := u.s.cfg.Store.RefusalGroups(ctx, v.Name, now.Add(-refusalDays*24*time.Hour), 50)
+	now := u.cfg.Now()
+	groups, err := u.cfg.Store.RefusalGroups(ctx, v.Name, now.Add(-refusalDays*24*time.Hour), 50)
 	if err != nil {
 		return c, err
 	}
 	for _, g := range groups {
 		c.Groups = append(c.Groups, refusalGroup(g))
 	}
-	fb, err := u.s.cfg.Store.ListFeedback(ctx, v.Name)
+	fb, err := u.cfg.Store.ListFeedback(ctx, v.Name)
 	if err != nil {
 		return c, err
 	}
 	c.FeedbackCount = len(fb)
 	month := spend.Month(now)
-	if c.Measured, err = u.s.SpendReport(ctx, v.Name, month); err != nil {
+	if c.Measured, err = u.a.SpendReport(ctx, v.Name, month); err != nil {
 		return c, err
 	}
-	if c.Budgets, err = u.s.Budgets(ctx, v.Name, month); err != nil {
+	if c.Budgets, err = u.a.Budgets(ctx, v.Name, month); err != nil {
 		return c, err
 	}
 	if c.Blocked, err = u.blocked(ctx, v.Name, c.Budgets); err != nil {
 		return c, err
 	}
-	grants, err := u.s.cfg.Store.ListGrants(ctx, v.Name)
+	grants, err := u.cfg.Store.ListGrants(ctx, v.Name)
 	if err != nil {
 		return c, err
 	}
 	for _, g := range grants {
 		c.Grants++
-		if grantState(g.RevokedAt, g.ExpiresAt, now) == "current" {
+		if admin.GrantState(g.RevokedAt, g.ExpiresAt, now) == "current" {
 			c.Current++
 		}
 	}
@@ -160,14 +164,14 @@ type boxPageData struct {
 	Broker    string
 	Form      FormContext
 	Box       card
-	Recent    []AuditView
+	Recent    []admin.AuditView
 	LogPage   int
 	LogPrev   string
 	LogNext   string
-	Secrets   []SecretView
+	Secrets   []admin.SecretView
 	Missing   []string
 	Extra     []string
-	Resources []ResourceView
+	Resources []admin.ResourceView
 	Sections  []renderedSection
 	Chart     chart
 	// SpendChart is its measured spend per day this month, from the
@@ -182,28 +186,28 @@ type renderedSection struct {
 	HTML  template.HTML
 }
 
-func (u *ui) boxPage(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	b, err := u.s.box(r)
+func (u *Page) boxPage(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	b, err := u.a.Box(r)
 	if err != nil {
 		return err
 	}
 	ctx := r.Context()
-	d, err := u.s.declaration(ctx, b.Name)
+	d, err := u.a.Declaration(ctx, b.Name)
 	if err != nil {
-		return storeError(err, "", "")
+		return admin.StoreError(err, "", "")
 	}
-	now := u.s.cfg.Now()
-	v := view(b, d, now)
+	now := u.cfg.Now()
+	v := admin.BoxViewOf(b, d, now)
 	c, err := u.card(ctx, v)
 	if err != nil {
-		return storeError(err, "", "")
+		return admin.StoreError(err, "", "")
 	}
-	page := boxPageData{Broker: u.s.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Box: c, Notice: notices[r.URL.Query().Get("done")]}
+	page := boxPageData{Broker: u.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Box: c, Notice: notices[r.URL.Query().Get("done")]}
 	page.LogPage, _ = strconv.Atoi(r.URL.Query().Get("log"))
 	page.LogPage = min(max(page.LogPage, 1), 10_000)
-	recent, err := u.s.cfg.Store.AuditPage(ctx, b.Name, (page.LogPage-1)*logPageSize, logPageSize+1)
+	recent, err := u.cfg.Store.AuditPage(ctx, b.Name, (page.LogPage-1)*logPageSize, logPageSize+1)
 	if err != nil {
-		return storeError(err, "", "")
+		return admin.StoreError(err, "", "")
 	}
 	base := "/ui/boxes/" + b.Name // a box name needs no escaping
 	if len(recent) > logPageSize {
@@ -214,9 +218,9 @@ func (u *ui) boxPage(w http.ResponseWriter, r *http.Request, sess *Session) erro
 		page.LogPrev = base + "?log=" + strconv.Itoa(page.LogPage-1) + "#log"
 	}
 	for _, e := range recent {
-		page.Recent = append(page.Recent, AuditViewOf(e))
+		page.Recent = append(page.Recent, admin.AuditViewOf(e))
 	}
-	page.Secrets, err = u.s.secretViews(ctx, b.Name)
+	page.Secrets, err = u.a.SecretViews(ctx, b.Name)
 	if err != nil {
 		return err
 	}
@@ -224,22 +228,22 @@ func (u *ui) boxPage(w http.ResponseWriter, r *http.Request, sess *Session) erro
 	for _, sec := range page.Secrets {
 		held = append(held, sec.Name)
 	}
-	page.Missing, page.Extra = crossCheck(declaredSecrets(d, u.s.cfg.Broker), held)
-	resources, err := u.s.cfg.Store.ListResources(ctx, b.Name)
+	page.Missing, page.Extra = crossCheck(declaredSecrets(d, u.cfg.Broker), held)
+	resources, err := u.cfg.Store.ListResources(ctx, b.Name)
 	if err != nil {
-		return storeError(err, "", "")
+		return admin.StoreError(err, "", "")
 	}
 	for _, res := range resources {
-		page.Resources = append(page.Resources, ResourceView{Kind: res.Kind, ID: res.ID, At: formatTime(res.At)})
+		page.Resources = append(page.Resources, admin.ResourceView{Kind: res.Kind, ID: res.ID, At: protocol.FormatTime(res.At)})
 	}
-	hours, err := u.s.cfg.Store.AuditHours(ctx, b.Name, now.Add(-7*24*time.Hour))
+	hours, err := u.cfg.Store.AuditHours(ctx, b.Name, now.Add(-7*24*time.Hour))
 	if err != nil {
-		return storeError(err, "", "")
+		return admin.StoreError(err, "", "")
 	}
 	page.Chart = hourChart(hours, now)
-	days, err := u.s.cfg.Store.AuditDays(ctx, b.Name, monthStart(now))
+	days, err := u.cfg.Store.AuditDays(ctx, b.Name, monthStart(now))
 	if err != nil {
-		return storeError(err, "", "")
+		return admin.StoreError(err, "", "")
 	}
 	hasBudget, limit := ownBudget(c.Budgets)
 	page.SpendChart = dayChart(days, hasBudget, limit, now)
@@ -259,7 +263,7 @@ func (u *ui) boxPage(w http.ResponseWriter, r *http.Request, sess *Session) erro
 
 // ownBudget is the box's own budget's limit in micro-dollars, and whether
 // it has one (the budget with no principal).
-func ownBudget(budgets BudgetList) (bool, int64) {
+func ownBudget(budgets admin.BudgetList) (bool, int64) {
 	for _, b := range budgets.Budgets {
 		if b.Principal == nil {
 			return true, int64(math.Round(b.USD * 1e6))

@@ -1,4 +1,4 @@
-package admin_test
+package ui_test
 
 import (
 	"context"
@@ -30,10 +30,10 @@ func TestUI_LogBytesCostAndSpendChart(t *testing.T) {
 	}
 	cookie, csrf := signedInForm(t, b)
 	const value = "sk_live_cost-test-0123456789"
-	if p := ui(t, b, "POST", "/ui/boxes/alpha/secrets", cookie, url.Values{"csrf": {csrf}, "name": {"STRIPE"}, "host": {"https://api.stripe.com"}, "value": {value}}, nil); p.status != 303 {
+	if p := visit(t, b, "POST", "/ui/boxes/alpha/secrets", cookie, url.Values{"csrf": {csrf}, "name": {"STRIPE"}, "host": {"https://api.stripe.com"}, "value": {value}}, nil); p.status != 303 {
 		t.Fatalf("set STRIPE = %d, want 303", p.status)
 	}
-	if p := ui(t, b, "POST", "/ui/boxes/alpha/budget", cookie, url.Values{"csrf": {csrf}, "usd": {"1"}}, nil); p.status != 303 {
+	if p := visit(t, b, "POST", "/ui/boxes/alpha/budget", cookie, url.Values{"csrf": {csrf}, "usd": {"1"}}, nil); p.status != 303 {
 		t.Fatalf("budget $1 = %d, want 303", p.status)
 	}
 	var bodies []int
@@ -62,7 +62,7 @@ func TestUI_LogBytesCostAndSpendChart(t *testing.T) {
 		}
 	}
 
-	p := ui(t, b, "GET", "/ui/boxes/alpha", cookie, nil, nil)
+	p := visit(t, b, "GET", "/ui/boxes/alpha", cookie, nil, nil)
 	if p.status != 200 {
 		t.Fatalf("GET /ui/boxes/alpha = %d", p.status)
 	}
@@ -90,7 +90,7 @@ func TestUI_LogBytesCostAndSpendChart(t *testing.T) {
 		}
 	}
 	for _, path := range []string{"/ui/", "/ui/boxes/alpha", "/ui/boxes/alpha?log=1"} {
-		body := ui(t, b, "GET", path, cookie, nil, nil).body
+		body := visit(t, b, "GET", path, cookie, nil, nil).body
 		for _, secret := range []string{tok, sharedKey, value, b.AdminToken} {
 			if strings.Contains(body, secret) {
 				t.Errorf("GET %s holds a token, credential or secret's value", path)

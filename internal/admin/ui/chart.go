@@ -1,4 +1,4 @@
-package admin
+package ui
 
 import (
 	"context"
@@ -108,7 +108,7 @@ type hourCache struct {
 
 // brokerHours returns the whole broker's hours since since, reading the
 // store only from the first hour not settled before now.
-func (u *ui) brokerHours(ctx context.Context, since, now time.Time) ([]store.HourCount, error) {
+func (u *Page) brokerHours(ctx context.Context, since, now time.Time) ([]store.HourCount, error) {
 	c := &u.hours
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -119,7 +119,7 @@ func (u *ui) brokerHours(ctx context.Context, since, now time.Time) ([]store.Hou
 	} else {
 		c.done = map[time.Time]store.HourCount{}
 	}
-	fresh, err := u.s.cfg.Store.AuditHours(ctx, "", from)
+	fresh, err := u.cfg.Store.AuditHours(ctx, "", from)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,8 @@
-package admin
+package ui
 
 import (
+	"github.com/intentius/boxbroker/internal/admin"
+
 	"context"
 	"errors"
 	"fmt"
@@ -25,17 +27,16 @@ import (
 // message what was done — never a token or a value.
 
 // registerActions adds the actions' routes.
-func (u *ui) registerActions() {
-	s := u.s
-	s.HandleUI("GET /ui/enrol", u.enrolForm)
-	s.HandleUI("POST /ui/boxes", u.enrol)
-	s.HandleUI("POST /ui/boxes/{name}/rotate", u.rotate)
-	s.HandleUI("GET /ui/boxes/{name}/remove", u.removeForm)
-	s.HandleUI("POST /ui/boxes/{name}/remove", u.remove)
-	s.HandleUI("POST /ui/boxes/{name}/budget", u.setBudget)
-	s.HandleUI("POST /ui/boxes/{name}/budget/remove", u.removeBudget)
-	s.HandleUI("POST /ui/boxes/{name}/secrets", u.setSecret)
-	s.HandleUI("POST /ui/boxes/{name}/secrets/{secret}/remove", u.removeSecret)
+func (u *Page) registerActions() {
+	u.HandleUI("GET /ui/enrol", u.enrolForm)
+	u.HandleUI("POST /ui/boxes", u.enrol)
+	u.HandleUI("POST /ui/boxes/{name}/rotate", u.rotate)
+	u.HandleUI("GET /ui/boxes/{name}/remove", u.removeForm)
+	u.HandleUI("POST /ui/boxes/{name}/remove", u.remove)
+	u.HandleUI("POST /ui/boxes/{name}/budget", u.setBudget)
+	u.HandleUI("POST /ui/boxes/{name}/budget/remove", u.removeBudget)
+	u.HandleUI("POST /ui/boxes/{name}/secrets", u.setSecret)
+	u.HandleUI("POST /ui/boxes/{name}/secrets/{secret}/remove", u.removeSecret)
 }
 
 // notices are the lines a box's page shows after an action (?done=).
@@ -48,10 +49,10 @@ var notices = map[string]string{
 }
 
 // audit records an action taken on the page, by the admin, on box.
-func (u *ui) audit(ctx context.Context, box, route, message string) error {
-	e := store.AuditEntry{Box: box, At: u.s.cfg.Now().UTC(), Method: http.MethodPost, Route: route,
+func (u *Page) audit(ctx context.Context, box, route, message string) error {
+	e := store.AuditEntry{Box: box, At: u.cfg.Now().UTC(), Method: http.MethodPost, Route: route,
 		Capability: store.ActorAdmin, Status: http.StatusSeeOther, Message: message}
-	if err := u.s.cfg.Store.AddAudit(ctx, []store.AuditEntry{e}); err != nil {
+	if err := u.cfg.Store.AddAudit(ctx, []store.AuditEntry{e}); err != nil {
 		return fmt.Errorf("audit %q on box %s: %w", route, box, err)
 	}
 	return nil
@@ -79,19 +80,19 @@ type tokenPage struct {
 	Rotated bool
 }
 
-func (u *ui) enrolForm(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	u.render(w, http.StatusOK, "enrol", formPage{Broker: u.s.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}})
+func (u *Page) enrolForm(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	u.render(w, http.StatusOK, "enrol", formPage{Broker: u.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}})
 	return nil
 }
 
 // showToken answers with the one page that shows tok. It is not cached
 // and tok is never logged.
-func (u *ui) showToken(w http.ResponseWriter, sess *Session, box, tok string, rotated bool) {
+func (u *Page) showToken(w http.ResponseWriter, sess *Session, box, tok string, rotated bool) {
 	w.Header().Set("Cache-Control", "no-store")
-	u.render(w, http.StatusOK, "token", tokenPage{Broker: u.s.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Box: box, Token: tok, Rotated: rotated})
+	u.render(w, http.StatusOK, "token", tokenPage{Broker: u.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Box: box, Token: tok, Rotated: rotated})
 }
 
-func (u *ui) enrol(w http.ResponseWriter, r *http.Request, sess *Session) error {
+func (u *Page) enrol(w http.ResponseWriter, r *http.Request, sess *Session) error {
 	name := strings.TrimSpace(r.PostForm.Get("name"))
 	if !protocol.IsBoxName(name) {
 		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "A box name matches ^[a-z][a-z0-9-]{0,62}$: a lower-case letter, then lower-case letters, digits and hyphens.")
@@ -100,21 +101,21 @@ func (u *ui) enrol(w http.ResponseWriter, r *http.Request, sess *Session) error 
 	if err != nil {
 		return err
 	}
-	b := store.Box{Name: name, TokenHash: token.Hash(tok), CreatedAt: u.s.cfg.Now().UTC(), PayerKind: protocol.PayerShared}
-	if err := u.s.cfg.Store.CreateBox(r.Context(), b); err != nil {
-		return storeError(err, "", fmt.Sprintf("A box named %s already exists; rotate its token on its page instead.", name))
+	b := store.Box{Name: name, TokenHash: token.Hash(tok), CreatedAt: u.cfg.Now().UTC(), PayerKind: protocol.PayerShared}
+	if err := u.cfg.Store.CreateBox(r.Context(), b); err != nil {
+		return admin.StoreError(err, "", fmt.Sprintf("A box named %s already exists; rotate its token on its page instead.", name))
 	}
-	u.s.drop(store.ChangeBox, name)
+	u.a.Drop(store.ChangeBox, name)
 	if err := u.audit(r.Context(), name, "/ui/boxes", "enrolled the box"); err != nil {
 		return err
 	}
-	u.s.log.Info("owner's page: box added", "box", name, "admin_token", sess.TokenID)
+	u.log.Info("owner's page: box added", "box", name, "admin_token", sess.TokenID)
 	u.showToken(w, sess, name, tok, false)
 	return nil
 }
 
-func (u *ui) rotate(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	b, err := u.s.box(r)
+func (u *Page) rotate(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	b, err := u.a.Box(r)
 	if err != nil {
 		return err
 	}
@@ -122,65 +123,65 @@ func (u *ui) rotate(w http.ResponseWriter, r *http.Request, sess *Session) error
 	if err != nil {
 		return err
 	}
-	if err := u.s.cfg.Store.RotateToken(r.Context(), b.Name, token.Hash(tok)); err != nil {
-		return storeError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
+	if err := u.cfg.Store.RotateToken(r.Context(), b.Name, token.Hash(tok)); err != nil {
+		return admin.StoreError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
 	}
-	if err := u.s.changed(r.Context(), store.ChangeBox, b.Name); err != nil {
+	if err := u.a.Changed(r.Context(), store.ChangeBox, b.Name); err != nil {
 		return err
 	}
 	if err := u.audit(r.Context(), b.Name, "/ui/boxes/{name}/rotate", "rotated the box's token"); err != nil {
 		return err
 	}
-	u.s.log.Info("owner's page: box token rotated", "box", b.Name, "admin_token", sess.TokenID)
+	u.log.Info("owner's page: box token rotated", "box", b.Name, "admin_token", sess.TokenID)
 	u.showToken(w, sess, b.Name, tok, true)
 	return nil
 }
 
-func (u *ui) removeForm(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	b, err := u.s.box(r)
+func (u *Page) removeForm(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	b, err := u.a.Box(r)
 	if err != nil {
 		return err
 	}
-	u.render(w, http.StatusOK, "remove", formPage{Broker: u.s.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Box: b.Name})
+	u.render(w, http.StatusOK, "remove", formPage{Broker: u.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Box: b.Name})
 	return nil
 }
 
 // remove removes a box once its name is typed again on the confirmation page.
-func (u *ui) remove(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	name, err := boxName(r)
+func (u *Page) remove(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	name, err := admin.BoxName(r)
 	if err != nil {
 		return err
 	}
 	if r.PostForm.Get("confirm") != name {
-		u.render(w, http.StatusBadRequest, "remove", formPage{Broker: u.s.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Box: name,
+		u.render(w, http.StatusBadRequest, "remove", formPage{Broker: u.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Box: name,
 			Error: "Type the box's name exactly to remove it; nothing was removed."})
 		return nil
 	}
-	if err := u.s.cfg.Store.DeleteBox(r.Context(), name); err != nil {
-		return storeError(err, fmt.Sprintf("There is no box named %s.", name), "")
+	if err := u.cfg.Store.DeleteBox(r.Context(), name); err != nil {
+		return admin.StoreError(err, fmt.Sprintf("There is no box named %s.", name), "")
 	}
-	if err := u.s.cfg.Store.DeleteCredential(r.Context(), payer.OwnerAnthropic(name)); err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err := u.cfg.Store.DeleteCredential(r.Context(), payer.OwnerAnthropic(name)); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("removed box %s, but not its owner's credential: %w", name, err)
 	}
-	u.s.drop(store.ChangeCredential, payer.OwnerAnthropic(name))
-	if err := u.s.changed(r.Context(), store.ChangeBox, name); err != nil {
+	u.a.Drop(store.ChangeCredential, payer.OwnerAnthropic(name))
+	if err := u.a.Changed(r.Context(), store.ChangeBox, name); err != nil {
 		return err
 	}
 	if err := u.audit(r.Context(), name, "/ui/boxes/{name}/remove", "removed the box and all kept for it"); err != nil {
 		return err
 	}
-	u.s.log.Info("owner's page: box removed", "box", name, "admin_token", sess.TokenID)
+	u.log.Info("owner's page: box removed", "box", name, "admin_token", sess.TokenID)
 	http.Redirect(w, r, "/ui/", http.StatusSeeOther)
 	return nil
 }
 
-func (u *ui) setBudget(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	b, err := u.s.box(r)
+func (u *Page) setBudget(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	b, err := u.a.Box(r)
 	if err != nil {
 		return err
 	}
 	p := strings.TrimSpace(r.PostForm.Get("principal"))
-	principal, err := budgetPrincipal(&p)
+	principal, err := admin.BudgetPrincipal(&p)
 	if err != nil {
 		return err
 	}
@@ -189,10 +190,10 @@ func (u *ui) setBudget(w http.ResponseWriter, r *http.Request, sess *Session) er
 		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
 			"A budget is in dollars from 0 to %d with at most six decimals, such as 25 or 25.50.", spend.MaxUSD)
 	}
-	if err := u.s.cfg.Store.SetBudget(r.Context(), store.Budget{Box: b.Name, Principal: principal, Limit: limit, UpdatedAt: u.s.cfg.Now().UTC()}); err != nil {
-		return storeError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
+	if err := u.cfg.Store.SetBudget(r.Context(), store.Budget{Box: b.Name, Principal: principal, Limit: limit, UpdatedAt: u.cfg.Now().UTC()}); err != nil {
+		return admin.StoreError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
 	}
-	if err := u.s.changed(r.Context(), store.ChangeBudget, b.Name); err != nil {
+	if err := u.a.Changed(r.Context(), store.ChangeBudget, b.Name); err != nil {
 		return err
 	}
 	msg := "set the box's monthly budget to " + spend.FormatUSD(limit)
@@ -202,25 +203,25 @@ func (u *ui) setBudget(w http.ResponseWriter, r *http.Request, sess *Session) er
 	if err := u.audit(r.Context(), b.Name, "/ui/boxes/{name}/budget", msg); err != nil {
 		return err
 	}
-	u.s.log.Info("owner's page: budget set", "box", b.Name, "principal", principal, "limit", spend.FormatUSD(limit), "admin_token", sess.TokenID)
+	u.log.Info("owner's page: budget set", "box", b.Name, "principal", principal, "limit", spend.FormatUSD(limit), "admin_token", sess.TokenID)
 	back(w, r, b.Name, "budget")
 	return nil
 }
 
-func (u *ui) removeBudget(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	b, err := u.s.box(r)
+func (u *Page) removeBudget(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	b, err := u.a.Box(r)
 	if err != nil {
 		return err
 	}
 	p := strings.TrimSpace(r.PostForm.Get("principal"))
-	principal, err := budgetPrincipal(&p)
+	principal, err := admin.BudgetPrincipal(&p)
 	if err != nil {
 		return err
 	}
-	if err := u.s.cfg.Store.DeleteBudget(r.Context(), b.Name, principal); err != nil {
-		return storeError(err, noBudget(b.Name, principal), "")
+	if err := u.cfg.Store.DeleteBudget(r.Context(), b.Name, principal); err != nil {
+		return admin.StoreError(err, admin.NoBudget(b.Name, principal), "")
 	}
-	if err := u.s.changed(r.Context(), store.ChangeBudget, b.Name); err != nil {
+	if err := u.a.Changed(r.Context(), store.ChangeBudget, b.Name); err != nil {
 		return err
 	}
 	msg := "removed the box's monthly budget"
@@ -230,7 +231,7 @@ func (u *ui) removeBudget(w http.ResponseWriter, r *http.Request, sess *Session)
 	if err := u.audit(r.Context(), b.Name, "/ui/boxes/{name}/budget/remove", msg); err != nil {
 		return err
 	}
-	u.s.log.Info("owner's page: budget removed", "box", b.Name, "principal", principal, "admin_token", sess.TokenID)
+	u.log.Info("owner's page: budget removed", "box", b.Name, "principal", principal, "admin_token", sess.TokenID)
 	back(w, r, b.Name, "budget-removed")
 	return nil
 }
@@ -238,8 +239,8 @@ func (u *ui) removeBudget(w http.ResponseWriter, r *http.Request, sess *Session)
 // setSecret seals and sets an egress secret from the page's form, checked
 // as the CLI and the admin API check one: the name, the host
 // (protocol.ParseSecretHost) and the value. No message repeats the value.
-func (u *ui) setSecret(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	b, err := u.s.box(r)
+func (u *Page) setSecret(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	b, err := u.a.Box(r)
 	if err != nil {
 		return err
 	}
@@ -250,63 +251,63 @@ func (u *ui) setSecret(w http.ResponseWriter, r *http.Request, sess *Session) er
 	value := r.PostForm.Get("value")
 	r.PostForm.Del("value")
 	rawHost := strings.TrimSpace(r.PostForm.Get("host"))
-	if len(value) >= MinSecretLen && strings.Contains(rawHost, value) {
+	if len(value) >= admin.MinSecretLen && strings.Contains(rawHost, value) {
 		// The refusal of a bad host repeats the host; one holding the
 		// value would put the value in the page.
 		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
 			"The host holds the secret's value; the value goes only in the value field, and the host is the base URL it may be sent to, such as https://api.stripe.com.")
 	}
-	host, err := secretHost(rawHost)
+	host, err := admin.SecretHost(rawHost)
 	if err != nil {
 		return err
 	}
-	if err := checkValue("secret", value); err != nil {
+	if err := admin.CheckValue("secret", value); err != nil {
 		return err
 	}
-	if len(value) < MinSecretLen {
+	if len(value) < admin.MinSecretLen {
 		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
-			"The secret's value is shorter than %d bytes: the broker keeps it out of answers by matching it, and a value that short would match ordinary text.", MinSecretLen)
+			"The secret's value is shorter than %d bytes: the broker keeps it out of answers by matching it, and a value that short would match ordinary text.", admin.MinSecretLen)
 	}
 	plain := []byte(value)
-	sealed, err := u.s.cfg.Keyring.Seal(plain, secrets.SecretAD(b.Name, name))
+	sealed, err := u.cfg.Keyring.Seal(plain, secrets.SecretAD(b.Name, name))
 	secrets.Zero(plain)
 	if err != nil {
 		return fmt.Errorf("seal secret %s of box %s: %w", name, b.Name, err)
 	}
-	sec := store.Secret{Box: b.Name, Name: name, Host: host, Sealed: sealed, UpdatedAt: u.s.cfg.Now().UTC()}
-	if err := u.s.cfg.Store.SetSecret(r.Context(), sec); err != nil {
-		return storeError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
+	sec := store.Secret{Box: b.Name, Name: name, Host: host, Sealed: sealed, UpdatedAt: u.cfg.Now().UTC()}
+	if err := u.cfg.Store.SetSecret(r.Context(), sec); err != nil {
+		return admin.StoreError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
 	}
-	if err := u.s.changed(r.Context(), store.ChangeSecret, b.Name+"/"+name); err != nil {
+	if err := u.a.Changed(r.Context(), store.ChangeSecret, b.Name+"/"+name); err != nil {
 		return err
 	}
 	if err := u.audit(r.Context(), b.Name, "/ui/boxes/{name}/secrets", "set secret "+name+" for "+host); err != nil {
 		return err
 	}
-	u.s.log.Info("owner's page: secret set", "box", b.Name, "secret", name, "host", host, "admin_token", sess.TokenID)
+	u.log.Info("owner's page: secret set", "box", b.Name, "secret", name, "host", host, "admin_token", sess.TokenID)
 	back(w, r, b.Name, "secret")
 	return nil
 }
 
-func (u *ui) removeSecret(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	b, err := u.s.box(r)
+func (u *Page) removeSecret(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	b, err := u.a.Box(r)
 	if err != nil {
 		return err
 	}
-	name, err := secretName(r)
+	name, err := admin.SecretName(r)
 	if err != nil {
 		return err
 	}
-	if err := u.s.cfg.Store.DeleteSecret(r.Context(), b.Name, name); err != nil {
-		return storeError(err, fmt.Sprintf("Box %s has no secret named %s.", b.Name, name), "")
+	if err := u.cfg.Store.DeleteSecret(r.Context(), b.Name, name); err != nil {
+		return admin.StoreError(err, fmt.Sprintf("Box %s has no secret named %s.", b.Name, name), "")
 	}
-	if err := u.s.changed(r.Context(), store.ChangeSecret, b.Name+"/"+name); err != nil {
+	if err := u.a.Changed(r.Context(), store.ChangeSecret, b.Name+"/"+name); err != nil {
 		return err
 	}
 	if err := u.audit(r.Context(), b.Name, "/ui/boxes/{name}/secrets/{secret}/remove", "removed secret "+name); err != nil {
 		return err
 	}
-	u.s.log.Info("owner's page: secret removed", "box", b.Name, "secret", name, "admin_token", sess.TokenID)
+	u.log.Info("owner's page: secret removed", "box", b.Name, "secret", name, "admin_token", sess.TokenID)
 	back(w, r, b.Name, "secret-removed")
 	return nil
 }

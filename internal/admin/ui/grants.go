@@ -1,6 +1,8 @@
-package admin
+package ui
 
 import (
+	"github.com/intentius/boxbroker/internal/admin"
+
 	"context"
 	"fmt"
 	"html/template"
@@ -37,25 +39,14 @@ type grantRow struct {
 	RevokedAgo string
 }
 
-// grantState says whether g stands at now.
-func grantState(revoked, expires, now time.Time) string {
-	switch {
-	case !revoked.IsZero():
-		return "revoked"
-	case !expires.IsZero() && !now.Before(expires):
-		return "expired"
-	}
-	return "current"
-}
-
 // addGrantsPage adds the grants section and its revoke route.
-func (s *Server) addGrantsPage() {
-	s.AddBoxSection(BoxSection{Title: "Grants", Render: func(ctx context.Context, box string, form FormContext) (template.HTML, error) {
-		grants, err := s.cfg.Store.ListGrants(ctx, box)
+func (u *Page) addGrantsPage() {
+	u.AddBoxSection(BoxSection{Title: "Grants", Render: func(ctx context.Context, box string, form FormContext) (template.HTML, error) {
+		grants, err := u.cfg.Store.ListGrants(ctx, box)
 		if err != nil {
 			return "", err
 		}
-		now := s.cfg.Now()
+		now := u.cfg.Now()
 		data := struct {
 			BoxPath            string
 			CSRF               template.HTML
@@ -65,11 +56,11 @@ func (s *Server) addGrantsPage() {
 		for _, g := range grants {
 			revoked := ""
 			if !g.RevokedAt.IsZero() {
-				revoked = ago(formatTime(g.RevokedAt), now)
+				revoked = ago(protocol.FormatTime(g.RevokedAt), now)
 			}
 			data.Grants = append(data.Grants, grantRow{RevokedAgo: revoked, ID: g.ID, Principal: g.Principal,
-				Issued: formatTime(g.CreatedAt), Expires: formatTime(g.ExpiresAt), State: grantState(g.RevokedAt, g.ExpiresAt, now),
-				IssuedAgo: ago(formatTime(g.CreatedAt), now), ExpiresIn: until(g.ExpiresAt, now)})
+				Issued: protocol.FormatTime(g.CreatedAt), Expires: protocol.FormatTime(g.ExpiresAt), State: admin.GrantState(g.RevokedAt, g.ExpiresAt, now),
+				IssuedAgo: ago(protocol.FormatTime(g.CreatedAt), now), ExpiresIn: until(g.ExpiresAt, now)})
 		}
 		var b strings.Builder
 		if err := grantsSection.Execute(&b, data); err != nil {
@@ -77,16 +68,16 @@ func (s *Server) addGrantsPage() {
 		}
 		return template.HTML(b.String()), nil
 	}})
-	s.HandleUI("POST /ui/boxes/{name}/grants", s.issueGrantPage)
-	s.HandleUI("POST /ui/boxes/{name}/grants/{id}/revoke", func(w http.ResponseWriter, r *http.Request, sess *Session) error {
-		name, err := boxName(r)
+	u.HandleUI("POST /ui/boxes/{name}/grants", u.issueGrantPage)
+	u.HandleUI("POST /ui/boxes/{name}/grants/{id}/revoke", func(w http.ResponseWriter, r *http.Request, sess *Session) error {
+		name, err := admin.BoxName(r)
 		if err != nil {
 			return err
 		}
 		id := r.PathValue("id")
-		grants, err := s.cfg.Store.ListGrants(r.Context(), name)
+		grants, err := u.cfg.Store.ListGrants(r.Context(), name)
 		if err != nil {
-			return storeError(err, "", "")
+			return admin.StoreError(err, "", "")
 		}
 		found := false
 		for _, g := range grants {
@@ -95,13 +86,13 @@ func (s *Server) addGrantsPage() {
 		if !found {
 			return capability.Errorf(http.StatusNotFound, protocol.TypeNotFound, "Box %s has no grant %s.", name, id)
 		}
-		if err := s.cfg.Store.RevokeGrant(r.Context(), id, s.cfg.Now().UTC()); err != nil {
-			return storeError(err, fmt.Sprintf("Box %s has no grant %s.", name, id), "")
+		if err := u.cfg.Store.RevokeGrant(r.Context(), id, u.cfg.Now().UTC()); err != nil {
+			return admin.StoreError(err, fmt.Sprintf("Box %s has no grant %s.", name, id), "")
 		}
-		if err := s.ui.audit(r.Context(), name, "/ui/boxes/{name}/grants/{id}/revoke", "revoked grant "+id); err != nil {
+		if err := u.audit(r.Context(), name, "/ui/boxes/{name}/grants/{id}/revoke", "revoked grant "+id); err != nil {
 			return err
 		}
-		s.log.Info("owner's page: grant revoked", "box", name, "grant", id, "admin_token", sess.TokenID)
+		u.log.Info("owner's page: grant revoked", "box", name, "grant", id, "admin_token", sess.TokenID)
 		http.Redirect(w, r, "/ui/boxes/"+url.PathEscape(name), http.StatusSeeOther)
 		return nil
 	})
@@ -115,7 +106,7 @@ func until(at, now time.Time) string {
 	case at.IsZero():
 		return "never"
 	case d <= 0:
-		return ago(formatTime(at), now)
+		return ago(protocol.FormatTime(at), now)
 	case d < time.Minute:
 		return fmt.Sprintf("in %ds", int(d.Seconds()))
 	case d < time.Hour:
@@ -141,7 +132,7 @@ type grantedPage struct {
 	Broker  string
 	Form    FormContext
 	Box     string
-	Issued  IssuedGrant
+	Issued  admin.IssuedGrant
 	Lasts   string
 	Expires string
 }
@@ -151,28 +142,28 @@ type grantedPage struct {
 // cached (Cache-Control: no-store) and the value is never logged; a
 // reload does not show it again, but would post the form again, issuing
 // another grant, so the page says to go back to the box instead.
-func (s *Server) issueGrantPage(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	name, err := boxName(r)
+func (u *Page) issueGrantPage(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	name, err := admin.BoxName(r)
 	if err != nil {
 		return err
 	}
-	ttl, err := parseTTL(strings.TrimSpace(r.PostForm.Get("ttl")))
+	ttl, err := admin.ParseTTL(strings.TrimSpace(r.PostForm.Get("ttl")))
 	if err != nil {
 		return err
 	}
-	issued, err := s.IssueGrant(r.Context(), name, strings.TrimSpace(r.PostForm.Get("principal")), ttl)
+	issued, err := u.a.IssueGrant(r.Context(), name, strings.TrimSpace(r.PostForm.Get("principal")), ttl)
 	if err != nil {
 		return err
 	}
-	if err := s.ui.audit(r.Context(), name, "/ui/boxes/{name}/grants", "issued grant "+issued.Grant.ID+" to "+issued.Grant.Principal); err != nil {
+	if err := u.audit(r.Context(), name, "/ui/boxes/{name}/grants", "issued grant "+issued.Grant.ID+" to "+issued.Grant.Principal); err != nil {
 		return err
 	}
-	s.log.Info("owner's page: grant issued", "box", name, "grant", issued.Grant.ID, "admin_token", sess.TokenID)
+	u.log.Info("owner's page: grant issued", "box", name, "grant", issued.Grant.ID, "admin_token", sess.TokenID)
 	expires := ""
 	if issued.Grant.ExpiresAt != nil {
 		expires = *issued.Grant.ExpiresAt
 	}
-	s.ui.render(w, http.StatusOK, "granted", grantedPage{Broker: s.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Box: name,
+	u.render(w, http.StatusOK, "granted", grantedPage{Broker: u.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Box: name,
 		Issued: issued, Lasts: shortDuration(ttl), Expires: expires})
 	return nil
 }

@@ -1,6 +1,8 @@
-package admin_test
+package ui_test
 
 import (
+	"github.com/intentius/boxbroker/internal/admin/ui"
+
 	"context"
 	"html/template"
 	"io"
@@ -28,9 +30,9 @@ type page struct {
 // noRedirect is a client that shows redirects rather than following them.
 var noRedirect = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
-// ui sends method path to the admin listener with cookie (none when
+// visit sends method path to the admin listener with cookie (none when
 // empty), form as the body (none when nil) and extra headers.
-func ui(t *testing.T, b *brokertest.Broker, method, path, cookie string, form url.Values, header map[string]string) page {
+func visit(t *testing.T, b *brokertest.Broker, method, path, cookie string, form url.Values, header map[string]string) page {
 	t.Helper()
 	var body io.Reader
 	if form != nil {
@@ -44,7 +46,7 @@ func ui(t *testing.T, b *brokertest.Broker, method, path, cookie string, form ur
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
 	if cookie != "" {
-		req.AddCookie(&http.Cookie{Name: admin.SessionCookie, Value: cookie})
+		req.AddCookie(&http.Cookie{Name: ui.SessionCookie, Value: cookie})
 	}
 	for k, v := range header {
 		req.Header.Set(k, v)
@@ -61,16 +63,16 @@ func ui(t *testing.T, b *brokertest.Broker, method, path, cookie string, form ur
 // signIn signs in with token and returns the session cookie's value.
 func signIn(t *testing.T, b *brokertest.Broker, token string) string {
 	t.Helper()
-	p := ui(t, b, "POST", "/ui/signin", "", url.Values{"token": {token}}, nil)
+	p := visit(t, b, "POST", "/ui/signin", "", url.Values{"token": {token}}, nil)
 	if p.status != http.StatusSeeOther {
 		t.Fatalf("POST /ui/signin = %d %s, want 303", p.status, p.body)
 	}
 	for _, c := range (&http.Response{Header: p.header}).Cookies() {
-		if c.Name == admin.SessionCookie {
+		if c.Name == ui.SessionCookie {
 			return c.Value
 		}
 	}
-	t.Fatalf("POST /ui/signin set no %s cookie", admin.SessionCookie)
+	t.Fatalf("POST /ui/signin set no %s cookie", ui.SessionCookie)
 	return ""
 }
 
@@ -87,14 +89,14 @@ func csrfOf(t *testing.T, body string) string {
 
 func TestUI_SignIn(t *testing.T) {
 	b := brokertest.New(t, brokertest.Options{})
-	if p := ui(t, b, "GET", "/ui/", "", nil, nil); p.status != 200 || !strings.Contains(p.body, "Admin token") {
+	if p := visit(t, b, "GET", "/ui/", "", nil, nil); p.status != 200 || !strings.Contains(p.body, "Admin token") {
 		t.Fatalf("GET /ui/ signed out = %d, want the sign-in form:\n%s", p.status, p.body)
 	} else if csp := p.header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") {
 		t.Errorf("GET /ui/ Content-Security-Policy = %q, want frame-ancestors 'none'", csp)
 	}
 
 	const wrong = "bba_definitely-not-an-admin-token"
-	p := ui(t, b, "POST", "/ui/signin", "", url.Values{"token": {wrong}}, nil)
+	p := visit(t, b, "POST", "/ui/signin", "", url.Values{"token": {wrong}}, nil)
 	if p.status != 401 || !strings.Contains(p.body, "not an admin token") || strings.Contains(p.body, wrong) {
 		t.Errorf("POST /ui/signin with a wrong token = %d, want 401 saying so without echoing it:\n%s", p.status, p.body)
 	}
@@ -102,19 +104,19 @@ func TestUI_SignIn(t *testing.T) {
 		t.Errorf("a refused sign-in set a cookie: %v", p.header.Values("Set-Cookie"))
 	}
 	box := b.AddBox("alpha")
-	if p := ui(t, b, "POST", "/ui/signin", "", url.Values{"token": {box}}, nil); p.status != 401 {
+	if p := visit(t, b, "POST", "/ui/signin", "", url.Values{"token": {box}}, nil); p.status != 401 {
 		t.Errorf("POST /ui/signin with a box's token = %d, want 401", p.status)
 	}
-	if p := ui(t, b, "POST", "/ui/signin", "", url.Values{"token": {b.AdminToken}}, map[string]string{"Origin": "https://evil.example"}); p.status != 403 {
+	if p := visit(t, b, "POST", "/ui/signin", "", url.Values{"token": {b.AdminToken}}, map[string]string{"Origin": "https://evil.example"}); p.status != 403 {
 		t.Errorf("POST /ui/signin from another origin = %d, want 403", p.status)
 	}
 
-	p = ui(t, b, "POST", "/ui/signin", "", url.Values{"token": {b.AdminToken}}, nil)
+	p = visit(t, b, "POST", "/ui/signin", "", url.Values{"token": {b.AdminToken}}, nil)
 	if p.status != 303 || p.header.Get("Location") != "/ui/" {
 		t.Fatalf("POST /ui/signin = %d to %q, want 303 to /ui/", p.status, p.header.Get("Location"))
 	}
 	set := strings.Join(p.header.Values("Set-Cookie"), "\n")
-	for _, want := range []string{admin.SessionCookie + "=", "HttpOnly", "SameSite=Strict", "Path=/ui/"} {
+	for _, want := range []string{ui.SessionCookie + "=", "HttpOnly", "SameSite=Strict", "Path=/ui/"} {
 		if !strings.Contains(set, want) {
 			t.Errorf("session cookie %q lacks %s", set, want)
 		}
@@ -140,7 +142,7 @@ func TestUI_ShowsBoxes(t *testing.T) {
 		t.Fatal(err)
 	}
 	cookie := signIn(t, b, b.AdminToken)
-	p := ui(t, b, "GET", "/ui/", cookie, nil, nil)
+	p := visit(t, b, "GET", "/ui/", cookie, nil, nil)
 	if p.status != 200 {
 		t.Fatalf("GET /ui/ signed in = %d %s", p.status, p.body)
 	}
@@ -149,7 +151,7 @@ func TestUI_ShowsBoxes(t *testing.T) {
 			t.Errorf("GET /ui/ lacks %q", want)
 		}
 	}
-	p = ui(t, b, "GET", "/ui/boxes/alpha", cookie, nil, nil)
+	p = visit(t, b, "GET", "/ui/boxes/alpha", cookie, nil, nil)
 	for _, want := range []string{
 		"alpha", "inference", "decide", "shared", "Alpha &lt;b&gt;box&lt;/b&gt;", "It answers questions",
 		"github:ann", "$1.25", "does not list agent", "0 batches kept", "listed",
@@ -165,14 +167,14 @@ func TestUI_ShowsBoxes(t *testing.T) {
 		t.Errorf("GET /ui/ shows a token")
 	}
 
-	bp := ui(t, b, "GET", "/ui/boxes/alpha", cookie, nil, nil)
+	bp := visit(t, b, "GET", "/ui/boxes/alpha", cookie, nil, nil)
 	if bp.status != 200 || !strings.Contains(bp.body, "/llm/anthropic/v1/messages") || !strings.Contains(bp.body, "Pause the box") {
 		t.Errorf("GET /ui/boxes/alpha = %d, want the box with its recent requests and settings:\n%s", bp.status, bp.body)
 	}
-	if p := ui(t, b, "GET", "/ui/boxes/nobox", cookie, nil, nil); p.status != 404 {
+	if p := visit(t, b, "GET", "/ui/boxes/nobox", cookie, nil, nil); p.status != 404 {
 		t.Errorf("GET /ui/boxes/nobox = %d, want 404", p.status)
 	}
-	if p := ui(t, b, "GET", "/ui/boxes/alpha", "", nil, nil); p.status != 303 {
+	if p := visit(t, b, "GET", "/ui/boxes/alpha", "", nil, nil); p.status != 303 {
 		t.Errorf("GET /ui/boxes/alpha signed out = %d, want 303 to sign in", p.status)
 	}
 }
@@ -185,7 +187,7 @@ func TestUI_CSRF(t *testing.T) {
 	b := brokertest.New(t, brokertest.Options{})
 	b.AddBox("alpha")
 	cookie := signIn(t, b, b.AdminToken)
-	csrf := csrfOf(t, ui(t, b, "GET", "/ui/boxes/alpha", cookie, nil, nil).body)
+	csrf := csrfOf(t, visit(t, b, "GET", "/ui/boxes/alpha", cookie, nil, nil).body)
 	form := func(secret string) url.Values {
 		return url.Values{"csrf": {secret}, "set": {"paused"}, "value": {"true"}}
 	}
@@ -204,7 +206,7 @@ func TestUI_CSRF(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := ui(t, b, "POST", "/ui/boxes/alpha/settings", tt.cookie, tt.form, tt.header)
+			p := visit(t, b, "POST", "/ui/boxes/alpha/settings", tt.cookie, tt.form, tt.header)
 			if p.status != tt.status {
 				t.Errorf("POST settings (%s) = %d, want %d", tt.name, p.status, tt.status)
 			}
@@ -213,7 +215,7 @@ func TestUI_CSRF(t *testing.T) {
 			}
 		})
 	}
-	p := ui(t, b, "POST", "/ui/boxes/alpha/settings", cookie, form(csrf), map[string]string{"Origin": b.AdminURL})
+	p := visit(t, b, "POST", "/ui/boxes/alpha/settings", cookie, form(csrf), map[string]string{"Origin": b.AdminURL})
 	if p.status != 303 {
 		t.Fatalf("POST settings with the secret from this origin = %d %s, want 303", p.status, p.body)
 	}
@@ -230,13 +232,13 @@ func TestUI_RevokedTokenEndsSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	cookie := signIn(t, b, token)
-	if p := ui(t, b, "GET", "/ui/", cookie, nil, nil); !strings.Contains(p.body, "Sign out") {
+	if p := visit(t, b, "GET", "/ui/", cookie, nil, nil); !strings.Contains(p.body, "Sign out") {
 		t.Fatalf("GET /ui/ with a fresh session is not signed in:\n%s", p.body)
 	}
 	if err := b.Server.Store.DeleteAdminToken(ctx, tok.ID); err != nil {
 		t.Fatal(err)
 	}
-	p := ui(t, b, "GET", "/ui/", cookie, nil, nil)
+	p := visit(t, b, "GET", "/ui/", cookie, nil, nil)
 	if strings.Contains(p.body, "Sign out") || !strings.Contains(p.body, "Admin token") {
 		t.Errorf("GET /ui/ after revoking the token = signed in, want the sign-in form")
 	}
@@ -245,8 +247,8 @@ func TestUI_RevokedTokenEndsSession(t *testing.T) {
 func TestUI_SignOut(t *testing.T) {
 	b := brokertest.New(t, brokertest.Options{})
 	cookie := signIn(t, b, b.AdminToken)
-	csrf := csrfOf(t, ui(t, b, "GET", "/ui/", cookie, nil, nil).body)
-	p := ui(t, b, "POST", "/ui/signout", cookie, url.Values{"csrf": {csrf}}, nil)
+	csrf := csrfOf(t, visit(t, b, "GET", "/ui/", cookie, nil, nil).body)
+	p := visit(t, b, "POST", "/ui/signout", cookie, url.Values{"csrf": {csrf}}, nil)
 	if p.status != 303 || !strings.Contains(strings.Join(p.header.Values("Set-Cookie"), ";"), "Max-Age=0") {
 		t.Errorf("POST /ui/signout = %d %v, want 303 clearing the cookie", p.status, p.header.Values("Set-Cookie"))
 	}
@@ -257,23 +259,23 @@ func TestUI_Extension(t *testing.T) {
 	b := brokertest.New(t, brokertest.Options{})
 	b.AddBox("alpha")
 	var posted []string
-	b.Server.Admin.AddBoxSection(admin.BoxSection{Title: "Notes", Render: func(ctx context.Context, box string, f admin.FormContext) (template.HTML, error) {
+	b.Server.Page.AddBoxSection(ui.BoxSection{Title: "Notes", Render: func(ctx context.Context, box string, f ui.FormContext) (template.HTML, error) {
 		return template.HTML(`<form method="post" action="/ui/boxes/` + box + `/notes/n1/clear">` + string(f.CSRFField()) + `<button>Clear n1</button></form>`), nil
 	}})
-	b.Server.Admin.HandleUI("POST /ui/boxes/{name}/notes/{id}/clear", func(w http.ResponseWriter, r *http.Request, s *admin.Session) error {
+	b.Server.Page.HandleUI("POST /ui/boxes/{name}/notes/{id}/clear", func(w http.ResponseWriter, r *http.Request, s *ui.Session) error {
 		posted = append(posted, r.PathValue("name")+"/"+r.PathValue("id"))
 		http.Redirect(w, r, "/ui/boxes/"+r.PathValue("name"), http.StatusSeeOther)
 		return nil
 	})
 	cookie := signIn(t, b, b.AdminToken)
-	p := ui(t, b, "GET", "/ui/boxes/alpha", cookie, nil, nil)
+	p := visit(t, b, "GET", "/ui/boxes/alpha", cookie, nil, nil)
 	if !strings.Contains(p.body, "<h2>Notes</h2>") || !strings.Contains(p.body, "Clear n1") {
 		t.Fatalf("box page lacks the added section:\n%s", p.body)
 	}
-	if p := ui(t, b, "POST", "/ui/boxes/alpha/notes/n1/clear", cookie, url.Values{}, nil); p.status != 403 || len(posted) != 0 {
+	if p := visit(t, b, "POST", "/ui/boxes/alpha/notes/n1/clear", cookie, url.Values{}, nil); p.status != 403 || len(posted) != 0 {
 		t.Errorf("added route without csrf = %d (posted %v), want 403 and not run", p.status, posted)
 	}
-	if p := ui(t, b, "POST", "/ui/boxes/alpha/notes/n1/clear", cookie, url.Values{"csrf": {csrfOf(t, p.body)}}, nil); p.status != 303 || len(posted) != 1 || posted[0] != "alpha/n1" {
+	if p := visit(t, b, "POST", "/ui/boxes/alpha/notes/n1/clear", cookie, url.Values{"csrf": {csrfOf(t, p.body)}}, nil); p.status != 303 || len(posted) != 1 || posted[0] != "alpha/n1" {
 		t.Errorf("added route with csrf = %d (posted %v), want 303 and run once", p.status, posted)
 	}
 }
@@ -292,14 +294,14 @@ func TestUI_RevokeAnotherBoxsGrant(t *testing.T) {
 		t.Fatal(err)
 	}
 	cookie := signIn(t, b, b.AdminToken)
-	csrf := csrfOf(t, ui(t, b, "GET", "/ui/boxes/beta", cookie, nil, nil).body)
-	if p := ui(t, b, "POST", "/ui/boxes/alpha/grants/"+g.ID+"/revoke", cookie, url.Values{"csrf": {csrf}}, nil); p.status != 404 {
+	csrf := csrfOf(t, visit(t, b, "GET", "/ui/boxes/beta", cookie, nil, nil).body)
+	if p := visit(t, b, "POST", "/ui/boxes/alpha/grants/"+g.ID+"/revoke", cookie, url.Values{"csrf": {csrf}}, nil); p.status != 404 {
 		t.Errorf("revoke beta's grant through alpha = %d, want 404", p.status)
 	}
 	if got, _ := b.Server.Store.GrantByHash(ctx, g.Hash); !got.RevokedAt.IsZero() {
 		t.Fatalf("beta's grant was revoked through alpha's page")
 	}
-	if p := ui(t, b, "POST", "/ui/boxes/beta/grants/"+g.ID+"/revoke", cookie, url.Values{"csrf": {csrf}}, nil); p.status != 303 {
+	if p := visit(t, b, "POST", "/ui/boxes/beta/grants/"+g.ID+"/revoke", cookie, url.Values{"csrf": {csrf}}, nil); p.status != 303 {
 		t.Errorf("revoke beta's grant through beta = %d, want 303", p.status)
 	}
 	if got, _ := b.Server.Store.GrantByHash(ctx, g.Hash); got.RevokedAt.IsZero() {

@@ -1,4 +1,7 @@
-package admin
+// Package adminclient calls a broker's admin API over HTTP, for the
+// CLI's remote commands (`boxbroker --admin-url`). It is not the box's
+// client: that is the top-level client package.
+package adminclient
 
 import (
 	"bytes"
@@ -13,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/protocol"
 )
 
@@ -27,11 +31,11 @@ type Client struct {
 	http  *http.Client
 }
 
-// NewClient returns a Client for the admin API at baseURL, authenticating
+// New returns a Client for the admin API at baseURL, authenticating
 // with token. It refuses a URL that would carry the token in the clear
 // off this machine: plain http is allowed only to a loopback address.
 // httpClient nil means a client with a 30 s timeout.
-func NewClient(baseURL, token string, httpClient *http.Client) (*Client, error) {
+func New(baseURL, token string, httpClient *http.Client) (*Client, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return nil, errors.New("the admin URL must be an http(s) URL with a host and no credentials, query or fragment, such as http://127.0.0.1:8788")
@@ -135,29 +139,29 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 }
 
 // ListBoxes returns every box, published listings first.
-func (c *Client) ListBoxes(ctx context.Context) ([]BoxView, error) {
-	var out BoxList
+func (c *Client) ListBoxes(ctx context.Context) ([]admin.BoxView, error) {
+	var out admin.BoxList
 	err := c.do(ctx, http.MethodGet, "/api/boxes", nil, &out)
 	return out.Boxes, err
 }
 
 // Box returns one box.
-func (c *Client) Box(ctx context.Context, name string) (BoxView, error) {
-	var out BoxView
+func (c *Client) Box(ctx context.Context, name string) (admin.BoxView, error) {
+	var out admin.BoxView
 	err := c.do(ctx, http.MethodGet, "/api/boxes/"+url.PathEscape(name), nil, &out)
 	return out, err
 }
 
 // AddBox enrols a box and returns it with its token, shown this once.
-func (c *Client) AddBox(ctx context.Context, nb NewBox) (BoxToken, error) {
-	var out BoxToken
+func (c *Client) AddBox(ctx context.Context, nb admin.NewBox) (admin.BoxToken, error) {
+	var out admin.BoxToken
 	err := c.do(ctx, http.MethodPost, "/api/boxes", nb, &out)
 	return out, err
 }
 
 // UpdateBox changes a box's consent or paused setting.
-func (c *Client) UpdateBox(ctx context.Context, name string, set BoxSettings) (BoxView, error) {
-	var out BoxView
+func (c *Client) UpdateBox(ctx context.Context, name string, set admin.BoxSettings) (admin.BoxView, error) {
+	var out admin.BoxView
 	err := c.do(ctx, http.MethodPatch, "/api/boxes/"+url.PathEscape(name), set, &out)
 	return out, err
 }
@@ -168,23 +172,23 @@ func (c *Client) RemoveBox(ctx context.Context, name string) error {
 }
 
 // RotateBox replaces a box's token and returns the new one, shown this once.
-func (c *Client) RotateBox(ctx context.Context, name string) (BoxToken, error) {
-	var out BoxToken
+func (c *Client) RotateBox(ctx context.Context, name string) (admin.BoxToken, error) {
+	var out admin.BoxToken
 	err := c.do(ctx, http.MethodPost, "/api/boxes/"+url.PathEscape(name)+"/token", nil, &out)
 	return out, err
 }
 
 // ListCredentials returns every credential's ID and when it was set.
-func (c *Client) ListCredentials(ctx context.Context) ([]CredentialView, error) {
-	var out CredentialList
+func (c *Client) ListCredentials(ctx context.Context) ([]admin.CredentialView, error) {
+	var out admin.CredentialList
 	err := c.do(ctx, http.MethodGet, "/api/credentials", nil, &out)
 	return out.Credentials, err
 }
 
 // SetCredential sets the credential id to value.
-func (c *Client) SetCredential(ctx context.Context, id string, value []byte) (CredentialView, error) {
-	var out CredentialView
-	err := c.do(ctx, http.MethodPut, "/api/credentials/"+url.PathEscape(id), CredentialValue{Value: string(value)}, &out)
+func (c *Client) SetCredential(ctx context.Context, id string, value []byte) (admin.CredentialView, error) {
+	var out admin.CredentialView
+	err := c.do(ctx, http.MethodPut, "/api/credentials/"+url.PathEscape(id), admin.CredentialValue{Value: string(value)}, &out)
 	return out, err
 }
 
@@ -195,16 +199,16 @@ func (c *Client) RemoveCredential(ctx context.Context, id string) error {
 
 // Pool lists the credential pool's entries, with the answering
 // replica's state and counts.
-func (c *Client) Pool(ctx context.Context) ([]PoolEntryView, error) {
-	var out PoolList
+func (c *Client) Pool(ctx context.Context) ([]admin.PoolEntryView, error) {
+	var out admin.PoolList
 	err := c.do(ctx, http.MethodGet, "/api/credentials/pool", nil, &out)
 	return out.Entries, err
 }
 
 // SetPoolEntry sets the pool entry name.
-func (c *Client) SetPoolEntry(ctx context.Context, name string, weight int, baseURL string, value []byte) (PoolEntryView, error) {
-	var out PoolEntryView
-	err := c.do(ctx, http.MethodPut, "/api/credentials/pool/"+url.PathEscape(name), PoolEntryValue{Value: string(value), Weight: weight, URL: baseURL}, &out)
+func (c *Client) SetPoolEntry(ctx context.Context, name string, weight int, baseURL string, value []byte) (admin.PoolEntryView, error) {
+	var out admin.PoolEntryView
+	err := c.do(ctx, http.MethodPut, "/api/credentials/pool/"+url.PathEscape(name), admin.PoolEntryValue{Value: string(value), Weight: weight, URL: baseURL}, &out)
 	return out, err
 }
 
@@ -215,8 +219,8 @@ func (c *Client) RemovePoolEntry(ctx context.Context, name string) error {
 
 // Audit lists audit log entries, newest first: query holds box, since,
 // refusals and limit as GET /api/audit takes them.
-func (c *Client) Audit(ctx context.Context, query url.Values) ([]AuditView, error) {
-	var out AuditList
+func (c *Client) Audit(ctx context.Context, query url.Values) ([]admin.AuditView, error) {
+	var out admin.AuditList
 	path := "/api/audit"
 	if len(query) > 0 {
 		path += "?" + query.Encode()
@@ -228,23 +232,23 @@ func (c *Client) Audit(ctx context.Context, query url.Values) ([]AuditView, erro
 // SetPayer sets who pays for a box's model calls and returns the box. For
 // an owner, set.Value is the owner's credential; the caller clears its own
 // copy.
-func (c *Client) SetPayer(ctx context.Context, name string, set PayerSetting) (BoxView, error) {
-	var out BoxView
+func (c *Client) SetPayer(ctx context.Context, name string, set admin.PayerSetting) (admin.BoxView, error) {
+	var out admin.BoxView
 	err := c.do(ctx, http.MethodPut, "/api/boxes/"+url.PathEscape(name)+"/payer", set, &out)
 	return out, err
 }
 
 // ListVisitors returns the visitors holding a credential, never a value.
-func (c *Client) ListVisitors(ctx context.Context) ([]VisitorView, error) {
-	var out VisitorList
+func (c *Client) ListVisitors(ctx context.Context) ([]admin.VisitorView, error) {
+	var out admin.VisitorList
 	err := c.do(ctx, http.MethodGet, "/api/visitors", nil, &out)
 	return out.Visitors, err
 }
 
 // SetVisitor sets a visitor's Anthropic credential to value.
-func (c *Client) SetVisitor(ctx context.Context, principal string, value []byte) (VisitorView, error) {
-	var out VisitorView
-	err := c.do(ctx, http.MethodPut, "/api/visitors/"+url.PathEscape(principal), CredentialValue{Value: string(value)}, &out)
+func (c *Client) SetVisitor(ctx context.Context, principal string, value []byte) (admin.VisitorView, error) {
+	var out admin.VisitorView
+	err := c.do(ctx, http.MethodPut, "/api/visitors/"+url.PathEscape(principal), admin.CredentialValue{Value: string(value)}, &out)
 	return out, err
 }
 
@@ -255,15 +259,15 @@ func (c *Client) RemoveVisitor(ctx context.Context, principal string) error {
 
 // IssueGrant issues a grant on box and returns it with its value, shown
 // this once.
-func (c *Client) IssueGrant(ctx context.Context, box string, ng NewGrant) (IssuedGrant, error) {
-	var out IssuedGrant
+func (c *Client) IssueGrant(ctx context.Context, box string, ng admin.NewGrant) (admin.IssuedGrant, error) {
+	var out admin.IssuedGrant
 	err := c.do(ctx, http.MethodPost, "/api/boxes/"+url.PathEscape(box)+"/grants", ng, &out)
 	return out, err
 }
 
 // ListGrants returns a box's grants, newest first, never their values.
-func (c *Client) ListGrants(ctx context.Context, box string) ([]GrantView, error) {
-	var out GrantList
+func (c *Client) ListGrants(ctx context.Context, box string) ([]admin.GrantView, error) {
+	var out admin.GrantList
 	err := c.do(ctx, http.MethodGet, "/api/boxes/"+url.PathEscape(box)+"/grants", nil, &out)
 	return out.Grants, err
 }
@@ -275,15 +279,15 @@ func (c *Client) RevokeGrant(ctx context.Context, id string) error {
 
 // Budgets returns a box's budgets and where they stand in month
 // (YYYY-MM; "" for this month).
-func (c *Client) Budgets(ctx context.Context, box, month string) (BudgetList, error) {
-	var out BudgetList
+func (c *Client) Budgets(ctx context.Context, box, month string) (admin.BudgetList, error) {
+	var out admin.BudgetList
 	err := c.do(ctx, http.MethodGet, "/api/boxes/"+url.PathEscape(box)+"/budgets"+monthQuery(month), nil, &out)
 	return out, err
 }
 
 // SetBudget sets a box's budget (set.Principal nil for its own).
-func (c *Client) SetBudget(ctx context.Context, box string, set BudgetSetting) (BudgetView, error) {
-	var out BudgetView
+func (c *Client) SetBudget(ctx context.Context, box string, set admin.BudgetSetting) (admin.BudgetView, error) {
+	var out admin.BudgetView
 	err := c.do(ctx, http.MethodPut, "/api/boxes/"+url.PathEscape(box)+"/budgets", set, &out)
 	return out, err
 }
@@ -299,8 +303,8 @@ func (c *Client) RemoveBudget(ctx context.Context, box, principal string) error 
 
 // Spend returns a box's spend in month (YYYY-MM; "" for this month),
 // measured beside reported.
-func (c *Client) Spend(ctx context.Context, box, month string) (SpendReport, error) {
-	var out SpendReport
+func (c *Client) Spend(ctx context.Context, box, month string) (admin.SpendReport, error) {
+	var out admin.SpendReport
 	err := c.do(ctx, http.MethodGet, "/api/boxes/"+url.PathEscape(box)+"/spend"+monthQuery(month), nil, &out)
 	return out, err
 }

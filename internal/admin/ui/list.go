@@ -1,6 +1,8 @@
-package admin
+package ui
 
 import (
+	"github.com/intentius/boxbroker/internal/admin"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -133,9 +135,9 @@ func blockedBy(m store.BoxMonth, a store.BoxActivity, monthStart time.Time) bool
 }
 
 // rows reads every box's row.
-func (u *ui) rows(ctx context.Context) ([]row, error) {
-	st := u.s.cfg.Store
-	now := u.s.cfg.Now()
+func (u *Page) rows(ctx context.Context) ([]row, error) {
+	st := u.cfg.Store
+	now := u.cfg.Now()
 	month := spend.Month(now)
 	monthStart := spend.Resets(month).AddDate(0, -1, 0)
 	boxes, err := st.ListBoxes(ctx)
@@ -191,7 +193,7 @@ func (u *ui) rows(ctx context.Context) ([]row, error) {
 		r.Measured, r.HasBudget, r.Limit = m.Measured, m.HasBudget, m.Limit
 		r.Left = max(m.Limit-m.Spent-m.Reserved, 0)
 		r.Requests, r.Refusals = a.Requests, a.Refusals
-		r.Missing, _ = crossCheck(declaredSecrets(d, u.s.cfg.Broker), held[b.Name])
+		r.Missing, _ = crossCheck(declaredSecrets(d, u.cfg.Broker), held[b.Name])
 		r.State = boxState(b.Paused, d != nil, blockedBy(m, a, monthStart), r.Missing)
 		out = append(out, r)
 	}
@@ -340,15 +342,15 @@ type listPage struct {
 	NoFilter string
 }
 
-func (u *ui) overview(w http.ResponseWriter, r *http.Request, sess *Session) error {
+func (u *Page) overview(w http.ResponseWriter, r *http.Request, sess *Session) error {
 	all, err := u.rows(r.Context())
 	if err != nil {
-		return storeError(err, "", "")
+		return admin.StoreError(err, "", "")
 	}
-	now := u.s.cfg.Now()
+	now := u.cfg.Now()
 	q := readListQuery(r.URL.Query())
-	page := listPage{Broker: u.s.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Total: len(all),
-		States: stateLabels, Now: formatTime(now), Counts: map[string]int{}}
+	page := listPage{Broker: u.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Total: len(all),
+		States: stateLabels, Now: protocol.FormatTime(now), Counts: map[string]int{}}
 	for _, row := range all {
 		page.Counts[row.State]++
 	}
@@ -389,7 +391,7 @@ func (u *ui) overview(w http.ResponseWriter, r *http.Request, sess *Session) err
 	page.NoFilter = c.url()
 	hours, err := u.brokerHours(r.Context(), now.Add(-7*24*time.Hour), now)
 	if err != nil {
-		return storeError(err, "", "")
+		return admin.StoreError(err, "", "")
 	}
 	page.Chart = hourChart(hours, now)
 	u.render(w, http.StatusOK, "boxes", page)

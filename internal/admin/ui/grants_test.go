@@ -1,4 +1,4 @@
-package admin_test
+package ui_test
 
 import (
 	"context"
@@ -31,7 +31,7 @@ func TestUI_IssueGrant(t *testing.T) {
 	b.Report(box, brokertest.Entry("inference", "agent"))
 	ctx := context.Background()
 	cookie := signIn(t, b, b.AdminToken)
-	boxPage := ui(t, b, "GET", "/ui/boxes/alpha", cookie, nil, nil)
+	boxPage := visit(t, b, "GET", "/ui/boxes/alpha", cookie, nil, nil)
 	if !strings.Contains(boxPage.body, `action="/ui/boxes/alpha/grants"`) || !strings.Contains(boxPage.body, `value="15m"`) {
 		t.Fatalf("alpha's page has no grant form with the default lifetime:\n%s", boxPage.body)
 	}
@@ -52,19 +52,19 @@ func TestUI_IssueGrant(t *testing.T) {
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
-			if p := ui(t, b, "POST", "/ui/boxes/alpha/grants", cookie, tt.form, tt.header); p.status != tt.status {
+			if p := visit(t, b, "POST", "/ui/boxes/alpha/grants", cookie, tt.form, tt.header); p.status != tt.status {
 				t.Errorf("POST grants (%s) = %d, want %d:\n%s", tt.name, p.status, tt.status, p.body)
 			}
 		})
 	}
-	if p := ui(t, b, "POST", "/ui/boxes/nobox/grants", cookie, url.Values{"csrf": {csrf}, "principal": {"github:ann"}}, nil); p.status != 404 {
+	if p := visit(t, b, "POST", "/ui/boxes/nobox/grants", cookie, url.Values{"csrf": {csrf}, "principal": {"github:ann"}}, nil); p.status != 404 {
 		t.Errorf("POST grants for no box = %d, want 404", p.status)
 	}
 	if gs, err := b.Server.Store.ListGrants(ctx, "alpha"); err != nil || len(gs) != 0 {
 		t.Fatalf("grants after refused forms = %d, %v, want none issued", len(gs), err)
 	}
 
-	p := ui(t, b, "POST", "/ui/boxes/alpha/grants", cookie, url.Values{"csrf": {csrf}, "principal": {" github:ann "}, "ttl": {"2h"}}, nil)
+	p := visit(t, b, "POST", "/ui/boxes/alpha/grants", cookie, url.Values{"csrf": {csrf}, "principal": {" github:ann "}, "ttl": {"2h"}}, nil)
 	if p.status != 200 || !strings.Contains(p.body, "Copy it now") || !strings.Contains(p.body, "for 2h") {
 		t.Fatalf("POST grants = %d, want the issued grant's page saying to copy it now:\n%s", p.status, p.body)
 	}
@@ -86,13 +86,13 @@ func TestUI_IssueGrant(t *testing.T) {
 	paidBy(t, b, box, value, "visitor github:ann", visitorKey)
 
 	// A principal with no credential: issued, with a warning.
-	p = ui(t, b, "POST", "/ui/boxes/alpha/grants", cookie, url.Values{"csrf": {csrf}, "principal": {"github:bob"}}, nil)
+	p = visit(t, b, "POST", "/ui/boxes/alpha/grants", cookie, url.Values{"csrf": {csrf}, "principal": {"github:bob"}}, nil)
 	if p.status != 200 || !strings.Contains(p.body, "holds no credential") {
 		t.Errorf("POST grants for github:bob = %d, want a warning that bob holds no credential:\n%s", p.status, p.body)
 	}
 
 	for _, path := range []string{"/ui/", "/ui/boxes/alpha"} {
-		page := ui(t, b, "GET", path, cookie, nil, nil)
+		page := visit(t, b, "GET", path, cookie, nil, nil)
 		if strings.Contains(page.body, value) || strings.Contains(page.body, g.Hash) {
 			t.Errorf("GET %s shows the grant's value or hash", path)
 		}
@@ -100,7 +100,7 @@ func TestUI_IssueGrant(t *testing.T) {
 			t.Errorf("GET %s does not list grant %s", path, g.ID)
 		}
 	}
-	if p := ui(t, b, "GET", "/ui/boxes/alpha", cookie, nil, nil); !strings.Contains(p.body, "2 current of 2 issued") {
+	if p := visit(t, b, "GET", "/ui/boxes/alpha", cookie, nil, nil); !strings.Contains(p.body, "2 current of 2 issued") {
 		t.Errorf("GET /ui/boxes/alpha does not count alpha's grants:\n%s", p.body)
 	}
 }
@@ -132,7 +132,7 @@ func TestUI_MeasuredSpendAndBudgets(t *testing.T) {
 	}
 	cookie := signIn(t, b, b.AdminToken)
 	for _, path := range []string{"/ui/boxes/alpha"} {
-		p := ui(t, b, "GET", path, cookie, nil, nil)
+		p := visit(t, b, "GET", path, cookie, nil, nil)
 		for _, want := range []string{
 			"measured over 1 call in " + monthNow(), "$7.50</b> reported over 3 runs", "differs",
 			"<b>the box</b>", "of $25.00", "<b>github:ann</b>", "of $5.00", "<b>$5.00</b> left",

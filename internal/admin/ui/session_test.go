@@ -1,6 +1,7 @@
-package admin
+package ui
 
 import (
+	"github.com/intentius/boxbroker/internal/admin"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -26,11 +27,14 @@ func TestUI_SessionExpires(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 10, 3, 12, 0, 0, 0, time.UTC)
-	s, err := New(Config{Store: st, Keyring: k, Now: func() time.Time { return now }, SessionTTL: time.Hour, Hosts: []string{"example.com"}}) // httptest.NewRequest's Host
+	s, err := admin.New(admin.Config{Store: st, Keyring: k, Now: func() time.Time { return now }, Hosts: []string{"example.com"}}) // httptest.NewRequest's Host
 	if err != nil {
 		t.Fatal(err)
 	}
-	token, _, err := Mint(t.Context(), st, "t", now)
+	if _, err := New(s, Config{SessionTTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	token, _, err := admin.Mint(t.Context(), st, "t", now)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
-package admin_test
+package ui_test
 
 import (
+	"github.com/intentius/boxbroker/internal/admin/ui"
+
 	"context"
 	"fmt"
 	"io"
@@ -10,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/token"
@@ -156,7 +157,7 @@ func get(tb testing.TB, b *brokertest.Broker, path, cookie string) (int, string)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	req.AddCookie(&http.Cookie{Name: admin.SessionCookie, Value: cookie})
+	req.AddCookie(&http.Cookie{Name: ui.SessionCookie, Value: cookie})
 	resp, err := noRedirect.Do(req)
 	if err != nil {
 		tb.Fatal(err)
@@ -175,7 +176,7 @@ func signInTB(tb testing.TB, b *brokertest.Broker) string {
 	}
 	resp.Body.Close()
 	for _, c := range resp.Cookies() {
-		if c.Name == admin.SessionCookie {
+		if c.Name == ui.SessionCookie {
 			return c.Value
 		}
 	}
@@ -276,7 +277,7 @@ func TestUI_PicturesAndLogKeepThePolicy(t *testing.T) {
 	seedFleet(t, b, 2, 4) // 28 entries a box
 	cookie := signIn(t, b, b.AdminToken)
 	for _, path := range []string{"/ui/", "/ui/boxes/box-0000"} {
-		p := ui(t, b, "GET", path, cookie, nil, nil)
+		p := visit(t, b, "GET", path, cookie, nil, nil)
 		if p.status != 200 || !strings.Contains(p.body, `<svg class="chart"`) || !strings.Contains(p.body, `class="served"`) || !strings.Contains(p.body, `class="refused"`) {
 			t.Errorf("GET %s = %d, want a chart of served and refused requests", path, p.status)
 		}
@@ -291,7 +292,7 @@ func TestUI_PicturesAndLogKeepThePolicy(t *testing.T) {
 	}
 	log := func(page string) (rows int, body string) {
 		t.Helper()
-		p := ui(t, b, "GET", "/ui/boxes/box-0000"+page, cookie, nil, nil)
+		p := visit(t, b, "GET", "/ui/boxes/box-0000"+page, cookie, nil, nil)
 		i := strings.Index(p.body, `id="log"`)
 		if i < 0 {
 			t.Fatalf("GET /ui/boxes/box-0000%s has no request log", page)

@@ -1,6 +1,8 @@
-package admin
+package ui
 
 import (
+	"github.com/intentius/boxbroker/internal/admin"
+
 	"fmt"
 	"net/http"
 	"net/url"
@@ -26,13 +28,12 @@ import (
 // which could hold one.
 
 // registerPool adds the Credentials page's routes.
-func (u *ui) registerPool() {
-	s := u.s
-	s.HandleUI("GET /ui/credentials", u.poolPage)
-	s.HandleUI("POST /ui/credentials", u.addEntry)
-	s.HandleUI("POST /ui/credentials/{entry}", u.editEntry)
-	s.HandleUI("GET /ui/credentials/{entry}/remove", u.removeEntryForm)
-	s.HandleUI("POST /ui/credentials/{entry}/remove", u.removeEntry)
+func (u *Page) registerPool() {
+	u.HandleUI("GET /ui/credentials", u.poolPage)
+	u.HandleUI("POST /ui/credentials", u.addEntry)
+	u.HandleUI("POST /ui/credentials/{entry}", u.editEntry)
+	u.HandleUI("GET /ui/credentials/{entry}/remove", u.removeEntryForm)
+	u.HandleUI("POST /ui/credentials/{entry}/remove", u.removeEntry)
 }
 
 // poolNotices are the lines the Credentials page shows after an action
@@ -73,18 +74,18 @@ type entryFormPage struct {
 	Error   string
 }
 
-func (u *ui) poolPage(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	if u.s.cfg.Cache == nil {
+func (u *Page) poolPage(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	if u.cfg.Cache == nil {
 		return capability.Errorf(http.StatusNotImplemented, protocol.TypeAPI, "This admin server reads no pool.")
 	}
-	stats, err := u.s.poolOf().Stats(r.Context())
+	stats, err := u.a.Pool().Stats(r.Context())
 	if err != nil {
-		return storeError(err, "", "")
+		return admin.StoreError(err, "", "")
 	}
-	now := u.s.cfg.Now()
-	d := poolPageData{Broker: u.s.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Notice: poolNotices[r.URL.Query().Get("done")], Max: pool.MaxWeight}
+	now := u.cfg.Now()
+	d := poolPageData{Broker: u.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Notice: poolNotices[r.URL.Query().Get("done")], Max: pool.MaxWeight}
 	for _, st := range stats {
-		row := poolRow{Name: st.Name, Kind: st.Kind, URL: st.URL, UpdatedAt: formatTime(st.UpdatedAt), Weight: st.Weight,
+		row := poolRow{Name: st.Name, Kind: st.Kind, URL: st.URL, UpdatedAt: protocol.FormatTime(st.UpdatedAt), Weight: st.Weight,
 			State: st.State, Requests: st.Requests, R429: st.R429, R529: st.R529, Failures: st.Failures, Failovers: st.Failovers,
 			Default: st.Name == pool.Default}
 		if !st.Until.IsZero() {
@@ -125,10 +126,10 @@ func entryFields(r *http.Request, name string) (int, string, error) {
 	}
 	// The name and weight first, with the URL left out: their refusals
 	// name no input.
-	if _, err := checkEntry(name, weight, ""); err != nil || rawURL == "" {
+	if _, err := admin.CheckEntry(name, weight, ""); err != nil || rawURL == "" {
 		return weight, "", err
 	}
-	u, err := checkEntry(name, weight, rawURL)
+	u, err := admin.CheckEntry(name, weight, rawURL)
 	if err != nil {
 		if name == pool.Default {
 			return 0, "", err // the Default entry's own refusal, which repeats nothing
@@ -140,12 +141,12 @@ func entryFields(r *http.Request, name string) (int, string, error) {
 
 // addEntry seals and sets a pool entry from the page's form: the admin
 // API's PUT /api/credentials/pool/{entry}.
-func (u *ui) addEntry(w http.ResponseWriter, r *http.Request, sess *Session) error {
+func (u *Page) addEntry(w http.ResponseWriter, r *http.Request, sess *Session) error {
 	value := r.PostForm.Get("value")
 	r.PostForm.Del("value")
 	r.Form.Del("value")
 	name := strings.TrimSpace(r.PostForm.Get("name"))
-	if len(value) >= MinSecretLen && (strings.Contains(name, value) || strings.Contains(r.PostForm.Get("url"), value)) {
+	if len(value) >= admin.MinSecretLen && (strings.Contains(name, value) || strings.Contains(r.PostForm.Get("url"), value)) {
 		return errEntryHoldsValue
 	}
 	if strings.Contains(name, "sk-ant-") {
@@ -155,7 +156,7 @@ func (u *ui) addEntry(w http.ResponseWriter, r *http.Request, sess *Session) err
 	if err != nil {
 		return err
 	}
-	v, err := u.s.setEntry(r.Context(), name, weight, base, &value)
+	v, err := u.a.SetPoolEntry(r.Context(), name, weight, base, &value)
 	if err != nil {
 		return err
 	}
@@ -163,15 +164,15 @@ func (u *ui) addEntry(w http.ResponseWriter, r *http.Request, sess *Session) err
 	if err := u.audit(r.Context(), "", "/ui/credentials", msg); err != nil {
 		return err
 	}
-	u.s.log.Info("owner's page: credential pool entry set", "entry", v.Name, "kind", v.Kind, "weight", v.Weight, "admin_token", sess.TokenID)
+	u.log.Info("owner's page: credential pool entry set", "entry", v.Name, "kind", v.Kind, "weight", v.Weight, "admin_token", sess.TokenID)
 	backToPool(w, r, "set")
 	return nil
 }
 
 // editEntry changes an entry's weight and URL and keeps its sealed value,
 // which it never opens.
-func (u *ui) editEntry(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	name, err := entryName(r)
+func (u *Page) editEntry(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	name, err := admin.EntryName(r)
 	if err != nil {
 		return err
 	}
@@ -183,9 +184,9 @@ func (u *ui) editEntry(w http.ResponseWriter, r *http.Request, sess *Session) er
 	if err != nil {
 		return err
 	}
-	es, err := u.s.cfg.Store.PoolEntries(r.Context())
+	es, err := u.cfg.Store.PoolEntries(r.Context())
 	if err != nil {
-		return storeError(err, "", "")
+		return admin.StoreError(err, "", "")
 	}
 	var e *store.PoolEntry
 	for i := range es {
@@ -196,50 +197,50 @@ func (u *ui) editEntry(w http.ResponseWriter, r *http.Request, sess *Session) er
 	if e == nil {
 		return capability.Errorf(http.StatusNotFound, protocol.TypeNotFound, "The credential pool has no entry named %s.", name)
 	}
-	e.Weight, e.URL, e.UpdatedAt = weight, base, u.s.cfg.Now().UTC()
-	if err := u.s.cfg.Store.SetPoolEntry(r.Context(), *e); err != nil {
-		return storeError(err, "", "")
+	e.Weight, e.URL, e.UpdatedAt = weight, base, u.cfg.Now().UTC()
+	if err := u.cfg.Store.SetPoolEntry(r.Context(), *e); err != nil {
+		return admin.StoreError(err, "", "")
 	}
-	if err := u.s.changed(r.Context(), store.ChangePool, name); err != nil {
+	if err := u.a.Changed(r.Context(), store.ChangePool, name); err != nil {
 		return err
 	}
 	msg := fmt.Sprintf("changed credential pool entry %s to weight %d, URL %s", name, weight, orBroker(base))
 	if err := u.audit(r.Context(), "", "/ui/credentials/{entry}", msg); err != nil {
 		return err
 	}
-	u.s.log.Info("owner's page: credential pool entry changed", "entry", name, "weight", weight, "admin_token", sess.TokenID)
+	u.log.Info("owner's page: credential pool entry changed", "entry", name, "weight", weight, "admin_token", sess.TokenID)
 	backToPool(w, r, "changed")
 	return nil
 }
 
-func (u *ui) removeEntryForm(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	name, err := entryName(r)
+func (u *Page) removeEntryForm(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	name, err := admin.EntryName(r)
 	if err != nil {
 		return err
 	}
-	u.render(w, http.StatusOK, "credential-remove", entryFormPage{Broker: u.s.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Entry: name, Default: name == pool.Default})
+	u.render(w, http.StatusOK, "credential-remove", entryFormPage{Broker: u.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Entry: name, Default: name == pool.Default})
 	return nil
 }
 
 // removeEntry removes an entry once its name is typed again on the
 // confirmation page: the admin API's DELETE /api/credentials/pool/{entry}.
-func (u *ui) removeEntry(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	name, err := entryName(r)
+func (u *Page) removeEntry(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	name, err := admin.EntryName(r)
 	if err != nil {
 		return err
 	}
 	if r.PostForm.Get("confirm") != name {
-		u.render(w, http.StatusBadRequest, "credential-remove", entryFormPage{Broker: u.s.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Entry: name,
+		u.render(w, http.StatusBadRequest, "credential-remove", entryFormPage{Broker: u.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Entry: name,
 			Default: name == pool.Default, Error: "Type the entry's name exactly to remove it; nothing was removed."})
 		return nil
 	}
-	if err := u.s.deleteEntry(r.Context(), name); err != nil {
+	if err := u.a.DeletePoolEntry(r.Context(), name); err != nil {
 		return err
 	}
 	if err := u.audit(r.Context(), "", "/ui/credentials/{entry}/remove", "removed credential pool entry "+name); err != nil {
 		return err
 	}
-	u.s.log.Info("owner's page: credential pool entry removed", "entry", name, "admin_token", sess.TokenID)
+	u.log.Info("owner's page: credential pool entry removed", "entry", name, "admin_token", sess.TokenID)
 	backToPool(w, r, "removed")
 	return nil
 }

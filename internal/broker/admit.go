@@ -1,0 +1,187 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
+)
+
+// admit finds the capability that serves r and applies the rule and the
+// box's limits: it returns the capability, what it may know of the call
+// and the release of the box's limit, or the refusal.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo) (capability.Capability, *capability.Call, func(), error) {
+	// Nothing of the body is read until the token, read from the head,
+	// is a box's: Scopes reads only the head.
+	rt := s.route(r.URL.Path)
+	if rt == nil {
+		info.reason = "no route"
+		return nil, nil, nil, capability.NotFound(r)
+	}
+	c := rt.c
+	info.capability = c.Name()
+	info.route = rt.label
+	if proxiedToken(r) != "" {
+		info.route = ProxiedRoutePrefix + rt.label
+	}
+	// The method is judged first: one no route serves goes no further,
+	// upstream or into a record.
+	if err := allowMethod(r, c); err != nil {
+		info.reason = "method"
+		if errors.Is(err, errNoRoute) {
+			info.reason = "no route"
+			return nil, nil, nil, capability.NotFound(r)
+		}
+		return nil, nil, nil, err
+	}
+	need, ok, err := c.Scopes(r)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if !ok {
+		info.reason = "no route"
+		return nil, nil, nil, capability.NotFound(r)
+	}
+	if rt, isRouter := c.(capability.Router); isRouter {
+		if route := rt.Route(r); route != "" {
+			info.route = boundRoute(route)
+		}
+	}
+	// A body in a content coding is judged from the head, before the
+	// box is known; it is decoded only once the rule allows the request.
+	coding, limit, err := bodyCoding(r, c)
+	if err != nil {
+		info.reason = "encoding"
+		return nil, nil, nil, err
+	}
+	info.words = need.Words
+	info.public = need.Public
+	rc := http.NewResponseController(w)
+	if need.Public {
+		if coding != "" {
+			// No public route takes an encoded body: none reads a body.
+			info.reason = "encoding"
+			return nil, nil, nil, unreadableBody(nil)
+		}
+		s.boundBody(rc, r)
+		return c, &capability.Call{}, noRelease, nil
+	}
+	tok, adm, err := s.authenticate(r, c)
+	if adm != nil {
+		info.box = adm.Box.Name
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	box := adm.Box
+	if bs, isBody := c.(capability.BodyScoper); isBody {
+		// A body read to choose the words (feedback's) is small: one
+		// still arriving after BodyTimeout is a client holding a
+		// connection.
+		_ = rc.SetReadDeadline(s.cfg.Now().Add(BodyTimeout))
+		words, err := bs.BodyScopes(r)
+		if err != nil {
+			leaveBody(w, r) // over its bound, or stalled: read no more
+			return nil, nil, nil, err
+		}
+		need.Words = words
+		info.words = words
+	}
+	// Forwarded bodies stream afterwards, bounded by ReadTimeout.
+	s.boundBody(rc, r)
+	if err := adm.Require(need.Words); err != nil {
+		return nil, nil, nil, err
+	}
+	if s.cfg.Recording != nil {
+		if err := s.cfg.Recording(); err != nil {
+			info.reason = "cannot record"
+			return nil, nil, nil, &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
+				Message: "The broker cannot record calls just now (neither its store nor its spool takes a write), so it serves none; try again shortly.", Err: err}
+		}
+	}
+	release, err := s.limits.acquire(box.Name)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if coding != "" {
+		if err := decodeBody(w, r, limit); err != nil {
+			release()
+			info.reason = "encoding"
+			return nil, nil, nil, err
+		}
+	}
+	return c, &capability.Call{Box: box, Token: tok, Words: need.Words, Payer: s.cfg.Payer.Func(box)}, release, nil
+}
+
+// Admission is a box the broker has admitted for one capability: the
+// token was the box's, the box is not paused, and Report is its last
+// declaration report (nil when it has sent none). The scope words a
+// request needs are judged against it by Require.
+type Admission struct {
+	Box    store.Box
+	Report *protocol.Declaration
+	// broker and capability are the broker word and the capability's
+	// name the report is read for.
+	broker     string
+	capability string
+}
+
+// AdmitBox applies the rule to the box whose token is tok, for the
+// capability named name, up to the scope words: it finds the box,
+// refuses it while its owner has it paused, and reads its last
+// declaration report. The broker's handler admits every request so, and
+// the HTTPS proxy (package egressproxy) every CONNECT and every open
+// tunnel it judges again: the rule is applied around every capability,
+// never inside one. The words are judged by the Admission's Require (or
+// Refusal) once the caller knows them: a BodyScoper's from the body, the
+// proxy's from the secrets pinned to a host.
+//
+// A token that is no box's ("" included) is returned as the token
+// package's error (token.Refused reports true), for the caller to answer
+// in its own way: a 403 on a capability's route, the proxy's 407. Every
+// other refusal is a *capability.Error: capability.Paused, or
+// capability.Unavailable when the store does not answer. With a refusal
+// of a box that is known, the Admission naming the box is returned too,
+// for the caller's records.
+func (s *Server) AdmitBox(ctx context.Context, tok, name string) (*Admission, error) {
+	box, err := s.boxByToken(ctx, tok)
+	if err != nil {
+		if token.Refused(err) {
+			return nil, err
+		}
+		return nil, capability.Unavailable(err)
+	}
+	a := &Admission{Box: box, broker: s.cfg.Broker, capability: name}
+	if box.Paused {
+		return a, capability.Paused(box.Name)
+	}
+	if a.Report, err = s.cfg.Cache.Declaration(ctx, box.Name); err != nil {
+		return a, capability.Unavailable(err)
+	}
+	return a, nil
+}
+
+// Refusal is the rule's 403 of a request that needs word of a's
+// capability, or nil when the box's report declares it.
+func (a *Admission) Refusal(word string) *capability.Error {
+	msg := protocol.DeclaredRefusal(a.Report, a.broker, a.capability, word)
+	if msg == "" {
+		return nil
+	}
+	return &capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Message: msg, Reason: "declaration"}
+}
+
+// Require is the Refusal of the first of words the box's report does not
+// declare, or nil when it declares them all.
+func (a *Admission) Require(words []string) error {
+	for _, word := range words {
+		if e := a.Refusal(word); e != nil {
+			return e
+		}
+	}
+	return nil
+}

@@ -1,0 +1,71 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
+)
+
+// authenticate finds the token the request carries for c and admits its
+// box (AdmitBox). A token that is no box's is refused with c's own
+// refusal (a NoTokenRefuser's, for a request that carries none) or a
+// 403; the Admission is returned with a refusal of a known box.
+func (s *Server) authenticate(r *http.Request, c capability.Capability) (string, *Admission, error) {
+	var tok string
+	var err error
+	if tf, ok := c.(capability.TokenFinder); ok && proxiedToken(r) == "" {
+		tok, err = token.One(tf.FindTokens(r))
+	} else if proxiedToken(r) != "" { // the HTTPS proxy's box: a token the request holds must be its own
+		tok, err = token.One(findTokens(r, c))
+	} else {
+		tok, err = token.FromRequest(r)
+	}
+	var adm *Admission
+	if err == nil {
+		adm, err = s.AdmitBox(r.Context(), tok, c.Name())
+		if err == nil {
+			return tok, adm, nil
+		}
+	}
+	if !token.Refused(err) {
+		return "", adm, err
+	}
+	if nr, ok := c.(capability.NoTokenRefuser); ok && errors.Is(err, token.ErrMissing) {
+		return "", nil, tokenRefusal(nr.NoTokenRefusal(r))
+	}
+	// Every other refusal on a capability route is a 403: Claude Code retries a 401.
+	return "", nil, tokenRefusal(&capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Message: authMessage(err)})
+}
+
+// tokenRefusal is e, a refusal of a request that carries no box's token,
+// with the reason the records keep for it ("token").
+func tokenRefusal(e *capability.Error) *capability.Error {
+	c := *e
+	if c.Reason == "" {
+		c.Reason = "token"
+	}
+	return &c
+}
+
+func authMessage(err error) string {
+	switch {
+	case errors.Is(err, token.ErrMissing):
+		return "The request carries no box token: send it as Authorization: Bearer <token>, or as x-api-key on the Anthropic routes."
+	case errors.Is(err, token.ErrConflict):
+		return "The request carries two different tokens; send the box's token once."
+	}
+	return "The token is no box's token at this broker."
+}
+
+// boxByToken returns the box whose token is tok, through the cache,
+// comparing the hashes in constant time.
+func (s *Server) boxByToken(ctx context.Context, tok string) (store.Box, error) {
+	return token.Lookup(ctx, tok, s.cfg.Cache.BoxByTokenHash, boxTokenHash)
+}
+
+func boxTokenHash(b store.Box) string { return b.TokenHash }

@@ -1,0 +1,86 @@
+package broker
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
+)
+
+// declaration answers POST /api/box/declaration.
+func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *requestInfo) error {
+	if r.Method != http.MethodPost {
+		leaveBody(w, r)
+		w.Header().Set("Allow", http.MethodPost)
+		return capability.Errorf(http.StatusMethodNotAllowed, protocol.TypeInvalid, "The declaration route takes POST.")
+	}
+	tok, err := token.FromRequest(r)
+	var box store.Box
+	if err == nil {
+		box, err = s.boxByToken(r.Context(), tok)
+	}
+	if err != nil {
+		leaveBody(w, r) // not a byte of it is read for no box
+		if token.Refused(err) {
+			return tokenRefusal(&capability.Error{Status: http.StatusUnauthorized, Type: protocol.TypeAuthn, Message: authMessage(err)})
+		}
+		return capability.Unavailable(err)
+	}
+	info.box = box.Name
+	// A report is small: a body still arriving after BodyTimeout is a
+	// client holding a connection, not a report.
+	_ = http.NewResponseController(w).SetReadDeadline(s.cfg.Now().Add(BodyTimeout))
+	body, err := io.ReadAll(http.MaxBytesReader(unwrap(w), r.Body, protocol.DeclarationMaxBytes))
+	if err != nil {
+		// The rest of a body over the bound, or of one that stalled,
+		// is left unread: the refusal goes out at once.
+		leaveBody(w, r)
+	}
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return capability.Errorf(http.StatusRequestEntityTooLarge, protocol.TypeTooLarge, "The declaration report is over %d bytes.", protocol.DeclarationMaxBytes)
+	}
+	if err != nil {
+		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "The declaration report could not be read.")
+	}
+	d, err := protocol.ParseDeclarationReport(body, s.cfg.Broker)
+	var re *protocol.ReportError
+	if errors.As(err, &re) {
+		info.reason = "malformed report"
+		typ := protocol.TypeInvalid
+		if re.Status == http.StatusRequestEntityTooLarge {
+			typ = protocol.TypeTooLarge
+		}
+		return &capability.Error{Status: re.Status, Type: typ, Message: re.Message}
+	}
+	if err != nil {
+		return err
+	}
+	scrubDeclaration(d)
+	d.At = s.cfg.Now().UTC().Truncate(time.Millisecond)
+	doc, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	if err := s.cfg.Store.SaveDeclaration(r.Context(), box.Name, doc, d.At); err != nil {
+		if errors.Is(err, store.ErrNotFound) { // removed meanwhile
+			return &capability.Error{Status: http.StatusUnauthorized, Type: protocol.TypeAuthn, Message: authMessage(token.ErrUnknown)}
+		}
+		return capability.Unavailable(err)
+	}
+	s.cfg.Cache.Drop(store.ChangeDeclaration, box.Name)
+	// The 200 says the report is in force: wait until every replica judges
+	// by it, so that the box's next request is judged by it wherever it goes.
+	if err := s.cfg.Cache.Settle(r.Context()); err != nil {
+		return err
+	}
+	pay := s.cfg.Payer.ForBox(box)
+	writeJSON(w, http.StatusOK, protocol.KeptOf(d, &pay))
+	return nil
+}

@@ -1,0 +1,99 @@
+package broker
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// recorder notes the status and size of an answer and passes flushes on.
+// onStream is called once when the answer begins as text/event-stream.
+type recorder struct {
+	http.ResponseWriter
+	status   int
+	bytes    int64
+	wrote    bool
+	onStream func()
+	// length is the answer's Content-Length, -1 when it has none; the
+	// last byte of an answer of known length is held back (last,
+	// holding) until ServeHTTP has concluded the request.
+	length  int64
+	last    byte
+	holding bool
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if code >= 100 && code < 200 && code != http.StatusSwitchingProtocols {
+		r.ResponseWriter.WriteHeader(code) // informational: the answer is still to come
+		return
+	}
+	stream := false
+	if !r.wrote {
+		r.status = code
+		stream = r.begin()
+	}
+	r.ResponseWriter.WriteHeader(code)
+	if stream {
+		// A stream's headers go to the box at once, from this shallow
+		// frame, not at its first event's flush deep in the forwarder's
+		// copy loop: the deepest moment of a goroutine sets the stack it
+		// holds for as long as the stream is open.
+		r.Flush()
+	}
+}
+
+// begin notes that the answer has begun, and reports whether it is a stream.
+func (r *recorder) begin() bool {
+	r.wrote = true
+	r.length = -1
+	if cl := r.Header().Get("Content-Length"); cl != "" {
+		if n, err := strconv.ParseInt(cl, 10, 64); err == nil {
+			r.length = n
+		}
+	}
+	stream := r.status < 300 && strings.HasPrefix(r.Header().Get("Content-Type"), "text/event-stream")
+	if stream && r.onStream != nil {
+		r.onStream()
+	}
+	return stream
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if !r.wrote {
+		r.begin()
+	}
+	if r.length > 0 && !r.holding && len(b) > 0 && r.bytes+int64(len(b)) == r.length {
+		// The answer's last byte: held back until its records are kept.
+		n, err := r.ResponseWriter.Write(b[:len(b)-1])
+		r.bytes += int64(n)
+		if err != nil {
+			return n, err
+		}
+		r.last, r.holding = b[len(b)-1], true
+		r.bytes++
+		return len(b), nil
+	}
+	n, err := r.ResponseWriter.Write(b)
+	r.bytes += int64(n)
+	return n, err
+}
+
+// unwrap is the writer net/http gave the handler beneath w's recorder:
+// http.MaxBytesReader tells it when a body is over its bound, so that
+// the server closes the connection rather than read on.
+func unwrap(w http.ResponseWriter) http.ResponseWriter {
+	if rec, ok := w.(*recorder); ok {
+		return rec.ResponseWriter
+	}
+	return w
+}
+
+// Unwrap lets http.ResponseController reach Flush and deadlines.
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// Flush passes a flush on, for streamed answers.
+func (r *recorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}

@@ -1,0 +1,109 @@
+package broker
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/proxy"
+)
+
+// unavailableRetryAfter is the Retry-After of every 503, in seconds.
+const unavailableRetryAfter = "1"
+
+// writeError renders err as a refusal; an internal error's text is logged,
+// never shown.
+func (s *Server) writeError(w *recorder, r *http.Request, err error, info *requestInfo) {
+	ce := s.refusalOf(r, err, info.route, info.box)
+	if w.wrote {
+		return // the answer has begun; nothing more can be said
+	}
+	if info.reason == "" {
+		info.reason = reasonOf(ce)
+	}
+	info.message = ce.Message
+	if ce.Status == http.StatusNotFound {
+		// A not-found message repeats the path, which may hold anything;
+		// what is kept names the route instead.
+		info.message = capability.NotFoundMessage(recordedMethod(r.Method), info.route)
+	}
+	writeRefusal(w, err, ce)
+}
+
+// Refuse answers r, a request the broker's handler does not serve (the
+// HTTPS proxy's CONNECT, or a request it refuses before handing it to
+// the handler), with the refusal err, written as ServeHTTP writes every
+// refusal: a *capability.Error keeps its status, message and Header, a
+// refusal of the box's limits has its Retry-After and any 503 one of a
+// second, and any other error is a 502 whose text is logged, never
+// shown. rec, the request's record, is completed with the refusal's
+// status, reason and message (and its duration, when it has none) and
+// told to the Observer, as Observe does, when it names a box; a refusal
+// of no box's token is not recorded one by one.
+func (s *Server) Refuse(w http.ResponseWriter, r *http.Request, err error, rec *Record) {
+	ce := s.refusalOf(r, err, rec.Route, rec.Box)
+	writeRefusal(w, err, ce)
+	if rec.Box == "" {
+		return
+	}
+	rec.Status, rec.Reason, rec.Message = ce.Status, reasonOf(ce), ce.Message
+	if rec.Duration == 0 {
+		rec.Duration = s.cfg.Now().Sub(rec.At)
+	}
+	s.Observe(rec)
+}
+
+// refusalOf is err as the refusal the box is shown: itself, when it is a
+// *capability.Error, and otherwise a 502 whose error is logged. An
+// error a refusal carries (Err) is logged.
+func (s *Server) refusalOf(r *http.Request, err error, route, box string) *capability.Error {
+	var ce *capability.Error
+	if !errors.As(err, &ce) {
+		ce = &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI, Message: "The broker could not complete the request.", Err: err}
+	}
+	if ce.Err != nil {
+		s.log.Error("request failed", "method", recordedMethod(r.Method), "path", proxy.ScrubKept(r.URL.Path), "route", route, "box", box, "err", ce.Err)
+	}
+	return ce
+}
+
+// reasonOf is the reason the records keep for the refusal ce: its own,
+// or its status's text.
+func reasonOf(ce *capability.Error) string {
+	if ce.Reason != "" {
+		return ce.Reason
+	}
+	return http.StatusText(ce.Status)
+}
+
+// writeRefusal writes the refusal ce of err: its Header, the Retry-After
+// of a refusal of the box's limits, and a 503's.
+func writeRefusal(w http.ResponseWriter, err error, ce *capability.Error) {
+	for k, vs := range ce.Header {
+		w.Header()[k] = vs
+	}
+	var ra *retryAfterError
+	if errors.As(err, &ra) {
+		w.Header().Set("Retry-After", ra.retryAfter())
+	}
+	if ce.Status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
+		// The store or the spool did not answer in time: an outage is
+		// seconds long or longer, and a retry a second later finds it
+		// over or is answered as fast.
+		w.Header().Set("Retry-After", unavailableRetryAfter)
+	}
+	protocol.WriteRefusal(w, ce.Status, ce.Type, ce.Message)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		protocol.WriteRefusal(w, http.StatusInternalServerError, protocol.TypeAPI, "The broker could not encode its answer.")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}

@@ -1,0 +1,143 @@
+package broker
+
+import (
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/proxy"
+)
+
+// ServeHTTP serves the box-facing routes.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := s.cfg.Now()
+	// What one request keeps, in one allocation.
+	st := &requestState{rec: recorder{ResponseWriter: w, status: http.StatusOK}}
+	info, rec, trace := &st.info, &st.rec, &st.trace
+	rec.onStream = func() {
+		info.stream = true
+		if s.cfg.Observer != nil {
+			s.cfg.Observer.StreamOpened(info.capabilityLabel())
+		}
+	}
+	r = r.WithContext(proxy.WithTrace(r.Context(), trace))
+	// A request's trailer fields are dropped on every route: they come
+	// after the body, where no scan of the head reads them, and no
+	// capability takes any. (net/http fills in the map the request it
+	// holds names, which this copy no longer does.)
+	r.Trailer = nil
+	defer s.finish(rec, r, info, trace, start)
+	if err := s.serve(rec, r, info); err != nil {
+		s.writeError(rec, r, err, info)
+	}
+	// The answer is complete. Its metrics and audit record are queued
+	// (and journaled), then an answer of known length goes out in full —
+	// its last byte, held back until now, with it: the box does not
+	// wait for the request's log line, and does not have its whole
+	// answer before the call's records are kept.
+	s.conclude(rec, r, info, trace, start, false)
+	if rec.holding {
+		rec.holding = false
+		_, _ = w.Write([]byte{rec.last})
+	}
+	if rec.wrote && rec.Header().Get("Content-Length") != "" {
+		_ = http.NewResponseController(w).Flush()
+	}
+}
+
+// requestState is what ServeHTTP keeps of one request.
+type requestState struct {
+	info  requestInfo
+	rec   recorder
+	trace proxy.Trace
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, info *requestInfo) error {
+	if r.URL.Path == protocol.RouteDeclaration {
+		info.route = protocol.RouteDeclaration
+		err := s.declaration(w, r, info)
+		if s.cfg.Observer != nil {
+			s.cfg.Observer.DeclarationReport(err == nil)
+		}
+		return err
+	}
+	// What stays on the stack while an answer streams is kept small: a
+	// goroutine's stack is as large as its deepest moment, and an open
+	// stream holds it. So the rule is applied in admit, which has
+	// returned by then.
+	c, call, release, err := s.admit(w, r, info)
+	if err != nil {
+		if info.box == "" {
+			// Refused before any box was known: not a byte of the body
+			// has been read, and none will be.
+			leaveBody(w, r)
+		}
+		return err
+	}
+	defer release()
+	return c.Serve(w, r, call)
+}
+
+func noRelease() {}
+
+// leaveBody makes the refusal of r, whose body the broker has not read to
+// its end, leave that body unread: the answer closes the connection, and
+// the server stops reading it soon after (leaveGrace). Otherwise net/http
+// reads up to 256 KiB of what is left before it sends the answer, waiting
+// as long as the connection's read deadline for a client that sends
+// nothing more.
+// It applies to HTTP/1 only: an HTTP/2 stream's unread body holds up
+// nothing, and Connection: close there would end every stream of the
+// connection.
+func leaveBody(w http.ResponseWriter, r *http.Request) {
+	if r.ProtoMajor != 1 || r.Body == nil || r.Body == http.NoBody {
+		return
+	}
+	w.Header().Set("Connection", "close")
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(leaveGrace))
+}
+
+// leaveGrace is how long, after the refusal has gone out, net/http may go
+// on reading a body left unread before it closes the connection. With no
+// grace at all it closes at once, with the client's bytes unread, and the
+// kernel's reset can destroy the refusal before the client reads it (a
+// client still sending a large body saw "connection reset by peer"
+// instead of its 413); within the grace net/http reads up to 256 KiB, and
+// a client still sending is given its FIN and half a second before the
+// close, while one that sends nothing holds the connection no longer.
+const leaveGrace = 100 * time.Millisecond
+
+// boundBody bounds reading the rest of r's body by ReadTimeout from now,
+// and lifts the bound as the body ends. A request with no body is left
+// with no bound: while its answer streams, the server reads the
+// connection only to see whether the box has gone.
+func (s *Server) boundBody(rc *http.ResponseController, r *http.Request) {
+	if s.cfg.ReadTimeout <= 0 || r.Body == nil || r.Body == http.NoBody {
+		_ = rc.SetReadDeadline(time.Time{})
+		return
+	}
+	_ = rc.SetReadDeadline(s.cfg.Now().Add(s.cfg.ReadTimeout))
+	r.Body = &liftAtEnd{ReadCloser: r.Body, rc: rc}
+}
+
+// liftAtEnd is a request body that lifts the connection's read deadline
+// once it has been read to its end.
+type liftAtEnd struct {
+	io.ReadCloser
+	rc     *http.ResponseController
+	lifted bool
+}
+
+func (b *liftAtEnd) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF && !b.lifted {
+		b.lifted = true
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
+}
+
+// BodyTimeout bounds reading a small request body the broker reads whole
+// (a declaration report, or a body a capability's Scopes reads).
+const BodyTimeout = 10 * time.Second

@@ -1,0 +1,179 @@
+// Package spendsql is the budget algorithm of both SQL stores, written
+// once: the reservation of a call's cost against its budgets, the
+// release of a reservation, and a call's settlement (see store.Spend).
+// Each store runs it inside its own transaction, through Tx.
+//
+// Its SQL is the dialect SQLite and PostgreSQL share: $N placeholders
+// (modernc.org/sqlite binds $N by number, as pgx does), CASE where one
+// would write max(a, b) in SQLite and GREATEST(a, b) in PostgreSQL,
+// RETURNING, and ON CONFLICT … DO UPDATE naming the table of the row it
+// updates (PostgreSQL finds a bare column name ambiguous beside
+// excluded). A time is passed as Tx.Time makes it: microseconds in
+// SQLite, a timestamptz in PostgreSQL.
+//
+// The reservation is one conditional UPDATE per budget (spent + reserved
+// + amount must not pass the limit), never a read and then a write; in
+// PostgreSQL a concurrent Reserve on the same tally waits for this one's
+// row lock and then evaluates its condition against the committed row.
+// Tallies are always touched in the order principals gives: the box's
+// own, then the principal's.
+package spendsql
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// Tx is one store's transaction (or, for Budgeted, any of its
+// connections), as the algorithm uses it.
+type Tx interface {
+	// Exec runs a statement and returns how many rows it changed.
+	Exec(ctx context.Context, query string, args ...any) (int64, error)
+	// QueryRow runs a query whose first row the result's Scan reads;
+	// Scan returns store.ErrNotFound when there is no row, and the
+	// driver's other errors as they are.
+	QueryRow(ctx context.Context, query string, args ...any) Row
+	// Time is t in the form the store keeps a time in.
+	Time(t time.Time) any
+}
+
+// Row is one row of a query's answer.
+type Row interface {
+	Scan(dest ...any) error
+}
+
+// principals are the tallies a call of principal is charged to: the box's
+// own, then the principal's. Rows are always locked in this order.
+func principals(principal string) []string {
+	if principal == "" {
+		return []string{""}
+	}
+	return []string{"", principal}
+}
+
+// limits returns the limit of the box's own budget and of principal's on
+// it, each nil when there is none.
+func limits(ctx context.Context, tx Tx, box, principal string) (own, of *int64, err error) {
+	err = tx.QueryRow(ctx, `SELECT (SELECT limit_micros FROM budgets WHERE box = $1 AND principal = ''),
+		(SELECT limit_micros FROM budgets WHERE box = $1 AND principal = $2)`, box, principal).Scan(&own, &of)
+	if principal == "" {
+		of = nil
+	}
+	return own, of, err
+}
+
+// Budgeted reports whether any budget applies to a call of box paid by
+// principal: a store asks it before it takes a writer, since most boxes
+// have none.
+func Budgeted(ctx context.Context, tx Tx, box, principal string) (bool, error) {
+	own, of, err := limits(ctx, tx, box, principal)
+	return own != nil || of != nil, err
+}
+
+// Reserve holds r.Amount against the budgets that apply to r in tx, and
+// returns the reservation's ID; 0 when no budget applies (nothing is
+// held), and an *store.OverBudgetError naming the first budget it would
+// pass (nothing is held then either, once tx is rolled back).
+func Reserve(ctx context.Context, tx Tx, r store.Reservation) (int64, error) {
+	own, of, err := limits(ctx, tx, r.Box, r.Principal)
+	if err != nil {
+		return 0, err
+	}
+	if own == nil && of == nil {
+		return 0, nil // removed meanwhile
+	}
+	for _, p := range principals(r.Principal) {
+		if _, err := tx.Exec(ctx, "INSERT INTO tallies (box, principal, month) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING", r.Box, p, r.Month); err != nil {
+			return 0, err
+		}
+		limit := own
+		if p != "" {
+			limit = of
+		}
+		if limit == nil {
+			if _, err := tx.Exec(ctx, "UPDATE tallies SET reserved = reserved + $1 WHERE box = $2 AND principal = $3 AND month = $4",
+				r.Amount, r.Box, p, r.Month); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		n, err := tx.Exec(ctx, `UPDATE tallies SET reserved = reserved + $1
+			WHERE box = $2 AND principal = $3 AND month = $4
+			AND spent + reserved + $1 <= (SELECT limit_micros FROM budgets WHERE box = $2 AND principal = $3)`,
+			r.Amount, r.Box, p, r.Month)
+		if err != nil {
+			return 0, err
+		}
+		if n == 0 {
+			e := &store.OverBudgetError{Budget: store.Budget{Box: r.Box, Principal: p, Limit: *limit}, Month: r.Month}
+			if err := tx.QueryRow(ctx, "SELECT spent, reserved FROM tallies WHERE box = $1 AND principal = $2 AND month = $3",
+				r.Box, p, r.Month).Scan(&e.Spent, &e.Reserved); err != nil {
+				return 0, err
+			}
+			return 0, e
+		}
+	}
+	var id int64
+	err = tx.QueryRow(ctx, "INSERT INTO reservations (box, principal, month, amount, at) VALUES ($1, $2, $3, $4, $5) RETURNING id",
+		r.Box, r.Principal, r.Month, r.Amount, tx.Time(r.At)).Scan(&id)
+	return id, err
+}
+
+// Release deletes reservation id and takes its amount off the tallies it
+// was held against. A reservation already gone is not an error.
+func Release(ctx context.Context, tx Tx, id int64) error {
+	var box, principal, month string
+	var amount int64
+	err := tx.QueryRow(ctx, "DELETE FROM reservations WHERE id = $1 RETURNING box, principal, month, amount", id).Scan(&box, &principal, &month, &amount)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, p := range principals(principal) {
+		if _, err := tx.Exec(ctx, `UPDATE tallies SET reserved = CASE WHEN reserved > $1 THEN reserved - $1 ELSE 0 END
+			WHERE box = $2 AND principal = $3 AND month = $4`,
+			amount, box, p, month); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Settle applies st in tx: it releases st's reservation, charges
+// st.Charge to its tallies and adds its usage. A box that is gone is the
+// driver's foreign-key error, which the store translates.
+func Settle(ctx context.Context, tx Tx, st store.Settlement) error {
+	if st.Reservation != 0 {
+		if err := Release(ctx, tx, st.Reservation); err != nil {
+			return err
+		}
+	}
+	for _, p := range principals(st.Principal) {
+		if _, err := tx.Exec(ctx, `INSERT INTO tallies (box, principal, month, spent) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (box, principal, month) DO UPDATE SET spent = tallies.spent + excluded.spent`,
+			st.Box, p, st.Month, st.Charge); err != nil {
+			return err
+		}
+	}
+	for _, u := range st.Usage {
+		if _, err := tx.Exec(ctx, `INSERT INTO usage (box, month, payer_kind, principal, model, calls, unpriced, unmeasured,
+				input_tokens, output_tokens, cache_write_tokens, cache_read_tokens, cost)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+			ON CONFLICT (box, month, payer_kind, principal, model) DO UPDATE SET
+				calls = usage.calls + excluded.calls, unpriced = usage.unpriced + excluded.unpriced,
+				unmeasured = usage.unmeasured + excluded.unmeasured,
+				input_tokens = usage.input_tokens + excluded.input_tokens, output_tokens = usage.output_tokens + excluded.output_tokens,
+				cache_write_tokens = usage.cache_write_tokens + excluded.cache_write_tokens,
+				cache_read_tokens = usage.cache_read_tokens + excluded.cache_read_tokens, cost = usage.cost + excluded.cost`,
+			u.Box, u.Month, u.PayerKind, u.Principal, u.Model, u.Calls, u.Unpriced, u.Unmeasured,
+			u.InputTokens, u.OutputTokens, u.CacheWriteTokens, u.CacheReadTokens, u.Cost); err != nil {
+			return err
+		}
+	}
+	return nil
+}
