@@ -125,7 +125,7 @@ type Lister interface {
 	ListSecrets(ctx context.Context, box string) ([]store.Secret, error)
 }
 
-// Auditor keeps audit entries: an *audit.Writer.
+// Auditor keeps audit entries: an *outbox.Writer.
 type Auditor interface {
 	Add(e store.AuditEntry) bool
 }

@@ -32,7 +32,7 @@ func TestAudit_BytesAndCost(t *testing.T) {
 	if err := b.Server.Audit.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	b.Server.Meter.Flush(ctx)
+	b.Server.Outbox.Flush(ctx)
 
 	price, ok := b.Server.Meter.Prices().Lookup("claude-sonnet-4-5")
 	if !ok {

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/spool"
+	"github.com/intentius/boxbroker/internal/outbox"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -38,7 +38,7 @@ func BenchmarkJournal(b *testing.B) {
 		}
 		seqs = append(seqs, n1, n2)
 		if i%16 == 15 {
-			key := spool.NewKey()
+			key := outbox.NewKey()
 			j.Begin(key, seqs)
 			j.Done(key)
 			seqs = seqs[:0]

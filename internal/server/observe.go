@@ -4,10 +4,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/audit"
 	"github.com/intentius/boxbroker/internal/broker"
-	"github.com/intentius/boxbroker/internal/journal"
 	"github.com/intentius/boxbroker/internal/metrics"
+	"github.com/intentius/boxbroker/internal/outbox"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -17,9 +16,8 @@ const maxAuditMessage = 1000
 // observer is the broker's Observer: it turns each request's Record into
 // metrics and an audit entry.
 type observer struct {
-	m       *metrics.Metrics
-	audit   *audit.Writer
-	journal *journal.Journal // nil: none
+	m      *metrics.Metrics
+	outbox *outbox.Outbox // nil: no audit log
 }
 
 var _ broker.Observer = (*observer)(nil)
@@ -33,22 +31,18 @@ func (o *observer) Request(rec *broker.Record) {
 	if rec.Reason == "token" && rec.Box == "" {
 		o.m.TokenRefusal(rec.Tallied)
 	}
-	if o.audit != nil && !rec.Tallied && (rec.Reason != "" || !rec.Public) {
-		e := auditEntry(rec)
+	if o.outbox != nil && !rec.Tallied && (rec.Reason != "" || !rec.Public) {
 		// Journaled before the box has the end of its answer; a
-		// journal that cannot write says so in its Err, and the broker
-		// then cannot record.
-		seq, _ := o.journal.Audit(e)
-		if !o.audit.AddJournaled(e, seq) {
-			o.journal.Forget(seq) // dropped from a full queue, and counted
-		}
+		// journal that cannot write says so, and the broker then cannot
+		// record.
+		o.outbox.Record(auditEntry(rec))
 	}
 }
 
 // TokenRefusals keeps one audit entry for a source's tallied refusals.
 func (o *observer) TokenRefusals(t *broker.Tally) {
-	if o.audit != nil {
-		o.audit.Add(tallyEntry(t))
+	if o.outbox != nil {
+		o.outbox.Add(tallyEntry(t))
 	}
 }
 

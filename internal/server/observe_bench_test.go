@@ -21,14 +21,14 @@ import (
 
 // BenchmarkObserve measures what metrics and the audit log add to a
 // request: one observer.Request (counters, histograms, an audit entry
-// queued) against the baseline of one whole forwarded count_tokens call
+// journaled and queued) against the baseline of one whole forwarded count_tokens call
 // through the broker on loopback (itself observed), measured in the same
 // loop. It reports observe/forward, the share of a request's cost that
 // observing it takes, and how many audit entries were dropped.
 func BenchmarkObserve(b *testing.B) {
 	srv, ctx, do := forwardBench(b)
 	body := []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`)
-	o := &observer{m: srv.Metrics, audit: srv.Audit}
+	o := &observer{m: srv.Metrics, outbox: srv.Outbox}
 	rec := &broker.Record{At: time.Now(), Method: "POST", Route: "/llm/anthropic/v1/messages/count_tokens", Box: "alpha",
 		Capability: "inference", Words: []string{"agent"}, Status: 200, Duration: time.Millisecond, Bytes: 20,
 		Upstream: []proxy.Call{{Status: 200, Latency: time.Millisecond}}}

@@ -3,9 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"github.com/intentius/boxbroker/internal/journal"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,9 +12,8 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
-	"github.com/intentius/boxbroker/internal/audit"
+	"github.com/intentius/boxbroker/internal/outbox"
 	"github.com/intentius/boxbroker/internal/protocol"
-	"github.com/intentius/boxbroker/internal/spool"
 )
 
 // readyFile is the file the readiness check writes, syncs and removes in
@@ -47,7 +44,7 @@ func (s *Server) Ready(ctx context.Context) (map[string]any, bool) {
 		out["disk"], ok = "cannot write", false
 		s.log.Warn("readyz: the data directory takes no write", "dir", s.Config.DataDir, "err", err)
 	}
-	if err := errors.Join(s.Audit.Recording(), s.Journal.Err()); err != nil {
+	if err := s.Outbox.Err(); err != nil {
 		out["record"] = "cannot record"
 		ok = ok && s.Config.AuditOptional // availability chosen: still ready
 	}
@@ -180,58 +177,17 @@ func (s *Server) withReady(h http.Handler) http.Handler {
 }
 
 // recording is what the broker asks before it serves a box's call: nil
-// while the audit log is written (to the store or to the spool), and
-// always nil when cfg.AuditOptional chooses availability.
-func recording(cfg Config, aw *audit.Writer, jr *journal.Journal) func() error {
+// while the outbox records (to the store or to the spool), and always nil
+// when cfg.AuditOptional chooses availability.
+func recording(cfg Config, ob *outbox.Outbox) func() error {
 	if cfg.AuditOptional {
 		return nil
 	}
-	return func() error {
-		if err := aw.Recording(); err != nil {
-			return err
-		}
-		return jr.Err()
-	}
+	return ob.Err
 }
-
-// replayEvery is how often the spool, when it holds anything, is
-// replayed: a store that answers again takes what waits within a second.
-const replayEvery = time.Second
 
 // ReplaySpool applies what the spool holds to the store now, each batch
-// once, and says how many batches it applied. A replay already running
-// is waited for.
+// once, and says how many batches it applied: see outbox.Outbox.Replay.
 func (s *Server) ReplaySpool(ctx context.Context) (int, error) {
-	return s.Spool.Replay(ctx, func(ctx context.Context, b spool.Batch) error {
-		_, err := s.wst.ApplySpooled(ctx, b.Key, b.Settle, b.Audit)
-		return err
-	})
-}
-
-// replaySpool replays the spool at once and then every replayEvery while
-// it holds anything, until ctx ends.
-func (s *Server) replaySpool(ctx context.Context) {
-	t := time.NewTicker(replayEvery)
-	defer t.Stop()
-	failing := false
-	for {
-		if s.Spool.Size() > 0 {
-			n, err := s.ReplaySpool(ctx)
-			switch {
-			case err != nil && !failing && ctx.Err() == nil:
-				s.log.Warn("spool: replay stopped; it resumes when the store answers", "applied", n, "err", err)
-				failing = true
-			case err == nil:
-				if n > 0 {
-					s.log.Info("spool: replayed", "batches", n)
-				}
-				failing = false
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	return s.Outbox.Replay(ctx)
 }

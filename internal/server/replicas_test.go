@@ -109,9 +109,10 @@ func (rr *roundRobin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // startReplicas returns a conformance Start that starts n replicas on the
-// PostgreSQL store dsn, with one master key, behind a round robin whose
-// URL it gives the suite. It stores what it started in *started.
-func startReplicas(dsn string, n int, started *[]*replica) func(ctx context.Context, env conformance.Env) (*conformance.Started, error) {
+// PostgreSQL store dsn, with one master key and the data directory dir,
+// behind a round robin whose URL it gives the suite. It stores what it
+// started in *started.
+func startReplicas(dsn, dir string, n int, started *[]*replica) func(ctx context.Context, env conformance.Env) (*conformance.Started, error) {
 	return func(ctx context.Context, env conformance.Env) (*conformance.Started, error) {
 		anthropic, err := url.Parse(env.Anthropic.URL)
 		if err != nil {
@@ -135,7 +136,7 @@ func startReplicas(dsn string, n int, started *[]*replica) func(ctx context.Cont
 		}
 		for range n {
 			cfg := server.Config{
-				Broker: env.Broker, Store: dsn, MasterKey: hex.EncodeToString(k),
+				Broker: env.Broker, Store: dsn, MasterKey: hex.EncodeToString(k), DataDir: dir,
 				AnthropicURL: anthropic, FountainURL: fountain, ShutdownGrace: time.Second,
 			}
 			r, err := startReplica(cfg, server.Options{})
@@ -169,7 +170,7 @@ func TestReplicas_Conformance(t *testing.T) {
 	var rs []*replica
 	conformance.RunTest(t, conformance.Config{
 		Name:         "boxbroker, two replicas",
-		Start:        startReplicas(dsn, 2, &rs),
+		Start:        startReplicas(dsn, t.TempDir(), 2, &rs),
 		Capabilities: servedCapabilities,
 	})
 	for i, r := range rs {

@@ -16,7 +16,6 @@ import (
 
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/admin/ui"
-	"github.com/intentius/boxbroker/internal/audit"
 	"github.com/intentius/boxbroker/internal/broker"
 	"github.com/intentius/boxbroker/internal/cache"
 	"github.com/intentius/boxbroker/internal/capability"
@@ -25,14 +24,13 @@ import (
 	"github.com/intentius/boxbroker/internal/feedback"
 	"github.com/intentius/boxbroker/internal/fountain"
 	"github.com/intentius/boxbroker/internal/inference"
-	"github.com/intentius/boxbroker/internal/journal"
 	"github.com/intentius/boxbroker/internal/metrics"
+	"github.com/intentius/boxbroker/internal/outbox"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/pool"
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/spend"
-	"github.com/intentius/boxbroker/internal/spool"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/store/deadline"
 	"github.com/intentius/boxbroker/internal/store/postgres"
@@ -163,19 +161,22 @@ type Server struct {
 	// Metrics are the broker's Prometheus metrics, served on the admin
 	// listener at /metrics.
 	Metrics *metrics.Metrics
-	// Audit writes the audit log.
-	Audit *audit.Writer
+	// Audit writes the audit log: Outbox.Audit.
+	Audit *outbox.Writer
 	log   *slog.Logger
 	// rst is the store bounded by StoreDeadline, as requests reach it,
 	// and wst the same with the bound of a write made beside requests.
 	rst, wst *deadline.Store
+	// Outbox keeps the records of the calls answered until the store
+	// takes them; Spool and Journal are its own.
+	Outbox *outbox.Outbox
 	// Spool keeps what the store did not take until it does.
-	Spool *spool.Spool
+	Spool *outbox.Spool
 	// disk is the readiness check's write to the data directory.
 	disk diskProbe
 	// Journal keeps the records of calls answered until the store or
 	// the spool takes them.
-	Journal *journal.Journal
+	Journal *outbox.Journal
 	// flushLog writes out the log lines that wait in its buffer.
 	flushLog func() error
 	// cert is the box-facing (and admin) listeners' TLS certificate,
@@ -280,26 +281,21 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	// longer bound (wst). Admin calls and the CLI are not bounded.
 	rst := deadline.Wrap(st, cfg.StoreDeadline, log)
 	wst := rst.With(writeBound(cfg.StoreDeadline))
-	// What the store does not take waits in the spool, in the data
-	// directory, until it does.
-	sp, err := spool.Open(cfg.DataDir, 0, log)
+	// The records of the calls answered wait in the outbox's journal
+	// until the store or its spool, in the data directory, takes them;
+	// what an earlier process left there goes to the spool now.
+	// They name the store they belong to, and are replayed into no other.
+	var ob *outbox.Outbox
+	id, err := wst.Identity(ctx)
+	if err == nil {
+		ob, err = outbox.Open(outbox.Config{Dir: cfg.DataDir, Store: wst, Identity: id, BatchEvery: outbox.DefaultBatchEvery, Metrics: m, Logger: log,
+			Audit: outbox.AuditOptions{Retention: cfg.AuditRetention, Linger: auditLinger}})
+	}
 	if err != nil {
 		return nil, err
 	}
-	undo = append(undo, sp.Close)
-	// The records of the calls answered wait in the journal until the
-	// store or the spool takes them; what an earlier process left there
-	// goes to the spool now.
-	jr, _, err := journal.Open(cfg.DataDir, 0, log, sp.Append)
-	if err != nil {
-		return nil, err
-	}
-	undo = append(undo, jr.Close)
-	aw := audit.New(wst, audit.Options{Retention: cfg.AuditRetention, Linger: auditLinger, Metrics: m, Logger: log,
-		Spill: func(key string, entries []store.AuditEntry) error {
-			return sp.Append(spool.Batch{Key: key, Audit: entries})
-		},
-		Journal: jr, NewKey: spool.NewKey})
+	undo = append(undo, ob.Close)
+	aw := ob.Audit
 	c := cache.New(rst, cache.Options{Changes: wst, Logger: log, Shared: !local})
 	onGrant := func(outcome string) {
 		m.Grant(outcome)
@@ -315,10 +311,8 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	meter, err := spend.New(spend.Config{Store: rst, Settle: wst,
-		Spill: func(key string, st store.Settlement) error {
-			return sp.Append(spool.Batch{Key: key, Settle: []store.Settlement{st}})
-		}, StaleAfter: cfg.ReservationLease, Budgeted: c.Budgeted, BatchEvery: spend.DefaultBatchEvery, Prices: prices, Now: opt.SpendNow, Logger: log, MaxTokens: cfg.ReserveMaxTokens, MaxBody: cfg.MaxBody, Journal: jr})
+	meter, err := spend.New(spend.Config{Store: rst, Settle: wst, Outbox: ob,
+		StaleAfter: cfg.ReservationLease, Budgeted: c.Budgeted, Prices: prices, Now: opt.SpendNow, Logger: log, MaxTokens: cfg.ReserveMaxTokens, MaxBody: cfg.MaxBody})
 	if err != nil {
 		return nil, err
 	}
@@ -340,13 +334,13 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		Broker: cfg.Broker, Store: rst, Cache: c, Payer: pay, Capabilities: caps, Logger: log,
 		Limits:      broker.Limits{Rate: cfg.BoxRate, Burst: cfg.BoxBurst, Concurrent: max(cfg.BoxConcurrent, 0)},
 		ReadTimeout: cfg.ReadTimeout,
-		Observer:    &observer{m: m, audit: aw, journal: jr},
-		Recording:   recording(cfg, aw, jr),
+		Observer:    &observer{m: m, outbox: ob},
+		Recording:   recording(cfg, ob),
 	})
 	if err != nil {
 		return nil, err
 	}
-	srv := &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Audit: aw, Metrics: m, log: log, flushLog: flushLog, rst: rst, wst: wst, Spool: sp, Journal: jr, cert: cert}
+	srv := &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Audit: aw, Metrics: m, log: log, flushLog: flushLog, rst: rst, wst: wst, Outbox: ob, Spool: ob.Spool, Journal: ob.Journal, cert: cert}
 	srv.Handler = srv.withReady(h)
 	adm, err := admin.New(admin.Config{Store: st, Cache: c, Keyring: keyring, Broker: cfg.Broker, Logger: log, Metrics: m.Handler(), Pool: credPool, Ready: srv.Ready,
 		Hosts: cfg.adminHosts()})
@@ -452,9 +446,9 @@ func (s *Server) Serve(ctx context.Context, ln, admin net.Listener) error {
 func (s *Server) Run(ctx context.Context) {
 	done := make(chan struct{}, 4)
 	go func() { s.Cache.Run(ctx); done <- struct{}{} }()
-	go func() { s.replaySpool(ctx); done <- struct{}{} }()
+	go func() { s.Outbox.RunReplay(ctx); done <- struct{}{} }()
 	go func() { s.pruneChanges(ctx); done <- struct{}{} }()
-	go func() { s.Meter.RunBatches(ctx); done <- struct{}{} }()
+	go func() { s.Outbox.RunBatches(ctx); done <- struct{}{} }()
 	// The audit log stops once the broker's last tallies are queued.
 	actx, stopAudit := context.WithCancel(context.WithoutCancel(ctx))
 	go func() { s.Broker.Run(ctx); stopAudit() }()
@@ -511,5 +505,5 @@ func (s *Server) pruneChanges(ctx context.Context) {
 // Close releases the store.
 func (s *Server) Close() error {
 	_ = s.flushLog()
-	return errors.Join(s.Journal.Close(), s.Spool.Close(), s.Store.Close())
+	return errors.Join(s.Outbox.Close(), s.Store.Close())
 }

@@ -310,7 +310,7 @@ func TestStoreDown_AnsweredCallsSpooledAndReplayed(t *testing.T) {
 	if err := b.Server.Audit.Sync(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	b.Server.Meter.Flush(t.Context())
+	b.Server.Outbox.Flush(t.Context())
 	if b.Server.Spool.Size() == 0 {
 		t.Fatal("nothing spooled while the store refused every write")
 	}

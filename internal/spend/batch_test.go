@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -29,27 +28,40 @@ func (s *settleStore) settled() []store.Settlement {
 	return append([]store.Settlement(nil), s.got...)
 }
 
+// queueOutbox is an Outbox that queues while batching is true, and
+// settles into a settleStore.
+type queueOutbox struct {
+	settleStore
+	batching bool
+	queued   []store.Settlement
+}
+
+func (q *queueOutbox) Queue(st store.Settlement) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.batching {
+		q.queued = append(q.queued, st)
+	}
+	return q.batching
+}
+
 // call is a measured call of model with in and out tokens.
 func call(model string, in, out int64) *ticket {
 	return &ticket{readings: []*reading{{model: model, tokens: Tokens{Input: in, Output: out}, measured: true}}}
 }
 
 // TestSettle_BatchesCallsThatReservedNothing: calls of a box with no
-// budget are settled together, one settlement per box, principal and
-// month, with their charges and usage summed; a call that reserved
-// settles at once; and nothing queued is lost when batching stops.
+// budget are queued in the outbox, each charged its priced cost (the
+// outbox sums them: see outbox's TestQueue_MergesByBoxPrincipalMonth); a
+// call that reserved settles at once; and once the outbox takes no more,
+// a call settles as it ends.
 func TestSettle_BatchesCallsThatReservedNothing(t *testing.T) {
-	st := &settleStore{}
-	m, err := New(Config{Store: st, BatchEvery: time.Hour})
+	ob := &queueOutbox{batching: true}
+	m, err := New(Config{Store: &ob.settleStore, Outbox: ob})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan struct{})
-	go func() { m.RunBatches(ctx); close(ran) }()
-	for !m.batching.Load() {
-		time.Sleep(time.Millisecond)
-	}
+	ctx := context.Background()
 	salad := settlement{box: "salad", payer: "shared", month: "2026-10"}
 	m.settle(ctx, salad, call("claude-sonnet-4-5", 100, 10))
 	m.settle(ctx, salad, call("claude-sonnet-4-5", 200, 20))
@@ -58,37 +70,39 @@ func TestSettle_BatchesCallsThatReservedNothing(t *testing.T) {
 	reserved := salad
 	reserved.id = 7
 	m.settle(ctx, reserved, call("claude-sonnet-4-5", 1, 1))
-	if got := st.settled(); len(got) != 1 || got[0].Reservation != 7 {
+	if got := ob.settled(); len(got) != 1 || got[0].Reservation != 7 {
 		t.Fatalf("settled before the batch = %+v, want only the reserved call", got)
-	}
-	cancel() // the batch is settled as RunBatches stops
-	<-ran
-	byBox := map[string]store.Settlement{}
-	for _, s := range st.settled()[1:] {
-		if _, twice := byBox[s.Box]; twice {
-			t.Errorf("box %s settled twice in one batch", s.Box)
-		}
-		byBox[s.Box] = s
 	}
 	p, _ := m.cfg.Prices.Lookup("claude-sonnet-4-5")
 	h, _ := m.cfg.Prices.Lookup("claude-haiku-4-5")
-	want := p.Cost(Tokens{Input: 100, Output: 10}) + p.Cost(Tokens{Input: 200, Output: 20}) + h.Cost(Tokens{Input: 50, Output: 5})
-	s := byBox["salad"]
-	if s.Charge != want || len(s.Usage) != 2 {
-		t.Fatalf("salad's batch = charge %d, %d usage rows, want %d, 2", s.Charge, len(s.Usage), want)
+	want := []int64{p.Cost(Tokens{Input: 100, Output: 10}), p.Cost(Tokens{Input: 200, Output: 20}), h.Cost(Tokens{Input: 50, Output: 5})}
+	if len(ob.queued) != 4 {
+		t.Fatalf("queued %d calls, want 4", len(ob.queued))
 	}
-	for _, u := range s.Usage {
-		if u.Model == "claude-sonnet-4-5" && (u.Calls != 2 || u.InputTokens != 300 || u.OutputTokens != 30) {
-			t.Errorf("salad's sonnet usage = %+v, want 2 calls, 300 in, 30 out", u)
+	var sum int64
+	for i, w := range want {
+		q := ob.queued[i]
+		if q.Box != "salad" || q.Charge != w || q.Reservation != 0 || len(q.Usage) != 1 {
+			t.Errorf("queued[%d] = %+v, want salad charged %d with one usage row", i, q, w)
 		}
+		sum += q.Charge
 	}
-	if byBox["soup"].Usage == nil {
-		t.Errorf("soup's call was not settled")
+	if sum != want[0]+want[1]+want[2] {
+		t.Errorf("salad's charges sum to %d, want %d", sum, want[0]+want[1]+want[2])
 	}
-	// Once batching has stopped, a call settles as it ends.
-	n := len(st.settled())
+	if u := ob.queued[1].Usage[0]; u.Model != "claude-sonnet-4-5" || u.Calls != 1 || u.InputTokens != 200 || u.OutputTokens != 20 {
+		t.Errorf("salad's second usage = %+v, want 1 sonnet call, 200 in, 20 out", u)
+	}
+	if ob.queued[3].Box != "soup" || ob.queued[3].Usage == nil {
+		t.Errorf("soup's call was not queued: %+v", ob.queued[3])
+	}
+	// Once the outbox takes no more, a call settles as it ends.
+	ob.mu.Lock()
+	ob.batching = false
+	ob.mu.Unlock()
+	n := len(ob.settled())
 	m.settle(context.Background(), salad, call("claude-sonnet-4-5", 1, 1))
-	if got := len(st.settled()); got != n+1 {
-		t.Errorf("a call after RunBatches stopped: %d settlements, want %d", got, n+1)
+	if got := len(ob.settled()); got != n+1 {
+		t.Errorf("a call after batching stopped: %d settlements, want %d", got, n+1)
 	}
 }

@@ -131,6 +131,12 @@ type Spend interface {
 	// ReleaseStale releases every reservation made before before (those of
 	// a process that ended mid-call) and returns how many it released.
 	ReleaseStale(ctx context.Context, before time.Time) (int, error)
+	// RenewReservations sets the time of each reservation in ids still
+	// held to at; those already released are skipped. Reservations are
+	// leases: a running broker renews those of its calls in flight, and
+	// ReleaseStale frees those no one renewed, so a replica that crashed
+	// mid-call holds its callers' budgets only until its leases run out.
+	RenewReservations(ctx context.Context, ids []int64, at time.Time) error
 	// Tallies returns a box's tallies for month, the box's own (Principal
 	// "") first, then by principal; none for a month with none.
 	Tallies(ctx context.Context, box, month string) ([]Tally, error)

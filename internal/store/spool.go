@@ -12,7 +12,7 @@ import (
 const SpooledKeep = 30 * 24 * time.Hour
 
 // Spooled applies the batches a replica kept in its spool while the
-// store could not take them (package spool), each exactly once.
+// store could not take them (package outbox), each exactly once.
 type Spooled interface {
 	// ApplySpooled writes one spooled batch — its settlements, each as
 	// Settle writes one, and its audit entries — in one transaction,

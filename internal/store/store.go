@@ -45,8 +45,12 @@ type Store interface {
 	Overview
 	Pool
 	Spooled
-	Leases
 	AuditCosts
+	// Identity is the store's identity: made once, by the first start
+	// that migrated the store to it, and the same for every replica that
+	// shares the store. A replica's journal and spool name it, so that
+	// they are replayed into no other store.
+	Identity(ctx context.Context) (string, error)
 	// Ping reports whether the database answers.
 	Ping(ctx context.Context) error
 	// Close releases the database.

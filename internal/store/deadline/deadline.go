@@ -25,14 +25,21 @@ import (
 // Default is the default bound on one store call on the request path.
 const Default = 250 * time.Millisecond
 
-// Store is a store.Store whose every call is bounded by a deadline. The
-// methods it does not redefine (those a new sub-interface adds) pass
-// through unbounded.
+// Store is a store.Store whose every call is bounded by a deadline,
+// except those only the admin API and the CLI make (the owner's page's
+// overview and charts) and Close. It implements each method itself, so a
+// method a new sub-interface adds to store.Store does not compile until
+// it is given its deadline here.
 type Store struct {
-	store.Store
-	d time.Duration
-	o *outage
+	st store.Store
+	d  time.Duration
+	o  *outage
 }
+
+// Store is a store.Store: the compiler checks that every method of
+// store.Store is written here, with its deadline or (for the few that are
+// exempt) without one.
+var _ store.Store = (*Store)(nil)
 
 // outage is what the Stores made from one Wrap know of the store's
 // answering, so that an outage is logged once, whichever bound saw it.
@@ -55,14 +62,14 @@ func Wrap(st store.Store, d time.Duration, log *slog.Logger) *Store {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Store{Store: st, d: d, o: &outage{log: log, now: time.Now}}
+	return &Store{st: st, d: d, o: &outage{log: log, now: time.Now}}
 }
 
 // With is the same store bounded by d instead, noting outages with s:
 // for writes made off the request path (audit batches, settlements),
 // which may take longer than a request's reads.
 func (s *Store) With(d time.Duration) *Store {
-	return &Store{Store: s.Store, d: d, o: s.o}
+	return &Store{st: s.st, d: d, o: s.o}
 }
 
 // Deadline is the bound on one call.
@@ -148,46 +155,50 @@ func do0(s *Store, ctx context.Context, op string, f func(context.Context) error
 
 // Ping reports whether the database answers within the deadline.
 func (s *Store) Ping(ctx context.Context) error {
-	return do0(s, ctx, "ping", s.Store.Ping)
+	return do0(s, ctx, "ping", s.st.Ping)
+}
+
+func (s *Store) Identity(ctx context.Context) (string, error) {
+	return do(s, ctx, "read the store's identity", s.st.Identity)
 }
 
 // Unwrap is the store beneath.
-func (s *Store) Unwrap() store.Store { return s.Store }
+func (s *Store) Unwrap() store.Store { return s.st }
 
 // Boxes.
 
 func (s *Store) CreateBox(ctx context.Context, b store.Box) error {
-	return do0(s, ctx, "create box", func(ctx context.Context) error { return s.Store.CreateBox(ctx, b) })
+	return do0(s, ctx, "create box", func(ctx context.Context) error { return s.st.CreateBox(ctx, b) })
 }
 
 func (s *Store) Box(ctx context.Context, name string) (store.Box, error) {
-	return do(s, ctx, "read box", func(ctx context.Context) (store.Box, error) { return s.Store.Box(ctx, name) })
+	return do(s, ctx, "read box", func(ctx context.Context) (store.Box, error) { return s.st.Box(ctx, name) })
 }
 
 func (s *Store) BoxByTokenHash(ctx context.Context, hash string) (store.Box, error) {
-	return do(s, ctx, "look up token", func(ctx context.Context) (store.Box, error) { return s.Store.BoxByTokenHash(ctx, hash) })
+	return do(s, ctx, "look up token", func(ctx context.Context) (store.Box, error) { return s.st.BoxByTokenHash(ctx, hash) })
 }
 
 func (s *Store) ListBoxes(ctx context.Context) ([]store.Box, error) {
-	return do(s, ctx, "list boxes", s.Store.ListBoxes)
+	return do(s, ctx, "list boxes", s.st.ListBoxes)
 }
 
 func (s *Store) DeleteBox(ctx context.Context, name string) error {
-	return do0(s, ctx, "delete box", func(ctx context.Context) error { return s.Store.DeleteBox(ctx, name) })
+	return do0(s, ctx, "delete box", func(ctx context.Context) error { return s.st.DeleteBox(ctx, name) })
 }
 
 func (s *Store) RotateToken(ctx context.Context, name, newHash string) error {
-	return do0(s, ctx, "rotate token", func(ctx context.Context) error { return s.Store.RotateToken(ctx, name, newHash) })
+	return do0(s, ctx, "rotate token", func(ctx context.Context) error { return s.st.RotateToken(ctx, name, newHash) })
 }
 
 func (s *Store) UpdateBox(ctx context.Context, b store.Box) error {
-	return do0(s, ctx, "update box", func(ctx context.Context) error { return s.Store.UpdateBox(ctx, b) })
+	return do0(s, ctx, "update box", func(ctx context.Context) error { return s.st.UpdateBox(ctx, b) })
 }
 
 // Declarations.
 
 func (s *Store) SaveDeclaration(ctx context.Context, box string, doc []byte, at time.Time) error {
-	return do0(s, ctx, "save declaration", func(ctx context.Context) error { return s.Store.SaveDeclaration(ctx, box, doc, at) })
+	return do0(s, ctx, "save declaration", func(ctx context.Context) error { return s.st.SaveDeclaration(ctx, box, doc, at) })
 }
 
 func (s *Store) Declaration(ctx context.Context, box string) ([]byte, time.Time, error) {
@@ -196,7 +207,7 @@ func (s *Store) Declaration(ctx context.Context, box string) ([]byte, time.Time,
 		at  time.Time
 	}
 	d, err := do(s, ctx, "read declaration", func(ctx context.Context) (decl, error) {
-		doc, at, err := s.Store.Declaration(ctx, box)
+		doc, at, err := s.st.Declaration(ctx, box)
 		return decl{doc, at}, err
 	})
 	return d.doc, d.at, err
@@ -205,223 +216,258 @@ func (s *Store) Declaration(ctx context.Context, box string) ([]byte, time.Time,
 // Credentials.
 
 func (s *Store) SetCredential(ctx context.Context, c store.Credential) error {
-	return do0(s, ctx, "set credential", func(ctx context.Context) error { return s.Store.SetCredential(ctx, c) })
+	return do0(s, ctx, "set credential", func(ctx context.Context) error { return s.st.SetCredential(ctx, c) })
 }
 
 func (s *Store) Credential(ctx context.Context, id string) (store.Credential, error) {
-	return do(s, ctx, "read credential", func(ctx context.Context) (store.Credential, error) { return s.Store.Credential(ctx, id) })
+	return do(s, ctx, "read credential", func(ctx context.Context) (store.Credential, error) { return s.st.Credential(ctx, id) })
 }
 
 func (s *Store) DeleteCredential(ctx context.Context, id string) error {
-	return do0(s, ctx, "delete credential", func(ctx context.Context) error { return s.Store.DeleteCredential(ctx, id) })
+	return do0(s, ctx, "delete credential", func(ctx context.Context) error { return s.st.DeleteCredential(ctx, id) })
 }
 
 func (s *Store) ListCredentials(ctx context.Context) ([]store.Credential, error) {
-	return do(s, ctx, "list credentials", s.Store.ListCredentials)
+	return do(s, ctx, "list credentials", s.st.ListCredentials)
 }
 
 // Secrets.
 
 func (s *Store) SetSecret(ctx context.Context, sec store.Secret) error {
-	return do0(s, ctx, "set secret", func(ctx context.Context) error { return s.Store.SetSecret(ctx, sec) })
+	return do0(s, ctx, "set secret", func(ctx context.Context) error { return s.st.SetSecret(ctx, sec) })
 }
 
 func (s *Store) Secret(ctx context.Context, box, name string) (store.Secret, error) {
-	return do(s, ctx, "read secret", func(ctx context.Context) (store.Secret, error) { return s.Store.Secret(ctx, box, name) })
+	return do(s, ctx, "read secret", func(ctx context.Context) (store.Secret, error) { return s.st.Secret(ctx, box, name) })
 }
 
 func (s *Store) ListSecrets(ctx context.Context, box string) ([]store.Secret, error) {
-	return do(s, ctx, "list secrets", func(ctx context.Context) ([]store.Secret, error) { return s.Store.ListSecrets(ctx, box) })
+	return do(s, ctx, "list secrets", func(ctx context.Context) ([]store.Secret, error) { return s.st.ListSecrets(ctx, box) })
 }
 
 func (s *Store) DeleteSecret(ctx context.Context, box, name string) error {
-	return do0(s, ctx, "delete secret", func(ctx context.Context) error { return s.Store.DeleteSecret(ctx, box, name) })
+	return do0(s, ctx, "delete secret", func(ctx context.Context) error { return s.st.DeleteSecret(ctx, box, name) })
 }
 
 // Feedback.
 
 func (s *Store) AddFeedback(ctx context.Context, f store.FeedbackBatch) (int64, error) {
-	return do(s, ctx, "add feedback", func(ctx context.Context) (int64, error) { return s.Store.AddFeedback(ctx, f) })
+	return do(s, ctx, "add feedback", func(ctx context.Context) (int64, error) { return s.st.AddFeedback(ctx, f) })
 }
 
 func (s *Store) ListFeedback(ctx context.Context, box string) ([]store.FeedbackBatch, error) {
-	return do(s, ctx, "list feedback", func(ctx context.Context) ([]store.FeedbackBatch, error) { return s.Store.ListFeedback(ctx, box) })
+	return do(s, ctx, "list feedback", func(ctx context.Context) ([]store.FeedbackBatch, error) { return s.st.ListFeedback(ctx, box) })
 }
 
 // Resources.
 
 func (s *Store) AddResource(ctx context.Context, r store.Resource) error {
-	return do0(s, ctx, "add resource", func(ctx context.Context) error { return s.Store.AddResource(ctx, r) })
+	return do0(s, ctx, "add resource", func(ctx context.Context) error { return s.st.AddResource(ctx, r) })
 }
 
 func (s *Store) ResourceOwner(ctx context.Context, kind, id string) (string, error) {
-	return do(s, ctx, "read resource owner", func(ctx context.Context) (string, error) { return s.Store.ResourceOwner(ctx, kind, id) })
+	return do(s, ctx, "read resource owner", func(ctx context.Context) (string, error) { return s.st.ResourceOwner(ctx, kind, id) })
 }
 
 func (s *Store) ListResources(ctx context.Context, box string) ([]store.Resource, error) {
-	return do(s, ctx, "list resources", func(ctx context.Context) ([]store.Resource, error) { return s.Store.ListResources(ctx, box) })
+	return do(s, ctx, "list resources", func(ctx context.Context) ([]store.Resource, error) { return s.st.ListResources(ctx, box) })
 }
 
 func (s *Store) DeleteResource(ctx context.Context, kind, id string) error {
-	return do0(s, ctx, "delete resource", func(ctx context.Context) error { return s.Store.DeleteResource(ctx, kind, id) })
+	return do0(s, ctx, "delete resource", func(ctx context.Context) error { return s.st.DeleteResource(ctx, kind, id) })
 }
 
 // Grants.
 
 func (s *Store) CreateGrant(ctx context.Context, g store.Grant) error {
-	return do0(s, ctx, "create grant", func(ctx context.Context) error { return s.Store.CreateGrant(ctx, g) })
+	return do0(s, ctx, "create grant", func(ctx context.Context) error { return s.st.CreateGrant(ctx, g) })
 }
 
 func (s *Store) GrantByHash(ctx context.Context, hash string) (store.Grant, error) {
-	return do(s, ctx, "look up grant", func(ctx context.Context) (store.Grant, error) { return s.Store.GrantByHash(ctx, hash) })
+	return do(s, ctx, "look up grant", func(ctx context.Context) (store.Grant, error) { return s.st.GrantByHash(ctx, hash) })
 }
 
 func (s *Store) ListGrants(ctx context.Context, box string) ([]store.Grant, error) {
-	return do(s, ctx, "list grants", func(ctx context.Context) ([]store.Grant, error) { return s.Store.ListGrants(ctx, box) })
+	return do(s, ctx, "list grants", func(ctx context.Context) ([]store.Grant, error) { return s.st.ListGrants(ctx, box) })
 }
 
 func (s *Store) RevokeGrant(ctx context.Context, id string, at time.Time) error {
-	return do0(s, ctx, "revoke grant", func(ctx context.Context) error { return s.Store.RevokeGrant(ctx, id, at) })
+	return do0(s, ctx, "revoke grant", func(ctx context.Context) error { return s.st.RevokeGrant(ctx, id, at) })
 }
 
 // Changes.
 
 func (s *Store) ChangesSince(ctx context.Context, after int64, limit int) ([]store.Change, error) {
-	return do(s, ctx, "read change log", func(ctx context.Context) ([]store.Change, error) { return s.Store.ChangesSince(ctx, after, limit) })
+	return do(s, ctx, "read change log", func(ctx context.Context) ([]store.Change, error) { return s.st.ChangesSince(ctx, after, limit) })
 }
 
 func (s *Store) LastChange(ctx context.Context) (int64, error) {
-	return do(s, ctx, "read change log", s.Store.LastChange)
+	return do(s, ctx, "read change log", s.st.LastChange)
 }
 
 func (s *Store) PruneChanges(ctx context.Context, before time.Time) error {
-	return do0(s, ctx, "prune change log", func(ctx context.Context) error { return s.Store.PruneChanges(ctx, before) })
+	return do0(s, ctx, "prune change log", func(ctx context.Context) error { return s.st.PruneChanges(ctx, before) })
 }
 
 // Spend.
 
 func (s *Store) SetBudget(ctx context.Context, b store.Budget) error {
-	return do0(s, ctx, "set budget", func(ctx context.Context) error { return s.Store.SetBudget(ctx, b) })
+	return do0(s, ctx, "set budget", func(ctx context.Context) error { return s.st.SetBudget(ctx, b) })
 }
 
 func (s *Store) ListBudgets(ctx context.Context, box string) ([]store.Budget, error) {
-	return do(s, ctx, "list budgets", func(ctx context.Context) ([]store.Budget, error) { return s.Store.ListBudgets(ctx, box) })
+	return do(s, ctx, "list budgets", func(ctx context.Context) ([]store.Budget, error) { return s.st.ListBudgets(ctx, box) })
 }
 
 func (s *Store) DeleteBudget(ctx context.Context, box, principal string) error {
-	return do0(s, ctx, "delete budget", func(ctx context.Context) error { return s.Store.DeleteBudget(ctx, box, principal) })
+	return do0(s, ctx, "delete budget", func(ctx context.Context) error { return s.st.DeleteBudget(ctx, box, principal) })
 }
 
 func (s *Store) Reserve(ctx context.Context, r store.Reservation) (int64, error) {
-	return do(s, ctx, "reserve", func(ctx context.Context) (int64, error) { return s.Store.Reserve(ctx, r) })
+	return do(s, ctx, "reserve", func(ctx context.Context) (int64, error) { return s.st.Reserve(ctx, r) })
 }
 
 func (s *Store) Settle(ctx context.Context, st store.Settlement) error {
-	return do0(s, ctx, "settle", func(ctx context.Context) error { return s.Store.Settle(ctx, st) })
+	return do0(s, ctx, "settle", func(ctx context.Context) error { return s.st.Settle(ctx, st) })
 }
 
 func (s *Store) ReleaseStale(ctx context.Context, before time.Time) (int, error) {
-	return do(s, ctx, "release stale reservations", func(ctx context.Context) (int, error) { return s.Store.ReleaseStale(ctx, before) })
+	return do(s, ctx, "release stale reservations", func(ctx context.Context) (int, error) { return s.st.ReleaseStale(ctx, before) })
+}
+
+func (s *Store) RenewReservations(ctx context.Context, ids []int64, at time.Time) error {
+	return do0(s, ctx, "renew reservations", func(ctx context.Context) error { return s.st.RenewReservations(ctx, ids, at) })
 }
 
 func (s *Store) Tallies(ctx context.Context, box, month string) ([]store.Tally, error) {
-	return do(s, ctx, "read tallies", func(ctx context.Context) ([]store.Tally, error) { return s.Store.Tallies(ctx, box, month) })
+	return do(s, ctx, "read tallies", func(ctx context.Context) ([]store.Tally, error) { return s.st.Tallies(ctx, box, month) })
 }
 
 func (s *Store) ListUsage(ctx context.Context, box, month string) ([]store.Usage, error) {
-	return do(s, ctx, "list usage", func(ctx context.Context) ([]store.Usage, error) { return s.Store.ListUsage(ctx, box, month) })
+	return do(s, ctx, "list usage", func(ctx context.Context) ([]store.Usage, error) { return s.st.ListUsage(ctx, box, month) })
 }
 
 // AdminTokens.
 
 func (s *Store) CreateAdminToken(ctx context.Context, t store.AdminToken) error {
-	return do0(s, ctx, "create admin token", func(ctx context.Context) error { return s.Store.CreateAdminToken(ctx, t) })
+	return do0(s, ctx, "create admin token", func(ctx context.Context) error { return s.st.CreateAdminToken(ctx, t) })
 }
 
 func (s *Store) AdminTokenByHash(ctx context.Context, hash string) (store.AdminToken, error) {
-	return do(s, ctx, "look up admin token", func(ctx context.Context) (store.AdminToken, error) { return s.Store.AdminTokenByHash(ctx, hash) })
+	return do(s, ctx, "look up admin token", func(ctx context.Context) (store.AdminToken, error) { return s.st.AdminTokenByHash(ctx, hash) })
 }
 
 func (s *Store) AdminToken(ctx context.Context, id string) (store.AdminToken, error) {
-	return do(s, ctx, "read admin token", func(ctx context.Context) (store.AdminToken, error) { return s.Store.AdminToken(ctx, id) })
+	return do(s, ctx, "read admin token", func(ctx context.Context) (store.AdminToken, error) { return s.st.AdminToken(ctx, id) })
 }
 
 func (s *Store) ListAdminTokens(ctx context.Context) ([]store.AdminToken, error) {
-	return do(s, ctx, "list admin tokens", s.Store.ListAdminTokens)
+	return do(s, ctx, "list admin tokens", s.st.ListAdminTokens)
 }
 
 func (s *Store) DeleteAdminToken(ctx context.Context, id string) error {
-	return do0(s, ctx, "delete admin token", func(ctx context.Context) error { return s.Store.DeleteAdminToken(ctx, id) })
+	return do0(s, ctx, "delete admin token", func(ctx context.Context) error { return s.st.DeleteAdminToken(ctx, id) })
 }
 
 // Sessions.
 
 func (s *Store) EndSession(ctx context.Context, id string, expires, now time.Time) error {
-	return do0(s, ctx, "end session", func(ctx context.Context) error { return s.Store.EndSession(ctx, id, expires, now) })
+	return do0(s, ctx, "end session", func(ctx context.Context) error { return s.st.EndSession(ctx, id, expires, now) })
 }
 
 func (s *Store) SessionEnded(ctx context.Context, id string) (bool, error) {
-	return do(s, ctx, "read session", func(ctx context.Context) (bool, error) { return s.Store.SessionEnded(ctx, id) })
+	return do(s, ctx, "read session", func(ctx context.Context) (bool, error) { return s.st.SessionEnded(ctx, id) })
 }
 
 // Audit.
 
 func (s *Store) AddAudit(ctx context.Context, entries []store.AuditEntry) error {
-	return do0(s, ctx, "add audit entries", func(ctx context.Context) error { return s.Store.AddAudit(ctx, entries) })
+	return do0(s, ctx, "add audit entries", func(ctx context.Context) error { return s.st.AddAudit(ctx, entries) })
 }
 
 func (s *Store) ListAudit(ctx context.Context, q store.AuditQuery) ([]store.AuditEntry, error) {
-	return do(s, ctx, "list audit", func(ctx context.Context) ([]store.AuditEntry, error) { return s.Store.ListAudit(ctx, q) })
+	return do(s, ctx, "list audit", func(ctx context.Context) ([]store.AuditEntry, error) { return s.st.ListAudit(ctx, q) })
 }
 
 func (s *Store) PruneAudit(ctx context.Context, before time.Time) (int64, error) {
-	return do(s, ctx, "prune audit", func(ctx context.Context) (int64, error) { return s.Store.PruneAudit(ctx, before) })
+	return do(s, ctx, "prune audit", func(ctx context.Context) (int64, error) { return s.st.PruneAudit(ctx, before) })
 }
 
 // Spooled.
 
 func (s *Store) ApplySpooled(ctx context.Context, key string, settle []store.Settlement, audit []store.AuditEntry) (bool, error) {
-	return do(s, ctx, "apply spooled batch", func(ctx context.Context) (bool, error) { return s.Store.ApplySpooled(ctx, key, settle, audit) })
-}
-
-// Leases.
-
-func (s *Store) RenewReservations(ctx context.Context, ids []int64, at time.Time) error {
-	return do0(s, ctx, "renew reservations", func(ctx context.Context) error { return s.Store.RenewReservations(ctx, ids, at) })
+	return do(s, ctx, "apply spooled batch", func(ctx context.Context) (bool, error) { return s.st.ApplySpooled(ctx, key, settle, audit) })
 }
 
 func (s *Store) SetPoolEntry(ctx context.Context, e store.PoolEntry) error {
-	return do0(s, ctx, "set pool entry", func(ctx context.Context) error { return s.Store.SetPoolEntry(ctx, e) })
+	return do0(s, ctx, "set pool entry", func(ctx context.Context) error { return s.st.SetPoolEntry(ctx, e) })
 }
 
 func (s *Store) PoolEntries(ctx context.Context) ([]store.PoolEntry, error) {
-	return do(s, ctx, "read pool", func(ctx context.Context) ([]store.PoolEntry, error) { return s.Store.PoolEntries(ctx) })
+	return do(s, ctx, "read pool", func(ctx context.Context) ([]store.PoolEntry, error) { return s.st.PoolEntries(ctx) })
 }
 
 func (s *Store) DeletePoolEntry(ctx context.Context, name string) error {
-	return do0(s, ctx, "delete pool entry", func(ctx context.Context) error { return s.Store.DeletePoolEntry(ctx, name) })
+	return do0(s, ctx, "delete pool entry", func(ctx context.Context) error { return s.st.DeletePoolEntry(ctx, name) })
 }
 
 func (s *Store) SetMintState(ctx context.Context, st store.MintState) error {
-	return do0(s, ctx, "set mint state", func(ctx context.Context) error { return s.Store.SetMintState(ctx, st) })
+	return do0(s, ctx, "set mint state", func(ctx context.Context) error { return s.st.SetMintState(ctx, st) })
 }
 
 func (s *Store) MintState(ctx context.Context, box, name string) (store.MintState, error) {
-	return do(s, ctx, "read mint state", func(ctx context.Context) (store.MintState, error) { return s.Store.MintState(ctx, box, name) })
+	return do(s, ctx, "read mint state", func(ctx context.Context) (store.MintState, error) { return s.st.MintState(ctx, box, name) })
 }
 
 func (s *Store) ListMintStates(ctx context.Context, box string) ([]store.MintState, error) {
-	return do(s, ctx, "list mint states", func(ctx context.Context) ([]store.MintState, error) { return s.Store.ListMintStates(ctx, box) })
+	return do(s, ctx, "list mint states", func(ctx context.Context) ([]store.MintState, error) { return s.st.ListMintStates(ctx, box) })
 }
 
 func (s *Store) ProxyCA(ctx context.Context) (store.ProxyCA, error) {
-	return do(s, ctx, "read proxy CA", func(ctx context.Context) (store.ProxyCA, error) { return s.Store.ProxyCA(ctx) })
+	return do(s, ctx, "read proxy CA", func(ctx context.Context) (store.ProxyCA, error) { return s.st.ProxyCA(ctx) })
 }
 
 func (s *Store) CreateProxyCA(ctx context.Context, ca store.ProxyCA) (store.ProxyCA, error) {
-	return do(s, ctx, "create proxy CA", func(ctx context.Context) (store.ProxyCA, error) { return s.Store.CreateProxyCA(ctx, ca) })
+	return do(s, ctx, "create proxy CA", func(ctx context.Context) (store.ProxyCA, error) { return s.st.CreateProxyCA(ctx, ca) })
 }
 
 func (s *Store) ReplaceProxyCA(ctx context.Context, was, ca store.ProxyCA) (store.ProxyCA, error) {
-	return do(s, ctx, "replace proxy CA", func(ctx context.Context) (store.ProxyCA, error) { return s.Store.ReplaceProxyCA(ctx, was, ca) })
+	return do(s, ctx, "replace proxy CA", func(ctx context.Context) (store.ProxyCA, error) { return s.st.ReplaceProxyCA(ctx, was, ca) })
 }
+
+// Unbounded: the owner's page's overview and charts, called only by the
+// admin API and the CLI, and Close.
+
+func (s *Store) BoxActivity(ctx context.Context, since time.Time) ([]store.BoxActivity, error) {
+	return s.st.BoxActivity(ctx, since)
+}
+
+func (s *Store) AuditHours(ctx context.Context, box string, since time.Time) ([]store.HourCount, error) {
+	return s.st.AuditHours(ctx, box, since)
+}
+
+func (s *Store) RefusalGroups(ctx context.Context, box string, since time.Time, limit int) ([]store.RefusalGroup, error) {
+	return s.st.RefusalGroups(ctx, box, since, limit)
+}
+
+func (s *Store) MonthOverview(ctx context.Context, month string) ([]store.BoxMonth, error) {
+	return s.st.MonthOverview(ctx, month)
+}
+
+func (s *Store) AllDeclarations(ctx context.Context) (map[string]store.KeptDeclaration, error) {
+	return s.st.AllDeclarations(ctx)
+}
+
+func (s *Store) SecretNames(ctx context.Context) (map[string][]string, error) {
+	return s.st.SecretNames(ctx)
+}
+
+func (s *Store) AuditPage(ctx context.Context, box string, offset, limit int) ([]store.AuditEntry, error) {
+	return s.st.AuditPage(ctx, box, offset, limit)
+}
+
+func (s *Store) AuditDays(ctx context.Context, box string, since time.Time) ([]store.DayCost, error) {
+	return s.st.AuditDays(ctx, box, since)
+}
+
+func (s *Store) Close() error { return s.st.Close() }

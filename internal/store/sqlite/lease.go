@@ -10,7 +10,7 @@ import (
 )
 
 // RenewReservations sets the time of each reservation in ids still held
-// to at, in one transaction; see store.Leases.
+// to at, in one transaction; see store.Spend.
 func (s *Store) RenewReservations(ctx context.Context, ids []int64, at time.Time) error {
 	if len(ids) == 0 {
 		return nil

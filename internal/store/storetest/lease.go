@@ -6,7 +6,8 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 )
 
-// leaseTests are the suite's tests of store.Leases, run by Run.
+// leaseTests are the suite's tests of store.Spend's RenewReservations
+// (reservations as leases), run by Run.
 var leaseTests = []struct {
 	name string
 	run  func(t *testing.T, s store.Store)

@@ -47,6 +47,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"PruneChanges", testPruneChanges},
 		{"ChangesReaderMissesNothing", testChangesReaderMissesNothing},
 		{"Ping", testPing},
+		{"Identity", testIdentity},
 		{"AdminTokens", testAdminTokens},
 		{"Sessions", testSessions},
 		{"Audit", testAudit},

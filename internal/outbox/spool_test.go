@@ -1,4 +1,4 @@
-package spool
+package outbox
 
 import (
 	"context"
@@ -38,7 +38,7 @@ func batch(key string) Batch {
 // keeps the spool set aside, and the next replay applies the rest; with
 // keys, nothing is applied twice, and the spool ends empty.
 func TestReplay_ExactlyOnceAcrossAFailedReplay(t *testing.T) {
-	s, err := Open(t.TempDir(), 0, nil)
+	s, err := OpenSpool(t.TempDir(), 0, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestReplay_ExactlyOnceAcrossAFailedReplay(t *testing.T) {
 // TestAppend_Bounded: a batch that would pass the bound is refused with
 // ErrFull and nothing of it is kept.
 func TestAppend_Bounded(t *testing.T) {
-	s, err := Open(t.TempDir(), 200, nil)
+	s, err := OpenSpool(t.TempDir(), 200, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,21 +95,21 @@ func TestAppend_Bounded(t *testing.T) {
 // Append never returned) is skipped; the batches around it are applied.
 func TestReplay_SkipsATornLine(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(dir, 0, nil)
+	s, err := OpenSpool(dir, 0, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Append(batch("a")); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.OpenFile(filepath.Join(dir, File), os.O_WRONLY|os.O_APPEND, 0)
+	f, err := os.OpenFile(filepath.Join(dir, SpoolFile), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.WriteString(`{"key":"torn","settle":[{"Box`)
 	f.Close()
 	s.Close()
-	s, err = Open(dir, 0, nil) // as at a restart
+	s, err = OpenSpool(dir, 0, "", nil) // as at a restart
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,10 +126,10 @@ func TestReplay_SkipsATornLine(t *testing.T) {
 // a directory stands where it would be), Append says so.
 func TestAppend_DiskRefuses(t *testing.T) {
 	dir := t.TempDir()
-	if err := os.Mkdir(filepath.Join(dir, File), 0o700); err != nil {
+	if err := os.Mkdir(filepath.Join(dir, SpoolFile), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	s, err := Open(dir, 0, nil)
+	s, err := OpenSpool(dir, 0, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,11 +144,11 @@ func TestAppend_DiskRefuses(t *testing.T) {
 // set aside (and removed once replayed), so no batch is lost.
 func TestShared_AppendAfterAnotherSetItAside(t *testing.T) {
 	dir := t.TempDir()
-	a, err := Open(dir, 0, nil)
+	a, err := OpenSpool(dir, 0, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Open(dir, 0, nil)
+	b, err := OpenSpool(dir, 0, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

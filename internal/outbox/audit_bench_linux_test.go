@@ -1,4 +1,4 @@
-package audit
+package outbox
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 )
 
-// nopStore is a store.Audit that keeps nothing.
+// nopStore is an Store that keeps nothing.
 type nopStore struct{}
 
 func (nopStore) AddAudit(ctx context.Context, es []store.AuditEntry) error { return nil }
@@ -17,6 +17,9 @@ func (nopStore) ListAudit(ctx context.Context, q store.AuditQuery) ([]store.Audi
 	return nil, nil
 }
 func (nopStore) PruneAudit(ctx context.Context, before time.Time) (int64, error) { return 0, nil }
+func (nopStore) ApplySpooled(context.Context, string, []store.Settlement, []store.AuditEntry) (bool, error) {
+	return true, nil
+}
 
 // BenchmarkWriter measures what the Writer itself costs an entry, over a
 // store that keeps nothing, when entries come as a broker's requests end:
@@ -35,7 +38,7 @@ func BenchmarkWriter(b *testing.B) {
 		{"linger=50ms", 50 * time.Millisecond, true},
 	} {
 		b.Run(tt.name, func(b *testing.B) {
-			w := New(nopStore{}, Options{Linger: tt.linger})
+			w := NewWriter(nopStore{}, AuditOptions{Linger: tt.linger})
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan struct{})
 			go func() { w.Run(ctx); close(done) }()

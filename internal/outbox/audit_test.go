@@ -1,4 +1,4 @@
-package audit
+package outbox
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/intentius/boxbroker/internal/token"
 )
 
-// fakeStore is a store.Audit in memory whose writes wait for gate (when
+// fakeStore is an Store in memory whose writes wait for gate (when
 // set) so that a test can fill the queue.
 type fakeStore struct {
 	gate    chan struct{}
@@ -53,6 +53,12 @@ func (f *fakeStore) PruneAudit(ctx context.Context, before time.Time) (int64, er
 	return 0, nil
 }
 
+// ApplySpooled writes the batch's entries as AddAudit does; fakeStore
+// keeps no keys.
+func (f *fakeStore) ApplySpooled(ctx context.Context, _ string, _ []store.Settlement, es []store.AuditEntry) (bool, error) {
+	return true, f.AddAudit(ctx, es)
+}
+
 func (f *fakeStore) count() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -66,7 +72,7 @@ func entry(i int) store.AuditEntry {
 func TestWriter_SyncWritesWhatWasAdded(t *testing.T) {
 	st := &fakeStore{}
 	now := time.Date(2026, 10, 3, 12, 0, 0, 0, time.UTC)
-	w := New(st, Options{Batch: 4, Retention: 24 * time.Hour, Now: func() time.Time { return now }})
+	w := NewWriter(st, AuditOptions{Batch: 4, Retention: 24 * time.Hour, Now: func() time.Time { return now }})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { w.Run(ctx); close(done) }()
@@ -104,7 +110,7 @@ func TestWriter_SyncWritesWhatWasAdded(t *testing.T) {
 // with the store stuck, Add returns at once and counts what it drops.
 func TestWriter_FullQueueDrops(t *testing.T) {
 	st := &fakeStore{gate: make(chan struct{})}
-	w := New(st, Options{Queue: 3, Batch: 1})
+	w := NewWriter(st, AuditOptions{Queue: 3, Batch: 1})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { w.Run(ctx); close(done) }()
@@ -135,7 +141,7 @@ func TestWriter_FullQueueDrops(t *testing.T) {
 
 func TestWriter_DrainsOnStop(t *testing.T) {
 	st := &fakeStore{}
-	w := New(st, Options{})
+	w := NewWriter(st, AuditOptions{})
 	for i := range 5 {
 		w.Add(entry(i))
 	}
@@ -149,7 +155,7 @@ func TestWriter_DrainsOnStop(t *testing.T) {
 
 func TestWriter_StoreFailureIsNotFatal(t *testing.T) {
 	st := &fakeStore{fail: true}
-	w := New(st, Options{})
+	w := NewWriter(st, AuditOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { w.Run(ctx); close(done) }()
@@ -175,7 +181,7 @@ func TestWriter_StoreFailureIsNotFatal(t *testing.T) {
 // one by one are written together, and Sync still returns once they are.
 func TestLinger_GathersEntriesIntoOneTransaction(t *testing.T) {
 	f := &fakeStore{}
-	w := New(f, Options{Linger: time.Hour})
+	w := NewWriter(f, AuditOptions{Linger: time.Hour})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go w.Run(ctx)
@@ -208,7 +214,7 @@ func TestLinger_FullBatchDoesNotWait(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fakeStore{}
-			w := New(f, Options{Queue: tt.queue, Batch: tt.batch, Linger: time.Hour})
+			w := NewWriter(f, AuditOptions{Queue: tt.queue, Batch: tt.batch, Linger: time.Hour})
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan struct{})
 			go func() { w.Run(ctx); close(done) }()
@@ -255,7 +261,7 @@ func TestAudit_TokenInAnEntryFromElsewhereIsNeverKept(t *testing.T) {
 	grant := token.GrantPrefix + strings.Repeat("b", 43)
 	cut := token.AdminPrefix + strings.Repeat("c", 40) // a token cut short
 	st := &fakeStore{}
-	w := New(st, Options{})
+	w := NewWriter(st, AuditOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { w.Run(ctx); close(done) }()

@@ -1,6 +1,6 @@
 //go:build unix
 
-package journal
+package outbox
 
 import (
 	"errors"
@@ -19,3 +19,10 @@ func tryLock(f *os.File) (bool, error) {
 	}
 	return err == nil, err
 }
+
+// lock holds an exclusive lock on f until unlock, so that replicas that
+// share a data directory never append to a spool file another is
+// setting aside.
+func lock(f *os.File) error { return syscall.Flock(int(f.Fd()), syscall.LOCK_EX) }
+
+func unlock(f *os.File) { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }

@@ -1,4 +1,4 @@
-package journal
+package outbox
 
 import (
 	"errors"
@@ -7,7 +7,6 @@ import (
 	"os"
 	"testing"
 
-	"github.com/intentius/boxbroker/internal/spool"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -24,7 +23,7 @@ func newApplier() *applier {
 	return &applier{keys: map[string]bool{}, audits: map[string]int{}, settle: map[string]int{}}
 }
 
-func (a *applier) apply(b spool.Batch) error {
+func (a *applier) apply(b Batch) error {
 	if a.keys[b.Key] {
 		return nil
 	}
@@ -38,9 +37,9 @@ func (a *applier) apply(b spool.Batch) error {
 	return nil
 }
 
-func open(t *testing.T, dir string, max int64, put func(spool.Batch) error) *Journal {
+func open(t *testing.T, dir string, max int64, put func(Batch) error) *Journal {
 	t.Helper()
-	j, _, err := Open(dir, max, quiet, put)
+	j, _, err := OpenJournal(dir, max, "", quiet, put)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -64,19 +63,19 @@ func TestRecover_ExactlyOnceAcrossACrashBetweenBeginAndDone(t *testing.T) {
 	if err := j.Begin("A", []uint64{n1}); err != nil {
 		t.Fatal(err)
 	}
-	_ = st.apply(spool.Batch{Key: "A", Audit: []store.AuditEntry{{Route: "r1"}}})
+	_ = st.apply(Batch{Key: "A", Audit: []store.AuditEntry{{Route: "r1"}}})
 	j.Done("A")
 	if err := j.Begin("B", []uint64{n2, n3}); err != nil {
 		t.Fatal(err)
 	}
-	_ = st.apply(spool.Batch{Key: "B", Settle: []store.Settlement{{Box: "b1"}}, Audit: []store.AuditEntry{{Route: "r3"}}})
+	_ = st.apply(Batch{Key: "B", Settle: []store.Settlement{{Box: "b1"}}, Audit: []store.AuditEntry{{Route: "r3"}}})
 	_, _ = n4, n5
 	j.Close() // the kill: no done line for B; n4 and n5 in no batch
 
 	// A first recovery cut short: the second batch handed on is refused.
 	var first []string
 	calls := 0
-	_, _, err := Open(dir, 0, quiet, func(b spool.Batch) error {
+	_, _, err := OpenJournal(dir, 0, "", quiet, func(b Batch) error {
 		calls++
 		if calls == 2 {
 			return errors.New("disk refuses")
@@ -88,7 +87,7 @@ func TestRecover_ExactlyOnceAcrossACrashBetweenBeginAndDone(t *testing.T) {
 		t.Fatal("Open with a put that fails: no error")
 	}
 	var second []string
-	j2 := open(t, dir, 0, func(b spool.Batch) error { second = append(second, b.Key); return st.apply(b) })
+	j2 := open(t, dir, 0, func(b Batch) error { second = append(second, b.Key); return st.apply(b) })
 	if len(second) < len(first) || second[0] != first[0] {
 		t.Errorf("keys of the second recovery %v do not begin with the first's %v", second, first)
 	}
@@ -105,7 +104,7 @@ func TestRecover_ExactlyOnceAcrossACrashBetweenBeginAndDone(t *testing.T) {
 	// The journal begins again empty: a third start hands nothing on.
 	j2.Close()
 	n := 0
-	j3 := open(t, dir, 0, func(spool.Batch) error { n++; return nil })
+	j3 := open(t, dir, 0, func(Batch) error { n++; return nil })
 	_ = j3
 	if n != 0 {
 		t.Errorf("a start after a full recovery handed on %d batches, want 0", n)
@@ -145,7 +144,7 @@ func TestJournal_SizeIsBounded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		key := spool.NewKey()
+		key := NewKey()
 		j.Begin(key, []uint64{n})
 		j.Done(key)
 		if s := j.Size(); s > peak {

@@ -1,9 +1,10 @@
-// Package audit writes the audit log — every refusal and every request
+// A Writer writes the audit log — every refusal and every request
 // served for a box — to the store without making a request wait for it:
 // Add puts an entry on a bounded queue and never blocks, dropping (and
 // counting) the entry when the queue is full; Run writes the queue in
 // batches and prunes entries older than the retention.
-package audit
+
+package outbox
 
 import (
 	"context"
@@ -17,7 +18,7 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 )
 
-// Defaults for Options.
+// Defaults for AuditOptions.
 const (
 	DefaultQueue      = 8192
 	DefaultBatch      = 256
@@ -27,8 +28,8 @@ const (
 	drainFor = 5 * time.Second
 )
 
-// Options tune a Writer. Zero values take the defaults.
-type Options struct {
+// AuditOptions tune a Writer. Zero values take the defaults.
+type AuditOptions struct {
 	// Queue bounds the entries waiting to be written.
 	Queue int
 	// Batch bounds the entries written in one transaction.
@@ -48,26 +49,16 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
-	// Spill, when set, keeps a batch the store did not take elsewhere
-	// (the spool), under its key, to be written later; it must not keep
-	// entries, which the Writer reuses. A batch neither takes is lost,
-	// and counted.
-	Spill func(key string, entries []store.AuditEntry) error
+	// Spool, when set, keeps a batch the store did not take, under its
+	// key, to be written later. A batch neither takes is lost, and
+	// counted.
+	Spool *Spool
 	// Journal, when set, is told of each batch holding entries added with
 	// AddJournaled before it goes to the store, and once the store or
-	// Spill took it (package journal). The batch is then written under
-	// its key (store.Spooled), so that a batch journaled and written
-	// before a crash is not written again when the journal is recovered.
-	Journal Journal
-	// NewKey makes a batch's key (required with Journal).
-	NewKey func() string
-}
-
-// Journal is what the Writer tells of the batches it writes: see
-// journal.Journal's Begin and Done.
-type Journal interface {
-	Begin(key string, of []uint64) error
-	Done(key string)
+	// the spool took it. The batch is then written under its key
+	// (store.Spooled), so that a batch journaled and written before a
+	// crash is not written again when the journal is recovered.
+	Journal *Journal
 }
 
 // item is an entry to write, or (when sync is not nil) a marker closed
@@ -81,8 +72,8 @@ type item struct {
 // Writer writes audit entries asynchronously. Its methods are safe for
 // concurrent use; Run must be running for entries to reach the store.
 type Writer struct {
-	st    store.Audit
-	opt   Options
+	st    Store
+	opt   AuditOptions
 	log   *slog.Logger
 	queue chan item
 	// full is how many queued entries make a batch that need not linger
@@ -97,7 +88,7 @@ type Writer struct {
 	wake    chan struct{}
 	dropped atomic.Int64
 	// lost is set while the last batch written was taken neither by the
-	// store nor by Spill, and cleared by the next one taken.
+	// store nor by the spool, and cleared by the next one taken.
 	lost atomic.Bool
 	// entries is the batch being written, and seqs their numbers in
 	// the journal; only Run uses them.
@@ -105,8 +96,8 @@ type Writer struct {
 	seqs    []uint64
 }
 
-// New returns a Writer over st.
-func New(st store.Audit, opt Options) *Writer {
+// NewWriter returns a Writer over st.
+func NewWriter(st Store, opt AuditOptions) *Writer {
 	if opt.Queue <= 0 {
 		opt.Queue = DefaultQueue
 	}
@@ -134,7 +125,7 @@ func New(st store.Audit, opt Options) *Writer {
 func (w *Writer) Add(e store.AuditEntry) bool { return w.AddJournaled(e, 0) }
 
 // AddJournaled is Add for an entry the journal holds as record seq: the
-// batch that holds it is begun and done in Options.Journal.
+// batch that holds it is begun and done in AuditOptions.Journal.
 //
 // Every entry is scrubbed as it is queued (see Scrub), whoever made it.
 func (w *Writer) AddJournaled(e store.AuditEntry, seq uint64) bool {
@@ -266,9 +257,8 @@ func (w *Writer) write(ctx context.Context, entries []store.AuditEntry, seqs []u
 		return
 	}
 	var key string
-	keyed, ok := w.st.(store.Spooled)
-	if len(seqs) > 0 && w.opt.Journal != nil && ok {
-		key = w.opt.NewKey()
+	if len(seqs) > 0 && w.opt.Journal != nil {
+		key = NewKey()
 		if err := w.opt.Journal.Begin(key, seqs); err != nil {
 			w.log.Warn("audit: batch not journaled", "err", err)
 		}
@@ -282,15 +272,15 @@ func (w *Writer) write(ctx context.Context, entries []store.AuditEntry, seqs []u
 	}
 	var err error
 	if key != "" {
-		_, err = keyed.ApplySpooled(ctx, key, nil, entries)
+		_, err = w.st.ApplySpooled(ctx, key, nil, entries)
 	} else {
 		err = w.st.AddAudit(ctx, entries)
 	}
-	if err != nil && w.opt.Spill != nil {
-		if key == "" && w.opt.NewKey != nil {
-			key = w.opt.NewKey()
+	if err != nil && w.opt.Spool != nil {
+		if key == "" {
+			key = NewKey()
 		}
-		serr := w.opt.Spill(key, entries)
+		serr := w.opt.Spool.Append(Batch{Key: key, Audit: entries})
 		if serr == nil {
 			w.lost.Store(false)
 			w.log.Warn("audit: entries spooled; the store did not take them", "entries", len(entries), "err", err)
@@ -313,7 +303,7 @@ func (w *Writer) write(ctx context.Context, entries []store.AuditEntry, seqs []u
 var ErrCannotRecord = errors.New("audit: the last batch could be written neither to the store nor to the spool")
 
 // Recording returns ErrCannotRecord while the last batch written was
-// taken neither by the store nor by Options.Spill, and nil otherwise.
+// taken neither by the store nor by the spool, and nil otherwise.
 func (w *Writer) Recording() error {
 	if w.lost.Load() {
 		return ErrCannotRecord

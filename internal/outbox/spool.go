@@ -1,10 +1,11 @@
-// Package spool keeps, in the data directory, the spend and audit
+// A Spool keeps, in the data directory, the spend and audit
 // batches the store could not take, until it takes them.
 //
 // The spool is an append-only file of JSON lines, one batch a line, each
 // synced to the disk before Append returns, and bounded in size: a batch
 // that would pass the bound is refused (ErrFull), and so is one the disk
-// will not take. Each batch carries a random key; the store records the
+// will not take. Each batch names the store it belongs to (its
+// identity), and carries a random key; the store records the
 // keys of the batches it has applied in the same transaction as the
 // batch (store.Spooled), so replaying a batch twice — after a crash
 // mid-replay, say — applies it once.
@@ -13,7 +14,8 @@
 // in order; new batches go to a fresh spool meanwhile. The file set
 // aside is removed once every batch in it is applied, and replayed
 // again, first, at the next Replay otherwise.
-package spool
+
+package outbox
 
 import (
 	"bufio"
@@ -35,13 +37,13 @@ import (
 
 // File names in the data directory.
 const (
-	File       = "spool.jsonl"
-	ReplayFile = "spool.replay.jsonl"
+	SpoolFile       = "spool.jsonl"
+	SpoolReplayFile = "spool.replay.jsonl"
 )
 
-// DefaultMax bounds the spool's size, in bytes: at a few hundred bytes
+// DefaultSpoolMax bounds the spool's size, in bytes: at a few hundred bytes
 // an audit entry, some hundred thousand calls' records.
-const DefaultMax = 64 << 20
+const DefaultSpoolMax = 64 << 20
 
 // ErrFull is what Append returns when the batch would pass the bound.
 var ErrFull = errors.New("spool full")
@@ -49,29 +51,34 @@ var ErrFull = errors.New("spool full")
 // Batch is what the store could not take at once: settlements and audit
 // entries, to be applied together under Key.
 type Batch struct {
-	Key    string             `json:"key"`
+	Key string `json:"key"`
+	// Store is the identity of the store the batch belongs to ("":
+	// unnamed, as a spool written before stores had one).
+	Store  string             `json:"store,omitempty"`
 	Settle []store.Settlement `json:"settle,omitempty"`
 	Audit  []store.AuditEntry `json:"audit,omitempty"`
 }
 
 // Spool is one replica's spool. Its methods are safe for concurrent use.
 type Spool struct {
-	dir string
-	max int64
-	log *slog.Logger
+	dir   string
+	max   int64
+	store string // the identity of the store batches are appended for
+	log   *slog.Logger
 
 	mu   sync.Mutex // guards f and size; held while appending
 	f    *os.File
-	size int64 // bytes in File and ReplayFile
+	size int64 // bytes in SpoolFile and SpoolReplayFile
 
 	replay sync.Mutex // one Replay at a time
 }
 
-// Open opens the spool in dir (made, mode 0700, if missing), bounded to
-// max bytes (DefaultMax when zero or less).
-func Open(dir string, max int64, log *slog.Logger) (*Spool, error) {
+// OpenSpool opens the spool in dir (made, mode 0700, if missing), bounded to
+// max bytes (DefaultSpoolMax when zero or less), for the batches of the
+// store whose identity is id ("": unnamed).
+func OpenSpool(dir string, max int64, id string, log *slog.Logger) (*Spool, error) {
 	if max <= 0 {
-		max = DefaultMax
+		max = DefaultSpoolMax
 	}
 	if log == nil {
 		log = slog.Default()
@@ -79,8 +86,8 @@ func Open(dir string, max int64, log *slog.Logger) (*Spool, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("spool: %w", err)
 	}
-	s := &Spool{dir: dir, max: max, log: log}
-	for _, name := range []string{File, ReplayFile} {
+	s := &Spool{dir: dir, max: max, store: id, log: log}
+	for _, name := range []string{SpoolFile, SpoolReplayFile} {
 		if fi, err := os.Stat(filepath.Join(dir, name)); err == nil {
 			s.size += fi.Size()
 		}
@@ -95,12 +102,15 @@ func NewKey() string {
 	return hex.EncodeToString(b[:])
 }
 
-// Append writes b (given a key when it has none) as one line and syncs
-// it to the disk. It returns ErrFull when the spool would pass its bound,
+// Append writes b (given a key when it has none, and the spool's store
+// when it names none) as one line and syncs it to the disk. It returns ErrFull when the spool would pass its bound,
 // or the disk's error; either way nothing of b is kept.
 func (s *Spool) Append(b Batch) error {
 	if b.Key == "" {
 		b.Key = NewKey()
+	}
+	if b.Store == "" {
+		b.Store = s.store
 	}
 	line, err := json.Marshal(b)
 	if err != nil {
@@ -136,7 +146,7 @@ func (s *Spool) Append(b Batch) error {
 // the data directory has set the one open aside) and locks it; s.mu is
 // held.
 func (s *Spool) lockCurrent() error {
-	p := filepath.Join(s.dir, File)
+	p := filepath.Join(s.dir, SpoolFile)
 	for range 10 {
 		if s.f == nil {
 			f, err := openEnded(p)
@@ -211,7 +221,7 @@ func (s *Spool) Replay(ctx context.Context, apply func(context.Context, Batch) e
 // replayOnce replays the file set aside, setting the spool aside first
 // when none is; more is false when there was nothing to replay.
 func (s *Spool) replayOnce(ctx context.Context, apply func(context.Context, Batch) error) (n int, more bool, err error) {
-	rp := filepath.Join(s.dir, ReplayFile)
+	rp := filepath.Join(s.dir, SpoolReplayFile)
 	if _, err := os.Stat(rp); errors.Is(err, os.ErrNotExist) {
 		// Set the spool aside, holding its lock, so that no append (of
 		// this process or another sharing the directory) is under way;
@@ -221,7 +231,7 @@ func (s *Spool) replayOnce(ctx context.Context, apply func(context.Context, Batc
 			_ = s.f.Close()
 			s.f = nil
 		}
-		err := setAside(filepath.Join(s.dir, File), rp)
+		err := setAside(filepath.Join(s.dir, SpoolFile), rp)
 		s.mu.Unlock()
 		if errors.Is(err, os.ErrNotExist) {
 			return 0, false, nil // nothing spooled

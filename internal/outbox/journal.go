@@ -1,4 +1,4 @@
-// Package journal keeps, in the data directory, the records of the calls
+// A Journal keeps, in the data directory, the records of the calls
 // a replica has answered until the store (or the spool) has taken them,
 // so that a replica killed with -9 loses none of them.
 //
@@ -13,15 +13,18 @@
 // has taken it, a line says it is done (Done).
 //
 // Each replica writes a journal of its own, journal-<generation>.jsonl,
-// and holds a lock on it (flock) for its life. Open recovers every
+// and holds a lock on it (flock) for its life. OpenJournal recovers every
 // journal in the directory whose lock it can take — its replica is gone
 // — and removes it: a batch begun and not done is handed on under its
 // own key (applied already or not, it applies once), and the records in
 // no batch under keys made from the journal's generation and their
 // sequence numbers, so that a recovery cut short and run again hands
 // them on under the same keys. A journal past its bound is rewritten
-// with only the records not yet done.
-package journal
+// with only the records not yet done. A journal's first line names its
+// generation and the store its records belong to, and the batches it
+// hands on name that store too.
+
+package outbox
 
 import (
 	"bufio"
@@ -38,37 +41,38 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/intentius/boxbroker/internal/spool"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
-// Pattern matches the names of journals in the data directory: one a
+// JournalPattern matches the names of journals in the data directory: one a
 // replica, journal-<generation>.jsonl, locked (flock) for as long as its
 // replica runs, so that replicas sharing a data directory each keep
 // their own, and each recovers only those whose replica is gone.
-const Pattern = "journal-*.jsonl"
+const JournalPattern = "journal-*.jsonl"
 
-// name is the journal of generation gen, and compactName its rewrite's.
-func name(gen string) string        { return "journal-" + gen + ".jsonl" }
-func compactName(gen string) string { return "journal-" + gen + ".compact" }
+// journalName is the journal of generation gen, and journalCompactName its rewrite's.
+func journalName(gen string) string        { return "journal-" + gen + ".jsonl" }
+func journalCompactName(gen string) string { return "journal-" + gen + ".compact" }
 
-// DefaultMax is the size, in bytes, past which the journal is rewritten
+// DefaultJournalMax is the size, in bytes, past which the journal is rewritten
 // with only the records not yet done.
-const DefaultMax = 16 << 20
+const DefaultJournalMax = 16 << 20
 
 // recoverBatch bounds the records handed on in one batch at recovery.
 const recoverBatch = 256
 
-// line is one line of the journal: a header (Gen), a record (N with A or
-// T), a batch begun (B with Of) or a batch done (D).
-type line struct {
-	Gen string            `json:"gen,omitempty"`
-	N   uint64            `json:"n,omitempty"`
-	A   *store.AuditEntry `json:"a,omitempty"`
-	T   *store.Settlement `json:"t,omitempty"`
-	B   string            `json:"b,omitempty"`
-	Of  []uint64          `json:"of,omitempty"`
-	D   string            `json:"d,omitempty"`
+// journalLine is one line of the journal: a header (Gen, and Store, the
+// identity of the store its records belong to), a record (N with A or T),
+// a batch begun (B with Of) or a batch done (D).
+type journalLine struct {
+	Gen   string            `json:"gen,omitempty"`
+	Store string            `json:"store,omitempty"`
+	N     uint64            `json:"n,omitempty"`
+	A     *store.AuditEntry `json:"a,omitempty"`
+	T     *store.Settlement `json:"t,omitempty"`
+	B     string            `json:"b,omitempty"`
+	Of    []uint64          `json:"of,omitempty"`
+	D     string            `json:"d,omitempty"`
 }
 
 // Journal is one replica's journal. Its methods are safe for concurrent
@@ -80,9 +84,10 @@ type Journal struct {
 
 	mu sync.Mutex // guards everything below
 	f  *os.File
-	// gen names this journal's life, for the keys recovery makes.
-	gen  string
-	size int64
+	// gen names this journal's life, for the keys recovery makes, and
+	// store the store its records belong to.
+	gen, store string
+	size       int64
 	// compacted is the size of the last rewrite: the next is due at
 	// twice it, or at max, whichever is larger.
 	compacted int64
@@ -98,13 +103,15 @@ type Journal struct {
 	err    error
 }
 
-// Open opens the journal in dir, bounded to max bytes (DefaultMax when
-// zero or less). What a process before left in it is first handed to
-// put, batch by batch (to be spooled and applied once); Open returns an
+// OpenJournal opens the journal in dir, bounded to max bytes
+// (DefaultJournalMax when zero or less), for the records of the store
+// whose identity is id ("": unnamed). What a process before left in it is
+// first handed to put, batch by batch (to be spooled and applied once),
+// each batch naming the store its journal named; OpenJournal returns an
 // error, keeping the journal, when put refuses one.
-func Open(dir string, max int64, log *slog.Logger, put func(spool.Batch) error) (*Journal, int, error) {
+func OpenJournal(dir string, max int64, id string, log *slog.Logger, put func(Batch) error) (*Journal, int, error) {
 	if max <= 0 {
-		max = DefaultMax
+		max = DefaultJournalMax
 	}
 	if log == nil {
 		log = slog.Default()
@@ -116,7 +123,7 @@ func Open(dir string, max int64, log *slog.Logger, put func(spool.Batch) error) 
 	if err != nil {
 		return nil, 0, err
 	}
-	j := &Journal{dir: dir, max: max, log: log, gen: spool.NewKey(), open: map[uint64][]byte{}, batches: map[string][]uint64{}}
+	j := &Journal{dir: dir, max: max, log: log, gen: NewKey(), store: id, open: map[uint64][]byte{}, batches: map[string][]uint64{}}
 	if err := j.start(); err != nil {
 		return nil, 0, err
 	}
@@ -126,7 +133,7 @@ func Open(dir string, max int64, log *slog.Logger, put func(spool.Batch) error) 
 // recoverDir recovers every journal in dir whose replica is gone (whose
 // lock can be taken), removing each once recovered, and says how many
 // records it handed on.
-func recoverDir(dir string, put func(spool.Batch) error, log *slog.Logger) (int, error) {
+func recoverDir(dir string, put func(Batch) error, log *slog.Logger) (int, error) {
 	// A rewrite cut off by a crash: the journal it was made from holds
 	// everything.
 	if names, _ := filepath.Glob(filepath.Join(dir, "journal-*.compact")); len(names) > 0 {
@@ -139,7 +146,7 @@ func recoverDir(dir string, put func(spool.Batch) error, log *slog.Logger) (int,
 			}
 		}
 	}
-	names, err := filepath.Glob(filepath.Join(dir, Pattern))
+	names, err := filepath.Glob(filepath.Join(dir, JournalPattern))
 	if err != nil {
 		return 0, fmt.Errorf("journal: %w", err)
 	}
@@ -172,12 +179,12 @@ func recoverDir(dir string, put func(spool.Batch) error, log *slog.Logger) (int,
 
 // start begins this replica's journal, locked, with its header.
 func (j *Journal) start() error {
-	tmp := filepath.Join(j.dir, compactName(j.gen))
+	tmp := filepath.Join(j.dir, journalCompactName(j.gen))
 	f, size, err := j.writeFresh(tmp)
 	if err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, filepath.Join(j.dir, name(j.gen))); err != nil {
+	if err := os.Rename(tmp, filepath.Join(j.dir, journalName(j.gen))); err != nil {
 		f.Close()
 		return fmt.Errorf("journal: %w", err)
 	}
@@ -198,13 +205,13 @@ func (j *Journal) writeFresh(p string) (*os.File, int64, error) {
 		return nil, 0, fmt.Errorf("journal: %s is locked by another process: %v", p, err)
 	}
 	w := bufio.NewWriter(f)
-	hdr, _ := json.Marshal(line{Gen: j.gen})
+	hdr, _ := json.Marshal(journalLine{Gen: j.gen, Store: j.store})
 	w.Write(append(hdr, '\n'))
 	for _, l := range j.open {
 		w.Write(l)
 	}
 	for key, of := range j.batches {
-		b, _ := json.Marshal(line{B: key, Of: of})
+		b, _ := json.Marshal(journalLine{B: key, Of: of})
 		w.Write(append(b, '\n'))
 	}
 	err = w.Flush()
@@ -298,7 +305,7 @@ func (j *Journal) Begin(key string, of []uint64) error {
 	if len(kept) == 0 {
 		return nil
 	}
-	b, err := json.Marshal(line{B: key, Of: kept})
+	b, err := json.Marshal(journalLine{B: key, Of: kept})
 	if err != nil {
 		return fmt.Errorf("journal: encode: %w", err)
 	}
@@ -331,7 +338,7 @@ func (j *Journal) Done(key string) {
 	if !ok {
 		return
 	}
-	b, _ := json.Marshal(line{D: key})
+	b, _ := json.Marshal(journalLine{D: key})
 	if err := j.writeLocked(append(b, '\n')); err != nil {
 		// Kept as begun: recovery applies the batch again under its
 		// key, which applies it once.
@@ -348,8 +355,8 @@ func (j *Journal) Done(key string) {
 
 // compactLocked rewrites the journal with only what is not yet done.
 func (j *Journal) compactLocked() {
-	p := filepath.Join(j.dir, name(j.gen))
-	tmp := filepath.Join(j.dir, compactName(j.gen))
+	p := filepath.Join(j.dir, journalName(j.gen))
+	tmp := filepath.Join(j.dir, journalCompactName(j.gen))
 	f, size, err := j.writeFresh(tmp)
 	if err == nil {
 		if err = os.Rename(tmp, p); err != nil {
@@ -413,11 +420,11 @@ func (j *Journal) Pending() int {
 }
 
 // Path is the journal's file.
-func (j *Journal) Path() string { return filepath.Join(j.dir, name(j.gen)) }
+func (j *Journal) Path() string { return filepath.Join(j.dir, journalName(j.gen)) }
 
 // Close closes the journal's file, giving up its lock, and removes it
 // when everything it held is done. What it holds not yet done is
-// recovered at the next Open (here or by another replica sharing the
+// recovered at the next OpenJournal (here or by another replica sharing the
 // data directory).
 func (j *Journal) Close() error {
 	if j == nil {
@@ -430,7 +437,7 @@ func (j *Journal) Close() error {
 	}
 	if len(j.open) == 0 && len(j.batches) == 0 && j.err == nil {
 		// Everything it held is done: nothing to recover.
-		_ = os.Remove(filepath.Join(j.dir, name(j.gen)))
+		_ = os.Remove(filepath.Join(j.dir, journalName(j.gen)))
 	}
 	err := j.f.Close()
 	j.f = nil
@@ -439,7 +446,7 @@ func (j *Journal) Close() error {
 
 // recoverFile hands to put what the journal at p holds not yet done, and
 // says how many records it handed on.
-func recoverFile(p string, put func(spool.Batch) error, log *slog.Logger) (int, error) {
+func recoverFile(p string, put func(Batch) error, log *slog.Logger) (int, error) {
 	data, err := os.ReadFile(p)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil
@@ -447,8 +454,8 @@ func recoverFile(p string, put func(spool.Batch) error, log *slog.Logger) (int, 
 	if err != nil {
 		return 0, fmt.Errorf("journal: %w", err)
 	}
-	var gen string
-	records := map[uint64]line{}
+	var gen, id string
+	records := map[uint64]journalLine{}
 	var order []uint64 // records, in the order written
 	var begun []string
 	batches := map[string][]uint64{}
@@ -457,7 +464,7 @@ func recoverFile(p string, put func(spool.Batch) error, log *slog.Logger) (int, 
 	for {
 		raw, rerr := r.ReadBytes('\n')
 		if len(bytes.TrimSpace(raw)) > 0 {
-			var l line
+			var l journalLine
 			if jerr := json.Unmarshal(raw, &l); jerr != nil {
 				// A line cut off by the kill: its append never returned,
 				// so its call was never answered in full.
@@ -465,7 +472,7 @@ func recoverFile(p string, put func(spool.Batch) error, log *slog.Logger) (int, 
 			} else {
 				switch {
 				case l.Gen != "":
-					gen = l.Gen
+					gen, id = l.Gen, l.Store
 				case l.N != 0 && (l.A != nil || l.T != nil):
 					if _, dup := records[l.N]; !dup {
 						order = append(order, l.N)
@@ -487,7 +494,7 @@ func recoverFile(p string, put func(spool.Batch) error, log *slog.Logger) (int, 
 	}
 	used := map[uint64]bool{}
 	handed := 0
-	add := func(b *spool.Batch, n uint64) {
+	add := func(b *Batch, n uint64) {
 		l, ok := records[n]
 		if !ok || used[n] {
 			return
@@ -512,7 +519,7 @@ func recoverFile(p string, put func(spool.Batch) error, log *slog.Logger) (int, 
 		if done[key] {
 			continue
 		}
-		b := spool.Batch{Key: key}
+		b := Batch{Key: key, Store: id}
 		for _, n := range batches[key] {
 			add(&b, n)
 		}
@@ -523,14 +530,14 @@ func recoverFile(p string, put func(spool.Batch) error, log *slog.Logger) (int, 
 			return 0, fmt.Errorf("journal: recover: %w", err)
 		}
 	}
-	var b spool.Batch
+	var b Batch
 	count := 0
 	flush := func() error {
 		if count == 0 {
 			return nil
 		}
 		err := put(b)
-		b, count = spool.Batch{}, 0
+		b, count = Batch{}, 0
 		return err
 	}
 	for _, n := range order {
@@ -538,7 +545,7 @@ func recoverFile(p string, put func(spool.Batch) error, log *slog.Logger) (int, 
 			continue
 		}
 		if count == 0 {
-			b.Key = recoveryKey(gen, n)
+			b.Key, b.Store = recoveryKey(gen, n), id
 		}
 		add(&b, n)
 		count++

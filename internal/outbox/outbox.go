@@ -1,0 +1,324 @@
+// Package outbox keeps the records of the calls a replica answers — their
+// audit entries and their settlements — until the store has taken them,
+// and loses none of them on the way: not while the store refuses writes,
+// and not when the replica is killed with -9.
+//
+// A call's records go through five steps, each in this package:
+//
+//   - queue: an audit entry goes on the Writer's bounded queue (Add never
+//     blocks), and the settlement of a call that reserved nothing on the
+//     batch of its box, principal and month (Queue);
+//   - journal: both are appended to the replica's Journal as the call
+//     completes, before the box has the end of its answer (Record, Queue);
+//   - batch: the Writer writes entries to the store in batches, and
+//     RunBatches settlements, each batch under a key of its own
+//     (store.Spooled), named in the journal before it goes and marked
+//     done once it is taken;
+//   - spool: a batch the store does not take is appended, under its key,
+//     to the Spool, synced to the disk;
+//   - replay: the spool is replayed into the store (Replay, RunReplay),
+//     and what a journal of a replica that is gone holds is handed to the
+//     spool when the Outbox is opened; the store applies each key once.
+package outbox
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/metrics"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// Store is where the outbox writes: the audit log, and batches under
+// their keys. Both stores are one.
+type Store interface {
+	store.Audit
+	store.Spooled
+}
+
+// DefaultBatchEvery is how often RunBatches settles, in batches, the
+// calls that reserved nothing.
+const DefaultBatchEvery = 100 * time.Millisecond
+
+// ReplayEvery is how often RunReplay replays the spool while it holds
+// anything: a store that answers again takes what waits within a second.
+const ReplayEvery = time.Second
+
+// Config configures an Outbox.
+type Config struct {
+	// Dir is the data directory the journal and the spool are kept in
+	// (made, mode 0700, if missing). Required.
+	Dir string
+	// Store is where batches are written, with the bound of a write made
+	// beside requests. Required.
+	Store Store
+	// Identity is Store's identity (store.Store's Identity): the journal
+	// and the spool name it, and Open and Replay refuse records that name
+	// another. "": records are named by no store, and none is refused.
+	Identity string
+	// Audit tunes the audit log's Writer; its Spool and Journal are the
+	// Outbox's own.
+	Audit AuditOptions
+	// BatchEvery, when above zero and while RunBatches runs, settles the
+	// calls queued with Queue every BatchEvery, one store transaction per
+	// box, principal and month. Zero: Queue queues nothing.
+	BatchEvery time.Duration
+	// Metrics counts audit entries written, dropped and lost (nil: none).
+	Metrics *metrics.Metrics
+	// Logger receives what could not be written (default
+	// slog.Default()); never a credential.
+	Logger *slog.Logger
+}
+
+// Outbox is one replica's outbox. Its methods are safe for concurrent
+// use.
+type Outbox struct {
+	// Spool keeps the batches the store did not take.
+	Spool *Spool
+	// Journal keeps the records of calls answered until the store or the
+	// spool takes them.
+	Journal *Journal
+	// Audit writes the audit log.
+	Audit *Writer
+
+	cfg Config
+	log *slog.Logger
+
+	batching atomic.Bool // RunBatches is running; changed with mu held
+	mu       sync.Mutex  // guards pending and seqs
+	pending  map[batchKey]*store.Settlement
+	// seqs are the journal's numbers of the calls in each pending
+	// settlement.
+	seqs map[batchKey][]uint64
+}
+
+// Open opens the spool and the journal in cfg.Dir, handing what an
+// earlier process left in a journal to the spool first. It returns an
+// error when cfg has no store, or when either cannot be opened, and a
+// *ForeignError, changing nothing, when the directory holds records of
+// another store than cfg.Identity.
+func Open(cfg Config) (*Outbox, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("outbox: no store")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if err := checkStore(cfg.Dir, cfg.Identity); err != nil {
+		return nil, err
+	}
+	sp, err := OpenSpool(cfg.Dir, 0, cfg.Identity, cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
+	jr, _, err := OpenJournal(cfg.Dir, 0, cfg.Identity, cfg.Logger, sp.Append)
+	if err != nil {
+		sp.Close()
+		return nil, err
+	}
+	ao := cfg.Audit
+	ao.Spool, ao.Journal, ao.Logger, ao.Metrics = sp, jr, cfg.Logger, cfg.Metrics
+	return &Outbox{Spool: sp, Journal: jr, Audit: NewWriter(cfg.Store, ao), cfg: cfg, log: cfg.Logger,
+		pending: map[batchKey]*store.Settlement{}, seqs: map[batchKey][]uint64{}}, nil
+}
+
+// Record journals e, the audit entry of a call answered, and queues it
+// to be written, before the box has the end of its answer. A journal
+// that cannot write says so in Err; an entry dropped from a full queue is
+// counted, and forgotten by the journal.
+func (o *Outbox) Record(e store.AuditEntry) {
+	seq, _ := o.Journal.Audit(e)
+	if !o.Audit.AddJournaled(e, seq) {
+		o.Journal.Forget(seq)
+	}
+}
+
+// Add queues e, an audit entry no call's answer waits for (a mint's, a
+// tally of refusals), unjournaled: see Writer.Add.
+func (o *Outbox) Add(e store.AuditEntry) bool { return o.Audit.Add(e) }
+
+// Err is nil while the outbox records: it returns ErrCannotRecord while
+// the last audit batch was taken neither by the store nor by the spool,
+// and the journal's last failure while it cannot write.
+func (o *Outbox) Err() error {
+	return errors.Join(o.Audit.Recording(), o.Journal.Err())
+}
+
+// Replay applies what the spool holds to the store now, each batch once,
+// and says how many batches it applied. A replay already running is
+// waited for. It stops, keeping it, at a batch that names another store
+// (a *ForeignError).
+func (o *Outbox) Replay(ctx context.Context) (int, error) {
+	return o.Spool.Replay(ctx, func(ctx context.Context, b Batch) error {
+		if b.Store != "" && o.cfg.Identity != "" && b.Store != o.cfg.Identity {
+			// Appended by a replica of another store sharing the
+			// directory: kept, with every batch after it.
+			return &ForeignError{Dir: o.cfg.Dir, Theirs: b.Store, Ours: o.cfg.Identity,
+				Files: []string{filepath.Join(o.cfg.Dir, SpoolReplayFile)}}
+		}
+		_, err := o.cfg.Store.ApplySpooled(ctx, b.Key, b.Settle, b.Audit)
+		return err
+	})
+}
+
+// RunReplay replays the spool at once and then every ReplayEvery while
+// it holds anything, until ctx ends.
+func (o *Outbox) RunReplay(ctx context.Context) {
+	t := time.NewTicker(ReplayEvery)
+	defer t.Stop()
+	failing := false
+	for {
+		if o.Spool.Size() > 0 {
+			n, err := o.Replay(ctx)
+			switch {
+			case err != nil && !failing && ctx.Err() == nil:
+				o.log.Warn("spool: replay stopped; it resumes when the store answers", "applied", n, "err", err)
+				failing = true
+			case err == nil:
+				if n > 0 {
+					o.log.Info("spool: replayed", "batches", n)
+				}
+				failing = false
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Close closes the journal and the spool. What the journal holds not yet
+// done is recovered at the next Open.
+func (o *Outbox) Close() error {
+	return errors.Join(o.Journal.Close(), o.Spool.Close())
+}
+
+// ForeignError is what Open returns, changing nothing, when the data
+// directory holds a journal or a spool of another store, and what Replay
+// returns at a spooled batch of another store: the records of one store
+// are replayed into no other.
+type ForeignError struct {
+	// Dir is the data directory, and Files the journals and spool files
+	// in it that name the other store.
+	Dir   string
+	Files []string
+	// Theirs is the identity of the store the records belong to, and Ours
+	// that of the store this broker serves.
+	Theirs, Ours string
+}
+
+func (e *ForeignError) Error() string {
+	return fmt.Sprintf("the data directory %s holds the records of calls answered for another store (identity %s), in %s; "+
+		"this broker's store is %s, and records are never replayed into another store. "+
+		"Serve with the store they belong to so that they are applied, or move those files out of the data directory",
+		e.Dir, e.Theirs, strings.Join(e.Files, ", "), e.Ours)
+}
+
+// checkStore returns a *ForeignError when dir holds a journal whose
+// replica is gone, or a spool file, that names another store than id. A
+// journal locked by its running replica is that replica's to name.
+func checkStore(dir, id string) error {
+	if id == "" {
+		return nil
+	}
+	e := &ForeignError{Dir: dir, Ours: id}
+	note := func(p, theirs string) {
+		if theirs == "" || theirs == id {
+			return
+		}
+		if e.Theirs == "" {
+			e.Theirs = theirs
+		}
+		e.Files = append(e.Files, p)
+	}
+	journals, err := filepath.Glob(filepath.Join(dir, JournalPattern))
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	for _, p := range journals {
+		theirs, err := journalStore(p)
+		if err != nil {
+			return err
+		}
+		note(p, theirs)
+	}
+	for _, name := range []string{SpoolReplayFile, SpoolFile} {
+		p := filepath.Join(dir, name)
+		theirs, err := spoolStore(p, id)
+		if err != nil {
+			return err
+		}
+		note(p, theirs)
+	}
+	if len(e.Files) > 0 {
+		return e
+	}
+	return nil
+}
+
+// journalStore is the store the journal at p names in its header, or ""
+// when it names none, is missing, or its replica runs (holds its lock).
+func journalStore(p string) (string, error) {
+	f, err := os.Open(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("journal: %w", err)
+	}
+	defer f.Close()
+	if ok, err := tryLock(f); err != nil || !ok {
+		return "", nil
+	}
+	first, err := bufio.NewReader(f).ReadBytes('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("journal: %w", err)
+	}
+	var l journalLine
+	if json.Unmarshal(first, &l) != nil {
+		return "", nil // no header: a journal cut off as it began
+	}
+	return l.Store, nil
+}
+
+// spoolStore is the first store other than id a batch in the spool file
+// at p names, or "" when there is none (or no file).
+func spoolStore(p, id string) (string, error) {
+	f, err := os.Open(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("spool: %w", err)
+	}
+	defer f.Close()
+	r := bufio.NewReader(f)
+	for {
+		line, rerr := r.ReadBytes('\n')
+		var b struct {
+			Store string `json:"store"`
+		}
+		if json.Unmarshal(line, &b) == nil && b.Store != "" && b.Store != id {
+			return b.Store, nil
+		}
+		if rerr == io.EOF {
+			return "", nil
+		}
+		if rerr != nil {
+			return "", fmt.Errorf("spool: %w", rerr)
+		}
+	}
+}

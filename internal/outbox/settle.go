@@ -1,0 +1,155 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// batchKey is what one batched settlement charges.
+type batchKey struct{ box, principal, month string }
+
+// Queue adds st, the settlement of a call that reserved nothing, to the
+// next batch, journaled first, merging its charge and usage with those of
+// the same box, principal and month. It returns false, queueing nothing,
+// when RunBatches is not running: st is then the caller's to Settle.
+func (o *Outbox) Queue(st store.Settlement) bool {
+	if !o.batching.Load() {
+		return false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.batching.Load() { // RunBatches stopped meanwhile
+		return false
+	}
+	// Journaled before it is queued, so that a batch names only records
+	// the journal holds. A journal that cannot write says so in its Err
+	// (the broker then cannot record).
+	seq, err := o.Journal.Settle(store.Settlement{Box: st.Box, Principal: st.Principal, Month: st.Month, Charge: st.Charge, Usage: st.Usage})
+	if err != nil {
+		o.log.Error("spend: settlement not journaled", "box", st.Box, "err", err)
+	}
+	k := batchKey{st.Box, st.Principal, st.Month}
+	if seq != 0 {
+		o.seqs[k] = append(o.seqs[k], seq)
+	}
+	p := o.pending[k]
+	if p == nil {
+		p = &store.Settlement{Box: st.Box, Principal: st.Principal, Month: st.Month}
+		o.pending[k] = p
+	}
+	p.Charge += st.Charge
+	for _, u := range st.Usage {
+		i := 0
+		for i < len(p.Usage) && (p.Usage[i].PayerKind != u.PayerKind || p.Usage[i].Model != u.Model) {
+			i++
+		}
+		if i == len(p.Usage) {
+			p.Usage = append(p.Usage, u)
+			continue
+		}
+		q := &p.Usage[i]
+		q.Calls += u.Calls
+		q.Unpriced += u.Unpriced
+		q.Unmeasured += u.Unmeasured
+		q.InputTokens += u.InputTokens
+		q.OutputTokens += u.OutputTokens
+		q.CacheWriteTokens += u.CacheWriteTokens
+		q.CacheReadTokens += u.CacheReadTokens
+		q.Cost += u.Cost
+	}
+	return true
+}
+
+// RunBatches settles the queued calls every Config.BatchEvery until ctx
+// ends, then settles what is left and returns; calls that end after that
+// settle one by one. With BatchEvery zero it returns at once.
+func (o *Outbox) RunBatches(ctx context.Context) {
+	if o.cfg.BatchEvery <= 0 {
+		return
+	}
+	o.mu.Lock()
+	o.batching.Store(true)
+	o.mu.Unlock()
+	t := time.NewTicker(o.cfg.BatchEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			o.mu.Lock()
+			o.batching.Store(false)
+			o.mu.Unlock()
+			o.Flush(context.WithoutCancel(ctx))
+			return
+		case <-t.C:
+			o.Flush(ctx)
+		}
+	}
+}
+
+// Flush settles every queued call now: one store transaction per box,
+// principal and month. A settlement the store refuses is logged, as one
+// call's is.
+func (o *Outbox) Flush(ctx context.Context) {
+	o.mu.Lock()
+	var batch map[batchKey]*store.Settlement
+	var seqs map[batchKey][]uint64
+	if len(o.pending) > 0 {
+		// Taken whole: an empty map stays Queue's, and is not read here
+		// while Queue writes it.
+		batch, o.pending = o.pending, map[batchKey]*store.Settlement{}
+		seqs, o.seqs = o.seqs, map[batchKey][]uint64{}
+	}
+	o.mu.Unlock()
+	for k, st := range batch {
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := o.record(sctx, *st, seqs[k])
+		cancel()
+		if err != nil {
+			o.log.Error("spend: settlement not recorded", "box", st.Box, "month", st.Month, "charge_micros", st.Charge, "err", err)
+		}
+	}
+}
+
+// Settle writes st now, under a key of its own, and to the spool under
+// that key when the store does not take it. It returns the store's error
+// when neither took it, and store.ErrNotFound for a box removed
+// meanwhile (not spooled).
+func (o *Outbox) Settle(ctx context.Context, st store.Settlement) error {
+	return o.record(ctx, st, nil)
+}
+
+// record writes st under a key of its own, and to the spool under that
+// key when the store does not take it (nor refuses it for a box removed
+// meanwhile). When seqs (the journal's numbers of the calls st settles)
+// are given, the batch is begun in the journal first, and done once the
+// store or the spool took it.
+func (o *Outbox) record(ctx context.Context, st store.Settlement, seqs []uint64) error {
+	key := NewKey()
+	if len(seqs) > 0 {
+		if err := o.Journal.Begin(key, seqs); err != nil {
+			o.log.Error("spend: batch not journaled", "box", st.Box, "err", err)
+		}
+	}
+	err := o.applyKeyed(ctx, key, st)
+	if err == nil && len(seqs) > 0 {
+		o.Journal.Done(key)
+	}
+	return err
+}
+
+// applyKeyed writes st under key, or spools it under key when the store
+// does not take it.
+func (o *Outbox) applyKeyed(ctx context.Context, key string, st store.Settlement) error {
+	_, err := o.cfg.Store.ApplySpooled(ctx, key, []store.Settlement{st}, nil)
+	if err == nil || o.Spool == nil || errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	if serr := o.Spool.Append(Batch{Key: key, Settle: []store.Settlement{st}}); serr != nil {
+		return errors.Join(err, serr)
+	}
+	o.log.Warn("spend: settlement spooled; the store did not take it", "box", st.Box, "month", st.Month, "charge_micros", st.Charge, "err", err)
+	return nil
+}

@@ -1,0 +1,107 @@
+package outbox
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// settleStore records the settlements applied to it.
+type settleStore struct {
+	store.Audit
+	mu  sync.Mutex // guards got
+	got []store.Settlement
+}
+
+func (s *settleStore) ApplySpooled(_ context.Context, _ string, settle []store.Settlement, _ []store.AuditEntry) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.got = append(s.got, settle...)
+	return true, nil
+}
+
+func (s *settleStore) settled() []store.Settlement {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]store.Settlement(nil), s.got...)
+}
+
+// usage is a settlement's one row: calls of model with in and out tokens,
+// costing cost.
+func usage(box, model string, calls, in, out, cost int64) store.Settlement {
+	return store.Settlement{Box: box, Principal: "", Month: "2026-10", Charge: cost,
+		Usage: []store.Usage{{Box: box, Month: "2026-10", PayerKind: "shared", Model: model, Calls: calls, InputTokens: in, OutputTokens: out, Cost: cost}}}
+}
+
+// TestQueue_MergesByBoxPrincipalMonth: calls queued are settled together,
+// one settlement per box, principal and month, with their charges and
+// usage summed; nothing queued is lost when batching stops; and once it
+// has stopped Queue takes nothing (the caller settles).
+func TestQueue_MergesByBoxPrincipalMonth(t *testing.T) {
+	st := &settleStore{}
+	o, err := Open(Config{Dir: t.TempDir(), Store: st, BatchEvery: time.Hour, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { o.RunBatches(ctx); close(ran) }()
+	for !o.batching.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	for _, s := range []store.Settlement{
+		usage("salad", "claude-sonnet-4-5", 1, 100, 10, 1000),
+		usage("salad", "claude-sonnet-4-5", 1, 200, 20, 2000),
+		usage("salad", "claude-haiku-4-5", 1, 50, 5, 50),
+		usage("soup", "claude-sonnet-4-5", 1, 1, 1, 1),
+	} {
+		if !o.Queue(s) {
+			t.Fatalf("Queue(%+v) = false while batching", s)
+		}
+	}
+	if got := st.settled(); len(got) != 0 {
+		t.Fatalf("settled before the batch = %+v, want none", got)
+	}
+	if n := o.Journal.Pending(); n != 4 {
+		t.Errorf("journal holds %d records before the batch, want 4", n)
+	}
+	cancel() // the batch is settled as RunBatches stops
+	<-ran
+	byBox := map[string]store.Settlement{}
+	for _, s := range st.settled() {
+		if _, twice := byBox[s.Box]; twice {
+			t.Errorf("box %s settled twice in one batch", s.Box)
+		}
+		byBox[s.Box] = s
+	}
+	s := byBox["salad"]
+	if s.Charge != 3050 || len(s.Usage) != 2 {
+		t.Fatalf("salad's batch = charge %d, %d usage rows, want 3050, 2", s.Charge, len(s.Usage))
+	}
+	for _, u := range s.Usage {
+		if u.Model == "claude-sonnet-4-5" && (u.Calls != 2 || u.InputTokens != 300 || u.OutputTokens != 30) {
+			t.Errorf("salad's sonnet usage = %+v, want 2 calls, 300 in, 30 out", u)
+		}
+	}
+	if byBox["soup"].Usage == nil {
+		t.Errorf("soup's call was not settled")
+	}
+	if n := o.Journal.Pending(); n != 0 {
+		t.Errorf("journal holds %d records once the batch is done, want 0", n)
+	}
+	// Once batching has stopped, Queue takes nothing; Settle settles at once.
+	if o.Queue(usage("salad", "claude-sonnet-4-5", 1, 1, 1, 1)) {
+		t.Errorf("Queue after RunBatches stopped = true, want false")
+	}
+	n := len(st.settled())
+	if err := o.Settle(context.Background(), usage("salad", "claude-sonnet-4-5", 1, 1, 1, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(st.settled()); got != n+1 {
+		t.Errorf("Settle after RunBatches stopped: %d settlements, want %d", got, n+1)
+	}
+}

@@ -1,0 +1,59 @@
+package spend
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// refuseUnboundable returns the refusal of s's call, whose cost nothing
+// bounds (why), when a budget applies to it: the box's, or its
+// principal's. It returns a 503 when the budgets cannot be read, and nil
+// when no budget applies.
+func (m *Meter) refuseUnboundable(ctx context.Context, s settlement, why string) *capability.Error {
+	bs, err := m.cfg.Store.ListBudgets(ctx, s.box)
+	if err != nil {
+		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
+			Message: "The broker cannot read this box's budget just now; try again shortly.", Err: err}
+	}
+	for _, b := range bs {
+		if b.Principal == "" || b.Principal == s.principal {
+			return Unboundable(b, why)
+		}
+	}
+	return nil
+}
+
+// Unboundable is the refusal of a call whose cost nothing in the request
+// bounds (why says what) by a payer held to budget b.
+func Unboundable(b store.Budget, why string) *capability.Error {
+	who, remove := "this box's monthly budget", fmt.Sprintf("`boxbroker budget remove %s`", b.Box)
+	if b.Principal != "" {
+		who = "the monthly budget for " + b.Principal + " on this box"
+		remove = fmt.Sprintf("`boxbroker budget remove %s --principal %s`", b.Box, b.Principal)
+	}
+	return &capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission,
+		Message: fmt.Sprintf("This call is refused because it could cost more than any bound the broker can set, and it would be paid within %s of %s: %s. "+
+			"The owner can allow such calls only by removing that budget, with %s.", who, FormatUSD(b.Limit), why, remove)}
+}
+
+// OverBudget is the refusal of a call whose bound would pass e's budget.
+func OverBudget(e *store.OverBudgetError, bound int64) *capability.Error {
+	who, raise := "This box's monthly budget", fmt.Sprintf("`boxbroker budget set %s AMOUNT`", e.Budget.Box)
+	if e.Budget.Principal != "" {
+		who = "The monthly budget for " + e.Budget.Principal + " on this box"
+		raise = fmt.Sprintf("`boxbroker budget set %s AMOUNT --principal %s`", e.Budget.Box, e.Budget.Principal)
+	}
+	resets := "the first of next month"
+	if t := Resets(e.Month); !t.IsZero() {
+		resets = t.Format("2006-01-02") + " at 00:00 UTC"
+	}
+	return &capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission,
+		Message: fmt.Sprintf("%s of %s for %s is spent: %s charged and %s held for calls in flight, and this call could cost up to %s. "+
+			"It resets on %s; the owner can raise it with %s.",
+			who, FormatUSD(e.Budget.Limit), e.Month, FormatUSD(e.Spent), FormatUSD(e.Reserved), FormatUSD(bound), resets, raise)}
+}

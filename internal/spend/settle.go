@@ -1,0 +1,142 @@
+package spend
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/proxy"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// settleCall settles mc once r is served.
+func (m *Meter) settleCall(r *http.Request, mc *meteredCall) {
+	m.settle(context.WithoutCancel(r.Context()), mc.s, mc.tk)
+}
+
+// settlement is what a metered request settles.
+type settlement struct {
+	box, payer, principal, month string
+	id                           int64
+	est                          Estimate
+	bound                        int64
+	// body, when not nil, makes est and bound as the call settles: it
+	// reserved nothing, and its body was read only as it was forwarded.
+	body *bodyScan
+}
+
+// estimateLate makes s's estimate and bound from its body, when the body
+// is to make them (s.body is set), and they are needed.
+func (m *Meter) estimateLate(s *settlement) {
+	if s.body != nil {
+		s.est = s.body.estimate(m.cfg.MaxTokens, m.cfg.MaxBody)
+		s.bound = m.Bound(s.est)
+		s.body = nil
+	}
+}
+
+// maxModel bounds the model ID kept, as the upstream names it.
+const maxModel = 200
+
+// settle releases s's reservation and charges what tk read: the measured
+// cost when every answer was read whole and priced, or else the larger of
+// that and the request's bound, since an answer cut off or unpriced may
+// have cost up to it.
+func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
+	if s.body != nil {
+		defer s.body.release()
+	}
+	if s.id != 0 {
+		defer func() {
+			m.liveMu.Lock()
+			delete(m.live, s.id)
+			m.liveMu.Unlock()
+		}()
+	}
+	tk.mu.Lock()
+	readings := make([]reading, len(tk.readings))
+	for i, r := range tk.readings {
+		readings[i] = *r
+	}
+	tk.mu.Unlock()
+	var rows []store.Usage
+	var cost int64
+	exact := true
+	for _, rd := range readings {
+		model := rd.model
+		if model == "" {
+			m.estimateLate(&s)
+			model = s.est.Model
+		}
+		if len(model) > maxModel {
+			model = model[:maxModel]
+		}
+		var u *store.Usage
+		for i := range rows {
+			if rows[i].Model == model {
+				u = &rows[i]
+			}
+		}
+		if u == nil {
+			rows = append(rows, store.Usage{Box: s.box, Month: s.month, PayerKind: s.payer, Principal: s.principal, Model: model})
+			u = &rows[len(rows)-1]
+		}
+		u.Calls++
+		u.InputTokens += rd.tokens.Input
+		u.OutputTokens += rd.tokens.Output
+		u.CacheWriteTokens += rd.tokens.CacheWrite
+		u.CacheReadTokens += rd.tokens.CacheRead
+		price, priced := m.cfg.Prices.Lookup(model)
+		measured := rd.measured && !rd.open
+		if !priced {
+			u.Unpriced++
+		}
+		if !measured {
+			u.Unmeasured++
+		}
+		if priced && measured {
+			c := price.Cost(rd.tokens)
+			u.Cost += c
+			cost += c
+		} else {
+			exact = false
+		}
+	}
+	// The request's log line and audit row show the measured cost,
+	// priced here once.
+	proxy.TraceFrom(ctx).AddCost(cost)
+	charge := cost
+	if !exact {
+		m.estimateLate(&s)
+		charge = max(cost, s.bound)
+	}
+	if s.id == 0 && len(rows) == 0 {
+		return // nothing held, nothing spent
+	}
+	st := store.Settlement{Reservation: s.id, Box: s.box, Principal: s.principal, Month: s.month, Charge: charge, Usage: rows}
+	if s.id == 0 && m.cfg.Outbox != nil && m.cfg.Outbox.Queue(st) {
+		return // settled with others, by the outbox
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	err := m.record(ctx, st)
+	if err != nil {
+		m.log.Error("spend: settlement not recorded", "box", s.box, "month", s.month, "charge_micros", charge, "err", err)
+		return
+	}
+	if !m.log.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	m.estimateLate(&s)
+	m.log.Debug("spend: settled", "box", s.box, "payer", s.payer, "principal", s.principal, "month", s.month,
+		"calls", len(readings), "charge_micros", charge, "bound_micros", s.bound, "exact", exact)
+}
+
+// record writes st to the outbox, or to the store when there is none.
+func (m *Meter) record(ctx context.Context, st store.Settlement) error {
+	if m.cfg.Outbox != nil {
+		return m.cfg.Outbox.Settle(ctx, st)
+	}
+	return m.cfg.Settle.Settle(ctx, st)
+}

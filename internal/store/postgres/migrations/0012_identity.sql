@@ -1,0 +1,10 @@
+-- 0012: the store's identity, made once, by the first start that brings
+-- the store to this version: a replica's journal and spool name the store
+-- they belong to, and are replayed into no other.
+
+CREATE TABLE identity (
+	one integer NOT NULL PRIMARY KEY CHECK (one = 1),
+	id  text    NOT NULL
+);
+
+INSERT INTO identity (one, id) VALUES (1, md5(random()::text || clock_timestamp()::text));
