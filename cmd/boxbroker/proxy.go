@@ -31,15 +31,12 @@ func runProxy(ctx context.Context, c *cli, args []string) error {
 	if len(pos) != 0 {
 		return fmt.Errorf("%w: proxy ca takes no arguments, got %q", errUsage, pos)
 	}
-	st, err := openExisting(ctx, &cfg)
+	// Printing the CA makes it the first time, sealing its key.
+	st, keyring, err := sealing(ctx, &cfg, openExisting)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	keyring, err := server.LoadKeyring(&cfg)
-	if err != nil {
-		return err
-	}
 	pem, err := egressproxy.CertPEM(ctx, st, keyring)
 	if err != nil {
 		return err

@@ -103,33 +103,6 @@ func LoadKeyring(cfg *Config) (*secrets.Keyring, error) {
 	return k, err
 }
 
-// checkKeyring refuses a master key that does not open a credential
-// already stored, as when replicas or the CLI were given different keys:
-// serving with it would fail every call that credential pays for.
-func checkKeyring(ctx context.Context, st store.Store, k *secrets.Keyring) error {
-	creds, err := st.ListCredentials(ctx)
-	if err != nil {
-		return fmt.Errorf("check the master key: %w", err)
-	}
-	if len(creds) == 0 {
-		return nil
-	}
-	c, err := st.Credential(ctx, creds[0].ID)
-	if errors.Is(err, store.ErrNotFound) { // removed meanwhile
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("check the master key: %w", err)
-	}
-	plain, err := k.Open(c.Sealed, payer.AD(c.ID))
-	if err != nil {
-		return fmt.Errorf("the master key does not open the stored credential %q: every replica and every "+
-			"boxbroker command on this store needs the same master key (set BOXBROKER_MASTER_KEY alike everywhere)", c.ID)
-	}
-	secrets.Zero(plain)
-	return nil
-}
-
 // writeBound is the bound on a store write made beside requests (an
 // audit batch, a settlement, a poll of the change log) and on the
 // readiness check's write to the disk: five store deadlines, at least a
