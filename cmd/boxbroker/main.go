@@ -125,16 +125,35 @@ type cli struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	// again ends at a second SIGINT or SIGTERM (the command's context
+	// ends at the first): serve then stops at once instead of letting
+	// streams finish. nil for never.
+	again context.Context
 }
 
 // errUsage marks an error in how a command was called (exit status 2).
 var errUsage = errors.New("usage")
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	env := &cli{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	ctx, again := twoSignals(sigs)
+	env := &cli{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, again: again}
 	os.Exit(env.main(ctx, os.Args[1:]))
+}
+
+// twoSignals returns first, which ends at the first signal from sigs, and
+// second, which ends at the next one.
+func twoSignals(sigs <-chan os.Signal) (first, second context.Context) {
+	first, stop1 := context.WithCancel(context.Background())
+	second, stop2 := context.WithCancel(context.Background())
+	go func() {
+		<-sigs
+		stop1()
+		<-sigs
+		stop2()
+	}()
+	return first, second
 }
 
 func (c *cli) main(ctx context.Context, args []string) int {

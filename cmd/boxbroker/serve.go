@@ -139,6 +139,9 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 		fmt.Fprintf(c.stdout, "store: PostgreSQL, %s\n", server.StoreWhere(sc))
 	}
 	fmt.Fprintf(c.stdout, "data: %s\n", sc.DataDir)
+	served := make(chan struct{})
+	defer close(served)
+	go c.stopping(ctx, srv, served)
 	if *proxyListen != "" {
 		pctx, stop := context.WithCancel(ctx)
 		wait, err := startProxy(pctx, c, srv, *proxyListen, pass)
@@ -155,6 +158,28 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 		return errors.Join(err, wait())
 	}
 	return srv.Serve(ctx, ln, admin)
+}
+
+// stopping says, at the first signal (ctx's end), that serve is
+// stopping and how a second signal stops it at once, and calls
+// srv.StopNow at that second signal (c.again's end); it returns when
+// served is closed.
+func (c *cli) stopping(ctx context.Context, srv *server.Server, served <-chan struct{}) {
+	select {
+	case <-ctx.Done():
+	case <-served:
+		return
+	}
+	fmt.Fprintf(c.stderr, "boxbroker serve: stopping: /readyz answers 503, no new connections; calls in flight have %s (--shutdown-grace) to finish; interrupt again (Ctrl-C, SIGTERM) to stop them at once\n", srv.Config.ShutdownGrace)
+	if c.again == nil {
+		return
+	}
+	select {
+	case <-c.again.Done():
+		fmt.Fprintln(c.stderr, "boxbroker serve: stopping at once: closing the calls in flight")
+		srv.StopNow()
+	case <-served:
+	}
 }
 
 func parseURL(name, s string) (*url.URL, error) {

@@ -156,6 +156,8 @@ type Server struct {
 	// loaded from TLSCert and TLSKey by New; nil when they serve plain
 	// HTTP.
 	cert *tls.Certificate
+	// stop is how far Serve's stop has gone (shutdown.go).
+	stop stopState
 }
 
 // Options are what a caller adds in Go rather than configuration.
@@ -347,8 +349,8 @@ func (s *Server) RequestStore() store.Store { return s.rst }
 
 // Serve serves the box-facing handler on ln and, when admin is not nil,
 // the admin handler on admin, and keeps the cache fresh until ctx ends;
-// then it stops taking requests and lets in-flight ones finish for at most
-// ShutdownGrace.
+// then it answers /readyz with 503, stops taking requests and lets
+// in-flight ones finish for at most ShutdownGrace, or until StopNow.
 func (s *Server) Serve(ctx context.Context, ln, admin net.Listener) error {
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	ran := make(chan struct{})
@@ -358,7 +360,7 @@ func (s *Server) Serve(ctx context.Context, ln, admin net.Listener) error {
 		cancel()
 		<-ran // the audit log's queue is written before Serve returns
 	}()
-	servers := []*http.Server{s.httpServer(cctx, s.Handler)}
+	servers := []*http.Server{s.httpServer(cctx, s.tracked(s.Handler))}
 	listeners := []net.Listener{ln}
 	if admin != nil {
 		servers = append(servers, s.httpServer(cctx, s.Admin))
@@ -384,18 +386,7 @@ func (s *Server) Serve(ctx context.Context, ln, admin net.Listener) error {
 		// One listener failed: stop the other too.
 	case <-ctx.Done():
 	}
-	s.log.Info("shutting down", "grace", s.Config.ShutdownGrace.String())
-	sctx, scancel := context.WithTimeout(context.Background(), s.Config.ShutdownGrace)
-	defer scancel()
-	var errs []error
-	for _, hs := range servers {
-		err := hs.Shutdown(sctx)
-		if errors.Is(err, context.DeadlineExceeded) {
-			s.log.Warn("shutdown grace over; closing open streams")
-			err = hs.Close()
-		}
-		errs = append(errs, err)
-	}
+	errs := s.drain(servers)
 	waiting := len(servers)
 	if first != nil {
 		waiting--
