@@ -237,17 +237,6 @@ func (c *cli) envOr(key, def string) string {
 	return def
 }
 
-// parse parses args, wrapping flag errors as usage errors.
-func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	return nil
-}
-
 // openStore opens the store cfg names, for a management command that may
 // create it (box add, credential set and add, visitor set, admin token).
 func openStore(ctx context.Context, cfg *server.Config) (store.Store, error) {
