@@ -66,7 +66,7 @@ func TestSeal_OtherMasterKeyRefused(t *testing.T) {
 		usedKey    func(t *testing.T) string
 		wantSays   string
 	}{
-		{"store sealed with master.key, command given BOXBROKER_MASTER_KEY", "", newKey, "(BOXBROKER_MASTER_KEY)"},
+		{"store sealed with master.key, command given BOXBROKER_MASTER_KEY", "", newKey, "the master key in BOXBROKER_MASTER_KEY does not open"},
 		{"store sealed with BOXBROKER_MASTER_KEY, command given none", newKey(t), func(*testing.T) string { return "" }, "BOXBROKER_MASTER_KEY is unset"},
 	}
 	for _, tt := range tests {

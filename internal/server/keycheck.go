@@ -36,11 +36,21 @@ func checkKeyring(ctx context.Context, st store.Store, k *secrets.Keyring) error
 	}
 	plain, err := k.Open(sealed, ad)
 	if err != nil {
-		return fmt.Errorf("the master key does not open the stored %s: every replica and every "+
-			"boxbroker command on this store needs the same master key (set BOXBROKER_MASTER_KEY alike everywhere)", what)
+		return &keyMismatch{key: "the master key", what: what}
 	}
 	secrets.Zero(plain)
 	return nil
+}
+
+// keyMismatch is checkKeyring's error: key (its words for the master key)
+// does not open what.
+type keyMismatch struct {
+	key, what string
+}
+
+func (e *keyMismatch) Error() string {
+	return fmt.Sprintf("%s does not open the stored %s: every replica and every "+
+		"boxbroker command on this store needs the same master key (set BOXBROKER_MASTER_KEY alike everywhere)", e.key, e.what)
 }
 
 // firstSealed finds a value sealed in st, with its additional data and
@@ -119,12 +129,16 @@ func SealingKeyring(ctx context.Context, cfg *Config, st store.Store) (*secrets.
 	if created {
 		_ = os.Remove(keyFile)
 	}
-	used := "BOXBROKER_MASTER_KEY"
+	var km *keyMismatch
+	if !errors.As(err, &km) {
+		return nil, err
+	}
+	km.key = "the master key in BOXBROKER_MASTER_KEY"
 	if cfg.MasterKey == "" {
-		used = fmt.Sprintf("the key file %s, as BOXBROKER_MASTER_KEY is unset", keyFile)
+		km.key = fmt.Sprintf("the master key file %s (BOXBROKER_MASTER_KEY is unset)", keyFile)
 		if created {
-			used = fmt.Sprintf("a new key file in %s, as BOXBROKER_MASTER_KEY is unset and the data directory has none", cfg.DataDir)
+			km.key = fmt.Sprintf("a new master key (BOXBROKER_MASTER_KEY is unset and %s has no %s)", cfg.DataDir, secrets.KeyFile)
 		}
 	}
-	return nil, fmt.Errorf("refused, nothing written: the master key (%s) is not this store's: %w", used, err)
+	return nil, fmt.Errorf("refused, nothing written: %w", km)
 }
