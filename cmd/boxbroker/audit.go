@@ -116,8 +116,16 @@ func runAudit(ctx context.Context, c *cli, args []string) error {
 		entries = entries[:*limit]
 	}
 	if more || (len(entries) == maxAuditLimit && ask == maxAuditLimit) {
-		fmt.Fprintf(c.stderr, "audit: showing the newest %d entries since %s; there are more: narrow --since (or name a BOX), or raise --limit (at most %d)\n",
-			len(entries), from.UTC().Format(time.RFC3339), maxAuditLimit)
+		narrow := "narrow --since"
+		if box == "" {
+			narrow += " (or name a BOX)"
+		}
+		n := fmt.Sprintf("the newest %d entries", len(entries))
+		if len(entries) == 1 {
+			n = "the newest entry"
+		}
+		fmt.Fprintf(c.stderr, "audit: showing %s since %s; there are more: %s, or raise --limit (at most %d)\n",
+			n, from.UTC().Format(time.RFC3339), narrow, maxAuditLimit)
 	}
 	if *asJSON {
 		if entries == nil {
