@@ -188,28 +188,57 @@ func (s *summary) print(ls []line, keep func(test string) bool) {
 	}
 }
 
-// printSkips lists the tests that skipped, each with its reason.
+// printSkips lists the tests that skipped, each with its reason; the
+// subtests of one test that skipped for the same reason are one entry,
+// naming them all.
 func (s *summary) printSkips() {
 	if len(s.skipped) == 0 {
 		fmt.Fprintln(s.out, "no test skipped")
 		return
+	}
+	type group struct {
+		pkg, test, reason string
+		subs              []string
+	}
+	var groups []*group
+	byKey := map[string]*group{}
+	for _, k := range s.skipped {
+		parent, sub, isSub := strings.Cut(k.test, "/")
+		key := k.pkg + " " + parent + " " + k.reason
+		if g := byKey[key]; g != nil && isSub && len(g.subs) > 0 {
+			g.subs = append(g.subs, sub)
+			continue
+		}
+		g := &group{pkg: k.pkg, test: k.test, reason: k.reason}
+		if isSub {
+			g.test, g.subs = parent, []string{sub}
+			byKey[key] = g
+		}
+		groups = append(groups, g)
 	}
 	tests := "tests"
 	if len(s.skipped) == 1 {
 		tests = "test"
 	}
 	fmt.Fprintf(s.out, "\n%d %s skipped, each saying what it lacks:\n", len(s.skipped), tests)
-	for _, k := range s.skipped {
-		pkg := k.pkg
+	for _, g := range groups {
+		pkg := g.pkg
 		if i := strings.Index(pkg, "/boxbroker/"); i >= 0 {
 			pkg = pkg[i+len("/boxbroker/"):]
 		}
-		reason := k.reason
+		name := g.test
+		switch {
+		case len(g.subs) == 1:
+			name += "/" + g.subs[0]
+		case len(g.subs) > 1:
+			name += fmt.Sprintf(", %d subtests: %s", len(g.subs), strings.Join(g.subs, " "))
+		}
+		reason := g.reason
 		if reason == "" {
 			reason = "(no reason given)"
 		}
 		// A reason's lines after the first are indented under it.
 		reason = strings.ReplaceAll(reason, "\n", "\n      ")
-		fmt.Fprintf(s.out, "  %s %s\n      %s\n", pkg, k.test, reason)
+		fmt.Fprintf(s.out, "  %s %s\n      %s\n", pkg, name, reason)
 	}
 }
