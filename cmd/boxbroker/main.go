@@ -7,6 +7,7 @@
 //
 //	boxbroker serve [flags]              run the broker
 //	boxbroker version                    the module version and VCS revision
+//	boxbroker ready [--url URL]          ask a running serve's /readyz; exit 0 when ready
 //	boxbroker box add|list|remove|rotate  manage boxes and their tokens
 //	boxbroker credential set|add|list|remove  manage the operator's credentials
 //	boxbroker secret set|list|remove      manage a box's egress secrets
@@ -23,7 +24,7 @@
 //	boxbroker admin token|tokens|revoke   manage the admin API's tokens
 //	boxbroker audit [BOX] --since 1h      list the audit log
 //
-// Every subcommand but report (which talks to a broker over HTTP) and
+// Every subcommand but report and ready (which talk to a broker over HTTP) and
 // version takes --data DIR (or BOXBROKER_DATA) for the data directory and
 // --store URL (or BOXBROKER_STORE) for a PostgreSQL store. Flags may come
 // before or after a subcommand's words and arguments.
@@ -78,6 +79,7 @@ func commands() map[string]command {
 		"admin":      {summary: "manage admin API tokens: token, tokens, revoke", run: runAdmin, subs: []string{"token", "tokens", "revoke"}},
 		"audit":      {summary: "list the audit log: audit [BOX] --since 1h", run: runAudit},
 		"version":    {summary: "print the module version and VCS revision", run: runVersion},
+		"ready":      {summary: "ask a running serve whether it is ready (/readyz); exit 0 when it is", run: runReady},
 		"proxy":      {summary: "the egress proxy: ca prints its CA certificate, ca rotate replaces it", run: runProxy, subs: []string{"ca"}},
 	}
 }
@@ -215,7 +217,7 @@ func (c *cli) usage(cmds map[string]command) {
 	for _, n := range names {
 		fmt.Fprintf(c.stderr, "  %-11s %s\n", n, cmds[n].summary)
 	}
-	fmt.Fprintln(c.stderr, "\nEvery command but report and version takes --data DIR (BOXBROKER_DATA) and --store URL (BOXBROKER_STORE);")
+	fmt.Fprintln(c.stderr, "\nEvery command but report, ready and version takes --data DIR (BOXBROKER_DATA) and --store URL (BOXBROKER_STORE);")
 	fmt.Fprintln(c.stderr, "flags may come before or after a command's arguments; see boxbroker <command> -h.")
 }
 

@@ -239,3 +239,28 @@ func TestServe_SignalsToTheBinary(t *testing.T) {
 		t.Fatal("serve still runs 10 s after the second SIGINT, want it stopped at once")
 	}
 }
+
+// TestReady_AsksReadyz: `boxbroker ready` exits 0 while serve is ready,
+// 1 once it drains (and once it is gone), as a container's HEALTHCHECK
+// runs it.
+func TestReady_AsksReadyz(t *testing.T) {
+	dir := t.TempDir()
+	run(t, dir, "", "box", "add", "salad")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv := startServe(t, ctx, dir, nil, "--listen", "127.0.0.1:0", "--admin-listen", "off")
+	listen := strings.TrimPrefix(srv.base, "http://")
+	out, errs, code := runIn(t, map[string]string{"BOXBROKER_LISTEN": listen}, "", "ready")
+	if code != 0 || !strings.Contains(out, `"ready":true`) {
+		t.Errorf("ready against a ready serve = %d %q %q, want 0", code, out, errs)
+	}
+	_, port, _ := strings.Cut(listen, ":")
+	if code, _, _ := runEnv(t, map[string]string{"BOXBROKER_LISTEN": "0.0.0.0:" + port}, "", "ready"); code != 0 {
+		t.Errorf("ready with a wildcard BOXBROKER_LISTEN = %d, want it to ask 127.0.0.1 and get 0", code)
+	}
+	cancel()
+	srv.wait(t)
+	if _, errs, code := runIn(t, nil, "", "ready", "--url", srv.base); code != 1 || !strings.Contains(errs, "not ready") {
+		t.Errorf("ready against a stopped serve = %d %q, want 1, not ready", code, errs)
+	}
+}

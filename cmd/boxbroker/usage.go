@@ -52,6 +52,7 @@ var synopses = map[string]string{
 	"proxy ca":          "boxbroker proxy ca [flags]\n\nprints the egress proxy's CA certificate (PEM) on stdout",
 	"proxy ca rotate":   "boxbroker proxy ca rotate [--grace D] [--yes] [flags]",
 	"report":            "boxbroker report [flags]",
+	"ready":             "boxbroker ready [--url URL]\n\nasks a running serve's /readyz; exit 0 when it is ready, 1 when not",
 }
 
 // printUsage prints fs's usage, as -h asks: the command's synopsis (its
