@@ -72,6 +72,8 @@ if [ -n "$unformatted" ]; then
   echo "gofmt -l lists:"; echo "$unformatted"; exit 1
 fi
 go vet ./...
+# staticcheck at a pinned version (the first run builds it into Go's cache).
+go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 # No test writes into the checkout: the untracked and ignored files git
 # sees are the same after the tests as before.
 untracked() { git status --porcelain --ignored --untracked-files=all 2>/dev/null | grep '^[?!][?!] ' || true; }
