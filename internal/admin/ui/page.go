@@ -124,6 +124,7 @@ func New(a *admin.Server, cfg Config) (*Page, error) {
 		"stateLabel": stateLabel,
 		"size":       size,
 		"hasPrefix":  strings.HasPrefix,
+		"auditMax":   func() int { return admin.DefaultAuditExport },
 	}).ParseFS(files, "*.html")
 	if err != nil {
 		return nil, fmt.Errorf("owner's page templates: %w", err)
@@ -132,6 +133,7 @@ func New(a *admin.Server, cfg Config) (*Page, error) {
 	u.register()
 	u.registerActions()
 	u.registerPool()
+	u.registerSpend()
 	u.addGrantsPage()
 	return u, nil
 }
