@@ -109,7 +109,7 @@ func TestUI_FleetSpendByPayerAndModel(t *testing.T) {
 		"fleet-total": {"<b>$1.75</b> measured", "<b>$11.75</b> charged over 6 calls", "1 unpriced",
 			`id="unpriced">The broker has no price for claude-opus-5-5`},
 		"by-payer":     {"<td>shared</td><td>(none)</td>", "<td>owner</td><td>(none)</td>", "<td>visitor</td><td>github:ann</td>"},
-		"by-principal": {"<td>github:ann</td>", "$10.00", "<td>(none)</td>", "$1.75"},
+		"by-principal": {"<td>github:ann</td>", `<span class="warn" title="charged differs from measured">$10.00</span>`, "<td>(none)</td>", "$1.75"},
 		"by-model":     {"<code>claude-opus-5-5</code> <span class=\"tag warn\">no price</span>", "<code>claude-sonnet-4-5</code></td>", "<code>claude-haiku-4-5</code></td>"},
 		"by-box":       {`<a href="/ui/boxes/beta">beta</a>`, "$10.25", `<a href="/ui/boxes/alpha">alpha</a>`, "$1.50"},
 		"export":       {`href="/ui/spend.csv?month=` + month + `&amp;by=usage"`, `href="/ui/spend.csv?month=` + month + `&amp;by=model"`, `href="/ui/audit.csv?since=720h"`},
