@@ -224,3 +224,17 @@ func TestUI_SpendAndAuditCSV(t *testing.T) {
 		t.Errorf("GET /ui/audit.csv lacks the served call or the refusal written as text:\n%s", p.body)
 	}
 }
+
+// BenchmarkFleetSpendRead measures the spend page's and the list's read
+// of the fleet's month: two queries and a pass in memory.
+func BenchmarkFleetSpendRead(b *testing.B) {
+	br := brokertest.New(b, brokertest.Options{})
+	seedFleet(b, br, 1000, 1)
+	month := spend.Month(time.Now())
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := br.Server.Admin.FleetSpend(context.Background(), month); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
