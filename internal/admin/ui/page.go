@@ -1,6 +1,7 @@
 // Package ui is the owner's page: server-rendered HTML under /ui/ on the
 // admin listener, beside the JSON admin API of package admin, whose
-// routes, Host check and store it shares. It signs in with an admin
+// routes, Host check and store it shares; GET / on the listener goes to
+// it. It signs in with an admin
 // token, which it exchanges for a session: the cookie holds a session
 // sealed under the master key (its own ID, the admin token's ID, an
 // expiry and a CSRF secret), never the token. Signing out records the
