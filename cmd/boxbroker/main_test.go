@@ -110,6 +110,9 @@ func TestCLI_QuickStart(t *testing.T) {
 			t.Errorf("serve did not say %q; it printed:\n%s", want, srv.out)
 		}
 	}
+	if !strings.Contains(srv.out, "owner's page: http://127.0.0.1:") || !strings.Contains(srv.out, "/ui/\n") {
+		t.Errorf("serve did not print the owner's page's URL; it printed:\n%s", srv.out)
+	}
 	req, _ := http.NewRequest("POST", base+"/api/box/declaration", strings.NewReader(`{"capabilities":[{"name":"inference","broker":"lobby","scope":["agent"]}]}`))
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)

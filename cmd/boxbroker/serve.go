@@ -123,6 +123,7 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	fmt.Fprintf(c.stdout, "boxbroker %s listening on %s://%s\n", sc.Broker, scheme, ln.Addr())
 	if admin != nil {
 		fmt.Fprintf(c.stdout, "admin API, metrics and owner's page on %s://%s\n", scheme, admin.Addr())
+		fmt.Fprintf(c.stdout, "owner's page: %s\n", pageURL(scheme, admin.Addr()))
 		if len(sc.AdminHosts) > 0 {
 			fmt.Fprintf(c.stdout, "admin API also reached as: %s (besides localhost and IP addresses)\n", strings.Join(sc.AdminHosts, ", "))
 		}
@@ -430,4 +431,20 @@ func asInt64(v any) int64 {
 		return int64(n)
 	}
 	return v.(int64)
+}
+
+// pageURL is the owner's page's address on the admin listener at addr,
+// an address of every interface written as the loopback one.
+func pageURL(scheme string, addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return scheme + "://" + addr.String() + "/ui/"
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+		if ip.To4() == nil {
+			host = "::1"
+		}
+	}
+	return (&url.URL{Scheme: scheme, Host: net.JoinHostPort(host, port), Path: "/ui/"}).String()
 }

@@ -127,7 +127,8 @@ func TestAdmin_UnknownRoutesAreRefusals(t *testing.T) {
 		status       int
 	}{
 		{"GET", "/api/nothing", 404},
-		{"GET", "/", 404},
+		{"GET", "/index.html", 404}, // "/" itself goes to the owner's page (TestAdmin_RootRedirectsToThePage)
+		{"POST", "/", 405},
 		{"PUT", "/api/boxes", 405},
 		{"POST", "/api/credentials", 405},
 	}

@@ -195,6 +195,7 @@ func (s *Server) apiRoutes() []Route {
 		{Pattern: "DELETE /api/boxes/{name}/resources/{kind}/{id}", Handle: s.removeResource},
 
 		{Pattern: "GET /api/audit", Handle: s.listAudit},
+		{Pattern: "GET /api/audit.csv", Handle: s.listAuditCSV},
 
 		{Pattern: "PUT /api/boxes/{name}/payer", Handle: s.setPayer},
 
@@ -210,5 +211,7 @@ func (s *Server) apiRoutes() []Route {
 		{Pattern: "PUT /api/boxes/{name}/budgets", Handle: s.setBudget},
 		{Pattern: "DELETE /api/boxes/{name}/budgets", Handle: s.removeBudget},
 		{Pattern: "GET /api/boxes/{name}/spend", Handle: s.spendReport},
+		{Pattern: "GET /api/spend", Handle: s.fleetSpend},
+		{Pattern: "GET /api/spend.csv", Handle: s.fleetSpendCSV},
 	}, s.poolRoutes()...)
 }

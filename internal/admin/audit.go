@@ -81,8 +81,9 @@ func AuditViewOf(e store.AuditEntry) AuditView {
 	return v
 }
 
-// auditQuery reads GET /api/audit's query: box, since, refusals, limit.
-func (s *Server) auditQuery(r *http.Request) (store.AuditQuery, error) {
+// auditQuery reads GET /api/audit's query: box, since, refusals, limit
+// (def when absent, at most most).
+func (s *Server) auditQuery(r *http.Request, def, most int) (store.AuditQuery, error) {
 	q := r.URL.Query()
 	aq := store.AuditQuery{Box: q.Get("box")}
 	if aq.Box != "" && !protocol.IsBoxName(aq.Box) {
@@ -102,13 +103,13 @@ func (s *Server) auditQuery(r *http.Request) (store.AuditQuery, error) {
 		}
 		aq.RefusalsOnly = b
 	}
-	n, err := limit(r, 100, 1000)
+	n, err := limit(r, def, most)
 	aq.Limit = n
 	return aq, err
 }
 
 func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) error {
-	q, err := s.auditQuery(r)
+	q, err := s.auditQuery(r, 100, 1000)
 	if err != nil {
 		return err
 	}

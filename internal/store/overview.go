@@ -98,4 +98,12 @@ type Overview interface {
 	// AuditPage returns box's entries newest first, skipping offset and
 	// at most limit (positive) of them.
 	AuditPage(ctx context.Context, box string, offset, limit int) ([]AuditEntry, error)
+	// FleetUsage returns every box's usage in month (YYYY-MM), each row
+	// as ListUsage returns one with its Box, ordered by box, payer kind,
+	// principal and model; none for a month with none.
+	FleetUsage(ctx context.Context, month string) ([]Usage, error)
+	// FleetTallies returns every box's tallies in month (YYYY-MM), each
+	// as Tallies returns one, ordered by box and principal (the box's own,
+	// Principal "", first); none for a month with none.
+	FleetTallies(ctx context.Context, month string) ([]Tally, error)
 }

@@ -5,12 +5,14 @@ import (
 
 	"github.com/intentius/boxbroker/internal/admin"
 
+	"cmp"
 	"context"
 	"fmt"
 	"html/template"
 	"math"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"time"
 
@@ -31,6 +33,9 @@ type card struct {
 	FeedbackCount int
 	// Measured is this month's spend, measured beside reported.
 	Measured admin.SpendReport
+	// Models is this month's measured spend by model, the dearest first;
+	// a model with calls the broker had no price for is not Priced.
+	Models []modelLine
 	// Budgets are the box's budgets and where they stand this month.
 	Budgets admin.BudgetList
 	// Blocked says, when the box's metered calls are refused for a
@@ -38,6 +43,35 @@ type card struct {
 	Blocked string
 	// Grants counts the box's grants, and Current those that stand.
 	Grants, Current int
+}
+
+// modelLine is a box's calls to one model in a month.
+type modelLine struct {
+	Model           string
+	Calls, Unpriced int64
+	MeasuredUSD     float64
+}
+
+// byModel sums usage by model, the dearest first.
+func byModel(usage []admin.UsageView) []modelLine {
+	var out []modelLine
+	at := map[string]int{}
+	for _, u := range usage {
+		m := deref(u.Model, "")
+		i, ok := at[m]
+		if !ok {
+			i = len(out)
+			at[m] = i
+			out = append(out, modelLine{Model: m})
+		}
+		out[i].Calls += u.Calls
+		out[i].Unpriced += u.Unpriced
+		out[i].MeasuredUSD += u.CostUSD
+	}
+	slices.SortStableFunc(out, func(a, b modelLine) int {
+		return cmp.Or(cmp.Compare(b.MeasuredUSD, a.MeasuredUSD), cmp.Compare(a.Model, b.Model))
+	})
+	return out
 }
 
 // refusalGroup is refusals of one route and message, as the page shows them.
@@ -137,6 +171,7 @@ func (u *Page) card(ctx context.Context, v admin.BoxView) (card, error) {
 	if c.Measured, err = u.a.SpendReport(ctx, v.Name, month); err != nil {
 		return c, err
 	}
+	c.Models = byModel(c.Measured.Usage)
 	if c.Budgets, err = u.a.Budgets(ctx, v.Name, month); err != nil {
 		return c, err
 	}

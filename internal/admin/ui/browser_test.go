@@ -232,6 +232,28 @@ func TestOwnerPage_Browser(t *testing.T) {
 		shot("owner-page-list.png")
 	}
 
+	// The fleet's spend: reached from the bar at the top, by payer,
+	// principal and model, with its CSV downloads.
+	if err := chromedp.Do(tctx,
+		chromedp.Click(chromedp.Search(`//header//a[.="Spend"]`)),
+		chromedp.WaitVisible(chromedp.ID("by-model")),
+	); err != nil {
+		t.Fatalf("browser: open the spend page: %v", err)
+	}
+	fleet := text("the spend page")
+	html("the spend page")
+	for _, want := range []string{"Spend in " + month, "By payer", "visitor", "github:ann", "By principal", "Charged", "By model", "claude-sonnet-4-5", "By box", "alpha", "Download as CSV"} {
+		if !strings.Contains(fleet, want) {
+			t.Errorf("the spend page lacks %q; it reads:\n%s", want, fleet)
+		}
+	}
+	if err := chromedp.Do(tctx,
+		chromedp.Navigate(b.AdminURL+"/ui/"),
+		chromedp.WaitVisible(chromedp.CSS("table.list")),
+	); err != nil {
+		t.Fatalf("browser: back to the list: %v", err)
+	}
+
 	// Sort by name, backwards, by its column's link; then filter by name.
 	if err := chromedp.Do(tctx,
 		chromedp.Click(chromedp.Search(`//th/a[.="Box"]`)),

@@ -340,6 +340,8 @@ type listPage struct {
 	Now      string
 	Counts   map[string]int
 	NoFilter string
+	// Fleet is every box's spend this month.
+	Fleet admin.FleetSpend
 }
 
 func (u *Page) overview(w http.ResponseWriter, r *http.Request, sess *Session) error {
@@ -394,6 +396,9 @@ func (u *Page) overview(w http.ResponseWriter, r *http.Request, sess *Session) e
 		return admin.StoreError(err, "", "")
 	}
 	page.Chart = hourChart(hours, now)
+	if page.Fleet, err = u.a.FleetSpend(r.Context(), spend.Month(now)); err != nil {
+		return admin.StoreError(err, "", "")
+	}
 	u.render(w, http.StatusOK, "boxes", page)
 	return nil
 }

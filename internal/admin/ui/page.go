@@ -1,6 +1,7 @@
 // Package ui is the owner's page: server-rendered HTML under /ui/ on the
 // admin listener, beside the JSON admin API of package admin, whose
-// routes, Host check and store it shares. It signs in with an admin
+// routes, Host check and store it shares; GET / on the listener goes to
+// it. It signs in with an admin
 // token, which it exchanges for a session: the cookie holds a session
 // sealed under the master key (its own ID, the admin token's ID, an
 // expiry and a CSRF secret), never the token. Signing out records the
@@ -124,6 +125,7 @@ func New(a *admin.Server, cfg Config) (*Page, error) {
 		"stateLabel": stateLabel,
 		"size":       size,
 		"hasPrefix":  strings.HasPrefix,
+		"auditMax":   func() int { return admin.DefaultAuditExport },
 	}).ParseFS(files, "*.html")
 	if err != nil {
 		return nil, fmt.Errorf("owner's page templates: %w", err)
@@ -132,6 +134,7 @@ func New(a *admin.Server, cfg Config) (*Page, error) {
 	u.register()
 	u.registerActions()
 	u.registerPool()
+	u.registerSpend()
 	u.addGrantsPage()
 	return u, nil
 }

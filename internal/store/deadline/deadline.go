@@ -466,6 +466,14 @@ func (s *Store) AuditPage(ctx context.Context, box string, offset, limit int) ([
 	return s.st.AuditPage(ctx, box, offset, limit)
 }
 
+func (s *Store) FleetUsage(ctx context.Context, month string) ([]store.Usage, error) {
+	return s.st.FleetUsage(ctx, month)
+}
+
+func (s *Store) FleetTallies(ctx context.Context, month string) ([]store.Tally, error) {
+	return s.st.FleetTallies(ctx, month)
+}
+
 func (s *Store) AuditDays(ctx context.Context, box string, since time.Time) ([]store.DayCost, error) {
 	return s.st.AuditDays(ctx, box, since)
 }

@@ -174,3 +174,38 @@ func (s *Store) AuditPage(ctx context.Context, box string, offset, limit int) ([
 	})
 	return out, translate(op, err)
 }
+
+// FleetUsage reads every box's usage in month in one query.
+func (s *Store) FleetUsage(ctx context.Context, month string) ([]store.Usage, error) {
+	const op = "fleet usage"
+	rows, err := s.pool.Query(ctx, `SELECT box, payer_kind, principal, model, calls, unpriced, unmeasured,
+			input_tokens, output_tokens, cache_write_tokens, cache_read_tokens, cost
+		FROM usage WHERE month = $1
+		ORDER BY box COLLATE "C", payer_kind COLLATE "C", principal COLLATE "C", model COLLATE "C"`, month)
+	if err != nil {
+		return nil, translate(op, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Usage, error) {
+		u := store.Usage{Month: month}
+		err := r.Scan(&u.Box, &u.PayerKind, &u.Principal, &u.Model, &u.Calls, &u.Unpriced, &u.Unmeasured,
+			&u.InputTokens, &u.OutputTokens, &u.CacheWriteTokens, &u.CacheReadTokens, &u.Cost)
+		return u, err
+	})
+	return out, translate(op, err)
+}
+
+// FleetTallies reads every box's tallies in month in one query.
+func (s *Store) FleetTallies(ctx context.Context, month string) ([]store.Tally, error) {
+	const op = "fleet tallies"
+	rows, err := s.pool.Query(ctx, `SELECT box, principal, spent, reserved FROM tallies WHERE month = $1
+		ORDER BY box COLLATE "C", principal COLLATE "C"`, month)
+	if err != nil {
+		return nil, translate(op, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Tally, error) {
+		t := store.Tally{Month: month}
+		err := r.Scan(&t.Box, &t.Principal, &t.Spent, &t.Reserved)
+		return t, err
+	})
+	return out, translate(op, err)
+}

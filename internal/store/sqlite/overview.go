@@ -200,3 +200,44 @@ func (s *Store) AuditPage(ctx context.Context, box string, offset, limit int) ([
 	}
 	return out, translate(op, rows.Err())
 }
+
+// FleetUsage reads every box's usage in month in one query.
+func (s *Store) FleetUsage(ctx context.Context, month string) ([]store.Usage, error) {
+	const op = "fleet usage"
+	rows, err := s.r.QueryContext(ctx, `SELECT box, payer_kind, principal, model, calls, unpriced, unmeasured,
+			input_tokens, output_tokens, cache_write_tokens, cache_read_tokens, cost
+		FROM usage WHERE month = ? ORDER BY box, payer_kind, principal, model`, month)
+	if err != nil {
+		return nil, translate(op, err)
+	}
+	defer rows.Close()
+	var out []store.Usage
+	for rows.Next() {
+		u := store.Usage{Month: month}
+		if err := rows.Scan(&u.Box, &u.PayerKind, &u.Principal, &u.Model, &u.Calls, &u.Unpriced, &u.Unmeasured,
+			&u.InputTokens, &u.OutputTokens, &u.CacheWriteTokens, &u.CacheReadTokens, &u.Cost); err != nil {
+			return nil, translate(op, err)
+		}
+		out = append(out, u)
+	}
+	return out, translate(op, rows.Err())
+}
+
+// FleetTallies reads every box's tallies in month in one query.
+func (s *Store) FleetTallies(ctx context.Context, month string) ([]store.Tally, error) {
+	const op = "fleet tallies"
+	rows, err := s.r.QueryContext(ctx, "SELECT box, principal, spent, reserved FROM tallies WHERE month = ? ORDER BY box, principal", month)
+	if err != nil {
+		return nil, translate(op, err)
+	}
+	defer rows.Close()
+	var out []store.Tally
+	for rows.Next() {
+		t := store.Tally{Month: month}
+		if err := rows.Scan(&t.Box, &t.Principal, &t.Spent, &t.Reserved); err != nil {
+			return nil, translate(op, err)
+		}
+		out = append(out, t)
+	}
+	return out, translate(op, rows.Err())
+}

@@ -121,3 +121,59 @@ func testOverview(t *testing.T, s store.Store) {
 		t.Errorf("AllDeclarations = %q, want gamma's only", docs)
 	}
 }
+
+// testFleetSpend settles calls on two boxes in two months and reads every
+// box's usage and tallies of one month back at once.
+func testFleetSpend(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	mustCreateBox(t, s, "beta")
+	mustCreateBox(t, s, "alpha")
+	mustCreateBox(t, s, "idle")
+	wantErr(t, "SetBudget", s.SetBudget(ctx, store.Budget{Box: "alpha", Principal: "github:ann", Limit: 5_000_000, UpdatedAt: time.Now()}), nil)
+	settle := func(box, month, principal string, charge int64, us ...store.Usage) {
+		t.Helper()
+		for i := range us {
+			us[i].Box, us[i].Month, us[i].Principal = box, month, principal
+		}
+		wantErr(t, "Settle "+box+" "+month, s.Settle(ctx, store.Settlement{Box: box, Month: month, Principal: principal, Charge: charge, Usage: us}), nil)
+	}
+	settle("alpha", "2026-10", "", 300, store.Usage{PayerKind: "shared", Model: "claude-sonnet-4-5", Calls: 2, InputTokens: 10, OutputTokens: 20, Cost: 300})
+	settle("alpha", "2026-10", "github:ann", 10_000_000, store.Usage{PayerKind: "visitor", Model: "claude-opus-5-5", Calls: 1, Unpriced: 1, InputTokens: 5})
+	settle("beta", "2026-10", "", 40, store.Usage{PayerKind: "owner", Model: "claude-haiku-4-5", Calls: 1, CacheReadTokens: 7, Cost: 40})
+	settle("beta", "2026-09", "", 9, store.Usage{PayerKind: "owner", Model: "claude-haiku-4-5", Calls: 1, Cost: 9})
+
+	us, err := s.FleetUsage(ctx, "2026-10")
+	if err != nil {
+		t.Fatalf("FleetUsage = %v, want nil", err)
+	}
+	wantU := []store.Usage{
+		{Box: "alpha", Month: "2026-10", PayerKind: "shared", Model: "claude-sonnet-4-5", Calls: 2, InputTokens: 10, OutputTokens: 20, Cost: 300},
+		{Box: "alpha", Month: "2026-10", PayerKind: "visitor", Principal: "github:ann", Model: "claude-opus-5-5", Calls: 1, Unpriced: 1, InputTokens: 5},
+		{Box: "beta", Month: "2026-10", PayerKind: "owner", Model: "claude-haiku-4-5", Calls: 1, CacheReadTokens: 7, Cost: 40},
+	}
+	if d := diff(wantU, us); d != "" {
+		t.Errorf("FleetUsage mismatch (-want +got):\n%s", d)
+	}
+	ts, err := s.FleetTallies(ctx, "2026-10")
+	if err != nil {
+		t.Fatalf("FleetTallies = %v, want nil", err)
+	}
+	wantT := []store.Tally{
+		{Box: "alpha", Month: "2026-10", Spent: 10_000_300},
+		{Box: "alpha", Principal: "github:ann", Month: "2026-10", Spent: 10_000_000},
+		{Box: "beta", Month: "2026-10", Spent: 40},
+	}
+	if d := diff(wantT, ts); d != "" {
+		t.Errorf("FleetTallies mismatch (-want +got):\n%s", d)
+	}
+	for _, month := range []string{"2026-11"} {
+		us, err := s.FleetUsage(ctx, month)
+		if err != nil || len(us) != 0 {
+			t.Errorf("FleetUsage(%s) = %v, %v, want none", month, us, err)
+		}
+		ts, err := s.FleetTallies(ctx, month)
+		if err != nil || len(ts) != 0 {
+			t.Errorf("FleetTallies(%s) = %v, %v, want none", month, ts, err)
+		}
+	}
+}

@@ -1,0 +1,272 @@
+package admin
+
+import (
+	"cmp"
+	"context"
+	"net/http"
+	"slices"
+
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// SpendCounts is measured usage summed over some of a month's calls:
+// Calls answered, Unpriced those of a model with no price, Unmeasured
+// those whose usage was not read whole (neither counted in MeasuredUSD),
+// the tokens the upstream reported, and what the priced, measured calls
+// cost.
+type SpendCounts struct {
+	Calls            int64   `json:"calls"`
+	Unpriced         int64   `json:"unpriced"`
+	Unmeasured       int64   `json:"unmeasured"`
+	InputTokens      int64   `json:"inputTokens"`
+	OutputTokens     int64   `json:"outputTokens"`
+	CacheWriteTokens int64   `json:"cacheWriteTokens"`
+	CacheReadTokens  int64   `json:"cacheReadTokens"`
+	MeasuredUSD      float64 `json:"measuredUsd"`
+}
+
+// PayerSpend is the fleet's measured spend paid by one payer kind
+// (shared, owner, visitor, grant ...) and principal (null for none).
+type PayerSpend struct {
+	Payer     string  `json:"payer"`
+	Principal *string `json:"principal"`
+	SpendCounts
+}
+
+// PrincipalSpend is the fleet's spend paid by one principal (null for
+// calls paid with none), measured beside charged: ChargedUSD is what was
+// charged against budgets, the measured cost or, where a call's cost was
+// not known (an unpriced model, a cut-off answer), its bound.
+type PrincipalSpend struct {
+	Principal *string `json:"principal"`
+	SpendCounts
+	ChargedUSD float64 `json:"chargedUsd"`
+}
+
+// ModelSpend is the fleet's measured spend on one model. Priced is false
+// when any of its calls found no price (Unpriced > 0): what those calls
+// cost is not in MeasuredUSD, and they were charged their bound.
+type ModelSpend struct {
+	Model  string `json:"model"`
+	Priced bool   `json:"priced"`
+	SpendCounts
+}
+
+// BoxSpend is one box's spend in the month, measured beside charged.
+type BoxSpend struct {
+	Box string `json:"box"`
+	SpendCounts
+	ChargedUSD float64 `json:"chargedUsd"`
+}
+
+// FleetSpend answers GET /api/spend: every box's spend in one month
+// (UTC), in total and by payer and principal, by principal, by model and
+// by box, each list the largest first. ChargedUSD is what was charged
+// against the boxes' tallies; charged is kept by box and principal only,
+// so the payer and model lists show measured spend alone.
+type FleetSpend struct {
+	Month string `json:"month"`
+	SpendCounts
+	ChargedUSD  float64          `json:"chargedUsd"`
+	ByPayer     []PayerSpend     `json:"byPayer"`
+	ByPrincipal []PrincipalSpend `json:"byPrincipal"`
+	ByModel     []ModelSpend     `json:"byModel"`
+	ByBox       []BoxSpend       `json:"byBox"`
+	// Usage is the finest grain kept: one line per box, payer kind,
+	// principal and model (GET /api/spend.csv's default rows).
+	Usage []FleetUsage `json:"usage"`
+}
+
+// FleetUsage is one line of a box's measured usage in the month.
+type FleetUsage struct {
+	Box       string  `json:"box"`
+	Payer     string  `json:"payer"`
+	Principal *string `json:"principal"`
+	Model     *string `json:"model"`
+	SpendCounts
+}
+
+// counts is SpendCounts in micro-dollars, as summed.
+type counts struct {
+	calls, unpriced, unmeasured, in, out, cw, cr, cost int64
+}
+
+func (c *counts) add(u store.Usage) {
+	c.calls += u.Calls
+	c.unpriced += u.Unpriced
+	c.unmeasured += u.Unmeasured
+	c.in += u.InputTokens
+	c.out += u.OutputTokens
+	c.cw += u.CacheWriteTokens
+	c.cr += u.CacheReadTokens
+	c.cost += u.Cost
+}
+
+func (c counts) view() SpendCounts {
+	return SpendCounts{Calls: c.calls, Unpriced: c.unpriced, Unmeasured: c.unmeasured, InputTokens: c.in, OutputTokens: c.out,
+		CacheWriteTokens: c.cw, CacheReadTokens: c.cr, MeasuredUSD: dollars(c.cost)}
+}
+
+// FleetSpend returns every box's spend in month (YYYY-MM), read in two
+// queries however many boxes there are.
+func (s *Server) FleetSpend(ctx context.Context, month string) (FleetSpend, error) {
+	us, err := s.cfg.Store.FleetUsage(ctx, month)
+	if err != nil {
+		return FleetSpend{}, err
+	}
+	ts, err := s.cfg.Store.FleetTallies(ctx, month)
+	if err != nil {
+		return FleetSpend{}, err
+	}
+	type payerKey struct{ payer, principal string }
+	var total counts
+	byPayer := map[payerKey]*counts{}
+	byPrincipal := map[string]*counts{}
+	byModel := map[string]*counts{}
+	byBox := map[string]*counts{}
+	at := func(m map[string]*counts, k string) *counts {
+		if m[k] == nil {
+			m[k] = &counts{}
+		}
+		return m[k]
+	}
+	out := FleetSpend{Month: month, ByPayer: []PayerSpend{}, ByPrincipal: []PrincipalSpend{}, ByModel: []ModelSpend{},
+		ByBox: []BoxSpend{}, Usage: make([]FleetUsage, 0, len(us))}
+	for _, u := range us {
+		total.add(u)
+		k := payerKey{u.PayerKind, u.Principal}
+		if byPayer[k] == nil {
+			byPayer[k] = &counts{}
+		}
+		byPayer[k].add(u)
+		at(byPrincipal, u.Principal).add(u)
+		at(byModel, u.Model).add(u)
+		at(byBox, u.Box).add(u)
+		var c counts
+		c.add(u)
+		out.Usage = append(out.Usage, FleetUsage{Box: u.Box, Payer: u.PayerKind, Principal: optional(u.Principal),
+			Model: optional(u.Model), SpendCounts: c.view()})
+	}
+	// A box's own tally holds every call it was charged for; a
+	// principal's, those that principal paid. What no principal paid is
+	// the box's own less its principals'.
+	boxCharged := map[string]int64{}
+	principalCharged := map[string]int64{}
+	var charged int64
+	for _, t := range ts {
+		if t.Principal == "" {
+			boxCharged[t.Box] += t.Spent
+			principalCharged[""] += t.Spent
+			charged += t.Spent
+			continue
+		}
+		principalCharged[t.Principal] += t.Spent
+		principalCharged[""] -= t.Spent
+	}
+	principalCharged[""] = max(principalCharged[""], 0)
+	for p, c := range principalCharged {
+		if c != 0 {
+			at(byPrincipal, p)
+		}
+	}
+	for b, c := range boxCharged {
+		if c != 0 {
+			at(byBox, b)
+		}
+	}
+	out.SpendCounts, out.ChargedUSD = total.view(), dollars(charged)
+	for k, c := range byPayer {
+		out.ByPayer = append(out.ByPayer, PayerSpend{Payer: k.payer, Principal: optional(k.principal), SpendCounts: c.view()})
+	}
+	for p, c := range byPrincipal {
+		out.ByPrincipal = append(out.ByPrincipal, PrincipalSpend{Principal: optional(p), SpendCounts: c.view(),
+			ChargedUSD: dollars(principalCharged[p])})
+	}
+	for m, c := range byModel {
+		out.ByModel = append(out.ByModel, ModelSpend{Model: m, Priced: c.unpriced == 0, SpendCounts: c.view()})
+	}
+	for b, c := range byBox {
+		out.ByBox = append(out.ByBox, BoxSpend{Box: b, SpendCounts: c.view(), ChargedUSD: dollars(boxCharged[b])})
+	}
+	deref := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
+	slices.SortFunc(out.ByPayer, func(a, b PayerSpend) int {
+		return cmp.Or(cmp.Compare(b.MeasuredUSD, a.MeasuredUSD), cmp.Compare(a.Payer, b.Payer), cmp.Compare(deref(a.Principal), deref(b.Principal)))
+	})
+	slices.SortFunc(out.ByPrincipal, func(a, b PrincipalSpend) int {
+		return cmp.Or(cmp.Compare(b.ChargedUSD, a.ChargedUSD), cmp.Compare(b.MeasuredUSD, a.MeasuredUSD), cmp.Compare(deref(a.Principal), deref(b.Principal)))
+	})
+	slices.SortFunc(out.ByModel, func(a, b ModelSpend) int {
+		return cmp.Or(cmp.Compare(b.MeasuredUSD, a.MeasuredUSD), cmp.Compare(b.Calls, a.Calls), cmp.Compare(a.Model, b.Model))
+	})
+	slices.SortFunc(out.ByBox, func(a, b BoxSpend) int {
+		return cmp.Or(cmp.Compare(b.ChargedUSD, a.ChargedUSD), cmp.Compare(b.MeasuredUSD, a.MeasuredUSD), cmp.Compare(a.Box, b.Box))
+	})
+	return out, nil
+}
+
+// Month reads a request's ?month= value: YYYY-MM, this month (UTC) when
+// absent; a refusal when it is not a month.
+func (s *Server) Month(r *http.Request) (string, error) { return s.month(r) }
+
+func (s *Server) fleetSpend(w http.ResponseWriter, r *http.Request) error {
+	month, err := s.month(r)
+	if err != nil {
+		return err
+	}
+	out, err := s.FleetSpend(r.Context(), month)
+	if err != nil {
+		return StoreError(err, "", "")
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) fleetSpendCSV(w http.ResponseWriter, r *http.Request) error {
+	month, err := s.month(r)
+	if err != nil {
+		return err
+	}
+	by, err := SpendCSVGrain(r)
+	if err != nil {
+		return err
+	}
+	out, err := s.FleetSpend(r.Context(), month)
+	if err != nil {
+		return StoreError(err, "", "")
+	}
+	return WriteSpendCSV(w, out, by)
+}
+
+func (s *Server) listAuditCSV(w http.ResponseWriter, r *http.Request) error {
+	entries, err := s.AuditExport(r)
+	if err != nil {
+		return err
+	}
+	return WriteAuditCSV(w, entries, s.cfg.Now())
+}
+
+// AuditExport reads the audit entries GET /api/audit.csv exports: the
+// query of GET /api/audit (box, since, refusals), limit up to
+// MaxAuditExport (default DefaultAuditExport).
+func (s *Server) AuditExport(r *http.Request) ([]store.AuditEntry, error) {
+	q, err := s.auditQuery(r, DefaultAuditExport, MaxAuditExport)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := s.cfg.Store.ListAudit(r.Context(), q)
+	if err != nil {
+		return nil, StoreError(err, "", "")
+	}
+	return entries, nil
+}
+
+// The audit log's CSV export holds at most MaxAuditExport entries, and
+// DefaultAuditExport when the request names no limit.
+const (
+	DefaultAuditExport = 10_000
+	MaxAuditExport     = 100_000
+)

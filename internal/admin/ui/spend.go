@@ -1,0 +1,132 @@
+package ui
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/spend"
+)
+
+// The fleet's spend: every box's spend in a month (this month unless the
+// month picker names another), in total and by payer and principal, by
+// principal with charged beside measured, by model with the unpriced
+// marked, and by box; with CSV downloads of it and of the audit log.
+
+// fleetRows is how many lines of each of the spend page's lists it
+// shows; the CSV download holds them all.
+const fleetRows = 25
+
+// monthLink is one month the spend page links to.
+type monthLink struct {
+	Label, Month string
+	Current      bool
+}
+
+// spendPage is the spend page's content.
+type spendPage struct {
+	Broker string
+	Form   FormContext
+	admin.FleetSpend
+	// ThisMonth is the current month (UTC); Months the quick links.
+	ThisMonth string
+	Months    []monthLink
+	// Prev and Next are the months either side of the one shown; Next is
+	// "" past this month.
+	Prev, Next string
+	// The lists cut to fleetRows; More* how many lines were left out.
+	Payers                                       []admin.PayerSpend
+	Principals                                   []admin.PrincipalSpend
+	Models                                       []admin.ModelSpend
+	Boxes                                        []admin.BoxSpend
+	MorePayers, MorePrincipals, MoreModels, More int
+	// Grains are the spend CSV's row kinds.
+	Grains []string
+	// UnpricedModels names the models with calls the broker had no price
+	// for.
+	UnpricedModels []string
+}
+
+// firstN returns at most n of xs, and how many it left out.
+func firstN[T any](xs []T, n int) ([]T, int) {
+	if len(xs) <= n {
+		return xs, 0
+	}
+	return xs[:n], len(xs) - n
+}
+
+// monthAdd is month (YYYY-MM) moved by n months.
+func monthAdd(month string, n int) string {
+	t, err := time.Parse("2006-01", month)
+	if err != nil {
+		return month
+	}
+	return t.AddDate(0, n, 0).Format("2006-01")
+}
+
+func (u *Page) registerSpend() {
+	u.a.HandleHTTP("GET /{$}", http.RedirectHandler("/ui/", http.StatusFound))
+	u.HandleUI("GET /ui/spend", u.spendPage)
+	u.HandleUI("GET /ui/spend.csv", u.spendCSV)
+	u.HandleUI("GET /ui/audit.csv", u.auditCSV)
+}
+
+func (u *Page) spendPage(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	month, err := u.a.Month(r)
+	if err != nil {
+		return err
+	}
+	f, err := u.a.FleetSpend(r.Context(), month)
+	if err != nil {
+		return admin.StoreError(err, "", "")
+	}
+	this := spend.Month(u.cfg.Now())
+	p := spendPage{Broker: u.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, FleetSpend: f, ThisMonth: this,
+		Prev: monthAdd(month, -1), Grains: admin.SpendCSVGrains}
+	if month < this {
+		p.Next = monthAdd(month, 1)
+	}
+	for i, label := range []string{"This month", "Last month"} {
+		m := monthAdd(this, -i)
+		p.Months = append(p.Months, monthLink{Label: label, Month: m, Current: m == month})
+	}
+	p.Payers, p.MorePayers = firstN(f.ByPayer, fleetRows)
+	p.Principals, p.MorePrincipals = firstN(f.ByPrincipal, fleetRows)
+	p.Models, p.MoreModels = firstN(f.ByModel, fleetRows)
+	p.Boxes, p.More = firstN(f.ByBox, fleetRows)
+	for _, m := range f.ByModel {
+		if !m.Priced {
+			p.UnpricedModels = append(p.UnpricedModels, m.Model)
+		}
+	}
+	u.render(w, http.StatusOK, "spend", p)
+	return nil
+}
+
+// spendCSV downloads the fleet's spend in ?month= as the admin API's GET
+// /api/spend.csv does.
+func (u *Page) spendCSV(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	month, err := u.a.Month(r)
+	if err != nil {
+		return err
+	}
+	by, err := admin.SpendCSVGrain(r)
+	if err != nil {
+		return err
+	}
+	f, err := u.a.FleetSpend(r.Context(), month)
+	if err != nil {
+		return admin.StoreError(err, "", "")
+	}
+	return admin.WriteSpendCSV(w, f, by)
+}
+
+// auditCSV downloads the audit log as the admin API's GET /api/audit.csv
+// does (box, since, refusals, limit).
+func (u *Page) auditCSV(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	entries, err := u.a.AuditExport(r)
+	if err != nil {
+		return err
+	}
+	return admin.WriteAuditCSV(w, entries, u.cfg.Now())
+}
