@@ -604,3 +604,88 @@ func micros(c float64) int64 {
 	// Rates have at most six decimals; shave float noise before rounding up.
 	return int64(math.Ceil(c - 1e-6))
 }
+
+// Get is the table's price of model, by its exact ID in the table (see
+// Models), with no date removed or family matched.
+func (p *Prices) Get(model string) (Price, bool) {
+	pr, ok := p.byModel[model]
+	return pr, ok
+}
+
+// Removed is the model IDs a price file removed (its nulls), sorted.
+func (p *Prices) Removed() []string {
+	ids := slices.Clone(p.removed)
+	sort.Strings(ids)
+	return ids
+}
+
+// fileRates and filePrice are a price's form in a price file, with every
+// rate written out.
+type fileRates struct {
+	Input        float64 `json:"input"`
+	Output       float64 `json:"output"`
+	CacheWrite   float64 `json:"cache_write"`
+	CacheWrite1h float64 `json:"cache_write_1h"`
+	CacheRead    float64 `json:"cache_read"`
+}
+
+type filePrice struct {
+	fileRates
+	LongContext      *fileRates `json:"long_context,omitempty"`
+	LongContextAbove int64      `json:"long_context_above,omitempty"`
+	WebSearch        float64    `json:"web_search"`
+	Context          int64      `json:"context"`
+}
+
+// File is the whole table as a price file (see LoadPrices), one model a
+// line: given as --prices, it makes the same table.
+func (p *Prices) File() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString("{\n")
+	line := func(key string, v any) error {
+		k, err := json.Marshal(key)
+		if err != nil {
+			return err
+		}
+		val, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		if b.Len() > 2 {
+			b.WriteString(",\n")
+		}
+		b.WriteString("  ")
+		b.Write(k)
+		b.WriteString(": ")
+		b.Write(val)
+		return nil
+	}
+	if p.checked != "" {
+		if err := line("$checked", p.checked); err != nil {
+			return nil, err
+		}
+	}
+	if p.source != "" {
+		if err := line("$source", p.source); err != nil {
+			return nil, err
+		}
+	}
+	for _, id := range p.Models() {
+		pr := p.byModel[id]
+		fp := filePrice{fileRates: fileRates(pr.Rates), LongContextAbove: pr.LongContextAbove, WebSearch: pr.WebSearch, Context: pr.Context}
+		if pr.LongContext != nil {
+			lr := fileRates(*pr.LongContext)
+			fp.LongContext = &lr
+		}
+		if err := line(id, fp); err != nil {
+			return nil, err
+		}
+	}
+	for _, id := range p.Removed() {
+		if err := line(id, nil); err != nil {
+			return nil, err
+		}
+	}
+	b.WriteString("\n}\n")
+	return b.Bytes(), nil
+}
