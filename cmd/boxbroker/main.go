@@ -21,11 +21,12 @@
 //	boxbroker box pause|resume NAME       refuse a box everything, or serve it again
 //	boxbroker budget set|list|remove      manage a box's monthly budgets
 //	boxbroker spend BOX                   a box's measured spend beside what it reported
+//	boxbroker prices [--json]             the price table and when it was checked
 //	boxbroker admin token|tokens|revoke   manage the admin API's tokens
 //	boxbroker audit [BOX] --since 1h      list the audit log
 //
-// Every subcommand but report and ready (which talk to a broker over HTTP) and
-// version takes --data DIR (or BOXBROKER_DATA) for the data directory and
+// Every subcommand but report and ready (which talk to a broker over HTTP),
+// prices and version takes --data DIR (or BOXBROKER_DATA) for the data directory and
 // --store URL (or BOXBROKER_STORE) for a PostgreSQL store. Flags may come
 // before or after a subcommand's words and arguments.
 // box (add, list, remove, rotate, payer, pause, resume), credential,
@@ -76,6 +77,7 @@ func commands() map[string]command {
 		"grant":      {summary: "manage grants to visitors: issue, list, revoke", run: runGrant, subs: []string{"issue", "list", "revoke"}},
 		"budget":     {summary: "manage a box's monthly budgets: set, list, remove", run: runBudget, subs: []string{"set", "list", "remove"}},
 		"spend":      {summary: "show a box's measured spend beside what it reported", run: runSpend},
+		"prices":     {summary: "print the price table spend is charged by, and when it was checked", run: runPrices},
 		"admin":      {summary: "manage admin API tokens: token, tokens, revoke", run: runAdmin, subs: []string{"token", "tokens", "revoke"}},
 		"audit":      {summary: "list the audit log: audit [BOX] --since 1h", run: runAudit},
 		"version":    {summary: "print the module version and VCS revision", run: runVersion},
@@ -217,7 +219,7 @@ func (c *cli) usage(cmds map[string]command) {
 	for _, n := range names {
 		fmt.Fprintf(c.stderr, "  %-11s %s\n", n, cmds[n].summary)
 	}
-	fmt.Fprintln(c.stderr, "\nEvery command but report, ready and version takes --data DIR (BOXBROKER_DATA) and --store URL (BOXBROKER_STORE);")
+	fmt.Fprintln(c.stderr, "\nEvery command but report, ready, prices and version takes --data DIR (BOXBROKER_DATA) and --store URL (BOXBROKER_STORE);")
 	fmt.Fprintln(c.stderr, "flags may come before or after a command's arguments; see boxbroker <command> -h.")
 }
 

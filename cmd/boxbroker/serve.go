@@ -46,6 +46,7 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	fs.IntVar(&cfg.BoxBurst, "box-burst", int(envInt("BOXBROKER_BOX_BURST", int64(def.BoxBurst))), "requests above --box-rate a box may make at once; 0 for the rate (BOXBROKER_BOX_BURST)")
 	fs.IntVar(&cfg.BoxConcurrent, "box-concurrent", int(envInt("BOXBROKER_BOX_CONCURRENT", int64(def.BoxConcurrent))), "requests one box may have in flight, streams included; -1 for no bound (BOXBROKER_BOX_CONCURRENT)")
 	fs.StringVar(&cfg.Prices, "prices", c.getenv("BOXBROKER_PRICES"), "JSON price file over the default price table, in dollars per million tokens (BOXBROKER_PRICES)")
+	fs.StringVar(&cfg.UnpricedAs, "unpriced-as", c.getenv("BOXBROKER_UNPRICED_AS"), "model of the price table whose price a call of a model neither in it nor of a family in it is charged at; empty for the dearest in the table (BOXBROKER_UNPRICED_AS; boxbroker prices lists the table)")
 	fs.Int64Var(&cfg.ReserveMaxTokens, "reserve-max-tokens", envInt("BOXBROKER_RESERVE_MAX_TOKENS", def.ReserveMaxTokens), "output tokens reserved against a budget for a Messages call whose body is too large to read (BOXBROKER_RESERVE_MAX_TOKENS)")
 	fs.StringVar(&cfg.TLSCert, "tls-cert", c.getenv("BOXBROKER_TLS_CERT"), "PEM certificate to serve TLS with (BOXBROKER_TLS_CERT)")
 	fs.StringVar(&cfg.TLSKey, "tls-key", c.getenv("BOXBROKER_TLS_KEY"), "PEM private key for --tls-cert (BOXBROKER_TLS_KEY)")

@@ -57,6 +57,7 @@ var grantOutcomes = map[string]bool{
 // concurrent use.
 type Metrics struct {
 	reg             *prometheus.Registry
+	unpriced        *unpriced
 	requests        *prometheus.CounterVec
 	requestDuration *prometheus.HistogramVec
 	upstream        *prometheus.HistogramVec
@@ -124,6 +125,8 @@ func New() *Metrics {
 		m.requests, m.requestDuration, m.upstream, m.streams, m.declarations, m.grants,
 		m.auditWritten, m.auditDropped, m.auditFailed, m.tokenRefusals,
 	)
+	m.unpriced = newUnpriced()
+	reg.MustRegister(m.unpriced.calls)
 	for outcome := range grantOutcomes {
 		m.grants.WithLabelValues(outcome) // exported at 0 before the first check
 	}

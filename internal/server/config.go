@@ -95,6 +95,10 @@ type Config struct {
 	// Prices is a JSON price file read over the default price table
 	// (see spend.LoadPrices); "" for the defaults alone.
 	Prices string
+	// UnpricedAs is the model of the price table whose price a call of a
+	// model neither in the table nor of a family in it is charged at
+	// (see spend.Prices.WithUnpricedAs); "" for the dearest in the table.
+	UnpricedAs string
 	// ReserveMaxTokens bounds, for a budget's reservation, the output of a
 	// Messages call whose max_tokens the broker did not read because its
 	// body is over 1 MiB (default 64000).

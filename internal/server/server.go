@@ -200,6 +200,9 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("price file (--prices, BOXBROKER_PRICES): %w", err)
 	}
+	if prices, err = prices.WithUnpricedAs(cfg.UnpricedAs); err != nil {
+		return nil, fmt.Errorf("--unpriced-as (BOXBROKER_UNPRICED_AS): %w", err)
+	}
 	// So is the TLS certificate: one that cannot be loaded stops serve
 	// before it says it is listening.
 	var cert *tls.Certificate
@@ -287,7 +290,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		return nil, err
 	}
 	meter, err := spend.New(spend.Config{Store: rst, Settle: wst, Outbox: ob,
-		StaleAfter: cfg.ReservationLease, Budgeted: c.Budgeted, Prices: prices, Now: opt.SpendNow, Logger: log, MaxTokens: cfg.ReserveMaxTokens, MaxBody: cfg.MaxBody})
+		StaleAfter: cfg.ReservationLease, Budgeted: c.Budgeted, Prices: prices, Metrics: m, Now: opt.SpendNow, Logger: log, MaxTokens: cfg.ReserveMaxTokens, MaxBody: cfg.MaxBody})
 	if err != nil {
 		return nil, err
 	}

@@ -30,23 +30,26 @@ type Estimate struct {
 // the dearest input rate of its model (uncached or written to a cache),
 // every output token at its output rate, at the long-context rates when
 // the input bound is over their threshold, and every web search at its
-// price. A model not in the table is bounded at the dearest rates of any
-// model in it. An Unbounded call's input is bounded by its model's context
-// window (Price.Context; Context1M when the call asks for the 1M window,
-// or its model is not in the table), and it is bounded for each of its
-// Rounds.
+// price. A model the table does not name is bounded at the price it is
+// charged at (Prices.Resolve: its family's newest model, or UnpricedAs), so
+// that what is reserved bounds what is charged; a model not known at all
+// (est.Model "": its body was not read) at the dearest rates of any model.
+// An Unbounded call's input is bounded by its model's context window
+// (Price.Context; Context1M when the call asks for the 1M window, or its
+// model is not in the table), and it is bounded for each of its Rounds.
 func (m *Meter) Bound(est Estimate) int64 {
 	if est.Calls <= 0 {
 		return 0
 	}
-	p, ok := m.cfg.Prices.Lookup(est.Model)
-	if !ok {
-		p = m.cfg.Prices.dearest
+	p, exact := m.cfg.Prices.dearest, false
+	if est.Model != "" {
+		res := m.cfg.Prices.Resolve(est.Model)
+		p, exact = res.Price, res.Match == Exact
 	}
 	in, rounds := est.Input, int64(1)
 	if est.Unbounded {
 		window := p.Context
-		if window <= 0 || est.Context1M {
+		if window <= 0 || est.Context1M || !exact {
 			window = max(window, Context1M)
 		}
 		in, rounds = max(in, window), max(est.Rounds, 1)

@@ -27,6 +27,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/metrics"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -80,6 +81,9 @@ type Config struct {
 	Budgeted func(ctx context.Context, box string) (bool, error)
 	// Prices is the price table (nil: DefaultPrices).
 	Prices *Prices
+	// Metrics, when set, counts calls of models the table does not name
+	// (boxbroker_unpriced_calls_total).
+	Metrics *metrics.Metrics
 	// Now is the clock months are told by (nil: time.Now).
 	Now func() time.Time
 	// Logger receives settlements that fail and stale reservations
@@ -119,6 +123,8 @@ type Meter struct {
 	// live is the reservations of calls in flight, which Run renews.
 	liveMu sync.Mutex
 	live   map[int64]struct{}
+	// unpriced is the models calls used that the table does not name.
+	unpriced unpricedSet
 }
 
 // New returns a Meter, or an error when cfg has no store.

@@ -359,9 +359,12 @@ func TestSpend_StreamCutOffChargedAtBound(t *testing.T) {
 	}
 }
 
-// TestSpend_UnpricedModel: a model not in the table is recorded as
-// unpriced, never as costing zero, and charged its bound.
-func TestSpend_UnpricedModel(t *testing.T) {
+// TestSpend_UnpricedModelIsChargedAsTheDearestKnown: a model neither in
+// the table nor of a family in it is recorded as unpriced, never as
+// costing zero, and charged its tokens at the dearest known model's price
+// (not its whole reservation, which held a $5 budget's every call
+// back); the reservation is at that price too, and bounds the charge.
+func TestSpend_UnpricedModelIsChargedAsTheDearestKnown(t *testing.T) {
 	b, token := newBroker(t, brokertest.Options{})
 	body := messagesBody("claude-mystery-9", 300, false)
 	if resp := post(b, token, body); resp.StatusCode != 200 {
@@ -373,15 +376,25 @@ func TestSpend_UnpricedModel(t *testing.T) {
 	if len(us) != 1 || us[0] != want {
 		t.Errorf("usage = %+v, want %+v", us, want)
 	}
+	prices := b.Server.Meter.Prices()
+	dearest, ok := prices.Lookup(prices.UnpricedAs())
+	if !ok || prices.UnpricedAs() != "claude-opus-4-1" {
+		t.Fatalf("UnpricedAs() = %q, want claude-opus-4-1, the dearest in the table", prices.UnpricedAs())
+	}
+	charge := dearest.Cost(spend.Tokens{Input: 12, Output: 6})
 	bound := b.Server.Meter.Bound(estimateMessages(body, int64(len(body)), 64000))
-	if spent := boxSpent(settled(t, b.Server.Store, "salad", month)); spent != bound || bound == 0 {
-		t.Errorf("spent = %d, want the bound %d at the dearest rates", spent, bound)
+	if spent := boxSpent(settled(t, b.Server.Store, "salad", month)); spent != charge || charge == 0 || charge > bound {
+		t.Errorf("spent = %d, want %d (its tokens at claude-opus-4-1's price), at most the bound %d", spent, charge, bound)
 	}
 	// The bound is the dearest model's: dearer than the same call on any model in the table.
-	for _, m := range b.Server.Meter.Prices().Models() {
+	for _, m := range prices.Models() {
 		if other := b.Server.Meter.Bound(estimateMessages(messagesBody(m, 300, false), int64(len(body)), 64000)); other > bound {
 			t.Errorf("Bound(%s) = %d, over the unpriced bound %d", m, other, bound)
 		}
+	}
+	got := b.Server.Meter.Unpriced()
+	if len(got) != 1 || got[0].Model != "claude-mystery-9" || got[0].As != "claude-opus-4-1" || got[0].Match != spend.Unpriced || got[0].Calls != 1 {
+		t.Errorf("Unpriced() = %+v, want claude-mystery-9 charged as claude-opus-4-1, 1 call", got)
 	}
 }
 

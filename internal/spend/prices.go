@@ -2,14 +2,18 @@ package spend
 
 import (
 	"bytes"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Rates are what one model's tokens cost, in US dollars per million
@@ -88,78 +92,66 @@ func maxRate(r Rates) float64 {
 	return math.Max(r.Input, math.Max(r.CacheWrite, math.Max(r.CacheWrite1h, r.CacheRead)))
 }
 
-// PricesChecked is when DefaultPrices were last checked against
-// Anthropic's published prices. An operator should check them again and
-// override what has changed (see LoadPrices).
-const PricesChecked = "2025-11-24"
-
-// claude is the default Rates of a Claude model priced at input and output
-// dollars per million tokens: cache writes at 1.25× input (5 minutes) and
-// 2× input (1 hour), cache reads at 0.1× input, as Anthropic prices every
-// current model.
-func claude(input, output float64) Price {
-	return Price{Rates: withCacheRates(Rates{Input: input, Output: output}), WebSearch: DefaultWebSearch, Context: DefaultContext}
-}
-
-// withCacheRates fills r's unset cache rates from its input rate with
-// Anthropic's multipliers.
-func withCacheRates(r Rates) Rates {
-	if r.CacheWrite == 0 {
-		r.CacheWrite = round6(r.Input * 1.25)
-	}
-	if r.CacheWrite1h == 0 {
-		r.CacheWrite1h = round6(r.Input * 2)
-	}
-	if r.CacheRead == 0 {
-		r.CacheRead = round6(r.Input * 0.1)
-	}
-	return r
-}
-
 func round6(v float64) float64 { return math.Round(v*1e6) / 1e6 }
 
-// defaults are Anthropic's published prices for the Claude API as of
-// PricesChecked, by model ID without its date (see Prices.Lookup).
-func defaults() map[string]Price {
-	sonnet4 := claude(3, 15)
-	long := withCacheRates(Rates{Input: 6, Output: 22.5})
-	sonnet4.LongContext, sonnet4.LongContextAbove = &long, 200_000
-	return map[string]Price{
-		"claude-opus-4-5":   claude(5, 25),
-		"claude-opus-4-1":   claude(15, 75),
-		"claude-opus-4-0":   claude(15, 75),
-		"claude-opus-4":     claude(15, 75),
-		"claude-sonnet-4-5": sonnet4,
-		"claude-sonnet-4-0": sonnet4,
-		"claude-sonnet-4":   sonnet4,
-		"claude-haiku-4-5":  claude(1, 5),
-		"claude-3-7-sonnet": claude(3, 15),
-		"claude-3-5-sonnet": claude(3, 15),
-		"claude-3-5-haiku":  claude(0.8, 4),
-		"claude-3-opus":     claude(15, 75),
-		"claude-3-sonnet":   claude(3, 15),
-		"claude-3-haiku": {Rates: Rates{Input: 0.25, Output: 1.25, CacheWrite: 0.3, CacheWrite1h: 0.5, CacheRead: 0.03},
-			WebSearch: DefaultWebSearch, Context: DefaultContext},
+// builtin is the built-in price table, in the form of a price file (see
+// LoadPrices), with the date it was checked against Anthropic's published
+// prices in "$checked". An operator should check them again and override
+// what has changed with a price file; `boxbroker prices` prints them.
+//
+//go:embed prices.json
+var builtin []byte
+
+// defaults are the built-in prices, by model ID without its date (see
+// Prices.Lookup), and when and where they were checked.
+func defaults() (map[string]Price, meta) {
+	m := map[string]Price{}
+	md, err := parseInto(m, builtin)
+	if err != nil {
+		// The embedded file is tested (TestPrices_BuiltinTableParses).
+		panic("spend: the built-in prices.json: " + err.Error())
 	}
+	return m, md
+}
+
+// meta is what a price file says of itself.
+type meta struct {
+	// checked is when its prices were checked, YYYY-MM-DD.
+	checked string
+	// source is where they were checked.
+	source string
+	// removed is the IDs a price file's nulls removed: models it leaves
+	// unpriced, which Resolve does not price by their family.
+	removed []string
 }
 
 // Prices is a price table. It is not changed after it is made, so it is
 // safe for concurrent use.
 type Prices struct {
 	byModel map[string]Price
-	// dearest prices a call whose model is not in the table, for a
-	// reservation only: the highest rates and context of any model, and
-	// a context of at least Context1M.
+	meta
+	// newest is each family's newest model in the table (see family).
+	newest map[string]string
+	// unpricedAs is the model whose price a model neither in the table
+	// nor of a family in it is charged at: see WithUnpricedAs.
+	unpricedAs string
+	// dearest prices a call whose model is not known at all (its body
+	// was not read), for a reservation only: the highest rates and
+	// context of any model, and a context of at least Context1M.
 	dearest Price
 }
 
-// DefaultPrices is the table of current Claude models' prices as of
-// PricesChecked.
-func DefaultPrices() *Prices { return newPrices(defaults()) }
+// DefaultPrices is the built-in table of Claude models' prices as of its
+// Checked date.
+func DefaultPrices() *Prices {
+	m, md := defaults()
+	return newPrices(m, md)
+}
 
-func newPrices(m map[string]Price) *Prices {
-	p := &Prices{byModel: m}
-	for _, pr := range m {
+func newPrices(m map[string]Price, md meta) *Prices {
+	p := &Prices{byModel: m, meta: md, newest: map[string]string{}}
+	newestVer := map[string][]int{}
+	for id, pr := range m {
 		p.dearest.Input = math.Max(p.dearest.Input, pr.dearestInput())
 		p.dearest.CacheWrite = math.Max(p.dearest.CacheWrite, pr.dearestInput())
 		p.dearest.CacheWrite1h = math.Max(p.dearest.CacheWrite1h, pr.dearestInput())
@@ -167,10 +159,60 @@ func newPrices(m map[string]Price) *Prices {
 		p.dearest.Output = math.Max(p.dearest.Output, pr.dearestOutput())
 		p.dearest.WebSearch = math.Max(p.dearest.WebSearch, pr.WebSearch)
 		p.dearest.Context = max(p.dearest.Context, pr.Context)
+		if fam, ver, ok := family(id); ok {
+			cur, seen := newestVer[fam]
+			if !seen || newer(ver, cur) || (!newer(cur, ver) && id > p.newest[fam]) {
+				newestVer[fam], p.newest[fam] = ver, id
+			}
+		}
+		if p.unpricedAs == "" || dearer(id, pr, p.unpricedAs, m[p.unpricedAs]) {
+			p.unpricedAs = id
+		}
 	}
 	p.dearest.WebSearch = math.Max(p.dearest.WebSearch, DefaultWebSearch)
 	p.dearest.Context = max(p.dearest.Context, Context1M)
 	return p
+}
+
+// dearer reports whether model a at price pa is dearer than b at pb: by
+// its dearest output rate, then its dearest input rate, then, to choose
+// one of models of the same price whatever the map's order, by ID.
+func dearer(a string, pa Price, b string, pb Price) bool {
+	if oa, ob := pa.dearestOutput(), pb.dearestOutput(); oa != ob {
+		return oa > ob
+	}
+	if ia, ib := pa.dearestInput(), pb.dearestInput(); ia != ib {
+		return ia > ib
+	}
+	return a > b
+}
+
+// Checked is when the table's prices were checked against Anthropic's
+// published prices (YYYY-MM-DD): the price file's "$checked" when it has
+// one, else the built-in table's.
+func (p *Prices) Checked() string { return p.checked }
+
+// Source is where the table's prices were checked ("" when not said).
+func (p *Prices) Source() string { return p.source }
+
+// UnpricedAs is the model whose price a model neither in the table nor of
+// a family in it is charged at: by default the dearest model in the table
+// (by output rate, then input rate).
+func (p *Prices) UnpricedAs() string { return p.unpricedAs }
+
+// WithUnpricedAs returns a copy of p that charges a model neither in the
+// table nor of a family in it at model's price. An empty model is p. It
+// returns an error when model is not in the table.
+func (p *Prices) WithUnpricedAs(model string) (*Prices, error) {
+	if model == "" {
+		return p, nil
+	}
+	if _, ok := p.byModel[model]; !ok {
+		return nil, fmt.Errorf("%q is not in the price table (boxbroker prices lists it)", model)
+	}
+	q := *p
+	q.unpricedAs = model
+	return &q, nil
 }
 
 // MaxPricesFile bounds a price file's size.
@@ -182,7 +224,10 @@ const MaxPricesFile = 1 << 20
 // "long_context", "long_context_above"}, in dollars per million tokens;
 // "web_search", in dollars per thousand searches; "context", in tokens)
 // or null. A price replaces the default of the same ID or adds one; null
-// removes the default, leaving that model unpriced. Omitted cache rates
+// removes the default, leaving that model unpriced (Resolve does not
+// price it by its family). Two keys are not
+// model IDs: "$checked", the date (YYYY-MM-DD) its prices were checked,
+// which replaces the built-in table's, and "$source", where. Omitted cache rates
 // are 1.25×, 2× and 0.1× input; an omitted web_search is DefaultWebSearch;
 // an omitted context is the default's of the same ID, or Context1M for a
 // model the defaults do not have. An empty path is the defaults.
@@ -212,11 +257,27 @@ func LoadPrices(path string) (*Prices, error) {
 // ParsePrices reads a price file's contents over the defaults; see
 // LoadPrices. It reports every problem at once.
 func ParsePrices(b []byte) (*Prices, error) {
+	m, md := defaults()
+	fmd, err := parseInto(m, b)
+	if err != nil {
+		return nil, err
+	}
+	if fmd.checked != "" {
+		md.checked, md.source = fmd.checked, fmd.source
+	}
+	md.removed = fmd.removed
+	return newPrices(m, md), nil
+}
+
+// parseInto reads a price file's contents into m, and returns what the
+// file says of itself: its "$checked" date (YYYY-MM-DD) and "$source", the
+// only keys beginning with "$" a price file may have.
+func parseInto(m map[string]Price, b []byte) (meta, error) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(b, &raw); err != nil {
-		return nil, errors.New("not a JSON object of model IDs to prices")
+		return meta{}, errors.New("not a JSON object of model IDs to prices")
 	}
-	m := defaults()
+	var md meta
 	var problems []string
 	ids := make([]string, 0, len(raw))
 	for id := range raw {
@@ -224,13 +285,32 @@ func ParsePrices(b []byte) (*Prices, error) {
 	}
 	sort.Strings(ids)
 	for _, id := range ids {
+		v := raw[id]
+		if strings.HasPrefix(id, "$") {
+			var s string
+			err := json.Unmarshal(v, &s)
+			switch {
+			case id != "$checked" && id != "$source":
+				problems = append(problems, fmt.Sprintf("%q is not a model ID (the only keys beginning with $ are $checked and $source)", id))
+			case err != nil || len(s) > 500:
+				problems = append(problems, fmt.Sprintf("%s must be a string", id))
+			case id == "$source":
+				md.source = s
+			default:
+				if _, err := time.Parse(time.DateOnly, s); err != nil {
+					problems = append(problems, fmt.Sprintf("$checked %q is not a date written YYYY-MM-DD", s))
+				}
+				md.checked = s
+			}
+			continue
+		}
 		if id == "" || strings.ContainsAny(id, " \t\r\n") || len(id) > 200 {
 			problems = append(problems, fmt.Sprintf("model ID %q is not a model ID", id))
 			continue
 		}
-		v := raw[id]
 		if string(bytes.TrimSpace(v)) == "null" {
 			delete(m, id)
+			md.removed = append(md.removed, id)
 			continue
 		}
 		pr, err := parsePrice(v)
@@ -247,9 +327,9 @@ func ParsePrices(b []byte) (*Prices, error) {
 		m[id] = pr
 	}
 	if len(problems) > 0 {
-		return nil, errors.New(strings.Join(problems, "; "))
+		return meta{}, errors.New(strings.Join(problems, "; "))
 	}
-	return newPrices(m), nil
+	return md, nil
 }
 
 type ratesFile struct {
@@ -335,35 +415,148 @@ func (f ratesFile) rates() (Rates, error) {
 }
 
 // Lookup finds model's price: by its exact ID, or else by its ID with a
-// trailing date (-YYYYMMDD) or -latest removed, so that
-// "claude-sonnet-4-5-20250929" is priced as "claude-sonnet-4-5". It
-// matches nothing else: a model it does not find is unpriced.
+// trailing "[1m]" (Claude Code's mark of the 1M window) and then a
+// trailing date (-YYYYMMDD, or @YYYYMMDD as Vertex AI writes it) or
+// -latest removed, so that "claude-sonnet-4-5-20250929" is priced as
+// "claude-sonnet-4-5". It matches nothing else; Resolve also matches a
+// model by its family.
 func (p *Prices) Lookup(model string) (Price, bool) {
-	if pr, ok := p.byModel[model]; ok {
-		return pr, true
-	}
-	if base, ok := undated(model); ok {
-		pr, ok := p.byModel[base]
-		return pr, ok
-	}
-	return Price{}, false
+	_, pr, ok := p.lookup(model)
+	return pr, ok
 }
 
-// undated is id without a trailing -YYYYMMDD or -latest.
-func undated(id string) (string, bool) {
-	if base, ok := strings.CutSuffix(id, "-latest"); ok && base != "" {
-		return base, true
+// lookup is Lookup, with the table's ID of what it found.
+func (p *Prices) lookup(model string) (string, Price, bool) {
+	if pr, ok := p.byModel[model]; ok {
+		return model, pr, true
 	}
-	i := strings.LastIndexByte(id, '-')
-	if i <= 0 || len(id)-i-1 != 8 {
-		return "", false
+	base := undated(model)
+	if base == model {
+		return "", Price{}, false
+	}
+	pr, ok := p.byModel[base]
+	return base, pr, ok
+}
+
+// undated is id without a trailing "[1m]", then without a trailing
+// -YYYYMMDD, @YYYYMMDD or -latest; "" when nothing is left.
+func undated(id string) string {
+	id = strings.TrimSuffix(id, "[1m]")
+	if base, ok := strings.CutSuffix(id, "-latest"); ok {
+		return base
+	}
+	i := strings.LastIndexAny(id, "-@")
+	if i < 0 || len(id)-i-1 != 8 {
+		return id
 	}
 	for _, c := range id[i+1:] {
 		if c < '0' || c > '9' {
-			return "", false
+			return id
 		}
 	}
-	return id[:i], true
+	return id[:i]
+}
+
+// Match is how Resolve found a model's price.
+type Match int
+
+const (
+	// Exact: the model is in the table, by its ID or its undated ID
+	// (see Lookup).
+	Exact Match = iota
+	// Family: the model is not in the table, but its family is: it is
+	// priced as the family's newest model in the table.
+	Family
+	// Unpriced: neither the model nor its family is in the table: it is
+	// priced as the table's UnpricedAs model.
+	Unpriced
+)
+
+// String is "exact", "family" or "unpriced".
+func (m Match) String() string {
+	switch m {
+	case Exact:
+		return "exact"
+	case Family:
+		return "family"
+	}
+	return "unpriced"
+}
+
+// Resolved is a model's price as Resolve found it.
+type Resolved struct {
+	Price
+	// As is the table's model whose price it is ("" for a table with no
+	// model at all, whose Price is then the dearest rates of none).
+	As string
+	// Match is how it was found.
+	Match Match
+}
+
+// Resolve finds the price a call of model is charged at. A model Lookup
+// finds is priced exactly; else a model of a family the table has — its
+// ID, undated, is "claude-" and a family word with version numbers before
+// or after it, as in claude-opus-5-5 or claude-3-5-haiku — is priced as
+// that family's newest model in the table (an unknown claude-opus-9 as the
+// newest opus); else it is priced as UnpricedAs, the dearest model by
+// default. Only Exact is a price the table states; the caller says so of
+// the others (Meter warns once per model).
+func (p *Prices) Resolve(model string) Resolved {
+	if id, pr, ok := p.lookup(model); ok {
+		return Resolved{Price: pr, As: id, Match: Exact}
+	}
+	base := undated(model)
+	if fam, _, ok := family(base); ok && !slices.Contains(p.removed, base) && !slices.Contains(p.removed, model) {
+		if id, ok := p.newest[fam]; ok {
+			return Resolved{Price: p.byModel[id], As: id, Match: Family}
+		}
+	}
+	if p.unpricedAs == "" {
+		return Resolved{Price: p.dearest, Match: Unpriced}
+	}
+	return Resolved{Price: p.byModel[p.unpricedAs], As: p.unpricedAs, Match: Unpriced}
+}
+
+// family parses a Claude model ID (undated): "claude-", then one family
+// word of lower-case letters, and one to three version numbers before it
+// or after it (claude-opus-4-5, claude-3-5-haiku, claude-sonnet-5). It
+// reports false for anything else (claude-sonnet-4-5-thinking, gpt-4o).
+func family(id string) (fam string, ver []int, ok bool) {
+	rest, ok := strings.CutPrefix(id, "claude-")
+	if !ok {
+		return "", nil, false
+	}
+	for _, part := range strings.Split(rest, "-") {
+		if n, err := strconv.Atoi(part); err == nil && n >= 0 && len(part) <= 4 {
+			ver = append(ver, n)
+			continue
+		}
+		if fam != "" || part == "" || strings.Trim(part, "abcdefghijklmnopqrstuvwxyz") != "" {
+			return "", nil, false
+		}
+		fam = part
+	}
+	if fam == "" || len(ver) == 0 || len(ver) > 3 {
+		return "", nil, false
+	}
+	return fam, ver, true
+}
+
+// newer reports whether version a is after b (4-5 after 4, 5 after 4-8).
+func newer(a, b []int) bool {
+	for i := range max(len(a), len(b)) {
+		var x, y int
+		if i < len(a) {
+			x = a[i]
+		}
+		if i < len(b) {
+			y = b[i]
+		}
+		if x != y {
+			return x > y
+		}
+	}
+	return false
 }
 
 // Models returns the table's model IDs, sorted.
@@ -410,4 +603,89 @@ func micros(c float64) int64 {
 	}
 	// Rates have at most six decimals; shave float noise before rounding up.
 	return int64(math.Ceil(c - 1e-6))
+}
+
+// Get is the table's price of model, by its exact ID in the table (see
+// Models), with no date removed or family matched.
+func (p *Prices) Get(model string) (Price, bool) {
+	pr, ok := p.byModel[model]
+	return pr, ok
+}
+
+// Removed is the model IDs a price file removed (its nulls), sorted.
+func (p *Prices) Removed() []string {
+	ids := slices.Clone(p.removed)
+	sort.Strings(ids)
+	return ids
+}
+
+// fileRates and filePrice are a price's form in a price file, with every
+// rate written out.
+type fileRates struct {
+	Input        float64 `json:"input"`
+	Output       float64 `json:"output"`
+	CacheWrite   float64 `json:"cache_write"`
+	CacheWrite1h float64 `json:"cache_write_1h"`
+	CacheRead    float64 `json:"cache_read"`
+}
+
+type filePrice struct {
+	fileRates
+	LongContext      *fileRates `json:"long_context,omitempty"`
+	LongContextAbove int64      `json:"long_context_above,omitempty"`
+	WebSearch        float64    `json:"web_search"`
+	Context          int64      `json:"context"`
+}
+
+// File is the whole table as a price file (see LoadPrices), one model a
+// line: given as --prices, it makes the same table.
+func (p *Prices) File() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString("{\n")
+	line := func(key string, v any) error {
+		k, err := json.Marshal(key)
+		if err != nil {
+			return err
+		}
+		val, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		if b.Len() > 2 {
+			b.WriteString(",\n")
+		}
+		b.WriteString("  ")
+		b.Write(k)
+		b.WriteString(": ")
+		b.Write(val)
+		return nil
+	}
+	if p.checked != "" {
+		if err := line("$checked", p.checked); err != nil {
+			return nil, err
+		}
+	}
+	if p.source != "" {
+		if err := line("$source", p.source); err != nil {
+			return nil, err
+		}
+	}
+	for _, id := range p.Models() {
+		pr := p.byModel[id]
+		fp := filePrice{fileRates: fileRates(pr.Rates), LongContextAbove: pr.LongContextAbove, WebSearch: pr.WebSearch, Context: pr.Context}
+		if pr.LongContext != nil {
+			lr := fileRates(*pr.LongContext)
+			fp.LongContext = &lr
+		}
+		if err := line(id, fp); err != nil {
+			return nil, err
+		}
+	}
+	for _, id := range p.Removed() {
+		if err := line(id, nil); err != nil {
+			return nil, err
+		}
+	}
+	b.WriteString("\n}\n")
+	return b.Bytes(), nil
 }

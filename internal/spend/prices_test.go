@@ -3,8 +3,10 @@ package spend
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestLookup(t *testing.T) {
@@ -27,7 +29,7 @@ func TestLookup(t *testing.T) {
 		{"claude-sonnet-4-5-2025092", false, 0},
 		{"claude-sonnet-4-5-2025092x", false, 0},
 		{"claude-sonnet-4-5-thinking", false, 0},
-		{"claude-opus-4-6", false, 0},
+		{"claude-opus-9-9", false, 0},
 		{"claude-sonnet", false, 0},
 		{"gpt-4o", false, 0},
 		{"", false, 0},
@@ -204,7 +206,7 @@ func TestLoadPrices(t *testing.T) {
 	if _, err := LoadPrices(filepath.Join(dir, "missing.json")); err == nil {
 		t.Errorf("LoadPrices(missing) = nil, want an error")
 	}
-	if p, err := LoadPrices(""); err != nil || len(p.Models()) != len(defaults()) {
+	if p, err := LoadPrices(""); err != nil || len(p.Models()) != len(builtinModels()) {
 		t.Errorf("LoadPrices(\"\") = %v, %v, want the defaults", p, err)
 	}
 }
@@ -243,5 +245,180 @@ func TestUSD(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func builtinModels() map[string]Price {
+	m, _ := defaults()
+	return m
+}
+
+// TestPrices_BuiltinTableParses: the embedded prices.json parses, says
+// when it was checked, and prices every model it names.
+func TestPrices_BuiltinTableParses(t *testing.T) {
+	m := map[string]Price{}
+	md, err := parseInto(m, builtin)
+	if err != nil {
+		t.Fatalf("parseInto(prices.json) = %v", err)
+	}
+	if _, err := time.Parse(time.DateOnly, md.checked); err != nil || md.source == "" {
+		t.Errorf("prices.json $checked = %q, $source = %q, want a date and a source", md.checked, md.source)
+	}
+	for id, pr := range m {
+		if pr.Input <= 0 || pr.Output <= 0 || pr.CacheWrite <= 0 || pr.CacheWrite1h <= 0 || pr.CacheRead <= 0 || pr.Context <= 0 {
+			t.Errorf("prices.json %s = %+v, want every rate and the context set", id, pr)
+		}
+	}
+	if p := DefaultPrices(); p.Checked() != md.checked {
+		t.Errorf("DefaultPrices().Checked() = %q, want %q", p.Checked(), md.checked)
+	}
+}
+
+// TestPrices_ClaudeCodeDefaultModelIsPriced: the models current Claude
+// Code and the SDKs send, and every family ID and alias before them, are
+// in the table at Anthropic's prices, dated or not.
+func TestPrices_ClaudeCodeDefaultModelIsPriced(t *testing.T) {
+	p := DefaultPrices()
+	tests := []struct {
+		model                                string
+		input, output, cw5m, cw1h, cacheRead float64
+	}{
+		{"claude-opus-5-5", 4, 20, 5, 8, 0.2},
+		{"claude-opus-5-5[1m]", 4, 20, 5, 8, 0.2},
+		{"claude-opus-5", 5, 25, 6.25, 10, 0.5},
+		{"claude-opus-4-8", 5, 25, 6.25, 10, 0.5},
+		{"claude-opus-4-7", 5, 25, 6.25, 10, 0.5},
+		{"claude-opus-4-6", 5, 25, 6.25, 10, 0.5},
+		{"claude-opus-4-5-20251101", 5, 25, 6.25, 10, 0.5},
+		{"claude-opus-4-1-20250805", 15, 75, 18.75, 30, 1.5},
+		{"claude-opus-4-0", 15, 75, 18.75, 30, 1.5},
+		{"claude-opus-4-20250514", 15, 75, 18.75, 30, 1.5},
+		{"claude-3-opus-latest", 15, 75, 18.75, 30, 1.5},
+		{"claude-fable-5-1", 10, 50, 12.5, 20, 0.25},
+		{"claude-mythos-5", 10, 50, 12.5, 20, 1},
+		{"claude-sonnet-5-5", 2, 10, 2.5, 4, 0.1},
+		{"claude-sonnet-5", 2, 10, 2.5, 4, 0.2},
+		{"claude-sonnet-4-6", 3, 15, 3.75, 6, 0.3},
+		{"claude-sonnet-4-5-20250929", 3, 15, 3.75, 6, 0.3},
+		{"claude-sonnet-4-5@20250929", 3, 15, 3.75, 6, 0.3},
+		{"claude-sonnet-4-20250514", 3, 15, 3.75, 6, 0.3},
+		{"claude-3-7-sonnet-latest", 3, 15, 3.75, 6, 0.3},
+		{"claude-3-5-sonnet-20241022", 3, 15, 3.75, 6, 0.3},
+		{"claude-haiku-5-5", 0.1, 0.5, 0.125, 0.2, 0.01},
+		{"claude-haiku-4-5-20251001", 1, 5, 1.25, 2, 0.1},
+		{"claude-3-5-haiku-20241022", 0.8, 4, 1, 1.6, 0.08},
+		{"claude-3-haiku-20240307", 0.25, 1.25, 0.3, 0.5, 0.03},
+	}
+	for _, tt := range tests {
+		t.Run(tt.model, func(t *testing.T) {
+			res := p.Resolve(tt.model)
+			want := Rates{Input: tt.input, Output: tt.output, CacheWrite: tt.cw5m, CacheWrite1h: tt.cw1h, CacheRead: tt.cacheRead}
+			if res.Match != Exact || res.Rates != want {
+				t.Errorf("Resolve(%q) = %+v, %v, want %+v, exact", tt.model, res.Rates, res.Match, want)
+			}
+		})
+	}
+	// The issue's "hi": 10 tokens in, 6 out, measured and charged alike.
+	if got := p.Resolve("claude-opus-5-5").Cost(Tokens{Input: 10, Output: 6}); got != 10*4+6*20 {
+		t.Errorf("claude-opus-5-5 \"hi\" costs %d micro-dollars, want %d", got, 10*4+6*20)
+	}
+	// Haiku 5.5's prompts over 100K tokens are dearer.
+	if got := p.Resolve("claude-haiku-5-5").Cost(Tokens{Input: 100_001}); got != micros(100_001*0.5) {
+		t.Errorf("claude-haiku-5-5 over 100K input costs %d, want %d", got, micros(100_001*0.5))
+	}
+}
+
+// TestPrices_UnknownModelIsPricedByFamilyOrAsTheDearest: a model the table
+// does not name is priced as its family's newest model, and else as the
+// dearest, and Resolve says which.
+func TestPrices_UnknownModelIsPricedByFamilyOrAsTheDearest(t *testing.T) {
+	p := DefaultPrices()
+	if p.UnpricedAs() != "claude-opus-4-1" {
+		t.Fatalf("UnpricedAs() = %q, want claude-opus-4-1", p.UnpricedAs())
+	}
+	tests := []struct {
+		model string
+		as    string
+		match Match
+	}{
+		{"claude-opus-6", "claude-opus-5-5", Family},
+		{"claude-opus-6-1-20270101", "claude-opus-5-5", Family},
+		{"claude-opus-4-2", "claude-opus-5-5", Family},
+		{"claude-sonnet-6", "claude-sonnet-5-5", Family},
+		{"claude-haiku-6-5[1m]", "claude-haiku-5-5", Family},
+		{"claude-4-haiku", "claude-haiku-5-5", Family},
+		{"claude-fable-5-2", "claude-fable-5-1", Family},
+		{"claude-mystery-9", "claude-opus-4-1", Unpriced},
+		{"claude-sonnet-4-5-thinking", "claude-opus-4-1", Unpriced},
+		{"claude-opus", "claude-opus-4-1", Unpriced},
+		{"gpt-4o", "claude-opus-4-1", Unpriced},
+		{"", "claude-opus-4-1", Unpriced},
+	}
+	for _, tt := range tests {
+		t.Run(tt.model, func(t *testing.T) {
+			res := p.Resolve(tt.model)
+			want, _ := p.Get(tt.as)
+			if res.As != tt.as || res.Match != tt.match || res.Rates != want.Rates {
+				t.Errorf("Resolve(%q) = %s (%v), want %s (%v)", tt.model, res.As, res.Match, tt.as, tt.match)
+			}
+		})
+	}
+	q, err := p.WithUnpricedAs("claude-haiku-4-5")
+	if err != nil || q.Resolve("gpt-4o").As != "claude-haiku-4-5" || p.Resolve("gpt-4o").As != "claude-opus-4-1" {
+		t.Errorf("WithUnpricedAs(claude-haiku-4-5) = %v, %v: want gpt-4o priced as it, and p unchanged", q, err)
+	}
+	if _, err := p.WithUnpricedAs("claude-nosuch"); err == nil || !strings.Contains(err.Error(), "claude-nosuch") {
+		t.Errorf("WithUnpricedAs(claude-nosuch) = %v, want an error naming it", err)
+	}
+}
+
+// TestParsePrices_NullLeavesAModelUnpriced: a price file's null removes a
+// model, which its family does not then price, and a price file's
+// $checked replaces the table's date.
+func TestParsePrices_NullLeavesAModelUnpriced(t *testing.T) {
+	p, err := ParsePrices([]byte(`{"$checked": "2027-01-02", "$source": "my desk", "claude-haiku-4-5": null}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := p.Resolve("claude-haiku-4-5-20251001"); res.Match != Unpriced {
+		t.Errorf("Resolve(removed claude-haiku-4-5) = %v as %s, want unpriced", res.Match, res.As)
+	}
+	if p.Checked() != "2027-01-02" || p.Source() != "my desk" {
+		t.Errorf("Checked(), Source() = %q, %q, want the file's", p.Checked(), p.Source())
+	}
+	for _, bad := range []string{`{"$checked": "yesterday"}`, `{"$checked": 7}`, `{"$note": "x"}`} {
+		if _, err := ParsePrices([]byte(bad)); err == nil {
+			t.Errorf("ParsePrices(%s) = nil, want an error", bad)
+		}
+	}
+}
+
+// TestPrices_FileRoundTrips: the table written as a price file makes the
+// same table.
+func TestPrices_FileRoundTrips(t *testing.T) {
+	for _, start := range []string{`{}`, `{"claude-haiku-4-5": null, "my-model": {"input": 1, "output": 2, "web_search": 0}}`} {
+		p, err := ParsePrices([]byte(start))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := p.File()
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := ParsePrices(b)
+		if err != nil {
+			t.Fatalf("ParsePrices(File()) = %v\n%s", err, b)
+		}
+		if !slices.Equal(p.Models(), q.Models()) || !slices.Equal(p.Removed(), q.Removed()) || p.Checked() != q.Checked() || p.UnpricedAs() != q.UnpricedAs() {
+			t.Fatalf("ParsePrices(File()) models %v, want %v", q.Models(), p.Models())
+		}
+		for _, id := range p.Models() {
+			a, _ := p.Get(id)
+			c, _ := q.Get(id)
+			if a.Rates != c.Rates || a.Context != c.Context || a.WebSearch != c.WebSearch || a.LongContextAbove != c.LongContextAbove ||
+				(a.LongContext == nil) != (c.LongContext == nil) || (a.LongContext != nil && *a.LongContext != *c.LongContext) {
+				t.Errorf("%s: %+v after a round trip, want %+v", id, c, a)
+			}
+		}
 	}
 }

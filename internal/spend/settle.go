@@ -39,10 +39,15 @@ func (m *Meter) estimateLate(s *settlement) {
 // maxModel bounds the model ID kept, as the upstream names it.
 const maxModel = 200
 
-// settle releases s's reservation and charges what tk read: the measured
-// cost when every answer was read whole and priced, or else the larger of
-// that and the request's bound, since an answer cut off or unpriced may
-// have cost up to it.
+// settle releases s's reservation and charges what tk read: the cost of
+// the tokens each answer reported, at its model's price — or, for a model
+// the table does not name, at the price Prices.Resolve gives it (its
+// family's newest model, or UnpricedAs), which the reservation bounded
+// too — when every answer was read whole, or else the larger of that and
+// the request's bound, since an answer cut off may have cost up to it.
+// The usage rows' cost (what was measured) counts only models the table
+// prices by their family or name; a row's Unpriced counts the calls
+// charged as UnpricedAs.
 func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 	if s.body != nil {
 		defer s.body.release()
@@ -61,7 +66,7 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 	}
 	tk.mu.Unlock()
 	var rows []store.Usage
-	var cost int64
+	var cost, charged int64
 	exact := true
 	for _, rd := range readings {
 		model := rd.model
@@ -87,29 +92,31 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 		u.OutputTokens += rd.tokens.Output
 		u.CacheWriteTokens += rd.tokens.CacheWrite
 		u.CacheReadTokens += rd.tokens.CacheRead
-		price, priced := m.cfg.Prices.Lookup(model)
+		res := m.resolve(model)
+		priced := res.Match != Unpriced
 		measured := rd.measured && !rd.open
 		if !priced {
 			u.Unpriced++
 		}
 		if !measured {
 			u.Unmeasured++
+			exact = false
+			continue
 		}
-		if priced && measured {
-			c := price.Cost(rd.tokens)
+		c := res.Cost(rd.tokens)
+		charged += c
+		if priced {
 			u.Cost += c
 			cost += c
-		} else {
-			exact = false
 		}
 	}
 	// The request's log line and audit row show the measured cost,
 	// priced here once.
 	proxy.TraceFrom(ctx).AddCost(cost)
-	charge := cost
+	charge := charged
 	if !exact {
 		m.estimateLate(&s)
-		charge = max(cost, s.bound)
+		charge = max(charged, s.bound)
 	}
 	if s.id == 0 && len(rows) == 0 {
 		return // nothing held, nothing spent

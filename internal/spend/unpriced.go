@@ -1,0 +1,94 @@
+package spend
+
+import (
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// MaxUnpricedModels bounds the models Meter.Unpriced lists and warns of:
+// a process names the first MaxUnpricedModels it sees, and counts every
+// later one under "other".
+const MaxUnpricedModels = 100
+
+// UnpricedModel is a model the price table does not name, seen by this
+// process, for the owner's page and the log.
+type UnpricedModel struct {
+	// Model is the model's ID as calls named it ("other" for models past
+	// MaxUnpricedModels).
+	Model string
+	// As is the table's model it is charged as; Match says why: Family
+	// (the newest of its family) or Unpriced (the table's UnpricedAs).
+	As    string
+	Match Match
+	// Calls counts its calls since the process began; First is when the
+	// first was settled.
+	Calls int64
+	First time.Time
+}
+
+// unpricedSet is the models the table does not name that calls used.
+type unpricedSet struct {
+	// mu guards byModel.
+	mu      sync.Mutex
+	byModel map[string]*UnpricedModel
+}
+
+// note counts a call of model, priced as res, and reports whether it is
+// the first of that model (so the caller warns once).
+func (s *unpricedSet) note(model string, res Resolved, now time.Time) (first bool) {
+	model = strings.ToValidUTF8(model, "?")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.byModel == nil {
+		s.byModel = map[string]*UnpricedModel{}
+	}
+	u, ok := s.byModel[model]
+	if !ok && len(s.byModel) >= MaxUnpricedModels {
+		model = "other"
+		u, ok = s.byModel[model]
+	}
+	if !ok {
+		u = &UnpricedModel{Model: model, As: res.As, Match: res.Match, First: now}
+		s.byModel[model] = u
+	}
+	u.Calls++
+	return !ok && model != "other"
+}
+
+// Unpriced lists the models calls used since the process began that the
+// price table does not name, by model ID (at most MaxUnpricedModels, and
+// "other"): what they were charged as, and how many calls. Nil when there
+// were none.
+func (m *Meter) Unpriced() []UnpricedModel {
+	m.unpriced.mu.Lock()
+	defer m.unpriced.mu.Unlock()
+	var out []UnpricedModel
+	for _, u := range m.unpriced.byModel {
+		out = append(out, *u)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Model < out[j].Model })
+	return out
+}
+
+// resolve finds model's price, and when the table does not name it,
+// counts the call, warns of the model's first call in this process and
+// counts it in the metrics.
+func (m *Meter) resolve(model string) Resolved {
+	res := m.cfg.Prices.Resolve(model)
+	if res.Match == Exact || model == "" {
+		return res
+	}
+	if m.unpriced.note(model, res, m.cfg.Now()) {
+		if res.Match == Family {
+			m.log.Warn("spend: model not in the price table; charged as the newest model of its family until a price file (--prices) names it",
+				"model", model, "priced_as", res.As, "prices_checked", m.cfg.Prices.Checked())
+		} else {
+			m.log.Warn("spend: model not in the price table nor of a family in it; charged as --unpriced-as until a price file (--prices) names it",
+				"model", model, "priced_as", res.As, "prices_checked", m.cfg.Prices.Checked())
+		}
+	}
+	m.cfg.Metrics.UnpricedCall(model, res.As, res.Match.String())
+	return res
+}
