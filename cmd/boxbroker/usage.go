@@ -53,6 +53,7 @@ var synopses = map[string]string{
 	"proxy ca rotate":   "boxbroker proxy ca rotate [--grace D] [--yes] [flags]",
 	"report":            "boxbroker report [flags]",
 	"ready":             "boxbroker ready [--url URL]\n\nasks a running serve's /readyz; exit 0 when it is ready, 1 when not",
+	"prices":            "boxbroker prices [--prices FILE] [--unpriced-as MODEL] [--json]\n\nprints the price table, its date, and how a model it does not hold is charged",
 }
 
 // printUsage prints fs's usage, as -h asks: the command's synopsis (its
