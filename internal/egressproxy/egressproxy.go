@@ -476,7 +476,7 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 	leaf, err := p.cfg.CA.Leaf(to.host)
 	if err != nil {
 		p.release(h)
-		p.refuse(w, r, nil, &capability.Error{Status: http.StatusInternalServerError, Type: protocol.TypeAPI,
+		p.refuse(w, r, nil, &capability.Error{Status: http.StatusInternalServerError, Type: protocol.TypeAPI, Reason: capability.ReasonInternal,
 			Message: "The broker could not make a certificate for the host.", Err: fmt.Errorf("proxy: leaf certificate for %s: %w", to.host, err)}, start, RouteConnect)
 		return
 	}
