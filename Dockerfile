@@ -26,5 +26,10 @@ ENV BOXBROKER_DATA=/data \
 	BOXBROKER_ADMIN_LISTEN=127.0.0.1:8788
 VOLUME /data
 EXPOSE 8787
+# Healthy while the broker answers /readyz with 200 on its box-facing
+# port (the store answers, the data directory takes a write); unhealthy
+# from the moment it begins to stop.
+HEALTHCHECK --interval=30s --timeout=10s --start-period=15s --retries=3 \
+	CMD ["/usr/local/bin/boxbroker", "ready"]
 ENTRYPOINT ["/usr/local/bin/boxbroker"]
 CMD ["serve"]

@@ -27,8 +27,20 @@
 # A missing container engine is never a failure, even in CI: CI machines
 # have none, so the Dockerfile test always skips there, saying so.
 #
-# No test binds a fixed port or writes into the checkout, so this runs
-# beside a `boxbroker serve` on the default ports.
+# No test binds a fixed port or writes into the checkout or under your
+# HOME, so this runs beside a `boxbroker serve` on the default ports and
+# its data directory. The tests run with HOME, XDG_DATA_HOME,
+# XDG_CONFIG_HOME, XDG_CACHE_HOME and XDG_STATE_HOME in a temporary
+# folder (removed after), so that one which fell back to the default data
+# directory (~/.local/share/boxbroker) would write there, not into yours;
+# Go's build and module caches, its settings (go env -w) and the Node.js
+# packages in ~/.cache/boxbroker-e2e stay where they are. A check after
+# the tests says if the listing of your HOME, ~/.local/share and the
+# default data directory changed meanwhile.
+#
+# At the end, the run lists every test that skipped, each with the
+# reason it gave (what it lacks); go test's own lines (ok, FAIL and each
+# failure's output) are printed as go test prints them.
 set -euo pipefail
 cd "$(dirname "$0")"
 export PATH="/usr/local/go/bin:$PATH"
@@ -36,20 +48,51 @@ full=${BOXBROKER_FULL:-}
 if [ "$full" = "0" ]; then full=; fi
 export BOXBROKER_FULL=$full
 
+# Go's caches and settings, and the e2e packages' cache, from the real
+# HOME, before HOME changes.
+GOCACHE=$(go env GOCACHE) GOMODCACHE=$(go env GOMODCACHE) GOPATH=$(go env GOPATH) GOENV=$(go env GOENV)
+export GOCACHE GOMODCACHE GOPATH GOENV
+export BOXBROKER_E2E_CACHE=${BOXBROKER_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/boxbroker-e2e}
+realhome=$HOME
+realdata=${XDG_DATA_HOME:-$HOME/.local/share}
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/boxbroker-test.XXXXXX")
+cleanup() { rm -rf "$scratch"; }
+trap cleanup EXIT
+export HOME="$scratch/home"
+export XDG_DATA_HOME="$HOME/.local/share" XDG_CONFIG_HOME="$HOME/.config" XDG_CACHE_HOME="$HOME/.cache" XDG_STATE_HOME="$HOME/.local/state"
+mkdir -p "$XDG_DATA_HOME" "$XDG_CONFIG_HOME" "$XDG_CACHE_HOME" "$XDG_STATE_HOME"
+# homeListing is a bounded listing of the real HOME: its entries, those
+# of its data folder, and the default boxbroker data directory's.
+homeListing() {
+  { find "$realhome" "$realdata" "$realdata/boxbroker" -maxdepth 1 2>/dev/null || true; } | sort
+}
+
 unformatted=$(gofmt -l . | grep -v '^vendor/' || true)
 if [ -n "$unformatted" ]; then
   echo "gofmt -l lists:"; echo "$unformatted"; exit 1
 fi
 go vet ./...
+# staticcheck at a pinned version (the first run builds it into Go's cache).
+go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 # No test writes into the checkout: the untracked and ignored files git
 # sees are the same after the tests as before.
 untracked() { git status --porcelain --ignored --untracked-files=all 2>/dev/null | grep '^[?!][?!] ' || true; }
 before=$(untracked)
-go test -count=1 -timeout 20m ./...
+homeBefore=$(homeListing)
+# go test -json, printed as go test prints without it (the ok and FAIL
+# lines, each failure's output) and the skips listed at the end; the
+# status is go test's, or the summary's if that failed.
+go test -count=1 -timeout 20m -json ./... | go run ./.ci/testsummary
 after=$(untracked)
 if [ "$before" != "$after" ]; then
   echo "files appeared in the checkout while the tests ran (written by a test, unless you made them meanwhile):"
   diff <(echo "$before") <(echo "$after") || true
+  exit 1
+fi
+homeAfter=$(homeListing)
+if [ "$homeBefore" != "$homeAfter" ]; then
+  echo "the listing of $realhome changed while the tests ran (written by a test, unless something else did meanwhile):"
+  diff <(echo "$homeBefore") <(echo "$homeAfter") || true
   exit 1
 fi
 
@@ -62,8 +105,7 @@ else
   fuzztime=${BOXBROKER_FUZZTIME:-0}
 fi
 if [ "$fuzztime" != "0" ]; then
-  out=$(mktemp)
-  trap 'rm -f "$out"' EXIT
+  out="$scratch/fuzz.out"
   for target in $(grep -r --include='*_test.go' -o '^func Fuzz[A-Za-z0-9_]*' . | sed 's/:func /:/' | sort); do
     pkg=$(dirname "${target%%:*}") name=${target##*:}
     echo "fuzz $pkg $name for $fuzztime"

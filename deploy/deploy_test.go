@@ -108,7 +108,8 @@ func TestDockerfile_Builds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"CGO_ENABLED=0", "ca-certificates.crt", "USER 65532:65532", "VOLUME /data", "BOXBROKER_DATA=/data"} {
+	for _, want := range []string{"CGO_ENABLED=0", "ca-certificates.crt", "USER 65532:65532", "VOLUME /data", "BOXBROKER_DATA=/data",
+		`CMD ["/usr/local/bin/boxbroker", "ready"]`} { // the HEALTHCHECK: boxbroker ready asks /readyz
 		if !bytes.Contains(df, []byte(want)) {
 			t.Errorf("Dockerfile has no %q", want)
 		}

@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -11,20 +14,28 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/admin/adminclient"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
+// maxAuditLimit is the most entries audit lists, as the admin API's
+// GET /api/audit gives at most.
+const maxAuditLimit = 1000
+
 // runAudit lists the audit log: a box's entries (or every entry, with no
-// BOX), newest first.
+// BOX), newest first, as a table or (--json) as the admin API's
+// AuditList. When there are more entries than --limit shows, it says so
+// on stderr; a BOX that is no box and has no entries is an error.
 func runAudit(ctx context.Context, c *cli, args []string) error {
 	var cfg server.Config
 	fs := c.flags("audit", &cfg)
 	since := fs.String("since", "24h", "how far back: a duration such as 1h or 30m, or an RFC 3339 time")
 	refusals := fs.Bool("refusals", false, "list refusals only")
-	limit := fs.Int("limit", 100, "list at most this many entries, the newest (1 to 1000)")
+	limit := fs.Int("limit", 100, fmt.Sprintf("list at most this many entries, the newest (1 to %d); when there are more, stderr says so", maxAuditLimit))
+	asJSON := fs.Bool("json", false, "print the entries as JSON, as the admin API's GET /api/audit answers: {\"entries\": [...]}")
 	adminURL := c.adminURLFlag(fs)
 	// Flags may come before or after BOX.
 	boxes, err := parseInterspersed(fs, args)
@@ -45,21 +56,35 @@ func runAudit(ctx context.Context, c *cli, args []string) error {
 	if !ok {
 		return fmt.Errorf("%w: --since %q is neither a duration such as 1h nor an RFC 3339 time", errUsage, *since)
 	}
-	if *limit < 1 || *limit > 1000 {
-		return fmt.Errorf("%w: --limit is from 1 to 1000", errUsage)
+	if *limit < 1 || *limit > maxAuditLimit {
+		return fmt.Errorf("%w: --limit is from 1 to %d", errUsage, maxAuditLimit)
 	}
+	// One entry more than shown is asked for, to learn whether there are
+	// more (the admin API gives at most maxAuditLimit).
+	ask := *limit + 1
 	var entries []admin.AuditView
+	noBox := false // box names no box
 	if *adminURL != "" {
 		cl, err := c.adminClient(*adminURL)
 		if err != nil {
 			return err
 		}
-		q := url.Values{"since": {from.UTC().Format(time.RFC3339)}, "limit": {strconv.Itoa(*limit)}, "refusals": {strconv.FormatBool(*refusals)}}
+		ask = min(ask, maxAuditLimit)
+		q := url.Values{"since": {from.UTC().Format(time.RFC3339)}, "limit": {strconv.Itoa(ask)}, "refusals": {strconv.FormatBool(*refusals)}}
 		if box != "" {
 			q.Set("box", box)
 		}
 		if entries, err = cl.Audit(ctx, q); err != nil {
 			return remoteError(err)
+		}
+		if box != "" && len(entries) == 0 {
+			if _, err := cl.Box(ctx, box); err != nil {
+				var ae *adminclient.APIError
+				if !errors.As(err, &ae) || ae.Status != http.StatusNotFound {
+					return remoteError(err)
+				}
+				noBox = true
+			}
 		}
 	} else {
 		st, err := openExisting(ctx, &cfg)
@@ -67,13 +92,48 @@ func runAudit(ctx context.Context, c *cli, args []string) error {
 			return err
 		}
 		defer st.Close()
-		list, err := st.ListAudit(ctx, store.AuditQuery{Box: box, Since: from, RefusalsOnly: *refusals, Limit: *limit})
+		list, err := st.ListAudit(ctx, store.AuditQuery{Box: box, Since: from, RefusalsOnly: *refusals, Limit: ask})
 		if err != nil {
 			return err
 		}
 		for _, e := range list {
 			entries = append(entries, admin.AuditViewOf(e))
 		}
+		if box != "" && len(entries) == 0 {
+			if _, err := st.Box(ctx, box); errors.Is(err, store.ErrNotFound) {
+				noBox = true
+			} else if err != nil {
+				return err
+			}
+		}
+	}
+	if noBox {
+		// A removed box's entries are listed still; this one never had any.
+		return fmt.Errorf("no box named %s, and no audit entries for it since %s", box, from.UTC().Format(time.RFC3339))
+	}
+	more := len(entries) > *limit
+	if more {
+		entries = entries[:*limit]
+	}
+	if more || (len(entries) == maxAuditLimit && ask == maxAuditLimit) {
+		narrow := "narrow --since"
+		if box == "" {
+			narrow += " (or name a BOX)"
+		}
+		n := fmt.Sprintf("the newest %d entries", len(entries))
+		if len(entries) == 1 {
+			n = "the newest entry"
+		}
+		fmt.Fprintf(c.stderr, "audit: showing %s since %s; there are more: %s, or raise --limit (at most %d)\n",
+			n, from.UTC().Format(time.RFC3339), narrow, maxAuditLimit)
+	}
+	if *asJSON {
+		if entries == nil {
+			entries = []admin.AuditView{}
+		}
+		enc := json.NewEncoder(c.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(admin.AuditList{Entries: entries})
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TIME\tBOX\tMETHOD\tROUTE\tCAPABILITY\tWORDS\tSTATUS\tUPSTREAM\tMS\tBYTES\tCOST\tREFUSAL\tMESSAGE")

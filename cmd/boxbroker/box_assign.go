@@ -115,7 +115,7 @@ func runBoxResources(ctx context.Context, c *cli, sub string, args []string) err
 // a Fountain path, so it could never match a request.
 func checkResourceID(id string) error {
 	if id == "" || id == "." || id == ".." || len(id) > maxResourceID {
-		return fmt.Errorf("id %q must be 1 to %d characters and not . or ..", id, maxResourceID)
+		return fmt.Errorf("id %q must be 1 to %d characters, and neither \".\" nor \"..\"", id, maxResourceID)
 	}
 	for _, r := range id {
 		if r == '/' || r == '\\' || r < 0x20 || r == 0x7f {

@@ -38,6 +38,17 @@ func runBudget(ctx context.Context, c *cli, args []string) error {
 		yes = fs.Bool("yes", false, "remove without asking")
 	}
 	adminURL := c.adminURLFlag(fs)
+	if sub == "set" {
+		// A negative AMOUNT reads as a flag (-5); say what is wrong with it.
+		for _, a := range args {
+			if a == "--" {
+				break
+			}
+			if len(a) > 1 && a[0] == '-' && (a[1] >= '0' && a[1] <= '9' || a[1] == '.' || a[1] == '$') {
+				return fmt.Errorf("%w: a budget cannot be negative (%s): AMOUNT is dollars a month, 0 or more, such as 25.00; `budget remove BOX` leaves the calls unlimited", errUsage, safe(a))
+			}
+		}
+	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -104,6 +115,21 @@ func runBudget(ctx context.Context, c *cli, args []string) error {
 			return err
 		}
 		fmt.Fprintf(c.stdout, "set %s to %s a month (UTC); a call that could take it past that is refused with a 403\n", whose, spend.FormatUSD(limit))
+		if *principal != "" {
+			b, err := st.Box(ctx, box)
+			if err != nil {
+				return err
+			}
+			gs, err := st.ListGrants(ctx, box)
+			if err != nil {
+				return err
+			}
+			granted := false
+			for _, g := range gs {
+				granted = granted || (g.Principal == *principal && g.RevokedAt.IsZero() && (g.ExpiresAt.IsZero() || g.ExpiresAt.After(time.Now())))
+			}
+			c.warnUnpaid(box, *principal, b.PayerKind == protocol.PayerOwner && b.PayerPrincipal == *principal, granted)
+		}
 	case "remove":
 		if err := st.DeleteBudget(ctx, box, *principal); errors.Is(err, store.ErrNotFound) {
 			return fmt.Errorf("there is no %s", whose)
@@ -126,6 +152,19 @@ func runBudget(ctx context.Context, c *cli, args []string) error {
 		return printBudgets(c, bs)
 	}
 	return nil
+}
+
+// warnUnpaid warns, after a budget for principal on box is set, when no
+// call of the box is paid by principal now: the box is not paid by its
+// owner principal (ownerPays) and holds no current grant from principal
+// (granted), so the budget holds nothing until one of them is so.
+func (c *cli) warnUnpaid(box, principal string, ownerPays, granted bool) {
+	if ownerPays || granted {
+		return
+	}
+	fmt.Fprintf(c.stderr, "warning: no call of box %s is paid by %s now: the box is not paid by %s as its owner and holds no current grant from %s, so this budget limits nothing until it is "+
+		"(`boxbroker box payer %s owner --principal %s`, or `boxbroker grant issue %s %s`); the box's own budget (no --principal) limits every call it makes\n",
+		box, principal, principal, principal, box, principal, box, principal)
 }
 
 // waitCaches waits out the staleness bound of every broker's cache

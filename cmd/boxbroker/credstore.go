@@ -8,6 +8,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/pool"
+	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -21,6 +22,24 @@ func (c *cli) setCredential(ctx context.Context, cfg *server.Config, id, prompt 
 	})
 }
 
+// sealing opens the store cfg names with open (openStore or openExisting)
+// and the master key, for a command about to seal a value into it: a key
+// that does not open what the store holds sealed already is refused
+// before anything is written (server.SealingKeyring), as a replica
+// refuses it at its start.
+func sealing(ctx context.Context, cfg *server.Config, open func(context.Context, *server.Config) (store.Store, error)) (store.Store, *secrets.Keyring, error) {
+	st, err := open(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	keyring, err := server.SealingKeyring(ctx, cfg, st)
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	return st, keyring, nil
+}
+
 // storeSealed reads a value from stdin (never argv) with prompt, seals it
 // under the master key for ad, and stores the sealed bytes with put. It
 // returns describe's words for the value as the credential id, never any
@@ -31,19 +50,15 @@ func (c *cli) storeSealed(ctx context.Context, cfg *server.Config, prompt, ad, i
 		return "", err
 	}
 	defer clear(value)
-	keyring, err := server.LoadKeyring(cfg)
-	if err != nil {
-		return "", err
-	}
-	sealed, err := keyring.Seal(value, ad)
-	if err != nil {
-		return "", err
-	}
-	st, err := openStore(ctx, cfg)
+	st, keyring, err := sealing(ctx, cfg, openStore)
 	if err != nil {
 		return "", err
 	}
 	defer st.Close()
+	sealed, err := keyring.Seal(value, ad)
+	if err != nil {
+		return "", err
+	}
 	if err := put(st, sealed); err != nil {
 		return "", err
 	}

@@ -7,6 +7,7 @@
 //
 //	boxbroker serve [flags]              run the broker
 //	boxbroker version                    the module version and VCS revision
+//	boxbroker ready [--url URL]          ask a running serve's /readyz; exit 0 when ready
 //	boxbroker box add|list|remove|rotate  manage boxes and their tokens
 //	boxbroker credential set|add|list|remove  manage the operator's credentials
 //	boxbroker secret set|list|remove      manage a box's egress secrets
@@ -23,7 +24,7 @@
 //	boxbroker admin token|tokens|revoke   manage the admin API's tokens
 //	boxbroker audit [BOX] --since 1h      list the audit log
 //
-// Every subcommand but report (which talks to a broker over HTTP) and
+// Every subcommand but report and ready (which talk to a broker over HTTP) and
 // version takes --data DIR (or BOXBROKER_DATA) for the data directory and
 // --store URL (or BOXBROKER_STORE) for a PostgreSQL store. Flags may come
 // before or after a subcommand's words and arguments.
@@ -78,6 +79,7 @@ func commands() map[string]command {
 		"admin":      {summary: "manage admin API tokens: token, tokens, revoke", run: runAdmin, subs: []string{"token", "tokens", "revoke"}},
 		"audit":      {summary: "list the audit log: audit [BOX] --since 1h", run: runAudit},
 		"version":    {summary: "print the module version and VCS revision", run: runVersion},
+		"ready":      {summary: "ask a running serve whether it is ready (/readyz); exit 0 when it is", run: runReady},
 		"proxy":      {summary: "the egress proxy: ca prints its CA certificate, ca rotate replaces it", run: runProxy, subs: []string{"ca"}},
 	}
 }
@@ -125,16 +127,35 @@ type cli struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	// again ends at a second SIGINT or SIGTERM (the command's context
+	// ends at the first): serve then stops at once instead of letting
+	// streams finish. nil for never.
+	again context.Context
 }
 
 // errUsage marks an error in how a command was called (exit status 2).
 var errUsage = errors.New("usage")
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	env := &cli{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	ctx, again := twoSignals(sigs)
+	env := &cli{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, again: again}
 	os.Exit(env.main(ctx, os.Args[1:]))
+}
+
+// twoSignals returns first, which ends at the first signal from sigs, and
+// second, which ends at the next one.
+func twoSignals(sigs <-chan os.Signal) (first, second context.Context) {
+	first, stop1 := context.WithCancel(context.Background())
+	second, stop2 := context.WithCancel(context.Background())
+	go func() {
+		<-sigs
+		stop1()
+		<-sigs
+		stop2()
+	}()
+	return first, second
 }
 
 func (c *cli) main(ctx context.Context, args []string) int {
@@ -196,7 +217,7 @@ func (c *cli) usage(cmds map[string]command) {
 	for _, n := range names {
 		fmt.Fprintf(c.stderr, "  %-11s %s\n", n, cmds[n].summary)
 	}
-	fmt.Fprintln(c.stderr, "\nEvery command but report and version takes --data DIR (BOXBROKER_DATA) and --store URL (BOXBROKER_STORE);")
+	fmt.Fprintln(c.stderr, "\nEvery command but report, ready and version takes --data DIR (BOXBROKER_DATA) and --store URL (BOXBROKER_STORE);")
 	fmt.Fprintln(c.stderr, "flags may come before or after a command's arguments; see boxbroker <command> -h.")
 }
 
@@ -216,17 +237,6 @@ func (c *cli) envOr(key, def string) string {
 		return v
 	}
 	return def
-}
-
-// parse parses args, wrapping flag errors as usage errors.
-func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	return nil
 }
 
 // openStore opens the store cfg names, for a management command that may

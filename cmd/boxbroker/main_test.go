@@ -143,6 +143,7 @@ func TestCLI_QuickStart(t *testing.T) {
 // served is a `serve` running in-process, started by startServe.
 type served struct {
 	base   string             // the box-facing URL it printed
+	admin  string             // the admin listener's URL it printed; "" for none
 	out    string             // what it printed on stdout before serving
 	stderr *brokertest.Buffer // its stderr, shown when the test fails
 	done   chan int           // its exit status
@@ -154,13 +155,21 @@ type served struct {
 // signal. Its stderr is shown if the test fails.
 func startServe(t *testing.T, ctx context.Context, dir string, env map[string]string, args ...string) *served {
 	t.Helper()
+	return startServeAgain(t, ctx, nil, dir, env, args...)
+}
+
+// startServeAgain is startServe with again as the second signal's
+// context (cli.again): ending ctx is the first SIGINT, ending again the
+// second.
+func startServeAgain(t *testing.T, ctx, again context.Context, dir string, env map[string]string, args ...string) *served {
+	t.Helper()
 	pr, pw := io.Pipe()
 	s := &served{stderr: &brokertest.Buffer{}, done: make(chan int, 1)}
 	vars := map[string]string{"BOXBROKER_DATA": dir, "BOXBROKER_LOG_LEVEL": "warn"}
 	for k, v := range env {
 		vars[k] = v
 	}
-	c := &cli{stdin: strings.NewReader(""), stdout: pw, stderr: s.stderr, getenv: func(k string) string { return vars[k] }}
+	c := &cli{stdin: strings.NewReader(""), stdout: pw, stderr: s.stderr, getenv: func(k string) string { return vars[k] }, again: again}
 	go func() {
 		code := c.main(ctx, append([]string{"serve"}, args...))
 		pw.Close()
@@ -178,6 +187,9 @@ func startServe(t *testing.T, ctx context.Context, dir string, env map[string]st
 		out.WriteString(line + "\n")
 		if _, rest, ok := strings.Cut(line, "listening on "); ok {
 			s.base = strings.TrimSpace(rest)
+		}
+		if _, rest, ok := strings.Cut(line, "owner's page on "); ok {
+			s.admin = strings.TrimSpace(rest)
 		}
 		if strings.HasPrefix(line, "data: ") { // the last line before it serves
 			break

@@ -57,15 +57,17 @@ func runBoxPayer(ctx context.Context, c *cli, args []string) error {
 		}
 		defer clear(value)
 		choice.Credential = value
-		if keyring, err = server.LoadKeyring(&cfg); err != nil {
-			return err
-		}
 	}
 	st, err := openExisting(ctx, &cfg)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	if kind == protocol.PayerOwner {
+		if keyring, err = server.SealingKeyring(ctx, &cfg, st); err != nil {
+			return err
+		}
+	}
 	ch, err := payer.Set(ctx, st, keyring, name, choice, time.Now())
 	if errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("no box named %s", name)

@@ -31,15 +31,12 @@ func runProxy(ctx context.Context, c *cli, args []string) error {
 	if len(pos) != 0 {
 		return fmt.Errorf("%w: proxy ca takes no arguments, got %q", errUsage, pos)
 	}
-	st, err := openExisting(ctx, &cfg)
+	// Printing the CA makes it the first time, sealing its key.
+	st, keyring, err := sealing(ctx, &cfg, openExisting)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	keyring, err := server.LoadKeyring(&cfg)
-	if err != nil {
-		return err
-	}
 	pem, err := egressproxy.CertPEM(ctx, st, keyring)
 	if err != nil {
 		return err
@@ -69,12 +66,14 @@ func passthroughHosts(list string) ([]string, error) {
 	return pass, nil
 }
 
-// startProxy serves the HTTPS egress proxy on listen for srv until ctx
+// startProxy serves the HTTPS egress proxy on ln for srv until ctx
 // ends; wait returns once it has stopped. pass is the list of hosts
-// tunnelled untouched, from passthroughHosts.
-func startProxy(ctx context.Context, c *cli, srv *server.Server, listen string, pass []string) (wait func() error, err error) {
+// tunnelled untouched, from passthroughHosts. ln is closed when it
+// returns an error.
+func startProxy(ctx context.Context, c *cli, srv *server.Server, ln net.Listener, pass []string) (wait func() error, err error) {
 	ca, err := egressproxy.LoadCA(ctx, srv.Store, srv.Keyring, nil)
 	if err != nil {
+		ln.Close()
 		return nil, err
 	}
 	if w := ca.Warning(); w != "" {
@@ -86,11 +85,8 @@ func startProxy(ctx context.Context, c *cli, srv *server.Server, listen string, 
 		MaxTunnels: max(srv.Config.BoxConcurrent, 0),
 	})
 	if err != nil {
+		ln.Close()
 		return nil, fmt.Errorf("%w: --proxy-passthrough: %v", errUsage, err)
-	}
-	ln, err := net.Listen("tcp", listen)
-	if err != nil {
-		return nil, fmt.Errorf("listen for the egress proxy on %s (--proxy-listen, BOXBROKER_PROXY_LISTEN): %w", listen, err)
 	}
 	fmt.Fprintf(c.stdout, "egress proxy on http://%s (HTTPS_PROXY=http://box:<token>@%s; its CA: boxbroker proxy ca)\n", ln.Addr(), ln.Addr())
 	if len(pass) > 0 {

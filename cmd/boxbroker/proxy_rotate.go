@@ -31,15 +31,11 @@ func runProxyRotate(ctx context.Context, c *cli, args []string) error {
 	if *grace < 0 {
 		return fmt.Errorf("%w: --grace %v is not a duration of 0 or more", errUsage, *grace)
 	}
-	st, err := openExisting(ctx, &cfg)
+	st, keyring, err := sealing(ctx, &cfg, openExisting)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	keyring, err := server.LoadKeyring(&cfg)
-	if err != nil {
-		return err
-	}
 	question := fmt.Sprintf("Rotate the egress proxy's CA? The proxy signs with a new CA in %v; a box that does not trust the new certificate by then is refused TLS by the proxy.", *grace)
 	if *grace == 0 {
 		question = "Rotate the egress proxy's CA now? The proxy signs with a new CA at once (within a minute for a running serve); a box that does not trust it is refused TLS by the proxy."

@@ -194,6 +194,22 @@ func runBudgetRemote(ctx context.Context, c *cli, url, sub, box, principal, mont
 			return remoteError(err)
 		}
 		fmt.Fprintf(c.stdout, "set %s to %s a month (UTC); a call that could take it past that is refused with a 403\n", whose, spend.FormatUSD(limit))
+		if principal != "" {
+			b, err := cl.Box(ctx, box)
+			if err != nil {
+				return remoteError(err)
+			}
+			gs, err := cl.ListGrants(ctx, box)
+			if err != nil {
+				return remoteError(err)
+			}
+			granted := false
+			for _, g := range gs {
+				granted = granted || (g.Principal == principal && g.State == "current")
+			}
+			owner := b.Payer.Kind == protocol.PayerOwner && b.Payer.Principal != nil && *b.Payer.Principal == principal
+			c.warnUnpaid(box, principal, owner, granted)
+		}
 	case "remove":
 		if err := cl.RemoveBudget(ctx, box, principal); err != nil {
 			return remoteError(err)

@@ -65,7 +65,7 @@ func TestCLI_ThroughTheAdminAPI(t *testing.T) {
 	if code != 0 || strings.TrimSpace(out) == boxToken {
 		t.Errorf("box rotate = %d %q %q, want a new token", code, out, errs)
 	}
-	if code, _, errs = runEnv(t, env, "n\n", "box", "remove", "alpha"); code == 0 {
+	if code, _, _ = runEnv(t, env, "n\n", "box", "remove", "alpha"); code == 0 {
 		t.Errorf("box remove answered no = 0, want refused")
 	}
 	if code, _, errs = runEnv(t, env, "", "box", "remove", "--yes", "alpha"); code != 0 {

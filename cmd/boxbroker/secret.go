@@ -185,19 +185,15 @@ func secretSet(ctx context.Context, c *cli, cfg *server.Config, box, name, host,
 			}
 		}
 	}
-	keyring, err := server.LoadKeyring(cfg)
-	if err != nil {
-		return err
-	}
-	sealed, err := keyring.Seal(value, secrets.SecretAD(box, name))
-	if err != nil {
-		return err
-	}
-	st, err := openExisting(ctx, cfg)
+	st, keyring, err := sealing(ctx, cfg, openExisting)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	sealed, err := keyring.Seal(value, secrets.SecretAD(box, name))
+	if err != nil {
+		return err
+	}
 	err = st.SetSecret(ctx, store.Secret{Box: box, Name: name, Host: base.String(), Sealed: sealed, UpdatedAt: time.Now().UTC(), Kind: kind})
 	if errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("no box named %s (add it with `boxbroker box add %s`)", box, box)

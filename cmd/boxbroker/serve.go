@@ -14,7 +14,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/server"
+	"github.com/intentius/boxbroker/internal/store"
 )
 
 func runServe(ctx context.Context, c *cli, args []string) error {
@@ -96,25 +98,26 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 			return err
 		}
 	}
-	srv, err := server.New(ctx, cfg, server.Options{})
+	// Every listener is taken before the store and the data directory
+	// are opened: a serve that cannot listen changes nothing on disk.
+	lns, err := listenAll(cfg, *proxyListen)
 	if err != nil {
 		return err
 	}
-	defer srv.Close()
-	ln, err := net.Listen("tcp", srv.Config.Listen)
+	srv, err := server.New(ctx, cfg, server.Options{})
 	if err != nil {
-		return fmt.Errorf("listen on %s (--listen, BOXBROKER_LISTEN): %w", srv.Config.Listen, err)
+		lns.close()
+		return err
 	}
+	defer srv.Close()
+	if err := warnNoCredential(ctx, c, srv); err != nil {
+		lns.close()
+		return err
+	}
+	ln, admin := lns.box, lns.admin
 	scheme := "http"
 	if cfg.TLSCert != "" {
 		scheme = "https"
-	}
-	var admin net.Listener
-	if srv.Config.AdminEnabled() {
-		if admin, err = net.Listen("tcp", srv.Config.AdminListen); err != nil {
-			ln.Close()
-			return fmt.Errorf("listen for the admin API on %s (--admin-listen, BOXBROKER_ADMIN_LISTEN; off for none): %w", srv.Config.AdminListen, err)
-		}
 	}
 	sc := &srv.Config
 	fmt.Fprintf(c.stdout, "boxbroker %s listening on %s://%s\n", sc.Broker, scheme, ln.Addr())
@@ -139,9 +142,12 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 		fmt.Fprintf(c.stdout, "store: PostgreSQL, %s\n", server.StoreWhere(sc))
 	}
 	fmt.Fprintf(c.stdout, "data: %s\n", sc.DataDir)
-	if *proxyListen != "" {
+	served := make(chan struct{})
+	defer close(served)
+	go c.stopping(ctx, srv, served)
+	if lns.proxy != nil {
 		pctx, stop := context.WithCancel(ctx)
-		wait, err := startProxy(pctx, c, srv, *proxyListen, pass)
+		wait, err := startProxy(pctx, c, srv, lns.proxy, pass)
 		if err != nil {
 			stop()
 			ln.Close()
@@ -155,6 +161,94 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 		return errors.Join(err, wait())
 	}
 	return srv.Serve(ctx, ln, admin)
+}
+
+// warnNoCredential warns when the store holds no shared Anthropic
+// credential and no pool entry: every model call of a box paid by the
+// shared credential is then refused, and nothing else says so until a
+// box calls.
+func warnNoCredential(ctx context.Context, c *cli, srv *server.Server) error {
+	_, err := srv.Store.Credential(ctx, payer.SharedAnthropic)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("read the shared Anthropic credential: %w", err)
+	}
+	entries, err := srv.Store.PoolEntries(ctx)
+	if err != nil {
+		return fmt.Errorf("read the Anthropic credential pool: %w", err)
+	}
+	if len(entries) > 0 {
+		return nil
+	}
+	fmt.Fprintln(c.stderr, "warning: no Anthropic credential is set: every model call of a box the shared credential pays for is refused until one is "+
+		"(`boxbroker credential set anthropic`, reading the key or setup token from stdin); boxes paid by their owner or a visitor's grant use theirs")
+	return nil
+}
+
+// listeners are serve's: the box-facing one, the admin one (nil when
+// off) and the egress proxy's (nil when none).
+type listeners struct {
+	box, admin, proxy net.Listener
+}
+
+func (l listeners) close() {
+	for _, ln := range []net.Listener{l.box, l.admin, l.proxy} {
+		if ln != nil {
+			ln.Close()
+		}
+	}
+}
+
+// listenAll takes the addresses cfg (with its defaults) and proxyListen
+// name, closing those it took when one cannot be had. A configuration
+// that does not validate is its error, as server.New would give it.
+func listenAll(cfg server.Config, proxyListen string) (listeners, error) {
+	cfg.Defaults()
+	if err := cfg.Validate(); err != nil {
+		return listeners{}, err
+	}
+	var l listeners
+	var err error
+	if l.box, err = net.Listen("tcp", cfg.Listen); err != nil {
+		return listeners{}, fmt.Errorf("listen on %s (--listen, BOXBROKER_LISTEN): %w", cfg.Listen, err)
+	}
+	if cfg.AdminEnabled() {
+		if l.admin, err = net.Listen("tcp", cfg.AdminListen); err != nil {
+			l.close()
+			return listeners{}, fmt.Errorf("listen for the admin API on %s (--admin-listen, BOXBROKER_ADMIN_LISTEN; off for none): %w", cfg.AdminListen, err)
+		}
+	}
+	if proxyListen != "" {
+		if l.proxy, err = net.Listen("tcp", proxyListen); err != nil {
+			l.close()
+			return listeners{}, fmt.Errorf("listen for the egress proxy on %s (--proxy-listen, BOXBROKER_PROXY_LISTEN): %w", proxyListen, err)
+		}
+	}
+	return l, nil
+}
+
+// stopping says, at the first signal (ctx's end), that serve is
+// stopping and how a second signal stops it at once, and calls
+// srv.StopNow at that second signal (c.again's end); it returns when
+// served is closed.
+func (c *cli) stopping(ctx context.Context, srv *server.Server, served <-chan struct{}) {
+	select {
+	case <-ctx.Done():
+	case <-served:
+		return
+	}
+	fmt.Fprintf(c.stderr, "boxbroker serve: stopping: /readyz answers 503, no new connections; calls in flight have %s (--shutdown-grace) to finish; interrupt again (Ctrl-C, SIGTERM) to stop them at once\n", srv.Config.ShutdownGrace)
+	if c.again == nil {
+		return
+	}
+	select {
+	case <-c.again.Done():
+		fmt.Fprintln(c.stderr, "boxbroker serve: stopping at once: closing the calls in flight")
+		srv.StopNow()
+	case <-served:
+	}
 }
 
 func parseURL(name, s string) (*url.URL, error) {

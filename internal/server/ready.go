@@ -29,7 +29,14 @@ const readyFile = ".readyz"
 // bound, and a little more, whatever the store or the disk does. Checks
 // asked for at the same time share one write, and a write that succeeded
 // stands for diskOKFor (see diskProbe).
+//
+// From the moment Serve begins to stop (Draining), Ready answers not
+// ready at once, checking nothing: a load balancer sends no more
+// requests to a replica that is going away.
 func (s *Server) Ready(ctx context.Context) (map[string]any, bool) {
+	if s.Draining() {
+		return map[string]any{"ready": false, "draining": true}, false
+	}
 	d := writeBound(s.Config.StoreDeadline)
 	storeErr := make(chan error, 1)
 	go func() { storeErr <- s.ping(ctx) }()

@@ -53,6 +53,11 @@ type replica struct {
 // startReplica starts a boxbroker with cfg (opt.Store, when set, instead
 // of the store cfg names) and keeps its cache fresh until close.
 func startReplica(cfg server.Config, opt server.Options) (*replica, error) {
+	if cfg.DataDir == "" {
+		// The default is the operator's own data directory, where a
+		// journal this replica left would be replayed into their store.
+		return nil, errors.New("startReplica: cfg.DataDir is empty: give the replica a t.TempDir()")
+	}
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	}

@@ -103,33 +103,6 @@ func LoadKeyring(cfg *Config) (*secrets.Keyring, error) {
 	return k, err
 }
 
-// checkKeyring refuses a master key that does not open a credential
-// already stored, as when replicas or the CLI were given different keys:
-// serving with it would fail every call that credential pays for.
-func checkKeyring(ctx context.Context, st store.Store, k *secrets.Keyring) error {
-	creds, err := st.ListCredentials(ctx)
-	if err != nil {
-		return fmt.Errorf("check the master key: %w", err)
-	}
-	if len(creds) == 0 {
-		return nil
-	}
-	c, err := st.Credential(ctx, creds[0].ID)
-	if errors.Is(err, store.ErrNotFound) { // removed meanwhile
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("check the master key: %w", err)
-	}
-	plain, err := k.Open(c.Sealed, payer.AD(c.ID))
-	if err != nil {
-		return fmt.Errorf("the master key does not open the stored credential %q: every replica and every "+
-			"boxbroker command on this store needs the same master key (set BOXBROKER_MASTER_KEY alike everywhere)", c.ID)
-	}
-	secrets.Zero(plain)
-	return nil
-}
-
 // writeBound is the bound on a store write made beside requests (an
 // audit batch, a settlement, a poll of the change log) and on the
 // readiness check's write to the disk: five store deadlines, at least a
@@ -183,6 +156,8 @@ type Server struct {
 	// loaded from TLSCert and TLSKey by New; nil when they serve plain
 	// HTTP.
 	cert *tls.Certificate
+	// stop is how far Serve's stop has gone (shutdown.go).
+	stop stopState
 }
 
 // Options are what a caller adds in Go rather than configuration.
@@ -375,8 +350,8 @@ func (s *Server) RequestStore() store.Store { return s.rst }
 
 // Serve serves the box-facing handler on ln and, when admin is not nil,
 // the admin handler on admin, and keeps the cache fresh until ctx ends;
-// then it stops taking requests and lets in-flight ones finish for at most
-// ShutdownGrace.
+// then it answers /readyz with 503, stops taking requests and lets
+// in-flight ones finish for at most ShutdownGrace, or until StopNow.
 func (s *Server) Serve(ctx context.Context, ln, admin net.Listener) error {
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	ran := make(chan struct{})
@@ -386,7 +361,7 @@ func (s *Server) Serve(ctx context.Context, ln, admin net.Listener) error {
 		cancel()
 		<-ran // the audit log's queue is written before Serve returns
 	}()
-	servers := []*http.Server{s.httpServer(cctx, s.Handler)}
+	servers := []*http.Server{s.httpServer(cctx, s.tracked(s.Handler))}
 	listeners := []net.Listener{ln}
 	if admin != nil {
 		servers = append(servers, s.httpServer(cctx, s.Admin))
@@ -412,18 +387,7 @@ func (s *Server) Serve(ctx context.Context, ln, admin net.Listener) error {
 		// One listener failed: stop the other too.
 	case <-ctx.Done():
 	}
-	s.log.Info("shutting down", "grace", s.Config.ShutdownGrace.String())
-	sctx, scancel := context.WithTimeout(context.Background(), s.Config.ShutdownGrace)
-	defer scancel()
-	var errs []error
-	for _, hs := range servers {
-		err := hs.Shutdown(sctx)
-		if errors.Is(err, context.DeadlineExceeded) {
-			s.log.Warn("shutdown grace over; closing open streams")
-			err = hs.Close()
-		}
-		errs = append(errs, err)
-	}
+	errs := s.drain(servers)
 	waiting := len(servers)
 	if first != nil {
 		waiting--

@@ -52,8 +52,17 @@ func OverBudget(e *store.OverBudgetError, bound int64) *capability.Error {
 	if t := Resets(e.Month); !t.IsZero() {
 		resets = t.Format("2006-01-02") + " at 00:00 UTC"
 	}
+	// The figures share the decimals the finest of them (or the budget)
+	// needs, so that $0.000000 charged stands beside a $0.000001 budget
+	// rather than $0.00.
+	left := max(e.Budget.Limit-e.Spent-e.Reserved, 0)
+	f := usdAlike(e.Budget.Limit, e.Spent, e.Reserved, bound, left)
+	used := fmt.Sprintf("%s charged and %s held for calls in flight, and this call could cost up to %s", f(e.Spent), f(e.Reserved), FormatUSD(bound))
+	if left > 0 {
+		used = fmt.Sprintf("what is left of it, %s (%s charged, %s held for calls in flight), is less than this call could cost up to %s",
+			f(left), f(e.Spent), f(e.Reserved), FormatUSD(bound))
+	}
 	return &capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Reason: capability.ReasonBudget,
-		Message: fmt.Sprintf("%s of %s for %s is spent: %s charged and %s held for calls in flight, and this call could cost up to %s. "+
-			"It resets on %s; the owner can raise it with %s.",
-			who, FormatUSD(e.Budget.Limit), e.Month, FormatUSD(e.Spent), FormatUSD(e.Reserved), FormatUSD(bound), resets, raise)}
+		Message: fmt.Sprintf("%s of %s for %s is spent: %s. It resets on %s; the owner can raise it with %s.",
+			who, FormatUSD(e.Budget.Limit), e.Month, used, resets, raise)}
 }

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// readyTimeout bounds `boxbroker ready`'s whole request.
+const readyTimeout = 5 * time.Second
+
+// runReady is `boxbroker ready`: it asks a running serve's box-facing
+// listener for /readyz and prints the answer; the exit status is 0 when
+// it is ready (200) and 1 otherwise, so a container's HEALTHCHECK or a
+// script can run it. The address is --url, or else BOXBROKER_LISTEN's
+// (127.0.0.1:8787 by default; a wildcard host is asked on 127.0.0.1).
+func runReady(ctx context.Context, c *cli, args []string) error {
+	fs := flag.NewFlagSet("boxbroker ready", flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	base := fs.String("url", "", "the broker's box-facing URL, such as https://broker.example:8787 (default: http:// and BOXBROKER_LISTEN's address, 127.0.0.1 for a wildcard host)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: ready takes no arguments", errUsage)
+	}
+	u := *base
+	if u == "" {
+		listen := c.envOr("BOXBROKER_LISTEN", "127.0.0.1:8787")
+		host, port, err := net.SplitHostPort(listen)
+		if err != nil {
+			return fmt.Errorf("%w: BOXBROKER_LISTEN=%q is not a host:port; give --url", errUsage, listen)
+		}
+		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+			host = "127.0.0.1"
+		}
+		u = "http://" + net.JoinHostPort(host, port)
+	}
+	parsed, err := url.Parse(u)
+	if err != nil || (parsed.Scheme != "http" && parsed.Scheme != "https") || parsed.Host == "" {
+		return fmt.Errorf("%w: --url %q is not an http(s) URL with a host", errUsage, safe(u))
+	}
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, parsed.JoinPath("readyz").String(), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("not ready: %w", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	fmt.Fprint(c.stdout, safe(string(body)))
+	if resp.StatusCode != http.StatusOK {
+		return errors.New("not ready: /readyz answered " + resp.Status)
+	}
+	return nil
+}

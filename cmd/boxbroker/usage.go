@@ -1,0 +1,127 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// synopses are the usage lines -h prints above a command's flags, by the
+// command's words: its arguments, and where its value comes from.
+var synopses = map[string]string{
+	"serve":             "boxbroker serve [flags]",
+	"box add":           "boxbroker box add NAME [flags]\n\nprints the new box's token on stdout",
+	"box list":          "boxbroker box list [flags]",
+	"box remove":        "boxbroker box remove NAME [--yes] [flags]",
+	"box rotate":        "boxbroker box rotate NAME [flags]\n\nprints the box's new token on stdout",
+	"box payer":         "boxbroker box payer NAME shared|owner [--principal github:<login>] [flags]\n\nfor owner, the owner's Anthropic key or setup token is read from stdin, never from arguments",
+	"box consent":       "boxbroker box consent NAME [on|off] [flags]",
+	"box assign":        "boxbroker box assign NAME sandbox|vault|conversation ID [flags]",
+	"box unassign":      "boxbroker box unassign NAME sandbox|vault|conversation ID [flags]",
+	"box resources":     "boxbroker box resources NAME [flags]",
+	"box pause":         "boxbroker box pause NAME [flags]",
+	"box resume":        "boxbroker box resume NAME [flags]",
+	"credential set":    "boxbroker credential set anthropic|fountain [flags]\n\nthe value is read from stdin, never from arguments",
+	"credential add":    "boxbroker credential add anthropic NAME [--weight N] [--url URL] [flags]\n\nthe value is read from stdin, never from arguments",
+	"credential list":   "boxbroker credential list [flags]",
+	"credential remove": "boxbroker credential remove anthropic|fountain [NAME] [flags]",
+	"secret set":        "boxbroker secret set BOX NAME --host URL [--kind KIND] [flags]\n\nthe value is read from stdin, never from arguments",
+	"secret list":       "boxbroker secret list BOX [flags]",
+	"secret remove":     "boxbroker secret remove BOX NAME [flags]",
+	"visitor set":       "boxbroker visitor set PRINCIPAL [flags]\n\nthe visitor's Anthropic key or setup token is read from stdin, never from arguments",
+	"visitor list":      "boxbroker visitor list [flags]",
+	"visitor remove":    "boxbroker visitor remove PRINCIPAL [flags]",
+	"grant issue":       "boxbroker grant issue BOX PRINCIPAL [--ttl 15m] [flags]",
+	"grant list":        "boxbroker grant list BOX [flags]",
+	"grant revoke":      "boxbroker grant revoke ID [flags]",
+	"budget set":        "boxbroker budget set BOX AMOUNT [--principal P] [flags]\n\nAMOUNT is dollars a month, 0 or more, such as 5 or 12.50",
+	"budget list":       "boxbroker budget list BOX [--month YYYY-MM] [flags]",
+	"budget remove":     "boxbroker budget remove BOX [--principal P] [flags]",
+	"feedback list":     "boxbroker feedback list BOX [flags]",
+	"feedback export":   "boxbroker feedback export BOX [flags]",
+	"spend":             "boxbroker spend BOX [flags]",
+	"audit":             "boxbroker audit [BOX] [--since 1h] [--limit N] [--json] [flags]",
+	"admin token":       "boxbroker admin token [--name NAME] [flags]\n\nprints the new admin token on stdout",
+	"admin tokens":      "boxbroker admin tokens [flags]",
+	"admin revoke":      "boxbroker admin revoke ID [flags]",
+	"proxy ca":          "boxbroker proxy ca [flags]\n\nprints the egress proxy's CA certificate (PEM) on stdout",
+	"proxy ca rotate":   "boxbroker proxy ca rotate [--grace D] [--yes] [flags]",
+	"report":            "boxbroker report [flags]",
+	"ready":             "boxbroker ready [--url URL]\n\nasks a running serve's /readyz; exit 0 when it is ready, 1 when not",
+}
+
+// printUsage prints fs's usage, as -h asks: the command's synopsis (its
+// arguments), then its flags.
+func printUsage(fs *flag.FlagSet) {
+	w := fs.Output()
+	words := strings.TrimPrefix(fs.Name(), "boxbroker ")
+	if s, ok := synopses[words]; ok {
+		fmt.Fprintf(w, "usage: %s\n\nflags:\n", s)
+	} else {
+		fmt.Fprintf(w, "usage: %s [flags]\n\nflags:\n", fs.Name())
+	}
+	fs.PrintDefaults()
+}
+
+// badValue matches the flag package's error for a value its flag does not
+// parse.
+var badValue = regexp.MustCompile(`^invalid (?:boolean )?value ("(?:[^"\\]|\\.)*") for (?:flag )?-([^:]+): `)
+
+// parse parses args, wrapping flag errors as usage errors. -h prints the
+// command's usage (printUsage); an error prints no usage, only a message
+// saying what is wrong: for a value its flag does not take, the flag, the
+// value and what it expects, as a malformed BOXBROKER_* variable is told.
+func parse(fs *flag.FlagSet, args []string) error {
+	out := fs.Output()
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		printUsage(fs)
+		return err
+	}
+	return fmt.Errorf("%w: %v (see %s -h)", errUsage, flagError(fs, err), fs.Name())
+}
+
+// flagError rewrites the flag package's error for a malformed value
+// ("invalid value "5/s" for flag -box-rate: parse error") in the words a
+// malformed variable gets: --box-rate "5/s" is not a number such as 5 or
+// 0.5. Other errors are returned as they are.
+func flagError(fs *flag.FlagSet, err error) error {
+	m := badValue.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	value, uerr := strconv.Unquote(m[1])
+	f := fs.Lookup(m[2])
+	if uerr != nil || f == nil {
+		return err
+	}
+	g, ok := f.Value.(flag.Getter)
+	if !ok {
+		return err
+	}
+	var want string
+	switch g.Get().(type) {
+	case time.Duration:
+		want = "a duration such as 30s, 10m or 720h"
+	case float64:
+		want = "a number such as 5 or 0.5"
+	case int, int64, uint, uint64:
+		want = "a whole number such as 256"
+	case bool:
+		want = "true or false"
+	default:
+		return err
+	}
+	return fmt.Errorf("--%s %q is not %s", f.Name, value, want)
+}
