@@ -89,8 +89,8 @@ const (
 	// refusal without one); no standard capability's refusal is kept
 	// under it.
 	ReasonRefused = "refused"
-	// ReasonHost: a request in a proxy tunnel names a host other than the
-	// tunnel's.
+	// ReasonHost: a request goes to a host other than its secret's (an
+	// egress request sent elsewhere) or its proxy tunnel's.
 	ReasonHost = "host"
 	// ReasonPassthrough: a passthrough tunnel to a host one of the box's
 	// secrets is pinned to.
