@@ -19,7 +19,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 	// is a box's: Scopes reads only the head.
 	rt := s.route(r.URL.Path)
 	if rt == nil {
-		info.reason = "no route"
+		info.reason = capability.ReasonNoRoute
 		return nil, nil, nil, capability.NotFound(r)
 	}
 	c := rt.c
@@ -31,9 +31,9 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 	// The method is judged first: one no route serves goes no further,
 	// upstream or into a record.
 	if err := allowMethod(r, c); err != nil {
-		info.reason = "method"
+		info.reason = capability.ReasonMethod
 		if errors.Is(err, errNoRoute) {
-			info.reason = "no route"
+			info.reason = capability.ReasonNoRoute
 			return nil, nil, nil, capability.NotFound(r)
 		}
 		return nil, nil, nil, err
@@ -43,7 +43,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 		return nil, nil, nil, err
 	}
 	if !ok {
-		info.reason = "no route"
+		info.reason = capability.ReasonNoRoute
 		return nil, nil, nil, capability.NotFound(r)
 	}
 	if rt, isRouter := c.(capability.Router); isRouter {
@@ -55,7 +55,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 	// box is known; it is decoded only once the rule allows the request.
 	coding, limit, err := bodyCoding(r, c)
 	if err != nil {
-		info.reason = "encoding"
+		info.reason = capability.ReasonEncoding
 		return nil, nil, nil, err
 	}
 	info.words = need.Words
@@ -64,7 +64,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 	if need.Public {
 		if coding != "" {
 			// No public route takes an encoded body: none reads a body.
-			info.reason = "encoding"
+			info.reason = capability.ReasonEncoding
 			return nil, nil, nil, unreadableBody(nil)
 		}
 		s.boundBody(rc, r)
@@ -98,8 +98,8 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 	}
 	if s.cfg.Recording != nil {
 		if err := s.cfg.Recording(); err != nil {
-			info.reason = "cannot record"
-			return nil, nil, nil, &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
+			info.reason = capability.ReasonCannotRecord
+			return nil, nil, nil, &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI, Reason: capability.ReasonCannotRecord,
 				Message: "The broker cannot record calls just now (neither its store nor its spool takes a write), so it serves none; try again shortly.", Err: err}
 		}
 	}
@@ -110,7 +110,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 	if coding != "" {
 		if err := decodeBody(w, r, limit); err != nil {
 			release()
-			info.reason = "encoding"
+			info.reason = capability.ReasonEncoding
 			return nil, nil, nil, err
 		}
 	}
@@ -172,7 +172,7 @@ func (a *Admission) Refusal(word string) *capability.Error {
 	if msg == "" {
 		return nil
 	}
-	return &capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Message: msg, Reason: "declaration"}
+	return &capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Message: msg, Reason: capability.ReasonDeclaration}
 }
 
 // Require is the Refusal of the first of words the box's report does not

@@ -39,15 +39,15 @@ func (s *Server) authenticate(r *http.Request, c capability.Capability) (string,
 		return "", nil, tokenRefusal(nr.NoTokenRefusal(r))
 	}
 	// Every other refusal on a capability route is a 403: Claude Code retries a 401.
-	return "", nil, tokenRefusal(&capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Message: authMessage(err)})
+	return "", nil, tokenRefusal(&capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Message: authMessage(err), Reason: capability.ReasonToken})
 }
 
 // tokenRefusal is e, a refusal of a request that carries no box's token,
-// with the reason the records keep for it ("token").
+// with the reason the records keep for it (capability.ReasonToken).
 func tokenRefusal(e *capability.Error) *capability.Error {
 	c := *e
 	if c.Reason == "" {
-		c.Reason = "token"
+		c.Reason = capability.ReasonToken
 	}
 	return &c
 }

@@ -18,7 +18,7 @@ func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *reque
 	if r.Method != http.MethodPost {
 		leaveBody(w, r)
 		w.Header().Set("Allow", http.MethodPost)
-		return capability.Errorf(http.StatusMethodNotAllowed, protocol.TypeInvalid, "The declaration route takes POST.")
+		return capability.Refuse(capability.ReasonMethod, http.StatusMethodNotAllowed, protocol.TypeInvalid, "The declaration route takes POST.")
 	}
 	tok, err := token.FromRequest(r)
 	var box store.Box
@@ -28,7 +28,7 @@ func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *reque
 	if err != nil {
 		leaveBody(w, r) // not a byte of it is read for no box
 		if token.Refused(err) {
-			return tokenRefusal(&capability.Error{Status: http.StatusUnauthorized, Type: protocol.TypeAuthn, Message: authMessage(err)})
+			return tokenRefusal(&capability.Error{Status: http.StatusUnauthorized, Type: protocol.TypeAuthn, Message: authMessage(err), Reason: capability.ReasonToken})
 		}
 		return capability.Unavailable(err)
 	}
@@ -44,20 +44,20 @@ func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *reque
 	}
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		return capability.Errorf(http.StatusRequestEntityTooLarge, protocol.TypeTooLarge, "The declaration report is over %d bytes.", protocol.DeclarationMaxBytes)
+		return capability.Refuse(capability.ReasonTooLarge, http.StatusRequestEntityTooLarge, protocol.TypeTooLarge, "The declaration report is over %d bytes.", protocol.DeclarationMaxBytes)
 	}
 	if err != nil {
-		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "The declaration report could not be read.")
+		return capability.Refuse(capability.ReasonInvalid, http.StatusBadRequest, protocol.TypeInvalid, "The declaration report could not be read.")
 	}
 	d, err := protocol.ParseDeclarationReport(body, s.cfg.Broker)
 	var re *protocol.ReportError
 	if errors.As(err, &re) {
-		info.reason = "malformed report"
+		info.reason = capability.ReasonMalformedReport
 		typ := protocol.TypeInvalid
 		if re.Status == http.StatusRequestEntityTooLarge {
 			typ = protocol.TypeTooLarge
 		}
-		return &capability.Error{Status: re.Status, Type: typ, Message: re.Message}
+		return &capability.Error{Status: re.Status, Type: typ, Message: re.Message, Reason: capability.ReasonMalformedReport}
 	}
 	if err != nil {
 		return err
@@ -70,7 +70,7 @@ func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *reque
 	}
 	if err := s.cfg.Store.SaveDeclaration(r.Context(), box.Name, doc, d.At); err != nil {
 		if errors.Is(err, store.ErrNotFound) { // removed meanwhile
-			return &capability.Error{Status: http.StatusUnauthorized, Type: protocol.TypeAuthn, Message: authMessage(token.ErrUnknown)}
+			return &capability.Error{Status: http.StatusUnauthorized, Type: protocol.TypeAuthn, Message: authMessage(token.ErrUnknown), Reason: capability.ReasonToken}
 		}
 		return capability.Unavailable(err)
 	}

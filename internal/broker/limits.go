@@ -132,8 +132,7 @@ func tooMany(seconds int, format string, args ...any) error {
 	if seconds < 1 {
 		seconds = 1
 	}
-	e := capability.Errorf(http.StatusTooManyRequests, protocol.TypeRateLimit, format, args...)
-	e.Reason = "limit"
+	e := capability.Refuse(capability.ReasonLimit, http.StatusTooManyRequests, protocol.TypeRateLimit, format, args...)
 	return &retryAfterError{err: e, seconds: seconds}
 }
 

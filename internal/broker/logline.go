@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/proxy"
 )
 
@@ -74,16 +75,20 @@ func (s *Server) conclude(rec *recorder, r *http.Request, info *requestInfo, tra
 	calls := trace.Calls()
 	info.calls = calls
 	info.cost = trace.Cost()
+	if info.reason == "" {
+		// A refusal a forwarder's ErrorHandler wrote, not the broker.
+		info.reason = trace.Reason()
+	}
 	if info.reason == "" && aborted {
-		info.reason = "aborted"
+		info.reason = capability.ReasonAborted
 	}
 	if info.reason == "" && rec.status >= 500 && len(calls) > 0 && calls[len(calls)-1].Status == 0 {
-		info.reason = "upstream failed"
+		info.reason = capability.ReasonUpstreamFailed
 	}
 	if info.route == "" {
 		info.route = routeUnmatched
 	}
-	if info.reason == "token" && info.box == "" && (rec.status == http.StatusUnauthorized || rec.status == http.StatusForbidden) {
+	if info.reason == capability.ReasonToken && info.box == "" && (rec.status == http.StatusUnauthorized || rec.status == http.StatusForbidden) {
 		// No box's token: after the first from its source, the
 		// refusal is kept in aggregate (see Tally), counted exactly.
 		info.tallied = s.tally.add(sourceOf(r), start, recordedMethod(r.Method), info.route, info.capabilityLabel(), rec.status)

@@ -52,12 +52,9 @@ type Record struct {
 	Public bool
 	// Status is the answer's status.
 	Status int
-	// Reason is why the broker refused the request, from a short fixed
-	// list ("token", "paused", "declaration", "store", "limit", "cannot
-	// record", "no route", "method", "encoding", "malformed report",
-	// "upstream failed", "aborted"; the proxy's "no secret", "host" and
-	// "passthrough"; a capability.Error's own Reason; or a status text);
-	// "" when it did not.
+	// Reason is why the broker refused the request: one of
+	// capability.Reasons (such as "token", "declaration", "budget",
+	// "paused", "no secret"), never a status's text; "" when it did not.
 	Reason string
 	// Message is the refusal message the box was shown ("" when none);
 	// a not-found message names the route, not the path.

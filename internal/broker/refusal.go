@@ -61,7 +61,7 @@ func (s *Server) Refuse(w http.ResponseWriter, r *http.Request, err error, rec *
 func (s *Server) refusalOf(r *http.Request, err error, route, box string) *capability.Error {
 	var ce *capability.Error
 	if !errors.As(err, &ce) {
-		ce = &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI, Message: "The broker could not complete the request.", Err: err}
+		ce = &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI, Reason: capability.ReasonInternal, Message: "The broker could not complete the request.", Err: err}
 	}
 	if ce.Err != nil {
 		s.log.Error("request failed", "method", recordedMethod(r.Method), "path", proxy.ScrubKept(r.URL.Path), "route", route, "box", box, "err", ce.Err)
@@ -70,13 +70,9 @@ func (s *Server) refusalOf(r *http.Request, err error, route, box string) *capab
 }
 
 // reasonOf is the reason the records keep for the refusal ce: its own,
-// or its status's text.
-func reasonOf(ce *capability.Error) string {
-	if ce.Reason != "" {
-		return ce.Reason
-	}
-	return http.StatusText(ce.Status)
-}
+// or the one its refusal type names (capability.ReasonOf), never a
+// status's text.
+func reasonOf(ce *capability.Error) string { return capability.ReasonOf(ce) }
 
 // writeRefusal writes the refusal ce of err: its Header, the Retry-After
 // of a refusal of the box's limits, and a 503's.

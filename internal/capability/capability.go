@@ -139,10 +139,10 @@ var ErrNoCredential = errors.New("no credential is set for this payer")
 
 // Error is an error with the status, refusal type and message to show the
 // box. Err, when set, is logged and never shown. Header, when set, is
-// added to the refusal's answer (WWW-Authenticate, say). Reason, when
-// set, is the short word the broker's records keep for why the request
-// was refused (broker.Record.Reason, such as "paused" or "store"); "" leaves
-// it to the broker (the status's text, where it knows no better).
+// added to the refusal's answer (WWW-Authenticate, say). Reason is the
+// short word the broker's records keep for why the request was refused
+// (broker.Record.Reason), one of Reasons, such as ReasonPaused; "" leaves
+// it to ReasonOf, which names one by the refusal's type.
 type Error struct {
 	Status  int
 	Type    string
@@ -161,14 +161,16 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// Errorf returns an *Error with a formatted message.
+// Errorf returns an *Error with a formatted message and no Reason (the
+// admin API's refusals, which the broker's records do not keep). A
+// refusal of a box's request is made with Refuse, which names its reason.
 func Errorf(status int, typ, format string, args ...any) *Error {
 	return &Error{Status: status, Type: typ, Message: fmt.Sprintf(format, args...)}
 }
 
 // NotFound is the refusal for a path a capability does not serve.
 func NotFound(r *http.Request) *Error {
-	return &Error{Status: http.StatusNotFound, Type: protocol.TypeNotFound, Message: NotFoundMessage(r.Method, r.URL.Path)}
+	return &Error{Status: http.StatusNotFound, Type: protocol.TypeNotFound, Reason: ReasonNoRoute, Message: NotFoundMessage(r.Method, r.URL.Path)}
 }
 
 // NotFoundMessage is NotFound's message for a request in method for path
@@ -195,5 +197,5 @@ func BodyOnBodiless(r *http.Request) *Error {
 	if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
 		return nil
 	}
-	return Errorf(http.StatusBadRequest, protocol.TypeInvalid, "A %s request carries no body; this one has one.", r.Method)
+	return Refuse(ReasonInvalid, http.StatusBadRequest, protocol.TypeInvalid, "A %s request carries no body; this one has one.", r.Method)
 }

@@ -233,14 +233,14 @@ func (c *Capability) post(ctx context.Context, u string, cred, body []byte) (int
 func (c *Capability) failed(ctx context.Context, q *Question, err error) error {
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return &capability.Error{Status: http.StatusGatewayTimeout, Type: protocol.TypeTimeout,
+		return &capability.Error{Status: http.StatusGatewayTimeout, Type: protocol.TypeTimeout, Reason: capability.ReasonTimeout,
 			Message: fmt.Sprintf("The %s did not answer question %s within %s.", upstreamName, short(q.ID), c.cfg.Timeout),
 			Err:     err}
 	case ctx.Err() != nil:
 		return fmt.Errorf("question %s stopped: %w", short(q.ID), err)
 	}
 	status, typ, msg := proxy.Classify(err, upstreamName)
-	return &capability.Error{Status: status, Type: typ,
+	return &capability.Error{Status: status, Type: typ, Reason: proxy.ClassifyReason(err),
 		Message: fmt.Sprintf("%s Question %s has no answer.", msg, short(q.ID)), Err: err}
 }
 
@@ -258,13 +258,13 @@ func upstreamStatus(q *Question, status int, raw []byte) error {
 	if json.Unmarshal(raw, &e) == nil && errorTypeRE.MatchString(e.Error.Type) {
 		what += " (" + e.Error.Type + ")"
 	}
-	return &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI,
+	return &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI, Reason: capability.ReasonUpstream,
 		Message: fmt.Sprintf("The %s answered question %s with %s.", upstreamName, short(q.ID), what),
 		Err:     fmt.Errorf("upstream status %d", status)}
 }
 
 func badOutput(q *Question, what string, err error) error {
-	return &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI,
+	return &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI, Reason: capability.ReasonUpstream,
 		Message: fmt.Sprintf("The model's answer to question %s is not the JSON asked for: %s.", short(q.ID), what),
 		Err:     err}
 }

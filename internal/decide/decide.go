@@ -178,7 +178,7 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 	paid, err := call.Payer(r.Context(), r)
 	w.Header().Set(protocol.HeaderPayer, protocol.FormatPayerHeader(paid.Payer))
 	if err != nil && !errors.Is(err, capability.ErrNoCredential) {
-		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
+		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI, Reason: capability.ReasonStore,
 			Message: "The broker could not read the payer's credential.", Err: err}
 	}
 	noCredential := err != nil
@@ -193,7 +193,7 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 		}
 	}
 	if asked > 0 && noCredential {
-		return capability.Errorf(http.StatusForbidden, protocol.TypePermission,
+		return capability.Refuse(capability.ReasonNoCredential, http.StatusForbidden, protocol.TypePermission,
 			"The broker holds no Anthropic credential for this box's payer (%s); the operator sets one with %s.",
 			protocol.FormatPayerHeader(paid.Payer), payer.SetHint(paid.Payer, call.Box.Name))
 	}
@@ -221,7 +221,7 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 // read reads and checks the body; every failure is a 422 but one that
 // could not be read at all.
 func (c *Capability) read(w http.ResponseWriter, r *http.Request) (*Request, error) {
-	tooLarge := capability.Errorf(http.StatusUnprocessableEntity, protocol.TypeTooLarge,
+	tooLarge := capability.Refuse(capability.ReasonTooLarge, http.StatusUnprocessableEntity, protocol.TypeTooLarge,
 		"The decide request is over %d bytes.", c.cfg.MaxBody)
 	if r.ContentLength > c.cfg.MaxBody {
 		return nil, tooLarge
@@ -232,7 +232,7 @@ func (c *Capability) read(w http.ResponseWriter, r *http.Request) (*Request, err
 		return nil, tooLarge
 	}
 	if err != nil {
-		return nil, &capability.Error{Status: http.StatusBadRequest, Type: protocol.TypeInvalid,
+		return nil, &capability.Error{Status: http.StatusBadRequest, Type: protocol.TypeInvalid, Reason: capability.ReasonInvalid,
 			Message: "The decide request could not be read.", Err: err}
 	}
 	// No upstream receives a token, even one a box puts in its state:
@@ -244,7 +244,7 @@ func (c *Capability) read(w http.ResponseWriter, r *http.Request) (*Request, err
 	req, err := ParseRequest(body, c.cfg.MaxQuestions)
 	var ie *InvalidError
 	if errors.As(err, &ie) {
-		return nil, capability.Errorf(http.StatusUnprocessableEntity, protocol.TypeInvalid, "%s", ie.Message)
+		return nil, capability.Refuse(capability.ReasonInvalid, http.StatusUnprocessableEntity, protocol.TypeInvalid, "%s", ie.Message)
 	}
 	return req, err
 }

@@ -213,11 +213,11 @@ func (c *Capability) onMint(ev mint.Event) {
 	)
 	switch {
 	case errors.As(ev.Err, &limited):
-		e.Status, e.Reason, e.Message = http.StatusTooManyRequests, "mint-rate-limited", fmt.Sprintf("%s: %s", ev.Ref.Name, limited.Error())
+		e.Status, e.Reason, e.Message = http.StatusTooManyRequests, capability.ReasonMintRateLimited, fmt.Sprintf("%s: %s", ev.Ref.Name, limited.Error())
 	case errors.As(ev.Err, &refused):
-		e.Status, e.Reason, e.Message = http.StatusBadGateway, "mint-refused", fmt.Sprintf("%s: %s", ev.Ref.Name, refused.Error())
+		e.Status, e.Reason, e.Message = http.StatusBadGateway, capability.ReasonMintRefused, fmt.Sprintf("%s: %s", ev.Ref.Name, refused.Error())
 	case ev.Err != nil:
-		e.Status, e.Reason, e.Message = http.StatusBadGateway, "mint-failed", fmt.Sprintf("%s: %s mint failed", ev.Ref.Name, ev.Kind)
+		e.Status, e.Reason, e.Message = http.StatusBadGateway, capability.ReasonMintFailed, fmt.Sprintf("%s: %s mint failed", ev.Ref.Name, ev.Kind)
 	}
 	c.cfg.Audit.Add(e)
 }
@@ -352,12 +352,12 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 		return capability.NotFound(r)
 	}
 	if r.Header.Get("Upgrade") != "" {
-		return capability.Errorf(http.StatusNotImplemented, protocol.TypeNotSupported,
+		return capability.Refuse(capability.ReasonNotSupported, http.StatusNotImplemented, protocol.TypeNotSupported,
 			"Egress does not carry protocol upgrades such as WebSocket: the broker could not keep %s's value out of them.", name)
 	}
 	sec, err := c.cfg.Secrets.Secret(r.Context(), call.Box.Name, name)
 	if errors.Is(err, store.ErrNotFound) {
-		return capability.Errorf(http.StatusForbidden, protocol.TypePermission,
+		return capability.Refuse(capability.ReasonNoSecret, http.StatusForbidden, protocol.TypePermission,
 			"The broker holds no value for the secret %s for this box; its owner sets one with `boxbroker secret set %s %s --host <base URL>`.",
 			name, call.Box.Name, name)
 	}
@@ -382,12 +382,12 @@ func (c *Capability) Forward(w http.ResponseWriter, r *http.Request, box, token 
 	name := sec.Name
 	base, err := protocol.ParseSecretHost(sec.Host)
 	if err != nil {
-		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
+		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI, Reason: capability.ReasonConfig,
 			Message: fmt.Sprintf("The broker's record of %s's host is not a usable base URL; its owner sets it again with `boxbroker secret set`.", name),
 			Err:     fmt.Errorf("secret %s/%s: %w", box, name, err)}
 	}
 	if token == "" {
-		return capability.Errorf(http.StatusForbidden, protocol.TypePermission, "The request carries no box token.")
+		return capability.Refuse(capability.ReasonToken, http.StatusForbidden, protocol.TypePermission, "The request carries no box token.")
 	}
 	f := &flight{box: box, name: name, token: token, base: base, host: hostKey(base.Hostname())}
 	if err := c.inject(r, box, sec, f); err != nil {
@@ -405,7 +405,7 @@ func (c *Capability) Forward(w http.ResponseWriter, r *http.Request, box, token 
 	target, err := outbound(base, tail, r.URL.RawQuery, token, f.value)
 	var pe *pathError
 	if errors.As(err, &pe) {
-		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "%s", pe.msg)
+		return capability.Refuse(capability.ReasonInvalid, http.StatusBadRequest, protocol.TypeInvalid, "%s", pe.msg)
 	}
 	if err != nil {
 		return err
@@ -435,20 +435,20 @@ func (c *Capability) inject(r *http.Request, box string, sec store.Secret, f *fl
 	name := sec.Name
 	plain, err := c.cfg.Keyring.Open(sec.Sealed, secrets.SecretAD(box, name))
 	if err != nil {
-		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
+		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI, Reason: capability.ReasonConfig,
 			Message: fmt.Sprintf("The broker could not open %s's value.", name), Err: fmt.Errorf("secret %s/%s: %w", box, name, err)}
 	}
 	defer secrets.Zero(plain)
 	if sec.Kind == "" {
 		f.value = string(plain)
 		if f.value == "" {
-			return capability.Errorf(http.StatusForbidden, protocol.TypePermission, "The broker holds no value for the secret %s for this box.", name)
+			return capability.Refuse(capability.ReasonNoSecret, http.StatusForbidden, protocol.TypePermission, "The broker holds no value for the secret %s for this box.", name)
 		}
 		return nil
 	}
 	spec, err := mint.Parse(sec.Kind, plain)
 	if err != nil {
-		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
+		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI, Reason: capability.ReasonConfig,
 			Message: fmt.Sprintf("The broker's configuration of %s (%s) is not usable; its owner sets it again with `boxbroker secret set %s %s --host %s --kind %s`.", name, sec.Kind, box, name, sec.Host, sec.Kind),
 			Err:     fmt.Errorf("secret %s/%s: %w", box, name, err)}
 	}
@@ -457,7 +457,7 @@ func (c *Capability) inject(r *http.Request, box string, sec store.Secret, f *fl
 	case mint.Signer:
 		f.signer = spec
 		if strings.HasPrefix(r.Header.Get("X-Amz-Content-Sha256"), "STREAMING-") {
-			return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+			return capability.Refuse(capability.ReasonInvalid, http.StatusBadRequest, protocol.TypeInvalid,
 				"The request's body is signed in chunks (x-amz-content-sha256: %s), with the box's token as the key; the broker signs %s's requests itself and cannot sign chunks again. Turn off chunked signing in the SDK (for S3, a checksum or unsigned payload setting) so the body goes whole.", r.Header.Get("X-Amz-Content-Sha256"), name)
 		}
 	case mint.Minted:
@@ -482,7 +482,7 @@ func mintRefusal(box string, sec store.Secret, err error, now time.Time) error {
 	)
 	if errors.As(err, &limited) {
 		wait := max(int64(math.Ceil(limited.Until.Sub(now).Seconds())), 1)
-		e := capability.Errorf(http.StatusTooManyRequests, protocol.TypeRateLimit,
+		e := capability.Refuse(capability.ReasonMintRateLimited, http.StatusTooManyRequests, protocol.TypeRateLimit,
 			"The token endpoint of the secret %s limits the rate of mints just now (%d), so the broker has no token for it; it asks again in %d s. Nothing needs renewing.",
 			sec.Name, limited.Status, wait)
 		e.Err, e.Header = err, http.Header{"Retry-After": {strconv.FormatInt(wait, 10)}}
@@ -493,11 +493,11 @@ func mintRefusal(box string, sec store.Secret, err error, now time.Time) error {
 		if sec.Kind == mint.KindGitHubApp {
 			what = "the owner's GitHub App key or installation needs renewing"
 		}
-		return &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI,
+		return &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI, Reason: capability.ReasonMintRefused,
 			Message: fmt.Sprintf("The token endpoint refused to mint %s's token (%d): %s, with `boxbroker secret set %s %s --host %s --kind %s`.",
 				sec.Name, refused.Status, what, box, sec.Name, sec.Host, sec.Kind), Err: err}
 	}
-	return &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI,
+	return &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI, Reason: capability.ReasonMintFailed,
 		Message: fmt.Sprintf("The broker could not mint %s's token just now; try again shortly.", sec.Name), Err: err}
 }
 
@@ -516,7 +516,7 @@ func signedBody(r *http.Request, f *flight) error {
 			return capability.UnreadableBody(err)
 		}
 		if holds(string(b), f.token) {
-			return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+			return capability.Refuse(capability.ReasonInvalid, http.StatusBadRequest, protocol.TypeInvalid,
 				"The request body holds the box's token; %s's requests are signed by the broker, which has no value to put in its place, so it was not sent.", f.name)
 		}
 		proxy.ScrubTokensInPlace(b) // the body read again is b: it is signed as sent
@@ -524,7 +524,7 @@ func signedBody(r *http.Request, f *flight) error {
 		return nil
 	}
 	if !f.signer.Unsigned() {
-		return capability.Errorf(http.StatusRequestEntityTooLarge, protocol.TypeTooLarge,
+		return capability.Refuse(capability.ReasonTooLarge, http.StatusRequestEntityTooLarge, protocol.TypeTooLarge,
 			"%s's requests are signed over their body, which the broker reads whole: send a body of at most %d bytes with its length declared.", f.name, maxReadBody)
 	}
 	f.unsigned = true
@@ -700,24 +700,31 @@ func (c *Capability) errorHandler(w http.ResponseWriter, r *http.Request, err er
 		ee  *proxy.EncodingError
 	)
 	status, typ, msg := proxy.Classify(err, what)
+	reason := proxy.ClassifyReason(err)
 	switch {
 	case errors.As(err, &mbe):
 		tl := capability.TooLarge(mbe.Limit)
-		status, typ, msg = tl.Status, tl.Type, tl.Message
+		status, typ, msg, reason = tl.Status, tl.Type, tl.Message, tl.Reason
 	case errors.Is(err, errTokenLeft):
+		reason = capability.ReasonInvalid
 		status, typ, msg = http.StatusBadRequest, protocol.TypeInvalid,
 			"The request carries the box's token in a form the broker does not swap (it swaps header values, Basic credentials and the query); it was not sent."
 	case errors.Is(err, errBodyToken):
+		reason = capability.ReasonInvalid
 		status, typ, msg = http.StatusBadRequest, protocol.TypeInvalid,
 			fmt.Sprintf("The request body holds the box's token, and is over %d bytes with its length declared, so the broker cannot put the value in its place; it was not sent whole. Send it without a Content-Length (chunked), or put the token in a header or the query.", maxReadBody)
 	case errors.As(err, &ee):
+		reason = capability.ReasonUpstream
 		status, typ, msg = http.StatusBadGateway, protocol.TypeAPI,
 			fmt.Sprintf("The %s answered %s, which the broker cannot read to keep the value out, so the answer was withheld.", what, ee.Why)
 	case errors.Is(err, errUpgraded):
+		reason = capability.ReasonUpstream
 		status, typ, msg = http.StatusBadGateway, protocol.TypeAPI, "The "+what+" switched protocols, which egress does not carry."
 	case f.signErr != nil && errors.Is(err, f.signErr):
+		reason = capability.ReasonInternal
 		status, typ, msg = http.StatusBadGateway, protocol.TypeAPI, "The broker could not sign "+f.name+"'s request."
 	case errors.Is(err, errElsewhere):
+		reason = capability.ReasonHost
 		status, typ, msg = http.StatusBadGateway, protocol.TypeAPI, "The broker sends "+f.name+"'s requests only to its host, and this one was not."
 	}
 	// An error's text can hold the URL, and so the value in its query.
@@ -729,5 +736,6 @@ func (c *Capability) errorHandler(w http.ResponseWriter, r *http.Request, err er
 	}
 	text = strings.ReplaceAll(text, f.token, "[token]")
 	c.log.Warn("egress: request failed", "secret", f.name, "host", f.target.Host, "status", status, "err", text)
+	proxy.TraceFrom(r.Context()).Refuse(reason)
 	protocol.WriteRefusal(w, status, typ, msg)
 }

@@ -55,7 +55,7 @@ func (c *Capability) NoTokenRefusal(r *http.Request) *capability.Error {
 	if name, _, ok := split(r.URL); ok {
 		realm += " " + name
 	}
-	e := capability.Errorf(http.StatusUnauthorized, protocol.TypeAuthn,
+	e := capability.Refuse(capability.ReasonToken, http.StatusUnauthorized, protocol.TypeAuthn,
 		"The request carries no box token. On egress, send it wherever the API takes its key: Authorization: Bearer <token>, Basic credentials (as user or password), x-api-key or another header, or a query parameter such as ?key=<token>. A body is not read until the token is checked, so a token in the body alone is not found; one in the body as well is swapped for the value.")
 	e.Header = http.Header{"Www-Authenticate": {`Basic realm="` + realm + `"`}}
 	return e

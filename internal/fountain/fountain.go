@@ -244,11 +244,11 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, cl *capabilit
 	}
 	key, err := c.cfg.Key(r.Context())
 	if errors.Is(err, capability.ErrNoCredential) {
-		return capability.Errorf(http.StatusForbidden, protocol.TypePermission,
+		return capability.Refuse(capability.ReasonNoCredential, http.StatusForbidden, protocol.TypePermission,
 			"The operator has set no Fountain key at this broker, so it forwards nothing to Fountain; the operator sets one with `boxbroker credential set fountain`.")
 	}
 	if err != nil {
-		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
+		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI, Reason: capability.ReasonStore,
 			Message: "The broker could not read the operator's Fountain key.", Err: err}
 	}
 	if r.ContentLength > c.cfg.MaxBody {
@@ -359,7 +359,7 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 
 // errUpgraded refuses an answer that switched protocols, which cannot be
 // scanned for the key.
-var errUpgraded = &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI,
+var errUpgraded = &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI, Reason: capability.ReasonUpstream,
 	Message: "Fountain switched protocols, which the broker does not carry."}
 
 // record reads the id of the conversation Fountain started from its
@@ -392,11 +392,11 @@ func (c *Capability) record(resp *http.Response, cl *call) error {
 	})
 	switch {
 	case errors.Is(err, store.ErrExists):
-		return &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI,
+		return &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI, Reason: capability.ReasonNotOwn,
 			Message: "Fountain started a conversation whose id the broker has recorded as another box's; the broker did not pass it on.",
 			Err:     fmt.Errorf("conversation %q started by box %s is another box's", id, cl.box)}
 	case err != nil:
-		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI,
+		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI, Reason: capability.ReasonStore,
 			Message: "Fountain started the conversation, but the broker could not record it as this box's; start another shortly.",
 			Err:     fmt.Errorf("record conversation of box %s: %w", cl.box, err)}
 	}
@@ -443,6 +443,7 @@ func (c *Capability) errorHandler(w http.ResponseWriter, r *http.Request, err er
 		if ce.Err != nil {
 			c.cfg.Logger.Error("fountain: request failed", "path", token.RedactPath(r.URL.Path), "err", ce.Err)
 		}
+		proxy.TraceFrom(r.Context()).Refuse(capability.ReasonOf(ce))
 		protocol.WriteRefusal(w, ce.Status, ce.Type, ce.Message)
 		return
 	}

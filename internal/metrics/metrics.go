@@ -4,8 +4,9 @@
 //
 // Every label is bounded: a capability name from the table, a route
 // template (never a raw path with ids in it), a status code, a refusal
-// reason from a short fixed list, a grant outcome from the constants
-// below. No metric carries a box name, a token, a credential or a value.
+// reason from capability.Reasons, a grant outcome from the constants
+// below, a payer kind, and a model name (the first MaxModels seen, then
+// "other"). No metric carries a box name, a token, a credential or a value.
 //
 // A nil *Metrics is valid and records nothing, so a caller never needs to
 // check.
@@ -68,6 +69,7 @@ type Metrics struct {
 	auditDropped    prometheus.Counter
 	auditFailed     prometheus.Counter
 	tokenRefusals   *prometheus.CounterVec
+	spend           *spendMetrics // spend.go
 }
 
 // New returns Metrics in a new registry, with the Go runtime's and the
@@ -127,6 +129,7 @@ func New() *Metrics {
 	)
 	m.unpriced = newUnpriced()
 	reg.MustRegister(m.unpriced.calls)
+	m.spend = newSpendMetrics(reg)
 	for outcome := range grantOutcomes {
 		m.grants.WithLabelValues(outcome) // exported at 0 before the first check
 	}

@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/protocol"
 )
 
@@ -163,6 +164,7 @@ func ErrorHandler(log *slog.Logger, what string) func(http.ResponseWriter, *http
 		}
 		status, typ, msg := Classify(err, what)
 		log.Warn("proxy: upstream failed", "upstream", what, "status", status, "err", err)
+		TraceFrom(r.Context()).Refuse(ClassifyReason(err))
 		protocol.WriteRefusal(w, status, typ, msg)
 	}
 }
@@ -184,6 +186,19 @@ func Classify(err error, what string) (int, string, string) {
 	default:
 		return http.StatusBadGateway, protocol.TypeAPI, "The " + what + " could not be reached."
 	}
+}
+
+// ClassifyReason is the reason the broker's records keep for the refusal
+// Classify gives err: capability.ReasonUpstream for an answer the broker
+// cannot read, capability.ReasonUpstreamFailed for every other (the
+// upstream refused the connection, could not be reached, or did not
+// answer in time).
+func ClassifyReason(err error) string {
+	var ee *EncodingError
+	if errors.As(err, &ee) {
+		return capability.ReasonUpstream
+	}
+	return capability.ReasonUpstreamFailed
 }
 
 // RemoveValue deletes every response header whose value holds secret,

@@ -25,9 +25,32 @@ type Call struct {
 // audit row. It is safe for
 // concurrent use; the zero value is ready.
 type Trace struct {
-	mu    sync.Mutex // guards calls and cost
-	calls []Call
-	cost  int64
+	mu     sync.Mutex // guards calls, cost and reason
+	calls  []Call
+	cost   int64
+	reason string
+}
+
+// Refuse notes reason (one of capability.Reasons) as why the request
+// was refused, for a refusal written by something other than the
+// broker's own refusal path (a forwarder's ErrorHandler). The first
+// noted stands. A nil Trace notes nothing.
+func (t *Trace) Refuse(reason string) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	if t.reason == "" {
+		t.reason = reason
+	}
+	t.mu.Unlock()
+}
+
+// Reason is the reason Refuse noted; "" for none.
+func (t *Trace) Reason() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.reason
 }
 
 // AddCost notes micros (micro-dollars) more of measured cost for the

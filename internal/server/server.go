@@ -290,7 +290,8 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		return nil, err
 	}
 	meter, err := spend.New(spend.Config{Store: rst, Settle: wst, Outbox: ob,
-		StaleAfter: cfg.ReservationLease, Budgeted: c.Budgeted, Prices: prices, Metrics: m, Now: opt.SpendNow, Logger: log, MaxTokens: cfg.ReserveMaxTokens, MaxBody: cfg.MaxBody})
+		StaleAfter: cfg.ReservationLease, Budgeted: c.Budgeted, Prices: prices, Metrics: m, Now: opt.SpendNow, Logger: log, MaxTokens: cfg.ReserveMaxTokens, MaxBody: cfg.MaxBody,
+		Counter: m})
 	if err != nil {
 		return nil, err
 	}

@@ -97,6 +97,9 @@ type Config struct {
 	MaxBody int64
 	// StaleAfter is the age past which Run releases a reservation.
 	StaleAfter time.Duration
+	// Counter, when set, is told of each request's usage by model as it
+	// settles (the broker's metrics); nil tells no one.
+	Counter Counter
 }
 
 // Outbox keeps the settlements of calls until the store takes them: see

@@ -113,6 +113,7 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 	// The request's log line and audit row show the measured cost,
 	// priced here once.
 	proxy.TraceFrom(ctx).AddCost(cost)
+	m.count(s.payer, rows)
 	charge := charged
 	if !exact {
 		m.estimateLate(&s)

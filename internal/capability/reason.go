@@ -1,0 +1,167 @@
+package capability
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/intentius/boxbroker/internal/protocol"
+)
+
+// The reasons a refusal is kept under: the short, stable, lower-case
+// word the broker's log line ("refusal"), the audit row (Reason) and the
+// metric boxbroker_requests_total{reason} give for why a request was
+// refused, so that an operator can count and alert on each. Every
+// refusal the broker and its standard capabilities give carries one of
+// them; docs/observability.md lists them. A word, once documented, is
+// not renamed: dashboards and alerts match on it.
+const (
+	// ReasonToken: the request carries no box's token (none, an unknown
+	// one, or two different ones).
+	ReasonToken = "token"
+	// ReasonDeclaration: the box's declaration does not list what the
+	// request needs (or the broker has none from it yet).
+	ReasonDeclaration = "declaration"
+	// ReasonPaused: the box's owner has paused it.
+	ReasonPaused = "paused"
+	// ReasonBudget: the call could pass a monthly budget (the box's, or
+	// its principal's on the box), or could cost more than any bound the
+	// broker can set while such a budget applies.
+	ReasonBudget = "budget"
+	// ReasonLimit: the box's rate or concurrency limit (or the proxy's
+	// tunnel bound).
+	ReasonLimit = "limit"
+	// ReasonNoSecret: the box holds no secret (or no value of it) for
+	// what the request names, or none is pinned to the proxy's host.
+	ReasonNoSecret = "no secret"
+	// ReasonNoCredential: the payer of a model call holds no credential.
+	ReasonNoCredential = "no credential"
+	// ReasonConsent: the broker withholds the box's feedback, as its
+	// owner has not consented to its keeping.
+	ReasonConsent = "consent"
+	// ReasonNotOwn: the request names a resource that is not the box's
+	// own (a Fountain id another box made).
+	ReasonNotOwn = "not own"
+	// ReasonRemoved: the box was removed from the broker while the
+	// request was on its way.
+	ReasonRemoved = "removed"
+	// ReasonStore: the store did not answer in time (a 503 with
+	// Retry-After).
+	ReasonStore = "store"
+	// ReasonCannotRecord: no audit record of the request can be kept.
+	ReasonCannotRecord = "cannot record"
+	// ReasonConfig: what the broker holds for the request (a secret's
+	// host or kind, its sealed value, the capability's setup) is not
+	// usable; its owner or operator sets it again.
+	ReasonConfig = "config"
+	// ReasonNoRoute: a path or method no capability serves (404).
+	ReasonNoRoute = "no route"
+	// ReasonMethod: a method the route does not serve (405).
+	ReasonMethod = "method"
+	// ReasonEncoding: a request body in a content coding the route does
+	// not take (415).
+	ReasonEncoding = "encoding"
+	// ReasonTooLarge: a request body (or what the broker must read of
+	// it) over its bound.
+	ReasonTooLarge = "too large"
+	// ReasonInvalid: a request the broker cannot read or forward as it is
+	// (a malformed body, path, header or query, a body it could not read).
+	ReasonInvalid = "invalid"
+	// ReasonMalformedReport: a declaration report the broker cannot take.
+	ReasonMalformedReport = "malformed report"
+	// ReasonNotSupported: what the request asks is a thing the broker
+	// does not do (a protocol upgrade, a feature it does not serve).
+	ReasonNotSupported = "not supported"
+	// ReasonUpstreamFailed: the upstream could not be reached, or gave no
+	// answer.
+	ReasonUpstreamFailed = "upstream failed"
+	// ReasonUpstream: the upstream answered with something the broker
+	// could not use (decide's model gave no answer it can read, say).
+	ReasonUpstream = "upstream"
+	// ReasonTimeout: the request's time ran out before an answer.
+	ReasonTimeout = "timeout"
+	// ReasonAborted: the answer was cut off after it began.
+	ReasonAborted = "aborted"
+	// ReasonInternal: the broker itself could not complete the request
+	// (its error is logged, never shown).
+	ReasonInternal = "internal"
+	// ReasonRefused: a capability an operator adds refused the request
+	// and named no reason of its own (ReasonOf's word for a permission
+	// refusal without one); no standard capability's refusal is kept
+	// under it.
+	ReasonRefused = "refused"
+	// ReasonHost: a request goes to a host other than its secret's (an
+	// egress request sent elsewhere) or its proxy tunnel's.
+	ReasonHost = "host"
+	// ReasonPassthrough: a passthrough tunnel to a host one of the box's
+	// secrets is pinned to.
+	ReasonPassthrough = "passthrough"
+	// ReasonClosed: a proxy tunnel the broker closed as the box's rule
+	// changed.
+	ReasonClosed = "closed"
+	// ReasonMintRateLimited, ReasonMintRefused and ReasonMintFailed: a
+	// token endpoint limited, refused, or failed a mint for a github-app
+	// or oauth2 secret.
+	ReasonMintRateLimited = "mint-rate-limited"
+	ReasonMintRefused     = "mint-refused"
+	ReasonMintFailed      = "mint-failed"
+)
+
+// Reasons are every reason above, in the order docs/observability.md
+// lists them.
+var Reasons = []string{
+	ReasonToken, ReasonDeclaration, ReasonPaused, ReasonBudget, ReasonLimit,
+	ReasonNoSecret, ReasonNoCredential, ReasonConsent, ReasonNotOwn, ReasonRemoved,
+	ReasonStore, ReasonCannotRecord, ReasonConfig,
+	ReasonNoRoute, ReasonMethod, ReasonEncoding, ReasonTooLarge, ReasonInvalid,
+	ReasonMalformedReport, ReasonNotSupported,
+	ReasonUpstreamFailed, ReasonUpstream, ReasonTimeout, ReasonAborted, ReasonInternal, ReasonRefused,
+	ReasonHost, ReasonPassthrough, ReasonClosed,
+	ReasonMintRateLimited, ReasonMintRefused, ReasonMintFailed,
+}
+
+// IsReason reports whether s is one of Reasons.
+func IsReason(s string) bool {
+	for _, r := range Reasons {
+		if r == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Refuse returns the refusal for reason (one of Reasons) with a
+// formatted message. Every refusal a standard capability gives is made
+// with it, or as an Error with its Reason set.
+func Refuse(reason string, status int, typ, format string, args ...any) *Error {
+	return &Error{Status: status, Type: typ, Message: fmt.Sprintf(format, args...), Reason: reason}
+}
+
+// ReasonOf is the reason the broker's records keep for the refusal e:
+// its own Reason, or, for an Error made without one (by a capability
+// an operator adds), the reason its refusal type names: never an HTTP
+// status's text.
+func ReasonOf(e *Error) string {
+	if e.Reason != "" {
+		return e.Reason
+	}
+	switch e.Type {
+	case protocol.TypeAuthn:
+		return ReasonToken
+	case protocol.TypeNotFound:
+		return ReasonNoRoute
+	case protocol.TypeTooLarge:
+		return ReasonTooLarge
+	case protocol.TypeInvalid:
+		return ReasonInvalid
+	case protocol.TypeRateLimit:
+		return ReasonLimit
+	case protocol.TypeNotSupported:
+		return ReasonNotSupported
+	case protocol.TypeTimeout:
+		return ReasonTimeout
+	}
+	if e.Type == protocol.TypePermission || e.Status == http.StatusForbidden {
+		return ReasonRefused
+	}
+	return ReasonInternal
+}

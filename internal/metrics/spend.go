@@ -1,0 +1,131 @@
+package metrics
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// MaxModels bounds the distinct values of the model label of
+// boxbroker_spend_usd_total and boxbroker_tokens_total: the first
+// MaxModels models seen are counted under their own names, every later
+// one under OtherModel.
+const MaxModels = 100
+
+// Model label values besides a model's own name.
+const (
+	// OtherModel is the model label of a model past MaxModels, or of a
+	// name that is not one (longer than 64 bytes, or holding a character
+	// no model ID has, such as the "_" of a box's token).
+	OtherModel = "other"
+	// UnknownModel is the model label of a call whose model was not read.
+	UnknownModel = "unknown"
+)
+
+// Token kinds, the values of boxbroker_tokens_total's kind label.
+const (
+	TokensInput      = "input"
+	TokensOutput     = "output"
+	TokensCacheRead  = "cache_read"
+	TokensCacheWrite = "cache_write"
+)
+
+// payerKinds are the values of the payer label; any other is "other".
+var payerKinds = map[string]bool{"shared": true, "owner": true, "visitor": true}
+
+// spendMetrics counts what model calls measured, by model and payer kind
+// (never by box: the labels stay bounded).
+type spendMetrics struct {
+	usd    *prometheus.CounterVec
+	tokens *prometheus.CounterVec
+
+	mu     sync.Mutex      // guards models
+	models map[string]bool // the model labels in use, at most MaxModels
+}
+
+func newSpendMetrics(reg *prometheus.Registry) *spendMetrics {
+	s := &spendMetrics{
+		usd: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "boxbroker_spend_usd_total",
+			Help: "Measured cost in US dollars of the model calls settled, as the spend meter priced them (an unmeasured or unpriced call adds only what was priced), by model and payer kind.",
+		}, []string{"model", "payer"}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "boxbroker_tokens_total",
+			Help: "Tokens of the model calls settled, as the upstream's answers reported them, by model, payer kind and kind (input, output, cache_read, cache_write).",
+		}, []string{"model", "payer", "kind"}),
+		models: map[string]bool{},
+	}
+	reg.MustRegister(s.usd, s.tokens)
+	return s
+}
+
+// Usage counts the model calls of one settled request made with model
+// and paid by a payer of kind payer: costMicros micro-dollars measured,
+// and the tokens of each kind the answers reported. model is bounded
+// (see MaxModels, OtherModel); a payer kind other than shared, owner or
+// visitor is counted as "other".
+func (m *Metrics) Usage(model, payer string, costMicros, input, output, cacheRead, cacheWrite int64) {
+	if m == nil {
+		return
+	}
+	s := m.spend
+	model = s.modelLabel(model)
+	if !payerKinds[payer] {
+		payer = "other"
+	}
+	if costMicros > 0 {
+		s.usd.WithLabelValues(model, payer).Add(float64(costMicros) / 1e6)
+	} else {
+		s.usd.WithLabelValues(model, payer) // exported at 0 once a model is seen
+	}
+	for _, k := range [...]struct {
+		kind string
+		n    int64
+	}{{TokensInput, input}, {TokensOutput, output}, {TokensCacheRead, cacheRead}, {TokensCacheWrite, cacheWrite}} {
+		if k.n > 0 {
+			s.tokens.WithLabelValues(model, payer, k.kind).Add(float64(k.n))
+		}
+	}
+}
+
+// modelLabel is model's label: itself when it reads as a model ID and is
+// one of the first MaxModels seen, else OtherModel (UnknownModel for "").
+func (s *spendMetrics) modelLabel(model string) string {
+	if model == "" {
+		return UnknownModel
+	}
+	if !modelID(model) {
+		return OtherModel
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.models[model] {
+		return model
+	}
+	if len(s.models) >= MaxModels {
+		return OtherModel
+	}
+	s.models[model] = true
+	return model
+}
+
+// modelID reports whether s reads as a model ID, as Anthropic, Bedrock
+// and Vertex name them (claude-sonnet-4-5-20250929,
+// anthropic.claude-3-5-sonnet-20240620-v1:0, claude-3-5-sonnet-v2@20241022):
+// at most 64 bytes of letters, digits and . : @ / -. A box's token (bbx_…)
+// holds "_", so a model field a box filled with one is never a label.
+func modelID(s string) bool {
+	if len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case c == '.' || c == ':' || c == '@' || c == '/' || c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
