@@ -86,6 +86,9 @@ type Journal struct {
 	// (nil when none is forming). It is taken alone, or inside mu.
 	gmu     sync.Mutex
 	forming *group
+	// written is signalled, on gmu, when a group of more than one
+	// record is written; its followers wait on it.
+	written *sync.Cond
 
 	mu sync.Mutex // guards everything below
 	f  *os.File
@@ -129,6 +132,7 @@ func OpenJournal(dir string, max int64, id string, log *slog.Logger, put func(Ba
 		return nil, 0, err
 	}
 	j := &Journal{dir: dir, max: max, log: log, gen: NewKey(), store: id, open: map[uint64][]byte{}, batches: map[string][]uint64{}}
+	j.written = sync.NewCond(&j.gmu)
 	if err := j.start(); err != nil {
 		return nil, 0, err
 	}
@@ -275,33 +279,42 @@ func (j *Journal) record(field string, body []byte) (uint64, error) {
 	g := j.forming
 	leader := g == nil
 	if leader {
-		g = &group{done: make(chan struct{})}
+		g = &group{}
 		g.recs = g.first[:0]
 		j.forming = g
 	}
 	i := len(g.recs)
 	g.recs = append(g.recs, groupRec{field: field, body: body})
-	j.gmu.Unlock()
 	if !leader {
-		<-g.done
+		for !g.done {
+			j.written.Wait()
+		}
+		j.gmu.Unlock()
 		return g.recs[i].seq, g.recs[i].err
 	}
+	j.gmu.Unlock()
 	j.mu.Lock()
 	j.gmu.Lock()
 	j.forming = nil // later arrivals form the next group
 	j.gmu.Unlock()
 	j.writeGroupLocked(g)
 	j.mu.Unlock()
-	close(g.done)
+	j.gmu.Lock()
+	g.done = true
+	if len(g.recs) > 1 {
+		j.written.Broadcast()
+	}
+	j.gmu.Unlock()
 	return g.recs[0].seq, g.recs[0].err
 }
 
-// group is the records that share one write; done is closed once it
-// is written (or failed), with each record's number or error set.
+// group is the records that share one write; done is set (under gmu,
+// with written broadcast) once it is written or failed, with each
+// record's number or error set.
 type group struct {
 	recs  []groupRec
 	first [2]groupRec // recs' first backing: most groups are small
-	done  chan struct{}
+	done  bool
 }
 
 // groupRec is one record of a group: what record was given, and what
