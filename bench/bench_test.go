@@ -85,3 +85,55 @@ func TestAgentBody(t *testing.T) {
 		}
 	}
 }
+
+// TestFloor_InjectsCredentialAndChecksKey checks the floor does the job
+// the proxies do: an allowed key's call reaches the upstream with the
+// credential in place of the key, and a stranger's is refused there.
+func TestFloor_InjectsCredentialAndChecksKey(t *testing.T) {
+	var got http.Header
+	var gotPath string
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, gotPath = r.Header.Clone(), r.URL.Path
+	}))
+	defer up.Close()
+	h, err := floorHandler(floorConfig{upstream: up.URL, credential: "sk-cred", egressSecret: "ghp-secret", keys: map[string]bool{"box-key": true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	floor := httptest.NewServer(h)
+	defer floor.Close()
+	tests := []struct {
+		name, path, header, key string
+		status                  int
+		wantPath, wantHeader    string
+		want                    string
+	}{
+		{"messages", "/llm/anthropic/v1/messages", "X-Api-Key", "box-key", 200, "/v1/messages", "X-Api-Key", "sk-cred"},
+		{"egress", "/egress/GITHUB/repos/x", "Authorization", "Bearer box-key", 200, "/egress-api/repos/x", "Authorization", "Bearer ghp-secret"},
+		{"stranger", "/llm/anthropic/v1/messages", "X-Api-Key", "other", 403, "", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, gotPath = nil, ""
+			req, _ := http.NewRequest("POST", floor.URL+tt.path, nil)
+			req.Header.Set(tt.header, tt.key)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tt.status {
+				t.Fatalf("status = %d, want %d", resp.StatusCode, tt.status)
+			}
+			if tt.status != 200 {
+				if got != nil {
+					t.Errorf("a refused call reached the upstream")
+				}
+				return
+			}
+			if gotPath != tt.wantPath || got.Get(tt.wantHeader) != tt.want {
+				t.Errorf("upstream saw %s %s=%q, want %s %q", gotPath, tt.wantHeader, got.Get(tt.wantHeader), tt.wantPath, tt.want)
+			}
+		})
+	}
+}

@@ -17,11 +17,14 @@
 // injecting a fixed x-api-key (skipped, with a note, when nginx is not
 // installed); and Portkey's gateway under node, trusting the CA through
 // NODE_EXTRA_CA_CERTS (installed with npm into a cache directory outside
-// the checkout; skipped, with a note, when that fails). It drives each
+// the checkout; skipped, with a note, when that fails); and the floor, a
+// bare httputil.ReverseProxy on boxbroker's own transport (the binary
+// again, with -role floor), the least a proxy on boxbroker's HTTP stack
+// does. It drives each
 // path with the same load from a Go load generator and prints
 // requests/s, latency added over direct at a moderate open-loop rate,
-// the proxy's CPU per 10k requests and peak RSS, the ratios against nginx
-// and Portkey, the memory each idle SSE stream holds, and whether
+// the proxy's CPU per 10k requests and peak RSS, the ratios against the
+// floor, nginx and Portkey, the memory each idle SSE stream holds, and whether
 // boxbroker meets its targets. Every phase is bounded in count and time;
 // the harness stops by itself and ends every process it started.
 // Secrets reach children through stdin or the environment, never argv.
@@ -63,6 +66,8 @@ type options struct {
 	brokerLog               string
 	upstreamIP, brokerIP    string
 	nginxIP, portkeyIP      string
+	floorIP                 string
+	noFloor                 bool
 	quick                   bool
 	keep                    bool
 
@@ -76,12 +81,14 @@ type options struct {
 
 func main() {
 	if len(os.Args) > 2 && os.Args[1] == "-role" {
-		if os.Args[2] != "upstream" {
+		roles := map[string]func([]string) error{"upstream": runUpstream, "floor": runFloor}
+		run, ok := roles[os.Args[2]]
+		if !ok {
 			fmt.Fprintln(os.Stderr, "bench: no role", os.Args[2])
 			os.Exit(2)
 		}
-		if err := runUpstream(os.Args[3:]); err != nil {
-			fmt.Fprintln(os.Stderr, "upstream:", err)
+		if err := run(os.Args[3:]); err != nil {
+			fmt.Fprintln(os.Stderr, os.Args[2]+":", err)
 			os.Exit(1)
 		}
 		return
@@ -112,6 +119,8 @@ func main() {
 	flag.StringVar(&o.brokerIP, "broker-ip", "127.0.0.3", "loopback address of boxbroker")
 	flag.StringVar(&o.nginxIP, "nginx-ip", "127.0.0.4", "loopback address of nginx")
 	flag.StringVar(&o.portkeyIP, "portkey-ip", "127.0.0.6", "loopback address of Portkey's gateway")
+	flag.StringVar(&o.floorIP, "floor-ip", "127.0.0.5", "loopback address of the floor (a bare httputil.ReverseProxy)")
+	flag.BoolVar(&o.noFloor, "no-floor", false, "skip the floor (a bare httputil.ReverseProxy on boxbroker's transport)")
 	flag.BoolVar(&o.quick, "quick", false, "short phases, one round and 1000 idle streams: every path and case, in about two minutes")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (logs, nginx.conf, the store) and print its path")
 	flag.Parse()
@@ -230,6 +239,19 @@ func run(ctx context.Context, o *options) error {
 			paths = append(paths, pp)
 		}
 	}
+	var fpath *path
+	if o.noFloor {
+		notes = append(notes, "floor: skipped (-no-floor)")
+	} else {
+		fl, fp, err := startFloor(ctx, o.floorIP, "https://"+h2Addr, o)
+		if err != nil {
+			return err
+		}
+		children = append(children, fl)
+		fp.name = "floor"
+		fpath = fp
+		paths = append(paths, fp)
+	}
 	paths = append(paths, bpath)
 	for _, n := range notes {
 		fmt.Println(n)
@@ -274,6 +296,15 @@ func run(ctx context.Context, o *options) error {
 		children = append(children, b1)
 		p1.name = "boxbroker"
 		bpath.h1 = p1
+		if fpath != nil {
+			f1, fp1, err := startFloor(ctx, o.floorIP, "https://"+h1Addr, o)
+			if err != nil {
+				return err
+			}
+			children = append(children, f1)
+			fp1.name = "floor"
+			fpath.h1 = fp1
+		}
 	}
 
 	// Each case runs in rounds, the paths taking turns within a round, and

@@ -8,7 +8,12 @@
 // default), and when no poll has succeeded for MaxStale (100 ms by
 // default) the cache stops answering from memory and every read goes to
 // the store, so a replica that cannot see the log fails closed rather than
-// serving old state.
+// serving old state. A store that notifies (store.Notifier: PostgreSQL's
+// LISTEN, or SQLite's signal from a write through the same Store) wakes a
+// poll at once; while it listens, the poll that remains for what it
+// cannot hear of runs every MaxStale/2 instead (never more often than
+// PollEvery), so that writes it does not hear of are still seen, and
+// memory still answers, within MaxStale.
 //
 // A cache nobody reads stops polling: after IdleAfter (5 s by default)
 // without a read, Run waits for the next one. Memory then goes stale as
@@ -79,6 +84,9 @@ type Cache struct {
 	// for a read, which then sends on wakeUp.
 	read, asleep atomic.Bool
 	wakeUp       chan struct{}
+	// listening is set while a store.Notifier listens for changes, and
+	// the poll runs at listeningPoll rather than PollEvery.
+	listening atomic.Bool
 
 	// flights shares one store read among the reads that miss on the
 	// same key at once (see shared), so a burst of requests after a quiet
@@ -167,7 +175,8 @@ func (c *Cache) Run(ctx context.Context) {
 		go c.listen(ctx, n, wake)
 	}
 
-	t := time.NewTicker(c.opt.PollEvery)
+	every := c.opt.PollEvery
+	t := time.NewTicker(every)
 	defer t.Stop()
 	failing := false
 	lastRead := c.opt.Now() // when a tick last saw that a read had come
@@ -178,6 +187,10 @@ func (c *Cache) Run(ctx context.Context) {
 		case <-t.C:
 		case <-wake:
 		}
+		if e := c.pollEvery(); e != every {
+			every = e
+			t.Reset(every)
+		}
 		if c.opt.IdleAfter > 0 {
 			if now := c.opt.Now(); c.read.Swap(false) {
 				lastRead = now
@@ -187,7 +200,7 @@ func (c *Cache) Run(ctx context.Context) {
 					return
 				}
 				lastRead = c.opt.Now()
-				t.Reset(c.opt.PollEvery)
+				t.Reset(every)
 			}
 		}
 		if err := c.Poll(ctx); err != nil {
@@ -200,6 +213,17 @@ func (c *Cache) Run(ctx context.Context) {
 			failing = false
 		}
 	}
+}
+
+// pollEvery is how often the change log is polled now: PollEvery, or
+// while a notifier listens, every MaxStale/2 (never more often than
+// PollEvery): often enough that what the notifier does not hear of is
+// seen, and memory answers, within MaxStale.
+func (c *Cache) pollEvery() time.Duration {
+	if c.listening.Load() {
+		return max(c.opt.PollEvery, c.opt.MaxStale/2)
+	}
+	return c.opt.PollEvery
 }
 
 // notifier is st, or the store st wraps (one with an Unwrap method, as
@@ -255,10 +279,13 @@ func (c *Cache) listen(ctx context.Context, n store.Notifier, wake chan<- struct
 			c.log.Info("cache: listening for changes again")
 			failing = false
 		}
+		c.listening.Store(true)
 		wakeUp()
 	}
 	for {
 		err := n.Listen(ctx, notify)
+		c.listening.Store(false)
+		wakeUp() // back to polling at PollEvery at once
 		if ctx.Err() != nil {
 			return
 		}

@@ -356,3 +356,90 @@ func TestCache_IdleAfterNegativeNeverSleeps(t *testing.T) {
 		}
 	})
 }
+
+// TestCache_SQLiteWriteThroughTheSameStoreWakesIt: over SQLite, a
+// change written through the Store the cache reads reaches it by the
+// store's in-process signal, with polling too slow to matter.
+func TestCache_SQLiteWriteThroughTheSameStoreWakesIt(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	sq, err := sqlite.Open(filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sq.Close() })
+	st := &counting{Store: sq}
+	if err := sq.CreateBox(ctx, store.Box{Name: "alpha", TokenHash: "h1", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	c := cache.New(st, cache.Options{PollEvery: time.Hour, MaxStale: time.Hour})
+	go c.Run(ctx)
+	deadline := time.Now().Add(30 * time.Second)
+	fromMemory(t, c, st, "h1", deadline)
+	if err := sq.RotateToken(ctx, "alpha", "h2"); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		_, err := c.BoxByTokenHash(ctx, "h1")
+		if errors.Is(err, store.ErrNotFound) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("BoxByTokenHash(h1) = %v", err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the cache kept the old token with polls an hour apart: the store's signal never reached it")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestCache_SQLiteOtherWriterSeenWithinMaxStale: over SQLite, a change
+// written through another Store on the same file (as the CLI, another
+// process, writes) is heard of by no signal, yet memory never answers
+// with what it changed once MaxStale has passed since the write: the
+// poll that goes on while the cache listens keeps the bound.
+func TestCache_SQLiteOtherWriterSeenWithinMaxStale(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	p := filepath.Join(t.TempDir(), "c.db")
+	open := func() *sqlite.Store {
+		st, err := sqlite.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	st, other := &counting{Store: open()}, open()
+	if err := other.CreateBox(ctx, store.Box{Name: "alpha", TokenHash: "h1", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	c := cache.New(st, cache.Options{})
+	go c.Run(ctx)
+	deadline := time.Now().Add(30 * time.Second)
+	fromMemory(t, c, st, "h1", deadline)
+	time.Sleep(2 * cache.DefaultMaxStale) // the cache listens by now
+	written := time.Now()
+	if err := other.RotateToken(ctx, "alpha", "h2"); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		before := st.lookups.Load()
+		_, err := c.BoxByTokenHash(ctx, "h1")
+		asked := time.Now()
+		if errors.Is(err, store.ErrNotFound) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("BoxByTokenHash(h1) = %v", err)
+		}
+		if st.lookups.Load() == before && asked.Sub(written) > cache.DefaultMaxStale {
+			t.Fatalf("memory answered with the old token %v after another writer rotated it, want at most %v", asked.Sub(written), cache.DefaultMaxStale)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the cache kept the old token")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

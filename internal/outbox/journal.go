@@ -82,6 +82,14 @@ type Journal struct {
 	max int64
 	log *slog.Logger
 
+	// gmu guards forming, the group of records the next write takes
+	// (nil when none is forming). It is taken alone, or inside mu.
+	gmu     sync.Mutex
+	forming *group
+	// written is signalled, on gmu, when a group of more than one
+	// record is written; its followers wait on it.
+	written *sync.Cond
+
 	mu sync.Mutex // guards everything below
 	f  *os.File
 	// gen names this journal's life, for the keys recovery makes, and
@@ -124,6 +132,7 @@ func OpenJournal(dir string, max int64, id string, log *slog.Logger, put func(Ba
 		return nil, 0, err
 	}
 	j := &Journal{dir: dir, max: max, log: log, gen: NewKey(), store: id, open: map[uint64][]byte{}, batches: map[string][]uint64{}}
+	j.written = sync.NewCond(&j.gmu)
 	if err := j.start(); err != nil {
 		return nil, 0, err
 	}
@@ -258,22 +267,101 @@ func (j *Journal) Settle(st store.Settlement) (uint64, error) {
 }
 
 // record appends {"n":seq<field><body>} under the next number.
+//
+// Concurrent appends share one write(2) (group commit): the first to
+// arrive while no group is forming leads a group, waits for the file
+// (the write before it), closes the group and writes every line that
+// joined it at once; the others wait for that write. No timer is
+// involved, so a lone append is written at once, as before; each
+// returns only once its own line is in the file.
 func (j *Journal) record(field string, body []byte) (uint64, error) {
+	j.gmu.Lock()
+	g := j.forming
+	leader := g == nil
+	if leader {
+		g = &group{}
+		g.recs = g.first[:0]
+		j.forming = g
+	}
+	i := len(g.recs)
+	g.recs = append(g.recs, groupRec{field: field, body: body})
+	if !leader {
+		for !g.done {
+			j.written.Wait()
+		}
+		j.gmu.Unlock()
+		return g.recs[i].seq, g.recs[i].err
+	}
+	j.gmu.Unlock()
 	j.mu.Lock()
-	defer j.mu.Unlock()
-	seq := j.seq + 1
-	l := make([]byte, 0, len(body)+len(field)+32)
-	l = append(l, `{"n":`...)
-	l = strconv.AppendUint(l, seq, 10)
-	l = append(l, field...)
-	l = append(l, body...)
-	l = append(l, '}', '\n')
-	if err := j.writeLocked(l); err != nil {
-		return 0, err
+	j.gmu.Lock()
+	j.forming = nil // later arrivals form the next group
+	j.gmu.Unlock()
+	j.writeGroupLocked(g)
+	j.mu.Unlock()
+	j.gmu.Lock()
+	g.done = true
+	if len(g.recs) > 1 {
+		j.written.Broadcast()
+	}
+	j.gmu.Unlock()
+	return g.recs[0].seq, g.recs[0].err
+}
+
+// group is the records that share one write; done is set (under gmu,
+// with written broadcast) once it is written or failed, with each
+// record's number or error set.
+type group struct {
+	recs  []groupRec
+	first [2]groupRec // recs' first backing: most groups are small
+	done  bool
+}
+
+// groupRec is one record of a group: what record was given, and what
+// it returns.
+type groupRec struct {
+	field string
+	body  []byte
+	end   int // where its line ends in the group's write
+	seq   uint64
+	err   error
+}
+
+// writeGroupLocked numbers g's records, writes their lines in one
+// write, and keeps each whose line is whole in the file; j.mu is held.
+// A write cut short keeps the records whose lines it wrote in full
+// (recovery reads them) and fails the rest (their lines are cut off,
+// and recovery skips them).
+func (j *Journal) writeGroupLocked(g *group) {
+	size := 0
+	for _, r := range g.recs {
+		size += len(r.body) + len(r.field) + 32
+	}
+	buf := make([]byte, 0, size)
+	seq := j.seq
+	for i := range g.recs {
+		r := &g.recs[i]
+		buf = append(buf, `{"n":`...)
+		buf = strconv.AppendUint(buf, seq+uint64(i)+1, 10)
+		buf = append(buf, r.field...)
+		buf = append(buf, r.body...)
+		buf = append(buf, '}', '\n')
+		r.end = len(buf)
+	}
+	n, err := j.writeLockedN(buf)
+	start := 0
+	for i := range g.recs {
+		r := &g.recs[i]
+		if r.end > n {
+			r.err = err
+			continue
+		}
+		seq++
+		r.seq = seq
+		j.open[seq] = buf[start:r.end:r.end]
+		start = r.end
 	}
 	j.seq = seq
-	j.open[seq] = l
-	return seq, nil
 }
 
 // Forget drops record n from what the journal keeps in memory and in
@@ -374,11 +462,18 @@ func (j *Journal) compactLocked() {
 
 // writeLocked appends l; j.mu is held.
 func (j *Journal) writeLocked(l []byte) error {
+	_, err := j.writeLockedN(l)
+	return err
+}
+
+// writeLockedN appends l and returns how many of its bytes the file
+// took; j.mu is held.
+func (j *Journal) writeLockedN(l []byte) (int, error) {
 	if j.broken {
 		// A line a failed write cut off is ended first.
 		if _, err := j.f.Write([]byte{'\n'}); err != nil {
 			j.err = fmt.Errorf("journal: %w", err)
-			return j.err
+			return 0, j.err
 		}
 		j.size++
 		j.broken = false
@@ -386,12 +481,12 @@ func (j *Journal) writeLocked(l []byte) error {
 	n, err := j.f.Write(l)
 	j.size += int64(n)
 	if err != nil {
-		j.broken = n > 0
+		j.broken = n > 0 && l[n-1] != '\n'
 		j.err = fmt.Errorf("journal: %w", err)
-		return j.err
+		return n, j.err
 	}
 	j.err = nil
-	return nil
+	return n, nil
 }
 
 // Err is the last write's failure, nil when it succeeded: while it is not

@@ -109,3 +109,33 @@ func BenchmarkJournalAppend(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkJournalAppendParallel is BenchmarkJournalAppend's jsonl case
+// from many goroutines at once, as a busy broker's calls complete:
+// concurrent appends share a write (group commit).
+func BenchmarkJournalAppendParallel(b *testing.B) {
+	j, _, err := OpenJournal(b.TempDir(), 0, "", quiet, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer j.Close()
+	b.SetParallelism(16)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		var seqs []uint64
+		for pb.Next() {
+			n, err := j.Audit(benchEntry)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			seqs = append(seqs, n)
+			if len(seqs) == 16 {
+				key := NewKey()
+				j.Begin(key, seqs)
+				j.Done(key)
+				seqs = seqs[:0]
+			}
+		}
+	})
+}

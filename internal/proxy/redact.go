@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // redactFirst is how much a Redactor first reads from its source at a
@@ -70,8 +71,10 @@ type Redactor struct {
 	set *FormSet
 	sc  scratch
 
-	pending []byte // read from src, not yet passed on; cap window+redactFirst, then +redactChunk
-	out     []byte // passed on, not yet returned by Read
+	pending []byte // read from src, not yet passed on; cap window+redactFirst (or pooledCap), then +redactChunk
+	out     []byte // passed on, not yet returned by Read: own, or pending[:keep]
+	own     []byte // the buffer out is built in when occurrences may be replaced
+	keep    int    // pending[:keep] is out, passed on in place; dropped once read
 	off     int    // out[:off] has been returned
 	err     error  // src's error, returned once out is drained
 	n       int    // occurrences replaced
@@ -98,10 +101,39 @@ func NewFormRedactor(src io.ReadCloser, forms []Form) *Redactor {
 func (s *FormSet) Redactor(src io.ReadCloser) *Redactor {
 	r := &Redactor{src: src, set: s}
 	if len(s.forms) > 0 {
-		r.pending = make([]byte, 0, s.window+redactFirst)
+		if s.window+redactFirst <= pooledCap {
+			r.pending = getBuf()
+		} else {
+			r.pending = make([]byte, 0, s.window+redactFirst)
+		}
 		r.sc.next = s.unsearched()
 	}
 	return r
+}
+
+// pooledCap is the capacity of the buffers Redactors share through
+// bufs: the first read's buffer, when the window is at most 256 bytes.
+// A Redactor takes one as it starts and gives it back when its source has ended and all it
+// passed on is read, on the goroutine that reads it; one never read to
+// its end (closed early, or failed) leaves them to the collector.
+const pooledCap = redactFirst + 256
+
+var bufs = sync.Pool{New: func() any { b := make([]byte, 0, pooledCap); return &b }}
+
+func getBuf() []byte { return (*bufs.Get().(*[]byte))[:0] }
+
+// putBuf gives b back when it is one of the pool's.
+func putBuf(b []byte) {
+	if cap(b) == pooledCap {
+		bufs.Put(&b)
+	}
+}
+
+// release gives the Redactor's buffers back: its source has ended and
+// everything it passed on has been read.
+func (r *Redactor) release() {
+	putBuf(r.pending)
+	r.pending, r.out, r.off, r.keep = nil, nil, 0, 0
 }
 
 // FormSet is a set of forms made ready to be searched for at once: made
@@ -139,12 +171,11 @@ const (
 const fewStarts = 4
 
 // list is some of a FormSet's forms sorted by Old (and, for equal Olds,
-// by their place in the set), with where each first byte's run begins
-// and ends. Every prefix of Old the forms share is then one run of it.
+// by their place in the set). Every prefix of Old the forms share is
+// then one run of it, found by narrow (the first byte's too).
 type list struct {
 	order   []int32  // the forms' places in the set
 	olds    [][]byte // their Olds, in the same order
-	root    [256][2]int32
 	escaped bool
 }
 
@@ -178,33 +209,25 @@ func NewFormSet(forms []Form) *FormSet {
 		for _, f := range l.order {
 			l.olds = append(l.olds, s.forms[f].Old)
 		}
-		for i := 0; i < len(l.order); {
-			c := s.forms[l.order[i]].Old[0]
-			j := i
-			for j < len(l.order) && s.forms[l.order[j]].Old[0] == c {
-				j++
-			}
-			l.root[c] = [2]int32{int32(i), int32(j)}
-			i = j
-		}
 	}
 	s.tabulate()
 	return s
 }
 
 // tabulate fills starts, class and pairs: the bytes, and pairs of bytes,
-// an occurrence of some form can begin with in the source.
+// an occurrence of some form can begin with in the source. The pair
+// table (8 KiB) is made only when a search reads it, with more than
+// fewStarts start bytes: a set of one plain form (a credential masked
+// in an answer, made once a call) never needs it.
 func (s *FormSet) tabulate() {
 	always := func(c byte) { s.class[c] = classAlways }
+	var buf [16]uint16
+	pairs := buf[:0]
 	pair := func(a, b byte) {
 		if s.class[a] == classNone {
 			s.class[a] = classPair
 		}
-		if s.pairs == nil {
-			s.pairs = new([1 << 16 / 64]uint64)
-		}
-		i := uint16(a)<<8 | uint16(b)
-		s.pairs[i/64] |= 1 << (i % 64)
+		pairs = append(pairs, uint16(a)<<8|uint16(b))
 	}
 	for _, f := range s.forms {
 		// The ways the source can write Old's first byte, and its second.
@@ -234,6 +257,12 @@ func (s *FormSet) tabulate() {
 	for c := range 256 {
 		if s.class[c] != classNone {
 			s.starts = append(s.starts, byte(c))
+		}
+	}
+	if len(s.starts) > fewStarts && len(pairs) > 0 {
+		s.pairs = new([1 << 16 / 64]uint64)
+		for _, i := range pairs {
+			s.pairs[i/64] |= 1 << (i % 64)
 		}
 	}
 }
@@ -359,14 +388,24 @@ func (r *Redactor) read(p []byte) (int, error) {
 	}
 	for r.off == len(r.out) {
 		if r.err != nil {
+			if r.pending != nil {
+				r.release()
+			}
 			return 0, r.err
 		}
-		r.out, r.off = r.out[:0], 0
+		if r.keep > 0 {
+			// What was passed on in place is read: drop it.
+			r.pending = r.pending[:copy(r.pending, r.pending[r.keep:])]
+			r.keep = 0
+		}
+		r.out, r.off = nil, 0
 		n, err := r.src.Read(r.pending[len(r.pending):cap(r.pending)])
 		r.pending = r.pending[:len(r.pending)+n]
 		if full := r.set.window + redactChunk; len(r.pending) == cap(r.pending) && cap(r.pending) < full {
 			// The answer comes faster than the first buffer takes it.
+			first := r.pending
 			r.pending = append(make([]byte, 0, full), r.pending...)
+			putBuf(first)
 		}
 		if err != nil {
 			r.err = err
@@ -400,10 +439,38 @@ func (r *Redactor) pass(final bool) {
 			cut = max(cut, eventsEnd(data))
 		}
 	}
+	if cut > 0 && r.set.absent(&r.sc, data, cut) {
+		// No occurrence starts before the cut: pass it on in place,
+		// with no copy.
+		r.out, r.keep = data[:cut], cut
+		return
+	}
 	var i, n int
-	r.out, i, n = r.set.replace(&r.sc, r.out, data, cut)
+	r.own, i, n = r.set.replace(&r.sc, r.own[:0], data, cut)
+	r.out = r.own
 	r.n += n
 	r.pending = r.pending[:copy(r.pending, data[i:])]
+}
+
+// absent reports whether no occurrence of a form starts in data[:cut],
+// where every form's whole span before the cut is in data. With a few
+// forms, none Escaped, it asks bytes.Index of each (which skips along at
+// the speed of memory, where nextStart stops at every byte a form starts
+// with, as common a byte as "s"); otherwise whether nextStart finds a
+// place one may start.
+func (s *FormSet) absent(sc *scratch, data []byte, cut int) bool {
+	if len(s.lists[1].order) == 0 && len(s.forms) <= fewStarts {
+		for _, f := range s.forms {
+			if bytes.Index(data, f.Old) >= 0 {
+				return false
+			}
+		}
+		return true
+	}
+	for k := range sc.next {
+		sc.next[k] = -2
+	}
+	return s.nextStart(sc, data, 0, cut) < 0
 }
 
 // replace appends to out data[:cut] with every occurrence that starts
@@ -460,8 +527,9 @@ func (s *FormSet) walk(sc *scratch, l *list, b []byte) (form, n int) {
 	cur := sc.cur[:0]
 	var ways [4]way
 	for _, w := range l.ways(ways[:0], b) {
-		if r := l.root[w.c]; r[0] < r[1] {
-			cur = append(cur, state{lo: r[0], hi: r[1], pos: int32(w.n)})
+		// The run of forms that begin with w.c: narrow at depth 0.
+		if lo, hi := l.narrow(0, int32(len(l.olds)), 0, w.c); lo < hi {
+			cur = append(cur, state{lo: lo, hi: hi, pos: int32(w.n)})
 		}
 	}
 	next := sc.nxt[:0]

@@ -89,3 +89,36 @@ func BenchmarkRedactAnswer(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRedactCredential is the answer's credential scan as
+// inference makes it for every call: a Redactor of one plain form (the
+// credential, masked with as many asterisks) made per answer, reading a
+// small Messages answer (one read, then the end) and a 200 KiB one (32
+// KiB reads, as the reverse proxy copies).
+func BenchmarkRedactCredential(b *testing.B) {
+	cred := []byte("sk-ant-api03-" + string(bytes.Repeat([]byte("x"), 95)))
+	mask := bytes.Repeat([]byte("*"), len(cred))
+	small := []byte(`{"id":"msg_bench","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"Hello from the stand-in, as small answers say things."}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":12,"output_tokens":6}}`)
+	for _, tt := range []struct {
+		name string
+		body []byte
+	}{{"small", small}, {"200KiB", apiAnswer(200 << 10)}} {
+		b.Run(tt.name, func(b *testing.B) {
+			buf := make([]byte, 32<<10)
+			b.SetBytes(int64(len(tt.body)))
+			b.ReportAllocs()
+			for range b.N {
+				r := proxy.NewRedactor(io.NopCloser(bytes.NewReader(tt.body)), cred, mask)
+				for {
+					_, err := r.Read(buf)
+					if err == io.EOF {
+						break
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}

@@ -63,7 +63,8 @@ type Store interface {
 // shortens the wait.
 type Notifier interface {
 	// Listen calls notify once it listens, and then soon after every
-	// change logged by any process, until ctx ends (returning ctx's error)
+	// change it can hear of — logged by any process (PostgreSQL), or
+	// through this Store alone (SQLite) — until ctx ends (returning ctx's error)
 	// or it can no longer listen (returning why, wrapping ErrUnavailable
 	// when the database cannot be reached). It calls notify on the
 	// goroutine that called Listen.

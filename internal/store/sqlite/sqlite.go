@@ -49,6 +49,10 @@ type Store struct {
 	// changes reads the changes log, which every replica's cache polls
 	// many times a second: prepared once, on r.
 	changes *sql.Stmt
+	// listeners are the channels Listen waits on, each of capacity one,
+	// sent to (without blocking) when a write that logged a change
+	// commits.
+	listeners listeners
 }
 
 var _ store.Store = (*Store)(nil)
@@ -228,6 +232,9 @@ func (s *Store) writeOn(ctx context.Context, op string, db beginner, fn func(tx 
 	}
 	if err := tx.Commit(); err != nil {
 		return translate(op, err)
+	}
+	if len(changes) > 0 {
+		s.listeners.notify()
 	}
 	return nil
 }
