@@ -7,12 +7,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/intentius/boxbroker/internal/cloud"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/spend"
 )
 
 // checkCloud returns the form of a cloud credential sealed (cloud.Check).
@@ -288,5 +290,56 @@ func TestVertex_OneTokenForManyCalls(t *testing.T) {
 	}
 	if n := env.vertex.minted.Load(); n != 1 {
 		t.Errorf("the token endpoint minted %d tokens for 8 calls, want 1", n)
+	}
+}
+
+// TestCloud_SpendReadFromTheTranslatedAnswer: the spend meter reads the
+// usage of a cloud's answers, streamed and not, as it reads the
+// Anthropic API's.
+func TestCloud_SpendReadFromTheTranslatedAnswer(t *testing.T) {
+	for _, kind := range []string{"bedrock", "vertex"} {
+		t.Run(kind, func(t *testing.T) {
+			env := newCloudBroker(t, kind)
+			for _, stream := range []string{"false", "true"} {
+				resp := env.b.Do("POST", "/llm/anthropic/v1/messages", env.token,
+					[]byte(`{"model":"claude-sonnet-4-5","max_tokens":5,"stream":`+stream+`,"messages":[{"role":"user","content":"hi"}]}`), nil)
+				if resp.StatusCode != 200 {
+					t.Fatalf("status %d: %s", resp.StatusCode, resp.Body)
+				}
+			}
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				us, err := env.b.Server.Store.ListUsage(context.Background(), "a", spend.Month(time.Now()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var calls, in, out, unmeasured int64
+				for _, u := range us {
+					calls, in, out, unmeasured = calls+u.Calls, in+u.InputTokens, out+u.OutputTokens, unmeasured+u.Unmeasured
+				}
+				if calls >= 2 {
+					if calls != 2 || in != 24 || out != 12 || unmeasured != 0 {
+						t.Errorf("usage = %+v, want 2 calls, 24 tokens in, 12 out, none unmeasured", us)
+					}
+					return
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("usage = %+v, never 2 calls", us)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
+	}
+}
+
+// TestBedrock_RefusedSignatureIsA403: a key Bedrock does not take (the
+// stand-in checks the signature with another secret) comes to the box as
+// a 403 permission_error, which the pool fails over on.
+func TestBedrock_RefusedSignatureIsA403(t *testing.T) {
+	env := newCloudBroker(t, "bedrock")
+	env.bedrock.creds.SecretAccessKey = "not-the-operators-secret"
+	resp := env.b.Do("POST", "/llm/anthropic/v1/messages", env.token, []byte(`{"model":"claude-sonnet-4-5","max_tokens":5,"messages":[]}`), nil)
+	if resp.StatusCode != 403 || !strings.Contains(string(resp.Body), `"permission_error"`) || !strings.Contains(string(resp.Body), "InvalidSignatureException") {
+		t.Errorf("status %d %s, want 403 permission_error", resp.StatusCode, resp.Body)
 	}
 }
