@@ -3,6 +3,7 @@ package inference_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -12,9 +13,12 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
+	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/cloud"
+	"github.com/intentius/boxbroker/internal/pool"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/spend"
+	"github.com/intentius/boxbroker/internal/store"
 )
 
 // checkCloud returns the form of a cloud credential sealed (cloud.Check).
@@ -341,5 +345,44 @@ func TestBedrock_RefusedSignatureIsA403(t *testing.T) {
 	resp := env.b.Do("POST", "/llm/anthropic/v1/messages", env.token, []byte(`{"model":"claude-sonnet-4-5","max_tokens":5,"messages":[]}`), nil)
 	if resp.StatusCode != 403 || !strings.Contains(string(resp.Body), `"permission_error"`) || !strings.Contains(string(resp.Body), "InvalidSignatureException") {
 		t.Errorf("status %d %s, want 403 permission_error", resp.StatusCode, resp.Body)
+	}
+}
+
+// TestCloud_PoolFailsOverFromBedrockToAnthropic: a pool may mix a cloud
+// account and an Anthropic key; Bedrock's throttling is the pool's 429,
+// and the call is made again on the Anthropic entry, with its key, the
+// box none the wiser.
+func TestCloud_PoolFailsOverFromBedrockToAnthropic(t *testing.T) {
+	env := newCloudBroker(t, "bedrock")
+	const key = "sk-ant-api03-POOL-MIXED-ENTRY"
+	sealed, err := env.b.Server.Keyring.Seal([]byte(key), pool.AD("anthro"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.b.Server.Store.SetPoolEntry(context.Background(), store.PoolEntry{Name: "anthro", Weight: 1, Sealed: sealed, UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	env.b.Server.Cache.Drop(store.ChangePool, "anthro")
+	for i := range 8 {
+		name := fmt.Sprintf("mix-%d", i)
+		tok := env.b.AddBox(name)
+		env.b.Report(tok, brokertest.Entry("inference", "agent"))
+		resp := env.b.Do("POST", "/llm/anthropic/v1/messages", tok, []byte(`{"model":"claude-throttle","max_tokens":5,"messages":[]}`), nil)
+		if resp.StatusCode != 200 || !strings.Contains(string(resp.Body), "Hello from the stand-in.") {
+			t.Fatalf("box %s: status %d %s, want the Anthropic entry's answer", name, resp.StatusCode, resp.Body)
+		}
+	}
+	if len(env.rec.Seen()) == 0 {
+		t.Fatal("no box's call went to Bedrock first: the failover was not exercised")
+	}
+	for _, s := range env.b.Upstream.Seen() {
+		if s.Header.Get("X-Api-Key") != key {
+			t.Errorf("the Anthropic entry's call carried x-api-key of %d bytes, want its key", len(s.Header.Get("X-Api-Key")))
+		}
+	}
+	for _, s := range env.rec.Seen() {
+		if strings.Contains(s.Header.Get("X-Api-Key")+string(s.Body), key) {
+			t.Error("the Anthropic key reached Bedrock")
+		}
 	}
 }
