@@ -110,11 +110,14 @@ func TestModelID(t *testing.T) {
 	}{
 		{b, "claude-sonnet-4-5", "us.anthropic.claude-sonnet-4-5-20250929-v1:0", true},
 		{b, "claude-haiku-4-5", "anthropic.claude-haiku-4-5-20251001-v1:0", true},
-		{b, "anthropic.claude-x-v1:0", "anthropic.claude-x-v1:0", true},
+		{b, "anthropic.claude-haiku-4-5-20251001-v1:0", "anthropic.claude-haiku-4-5-20251001-v1:0", true},
+		{b, "us.anthropic.claude-sonnet-4-5-20250929-v1:0", "us.anthropic.claude-sonnet-4-5-20250929-v1:0", true},
+		{b, "anthropic.claude-x-v1:0", "", false},
 		{b, "gpt-4", "", false},
 		{v, "claude-sonnet-4-5", "claude-sonnet-4-5@20250929", true},
 		{v, "claude-opus-4-1@20250805", "claude-opus-4-1@20250805", true},
 		{v, "claude-x@1/../../y", "", false},
+		{v, "claude-x@1", "", false},
 	}
 	for _, tt := range tests {
 		got, ok := tt.c.ModelID(tt.model)

@@ -1,7 +1,5 @@
 package cloud
 
-import "strings"
-
 // bedrockModels maps Anthropic model names, and their dated forms, to
 // Amazon Bedrock's model ids. A credential's Models come first.
 var bedrockModels = map[string]string{
@@ -51,10 +49,11 @@ var vertexModels = map[string]string{
 }
 
 // ModelID returns the cloud's id for the Anthropic model name: the
-// credential's own Models first, then the built-in table; a name that is
-// the cloud's id already (a Bedrock "anthropic.…" id, inference profile
-// or ARN; a Vertex "…@date") is taken as it is. ok is false for a name
-// the cloud has no id for here.
+// credential's own Models first, then the built-in table. A name that is
+// already one of those ids (a Bedrock "anthropic.…" id or inference
+// profile, a Vertex "…@date") is taken as it is; no other is, so that a
+// box names only models the operator's table or map holds, and the
+// spend meter prices what it names. ok is false for any other name.
 func (c *Credential) ModelID(model string) (id string, ok bool) {
 	if id, ok := c.Models[model]; ok {
 		return id, true
@@ -66,17 +65,15 @@ func (c *Credential) ModelID(model string) (id string, ok bool) {
 	if id, ok := table[model]; ok {
 		return id, true
 	}
-	if !printable(model, 2048) {
-		return "", false
-	}
-	if c.Kind == KindBedrock {
-		if strings.HasPrefix(model, "arn:") || strings.Contains(model, "anthropic.") {
-			return model, true
+	for _, id := range c.Models {
+		if id == model {
+			return id, true
 		}
-		return "", false
 	}
-	if strings.HasPrefix(model, "claude-") && strings.Contains(model, "@") && !strings.ContainsAny(model, "/:?#") {
-		return model, true
+	for _, id := range table {
+		if id == model {
+			return id, true
+		}
 	}
 	return "", false
 }
