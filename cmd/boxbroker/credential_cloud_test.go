@@ -45,6 +45,13 @@ func TestCredential_CloudKinds(t *testing.T) {
 	if code != 0 || strings.Contains(out+errs, secret) || !strings.Contains(out, "Amazon Bedrock") {
 		t.Errorf("visitor set --kind bedrock = %d %q %q", code, out, errs)
 	}
+	if _, errs, code := run(t, dir, "", "box", "add", "salad"); code != 0 {
+		t.Fatalf("box add = %d %q", code, errs)
+	}
+	out, errs, code = run(t, dir, vertex, "box", "payer", "salad", "owner", "--kind", "vertex")
+	if code != 0 || strings.Contains(out+errs, "PRIVATE KEY") || !strings.Contains(errs, "Google Vertex AI account") || !strings.Contains(out, "paid by: owner") {
+		t.Errorf("box payer owner --kind vertex = %d %q %q", code, out, errs)
+	}
 
 	tests := []struct {
 		name  string
@@ -60,6 +67,7 @@ func TestCredential_CloudKinds(t *testing.T) {
 		{"no secret", `{"region":"us-east-1","access_key_id":"AKIACLOUDCLI00000001"}`, []string{"credential", "set", "anthropic", "--kind", "bedrock"}, 1, "needs access_key_id and secret_access_key"},
 		{"vertex JSON as bedrock", vertex, []string{"credential", "set", "anthropic", "--kind", "bedrock"}, 1, "belong to a vertex credential"},
 		{"url with a kind", bedrock, []string{"credential", "add", "anthropic", "x", "--kind", "bedrock", "--url", "https://h/"}, 2, "endpoint goes in its JSON"},
+		{"shared payer has no kind", bedrock, []string{"box", "payer", "salad", "shared", "--kind", "bedrock"}, 2, "a shared payer has none"},
 		{"admin url", bedrock, []string{"credential", "set", "anthropic", "--kind", "bedrock", "--admin-url", "http://127.0.0.1:1"}, 2, "not yet supported with --admin-url"},
 	}
 	for _, tt := range tests {
