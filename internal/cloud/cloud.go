@@ -289,7 +289,9 @@ func safeWord(s string) string {
 }
 
 // Secrets are the values of c that must never reach a box: the AWS keys
-// and session token, or the service account's private key and its id.
+// and session token, or the service account's key id and each line of
+// its private key's PEM body (lines, not the whole: a value with a line
+// break in it would keep an answer's events from passing one by one).
 func (c *Credential) Secrets() []string {
 	if c.Kind == KindBedrock {
 		return []string{c.AccessKeyID, c.SecretAccessKey, c.SessionToken}
@@ -299,5 +301,11 @@ func (c *Credential) Secrets() []string {
 		PrivateKey   string `json:"private_key"`
 	}
 	_ = json.Unmarshal(c.ServiceAccount, &sa)
-	return []string{sa.PrivateKey, sa.PrivateKeyID}
+	out := []string{sa.PrivateKeyID}
+	for _, line := range strings.FieldsFunc(sa.PrivateKey, func(r rune) bool { return r == '\n' || r == '\r' }) {
+		if len(line) >= 16 && !strings.HasPrefix(line, "-----") {
+			out = append(out, line)
+		}
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package inference_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -147,6 +148,9 @@ func testTokenNeverReachesCloud(t *testing.T, kind string) {
 			t.Fatalf("status %d: %s", resp.StatusCode, resp.Body)
 		}
 	}
+	if n := len(env.b.Upstream.Seen()); n != 0 {
+		t.Errorf("the Anthropic API got %d calls paid with a cloud account, want none", n)
+	}
 	seen := env.rec.Seen()
 	if len(seen) < 2 {
 		t.Fatalf("the stand-in saw %d requests, want 2 or more", len(seen))
@@ -178,12 +182,13 @@ func TestBedrock_SignatureNeverReachesTheBox(t *testing.T) {
 }
 
 // TestVertex_TokenNeverReachesTheBox: a Vertex AI that repeats the access
-// token in its answer has it masked before the box reads it.
+// token, the key's id or a line of its private key in its answer has
+// them masked before the box reads it.
 func TestVertex_TokenNeverReachesTheBox(t *testing.T) {
 	env := newCloudBroker(t, "vertex")
-	echo := "echo " + env.secrets[0]
+	echo := "echo " + env.secrets[0] + " " + env.secrets[1]
 	env.vertex.echo.Store(&echo)
-	checkNothingReachesTheBox(t, env, []string{"ya29.standin-", env.secrets[0]})
+	checkNothingReachesTheBox(t, env, []string{"ya29.standin-", env.secrets[0], env.secrets[1]})
 }
 
 func checkNothingReachesTheBox(t *testing.T, env *cloudEnv, secrets []string) {
@@ -384,5 +389,51 @@ func TestCloud_PoolFailsOverFromBedrockToAnthropic(t *testing.T) {
 		if strings.Contains(s.Header.Get("X-Api-Key")+string(s.Body), key) {
 			t.Error("the Anthropic key reached Bedrock")
 		}
+	}
+}
+
+// TestCloud_StreamPassesEventByEvent: the box reads the stream's first
+// event while the cloud holds back the rest: nothing is buffered.
+func TestCloud_StreamPassesEventByEvent(t *testing.T) {
+	for _, kind := range []string{"bedrock", "vertex"} {
+		t.Run(kind, func(t *testing.T) {
+			env := newCloudBroker(t, kind)
+			hold := make(chan struct{})
+			if env.bedrock != nil {
+				env.bedrock.hold = hold
+			} else {
+				env.vertex.hold = hold
+			}
+			defer close(hold)
+			req, _ := http.NewRequest("POST", env.b.URL+"/llm/anthropic/v1/messages",
+				strings.NewReader(`{"model":"claude-sonnet-4-5","max_tokens":5,"stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+			req.Header.Set("Authorization", "Bearer "+env.token)
+			resp, err := env.b.Client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			first := make(chan string, 1)
+			go func() {
+				br := bufio.NewReader(resp.Body)
+				var ev strings.Builder
+				for !strings.HasSuffix(ev.String(), "\n\n") {
+					line, err := br.ReadString('\n')
+					ev.WriteString(line)
+					if err != nil {
+						break
+					}
+				}
+				first <- ev.String()
+			}()
+			select {
+			case ev := <-first:
+				if !strings.HasPrefix(ev, "event: message_start\n") {
+					t.Errorf("first event = %q", ev)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the first event did not reach the box while the cloud held the rest: the stream is buffered")
+			}
+		})
 	}
 }

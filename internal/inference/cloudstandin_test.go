@@ -60,6 +60,9 @@ type bedrockStandIn struct {
 	region string
 	echo   atomic.Pointer[string]
 	bad    atomic.Int64 // requests refused for their signature or body
+	// hold, when set, is waited on (10 s at most) after a stream's first
+	// event is sent.
+	hold chan struct{}
 }
 
 func (s *bedrockStandIn) fail(w http.ResponseWriter, status int, code, msg string) {
@@ -127,6 +130,7 @@ func (s *bedrockStandIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		w.(http.Flusher).Flush()
+		wait(s.hold)
 	}
 }
 
@@ -197,6 +201,18 @@ type vertexStandIn struct {
 
 	minted atomic.Int64
 	echo   atomic.Pointer[string]
+	hold   chan struct{} // as bedrockStandIn's
+}
+
+// wait waits for hold to close, 10 s at most; a nil hold is no wait.
+func wait(hold chan struct{}) {
+	if hold == nil {
+		return
+	}
+	select {
+	case <-hold:
+	case <-time.After(10 * time.Second):
+	}
 }
 
 func (s *vertexStandIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -261,6 +277,7 @@ func (s *vertexStandIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			_ = json.Unmarshal([]byte(ev), &t)
 			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", t.Type, ev)
 			w.(http.Flusher).Flush()
+			wait(s.hold)
 		}
 	default:
 		googleError(w, http.StatusNotFound, "NOT_FOUND", "no such method")
@@ -348,7 +365,7 @@ func newCloudBroker(t *testing.T, kind string) *cloudEnv {
 		b, _ := json.Marshal(map[string]any{"region": "us-east5", "service_account": sa, "endpoint": ts.URL,
 			"models": map[string]string{"claude-exhausted": "claude-exhausted@1"}})
 		env.cred = string(b)
-		env.secrets = []string{"0123456789abcdef0123456789abcdef01234567"}
+		env.secrets = []string{"0123456789abcdef0123456789abcdef01234567", strings.Split(pemKey, "\n")[3]}
 	}
 	sealed := checkCloud(t, kind, env.cred)
 	tr := ts.Client().Transport.(*http.Transport).Clone()
