@@ -30,13 +30,10 @@ func BedrockEndpoint(region string) string {
 }
 
 // bedrock makes call on Bedrock: Messages as InvokeModel or
-// InvokeModelWithResponseStream; count_tokens and models are refused.
+// InvokeModelWithResponseStream, count_tokens as CountTokens over the
+// InvokeModel body; the model list is refused.
 func (cl *Client) bedrock(ctx context.Context, c *Credential, call Call, made func(string)) (*http.Response, error) {
-	switch call.Path {
-	case PathMessages:
-	case PathCountTokens:
-		return unsupported("count_tokens", c.Kind), nil
-	default:
+	if call.Path != PathMessages && call.Path != PathCountTokens {
 		return unsupported("The model list (GET /v1/models)", c.Kind), nil
 	}
 	f, refusal := cloudBody(call.Body, BedrockVersion, false, call.Beta)
@@ -57,7 +54,16 @@ func (cl *Client) bedrock(ctx context.Context, c *Credential, call Call, made fu
 	}
 	action := "/invoke"
 	accept := "application/json"
-	if f.stream {
+	count := call.Path == PathCountTokens
+	switch {
+	case count:
+		action = "/count-tokens"
+		b, err := countTokensBody(f.body)
+		if err != nil {
+			return nil, err
+		}
+		f.body, f.stream = b, false
+	case f.stream:
 		action = "/invoke-with-response-stream"
 		accept = "application/vnd.amazon.eventstream"
 	}
@@ -90,7 +96,43 @@ func (cl *Client) bedrock(ctx context.Context, c *Credential, call Call, made fu
 	if f.stream {
 		return answer(http.StatusOK, "text/event-stream; charset=utf-8", newEventReader(resp.Body)), nil
 	}
+	if count {
+		return countTokensAnswer(resp), nil
+	}
 	return answer(http.StatusOK, "application/json", resp.Body), nil
+}
+
+// countTokensBody is CountTokens' body for the InvokeModel body b: b in
+// base64 under input.invokeModel.body. An InvokeModel body names
+// max_tokens; count_tokens' need not, so one is put in (it counts for
+// nothing in the input).
+func countTokensBody(b []byte) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	if _, ok := m["max_tokens"]; !ok {
+		m["max_tokens"] = json.RawMessage("1")
+		var err error
+		if b, err = json.Marshal(m); err != nil {
+			return nil, err
+		}
+	}
+	return json.Marshal(map[string]any{"input": map[string]any{"invokeModel": map[string][]byte{"body": b}}})
+}
+
+// countTokensAnswer turns CountTokens' {"inputTokens": n} into the
+// Anthropic API's {"input_tokens": n}.
+func countTokensAnswer(resp *http.Response) *http.Response {
+	b := readError(resp)
+	var out struct {
+		InputTokens *int64 `json:"inputTokens"`
+	}
+	if json.Unmarshal(b, &out) != nil || out.InputTokens == nil {
+		return Refusal(http.StatusInternalServerError, typeAPI, "Amazon Bedrock's CountTokens answer holds no inputTokens.")
+	}
+	j, _ := json.Marshal(map[string]int64{"input_tokens": *out.InputTokens})
+	return answer(http.StatusOK, "application/json", io.NopCloser(bytes.NewReader(j)))
 }
 
 // cloudForm is a box's Messages body made ready for a cloud.

@@ -227,7 +227,6 @@ func TestCloud_Refusals(t *testing.T) {
 		calls []call
 	}{
 		{"bedrock", []call{
-			{"POST", "/v1/messages/count_tokens", msg("claude-sonnet-4-5"), 400, "invalid_request_error", "count_tokens is not available when this box's calls are paid through Amazon Bedrock"},
 			{"GET", "/v1/models", "", 400, "invalid_request_error", "paid through Amazon Bedrock"},
 			{"GET", "/v1/models/claude-sonnet-4-5", "", 400, "invalid_request_error", "paid through Amazon Bedrock"},
 			{"POST", "/v1/messages", msg("claude-throttle"), 429, "rate_limit_error", "ThrottlingException"},
@@ -262,16 +261,24 @@ func TestCloud_Refusals(t *testing.T) {
 	}
 }
 
-// TestVertex_CountTokens is answered through Vertex AI's count-tokens.
-func TestVertex_CountTokens(t *testing.T) {
-	env := newCloudBroker(t, "vertex")
-	c := sdkClient(env)
-	n, err := c.Messages.CountTokens(context.Background(), anthropic.MessageCountTokensParams{
-		Model:    "claude-sonnet-4-5",
-		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("count me"))},
-	})
-	if err != nil || n.InputTokens != 12 {
-		t.Fatalf("CountTokens = %v, %v; want 12", n, err)
+// TestCloud_CountTokens is answered through Bedrock's CountTokens and
+// Vertex AI's count-tokens.
+func TestCloud_CountTokens(t *testing.T) {
+	for _, kind := range []string{"bedrock", "vertex"} {
+		t.Run(kind, func(t *testing.T) {
+			env := newCloudBroker(t, kind)
+			c := sdkClient(env)
+			n, err := c.Messages.CountTokens(context.Background(), anthropic.MessageCountTokensParams{
+				Model:    "claude-sonnet-4-5",
+				Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("count me"))},
+			})
+			if err != nil || n.InputTokens != 12 {
+				t.Fatalf("CountTokens = %v, %v; want 12", n, err)
+			}
+			if env.bedrock != nil && env.bedrock.bad.Load() != 0 {
+				t.Errorf("the Bedrock stand-in refused %d requests", env.bedrock.bad.Load())
+			}
+		})
 	}
 }
 

@@ -87,6 +87,24 @@ func (s *bedrockStandIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var id string
 	var stream bool
+	if id, ok := strings.CutSuffix(rest, "/count-tokens"); ok {
+		var in struct {
+			Input struct {
+				InvokeModel struct {
+					Body []byte `json:"body"`
+				} `json:"invokeModel"`
+			} `json:"input"`
+		}
+		var m map[string]json.RawMessage
+		if json.Unmarshal(body, &in) != nil || json.Unmarshal(in.Input.InvokeModel.Body, &m) != nil ||
+			string(m["anthropic_version"]) != `"bedrock-2023-05-31"` || m["model"] != nil || m["max_tokens"] == nil || !strings.HasPrefix(id, "anthropic.") {
+			s.fail(w, http.StatusBadRequest, "ValidationException", "malformed input request")
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"inputTokens":12}`)
+		return
+	}
 	switch {
 	case strings.HasSuffix(rest, "/invoke-with-response-stream"):
 		id, stream = strings.TrimSuffix(rest, "/invoke-with-response-stream"), true
