@@ -10,6 +10,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/cache"
+	"github.com/intentius/boxbroker/internal/cloud"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/pool"
 	"github.com/intentius/boxbroker/internal/proxy"
@@ -32,7 +33,10 @@ func runCredential(ctx context.Context, c *cli, args []string) error {
 	if sub == "remove" {
 		yes = fs.Bool("yes", false, "remove without asking")
 	}
-	weight, baseURL := new(int), new(string)
+	weight, baseURL, kind := new(int), new(string), new(string)
+	if sub == "set" || sub == "add" {
+		kind = fs.String("kind", cloud.KindAnthropic, "the anthropic credential's kind: anthropic (a key or setup token), bedrock or vertex (a cloud account's JSON on stdin; docs/cloud.md)")
+	}
 	if sub == "add" {
 		weight = fs.Int("weight", 1, fmt.Sprintf("the entry's share of the boxes, 1 to %d", pool.MaxWeight))
 		baseURL = fs.String("url", "", "an Anthropic-compatible base URL for this entry; empty for serve's --anthropic-url")
@@ -73,6 +77,15 @@ func runCredential(ctx context.Context, c *cli, args []string) error {
 			return fmt.Errorf("%w: credential list takes no arguments", errUsage)
 		}
 	}
+	if *kind != cloud.KindAnthropic && *kind != "" && id == payer.SharedFountain {
+		return fmt.Errorf("%w: --kind is for the anthropic credential; the fountain key is a bearer", errUsage)
+	}
+	if *kind != cloud.KindAnthropic && *kind != "" && *baseURL != "" {
+		return fmt.Errorf("%w: --url is an Anthropic-compatible base URL; a %s account's endpoint goes in its JSON", errUsage, *kind)
+	}
+	if err := checkKind(*kind, *adminURL); err != nil {
+		return err
+	}
 	if *adminURL != "" {
 		if sub == "add" || entry != "" {
 			return runPoolRemote(ctx, c, *adminURL, sub, entry, *weight, *baseURL, *yes)
@@ -81,7 +94,7 @@ func runCredential(ctx context.Context, c *cli, args []string) error {
 	}
 	switch sub {
 	case "set":
-		kind, err := c.setCredential(ctx, &cfg, id, fmt.Sprintf("%s credential (not echoed): ", id))
+		kind, err := c.setCredential(ctx, &cfg, id, *kind, fmt.Sprintf("%s credential (not echoed): ", id))
 		if err != nil {
 			return err
 		}
@@ -93,7 +106,7 @@ func runCredential(ctx context.Context, c *cli, args []string) error {
 		if entry == pool.Default {
 			return fmt.Errorf("%w: the pool's entry %q is the shared credential; set it with `credential set anthropic`", errUsage, pool.Default)
 		}
-		kind, err := c.addPoolEntry(ctx, &cfg, entry, *weight, *baseURL)
+		kind, err := c.addPoolEntry(ctx, &cfg, entry, *kind, *weight, *baseURL)
 		if err != nil {
 			return err
 		}
@@ -201,6 +214,11 @@ func (c *cli) printPool(entries []admin.PoolEntryView, live bool) error {
 func describe(id string, value []byte) string {
 	if id == payer.SharedFountain {
 		return "bearer key"
+	}
+	if cloud.Is(value) {
+		if cr, err := cloud.Parse(value); err == nil {
+			return cloud.Name(cr.Kind) + " account in " + cr.Region + ", signed for each call"
+		}
 	}
 	if proxy.IsSetupToken(value) {
 		return "setup token, sent as a bearer with the " + proxy.OAuthBeta + " beta"

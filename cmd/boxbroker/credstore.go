@@ -1,11 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"strings"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/cloud"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/pool"
 	"github.com/intentius/boxbroker/internal/secrets"
@@ -16,8 +21,8 @@ import (
 // setCredential reads a credential from stdin (never argv), seals it under
 // the master key for the row id and stores it. It returns what kind of
 // credential it was (describe's words), never any of its value.
-func (c *cli) setCredential(ctx context.Context, cfg *server.Config, id, prompt string) (string, error) {
-	return c.storeSealed(ctx, cfg, prompt, payer.AD(id), id, func(st store.Store, sealed []byte) error {
+func (c *cli) setCredential(ctx context.Context, cfg *server.Config, id, kind, prompt string) (string, error) {
+	return c.storeSealed(ctx, cfg, kind, prompt, payer.AD(id), id, func(st store.Store, sealed []byte) error {
 		return st.SetCredential(ctx, store.Credential{ID: id, Sealed: sealed, UpdatedAt: time.Now().UTC()})
 	})
 }
@@ -40,12 +45,12 @@ func sealing(ctx context.Context, cfg *server.Config, open func(context.Context,
 	return st, keyring, nil
 }
 
-// storeSealed reads a value from stdin (never argv) with prompt, seals it
-// under the master key for ad, and stores the sealed bytes with put. It
-// returns describe's words for the value as the credential id, never any
-// of its value.
-func (c *cli) storeSealed(ctx context.Context, cfg *server.Config, prompt, ad, id string, put func(store.Store, []byte) error) (string, error) {
-	value, err := c.readSecret(prompt)
+// storeSealed reads a value of kind (readCredential) from stdin (never
+// argv) with prompt, seals it under the master key for ad, and stores the
+// sealed bytes with put. It returns describe's words for the value as the
+// credential id, never any of its value.
+func (c *cli) storeSealed(ctx context.Context, cfg *server.Config, kind, prompt, ad, id string, put func(store.Store, []byte) error) (string, error) {
+	value, err := c.readCredential(kind, prompt)
 	if err != nil {
 		return "", err
 	}
@@ -63,6 +68,41 @@ func (c *cli) storeSealed(ctx context.Context, cfg *server.Config, prompt, ad, i
 		return "", err
 	}
 	return describe(id, value), nil
+}
+
+// readCredential reads an Anthropic credential of kind from stdin: for
+// anthropic ("" too) the key or setup token itself (readSecret); for
+// bedrock or vertex the cloud account's JSON, which is checked and
+// returned in the form sealed (cloud.Check). No error holds any of it.
+func (c *cli) readCredential(kind, prompt string) ([]byte, error) {
+	switch kind {
+	case "", cloud.KindAnthropic:
+		return c.readSecret(prompt)
+	case cloud.KindBedrock, cloud.KindVertex:
+	default:
+		return nil, fmt.Errorf("%w: --kind is one of %s", errUsage, strings.Join(cloud.Kinds, ", "))
+	}
+	if f, ok := c.stdin.(*os.File); ok && isTerminal(f) {
+		return nil, fmt.Errorf("a %s credential is a JSON object: pipe it in from a file, as in `boxbroker credential set anthropic --kind %s < %s.json` (docs/cloud.md)", kind, kind, kind)
+	}
+	b, err := io.ReadAll(io.LimitReader(c.stdin, cloud.MaxValue+1))
+	defer clear(b)
+	if err != nil {
+		return nil, fmt.Errorf("read stdin: %w", err)
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, fmt.Errorf("no value on stdin: pipe the %s credential's JSON in (docs/cloud.md)", kind)
+	}
+	return cloud.Check(kind, b)
+}
+
+// checkKind refuses --kind with --admin-url: a running broker's admin API
+// takes an Anthropic key or setup token only.
+func checkKind(kind, adminURL string) error {
+	if kind != "" && kind != cloud.KindAnthropic && adminURL != "" {
+		return fmt.Errorf("%w: --kind %s is not yet supported with --admin-url: run the command where the broker's store and master key are", errUsage, kind)
+	}
+	return nil
 }
 
 // removeCredential deletes the credential id, answering notSet when there
@@ -84,9 +124,9 @@ func (c *cli) removeCredential(ctx context.Context, cfg *server.Config, id, notS
 // addPoolEntry reads an Anthropic credential from stdin, seals it for the
 // pool entry name and stores it with its weight and base URL. It returns
 // describe's words for it, never any of its value.
-func (c *cli) addPoolEntry(ctx context.Context, cfg *server.Config, name string, weight int, baseURL string) (string, error) {
+func (c *cli) addPoolEntry(ctx context.Context, cfg *server.Config, name, kind string, weight int, baseURL string) (string, error) {
 	prompt := fmt.Sprintf("anthropic pool entry %s credential (not echoed): ", name)
-	return c.storeSealed(ctx, cfg, prompt, pool.AD(name), payer.SharedAnthropic, func(st store.Store, sealed []byte) error {
+	return c.storeSealed(ctx, cfg, kind, prompt, pool.AD(name), payer.SharedAnthropic, func(st store.Store, sealed []byte) error {
 		return st.SetPoolEntry(ctx, store.PoolEntry{Name: name, Weight: weight, URL: baseURL, Sealed: sealed, UpdatedAt: time.Now().UTC()})
 	})
 }

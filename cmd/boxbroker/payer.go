@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/cloud"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/secrets"
@@ -20,6 +21,7 @@ func runBoxPayer(ctx context.Context, c *cli, args []string) error {
 	var cfg server.Config
 	fs := c.flags("box payer", &cfg)
 	principal := fs.String("principal", "", "who the owner is, as github:<login>; said in the payer (owner only)")
+	credKind := fs.String("kind", cloud.KindAnthropic, "the owner's credential's kind: anthropic (a key or setup token), bedrock or vertex (a cloud account's JSON on stdin; docs/cloud.md)")
 	adminURL := c.adminURLFlag(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -40,6 +42,12 @@ func runBoxPayer(ctx context.Context, c *cli, args []string) error {
 			return err
 		}
 	}
+	if *credKind != cloud.KindAnthropic && kind != protocol.PayerOwner {
+		return fmt.Errorf("%w: --kind is the owner's credential's; a shared payer has none", errUsage)
+	}
+	if err := checkKind(*credKind, *adminURL); err != nil {
+		return err
+	}
 	if *adminURL != "" {
 		return runBoxPayerRemote(ctx, c, *adminURL, name, kind, *principal)
 	}
@@ -51,7 +59,7 @@ func runBoxPayer(ctx context.Context, c *cli, args []string) error {
 		if err := needData(&cfg); err != nil {
 			return err
 		}
-		value, err := c.readSecret(fmt.Sprintf("%s's owner's Anthropic key or setup token (not echoed): ", name))
+		value, err := c.readCredential(*credKind, fmt.Sprintf("%s's owner's Anthropic key or setup token (not echoed): ", name))
 		if err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/cloud"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/server"
@@ -26,6 +27,10 @@ func runVisitor(ctx context.Context, c *cli, args []string) error {
 	yes := new(bool)
 	if sub == "remove" {
 		yes = fs.Bool("yes", false, "remove without asking")
+	}
+	kind := new(string)
+	if sub == "set" {
+		kind = fs.String("kind", cloud.KindAnthropic, "the credential's kind: anthropic (a key or setup token), bedrock or vertex (a cloud account's JSON on stdin; docs/cloud.md)")
 	}
 	adminURL := c.adminURLFlag(fs)
 	pos, err := parseInterspersed(fs, args)
@@ -53,13 +58,16 @@ func runVisitor(ctx context.Context, c *cli, args []string) error {
 	default:
 		return fmt.Errorf("%w: unknown visitor command %q (set, list, remove)", errUsage, sub)
 	}
+	if err := checkKind(*kind, *adminURL); err != nil {
+		return err
+	}
 	if *adminURL != "" {
 		return runVisitorRemote(ctx, c, *adminURL, sub, principal, *yes)
 	}
 	id := payer.VisitorAnthropic(principal)
 	switch sub {
 	case "set":
-		what, err := c.setCredential(ctx, &cfg, id, fmt.Sprintf("%s's Anthropic key or setup token (not echoed): ", principal))
+		what, err := c.setCredential(ctx, &cfg, id, *kind, fmt.Sprintf("%s's Anthropic key or setup token (not echoed): ", principal))
 		if err != nil {
 			return err
 		}

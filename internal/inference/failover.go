@@ -160,7 +160,7 @@ func (f *failover) RoundTrip(req *http.Request) (*http.Response, error) {
 		rt := pf.retry
 		out = req.Clone(proxy.WithEntry(req.Context(), next.Entry))
 		out.Header = rt.header.Clone()
-		proxy.SetAnthropicCredential(out.Header, next.Credential)
+		setCredential(out.Header, next.Credential)
 		upstream := next.Upstream
 		if upstream == nil {
 			upstream = f.upstream

@@ -6,7 +6,6 @@
 package inference
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -44,6 +43,10 @@ type Config struct {
 	// 4 MiB); a larger body is forwarded as it streams and never retried.
 	// Below zero, no call is retried.
 	MaxRetried int64
+	// CloudBeneath says Transport is CloudTransport's (under the spend
+	// meter, so that the meter reads the answers it translates). When
+	// false, New puts a CloudTransport over Transport itself.
+	CloudBeneath bool
 }
 
 // Capability is the /llm/anthropic capability.
@@ -62,6 +65,13 @@ type paidFor struct {
 	paid capability.Paid
 	// retry is set when paid.Failover is and the body fits MaxRetried.
 	retry *retry
+	// path is the call's path relative to /llm/anthropic, its tokens
+	// scrubbed: what a cloud credential's call is made on.
+	path string
+	// made holds the values made for a cloud credential's call (a
+	// signature, an access token), masked in the answer like the
+	// credential.
+	made []string
 }
 
 // New returns the capability.
@@ -79,7 +89,14 @@ func New(cfg Config) *Capability {
 		cfg.MaxRetried = DefaultMaxRetried
 	}
 	c := &Capability{cfg: cfg}
-	c.proxy = proxy.New(c.rewrite, &failover{base: cfg.Transport, log: cfg.Logger, upstream: cfg.Upstream}, proxy.ErrorHandler(cfg.Logger, "Anthropic API"))
+	// A call paid with a cloud credential is made in the cloud's form
+	// beneath the failover, so that a pool may mix Anthropic keys and
+	// cloud accounts and fail over between them.
+	base := cfg.Transport
+	if !cfg.CloudBeneath {
+		base = CloudTransport(cfg.Transport)
+	}
+	c.proxy = proxy.New(c.rewrite, &failover{base: base, log: cfg.Logger, upstream: cfg.Upstream}, proxy.ErrorHandler(cfg.Logger, "Anthropic API"))
 	c.proxy.ErrorLog = slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)
 	c.proxy.ModifyResponse = c.modifyResponse
 	return c
@@ -202,7 +219,8 @@ func (c *Capability) rewrite(pr *httputil.ProxyRequest) {
 		// headers, before any credential is put in, and this path.
 		rt.header, rt.path, rt.query = pr.Out.Header.Clone(), p, q
 	}
-	proxy.SetAnthropicCredential(pr.Out.Header, pf.paid.Credential)
+	pf.path = p
+	setCredential(pr.Out.Header, pf.paid.Credential)
 	upstream := c.cfg.Upstream
 	if pf.paid.Upstream != nil {
 		upstream = pf.paid.Upstream
@@ -217,7 +235,11 @@ func (c *Capability) rewrite(pr *httputil.ProxyRequest) {
 // events pass on as each ends (proxy.Redactor.PassEvents).
 func (c *Capability) modifyResponse(resp *http.Response) error {
 	pf := resp.Request.Context().Value(ctxKey{}).(*paidFor)
-	if n := proxy.RemoveValue(resp.Header, pf.paid.Credential); n > 0 {
+	n := proxy.RemoveValue(resp.Header, pf.paid.Credential)
+	for _, v := range cloudSecrets(pf.paid.Credential, pf.made) {
+		n += proxy.RemoveValue(resp.Header, []byte(v))
+	}
+	if n > 0 {
 		c.cfg.Logger.Warn("inference: removed upstream response headers that repeated the credential", "headers", n)
 	}
 	// The payer header was set on the answer before the call was
@@ -238,13 +260,17 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 		return nil
 	}
 	cred := pf.paid.Credential
-	r := proxy.NewRedactor(resp.Body, cred, bytes.Repeat([]byte("*"), len(cred)))
+	r := proxy.NewFormRedactor(resp.Body, maskForms(cred, pf.made))
 	if proxy.IsEventStream(resp.Header) {
 		r.PassEvents()
 	}
 	log := c.cfg.Logger
+	secrets := cloudSecrets(cred, pf.made)
 	r.OnEnd(func(replaced int) {
 		k := proxy.RemoveValue(resp.Trailer, cred)
+		for _, v := range secrets {
+			k += proxy.RemoveValue(resp.Trailer, []byte(v))
+		}
 		if k > 0 || replaced > 0 {
 			log.Warn("inference: masked the credential the upstream repeated in an answer", "body", replaced, "trailers", k)
 		}

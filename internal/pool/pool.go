@@ -48,6 +48,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/cache"
 	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/cloud"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/secrets"
@@ -636,8 +637,16 @@ func (p *Pool) stats(ctx context.Context, kinds bool) ([]Stat, error) {
 	return out, nil
 }
 
-// Kind says what an Anthropic credential is, without any of it.
+// Kind says what a credential is, without any of it: an Anthropic API
+// key or setup token, or a cloud account (Amazon Bedrock, Google Vertex
+// AI).
 func Kind(v []byte) string {
+	if cloud.Is(v) {
+		if c, err := cloud.Parse(v); err == nil {
+			return cloud.Name(c.Kind)
+		}
+		return "cloud account"
+	}
 	if proxy.IsSetupToken(v) {
 		return "setup token"
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/cloud"
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/secrets"
 )
@@ -18,6 +19,10 @@ const probeVersion = "2023-06-01"
 // errNoUpstream is a probe's error when the pool has no Upstream for an
 // entry that names none.
 var errNoUpstream = errors.New("the pool has no upstream URL for the entry")
+
+// errCloudNotProbed is a probe's error for an entry that is a cloud
+// account (Amazon Bedrock, Google Vertex AI).
+var errCloudNotProbed = errors.New("the entry is a cloud account, which is not probed")
 
 // check probes entry e's credential after it answered a call 401, and
 // fails e for FailedFor when the probe is refused 401 too. A box chooses
@@ -63,6 +68,11 @@ func (p *Pool) probe(e Entry) (int, error) {
 		return 0, err
 	}
 	defer secrets.Zero(cred)
+	if cloud.Is(cred) {
+		// A cloud account's credential never goes to the Anthropic
+		// API; the broker maps none of a cloud's refusals to a 401.
+		return 0, errCloudNotProbed
+	}
 	base, err := p.url(e.URL)
 	if err != nil {
 		return 0, err

@@ -13,6 +13,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"github.com/intentius/boxbroker/internal/cloud"
 	"log/slog"
 	"net"
 	"net/http"
@@ -116,8 +117,15 @@ func IsSetupToken(cred []byte) bool {
 
 // SetAnthropicCredential puts cred in h where the Anthropic API expects it:
 // x-api-key for an API key, or a bearer with the oauth beta added to any
-// anthropic-beta the box sent, for a setup token.
+// anthropic-beta the box sent, for a setup token. A cloud account's
+// credential (cloud.Is: Amazon Bedrock, Google Vertex AI) is put in no
+// header: it is never sent to an Anthropic API, only signed for by
+// inference.CloudTransport, and a call that reaches an Anthropic API with
+// it goes unauthenticated.
 func SetAnthropicCredential(h http.Header, cred []byte) {
+	if cloud.Is(cred) {
+		return
+	}
 	if !IsSetupToken(cred) {
 		h.Set("X-Api-Key", string(cred))
 		return

@@ -295,9 +295,11 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	metered := meter.Transport(transport)
+	// Cloud accounts' calls are translated beneath the meter: it reads
+	// the Anthropic form of their answers.
+	metered := meter.Transport(inference.CloudTransport(transport))
 	caps := []capability.Capability{
-		meter.Wrap(inference.New(inference.Config{Upstream: cfg.AnthropicURL, Transport: metered, MaxBody: cfg.MaxBody, MaxRetried: cfg.PoolRetryBody, Logger: log})),
+		meter.Wrap(inference.New(inference.Config{Upstream: cfg.AnthropicURL, Transport: metered, CloudBeneath: true, MaxBody: cfg.MaxBody, MaxRetried: cfg.PoolRetryBody, Logger: log})),
 		meter.Wrap(decide.New(decide.Config{Upstream: cfg.AnthropicURL, Transport: metered, Timeout: cfg.DecideTimeout, Logger: log})),
 		eg,
 		feedback.New(feedback.Config{Store: rst, Keep: cfg.Feedback == FeedbackKeep}),

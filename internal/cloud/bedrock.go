@@ -1,0 +1,364 @@
+package cloud
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+)
+
+// BedrockVersion is the anthropic_version a Bedrock body carries.
+const BedrockVersion = "bedrock-2023-05-31"
+
+// bedrockService is Bedrock runtime's SigV4 signing name.
+const bedrockService = "bedrock"
+
+// BedrockEndpoint is the public endpoint of Bedrock's runtime in region.
+func BedrockEndpoint(region string) string {
+	return "https://bedrock-runtime." + region + ".amazonaws.com"
+}
+
+// bedrock makes call on Bedrock: Messages as InvokeModel or
+// InvokeModelWithResponseStream, count_tokens as CountTokens over the
+// InvokeModel body; the model list is refused.
+func (cl *Client) bedrock(ctx context.Context, c *Credential, call Call, made func(string)) (*http.Response, error) {
+	if call.Path != PathMessages && call.Path != PathCountTokens {
+		return unsupported("The model list (GET /v1/models)", c.Kind), nil
+	}
+	f, refusal := cloudBody(call.Body, BedrockVersion, false, call.Beta)
+	if refusal != nil {
+		return refusal, nil
+	}
+	id, ok := c.ModelID(f.model)
+	if !ok {
+		return unknownModel(c.Kind), nil
+	}
+	base := c.Endpoint
+	if base == "" {
+		base = BedrockEndpoint(c.Region)
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		return nil, errors.New("bedrock: the credential's endpoint does not parse")
+	}
+	action := "/invoke"
+	accept := "application/json"
+	count := call.Path == PathCountTokens
+	switch {
+	case count:
+		action = "/count-tokens"
+		b, err := countTokensBody(f.body)
+		if err != nil {
+			return nil, err
+		}
+		f.body, f.stream = b, false
+	case f.stream:
+		action = "/invoke-with-response-stream"
+		accept = "application/vnd.amazon.eventstream"
+	}
+	u.Path = "/model/" + id + action
+	u.RawPath = "/model/" + url.PathEscape(id) + action
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(f.body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", accept)
+	sum := sha256.Sum256(f.body)
+	hash := hex.EncodeToString(sum[:])
+	creds := aws.Credentials{AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey, SessionToken: c.SessionToken}
+	if err := v4.NewSigner().SignHTTP(ctx, creds, req, hash, bedrockService, c.Region, cl.now().UTC()); err != nil {
+		return nil, err
+	}
+	auth := req.Header.Get("Authorization")
+	made(auth)
+	if _, sig, ok := strings.Cut(auth, "Signature="); ok {
+		made(sig)
+	}
+	resp, err := cl.transport().RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return bedrockError(resp), nil
+	}
+	if f.stream {
+		return answer(http.StatusOK, "text/event-stream; charset=utf-8", newEventReader(resp.Body)), nil
+	}
+	if count {
+		return countTokensAnswer(resp), nil
+	}
+	return answer(http.StatusOK, "application/json", resp.Body), nil
+}
+
+// countTokensBody is CountTokens' body for the InvokeModel body b: b in
+// base64 under input.invokeModel.body. An InvokeModel body names
+// max_tokens; count_tokens' need not, so one is put in (it counts for
+// nothing in the input).
+func countTokensBody(b []byte) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	if _, ok := m["max_tokens"]; !ok {
+		m["max_tokens"] = json.RawMessage("1")
+		var err error
+		if b, err = json.Marshal(m); err != nil {
+			return nil, err
+		}
+	}
+	return json.Marshal(map[string]any{"input": map[string]any{"invokeModel": map[string][]byte{"body": b}}})
+}
+
+// countTokensAnswer turns CountTokens' {"inputTokens": n} into the
+// Anthropic API's {"input_tokens": n}.
+func countTokensAnswer(resp *http.Response) *http.Response {
+	b := readError(resp)
+	var out struct {
+		InputTokens *int64 `json:"inputTokens"`
+	}
+	if json.Unmarshal(b, &out) != nil || out.InputTokens == nil {
+		return Refusal(http.StatusInternalServerError, typeAPI, "Amazon Bedrock's CountTokens answer holds no inputTokens.")
+	}
+	j, _ := json.Marshal(map[string]int64{"input_tokens": *out.InputTokens})
+	return answer(http.StatusOK, "application/json", io.NopCloser(bytes.NewReader(j)))
+}
+
+// cloudForm is a box's Messages body made ready for a cloud.
+type cloudForm struct {
+	model  string
+	stream bool
+	body   []byte
+}
+
+// cloudBody reads the box's Messages body as encoding/json does (a
+// member named twice counts as its last, as the meter reads it) and
+// returns it with model removed and anthropic_version set; "stream" is
+// kept when keepStream, and the box's betas go into anthropic_beta when
+// the body names none (Bedrock reads them there, not from a header).
+func cloudBody(body []byte, version string, keepStream bool, betas []string) (cloudForm, *http.Response) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil || m == nil {
+		return cloudForm{}, Refusal(http.StatusBadRequest, typeInvalid, "The request body is not a JSON object.")
+	}
+	var f cloudForm
+	if err := json.Unmarshal(m["model"], &f.model); err != nil || f.model == "" {
+		return cloudForm{}, Refusal(http.StatusBadRequest, typeInvalid, "model: Field required (a string).")
+	}
+	if s, ok := m["stream"]; ok {
+		if err := json.Unmarshal(s, &f.stream); err != nil {
+			return cloudForm{}, Refusal(http.StatusBadRequest, typeInvalid, "stream: Input should be a valid boolean.")
+		}
+	}
+	delete(m, "model")
+	if !keepStream {
+		delete(m, "stream")
+		if _, ok := m["anthropic_beta"]; !ok {
+			var list []string
+			for _, v := range betas {
+				for _, b := range strings.Split(v, ",") {
+					if b = strings.TrimSpace(b); b != "" {
+						list = append(list, b)
+					}
+				}
+			}
+			if len(list) > 0 {
+				m["anthropic_beta"], _ = json.Marshal(list)
+			}
+		}
+	}
+	m["anthropic_version"], _ = json.Marshal(version)
+	out, err := json.Marshal(m)
+	if err != nil {
+		return cloudForm{}, Refusal(http.StatusBadRequest, typeInvalid, "The request body is not a JSON object.")
+	}
+	f.body = out
+	return f, nil
+}
+
+// awsStatus maps an AWS error code (ThrottlingException) and status to
+// the Anthropic API's status and error type: the ones its SDKs retry on
+// for throttling (429) and overload (529), a 403 for a refused
+// credential (the pool fails over on it; Claude Code shows it at once).
+func awsStatus(code string, status int) (int, string) {
+	c := strings.ToLower(strings.TrimSuffix(strings.TrimSuffix(code, "Exception"), "exception"))
+	switch c {
+	case "throttling", "servicequotaexceeded", "toomanyrequests":
+		return http.StatusTooManyRequests, typeRateLimit
+	case "serviceunavailable", "modelnotready":
+		return StatusOverloaded, typeOverloaded
+	case "accessdenied", "unrecognizedclient", "invalidsignature", "expiredtoken", "incompletesignature",
+		"missingauthenticationtoken", "signaturedoesnotmatch", "invalidclienttokenid", "unauthorized":
+		return http.StatusForbidden, typePermission
+	case "validation":
+		return http.StatusBadRequest, typeInvalid
+	case "resourcenotfound":
+		return http.StatusNotFound, typeNotFound
+	case "internalserver", "modelstreamerror", "modelerror", "modeltimeout":
+		return http.StatusInternalServerError, typeAPI
+	}
+	switch {
+	case status == http.StatusTooManyRequests:
+		return http.StatusTooManyRequests, typeRateLimit
+	case status == http.StatusServiceUnavailable:
+		return StatusOverloaded, typeOverloaded
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return http.StatusForbidden, typePermission
+	case status == http.StatusNotFound:
+		return http.StatusNotFound, typeNotFound
+	case status >= 500 || status == 0:
+		return http.StatusInternalServerError, typeAPI
+	}
+	return http.StatusBadRequest, typeInvalid
+}
+
+var awsCodeRE = regexp.MustCompile(`^[A-Za-z]{1,64}$`)
+
+// bedrockError turns Bedrock's error answer into the Anthropic shape.
+func bedrockError(resp *http.Response) *http.Response {
+	b := readError(resp)
+	code, _, _ := strings.Cut(resp.Header.Get("X-Amzn-Errortype"), ":")
+	var body struct {
+		Type     string `json:"__type"`
+		Message  string `json:"message"`
+		MessageU string `json:"Message"`
+	}
+	_ = json.Unmarshal(b, &body)
+	if code == "" && body.Type != "" {
+		code = body.Type[strings.LastIndexByte(body.Type, '#')+1:]
+	}
+	if !awsCodeRE.MatchString(code) {
+		code = ""
+	}
+	msg := body.Message
+	if msg == "" {
+		msg = body.MessageU
+	}
+	status, typ := awsStatus(code, resp.StatusCode)
+	return Refusal(status, typ, bedrockMessage(code, resp.StatusCode, msg))
+}
+
+func bedrockMessage(code string, status int, msg string) string {
+	s := "Amazon Bedrock answered " + http.StatusText(status)
+	if status == 0 {
+		s = "Amazon Bedrock's stream ended with an error"
+	}
+	if code != "" {
+		s += " (" + code + ")"
+	}
+	if msg != "" {
+		s += ": " + clip(msg)
+	}
+	return s
+}
+
+// eventReader reads Bedrock's application/vnd.amazon.eventstream answer
+// and returns the Anthropic server-sent events it carries, one whole
+// event per Read when p holds it, so that each is passed on as it comes.
+type eventReader struct {
+	src     io.ReadCloser
+	dec     *eventstream.Decoder
+	buf     []byte // the decoder's payload buffer, reused
+	pending []byte // what is left of the last event made
+	err     error  // returned once pending is empty
+}
+
+func newEventReader(src io.ReadCloser) *eventReader {
+	return &eventReader{src: src, dec: eventstream.NewDecoder()}
+}
+
+func (r *eventReader) Read(p []byte) (int, error) {
+	for len(r.pending) == 0 {
+		if r.err != nil {
+			return 0, r.err
+		}
+		r.next()
+	}
+	n := copy(p, r.pending)
+	r.pending = r.pending[n:]
+	return n, nil
+}
+
+func (r *eventReader) Close() error { return r.src.Close() }
+
+var eventTypeRE = regexp.MustCompile(`^[a-z_]{1,64}$`)
+
+// next decodes the next message into pending, or sets err.
+func (r *eventReader) next() {
+	m, err := r.dec.Decode(r.src, r.buf[:0])
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			r.err = io.EOF
+		} else {
+			r.err = errors.New("bedrock: the event stream did not decode")
+		}
+		return
+	}
+	r.buf = m.Payload[:0]
+	switch header(m, ":message-type") {
+	case "event":
+		if header(m, ":event-type") != "chunk" {
+			return
+		}
+		var chunk struct {
+			Bytes []byte `json:"bytes"` // base64 in the JSON
+		}
+		if err := json.Unmarshal(m.Payload, &chunk); err != nil {
+			r.err = errors.New("bedrock: a chunk of the event stream is not JSON")
+			return
+		}
+		var ev struct {
+			Type string `json:"type"`
+		}
+		var data bytes.Buffer
+		if json.Unmarshal(chunk.Bytes, &ev) != nil || !eventTypeRE.MatchString(ev.Type) || json.Compact(&data, chunk.Bytes) != nil {
+			r.err = errors.New("bedrock: a chunk of the event stream holds no Anthropic event")
+			return
+		}
+		out := make([]byte, 0, len("event: \ndata: \n\n")+len(ev.Type)+data.Len())
+		out = append(append(append(out, "event: "...), ev.Type...), "\ndata: "...)
+		out = append(append(out, data.Bytes()...), "\n\n"...)
+		r.pending = out
+	case "exception", "error":
+		code := header(m, ":exception-type")
+		if code == "" {
+			code = header(m, ":error-code")
+		}
+		if !awsCodeRE.MatchString(code) {
+			code = ""
+		}
+		var body struct {
+			Message string `json:"message"`
+		}
+		_ = json.Unmarshal(m.Payload, &body)
+		if body.Message == "" {
+			body.Message = header(m, ":error-message")
+		}
+		_, typ := awsStatus(code, 0)
+		r.pending = errorEvent(typ, bedrockMessage(code, 0, body.Message))
+		r.err = io.EOF
+	}
+}
+
+// header is m's string header name, or "".
+func header(m eventstream.Message, name string) string {
+	v := m.Headers.Get(name)
+	if v == nil {
+		return ""
+	}
+	if s, ok := v.(eventstream.StringValue); ok {
+		return string(s)
+	}
+	return v.String()
+}

@@ -1,0 +1,195 @@
+package cloud
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/oauth2"
+)
+
+// Paths of the Anthropic API a Client is asked for (relative to the
+// box's base URL).
+const (
+	PathMessages    = "/v1/messages"
+	PathCountTokens = "/v1/messages/count_tokens"
+	PathModels      = "/v1/models"
+)
+
+// Anthropic error types a translated answer carries.
+const (
+	typeInvalid    = "invalid_request_error"
+	typePermission = "permission_error"
+	typeNotFound   = "not_found_error"
+	typeRateLimit  = "rate_limit_error"
+	typeAPI        = "api_error"
+	typeOverloaded = "overloaded_error"
+)
+
+// StatusOverloaded is the Anthropic API's 529.
+const StatusOverloaded = 529
+
+// maxErrorBody bounds the part of a cloud's error answer read.
+const maxErrorBody = 64 << 10
+
+// maxTokenSources bounds the Vertex token sources a Client keeps: past
+// it, the map starts anew.
+const maxTokenSources = 256
+
+// Client makes Anthropic API calls through a cloud. Its exported fields
+// are set before first use; its methods are safe for concurrent use.
+type Client struct {
+	// Transport carries every request: to the cloud's endpoint and, for
+	// Vertex AI, to the service account's token_uri. No redirect is
+	// followed. Nil is http.DefaultTransport.
+	Transport http.RoundTripper
+	// Now is the clock requests are signed by (nil: time.Now).
+	Now func() time.Time
+
+	mu     sync.Mutex                      // guards tokens
+	tokens map[[32]byte]oauth2.TokenSource // by the credential's hash
+}
+
+// Call is one Anthropic API call the box made.
+type Call struct {
+	// Method and Path (relative to /llm/anthropic, as PathMessages) are
+	// the box's.
+	Method, Path string
+	// Beta is the box's anthropic-beta header values.
+	Beta []string
+	// Body is the box's body, its tokens scrubbed.
+	Body []byte
+}
+
+// Do makes call on credential c and returns the answer in the Anthropic
+// API's form. made receives every value made for the call that must not
+// reach the box (a signature, an access token). A call the cloud has no
+// equivalent of, or a model it has no id for, is answered with a 4xx in
+// the Anthropic error shape, made here. The error is the transport's.
+func (cl *Client) Do(ctx context.Context, c *Credential, call Call, made func(string)) (*http.Response, error) {
+	switch c.Kind {
+	case KindBedrock:
+		return cl.bedrock(ctx, c, call, made)
+	case KindVertex:
+		return cl.vertex(ctx, c, call, made)
+	}
+	return Refusal(http.StatusBadRequest, typeInvalid, "The payer's credential names no cloud the broker knows."), nil
+}
+
+func (cl *Client) transport() http.RoundTripper {
+	if cl.Transport == nil {
+		return http.DefaultTransport
+	}
+	return cl.Transport
+}
+
+func (cl *Client) now() time.Time {
+	if cl.Now == nil {
+		return time.Now()
+	}
+	return cl.Now()
+}
+
+// tokenSource returns the cached token source of Vertex credential c, or
+// makes one with mk.
+func (cl *Client) tokenSource(c *Credential, mk func() (oauth2.TokenSource, error)) (oauth2.TokenSource, error) {
+	b, _ := json.Marshal(c)
+	key := sha256.Sum256(b)
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if ts, ok := cl.tokens[key]; ok {
+		return ts, nil
+	}
+	ts, err := mk()
+	if err != nil {
+		return nil, err
+	}
+	if cl.tokens == nil || len(cl.tokens) >= maxTokenSources {
+		cl.tokens = make(map[[32]byte]oauth2.TokenSource)
+	}
+	cl.tokens[key] = ts
+	return ts, nil
+}
+
+// Refusal is an answer in the Anthropic error shape.
+func Refusal(status int, typ, msg string) *http.Response {
+	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": typ, "message": msg}})
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	return &http.Response{
+		StatusCode: status, Status: fmt.Sprintf("%d %s", status, http.StatusText(status)),
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: h, Body: io.NopCloser(bytes.NewReader(b)), ContentLength: int64(len(b)),
+	}
+}
+
+// errorEvent is an Anthropic "error" server-sent event.
+func errorEvent(typ, msg string) []byte {
+	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": typ, "message": msg}})
+	return append(append([]byte("event: error\ndata: "), b...), "\n\n"...)
+}
+
+// unsupported refuses a call the cloud has no equivalent of.
+func unsupported(what, kind string) *http.Response {
+	return Refusal(http.StatusBadRequest, typeInvalid,
+		fmt.Sprintf("%s is not available when this box's calls are paid through %s.", what, Name(kind)))
+}
+
+// unknownModel refuses a model the cloud has no id for here.
+func unknownModel(kind string) *http.Response {
+	return Refusal(http.StatusBadRequest, typeInvalid,
+		fmt.Sprintf("The broker knows no %s model id for this model; the operator maps it in the credential's \"models\" (docs/cloud.md).", Name(kind)))
+}
+
+// answer returns an answer of status with body, whose header is made
+// anew: nothing of the cloud's header reaches the box. It names no
+// length: the broker masks secrets the answer may repeat, in any
+// escaped form, and a masked answer may be shorter than the cloud's.
+func answer(status int, contentType string, body io.ReadCloser) *http.Response {
+	h := http.Header{}
+	h.Set("Content-Type", contentType)
+	return &http.Response{
+		StatusCode: status, Status: fmt.Sprintf("%d %s", status, http.StatusText(status)),
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: h, Body: body, ContentLength: -1,
+	}
+}
+
+// clip bounds a cloud's error message passed on to the box.
+func clip(s string) string {
+	const max = 500
+	if len(s) > max {
+		return s[:max] + "…"
+	}
+	return s
+}
+
+// readError reads up to maxErrorBody bytes of an error answer and closes it.
+func readError(resp *http.Response) []byte {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	resp.Body.Close()
+	return b
+}
+
+// ctxClient is the http.Client the token source uses: the Client's
+// transport, no redirect, a bound on time.
+func (cl *Client) httpClient() *http.Client {
+	return &http.Client{
+		Transport:     cl.transport(),
+		Timeout:       30 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// withClient returns ctx carrying the Client's http.Client for oauth2.
+func (cl *Client) withClient(ctx context.Context) context.Context {
+	return context.WithValue(ctx, oauth2.HTTPClient, cl.httpClient())
+}

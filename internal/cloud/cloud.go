@@ -1,0 +1,311 @@
+// Package cloud makes the box's Anthropic API calls through a cloud that
+// sells Claude: Amazon Bedrock or Google Vertex AI. The box keeps
+// speaking the Anthropic API; a Client turns each call into the cloud's
+// form, signs it with the payer's cloud credential, and turns the answer
+// back into the Anthropic API's: its JSON, its server-sent events, its
+// error shape and statuses.
+//
+// A cloud credential is sealed and stored like an Anthropic key, as the
+// JSON Check returns: an object whose "kind" member is "bedrock" or
+// "vertex". No Anthropic key or setup token begins with "{", so Is tells
+// the two apart from the plaintext alone, wherever a credential is
+// opened: the shared credential, an entry of the pool, an owner's or a
+// visitor's.
+package cloud
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"unicode"
+
+	"golang.org/x/oauth2/google"
+)
+
+// Kinds of credential.
+const (
+	// KindAnthropic is an Anthropic API key or setup token.
+	KindAnthropic = "anthropic"
+	// KindBedrock is an AWS access key for Amazon Bedrock.
+	KindBedrock = "bedrock"
+	// KindVertex is a Google service account's key for Vertex AI.
+	KindVertex = "vertex"
+)
+
+// Kinds are the kinds a credential may be, as `--kind` takes them.
+var Kinds = []string{KindAnthropic, KindBedrock, KindVertex}
+
+// Credential is a cloud credential as stored (Check's JSON).
+type Credential struct {
+	// Kind is KindBedrock or KindVertex.
+	Kind string `json:"kind"`
+	// Region is the AWS region (us-east-1) or the Vertex AI location
+	// (us-east5, europe-west1, or global).
+	Region string `json:"region"`
+	// Endpoint, when set, is the base URL calls go to in place of the
+	// region's public endpoint (such as a VPC endpoint): https, with a
+	// host and no credentials, query or fragment.
+	Endpoint string `json:"endpoint,omitempty"`
+	// Models maps an Anthropic model name to the cloud's model id (or a
+	// Bedrock inference profile), before the built-in table.
+	Models map[string]string `json:"models,omitempty"`
+
+	// AccessKeyID, SecretAccessKey and SessionToken are Bedrock's AWS
+	// credentials.
+	AccessKeyID     string `json:"access_key_id,omitempty"`
+	SecretAccessKey string `json:"secret_access_key,omitempty"`
+	SessionToken    string `json:"session_token,omitempty"`
+	// RoleARN is refused by Check: assuming a role through STS is not
+	// yet supported.
+	RoleARN string `json:"role_arn,omitempty"`
+
+	// ProjectID is the Google Cloud project Vertex AI bills (default:
+	// the service account's own project_id).
+	ProjectID string `json:"project_id,omitempty"`
+	// ServiceAccount is the service account's JSON key, as Google Cloud
+	// gives it.
+	ServiceAccount json.RawMessage `json:"service_account,omitempty"`
+}
+
+// Is reports whether the plaintext credential v is a cloud credential
+// (Check's JSON) rather than an Anthropic key or setup token.
+func Is(v []byte) bool { return len(v) > 0 && v[0] == '{' }
+
+// Parse reads a stored cloud credential. Its error holds no value.
+func Parse(v []byte) (*Credential, error) {
+	var c Credential
+	if err := json.Unmarshal(v, &c); err != nil {
+		return nil, errors.New("the stored cloud credential is not valid JSON")
+	}
+	if c.Kind != KindBedrock && c.Kind != KindVertex {
+		return nil, errors.New("the stored cloud credential names no kind the broker knows")
+	}
+	return &c, nil
+}
+
+// Name is the cloud's name for people: "Amazon Bedrock" or "Google Vertex AI".
+func Name(kind string) string {
+	switch kind {
+	case KindBedrock:
+		return "Amazon Bedrock"
+	case KindVertex:
+		return "Google Vertex AI"
+	}
+	return "the Anthropic API"
+}
+
+// MaxValue bounds the JSON of a cloud credential, as read from stdin.
+const MaxValue = 64 << 10
+
+var (
+	awsRegionRE    = regexp.MustCompile(`^[a-z]{2}(-gov|-iso|-isob)?-[a-z]+-[0-9]{1,2}$`)
+	accessKeyRE    = regexp.MustCompile(`^[A-Z0-9]{16,128}$`)
+	vertexRegionRE = regexp.MustCompile(`^([a-z]+-[a-z]+[0-9]{1,2}|global|us|eu)$`)
+	projectRE      = regexp.MustCompile(`^[a-z][a-z0-9-]{4,61}[a-z0-9]$`)
+)
+
+// Check reads the JSON an operator gives for a credential of kind
+// (KindBedrock or KindVertex) and returns the form to seal: compact JSON
+// with its "kind". Its errors name the field at fault and never hold a
+// secret's value.
+func Check(kind string, raw []byte) ([]byte, error) {
+	if kind != KindBedrock && kind != KindVertex {
+		return nil, fmt.Errorf("--kind is one of %s", strings.Join(Kinds, ", "))
+	}
+	if len(raw) > MaxValue {
+		return nil, fmt.Errorf("the %s credential is over %d bytes", kind, MaxValue)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var c Credential
+	if err := dec.Decode(&c); err != nil {
+		return nil, jsonProblem(kind, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("the %s credential is one JSON object; more follows it", kind)
+	}
+	if c.Kind != "" && c.Kind != kind {
+		return nil, fmt.Errorf("the JSON says kind %q, but --kind is %s", safeWord(c.Kind), kind)
+	}
+	c.Kind = kind
+	var err error
+	if kind == KindBedrock {
+		err = c.checkBedrock()
+	} else {
+		err = c.checkVertex()
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := c.checkCommon(); err != nil {
+		return nil, err
+	}
+	return json.Marshal(&c)
+}
+
+// jsonProblem says what is wrong with a credential's JSON without any of
+// its text: a syntax error's offset, a member's name or type.
+func jsonProblem(kind string, err error) error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Errorf("the %s credential is not valid JSON (at byte %d); pipe a JSON object in, as docs/cloud.md shows", kind, se.Offset)
+	case errors.As(err, &te):
+		return fmt.Errorf("the %s credential's %q member must be a %s", kind, te.Field, te.Type.String())
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return fmt.Errorf("the %s credential has a member the broker does not know: %s", kind, strings.TrimPrefix(err.Error(), "json: unknown field "))
+	}
+	return fmt.Errorf("the %s credential is not a JSON object; pipe one in, as docs/cloud.md shows", kind)
+}
+
+func (c *Credential) checkBedrock() error {
+	if c.ProjectID != "" || len(c.ServiceAccount) > 0 {
+		return errors.New("project_id and service_account belong to a vertex credential, not a bedrock one")
+	}
+	if c.RoleARN != "" {
+		return errors.New("role_arn (assuming a role through STS) is not yet supported: give the access_key_id, secret_access_key and session_token of the role's session, or a user's access key")
+	}
+	if !awsRegionRE.MatchString(c.Region) {
+		return errors.New("the bedrock credential needs region, an AWS region such as us-east-1")
+	}
+	if c.AccessKeyID == "" || c.SecretAccessKey == "" {
+		return errors.New("the bedrock credential needs access_key_id and secret_access_key")
+	}
+	if !accessKeyRE.MatchString(c.AccessKeyID) {
+		return errors.New("access_key_id is not an AWS access key id (upper-case letters and digits, as AKIA… or ASIA…)")
+	}
+	for _, f := range []struct{ name, v string }{{"secret_access_key", c.SecretAccessKey}, {"session_token", c.SessionToken}} {
+		if strings.IndexFunc(f.v, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
+			return fmt.Errorf("%s holds a space or control character", f.name)
+		}
+	}
+	return nil
+}
+
+func (c *Credential) checkVertex() error {
+	if c.AccessKeyID != "" || c.SecretAccessKey != "" || c.SessionToken != "" || c.RoleARN != "" {
+		return errors.New("access_key_id, secret_access_key, session_token and role_arn belong to a bedrock credential, not a vertex one")
+	}
+	if !vertexRegionRE.MatchString(c.Region) {
+		return errors.New("the vertex credential needs region, a Vertex AI location such as us-east5, europe-west1 or global")
+	}
+	if len(c.ServiceAccount) == 0 {
+		return errors.New("the vertex credential needs service_account, the service account's JSON key as Google Cloud gives it")
+	}
+	var sa struct {
+		Type        string `json:"type"`
+		ProjectID   string `json:"project_id"`
+		ClientEmail string `json:"client_email"`
+		PrivateKey  string `json:"private_key"`
+		TokenURI    string `json:"token_uri"`
+	}
+	if err := json.Unmarshal(c.ServiceAccount, &sa); err != nil {
+		return errors.New("service_account is not a JSON object (the service account's key file)")
+	}
+	if sa.Type != "service_account" {
+		return errors.New(`service_account's "type" is not "service_account": give a service account's JSON key`)
+	}
+	if sa.ClientEmail == "" || sa.PrivateKey == "" {
+		return errors.New("service_account needs client_email and private_key")
+	}
+	if sa.TokenURI != "" {
+		if _, err := checkHTTPS(sa.TokenURI, true); err != nil {
+			return fmt.Errorf("service_account's token_uri: %w", err)
+		}
+	}
+	cfg, err := google.JWTConfigFromJSON(c.ServiceAccount, Scope)
+	if err != nil {
+		return errors.New("service_account is not a key golang.org/x/oauth2/google can read")
+	}
+	if err := checkPrivateKey(cfg.PrivateKey); err != nil {
+		return err
+	}
+	if c.ProjectID == "" {
+		c.ProjectID = sa.ProjectID
+	}
+	if !projectRE.MatchString(c.ProjectID) {
+		return errors.New("the vertex credential needs project_id (or the key's own), a Google Cloud project id such as my-project-123")
+	}
+	// The key is kept compact: one line, as every sealed value is.
+	var b bytes.Buffer
+	if err := json.Compact(&b, c.ServiceAccount); err != nil {
+		return errors.New("service_account is not valid JSON")
+	}
+	c.ServiceAccount = b.Bytes()
+	return nil
+}
+
+func (c *Credential) checkCommon() error {
+	if c.Endpoint != "" {
+		u, err := checkHTTPS(c.Endpoint, false)
+		if err != nil {
+			return fmt.Errorf("endpoint: %w", err)
+		}
+		c.Endpoint = u.String()
+	}
+	if len(c.Models) > 256 {
+		return errors.New("models maps at most 256 model names")
+	}
+	for k, v := range c.Models {
+		if !printable(k, 200) || !printable(v, 2048) {
+			return errors.New("models maps Anthropic model names to the cloud's model ids: each non-empty, printable, with no space")
+		}
+	}
+	return nil
+}
+
+// checkHTTPS parses an https URL with a host and no credentials, query or
+// fragment (a path only when path is true), without echoing it.
+func checkHTTPS(raw string, path bool) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
+		return nil, errors.New("is an https URL with a host and no credentials, query or fragment")
+	}
+	if !path && strings.Trim(u.Path, "/") != "" {
+		return nil, errors.New("is an https base URL with no path")
+	}
+	if !path {
+		u.Path = ""
+	}
+	return u, nil
+}
+
+func printable(s string, max int) bool {
+	return s != "" && len(s) <= max && strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) || r == ' ' }) < 0
+}
+
+// safeWord is s when it is a short word, or "?" (it may be anything the
+// operator pasted).
+func safeWord(s string) string {
+	if len(s) <= 16 && strings.IndexFunc(s, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r == '-') }) < 0 {
+		return s
+	}
+	return "?"
+}
+
+// Secrets are the values of c that must never reach a box: the AWS keys
+// and session token, or the service account's key id and each line of
+// its private key's PEM body (lines, not the whole: a value with a line
+// break in it would keep an answer's events from passing one by one).
+func (c *Credential) Secrets() []string {
+	if c.Kind == KindBedrock {
+		return []string{c.AccessKeyID, c.SecretAccessKey, c.SessionToken}
+	}
+	var sa struct {
+		PrivateKeyID string `json:"private_key_id"`
+		PrivateKey   string `json:"private_key"`
+	}
+	_ = json.Unmarshal(c.ServiceAccount, &sa)
+	out := []string{sa.PrivateKeyID}
+	for _, line := range strings.FieldsFunc(sa.PrivateKey, func(r rune) bool { return r == '\n' || r == '\r' }) {
+		if len(line) >= 16 && !strings.HasPrefix(line, "-----") {
+			out = append(out, line)
+		}
+	}
+	return out
+}

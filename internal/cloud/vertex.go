@@ -1,0 +1,203 @@
+package cloud
+
+import (
+	"bytes"
+	"context"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/google"
+)
+
+// VertexVersion is the anthropic_version a Vertex AI body carries.
+const VertexVersion = "vertex-2023-10-16"
+
+// Scope is the OAuth scope of the access token a Vertex AI call carries.
+const Scope = "https://www.googleapis.com/auth/cloud-platform"
+
+// VertexEndpoint is the public endpoint of Vertex AI in region.
+func VertexEndpoint(region string) string {
+	if region == "global" {
+		return "https://aiplatform.googleapis.com"
+	}
+	return "https://" + region + "-aiplatform.googleapis.com"
+}
+
+// checkPrivateKey reports whether the service account's private_key is an
+// RSA key in PEM, as Google issues them.
+func checkPrivateKey(pemKey []byte) error {
+	bad := errors.New("service_account's private_key is not an RSA private key in PEM (-----BEGIN PRIVATE KEY-----)")
+	block, _ := pem.Decode(pemKey)
+	if block == nil {
+		return bad
+	}
+	if k, err := x509.ParsePKCS8PrivateKey(block.Bytes); err == nil {
+		if _, ok := k.(*rsa.PrivateKey); ok {
+			return nil
+		}
+		return bad
+	}
+	if _, err := x509.ParsePKCS1PrivateKey(block.Bytes); err == nil {
+		return nil
+	}
+	return bad
+}
+
+// vertex makes call on Vertex AI: Messages as rawPredict or
+// streamRawPredict, count_tokens as count-tokens:rawPredict; the model
+// list is refused.
+func (cl *Client) vertex(ctx context.Context, c *Credential, call Call, made func(string)) (*http.Response, error) {
+	if call.Path != PathMessages && call.Path != PathCountTokens {
+		return unsupported("The model list (GET /v1/models)", c.Kind), nil
+	}
+	f, refusal := cloudBody(call.Body, VertexVersion, true, nil)
+	if refusal != nil {
+		return refusal, nil
+	}
+	id, ok := c.ModelID(f.model)
+	if !ok {
+		return unknownModel(c.Kind), nil
+	}
+	model, method := id, ":rawPredict"
+	if call.Path == PathCountTokens {
+		// count-tokens takes the model in its body.
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(f.body, &m); err != nil {
+			return nil, err
+		}
+		m["model"], _ = json.Marshal(id)
+		b, err := json.Marshal(m)
+		if err != nil {
+			return nil, err
+		}
+		f.body, f.stream, model = b, false, "count-tokens"
+	} else if f.stream {
+		method = ":streamRawPredict"
+	}
+	base := c.Endpoint
+	if base == "" {
+		base = VertexEndpoint(c.Region)
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		return nil, errors.New("vertex: the credential's endpoint does not parse")
+	}
+	p := "/v1/projects/" + c.ProjectID + "/locations/" + c.Region + "/publishers/anthropic/models/"
+	u.Path = p + model + method
+	u.RawPath = p + url.PathEscape(model) + method
+
+	ts, err := cl.tokenSource(c, func() (oauth2.TokenSource, error) {
+		cfg, err := google.JWTConfigFromJSON(c.ServiceAccount, Scope)
+		if err != nil {
+			return nil, errors.New("vertex: the service account's key does not read")
+		}
+		// The token source is kept beyond this call: its context is the
+		// Client's, not the call's. It is an oauth2.ReuseTokenSource:
+		// one token at a time is fetched, and kept until near its expiry.
+		return cfg.TokenSource(cl.withClient(context.Background())), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	tok, err := ts.Token()
+	if err != nil {
+		var re *oauth2.RetrieveError
+		if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode >= 400 && re.Response.StatusCode < 500 {
+			return Refusal(http.StatusForbidden, typePermission,
+				fmt.Sprintf("Google refused the Vertex AI service account's key (its token endpoint answered %d).", re.Response.StatusCode)), nil
+		}
+		return nil, fmt.Errorf("vertex: get an access token: %w", errors.New("the token endpoint did not answer"))
+	}
+	made(tok.AccessToken)
+
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(f.body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+	for _, v := range call.Beta {
+		req.Header.Add("Anthropic-Beta", v)
+	}
+	resp, err := cl.transport().RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return vertexError(resp), nil
+	}
+	if f.stream {
+		return answer(http.StatusOK, "text/event-stream; charset=utf-8", resp.Body), nil
+	}
+	return answer(http.StatusOK, "application/json", resp.Body), nil
+}
+
+// vertexError turns Vertex AI's error answer into the Anthropic shape. An
+// answer in that shape already (the model's own, as an overloaded_error)
+// keeps its type and status.
+func vertexError(resp *http.Response) *http.Response {
+	b := readError(resp)
+	var anth struct {
+		Type  string `json:"type"`
+		Error struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(b, &anth) == nil && anth.Type == "error" && eventTypeRE.MatchString(anth.Error.Type) {
+		status := resp.StatusCode
+		if status == http.StatusServiceUnavailable && anth.Error.Type == typeOverloaded {
+			status = StatusOverloaded
+		}
+		return Refusal(status, anth.Error.Type, clip(anth.Error.Message))
+	}
+	type gerr struct {
+		Error struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+			Status  string `json:"status"`
+		} `json:"error"`
+	}
+	var g gerr
+	if json.Unmarshal(b, &g) != nil {
+		var list []gerr
+		if json.Unmarshal(b, &list) == nil && len(list) > 0 {
+			g = list[0]
+		}
+	}
+	status, typ := googleStatus(g.Error.Status, resp.StatusCode)
+	msg := "Google Vertex AI answered " + http.StatusText(resp.StatusCode)
+	if awsCodeRE.MatchString(strings.ReplaceAll(g.Error.Status, "_", "")) {
+		msg += " (" + g.Error.Status + ")"
+	}
+	if g.Error.Message != "" {
+		msg += ": " + clip(g.Error.Message)
+	}
+	return Refusal(status, typ, msg)
+}
+
+// googleStatus maps a Google API error status (RESOURCE_EXHAUSTED) and
+// HTTP status to the Anthropic API's status and error type.
+func googleStatus(s string, status int) (int, string) {
+	switch s {
+	case "RESOURCE_EXHAUSTED":
+		return http.StatusTooManyRequests, typeRateLimit
+	case "UNAVAILABLE":
+		return StatusOverloaded, typeOverloaded
+	case "PERMISSION_DENIED", "UNAUTHENTICATED":
+		return http.StatusForbidden, typePermission
+	case "NOT_FOUND":
+		return http.StatusNotFound, typeNotFound
+	case "INVALID_ARGUMENT", "FAILED_PRECONDITION", "OUT_OF_RANGE":
+		return http.StatusBadRequest, typeInvalid
+	}
+	return awsStatus("", status)
+}

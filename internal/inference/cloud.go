@@ -1,0 +1,109 @@
+package inference
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+
+	"github.com/intentius/boxbroker/internal/cloud"
+	"github.com/intentius/boxbroker/internal/proxy"
+)
+
+// setCredential puts an Anthropic credential in the outgoing headers. A
+// cloud credential (cloud.Is) goes in no header: cloudTransport signs the
+// call it makes in the cloud's form.
+func setCredential(h http.Header, cred []byte) {
+	if cloud.Is(cred) {
+		return
+	}
+	proxy.SetAnthropicCredential(h, cred)
+}
+
+// CloudTransport returns the transport that makes a call of this
+// capability paid with a cloud credential (cloud.Is) through the cloud
+// (Amazon Bedrock, Google Vertex AI), in the cloud's form over base, and
+// answers in the Anthropic API's form; any other request goes to base as
+// it is. It reads the call's credential from the request's context,
+// which the failover points at the entry being tried. The server puts it
+// beneath the spend meter's transport (Config.CloudBeneath), so that the
+// meter reads the translated answer's usage.
+func CloudTransport(base http.RoundTripper) http.RoundTripper {
+	return &cloudTransport{base: base, client: &cloud.Client{Transport: base}}
+}
+
+// cloudTransport is CloudTransport's.
+type cloudTransport struct {
+	base   http.RoundTripper
+	client *cloud.Client
+}
+
+func (t *cloudTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	pf, _ := req.Context().Value(ctxKey{}).(*paidFor)
+	if pf == nil || !cloud.Is(pf.paid.Credential) {
+		return t.base.RoundTrip(req)
+	}
+	cred, err := cloud.Parse(pf.paid.Credential)
+	if err != nil {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, err
+	}
+	var body []byte
+	if req.Body != nil && req.Body != http.NoBody {
+		// The body is bounded by MaxBody (and scrubbed of tokens): the
+		// cloud's form is made from it whole, and a Bedrock call is
+		// signed over it.
+		body, err = io.ReadAll(req.Body)
+		req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	call := cloud.Call{Method: req.Method, Path: pf.path, Beta: req.Header.Values("Anthropic-Beta"), Body: body}
+	resp, err := t.client.Do(req.Context(), cred, call, func(v string) { pf.made = append(pf.made, v) })
+	if err != nil {
+		return nil, err
+	}
+	resp.Request = req
+	return resp, nil
+}
+
+// CloseIdleConnections passes on to the wrapped transport.
+func (t *cloudTransport) CloseIdleConnections() {
+	if ci, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		ci.CloseIdleConnections()
+	}
+}
+
+// cloudSecrets are the values of a cloud credential cred, and those made
+// for its call, that must not reach the box; none for an Anthropic key.
+func cloudSecrets(cred []byte, made []string) []string {
+	if !cloud.Is(cred) {
+		return nil
+	}
+	var out []string
+	if c, err := cloud.Parse(cred); err == nil {
+		out = append(out, c.Secrets()...)
+	}
+	out = append(out, made...)
+	kept := out[:0]
+	for _, v := range out {
+		if v != "" {
+			kept = append(kept, v)
+		}
+	}
+	return kept
+}
+
+// maskForms are the forms an answer is redacted of: the credential, and
+// for a cloud credential each of its secrets and each value made for the
+// call (a signature, an access token), as written or JSON- or
+// percent-escaped, each masked with as many asterisks.
+func maskForms(cred []byte, made []string) []proxy.Form {
+	forms := []proxy.Form{{Old: cred, New: bytes.Repeat([]byte("*"), len(cred))}}
+	for _, v := range cloudSecrets(cred, made) {
+		forms = append(forms, proxy.Form{Old: []byte(v), New: bytes.Repeat([]byte("*"), len(v)), Escaped: true})
+	}
+	return forms
+}
