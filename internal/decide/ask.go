@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/cloud"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
 )
@@ -210,6 +211,11 @@ func (c *Capability) post(ctx context.Context, u string, cred, body []byte) (int
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
 	if err != nil {
 		return 0, nil, nil, fmt.Errorf("build Messages request: %w", err)
+	}
+	if cloud.Is(cred) {
+		// A pool's failover reached a cloud account: never sent to the
+		// Anthropic API.
+		return 0, nil, nil, notOnCloud(cred)
 	}
 	hr.Header.Set("Content-Type", "application/json")
 	hr.Header.Set("Anthropic-Version", AnthropicVersion)

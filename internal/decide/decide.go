@@ -24,6 +24,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/cloud"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
@@ -197,6 +198,9 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 			"The broker holds no Anthropic credential for this box's payer (%s); the operator sets one with %s.",
 			protocol.FormatPayerHeader(paid.Payer), payer.SetHint(paid.Payer, call.Box.Name))
 	}
+	if asked > 0 && cloud.Is(paid.Credential) {
+		return notOnCloud(paid.Credential)
+	}
 	answers, usage, err := c.answer(r.Context(), req, &paying{c: c, paid: paid})
 	if err != nil {
 		return err
@@ -280,4 +284,16 @@ func (c *Capability) answer(ctx context.Context, req *Request, pay *paying) ([]A
 		sum.OutputTokens += u.OutputTokens
 	}
 	return answers, sum, nil
+}
+
+// notOnCloud refuses a decide request whose payer's credential is a cloud
+// account: decide asks the Anthropic API's Messages route itself, and a
+// cloud account is never sent there.
+func notOnCloud(cred []byte) error {
+	name := "a cloud account"
+	if c, err := cloud.Parse(cred); err == nil {
+		name = cloud.Name(c.Kind)
+	}
+	return capability.Refuse(capability.ReasonNotSupported, http.StatusBadRequest, protocol.TypeInvalid,
+		"decide is not available while this box's model calls are paid through %s; the operator pays for it with an Anthropic API key or setup token.", name)
 }

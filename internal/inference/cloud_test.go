@@ -444,3 +444,27 @@ func TestCloud_StreamPassesEventByEvent(t *testing.T) {
 		})
 	}
 }
+
+// TestCloud_DecideIsRefusedNotSentToAnthropic: decide asks the Anthropic
+// API's Messages route itself, so a box whose payer is a cloud account
+// gets a 400 naming the cloud, and neither the Anthropic API nor the
+// cloud receives anything, least of all the cloud account.
+func TestCloud_DecideIsRefusedNotSentToAnthropic(t *testing.T) {
+	for _, kind := range []string{"bedrock", "vertex"} {
+		t.Run(kind, func(t *testing.T) {
+			env := newCloudBroker(t, kind)
+			env.b.Report(env.token, brokertest.Entry("inference", "agent", "decide"))
+			body := `{"model":"claude-sonnet-4-5","state":{},"questions":{"q":{"type":"choice","instructions":"Pick.","criteria":{"x":"x","y":"y"}}}}`
+			resp := env.b.Do("POST", protocol.RouteDecide, "", []byte(body), http.Header{"Authorization": {"Bearer " + env.token}})
+			if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(resp.Body), cloud.Name(kind)) {
+				t.Errorf("decide paid by %s = %d %s, want a 400 naming %s", kind, resp.StatusCode, resp.Body, cloud.Name(kind))
+			}
+			if n := len(env.b.Upstream.Seen()); n != 0 {
+				t.Errorf("the Anthropic API got %d calls, want none", n)
+			}
+			if n := len(env.rec.Seen()); n != 0 {
+				t.Errorf("the cloud got %d calls, want none", n)
+			}
+		})
+	}
+}
