@@ -251,7 +251,27 @@ func runSpendRemote(ctx context.Context, c *cli, url, box, month string) error {
 		return remoteError(err)
 	}
 	printSpend(c, reportOf(sr))
+	printCache(c, cacheReportOf(sr.Month, sr.Cache))
 	return nil
+}
+
+// cacheReportOf is the admin API's prompt-cache use as package spend
+// makes it, for printCache.
+func cacheReportOf(month string, v admin.CacheView) *spend.CacheReport {
+	rep := &spend.CacheReport{Month: month}
+	rep.Since, _ = time.Parse(time.RFC3339, v.Since)
+	usage := func(t admin.CacheTokens) store.CacheUsage {
+		return store.CacheUsage{Calls: t.Calls, InputTokens: t.InputTokens, CacheWriteTokens: t.CacheWriteTokens, CacheReadTokens: t.CacheReadTokens}
+	}
+	rep.Total = spend.CacheLine{Month: usage(v.Month), Day: usage(v.Last24h)}
+	for _, l := range v.ByEntry {
+		line := spend.CacheLine{Box: l.Box, PayerKind: l.Payer, Month: usage(l.Month), Day: usage(l.Last24h)}
+		if l.Entry != nil {
+			line.Entry = *l.Entry
+		}
+		rep.Lines = append(rep.Lines, line)
+	}
+	return rep
 }
 
 // reportOf is the admin API's spend report as package spend makes it, for

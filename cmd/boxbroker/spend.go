@@ -51,7 +51,50 @@ func runSpend(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	printSpend(c, rep)
+	cr, err := spend.Cache(ctx, st, box, *month, time.Now())
+	if err != nil {
+		return err
+	}
+	printCache(c, cr)
 	return nil
+}
+
+// printCache prints rep, a box's prompt-cache use, by payer kind and
+// pool entry: the month's and the last 24 hours' tokens and hit ratio.
+// It prints nothing when the box made no call in either.
+func printCache(c *cli, rep *spend.CacheReport) {
+	if len(rep.Lines) == 0 {
+		return
+	}
+	fmt.Fprintf(c.stdout, "\nprompt cache, %s and the last 24 hours (from %s)\n", rep.Month, rep.Since.UTC().Format(time.RFC3339))
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PAYER\tENTRY\tHIT\tCACHE-READ\tCACHE-WRITE\tINPUT\tHIT-24H\tCACHE-READ-24H\tCACHE-WRITE-24H\tINPUT-24H")
+	row := func(payer, entry string, l spend.CacheLine) {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%d\t%d\t%d\n", payer, entry,
+			hitRatio(l.Month), l.Month.CacheReadTokens, l.Month.CacheWriteTokens, l.Month.InputTokens,
+			hitRatio(l.Day), l.Day.CacheReadTokens, l.Day.CacheWriteTokens, l.Day.InputTokens)
+	}
+	for _, l := range rep.Lines {
+		entry := safe(l.Entry)
+		if entry == "" {
+			entry = "-"
+		}
+		row(l.PayerKind, entry, l)
+	}
+	if len(rep.Lines) > 1 {
+		row("total", "", rep.Total)
+	}
+	_ = tw.Flush()
+	fmt.Fprintln(c.stdout, "HIT is CACHE-READ over CACHE-READ, CACHE-WRITE and INPUT (the prompt's tokens read uncached).")
+}
+
+// hitRatio is c's prompt-cache hit ratio as a percentage, "-" when its
+// calls had no prompt tokens.
+func hitRatio(c store.CacheUsage) string {
+	if c.CacheReadTokens+c.CacheWriteTokens+c.InputTokens <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", 100*c.HitRatio())
 }
 
 func printSpend(c *cli, rep *spend.Report) {

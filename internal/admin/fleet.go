@@ -75,6 +75,9 @@ type FleetSpend struct {
 	// Usage is the finest grain kept: one line per box, payer kind,
 	// principal and model (GET /api/spend.csv's default rows).
 	Usage []FleetUsage `json:"usage"`
+	// Cache is the fleet's prompt-cache use, by box, payer kind and pool
+	// entry.
+	Cache CacheView `json:"cache"`
 }
 
 // FleetUsage is one line of a box's measured usage in the month.
@@ -107,7 +110,7 @@ func (c counts) view() SpendCounts {
 		CacheWriteTokens: c.cw, CacheReadTokens: c.cr, MeasuredUSD: dollars(c.cost)}
 }
 
-// FleetSpend returns every box's spend in month (YYYY-MM), read in two
+// FleetSpend returns every box's spend in month (YYYY-MM), read in four
 // queries however many boxes there are.
 func (s *Server) FleetSpend(ctx context.Context, month string) (FleetSpend, error) {
 	us, err := s.cfg.Store.FleetUsage(ctx, month)
@@ -206,6 +209,9 @@ func (s *Server) FleetSpend(ctx context.Context, month string) (FleetSpend, erro
 	slices.SortFunc(out.ByBox, func(a, b BoxSpend) int {
 		return cmp.Or(cmp.Compare(b.ChargedUSD, a.ChargedUSD), cmp.Compare(b.MeasuredUSD, a.MeasuredUSD), cmp.Compare(a.Box, b.Box))
 	})
+	if out.Cache, err = s.Cache(ctx, "", month); err != nil {
+		return FleetSpend{}, err
+	}
 	return out, nil
 }
 

@@ -118,6 +118,8 @@ type SpendReport struct {
 	Differs     bool        `json:"differs"`
 	ByPrincipal []SpendLine `json:"byPrincipal"`
 	Usage       []UsageView `json:"usage"`
+	// Cache is the box's prompt-cache use, by payer kind and pool entry.
+	Cache CacheView `json:"cache"`
 }
 
 // dollars is micro-dollars as dollars.
@@ -190,6 +192,9 @@ func (s *Server) SpendReport(ctx context.Context, box, month string) (SpendRepor
 		out.Usage = append(out.Usage, UsageView{Payer: u.PayerKind, Principal: optional(u.Principal), Model: optional(u.Model),
 			Calls: u.Calls, Unpriced: u.Unpriced, Unmeasured: u.Unmeasured, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
 			CacheWriteTokens: u.CacheWriteTokens, CacheReadTokens: u.CacheReadTokens, CostUSD: dollars(u.Cost)})
+	}
+	if out.Cache, err = s.Cache(ctx, box, month); err != nil {
+		return SpendReport{}, err
 	}
 	return out, nil
 }

@@ -13,7 +13,8 @@ type batchKey struct{ box, principal, month string }
 
 // Queue adds st, the settlement of a call that reserved nothing, to the
 // next batch, journaled first, merging its charge and usage with those of
-// the same box, principal and month. It returns false, queueing nothing,
+// the same box, principal and month (its prompt-cache use with that of
+// the same payer kind, entry and hour). It returns false, queueing nothing,
 // when RunBatches is not running: st is then the caller's to Settle.
 func (o *Outbox) Queue(st store.Settlement) bool {
 	if !o.batching.Load() {
@@ -27,7 +28,7 @@ func (o *Outbox) Queue(st store.Settlement) bool {
 	// Journaled before it is queued, so that a batch names only records
 	// the journal holds. A journal that cannot write says so in its Err
 	// (the broker then cannot record).
-	seq, err := o.Journal.Settle(store.Settlement{Box: st.Box, Principal: st.Principal, Month: st.Month, Charge: st.Charge, Usage: st.Usage})
+	seq, err := o.Journal.Settle(store.Settlement{Box: st.Box, Principal: st.Principal, Month: st.Month, Charge: st.Charge, Usage: st.Usage, Cache: st.Cache})
 	if err != nil {
 		o.log.Error("spend: settlement not journaled", "box", st.Box, "err", err)
 	}
@@ -59,6 +60,17 @@ func (o *Outbox) Queue(st store.Settlement) bool {
 		q.CacheWriteTokens += u.CacheWriteTokens
 		q.CacheReadTokens += u.CacheReadTokens
 		q.Cost += u.Cost
+	}
+	for _, c := range st.Cache {
+		i := 0
+		for i < len(p.Cache) && (p.Cache[i].PayerKind != c.PayerKind || p.Cache[i].Entry != c.Entry || !p.Cache[i].Hour.Equal(c.Hour)) {
+			i++
+		}
+		if i == len(p.Cache) {
+			p.Cache = append(p.Cache, c)
+			continue
+		}
+		p.Cache[i].Add(c)
 	}
 	return true
 }

@@ -105,3 +105,51 @@ func TestQueue_MergesByBoxPrincipalMonth(t *testing.T) {
 		t.Errorf("Settle after RunBatches stopped: %d settlements, want %d", got, n+1)
 	}
 }
+
+// TestQueue_MergesCacheByEntryAndHour: the prompt-cache use of calls
+// queued together is summed by payer kind, pool entry and hour, never
+// across entries or hours.
+func TestQueue_MergesCacheByEntryAndHour(t *testing.T) {
+	st := &settleStore{}
+	o, err := Open(Config{Dir: t.TempDir(), Store: st, BatchEvery: time.Hour, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { o.RunBatches(ctx); close(ran) }()
+	for !o.batching.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	hour := time.Date(2026, 10, 3, 14, 0, 0, 0, time.UTC)
+	cached := func(entry string, h time.Time, read int64) store.Settlement {
+		s := usage("salad", "claude-haiku-4-5", 1, 10, 1, 1)
+		s.Cache = []store.CacheUsage{{Box: "salad", PayerKind: "shared", Entry: entry, Hour: h, Calls: 1, InputTokens: 10, CacheReadTokens: read}}
+		return s
+	}
+	for _, s := range []store.Settlement{cached("a", hour, 100), cached("a", hour, 200), cached("b", hour, 5), cached("a", hour.Add(time.Hour), 7)} {
+		if !o.Queue(s) {
+			t.Fatalf("Queue = false while batching")
+		}
+	}
+	cancel()
+	<-ran
+	got := st.settled()
+	if len(got) != 1 {
+		t.Fatalf("settled %d batches, want 1", len(got))
+	}
+	want := []store.CacheUsage{
+		{Box: "salad", PayerKind: "shared", Entry: "a", Hour: hour, Calls: 2, InputTokens: 20, CacheReadTokens: 300},
+		{Box: "salad", PayerKind: "shared", Entry: "b", Hour: hour, Calls: 1, InputTokens: 10, CacheReadTokens: 5},
+		{Box: "salad", PayerKind: "shared", Entry: "a", Hour: hour.Add(time.Hour), Calls: 1, InputTokens: 10, CacheReadTokens: 7},
+	}
+	if c := got[0].Cache; len(c) != len(want) {
+		t.Fatalf("batch's cache = %+v, want %+v", c, want)
+	}
+	for i, w := range want {
+		if c := got[0].Cache[i]; c != w {
+			t.Errorf("batch's cache[%d] = %+v, want %+v", i, c, w)
+		}
+	}
+}

@@ -98,6 +98,13 @@ func WithEntry(ctx context.Context, name string) context.Context {
 	return context.WithValue(ctx, entryKey{}, name)
 }
 
+// EntryFrom returns the credential pool's entry ctx notes (see
+// WithEntry), or "" for none.
+func EntryFrom(ctx context.Context) string {
+	e, _ := ctx.Value(entryKey{}).(string)
+	return e
+}
+
 // WithTrace returns ctx carrying t, for a Traced transport to note calls in.
 func WithTrace(ctx context.Context, t *Trace) context.Context {
 	return context.WithValue(ctx, traceKey{}, t)
@@ -133,7 +140,7 @@ func (t *traced) RoundTrip(req *http.Request) (*http.Response, error) {
 	start := t.now()
 	resp, err := t.rt.RoundTrip(req)
 	c := Call{Latency: t.now().Sub(start)}
-	c.Entry, _ = req.Context().Value(entryKey{}).(string)
+	c.Entry = EntryFrom(req.Context())
 	if err == nil {
 		c.Status = resp.StatusCode
 	}

@@ -29,6 +29,9 @@ type reading struct {
 	measured bool
 	// open is true until the answer's body is read to its end or closed.
 	open bool
+	// entry names the entry of the operator's credential pool the call
+	// was paid by ("" for none).
+	entry string
 }
 
 // observer wraps an answer's body and reads the usage in the bytes as the

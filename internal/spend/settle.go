@@ -66,6 +66,8 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 	}
 	tk.mu.Unlock()
 	var rows []store.Usage
+	var cache []store.CacheUsage
+	hour := m.cfg.Now().UTC().Truncate(time.Hour)
 	var cost, charged int64
 	exact := true
 	for _, rd := range readings {
@@ -87,6 +89,8 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 			rows = append(rows, store.Usage{Box: s.box, Month: s.month, PayerKind: s.payer, Principal: s.principal, Model: model})
 			u = &rows[len(rows)-1]
 		}
+		cache = addCache(cache, store.CacheUsage{Box: s.box, PayerKind: s.payer, Entry: rd.entry, Hour: hour, Calls: 1,
+			InputTokens: rd.tokens.Input, CacheWriteTokens: rd.tokens.CacheWrite, CacheReadTokens: rd.tokens.CacheRead})
 		u.Calls++
 		u.InputTokens += rd.tokens.Input
 		u.OutputTokens += rd.tokens.Output
@@ -122,7 +126,7 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 	if s.id == 0 && len(rows) == 0 {
 		return // nothing held, nothing spent
 	}
-	st := store.Settlement{Reservation: s.id, Box: s.box, Principal: s.principal, Month: s.month, Charge: charge, Usage: rows}
+	st := store.Settlement{Reservation: s.id, Box: s.box, Principal: s.principal, Month: s.month, Charge: charge, Usage: rows, Cache: cache}
 	if s.id == 0 && m.cfg.Outbox != nil && m.cfg.Outbox.Queue(st) {
 		return // settled with others, by the outbox
 	}
@@ -147,4 +151,16 @@ func (m *Meter) record(ctx context.Context, st store.Settlement) error {
 		return m.cfg.Outbox.Settle(ctx, st)
 	}
 	return m.cfg.Settle.Settle(ctx, st)
+}
+
+// addCache adds c to cache's row of its entry (payer kind and hour are
+// one settlement's), or appends it.
+func addCache(cache []store.CacheUsage, c store.CacheUsage) []store.CacheUsage {
+	for i := range cache {
+		if cache[i].Entry == c.Entry {
+			cache[i].Add(c)
+			return cache
+		}
+	}
+	return append(cache, c)
 }

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+
+	"github.com/intentius/boxbroker/internal/proxy"
 )
 
 // ticket gathers what was read of every upstream answer of one request.
@@ -45,7 +47,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// An error answer costs nothing and carries no usage.
 		return resp, err
 	}
-	r := &reading{open: true}
+	r := &reading{open: true, entry: proxy.EntryFrom(req.Context())}
 	tk.mu.Lock()
 	tk.readings = append(tk.readings, r)
 	tk.mu.Unlock()

@@ -71,7 +71,9 @@ type Reservation struct {
 
 // Settlement ends one call: it releases its reservation (Reservation is
 // its ID, 0 for none), charges Charge to the Month's tallies of Box and of
-// Principal (when not ""), and adds each of Usage to the usage kept.
+// Principal (when not ""), adds each of Usage to the usage kept, and each
+// of Cache to the prompt-cache use kept for its box, payer kind, entry
+// and hour (see PromptCache).
 type Settlement struct {
 	Reservation int64
 	Box         string
@@ -79,6 +81,7 @@ type Settlement struct {
 	Month       string
 	Charge      int64
 	Usage       []Usage
+	Cache       []CacheUsage `json:",omitempty"`
 }
 
 // ErrOverBudget is what Reserve's *OverBudgetError matches with errors.Is.

@@ -43,6 +43,9 @@ type card struct {
 	Blocked string
 	// Grants counts the box's grants, and Current those that stand.
 	Grants, Current int
+	// CacheCold is true when the box's prompt cache stopped hitting:
+	// its hit ratio in the last 24 hours is under half its month's.
+	CacheCold bool
 }
 
 // modelLine is a box's calls to one model in a month.
@@ -172,6 +175,9 @@ func (u *Page) card(ctx context.Context, v admin.BoxView) (card, error) {
 		return c, err
 	}
 	c.Models = byModel(c.Measured.Usage)
+	if m, d := c.Measured.Cache.Month.HitRatio, c.Measured.Cache.Last24h.HitRatio; m != nil && d != nil {
+		c.CacheCold = *d < *m/2
+	}
 	if c.Budgets, err = u.a.Budgets(ctx, v.Name, month); err != nil {
 		return c, err
 	}

@@ -66,7 +66,12 @@ type row struct {
 	Left      int64
 	Requests  int64
 	Refusals  int64
-	State     string
+	// Cache is the box's prompt-cache hit ratio this month and in the
+	// last 24 hours (nil for no prompt tokens); CacheCold when the day's
+	// is under half the month's.
+	CacheMonth, CacheDay *float64
+	CacheCold            bool
+	State                string
 	// Missing are secrets declared and not held.
 	Missing []string
 }
@@ -168,6 +173,25 @@ func (u *Page) rows(ctx context.Context) ([]row, error) {
 	for _, a := range acts {
 		byAct[a.Box] = a
 	}
+	cache, err := u.a.Cache(ctx, "", month)
+	if err != nil {
+		return nil, err
+	}
+	byCache := map[string]*admin.CacheTokens{}    // the month's, by box
+	byCacheDay := map[string]*admin.CacheTokens{} // the last 24 hours'
+	add := func(m map[string]*admin.CacheTokens, box string, t admin.CacheTokens) {
+		if m[box] == nil {
+			m[box] = &admin.CacheTokens{}
+		}
+		c := m[box]
+		c.InputTokens += t.InputTokens
+		c.CacheWriteTokens += t.CacheWriteTokens
+		c.CacheReadTokens += t.CacheReadTokens
+	}
+	for _, l := range cache.ByEntry {
+		add(byCache, l.Box, l.Month)
+		add(byCacheDay, l.Box, l.Last24h)
+	}
 	out := make([]row, 0, len(boxes))
 	for _, b := range boxes {
 		r := row{Name: b.Name, Payer: b.PayerKind}
@@ -193,6 +217,8 @@ func (u *Page) rows(ctx context.Context) ([]row, error) {
 		r.Measured, r.HasBudget, r.Limit = m.Measured, m.HasBudget, m.Limit
 		r.Left = max(m.Limit-m.Spent-m.Reserved, 0)
 		r.Requests, r.Refusals = a.Requests, a.Refusals
+		r.CacheMonth, r.CacheDay = hitRatio(byCache[b.Name]), hitRatio(byCacheDay[b.Name])
+		r.CacheCold = r.CacheMonth != nil && r.CacheDay != nil && *r.CacheDay < *r.CacheMonth/2
 		r.Missing, _ = crossCheck(declaredSecrets(d, u.cfg.Broker), held[b.Name])
 		r.State = boxState(b.Paused, d != nil, blockedBy(m, a, monthStart), r.Missing)
 		out = append(out, r)
@@ -219,7 +245,38 @@ var sortKeys = map[string]func(a, b row) int{
 	"budget":   func(a, b row) int { return cmpInt(a.Left, b.Left) },
 	"requests": func(a, b row) int { return cmpInt(a.Requests, b.Requests) },
 	"refusals": func(a, b row) int { return cmpInt(a.Refusals, b.Refusals) },
+	"cache":    func(a, b row) int { return cmpRatio(a.CacheDay, b.CacheDay) },
 	"state":    func(a, b row) int { return strings.Compare(a.State, b.State) },
+}
+
+// hitRatio is c's prompt-cache hit ratio, nil for none.
+func hitRatio(c *admin.CacheTokens) *float64 {
+	if c == nil {
+		return nil
+	}
+	all := c.CacheReadTokens + c.CacheWriteTokens + c.InputTokens
+	if all <= 0 {
+		return nil
+	}
+	r := float64(c.CacheReadTokens) / float64(all)
+	return &r
+}
+
+// cmpRatio orders ratios, none first.
+func cmpRatio(a, b *float64) int {
+	switch {
+	case a == nil && b == nil:
+		return 0
+	case a == nil:
+		return -1
+	case b == nil:
+		return 1
+	case *a < *b:
+		return -1
+	case *a > *b:
+		return 1
+	}
+	return 0
 }
 
 func cmpInt(a, b int64) int {
@@ -360,13 +417,13 @@ func (u *Page) overview(w http.ResponseWriter, r *http.Request, sess *Session) e
 	page.Query = q
 	heads := []struct{ key, label string }{
 		{"name", "Box"}, {"report", "Last report"}, {"payer", "Payer"}, {"spend", "Spend this month"},
-		{"budget", "Budget left"}, {"requests", "Requests 24 h"}, {"refusals", "Refusals 24 h"}, {"state", "State"},
+		{"budget", "Budget left"}, {"requests", "Requests 24 h"}, {"refusals", "Refusals 24 h"}, {"cache", "Cache hit 24 h"}, {"state", "State"},
 	}
 	for _, h := range heads {
 		c := q
 		c.Sort, c.Page = h.key, 1
 		c.Desc = q.Sort == h.key && !q.Desc
-		col := column{Label: h.label, URL: c.url(), Num: h.key == "spend" || h.key == "budget" || h.key == "requests" || h.key == "refusals"}
+		col := column{Label: h.label, URL: c.url(), Num: h.key == "spend" || h.key == "budget" || h.key == "requests" || h.key == "refusals" || h.key == "cache"}
 		if q.Sort == h.key {
 			col.Arrow = map[bool]string{false: "▲", true: "▼"}[q.Desc]
 		}

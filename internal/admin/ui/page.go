@@ -115,6 +115,7 @@ func New(a *admin.Server, cfg Config) (*Page, error) {
 	t, err := template.New("ui").Funcs(template.FuncMap{
 		"ago":        func(at string) string { return ago(at, acfg.Now()) },
 		"usd":        usd,
+		"ratio":      ratio,
 		"join":       strings.Join,
 		"deref":      func(p *string) string { return deref(p, "") },
 		"orNone":     func(p *string) string { return deref(p, "(none)") },
@@ -137,6 +138,14 @@ func New(a *admin.Server, cfg Config) (*Page, error) {
 	u.registerSpend()
 	u.addGrantsPage()
 	return u, nil
+}
+
+// ratio writes a hit ratio as a percentage, "—" for none.
+func ratio(r *float64) string {
+	if r == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%.0f%%", 100**r)
 }
 
 // usd writes dollars as the page shows them: to the cent from a dollar

@@ -479,3 +479,15 @@ func (s *Store) AuditDays(ctx context.Context, box string, since time.Time) ([]s
 }
 
 func (s *Store) Close() error { return s.st.Close() }
+
+// PromptCache.
+
+func (s *Store) ListCache(ctx context.Context, box, month string) ([]store.CacheUsage, error) {
+	return do(s, ctx, "list prompt cache", func(ctx context.Context) ([]store.CacheUsage, error) { return s.st.ListCache(ctx, box, month) })
+}
+
+func (s *Store) ListCacheSince(ctx context.Context, box string, since time.Time) ([]store.CacheUsage, error) {
+	return do(s, ctx, "list prompt cache by hour", func(ctx context.Context) ([]store.CacheUsage, error) {
+		return s.st.ListCacheSince(ctx, box, since)
+	})
+}

@@ -175,5 +175,60 @@ func Settle(ctx context.Context, tx Tx, st store.Settlement) error {
 			return err
 		}
 	}
+	for _, c := range st.Cache {
+		if err := settleCache(ctx, tx, c); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// settleCache adds c to its month's sums and to its hour's slot of the
+// ring of hours (see store.PromptCache). A slot holding an older hour is
+// overwritten; one holding a newer hour keeps it (c is then older than
+// the ring, as a settlement spooled for a day may be).
+func settleCache(ctx context.Context, tx Tx, c store.CacheUsage) error {
+	hour := CacheHour(c.Hour)
+	month := c.Hour.UTC().Format("2006-01")
+	if _, err := tx.Exec(ctx, `INSERT INTO cache_usage (box, month, payer_kind, entry, calls, input_tokens, cache_write_tokens, cache_read_tokens)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		ON CONFLICT (box, month, payer_kind, entry) DO UPDATE SET
+			calls = cache_usage.calls + excluded.calls, input_tokens = cache_usage.input_tokens + excluded.input_tokens,
+			cache_write_tokens = cache_usage.cache_write_tokens + excluded.cache_write_tokens,
+			cache_read_tokens = cache_usage.cache_read_tokens + excluded.cache_read_tokens`,
+		c.Box, month, c.PayerKind, c.Entry, c.Calls, c.InputTokens, c.CacheWriteTokens, c.CacheReadTokens); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO cache_hours (box, payer_kind, entry, slot, hour, calls, input_tokens, cache_write_tokens, cache_read_tokens)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+		ON CONFLICT (box, payer_kind, entry, slot) DO UPDATE SET
+			calls = CASE WHEN cache_hours.hour = excluded.hour THEN cache_hours.calls + excluded.calls ELSE excluded.calls END,
+			input_tokens = CASE WHEN cache_hours.hour = excluded.hour THEN cache_hours.input_tokens + excluded.input_tokens ELSE excluded.input_tokens END,
+			cache_write_tokens = CASE WHEN cache_hours.hour = excluded.hour THEN cache_hours.cache_write_tokens + excluded.cache_write_tokens ELSE excluded.cache_write_tokens END,
+			cache_read_tokens = CASE WHEN cache_hours.hour = excluded.hour THEN cache_hours.cache_read_tokens + excluded.cache_read_tokens ELSE excluded.cache_read_tokens END,
+			hour = excluded.hour
+		WHERE cache_hours.hour <= excluded.hour`,
+		c.Box, c.PayerKind, c.Entry, hour%store.CacheHours, hour, c.Calls, c.InputTokens, c.CacheWriteTokens, c.CacheReadTokens)
+	return err
+}
+
+// CacheHour is t's hour's number since the Unix epoch, as cache_hours
+// keeps it.
+func CacheHour(t time.Time) int64 {
+	return t.Unix() / 3600
+}
+
+// CacheQuery is the query of the prompt-cache sums, for ListCache ($1 the
+// box or "" for all, $2 the month) and ListCacheSince ($1 the box or "",
+// $2 the first hour's number); both stores run it, ordering their text
+// keys by bytes (collate is "" for SQLite, ` COLLATE "C"` for PostgreSQL).
+func CacheQuery(since bool, collate string) string {
+	from, where := "cache_usage", "month = $2"
+	if since {
+		from, where = "cache_hours", "hour >= $2"
+	}
+	return `SELECT box, payer_kind, entry, CAST(SUM(calls) AS BIGINT), CAST(SUM(input_tokens) AS BIGINT),
+			CAST(SUM(cache_write_tokens) AS BIGINT), CAST(SUM(cache_read_tokens) AS BIGINT)
+		FROM ` + from + ` WHERE ($1 = '' OR box = $1) AND ` + where + `
+		GROUP BY box, payer_kind, entry ORDER BY box` + collate + `, payer_kind` + collate + `, entry` + collate
 }

@@ -59,6 +59,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"FleetSpend", testFleetSpend},
 		{"Pool", testPool},
 		{"AuditCosts", testAuditCosts},
+		{"PromptCache", testPromptCache},
 	}
 	tests = append(tests, spendTests...)
 	tests = append(tests, spooledTests...)

@@ -1,0 +1,42 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/spendsql"
+)
+
+// ListCache returns the prompt-cache use of box ("" for every box) in
+// month, by box, payer kind and entry.
+func (s *Store) ListCache(ctx context.Context, box, month string) ([]store.CacheUsage, error) {
+	return s.listCache(ctx, fmt.Sprintf("prompt cache of box %q in %s", box, month), spendsql.CacheQuery(false, ""), box, month)
+}
+
+// ListCacheSince returns the prompt-cache use of box ("" for every box)
+// in the kept hours from since's on, by box, payer kind and entry.
+func (s *Store) ListCacheSince(ctx context.Context, box string, since time.Time) ([]store.CacheUsage, error) {
+	return s.listCache(ctx, fmt.Sprintf("prompt cache of box %q by hour", box), spendsql.CacheQuery(true, ""), box, spendsql.CacheHour(since))
+}
+
+func (s *Store) listCache(ctx context.Context, op, query string, args ...any) ([]store.CacheUsage, error) {
+	rows, err := s.r.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, translate(op, err)
+	}
+	defer rows.Close()
+	var out []store.CacheUsage
+	for rows.Next() {
+		var c store.CacheUsage
+		if err := rows.Scan(&c.Box, &c.PayerKind, &c.Entry, &c.Calls, &c.InputTokens, &c.CacheWriteTokens, &c.CacheReadTokens); err != nil {
+			return nil, translate(op, err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate(op, err)
+	}
+	return out, nil
+}
