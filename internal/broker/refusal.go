@@ -3,6 +3,7 @@ package broker
 import (
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 
 	"github.com/intentius/boxbroker/internal/capability"
@@ -45,6 +46,16 @@ func (s *Server) writeError(w *recorder, r *http.Request, err error, info *reque
 func (s *Server) Refuse(w http.ResponseWriter, r *http.Request, err error, rec *Record) {
 	ce := s.refusalOf(r, err, rec.Route, rec.Box)
 	writeRefusal(w, err, ce)
+	// One line a refusal, as the handler logs one a request; a refusal
+	// that names no box (no token, or no box's) only at debug, since it
+	// costs its sender nothing and so could flood the log.
+	level := slog.LevelInfo
+	if rec.Box == "" {
+		level = slog.LevelDebug
+	}
+	s.log.LogAttrs(r.Context(), level, "proxy refusal",
+		slog.String("method", recordedMethod(r.Method)), slog.String("route", proxy.ScrubKept(rec.Route)),
+		slog.String("box", rec.Box), slog.Int("status", ce.Status), slog.String("refusal", reasonOf(ce)))
 	if rec.Box == "" {
 		return
 	}

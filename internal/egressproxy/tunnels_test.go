@@ -334,3 +334,30 @@ func TestProxy_IdleTunnelsCountAgainstTheBoxsBound(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestProxy_RefusedConnectIsLogged: a CONNECT the proxy refuses writes a
+// log line naming the box, the status and the reason, as a refused
+// request on the box-facing port does, and the line holds no token.
+func TestProxy_RefusedConnectIsLogged(t *testing.T) {
+	f := newFixture(t)
+	quiet := f.b.AddBox("quiet")
+	resp, _, _ := connect(t, f, f.passHost, basic(quiet))
+	if resp.StatusCode != 403 {
+		t.Fatalf("CONNECT %s by a box that never reported = %d, want 403", f.passHost, resp.StatusCode)
+	}
+	// Log lines are written out together within 100 ms: a bounded poll.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		logs := f.logs.String()
+		if strings.Contains(logs, `"msg":"proxy refusal"`) && strings.Contains(logs, `"box":"quiet"`) && strings.Contains(logs, `"status":403`) {
+			if strings.Contains(logs, quiet) {
+				t.Errorf("the log holds the box's token")
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no log line for the refused CONNECT in:\n%s", logs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
