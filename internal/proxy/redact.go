@@ -461,7 +461,7 @@ func (r *Redactor) pass(final bool) {
 func (s *FormSet) absent(sc *scratch, data []byte, cut int) bool {
 	if len(s.lists[1].order) == 0 && len(s.forms) <= fewStarts {
 		for _, f := range s.forms {
-			if bytes.Index(data, f.Old) >= 0 {
+			if bytes.Contains(data, f.Old) {
 				return false
 			}
 		}
