@@ -171,14 +171,5 @@ func startFloor(ctx context.Context, ip, upstream string, o *options) (*child, *
 		c.stop()
 		return nil, nil, fmt.Errorf("floor did not start: %q %v", line, err)
 	}
-	fds := 2
-	if strings.HasPrefix(upstream, "https://"+o.h2Addr) {
-		fds = 1
-	}
-	return c, &path{
-		base: url + "/llm/anthropic", key: o.token,
-		egressURL: url + "/egress/GITHUB/repos/octocat/hello-world", egressKey: o.token,
-		idleKeys: o.idleTokens, fdsPerStream: fds,
-		proc: procs{pid: cmd.Process.Pid},
-	}, nil
+	return c, boxPath(url, upstream, o, cmd.Process.Pid), nil
 }

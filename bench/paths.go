@@ -216,16 +216,24 @@ func startBroker(ctx context.Context, bin, dataDir, ip, upstream string, o *opti
 			return nil, nil, err
 		}
 	}
+	return c, boxPath(url, upstream, o, cmd.Process.Pid), nil
+}
+
+// boxPath is the path of a proxy at url that serves the box's routes
+// (boxbroker, or the floor) over upstream, its process pid: an idle
+// stream holds one descriptor where the upstream is HTTP/2 (one
+// connection for all), two otherwise.
+func boxPath(url, upstream string, o *options, pid int) *path {
 	fds := 2
 	if strings.HasPrefix(upstream, "https://"+o.h2Addr) {
 		fds = 1
 	}
-	return c, &path{
+	return &path{
 		base: url + "/llm/anthropic", key: o.token,
 		egressURL: url + "/egress/GITHUB/repos/octocat/hello-world", egressKey: o.token,
 		idleKeys: o.idleTokens, fdsPerStream: fds,
-		proc: procs{pid: cmd.Process.Pid},
-	}, nil
+		proc: procs{pid: pid},
+	}
 }
 
 // idleBoxes is how many boxes the idle streams come from.
