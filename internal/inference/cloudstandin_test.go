@@ -28,7 +28,7 @@ type cloudEnv struct {
 // a real endpoint's, with verification on.
 func newCloudBroker(t *testing.T, kind string) *cloudEnv {
 	t.Helper()
-	c := cloudtest.New(t, kind)
+	c := cloudtest.New(t, kind, nil)
 	env := &cloudEnv{rec: c.Recorder, bedrock: c.Bedrock, vertex: c.Vertex, cred: c.Credential, secrets: c.Secrets, upstream: c.Server}
 	sealed := checkCloud(t, kind, env.cred)
 	tr := c.Transport()

@@ -384,9 +384,12 @@ type Cloud struct {
 }
 
 // New starts a stand-in of kind ("bedrock" or "vertex") and makes a
-// cloud account there; it fails t on any other kind. The server is
-// closed when t's test ends.
-func New(t testing.TB, kind string) *Cloud {
+// cloud account there; it fails t on any other kind. Models, when not
+// nil, is added to the credential's "models" (Anthropic model name to
+// the cloud's id), beside the names of the model ids that refuse
+// (claude-throttle and claude-busy on Bedrock, claude-exhausted on
+// Vertex AI). The server is closed when t's test ends.
+func New(t testing.TB, kind string, models map[string]string) *Cloud {
 	t.Helper()
 	c := &Cloud{Kind: kind, Recorder: &brokertest.Recorder{}}
 	ts := httptest.NewUnstartedServer(c.Recorder)
@@ -399,7 +402,7 @@ func New(t testing.TB, kind string) *Cloud {
 		c.Bedrock = &Bedrock{Creds: aws.Credentials{AccessKeyID: "AKIASTANDIN000000001", SecretAccessKey: secret}, Region: "us-east-1"}
 		c.Recorder.Handler = c.Bedrock
 		b, _ := json.Marshal(map[string]any{"region": "us-east-1", "access_key_id": "AKIASTANDIN000000001", "secret_access_key": secret,
-			"endpoint": ts.URL, "models": map[string]string{"claude-throttle": "anthropic.throttle", "claude-busy": "anthropic.busy"}})
+			"endpoint": ts.URL, "models": with(models, map[string]string{"claude-throttle": "anthropic.throttle", "claude-busy": "anthropic.busy"})})
 		c.Credential = string(b)
 		c.Secrets = []string{"AKIASTANDIN000000001", secret}
 	case "vertex":
@@ -415,7 +418,7 @@ func New(t testing.TB, kind string) *Cloud {
 		sa := map[string]string{"type": "service_account", "project_id": "standin-project", "private_key_id": "0123456789abcdef0123456789abcdef01234567",
 			"private_key": pemKey, "client_email": c.Vertex.Email, "client_id": "1234567890", "token_uri": ts.URL + "/token"}
 		b, _ := json.Marshal(map[string]any{"region": "us-east5", "service_account": sa, "endpoint": ts.URL,
-			"models": map[string]string{"claude-exhausted": "claude-exhausted@1"}})
+			"models": with(models, map[string]string{"claude-exhausted": "claude-exhausted@1"})})
 		c.Credential = string(b)
 		c.Secrets = []string{"0123456789abcdef0123456789abcdef01234567", strings.Split(pemKey, "\n")[3]}
 	default:
@@ -427,6 +430,14 @@ func New(t testing.TB, kind string) *Cloud {
 	}
 	c.Sealed = string(sealed)
 	return c
+}
+
+// with returns m with extra's entries added.
+func with(extra, m map[string]string) map[string]string {
+	for k, v := range extra {
+		m[k] = v
+	}
+	return m
 }
 
 // Transport returns a new transport that trusts the stand-in's
