@@ -98,8 +98,8 @@ func TestCloud_GoSDKUnchanged(t *testing.T) {
 			if len(acc.Content) != 1 || acc.Content[0].Text != tt.want || acc.Usage.OutputTokens != 6 {
 				t.Errorf("streamed message = %+v, want %q", acc, tt.want)
 			}
-			if env.bedrock != nil && env.bedrock.bad.Load() != 0 {
-				t.Errorf("the Bedrock stand-in refused %d requests", env.bedrock.bad.Load())
+			if env.bedrock != nil && env.bedrock.Bad.Load() != 0 {
+				t.Errorf("the Bedrock stand-in refused %d requests", env.bedrock.Bad.Load())
 			}
 		})
 	}
@@ -166,8 +166,8 @@ func testTokenNeverReachesCloud(t *testing.T, kind string) {
 			t.Errorf("%s %s: Authorization is not the broker's own", s.Method, s.Path)
 		}
 	}
-	if env.bedrock != nil && env.bedrock.bad.Load() != 0 {
-		t.Errorf("the Bedrock stand-in refused %d requests", env.bedrock.bad.Load())
+	if env.bedrock != nil && env.bedrock.Bad.Load() != 0 {
+		t.Errorf("the Bedrock stand-in refused %d requests", env.bedrock.Bad.Load())
 	}
 }
 
@@ -177,7 +177,7 @@ func testTokenNeverReachesCloud(t *testing.T, kind string) {
 func TestBedrock_SignatureNeverReachesTheBox(t *testing.T) {
 	env := newCloudBroker(t, "bedrock")
 	echo := "echo " + env.secrets[1] + " " + strings.ReplaceAll(env.secrets[1], "/", `\/`)
-	env.bedrock.echo.Store(&echo)
+	env.bedrock.Echo.Store(&echo)
 	checkNothingReachesTheBox(t, env, []string{"Signature=", env.secrets[0], env.secrets[1]})
 }
 
@@ -187,7 +187,7 @@ func TestBedrock_SignatureNeverReachesTheBox(t *testing.T) {
 func TestVertex_TokenNeverReachesTheBox(t *testing.T) {
 	env := newCloudBroker(t, "vertex")
 	echo := "echo " + env.secrets[0] + " " + env.secrets[1]
-	env.vertex.echo.Store(&echo)
+	env.vertex.Echo.Store(&echo)
 	checkNothingReachesTheBox(t, env, []string{"ya29.standin-", env.secrets[0], env.secrets[1]})
 }
 
@@ -275,8 +275,8 @@ func TestCloud_CountTokens(t *testing.T) {
 			if err != nil || n.InputTokens != 12 {
 				t.Fatalf("CountTokens = %v, %v; want 12", n, err)
 			}
-			if env.bedrock != nil && env.bedrock.bad.Load() != 0 {
-				t.Errorf("the Bedrock stand-in refused %d requests", env.bedrock.bad.Load())
+			if env.bedrock != nil && env.bedrock.Bad.Load() != 0 {
+				t.Errorf("the Bedrock stand-in refused %d requests", env.bedrock.Bad.Load())
 			}
 		})
 	}
@@ -304,7 +304,7 @@ func TestVertex_OneTokenForManyCalls(t *testing.T) {
 			t.Fatalf("Messages.New: %v", err)
 		}
 	}
-	if n := env.vertex.minted.Load(); n != 1 {
+	if n := env.vertex.Minted.Load(); n != 1 {
 		t.Errorf("the token endpoint minted %d tokens for 8 calls, want 1", n)
 	}
 }
@@ -353,7 +353,7 @@ func TestCloud_SpendReadFromTheTranslatedAnswer(t *testing.T) {
 // a 403 permission_error, which the pool fails over on.
 func TestBedrock_RefusedSignatureIsA403(t *testing.T) {
 	env := newCloudBroker(t, "bedrock")
-	env.bedrock.creds.SecretAccessKey = "not-the-operators-secret"
+	env.bedrock.Creds.SecretAccessKey = "not-the-operators-secret"
 	resp := env.b.Do("POST", "/llm/anthropic/v1/messages", env.token, []byte(`{"model":"claude-sonnet-4-5","max_tokens":5,"messages":[]}`), nil)
 	if resp.StatusCode != 403 || !strings.Contains(string(resp.Body), `"permission_error"`) || !strings.Contains(string(resp.Body), "InvalidSignatureException") {
 		t.Errorf("status %d %s, want 403 permission_error", resp.StatusCode, resp.Body)
@@ -407,9 +407,9 @@ func TestCloud_StreamPassesEventByEvent(t *testing.T) {
 			env := newCloudBroker(t, kind)
 			hold := make(chan struct{})
 			if env.bedrock != nil {
-				env.bedrock.hold = hold
+				env.bedrock.Hold = hold
 			} else {
-				env.vertex.hold = hold
+				env.vertex.Hold = hold
 			}
 			defer close(hold)
 			req, _ := http.NewRequest("POST", env.b.URL+"/llm/anthropic/v1/messages",
