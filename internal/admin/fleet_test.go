@@ -165,10 +165,10 @@ func TestAdmin_AuditCSVHoldsNoToken(t *testing.T) {
 	box := b.AddBox("alpha")
 	b.SetCredential(payer.SharedAnthropic, sharedKey)
 	b.Report(box, brokertest.Entry("inference", "agent"))
-	paidBy(t, b, box, "", "shared", sharedKey)
+	b.PaidBy(t, box, "", "shared", sharedKey)
 	// Refused: a box token with a suffix, and a grant that is no grant.
-	b.Do("POST", "/llm/anthropic/v1/messages", box+"x", []byte(messagesBody), http.Header{"Content-Type": {"application/json"}})
-	call(t, b, box, "grant-not-a-real-one-"+sharedKey)
+	b.Do("POST", "/llm/anthropic/v1/messages", box+"x", []byte(brokertest.MessagesBody), http.Header{"Content-Type": {"application/json"}})
+	b.Call(t, box, "grant-not-a-real-one-"+sharedKey)
 	ctx := context.Background()
 	if err := b.Server.Store.AddAudit(ctx, []store.AuditEntry{{Box: "alpha", At: time.Now(), Method: "POST", Route: "/llm/anthropic/v1/messages",
 		Capability: "inference", Status: 403, Reason: "declaration", Message: "=cmd|' /C calc'!A0"}}); err != nil {

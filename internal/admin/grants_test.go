@@ -36,7 +36,7 @@ func TestAdmin_Grants(t *testing.T) {
 		t.Errorf("POST grant ttl 1h: expires %v after issue, want 1h", d)
 	}
 	// In force at the box's very next call.
-	paidBy(t, b, box, issued.Value, "visitor github:ann", visitorKey)
+	b.PaidBy(t, box, issued.Value, "visitor github:ann", visitorKey)
 
 	var list admin.GrantList
 	resp = b.Admin("GET", "/api/boxes/alpha/grants", tok, nil)
@@ -60,7 +60,7 @@ func TestAdmin_Grants(t *testing.T) {
 	if d := expires.Sub(issuedAt); d != grant.DefaultTTL || issued.VisitorCredential {
 		t.Errorf("POST grant with no ttl = %v long, visitorCredential %v; want %v, false", d, issued.VisitorCredential, grant.DefaultTTL)
 	}
-	paidBy(t, b, box, issued.Value, "shared", sharedKey) // bob holds no credential
+	b.PaidBy(t, box, issued.Value, "shared", sharedKey) // bob holds no credential
 
 	if resp := b.Admin("DELETE", "/api/grants/"+g.ID, tok, nil); resp.StatusCode != 204 {
 		t.Fatalf("DELETE grant = %d %s, want 204", resp.StatusCode, resp.Body)
@@ -72,7 +72,7 @@ func TestAdmin_Grants(t *testing.T) {
 		}
 	}
 	// Revocation is in force at the next call: ignored, not refused.
-	paidBy(t, b, box, annValue, "shared", sharedKey)
+	b.PaidBy(t, box, annValue, "shared", sharedKey)
 	if resp := b.Admin("DELETE", "/api/grants/"+g.ID, tok, nil); resp.StatusCode != 204 {
 		t.Errorf("DELETE grant again = %d %s, want 204 (revoking is idempotent)", resp.StatusCode, resp.Body)
 	}

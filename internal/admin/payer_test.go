@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -12,7 +11,6 @@ import (
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/payer"
-	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -20,38 +18,7 @@ const (
 	sharedKey  = "sk-ant-api03-SHARED-0123456789"
 	ownerKey   = "sk-ant-api03-OWNER-0123456789"
 	visitorKey = "sk-ant-api03-VISITOR-0123456789"
-	// messagesBody asks a priced model, so that calls are measured.
-	messagesBody = `{"model":"claude-sonnet-4-5","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}`
 )
-
-// call makes a Messages call as the box with token, with a chant-grant
-// header when grant is not "", and returns the answer with the credential
-// the upstream received.
-func call(t *testing.T, b *brokertest.Broker, token, grant string) (brokertest.Response, string) {
-	t.Helper()
-	h := http.Header{"Content-Type": {"application/json"}}
-	if grant != "" {
-		h.Set(protocol.HeaderGrant, grant)
-	}
-	before := len(b.Upstream.Seen())
-	resp := b.Do("POST", "/llm/anthropic/v1/messages", token, []byte(messagesBody), h)
-	seen := b.Upstream.Seen()
-	if len(seen) == before {
-		return resp, ""
-	}
-	return resp, seen[len(seen)-1].Header.Get("X-Api-Key")
-}
-
-// paidBy checks that a call as token (with grant) succeeded, was paid by
-// wantPayer as chant-payer says, and reached the upstream with wantKey.
-func paidBy(t *testing.T, b *brokertest.Broker, token, grant, wantPayer, wantKey string) {
-	t.Helper()
-	resp, key := call(t, b, token, grant)
-	if resp.StatusCode != 200 || resp.Header.Get(protocol.HeaderPayer) != wantPayer || key != wantKey {
-		t.Fatalf("call = %d chant-payer %q with key %q, want 200 %q with %q: %s",
-			resp.StatusCode, resp.Header.Get(protocol.HeaderPayer), key, wantPayer, wantKey, resp.Body)
-	}
-}
 
 func TestAdmin_Payer(t *testing.T) {
 	b := brokertest.New(t, brokertest.Options{})
@@ -91,7 +58,7 @@ func TestAdmin_Payer(t *testing.T) {
 	if _, err := b.Server.Store.Credential(ctx, payer.OwnerAnthropic("alpha")); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("owner's credential after refused PUTs: %v, want none stored", err)
 	}
-	paidBy(t, b, box, "", "shared", sharedKey)
+	b.PaidBy(t, box, "", "shared", sharedKey)
 
 	var v admin.BoxView
 	resp := b.Admin("PUT", "/api/boxes/alpha/payer", tok, admin.PayerSetting{Kind: "owner", Principal: &principal, Value: ownerKey})
@@ -110,7 +77,7 @@ func TestAdmin_Payer(t *testing.T) {
 		t.Errorf("sealed owner's credential opens to %q, %v, want the value put", pt, err)
 	}
 	// The box's next call is paid by its owner, and its declaration says so.
-	paidBy(t, b, box, "", "owner "+principal, ownerKey)
+	b.PaidBy(t, box, "", "owner "+principal, ownerKey)
 	if kept := b.Report(box, brokertest.Entry("inference", "agent")); kept.Payer == nil || kept.Payer.Kind != "owner" {
 		t.Errorf("declaration payer = %+v, want owner", kept.Payer)
 	}
@@ -126,7 +93,7 @@ func TestAdmin_Payer(t *testing.T) {
 	if _, err := b.Server.Store.Credential(ctx, payer.OwnerAnthropic("alpha")); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("owner's credential after PUT payer shared: %v, want removed", err)
 	}
-	paidBy(t, b, box, "", "shared", sharedKey)
+	b.PaidBy(t, box, "", "shared", sharedKey)
 }
 
 // TestAdmin_RemoveBoxRemovesOwnersCredential: the owner's credential is

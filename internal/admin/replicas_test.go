@@ -36,37 +36,37 @@ func TestAdmin_TwoReplicas_InForceWhenAnswered(t *testing.T) {
 	one.SetCredential(payer.SharedAnthropic, sharedKey)
 	decode(t, "PUT visitor", one.Admin("PUT", "/api/visitors/github:ann", tok, admin.CredentialValue{Value: visitorKey}), 200, nil)
 	one.Report(box, brokertest.Entry("inference", "agent"))
-	paidBy(t, two, box, "", "shared", sharedKey) // two now holds alpha in its cache
+	two.PaidBy(t, box, "", "shared", sharedKey) // two now holds alpha in its cache
 
 	owner := "github:own"
 	for trial := range 5 {
 		decode(t, "PATCH paused", one.Admin("PATCH", "/api/boxes/alpha", tok, map[string]any{"paused": true}), 200, nil)
-		if resp, key := call(t, two, box, ""); resp.StatusCode != 403 || key != "" {
+		if resp, key := two.Call(t, box, ""); resp.StatusCode != 403 || key != "" {
 			t.Fatalf("trial %d: replica two's next call after pausing on one = %d (upstream saw %q), want 403", trial, resp.StatusCode, key)
 		}
 		decode(t, "PATCH resumed", one.Admin("PATCH", "/api/boxes/alpha", tok, map[string]any{"paused": false}), 200, nil)
-		paidBy(t, two, box, "", "shared", sharedKey)
+		two.PaidBy(t, box, "", "shared", sharedKey)
 
 		decode(t, "PUT payer owner", one.Admin("PUT", "/api/boxes/alpha/payer", tok, admin.PayerSetting{Kind: "owner", Principal: &owner, Value: ownerKey}), 200, nil)
-		paidBy(t, two, box, "", "owner "+owner, ownerKey)
+		two.PaidBy(t, box, "", "owner "+owner, ownerKey)
 		decode(t, "PUT payer shared", one.Admin("PUT", "/api/boxes/alpha/payer", tok, admin.PayerSetting{Kind: "shared"}), 200, nil)
-		paidBy(t, two, box, "", "shared", sharedKey)
+		two.PaidBy(t, box, "", "shared", sharedKey)
 
 		var issued admin.IssuedGrant
 		decode(t, "POST grant", one.Admin("POST", "/api/boxes/alpha/grants", tok, admin.NewGrant{Principal: "github:ann"}), 201, &issued)
-		paidBy(t, two, box, issued.Value, "visitor github:ann", visitorKey)
+		two.PaidBy(t, box, issued.Value, "visitor github:ann", visitorKey)
 		if resp := one.Admin("DELETE", "/api/grants/"+issued.Grant.ID, tok, nil); resp.StatusCode != 204 {
 			t.Fatalf("DELETE grant = %d %s", resp.StatusCode, resp.Body)
 		}
-		paidBy(t, two, box, issued.Value, "shared", sharedKey)
+		two.PaidBy(t, box, issued.Value, "shared", sharedKey)
 
 		decode(t, "PUT budget 0", one.Admin("PUT", "/api/boxes/alpha/budgets", tok, map[string]any{"usd": 0}), 200, nil)
-		if resp, _ := call(t, two, box, ""); resp.StatusCode != 403 || !strings.Contains(string(resp.Body), "budget") {
+		if resp, _ := two.Call(t, box, ""); resp.StatusCode != 403 || !strings.Contains(string(resp.Body), "budget") {
 			t.Fatalf("trial %d: replica two's next call after a zero budget on one = %d %s, want 403 over budget", trial, resp.StatusCode, resp.Body)
 		}
 		if resp := one.Admin("DELETE", "/api/boxes/alpha/budgets", tok, nil); resp.StatusCode != 204 {
 			t.Fatalf("DELETE budget = %d %s", resp.StatusCode, resp.Body)
 		}
-		paidBy(t, two, box, "", "shared", sharedKey)
+		two.PaidBy(t, box, "", "shared", sharedKey)
 	}
 }

@@ -1,7 +1,6 @@
 package admin_test
 
 import (
-	"context"
 	"math"
 	"strings"
 	"testing"
@@ -12,34 +11,7 @@ import (
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/spend"
-	"github.com/intentius/boxbroker/internal/store"
 )
-
-// measured waits until box's usage this month counts calls calls (a call
-// settles just after its answer's last byte), failing the test if it never
-// does.
-func measured(t *testing.T, st store.Store, box string, calls int64) {
-	t.Helper()
-	month := spend.Month(time.Now())
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		us, err := st.ListUsage(context.Background(), box, month)
-		if err != nil {
-			t.Fatalf("ListUsage(%s, %s) = %v", box, month, err)
-		}
-		n := int64(0)
-		for _, u := range us {
-			n += u.Calls
-		}
-		if n >= calls {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ListUsage(%s, %s) = %+v, never %d calls", box, month, us, calls)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
 
 func TestAdmin_Budgets(t *testing.T) {
 	b := brokertest.New(t, brokertest.Options{})
@@ -60,8 +32,8 @@ func TestAdmin_Budgets(t *testing.T) {
 	}
 
 	// A call is charged against the box's budget.
-	paidBy(t, b, box, "", "shared", sharedKey)
-	measured(t, b.Server.Store, "alpha", 1)
+	b.PaidBy(t, box, "", "shared", sharedKey)
+	brokertest.Usage(t, b.Server.Store, "alpha", spend.Month(time.Now()), 1)
 	var list admin.BudgetList
 	decode(t, "GET budgets", b.Admin("GET", "/api/boxes/alpha/budgets", tok, nil), 200, &list)
 	if list.Month != month || !strings.HasPrefix(list.Resets, spend.Resets(month).Format("2006-01-02")) || len(list.Budgets) != 2 {
@@ -78,14 +50,14 @@ func TestAdmin_Budgets(t *testing.T) {
 
 	// A budget set is in force at the next call; removed, likewise.
 	decode(t, "PUT box budget 0", b.Admin("PUT", "/api/boxes/alpha/budgets", tok, map[string]any{"usd": 0, "principal": nil}), 200, nil)
-	resp, _ := call(t, b, box, "")
+	resp, _ := b.Call(t, box, "")
 	if _, msg := brokertest.Refusal(resp.Body); resp.StatusCode != 403 || !strings.Contains(msg, "budget") {
 		t.Errorf("call over a budget set through the admin API = %d %q, want 403 naming the budget", resp.StatusCode, msg)
 	}
 	if resp := b.Admin("DELETE", "/api/boxes/alpha/budgets", tok, nil); resp.StatusCode != 204 {
 		t.Fatalf("DELETE box budget = %d %s, want 204", resp.StatusCode, resp.Body)
 	}
-	paidBy(t, b, box, "", "shared", sharedKey)
+	b.PaidBy(t, box, "", "shared", sharedKey)
 	if resp := b.Admin("DELETE", "/api/boxes/alpha/budgets?principal=github:ann", tok, nil); resp.StatusCode != 204 {
 		t.Fatalf("DELETE ann's budget = %d %s, want 204", resp.StatusCode, resp.Body)
 	}
@@ -135,10 +107,10 @@ func TestAdmin_Spend(t *testing.T) {
 	decode(t, "PUT visitor", b.Admin("PUT", "/api/visitors/github:ann", tok, admin.CredentialValue{Value: visitorKey}), 200, nil)
 	var issued admin.IssuedGrant
 	decode(t, "POST grant", b.Admin("POST", "/api/boxes/alpha/grants", tok, admin.NewGrant{Principal: "github:ann"}), 201, &issued)
-	paidBy(t, b, box, "", "shared", sharedKey)
-	paidBy(t, b, box, issued.Value, "visitor github:ann", visitorKey)
-	paidBy(t, b, box, issued.Value, "visitor github:ann", visitorKey)
-	measured(t, b.Server.Store, "alpha", 3)
+	b.PaidBy(t, box, "", "shared", sharedKey)
+	b.PaidBy(t, box, issued.Value, "visitor github:ann", visitorKey)
+	b.PaidBy(t, box, issued.Value, "visitor github:ann", visitorKey)
+	brokertest.Usage(t, b.Server.Store, "alpha", spend.Month(time.Now()), 3)
 
 	// What one call costs: the stand-in reports 12 input and 6 output tokens.
 	price, ok := spend.DefaultPrices().Lookup("claude-sonnet-4-5")
@@ -197,10 +169,10 @@ func TestAdmin_PauseInForce(t *testing.T) {
 	b.SetCredential(payer.SharedAnthropic, sharedKey)
 	b.Report(box, brokertest.Entry("inference", "agent"))
 	decode(t, "PATCH paused", b.Admin("PATCH", "/api/boxes/alpha", b.AdminToken, map[string]any{"paused": true}), 200, nil)
-	resp, key := call(t, b, box, "")
+	resp, key := b.Call(t, box, "")
 	if _, msg := brokertest.Refusal(resp.Body); resp.StatusCode != 403 || !strings.Contains(msg, "paused by its owner") || key != "" {
 		t.Errorf("call after PATCH paused = %d %q (upstream saw %q), want 403 paused and nothing forwarded", resp.StatusCode, msg, key)
 	}
 	decode(t, "PATCH resumed", b.Admin("PATCH", "/api/boxes/alpha", b.AdminToken, map[string]any{"paused": false}), 200, nil)
-	paidBy(t, b, box, "", "shared", sharedKey)
+	b.PaidBy(t, box, "", "shared", sharedKey)
 }

@@ -84,30 +84,6 @@ func settled(t *testing.T, st store.Store, box, month string) []store.Tally {
 	}
 }
 
-// usage waits for the box's usage in month to count calls calls, and
-// returns it.
-func usage(t *testing.T, st store.Store, box, month string, calls int64) []store.Usage {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		us, err := st.ListUsage(context.Background(), box, month)
-		if err != nil {
-			t.Fatalf("ListUsage(%s, %s) = %v", box, month, err)
-		}
-		n := int64(0)
-		for _, u := range us {
-			n += u.Calls
-		}
-		if n >= calls {
-			return us
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ListUsage(%s, %s) = %+v, never %d calls", box, month, us, calls)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func boxSpent(ts []store.Tally) int64 {
 	for _, tl := range ts {
 		if tl.Principal == "" {
@@ -216,7 +192,7 @@ func TestBudget_ConcurrentRequestsNeverOverspend(t *testing.T) {
 			if actual <= bound && spent > limit {
 				t.Errorf("spent %d past the budget %d though every call cost less than its bound", spent, limit)
 			}
-			us := usage(t, b.Server.Store, "salad", month, fits)
+			us := brokertest.Usage(t, b.Server.Store, "salad", month, fits)
 			if len(us) != 1 || us[0].Calls != fits || us[0].Cost != fits*actual || us[0].Model != "claude-sonnet-4-5-20250929" ||
 				us[0].InputTokens != fits*tt.inputTokens || us[0].OutputTokens != fits*maxTokens || us[0].PayerKind != protocol.PayerShared {
 				t.Errorf("usage = %+v, want one sonnet row of %d shared calls costing %d", us, fits, fits*actual)
@@ -277,7 +253,7 @@ func TestSpend_StreamUsageFromEventsFirstEventNotHeld(t *testing.T) {
 		t.Fatalf("rest of stream = %q, %v", rest, err)
 	}
 	month := spend.Month(time.Now())
-	us := usage(t, b.Server.Store, "salad", month, 1)
+	us := brokertest.Usage(t, b.Server.Store, "salad", month, 1)
 	haiku, _ := b.Server.Meter.Prices().Lookup("claude-haiku-4-5")
 	want := store.Usage{Box: "salad", Month: month, PayerKind: "shared", Model: "claude-haiku-4-5-20251001", Calls: 1,
 		InputTokens: 25, OutputTokens: 3 * 7, CacheWriteTokens: 100, CacheReadTokens: 400,
@@ -353,7 +329,7 @@ func TestSpend_StreamCutOffChargedAtBound(t *testing.T) {
 	if spent := boxSpent(settled(t, b.Server.Store, "salad", month)); spent != bound {
 		t.Errorf("spent = %d, want the bound %d", spent, bound)
 	}
-	us := usage(t, b.Server.Store, "salad", month, 1)
+	us := brokertest.Usage(t, b.Server.Store, "salad", month, 1)
 	if len(us) != 1 || us[0].Unmeasured != 1 || us[0].Cost != 0 || us[0].InputTokens != 25 {
 		t.Errorf("usage = %+v, want one unmeasured call, costing nothing measured, input 25", us)
 	}
@@ -371,7 +347,7 @@ func TestSpend_UnpricedModelIsChargedAsTheDearestKnown(t *testing.T) {
 		t.Fatalf("POST = %d %s", resp.StatusCode, resp.Body)
 	}
 	month := spend.Month(time.Now())
-	us := usage(t, b.Server.Store, "salad", month, 1)
+	us := brokertest.Usage(t, b.Server.Store, "salad", month, 1)
 	want := store.Usage{Box: "salad", Month: month, PayerKind: "shared", Model: "claude-mystery-9", Calls: 1, Unpriced: 1, InputTokens: 12, OutputTokens: 6}
 	if len(us) != 1 || us[0] != want {
 		t.Errorf("usage = %+v, want %+v", us, want)
@@ -411,7 +387,7 @@ func TestSpend_PriceFileOverrides(t *testing.T) {
 		}
 	}
 	month := spend.Month(time.Now())
-	us := usage(t, b.Server.Store, "salad", month, 2)
+	us := brokertest.Usage(t, b.Server.Store, "salad", month, 2)
 	want := []store.Usage{
 		{Box: "salad", Month: month, PayerKind: "shared", Model: "claude-haiku-4-5", Calls: 1, Unpriced: 1, InputTokens: 12, OutputTokens: 6},
 		{Box: "salad", Month: month, PayerKind: "shared", Model: "claude-sonnet-4-5", Calls: 1, InputTokens: 12, OutputTokens: 6, Cost: 12*100 + 6*1000},
@@ -481,7 +457,7 @@ func TestBudget_MonthRollover(t *testing.T) {
 		if spent := boxSpent(settled(t, b.Server.Store, "salad", month)); spent != cost {
 			t.Errorf("spent in %s = %d, want %d", month, spent, cost)
 		}
-		if us := usage(t, b.Server.Store, "salad", month, 1); len(us) != 1 || us[0].Calls != 1 {
+		if us := brokertest.Usage(t, b.Server.Store, "salad", month, 1); len(us) != 1 || us[0].Calls != 1 {
 			t.Errorf("usage in %s = %+v, want one call", month, us)
 		}
 	}
@@ -546,7 +522,7 @@ func TestSpend_Decide(t *testing.T) {
 		t.Fatalf("decide = %d %s", resp.StatusCode, resp.Body)
 	}
 	month := spend.Month(time.Now())
-	us := usage(t, b.Server.Store, "salad", month, 2)
+	us := brokertest.Usage(t, b.Server.Store, "salad", month, 2)
 	price, _ := b.Server.Meter.Prices().Lookup("claude-sonnet-4-5")
 	want := store.Usage{Box: "salad", Month: month, PayerKind: "shared", Model: "claude-sonnet-4-5", Calls: 2, InputTokens: 24, OutputTokens: 12,
 		Cost: 2 * price.Cost(spend.Tokens{Input: 12, Output: 6})}
@@ -700,7 +676,7 @@ func TestBudget_Visitor(t *testing.T) {
 		t.Fatalf("visitor's call within their budget = %d %s", resp.StatusCode, resp.Body)
 	}
 	month := spend.Month(time.Now())
-	us := usage(t, b.Server.Store, "salad", month, 2)
+	us := brokertest.Usage(t, b.Server.Store, "salad", month, 2)
 	if len(us) != 2 || us[0].PayerKind != "shared" || us[1].PayerKind != "visitor" || us[1].Principal != "github:ann" || us[1].Calls != 1 {
 		t.Errorf("usage = %+v, want one shared call and one of visitor github:ann", us)
 	}
@@ -745,7 +721,7 @@ func TestSpend_NoBudgetBodyForwardedAsItComes(t *testing.T) {
 		}
 	}
 	month := spend.Month(time.Now())
-	us := usage(t, b.Server.Store, "salad", month, 2)
+	us := brokertest.Usage(t, b.Server.Store, "salad", month, 2)
 	bound := b.Server.Meter.Bound(estimateMessages(body, int64(len(body)), 64000))
 	if len(us) != 1 || us[0].Model != "claude-haiku-4-5" || us[0].Unmeasured != 2 || us[0].Cost != 0 {
 		t.Errorf("usage = %+v, want two unmeasured calls of claude-haiku-4-5", us)

@@ -71,7 +71,7 @@ func TestSpend_UnpricedModelIsWarnedOnceAndCounted(t *testing.T) {
 		}
 	}
 	month := spend.Month(time.Now())
-	usage(t, b.Server.Store, "salad", month, 5)
+	brokertest.Usage(t, b.Server.Store, "salad", month, 5)
 	settled(t, b.Server.Store, "salad", month)
 	var warns []string
 	for _, line := range strings.Split(logs.String(), "\n") {
@@ -117,7 +117,7 @@ func TestBudget_ClaudeCodeDefaultModelFitsAFiveDollarBudget(t *testing.T) {
 		}
 	}
 	month := spend.Month(time.Now())
-	usage(t, b.Server.Store, "salad", month, 9)
+	brokertest.Usage(t, b.Server.Store, "salad", month, 9)
 	price, _ := b.Server.Meter.Prices().Lookup("claude-opus-5-5")
 	want := 9 * price.Cost(spend.Tokens{Input: 12, Output: 6})
 	if spent := boxSpent(settled(t, b.Server.Store, "salad", month)); spent != want {
@@ -133,7 +133,7 @@ func TestSpend_UnpricedAsIsConfigurable(t *testing.T) {
 		t.Fatalf("POST = %d %s", resp.StatusCode, resp.Body)
 	}
 	month := spend.Month(time.Now())
-	usage(t, b.Server.Store, "salad", month, 1)
+	brokertest.Usage(t, b.Server.Store, "salad", month, 1)
 	price, _ := b.Server.Meter.Prices().Lookup("claude-haiku-4-5")
 	if spent, want := boxSpent(settled(t, b.Server.Store, "salad", month)), price.Cost(spend.Tokens{Input: 12, Output: 6}); spent != want {
 		t.Errorf("spent = %d, want %d at claude-haiku-4-5's price", spent, want)

@@ -279,7 +279,7 @@ func TestUI_BudgetFormAndBlocked(t *testing.T) {
 	if p := visit(t, b, "POST", "/ui/boxes/alpha/budget", cookie, url.Values{"csrf": {csrf}, "usd": {"0.0001"}}, nil); p.status != 303 {
 		t.Fatalf("budget $0.0001 = %d, want 303", p.status)
 	}
-	r := b.Do("POST", "/llm/anthropic/v1/messages", tok, []byte(messagesBody), http.Header{"Content-Type": {"application/json"}})
+	r := b.Do("POST", "/llm/anthropic/v1/messages", tok, []byte(brokertest.MessagesBody), http.Header{"Content-Type": {"application/json"}})
 	if r.StatusCode != 403 || !strings.Contains(string(r.Body), "could cost up to") {
 		t.Fatalf("a call over the budget = %d %s, want 403", r.StatusCode, r.Body)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/intentius/boxbroker/internal/grant"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/token"
 )
@@ -88,11 +89,11 @@ func TestOwnerPage_Browser(t *testing.T) {
 		} else {
 			want = "shared"
 		}
-		if r := b.Do("POST", "/llm/anthropic/v1/messages", alpha, []byte(messagesBody), h); r.StatusCode != 200 || r.Header.Get(protocol.HeaderPayer) != want {
+		if r := b.Do("POST", "/llm/anthropic/v1/messages", alpha, []byte(brokertest.MessagesBody), h); r.StatusCode != 200 || r.Header.Get(protocol.HeaderPayer) != want {
 			t.Fatalf("call %d = %d paid by %q, want 200 by %q: %s", i, r.StatusCode, r.Header.Get(protocol.HeaderPayer), want, r.Body)
 		}
 	}
-	measured(t, b.Server.Store, "alpha", annCalls+sharedCalls)
+	brokertest.Usage(t, b.Server.Store, "alpha", spend.Month(time.Now()), annCalls+sharedCalls)
 	for _, bg := range []store.Budget{{Box: "alpha", Limit: 25_000_000}, {Box: "alpha", Principal: "github:ann", Limit: 5_000_000}} {
 		bg.UpdatedAt = time.Now()
 		if err := b.Server.Store.SetBudget(ctx, bg); err != nil {

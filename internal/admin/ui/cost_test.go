@@ -38,7 +38,7 @@ func TestUI_LogBytesCostAndSpendChart(t *testing.T) {
 	}
 	var bodies []int
 	for range 2 {
-		r := b.Do("POST", "/llm/anthropic/v1/messages", tok, []byte(messagesBody), http.Header{"Content-Type": {"application/json"}})
+		r := b.Do("POST", "/llm/anthropic/v1/messages", tok, []byte(brokertest.MessagesBody), http.Header{"Content-Type": {"application/json"}})
 		if r.StatusCode != 200 {
 			t.Fatalf("messages = %d %s, want 200", r.StatusCode, r.Body)
 		}

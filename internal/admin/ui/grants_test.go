@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/payer"
@@ -83,7 +84,7 @@ func TestUI_IssueGrant(t *testing.T) {
 	if err != nil || g.Box != "alpha" || g.Principal != "github:ann" || g.ExpiresAt.Sub(g.CreatedAt).String() != "2h0m0s" {
 		t.Fatalf("the stored grant = %+v, %v, want github:ann's on alpha for 2h", g, err)
 	}
-	paidBy(t, b, box, value, "visitor github:ann", visitorKey)
+	b.PaidBy(t, box, value, "visitor github:ann", visitorKey)
 
 	// A principal with no credential: issued, with a warning.
 	p = visit(t, b, "POST", "/ui/boxes/alpha/grants", cookie, url.Values{"csrf": {csrf}, "principal": {"github:bob"}}, nil)
@@ -117,8 +118,8 @@ func TestUI_MeasuredSpendAndBudgets(t *testing.T) {
 	if r := b.Do("POST", protocol.RouteDeclaration, box, []byte(report), nil); r.StatusCode != 200 {
 		t.Fatalf("report = %d %s", r.StatusCode, r.Body)
 	}
-	paidBy(t, b, box, "", "shared", sharedKey)
-	measured(t, b.Server.Store, "alpha", 1)
+	b.PaidBy(t, box, "", "shared", sharedKey)
+	brokertest.Usage(t, b.Server.Store, "alpha", spend.Month(time.Now()), 1)
 	ctx := context.Background()
 	if err := b.Server.Store.SetBudget(ctx, store.Budget{Box: "alpha", Limit: 25_000_000, UpdatedAt: timeNow()}); err != nil {
 		t.Fatal(err)

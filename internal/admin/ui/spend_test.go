@@ -176,7 +176,7 @@ func TestUI_SpendAndAuditCSV(t *testing.T) {
 	box := b.AddBox("gamma")
 	b.SetCredential(payer.SharedAnthropic, sharedKey)
 	b.Report(box, protocol.Capability{Name: "inference", Broker: "lobby", Scope: []string{"agent"}})
-	paidBy(t, b, box, "", "shared", sharedKey)
+	b.PaidBy(t, box, "", "shared", sharedKey)
 	ctx := context.Background()
 	if err := b.Server.Store.AddAudit(ctx, []store.AuditEntry{{Box: "gamma", At: time.Now(), Method: "POST", Route: "/llm/anthropic/v1/messages",
 		Capability: "inference", Status: 403, Reason: "declaration", Message: "+1+cmd|' /C calc'!A0"}}); err != nil {
