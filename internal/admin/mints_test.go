@@ -3,13 +3,10 @@ package admin_test
 import (
 	"bytes"
 	"testing"
-	"time"
 
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/mint"
-	"github.com/intentius/boxbroker/internal/secrets"
-	"github.com/intentius/boxbroker/internal/store"
 )
 
 // TestAdmin_SecretsShowMintState: a listed oauth2 secret whose grant the
@@ -17,20 +14,7 @@ import (
 func TestAdmin_SecretsShowMintState(t *testing.T) {
 	b := brokertest.New(t, brokertest.Options{})
 	b.AddBox("alpha")
-	const clientSecret = "cs_ADMINTESTCLIENTSECRET"
-	cfg := []byte(`{"token_url":"https://auth.example.com/token","client_id":"c","client_secret":"` + clientSecret + `","refresh_token":"rt_ADMINTESTREFRESH"}`)
-	sealed, err := b.Server.Keyring.Seal(cfg, secrets.SecretAD("alpha", "API"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := t.Context()
-	if err := b.Server.Store.SetSecret(ctx, store.Secret{Box: "alpha", Name: "API", Host: "https://api.example.com", Sealed: sealed, UpdatedAt: time.Now(), Kind: mint.KindOAuth2}); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Server.Store.SetMintState(ctx, store.MintState{Box: "alpha", Name: "API", Of: mint.Of(sealed),
-		Failure: "oauth2: the token endpoint refused (400 invalid_grant)", UpdatedAt: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
+	clientSecret, _ := b.SetRefusedOAuthGrant("alpha", "API")
 	var list admin.SecretList
 	resp := b.Admin("GET", "/api/boxes/alpha/secrets", b.AdminToken, nil)
 	decode(t, "GET secrets", resp, 200, &list)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/mint"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/secrets"
@@ -202,6 +203,30 @@ func (b *Broker) SetSecret(box, name, host, value string) {
 		b.t.Fatalf("SetSecret(%s, %s): %v", box, name, err)
 	}
 	b.Server.Cache.Drop(store.ChangeSecret, box+"/"+name)
+}
+
+// SetRefusedOAuthGrant stores an oauth2 secret NAME of box, at
+// https://api.example.com, whose grant the token endpoint has refused
+// (its mint state says so), as a page or a listing shows it. It returns
+// the configuration's client secret and refresh token, which nothing
+// shown may repeat.
+func (b *Broker) SetRefusedOAuthGrant(box, name string) (clientSecret, refreshToken string) {
+	b.t.Helper()
+	clientSecret, refreshToken = "cs_ADMINTESTCLIENTSECRET", "rt_ADMINTESTREFRESH"
+	cfg := []byte(`{"token_url":"https://auth.example.com/token","client_id":"c","client_secret":"` + clientSecret + `","refresh_token":"` + refreshToken + `"}`)
+	sealed, err := b.Server.Keyring.Seal(cfg, secrets.SecretAD(box, name))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := b.Server.Store.SetSecret(ctx, store.Secret{Box: box, Name: name, Host: "https://api.example.com", Sealed: sealed, UpdatedAt: time.Now(), Kind: mint.KindOAuth2}); err != nil {
+		b.t.Fatalf("SetSecret(%s, %s): %v", box, name, err)
+	}
+	if err := b.Server.Store.SetMintState(ctx, store.MintState{Box: box, Name: name, Of: mint.Of(sealed),
+		Failure: "oauth2: the token endpoint refused (400 invalid_grant)", UpdatedAt: time.Now()}); err != nil {
+		b.t.Fatalf("SetMintState(%s, %s): %v", box, name, err)
+	}
+	return clientSecret, refreshToken
 }
 
 // Sync applies every change the store has logged to the server's cache,
