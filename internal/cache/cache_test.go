@@ -173,19 +173,7 @@ func TestCache_NotifiedAtOnce(t *testing.T) {
 	// The notification comes from a PostgreSQL server over a real socket,
 	// which a synctest bubble cannot hold (its clock would not wait for
 	// the network): so this polls each millisecond, bounded by deadline.
-	for {
-		_, err := c.BoxByTokenHash(ctx, "h1")
-		if errors.Is(err, store.ErrNotFound) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("BoxByTokenHash(h1) = %v", err)
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the cache kept the old token with polls an hour apart: no notification reached it")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	forgotten(t, c, "h1", deadline, "no notification reached it")
 }
 
 // TestCache_SecretFollowsTheChangeLog checks that a cached secret, and a
@@ -379,19 +367,7 @@ func TestCache_SQLiteWriteThroughTheSameStoreWakesIt(t *testing.T) {
 	if err := sq.RotateToken(ctx, "alpha", "h2"); err != nil {
 		t.Fatal(err)
 	}
-	for {
-		_, err := c.BoxByTokenHash(ctx, "h1")
-		if errors.Is(err, store.ErrNotFound) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("BoxByTokenHash(h1) = %v", err)
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the cache kept the old token with polls an hour apart: the store's signal never reached it")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	forgotten(t, c, "h1", deadline, "the store's signal never reached it")
 }
 
 // TestCache_SQLiteOtherWriterSeenWithinMaxStale: over SQLite, a change
@@ -439,6 +415,26 @@ func TestCache_SQLiteOtherWriterSeenWithinMaxStale(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("the cache kept the old token")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// forgotten polls c each millisecond until the token hash h is no box's,
+// failing the test at deadline with why: the cache kept the old token
+// with polls an hour apart.
+func forgotten(t *testing.T, c *cache.Cache, h string, deadline time.Time, why string) {
+	t.Helper()
+	for {
+		_, err := c.BoxByTokenHash(context.Background(), h)
+		if errors.Is(err, store.ErrNotFound) {
+			return
+		}
+		if err != nil {
+			t.Fatalf("BoxByTokenHash(%s) = %v", h, err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the cache kept the old token with polls an hour apart: " + why)
 		}
 		time.Sleep(time.Millisecond)
 	}
