@@ -183,3 +183,30 @@ func noCloudSecret(t *testing.T, what, text string, c *cloudtest.Cloud) {
 		}
 	}
 }
+
+// TestCredential_JSONIsNoAnthropicKey refuses, on the store as through
+// the admin API (admin.CheckCredential, the one check both make), a cloud
+// account's JSON given with no --kind: the broker would read it as an
+// account that was never checked.
+func TestCredential_JSONIsNoAnthropicKey(t *testing.T) {
+	dir := t.TempDir()
+	const secret = "AWSSECRET/jsonkey+0123456789abcdefghijk"
+	account := `{"kind":"bedrock","region":"us-east-1","access_key_id":"AKIAJSONKEY000000001","secret_access_key":"` + secret + `"}`
+	if _, errs, code := run(t, dir, "", "box", "add", "salad"); code != 0 {
+		t.Fatalf("box add = %d %q", code, errs)
+	}
+	for _, args := range [][]string{
+		{"credential", "set", "anthropic"},
+		{"credential", "add", "anthropic", "x"},
+		{"box", "payer", "salad", "owner"},
+		{"visitor", "set", "github:ann"},
+	} {
+		out, errs, code := run(t, dir, account+"\n", args...)
+		if code != 1 || !strings.Contains(errs, "bedrock or vertex") || strings.Contains(out+errs, secret) {
+			t.Errorf("%v with a cloud account's JSON = %d %q %q, want 1 saying to give its kind", args, code, out, errs)
+		}
+	}
+	if out, _, _ := run(t, dir, "", "credential", "list"); strings.Contains(out, "anthropic") || strings.Contains(out, "visitor:") || strings.Contains(out, "owner:") {
+		t.Errorf("credential list after refusals = %q, want nothing set", out)
+	}
+}
