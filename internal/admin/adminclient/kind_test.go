@@ -17,6 +17,8 @@ import (
 // TestClient_CredentialKindInTheBody sets each of the four Anthropic
 // credentials as a cloud account: the kind and the account's JSON go in
 // the request's JSON body, as sent, and nowhere in its URL or headers.
+// An anthropic key's body names no kind, as a broker from before kinds
+// takes it.
 func TestClient_CredentialKindInTheBody(t *testing.T) {
 	const account = "{\n  \"region\": \"us-east-1\",\n  \"access_key_id\": \"AKIACLIENTKIND000001\",\n  \"secret_access_key\": \"client/kind+SECRET0123456789\"\n}\n"
 	type seen struct {
@@ -54,6 +56,22 @@ func TestClient_CredentialKindInTheBody(t *testing.T) {
 	if _, err := c.SetVisitor(ctx, "github:ann", "bedrock", []byte(account)); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := c.SetCredential(ctx, "anthropic", "anthropic", []byte("sk-ant-api03-CLIENTKIND")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.SetPayer(ctx, "alpha", admin.PayerSetting{Kind: "owner", CredentialKind: "anthropic", Value: "sk-ant-api03-CLIENTKIND"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 6 {
+		t.Fatalf("%d requests, want 6", len(got))
+	}
+	for i, member := range []string{"kind", "credentialKind"} {
+		g := got[4+i]
+		if _, ok := g.body[member]; ok || g.body["value"] != "sk-ant-api03-CLIENTKIND" {
+			t.Errorf("%s with an anthropic key: body %v, want the value and no %s", g.url, g.body, member)
+		}
+	}
+	got = got[:4]
 	want := []struct{ url, kindMember string }{
 		{"/api/credentials/anthropic", "kind"},
 		{"/api/credentials/pool/cloudy", "kind"},
