@@ -26,8 +26,10 @@ var ErrCredentialKind = fmt.Errorf("the credential's kind is one of %s", strings
 // cloud account's JSON does (the broker would read it as one, unchecked);
 // for bedrock or vertex, the form cloud.Check returns. It is the one check
 // both `boxbroker credential set|add`, `box payer … owner` and `visitor
-// set` on the store and the admin API's PUTs make before sealing. Its
-// errors name what is at fault and never hold any of value.
+// set` on the store and the admin API's PUTs make before sealing. It
+// returns ErrCredentialKind for a kind it does not know; for a value that
+// is not one, an error that names what is at fault and holds none of
+// value.
 func CheckCredential(kind string, value []byte) ([]byte, error) {
 	switch kind {
 	case "", cloud.KindAnthropic:
