@@ -83,14 +83,11 @@ func runCredential(ctx context.Context, c *cli, args []string) error {
 	if *kind != cloud.KindAnthropic && *kind != "" && *baseURL != "" {
 		return fmt.Errorf("%w: --url is an Anthropic-compatible base URL; a %s account's endpoint goes in its JSON", errUsage, *kind)
 	}
-	if err := checkKind(*kind, *adminURL); err != nil {
-		return err
-	}
 	if *adminURL != "" {
 		if sub == "add" || entry != "" {
-			return runPoolRemote(ctx, c, *adminURL, sub, entry, *weight, *baseURL, *yes)
+			return runPoolRemote(ctx, c, *adminURL, sub, entry, *kind, *weight, *baseURL, *yes)
 		}
-		return runCredentialRemote(ctx, c, *adminURL, sub, id, *yes)
+		return runCredentialRemote(ctx, c, *adminURL, sub, id, *kind, *yes)
 	}
 	switch sub {
 	case "set":
@@ -136,9 +133,10 @@ func runCredential(ctx context.Context, c *cli, args []string) error {
 	return nil
 }
 
-// listCredentials prints the credentials by ID, then the pool's entries.
-// State and counts are each replica's own, so from the store alone they
-// are not known: --admin-url shows a running broker's.
+// listCredentials prints the credentials by ID with their kind (opened
+// to say it, as the admin API's GET /api/credentials does), then the
+// pool's entries. State and counts are each replica's own, so from the
+// store alone they are not known: --admin-url shows a running broker's.
 func (c *cli) listCredentials(ctx context.Context, cfg *server.Config) error {
 	st, err := openExisting(ctx, cfg)
 	if err != nil {
@@ -149,16 +147,23 @@ func (c *cli) listCredentials(ctx context.Context, cfg *server.Config) error {
 	if err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CREDENTIAL\tUPDATED")
-	for _, cr := range creds {
-		fmt.Fprintf(tw, "%s\t%s\n", safe(cr.ID), cr.UpdatedAt.UTC().Format(time.RFC3339))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
 	keyring, err := server.LoadKeyring(cfg)
 	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CREDENTIAL\tKIND\tUPDATED")
+	for _, cr := range creds {
+		kind := ""
+		if full, err := st.Credential(ctx, cr.ID); err == nil {
+			if v, err := keyring.Open(full.Sealed, payer.AD(cr.ID)); err == nil {
+				kind = admin.CredentialKind(cr.ID, v)
+				clear(v)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", safe(cr.ID), kindOrNot(kind), cr.UpdatedAt.UTC().Format(time.RFC3339))
+	}
+	if err := tw.Flush(); err != nil {
 		return err
 	}
 	ch := cache.New(st, cache.Options{})
@@ -187,10 +192,7 @@ func (c *cli) printPool(entries []admin.PoolEntryView, live bool) error {
 		if u == "" {
 			u = "(--anthropic-url)"
 		}
-		kind := e.Kind
-		if kind == "" {
-			kind = "(does not open)"
-		}
+		kind := kindOrNot(e.Kind)
 		state, n429, n529 := "-", "-", "-"
 		if live {
 			state, n429, n529 = e.State, fmt.Sprint(e.R429), fmt.Sprint(e.R529)
@@ -207,6 +209,15 @@ func (c *cli) printPool(entries []admin.PoolEntryView, live bool) error {
 		fmt.Fprintln(c.stdout, "(state and 429/529 counts are each running broker's own: pass --admin-url to see one's)")
 	}
 	return nil
+}
+
+// kindOrNot is a credential's kind as a list prints it: "(does not
+// open)" for "", a value the master key does not open.
+func kindOrNot(kind string) string {
+	if kind == "" {
+		return "(does not open)"
+	}
+	return kind
 }
 
 // describe says what kind of credential value is, without any of it: the

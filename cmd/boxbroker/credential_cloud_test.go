@@ -68,7 +68,6 @@ func TestCredential_CloudKinds(t *testing.T) {
 		{"vertex JSON as bedrock", vertex, []string{"credential", "set", "anthropic", "--kind", "bedrock"}, 1, "belong to a vertex credential"},
 		{"url with a kind", bedrock, []string{"credential", "add", "anthropic", "x", "--kind", "bedrock", "--url", "https://h/"}, 2, "endpoint goes in its JSON"},
 		{"shared payer has no kind", bedrock, []string{"box", "payer", "salad", "shared", "--kind", "bedrock"}, 2, "a shared payer has none"},
-		{"admin url", bedrock, []string{"credential", "set", "anthropic", "--kind", "bedrock", "--admin-url", "http://127.0.0.1:1"}, 2, "not yet supported with --admin-url"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/cloud"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/pool"
@@ -70,11 +71,31 @@ func (c *cli) storeSealed(ctx context.Context, cfg *server.Config, kind, prompt,
 	return describe(id, value), nil
 }
 
-// readCredential reads an Anthropic credential of kind from stdin: for
-// anthropic ("" too) the key or setup token itself (readSecret); for
-// bedrock or vertex the cloud account's JSON, which is checked and
-// returned in the form sealed (cloud.Check). No error holds any of it.
+// readCredential reads an Anthropic credential of kind from stdin
+// (readRawCredential) and checks it with admin.CheckCredential, the
+// check the admin API makes, returning the form to seal. No error holds
+// any of it.
 func (c *cli) readCredential(kind, prompt string) ([]byte, error) {
+	raw, err := c.readRawCredential(kind, prompt)
+	if err != nil {
+		return nil, err
+	}
+	v, err := admin.CheckCredential(kind, raw)
+	if err != nil {
+		clear(raw)
+		return nil, err
+	}
+	if cloud.Is(v) {
+		clear(raw) // v is cloud.Check's own copy
+	}
+	return v, nil
+}
+
+// readRawCredential reads an Anthropic credential of kind from stdin,
+// unchecked: for anthropic ("" too) the key or setup token itself
+// (readSecret); for bedrock or vertex the cloud account's JSON as given.
+// No error holds any of it.
+func (c *cli) readRawCredential(kind, prompt string) ([]byte, error) {
 	switch kind {
 	case "", cloud.KindAnthropic:
 		return c.readSecret(prompt)
@@ -86,23 +107,18 @@ func (c *cli) readCredential(kind, prompt string) ([]byte, error) {
 		return nil, fmt.Errorf("a %s credential is a JSON object: pipe it in from a file, as in `boxbroker credential set anthropic --kind %s < %s.json` (docs/cloud.md)", kind, kind, kind)
 	}
 	b, err := io.ReadAll(io.LimitReader(c.stdin, cloud.MaxValue+1))
-	defer clear(b)
 	if err != nil {
+		clear(b)
 		return nil, fmt.Errorf("read stdin: %w", err)
 	}
 	if len(bytes.TrimSpace(b)) == 0 {
 		return nil, fmt.Errorf("no value on stdin: pipe the %s credential's JSON in (docs/cloud.md)", kind)
 	}
-	return cloud.Check(kind, b)
-}
-
-// checkKind refuses --kind with --admin-url: a running broker's admin API
-// takes an Anthropic key or setup token only.
-func checkKind(kind, adminURL string) error {
-	if kind != "" && kind != cloud.KindAnthropic && adminURL != "" {
-		return fmt.Errorf("%w: --kind %s is not yet supported with --admin-url: run the command where the broker's store and master key are", errUsage, kind)
+	if len(b) > cloud.MaxValue {
+		clear(b)
+		return nil, fmt.Errorf("the %s credential on stdin is over %d bytes", kind, cloud.MaxValue)
 	}
-	return nil
+	return b, nil
 }
 
 // removeCredential deletes the credential id, answering notSet when there

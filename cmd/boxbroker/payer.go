@@ -45,11 +45,8 @@ func runBoxPayer(ctx context.Context, c *cli, args []string) error {
 	if *credKind != cloud.KindAnthropic && kind != protocol.PayerOwner {
 		return fmt.Errorf("%w: --kind is the owner's credential's; a shared payer has none", errUsage)
 	}
-	if err := checkKind(*credKind, *adminURL); err != nil {
-		return err
-	}
 	if *adminURL != "" {
-		return runBoxPayerRemote(ctx, c, *adminURL, name, kind, *principal)
+		return runBoxPayerRemote(ctx, c, *adminURL, name, kind, *principal, *credKind)
 	}
 	choice := payer.Choice{Kind: kind, Principal: *principal}
 	var keyring *secrets.Keyring

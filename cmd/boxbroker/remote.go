@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/admin/adminclient"
+	"github.com/intentius/boxbroker/internal/cloud"
 	"github.com/intentius/boxbroker/internal/payer"
 )
 
@@ -84,27 +86,50 @@ func runBoxRemote(ctx context.Context, c *cli, url, sub, name, brokerURL string,
 	return nil
 }
 
-// runCredentialRemote is `credential set|list|remove` through the admin API.
-func runCredentialRemote(ctx context.Context, c *cli, url, sub, id string, yes bool) error {
+// describeCloud says what a cloud account of kind the broker took is, as
+// describe says it: its region read from raw, the account's JSON, which
+// the broker checked. It never says any other of raw.
+func describeCloud(kind string, raw []byte) string {
+	var a struct {
+		Region string `json:"region"`
+	}
+	what := cloud.Name(kind) + " account"
+	if json.Unmarshal(raw, &a) == nil && a.Region != "" {
+		what += " in " + safe(a.Region)
+	}
+	return what + ", signed for each call"
+}
+
+// isCloudKind reports whether --kind names a cloud account.
+func isCloudKind(kind string) bool { return kind == cloud.KindBedrock || kind == cloud.KindVertex }
+
+// runCredentialRemote is `credential set|list|remove` through the admin
+// API. A credential set is sent as read, with its kind: the broker checks
+// it as `credential set` on the store does (admin.CheckCredential).
+func runCredentialRemote(ctx context.Context, c *cli, url, sub, id, kind string, yes bool) error {
 	cl, err := c.adminClient(url)
 	if err != nil {
 		return err
 	}
 	switch sub {
 	case "set":
-		value, err := c.readSecret(fmt.Sprintf("%s credential (not echoed): ", id))
+		value, err := c.readRawCredential(kind, fmt.Sprintf("%s credential (not echoed): ", id))
 		if err != nil {
 			return err
 		}
-		if describe(id, value) == unlikelyAnthropic {
+		defer clear(value)
+		if !isCloudKind(kind) && describe(id, value) == unlikelyAnthropic {
 			defer c.warnUnlikelyAnthropic(id)
 		}
-		cv, err := cl.SetCredential(ctx, id, value)
-		clear(value)
+		cv, err := cl.SetCredential(ctx, id, kind, value)
 		if err != nil {
 			return remoteError(err)
 		}
-		fmt.Fprintf(c.stdout, "set %s credential (%s), sealed at rest\n", id, cv.Kind)
+		what := cv.Kind
+		if isCloudKind(kind) {
+			what = describeCloud(kind, value)
+		}
+		fmt.Fprintf(c.stdout, "set %s credential (%s), sealed at rest\n", id, what)
 	case "remove":
 		if !yes && !c.confirm(fmt.Sprintf("Remove the %s credential?", id)) {
 			return errors.New("not removed (pass --yes to remove without asking)")
@@ -119,9 +144,9 @@ func runCredentialRemote(ctx context.Context, c *cli, url, sub, id string, yes b
 			return remoteError(err)
 		}
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "CREDENTIAL\tUPDATED")
+		fmt.Fprintln(tw, "CREDENTIAL\tKIND\tUPDATED")
 		for _, cr := range creds {
-			fmt.Fprintf(tw, "%s\t%s\n", safe(cr.ID), cr.UpdatedAt)
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", safe(cr.ID), kindOrNot(cr.Kind), cr.UpdatedAt)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -137,8 +162,9 @@ func runCredentialRemote(ctx context.Context, c *cli, url, sub, id string, yes b
 	return nil
 }
 
-// runPoolRemote adds or removes a pool entry through the admin API.
-func runPoolRemote(ctx context.Context, c *cli, url, sub, name string, weight int, baseURL string, yes bool) error {
+// runPoolRemote adds or removes a pool entry through the admin API; an
+// entry added is sent as read, with its kind, for the broker to check.
+func runPoolRemote(ctx context.Context, c *cli, url, sub, name, kind string, weight int, baseURL string, yes bool) error {
 	cl, err := c.adminClient(url)
 	if err != nil {
 		return err
@@ -153,18 +179,22 @@ func runPoolRemote(ctx context.Context, c *cli, url, sub, name string, weight in
 		fmt.Fprintf(c.stdout, "removed anthropic pool entry %s\n", name)
 		return nil
 	}
-	value, err := c.readSecret(fmt.Sprintf("anthropic pool entry %s credential (not echoed): ", name))
+	value, err := c.readRawCredential(kind, fmt.Sprintf("anthropic pool entry %s credential (not echoed): ", name))
 	if err != nil {
 		return err
 	}
-	if describe(payer.SharedAnthropic, value) == unlikelyAnthropic {
+	defer clear(value)
+	if !isCloudKind(kind) && describe(payer.SharedAnthropic, value) == unlikelyAnthropic {
 		defer c.warnUnlikelyAnthropic("anthropic pool entry " + name)
 	}
-	v, err := cl.SetPoolEntry(ctx, name, weight, baseURL, value)
-	clear(value)
+	v, err := cl.SetPoolEntry(ctx, name, kind, weight, baseURL, value)
 	if err != nil {
 		return remoteError(err)
 	}
-	fmt.Fprintf(c.stdout, "set anthropic pool entry %s (%s, weight %d), sealed at rest\n", name, v.Kind, v.Weight)
+	what := v.Kind
+	if isCloudKind(kind) {
+		what = describeCloud(kind, value)
+	}
+	fmt.Fprintf(c.stdout, "set anthropic pool entry %s (%s, weight %d), sealed at rest\n", name, what, v.Weight)
 	return nil
 }

@@ -24,8 +24,10 @@ import (
 // micros is dollars from the admin API as micro-dollars.
 func micros(usd float64) int64 { return int64(math.Round(usd * 1e6)) }
 
-// runBoxPayerRemote is `box payer NAME shared|owner` through the admin API.
-func runBoxPayerRemote(ctx context.Context, c *cli, url, name, kind, principal string) error {
+// runBoxPayerRemote is `box payer NAME shared|owner` through the admin
+// API; the owner's credential, of credKind, is sent as read, for the
+// broker to check.
+func runBoxPayerRemote(ctx context.Context, c *cli, url, name, kind, principal, credKind string) error {
 	cl, err := c.adminClient(url)
 	if err != nil {
 		return err
@@ -36,11 +38,15 @@ func runBoxPayerRemote(ctx context.Context, c *cli, url, name, kind, principal s
 	}
 	what := ""
 	if kind == protocol.PayerOwner {
-		value, err := c.readSecret(fmt.Sprintf("%s's owner's Anthropic key or setup token (not echoed): ", name))
+		value, err := c.readRawCredential(credKind, fmt.Sprintf("%s's owner's Anthropic key or setup token (not echoed): ", name))
 		if err != nil {
 			return err
 		}
 		what = describe(payer.SharedAnthropic, value)
+		if isCloudKind(credKind) {
+			what = describeCloud(credKind, value)
+			set.CredentialKind = credKind
+		}
 		set.Value = string(value)
 		clear(value)
 	}
@@ -135,20 +141,24 @@ func runGrantRemote(ctx context.Context, c *cli, url, sub string, pos []string, 
 	return nil
 }
 
-// runVisitorRemote is `visitor set|list|remove` through the admin API.
-func runVisitorRemote(ctx context.Context, c *cli, url, sub, principal string, yes bool) error {
+// runVisitorRemote is `visitor set|list|remove` through the admin API; a
+// credential set, of kind, is sent as read, for the broker to check.
+func runVisitorRemote(ctx context.Context, c *cli, url, sub, principal, kind string, yes bool) error {
 	cl, err := c.adminClient(url)
 	if err != nil {
 		return err
 	}
 	switch sub {
 	case "set":
-		value, err := c.readSecret(fmt.Sprintf("%s's Anthropic key or setup token (not echoed): ", principal))
+		value, err := c.readRawCredential(kind, fmt.Sprintf("%s's Anthropic key or setup token (not echoed): ", principal))
 		if err != nil {
 			return err
 		}
 		what := describe(payer.SharedAnthropic, value)
-		_, err = cl.SetVisitor(ctx, principal, value)
+		if isCloudKind(kind) {
+			what = describeCloud(kind, value)
+		}
+		_, err = cl.SetVisitor(ctx, principal, kind, value)
 		clear(value)
 		if err != nil {
 			return remoteError(err)

@@ -58,11 +58,8 @@ func runVisitor(ctx context.Context, c *cli, args []string) error {
 	default:
 		return fmt.Errorf("%w: unknown visitor command %q (set, list, remove)", errUsage, sub)
 	}
-	if err := checkKind(*kind, *adminURL); err != nil {
-		return err
-	}
 	if *adminURL != "" {
-		return runVisitorRemote(ctx, c, *adminURL, sub, principal, *yes)
+		return runVisitorRemote(ctx, c, *adminURL, sub, principal, *kind, *yes)
 	}
 	id := payer.VisitorAnthropic(principal)
 	switch sub {

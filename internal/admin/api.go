@@ -89,7 +89,11 @@ type BoxToken struct {
 	Token string  `json:"token"`
 }
 
-// CredentialView is a credential's ID and when it was set; never its value.
+// CredentialView is a credential's ID, its kind and when it was set;
+// never its value. Kind is what the value is, in words: "API key",
+// "setup token", "Amazon Bedrock" or "Google Vertex AI" (an Anthropic
+// credential, as pool entries say it), "bearer key" (the fountain key);
+// "" when it does not open under the broker's master key.
 type CredentialView struct {
 	ID        string `json:"id"`
 	Kind      string `json:"kind,omitempty"`
@@ -101,9 +105,14 @@ type CredentialList struct {
 	Credentials []CredentialView `json:"credentials"`
 }
 
-// CredentialValue is the body of PUT /api/credentials/{id}.
+// CredentialValue is the body of PUT /api/credentials/{id} and PUT
+// /api/visitors/{principal}: the value, write-only, and its kind, one of
+// anthropic (absent: an Anthropic API key or setup token), bedrock or
+// vertex (a cloud account: value is its JSON, as `boxbroker credential
+// set anthropic --kind …` reads it from stdin; docs/cloud.md).
 type CredentialValue struct {
 	Value string `json:"value"`
+	Kind  string `json:"kind,omitempty"`
 }
 
 // SecretView is an egress secret's name, host and when it was set; never

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/cloud"
 	"github.com/intentius/boxbroker/internal/pool"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/secrets"
@@ -37,11 +38,14 @@ type PoolList struct {
 }
 
 // PoolEntryValue is the body of PUT /api/credentials/pool/{entry}: the
-// value, its weight (0 for 1) and its base URL ("" for the broker's).
+// value, its weight (0 for 1), its base URL ("" for the broker's) and its
+// kind, as CredentialValue's (a cloud account takes no URL: its endpoint
+// is in its JSON).
 type PoolEntryValue struct {
 	Value  string `json:"value"`
 	Weight int    `json:"weight,omitempty"`
 	URL    string `json:"url,omitempty"`
+	Kind   string `json:"kind,omitempty"`
 }
 
 // poolRoutes are the pool's routes, added to apiRoutes.
@@ -109,11 +113,18 @@ func (s *Server) setPoolEntry(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer func() { pv.Value = "" }()
+	if err := checkKind("kind", pv.Kind); err != nil {
+		return err
+	}
+	if isCloud(pv.Kind) && pv.URL != "" {
+		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+			"url is an Anthropic-compatible base URL; a %s account's endpoint goes in its JSON.", pv.Kind)
+	}
 	u, err := CheckEntry(name, pv.Weight, pv.URL)
 	if err != nil {
 		return err
 	}
-	v, err := s.SetPoolEntry(r.Context(), name, pv.Weight, u, &pv.Value)
+	v, err := s.SetPoolEntryOf(r.Context(), name, pv.Kind, pv.Weight, u, &pv.Value)
 	if err != nil {
 		return err
 	}
@@ -135,33 +146,40 @@ func CheckEntry(name string, weight int, rawURL string) (string, error) {
 }
 
 // SetPoolEntry stores the pool entry name, checked by CheckEntry, with *value
-// (then cleared): the Default entry as the shared credential, any other
-// as a named entry.
+// (then cleared), an Anthropic key or setup token: the Default entry as
+// the shared credential, any other as a named entry.
 func (s *Server) SetPoolEntry(ctx context.Context, name string, weight int, u string, value *string) (PoolEntryView, error) {
+	return s.SetPoolEntryOf(ctx, name, cloud.KindAnthropic, weight, u, value)
+}
+
+// SetPoolEntryOf is SetPoolEntry with a credential of kind (one of
+// cloud.Kinds; "" for anthropic), checked by CheckCredential: for a
+// cloud account, *value is its JSON and u is "".
+func (s *Server) SetPoolEntryOf(ctx context.Context, name, kind string, weight int, u string, value *string) (PoolEntryView, error) {
 	if weight == 0 {
 		weight = 1
 	}
 	if name == pool.Default {
-		cv, err := s.putCredential(ctx, pool.SharedID, value)
+		cv, err := s.putCredential(ctx, pool.SharedID, kind, value)
 		if err != nil {
 			return PoolEntryView{}, err
 		}
 		return PoolEntryView{Name: name, Kind: cv.Kind, Weight: 1, UpdatedAt: cv.UpdatedAt, State: pool.StateHealthy}, nil
 	}
-	return s.putPoolEntry(ctx, name, weight, u, value)
+	return s.putPoolEntry(ctx, name, kind, weight, u, value)
 }
 
-// putPoolEntry checks *value, seals it as the pool entry name, stores it,
-// clears *value, and waits until every replica sees it.
-func (s *Server) putPoolEntry(ctx context.Context, name string, weight int, u string, value *string) (PoolEntryView, error) {
-	if err := CheckValue("credential", *value); err != nil {
+// putPoolEntry checks *value as a credential of kind (checkedValue),
+// seals it as the pool entry name, stores it, clears *value, and waits
+// until every replica sees it.
+func (s *Server) putPoolEntry(ctx context.Context, name, credKind string, weight int, u string, value *string) (PoolEntryView, error) {
+	plain, err := checkedValue("kind", credKind, value)
+	if err != nil {
 		return PoolEntryView{}, err
 	}
-	plain := []byte(*value)
 	sealed, err := s.cfg.Keyring.Seal(plain, pool.AD(name))
 	kind := pool.Kind(plain)
 	secrets.Zero(plain)
-	*value = ""
 	if err != nil {
 		return PoolEntryView{}, fmt.Errorf("seal pool entry %s: %w", name, err)
 	}

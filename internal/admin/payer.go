@@ -15,17 +15,20 @@ import (
 
 // PayerSetting is the body of PUT /api/boxes/{name}/payer: kind shared,
 // or kind owner with the owner's principal (optional) and value, the
-// owner's Anthropic API key or setup token (write-only: sealed as
-// owner:<box> and never answered).
+// owner's Anthropic credential (write-only: sealed as owner:<box> and
+// never answered) of credentialKind, as CredentialValue's kind: anthropic
+// (absent: an API key or setup token), bedrock or vertex (the cloud
+// account's JSON).
 type PayerSetting struct {
-	Kind      string  `json:"kind"`
-	Principal *string `json:"principal,omitempty"`
-	Value     string  `json:"value,omitempty"`
+	Kind           string  `json:"kind"`
+	Principal      *string `json:"principal,omitempty"`
+	Value          string  `json:"value,omitempty"`
+	CredentialKind string  `json:"credentialKind,omitempty"`
 }
 
 // VisitorView is a visitor holding a credential at the broker: the
-// principal, the credential's kind (in the answer to a PUT only) and when
-// it was set; never its value.
+// principal, the credential's kind (as CredentialView's) and when it was
+// set; never its value.
 type VisitorView struct {
 	Principal string `json:"principal"`
 	Kind      string `json:"kind,omitempty"`
@@ -48,27 +51,33 @@ func (s *Server) setPayer(w http.ResponseWriter, r *http.Request) error {
 	if err := readJSON(w, r, &ps); err != nil {
 		return err
 	}
+	defer func() { ps.Value = "" }()
 	choice := payer.Choice{Kind: ps.Kind}
 	if ps.Principal != nil {
 		choice.Principal = *ps.Principal
+	}
+	if err := checkKind("credentialKind", ps.CredentialKind); err != nil {
+		return err
 	}
 	switch {
 	case ps.Kind == protocol.PayerShared && ps.Value != "":
 		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
 			"A shared payer takes no value: the operator's credential pays (PUT /api/credentials/anthropic sets it).")
+	case ps.Kind == protocol.PayerShared && ps.CredentialKind != "":
+		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+			"credentialKind is the owner's credential's; a shared payer has none.")
 	case ps.Kind == protocol.PayerOwner && ps.Value == "":
 		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
-			"An owner payer needs the owner's Anthropic key or setup token in value.")
-	case ps.Kind == protocol.PayerOwner:
-		if err := CheckValue("credential", ps.Value); err != nil {
-			return err
-		}
+			"An owner payer needs the owner's Anthropic key or setup token, or the cloud account's JSON with credentialKind, in value.")
 	}
 	kind := ""
-	if ps.Value != "" {
-		choice.Credential = []byte(ps.Value)
-		kind = credentialKind(payer.SharedAnthropic, ps.Value)
-		ps.Value = ""
+	if ps.Kind == protocol.PayerOwner {
+		plain, err := checkedValue("credentialKind", ps.CredentialKind, &ps.Value)
+		if err != nil {
+			return err
+		}
+		choice.Credential = plain
+		kind = CredentialKind(payer.SharedAnthropic, plain)
 	}
 	ch, err := payer.Set(r.Context(), s.cfg.Store, s.cfg.Keyring, name, choice, s.cfg.Now())
 	secrets.Zero(choice.Credential)
@@ -122,7 +131,11 @@ func (s *Server) listVisitors(w http.ResponseWriter, r *http.Request) error {
 	out := VisitorList{Visitors: []VisitorView{}}
 	for _, c := range creds {
 		if p, ok := strings.CutPrefix(c.ID, payer.VisitorPrefix); ok {
-			out.Visitors = append(out.Visitors, VisitorView{Principal: p, UpdatedAt: formatTime(c.UpdatedAt)})
+			kind, err := s.storedKind(r.Context(), c.ID)
+			if err != nil {
+				return err
+			}
+			out.Visitors = append(out.Visitors, VisitorView{Principal: p, Kind: kind, UpdatedAt: formatTime(c.UpdatedAt)})
 		}
 	}
 	return writeJSON(w, http.StatusOK, out)
@@ -137,7 +150,11 @@ func (s *Server) setVisitor(w http.ResponseWriter, r *http.Request) error {
 	if err := readJSON(w, r, &cv); err != nil {
 		return err
 	}
-	v, err := s.putCredential(r.Context(), payer.VisitorAnthropic(p), &cv.Value)
+	defer func() { cv.Value = "" }()
+	if err := checkKind("kind", cv.Kind); err != nil {
+		return err
+	}
+	v, err := s.putCredential(r.Context(), payer.VisitorAnthropic(p), cv.Kind, &cv.Value)
 	if err != nil {
 		return err
 	}

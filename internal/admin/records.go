@@ -12,7 +12,6 @@ import (
 	"github.com/intentius/boxbroker/internal/mint"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
-	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -53,17 +52,6 @@ func (s *Server) credentialID(r *http.Request) (string, error) {
 		"A credential ID is anthropic, fountain, owner:<box> or visitor:<principal>.")
 }
 
-// credentialKind says what kind of credential value is, without any of it.
-func credentialKind(id, value string) string {
-	if id == payer.SharedFountain {
-		return "bearer key"
-	}
-	if proxy.IsSetupToken([]byte(value)) {
-		return "setup token"
-	}
-	return "API key"
-}
-
 func (s *Server) listCredentials(w http.ResponseWriter, r *http.Request) error {
 	creds, err := s.cfg.Store.ListCredentials(r.Context())
 	if err != nil {
@@ -71,7 +59,11 @@ func (s *Server) listCredentials(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := CredentialList{Credentials: []CredentialView{}}
 	for _, c := range creds {
-		out.Credentials = append(out.Credentials, CredentialView{ID: c.ID, UpdatedAt: formatTime(c.UpdatedAt)})
+		kind, err := s.storedKind(r.Context(), c.ID)
+		if err != nil {
+			return err
+		}
+		out.Credentials = append(out.Credentials, CredentialView{ID: c.ID, Kind: kind, UpdatedAt: formatTime(c.UpdatedAt)})
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
@@ -85,30 +77,38 @@ func (s *Server) setCredential(w http.ResponseWriter, r *http.Request) error {
 	if err := readJSON(w, r, &cv); err != nil {
 		return err
 	}
+	defer func() { cv.Value = "" }()
+	if err := checkKind("kind", cv.Kind); err != nil {
+		return err
+	}
+	if id == payer.SharedFountain && isCloud(cv.Kind) {
+		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+			"kind is for an Anthropic credential; the fountain key is a bearer key, with no kind.")
+	}
 	if box, ok := strings.CutPrefix(id, "owner:"); ok {
 		if _, err := s.cfg.Store.Box(r.Context(), box); err != nil {
 			return StoreError(err, fmt.Sprintf("There is no box named %s to hold an owner's credential.", box), "")
 		}
 	}
-	v, err := s.putCredential(r.Context(), id, &cv.Value)
+	v, err := s.putCredential(r.Context(), id, cv.Kind, &cv.Value)
 	if err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, v)
 }
 
-// putCredential checks *value, seals it as the credential id, stores it,
-// clears *value, and returns how the API shows it. It waits until the
-// credential is in force on every replica.
-func (s *Server) putCredential(ctx context.Context, id string, value *string) (CredentialView, error) {
-	if err := CheckValue("credential", *value); err != nil {
+// putCredential checks *value as a credential of kind (checkedValue),
+// seals it as the credential id, stores it, clears *value, and returns
+// how the API shows it. It waits until the credential is in force on
+// every replica.
+func (s *Server) putCredential(ctx context.Context, id, kind string, value *string) (CredentialView, error) {
+	plain, err := checkedValue("kind", kind, value)
+	if err != nil {
 		return CredentialView{}, err
 	}
-	plain := []byte(*value)
 	sealed, err := s.cfg.Keyring.Seal(plain, payer.AD(id))
-	kind := credentialKind(id, *value)
+	what := CredentialKind(id, plain)
 	secrets.Zero(plain)
-	*value = ""
 	if err != nil {
 		return CredentialView{}, fmt.Errorf("seal credential %s: %w", id, err)
 	}
@@ -121,8 +121,8 @@ func (s *Server) putCredential(ctx context.Context, id string, value *string) (C
 	} else if err := s.Changed(ctx, store.ChangeCredential, id); err != nil {
 		return CredentialView{}, err
 	}
-	s.log.Info("admin: credential set", "credential", id, "kind", kind)
-	return CredentialView{ID: id, Kind: kind, UpdatedAt: formatTime(c.UpdatedAt)}, nil
+	s.log.Info("admin: credential set", "credential", id, "kind", what)
+	return CredentialView{ID: id, Kind: what, UpdatedAt: formatTime(c.UpdatedAt)}, nil
 }
 
 func (s *Server) removeCredential(w http.ResponseWriter, r *http.Request) error {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/cloud"
 	"github.com/intentius/boxbroker/internal/protocol"
 )
 
@@ -185,10 +186,23 @@ func (c *Client) ListCredentials(ctx context.Context) ([]admin.CredentialView, e
 	return out.Credentials, err
 }
 
-// SetCredential sets the credential id to value.
-func (c *Client) SetCredential(ctx context.Context, id string, value []byte) (admin.CredentialView, error) {
+// wireKind is a credential's kind as a request body says it: anthropic
+// is said by no kind at all, so that the body is the one a broker from
+// before kinds takes.
+func wireKind(kind string) string {
+	if kind == cloud.KindAnthropic {
+		return ""
+	}
+	return kind
+}
+
+// SetCredential sets the credential id to value, of kind: "" or
+// anthropic for an Anthropic key or setup token (or the fountain key),
+// bedrock or vertex for a cloud account's JSON, which the broker checks.
+// The value goes in the request's body only.
+func (c *Client) SetCredential(ctx context.Context, id, kind string, value []byte) (admin.CredentialView, error) {
 	var out admin.CredentialView
-	err := c.do(ctx, http.MethodPut, "/api/credentials/"+url.PathEscape(id), admin.CredentialValue{Value: string(value)}, &out)
+	err := c.do(ctx, http.MethodPut, "/api/credentials/"+url.PathEscape(id), admin.CredentialValue{Value: string(value), Kind: wireKind(kind)}, &out)
 	return out, err
 }
 
@@ -205,10 +219,11 @@ func (c *Client) Pool(ctx context.Context) ([]admin.PoolEntryView, error) {
 	return out.Entries, err
 }
 
-// SetPoolEntry sets the pool entry name.
-func (c *Client) SetPoolEntry(ctx context.Context, name string, weight int, baseURL string, value []byte) (admin.PoolEntryView, error) {
+// SetPoolEntry sets the pool entry name to value, of kind (as
+// SetCredential's).
+func (c *Client) SetPoolEntry(ctx context.Context, name, kind string, weight int, baseURL string, value []byte) (admin.PoolEntryView, error) {
 	var out admin.PoolEntryView
-	err := c.do(ctx, http.MethodPut, "/api/credentials/pool/"+url.PathEscape(name), admin.PoolEntryValue{Value: string(value), Weight: weight, URL: baseURL}, &out)
+	err := c.do(ctx, http.MethodPut, "/api/credentials/pool/"+url.PathEscape(name), admin.PoolEntryValue{Value: string(value), Weight: weight, URL: baseURL, Kind: wireKind(kind)}, &out)
 	return out, err
 }
 
@@ -230,9 +245,10 @@ func (c *Client) Audit(ctx context.Context, query url.Values) ([]admin.AuditView
 }
 
 // SetPayer sets who pays for a box's model calls and returns the box. For
-// an owner, set.Value is the owner's credential; the caller clears its own
-// copy.
+// an owner, set.Value is the owner's credential, of set.CredentialKind;
+// the caller clears its own copy.
 func (c *Client) SetPayer(ctx context.Context, name string, set admin.PayerSetting) (admin.BoxView, error) {
+	set.CredentialKind = wireKind(set.CredentialKind)
 	var out admin.BoxView
 	err := c.do(ctx, http.MethodPut, "/api/boxes/"+url.PathEscape(name)+"/payer", set, &out)
 	return out, err
@@ -245,10 +261,11 @@ func (c *Client) ListVisitors(ctx context.Context) ([]admin.VisitorView, error) 
 	return out.Visitors, err
 }
 
-// SetVisitor sets a visitor's Anthropic credential to value.
-func (c *Client) SetVisitor(ctx context.Context, principal string, value []byte) (admin.VisitorView, error) {
+// SetVisitor sets a visitor's Anthropic credential to value, of kind (as
+// SetCredential's).
+func (c *Client) SetVisitor(ctx context.Context, principal, kind string, value []byte) (admin.VisitorView, error) {
 	var out admin.VisitorView
-	err := c.do(ctx, http.MethodPut, "/api/visitors/"+url.PathEscape(principal), admin.CredentialValue{Value: string(value)}, &out)
+	err := c.do(ctx, http.MethodPut, "/api/visitors/"+url.PathEscape(principal), admin.CredentialValue{Value: string(value), Kind: wireKind(kind)}, &out)
 	return out, err
 }
 

@@ -35,7 +35,7 @@ func TestClient(t *testing.T) {
 	if err != nil || rt.Token == bt.Token {
 		t.Errorf("RotateBox = %v, want a new token", err)
 	}
-	if _, err := c.SetCredential(ctx, "fountain", []byte("fk-1")); err != nil {
+	if _, err := c.SetCredential(ctx, "fountain", "", []byte("fk-1")); err != nil {
 		t.Errorf("SetCredential = %v", err)
 	}
 	creds, err := c.ListCredentials(ctx)
@@ -97,7 +97,7 @@ func TestClient_PrincipalWithASlash(t *testing.T) {
 		t.Fatal(err)
 	}
 	const p = "gitlab:group/ann"
-	if v, err := c.SetVisitor(ctx, p, []byte(visitorKey)); err != nil || v.Principal != p {
+	if v, err := c.SetVisitor(ctx, p, "", []byte(visitorKey)); err != nil || v.Principal != p {
 		t.Fatalf("SetVisitor(%q) = %+v, %v, want it set", p, v, err)
 	}
 	if _, err := b.Server.Store.Credential(ctx, payer.VisitorAnthropic(p)); err != nil {
