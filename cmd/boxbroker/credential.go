@@ -14,7 +14,9 @@ import (
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/pool"
 	"github.com/intentius/boxbroker/internal/proxy"
+	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/server"
+	"github.com/intentius/boxbroker/internal/store"
 )
 
 func runCredential(ctx context.Context, c *cli, args []string) error {
@@ -154,13 +156,7 @@ func (c *cli) listCredentials(ctx context.Context, cfg *server.Config) error {
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CREDENTIAL\tKIND\tUPDATED")
 	for _, cr := range creds {
-		kind := ""
-		if full, err := st.Credential(ctx, cr.ID); err == nil {
-			if v, err := keyring.Open(full.Sealed, payer.AD(cr.ID)); err == nil {
-				kind = admin.CredentialKind(cr.ID, v)
-				clear(v)
-			}
-		}
+		kind := storedKind(ctx, st, keyring, cr.ID)
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", safe(cr.ID), kindOrNot(kind), cr.UpdatedAt.UTC().Format(time.RFC3339))
 	}
 	if err := tw.Flush(); err != nil {
@@ -213,6 +209,21 @@ func (c *cli) printPool(entries []admin.PoolEntryView, live bool) error {
 
 // kindOrNot is a credential's kind as a list prints it: "(does not
 // open)" for "", a value the master key does not open.
+// storedKind opens the credential id to say its kind, as the admin API's
+// lists do; "" when it is gone or does not open under this master key.
+func storedKind(ctx context.Context, st store.Store, keyring *secrets.Keyring, id string) string {
+	full, err := st.Credential(ctx, id)
+	if err != nil {
+		return ""
+	}
+	v, err := keyring.Open(full.Sealed, payer.AD(id))
+	if err != nil {
+		return ""
+	}
+	defer clear(v)
+	return admin.CredentialKind(id, v)
+}
+
 func kindOrNot(kind string) string {
 	if kind == "" {
 		return "(does not open)"

@@ -40,6 +40,7 @@ func TestCLI_PayerVisitorsAndGrants(t *testing.T) {
 		{"visitor key in argv", "", []string{"visitor", "set", "github:vee", visitorKey}, 2, "", "stdin"},
 		{"visitor bad principal", "k\n", []string{"visitor", "set", "vee vee"}, 2, "", "not a principal"},
 		{"visitor list", "", []string{"visitor", "list"}, 0, "github:vee", ""},
+		{"visitor list says the kind", "", []string{"visitor", "list"}, 0, "setup token", ""},
 		{"grant over the bound", "", []string{"grant", "issue", "salad", "github:vee", "--ttl", "25h"}, 2, "", "at most 24h"},
 		{"grant zero ttl", "", []string{"grant", "issue", "salad", "github:vee", "--ttl", "0s"}, 2, "", "more than 0"},
 		{"grant no box", "", []string{"grant", "issue", "nobox", "github:vee"}, 1, "", "no box named nobox"},

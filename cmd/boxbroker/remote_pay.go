@@ -178,9 +178,9 @@ func runVisitorRemote(ctx context.Context, c *cli, url, sub, principal, kind str
 			return remoteError(err)
 		}
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "VISITOR\tUPDATED")
+		fmt.Fprintln(tw, "VISITOR\tKIND\tUPDATED")
 		for _, v := range vs {
-			fmt.Fprintf(tw, "%s\t%s\n", safe(v.Principal), v.UpdatedAt)
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", safe(v.Principal), kindOrNot(v.Kind), v.UpdatedAt)
 		}
 		return tw.Flush()
 	}

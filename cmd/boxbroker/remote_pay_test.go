@@ -70,8 +70,8 @@ func TestCLI_PayThroughTheAdminAPI(t *testing.T) {
 	if out, _ := cli(visitorKey+"\n", "visitor", "set", "github:ann"); !strings.Contains(out, "setup token") {
 		t.Errorf("visitor set = %q, want it to say a setup token", out)
 	}
-	if out, _ := cli("", "visitor", "list"); !strings.Contains(out, "github:ann") {
-		t.Errorf("visitor list = %q, want github:ann", out)
+	if out, _ := cli("", "visitor", "list"); !strings.Contains(out, "github:ann") || !strings.Contains(out, "setup token") {
+		t.Errorf("visitor list = %q, want github:ann and its kind", out)
 	}
 
 	out, errs = cli("", "grant", "issue", "alpha", "github:ann", "--ttl", "30m")

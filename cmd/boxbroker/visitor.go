@@ -87,11 +87,16 @@ func runVisitor(ctx context.Context, c *cli, args []string) error {
 		if err != nil {
 			return err
 		}
+		keyring, err := server.LoadKeyring(&cfg)
+		if err != nil {
+			return err
+		}
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "VISITOR\tUPDATED")
+		fmt.Fprintln(tw, "VISITOR\tKIND\tUPDATED")
 		for _, cr := range creds {
 			if p, ok := strings.CutPrefix(cr.ID, payer.VisitorPrefix); ok {
-				fmt.Fprintf(tw, "%s\t%s\n", safe(p), cr.UpdatedAt.UTC().Format(time.RFC3339))
+				kind := storedKind(ctx, st, keyring, cr.ID)
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", safe(p), kindOrNot(kind), cr.UpdatedAt.UTC().Format(time.RFC3339))
 			}
 		}
 		return tw.Flush()
