@@ -120,6 +120,11 @@ func (cl *Client) bedrock(ctx context.Context, c *Credential, call Call, made fu
 				betas = nil
 				continue
 			}
+			if c.RoleARN != "" && resp.StatusCode == http.StatusForbidden && strings.HasPrefix(resp.Header.Get("X-Amzn-Errortype"), "ExpiredToken") {
+				// The role's session expired before its time (a clock
+				// apart): the next call assumes the role anew.
+				cl.forgetRoleSession(c)
+			}
 			return bedrockError(resp.StatusCode, resp.Header, b), nil
 		}
 		if stream {

@@ -7,7 +7,9 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"io"
+	"net/http"
 	"os"
 	"regexp"
 	"strconv"
@@ -15,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
 const secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
@@ -320,6 +323,33 @@ func TestBetaRefused(t *testing.T) {
 	for _, tt := range tests {
 		if got := betaRefused(tt.status, []byte(tt.body)); got != tt.want {
 			t.Errorf("betaRefused(%d, %s) = %v, want %v", tt.status, tt.body, got, tt.want)
+		}
+	}
+}
+
+func TestSTSRefusal(t *testing.T) {
+	withStatus := func(status int) error {
+		return &smithyhttp.ResponseError{Response: &smithyhttp.Response{Response: &http.Response{StatusCode: status}}, Err: errors.New("x")}
+	}
+	tests := []struct {
+		code   string
+		err    error
+		status int
+		typ    string
+	}{
+		{"AccessDenied", withStatus(403), 403, typePermission},
+		{"InvalidClientTokenId", withStatus(403), 403, typePermission},
+		{"ExpiredToken", withStatus(400), 403, typePermission},
+		{"RegionDisabledException", withStatus(403), 403, typePermission},
+		{"Throttling", withStatus(400), 429, typeRateLimit},
+		{"InternalFailure", withStatus(500), 500, typeAPI},
+		{"<script>", withStatus(403), 403, typePermission},
+	}
+	for _, tt := range tests {
+		resp := stsRefusal(tt.code, tt.err)
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != tt.status || !strings.Contains(string(b), `"`+tt.typ+`"`) || strings.Contains(string(b), "<script>") {
+			t.Errorf("stsRefusal(%s) = %d %s, want %d %s", tt.code, resp.StatusCode, b, tt.status, tt.typ)
 		}
 	}
 }

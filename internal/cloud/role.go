@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials/stscreds"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
 // Role sessions: how long one is asked for, and how long before its
@@ -40,12 +41,7 @@ func (cl *Client) awsCredentials(ctx context.Context, c *Credential, made func(s
 	if err != nil {
 		var ae smithy.APIError
 		if errors.As(err, &ae) {
-			code := ae.ErrorCode()
-			if !awsCodeRE.MatchString(code) {
-				code = "an error"
-			}
-			return aws.Credentials{}, Refusal(http.StatusForbidden, typePermission, fmt.Sprintf(
-				"AWS STS refused to assume the Amazon Bedrock credential's role_arn (%s): the operator checks the role's trust policy, the external_id and the key's sts:AssumeRole permission (docs/cloud.md).", code)), nil
+			return aws.Credentials{}, stsRefusal(ae.ErrorCode(), err), nil
 		}
 		if ctx.Err() != nil {
 			return aws.Credentials{}, nil, ctx.Err()
@@ -56,6 +52,31 @@ func (cl *Client) awsCredentials(ctx context.Context, c *Credential, made func(s
 	made(creds.SecretAccessKey)
 	made(creds.SessionToken)
 	return creds, nil, nil
+}
+
+// stsRefusal is the box's answer to STS's error code (and the error's
+// HTTP status): throttling is the 429 the pool cools the entry on, an
+// outage a 500 api_error, and any other refusal (AccessDenied, a key STS
+// does not know, an expired session of the key itself) the payer's auth
+// failure, a 403 permission_error. It names the code, nothing of the
+// credential.
+func stsRefusal(code string, err error) *http.Response {
+	if !awsCodeRE.MatchString(code) {
+		code = "an error"
+	}
+	status := 0
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) {
+		status = re.HTTPStatusCode()
+	}
+	switch st, typ := awsStatus(code, status); {
+	case st == http.StatusTooManyRequests:
+		return Refusal(st, typ, fmt.Sprintf("AWS STS throttled the AssumeRole call of the Amazon Bedrock credential's role_arn (%s).", code))
+	case status >= 500:
+		return Refusal(http.StatusInternalServerError, typeAPI, fmt.Sprintf("AWS STS failed the AssumeRole call of the Amazon Bedrock credential's role_arn (%s).", code))
+	}
+	return Refusal(http.StatusForbidden, typePermission, fmt.Sprintf(
+		"AWS STS refused to assume the Amazon Bedrock credential's role_arn (%s): the operator checks the role's trust policy, the external_id and the key's sts:AssumeRole permission (docs/cloud.md).", code))
 }
 
 // roleSessions returns the cached sessions of c's role, or makes the
@@ -94,4 +115,16 @@ func (cl *Client) roleSessions(c *Credential, base aws.Credentials) *aws.Credent
 	}
 	cl.roles[key] = rc
 	return rc
+}
+
+// forgetRoleSession drops the cached session of c's role, if any: the
+// next call assumes the role anew.
+func (cl *Client) forgetRoleSession(c *Credential) {
+	key := credKey(c)
+	cl.mu.Lock()
+	rc := cl.roles[key]
+	cl.mu.Unlock()
+	if rc != nil {
+		rc.Invalidate()
+	}
 }

@@ -364,6 +364,28 @@ func TestBedrock_RoleSessionRefreshedBeforeExpiry(t *testing.T) {
 	}
 }
 
+// TestBedrock_ExpiredRoleSessionIsAssumedAnew: a session Bedrock says
+// is expired before its time is a 403 for that call, and the next call
+// assumes the role anew.
+func TestBedrock_ExpiredRoleSessionIsAssumedAnew(t *testing.T) {
+	c := cloudtest.New(t, "bedrock", nil)
+	_, sealed := c.RoleCredential(t, "", nil)
+	cl, _ := client(c)
+	if status, body, _ := roleCall(t, cl, sealed); status != 200 {
+		t.Fatalf("first call: %d %s", status, body)
+	}
+	c.Bedrock.STS.Expire()
+	if status, body, _ := roleCall(t, cl, sealed); status != 403 || !strings.Contains(body, "ExpiredTokenException") {
+		t.Errorf("call on the expired session = %d %s, want a 403 naming ExpiredTokenException", status, body)
+	}
+	if status, body, _ := roleCall(t, cl, sealed); status != 200 {
+		t.Errorf("call after = %d %s, want 200 on a new session", status, body)
+	}
+	if n := c.Bedrock.STS.Assumed.Load(); n != 2 {
+		t.Errorf("AssumeRole was called %d times, want 2", n)
+	}
+}
+
 // TestBedrock_RoleRefusedIsA403: STS refusing the role (AccessDenied, a
 // wrong external id) is a 403 permission_error naming STS's code, and
 // echoes no key; Bedrock is not called.

@@ -357,6 +357,17 @@ type STS struct {
 	minted  []aws.Credentials
 }
 
+// Expire makes every session issued so far expired, for the Bedrock
+// stand-in (ExpiredTokenException), whatever their expiry said.
+func (s *STS) Expire() {
+	s.bedrock.mu.Lock()
+	defer s.bedrock.mu.Unlock()
+	for k, ses := range s.bedrock.sessions {
+		ses.expires = time.Time{}
+		s.bedrock.sessions[k] = ses
+	}
+}
+
 // Minted returns the session credentials issued so far.
 func (s *STS) Minted() []aws.Credentials {
 	s.mu.Lock()
