@@ -188,6 +188,9 @@ func (c *Credential) checkBedrock() error {
 	if c.ProjectID != "" || len(c.ServiceAccount) > 0 {
 		return errors.New("project_id and service_account belong to a vertex credential, not a bedrock one")
 	}
+	if c.RoleARN != "" && !roleARNRE.MatchString(c.RoleARN) {
+		return errors.New("role_arn is not an IAM role's ARN (arn:aws:iam::123456789012:role/NAME)")
+	}
 	if !awsRegionRE.MatchString(c.Region) {
 		return errors.New("the bedrock credential needs region, an AWS region such as us-east-1")
 	}
@@ -201,9 +204,6 @@ func (c *Credential) checkBedrock() error {
 		if strings.IndexFunc(f.v, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
 			return fmt.Errorf("%s holds a space or control character", f.name)
 		}
-	}
-	if c.RoleARN != "" && !roleARNRE.MatchString(c.RoleARN) {
-		return errors.New("role_arn is not an IAM role's ARN (arn:aws:iam::123456789012:role/NAME)")
 	}
 	if c.RoleARN == "" && (c.ExternalID != "" || c.STSEndpoint != "") {
 		return errors.New("external_id and sts_endpoint go with role_arn, which the bedrock credential does not name")
