@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -20,9 +21,9 @@ import (
 var cloudHello = map[string]string{"bedrock": "Hello from Bedrock.", "vertex": "Hello from Vertex."}
 
 // claudeCodeModels are the models the pinned Claude Code names, with the
-// ids its own table gives for each cloud (its provider_ids). boxbroker's
-// built-in table knows none of them, so the operator maps them in the
-// credential's "models", as docs/cloud.md says.
+// ids its own table gives for each cloud (its provider_ids), mapped in
+// the credential's "models" (which come before boxbroker's built-in
+// table), as docs/cloud.md says.
 var claudeCodeModels = map[string]map[string]string{
 	"bedrock": {
 		"claude-opus-5-5":   "us.anthropic.claude-opus-5-5",
@@ -201,8 +202,10 @@ func testClaudeCodeThroughCloud(t *testing.T, kind string) {
 	if !streamed(c, "say hi") {
 		t.Errorf("no streamed call carrying the prompt reached the cloud")
 	}
-	// Claude Code's betas reach the cloud: Bedrock takes them in the
-	// body's anthropic_beta, Vertex AI in the anthropic-beta header.
+	// Claude Code's betas reach the cloud: Vertex AI takes them all in
+	// the anthropic-beta header; Bedrock in the body's anthropic_beta,
+	// only those of its allow-list (cloud.BedrockBetas), the rest
+	// (claude-code-20250219 among them) dropped.
 	for _, s := range c.Recorder.Seen() {
 		if s.Path == "/token" {
 			continue
@@ -211,12 +214,16 @@ func testClaudeCodeThroughCloud(t *testing.T, kind string) {
 			Beta []string `json:"anthropic_beta"`
 		}
 		_ = json.Unmarshal(s.Body, &body)
-		got := strings.Join(body.Beta, ",")
 		if kind == "vertex" {
-			got = strings.Join(s.Header.Values("Anthropic-Beta"), ",")
+			if got := strings.Join(s.Header.Values("Anthropic-Beta"), ","); !strings.Contains(got, "claude-code-20250219") {
+				t.Errorf("%s %s: the cloud got betas %q, want Claude Code's (claude-code-20250219 among them)", s.Method, s.Path, got)
+			}
+			continue
 		}
-		if !strings.Contains(got, "claude-code-20250219") {
-			t.Errorf("%s %s: the cloud got betas %q, want Claude Code's (claude-code-20250219 among them)", s.Method, s.Path, got)
+		for _, b := range body.Beta {
+			if !slices.Contains(cloud.BedrockBetas, b) {
+				t.Errorf("%s %s: Bedrock got beta %q, which is not in its allow-list", s.Method, s.Path, b)
+			}
 		}
 	}
 	checkCloud(t, b, c, token)

@@ -41,6 +41,12 @@ func TestCredential_CloudKinds(t *testing.T) {
 	if code != 0 || strings.Contains(out, secret) || !strings.Contains(out, "Amazon Bedrock") || !strings.Contains(out, "Google Vertex AI") {
 		t.Errorf("credential list = %d %q", code, out)
 	}
+	role := `{"region":"eu-west-1","access_key_id":"AKIACLOUDCLI00000001","secret_access_key":"` + secret + `",
+  "role_arn":"arn:aws:iam::123456789012:role/broker","external_id":"ext-cli","profile":"eu","betas":["*"]}`
+	out, errs, code = run(t, dir, role, "credential", "add", "anthropic", "aws-role", "--kind", "bedrock")
+	if code != 0 || strings.Contains(out+errs, secret) || !strings.Contains(out, "Amazon Bedrock account in eu-west-1") {
+		t.Fatalf("credential add anthropic aws-role --kind bedrock (role_arn) = %d %q %q", code, out, errs)
+	}
 	out, errs, code = run(t, dir, bedrock, "visitor", "set", "github:ann", "--kind", "bedrock")
 	if code != 0 || strings.Contains(out+errs, secret) || !strings.Contains(out, "Amazon Bedrock") {
 		t.Errorf("visitor set --kind bedrock = %d %q %q", code, out, errs)
@@ -63,7 +69,9 @@ func TestCredential_CloudKinds(t *testing.T) {
 		{"unknown kind", bedrock, []string{"credential", "set", "anthropic", "--kind", "azure"}, 2, "--kind is one of anthropic, bedrock, vertex"},
 		{"fountain has no kind", bedrock, []string{"credential", "set", "fountain", "--kind", "bedrock"}, 2, "fountain key is a bearer"},
 		{"not JSON", secret, []string{"credential", "set", "anthropic", "--kind", "bedrock"}, 1, "not valid JSON"},
-		{"role_arn", `{"region":"us-east-1","role_arn":"arn:aws:iam::1:role/r"}`, []string{"credential", "set", "anthropic", "--kind", "bedrock"}, 1, "not yet supported"},
+		{"role_arn without a key", `{"region":"us-east-1","role_arn":"arn:aws:iam::123456789012:role/r"}`, []string{"credential", "set", "anthropic", "--kind", "bedrock"}, 1, "needs access_key_id and secret_access_key"},
+		{"role_arn not an ARN", `{"region":"us-east-1","access_key_id":"AKIACLOUDCLI00000001","secret_access_key":"` + secret + `","role_arn":"r"}`, []string{"credential", "set", "anthropic", "--kind", "bedrock"}, 1, "role_arn is not an IAM role's ARN"},
+		{"unknown profile", `{"region":"us-east-1","access_key_id":"AKIACLOUDCLI00000001","secret_access_key":"` + secret + `","profile":"moon"}`, []string{"credential", "set", "anthropic", "--kind", "bedrock"}, 1, "profile is the cross-region inference profile"},
 		{"no secret", `{"region":"us-east-1","access_key_id":"AKIACLOUDCLI00000001"}`, []string{"credential", "set", "anthropic", "--kind", "bedrock"}, 1, "needs access_key_id and secret_access_key"},
 		{"vertex JSON as bedrock", vertex, []string{"credential", "set", "anthropic", "--kind", "bedrock"}, 1, "belong to a vertex credential"},
 		{"url with a kind", bedrock, []string{"credential", "add", "anthropic", "x", "--kind", "bedrock", "--url", "https://h/"}, 2, "endpoint goes in its JSON"},

@@ -13,7 +13,6 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 )
@@ -31,18 +30,40 @@ func BedrockEndpoint(region string) string {
 
 // bedrock makes call on Bedrock: Messages as InvokeModel or
 // InvokeModelWithResponseStream, count_tokens as CountTokens over the
-// InvokeModel body; the model list is refused.
+// InvokeModel body; the model list is refused. The betas sent, in the
+// body's anthropic_beta, are the body's own or else the box's
+// anthropic-beta header's, less those the credential does not let
+// through (allowedBetas); a model that refuses them gets the call again
+// without any, and none from then on.
 func (cl *Client) bedrock(ctx context.Context, c *Credential, call Call, made func(string)) (*http.Response, error) {
 	if call.Path != PathMessages && call.Path != PathCountTokens {
 		return unsupported("The model list (GET /v1/models)", c.Kind), nil
 	}
-	f, refusal := cloudBody(call.Body, BedrockVersion, false, call.Beta)
+	f, refusal := cloudBody(call.Body, BedrockVersion, false)
 	if refusal != nil {
 		return refusal, nil
 	}
-	id, ok := c.ModelID(f.model)
+	id, bare, ok := c.modelID(f.model)
 	if !ok {
 		return unknownModel(c.Kind), nil
+	}
+	count := call.Path == PathCountTokens
+	if count {
+		// CountTokens takes bare model ids, not inference profiles.
+		id = bare
+	}
+	betas := f.bodyBeta
+	if !f.hasBeta {
+		betas = splitBetas(call.Beta)
+	}
+	betas = c.allowedBetas(betas)
+	key := noBetaKey{credKey(c), id}
+	if len(betas) > 0 && cl.takesNoBetas(key) {
+		betas = nil
+	}
+	creds, refusal, err := cl.awsCredentials(ctx, c, made)
+	if refusal != nil || err != nil {
+		return refusal, err
 	}
 	base := c.Endpoint
 	if base == "" {
@@ -54,52 +75,66 @@ func (cl *Client) bedrock(ctx context.Context, c *Credential, call Call, made fu
 	}
 	action := "/invoke"
 	accept := "application/json"
-	count := call.Path == PathCountTokens
+	stream := f.stream && !count
 	switch {
 	case count:
 		action = "/count-tokens"
-		b, err := countTokensBody(f.body)
-		if err != nil {
-			return nil, err
-		}
-		f.body, f.stream = b, false
-	case f.stream:
+	case stream:
 		action = "/invoke-with-response-stream"
 		accept = "application/vnd.amazon.eventstream"
 	}
 	u.Path = "/model/" + id + action
 	u.RawPath = "/model/" + url.PathEscape(id) + action
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(f.body))
-	if err != nil {
-		return nil, err
+	for {
+		body, err := f.body(betas)
+		if err == nil && count {
+			body, err = countTokensBody(body)
+		}
+		if err != nil {
+			return nil, err
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", accept)
+		sum := sha256.Sum256(body)
+		if err := v4.NewSigner().SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), bedrockService, c.Region, cl.now().UTC()); err != nil {
+			return nil, err
+		}
+		auth := req.Header.Get("Authorization")
+		made(auth)
+		if _, sig, ok := strings.Cut(auth, "Signature="); ok {
+			made(sig)
+		}
+		resp, err := cl.transport().RoundTrip(req)
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode != http.StatusOK {
+			b := readError(resp)
+			if len(betas) > 0 && betaRefused(resp.StatusCode, b) {
+				// Once only: the call made again sends no betas.
+				cl.rememberNoBetas(key, c.Kind)
+				betas = nil
+				continue
+			}
+			if c.RoleARN != "" && resp.StatusCode == http.StatusForbidden && strings.HasPrefix(resp.Header.Get("X-Amzn-Errortype"), "ExpiredToken") {
+				// The role's session expired before its time (a clock
+				// apart): the next call assumes the role anew.
+				cl.forgetRoleSession(c)
+			}
+			return bedrockError(resp.StatusCode, resp.Header, b), nil
+		}
+		if stream {
+			return answer(http.StatusOK, "text/event-stream; charset=utf-8", newEventReader(resp.Body)), nil
+		}
+		if count {
+			return countTokensAnswer(resp), nil
+		}
+		return answer(http.StatusOK, "application/json", resp.Body), nil
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", accept)
-	sum := sha256.Sum256(f.body)
-	hash := hex.EncodeToString(sum[:])
-	creds := aws.Credentials{AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey, SessionToken: c.SessionToken}
-	if err := v4.NewSigner().SignHTTP(ctx, creds, req, hash, bedrockService, c.Region, cl.now().UTC()); err != nil {
-		return nil, err
-	}
-	auth := req.Header.Get("Authorization")
-	made(auth)
-	if _, sig, ok := strings.Cut(auth, "Signature="); ok {
-		made(sig)
-	}
-	resp, err := cl.transport().RoundTrip(req)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return bedrockError(resp), nil
-	}
-	if f.stream {
-		return answer(http.StatusOK, "text/event-stream; charset=utf-8", newEventReader(resp.Body)), nil
-	}
-	if count {
-		return countTokensAnswer(resp), nil
-	}
-	return answer(http.StatusOK, "application/json", resp.Body), nil
 }
 
 // countTokensBody is CountTokens' body for the InvokeModel body b: b in
@@ -139,20 +174,24 @@ func countTokensAnswer(resp *http.Response) *http.Response {
 type cloudForm struct {
 	model  string
 	stream bool
-	body   []byte
+	// m is the body to send, without its anthropic_beta (bodyBeta):
+	// the betas a call sends are put in by body.
+	m        map[string]json.RawMessage
+	bodyBeta []string
+	hasBeta  bool // the box's body named anthropic_beta
 }
 
 // cloudBody reads the box's Messages body as encoding/json does (a
 // member named twice counts as its last, as the meter reads it) and
 // returns it with model removed and anthropic_version set; "stream" is
-// kept when keepStream, and the box's betas go into anthropic_beta when
-// the body names none (Bedrock reads them there, not from a header).
-func cloudBody(body []byte, version string, keepStream bool, betas []string) (cloudForm, *http.Response) {
+// kept when keepStream. Its anthropic_beta, a list of strings, is taken
+// out into bodyBeta.
+func cloudBody(body []byte, version string, keepStream bool) (cloudForm, *http.Response) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(body, &m); err != nil || m == nil {
 		return cloudForm{}, Refusal(http.StatusBadRequest, typeInvalid, "The request body is not a JSON object.")
 	}
-	var f cloudForm
+	f := cloudForm{m: m}
 	if err := json.Unmarshal(m["model"], &f.model); err != nil || f.model == "" {
 		return cloudForm{}, Refusal(http.StatusBadRequest, typeInvalid, "model: Field required (a string).")
 	}
@@ -161,30 +200,30 @@ func cloudBody(body []byte, version string, keepStream bool, betas []string) (cl
 			return cloudForm{}, Refusal(http.StatusBadRequest, typeInvalid, "stream: Input should be a valid boolean.")
 		}
 	}
+	if b, ok := m["anthropic_beta"]; ok {
+		if err := json.Unmarshal(b, &f.bodyBeta); err != nil {
+			return cloudForm{}, Refusal(http.StatusBadRequest, typeInvalid, "anthropic_beta: Input should be a valid list of strings.")
+		}
+		f.hasBeta = true
+		delete(m, "anthropic_beta")
+	}
 	delete(m, "model")
 	if !keepStream {
 		delete(m, "stream")
-		if _, ok := m["anthropic_beta"]; !ok {
-			var list []string
-			for _, v := range betas {
-				for _, b := range strings.Split(v, ",") {
-					if b = strings.TrimSpace(b); b != "" {
-						list = append(list, b)
-					}
-				}
-			}
-			if len(list) > 0 {
-				m["anthropic_beta"], _ = json.Marshal(list)
-			}
-		}
 	}
 	m["anthropic_version"], _ = json.Marshal(version)
-	out, err := json.Marshal(m)
-	if err != nil {
-		return cloudForm{}, Refusal(http.StatusBadRequest, typeInvalid, "The request body is not a JSON object.")
-	}
-	f.body = out
 	return f, nil
+}
+
+// body is the body to send with betas in its anthropic_beta (none when
+// betas is empty).
+func (f cloudForm) body(betas []string) ([]byte, error) {
+	if len(betas) > 0 {
+		f.m["anthropic_beta"], _ = json.Marshal(betas)
+	} else {
+		delete(f.m, "anthropic_beta")
+	}
+	return json.Marshal(f.m)
 }
 
 // awsStatus maps an AWS error code (ThrottlingException) and status to
@@ -225,10 +264,10 @@ func awsStatus(code string, status int) (int, string) {
 
 var awsCodeRE = regexp.MustCompile(`^[A-Za-z]{1,64}$`)
 
-// bedrockError turns Bedrock's error answer into the Anthropic shape.
-func bedrockError(resp *http.Response) *http.Response {
-	b := readError(resp)
-	code, _, _ := strings.Cut(resp.Header.Get("X-Amzn-Errortype"), ":")
+// bedrockError turns Bedrock's error answer (its status, header and
+// body) into the Anthropic shape.
+func bedrockError(status int, h http.Header, b []byte) *http.Response {
+	code, _, _ := strings.Cut(h.Get("X-Amzn-Errortype"), ":")
 	var body struct {
 		Type     string `json:"__type"`
 		Message  string `json:"message"`
@@ -245,8 +284,8 @@ func bedrockError(resp *http.Response) *http.Response {
 	if msg == "" {
 		msg = body.MessageU
 	}
-	status, typ := awsStatus(code, resp.StatusCode)
-	return Refusal(status, typ, bedrockMessage(code, resp.StatusCode, msg))
+	st, typ := awsStatus(code, status)
+	return Refusal(st, typ, bedrockMessage(code, status, msg))
 }
 
 func bedrockMessage(code string, status int, msg string) string {

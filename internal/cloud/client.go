@@ -7,11 +7,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"golang.org/x/oauth2"
 )
 
@@ -52,9 +54,13 @@ type Client struct {
 	Transport http.RoundTripper
 	// Now is the clock requests are signed by (nil: time.Now).
 	Now func() time.Time
+	// Log is where a model refusing betas is told (nil: slog.Default()).
+	Log *slog.Logger
 
-	mu     sync.Mutex                      // guards tokens
-	tokens map[[32]byte]oauth2.TokenSource // by the credential's hash
+	mu      sync.Mutex                         // guards tokens, roles and noBetas
+	tokens  map[[32]byte]oauth2.TokenSource    // by the credential's hash
+	roles   map[[32]byte]*aws.CredentialsCache // a Bedrock role's sessions, by the credential's hash
+	noBetas map[noBetaKey]struct{}             // the models that refused betas
 }
 
 // Call is one Anthropic API call the box made.
@@ -97,11 +103,24 @@ func (cl *Client) now() time.Time {
 	return cl.Now()
 }
 
+func (cl *Client) logger() *slog.Logger {
+	if cl.Log == nil {
+		return slog.Default()
+	}
+	return cl.Log
+}
+
+// credKey is what a credential's cached values are kept by: the hash of
+// its JSON.
+func credKey(c *Credential) [32]byte {
+	b, _ := json.Marshal(c)
+	return sha256.Sum256(b)
+}
+
 // tokenSource returns the cached token source of Vertex credential c, or
 // makes one with mk.
 func (cl *Client) tokenSource(c *Credential, mk func() (oauth2.TokenSource, error)) (oauth2.TokenSource, error) {
-	b, _ := json.Marshal(c)
-	key := sha256.Sum256(b)
+	key := credKey(c)
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	if ts, ok := cl.tokens[key]; ok {

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -53,15 +54,29 @@ type Credential struct {
 	// Models maps an Anthropic model name to the cloud's model id (or a
 	// Bedrock inference profile), before the built-in table.
 	Models map[string]string `json:"models,omitempty"`
+	// Betas, when set, are the anthropic-beta values the cloud is sent
+	// (others are dropped), in place of the default (BedrockBetas on
+	// Bedrock, every one on Vertex AI); ["*"] passes every one on, []
+	// none.
+	Betas []string `json:"betas,omitzero"`
 
 	// AccessKeyID, SecretAccessKey and SessionToken are Bedrock's AWS
 	// credentials.
 	AccessKeyID     string `json:"access_key_id,omitempty"`
 	SecretAccessKey string `json:"secret_access_key,omitempty"`
 	SessionToken    string `json:"session_token,omitempty"`
-	// RoleARN is refused by Check: assuming a role through STS is not
-	// yet supported.
-	RoleARN string `json:"role_arn,omitempty"`
+	// RoleARN, when set, is the IAM role whose sessions (assumed through
+	// AWS STS with the access key above) sign the Bedrock calls;
+	// ExternalID is the AssumeRole call's external id, and STSEndpoint
+	// (an https base URL, such as a VPC endpoint) is where it goes in
+	// place of the region's STS endpoint.
+	RoleARN     string `json:"role_arn,omitempty"`
+	ExternalID  string `json:"external_id,omitempty"`
+	STSEndpoint string `json:"sts_endpoint,omitempty"`
+	// Profile, when set, is the Bedrock cross-region inference profile
+	// (Profiles) the built-in table's ids are sent through:
+	// "<profile>.<id>". Models' ids are sent as given.
+	Profile string `json:"profile,omitempty"`
 
 	// ProjectID is the Google Cloud project Vertex AI bills (default:
 	// the service account's own project_id).
@@ -101,7 +116,13 @@ func Name(kind string) string {
 // MaxValue bounds the JSON of a cloud credential, as read from stdin.
 const MaxValue = 64 << 10
 
+// Profiles are the Bedrock cross-region inference profiles a credential's
+// "profile" may name.
+var Profiles = []string{"global", "us", "eu", "apac", "jp", "au", "us-gov"}
+
 var (
+	roleARNRE      = regexp.MustCompile(`^arn:aws(-[a-z]+)*:iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}$`)
+	externalIDRE   = regexp.MustCompile(`^[A-Za-z0-9+=,.@:/_-]+$`)
 	awsRegionRE    = regexp.MustCompile(`^[a-z]{2}(-gov|-iso|-isob)?-[a-z]+-[0-9]{1,2}$`)
 	accessKeyRE    = regexp.MustCompile(`^[A-Z0-9]{16,128}$`)
 	vertexRegionRE = regexp.MustCompile(`^([a-z]+-[a-z]+[0-9]{1,2}|global|us|eu)$`)
@@ -167,8 +188,8 @@ func (c *Credential) checkBedrock() error {
 	if c.ProjectID != "" || len(c.ServiceAccount) > 0 {
 		return errors.New("project_id and service_account belong to a vertex credential, not a bedrock one")
 	}
-	if c.RoleARN != "" {
-		return errors.New("role_arn (assuming a role through STS) is not yet supported: give the access_key_id, secret_access_key and session_token of the role's session, or a user's access key")
+	if c.RoleARN != "" && !roleARNRE.MatchString(c.RoleARN) {
+		return errors.New("role_arn is not an IAM role's ARN (arn:aws:iam::123456789012:role/NAME)")
 	}
 	if !awsRegionRE.MatchString(c.Region) {
 		return errors.New("the bedrock credential needs region, an AWS region such as us-east-1")
@@ -184,12 +205,29 @@ func (c *Credential) checkBedrock() error {
 			return fmt.Errorf("%s holds a space or control character", f.name)
 		}
 	}
+	if c.RoleARN == "" && (c.ExternalID != "" || c.STSEndpoint != "") {
+		return errors.New("external_id and sts_endpoint go with role_arn, which the bedrock credential does not name")
+	}
+	if c.ExternalID != "" && (len(c.ExternalID) < 2 || len(c.ExternalID) > 1224 || !externalIDRE.MatchString(c.ExternalID)) {
+		return errors.New("external_id is 2 to 1224 letters, digits or +=,.@:/_-")
+	}
+	if c.STSEndpoint != "" {
+		u, err := checkHTTPS(c.STSEndpoint, false)
+		if err != nil {
+			return fmt.Errorf("sts_endpoint: %w", err)
+		}
+		c.STSEndpoint = u.String()
+	}
+	if c.Profile != "" && !slices.Contains(Profiles, c.Profile) {
+		return fmt.Errorf("profile is the cross-region inference profile built-in model ids are sent through: one of %s", strings.Join(Profiles, ", "))
+	}
 	return nil
 }
 
 func (c *Credential) checkVertex() error {
-	if c.AccessKeyID != "" || c.SecretAccessKey != "" || c.SessionToken != "" || c.RoleARN != "" {
-		return errors.New("access_key_id, secret_access_key, session_token and role_arn belong to a bedrock credential, not a vertex one")
+	if c.AccessKeyID != "" || c.SecretAccessKey != "" || c.SessionToken != "" || c.RoleARN != "" ||
+		c.ExternalID != "" || c.STSEndpoint != "" || c.Profile != "" {
+		return errors.New("access_key_id, secret_access_key, session_token, role_arn, external_id, sts_endpoint and profile belong to a bedrock credential, not a vertex one")
 	}
 	if !vertexRegionRE.MatchString(c.Region) {
 		return errors.New("the vertex credential needs region, a Vertex AI location such as us-east5, europe-west1 or global")
@@ -254,6 +292,14 @@ func (c *Credential) checkCommon() error {
 	for k, v := range c.Models {
 		if !printable(k, 200) || !printable(v, 2048) {
 			return errors.New("models maps Anthropic model names to the cloud's model ids: each non-empty, printable, with no space")
+		}
+	}
+	if len(c.Betas) > maxBetas {
+		return fmt.Errorf("betas lists at most %d anthropic-beta values", maxBetas)
+	}
+	for _, b := range c.Betas {
+		if !printable(b, 200) || strings.Contains(b, ",") {
+			return errors.New(`betas lists anthropic-beta values (such as "context-1m-2025-08-07"), or is ["*"]: each non-empty, printable, with no space or comma`)
 		}
 	}
 	return nil

@@ -7,12 +7,17 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"io"
 	"net/http"
+	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
 const secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
@@ -48,7 +53,18 @@ func TestCheck(t *testing.T) {
 	}{
 		{"bedrock", KindBedrock, bedrockJSON(""), ""},
 		{"bedrock with session and endpoint", KindBedrock, bedrockJSON(`,"session_token":"tok","endpoint":"https://vpce-1.bedrock-runtime.us-east-1.vpce.amazonaws.com","models":{"claude-sonnet-4-5":"us.anthropic.claude-sonnet-4-5-20250929-v1:0"}`), ""},
-		{"bedrock role_arn", KindBedrock, bedrockJSON(`,"role_arn":"arn:aws:iam::1:role/x"`), "not yet supported"},
+		{"bedrock role_arn", KindBedrock, bedrockJSON(`,"role_arn":"arn:aws:iam::123456789012:role/x","external_id":"ext-1","sts_endpoint":"https://vpce-2.sts.us-east-1.vpce.amazonaws.com"`), ""},
+		{"bedrock role_arn not an ARN", KindBedrock, bedrockJSON(`,"role_arn":"arn:aws:iam::1:role/x"`), "role_arn is not an IAM role's ARN"},
+		{"bedrock role_arn without a key", KindBedrock, `{"region":"us-east-1","role_arn":"arn:aws:iam::123456789012:role/x"}`, "needs access_key_id and secret_access_key"},
+		{"bedrock external_id without role_arn", KindBedrock, bedrockJSON(`,"external_id":"ext-1"`), "go with role_arn"},
+		{"bedrock sts_endpoint http", KindBedrock, bedrockJSON(`,"role_arn":"arn:aws:iam::123456789012:role/x","sts_endpoint":"http://sts.example.com"`), "sts_endpoint: is an https"},
+		{"bedrock profile", KindBedrock, bedrockJSON(`,"profile":"eu"`), ""},
+		{"bedrock unknown profile", KindBedrock, bedrockJSON(`,"profile":"mars"`), "one of global, us, eu, apac, jp, au, us-gov"},
+		{"bedrock betas", KindBedrock, bedrockJSON(`,"betas":["context-1m-2025-08-07","claude-code-20250219"]`), ""},
+		{"bedrock all betas", KindBedrock, bedrockJSON(`,"betas":["*"]`), ""},
+		{"bedrock no betas", KindBedrock, bedrockJSON(`,"betas":[]`), ""},
+		{"bedrock betas with a comma", KindBedrock, bedrockJSON(`,"betas":["a,b"]`), "betas lists anthropic-beta values"},
+		{"bedrock betas not a list", KindBedrock, bedrockJSON(`,"betas":"*"`), `"betas" member must be`},
 		{"bedrock no region", KindBedrock, `{"access_key_id":"AKIAIOSFODNN7EXAMPLE","secret_access_key":"` + secret + `"}`, "needs region"},
 		{"bedrock bad key id", KindBedrock, `{"region":"us-east-1","access_key_id":"` + secret + `","secret_access_key":"x"}`, "access_key_id is not"},
 		{"bedrock http endpoint", KindBedrock, bedrockJSON(`,"endpoint":"http://example.com"`), "https"},
@@ -67,6 +83,9 @@ func TestCheck(t *testing.T) {
 			m["service_account"] = k
 		}), "not an RSA private key"},
 		{"vertex given aws keys", KindVertex, vertex(func(m map[string]any) { m["secret_access_key"] = secret }), "belong to a bedrock"},
+		{"vertex given a profile", KindVertex, vertex(func(m map[string]any) { m["profile"] = "us" }), "belong to a bedrock"},
+		{"vertex given a role", KindVertex, vertex(func(m map[string]any) { m["role_arn"] = "arn:aws:iam::123456789012:role/x" }), "belong to a bedrock"},
+		{"vertex betas", KindVertex, vertex(func(m map[string]any) { m["betas"] = []string{"context-1m-2025-08-07"} }), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -177,10 +196,160 @@ func TestEventReader_ExceptionEndsTheStreamWithAnErrorEvent(t *testing.T) {
 }
 
 func TestVertexError(t *testing.T) {
-	resp := &http.Response{StatusCode: 429, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(`[{"error":{"code":429,"message":"Quota exceeded","status":"RESOURCE_EXHAUSTED"}}]`))}
-	out := vertexError(resp)
+	out := vertexError(429, []byte(`[{"error":{"code":429,"message":"Quota exceeded","status":"RESOURCE_EXHAUSTED"}}]`))
 	b, _ := io.ReadAll(out.Body)
 	if out.StatusCode != 429 || !strings.Contains(string(b), `"rate_limit_error"`) || !strings.Contains(string(b), "Quota exceeded") {
 		t.Errorf("vertexError = %d %s", out.StatusCode, b)
+	}
+}
+
+// TestModelID_NewerModelsAndProfile: the undated names from Claude 4.6
+// on map in both clouds; a profile prefixes the built-in Bedrock ids
+// (and only those), and count_tokens' bare id is the unprefixed one.
+func TestModelID_NewerModelsAndProfile(t *testing.T) {
+	b := &Credential{Kind: KindBedrock}
+	p := &Credential{Kind: KindBedrock, Profile: "us", Models: map[string]string{"claude-mine": "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/x"}}
+	v := &Credential{Kind: KindVertex, Profile: "us"}
+	tests := []struct {
+		c          *Credential
+		model      string
+		want, bare string
+		wantOK     bool
+	}{
+		{b, "claude-opus-4-6", "anthropic.claude-opus-4-6-v1", "anthropic.claude-opus-4-6-v1", true},
+		{b, "claude-sonnet-4-6", "anthropic.claude-sonnet-4-6", "anthropic.claude-sonnet-4-6", true},
+		{b, "claude-opus-4-7", "anthropic.claude-opus-4-7", "anthropic.claude-opus-4-7", true},
+		{b, "claude-mythos-5-1", "anthropic.claude-mythos-5-1", "anthropic.claude-mythos-5-1", true},
+		{v, "claude-opus-4-6", "claude-opus-4-6", "claude-opus-4-6", true},
+		{v, "claude-haiku-5-5", "claude-haiku-5-5", "claude-haiku-5-5", true},
+		{v, "claude-sonnet-4-5", "claude-sonnet-4-5@20250929", "claude-sonnet-4-5@20250929", true},
+		{p, "claude-opus-4-6", "us.anthropic.claude-opus-4-6-v1", "anthropic.claude-opus-4-6-v1", true},
+		{p, "claude-sonnet-4-5", "us.anthropic.claude-sonnet-4-5-20250929-v1:0", "anthropic.claude-sonnet-4-5-20250929-v1:0", true},
+		{p, "anthropic.claude-opus-5", "us.anthropic.claude-opus-5", "anthropic.claude-opus-5", true},
+		{p, "us.anthropic.claude-opus-5", "us.anthropic.claude-opus-5", "anthropic.claude-opus-5", true},
+		{p, "eu.anthropic.claude-opus-5", "", "", false},
+		{p, "claude-mine", "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/x", "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/x", true},
+		{b, "claude-opus-9", "", "", false},
+	}
+	for _, tt := range tests {
+		got, bare, ok := tt.c.modelID(tt.model)
+		if got != tt.want || bare != tt.bare || ok != tt.wantOK {
+			t.Errorf("modelID(%s/%s, %q) = %q, %q, %v, want %q, %q, %v", tt.c.Kind, tt.c.Profile, tt.model, got, bare, ok, tt.want, tt.bare, tt.wantOK)
+		}
+	}
+}
+
+// TestModels_CoverThePriceFile holds the table to the price file: every
+// undated model name it prices, from Claude 4.6 on, maps in both clouds,
+// so a price entry added without its cloud ids fails here.
+func TestModels_CoverThePriceFile(t *testing.T) {
+	raw, err := os.ReadFile("../spend/prices.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prices map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &prices); err != nil {
+		t.Fatal(err)
+	}
+	undatedRE := regexp.MustCompile(`^claude-[a-z]+-([0-9]+)(?:-([0-9]))?$`)
+	n := 0
+	for name := range prices {
+		m := undatedRE.FindStringSubmatch(name)
+		if m == nil {
+			continue
+		}
+		major, _ := strconv.Atoi(m[1])
+		minor, _ := strconv.Atoi(m[2])
+		if major < 4 || major == 4 && minor < 6 {
+			continue
+		}
+		n++
+		for _, kind := range []string{KindBedrock, KindVertex} {
+			if _, ok := (&Credential{Kind: kind}).ModelID(name); !ok {
+				t.Errorf("the price file prices %s, which the %s table does not map", name, kind)
+			}
+		}
+	}
+	if n < 13 {
+		t.Errorf("found %d undated names from Claude 4.6 on in the price file, want at least 13", n)
+	}
+}
+
+func TestAllowedBetas(t *testing.T) {
+	box := []string{"claude-code-20250219", "interleaved-thinking-2025-05-14", "oauth-2025-04-20", "context-1m-2025-08-07"}
+	tests := []struct {
+		c    *Credential
+		want string
+	}{
+		{&Credential{Kind: KindBedrock}, "interleaved-thinking-2025-05-14,context-1m-2025-08-07"},
+		{&Credential{Kind: KindBedrock, Betas: []string{"oauth-2025-04-20"}}, "oauth-2025-04-20"},
+		{&Credential{Kind: KindBedrock, Betas: []string{"*"}}, strings.Join(box, ",")},
+		{&Credential{Kind: KindBedrock, Betas: []string{}}, ""},
+		{&Credential{Kind: KindVertex}, strings.Join(box, ",")},
+		{&Credential{Kind: KindVertex, Betas: []string{"context-1m-2025-08-07"}}, "context-1m-2025-08-07"},
+	}
+	for _, tt := range tests {
+		if got := strings.Join(tt.c.allowedBetas(box), ","); got != tt.want {
+			t.Errorf("allowedBetas(%s, betas %q) = %q, want %q", tt.c.Kind, tt.c.Betas, got, tt.want)
+		}
+	}
+	// "betas": [] survives sealing as a list (no betas), not as none given.
+	sealed, err := Check(KindBedrock, []byte(bedrockJSON(`,"betas":[]`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := Parse(sealed)
+	if c.Betas == nil || len(c.allowedBetas(box)) != 0 {
+		t.Errorf(`"betas": [] sealed as %s, which lets %q through`, sealed, c.allowedBetas(box))
+	}
+}
+
+func TestBetaRefused(t *testing.T) {
+	tests := []struct {
+		status int
+		body   string
+		want   bool
+	}{
+		{400, `{"message":"The model returned the following errors: invalid beta flag"}`, true},
+		{400, `{"Message":"Invalid Beta Flag"}`, true},
+		{400, `{"type":"error","error":{"type":"invalid_request_error","message":"invalid beta flag"}}`, true},
+		{400, `{"type":"error","error":{"type":"invalid_request_error","message":"Unexpected value(s) ` + "`x-1`" + ` for the ` + "`anthropic-beta`" + ` header."}}`, true},
+		{400, `[{"error":{"code":400,"message":"anthropic_beta: unsupported value","status":"INVALID_ARGUMENT"}}]`, true},
+		{400, `{"message":"messages: invalid role"}`, false},
+		{400, `{"message":"anthropic_beta was fine; max_tokens too large"}`, false},
+		{403, `{"message":"invalid beta flag"}`, false},
+		{400, `invalid beta flag`, false},
+	}
+	for _, tt := range tests {
+		if got := betaRefused(tt.status, []byte(tt.body)); got != tt.want {
+			t.Errorf("betaRefused(%d, %s) = %v, want %v", tt.status, tt.body, got, tt.want)
+		}
+	}
+}
+
+func TestSTSRefusal(t *testing.T) {
+	withStatus := func(status int) error {
+		return &smithyhttp.ResponseError{Response: &smithyhttp.Response{Response: &http.Response{StatusCode: status}}, Err: errors.New("x")}
+	}
+	tests := []struct {
+		code   string
+		err    error
+		status int
+		typ    string
+	}{
+		{"AccessDenied", withStatus(403), 403, typePermission},
+		{"InvalidClientTokenId", withStatus(403), 403, typePermission},
+		{"ExpiredToken", withStatus(400), 403, typePermission},
+		{"RegionDisabledException", withStatus(403), 403, typePermission},
+		{"Throttling", withStatus(400), 429, typeRateLimit},
+		{"InternalFailure", withStatus(500), 500, typeAPI},
+		{"<script>", withStatus(403), 403, typePermission},
+	}
+	for _, tt := range tests {
+		resp := stsRefusal(tt.code, tt.err)
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != tt.status || !strings.Contains(string(b), `"`+tt.typ+`"`) || strings.Contains(string(b), "<script>") {
+			t.Errorf("stsRefusal(%s) = %d %s, want %d %s", tt.code, resp.StatusCode, b, tt.status, tt.typ)
+		}
 	}
 }

@@ -1,7 +1,41 @@
 package cloud
 
+// undated are the Anthropic model names from Claude 4.6 on, which have
+// no dated form: Vertex AI's id is the name, Bedrock's "anthropic.<name>"
+// (bar the two Claude 4.6 models, whose ids Bedrock gave otherwise).
+// Every such name the price file (internal/spend/prices.json) prices is
+// here (TestModels_CoverThePriceFile).
+var undated = []string{
+	"claude-opus-4-6", "claude-sonnet-4-6",
+	"claude-opus-4-7", "claude-opus-4-8",
+	"claude-opus-5", "claude-sonnet-5",
+	"claude-opus-5-5", "claude-sonnet-5-5", "claude-haiku-5-5",
+	"claude-fable-5", "claude-fable-5-1",
+	"claude-mythos-5", "claude-mythos-5-1",
+}
+
+// bedrockUndated are Bedrock's ids of undated names that are not
+// "anthropic.<name>".
+var bedrockUndated = map[string]string{
+	"claude-opus-4-6": "anthropic.claude-opus-4-6-v1",
+}
+
+func init() {
+	for _, name := range undated {
+		id, ok := bedrockUndated[name]
+		if !ok {
+			id = "anthropic." + name
+		}
+		bedrockModels[name] = id
+		vertexModels[name] = name
+	}
+}
+
 // bedrockModels maps Anthropic model names, and their dated forms, to
-// Amazon Bedrock's model ids. A credential's Models come first.
+// Amazon Bedrock's model ids (undated's are added). A credential's Models
+// come first. The newer models are offered on Bedrock only through
+// cross-region inference profiles: a credential's Profile prefixes these
+// ids.
 var bedrockModels = map[string]string{
 	"claude-opus-4-5":            "anthropic.claude-opus-4-5-20251101-v1:0",
 	"claude-opus-4-5-20251101":   "anthropic.claude-opus-4-5-20251101-v1:0",
@@ -25,7 +59,8 @@ var bedrockModels = map[string]string{
 }
 
 // vertexModels maps Anthropic model names, and their dated forms, to
-// Vertex AI's model ids. A credential's Models come first.
+// Vertex AI's model ids (undated's are added). A credential's Models come
+// first.
 var vertexModels = map[string]string{
 	"claude-opus-4-5":            "claude-opus-4-5@20251101",
 	"claude-opus-4-5-20251101":   "claude-opus-4-5@20251101",
@@ -49,31 +84,47 @@ var vertexModels = map[string]string{
 }
 
 // ModelID returns the cloud's id for the Anthropic model name: the
-// credential's own Models first, then the built-in table. A name that is
+// credential's own Models first, then the built-in table (through the
+// credential's Profile, on Bedrock, when it names one). A name that is
 // already one of those ids (a Bedrock "anthropic.…" id or inference
 // profile, a Vertex "…@date") is taken as it is; no other is, so that a
 // box names only models the operator's table or map holds, and the
 // spend meter prices what it names. ok is false for any other name.
 func (c *Credential) ModelID(model string) (id string, ok bool) {
+	id, _, ok = c.modelID(model)
+	return id, ok
+}
+
+// modelID is ModelID's, with bare: the id without the Profile's prefix
+// (Bedrock's CountTokens takes no inference profile).
+func (c *Credential) modelID(model string) (id, bare string, ok bool) {
 	if id, ok := c.Models[model]; ok {
-		return id, true
+		return id, id, true
 	}
 	table := bedrockModels
 	if c.Kind == KindVertex {
 		table = vertexModels
 	}
 	if id, ok := table[model]; ok {
-		return id, true
+		return c.profiled(id), id, true
 	}
 	for _, id := range c.Models {
 		if id == model {
-			return id, true
+			return id, id, true
 		}
 	}
 	for _, id := range table {
-		if id == model {
-			return id, true
+		if id == model || c.profiled(id) == model {
+			return c.profiled(id), id, true
 		}
 	}
-	return "", false
+	return "", "", false
+}
+
+// profiled is a built-in id sent through the credential's Profile.
+func (c *Credential) profiled(id string) string {
+	if c.Kind != KindBedrock || c.Profile == "" {
+		return id
+	}
+	return c.Profile + "." + id
 }

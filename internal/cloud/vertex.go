@@ -53,12 +53,15 @@ func checkPrivateKey(pemKey []byte) error {
 
 // vertex makes call on Vertex AI: Messages as rawPredict or
 // streamRawPredict, count_tokens as count-tokens:rawPredict; the model
-// list is refused.
+// list is refused. The box's betas stay the anthropic-beta header (and
+// the body's anthropic_beta, if any, the body's), less those the
+// credential's "betas" does not let through; a model that refuses them
+// gets the call again without any, and none from then on.
 func (cl *Client) vertex(ctx context.Context, c *Credential, call Call, made func(string)) (*http.Response, error) {
 	if call.Path != PathMessages && call.Path != PathCountTokens {
 		return unsupported("The model list (GET /v1/models)", c.Kind), nil
 	}
-	f, refusal := cloudBody(call.Body, VertexVersion, true, nil)
+	f, refusal := cloudBody(call.Body, VertexVersion, true)
 	if refusal != nil {
 		return refusal, nil
 	}
@@ -67,20 +70,20 @@ func (cl *Client) vertex(ctx context.Context, c *Credential, call Call, made fun
 		return unknownModel(c.Kind), nil
 	}
 	model, method := id, ":rawPredict"
-	if call.Path == PathCountTokens {
+	count := call.Path == PathCountTokens
+	if count {
 		// count-tokens takes the model in its body.
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(f.body, &m); err != nil {
-			return nil, err
-		}
-		m["model"], _ = json.Marshal(id)
-		b, err := json.Marshal(m)
-		if err != nil {
-			return nil, err
-		}
-		f.body, f.stream, model = b, false, "count-tokens"
+		f.m["model"], _ = json.Marshal(id)
+		model = "count-tokens"
 	} else if f.stream {
 		method = ":streamRawPredict"
+	}
+	stream := f.stream && !count
+	headerBeta := c.allowedBetas(splitBetas(call.Beta))
+	bodyBeta := c.allowedBetas(f.bodyBeta)
+	key := noBetaKey{credKey(c), id}
+	if cl.takesNoBetas(key) {
+		headerBeta, bodyBeta = nil, nil
 	}
 	base := c.Endpoint
 	if base == "" {
@@ -118,33 +121,45 @@ func (cl *Client) vertex(ctx context.Context, c *Credential, call Call, made fun
 	}
 	made(tok.AccessToken)
 
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(f.body))
-	if err != nil {
-		return nil, err
+	for {
+		body, err := f.body(bodyBeta)
+		if err != nil {
+			return nil, err
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+		if len(headerBeta) > 0 {
+			req.Header.Set("Anthropic-Beta", strings.Join(headerBeta, ","))
+		}
+		resp, err := cl.transport().RoundTrip(req)
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode != http.StatusOK {
+			b := readError(resp)
+			if len(headerBeta)+len(bodyBeta) > 0 && betaRefused(resp.StatusCode, b) {
+				// Once only: the call made again sends no betas.
+				cl.rememberNoBetas(key, c.Kind)
+				headerBeta, bodyBeta = nil, nil
+				continue
+			}
+			return vertexError(resp.StatusCode, b), nil
+		}
+		if stream {
+			return answer(http.StatusOK, "text/event-stream; charset=utf-8", resp.Body), nil
+		}
+		return answer(http.StatusOK, "application/json", resp.Body), nil
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
-	for _, v := range call.Beta {
-		req.Header.Add("Anthropic-Beta", v)
-	}
-	resp, err := cl.transport().RoundTrip(req)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return vertexError(resp), nil
-	}
-	if f.stream {
-		return answer(http.StatusOK, "text/event-stream; charset=utf-8", resp.Body), nil
-	}
-	return answer(http.StatusOK, "application/json", resp.Body), nil
 }
 
 // vertexError turns Vertex AI's error answer into the Anthropic shape. An
 // answer in that shape already (the model's own, as an overloaded_error)
 // keeps its type and status.
-func vertexError(resp *http.Response) *http.Response {
-	b := readError(resp)
+func vertexError(status int, b []byte) *http.Response {
 	var anth struct {
 		Type  string `json:"type"`
 		Error struct {
@@ -153,7 +168,6 @@ func vertexError(resp *http.Response) *http.Response {
 		} `json:"error"`
 	}
 	if json.Unmarshal(b, &anth) == nil && anth.Type == "error" && eventTypeRE.MatchString(anth.Error.Type) {
-		status := resp.StatusCode
 		if status == http.StatusServiceUnavailable && anth.Error.Type == typeOverloaded {
 			status = StatusOverloaded
 		}
@@ -173,15 +187,15 @@ func vertexError(resp *http.Response) *http.Response {
 			g = list[0]
 		}
 	}
-	status, typ := googleStatus(g.Error.Status, resp.StatusCode)
-	msg := "Google Vertex AI answered " + http.StatusText(resp.StatusCode)
+	st, typ := googleStatus(g.Error.Status, status)
+	msg := "Google Vertex AI answered " + http.StatusText(status)
 	if awsCodeRE.MatchString(strings.ReplaceAll(g.Error.Status, "_", "")) {
 		msg += " (" + g.Error.Status + ")"
 	}
 	if g.Error.Message != "" {
 		msg += ": " + clip(g.Error.Message)
 	}
-	return Refusal(status, typ, msg)
+	return Refusal(st, typ, msg)
 }
 
 // googleStatus maps a Google API error status (RESOURCE_EXHAUSTED) and

@@ -16,8 +16,10 @@ import (
 
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/cloud"
+	"github.com/intentius/boxbroker/internal/cloud/cloudtest"
 	"github.com/intentius/boxbroker/internal/pool"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -464,6 +466,101 @@ func TestCloud_DecideIsRefusedNotSentToAnthropic(t *testing.T) {
 			}
 			if n := len(env.rec.Seen()); n != 0 {
 				t.Errorf("the cloud got %d calls, want none", n)
+			}
+		})
+	}
+}
+
+// newRoleBroker is newCloudBroker's Bedrock, its shared credential an
+// account that signs with sessions of a role (role_arn), assumed at the
+// STS stand-in.
+func newRoleBroker(t *testing.T) (*cloudEnv, *cloudtest.Cloud) {
+	t.Helper()
+	c := cloudtest.New(t, "bedrock", nil)
+	raw, sealed := c.RoleCredential(t, "ext-broker-1", nil)
+	env := &cloudEnv{rec: c.Recorder, bedrock: c.Bedrock, cred: raw, secrets: c.Secrets, upstream: c.Server}
+	tr := c.Transport()
+	env.b = brokertest.New(t, brokertest.Options{ServerOptions: func(o *server.Options) { o.Transport = tr }})
+	env.b.SetCredential("anthropic", sealed)
+	env.token = env.b.AddBox("a")
+	env.b.Report(env.token, brokertest.Entry("inference", "agent"))
+	return env, c
+}
+
+// TestBedrock_RoleSessionThroughTheBroker: a box's calls paid with a
+// role_arn account go through the Go SDK unchanged, signed with one
+// session of the role; a Bedrock repeating the request's Authorization
+// has the session's key id, signature, secret and token masked.
+func TestBedrock_RoleSessionThroughTheBroker(t *testing.T) {
+	env, c := newRoleBroker(t)
+	sdk := sdkClient(env)
+	for i := 0; i < 2; i++ {
+		msg, err := sdk.Messages.New(context.Background(), hello())
+		if err != nil {
+			t.Fatalf("Messages.New: %v", err)
+		}
+		if len(msg.Content) != 1 || msg.Content[0].Text != "Hello from Bedrock." {
+			t.Errorf("Messages.New = %+v", msg)
+		}
+	}
+	if n := c.Bedrock.STS.Assumed.Load(); n != 1 {
+		t.Errorf("AssumeRole was called %d times for two calls, want 1", n)
+	}
+	ses := c.Bedrock.STS.Minted()[0]
+	echo := "echo " + ses.SecretAccessKey + " " + ses.SessionToken + " " + strings.ReplaceAll(ses.SecretAccessKey, "/", `\/`)
+	c.Bedrock.Echo.Store(&echo)
+	checkNothingReachesTheBox(t, env, []string{"Signature=", ses.AccessKeyID, ses.SecretAccessKey, ses.SessionToken, env.secrets[0], env.secrets[1]})
+	if n := c.Refused(); n != 0 {
+		t.Errorf("the stand-in refused %d requests", n)
+	}
+}
+
+// TestBedrock_RefusedRoleIsA403: STS refusing to assume the role comes
+// to the box as a 403 permission_error (the pool fails over on it) that
+// names STS's code and echoes no key.
+func TestBedrock_RefusedRoleIsA403(t *testing.T) {
+	env, c := newRoleBroker(t)
+	c.Bedrock.STS.Deny.Store(true)
+	resp := env.b.Do("POST", "/llm/anthropic/v1/messages", env.token, []byte(`{"model":"claude-sonnet-4-5","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`), nil)
+	var e struct {
+		Type  string
+		Error struct{ Type, Message string }
+	}
+	_ = json.Unmarshal(resp.Body, &e)
+	if resp.StatusCode != 403 || e.Type != "error" || e.Error.Type != "permission_error" || !strings.Contains(e.Error.Message, "AccessDenied") {
+		t.Errorf("= %d %s, want a 403 permission_error naming AccessDenied", resp.StatusCode, resp.Body)
+	}
+	for _, s := range append(env.secrets, "ext-broker-1") {
+		if strings.Contains(string(resp.Body), s) {
+			t.Errorf("the answer echoes a secret: %s", resp.Body)
+		}
+	}
+}
+
+// TestCloud_BetasThroughTheBroker: the box's betas, as Claude Code sends
+// them, reach Bedrock filtered; a model refusing every beta answers the
+// box through the fallback, streamed or not, on both clouds.
+func TestCloud_BetasThroughTheBroker(t *testing.T) {
+	for _, kind := range []string{"bedrock", "vertex"} {
+		t.Run(kind, func(t *testing.T) {
+			env := newCloudBroker(t, kind)
+			h := http.Header{"Anthropic-Beta": {"claude-code-20250219,interleaved-thinking-2025-05-14", "oauth-2025-04-20"}}
+			for _, model := range []string{"claude-sonnet-4-5", "claude-nobeta"} {
+				for _, stream := range []string{"false", "true"} {
+					resp := env.b.Do("POST", "/llm/anthropic/v1/messages", env.token,
+						[]byte(`{"model":"`+model+`","max_tokens":5,"stream":`+stream+`,"messages":[{"role":"user","content":"hi"}]}`), h)
+					if resp.StatusCode != 200 || !strings.Contains(string(resp.Body), "Hello from") {
+						t.Errorf("%s stream %s: %d %s", model, stream, resp.StatusCode, resp.Body)
+					}
+				}
+			}
+			if kind != "bedrock" {
+				return
+			}
+			for _, s := range env.rec.Seen() {
+				if strings.Contains(string(s.Body), "claude-code-20250219") || strings.Contains(string(s.Body), "oauth-2025-04-20") {
+					t.Errorf("%s: Bedrock was sent a beta it does not know: %s", s.Path, s.Body)
+				}
 			}
 		})
 	}

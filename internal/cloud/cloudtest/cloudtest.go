@@ -17,10 +17,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
+	"encoding/xml"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -62,12 +66,28 @@ func standInMessage(model, text string) string {
 // bedrock's anthropic_version and no model or stream. It answers a
 // stream in eventstream frames made with the SDK's encoder. The model
 // ids anthropic.throttle and anthropic.busy answer ThrottlingException
-// (429) and ServiceUnavailableException (503).
+// (429) and ServiceUnavailableException (503), anthropic.invalid a
+// ValidationException (400) that is not about betas. Each model takes only
+// the betas Betas gives it, and answers any other as Bedrock does (400
+// "invalid beta flag"); the model id anthropic.nobeta takes none. It
+// takes the sessions its STS stand-in issued, as Bedrock takes a role's.
 type Bedrock struct {
 	// Creds are the credentials it checks signatures with; Region is the
 	// region a signature's scope must name. Set them before any request.
 	Creds  aws.Credentials
 	Region string
+	// Betas, set before any request, maps a model id (an inference
+	// profile's prefix aside) to the anthropic_beta values it takes; a
+	// model id it does not name takes StandInBedrockBetas.
+	Betas map[string][]string
+	// RoleOnly, when set, refuses calls signed with Creds
+	// (AccessDeniedException): only a role session's are taken.
+	RoleOnly atomic.Bool
+	// STS is the STS stand-in, at the same address (POST /).
+	STS *STS
+
+	mu       sync.Mutex         // guards sessions
+	sessions map[string]session // by access key id
 	// Echo, when set, is the text every answer says, followed by the
 	// request's Authorization (to see what reaches the box).
 	Echo atomic.Pointer[string]
@@ -90,7 +110,16 @@ func (s *Bedrock) fail(w http.ResponseWriter, status int, code, msg string) {
 
 func (s *Bedrock) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	if err := s.verify(r, body); err != nil {
+	if r.URL.Path == "/" && s.STS != nil {
+		s.STS.serve(w, r, body)
+		return
+	}
+	creds, code, msg := s.credsOf(r)
+	if code != "" {
+		s.fail(w, http.StatusForbidden, code, msg)
+		return
+	}
+	if err := verify(r, body, creds, "bedrock", s.Region); err != nil {
 		s.fail(w, http.StatusForbidden, "InvalidSignatureException", err.Error())
 		return
 	}
@@ -115,6 +144,9 @@ func (s *Bedrock) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, http.StatusBadRequest, "ValidationException", "malformed input request")
 			return
 		}
+		if !s.betasTaken(w, id, m) {
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"inputTokens":12}`)
 		return
@@ -133,12 +165,18 @@ func (s *Bedrock) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, http.StatusBadRequest, "ValidationException", "malformed input request")
 		return
 	}
+	if !s.betasTaken(w, id, m) {
+		return
+	}
 	switch id {
 	case "anthropic.throttle":
 		s.fail(w, http.StatusTooManyRequests, "ThrottlingException", "Too many requests, please wait before trying again.")
 		return
 	case "anthropic.busy":
 		s.fail(w, http.StatusServiceUnavailable, "ServiceUnavailableException", "Bedrock is unable to process your request.")
+		return
+	case "anthropic.invalid":
+		s.fail(w, http.StatusBadRequest, "ValidationException", "messages.0.content.0.text: text content blocks must be non-empty")
 		return
 	}
 	text := "Hello from Bedrock."
@@ -166,9 +204,86 @@ func (s *Bedrock) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// StandInBedrockBetas are the betas the Bedrock stand-in's models take
+// unless Bedrock.Betas says otherwise: those Bedrock documents for its
+// Claude models (the broker's own default list is cloud.BedrockBetas).
+var StandInBedrockBetas = []string{
+	"computer-use-2024-10-22", "computer-use-2025-01-24", "computer-use-2025-11-24",
+	"token-efficient-tools-2025-02-19", "interleaved-thinking-2025-05-14", "output-128k-2025-02-19",
+	"dev-full-thinking-2025-05-14", "context-1m-2025-08-07", "context-management-2025-06-27",
+	"effort-2025-11-24", "tool-search-tool-2025-10-19", "tool-examples-2025-10-29",
+}
+
+// betasTaken checks the body's anthropic_beta against what model id
+// takes, and answers Bedrock's refusal when it takes not all of them.
+func (s *Bedrock) betasTaken(w http.ResponseWriter, id string, m map[string]json.RawMessage) bool {
+	raw, ok := m["anthropic_beta"]
+	if !ok {
+		return true
+	}
+	var list []string
+	if json.Unmarshal(raw, &list) != nil {
+		s.fail(w, http.StatusBadRequest, "ValidationException", "malformed input request: anthropic_beta")
+		return false
+	}
+	bare := id
+	if i := strings.Index(id, "anthropic."); i > 0 {
+		bare = id[i:]
+	}
+	allow, named := s.Betas[bare]
+	if !named {
+		allow = StandInBedrockBetas
+	}
+	if bare == "anthropic.nobeta" {
+		allow = nil
+	}
+	for _, b := range list {
+		if !slices.Contains(allow, b) {
+			s.fail(w, http.StatusBadRequest, "ValidationException", "The model returned the following errors: invalid beta flag")
+			return false
+		}
+	}
+	return true
+}
+
+// session is a role session the STS stand-in issued.
+type session struct {
+	creds   aws.Credentials
+	expires time.Time
+}
+
+// credsOf returns the credentials r's signature names (its scope's key
+// id): Creds, or a session its STS stand-in issued, whose token r must
+// carry; or the code and message Bedrock refuses it with.
+func (s *Bedrock) credsOf(r *http.Request) (creds aws.Credentials, code, msg string) {
+	_, cred, _ := strings.Cut(r.Header.Get("Authorization"), "Credential=")
+	keyID, _, _ := strings.Cut(cred, "/")
+	token := r.Header.Get("X-Amz-Security-Token")
+	if keyID == s.Creds.AccessKeyID {
+		if s.RoleOnly.Load() {
+			return creds, "AccessDeniedException", "User: arn:aws:iam::123456789012:user/standin is not authorized to perform: bedrock:InvokeModel"
+		}
+		if token != s.Creds.SessionToken {
+			return creds, "UnrecognizedClientException", "The security token included in the request is invalid."
+		}
+		return s.Creds, "", ""
+	}
+	s.mu.Lock()
+	ses, ok := s.sessions[keyID]
+	s.mu.Unlock()
+	switch {
+	case !ok || token != ses.creds.SessionToken:
+		return creds, "UnrecognizedClientException", "The security token included in the request is invalid."
+	case !time.Now().Before(ses.expires):
+		return creds, "ExpiredTokenException", "The security token included in the request is expired"
+	}
+	return ses.creds, "", ""
+}
+
 // verify recomputes r's SigV4 signature, over the headers it names as
-// signed and the body received, and compares it with the one sent.
-func (s *Bedrock) verify(r *http.Request, body []byte) error {
+// signed and the body received, with creds for service in region, and
+// compares it with the one sent.
+func verify(r *http.Request, body []byte, creds aws.Credentials, service, region string) error {
 	auth := r.Header.Get("Authorization")
 	rest, ok := strings.CutPrefix(auth, "AWS4-HMAC-SHA256 ")
 	if !ok {
@@ -185,8 +300,11 @@ func (s *Bedrock) verify(r *http.Request, body []byte) error {
 		}
 	}
 	scope := strings.Split(cred, "/")
-	if len(scope) != 5 || scope[0] != s.Creds.AccessKeyID || scope[2] != s.Region || scope[3] != "bedrock" || scope[4] != "aws4_request" {
-		return fmt.Errorf("credential scope is not this key's, region's and bedrock's")
+	if len(scope) != 5 || scope[0] != creds.AccessKeyID || scope[2] != region || scope[3] != service || scope[4] != "aws4_request" {
+		return fmt.Errorf("credential scope is not this key's, region's and %s's", service)
+	}
+	if creds.SessionToken != "" && !slices.Contains(strings.Split(signed, ";"), "x-amz-security-token") {
+		return fmt.Errorf("the session token is not signed")
 	}
 	at, err := time.Parse("20060102T150405Z", r.Header.Get("X-Amz-Date"))
 	if err != nil || time.Since(at).Abs() > 15*time.Minute {
@@ -208,7 +326,7 @@ func (s *Bedrock) verify(r *http.Request, body []byte) error {
 		}
 	}
 	sum := sha256.Sum256(body)
-	if err := v4.NewSigner().SignHTTP(context.Background(), s.Creds, req, hex.EncodeToString(sum[:]), "bedrock", s.Region, at); err != nil {
+	if err := v4.NewSigner().SignHTTP(context.Background(), creds, req, hex.EncodeToString(sum[:]), service, region, at); err != nil {
 		return err
 	}
 	if req.Header.Get("Authorization") != auth {
@@ -217,12 +335,158 @@ func (s *Bedrock) verify(r *http.Request, body []byte) error {
 	return nil
 }
 
+// STS answers AWS STS's AssumeRole (POST / at the Bedrock stand-in's
+// address) as STS does, after checking what it checks: a SigV4
+// signature (service sts) with the Bedrock stand-in's Creds, the role's
+// ARN and the external id. It issues session credentials that its
+// Bedrock stand-in takes until they expire.
+type STS struct {
+	// RoleARN is the role it lets Creds assume; ExternalID, when set, the
+	// external id the call must carry. Set them before any request.
+	RoleARN, ExternalID string
+	// TTL is how long a session lasts (0: an hour). Set it before any
+	// request.
+	TTL time.Duration
+	// Deny, when set, answers every AssumeRole with AccessDenied (403).
+	Deny atomic.Bool
+	// Assumed counts the sessions issued; Bad the calls refused.
+	Assumed, Bad atomic.Int64
+
+	bedrock *Bedrock
+	mu      sync.Mutex // guards minted
+	minted  []aws.Credentials
+}
+
+// Expire makes every session issued so far expired, for the Bedrock
+// stand-in (ExpiredTokenException), whatever their expiry said.
+func (s *STS) Expire() {
+	s.bedrock.mu.Lock()
+	defer s.bedrock.mu.Unlock()
+	for k, ses := range s.bedrock.sessions {
+		ses.expires = time.Time{}
+		s.bedrock.sessions[k] = ses
+	}
+}
+
+// Minted returns the session credentials issued so far.
+func (s *STS) Minted() []aws.Credentials {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]aws.Credentials(nil), s.minted...)
+}
+
+const stsNS = "https://sts.amazonaws.com/doc/2011-06-15/"
+
+type stsErrorResponse struct {
+	XMLName xml.Name `xml:"ErrorResponse"`
+	NS      string   `xml:"xmlns,attr"`
+	Error   struct {
+		Type    string `xml:"Type"`
+		Code    string `xml:"Code"`
+		Message string `xml:"Message"`
+	} `xml:"Error"`
+	RequestID string `xml:"RequestId"`
+}
+
+type assumeRoleResponse struct {
+	XMLName xml.Name `xml:"AssumeRoleResponse"`
+	NS      string   `xml:"xmlns,attr"`
+	Result  struct {
+		Credentials struct {
+			AccessKeyID     string `xml:"AccessKeyId"`
+			SecretAccessKey string `xml:"SecretAccessKey"`
+			SessionToken    string `xml:"SessionToken"`
+			Expiration      string `xml:"Expiration"`
+		} `xml:"Credentials"`
+		AssumedRoleUser struct {
+			AssumedRoleID string `xml:"AssumedRoleId"`
+			Arn           string `xml:"Arn"`
+		} `xml:"AssumedRoleUser"`
+	} `xml:"AssumeRoleResult"`
+	RequestID string `xml:"ResponseMetadata>RequestId"`
+}
+
+func (s *STS) refuse(w http.ResponseWriter, status int, code, msg string) {
+	s.Bad.Add(1)
+	e := stsErrorResponse{NS: stsNS, RequestID: "standin-request"}
+	e.Error.Type, e.Error.Code, e.Error.Message = "Sender", code, msg
+	b, _ := xml.Marshal(e)
+	w.Header().Set("Content-Type", "text/xml")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+func (s *STS) serve(w http.ResponseWriter, r *http.Request, body []byte) {
+	base := s.bedrock.Creds
+	_, cred, _ := strings.Cut(r.Header.Get("Authorization"), "Credential=")
+	if keyID, _, _ := strings.Cut(cred, "/"); keyID != base.AccessKeyID {
+		s.refuse(w, http.StatusForbidden, "InvalidClientTokenId", "The security token included in the request is invalid.")
+		return
+	}
+	if err := verify(r, body, base, "sts", s.bedrock.Region); err != nil {
+		s.refuse(w, http.StatusForbidden, "SignatureDoesNotMatch", err.Error())
+		return
+	}
+	form, err := url.ParseQuery(string(body))
+	if r.Method != http.MethodPost || err != nil || form.Get("Action") != "AssumeRole" || form.Get("Version") != "2011-06-15" {
+		s.refuse(w, http.StatusBadRequest, "InvalidAction", "Could not find operation")
+		return
+	}
+	d, err := strconv.Atoi(form.Get("DurationSeconds"))
+	if form.Get("RoleSessionName") == "" || err != nil || d < 900 || d > 43200 {
+		s.refuse(w, http.StatusBadRequest, "ValidationError", "RoleSessionName and DurationSeconds (900 to 43200) are required")
+		return
+	}
+	if s.Deny.Load() || form.Get("RoleArn") != s.RoleARN || form.Get("ExternalId") != s.ExternalID {
+		s.refuse(w, http.StatusForbidden, "AccessDenied", "User: arn:aws:iam::123456789012:user/standin is not authorized to perform: sts:AssumeRole on resource: "+form.Get("RoleArn"))
+		return
+	}
+	n := s.Assumed.Add(1)
+	ttl := s.TTL
+	if ttl == 0 {
+		ttl = time.Hour
+	}
+	expires := time.Now().Add(ttl).UTC().Truncate(time.Second)
+	creds := aws.Credentials{
+		AccessKeyID:     fmt.Sprintf("ASIASTANDINSESSION%04d", n),
+		SecretAccessKey: fmt.Sprintf("session/Secret+%04d%s", n, strings.Repeat("s", 24)),
+		SessionToken:    fmt.Sprintf("IQoJb3JpZ2luX2VjEStandInSessionToken%04d%s", n, strings.Repeat("t", 64)),
+	}
+	s.mu.Lock()
+	s.minted = append(s.minted, creds)
+	s.mu.Unlock()
+	s.bedrock.mu.Lock()
+	if s.bedrock.sessions == nil {
+		s.bedrock.sessions = map[string]session{}
+	}
+	s.bedrock.sessions[creds.AccessKeyID] = session{creds: creds, expires: expires}
+	s.bedrock.mu.Unlock()
+	var out assumeRoleResponse
+	out.NS, out.RequestID = stsNS, "standin-request"
+	c := &out.Result.Credentials
+	c.AccessKeyID, c.SecretAccessKey, c.SessionToken = creds.AccessKeyID, creds.SecretAccessKey, creds.SessionToken
+	c.Expiration = expires.Format(time.RFC3339)
+	out.Result.AssumedRoleUser.AssumedRoleID = "AROASTANDIN00000000001:" + form.Get("RoleSessionName")
+	out.Result.AssumedRoleUser.Arn = "arn:aws:sts::123456789012:assumed-role/standin-bedrock/" + form.Get("RoleSessionName")
+	b, _ := xml.Marshal(out)
+	w.Header().Set("Content-Type", "text/xml")
+	_, _ = w.Write(b)
+}
+
 // Vertex answers as Google's OAuth token endpoint (at /token) and Vertex
 // AI's rawPredict and streamRawPredict do, after checking what they
 // check: the service account's JWT, signed RS256 with its key (whose
 // public half the stand-in holds), and the access token it issued. The
-// model id claude-exhausted@1 answers RESOURCE_EXHAUSTED (429).
+// model id claude-exhausted@1 answers RESOURCE_EXHAUSTED (429),
+// claude-invalid@1 an INVALID_ARGUMENT (400) that is not about betas. Each
+// model takes the betas (anthropic-beta header, or the body's
+// anthropic_beta) Betas gives it, and answers any other as the Anthropic
+// API does (400 invalid_request_error); the model id claude-nobeta@1
+// takes none.
 type Vertex struct {
+	// Betas, set before any request, maps a model id to the betas it
+	// takes; a model id it does not name takes every one.
+	Betas map[string][]string
 	// URL is its own base URL, the token_uri's; Email, Project and
 	// Region are the service account's and the location's it expects.
 	URL, Email, Project, Region string
@@ -278,6 +542,13 @@ func (s *Vertex) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	model, method, _ := strings.Cut(rest, ":")
+	betaModel := model
+	if model == "count-tokens" {
+		_ = json.Unmarshal(m["model"], &betaModel)
+	}
+	if !s.betasTaken(w, r, betaModel, m) {
+		return
+	}
 	if model == "count-tokens" {
 		if method != "rawPredict" || m["model"] == nil {
 			s.refuse(w, http.StatusBadRequest, "INVALID_ARGUMENT", "count-tokens takes a model")
@@ -289,6 +560,10 @@ func (s *Vertex) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if m["model"] != nil {
 		s.refuse(w, http.StatusBadRequest, "INVALID_ARGUMENT", "model is not a field of the body")
+		return
+	}
+	if model == "claude-invalid@1" {
+		s.refuse(w, http.StatusBadRequest, "INVALID_ARGUMENT", "messages.0.content.0.text: text content blocks must be non-empty")
 		return
 	}
 	if model == "claude-exhausted@1" {
@@ -319,6 +594,43 @@ func (s *Vertex) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		s.refuse(w, http.StatusNotFound, "NOT_FOUND", "no such method")
 	}
+}
+
+// betasTaken checks the request's betas against what model takes, and
+// answers the Anthropic API's refusal when it takes not all of them.
+func (s *Vertex) betasTaken(w http.ResponseWriter, r *http.Request, model string, m map[string]json.RawMessage) bool {
+	var list []string
+	for _, v := range r.Header.Values("Anthropic-Beta") {
+		for _, b := range strings.Split(v, ",") {
+			if b = strings.TrimSpace(b); b != "" {
+				list = append(list, b)
+			}
+		}
+	}
+	if raw, ok := m["anthropic_beta"]; ok {
+		var body []string
+		if json.Unmarshal(raw, &body) != nil {
+			s.refuse(w, http.StatusBadRequest, "INVALID_ARGUMENT", "anthropic_beta is a list of strings")
+			return false
+		}
+		list = append(list, body...)
+	}
+	allow, named := s.Betas[model]
+	if model == "claude-nobeta@1" {
+		allow, named = nil, true
+	}
+	for _, b := range list {
+		if named && !slices.Contains(allow, b) {
+			s.Bad.Add(1)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			msg := "Unexpected value(s) `" + b + "` for the `anthropic-beta` header. Please consult our documentation at docs.claude.com or try again without the header."
+			e, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": "invalid_request_error", "message": msg}})
+			_, _ = w.Write(e)
+			return false
+		}
+	}
+	return true
 }
 
 // token checks a JWT-bearer grant as Google's token endpoint does and
@@ -388,7 +700,9 @@ type Cloud struct {
 // nil, is added to the credential's "models" (Anthropic model name to
 // the cloud's id), beside the names of the model ids that refuse
 // (claude-throttle and claude-busy on Bedrock, claude-exhausted on
-// Vertex AI). The server is closed when t's test ends.
+// Vertex AI; claude-nobeta, which takes no beta, and claude-invalid,
+// which answers a 400 that is not about betas, on both). The server is
+// closed when t's test ends.
 func New(t testing.TB, kind string, models map[string]string) *Cloud {
 	t.Helper()
 	c := &Cloud{Kind: kind, Recorder: &brokertest.Recorder{}}
@@ -400,9 +714,11 @@ func New(t testing.TB, kind string, models map[string]string) *Cloud {
 	case "bedrock":
 		secret := "bedrock/Secret+" + strings.Repeat("k", 24)
 		c.Bedrock = &Bedrock{Creds: aws.Credentials{AccessKeyID: "AKIASTANDIN000000001", SecretAccessKey: secret}, Region: "us-east-1"}
+		c.Bedrock.STS = &STS{RoleARN: StandInRoleARN, bedrock: c.Bedrock}
 		c.Recorder.Handler = c.Bedrock
 		b, _ := json.Marshal(map[string]any{"region": "us-east-1", "access_key_id": "AKIASTANDIN000000001", "secret_access_key": secret,
-			"endpoint": ts.URL, "models": with(models, map[string]string{"claude-throttle": "anthropic.throttle", "claude-busy": "anthropic.busy"})})
+			"endpoint": ts.URL, "models": with(models, map[string]string{"claude-throttle": "anthropic.throttle", "claude-busy": "anthropic.busy",
+				"claude-nobeta": "anthropic.nobeta", "claude-invalid": "anthropic.invalid"})})
 		c.Credential = string(b)
 		c.Secrets = []string{"AKIASTANDIN000000001", secret}
 	case "vertex":
@@ -418,7 +734,7 @@ func New(t testing.TB, kind string, models map[string]string) *Cloud {
 		sa := map[string]string{"type": "service_account", "project_id": "standin-project", "private_key_id": "0123456789abcdef0123456789abcdef01234567",
 			"private_key": pemKey, "client_email": c.Vertex.Email, "client_id": "1234567890", "token_uri": ts.URL + "/token"}
 		b, _ := json.Marshal(map[string]any{"region": "us-east5", "service_account": sa, "endpoint": ts.URL,
-			"models": with(models, map[string]string{"claude-exhausted": "claude-exhausted@1"})})
+			"models": with(models, map[string]string{"claude-exhausted": "claude-exhausted@1", "claude-nobeta": "claude-nobeta@1", "claude-invalid": "claude-invalid@1"})})
 		c.Credential = string(b)
 		c.Secrets = []string{"0123456789abcdef0123456789abcdef01234567", strings.Split(pemKey, "\n")[3]}
 	default:
@@ -446,11 +762,46 @@ func (c *Cloud) Transport() *http.Transport {
 	return c.Server.Client().Transport.(*http.Transport).Clone()
 }
 
-// Refused is how many requests the stand-in refused (Bedrock.Bad or
-// Vertex.Bad).
+// StandInRoleARN is the role the STS stand-in lets the Bedrock
+// stand-in's key assume.
+const StandInRoleARN = "arn:aws:iam::123456789012:role/standin-bedrock"
+
+// RoleCredential returns a Bedrock stand-in's cloud account that signs
+// with sessions of StandInRoleARN, assumed at the STS stand-in (its
+// sts_endpoint) with the account's key and externalID (none when
+// empty), with extra members added; and its form sealed (cloud.Check's).
+// From then on the Bedrock stand-in refuses calls signed with the key
+// itself (Bedrock.RoleOnly).
+func (c *Cloud) RoleCredential(t testing.TB, externalID string, extra map[string]any) (raw, sealed string) {
+	t.Helper()
+	if c.Bedrock == nil {
+		t.Fatalf("RoleCredential: the %s stand-in has no STS", c.Kind)
+	}
+	var m map[string]any
+	_ = json.Unmarshal([]byte(c.Credential), &m)
+	m["role_arn"] = StandInRoleARN
+	m["sts_endpoint"] = c.Server.URL
+	if externalID != "" {
+		m["external_id"] = externalID
+	}
+	for k, v := range extra {
+		m[k] = v
+	}
+	b, _ := json.Marshal(m)
+	c.Bedrock.STS.ExternalID = externalID
+	c.Bedrock.RoleOnly.Store(true)
+	s, err := cloud.Check("bedrock", b)
+	if err != nil {
+		t.Fatalf("cloud.Check(bedrock with role_arn): %v", err)
+	}
+	return string(b), string(s)
+}
+
+// Refused is how many requests the stand-in refused (Bedrock.Bad and
+// its STS's, or Vertex.Bad).
 func (c *Cloud) Refused() int64 {
 	if c.Bedrock != nil {
-		return c.Bedrock.Bad.Load()
+		return c.Bedrock.Bad.Load() + c.Bedrock.STS.Bad.Load()
 	}
 	return c.Vertex.Bad.Load()
 }

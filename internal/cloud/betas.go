@@ -1,0 +1,153 @@
+package cloud
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+)
+
+// BedrockBetas are the anthropic-beta values sent to Amazon Bedrock when
+// the credential names no "betas" of its own: the ones Bedrock documents
+// for its Claude models. Bedrock answers any other with a 400 ("invalid
+// beta flag"), and Claude Code sends several it does not know
+// (claude-code-20250219, oauth-2025-04-20,
+// fine-grained-tool-streaming-2025-05-14, mcp-servers-…,
+// extended-cache-ttl-2025-04-11, prompt-caching-scope-…), so any other
+// value is dropped before the call. A model may take fewer than these
+// (the Claude Opus 4.7 models and later refuse nearly all): such a
+// refusal is met by the fallback (Client.betaRefused).
+var BedrockBetas = []string{
+	"computer-use-2024-10-22",
+	"computer-use-2025-01-24",
+	"computer-use-2025-11-24",
+	"token-efficient-tools-2025-02-19",
+	"interleaved-thinking-2025-05-14",
+	"output-128k-2025-02-19",
+	"dev-full-thinking-2025-05-14",
+	"context-1m-2025-08-07",
+	"context-management-2025-06-27",
+	"effort-2025-11-24",
+	"tool-search-tool-2025-10-19",
+	"tool-examples-2025-10-29",
+}
+
+// AllBetas, as a credential's only "betas" entry, passes every beta on.
+const AllBetas = "*"
+
+// maxBetas bounds a credential's "betas".
+const maxBetas = 128
+
+// splitBetas reads anthropic-beta header values: each a comma-separated
+// list.
+func splitBetas(values []string) []string {
+	var list []string
+	for _, v := range values {
+		for _, b := range strings.Split(v, ",") {
+			if b = strings.TrimSpace(b); b != "" {
+				list = append(list, b)
+			}
+		}
+	}
+	return list
+}
+
+// allowedBetas returns the betas of list the credential lets through to
+// its cloud: those its "betas" names ("*" being all), or without it
+// BedrockBetas on Bedrock and every one on Vertex AI.
+func (c *Credential) allowedBetas(list []string) []string {
+	allow := c.Betas
+	if allow == nil {
+		if c.Kind != KindBedrock {
+			return list
+		}
+		allow = BedrockBetas
+	}
+	if slices.Contains(allow, AllBetas) {
+		return list
+	}
+	var out []string
+	for _, b := range list {
+		if slices.Contains(allow, b) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// betaRefused reports whether a cloud's 400 answer b says the call's
+// betas are refused: Bedrock's "invalid beta flag" (in its own shape or
+// the Anthropic one), or a message naming the anthropic-beta header (or
+// anthropic_beta member) as unexpected, invalid or unsupported, as the
+// Anthropic API and Vertex AI say it. Only the answer's messages are
+// read, never the rest of its body.
+func betaRefused(status int, b []byte) bool {
+	if status != 400 {
+		return false
+	}
+	var body struct {
+		Message  string `json:"message"`
+		MessageU string `json:"Message"`
+		Error    struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	var msgs []string
+	if json.Unmarshal(b, &body) == nil {
+		msgs = append(msgs, body.Message, body.MessageU, body.Error.Message)
+	} else {
+		// Vertex AI may answer a list of Google errors.
+		var list []struct {
+			Error struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(b, &list) == nil {
+			for _, e := range list {
+				msgs = append(msgs, e.Error.Message)
+			}
+		}
+	}
+	for _, m := range msgs {
+		m = strings.ToLower(m)
+		if strings.Contains(m, "invalid beta flag") {
+			return true
+		}
+		if (strings.Contains(m, "anthropic-beta") || strings.Contains(m, "anthropic_beta")) &&
+			(strings.Contains(m, "unexpected") || strings.Contains(m, "invalid") || strings.Contains(m, "unsupported")) {
+			return true
+		}
+	}
+	return false
+}
+
+// maxNoBetas bounds the models remembered as taking no betas: past it,
+// the memory starts anew.
+const maxNoBetas = 1024
+
+// noBetaKey is a model of a credential's cloud.
+type noBetaKey struct {
+	cred  [32]byte
+	model string
+}
+
+// takesNoBetas reports whether the cloud refused betas for this model of
+// this credential before.
+func (cl *Client) takesNoBetas(k noBetaKey) bool {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	_, ok := cl.noBetas[k]
+	return ok
+}
+
+// rememberNoBetas remembers that the model of k takes no betas, and says
+// so once in the log.
+func (cl *Client) rememberNoBetas(k noBetaKey, kind string) {
+	cl.mu.Lock()
+	if cl.noBetas == nil || len(cl.noBetas) >= maxNoBetas {
+		cl.noBetas = make(map[noBetaKey]struct{})
+	}
+	cl.noBetas[k] = struct{}{}
+	cl.mu.Unlock()
+	cl.logger().Info("cloud: the model refused the call's betas; the call is made again without any, and this model gets none from now on",
+		"kind", kind, "model", k.model)
+}

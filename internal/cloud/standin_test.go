@@ -1,0 +1,455 @@
+package cloud_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/cloud"
+	"github.com/intentius/boxbroker/internal/cloud/cloudtest"
+)
+
+// claudeCodeBetas are betas Claude Code sends, most of which Bedrock
+// does not know.
+var claudeCodeBetas = []string{
+	"claude-code-20250219,oauth-2025-04-20,interleaved-thinking-2025-05-14",
+	"fine-grained-tool-streaming-2025-05-14, mcp-servers-2025-12-04",
+	"extended-cache-ttl-2025-04-11,context-1m-2025-08-07",
+}
+
+// client is a cloud.Client going to the stand-in, its log in a buffer.
+func client(c *cloudtest.Cloud) (*cloud.Client, *syncBuffer) {
+	var log syncBuffer
+	return &cloud.Client{Transport: c.Transport(), Log: slog.New(slog.NewTextHandler(&log, nil))}, &log
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// do makes a call of path with body and the box's betas on the sealed
+// credential, and returns the answer's status and body, and the values
+// made for it.
+func do(t *testing.T, cl *cloud.Client, sealed, path, body string, betas []string) (int, string, []string) {
+	t.Helper()
+	cred, err := cloud.Parse([]byte(sealed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var made []string
+	resp, err := cl.Do(context.Background(), cred, cloud.Call{Method: "POST", Path: path, Beta: betas, Body: []byte(body)}, func(v string) { made = append(made, v) })
+	if err != nil {
+		t.Fatalf("Do: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, string(b), made
+}
+
+func message(model string, stream bool) string {
+	s := ""
+	if stream {
+		s = `"stream":true,`
+	}
+	return `{` + s + `"model":"` + model + `","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`
+}
+
+// sentBetas are the betas each request in seen carried: Bedrock's in
+// the body's anthropic_beta (CountTokens' in the body inside), Vertex
+// AI's in the anthropic-beta header.
+func sentBetas(t *testing.T, kind string, seen []brokertest.Seen) [][]string {
+	t.Helper()
+	var out [][]string
+	for _, s := range seen {
+		if s.Path == "/token" || s.Path == "/" {
+			continue
+		}
+		if kind == "vertex" {
+			var list []string
+			for _, v := range s.Header.Values("Anthropic-Beta") {
+				list = append(list, strings.Split(v, ",")...)
+			}
+			out = append(out, list)
+			continue
+		}
+		body := s.Body
+		var ct struct {
+			Input struct {
+				InvokeModel struct {
+					Body []byte `json:"body"`
+				} `json:"invokeModel"`
+			} `json:"input"`
+		}
+		if strings.HasSuffix(s.Path, "/count-tokens") && json.Unmarshal(body, &ct) == nil {
+			body = ct.Input.InvokeModel.Body
+		}
+		var m struct {
+			Beta []string `json:"anthropic_beta"`
+		}
+		if err := json.Unmarshal(body, &m); err != nil {
+			t.Fatalf("%s: the body is not JSON: %s", s.Path, s.Body)
+		}
+		out = append(out, m.Beta)
+	}
+	return out
+}
+
+// TestBedrock_UnknownBetasAreDropped: of Claude Code's betas, Bedrock is
+// sent only those of the default allow-list, in Messages, streams and
+// CountTokens alike, and takes them.
+func TestBedrock_UnknownBetasAreDropped(t *testing.T) {
+	c := cloudtest.New(t, "bedrock", nil)
+	cl, _ := client(c)
+	for _, call := range []struct{ path, body string }{
+		{cloud.PathMessages, message("claude-sonnet-4-5", false)},
+		{cloud.PathMessages, message("claude-sonnet-4-5", true)},
+		{cloud.PathCountTokens, message("claude-sonnet-4-5", false)},
+	} {
+		if status, body, _ := do(t, cl, c.Sealed, call.path, call.body, claudeCodeBetas); status != 200 {
+			t.Fatalf("%s: %d %s", call.path, status, body)
+		}
+	}
+	want := []string{"interleaved-thinking-2025-05-14", "context-1m-2025-08-07"}
+	got := sentBetas(t, "bedrock", c.Recorder.Seen())
+	if len(got) != 3 {
+		t.Fatalf("Bedrock got %d calls, want 3", len(got))
+	}
+	for i, b := range got {
+		if !slices.Equal(b, want) {
+			t.Errorf("call %d sent betas %q, want %q", i, b, want)
+		}
+	}
+	if n := c.Refused(); n != 0 {
+		t.Errorf("the stand-in refused %d calls", n)
+	}
+}
+
+// TestCloud_BetasOverride: a credential's "betas" is what reaches the
+// cloud, on both; ["*"] is every one; and Vertex AI is sent every beta
+// without it.
+func TestCloud_BetasOverride(t *testing.T) {
+	box := []string{"claude-code-20250219,context-1m-2025-08-07", "oauth-2025-04-20"}
+	tests := []struct {
+		kind  string
+		betas any // the credential's "betas"; nil: none given
+		want  []string
+	}{
+		{"bedrock", []string{"claude-code-20250219", "oauth-2025-04-20"}, []string{"claude-code-20250219", "oauth-2025-04-20"}},
+		{"bedrock", []string{"*"}, []string{"claude-code-20250219", "context-1m-2025-08-07", "oauth-2025-04-20"}},
+		{"bedrock", []string{}, nil},
+		{"vertex", nil, []string{"claude-code-20250219", "context-1m-2025-08-07", "oauth-2025-04-20"}},
+		{"vertex", []string{"context-1m-2025-08-07"}, []string{"context-1m-2025-08-07"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.kind, func(t *testing.T) {
+			c := cloudtest.New(t, tt.kind, nil)
+			if c.Bedrock != nil {
+				// This model takes Claude Code's betas too.
+				c.Bedrock.Betas = map[string][]string{"anthropic.claude-sonnet-4-5-20250929-v1:0": {"claude-code-20250219", "context-1m-2025-08-07", "oauth-2025-04-20"}}
+			}
+			var m map[string]any
+			_ = json.Unmarshal([]byte(c.Credential), &m)
+			if tt.betas != nil {
+				m["betas"] = tt.betas
+			}
+			raw, _ := json.Marshal(m)
+			sealed, err := cloud.Check(tt.kind, raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cl, _ := client(c)
+			if status, body, _ := do(t, cl, string(sealed), cloud.PathMessages, message("claude-sonnet-4-5", false), box); status != 200 {
+				t.Fatalf("%d %s", status, body)
+			}
+			got := sentBetas(t, tt.kind, c.Recorder.Seen())
+			if len(got) != 1 || !slices.Equal(got[0], tt.want) {
+				t.Errorf("the cloud was sent betas %q, want %q", got, tt.want)
+			}
+			if n := c.Refused(); n != 0 {
+				t.Errorf("the stand-in refused %d calls", n)
+			}
+		})
+	}
+}
+
+// TestCloud_ModelRefusingBetasFallsBack: a model that takes no beta
+// refuses the first call, which is made again without any and succeeds;
+// later calls to it (a stream too) send none from the first; one line
+// tells the log. Another model still gets its betas.
+func TestCloud_ModelRefusingBetasFallsBack(t *testing.T) {
+	for _, kind := range []string{"bedrock", "vertex"} {
+		t.Run(kind, func(t *testing.T) {
+			c := cloudtest.New(t, kind, nil)
+			cl, log := client(c)
+			status, body, _ := do(t, cl, c.Sealed, cloud.PathMessages, message("claude-nobeta", false), claudeCodeBetas)
+			if status != 200 {
+				t.Fatalf("first call: %d %s", status, body)
+			}
+			got := sentBetas(t, kind, c.Recorder.Seen())
+			if len(got) != 2 || len(got[0]) == 0 || len(got[1]) != 0 {
+				t.Fatalf("the first call sent %q, want betas then none", got)
+			}
+			if n := c.Refused(); n != 1 {
+				t.Errorf("the stand-in refused %d calls, want the first one", n)
+			}
+			for _, stream := range []bool{false, true} {
+				if status, body, _ := do(t, cl, c.Sealed, cloud.PathMessages, message("claude-nobeta", stream), claudeCodeBetas); status != 200 {
+					t.Fatalf("later call (stream %v): %d %s", stream, status, body)
+				}
+			}
+			got = sentBetas(t, kind, c.Recorder.Seen())
+			if len(got) != 4 || len(got[2]) != 0 || len(got[3]) != 0 {
+				t.Errorf("the later calls sent %q, want one request each with no betas", got[2:])
+			}
+			if n := c.Refused(); n != 1 {
+				t.Errorf("the stand-in refused %d calls, want only the first one", n)
+			}
+			if status, body, _ := do(t, cl, c.Sealed, cloud.PathMessages, message("claude-sonnet-4-5", false), claudeCodeBetas); status != 200 {
+				t.Fatalf("another model: %d %s", status, body)
+			}
+			if got = sentBetas(t, kind, c.Recorder.Seen()); len(got) != 5 || len(got[4]) == 0 {
+				t.Errorf("another model was sent %q, want its betas", got[4:])
+			}
+			l := log.String()
+			if strings.Count(l, "\n") != 1 || !strings.Contains(l, "level=INFO") || !strings.Contains(l, "kind="+kind) || !strings.Contains(l, "nobeta") {
+				t.Errorf("the log says %q, want one info line naming the kind and model", l)
+			}
+			for _, s := range c.Secrets {
+				if strings.Contains(l, s) {
+					t.Errorf("the log holds a secret")
+				}
+			}
+		})
+	}
+}
+
+// TestCloud_NoFallbackForOther400s: a 400 that is not about betas is the
+// box's answer at once, with betas sent; so is a beta refusal when no
+// beta was sent (no second try).
+func TestCloud_NoFallbackForOther400s(t *testing.T) {
+	for _, kind := range []string{"bedrock", "vertex"} {
+		t.Run(kind, func(t *testing.T) {
+			c := cloudtest.New(t, kind, nil)
+			cl, log := client(c)
+			status, body, _ := do(t, cl, c.Sealed, cloud.PathMessages, message("claude-invalid", false), claudeCodeBetas)
+			if status != 400 || !strings.Contains(body, "invalid_request_error") || !strings.Contains(body, "text content blocks must be non-empty") {
+				t.Errorf("= %d %s, want the cloud's 400", status, body)
+			}
+			if n := len(sentBetas(t, kind, c.Recorder.Seen())); n != 1 {
+				t.Errorf("the cloud got %d model calls, want 1", n)
+			}
+			// The model list and other refusals are not retried either.
+			if status, _, _ := do(t, cl, c.Sealed, cloud.PathMessages, message("claude-throttle", false), claudeCodeBetas); kind == "bedrock" && status != 429 {
+				t.Errorf("throttled = %d, want 429", status)
+			}
+			if log.String() != "" {
+				t.Errorf("the log says %q, want nothing", log.String())
+			}
+		})
+	}
+}
+
+// TestBedrock_ProfilePrefixesBuiltInIDs: with "profile", a built-in id
+// goes as the profile's (the newer models are offered only so); a
+// "models" entry as given; count_tokens gets the bare id.
+func TestBedrock_ProfilePrefixesBuiltInIDs(t *testing.T) {
+	c := cloudtest.New(t, "bedrock", map[string]string{"claude-mine": "anthropic.claude-mine-v1"})
+	var m map[string]any
+	_ = json.Unmarshal([]byte(c.Credential), &m)
+	m["profile"] = "eu"
+	raw, _ := json.Marshal(m)
+	sealed, err := cloud.Check("bedrock", raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, _ := client(c)
+	calls := []struct{ path, model, want string }{
+		{cloud.PathMessages, "claude-opus-4-7", "/model/eu.anthropic.claude-opus-4-7/invoke"},
+		{cloud.PathMessages, "claude-opus-4-6", "/model/eu.anthropic.claude-opus-4-6-v1/invoke"},
+		{cloud.PathMessages, "claude-haiku-4-5", "/model/eu.anthropic.claude-haiku-4-5-20251001-v1:0/invoke"},
+		{cloud.PathMessages, "claude-mine", "/model/anthropic.claude-mine-v1/invoke"},
+		{cloud.PathCountTokens, "claude-opus-4-7", "/model/anthropic.claude-opus-4-7/count-tokens"},
+	}
+	for i, call := range calls {
+		if status, body, _ := do(t, cl, string(sealed), call.path, message(call.model, false), nil); status != 200 {
+			t.Fatalf("%s %s: %d %s", call.path, call.model, status, body)
+		}
+		if seen := c.Recorder.Seen(); len(seen) != i+1 || seen[i].Path != call.want {
+			t.Errorf("%s %s went to %v, want %s", call.path, call.model, seen[len(seen)-1].Path, call.want)
+		}
+	}
+}
+
+// roleCall makes a Messages call on the stand-in's role credential.
+func roleCall(t *testing.T, cl *cloud.Client, sealed string) (int, string, []string) {
+	t.Helper()
+	return do(t, cl, sealed, cloud.PathMessages, message("claude-sonnet-4-5", false), nil)
+}
+
+// TestBedrock_RoleSessionSignsTheCalls: with role_arn, the calls are
+// signed with a session of the role (the stand-in refuses the key
+// itself), assumed once with the external id and reused across calls.
+func TestBedrock_RoleSessionSignsTheCalls(t *testing.T) {
+	c := cloudtest.New(t, "bedrock", nil)
+	_, sealed := c.RoleCredential(t, "ext-standin-1", nil)
+	cl, _ := client(c)
+	for i := 0; i < 3; i++ {
+		status, body, made := roleCall(t, cl, sealed)
+		if status != 200 {
+			t.Fatalf("call %d: %d %s", i, status, body)
+		}
+		ses := c.Bedrock.STS.Minted()
+		if len(ses) != 1 || !slices.Contains(made, ses[0].SecretAccessKey) || !slices.Contains(made, ses[0].SessionToken) {
+			t.Errorf("call %d: the session's secret and token are not among the values to mask", i)
+		}
+	}
+	if n := c.Bedrock.STS.Assumed.Load(); n != 1 {
+		t.Errorf("AssumeRole was called %d times for 3 calls, want 1", n)
+	}
+	ses := c.Bedrock.STS.Minted()[0]
+	for _, s := range c.Recorder.Seen() {
+		if s.Path == "/" {
+			continue
+		}
+		if !strings.Contains(s.Header.Get("Authorization"), "Credential="+ses.AccessKeyID+"/") || s.Header.Get("X-Amz-Security-Token") != ses.SessionToken {
+			t.Errorf("%s was not signed with the role's session", s.Path)
+		}
+	}
+	if n := c.Refused(); n != 0 {
+		t.Errorf("the stand-in refused %d calls", n)
+	}
+}
+
+// TestBedrock_RoleSessionRefreshedBeforeExpiry: a session within
+// RoleRefreshWindow of its expiry is not used again: each call assumes
+// the role anew.
+func TestBedrock_RoleSessionRefreshedBeforeExpiry(t *testing.T) {
+	c := cloudtest.New(t, "bedrock", nil)
+	c.Bedrock.STS.TTL = cloud.RoleRefreshWindow - time.Minute
+	_, sealed := c.RoleCredential(t, "", nil)
+	cl, _ := client(c)
+	for i := 0; i < 3; i++ {
+		if status, body, _ := roleCall(t, cl, sealed); status != 200 {
+			t.Fatalf("call %d: %d %s", i, status, body)
+		}
+	}
+	if n := c.Bedrock.STS.Assumed.Load(); n != 3 {
+		t.Errorf("AssumeRole was called %d times for 3 calls with sessions near expiry, want 3", n)
+	}
+	if n := c.Refused(); n != 0 {
+		t.Errorf("the stand-in refused %d calls", n)
+	}
+}
+
+// TestBedrock_ExpiredRoleSessionIsAssumedAnew: a session Bedrock says
+// is expired before its time is a 403 for that call, and the next call
+// assumes the role anew.
+func TestBedrock_ExpiredRoleSessionIsAssumedAnew(t *testing.T) {
+	c := cloudtest.New(t, "bedrock", nil)
+	_, sealed := c.RoleCredential(t, "", nil)
+	cl, _ := client(c)
+	if status, body, _ := roleCall(t, cl, sealed); status != 200 {
+		t.Fatalf("first call: %d %s", status, body)
+	}
+	c.Bedrock.STS.Expire()
+	if status, body, _ := roleCall(t, cl, sealed); status != 403 || !strings.Contains(body, "ExpiredTokenException") {
+		t.Errorf("call on the expired session = %d %s, want a 403 naming ExpiredTokenException", status, body)
+	}
+	if status, body, _ := roleCall(t, cl, sealed); status != 200 {
+		t.Errorf("call after = %d %s, want 200 on a new session", status, body)
+	}
+	if n := c.Bedrock.STS.Assumed.Load(); n != 2 {
+		t.Errorf("AssumeRole was called %d times, want 2", n)
+	}
+}
+
+// TestBedrock_RoleRefusedIsA403: STS refusing the role (AccessDenied, a
+// wrong external id) is a 403 permission_error naming STS's code, and
+// echoes no key; Bedrock is not called.
+func TestBedrock_RoleRefusedIsA403(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		mod  func(c *cloudtest.Cloud, sealed string) string
+	}{
+		{"denied", func(c *cloudtest.Cloud, sealed string) string { c.Bedrock.STS.Deny.Store(true); return sealed }},
+		{"wrong external id", func(c *cloudtest.Cloud, sealed string) string {
+			c.Bedrock.STS.ExternalID = "another-one"
+			return sealed
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := cloudtest.New(t, "bedrock", nil)
+			_, sealed := c.RoleCredential(t, "ext-standin-1", nil)
+			sealed = tt.mod(c, sealed)
+			cl, _ := client(c)
+			status, body, made := roleCall(t, cl, sealed)
+			if status != 403 || !strings.Contains(body, `"permission_error"`) || !strings.Contains(body, "AccessDenied") || !strings.Contains(body, "role_arn") {
+				t.Errorf("= %d %s, want a 403 permission_error naming AccessDenied", status, body)
+			}
+			for _, s := range append(c.Secrets, cloudtest.StandInRoleARN, "ext-standin-1") {
+				if strings.Contains(body, s) {
+					t.Errorf("the answer echoes %q", s)
+				}
+			}
+			for _, s := range c.Recorder.Seen() {
+				if s.Path != "/" {
+					t.Errorf("Bedrock was called (%s) though the role was refused", s.Path)
+				}
+			}
+			if len(made) != 0 {
+				t.Errorf("values made: %d, want none", len(made))
+			}
+		})
+	}
+}
+
+// TestBedrock_RoleDefaultsToTheRegionalSTSEndpoint: without
+// sts_endpoint, AssumeRole goes to the credential's region's STS
+// endpoint, through the Client's transport.
+func TestBedrock_RoleDefaultsToTheRegionalSTSEndpoint(t *testing.T) {
+	raw := `{"region":"eu-west-3","access_key_id":"AKIAIOSFODNN7EXAMPLE","secret_access_key":"wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY","role_arn":"arn:aws:iam::123456789012:role/r"}`
+	sealed, err := cloud.Check("bedrock", []byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cred, _ := cloud.Parse(sealed)
+	var hosts []string
+	cl := &cloud.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		hosts = append(hosts, r.URL.Scheme+"://"+r.URL.Host+r.URL.Path)
+		return nil, errors.New("no network in this test")
+	})}
+	_, err = cl.Do(context.Background(), cred, cloud.Call{Method: "POST", Path: cloud.PathMessages, Body: []byte(message("claude-sonnet-4-5", false))}, func(string) {})
+	if err == nil || strings.Contains(err.Error(), "EXAMPLEKEY") {
+		t.Errorf("Do = %v, want an error saying STS did not answer", err)
+	}
+	if len(hosts) != 1 || hosts[0] != "https://sts.eu-west-3.amazonaws.com/" {
+		t.Errorf("requests went to %q, want one to https://sts.eu-west-3.amazonaws.com/", hosts)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
