@@ -3,6 +3,7 @@ package inference
 import (
 	"bytes"
 	"io"
+	"log/slog"
 	"net/http"
 
 	"github.com/intentius/boxbroker/internal/cloud"
@@ -26,9 +27,10 @@ func setCredential(h http.Header, cred []byte) {
 // it is. It reads the call's credential from the request's context,
 // which the failover points at the entry being tried. The server puts it
 // beneath the spend meter's transport (Config.CloudBeneath), so that the
-// meter reads the translated answer's usage.
-func CloudTransport(base http.RoundTripper) http.RoundTripper {
-	return &cloudTransport{base: base, client: &cloud.Client{Transport: base}}
+// meter reads the translated answer's usage. log is where the cloud
+// client tells what it does of note (nil: slog.Default()).
+func CloudTransport(base http.RoundTripper, log *slog.Logger) http.RoundTripper {
+	return &cloudTransport{base: base, client: &cloud.Client{Transport: base, Log: log}}
 }
 
 // cloudTransport is CloudTransport's.

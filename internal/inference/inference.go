@@ -94,7 +94,7 @@ func New(cfg Config) *Capability {
 	// cloud accounts and fail over between them.
 	base := cfg.Transport
 	if !cfg.CloudBeneath {
-		base = CloudTransport(cfg.Transport)
+		base = CloudTransport(cfg.Transport, cfg.Logger)
 	}
 	c.proxy = proxy.New(c.rewrite, &failover{base: base, log: cfg.Logger, upstream: cfg.Upstream}, proxy.ErrorHandler(cfg.Logger, "Anthropic API"))
 	c.proxy.ErrorLog = slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)

@@ -297,7 +297,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	}
 	// Cloud accounts' calls are translated beneath the meter: it reads
 	// the Anthropic form of their answers.
-	metered := meter.Transport(inference.CloudTransport(transport))
+	metered := meter.Transport(inference.CloudTransport(transport, log))
 	caps := []capability.Capability{
 		meter.Wrap(inference.New(inference.Config{Upstream: cfg.AnthropicURL, Transport: metered, CloudBeneath: true, MaxBody: cfg.MaxBody, MaxRetried: cfg.PoolRetryBody, Logger: log})),
 		meter.Wrap(decide.New(decide.Config{Upstream: cfg.AnthropicURL, Transport: metered, Timeout: cfg.DecideTimeout, Logger: log})),
