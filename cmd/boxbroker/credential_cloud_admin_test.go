@@ -57,18 +57,18 @@ func testCloudKindThroughTheAdminAPI(t *testing.T, kind string) {
 		if code != 0 {
 			t.Fatalf("boxbroker %s = %d %q %q, want 0", strings.Join(args, " "), code, out, errs)
 		}
-		noCloudSecret(t, "boxbroker "+strings.Join(args, " "), out+errs, c)
+		c.NoSecret(t, "boxbroker "+strings.Join(args, " "), out+errs)
 		return out, errs
 	}
 	// paid makes a call as the box with token (and grant) and checks the
 	// cloud, not the Anthropic API, answered it, paid by payer.
 	paid := func(token, grant, want string) {
 		t.Helper()
-		before := cloudCalls(c)
+		before := c.Calls()
 		resp, _ := b.Call(t, token, grant)
-		if resp.StatusCode != 200 || resp.Header.Get(protocol.HeaderPayer) != want || cloudCalls(c) != before+1 {
+		if resp.StatusCode != 200 || resp.Header.Get(protocol.HeaderPayer) != want || c.Calls() != before+1 {
 			t.Fatalf("call = %d paid by %q, %d calls reached the %s stand-in; want 200 paid by %q, one call: %s",
-				resp.StatusCode, resp.Header.Get(protocol.HeaderPayer), cloudCalls(c)-before, kind, want, resp.Body)
+				resp.StatusCode, resp.Header.Get(protocol.HeaderPayer), c.Calls()-before, kind, want, resp.Body)
 		}
 		if n := len(b.Upstream.Seen()); n != 0 {
 			t.Fatalf("the Anthropic API got %d calls, want none", n)
@@ -109,7 +109,7 @@ func testCloudKindThroughTheAdminAPI(t *testing.T, kind string) {
 			t.Errorf("credential list: %q does not say %s", line, cloud.Name(kind))
 		}
 	}
-	noCloudSecret(t, "the broker's logs", logs.String(), c)
+	c.NoSecret(t, "the broker's logs", logs.String())
 }
 
 // TestCredential_CloudKindRefusedThroughTheAdminAPI sends accounts that
@@ -160,27 +160,6 @@ func TestCredential_CloudKindRefusedThroughTheAdminAPI(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), secret) {
 		t.Errorf("the broker's logs hold a refused value")
-	}
-}
-
-// cloudCalls counts the model calls (not token requests) a stand-in got.
-func cloudCalls(c *cloudtest.Cloud) int {
-	n := 0
-	for _, s := range c.Recorder.Seen() {
-		if s.Path != "/token" {
-			n++
-		}
-	}
-	return n
-}
-
-// noCloudSecret fails the test if text holds any of the account's secrets.
-func noCloudSecret(t *testing.T, what, text string, c *cloudtest.Cloud) {
-	t.Helper()
-	for _, s := range c.Secrets {
-		if s != "" && strings.Contains(text, s) {
-			t.Errorf("%s holds a secret of the %s account", what, c.Kind)
-		}
 	}
 }
 

@@ -17,27 +17,6 @@ import (
 	"github.com/intentius/boxbroker/internal/server"
 )
 
-// cloudCalls counts the model calls (not token requests) a stand-in got.
-func cloudCalls(c *cloudtest.Cloud) int {
-	n := 0
-	for _, s := range c.Recorder.Seen() {
-		if s.Path != "/token" {
-			n++
-		}
-	}
-	return n
-}
-
-// noSecret fails the test if text holds any of the account's secrets.
-func noSecret(t *testing.T, what, text string, c *cloudtest.Cloud) {
-	t.Helper()
-	for _, s := range c.Secrets {
-		if s != "" && strings.Contains(text, s) {
-			t.Errorf("%s holds a secret of the %s account: %s", what, c.Kind, text)
-		}
-	}
-}
-
 // TestAdmin_CloudKinds sets the shared credential, a pool entry, an
 // owner's and a visitor's as a Bedrock and as a Vertex AI account through
 // the admin API: each is sealed as `boxbroker credential set --kind` seals
@@ -85,9 +64,9 @@ func TestAdmin_CloudKinds(t *testing.T) {
 				t.Fatal(err)
 			}
 			opens("the shared credential", cr.Sealed, payer.AD(payer.SharedAnthropic))
-			before := cloudCalls(c)
-			if resp, _ := b.Call(t, box, ""); resp.StatusCode != 200 || cloudCalls(c) != before+1 {
-				t.Fatalf("a call paid by the shared %s account = %d (%d calls reached it, want %d): %s", kind, resp.StatusCode, cloudCalls(c), before+1, resp.Body)
+			before := c.Calls()
+			if resp, _ := b.Call(t, box, ""); resp.StatusCode != 200 || c.Calls() != before+1 {
+				t.Fatalf("a call paid by the shared %s account = %d (%d calls reached it, want %d): %s", kind, resp.StatusCode, c.Calls(), before+1, resp.Body)
 			}
 			if n := len(b.Upstream.Seen()); n != 0 {
 				t.Errorf("the Anthropic API got %d calls, want none", n)
@@ -156,8 +135,8 @@ func TestAdmin_CloudKinds(t *testing.T) {
 				t.Errorf("GET /api/visitors = %+v, want ann with kind %q", vl.Visitors, name)
 			}
 
-			noSecret(t, "the admin API's answers", answers.String(), c)
-			noSecret(t, "the broker's logs", logs.String(), c)
+			c.NoSecret(t, "the admin API's answers", answers.String())
+			c.NoSecret(t, "the broker's logs", logs.String())
 			if !strings.Contains(logs.String(), name) {
 				t.Errorf("the logs say no credential of kind %s was set", name)
 			}

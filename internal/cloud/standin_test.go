@@ -1,7 +1,6 @@
 package cloud_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,7 +9,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,26 +26,9 @@ var claudeCodeBetas = []string{
 }
 
 // client is a cloud.Client going to the stand-in, its log in a buffer.
-func client(c *cloudtest.Cloud) (*cloud.Client, *syncBuffer) {
-	var log syncBuffer
+func client(c *cloudtest.Cloud) (*cloud.Client, *brokertest.Buffer) {
+	var log brokertest.Buffer
 	return &cloud.Client{Transport: c.Transport(), Log: slog.New(slog.NewTextHandler(&log, nil))}, &log
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // do makes a call of path with body and the box's betas on the sealed

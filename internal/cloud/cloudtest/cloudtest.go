@@ -814,3 +814,25 @@ func (c *Cloud) Authorization() string {
 	}
 	return "Bearer ya29.standin-"
 }
+
+// Calls is how many model calls (not token requests) the stand-in got.
+func (c *Cloud) Calls() int {
+	n := 0
+	for _, s := range c.Recorder.Seen() {
+		if s.Path != "/token" {
+			n++
+		}
+	}
+	return n
+}
+
+// NoSecret fails the test if text holds any of the account's secrets;
+// what names the text.
+func (c *Cloud) NoSecret(t testing.TB, what, text string) {
+	t.Helper()
+	for _, s := range c.Secrets {
+		if s != "" && strings.Contains(text, s) {
+			t.Errorf("%s holds a secret of the %s account", what, c.Kind)
+		}
+	}
+}
