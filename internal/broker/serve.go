@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/outbox"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
 )
@@ -21,7 +22,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.cfg.Observer.StreamOpened(info.capabilityLabel())
 		}
 	}
-	r = r.WithContext(proxy.WithTrace(r.Context(), trace))
+	// The call's context carries its outbox Call, which holds the call's
+	// settlement until it concludes: its audit entry and settlement are
+	// journaled together.
+	st.ctx.Context = proxy.WithTrace(r.Context(), trace)
+	info.call = &st.ctx.Call
+	r = r.WithContext(&st.ctx)
 	// A request's trailer fields are dropped on every route: they come
 	// after the body, where no scan of the head reads them, and no
 	// capability takes any. (net/http fills in the map the request it
@@ -51,6 +57,7 @@ type requestState struct {
 	info  requestInfo
 	rec   recorder
 	trace proxy.Trace
+	ctx   outbox.CallContext
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, info *requestInfo) error {

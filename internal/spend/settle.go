@@ -127,7 +127,7 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 		return // nothing held, nothing spent
 	}
 	st := store.Settlement{Reservation: s.id, Box: s.box, Principal: s.principal, Month: s.month, Charge: charge, Usage: rows, Cache: cache}
-	if s.id == 0 && m.cfg.Outbox != nil && m.cfg.Outbox.Queue(st) {
+	if s.id == 0 && m.cfg.Outbox != nil && m.cfg.Outbox.QueueCall(ctx, st) {
 		return // settled with others, by the outbox
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
