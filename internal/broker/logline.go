@@ -103,13 +103,15 @@ func (s *Server) conclude(rec *recorder, r *http.Request, info *requestInfo, tra
 	if info.stream {
 		s.cfg.Observer.StreamClosed(info.capabilityLabel())
 	}
-	s.observe(&Record{
+	// The record is kept in info, inside the request's one allocation.
+	info.record = Record{
 		At: start, Method: r.Method, Route: info.route, Box: info.box,
 		Capability: info.capabilityLabel(), Words: info.words, Public: info.public,
 		Status: rec.status, Reason: info.reason, Message: info.message,
 		Duration: info.duration, Bytes: rec.bytes, Cost: info.cost, Upstream: calls, Tallied: info.tallied,
 		Call: info.call,
-	})
+	}
+	s.observe(&info.record)
 }
 
 // requestInfo is what one request's log line says.
@@ -130,6 +132,8 @@ type requestInfo struct {
 	cost      int64 // micro-dollars, noted on the trace by the spend meter
 	// call is the request's outbox Call (nil: none).
 	call *outbox.Call
+	// record is what conclude tells the Observer.
+	record Record
 }
 
 // capabilityLabel is the capability's name, or "none" for the

@@ -14,14 +14,9 @@ import (
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := s.cfg.Now()
 	// What one request keeps, in one allocation.
-	st := &requestState{rec: recorder{ResponseWriter: w, status: http.StatusOK}}
+	st := &requestState{rec: recorder{ResponseWriter: w, status: http.StatusOK, srv: s}}
 	info, rec, trace := &st.info, &st.rec, &st.trace
-	rec.onStream = func() {
-		info.stream = true
-		if s.cfg.Observer != nil {
-			s.cfg.Observer.StreamOpened(info.capabilityLabel())
-		}
-	}
+	rec.info = info
 	// The call's context carries its outbox Call, which holds the call's
 	// settlement until it concludes: its audit entry and settlement are
 	// journaled together.
@@ -49,6 +44,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if rec.wrote && rec.Header().Get("Content-Length") != "" {
 		_ = http.NewResponseController(w).Flush()
+	}
+}
+
+// streamOpened notes that the answer of the request info tells of began
+// as a stream, and tells the Observer.
+func (s *Server) streamOpened(info *requestInfo) {
+	info.stream = true
+	if s.cfg.Observer != nil {
+		s.cfg.Observer.StreamOpened(info.capabilityLabel())
 	}
 }
 

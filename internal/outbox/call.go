@@ -20,8 +20,13 @@ import (
 type Call struct {
 	mu     sync.Mutex
 	o      *Outbox // the outbox st goes to; nil: nothing held
-	st     store.Settlement
 	closed bool
+	// st is the settlement held, and entry the call's audit entry once
+	// RecordCall has it: kept here, where the call already is (in the
+	// request's one allocation), they are encoded with no copy of their
+	// own on the heap.
+	st    store.Settlement
+	entry store.AuditEntry
 }
 
 // hold keeps st in c for o, and reports whether it did (c is not closed
@@ -33,16 +38,18 @@ func (c *Call) hold(o *Outbox, st store.Settlement) bool {
 		return false
 	}
 	c.o, c.st = o, st
+	c.st.Reservation = 0 // a call queued reserved nothing
 	return true
 }
 
-// take closes c and returns what it held.
-func (c *Call) take() (*Outbox, store.Settlement) {
+// close closes c and returns the outbox of the settlement it holds (in
+// c.st), nil when none. Once closed, c's fields are only its caller's.
+func (c *Call) close() *Outbox {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	o, st := c.o, c.st
-	c.o, c.st, c.closed = nil, store.Settlement{}, true
-	return o, st
+	o := c.o
+	c.o, c.closed = nil, true
+	return o
 }
 
 // Close journals and queues the settlement c holds, if any, alone, and
@@ -51,8 +58,9 @@ func (c *Call) Close() {
 	if c == nil {
 		return
 	}
-	if o, st := c.take(); o != nil {
-		o.queue(nil, st)
+	if o := c.close(); o != nil {
+		o.queue(nil, &c.st)
+		c.st = store.Settlement{}
 	}
 }
 
@@ -60,22 +68,24 @@ func (c *Call) Close() {
 // call's settlement, both are journaled in one record and each is
 // queued; c is closed. A nil c makes it Record.
 func (o *Outbox) RecordCall(c *Call, e store.AuditEntry) {
-	var held *Outbox
-	var st store.Settlement
-	if c != nil {
-		held, st = c.take()
-	}
-	if held == nil {
+	if c == nil {
 		o.Record(e)
 		return
 	}
-	if held != o {
-		// Held for another outbox (one broker, one outbox: never).
-		held.queue(nil, st)
-		o.Record(e)
-		return
+	held := c.close()
+	c.entry = e
+	defer func() { c.entry, c.st = store.AuditEntry{}, store.Settlement{} }()
+	var seq uint64
+	switch held {
+	case o:
+		seq = o.queue(&c.entry, &c.st)
+	case nil:
+		seq, _ = o.Journal.Call(&c.entry, nil)
+	default:
+		// Held for another outbox (one broker has one outbox: never).
+		held.queue(nil, &c.st)
+		seq, _ = o.Journal.Call(&c.entry, nil)
 	}
-	seq := o.queue(&e, st)
 	if !o.Audit.AddJournaled(e, seq) {
 		o.Journal.ForgetPart(seq, PartAudit)
 	}

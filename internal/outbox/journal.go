@@ -346,25 +346,60 @@ func (j *Journal) Call(e *store.AuditEntry, st *store.Settlement) (uint64, error
 	if j == nil || (e == nil && st == nil) {
 		return 0, nil
 	}
-	var body []byte
+	b := bodies.Get().(*body)
+	defer b.put()
 	var parts Part
 	if e != nil {
-		b, err := json.Marshal(e)
-		if err != nil {
-			return 0, fmt.Errorf("journal: encode: %w", err)
+		if err := b.field(`,"a":`, e); err != nil {
+			return 0, err
 		}
-		body = append(append(body, `,"a":`...), b...)
 		parts |= PartAudit
 	}
 	if st != nil {
-		b, err := json.Marshal(st)
-		if err != nil {
-			return 0, fmt.Errorf("journal: encode: %w", err)
+		if err := b.field(`,"t":`, st); err != nil {
+			return 0, err
 		}
-		body = append(append(body, `,"t":`...), b...)
 		parts |= PartSettle
 	}
-	return j.record(body, parts)
+	// record copies the body into its group's write before it returns.
+	return j.record(b.buf.Bytes(), parts)
+}
+
+// body is a record's fields being encoded, with encoding/json's Encoder
+// over it: kept in bodies for reuse, as encoding a record then
+// allocates no buffer of its own.
+type body struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var bodies = sync.Pool{New: func() any {
+	b := &body{}
+	b.enc = json.NewEncoder(&b.buf)
+	return b
+}}
+
+// maxPooledBody bounds the buffer a body keeps when it goes back to the
+// pool: an unusually large record's is let go.
+const maxPooledBody = 64 << 10
+
+// field appends name and v's JSON encoding (as json.Marshal's) to b.
+func (b *body) field(name string, v any) error {
+	b.buf.WriteString(name)
+	if err := b.enc.Encode(v); err != nil {
+		return fmt.Errorf("journal: encode: %w", err)
+	}
+	b.buf.Truncate(b.buf.Len() - 1) // Encode's newline
+	return nil
+}
+
+// put empties b and returns it to the pool.
+func (b *body) put() {
+	if b.buf.Cap() > maxPooledBody {
+		return
+	}
+	b.buf.Reset()
+	bodies.Put(b)
 }
 
 // record appends {"n":seq<body>} under the next number, body being its

@@ -32,11 +32,18 @@ func (o *Outbox) QueueCall(ctx context.Context, st store.Settlement) bool {
 	if c := CallFrom(ctx); c != nil && c.hold(o, st) {
 		return true
 	}
-	o.queue(nil, st)
+	o.queueAlone(st)
 	return true
 }
 
-// queue journals st — with e, the audit entry of its call, in one record
+// queueAlone is queue for st with no audit entry: st is copied to the
+// heap here, not in QueueCall, whose st a Call holds.
+func (o *Outbox) queueAlone(st store.Settlement) {
+	st.Reservation = 0 // a call queued reserved nothing
+	o.queue(nil, &st)
+}
+
+// queue journals st (which reserved nothing) — with e, the audit entry of its call, in one record
 // when e is not nil — and adds st to the next batch, or, when RunBatches
 // has stopped meanwhile, settles it now. It returns the record's number
 // (0 when the journal could not take it).
@@ -44,16 +51,16 @@ func (o *Outbox) QueueCall(ctx context.Context, st store.Settlement) bool {
 // The journal's append is made outside o.mu, so that concurrent calls'
 // records share a write (group commit); a batch still names only
 // records the journal holds, as st is added to it only once journaled.
-func (o *Outbox) queue(e *store.AuditEntry, st store.Settlement) uint64 {
+func (o *Outbox) queue(e *store.AuditEntry, st *store.Settlement) uint64 {
 	// A journal that cannot write says so in its Err (the broker then
 	// cannot record).
-	n, err := o.Journal.Call(e, &store.Settlement{Box: st.Box, Principal: st.Principal, Month: st.Month, Charge: st.Charge, Usage: st.Usage, Cache: st.Cache})
+	n, err := o.Journal.Call(e, st)
 	if err != nil {
 		o.log.Error("spend: settlement not journaled", "box", st.Box, "err", err)
 	}
 	o.mu.Lock()
 	if o.batching.Load() {
-		o.add(st, n)
+		o.add(*st, n)
 		o.mu.Unlock()
 		return n
 	}
@@ -66,7 +73,7 @@ func (o *Outbox) queue(e *store.AuditEntry, st store.Settlement) uint64 {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := o.record(ctx, st, seqs); err != nil {
+	if err := o.record(ctx, *st, seqs); err != nil {
 		o.log.Error("spend: settlement not recorded", "box", st.Box, "month", st.Month, "charge_micros", st.Charge, "err", err)
 	}
 	return n

@@ -12,7 +12,7 @@ import (
 
 // settleCall settles mc once r is served.
 func (m *Meter) settleCall(r *http.Request, mc *meteredCall) {
-	m.settle(context.WithoutCancel(r.Context()), mc.s, mc.tk)
+	m.settle(r.Context(), mc.s, mc.tk)
 }
 
 // settlement is what a metered request settles.
@@ -48,6 +48,10 @@ const maxModel = 200
 // The usage rows' cost (what was measured) counts only models the table
 // prices by their family or name; a row's Unpriced counts the calls
 // charged as UnpricedAs.
+//
+// ctx is the request's: its values are read as they are (through
+// context.WithoutCancel each read would allocate), and only the store's
+// write is made under a context the request's end does not cancel.
 func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 	if s.body != nil {
 		defer s.body.release()
@@ -130,7 +134,7 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 	if s.id == 0 && m.cfg.Outbox != nil && m.cfg.Outbox.QueueCall(ctx, st) {
 		return // settled with others, by the outbox
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	err := m.record(ctx, st)
 	if err != nil {
