@@ -134,6 +134,8 @@ type requestInfo struct {
 	call *outbox.Call
 	// record is what conclude tells the Observer.
 	record Record
+	// lift is the request's body once boundBody bounds it.
+	lift liftAtEnd
 }
 
 // capabilityLabel is the capability's name, or "none" for the

@@ -77,7 +77,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, info *requestInfo
 	// goroutine's stack is as large as its deepest moment, and an open
 	// stream holds it. So the rule is applied in admit, which has
 	// returned by then.
-	c, call, release, err := s.admit(w, r, info)
+	c, call, h, err := s.admit(w, r, info)
 	if err != nil {
 		if info.box == "" {
 			// Refused before any box was known: not a byte of the body
@@ -86,7 +86,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, info *requestInfo
 		}
 		return err
 	}
-	defer release()
+	defer h.release()
 	return c.Serve(w, r, call)
 }
 
@@ -120,23 +120,25 @@ func leaveBody(w http.ResponseWriter, r *http.Request) {
 const leaveGrace = 100 * time.Millisecond
 
 // boundBody bounds reading the rest of r's body by ReadTimeout from now,
-// and lifts the bound as the body ends. A request with no body is left
-// with no bound: while its answer streams, the server reads the
-// connection only to see whether the box has gone.
-func (s *Server) boundBody(rc *http.ResponseController, r *http.Request) {
+// and lifts the bound as the body ends, through lift (the request's
+// own, kept with it). A request with no body is left with no bound: while
+// its answer streams, the server reads the connection only to see
+// whether the box has gone.
+func (s *Server) boundBody(rc *http.ResponseController, r *http.Request, lift *liftAtEnd) {
 	if s.cfg.ReadTimeout <= 0 || r.Body == nil || r.Body == http.NoBody {
 		_ = rc.SetReadDeadline(time.Time{})
 		return
 	}
 	_ = rc.SetReadDeadline(s.cfg.Now().Add(s.cfg.ReadTimeout))
-	r.Body = &liftAtEnd{ReadCloser: r.Body, rc: rc}
+	*lift = liftAtEnd{ReadCloser: r.Body, rc: *rc}
+	r.Body = lift
 }
 
 // liftAtEnd is a request body that lifts the connection's read deadline
 // once it has been read to its end.
 type liftAtEnd struct {
 	io.ReadCloser
-	rc     *http.ResponseController
+	rc     http.ResponseController
 	lifted bool
 }
 

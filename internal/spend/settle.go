@@ -64,9 +64,11 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 		}()
 	}
 	tk.mu.Lock()
-	readings := make([]reading, len(tk.readings))
-	for i, r := range tk.readings {
-		readings[i] = *r
+	// Most calls read one answer: their readings stay on the stack.
+	var few [2]reading
+	readings := few[:0]
+	for _, r := range tk.readings {
+		readings = append(readings, *r)
 	}
 	tk.mu.Unlock()
 	var rows []store.Usage
