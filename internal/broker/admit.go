@@ -68,7 +68,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 			return nil, nil, held{}, unreadableBody(nil)
 		}
 		s.boundBody(rc, r, &info.lift)
-		return c, &capability.Call{}, held{}, nil
+		return c, &info.admitted, held{}, nil
 	}
 	tok, adm, err := s.authenticate(r, c)
 	if adm != nil {
@@ -114,7 +114,8 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 			return nil, nil, held{}, err
 		}
 	}
-	return c, &capability.Call{Box: box, Token: tok, Words: need.Words, Payer: s.cfg.Payer.Func(box)}, h, nil
+	info.admitted = capability.Call{Box: box, Token: tok, Words: need.Words, Payer: s.cfg.Payer.Func(box)}
+	return c, &info.admitted, h, nil
 }
 
 // Admission is a box the broker has admitted for one capability: the

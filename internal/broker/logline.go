@@ -134,8 +134,11 @@ type requestInfo struct {
 	call *outbox.Call
 	// record is what conclude tells the Observer.
 	record Record
-	// lift is the request's body once boundBody bounds it.
-	lift liftAtEnd
+	// lift is the request's body once boundBody bounds it, and admitted
+	// what admit tells the capability of the call: kept here, in the
+	// request's one allocation.
+	lift     liftAtEnd
+	admitted capability.Call
 }
 
 // capabilityLabel is the capability's name, or "none" for the
