@@ -14,13 +14,13 @@ import (
 // admit finds the capability that serves r and applies the rule and the
 // box's limits: it returns the capability, what it may know of the call
 // and the release of the box's limit, or the refusal.
-func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo) (capability.Capability, *capability.Call, func(), error) {
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo) (capability.Capability, *capability.Call, held, error) {
 	// Nothing of the body is read until the token, read from the head,
 	// is a box's: Scopes reads only the head.
 	rt := s.route(r.URL.Path)
 	if rt == nil {
 		info.reason = capability.ReasonNoRoute
-		return nil, nil, nil, capability.NotFound(r)
+		return nil, nil, held{}, capability.NotFound(r)
 	}
 	c := rt.c
 	info.capability = c.Name()
@@ -34,17 +34,17 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 		info.reason = capability.ReasonMethod
 		if errors.Is(err, errNoRoute) {
 			info.reason = capability.ReasonNoRoute
-			return nil, nil, nil, capability.NotFound(r)
+			return nil, nil, held{}, capability.NotFound(r)
 		}
-		return nil, nil, nil, err
+		return nil, nil, held{}, err
 	}
 	need, ok, err := c.Scopes(r)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, held{}, err
 	}
 	if !ok {
 		info.reason = capability.ReasonNoRoute
-		return nil, nil, nil, capability.NotFound(r)
+		return nil, nil, held{}, capability.NotFound(r)
 	}
 	if rt, isRouter := c.(capability.Router); isRouter {
 		if route := rt.Route(r); route != "" {
@@ -56,7 +56,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 	coding, limit, err := bodyCoding(r, c)
 	if err != nil {
 		info.reason = capability.ReasonEncoding
-		return nil, nil, nil, err
+		return nil, nil, held{}, err
 	}
 	info.words = need.Words
 	info.public = need.Public
@@ -65,17 +65,17 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 		if coding != "" {
 			// No public route takes an encoded body: none reads a body.
 			info.reason = capability.ReasonEncoding
-			return nil, nil, nil, unreadableBody(nil)
+			return nil, nil, held{}, unreadableBody(nil)
 		}
-		s.boundBody(rc, r)
-		return c, &capability.Call{}, noRelease, nil
+		s.boundBody(rc, r, &info.lift)
+		return c, &info.admitted, held{}, nil
 	}
 	tok, adm, err := s.authenticate(r, c)
 	if adm != nil {
 		info.box = adm.Box.Name
 	}
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, held{}, err
 	}
 	box := adm.Box
 	if bs, isBody := c.(capability.BodyScoper); isBody {
@@ -86,35 +86,36 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 		words, err := bs.BodyScopes(r)
 		if err != nil {
 			leaveBody(w, r) // over its bound, or stalled: read no more
-			return nil, nil, nil, err
+			return nil, nil, held{}, err
 		}
 		need.Words = words
 		info.words = words
 	}
 	// Forwarded bodies stream afterwards, bounded by ReadTimeout.
-	s.boundBody(rc, r)
+	s.boundBody(rc, r, &info.lift)
 	if err := adm.Require(need.Words); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, held{}, err
 	}
 	if s.cfg.Recording != nil {
 		if err := s.cfg.Recording(); err != nil {
 			info.reason = capability.ReasonCannotRecord
-			return nil, nil, nil, &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI, Reason: capability.ReasonCannotRecord,
+			return nil, nil, held{}, &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI, Reason: capability.ReasonCannotRecord,
 				Message: "The broker cannot record calls just now (neither its store nor its spool takes a write), so it serves none; try again shortly.", Err: err}
 		}
 	}
-	release, err := s.limits.acquire(box.Name)
+	h, err := s.limits.take(box.Name)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, held{}, err
 	}
 	if coding != "" {
 		if err := decodeBody(w, r, limit); err != nil {
-			release()
+			h.release()
 			info.reason = capability.ReasonEncoding
-			return nil, nil, nil, err
+			return nil, nil, held{}, err
 		}
 	}
-	return c, &capability.Call{Box: box, Token: tok, Words: need.Words, Payer: s.cfg.Payer.Func(box)}, release, nil
+	info.admitted = capability.Call{Box: box, Token: tok, Words: need.Words, Payer: s.cfg.Payer.Func(box)}
+	return c, &info.admitted, h, nil
 }
 
 // Admission is a box the broker has admitted for one capability: the

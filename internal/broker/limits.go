@@ -62,8 +62,38 @@ func newLimiter(l Limits, now func() time.Time) *limiter {
 // or a 429 refusal saying when to try again. The release may be called
 // more than once: only the first call ends the request.
 func (l *limiter) acquire(box string) (release func(), err error) {
+	h, err := l.take(box)
+	if err != nil {
+		return nil, err
+	}
+	if h.b == nil {
+		return noRelease, nil
+	}
+	var once sync.Once
+	return func() { once.Do(h.release) }, nil
+}
+
+// held is one request a limiter admitted, until release (called once)
+// ends it; the zero held holds nothing. A value, not a closure: the
+// broker's own requests hold it with no allocation.
+type held struct {
+	l   *limiter
+	box string
+	b   *boxLimit
+}
+
+// release ends the request h holds. It must be called at most once.
+func (h held) release() {
+	if h.b != nil {
+		h.l.release(h.box, h.b)
+	}
+}
+
+// take admits one request of box, or returns a 429 refusal saying when
+// to try again.
+func (l *limiter) take(box string) (held, error) {
 	if l.lim.Rate <= 0 && l.lim.Concurrent <= 0 {
-		return func() {}, nil
+		return held{}, nil
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -80,15 +110,14 @@ func (l *limiter) acquire(box string) (release func(), err error) {
 		l.boxes[box] = b
 	}
 	if l.lim.Concurrent > 0 && b.inFlight >= l.lim.Concurrent {
-		return nil, tooMany(1, "This box has %d requests in flight, the most the broker allows one box; wait for one to finish.", l.lim.Concurrent)
+		return held{}, tooMany(1, "This box has %d requests in flight, the most the broker allows one box; wait for one to finish.", l.lim.Concurrent)
 	}
 	if b.bucket != nil && !b.bucket.AllowN(now, 1) {
 		wait := math.Ceil((1 - b.bucket.TokensAt(now)) / l.lim.Rate)
-		return nil, tooMany(int(wait), "This box is over the broker's rate of %g requests a second.", l.lim.Rate)
+		return held{}, tooMany(int(wait), "This box is over the broker's rate of %g requests a second.", l.lim.Rate)
 	}
 	b.inFlight++
-	var once sync.Once
-	return func() { once.Do(func() { l.release(box, b) }) }, nil
+	return held{l: l, box: box, b: b}, nil
 }
 
 // release ends one request of box, whose entry is b, and forgets the box

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/outbox"
 	"github.com/intentius/boxbroker/internal/proxy"
 )
 
@@ -71,6 +72,9 @@ func (s *Server) finish(rec *recorder, r *http.Request, info *requestInfo, trace
 // answer.
 func (s *Server) conclude(rec *recorder, r *http.Request, info *requestInfo, trace *proxy.Trace, start time.Time, aborted bool) {
 	info.concluded = true
+	// What the call's Call holds and the Observer did not take (a call
+	// that keeps no audit entry) is journaled alone.
+	defer info.call.Close()
 	info.duration = s.cfg.Now().Sub(start)
 	calls := trace.Calls()
 	info.calls = calls
@@ -99,12 +103,15 @@ func (s *Server) conclude(rec *recorder, r *http.Request, info *requestInfo, tra
 	if info.stream {
 		s.cfg.Observer.StreamClosed(info.capabilityLabel())
 	}
-	s.observe(&Record{
+	// The record is kept in info, inside the request's one allocation.
+	info.record = Record{
 		At: start, Method: r.Method, Route: info.route, Box: info.box,
 		Capability: info.capabilityLabel(), Words: info.words, Public: info.public,
 		Status: rec.status, Reason: info.reason, Message: info.message,
 		Duration: info.duration, Bytes: rec.bytes, Cost: info.cost, Upstream: calls, Tallied: info.tallied,
-	})
+		Call: info.call,
+	}
+	s.observe(&info.record)
 }
 
 // requestInfo is what one request's log line says.
@@ -123,6 +130,15 @@ type requestInfo struct {
 	duration  time.Duration
 	calls     []proxy.Call
 	cost      int64 // micro-dollars, noted on the trace by the spend meter
+	// call is the request's outbox Call (nil: none).
+	call *outbox.Call
+	// record is what conclude tells the Observer.
+	record Record
+	// lift is the request's body once boundBody bounds it, and admitted
+	// what admit tells the capability of the call: kept here, in the
+	// request's one allocation.
+	lift     liftAtEnd
+	admitted capability.Call
 }
 
 // capabilityLabel is the capability's name, or "none" for the

@@ -3,6 +3,7 @@ package broker
 import (
 	"time"
 
+	"github.com/intentius/boxbroker/internal/outbox"
 	"github.com/intentius/boxbroker/internal/proxy"
 )
 
@@ -73,6 +74,11 @@ type Record struct {
 	// token and is kept in aggregate: it is counted, but neither logged
 	// nor recorded on its own; a Tally tells of it when its window ends.
 	Tallied bool
+	// Call, when not nil, is the request's outbox Call, holding its
+	// settlement: an Observer that keeps the request's audit entry
+	// journals both in one record (outbox.Outbox.RecordCall). What it
+	// does not take is journaled alone once the Observer returns.
+	Call *outbox.Call
 }
 
 // UpstreamStatus is the status of the last upstream call, 0 when none

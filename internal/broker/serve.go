@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/outbox"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
 )
@@ -13,15 +14,15 @@ import (
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := s.cfg.Now()
 	// What one request keeps, in one allocation.
-	st := &requestState{rec: recorder{ResponseWriter: w, status: http.StatusOK}}
+	st := &requestState{rec: recorder{ResponseWriter: w, status: http.StatusOK, srv: s}}
 	info, rec, trace := &st.info, &st.rec, &st.trace
-	rec.onStream = func() {
-		info.stream = true
-		if s.cfg.Observer != nil {
-			s.cfg.Observer.StreamOpened(info.capabilityLabel())
-		}
-	}
-	r = r.WithContext(proxy.WithTrace(r.Context(), trace))
+	rec.info = info
+	// The call's context carries its outbox Call, which holds the call's
+	// settlement until it concludes: its audit entry and settlement are
+	// journaled together.
+	st.ctx.Context = proxy.WithTrace(r.Context(), trace)
+	info.call = &st.ctx.Call
+	r = r.WithContext(&st.ctx)
 	// A request's trailer fields are dropped on every route: they come
 	// after the body, where no scan of the head reads them, and no
 	// capability takes any. (net/http fills in the map the request it
@@ -46,11 +47,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// streamOpened notes that the answer of the request info tells of began
+// as a stream, and tells the Observer.
+func (s *Server) streamOpened(info *requestInfo) {
+	info.stream = true
+	if s.cfg.Observer != nil {
+		s.cfg.Observer.StreamOpened(info.capabilityLabel())
+	}
+}
+
 // requestState is what ServeHTTP keeps of one request.
 type requestState struct {
 	info  requestInfo
 	rec   recorder
 	trace proxy.Trace
+	ctx   outbox.CallContext
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, info *requestInfo) error {
@@ -66,7 +77,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, info *requestInfo
 	// goroutine's stack is as large as its deepest moment, and an open
 	// stream holds it. So the rule is applied in admit, which has
 	// returned by then.
-	c, call, release, err := s.admit(w, r, info)
+	c, call, h, err := s.admit(w, r, info)
 	if err != nil {
 		if info.box == "" {
 			// Refused before any box was known: not a byte of the body
@@ -75,7 +86,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, info *requestInfo
 		}
 		return err
 	}
-	defer release()
+	defer h.release()
 	return c.Serve(w, r, call)
 }
 
@@ -109,23 +120,25 @@ func leaveBody(w http.ResponseWriter, r *http.Request) {
 const leaveGrace = 100 * time.Millisecond
 
 // boundBody bounds reading the rest of r's body by ReadTimeout from now,
-// and lifts the bound as the body ends. A request with no body is left
-// with no bound: while its answer streams, the server reads the
-// connection only to see whether the box has gone.
-func (s *Server) boundBody(rc *http.ResponseController, r *http.Request) {
+// and lifts the bound as the body ends, through lift (the request's
+// own, kept with it). A request with no body is left with no bound: while
+// its answer streams, the server reads the connection only to see
+// whether the box has gone.
+func (s *Server) boundBody(rc *http.ResponseController, r *http.Request, lift *liftAtEnd) {
 	if s.cfg.ReadTimeout <= 0 || r.Body == nil || r.Body == http.NoBody {
 		_ = rc.SetReadDeadline(time.Time{})
 		return
 	}
 	_ = rc.SetReadDeadline(s.cfg.Now().Add(s.cfg.ReadTimeout))
-	r.Body = &liftAtEnd{ReadCloser: r.Body, rc: rc}
+	*lift = liftAtEnd{ReadCloser: r.Body, rc: *rc}
+	r.Body = lift
 }
 
 // liftAtEnd is a request body that lifts the connection's read deadline
 // once it has been read to its end.
 type liftAtEnd struct {
 	io.ReadCloser
-	rc     *http.ResponseController
+	rc     http.ResponseController
 	lifted bool
 }
 

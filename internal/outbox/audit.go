@@ -259,7 +259,7 @@ func (w *Writer) write(ctx context.Context, entries []store.AuditEntry, seqs []u
 	var key string
 	if len(seqs) > 0 && w.opt.Journal != nil {
 		key = NewKey()
-		if err := w.opt.Journal.Begin(key, seqs); err != nil {
+		if err := w.opt.Journal.BeginPart(key, PartAudit, seqs); err != nil {
 			w.log.Warn("audit: batch not journaled", "err", err)
 		}
 		// Done once the store or the spool took the batch; kept as

@@ -4,7 +4,11 @@
 //
 // A call's records — its settlement, when it waits for a batch, and its
 // audit entry — are appended as the call completes, before the box has
-// the end of its answer, each under a sequence number. The append is a
+// the end of its answer, as one record (one line, one append) under a
+// sequence number. Each part goes to the store in batches of its own
+// kind (BeginPart), and the record is done once both parts are; a
+// journal written when each part was a record of its own still replays.
+// The append is a
 // plain write(2): the page cache outlives the process, so a kill loses
 // nothing the journal took (a power cut can still lose its last lines).
 // Before a batch of records goes to the store, a line names the batch's
@@ -62,8 +66,12 @@ const DefaultJournalMax = 16 << 20
 const recoverBatch = 256
 
 // journalLine is one line of the journal: a header (Gen, and Store, the
-// identity of the store its records belong to), a record (N with A or T),
-// a batch begun (B with Of) or a batch done (D).
+// identity of the store its records belong to), a record (N with A, T or
+// both: a call's audit entry and settlement share one record), a batch
+// begun (B with Of, and P, the part of its records it takes: "a" their
+// audit entries, "t" their settlements, "" all of each) or a batch done
+// (D). A journal written before records held both parts names no P, and
+// each of its records holds one part: its batches take all of each.
 type journalLine struct {
 	Gen   string            `json:"gen,omitempty"`
 	Store string            `json:"store,omitempty"`
@@ -72,7 +80,66 @@ type journalLine struct {
 	T     *store.Settlement `json:"t,omitempty"`
 	B     string            `json:"b,omitempty"`
 	Of    []uint64          `json:"of,omitempty"`
+	P     string            `json:"p,omitempty"`
 	D     string            `json:"d,omitempty"`
+}
+
+// Part is a part of a record a batch takes: its audit entry or its
+// settlement, or both.
+type Part uint8
+
+const (
+	PartAudit  Part = 1 << iota // the audit entry
+	PartSettle                  // the settlement
+	partsAll   = PartAudit | PartSettle
+)
+
+// partName is part's name in a batch's line ("" for both), and partOf the
+// part a line's name says.
+func partName(p Part) string {
+	switch p {
+	case PartAudit:
+		return "a"
+	case PartSettle:
+		return "t"
+	}
+	return ""
+}
+
+func partOf(name string) Part {
+	switch name {
+	case "a":
+		return PartAudit
+	case "t":
+		return PartSettle
+	}
+	return partsAll
+}
+
+// parts is what parts l, a record's line, holds.
+func (l *journalLine) parts() Part {
+	var p Part
+	if l.A != nil {
+		p |= PartAudit
+	}
+	if l.T != nil {
+		p |= PartSettle
+	}
+	return p
+}
+
+// openRec is a record not yet done: its line, the parts the line holds,
+// and those of them not yet done.
+type openRec struct {
+	line      []byte
+	has, left Part
+}
+
+// openBatch is a batch begun and not done: its records, and the part of
+// each it takes.
+type openBatch struct {
+	of   []uint64
+	part Part
 }
 
 // Journal is one replica's journal. Its methods are safe for concurrent
@@ -100,10 +167,10 @@ type Journal struct {
 	// twice it, or at max, whichever is larger.
 	compacted int64
 	seq       uint64
-	// open holds the line of each record not yet done, by its number,
-	// and batches the records of each batch begun and not done.
-	open    map[uint64][]byte
-	batches map[string][]uint64
+	// open holds each record not yet done, by its number, and batches
+	// each batch begun and not done.
+	open    map[uint64]openRec
+	batches map[string]openBatch
 	// broken is set when a write failed, so that the next line begins a
 	// line of its own; err is the last write's failure, nil once one
 	// succeeds.
@@ -131,7 +198,7 @@ func OpenJournal(dir string, max int64, id string, log *slog.Logger, put func(Ba
 	if err != nil {
 		return nil, 0, err
 	}
-	j := &Journal{dir: dir, max: max, log: log, gen: NewKey(), store: id, open: map[uint64][]byte{}, batches: map[string][]uint64{}}
+	j := &Journal{dir: dir, max: max, log: log, gen: NewKey(), store: id, open: map[uint64]openRec{}, batches: map[string]openBatch{}}
 	j.written = sync.NewCond(&j.gmu)
 	if err := j.start(); err != nil {
 		return nil, 0, err
@@ -216,12 +283,12 @@ func (j *Journal) writeFresh(p string) (*os.File, int64, error) {
 	w := bufio.NewWriter(f)
 	hdr, _ := json.Marshal(journalLine{Gen: j.gen, Store: j.store})
 	w.Write(append(hdr, '\n'))
-	for _, l := range j.open {
-		w.Write(l)
+	for _, r := range j.open {
+		w.Write(r.lineLeft())
 	}
-	for key, of := range j.batches {
-		b, _ := json.Marshal(journalLine{B: key, Of: of})
-		w.Write(append(b, '\n'))
+	for key, b := range j.batches {
+		l, _ := json.Marshal(journalLine{B: key, Of: b.of, P: partName(b.part)})
+		w.Write(append(l, '\n'))
 	}
 	err = w.Flush()
 	if err == nil {
@@ -240,33 +307,103 @@ func (j *Journal) writeFresh(p string) (*os.File, int64, error) {
 	return f, fi.Size(), nil
 }
 
+// lineLeft is r's line, holding only the parts of it not yet done: a
+// rewrite keeps no part a batch took.
+func (r openRec) lineLeft() []byte {
+	if r.left == r.has {
+		return r.line
+	}
+	var l journalLine
+	if json.Unmarshal(r.line, &l) != nil {
+		return r.line
+	}
+	if r.left&PartAudit == 0 {
+		l.A = nil
+	}
+	if r.left&PartSettle == 0 {
+		l.T = nil
+	}
+	b, err := json.Marshal(&l)
+	if err != nil {
+		return r.line
+	}
+	return append(b, '\n')
+}
+
 // Audit appends e as a record and returns its number, or 0 and the
 // write's error when the journal cannot take it.
-func (j *Journal) Audit(e store.AuditEntry) (uint64, error) {
-	if j == nil {
-		return 0, nil
-	}
-	b, err := json.Marshal(&e)
-	if err != nil {
-		return 0, fmt.Errorf("journal: encode: %w", err)
-	}
-	return j.record(`,"a":`, b)
-}
+func (j *Journal) Audit(e store.AuditEntry) (uint64, error) { return j.Call(&e, nil) }
 
 // Settle appends st as a record and returns its number, or 0 and the
 // write's error when the journal cannot take it.
-func (j *Journal) Settle(st store.Settlement) (uint64, error) {
-	if j == nil {
+func (j *Journal) Settle(st store.Settlement) (uint64, error) { return j.Call(nil, &st) }
+
+// Call appends one record holding a call's audit entry e and its
+// settlement st (either may be nil), and returns its number, or 0 and
+// the write's error when the journal cannot take it. A record's parts
+// are batched apart (BeginPart), and it is done once both are.
+func (j *Journal) Call(e *store.AuditEntry, st *store.Settlement) (uint64, error) {
+	if j == nil || (e == nil && st == nil) {
 		return 0, nil
 	}
-	b, err := json.Marshal(&st)
-	if err != nil {
-		return 0, fmt.Errorf("journal: encode: %w", err)
+	b := bodies.Get().(*body)
+	defer b.put()
+	var parts Part
+	if e != nil {
+		if err := b.field(`,"a":`, e); err != nil {
+			return 0, err
+		}
+		parts |= PartAudit
 	}
-	return j.record(`,"t":`, b)
+	if st != nil {
+		if err := b.field(`,"t":`, st); err != nil {
+			return 0, err
+		}
+		parts |= PartSettle
+	}
+	// record copies the body into its group's write before it returns.
+	return j.record(b.buf.Bytes(), parts)
 }
 
-// record appends {"n":seq<field><body>} under the next number.
+// body is a record's fields being encoded, with encoding/json's Encoder
+// over it: kept in bodies for reuse, as encoding a record then
+// allocates no buffer of its own.
+type body struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var bodies = sync.Pool{New: func() any {
+	b := &body{}
+	b.enc = json.NewEncoder(&b.buf)
+	return b
+}}
+
+// maxPooledBody bounds the buffer a body keeps when it goes back to the
+// pool: an unusually large record's is let go.
+const maxPooledBody = 64 << 10
+
+// field appends name and v's JSON encoding (as json.Marshal's) to b.
+func (b *body) field(name string, v any) error {
+	b.buf.WriteString(name)
+	if err := b.enc.Encode(v); err != nil {
+		return fmt.Errorf("journal: encode: %w", err)
+	}
+	b.buf.Truncate(b.buf.Len() - 1) // Encode's newline
+	return nil
+}
+
+// put empties b and returns it to the pool.
+func (b *body) put() {
+	if b.buf.Cap() > maxPooledBody {
+		return
+	}
+	b.buf.Reset()
+	bodies.Put(b)
+}
+
+// record appends {"n":seq<body>} under the next number, body being its
+// parts' fields.
 //
 // Concurrent appends share one write(2) (group commit): the first to
 // arrive while no group is forming leads a group, waits for the file
@@ -274,7 +411,7 @@ func (j *Journal) Settle(st store.Settlement) (uint64, error) {
 // joined it at once; the others wait for that write. No timer is
 // involved, so a lone append is written at once, as before; each
 // returns only once its own line is in the file.
-func (j *Journal) record(field string, body []byte) (uint64, error) {
+func (j *Journal) record(body []byte, parts Part) (uint64, error) {
 	j.gmu.Lock()
 	g := j.forming
 	leader := g == nil
@@ -284,7 +421,7 @@ func (j *Journal) record(field string, body []byte) (uint64, error) {
 		j.forming = g
 	}
 	i := len(g.recs)
-	g.recs = append(g.recs, groupRec{field: field, body: body})
+	g.recs = append(g.recs, groupRec{body: body, parts: parts})
 	if !leader {
 		for !g.done {
 			j.written.Wait()
@@ -320,8 +457,8 @@ type group struct {
 // groupRec is one record of a group: what record was given, and what
 // it returns.
 type groupRec struct {
-	field string
 	body  []byte
+	parts Part
 	end   int // where its line ends in the group's write
 	seq   uint64
 	err   error
@@ -335,7 +472,7 @@ type groupRec struct {
 func (j *Journal) writeGroupLocked(g *group) {
 	size := 0
 	for _, r := range g.recs {
-		size += len(r.body) + len(r.field) + 32
+		size += len(r.body) + 32
 	}
 	buf := make([]byte, 0, size)
 	seq := j.seq
@@ -343,7 +480,6 @@ func (j *Journal) writeGroupLocked(g *group) {
 		r := &g.recs[i]
 		buf = append(buf, `{"n":`...)
 		buf = strconv.AppendUint(buf, seq+uint64(i)+1, 10)
-		buf = append(buf, r.field...)
 		buf = append(buf, r.body...)
 		buf = append(buf, '}', '\n')
 		r.end = len(buf)
@@ -358,7 +494,7 @@ func (j *Journal) writeGroupLocked(g *group) {
 		}
 		seq++
 		r.seq = seq
-		j.open[seq] = buf[start:r.end:r.end]
+		j.open[seq] = openRec{line: buf[start:r.end:r.end], has: r.parts, left: r.parts}
 		start = r.end
 	}
 	j.seq = seq
@@ -368,19 +504,44 @@ func (j *Journal) writeGroupLocked(g *group) {
 // its rewrites, for a record that will never be batched (its audit
 // entry was dropped from a full queue, and counted). Its line stays until
 // the next rewrite.
-func (j *Journal) Forget(n uint64) {
+func (j *Journal) Forget(n uint64) { j.ForgetPart(n, partsAll) }
+
+// ForgetPart is Forget for part of record n only: the rest of it is
+// still kept.
+func (j *Journal) ForgetPart(n uint64, part Part) {
 	if j == nil || n == 0 {
 		return
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	delete(j.open, n)
+	j.doneLocked(n, part)
+}
+
+// doneLocked notes part of record n done, and drops the record once
+// every part of it is; j.mu is held.
+func (j *Journal) doneLocked(n uint64, part Part) {
+	r, ok := j.open[n]
+	if !ok {
+		return
+	}
+	r.left &^= part
+	if r.left == 0 {
+		delete(j.open, n)
+		return
+	}
+	j.open[n] = r
 }
 
 // Begin notes that the records of (their numbers; 0s are skipped) are
-// going to the store as the batch key. When the line cannot be written
-// it returns the error, and the records are no longer kept.
-func (j *Journal) Begin(key string, of []uint64) error {
+// going to the store as the batch key, every part of each. When the line
+// cannot be written it returns the error, and the records are no longer
+// kept.
+func (j *Journal) Begin(key string, of []uint64) error { return j.BeginPart(key, partsAll, of) }
+
+// BeginPart is Begin for part of each record (PartAudit or PartSettle):
+// the batch takes that part, and the record is kept until its other part
+// is done too.
+func (j *Journal) BeginPart(key string, part Part, of []uint64) error {
 	if j == nil {
 		return nil
 	}
@@ -393,7 +554,7 @@ func (j *Journal) Begin(key string, of []uint64) error {
 	if len(kept) == 0 {
 		return nil
 	}
-	b, err := json.Marshal(journalLine{B: key, Of: kept})
+	b, err := json.Marshal(journalLine{B: key, Of: kept, P: partName(part)})
 	if err != nil {
 		return fmt.Errorf("journal: encode: %w", err)
 	}
@@ -406,11 +567,11 @@ func (j *Journal) Begin(key string, of []uint64) error {
 		// count a call twice, open only while its disk refuses writes
 		// (and the broker refuses calls, as it cannot record).
 		for _, n := range kept {
-			delete(j.open, n)
+			j.doneLocked(n, part)
 		}
 		return err
 	}
-	j.batches[key] = kept
+	j.batches[key] = openBatch{of: kept, part: part}
 	return nil
 }
 
@@ -422,7 +583,7 @@ func (j *Journal) Done(key string) {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	of, ok := j.batches[key]
+	ob, ok := j.batches[key]
 	if !ok {
 		return
 	}
@@ -433,8 +594,8 @@ func (j *Journal) Done(key string) {
 		return
 	}
 	delete(j.batches, key)
-	for _, n := range of {
-		delete(j.open, n)
+	for _, n := range ob.of {
+		j.doneLocked(n, ob.part)
 	}
 	if j.size > max(j.max, 2*j.compacted) {
 		j.compactLocked()
@@ -540,7 +701,8 @@ func (j *Journal) Close() error {
 }
 
 // recoverFile hands to put what the journal at p holds not yet done, and
-// says how many records it handed on.
+// says how many records it handed on (a call's audit entry and its
+// settlement count as two, in one line or in two).
 func recoverFile(p string, put func(Batch) error, log *slog.Logger) (int, error) {
 	data, err := os.ReadFile(p)
 	if errors.Is(err, os.ErrNotExist) {
@@ -553,7 +715,7 @@ func recoverFile(p string, put func(Batch) error, log *slog.Logger) (int, error)
 	records := map[uint64]journalLine{}
 	var order []uint64 // records, in the order written
 	var begun []string
-	batches := map[string][]uint64{}
+	batches := map[string]openBatch{}
 	done := map[string]bool{}
 	r := bufio.NewReader(bytes.NewReader(data))
 	for {
@@ -577,7 +739,7 @@ func recoverFile(p string, put func(Batch) error, log *slog.Logger) (int, error)
 					if _, dup := batches[l.B]; !dup {
 						begun = append(begun, l.B)
 					}
-					batches[l.B] = l.Of
+					batches[l.B] = openBatch{of: l.Of, part: partOf(l.P)}
 				case l.D != "":
 					done[l.D] = true
 				}
@@ -587,26 +749,31 @@ func recoverFile(p string, put func(Batch) error, log *slog.Logger) (int, error)
 			break
 		}
 	}
-	used := map[uint64]bool{}
+	// used holds the parts of each record a batch took (handed on, or
+	// done).
+	used := map[uint64]Part{}
 	handed := 0
-	add := func(b *Batch, n uint64) {
+	add := func(b *Batch, n uint64, part Part) {
 		l, ok := records[n]
-		if !ok || used[n] {
+		if !ok {
 			return
 		}
-		used[n] = true
-		handed++
-		if l.A != nil {
+		take := part & l.parts() &^ used[n]
+		used[n] |= take
+		if take&PartAudit != 0 {
 			b.Audit = append(b.Audit, *l.A)
+			handed++
 		}
-		if l.T != nil {
+		if take&PartSettle != 0 {
 			b.Settle = append(b.Settle, *l.T)
+			handed++
 		}
 	}
 	for _, key := range begun {
 		if done[key] {
-			for _, n := range batches[key] {
-				used[n] = true
+			ob := batches[key]
+			for _, n := range ob.of {
+				used[n] |= ob.part
 			}
 		}
 	}
@@ -615,8 +782,9 @@ func recoverFile(p string, put func(Batch) error, log *slog.Logger) (int, error)
 			continue
 		}
 		b := Batch{Key: key, Store: id}
-		for _, n := range batches[key] {
-			add(&b, n)
+		ob := batches[key]
+		for _, n := range ob.of {
+			add(&b, n, ob.part)
 		}
 		if len(b.Audit)+len(b.Settle) == 0 {
 			continue
@@ -636,13 +804,13 @@ func recoverFile(p string, put func(Batch) error, log *slog.Logger) (int, error)
 		return err
 	}
 	for _, n := range order {
-		if used[n] {
+		if l := records[n]; l.parts()&^used[n] == 0 {
 			continue
 		}
 		if count == 0 {
 			b.Key, b.Store = recoveryKey(gen, n), id
 		}
-		add(&b, n)
+		add(&b, n, partsAll)
 		count++
 		if count == recoverBatch {
 			if err := flush(); err != nil {

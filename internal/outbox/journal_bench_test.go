@@ -139,3 +139,56 @@ func BenchmarkJournalAppendParallel(b *testing.B) {
 		}
 	})
 }
+
+// benchSettlement is the settlement of a typical call that reserved
+// nothing.
+var benchSettlement = store.Settlement{Box: "alpha", Month: "2026-10", Charge: 1200,
+	Usage: []store.Usage{{Box: "alpha", Month: "2026-10", PayerKind: "shared", Model: "claude-sonnet-4-5", Calls: 1, InputTokens: 100, OutputTokens: 20, Cost: 1200}}}
+
+// BenchmarkJournalCall is one call's audit entry and settlement
+// journaled, with their share of their batches' begins and dones (one of
+// each per 16 calls, for each part): "two" as two records, "one" as one
+// record holding both (Journal.Call).
+func BenchmarkJournalCall(b *testing.B) {
+	for _, one := range []bool{false, true} {
+		name := "two"
+		if one {
+			name = "one"
+		}
+		b.Run(name, func(b *testing.B) {
+			j, _, err := OpenJournal(b.TempDir(), 0, "", quiet, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer j.Close()
+			var audits, settles []uint64
+			b.ReportAllocs()
+			for i := range b.N {
+				if one {
+					n, err := j.Call(&benchEntry, &benchSettlement)
+					if err != nil {
+						b.Fatal(err)
+					}
+					audits, settles = append(audits, n), append(settles, n)
+				} else {
+					na, err := j.Audit(benchEntry)
+					if err != nil {
+						b.Fatal(err)
+					}
+					nt, err := j.Settle(benchSettlement)
+					if err != nil {
+						b.Fatal(err)
+					}
+					audits, settles = append(audits, na), append(settles, nt)
+				}
+				if i%16 == 15 {
+					j.BeginPart("a", PartAudit, audits)
+					j.Done("a")
+					j.BeginPart("t", PartSettle, settles)
+					j.Done("t")
+					audits, settles = audits[:0], settles[:0]
+				}
+			}
+		})
+	}
+}

@@ -9,7 +9,9 @@
 //     blocks), and the settlement of a call that reserved nothing on the
 //     batch of its box, principal and month (Queue);
 //   - journal: both are appended to the replica's Journal as the call
-//     completes, before the box has the end of its answer (Record, Queue);
+//     completes, before the box has the end of its answer, as one record
+//     when the call has both (a Call holds the settlement until the
+//     audit entry comes: RecordCall), or alone (Record, Queue);
 //   - batch: the Writer writes entries to the store in batches, and
 //     RunBatches settlements, each batch under a key of its own
 //     (store.Spooled), named in the journal before it goes and marked
@@ -140,7 +142,7 @@ func Open(cfg Config) (*Outbox, error) {
 func (o *Outbox) Record(e store.AuditEntry) {
 	seq, _ := o.Journal.Audit(e)
 	if !o.Audit.AddJournaled(e, seq) {
-		o.Journal.Forget(seq)
+		o.Journal.ForgetPart(seq, PartAudit)
 	}
 }
 

@@ -15,23 +15,73 @@ type batchKey struct{ box, principal, month string }
 // next batch, journaled first, merging its charge and usage with those of
 // the same box, principal and month (its prompt-cache use with that of
 // the same payer kind, entry and hour). It returns false, queueing nothing,
-// when RunBatches is not running: st is then the caller's to Settle.
+// when RunBatches is not running: st is then the caller's to Settle. (One
+// that stops meanwhile has st, journaled, settled at once, alone.)
 func (o *Outbox) Queue(st store.Settlement) bool {
+	return o.QueueCall(context.Background(), st)
+}
+
+// QueueCall is Queue for the call whose context is ctx: when ctx carries
+// the call's Call (see CallContext), st is held there, to be journaled
+// with the call's audit entry in one record as the call concludes
+// (Outbox.RecordCall, Call.Close), and queued then.
+func (o *Outbox) QueueCall(ctx context.Context, st store.Settlement) bool {
 	if !o.batching.Load() {
 		return false
 	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if !o.batching.Load() { // RunBatches stopped meanwhile
-		return false
+	if c := CallFrom(ctx); c != nil && c.hold(o, st) {
+		return true
 	}
-	// Journaled before it is queued, so that a batch names only records
-	// the journal holds. A journal that cannot write says so in its Err
-	// (the broker then cannot record).
-	seq, err := o.Journal.Settle(store.Settlement{Box: st.Box, Principal: st.Principal, Month: st.Month, Charge: st.Charge, Usage: st.Usage, Cache: st.Cache})
+	o.queueAlone(st)
+	return true
+}
+
+// queueAlone is queue for st with no audit entry: st is copied to the
+// heap here, not in QueueCall, whose st a Call holds.
+func (o *Outbox) queueAlone(st store.Settlement) {
+	st.Reservation = 0 // a call queued reserved nothing
+	o.queue(nil, &st)
+}
+
+// queue journals st (which reserved nothing) — with e, the audit entry of its call, in one record
+// when e is not nil — and adds st to the next batch, or, when RunBatches
+// has stopped meanwhile, settles it now. It returns the record's number
+// (0 when the journal could not take it).
+//
+// The journal's append is made outside o.mu, so that concurrent calls'
+// records share a write (group commit); a batch still names only
+// records the journal holds, as st is added to it only once journaled.
+func (o *Outbox) queue(e *store.AuditEntry, st *store.Settlement) uint64 {
+	// A journal that cannot write says so in its Err (the broker then
+	// cannot record).
+	n, err := o.Journal.Call(e, st)
 	if err != nil {
 		o.log.Error("spend: settlement not journaled", "box", st.Box, "err", err)
 	}
+	o.mu.Lock()
+	if o.batching.Load() {
+		o.add(*st, n)
+		o.mu.Unlock()
+		return n
+	}
+	o.mu.Unlock()
+	// RunBatches stopped (its last Flush is done or under way): settled
+	// now, alone, as a call that ends after it is.
+	var seqs []uint64
+	if n != 0 {
+		seqs = []uint64{n}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := o.record(ctx, *st, seqs); err != nil {
+		o.log.Error("spend: settlement not recorded", "box", st.Box, "month", st.Month, "charge_micros", st.Charge, "err", err)
+	}
+	return n
+}
+
+// add adds st, journaled as record seq (0: not journaled), to the next
+// batch; o.mu is held.
+func (o *Outbox) add(st store.Settlement, seq uint64) {
 	k := batchKey{st.Box, st.Principal, st.Month}
 	if seq != 0 {
 		o.seqs[k] = append(o.seqs[k], seq)
@@ -72,7 +122,6 @@ func (o *Outbox) Queue(st store.Settlement) bool {
 		}
 		p.Cache[i].Add(c)
 	}
-	return true
 }
 
 // RunBatches settles the queued calls every Config.BatchEvery until ctx
@@ -141,7 +190,7 @@ func (o *Outbox) Settle(ctx context.Context, st store.Settlement) error {
 func (o *Outbox) record(ctx context.Context, st store.Settlement, seqs []uint64) error {
 	key := NewKey()
 	if len(seqs) > 0 {
-		if err := o.Journal.Begin(key, seqs); err != nil {
+		if err := o.Journal.BeginPart(key, PartSettle, seqs); err != nil {
 			o.log.Error("spend: batch not journaled", "box", st.Box, "err", err)
 		}
 	}

@@ -35,7 +35,9 @@ func (o *observer) Request(rec *broker.Record) {
 		// Journaled before the box has the end of its answer; a
 		// journal that cannot write says so, and the broker then cannot
 		// record.
-		o.outbox.Record(auditEntry(rec))
+		// The call's settlement, when its Call holds one, shares the
+		// entry's record.
+		o.outbox.RecordCall(rec.Call, auditEntry(rec))
 	}
 }
 

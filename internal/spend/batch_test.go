@@ -36,7 +36,7 @@ type queueOutbox struct {
 	queued   []store.Settlement
 }
 
-func (q *queueOutbox) Queue(st store.Settlement) bool {
+func (q *queueOutbox) QueueCall(_ context.Context, st store.Settlement) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.batching {

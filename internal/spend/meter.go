@@ -105,9 +105,11 @@ type Config struct {
 // Outbox keeps the settlements of calls until the store takes them: see
 // outbox.Outbox.
 type Outbox interface {
-	// Queue adds the settlement of a call that reserved nothing to a
-	// batch, and reports false when it takes none just now.
-	Queue(st store.Settlement) bool
+	// QueueCall adds the settlement of a call that reserved nothing to a
+	// batch, and reports false when it takes none just now. ctx is the
+	// call's: the outbox may hold st there until the call concludes, to
+	// journal it with the call's audit entry.
+	QueueCall(ctx context.Context, st store.Settlement) bool
 	// Settle writes st now.
 	Settle(ctx context.Context, st store.Settlement) error
 }

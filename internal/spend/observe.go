@@ -36,7 +36,8 @@ type reading struct {
 
 // observer wraps an answer's body and reads the usage in the bytes as the
 // reader takes them: it never holds bytes back and never reads ahead, and
-// it looks at each read's bytes only once the reader has passed them on.
+// it looks at each read's bytes only once the reader has passed them on
+// (a JSON answer's are only copied as they pass, and read at its end).
 // Memory is bounded: one read's bytes, and a partial line for a stream
 // (at most MaxLine), or the answer for a JSON answer (at most MaxAnswer).
 // The usage is recorded when the body is closed.
@@ -73,7 +74,14 @@ type observer struct {
 func (o *observer) Read(p []byte) (int, error) {
 	o.catchUp()
 	n, err := o.body.Read(p)
-	if n > 0 && !o.finished {
+	switch {
+	case n == 0 || o.finished:
+	case !o.sse:
+		// A JSON answer is only kept as it passes (it is read at its
+		// end): its bytes go straight to the pooled answer, with no
+		// copy in pending.
+		o.observeJSON(p[:n])
+	default:
 		o.pending = append(o.pending[:0], p[:n]...)
 	}
 	if err == io.EOF {

@@ -12,7 +12,7 @@ import (
 
 // settleCall settles mc once r is served.
 func (m *Meter) settleCall(r *http.Request, mc *meteredCall) {
-	m.settle(context.WithoutCancel(r.Context()), mc.s, mc.tk)
+	m.settle(r.Context(), mc.s, mc.tk)
 }
 
 // settlement is what a metered request settles.
@@ -48,6 +48,10 @@ const maxModel = 200
 // The usage rows' cost (what was measured) counts only models the table
 // prices by their family or name; a row's Unpriced counts the calls
 // charged as UnpricedAs.
+//
+// ctx is the request's: its values are read as they are (through
+// context.WithoutCancel each read would allocate), and only the store's
+// write is made under a context the request's end does not cancel.
 func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 	if s.body != nil {
 		defer s.body.release()
@@ -60,9 +64,11 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 		}()
 	}
 	tk.mu.Lock()
-	readings := make([]reading, len(tk.readings))
-	for i, r := range tk.readings {
-		readings[i] = *r
+	// Most calls read one answer: their readings stay on the stack.
+	var few [2]reading
+	readings := few[:0]
+	for _, r := range tk.readings {
+		readings = append(readings, *r)
 	}
 	tk.mu.Unlock()
 	var rows []store.Usage
@@ -127,10 +133,10 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 		return // nothing held, nothing spent
 	}
 	st := store.Settlement{Reservation: s.id, Box: s.box, Principal: s.principal, Month: s.month, Charge: charge, Usage: rows, Cache: cache}
-	if s.id == 0 && m.cfg.Outbox != nil && m.cfg.Outbox.Queue(st) {
+	if s.id == 0 && m.cfg.Outbox != nil && m.cfg.Outbox.QueueCall(ctx, st) {
 		return // settled with others, by the outbox
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	err := m.record(ctx, st)
 	if err != nil {

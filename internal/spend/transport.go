@@ -13,6 +13,26 @@ import (
 type ticket struct {
 	mu       sync.Mutex // guards readings and each *reading's fields
 	readings []*reading
+	// The first answer's reading and observer, and readings' first
+	// backing, are kept in the ticket (allocated with its call): most
+	// requests make one upstream call.
+	firstTaken bool
+	first      reading
+	firstObs   observer
+	one        [1]*reading
+}
+
+// next returns a reading and an observer for an answer, noting the
+// reading in tk.readings; tk.mu is held.
+func (tk *ticket) next() (*reading, *observer) {
+	if !tk.firstTaken && len(tk.readings) == 0 {
+		tk.firstTaken = true
+		tk.readings = append(tk.one[:0], &tk.first)
+		return &tk.first, &tk.firstObs
+	}
+	r := &reading{}
+	tk.readings = append(tk.readings, r)
+	return r, &observer{}
 }
 
 type ctxKey struct{}
@@ -47,9 +67,10 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// An error answer costs nothing and carries no usage.
 		return resp, err
 	}
-	r := &reading{open: true, entry: proxy.EntryFrom(req.Context())}
+	entry := proxy.EntryFrom(req.Context())
 	tk.mu.Lock()
-	tk.readings = append(tk.readings, r)
+	r, obs := tk.next()
+	*r = reading{open: true, entry: entry}
 	tk.mu.Unlock()
 	if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
 		tk.mu.Lock()
@@ -58,6 +79,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, nil
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	resp.Body = &observer{body: resp.Body, sse: mt == "text/event-stream", mu: &tk.mu, r: r, bufs: t.bufs}
+	*obs = observer{body: resp.Body, sse: mt == "text/event-stream", mu: &tk.mu, r: r, bufs: t.bufs}
+	resp.Body = obs
 	return resp, nil
 }
