@@ -1,10 +1,8 @@
 package spend_test
 
 import (
-	"bytes"
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,25 +11,6 @@ import (
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
 )
-
-// syncBuffer is a bytes.Buffer safe for the server's logger and the test
-// at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // unpricedCalls is boxbroker_unpriced_calls_total by its labels
 // model/priced_as/match.
@@ -63,7 +42,7 @@ func unpricedCalls(t *testing.T, b *brokertest.Broker) map[string]float64 {
 // Meter.Unpriced (what the owner's page marks); a model of a family the
 // table has is said to be priced by its family.
 func TestSpend_UnpricedModelIsWarnedOnceAndCounted(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &brokertest.Buffer{}
 	b, token := newBroker(t, brokertest.Options{Logs: logs})
 	for _, model := range []string{"claude-mystery-9", "claude-mystery-9", "claude-mystery-9", "claude-opus-9", "claude-sonnet-4-5"} {
 		if resp := post(b, token, messagesBody(model, 100, false)); resp.StatusCode != 200 {
