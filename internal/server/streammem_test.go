@@ -71,7 +71,7 @@ func TestIdleStreamMemory(t *testing.T) {
 	}
 	plain, secure, cert := standInUpstream(t)
 	f := []string{plain, secure}
-	t.Run("HTTP/1.1 upstream", func(t *testing.T) { idleStreams(t, f[0], nil) })
+	t.Run("HTTP/1.1 upstream", func(t *testing.T) { idleStreams(t, f[0], nil, 0) })
 	t.Run("HTTP/2 upstream", func(t *testing.T) {
 		// The standard transport, as server.New makes it, trusting the stand-in.
 		tr := proxy.NewTransport(proxy.TransportOptions{})
@@ -79,8 +79,11 @@ func TestIdleStreamMemory(t *testing.T) {
 		pool.AddCert(cert)
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool}
 		tr.ForceAttemptHTTP2 = true
-		idleStreams(t, f[1], tr)
+		idleStreams(t, f[1], tr, 0)
 	})
+	// An agent's stream: its 200 KiB request was read whole before the
+	// answer began, and nothing keeps it while the answer streams.
+	t.Run("HTTP/1.1 upstream, 200 KiB requests", func(t *testing.T) { idleStreams(t, f[0], nil, 200<<10) })
 }
 
 // smallAnswer is a Messages answer of the usual size.
@@ -144,11 +147,17 @@ func startBroker(tb testing.TB, upstream string, transport http.RoundTripper) (a
 }
 
 // idleStreams measures streams through a broker whose Anthropic upstream is
-// upstream, reached over transport (nil: the broker's own).
-func idleStreams(t *testing.T, upstream string, transport http.RoundTripper) {
-	const streams = 300
+// upstream, reached over transport (nil: the broker's own), each request
+// padded with pad bytes. With a pad, it fails if a stream's live heap is
+// not well under the pad: the request's body is not kept while the
+// answer streams.
+func idleStreams(t *testing.T, upstream string, transport http.RoundTripper, pad int) {
+	streams := 300
+	if pad > 0 {
+		streams = 100
+	}
 	addr, b := startBroker(t, upstream, transport)
-	body := `{"model":"claude-sonnet-4-5","max_tokens":1024,"stream":true,"messages":[{"role":"user","content":"Hello"}]}`
+	body := `{"model":"claude-sonnet-4-5","max_tokens":1024,"stream":true,"messages":[{"role":"user","content":"Hello` + strings.Repeat("x", pad) + `"}]}`
 	req := "POST " + protocol.PrefixAnthropic + "/v1/messages HTTP/1.1\r\nHost: broker\r\nX-Api-Key: " + b +
 		"\r\nAnthropic-Version: 2023-06-01\r\nContent-Type: application/json\r\nContent-Length: " +
 		fmt.Sprint(len(body)) + "\r\n\r\n" + body
@@ -196,7 +205,7 @@ func idleStreams(t *testing.T, upstream string, transport http.RoundTripper) {
 	time.Sleep(100 * time.Millisecond)
 	runtime.ReadMemStats(&holding)
 	g1 := runtime.NumGoroutine()
-	stack := float64(holding.StackInuse-before.StackInuse) / streams
+	stack := float64(holding.StackInuse-before.StackInuse) / float64(streams)
 	runtime.GC()
 	if path := os.Getenv("BOXBROKER_TEST_HEAPPROFILE"); path != "" {
 		// What holds the streams' heap, for go tool pprof.
@@ -209,9 +218,12 @@ func idleStreams(t *testing.T, upstream string, transport http.RoundTripper) {
 	}
 	var live runtime.MemStats
 	runtime.ReadMemStats(&live)
-	heap := float64(int64(live.HeapAlloc)-int64(before.HeapAlloc)) / streams
+	heap := float64(int64(live.HeapAlloc)-int64(before.HeapAlloc)) / float64(streams)
 	t.Logf("per idle stream: %.2f goroutines, stack %.1f KiB (before any collection), live heap %.1f KiB (the client's connection included)",
-		float64(g1-g0)/streams, stack/1024, heap/1024)
+		float64(g1-g0)/float64(streams), stack/1024, heap/1024)
+	if pad > 0 && heap > float64(pad)/2 {
+		t.Errorf("a stream whose request was %d KiB holds %.1f KiB of live heap: its body is kept while it streams", pad>>10, heap/1024)
+	}
 }
 
 // seedBox adds a box whose last report is report, and the shared

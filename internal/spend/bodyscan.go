@@ -15,8 +15,9 @@ import (
 // the capability's limit, as many as would have been read before), for
 // the call's settlement to be estimated as it would have been from the
 // body read whole before. It holds no byte back: the capability reads the
-// kept bytes once the proxy has taken the whole body and closed it (or
-// when the call settles, if that is first), and they are let go then.
+// kept bytes as soon as the proxy has read the whole body (or when it
+// closes it, or the call settles, if that is first), and they are let go
+// then, so that a stream's answer does not keep its request's body.
 type bodyScan struct {
 	body   io.ReadCloser
 	r      *http.Request // the request, for Estimate
@@ -68,6 +69,9 @@ func (b *bodyScan) Read(p []byte) (int, error) {
 		if err == io.EOF {
 			b.eof = true
 		}
+		// Read whole: the capability reads it now, and the kept bytes
+		// go, rather than stay for as long as the answer streams.
+		b.readLocked()
 	}
 	b.mu.Unlock()
 	return n, err

@@ -66,6 +66,9 @@ func TestBodyScan_EstimateAsBefore(t *testing.T) {
 				if want := tt.body[:min(len(tt.body), out.Len())]; !bytes.Equal(out.Bytes(), want) {
 					t.Fatalf("%d bytes a read: the body read through bodyScan differs", n)
 				}
+				if (tt.read < 0 || tt.read >= len(tt.body)) && b.buf != nil {
+					t.Errorf("%d bytes a read: the body is kept after it was read whole", n)
+				}
 				if tt.close {
 					if err := r.Body.Close(); err != nil {
 						t.Fatal(err)
