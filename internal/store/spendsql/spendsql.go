@@ -49,6 +49,48 @@ type Row interface {
 	Scan(dest ...any) error
 }
 
+// The statements a settlement runs; see Statements.
+const (
+	boxThere      = "SELECT 1 FROM boxes WHERE name = $1"
+	releaseDelete = "DELETE FROM reservations WHERE id = $1 RETURNING box, principal, month, amount"
+	releaseUpdate = `UPDATE tallies SET reserved = CASE WHEN reserved > $1 THEN reserved - $1 ELSE 0 END
+		WHERE box = $2 AND principal = $3 AND month = $4`
+	tallyUpsert = `INSERT INTO tallies (box, principal, month, spent) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (box, principal, month) DO UPDATE SET spent = tallies.spent + excluded.spent`
+	usageUpsert = `INSERT INTO usage (box, month, payer_kind, principal, model, calls, unpriced, unmeasured,
+			input_tokens, output_tokens, cache_write_tokens, cache_read_tokens, cost)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+		ON CONFLICT (box, month, payer_kind, principal, model) DO UPDATE SET
+			calls = usage.calls + excluded.calls, unpriced = usage.unpriced + excluded.unpriced,
+			unmeasured = usage.unmeasured + excluded.unmeasured,
+			input_tokens = usage.input_tokens + excluded.input_tokens, output_tokens = usage.output_tokens + excluded.output_tokens,
+			cache_write_tokens = usage.cache_write_tokens + excluded.cache_write_tokens,
+			cache_read_tokens = usage.cache_read_tokens + excluded.cache_read_tokens, cost = usage.cost + excluded.cost`
+	cacheUpsert = `INSERT INTO cache_usage (box, month, payer_kind, entry, calls, input_tokens, cache_write_tokens, cache_read_tokens)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		ON CONFLICT (box, month, payer_kind, entry) DO UPDATE SET
+			calls = cache_usage.calls + excluded.calls, input_tokens = cache_usage.input_tokens + excluded.input_tokens,
+			cache_write_tokens = cache_usage.cache_write_tokens + excluded.cache_write_tokens,
+			cache_read_tokens = cache_usage.cache_read_tokens + excluded.cache_read_tokens`
+	hourUpsert = `INSERT INTO cache_hours (box, payer_kind, entry, slot, hour, calls, input_tokens, cache_write_tokens, cache_read_tokens)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+		ON CONFLICT (box, payer_kind, entry, slot) DO UPDATE SET
+			calls = CASE WHEN cache_hours.hour = excluded.hour THEN cache_hours.calls + excluded.calls ELSE excluded.calls END,
+			input_tokens = CASE WHEN cache_hours.hour = excluded.hour THEN cache_hours.input_tokens + excluded.input_tokens ELSE excluded.input_tokens END,
+			cache_write_tokens = CASE WHEN cache_hours.hour = excluded.hour THEN cache_hours.cache_write_tokens + excluded.cache_write_tokens ELSE excluded.cache_write_tokens END,
+			cache_read_tokens = CASE WHEN cache_hours.hour = excluded.hour THEN cache_hours.cache_read_tokens + excluded.cache_read_tokens ELSE excluded.cache_read_tokens END,
+			hour = excluded.hour
+		WHERE cache_hours.hour <= excluded.hour`
+)
+
+// Statements are the texts of the statements Settle and SettleMany run,
+// which a store whose driver parses a statement anew on each run (SQLite)
+// may prepare once and run prepared when Tx.Exec or Tx.QueryRow is given
+// one of them.
+func Statements() []string {
+	return []string{boxThere, releaseDelete, releaseUpdate, tallyUpsert, usageUpsert, cacheUpsert, hourUpsert}
+}
+
 // principals are the tallies a call of principal is charged to: the box's
 // own, then the principal's. Rows are always locked in this order.
 func principals(principal string) []string {
@@ -131,7 +173,7 @@ func Reserve(ctx context.Context, tx Tx, r store.Reservation) (int64, error) {
 func Release(ctx context.Context, tx Tx, id int64) error {
 	var box, principal, month string
 	var amount int64
-	err := tx.QueryRow(ctx, "DELETE FROM reservations WHERE id = $1 RETURNING box, principal, month, amount", id).Scan(&box, &principal, &month, &amount)
+	err := tx.QueryRow(ctx, releaseDelete, id).Scan(&box, &principal, &month, &amount)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	}
@@ -139,8 +181,7 @@ func Release(ctx context.Context, tx Tx, id int64) error {
 		return err
 	}
 	for _, p := range principals(principal) {
-		if _, err := tx.Exec(ctx, `UPDATE tallies SET reserved = CASE WHEN reserved > $1 THEN reserved - $1 ELSE 0 END
-			WHERE box = $2 AND principal = $3 AND month = $4`,
+		if _, err := tx.Exec(ctx, releaseUpdate,
 			amount, box, p, month); err != nil {
 			return err
 		}
@@ -169,7 +210,7 @@ func SettleMany(ctx context.Context, tx Tx, batch []store.Settlement) error {
 	}
 	for _, box := range slices.Sorted(maps.Keys(there)) {
 		var one int
-		err := tx.QueryRow(ctx, "SELECT 1 FROM boxes WHERE name = $1", box).Scan(&one)
+		err := tx.QueryRow(ctx, boxThere, box).Scan(&one)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
@@ -281,8 +322,7 @@ func settle(ctx context.Context, tx Tx, batch []store.Settlement) error {
 	for _, k := range slices.SortedFunc(maps.Keys(tallies), func(a, b tallyKey) int {
 		return cmp.Or(strings.Compare(a.box, b.box), strings.Compare(a.principal, b.principal), strings.Compare(a.month, b.month))
 	}) {
-		if _, err := tx.Exec(ctx, `INSERT INTO tallies (box, principal, month, spent) VALUES ($1, $2, $3, $4)
-			ON CONFLICT (box, principal, month) DO UPDATE SET spent = tallies.spent + excluded.spent`,
+		if _, err := tx.Exec(ctx, tallyUpsert,
 			k.box, k.principal, k.month, tallies[k]); err != nil {
 			return err
 		}
@@ -292,15 +332,7 @@ func settle(ctx context.Context, tx Tx, batch []store.Settlement) error {
 			strings.Compare(a.principal, b.principal), strings.Compare(a.model, b.model))
 	}) {
 		u := usage[k]
-		if _, err := tx.Exec(ctx, `INSERT INTO usage (box, month, payer_kind, principal, model, calls, unpriced, unmeasured,
-				input_tokens, output_tokens, cache_write_tokens, cache_read_tokens, cost)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
-			ON CONFLICT (box, month, payer_kind, principal, model) DO UPDATE SET
-				calls = usage.calls + excluded.calls, unpriced = usage.unpriced + excluded.unpriced,
-				unmeasured = usage.unmeasured + excluded.unmeasured,
-				input_tokens = usage.input_tokens + excluded.input_tokens, output_tokens = usage.output_tokens + excluded.output_tokens,
-				cache_write_tokens = usage.cache_write_tokens + excluded.cache_write_tokens,
-				cache_read_tokens = usage.cache_read_tokens + excluded.cache_read_tokens, cost = usage.cost + excluded.cost`,
+		if _, err := tx.Exec(ctx, usageUpsert,
 			u.Box, u.Month, u.PayerKind, u.Principal, u.Model, u.Calls, u.Unpriced, u.Unmeasured,
 			u.InputTokens, u.OutputTokens, u.CacheWriteTokens, u.CacheReadTokens, u.Cost); err != nil {
 			return err
@@ -311,12 +343,7 @@ func settle(ctx context.Context, tx Tx, batch []store.Settlement) error {
 			strings.Compare(a.entry, b.entry))
 	}) {
 		c := cache[k]
-		if _, err := tx.Exec(ctx, `INSERT INTO cache_usage (box, month, payer_kind, entry, calls, input_tokens, cache_write_tokens, cache_read_tokens)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-			ON CONFLICT (box, month, payer_kind, entry) DO UPDATE SET
-				calls = cache_usage.calls + excluded.calls, input_tokens = cache_usage.input_tokens + excluded.input_tokens,
-				cache_write_tokens = cache_usage.cache_write_tokens + excluded.cache_write_tokens,
-				cache_read_tokens = cache_usage.cache_read_tokens + excluded.cache_read_tokens`,
+		if _, err := tx.Exec(ctx, cacheUpsert,
 			k.box, k.month, k.payerKind, k.entry, c.calls, c.input, c.cacheWrite, c.cacheRead); err != nil {
 			return err
 		}
@@ -329,15 +356,7 @@ func settle(ctx context.Context, tx Tx, batch []store.Settlement) error {
 			cmp.Compare(a.slot, b.slot))
 	}) {
 		h := hours[k]
-		if _, err := tx.Exec(ctx, `INSERT INTO cache_hours (box, payer_kind, entry, slot, hour, calls, input_tokens, cache_write_tokens, cache_read_tokens)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-		ON CONFLICT (box, payer_kind, entry, slot) DO UPDATE SET
-			calls = CASE WHEN cache_hours.hour = excluded.hour THEN cache_hours.calls + excluded.calls ELSE excluded.calls END,
-			input_tokens = CASE WHEN cache_hours.hour = excluded.hour THEN cache_hours.input_tokens + excluded.input_tokens ELSE excluded.input_tokens END,
-			cache_write_tokens = CASE WHEN cache_hours.hour = excluded.hour THEN cache_hours.cache_write_tokens + excluded.cache_write_tokens ELSE excluded.cache_write_tokens END,
-			cache_read_tokens = CASE WHEN cache_hours.hour = excluded.hour THEN cache_hours.cache_read_tokens + excluded.cache_read_tokens ELSE excluded.cache_read_tokens END,
-			hour = excluded.hour
-		WHERE cache_hours.hour <= excluded.hour`,
+		if _, err := tx.Exec(ctx, hourUpsert,
 			k.box, k.payerKind, k.entry, k.slot, h.hour, h.calls, h.input, h.cacheWrite, h.cacheRead); err != nil {
 			return err
 		}
