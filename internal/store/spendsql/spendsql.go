@@ -49,6 +49,19 @@ type Row interface {
 	Scan(dest ...any) error
 }
 
+// Stmt is a statement and its arguments.
+type Stmt struct {
+	Query string
+	Args  []any
+}
+
+// Batcher is a Tx that runs statements whose answers are not read in
+// one exchange with its server (pgx's Batch), in order, stopping at the
+// first error. A settlement's upserts go through it when Tx is one.
+type Batcher interface {
+	ExecAll(ctx context.Context, stmts []Stmt) error
+}
+
 // The statements a settlement runs; see Statements.
 const (
 	boxThere      = "SELECT 1 FROM boxes WHERE name = $1"
@@ -319,34 +332,26 @@ func settle(ctx context.Context, tx Tx, batch []store.Settlement) error {
 			h.add(c)
 		}
 	}
+	upserts := make([]Stmt, 0, len(tallies)+len(usage)+len(cache)+len(hours))
 	for _, k := range slices.SortedFunc(maps.Keys(tallies), func(a, b tallyKey) int {
 		return cmp.Or(strings.Compare(a.box, b.box), strings.Compare(a.principal, b.principal), strings.Compare(a.month, b.month))
 	}) {
-		if _, err := tx.Exec(ctx, tallyUpsert,
-			k.box, k.principal, k.month, tallies[k]); err != nil {
-			return err
-		}
+		upserts = append(upserts, Stmt{tallyUpsert, []any{k.box, k.principal, k.month, tallies[k]}})
 	}
 	for _, k := range slices.SortedFunc(maps.Keys(usage), func(a, b usageKey) int {
 		return cmp.Or(strings.Compare(a.box, b.box), strings.Compare(a.month, b.month), strings.Compare(a.payerKind, b.payerKind),
 			strings.Compare(a.principal, b.principal), strings.Compare(a.model, b.model))
 	}) {
 		u := usage[k]
-		if _, err := tx.Exec(ctx, usageUpsert,
-			u.Box, u.Month, u.PayerKind, u.Principal, u.Model, u.Calls, u.Unpriced, u.Unmeasured,
-			u.InputTokens, u.OutputTokens, u.CacheWriteTokens, u.CacheReadTokens, u.Cost); err != nil {
-			return err
-		}
+		upserts = append(upserts, Stmt{usageUpsert, []any{u.Box, u.Month, u.PayerKind, u.Principal, u.Model, u.Calls, u.Unpriced, u.Unmeasured,
+			u.InputTokens, u.OutputTokens, u.CacheWriteTokens, u.CacheReadTokens, u.Cost}})
 	}
 	for _, k := range slices.SortedFunc(maps.Keys(cache), func(a, b cacheKey) int {
 		return cmp.Or(strings.Compare(a.box, b.box), strings.Compare(a.month, b.month), strings.Compare(a.payerKind, b.payerKind),
 			strings.Compare(a.entry, b.entry))
 	}) {
 		c := cache[k]
-		if _, err := tx.Exec(ctx, cacheUpsert,
-			k.box, k.month, k.payerKind, k.entry, c.calls, c.input, c.cacheWrite, c.cacheRead); err != nil {
-			return err
-		}
+		upserts = append(upserts, Stmt{cacheUpsert, []any{k.box, k.month, k.payerKind, k.entry, c.calls, c.input, c.cacheWrite, c.cacheRead}})
 	}
 	// A slot holding an older hour is overwritten; one holding a newer
 	// hour keeps it (the batch is then older than the ring, as a
@@ -356,8 +361,13 @@ func settle(ctx context.Context, tx Tx, batch []store.Settlement) error {
 			cmp.Compare(a.slot, b.slot))
 	}) {
 		h := hours[k]
-		if _, err := tx.Exec(ctx, hourUpsert,
-			k.box, k.payerKind, k.entry, k.slot, h.hour, h.calls, h.input, h.cacheWrite, h.cacheRead); err != nil {
+		upserts = append(upserts, Stmt{hourUpsert, []any{k.box, k.payerKind, k.entry, k.slot, h.hour, h.calls, h.input, h.cacheWrite, h.cacheRead}})
+	}
+	if b, ok := tx.(Batcher); ok {
+		return b.ExecAll(ctx, upserts)
+	}
+	for _, st := range upserts {
+		if _, err := tx.Exec(ctx, st.Query, st.Args...); err != nil {
 			return err
 		}
 	}
