@@ -16,7 +16,10 @@
 // PostgreSQL a concurrent Reserve on the same tally waits for this one's
 // row lock and then evaluates its condition against the committed row.
 // Tallies are always touched in the order principals gives: the box's
-// own, then the principal's.
+// own, then the principal's; a batch of settlements (SettleMany) charges
+// its tallies, and adds to its usage and prompt-cache rows, in the order
+// of their keys, so that replicas writing batches at once lock them in
+// the same order.
 package spendsql
 
 import (
@@ -280,7 +283,8 @@ type hourSums struct {
 // alone (h' either replaces the slot, or adds to it when the slot already
 // held h', or is dropped when the slot holds a newer hour still, and h
 // does the same or less before it), so only each slot's newest hour, with
-// its sums, is applied.
+// its sums, is applied. The upserts go to the server in one exchange
+// when tx is a Batcher.
 func settle(ctx context.Context, tx Tx, batch []store.Settlement) error {
 	tallies := make(map[tallyKey]int64)
 	usage := make(map[usageKey]*store.Usage)
