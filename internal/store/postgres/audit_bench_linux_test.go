@@ -20,3 +20,16 @@ func BenchmarkAddAudit(b *testing.B) {
 		return s
 	})
 }
+
+// BenchmarkApplySpooled is storetest.BenchmarkApplySpooled on a fresh
+// schema.
+func BenchmarkApplySpooled(b *testing.B) {
+	storetest.BenchmarkApplySpooled(b, func(b *testing.B) store.Store {
+		s, err := Open(context.Background(), postgrestest.Schema(b))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		return s
+	})
+}

@@ -84,6 +84,24 @@ func (t spendTx) QueryRow(ctx context.Context, query string, args ...any) spends
 
 func (spendTx) Time(t time.Time) any { return t }
 
+// ExecAll sends stmts in one batch; see spendsql.Batcher.
+func (t spendTx) ExecAll(ctx context.Context, stmts []spendsql.Stmt) error {
+	tx, ok := t.q.(pgx.Tx)
+	if !ok || len(stmts) < 2 {
+		for _, st := range stmts {
+			if _, err := t.q.Exec(ctx, st.Query, st.Args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var b pgx.Batch
+	for _, st := range stmts {
+		b.Queue(st.Query, st.Args...)
+	}
+	return tx.SendBatch(ctx, &b).Close()
+}
+
 // spendRow is a row whose Scan reports no row as store.ErrNotFound.
 type spendRow struct{ r pgx.Row }
 

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -24,18 +23,9 @@ func (s *Store) ApplySpooled(ctx context.Context, key string, settle []store.Set
 		if tag.RowsAffected() == 0 {
 			return nil, nil // applied before
 		}
-		for _, st := range settle {
-			var one int
-			err := tx.QueryRow(ctx, "SELECT 1 FROM boxes WHERE name = $1", st.Box).Scan(&one)
-			if errors.Is(err, pgx.ErrNoRows) {
-				continue // the box was removed since
-			}
-			if err != nil {
-				return nil, err
-			}
-			if err := spendsql.Settle(ctx, spendTx{tx}, st); err != nil {
-				return nil, err
-			}
+		// A settlement of a box removed since is skipped.
+		if err := spendsql.SettleMany(ctx, spendTx{tx}, settle); err != nil {
+			return nil, err
 		}
 		if len(audit) > 0 {
 			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"audit"}, auditColumns, &auditRows{entries: audit, i: -1}); err != nil {

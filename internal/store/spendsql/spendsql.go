@@ -16,12 +16,19 @@
 // PostgreSQL a concurrent Reserve on the same tally waits for this one's
 // row lock and then evaluates its condition against the committed row.
 // Tallies are always touched in the order principals gives: the box's
-// own, then the principal's.
+// own, then the principal's; a batch of settlements (SettleMany) charges
+// its tallies, and adds to its usage and prompt-cache rows, in the order
+// of their keys, so that replicas writing batches at once lock them in
+// the same order.
 package spendsql
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/store"
@@ -43,6 +50,61 @@ type Tx interface {
 // Row is one row of a query's answer.
 type Row interface {
 	Scan(dest ...any) error
+}
+
+// Stmt is a statement and its arguments.
+type Stmt struct {
+	Query string
+	Args  []any
+}
+
+// Batcher is a Tx that runs statements whose answers are not read in
+// one exchange with its server (pgx's Batch), in order, stopping at the
+// first error. A settlement's upserts go through it when Tx is one.
+type Batcher interface {
+	ExecAll(ctx context.Context, stmts []Stmt) error
+}
+
+// The statements a settlement runs; see Statements.
+const (
+	boxThere      = "SELECT 1 FROM boxes WHERE name = $1"
+	releaseDelete = "DELETE FROM reservations WHERE id = $1 RETURNING box, principal, month, amount"
+	releaseUpdate = `UPDATE tallies SET reserved = CASE WHEN reserved > $1 THEN reserved - $1 ELSE 0 END
+		WHERE box = $2 AND principal = $3 AND month = $4`
+	tallyUpsert = `INSERT INTO tallies (box, principal, month, spent) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (box, principal, month) DO UPDATE SET spent = tallies.spent + excluded.spent`
+	usageUpsert = `INSERT INTO usage (box, month, payer_kind, principal, model, calls, unpriced, unmeasured,
+			input_tokens, output_tokens, cache_write_tokens, cache_read_tokens, cost)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+		ON CONFLICT (box, month, payer_kind, principal, model) DO UPDATE SET
+			calls = usage.calls + excluded.calls, unpriced = usage.unpriced + excluded.unpriced,
+			unmeasured = usage.unmeasured + excluded.unmeasured,
+			input_tokens = usage.input_tokens + excluded.input_tokens, output_tokens = usage.output_tokens + excluded.output_tokens,
+			cache_write_tokens = usage.cache_write_tokens + excluded.cache_write_tokens,
+			cache_read_tokens = usage.cache_read_tokens + excluded.cache_read_tokens, cost = usage.cost + excluded.cost`
+	cacheUpsert = `INSERT INTO cache_usage (box, month, payer_kind, entry, calls, input_tokens, cache_write_tokens, cache_read_tokens)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		ON CONFLICT (box, month, payer_kind, entry) DO UPDATE SET
+			calls = cache_usage.calls + excluded.calls, input_tokens = cache_usage.input_tokens + excluded.input_tokens,
+			cache_write_tokens = cache_usage.cache_write_tokens + excluded.cache_write_tokens,
+			cache_read_tokens = cache_usage.cache_read_tokens + excluded.cache_read_tokens`
+	hourUpsert = `INSERT INTO cache_hours (box, payer_kind, entry, slot, hour, calls, input_tokens, cache_write_tokens, cache_read_tokens)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+		ON CONFLICT (box, payer_kind, entry, slot) DO UPDATE SET
+			calls = CASE WHEN cache_hours.hour = excluded.hour THEN cache_hours.calls + excluded.calls ELSE excluded.calls END,
+			input_tokens = CASE WHEN cache_hours.hour = excluded.hour THEN cache_hours.input_tokens + excluded.input_tokens ELSE excluded.input_tokens END,
+			cache_write_tokens = CASE WHEN cache_hours.hour = excluded.hour THEN cache_hours.cache_write_tokens + excluded.cache_write_tokens ELSE excluded.cache_write_tokens END,
+			cache_read_tokens = CASE WHEN cache_hours.hour = excluded.hour THEN cache_hours.cache_read_tokens + excluded.cache_read_tokens ELSE excluded.cache_read_tokens END,
+			hour = excluded.hour
+		WHERE cache_hours.hour <= excluded.hour`
+)
+
+// Statements are the texts of the statements Settle and SettleMany run,
+// which a store whose driver parses a statement anew on each run (SQLite)
+// may prepare once and run prepared when Tx.Exec or Tx.QueryRow is given
+// one of them.
+func Statements() []string {
+	return []string{boxThere, releaseDelete, releaseUpdate, tallyUpsert, usageUpsert, cacheUpsert, hourUpsert}
 }
 
 // principals are the tallies a call of principal is charged to: the box's
@@ -127,7 +189,7 @@ func Reserve(ctx context.Context, tx Tx, r store.Reservation) (int64, error) {
 func Release(ctx context.Context, tx Tx, id int64) error {
 	var box, principal, month string
 	var amount int64
-	err := tx.QueryRow(ctx, "DELETE FROM reservations WHERE id = $1 RETURNING box, principal, month, amount", id).Scan(&box, &principal, &month, &amount)
+	err := tx.QueryRow(ctx, releaseDelete, id).Scan(&box, &principal, &month, &amount)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	}
@@ -135,8 +197,7 @@ func Release(ctx context.Context, tx Tx, id int64) error {
 		return err
 	}
 	for _, p := range principals(principal) {
-		if _, err := tx.Exec(ctx, `UPDATE tallies SET reserved = CASE WHEN reserved > $1 THEN reserved - $1 ELSE 0 END
-			WHERE box = $2 AND principal = $3 AND month = $4`,
+		if _, err := tx.Exec(ctx, releaseUpdate,
 			amount, box, p, month); err != nil {
 			return err
 		}
@@ -148,68 +209,173 @@ func Release(ctx context.Context, tx Tx, id int64) error {
 // st.Charge to its tallies and adds its usage. A box that is gone is the
 // driver's foreign-key error, which the store translates.
 func Settle(ctx context.Context, tx Tx, st store.Settlement) error {
-	if st.Reservation != 0 {
-		if err := Release(ctx, tx, st.Reservation); err != nil {
+	return settle(ctx, tx, []store.Settlement{st})
+}
+
+// SettleMany applies batch in tx, leaving what Settle of each in turn
+// would, except that the settlements of a box that is gone are skipped
+// (the box was removed since the calls; nothing is left to charge). It
+// asks once whether each box is there, releases each reservation in
+// turn, and then runs one upsert per tally, usage row, month's and hour's
+// prompt-cache row the batch touches, with the batch's sums: a few
+// statements per box rather than five or so per call.
+func SettleMany(ctx context.Context, tx Tx, batch []store.Settlement) error {
+	there := make(map[string]bool)
+	for _, st := range batch {
+		there[st.Box] = false
+	}
+	for _, box := range slices.Sorted(maps.Keys(there)) {
+		var one int
+		err := tx.QueryRow(ctx, boxThere, box).Scan(&one)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
+		there[box] = err == nil
 	}
-	for _, p := range principals(st.Principal) {
-		if _, err := tx.Exec(ctx, `INSERT INTO tallies (box, principal, month, spent) VALUES ($1, $2, $3, $4)
-			ON CONFLICT (box, principal, month) DO UPDATE SET spent = tallies.spent + excluded.spent`,
-			st.Box, p, st.Month, st.Charge); err != nil {
-			return err
+	kept := make([]store.Settlement, 0, len(batch))
+	for _, st := range batch {
+		if there[st.Box] {
+			kept = append(kept, st)
 		}
 	}
-	for _, u := range st.Usage {
-		if _, err := tx.Exec(ctx, `INSERT INTO usage (box, month, payer_kind, principal, model, calls, unpriced, unmeasured,
-				input_tokens, output_tokens, cache_write_tokens, cache_read_tokens, cost)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
-			ON CONFLICT (box, month, payer_kind, principal, model) DO UPDATE SET
-				calls = usage.calls + excluded.calls, unpriced = usage.unpriced + excluded.unpriced,
-				unmeasured = usage.unmeasured + excluded.unmeasured,
-				input_tokens = usage.input_tokens + excluded.input_tokens, output_tokens = usage.output_tokens + excluded.output_tokens,
-				cache_write_tokens = usage.cache_write_tokens + excluded.cache_write_tokens,
-				cache_read_tokens = usage.cache_read_tokens + excluded.cache_read_tokens, cost = usage.cost + excluded.cost`,
-			u.Box, u.Month, u.PayerKind, u.Principal, u.Model, u.Calls, u.Unpriced, u.Unmeasured,
-			u.InputTokens, u.OutputTokens, u.CacheWriteTokens, u.CacheReadTokens, u.Cost); err != nil {
-			return err
+	return settle(ctx, tx, kept)
+}
+
+// Keys of the rows a batch of settlements adds to; see settle.
+type (
+	tallyKey struct{ box, principal, month string }
+	usageKey struct{ box, month, payerKind, principal, model string }
+	cacheKey struct{ box, month, payerKind, entry string }
+	// slotKey is a slot of cache_hours' ring of hours.
+	slotKey struct {
+		box, payerKind, entry string
+		slot                  int64
+	}
+)
+
+// cacheSums are the sums of a cache_usage or cache_hours row.
+type cacheSums struct{ calls, input, cacheWrite, cacheRead int64 }
+
+func (c *cacheSums) add(u store.CacheUsage) {
+	c.calls += u.Calls
+	c.input += u.InputTokens
+	c.cacheWrite += u.CacheWriteTokens
+	c.cacheRead += u.CacheReadTokens
+}
+
+// hourSums is what a batch leaves in a slot of cache_hours: the newest
+// hour it adds to the slot and that hour's sums.
+type hourSums struct {
+	hour int64
+	cacheSums
+}
+
+// settle is Settle of each of batch in turn, as a few statements per row
+// touched. Reservations are released first and one by one, in the
+// batch's order: each is its own row, and the tallies' reserved column
+// that Release lowers is not the spent column that Settle raises. Then
+// every sum is one upsert, the keys of each table in sorted order so that
+// concurrent transactions on PostgreSQL lock rows in the same order (a
+// tally's box's own row sorts before its principals', as principals
+// orders them). The sums are exact since each column is a sum, but for
+// cache_hours, whose upsert keeps the newer hour of a slot: applying an
+// older hour h and then a newer h' leaves the same slot as applying h'
+// alone (h' either replaces the slot, or adds to it when the slot already
+// held h', or is dropped when the slot holds a newer hour still, and h
+// does the same or less before it), so only each slot's newest hour, with
+// its sums, is applied. The upserts go to the server in one exchange
+// when tx is a Batcher.
+func settle(ctx context.Context, tx Tx, batch []store.Settlement) error {
+	tallies := make(map[tallyKey]int64)
+	usage := make(map[usageKey]*store.Usage)
+	cache := make(map[cacheKey]*cacheSums)
+	hours := make(map[slotKey]*hourSums)
+	for _, st := range batch {
+		if st.Reservation != 0 {
+			if err := Release(ctx, tx, st.Reservation); err != nil {
+				return err
+			}
+		}
+		for _, p := range principals(st.Principal) {
+			tallies[tallyKey{st.Box, p, st.Month}] += st.Charge
+		}
+		for _, u := range st.Usage {
+			k := usageKey{u.Box, u.Month, u.PayerKind, u.Principal, u.Model}
+			sum := usage[k]
+			if sum == nil {
+				usage[k] = &store.Usage{Box: u.Box, Month: u.Month, PayerKind: u.PayerKind, Principal: u.Principal, Model: u.Model}
+				sum = usage[k]
+			}
+			sum.Calls += u.Calls
+			sum.Unpriced += u.Unpriced
+			sum.Unmeasured += u.Unmeasured
+			sum.InputTokens += u.InputTokens
+			sum.OutputTokens += u.OutputTokens
+			sum.CacheWriteTokens += u.CacheWriteTokens
+			sum.CacheReadTokens += u.CacheReadTokens
+			sum.Cost += u.Cost
+		}
+		for _, c := range st.Cache {
+			k := cacheKey{c.Box, c.Hour.UTC().Format("2006-01"), c.PayerKind, c.Entry}
+			sum := cache[k]
+			if sum == nil {
+				sum = new(cacheSums)
+				cache[k] = sum
+			}
+			sum.add(c)
+			hour := CacheHour(c.Hour)
+			sk := slotKey{c.Box, c.PayerKind, c.Entry, hour % store.CacheHours}
+			h := hours[sk]
+			switch {
+			case h == nil || h.hour < hour:
+				h = &hourSums{hour: hour}
+				hours[sk] = h
+			case h.hour > hour:
+				continue // older than what the batch leaves in the slot
+			}
+			h.add(c)
 		}
 	}
-	for _, c := range st.Cache {
-		if err := settleCache(ctx, tx, c); err != nil {
+	upserts := make([]Stmt, 0, len(tallies)+len(usage)+len(cache)+len(hours))
+	for _, k := range slices.SortedFunc(maps.Keys(tallies), func(a, b tallyKey) int {
+		return cmp.Or(strings.Compare(a.box, b.box), strings.Compare(a.principal, b.principal), strings.Compare(a.month, b.month))
+	}) {
+		upserts = append(upserts, Stmt{tallyUpsert, []any{k.box, k.principal, k.month, tallies[k]}})
+	}
+	for _, k := range slices.SortedFunc(maps.Keys(usage), func(a, b usageKey) int {
+		return cmp.Or(strings.Compare(a.box, b.box), strings.Compare(a.month, b.month), strings.Compare(a.payerKind, b.payerKind),
+			strings.Compare(a.principal, b.principal), strings.Compare(a.model, b.model))
+	}) {
+		u := usage[k]
+		upserts = append(upserts, Stmt{usageUpsert, []any{u.Box, u.Month, u.PayerKind, u.Principal, u.Model, u.Calls, u.Unpriced, u.Unmeasured,
+			u.InputTokens, u.OutputTokens, u.CacheWriteTokens, u.CacheReadTokens, u.Cost}})
+	}
+	for _, k := range slices.SortedFunc(maps.Keys(cache), func(a, b cacheKey) int {
+		return cmp.Or(strings.Compare(a.box, b.box), strings.Compare(a.month, b.month), strings.Compare(a.payerKind, b.payerKind),
+			strings.Compare(a.entry, b.entry))
+	}) {
+		c := cache[k]
+		upserts = append(upserts, Stmt{cacheUpsert, []any{k.box, k.month, k.payerKind, k.entry, c.calls, c.input, c.cacheWrite, c.cacheRead}})
+	}
+	// A slot holding an older hour is overwritten; one holding a newer
+	// hour keeps it (the batch is then older than the ring, as a
+	// settlement spooled for a day may be). See store.PromptCache.
+	for _, k := range slices.SortedFunc(maps.Keys(hours), func(a, b slotKey) int {
+		return cmp.Or(strings.Compare(a.box, b.box), strings.Compare(a.payerKind, b.payerKind), strings.Compare(a.entry, b.entry),
+			cmp.Compare(a.slot, b.slot))
+	}) {
+		h := hours[k]
+		upserts = append(upserts, Stmt{hourUpsert, []any{k.box, k.payerKind, k.entry, k.slot, h.hour, h.calls, h.input, h.cacheWrite, h.cacheRead}})
+	}
+	if b, ok := tx.(Batcher); ok {
+		return b.ExecAll(ctx, upserts)
+	}
+	for _, st := range upserts {
+		if _, err := tx.Exec(ctx, st.Query, st.Args...); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// settleCache adds c to its month's sums and to its hour's slot of the
-// ring of hours (see store.PromptCache). A slot holding an older hour is
-// overwritten; one holding a newer hour keeps it (c is then older than
-// the ring, as a settlement spooled for a day may be).
-func settleCache(ctx context.Context, tx Tx, c store.CacheUsage) error {
-	hour := CacheHour(c.Hour)
-	month := c.Hour.UTC().Format("2006-01")
-	if _, err := tx.Exec(ctx, `INSERT INTO cache_usage (box, month, payer_kind, entry, calls, input_tokens, cache_write_tokens, cache_read_tokens)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-		ON CONFLICT (box, month, payer_kind, entry) DO UPDATE SET
-			calls = cache_usage.calls + excluded.calls, input_tokens = cache_usage.input_tokens + excluded.input_tokens,
-			cache_write_tokens = cache_usage.cache_write_tokens + excluded.cache_write_tokens,
-			cache_read_tokens = cache_usage.cache_read_tokens + excluded.cache_read_tokens`,
-		c.Box, month, c.PayerKind, c.Entry, c.Calls, c.InputTokens, c.CacheWriteTokens, c.CacheReadTokens); err != nil {
-		return err
-	}
-	_, err := tx.Exec(ctx, `INSERT INTO cache_hours (box, payer_kind, entry, slot, hour, calls, input_tokens, cache_write_tokens, cache_read_tokens)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-		ON CONFLICT (box, payer_kind, entry, slot) DO UPDATE SET
-			calls = CASE WHEN cache_hours.hour = excluded.hour THEN cache_hours.calls + excluded.calls ELSE excluded.calls END,
-			input_tokens = CASE WHEN cache_hours.hour = excluded.hour THEN cache_hours.input_tokens + excluded.input_tokens ELSE excluded.input_tokens END,
-			cache_write_tokens = CASE WHEN cache_hours.hour = excluded.hour THEN cache_hours.cache_write_tokens + excluded.cache_write_tokens ELSE excluded.cache_write_tokens END,
-			cache_read_tokens = CASE WHEN cache_hours.hour = excluded.hour THEN cache_hours.cache_read_tokens + excluded.cache_read_tokens ELSE excluded.cache_read_tokens END,
-			hour = excluded.hour
-		WHERE cache_hours.hour <= excluded.hour`,
-		c.Box, c.PayerKind, c.Entry, hour%store.CacheHours, hour, c.Calls, c.InputTokens, c.CacheWriteTokens, c.CacheReadTokens)
-	return err
 }
 
 // CacheHour is t's hour's number since the Unix epoch, as cache_hours

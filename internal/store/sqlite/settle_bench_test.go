@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/storetest"
 )
 
 // BenchmarkSettle is one call's settlement, its usage row alone and with
@@ -40,4 +41,16 @@ func BenchmarkSettle(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkApplySpooled is storetest.BenchmarkApplySpooled on a file.
+func BenchmarkApplySpooled(b *testing.B) {
+	storetest.BenchmarkApplySpooled(b, func(b *testing.B) store.Store {
+		s, err := Open(filepath.Join(b.TempDir(), "boxbroker.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		return s
+	})
 }

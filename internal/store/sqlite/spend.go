@@ -74,10 +74,27 @@ type spendTx struct {
 		ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 		QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 	}
+	// tx, when set, is q, and runs the statements in stmts prepared.
+	tx    *sql.Tx
+	stmts map[string]*sql.Stmt
+}
+
+// spendTx is tx as spendsql uses it, running spendsql's statements as
+// prepared on the writer's connection when Open did (SQLite parses a
+// statement anew on each run otherwise; an upsert costs more to parse
+// than to run).
+func (s *Store) spendTx(tx *sql.Tx) spendTx {
+	return spendTx{q: tx, tx: tx, stmts: s.spend}
 }
 
 func (t spendTx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	res, err := t.q.ExecContext(ctx, query, args...)
+	var res sql.Result
+	var err error
+	if st := t.stmts[query]; st != nil {
+		res, err = t.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	} else {
+		res, err = t.q.ExecContext(ctx, query, args...)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -85,6 +102,9 @@ func (t spendTx) Exec(ctx context.Context, query string, args ...any) (int64, er
 }
 
 func (t spendTx) QueryRow(ctx context.Context, query string, args ...any) spendsql.Row {
+	if st := t.stmts[query]; st != nil {
+		return spendRow{t.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)}
+	}
 	return spendRow{t.q.QueryRowContext(ctx, query, args...)}
 }
 
@@ -105,13 +125,13 @@ func (r spendRow) Scan(dest ...any) error {
 func (s *Store) Reserve(ctx context.Context, r store.Reservation) (int64, error) {
 	op := fmt.Sprintf("reserve for box %q", r.Box)
 	// Most boxes have no budget: find that out without taking the writer.
-	if ok, err := spendsql.Budgeted(ctx, spendTx{s.r}, r.Box, r.Principal); err != nil || !ok {
+	if ok, err := spendsql.Budgeted(ctx, spendTx{q: s.r}, r.Box, r.Principal); err != nil || !ok {
 		return 0, translate(op, err)
 	}
 	var id int64
 	err := s.write(ctx, op, func(tx *sql.Tx) ([]store.Change, error) {
 		var err error
-		id, err = spendsql.Reserve(ctx, spendTx{tx}, r)
+		id, err = spendsql.Reserve(ctx, s.spendTx(tx), r)
 		return nil, err
 	})
 	if err != nil {
@@ -124,7 +144,7 @@ func (s *Store) Reserve(ctx context.Context, r store.Reservation) (int64, error)
 // adds its usage, in one transaction; store.ErrNotFound if the box is gone.
 func (s *Store) Settle(ctx context.Context, st store.Settlement) error {
 	return s.write(ctx, fmt.Sprintf("settle for box %q", st.Box), func(tx *sql.Tx) ([]store.Change, error) {
-		return nil, spendsql.Settle(ctx, spendTx{tx}, st)
+		return nil, spendsql.Settle(ctx, s.spendTx(tx), st)
 	})
 }
 
@@ -149,7 +169,7 @@ func (s *Store) ReleaseStale(ctx context.Context, before time.Time) (int, error)
 			return nil, err
 		}
 		for _, id := range ids {
-			if err := spendsql.Release(ctx, spendTx{tx}, id); err != nil {
+			if err := spendsql.Release(ctx, s.spendTx(tx), id); err != nil {
 				return nil, err
 			}
 		}

@@ -25,18 +25,9 @@ func (s *Store) ApplySpooled(ctx context.Context, key string, settle []store.Set
 		if n, err := res.RowsAffected(); err != nil || n == 0 {
 			return nil, err // applied before
 		}
-		for _, st := range settle {
-			var one int
-			err := tx.QueryRowContext(ctx, "SELECT 1 FROM boxes WHERE name = ?", st.Box).Scan(&one)
-			if err == sql.ErrNoRows {
-				continue // the box was removed since
-			}
-			if err != nil {
-				return nil, err
-			}
-			if err := spendsql.Settle(ctx, spendTx{tx}, st); err != nil {
-				return nil, err
-			}
+		// A settlement of a box removed since is skipped.
+		if err := spendsql.SettleMany(ctx, s.spendTx(tx), settle); err != nil {
+			return nil, err
 		}
 		if err := ins.insert(ctx, tx, audit); err != nil {
 			return nil, err

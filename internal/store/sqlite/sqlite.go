@@ -28,6 +28,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/spendsql"
 )
 
 // busyTimeout is how long a statement waits for another process's write
@@ -46,6 +47,9 @@ type Store struct {
 	now func() time.Time
 	// audit holds w's prepared statements that write the audit log.
 	audit auditStmts
+	// spend holds spendsql's statements prepared on w, by text (see
+	// spendTx); read-only once Open returns.
+	spend map[string]*sql.Stmt
 	// changes reads the changes log, which every replica's cache polls
 	// many times a second: prepared once, on r.
 	changes *sql.Stmt
@@ -113,6 +117,15 @@ func Open(path string) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
+	s.spend = make(map[string]*sql.Stmt)
+	for _, q := range spendsql.Statements() {
+		st, err := w.Prepare(q)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
+		}
+		s.spend[q] = st
+	}
 	return s, nil
 }
 
@@ -173,6 +186,9 @@ func (s *Store) Close() error {
 	var err error
 	if s.changes != nil {
 		err = s.changes.Close()
+	}
+	for _, st := range s.spend {
+		err = errors.Join(err, st.Close())
 	}
 	return errors.Join(err, s.r.Close(), s.w.Close())
 }

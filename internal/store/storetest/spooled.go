@@ -1,7 +1,11 @@
 package storetest
 
 import (
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -12,6 +16,7 @@ var spooledTests = []struct {
 	run  func(t *testing.T, s store.Store)
 }{
 	{"ApplySpooledOnce", testApplySpooledOnce},
+	{"ApplySpooledSumsAsOneByOne", testApplySpooledSumsAsOneByOne},
 }
 
 // testApplySpooledOnce: a spooled batch applies its settlements and
@@ -58,5 +63,145 @@ func testApplySpooledOnce(t *testing.T, s store.Store) {
 	}
 	if tallies, _ := s.Tallies(ctx, "alpha", "2026-10"); len(tallies) != 1 || tallies[0].Spent != 2_000 {
 		t.Errorf("Tallies after k2 = %+v, want spent 2000", tallies)
+	}
+}
+
+// testApplySpooledSumsAsOneByOne: a batch of many settlements across a
+// few boxes, principals, models, prompt-cache entries and hours, some
+// reserved and one of a removed box, leaves exactly the tallies, usage
+// and prompt-cache sums and hours that settling them one by one leaves.
+// Each way runs in a world of its own boxes ("one-a" and "many-a", …)
+// from the same start, including a ring of hours already holding older
+// and newer hours than the batch's.
+func testApplySpooledSumsAsOneByOne(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	const m1, m2 = "2026-10", "2026-11"
+	t0 := time.Date(2026, 10, 20, 14, 0, 0, 0, time.UTC)
+	hours := []time.Time{t0.Add(-24 * time.Hour), t0, t0.Add(time.Hour), t0.Add(-23 * time.Hour), t0.Add(25 * time.Hour)}
+	boxes := []string{"a", "b", "gone"}
+	principals := []string{"", "github:ann", "github:bob"}
+	models := []string{"haiku", "sonnet"}
+	entries := []string{"e1", "e2", "e3"}
+	const calls = 60
+	settlements := make(map[string][]store.Settlement)
+	for _, world := range []string{"one-", "many-"} {
+		for _, b := range boxes {
+			mustCreateBox(t, s, world+b)
+		}
+		wantErr(t, "SetBudget", s.SetBudget(ctx, store.Budget{Box: world + "a", Limit: 1_000_000, UpdatedAt: at(1)}), nil)
+		wantErr(t, "SetBudget", s.SetBudget(ctx, store.Budget{Box: world + "b", Principal: "github:ann", Limit: 1_000_000, UpdatedAt: at(1)}), nil)
+		wantErr(t, "SetBudget", s.SetBudget(ctx, store.Budget{Box: world + "gone", Limit: 1_000_000, UpdatedAt: at(1)}), nil)
+		// The ring before: e1's slot of t0 holds the hour before (a day
+		// older), e2's holds t0, e3's slot of t0+1h holds a day later.
+		for _, c := range []store.CacheUsage{
+			{Box: world + "a", PayerKind: "shared", Entry: "e1", Hour: t0.Add(-24 * time.Hour), Calls: 1, InputTokens: 3},
+			{Box: world + "a", PayerKind: "shared", Entry: "e2", Hour: t0, Calls: 2, InputTokens: 5},
+			{Box: world + "b", PayerKind: "shared", Entry: "e3", Hour: t0.Add(25 * time.Hour), Calls: 4, CacheReadTokens: 7},
+		} {
+			wantErr(t, "Settle", s.Settle(ctx, store.Settlement{Box: c.Box, Month: m1, Cache: []store.CacheUsage{c}}), nil)
+		}
+		// A reservation never settled stays held either way.
+		if _, err := reserve(t, s, world+"a", "", m1, 11); err != nil {
+			t.Fatalf("Reserve = %v", err)
+		}
+		for i := range calls {
+			box := world + boxes[i%len(boxes)]
+			if i%7 == 6 {
+				box = world + "a"
+			}
+			principal := principals[i/2%len(principals)]
+			month := m1
+			if i%5 == 4 {
+				month = m2
+			}
+			payer := "shared"
+			if principal != "" {
+				payer = "principal"
+			}
+			st := store.Settlement{Box: box, Principal: principal, Month: month, Charge: int64(100 + i)}
+			if i%3 == 0 {
+				id, err := reserve(t, s, box, principal, month, int64(200+i))
+				if err != nil {
+					t.Fatalf("Reserve #%d = %v", i, err)
+				}
+				st.Reservation = id
+			}
+			if i%4 != 3 {
+				st.Usage = []store.Usage{{Box: box, Month: month, PayerKind: payer, Principal: principal, Model: models[i/3%len(models)],
+					Calls: 1, Unpriced: int64(i % 2), Unmeasured: int64(i / 2 % 2), InputTokens: int64(10 + i), OutputTokens: int64(i),
+					CacheWriteTokens: int64(i % 5), CacheReadTokens: int64(i % 9), Cost: int64(100 + i)}}
+			}
+			if i%6 != 5 {
+				for j := range 1 + i%2 {
+					st.Cache = append(st.Cache, store.CacheUsage{Box: box, PayerKind: payer, Entry: entries[(i+j)%len(entries)],
+						Hour: hours[(i*7+j)%len(hours)].Add(time.Duration(i) * time.Minute % time.Hour), Calls: 1,
+						InputTokens: int64(i), CacheWriteTokens: int64(j), CacheReadTokens: int64(1000 + i)})
+				}
+			}
+			settlements[world] = append(settlements[world], st)
+		}
+		wantErr(t, "DeleteBox", s.DeleteBox(ctx, world+"gone"), nil)
+	}
+	for i, st := range settlements["one-"] {
+		err := s.Settle(ctx, st)
+		if st.Box == "one-gone" {
+			if !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("Settle #%d of a removed box = %v, want store.ErrNotFound", i, err)
+			}
+			continue
+		}
+		wantErr(t, fmt.Sprintf("Settle #%d", i), err, nil)
+	}
+	if applied, err := s.ApplySpooled(ctx, "many", settlements["many-"], nil); err != nil || !applied {
+		t.Fatalf("ApplySpooled = %v, %v, want applied", applied, err)
+	}
+	// What each world holds, its boxes named as in the other.
+	held := func(world string) string {
+		var out []string
+		add := func(what string, v any, err error) {
+			t.Helper()
+			if err != nil {
+				t.Fatalf("%s = %v", what, err)
+			}
+			out = append(out, fmt.Sprintf("%s: %+v", what, v))
+		}
+		for _, b := range []string{"a", "b"} {
+			for _, month := range []string{m1, m2} {
+				ts, err := s.Tallies(ctx, world+b, month)
+				add("Tallies "+b+" "+month, ts, err)
+				us, err := s.ListUsage(ctx, world+b, month)
+				add("ListUsage "+b+" "+month, us, err)
+				cs, err := s.ListCache(ctx, world+b, month)
+				add("ListCache "+b+" "+month, cs, err)
+			}
+			// Each since between two of the batch's hours.
+			for _, h := range []int{-25, -24, -23, -22, 0, 1, 2, 25, 26} {
+				cs, err := s.ListCacheSince(ctx, world+b, t0.Add(time.Duration(h)*time.Hour))
+				add(fmt.Sprintf("ListCacheSince %s t0%+dh", b, h), cs, err)
+			}
+		}
+		return strings.ReplaceAll(strings.Join(out, "\n"), world, "")
+	}
+	one, many := held("one-"), held("many-")
+	if one != many {
+		t.Errorf("a batch left other sums than one by one (-one +many):\n%s", diff(strings.Split(one, "\n"), strings.Split(many, "\n")))
+	}
+	// Both ways released every reservation settled, and only those.
+	for _, b := range []string{"many-a", "many-b"} {
+		for _, month := range []string{m1, m2} {
+			for _, tl := range tallies(t, s, b, month) {
+				want := int64(0)
+				if b == "many-a" && tl.Principal == "" && month == m1 {
+					want = 11
+				}
+				if tl.Reserved != want {
+					t.Errorf("after the batch, tally %+v, want %d reserved", tl, want)
+				}
+			}
+		}
+	}
+	// The worlds are not trivially alike: the batch charged and used.
+	if !strings.Contains(one, "Spent:") || !strings.Contains(one, "CacheReadTokens:1") {
+		t.Errorf("one by one held little: %s", one)
 	}
 }
