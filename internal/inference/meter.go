@@ -393,7 +393,27 @@ func (f *requestFields) readMCP(v gjson.Result) {
 // not is passed over unwalked: gjson's ForEach decodes every string it
 // passes, and a conversation's text runs to megabytes.
 func mayHold(raw string, esc bool) bool {
-	return esc || strings.Contains(raw, `"source"`)
+	return esc || holdsSource(raw)
+}
+
+// holdsSource reports whether s holds "source" (quotes included), as
+// strings.Contains would. It looks for `urce"` and then at the three
+// bytes before: strings.Index steps from one candidate first byte to the
+// next, and a quote, which starts every JSON string, is a far commoner
+// byte than 'u' in a conversation's text.
+func holdsSource(s string) bool {
+	const tail, head = `urce"`, `"so`
+	for i := 0; ; {
+		j := strings.Index(s[i:], tail)
+		if j < 0 {
+			return false
+		}
+		i += j
+		if i >= len(head) && s[i-len(head):i] == head {
+			return true
+		}
+		i += len(tail)
+	}
 }
 
 // nameEscape reports whether s holds a \u escape of '_' or a lowercase

@@ -423,3 +423,16 @@ func TestNameEscape(t *testing.T) {
 		}
 	}
 }
+
+func TestHoldsSource(t *testing.T) {
+	for _, s := range []string{``, `"`, `source`, `"source`, `source"`, `"resource"`, `"sources"`, `"so urce"`, `urce"`, `"sourc"`, `so"urce"`} {
+		if got, want := holdsSource(s), strings.Contains(s, `"source"`); got != want {
+			t.Errorf("holdsSource(%q) = %v, want %v", s, got, want)
+		}
+	}
+	for _, s := range []string{`"source"`, `{"source":{}}`, `x"source"`, `"resource" "source"`, `urce" "source"`, strings.Repeat(`"resource"`, 100) + `"source"`} {
+		if !holdsSource(s) {
+			t.Errorf("holdsSource(%q) = false, want true", s)
+		}
+	}
+}

@@ -33,6 +33,31 @@ func BenchmarkServe_SmallCall(b *testing.B) {
 	smallCalls(b, addr, token)
 }
 
+// BenchmarkServe_AgentCall is BenchmarkServe_SmallCall with a 200 KiB
+// body, the size of a coding agent's call mid-session.
+func BenchmarkServe_AgentCall(b *testing.B) {
+	plain, _, _ := standInUpstream(b)
+	addr, token := startBroker(b, plain, nil)
+	calls(b, addr, token, agentBody)
+}
+
+// BenchmarkServe_AgentCallFloor is BenchmarkServe_SmallCallFloor with
+// BenchmarkServe_AgentCall's body.
+func BenchmarkServe_AgentCallFloor(b *testing.B) {
+	addr, token := startFloor(b)
+	calls(b, addr, token, agentBody)
+}
+
+// agentBody is a Messages call of 200 KiB: many turns of text.
+var agentBody = func() string {
+	var turns []string
+	for i := 0; len(strings.Join(turns, ",")) < 200<<10; i++ {
+		role := []string{"user", "assistant"}[i%2]
+		turns = append(turns, `{"role":"`+role+`","content":[{"type":"text","text":"`+strings.Repeat("func main() { fmt.Println(\"turn\") } ", 40)+`"}]}`)
+	}
+	return `{"model":"claude-sonnet-4-5","max_tokens":8192,"messages":[` + strings.Join(turns, ",") + `]}`
+}()
+
 // BenchmarkServe_SmallCallHTTP2 is BenchmarkServe_SmallCall with the
 // stand-in upstream reached as the Anthropic API is, over TLS and HTTP/2,
 // through the transport serve makes (trusting the stand-in's certificate).
@@ -52,13 +77,20 @@ func BenchmarkServe_SmallCallHTTP2(b *testing.B) {
 // credential injected, nothing else.
 // What BenchmarkServe_SmallCall costs above it is the broker's features.
 func BenchmarkServe_SmallCallFloor(b *testing.B) {
+	addr, token := startFloor(b)
+	smallCalls(b, addr, token)
+}
+
+// startFloor serves the floor of BenchmarkServe_SmallCallFloor on
+// loopback until b ends, and returns its address and the box's key.
+func startFloor(b *testing.B) (addr, token string) {
 	plain, _, _ := standInUpstream(b)
 	up, err := url.Parse(plain)
 	if err != nil {
 		b.Fatal(err)
 	}
-	const token, credential = "bb_floor-token", "sk-ant-api03-floor"
-	allowed := map[string]bool{token: true}
+	const key, credential = "bb_floor-token", "sk-ant-api03-floor"
+	allowed := map[string]bool{key: true}
 	fwd := proxy.New(func(pr *httputil.ProxyRequest) {
 		proxy.Target(pr.Out, up, strings.TrimPrefix(pr.In.URL.Path, protocol.PrefixAnthropic), pr.In.URL.RawQuery)
 		pr.Out.Header.Set("X-Api-Key", credential)
@@ -77,14 +109,19 @@ func BenchmarkServe_SmallCallFloor(b *testing.B) {
 	srv := &http.Server{Handler: h}
 	go func() { _ = srv.Serve(ln) }()
 	b.Cleanup(func() { _ = srv.Close() })
-	smallCalls(b, ln.Addr().String(), token)
+	return ln.Addr().String(), key
 }
 
 // smallCalls is the benchmarks' load: raw keep-alive clients, eight a
 // processor, each sending a small Messages call with token and reading
 // its answer, b.N in all.
 func smallCalls(b *testing.B, addr, token string) {
-	body := `{"model":"claude-sonnet-4-5","max_tokens":64,"messages":[{"role":"user","content":"Say hello in five words."}]}`
+	calls(b, addr, token, `{"model":"claude-sonnet-4-5","max_tokens":64,"messages":[{"role":"user","content":"Say hello in five words."}]}`)
+}
+
+// calls makes Messages calls of body through addr with token, from
+// raw keep-alive clients, and reports their CPU and rate.
+func calls(b *testing.B, addr, token, body string) {
 	req := []byte("POST " + protocol.PrefixAnthropic + "/v1/messages HTTP/1.1\r\nHost: broker\r\nX-Api-Key: " + token +
 		"\r\nAnthropic-Version: 2023-06-01\r\nContent-Type: application/json\r\nContent-Length: " +
 		strconv.Itoa(len(body)) + "\r\n\r\n" + body)
