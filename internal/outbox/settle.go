@@ -101,15 +101,7 @@ func (o *Outbox) add(st store.Settlement, seq uint64) {
 			p.Usage = append(p.Usage, u)
 			continue
 		}
-		q := &p.Usage[i]
-		q.Calls += u.Calls
-		q.Unpriced += u.Unpriced
-		q.Unmeasured += u.Unmeasured
-		q.InputTokens += u.InputTokens
-		q.OutputTokens += u.OutputTokens
-		q.CacheWriteTokens += u.CacheWriteTokens
-		q.CacheReadTokens += u.CacheReadTokens
-		q.Cost += u.Cost
+		p.Usage[i].Add(u)
 	}
 	for _, c := range st.Cache {
 		i := 0

@@ -57,6 +57,18 @@ type Usage struct {
 	Cost int64
 }
 
+// Add adds o's counts, tokens and cost to u.
+func (u *Usage) Add(o Usage) {
+	u.Calls += o.Calls
+	u.Unpriced += o.Unpriced
+	u.Unmeasured += o.Unmeasured
+	u.InputTokens += o.InputTokens
+	u.OutputTokens += o.OutputTokens
+	u.CacheWriteTokens += o.CacheWriteTokens
+	u.CacheReadTokens += o.CacheReadTokens
+	u.Cost += o.Cost
+}
+
 // Reservation is an upper bound on one call's cost, in micro-dollars,
 // held against the tallies of Box and of Principal ("" for none) in Month
 // until the call settles. ID is set by Reserve.

@@ -306,14 +306,7 @@ func settle(ctx context.Context, tx Tx, batch []store.Settlement) error {
 				usage[k] = &store.Usage{Box: u.Box, Month: u.Month, PayerKind: u.PayerKind, Principal: u.Principal, Model: u.Model}
 				sum = usage[k]
 			}
-			sum.Calls += u.Calls
-			sum.Unpriced += u.Unpriced
-			sum.Unmeasured += u.Unmeasured
-			sum.InputTokens += u.InputTokens
-			sum.OutputTokens += u.OutputTokens
-			sum.CacheWriteTokens += u.CacheWriteTokens
-			sum.CacheReadTokens += u.CacheReadTokens
-			sum.Cost += u.Cost
+			sum.Add(u)
 		}
 		for _, c := range st.Cache {
 			k := cacheKey{c.Box, c.Hour.UTC().Format("2006-01"), c.PayerKind, c.Entry}
