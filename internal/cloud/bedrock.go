@@ -57,7 +57,7 @@ func (cl *Client) bedrock(ctx context.Context, c *Credential, call Call, made fu
 		betas = splitBetas(call.Beta)
 	}
 	betas = c.allowedBetas(betas)
-	key := noBetaKey{credKey(c), id}
+	key := betaKey(c, id, betas)
 	if len(betas) > 0 && cl.takesNoBetas(key) {
 		betas = nil
 	}

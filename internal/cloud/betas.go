@@ -1,6 +1,7 @@
 package cloud
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -124,10 +125,30 @@ func betaRefused(status int, b []byte) bool {
 // the memory starts anew.
 const maxNoBetas = 1024
 
-// noBetaKey is a model of a credential's cloud.
+// noBetaKey is a model of a credential's cloud and the betas a call sent
+// it. The betas are part of the key so that what one box sends never
+// takes betas from another's calls: a box naming a beta the model
+// refuses has only calls sending that same set made without betas.
 type noBetaKey struct {
 	cred  [32]byte
 	model string
+	betas [32]byte
+}
+
+// betaKey is the noBetaKey of a call to model, paid with credential c,
+// sending lists of betas (as the cloud gets them, in order).
+func betaKey(c *Credential, model string, lists ...[]string) noBetaKey {
+	h := sha256.New()
+	for _, l := range lists {
+		for _, b := range l {
+			h.Write([]byte(b))
+			h.Write([]byte{0})
+		}
+		h.Write([]byte{1})
+	}
+	k := noBetaKey{cred: credKey(c), model: model}
+	h.Sum(k.betas[:0])
+	return k
 }
 
 // takesNoBetas reports whether the cloud refused betas for this model of

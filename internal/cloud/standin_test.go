@@ -227,6 +227,47 @@ func TestCloud_ModelRefusingBetasFallsBack(t *testing.T) {
 	}
 }
 
+// TestCloud_OneBoxsRefusedBetaLeavesOthersTheirs: a box that sends a
+// beta the model refuses (a hostile box, or one whose client is newer)
+// has its calls made again without betas, and has them so from then on;
+// another box sending other betas to the same model of the same account
+// still has its own sent, and answered.
+func TestCloud_OneBoxsRefusedBetaLeavesOthersTheirs(t *testing.T) {
+	const takes, refused = "context-1m-2025-08-07", "computer-use-2024-10-22"
+	for _, kind := range []string{"bedrock", "vertex"} {
+		t.Run(kind, func(t *testing.T) {
+			c := cloudtest.New(t, kind, nil)
+			if kind == "bedrock" {
+				c.Bedrock.Betas = map[string][]string{"anthropic.claude-sonnet-4-5-20250929-v1:0": {takes}}
+			} else {
+				c.Vertex.Betas = map[string][]string{"claude-sonnet-4-5@20250929": {takes}}
+			}
+			cl, _ := client(c)
+			// The hostile box's call: refused with its beta, made again
+			// without, twice (the second from the first try).
+			for range 2 {
+				if status, body, _ := do(t, cl, c.Sealed, cloud.PathMessages, message("claude-sonnet-4-5", false), []string{refused}); status != 200 {
+					t.Fatalf("the call with a refused beta = %d %s, want it made again without", status, body)
+				}
+			}
+			if got := sentBetas(t, kind, c.Recorder.Seen()); len(got) != 3 || len(got[0]) == 0 || len(got[1]) != 0 || len(got[2]) != 0 {
+				t.Fatalf("the box sending a refused beta had %q sent, want it, then none, then none", got)
+			}
+			// Another box's call to the same model keeps its beta.
+			if status, body, _ := do(t, cl, c.Sealed, cloud.PathMessages, message("claude-sonnet-4-5", false), []string{takes}); status != 200 {
+				t.Fatalf("another box's call = %d %s", status, body)
+			}
+			got := sentBetas(t, kind, c.Recorder.Seen())
+			if len(got) != 4 || !slices.Equal(got[3], []string{takes}) {
+				t.Errorf("another box's call sent %q, want its own beta %s: one box's refused beta took it away", got[3:], takes)
+			}
+			if n := c.Refused(); n != 1 {
+				t.Errorf("the stand-in refused %d calls, want only the hostile box's first", n)
+			}
+		})
+	}
+}
+
 // TestCloud_NoFallbackForOther400s: a 400 that is not about betas is the
 // box's answer at once, with betas sent; so is a beta refusal when no
 // beta was sent (no second try).

@@ -81,7 +81,7 @@ func (cl *Client) vertex(ctx context.Context, c *Credential, call Call, made fun
 	stream := f.stream && !count
 	headerBeta := c.allowedBetas(splitBetas(call.Beta))
 	bodyBeta := c.allowedBetas(f.bodyBeta)
-	key := noBetaKey{credKey(c), id}
+	key := betaKey(c, id, headerBeta, bodyBeta)
 	if cl.takesNoBetas(key) {
 		headerBeta, bodyBeta = nil, nil
 	}
