@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -147,18 +146,7 @@ func TestRecover_TwoRecordJournal(t *testing.T) {
 // queued. A call that keeps no audit entry has its settlement journaled
 // alone as it closes.
 func TestRecordCall_OneRecordForAuditAndSettlement(t *testing.T) {
-	st := &settleStore{}
-	o, err := Open(Config{Dir: t.TempDir(), Store: st, BatchEvery: time.Hour, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan struct{})
-	go func() { o.RunBatches(ctx); close(ran) }()
-	for !o.batching.Load() {
-		time.Sleep(time.Millisecond)
-	}
+	o, st, stop := batching(t)
 	before := lines(t, o.Journal.Path())
 
 	cc := &CallContext{Context: context.Background()}
@@ -192,8 +180,7 @@ func TestRecordCall_OneRecordForAuditAndSettlement(t *testing.T) {
 		t.Fatalf("a settlement queued after its call closed was not journaled at once")
 	}
 
-	cancel()
-	<-ran
+	stop()
 	got := st.settled()
 	if len(got) != 1 || got[0].Charge != 70 {
 		t.Fatalf("settled %+v, want one settlement of 70", got)

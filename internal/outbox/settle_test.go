@@ -36,23 +36,32 @@ func usage(box, model string, calls, in, out, cost int64) store.Settlement {
 		Usage: []store.Usage{{Box: box, Month: "2026-10", PayerKind: "shared", Model: model, Calls: calls, InputTokens: in, OutputTokens: out, Cost: cost}}}
 }
 
-// TestQueue_MergesByBoxPrincipalMonth: calls queued are settled together,
-// one settlement per box, principal and month, with their charges and
-// usage summed; nothing queued is lost when batching stops; and once it
-// has stopped Queue takes nothing (the caller settles).
-func TestQueue_MergesByBoxPrincipalMonth(t *testing.T) {
-	st := &settleStore{}
+// batching opens an outbox over a settleStore with RunBatches running
+// (batches every hour, so only stop settles one); stop ends RunBatches
+// and returns once it has.
+func batching(t *testing.T) (o *Outbox, st *settleStore, stop func()) {
+	t.Helper()
+	st = &settleStore{}
 	o, err := Open(Config{Dir: t.TempDir(), Store: st, BatchEvery: time.Hour, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer o.Close()
+	t.Cleanup(func() { o.Close() })
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan struct{})
 	go func() { o.RunBatches(ctx); close(ran) }()
 	for !o.batching.Load() {
 		time.Sleep(time.Millisecond)
 	}
+	return o, st, func() { cancel(); <-ran }
+}
+
+// TestQueue_MergesByBoxPrincipalMonth: calls queued are settled together,
+// one settlement per box, principal and month, with their charges and
+// usage summed; nothing queued is lost when batching stops; and once it
+// has stopped Queue takes nothing (the caller settles).
+func TestQueue_MergesByBoxPrincipalMonth(t *testing.T) {
+	o, st, stop := batching(t)
 	for _, s := range []store.Settlement{
 		usage("salad", "claude-sonnet-4-5", 1, 100, 10, 1000),
 		usage("salad", "claude-sonnet-4-5", 1, 200, 20, 2000),
@@ -69,8 +78,7 @@ func TestQueue_MergesByBoxPrincipalMonth(t *testing.T) {
 	if n := o.Journal.Pending(); n != 4 {
 		t.Errorf("journal holds %d records before the batch, want 4", n)
 	}
-	cancel() // the batch is settled as RunBatches stops
-	<-ran
+	stop() // the batch is settled as RunBatches stops
 	byBox := map[string]store.Settlement{}
 	for _, s := range st.settled() {
 		if _, twice := byBox[s.Box]; twice {
@@ -110,18 +118,7 @@ func TestQueue_MergesByBoxPrincipalMonth(t *testing.T) {
 // queued together is summed by payer kind, pool entry and hour, never
 // across entries or hours.
 func TestQueue_MergesCacheByEntryAndHour(t *testing.T) {
-	st := &settleStore{}
-	o, err := Open(Config{Dir: t.TempDir(), Store: st, BatchEvery: time.Hour, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan struct{})
-	go func() { o.RunBatches(ctx); close(ran) }()
-	for !o.batching.Load() {
-		time.Sleep(time.Millisecond)
-	}
+	o, st, stop := batching(t)
 	hour := time.Date(2026, 10, 3, 14, 0, 0, 0, time.UTC)
 	cached := func(entry string, h time.Time, read int64) store.Settlement {
 		s := usage("salad", "claude-haiku-4-5", 1, 10, 1, 1)
@@ -133,8 +130,7 @@ func TestQueue_MergesCacheByEntryAndHour(t *testing.T) {
 			t.Fatalf("Queue = false while batching")
 		}
 	}
-	cancel()
-	<-ran
+	stop()
 	got := st.settled()
 	if len(got) != 1 {
 		t.Fatalf("settled %d batches, want 1", len(got))
