@@ -114,9 +114,8 @@ func (cl *Client) bedrock(ctx context.Context, c *Credential, call Call, made fu
 		}
 		if resp.StatusCode != http.StatusOK {
 			b := readError(resp)
-			if len(betas) > 0 && betaRefused(resp.StatusCode, b) {
+			if cl.refusedBetas(key, c.Kind, len(betas) > 0, resp.StatusCode, b) {
 				// Once only: the call made again sends no betas.
-				cl.rememberNoBetas(key, c.Kind)
 				betas = nil
 				continue
 			}

@@ -160,6 +160,17 @@ func (cl *Client) takesNoBetas(k noBetaKey) bool {
 	return ok
 }
 
+// refusedBetas reports whether the cloud's answer (status, b) refused
+// the betas of a call that sent some, and then remembers k as taking
+// none: the caller makes the call once more without them.
+func (cl *Client) refusedBetas(k noBetaKey, kind string, sent bool, status int, b []byte) bool {
+	if !sent || !betaRefused(status, b) {
+		return false
+	}
+	cl.rememberNoBetas(k, kind)
+	return true
+}
+
 // rememberNoBetas remembers that the model of k takes no betas, and says
 // so once in the log.
 func (cl *Client) rememberNoBetas(k noBetaKey, kind string) {

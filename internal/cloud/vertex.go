@@ -141,9 +141,8 @@ func (cl *Client) vertex(ctx context.Context, c *Credential, call Call, made fun
 		}
 		if resp.StatusCode != http.StatusOK {
 			b := readError(resp)
-			if len(headerBeta)+len(bodyBeta) > 0 && betaRefused(resp.StatusCode, b) {
+			if cl.refusedBetas(key, c.Kind, len(headerBeta)+len(bodyBeta) > 0, resp.StatusCode, b) {
 				// Once only: the call made again sends no betas.
-				cl.rememberNoBetas(key, c.Kind)
 				headerBeta, bodyBeta = nil, nil
 				continue
 			}
