@@ -28,20 +28,8 @@ func TestAudit_BytesAndCost(t *testing.T) {
 	if r := b.Do("POST", "/llm/anthropic/v1/messages", alpha, []byte(messages), nil); r.StatusCode != 403 {
 		t.Fatalf("messages without agent = %d, want 403", r.StatusCode)
 	}
+	each := recordedCallCost(t, b)
 	ctx := context.Background()
-	if err := b.Server.Audit.Sync(ctx); err != nil {
-		t.Fatal(err)
-	}
-	b.Server.Outbox.Flush(ctx)
-
-	price, ok := b.Server.Meter.Prices().Lookup("claude-sonnet-4-5")
-	if !ok {
-		t.Fatal("claude-sonnet-4-5 has no price")
-	}
-	each := price.Cost(spend.Tokens{Input: 12, Output: 6}) // the stand-in's usage
-	if each <= 0 {
-		t.Fatalf("a stand-in call costs %d micro-dollars, want more than 0", each)
-	}
 	entries, err := b.Server.Store.ListAudit(ctx, store.AuditQuery{Box: "alpha", Limit: 10})
 	if err != nil {
 		t.Fatal(err)
@@ -76,4 +64,25 @@ func TestAudit_BytesAndCost(t *testing.T) {
 	if recorded != answered.Cost+streamed.Cost {
 		t.Errorf("usage records %d micro-dollars, the audit log %d; want the same", recorded, answered.Cost+streamed.Cost)
 	}
+}
+
+// recordedCallCost has b's audit entries and settlements written, and
+// returns what one of the stand-in's Messages answers costs (its usage,
+// 12 input and 6 output tokens of claude-sonnet-4-5), in micro-dollars.
+func recordedCallCost(t *testing.T, b *brokertest.Broker) int64 {
+	t.Helper()
+	ctx := context.Background()
+	if err := b.Server.Audit.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b.Server.Outbox.Flush(ctx)
+	price, ok := b.Server.Meter.Prices().Lookup("claude-sonnet-4-5")
+	if !ok {
+		t.Fatal("claude-sonnet-4-5 has no price")
+	}
+	each := price.Cost(spend.Tokens{Input: 12, Output: 6})
+	if each <= 0 {
+		t.Fatalf("a stand-in call costs %d micro-dollars, want more than 0", each)
+	}
+	return each
 }

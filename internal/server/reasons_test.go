@@ -11,7 +11,6 @@ import (
 
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/capability"
-	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -174,16 +173,7 @@ func TestMetrics_SpendAndTokensByModelAndPayer(t *testing.T) {
 			t.Fatalf("messages = %d %s", r.StatusCode, r.Body)
 		}
 	}
-	ctx := context.Background()
-	if err := b.Server.Audit.Sync(ctx); err != nil {
-		t.Fatal(err)
-	}
-	b.Server.Outbox.Flush(ctx)
-	price, ok := b.Server.Meter.Prices().Lookup("claude-sonnet-4-5")
-	if !ok {
-		t.Fatal("claude-sonnet-4-5 has no price")
-	}
-	each := price.Cost(spend.Tokens{Input: 12, Output: 6}) // the stand-in's usage
+	each := recordedCallCost(t, b)
 	text := scrape(t, b)
 	// The stand-in answers with the model it was asked for.
 	model := "claude-sonnet-4-5"
