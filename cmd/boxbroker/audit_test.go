@@ -29,14 +29,7 @@ func TestAudit_SaysWhenCapped(t *testing.T) {
 	if err := b.Server.Store.AddAudit(context.Background(), entries); err != nil {
 		t.Fatal(err)
 	}
-	envs := []struct {
-		name string
-		env  map[string]string
-	}{
-		{"store", map[string]string{"BOXBROKER_DATA": b.Server.Config.DataDir}},
-		{"admin API", map[string]string{"BOXBROKER_ADMIN_URL": b.AdminURL, "BOXBROKER_ADMIN_TOKEN": b.AdminToken, "BOXBROKER_DATA": t.TempDir()}},
-	}
-	for _, tt := range envs {
+	for _, tt := range storeAndAdminAPI(t, b) {
 		t.Run(tt.name, func(t *testing.T) {
 			tests := []struct {
 				args     []string

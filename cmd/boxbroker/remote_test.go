@@ -97,13 +97,7 @@ func TestCLI_Audit(t *testing.T) {
 	if err := b.Server.Audit.Sync(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	envs := []struct {
-		name string
-		env  map[string]string
-	}{
-		{"store", map[string]string{"BOXBROKER_DATA": b.Server.Config.DataDir}},
-		{"admin API", map[string]string{"BOXBROKER_ADMIN_URL": b.AdminURL, "BOXBROKER_ADMIN_TOKEN": b.AdminToken, "BOXBROKER_DATA": t.TempDir()}},
-	}
+	envs := storeAndAdminAPI(t, b)
 	for _, tt := range envs {
 		t.Run(tt.name, func(t *testing.T) {
 			code, out, errs := runEnv(t, tt.env, "", "audit", "alpha", "--since", "1h")
@@ -128,5 +122,22 @@ func TestCLI_Audit(t *testing.T) {
 	}
 	if code, _, _ := runEnv(t, envs[0].env, "", "audit", "alpha", "--since", "yesterday"); code != 2 {
 		t.Errorf("audit --since yesterday = %d, want 2", code)
+	}
+}
+
+// cliEnv is a name for a way the CLI reaches the broker, and the
+// environment that makes it go that way.
+type cliEnv struct {
+	name string
+	env  map[string]string
+}
+
+// storeAndAdminAPI are the two ways the CLI reaches b: its store
+// (BOXBROKER_DATA), and its admin API (with a data directory of its own,
+// so that nothing is read from b's).
+func storeAndAdminAPI(t *testing.T, b *brokertest.Broker) []cliEnv {
+	return []cliEnv{
+		{"store", map[string]string{"BOXBROKER_DATA": b.Server.Config.DataDir}},
+		{"admin API", map[string]string{"BOXBROKER_ADMIN_URL": b.AdminURL, "BOXBROKER_ADMIN_TOKEN": b.AdminToken, "BOXBROKER_DATA": t.TempDir()}},
 	}
 }
