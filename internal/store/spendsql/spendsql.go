@@ -253,21 +253,11 @@ type (
 	}
 )
 
-// cacheSums are the sums of a cache_usage or cache_hours row.
-type cacheSums struct{ calls, input, cacheWrite, cacheRead int64 }
-
-func (c *cacheSums) add(u store.CacheUsage) {
-	c.calls += u.Calls
-	c.input += u.InputTokens
-	c.cacheWrite += u.CacheWriteTokens
-	c.cacheRead += u.CacheReadTokens
-}
-
 // hourSums is what a batch leaves in a slot of cache_hours: the newest
 // hour it adds to the slot and that hour's sums.
 type hourSums struct {
 	hour int64
-	cacheSums
+	sum  store.CacheUsage
 }
 
 // settle is Settle of each of batch in turn, as a few statements per row
@@ -288,7 +278,7 @@ type hourSums struct {
 func settle(ctx context.Context, tx Tx, batch []store.Settlement) error {
 	tallies := make(map[tallyKey]int64)
 	usage := make(map[usageKey]*store.Usage)
-	cache := make(map[cacheKey]*cacheSums)
+	cache := make(map[cacheKey]*store.CacheUsage)
 	hours := make(map[slotKey]*hourSums)
 	for _, st := range batch {
 		if st.Reservation != 0 {
@@ -312,10 +302,10 @@ func settle(ctx context.Context, tx Tx, batch []store.Settlement) error {
 			k := cacheKey{c.Box, c.Hour.UTC().Format("2006-01"), c.PayerKind, c.Entry}
 			sum := cache[k]
 			if sum == nil {
-				sum = new(cacheSums)
+				sum = new(store.CacheUsage)
 				cache[k] = sum
 			}
-			sum.add(c)
+			sum.Add(c)
 			hour := CacheHour(c.Hour)
 			sk := slotKey{c.Box, c.PayerKind, c.Entry, hour % store.CacheHours}
 			h := hours[sk]
@@ -326,7 +316,7 @@ func settle(ctx context.Context, tx Tx, batch []store.Settlement) error {
 			case h.hour > hour:
 				continue // older than what the batch leaves in the slot
 			}
-			h.add(c)
+			h.sum.Add(c)
 		}
 	}
 	upserts := make([]Stmt, 0, len(tallies)+len(usage)+len(cache)+len(hours))
@@ -348,7 +338,7 @@ func settle(ctx context.Context, tx Tx, batch []store.Settlement) error {
 			strings.Compare(a.entry, b.entry))
 	}) {
 		c := cache[k]
-		upserts = append(upserts, Stmt{cacheUpsert, []any{k.box, k.month, k.payerKind, k.entry, c.calls, c.input, c.cacheWrite, c.cacheRead}})
+		upserts = append(upserts, Stmt{cacheUpsert, []any{k.box, k.month, k.payerKind, k.entry, c.Calls, c.InputTokens, c.CacheWriteTokens, c.CacheReadTokens}})
 	}
 	// A slot holding an older hour is overwritten; one holding a newer
 	// hour keeps it (the batch is then older than the ring, as a
@@ -358,7 +348,7 @@ func settle(ctx context.Context, tx Tx, batch []store.Settlement) error {
 			cmp.Compare(a.slot, b.slot))
 	}) {
 		h := hours[k]
-		upserts = append(upserts, Stmt{hourUpsert, []any{k.box, k.payerKind, k.entry, k.slot, h.hour, h.calls, h.input, h.cacheWrite, h.cacheRead}})
+		upserts = append(upserts, Stmt{hourUpsert, []any{k.box, k.payerKind, k.entry, k.slot, h.hour, h.sum.Calls, h.sum.InputTokens, h.sum.CacheWriteTokens, h.sum.CacheReadTokens}})
 	}
 	if b, ok := tx.(Batcher); ok {
 		return b.ExecAll(ctx, upserts)
