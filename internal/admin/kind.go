@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/intentius/boxbroker/internal/capability"
@@ -46,8 +47,7 @@ func CheckCredential(kind string, value []byte) ([]byte, error) {
 // checkKind refuses, as a 400 naming member, a kind that is not one of
 // cloud.Kinds.
 func checkKind(member, kind string) error {
-	switch kind {
-	case "", cloud.KindAnthropic, cloud.KindBedrock, cloud.KindVertex:
+	if kind == "" || slices.Contains(cloud.Kinds, kind) {
 		return nil
 	}
 	return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "%s is one of %s (absent is %s).",
