@@ -76,6 +76,11 @@ func (s *Store) With(d time.Duration) *Store {
 	return &Store{st: s.st, d: d, o: s.o, a: s.a}
 }
 
+// Progress records that the store beneath made progress on calls in
+// flight that have not returned yet (a write of a group commit made, not
+// yet committed): calls waiting behind it wait on a store that works.
+func (s *Store) Progress() { s.a.note(time.Now()) }
+
 // Deadline is the bound on one call.
 func (s *Store) Deadline() time.Duration { return s.d }
 
@@ -94,8 +99,8 @@ var ErrDeadline = errors.New("no answer within the store deadline")
 // Busy is how many deadlines a call may wait, at most, while the store
 // keeps answering other calls: a store under load, whose calls queue
 // behind each other (one SQLite writer, a pool's connections, a busy
-// CPU), is not a store that has stopped.
-const Busy = 10
+// CPU or disk), is not a store that has stopped.
+const Busy = 20
 
 // answered is when the store last answered a call, in Unix nanoseconds,
 // for the Stores made from one Wrap.
@@ -116,7 +121,9 @@ func (a *answered) note(t time.Time) {
 // ErrDeadline once the deadline has passed with no answer from the
 // store, to this call or any other, since the call began: a store that
 // keeps answering others is busy, not gone, and the call waits for its
-// turn, but no longer than Busy deadlines. f's context ends when do
+// turn, but no longer than Busy deadlines. A deadline in which this
+// process itself was not running (its timer fired half a deadline or
+// more late) is not counted as the store's silence. f's context ends when do
 // gives up; do returns then even when f does not (a driver blocked where
 // it does not look at its context): f then finishes on its own
 // goroutine, its result dropped.
@@ -133,7 +140,10 @@ func do[T any](s *Store, ctx context.Context, op string, f func(context.Context)
 		v, err := f(ctx)
 		ch <- result{v, err}
 	}()
-	began := time.Now()
+	// The store's silence is counted from from: the call's beginning,
+	// or the last moment this process was seen not to run (see below).
+	from := time.Now()
+	due := from.Add(s.d)
 	t := time.NewTimer(s.d)
 	defer t.Stop()
 	var r result
@@ -143,13 +153,23 @@ func do[T any](s *Store, ctx context.Context, op string, f func(context.Context)
 		case r = <-ch:
 			done = true
 		case <-t.C:
+			now := time.Now()
+			if now.Sub(due) > s.d/2 {
+				// The timer fired long after it was due: this process
+				// did not run (a starved CPU), nor did its store calls,
+				// and the store's silence meanwhile says nothing of it.
+				from, due = now, now.Add(s.d)
+				t.Reset(s.d)
+				continue
+			}
 			// Silent for a whole deadline: the store answered nothing
-			// since this call began, or since its last answer.
-			quiet := time.Since(began)
-			if at := s.a.at.Load(); at > began.UnixNano() {
-				quiet = time.Since(time.Unix(0, at))
+			// since from, or since its last answer.
+			quiet := now.Sub(from)
+			if at := s.a.at.Load(); at > from.UnixNano() {
+				quiet = now.Sub(time.Unix(0, at))
 			}
 			if quiet < s.d {
+				due = now.Add(s.d - quiet)
 				t.Reset(s.d - quiet)
 				continue
 			}

@@ -117,3 +117,51 @@ func TestDeadline_StuckCallBoundedWhileOthersAnswer(t *testing.T) {
 		t.Errorf("Reserve never answered returned after %v, want about %v", took, deadline.Busy*d)
 	}
 }
+
+// slowStore answers Reserve after took, calling progress (when set)
+// every tick meanwhile, as a group commit's writes are made one by one
+// before it commits.
+type slowStore struct {
+	store.Store
+	took, tick time.Duration
+	progress   func()
+}
+
+func (s *slowStore) Reserve(ctx context.Context, r store.Reservation) (int64, error) {
+	end := time.Now().Add(s.took)
+	for time.Now().Before(end) {
+		time.Sleep(s.tick)
+		if s.progress != nil {
+			s.progress()
+		}
+	}
+	return 1, nil
+}
+
+// TestDeadline_ProgressIsAnAnswer: a call the store takes three
+// deadlines to answer, while it reports progress on it, is not an
+// outage; without progress it is.
+func TestDeadline_ProgressIsAnAnswer(t *testing.T) {
+	const d = 100 * time.Millisecond
+	tests := []struct {
+		name     string
+		progress bool
+		want     error
+	}{
+		{"progress", true, nil},
+		{"silent", false, deadline.ErrDeadline},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := &slowStore{took: 3 * d, tick: d / 5}
+			s := deadline.Wrap(st, d, quiet())
+			if tt.progress {
+				st.progress = s.Progress
+			}
+			_, err := s.Reserve(context.Background(), store.Reservation{Box: "slow"})
+			if !errors.Is(err, tt.want) {
+				t.Errorf("Reserve taking %v with progress %v = %v, want %v", st.took, tt.progress, err, tt.want)
+			}
+		})
+	}
+}
