@@ -173,7 +173,11 @@ func TestLoad_HealthyStoreAnswers(t *testing.T) {
 		}
 		_ = json.Unmarshal([]byte(l), &line)
 		if i := strings.Index(line.Err, ": "); i > 0 {
-			ops[line.Err[:i]]++
+			bound := ""
+			if j := strings.LastIndex(line.Err, "("); j > 0 {
+				bound = " " + line.Err[j:]
+			}
+			ops[line.Err[:i]+bound]++
 		}
 	}
 	logs.mu.Unlock()

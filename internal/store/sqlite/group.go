@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -23,7 +24,7 @@ import (
 
 // maxGroup bounds the writes made in one group, so that its callers have
 // their answers every few milliseconds even when thousands wait.
-const maxGroup = 64
+const maxGroup = 256
 
 // The statements that make each write of a group undo only its own
 // statements when it fails, prepared at Open.
@@ -124,6 +125,11 @@ func (s *Store) writeGroups() {
 func (s *Store) writeGroup(ws []*groupWrite) {
 	ctx := context.Background()
 	var undo []*groupWrite
+	if p := s.progress.Load(); p != nil {
+		stop := make(chan struct{})
+		defer close(stop)
+		go working(*p, stop)
+	}
 	err := s.writeOn(ctx, "write group", s.w, func(tx *sql.Tx) ([]store.Change, error) {
 		var changes []store.Change
 		for _, w := range ws {
@@ -147,6 +153,9 @@ func (s *Store) writeGroup(ws []*groupWrite) {
 			if w.err == nil {
 				changes = append(changes, c...)
 			}
+			if p := s.progress.Load(); p != nil {
+				(*p)()
+			}
 		}
 		return changes, nil
 	})
@@ -164,6 +173,47 @@ func (s *Store) writeGroup(ws []*groupWrite) {
 		s.group.queue = append(s.group.queue, undo...)
 		s.group.mu.Unlock()
 	}
+}
+
+// Patience is how long a group's transaction (the wait for the write
+// connection, its writes and its commit's fsync, which a disk shared
+// with busy neighbours can take hundreds of milliseconds to do) is taken
+// for work under way before the progress function stops being told so:
+// a disk that blocks for longer is taken for a store that stopped.
+const Patience = time.Second
+
+// working calls progress every patienceTick until stop is closed, for
+// Patience at most.
+func working(progress func(), stop <-chan struct{}) {
+	t := time.NewTicker(patienceTick)
+	defer t.Stop()
+	end := time.After(Patience)
+	for {
+		select {
+		case <-stop:
+			return
+		case <-end:
+			return
+		case <-t.C:
+			progress()
+		}
+	}
+}
+
+const patienceTick = 25 * time.Millisecond
+
+// SetProgress has f called as each write of a group is made, before the
+// group commits, and while a group's transaction is under way, for
+// Patience at most: a bound on the store's calls (package deadline's
+// Progress) so learns that calls waiting behind a long group wait on a
+// store that works, as on a starved CPU, where a group of a few hundred
+// writes can take a second, or on a busy disk. nil: none is called.
+func (s *Store) SetProgress(f func()) {
+	if f == nil {
+		s.progress.Store(nil)
+		return
+	}
+	s.progress.Store(&f)
 }
 
 // exec runs q, prepared at Open, in tx.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -133,6 +134,7 @@ func TestReserve_BusyWriterNotAnOutage(t *testing.T) {
 	s := budgeted(t, 1<<40)
 	const n = 400
 	bounded := deadline.Wrap(s, deadline.Default, nil)
+	s.SetProgress(bounded.Progress) // as serve has it
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
@@ -172,5 +174,28 @@ func TestGrouped_FailedTransactionFailsEveryWrite(t *testing.T) {
 	_, err := s.Reserve(t.Context(), store.Reservation{Box: "alpha", Month: "2026-12", Amount: 1, At: time.Now()})
 	if !errors.Is(err, store.ErrUnavailable) {
 		t.Errorf("Reserve on a closed writer = %v, want ErrUnavailable", err)
+	}
+}
+
+// TestGrouped_ProgressPerWrite: each write a group makes is reported to
+// SetProgress's function before the group commits.
+func TestGrouped_ProgressPerWrite(t *testing.T) {
+	s := budgeted(t, 1<<40)
+	var n atomic.Int64
+	s.SetProgress(func() { n.Add(1) })
+	const writes = 20
+	var wg sync.WaitGroup
+	for range writes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := s.Reserve(t.Context(), store.Reservation{Box: "alpha", Month: "2026-12", Amount: 1, At: time.Now()}); err != nil {
+				t.Errorf("Reserve = %v, want nil", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := n.Load(); got < writes {
+		t.Errorf("progress reported %d times for %d reservations, want %d at least", got, writes, writes)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite"
@@ -57,6 +58,9 @@ type Store struct {
 	// group gathers concurrent reservations and settlements into one
 	// transaction (see grouped).
 	group group
+	// progress, when set, is told of each write a group makes (see
+	// SetProgress).
+	progress atomic.Pointer[func()]
 	// listeners are the channels Listen waits on, each of capacity one,
 	// sent to (without blocking) when a write that logged a change
 	// commits.
