@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -81,6 +82,16 @@ func (s *Store) With(d time.Duration) *Store {
 // yet committed): calls waiting behind it wait on a store that works.
 func (s *Store) Progress() { s.a.note(time.Now()) }
 
+// starved reports whether a goroutine that yields waits longer than
+// lag for its next turn to run: the process has more to run than its
+// CPUs can (thousands of requests at once on two cores), and a store
+// call's goroutine waits as long for each of its turns.
+func starved(lag time.Duration) bool {
+	began := time.Now()
+	runtime.Gosched()
+	return time.Since(began) > lag
+}
+
 // Deadline is the bound on one call.
 func (s *Store) Deadline() time.Duration { return s.d }
 
@@ -100,7 +111,7 @@ var ErrDeadline = errors.New("no answer within the store deadline")
 // keeps answering other calls: a store under load, whose calls queue
 // behind each other (one SQLite writer, a pool's connections, a busy
 // CPU or disk), is not a store that has stopped.
-const Busy = 20
+const Busy = 40
 
 // answered is when the store last answered a call, in Unix nanoseconds,
 // for the Stores made from one Wrap.
@@ -122,8 +133,9 @@ func (a *answered) note(t time.Time) {
 // store, to this call or any other, since the call began: a store that
 // keeps answering others is busy, not gone, and the call waits for its
 // turn, but no longer than Busy deadlines. A deadline in which this
-// process itself was not running (its timer fired half a deadline or
-// more late) is not counted as the store's silence. f's context ends when do
+// process itself was not running its goroutines (its timer fired half a
+// deadline or more late, or a goroutine that yields waits a quarter of a
+// deadline for its turn) is not counted as the store's silence. f's context ends when do
 // gives up; do returns then even when f does not (a driver blocked where
 // it does not look at its context): f then finishes on its own
 // goroutine, its result dropped.
@@ -154,10 +166,12 @@ func do[T any](s *Store, ctx context.Context, op string, f func(context.Context)
 			done = true
 		case <-t.C:
 			now := time.Now()
-			if now.Sub(due) > s.d/2 {
-				// The timer fired long after it was due: this process
-				// did not run (a starved CPU), nor did its store calls,
-				// and the store's silence meanwhile says nothing of it.
+			if now.Sub(due) > s.d/2 || starved(s.d/4) {
+				// The timer fired long after it was due, or goroutines
+				// wait long for their turn to run: this process did not
+				// run its store calls (a starved CPU), and the store's
+				// silence meanwhile says nothing of the store.
+				now = time.Now()
 				from, due = now, now.Add(s.d)
 				t.Reset(s.d)
 				continue

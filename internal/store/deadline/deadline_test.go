@@ -89,7 +89,7 @@ func TestDeadline_FrozenStoreRefusedAtDeadline(t *testing.T) {
 // answers, while it answers every other, still ends, after Busy
 // deadlines.
 func TestDeadline_StuckCallBoundedWhileOthersAnswer(t *testing.T) {
-	const d = 50 * time.Millisecond
+	const d = 25 * time.Millisecond
 	q := &queueStore{each: time.Millisecond}
 	s := deadline.Wrap(q, d, quiet())
 	stop := make(chan struct{})
@@ -101,7 +101,7 @@ func TestDeadline_StuckCallBoundedWhileOthersAnswer(t *testing.T) {
 			select {
 			case <-stop:
 				return
-			case <-time.After(5 * time.Millisecond):
+			case <-time.After(d / 10):
 				_, _ = s.Reserve(context.Background(), store.Reservation{Box: "busy"})
 			}
 		}
