@@ -158,6 +158,9 @@ type Server struct {
 	cert *tls.Certificate
 	// stop is how far Serve's stop has gone (shutdown.go).
 	stop stopState
+	// lock is the SQLite data directory's lock, held until Close; nil
+	// for PostgreSQL, or a store the caller gave.
+	lock *dirLock
 }
 
 // Options are what a caller adds in Go rather than configuration.
@@ -218,14 +221,6 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	if log == nil {
 		log, flushLog = NewLogger(os.Stderr, cfg.LogLevel)
 	}
-	keyring, err := LoadKeyring(&cfg)
-	if err != nil {
-		return nil, err
-	}
-	st := opt.Store
-	if (st == nil && !isPostgres(cfg.Store)) || cfg.MasterKey == "" {
-		warnOpenDataDir(log, cfg.DataDir)
-	}
 	// undo closes, newest first, what New has opened when it returns an
 	// error; a Server returned closes them itself (Close).
 	var undo []func() error
@@ -234,6 +229,27 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 			_ = undo[i]()
 		}
 	}()
+	st := opt.Store
+	// A SQLite store New opens itself is this process's alone: it holds
+	// the data directory's lock before it reads or makes anything there,
+	// and refuses a directory whose database has gone.
+	var lock *dirLock
+	if st == nil && !isPostgres(cfg.Store) {
+		if lock, err = lockDataDir(cfg.DataDir); err != nil {
+			return nil, err
+		}
+		undo = append(undo, lock.release)
+		if err := checkHasDatabase(cfg.DataDir, cfg.NewStore); err != nil {
+			return nil, err
+		}
+	}
+	keyring, err := LoadKeyring(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	if (st == nil && !isPostgres(cfg.Store)) || cfg.MasterKey == "" {
+		warnOpenDataDir(log, cfg.DataDir)
+	}
 	if st == nil {
 		if st, err = OpenStore(ctx, &cfg); err != nil {
 			return nil, err
@@ -321,7 +337,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Audit: aw, Metrics: m, log: log, flushLog: flushLog, rst: rst, wst: wst, Outbox: ob, Spool: ob.Spool, Journal: ob.Journal, cert: cert}
+	srv := &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Audit: aw, Metrics: m, log: log, flushLog: flushLog, rst: rst, wst: wst, Outbox: ob, Spool: ob.Spool, Journal: ob.Journal, cert: cert, lock: lock}
 	srv.Handler = srv.withReady(h)
 	adm, err := admin.New(admin.Config{Store: st, Cache: c, Keyring: keyring, Broker: cfg.Broker, Logger: log, Metrics: m.Handler(), Pool: credPool, Ready: srv.Ready,
 		Hosts: cfg.adminHosts()})
@@ -475,5 +491,5 @@ func (s *Server) pruneChanges(ctx context.Context) {
 // Close releases the store.
 func (s *Server) Close() error {
 	_ = s.flushLog()
-	return errors.Join(s.Outbox.Close(), s.Store.Close())
+	return errors.Join(s.Outbox.Close(), s.Store.Close(), s.lock.release())
 }
