@@ -51,6 +51,9 @@ func (s *Server) Ready(ctx context.Context) (map[string]any, bool) {
 		out["disk"], ok = "cannot write", false
 		s.log.Warn("readyz: the data directory takes no write", "dir", s.Config.DataDir, "err", err)
 	}
+	if err := s.storeFile.Err(); err != nil {
+		out["store_file"], ok = "gone: the database file was removed or replaced", false
+	}
 	if err := s.Outbox.Err(); err != nil {
 		out["record"] = "cannot record"
 		ok = ok && s.Config.AuditOptional // availability chosen: still ready
@@ -186,11 +189,22 @@ func (s *Server) withReady(h http.Handler) http.Handler {
 // recording is what the broker asks before it serves a box's call: nil
 // while the outbox records (to the store or to the spool), and always nil
 // when cfg.AuditOptional chooses availability.
-func recording(cfg Config, ob *outbox.Outbox) func() error {
-	if cfg.AuditOptional {
+//
+// Whatever cfg.AuditOptional says, no call is served once the SQLite
+// database file is gone (fw): nothing it wrote could be read again.
+func recording(cfg Config, ob *outbox.Outbox, fw *fileWatch) func() error {
+	if fw == nil && cfg.AuditOptional {
 		return nil
 	}
-	return ob.Err
+	return func() error {
+		if err := fw.Err(); err != nil {
+			return err
+		}
+		if cfg.AuditOptional {
+			return nil
+		}
+		return ob.Err()
+	}
 }
 
 // ReplaySpool applies what the spool holds to the store now, each batch

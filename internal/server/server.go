@@ -161,6 +161,9 @@ type Server struct {
 	// lock is the SQLite data directory's lock, held until Close; nil
 	// for PostgreSQL, or a store the caller gave.
 	lock *dirLock
+	// storeFile watches the SQLite database file's identity; nil for
+	// PostgreSQL.
+	storeFile *fileWatch
 }
 
 // Options are what a caller adds in Go rather than configuration.
@@ -269,7 +272,11 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	m := metrics.New()
 	// Only a SQLite store is known to be this process's alone; any other
 	// may be shared with replicas, whose caches a report must wait for.
-	_, local := st.(*sqlite.Store)
+	lite, local := st.(*sqlite.Store)
+	var fw *fileWatch
+	if local {
+		fw = &fileWatch{check: lite.CheckFile, log: log}
+	}
 	// Every store call a request makes is bounded by StoreDeadline (rst);
 	// the writes made beside requests (audit batches, settlements) by a
 	// longer bound (wst). Admin calls and the CLI are not bounded.
@@ -332,12 +339,12 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		Limits:      broker.Limits{Rate: cfg.BoxRate, Burst: cfg.BoxBurst, Concurrent: max(cfg.BoxConcurrent, 0)},
 		ReadTimeout: cfg.ReadTimeout,
 		Observer:    &observer{m: m, outbox: ob},
-		Recording:   recording(cfg, ob),
+		Recording:   recording(cfg, ob, fw),
 	})
 	if err != nil {
 		return nil, err
 	}
-	srv := &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Audit: aw, Metrics: m, log: log, flushLog: flushLog, rst: rst, wst: wst, Outbox: ob, Spool: ob.Spool, Journal: ob.Journal, cert: cert, lock: lock}
+	srv := &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Audit: aw, Metrics: m, log: log, flushLog: flushLog, rst: rst, wst: wst, Outbox: ob, Spool: ob.Spool, Journal: ob.Journal, cert: cert, lock: lock, storeFile: fw}
 	srv.Handler = srv.withReady(h)
 	adm, err := admin.New(admin.Config{Store: st, Cache: c, Keyring: keyring, Broker: cfg.Broker, Logger: log, Metrics: m.Handler(), Pool: credPool, Ready: srv.Ready,
 		Hosts: cfg.adminHosts()})
@@ -430,8 +437,9 @@ func (s *Server) Serve(ctx context.Context, ln, admin net.Listener) error {
 // the audit queue and the batch still hold and returns. Serve runs it; a
 // caller serving the handlers itself runs it too.
 func (s *Server) Run(ctx context.Context) {
-	done := make(chan struct{}, 4)
+	done := make(chan struct{}, 5)
 	go func() { s.Cache.Run(ctx); done <- struct{}{} }()
+	go func() { s.storeFile.Run(ctx); done <- struct{}{} }()
 	go func() { s.Outbox.RunReplay(ctx); done <- struct{}{} }()
 	go func() { s.pruneChanges(ctx); done <- struct{}{} }()
 	go func() { s.Outbox.RunBatches(ctx); done <- struct{}{} }()
@@ -439,10 +447,9 @@ func (s *Server) Run(ctx context.Context) {
 	actx, stopAudit := context.WithCancel(context.WithoutCancel(ctx))
 	go func() { s.Broker.Run(ctx); stopAudit() }()
 	s.Audit.Run(actx)
-	<-done
-	<-done
-	<-done
-	<-done
+	for range cap(done) {
+		<-done
+	}
 }
 
 // httpServer is an http.Server for h with the configured bounds: on
