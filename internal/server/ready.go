@@ -14,6 +14,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/outbox"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/spend"
 )
 
 // readyFile is the file the readiness check writes, syncs and removes in
@@ -29,6 +30,11 @@ const readyFile = ".readyz"
 // bound, and a little more, whatever the store or the disk does. Checks
 // asked for at the same time share one write, and a write that succeeded
 // stands for diskOKFor (see diskProbe).
+//
+// Beside them it reports, from memory: a SQLite database file found gone
+// (store_file, not ready), and this replica's clock's skew from the
+// store's past spend.MaxClockSkew (clock; still ready, as leases are
+// judged by the store's clock).
 //
 // From the moment Serve begins to stop (Draining), Ready answers not
 // ready at once, checking nothing: a load balancer sends no more
@@ -54,12 +60,23 @@ func (s *Server) Ready(ctx context.Context) (map[string]any, bool) {
 	if err := s.storeFile.Err(); err != nil {
 		out["store_file"], ok = "gone: the database file was removed or replaced", false
 	}
+	if skew, ok := s.Meter.ClockSkew(); ok && (skew > spend.MaxClockSkew || skew < -spend.MaxClockSkew) {
+		out["clock"] = clockSkew(skew) // shown; leases hold by the store's clock
+	}
 	if err := s.Outbox.Err(); err != nil {
 		out["record"] = "cannot record"
 		ok = ok && s.Config.AuditOptional // availability chosen: still ready
 	}
 	out["ready"] = ok
 	return out, ok
+}
+
+// clockSkew says how far this replica's clock is from the store's.
+func clockSkew(d time.Duration) string {
+	if d < 0 {
+		return (-d).Round(time.Second).String() + " behind the store's"
+	}
+	return d.Round(time.Second).String() + " ahead of the store's"
 }
 
 // ping pings the store through the request path's bound.

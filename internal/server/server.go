@@ -312,11 +312,24 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Replicas judge reservation leases by PostgreSQL's clock, not each
+	// its own.
+	var storeClock func(context.Context) (time.Time, error)
+	if pg, ok := st.(*postgres.Store); ok {
+		storeClock = func(ctx context.Context) (time.Time, error) {
+			ctx, cancel := context.WithTimeout(ctx, writeBound(cfg.StoreDeadline))
+			defer cancel()
+			return pg.Clock(ctx)
+		}
+	}
 	meter, err := spend.New(spend.Config{Store: rst, Settle: wst, Outbox: ob,
 		StaleAfter: cfg.ReservationLease, Budgeted: c.Budgeted, Prices: prices, Metrics: m, Now: opt.SpendNow, Logger: log, MaxTokens: cfg.ReserveMaxTokens, MaxBody: cfg.MaxBody,
-		Counter: m})
+		Counter: m, StoreClock: storeClock})
 	if err != nil {
 		return nil, err
+	}
+	if err := meter.MeasureClock(ctx); err != nil {
+		log.Warn("spend: the store's clock not read at start; reservations are stamped by this replica's clock until it is", "err", err)
 	}
 	// Cloud accounts' calls are translated beneath the meter: it reads
 	// the Anthropic form of their answers.
@@ -431,7 +444,8 @@ func (s *Server) Serve(ctx context.Context, ln, admin net.Listener) error {
 	return errors.Join(errs...)
 }
 
-// Run keeps the cache fresh, prunes the change log, writes the audit log,
+// Run keeps the cache fresh, watches the SQLite database file (see
+// fileWatch), prunes the change log, writes the audit log,
 // writes out the broker's tallies of token refusals and settles model
 // calls' spend in batches until ctx ends; then it writes what the tallies,
 // the audit queue and the batch still hold and returns. Serve runs it; a
