@@ -91,6 +91,10 @@ func TestServe_RefusesDataDirWithKeyButNoDatabase(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "boxbroker.db")); !os.IsNotExist(err) {
 		t.Errorf("refused serve made %s (err %v); want nothing made", filepath.Join(dir, "boxbroker.db"), err)
 	}
+	// Nor does a command that would make the database.
+	if _, errs, code := run(t, dir, "", "box", "add", "other"); code == 0 || !strings.Contains(errs, "--new-store") {
+		t.Errorf("box add on a data directory with no database = %d %q, want refused saying --new-store", code, errs)
+	}
 	if code, stderr := serveOnce(t, dir, 500*time.Millisecond, "--new-store"); code != 0 {
 		t.Errorf("serve --new-store = %d %q, want 0", code, stderr)
 	}

@@ -74,11 +74,13 @@ func (l *dirLock) release() error {
 	return l.f.Close()
 }
 
-// checkHasDatabase refuses a data directory that holds the master key
-// file, a journal or a spool but no database file: its database was
-// deleted or moved, and a new empty one would serve no box and set the
-// records there aside. newStore says the operator wants a new one.
-func checkHasDatabase(dir string, newStore bool) error {
+// CheckHasDatabase refuses (ErrNoDatabase) a SQLite data directory that
+// holds the master key file, a journal or a spool but no database file:
+// its database was deleted or moved, and a new empty one would serve no
+// box and set the records there aside. newStore says the operator wants
+// a new one. New runs it before it makes anything in the directory; a
+// command that would make the database runs it before OpenStore.
+func CheckHasDatabase(dir string, newStore bool) error {
 	if newStore {
 		return nil
 	}

@@ -60,7 +60,7 @@ func (s *Server) Ready(ctx context.Context) (map[string]any, bool) {
 	if err := s.storeFile.Err(); err != nil {
 		out["store_file"], ok = "gone: the database file was removed or replaced", false
 	}
-	if skew, ok := s.Meter.ClockSkew(); ok && (skew > spend.MaxClockSkew || skew < -spend.MaxClockSkew) {
+	if skew, measured := s.Meter.ClockSkew(); measured && (skew > spend.MaxClockSkew || skew < -spend.MaxClockSkew) {
 		out["clock"] = clockSkew(skew) // shown; leases hold by the store's clock
 	}
 	if err := s.Outbox.Err(); err != nil {
@@ -204,11 +204,10 @@ func (s *Server) withReady(h http.Handler) http.Handler {
 }
 
 // recording is what the broker asks before it serves a box's call: nil
-// while the outbox records (to the store or to the spool), and always nil
-// when cfg.AuditOptional chooses availability.
-//
-// Whatever cfg.AuditOptional says, no call is served once the SQLite
-// database file is gone (fw): nothing it wrote could be read again.
+// while the outbox records (to the store or to the spool), whatever it
+// does when cfg.AuditOptional chooses availability. Whatever
+// cfg.AuditOptional says, it is an error once the SQLite database file
+// is gone (fw): nothing written to it could be read again.
 func recording(cfg Config, ob *outbox.Outbox, fw *fileWatch) func() error {
 	if fw == nil && cfg.AuditOptional {
 		return nil

@@ -242,7 +242,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 			return nil, err
 		}
 		undo = append(undo, lock.release)
-		if err := checkHasDatabase(cfg.DataDir, cfg.NewStore); err != nil {
+		if err := CheckHasDatabase(cfg.DataDir, cfg.NewStore); err != nil {
 			return nil, err
 		}
 	}
