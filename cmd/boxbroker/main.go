@@ -243,10 +243,17 @@ func (c *cli) envOr(key, def string) string {
 
 // openStore opens the store cfg names, for a management command that may
 // create it (box add, credential set and add, visitor set, admin token).
+// It makes no new database in a data directory whose database has gone
+// (server.CheckHasDatabase): `serve --new-store` does that.
 func openStore(ctx context.Context, cfg *server.Config) (store.Store, error) {
 	cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.Store == "" {
+		if err := server.CheckHasDatabase(cfg.DataDir, false); err != nil {
+			return nil, err
+		}
 	}
 	return server.OpenStore(ctx, cfg)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/outbox"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/spend"
 )
 
 // readyFile is the file the readiness check writes, syncs and removes in
@@ -29,6 +30,11 @@ const readyFile = ".readyz"
 // bound, and a little more, whatever the store or the disk does. Checks
 // asked for at the same time share one write, and a write that succeeded
 // stands for diskOKFor (see diskProbe).
+//
+// Beside them it reports, from memory: a SQLite database file found gone
+// (store_file, not ready), and this replica's clock's skew from the
+// store's past spend.MaxClockSkew (clock; still ready, as leases are
+// judged by the store's clock).
 //
 // From the moment Serve begins to stop (Draining), Ready answers not
 // ready at once, checking nothing: a load balancer sends no more
@@ -51,12 +57,26 @@ func (s *Server) Ready(ctx context.Context) (map[string]any, bool) {
 		out["disk"], ok = "cannot write", false
 		s.log.Warn("readyz: the data directory takes no write", "dir", s.Config.DataDir, "err", err)
 	}
+	if err := s.storeFile.Err(); err != nil {
+		out["store_file"], ok = "gone: the database file was removed or replaced", false
+	}
+	if skew, measured := s.Meter.ClockSkew(); measured && (skew > spend.MaxClockSkew || skew < -spend.MaxClockSkew) {
+		out["clock"] = clockSkew(skew) // shown; leases hold by the store's clock
+	}
 	if err := s.Outbox.Err(); err != nil {
 		out["record"] = "cannot record"
 		ok = ok && s.Config.AuditOptional // availability chosen: still ready
 	}
 	out["ready"] = ok
 	return out, ok
+}
+
+// clockSkew says how far this replica's clock is from the store's.
+func clockSkew(d time.Duration) string {
+	if d < 0 {
+		return (-d).Round(time.Second).String() + " behind the store's"
+	}
+	return d.Round(time.Second).String() + " ahead of the store's"
 }
 
 // ping pings the store through the request path's bound.
@@ -184,13 +204,23 @@ func (s *Server) withReady(h http.Handler) http.Handler {
 }
 
 // recording is what the broker asks before it serves a box's call: nil
-// while the outbox records (to the store or to the spool), and always nil
-// when cfg.AuditOptional chooses availability.
-func recording(cfg Config, ob *outbox.Outbox) func() error {
-	if cfg.AuditOptional {
+// while the outbox records (to the store or to the spool), whatever it
+// does when cfg.AuditOptional chooses availability. Whatever
+// cfg.AuditOptional says, it is an error once the SQLite database file
+// is gone (fw): nothing written to it could be read again.
+func recording(cfg Config, ob *outbox.Outbox, fw *fileWatch) func() error {
+	if fw == nil && cfg.AuditOptional {
 		return nil
 	}
-	return ob.Err
+	return func() error {
+		if err := fw.Err(); err != nil {
+			return err
+		}
+		if cfg.AuditOptional {
+			return nil
+		}
+		return ob.Err()
+	}
 }
 
 // ReplaySpool applies what the spool holds to the store now, each batch
