@@ -118,7 +118,7 @@ func do[T any](s *Store, ctx context.Context, op string, f func(context.Context)
 		return r.v, r.err // the caller's own context ended: not the store's fault
 	}
 	if r.err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) &&
-		!errors.Is(r.err, store.ErrNotFound) && !errors.Is(r.err, store.ErrExists) {
+		!errors.Is(r.err, store.ErrNotFound) && !errors.Is(r.err, store.ErrExists) && !errors.Is(r.err, store.ErrRejected) {
 		var zero T
 		r.v, r.err = zero, fmt.Errorf("%s: %w: %w (%s)", op, store.ErrUnavailable, ErrDeadline, s.d)
 	}
