@@ -280,6 +280,15 @@ func (w *Writer) write(ctx context.Context, entries []store.AuditEntry, seqs []u
 		if key == "" {
 			key = NewKey()
 		}
+		if Refused(err) {
+			// Refused for what it holds: a replay would be refused too.
+			derr := w.opt.Spool.SetDead(Batch{Key: key, Audit: entries}, err)
+			if derr == nil {
+				w.lost.Store(false)
+				return
+			}
+			err = errors.Join(err, derr)
+		}
 		serr := w.opt.Spool.Append(Batch{Key: key, Audit: entries})
 		if serr == nil {
 			w.lost.Store(false)

@@ -174,6 +174,28 @@ func (o *Outbox) Replay(ctx context.Context) (int, error) {
 	})
 }
 
+// ListDead returns the batches the store refused for good, set aside in
+// the data directory (see DeadFile), oldest first.
+func (o *Outbox) ListDead() ([]Dead, error) { return ListDead(o.cfg.Dir) }
+
+// RetryDead applies the dead letter id (its ID, or a prefix of one ID
+// only) to the store, and removes it once the store took it: see
+// RetryDead.
+func (o *Outbox) RetryDead(ctx context.Context, id string) (Dead, error) {
+	return RetryDead(ctx, o.cfg.Dir, o.cfg.Store, o.cfg.Identity, id)
+}
+
+// DropDead removes the dead letter id, giving up its records: see
+// DropDead.
+func (o *Outbox) DropDead(id string) (Dead, error) {
+	d, err := DropDead(o.cfg.Dir, id)
+	if err == nil {
+		o.log.Warn("spool: a dead letter is dropped; its records are given up", "id", d.ID,
+			"settlements", len(d.Batch.Settle), "audit_entries", len(d.Batch.Audit))
+	}
+	return d, err
+}
+
 // RunReplay replays the spool at once and then every ReplayEvery while
 // it holds anything, until ctx ends.
 func (o *Outbox) RunReplay(ctx context.Context) {

@@ -1,0 +1,165 @@
+package outbox
+
+import (
+	"errors"
+	"math"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/sqlite"
+)
+
+// TestSpool_OneRejectedBatchDoesNotWedgeTheRest: a spooled batch the
+// store refuses for good (its usage carries a kept sum past SQLite's
+// INTEGER range: "cannot store REAL value in INTEGER column") at the head
+// of the spool, with twenty batches of another box behind it. The bound
+// held: one replay applies all twenty, the spool ends empty, and the
+// refused batch is kept as a dead letter, with its reason, that a retry
+// refuses again and a drop removes. On the code before, the replay
+// stopped at the refused batch at every try, and none of the twenty
+// reached the store. Bounded by a temporary SQLite file; well under a
+// second.
+func TestSpool_OneRejectedBatchDoesNotWedgeTheRest(t *testing.T) {
+	const good = 20
+	ctx := t.Context()
+	dir := t.TempDir()
+	st, err := sqlite.Open(filepath.Join(dir, "boxbroker.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	id, err := st.Identity(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []string{"alpha", "beta"} {
+		if err := st.CreateBox(ctx, store.Box{Name: b, TokenHash: b, CreatedAt: time.Now(), PayerKind: "shared"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const month = "2026-10"
+	usage := func(box string, in int64) []store.Usage {
+		return []store.Usage{{Box: box, Month: month, PayerKind: "shared", Model: "m", Calls: 1, InputTokens: in}}
+	}
+	// alpha's usage kept is near the column's bound already.
+	if err := st.Settle(ctx, store.Settlement{Box: "alpha", Month: month, Usage: usage("alpha", math.MaxInt64-1)}); err != nil {
+		t.Fatal(err)
+	}
+	ob, err := Open(Config{Dir: dir, Store: st, Identity: id, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ob.Close() })
+	bad := Batch{Key: NewKey(), Settle: []store.Settlement{{Box: "alpha", Month: month, Charge: 7, Usage: usage("alpha", 1<<62)}}}
+	if err := ob.Spool.Append(bad); err != nil {
+		t.Fatal(err)
+	}
+	for i := range good {
+		b := Batch{Settle: []store.Settlement{{Box: "beta", Month: month, Charge: 1, Usage: usage("beta", 10)}},
+			Audit: []store.AuditEntry{{Box: "beta", At: time.Now(), Method: "POST", Route: "/llm/anthropic/v1/messages", Status: 200, Message: string(rune('a' + i))}}}
+		if err := ob.Spool.Append(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	n, err := ob.Replay(ctx)
+	if err != nil || n != good {
+		t.Errorf("Replay = %d, %v; want %d applied and no error", n, err, good)
+	}
+	u, err := st.ListUsage(ctx, "beta", month)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := int64(0)
+	for _, r := range u {
+		calls += r.Calls
+	}
+	entries, err := st.ListAudit(ctx, store.AuditQuery{Box: "beta", Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("batches behind the refused one: %d; kept in the store: %d calls of usage, %d audit entries; dead letters: %d",
+		good, calls, len(entries), ob.Spool.DeadCount())
+	if calls != good || len(entries) != good {
+		t.Errorf("the store holds %d calls and %d audit entries of beta, want %d of each", calls, len(entries), good)
+	}
+	if s := ob.Spool.Size(); s != 0 {
+		t.Errorf("spool holds %d bytes after the replay, want none", s)
+	}
+
+	dead, err := ob.ListDead()
+	if err != nil || len(dead) != 1 || dead[0].ID != bad.Key || dead[0].Reason == "" || len(dead[0].Batch.Settle) != 1 {
+		t.Fatalf("ListDead = %+v, %v; want the refused batch %s with its reason", dead, err, bad.Key)
+	}
+	if ob.Spool.DeadCount() != 1 {
+		t.Errorf("DeadCount = %d, want 1", ob.Spool.DeadCount())
+	}
+	// A replay of the same batch (a replay cut short) does not set it
+	// aside twice.
+	if err := ob.Spool.SetDead(bad, errors.New("again")); err != nil || ob.Spool.DeadCount() != 1 {
+		t.Errorf("SetDead of a batch set aside = %v, count %d; want nil, 1", err, ob.Spool.DeadCount())
+	}
+	if _, err := ob.RetryDead(ctx, bad.Key[:8]); !errors.Is(err, store.ErrRejected) {
+		t.Errorf("RetryDead(still refused) = %v, want store.ErrRejected", err)
+	}
+	if ob.Spool.DeadCount() != 1 {
+		t.Errorf("DeadCount after a refused retry = %d, want 1", ob.Spool.DeadCount())
+	}
+	if _, err := ob.DropDead("nosuch"); !errors.Is(err, ErrNoDead) {
+		t.Errorf("DropDead(nosuch) = %v, want ErrNoDead", err)
+	}
+	if d, err := ob.DropDead(bad.Key); err != nil || d.ID != bad.Key {
+		t.Errorf("DropDead = %+v, %v", d, err)
+	}
+	if dead, _ := ob.ListDead(); len(dead) != 0 || ob.Spool.DeadCount() != 0 {
+		t.Errorf("after the drop: %d dead letters (count %d), want none", len(dead), ob.Spool.DeadCount())
+	}
+}
+
+// TestRetryDead_AppliesOnceTheStoreTakesIt: a dead letter retried once
+// the store takes it is applied under its key and removed.
+func TestRetryDead_AppliesOnceTheStoreTakesIt(t *testing.T) {
+	dir := t.TempDir()
+	k := &keyStore{}
+	ob, err := Open(Config{Dir: dir, Store: k, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ob.Close() })
+	b := Batch{Key: NewKey(), Settle: []store.Settlement{{Box: "alpha", Charge: 1}}}
+	if err := ob.Spool.SetDead(b, store.ErrRejected); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ob.RetryDead(t.Context(), b.Key); err != nil {
+		t.Fatalf("RetryDead = %v", err)
+	}
+	if k.settle != 1 || !k.keys[b.Key] {
+		t.Errorf("the store applied %d settlements (key %v), want 1 under the batch's key", k.settle, k.keys[b.Key])
+	}
+	if n := ob.Spool.DeadCount(); n != 0 {
+		t.Errorf("DeadCount after the retry = %d, want 0", n)
+	}
+}
+
+// TestRefused_TellsABatchRefusedForGoodFromAnOutage.
+func TestRefused_TellsABatchRefusedForGoodFromAnOutage(t *testing.T) {
+	tests := []struct {
+		err  error
+		want bool
+	}{
+		{nil, false},
+		{errors.New("something else"), false},
+		{store.ErrUnavailable, false},
+		{errors.Join(store.ErrUnavailable, store.ErrRejected), false},
+		{store.ErrRejected, true},
+		{store.ErrNotFound, true},
+		{store.ErrExists, true},
+	}
+	for _, tt := range tests {
+		if got := Refused(tt.err); got != tt.want {
+			t.Errorf("Refused(%v) = %v, want %v", tt.err, got, tt.want)
+		}
+	}
+}
