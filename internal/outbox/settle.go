@@ -91,7 +91,7 @@ func (o *Outbox) add(st store.Settlement, seq uint64) {
 		p = &store.Settlement{Box: st.Box, Principal: st.Principal, Month: st.Month}
 		o.pending[k] = p
 	}
-	p.Charge += st.Charge
+	p.Charge = store.AddCapped(p.Charge, st.Charge)
 	for _, u := range st.Usage {
 		i := 0
 		for i < len(p.Usage) && (p.Usage[i].PayerKind != u.PayerKind || p.Usage[i].Model != u.Model) {
