@@ -147,6 +147,8 @@ type Server struct {
 	Spool *outbox.Spool
 	// disk is the readiness check's write to the data directory.
 	disk diskProbe
+	// storeWrites is the readiness check's judge of the store's writes.
+	storeWrites writesProbe
 	// Journal keeps the records of calls answered until the store or
 	// the spool takes them.
 	Journal *outbox.Journal
