@@ -275,6 +275,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		return nil, err
 	}
 	undo = append(undo, ob.Close)
+	m.DeadLetters(ob.Spool.DeadCount)
 	aw := ob.Audit
 	c := cache.New(rst, cache.Options{Changes: wst, Logger: log, Shared: !local})
 	onGrant := func(outcome string) {
@@ -330,7 +331,10 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	page, err := ui.New(adm, ui.Config{})
+	for _, rt := range admin.DeadLetterRoutes(ob) {
+		adm.Handle(rt)
+	}
+	page, err := ui.New(adm, ui.Config{DeadLetters: ob.Spool.DeadCount})
 	if err != nil {
 		return nil, err
 	}
