@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -179,5 +180,97 @@ func TestOutageLog_WritesRefusedReadsAnswer(t *testing.T) {
 	}
 	if ends[0]["failed"] != "writes" || ends[0]["level"] != "WARN" {
 		t.Errorf("end line %v, want a WARN naming writes as what failed", ends[0])
+	}
+}
+
+// TestSpool_RefusedSettlementDoesNotHoldAnotherBoxsCalls: the fault as an
+// operator met it. Box alpha's usage kept is near SQLite's INTEGER bound,
+// so that the settlement of its next call is refused for good ("cannot
+// store REAL value in INTEGER column"); it is answered during a write
+// outage, and 20 calls of box beta after it. The bound held: once the
+// store takes writes again, one replay keeps all 20 of beta's calls (usage
+// and audit entries) and sets alpha's settlement aside as a dead letter,
+// which /readyz counts. On the code before, the replay stopped at alpha's
+// batch at every try and none of beta's 20 calls was kept. Bounded by a
+// 100 ms store deadline; about a second.
+func TestSpool_RefusedSettlementDoesNotHoldAnotherBoxsCalls(t *testing.T) {
+	const calls = 20
+	b, fz, _ := newFrozenBroker(t, 100*time.Millisecond)
+	b.SetCredential("anthropic", "sk-ant-api03-x")
+	alpha, beta := b.AddBox("alpha"), b.AddBox("beta")
+	b.Report(alpha, brokertest.Entry("inference", "agent"))
+	b.Report(beta, brokertest.Entry("inference", "agent"))
+	raw := fz.Store
+	ctx := t.Context()
+	month := time.Now().UTC().Format("2006-01")
+
+	if r := call(b, alpha); r.StatusCode != 200 {
+		t.Fatalf("alpha's first call = %d %s", r.StatusCode, r.Body)
+	}
+	b.Server.Outbox.Flush(ctx)
+	u, err := raw.ListUsage(ctx, "alpha", month)
+	if err != nil || len(u) != 1 {
+		t.Fatalf("alpha's usage = %+v, %v; want one row", u, err)
+	}
+	near := u[0]
+	near.Calls, near.InputTokens, near.OutputTokens, near.CacheWriteTokens, near.CacheReadTokens, near.Cost, near.Unpriced, near.Unmeasured =
+		0, math.MaxInt64-u[0].InputTokens, 0, 0, 0, 0, 0, 0
+	if err := raw.Settle(ctx, store.Settlement{Box: "alpha", Month: month, Usage: []store.Usage{near}}); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := b.Server.Audit.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before, err := raw.ListAudit(ctx, store.AuditQuery{Box: "beta", Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fz.refuse.Store(true) // the store takes no write
+	answered := 0
+	if r := call(b, alpha); r.StatusCode == 200 {
+		answered++
+	}
+	b.Server.Outbox.Flush(ctx) // alpha's settlement is spooled first
+	for range calls {
+		if r := call(b, beta); r.StatusCode == 200 {
+			answered++
+		}
+	}
+	if err := b.Server.Audit.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b.Server.Outbox.Flush(ctx)
+	fz.refuse.Store(false)
+	if _, err := b.Server.ReplaySpool(ctx); err != nil {
+		t.Logf("replay: %v", err)
+	}
+	kept, err := raw.ListUsage(ctx, "beta", month)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keptCalls := int64(0)
+	for _, r := range kept {
+		keptCalls += r.Calls
+	}
+	all, err := raw.ListAudit(ctx, store.AuditQuery{Box: "beta", Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := all[:len(all)-len(before)]
+	dead := b.Server.Spool.DeadCount()
+	t.Logf("calls answered 200: %d (alpha 1, beta %d); beta's kept after the replay: %d calls of usage, %d audit entries; dead letters %d; spool %d bytes",
+		answered, calls, keptCalls, len(entries), dead, b.Server.Spool.Size())
+	if answered != calls+1 {
+		t.Errorf("answered %d calls 200, want %d", answered, calls+1)
+	}
+	if keptCalls != calls || len(entries) != calls {
+		t.Errorf("beta's records kept: %d calls of usage and %d audit entries, want %d of each", keptCalls, len(entries), calls)
+	}
+	if dead != 1 {
+		t.Errorf("dead letters = %d, want 1 (alpha's settlement)", dead)
+	}
+	if r := b.Do("GET", "/readyz", "", nil, nil); r.StatusCode != 200 || !strings.Contains(string(r.Body), `"deadLetters":1`) {
+		t.Errorf("readyz = %d %s, want 200 counting the dead letter", r.StatusCode, r.Body)
 	}
 }
