@@ -4,8 +4,10 @@ import (
 	"errors"
 	"math"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/store/sqlite"
@@ -161,5 +163,26 @@ func TestRefused_TellsABatchRefusedForGoodFromAnOutage(t *testing.T) {
 		if got := Refused(tt.err); got != tt.want {
 			t.Errorf("Refused(%v) = %v, want %v", tt.err, got, tt.want)
 		}
+	}
+}
+
+// TestAudit_EntryEveryStoreTakes: an audit entry whose strings hold a NUL
+// byte or invalid UTF-8 (a token endpoint's refusal quoted in a mint's
+// message), which PostgreSQL refuses for good, is made one every store
+// takes as it is queued; the caller's words are not changed.
+func TestAudit_EntryEveryStoreTakes(t *testing.T) {
+	words := []string{"agent", "a\x00b"}
+	e := store.AuditEntry{Method: "GET", Route: "/x", Message: "said: \x00\xff\xfe ok", PaidBy: "p\xc3", Words: words}
+	Scrub(&e)
+	for _, s := range append([]string{e.Message, e.PaidBy}, e.Words...) {
+		if !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 {
+			t.Errorf("Scrub left %q, want valid UTF-8 with no NUL", s)
+		}
+	}
+	if e.Message != "said: \uFFFD\uFFFD ok" {
+		t.Errorf("Scrub(message) = %q, want %q", e.Message, "said: \uFFFD\uFFFD ok")
+	}
+	if words[1] != "a\x00b" {
+		t.Errorf("the caller's words were changed: %q", words)
 	}
 }
