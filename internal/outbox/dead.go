@@ -37,6 +37,11 @@ import (
 // DeadFile is the dead-letter file's name in the data directory.
 const DeadFile = "spool.dead.jsonl"
 
+// DeadMax bounds the dead-letter file's size, in bytes: a batch that
+// would pass it is not set aside (SetDead returns ErrFull), and the
+// replay stops at it, keeping it in the spool, as it does for an outage.
+const DeadMax = DefaultSpoolMax
+
 // ErrNoDead is what DropDead and RetryDead return when no dead letter has
 // the ID given.
 var ErrNoDead = errors.New("no dead letter with that ID")
@@ -67,6 +72,7 @@ func Refused(err error) bool {
 // it).
 type deadFile struct {
 	path string
+	max  int64 // DeadMax, unless a test sets it
 
 	mu    sync.Mutex // guards what follows
 	stamp deadStamp  // the file as last counted
@@ -80,7 +86,9 @@ type deadStamp struct {
 	ok   bool
 }
 
-func newDeadFile(dir string) *deadFile { return &deadFile{path: filepath.Join(dir, DeadFile)} }
+func newDeadFile(dir string) *deadFile {
+	return &deadFile{path: filepath.Join(dir, DeadFile), max: DeadMax}
+}
 
 // Count is how many dead letters the file holds (0 when it cannot be
 // read).
@@ -122,8 +130,12 @@ func (d *deadFile) put(b Batch, reason error, at time.Time) error {
 				return nil
 			}
 		}
-		if _, err := f.Seek(0, io.SeekEnd); err != nil {
+		end, err := f.Seek(0, io.SeekEnd)
+		if err != nil {
 			return fmt.Errorf("dead letters: %w", err)
+		}
+		if end+int64(len(line))+1 > d.max {
+			return fmt.Errorf("dead letters: %w: %d bytes of %d", ErrFull, end, d.max)
 		}
 		if _, err := f.Write(append(line, '\n')); err != nil {
 			return fmt.Errorf("dead letters: %w", err)

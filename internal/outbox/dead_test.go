@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"context"
 	"errors"
 	"math"
 	"path/filepath"
@@ -184,5 +185,39 @@ func TestAudit_EntryEveryStoreTakes(t *testing.T) {
 	}
 	if words[1] != "a\x00b" {
 		t.Errorf("the caller's words were changed: %q", words)
+	}
+}
+
+// TestDead_Bounded: a dead-letter file at its bound takes no more; the
+// replay then stops at the refused batch and keeps it in the spool, with
+// every batch behind it, as it does for an outage.
+func TestDead_Bounded(t *testing.T) {
+	s, err := OpenSpool(t.TempDir(), 0, "", quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.dead.max = 400
+	if err := s.SetDead(batch("first"), store.ErrRejected); err != nil {
+		t.Fatalf("SetDead(first) = %v", err)
+	}
+	if err := s.SetDead(batch("second"), store.ErrRejected); !errors.Is(err, ErrFull) {
+		t.Fatalf("SetDead past the bound = %v, want ErrFull", err)
+	}
+	for _, k := range []string{"bad", "good"} {
+		if err := s.Append(batch(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	applied := 0
+	n, err := s.Replay(t.Context(), func(_ context.Context, b Batch) error {
+		if b.Key == "bad" {
+			return store.ErrRejected
+		}
+		applied++
+		return nil
+	})
+	if err == nil || n != 0 || applied != 0 || s.Size() == 0 || s.DeadCount() != 1 {
+		t.Errorf("Replay with the dead letters full = %d, %v (applied %d, spool %d bytes, %d dead); want it stopped, everything kept",
+			n, err, applied, s.Size(), s.DeadCount())
 	}
 }
