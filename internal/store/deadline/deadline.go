@@ -6,9 +6,11 @@
 // waiting for the store to come back.
 //
 // It also notices outages: the first call that finds the store not
-// answering writes one WARN line with the outage's start, and the first
+// answering writes one WARN line with the outage's start, and the call
 // that finds it answering again writes one with its start, end and
-// length.
+// length. Reads and writes are followed apart, so that a store that
+// answers reads and refuses writes is one outage, ended only once a
+// write succeeds too.
 package deadline
 
 import (
