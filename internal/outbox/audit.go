@@ -285,7 +285,7 @@ func (w *Writer) write(ctx context.Context, entries []store.AuditEntry, seqs []u
 		}
 		if Refused(err) {
 			// Refused for what it holds: a replay would be refused too.
-			derr := w.opt.Spool.SetDead(Batch{Key: key, Audit: entries}, err)
+			derr := refusedBatch(ctx, w.st, w.opt.Spool, Batch{Key: key, Audit: entries}, err)
 			if derr == nil {
 				w.lost.Store(false)
 				return

@@ -21,12 +21,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -315,4 +318,48 @@ func RetryDead(ctx context.Context, dir string, st store.Spooled, identity, id s
 		_, err := st.ApplySpooled(ctx, b.Key, b.Settle, b.Audit)
 		return err
 	})
+}
+
+// refusedBatch handles b, which st refused for good as a whole (reason): a
+// batch of one record is set aside in sp as it is; a batch of several is
+// applied record by record, each alone under a key made from b's key and
+// its place (partKey), and only the records st refuses for good are set
+// aside, each alone, so that one bad record does not set aside the rest.
+// A replay of b, refused again as a whole, makes the same keys, so no
+// record is applied twice. It returns the store's error when st does not
+// answer meanwhile (what is not applied stays the caller's, in b), and
+// SetDead's when sp takes no more.
+func refusedBatch(ctx context.Context, st store.Spooled, sp *Spool, b Batch, reason error) error {
+	if b.Key == "" {
+		b.Key = NewKey()
+	}
+	if len(b.Settle)+len(b.Audit) <= 1 {
+		return sp.SetDead(b, reason)
+	}
+	one := func(part string, i int, rec Batch) error {
+		rec.Key, rec.Store = partKey(b.Key, part, i), b.Store
+		_, err := st.ApplySpooled(ctx, rec.Key, rec.Settle, rec.Audit)
+		if Refused(err) {
+			return sp.SetDead(rec, err)
+		}
+		return err
+	}
+	for i, s := range b.Settle {
+		if err := one("t", i, Batch{Settle: []store.Settlement{s}}); err != nil {
+			return err
+		}
+	}
+	for i, e := range b.Audit {
+		if err := one("a", i, Batch{Audit: []store.AuditEntry{e}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// partKey is the key of the record of the batch key at place i of its
+// settlements (part "t") or audit entries ("a"): the same each time.
+func partKey(key, part string, i int) string {
+	h := sha256.Sum256([]byte("part/" + key + "/" + part + "/" + strconv.Itoa(i)))
+	return hex.EncodeToString(h[:16])
 }

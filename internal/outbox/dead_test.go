@@ -221,3 +221,60 @@ func TestDead_Bounded(t *testing.T) {
 			n, err, applied, s.Size(), s.DeadCount())
 	}
 }
+
+// TestReplay_OneBadRecordIsSetAsideAlone: a spooled batch of five records
+// (three audit entries, two settlements) that the store refuses as a
+// whole for one settlement's usage. The bound held: the other four reach
+// the store, only the bad settlement is a dead letter, and the same batch
+// replayed again (a crash before the spool was emptied) applies none of
+// them twice and sets nothing aside twice.
+func TestReplay_OneBadRecordIsSetAsideAlone(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	st, err := sqlite.Open(filepath.Join(dir, "boxbroker.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	for _, b := range []string{"alpha", "beta"} {
+		if err := st.CreateBox(ctx, store.Box{Name: b, TokenHash: b, CreatedAt: time.Now(), PayerKind: "shared"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const month = "2026-10"
+	usage := func(box string, in int64) []store.Usage {
+		return []store.Usage{{Box: box, Month: month, PayerKind: "shared", Model: "m", Calls: 1, InputTokens: in}}
+	}
+	if err := st.Settle(ctx, store.Settlement{Box: "alpha", Month: month, Usage: usage("alpha", math.MaxInt64-1)}); err != nil {
+		t.Fatal(err)
+	}
+	ob, err := Open(Config{Dir: dir, Store: st, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ob.Close() })
+	b := Batch{Key: NewKey(),
+		Settle: []store.Settlement{{Box: "alpha", Month: month, Charge: 7, Usage: usage("alpha", 5)}, {Box: "beta", Month: month, Charge: 3, Usage: usage("beta", 5)}}}
+	for i := range 3 {
+		b.Audit = append(b.Audit, store.AuditEntry{Box: "beta", At: time.Now(), Method: "POST", Route: "/x", Status: 200, Message: strings.Repeat("m", i+1)})
+	}
+	for round := 1; round <= 2; round++ {
+		if err := ob.Spool.Append(b); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := ob.Replay(ctx); err != nil || n != 0 {
+			t.Errorf("Replay #%d = %d, %v; want 0 batches applied whole and no error", round, n, err)
+		}
+		tl, _ := st.Tallies(ctx, "beta", month)
+		entries, _ := st.ListAudit(ctx, store.AuditQuery{Box: "beta", Limit: 10})
+		dead, _ := ob.ListDead()
+		if len(tl) != 1 || tl[0].Spent != 3 || len(entries) != 3 || len(dead) != 1 ||
+			len(dead[0].Batch.Settle) != 1 || dead[0].Batch.Settle[0].Box != "alpha" || len(dead[0].Batch.Audit) != 0 {
+			t.Errorf("after replay #%d: beta's tallies %+v, %d audit entries, dead letters %+v; want spent 3, 3 entries, alpha's settlement alone set aside",
+				round, tl, len(entries), dead)
+		}
+	}
+	if s := ob.Spool.Size(); s != 0 {
+		t.Errorf("spool holds %d bytes, want none", s)
+	}
+}

@@ -159,8 +159,10 @@ func (o *Outbox) Err() error {
 
 // Replay applies what the spool holds to the store now, each batch once,
 // and says how many batches it applied. A replay already running is
-// waited for. It stops, keeping it, at a batch that names another store
-// (a *ForeignError).
+// waited for. A batch the store refuses for good is set aside (see
+// refusedBatch), and the replay goes on. It stops, keeping it, at a batch
+// that names another store (a *ForeignError), or that the store does not
+// answer for.
 func (o *Outbox) Replay(ctx context.Context) (int, error) {
 	return o.Spool.Replay(ctx, func(ctx context.Context, b Batch) error {
 		if b.Store != "" && o.cfg.Identity != "" && b.Store != o.cfg.Identity {
@@ -170,6 +172,14 @@ func (o *Outbox) Replay(ctx context.Context) (int, error) {
 				Files: []string{filepath.Join(o.cfg.Dir, SpoolReplayFile)}}
 		}
 		_, err := o.cfg.Store.ApplySpooled(ctx, b.Key, b.Settle, b.Audit)
+		if Refused(err) {
+			// Refused for good: set aside, one bad record alone.
+			if err := refusedBatch(ctx, o.cfg.Store, o.Spool, b, err); err != nil {
+				return err
+			}
+			return errSetAside
+
+		}
 		return err
 	})
 }

@@ -261,7 +261,9 @@ func (s *Spool) replayOnce(ctx context.Context, apply func(context.Context, Batc
 			// A line cut off by a crash mid-append: its Append never
 			// returned, so no one counted on it.
 			s.log.Warn("spool: a line that is no batch is skipped", "bytes", len(line))
-		} else if aerr := apply(ctx, b); aerr != nil {
+		} else if aerr := apply(ctx, b); errors.Is(aerr, errSetAside) {
+			// apply set it aside itself: not applied, and not kept.
+		} else if aerr != nil {
 			if !Refused(aerr) {
 				return n, false, fmt.Errorf("spool: replay: %w", aerr)
 			}
@@ -301,6 +303,10 @@ func setAside(p, rp string) error {
 	defer unlock(f)
 	return os.Rename(p, rp)
 }
+
+// errSetAside is what a Replay's apply returns for a batch it set aside
+// itself (refused for good): the replay goes on, counting it not applied.
+var errSetAside = errors.New("set aside as a dead letter")
 
 // SetDead sets b, which the store refused for good (Refused(reason)),
 // aside in the dead-letter file with its reason, synced, and logs it. A
