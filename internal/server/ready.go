@@ -3,10 +3,12 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +17,8 @@ import (
 	"github.com/intentius/boxbroker/internal/outbox"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/spend"
+	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/deadline"
 )
 
 // readyFile is the file the readiness check writes, syncs and removes in
@@ -48,6 +52,8 @@ func (s *Server) Ready(ctx context.Context) (map[string]any, bool) {
 	go func() { storeErr <- s.ping(ctx) }()
 	diskErr := make(chan error, 1)
 	go func() { diskErr <- s.disk.writable(ctx, d, s.Config.DataDir) }()
+	writesErr := make(chan error, 1)
+	go func() { writesErr <- s.storeWrites.check(ctx, s.wst) }()
 	out := map[string]any{"ready": true, "store": "ok", "disk": "ok"}
 	ok := true
 	if err := <-storeErr; err != nil {
@@ -63,6 +69,10 @@ func (s *Server) Ready(ctx context.Context) (map[string]any, bool) {
 	if skew, measured := s.Meter.ClockSkew(); measured && (skew > spend.MaxClockSkew || skew < -spend.MaxClockSkew) {
 		out["clock"] = clockSkew(skew) // shown; leases hold by the store's clock
 	}
+	if err := <-writesErr; err != nil {
+		out["storeWrites"], ok = "failing: "+err.Error(), false
+	}
+	readyDeadLetters(out, s.Outbox.Spool.DeadCount())
 	if err := s.Outbox.Err(); err != nil {
 		out["record"] = "cannot record"
 		ok = ok && s.Config.AuditOptional // availability chosen: still ready
@@ -166,6 +176,66 @@ func writable(dir string) error {
 		}
 	}
 	return nil
+}
+
+// writesProbe is the readiness check of the store's writes, judged by
+// the last writes' outcome: nil while the last write made to the store
+// succeeded (or was answered). While writes fail, a write that changes
+// nothing (pruning the audit entries older than the year 1) is tried,
+// one at a time whoever asks, bounded as a write made beside requests;
+// its success ends the write outage (package deadline), and its failure
+// is the check's, with since when writes fail.
+type writesProbe struct {
+	sf singleflight.Group
+}
+
+func (p *writesProbe) check(ctx context.Context, st *deadline.Store) error {
+	since, _ := st.WritesFailing()
+	if since.IsZero() {
+		return nil
+	}
+	ch := p.sf.DoChan("writes", func() (any, error) {
+		_, err := st.PruneAudit(context.WithoutCancel(ctx), time.Time{})
+		return nil, err
+	})
+	select {
+	case r := <-ch:
+		if r.Err == nil {
+			return nil
+		}
+		return fmt.Errorf("since %s: %s", since.UTC().Format(time.RFC3339), writeFailure(r.Err))
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// writeFailure says why a write failed, for /readyz: no answer within the
+// deadline, or the store's refusal (its driver's message, which names no
+// value).
+func writeFailure(err error) string {
+	if errors.Is(err, deadline.ErrDeadline) {
+		return "no answer within the store deadline"
+	}
+	msg := err.Error()
+	if i := strings.LastIndex(msg, store.ErrUnavailable.Error()+": "); i >= 0 {
+		msg = msg[i+len(store.ErrUnavailable.Error())+2:]
+	}
+	if len(msg) > 200 {
+		msg = msg[:200]
+	}
+	return "refused: " + msg
+}
+
+// readyDeadLetters adds to out, what /readyz answers, the batches the
+// store refused for good and the spool set aside (n): the replica stays
+// ready, as its calls are recorded, and says it is degraded until an
+// operator retries or drops them.
+func readyDeadLetters(out map[string]any, n int) {
+	if n == 0 {
+		return
+	}
+	out["deadLetters"] = n
+	out["spool"] = fmt.Sprintf("degraded: %d batches the store refuses are set aside; see boxbroker spool dead list", n)
 }
 
 // serveReady answers GET or HEAD /readyz: 200 when Ready, 503 when not,

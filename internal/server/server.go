@@ -147,6 +147,8 @@ type Server struct {
 	Spool *outbox.Spool
 	// disk is the readiness check's write to the data directory.
 	disk diskProbe
+	// storeWrites is the readiness check's judge of the store's writes.
+	storeWrites writesProbe
 	// Journal keeps the records of calls answered until the store or
 	// the spool takes them.
 	Journal *outbox.Journal
@@ -301,6 +303,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		return nil, err
 	}
 	undo = append(undo, ob.Close)
+	m.DeadLetters(ob.Spool.DeadCount)
 	aw := ob.Audit
 	c := cache.New(rst, cache.Options{Changes: wst, Logger: log, Shared: !local})
 	onGrant := func(outcome string) {
@@ -369,7 +372,10 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	page, err := ui.New(adm, ui.Config{})
+	for _, rt := range admin.DeadLetterRoutes(ob) {
+		adm.Handle(rt)
+	}
+	page, err := ui.New(adm, ui.Config{DeadLetters: ob.Spool.DeadCount})
 	if err != nil {
 		return nil, err
 	}

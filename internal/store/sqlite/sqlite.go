@@ -326,16 +326,19 @@ func (s *Store) writeOn(ctx context.Context, op string, db beginner, fn func(tx 
 
 // translate turns a driver error into the store's sentinels:
 // sql.ErrNoRows and a foreign key violation (the box named does not exist)
-// into store.ErrNotFound, a unique violation into store.ErrExists, and a
+// into store.ErrNotFound, a unique violation into store.ErrExists, a
 // locked, unreadable or closed database, or a deadline passed waiting for
-// it, into store.ErrUnavailable. Sentinels already in err are kept. The
+// it, into store.ErrUnavailable, and what the database refuses for what
+// was written (another constraint, a value of the wrong type, such as a
+// sum past an INTEGER column's range, which SQLite makes a REAL; a row
+// too big) into store.ErrRejected. Sentinels already in err are kept. The
 // driver's message (which holds no values, only table and column names) is
 // kept after the sentinel.
 func translate(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrUnavailable) {
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrRejected) {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	if errors.Is(err, sql.ErrNoRows) {
@@ -358,6 +361,9 @@ func translate(op string, err error) error {
 			code&0xff == sqlite3.SQLITE_IOERR, code&0xff == sqlite3.SQLITE_CANTOPEN,
 			code&0xff == sqlite3.SQLITE_FULL, code&0xff == sqlite3.SQLITE_READONLY:
 			return fmt.Errorf("%s: %w: %w", op, store.ErrUnavailable, err)
+		case code&0xff == sqlite3.SQLITE_CONSTRAINT, // NOT NULL, CHECK, a STRICT column's type
+			code&0xff == sqlite3.SQLITE_MISMATCH, code&0xff == sqlite3.SQLITE_TOOBIG:
+			return fmt.Errorf("%s: %w: %w", op, store.ErrRejected, err)
 		}
 	}
 	return fmt.Errorf("%s: %w", op, err)
