@@ -284,6 +284,11 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	// longer bound (wst). Admin calls and the CLI are not bounded.
 	rst := deadline.Wrap(st, cfg.StoreDeadline, log)
 	wst := rst.With(writeBound(cfg.StoreDeadline))
+	if sq, ok := st.(*sqlite.Store); ok {
+		// A group commit's writes, made one by one before it commits,
+		// show the bound that the store works.
+		sq.SetProgress(rst.Progress)
+	}
 	// The records of the calls answered wait in the outbox's journal
 	// until the store or its spool, in the data directory, takes them;
 	// what an earlier process left there goes to the spool now.

@@ -1,9 +1,11 @@
 // Package deadline bounds every call a request makes to the store: a
 // store that stops answering without refusing (packets dropped on the way
 // to PostgreSQL, a frozen server, a disk that blocks) makes each call
-// return store.ErrUnavailable once its deadline passes, whatever the
-// driver does, so that the request gets its 503 at once rather than
-// waiting for the store to come back.
+// return store.ErrUnavailable once its deadline passes with no answer
+// from the store, whatever the driver does, so that the request gets its
+// 503 at once rather than waiting for the store to come back. A store
+// that keeps answering other calls is busy, not gone: a call waits for
+// its turn behind them (Busy deadlines at most).
 //
 // It also notices outages: the first call that finds the store not
 // answering writes one WARN line with the outage's start, and the call
@@ -18,8 +20,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/store"
@@ -37,6 +41,7 @@ type Store struct {
 	st store.Store
 	d  time.Duration
 	o  *outage
+	a  *answered
 }
 
 // Store is a store.Store: the compiler checks that every method of
@@ -92,14 +97,29 @@ func Wrap(st store.Store, d time.Duration, log *slog.Logger) *Store {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Store{st: st, d: d, o: &outage{log: log, now: time.Now}}
+	return &Store{st: st, d: d, o: &outage{log: log, now: time.Now}, a: &answered{}}
 }
 
 // With is the same store bounded by d instead, noting outages with s:
 // for writes made off the request path (audit batches, settlements),
 // which may take longer than a request's reads.
 func (s *Store) With(d time.Duration) *Store {
-	return &Store{st: s.st, d: d, o: s.o}
+	return &Store{st: s.st, d: d, o: s.o, a: s.a}
+}
+
+// Progress records that the store beneath made progress on calls in
+// flight that have not returned yet (a write of a group commit made, not
+// yet committed): calls waiting behind it wait on a store that works.
+func (s *Store) Progress() { s.a.note(time.Now()) }
+
+// starved reports whether a goroutine that yields waits longer than
+// lag for its next turn to run: the process has more to run than its
+// CPUs can (thousands of requests at once on two cores), and a store
+// call's goroutine waits as long for each of its turns.
+func starved(lag time.Duration) bool {
+	began := time.Now()
+	runtime.Gosched()
+	return time.Since(began) > lag
 }
 
 // Deadline is the bound on one call.
@@ -117,13 +137,41 @@ func (s *Store) Down() time.Time {
 // with store.ErrUnavailable.
 var ErrDeadline = errors.New("no answer within the store deadline")
 
-// do runs f with a context that ends at the deadline, and returns at the
-// deadline even when f does not (a driver blocked where it does not look
-// at its context): f then finishes on its own goroutine, its result
-// dropped.
+// Busy is how many deadlines a call may wait, at most, while the store
+// keeps answering other calls: a store under load, whose calls queue
+// behind each other (one SQLite writer, a pool's connections, a busy
+// CPU or disk), is not a store that has stopped.
+const Busy = 40
+
+// answered is when the store last answered a call, in Unix nanoseconds,
+// for the Stores made from one Wrap.
+type answered struct{ at atomic.Int64 }
+
+// note records an answer at t, unless a later one is recorded.
+func (a *answered) note(t time.Time) {
+	n := t.UnixNano()
+	for {
+		was := a.at.Load()
+		if was >= n || a.at.CompareAndSwap(was, n) {
+			return
+		}
+	}
+}
+
+// do runs f and returns its answer, or store.ErrUnavailable wrapping
+// ErrDeadline once the deadline has passed with no answer from the
+// store, to this call or any other, since the call began: a store that
+// keeps answering others is busy, not gone, and the call waits for its
+// turn, but no longer than Busy deadlines. A deadline in which this
+// process itself was not running its goroutines (its timer fired half a
+// deadline or more late, or a goroutine that yields waits a quarter of a
+// deadline for its turn) is not counted as the store's silence. f's context ends when do
+// gives up; do returns then even when f does not (a driver blocked where
+// it does not look at its context): f then finishes on its own
+// goroutine, its result dropped.
 func do[T any](s *Store, ctx context.Context, op string, f func(context.Context) (T, error)) (T, error) {
 	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, s.d)
+	ctx, cancel := context.WithTimeout(ctx, Busy*s.d)
 	defer cancel()
 	type result struct {
 		v   T
@@ -134,23 +182,64 @@ func do[T any](s *Store, ctx context.Context, op string, f func(context.Context)
 		v, err := f(ctx)
 		ch <- result{v, err}
 	}()
+	// The store's silence is counted from from: the call's beginning,
+	// or the last moment this process was seen not to run (see below).
+	from := time.Now()
+	due := from.Add(s.d)
+	t := time.NewTimer(s.d)
+	defer t.Stop()
 	var r result
-	select {
-	case r = <-ch:
-	case <-ctx.Done():
+	late, bound := false, s.d
+	for done := false; !done; {
 		select {
-		case r = <-ch: // it answered as the deadline passed
-		default:
-			r.err = ctx.Err()
+		case r = <-ch:
+			done = true
+		case <-t.C:
+			now := time.Now()
+			if now.Sub(due) > s.d/2 || starved(s.d/4) {
+				// The timer fired long after it was due, or goroutines
+				// wait long for their turn to run: this process did not
+				// run its store calls (a starved CPU), and the store's
+				// silence meanwhile says nothing of the store.
+				now = time.Now()
+				from, due = now, now.Add(s.d)
+				t.Reset(s.d)
+				continue
+			}
+			// Silent for a whole deadline: the store answered nothing
+			// since from, or since its last answer.
+			quiet := now.Sub(from)
+			if at := s.a.at.Load(); at > from.UnixNano() {
+				quiet = now.Sub(time.Unix(0, at))
+			}
+			if quiet < s.d {
+				due = now.Add(s.d - quiet)
+				t.Reset(s.d - quiet)
+				continue
+			}
+			cancel()
+			late, done = true, true
+		case <-ctx.Done():
+			late, done, bound = true, true, Busy*s.d
+		}
+		if late {
+			select {
+			case r = <-ch: // it answered as the deadline passed
+			default:
+				r.err = context.DeadlineExceeded
+			}
 		}
 	}
 	if parent.Err() != nil {
 		return r.v, r.err // the caller's own context ended: not the store's fault
 	}
-	if r.err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) &&
+	if r.err != nil && late &&
 		!errors.Is(r.err, store.ErrNotFound) && !errors.Is(r.err, store.ErrExists) && !errors.Is(r.err, store.ErrRejected) {
 		var zero T
-		r.v, r.err = zero, fmt.Errorf("%s: %w: %w (%s)", op, store.ErrUnavailable, ErrDeadline, s.d)
+		r.v, r.err = zero, fmt.Errorf("%s: %w: %w (%s)", op, store.ErrUnavailable, ErrDeadline, bound)
+	}
+	if r.err == nil || !errors.Is(r.err, store.ErrUnavailable) {
+		s.a.note(time.Now())
 	}
 	s.o.note(op, r.err, s.d)
 	return r.v, r.err

@@ -48,12 +48,19 @@ type Store struct {
 	now func() time.Time
 	// audit holds w's prepared statements that write the audit log.
 	audit auditStmts
-	// spend holds spendsql's statements prepared on w, by text (see
-	// spendTx); read-only once Open returns.
+	// spend holds spendsql's statements and a group's savepoints
+	// (groupStatements) prepared on w, by text (see spendTx); read-only
+	// once Open returns.
 	spend map[string]*sql.Stmt
 	// changes reads the changes log, which every replica's cache polls
 	// many times a second: prepared once, on r.
 	changes *sql.Stmt
+	// group gathers concurrent reservations and settlements into one
+	// transaction (see grouped).
+	group group
+	// progress, when set, is told of each write a group makes (see
+	// SetProgress).
+	progress atomic.Pointer[func()]
 	// listeners are the channels Listen waits on, each of capacity one,
 	// sent to (without blocking) when a write that logged a change
 	// commits.
@@ -132,7 +139,7 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
 	s.spend = make(map[string]*sql.Stmt)
-	for _, q := range spendsql.Statements() {
+	for _, q := range append(spendsql.Statements(), groupStatements...) {
 		st, err := w.Prepare(q)
 		if err != nil {
 			s.Close()
