@@ -3,6 +3,7 @@ package cloud
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 )
@@ -38,18 +39,63 @@ const AllBetas = "*"
 // maxBetas bounds a credential's "betas".
 const maxBetas = 128
 
-// splitBetas reads anthropic-beta header values: each a comma-separated
-// list.
-func splitBetas(values []string) []string {
+// Asked returns the betas a call asks for, as the broker reads them
+// wherever it reads them (the spend meter pricing the call, and the
+// cloud paths sending it): the values of its anthropic-beta header
+// (header: the header's values, each a comma-separated list), then those
+// of its body's anthropic_beta (body, as BodyBetas reads it), each once,
+// in order. A cloud credential's call sends allowedBetas of these, so
+// that nothing is sent that was not priced.
+func Asked(header, body []string) []string {
 	var list []string
-	for _, v := range values {
-		for _, b := range strings.Split(v, ",") {
-			if b = strings.TrimSpace(b); b != "" {
-				list = append(list, b)
-			}
+	seen := map[string]bool{}
+	add := func(b string) {
+		if b = strings.TrimSpace(b); b != "" && !seen[b] {
+			seen[b] = true
+			list = append(list, b)
 		}
 	}
+	for _, v := range header {
+		for _, b := range strings.Split(v, ",") {
+			add(b)
+		}
+	}
+	for _, b := range body {
+		add(b)
+	}
 	return list
+}
+
+// BodyBetas reads raw, the JSON value of a body's anthropic_beta member:
+// a list of strings (null is none). Its error says only that it is not.
+func BodyBetas(raw []byte) ([]string, error) {
+	var list []string
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, errors.New("anthropic_beta is not a list of strings")
+	}
+	return list, nil
+}
+
+// IsBodyBeta reports whether a body member's name is read as
+// anthropic_beta: the name itself, or the name in any other case (which
+// a decoder matching names case-insensitively would read as it).
+func IsBodyBeta(name string) bool { return strings.EqualFold(name, "anthropic_beta") }
+
+// Context1M reports whether betas (as Asked returns them) ask for the
+// 1M-token context window: any of them names context-1m, in any case.
+func Context1M(betas []string) bool {
+	for _, b := range betas {
+		if strings.Contains(strings.ToLower(b), "context-1m") {
+			return true
+		}
+	}
+	return false
+}
+
+// sentBetas are the betas a call paid with c sends its cloud: those it
+// asks for (Asked) that c lets through (allowedBetas).
+func (c *Credential) sentBetas(call Call, body []string) []string {
+	return c.allowedBetas(Asked(call.Beta, body))
 }
 
 // allowedBetas returns the betas of list the credential lets through to

@@ -475,3 +475,36 @@ func TestBedrock_RoleDefaultsToTheRegionalSTSEndpoint(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestCloud_SendsTheBetasAsked: each cloud is sent the betas the call
+// asks for in its header and in its body's anthropic_beta, named so in
+// any case (cloud.Asked, what the spend meter prices), each once, and
+// no member naming anthropic_beta in another case reaches it.
+func TestCloud_SendsTheBetasAsked(t *testing.T) {
+	body := `{"model":"claude-sonnet-4-5","max_tokens":5,"anthropic_beta":["context-1m-2025-08-07"],` +
+		`"Anthropic_Beta":["effort-2025-11-24","interleaved-thinking-2025-05-14"],"messages":[{"role":"user","content":"hi"}]}`
+	want := []string{"interleaved-thinking-2025-05-14", "effort-2025-11-24", "context-1m-2025-08-07"}
+	for _, kind := range []string{"bedrock", "vertex"} {
+		t.Run(kind, func(t *testing.T) {
+			c := cloudtest.New(t, kind, nil)
+			cl, _ := client(c)
+			if status, body, _ := do(t, cl, c.Sealed, cloud.PathMessages, body, []string{"interleaved-thinking-2025-05-14"}); status != 200 {
+				t.Fatalf("%d %s", status, body)
+			}
+			got := sentBetas(t, kind, c.Recorder.Seen())
+			if len(got) != 1 || len(got[0]) != len(want) {
+				t.Fatalf("the cloud was sent betas %q, want %q", got, want)
+			}
+			for _, b := range want {
+				if !slices.Contains(got[0], b) {
+					t.Errorf("the cloud was sent betas %q, want %q", got[0], want)
+				}
+			}
+			for _, s := range c.Recorder.Seen() {
+				if strings.Contains(strings.ToLower(string(s.Body)), `"anthropic_beta"`) && kind == "vertex" || strings.Contains(string(s.Body), "Anthropic_Beta") {
+					t.Errorf("the cloud was sent a body naming anthropic_beta apart from the betas sent: %s", s.Body)
+				}
+			}
+		})
+	}
+}
