@@ -84,8 +84,10 @@ func (cl *Client) bedrock(ctx context.Context, c *Credential, call Call, made fu
 	}
 	u.Path = "/model/" + id + action
 	u.RawPath = "/model/" + url.PathEscape(id) + action
+	refused := false // the call is being made again without the betas the cloud refused
 	for {
 		body, err := f.body(betas)
+		sentBody := body // the InvokeModel body, whose member names the box chose
 		if err == nil && count {
 			body, err = countTokensBody(body)
 		}
@@ -111,11 +113,15 @@ func (cl *Client) bedrock(ctx context.Context, c *Credential, call Call, made fu
 		if err != nil {
 			return nil, err
 		}
+		if resp.StatusCode == http.StatusOK && refused {
+			// Answered without the betas: the model refuses them.
+			cl.rememberNoBetas(key, c.Kind)
+		}
 		if resp.StatusCode != http.StatusOK {
 			b := readError(resp)
-			if cl.refusedBetas(key, c.Kind, len(betas) > 0, resp.StatusCode, b) {
+			if !refused && betaRefused(resp.StatusCode, b, betas, sentBody) {
 				// Once only: the call made again sends no betas.
-				betas = nil
+				betas, refused = nil, true
 				continue
 			}
 			if c.RoleARN != "" && resp.StatusCode == http.StatusForbidden && strings.HasPrefix(resp.Header.Get("X-Amzn-Errortype"), "ExpiredToken") {

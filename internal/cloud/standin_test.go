@@ -508,3 +508,36 @@ func TestCloud_SendsTheBetasAsked(t *testing.T) {
 		})
 	}
 }
+
+// TestCloud_BoxChosenKeyNameNeverStripsOthersBetas is the attack on a
+// broker that takes any 400 naming anthropic_beta beside "invalid" for a
+// beta refusal: a box sends its neighbours' betas with an extra member
+// named anthropic_beta_invalid, which Bedrock's schema check refuses,
+// repeating the name. Remembered as a refusal of those betas, it made
+// every other box's calls sending them go without, until restart. The
+// box gets its 400; the others keep their betas.
+func TestCloud_BoxChosenKeyNameNeverStripsOthersBetas(t *testing.T) {
+	c := cloudtest.New(t, "bedrock", nil)
+	c.Bedrock.Members = []string{"anthropic_version", "anthropic_beta", "max_tokens", "messages", "system", "tools"}
+	cl, log := client(c)
+	betas := []string{"interleaved-thinking-2025-05-14,context-1m-2025-08-07"}
+	hostile := `{"model":"claude-sonnet-4-5","max_tokens":5,"anthropic_beta_invalid":true,"messages":[{"role":"user","content":"hi"}]}`
+	for range 2 {
+		status, body, _ := do(t, cl, c.Sealed, cloud.PathMessages, hostile, betas)
+		if status != 400 || !strings.Contains(body, "extraneous key") {
+			t.Fatalf("the hostile call = %d %s, want Bedrock's 400", status, body)
+		}
+	}
+	n := len(c.Recorder.Seen())
+	if status, body, _ := do(t, cl, c.Sealed, cloud.PathMessages, message("claude-sonnet-4-5", false), betas); status != 200 {
+		t.Fatalf("another box's call = %d %s", status, body)
+	}
+	got := sentBetas(t, "bedrock", c.Recorder.Seen()[n:])
+	want := []string{"interleaved-thinking-2025-05-14", "context-1m-2025-08-07"}
+	if len(got) != 1 || !slices.Equal(got[0], want) {
+		t.Errorf("another box's call sent %q, want its betas %q: a member name the box chose took them away", got, want)
+	}
+	if l := log.String(); l != "" {
+		t.Errorf("the log says %q, want nothing remembered", l)
+	}
+}

@@ -121,11 +121,13 @@ func (cl *Client) vertex(ctx context.Context, c *Credential, call Call, made fun
 	}
 	made(tok.AccessToken)
 
+	refused := false // the call is being made again without the betas the cloud refused
 	for {
 		body, err := f.body(nil)
 		if err != nil {
 			return nil, err
 		}
+		sentBody := body
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
 		if err != nil {
 			return nil, err
@@ -139,11 +141,15 @@ func (cl *Client) vertex(ctx context.Context, c *Credential, call Call, made fun
 		if err != nil {
 			return nil, err
 		}
+		if resp.StatusCode == http.StatusOK && refused {
+			// Answered without the betas: the model refuses them.
+			cl.rememberNoBetas(key, c.Kind)
+		}
 		if resp.StatusCode != http.StatusOK {
 			b := readError(resp)
-			if cl.refusedBetas(key, c.Kind, len(betas) > 0, resp.StatusCode, b) {
+			if !refused && betaRefused(resp.StatusCode, b, betas, sentBody) {
 				// Once only: the call made again sends no betas.
-				betas = nil
+				betas, refused = nil, true
 				continue
 			}
 			return vertexError(resp.StatusCode, b), nil
