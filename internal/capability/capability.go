@@ -120,6 +120,11 @@ type Failover interface {
 	// Next returns the next healthy entry's Paid, or false when none is
 	// left or the call has tried for long enough.
 	Next() (Paid, bool)
+	// Model tells the pool the model the call names, once it is known
+	// and before its first answer: an overload then cools the entry for
+	// that model. A call that never tells it ("" too) is cooled as one
+	// of an unknown model.
+	Model(name string)
 	// Others reports whether there may be another entry to try: false
 	// for a pool of one, so that the call keeps nothing in memory for a
 	// try it cannot make.

@@ -201,6 +201,10 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 	if asked > 0 && cloud.Is(paid.Credential) {
 		return notOnCloud(paid.Credential)
 	}
+	if paid.Failover != nil {
+		// The pool cools an overload for the model asked.
+		paid.Failover.Model(req.Model)
+	}
 	answers, usage, err := c.answer(r.Context(), req, &paying{c: c, paid: paid})
 	if err != nil {
 		return err
