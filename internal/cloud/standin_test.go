@@ -541,3 +541,36 @@ func TestCloud_BoxChosenKeyNameNeverStripsOthersBetas(t *testing.T) {
 		t.Errorf("the log says %q, want nothing remembered", l)
 	}
 }
+
+// roundTrip is an http.RoundTripper of a func.
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestCloud_RefusalRepeatedWithoutBetasIsNotRemembered: a cloud whose
+// 400 reads as a refusal of the betas sent (it repeats text the box
+// wrote, say) but which refuses the call made without them too was not
+// refusing the betas: nothing is remembered, and the next call with
+// those betas sends them.
+func TestCloud_RefusalRepeatedWithoutBetasIsNotRemembered(t *testing.T) {
+	const beta = "context-1m-2025-08-07"
+	var bodies []string
+	cl := &cloud.Client{Log: slog.New(slog.DiscardHandler), Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+		b, _ := io.ReadAll(r.Body)
+		bodies = append(bodies, string(b))
+		msg, _ := json.Marshal(map[string]string{"message": "Unexpected value(s) `" + beta + "` for the `anthropic-beta` header."})
+		return &http.Response{StatusCode: 400, Header: http.Header{"Content-Type": {"application/json"}},
+			Body: io.NopCloser(strings.NewReader(string(msg))), Request: r}, nil
+	})}
+	const cred = `{"kind":"bedrock","region":"us-east-1","access_key_id":"AKIASTANDIN000000009","secret_access_key":"s3cret","endpoint":"https://bedrock.invalid"}`
+	for i := range 2 {
+		status, body, _ := do(t, cl, cred, cloud.PathMessages, message("claude-sonnet-4-5", false), []string{beta})
+		if status != 400 {
+			t.Fatalf("call %d = %d %s, want the cloud's 400", i, status, body)
+		}
+	}
+	// Each call: once with the beta, once again without.
+	if len(bodies) != 4 || !strings.Contains(bodies[2], beta) || strings.Contains(bodies[3], beta) {
+		t.Errorf("the cloud got %q, want each call with the beta and then without: the second call lost it", bodies)
+	}
+}
