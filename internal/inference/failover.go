@@ -60,8 +60,11 @@ func (c *Capability) keepForRetry(out *http.Request, pf *paidFor) error {
 		}
 		rt.body = b
 	}
-	// The pool cools an overload for the call's model.
-	pf.paid.Failover.Model(modelOf(rt.body))
+	// The pool cools an overload for the call's model, and may make the
+	// first try on another entry for it.
+	if next, ok := pf.paid.Failover.Model(modelOf(rt.body)); ok {
+		pf.paid = next
+	}
 	rt.contentLength = int64(len(rt.body))
 	if out.ContentLength > 0 || rt.contentLength > 0 {
 		out.ContentLength = rt.contentLength

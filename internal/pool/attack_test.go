@@ -392,7 +392,7 @@ func TestPool_FailoverResumesOnceEveryEntryCameBack(t *testing.T) {
 // cache is warm) with a backoff doubling to five minutes. The overload
 // cools the entry for that model, and for the box that drew it, until
 // another box's overlaps: then the entry cools for that model for
-// every box.
+// every box, and calls of another model still go to it.
 func TestPool_OneBoxsOverloadDoesNotMoveOthers(t *testing.T) {
 	b, up := setup(t, nil)
 	a := order("mallory")[0]
@@ -424,7 +424,7 @@ func TestPool_OneBoxsOverloadDoesNotMoveOthers(t *testing.T) {
 
 	// A second box's overload of the model, while mallory's cooling
 	// lasts, cools it for every box: a third box asking for it goes past
-	// the entry at once.
+	// the entry at once, and its call of another model goes to it.
 	overloads(others[1], box(t, b, others[1]), 1)
 	st := stateOf(t, b, a)
 	if want := []string{pool.Overloaded + "/claude-overloaded"}; st.State != pool.StateCooling || !slices.Equal(st.Cooling, want) {
@@ -436,4 +436,7 @@ func TestPool_OneBoxsOverloadDoesNotMoveOthers(t *testing.T) {
 	if calls := up.took()[n:]; len(calls) != 1 || calls[0].entry == a {
 		t.Errorf("%s's call of the overloaded model went to %v, want one call past %s", others[2], entries(calls), a)
 	}
+	// Calls of another model still go to the entry: mallory's own too.
+	calledOnce(t, b, up, others[2], third, a, []byte(msgBody))
+	calledOnce(t, b, up, "mallory", mallory, a, []byte(msgBody))
 }

@@ -271,6 +271,8 @@ type Choice struct {
 	healthy int     // how many of entries were healthy when chosen
 	i       int     // the entry tried last
 	start   time.Time
+	// answered is whether any entry answered the call yet.
+	answered bool
 	// auth is whether the last answer was a 401 or 403, a refusal that
 	// is not the upstream's load: the call is made again on the next
 	// entry that is not failed, cooling or not.
@@ -427,13 +429,58 @@ func (p *Pool) healthLocked(name string) *health {
 	return h
 }
 
-// Model implements capability.Failover.
-func (c *Choice) Model(name string) { c.model = name }
+// Model implements capability.Failover: before any answer, the entries
+// are ordered again for the model, healthy first, and the Paid of the
+// first is returned when it is not the one chosen.
+func (c *Choice) Model(name string) (capability.Paid, bool) {
+	c.model = name
+	if name == "" || c.answered || c.i != 0 {
+		return capability.Paid{}, false
+	}
+	now := c.p.cfg.Now()
+	var h, cooling []Entry
+	c.p.mu.Lock()
+	for _, e := range c.entries {
+		if c.p.usableLocked(e.Name, c.box, c.route, name, now) {
+			h = append(h, e)
+		} else {
+			cooling = append(cooling, e)
+		}
+	}
+	c.p.mu.Unlock()
+	if len(h) == 0 {
+		// Every entry cools for the model too: the first try stays.
+		return capability.Paid{}, false
+	}
+	chosen := c.entries[0].Name
+	entries := appendOrdered(make([]Entry, 0, len(c.entries)), c.box, h)
+	entries = appendOrdered(entries, c.box, cooling)
+	old, oldHealthy := c.entries, c.healthy
+	c.entries, c.healthy = entries, len(h)
+	if entries[0].Name == chosen {
+		return capability.Paid{}, false
+	}
+	paid, err := c.paid(0)
+	if err != nil {
+		c.p.cfg.Logger.Warn("credential pool: entry skipped", "entry", entries[0].Name, "err", err)
+		c.entries, c.healthy = old, oldHealthy
+		return capability.Paid{}, false
+	}
+	c.p.mu.Lock()
+	c.p.healthLocked(chosen).requests-- // counted by Choose, never made
+	c.p.mu.Unlock()
+	paid.Failover = c
+	if len(c.entries) == 1 {
+		paid.Failover = single{c}
+	}
+	return paid, true
+}
 
 // Answered implements capability.Failover. After a 401 it probes the
 // entry's credential (see probe) before it returns.
 func (c *Choice) Answered(status int, hd http.Header, body []byte) bool {
 	e := c.entries[c.i]
+	c.answered = true
 	refused := c.p.answered(e.Name, c.box, c.route, c.model, status, hd, body)
 	c.auth = status == http.StatusUnauthorized || status == http.StatusForbidden
 	if status == http.StatusUnauthorized {
@@ -487,8 +534,11 @@ func (s single) Answered(status int, h http.Header, body []byte) bool {
 	return s.c.Answered(status, h, body)
 }
 func (s single) Next() (capability.Paid, bool) { return capability.Paid{}, false }
-func (s single) Model(name string)             { s.c.Model(name) }
-func (s single) Others() bool                  { return false }
+func (s single) Model(name string) (capability.Paid, bool) {
+	s.c.model = name // one entry: nothing to move to
+	return capability.Paid{}, false
+}
+func (s single) Others() bool { return false }
 
 // Others implements capability.Failover.
 func (c *Choice) Others() bool { return c.i+1 < len(c.entries) }
