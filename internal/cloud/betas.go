@@ -47,13 +47,30 @@ const maxBetas = 128
 // in order. A cloud credential's call sends allowedBetas of these, so
 // that nothing is sent that was not priced.
 func Asked(header, body []string) []string {
+	if len(header) == 0 && len(body) == 0 {
+		return nil
+	}
 	var list []string
-	seen := map[string]bool{}
+	var seen map[string]bool // past a few betas, for the duplicates
 	add := func(b string) {
-		if b = strings.TrimSpace(b); b != "" && !seen[b] {
-			seen[b] = true
-			list = append(list, b)
+		b = strings.TrimSpace(b)
+		switch {
+		case b == "" || seen[b]:
+			return
+		case seen == nil && len(list) < 16:
+			if slices.Contains(list, b) {
+				return
+			}
+		case seen == nil:
+			seen = make(map[string]bool, 2*len(list))
+			for _, x := range list {
+				seen[x] = true
+			}
 		}
+		if seen != nil {
+			seen[b] = true
+		}
+		list = append(list, b)
 	}
 	for _, v := range header {
 		for _, b := range strings.Split(v, ",") {

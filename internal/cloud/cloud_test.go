@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -301,6 +302,27 @@ func TestAllowedBetas(t *testing.T) {
 	c, _ := Parse(sealed)
 	if c.Betas == nil || len(c.allowedBetas(box)) != 0 {
 		t.Errorf(`"betas": [] sealed as %s, which lets %q through`, sealed, c.allowedBetas(box))
+	}
+}
+
+func TestAsked(t *testing.T) {
+	many := make([]string, 40)
+	for i := range many {
+		many[i] = fmt.Sprintf("b-%d", i%20)
+	}
+	tests := []struct {
+		header, body []string
+		want         string
+	}{
+		{nil, nil, ""},
+		{[]string{"a, b", "c,a"}, []string{"b", " d "}, "a,b,c,d"},
+		{nil, []string{"x", "x"}, "x"},
+		{[]string{strings.Join(many, ",")}, many, strings.Join(many[:20], ",")},
+	}
+	for _, tt := range tests {
+		if got := strings.Join(Asked(tt.header, tt.body), ","); got != tt.want {
+			t.Errorf("Asked(%q, %q) = %q, want %q", tt.header, tt.body, got, tt.want)
+		}
 	}
 }
 
