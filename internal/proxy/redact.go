@@ -31,14 +31,44 @@ type Form struct {
 	// then spans up to six bytes of the source, so Old may span
 	// 6*len(Old).
 	Escaped bool
+	// Wrapped, when true, also finds Old with a line break between any
+	// two of its bytes, as base64 is wrapped every 60 or 76 characters
+	// (GitHub's contents and Git Data APIs, MIME): "\n", "\r" or
+	// "\r\n", and for an Escaped form each of those two bytes also as
+	// its JSON escape (a backslash and n or r) or its percent-escape
+	// (%0A, %0d). Each gap then spans up to two bytes (six when
+	// Escaped), so Old may span that much more between each two of its
+	// bytes. A break before Old's first byte or after its last is no
+	// part of an occurrence.
+	Wrapped bool
+	// Own, when true, replaces each occurrence by the own string of
+	// the set searched with (FormSet.WithOwn) instead of New: one set
+	// made once then serves every request of a box, each with the
+	// box's own token in the value's place, without keeping the token.
+	Own bool
 }
 
 // span is the most bytes an occurrence of f can span in the source.
 func (f Form) span() int {
+	per := 1
 	if f.Escaped {
-		return 6 * len(f.Old)
+		per = 6
 	}
-	return len(f.Old)
+	n := per * len(f.Old)
+	if f.Wrapped && len(f.Old) > 1 {
+		n += maxGap(f.Escaped) * (len(f.Old) - 1)
+	}
+	return n
+}
+
+// maxGap is the most bytes a line break inside a Wrapped form spans:
+// two line-break bytes, each as itself, or escaped in three bytes at
+// most (%0A).
+func maxGap(escaped bool) int {
+	if escaped {
+		return 6
+	}
+	return 2
 }
 
 // Redactor is an io.ReadCloser that copies a source with every occurrence
@@ -112,11 +142,11 @@ func (s *FormSet) Redactor(src io.ReadCloser) *Redactor {
 }
 
 // pooledCap is the capacity of the buffers Redactors share through
-// bufs: the first read's buffer, when the window is at most 256 bytes.
+// bufs: the first read's buffer, when the window is at most 1 KiB.
 // A Redactor takes one as it starts and gives it back when its source has ended and all it
 // passed on is read, on the goroutine that reads it; one never read to
 // its end (closed early, or failed) leaves them to the collector.
-const pooledCap = redactFirst + 256
+const pooledCap = redactFirst + 1<<10
 
 var bufs = sync.Pool{New: func() any { b := make([]byte, 0, pooledCap); return &b }}
 
@@ -151,8 +181,9 @@ func (r *Redactor) release() {
 type FormSet struct {
 	forms  []Form
 	window int     // the longest span less one
-	lists  [2]list // [0] the forms that are not Escaped, [1] those that are
+	lists  [4]list // by listOf: plain, Escaped, Wrapped, both
 	breaks bool    // some form holds a line break
+	own    []byte  // replaces the Own forms (WithOwn)
 
 	starts []byte    // the bytes an occurrence can start with
 	class  [256]byte // how a byte is judged as an occurrence's first: see the class constants
@@ -170,6 +201,19 @@ const (
 // bytes.IndexByte each; with more, the pair table is read instead.
 const fewStarts = 4
 
+// listOf is the index of the list of a FormSet that holds f: 1 for
+// Escaped, plus 2 for Wrapped.
+func listOf(f Form) int {
+	k := 0
+	if f.Escaped {
+		k |= 1
+	}
+	if f.Wrapped {
+		k |= 2
+	}
+	return k
+}
+
 // list is some of a FormSet's forms sorted by Old (and, for equal Olds,
 // by their place in the set). Every prefix of Old the forms share is
 // then one run of it, found by narrow (the first byte's too).
@@ -177,6 +221,7 @@ type list struct {
 	order   []int32  // the forms' places in the set
 	olds    [][]byte // their Olds, in the same order
 	escaped bool
+	wrapped bool // a line break may come between any two bytes
 }
 
 // NewFormSet returns the set of forms, ready to search for. Forms with an
@@ -188,19 +233,13 @@ func NewFormSet(forms []Form) *FormSet {
 		if len(f.Old) == 0 {
 			continue
 		}
-		f = Form{Old: bytes.Clone(f.Old), New: bytes.Clone(f.New), Escaped: f.Escaped}
-		s.forms = append(s.forms, f)
-		s.window = max(s.window, f.span()-1)
-		if bytes.ContainsAny(f.Old, "\r\n") {
-			s.breaks = true
-		}
+		s.addForm(f)
 	}
-	s.lists[1].escaped = true
+	for k := range s.lists {
+		s.lists[k].escaped, s.lists[k].wrapped = k&1 != 0, k&2 != 0
+	}
 	for i, f := range s.forms {
-		l := &s.lists[0]
-		if f.Escaped {
-			l = &s.lists[1]
-		}
+		l := &s.lists[listOf(f)]
 		l.order = append(l.order, int32(i))
 	}
 	for k := range s.lists {
@@ -212,6 +251,73 @@ func NewFormSet(forms []Form) *FormSet {
 	}
 	s.tabulate()
 	return s
+}
+
+// addForm appends a copy of f to s.forms, and takes its span and
+// line breaks into account; s is not yet shared.
+func (s *FormSet) addForm(f Form) {
+	f = Form{Old: bytes.Clone(f.Old), New: bytes.Clone(f.New), Escaped: f.Escaped, Wrapped: f.Wrapped, Own: f.Own}
+	s.forms = append(s.forms, f)
+	s.window = max(s.window, f.span()-1)
+	if bytes.ContainsAny(f.Old, "\r\n") {
+		s.breaks = true
+	}
+}
+
+// WithOwn returns s with own as the string that replaces an occurrence
+// of its Own forms. It shares all else with s, and costs a few hundred
+// bytes whatever s holds.
+func (s *FormSet) WithOwn(own []byte) *FormSet {
+	t := *s
+	t.own = bytes.Clone(own)
+	return &t
+}
+
+// With returns the set of extra followed by s's forms, as NewFormSet of
+// them would (of forms equally long found at one position, extra's
+// first), with s's own string. Forms with an empty Old are ignored. It
+// merges extra into s's sorted lists rather than sorting again: its cost
+// is a copy of s's lists, not a new set's; with no extra it is s.
+func (s *FormSet) With(extra []Form) *FormSet {
+	t := &FormSet{own: s.own}
+	for _, f := range extra {
+		if len(f.Old) > 0 {
+			t.addForm(f)
+		}
+	}
+	if len(t.forms) == 0 {
+		return s
+	}
+	n := int32(len(t.forms))
+	t.forms = append(t.forms, s.forms...)
+	t.window = max(t.window, s.window)
+	t.breaks = t.breaks || s.breaks
+	for k := range t.lists {
+		l, base := &t.lists[k], &s.lists[k]
+		l.escaped, l.wrapped = base.escaped, base.wrapped
+		var mine []int32
+		for i := range n {
+			if listOf(t.forms[i]) == k {
+				mine = append(mine, i)
+			}
+		}
+		slices.SortStableFunc(mine, func(a, b int32) int { return bytes.Compare(t.forms[a].Old, t.forms[b].Old) })
+		l.order = make([]int32, 0, len(mine)+len(base.order))
+		l.olds = make([][]byte, 0, len(mine)+len(base.order))
+		i, j := 0, 0
+		for i < len(mine) || j < len(base.order) {
+			// On equal Olds extra's come first: their places are lower.
+			if j == len(base.order) || i < len(mine) && bytes.Compare(t.forms[mine[i]].Old, base.olds[j]) <= 0 {
+				l.order, l.olds = append(l.order, mine[i]), append(l.olds, t.forms[mine[i]].Old)
+				i++
+			} else {
+				l.order, l.olds = append(l.order, base.order[j]+n), append(l.olds, base.olds[j])
+				j++
+			}
+		}
+	}
+	t.tabulate()
+	return t
 }
 
 // tabulate fills starts, class and pairs: the bytes, and pairs of bytes,
@@ -251,6 +357,10 @@ func (s *FormSet) tabulate() {
 				if f.Old[1] == ' ' {
 					pair(a, '+')
 				}
+			}
+			if f.Wrapped {
+				pair(a, '\r')
+				pair(a, '\n')
 			}
 		}
 	}
@@ -454,12 +564,12 @@ func (r *Redactor) pass(final bool) {
 
 // absent reports whether no occurrence of a form starts in data[:cut],
 // where every form's whole span before the cut is in data. With a few
-// forms, none Escaped, it asks bytes.Index of each (which skips along at
+// forms, none Escaped or Wrapped, it asks bytes.Index of each (which skips along at
 // the speed of memory, where nextStart stops at every byte a form starts
 // with, as common a byte as "s"); otherwise whether nextStart finds a
 // place one may start.
 func (s *FormSet) absent(sc *scratch, data []byte, cut int) bool {
-	if len(s.lists[1].order) == 0 && len(s.forms) <= fewStarts {
+	if len(s.lists[0].order) == len(s.forms) && len(s.forms) <= fewStarts {
 		for _, f := range s.forms {
 			if bytes.Contains(data, f.Old) {
 				return false
@@ -492,7 +602,11 @@ func (s *FormSet) replace(sc *scratch, out, data []byte, cut int) ([]byte, int, 
 		}
 		if k, m := s.match(sc, data[j:]); m > 0 {
 			out = append(out, data[i:j]...)
-			out = append(out, s.forms[k].New...)
+			if s.forms[k].Own {
+				out = append(out, s.own...)
+			} else {
+				out = append(out, s.forms[k].New...)
+			}
 			i = j + m
 			n++
 			continue
@@ -543,14 +657,18 @@ func (s *FormSet) walk(sc *scratch, l *list, b []byte) (form, n int) {
 					form, n = f, m
 				}
 			}
-			for _, w := range l.ways(ways[:0], b[st.pos:]) {
-				lo, hi := l.narrow(st.lo, st.hi, depth, w.c)
-				if lo == hi {
-					continue
-				}
-				ns := state{lo: lo, hi: hi, pos: st.pos + int32(w.n)}
-				if !slices.Contains(next, ns) {
-					next = append(next, ns)
+			var gaps [3]int
+			for _, g := range l.gaps(gaps[:0], b[st.pos:]) {
+				at := st.pos + int32(g)
+				for _, w := range l.ways(ways[:0], b[at:]) {
+					lo, hi := l.narrow(st.lo, st.hi, depth, w.c)
+					if lo == hi {
+						continue
+					}
+					ns := state{lo: lo, hi: hi, pos: at + int32(w.n)}
+					if !slices.Contains(next, ns) {
+						next = append(next, ns)
+					}
 				}
 			}
 		}
@@ -626,6 +744,51 @@ func (l *list) ways(w []way, b []byte) []way {
 		}
 	}
 	return w
+}
+
+// gaps appends to g how many bytes at the start of b may come between
+// two bytes of an occurrence, as l reads them: none, and for a wrapped
+// list a line break ("\n", "\r" or "\r\n", each byte also JSON- or
+// percent-escaped when l is escaped).
+func (l *list) gaps(g []int, b []byte) []int {
+	g = append(g, 0)
+	if !l.wrapped {
+		return g
+	}
+	c, n := l.lineBreak(b)
+	if n == 0 {
+		return g
+	}
+	g = append(g, n)
+	if c == '\r' {
+		if c2, n2 := l.lineBreak(b[n:]); c2 == '\n' {
+			g = append(g, n+n2)
+		}
+	}
+	return g
+}
+
+// lineBreak returns the line-break byte ('\r' or '\n') b begins with,
+// as l reads it, and how many bytes it spans; 0 for none.
+func (l *list) lineBreak(b []byte) (byte, int) {
+	if len(b) == 0 {
+		return 0, 0
+	}
+	switch c := b[0]; {
+	case c == '\r' || c == '\n':
+		return c, 1
+	case !l.escaped:
+	case c == '\\' && len(b) >= 2 && (b[1] == 'r' || b[1] == 'n'):
+		if b[1] == 'r' {
+			return '\r', 2
+		}
+		return '\n', 2
+	case c == '%' && len(b) >= 3:
+		if h := HexByte(b[1], b[2]); h == '\r' || h == '\n' {
+			return byte(h), 3
+		}
+	}
+	return 0, 0
 }
 
 // HexByte returns the byte two hex digits spell, either case, or -1.
