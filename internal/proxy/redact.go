@@ -130,13 +130,13 @@ func NewFormRedactor(src io.ReadCloser, forms []Form) *Redactor {
 // Closing the Redactor closes src.
 func (s *FormSet) Redactor(src io.ReadCloser) *Redactor {
 	r := &Redactor{src: src, set: s}
-	if len(s.forms) > 0 {
+	if s.total > 0 {
 		if s.window+redactFirst <= pooledCap {
 			r.pending = getBuf()
 		} else {
 			r.pending = make([]byte, 0, s.window+redactFirst)
 		}
-		r.sc.next = s.unsearched()
+		r.sc = s.newScratch()
 	}
 	return r
 }
@@ -184,6 +184,10 @@ type FormSet struct {
 	lists  [4]list // by listOf: plain, Escaped, Wrapped, both
 	breaks bool    // some form holds a line break
 	own    []byte  // replaces the Own forms (WithOwn)
+	// rest is searched after forms (With): its forms' places in the set
+	// follow theirs. total is how many forms the two hold.
+	rest  *FormSet
+	total int
 
 	starts []byte    // the bytes an occurrence can start with
 	class  [256]byte // how a byte is judged as an occurrence's first: see the class constants
@@ -249,6 +253,7 @@ func NewFormSet(forms []Form) *FormSet {
 			l.olds = append(l.olds, s.forms[f].Old)
 		}
 	}
+	s.total = len(s.forms)
 	s.tabulate()
 	return s
 }
@@ -276,47 +281,17 @@ func (s *FormSet) WithOwn(own []byte) *FormSet {
 // With returns the set of extra followed by s's forms, as NewFormSet of
 // them would (of forms equally long found at one position, extra's
 // first), with s's own string. Forms with an empty Old are ignored. It
-// merges extra into s's sorted lists rather than sorting again: its cost
-// is a copy of s's lists, not a new set's; with no extra it is s.
+// makes a set of extra alone, and searches s after it at each position:
+// its cost is extra's, whatever s holds; with no extra it is s.
 func (s *FormSet) With(extra []Form) *FormSet {
-	t := &FormSet{own: s.own}
-	for _, f := range extra {
-		if len(f.Old) > 0 {
-			t.addForm(f)
-		}
-	}
-	if len(t.forms) == 0 {
+	t := NewFormSet(extra)
+	if t.total == 0 {
 		return s
 	}
-	n := int32(len(t.forms))
-	t.forms = append(t.forms, s.forms...)
+	t.rest, t.own = s, s.own
+	t.total += s.total
 	t.window = max(t.window, s.window)
 	t.breaks = t.breaks || s.breaks
-	for k := range t.lists {
-		l, base := &t.lists[k], &s.lists[k]
-		l.escaped, l.wrapped = base.escaped, base.wrapped
-		var mine []int32
-		for i := range n {
-			if listOf(t.forms[i]) == k {
-				mine = append(mine, i)
-			}
-		}
-		slices.SortStableFunc(mine, func(a, b int32) int { return bytes.Compare(t.forms[a].Old, t.forms[b].Old) })
-		l.order = make([]int32, 0, len(mine)+len(base.order))
-		l.olds = make([][]byte, 0, len(mine)+len(base.order))
-		i, j := 0, 0
-		for i < len(mine) || j < len(base.order) {
-			// On equal Olds extra's come first: their places are lower.
-			if j == len(base.order) || i < len(mine) && bytes.Compare(t.forms[mine[i]].Old, base.olds[j]) <= 0 {
-				l.order, l.olds = append(l.order, mine[i]), append(l.olds, t.forms[mine[i]].Old)
-				i++
-			} else {
-				l.order, l.olds = append(l.order, base.order[j]+n), append(l.olds, base.olds[j])
-				j++
-			}
-		}
-	}
-	t.tabulate()
 	return t
 }
 
@@ -378,7 +353,7 @@ func (s *FormSet) tabulate() {
 }
 
 // Len is how many forms s holds.
-func (s *FormSet) Len() int { return len(s.forms) }
+func (s *FormSet) Len() int { return s.total }
 
 // Window is how many bytes of what it has read a Redactor of s always
 // holds back until its source yields more or ends.
@@ -387,8 +362,34 @@ func (s *FormSet) Window() int { return s.window }
 // scratch is a search's own state, apart from the FormSet it searches
 // for, which many searches share.
 type scratch struct {
-	next     []int   // nextStart's memo, one per start byte
+	next     []int   // nextOwn's memo, one per start byte
 	cur, nxt []state // match's states
+	// With a rest: at is where nextOwn and rest's nextStart last found
+	// a start (-2 for not yet searched, -1 for none before the cut), and
+	// rest is rest's own scratch.
+	at   [2]int
+	rest *scratch
+}
+
+// newScratch is a new search's state for s.
+func (s *FormSet) newScratch() scratch {
+	sc := scratch{next: s.unsearched(), at: [2]int{-2, -2}}
+	if s.rest != nil {
+		r := s.rest.newScratch()
+		sc.rest = &r
+	}
+	return sc
+}
+
+// reset readies sc for a search of other data, or to another cut.
+func (sc *scratch) reset() {
+	for k := range sc.next {
+		sc.next[k] = -2
+	}
+	sc.at = [2]int{-2, -2}
+	if sc.rest != nil {
+		sc.rest.reset()
+	}
 }
 
 // state is one way a match is still possible: the run [lo, hi) of a
@@ -396,13 +397,34 @@ type scratch struct {
 type state struct{ lo, hi, pos int32 }
 
 // nextStart returns the index of the first byte of data[i:cut] at which
-// some occurrence can start, or -1. With few start bytes it searches for
+// some occurrence of a form of s or its rest can start, or -1. It
+// remembers where each found one, so that neither searches the same
+// stretch twice while the other's starts come first.
+func (s *FormSet) nextStart(sc *scratch, data []byte, i, cut int) int {
+	if s.rest == nil {
+		return s.nextOwn(sc, data, i, cut)
+	}
+	if at := sc.at[0]; at == -2 || at >= 0 && at < i {
+		sc.at[0] = s.nextOwn(sc, data, i, cut)
+	}
+	if at := sc.at[1]; at == -2 || at >= 0 && at < i {
+		sc.at[1] = s.rest.nextStart(sc.rest, data, i, cut)
+	}
+	j, k := sc.at[0], sc.at[1]
+	if j < 0 || k >= 0 && k < j {
+		return k
+	}
+	return j
+}
+
+// nextOwn returns the index of the first byte of data[i:cut] at which
+// some occurrence of a form of s (not its rest) can start, or -1. With few start bytes it searches for
 // each with bytes.IndexByte, far faster than a loop over the bytes, and
 // remembers where each was found (next, one per start byte, -2 for not
 // yet searched and -1 for none before cut), so no byte is searched for
 // twice over the same stretch. With more, it reads each byte's class,
 // and for a byte that begins a pair, the pair.
-func (s *FormSet) nextStart(sc *scratch, data []byte, i, cut int) int {
+func (s *FormSet) nextOwn(sc *scratch, data []byte, i, cut int) int {
 	if len(s.starts) > fewStarts {
 		for j := i; j < cut; j++ {
 			switch s.class[data[j]] {
@@ -493,7 +515,7 @@ func (r *Redactor) Read(p []byte) (int, error) {
 }
 
 func (r *Redactor) read(p []byte) (int, error) {
-	if len(r.set.forms) == 0 {
+	if r.set.total == 0 {
 		return r.src.Read(p)
 	}
 	for r.off == len(r.out) {
@@ -569,6 +591,9 @@ func (r *Redactor) pass(final bool) {
 // with, as common a byte as "s"); otherwise whether nextStart finds a
 // place one may start.
 func (s *FormSet) absent(sc *scratch, data []byte, cut int) bool {
+	if s.rest != nil && !s.rest.absent(sc.rest, data, cut) {
+		return false
+	}
 	if len(s.lists[0].order) == len(s.forms) && len(s.forms) <= fewStarts {
 		for _, f := range s.forms {
 			if bytes.Contains(data, f.Old) {
@@ -580,7 +605,7 @@ func (s *FormSet) absent(sc *scratch, data []byte, cut int) bool {
 	for k := range sc.next {
 		sc.next[k] = -2
 	}
-	return s.nextStart(sc, data, 0, cut) < 0
+	return s.nextOwn(sc, data, 0, cut) < 0
 }
 
 // replace appends to out data[:cut] with every occurrence that starts
@@ -589,9 +614,7 @@ func (s *FormSet) absent(sc *scratch, data []byte, cut int) bool {
 // it replaced. Before the cut, every form's whole span must be in data
 // unless cut is len(data).
 func (s *FormSet) replace(sc *scratch, out, data []byte, cut int) ([]byte, int, int) {
-	for k := range sc.next {
-		sc.next[k] = -2
-	}
+	sc.reset()
 	i, n := 0, 0
 	for i < cut {
 		j := s.nextStart(sc, data, i, cut)
@@ -602,10 +625,10 @@ func (s *FormSet) replace(sc *scratch, out, data []byte, cut int) ([]byte, int, 
 		}
 		if k, m := s.match(sc, data[j:]); m > 0 {
 			out = append(out, data[i:j]...)
-			if s.forms[k].Own {
+			if f := s.form(k); f.Own {
 				out = append(out, s.own...)
 			} else {
-				out = append(out, s.forms[k].New...)
+				out = append(out, f.New...)
 			}
 			i = j + m
 			n++
@@ -617,11 +640,31 @@ func (s *FormSet) replace(sc *scratch, out, data []byte, cut int) ([]byte, int, 
 	return out, max(i, 0), n
 }
 
+// form is the form at place k of s, its rest's following its own.
+func (s *FormSet) form(k int) *Form {
+	for k >= len(s.forms) {
+		k -= len(s.forms)
+		s = s.rest
+	}
+	return &s.forms[k]
+}
+
 // match returns the form found longest at the start of b (of those
-// equally long, the first in the set), and how many bytes of b it spans
-// (0 for none). It walks both lists, each with every way b can write
-// each byte at once.
+// equally long, the first in the set, s's own before its rest's), and
+// how many bytes of b it spans (0 for none).
 func (s *FormSet) match(sc *scratch, b []byte) (form, n int) {
+	form, n = s.matchOwn(sc, b)
+	if s.rest != nil {
+		if f, m := s.rest.match(sc.rest, b); m > n {
+			form, n = len(s.forms)+f, m
+		}
+	}
+	return form, n
+}
+
+// matchOwn is match over s's own forms, not its rest's. It walks every
+// list, each with every way b can write each byte at once.
+func (s *FormSet) matchOwn(sc *scratch, b []byte) (form, n int) {
 	form, n = -1, 0
 	for k := range s.lists {
 		l := &s.lists[k]
@@ -821,11 +864,11 @@ func RedactString(s string, forms []Form) (string, int) {
 // RedactString returns str with every occurrence of the set's forms
 // replaced, as a Redactor reading str would, and how many it replaced.
 func (s *FormSet) RedactString(str string) (string, int) {
-	if len(s.forms) == 0 {
+	if s.total == 0 {
 		return str, 0
 	}
 	b := []byte(str)
-	sc := scratch{next: s.unsearched()}
+	sc := s.newScratch()
 	if s.nextStart(&sc, b, 0, len(b)) < 0 {
 		return str, 0
 	}
