@@ -700,8 +700,12 @@ func (s *FormSet) walk(sc *scratch, l *list, b []byte) (form, n int) {
 					form, n = f, m
 				}
 			}
-			var gaps [3]int
-			for _, g := range l.gaps(gaps[:0], b[st.pos:]) {
+			gaps := [3]int{}
+			gs := gaps[:1] // none, unless l is wrapped
+			if l.wrapped {
+				gs = l.gaps(gaps[:0], b[st.pos:])
+			}
+			for _, g := range gs {
 				at := st.pos + int32(g)
 				for _, w := range l.ways(ways[:0], b[at:]) {
 					lo, hi := l.narrow(st.lo, st.hi, depth, w.c)

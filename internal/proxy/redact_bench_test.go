@@ -60,7 +60,8 @@ func benchForms(n int) []proxy.Form {
 }
 
 // withBase64 is forms with, after each, the base64 of its Old in every
-// alignment and both alphabets, as egress searches an answer for them
+// alignment and both alphabets, line-wrapped or not, as egress searches
+// an answer for them
 // ([redacted] in their place).
 func withBase64(forms []proxy.Form) []proxy.Form {
 	var out []proxy.Form
@@ -69,7 +70,7 @@ func withBase64(forms []proxy.Form) []proxy.Form {
 		for skip := range 3 {
 			whole := f.Old[skip : skip+(len(f.Old)-skip)/3*3]
 			for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
-				out = append(out, proxy.Form{Old: []byte(enc.EncodeToString(whole)), New: []byte("[redacted]"), Escaped: true})
+				out = append(out, proxy.Form{Old: []byte(enc.EncodeToString(whole)), New: []byte("[redacted]"), Escaped: true, Wrapped: true})
 			}
 		}
 	}
