@@ -32,13 +32,16 @@
 //     and in the answer body, streamed through a proxy.Redactor.
 //
 // An answer is searched not only for what the broker sent with the
-// request it answers, but for every value a box could have had the host
-// keep and hand back later, through any secret pinned to it: the values
-// of every secret of the box pinned to that host name (read from the
-// store), every token minted for them still within its life, their
-// configurations' own secrets, the signatures made for them (the last
-// MaxSigned of each, each for its life), and what the broker sent there
-// for other boxes (in [redacted]'s place). See written.
+// request it answers, but for every value the box could have had the
+// host keep and hand back later, through any secret pinned to it: the
+// values of every secret of the box pinned to that host name (read from
+// the store), every token minted for them still within its life, the
+// values sent there for the box in the last day, and the signatures made
+// for it (the last MaxSigned of each secret, each for its life), each
+// value with its base64, line-wrapped or not. Nothing another box sent
+// is searched for, so the search does not grow with the fleet; a box's
+// set is made once and kept for its calls to the host (see written and
+// hostSet).
 //
 // A request with no token is answered 401 with WWW-Authenticate: Basic,
 // so that git sends the credentials in its URL.
@@ -104,7 +107,7 @@ type Config struct {
 	// List lists a box's secrets (Sealed left nil): an answer from a
 	// host is searched for the values of every secret of the box pinned
 	// to that host, read from the store, beside what this process sent
-	// there. Nil searches only for what this process sent.
+	// there for the box. Nil searches only for what this process sent.
 	List Lister
 	// RemintEvery is how often, at most, a host's 401 has a minted
 	// secret's token minted anew (mint.Config.RemintEvery); zero means
@@ -291,7 +294,7 @@ type flight struct {
 	// hidden are a minted or signing kind's own secrets (a client
 	// secret, a refresh token, a key), and made the values the broker
 	// made for this request (a signature): each is replaced by
-	// [redacted] in an answer.
+	// [redacted] in this request's answer.
 	hidden, made []string
 	// ref names a minted token's configuration; nil for any other kind.
 	ref *mint.Ref
