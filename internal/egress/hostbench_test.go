@@ -60,7 +60,7 @@ func (kibAnswer) RoundTrip(r *http.Request) (*http.Response, error) {
 // benchEgress is a Capability over boxes boxes, each with secrets
 // plain secrets pinned to one host, every one of which has been sent
 // there once.
-func benchEgress(b *testing.B, boxes, secrets int) (*Capability, *benchStore) {
+func benchEgress(b testing.TB, boxes, secrets int) (*Capability, *benchStore) {
 	b.Helper()
 	kr, err := secretsKeyring()
 	if err != nil {
