@@ -283,9 +283,10 @@ func (l *formList) addForm(f proxy.Form) {
 
 // value adds the forms of a value the broker sent: the value, escaped or
 // not, replaced by the box's own token, and its base64 in every
-// alignment, line-wrapped or not, replaced by [redacted].
+// alignment, replaced by [redacted]; each whole or line-wrapped. (All
+// wrapped, they are searched in one walk.)
 func (l *formList) value(v string) {
-	l.addForm(proxy.Form{Old: []byte(v), Own: true, Escaped: true})
+	l.addForm(proxy.Form{Old: []byte(v), Own: true, Escaped: true, Wrapped: true})
 	for _, c := range base64Cores(v) {
 		l.addForm(proxy.Form{Old: []byte(c), New: []byte(redacted), Escaped: true, Wrapped: true})
 	}

@@ -60,12 +60,12 @@ func benchForms(n int) []proxy.Form {
 }
 
 // withBase64 is forms with, after each, the base64 of its Old in every
-// alignment and both alphabets, line-wrapped or not, as egress searches
-// an answer for them
-// ([redacted] in their place).
+// alignment and both alphabets ([redacted] in their place), all of them
+// line-wrapped or not, as egress searches an answer for them.
 func withBase64(forms []proxy.Form) []proxy.Form {
 	var out []proxy.Form
 	for _, f := range forms {
+		f.Wrapped = true
 		out = append(out, f)
 		for skip := range 3 {
 			whole := f.Old[skip : skip+(len(f.Old)-skip)/3*3]
