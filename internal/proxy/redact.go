@@ -404,6 +404,11 @@ func (s *FormSet) nextStart(sc *scratch, data []byte, i, cut int) int {
 	if s.rest == nil {
 		return s.nextOwn(sc, data, i, cut)
 	}
+	return s.nextChained(sc, data, i, cut)
+}
+
+// nextChained is nextStart of a set with a rest.
+func (s *FormSet) nextChained(sc *scratch, data []byte, i, cut int) int {
 	if at := sc.at[0]; at == -2 || at >= 0 && at < i {
 		sc.at[0] = s.nextOwn(sc, data, i, cut)
 	}
@@ -616,14 +621,26 @@ func (s *FormSet) absent(sc *scratch, data []byte, cut int) bool {
 func (s *FormSet) replace(sc *scratch, out, data []byte, cut int) ([]byte, int, int) {
 	sc.reset()
 	i, n := 0, 0
+	chained := s.rest != nil // branched on here, not called through: this loop is hot
 	for i < cut {
-		j := s.nextStart(sc, data, i, cut)
+		var j int
+		if chained {
+			j = s.nextChained(sc, data, i, cut)
+		} else {
+			j = s.nextOwn(sc, data, i, cut)
+		}
 		if j < 0 {
 			out = append(out, data[i:cut]...)
 			i = cut
 			break
 		}
-		if k, m := s.match(sc, data[j:]); m > 0 {
+		var k, m int
+		if chained {
+			k, m = s.matchChained(sc, data[j:])
+		} else {
+			k, m = s.matchOwn(sc, data[j:])
+		}
+		if m > 0 {
 			out = append(out, data[i:j]...)
 			if f := s.form(k); f.Own {
 				out = append(out, s.own...)
@@ -653,11 +670,17 @@ func (s *FormSet) form(k int) *Form {
 // equally long, the first in the set, s's own before its rest's), and
 // how many bytes of b it spans (0 for none).
 func (s *FormSet) match(sc *scratch, b []byte) (form, n int) {
+	if s.rest == nil {
+		return s.matchOwn(sc, b)
+	}
+	return s.matchChained(sc, b)
+}
+
+// matchChained is match of a set with a rest.
+func (s *FormSet) matchChained(sc *scratch, b []byte) (form, n int) {
 	form, n = s.matchOwn(sc, b)
-	if s.rest != nil {
-		if f, m := s.rest.match(sc.rest, b); m > n {
-			form, n = len(s.forms)+f, m
-		}
+	if f, m := s.rest.match(sc.rest, b); m > n {
+		form, n = len(s.forms)+f, m
 	}
 	return form, n
 }
