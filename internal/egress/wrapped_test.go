@@ -13,18 +13,18 @@ import (
 	"github.com/intentius/boxbroker/internal/protocol"
 )
 
-// blobHost is a host that keeps, as a file, the header X-Note of each
+// wrappingHost is a host that keeps, as a file, the header X-Note of each
 // POST (a value written where a credential goes, kept as a request log
 // keeps it), and answers GET with that file as base64 wrapped by how
 // the query's "wrap" asks: "github" a JSON content with a newline every
 // 60 characters, as GitHub's contents and Git Data APIs answer a blob;
 // "mime" raw base64 with CRLF every 76, as a mail does; "none" unwrapped.
-type blobHost struct {
+type wrappingHost struct {
 	mu   sync.Mutex // guards file
 	file string
 }
 
-func (h *blobHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h *wrappingHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if r.Method == http.MethodPost {
@@ -56,7 +56,7 @@ func wrapEvery(s string, n int, br string) string {
 	return b.String()
 }
 
-// unwrap is what the box reads from an answer of blobHost: the file,
+// unwrap is what the box reads from an answer of wrappingHost: the file,
 // its lines joined and decoded.
 func unwrap(t *testing.T, body []byte, wrap string) string {
 	t.Helper()
@@ -93,7 +93,7 @@ func TestEgress_LineWrappedBase64OfTheValueIsRedacted(t *testing.T) {
 	for _, wrap := range []string{"github", "mime", "none"} {
 		t.Run(wrap, func(t *testing.T) {
 			e := newEnv(t, nil)
-			h := &blobHost{}
+			h := &wrappingHost{}
 			blob := newHost(t, h.ServeHTTP)
 			value := "ghp_" + randomHex(18) // 40 bytes, as a GitHub token
 			e.br.SetSecret("shop", "GH", blob.URL, value)

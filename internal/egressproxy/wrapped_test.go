@@ -10,17 +10,17 @@ import (
 	"testing"
 )
 
-// blobKeeper is a secret's host that keeps the header X-Note of each
+// wrappingKeeper is a secret's host that keeps the header X-Note of each
 // POST as a line of a file (a value written where a credential goes,
 // kept as a request log keeps it), and answers GET as GitHub's contents
 // API answers a file: JSON whose content is the file's base64 with a
 // newline every 60 characters.
-type blobKeeper struct {
+type wrappingKeeper struct {
 	mu   sync.Mutex // guards file
 	file string
 }
 
-func (k *blobKeeper) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (k *wrappingKeeper) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if r.Method == http.MethodPost {
@@ -49,7 +49,7 @@ func (k *blobKeeper) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // value. With the file's lead shifted a byte at a time, the breaks fall
 // at every place in the value's base64.
 func TestProxy_LineWrappedBase64OfTheValueIsRedacted(t *testing.T) {
-	k := &blobKeeper{}
+	k := &wrappingKeeper{}
 	f := newFixtureWith(t, k) // k serves /owner/ on the secret's host
 	c := f.client(t, f.token, f.caPool, false)
 	call := func(method, path string, note bool) []byte {
