@@ -32,13 +32,16 @@
 //     and in the answer body, streamed through a proxy.Redactor.
 //
 // An answer is searched not only for what the broker sent with the
-// request it answers, but for every value a box could have had the host
-// keep and hand back later, through any secret pinned to it: the values
-// of every secret of the box pinned to that host name (read from the
-// store), every token minted for them still within its life, their
-// configurations' own secrets, the signatures made for them (the last
-// MaxSigned of each, each for its life), and what the broker sent there
-// for other boxes (in [redacted]'s place). See written.
+// request it answers, but for every value the box could have had the
+// host keep and hand back later, through any secret pinned to it: the
+// values of every secret of the box pinned to that host name (read from
+// the store), every token minted for them still within its life, the
+// values sent there for the box in the last day, and the signatures made
+// for it (the last MaxSigned of each secret, each for its life), each
+// value with its base64, line-wrapped or not. Nothing another box sent
+// is searched for, so the search does not grow with the fleet; a box's
+// set is made once and kept for its calls to the host (see written and
+// hostSet).
 //
 // A request with no token is answered 401 with WWW-Authenticate: Basic,
 // so that git sends the credentials in its URL.
@@ -104,7 +107,7 @@ type Config struct {
 	// List lists a box's secrets (Sealed left nil): an answer from a
 	// host is searched for the values of every secret of the box pinned
 	// to that host, read from the store, beside what this process sent
-	// there. Nil searches only for what this process sent.
+	// there for the box. Nil searches only for what this process sent.
 	List Lister
 	// RemintEvery is how often, at most, a host's 401 has a minted
 	// secret's token minted anew (mint.Config.RemintEvery); zero means
@@ -140,8 +143,10 @@ type Capability struct {
 	// every answer from it.
 	written written
 
-	mu    sync.Mutex         // guards lists
-	lists map[string]listing // by box: its secrets, as List last read them
+	mu        sync.Mutex          // guards lists, sets and setsSwept
+	lists     map[string]listing  // by box: its secrets, as List last read them
+	sets      map[setKey]*hostSet // by box and host name: its search set there
+	setsSwept time.Time           // when sets unused for setIdle were last dropped
 }
 
 // listing is a box's secrets as List read them, at at.
@@ -275,19 +280,21 @@ type flight struct {
 	target *url.URL // where the request goes
 	addr   string   // the host:port it may dial
 	host   string   // the host's name, as written tells hosts apart
-	// forms are what an answer is searched for, and what replaces each:
-	// the value, escaped or not, and every Basic credential the broker
-	// encoded with it, then extra. set is forms made ready to search
-	// for. Set by Serve and Rewrite, before the request is sent.
-	forms []proxy.Form
-	set   *proxy.FormSet
-	// extra are the forms of every other value a box could have had the
-	// host keep (see Capability.hostForms).
-	extra []proxy.Form
+	// kept is the box's search set at the host (see
+	// Capability.hostForms), which holds the value. set is what an
+	// answer is searched for: kept with the box's token as its own,
+	// and the forms of this request alone (Basic credentials the broker
+	// encoded, a configuration's own secrets, signatures). Set by
+	// Rewrite, before the request is sent.
+	kept *hostSet
+	set  *proxy.FormSet
+	// signed are the signatures made for the box's earlier requests to
+	// the host, still held (see written).
+	signed []string
 	// hidden are a minted or signing kind's own secrets (a client
 	// secret, a refresh token, a key), and made the values the broker
 	// made for this request (a signature): each is replaced by
-	// [redacted] in an answer.
+	// [redacted] in this request's answer.
 	hidden, made []string
 	// ref names a minted token's configuration; nil for any other kind.
 	ref *mint.Ref
@@ -303,26 +310,31 @@ type flight struct {
 // redacted replaces a value of the broker's own in an answer.
 const redacted = "[redacted]"
 
-// setForms sets f's answer forms, with the Basic credentials basics: the
-// request's own value and what it made first, then extra.
+// setForms sets f's answer set, with the Basic credentials basics:
+// the box's set at the host, with the box's token as its own, and the
+// forms of this request that it lacks (the Basic credentials encoded,
+// the configuration's own secrets, the signatures made) first. A
+// request with none of them (a plain value in a header or the query)
+// costs no set made.
 func (f *flight) setForms(basics []basicSwap) {
-	var l formList
-	if f.value != "" {
-		l.forms = answerForms(f.token, f.value, basics)
-		l.seen = map[string]bool{}
-		for _, fm := range l.forms {
-			l.seen[string(fm.Old)] = true
+	var extra []proxy.Form
+	add := func(fm proxy.Form) {
+		if _, ok := f.kept.seen[string(fm.Old)]; !ok {
+			extra = append(extra, fm)
 		}
-		l.value(f.value, f.token)
 	}
-	for _, v := range append(append([]string(nil), f.hidden...), f.made...) {
-		l.add(v, redacted)
+	if f.value != "" {
+		// The request's own, however short.
+		for _, fm := range answerForms(f.token, f.value, basics) {
+			add(fm)
+		}
 	}
-	for _, fm := range f.extra {
-		l.add(string(fm.Old), string(fm.New))
+	for _, v := range append(append(append([]string(nil), f.hidden...), f.made...), f.signed...) {
+		if len(v) >= minKept {
+			add(proxy.Form{Old: []byte(v), New: []byte(redacted), Escaped: true})
+		}
 	}
-	f.forms = l.forms
-	f.set = proxy.NewFormSet(l.forms)
+	f.set = f.kept.set.WithOwn([]byte(f.token)).With(extra)
 }
 
 // answerForms are the forms of the value the broker produced for this
@@ -395,11 +407,13 @@ func (c *Capability) Forward(w http.ResponseWriter, r *http.Request, box, token 
 	}
 	switch {
 	case f.ref != nil:
-		c.written.sentMinted(f.host, *f.ref)
+		c.written.sentMinted(f.host, *f.ref, c.now())
 	case f.signer == nil:
 		c.written.sentValue(f.host, box, name, f.value, c.now())
+	default:
+		f.signed = c.written.signatures(f.host, box, c.now())
 	}
-	if f.extra, err = c.hostForms(r.Context(), box, token, sec, f.host); err != nil {
+	if f.kept, err = c.hostForms(r.Context(), box, sec, f.value, f.host); err != nil {
 		return capability.Unavailable(err)
 	}
 	target, err := outbound(base, tail, r.URL.RawQuery, token, f.value)
@@ -424,7 +438,6 @@ func (c *Capability) Forward(w http.ResponseWriter, r *http.Request, box, token 
 	} else if err := swapBody(r, token, f.value); err != nil {
 		return capability.UnreadableBody(err)
 	}
-	f.setForms(nil)
 	c.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, f)))
 	return nil
 }
@@ -572,9 +585,7 @@ func (c *Capability) rewrite(pr *httputil.ProxyRequest) {
 		if life <= 0 {
 			life = keptSigned
 		}
-		// The configuration's own secrets go too (an AWS session token
-		// is sent), for the answers to other boxes.
-		c.written.signed(f.host, f.box, f.name, append(append([]string(nil), f.made...), f.hidden...), now.Add(life), now)
+		c.written.signed(f.host, f.box, f.name, f.made, now.Add(life), now)
 	}
 	f.setForms(nil)
 }

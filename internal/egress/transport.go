@@ -192,7 +192,7 @@ func (g guard) RoundTrip(req *http.Request) (*http.Response, error) {
 	if tr := httptrace.ContextClientTrace(req.Context()); tr != nil && tr.Got1xxResponse != nil {
 		next := tr.Got1xxResponse
 		tr.Got1xxResponse = func(code int, h textproto.MIMEHeader) error {
-			proxy.RedactHeader(http.Header(h), f.forms)
+			f.set.RedactHeader(http.Header(h))
 			return next(code, h)
 		}
 	}

@@ -37,28 +37,44 @@ const (
 	minKept = 8
 )
 
-// written is what the broker wrote to each host, for a while: the plain
-// values it sent there, the minted secrets whose tokens it sent there
-// (the tokens themselves are the Minter's Kept), and the signatures it
-// made for requests to it, for every box. A host may keep any of them (a
-// box puts its token in an issue body, and the broker writes the value
-// there) and hand it back in a later answer, through any secret pinned
-// to it: every answer from a host is searched for all of them.
+// written is what the broker wrote to each host for each box, for a
+// while: the plain values it sent there, the minted secrets whose tokens
+// it sent there (the tokens themselves are the Minter's Kept), and the
+// signatures it made for requests to it. A value is written only where a
+// credential goes (a header, the query, a field its secret names), but a
+// host may keep it there (a request log, a webhook's last delivery, a
+// query parameter it takes as data) and hand it back in a later answer
+// to the same box, through any secret pinned to it. Each box's answers
+// are searched for what was written for that box alone: what another box
+// could read at a host, anyone with an account there could read too,
+// unsearched.
 //
 // Hosts are told apart by name alone, not by scheme or port: two
 // services on one name often share their state.
 type written struct {
-	mu    sync.Mutex                   // guards hosts
-	hosts map[string]map[string]*wrote // host name → box + "/" + secret name → what was written
+	mu    sync.Mutex                      // guards hosts and swept
+	hosts map[string]map[string]*boxWrote // host name → box → what was written for it
+	swept time.Time                       // when every entry's ends were last judged
+}
+
+// boxWrote is what the broker wrote to one host for one box.
+type boxWrote struct {
+	// gen counts the plain values and minted secrets added: a search set
+	// made from an earlier count lacks one.
+	gen  uint64
+	secs map[string]*wrote // by secret name
 }
 
 // wrote is what the broker wrote to one host for one secret of one box.
 type wrote struct {
-	box    string
 	ref    *mint.Ref // a minted kind's, whose tokens Minter.Kept holds
 	values []held    // plain values, oldest first
-	signed []held    // signatures and the headers holding them, oldest first
+	signed []held    // signatures, oldest first
 }
+
+// sweepEvery is how often, at most, written drops what is past its end
+// for every box, those that never call again included.
+const sweepEvery = 10 * time.Minute
 
 // held is a value, until it is no longer kept.
 type held struct {
@@ -70,41 +86,73 @@ type held struct {
 // lower case.
 func hostKey(host string) string { return strings.ToLower(host) }
 
-// entryLocked returns host's entry for box's secret name, made when new.
-func (w *written) entryLocked(host, box, name string) *wrote {
+// entryLocked returns host's entry for box's secret name, made when
+// new, and the box's entry it is in.
+func (w *written) entryLocked(host, box, name string, now time.Time) (*boxWrote, *wrote) {
+	if now.Sub(w.swept) >= sweepEvery {
+		w.sweepLocked(now)
+	}
 	if w.hosts == nil {
-		w.hosts = map[string]map[string]*wrote{}
+		w.hosts = map[string]map[string]*boxWrote{}
 	}
-	secs := w.hosts[host]
-	if secs == nil {
-		secs = map[string]*wrote{}
-		w.hosts[host] = secs
+	boxes := w.hosts[host]
+	if boxes == nil {
+		boxes = map[string]*boxWrote{}
+		w.hosts[host] = boxes
 	}
-	e := secs[box+"/"+name]
+	b := boxes[box]
+	if b == nil {
+		b = &boxWrote{secs: map[string]*wrote{}}
+		boxes[box] = b
+	}
+	e := b.secs[name]
 	if e == nil {
-		e = &wrote{box: box}
-		secs[box+"/"+name] = e
+		e = &wrote{}
+		b.secs[name] = e
 	}
-	return e
+	return b, e
+}
+
+// sweepLocked drops every value and signature past its end, and every
+// entry left holding nothing.
+func (w *written) sweepLocked(now time.Time) {
+	w.swept = now
+	for host, boxes := range w.hosts {
+		for box, b := range boxes {
+			for name, e := range b.secs {
+				e.values, e.signed = live(e.values, now), live(e.signed, now)
+				if len(e.values) == 0 && len(e.signed) == 0 && e.ref == nil {
+					delete(b.secs, name)
+				}
+			}
+			if len(b.secs) == 0 {
+				delete(boxes, box)
+			}
+		}
+		if len(boxes) == 0 {
+			delete(w.hosts, host)
+		}
+	}
 }
 
 // keep adds v, held until until, to ks, keeping at most n, and returns
-// it: a value already there is held until the later of its two ends.
-func keep(ks []held, v string, until time.Time, n int, now time.Time) []held {
+// it and whether v is new: a value already there is held until the later
+// of its two ends.
+func keep(ks []held, v string, until time.Time, n int, now time.Time) ([]held, bool) {
 	ks = live(ks, now)
 	for i := range ks {
 		if ks[i].v == v {
 			if until.After(ks[i].until) {
 				ks[i].until = until
 			}
-			return ks
+			return ks, false
 		}
 	}
 	ks = append(ks, held{v: v, until: until})
 	if len(ks) > n {
 		ks = append(ks[:0], ks[len(ks)-n:]...)
 	}
-	return ks
+	return ks, true
 }
 
 // live is ks without what is past its end.
@@ -124,17 +172,23 @@ func live(ks []held, now time.Time) []held {
 func (w *written) sentValue(host, box, name, value string, now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	e := w.entryLocked(host, box, name)
-	e.values = keep(e.values, value, now.Add(keptValue), maxValues, now)
+	b, e := w.entryLocked(host, box, name, now)
+	var added bool
+	if e.values, added = keep(e.values, value, now.Add(keptValue), maxValues, now); added {
+		b.gen++
+	}
 }
 
 // sentMinted records that a token of the minted secret ref was sent to
 // host.
-func (w *written) sentMinted(host string, ref mint.Ref) {
+func (w *written) sentMinted(host string, ref mint.Ref, now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	e := w.entryLocked(host, ref.Box, ref.Name)
-	e.ref = &ref
+	b, e := w.entryLocked(host, ref.Box, ref.Name, now)
+	if e.ref == nil || *e.ref != ref {
+		e.ref = &ref
+		b.gen++
+	}
 }
 
 // signed records the values made to sign a request of box's secret name
@@ -142,58 +196,99 @@ func (w *written) sentMinted(host string, ref mint.Ref) {
 func (w *written) signed(host, box, name string, made []string, until, now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	e := w.entryLocked(host, box, name)
+	_, e := w.entryLocked(host, box, name, now)
 	for _, v := range made {
 		if len(v) >= minKept {
-			e.signed = keep(e.signed, v, until, MaxSigned, now)
+			e.signed, _ = keep(e.signed, v, until, MaxSigned, now)
 		}
 	}
 }
 
-// each calls f with a copy of every entry of host still holding
-// something, and drops those that hold nothing.
-func (w *written) each(host string, now time.Time, f func(wrote)) {
+// gen is box's count at host (see boxWrote.gen).
+func (w *written) gen(host, box string) uint64 {
 	w.mu.Lock()
-	var es []wrote
-	for k, e := range w.hosts[host] {
-		e.values, e.signed = live(e.values, now), live(e.signed, now)
-		if len(e.values) == 0 && len(e.signed) == 0 && e.ref == nil {
-			delete(w.hosts[host], k)
-			continue
+	defer w.mu.Unlock()
+	if b := w.hosts[host][box]; b != nil {
+		return b.gen
+	}
+	return 0
+}
+
+// mine returns what was written to host for box alone, still held: its
+// plain values, its minted secrets, and its count.
+func (w *written) mine(host, box string, now time.Time) (values []string, refs []mint.Ref, gen uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	b := w.hosts[host][box]
+	if b == nil {
+		return nil, nil, 0
+	}
+	for _, e := range b.secs {
+		e.values = live(e.values, now)
+		for _, v := range e.values {
+			values = append(values, v.v)
 		}
-		es = append(es, wrote{box: e.box, ref: e.ref, values: append([]held(nil), e.values...), signed: append([]held(nil), e.signed...)})
+		if e.ref != nil {
+			refs = append(refs, *e.ref)
+		}
 	}
-	w.mu.Unlock()
-	for _, e := range es {
-		f(e)
+	return values, refs, b.gen
+}
+
+// signatures returns the signatures made for box's requests to host,
+// still held.
+func (w *written) signatures(host, box string, now time.Time) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	if b := w.hosts[host][box]; b != nil {
+		for _, e := range b.secs {
+			e.signed = live(e.signed, now)
+			for _, v := range e.signed {
+				out = append(out, v.v)
+			}
+		}
 	}
+	return out
 }
 
 // formList gathers answer forms, each Old once: the first one added for
 // a string is the one kept.
 type formList struct {
 	forms []proxy.Form
-	seen  map[string]bool
+	seen  map[string]string // Old → what replaces it, own for the box's own
 }
 
-func (l *formList) add(old, new string) {
-	if len(old) < minKept || l.seen[old] {
+// own stands, in formList.seen, for the box's own token.
+const own = "\x00own"
+
+func (l *formList) addForm(f proxy.Form) {
+	old := string(f.Old)
+	if len(old) < minKept {
+		return
+	}
+	if _, ok := l.seen[old]; ok {
 		return
 	}
 	if l.seen == nil {
-		l.seen = map[string]bool{}
+		l.seen = map[string]string{}
 	}
-	l.seen[old] = true
-	l.forms = append(l.forms, proxy.Form{Old: []byte(old), New: []byte(new), Escaped: true})
+	if f.Own {
+		l.seen[old] = own
+	} else {
+		l.seen[old] = string(f.New)
+	}
+	l.forms = append(l.forms, f)
 }
 
 // value adds the forms of a value the broker sent: the value, escaped or
-// not, replaced by with, and its base64 in every alignment, replaced by
-// [redacted].
-func (l *formList) value(v, with string) {
-	l.add(v, with)
+// not, replaced by the box's own token, and its base64 in every
+// alignment, replaced by [redacted]; each whole or line-wrapped. (All
+// wrapped, they are searched in one walk.)
+func (l *formList) value(v string) {
+	l.addForm(proxy.Form{Old: []byte(v), Own: true, Escaped: true, Wrapped: true})
 	for _, c := range base64Cores(v) {
-		l.add(c, redacted)
+		l.addForm(proxy.Form{Old: []byte(c), New: []byte(redacted), Escaped: true, Wrapped: true})
 	}
 }
 
@@ -220,21 +315,66 @@ func base64Cores(v string) []string {
 	return out
 }
 
-// hostForms are the forms of every value, beyond the request's own, that
-// a box could have had host keep and that an answer from it to box must
-// not carry: the values of every secret of box pinned to host (sec among
-// them), read from the store (a plain value, a minted kind's tokens still
-// within their life, a configuration's own secrets), replaced by the
-// box's token or [redacted]; and what the broker wrote there for any box
-// (plain values, tokens, signatures), box's own by its token, another
-// box's by [redacted]. It fails only when the store cannot be read.
-func (c *Capability) hostForms(ctx context.Context, box, token string, sec store.Secret, host string) ([]proxy.Form, error) {
-	var l formList
-	secs, err := c.listing(ctx, box, sec.Name)
+// hostSet is a box's search set at a host, made once and kept for its
+// calls there while nothing it was made from has changed: the values of
+// the box's secrets pinned to the host (read from the store), the tokens
+// minted for them still within their life, and the plain values and
+// minted secrets written there for the box (see written), each with
+// its base64. The box's own token is not in it: an answer's set has it
+// as its own string (proxy.FormSet.WithOwn).
+type hostSet struct {
+	set  *proxy.FormSet
+	seen map[string]string // every form's Old → what replaces it (own for the token)
+	// What it was made from: the box's listing (as read at listed), the
+	// sealed bytes of the box's secrets at the host, written's count.
+	listed time.Time
+	sealed map[string]string // secret name → sealed bytes
+	gen    uint64
+	used   time.Time // its last use, under Capability.mu
+}
+
+// Bounds of the search sets a Capability keeps.
+const (
+	// maxSets is how many boxes' sets at hosts are kept; past it, all
+	// are dropped and made again as needed.
+	maxSets = 4096
+	// setIdle is how long a set is kept unused. Its values are the
+	// secrets' plain values, held no longer than a call's search needs
+	// them and this long after.
+	setIdle = listFor
+)
+
+type setKey struct{ box, host string }
+
+// hostForms returns box's search set at host for a request of its secret
+// sec, whose value (plain, or a minted token) is value: the one kept
+// when nothing it was made from has changed and it holds value,
+// otherwise one made again and kept. It fails only when the store cannot
+// be read.
+func (c *Capability) hostForms(ctx context.Context, box string, sec store.Secret, value, host string) (*hostSet, error) {
+	l, err := c.listing(ctx, box, sec.Name)
 	if err != nil {
 		return nil, err
 	}
-	for _, s := range secs {
+	now := c.now()
+	gen := c.written.gen(host, box)
+	key := setKey{box, host}
+	c.mu.Lock()
+	hs := c.sets[key]
+	if hs != nil && hs.listed.Equal(l.at) && hs.gen == gen && now.Sub(hs.used) < setIdle && !now.Before(hs.used) &&
+		hs.sealed[sec.Name] == string(sec.Sealed) && (len(value) < minKept || hs.seen[value] == own) {
+		hs.used = now
+		c.mu.Unlock()
+		return hs, nil
+	}
+	c.mu.Unlock()
+
+	hs = &hostSet{listed: l.at, sealed: map[string]string{}, used: now}
+	var fl formList
+	if value != "" {
+		fl.value(value)
+	}
+	for _, s := range l.secs {
 		u, err := protocol.ParseSecretHost(s.Host)
 		if err != nil || hostKey(u.Hostname()) != host {
 			continue
@@ -246,65 +386,62 @@ func (c *Capability) hostForms(ctx context.Context, box, token string, sec store
 		} else if err != nil {
 			return nil, err
 		}
-		c.secretForms(&l, box, token, s)
+		hs.sealed[s.Name] = string(s.Sealed)
+		c.secretForms(&fl, box, s)
 	}
-	c.written.each(host, c.now(), func(w wrote) {
-		with := redacted
-		if w.box == box {
-			with = token
+	hs.sealed[sec.Name] = string(sec.Sealed)
+	values, refs, g := c.written.mine(host, box, now)
+	hs.gen = g
+	for _, v := range values {
+		fl.value(v)
+	}
+	for _, ref := range refs {
+		c.keptForms(&fl, ref)
+	}
+	hs.set, hs.seen = proxy.NewFormSet(fl.forms), fl.seen
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sets == nil || len(c.sets) >= maxSets {
+		c.sets = map[setKey]*hostSet{}
+	}
+	if now.Sub(c.setsSwept) >= setIdle {
+		c.setsSwept = now
+		for k, s := range c.sets {
+			if now.Sub(s.used) >= setIdle {
+				delete(c.sets, k)
+			}
 		}
-		for _, v := range w.values {
-			l.value(v.v, with)
-		}
-		for _, v := range w.signed {
-			l.add(v.v, redacted)
-		}
-		if w.ref != nil {
-			c.keptForms(&l, *w.ref, with)
-		}
-	})
-	return l.forms, nil
+	}
+	c.sets[key] = hs
+	return hs, nil
 }
 
 // secretForms adds to l the forms of box's secret sec: its plain value,
-// by token; a minted kind's tokens, by token, and what its mints sent,
-// by [redacted]; a configuration's own secrets, by [redacted].
-func (c *Capability) secretForms(l *formList, box, token string, sec store.Secret) {
-	plain, err := c.cfg.Keyring.Open(sec.Sealed, secrets.SecretAD(box, sec.Name))
-	if err != nil {
-		return // no value the broker could have sent
-	}
-	defer secrets.Zero(plain)
+// or a minted kind's tokens still within their life. A configuration's
+// own secrets are not searched for beyond the request they are sent
+// with: an HMAC or AWS secret key never leaves the broker, and a client
+// secret, a refresh token or a GitHub App's JWT goes only to the token
+// endpoint, never where a box's request puts it.
+func (c *Capability) secretForms(l *formList, box string, sec store.Secret) {
 	switch sec.Kind {
 	case "":
-		l.value(string(plain), token)
-		return
-	case mint.KindGitHubApp:
-		// Its key never leaves the broker: nothing of the configuration
-		// to search for, and no need to parse the key.
-	default:
-		spec, err := mint.Parse(sec.Kind, plain)
+		plain, err := c.cfg.Keyring.Open(sec.Sealed, secrets.SecretAD(box, sec.Name))
 		if err != nil {
-			return
+			return // no value the broker could have sent
 		}
-		for _, v := range spec.Secrets() {
-			l.add(v, redacted)
-		}
-	}
-	if sec.Kind == mint.KindGitHubApp || sec.Kind == mint.KindOAuth2 {
-		c.keptForms(l, mint.Ref{Box: box, Name: sec.Name, Of: mint.Of(sec.Sealed)}, token)
+		l.value(string(plain))
+		secrets.Zero(plain)
+	case mint.KindGitHubApp, mint.KindOAuth2:
+		c.keptForms(l, mint.Ref{Box: box, Name: sec.Name, Of: mint.Of(sec.Sealed)})
 	}
 }
 
-// keptForms adds to l the forms of what the minter keeps for ref: its
-// tokens, by with, and what its mints sent, by [redacted].
-func (c *Capability) keptForms(l *formList, ref mint.Ref, with string) {
-	tokens, sent := c.minter.Kept(ref)
+// keptForms adds to l the tokens the minter keeps for ref.
+func (c *Capability) keptForms(l *formList, ref mint.Ref) {
+	tokens, _ := c.minter.Kept(ref)
 	for _, v := range tokens {
-		l.value(v, with)
-	}
-	for _, v := range sent {
-		l.add(v, redacted)
+		l.value(v)
 	}
 }
 
@@ -312,30 +449,31 @@ func (c *Capability) keptForms(l *formList, ref mint.Ref, with string) {
 // last reading is older than listFor or lacks the secret name. With no
 // List it is none. When the store cannot be read it is the last reading,
 // or the error when there is none.
-func (c *Capability) listing(ctx context.Context, box, name string) ([]store.Secret, error) {
+func (c *Capability) listing(ctx context.Context, box, name string) (listing, error) {
 	if c.cfg.List == nil {
-		return nil, nil
+		return listing{}, nil
 	}
 	now := c.now()
 	c.mu.Lock()
 	l, ok := c.lists[box]
 	c.mu.Unlock()
 	if ok && now.Sub(l.at) < listFor && !now.Before(l.at) && slices.ContainsFunc(l.secs, func(s store.Secret) bool { return s.Name == name }) {
-		return l.secs, nil
+		return l, nil
 	}
 	secs, err := c.cfg.List.ListSecrets(ctx, box)
 	if err != nil {
 		if ok {
 			c.log.Warn("egress: cannot list the box's secrets; using the last listing", "box", box, "err", err)
-			return l.secs, nil
+			return l, nil
 		}
-		return nil, err
+		return listing{}, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.lists == nil || len(c.lists) >= maxLists {
 		c.lists = map[string]listing{}
 	}
-	c.lists[box] = listing{at: now, secs: secs}
-	return secs, nil
+	l = listing{at: now, secs: secs}
+	c.lists[box] = l
+	return l, nil
 }

@@ -31,14 +31,44 @@ type Form struct {
 	// then spans up to six bytes of the source, so Old may span
 	// 6*len(Old).
 	Escaped bool
+	// Wrapped, when true, also finds Old with a line break between any
+	// two of its bytes, as base64 is wrapped every 60 or 76 characters
+	// (GitHub's contents and Git Data APIs, MIME): "\n", "\r" or
+	// "\r\n", and for an Escaped form each of those two bytes also as
+	// its JSON escape (a backslash and n or r) or its percent-escape
+	// (%0A, %0d). Each gap then spans up to two bytes (six when
+	// Escaped), so Old may span that much more between each two of its
+	// bytes. A break before Old's first byte or after its last is no
+	// part of an occurrence.
+	Wrapped bool
+	// Own, when true, replaces each occurrence by the own string of
+	// the set searched with (FormSet.WithOwn) instead of New: one set
+	// made once then serves every request of a box, each with the
+	// box's own token in the value's place, without keeping the token.
+	Own bool
 }
 
 // span is the most bytes an occurrence of f can span in the source.
 func (f Form) span() int {
+	per := 1
 	if f.Escaped {
-		return 6 * len(f.Old)
+		per = 6
 	}
-	return len(f.Old)
+	n := per * len(f.Old)
+	if f.Wrapped && len(f.Old) > 1 {
+		n += maxGap(f.Escaped) * (len(f.Old) - 1)
+	}
+	return n
+}
+
+// maxGap is the most bytes a line break inside a Wrapped form spans:
+// two line-break bytes, each as itself, or escaped in three bytes at
+// most (%0A).
+func maxGap(escaped bool) int {
+	if escaped {
+		return 6
+	}
+	return 2
 }
 
 // Redactor is an io.ReadCloser that copies a source with every occurrence
@@ -100,23 +130,23 @@ func NewFormRedactor(src io.ReadCloser, forms []Form) *Redactor {
 // Closing the Redactor closes src.
 func (s *FormSet) Redactor(src io.ReadCloser) *Redactor {
 	r := &Redactor{src: src, set: s}
-	if len(s.forms) > 0 {
+	if s.total > 0 {
 		if s.window+redactFirst <= pooledCap {
 			r.pending = getBuf()
 		} else {
 			r.pending = make([]byte, 0, s.window+redactFirst)
 		}
-		r.sc.next = s.unsearched()
+		r.sc = s.newScratch()
 	}
 	return r
 }
 
 // pooledCap is the capacity of the buffers Redactors share through
-// bufs: the first read's buffer, when the window is at most 256 bytes.
+// bufs: the first read's buffer, when the window is at most 1 KiB.
 // A Redactor takes one as it starts and gives it back when its source has ended and all it
 // passed on is read, on the goroutine that reads it; one never read to
 // its end (closed early, or failed) leaves them to the collector.
-const pooledCap = redactFirst + 256
+const pooledCap = redactFirst + 1<<10
 
 var bufs = sync.Pool{New: func() any { b := make([]byte, 0, pooledCap); return &b }}
 
@@ -151,8 +181,13 @@ func (r *Redactor) release() {
 type FormSet struct {
 	forms  []Form
 	window int     // the longest span less one
-	lists  [2]list // [0] the forms that are not Escaped, [1] those that are
+	lists  [4]list // by listOf: plain, Escaped, Wrapped, both
 	breaks bool    // some form holds a line break
+	own    []byte  // replaces the Own forms (WithOwn)
+	// rest is searched after forms (With): its forms' places in the set
+	// follow theirs. total is how many forms the two hold.
+	rest  *FormSet
+	total int
 
 	starts []byte    // the bytes an occurrence can start with
 	class  [256]byte // how a byte is judged as an occurrence's first: see the class constants
@@ -170,6 +205,19 @@ const (
 // bytes.IndexByte each; with more, the pair table is read instead.
 const fewStarts = 4
 
+// listOf is the index of the list of a FormSet that holds f: 1 for
+// Escaped, plus 2 for Wrapped.
+func listOf(f Form) int {
+	k := 0
+	if f.Escaped {
+		k |= 1
+	}
+	if f.Wrapped {
+		k |= 2
+	}
+	return k
+}
+
 // list is some of a FormSet's forms sorted by Old (and, for equal Olds,
 // by their place in the set). Every prefix of Old the forms share is
 // then one run of it, found by narrow (the first byte's too).
@@ -177,6 +225,7 @@ type list struct {
 	order   []int32  // the forms' places in the set
 	olds    [][]byte // their Olds, in the same order
 	escaped bool
+	wrapped bool // a line break may come between any two bytes
 }
 
 // NewFormSet returns the set of forms, ready to search for. Forms with an
@@ -188,19 +237,13 @@ func NewFormSet(forms []Form) *FormSet {
 		if len(f.Old) == 0 {
 			continue
 		}
-		f = Form{Old: bytes.Clone(f.Old), New: bytes.Clone(f.New), Escaped: f.Escaped}
-		s.forms = append(s.forms, f)
-		s.window = max(s.window, f.span()-1)
-		if bytes.ContainsAny(f.Old, "\r\n") {
-			s.breaks = true
-		}
+		s.addForm(f)
 	}
-	s.lists[1].escaped = true
+	for k := range s.lists {
+		s.lists[k].escaped, s.lists[k].wrapped = k&1 != 0, k&2 != 0
+	}
 	for i, f := range s.forms {
-		l := &s.lists[0]
-		if f.Escaped {
-			l = &s.lists[1]
-		}
+		l := &s.lists[listOf(f)]
 		l.order = append(l.order, int32(i))
 	}
 	for k := range s.lists {
@@ -210,8 +253,46 @@ func NewFormSet(forms []Form) *FormSet {
 			l.olds = append(l.olds, s.forms[f].Old)
 		}
 	}
+	s.total = len(s.forms)
 	s.tabulate()
 	return s
+}
+
+// addForm appends a copy of f to s.forms, and takes its span and
+// line breaks into account; s is not yet shared.
+func (s *FormSet) addForm(f Form) {
+	f = Form{Old: bytes.Clone(f.Old), New: bytes.Clone(f.New), Escaped: f.Escaped, Wrapped: f.Wrapped, Own: f.Own}
+	s.forms = append(s.forms, f)
+	s.window = max(s.window, f.span()-1)
+	if bytes.ContainsAny(f.Old, "\r\n") {
+		s.breaks = true
+	}
+}
+
+// WithOwn returns s with own as the string that replaces an occurrence
+// of its Own forms. It shares all else with s, and costs a few hundred
+// bytes whatever s holds.
+func (s *FormSet) WithOwn(own []byte) *FormSet {
+	t := *s
+	t.own = bytes.Clone(own)
+	return &t
+}
+
+// With returns the set of extra followed by s's forms, as NewFormSet of
+// them would (of forms equally long found at one position, extra's
+// first), with s's own string. Forms with an empty Old are ignored. It
+// makes a set of extra alone, and searches s after it at each position:
+// its cost is extra's, whatever s holds; with no extra it is s.
+func (s *FormSet) With(extra []Form) *FormSet {
+	t := NewFormSet(extra)
+	if t.total == 0 {
+		return s
+	}
+	t.rest, t.own = s, s.own
+	t.total += s.total
+	t.window = max(t.window, s.window)
+	t.breaks = t.breaks || s.breaks
+	return t
 }
 
 // tabulate fills starts, class and pairs: the bytes, and pairs of bytes,
@@ -252,6 +333,10 @@ func (s *FormSet) tabulate() {
 					pair(a, '+')
 				}
 			}
+			if f.Wrapped {
+				pair(a, '\r')
+				pair(a, '\n')
+			}
 		}
 	}
 	for c := range 256 {
@@ -268,7 +353,7 @@ func (s *FormSet) tabulate() {
 }
 
 // Len is how many forms s holds.
-func (s *FormSet) Len() int { return len(s.forms) }
+func (s *FormSet) Len() int { return s.total }
 
 // Window is how many bytes of what it has read a Redactor of s always
 // holds back until its source yields more or ends.
@@ -277,8 +362,34 @@ func (s *FormSet) Window() int { return s.window }
 // scratch is a search's own state, apart from the FormSet it searches
 // for, which many searches share.
 type scratch struct {
-	next     []int   // nextStart's memo, one per start byte
+	next     []int   // nextOwn's memo, one per start byte
 	cur, nxt []state // match's states
+	// With a rest: at is where nextOwn and rest's nextStart last found
+	// a start (-2 for not yet searched, -1 for none before the cut), and
+	// rest is rest's own scratch.
+	at   [2]int
+	rest *scratch
+}
+
+// newScratch is a new search's state for s.
+func (s *FormSet) newScratch() scratch {
+	sc := scratch{next: s.unsearched(), at: [2]int{-2, -2}}
+	if s.rest != nil {
+		r := s.rest.newScratch()
+		sc.rest = &r
+	}
+	return sc
+}
+
+// reset readies sc for a search of other data, or to another cut.
+func (sc *scratch) reset() {
+	for k := range sc.next {
+		sc.next[k] = -2
+	}
+	sc.at = [2]int{-2, -2}
+	if sc.rest != nil {
+		sc.rest.reset()
+	}
 }
 
 // state is one way a match is still possible: the run [lo, hi) of a
@@ -286,13 +397,39 @@ type scratch struct {
 type state struct{ lo, hi, pos int32 }
 
 // nextStart returns the index of the first byte of data[i:cut] at which
-// some occurrence can start, or -1. With few start bytes it searches for
+// some occurrence of a form of s or its rest can start, or -1. It
+// remembers where each found one, so that neither searches the same
+// stretch twice while the other's starts come first.
+func (s *FormSet) nextStart(sc *scratch, data []byte, i, cut int) int {
+	if s.rest == nil {
+		return s.nextOwn(sc, data, i, cut)
+	}
+	return s.nextChained(sc, data, i, cut)
+}
+
+// nextChained is nextStart of a set with a rest.
+func (s *FormSet) nextChained(sc *scratch, data []byte, i, cut int) int {
+	if at := sc.at[0]; at == -2 || at >= 0 && at < i {
+		sc.at[0] = s.nextOwn(sc, data, i, cut)
+	}
+	if at := sc.at[1]; at == -2 || at >= 0 && at < i {
+		sc.at[1] = s.rest.nextStart(sc.rest, data, i, cut)
+	}
+	j, k := sc.at[0], sc.at[1]
+	if j < 0 || k >= 0 && k < j {
+		return k
+	}
+	return j
+}
+
+// nextOwn returns the index of the first byte of data[i:cut] at which
+// some occurrence of a form of s (not its rest) can start, or -1. With few start bytes it searches for
 // each with bytes.IndexByte, far faster than a loop over the bytes, and
 // remembers where each was found (next, one per start byte, -2 for not
 // yet searched and -1 for none before cut), so no byte is searched for
 // twice over the same stretch. With more, it reads each byte's class,
 // and for a byte that begins a pair, the pair.
-func (s *FormSet) nextStart(sc *scratch, data []byte, i, cut int) int {
+func (s *FormSet) nextOwn(sc *scratch, data []byte, i, cut int) int {
 	if len(s.starts) > fewStarts {
 		for j := i; j < cut; j++ {
 			switch s.class[data[j]] {
@@ -383,7 +520,7 @@ func (r *Redactor) Read(p []byte) (int, error) {
 }
 
 func (r *Redactor) read(p []byte) (int, error) {
-	if len(r.set.forms) == 0 {
+	if r.set.total == 0 {
 		return r.src.Read(p)
 	}
 	for r.off == len(r.out) {
@@ -454,12 +591,15 @@ func (r *Redactor) pass(final bool) {
 
 // absent reports whether no occurrence of a form starts in data[:cut],
 // where every form's whole span before the cut is in data. With a few
-// forms, none Escaped, it asks bytes.Index of each (which skips along at
+// forms, none Escaped or Wrapped, it asks bytes.Index of each (which skips along at
 // the speed of memory, where nextStart stops at every byte a form starts
 // with, as common a byte as "s"); otherwise whether nextStart finds a
 // place one may start.
 func (s *FormSet) absent(sc *scratch, data []byte, cut int) bool {
-	if len(s.lists[1].order) == 0 && len(s.forms) <= fewStarts {
+	if s.rest != nil && !s.rest.absent(sc.rest, data, cut) {
+		return false
+	}
+	if len(s.lists[0].order) == len(s.forms) && len(s.forms) <= fewStarts {
 		for _, f := range s.forms {
 			if bytes.Contains(data, f.Old) {
 				return false
@@ -470,7 +610,7 @@ func (s *FormSet) absent(sc *scratch, data []byte, cut int) bool {
 	for k := range sc.next {
 		sc.next[k] = -2
 	}
-	return s.nextStart(sc, data, 0, cut) < 0
+	return s.nextOwn(sc, data, 0, cut) < 0
 }
 
 // replace appends to out data[:cut] with every occurrence that starts
@@ -479,20 +619,34 @@ func (s *FormSet) absent(sc *scratch, data []byte, cut int) bool {
 // it replaced. Before the cut, every form's whole span must be in data
 // unless cut is len(data).
 func (s *FormSet) replace(sc *scratch, out, data []byte, cut int) ([]byte, int, int) {
-	for k := range sc.next {
-		sc.next[k] = -2
-	}
+	sc.reset()
 	i, n := 0, 0
+	chained := s.rest != nil // branched on here, not called through: this loop is hot
 	for i < cut {
-		j := s.nextStart(sc, data, i, cut)
+		var j int
+		if chained {
+			j = s.nextChained(sc, data, i, cut)
+		} else {
+			j = s.nextOwn(sc, data, i, cut)
+		}
 		if j < 0 {
 			out = append(out, data[i:cut]...)
 			i = cut
 			break
 		}
-		if k, m := s.match(sc, data[j:]); m > 0 {
+		var k, m int
+		if chained {
+			k, m = s.matchChained(sc, data[j:])
+		} else {
+			k, m = s.matchOwn(sc, data[j:])
+		}
+		if m > 0 {
 			out = append(out, data[i:j]...)
-			out = append(out, s.forms[k].New...)
+			if f := s.form(k); f.Own {
+				out = append(out, s.own...)
+			} else {
+				out = append(out, f.New...)
+			}
 			i = j + m
 			n++
 			continue
@@ -503,11 +657,37 @@ func (s *FormSet) replace(sc *scratch, out, data []byte, cut int) ([]byte, int, 
 	return out, max(i, 0), n
 }
 
+// form is the form at place k of s, its rest's following its own.
+func (s *FormSet) form(k int) *Form {
+	for k >= len(s.forms) {
+		k -= len(s.forms)
+		s = s.rest
+	}
+	return &s.forms[k]
+}
+
 // match returns the form found longest at the start of b (of those
-// equally long, the first in the set), and how many bytes of b it spans
-// (0 for none). It walks both lists, each with every way b can write
-// each byte at once.
+// equally long, the first in the set, s's own before its rest's), and
+// how many bytes of b it spans (0 for none).
 func (s *FormSet) match(sc *scratch, b []byte) (form, n int) {
+	if s.rest == nil {
+		return s.matchOwn(sc, b)
+	}
+	return s.matchChained(sc, b)
+}
+
+// matchChained is match of a set with a rest.
+func (s *FormSet) matchChained(sc *scratch, b []byte) (form, n int) {
+	form, n = s.matchOwn(sc, b)
+	if f, m := s.rest.match(sc.rest, b); m > n {
+		form, n = len(s.forms)+f, m
+	}
+	return form, n
+}
+
+// matchOwn is match over s's own forms, not its rest's. It walks every
+// list, each with every way b can write each byte at once.
+func (s *FormSet) matchOwn(sc *scratch, b []byte) (form, n int) {
 	form, n = -1, 0
 	for k := range s.lists {
 		l := &s.lists[k]
@@ -543,14 +723,22 @@ func (s *FormSet) walk(sc *scratch, l *list, b []byte) (form, n int) {
 					form, n = f, m
 				}
 			}
-			for _, w := range l.ways(ways[:0], b[st.pos:]) {
-				lo, hi := l.narrow(st.lo, st.hi, depth, w.c)
-				if lo == hi {
-					continue
-				}
-				ns := state{lo: lo, hi: hi, pos: st.pos + int32(w.n)}
-				if !slices.Contains(next, ns) {
-					next = append(next, ns)
+			gaps := [3]int{}
+			gs := gaps[:1] // none, unless l is wrapped
+			if l.wrapped {
+				gs = l.gaps(gaps[:0], b[st.pos:])
+			}
+			for _, g := range gs {
+				at := st.pos + int32(g)
+				for _, w := range l.ways(ways[:0], b[at:]) {
+					lo, hi := l.narrow(st.lo, st.hi, depth, w.c)
+					if lo == hi {
+						continue
+					}
+					ns := state{lo: lo, hi: hi, pos: at + int32(w.n)}
+					if !slices.Contains(next, ns) {
+						next = append(next, ns)
+					}
 				}
 			}
 		}
@@ -628,6 +816,51 @@ func (l *list) ways(w []way, b []byte) []way {
 	return w
 }
 
+// gaps appends to g how many bytes at the start of b may come between
+// two bytes of an occurrence, as l reads them: none, and for a wrapped
+// list a line break ("\n", "\r" or "\r\n", each byte also JSON- or
+// percent-escaped when l is escaped).
+func (l *list) gaps(g []int, b []byte) []int {
+	g = append(g, 0)
+	if !l.wrapped {
+		return g
+	}
+	c, n := l.lineBreak(b)
+	if n == 0 {
+		return g
+	}
+	g = append(g, n)
+	if c == '\r' {
+		if c2, n2 := l.lineBreak(b[n:]); c2 == '\n' {
+			g = append(g, n+n2)
+		}
+	}
+	return g
+}
+
+// lineBreak returns the line-break byte ('\r' or '\n') b begins with,
+// as l reads it, and how many bytes it spans; 0 for none.
+func (l *list) lineBreak(b []byte) (byte, int) {
+	if len(b) == 0 {
+		return 0, 0
+	}
+	switch c := b[0]; {
+	case c == '\r' || c == '\n':
+		return c, 1
+	case !l.escaped:
+	case c == '\\' && len(b) >= 2 && (b[1] == 'r' || b[1] == 'n'):
+		if b[1] == 'r' {
+			return '\r', 2
+		}
+		return '\n', 2
+	case c == '%' && len(b) >= 3:
+		if h := HexByte(b[1], b[2]); h == '\r' || h == '\n' {
+			return byte(h), 3
+		}
+	}
+	return 0, 0
+}
+
 // HexByte returns the byte two hex digits spell, either case, or -1.
 func HexByte(hi, lo byte) int {
 	h, l := unhex(hi), unhex(lo)
@@ -658,11 +891,11 @@ func RedactString(s string, forms []Form) (string, int) {
 // RedactString returns str with every occurrence of the set's forms
 // replaced, as a Redactor reading str would, and how many it replaced.
 func (s *FormSet) RedactString(str string) (string, int) {
-	if len(s.forms) == 0 {
+	if s.total == 0 {
 		return str, 0
 	}
 	b := []byte(str)
-	sc := scratch{next: s.unsearched()}
+	sc := s.newScratch()
 	if s.nextStart(&sc, b, 0, len(b)) < 0 {
 		return str, 0
 	}

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -368,7 +369,15 @@ func reference(body []byte, forms []Form) ([]byte, int) {
 	var whole []*regexp.Regexp
 	for _, f := range forms {
 		var b strings.Builder
-		for _, c := range f.Old {
+		gap := `(?:\r|\n|\r\n)?`
+		if f.Escaped {
+			cr, lf := `(?:\r|\\r|%0[dD])`, `(?:\n|\\n|%0[aA])`
+			gap = `(?:` + cr + `|` + lf + `|` + cr + lf + `)?`
+		}
+		for i, c := range f.Old {
+			if f.Wrapped && i > 0 {
+				b.WriteString(gap)
+			}
 			if !f.Escaped {
 				b.WriteString(regexp.QuoteMeta(string([]byte{c})))
 				continue
@@ -426,7 +435,7 @@ func checkForms(t *testing.T, body []byte, forms []Form, sizes []int) {
 // escaped or not: the Redactor's output is the reference's.
 func TestRedactor_FormsMatchReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	alphabet := []byte("ab/ %25\\u0062fF+")
+	alphabet := []byte("ab/ %25\\u0062fF+\r\n\r\nnrA0dD")
 	gen := func(n int, from []byte) []byte {
 		b := make([]byte, n)
 		for j := range b {
@@ -437,7 +446,7 @@ func TestRedactor_FormsMatchReference(t *testing.T) {
 	for i := 0; i < 3000; i++ {
 		var forms []Form
 		for k := 0; k < 1+rng.IntN(3); k++ {
-			forms = append(forms, Form{Old: gen(1+rng.IntN(5), []byte("ab/ %")), New: gen(rng.IntN(4), []byte("XY")), Escaped: rng.IntN(2) == 0})
+			forms = append(forms, Form{Old: gen(1+rng.IntN(5), []byte("ab/ %")), New: gen(rng.IntN(4), []byte("XY")), Escaped: rng.IntN(2) == 0, Wrapped: rng.IntN(3) == 0})
 		}
 		body := gen(rng.IntN(200), alphabet)
 		var sizes []int
@@ -473,13 +482,13 @@ func TestFormSet_ManyFormsMatchReference(t *testing.T) {
 			} else {
 				old = gen(1+rng.IntN(6), []byte("abcdefgh/ %"))
 			}
-			forms = append(forms, Form{Old: old, New: gen(rng.IntN(4), []byte("XYZ")), Escaped: rng.IntN(2) == 0})
+			forms = append(forms, Form{Old: old, New: gen(rng.IntN(4), []byte("XYZ")), Escaped: rng.IntN(2) == 0, Wrapped: rng.IntN(3) == 0})
 		}
 		if s := NewFormSet(forms); len(s.starts) <= fewStarts {
 			continue
 		}
 		tried++
-		body := gen(rng.IntN(300), []byte("abcdefghij/ %25\\u0062fF+"))
+		body := gen(rng.IntN(300), []byte("abcdefghij/ %25\\u0062fF+\r\n\r\nA0"))
 		var sizes []int
 		for s := 0; s < len(body); {
 			n := 1 + rng.IntN(20)
@@ -490,6 +499,11 @@ func TestFormSet_ManyFormsMatchReference(t *testing.T) {
 		want, wn := reference(body, forms)
 		if got, n := NewFormSet(forms).RedactString(string(body)); got != string(want) || n != wn {
 			t.Fatalf("RedactString(%q, %+v) = %q (%d), want %q (%d)", body, forms, got, n, want, wn)
+		}
+		// The same set made by adding its first forms to a set of the rest.
+		k := rng.IntN(len(forms) + 1)
+		if got, n := NewFormSet(forms[k:]).With(forms[:k]).RedactString(string(body)); got != string(want) || n != wn {
+			t.Fatalf("NewFormSet(%+v).With(%+v).RedactString(%q) = %q (%d), want %q (%d)", forms[k:], forms[:k], body, got, n, want, wn)
 		}
 	}
 	if tried < 1000 {
@@ -569,5 +583,83 @@ func TestRedactor_PassEventsKeepsAValueWithALineBreakWhole(t *testing.T) {
 	}
 	if string(got) != "x [gone] y" {
 		t.Errorf("read %q, want the value replaced whole", got)
+	}
+}
+
+// TestRedactor_LineWrappedBase64OfTheValueIsRedacted is the attack on a
+// search for a value's base64 that is whole and contiguous: the host
+// answers a blob holding the value as base64 with a line break every 60
+// characters (GitHub's contents and Git Data APIs, in JSON: a backslash
+// and n) or every 76 with CRLF (MIME), and the box joins the lines and
+// decodes it. The base64 of the value, as a Wrapped form, is found
+// wherever the breaks fall, whatever the reads.
+func TestRedactor_LineWrappedBase64OfTheValueIsRedacted(t *testing.T) {
+	value := "sk_live_" + strings.Repeat("0123456789", 4)
+	core := base64.StdEncoding.EncodeToString([]byte(value[:len(value)/3*3]))
+	wrap := func(s string, every int, br string) string {
+		var b strings.Builder
+		for len(s) > every {
+			b.WriteString(s[:every] + br)
+			s = s[every:]
+		}
+		b.WriteString(s)
+		return b.String()
+	}
+	tests := []struct {
+		name  string
+		every int
+		br    string
+	}{
+		{"GitHub JSON, every 60", 60, `\n`},
+		{"raw LF, every 60", 60, "\n"},
+		{"MIME CRLF, every 76", 76, "\r\n"},
+		{"JSON CRLF, every 76", 76, `\r\n`},
+		{"percent-escaped LF, every 60", 60, "%0A"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			set := NewFormSet([]Form{{Old: []byte(core), New: []byte("[redacted]"), Escaped: true, Wrapped: true}})
+			for lead := range 60 {
+				// The blob: lead bytes, then the value, so the breaks fall
+				// at every place in its base64.
+				blob := strings.Repeat("#", lead*3) + value + "\n"
+				body := `{"content":"` + wrap(base64.StdEncoding.EncodeToString([]byte(blob)), tt.every, tt.br) + `"}`
+				for _, size := range []int{1, 7, 64, len(body)} {
+					var sizes []int
+					for s := 0; s < len(body); s += size {
+						sizes = append(sizes, size)
+					}
+					got, err := io.ReadAll(set.Redactor(&chunks{data: []byte(body), sizes: sizes}))
+					if err != nil {
+						t.Fatal(err)
+					}
+					joined := strings.NewReplacer(tt.br, "", `"}`, "", `{"content":"`, "").Replace(string(got))
+					dec, _ := base64.StdEncoding.DecodeString(joined)
+					if !bytes.Contains(got, []byte("[redacted]")) || strings.Contains(string(dec), value[3:len(value)-3]) {
+						t.Fatalf("Redactor(%q, reads of %d) = %q, want the value's base64 replaced", body, size, got)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestFormSet_WithOwnReplacesOwnForms: an Own form is replaced by the
+// own string of the set searched with, New by each other form.
+func TestFormSet_WithOwnReplacesOwnForms(t *testing.T) {
+	base := NewFormSet([]Form{{Old: []byte("sk_value"), Own: true, Escaped: true}, {Old: []byte("c2tfdmFs"), New: []byte("[redacted]")}})
+	tests := []struct {
+		own, in, want string
+	}{
+		{"bbx_one", "a sk_value b sk%5Fvalue c2tfdmFs", "a bbx_one b bbx_one [redacted]"},
+		{"bbx_two", "a sk_value", "a bbx_two"},
+	}
+	for _, tt := range tests {
+		if got, _ := base.WithOwn([]byte(tt.own)).RedactString(tt.in); got != tt.want {
+			t.Errorf("WithOwn(%q).RedactString(%q) = %q, want %q", tt.own, tt.in, got, tt.want)
+		}
+	}
+	if got, _ := base.WithOwn([]byte("bbx_one")).With([]Form{{Old: []byte("extra!"), New: []byte("E")}}).RedactString("sk_value extra!"); got != "bbx_one E" {
+		t.Errorf("With(extra) of WithOwn = %q, want %q", got, "bbx_one E")
 	}
 }
