@@ -92,6 +92,10 @@ type Overview interface {
 	// Declaration returns one), by box name; a box that never reported is
 	// absent.
 	AllDeclarations(ctx context.Context) (map[string]KeptDeclaration, error)
+	// ListBoxPage returns one page of boxes, filtered, sorted and paged
+	// as q says, each with its last report and month, in a few queries
+	// whatever the number of boxes; an error for a q that fails Check.
+	ListBoxPage(ctx context.Context, q BoxQuery) (BoxPage, error)
 	// SecretNames returns the names of every box's secrets, each box's
 	// by name; a box with none is absent.
 	SecretNames(ctx context.Context) (map[string][]string, error)

@@ -629,6 +629,10 @@ func (s *Store) AllDeclarations(ctx context.Context) (map[string]store.KeptDecla
 	return s.st.AllDeclarations(ctx)
 }
 
+func (s *Store) ListBoxPage(ctx context.Context, q store.BoxQuery) (store.BoxPage, error) {
+	return do(s, ctx, "list box page", func(ctx context.Context) (store.BoxPage, error) { return s.st.ListBoxPage(ctx, q) })
+}
+
 func (s *Store) SecretNames(ctx context.Context) (map[string][]string, error) {
 	return s.st.SecretNames(ctx)
 }
