@@ -20,8 +20,9 @@ const MaxBoxPage = 1000
 // BoxQuery asks ListBoxPage for one page of boxes, filtered and sorted by
 // the store.
 type BoxQuery struct {
-	// Search keeps the boxes whose name contains it, in any case (%
-	// and _ match themselves); "" keeps every box.
+	// Search keeps the boxes whose name, or last report's listing title,
+	// contains it, in any case (% and _ match themselves); "" keeps every
+	// box.
 	Search string
 	// Sort is BoxSortName ("" too) or BoxSortSpend.
 	Sort string

@@ -21,9 +21,18 @@ func (s *Store) ListBoxPage(ctx context.Context, q store.BoxQuery) (store.BoxPag
 		return store.BoxPage{}, fmt.Errorf("%s: %w", op, err)
 	}
 	like := store.LikeContains(strings.ToLower(q.Search))
+	filter := ""
+	if q.Search != "" {
+		filter = `WHERE b.name LIKE $1 OR EXISTS (SELECT 1 FROM declarations d WHERE d.box = b.name
+			AND lower(convert_from(d.doc, 'UTF8')::jsonb #>> '{listing,title}') LIKE $1)`
+	}
 	var page store.BoxPage
 	if q.Count {
-		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM boxes WHERE name LIKE $1`, like).Scan(&page.Matched); err != nil {
+		count, cargs := "SELECT count(*) FROM boxes b", []any{}
+		if filter != "" {
+			count, cargs = count+" "+filter, []any{like}
+		}
+		if err := s.pool.QueryRow(ctx, count, cargs...).Scan(&page.Matched); err != nil {
 			return store.BoxPage{}, translate(op, err)
 		}
 	}
@@ -50,8 +59,8 @@ func (s *Store) ListBoxPage(ctx context.Context, q store.BoxQuery) (store.BoxPag
 		}
 	}
 	limit, offset := arg(q.Limit+1), arg(q.Offset)
-	rows, err := s.pool.Query(ctx, `SELECT name, spend FROM (SELECT b.name AS name, `+spend+` AS spend, $2::text AS month
-		FROM boxes b WHERE b.name LIKE $1) p `+where+` ORDER BY `+order+` LIMIT `+limit+` OFFSET `+offset, args...)
+	rows, err := s.pool.Query(ctx, `SELECT name, spend FROM (SELECT b.name AS name, `+spend+` AS spend, $1::text AS search, $2::text AS month
+		FROM boxes b `+filter+`) p `+where+` ORDER BY `+order+` LIMIT `+limit+` OFFSET `+offset, args...)
 	if err != nil {
 		return store.BoxPage{}, translate(op, err)
 	}

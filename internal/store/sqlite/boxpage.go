@@ -17,10 +17,16 @@ func (s *Store) ListBoxPage(ctx context.Context, q store.BoxQuery) (store.BoxPag
 	if err := q.Check(); err != nil {
 		return store.BoxPage{}, fmt.Errorf("%s: %w", op, err)
 	}
-	like := store.LikeContains(strings.ToLower(q.Search))
+	filter, fargs := "", []any{}
+	if q.Search != "" {
+		like := store.LikeContains(strings.ToLower(q.Search))
+		filter = `WHERE b.name LIKE ? ESCAPE '\' OR EXISTS (SELECT 1 FROM declarations d WHERE d.box = b.name
+			AND lower(json_extract(CAST(d.doc AS TEXT), '$.listing.title')) LIKE ? ESCAPE '\')`
+		fargs = []any{like, like}
+	}
 	var page store.BoxPage
 	if q.Count {
-		if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM boxes WHERE name LIKE ? ESCAPE '\'`, like).Scan(&page.Matched); err != nil {
+		if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM boxes b `+filter, fargs...).Scan(&page.Matched); err != nil {
 			return store.BoxPage{}, translate(op, err)
 		}
 	}
@@ -28,7 +34,7 @@ func (s *Store) ListBoxPage(ctx context.Context, q store.BoxQuery) (store.BoxPag
 	if q.Sort == store.BoxSortSpend {
 		spend, args = "coalesce((SELECT sum(cost) FROM usage u WHERE u.box = b.name AND u.month = ?), 0)", append(args, q.Month)
 	}
-	args = append(args, like)
+	args = append(args, fargs...)
 	where, order := "", "name"
 	desc := map[bool]string{false: "", true: " DESC"}[q.Desc]
 	lt := map[bool]string{false: ">", true: "<"}[q.Desc]
@@ -48,7 +54,7 @@ func (s *Store) ListBoxPage(ctx context.Context, q store.BoxQuery) (store.BoxPag
 	}
 	args = append(args, q.Limit+1, q.Offset)
 	rows, err := s.r.QueryContext(ctx, `SELECT name, spend FROM (SELECT b.name AS name, `+spend+` AS spend
-		FROM boxes b WHERE b.name LIKE ? ESCAPE '\') `+where+` ORDER BY `+order+` LIMIT ? OFFSET ?`, args...)
+		FROM boxes b `+filter+`) `+where+` ORDER BY `+order+` LIMIT ? OFFSET ?`, args...)
 	if err != nil {
 		return store.BoxPage{}, translate(op, err)
 	}

@@ -9,7 +9,8 @@ import (
 )
 
 // testListBoxPage lists boxes a page at a time, by name and by spend,
-// forward and backward, by cursor and by offset, with a search, and reads
+// forward and backward, by cursor and by offset, searched by name and by
+// listing title, and reads
 // each page's reports and month with it.
 func testListBoxPage(t *testing.T, s store.Store) {
 	ctx := t.Context()
@@ -28,6 +29,7 @@ func testListBoxPage(t *testing.T, s store.Store) {
 	settle("delta", "2026-09", 5000) // another month
 	wantErr(t, "SetBudget", s.SetBudget(ctx, store.Budget{Box: "echo", Limit: 1_000_000, UpdatedAt: hour}), nil)
 	wantErr(t, "SaveDeclaration", s.SaveDeclaration(ctx, "bravo", []byte(`{"capabilities":[]}`), hour), nil)
+	wantErr(t, "SaveDeclaration", s.SaveDeclaration(ctx, "delta", []byte(`{"capabilities":[],"listing":{"title":"Weekly Planner"}}`), hour), nil)
 
 	// names reads every page of q by cursor, returns the names in order.
 	names := func(q store.BoxQuery) []string {
@@ -60,6 +62,7 @@ func testListBoxPage(t *testing.T, s store.Store) {
 		{"by name", store.BoxQuery{Limit: 2}, "[a-b a_b alpha bravo charlie delta echo]"},
 		{"by name, reversed", store.BoxQuery{Limit: 3, Desc: true}, "[echo delta charlie bravo alpha a_b a-b]"},
 		{"search", store.BoxQuery{Limit: 1, Search: "HA"}, "[alpha charlie]"},
+		{"search, a title too", store.BoxQuery{Limit: 1, Search: "PLANNER"}, "[delta]"},
 		{"search is literal", store.BoxQuery{Limit: 5, Search: "_"}, "[a_b]"},
 		{"by spend", store.BoxQuery{Limit: 2, Sort: store.BoxSortSpend, Month: "2026-10"}, "[a-b a_b bravo delta alpha charlie echo]"},
 		{"by spend, most first", store.BoxQuery{Limit: 2, Sort: store.BoxSortSpend, Month: "2026-10", Desc: true}, "[echo alpha charlie a-b a_b bravo delta]"},
@@ -88,7 +91,7 @@ func testListBoxPage(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatalf("ListBoxPage(after alpha) = %v, want nil", err)
 	}
-	if len(p.Boxes) != 2 || p.Boxes[0].Box.Name != "bravo" || p.Boxes[0].Declaration == nil ||
+	if len(p.Boxes) != 2 || p.Boxes[0].Box.Name != "bravo" || p.Boxes[0].Declaration == nil || p.Boxes[1].Box.Name != "charlie" ||
 		string(p.Boxes[0].Declaration.Doc) != `{"capabilities":[]}` || !sameTime(p.Boxes[0].Declaration.At, hour) || p.Boxes[1].Declaration != nil {
 		t.Errorf("ListBoxPage(after alpha) = %+v, want bravo with its report, charlie without", p.Boxes)
 	}
