@@ -3,35 +3,38 @@ package egress
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"io"
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/intentius/boxbroker/internal/proxy"
 )
 
-// maxReadBody is the largest request body with a declared length that
-// the broker reads whole, to find the box's token in it and to put the
-// value in its place with the length set again. A longer body, or one of
-// unknown length, is streamed with the value put in place as it goes.
+// maxReadBody is the largest request body the broker reads whole: a
+// signing kind's body, which it signs, and a form or JSON body it may
+// write a secret's value in (see swapBody). Any other body is streamed.
 const maxReadBody = 1 << 20
 
-// bodyValue is value as it must be written in a body of the given
-// Content-Type: query-escaped in a form, JSON-escaped in JSON, and as it
-// is otherwise.
-func bodyValue(contentType, value string) string {
+// Body kinds whose top-level fields a secret may name.
+const (
+	bodyForm = "form"
+	bodyJSON = "json"
+)
+
+// bodyKind is bodyForm for an application/x-www-form-urlencoded body,
+// bodyJSON for application/json or any +json type, and "" otherwise.
+func bodyKind(contentType string) string {
 	mt, _, _ := mime.ParseMediaType(contentType)
 	switch {
 	case mt == "application/x-www-form-urlencoded":
-		return url.QueryEscape(value)
+		return bodyForm
 	case mt == "application/json" || strings.HasSuffix(mt, "+json"):
-		b, _ := json.Marshal(value)
-		return string(b[1 : len(b)-1])
+		return bodyJSON
 	}
-	return value
+	return ""
 }
 
 // readable reports whether r's body is one the broker reads whole: of a
@@ -53,65 +56,144 @@ func readBody(r *http.Request) ([]byte, error) {
 	return b, nil
 }
 
-// swapBody puts value wherever r's body holds token, escaped or not
-// (%62bx_…, bbx\u005f…), written as the body's Content-Type writes it,
-// and replaces any other token (see scrubOthers) with a marker of its
-// length.
-// A body of a declared length up to maxReadBody is read whole and sent
-// with its new length. A body of unknown length is streamed and swapped
-// as it goes. A longer body of a declared length keeps it, and so cannot
-// take the value: it is streamed, and cut off with errBodyToken before
-// the token if it holds one, so the host never receives the token.
-func swapBody(r *http.Request, token, value string) error {
+// swapBody writes value into r's body only where the secret names a
+// field for it, and marks every token anywhere else:
+//
+//   - In a form or JSON body of at most maxReadBody bytes, a top-level
+//     field named in fields whose whole value (decoded) is token has
+//     value put in its place, written as the body's Content-Type writes
+//     it; the body is read whole and sent with its new length.
+//   - Every other token written in the body, escaped or not (the box's
+//     token in a blob, in a JSON string among other words, in a field
+//     not named, in a multipart part; any other box's token; a grant),
+//     is replaced by a proxy.TokenMarker of its own length, never by
+//     value. A body that names no field, or is of another type, or is
+//     longer, is streamed so, and keeps its length, declared or not.
+//
+// So the value never lands where a host keeps what a box wrote (a blob,
+// an issue, a file) for the box to read back.
+func swapBody(r *http.Request, token, value string, fields []string) error {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil
 	}
-	forms := tokenForm(token, bodyValue(r.Header.Get("Content-Type"), value))
-	scrub := !othersGo(value)
-	if readable(r) {
-		b, err := readBody(r)
-		if err != nil {
-			return err
-		}
-		out, n := proxy.RedactString(string(b), forms)
-		if scrub {
-			var m int
-			out, m = proxy.ScrubTokens(out)
-			n += m
-		}
-		if n > 0 {
-			r.Body = io.NopCloser(strings.NewReader(out))
-			r.ContentLength = int64(len(out))
-		}
+	kind := bodyKind(r.Header.Get("Content-Type"))
+	if len(fields) == 0 || value == "" || kind == "" || r.ContentLength > maxReadBody {
+		r.Body = proxy.NewTokenScrubber(r.Body)
 		return nil
 	}
-	red := proxy.NewFormRedactor(r.Body, forms)
-	var body io.ReadCloser = red
-	if r.ContentLength > 0 {
-		body = &kept{red}
+	b, err := io.ReadAll(io.LimitReader(r.Body, maxReadBody+1))
+	if err != nil {
+		r.Body.Close()
+		r.Body = io.NopCloser(failed{err})
+		return err
 	}
-	if scrub {
-		// Outside the swap: the box's own token is the value by now.
-		body = proxy.NewTokenScrubber(body)
+	if len(b) > maxReadBody { // of undeclared length, and long: streamed
+		r.Body = proxy.NewTokenScrubber(struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(b), r.Body), r.Body})
+		return nil
 	}
-	r.Body = body
+	r.Body.Close()
+	out := writeFields(b, kind, fields, token, value)
+	r.Body = io.NopCloser(bytes.NewReader(out))
+	r.ContentLength = int64(len(out))
+	if len(out) == 0 {
+		r.Body = http.NoBody
+	}
 	return nil
 }
 
-// errBodyToken: the box's token is in a body too long to be read whole,
-// of a declared length the value would change.
-var errBodyToken = errors.New("egress: the box's token is in a long request body of a declared length")
-
-// kept is a body of a declared length, streamed: it fails with
-// errBodyToken rather than pass on anything read with the token in it.
-type kept struct{ *proxy.Redactor }
-
-func (k *kept) Read(p []byte) (int, error) {
-	n, err := k.Redactor.Read(p)
-	if k.Replaced() > 0 {
-		return 0, errBodyToken
+// writeFields returns b, a body of the given kind, with every token in
+// it marked (proxy.ScrubTokensInPlace) but the whole value of each
+// top-level field named in fields that is token, which becomes value.
+// b itself is changed.
+func writeFields(b []byte, kind string, fields []string, token, value string) []byte {
+	var spans []span
+	var enc []byte
+	switch kind {
+	case bodyForm:
+		spans = formFields(b, fields, token)
+		enc = []byte(url.QueryEscape(value))
+	case bodyJSON:
+		spans = jsonFields(b, fields, token)
+		enc, _ = json.Marshal(value)
 	}
-	return n, err
+	proxy.ScrubTokensInPlace(b) // length kept: the spans stand
+	if len(spans) == 0 {
+		return b
+	}
+	out := make([]byte, 0, len(b)+len(spans)*(len(enc)-len(token)))
+	at := 0
+	for _, sp := range spans {
+		out = append(append(out, b[at:sp.start]...), enc...)
+		at = sp.end
+	}
+	return append(out, b[at:]...)
+}
+
+// span is b[start:end] of a body: a field's whole value.
+type span struct{ start, end int }
+
+// formFields returns, in order, the spans of the values of b's fields
+// (a form: key=value pairs joined by &) named in fields whose value,
+// decoded as a form parser decodes it, is token.
+func formFields(b []byte, fields []string, token string) []span {
+	var spans []span
+	for at := 0; at <= len(b); {
+		end := bytes.IndexByte(b[at:], '&')
+		if end < 0 {
+			end = len(b)
+		} else {
+			end += at
+		}
+		pair := b[at:end]
+		if eq := bytes.IndexByte(pair, '='); eq >= 0 {
+			k, kerr := url.QueryUnescape(string(pair[:eq]))
+			v, verr := url.QueryUnescape(string(pair[eq+1:]))
+			if kerr == nil && verr == nil && v == token && slices.Contains(fields, k) {
+				spans = append(spans, span{at + eq + 1, end})
+			}
+		}
+		at = end + 1
+	}
+	return spans
+}
+
+// jsonFields returns, in order, the spans of the values of b's top-level
+// members (b a JSON object) named in fields whose value is a string that
+// decodes to token. It returns nil for a body that is not a JSON object,
+// or not valid JSON as far as it reads.
+func jsonFields(b []byte, fields []string, token string) []span {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	var spans []span
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil
+		}
+		end := int(dec.InputOffset())
+		start := end - len(raw)
+		key, _ := k.(string)
+		if len(raw) == 0 || raw[0] != '"' || start < 0 || !bytes.Equal(b[start:end], raw) || !slices.Contains(fields, key) {
+			continue
+		}
+		var v string
+		if json.Unmarshal(raw, &v) == nil && v == token {
+			spans = append(spans, span{start, end})
+		}
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
+		return nil
+	}
+	return spans
 }
 
 // unescapeLoose decodes every %hh, \u00hh and \/ in s, as a form or a
