@@ -383,17 +383,18 @@ func unescape(s string) string {
 	return b.String()
 }
 
-// TestEgress_TokenInBodyAloneIsNotRead: the body is not read before the
-// token is checked, so a token in the body alone is no token: the box is
-// asked for one (401), and the host receives nothing.
-func TestEgress_TokenInBodyAloneIsNotRead(t *testing.T) {
+// TestEgress_TokenInAnUnnamedBodyFieldAloneIsRefused: a token in the
+// body alone, in a field the secret does not name, would be marked, so
+// the host would receive no credential: the box is refused (401) and
+// the host receives nothing.
+func TestEgress_TokenInAnUnnamedBodyFieldAloneIsRefused(t *testing.T) {
 	e := newEnv(t, nil)
 	bh := newBodyHost(t)
 	e.declare(t, bh.URL, e.value, "BODY")
 	h := http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}
 	resp, got := e.do(t, http.MethodPost, "/egress/BODY/v1/charges", h, strings.NewReader("amount=1&key="+e.token))
-	if resp.StatusCode != http.StatusUnauthorized {
-		t.Errorf("POST with the token in its body alone = %d %s, want 401", resp.StatusCode, got)
+	if _, msg := brokertest.Refusal(got); resp.StatusCode != http.StatusUnauthorized || !strings.Contains(msg, "--body-field") {
+		t.Errorf("POST with the token in its body alone = %d %s, want 401 naming --body-field", resp.StatusCode, got)
 	}
 	if n := len(bh.Seen()); n != 0 {
 		t.Errorf("the host received %d requests, want none", n)

@@ -10,7 +10,11 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
+	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // maxReadBody is the largest request body the broker reads whole: a
@@ -109,19 +113,14 @@ func swapBody(r *http.Request, token, value string, fields []string) error {
 // top-level field named in fields that is token, which becomes value.
 // b itself is changed.
 func writeFields(b []byte, kind string, fields []string, token, value string) []byte {
-	var spans []span
-	var enc []byte
-	switch kind {
-	case bodyForm:
-		spans = formFields(b, fields, token)
-		enc = []byte(url.QueryEscape(value))
-	case bodyJSON:
-		spans = jsonFields(b, fields, token)
-		enc, _ = json.Marshal(value)
-	}
+	spans := namedSpans(b, kind, fields, token)
 	proxy.ScrubTokensInPlace(b) // length kept: the spans stand
 	if len(spans) == 0 {
 		return b
+	}
+	enc := []byte(url.QueryEscape(value))
+	if kind == bodyJSON {
+		enc, _ = json.Marshal(value)
 	}
 	out := make([]byte, 0, len(b)+len(spans)*(len(enc)-len(token)))
 	at := 0
@@ -132,14 +131,45 @@ func writeFields(b []byte, kind string, fields []string, token, value string) []
 	return append(out, b[at:]...)
 }
 
-// span is b[start:end] of a body: a field's whole value.
+// namedSpans returns, in order, the spans of b's top-level fields named
+// in fields whose whole value is token.
+func namedSpans(b []byte, kind string, fields []string, token string) []span {
+	var spans []span
+	for _, f := range topFields(b, kind) {
+		if f.value == token && slices.Contains(fields, f.name) {
+			spans = append(spans, f.span)
+		}
+	}
+	return spans
+}
+
+// span is b[start:end] of a body: a field's whole value as written.
 type span struct{ start, end int }
 
-// formFields returns, in order, the spans of the values of b's fields
-// (a form: key=value pairs joined by &) named in fields whose value,
-// decoded as a form parser decodes it, is token.
-func formFields(b []byte, fields []string, token string) []span {
-	var spans []span
+// field is a top-level field of a form or JSON body: its name and value,
+// decoded, and where its value is written.
+type field struct {
+	name, value string
+	span
+}
+
+// topFields returns b's top-level fields with a string value, in order,
+// decoded as a form or JSON parser decodes them: for bodyForm every
+// key=value pair (joined by &) that decodes, for bodyJSON every member
+// of the object b is whose value is a string (none when b is not a JSON
+// object, or not valid JSON), and none for any other kind.
+func topFields(b []byte, kind string) []field {
+	switch kind {
+	case bodyForm:
+		return formFields(b)
+	case bodyJSON:
+		return jsonFields(b)
+	}
+	return nil
+}
+
+func formFields(b []byte) []field {
+	var out []field
 	for at := 0; at <= len(b); {
 		end := bytes.IndexByte(b[at:], '&')
 		if end < 0 {
@@ -151,25 +181,21 @@ func formFields(b []byte, fields []string, token string) []span {
 		if eq := bytes.IndexByte(pair, '='); eq >= 0 {
 			k, kerr := url.QueryUnescape(string(pair[:eq]))
 			v, verr := url.QueryUnescape(string(pair[eq+1:]))
-			if kerr == nil && verr == nil && v == token && slices.Contains(fields, k) {
-				spans = append(spans, span{at + eq + 1, end})
+			if kerr == nil && verr == nil {
+				out = append(out, field{k, v, span{at + eq + 1, end}})
 			}
 		}
 		at = end + 1
 	}
-	return spans
+	return out
 }
 
-// jsonFields returns, in order, the spans of the values of b's top-level
-// members (b a JSON object) named in fields whose value is a string that
-// decodes to token. It returns nil for a body that is not a JSON object,
-// or not valid JSON as far as it reads.
-func jsonFields(b []byte, fields []string, token string) []span {
+func jsonFields(b []byte) []field {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return nil
 	}
-	var spans []span
+	var out []field
 	for dec.More() {
 		k, err := dec.Token()
 		if err != nil {
@@ -182,18 +208,82 @@ func jsonFields(b []byte, fields []string, token string) []span {
 		end := int(dec.InputOffset())
 		start := end - len(raw)
 		key, _ := k.(string)
-		if len(raw) == 0 || raw[0] != '"' || start < 0 || !bytes.Equal(b[start:end], raw) || !slices.Contains(fields, key) {
+		if len(raw) == 0 || raw[0] != '"' || start < 0 || !bytes.Equal(b[start:end], raw) {
 			continue
 		}
 		var v string
-		if json.Unmarshal(raw, &v) == nil && v == token {
-			spans = append(spans, span{start, end})
+		if json.Unmarshal(raw, &v) == nil {
+			out = append(out, field{key, v, span{start, end}})
 		}
 	}
 	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
 		return nil
 	}
-	return spans
+	return out
+}
+
+// heldBody is a request body egress read whole before the box was known
+// (FindBodyTokens), put back; tokens are the box tokens it found.
+type heldBody struct {
+	*bytes.Reader
+	tokens []string
+}
+
+func (heldBody) Close() error { return nil }
+
+// FindBodyTokens finds a box's token in a request body whose head holds
+// none (see capability.BodyTokenFinder), for an API that takes its key
+// in the body alone: an OAuth token call with client_secret_post. It
+// reads only an unencoded form or JSON body of a declared length of at
+// most capability.MaxBodyTokenBytes, for a path that names a secret,
+// and returns each top-level field's value that is a box token, whole;
+// it puts the body back, and FindTokens returns what it found. A token
+// found so is the box's only where the secret names its field
+// (checkBodyToken); anywhere else it is refused.
+func (c *Capability) FindBodyTokens(r *http.Request) []string {
+	kind := bodyKind(r.Header.Get("Content-Type"))
+	if _, _, ok := split(r.URL); !ok || kind == "" || r.Header.Get("Content-Encoding") != "" ||
+		r.Body == nil || r.Body == http.NoBody || r.ContentLength <= 0 || r.ContentLength > capability.MaxBodyTokenBytes {
+		return nil
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, r.ContentLength))
+	if err != nil {
+		r.Body = io.NopCloser(failed{err})
+		return nil
+	}
+	var found []string
+	for _, f := range topFields(b, kind) {
+		if t := token.AppendFound(nil, f.value, token.BoxPrefix); len(t) == 1 && t[0] == f.value {
+			found = append(found, f.value)
+		}
+	}
+	r.Body = heldBody{bytes.NewReader(b), found}
+	return found
+}
+
+// bodyTokens are the tokens FindBodyTokens found in r's body.
+func bodyTokens(r *http.Request) []string {
+	if hb, ok := r.Body.(heldBody); ok {
+		return hb.tokens
+	}
+	return nil
+}
+
+// checkBodyToken admits a request that carried the box's token in its
+// body alone only when a field sec names holds it whole: anywhere else
+// the token would be marked, so the host would receive no credential.
+func checkBodyToken(r *http.Request, sec store.Secret, tok string) error {
+	b, err := readBody(r)
+	if err != nil {
+		return capability.UnreadableBody(err)
+	}
+	if len(namedSpans(b, bodyKind(r.Header.Get("Content-Type")), sec.BodyFields, tok)) > 0 {
+		return nil
+	}
+	e := capability.Refuse(capability.ReasonToken, http.StatusUnauthorized, protocol.TypeAuthn,
+		"The request carries the box's token only in its body, in a field the secret %s does not name, so the broker has no credential to send. Send the token where the API takes its key in a header or the query, or have the owner name the field: `boxbroker secret set %s %s --host %s --body-field FIELD`.",
+		sec.Name, sec.Box, sec.Name, sec.Host)
+	return e
 }
 
 // unescapeLoose decodes every %hh, \u00hh and \/ in s, as a form or a

@@ -1,16 +1,19 @@
 package egress_test
 
 import (
+	"bufio"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/intentius/boxbroker/internal/proxy"
 )
@@ -189,6 +192,78 @@ func TestEgress_ValueOnlyInNamedBodyFields(t *testing.T) {
 			}
 			if !tt.stream && !strings.Contains(string(got), fmt.Sprintf("length %d", len(tt.want))) {
 				t.Errorf("the host answered %q, want the body's length declared as %d", got, len(tt.want))
+			}
+		})
+	}
+}
+
+// TestEgress_TokenInANamedBodyFieldAloneIsServed: an app that sends its
+// key only in a body field (an OAuth token call with client_secret_post,
+// form-encoded, or a JSON API) works unchanged when the secret names the
+// field: the broker finds the box's token there, though the head holds
+// none, and the host receives the value in its place.
+func TestEgress_TokenInANamedBodyFieldAloneIsServed(t *testing.T) {
+	e := newEnv(t, nil)
+	bh := newBodyHost(t)
+	e.declare(t, bh.URL, e.value, "OAUTH")
+	e.br.SetSecret("shop", "OAUTH", bh.URL, e.value, "client_secret")
+	tests := []struct {
+		name, ctype, body, want string
+	}{
+		{"form", "application/x-www-form-urlencoded", "grant_type=client_credentials&client_id=app&client_secret=" + e.token,
+			"grant_type=client_credentials&client_id=app&client_secret=" + e.value},
+		{"json", "application/json", `{"client_id":"app","client_secret":"` + e.token + `"}`, `{"client_id":"app","client_secret":"` + e.value + `"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(bh.Seen())
+			resp, got := e.do(t, http.MethodPost, "/egress/OAUTH/token", http.Header{"Content-Type": {tt.ctype}}, strings.NewReader(tt.body))
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("POST with the token in a named field alone = %d %s, want 200", resp.StatusCode, got)
+			}
+			bh.mu.Lock()
+			bodies := bh.bodies[before:]
+			bh.mu.Unlock()
+			if len(bodies) != 1 || bodies[0] != tt.want {
+				t.Errorf("the host received %q, want %q", bodies, tt.want)
+			}
+		})
+	}
+}
+
+// TestEgress_UnauthenticatedBodyIsReadOnlyWhenSmall: a request whose
+// head holds no token has its body read only when it is a form or JSON
+// body of at most 64 KiB with its length declared; any other is refused
+// at once, its body unread and unsent, as before the box is known on
+// every route.
+func TestEgress_UnauthenticatedBodyIsReadOnlyWhenSmall(t *testing.T) {
+	e := newEnv(t, nil)
+	addr := strings.TrimPrefix(e.br.URL, "http://")
+	tests := []struct {
+		name, head string
+	}{
+		{"form over 64 KiB", "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 65537\r\n"},
+		{"json of no declared length", "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n"},
+		{"text", "Content-Type: text/plain\r\nContent-Length: 100\r\n"},
+		{"form, gzip", "Content-Type: application/x-www-form-urlencoded\r\nContent-Encoding: gzip\r\nContent-Length: 100\r\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			// The head, and none of the body.
+			fmt.Fprintf(conn, "POST /egress/ECHO/token HTTP/1.1\r\nHost: %s\r\n%s\r\n", addr, tt.head)
+			_ = conn.SetReadDeadline(time.Now().Add(3 * time.Second))
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatalf("no answer while the body is unsent: %v", err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnauthorized {
+				t.Errorf("POST with no token and an unsent body = %d, want 401", resp.StatusCode)
 			}
 		})
 	}

@@ -368,6 +368,11 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 	if err != nil {
 		return capability.Unavailable(err)
 	}
+	if call.TokenInBody {
+		if err := checkBodyToken(r, sec, call.Token); err != nil {
+			return err
+		}
+	}
 	// The broker always authenticates egress; Forward refuses an empty
 	// token all the same, never to swap an empty string.
 	return c.Forward(w, r, call.Box.Name, call.Token, sec, tail)
