@@ -15,6 +15,7 @@ import (
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/token"
+	"github.com/tidwall/gjson"
 )
 
 // maxReadBody is the largest request body the broker reads whole: a
@@ -85,7 +86,7 @@ func swapBody(r *http.Request, token, value string, fields []string) error {
 		r.Body = proxy.NewTokenScrubber(r.Body)
 		return nil
 	}
-	b, err := io.ReadAll(io.LimitReader(r.Body, maxReadBody+1))
+	b, err := readUpTo(r, maxReadBody+1)
 	if err != nil {
 		r.Body.Close()
 		r.Body = io.NopCloser(failed{err})
@@ -106,6 +107,23 @@ func swapBody(r *http.Request, token, value string, fields []string) error {
 		r.Body = http.NoBody
 	}
 	return nil
+}
+
+// readUpTo reads at most limit bytes of r's body, in one allocation of
+// its declared length when it has one.
+func readUpTo(r *http.Request, limit int64) ([]byte, error) {
+	if r.ContentLength <= 0 || r.ContentLength >= limit {
+		return io.ReadAll(io.LimitReader(r.Body, limit))
+	}
+	b := make([]byte, r.ContentLength)
+	n, err := io.ReadFull(r.Body, b)
+	if err == io.ErrUnexpectedEOF {
+		err = io.EOF
+	}
+	if err != nil && err != io.EOF {
+		return nil, err
+	}
+	return b[:n], nil
 }
 
 // writeFields returns b, a body of the given kind, with every token in
@@ -153,11 +171,12 @@ type field struct {
 	span
 }
 
-// topFields returns b's top-level fields with a string value, in order,
-// decoded as a form or JSON parser decodes them: for bodyForm every
-// key=value pair (joined by &) that decodes, for bodyJSON every member
-// of the object b is whose value is a string (none when b is not a JSON
-// object, or not valid JSON), and none for any other kind.
+// topFields returns b's top-level fields whose value is a string short
+// enough to be a token (maxFieldSpan, as written), in order, decoded as
+// a form or JSON parser decodes them: for bodyForm every key=value pair
+// (joined by &) that decodes, for bodyJSON every member of the object b
+// is whose value is a string (none when b is not a JSON object, or not
+// valid JSON), and none for any other kind.
 func topFields(b []byte, kind string) []field {
 	switch kind {
 	case bodyForm:
@@ -178,7 +197,7 @@ func formFields(b []byte) []field {
 			end += at
 		}
 		pair := b[at:end]
-		if eq := bytes.IndexByte(pair, '='); eq >= 0 {
+		if eq := bytes.IndexByte(pair, '='); eq >= 0 && len(pair)-eq-1 <= maxFieldSpan {
 			k, kerr := url.QueryUnescape(string(pair[:eq]))
 			v, verr := url.QueryUnescape(string(pair[eq+1:]))
 			if kerr == nil && verr == nil {
@@ -191,36 +210,29 @@ func formFields(b []byte) []field {
 }
 
 func jsonFields(b []byte) []field {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+	// gjson reads the members where they lie, decoding only the short
+	// string values that could be a token: a 1 MiB body costs one
+	// validating pass and one walk, not a decoder's copies.
+	if !gjson.ValidBytes(b) {
+		return nil
+	}
+	doc := gjson.ParseBytes(b)
+	if !doc.IsObject() {
 		return nil
 	}
 	var out []field
-	for dec.More() {
-		k, err := dec.Token()
-		if err != nil {
-			return nil
+	doc.ForEach(func(k, v gjson.Result) bool {
+		if v.Type == gjson.String && len(v.Raw) <= maxFieldSpan && v.Index > 0 && v.Index+len(v.Raw) <= len(b) {
+			out = append(out, field{k.String(), v.String(), span{v.Index, v.Index + len(v.Raw)}})
 		}
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil
-		}
-		end := int(dec.InputOffset())
-		start := end - len(raw)
-		key, _ := k.(string)
-		if len(raw) == 0 || raw[0] != '"' || start < 0 || !bytes.Equal(b[start:end], raw) {
-			continue
-		}
-		var v string
-		if json.Unmarshal(raw, &v) == nil {
-			out = append(out, field{key, v, span{start, end}})
-		}
-	}
-	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
-		return nil
-	}
+		return true
+	})
 	return out
 }
+
+// maxFieldSpan is the longest a field's value can be written and still
+// be a token: a token with each byte escaped, in quotes.
+const maxFieldSpan = proxy.MaxTokenSpan + 2
 
 // heldBody is a request body egress read whole before the box was known
 // (FindBodyTokens), put back; tokens are the box tokens it found.
@@ -246,7 +258,7 @@ func (c *Capability) FindBodyTokens(r *http.Request) []string {
 		r.Body == nil || r.Body == http.NoBody || r.ContentLength <= 0 || r.ContentLength > capability.MaxBodyTokenBytes {
 		return nil
 	}
-	b, err := io.ReadAll(io.LimitReader(r.Body, r.ContentLength))
+	b, err := readUpTo(r, capability.MaxBodyTokenBytes+1)
 	if err != nil {
 		r.Body = io.NopCloser(failed{err})
 		return nil
