@@ -50,8 +50,20 @@ func TestCLI_SecretBodyFields(t *testing.T) {
 				{"named twice", []string{"secret", "set", "shop", "OTHER", "--host", "https://x.example", "--body-field", "key", "--body-field", "key"}, "twice"},
 				{"too many", nine, "at most 8"},
 			}
+			if tt.name == "store" {
+				// A signing kind writes no value, so it names no field.
+				bad = append(bad, struct {
+					name string
+					args []string
+					says string
+				}{"a signing kind", []string{"secret", "set", "shop", "SIGNED", "--host", "https://x.example", "--kind", "hmac", "--body-field", "key"}, "takes no body field"})
+			}
 			for _, bt := range bad {
-				code, _, errs := runEnv(t, tt.env, value+"\n", bt.args...)
+				stdin := value + "\n"
+				if bt.name == "a signing kind" {
+					stdin = `{"key":"hmac-key-0123456789abcdef","header":"X-Signature"}`
+				}
+				code, _, errs := runEnv(t, tt.env, stdin, bt.args...)
 				if code != 2 || !strings.Contains(errs, bt.says) {
 					t.Errorf("%s: secret set = %d %q, want 2 saying %q", bt.name, code, errs, bt.says)
 				}
