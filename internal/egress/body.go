@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/jsonfield"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/store"
@@ -210,20 +211,19 @@ func formFields(b []byte) []field {
 }
 
 func jsonFields(b []byte) []field {
-	// gjson reads the members where they lie, decoding only the short
-	// string values that could be a token: a 1 MiB body costs one
-	// validating pass and one walk, not a decoder's copies.
-	if !gjson.ValidBytes(b) {
-		return nil
-	}
-	doc := gjson.ParseBytes(b)
-	if !doc.IsObject() {
+	// jsonfield reads members where they lie, as encoding/json reads
+	// them, and only string values short enough to be a token are
+	// decoded: a 1 MiB body costs a check and a walk, not a decoder's
+	// copies.
+	doc, ok := jsonfield.Parse(b)
+	if !ok || !doc.IsObject() {
 		return nil
 	}
 	var out []field
 	doc.ForEach(func(k, v gjson.Result) bool {
-		if v.Type == gjson.String && len(v.Raw) <= maxFieldSpan && v.Index > 0 && v.Index+len(v.Raw) <= len(b) {
-			out = append(out, field{k.String(), v.String(), span{v.Index, v.Index + len(v.Raw)}})
+		var val string
+		if v.Type == gjson.String && len(v.Raw) <= maxFieldSpan && v.Index > 0 && v.Index+len(v.Raw) <= len(b) && jsonfield.String(v, &val) {
+			out = append(out, field{jsonfield.Name(k), val, span{v.Index, v.Index + len(v.Raw)}})
 		}
 		return true
 	})
