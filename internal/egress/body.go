@@ -111,20 +111,17 @@ func swapBody(r *http.Request, token, value string, fields []string) error {
 }
 
 // readUpTo reads at most limit bytes of r's body, in one allocation of
-// its declared length when it has one.
+// its declared length when it has one (a body that ends short of it is
+// an error, io.ErrUnexpectedEOF).
 func readUpTo(r *http.Request, limit int64) ([]byte, error) {
 	if r.ContentLength <= 0 || r.ContentLength >= limit {
 		return io.ReadAll(io.LimitReader(r.Body, limit))
 	}
 	b := make([]byte, r.ContentLength)
-	n, err := io.ReadFull(r.Body, b)
-	if err == io.ErrUnexpectedEOF {
-		err = io.EOF
-	}
-	if err != nil && err != io.EOF {
+	if _, err := io.ReadFull(r.Body, b); err != nil {
 		return nil, err
 	}
-	return b[:n], nil
+	return b, nil
 }
 
 // writeFields returns b, a body of the given kind, with every token in
@@ -292,10 +289,9 @@ func checkBodyToken(r *http.Request, sec store.Secret, tok string) error {
 	if len(namedSpans(b, bodyKind(r.Header.Get("Content-Type")), sec.BodyFields, tok)) > 0 {
 		return nil
 	}
-	e := capability.Refuse(capability.ReasonToken, http.StatusUnauthorized, protocol.TypeAuthn,
+	return capability.Refuse(capability.ReasonToken, http.StatusUnauthorized, protocol.TypeAuthn,
 		"The request carries the box's token only in its body, in a field the secret %s does not name, so the broker has no credential to send. Send the token where the API takes its key in a header or the query, or have the owner name the field: `boxbroker secret set %s %s --host %s --body-field FIELD`.",
 		sec.Name, sec.Box, sec.Name, sec.Host)
-	return e
 }
 
 // unescapeLoose decodes every %hh, \u00hh and \/ in s, as a form or a
