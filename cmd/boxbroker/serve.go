@@ -53,6 +53,7 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	proxyListen := fs.String("proxy-listen", c.getenv("BOXBROKER_PROXY_LISTEN"), "egress as an HTTPS proxy on this address; empty for none (BOXBROKER_PROXY_LISTEN)")
 	proxyPass := fs.String("proxy-passthrough", c.getenv("BOXBROKER_PROXY_PASSTHROUGH"), "hosts (host or host:port, comma-separated) the egress proxy tunnels untouched (BOXBROKER_PROXY_PASSTHROUGH)")
 	fs.DurationVar(&cfg.ReservationLease, "reservation-lease", envDuration("BOXBROKER_RESERVATION_LEASE", def.ReservationLease), "how long a budget's reservation is held without its replica renewing it; a crashed replica's reservations free after it (BOXBROKER_RESERVATION_LEASE)")
+	fs.BoolVar(&cfg.NewStore, "new-store", false, "make a new, empty SQLite database in a data directory that holds a master key, a journal or a spool but no database; without it serve refuses to start there")
 	auditRequired := fs.Bool("audit-required", env.boolean("BOXBROKER_AUDIT_REQUIRED", !def.AuditOptional), "refuse calls (503) while their audit record can be written neither to the store nor to the spool; false serves them unrecorded (BOXBROKER_AUDIT_REQUIRED)")
 	if err := parse(fs, args); err != nil {
 		return err

@@ -46,8 +46,8 @@ type Config struct {
 	// bound). The bound is lifted as the body ends, so that it never
 	// cuts off the answer's stream.
 	ReadTimeout time.Duration
-	// TallyEvery is the window over which refusals of requests carrying
-	// no box's token are kept in aggregate, by source (default
+	// TallyEvery is the window over which refusals made before a box was
+	// known are kept in aggregate, by source and reason (default
 	// DefaultTallyEvery); Run writes each window out.
 	TallyEvery time.Duration
 	// Recording, when set, is asked before a box's call is served: while
@@ -65,8 +65,8 @@ type Server struct {
 	// routes is every capability's prefixes, in match order, read once
 	// so that routing a request allocates nothing.
 	routes []route
-	// tally keeps refusals of requests carrying no box's token, by
-	// source, until Run writes them out.
+	// tally keeps refusals made before a box was known, by source and
+	// reason, until Run writes them out.
 	tally tally
 }
 

@@ -92,10 +92,12 @@ func (s *Server) conclude(rec *recorder, r *http.Request, info *requestInfo, tra
 	if info.route == "" {
 		info.route = routeUnmatched
 	}
-	if info.reason == capability.ReasonToken && info.box == "" && (rec.status == http.StatusUnauthorized || rec.status == http.StatusForbidden) {
-		// No box's token: after the first from its source, the
-		// refusal is kept in aggregate (see Tally), counted exactly.
-		info.tallied = s.tally.add(sourceOf(r), start, recordedMethod(r.Method), info.route, info.capabilityLabel(), rec.status)
+	if info.reason != "" && info.box == "" {
+		// Refused before any box was known (no box's token, a path no
+		// route serves, a method its route does not take): after the
+		// first from its source for its reason, the refusal is kept in
+		// aggregate (see Tally), counted exactly.
+		info.tallied = s.tally.add(sourceOf(r), info.reason, start, recordedMethod(r.Method), info.route, info.capabilityLabel(), rec.status)
 	}
 	if s.cfg.Observer == nil {
 		return

@@ -21,8 +21,9 @@ type Observer interface {
 	// kept is false when the report was refused.
 	DeclarationReport(kept bool)
 	// TokenRefusals is called as a window ends, once for each source
-	// whose refusals for carrying no box's token were tallied in it: the
-	// Records of those refusals had Tallied set.
+	// and reason whose refusals made before a box was known (carrying no
+	// box's token, or refused before the token was read) were tallied in
+	// it: the Records of those refusals had Tallied set.
 	TokenRefusals(t *Tally)
 }
 
@@ -70,9 +71,10 @@ type Record struct {
 	Cost int64
 	// Upstream are the upstream calls made for the request, in order.
 	Upstream []proxy.Call
-	// Tallied is true for a refusal of a request that carried no box's
-	// token and is kept in aggregate: it is counted, but neither logged
-	// nor recorded on its own; a Tally tells of it when its window ends.
+	// Tallied is true for a refusal made before a box was known (the
+	// request carried no box's token, or was refused before it was read)
+	// that is kept in aggregate: it is counted, but neither logged nor
+	// recorded on its own; a Tally tells of it when its window ends.
 	Tallied bool
 	// Call, when not nil, is the request's outbox Call, holding its
 	// settlement: an Observer that keeps the request's audit entry

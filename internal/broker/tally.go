@@ -8,14 +8,17 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/intentius/boxbroker/internal/capability"
 )
 
-// DefaultTallyEvery is how often the tallies of token refusals are
-// written out when Config.TallyEvery is zero.
+// DefaultTallyEvery is how often the tallies of refusals made before a
+// box was known are written out when Config.TallyEvery is zero.
 const DefaultTallyEvery = time.Minute
 
-// maxTallySources bounds the sources tallied apart within one window;
-// refusals from any further source are tallied under TallyOther.
+// maxTallySources bounds the sources (with the reasons their requests
+// were refused for) tallied apart within one window; refusals from any
+// further source are tallied under TallyOther.
 const maxTallySources = 4096
 
 // TallyOther is the source under which refusals are tallied once
@@ -23,16 +26,21 @@ const maxTallySources = 4096
 const TallyOther = "other"
 
 // Tally is what the broker keeps, in aggregate, of the requests from one
-// source that were refused because they carried no box's token, over one
-// window: every such refusal but the window's first from that source,
-// which is logged and recorded on its own. So a client sending bad tokens
-// costs at most two log lines and two audit rows a window, however fast
-// it sends.
+// source that were refused for one reason before any box was known (no
+// box's token, a path no route serves, a method the route does not take,
+// ...), over one window: every such refusal but the window's first from
+// that source for that reason, which is logged and recorded on its own.
+// So a client sending requests with no box's token costs at most two log
+// lines and two audit rows a window for each reason it is refused for
+// (a few), however fast it sends.
 type Tally struct {
 	// Source is the IP address the requests came from: the connection's
 	// remote address (behind a load balancer, the balancer's), or
 	// TallyOther.
 	Source string
+	// Reason is why every refusal tallied was refused (a
+	// capability.Reason...).
+	Reason string
 	// From and To are when the first and the last refusal tallied arrived.
 	From, To time.Time
 	// Count is how many refusals are tallied.
@@ -44,34 +52,40 @@ type Tally struct {
 	Status int
 }
 
-// tally keeps the token refusals of the current window by source.
+// tallyKey is what refusals are tallied apart by.
+type tallyKey struct{ source, reason string }
+
+// tally keeps the refusals made before a box was known in the current
+// window, by source and reason.
 type tally struct {
 	mu sync.Mutex // guards seen
-	// seen holds every source refused in this window; its Tally counts
-	// the refusals after the first.
-	seen map[string]*Tally
+	// seen holds every source and reason refused in this window; its
+	// Tally counts the refusals after the first.
+	seen map[tallyKey]*Tally
 }
 
-// add notes a token refusal from source and reports whether it is
-// tallied (true) or the window's first from source, to be logged and
-// recorded on its own (false).
-func (t *tally) add(source string, at time.Time, method, route, capability string, status int) bool {
+// add notes a refusal from source, made for reason before a box was
+// known, and reports whether it is tallied (true) or the window's first
+// from source for reason, to be logged and recorded on its own (false).
+func (t *tally) add(source, reason string, at time.Time, method, route, capability string, status int) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.seen == nil {
-		t.seen = map[string]*Tally{}
+		t.seen = map[tallyKey]*Tally{}
 	}
-	e, ok := t.seen[source]
+	k := tallyKey{source, reason}
+	e, ok := t.seen[k]
 	if !ok && len(t.seen) >= maxTallySources {
 		// Too many sources this window: the rest are tallied together,
-		// from their first refusal.
-		if e, ok = t.seen[TallyOther], true; e == nil {
-			e = &Tally{Source: TallyOther}
-			t.seen[TallyOther] = e
+		// by reason, from their first refusal.
+		other := tallyKey{TallyOther, reason}
+		if e, ok = t.seen[other], true; e == nil {
+			e = &Tally{Source: TallyOther, Reason: reason}
+			t.seen[other] = e
 		}
 	}
 	if !ok {
-		t.seen[source] = &Tally{Source: source}
+		t.seen[k] = &Tally{Source: source, Reason: reason}
 		return false
 	}
 	t.count(e, at, method, route, capability, status)
@@ -126,8 +140,8 @@ func sourceOf(r *http.Request) string {
 	return host
 }
 
-// Run writes out the tallies of token refusals every Config.TallyEvery
-// until ctx ends, and once more then.
+// Run writes out the tallies of refusals made before a box was known
+// every Config.TallyEvery until ctx ends, and once more then.
 func (s *Server) Run(ctx context.Context) {
 	every := s.cfg.TallyEvery
 	if every <= 0 {
@@ -146,17 +160,22 @@ func (s *Server) Run(ctx context.Context) {
 	}
 }
 
-// FlushTally ends the current window of token refusals: it logs one line
-// for each source whose refusals were tallied and tells the Observer of
-// its Tally. A source's next refusal is then logged and recorded on its
-// own again.
+// FlushTally ends the current window of refusals made before a box was
+// known: it logs one line for each source and reason whose refusals were
+// tallied ("token refusals" for those that carried no box's token) and
+// tells the Observer of its Tally. A source's next refusal for the
+// reason is then logged and recorded on its own again.
 func (s *Server) FlushTally() {
 	for _, t := range s.tally.take() {
-		s.log.LogAttrs(context.Background(), slog.LevelInfo, "token refusals",
+		msg := "refusals before a box was known"
+		if t.Reason == capability.ReasonToken {
+			msg = "token refusals"
+		}
+		s.log.LogAttrs(context.Background(), slog.LevelInfo, msg,
 			slog.String("source", t.Source), slog.Int("count", t.Count),
 			slog.Time("from", t.From), slog.Time("to", t.To),
 			slog.String("method", t.Method), slog.String("route", t.Route),
-			slog.String("capability", t.Capability), slog.Int("status", t.Status))
+			slog.String("capability", t.Capability), slog.Int("status", t.Status), slog.String("reason", t.Reason))
 		if s.cfg.Observer != nil {
 			s.cfg.Observer.TokenRefusals(&t)
 		}

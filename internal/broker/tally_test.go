@@ -15,11 +15,11 @@ func TestTally_SourcesAreBounded(t *testing.T) {
 	at := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
 	for i := range maxTallySources + 100 {
 		src := "10.0." + strconv.Itoa(i/256) + "." + strconv.Itoa(i%256)
-		if tl.add(src, at, "POST", "/api/feedback", "feedback", 403) && i < maxTallySources {
+		if tl.add(src, "token", at, "POST", "/api/feedback", "feedback", 403) && i < maxTallySources {
 			t.Fatalf("add(%s) = tallied, want the source's first kept on its own", src)
 		}
 	}
-	if !tl.add("10.0.0.0", at, "GET", "/llm/anthropic/v1/models", "inference", 403) {
+	if !tl.add("10.0.0.0", "token", at, "GET", "/llm/anthropic/v1/models", "inference", 403) {
 		t.Fatalf("a source's second refusal is not tallied")
 	}
 	got := tl.take()

@@ -143,6 +143,15 @@ type Failover interface {
 	// Next returns the next healthy entry's Paid, or false when none is
 	// left or the call has tried for long enough.
 	Next() (Paid, bool)
+	// Model tells the pool the model the call names, once it is known
+	// and before the call is first made: an overload then cools the
+	// entry for that model. A call that never tells it ("" too) is
+	// cooled as one of an unknown model. The entry of the first try was
+	// chosen before the model was known; when, for that model, another
+	// entry comes first (the one chosen is overloaded for it, or was
+	// passed by for another model's overload), Model returns the Paid to
+	// make the first try on instead, and true.
+	Model(name string) (Paid, bool)
 	// Others reports whether there may be another entry to try: false
 	// for a pool of one, so that the call keeps nothing in memory for a
 	// try it cannot make.

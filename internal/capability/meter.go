@@ -43,7 +43,8 @@ type Estimate struct {
 	// samplings.
 	Unbounded bool
 	// Context1M is true when the request asks for the 1M-token context
-	// window (an anthropic-beta header naming context-1m-...).
+	// window (a beta naming context-1m-..., in the anthropic-beta
+	// header or the body's anthropic_beta).
 	Context1M bool
 	// Rounds is the most times the API samples the model within one call:
 	// once, and once more for each server tool use (the tools' max_uses).

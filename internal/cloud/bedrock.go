@@ -8,9 +8,11 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
@@ -31,10 +33,11 @@ func BedrockEndpoint(region string) string {
 // bedrock makes call on Bedrock: Messages as InvokeModel or
 // InvokeModelWithResponseStream, count_tokens as CountTokens over the
 // InvokeModel body; the model list is refused. The betas sent, in the
-// body's anthropic_beta, are the body's own or else the box's
-// anthropic-beta header's, less those the credential does not let
-// through (allowedBetas); a model that refuses them gets the call again
-// without any, and none from then on.
+// body's anthropic_beta, are those the call asks for in its
+// anthropic-beta header and its body (Asked, as the spend meter prices
+// them), less those the credential does not let through (allowedBetas);
+// a model that refuses them gets the call again without any, and none
+// from then on.
 func (cl *Client) bedrock(ctx context.Context, c *Credential, call Call, made func(string)) (*http.Response, error) {
 	if call.Path != PathMessages && call.Path != PathCountTokens {
 		return unsupported("The model list (GET /v1/models)", c.Kind), nil
@@ -52,11 +55,7 @@ func (cl *Client) bedrock(ctx context.Context, c *Credential, call Call, made fu
 		// CountTokens takes bare model ids, not inference profiles.
 		id = bare
 	}
-	betas := f.bodyBeta
-	if !f.hasBeta {
-		betas = splitBetas(call.Beta)
-	}
-	betas = c.allowedBetas(betas)
+	betas := c.sentBetas(call, f.bodyBeta)
 	key := betaKey(c, id, betas)
 	if len(betas) > 0 && cl.takesNoBetas(key) {
 		betas = nil
@@ -85,8 +84,10 @@ func (cl *Client) bedrock(ctx context.Context, c *Credential, call Call, made fu
 	}
 	u.Path = "/model/" + id + action
 	u.RawPath = "/model/" + url.PathEscape(id) + action
+	refused := false // the call is being made again without the betas the cloud refused
 	for {
 		body, err := f.body(betas)
+		sentBody := body // the InvokeModel body, whose member names the box chose
 		if err == nil && count {
 			body, err = countTokensBody(body)
 		}
@@ -112,11 +113,15 @@ func (cl *Client) bedrock(ctx context.Context, c *Credential, call Call, made fu
 		if err != nil {
 			return nil, err
 		}
+		if resp.StatusCode == http.StatusOK && refused {
+			// Answered without the betas: the model refuses them.
+			cl.rememberNoBetas(key, c.Kind)
+		}
 		if resp.StatusCode != http.StatusOK {
 			b := readError(resp)
-			if cl.refusedBetas(key, c.Kind, len(betas) > 0, resp.StatusCode, b) {
+			if !refused && betaRefused(resp.StatusCode, b, betas, sentBody) {
 				// Once only: the call made again sends no betas.
-				betas = nil
+				betas, refused = nil, true
 				continue
 			}
 			if c.RoleARN != "" && resp.StatusCode == http.StatusForbidden && strings.HasPrefix(resp.Header.Get("X-Amzn-Errortype"), "ExpiredToken") {
@@ -177,14 +182,15 @@ type cloudForm struct {
 	// the betas a call sends are put in by body.
 	m        map[string]json.RawMessage
 	bodyBeta []string
-	hasBeta  bool // the box's body named anthropic_beta
 }
 
 // cloudBody reads the box's Messages body as encoding/json does (a
 // member named twice counts as its last, as the meter reads it) and
 // returns it with model removed and anthropic_version set; "stream" is
 // kept when keepStream. Its anthropic_beta, a list of strings, is taken
-// out into bodyBeta.
+// out into bodyBeta; so is a member naming it in another case
+// (IsBodyBeta), which the spend meter prices as one, so that no name
+// the cloud might read as anthropic_beta reaches it unread.
 func cloudBody(body []byte, version string, keepStream bool) (cloudForm, *http.Response) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(body, &m); err != nil || m == nil {
@@ -199,12 +205,16 @@ func cloudBody(body []byte, version string, keepStream bool) (cloudForm, *http.R
 			return cloudForm{}, Refusal(http.StatusBadRequest, typeInvalid, "stream: Input should be a valid boolean.")
 		}
 	}
-	if b, ok := m["anthropic_beta"]; ok {
-		if err := json.Unmarshal(b, &f.bodyBeta); err != nil {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if !IsBodyBeta(k) {
+			continue
+		}
+		list, err := BodyBetas(m[k])
+		if err != nil {
 			return cloudForm{}, Refusal(http.StatusBadRequest, typeInvalid, "anthropic_beta: Input should be a valid list of strings.")
 		}
-		f.hasBeta = true
-		delete(m, "anthropic_beta")
+		f.bodyBeta = append(f.bodyBeta, list...)
+		delete(m, k)
 	}
 	delete(m, "model")
 	if !keepStream {

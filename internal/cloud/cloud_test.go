@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -304,26 +305,67 @@ func TestAllowedBetas(t *testing.T) {
 	}
 }
 
-func TestBetaRefused(t *testing.T) {
+func TestAsked(t *testing.T) {
+	many := make([]string, 40)
+	for i := range many {
+		many[i] = fmt.Sprintf("b-%d", i%20)
+	}
 	tests := []struct {
-		status int
-		body   string
-		want   bool
+		header, body []string
+		want         string
 	}{
-		{400, `{"message":"The model returned the following errors: invalid beta flag"}`, true},
-		{400, `{"Message":"Invalid Beta Flag"}`, true},
-		{400, `{"type":"error","error":{"type":"invalid_request_error","message":"invalid beta flag"}}`, true},
-		{400, `{"type":"error","error":{"type":"invalid_request_error","message":"Unexpected value(s) ` + "`x-1`" + ` for the ` + "`anthropic-beta`" + ` header."}}`, true},
-		{400, `[{"error":{"code":400,"message":"anthropic_beta: unsupported value","status":"INVALID_ARGUMENT"}}]`, true},
-		{400, `{"message":"messages: invalid role"}`, false},
-		{400, `{"message":"anthropic_beta was fine; max_tokens too large"}`, false},
-		{403, `{"message":"invalid beta flag"}`, false},
-		{400, `invalid beta flag`, false},
+		{nil, nil, ""},
+		{[]string{"a, b", "c,a"}, []string{"b", " d "}, "a,b,c,d"},
+		{nil, []string{"x", "x"}, "x"},
+		{[]string{strings.Join(many, ",")}, many, strings.Join(many[:20], ",")},
 	}
 	for _, tt := range tests {
-		if got := betaRefused(tt.status, []byte(tt.body)); got != tt.want {
-			t.Errorf("betaRefused(%d, %s) = %v, want %v", tt.status, tt.body, got, tt.want)
+		if got := strings.Join(Asked(tt.header, tt.body), ","); got != tt.want {
+			t.Errorf("Asked(%q, %q) = %q, want %q", tt.header, tt.body, got, tt.want)
 		}
+	}
+}
+
+func TestBetaRefused(t *testing.T) {
+	sent := []string{"x-1", "context-1m-2025-08-07"}
+	body := `{"anthropic_beta":["x-1","context-1m-2025-08-07"],"messages":[{"role":"user","content":"hi"}]}`
+	tests := []struct {
+		status int
+		answer string
+		body   string // the body sent; "" is body
+		want   bool
+	}{
+		{400, `{"message":"The model returned the following errors: invalid beta flag"}`, "", true},
+		{400, `{"Message":"Invalid Beta Flag"}`, "", true},
+		{400, `{"type":"error","error":{"type":"invalid_request_error","message":"invalid beta flag"}}`, "", true},
+		{400, `{"type":"error","error":{"type":"invalid_request_error","message":"Unexpected value(s) ` + "`x-1`" + ` for the ` + "`anthropic-beta`" + ` header."}}`, "", true},
+		{400, `[{"error":{"code":400,"message":"anthropic_beta: unsupported value context-1m-2025-08-07","status":"INVALID_ARGUMENT"}}]`, "", true},
+		// No value sent is named, or only within a longer word.
+		{400, `[{"error":{"code":400,"message":"anthropic_beta: unsupported value","status":"INVALID_ARGUMENT"}}]`, "", false},
+		{400, `{"error":{"message":"Unexpected value(s) ` + "`x-12`" + ` for the ` + "`anthropic-beta`" + ` header."}}`, "", false},
+		{400, `{"message":"messages: invalid role"}`, "", false},
+		{400, `{"message":"anthropic_beta was fine; max_tokens too large"}`, "", false},
+		// Bedrock's schema error repeating a member's name the box chose.
+		{400, `{"message":"Malformed input request: #: extraneous key [anthropic_beta_invalid] is not permitted, please reformat your input and try again."}`,
+			`{"anthropic_beta":["x-1"],"anthropic_beta_invalid":1}`, false},
+		{400, `{"message":"Malformed input request: #: extraneous key [x-1 anthropic_beta invalid] is not permitted"}`,
+			`{"anthropic_beta":["x-1"],"x-1 anthropic_beta invalid":1}`, false},
+		{400, `{"message":"The model returned the following errors: invalid beta flag"}`,
+			`{"anthropic_beta":["x-1"],"tools":[{"input_schema":{"properties":{"Invalid Beta Flag":{}}}}]}`, false},
+		{403, `{"message":"invalid beta flag"}`, "", false},
+		{400, `invalid beta flag`, "", false},
+	}
+	for _, tt := range tests {
+		b := tt.body
+		if b == "" {
+			b = body
+		}
+		if got := betaRefused(tt.status, []byte(tt.answer), sent, []byte(b)); got != tt.want {
+			t.Errorf("betaRefused(%d, %s, body %s) = %v, want %v", tt.status, tt.answer, b, got, tt.want)
+		}
+	}
+	if betaRefused(400, []byte(`{"message":"invalid beta flag"}`), nil, []byte(body)) {
+		t.Errorf("betaRefused with no beta sent = true, want false")
 	}
 }
 

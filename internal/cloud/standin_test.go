@@ -475,3 +475,102 @@ func TestBedrock_RoleDefaultsToTheRegionalSTSEndpoint(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestCloud_SendsTheBetasAsked: each cloud is sent the betas the call
+// asks for in its header and in its body's anthropic_beta, named so in
+// any case (cloud.Asked, what the spend meter prices), each once, and
+// no member naming anthropic_beta in another case reaches it.
+func TestCloud_SendsTheBetasAsked(t *testing.T) {
+	body := `{"model":"claude-sonnet-4-5","max_tokens":5,"anthropic_beta":["context-1m-2025-08-07"],` +
+		`"Anthropic_Beta":["effort-2025-11-24","interleaved-thinking-2025-05-14"],"messages":[{"role":"user","content":"hi"}]}`
+	want := []string{"interleaved-thinking-2025-05-14", "effort-2025-11-24", "context-1m-2025-08-07"}
+	for _, kind := range []string{"bedrock", "vertex"} {
+		t.Run(kind, func(t *testing.T) {
+			c := cloudtest.New(t, kind, nil)
+			cl, _ := client(c)
+			if status, body, _ := do(t, cl, c.Sealed, cloud.PathMessages, body, []string{"interleaved-thinking-2025-05-14"}); status != 200 {
+				t.Fatalf("%d %s", status, body)
+			}
+			got := sentBetas(t, kind, c.Recorder.Seen())
+			if len(got) != 1 || len(got[0]) != len(want) {
+				t.Fatalf("the cloud was sent betas %q, want %q", got, want)
+			}
+			for _, b := range want {
+				if !slices.Contains(got[0], b) {
+					t.Errorf("the cloud was sent betas %q, want %q", got[0], want)
+				}
+			}
+			for _, s := range c.Recorder.Seen() {
+				if strings.Contains(strings.ToLower(string(s.Body)), `"anthropic_beta"`) && kind == "vertex" || strings.Contains(string(s.Body), "Anthropic_Beta") {
+					t.Errorf("the cloud was sent a body naming anthropic_beta apart from the betas sent: %s", s.Body)
+				}
+			}
+		})
+	}
+}
+
+// TestCloud_BoxChosenKeyNameNeverStripsOthersBetas is the attack on a
+// broker that takes any 400 naming anthropic_beta beside "invalid" for a
+// beta refusal: a box sends its neighbours' betas with an extra member
+// named anthropic_beta_invalid, which Bedrock's schema check refuses,
+// repeating the name. Remembered as a refusal of those betas, it made
+// every other box's calls sending them go without, until restart. The
+// box gets its 400; the others keep their betas.
+func TestCloud_BoxChosenKeyNameNeverStripsOthersBetas(t *testing.T) {
+	c := cloudtest.New(t, "bedrock", nil)
+	c.Bedrock.Members = []string{"anthropic_version", "anthropic_beta", "max_tokens", "messages", "system", "tools"}
+	cl, log := client(c)
+	betas := []string{"interleaved-thinking-2025-05-14,context-1m-2025-08-07"}
+	hostile := `{"model":"claude-sonnet-4-5","max_tokens":5,"anthropic_beta_invalid":true,"messages":[{"role":"user","content":"hi"}]}`
+	for range 2 {
+		status, body, _ := do(t, cl, c.Sealed, cloud.PathMessages, hostile, betas)
+		if status != 400 || !strings.Contains(body, "extraneous key") {
+			t.Fatalf("the hostile call = %d %s, want Bedrock's 400", status, body)
+		}
+	}
+	n := len(c.Recorder.Seen())
+	if status, body, _ := do(t, cl, c.Sealed, cloud.PathMessages, message("claude-sonnet-4-5", false), betas); status != 200 {
+		t.Fatalf("another box's call = %d %s", status, body)
+	}
+	got := sentBetas(t, "bedrock", c.Recorder.Seen()[n:])
+	want := []string{"interleaved-thinking-2025-05-14", "context-1m-2025-08-07"}
+	if len(got) != 1 || !slices.Equal(got[0], want) {
+		t.Errorf("another box's call sent %q, want its betas %q: a member name the box chose took them away", got, want)
+	}
+	if l := log.String(); l != "" {
+		t.Errorf("the log says %q, want nothing remembered", l)
+	}
+}
+
+// roundTrip is an http.RoundTripper of a func.
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestCloud_RefusalRepeatedWithoutBetasIsNotRemembered: a cloud whose
+// 400 reads as a refusal of the betas sent (it repeats text the box
+// wrote, say) but which refuses the call made without them too was not
+// refusing the betas: nothing is remembered, and the next call with
+// those betas sends them.
+func TestCloud_RefusalRepeatedWithoutBetasIsNotRemembered(t *testing.T) {
+	const beta = "context-1m-2025-08-07"
+	var bodies []string
+	cl := &cloud.Client{Log: slog.New(slog.DiscardHandler), Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+		b, _ := io.ReadAll(r.Body)
+		bodies = append(bodies, string(b))
+		msg, _ := json.Marshal(map[string]string{"message": "Unexpected value(s) `" + beta + "` for the `anthropic-beta` header."})
+		return &http.Response{StatusCode: 400, Header: http.Header{"Content-Type": {"application/json"}},
+			Body: io.NopCloser(strings.NewReader(string(msg))), Request: r}, nil
+	})}
+	const cred = `{"kind":"bedrock","region":"us-east-1","access_key_id":"AKIASTANDIN000000009","secret_access_key":"s3cret","endpoint":"https://bedrock.invalid"}`
+	for i := range 2 {
+		status, body, _ := do(t, cl, cred, cloud.PathMessages, message("claude-sonnet-4-5", false), []string{beta})
+		if status != 400 {
+			t.Fatalf("call %d = %d %s, want the cloud's 400", i, status, body)
+		}
+	}
+	// Each call: once with the beta, once again without.
+	if len(bodies) != 4 || !strings.Contains(bodies[2], beta) || strings.Contains(bodies[3], beta) {
+		t.Errorf("the cloud got %q, want each call with the beta and then without: the second call lost it", bodies)
+	}
+}

@@ -53,10 +53,11 @@ func checkPrivateKey(pemKey []byte) error {
 
 // vertex makes call on Vertex AI: Messages as rawPredict or
 // streamRawPredict, count_tokens as count-tokens:rawPredict; the model
-// list is refused. The box's betas stay the anthropic-beta header (and
-// the body's anthropic_beta, if any, the body's), less those the
-// credential's "betas" does not let through; a model that refuses them
-// gets the call again without any, and none from then on.
+// list is refused. The betas sent, in the anthropic-beta header, are
+// those the call asks for in its header and its body (Asked, as the
+// spend meter prices them), less those the credential's "betas" does
+// not let through; a model that refuses them gets the call again
+// without any, and none from then on.
 func (cl *Client) vertex(ctx context.Context, c *Credential, call Call, made func(string)) (*http.Response, error) {
 	if call.Path != PathMessages && call.Path != PathCountTokens {
 		return unsupported("The model list (GET /v1/models)", c.Kind), nil
@@ -79,11 +80,10 @@ func (cl *Client) vertex(ctx context.Context, c *Credential, call Call, made fun
 		method = ":streamRawPredict"
 	}
 	stream := f.stream && !count
-	headerBeta := c.allowedBetas(splitBetas(call.Beta))
-	bodyBeta := c.allowedBetas(f.bodyBeta)
-	key := betaKey(c, id, headerBeta, bodyBeta)
-	if cl.takesNoBetas(key) {
-		headerBeta, bodyBeta = nil, nil
+	betas := c.sentBetas(call, f.bodyBeta)
+	key := betaKey(c, id, betas)
+	if len(betas) > 0 && cl.takesNoBetas(key) {
+		betas = nil
 	}
 	base := c.Endpoint
 	if base == "" {
@@ -121,29 +121,35 @@ func (cl *Client) vertex(ctx context.Context, c *Credential, call Call, made fun
 	}
 	made(tok.AccessToken)
 
+	refused := false // the call is being made again without the betas the cloud refused
 	for {
-		body, err := f.body(bodyBeta)
+		body, err := f.body(nil)
 		if err != nil {
 			return nil, err
 		}
+		sentBody := body
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
 		if err != nil {
 			return nil, err
 		}
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
-		if len(headerBeta) > 0 {
-			req.Header.Set("Anthropic-Beta", strings.Join(headerBeta, ","))
+		if len(betas) > 0 {
+			req.Header.Set("Anthropic-Beta", strings.Join(betas, ","))
 		}
 		resp, err := cl.transport().RoundTrip(req)
 		if err != nil {
 			return nil, err
 		}
+		if resp.StatusCode == http.StatusOK && refused {
+			// Answered without the betas: the model refuses them.
+			cl.rememberNoBetas(key, c.Kind)
+		}
 		if resp.StatusCode != http.StatusOK {
 			b := readError(resp)
-			if cl.refusedBetas(key, c.Kind, len(headerBeta)+len(bodyBeta) > 0, resp.StatusCode, b) {
+			if !refused && betaRefused(resp.StatusCode, b, betas, sentBody) {
 				// Once only: the call made again sends no betas.
-				headerBeta, bodyBeta = nil, nil
+				betas, refused = nil, true
 				continue
 			}
 			return vertexError(resp.StatusCode, b), nil

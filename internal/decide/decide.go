@@ -198,6 +198,13 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 			"The broker holds no Anthropic credential for this box's payer (%s); the operator sets one with %s.",
 			protocol.FormatPayerHeader(paid.Payer), payer.SetHint(paid.Payer, call.Box.Name))
 	}
+	if paid.Failover != nil {
+		// The pool cools an overload for the model asked, and may ask on
+		// another entry for it.
+		if next, ok := paid.Failover.Model(req.Model); ok {
+			paid = next
+		}
+	}
 	if asked > 0 && cloud.Is(paid.Credential) {
 		return notOnCloud(paid.Credential)
 	}

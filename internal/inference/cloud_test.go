@@ -565,3 +565,49 @@ func TestCloud_BetasThroughTheBroker(t *testing.T) {
 		})
 	}
 }
+
+// TestBudget_Context1MInTheBodyOnBedrockReservesTheMillion is the attack
+// on a meter that reads the 1M window only from the anthropic-beta
+// header: a box held to a budget names context-1m in its body's
+// anthropic_beta, which Bedrock takes, with a source the API counts by
+// itself (a URL image, a PDF). Priced at the 200K window, it was
+// admitted by a budget a million tokens' input passes. The call is
+// priced at the 1M window, and refused by such a budget before it
+// reaches Bedrock; without the beta, the same budget admits it.
+func TestBudget_Context1MInTheBodyOnBedrockReservesTheMillion(t *testing.T) {
+	env := newCloudBroker(t, "bedrock")
+	meter := env.b.Server.Meter
+	full := meter.Bound(spend.Estimate{Model: "claude-sonnet-4-5", Calls: 1, Input: 200_000, Output: 1000})
+	million := meter.Bound(spend.Estimate{Model: "claude-sonnet-4-5", Calls: 1, Input: 1_000_000, Output: 1000})
+	if million <= 5*full {
+		t.Fatalf("the test is wrong: the 1M bound %d is not far over the 200K bound %d", million, full)
+	}
+	if err := env.b.Server.Store.SetBudget(context.Background(), store.Budget{Box: "a", Limit: million - 1, UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	body := func(betas string) []byte {
+		return []byte(`{"model":"claude-sonnet-4-5","max_tokens":1000,` + betas + `"messages":[{"role":"user","content":[` +
+			`{"type":"image","source":{"type":"url","url":"https://example.com/huge.png"}},{"type":"text","text":"What is in it?"}]}]}`)
+	}
+	h := http.Header{"Content-Type": {"application/json"}}
+	tests := []struct {
+		name  string
+		betas string
+	}{
+		{"anthropic_beta", `"anthropic_beta":["context-1m-2025-08-07"],`},
+		{"Anthropic_Beta", `"Anthropic_Beta":["interleaved-thinking-2025-05-14","context-1m-2025-08-07"],`},
+	}
+	for _, tt := range tests {
+		resp := env.b.Do("POST", "/llm/anthropic/v1/messages", env.token, body(tt.betas), h)
+		if _, msg := brokertest.Refusal(resp.Body); resp.StatusCode != 403 || !strings.Contains(msg, spend.FormatUSD(million)) {
+			t.Errorf("context-1m in the body's %s, budget under a million tokens' bound = %d %q, want 403 naming %s",
+				tt.name, resp.StatusCode, msg, spend.FormatUSD(million))
+		}
+	}
+	if n := len(env.rec.Seen()); n != 0 {
+		t.Errorf("Bedrock received %d calls, want none", n)
+	}
+	if resp := env.b.Do("POST", "/llm/anthropic/v1/messages", env.token, body(""), h); resp.StatusCode != 200 {
+		t.Errorf("no beta, same budget = %d %s, want 200", resp.StatusCode, resp.Body)
+	}
+}

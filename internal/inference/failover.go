@@ -11,7 +11,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/jsonfield"
 	"github.com/intentius/boxbroker/internal/pool"
 	"github.com/intentius/boxbroker/internal/proxy"
 )
@@ -57,6 +60,11 @@ func (c *Capability) keepForRetry(out *http.Request, pf *paidFor) error {
 		}
 		rt.body = b
 	}
+	// The pool cools an overload for the call's model, and may make the
+	// first try on another entry for it.
+	if next, ok := pf.paid.Failover.Model(modelOf(rt.body)); ok {
+		pf.paid = next
+	}
 	rt.contentLength = int64(len(rt.body))
 	if out.ContentLength > 0 || rt.contentLength > 0 {
 		out.ContentLength = rt.contentLength
@@ -64,6 +72,27 @@ func (c *Capability) keepForRetry(out *http.Request, pf *paidFor) error {
 	out.Body = newReplay(rt.body)
 	pf.retry = rt
 	return nil
+}
+
+// modelOf is the top-level "model" of a Messages body, read as
+// encoding/json reads it (the last of duplicates, matched exactly); ""
+// when it names none.
+func modelOf(body []byte) string {
+	var model string
+	top := jsonfield.View(body)
+	if !top.IsObject() {
+		return ""
+	}
+	top.ForEach(func(k, v gjson.Result) bool {
+		if jsonfield.Name(k) == "model" {
+			var s string
+			if jsonfield.String(v, &s) {
+				model = s
+			}
+		}
+		return true
+	})
+	return model
 }
 
 // readCloser reads from r and closes c.

@@ -198,6 +198,10 @@ func (c *Capability) prepare(w http.ResponseWriter, r *http.Request, call *capab
 		if err := c.keepForRetry(out, pf); err != nil {
 			return nil, err
 		}
+		if pf.paid.Entry != paid.Entry {
+			// The pool chose another entry for the call's model.
+			out = out.WithContext(proxy.WithEntry(out.Context(), pf.paid.Entry))
+		}
 	}
 	return out, nil
 }

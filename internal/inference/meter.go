@@ -8,6 +8,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/cloud"
 	"github.com/intentius/boxbroker/internal/jsonfield"
 	"github.com/intentius/boxbroker/internal/protocol"
 )
@@ -47,15 +48,27 @@ func (c *Capability) MeterBody(r *http.Request) (int64, bool) {
 // "mcp_servers" member that is not null or empty. Each server tool's
 // max_uses adds to Rounds (and a web search tool's to Searches); a server
 // tool, or an MCP server, with no max_uses makes the call Unboundable. A
-// body that is nil (not read) is Unbounded too. An anthropic-beta header
-// naming context-1m sets Context1M.
+// body that is nil (not read) is Unbounded too.
+//
+// Context1M is set when the betas the call asks for name context-1m:
+// those of its anthropic-beta header and of its body's anthropic_beta
+// (in any case of the name), read as the cloud paths read them
+// (cloud.Asked), so that a call is priced for every beta any path
+// sends.
 func (c *Capability) Estimate(r *http.Request, body []byte) capability.Estimate {
-	e := capability.Estimate{Calls: 1, Context1M: context1M(r)}
+	var header []string
+	if r != nil {
+		header = r.Header.Values("anthropic-beta")
+	}
+	e := capability.Estimate{Calls: 1, Context1M: cloud.Context1M(cloud.Asked(header, nil))}
 	if body == nil {
 		e.Unbounded = true
 		return e
 	}
 	f, ok := readRequest(body)
+	if len(f.betas) > 0 {
+		e.Context1M = cloud.Context1M(cloud.Asked(header, f.betas))
+	}
 	if !ok {
 		return e
 	}
@@ -79,20 +92,6 @@ func (c *Capability) Estimate(r *http.Request, body []byte) capability.Estimate 
 	return e
 }
 
-// context1M reports whether r asks for the 1M-token context window: an
-// anthropic-beta header that names context-1m, in any case.
-func context1M(r *http.Request) bool {
-	if r == nil {
-		return false
-	}
-	for _, v := range r.Header.Values("anthropic-beta") {
-		if strings.Contains(strings.ToLower(v), "context-1m") {
-			return true
-		}
-	}
-	return false
-}
-
 // requestFields is what readRequest read of a Messages body.
 type requestFields struct {
 	model     string
@@ -114,6 +113,10 @@ type requestFields struct {
 	servers, uses, searches int64
 	// unboundable, when not "", says which server tool sets no max_uses.
 	unboundable string
+	// betas are the values of every anthropic_beta member, named so in
+	// any case (cloud.IsBodyBeta); a value that is not a list of strings
+	// is kept whole, as its JSON.
+	betas []string
 }
 
 // readRequest reads a Messages body's top-level model and max_tokens.
@@ -160,6 +163,12 @@ func readRequest(body []byte) (requestFields, bool) {
 			f.readTools(v)
 		case name == "mcp_servers":
 			f.readMCP(v)
+		case cloud.IsBodyBeta(name):
+			list, err := cloud.BodyBetas([]byte(v.Raw))
+			if err != nil {
+				list = []string{v.Raw}
+			}
+			f.betas = append(f.betas, list...)
 		case jsonfield.Fold(name, "model"):
 			var s string
 			f.foldModel = true

@@ -321,6 +321,27 @@ func TestEstimate_Context1M(t *testing.T) {
 	}
 }
 
+// TestEstimate_Context1MInTheBody: a body's anthropic_beta, named so in
+// any case, asks for the 1M window as the header does (cloud.Asked).
+func TestEstimate_Context1MInTheBody(t *testing.T) {
+	tests := []struct {
+		body string
+		want bool
+	}{
+		{`{"model":"claude-sonnet-4-5","max_tokens":1,"anthropic_beta":["files-api-2025-04-14"]}`, false},
+		{`{"model":"claude-sonnet-4-5","max_tokens":1,"anthropic_beta":["context-1m-2025-08-07"]}`, true},
+		{`{"model":"claude-sonnet-4-5","max_tokens":1,"ANTHROPIC_BETA":["Context-1M-2025-08-07"]}`, true},
+		{`{"model":"claude-sonnet-4-5","max_tokens":1,"anthropic\u005fbeta":["context-1m-2025-08-07"]}`, true},
+		{`{"anthropic_beta":"context-1m-2025-08-07","model":"claude-sonnet-4-5","max_tokens":1}`, true},
+	}
+	for _, tt := range tests {
+		r := httptest.NewRequest("POST", "/llm/anthropic/v1/messages", nil)
+		if e := New(Config{}).Estimate(r, []byte(tt.body)); e.Context1M != tt.want {
+			t.Errorf("Estimate(%s): Context1M = %v, want %v", tt.body, e.Context1M, tt.want)
+		}
+	}
+}
+
 // unboundedJSON is what the body's API-side input is, read with
 // encoding/json (names matched exactly, the last of duplicates winning)
 // by Estimate's rules.

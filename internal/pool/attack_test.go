@@ -384,3 +384,59 @@ func TestPool_FailoverResumesOnceEveryEntryCameBack(t *testing.T) {
 		})
 	}
 }
+
+// TestPool_OneBoxsOverloadDoesNotMoveOthers is the attack on a pool that
+// cools a whole entry, for every box and model, on one 529: a box asks
+// for a model it chose, which the entry answers overloaded, again and
+// again, and every other box was moved off the entry (where its prompt
+// cache is warm) with a backoff doubling to five minutes. The overload
+// cools the entry for that model, and for the box that drew it, until
+// another box's overlaps: then the entry cools for that model for
+// every box, and calls of another model still go to it.
+func TestPool_OneBoxsOverloadDoesNotMoveOthers(t *testing.T) {
+	b, up := setup(t, nil)
+	a := order("mallory")[0]
+	up.setRule(func(entry, path string, body []byte) *answer {
+		if entry == a && bytes.Contains(body, []byte("claude-overloaded")) {
+			return &answer{status: 529, body: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`}
+		}
+		return nil
+	})
+	heavy := []byte(`{"model":"claude-overloaded","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`)
+	overloads := func(who, tok string, n int) {
+		t.Helper()
+		for i := 0; i < n; i++ {
+			if resp := messages(t, b, tok, heavy); resp.StatusCode != 200 || bytes.Contains(resp.Body, []byte("from "+a)) {
+				t.Fatalf("%s's call %d: %d %s, want 200 from another entry than %s", who, i, resp.StatusCode, resp.Body, a)
+			}
+		}
+	}
+	mallory := box(t, b, "mallory")
+	overloads("mallory", mallory, 5)
+	if calls := up.took(); len(calls) != 6 || calls[0].entry != a || slices.Contains(entries(calls[1:]), a) {
+		t.Errorf("mallory's 5 calls made upstream calls on %v, want %s once then never", entries(calls), a)
+	}
+	if st := stateOf(t, b, a); st.State != pool.StateHealthy {
+		t.Errorf("entry %s is %q (cooling %v) after one box's 529s, want %q", a, st.State, st.Cooling, pool.StateHealthy)
+	}
+	others := boxesOn(t, a, 3, "mallory")
+	calledOnce(t, b, up, others[0], box(t, b, others[0]), a, []byte(msgBody))
+
+	// A second box's overload of the model, while mallory's cooling
+	// lasts, cools it for every box: a third box asking for it goes past
+	// the entry at once, and its call of another model goes to it.
+	overloads(others[1], box(t, b, others[1]), 1)
+	st := stateOf(t, b, a)
+	if want := []string{pool.Overloaded + "/claude-overloaded"}; st.State != pool.StateCooling || !slices.Equal(st.Cooling, want) {
+		t.Errorf("entry %s after two boxes' 529s: %q, cooling %v; want %q, cooling %v", a, st.State, st.Cooling, pool.StateCooling, want)
+	}
+	third := box(t, b, others[2])
+	n := len(up.took())
+	overloads(others[2], third, 1)
+	if calls := up.took()[n:]; len(calls) != 1 || calls[0].entry == a {
+		t.Errorf("%s's call of the overloaded model went to %v, want one call past %s", others[2], entries(calls), a)
+	}
+	// Calls of another model still go to the entry: mallory's own too.
+	calledOnce(t, b, up, others[2], third, a, []byte(msgBody))
+	calledOnce(t, b, up, "mallory", mallory, a, []byte(msgBody))
+}

@@ -222,8 +222,8 @@ func TestPool_FailsOverBeforeTheBoxSeesARefusal(t *testing.T) {
 		skipped bool
 	}{
 		{"429", answer{status: 429, header: http.Header{"Retry-After": {"30"}}, body: `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`}, pool.StateHealthy, true},
-		{"529", answer{status: 529, body: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`}, pool.StateCooling, true},
-		{"500 overloaded_error", answer{status: 500, body: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`}, pool.StateCooling, true},
+		{"529", answer{status: 529, body: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`}, pool.StateHealthy, true},
+		{"500 overloaded_error", answer{status: 500, body: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`}, pool.StateHealthy, true},
 		{"401", answer{status: 401, body: `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`}, pool.StateFailed, true},
 		{"403", answer{status: 403, body: `{"type":"error","error":{"type":"permission_error","message":"no"}}`}, pool.StateHealthy, false},
 	}

@@ -16,8 +16,68 @@ const (
 )
 
 // Overloaded is what Stat.Cooling names for an entry that answered 529
-// or an overloaded_error, which cools every route.
+// or an overloaded_error, which cools every route of the call's model:
+// "overloaded/MODEL", or Overloaded alone for a call whose model the
+// pool was not told (capability.Failover's Model).
 const Overloaded = "overloaded"
+
+// maxOverloads bounds the models one entry keeps overloads of apart, and
+// maxModel the length of a model's name kept: past either (the box
+// chooses the model), an overload is kept as one of an unknown model,
+// which holds every call.
+const (
+	maxOverloads = 64
+	maxModel     = 128
+)
+
+// overloadKey is the name of an entry's overload of model.
+func overloadKey(model string) string {
+	if model == "" {
+		return Overloaded
+	}
+	return Overloaded + "/" + model
+}
+
+// overloadModelLocked is the model an overload of model on the entry
+// whose health is h is kept as: model, or "" (unknown) when its name is
+// too long or the entry keeps maxOverloads overloads of other models
+// still cooling. Overloads that cool for no one any more are dropped.
+func overloadModelLocked(h *health, model string, now time.Time) string {
+	if len(model) > maxModel {
+		return ""
+	}
+	if model == "" || h.limits[overloadKey(model)] != nil {
+		return model
+	}
+	n := 0
+	for k, l := range h.limits {
+		if !l.over {
+			continue
+		}
+		if l.idle(now) {
+			delete(h.limits, k)
+			continue
+		}
+		n++
+	}
+	if n >= maxOverloads {
+		return ""
+	}
+	return model
+}
+
+// idle reports whether l cools for no box at now.
+func (l *limit) idle(now time.Time) bool {
+	if now.Before(l.until) {
+		return false
+	}
+	for _, bc := range l.boxes {
+		if now.Before(bc.until) {
+			return false
+		}
+	}
+	return true
+}
 
 // maxCooledBoxes bounds the boxes one limit keeps a cooling of their own
 // for; a limit that more boxes drew a 429 on cools for every box.
@@ -66,11 +126,27 @@ func Limit(route, kind string) string {
 	return route + "/" + kind
 }
 
-// limit is one of an entry's rate limits, as this replica knows it.
+// limit is one of an entry's rate limits, or its overload of a model,
+// as this replica knows it.
 type limit struct {
-	route string
+	route string // a rate limit's route
+	// over is true for an overload, of model ("" for calls whose model
+	// was not known), which cools every route.
+	over  bool
+	model string
 	until time.Time // cooling for every box until
 	boxes map[string]*boxCool
+}
+
+// applies reports whether l holds calls on route of model ("" when not
+// known): a rate limit of route, or an overload of model; a call of a
+// model not known is held by every overload, and an overload of calls
+// whose model was not known holds every call.
+func (l *limit) applies(route, model string) bool {
+	if !l.over {
+		return l.route == route
+	}
+	return model == "" || l.model == "" || l.model == model
 }
 
 // boxCool is one box's own cooling of a limit.
@@ -88,21 +164,21 @@ func (l *limit) cools(box string, now time.Time) bool {
 	return bc != nil && now.Before(bc.until)
 }
 
-// coolLocked cools the limit of entry name (whose health is h) that box's
-// call on route drew a 429 on, with header hd: for box, for the answer's
-// retry-after, else the limit's reset, else a backoff of box's own 429s
-// on it; and for every box while CoolBoxes boxes' own coolings of it
-// last, so that no one box's coolings, however many or long, cool it for
-// the others.
-func (p *Pool) coolLocked(h *health, name, box, route string, hd http.Header, now time.Time) {
-	kind, reset := limitKind(hd)
-	key := Limit(route, kind)
+// coolLocked cools the limit key of entry name (whose health is h) that
+// box's call drew a 429 or an overload on, with header hd (like is the
+// limit as made when new: its route, or its overload's model): for box,
+// for the answer's retry-after, else the limit's reset, else a backoff of
+// box's own refusals on it; and for every box while CoolBoxes boxes' own
+// coolings of it last, so that no one box's coolings, however many or
+// long, cool it for the others.
+func (p *Pool) coolLocked(h *health, name, box, key string, like limit, hd http.Header, reset time.Time, now time.Time) {
 	if h.limits == nil {
 		h.limits = map[string]*limit{}
 	}
 	l := h.limits[key]
 	if l == nil {
-		l = &limit{route: route, boxes: map[string]*boxCool{}}
+		like.boxes = map[string]*boxCool{}
+		l = &like
 		h.limits[key] = l
 	}
 	for b, bc := range l.boxes {

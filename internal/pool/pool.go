@@ -15,8 +15,11 @@
 // anthropic-ratelimit-* headers name), for the answer's retry-after, the
 // limit's reset or an exponential backoff: first for the box that drew it
 // alone, and for every box once CoolBoxes boxes drew one. A 529 (or a 5xx
-// overloaded_error) cools the whole entry. An answer served ends the
-// cooling of the entry's limits for its route. A 401 or 403 fails nothing
+// overloaded_error) cools the entry for the call's model (every route of
+// it), in the same way: for the box that drew it, and for every box once
+// CoolBoxes boxes' coolings of that model overlap. An answer served ends
+// the cooling of the entry's limits for its route, and its overloads of
+// its model. A 401 or 403 fails nothing
 // by itself: the request, which the box chose, may be what was refused.
 // After a 401 the pool asks the upstream itself, with the entry's
 // credential, for its model list (at most once per ProbeEvery, one probe
@@ -136,8 +139,8 @@ type health struct {
 	failed      bool      // its credential was refused (see check)
 	failedValue time.Time // the UpdatedAt of the value refused
 	failedUntil time.Time
-	over        time.Time // overloaded (529, overloaded_error) until: no call of any route
-	strikes     int       // overloaded answers in a row, for the backoff
+	// limits are its rate limits and its overloads (529,
+	// overloaded_error), by name (Limit, overloadKey).
 	limits      map[string]*limit
 	probing     bool      // a probe of its credential is under way
 	probedAt    time.Time // when the last probe began
@@ -263,10 +266,13 @@ type Choice struct {
 	payer   protocol.Payer
 	box     string
 	route   string  // the limit the call counts against (RouteOf)
+	model   string  // the model the call names, once told (Model); "" unknown
 	entries []Entry // in the order tried
 	healthy int     // how many of entries were healthy when chosen
 	i       int     // the entry tried last
 	start   time.Time
+	// answered is whether any entry answered the call yet.
+	answered bool
 	// auth is whether the last answer was a 401 or 403, a refusal that
 	// is not the upstream's load: the call is made again on the next
 	// entry that is not failed, cooling or not.
@@ -299,7 +305,7 @@ func (p *Pool) Choose(ctx context.Context, box string, pay protocol.Payer) (capa
 			hl.failedUntil, hl.failed = time.Time{}, false
 		}
 		switch {
-		case p.usableLocked(e.Name, box, c.route, now):
+		case p.usableLocked(e.Name, box, c.route, "", now):
 			h = append(h, e)
 		case !p.failedLocked(e.Name, now):
 			cooling = append(cooling, e)
@@ -352,18 +358,20 @@ func (p *Pool) failedLocked(name string, now time.Time) bool {
 }
 
 // usableLocked reports whether the entry name takes box's calls on route
-// at now: it is not failed, not overloaded, and none of its limits for
-// route cools, for every box or for box.
-func (p *Pool) usableLocked(name, box, route string, now time.Time) bool {
+// of model ("" when not known) at now: it is not failed, and none of its
+// limits for route, nor of its overloads of model, cools for every box
+// or for box. A call of a model not known is kept off an entry any of
+// whose overloads cools for it.
+func (p *Pool) usableLocked(name, box, route, model string, now time.Time) bool {
 	h := p.health[name]
 	if h == nil {
 		return true
 	}
-	if p.failedLocked(name, now) || now.Before(h.over) {
+	if p.failedLocked(name, now) {
 		return false
 	}
 	for _, l := range h.limits {
-		if l.route == route && l.cools(box, now) {
+		if l.applies(route, model) && l.cools(box, now) {
 			return false
 		}
 	}
@@ -421,11 +429,59 @@ func (p *Pool) healthLocked(name string) *health {
 	return h
 }
 
+// Model implements capability.Failover: before any answer, the entries
+// are ordered again for the model, healthy first, and the Paid of the
+// first is returned when it is not the one chosen.
+func (c *Choice) Model(name string) (capability.Paid, bool) {
+	c.model = name
+	if name == "" || c.answered || c.i != 0 {
+		return capability.Paid{}, false
+	}
+	now := c.p.cfg.Now()
+	var h, cooling []Entry
+	c.p.mu.Lock()
+	for _, e := range c.entries {
+		if c.p.usableLocked(e.Name, c.box, c.route, name, now) {
+			h = append(h, e)
+		} else {
+			cooling = append(cooling, e)
+		}
+	}
+	c.p.mu.Unlock()
+	if len(h) == 0 {
+		// Every entry cools for the model too: the first try stays.
+		return capability.Paid{}, false
+	}
+	chosen := c.entries[0].Name
+	entries := appendOrdered(make([]Entry, 0, len(c.entries)), c.box, h)
+	entries = appendOrdered(entries, c.box, cooling)
+	old, oldHealthy := c.entries, c.healthy
+	c.entries, c.healthy = entries, len(h)
+	if entries[0].Name == chosen {
+		return capability.Paid{}, false
+	}
+	paid, err := c.paid(0)
+	if err != nil {
+		c.p.cfg.Logger.Warn("credential pool: entry skipped", "entry", entries[0].Name, "err", err)
+		c.entries, c.healthy = old, oldHealthy
+		return capability.Paid{}, false
+	}
+	c.p.mu.Lock()
+	c.p.healthLocked(chosen).requests-- // counted by Choose, never made
+	c.p.mu.Unlock()
+	paid.Failover = c
+	if len(c.entries) == 1 {
+		paid.Failover = single{c}
+	}
+	return paid, true
+}
+
 // Answered implements capability.Failover. After a 401 it probes the
 // entry's credential (see probe) before it returns.
 func (c *Choice) Answered(status int, hd http.Header, body []byte) bool {
 	e := c.entries[c.i]
-	refused := c.p.answered(e.Name, c.box, c.route, status, hd, body)
+	c.answered = true
+	refused := c.p.answered(e.Name, c.box, c.route, c.model, status, hd, body)
 	c.auth = status == http.StatusUnauthorized || status == http.StatusForbidden
 	if status == http.StatusUnauthorized {
 		c.p.check(e)
@@ -450,7 +506,7 @@ func (c *Choice) Next() (capability.Paid, bool) {
 	}
 	for i := c.i + 1; i < end; i++ {
 		c.p.mu.Lock()
-		ok := c.p.usableLocked(c.entries[i].Name, c.box, c.route, now) ||
+		ok := c.p.usableLocked(c.entries[i].Name, c.box, c.route, c.model, now) ||
 			(c.auth && !c.p.failedLocked(c.entries[i].Name, now))
 		c.p.mu.Unlock()
 		if !ok {
@@ -478,7 +534,11 @@ func (s single) Answered(status int, h http.Header, body []byte) bool {
 	return s.c.Answered(status, h, body)
 }
 func (s single) Next() (capability.Paid, bool) { return capability.Paid{}, false }
-func (s single) Others() bool                  { return false }
+func (s single) Model(name string) (capability.Paid, bool) {
+	s.c.model = name // one entry: nothing to move to
+	return capability.Paid{}, false
+}
+func (s single) Others() bool { return false }
 
 // Others implements capability.Failover.
 func (c *Choice) Others() bool { return c.i+1 < len(c.entries) }
@@ -490,9 +550,10 @@ func NeedsBody(status int) bool {
 	return status >= 500 && status <= 599 && status != 529
 }
 
-// answered notes what entry name answered box's call on route, and
-// reports whether it was a refusal another entry may not give.
-func (p *Pool) answered(name, box, route string, status int, hd http.Header, body []byte) bool {
+// answered notes what entry name answered box's call on route of model
+// ("" when not known), and reports whether it was a refusal another
+// entry may not give.
+func (p *Pool) answered(name, box, route, model string, status int, hd http.Header, body []byte) bool {
 	now := p.cfg.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -500,18 +561,15 @@ func (p *Pool) answered(name, box, route string, status int, hd http.Header, bod
 	switch {
 	case status == http.StatusTooManyRequests:
 		h.r429++
-		p.coolLocked(h, name, box, route, hd, now)
+		kind, reset := limitKind(hd)
+		p.coolLocked(h, name, box, Limit(route, kind), limit{route: route}, hd, reset, now)
 		return true
 	case status == 529 || (NeedsBody(status) && overloaded(body)):
+		// The box chose the model: the overload cools it alone until
+		// another box's overlaps (see coolLocked).
 		h.r529++
-		h.strikes++
-		d, ok := retryAfter(hd, now)
-		if !ok {
-			d = p.cfg.CoolBase << min(h.strikes-1, 20)
-		}
-		if u := now.Add(min(d, p.cfg.CoolMax)); u.After(h.over) {
-			h.over = u
-		}
+		model = overloadModelLocked(h, model, now)
+		p.coolLocked(h, name, box, overloadKey(model), limit{over: true, model: model}, hd, time.Time{}, now)
 		return true
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		// Counted, and made again on the next entry, but the entry is
@@ -523,11 +581,10 @@ func (p *Pool) answered(name, box, route string, status int, hd http.Header, bod
 		h.failures++
 		return true
 	case status >= 200 && status < 300:
-		// Served: the entry is not overloaded, and its limits for the
-		// route have room, whatever they said before.
-		h.strikes, h.over = 0, time.Time{}
+		// Served: the entry is not overloaded for the model, and its
+		// limits for the route have room, whatever they said before.
 		for k, l := range h.limits {
-			if l.route == route {
+			if l.applies(route, model) {
 				delete(h.limits, k)
 			}
 		}
@@ -579,7 +636,8 @@ type Stat struct {
 	State     string
 	Until     time.Time // when cooling or failed ends; zero when healthy
 	// Cooling names what cools for every box while State is cooling: a
-	// limit (Limit) or "overloaded".
+	// limit (Limit), or an overload ("overloaded/MODEL", "overloaded"
+	// for calls whose model was not known).
 	Cooling   []string
 	Requests  int64
 	R429      int64
@@ -614,9 +672,6 @@ func (p *Pool) stats(ctx context.Context, kinds bool) ([]Stat, error) {
 		p.mu.Lock()
 		if h := p.health[e.Name]; h != nil {
 			s.Requests, s.R429, s.R529, s.Failovers, s.Failures = h.requests, h.r429, h.r529, h.failovers, h.failures
-			if now.Before(h.over) {
-				s.Cooling, s.Until = append(s.Cooling, Overloaded), h.over
-			}
 			for k, l := range h.limits {
 				if now.Before(l.until) {
 					s.Cooling = append(s.Cooling, k)

@@ -121,6 +121,11 @@ type Config struct {
 	// neither to the store nor to the spool; by default (false) they are
 	// refused with a 503 (see docs/reliability.md).
 	AuditOptional bool
+	// NewStore lets serve make a new, empty SQLite database in a data
+	// directory that holds a master key file, a journal or a spool but
+	// no database (one whose database was deleted or moved); by default
+	// (false) serve refuses to start there.
+	NewStore bool
 }
 
 // Values of Config.Feedback.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/broker"
+	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/metrics"
 	"github.com/intentius/boxbroker/internal/outbox"
 	"github.com/intentius/boxbroker/internal/store"
@@ -41,21 +42,26 @@ func (o *observer) Request(rec *broker.Record) {
 	}
 }
 
-// TokenRefusals keeps one audit entry for a source's tallied refusals.
+// TokenRefusals keeps one audit entry for a source's tallied refusals
+// of one reason.
 func (o *observer) TokenRefusals(t *broker.Tally) {
 	if o.outbox != nil {
 		o.outbox.Add(tallyEntry(t))
 	}
 }
 
-// tallyEntry is the audit entry for t: no box, refused for the token, at
-// the first refusal tallied, with the count, source and span in its
+// tallyEntry is the audit entry for t: no box, refused for its reason,
+// at the first refusal tallied, with the count, source and span in its
 // message.
 func tallyEntry(t *broker.Tally) store.AuditEntry {
+	what := fmt.Sprintf("were refused (%s) before any box was known", t.Reason)
+	if t.Reason == capability.ReasonToken {
+		what = "carried no box's token"
+	}
 	return store.AuditEntry{
-		At: t.From, Method: t.Method, Route: t.Route, Capability: t.Capability, Status: t.Status, Reason: "token",
-		Message: fmt.Sprintf("%d more requests from %s carried no box's token from %s to %s, each refused; they are kept in this one entry.",
-			t.Count, t.Source, t.From.UTC().Format(time.RFC3339Nano), t.To.UTC().Format(time.RFC3339Nano)),
+		At: t.From, Method: t.Method, Route: t.Route, Capability: t.Capability, Status: t.Status, Reason: t.Reason,
+		Message: fmt.Sprintf("%d more requests from %s %s from %s to %s, each refused; they are kept in this one entry.",
+			t.Count, t.Source, what, t.From.UTC().Format(time.RFC3339Nano), t.To.UTC().Format(time.RFC3339Nano)),
 	}
 }
 

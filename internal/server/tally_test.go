@@ -95,3 +95,67 @@ func TestAudit_UnknownTokensAreAggregated(t *testing.T) {
 		t.Errorf("audit refusals after a new window's first = %d, want 3", len(got))
 	}
 }
+
+// TestAudit_TokenlessRefusalsAreAggregated floods the broker from one
+// client with requests refused before any box is known: 404s with no
+// token, each quoting its own path, and 405s judged before the token is
+// read. Each was journaled and kept in the audit log on its own (2,000
+// requests, 2,000 rows and 1.5 MB); they are kept as bad tokens are, the
+// first of each reason on its own and the rest in one entry a window.
+func TestAudit_TokenlessRefusalsAreAggregated(t *testing.T) {
+	logs := &brokertest.Buffer{}
+	b := brokertest.New(t, brokertest.Options{Logs: logs})
+	const flood = 2000
+	for i := range flood {
+		var r brokertest.Response
+		want := 404
+		if i%2 == 0 {
+			r = b.Do("GET", "/no/such/route/"+strconv.Itoa(i)+"/"+strings.Repeat("p", 600), "", nil, nil)
+		} else {
+			r = b.Do("PUT", "/llm/anthropic/v1/messages", "", []byte(`{}`), nil)
+			want = 405
+		}
+		if r.StatusCode != want {
+			t.Fatalf("request %d with no token = %d %s, want %d", i, r.StatusCode, r.Body, want)
+		}
+	}
+	ctx := context.Background()
+	rows := func() []store.AuditEntry {
+		t.Helper()
+		if err := b.Server.Audit.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		all, err := b.Server.Store.ListAudit(ctx, store.AuditQuery{Limit: 10000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return all
+	}
+	if got := rows(); len(got) != 2 {
+		t.Fatalf("audit rows during the flood = %d, want 2 (the first 404 and the first 405)", len(got))
+	}
+	b.Server.Broker.FlushTally() // the window ends
+	got := rows()
+	if len(got) != 4 {
+		t.Fatalf("audit rows after the window = %d, want 4: %+v", len(got), got)
+	}
+	tallied := map[int]bool{}
+	for _, e := range got {
+		if strings.Contains(e.Message, "more requests") {
+			if e.Box != "" || !strings.Contains(e.Message, strconv.Itoa(flood/2-1)+" more requests from 127.0.0.1") {
+				t.Errorf("tally entry = %+v, want no box and %d more requests from 127.0.0.1", e, flood/2-1)
+			}
+			tallied[e.Status] = true
+		}
+	}
+	if !tallied[404] || !tallied[405] {
+		t.Errorf("tally entries for statuses %v, want one for 404 and one for 405", tallied)
+	}
+	if n := strings.Count(logs.String(), `"msg":"request"`); n > 2 {
+		t.Errorf("request log lines = %d, want the first of each reason only", n)
+	}
+	text := scrape(t, b)
+	if got := metric(text, `boxbroker_requests_total{capability="inference",reason="method",route="/llm/anthropic/*",status="405"}`); got != strconv.Itoa(flood/2) {
+		t.Errorf("405s counted = %q, want %d: the metrics count every refusal", got, flood/2)
+	}
+}

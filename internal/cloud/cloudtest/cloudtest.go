@@ -20,6 +20,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -80,6 +81,12 @@ type Bedrock struct {
 	// profile's prefix aside) to the anthropic_beta values it takes; a
 	// model id it does not name takes StandInBedrockBetas.
 	Betas map[string][]string
+	// Members, when set before any request, are the top-level members an
+	// InvokeModel body may have: any other is refused as Bedrock's schema
+	// check refuses it (400 ValidationException, "extraneous key [NAME]
+	// is not permitted"), repeating the member's name, before its betas
+	// are looked at. Nil takes every member.
+	Members []string
 	// RoleOnly, when set, refuses calls signed with Creds
 	// (AccessDeniedException): only a role session's are taken.
 	RoleOnly atomic.Bool
@@ -164,6 +171,15 @@ func (s *Bedrock) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if json.Unmarshal(body, &m) != nil || string(m["anthropic_version"]) != `"bedrock-2023-05-31"` || m["model"] != nil || m["stream"] != nil {
 		s.fail(w, http.StatusBadRequest, "ValidationException", "malformed input request")
 		return
+	}
+	if s.Members != nil {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			if !slices.Contains(s.Members, k) {
+				s.fail(w, http.StatusBadRequest, "ValidationException",
+					"Malformed input request: #: extraneous key ["+k+"] is not permitted, please reformat your input and try again.")
+				return
+			}
+		}
 	}
 	if !s.betasTaken(w, id, m) {
 		return

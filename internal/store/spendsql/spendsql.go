@@ -99,12 +99,25 @@ const (
 		WHERE cache_hours.hour <= excluded.hour`
 )
 
-// Statements are the texts of the statements Settle and SettleMany run,
-// which a store whose driver parses a statement anew on each run (SQLite)
-// may prepare once and run prepared when Tx.Exec or Tx.QueryRow is given
-// one of them.
+// The statements a reservation runs; see Statements.
+const (
+	limitsSelect = `SELECT (SELECT limit_micros FROM budgets WHERE box = $1 AND principal = ''),
+		(SELECT limit_micros FROM budgets WHERE box = $1 AND principal = $2)`
+	tallyEnsure   = "INSERT INTO tallies (box, principal, month) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING"
+	reserveAny    = "UPDATE tallies SET reserved = reserved + $1 WHERE box = $2 AND principal = $3 AND month = $4"
+	reserveWithin = `UPDATE tallies SET reserved = reserved + $1
+			WHERE box = $2 AND principal = $3 AND month = $4
+			AND spent + reserved + $1 <= (SELECT limit_micros FROM budgets WHERE box = $2 AND principal = $3)`
+	reservationInsert = "INSERT INTO reservations (box, principal, month, amount, at) VALUES ($1, $2, $3, $4, $5) RETURNING id"
+)
+
+// Statements are the texts of the statements Reserve, Settle and
+// SettleMany run, which a store whose driver parses a statement anew on
+// each run (SQLite) may prepare once and run prepared when Tx.Exec or
+// Tx.QueryRow is given one of them.
 func Statements() []string {
-	return []string{boxThere, releaseDelete, releaseUpdate, tallyUpsert, usageUpsert, cacheUpsert, hourUpsert}
+	return []string{boxThere, releaseDelete, releaseUpdate, tallyUpsert, usageUpsert, cacheUpsert, hourUpsert,
+		limitsSelect, tallyEnsure, reserveAny, reserveWithin, reservationInsert}
 }
 
 // principals are the tallies a call of principal is charged to: the box's
@@ -119,8 +132,7 @@ func principals(principal string) []string {
 // limits returns the limit of the box's own budget and of principal's on
 // it, each nil when there is none.
 func limits(ctx context.Context, tx Tx, box, principal string) (own, of *int64, err error) {
-	err = tx.QueryRow(ctx, `SELECT (SELECT limit_micros FROM budgets WHERE box = $1 AND principal = ''),
-		(SELECT limit_micros FROM budgets WHERE box = $1 AND principal = $2)`, box, principal).Scan(&own, &of)
+	err = tx.QueryRow(ctx, limitsSelect, box, principal).Scan(&own, &of)
 	if principal == "" {
 		of = nil
 	}
@@ -148,7 +160,7 @@ func Reserve(ctx context.Context, tx Tx, r store.Reservation) (int64, error) {
 		return 0, nil // removed meanwhile
 	}
 	for _, p := range principals(r.Principal) {
-		if _, err := tx.Exec(ctx, "INSERT INTO tallies (box, principal, month) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING", r.Box, p, r.Month); err != nil {
+		if _, err := tx.Exec(ctx, tallyEnsure, r.Box, p, r.Month); err != nil {
 			return 0, err
 		}
 		limit := own
@@ -156,16 +168,12 @@ func Reserve(ctx context.Context, tx Tx, r store.Reservation) (int64, error) {
 			limit = of
 		}
 		if limit == nil {
-			if _, err := tx.Exec(ctx, "UPDATE tallies SET reserved = reserved + $1 WHERE box = $2 AND principal = $3 AND month = $4",
-				r.Amount, r.Box, p, r.Month); err != nil {
+			if _, err := tx.Exec(ctx, reserveAny, r.Amount, r.Box, p, r.Month); err != nil {
 				return 0, err
 			}
 			continue
 		}
-		n, err := tx.Exec(ctx, `UPDATE tallies SET reserved = reserved + $1
-			WHERE box = $2 AND principal = $3 AND month = $4
-			AND spent + reserved + $1 <= (SELECT limit_micros FROM budgets WHERE box = $2 AND principal = $3)`,
-			r.Amount, r.Box, p, r.Month)
+		n, err := tx.Exec(ctx, reserveWithin, r.Amount, r.Box, p, r.Month)
 		if err != nil {
 			return 0, err
 		}
@@ -179,8 +187,7 @@ func Reserve(ctx context.Context, tx Tx, r store.Reservation) (int64, error) {
 		}
 	}
 	var id int64
-	err = tx.QueryRow(ctx, "INSERT INTO reservations (box, principal, month, amount, at) VALUES ($1, $2, $3, $4, $5) RETURNING id",
-		r.Box, r.Principal, r.Month, r.Amount, tx.Time(r.At)).Scan(&id)
+	err = tx.QueryRow(ctx, reservationInsert, r.Box, r.Principal, r.Month, r.Amount, tx.Time(r.At)).Scan(&id)
 	return id, err
 }
 

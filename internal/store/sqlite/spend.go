@@ -125,14 +125,20 @@ func (r spendRow) Scan(dest ...any) error {
 func (s *Store) Reserve(ctx context.Context, r store.Reservation) (int64, error) {
 	op := fmt.Sprintf("reserve for box %q", r.Box)
 	// Most boxes have no budget: find that out without taking the writer.
-	if ok, err := spendsql.Budgeted(ctx, spendTx{q: s.r}, r.Box, r.Principal); err != nil || !ok {
+	ok, err := spendsql.Budgeted(ctx, spendTx{q: s.r}, r.Box, r.Principal)
+	if err != nil || !ok {
 		return 0, translate(op, err)
 	}
+	// Concurrent reservations are made in one transaction (grouped); one
+	// made for a caller that has gone by the time it is committed is
+	// released again.
 	var id int64
-	err := s.write(ctx, op, func(tx *sql.Tx) ([]store.Change, error) {
+	err = s.grouped(ctx, op, func(ctx context.Context, tx *sql.Tx) ([]store.Change, error) {
 		var err error
 		id, err = spendsql.Reserve(ctx, s.spendTx(tx), r)
 		return nil, err
+	}, func(ctx context.Context, tx *sql.Tx) ([]store.Change, error) {
+		return nil, spendsql.Release(ctx, s.spendTx(tx), id)
 	})
 	if err != nil {
 		return 0, err
@@ -141,11 +147,12 @@ func (s *Store) Reserve(ctx context.Context, r store.Reservation) (int64, error)
 }
 
 // Settle releases s's reservation, charges s.Charge to its tallies and
-// adds its usage, in one transaction; store.ErrNotFound if the box is gone.
+// adds its usage, in one transaction (shared with concurrent reservations
+// and settlements: see grouped); store.ErrNotFound if the box is gone.
 func (s *Store) Settle(ctx context.Context, st store.Settlement) error {
-	return s.write(ctx, fmt.Sprintf("settle for box %q", st.Box), func(tx *sql.Tx) ([]store.Change, error) {
+	return s.grouped(ctx, fmt.Sprintf("settle for box %q", st.Box), func(ctx context.Context, tx *sql.Tx) ([]store.Change, error) {
 		return nil, spendsql.Settle(ctx, s.spendTx(tx), st)
-	})
+	}, nil)
 }
 
 // ReleaseStale releases every reservation made before before.

@@ -17,7 +17,9 @@ func (s *Store) ApplySpooled(ctx context.Context, key string, settle []store.Set
 	if err != nil {
 		return false, translate(fmt.Sprintf("apply spooled batch %q", key), err)
 	}
-	err = s.write(ctx, fmt.Sprintf("apply spooled batch %q", key), func(tx *sql.Tx) ([]store.Change, error) {
+	// Made with concurrent reservations and settlements, in one
+	// transaction (see grouped).
+	err = s.grouped(ctx, fmt.Sprintf("apply spooled batch %q", key), func(ctx context.Context, tx *sql.Tx) ([]store.Change, error) {
 		res, err := tx.ExecContext(ctx, "INSERT INTO spooled (key, at) VALUES (?, ?) ON CONFLICT DO NOTHING", key, micros(s.now()))
 		if err != nil {
 			return nil, err
@@ -38,6 +40,10 @@ func (s *Store) ApplySpooled(ctx context.Context, key string, settle []store.Set
 		}
 		applied = true
 		return nil, nil
-	})
-	return applied, err
+	}, nil)
+	if err != nil {
+		// applied is not read: the group may still be writing it.
+		return false, err
+	}
+	return applied, nil
 }

@@ -18,6 +18,7 @@ var spendTests = []struct {
 	{"ReserveAndSettle", testReserveAndSettle},
 	{"ReservePrincipal", testReservePrincipal},
 	{"ConcurrentReserve", testConcurrentReserve},
+	{"ConcurrentReservePrincipalCeiling", testConcurrentReservePrincipalCeiling},
 	{"ReleaseStale", testReleaseStale},
 	{"Usage", testUsage},
 	{"SpendGoesWithBox", testSpendGoesWithBox},
@@ -272,6 +273,50 @@ func testConcurrentReserve(t *testing.T, s store.Store) {
 	ts := tallies(t, s, "alpha", m)
 	if len(ts) == 0 || ts[0].Principal != "" || ts[0].Reserved != int64(len(ids))*amount || ts[0].Reserved > limit {
 		t.Errorf("Tallies = %+v, want the box's reserved %d, at most %d", ts, int64(len(ids))*amount, limit)
+	}
+}
+
+// testConcurrentReservePrincipalCeiling: reservations made at once, each
+// held against the box's budget and then refused by its principal's,
+// leave nothing held against the box's for those refused, even where a
+// store makes concurrent reservations in one transaction.
+func testConcurrentReservePrincipalCeiling(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	mustCreateBox(t, s, "alpha")
+	const m, n, amount, limit = "2026-10", 40, 10, 55
+	wantErr(t, "SetBudget", s.SetBudget(ctx, store.Budget{Box: "alpha", Principal: "", Limit: 1 << 40, UpdatedAt: at(1)}), nil)
+	wantErr(t, "SetBudget(ann)", s.SetBudget(ctx, store.Budget{Box: "alpha", Principal: "github:ann", Limit: limit, UpdatedAt: at(1)}), nil)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	held, refused := 0, 0
+	var failed []error
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := s.Reserve(ctx, store.Reservation{Box: "alpha", Principal: "github:ann", Month: m, Amount: amount, At: at(0)})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				held++
+			case errors.Is(err, store.ErrOverBudget):
+				refused++
+			default:
+				failed = append(failed, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if len(failed) > 0 {
+		t.Fatalf("Reserve failed: %v", failed)
+	}
+	if held != limit/amount || refused != n-limit/amount {
+		t.Errorf("%d concurrent Reserve(%d) against ann's %d: %d held, %d refused, want %d, %d", n, amount, limit, held, refused, limit/amount, n-limit/amount)
+	}
+	want := []store.Tally{{Box: "alpha", Month: m, Reserved: int64(held) * amount}, {Box: "alpha", Principal: "github:ann", Month: m, Reserved: int64(held) * amount}}
+	if d := diff(want, tallies(t, s, "alpha", m)); d != "" {
+		t.Errorf("Tallies after concurrent reservations mismatch (-want +got):\n%s", d)
 	}
 }
 
