@@ -128,6 +128,9 @@ type SecretView struct {
 	// "token valid until …", "REFUSED since …: the OAuth grant needs
 	// renewing (…)", …; "" for a plain value. Listed secrets only.
 	State string `json:"state,omitempty"`
+	// BodyFields are the top-level form or JSON body fields in which the
+	// broker writes the value (store.Secret.BodyFields); omitted for none.
+	BodyFields []string `json:"bodyFields,omitempty"`
 }
 
 // SecretList is the answer to GET /api/boxes/{name}/secrets.
@@ -139,6 +142,11 @@ type SecretList struct {
 type SecretValue struct {
 	Host  string `json:"host"`
 	Value string `json:"value"`
+	// BodyFields, when given, name the top-level fields of a form or JSON
+	// request body in which the broker writes the value where the field's
+	// whole value is the box's token (protocol.CheckBodyFields); none
+	// means the value is written only in header values and the query.
+	BodyFields []string `json:"bodyFields,omitempty"`
 }
 
 // FeedbackView is one kept feedback batch.

@@ -16,7 +16,8 @@ import (
 // and the release of the box's limit, or the refusal.
 func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo) (capability.Capability, *capability.Call, held, error) {
 	// Nothing of the body is read until the token, read from the head,
-	// is a box's: Scopes reads only the head.
+	// is a box's (Scopes reads only the head), but for the small body a
+	// BodyTokenFinder reads when the head carries no token at all.
 	rt := s.route(r.URL.Path)
 	if rt == nil {
 		info.reason = capability.ReasonNoRoute
@@ -70,6 +71,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 		s.boundBody(rc, r, &info.lift)
 		return c, &info.admitted, held{}, nil
 	}
+	inBody := s.readBodyToken(rc, r, c)
 	tok, adm, err := s.authenticate(r, c)
 	if adm != nil {
 		info.box = adm.Box.Name
@@ -114,7 +116,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 			return nil, nil, held{}, err
 		}
 	}
-	info.admitted = capability.Call{Box: box, Token: tok, Words: need.Words, Payer: s.cfg.Payer.Func(box)}
+	info.admitted = capability.Call{Box: box, Token: tok, TokenInBody: inBody, Words: need.Words, Payer: s.cfg.Payer.Func(box)}
 	return c, &info.admitted, h, nil
 }
 

@@ -11,6 +11,7 @@ package store
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 )
 
@@ -156,6 +157,12 @@ type Secret struct {
 	// "oauth2", "aws-sigv4", "hmac"), whose sealed configuration the
 	// broker mints or signs with.
 	Kind string
+	// BodyFields names the top-level fields of a form or JSON request
+	// body whose whole value, when it is the box's token, egress replaces
+	// by the value (protocol.IsBodyField names one; at most
+	// protocol.MaxBodyFields). Nil for none: the value is then written
+	// only in header values and the query.
+	BodyFields []string
 }
 
 // Secrets keeps egress secrets.
@@ -364,4 +371,17 @@ type Audit interface {
 	ListAudit(ctx context.Context, q AuditQuery) ([]AuditEntry, error)
 	// PruneAudit forgets entries before before and says how many.
 	PruneAudit(ctx context.Context, before time.Time) (int64, error)
+}
+
+// JoinBodyFields is how a store keeps a Secret's BodyFields in one
+// column: comma-separated, "" for none. (A body field's name holds no
+// comma: see protocol.IsBodyField.)
+func JoinBodyFields(fields []string) string { return strings.Join(fields, ",") }
+
+// SplitBodyFields reads what JoinBodyFields wrote: nil for "".
+func SplitBodyFields(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
 }

@@ -275,6 +275,11 @@ func (u *Page) setSecret(w http.ResponseWriter, r *http.Request, sess *Session) 
 		return fmt.Errorf("seal secret %s of box %s: %w", name, b.Name, err)
 	}
 	sec := store.Secret{Box: b.Name, Name: name, Host: host, Sealed: sealed, UpdatedAt: u.cfg.Now().UTC()}
+	// The page has no field for body fields: a plain value set again
+	// keeps those the secret names (`secret set --body-field`).
+	if old, err := u.cfg.Store.Secret(r.Context(), b.Name, name); err == nil && old.Kind == "" {
+		sec.BodyFields = old.BodyFields
+	}
 	if err := u.cfg.Store.SetSecret(r.Context(), sec); err != nil {
 		return admin.StoreError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
 	}
