@@ -11,6 +11,7 @@ package broker
 import (
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -55,6 +56,10 @@ type Config struct {
 	// neither to the store nor to the spool) the call is refused with a
 	// 503 saying so, as Vault refuses requests no audit device can log.
 	Recording func() error
+	// TrustedProxies are the front proxies whose X-Forwarded-For the
+	// broker believes when it judges where a request came from (see
+	// SourceOf); none: the peer's address is the source.
+	TrustedProxies []netip.Prefix
 }
 
 // Server is the box-facing handler.

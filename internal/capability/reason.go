@@ -102,8 +102,21 @@ const (
 	// token endpoint limited, refused, or failed a mint for a github-app
 	// or oauth2 secret.
 	ReasonMintRateLimited = "mint-rate-limited"
-	ReasonMintRefused     = "mint-refused"
-	ReasonMintFailed      = "mint-failed"
+	// ReasonOutside: a box's token was used from outside the source
+	// addresses its owner bound it to (box add --from, box bind): a
+	// token that leaves its box is worth nothing.
+	ReasonOutside = "outside its box"
+	// ReasonExpired: a box's token is past its lifetime (box add --ttl),
+	// or is the old token of a rotation whose grace has ended.
+	ReasonExpired = "token expired"
+	// ReasonTokenSeen is no refusal: an answer from a secret's host or
+	// from Fountain held the box's own token, as the box would have
+	// sent it, before the broker put the token back in place of a
+	// value; the host keeps the token (a pushed .env, say). It is
+	// recorded on its own audit row, naming the host.
+	ReasonTokenSeen   = "token seen"
+	ReasonMintRefused = "mint-refused"
+	ReasonMintFailed  = "mint-failed"
 )
 
 // Reasons are every reason above, in the order docs/observability.md
@@ -117,6 +130,7 @@ var Reasons = []string{
 	ReasonUpstreamFailed, ReasonUpstream, ReasonTimeout, ReasonAborted, ReasonInternal, ReasonRefused,
 	ReasonHost, ReasonPassthrough, ReasonClosed,
 	ReasonMintRateLimited, ReasonMintRefused, ReasonMintFailed,
+	ReasonOutside, ReasonExpired, ReasonTokenSeen,
 }
 
 // IsReason reports whether s is one of Reasons.

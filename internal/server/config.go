@@ -6,6 +6,7 @@
 package server
 
 import (
+	"net/netip"
 	"fmt"
 	"net"
 	"net/url"
@@ -121,6 +122,12 @@ type Config struct {
 	// neither to the store nor to the spool; by default (false) they are
 	// refused with a 503 (see docs/reliability.md).
 	AuditOptional bool
+	// TrustedProxies are the front proxies (a load balancer, a sandbox
+	// host's gateway) whose X-Forwarded-For the broker believes when it
+	// judges where a box's request came from, for a token bound to its
+	// box's addresses (box add --from, box bind); see broker.SourceOf.
+	// Nil believes no X-Forwarded-For: the peer's address is the source.
+	TrustedProxies []netip.Prefix
 }
 
 // Values of Config.Feedback.

@@ -313,10 +313,11 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	caps = append(caps, opt.Extra...)
 	h, err := broker.New(broker.Config{
 		Broker: cfg.Broker, Store: rst, Cache: c, Payer: pay, Capabilities: caps, Logger: log,
-		Limits:      broker.Limits{Rate: cfg.BoxRate, Burst: cfg.BoxBurst, Concurrent: max(cfg.BoxConcurrent, 0)},
-		ReadTimeout: cfg.ReadTimeout,
-		Observer:    &observer{m: m, outbox: ob},
-		Recording:   recording(cfg, ob),
+		Limits:         broker.Limits{Rate: cfg.BoxRate, Burst: cfg.BoxBurst, Concurrent: max(cfg.BoxConcurrent, 0)},
+		ReadTimeout:    cfg.ReadTimeout,
+		Observer:       &observer{m: m, outbox: ob},
+		Recording:      recording(cfg, ob),
+		TrustedProxies: cfg.TrustedProxies,
 	})
 	if err != nil {
 		return nil, err

@@ -36,7 +36,6 @@ func scanBox(r pgx.Row) (store.Box, error) {
 	return b, nil
 }
 
-
 // payerKind is k as stored: "shared" when empty; an error unless shared or owner.
 func payerKind(k string) (string, error) {
 	switch k {

@@ -7,10 +7,10 @@
 package storetest
 
 import (
-	"net/netip"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"net/netip"
 	"sort"
 	"testing"
 	"time"
