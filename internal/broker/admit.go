@@ -191,7 +191,7 @@ func (s *Server) judgeToken(box *store.Box, old bool, from netip.Addr) *capabili
 		return capability.Refuse(capability.ReasonOutside, http.StatusForbidden, protocol.TypePermission,
 			"The token was used from outside its box's addresses: this request came from %s, and its owner bound the box's token to where the box runs, so it is refused. A token that leaves its box is worth nothing; if the box has moved, its owner binds it anew with `boxbroker box bind <box> --from CIDR`.", seen)
 	}
-	now := s.cfg.Now()
+	now := s.cfg.TokenNow()
 	if old && !now.Before(box.OldUntil) {
 		return capability.Refuse(capability.ReasonExpired, http.StatusForbidden, protocol.TypePermission,
 			"The token was replaced when the box's token was rotated, and the grace its owner gave the old one ended at %s; the box uses its new token.", protocol.FormatTime(box.OldUntil))

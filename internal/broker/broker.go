@@ -60,6 +60,9 @@ type Config struct {
 	// broker believes when it judges where a request came from (see
 	// SourceOf); none: the peer's address is the source.
 	TrustedProxies []netip.Prefix
+	// TokenNow is the clock a box token's expiry and a rotation's grace
+	// are judged by (default Now).
+	TokenNow func() time.Time
 }
 
 // Server is the box-facing handler.
@@ -113,6 +116,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.TokenNow == nil {
+		cfg.TokenNow = cfg.Now
 	}
 	var routes []route
 	for _, c := range cfg.Capabilities {

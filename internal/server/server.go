@@ -185,6 +185,10 @@ type Options struct {
 	// fails its entries by (default time.Now), for tests of a cooling's
 	// end.
 	PoolNow func() time.Time
+	// TokenNow, when set, is the clock box tokens expire by, and a
+	// rotation's grace ends by (default time.Now), for tests of their
+	// end.
+	TokenNow func() time.Time
 }
 
 // New opens everything cfg names and builds the handler. The caller must
@@ -318,6 +322,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		Observer:       &observer{m: m, outbox: ob},
 		Recording:      recording(cfg, ob),
 		TrustedProxies: cfg.TrustedProxies,
+		TokenNow:       opt.TokenNow,
 	})
 	if err != nil {
 		return nil, err
