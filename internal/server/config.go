@@ -6,9 +6,9 @@
 package server
 
 import (
-	"net/netip"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
