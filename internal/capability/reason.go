@@ -3,8 +3,10 @@ package capability
 import (
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/store"
 )
 
 // The reasons a refusal is kept under: the short, stable, lower-case
@@ -178,4 +180,13 @@ func ReasonOf(e *Error) string {
 		return ReasonRefused
 	}
 	return ReasonInternal
+}
+
+// TokenSeen is the audit entry recording that an answer from host (a
+// secret's host, or Fountain) to box's request on route held the box's
+// own token (ReasonTokenSeen): the host keeps it. It names the host and
+// never the token.
+func TokenSeen(box, capability, route, method, host string, status int, at time.Time) store.AuditEntry {
+	return store.AuditEntry{Box: box, At: at.UTC(), Method: method, Route: route, Capability: capability, Status: status, Reason: ReasonTokenSeen,
+		Message: fmt.Sprintf("The answer from %s held this box's own token, as the box sends it: %s keeps a copy (a pushed .env, a logged header). Whoever reads it there holds the box's token: bind the token to the box's addresses (boxbroker box bind) so that it is worth nothing elsewhere, rotate it, and have the copy removed.", host, host)}
 }

@@ -2,14 +2,18 @@ package server_test
 
 import (
 	"bytes"
+	"compress/zlib"
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -277,4 +281,153 @@ func TestBox_RotateGraceKeepsTheOldTokenUntilItEnds(t *testing.T) {
 	if r := models(b, prev); r.StatusCode != http.StatusForbidden || bytes.Contains(r.Body, []byte("grace")) {
 		t.Errorf("the token rotated with no grace = %d %s, want 403 as no box's token", r.StatusCode, r.Body)
 	}
+}
+
+// gitHost is a git host stand-in: it keeps what a push sends
+// (receive-pack), and serves a pushed file back raw, inflated from the
+// packfile, as a host's raw-file route does.
+type gitHost struct {
+	value string // the credential it takes
+	mu    sync.Mutex
+	pack  []byte
+}
+
+func (g *gitHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if _, pass, ok := r.BasicAuth(); !ok || pass != g.value {
+		http.Error(w, "bad credentials", http.StatusUnauthorized)
+		return
+	}
+	switch {
+	case r.Method == "POST" && strings.HasSuffix(r.URL.Path, "/git-receive-pack"):
+		body, _ := io.ReadAll(r.Body)
+		g.mu.Lock()
+		g.pack = body
+		g.mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-git-receive-pack-result")
+		io.WriteString(w, "000eunpack ok\n0000")
+	case r.Method == "GET" && strings.HasSuffix(r.URL.Path, "/raw/.env"):
+		g.mu.Lock()
+		pack := g.pack
+		g.mu.Unlock()
+		i := bytes.Index(pack, []byte("PACK"))
+		if i < 0 {
+			http.NotFound(w, r)
+			return
+		}
+		zr, err := zlib.NewReader(bytes.NewReader(pack[i+4:]))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain")
+		io.Copy(w, zr)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// TestEgress_TokenPushedInAPackfileIsRecordedAndWorthNothingElsewhere is
+// issue 40's item 2: a box commits its own .env (GITHUB_KEY=<its token>)
+// and pushes it; the packfile is deflated, so no scan of the request
+// sees the token, and the git host keeps it. When the host later serves
+// the file back, the broker records that the host holds the box's token
+// (an audit row of its own reason naming the host, a WARN line naming
+// box and host, never the token); and whoever reads the token there
+// cannot use it from anywhere but the box's own address.
+func TestEgress_TokenPushedInAPackfileIsRecordedAndWorthNothingElsewhere(t *testing.T) {
+	logs := &brokertest.Buffer{}
+	b := brokertest.New(t, brokertest.Options{Logs: logs})
+	ctx := context.Background()
+	const value = "ghp_gitvalue0123456789abcdefghijklmnopqr"
+	git := &gitHost{value: value}
+	host := httptest.NewServer(git)
+	t.Cleanup(host.Close)
+	tok := b.AddBox("shop")
+	b.SetCredential("anthropic", "sk-ant-api03-git-credential")
+	b.SetSecret("shop", "GITHUB", host.URL, value)
+	b.Report(tok, brokertest.Entry("inference", "agent"), brokertest.Entry("egress", "GITHUB"))
+	if err := b.Server.Store.BindBox(ctx, "shop", []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}); err != nil {
+		t.Fatal(err)
+	}
+	b.Sync()
+	home, away := clientFrom(t, "127.0.0.1"), clientFrom(t, "127.0.0.2")
+	basic := http.Header{"Authorization": {"Basic " + base64.StdEncoding.EncodeToString([]byte("x-access-token:"+tok))}}
+
+	// The push: its .env deflated in the packfile.
+	var pack bytes.Buffer
+	pack.WriteString("0000PACK")
+	zw := zlib.NewWriter(&pack)
+	io.WriteString(zw, "GITHUB_KEY="+tok+"\nDEBUG=1\n")
+	zw.Close()
+	status, body := sendGit(t, home, "POST", b.URL+"/egress/GITHUB/owner/repo.git/git-receive-pack", pack.Bytes(), basic)
+	if status != http.StatusOK {
+		t.Fatalf("push = %d %s, want 200", status, body)
+	}
+	// The host serves the file back: it holds the box's token.
+	status, body = sendGit(t, home, "GET", b.URL+"/egress/GITHUB/owner/repo/raw/.env", nil, basic)
+	if status != http.StatusOK || !bytes.Contains(body, []byte("GITHUB_KEY=")) {
+		t.Fatalf("the .env served back = %d %s, want 200 and the file", status, body)
+	}
+
+	if err := b.Server.Audit.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := b.Server.Store.ListAudit(ctx, store.AuditQuery{Box: "shop", Limit: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostName := strings.TrimPrefix(host.URL, "http://")
+	var seen []store.AuditEntry
+	for _, e := range entries {
+		if strings.Contains(fmt.Sprintf("%+v", e), tok) {
+			t.Errorf("audit row holds the box's token: %+v", e)
+		}
+		if e.Reason == capability.ReasonTokenSeen {
+			seen = append(seen, e)
+		}
+	}
+	if len(seen) != 1 || !strings.Contains(seen[0].Message, hostName) || seen[0].Route != "/egress/GITHUB" {
+		t.Errorf("audit rows of reason %q = %+v, want one naming the host %s", capability.ReasonTokenSeen, seen, hostName)
+	}
+	var warned bool
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, tok) {
+			t.Errorf("a log line holds the box's token: %s", line)
+		}
+		if strings.Contains(line, `"level":"WARN"`) && strings.Contains(line, "box's own token") && strings.Contains(line, `"box":"shop"`) && strings.Contains(line, hostName) {
+			warned = true
+		}
+	}
+	if !warned {
+		t.Errorf("no WARN line names the box and the host holding its token:\n%s", logs.String())
+	}
+
+	// Whoever read the token at the host uses it from elsewhere.
+	for _, path := range []string{"/llm/anthropic/v1/models", "/egress/GITHUB/owner/repo/raw/.env"} {
+		if status, body := sendFrom(t, away, "GET", b.URL+path, tok, "", nil); status != http.StatusForbidden || !outside(body) {
+			t.Errorf("the stolen token from 127.0.0.2 on %s = %d %s, want 403 as used from outside its box", path, status, body)
+		}
+	}
+}
+
+// sendGit sends a request as git does, with headers h, through c.
+func sendGit(t *testing.T, c *http.Client, method, url string, body []byte, h http.Header) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, vs := range h {
+		req.Header[k] = vs
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/x-git-receive-pack-request")
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
 }

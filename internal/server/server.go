@@ -310,7 +310,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	}
 	if cfg.FountainURL != nil {
 		caps = append(caps, fountain.New(fountain.Config{
-			Upstream: cfg.FountainURL, Transport: transport, Resources: rst, MaxBody: cfg.MaxBody, Logger: log,
+			Upstream: cfg.FountainURL, Transport: transport, Resources: rst, MaxBody: cfg.MaxBody, Logger: log, Audit: aw,
 			Key: func(ctx context.Context) ([]byte, error) { return pay.Open(ctx, payer.SharedFountain) },
 		}))
 	}
