@@ -77,10 +77,10 @@ func DescribeFrom(from []netip.Prefix) string {
 
 // BindBox binds the token of the box named name to from (nil: any
 // address), drops what the cache holds of it and waits until every
-// replica judges by the binding (Changed), logs it and records it in the
-// audit log as an admin action on route. A box that does not exist is a
-// 404.
-func (s *Server) BindBox(ctx context.Context, name string, from []netip.Prefix, route string) error {
+// replica judges by the binding (Changed), and logs it; the caller
+// records it in the audit log (BoundMessage says what was done). A box
+// that does not exist is a 404.
+func (s *Server) BindBox(ctx context.Context, name string, from []netip.Prefix) error {
 	if err := s.cfg.Store.BindBox(ctx, name, from); err != nil {
 		return StoreError(err, fmt.Sprintf("There is no box named %s.", name), "")
 	}
@@ -88,15 +88,19 @@ func (s *Server) BindBox(ctx context.Context, name string, from []netip.Prefix, 
 		return err
 	}
 	s.log.Info("admin: box bound", "box", name, "from", DescribeFrom(from))
-	return s.Audit(ctx, name, http.MethodPatch, route, "bound the box's token to "+DescribeFrom(from))
+	return nil
 }
 
-// Audit records an action an admin took on box, through route, in the
-// audit log: an entry whose Capability is store.ActorAdmin, its message
-// what was done (never a token or a value).
-func (s *Server) Audit(ctx context.Context, box, method, route, message string) error {
+// BoundMessage is the audit log's message for binding a box to from.
+func BoundMessage(from []netip.Prefix) string { return "bound the box's token to " + DescribeFrom(from) }
+
+// Audit records an action an admin took on box, through route, answered
+// with status, in the audit log: an entry whose Capability is
+// store.ActorAdmin, its message what was done (never a token or a
+// value).
+func (s *Server) Audit(ctx context.Context, box, method, route string, status int, message string) error {
 	e := store.AuditEntry{Box: box, At: s.cfg.Now().UTC(), Method: method, Route: route,
-		Capability: store.ActorAdmin, Status: http.StatusOK, Message: message}
+		Capability: store.ActorAdmin, Status: status, Message: message}
 	if err := s.cfg.Store.AddAudit(ctx, []store.AuditEntry{e}); err != nil {
 		return fmt.Errorf("audit %q on box %s: %w", route, box, err)
 	}

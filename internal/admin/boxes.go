@@ -245,7 +245,10 @@ func (s *Server) updateBox(w http.ResponseWriter, r *http.Request) error {
 		if b.From, err = ParseFrom(*set.From); err != nil {
 			return err
 		}
-		if err := s.BindBox(r.Context(), b.Name, b.From, "/api/boxes/{name}"); err != nil {
+		if err := s.BindBox(r.Context(), b.Name, b.From); err != nil {
+			return err
+		}
+		if err := s.Audit(r.Context(), b.Name, http.MethodPatch, "/api/boxes/{name}", http.StatusOK, BoundMessage(b.From)); err != nil {
 			return err
 		}
 	}
