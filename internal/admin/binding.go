@@ -92,7 +92,9 @@ func (s *Server) BindBox(ctx context.Context, name string, from []netip.Prefix) 
 }
 
 // BoundMessage is the audit log's message for binding a box to from.
-func BoundMessage(from []netip.Prefix) string { return "bound the box's token to " + DescribeFrom(from) }
+func BoundMessage(from []netip.Prefix) string {
+	return "bound the box's token to " + DescribeFrom(from)
+}
 
 // Audit records an action an admin took on box, through route, answered
 // with status, in the audit log: an entry whose Capability is
