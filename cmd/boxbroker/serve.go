@@ -57,7 +57,7 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	trusted := &prefixList{env: "BOXBROKER_TRUSTED_PROXY"}
 	if v := c.getenv("BOXBROKER_TRUSTED_PROXY"); v != "" {
 		if err := trusted.add(v); err != nil {
-			return fmt.Errorf("configuration: BOXBROKER_TRUSTED_PROXY: %w", err)
+			return fmt.Errorf("configuration: --trusted-proxy (BOXBROKER_TRUSTED_PROXY): %w", err)
 		}
 	}
 	fs.Var(trusted, "trusted-proxy", "front proxy (CIDR, repeatable or comma-separated) whose X-Forwarded-For is believed when judging where a box's request came from; none: the peer's address (BOXBROKER_TRUSTED_PROXY)")
