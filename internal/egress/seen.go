@@ -7,6 +7,7 @@ import (
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // tokenWatch watches an answer from the secret's host for the box's own
@@ -25,7 +26,7 @@ type tokenWatch struct {
 // watchToken begins watching resp, judging its headers at once.
 func (c *Capability) watchToken(resp *http.Response, f *flight) *tokenWatch {
 	w := &tokenWatch{c: c, resp: resp, f: f}
-	if proxy.HeaderHolds(resp.Header, f.token) {
+	if proxy.HeaderHolds(resp.Header, token.Body(f.token)) {
 		w.tell()
 	}
 	return w
@@ -36,7 +37,7 @@ func (w *tokenWatch) body(b io.ReadCloser) io.ReadCloser {
 	if w.told {
 		return b
 	}
-	return proxy.Watch(b, w.f.token, w.tell)
+	return proxy.Watch(b, token.Body(w.f.token), w.tell)
 }
 
 // tell logs, naming the box and host and never the token, and audits

@@ -7,6 +7,7 @@ import (
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // tokenWatch watches an answer from Fountain for the box's own token:
@@ -23,7 +24,7 @@ type tokenWatch struct {
 // watchToken begins watching resp, judging its headers at once.
 func (c *Capability) watchToken(resp *http.Response, cl *call) *tokenWatch {
 	w := &tokenWatch{c: c, resp: resp, cl: cl}
-	if proxy.HeaderHolds(resp.Header, cl.token) {
+	if proxy.HeaderHolds(resp.Header, token.Body(cl.token)) {
 		w.tell()
 	}
 	return w
@@ -34,7 +35,7 @@ func (w *tokenWatch) body(b io.ReadCloser) io.ReadCloser {
 	if w.told {
 		return b
 	}
-	return proxy.Watch(b, w.cl.token, w.tell)
+	return proxy.Watch(b, token.Body(w.cl.token), w.tell)
 }
 
 // tell logs, naming the box and host and never the token, and audits

@@ -50,3 +50,28 @@ func (c *cutReader) Read(p []byte) (int, error) {
 	c.s = c.s[n:]
 	return n, nil
 }
+
+// BenchmarkWatch is the watch's cost on a 200 KiB answer read 32 KiB at
+// a time, as the redactor reads it, without the needle (a token's
+// random body): a JSON listing whose every line holds tokens' prefixes
+// and many "Z" (dense: the needle's first byte, at every turn) and
+// the same with none (plain).
+func BenchmarkWatch(b *testing.B) {
+	const needle = "Zq8vR3kLm0Xw2Tn9Pc4Hs7Yd1Jf6Bg5Ua_Ei-Ko3Vx8Qr" // a token's body, as egress watches for it
+	dense := strings.Repeat(`{"sha":"ZZZZZ6789abcdef","path":"src/bbx_Zile.go","mode":"Z00644"}`+"\n", 200<<10/68)
+	for _, bc := range []struct{ name, body string }{{"dense", dense}, {"plain", strings.ReplaceAll(dense, "Z", "c")}} {
+		b.Run(bc.name, func(b *testing.B) {
+			buf := make([]byte, 32<<10)
+			b.SetBytes(int64(len(bc.body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				r := Watch(io.NopCloser(strings.NewReader(bc.body)), needle, func() {})
+				for {
+					if _, err := r.Read(buf); err != nil {
+						break
+					}
+				}
+			}
+		})
+	}
+}

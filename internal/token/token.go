@@ -64,6 +64,19 @@ func IsBodyByte(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_'
 }
 
+// Body is tok's random part, after its prefix (tok itself when it has
+// none of Prefixes): what a search for the token looks for, since its
+// first byte is as likely as any other and the prefix's are common, so
+// the search stops less often to compare.
+func Body(tok string) string {
+	for _, p := range Prefixes() {
+		if b, ok := strings.CutPrefix(tok, p); ok {
+			return b
+		}
+	}
+	return tok
+}
+
 // AppendFound appends to dst every run in s of prefix followed by at
 // least BodyLen characters IsBodyByte takes, each whole (a run longer
 // than a token is appended whole, and is no token), searched from the
