@@ -31,6 +31,9 @@ func TestBox_BindTTLAndGraceFromTheCLI(t *testing.T) {
 				box.ExpiresAt.Sub(time.Now()) < 719*time.Hour || box.TokenHash != token.Hash(first) {
 				t.Fatalf("box after add = %+v %v, want bound, with a 720h TTL", box, err)
 			}
+			if code, out, _ := runEnv(t, tt.env, "", "box", "list"); code != 0 || !strings.Contains(out, "FROM") || !strings.Contains(out, "10.20.0.0/16,192.0.2.7/32") {
+				t.Errorf("box list = %d %q, want its FROM column", code, out)
+			}
 			tests := []struct {
 				args []string
 				want string

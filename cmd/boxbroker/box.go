@@ -168,7 +168,7 @@ func runBox(ctx context.Context, c *cli, args []string) error {
 			return err
 		}
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tCREATED\tREPORTED\tPAYER\tCONSENT\tPAUSED")
+		fmt.Fprintln(tw, "NAME\tCREATED\tREPORTED\tPAYER\tCONSENT\tPAUSED\tFROM")
 		for _, b := range boxes {
 			reported := "never"
 			if _, at, err := st.Declaration(ctx, b.Name); err == nil {
@@ -178,7 +178,7 @@ func runBox(ctx context.Context, c *cli, args []string) error {
 			if b.PayerPrincipal != "" {
 				payer += " " + b.PayerPrincipal
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%v\n", b.Name, b.CreatedAt.UTC().Format(time.RFC3339), reported, safe(payer), b.Consent, b.Paused)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%v\t%s\n", b.Name, b.CreatedAt.UTC().Format(time.RFC3339), reported, safe(payer), b.Consent, b.Paused, fromColumn(store.FormatFrom(b.From)))
 		}
 		return tw.Flush()
 	}
@@ -315,4 +315,12 @@ func (lt *lifetimes) rotated(graceUntil, expires time.Time) string {
 		s += "; the new one expires at " + expires.UTC().Format(time.RFC3339)
 	}
 	return s
+}
+
+// fromColumn is box list's FROM: where the box's token is taken from.
+func fromColumn(from string) string {
+	if from == "" {
+		return "any"
+	}
+	return from
 }

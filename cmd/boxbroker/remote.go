@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -84,7 +85,7 @@ func runBoxRemote(ctx context.Context, c *cli, url, sub, name, brokerURL string,
 			return remoteError(err)
 		}
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tCREATED\tREPORTED\tPAYER\tCONSENT\tPAUSED")
+		fmt.Fprintln(tw, "NAME\tCREATED\tREPORTED\tPAYER\tCONSENT\tPAUSED\tFROM")
 		for _, b := range boxes {
 			reported := "never"
 			if b.ReportedAt != nil {
@@ -94,7 +95,7 @@ func runBoxRemote(ctx context.Context, c *cli, url, sub, name, brokerURL string,
 			if b.Payer.Principal != nil {
 				payer += " " + *b.Payer.Principal
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%v\n", b.Name, b.CreatedAt, reported, safe(payer), b.Consent, b.Paused)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%v\t%s\n", b.Name, b.CreatedAt, reported, safe(payer), b.Consent, b.Paused, fromColumn(strings.Join(b.From, ",")))
 		}
 		return tw.Flush()
 	}
