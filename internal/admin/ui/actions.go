@@ -125,7 +125,8 @@ func (u *Page) rotate(w http.ResponseWriter, r *http.Request, sess *Session) err
 	if err != nil {
 		return err
 	}
-	if err := u.cfg.Store.RotateToken(r.Context(), b.Name, token.Hash(tok)); err != nil {
+	// A box given a TTL has its new token given the same.
+	if err := u.cfg.Store.ReplaceToken(r.Context(), b.Name, admin.Rotation(b, token.Hash(tok), u.cfg.Now(), nil, 0)); err != nil {
 		return admin.StoreError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
 	}
 	if err := u.a.Changed(r.Context(), store.ChangeBox, b.Name); err != nil {

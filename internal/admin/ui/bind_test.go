@@ -58,3 +58,23 @@ func TestUI_BindingAndTokenFromOutsideItsBox(t *testing.T) {
 		}
 	}
 }
+
+// TestUI_RotateGivesTheNewTokenTheBoxsTTL: an expired token rotated on the
+// page is replaced by one with the box's lifetime, not the old expiry.
+func TestUI_RotateGivesTheNewTokenTheBoxsTTL(t *testing.T) {
+	b := brokertest.New(t, brokertest.Options{})
+	ctx := context.Background()
+	b.AddBox("shop")
+	past := time.Now().Add(-time.Minute)
+	if err := b.Server.Store.ReplaceToken(ctx, "shop", store.Rotation{Hash: "0123", TTL: 24 * time.Hour, ExpiresAt: past}); err != nil {
+		t.Fatal(err)
+	}
+	cookie, csrf := signedInForm(t, b)
+	if p := visit(t, b, "POST", "/ui/boxes/shop/rotate", cookie, url.Values{"csrf": {csrf}}, nil); p.status != 200 {
+		t.Fatalf("rotate = %d", p.status)
+	}
+	box, err := b.Server.Store.Box(ctx, "shop")
+	if err != nil || box.ExpiresAt.Sub(time.Now()) < 23*time.Hour {
+		t.Errorf("after rotating on the page: expires at %v (%v), want a day from now", box.ExpiresAt, err)
+	}
+}
