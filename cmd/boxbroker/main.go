@@ -24,13 +24,14 @@
 //	boxbroker prices [--json]             the price table and when it was checked
 //	boxbroker admin token|tokens|revoke   manage the admin API's tokens
 //	boxbroker audit [BOX] --since 1h      list the audit log
+//	boxbroker spool dead list|retry ID|drop ID  the batches the store refused for good
 //
 // Every subcommand but report and ready (which talk to a broker over HTTP),
 // prices and version takes --data DIR (or BOXBROKER_DATA) for the data directory and
 // --store URL (or BOXBROKER_STORE) for a PostgreSQL store. Flags may come
 // before or after a subcommand's words and arguments.
 // box (add, list, remove, rotate, payer, pause, resume), credential,
-// visitor, grant, budget, spend and audit take --admin-url (or
+// visitor, grant, budget, spend, audit and spool dead take --admin-url (or
 // BOXBROKER_ADMIN_URL) to act through a broker's admin API instead, with
 // BOXBROKER_ADMIN_TOKEN.
 package main
@@ -83,6 +84,7 @@ func commands() map[string]command {
 		"version":    {summary: "print the module version and VCS revision", run: runVersion},
 		"ready":      {summary: "ask a running serve whether it is ready (/readyz); exit 0 when it is", run: runReady},
 		"proxy":      {summary: "the egress proxy: ca prints its CA certificate, ca rotate replaces it", run: runProxy, subs: []string{"ca"}},
+		"spool":      {summary: "the batches the store refused for good: spool dead list, retry ID, drop ID", run: runSpool, subs: []string{"dead"}},
 	}
 }
 
@@ -243,10 +245,17 @@ func (c *cli) envOr(key, def string) string {
 
 // openStore opens the store cfg names, for a management command that may
 // create it (box add, credential set and add, visitor set, admin token).
+// It makes no new database in a data directory whose database has gone
+// (server.CheckHasDatabase): `serve --new-store` does that.
 func openStore(ctx context.Context, cfg *server.Config) (store.Store, error) {
 	cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.Store == "" {
+		if err := server.CheckHasDatabase(cfg.DataDir, false); err != nil {
+			return nil, err
+		}
 	}
 	return server.OpenStore(ctx, cfg)
 }

@@ -255,3 +255,18 @@ func (m *Metrics) TokenRefusal(tallied bool) {
 	}
 	m.tokenRefusals.WithLabelValues(kept).Inc()
 }
+
+// DeadLetters registers read, called at each scrape, as the source of
+// boxbroker_spool_dead_letters: the batches the store refused for good
+// and the spool set aside in the data directory (see outbox.DeadFile),
+// waiting for an operator to retry or drop them. It is called once,
+// before serving.
+func (m *Metrics) DeadLetters(read func() int) {
+	if m == nil || read == nil {
+		return
+	}
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "boxbroker_spool_dead_letters",
+		Help: "Batches of records (settlements, audit entries) the store refused for good, set aside in the data directory until an operator retries or drops them (boxbroker spool dead).",
+	}, func() float64 { return float64(read()) }))
+}

@@ -10,8 +10,11 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/intentius/boxbroker/internal/metrics"
 	"github.com/intentius/boxbroker/internal/proxy"
@@ -280,6 +283,15 @@ func (w *Writer) write(ctx context.Context, entries []store.AuditEntry, seqs []u
 		if key == "" {
 			key = NewKey()
 		}
+		if Refused(err) {
+			// Refused for what it holds: a replay would be refused too.
+			derr := refusedBatch(ctx, w.st, w.opt.Spool, Batch{Key: key, Audit: entries}, err)
+			if derr == nil {
+				w.lost.Store(false)
+				return
+			}
+			err = errors.Join(err, derr)
+		}
 		serr := w.opt.Spool.Append(Batch{Key: key, Audit: entries})
 		if serr == nil {
 			w.lost.Store(false)
@@ -337,9 +349,31 @@ func (w *Writer) Prune(ctx context.Context) (int64, error) {
 // proxy.ScrubKept does: the broker scrubs its records before they are
 // journaled, and the Writer scrubs every entry again as it is queued, so
 // that no entry made elsewhere (a mint's) keeps a token either.
+//
+// Each of those strings is also made one every store takes: invalid UTF-8
+// and NUL bytes (which PostgreSQL refuses in text, for good: a batch set
+// aside) become U+FFFD.
 func Scrub(e *store.AuditEntry) {
 	for _, f := range [...]*string{&e.Method, &e.Route, &e.Box, &e.Capability, &e.Reason, &e.Message, &e.PaidBy} {
-		*f = proxy.ScrubKept(*f)
+		*f = storable(proxy.ScrubKept(*f))
 	}
 	e.Words = proxy.ScrubKeptAll(e.Words)
+	cloned := false // the caller's words are never changed
+	for i, w := range e.Words {
+		if s := storable(w); s != w {
+			if !cloned {
+				e.Words, cloned = slices.Clone(e.Words), true
+			}
+			e.Words[i] = s
+		}
+	}
+}
+
+// storable is s with invalid UTF-8 and NUL bytes replaced by U+FFFD: a
+// string every store keeps as text.
+func storable(s string) string {
+	if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }

@@ -159,8 +159,10 @@ func (o *Outbox) Err() error {
 
 // Replay applies what the spool holds to the store now, each batch once,
 // and says how many batches it applied. A replay already running is
-// waited for. It stops, keeping it, at a batch that names another store
-// (a *ForeignError).
+// waited for. A batch the store refuses for good is set aside (see
+// refusedBatch), and the replay goes on. It stops, keeping it, at a batch
+// that names another store (a *ForeignError), or that the store does not
+// answer for.
 func (o *Outbox) Replay(ctx context.Context) (int, error) {
 	return o.Spool.Replay(ctx, func(ctx context.Context, b Batch) error {
 		if b.Store != "" && o.cfg.Identity != "" && b.Store != o.cfg.Identity {
@@ -170,8 +172,38 @@ func (o *Outbox) Replay(ctx context.Context) (int, error) {
 				Files: []string{filepath.Join(o.cfg.Dir, SpoolReplayFile)}}
 		}
 		_, err := o.cfg.Store.ApplySpooled(ctx, b.Key, b.Settle, b.Audit)
+		if Refused(err) {
+			// Refused for good: set aside, one bad record alone.
+			if err := refusedBatch(ctx, o.cfg.Store, o.Spool, b, err); err != nil {
+				return err
+			}
+			return errSetAside
+
+		}
 		return err
 	})
+}
+
+// ListDead returns the batches the store refused for good, set aside in
+// the data directory (see DeadFile), oldest first.
+func (o *Outbox) ListDead() ([]Dead, error) { return ListDead(o.cfg.Dir) }
+
+// RetryDead applies the dead letter id (its ID, or a prefix of one ID
+// only) to the store, and removes it once the store took it: see
+// RetryDead.
+func (o *Outbox) RetryDead(ctx context.Context, id string) (Dead, error) {
+	return RetryDead(ctx, o.cfg.Dir, o.cfg.Store, o.cfg.Identity, id)
+}
+
+// DropDead removes the dead letter id, giving up its records: see
+// DropDead.
+func (o *Outbox) DropDead(id string) (Dead, error) {
+	d, err := DropDead(o.cfg.Dir, id)
+	if err == nil {
+		o.log.Warn("spool: a dead letter is dropped; its records are given up", "id", d.ID,
+			"settlements", len(d.Batch.Settle), "audit_entries", len(d.Batch.Audit))
+	}
+	return d, err
 }
 
 // RunReplay replays the spool at once and then every ReplayEvery while

@@ -91,7 +91,7 @@ func (o *Outbox) add(st store.Settlement, seq uint64) {
 		p = &store.Settlement{Box: st.Box, Principal: st.Principal, Month: st.Month}
 		o.pending[k] = p
 	}
-	p.Charge += st.Charge
+	p.Charge = store.AddCapped(p.Charge, st.Charge)
 	for _, u := range st.Usage {
 		i := 0
 		for i < len(p.Usage) && (p.Usage[i].PayerKind != u.PayerKind || p.Usage[i].Model != u.Model) {
@@ -194,11 +194,19 @@ func (o *Outbox) record(ctx context.Context, st store.Settlement, seqs []uint64)
 }
 
 // applyKeyed writes st under key, or spools it under key when the store
-// does not take it.
+// does not take it, or sets it aside as a dead letter when the store
+// refuses it for good (Refused).
 func (o *Outbox) applyKeyed(ctx context.Context, key string, st store.Settlement) error {
 	_, err := o.cfg.Store.ApplySpooled(ctx, key, []store.Settlement{st}, nil)
 	if err == nil || o.Spool == nil || errors.Is(err, store.ErrNotFound) {
 		return err
+	}
+	if Refused(err) {
+		// Refused for what it holds: a replay would be refused too.
+		if derr := o.Spool.SetDead(Batch{Key: key, Settle: []store.Settlement{st}}, err); derr != nil {
+			return errors.Join(err, derr)
+		}
+		return nil
 	}
 	if serr := o.Spool.Append(Batch{Key: key, Settle: []store.Settlement{st}}); serr != nil {
 		return errors.Join(err, serr)

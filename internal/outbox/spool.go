@@ -31,6 +31,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -71,6 +72,10 @@ type Spool struct {
 	size int64 // bytes in SpoolFile and SpoolReplayFile
 
 	replay sync.Mutex // one Replay at a time
+
+	dead *deadFile // the batches the store refused for good (dead.go)
+	// onDead, when set, is called as a batch is set aside.
+	onDead func()
 }
 
 // OpenSpool opens the spool in dir (made, mode 0700, if missing), bounded to
@@ -86,7 +91,7 @@ func OpenSpool(dir string, max int64, id string, log *slog.Logger) (*Spool, erro
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("spool: %w", err)
 	}
-	s := &Spool{dir: dir, max: max, store: id, log: log}
+	s := &Spool{dir: dir, max: max, store: id, log: log, dead: newDeadFile(dir)}
 	for _, name := range []string{SpoolFile, SpoolReplayFile} {
 		if fi, err := os.Stat(filepath.Join(dir, name)); err == nil {
 			s.size += fi.Size()
@@ -201,9 +206,10 @@ func (s *Spool) Size() int64 {
 
 // Replay applies every spooled batch, oldest first, with apply, and
 // returns how many it applied: what an earlier Replay left set aside,
-// then what the spool held when Replay began. It stops at the first
-// batch apply fails, keeping that batch and every later one for the
-// next Replay. One Replay runs at a time; a second waits for the first.
+// then what the spool held when Replay began. A batch apply
+// refuses for good (Refused) is set aside as a dead letter (SetDead), and
+// the replay goes on; it stops at the first batch apply fails otherwise,
+// keeping that batch and every later one for the next Replay. One Replay runs at a time; a second waits for the first.
 func (s *Spool) Replay(ctx context.Context, apply func(context.Context, Batch) error) (int, error) {
 	s.replay.Lock()
 	defer s.replay.Unlock()
@@ -255,8 +261,17 @@ func (s *Spool) replayOnce(ctx context.Context, apply func(context.Context, Batc
 			// A line cut off by a crash mid-append: its Append never
 			// returned, so no one counted on it.
 			s.log.Warn("spool: a line that is no batch is skipped", "bytes", len(line))
-		} else if aerr := apply(ctx, b); aerr != nil {
-			return n, false, fmt.Errorf("spool: replay: %w", aerr)
+		} else if aerr := apply(ctx, b); errors.Is(aerr, errSetAside) {
+			// apply set it aside itself: not applied, and not kept.
+		} else if aerr != nil {
+			if !Refused(aerr) {
+				return n, false, fmt.Errorf("spool: replay: %w", aerr)
+			}
+			// Refused for what it holds, it would be at every replay:
+			// set aside, and the batches behind it go on.
+			if derr := s.SetDead(b, aerr); derr != nil {
+				return n, false, fmt.Errorf("spool: replay: %w", errors.Join(aerr, derr))
+			}
 		} else {
 			n++
 		}
@@ -288,6 +303,37 @@ func setAside(p, rp string) error {
 	defer unlock(f)
 	return os.Rename(p, rp)
 }
+
+// errSetAside is what a Replay's apply returns for a batch it set aside
+// itself (refused for good): the replay goes on, counting it not applied.
+var errSetAside = errors.New("set aside as a dead letter")
+
+// SetDead sets b, which the store refused for good (Refused(reason)),
+// aside in the dead-letter file with its reason, synced, and logs it. A
+// batch set aside already is not set aside twice.
+func (s *Spool) SetDead(b Batch, reason error) error {
+	if b.Key == "" {
+		b.Key = NewKey()
+	}
+	if b.Store == "" {
+		b.Store = s.store
+	}
+	if err := s.dead.put(b, reason, time.Now()); err != nil {
+		return err
+	}
+	s.log.Error("spool: a batch the store refuses is set aside as a dead letter; see `boxbroker spool dead list`",
+		"id", b.Key, "settlements", len(b.Settle), "audit_entries", len(b.Audit), "err", reason)
+	if s.onDead != nil {
+		s.onDead()
+	}
+	return nil
+}
+
+// DeadCount is how many batches the dead-letter file holds.
+func (s *Spool) DeadCount() int { return s.dead.Count() }
+
+// Dir is the data directory the spool is kept in.
+func (s *Spool) Dir() string { return s.dir }
 
 // Close closes the spool's file.
 func (s *Spool) Close() error {

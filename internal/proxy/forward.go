@@ -1,8 +1,12 @@
 package proxy
 
 import (
+	"context"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httputil"
+	"strings"
 	"sync"
 )
 
@@ -63,28 +67,91 @@ func New(rewrite func(*httputil.ProxyRequest), transport http.RoundTripper, erro
 			pr.Out.Close = true
 		}
 	}
-	f.Transport = transport
+	f.Transport = lengthNoted{next: transport}
 	f.ErrorHandler = errorHandler
 	f.BufferPool = &bufferPool{}
 	return f
 }
 
-// ServeHTTP forwards req and copies the answer to rw.
+// ErrAnswerCut is the error a Forwarder's ErrorHandler is given when the
+// upstream's answer broke off (its connection closed or reset before the
+// length it declared) before any byte of it was sent to the box: the box
+// is then answered with the ErrorHandler's refusal, not a header and a
+// cut body.
+var ErrAnswerCut = fmt.Errorf("the upstream's answer broke off before any of it was sent: %w", io.ErrUnexpectedEOF)
+
+// ServeHTTP forwards req and copies the answer to rw. The answer's
+// status line and header go to rw with its first byte, or its first
+// flush (an event stream's, at once), so that an answer that breaks off
+// before either is answered with the ErrorHandler's refusal for
+// ErrAnswerCut; one that breaks off later ends the box's connection
+// (http.ErrAbortHandler), as ReverseProxy does.
 func (f *Forwarder) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 	w := &answerWriter{rw: rw, req: req, informational: f.Informational, pending: make(http.Header)}
+	req = req.WithContext(context.WithValue(req.Context(), answerKey{}, w))
+	defer func() {
+		v := recover()
+		if v == nil {
+			return
+		}
+		if v != http.ErrAbortHandler || w.sent || w.code == 0 {
+			panic(v)
+		}
+		// ReverseProxy's copy of the body failed before a byte was
+		// written: a read of the upstream's answer.
+		w.pending = nil
+		if f.ErrorHandler == nil {
+			rw.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		f.ErrorHandler(rw, req, ErrAnswerCut)
+	}()
 	f.ReverseProxy.ServeHTTP(w, req)
+	if w.code != 0 {
+		w.send() // an answer with no body
+	}
 }
 
 // answerWriter is the ResponseWriter the ReverseProxy writes to. Until
 // the final answer's header goes out, Header is a map of its own, so
 // that a 1xx answer's header never mixes with what the capability set on
-// the box's answer beforehand; the final WriteHeader adds it to the
-// box's.
+// the box's answer beforehand, and so that an answer that breaks off
+// before its first byte leaves nothing of itself on the box's. The
+// final header goes out (added to the box's) with the first Write or
+// flush, or when the ReverseProxy returns.
 type answerWriter struct {
 	rw            http.ResponseWriter
 	req           *http.Request
 	informational func(*http.Request, http.Header)
-	pending       http.Header // nil once the final header is written
+	pending       http.Header // nil once the final header is sent
+	code          int         // the final status, once written; 0 before
+	sent          bool        // whether the final header went to rw
+	// sized is whether the upstream declared the answer's length and it
+	// is no event stream: a flush before its first byte (ReverseProxy
+	// flushes at once an answer a capability made of unknown length)
+	// then sends nothing, so that an answer cut before its first byte is
+	// still a refusal.
+	sized bool
+}
+
+// answerKey is the request context's key for the answerWriter of the
+// request being forwarded, which lengthNoted tells of the upstream's
+// answer.
+type answerKey struct{}
+
+// lengthNoted is a Forwarder's transport: next, noting on the request's
+// answerWriter whether the upstream declared its answer's length.
+type lengthNoted struct{ next http.RoundTripper }
+
+func (t lengthNoted) RoundTrip(r *http.Request) (*http.Response, error) {
+	res, err := t.next.RoundTrip(r)
+	if err == nil {
+		if w, ok := r.Context().Value(answerKey{}).(*answerWriter); ok {
+			ct, _, _ := strings.Cut(res.Header.Get("Content-Type"), ";")
+			w.sized = res.ContentLength > 0 && !strings.EqualFold(strings.TrimSpace(ct), "text/event-stream")
+		}
+	}
+	return res, err
 }
 
 func (w *answerWriter) Header() http.Header {
@@ -95,20 +162,34 @@ func (w *answerWriter) Header() http.Header {
 }
 
 func (w *answerWriter) WriteHeader(code int) {
-	if w.pending == nil {
-		w.rw.WriteHeader(code) // superfluous; let the server say so
+	if w.code != 0 {
+		if w.sent {
+			w.rw.WriteHeader(code) // superfluous; let the server say so
+		}
 		return
 	}
 	if code >= 100 && code < 200 {
 		w.inform(code)
 		return
 	}
+	w.code = code
+}
+
+// send sends the final header to the box, once.
+func (w *answerWriter) send() {
+	if w.sent {
+		return
+	}
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
 	dst := w.rw.Header()
 	for k, vs := range w.pending {
 		dst[k] = append(dst[k], vs...)
 	}
 	w.pending = nil
-	w.rw.WriteHeader(code)
+	w.sent = true
+	w.rw.WriteHeader(w.code)
 }
 
 // inform passes a 1xx answer on through Informational, with none of the
@@ -134,17 +215,18 @@ func (w *answerWriter) inform(code int) {
 }
 
 func (w *answerWriter) Write(p []byte) (int, error) {
-	if w.pending != nil {
-		w.WriteHeader(http.StatusOK)
-	}
+	w.send()
 	return w.rw.Write(p)
 }
 
-// FlushError flushes the box's answer, as http.ResponseController does.
+// FlushError flushes the box's answer, as http.ResponseController does;
+// before the first byte of an answer whose length the upstream declared,
+// it does nothing.
 func (w *answerWriter) FlushError() error {
-	if w.pending != nil {
-		w.WriteHeader(http.StatusOK)
+	if !w.sent && w.sized {
+		return nil
 	}
+	w.send()
 	return http.NewResponseController(w.rw).Flush()
 }
 

@@ -191,6 +191,8 @@ func Classify(err error, what string) (int, string, string) {
 		return http.StatusGatewayTimeout, protocol.TypeTimeout, "The " + what + " did not answer in time."
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return http.StatusBadGateway, protocol.TypeAPI, "The " + what + " refused the connection."
+	case errors.Is(err, ErrAnswerCut):
+		return http.StatusBadGateway, protocol.TypeAPI, "The " + what + " broke off its answer before any of it was sent; try again."
 	default:
 		return http.StatusBadGateway, protocol.TypeAPI, "The " + what + " could not be reached."
 	}

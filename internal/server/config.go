@@ -128,6 +128,11 @@ type Config struct {
 	// box's addresses (box add --from, box bind); see broker.SourceOf.
 	// Nil believes no X-Forwarded-For: the peer's address is the source.
 	TrustedProxies []netip.Prefix
+	// NewStore lets serve make a new, empty SQLite database in a data
+	// directory that holds a master key file, a journal or a spool but
+	// no database (one whose database was deleted or moved); by default
+	// (false) serve refuses to start there.
+	NewStore bool
 }
 
 // Values of Config.Feedback.

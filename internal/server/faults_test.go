@@ -32,6 +32,7 @@ const (
 	faultHangs     = "never answers"
 	faultResetsMid = "resets mid-answer"
 	faultSlow      = "answers very slowly"
+	faultCutEarly  = "declares a length and closes before its body"
 )
 
 // faultServer is one upstream for every forwarding capability (the
@@ -155,6 +156,10 @@ func (fs *faultServer) handle(w http.ResponseWriter, r *http.Request) {
 		conn.(*net.TCPConn).SetLinger(0)
 		conn.Close()
 		return
+	case faultCutEarly:
+		io.Copy(io.Discard, r.Body)
+		cutBeforeBody(w, r)
+		return
 	case faultHangs:
 		io.Copy(io.Discard, r.Body)
 		select {
@@ -221,7 +226,9 @@ type forwarder struct {
 // against every forwarding capability — inference, decide, egress and
 // fountain — several times over: down, accepting and hanging up at once,
 // garbage, a reset before answering, no answer at all, a reset halfway
-// through the answer, and an answer dribbled out slowly. Each turns into
+// through the answer, an answer dribbled out slowly, and one that
+// declares its length and closes before its body (a 502, as nothing of
+// it was sent). Each turns into
 // its documented answer: a 502 or 504 refusal naming the upstream, or,
 // once a passed-on answer has begun, a stream that ends (short of its
 // end, so the box can tell); a slow answer arrives whole. No credential,
@@ -311,12 +318,16 @@ func TestUpstreamFaults_EveryForwardingCapability(t *testing.T) {
 			full := goodBody(f.method, f.upstream, f.body)
 			status := want(fault, f)
 			switch {
-			case fault == faultResetsMid && f.name == "fountain" && r.status == 0 && r.err != nil:
+			case fault == faultResetsMid && f.name == "fountain" && (r.status == http.StatusBadGateway || r.status == 0 && r.err != nil):
 				// Fountain's short answer is cut within the last bytes the
 				// key's scan holds back (six times the key's length, for its
 				// escaped forms), which a broken stream drops: nothing of it
-				// was passed on, and the box sees the connection end with
-				// no answer, which it cannot take for a whole one.
+				// was passed on, so the box is refused 502 (or, where its
+				// header had gone out first, sees the connection end), never
+				// an answer it could take for a whole one.
+				if typ, msg := brokertest.Refusal(r.body); r.status == http.StatusBadGateway && (typ == "" || !strings.Contains(msg, names[f.name])) {
+					t.Errorf("%s with an upstream that %s: answer %.200s, want a refusal naming the %s", f.name, fault, r.body, names[f.name])
+				}
 			case r.status != status:
 				t.Errorf("%s with an upstream that %s = %d %v %.200s, want %d", f.name, fault, r.status, r.err, r.body, status)
 			case status != 200:
@@ -354,7 +365,7 @@ func TestUpstreamFaults_EveryForwardingCapability(t *testing.T) {
 		return runtime.NumGoroutine()
 	}
 	before := settle()
-	faults := []string{faultDown, faultHangsUp, faultGarbage, faultResets, faultHangs, faultResetsMid, faultSlow}
+	faults := []string{faultDown, faultHangsUp, faultGarbage, faultResets, faultHangs, faultResetsMid, faultSlow, faultCutEarly}
 	for round := 0; round < rounds; round++ {
 		for _, fault := range faults {
 			t.Run(fmt.Sprintf("%s/%d", strings.ReplaceAll(fault, " ", "_"), round), func(t *testing.T) { run(t, fault) })

@@ -3,10 +3,12 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +16,9 @@ import (
 
 	"github.com/intentius/boxbroker/internal/outbox"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/spend"
+	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/deadline"
 )
 
 // readyFile is the file the readiness check writes, syncs and removes in
@@ -30,6 +35,11 @@ const readyFile = ".readyz"
 // asked for at the same time share one write, and a write that succeeded
 // stands for diskOKFor (see diskProbe).
 //
+// Beside them it reports, from memory: a SQLite database file found gone
+// (store_file, not ready), and this replica's clock's skew from the
+// store's past spend.MaxClockSkew (clock; still ready, as leases are
+// judged by the store's clock).
+//
 // From the moment Serve begins to stop (Draining), Ready answers not
 // ready at once, checking nothing: a load balancer sends no more
 // requests to a replica that is going away.
@@ -42,6 +52,8 @@ func (s *Server) Ready(ctx context.Context) (map[string]any, bool) {
 	go func() { storeErr <- s.ping(ctx) }()
 	diskErr := make(chan error, 1)
 	go func() { diskErr <- s.disk.writable(ctx, d, s.Config.DataDir) }()
+	writesErr := make(chan error, 1)
+	go func() { writesErr <- s.storeWrites.check(ctx, s.wst) }()
 	out := map[string]any{"ready": true, "store": "ok", "disk": "ok"}
 	ok := true
 	if err := <-storeErr; err != nil {
@@ -51,12 +63,30 @@ func (s *Server) Ready(ctx context.Context) (map[string]any, bool) {
 		out["disk"], ok = "cannot write", false
 		s.log.Warn("readyz: the data directory takes no write", "dir", s.Config.DataDir, "err", err)
 	}
+	if err := s.storeFile.Err(); err != nil {
+		out["store_file"], ok = "gone: the database file was removed or replaced", false
+	}
+	if skew, measured := s.Meter.ClockSkew(); measured && (skew > spend.MaxClockSkew || skew < -spend.MaxClockSkew) {
+		out["clock"] = clockSkew(skew) // shown; leases hold by the store's clock
+	}
+	if err := <-writesErr; err != nil {
+		out["storeWrites"], ok = "failing: "+err.Error(), false
+	}
+	readyDeadLetters(out, s.Outbox.Spool.DeadCount())
 	if err := s.Outbox.Err(); err != nil {
 		out["record"] = "cannot record"
 		ok = ok && s.Config.AuditOptional // availability chosen: still ready
 	}
 	out["ready"] = ok
 	return out, ok
+}
+
+// clockSkew says how far this replica's clock is from the store's.
+func clockSkew(d time.Duration) string {
+	if d < 0 {
+		return (-d).Round(time.Second).String() + " behind the store's"
+	}
+	return d.Round(time.Second).String() + " ahead of the store's"
 }
 
 // ping pings the store through the request path's bound.
@@ -148,6 +178,66 @@ func writable(dir string) error {
 	return nil
 }
 
+// writesProbe is the readiness check of the store's writes, judged by
+// the last writes' outcome: nil while the last write made to the store
+// succeeded (or was answered). While writes fail, a write that changes
+// nothing (pruning the audit entries older than the year 1) is tried,
+// one at a time whoever asks, bounded as a write made beside requests;
+// its success ends the write outage (package deadline), and its failure
+// is the check's, with since when writes fail.
+type writesProbe struct {
+	sf singleflight.Group
+}
+
+func (p *writesProbe) check(ctx context.Context, st *deadline.Store) error {
+	since, _ := st.WritesFailing()
+	if since.IsZero() {
+		return nil
+	}
+	ch := p.sf.DoChan("writes", func() (any, error) {
+		_, err := st.PruneAudit(context.WithoutCancel(ctx), time.Time{})
+		return nil, err
+	})
+	select {
+	case r := <-ch:
+		if r.Err == nil {
+			return nil
+		}
+		return fmt.Errorf("since %s: %s", since.UTC().Format(time.RFC3339), writeFailure(r.Err))
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// writeFailure says why a write failed, for /readyz: no answer within the
+// deadline, or the store's refusal (its driver's message, which names no
+// value).
+func writeFailure(err error) string {
+	if errors.Is(err, deadline.ErrDeadline) {
+		return "no answer within the store deadline"
+	}
+	msg := err.Error()
+	if i := strings.LastIndex(msg, store.ErrUnavailable.Error()+": "); i >= 0 {
+		msg = msg[i+len(store.ErrUnavailable.Error())+2:]
+	}
+	if len(msg) > 200 {
+		msg = msg[:200]
+	}
+	return "refused: " + msg
+}
+
+// readyDeadLetters adds to out, what /readyz answers, the batches the
+// store refused for good and the spool set aside (n): the replica stays
+// ready, as its calls are recorded, and says it is degraded until an
+// operator retries or drops them.
+func readyDeadLetters(out map[string]any, n int) {
+	if n == 0 {
+		return
+	}
+	out["deadLetters"] = n
+	out["spool"] = fmt.Sprintf("degraded: %d batches the store refuses are set aside; see boxbroker spool dead list", n)
+}
+
 // serveReady answers GET or HEAD /readyz: 200 when Ready, 503 when not,
 // with what Ready found as JSON.
 func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
@@ -184,13 +274,23 @@ func (s *Server) withReady(h http.Handler) http.Handler {
 }
 
 // recording is what the broker asks before it serves a box's call: nil
-// while the outbox records (to the store or to the spool), and always nil
-// when cfg.AuditOptional chooses availability.
-func recording(cfg Config, ob *outbox.Outbox) func() error {
-	if cfg.AuditOptional {
+// while the outbox records (to the store or to the spool), whatever it
+// does when cfg.AuditOptional chooses availability. Whatever
+// cfg.AuditOptional says, it is an error once the SQLite database file
+// is gone (fw): nothing written to it could be read again.
+func recording(cfg Config, ob *outbox.Outbox, fw *fileWatch) func() error {
+	if fw == nil && cfg.AuditOptional {
 		return nil
 	}
-	return ob.Err
+	return func() error {
+		if err := fw.Err(); err != nil {
+			return err
+		}
+		if cfg.AuditOptional {
+			return nil
+		}
+		return ob.Err()
+	}
 }
 
 // ReplaySpool applies what the spool holds to the store now, each batch

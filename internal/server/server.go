@@ -147,6 +147,8 @@ type Server struct {
 	Spool *outbox.Spool
 	// disk is the readiness check's write to the data directory.
 	disk diskProbe
+	// storeWrites is the readiness check's judge of the store's writes.
+	storeWrites writesProbe
 	// Journal keeps the records of calls answered until the store or
 	// the spool takes them.
 	Journal *outbox.Journal
@@ -158,6 +160,12 @@ type Server struct {
 	cert *tls.Certificate
 	// stop is how far Serve's stop has gone (shutdown.go).
 	stop stopState
+	// lock is the SQLite data directory's lock, held until Close; nil
+	// for PostgreSQL, or a store the caller gave.
+	lock *dirLock
+	// storeFile watches the SQLite database file's identity; nil for
+	// PostgreSQL.
+	storeFile *fileWatch
 }
 
 // Options are what a caller adds in Go rather than configuration.
@@ -222,14 +230,6 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	if log == nil {
 		log, flushLog = NewLogger(os.Stderr, cfg.LogLevel)
 	}
-	keyring, err := LoadKeyring(&cfg)
-	if err != nil {
-		return nil, err
-	}
-	st := opt.Store
-	if (st == nil && !isPostgres(cfg.Store)) || cfg.MasterKey == "" {
-		warnOpenDataDir(log, cfg.DataDir)
-	}
 	// undo closes, newest first, what New has opened when it returns an
 	// error; a Server returned closes them itself (Close).
 	var undo []func() error
@@ -238,6 +238,27 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 			_ = undo[i]()
 		}
 	}()
+	st := opt.Store
+	// A SQLite store New opens itself is this process's alone: it holds
+	// the data directory's lock before it reads or makes anything there,
+	// and refuses a directory whose database has gone.
+	var lock *dirLock
+	if st == nil && !isPostgres(cfg.Store) {
+		if lock, err = lockDataDir(cfg.DataDir); err != nil {
+			return nil, err
+		}
+		undo = append(undo, lock.release)
+		if err := CheckHasDatabase(cfg.DataDir, cfg.NewStore); err != nil {
+			return nil, err
+		}
+	}
+	keyring, err := LoadKeyring(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	if (st == nil && !isPostgres(cfg.Store)) || cfg.MasterKey == "" {
+		warnOpenDataDir(log, cfg.DataDir)
+	}
 	if st == nil {
 		if st, err = OpenStore(ctx, &cfg); err != nil {
 			return nil, err
@@ -257,7 +278,11 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	m := metrics.New()
 	// Only a SQLite store is known to be this process's alone; any other
 	// may be shared with replicas, whose caches a report must wait for.
-	_, local := st.(*sqlite.Store)
+	lite, local := st.(*sqlite.Store)
+	var fw *fileWatch
+	if local {
+		fw = &fileWatch{check: lite.CheckFile, log: log}
+	}
 	// Every store call a request makes is bounded by StoreDeadline (rst);
 	// the writes made beside requests (audit batches, settlements) by a
 	// longer bound (wst). Admin calls and the CLI are not bounded.
@@ -277,6 +302,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		return nil, err
 	}
 	undo = append(undo, ob.Close)
+	m.DeadLetters(ob.Spool.DeadCount)
 	aw := ob.Audit
 	c := cache.New(rst, cache.Options{Changes: wst, Logger: log, Shared: !local})
 	onGrant := func(outcome string) {
@@ -293,11 +319,24 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Replicas judge reservation leases by PostgreSQL's clock, not each
+	// its own.
+	var storeClock func(context.Context) (time.Time, error)
+	if pg, ok := st.(*postgres.Store); ok {
+		storeClock = func(ctx context.Context) (time.Time, error) {
+			ctx, cancel := context.WithTimeout(ctx, writeBound(cfg.StoreDeadline))
+			defer cancel()
+			return pg.Clock(ctx)
+		}
+	}
 	meter, err := spend.New(spend.Config{Store: rst, Settle: wst, Outbox: ob,
 		StaleAfter: cfg.ReservationLease, Budgeted: c.Budgeted, Prices: prices, Metrics: m, Now: opt.SpendNow, Logger: log, MaxTokens: cfg.ReserveMaxTokens, MaxBody: cfg.MaxBody,
-		Counter: m})
+		Counter: m, StoreClock: storeClock})
 	if err != nil {
 		return nil, err
+	}
+	if err := meter.MeasureClock(ctx); err != nil {
+		log.Warn("spend: the store's clock not read at start; reservations are stamped by this replica's clock until it is", "err", err)
 	}
 	// Cloud accounts' calls are translated beneath the meter: it reads
 	// the Anthropic form of their answers.
@@ -320,21 +359,24 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		Limits:         broker.Limits{Rate: cfg.BoxRate, Burst: cfg.BoxBurst, Concurrent: max(cfg.BoxConcurrent, 0)},
 		ReadTimeout:    cfg.ReadTimeout,
 		Observer:       &observer{m: m, outbox: ob},
-		Recording:      recording(cfg, ob),
+		Recording:      recording(cfg, ob, fw),
 		TrustedProxies: cfg.TrustedProxies,
 		TokenNow:       opt.TokenNow,
 	})
 	if err != nil {
 		return nil, err
 	}
-	srv := &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Audit: aw, Metrics: m, log: log, flushLog: flushLog, rst: rst, wst: wst, Outbox: ob, Spool: ob.Spool, Journal: ob.Journal, cert: cert}
+	srv := &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Audit: aw, Metrics: m, log: log, flushLog: flushLog, rst: rst, wst: wst, Outbox: ob, Spool: ob.Spool, Journal: ob.Journal, cert: cert, lock: lock, storeFile: fw}
 	srv.Handler = srv.withReady(h)
 	adm, err := admin.New(admin.Config{Store: st, Cache: c, Keyring: keyring, Broker: cfg.Broker, Logger: log, Metrics: m.Handler(), Pool: credPool, Ready: srv.Ready,
 		Hosts: cfg.adminHosts()})
 	if err != nil {
 		return nil, err
 	}
-	page, err := ui.New(adm, ui.Config{})
+	for _, rt := range admin.DeadLetterRoutes(ob) {
+		adm.Handle(rt)
+	}
+	page, err := ui.New(adm, ui.Config{DeadLetters: ob.Spool.DeadCount})
 	if err != nil {
 		return nil, err
 	}
@@ -414,14 +456,16 @@ func (s *Server) Serve(ctx context.Context, ln, admin net.Listener) error {
 	return errors.Join(errs...)
 }
 
-// Run keeps the cache fresh, prunes the change log, writes the audit log,
+// Run keeps the cache fresh, watches the SQLite database file (see
+// fileWatch), prunes the change log, writes the audit log,
 // writes out the broker's tallies of token refusals and settles model
 // calls' spend in batches until ctx ends; then it writes what the tallies,
 // the audit queue and the batch still hold and returns. Serve runs it; a
 // caller serving the handlers itself runs it too.
 func (s *Server) Run(ctx context.Context) {
-	done := make(chan struct{}, 4)
+	done := make(chan struct{}, 5)
 	go func() { s.Cache.Run(ctx); done <- struct{}{} }()
+	go func() { s.storeFile.Run(ctx); done <- struct{}{} }()
 	go func() { s.Outbox.RunReplay(ctx); done <- struct{}{} }()
 	go func() { s.pruneChanges(ctx); done <- struct{}{} }()
 	go func() { s.Outbox.RunBatches(ctx); done <- struct{}{} }()
@@ -429,10 +473,9 @@ func (s *Server) Run(ctx context.Context) {
 	actx, stopAudit := context.WithCancel(context.WithoutCancel(ctx))
 	go func() { s.Broker.Run(ctx); stopAudit() }()
 	s.Audit.Run(actx)
-	<-done
-	<-done
-	<-done
-	<-done
+	for range cap(done) {
+		<-done
+	}
 }
 
 // httpServer is an http.Server for h with the configured bounds: on
@@ -481,5 +524,5 @@ func (s *Server) pruneChanges(ctx context.Context) {
 // Close releases the store.
 func (s *Server) Close() error {
 	_ = s.flushLog()
-	return errors.Join(s.Outbox.Close(), s.Store.Close())
+	return errors.Join(s.Outbox.Close(), s.Store.Close(), s.lock.release())
 }

@@ -2,8 +2,78 @@ package spend
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"time"
 )
+
+// MaxClockSkew is how far this process's clock may be from the store's
+// before MeasureClock warns and ClockSkew reports it: leases are judged
+// by the store's clock whatever the skew, but budget months, grants'
+// expiry and log times are told by this process's own.
+const MaxClockSkew = 5 * time.Second
+
+// storeClock is the store's clock's offset from Config.Now, as last
+// measured.
+type storeClock struct {
+	offset   atomic.Int64 // store's clock − Now, in nanoseconds
+	measured atomic.Bool  // whether a measurement has succeeded
+	mu       sync.Mutex   // guards warned
+	warned   bool         // whether the skew past MaxClockSkew was logged
+}
+
+// leaseNow is the time reservations are stamped and judged by: the
+// store's clock as last measured, or Now where there is no StoreClock
+// (or no measurement yet).
+func (m *Meter) leaseNow() time.Time {
+	return m.cfg.Now().Add(time.Duration(m.clock.offset.Load()))
+}
+
+// MeasureClock reads the store's clock (Config.StoreClock) and keeps its
+// offset from Now, taking the middle of the round trip as the moment it
+// was read. Past MaxClockSkew it logs one warning, and another only once
+// the skew has come back within it and gone past it again. It does
+// nothing without a StoreClock.
+func (m *Meter) MeasureClock(ctx context.Context) error {
+	if m.cfg.StoreClock == nil {
+		return nil
+	}
+	t0 := m.cfg.Now()
+	at, err := m.cfg.StoreClock(ctx)
+	if err != nil {
+		return err
+	}
+	t1 := m.cfg.Now()
+	off := at.Sub(t0.Add(t1.Sub(t0) / 2))
+	m.clock.offset.Store(int64(off))
+	m.clock.measured.Store(true)
+	far := off > MaxClockSkew || off < -MaxClockSkew
+	m.clock.mu.Lock()
+	warn := far && !m.clock.warned
+	m.clock.warned = far
+	m.clock.mu.Unlock()
+	if warn {
+		m.log.Warn("clock: this replica's clock is far from the store's; reservation leases are judged by the store's clock, "+
+			"but budget months, grants' expiry and log times by this one's: keep every replica's clock in sync with the store's (NTP)",
+			"skew", skewString(-off), "bound", MaxClockSkew.String())
+	}
+	return nil
+}
+
+// ClockSkew is how far this process's clock is ahead of the store's
+// (negative: behind), as last measured, and whether a measurement has
+// succeeded; 0, false without a StoreClock.
+func (m *Meter) ClockSkew() (time.Duration, bool) {
+	return -time.Duration(m.clock.offset.Load()), m.clock.measured.Load()
+}
+
+// skewString says d, a clock's skew from the store's, in words.
+func skewString(d time.Duration) string {
+	if d < 0 {
+		return (-d).Round(time.Millisecond).String() + " behind"
+	}
+	return d.Round(time.Millisecond).String() + " ahead"
+}
 
 // renew renews the leases of this process's calls in flight.
 func (m *Meter) renew(ctx context.Context) {
@@ -16,7 +86,7 @@ func (m *Meter) renew(ctx context.Context) {
 	if len(ids) == 0 {
 		return
 	}
-	if err := m.cfg.Settle.RenewReservations(ctx, ids, m.cfg.Now()); err != nil && ctx.Err() == nil {
+	if err := m.cfg.Settle.RenewReservations(ctx, ids, m.leaseNow()); err != nil && ctx.Err() == nil {
 		m.log.Warn("spend: reservations of calls in flight not renewed; they are released if no renewal succeeds within their lease",
 			"count", len(ids), "lease", m.cfg.StaleAfter.String(), "err", err)
 	}
@@ -25,24 +95,41 @@ func (m *Meter) renew(ctx context.Context) {
 // Run renews the reservations of this process's calls in flight, and
 // releases stale reservations — those no process renewed within their
 // lease, as a process that ended mid-call leaves them — now and every
-// sixth of the lease, until ctx ends.
+// sixth of the lease, until ctx ends. With a StoreClock it measures the
+// store's clock first each time, and does neither until a measurement
+// has succeeded: a lease is never judged by an unmeasured clock.
 func (m *Meter) Run(ctx context.Context) {
 	every := min(m.cfg.StaleAfter/6, 10*time.Minute)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		m.renew(ctx)
-		n, err := m.cfg.Settle.ReleaseStale(ctx, m.cfg.Now().Add(-m.cfg.StaleAfter))
-		switch {
-		case err != nil && ctx.Err() == nil:
-			m.log.Warn("spend: stale reservations not released", "err", err)
-		case n > 0:
-			m.log.Warn("spend: released stale reservations", "count", n, "older_than", m.cfg.StaleAfter.String())
-		}
+		m.tend(ctx)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// tend is one round of Run.
+func (m *Meter) tend(ctx context.Context) {
+	if err := m.MeasureClock(ctx); err != nil && ctx.Err() == nil {
+		if m.clock.measured.Load() {
+			m.log.Debug("spend: the store's clock not read; leases are judged by the last measurement", "err", err)
+		} else {
+			m.log.Warn("spend: the store's clock not read; no lease is renewed or released until it is", "err", err)
+		}
+	}
+	if m.cfg.StoreClock != nil && !m.clock.measured.Load() {
+		return
+	}
+	m.renew(ctx)
+	n, err := m.cfg.Settle.ReleaseStale(ctx, m.leaseNow().Add(-m.cfg.StaleAfter))
+	switch {
+	case err != nil && ctx.Err() == nil:
+		m.log.Warn("spend: stale reservations not released", "err", err)
+	case n > 0:
+		m.log.Warn("spend: released stale reservations", "count", n, "older_than", m.cfg.StaleAfter.String())
 	}
 }

@@ -97,6 +97,15 @@ type Config struct {
 	MaxBody int64
 	// StaleAfter is the age past which Run releases a reservation.
 	StaleAfter time.Duration
+	// StoreClock, when set, reads the store's clock (a store shared by
+	// replicas: PostgreSQL's). Reservations are then stamped, renewed and
+	// judged stale by the store's clock as this process measures it
+	// (its offset from Now, measured by MeasureClock at every round of
+	// Run), so that a replica whose clock runs ahead or behind neither
+	// releases another's live reservations nor has its own released;
+	// until a measurement succeeds, Run neither renews nor releases. Nil
+	// judges leases by Now (one process: SQLite).
+	StoreClock func(ctx context.Context) (time.Time, error)
 	// Counter, when set, is told of each request's usage by model as it
 	// settles (the broker's metrics); nil tells no one.
 	Counter Counter
@@ -130,6 +139,8 @@ type Meter struct {
 	live   map[int64]struct{}
 	// unpriced is the models calls used that the table does not name.
 	unpriced unpricedSet
+	// clock is the store's clock's offset from Now, as last measured.
+	clock storeClock
 }
 
 // New returns a Meter, or an error when cfg has no store.

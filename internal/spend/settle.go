@@ -114,10 +114,10 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 			continue
 		}
 		c := res.Cost(rd.tokens)
-		charged += c
+		charged = store.AddCapped(charged, c)
 		if priced {
-			u.Cost += c
-			cost += c
+			u.Cost = store.AddCapped(u.Cost, c)
+			cost = store.AddCapped(cost, c)
 		}
 	}
 	// The request's log line and audit row show the measured cost,

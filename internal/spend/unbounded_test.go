@@ -351,3 +351,46 @@ func fullContextOnly(t *testing.T, b *brokertest.Broker, token string, body []by
 		t.Errorf("%s: spent = %d, want the call's cost %d, within the budget %d", what, spent, cost, full)
 	}
 }
+
+// TestSpend_HugeReportedUsageIsBounded: an upstream that reports 2^62
+// input tokens on each of two calls. Once, their usage summed past an
+// int64 and SQLite refused the settlement ("cannot store REAL value in
+// INTEGER column"), which then held the spool. The bound held: each count
+// is taken as spend.MaxReportedTokens, the store keeps both calls with
+// 2 × that many input tokens, and nothing is spooled or set aside. Bounded
+// by a 5 s wait for the batch; a few hundred ms on loopback.
+func TestSpend_HugeReportedUsageIsBounded(t *testing.T) {
+	var calls atomic.Int64
+	b, token := newBroker(t, brokertest.Options{Anthropic: usageStandIn(&calls, 1<<62, 0)})
+	for i := range 2 {
+		if r := post(b, token, messagesBody("claude-haiku-4-5", 100, false)); r.StatusCode != 200 {
+			t.Fatalf("call #%d = %d %s", i+1, r.StatusCode, r.Body)
+		}
+	}
+	month := time.Now().UTC().Format("2006-01")
+	var u []store.Usage
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		var err error
+		u, err = b.Server.Store.ListUsage(context.Background(), "salad", month)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(u) == 1 && u[0].Calls == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ListUsage = %+v after 5 s, want one row of 2 calls (spool %d bytes, %d dead letters)",
+				u, b.Server.Spool.Size(), b.Server.Spool.DeadCount())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if want := int64(2 * spend.MaxReportedTokens); u[0].InputTokens != want {
+		t.Errorf("InputTokens kept = %d, want %d (two calls at spend.MaxReportedTokens)", u[0].InputTokens, want)
+	}
+	if u[0].Cost <= 0 {
+		t.Errorf("Cost kept = %d, want above zero", u[0].Cost)
+	}
+	if n, d := b.Server.Spool.Size(), b.Server.Spool.DeadCount(); n != 0 || d != 0 {
+		t.Errorf("spool %d bytes, %d dead letters; want none", n, d)
+	}
+}

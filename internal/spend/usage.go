@@ -24,12 +24,22 @@ type opt struct {
 	set bool
 }
 
+// MaxReportedTokens bounds each count an upstream's usage reports
+// (input, output, cache write and read tokens, web searches): a larger
+// count is taken as MaxReportedTokens. It is some thousand times the
+// largest context window, and small enough that no sum of such counts
+// the broker or a store keeps passes an int64 (or a store's column)
+// before 2^31 calls at the bound: an upstream that reports 2^62 tokens
+// costs its call's bound, and cannot make a batch of settlements the
+// store refuses.
+const MaxReportedTokens = 1 << 32
+
 // tokens sets each of t's counts that u holds (a negative count is not
-// taken).
+// taken; one past MaxReportedTokens is taken as MaxReportedTokens).
 func (u *usageFields) tokens(t *Tokens) {
 	take := func(to *int64, o opt) {
 		if o.set && o.n >= 0 {
-			*to = o.n
+			*to = min(o.n, MaxReportedTokens)
 		}
 	}
 	take(&t.Input, u.input)

@@ -62,7 +62,7 @@ func FuzzReadAnswer(f *testing.F) {
 		u.tokens(&got)
 		take := func(to *int64, v *int64) {
 			if v != nil && *v >= 0 {
-				*to = *v
+				*to = min(*v, MaxReportedTokens)
 			}
 		}
 		w := want.Usage

@@ -197,7 +197,7 @@ func (c *metered) prepare(w http.ResponseWriter, r *http.Request, call *capabili
 				return nil, err
 			}
 		}
-		s.id, err = c.m.cfg.Store.Reserve(r.Context(), store.Reservation{Box: s.box, Principal: principal, Month: s.month, Amount: s.bound, At: now})
+		s.id, err = c.m.cfg.Store.Reserve(r.Context(), store.Reservation{Box: s.box, Principal: principal, Month: s.month, Amount: s.bound, At: c.m.leaseNow()})
 		var obe *store.OverBudgetError
 		if errors.As(err, &obe) {
 			w.Header().Set(protocol.HeaderPayer, protocol.FormatPayerHeader(paid.Payer))

@@ -33,12 +33,13 @@ func (c CacheUsage) HitRatio() float64 {
 	return float64(c.CacheReadTokens) / float64(all)
 }
 
-// Add adds o's calls and tokens to c.
+// Add adds o's calls and tokens to c, each sum held at the int64's
+// bound (AddCapped).
 func (c *CacheUsage) Add(o CacheUsage) {
-	c.Calls += o.Calls
-	c.InputTokens += o.InputTokens
-	c.CacheWriteTokens += o.CacheWriteTokens
-	c.CacheReadTokens += o.CacheReadTokens
+	c.Calls = AddCapped(c.Calls, o.Calls)
+	c.InputTokens = AddCapped(c.InputTokens, o.InputTokens)
+	c.CacheWriteTokens = AddCapped(c.CacheWriteTokens, o.CacheWriteTokens)
+	c.CacheReadTokens = AddCapped(c.CacheReadTokens, o.CacheReadTokens)
 }
 
 // CacheHours is how many of the last hours of prompt-cache use a store

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -57,16 +58,30 @@ type Usage struct {
 	Cost int64
 }
 
-// Add adds o's counts, tokens and cost to u.
+// Add adds o's counts, tokens and cost to u, each sum held at the
+// int64's bound (AddCapped) rather than wrapping.
 func (u *Usage) Add(o Usage) {
-	u.Calls += o.Calls
-	u.Unpriced += o.Unpriced
-	u.Unmeasured += o.Unmeasured
-	u.InputTokens += o.InputTokens
-	u.OutputTokens += o.OutputTokens
-	u.CacheWriteTokens += o.CacheWriteTokens
-	u.CacheReadTokens += o.CacheReadTokens
-	u.Cost += o.Cost
+	u.Calls = AddCapped(u.Calls, o.Calls)
+	u.Unpriced = AddCapped(u.Unpriced, o.Unpriced)
+	u.Unmeasured = AddCapped(u.Unmeasured, o.Unmeasured)
+	u.InputTokens = AddCapped(u.InputTokens, o.InputTokens)
+	u.OutputTokens = AddCapped(u.OutputTokens, o.OutputTokens)
+	u.CacheWriteTokens = AddCapped(u.CacheWriteTokens, o.CacheWriteTokens)
+	u.CacheReadTokens = AddCapped(u.CacheReadTokens, o.CacheReadTokens)
+	u.Cost = AddCapped(u.Cost, o.Cost)
+}
+
+// AddCapped is a+b, held at math.MaxInt64 or math.MinInt64 where the sum
+// would wrap: a sum of counts never turns negative.
+func AddCapped(a, b int64) int64 {
+	s := a + b
+	switch {
+	case a > 0 && b > 0 && s < 0:
+		return math.MaxInt64
+	case a < 0 && b < 0 && s >= 0:
+		return math.MinInt64
+	}
+	return s
 }
 
 // Reservation is an upper bound on one call's cost, in micro-dollars,

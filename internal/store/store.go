@@ -25,6 +25,13 @@ var (
 	ErrExists = errors.New("already exists")
 	// ErrUnavailable: the database did not answer; callers fail closed (503).
 	ErrUnavailable = errors.New("store unavailable")
+	// ErrRejected: the database answered and refused what was written
+	// for what it holds — a constraint it breaks, a number out of its
+	// column's range, a value of the wrong type, a row past the
+	// database's limits — so that writing it again will be refused
+	// again. A refusal of every write (a read-only database, a full
+	// disk) is not ErrRejected but ErrUnavailable, or the driver's error.
+	ErrRejected = errors.New("refused by the store")
 )
 
 // Store is all of boxbroker's persistent state. Every method is safe for

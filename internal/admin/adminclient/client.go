@@ -341,3 +341,24 @@ func monthQuery(month string) string {
 	}
 	return "?" + url.Values{"month": {month}}.Encode()
 }
+
+// ListDeadLetters lists the batches of records the store refused for
+// good on the replica the client talks to, oldest first.
+func (c *Client) ListDeadLetters(ctx context.Context) ([]admin.DeadLetterView, error) {
+	var out admin.DeadLetterList
+	err := c.do(ctx, http.MethodGet, "/api/spool/dead", nil, &out)
+	return out.DeadLetters, err
+}
+
+// RetryDeadLetter applies the dead letter id (or the one its prefix
+// names) to the store now; it is removed once the store takes it.
+func (c *Client) RetryDeadLetter(ctx context.Context, id string) (admin.DeadLetterView, error) {
+	var out admin.DeadLetterView
+	err := c.do(ctx, http.MethodPost, "/api/spool/dead/"+url.PathEscape(id)+"/retry", nil, &out)
+	return out, err
+}
+
+// DropDeadLetter removes the dead letter id, giving up its records.
+func (c *Client) DropDeadLetter(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodDelete, "/api/spool/dead/"+url.PathEscape(id), nil, nil)
+}

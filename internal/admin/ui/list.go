@@ -397,6 +397,9 @@ type listPage struct {
 	Now      string
 	Counts   map[string]int
 	NoFilter string
+	// DeadLetters counts the batches of records the store refused for
+	// good on this replica (0: none, and no line).
+	DeadLetters int
 	// Fleet is every box's spend this month.
 	Fleet admin.FleetSpend
 }
@@ -455,6 +458,9 @@ func (u *Page) overview(w http.ResponseWriter, r *http.Request, sess *Session) e
 	page.Chart = hourChart(hours, now)
 	if page.Fleet, err = u.a.FleetSpend(r.Context(), spend.Month(now)); err != nil {
 		return admin.StoreError(err, "", "")
+	}
+	if u.deadLetters != nil {
+		page.DeadLetters = u.deadLetters()
 	}
 	u.render(w, http.StatusOK, "boxes", page)
 	return nil

@@ -87,6 +87,10 @@ type BoxSection struct {
 type Config struct {
 	// SessionTTL bounds a session (default 12 hours).
 	SessionTTL time.Duration
+	// DeadLetters, when set, counts the batches of records the store
+	// refused for good on this replica; the list of boxes shows a line
+	// while there are any.
+	DeadLetters func() int
 }
 
 // Page is the owner's page. Its routes are on the admin Server it was
@@ -96,9 +100,11 @@ type Page struct {
 	cfg        admin.Config // a's, with its defaults
 	log        *slog.Logger
 	sessionTTL time.Duration
-	tmpl       *template.Template
-	mu         sync.RWMutex // guards sections
-	sections   []BoxSection
+	// deadLetters is Config.DeadLetters.
+	deadLetters func() int
+	tmpl        *template.Template
+	mu          sync.RWMutex // guards sections
+	sections    []BoxSection
 	// hours holds the broker's settled hours for the list's chart.
 	hours hourCache
 }
@@ -111,7 +117,7 @@ func New(a *admin.Server, cfg Config) (*Page, error) {
 		cfg.SessionTTL = 12 * time.Hour
 	}
 	acfg := a.Config()
-	u := &Page{a: a, cfg: acfg, log: acfg.Logger, sessionTTL: cfg.SessionTTL}
+	u := &Page{a: a, cfg: acfg, log: acfg.Logger, sessionTTL: cfg.SessionTTL, deadLetters: cfg.DeadLetters}
 	t, err := template.New("ui").Funcs(template.FuncMap{
 		"ago":        func(at string) string { return ago(at, acfg.Now()) },
 		"usd":        usd,

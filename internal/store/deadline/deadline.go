@@ -6,9 +6,11 @@
 // waiting for the store to come back.
 //
 // It also notices outages: the first call that finds the store not
-// answering writes one WARN line with the outage's start, and the first
+// answering writes one WARN line with the outage's start, and the call
 // that finds it answering again writes one with its start, end and
-// length.
+// length. Reads and writes are followed apart, so that a store that
+// answers reads and refuses writes is one outage, ended only once a
+// write succeeds too.
 package deadline
 
 import (
@@ -17,6 +19,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -44,6 +47,9 @@ var _ store.Store = (*Store)(nil)
 
 // outage is what the Stores made from one Wrap know of the store's
 // answering, so that an outage is logged once, whichever bound saw it.
+// Reads and writes are followed apart: a store that answers reads and
+// refuses writes (a read-only PostgreSQL, SQLite files made immutable) is
+// in an outage until a write succeeds, whatever the reads do.
 type outage struct {
 	log *slog.Logger
 	now func() time.Time
@@ -52,7 +58,31 @@ type outage struct {
 	down   time.Time // when the outage began; zero while the store answers
 	failed int       // calls that failed in this outage
 	last   error     // why the first call of the outage failed
+	// reads and writes are each kind of call's state; readsLogged is
+	// set once the outage's line saying reads fail is written.
+	reads, writes side
+	readsLogged   bool
+	// kinds is what failed in this outage: "reads", "writes" or both.
+	kinds map[string]bool
 }
+
+// side is one kind of call's state: since when it has failed (zero while
+// it answers), and the first failure's error.
+type side struct {
+	down time.Time
+	last error
+}
+
+// Messages of the outage's lines.
+const (
+	// MsgNotAnswering begins an outage in which reads fail (or is
+	// written once reads fail too in an outage of writes).
+	MsgNotAnswering = "store: not answering; requests that need it get 503 until it does"
+	// MsgNoWrites begins an outage in which only writes fail.
+	MsgNoWrites = "store: taking no writes; the records of calls answered go to the spool until it does"
+	// MsgAnswering ends an outage: reads and writes succeed again.
+	MsgAnswering = "store: answering again"
+)
 
 // Wrap bounds each of st's calls by d (Default when d is zero or less).
 // Outages are logged to log (slog.Default() when nil).
@@ -119,34 +149,86 @@ func do[T any](s *Store, ctx context.Context, op string, f func(context.Context)
 		return r.v, r.err // the caller's own context ended: not the store's fault
 	}
 	if r.err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) &&
-		!errors.Is(r.err, store.ErrNotFound) && !errors.Is(r.err, store.ErrExists) {
+		!errors.Is(r.err, store.ErrNotFound) && !errors.Is(r.err, store.ErrExists) && !errors.Is(r.err, store.ErrRejected) {
 		var zero T
 		r.v, r.err = zero, fmt.Errorf("%s: %w: %w (%s)", op, store.ErrUnavailable, ErrDeadline, s.d)
 	}
-	s.o.note(r.err, s.d)
+	s.o.note(op, r.err, s.d)
 	return r.v, r.err
 }
 
-// note records whether the store answered, logging an outage's start and
-// end.
-func (s *outage) note(err error, d time.Duration) {
+// note records whether the store answered a call named op, logging an
+// outage's start and end: one line as the first read or write fails, one
+// more (once) if reads fail in an outage that began with writes, and one
+// as reads and writes both answer again.
+func (s *outage) note(op string, err error, d time.Duration) {
 	down := err != nil && errors.Is(err, store.ErrUnavailable)
+	write := !readOp(op)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	sd, kind := &s.reads, "reads"
+	if write {
+		sd, kind = &s.writes, "writes"
+	}
+	switch {
+	case down && sd.down.IsZero():
+		sd.down, sd.last = s.now(), err
+	case !down:
+		sd.down, sd.last = time.Time{}, nil
+	}
+	if down {
+		if s.kinds == nil {
+			s.kinds = map[string]bool{}
+		}
+		s.kinds[kind] = true
+	}
 	switch {
 	case down && s.down.IsZero():
 		s.down, s.failed, s.last = s.now(), 1, err
-		s.log.Warn("store: not answering; requests that need it get 503 until it does",
-			"since", s.down.UTC().Format(time.RFC3339Nano), "deadline", d.String(), "err", err)
+		msg := MsgNotAnswering
+		if write {
+			msg = MsgNoWrites
+		} else {
+			s.readsLogged = true
+		}
+		s.log.Warn(msg, "since", s.down.UTC().Format(time.RFC3339Nano), "deadline", d.String(), "err", err)
 	case down:
 		s.failed++
-	case !s.down.IsZero():
+		if !write && !s.readsLogged {
+			s.readsLogged = true
+			s.log.Warn(MsgNotAnswering, "since", s.down.UTC().Format(time.RFC3339Nano), "deadline", d.String(), "err", err)
+		}
+	case !s.down.IsZero() && s.reads.down.IsZero() && s.writes.down.IsZero():
 		end := s.now()
-		s.log.Warn("store: answering again",
+		failed := "reads"
+		switch {
+		case s.kinds["reads"] && s.kinds["writes"]:
+			failed = "reads and writes"
+		case s.kinds["writes"]:
+			failed = "writes"
+		}
+		s.log.Warn(MsgAnswering,
 			"since", s.down.UTC().Format(time.RFC3339Nano), "until", end.UTC().Format(time.RFC3339Nano),
-			"outage", end.Sub(s.down).Round(time.Millisecond).String(), "failed_calls", s.failed, "first_err", s.last)
-		s.down, s.failed, s.last = time.Time{}, 0, nil
+			"outage", end.Sub(s.down).Round(time.Millisecond).String(), "failed_calls", s.failed, "failed", failed, "first_err", s.last)
+		s.down, s.failed, s.last, s.readsLogged, s.kinds = time.Time{}, 0, nil, false, nil
 	}
+}
+
+// readOp reports whether the call named op only reads: its name begins
+// "read", "list" or "look up", or it is the ping. Every other call
+// writes.
+func readOp(op string) bool {
+	return op == "ping" || strings.HasPrefix(op, "read ") || strings.HasPrefix(op, "list ") || strings.HasPrefix(op, "look up ")
+}
+
+// WritesFailing reports since when the store's writes have failed
+// (store.ErrUnavailable: refused, or no answer within the deadline),
+// and the first failure's error; the zero time while the last write
+// succeeded or was answered.
+func (s *Store) WritesFailing() (time.Time, error) {
+	s.o.mu.Lock()
+	defer s.o.mu.Unlock()
+	return s.o.writes.down, s.o.writes.last
 }
 
 func do0(s *Store, ctx context.Context, op string, f func(context.Context) error) error {

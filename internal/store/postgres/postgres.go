@@ -139,13 +139,16 @@ func (s *Store) write(ctx context.Context, op string, fn func(tx pgx.Tx) ([]stor
 // and a foreign key violation (the box named does not exist) into
 // store.ErrNotFound, a unique violation into store.ErrExists, and a server
 // that cannot be reached, is shutting down or is out of resources, a lost
-// connection, a closed pool, or a deadline passed waiting, into
-// store.ErrUnavailable. Sentinels already in err are kept.
+// connection, a closed pool, a read-only server, or a deadline passed
+// waiting, into store.ErrUnavailable, and what the server refuses for
+// what was written (a data exception such as a bigint out of range or a
+// byte its encoding cannot hold, another integrity constraint, a program
+// limit) into store.ErrRejected. Sentinels already in err are kept.
 func translate(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrUnavailable) {
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrRejected) {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -163,6 +166,12 @@ func translate(op string, err error) error {
 			strings.HasPrefix(pe.Code, "58"),                           // system error
 			pe.Code == "57P01", pe.Code == "57P02", pe.Code == "57P03": // shutting down, cannot connect now
 			return fmt.Errorf("%s: %w: %w", op, store.ErrUnavailable, err)
+		case pe.Code == "25006": // read_only_sql_transaction: a standby, or a server made read-only
+			return fmt.Errorf("%s: %w: %w", op, store.ErrUnavailable, err)
+		case strings.HasPrefix(pe.Code, "22"), // data exception: out of range, bad encoding
+			strings.HasPrefix(pe.Code, "23"), // another integrity constraint
+			strings.HasPrefix(pe.Code, "54"): // program limit exceeded
+			return fmt.Errorf("%s: %w: %w", op, store.ErrRejected, err)
 		}
 		return fmt.Errorf("%s: %w", op, err)
 	}

@@ -291,3 +291,38 @@ func TestAuditCommitsUnsynced(t *testing.T) {
 		t.Errorf("%d audit entries stored, want 2", len(list))
 	}
 }
+
+// TestReadOnly_WritesUnavailableNotRejected: a server that takes no write
+// (default_transaction_read_only, as a standby or a server made
+// read-only) answers every read and refuses every write with
+// store.ErrUnavailable (SQLSTATE 25006), never store.ErrRejected: an
+// outage, which the spool waits out, not a batch set aside for good. The
+// readiness check's write that changes nothing (PruneAudit before the
+// year 1) fails too.
+func TestReadOnly_WritesUnavailableNotRejected(t *testing.T) {
+	ctx := t.Context()
+	dsn := freshSchema(t)
+	rw := open(t, dsn)
+	if err := rw.CreateBox(ctx, store.Box{Name: "alpha", TokenHash: "h", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	// One connection, made read-only for its session.
+	s := open(t, dsn+sep+"pool_max_conns=1")
+	if _, err := s.pool.Exec(ctx, "SET SESSION default_transaction_read_only = on"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Box(ctx, "alpha"); err != nil {
+		t.Errorf("Box() with writes refused = %v, want nil", err)
+	}
+	_, applyErr := s.ApplySpooled(ctx, "k", []store.Settlement{{Box: "alpha", Month: "2026-10", Charge: 1}}, nil)
+	_, pruneErr := s.PruneAudit(ctx, time.Time{})
+	for name, err := range map[string]error{"ApplySpooled": applyErr, "PruneAudit": pruneErr} {
+		if !errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrRejected) {
+			t.Errorf("%s() with writes refused = %v, want store.ErrUnavailable and not store.ErrRejected", name, err)
+		}
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite"
@@ -57,6 +58,15 @@ type Store struct {
 	// sent to (without blocking) when a write that logged a change
 	// commits.
 	listeners listeners
+	// path is the database file's absolute path, and file what
+	// os.Stat said of it once Open had made it: CheckFile compares the
+	// two.
+	path string
+	file os.FileInfo
+	// gone is the error CheckFile found once the file at path was no
+	// longer the one opened; nil until then. Once set it stays, and
+	// every write and Ping fails with it.
+	gone atomic.Pointer[error]
 }
 
 var _ store.Store = (*Store)(nil)
@@ -91,10 +101,14 @@ func Open(path string) (*Store, error) {
 	w.SetMaxOpenConns(1)
 	w.SetConnMaxIdleTime(0)
 
-	s := &Store{w: w, now: time.Now}
+	s := &Store{w: w, now: time.Now, path: abs}
 	if err := s.migrate(context.Background()); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
+	}
+	if s.file, err = os.Stat(abs); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open sqlite store: %w", err)
 	}
 
 	r, err := sql.Open("sqlite", dsn(abs, url.Values{
@@ -169,8 +183,53 @@ func dsn(abs string, q url.Values) string {
 	return u.String()
 }
 
-// Ping reports whether the database answers; store.ErrUnavailable if not.
+// ErrFileGone is wrapped by CheckFile's error (beside
+// store.ErrUnavailable) once the database file at the path the Store was
+// opened at is no longer the file it opened: removed, renamed, or
+// replaced by another.
+var ErrFileGone = errors.New("the database file is no longer the one this store opened")
+
+// CheckFile reports whether the file at the path the Store was opened
+// at is still the file it opened (the same device and inode, as
+// os.SameFile tells). A Store whose file was removed or replaced writes
+// into a file no one can open again, so once CheckFile has found that,
+// it says so for good, wrapping ErrFileGone and store.ErrUnavailable and
+// naming the path, and every write and Ping after it fails with that
+// error.
+func (s *Store) CheckFile() error {
+	if p := s.gone.Load(); p != nil {
+		return *p
+	}
+	fi, err := os.Stat(s.path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		err = fmt.Errorf("%w: %w: %s was removed", store.ErrUnavailable, ErrFileGone, s.path)
+	case err != nil:
+		return nil // unreadable just now (a full or slow disk): writes say so
+	case !os.SameFile(fi, s.file):
+		err = fmt.Errorf("%w: %w: %s was replaced by another file", store.ErrUnavailable, ErrFileGone, s.path)
+	default:
+		return nil
+	}
+	s.gone.CompareAndSwap(nil, &err)
+	return *s.gone.Load()
+}
+
+// goneErr is CheckFile's error once it has found the file gone, nil
+// until then; it looks at nothing on disk.
+func (s *Store) goneErr() error {
+	if p := s.gone.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Ping reports whether the database answers; store.ErrUnavailable if not
+// (and CheckFile's error once it has found the file gone).
 func (s *Store) Ping(ctx context.Context) error {
+	if err := s.goneErr(); err != nil {
+		return translate("ping", err)
+	}
 	if err := s.r.PingContext(ctx); err != nil {
 		return translate("ping", err)
 	}
@@ -231,6 +290,9 @@ type beginner interface {
 }
 
 func (s *Store) writeOn(ctx context.Context, op string, db beginner, fn func(tx *sql.Tx) ([]store.Change, error)) error {
+	if err := s.goneErr(); err != nil {
+		return translate(op, err) // what is written now no one could read
+	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return translate(op, err)
@@ -257,16 +319,19 @@ func (s *Store) writeOn(ctx context.Context, op string, db beginner, fn func(tx 
 
 // translate turns a driver error into the store's sentinels:
 // sql.ErrNoRows and a foreign key violation (the box named does not exist)
-// into store.ErrNotFound, a unique violation into store.ErrExists, and a
+// into store.ErrNotFound, a unique violation into store.ErrExists, a
 // locked, unreadable or closed database, or a deadline passed waiting for
-// it, into store.ErrUnavailable. Sentinels already in err are kept. The
+// it, into store.ErrUnavailable, and what the database refuses for what
+// was written (another constraint, a value of the wrong type, such as a
+// sum past an INTEGER column's range, which SQLite makes a REAL; a row
+// too big) into store.ErrRejected. Sentinels already in err are kept. The
 // driver's message (which holds no values, only table and column names) is
 // kept after the sentinel.
 func translate(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrUnavailable) {
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrRejected) {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	if errors.Is(err, sql.ErrNoRows) {
@@ -289,6 +354,9 @@ func translate(op string, err error) error {
 			code&0xff == sqlite3.SQLITE_IOERR, code&0xff == sqlite3.SQLITE_CANTOPEN,
 			code&0xff == sqlite3.SQLITE_FULL, code&0xff == sqlite3.SQLITE_READONLY:
 			return fmt.Errorf("%s: %w: %w", op, store.ErrUnavailable, err)
+		case code&0xff == sqlite3.SQLITE_CONSTRAINT, // NOT NULL, CHECK, a STRICT column's type
+			code&0xff == sqlite3.SQLITE_MISMATCH, code&0xff == sqlite3.SQLITE_TOOBIG:
+			return fmt.Errorf("%s: %w: %w", op, store.ErrRejected, err)
 		}
 	}
 	return fmt.Errorf("%s: %w", op, err)

@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,40 @@ var spooledTests = []struct {
 }{
 	{"ApplySpooledOnce", testApplySpooledOnce},
 	{"ApplySpooledSumsAsOneByOne", testApplySpooledSumsAsOneByOne},
+	{"ApplySpooledOverflowIsRejected", testApplySpooledOverflowIsRejected},
+}
+
+// testApplySpooledOverflowIsRejected: a batch whose usage would carry a
+// kept sum past the column's range is refused with store.ErrRejected (a
+// batch the store will never take, not an outage), applies nothing, and
+// leaves its key unapplied; the store takes the next batch.
+func testApplySpooledOverflowIsRejected(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	mustCreateBox(t, s, "alpha")
+	u := func(n int64) []store.Usage {
+		return []store.Usage{{Box: "alpha", Month: "2026-10", PayerKind: "shared", Model: "m", Calls: 1, InputTokens: n}}
+	}
+	wantErr(t, "Settle", s.Settle(ctx, store.Settlement{Box: "alpha", Month: "2026-10", Charge: 1, Usage: u(math.MaxInt64 - 1)}), nil)
+	applied, err := s.ApplySpooled(ctx, "over", []store.Settlement{{Box: "alpha", Month: "2026-10", Charge: 5, Usage: u(2)}}, nil)
+	if !errors.Is(err, store.ErrRejected) || applied {
+		t.Fatalf("ApplySpooled(past the column's range) = %v, %v, want false, store.ErrRejected", applied, err)
+	}
+	if errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("ApplySpooled(past the column's range) = %v, which is also store.ErrUnavailable", err)
+	}
+	if tl := tallies(t, s, "alpha", "2026-10"); len(tl) != 1 || tl[0].Spent != 1 {
+		t.Errorf("Tallies after the refused batch = %+v, want spent 1", tl)
+	}
+	if applied, err := s.ApplySpooled(ctx, "next", []store.Settlement{{Box: "alpha", Month: "2026-10", Charge: 2}}, nil); err != nil || !applied {
+		t.Errorf("ApplySpooled(the next batch) = %v, %v, want applied", applied, err)
+	}
+	// The refused key was not kept as applied: fixed, the batch applies.
+	if applied, err := s.ApplySpooled(ctx, "over", []store.Settlement{{Box: "alpha", Month: "2026-10", Charge: 5}}, nil); err != nil || !applied {
+		t.Errorf("ApplySpooled(the refused key, fixed) = %v, %v, want applied", applied, err)
+	}
+	if tl := tallies(t, s, "alpha", "2026-10"); len(tl) != 1 || tl[0].Spent != 8 {
+		t.Errorf("Tallies at the end = %+v, want spent 8", tl)
+	}
 }
 
 // testApplySpooledOnce: a spooled batch applies its settlements and

@@ -1,0 +1,365 @@
+// Dead letters: the batches the store will never take.
+//
+// A batch the store refuses for what it holds (store.ErrRejected: a
+// constraint, a number past its column's range, a value of the wrong
+// type), or answers ErrNotFound or ErrExists for, would be refused at
+// every replay; kept at the head of the spool it would hold every batch
+// behind it for ever. It is set aside instead, with the store's reason,
+// in the data directory's dead-letter file (spool.dead.jsonl, one JSON
+// line a batch, synced), and the replay goes on with the batches behind
+// it. An operator lists them, retries one (once the store is fixed to
+// take it) or drops one: `boxbroker spool dead list|retry ID|drop ID`,
+// or the admin API's /api/spool/dead.
+//
+// The file is locked (flock) while appended to or rewritten; a rewrite
+// writes a new file and renames it over the old, so a crash keeps one or
+// the other whole.
+
+package outbox
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// DeadFile is the dead-letter file's name in the data directory.
+const DeadFile = "spool.dead.jsonl"
+
+// DeadMax bounds the dead-letter file's size, in bytes: a batch that
+// would pass it is not set aside (SetDead returns ErrFull), and the
+// replay stops at it, keeping it in the spool, as it does for an outage.
+const DeadMax = DefaultSpoolMax
+
+// ErrNoDead is what DropDead and RetryDead return when no dead letter has
+// the ID given.
+var ErrNoDead = errors.New("no dead letter with that ID")
+
+// Dead is one batch the store refused for good, set aside.
+type Dead struct {
+	// ID is the batch's key: the store applies it once under it.
+	ID string `json:"id"`
+	// At is when it was set aside, Reason the store's refusal (its
+	// driver's message, which names tables and columns, never values).
+	At     time.Time `json:"at"`
+	Reason string    `json:"reason"`
+	Batch  Batch     `json:"batch"`
+}
+
+// Refused reports whether err is the store's answer that it will never
+// take a batch: store.ErrRejected, ErrNotFound or ErrExists, and not an
+// outage (store.ErrUnavailable).
+func Refused(err error) bool {
+	if err == nil || errors.Is(err, store.ErrUnavailable) {
+		return false
+	}
+	return errors.Is(err, store.ErrRejected) || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrExists)
+}
+
+// deadFile is the dead letters of one data directory: its count, read
+// again whenever the file changes (another process, the CLI, may change
+// it).
+type deadFile struct {
+	path string
+	max  int64 // DeadMax, unless a test sets it
+
+	mu    sync.Mutex // guards what follows
+	stamp deadStamp  // the file as last counted
+	count int
+}
+
+// deadStamp is what says the file changed.
+type deadStamp struct {
+	size int64
+	mod  time.Time
+	ok   bool
+}
+
+func newDeadFile(dir string) *deadFile {
+	return &deadFile{path: filepath.Join(dir, DeadFile), max: DeadMax}
+}
+
+// Count is how many dead letters the file holds (0 when it cannot be
+// read).
+func (d *deadFile) Count() int {
+	fi, err := os.Stat(d.path)
+	st := deadStamp{}
+	if err == nil {
+		st = deadStamp{size: fi.Size(), mod: fi.ModTime(), ok: true}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if st == d.stamp {
+		return d.count
+	}
+	n := 0
+	if st.ok {
+		if list, err := readDead(d.path); err == nil {
+			n = len(list)
+		}
+	}
+	d.stamp, d.count = st, n
+	return n
+}
+
+// put appends b, refused for reason, unless a dead letter with its key is
+// there already (a replay cut short sets the same batch aside again).
+func (d *deadFile) put(b Batch, reason error, at time.Time) error {
+	line, err := json.Marshal(Dead{ID: b.Key, At: at.UTC(), Reason: reason.Error(), Batch: b})
+	if err != nil {
+		return fmt.Errorf("dead letters: encode: %w", err)
+	}
+	return d.locked(func(f *os.File) error {
+		list, err := readDeadFrom(f)
+		if err != nil {
+			return fmt.Errorf("dead letters: %w", err)
+		}
+		for _, x := range list {
+			if x.ID == b.Key {
+				return nil
+			}
+		}
+		end, err := f.Seek(0, io.SeekEnd)
+		if err != nil {
+			return fmt.Errorf("dead letters: %w", err)
+		}
+		if end+int64(len(line))+1 > d.max {
+			return fmt.Errorf("dead letters: %w: %d bytes of %d", ErrFull, end, d.max)
+		}
+		if _, err := f.Write(append(line, '\n')); err != nil {
+			return fmt.Errorf("dead letters: %w", err)
+		}
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("dead letters: %w", err)
+		}
+		return nil
+	})
+}
+
+// take removes the dead letter id (or, when it is unique, the one whose
+// ID begins with it) when keep returns nil for it, and returns it; keep's
+// error is returned as it is, the letter kept.
+func (d *deadFile) take(id string, keep func(Dead) error) (Dead, error) {
+	var got Dead
+	err := d.locked(func(f *os.File) error {
+		list, err := readDeadFrom(f)
+		if err != nil {
+			return fmt.Errorf("dead letters: %w", err)
+		}
+		i, err := findDead(list, id)
+		if err != nil {
+			return err
+		}
+		got = list[i]
+		if err := keep(got); err != nil {
+			return err
+		}
+		rest := append(list[:i:i], list[i+1:]...)
+		if err := rewriteDead(d.path, rest); err != nil {
+			return fmt.Errorf("dead letters: %w", err)
+		}
+		return nil
+	})
+	return got, err
+}
+
+// findDead is the index of id in list: an exact ID, or a prefix of one
+// ID only.
+func findDead(list []Dead, id string) (int, error) {
+	at := -1
+	for i, x := range list {
+		if x.ID == id {
+			return i, nil
+		}
+		if id != "" && strings.HasPrefix(x.ID, id) {
+			if at >= 0 {
+				return 0, fmt.Errorf("%w: %q begins more than one ID; give more of it", ErrNoDead, id)
+			}
+			at = i
+		}
+	}
+	if at < 0 {
+		return 0, fmt.Errorf("%w: %q", ErrNoDead, id)
+	}
+	return at, nil
+}
+
+// locked runs f with the dead-letter file open and locked: the file at
+// the path, and not one a rewrite replaced meanwhile.
+func (d *deadFile) locked(f func(*os.File) error) error {
+	for range 10 {
+		fh, err := os.OpenFile(d.path, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			return fmt.Errorf("dead letters: %w", err)
+		}
+		if err := lock(fh); err != nil {
+			fh.Close()
+			return fmt.Errorf("dead letters: %w", err)
+		}
+		open, err1 := fh.Stat()
+		named, err2 := os.Stat(d.path)
+		if err1 == nil && err2 == nil && os.SameFile(open, named) {
+			err := f(fh)
+			unlock(fh)
+			fh.Close()
+			return err
+		}
+		unlock(fh)
+		fh.Close()
+	}
+	return errors.New("dead letters: the file keeps being replaced")
+}
+
+// rewriteDead writes list as the dead-letter file at p: a new file,
+// synced, renamed over it.
+func rewriteDead(p string, list []Dead) error {
+	tmp := p + ".new"
+	var buf bytes.Buffer
+	for _, x := range list {
+		line, err := json.Marshal(x)
+		if err != nil {
+			return err
+		}
+		buf.Write(append(line, '\n'))
+	}
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(buf.Bytes())
+	if werr == nil {
+		werr = f.Sync()
+	}
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(tmp, p)
+	}
+	if werr != nil {
+		os.Remove(tmp)
+	}
+	return werr
+}
+
+// readDead reads the dead letters at p; none when there is no file.
+func readDead(p string) ([]Dead, error) {
+	f, err := os.Open(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dead letters: %w", err)
+	}
+	defer f.Close()
+	return readDeadFrom(f)
+}
+
+// readDeadFrom reads every dead letter in f from its start; a line that
+// is none (cut off by a crash) is skipped.
+func readDeadFrom(f *os.File) ([]Dead, error) {
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	var list []Dead
+	r := bufio.NewReader(f)
+	for {
+		line, rerr := r.ReadBytes('\n')
+		var x Dead
+		if len(bytes.TrimSpace(line)) > 0 && json.Unmarshal(line, &x) == nil && x.ID != "" {
+			list = append(list, x)
+		}
+		if rerr == io.EOF {
+			return list, nil
+		}
+		if rerr != nil {
+			return nil, rerr
+		}
+	}
+}
+
+// ListDead returns the dead letters kept in the data directory dir,
+// oldest first.
+func ListDead(dir string) ([]Dead, error) { return readDead(filepath.Join(dir, DeadFile)) }
+
+// DropDead removes the dead letter id (an ID, or a prefix of one ID only)
+// from the data directory dir, and returns it: its records are given up.
+// It returns an error wrapping ErrNoDead when there is none.
+func DropDead(dir, id string) (Dead, error) {
+	return newDeadFile(dir).take(id, func(Dead) error { return nil })
+}
+
+// RetryDead applies the dead letter id (an ID, or a prefix of one ID
+// only) of the data directory dir to st, under its key, and removes it
+// once st took it (or had applied it already). It returns the store's
+// error, keeping the letter, when st refuses it again; a *ForeignError
+// for a batch of another store than identity ("": any); and an error
+// wrapping ErrNoDead when there is none.
+func RetryDead(ctx context.Context, dir string, st store.Spooled, identity, id string) (Dead, error) {
+	return newDeadFile(dir).take(id, func(x Dead) error {
+		b := x.Batch
+		if b.Store != "" && identity != "" && b.Store != identity {
+			return &ForeignError{Dir: dir, Theirs: b.Store, Ours: identity, Files: []string{filepath.Join(dir, DeadFile)}}
+		}
+		_, err := st.ApplySpooled(ctx, b.Key, b.Settle, b.Audit)
+		return err
+	})
+}
+
+// refusedBatch handles b, which st refused for good as a whole (reason): a
+// batch of one record is set aside in sp as it is; a batch of several is
+// applied record by record, each alone under a key made from b's key and
+// its place (partKey), and only the records st refuses for good are set
+// aside, each alone, so that one bad record does not set aside the rest.
+// A replay of b, refused again as a whole, makes the same keys, so no
+// record is applied twice. It returns the store's error when st does not
+// answer meanwhile (what is not applied stays the caller's, in b), and
+// SetDead's when sp takes no more.
+func refusedBatch(ctx context.Context, st store.Spooled, sp *Spool, b Batch, reason error) error {
+	if b.Key == "" {
+		b.Key = NewKey()
+	}
+	if len(b.Settle)+len(b.Audit) <= 1 {
+		return sp.SetDead(b, reason)
+	}
+	one := func(part string, i int, rec Batch) error {
+		rec.Key, rec.Store = partKey(b.Key, part, i), b.Store
+		_, err := st.ApplySpooled(ctx, rec.Key, rec.Settle, rec.Audit)
+		if Refused(err) {
+			return sp.SetDead(rec, err)
+		}
+		return err
+	}
+	for i, s := range b.Settle {
+		if err := one("t", i, Batch{Settle: []store.Settlement{s}}); err != nil {
+			return err
+		}
+	}
+	for i, e := range b.Audit {
+		if err := one("a", i, Batch{Audit: []store.AuditEntry{e}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// partKey is the key of the record of the batch key at place i of its
+// settlements (part "t") or audit entries ("a"): the same each time.
+func partKey(key, part string, i int) string {
+	h := sha256.Sum256([]byte("part/" + key + "/" + part + "/" + strconv.Itoa(i)))
+	return hex.EncodeToString(h[:16])
+}

@@ -1,0 +1,109 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/intentius/boxbroker/internal/outbox"
+	"github.com/intentius/boxbroker/internal/secrets"
+)
+
+// LockFile is the file in a SQLite data directory that a serving
+// process holds an exclusive lock on, and writes its process ID to.
+const LockFile = "serve.lock"
+
+// ErrDataDirInUse is returned by New when another process serves the
+// SQLite store of the same data directory.
+var ErrDataDirInUse = errors.New("the data directory is in use by another boxbroker serve")
+
+// ErrNoDatabase is returned by New when the data directory holds the
+// master key file, a journal or a spool but no database, and
+// Config.NewStore is not set.
+var ErrNoDatabase = errors.New("the data directory holds boxbroker data but no database")
+
+// dirLock is serve's hold on a SQLite data directory: an exclusive
+// flock(2) on LockFile, kept until release.
+type dirLock struct{ f *os.File }
+
+// lockDataDir takes the exclusive lock on dir's LockFile and writes this
+// process's ID into it. When another process holds it, the error wraps
+// ErrDataDirInUse and names that process's ID as the file says it.
+func lockDataDir(dir string) (*dirLock, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("make data directory: %w", err)
+	}
+	p := filepath.Join(dir, LockFile)
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open the data directory's lock file: %w", err)
+	}
+	ok, err := tryLock(f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock the data directory (%s): %w", p, err)
+	}
+	if !ok {
+		b, _ := os.ReadFile(p)
+		f.Close()
+		pid := strings.TrimSpace(string(b))
+		if _, err := strconv.Atoi(pid); err != nil {
+			pid = "unknown"
+		}
+		return nil, fmt.Errorf("%w (process %s holds %s): one SQLite data directory serves one process at a time; "+
+			"stop that one, give this one another --data (BOXBROKER_DATA), or run several replicas on one PostgreSQL store "+
+			"(--store postgres://…, BOXBROKER_STORE; see docs/deploy.md)", ErrDataDirInUse, pid, p)
+	}
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return &dirLock{f: f}, nil
+}
+
+// release lets the lock go. The file stays: removing it would let a
+// process that opened it before the removal lock a file no one else
+// can find.
+func (l *dirLock) release() error {
+	if l == nil {
+		return nil
+	}
+	return l.f.Close()
+}
+
+// CheckHasDatabase refuses (ErrNoDatabase) a SQLite data directory that
+// holds the master key file, a journal or a spool but no database file:
+// its database was deleted or moved, and a new empty one would serve no
+// box and set the records there aside. newStore says the operator wants
+// a new one. New runs it before it makes anything in the directory; a
+// command that would make the database runs it before OpenStore.
+func CheckHasDatabase(dir string, newStore bool) error {
+	if newStore {
+		return nil
+	}
+	db := filepath.Join(dir, DBFile)
+	if _, err := os.Stat(db); !errors.Is(err, fs.ErrNotExist) {
+		return nil // there, or unreadable: opening it says which
+	}
+	var found []string
+	for _, pat := range []string{secrets.KeyFile, outbox.SpoolFile, "journal-*.jsonl"} {
+		m, _ := filepath.Glob(filepath.Join(dir, pat))
+		found = append(found, m...)
+	}
+	if len(found) == 0 {
+		return nil // a new data directory
+	}
+	return fmt.Errorf("%w: %s is missing but %s %s there; restore the database from its backup (see docs/deploy.md, Backups), "+
+		"point --data (BOXBROKER_DATA) at the right directory, or start serve with --new-store to make a new, empty database",
+		ErrNoDatabase, db, strings.Join(found, ", "), isAre(len(found)))
+}
+
+func isAre(n int) string {
+	if n == 1 {
+		return "is"
+	}
+	return "are"
+}
