@@ -651,6 +651,7 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 		// The minted token may have been revoked: the next call mints anew.
 		c.minter.Forget(*f.ref, f.value)
 	}
+	seen := c.watchToken(resp, f) // before the swap-back puts the token in the value's place
 	if n := f.redactHeader(resp.Header); n > 0 {
 		c.log.Warn("egress: the host repeated the secret's value in answer headers; the box's token is in its place",
 			"secret", f.name, "headers", n)
@@ -671,7 +672,7 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 		resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified {
 		return nil
 	}
-	r := f.set.Redactor(resp.Body)
+	r := f.set.Redactor(seen.body(resp.Body))
 	if proxy.IsEventStream(resp.Header) {
 		r.PassEvents() // each event as it ends, not when the next comes
 	}
