@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -25,17 +26,18 @@ type boxTable struct {
 
 func newBoxTable(w io.Writer) *boxTable {
 	t := &boxTable{tw: tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)}
-	fmt.Fprintln(t.tw, "NAME\tCREATED\tREPORTED\tPAYER\tCONSENT\tPAUSED")
+	fmt.Fprintln(t.tw, "NAME\tCREATED\tREPORTED\tPAYER\tCONSENT\tPAUSED\tFROM")
 	return t
 }
 
-// line prints one box; payer is its kind and principal ("" for none).
-func (t *boxTable) line(name, created, reported, kind, principal string, consent, paused bool) error {
+// line prints one box; payer is its kind and principal ("" for none),
+// from the addresses its token is bound to ("" for any).
+func (t *boxTable) line(name, created, reported, kind, principal string, consent, paused bool, from string) error {
 	payer := kind
 	if principal != "" {
 		payer += " " + principal
 	}
-	fmt.Fprintf(t.tw, "%s\t%s\t%s\t%s\t%v\t%v\n", name, created, reported, safe(payer), consent, paused)
+	fmt.Fprintf(t.tw, "%s\t%s\t%s\t%s\t%v\t%v\t%s\n", name, created, reported, safe(payer), consent, paused, fromColumn(from))
 	if t.n++; t.n >= boxListPage {
 		t.n = 0
 		return t.tw.Flush()
@@ -59,7 +61,7 @@ func listBoxes(ctx context.Context, w io.Writer, st store.Store) error {
 			if lb.Declaration != nil {
 				reported = lb.Declaration.At.UTC().Format(time.RFC3339)
 			}
-			if err := t.line(b.Name, b.CreatedAt.UTC().Format(time.RFC3339), reported, b.PayerKind, b.PayerPrincipal, b.Consent, b.Paused); err != nil {
+			if err := t.line(b.Name, b.CreatedAt.UTC().Format(time.RFC3339), reported, b.PayerKind, b.PayerPrincipal, b.Consent, b.Paused, store.FormatFrom(b.From)); err != nil {
 				return err
 			}
 		}
@@ -82,7 +84,7 @@ func listRemoteBoxes(ctx context.Context, w io.Writer, cl *adminclient.Client) e
 		if b.Payer.Principal != nil {
 			principal = *b.Payer.Principal
 		}
-		return t.line(b.Name, b.CreatedAt, reported, b.Payer.Kind, principal, b.Consent, b.Paused)
+		return t.line(b.Name, b.CreatedAt, reported, b.Payer.Kind, principal, b.Consent, b.Paused, strings.Join(b.From, ","))
 	})
 	if err != nil {
 		return remoteError(err)

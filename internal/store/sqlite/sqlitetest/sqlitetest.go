@@ -60,7 +60,7 @@ func WriteFleet(tb testing.TB, path string, n int) {
 	}
 	defer tx.Rollback()
 	stmts := map[string]string{
-		"box": `INSERT INTO boxes (name, token_hash, created_at, consent, paused, payer_kind, payer_principal) VALUES (?, ?, ?, 0, 0, 'shared', '')`,
+		"box":         `INSERT INTO boxes (name, token_hash, created_at, consent, paused, payer_kind, payer_principal) VALUES (?, ?, ?, 0, 0, 'shared', '')`,
 		"declaration": `INSERT INTO declarations (box, doc, at) VALUES (?, ?, ?)`,
 		"usage": `INSERT INTO usage (box, month, payer_kind, principal, model, calls, unpriced, unmeasured, input_tokens, output_tokens,
 			cache_write_tokens, cache_read_tokens, cost) VALUES (?, ?, 'shared', '', 'claude-sonnet-4-5', 1, 0, 0, 100, 100, 0, 0, ?)`,
