@@ -17,24 +17,40 @@ func (s *Store) ListBoxPage(ctx context.Context, q store.BoxQuery) (store.BoxPag
 	if err := q.Check(); err != nil {
 		return store.BoxPage{}, fmt.Errorf("%s: %w", op, err)
 	}
-	filter, fargs := "", []any{}
+	// src is the boxes the search keeps. A listing title is read from a
+	// report only where the report's text holds the search, where the
+	// search is one JSON writes as it is.
+	src, args := "SELECT name FROM boxes", []any{}
 	if q.Search != "" {
 		like := store.LikeContains(strings.ToLower(q.Search))
-		filter = `WHERE b.name LIKE ? ESCAPE '\' OR EXISTS (SELECT 1 FROM declarations d WHERE d.box = b.name
-			AND lower(json_extract(CAST(d.doc AS TEXT), '$.listing.title')) LIKE ? ESCAPE '\')`
-		fargs = []any{like, like}
+		// LIKE matches letters A to Z in either case.
+		pre := ""
+		args = []any{like}
+		if plainJSON(q.Search) {
+			pre, args = `CAST(doc AS TEXT) LIKE ? ESCAPE '\' AND `, append(args, like)
+		}
+		src = `SELECT name FROM boxes WHERE name LIKE ? ESCAPE '\'
+			UNION SELECT box FROM declarations WHERE ` + pre + `json_extract(CAST(doc AS TEXT), '$.listing.title') LIKE ? ESCAPE '\'`
+		args = append(args, like)
 	}
 	var page store.BoxPage
-	if q.Count {
-		if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM boxes b `+filter, fargs...).Scan(&page.Matched); err != nil {
+	count := func() error {
+		return s.r.QueryRowContext(ctx, "SELECT count(*) FROM ("+src+")", args...).Scan(&page.Matched)
+	}
+	// Counted with the page when the search made every box be read anyway.
+	matched := "0"
+	if q.Count && q.Search != "" {
+		matched = "count(*) OVER ()"
+	} else if q.Count {
+		if err := count(); err != nil {
 			return store.BoxPage{}, translate(op, err)
 		}
 	}
-	spend, args := "0", []any{}
+	spend, join := "0", ""
 	if q.Sort == store.BoxSortSpend {
-		spend, args = "coalesce((SELECT sum(cost) FROM usage u WHERE u.box = b.name AND u.month = ?), 0)", append(args, q.Month)
+		spend, join = "coalesce(u.spend, 0)", "LEFT JOIN (SELECT box, sum(cost) AS spend FROM usage WHERE month = ? GROUP BY box) u ON u.box = p.name"
+		args = append(args, q.Month)
 	}
-	args = append(args, fargs...)
 	where, order := "", "name"
 	desc := map[bool]string{false: "", true: " DESC"}[q.Desc]
 	lt := map[bool]string{false: ">", true: "<"}[q.Desc]
@@ -52,9 +68,9 @@ func (s *Store) ListBoxPage(ctx context.Context, q store.BoxQuery) (store.BoxPag
 			args = append(args, q.After.Name)
 		}
 	}
-	args = append(args, q.Limit+1, q.Offset)
-	rows, err := s.r.QueryContext(ctx, `SELECT name, spend FROM (SELECT b.name AS name, `+spend+` AS spend
-		FROM boxes b `+filter+`) `+where+` ORDER BY `+order+` LIMIT ? OFFSET ?`, args...)
+	pargs := append(args, q.Limit+1, q.Offset)
+	rows, err := s.r.QueryContext(ctx, `SELECT name, spend, matched FROM (SELECT p.name AS name, `+spend+` AS spend, `+matched+` AS matched
+		FROM (`+src+`) p `+join+`) `+where+` ORDER BY `+order+` LIMIT ? OFFSET ?`, pargs...)
 	if err != nil {
 		return store.BoxPage{}, translate(op, err)
 	}
@@ -62,16 +78,24 @@ func (s *Store) ListBoxPage(ctx context.Context, q store.BoxQuery) (store.BoxPag
 	var spends []int64
 	for rows.Next() {
 		var n string
-		var sp int64
-		if err := rows.Scan(&n, &sp); err != nil {
+		var sp, matched int64
+		if err := rows.Scan(&n, &sp, &matched); err != nil {
 			rows.Close()
 			return store.BoxPage{}, translate(op, err)
 		}
 		names, spends = append(names, n), append(spends, sp)
+		if q.Count && q.Search != "" {
+			page.Matched = int(matched)
+		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return store.BoxPage{}, translate(op, err)
+	}
+	if q.Count && q.Search != "" && len(names) == 0 {
+		if err := count(); err != nil { // past the end: no row counted
+			return store.BoxPage{}, translate(op, err)
+		}
 	}
 	if len(names) > q.Limit {
 		names, spends = names[:q.Limit], spends[:q.Limit]
