@@ -512,7 +512,7 @@ type listPage struct {
 	// DeadLetters counts the batches of records the store refused for
 	// good on this replica (0: none, and no line).
 	DeadLetters int
-	// Fleet is every box's spend this month.
+	// Fleet is every box's spend this month, its totals alone.
 	Fleet admin.FleetSpend
 }
 
@@ -572,7 +572,7 @@ func (u *Page) overview(w http.ResponseWriter, r *http.Request, sess *Session) e
 		return admin.StoreError(err, "", "")
 	}
 	page.Chart = hourChart(hours, now)
-	if page.Fleet, err = u.a.FleetSpend(r.Context(), spend.Month(now)); err != nil {
+	if page.Fleet, err = u.a.FleetTotal(r.Context(), spend.Month(now)); err != nil {
 		return admin.StoreError(err, "", "")
 	}
 	if u.deadLetters != nil {

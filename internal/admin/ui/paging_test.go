@@ -2,7 +2,9 @@ package ui_test
 
 import (
 	"fmt"
+	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -67,7 +69,7 @@ func TestUI_ListPagerLinksAFewPages(t *testing.T) {
 //
 //	go test ./internal/admin/ui/ -run '^$' -bench BenchmarkBoxes -benchtime 20x
 func BenchmarkBoxes(b *testing.B) {
-	for _, n := range []int{1000, 10000, 50000} {
+	for _, n := range benchSizes() {
 		br := brokertest.New(b, brokertest.Options{Store: sqlitetest.Fleet(b, n)})
 		cookie := signInTB(b, br)
 		cases := []struct{ name, path string }{
@@ -92,4 +94,13 @@ func BenchmarkBoxes(b *testing.B) {
 			})
 		}
 	}
+}
+
+// benchSizes are BenchmarkBoxes's fleet sizes: 1,000, 10,000 and 50,000,
+// or the one BOXBROKER_BENCH_BOXES names.
+func benchSizes() []int {
+	if n, err := strconv.Atoi(os.Getenv("BOXBROKER_BENCH_BOXES")); err == nil && n > 0 {
+		return []int{n}
+	}
+	return []int{1000, 10000, 50000}
 }

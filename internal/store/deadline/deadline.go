@@ -654,6 +654,10 @@ func (s *Store) FleetUsage(ctx context.Context, month string) ([]store.Usage, er
 	return s.st.FleetUsage(ctx, month)
 }
 
+func (s *Store) FleetTotal(ctx context.Context, month string) (store.MonthTotal, error) {
+	return do(s, ctx, "fleet total", func(ctx context.Context) (store.MonthTotal, error) { return s.st.FleetTotal(ctx, month) })
+}
+
 func (s *Store) FleetTallies(ctx context.Context, month string) ([]store.Tally, error) {
 	return s.st.FleetTallies(ctx, month)
 }

@@ -146,3 +146,19 @@ func (s *Store) listedBoxes(ctx context.Context, names []string, month string) (
 	})
 	return out, err
 }
+
+// FleetTotal sums month's usage and the boxes' own tallies.
+func (s *Store) FleetTotal(ctx context.Context, month string) (store.MonthTotal, error) {
+	const op = "fleet total"
+	t := store.MonthTotal{}
+	u := &t.Usage
+	err := s.pool.QueryRow(ctx, `SELECT coalesce(sum(calls), 0)::bigint, coalesce(sum(unpriced), 0)::bigint, coalesce(sum(unmeasured), 0)::bigint,
+		coalesce(sum(input_tokens), 0)::bigint, coalesce(sum(output_tokens), 0)::bigint, coalesce(sum(cache_write_tokens), 0)::bigint,
+		coalesce(sum(cache_read_tokens), 0)::bigint, coalesce(sum(cost), 0)::bigint FROM usage WHERE month = $1`, month).
+		Scan(&u.Calls, &u.Unpriced, &u.Unmeasured, &u.InputTokens, &u.OutputTokens, &u.CacheWriteTokens, &u.CacheReadTokens, &u.Cost)
+	if err != nil {
+		return store.MonthTotal{}, translate(op, err)
+	}
+	err = s.pool.QueryRow(ctx, "SELECT coalesce(sum(spent), 0)::bigint FROM tallies WHERE month = $1 AND principal = ''", month).Scan(&t.Charged)
+	return t, translate(op, err)
+}

@@ -37,40 +37,65 @@ func (s *Store) ListBoxPage(ctx context.Context, q store.BoxQuery) (store.BoxPag
 	count := func() error {
 		return s.r.QueryRowContext(ctx, "SELECT count(*) FROM ("+src+")", args...).Scan(&page.Matched)
 	}
-	// Counted with the page when the search made every box be read anyway.
-	matched := "0"
-	if q.Count && q.Search != "" {
-		matched = "count(*) OVER ()"
-	} else if q.Count {
-		if err := count(); err != nil {
-			return store.BoxPage{}, translate(op, err)
-		}
-	}
-	spend, join := "0", ""
-	if q.Sort == store.BoxSortSpend {
-		spend, join = "coalesce(u.spend, 0)", "LEFT JOIN (SELECT box, sum(cost) AS spend FROM usage WHERE month = ? GROUP BY box) u ON u.box = p.name"
-		args = append(args, q.Month)
-	}
-	where, order := "", "name"
 	desc := map[bool]string{false: "", true: " DESC"}[q.Desc]
 	lt := map[bool]string{false: ">", true: "<"}[q.Desc]
-	switch {
-	case q.Sort == store.BoxSortSpend:
-		order = "spend" + desc + ", name"
+	var query string
+	var qargs []any
+	if q.Sort == store.BoxSortSpend {
+		// The boxes that spent this month, from the month's usage, and
+		// the others by name, each cut to what the page can need before
+		// the two are sorted together: no sort of every box.
+		after, aargs := "", []any{}
 		if q.After != nil {
-			where = "WHERE spend " + lt + " ? OR (spend = ? AND name > ?)"
-			args = append(args, q.After.Spend, q.After.Spend, q.After.Name)
+			after = "AND (spend " + lt + " ? OR (spend = ? AND name > ?))"
+			aargs = []any{q.After.Spend, q.After.Spend, q.After.Name}
 		}
-	default:
-		order = "name" + desc
+		within, wargs := "", []any{}
+		if q.Search != "" {
+			within, wargs = "AND name IN ("+src+")", args
+		}
+		need := q.Limit + 1 + q.Offset
+		query = `SELECT name, spend, 0 FROM (
+			SELECT * FROM (SELECT * FROM (SELECT box AS name, sum(cost) AS spend FROM usage WHERE month = ? GROUP BY box HAVING spend > 0)
+				WHERE true ` + within + ` ` + after + ` ORDER BY spend` + desc + `, name LIMIT ?)
+			UNION ALL
+			SELECT * FROM (SELECT * FROM (SELECT name, 0 AS spend FROM boxes b WHERE NOT EXISTS (SELECT 1 FROM usage u WHERE u.box = b.name AND u.month = ? AND u.cost > 0))
+				WHERE true ` + within + ` ` + after + ` ORDER BY name LIMIT ?)
+			) ORDER BY spend` + desc + `, name LIMIT ? OFFSET ?`
+		qargs = append(qargs, q.Month)
+		qargs = append(qargs, wargs...)
+		qargs = append(qargs, aargs...)
+		qargs = append(qargs, need, q.Month)
+		qargs = append(qargs, wargs...)
+		qargs = append(qargs, aargs...)
+		qargs = append(qargs, need, q.Limit+1, q.Offset)
+		if q.Count {
+			if err := count(); err != nil {
+				return store.BoxPage{}, translate(op, err)
+			}
+		}
+	} else {
+		// Counted with the page when the search made every box be read
+		// anyway.
+		matched := "0"
+		if q.Count && q.Search != "" {
+			matched = "count(*) OVER ()"
+		} else if q.Count {
+			if err := count(); err != nil {
+				return store.BoxPage{}, translate(op, err)
+			}
+		}
+		where := ""
+		qargs = args
 		if q.After != nil {
 			where = "WHERE name " + lt + " ?"
-			args = append(args, q.After.Name)
+			qargs = append(qargs, q.After.Name)
 		}
+		query = `SELECT name, 0, matched FROM (SELECT name, ` + matched + ` AS matched FROM (` + src + `)) ` + where +
+			` ORDER BY name` + desc + ` LIMIT ? OFFSET ?`
+		qargs = append(qargs, q.Limit+1, q.Offset)
 	}
-	pargs := append(args, q.Limit+1, q.Offset)
-	rows, err := s.r.QueryContext(ctx, `SELECT name, spend, matched FROM (SELECT p.name AS name, `+spend+` AS spend, `+matched+` AS matched
-		FROM (`+src+`) p `+join+`) `+where+` ORDER BY `+order+` LIMIT ? OFFSET ?`, pargs...)
+	rows, err := s.r.QueryContext(ctx, query, qargs...)
 	if err != nil {
 		return store.BoxPage{}, translate(op, err)
 	}
@@ -84,7 +109,7 @@ func (s *Store) ListBoxPage(ctx context.Context, q store.BoxQuery) (store.BoxPag
 			return store.BoxPage{}, translate(op, err)
 		}
 		names, spends = append(names, n), append(spends, sp)
-		if q.Count && q.Search != "" {
+		if q.Count && q.Search != "" && q.Sort != store.BoxSortSpend {
 			page.Matched = int(matched)
 		}
 	}
@@ -92,7 +117,7 @@ func (s *Store) ListBoxPage(ctx context.Context, q store.BoxQuery) (store.BoxPag
 	if err := rows.Err(); err != nil {
 		return store.BoxPage{}, translate(op, err)
 	}
-	if q.Count && q.Search != "" && len(names) == 0 {
+	if q.Count && q.Search != "" && q.Sort != store.BoxSortSpend && len(names) == 0 {
 		if err := count(); err != nil { // past the end: no row counted
 			return store.BoxPage{}, translate(op, err)
 		}
@@ -184,4 +209,20 @@ func (s *Store) listedBoxes(ctx context.Context, names []string, month string) (
 		out[at[m.Box]].Month = m
 	}
 	return out, mrows.Err()
+}
+
+// FleetTotal sums month's usage and the boxes' own tallies.
+func (s *Store) FleetTotal(ctx context.Context, month string) (store.MonthTotal, error) {
+	const op = "fleet total"
+	t := store.MonthTotal{}
+	u := &t.Usage
+	err := s.r.QueryRowContext(ctx, `SELECT coalesce(sum(calls), 0), coalesce(sum(unpriced), 0), coalesce(sum(unmeasured), 0),
+		coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0), coalesce(sum(cache_write_tokens), 0),
+		coalesce(sum(cache_read_tokens), 0), coalesce(sum(cost), 0) FROM usage WHERE month = ?`, month).
+		Scan(&u.Calls, &u.Unpriced, &u.Unmeasured, &u.InputTokens, &u.OutputTokens, &u.CacheWriteTokens, &u.CacheReadTokens, &u.Cost)
+	if err != nil {
+		return store.MonthTotal{}, translate(op, err)
+	}
+	err = s.r.QueryRowContext(ctx, "SELECT coalesce(sum(spent), 0) FROM tallies WHERE month = ? AND principal = ''", month).Scan(&t.Charged)
+	return t, translate(op, err)
 }
