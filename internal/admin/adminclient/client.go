@@ -140,7 +140,9 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	return nil
 }
 
-// ListBoxes returns every box, published listings first.
+// ListBoxes returns every box, published listings first, while there are
+// at most 1,000: past that the API refuses (an *APIError); EachBox reads
+// any number.
 func (c *Client) ListBoxes(ctx context.Context) ([]admin.BoxView, error) {
 	var out admin.BoxList
 	err := c.do(ctx, http.MethodGet, "/api/boxes", nil, &out)
