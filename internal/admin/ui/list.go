@@ -269,13 +269,13 @@ var storeSorts = map[string]string{"name": store.BoxSortName, "spend": store.Box
 // false when q sorts or filters by what the store does not (then rows
 // does it).
 func (u *Page) pageRows(ctx context.Context, q *listQuery) (rows []row, matched, total int, ok bool, err error) {
-	sort, ok := storeSorts[q.Sort]
+	by, ok := storeSorts[q.Sort]
 	if !ok || q.State != "" {
 		return nil, 0, 0, false, nil
 	}
 	now := u.cfg.Now()
 	month := spend.Month(now)
-	sq := store.BoxQuery{Search: q.Q, Sort: sort, Desc: q.Desc, Month: month, Limit: listPageSize, Offset: (q.Page - 1) * listPageSize, Count: true}
+	sq := store.BoxQuery{Search: q.Q, Sort: by, Desc: q.Desc, Month: month, Limit: listPageSize, Offset: (q.Page - 1) * listPageSize, Count: true}
 	p, err := u.cfg.Store.ListBoxPage(ctx, sq)
 	if err != nil {
 		return nil, 0, 0, true, err
