@@ -163,7 +163,7 @@ func TestProxy_OpenAIGo(t *testing.T) {
 		t.Run(rt.name, func(t *testing.T) {
 			c := openai.NewClient(option.WithAPIKey(f.token), option.WithBaseURL(rt.base+"/openai/v1/"), option.WithHTTPClient(rt.client), option.WithMaxRetries(0))
 			resp, err := c.Chat.Completions.New(t.Context(), openai.ChatCompletionNewParams{
-				Model:    openai.ChatModelGPT4o,
+				Model:    "gpt-5",
 				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello")},
 			})
 			if err != nil {
