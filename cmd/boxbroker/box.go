@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/admin"
@@ -163,24 +162,7 @@ func runBox(ctx context.Context, c *cli, args []string) error {
 		}
 		fmt.Fprintf(c.stdout, "removed box %s\n", name)
 	case "list":
-		boxes, err := st.ListBoxes(ctx)
-		if err != nil {
-			return err
-		}
-		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tCREATED\tREPORTED\tPAYER\tCONSENT\tPAUSED\tFROM")
-		for _, b := range boxes {
-			reported := "never"
-			if _, at, err := st.Declaration(ctx, b.Name); err == nil {
-				reported = at.UTC().Format(time.RFC3339)
-			}
-			payer := b.PayerKind
-			if b.PayerPrincipal != "" {
-				payer += " " + b.PayerPrincipal
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%v\t%s\n", b.Name, b.CreatedAt.UTC().Format(time.RFC3339), reported, safe(payer), b.Consent, b.Paused, fromColumn(store.FormatFrom(b.From)))
-		}
-		return tw.Flush()
+		return listBoxes(ctx, c.stdout, st)
 	}
 	return nil
 }

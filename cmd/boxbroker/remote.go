@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -80,24 +79,7 @@ func runBoxRemote(ctx context.Context, c *cli, url, sub, name, brokerURL string,
 		}
 		fmt.Fprintf(c.stdout, "removed box %s\n", name)
 	case "list":
-		boxes, err := cl.ListBoxes(ctx)
-		if err != nil {
-			return remoteError(err)
-		}
-		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tCREATED\tREPORTED\tPAYER\tCONSENT\tPAUSED\tFROM")
-		for _, b := range boxes {
-			reported := "never"
-			if b.ReportedAt != nil {
-				reported = *b.ReportedAt
-			}
-			payer := b.Payer.Kind
-			if b.Payer.Principal != nil {
-				payer += " " + *b.Payer.Principal
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%v\t%s\n", b.Name, b.CreatedAt, reported, safe(payer), b.Consent, b.Paused, fromColumn(strings.Join(b.From, ",")))
-		}
-		return tw.Flush()
+		return listRemoteBoxes(ctx, c.stdout, cl)
 	}
 	return nil
 }

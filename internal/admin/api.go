@@ -74,9 +74,12 @@ type PrincipalView struct {
 	Unpriced  int64   `json:"unpriced"`
 }
 
-// BoxList is the answer to GET /api/boxes.
+// BoxList is the answer to GET /api/boxes. Next, in an answer to a page,
+// is where the next page starts (the after of the next request); "" (and
+// absent) on the last page.
 type BoxList struct {
 	Boxes []BoxView `json:"boxes"`
+	Next  string    `json:"next,omitempty"`
 }
 
 // NewBox is the body of POST /api/boxes. From binds its token to source

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sort"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/capability"
@@ -136,38 +135,6 @@ func (s *Server) boxView(ctx context.Context, b store.Box) (BoxView, error) {
 
 // published reports whether v's last report listed it as published.
 func published(v BoxView) bool { return v.Listing != nil && v.Listing.Published }
-
-// Boxes returns every box as the admin API shows it: the ones whose
-// listing is published first, then the others, each part by name.
-func (s *Server) Boxes(ctx context.Context) ([]BoxView, error) {
-	boxes, err := s.cfg.Store.ListBoxes(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]BoxView, 0, len(boxes))
-	for _, b := range boxes {
-		v, err := s.boxView(ctx, b)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if pi, pj := published(out[i]), published(out[j]); pi != pj {
-			return pi
-		}
-		return out[i].Name < out[j].Name
-	})
-	return out, nil
-}
-
-func (s *Server) listBoxes(w http.ResponseWriter, r *http.Request) error {
-	boxes, err := s.Boxes(r.Context())
-	if err != nil {
-		return StoreError(err, "", "")
-	}
-	return writeJSON(w, http.StatusOK, BoxList{Boxes: boxes})
-}
 
 // Box reads the box named in r's {name} path value, or refuses with a
 // 400 (not a box name) or a 404 (no such box).

@@ -63,6 +63,14 @@ type BoxMonth struct {
 	Reserved  int64
 }
 
+// MonthTotal is a month's usage of every box summed: Usage's counts and
+// Cost (its Box, Month, PayerKind, Principal and Model empty), and
+// Charged, what the boxes' own tallies were charged (micro-dollars).
+type MonthTotal struct {
+	Usage   Usage
+	Charged int64
+}
+
 // KeptDeclaration is a box's last report as Declaration returns it.
 type KeptDeclaration struct {
 	Doc []byte
@@ -92,6 +100,10 @@ type Overview interface {
 	// Declaration returns one), by box name; a box that never reported is
 	// absent.
 	AllDeclarations(ctx context.Context) (map[string]KeptDeclaration, error)
+	// ListBoxPage returns one page of boxes, filtered, sorted and paged
+	// as q says, each with its last report and month, in a few queries
+	// whatever the number of boxes; an error for a q that fails Check.
+	ListBoxPage(ctx context.Context, q BoxQuery) (BoxPage, error)
 	// SecretNames returns the names of every box's secrets, each box's
 	// by name; a box with none is absent.
 	SecretNames(ctx context.Context) (map[string][]string, error)
@@ -102,6 +114,9 @@ type Overview interface {
 	// as ListUsage returns one with its Box, ordered by box, payer kind,
 	// principal and model; none for a month with none.
 	FleetUsage(ctx context.Context, month string) ([]Usage, error)
+	// FleetTotal returns every box's usage in month (YYYY-MM) summed, and
+	// the sum of the boxes' own tallies, each in one query and one row.
+	FleetTotal(ctx context.Context, month string) (MonthTotal, error)
 	// FleetTallies returns every box's tallies in month (YYYY-MM), each
 	// as Tallies returns one, ordered by box and principal (the box's own,
 	// Principal "", first); none for a month with none.

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -139,11 +140,48 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	return nil
 }
 
-// ListBoxes returns every box, published listings first.
+// ListBoxes returns every box, published listings first, while there are
+// at most 1,000: past that the API refuses (an *APIError); EachBox reads
+// any number.
 func (c *Client) ListBoxes(ctx context.Context) ([]admin.BoxView, error) {
 	var out admin.BoxList
 	err := c.do(ctx, http.MethodGet, "/api/boxes", nil, &out)
 	return out.Boxes, err
+}
+
+// BoxPage returns one page of boxes, by name: at most limit (1 to
+// 1000) of them after the cursor after ("" for the first page), and the
+// cursor of the next page ("" after the last).
+func (c *Client) BoxPage(ctx context.Context, limit int, after string) ([]admin.BoxView, string, error) {
+	v := url.Values{"limit": {strconv.Itoa(limit)}}
+	if after != "" {
+		v.Set("after", after)
+	}
+	var out admin.BoxList
+	err := c.do(ctx, http.MethodGet, "/api/boxes?"+v.Encode(), nil, &out)
+	return out.Boxes, out.Next, err
+}
+
+// EachBox calls fn with every box, by name, reading them limit at a
+// time, so that its memory does not grow with the fleet; it stops at
+// fn's first error and returns it.
+func (c *Client) EachBox(ctx context.Context, limit int, fn func(admin.BoxView) error) error {
+	after := ""
+	for {
+		boxes, next, err := c.BoxPage(ctx, limit, after)
+		if err != nil {
+			return err
+		}
+		for _, b := range boxes {
+			if err := fn(b); err != nil {
+				return err
+			}
+		}
+		if next == "" {
+			return nil
+		}
+		after = next
+	}
 }
 
 // Box returns one box.

@@ -4,8 +4,6 @@ import (
 	"github.com/intentius/boxbroker/internal/admin"
 
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/url"
 	"sort"
@@ -18,9 +16,12 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 )
 
-// The owner's page's list of boxes: one row a box, built from a few
-// queries (store.Overview) whatever the number of boxes, then filtered,
-// sorted and paged here, so that every link of the page is a plain GET.
+// The owner's page's list of boxes: one row a box. Sorted by name or by
+// this month's spend, with or without a search, the store picks the
+// page (store.ListBoxPage) and only its boxes are read; sorted by another
+// column or filtered by state, every box's row is built from a few
+// queries (store.Overview), then filtered, sorted and paged here. Every
+// link of the page is a plain GET.
 
 // Box states, as the list's state column and filter name them.
 const (
@@ -139,21 +140,97 @@ func blockedBy(m store.BoxMonth, a store.BoxActivity, monthStart time.Time) bool
 	return !a.LastOverBudget.IsZero() && !a.LastOverBudget.Before(monthStart) && a.LastOverBudget.After(a.LastServed)
 }
 
-// rows reads every box's row.
+// fleetFacts is what the list reads once for every row, whichever boxes
+// it shows: the held secrets' names, the last day's activity and the
+// prompt cache's tallies, each by box (each scales with what was used,
+// not with the number of boxes).
+type fleetFacts struct {
+	monthStart time.Time
+	held       map[string][]string
+	act        map[string]store.BoxActivity
+	// cacheMonth and cacheDay are the month's and the last 24 hours'.
+	cacheMonth, cacheDay map[string]*admin.CacheTokens
+}
+
+// facts reads fleetFacts for month, at now.
+func (u *Page) facts(ctx context.Context, now time.Time, month string) (fleetFacts, error) {
+	st := u.cfg.Store
+	f := fleetFacts{monthStart: spend.Resets(month).AddDate(0, -1, 0),
+		cacheMonth: map[string]*admin.CacheTokens{}, cacheDay: map[string]*admin.CacheTokens{}}
+	var err error
+	if f.held, err = st.SecretNames(ctx); err != nil {
+		return fleetFacts{}, err
+	}
+	acts, err := st.BoxActivity(ctx, now.Add(-24*time.Hour))
+	if err != nil {
+		return fleetFacts{}, err
+	}
+	f.act = make(map[string]store.BoxActivity, len(acts))
+	for _, a := range acts {
+		f.act[a.Box] = a
+	}
+	cache, err := u.a.Cache(ctx, "", month)
+	if err != nil {
+		return fleetFacts{}, err
+	}
+	add := func(m map[string]*admin.CacheTokens, box string, t admin.CacheTokens) {
+		if m[box] == nil {
+			m[box] = &admin.CacheTokens{}
+		}
+		c := m[box]
+		c.InputTokens += t.InputTokens
+		c.CacheWriteTokens += t.CacheWriteTokens
+		c.CacheReadTokens += t.CacheReadTokens
+	}
+	for _, l := range cache.ByEntry {
+		add(f.cacheMonth, l.Box, l.Month)
+		add(f.cacheDay, l.Box, l.Last24h)
+	}
+	return f, nil
+}
+
+// row makes b's row from its last report kept (nil for none), its month
+// m and f.
+func (u *Page) row(b store.Box, kept *store.KeptDeclaration, m store.BoxMonth, f fleetFacts) (row, error) {
+	r := row{Name: b.Name, Payer: b.PayerKind}
+	if r.Payer == "" {
+		r.Payer = protocol.PayerShared
+	}
+	if b.PayerPrincipal != "" {
+		r.Payer += " " + b.PayerPrincipal
+	}
+	d, err := admin.DecodeDeclaration(b.Name, kept)
+	if err != nil {
+		return row{}, err
+	}
+	if d != nil {
+		r.Reported = d.At
+		if d.Listing != nil {
+			r.Title = d.Listing.Title
+		}
+	}
+	a := f.act[b.Name]
+	r.Measured, r.HasBudget, r.Limit = m.Measured, m.HasBudget, m.Limit
+	r.Left = max(m.Limit-m.Spent-m.Reserved, 0)
+	r.Requests, r.Refusals = a.Requests, a.Refusals
+	r.CacheMonth, r.CacheDay = hitRatio(f.cacheMonth[b.Name]), hitRatio(f.cacheDay[b.Name])
+	r.CacheCold = r.CacheMonth != nil && r.CacheDay != nil && *r.CacheDay < *r.CacheMonth/2
+	r.Missing, _ = crossCheck(declaredSecrets(d, u.cfg.Broker), f.held[b.Name])
+	r.State = boxState(b.Paused, d != nil, blockedBy(m, a, f.monthStart), r.Missing)
+	return r, nil
+}
+
+// rows reads every box's row: what a sort by a column the store does not
+// sort by, or a filter by state, needs.
 func (u *Page) rows(ctx context.Context) ([]row, error) {
 	st := u.cfg.Store
 	now := u.cfg.Now()
 	month := spend.Month(now)
-	monthStart := spend.Resets(month).AddDate(0, -1, 0)
 	boxes, err := st.ListBoxes(ctx)
 	if err != nil {
 		return nil, err
 	}
 	docs, err := st.AllDeclarations(ctx)
-	if err != nil {
-		return nil, err
-	}
-	held, err := st.SecretNames(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -165,65 +242,72 @@ func (u *Page) rows(ctx context.Context) ([]row, error) {
 	for _, m := range months {
 		byMonth[m.Box] = m
 	}
-	acts, err := st.BoxActivity(ctx, now.Add(-24*time.Hour))
+	f, err := u.facts(ctx, now, month)
 	if err != nil {
 		return nil, err
-	}
-	byAct := make(map[string]store.BoxActivity, len(acts))
-	for _, a := range acts {
-		byAct[a.Box] = a
-	}
-	cache, err := u.a.Cache(ctx, "", month)
-	if err != nil {
-		return nil, err
-	}
-	byCache := map[string]*admin.CacheTokens{}    // the month's, by box
-	byCacheDay := map[string]*admin.CacheTokens{} // the last 24 hours'
-	add := func(m map[string]*admin.CacheTokens, box string, t admin.CacheTokens) {
-		if m[box] == nil {
-			m[box] = &admin.CacheTokens{}
-		}
-		c := m[box]
-		c.InputTokens += t.InputTokens
-		c.CacheWriteTokens += t.CacheWriteTokens
-		c.CacheReadTokens += t.CacheReadTokens
-	}
-	for _, l := range cache.ByEntry {
-		add(byCache, l.Box, l.Month)
-		add(byCacheDay, l.Box, l.Last24h)
 	}
 	out := make([]row, 0, len(boxes))
 	for _, b := range boxes {
-		r := row{Name: b.Name, Payer: b.PayerKind}
-		if r.Payer == "" {
-			r.Payer = protocol.PayerShared
+		var kept *store.KeptDeclaration
+		if k, ok := docs[b.Name]; ok {
+			kept = &k
 		}
-		if b.PayerPrincipal != "" {
-			r.Payer += " " + b.PayerPrincipal
+		r, err := u.row(b, kept, byMonth[b.Name], f)
+		if err != nil {
+			return nil, err
 		}
-		var d *protocol.Declaration
-		if kept, ok := docs[b.Name]; ok {
-			d = new(protocol.Declaration)
-			if err := json.Unmarshal(kept.Doc, d); err != nil {
-				return nil, fmt.Errorf("declaration of box %s: %w", b.Name, err)
-			}
-			d.At = kept.At
-			r.Reported = d.At
-			if d.Listing != nil {
-				r.Title = d.Listing.Title
-			}
-		}
-		m, a := byMonth[b.Name], byAct[b.Name]
-		r.Measured, r.HasBudget, r.Limit = m.Measured, m.HasBudget, m.Limit
-		r.Left = max(m.Limit-m.Spent-m.Reserved, 0)
-		r.Requests, r.Refusals = a.Requests, a.Refusals
-		r.CacheMonth, r.CacheDay = hitRatio(byCache[b.Name]), hitRatio(byCacheDay[b.Name])
-		r.CacheCold = r.CacheMonth != nil && r.CacheDay != nil && *r.CacheDay < *r.CacheMonth/2
-		r.Missing, _ = crossCheck(declaredSecrets(d, u.cfg.Broker), held[b.Name])
-		r.State = boxState(b.Paused, d != nil, blockedBy(m, a, monthStart), r.Missing)
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// storeSorts are the list's sorts the store does itself (store.BoxQuery).
+var storeSorts = map[string]string{"name": store.BoxSortName, "spend": store.BoxSortSpend}
+
+// pageRows reads the rows of q's page alone, searched, sorted and paged
+// by the store, with how many boxes match and how many there are; ok is
+// false when q sorts or filters by what the store does not (then rows
+// does it).
+func (u *Page) pageRows(ctx context.Context, q *listQuery) (rows []row, matched, total int, ok bool, err error) {
+	by, ok := storeSorts[q.Sort]
+	if !ok || q.State != "" {
+		return nil, 0, 0, false, nil
+	}
+	now := u.cfg.Now()
+	month := spend.Month(now)
+	sq := store.BoxQuery{Search: q.Q, Sort: by, Desc: q.Desc, Month: month, Limit: listPageSize, Offset: (q.Page - 1) * listPageSize, Count: true}
+	p, err := u.cfg.Store.ListBoxPage(ctx, sq)
+	if err != nil {
+		return nil, 0, 0, true, err
+	}
+	if last := max((p.Matched+listPageSize-1)/listPageSize, 1); q.Page > last {
+		q.Page = last // past the end: the last page, as the whole list does
+		sq.Offset = (q.Page - 1) * listPageSize
+		if p, err = u.cfg.Store.ListBoxPage(ctx, sq); err != nil {
+			return nil, 0, 0, true, err
+		}
+	}
+	total = p.Matched
+	if q.Q != "" {
+		all, err := u.cfg.Store.ListBoxPage(ctx, store.BoxQuery{Limit: 1, Count: true})
+		if err != nil {
+			return nil, 0, 0, true, err
+		}
+		total = all.Matched
+	}
+	f, err := u.facts(ctx, now, month)
+	if err != nil {
+		return nil, 0, 0, true, err
+	}
+	rows = make([]row, 0, len(p.Boxes))
+	for _, lb := range p.Boxes {
+		r, err := u.row(lb.Box, lb.Declaration, lb.Month, f)
+		if err != nil {
+			return nil, 0, 0, true, err
+		}
+		rows = append(rows, r)
+	}
+	return rows, p.Matched, total, true, nil
 }
 
 // listQuery is the list's sort, filter and page, read from the URL.
@@ -373,11 +457,39 @@ type column struct {
 	Arrow string
 }
 
-// pageLink is one link of the pager.
+// pageLink is one link of the pager; a Gap stands for pages left out.
 type pageLink struct {
 	N       int
 	URL     string
 	Current bool
+	Gap     bool
+}
+
+// pagerNeighbours is how many pages on each side of the current one the
+// pager links, besides the first and the last.
+const pagerNeighbours = 2
+
+// pager links the first and last of pages, and the pages around q's, with
+// a gap for each run of pages left out: a few links however many pages.
+func pager(q listQuery, pages int) []pageLink {
+	var out []pageLink
+	for n := 1; n <= pages; n++ {
+		if n != 1 && n != pages && (n < q.Page-pagerNeighbours || n > q.Page+pagerNeighbours) {
+			if len(out) > 0 && !out[len(out)-1].Gap {
+				out = append(out, pageLink{Gap: true})
+			}
+			if n < q.Page {
+				n = q.Page - pagerNeighbours - 1 // on to the current page's neighbours
+			} else {
+				n = pages - 1 // on to the last page
+			}
+			continue
+		}
+		c := q
+		c.Page = n
+		out = append(out, pageLink{N: n, URL: c.url(), Current: n == q.Page})
+	}
+	return out
 }
 
 // listPage is the list page's content.
@@ -400,23 +512,31 @@ type listPage struct {
 	// DeadLetters counts the batches of records the store refused for
 	// good on this replica (0: none, and no line).
 	DeadLetters int
-	// Fleet is every box's spend this month.
+	// Fleet is every box's spend this month, its totals alone.
 	Fleet admin.FleetSpend
 }
 
 func (u *Page) overview(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	all, err := u.rows(r.Context())
+	now := u.cfg.Now()
+	q := readListQuery(r.URL.Query())
+	page := listPage{Broker: u.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, States: stateLabels, Now: protocol.FormatTime(now)}
+	var paged bool
+	var err error
+	page.Rows, page.Matched, page.Total, paged, err = u.pageRows(r.Context(), &q)
 	if err != nil {
 		return admin.StoreError(err, "", "")
 	}
-	now := u.cfg.Now()
-	q := readListQuery(r.URL.Query())
-	page := listPage{Broker: u.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Total: len(all),
-		States: stateLabels, Now: protocol.FormatTime(now), Counts: map[string]int{}}
-	for _, row := range all {
-		page.Counts[row.State]++
+	if !paged {
+		all, err := u.rows(r.Context())
+		if err != nil {
+			return admin.StoreError(err, "", "")
+		}
+		page.Total, page.Counts = len(all), map[string]int{}
+		for _, row := range all {
+			page.Counts[row.State]++
+		}
+		page.Rows, page.Matched = q.apply(all)
 	}
-	page.Rows, page.Matched = q.apply(all)
 	page.Query = q
 	heads := []struct{ key, label string }{
 		{"name", "Box"}, {"report", "Last report"}, {"payer", "Payer"}, {"spend", "Spend this month"},
@@ -433,11 +553,7 @@ func (u *Page) overview(w http.ResponseWriter, r *http.Request, sess *Session) e
 		page.Columns = append(page.Columns, col)
 	}
 	pages := max((page.Matched+listPageSize-1)/listPageSize, 1)
-	for n := 1; n <= pages; n++ {
-		c := q
-		c.Page = n
-		page.Pages = append(page.Pages, pageLink{N: n, URL: c.url(), Current: n == q.Page})
-	}
+	page.Pages = pager(q, pages)
 	if q.Page > 1 {
 		c := q
 		c.Page--
@@ -456,7 +572,7 @@ func (u *Page) overview(w http.ResponseWriter, r *http.Request, sess *Session) e
 		return admin.StoreError(err, "", "")
 	}
 	page.Chart = hourChart(hours, now)
-	if page.Fleet, err = u.a.FleetSpend(r.Context(), spend.Month(now)); err != nil {
+	if page.Fleet, err = u.a.FleetTotal(r.Context(), spend.Month(now)); err != nil {
 		return admin.StoreError(err, "", "")
 	}
 	if u.deadLetters != nil {

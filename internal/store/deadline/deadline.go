@@ -638,6 +638,10 @@ func (s *Store) AllDeclarations(ctx context.Context) (map[string]store.KeptDecla
 	return s.st.AllDeclarations(ctx)
 }
 
+func (s *Store) ListBoxPage(ctx context.Context, q store.BoxQuery) (store.BoxPage, error) {
+	return do(s, ctx, "list box page", func(ctx context.Context) (store.BoxPage, error) { return s.st.ListBoxPage(ctx, q) })
+}
+
 func (s *Store) SecretNames(ctx context.Context) (map[string][]string, error) {
 	return s.st.SecretNames(ctx)
 }
@@ -648,6 +652,10 @@ func (s *Store) AuditPage(ctx context.Context, box string, offset, limit int) ([
 
 func (s *Store) FleetUsage(ctx context.Context, month string) ([]store.Usage, error) {
 	return s.st.FleetUsage(ctx, month)
+}
+
+func (s *Store) FleetTotal(ctx context.Context, month string) (store.MonthTotal, error) {
+	return do(s, ctx, "fleet total", func(ctx context.Context) (store.MonthTotal, error) { return s.st.FleetTotal(ctx, month) })
 }
 
 func (s *Store) FleetTallies(ctx context.Context, month string) ([]store.Tally, error) {

@@ -166,6 +166,14 @@ func testFleetSpend(t *testing.T, s store.Store) {
 	if d := diff(wantT, ts); d != "" {
 		t.Errorf("FleetTallies mismatch (-want +got):\n%s", d)
 	}
+	total, err := s.FleetTotal(ctx, "2026-10")
+	wantTotal := store.MonthTotal{Usage: store.Usage{Calls: 4, Unpriced: 1, InputTokens: 15, OutputTokens: 20, CacheReadTokens: 7, Cost: 340}, Charged: 10_000_340}
+	if d := diff(wantTotal, total); err != nil || d != "" {
+		t.Errorf("FleetTotal = %v, mismatch (-want +got):\n%s", err, d)
+	}
+	if total, err := s.FleetTotal(ctx, "2026-11"); err != nil || total != (store.MonthTotal{}) {
+		t.Errorf("FleetTotal(2026-11) = %+v, %v, want zero", total, err)
+	}
 	for _, month := range []string{"2026-11"} {
 		us, err := s.FleetUsage(ctx, month)
 		if err != nil || len(us) != 0 {

@@ -58,6 +58,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ProxyCA", testProxyCA}, {"ConcurrentCreateProxyCA", testConcurrentCreateProxyCA}, {"ReplaceProxyCA", testReplaceProxyCA},
 		{"Mints", testMints},
 		{"Overview", testOverview},
+		{"ListBoxPage", testListBoxPage},
 		{"FleetSpend", testFleetSpend},
 		{"Pool", testPool},
 		{"AuditCosts", testAuditCosts},
