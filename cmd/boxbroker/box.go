@@ -3,13 +3,16 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/server"
@@ -19,7 +22,7 @@ import (
 
 func runBox(ctx context.Context, c *cli, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: box add|list|remove|rotate|payer|consent|assign|unassign|resources|pause|resume NAME", errUsage)
+		return fmt.Errorf("%w: box add|list|remove|rotate|bind|payer|consent|assign|unassign|resources|pause|resume NAME", errUsage)
 	}
 	sub, args := args[0], args[1:]
 	switch sub {
@@ -33,10 +36,10 @@ func runBox(ctx context.Context, c *cli, args []string) error {
 		return runBoxPause(ctx, c, sub, args)
 	}
 	switch sub {
-	case "add", "rotate", "remove", "list":
+	case "add", "rotate", "remove", "list", "bind":
 	default:
-		return fmt.Errorf("%w: unknown box command %q%s (add, list, remove, rotate, payer, consent, assign, unassign, resources, pause, resume)", errUsage, safe(sub),
-			didYouMean(sub, []string{"add", "list", "remove", "rotate", "payer", "consent", "assign", "unassign", "resources", "pause", "resume"}))
+		return fmt.Errorf("%w: unknown box command %q%s (add, list, remove, rotate, bind, payer, consent, assign, unassign, resources, pause, resume)", errUsage, safe(sub),
+			didYouMean(sub, []string{"add", "list", "remove", "rotate", "bind", "payer", "consent", "assign", "unassign", "resources", "pause", "resume"}))
 	}
 	var cfg server.Config
 	fs := c.flags("box "+sub, &cfg)
@@ -46,6 +49,18 @@ func runBox(ctx context.Context, c *cli, args []string) error {
 		brokerURL = fs.String("url", c.envOr("BOXBROKER_URL", "http://127.0.0.1:8787"), "the broker's URL as boxes reach it, for the hints printed (BOXBROKER_URL)")
 	case "remove":
 		yes = fs.Bool("yes", false, "remove without asking")
+	}
+	var lt lifetimes
+	switch sub {
+	case "add":
+		fs.StringVar(&lt.from, "from", "", "source CIDRs (comma-separated) the box's token is taken from, where the box runs; empty or any: every address")
+		fs.StringVar(&lt.ttl, "ttl", "", "lifetime of each of the box's tokens, such as 720h; empty: none")
+	case "bind":
+		fs.StringVar(&lt.from, "from", "", "source CIDRs (comma-separated) the box's token is taken from, where the box runs; any: every address")
+		fs.BoolVar(&lt.clear, "clear", false, "take the box's token from any address (as --from any)")
+	case "rotate":
+		fs.StringVar(&lt.grace, "grace", "", "how long the old token goes on working beside the new one, such as 1h; empty: it stops at once")
+		fs.StringVar(&lt.ttl, "ttl", "", "lifetime of the box's tokens from now on, such as 720h, 0 for none; empty: the one it has")
 	}
 	adminURL := c.adminURLFlag(fs)
 	args, err := parseInterspersed(fs, args)
@@ -74,8 +89,11 @@ func runBox(ctx context.Context, c *cli, args []string) error {
 			return err
 		}
 	}
+	if err := lt.check(sub, fs); err != nil {
+		return err
+	}
 	if *adminURL != "" {
-		return runBoxRemote(ctx, c, *adminURL, sub, name, *brokerURL, *yes)
+		return runBoxRemote(ctx, c, *adminURL, sub, name, *brokerURL, *yes, lt)
 	}
 	open := openExisting
 	if sub == "add" {
@@ -92,25 +110,44 @@ func runBox(ctx context.Context, c *cli, args []string) error {
 		if err != nil {
 			return err
 		}
-		err = st.CreateBox(ctx, store.Box{Name: name, TokenHash: token.Hash(tok), CreatedAt: time.Now().UTC(), PayerKind: protocol.PayerShared})
+		now := time.Now().UTC()
+		b := store.Box{Name: name, TokenHash: token.Hash(tok), CreatedAt: now, PayerKind: protocol.PayerShared, From: lt.fromList, TokenTTL: lt.ttlD}
+		if lt.ttlD > 0 {
+			b.ExpiresAt = now.Add(lt.ttlD)
+		}
+		err = st.CreateBox(ctx, b)
 		if errors.Is(err, store.ErrExists) {
 			return fmt.Errorf("a box named %s already exists (rotate its token with `boxbroker box rotate %s`)", name, name)
 		}
 		if err != nil {
 			return err
 		}
-		printToken(c, name, tok, *brokerURL, "added")
+		printToken(c, name, tok, *brokerURL, "added"+lt.added(b.ExpiresAt))
 	case "rotate":
 		tok, err := token.NewBox()
 		if err != nil {
 			return err
 		}
-		if err := st.RotateToken(ctx, name, token.Hash(tok)); errors.Is(err, store.ErrNotFound) {
+		b, err := st.Box(ctx, name)
+		if errors.Is(err, store.ErrNotFound) {
 			return fmt.Errorf("no box named %s", name)
 		} else if err != nil {
 			return err
 		}
-		printToken(c, name, tok, *brokerURL, "rotated; the old token no longer works")
+		rot := admin.Rotation(b, token.Hash(tok), time.Now(), lt.ttlPtr(), lt.graceD)
+		if err := st.ReplaceToken(ctx, name, rot); errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("no box named %s", name)
+		} else if err != nil {
+			return err
+		}
+		printToken(c, name, tok, *brokerURL, "rotated; "+lt.rotated(rot.GraceUntil, rot.ExpiresAt))
+	case "bind":
+		if err := st.BindBox(ctx, name, lt.fromList); errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("no box named %s", name)
+		} else if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stdout, "box %s: its token is taken from %s\n", name, admin.DescribeFrom(lt.fromList))
 	case "remove":
 		if !*yes && !c.confirm(fmt.Sprintf("Remove box %s, its declaration, secrets, grants and feedback?", name)) {
 			return errors.New("not removed (pass --yes to remove without asking)")
@@ -131,7 +168,7 @@ func runBox(ctx context.Context, c *cli, args []string) error {
 			return err
 		}
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tCREATED\tREPORTED\tPAYER\tCONSENT\tPAUSED")
+		fmt.Fprintln(tw, "NAME\tCREATED\tREPORTED\tPAYER\tCONSENT\tPAUSED\tFROM")
 		for _, b := range boxes {
 			reported := "never"
 			if _, at, err := st.Declaration(ctx, b.Name); err == nil {
@@ -141,7 +178,7 @@ func runBox(ctx context.Context, c *cli, args []string) error {
 			if b.PayerPrincipal != "" {
 				payer += " " + b.PayerPrincipal
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%v\n", b.Name, b.CreatedAt.UTC().Format(time.RFC3339), reported, safe(payer), b.Consent, b.Paused)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%v\t%s\n", b.Name, b.CreatedAt.UTC().Format(time.RFC3339), reported, safe(payer), b.Consent, b.Paused, fromColumn(store.FormatFrom(b.From)))
 		}
 		return tw.Flush()
 	}
@@ -178,4 +215,112 @@ func checkHintURL(s string) error {
 		return fmt.Errorf("%w: --url (BOXBROKER_URL) %q is not an http(s) URL with a host, such as http://127.0.0.1:8787: it is the broker's URL as boxes reach it, for the hints printed", errUsage, safe(s))
 	}
 	return nil
+}
+
+// lifetimes are box add's, bind's and rotate's flags for where a box's
+// token is taken from and how long it lives, as given and as read.
+type lifetimes struct {
+	from, ttl, grace string
+	clear            bool
+
+	fromList []netip.Prefix
+	ttlD     time.Duration
+	ttlSet   bool
+	graceD   time.Duration
+}
+
+// check reads the flags sub was given.
+func (lt *lifetimes) check(sub string, fs *flag.FlagSet) error {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if sub == "bind" {
+		switch {
+		case lt.clear && set["from"]:
+			return fmt.Errorf("%w: box bind takes --from or --clear, not both", errUsage)
+		case !lt.clear && !set["from"]:
+			return fmt.Errorf("%w: box bind NAME --from CIDR[,CIDR] (or --from any, or --clear)", errUsage)
+		}
+	}
+	var err error
+	if !lt.clear {
+		if lt.fromList, err = store.ParseFrom(lt.from); err != nil {
+			return fmt.Errorf("%w: --from: %v", errUsage, err)
+		}
+	}
+	if lt.ttlD, err = parseLifetime("ttl", lt.ttl); err != nil {
+		return err
+	}
+	lt.ttlSet = set["ttl"]
+	lt.graceD, err = parseLifetime("grace", lt.grace)
+	return err
+}
+
+func parseLifetime(flagName, v string) (time.Duration, error) {
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%w: --%s %q is not a duration such as 1h or 720h", errUsage, flagName, safe(v))
+	}
+	return d, nil
+}
+
+// ttlPtr is the TTL rotate was given, nil when it was not.
+func (lt *lifetimes) ttlPtr() *time.Duration {
+	if !lt.ttlSet {
+		return nil
+	}
+	return &lt.ttlD
+}
+
+// ttlString is the TTL as the admin API takes it, nil when not given.
+func (lt *lifetimes) ttlString() *string {
+	if !lt.ttlSet {
+		return nil
+	}
+	v := lt.ttlD.String()
+	return &v
+}
+
+// fromStrings is --from as the admin API takes it.
+func (lt *lifetimes) fromStrings() []string {
+	out := []string{}
+	for _, p := range lt.fromList {
+		out = append(out, p.String())
+	}
+	return out
+}
+
+// added says, after "added", where the new token is taken from and
+// until when.
+func (lt *lifetimes) added(expires time.Time) string {
+	s := ""
+	if len(lt.fromList) > 0 {
+		s += "; its token is taken only from " + admin.DescribeFrom(lt.fromList)
+	}
+	if !expires.IsZero() {
+		s += "; its token expires at " + expires.UTC().Format(time.RFC3339)
+	}
+	return s
+}
+
+// rotated says what became of the old token, and when the new expires.
+func (lt *lifetimes) rotated(graceUntil, expires time.Time) string {
+	s := "the old token no longer works"
+	if !graceUntil.IsZero() {
+		s = "the old token goes on working until " + graceUntil.UTC().Format(time.RFC3339)
+	}
+	if !expires.IsZero() {
+		s += "; the new one expires at " + expires.UTC().Format(time.RFC3339)
+	}
+	return s
+}
+
+// fromColumn is box list's FROM: where the box's token is taken from.
+func fromColumn(from string) string {
+	if from == "" {
+		return "any"
+	}
+	return from
 }

@@ -51,6 +51,7 @@ func TestServe_MalformedEnvValueRefused(t *testing.T) {
 		{"certificate without its key", "BOXBROKER_TLS_CERT", "/etc/boxbroker/tls.crt", `tls-cert and tls-key (BOXBROKER_TLS_CERT, BOXBROKER_TLS_KEY) go together`},
 		{"price file that is not there", "BOXBROKER_PRICES", "/nonexistent/prices.json", `price file (--prices, BOXBROKER_PRICES): prices: open /nonexistent/prices.json`},
 		{"passthrough entry with a space", "BOXBROKER_PROXY_PASSTHROUGH", "api.github.com,a b", `(BOXBROKER_PROXY_PASSTHROUGH) entries "a b" are not a host or host:port`},
+		{"trusted proxy that is no CIDR", "BOXBROKER_TRUSTED_PROXY", "10.0.0.0/8,10.1.0.0/33", `--trusted-proxy (BOXBROKER_TRUSTED_PROXY): source "10.1.0.0/33" is neither a CIDR`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

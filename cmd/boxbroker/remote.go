@@ -6,7 +6,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/admin/adminclient"
@@ -37,24 +39,38 @@ func remoteError(err error) error {
 }
 
 // runBoxRemote is `box add|list|remove|rotate` through the admin API.
-func runBoxRemote(ctx context.Context, c *cli, url, sub, name, brokerURL string, yes bool) error {
+func runBoxRemote(ctx context.Context, c *cli, url, sub, name, brokerURL string, yes bool, lt lifetimes) error {
 	cl, err := c.adminClient(url)
 	if err != nil {
 		return err
 	}
 	switch sub {
 	case "add":
-		bt, err := cl.AddBox(ctx, admin.NewBox{Name: name})
+		nb := admin.NewBox{Name: name, From: lt.fromStrings()}
+		if lt.ttlD > 0 {
+			nb.TTL = lt.ttlD.String()
+		}
+		bt, err := cl.AddBox(ctx, nb)
 		if err != nil {
 			return remoteError(err)
 		}
-		printToken(c, name, bt.Token, brokerURL, "added")
+		printToken(c, name, bt.Token, brokerURL, "added"+lt.added(parseViewTime(bt.Box.ExpiresAt)))
 	case "rotate":
-		bt, err := cl.RotateBox(ctx, name)
+		tr := admin.TokenRotation{TTL: lt.ttlString()}
+		if lt.graceD > 0 {
+			tr.Grace = lt.graceD.String()
+		}
+		bt, err := cl.RotateBoxWith(ctx, name, tr)
 		if err != nil {
 			return remoteError(err)
 		}
-		printToken(c, name, bt.Token, brokerURL, "rotated; the old token no longer works")
+		printToken(c, name, bt.Token, brokerURL, "rotated; "+lt.rotated(parseViewTime(bt.Box.OldTokenUntil), parseViewTime(bt.Box.ExpiresAt)))
+	case "bind":
+		from := lt.fromStrings()
+		if _, err := cl.UpdateBox(ctx, name, admin.BoxSettings{From: &from}); err != nil {
+			return remoteError(err)
+		}
+		fmt.Fprintf(c.stdout, "box %s: its token is taken from %s\n", name, admin.DescribeFrom(lt.fromList))
 	case "remove":
 		if !yes && !c.confirm(fmt.Sprintf("Remove box %s, its declaration, secrets, grants and feedback?", name)) {
 			return errors.New("not removed (pass --yes to remove without asking)")
@@ -69,7 +85,7 @@ func runBoxRemote(ctx context.Context, c *cli, url, sub, name, brokerURL string,
 			return remoteError(err)
 		}
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tCREATED\tREPORTED\tPAYER\tCONSENT\tPAUSED")
+		fmt.Fprintln(tw, "NAME\tCREATED\tREPORTED\tPAYER\tCONSENT\tPAUSED\tFROM")
 		for _, b := range boxes {
 			reported := "never"
 			if b.ReportedAt != nil {
@@ -79,7 +95,7 @@ func runBoxRemote(ctx context.Context, c *cli, url, sub, name, brokerURL string,
 			if b.Payer.Principal != nil {
 				payer += " " + *b.Payer.Principal
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%v\n", b.Name, b.CreatedAt, reported, safe(payer), b.Consent, b.Paused)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%v\t%s\n", b.Name, b.CreatedAt, reported, safe(payer), b.Consent, b.Paused, fromColumn(strings.Join(b.From, ",")))
 		}
 		return tw.Flush()
 	}
@@ -197,4 +213,13 @@ func runPoolRemote(ctx context.Context, c *cli, url, sub, name, kind string, wei
 	}
 	fmt.Fprintf(c.stdout, "set anthropic pool entry %s (%s, weight %d), sealed at rest\n", name, what, v.Weight)
 	return nil
+}
+
+// parseViewTime reads a time the admin API wrote; zero for null.
+func parseViewTime(v *string) time.Time {
+	if v == nil {
+		return time.Time{}
+	}
+	t, _ := time.Parse(time.RFC3339Nano, *v)
+	return t
 }

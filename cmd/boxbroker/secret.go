@@ -26,21 +26,24 @@ const minSecretLen = 8
 
 func runSecret(ctx context.Context, c *cli, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: secret set BOX NAME --host URL [--kind KIND] | list BOX | remove BOX NAME", errUsage)
+		return fmt.Errorf("%w: secret set BOX NAME --host URL [--kind KIND] [--body-field FIELD]... | list BOX | remove BOX NAME", errUsage)
 	}
 	sub, args := args[0], args[1:]
 	var cfg server.Config
 	fs := c.flags("secret "+sub, &cfg)
 	host, brokerURL, word, kind, yes := new(string), new(string), new(string), new(string), new(bool)
+	var fields bodyFields
 	switch sub {
 	case "set":
 		host = fs.String("host", "", "the one base `URL` the secret may be sent to, https://host[:port][/path]")
 		brokerURL = fs.String("url", c.envOr("BOXBROKER_URL", "http://127.0.0.1:8787"), "the broker's URL as boxes reach it, for the hints printed (BOXBROKER_URL)")
 		word = fs.String("broker", c.envOr("BOXBROKER_BROKER", "lobby"), "the broker word, for the declaration hint printed (BOXBROKER_BROKER)")
 		kind = fs.String("kind", "", "what the broker sends: plain, the value itself (the default), or what it mints or signs with from a JSON configuration on stdin: "+strings.Join(mint.Kinds(), ", "))
+		fs.Var(&fields, "body-field", "a top-level `FIELD` of a form or JSON request body in which the broker writes the value, where the field's whole value is the box's token (an API that takes its key in the body, such as client_secret); repeat for more. Anywhere else in a body the token is marked, never swapped")
 	case "remove":
 		yes = fs.Bool("yes", false, "remove without asking")
 	}
+	adminURL := c.adminURLFlag(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -71,12 +74,20 @@ func runSecret(ctx context.Context, c *cli, args []string) error {
 			return fmt.Errorf("%w: secret name %q must match ^[A-Z][A-Z0-9_]{0,39}$: an upper-case letter, then up to 39 upper-case letters, digits or _", errUsage, name)
 		}
 	}
-	switch sub {
-	case "set":
+	if err := protocol.CheckBodyFields(fields); err != nil {
+		return fmt.Errorf("%w: --body-field: %v", errUsage, err)
+	}
+	if sub == "set" {
 		if err := checkHintURL(*brokerURL); err != nil {
 			return err
 		}
-		return secretSet(ctx, c, &cfg, box, name, *host, *brokerURL, *word, *kind)
+	}
+	if *adminURL != "" {
+		return runSecretRemote(ctx, c, *adminURL, sub, box, name, secretSetting{host: *host, brokerURL: *brokerURL, word: *word, kind: *kind, fields: fields}, *yes)
+	}
+	switch sub {
+	case "set":
+		return secretSet(ctx, c, &cfg, box, name, secretSetting{host: *host, brokerURL: *brokerURL, word: *word, kind: *kind, fields: fields})
 	case "remove":
 		if !*yes && !c.confirm(fmt.Sprintf("Remove the secret %s of box %s?", name, box)) {
 			return errors.New("not removed (pass --yes to remove without asking)")
@@ -112,7 +123,7 @@ func runSecret(ctx context.Context, c *cli, args []string) error {
 			return err
 		}
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "SECRET\tKIND\tHOST\tSTATE\tUPDATED")
+		fmt.Fprintln(tw, "SECRET\tKIND\tHOST\tSTATE\tUPDATED\tBODY FIELDS")
 		for _, s := range secrets {
 			kind, state := "plain", "-"
 			if s.Kind != "" {
@@ -123,7 +134,7 @@ func runSecret(ctx context.Context, c *cli, args []string) error {
 				}
 				state = mint.State(full, states, time.Now())
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, kind, s.Host, state, s.UpdatedAt.UTC().Format(time.RFC3339))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, kind, s.Host, state, s.UpdatedAt.UTC().Format(time.RFC3339), fieldsOrNone(s.BodyFields))
 		}
 		return tw.Flush()
 	}
@@ -146,7 +157,32 @@ func (c *cli) readConfig(kind string) ([]byte, error) {
 	return b, nil
 }
 
-func secretSet(ctx context.Context, c *cli, cfg *server.Config, box, name, host, brokerURL, word, kind string) error {
+// bodyFields is the repeatable --body-field flag.
+type bodyFields []string
+
+func (f *bodyFields) String() string { return strings.Join(*f, ",") }
+
+func (f *bodyFields) Set(s string) error {
+	*f = append(*f, s)
+	return nil
+}
+
+// fieldsOrNone is a secret's body fields as `secret list` shows them.
+func fieldsOrNone(fields []string) string {
+	if len(fields) == 0 {
+		return "-"
+	}
+	return strings.Join(fields, ",")
+}
+
+// secretSetting is what `secret set` was told beside the box and name.
+type secretSetting struct {
+	host, brokerURL, word, kind string
+	fields                      []string
+}
+
+func secretSet(ctx context.Context, c *cli, cfg *server.Config, box, name string, set secretSetting) error {
+	host, brokerURL, word, kind := set.host, set.brokerURL, set.word, set.kind
 	if host == "" {
 		return fmt.Errorf("%w: secret set needs --host, the one base URL the secret may be sent to, as in --host https://api.example.com", errUsage)
 	}
@@ -167,8 +203,12 @@ func secretSet(ctx context.Context, c *cli, cfg *server.Config, box, name, host,
 			return err
 		}
 		defer clear(value)
-		if _, err := mint.Parse(kind, value); err != nil {
+		spec, err := mint.Parse(kind, value)
+		if err != nil {
 			return fmt.Errorf("--kind %s: %w", kind, err)
+		}
+		if _, signs := spec.(mint.Signer); signs && len(set.fields) > 0 {
+			return fmt.Errorf("%w: --body-field: a %s secret signs requests and writes no value, so it takes no body field", errUsage, kind)
 		}
 	} else {
 		value, err = c.readSecret(fmt.Sprintf("value of %s for box %s (not echoed): ", name, box))
@@ -194,7 +234,7 @@ func secretSet(ctx context.Context, c *cli, cfg *server.Config, box, name, host,
 	if err != nil {
 		return err
 	}
-	err = st.SetSecret(ctx, store.Secret{Box: box, Name: name, Host: base.String(), Sealed: sealed, UpdatedAt: time.Now().UTC(), Kind: kind})
+	err = st.SetSecret(ctx, store.Secret{Box: box, Name: name, Host: base.String(), Sealed: sealed, UpdatedAt: time.Now().UTC(), Kind: kind, BodyFields: set.fields})
 	if errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("no box named %s (add it with `boxbroker box add %s`)", box, box)
 	}
@@ -204,6 +244,12 @@ func secretSet(ctx context.Context, c *cli, cfg *server.Config, box, name, host,
 	if base.Scheme == "http" && !isLoopback(base.Hostname()) {
 		fmt.Fprintf(c.stderr, "warning: %s is http://, so the value travels to it unencrypted\n", base)
 	}
+	printSecretSet(c, box, name, base.String(), brokerURL, word, kind, set.fields)
+	return nil
+}
+
+// printSecretSet says what `secret set` saved and what to give the box.
+func printSecretSet(c *cli, box, name, base, brokerURL, word, kind string, fields []string) {
 	b := strings.TrimSuffix(brokerURL, "/")
 	if kind != "" {
 		fmt.Fprintf(c.stdout, "set secret %s of box %s, kind %s, sealed at rest; the broker sends what it mints or signs only to %s\n\n", name, box, kind, base)
@@ -212,7 +258,9 @@ func secretSet(ctx context.Context, c *cli, cfg *server.Config, box, name, host,
 	}
 	fmt.Fprintf(c.stdout, "Give the box:\n  %s_KEY=<the box's token>\n  %s_BASE_URL=%s%s/%s\n\n", name, name, b, protocol.PrefixEgress, name)
 	fmt.Fprintf(c.stdout, "and let its box block declare it:\n  { \"name\": %q, \"broker\": %q, \"scope\": [%q] }\n", protocol.Egress, word, name)
-	return nil
+	if len(fields) > 0 {
+		fmt.Fprintf(c.stdout, "\nIn a request body the broker writes the value only as the whole value of the top-level form or JSON field %s; anywhere else in a body the box's token is marked.\n", strings.Join(fields, ", "))
+	}
 }
 
 func isLoopback(host string) bool {

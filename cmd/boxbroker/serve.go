@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/netip"
 	"net/url"
 	"slices"
 	"sort"
@@ -53,12 +54,20 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	proxyListen := fs.String("proxy-listen", c.getenv("BOXBROKER_PROXY_LISTEN"), "egress as an HTTPS proxy on this address; empty for none (BOXBROKER_PROXY_LISTEN)")
 	proxyPass := fs.String("proxy-passthrough", c.getenv("BOXBROKER_PROXY_PASSTHROUGH"), "hosts (host or host:port, comma-separated) the egress proxy tunnels untouched (BOXBROKER_PROXY_PASSTHROUGH)")
 	fs.DurationVar(&cfg.ReservationLease, "reservation-lease", envDuration("BOXBROKER_RESERVATION_LEASE", def.ReservationLease), "how long a budget's reservation is held without its replica renewing it; a crashed replica's reservations free after it (BOXBROKER_RESERVATION_LEASE)")
+	trusted := &prefixList{env: "BOXBROKER_TRUSTED_PROXY"}
+	if v := c.getenv("BOXBROKER_TRUSTED_PROXY"); v != "" {
+		if err := trusted.add(v); err != nil {
+			return fmt.Errorf("configuration: --trusted-proxy (BOXBROKER_TRUSTED_PROXY): %w", err)
+		}
+	}
+	fs.Var(trusted, "trusted-proxy", "front proxy (CIDR, repeatable or comma-separated) whose X-Forwarded-For is believed when judging where a box's request came from; none: the peer's address (BOXBROKER_TRUSTED_PROXY)")
 	fs.BoolVar(&cfg.NewStore, "new-store", false, "make a new, empty SQLite database in a data directory that holds a master key, a journal or a spool but no database; without it serve refuses to start there")
 	auditRequired := fs.Bool("audit-required", env.boolean("BOXBROKER_AUDIT_REQUIRED", !def.AuditOptional), "refuse calls (503) while their audit record can be written neither to the store nor to the spool; false serves them unrecorded (BOXBROKER_AUDIT_REQUIRED)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	cfg.AuditOptional = !*auditRequired
+	cfg.TrustedProxies = trusted.list
 	for _, h := range strings.Split(*adminHosts, ",") {
 		if h = strings.TrimSpace(h); h != "" {
 			cfg.AdminHosts = append(cfg.AdminHosts, h)
@@ -449,4 +458,39 @@ func pageURL(scheme string, addr net.Addr) string {
 		}
 	}
 	return (&url.URL{Scheme: scheme, Host: net.JoinHostPort(host, port), Path: "/ui/"}).String()
+}
+
+// prefixList is a flag of CIDRs, repeatable or comma-separated, whose
+// first use on the command line replaces what its variable (env) gave.
+type prefixList struct {
+	env     string
+	list    []netip.Prefix
+	fromArg bool
+}
+
+func (p *prefixList) String() string {
+	if p == nil {
+		return ""
+	}
+	return store.FormatFrom(p.list)
+}
+
+// Set adds the CIDRs of one --trusted-proxy.
+func (p *prefixList) Set(v string) error {
+	if !p.fromArg {
+		p.fromArg, p.list = true, nil
+	}
+	return p.add(v)
+}
+
+func (p *prefixList) add(v string) error {
+	l, err := store.ParseFrom(v)
+	if err != nil {
+		return err
+	}
+	if l == nil {
+		return fmt.Errorf("%q names no proxy: give a CIDR, such as 10.0.0.0/8", v)
+	}
+	p.list = append(p.list, l...)
+	return nil
 }

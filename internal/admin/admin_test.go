@@ -414,6 +414,52 @@ func TestAdmin_Secrets(t *testing.T) {
 	refusal(t, "DELETE GITHUB again", b.Admin("DELETE", "/api/boxes/alpha/secrets/GITHUB", tok, nil), 404)
 }
 
+// TestAdmin_SecretBodyFields: a PUT names the body fields the broker
+// writes the value in, the listing shows them, and a field that is no
+// sane name, named twice, or one too many is refused with a 400 saying
+// why.
+func TestAdmin_SecretBodyFields(t *testing.T) {
+	b := brokertest.New(t, brokertest.Options{})
+	tok := b.AdminToken
+	b.AddBox("alpha")
+	var sv admin.SecretView
+	resp := b.Admin("PUT", "/api/boxes/alpha/secrets/OAUTH", tok, admin.SecretValue{Host: "https://auth.example.com", Value: "cs_secretvalue123", BodyFields: []string{"client_secret"}})
+	decode(t, "PUT OAUTH", resp, 200, &sv)
+	if len(sv.BodyFields) != 1 || sv.BodyFields[0] != "client_secret" {
+		t.Errorf("PUT OAUTH = %+v, want bodyFields [client_secret]", sv)
+	}
+	sec, err := b.Server.Store.Secret(t.Context(), "alpha", "OAUTH")
+	if err != nil || len(sec.BodyFields) != 1 || sec.BodyFields[0] != "client_secret" {
+		t.Errorf("stored OAUTH = %+v, %v, want BodyFields [client_secret]", sec.BodyFields, err)
+	}
+	var list admin.SecretList
+	decode(t, "GET secrets", b.Admin("GET", "/api/boxes/alpha/secrets", tok, nil), 200, &list)
+	if len(list.Secrets) != 1 || len(list.Secrets[0].BodyFields) != 1 || list.Secrets[0].BodyFields[0] != "client_secret" {
+		t.Errorf("GET secrets = %+v, want OAUTH with bodyFields [client_secret]", list.Secrets)
+	}
+	nine := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i"}
+	tests := []struct {
+		name   string
+		fields []string
+		says   string
+	}{
+		{"a space", []string{"client secret"}, "must match"},
+		{"a comma", []string{"a,b"}, "must match"},
+		{"empty", []string{""}, "must match"},
+		{"named twice", []string{"key", "key"}, "twice"},
+		{"too many", nine, "at most 8"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := b.Admin("PUT", "/api/boxes/alpha/secrets/OTHER", tok, admin.SecretValue{Host: "https://x.example", Value: "cs_secretvalue123", BodyFields: tt.fields})
+			refusal(t, "PUT OTHER", resp, 400)
+			if !bytes.Contains(resp.Body, []byte(tt.says)) {
+				t.Errorf("PUT OTHER with bodyFields %q = %s, want it to say %q", tt.fields, resp.Body, tt.says)
+			}
+		})
+	}
+}
+
 func TestAdmin_FeedbackAndResources(t *testing.T) {
 	b := brokertest.New(t, brokertest.Options{})
 	tok := b.AdminToken

@@ -22,6 +22,17 @@ type BoxView struct {
 	// Spend is this month's spend its last report carried; null when the
 	// report carried none or another month's.
 	Spend *SpendView `json:"spend"`
+	// From are the source CIDRs the box's token is bound to; empty when
+	// it is taken from any address.
+	From []string `json:"from"`
+	// TokenTTL is the lifetime each of its tokens is minted with (a Go
+	// duration, such as "720h0m0s"); null for none.
+	TokenTTL *string `json:"tokenTTL"`
+	// ExpiresAt is when its token stops being taken; null for never.
+	ExpiresAt *string `json:"expiresAt"`
+	// OldTokenUntil is when the token it had before its last rotation
+	// stops being taken (a rotation's grace); null when there is none.
+	OldTokenUntil *string `json:"oldTokenUntil"`
 }
 
 // PayerView is a payer: kind shared, owner or visitor, and the principal
@@ -68,18 +79,35 @@ type BoxList struct {
 	Boxes []BoxView `json:"boxes"`
 }
 
-// NewBox is the body of POST /api/boxes.
+// NewBox is the body of POST /api/boxes. From binds its token to source
+// CIDRs (or addresses; absent or empty: any address), and TTL, a Go
+// duration such as "720h", gives each of its tokens that lifetime
+// (absent: none).
 type NewBox struct {
-	Name    string `json:"name"`
-	Consent bool   `json:"consent"`
-	Paused  bool   `json:"paused"`
+	Name    string   `json:"name"`
+	Consent bool     `json:"consent"`
+	Paused  bool     `json:"paused"`
+	From    []string `json:"from,omitempty"`
+	TTL     string   `json:"ttl,omitempty"`
 }
 
 // BoxSettings is the body of PATCH /api/boxes/{name}: the fields present
-// are changed, the others kept.
+// are changed, the others kept. From, when present, binds the box's token
+// to those source CIDRs; an empty list takes it from any address.
 type BoxSettings struct {
-	Consent *bool `json:"consent,omitempty"`
-	Paused  *bool `json:"paused,omitempty"`
+	Consent *bool     `json:"consent,omitempty"`
+	Paused  *bool     `json:"paused,omitempty"`
+	From    *[]string `json:"from,omitempty"`
+}
+
+// TokenRotation is the body, optional, of POST /api/boxes/{name}/token.
+// Grace, a Go duration such as "1h", keeps the old token taken that long
+// beside the new one (absent: the old token stops at once); TTL, when
+// present, is the lifetime of the box's tokens from now on ("0": none),
+// and when absent the box keeps the one it has.
+type TokenRotation struct {
+	Grace string  `json:"grace,omitempty"`
+	TTL   *string `json:"ttl,omitempty"`
 }
 
 // BoxToken answers POST /api/boxes and POST /api/boxes/{name}/token. The
@@ -128,6 +156,9 @@ type SecretView struct {
 	// "token valid until …", "REFUSED since …: the OAuth grant needs
 	// renewing (…)", …; "" for a plain value. Listed secrets only.
 	State string `json:"state,omitempty"`
+	// BodyFields are the top-level form or JSON body fields in which the
+	// broker writes the value (store.Secret.BodyFields); omitted for none.
+	BodyFields []string `json:"bodyFields,omitempty"`
 }
 
 // SecretList is the answer to GET /api/boxes/{name}/secrets.
@@ -139,6 +170,11 @@ type SecretList struct {
 type SecretValue struct {
 	Host  string `json:"host"`
 	Value string `json:"value"`
+	// BodyFields, when given, name the top-level fields of a form or JSON
+	// request body in which the broker writes the value where the field's
+	// whole value is the box's token (protocol.CheckBodyFields); none
+	// means the value is written only in header values and the query.
+	BodyFields []string `json:"bodyFields,omitempty"`
 }
 
 // FeedbackView is one kept feedback batch.

@@ -85,6 +85,18 @@ func BoxViewOf(b store.Box, d *protocol.Declaration, now time.Time) BoxView {
 	if v.Payer.Kind == "" {
 		v.Payer.Kind = protocol.PayerShared
 	}
+	v.From = []string{}
+	for _, p := range b.From {
+		v.From = append(v.From, p.String())
+	}
+	if b.TokenTTL > 0 {
+		ttl := b.TokenTTL.String()
+		v.TokenTTL = &ttl
+	}
+	v.ExpiresAt = optionalTime(b.ExpiresAt)
+	if b.OldTokenHash != "" {
+		v.OldTokenUntil = optionalTime(b.OldUntil)
+	}
 	if b.PayerPrincipal != "" {
 		p := b.PayerPrincipal
 		v.Payer.Principal = &p
@@ -188,17 +200,29 @@ func (s *Server) addBox(w http.ResponseWriter, r *http.Request) error {
 	if !protocol.IsBoxName(nb.Name) {
 		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "A box name matches ^[a-z][a-z0-9-]{0,62}$.")
 	}
+	from, err := ParseFrom(nb.From)
+	if err != nil {
+		return err
+	}
+	ttl, err := ParseLifetime("ttl", nb.TTL)
+	if err != nil {
+		return err
+	}
 	tok, err := token.NewBox()
 	if err != nil {
 		return err
 	}
-	b := store.Box{Name: nb.Name, TokenHash: token.Hash(tok), CreatedAt: s.cfg.Now().UTC(),
-		Consent: nb.Consent, Paused: nb.Paused, PayerKind: protocol.PayerShared}
+	now := s.cfg.Now().UTC()
+	b := store.Box{Name: nb.Name, TokenHash: token.Hash(tok), CreatedAt: now,
+		Consent: nb.Consent, Paused: nb.Paused, PayerKind: protocol.PayerShared, From: from, TokenTTL: ttl}
+	if ttl > 0 {
+		b.ExpiresAt = now.Add(ttl)
+	}
 	if err := s.cfg.Store.CreateBox(r.Context(), b); err != nil {
 		return StoreError(err, "", fmt.Sprintf("A box named %s already exists; rotate its token with POST /api/boxes/%s/token.", nb.Name, nb.Name))
 	}
 	s.Drop(store.ChangeBox, b.Name)
-	s.log.Info("admin: box added", "box", b.Name)
+	s.log.Info("admin: box added", "box", b.Name, "from", DescribeFrom(from), "ttl", ttl)
 	return writeJSON(w, http.StatusCreated, BoxToken{Box: BoxViewOf(b, nil, s.cfg.Now()), Token: tok})
 }
 
@@ -216,6 +240,17 @@ func (s *Server) updateBox(w http.ResponseWriter, r *http.Request) error {
 	}
 	if set.Paused != nil {
 		b.Paused = *set.Paused
+	}
+	if set.From != nil {
+		if b.From, err = ParseFrom(*set.From); err != nil {
+			return err
+		}
+		if err := s.BindBox(r.Context(), b.Name, b.From); err != nil {
+			return err
+		}
+		if err := s.Audit(r.Context(), b.Name, http.MethodPatch, "/api/boxes/{name}", http.StatusOK, BoundMessage(b.From)); err != nil {
+			return err
+		}
 	}
 	if err := s.cfg.Store.UpdateBox(r.Context(), b); err != nil {
 		return StoreError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
@@ -257,17 +292,39 @@ func (s *Server) rotateBox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	var tr TokenRotation
+	if r.ContentLength > 0 {
+		if err := readJSON(w, r, &tr); err != nil {
+			return err
+		}
+	}
+	grace, err := ParseLifetime("grace", tr.Grace)
+	if err != nil {
+		return err
+	}
+	var ttl *time.Duration
+	if tr.TTL != nil {
+		d, err := ParseLifetime("ttl", *tr.TTL)
+		if err != nil {
+			return err
+		}
+		ttl = &d
+	}
 	tok, err := token.NewBox()
 	if err != nil {
 		return err
 	}
-	if err := s.cfg.Store.RotateToken(r.Context(), b.Name, token.Hash(tok)); err != nil {
+	rot := Rotation(b, token.Hash(tok), s.cfg.Now(), ttl, grace)
+	if err := s.cfg.Store.ReplaceToken(r.Context(), b.Name, rot); err != nil {
 		return StoreError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
 	}
 	if err := s.Changed(r.Context(), store.ChangeBox, b.Name); err != nil {
 		return err
 	}
-	s.log.Info("admin: box token rotated", "box", b.Name)
+	s.log.Info("admin: box token rotated", "box", b.Name, "grace", grace, "ttl", rot.TTL)
+	if b, err = s.cfg.Store.Box(r.Context(), b.Name); err != nil {
+		return StoreError(err, "", "")
+	}
 	v, err := s.boxView(r.Context(), b)
 	if err != nil {
 		return StoreError(err, "", "")

@@ -183,7 +183,7 @@ func (s *Server) SecretViews(ctx context.Context, box string) ([]SecretView, err
 	}
 	var out []SecretView
 	for _, sec := range list {
-		v := SecretView{Name: sec.Name, Host: sec.Host, UpdatedAt: formatTime(sec.UpdatedAt), Kind: sec.Kind}
+		v := SecretView{Name: sec.Name, Host: sec.Host, UpdatedAt: formatTime(sec.UpdatedAt), Kind: sec.Kind, BodyFields: sec.BodyFields}
 		if sec.Kind != "" {
 			full, err := s.cfg.Store.Secret(ctx, box, sec.Name)
 			if err != nil {
@@ -229,6 +229,9 @@ func (s *Server) setSecret(w http.ResponseWriter, r *http.Request) error {
 	if err := CheckValue("secret", sv.Value); err != nil {
 		return err
 	}
+	if err := protocol.CheckBodyFields(sv.BodyFields); err != nil {
+		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "bodyFields: %s.", err)
+	}
 	if len(sv.Value) < MinSecretLen {
 		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
 			"The secret's value is shorter than %d bytes: the broker keeps it out of answers by matching it, and a value that short would match ordinary text.", MinSecretLen)
@@ -240,15 +243,15 @@ func (s *Server) setSecret(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("seal secret %s of box %s: %w", name, b.Name, err)
 	}
-	sec := store.Secret{Box: b.Name, Name: name, Host: host, Sealed: sealed, UpdatedAt: s.cfg.Now().UTC()}
+	sec := store.Secret{Box: b.Name, Name: name, Host: host, Sealed: sealed, UpdatedAt: s.cfg.Now().UTC(), BodyFields: sv.BodyFields}
 	if err := s.cfg.Store.SetSecret(r.Context(), sec); err != nil {
 		return StoreError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
 	}
 	if err := s.Changed(r.Context(), store.ChangeSecret, b.Name+"/"+name); err != nil {
 		return err
 	}
-	s.log.Info("admin: secret set", "box", b.Name, "secret", name, "host", host)
-	return writeJSON(w, http.StatusOK, SecretView{Name: name, Host: host, UpdatedAt: formatTime(sec.UpdatedAt)})
+	s.log.Info("admin: secret set", "box", b.Name, "secret", name, "host", host, "body_fields", sv.BodyFields)
+	return writeJSON(w, http.StatusOK, SecretView{Name: name, Host: host, UpdatedAt: formatTime(sec.UpdatedAt), BodyFields: sv.BodyFields})
 }
 
 func (s *Server) removeSecret(w http.ResponseWriter, r *http.Request) error {

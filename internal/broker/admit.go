@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/netip"
 
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/protocol"
@@ -16,7 +17,8 @@ import (
 // and the release of the box's limit, or the refusal.
 func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo) (capability.Capability, *capability.Call, held, error) {
 	// Nothing of the body is read until the token, read from the head,
-	// is a box's: Scopes reads only the head.
+	// is a box's (Scopes reads only the head), but for the small body a
+	// BodyTokenFinder reads when the head carries no token at all.
 	rt := s.route(r.URL.Path)
 	if rt == nil {
 		info.reason = capability.ReasonNoRoute
@@ -70,6 +72,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 		s.boundBody(rc, r, &info.lift)
 		return c, &info.admitted, held{}, nil
 	}
+	inBody := s.readBodyToken(rc, r, c)
 	tok, adm, err := s.authenticate(r, c)
 	if adm != nil {
 		info.box = adm.Box.Name
@@ -114,7 +117,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 			return nil, nil, held{}, err
 		}
 	}
-	info.admitted = capability.Call{Box: box, Token: tok, Words: need.Words, Payer: s.cfg.Payer.Func(box)}
+	info.admitted = capability.Call{Box: box, Token: tok, TokenInBody: inBody, Words: need.Words, Payer: s.cfg.Payer.Func(box)}
 	return c, &info.admitted, h, nil
 }
 
@@ -133,23 +136,31 @@ type Admission struct {
 
 // AdmitBox applies the rule to the box whose token is tok, for the
 // capability named name, up to the scope words: it finds the box,
-// refuses it while its owner has it paused, and reads its last
-// declaration report. The broker's handler admits every request so, and
-// the HTTPS proxy (package egressproxy) every CONNECT and every open
-// tunnel it judges again: the rule is applied around every capability,
-// never inside one. The words are judged by the Admission's Require (or
-// Refusal) once the caller knows them: a BodyScoper's from the body, the
-// proxy's from the secrets pinned to a host.
+// refuses its token from outside the addresses it is bound to (the
+// source WithSource put in ctx; none, for a box bound to any address),
+// past its expiry or past a rotation's grace, refuses it while its
+// owner has it paused, and reads its last declaration report. The
+// broker's handler admits every request so, and the HTTPS proxy
+// (package egressproxy) every CONNECT and every open tunnel it judges
+// again: the rule is applied around every capability, never inside one.
+// The words are judged by the Admission's Require (or Refusal) once the
+// caller knows them: a BodyScoper's from the body, the proxy's from the
+// secrets pinned to a host.
 //
 // A token that is no box's ("" included) is returned as the token
 // package's error (token.Refused reports true), for the caller to answer
 // in its own way: a 403 on a capability's route, the proxy's 407. Every
-// other refusal is a *capability.Error: capability.Paused, or
-// capability.Unavailable when the store does not answer. With a refusal
-// of a box that is known, the Admission naming the box is returned too,
-// for the caller's records.
+// other refusal is a *capability.Error: a 403 of ReasonOutside or
+// ReasonExpired, capability.Paused, or capability.Unavailable when the
+// store does not answer. With a refusal of a box that is known, the
+// Admission naming the box is returned too, for the caller's records.
 func (s *Server) AdmitBox(ctx context.Context, tok, name string) (*Admission, error) {
-	box, err := s.boxByToken(ctx, tok)
+	return s.admitBox(ctx, tok, name, sourceFrom(ctx))
+}
+
+// admitBox is AdmitBox with the request's source address from.
+func (s *Server) admitBox(ctx context.Context, tok, name string, from netip.Addr) (*Admission, error) {
+	box, old, err := s.boxByToken(ctx, tok)
 	if err != nil {
 		if token.Refused(err) {
 			return nil, err
@@ -157,6 +168,9 @@ func (s *Server) AdmitBox(ctx context.Context, tok, name string) (*Admission, er
 		return nil, capability.Unavailable(err)
 	}
 	a := &Admission{Box: box, broker: s.cfg.Broker, capability: name}
+	if e := s.judgeToken(&box, old, from); e != nil {
+		return a, e
+	}
 	if box.Paused {
 		return a, capability.Paused(box.Name)
 	}
@@ -164,6 +178,31 @@ func (s *Server) AdmitBox(ctx context.Context, tok, name string) (*Admission, er
 		return a, capability.Unavailable(err)
 	}
 	return a, nil
+}
+
+// judgeToken refuses the token of box, sent from from, when box is
+// bound to addresses from is outside of, or the token is past its
+// lifetime: its expiry, or (old, the token of the box before its last
+// rotation) its grace. It returns nil when the token is good.
+func (s *Server) judgeToken(box *store.Box, old bool, from netip.Addr) *capability.Error {
+	if !box.Admits(from) {
+		seen := "an address the broker could not read"
+		if from.IsValid() {
+			seen = from.String()
+		}
+		return capability.Refuse(capability.ReasonOutside, http.StatusForbidden, protocol.TypePermission,
+			"The token was used from outside its box's addresses: this request came from %s, and its owner bound the box's token to where the box runs, so it is refused. A token that leaves its box is worth nothing; if the box has moved, its owner binds it anew with `boxbroker box bind <box> --from CIDR`.", seen)
+	}
+	now := s.cfg.TokenNow()
+	if old && !now.Before(box.OldUntil) {
+		return capability.Refuse(capability.ReasonExpired, http.StatusForbidden, protocol.TypePermission,
+			"The token was replaced when the box's token was rotated, and the grace its owner gave the old one ended at %s; the box uses its new token.", protocol.FormatTime(box.OldUntil))
+	}
+	if !old && !box.ExpiresAt.IsZero() && !now.Before(box.ExpiresAt) {
+		return capability.Refuse(capability.ReasonExpired, http.StatusForbidden, protocol.TypePermission,
+			"The box's token expired at %s. Its owner rotates it (`boxbroker box rotate <box>`, or Rotate on the owner's page) and gives the box the new token.", protocol.FormatTime(box.ExpiresAt))
+	}
+	return nil
 }
 
 // Refusal is the rule's 403 of a request that needs word of a's

@@ -27,7 +27,7 @@ func (s *Server) authenticate(r *http.Request, c capability.Capability) (string,
 	}
 	var adm *Admission
 	if err == nil {
-		adm, err = s.AdmitBox(r.Context(), tok, c.Name())
+		adm, err = s.admitBox(r.Context(), tok, c.Name(), s.Source(r))
 		if err == nil {
 			return tok, adm, nil
 		}
@@ -63,9 +63,11 @@ func authMessage(err error) string {
 }
 
 // boxByToken returns the box whose token is tok, through the cache,
-// comparing the hashes in constant time.
-func (s *Server) boxByToken(ctx context.Context, tok string) (store.Box, error) {
-	return token.Lookup(ctx, tok, s.cfg.Cache.BoxByTokenHash, boxTokenHash)
+// comparing the hashes in constant time; old is true when tok is the
+// box's old token, kept through a rotation's grace (judgeToken judges
+// whether the grace still holds).
+func (s *Server) boxByToken(ctx context.Context, tok string) (b store.Box, old bool, err error) {
+	return token.LookupEither(ctx, tok, s.cfg.Cache.BoxByTokenHash, boxTokenHashes)
 }
 
-func boxTokenHash(b store.Box) string { return b.TokenHash }
+func boxTokenHashes(b store.Box) (string, string) { return b.TokenHash, b.OldTokenHash }

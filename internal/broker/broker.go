@@ -11,6 +11,7 @@ package broker
 import (
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -55,6 +56,13 @@ type Config struct {
 	// neither to the store nor to the spool) the call is refused with a
 	// 503 saying so, as Vault refuses requests no audit device can log.
 	Recording func() error
+	// TrustedProxies are the front proxies whose X-Forwarded-For the
+	// broker believes when it judges where a request came from (see
+	// SourceOf); none: the peer's address is the source.
+	TrustedProxies []netip.Prefix
+	// TokenNow is the clock a box token's expiry and a rotation's grace
+	// are judged by (default Now).
+	TokenNow func() time.Time
 }
 
 // Server is the box-facing handler.
@@ -108,6 +116,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.TokenNow == nil {
+		cfg.TokenNow = cfg.Now
 	}
 	var routes []route
 	for _, c := range cfg.Capabilities {

@@ -22,8 +22,9 @@ func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *reque
 	}
 	tok, err := token.FromRequest(r)
 	var box store.Box
+	var old bool
 	if err == nil {
-		box, err = s.boxByToken(r.Context(), tok)
+		box, old, err = s.boxByToken(r.Context(), tok)
 	}
 	if err != nil {
 		leaveBody(w, r) // not a byte of it is read for no box
@@ -33,6 +34,10 @@ func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *reque
 		return capability.Unavailable(err)
 	}
 	info.box = box.Name
+	if e := s.judgeToken(&box, old, s.Source(r)); e != nil {
+		leaveBody(w, r)
+		return e
+	}
 	// A report is small: a body still arriving after BodyTimeout is a
 	// client holding a connection, not a report.
 	_ = http.NewResponseController(w).SetReadDeadline(s.cfg.Now().Add(BodyTimeout))

@@ -191,14 +191,15 @@ func (b *Broker) SetCredential(id, value string) {
 }
 
 // SetSecret seals and stores the egress secret name of box, to be sent
-// only to host (a base URL), and drops it from the cache.
-func (b *Broker) SetSecret(box, name, host, value string) {
+// only to host (a base URL), and drops it from the cache. bodyFields,
+// when given, are the body fields it names (store.Secret.BodyFields).
+func (b *Broker) SetSecret(box, name, host, value string, bodyFields ...string) {
 	b.t.Helper()
 	sealed, err := b.Server.Keyring.Seal([]byte(value), secrets.SecretAD(box, name))
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	err = b.Server.Store.SetSecret(context.Background(), store.Secret{Box: box, Name: name, Host: host, Sealed: sealed, UpdatedAt: time.Now()})
+	err = b.Server.Store.SetSecret(context.Background(), store.Secret{Box: box, Name: name, Host: host, Sealed: sealed, UpdatedAt: time.Now(), BodyFields: bodyFields})
 	if err != nil {
 		b.t.Fatalf("SetSecret(%s, %s): %v", box, name, err)
 	}

@@ -98,7 +98,7 @@ type Cache struct {
 	seq      int64        // last change applied
 	polledAt time.Time    // when the last successful poll began
 	boxes    map[string]store.Box
-	byName   map[string]string // box name → token hash, for dropping
+	byName   map[string][]string // box name → the token hashes it is kept under (its token's, and an old one's in a rotation's grace), for dropping
 	missing  map[string]struct{}
 	decls    map[string]*protocol.Declaration // nil value: never reported
 	creds    map[string]store.Credential
@@ -138,7 +138,7 @@ func New(st store.Store, opt Options) *Cache {
 func (c *Cache) resetLocked() {
 	c.gen++
 	c.boxes = map[string]store.Box{}
-	c.byName = map[string]string{}
+	c.byName = map[string][]string{}
 	c.missing = map[string]struct{}{}
 	c.decls = map[string]*protocol.Declaration{}
 	c.creds = map[string]store.Credential{}
@@ -370,10 +370,10 @@ func (c *Cache) dropLocked(kind, key string) {
 	c.gen++
 	switch kind {
 	case store.ChangeBox:
-		if h, ok := c.byName[key]; ok {
+		for _, h := range c.byName[key] {
 			delete(c.boxes, h)
-			delete(c.byName, key)
 		}
+		delete(c.byName, key)
 		clear(c.missing)
 		delete(c.decls, key)
 		delete(c.budgeted, key)
@@ -445,8 +445,10 @@ func (c *Cache) BoxByTokenHash(ctx context.Context, hash string) (store.Box, err
 	c.mu.Lock()
 	if ok && c.gen == gen {
 		if err == nil {
+			if _, kept := c.boxes[hash]; !kept {
+				c.byName[b.Name] = append(c.byName[b.Name], hash)
+			}
 			c.boxes[hash] = b
-			c.byName[b.Name] = hash
 		} else if len(c.missing) < maxMissing {
 			c.missing[hash] = struct{}{}
 		}

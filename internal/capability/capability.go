@@ -69,6 +69,26 @@ type BodyScoper interface {
 	BodyScopes(r *http.Request) (words []string, err error)
 }
 
+// BodyTokenFinder is implemented by a capability whose upstream APIs may
+// take their key in the request body alone (egress: an OAuth token call
+// that sends client_secret in a form). The broker calls FindBodyTokens
+// only for a request that did not come through the HTTPS proxy, whose
+// head carries no token at all (FindTokens found none), and whose body
+// has a declared length of at most MaxBodyTokenBytes, with the
+// connection's read deadline broker.BodyTimeout ahead. FindBodyTokens reads no
+// byte of any other body (of a type whose fields it does not read, or
+// in a content coding); one it reads it puts back, readable from its
+// start. It returns the tokens it found, which FindTokens returns from
+// then on as well.
+type BodyTokenFinder interface {
+	FindBodyTokens(r *http.Request) []string
+}
+
+// MaxBodyTokenBytes bounds a body a BodyTokenFinder reads before the box
+// is known: no more than net/http itself reads of a body a handler
+// leaves unread.
+const MaxBodyTokenBytes = 64 << 10
+
 // NoTokenRefuser is implemented by a capability whose refusal of a
 // request that carries no token differs from the broker's own 403 (egress:
 // a 401 with WWW-Authenticate, so that git sends its credentials).
@@ -84,6 +104,9 @@ type Call struct {
 	// Token is the box's token as the request carried it. A capability
 	// uses it only to remove or swap it, never to forward it.
 	Token string
+	// TokenInBody reports that the request carried Token in its body
+	// alone (see BodyTokenFinder), none in its head.
+	TokenInBody bool
 	// Words are the scope words the rule allowed.
 	Words []string
 	// Payer decides who pays for a model call and with which credential;

@@ -3,8 +3,10 @@ package capability
 import (
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/store"
 )
 
 // The reasons a refusal is kept under: the short, stable, lower-case
@@ -102,8 +104,21 @@ const (
 	// token endpoint limited, refused, or failed a mint for a github-app
 	// or oauth2 secret.
 	ReasonMintRateLimited = "mint-rate-limited"
-	ReasonMintRefused     = "mint-refused"
-	ReasonMintFailed      = "mint-failed"
+	// ReasonOutside: a box's token was used from outside the source
+	// addresses its owner bound it to (box add --from, box bind): a
+	// token that leaves its box is worth nothing.
+	ReasonOutside = "outside its box"
+	// ReasonExpired: a box's token is past its lifetime (box add --ttl),
+	// or is the old token of a rotation whose grace has ended.
+	ReasonExpired = "token expired"
+	// ReasonTokenSeen is no refusal: an answer from a secret's host or
+	// from Fountain held the box's own token, as the box would have
+	// sent it, before the broker put the token back in place of a
+	// value; the host keeps the token (a pushed .env, say). It is
+	// recorded on its own audit row, naming the host.
+	ReasonTokenSeen   = "token seen"
+	ReasonMintRefused = "mint-refused"
+	ReasonMintFailed  = "mint-failed"
 )
 
 // Reasons are every reason above, in the order docs/observability.md
@@ -117,6 +132,7 @@ var Reasons = []string{
 	ReasonUpstreamFailed, ReasonUpstream, ReasonTimeout, ReasonAborted, ReasonInternal, ReasonRefused,
 	ReasonHost, ReasonPassthrough, ReasonClosed,
 	ReasonMintRateLimited, ReasonMintRefused, ReasonMintFailed,
+	ReasonOutside, ReasonExpired, ReasonTokenSeen,
 }
 
 // IsReason reports whether s is one of Reasons.
@@ -164,4 +180,13 @@ func ReasonOf(e *Error) string {
 		return ReasonRefused
 	}
 	return ReasonInternal
+}
+
+// TokenSeen is the audit entry recording that an answer from host (a
+// secret's host, or Fountain) to box's request on route held the box's
+// own token (ReasonTokenSeen): the host keeps it. It names the host and
+// never the token.
+func TokenSeen(box, capability, route, method, host string, status int, at time.Time) store.AuditEntry {
+	return store.AuditEntry{Box: box, At: at.UTC(), Method: method, Route: route, Capability: capability, Status: status, Reason: ReasonTokenSeen,
+		Message: fmt.Sprintf("The answer from %s held this box's own token, as the box sends it: %s keeps a copy (a pushed .env, a logged header). Whoever reads it there holds the box's token: bind the token to the box's addresses (boxbroker box bind) so that it is worth nothing elsewhere, rotate it, and have the copy removed.", host, host)}
 }

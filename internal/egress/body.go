@@ -3,35 +3,44 @@ package egress
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"io"
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
+	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/jsonfield"
+	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
+	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
+	"github.com/tidwall/gjson"
 )
 
-// maxReadBody is the largest request body with a declared length that
-// the broker reads whole, to find the box's token in it and to put the
-// value in its place with the length set again. A longer body, or one of
-// unknown length, is streamed with the value put in place as it goes.
+// maxReadBody is the largest request body the broker reads whole: a
+// signing kind's body, which it signs, and a form or JSON body it may
+// write a secret's value in (see swapBody). Any other body is streamed.
 const maxReadBody = 1 << 20
 
-// bodyValue is value as it must be written in a body of the given
-// Content-Type: query-escaped in a form, JSON-escaped in JSON, and as it
-// is otherwise.
-func bodyValue(contentType, value string) string {
+// Body kinds whose top-level fields a secret may name.
+const (
+	bodyForm = "form"
+	bodyJSON = "json"
+)
+
+// bodyKind is bodyForm for an application/x-www-form-urlencoded body,
+// bodyJSON for application/json or any +json type, and "" otherwise.
+func bodyKind(contentType string) string {
 	mt, _, _ := mime.ParseMediaType(contentType)
 	switch {
 	case mt == "application/x-www-form-urlencoded":
-		return url.QueryEscape(value)
+		return bodyForm
 	case mt == "application/json" || strings.HasSuffix(mt, "+json"):
-		b, _ := json.Marshal(value)
-		return string(b[1 : len(b)-1])
+		return bodyJSON
 	}
-	return value
+	return ""
 }
 
 // readable reports whether r's body is one the broker reads whole: of a
@@ -53,65 +62,236 @@ func readBody(r *http.Request) ([]byte, error) {
 	return b, nil
 }
 
-// swapBody puts value wherever r's body holds token, escaped or not
-// (%62bx_…, bbx\u005f…), written as the body's Content-Type writes it,
-// and replaces any other token (see scrubOthers) with a marker of its
-// length.
-// A body of a declared length up to maxReadBody is read whole and sent
-// with its new length. A body of unknown length is streamed and swapped
-// as it goes. A longer body of a declared length keeps it, and so cannot
-// take the value: it is streamed, and cut off with errBodyToken before
-// the token if it holds one, so the host never receives the token.
-func swapBody(r *http.Request, token, value string) error {
+// swapBody writes value into r's body only where the secret names a
+// field for it, and marks every token anywhere else:
+//
+//   - In a form or JSON body of at most maxReadBody bytes, a top-level
+//     field named in fields whose whole value (decoded) is token has
+//     value put in its place, written as the body's Content-Type writes
+//     it; the body is read whole and sent with its new length.
+//   - Every other token written in the body, escaped or not (the box's
+//     token in a blob, in a JSON string among other words, in a field
+//     not named, in a multipart part; any other box's token; a grant),
+//     is replaced by a proxy.TokenMarker of its own length, never by
+//     value. A body that names no field, or is of another type, or is
+//     longer, is streamed so, and keeps its length, declared or not.
+//
+// So the value never lands where a host keeps what a box wrote (a blob,
+// an issue, a file) for the box to read back.
+func swapBody(r *http.Request, token, value string, fields []string) error {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil
 	}
-	forms := tokenForm(token, bodyValue(r.Header.Get("Content-Type"), value))
-	scrub := !othersGo(value)
-	if readable(r) {
-		b, err := readBody(r)
-		if err != nil {
-			return err
-		}
-		out, n := proxy.RedactString(string(b), forms)
-		if scrub {
-			var m int
-			out, m = proxy.ScrubTokens(out)
-			n += m
-		}
-		if n > 0 {
-			r.Body = io.NopCloser(strings.NewReader(out))
-			r.ContentLength = int64(len(out))
-		}
+	kind := bodyKind(r.Header.Get("Content-Type"))
+	if len(fields) == 0 || value == "" || kind == "" || r.ContentLength > maxReadBody {
+		r.Body = proxy.NewTokenScrubber(r.Body)
 		return nil
 	}
-	red := proxy.NewFormRedactor(r.Body, forms)
-	var body io.ReadCloser = red
-	if r.ContentLength > 0 {
-		body = &kept{red}
+	b, err := readUpTo(r, maxReadBody+1)
+	if err != nil {
+		r.Body.Close()
+		r.Body = io.NopCloser(failed{err})
+		return err
 	}
-	if scrub {
-		// Outside the swap: the box's own token is the value by now.
-		body = proxy.NewTokenScrubber(body)
+	if len(b) > maxReadBody { // of undeclared length, and long: streamed
+		r.Body = proxy.NewTokenScrubber(struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(b), r.Body), r.Body})
+		return nil
 	}
-	r.Body = body
+	r.Body.Close()
+	out := writeFields(b, kind, fields, token, value)
+	r.Body = io.NopCloser(bytes.NewReader(out))
+	r.ContentLength = int64(len(out))
+	if len(out) == 0 {
+		r.Body = http.NoBody
+	}
 	return nil
 }
 
-// errBodyToken: the box's token is in a body too long to be read whole,
-// of a declared length the value would change.
-var errBodyToken = errors.New("egress: the box's token is in a long request body of a declared length")
-
-// kept is a body of a declared length, streamed: it fails with
-// errBodyToken rather than pass on anything read with the token in it.
-type kept struct{ *proxy.Redactor }
-
-func (k *kept) Read(p []byte) (int, error) {
-	n, err := k.Redactor.Read(p)
-	if k.Replaced() > 0 {
-		return 0, errBodyToken
+// readUpTo reads at most limit bytes of r's body, in one allocation of
+// its declared length when it has one (a body that ends short of it is
+// an error, io.ErrUnexpectedEOF).
+func readUpTo(r *http.Request, limit int64) ([]byte, error) {
+	if r.ContentLength <= 0 || r.ContentLength >= limit {
+		return io.ReadAll(io.LimitReader(r.Body, limit))
 	}
-	return n, err
+	b := make([]byte, r.ContentLength)
+	if _, err := io.ReadFull(r.Body, b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// writeFields returns b, a body of the given kind, with every token in
+// it marked (proxy.ScrubTokensInPlace) but the whole value of each
+// top-level field named in fields that is token, which becomes value.
+// b itself is changed.
+func writeFields(b []byte, kind string, fields []string, token, value string) []byte {
+	spans := namedSpans(b, kind, fields, token)
+	proxy.ScrubTokensInPlace(b) // length kept: the spans stand
+	if len(spans) == 0 {
+		return b
+	}
+	enc := []byte(url.QueryEscape(value))
+	if kind == bodyJSON {
+		enc, _ = json.Marshal(value)
+	}
+	out := make([]byte, 0, len(b)+len(spans)*(len(enc)-len(token)))
+	at := 0
+	for _, sp := range spans {
+		out = append(append(out, b[at:sp.start]...), enc...)
+		at = sp.end
+	}
+	return append(out, b[at:]...)
+}
+
+// namedSpans returns, in order, the spans of b's top-level fields named
+// in fields whose whole value is token.
+func namedSpans(b []byte, kind string, fields []string, token string) []span {
+	var spans []span
+	for _, f := range topFields(b, kind) {
+		if f.value == token && slices.Contains(fields, f.name) {
+			spans = append(spans, f.span)
+		}
+	}
+	return spans
+}
+
+// span is b[start:end] of a body: a field's whole value as written.
+type span struct{ start, end int }
+
+// field is a top-level field of a form or JSON body: its name and value,
+// decoded, and where its value is written.
+type field struct {
+	name, value string
+	span
+}
+
+// topFields returns b's top-level fields whose value is a string short
+// enough to be a token (maxFieldSpan, as written), in order, decoded as
+// a form or JSON parser decodes them: for bodyForm every key=value pair
+// (joined by &) that decodes, for bodyJSON every member of the object b
+// is whose value is a string (none when b is not a JSON object, or not
+// valid JSON), and none for any other kind.
+func topFields(b []byte, kind string) []field {
+	switch kind {
+	case bodyForm:
+		return formFields(b)
+	case bodyJSON:
+		return jsonFields(b)
+	}
+	return nil
+}
+
+func formFields(b []byte) []field {
+	var out []field
+	for at := 0; at <= len(b); {
+		end := bytes.IndexByte(b[at:], '&')
+		if end < 0 {
+			end = len(b)
+		} else {
+			end += at
+		}
+		pair := b[at:end]
+		if eq := bytes.IndexByte(pair, '='); eq >= 0 && len(pair)-eq-1 <= maxFieldSpan {
+			k, kerr := url.QueryUnescape(string(pair[:eq]))
+			v, verr := url.QueryUnescape(string(pair[eq+1:]))
+			if kerr == nil && verr == nil {
+				out = append(out, field{k, v, span{at + eq + 1, end}})
+			}
+		}
+		at = end + 1
+	}
+	return out
+}
+
+func jsonFields(b []byte) []field {
+	// jsonfield reads members where they lie, as encoding/json reads
+	// them, and only string values short enough to be a token are
+	// decoded: a 1 MiB body costs a check and a walk, not a decoder's
+	// copies.
+	doc, ok := jsonfield.Parse(b)
+	if !ok || !doc.IsObject() {
+		return nil
+	}
+	var out []field
+	doc.ForEach(func(k, v gjson.Result) bool {
+		var val string
+		if v.Type == gjson.String && len(v.Raw) <= maxFieldSpan && v.Index > 0 && v.Index+len(v.Raw) <= len(b) && jsonfield.String(v, &val) {
+			out = append(out, field{jsonfield.Name(k), val, span{v.Index, v.Index + len(v.Raw)}})
+		}
+		return true
+	})
+	return out
+}
+
+// maxFieldSpan is the longest a field's value can be written and still
+// be a token: a token with each byte escaped, in quotes.
+const maxFieldSpan = proxy.MaxTokenSpan + 2
+
+// heldBody is a request body egress read whole before the box was known
+// (FindBodyTokens), put back; tokens are the box tokens it found.
+type heldBody struct {
+	*bytes.Reader
+	tokens []string
+}
+
+func (heldBody) Close() error { return nil }
+
+// FindBodyTokens finds a box's token in a request body whose head holds
+// none (see capability.BodyTokenFinder), for an API that takes its key
+// in the body alone: an OAuth token call with client_secret_post. It
+// reads only an unencoded form or JSON body of a declared length of at
+// most capability.MaxBodyTokenBytes, for a path that names a secret,
+// and returns each top-level field's value that is a box token, whole;
+// it puts the body back, and FindTokens returns what it found. A token
+// found so is the box's only where the secret names its field
+// (checkBodyToken); anywhere else it is refused.
+func (c *Capability) FindBodyTokens(r *http.Request) []string {
+	kind := bodyKind(r.Header.Get("Content-Type"))
+	if _, _, ok := split(r.URL); !ok || kind == "" || r.Header.Get("Content-Encoding") != "" ||
+		r.Body == nil || r.Body == http.NoBody || r.ContentLength <= 0 || r.ContentLength > capability.MaxBodyTokenBytes {
+		return nil
+	}
+	b, err := readUpTo(r, capability.MaxBodyTokenBytes+1)
+	if err != nil {
+		r.Body = io.NopCloser(failed{err})
+		return nil
+	}
+	var found []string
+	for _, f := range topFields(b, kind) {
+		if t := token.AppendFound(nil, f.value, token.BoxPrefix); len(t) == 1 && t[0] == f.value {
+			found = append(found, f.value)
+		}
+	}
+	r.Body = heldBody{bytes.NewReader(b), found}
+	return found
+}
+
+// bodyTokens are the tokens FindBodyTokens found in r's body.
+func bodyTokens(r *http.Request) []string {
+	if hb, ok := r.Body.(heldBody); ok {
+		return hb.tokens
+	}
+	return nil
+}
+
+// checkBodyToken admits a request that carried the box's token in its
+// body alone only when a field sec names holds it whole: anywhere else
+// the token would be marked, so the host would receive no credential.
+func checkBodyToken(r *http.Request, sec store.Secret, tok string) error {
+	b, err := readBody(r)
+	if err != nil {
+		return capability.UnreadableBody(err)
+	}
+	if len(namedSpans(b, bodyKind(r.Header.Get("Content-Type")), sec.BodyFields, tok)) > 0 {
+		return nil
+	}
+	return capability.Refuse(capability.ReasonToken, http.StatusUnauthorized, protocol.TypeAuthn,
+		"The request carries the box's token only in its body, in a field the secret %s does not name, so the broker has no credential to send. Send the token where the API takes its key in a header or the query, or have the owner name the field: `boxbroker secret set %s %s --host %s --body-field FIELD`.",
+		sec.Name, sec.Box, sec.Name, sec.Host)
 }
 
 // unescapeLoose decodes every %hh, \u00hh and \/ in s, as a form or a

@@ -16,7 +16,11 @@
 //     scheme, host or port;
 //   - replaces the token, as sent or percent- or JSON-escaped, with the
 //     value in every request header (Basic credentials included), in the
-//     query and in the body, drops hop-by-hop headers, Cookie,
+//     query, and in the body only as the whole value of a top-level form
+//     or JSON field the secret names (store.Secret.BodyFields); anywhere
+//     else in the body the token, and any other token, becomes a
+//     proxy.TokenMarker of its own length (see swapBody); drops
+//     hop-by-hop headers, Cookie,
 //     Proxy-Authorization, chant-grant, forwarding headers, Range and
 //     If-Range, asks for gzip or identity, and sets Host to the secret's
 //     host;
@@ -376,6 +380,11 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 	if err != nil {
 		return capability.Unavailable(err)
 	}
+	if call.TokenInBody {
+		if err := checkBodyToken(r, sec, call.Token); err != nil {
+			return err
+		}
+	}
 	// The broker always authenticates egress; Forward refuses an empty
 	// token all the same, never to swap an empty string.
 	return c.Forward(w, r, call.Box.Name, call.Token, sec, tail)
@@ -435,7 +444,7 @@ func (c *Capability) Forward(w http.ResponseWriter, r *http.Request, box, token 
 		if err := signedBody(r, f); err != nil {
 			return err
 		}
-	} else if err := swapBody(r, token, f.value); err != nil {
+	} else if err := swapBody(r, token, f.value, sec.BodyFields); err != nil {
 		return capability.UnreadableBody(err)
 	}
 	c.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, f)))
@@ -517,7 +526,7 @@ func mintRefusal(box string, sec store.Secret, err error, now time.Time) error {
 // signedBody reads r's body for a signing kind: whole when its length is
 // declared and at most maxReadBody, refused when it holds the box's
 // token (there is no value to put in its place); otherwise streamed with
-// the token cut out and sent unsigned where the secret allows, or
+// every token marked and sent unsigned where the secret allows, or
 // refused.
 func signedBody(r *http.Request, f *flight) error {
 	if r.Body == nil || r.Body == http.NoBody {
@@ -541,7 +550,7 @@ func signedBody(r *http.Request, f *flight) error {
 			"%s's requests are signed over their body, which the broker reads whole: send a body of at most %d bytes with its length declared.", f.name, maxReadBody)
 	}
 	f.unsigned = true
-	return swapBody(r, f.token, "")
+	return swapBody(r, f.token, "", nil)
 }
 
 // dropped are request headers that never go to a secret's host: the
@@ -642,6 +651,7 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 		// The minted token may have been revoked: the next call mints anew.
 		c.minter.Forget(*f.ref, f.value)
 	}
+	seen := c.watchToken(resp, f) // before the swap-back puts the token in the value's place
 	if n := f.redactHeader(resp.Header); n > 0 {
 		c.log.Warn("egress: the host repeated the secret's value in answer headers; the box's token is in its place",
 			"secret", f.name, "headers", n)
@@ -662,7 +672,7 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 		resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified {
 		return nil
 	}
-	r := f.set.Redactor(resp.Body)
+	r := f.set.Redactor(seen.body(resp.Body))
 	if proxy.IsEventStream(resp.Header) {
 		r.PassEvents() // each event as it ends, not when the next comes
 	}
@@ -720,10 +730,6 @@ func (c *Capability) errorHandler(w http.ResponseWriter, r *http.Request, err er
 		reason = capability.ReasonInvalid
 		status, typ, msg = http.StatusBadRequest, protocol.TypeInvalid,
 			"The request carries the box's token in a form the broker does not swap (it swaps header values, Basic credentials and the query); it was not sent."
-	case errors.Is(err, errBodyToken):
-		reason = capability.ReasonInvalid
-		status, typ, msg = http.StatusBadRequest, protocol.TypeInvalid,
-			fmt.Sprintf("The request body holds the box's token, and is over %d bytes with its length declared, so the broker cannot put the value in its place; it was not sent whole. Send it without a Content-Length (chunked), or put the token in a header or the query.", maxReadBody)
 	case errors.As(err, &ee):
 		reason = capability.ReasonUpstream
 		status, typ, msg = http.StatusBadGateway, protocol.TypeAPI,

@@ -17,11 +17,12 @@ import (
 // user or password, or raw; x-api-key; any other), in the query's keys
 // and values (decoded), in the path, so that a token put there is
 // refused with a message rather than taken for no token at all. Each is
-// searched as sent and with percent- and JSON escapes decoded. The body
-// is never read for it: no byte of a body is read before the token is
-// known to be a box's (a token in the body as well is swapped for the
-// value as the body is forwarded). When it finds none it returns the
-// Bearer and x-api-key values, so an unknown token is refused as unknown.
+// searched as sent and with percent- and JSON escapes decoded; and the
+// tokens FindBodyTokens found, for a request whose head holds none.
+// (A token in the body as well is marked, or swapped in a field the
+// secret names, as the body is forwarded.) When it finds
+// none it returns the Bearer and x-api-key values, so an unknown token
+// is refused as unknown.
 func (c *Capability) FindTokens(r *http.Request) []string {
 	var found []string
 	scan := func(s string) {
@@ -41,6 +42,7 @@ func (c *Capability) FindTokens(r *http.Request) []string {
 		scan(part)
 	}
 	scan(r.URL.Path)
+	found = append(found, bodyTokens(r)...)
 	if len(found) > 0 {
 		return found
 	}
@@ -56,7 +58,7 @@ func (c *Capability) NoTokenRefusal(r *http.Request) *capability.Error {
 		realm += " " + name
 	}
 	e := capability.Refuse(capability.ReasonToken, http.StatusUnauthorized, protocol.TypeAuthn,
-		"The request carries no box token. On egress, send it wherever the API takes its key: Authorization: Bearer <token>, Basic credentials (as user or password), x-api-key or another header, or a query parameter such as ?key=<token>. A body is not read until the token is checked, so a token in the body alone is not found; one in the body as well is swapped for the value.")
+		"The request carries no box token. On egress, send it wherever the API takes its key: Authorization: Bearer <token>, Basic credentials (as user or password), x-api-key or another header, or a query parameter such as ?key=<token>. A token in the body is swapped for the value only as the whole value of a top-level form or JSON field the secret names (secret set --body-field); a token only there is found in such a body of at most 64 KiB with its length declared.")
 	e.Header = http.Header{"Www-Authenticate": {`Basic realm="` + realm + `"`}}
 	return e
 }

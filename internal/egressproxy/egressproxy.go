@@ -55,6 +55,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -290,6 +291,9 @@ func (t target) addr() string { return net.JoinHostPort(t.host, t.port) }
 type tunnel struct {
 	box   string
 	token string
+	// from is where the box sent its CONNECT from (broker.Source), by
+	// which its token's binding is judged for the tunnel's life.
+	from  netip.Addr
 	to    target
 	names []string
 }
@@ -315,7 +319,7 @@ func (p *Proxy) serveProxy(w http.ResponseWriter, r *http.Request) {
 // passthrough list, or the refusal (with the tunnel, when the box is
 // known).
 func (p *Proxy) admit(r *http.Request, to target) (t *tunnel, passthrough bool, err error) {
-	return p.judge(r.Context(), token.FromProxyAuthorization(r.Header), to)
+	return p.judge(r.Context(), token.FromProxyAuthorization(r.Header), p.cfg.Broker.Source(r), to)
 }
 
 // judge applies the rule for to to the box whose token is tok, as admit
@@ -323,8 +327,8 @@ func (p *Proxy) admit(r *http.Request, to target) (t *tunnel, passthrough bool, 
 // admits the box (its token, its pause, its report); the proxy chooses
 // the words: the names of the box's secrets pinned to to, of which the
 // box's report must declare at least one.
-func (p *Proxy) judge(ctx context.Context, tok string, to target) (t *tunnel, passthrough bool, err error) {
-	adm, err := p.cfg.Broker.AdmitBox(ctx, tok, protocol.Egress)
+func (p *Proxy) judge(ctx context.Context, tok string, from netip.Addr, to target) (t *tunnel, passthrough bool, err error) {
+	adm, err := p.cfg.Broker.AdmitBox(broker.WithSource(ctx, from), tok, protocol.Egress)
 	if token.Refused(err) {
 		msg := "The proxy needs the box's token in Proxy-Authorization: set HTTPS_PROXY=http://box:<token>@<this address> (Basic, any user, the token as the password), or send Proxy-Authorization: Bearer <token>."
 		if tok != "" {
@@ -334,7 +338,7 @@ func (p *Proxy) judge(ctx context.Context, tok string, to target) (t *tunnel, pa
 			Header: http.Header{"Proxy-Authenticate": {`Basic realm="boxbroker egress proxy"`}}}
 	}
 	if adm != nil {
-		t = &tunnel{box: adm.Box.Name, token: tok, to: to}
+		t = &tunnel{box: adm.Box.Name, token: tok, from: from, to: to}
 	}
 	if err != nil {
 		return t, false, err
@@ -617,7 +621,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t *tunnel) {
 		return
 	}
 	u.RawQuery = r.URL.RawQuery
-	in := r.Clone(broker.WithProxied(ctx, t.token))
+	in := r.Clone(broker.WithSource(broker.WithProxied(ctx, t.token), t.from))
 	in.URL = u
 	in.RequestURI = u.RequestURI()
 	in.Header.Del("Proxy-Authorization")
@@ -794,19 +798,20 @@ func (p *Proxy) recheckEvery(ctx context.Context) {
 func (p *Proxy) recheck(ctx context.Context) {
 	type key struct {
 		token string
+		from  netip.Addr
 		to    target
 	}
 	groups := map[key][]*held{}
 	p.mu.Lock()
 	for _, set := range p.open {
 		for h := range set {
-			k := key{h.t.token, h.t.to}
+			k := key{h.t.token, h.t.from, h.t.to}
 			groups[k] = append(groups[k], h)
 		}
 	}
 	p.mu.Unlock()
 	for k, hs := range groups {
-		_, pass, err := p.judge(ctx, k.token, k.to)
+		_, pass, err := p.judge(ctx, k.token, k.from, k.to)
 		var e *capability.Error
 		if err != nil && (!errors.As(err, &e) || e.Status == http.StatusServiceUnavailable) {
 			p.log.Warn("proxy: judge open tunnels again", "err", err)

@@ -11,7 +11,7 @@ import (
 )
 
 // keeper is a secret's host that keeps what it is sent: a POST keeps its
-// body, a GET answers all it has kept.
+// body and its X-Note header, a GET answers all it has kept.
 type keeper struct {
 	mu   sync.Mutex // guards kept
 	kept []string
@@ -22,7 +22,7 @@ func (k *keeper) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer k.mu.Unlock()
 	if r.Method == http.MethodPost {
 		b, _ := io.ReadAll(r.Body)
-		k.kept = append(k.kept, string(b))
+		k.kept = append(k.kept, string(b), r.Header.Get("X-Note"))
 		w.WriteHeader(http.StatusCreated)
 		return
 	}
@@ -32,7 +32,9 @@ func (k *keeper) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // TestProxy_ValueStoredThroughOneSecretIsRedactedInATunnel is the attack
 // on a proxy whose answers are searched only for the value of the secret
 // a tunnel's request goes through: the box stores its token at the host
-// through /egress/ONE (the broker writes ONE's value there) and reads it
+// through /egress/ONE in a header the host keeps (the broker writes
+// ONE's value there; it writes none in a body field ONE does not name),
+// and reads it
 // back through a tunnel to the host, whose request goes through API, the
 // other secret pinned there. The tunnel's request is served as
 // /egress/API/..., so its answer is searched for ONE's value too.
@@ -43,7 +45,7 @@ func TestProxy_ValueStoredThroughOneSecretIsRedactedInATunnel(t *testing.T) {
 	f.b.SetSecret("shop", "ONE", "https://"+f.host+"/owner/one", one)
 	f.b.Report(f.token, brokertest.Entry("egress", "API", "ONE"))
 
-	if resp := f.b.Do(http.MethodPost, "/egress/ONE/items", f.token, []byte("note "+f.token), http.Header{"Content-Type": {"text/plain"}}); resp.StatusCode != http.StatusCreated {
+	if resp := f.b.Do(http.MethodPost, "/egress/ONE/items", f.token, []byte("x"), http.Header{"Content-Type": {"text/plain"}, "X-Note": {"note " + f.token}}); resp.StatusCode != http.StatusCreated {
 		t.Fatalf("store through /egress/ONE = %d %s, want 201", resp.StatusCode, resp.Body)
 	}
 	k.mu.Lock()

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -119,6 +120,11 @@ func TestProxy_TunnelsCloseWhenTheBoxChanges(t *testing.T) {
 		{"rotate", func(t *testing.T, f *fixture) {
 			tok, _ := token.NewBox()
 			if err := f.b.Server.Store.RotateToken(t.Context(), "shop", token.Hash(tok)); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"bind elsewhere", func(t *testing.T, f *fixture) {
+			if err := f.b.Server.Store.BindBox(t.Context(), "shop", []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}); err != nil {
 				t.Fatal(err)
 			}
 		}},

@@ -158,6 +158,9 @@ type Config struct {
 	// Logger receives upstream failures and unrecorded conversations;
 	// never the key.
 	Logger *slog.Logger
+	// Audit, when set, is given an entry for every answer that held the
+	// box's own token (capability.ReasonTokenSeen); never the token.
+	Audit interface{ Add(e store.AuditEntry) bool }
 }
 
 // Capability is the /fountain capability.
@@ -174,6 +177,7 @@ type ctxKey struct{}
 type call struct {
 	key    []byte
 	box    string
+	token  string // the box's token, watched for in the answer
 	starts bool
 	// listing is the kind a family-wide GET (a listing) lists, "" for
 	// any other request.
@@ -260,7 +264,7 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, cl *capabilit
 		return err
 	}
 	r.Body = body
-	k := &call{key: key, box: cl.Box.Name, starts: starts(r.Method, rt)}
+	k := &call{key: key, box: cl.Box.Name, token: cl.Token, starts: starts(r.Method, rt)}
 	if rt.ID == "" && r.Method == http.MethodGet {
 		k.listing = rt.Family.Kind
 	}
@@ -316,6 +320,7 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		return errUpgraded
 	}
+	seen := c.watchToken(resp, cl) // before the key is redacted
 	forms := cl.keyForms()
 	if n := proxy.RedactHeader(resp.Header, forms); n > 0 {
 		c.cfg.Logger.Warn("fountain: replaced the key Fountain repeated in answer headers", "box", cl.box, "headers", n)
@@ -339,7 +344,7 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 	if resp.Request.Method == http.MethodHead || resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified {
 		return nil
 	}
-	r := proxy.NewFormRedactor(resp.Body, forms)
+	r := proxy.NewFormRedactor(seen.body(resp.Body), forms)
 	if proxy.IsEventStream(resp.Header) {
 		r.PassEvents() // each event as it ends, not when the next comes
 	}

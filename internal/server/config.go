@@ -8,6 +8,7 @@ package server
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -121,6 +122,12 @@ type Config struct {
 	// neither to the store nor to the spool; by default (false) they are
 	// refused with a 503 (see docs/reliability.md).
 	AuditOptional bool
+	// TrustedProxies are the front proxies (a load balancer, a sandbox
+	// host's gateway) whose X-Forwarded-For the broker believes when it
+	// judges where a box's request came from, for a token bound to its
+	// box's addresses (box add --from, box bind); see broker.SourceOf.
+	// Nil believes no X-Forwarded-For: the peer's address is the source.
+	TrustedProxies []netip.Prefix
 	// NewStore lets serve make a new, empty SQLite database in a data
 	// directory that holds a master key file, a journal or a spool but
 	// no database (one whose database was deleted or moved); by default

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -531,5 +532,96 @@ func TestReplicas_OtherMasterKeyRefused(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "BOXBROKER_MASTER_KEY") || strings.Contains(err.Error(), other) {
 		t.Errorf("server.New() with another master key = %q, want it to name BOXBROKER_MASTER_KEY and not hold the key", err)
+	}
+}
+
+// TestReplicas_RebindTakesEffectOnTheOther binds a box's token elsewhere
+// through the store, as boxbroker box bind does from another process,
+// and back, and measures how long the other replica goes on judging by
+// the binding before: never longer than MaxStale.
+func TestReplicas_RebindTakesEffectOnTheOther(t *testing.T) {
+	a, b := twoReplicas(t)
+	ctx := t.Context()
+	token := a.AddBox("box-1")
+	a.SetCredential(payer.SharedAnthropic, "sk-ant-replicas")
+	a.Report(token, brokertest.Entry("inference", "agent"))
+	here := []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+	elsewhere := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	const trials = 20
+	var worst time.Duration
+	for i := range trials {
+		for _, step := range []struct {
+			from   []netip.Prefix
+			status int
+		}{{elsewhere, http.StatusForbidden}, {here, http.StatusOK}} {
+			if err := a.Server.Store.BindBox(ctx, "box-1", step.from); err != nil {
+				t.Fatalf("BindBox() = %v", err)
+			}
+			bound := time.Now()
+			for {
+				sent := time.Now()
+				resp := models(b, token)
+				if resp.StatusCode == step.status {
+					worst = max(worst, sent.Sub(bound))
+					break
+				}
+				if sent.Sub(bound) > cache.DefaultMaxStale {
+					t.Fatalf("trial %d: bound to %v, the other replica answered %d %v after, want %d: the bound is %v",
+						i, step.from, resp.StatusCode, sent.Sub(bound), step.status, cache.DefaultMaxStale)
+				}
+			}
+		}
+	}
+	t.Logf("%d rebinds each way: the other replica judged by the new binding a request sent %v after it at worst", trials, worst)
+}
+
+// TestReplicas_GraceEndAndExpiryTakeEffectOnEveryReplica: a rotation's
+// grace and a token's expiry end by the clock, not by a change: the
+// request after the moment is refused on every replica, with no wait.
+func TestReplicas_GraceEndAndExpiryTakeEffectOnEveryReplica(t *testing.T) {
+	var clk clock
+	dsn := postgrestest.Schema(t)
+	key := newMasterKey(t)
+	opt := brokertest.Options{ServerOptions: clk.options, Config: func(c *server.Config) {
+		c.Store = dsn
+		c.MasterKey = key
+	}}
+	a, b := brokertest.New(t, opt), brokertest.New(t, opt)
+	ctx := t.Context()
+	old := a.AddBox("box-1")
+	a.SetCredential(payer.SharedAnthropic, "sk-ant-replicas")
+	a.Report(old, brokertest.Entry("inference", "agent"))
+	next, err := bbtoken.NewBox()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := clk.now()
+	rot := store.Rotation{Hash: bbtoken.Hash(next), TTL: 2 * time.Hour, ExpiresAt: now.Add(2 * time.Hour), GraceUntil: now.Add(time.Hour)}
+	if err := a.Server.Store.ReplaceToken(ctx, "box-1", rot); err != nil {
+		t.Fatal(err)
+	}
+	a.Sync()
+	b.Sync()
+	for _, r := range []*brokertest.Broker{a, b} {
+		for _, tok := range []string{old, next} {
+			if resp := models(r, tok); resp.StatusCode != http.StatusOK {
+				t.Fatalf("during the grace: %d %s, want 200 for both tokens on both replicas", resp.StatusCode, resp.Body)
+			}
+		}
+	}
+	clk.advance(time.Hour)
+	for _, r := range []*brokertest.Broker{b, a} {
+		if resp := models(r, old); resp.StatusCode != http.StatusForbidden {
+			t.Errorf("the old token the moment its grace ends = %d %s, want 403", resp.StatusCode, resp.Body)
+		}
+		if resp := models(r, next); resp.StatusCode != http.StatusOK {
+			t.Errorf("the new token after the grace = %d %s, want 200", resp.StatusCode, resp.Body)
+		}
+	}
+	clk.advance(time.Hour)
+	for _, r := range []*brokertest.Broker{b, a} {
+		if resp := models(r, next); resp.StatusCode != http.StatusForbidden {
+			t.Errorf("the new token the moment it expires = %d %s, want 403", resp.StatusCode, resp.Body)
+		}
 	}
 }

@@ -193,6 +193,10 @@ type Options struct {
 	// fails its entries by (default time.Now), for tests of a cooling's
 	// end.
 	PoolNow func() time.Time
+	// TokenNow, when set, is the clock box tokens expire by, and a
+	// rotation's grace ends by (default time.Now), for tests of their
+	// end.
+	TokenNow func() time.Time
 }
 
 // New opens everything cfg names and builds the handler. The caller must
@@ -350,17 +354,19 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	}
 	if cfg.FountainURL != nil {
 		caps = append(caps, fountain.New(fountain.Config{
-			Upstream: cfg.FountainURL, Transport: transport, Resources: rst, MaxBody: cfg.MaxBody, Logger: log,
+			Upstream: cfg.FountainURL, Transport: transport, Resources: rst, MaxBody: cfg.MaxBody, Logger: log, Audit: aw,
 			Key: func(ctx context.Context) ([]byte, error) { return pay.Open(ctx, payer.SharedFountain) },
 		}))
 	}
 	caps = append(caps, opt.Extra...)
 	h, err := broker.New(broker.Config{
 		Broker: cfg.Broker, Store: rst, Cache: c, Payer: pay, Capabilities: caps, Logger: log,
-		Limits:      broker.Limits{Rate: cfg.BoxRate, Burst: cfg.BoxBurst, Concurrent: max(cfg.BoxConcurrent, 0)},
-		ReadTimeout: cfg.ReadTimeout,
-		Observer:    &observer{m: m, outbox: ob},
-		Recording:   recording(cfg, ob, fw),
+		Limits:         broker.Limits{Rate: cfg.BoxRate, Burst: cfg.BoxBurst, Concurrent: max(cfg.BoxConcurrent, 0)},
+		ReadTimeout:    cfg.ReadTimeout,
+		Observer:       &observer{m: m, outbox: ob},
+		Recording:      recording(cfg, ob, fw),
+		TrustedProxies: cfg.TrustedProxies,
+		TokenNow:       opt.TokenNow,
 	})
 	if err != nil {
 		return nil, err

@@ -11,6 +11,9 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
 	"time"
 )
 
@@ -90,6 +93,87 @@ type Box struct {
 	Paused         bool
 	PayerKind      string
 	PayerPrincipal string
+	// From are the source addresses the box's token is taken from (its
+	// token is bound to where the box runs); nil: any address.
+	From []netip.Prefix
+	// TokenTTL is the lifetime each token of the box is given as it is
+	// minted (0: none); ExpiresAt is when its token stops being taken
+	// (zero: never).
+	TokenTTL  time.Duration
+	ExpiresAt time.Time
+	// OldTokenHash is the hash of the token the box had before its last
+	// rotation, still taken until OldUntil (a rotation's grace); "" when
+	// there is none.
+	OldTokenHash string
+	OldUntil     time.Time
+}
+
+// Rotation is how ReplaceToken replaces a box's token.
+type Rotation struct {
+	// Hash is the new token's hash.
+	Hash string
+	// TTL is the lifetime the box's tokens are given from now on (0:
+	// none), and ExpiresAt when the new one expires (zero: never).
+	TTL       time.Duration
+	ExpiresAt time.Time
+	// GraceUntil, when not zero, keeps the old token taken until then
+	// (or until it expires, whichever is sooner); zero forgets it at
+	// once.
+	GraceUntil time.Time
+}
+
+// ParseFrom reads the source addresses a box's token is bound to: CIDRs
+// or single addresses, comma-separated; "any" or "" is nil (any address).
+// A single address is its own /32 (or /128). It returns an error naming
+// the first entry it cannot read.
+func ParseFrom(s string) ([]netip.Prefix, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || strings.EqualFold(s, "any") {
+		return nil, nil
+	}
+	var out []netip.Prefix
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(part); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(part)
+		if err != nil {
+			return nil, fmt.Errorf("source %q is neither a CIDR (10.0.0.0/8) nor an address", part)
+		}
+		a = a.Unmap()
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, nil
+}
+
+// FormatFrom writes from as ParseFrom reads it: comma-separated CIDRs,
+// "" for nil.
+func FormatFrom(from []netip.Prefix) string {
+	parts := make([]string, len(from))
+	for i, p := range from {
+		parts[i] = p.String()
+	}
+	return strings.Join(parts, ",")
+}
+
+// Admits reports whether the box's token may be used from addr: true
+// when it is bound to no address, or addr is in one of From.
+func (b *Box) Admits(addr netip.Addr) bool {
+	if len(b.From) == 0 {
+		return true
+	}
+	addr = addr.Unmap()
+	for _, p := range b.From {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	return false
 }
 
 // Boxes keeps boxes and their token hashes.
@@ -98,17 +182,28 @@ type Boxes interface {
 	CreateBox(ctx context.Context, b Box) error
 	// Box returns the box named name, or ErrNotFound.
 	Box(ctx context.Context, name string) (Box, error)
-	// BoxByTokenHash returns the box whose token hashes to hash, or ErrNotFound.
+	// BoxByTokenHash returns the box whose token, or old token still
+	// kept (OldTokenHash, whatever its OldUntil), hashes to hash, or
+	// ErrNotFound.
 	BoxByTokenHash(ctx context.Context, hash string) (Box, error)
 	// ListBoxes returns every box, by name.
 	ListBoxes(ctx context.Context) ([]Box, error)
 	// DeleteBox removes a box and everything kept for it; ErrNotFound if none.
 	DeleteBox(ctx context.Context, name string) error
-	// RotateToken replaces a box's token hash at once; ErrNotFound if none.
+	// RotateToken replaces a box's token hash at once, forgetting any
+	// old token still in its grace; its expiry and TTL are unchanged.
+	// ErrNotFound if none.
 	RotateToken(ctx context.Context, name, newHash string) error
+	// ReplaceToken replaces a box's token as r says: the new hash, its
+	// TTL and expiry, and the old token kept until r.GraceUntil (capped
+	// at the old token's own expiry). ErrNotFound if none.
+	ReplaceToken(ctx context.Context, name string, r Rotation) error
+	// BindBox binds a box's token to the source addresses from (nil:
+	// any); ErrNotFound if none.
+	BindBox(ctx context.Context, name string, from []netip.Prefix) error
 	// UpdateBox writes a box's settings (Consent, Paused, PayerKind,
-	// PayerPrincipal); ErrNotFound if none. Name, TokenHash and CreatedAt
-	// are not changed.
+	// PayerPrincipal); ErrNotFound if none. Name, TokenHash, CreatedAt,
+	// From and the token's lifetimes are not changed.
 	UpdateBox(ctx context.Context, b Box) error
 }
 
@@ -156,6 +251,12 @@ type Secret struct {
 	// "oauth2", "aws-sigv4", "hmac"), whose sealed configuration the
 	// broker mints or signs with.
 	Kind string
+	// BodyFields names the top-level fields of a form or JSON request
+	// body whose whole value, when it is the box's token, egress replaces
+	// by the value (protocol.IsBodyField names one; at most
+	// protocol.MaxBodyFields). Nil for none: the value is then written
+	// only in header values and the query.
+	BodyFields []string
 }
 
 // Secrets keeps egress secrets.
@@ -364,4 +465,17 @@ type Audit interface {
 	ListAudit(ctx context.Context, q AuditQuery) ([]AuditEntry, error)
 	// PruneAudit forgets entries before before and says how many.
 	PruneAudit(ctx context.Context, before time.Time) (int64, error)
+}
+
+// JoinBodyFields is how a store keeps a Secret's BodyFields in one
+// column: comma-separated, "" for none. (A body field's name holds no
+// comma: see protocol.IsBodyField.)
+func JoinBodyFields(fields []string) string { return strings.Join(fields, ",") }
+
+// SplitBodyFields reads what JoinBodyFields wrote: nil for "".
+func SplitBodyFields(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
 }

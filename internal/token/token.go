@@ -64,6 +64,19 @@ func IsBodyByte(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_'
 }
 
+// Body is tok's random part, after its prefix (tok itself when it has
+// none of Prefixes): what a search for the token looks for, since its
+// first byte is as likely as any other and the prefix's are common, so
+// the search stops less often to compare.
+func Body(tok string) string {
+	for _, p := range Prefixes() {
+		if b, ok := strings.CutPrefix(tok, p); ok {
+			return b
+		}
+	}
+	return tok
+}
+
 // AppendFound appends to dst every run in s of prefix followed by at
 // least BodyLen characters IsBodyByte takes, each whole (a run longer
 // than a token is appended whole, and is no token), searched from the
@@ -147,23 +160,35 @@ func ShortHash(token string) string { return Hash(token)[:12] }
 // byHash returns store.ErrNotFound or the hashes differ, and byHash's
 // other errors as they are.
 func Lookup[T any](ctx context.Context, token string, byHash func(context.Context, string) (T, error), hashOf func(T) string) (T, error) {
+	rec, _, err := LookupEither(ctx, token, byHash, func(rec T) (string, string) { return hashOf(rec), "" })
+	return rec, err
+}
+
+// LookupEither is Lookup for a record kept under two hashes (a box's
+// token and, through a rotation's grace, its old one): hashesOf returns
+// them ("" for none), both are compared with token's in constant time,
+// and second is true when token is the second's.
+func LookupEither[T any](ctx context.Context, token string, byHash func(context.Context, string) (T, error), hashesOf func(T) (string, string)) (rec T, second bool, err error) {
 	var zero T
 	if token == "" {
-		return zero, ErrMissing
+		return zero, false, ErrMissing
 	}
 	hash := Hash(token)
-	rec, err := byHash(ctx, hash)
+	rec, err = byHash(ctx, hash)
 	if errors.Is(err, store.ErrNotFound) {
-		return zero, ErrUnknown
+		return zero, false, ErrUnknown
 	}
 	if err != nil {
-		return zero, err
+		return zero, false, err
 	}
 	// The read was by hash; compare in constant time all the same.
-	if subtle.ConstantTimeCompare([]byte(hashOf(rec)), []byte(hash)) != 1 {
-		return zero, ErrUnknown
+	a, b := hashesOf(rec)
+	first := subtle.ConstantTimeCompare([]byte(a), []byte(hash)) == 1
+	second = b != "" && subtle.ConstantTimeCompare([]byte(b), []byte(hash)) == 1
+	if !first && !second {
+		return zero, false, ErrUnknown
 	}
-	return rec, nil
+	return rec, !first, nil
 }
 
 // FromRequest reads a box's token from r: every Authorization value of

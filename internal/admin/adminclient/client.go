@@ -179,6 +179,15 @@ func (c *Client) RotateBox(ctx context.Context, name string) (admin.BoxToken, er
 	return out, err
 }
 
+// RotateBoxWith replaces a box's token as tr says (a grace for the old
+// one, a TTL for the box's tokens) and returns the new one, shown this
+// once.
+func (c *Client) RotateBoxWith(ctx context.Context, name string, tr admin.TokenRotation) (admin.BoxToken, error) {
+	var out admin.BoxToken
+	err := c.do(ctx, http.MethodPost, "/api/boxes/"+url.PathEscape(name)+"/token", tr, &out)
+	return out, err
+}
+
 // ListCredentials returns every credential's ID and when it was set.
 func (c *Client) ListCredentials(ctx context.Context) ([]admin.CredentialView, error) {
 	var out admin.CredentialList

@@ -31,6 +31,7 @@ func (u *Page) registerActions() {
 	u.HandleUI("GET /ui/enrol", u.enrolForm)
 	u.HandleUI("POST /ui/boxes", u.enrol)
 	u.HandleUI("POST /ui/boxes/{name}/rotate", u.rotate)
+	u.HandleUI("POST /ui/boxes/{name}/bind", u.bind)
 	u.HandleUI("GET /ui/boxes/{name}/remove", u.removeForm)
 	u.HandleUI("POST /ui/boxes/{name}/remove", u.remove)
 	u.HandleUI("POST /ui/boxes/{name}/budget", u.setBudget)
@@ -46,6 +47,7 @@ var notices = map[string]string{
 	"secret":         "The secret is sealed and set; its value is not shown again.",
 	"secret-removed": "The secret is removed.",
 	"settings":       "",
+	"bound":          "The binding is set; the box's next request is judged by it.",
 }
 
 // audit records an action taken on the page, by the admin, on box.
@@ -123,7 +125,8 @@ func (u *Page) rotate(w http.ResponseWriter, r *http.Request, sess *Session) err
 	if err != nil {
 		return err
 	}
-	if err := u.cfg.Store.RotateToken(r.Context(), b.Name, token.Hash(tok)); err != nil {
+	// A box given a TTL has its new token given the same.
+	if err := u.cfg.Store.ReplaceToken(r.Context(), b.Name, admin.Rotation(b, token.Hash(tok), u.cfg.Now(), nil, 0)); err != nil {
 		return admin.StoreError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
 	}
 	if err := u.a.Changed(r.Context(), store.ChangeBox, b.Name); err != nil {
@@ -275,6 +278,11 @@ func (u *Page) setSecret(w http.ResponseWriter, r *http.Request, sess *Session) 
 		return fmt.Errorf("seal secret %s of box %s: %w", name, b.Name, err)
 	}
 	sec := store.Secret{Box: b.Name, Name: name, Host: host, Sealed: sealed, UpdatedAt: u.cfg.Now().UTC()}
+	// The page has no field for body fields: a plain value set again
+	// keeps those the secret names (`secret set --body-field`).
+	if old, err := u.cfg.Store.Secret(r.Context(), b.Name, name); err == nil && old.Kind == "" {
+		sec.BodyFields = old.BodyFields
+	}
 	if err := u.cfg.Store.SetSecret(r.Context(), sec); err != nil {
 		return admin.StoreError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
 	}
@@ -309,5 +317,27 @@ func (u *Page) removeSecret(w http.ResponseWriter, r *http.Request, sess *Sessio
 	}
 	u.log.Info("owner's page: secret removed", "box", b.Name, "secret", name, "admin_token", sess.TokenID)
 	back(w, r, b.Name, "secret-removed")
+	return nil
+}
+
+// bind binds a box's token to the source CIDRs of the form's from
+// (comma-separated; empty or "any": every address).
+func (u *Page) bind(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	b, err := u.a.Box(r)
+	if err != nil {
+		return err
+	}
+	from, err := admin.ParseFrom([]string{r.PostForm.Get("from")})
+	if err != nil {
+		return err
+	}
+	if err := u.a.BindBox(r.Context(), b.Name, from); err != nil {
+		return err
+	}
+	if err := u.audit(r.Context(), b.Name, "/ui/boxes/{name}/bind", admin.BoundMessage(from)); err != nil {
+		return err
+	}
+	u.log.Info("owner's page: box bound", "box", b.Name, "from", admin.DescribeFrom(from), "admin_token", sess.TokenID)
+	back(w, r, b.Name, "bound")
 	return nil
 }

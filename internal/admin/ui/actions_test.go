@@ -178,6 +178,23 @@ func TestUI_EnrolRotateRemove(t *testing.T) {
 	}
 }
 
+// TestUI_SecretFormKeepsBodyFields: a value set again from the page
+// keeps the body fields its secret names, which the page has no field
+// for, so the app that sends its key in one goes on working.
+func TestUI_SecretFormKeepsBodyFields(t *testing.T) {
+	b := brokertest.New(t, brokertest.Options{})
+	b.AddBox("alpha")
+	cookie, csrf := signedInForm(t, b)
+	b.SetSecret("alpha", "AUTH", "https://auth.example.com", "cs_0123456789-value", "client_secret")
+	form := url.Values{"csrf": {csrf}, "name": {"AUTH"}, "host": {"https://auth.example.com"}, "value": {"cs_replaced-value-0123"}}
+	if p := visit(t, b, "POST", "/ui/boxes/alpha/secrets", cookie, form, nil); p.status != 303 {
+		t.Fatalf("replace AUTH = %d, want 303", p.status)
+	}
+	if sec, err := b.Server.Store.Secret(context.Background(), "alpha", "AUTH"); err != nil || len(sec.BodyFields) != 1 || sec.BodyFields[0] != "client_secret" {
+		t.Errorf("AUTH's body fields after the form = %q, %v, want [client_secret] kept", sec.BodyFields, err)
+	}
+}
+
 // TestUI_SecretForm sets, replaces and removes an egress secret from the
 // page, with the host checked as the CLI checks it, and is the attack on
 // the value: no answer, page or audit entry ever holds it, refused or not.

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -46,6 +47,10 @@ type card struct {
 	// CacheCold is true when the box's prompt cache stopped hitting:
 	// its hit ratio in the last 24 hours is under half its month's.
 	CacheCold bool
+	// TokenSeen are the groups of answers, in the last 7 days, from a
+	// host that held the box's own token (capability.ReasonTokenSeen),
+	// each message naming the host.
+	TokenSeen []refusalGroup
 }
 
 // modelLine is a box's calls to one model in a month.
@@ -164,6 +169,9 @@ func (u *Page) card(ctx context.Context, v admin.BoxView) (card, error) {
 	}
 	for _, g := range groups {
 		c.Groups = append(c.Groups, refusalGroup(g))
+		if g.Reason == capability.ReasonTokenSeen {
+			c.TokenSeen = append(c.TokenSeen, refusalGroup(g))
+		}
 	}
 	fb, err := u.cfg.Store.ListFeedback(ctx, v.Name)
 	if err != nil {

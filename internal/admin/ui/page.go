@@ -135,6 +135,7 @@ func New(a *admin.Server, cfg Config) (*Page, error) {
 		"auditMax":   func() int { return admin.DefaultAuditExport },
 		"failure":    failure,
 		"gauge":      gauge,
+		"reasonText": reasonText,
 	}).ParseFS(files, "*.html")
 	if err != nil {
 		return nil, fmt.Errorf("owner's page templates: %w", err)
@@ -146,6 +147,20 @@ func New(a *admin.Server, cfg Config) (*Page, error) {
 	u.registerSpend()
 	u.addGrantsPage()
 	return u, nil
+}
+
+// reasonText is how the page names a refusal's reason: in words where
+// the word alone would not say what happened.
+func reasonText(reason string) string {
+	switch reason {
+	case capability.ReasonOutside:
+		return "token used from outside its box"
+	case capability.ReasonExpired:
+		return "token expired"
+	case capability.ReasonTokenSeen:
+		return "a host holds the box's token"
+	}
+	return reason
 }
 
 // ratio writes a hit ratio as a percentage, "—" for none.

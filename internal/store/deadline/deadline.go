@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"runtime"
 	"strings"
 	"sync"
@@ -360,6 +361,14 @@ func (s *Store) DeleteBox(ctx context.Context, name string) error {
 
 func (s *Store) RotateToken(ctx context.Context, name, newHash string) error {
 	return do0(s, ctx, "rotate token", func(ctx context.Context) error { return s.st.RotateToken(ctx, name, newHash) })
+}
+
+func (s *Store) ReplaceToken(ctx context.Context, name string, r store.Rotation) error {
+	return do0(s, ctx, "replace token", func(ctx context.Context) error { return s.st.ReplaceToken(ctx, name, r) })
+}
+
+func (s *Store) BindBox(ctx context.Context, name string, from []netip.Prefix) error {
+	return do0(s, ctx, "bind box", func(ctx context.Context) error { return s.st.BindBox(ctx, name, from) })
 }
 
 func (s *Store) UpdateBox(ctx context.Context, b store.Box) error {

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -10,13 +11,29 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 )
 
-const boxColumns = "name, token_hash, created_at, consent, paused, payer_kind, payer_principal"
+const boxColumns = "name, token_hash, created_at, consent, paused, payer_kind, payer_principal, bound_from, token_ttl, token_expires_at, old_token_hash, old_token_until"
 
 func scanBox(r pgx.Row) (store.Box, error) {
 	var b store.Box
-	err := r.Scan(&b.Name, &b.TokenHash, &b.CreatedAt, &b.Consent, &b.Paused, &b.PayerKind, &b.PayerPrincipal)
+	var ttl int64
+	var from string
+	var expires, oldUntil *time.Time
+	var oldHash *string
+	err := r.Scan(&b.Name, &b.TokenHash, &b.CreatedAt, &b.Consent, &b.Paused, &b.PayerKind, &b.PayerPrincipal,
+		&from, &ttl, &expires, &oldHash, &oldUntil)
+	if err != nil {
+		return b, err
+	}
 	b.CreatedAt = b.CreatedAt.UTC()
-	return b, err
+	b.TokenTTL = time.Duration(ttl) * time.Microsecond
+	b.ExpiresAt, b.OldUntil = fromNullTime(expires), fromNullTime(oldUntil)
+	if oldHash != nil {
+		b.OldTokenHash = *oldHash
+	}
+	if b.From, err = store.ParseFrom(from); err != nil {
+		return b, fmt.Errorf("box %q: %w", b.Name, err)
+	}
+	return b, nil
 }
 
 // payerKind is k as stored: "shared" when empty; an error unless shared or owner.
@@ -38,8 +55,9 @@ func (s *Store) CreateBox(ctx context.Context, b store.Box) error {
 		return fmt.Errorf("create box %q: %w", b.Name, err)
 	}
 	return s.write(ctx, fmt.Sprintf("create box %q", b.Name), func(tx pgx.Tx) ([]store.Change, error) {
-		_, err := tx.Exec(ctx, "INSERT INTO boxes ("+boxColumns+") VALUES ($1, $2, $3, $4, $5, $6, $7)",
-			b.Name, b.TokenHash, b.CreatedAt, b.Consent, b.Paused, kind, b.PayerPrincipal)
+		_, err := tx.Exec(ctx, "INSERT INTO boxes ("+boxColumns+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULL, NULL)",
+			b.Name, b.TokenHash, b.CreatedAt, b.Consent, b.Paused, kind, b.PayerPrincipal,
+			store.FormatFrom(b.From), b.TokenTTL.Microseconds(), nullTime(b.ExpiresAt))
 		return []store.Change{{Kind: store.ChangeBox, Key: b.Name}}, err
 	})
 }
@@ -55,7 +73,7 @@ func (s *Store) Box(ctx context.Context, name string) (store.Box, error) {
 
 // BoxByTokenHash returns the box whose token hashes to hash, or store.ErrNotFound.
 func (s *Store) BoxByTokenHash(ctx context.Context, hash string) (store.Box, error) {
-	b, err := scanBox(s.pool.QueryRow(ctx, "SELECT "+boxColumns+" FROM boxes WHERE token_hash = $1", hash))
+	b, err := scanBox(s.pool.QueryRow(ctx, "SELECT "+boxColumns+" FROM boxes WHERE token_hash = $1 OR old_token_hash = $1", hash))
 	if err != nil {
 		return store.Box{}, translate("box by token hash", err)
 	}
@@ -124,7 +142,38 @@ func (s *Store) DeleteBox(ctx context.Context, name string) error {
 // has that hash.
 func (s *Store) RotateToken(ctx context.Context, name, newHash string) error {
 	return s.write(ctx, fmt.Sprintf("rotate token of box %q", name), func(tx pgx.Tx) ([]store.Change, error) {
-		tag, err := tx.Exec(ctx, "UPDATE boxes SET token_hash = $1 WHERE name = $2", newHash, name)
+		tag, err := tx.Exec(ctx, "UPDATE boxes SET token_hash = $1, old_token_hash = NULL, old_token_until = NULL WHERE name = $2", newHash, name)
+		if err != nil {
+			return nil, err
+		}
+		return []store.Change{{Kind: store.ChangeBox, Key: name}}, notFound(tag)
+	})
+}
+
+// ReplaceToken replaces the token of the box named name as r says;
+// store.ErrNotFound if there is no such box, store.ErrExists if another
+// box has that hash.
+func (s *Store) ReplaceToken(ctx context.Context, name string, r store.Rotation) error {
+	return s.write(ctx, fmt.Sprintf("replace token of box %q", name), func(tx pgx.Tx) ([]store.Change, error) {
+		// The old token is kept through the grace, but never past its
+		// own expiry: the columns on the right are the row's before.
+		tag, err := tx.Exec(ctx, `UPDATE boxes SET token_hash = $1, token_ttl = $2, token_expires_at = $3,
+			old_token_hash = CASE WHEN $4::timestamptz IS NULL THEN NULL ELSE token_hash END,
+			old_token_until = CASE WHEN $4::timestamptz IS NULL THEN NULL ELSE LEAST($4::timestamptz, token_expires_at) END
+			WHERE name = $5`,
+			r.Hash, r.TTL.Microseconds(), nullTime(r.ExpiresAt), nullTime(r.GraceUntil), name)
+		if err != nil {
+			return nil, err
+		}
+		return []store.Change{{Kind: store.ChangeBox, Key: name}}, notFound(tag)
+	})
+}
+
+// BindBox binds the token of the box named name to the source addresses
+// from (nil: any); store.ErrNotFound if there is no such box.
+func (s *Store) BindBox(ctx context.Context, name string, from []netip.Prefix) error {
+	return s.write(ctx, fmt.Sprintf("bind box %q", name), func(tx pgx.Tx) ([]store.Change, error) {
+		tag, err := tx.Exec(ctx, "UPDATE boxes SET bound_from = $1 WHERE name = $2", store.FormatFrom(from), name)
 		if err != nil {
 			return nil, err
 		}

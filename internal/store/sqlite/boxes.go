@@ -4,22 +4,35 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/store"
 )
 
-const boxColumns = "name, token_hash, created_at, consent, paused, payer_kind, payer_principal"
+const boxColumns = "name, token_hash, created_at, consent, paused, payer_kind, payer_principal, bound_from, token_ttl, token_expires_at, old_token_hash, old_token_until"
 
 // rowScanner is a *sql.Row or *sql.Rows.
 type rowScanner interface{ Scan(dest ...any) error }
 
 func scanBox(r rowScanner) (store.Box, error) {
 	var b store.Box
-	var created int64
-	err := r.Scan(&b.Name, &b.TokenHash, &created, &b.Consent, &b.Paused, &b.PayerKind, &b.PayerPrincipal)
+	var created, ttl int64
+	var from string
+	var expires, oldUntil sql.NullInt64
+	var oldHash sql.NullString
+	err := r.Scan(&b.Name, &b.TokenHash, &created, &b.Consent, &b.Paused, &b.PayerKind, &b.PayerPrincipal,
+		&from, &ttl, &expires, &oldHash, &oldUntil)
+	if err != nil {
+		return b, err
+	}
 	b.CreatedAt = fromMicros(created)
-	return b, err
+	b.TokenTTL = time.Duration(ttl) * time.Microsecond
+	b.ExpiresAt, b.OldTokenHash, b.OldUntil = fromNullMicros(expires), oldHash.String, fromNullMicros(oldUntil)
+	if b.From, err = store.ParseFrom(from); err != nil {
+		return b, fmt.Errorf("box %q: %w", b.Name, err)
+	}
+	return b, nil
 }
 
 // payerKind is k as stored: "shared" when empty; an error unless shared or owner.
@@ -41,8 +54,9 @@ func (s *Store) CreateBox(ctx context.Context, b store.Box) error {
 		return fmt.Errorf("create box %q: %w", b.Name, err)
 	}
 	return s.write(ctx, fmt.Sprintf("create box %q", b.Name), func(tx *sql.Tx) ([]store.Change, error) {
-		_, err := tx.ExecContext(ctx, "INSERT INTO boxes ("+boxColumns+") VALUES (?, ?, ?, ?, ?, ?, ?)",
-			b.Name, b.TokenHash, micros(b.CreatedAt), b.Consent, b.Paused, kind, b.PayerPrincipal)
+		_, err := tx.ExecContext(ctx, "INSERT INTO boxes ("+boxColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL)",
+			b.Name, b.TokenHash, micros(b.CreatedAt), b.Consent, b.Paused, kind, b.PayerPrincipal,
+			store.FormatFrom(b.From), b.TokenTTL.Microseconds(), nullMicros(b.ExpiresAt))
 		return []store.Change{{Kind: store.ChangeBox, Key: b.Name}}, err
 	})
 }
@@ -58,7 +72,7 @@ func (s *Store) Box(ctx context.Context, name string) (store.Box, error) {
 
 // BoxByTokenHash returns the box whose token hashes to hash, or store.ErrNotFound.
 func (s *Store) BoxByTokenHash(ctx context.Context, hash string) (store.Box, error) {
-	b, err := scanBox(s.r.QueryRowContext(ctx, "SELECT "+boxColumns+" FROM boxes WHERE token_hash = ?", hash))
+	b, err := scanBox(s.r.QueryRowContext(ctx, "SELECT "+boxColumns+" FROM boxes WHERE token_hash = ? OR old_token_hash = ?", hash, hash))
 	if err != nil {
 		return store.Box{}, translate("box by token hash", err)
 	}
@@ -147,7 +161,39 @@ func queryStrings(ctx context.Context, tx *sql.Tx, query string, args ...any) ([
 // has that hash.
 func (s *Store) RotateToken(ctx context.Context, name, newHash string) error {
 	return s.write(ctx, fmt.Sprintf("rotate token of box %q", name), func(tx *sql.Tx) ([]store.Change, error) {
-		res, err := tx.ExecContext(ctx, "UPDATE boxes SET token_hash = ? WHERE name = ?", newHash, name)
+		res, err := tx.ExecContext(ctx, "UPDATE boxes SET token_hash = ?, old_token_hash = NULL, old_token_until = NULL WHERE name = ?", newHash, name)
+		if err != nil {
+			return nil, err
+		}
+		return []store.Change{{Kind: store.ChangeBox, Key: name}}, notFound(res)
+	})
+}
+
+// ReplaceToken replaces the token of the box named name as r says;
+// store.ErrNotFound if there is no such box, store.ErrExists if another
+// box has that hash.
+func (s *Store) ReplaceToken(ctx context.Context, name string, r store.Rotation) error {
+	return s.write(ctx, fmt.Sprintf("replace token of box %q", name), func(tx *sql.Tx) ([]store.Change, error) {
+		// The old token is kept through the grace, but never past its
+		// own expiry: the columns on the right are the row's before.
+		res, err := tx.ExecContext(ctx, `UPDATE boxes SET token_hash = ?, token_ttl = ?, token_expires_at = ?,
+			old_token_hash = CASE WHEN ? IS NULL THEN NULL ELSE token_hash END,
+			old_token_until = CASE WHEN ? IS NULL THEN NULL WHEN token_expires_at IS NOT NULL AND token_expires_at < ? THEN token_expires_at ELSE ? END
+			WHERE name = ?`,
+			r.Hash, r.TTL.Microseconds(), nullMicros(r.ExpiresAt),
+			nullMicros(r.GraceUntil), nullMicros(r.GraceUntil), nullMicros(r.GraceUntil), nullMicros(r.GraceUntil), name)
+		if err != nil {
+			return nil, err
+		}
+		return []store.Change{{Kind: store.ChangeBox, Key: name}}, notFound(res)
+	})
+}
+
+// BindBox binds the token of the box named name to the source addresses
+// from (nil: any); store.ErrNotFound if there is no such box.
+func (s *Store) BindBox(ctx context.Context, name string, from []netip.Prefix) error {
+	return s.write(ctx, fmt.Sprintf("bind box %q", name), func(tx *sql.Tx) ([]store.Change, error) {
+		res, err := tx.ExecContext(ctx, "UPDATE boxes SET bound_from = ? WHERE name = ?", store.FormatFrom(from), name)
 		if err != nil {
 			return nil, err
 		}

@@ -69,9 +69,9 @@ func (s *Store) ListCredentials(ctx context.Context) ([]store.Credential, error)
 // store.ErrNotFound if there is no such box.
 func (s *Store) SetSecret(ctx context.Context, sec store.Secret) error {
 	return s.write(ctx, fmt.Sprintf("set secret %q of box %q", sec.Name, sec.Box), func(tx *sql.Tx) ([]store.Change, error) {
-		_, err := tx.ExecContext(ctx, `INSERT INTO secrets (box, name, host, sealed, updated_at, kind) VALUES (?, ?, ?, ?, ?, ?)
-			ON CONFLICT (box, name) DO UPDATE SET host = excluded.host, sealed = excluded.sealed, updated_at = excluded.updated_at, kind = excluded.kind`,
-			sec.Box, sec.Name, sec.Host, blob(sec.Sealed), micros(sec.UpdatedAt), sec.Kind)
+		_, err := tx.ExecContext(ctx, `INSERT INTO secrets (box, name, host, sealed, updated_at, kind, body_fields) VALUES (?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (box, name) DO UPDATE SET host = excluded.host, sealed = excluded.sealed, updated_at = excluded.updated_at, kind = excluded.kind, body_fields = excluded.body_fields`,
+			sec.Box, sec.Name, sec.Host, blob(sec.Sealed), micros(sec.UpdatedAt), sec.Kind, store.JoinBodyFields(sec.BodyFields))
 		return []store.Change{{Kind: store.ChangeSecret, Key: sec.Box + "/" + sec.Name}}, err
 	})
 }
@@ -80,19 +80,21 @@ func (s *Store) SetSecret(ctx context.Context, sec store.Secret) error {
 func (s *Store) Secret(ctx context.Context, box, name string) (store.Secret, error) {
 	sec := store.Secret{Box: box, Name: name}
 	var at int64
-	err := s.r.QueryRowContext(ctx, "SELECT host, sealed, updated_at, kind FROM secrets WHERE box = ? AND name = ?", box, name).
-		Scan(&sec.Host, &sec.Sealed, &at, &sec.Kind)
+	var fields string
+	err := s.r.QueryRowContext(ctx, "SELECT host, sealed, updated_at, kind, body_fields FROM secrets WHERE box = ? AND name = ?", box, name).
+		Scan(&sec.Host, &sec.Sealed, &at, &sec.Kind, &fields)
 	if err != nil {
 		return store.Secret{}, translate(fmt.Sprintf("secret %q of box %q", name, box), err)
 	}
 	sec.UpdatedAt = fromMicros(at)
+	sec.BodyFields = store.SplitBodyFields(fields)
 	return sec, nil
 }
 
 // ListSecrets returns the secrets of box, by name, Sealed left nil.
 func (s *Store) ListSecrets(ctx context.Context, box string) ([]store.Secret, error) {
 	op := fmt.Sprintf("list secrets of box %q", box)
-	rows, err := s.r.QueryContext(ctx, "SELECT name, host, updated_at, kind FROM secrets WHERE box = ? ORDER BY name", box)
+	rows, err := s.r.QueryContext(ctx, "SELECT name, host, updated_at, kind, body_fields FROM secrets WHERE box = ? ORDER BY name", box)
 	if err != nil {
 		return nil, translate(op, err)
 	}
@@ -101,10 +103,12 @@ func (s *Store) ListSecrets(ctx context.Context, box string) ([]store.Secret, er
 	for rows.Next() {
 		sec := store.Secret{Box: box}
 		var at int64
-		if err := rows.Scan(&sec.Name, &sec.Host, &at, &sec.Kind); err != nil {
+		var fields string
+		if err := rows.Scan(&sec.Name, &sec.Host, &at, &sec.Kind, &fields); err != nil {
 			return nil, translate(op, err)
 		}
 		sec.UpdatedAt = fromMicros(at)
+		sec.BodyFields = store.SplitBodyFields(fields)
 		out = append(out, sec)
 	}
 	if err := rows.Err(); err != nil {

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"fmt"
+	"net/netip"
 	"sync"
 	"testing"
 	"time"
@@ -344,3 +345,83 @@ func second[T any](_ T, err error) error { return err }
 
 // third is the error of a three-valued call.
 func third[T, U any](_ T, _ U, err error) error { return err }
+
+// testBindAndReplaceToken: a box's binding to source addresses and its
+// token's lifetimes are kept as CreateBox, BindBox and ReplaceToken write
+// them, each write a change of the box; the old token of a rotation with
+// a grace finds the box until the next rotation, and never outlives its
+// own expiry.
+func testBindAndReplaceToken(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	from, err := store.ParseFrom("10.1.0.0/16, 192.0.2.7,2001:db8::/32")
+	if err != nil {
+		t.Fatalf("ParseFrom() = %v", err)
+	}
+	b := store.Box{Name: "alpha", TokenHash: hash("t1"), CreatedAt: at(0), PayerKind: "shared",
+		From: from, TokenTTL: time.Hour, ExpiresAt: at(3600)}
+	if err := s.CreateBox(ctx, b); err != nil {
+		t.Fatalf("CreateBox() = %v", err)
+	}
+	got, err := s.Box(ctx, "alpha")
+	if err != nil || diff(b, got) != "" {
+		t.Fatalf("Box(alpha) = %v, diff (-want +got):\n%s", err, diff(b, got))
+	}
+
+	seq := lastChange(t, s)
+	narrower := []netip.Prefix{netip.MustParsePrefix("10.1.2.0/24")}
+	if err := s.BindBox(ctx, "alpha", narrower); err != nil {
+		t.Fatalf("BindBox() = %v", err)
+	}
+	if cs := keys(changesAfter(t, s, seq)); len(cs) != 1 || cs[0].Kind != store.ChangeBox || cs[0].Key != "alpha" {
+		t.Errorf("BindBox changes = %v, want one of box alpha", cs)
+	}
+	b.From = narrower
+	if got, err = s.BoxByTokenHash(ctx, b.TokenHash); err != nil || diff(b, got) != "" {
+		t.Errorf("after BindBox: BoxByTokenHash() = %v, diff (-want +got):\n%s", err, diff(b, got))
+	}
+	wantErr(t, "BindBox(nosuch)", s.BindBox(ctx, "nosuch", nil), store.ErrNotFound)
+
+	// A rotation with a grace longer than the old token's life keeps it
+	// only until it expires.
+	seq = lastChange(t, s)
+	r := store.Rotation{Hash: hash("t2"), TTL: 2 * time.Hour, ExpiresAt: at(7200), GraceUntil: at(9000)}
+	if err := s.ReplaceToken(ctx, "alpha", r); err != nil {
+		t.Fatalf("ReplaceToken() = %v", err)
+	}
+	if cs := keys(changesAfter(t, s, seq)); len(cs) != 1 || cs[0].Key != "alpha" {
+		t.Errorf("ReplaceToken changes = %v, want one of box alpha", cs)
+	}
+	want := b
+	want.TokenHash, want.TokenTTL, want.ExpiresAt, want.OldTokenHash, want.OldUntil = r.Hash, r.TTL, r.ExpiresAt, hash("t1"), at(3600)
+	for _, h := range []string{hash("t1"), hash("t2")} {
+		if got, err = s.BoxByTokenHash(ctx, h); err != nil || diff(want, got) != "" {
+			t.Errorf("BoxByTokenHash(%s…) = %v, diff (-want +got):\n%s", h[:6], err, diff(want, got))
+		}
+	}
+	// A grace shorter than its life keeps it for the grace.
+	r = store.Rotation{Hash: hash("t3"), GraceUntil: at(60)}
+	if err := s.ReplaceToken(ctx, "alpha", r); err != nil {
+		t.Fatalf("ReplaceToken() = %v", err)
+	}
+	want.TokenHash, want.TokenTTL, want.ExpiresAt, want.OldTokenHash, want.OldUntil = r.Hash, 0, time.Time{}, hash("t2"), at(60)
+	if got, err = s.BoxByTokenHash(ctx, hash("t2")); err != nil || diff(want, got) != "" {
+		t.Errorf("BoxByTokenHash(t2) = %v, diff (-want +got):\n%s", err, diff(want, got))
+	}
+	_, err = s.BoxByTokenHash(ctx, hash("t1"))
+	wantErr(t, "BoxByTokenHash(t1, two rotations ago)", err, store.ErrNotFound)
+	// No grace, or RotateToken: the old token is forgotten at once.
+	if err := s.ReplaceToken(ctx, "alpha", store.Rotation{Hash: hash("t4")}); err != nil {
+		t.Fatalf("ReplaceToken() = %v", err)
+	}
+	_, err = s.BoxByTokenHash(ctx, hash("t3"))
+	wantErr(t, "BoxByTokenHash(t3, rotated with no grace)", err, store.ErrNotFound)
+	if err := s.ReplaceToken(ctx, "alpha", store.Rotation{Hash: hash("t5"), GraceUntil: at(60)}); err != nil {
+		t.Fatalf("ReplaceToken() = %v", err)
+	}
+	if err := s.RotateToken(ctx, "alpha", hash("t6")); err != nil {
+		t.Fatalf("RotateToken() = %v", err)
+	}
+	_, err = s.BoxByTokenHash(ctx, hash("t5"))
+	wantErr(t, "BoxByTokenHash(t5, after RotateToken)", err, store.ErrNotFound)
+	wantErr(t, "ReplaceToken(nosuch)", s.ReplaceToken(ctx, "nosuch", store.Rotation{Hash: hash("x")}), store.ErrNotFound)
+}

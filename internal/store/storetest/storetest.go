@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"net/netip"
 	"sort"
 	"testing"
 	"time"
@@ -31,6 +32,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Boxes", testBoxes},
 		{"ConcurrentCreateBox", testConcurrentCreateBox},
 		{"RotateToken", testRotateToken},
+		{"BindAndReplaceToken", testBindAndReplaceToken},
 		{"UpdateBox", testUpdateBox},
 		{"DeleteBoxCascades", testDeleteBoxCascades},
 		{"Declarations", testDeclarations},
@@ -92,6 +94,7 @@ func sameTime(got, want time.Time) bool {
 func diff(want, got any) string {
 	return cmp.Diff(want, got,
 		cmp.Comparer(func(a, b time.Time) bool { return sameTime(a, b) || sameTime(b, a) }),
+		cmp.Comparer(func(a, b netip.Prefix) bool { return a == b }),
 		cmpopts.EquateEmpty())
 }
 

@@ -1,0 +1,30 @@
+package adminclient
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+
+	"github.com/intentius/boxbroker/internal/admin"
+)
+
+// ListSecrets lists a box's egress secrets: names, hosts, kinds and body
+// fields, never a value.
+func (c *Client) ListSecrets(ctx context.Context, box string) ([]admin.SecretView, error) {
+	var out admin.SecretList
+	err := c.do(ctx, http.MethodGet, "/api/boxes/"+url.PathEscape(box)+"/secrets", nil, &out)
+	return out.Secrets, err
+}
+
+// SetSecret sets a box's plain egress secret name: its host, its value
+// (in the request's body only) and the body fields it is written in.
+func (c *Client) SetSecret(ctx context.Context, box, name string, sv admin.SecretValue) (admin.SecretView, error) {
+	var out admin.SecretView
+	err := c.do(ctx, http.MethodPut, "/api/boxes/"+url.PathEscape(box)+"/secrets/"+url.PathEscape(name), sv, &out)
+	return out, err
+}
+
+// RemoveSecret removes a box's egress secret name.
+func (c *Client) RemoveSecret(ctx context.Context, box, name string) error {
+	return c.do(ctx, http.MethodDelete, "/api/boxes/"+url.PathEscape(box)+"/secrets/"+url.PathEscape(name), nil, nil)
+}
