@@ -131,6 +131,10 @@ type cli struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	// environ lists the environment as KEY=VALUE pairs (os.Environ), for
+	// the check of its BOXBROKER_* names (warnUnknownEnv); nil checks
+	// none.
+	environ func() []string
 	// again ends at a second SIGINT or SIGTERM (the command's context
 	// ends at the first): serve then stops at once instead of letting
 	// streams finish. nil for never.
@@ -144,7 +148,7 @@ func main() {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	ctx, again := twoSignals(sigs)
-	env := &cli{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, again: again}
+	env := &cli{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, environ: os.Environ, again: again}
 	os.Exit(env.main(ctx, os.Args[1:]))
 }
 
@@ -187,6 +191,7 @@ func (c *cli) main(ctx context.Context, args []string) int {
 		fmt.Fprintln(c.stderr, "usage: boxbroker <command> [flags]; `boxbroker help` lists the commands")
 		return 2
 	}
+	c.warnUnknownEnv()
 	rest, help := subFirst(cmd.subs, args[1:])
 	if help {
 		// The usage a command of several gives when called bare, as help.
@@ -223,6 +228,57 @@ func (c *cli) usage(cmds map[string]command) {
 	}
 	fmt.Fprintln(c.stderr, "\nEvery command but report, ready, prices and version takes --data DIR (BOXBROKER_DATA) and --store URL (BOXBROKER_STORE);")
 	fmt.Fprintln(c.stderr, "flags may come before or after a command's arguments; see boxbroker <command> -h.")
+}
+
+// knownEnv lists every BOXBROKER_* variable boxbroker reads, its test
+// suite and tools included (TestCLI_KnownEnvIsWhole keeps it whole).
+func knownEnv() []string {
+	return []string{
+		// serve's flags and the CLI's (README, Configuration).
+		"BOXBROKER_ADMIN_HOSTS", "BOXBROKER_ADMIN_LISTEN", "BOXBROKER_ANTHROPIC_URL", "BOXBROKER_AUDIT_REQUIRED",
+		"BOXBROKER_AUDIT_RETENTION", "BOXBROKER_BOX_BURST", "BOXBROKER_BOX_CONCURRENT", "BOXBROKER_BOX_RATE",
+		"BOXBROKER_BROKER", "BOXBROKER_DATA", "BOXBROKER_DECIDE_TIMEOUT", "BOXBROKER_EGRESS_MAX_BODY",
+		"BOXBROKER_FEEDBACK", "BOXBROKER_FOUNTAIN_URL", "BOXBROKER_LISTEN", "BOXBROKER_LOG_LEVEL",
+		"BOXBROKER_MASTER_KEY", "BOXBROKER_MAX_BODY", "BOXBROKER_POOL_RETRY_BODY", "BOXBROKER_PRICES",
+		"BOXBROKER_PROXY_LISTEN", "BOXBROKER_PROXY_PASSTHROUGH", "BOXBROKER_READ_TIMEOUT",
+		"BOXBROKER_RESERVATION_LEASE", "BOXBROKER_RESERVE_MAX_TOKENS", "BOXBROKER_SHUTDOWN_GRACE",
+		"BOXBROKER_STORE", "BOXBROKER_STORE_DEADLINE", "BOXBROKER_TLS_CERT", "BOXBROKER_TLS_KEY",
+		"BOXBROKER_TRUSTED_PROXY", "BOXBROKER_UNPRICED_AS", "BOXBROKER_UPSTREAM_TIMEOUT",
+		// the CLI against a remote broker, report and ready.
+		"BOXBROKER_ADMIN_TOKEN", "BOXBROKER_ADMIN_URL", "BOXBROKER_TOKEN", "BOXBROKER_URL",
+		// ./test.sh, .ci and the tests.
+		"BOXBROKER_BENCH_BOXES", "BOXBROKER_E2E_CACHE", "BOXBROKER_FULL", "BOXBROKER_FUZZTIME", "BOXBROKER_MEASURE",
+		"BOXBROKER_PG_DIR", "BOXBROKER_PG_PORT", "BOXBROKER_REQUIRE_NETWORK", "BOXBROKER_REQUIRE_POSTGRES",
+		"BOXBROKER_TEST_FLEET", "BOXBROKER_TEST_HEAPPROFILE", "BOXBROKER_TEST_LOAD_STREAMS", "BOXBROKER_TEST_POSTGRES",
+		"BOXBROKER_TEST_STREAM_UPSTREAM",
+	}
+}
+
+// warnUnknownEnv warns, on stderr, of each BOXBROKER_* variable set in
+// the environment that boxbroker does not read, naming the nearest one it
+// does: a mistyped name is otherwise silently ignored, and its flag takes
+// its default (a mistyped BOXBROKER_ANTHROPIC_URL sends calls to the real
+// API).
+func (c *cli) warnUnknownEnv() {
+	if c.environ == nil {
+		return
+	}
+	known := knownEnv()
+	var unknown []string
+	for _, kv := range c.environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "BOXBROKER_") && !slices.Contains(known, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	sort.Strings(unknown)
+	for _, k := range unknown {
+		hint := ""
+		if n := closest(k, known); n != "" {
+			hint = "; did you mean " + n + "?"
+		}
+		fmt.Fprintf(c.stderr, "boxbroker: warning: the environment variable %s is not one boxbroker reads, so it is ignored%s\n", safe(k), hint)
+	}
 }
 
 // flags returns a FlagSet with the flags every subcommand shares bound

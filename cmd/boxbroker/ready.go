@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -58,9 +60,21 @@ func runReady(ctx context.Context, c *cli, args []string) error {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-	fmt.Fprint(c.stdout, safe(string(body)))
+	printAnswer(c.stdout, body)
 	if resp.StatusCode != http.StatusOK {
 		return errors.New("not ready: /readyz answered " + resp.Status)
 	}
 	return nil
+}
+
+// printAnswer prints a /readyz answer on a line of its own: JSON as one
+// line of JSON (what a script or jq reads), anything else with its
+// control characters escaped (safe).
+func printAnswer(w io.Writer, body []byte) {
+	var line bytes.Buffer
+	if json.Valid(body) && json.Compact(&line, body) == nil {
+		fmt.Fprintln(jsonSafe{w}, line.String())
+		return
+	}
+	fmt.Fprintln(w, safe(string(bytes.TrimRight(body, "\r\n"))))
 }

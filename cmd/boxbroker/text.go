@@ -69,6 +69,15 @@ func (j jsonSafe) Write(p []byte) (int, error) {
 
 // didYouMean suggests the closest of names to s, when one is close.
 func didYouMean(s string, names []string) string {
+	if n := closest(s, names); n != "" {
+		return fmt.Sprintf("; did you mean %q?", n)
+	}
+	return ""
+}
+
+// closest returns the one of names nearest to s (fewer than three edits,
+// or else the first that s begins), or "" when none is near.
+func closest(s string, names []string) string {
 	names = slices.Sorted(slices.Values(names))
 	best, dist := "", 3
 	for _, n := range names {
@@ -76,15 +85,15 @@ func didYouMean(s string, names []string) string {
 			best, dist = n, d
 		}
 	}
-	if best == "" {
-		for _, n := range names {
-			if len(s) >= 2 && strings.HasPrefix(n, s) {
-				return fmt.Sprintf("; did you mean %q?", n)
-			}
-		}
-		return ""
+	if best != "" {
+		return best
 	}
-	return fmt.Sprintf("; did you mean %q?", best)
+	for _, n := range names {
+		if len(s) >= 2 && strings.HasPrefix(n, s) {
+			return n
+		}
+	}
+	return ""
 }
 
 // editDistance is the Levenshtein distance between a and b, in bytes.

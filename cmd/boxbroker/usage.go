@@ -57,6 +57,7 @@ var synopses = map[string]string{
 	"spool dead drop":   "boxbroker spool dead drop ID [--yes] [flags]",
 	"report":            "boxbroker report [flags]",
 	"ready":             "boxbroker ready [--url URL]\n\nasks a running serve's /readyz; exit 0 when it is ready, 1 when not",
+	"version":           "boxbroker version\n\nprints the module version and VCS revision it was built from",
 	"prices":            "boxbroker prices [--prices FILE] [--unpriced-as MODEL] [--json]\n\nprints the price table, its date, and how a model it does not hold is charged",
 }
 
@@ -65,12 +66,17 @@ var synopses = map[string]string{
 func printUsage(fs *flag.FlagSet) {
 	w := fs.Output()
 	words := strings.TrimPrefix(fs.Name(), "boxbroker ")
-	if s, ok := synopses[words]; ok {
-		fmt.Fprintf(w, "usage: %s\n\nflags:\n", s)
-	} else {
-		fmt.Fprintf(w, "usage: %s [flags]\n\nflags:\n", fs.Name())
+	s, ok := synopses[words]
+	if !ok {
+		s = fs.Name() + " [flags]"
 	}
-	fs.PrintDefaults()
+	fmt.Fprintf(w, "usage: %s\n", s)
+	any := false
+	fs.VisitAll(func(*flag.Flag) { any = true })
+	if any {
+		fmt.Fprint(w, "\nflags:\n")
+		fs.PrintDefaults()
+	}
 }
 
 // badValue matches the flag package's error for a value its flag does not
@@ -97,11 +103,31 @@ func parse(fs *flag.FlagSet, args []string) error {
 	return fmt.Errorf("%w: %v (see %s -h)", errUsage, flagError(fs, err), fs.Name())
 }
 
-// flagError rewrites the flag package's error for a malformed value
-// ("invalid value "5/s" for flag -box-rate: parse error") in the words a
+// undefined matches the flag package's error for a flag its set does not
+// hold.
+var undefined = regexp.MustCompile(`^flag provided but not defined: -+(.+)$`)
+
+// flagError rewrites the flag package's errors in the words a person
+// acts on: a mistyped flag gets the nearest one its command takes
+// (--dat: did you mean --data?), and a value its flag does not parse
+// ("invalid value "5/s" for flag -box-rate: parse error") the words a
 // malformed variable gets: --box-rate "5/s" is not a number such as 5 or
 // 0.5. Other errors are returned as they are.
 func flagError(fs *flag.FlagSet, err error) error {
+	if m := undefined.FindStringSubmatch(err.Error()); m != nil {
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		if n := closest(m[1], names); n != "" {
+			return fmt.Errorf("%w; did you mean --%s?", err, n)
+		}
+		return err
+	}
+	return valueError(fs, err)
+}
+
+// valueError rewrites the flag package's error for a malformed value in
+// the words a malformed variable gets (see flagError).
+func valueError(fs *flag.FlagSet, err error) error {
 	m := badValue.FindStringSubmatch(err.Error())
 	if m == nil {
 		return err

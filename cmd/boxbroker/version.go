@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"runtime/debug"
 )
@@ -10,7 +11,12 @@ import (
 // module's version and the VCS revision it was built from, as the Go
 // toolchain recorded them in the binary's build information.
 func runVersion(_ context.Context, c *cli, args []string) error {
-	if len(args) > 0 {
+	fs := flag.NewFlagSet("boxbroker version", flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: version takes no arguments", errUsage)
 	}
 	fmt.Fprintln(c.stdout, versionLine(debug.ReadBuildInfo()))

@@ -7,12 +7,17 @@ import (
 
 // BoxActivity is what the audit log holds of one box since a time: its
 // requests (every entry, served or refused; the owner's page's own
-// actions, whose Capability is ActorAdmin, left out), its refusals, when
-// it was last served, and when it was last refused for its budget.
+// actions, whose Capability is ActorAdmin, left out), its refusals by the
+// broker, its upstream failures, when it was last served, and when it
+// was last refused for its budget.
 type BoxActivity struct {
 	Box      string
 	Requests int64
+	// Refusals are the entries the broker refused: a Reason other than
+	// the upstream's (ReasonUpstreamFailed, ReasonUpstreamUnusable).
 	Refusals int64
+	// Upstream are the entries the upstream failed (IsUpstreamFailure).
+	Upstream int64
 	// LastServed is the newest entry with no Reason; zero for none.
 	LastServed time.Time
 	// LastOverBudget is the newest refusal whose message says a budget is
@@ -29,12 +34,34 @@ const ActorAdmin = "admin"
 // (spend.OverBudget), by which the audit log tells them apart.
 const BudgetSpentMarker = "could cost up to"
 
-// HourCount is the requests and refusals of one hour (Hour is its start,
-// UTC).
+// HourCount is the requests, the broker's refusals and the upstream's
+// failures of one hour (Hour is its start, UTC), counted as BoxActivity
+// counts them.
 type HourCount struct {
 	Hour     time.Time
 	Requests int64
 	Refusals int64
+	Upstream int64
+}
+
+// ReasonUpstreamFailed and ReasonUpstreamUnusable are the audit Reasons
+// (capability.ReasonUpstreamFailed and capability.ReasonUpstream) of a
+// request the upstream failed rather than the broker refused: it could
+// not be reached or gave no answer, or answered with something the
+// broker could not use.
+const (
+	ReasonUpstreamFailed   = "upstream failed"
+	ReasonUpstreamUnusable = "upstream"
+)
+
+// IsUpstreamFailure reports whether an audit entry with reason and
+// upstreamStatus is the upstream's failure rather than the broker's
+// refusal or a call served: one of the upstream's Reasons, or no Reason
+// and an upstream answer of 500 or over (an overload's 529, say). The
+// stores' counts (BoxActivity.Upstream, HourCount.Upstream) count the
+// same entries.
+func IsUpstreamFailure(reason string, upstreamStatus int) bool {
+	return reason == ReasonUpstreamFailed || reason == ReasonUpstreamUnusable || reason == "" && upstreamStatus >= 500
 }
 
 // RefusalGroup is the refusals that share a route, reason and message:

@@ -214,6 +214,19 @@ func TestOwnerPage_Browser(t *testing.T) {
 	}
 	overview := text("the boxes")
 	html("the list of boxes")
+	// The hourly chart is a strip: the table of boxes starts on the first
+	// screen, under the chart, not below it.
+	chartH, err := chromedp.Run(tctx, chromedp.Evaluate[float64](`document.querySelector("svg.chart").getBoundingClientRect().height`))
+	if err != nil {
+		t.Fatalf("browser: measure the chart: %v", err)
+	}
+	tableTop, err := chromedp.Run(tctx, chromedp.Evaluate[float64](`document.querySelector("table.list").getBoundingClientRect().top`))
+	if err != nil {
+		t.Fatalf("browser: measure the table: %v", err)
+	}
+	if chartH > 900/8 || tableTop > 900/2+100 {
+		t.Errorf("the list's chart is %.0f px high and the table starts at %.0f px of a 900 px screen, want the chart under %d px and the table above %d px", chartH, tableTop, 900/8, 900/2+100)
+	}
 	cookies, err := chromedp.Run(tctx, chromedp.Evaluate[string](`document.cookie`))
 	if err != nil {
 		t.Fatalf("browser: read document.cookie: %v", err)

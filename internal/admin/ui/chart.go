@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"html/template"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -30,29 +32,37 @@ const (
 	chartPadB = 18
 )
 
-// hourChart draws requests (served) and refusals per hour over the 7 days
-// before now, stacked, from hours.
+// hourChartH is the hourly chart's height: a strip, so that above the
+// list of boxes it leaves the table on the first screen.
+const hourChartH = 72
+
+// hourChart draws requests per hour over the 7 days before now, from
+// hours, stacked: served, the upstream's failures (amber) and the
+// broker's refusals (red).
 func hourChart(hours []store.HourCount, now time.Time) chart {
 	const n = 7 * 24
 	end := now.UTC().Truncate(time.Hour)
 	start := end.Add(-(n - 1) * time.Hour)
 	served := make([]int64, n)
+	failed := make([]int64, n)
 	refused := make([]int64, n)
-	var total, refusals, peak int64
+	var total, refusals, failures, peak int64
 	for _, h := range hours {
 		i := int(h.Hour.Sub(start) / time.Hour)
 		if i < 0 || i >= n {
 			continue
 		}
-		served[i] += h.Requests - h.Refusals
+		served[i] += h.Requests - h.Refusals - h.Upstream
+		failed[i] += h.Upstream
 		refused[i] += h.Refusals
 		total += h.Requests
 		refusals += h.Refusals
-		peak = max(peak, served[i]+refused[i])
+		failures += h.Upstream
+		peak = max(peak, served[i]+failed[i]+refused[i])
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %d %d" role="img" aria-label="Requests and refusals per hour, last 7 days">`, chartW, chartH)
-	plotW, plotH := float64(chartW-chartPadL), float64(chartH-chartPadB)
+	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %d %d" role="img" aria-label="Requests, upstream failures and refusals per hour, last 7 days">`, chartW, hourChartH)
+	plotW, plotH := float64(chartW-chartPadL), float64(hourChartH-chartPadB)
 	axis(&b, peak, plotH)
 	bw := plotW / n
 	for i := range n {
@@ -60,23 +70,27 @@ func hourChart(hours []store.HourCount, now time.Time) chart {
 		if i%24 == 0 {
 			day := start.Add(time.Duration(i) * time.Hour)
 			fmt.Fprintf(&b, `<line class="grid" x1="%.1f" y1="0" x2="%.1f" y2="%.1f"/><text class="lbl" x="%.1f" y="%d">%s</text>`,
-				x, x, plotH, x+2, chartH-4, day.Format("Mon 02"))
+				x, x, plotH, x+2, hourChartH-4, day.Format("Mon 02"))
 		}
 		if peak == 0 {
 			continue
 		}
-		hs := plotH * float64(served[i]) / float64(peak)
-		hr := plotH * float64(refused[i]) / float64(peak)
-		if served[i] > 0 {
-			fmt.Fprintf(&b, `<rect class="served" x="%.1f" y="%.1f" width="%.1f" height="%.1f"/>`, x, plotH-hs, max(bw-0.6, 0.5), hs)
-		}
-		if refused[i] > 0 {
-			fmt.Fprintf(&b, `<rect class="refused" x="%.1f" y="%.1f" width="%.1f" height="%.1f"/>`, x, plotH-hs-hr, max(bw-0.6, 0.5), hr)
+		y := plotH
+		for _, bar := range []struct {
+			class string
+			n     int64
+		}{{"served", served[i]}, {"failed", failed[i]}, {"refused", refused[i]}} {
+			if bar.n <= 0 {
+				continue
+			}
+			h := plotH * float64(bar.n) / float64(peak)
+			y -= h
+			fmt.Fprintf(&b, `<rect class="%s" x="%.1f" y="%.1f" width="%.1f" height="%.1f"/>`, bar.class, x, y, max(bw-0.6, 0.5), h)
 		}
 	}
 	b.WriteString(`</svg>`)
 	return chart{SVG: template.HTML(b.String()),
-		Summary: fmt.Sprintf("%d requests, %d of them refused, in the last 7 days (per hour, UTC; refusals in red).", total, refusals)}
+		Summary: fmt.Sprintf("%d requests, %d refused by the broker (red), %d failed upstream (amber), in the last 7 days (per hour, UTC).", total, refusals, failures)}
 }
 
 // axis draws the value axis's top and middle marks for a peak of peak.
@@ -139,4 +153,64 @@ func (u *Page) brokerHours(ctx context.Context, since, now time.Time) ([]store.H
 	}
 	c.upTo = settled
 	return out, nil
+}
+
+// failure says, for an audit entry the upstream failed rather than the
+// broker refused (store.IsUpstreamFailure), what failed, in words an
+// owner reads beside the broker's refusals: the entry's own message when
+// it has one. It returns "" for any other entry. upstream is the
+// upstream's status: an int, a *int (nil for none) or nil.
+func failure(reason, message string, upstream any) string {
+	status := 0
+	switch v := upstream.(type) {
+	case int:
+		status = v
+	case *int:
+		if v != nil {
+			status = *v
+		}
+	}
+	if !store.IsUpstreamFailure(reason, status) {
+		return ""
+	}
+	var what string
+	switch reason {
+	case store.ReasonUpstreamFailed:
+		what = "Upstream failed: it could not be reached, or gave no answer."
+	case store.ReasonUpstreamUnusable:
+		what = "Upstream failed: its answer could not be used."
+	default:
+		what = fmt.Sprintf("Upstream failed: it answered %d", status)
+		if text := http.StatusText(status); text != "" {
+			what += " (" + text + ")"
+		} else if status == 529 {
+			what += " (overloaded)"
+		}
+		what += ", passed on to the box as it came."
+	}
+	if message != "" {
+		what += " " + message
+	}
+	return what
+}
+
+// budgetGauge is how a budget's bar is drawn. Its scale reaches to what
+// was used (spent and held) when that is past the limit, so an overspent
+// budget is drawn past the bar's high mark (the bad region), never as a
+// full bar in the good one; Over says so, and OverBy by how much.
+type budgetGauge struct {
+	Max, Low, High, Value float64
+	Over                  bool
+	OverBy                float64
+}
+
+// gauge is the budgetGauge of b: good below four-fifths of the limit,
+// near it above, bad past it.
+func gauge(b admin.BudgetView) budgetGauge {
+	used := b.Spent + b.Held
+	g := budgetGauge{Max: max(b.USD, used), Low: 0.8 * b.USD, High: b.USD, Value: used}
+	if used > b.USD {
+		g.Over, g.OverBy = true, used-b.USD
+	}
+	return g
 }

@@ -67,6 +67,9 @@ type row struct {
 	Left      int64
 	Requests  int64
 	Refusals  int64
+	// Upstream is the last 24 hours' upstream failures, counted apart
+	// from the broker's Refusals.
+	Upstream int64
 	// Cache is the box's prompt-cache hit ratio this month and in the
 	// last 24 hours (nil for no prompt tokens); CacheCold when the day's
 	// is under half the month's.
@@ -212,7 +215,7 @@ func (u *Page) row(b store.Box, kept *store.KeptDeclaration, m store.BoxMonth, f
 	a := f.act[b.Name]
 	r.Measured, r.HasBudget, r.Limit = m.Measured, m.HasBudget, m.Limit
 	r.Left = max(m.Limit-m.Spent-m.Reserved, 0)
-	r.Requests, r.Refusals = a.Requests, a.Refusals
+	r.Requests, r.Refusals, r.Upstream = a.Requests, a.Refusals, a.Upstream
 	r.CacheMonth, r.CacheDay = hitRatio(f.cacheMonth[b.Name]), hitRatio(f.cacheDay[b.Name])
 	r.CacheCold = r.CacheMonth != nil && r.CacheDay != nil && *r.CacheDay < *r.CacheMonth/2
 	r.Missing, _ = crossCheck(declaredSecrets(d, u.cfg.Broker), f.held[b.Name])

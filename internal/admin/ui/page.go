@@ -133,6 +133,8 @@ func New(a *admin.Server, cfg Config) (*Page, error) {
 		"size":       size,
 		"hasPrefix":  strings.HasPrefix,
 		"auditMax":   func() int { return admin.DefaultAuditExport },
+		"failure":    failure,
+		"gauge":      gauge,
 		"reasonText": reasonText,
 	}).ParseFS(files, "*.html")
 	if err != nil {

@@ -15,18 +15,19 @@ import (
 func (s *Store) BoxActivity(ctx context.Context, since time.Time) ([]store.BoxActivity, error) {
 	const op = "box activity"
 	rows, err := s.pool.Query(ctx, `SELECT box, count(*),
-		count(*) FILTER (WHERE reason <> ''),
+		count(*) FILTER (WHERE reason <> '' AND reason NOT IN ($4, $5)),
+		count(*) FILTER (WHERE reason IN ($4, $5) OR (reason = '' AND upstream_status >= 500)),
 		max(at) FILTER (WHERE reason = ''),
 		max(at) FILTER (WHERE reason <> '' AND strpos(message, $1) > 0)
 		FROM audit WHERE at >= $2 AND box <> '' AND capability <> $3 GROUP BY box ORDER BY box COLLATE "C"`,
-		store.BudgetSpentMarker, since, store.ActorAdmin)
+		store.BudgetSpentMarker, since, store.ActorAdmin, store.ReasonUpstreamFailed, store.ReasonUpstreamUnusable)
 	if err != nil {
 		return nil, translate(op, err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.BoxActivity, error) {
 		var a store.BoxActivity
 		var served, over *time.Time
-		err := r.Scan(&a.Box, &a.Requests, &a.Refusals, &served, &over)
+		err := r.Scan(&a.Box, &a.Requests, &a.Refusals, &a.Upstream, &served, &over)
 		if served != nil {
 			a.LastServed = served.UTC()
 		}
@@ -41,11 +42,13 @@ func (s *Store) BoxActivity(ctx context.Context, since time.Time) ([]store.BoxAc
 // AuditHours counts box's entries (every box's for "") per hour since since.
 func (s *Store) AuditHours(ctx context.Context, box string, since time.Time) ([]store.HourCount, error) {
 	const op = "audit hours"
-	q := `SELECT date_trunc('hour', at AT TIME ZONE 'UTC') AS h, count(*), count(*) FILTER (WHERE reason <> '')
+	q := `SELECT date_trunc('hour', at AT TIME ZONE 'UTC') AS h, count(*),
+		count(*) FILTER (WHERE reason <> '' AND reason NOT IN ($3, $4)),
+		count(*) FILTER (WHERE reason IN ($3, $4) OR (reason = '' AND upstream_status >= 500))
 		FROM audit WHERE at >= $1 AND capability <> $2`
-	args := []any{since, store.ActorAdmin}
+	args := []any{since, store.ActorAdmin, store.ReasonUpstreamFailed, store.ReasonUpstreamUnusable}
 	if box != "" {
-		q += " AND box = $3"
+		q += " AND box = $5"
 		args = append(args, box)
 	}
 	q += " GROUP BY h ORDER BY h"
@@ -56,7 +59,7 @@ func (s *Store) AuditHours(ctx context.Context, box string, since time.Time) ([]
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.HourCount, error) {
 		var h store.HourCount
 		var t time.Time
-		err := r.Scan(&t, &h.Requests, &h.Refusals)
+		err := r.Scan(&t, &h.Requests, &h.Refusals, &h.Upstream)
 		h.Hour = time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), 0, 0, 0, time.UTC)
 		return h, err
 	})

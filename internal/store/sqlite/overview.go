@@ -17,10 +17,12 @@ const hourMicros = int64(time.Hour / time.Microsecond)
 func (s *Store) BoxActivity(ctx context.Context, since time.Time) ([]store.BoxActivity, error) {
 	const op = "box activity"
 	rows, err := s.r.QueryContext(ctx, `SELECT box, count(*),
-		count(*) FILTER (WHERE reason <> ''),
+		count(*) FILTER (WHERE reason <> '' AND reason NOT IN (?, ?)),
+		count(*) FILTER (WHERE reason IN (?, ?) OR (reason = '' AND upstream_status >= 500)),
 		coalesce(max(at) FILTER (WHERE reason = ''), 0),
 		coalesce(max(at) FILTER (WHERE reason <> '' AND instr(message, ?) > 0), 0)
 		FROM audit WHERE at >= ? AND box <> '' AND capability <> ? GROUP BY box ORDER BY box`,
+		store.ReasonUpstreamFailed, store.ReasonUpstreamUnusable, store.ReasonUpstreamFailed, store.ReasonUpstreamUnusable,
 		store.BudgetSpentMarker, micros(since), store.ActorAdmin)
 	if err != nil {
 		return nil, translate(op, err)
@@ -30,7 +32,7 @@ func (s *Store) BoxActivity(ctx context.Context, since time.Time) ([]store.BoxAc
 	for rows.Next() {
 		var a store.BoxActivity
 		var served, over int64
-		if err := rows.Scan(&a.Box, &a.Requests, &a.Refusals, &served, &over); err != nil {
+		if err := rows.Scan(&a.Box, &a.Requests, &a.Refusals, &a.Upstream, &served, &over); err != nil {
 			return nil, translate(op, err)
 		}
 		if served != 0 {
@@ -47,8 +49,12 @@ func (s *Store) BoxActivity(ctx context.Context, since time.Time) ([]store.BoxAc
 // AuditHours counts box's entries (every box's for "") per hour since since.
 func (s *Store) AuditHours(ctx context.Context, box string, since time.Time) ([]store.HourCount, error) {
 	const op = "audit hours"
-	q := `SELECT at / ? AS h, count(*), count(*) FILTER (WHERE reason <> '') FROM audit WHERE at >= ? AND capability <> ?`
-	args := []any{hourMicros, micros(since), store.ActorAdmin}
+	q := `SELECT at / ? AS h, count(*),
+		count(*) FILTER (WHERE reason <> '' AND reason NOT IN (?, ?)),
+		count(*) FILTER (WHERE reason IN (?, ?) OR (reason = '' AND upstream_status >= 500))
+		FROM audit WHERE at >= ? AND capability <> ?`
+	args := []any{hourMicros, store.ReasonUpstreamFailed, store.ReasonUpstreamUnusable, store.ReasonUpstreamFailed, store.ReasonUpstreamUnusable,
+		micros(since), store.ActorAdmin}
 	if box != "" {
 		q += " AND box = ?"
 		args = append(args, box)
@@ -63,7 +69,7 @@ func (s *Store) AuditHours(ctx context.Context, box string, since time.Time) ([]
 	for rows.Next() {
 		var h store.HourCount
 		var n int64
-		if err := rows.Scan(&n, &h.Requests, &h.Refusals); err != nil {
+		if err := rows.Scan(&n, &h.Requests, &h.Refusals, &h.Upstream); err != nil {
 			return nil, translate(op, err)
 		}
 		h.Hour = fromMicros(n * hourMicros)

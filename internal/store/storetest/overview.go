@@ -30,6 +30,15 @@ func testOverview(t *testing.T, s store.Store) {
 		e("beta", 20, "", ""),
 		e("", 30, "token", "no token"),
 	}
+	// The upstream's failures are counted apart from the broker's
+	// refusals: unreachable, an answer the broker could not use, an
+	// overload's 529 forwarded as it came.
+	up := func(min int, reason string, status, upstream int) store.AuditEntry {
+		u := e("gamma", min, reason, "")
+		u.Status, u.UpstreamStatus = status, upstream
+		return u
+	}
+	entries = append(entries, up(40, store.ReasonUpstreamFailed, 502, 0), up(41, store.ReasonUpstreamUnusable, 502, 200), up(42, "", 529, 529))
 	act := e("alpha", 80, "", "")
 	act.Capability, act.Route, act.Status = store.ActorAdmin, "/ui/boxes/{name}/rotate", 303
 	entries = append(entries, act)
@@ -42,6 +51,7 @@ func testOverview(t *testing.T, s store.Store) {
 	want := []store.BoxActivity{
 		{Box: "alpha", Requests: 4, Refusals: 3, LastServed: hour.Add(5 * time.Minute), LastOverBudget: hour.Add(70 * time.Minute)},
 		{Box: "beta", Requests: 1, LastServed: hour.Add(20 * time.Minute)},
+		{Box: "gamma", Requests: 3, Upstream: 3, LastServed: hour.Add(42 * time.Minute)},
 	}
 	if d := diff(want, got); d != "" {
 		t.Errorf("BoxActivity mismatch (-want +got):\n%s", d)
@@ -51,7 +61,7 @@ func testOverview(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatalf("AuditHours(all) = %v, want nil", err)
 	}
-	wantH := []store.HourCount{{Hour: hour, Requests: 4, Refusals: 2}, {Hour: hour.Add(time.Hour), Requests: 2, Refusals: 2}}
+	wantH := []store.HourCount{{Hour: hour, Requests: 7, Refusals: 2, Upstream: 3}, {Hour: hour.Add(time.Hour), Requests: 2, Refusals: 2}}
 	if d := diff(wantH, hours); d != "" {
 		t.Errorf("AuditHours(all) mismatch (-want +got):\n%s", d)
 	}
