@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/netip"
 
@@ -19,25 +18,27 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 	// Nothing of the body is read until the token, read from the head,
 	// is a box's (Scopes reads only the head), but for the small body a
 	// BodyTokenFinder reads when the head carries no token at all.
-	rt := s.route(r.URL.Path)
+	p := s.routes.prefixOf(r.URL.Path)
+	if p == nil {
+		info.reason = capability.ReasonNoRoute
+		return nil, nil, held{}, capability.NotFound(r)
+	}
+	c := p.c
+	info.capability = c.Name()
+	info.route = p.label
+	if proxiedToken(r) != "" {
+		info.route = ProxiedRoutePrefix + p.label
+	}
+	// The route and the method are judged first: a path no route of c
+	// matches, or a method its route does not serve, goes no further,
+	// upstream or into a record.
+	rt := s.routes.routeOf(r, c)
 	if rt == nil {
 		info.reason = capability.ReasonNoRoute
 		return nil, nil, held{}, capability.NotFound(r)
 	}
-	c := rt.c
-	info.capability = c.Name()
-	info.route = rt.label
-	if proxiedToken(r) != "" {
-		info.route = ProxiedRoutePrefix + rt.label
-	}
-	// The method is judged first: one no route serves goes no further,
-	// upstream or into a record.
-	if err := allowMethod(r, c); err != nil {
+	if err := rt.allowMethod(r); err != nil {
 		info.reason = capability.ReasonMethod
-		if errors.Is(err, errNoRoute) {
-			info.reason = capability.ReasonNoRoute
-			return nil, nil, held{}, capability.NotFound(r)
-		}
 		return nil, nil, held{}, err
 	}
 	need, ok, err := c.Scopes(r)
@@ -48,14 +49,13 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 		info.reason = capability.ReasonNoRoute
 		return nil, nil, held{}, capability.NotFound(r)
 	}
-	if rt, isRouter := c.(capability.Router); isRouter {
-		if route := rt.Route(r); route != "" {
-			info.route = boundRoute(route)
-		}
+	info.route = rt.label
+	if proxiedToken(r) != "" {
+		info.route = ProxiedRoutePrefix + rt.label
 	}
 	// A body in a content coding is judged from the head, before the
 	// box is known; it is decoded only once the rule allows the request.
-	coding, limit, err := bodyCoding(r, c)
+	coding, limit, err := bodyCoding(r, rt)
 	if err != nil {
 		info.reason = capability.ReasonEncoding
 		return nil, nil, held{}, err

@@ -1,6 +1,7 @@
 // Package capability defines what a capability is to the broker: a value
-// with a name, the route prefixes it owns, the scope words each request
-// needs, and a handler. The broker holds a table of them (the standard
+// with a name, the route prefixes it owns, the routes it serves under them
+// (as data: pattern, methods, label, body codings), the scope words each
+// request needs, and a handler. The broker holds a table of them (the standard
 // inference, decide, egress, feedback and fountain, and any an operator
 // adds in Go) and applies the protocol's rule around every one of them, so
 // a capability never checks a declaration itself.
@@ -35,6 +36,10 @@ type Capability interface {
 	// Prefixes are the route prefixes it owns, such as "/llm/anthropic". A
 	// path belongs to a prefix when it equals it or continues with "/".
 	Prefixes() []string
+	// Routes are the routes it serves under its prefixes, as data (see
+	// Route). The broker reads them once, when it is made; a path under a
+	// prefix that no route matches is a 404.
+	Routes() []Route
 	// Scopes returns what r needs, or ok false for a path under its prefix
 	// that it does not serve (a 404 that reaches no upstream). It reads
 	// only r's head, never its body: the broker calls it before it has
