@@ -17,7 +17,7 @@ import (
 func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo) (capability.Capability, *capability.Call, held, error) {
 	// Nothing of the body is read until the token, read from the head,
 	// is a box's (Scopes reads only the head), but for the small body a
-	// BodyTokenFinder reads when the head carries no token at all.
+	// route's BodyTokens reads when the head carries no token at all.
 	p := s.routes.prefixOf(r.URL.Path)
 	if p == nil {
 		info.reason = capability.ReasonNoRoute
@@ -72,8 +72,8 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 		s.boundBody(rc, r, &info.lift)
 		return c, &info.admitted, held{}, nil
 	}
-	inBody := s.readBodyToken(rc, r, c)
-	tok, adm, err := s.authenticate(r, c)
+	inBody := s.readBodyToken(rc, r, rt)
+	tok, adm, err := s.authenticate(r, rt)
 	if adm != nil {
 		info.box = adm.Box.Name
 	}
@@ -81,12 +81,12 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 		return nil, nil, held{}, err
 	}
 	box := adm.Box
-	if bs, isBody := c.(capability.BodyScoper); isBody {
+	if rt.BodyScopes != nil {
 		// A body read to choose the words (feedback's) is small: one
 		// still arriving after BodyTimeout is a client holding a
 		// connection.
 		_ = rc.SetReadDeadline(s.cfg.Now().Add(BodyTimeout))
-		words, err := bs.BodyScopes(r)
+		words, err := rt.BodyScopes(r)
 		if err != nil {
 			leaveBody(w, r) // over its bound, or stalled: read no more
 			return nil, nil, held{}, err

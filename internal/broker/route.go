@@ -147,8 +147,8 @@ func boundRoute(route string) string {
 }
 
 // Classify finds the capability whose prefix owns r's path (nil for none)
-// and what r needs of it, the words a BodyScoper reads from the body
-// included; ok is false for a path no capability serves. It authenticates
+// and what r needs of it, the words its route's BodyScopes reads from the
+// body included; ok is false for a path no capability serves. It authenticates
 // nothing: ServeHTTP reads a body only once the token is a box's.
 func (s *Server) Classify(r *http.Request) (c capability.Capability, need capability.Need, ok bool, err error) {
 	p := s.routes.prefixOf(r.URL.Path)
@@ -156,8 +156,8 @@ func (s *Server) Classify(r *http.Request) (c capability.Capability, need capabi
 		return nil, need, false, nil
 	}
 	need, ok, err = p.c.Scopes(r)
-	if bs, isBody := p.c.(capability.BodyScoper); isBody && ok && err == nil && !need.Public {
-		need.Words, err = bs.BodyScopes(r)
+	if rt := s.routes.routeOf(r, p.c); rt != nil && rt.BodyScopes != nil && ok && err == nil && !need.Public {
+		need.Words, err = rt.BodyScopes(r)
 	}
 	return p.c, need, ok, err
 }

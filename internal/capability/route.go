@@ -39,6 +39,39 @@ type Route struct {
 	// CodedLimit is the most bytes a body in one of Codings may take,
 	// encoded or decoded; past it, the request is a 413.
 	CodedLimit int64
+
+	// Tokens, when set, returns the candidate box tokens r carries, for a
+	// route whose requests carry the box's token somewhere other than
+	// Authorization: Bearer or x-api-key (egress: wherever the API
+	// expects its key); the broker accepts the request when exactly one
+	// distinct candidate is a box's token. Unset: the token is read from
+	// Authorization: Bearer or x-api-key.
+	Tokens func(r *http.Request) []string
+	// BodyTokens, when set, finds a box's token in r's body, for a route
+	// whose upstream APIs may take their key in the body alone (egress:
+	// an OAuth token call that sends client_secret in a form). The broker
+	// calls it only for a request that did not come through the HTTPS
+	// proxy, whose head carries no token at all (Tokens found none), and
+	// whose body has a declared length of at most MaxBodyTokenBytes, with
+	// the connection's read deadline broker.BodyTimeout ahead. It reads no
+	// byte of any other body (of a type whose fields it does not read, or
+	// in a content coding); one it reads it puts back, readable from its
+	// start. It returns the tokens it found, which Tokens returns from
+	// then on as well.
+	BodyTokens func(r *http.Request) []string
+	// NoToken, when set, is the route's refusal of a request that carries
+	// no token, in place of the broker's own 403 (egress: a 401 with
+	// WWW-Authenticate, so that git sends its credentials).
+	NoToken func(r *http.Request) *Error
+	// BodyScopes, when set, returns the scope words r needs, read from
+	// its body, which replace Need.Words (feedback's: entries need agent,
+	// counts need passive). The broker calls it only for a request Scopes
+	// accepted and only once the box's token, read from the head, is a
+	// box's: no byte of a body is read for a request that carries no
+	// box's token. It may read and replace r.Body, bounded by its own
+	// limit; a body over that limit or unreadable is returned as an
+	// *Error.
+	BodyScopes func(r *http.Request) (words []string, err error)
 }
 
 // Under returns the routes of prefix and every path under it, in

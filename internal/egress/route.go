@@ -17,10 +17,16 @@ import (
 // request compression). The broker decodes such a body before Serve, so
 // that the token in it is swapped and any other token scrubbed as in a
 // body sent as it is, and the host receives it decoded.
+//
+// The box's token may be wherever the API expects its key (FindTokens),
+// or, for a request whose head carries none, in a small body
+// (FindBodyTokens); a request that carries none is refused with a 401
+// (NoTokenRefusal).
 func (c *Capability) Routes() []capability.Route {
 	route := func(pattern string) capability.Route {
 		return capability.Route{Pattern: pattern, Methods: capability.StandardMethods, Label: protocol.PrefixEgress + "/*",
-			Codings: []string{"gzip", "x-gzip"}, CodedLimit: c.cfg.MaxBody}
+			Codings: []string{"gzip", "x-gzip"}, CodedLimit: c.cfg.MaxBody,
+			Tokens: c.FindTokens, BodyTokens: c.FindBodyTokens, NoToken: c.NoTokenRefusal}
 	}
 	return []capability.Route{route(protocol.PrefixEgress + "/{name}"), route(protocol.PrefixEgress + "/{name}/{rest...}")}
 }
