@@ -7,6 +7,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/rule"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/token"
 )
@@ -121,18 +122,10 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 	return c, &info.admitted, h, nil
 }
 
-// Admission is a box the broker has admitted for one capability: the
-// token was the box's, the box is not paused, and Report is its last
-// declaration report (nil when it has sent none). The scope words a
-// request needs are judged against it by Require.
-type Admission struct {
-	Box    store.Box
-	Report *protocol.Declaration
-	// broker and capability are the broker word and the capability's
-	// name the report is read for.
-	broker     string
-	capability string
-}
+// Admission is a box the broker has admitted for one capability; the
+// scope words a request needs are judged against it by the rule
+// (rule.Admission's Require and Refusal).
+type Admission = rule.Admission
 
 // AdmitBox applies the rule to the box whose token is tok, for the
 // capability named name, up to the scope words: it finds the box,
@@ -167,7 +160,7 @@ func (s *Server) admitBox(ctx context.Context, tok, name string, from netip.Addr
 		}
 		return nil, capability.Unavailable(err)
 	}
-	a := &Admission{Box: box, broker: s.cfg.Broker, capability: name}
+	a := rule.Admit(box, s.cfg.Broker, name)
 	if e := s.judgeToken(&box, old, from); e != nil {
 		return a, e
 	}
@@ -201,27 +194,6 @@ func (s *Server) judgeToken(box *store.Box, old bool, from netip.Addr) *capabili
 	if !old && !box.ExpiresAt.IsZero() && !now.Before(box.ExpiresAt) {
 		return capability.Refuse(capability.ReasonExpired, http.StatusForbidden, protocol.TypePermission,
 			"The box's token expired at %s. Its owner rotates it (`boxbroker box rotate <box>`, or Rotate on the owner's page) and gives the box the new token.", protocol.FormatTime(box.ExpiresAt))
-	}
-	return nil
-}
-
-// Refusal is the rule's 403 of a request that needs word of a's
-// capability, or nil when the box's report declares it.
-func (a *Admission) Refusal(word string) *capability.Error {
-	msg := protocol.DeclaredRefusal(a.Report, a.broker, a.capability, word)
-	if msg == "" {
-		return nil
-	}
-	return &capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Message: msg, Reason: capability.ReasonDeclaration}
-}
-
-// Require is the Refusal of the first of words the box's report does not
-// declare, or nil when it declares them all.
-func (a *Admission) Require(words []string) error {
-	for _, word := range words {
-		if e := a.Refusal(word); e != nil {
-			return e
-		}
 	}
 	return nil
 }

@@ -4,11 +4,12 @@
 // capability's routes: a 404 for no route, a 405 with Allow for a method
 // the route does not list), asks the capability which scope words the
 // request needs, authenticates the box's token, applies the
-// protocol's rule against the box's last declaration report, and only then
-// hands the request to the capability. It also answers
-// POST /api/box/declaration. The rule lives here, around every capability,
-// never inside one: the HTTPS proxy (package egressproxy) admits its
-// tunnels by the same AdmitBox, and answers its refusals through Refuse.
+// protocol's rule (package rule) against the box's last declaration
+// report, and only then hands the request to the capability. It also
+// answers POST /api/box/declaration. The rule is applied here, around
+// every capability, never inside one: the HTTPS proxy (package
+// egressproxy) admits its tunnels by the same AdmitBox, and answers its
+// refusals through Refuse.
 package broker
 
 import (
