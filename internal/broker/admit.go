@@ -137,7 +137,7 @@ type Admission = rule.Admission
 // (package egressproxy) every CONNECT and every open tunnel it judges
 // again: the rule is applied around every capability, never inside one.
 // The words are judged by the Admission's Require (or Refusal) once the
-// caller knows them: a BodyScoper's from the body, the proxy's from the
+// caller knows them: a route's BodyScopes' from the body, the proxy's from the
 // secrets pinned to a host.
 //
 // A token that is no box's ("" included) is returned as the token
