@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/netip"
 
@@ -40,6 +41,9 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 	}
 	if err := rt.allowMethod(r); err != nil {
 		info.reason = capability.ReasonMethod
+		if e := (*capability.Error)(nil); errors.As(err, &e) && e.Status == http.StatusNotFound {
+			info.reason = capability.ReasonNoRoute
+		}
 		return nil, nil, held{}, err
 	}
 	need, ok, err := c.Scopes(r)

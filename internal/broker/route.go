@@ -25,8 +25,9 @@ type route struct {
 	capability.Route
 	label string
 	c     capability.Capability
-	// allow is Methods as an Allow header lists them, made once.
-	allow string
+	// allow is Methods as an Allow header lists them, and probe the
+	// first of them, made once.
+	allow, probe string
 }
 
 // routes is the table of every capability's routes: a net/http ServeMux
@@ -86,6 +87,7 @@ func (t *routes) add(c capability.Capability, cr capability.Route) (problem stri
 		return "the route names no method"
 	}
 	rt := &route{Route: cr, label: boundRoute(cr.Label), c: c, allow: cr.Methods.Allow()}
+	rt.probe, _, _ = strings.Cut(rt.allow, ", ")
 	if rt.label == "" {
 		rt.label = boundRoute(cr.Pattern)
 	}
@@ -126,16 +128,35 @@ func (t *routes) routeOf(r *http.Request, c capability.Capability) *route {
 	return rt
 }
 
-// allowMethod returns nil when r's method is one rt serves, and otherwise
-// the 405, whose Allow header lists rt's methods.
+// allowMethod returns nil when r's method is one rt serves; otherwise
+// the 404 when rt's capability serves r's path in none of rt's methods
+// (servesPath), and the 405, whose Allow header lists rt's methods, when
+// it does.
 func (rt *route) allowMethod(r *http.Request) error {
 	if rt.Methods.Has(r.Method) {
 		return nil
+	}
+	if !rt.servesPath(r) {
+		return capability.NotFound(r)
 	}
 	e := capability.Refuse(capability.ReasonMethod, http.StatusMethodNotAllowed, protocol.TypeInvalid,
 		"This route takes %s; the request's method is none of them.", rt.allow)
 	e.Header = http.Header{"Allow": {rt.allow}}
 	return e
+}
+
+// servesPath reports whether rt's capability serves r's path in the
+// first of rt's methods, asking its Scopes of a copy of r's head in that
+// method with no body. A pattern is coarser than a capability's judgment
+// of a path (egress's secret name, fountain's segments): a path the
+// pattern matches but the capability does not serve is a 404 in every
+// method, as Scopes makes it in the route's own, never a 405. Only a
+// request refused for its method pays for the copy.
+func (rt *route) servesPath(r *http.Request) bool {
+	probe := *r
+	probe.Method, probe.Body, probe.ContentLength = rt.probe, http.NoBody, 0
+	_, ok, err := rt.c.Scopes(&probe)
+	return ok || err != nil
 }
 
 // boundRoute keeps a capability's route template to a sane length.

@@ -88,3 +88,33 @@ func TestBroker_PathNoRouteMatchesIsNotFound(t *testing.T) {
 		t.Errorf("the Anthropic API received %d requests, want none", n)
 	}
 }
+
+// TestBroker_MethodOnAPathNotServedIsNotFound: a path a route's pattern
+// matches but its capability does not serve (a secret name in lower
+// case, a fountain path with a dot segment or an empty one) is the
+// protocol's 404 in a method the route does not list, as in one it does,
+// never a 405 that would tell the box the path is a route.
+func TestBroker_MethodOnAPathNotServedIsNotFound(t *testing.T) {
+	b := brokertest.New(t, brokertest.Options{Fountain: true})
+	box := b.AddBox("a")
+	b.Report(box, brokertest.Entry("fountain", "agent", "conversations"), brokertest.Entry("egress", "ECHO"))
+	tests := []struct{ method, path string }{
+		{"TRACE", "/egress/echo/x"},
+		{"TRACE", "/fountain/api/conversations/../vaults"},
+		{"OPTIONS", "/fountain/api/conversations//x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
+			resp := b.Do(tt.method, tt.path, box, nil, nil)
+			if resp.StatusCode != http.StatusNotFound {
+				t.Fatalf("%s %s = %d Allow %q, want 404", tt.method, tt.path, resp.StatusCode, resp.Header.Get("Allow"))
+			}
+			if typ, _ := brokertest.Refusal(resp.Body); typ != protocol.TypeNotFound {
+				t.Errorf("%s %s refusal type = %q, want %q", tt.method, tt.path, typ, protocol.TypeNotFound)
+			}
+		})
+	}
+	if n := len(b.Fountain.Seen()); n != 0 {
+		t.Errorf("Fountain received %d requests, want none", n)
+	}
+}
