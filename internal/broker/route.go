@@ -119,7 +119,14 @@ func (t *routes) routeOf(r *http.Request, c capability.Capability) *route {
 	// The ServeMux is asked as for a CONNECT, which it matches with
 	// no path cleaning; the patterns name no method, so it matches
 	// every method alike, and the route's own Methods judge r's.
-	q := http.Request{Method: http.MethodConnect, URL: &url.URL{Path: r.URL.Path}}
+	// A path with escapes its decoded form does not restore (an escaped
+	// slash) is matched decoded, as the capabilities judge it; any other
+	// URL is matched as it is, with nothing made for it.
+	u := r.URL
+	if u.RawPath != "" {
+		u = &url.URL{Path: r.URL.Path}
+	}
+	q := http.Request{Method: http.MethodConnect, URL: u}
 	_, pat := t.mux.Handler(&q)
 	rt := t.byPat[pat]
 	if rt == nil || rt.c != c {
