@@ -8,6 +8,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/rule"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/token"
 )
@@ -18,25 +19,30 @@ import (
 func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo) (capability.Capability, *capability.Call, held, error) {
 	// Nothing of the body is read until the token, read from the head,
 	// is a box's (Scopes reads only the head), but for the small body a
-	// BodyTokenFinder reads when the head carries no token at all.
-	rt := s.route(r.URL.Path)
+	// route's BodyTokens reads when the head carries no token at all.
+	p := s.routes.prefixOf(r.URL.Path)
+	if p == nil {
+		info.reason = capability.ReasonNoRoute
+		return nil, nil, held{}, capability.NotFound(r)
+	}
+	c := p.c
+	info.capability = c.Name()
+	info.route = p.label
+	if proxiedToken(r) != "" {
+		info.route = ProxiedRoutePrefix + p.label
+	}
+	// The route and the method are judged first: a path no route of c
+	// matches, or a method its route does not serve, goes no further,
+	// upstream or into a record.
+	rt := s.routes.routeOf(r, c)
 	if rt == nil {
 		info.reason = capability.ReasonNoRoute
 		return nil, nil, held{}, capability.NotFound(r)
 	}
-	c := rt.c
-	info.capability = c.Name()
-	info.route = rt.label
-	if proxiedToken(r) != "" {
-		info.route = ProxiedRoutePrefix + rt.label
-	}
-	// The method is judged first: one no route serves goes no further,
-	// upstream or into a record.
-	if err := allowMethod(r, c); err != nil {
+	if err := rt.allowMethod(r); err != nil {
 		info.reason = capability.ReasonMethod
-		if errors.Is(err, errNoRoute) {
+		if e := (*capability.Error)(nil); errors.As(err, &e) && e.Status == http.StatusNotFound {
 			info.reason = capability.ReasonNoRoute
-			return nil, nil, held{}, capability.NotFound(r)
 		}
 		return nil, nil, held{}, err
 	}
@@ -48,14 +54,13 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 		info.reason = capability.ReasonNoRoute
 		return nil, nil, held{}, capability.NotFound(r)
 	}
-	if rt, isRouter := c.(capability.Router); isRouter {
-		if route := rt.Route(r); route != "" {
-			info.route = boundRoute(route)
-		}
+	info.route = rt.label
+	if proxiedToken(r) != "" {
+		info.route = ProxiedRoutePrefix + rt.label
 	}
 	// A body in a content coding is judged from the head, before the
 	// box is known; it is decoded only once the rule allows the request.
-	coding, limit, err := bodyCoding(r, c)
+	coding, limit, err := bodyCoding(r, rt)
 	if err != nil {
 		info.reason = capability.ReasonEncoding
 		return nil, nil, held{}, err
@@ -72,8 +77,8 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 		s.boundBody(rc, r, &info.lift)
 		return c, &info.admitted, held{}, nil
 	}
-	inBody := s.readBodyToken(rc, r, c)
-	tok, adm, err := s.authenticate(r, c)
+	inBody := s.readBodyToken(rc, r, rt)
+	tok, adm, err := s.authenticate(r, rt)
 	if adm != nil {
 		info.box = adm.Box.Name
 	}
@@ -81,12 +86,12 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 		return nil, nil, held{}, err
 	}
 	box := adm.Box
-	if bs, isBody := c.(capability.BodyScoper); isBody {
+	if rt.BodyScopes != nil {
 		// A body read to choose the words (feedback's) is small: one
 		// still arriving after BodyTimeout is a client holding a
 		// connection.
 		_ = rc.SetReadDeadline(s.cfg.Now().Add(BodyTimeout))
-		words, err := bs.BodyScopes(r)
+		words, err := rt.BodyScopes(r)
 		if err != nil {
 			leaveBody(w, r) // over its bound, or stalled: read no more
 			return nil, nil, held{}, err
@@ -121,18 +126,10 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 	return c, &info.admitted, h, nil
 }
 
-// Admission is a box the broker has admitted for one capability: the
-// token was the box's, the box is not paused, and Report is its last
-// declaration report (nil when it has sent none). The scope words a
-// request needs are judged against it by Require.
-type Admission struct {
-	Box    store.Box
-	Report *protocol.Declaration
-	// broker and capability are the broker word and the capability's
-	// name the report is read for.
-	broker     string
-	capability string
-}
+// Admission is a box the broker has admitted for one capability; the
+// scope words a request needs are judged against it by the rule
+// (rule.Admission's Require and Refusal).
+type Admission = rule.Admission
 
 // AdmitBox applies the rule to the box whose token is tok, for the
 // capability named name, up to the scope words: it finds the box,
@@ -144,7 +141,7 @@ type Admission struct {
 // (package egressproxy) every CONNECT and every open tunnel it judges
 // again: the rule is applied around every capability, never inside one.
 // The words are judged by the Admission's Require (or Refusal) once the
-// caller knows them: a BodyScoper's from the body, the proxy's from the
+// caller knows them: a route's BodyScopes' from the body, the proxy's from the
 // secrets pinned to a host.
 //
 // A token that is no box's ("" included) is returned as the token
@@ -167,7 +164,7 @@ func (s *Server) admitBox(ctx context.Context, tok, name string, from netip.Addr
 		}
 		return nil, capability.Unavailable(err)
 	}
-	a := &Admission{Box: box, broker: s.cfg.Broker, capability: name}
+	a := rule.Admit(box, s.cfg.Broker, name)
 	if e := s.judgeToken(&box, old, from); e != nil {
 		return a, e
 	}
@@ -201,27 +198,6 @@ func (s *Server) judgeToken(box *store.Box, old bool, from netip.Addr) *capabili
 	if !old && !box.ExpiresAt.IsZero() && !now.Before(box.ExpiresAt) {
 		return capability.Refuse(capability.ReasonExpired, http.StatusForbidden, protocol.TypePermission,
 			"The box's token expired at %s. Its owner rotates it (`boxbroker box rotate <box>`, or Rotate on the owner's page) and gives the box the new token.", protocol.FormatTime(box.ExpiresAt))
-	}
-	return nil
-}
-
-// Refusal is the rule's 403 of a request that needs word of a's
-// capability, or nil when the box's report declares it.
-func (a *Admission) Refusal(word string) *capability.Error {
-	msg := protocol.DeclaredRefusal(a.Report, a.broker, a.capability, word)
-	if msg == "" {
-		return nil
-	}
-	return &capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Message: msg, Reason: capability.ReasonDeclaration}
-}
-
-// Require is the Refusal of the first of words the box's report does not
-// declare, or nil when it declares them all.
-func (a *Admission) Require(words []string) error {
-	for _, word := range words {
-		if e := a.Refusal(word); e != nil {
-			return e
-		}
 	}
 	return nil
 }

@@ -11,23 +11,23 @@ import (
 	"github.com/intentius/boxbroker/internal/token"
 )
 
-// authenticate finds the token the request carries for c and admits its
-// box (AdmitBox). A token that is no box's is refused with c's own
-// refusal (a NoTokenRefuser's, for a request that carries none) or a
-// 403; the Admission is returned with a refusal of a known box.
-func (s *Server) authenticate(r *http.Request, c capability.Capability) (string, *Admission, error) {
+// authenticate finds the token the request carries on its route rt and
+// admits its box (AdmitBox). A token that is no box's is refused with the
+// route's own refusal (its NoToken, for a request that carries none) or
+// a 403; the Admission is returned with a refusal of a known box.
+func (s *Server) authenticate(r *http.Request, rt *route) (string, *Admission, error) {
 	var tok string
 	var err error
-	if tf, ok := c.(capability.TokenFinder); ok && proxiedToken(r) == "" {
-		tok, err = token.One(tf.FindTokens(r))
+	if rt.Tokens != nil && proxiedToken(r) == "" {
+		tok, err = token.One(rt.Tokens(r))
 	} else if proxiedToken(r) != "" { // the HTTPS proxy's box: a token the request holds must be its own
-		tok, err = token.One(findTokens(r, c))
+		tok, err = token.One(findTokens(r, rt))
 	} else {
 		tok, err = token.FromRequest(r)
 	}
 	var adm *Admission
 	if err == nil {
-		adm, err = s.admitBox(r.Context(), tok, c.Name(), s.Source(r))
+		adm, err = s.admitBox(r.Context(), tok, rt.c.Name(), s.Source(r))
 		if err == nil {
 			return tok, adm, nil
 		}
@@ -35,8 +35,8 @@ func (s *Server) authenticate(r *http.Request, c capability.Capability) (string,
 	if !token.Refused(err) {
 		return "", adm, err
 	}
-	if nr, ok := c.(capability.NoTokenRefuser); ok && errors.Is(err, token.ErrMissing) {
-		return "", nil, tokenRefusal(nr.NoTokenRefusal(r))
+	if rt.NoToken != nil && errors.Is(err, token.ErrMissing) {
+		return "", nil, tokenRefusal(rt.NoToken(r))
 	}
 	// Every other refusal on a capability route is a 403: Claude Code retries a 401.
 	return "", nil, tokenRefusal(&capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Message: authMessage(err), Reason: capability.ReasonToken})

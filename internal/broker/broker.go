@@ -1,11 +1,15 @@
 // Package broker is the box-facing HTTP handler. For every request it
-// finds the capability whose prefix owns the path, asks it which scope
-// words the request needs, authenticates the box's token, applies the
-// protocol's rule against the box's last declaration report, and only then
-// hands the request to the capability. It also answers
-// POST /api/box/declaration. The rule lives here, around every capability,
-// never inside one: the HTTPS proxy (package egressproxy) admits its
-// tunnels by the same AdmitBox, and answers its refusals through Refuse.
+// finds the capability whose prefix owns the path and the route it
+// declared whose pattern matches it (a net/http ServeMux built from every
+// capability's routes: a 404 for no route, a 405 with Allow for a method
+// the route does not list), asks the capability which scope words the
+// request needs, authenticates the box's token, applies the
+// protocol's rule (package rule) against the box's last declaration
+// report, and only then hands the request to the capability. It also
+// answers POST /api/box/declaration. The rule is applied here, around
+// every capability, never inside one: the HTTPS proxy (package
+// egressproxy) admits its tunnels by the same AdmitBox, and answers its
+// refusals through Refuse.
 package broker
 
 import (
@@ -70,9 +74,9 @@ type Server struct {
 	cfg    Config
 	log    *slog.Logger
 	limits *limiter
-	// routes is every capability's prefixes, in match order, read once
-	// so that routing a request allocates nothing.
-	routes []route
+	// routes is every capability's prefixes, in match order, and routes,
+	// in a ServeMux, read once when the Server is made.
+	routes routes
 	// tally keeps refusals made before a box was known, by source and
 	// reason, until Run writes them out.
 	tally tally
@@ -90,24 +94,13 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Payer == nil {
 		problems = append(problems, "no payer resolver")
 	}
-	seen := map[string]string{}
 	for _, c := range cfg.Capabilities {
 		if !protocol.IsCapabilityName(c.Name()) {
 			problems = append(problems, fmt.Sprintf("capability name %q is not a capability name", c.Name()))
 		}
-		for _, p := range c.Prefixes() {
-			if !strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") {
-				problems = append(problems, fmt.Sprintf("capability %s: prefix %q must begin and not end with /", c.Name(), p))
-			}
-			if capability.Owns(p, protocol.RouteDeclaration) {
-				problems = append(problems, fmt.Sprintf("capability %s: prefix %q covers the declaration route", c.Name(), p))
-			}
-			if other, dup := seen[p]; dup {
-				problems = append(problems, fmt.Sprintf("prefix %q is served by both %s and %s", p, other, c.Name()))
-			}
-			seen[p] = c.Name()
-		}
 	}
+	routes, more := newRoutes(cfg.Capabilities)
+	problems = append(problems, more...)
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("broker config: %s", strings.Join(problems, "; "))
 	}
@@ -119,12 +112,6 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.TokenNow == nil {
 		cfg.TokenNow = cfg.Now
-	}
-	var routes []route
-	for _, c := range cfg.Capabilities {
-		for _, p := range c.Prefixes() {
-			routes = append(routes, route{prefix: p, label: p + "/*", c: c})
-		}
 	}
 	return &Server{cfg: cfg, log: cfg.Logger, limits: newLimiter(cfg.Limits, cfg.Now), routes: routes}, nil
 }

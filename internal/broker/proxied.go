@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/token"
 )
 
@@ -35,12 +34,12 @@ func proxiedToken(r *http.Request) string {
 	return tok
 }
 
-// findTokens returns the tokens r carries for capability c, with the
+// findTokens returns the tokens r carries on its route rt, with the
 // proxy's token among them when r came through the HTTPS proxy.
-func findTokens(r *http.Request, c capability.Capability) []string {
+func findTokens(r *http.Request, rt *route) []string {
 	var found []string
-	if tf, ok := c.(capability.TokenFinder); ok {
-		found = tf.FindTokens(r)
+	if rt.Tokens != nil {
+		found = rt.Tokens(r)
 	} else {
 		found = token.AppendSent(nil, r.Header)
 	}

@@ -27,49 +27,23 @@ func recordedMethod(method string) string {
 	return OtherMethod
 }
 
-// errNoRoute is allowMethod's error for a path that names no route.
-var errNoRoute = errors.New("broker: the path names no route")
-
-// allowMethod returns nil when r's method is one its route serves,
-// errNoRoute when its path names no route of c, and otherwise the 405,
-// whose Allow header lists the route's methods.
-func allowMethod(r *http.Request, c capability.Capability) error {
-	allowed := capability.StandardMethods
-	if a, ok := c.(capability.Allower); ok {
-		allowed = a.Allowed(r)
-	}
-	if allowed == 0 {
-		return errNoRoute
-	}
-	if allowed.Has(r.Method) {
-		return nil
-	}
-	e := capability.Refuse(capability.ReasonMethod, http.StatusMethodNotAllowed, protocol.TypeInvalid,
-		"This route takes %s; the request's method is none of them.", allowed.Allow())
-	e.Header = http.Header{"Allow": {allowed.Allow()}}
-	return e
-}
-
 // hasBody reports whether r carries a body, by its length or chunked.
 func hasBody(r *http.Request) bool {
 	return r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
 }
 
-// bodyCoding judges the content coding of r's body for c: it returns ""
-// for a body as it is (or no body), the coding when c is a
-// capability.Decoder that names it (with the most bytes the body may
+// bodyCoding judges the content coding of r's body on its route rt: it
+// returns "" for a body as it is (or no body), the coding when rt's
+// Codings name it (with rt's CodedLimit, the most bytes the body may
 // take), and otherwise a 415. The header is judged whole, as an answer's
 // is: more than one Content-Encoding header, or stacked codings, are a
 // 415 too.
-func bodyCoding(r *http.Request, c capability.Capability) (coding string, limit int64, err error) {
+func bodyCoding(r *http.Request, rt *route) (coding string, limit int64, err error) {
 	values := r.Header.Values("Content-Encoding")
 	if len(values) == 0 || !hasBody(r) {
 		return "", 0, nil
 	}
-	var codings []string
-	if d, ok := c.(capability.Decoder); ok {
-		codings, limit = d.Decodes(r)
-	}
+	codings, limit := rt.Codings, rt.CodedLimit
 	coding, err = proxy.Decoding(values, codings...)
 	if err != nil {
 		return "", 0, unreadableBody(codings)

@@ -126,6 +126,9 @@ type trailerProbe struct {
 
 func (p *trailerProbe) Name() string       { return "probe" }
 func (p *trailerProbe) Prefixes() []string { return []string{"/probe"} }
+func (p *trailerProbe) Routes() []capability.Route {
+	return capability.Under("/probe", capability.StandardMethods, "")
+}
 func (p *trailerProbe) Scopes(r *http.Request) (capability.Need, bool, error) {
 	return capability.Need{Words: []string{"agent"}}, true, nil
 }

@@ -1,6 +1,7 @@
 // Package capability defines what a capability is to the broker: a value
-// with a name, the route prefixes it owns, the scope words each request
-// needs, and a handler. The broker holds a table of them (the standard
+// with a name, the route prefixes it owns, the routes it serves under them
+// (as data: pattern, methods, label, body codings), the scope words each
+// request needs, and a handler. The broker holds a table of them (the standard
 // inference, decide, egress, feedback and fountain, and any an operator
 // adds in Go) and applies the protocol's rule around every one of them, so
 // a capability never checks a declaration itself.
@@ -35,11 +36,15 @@ type Capability interface {
 	// Prefixes are the route prefixes it owns, such as "/llm/anthropic". A
 	// path belongs to a prefix when it equals it or continues with "/".
 	Prefixes() []string
+	// Routes are the routes it serves under its prefixes, as data (see
+	// Route). The broker reads them once, when it is made; a path under a
+	// prefix that no route matches is a 404.
+	Routes() []Route
 	// Scopes returns what r needs, or ok false for a path under its prefix
 	// that it does not serve (a 404 that reaches no upstream). It reads
 	// only r's head, never its body: the broker calls it before it has
 	// authenticated the box. A capability whose words depend on the body
-	// implements BodyScoper as well.
+	// declares its routes' BodyScopes as well.
 	Scopes(r *http.Request) (need Need, ok bool, err error)
 	// Serve handles a request the rule has allowed. It writes the answer
 	// itself, or returns an error for the broker to render as a refusal
@@ -48,54 +53,10 @@ type Capability interface {
 	Serve(w http.ResponseWriter, r *http.Request, c *Call) error
 }
 
-// TokenFinder is implemented by a capability whose requests carry the box's
-// token somewhere other than Authorization: Bearer or x-api-key (egress:
-// wherever the API expects its key). FindTokens returns the candidate
-// tokens found in r; the broker accepts the request when exactly one
-// distinct candidate is a box's token.
-type TokenFinder interface {
-	FindTokens(r *http.Request) []string
-}
-
-// BodyScoper is implemented by a capability whose scope words depend on
-// the request's body (feedback's: entries need agent, counts need
-// passive). The broker calls BodyScopes only for a request Scopes accepted
-// and only once the box's token, read from the head, is a box's: no byte
-// of a body is read for a request that carries no box's token. BodyScopes
-// may read and replace r.Body, bounded by its own limit, and returns the
-// words the request needs, which replace Need.Words; a body over that
-// limit or unreadable is returned as an *Error.
-type BodyScoper interface {
-	BodyScopes(r *http.Request) (words []string, err error)
-}
-
-// BodyTokenFinder is implemented by a capability whose upstream APIs may
-// take their key in the request body alone (egress: an OAuth token call
-// that sends client_secret in a form). The broker calls FindBodyTokens
-// only for a request that did not come through the HTTPS proxy, whose
-// head carries no token at all (FindTokens found none), and whose body
-// has a declared length of at most MaxBodyTokenBytes, with the
-// connection's read deadline broker.BodyTimeout ahead. FindBodyTokens reads no
-// byte of any other body (of a type whose fields it does not read, or
-// in a content coding); one it reads it puts back, readable from its
-// start. It returns the tokens it found, which FindTokens returns from
-// then on as well.
-type BodyTokenFinder interface {
-	FindBodyTokens(r *http.Request) []string
-}
-
-// MaxBodyTokenBytes bounds a body a BodyTokenFinder reads before the box
-// is known: no more than net/http itself reads of a body a handler
+// MaxBodyTokenBytes bounds a body a route's BodyTokens reads before the
+// box is known: no more than net/http itself reads of a body a handler
 // leaves unread.
 const MaxBodyTokenBytes = 64 << 10
-
-// NoTokenRefuser is implemented by a capability whose refusal of a
-// request that carries no token differs from the broker's own 403 (egress:
-// a 401 with WWW-Authenticate, so that git sends its credentials).
-// NoTokenRefusal returns that refusal.
-type NoTokenRefuser interface {
-	NoTokenRefusal(r *http.Request) *Error
-}
 
 // Call is what the broker tells a capability about an allowed request.
 type Call struct {
@@ -105,7 +66,7 @@ type Call struct {
 	// uses it only to remove or swap it, never to forward it.
 	Token string
 	// TokenInBody reports that the request carried Token in its body
-	// alone (see BodyTokenFinder), none in its head.
+	// alone (see Route.BodyTokens), none in its head.
 	TokenInBody bool
 	// Words are the scope words the rule allowed.
 	Words []string

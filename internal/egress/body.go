@@ -241,7 +241,7 @@ type heldBody struct {
 func (heldBody) Close() error { return nil }
 
 // FindBodyTokens finds a box's token in a request body whose head holds
-// none (see capability.BodyTokenFinder), for an API that takes its key
+// none (see capability.Route.BodyTokens), for an API that takes its key
 // in the body alone: an OAuth token call with client_secret_post. It
 // reads only an unencoded form or JSON body of a declared length of at
 // most capability.MaxBodyTokenBytes, for a path that names a secret,

@@ -57,8 +57,6 @@ type Capability struct {
 	cfg Config
 }
 
-var _ capability.BodyScoper = (*Capability)(nil)
-
 // New returns the capability.
 func New(cfg Config) *Capability {
 	if cfg.MaxBody <= 0 {

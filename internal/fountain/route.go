@@ -1,21 +1,22 @@
 package fountain
 
 import (
-	"net/http"
-
 	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/protocol"
 )
 
 // fountainMethods are the methods Fountain's REST API is called with.
 const fountainMethods = capability.MethodGet | capability.MethodHead | capability.MethodPost |
 	capability.MethodPut | capability.MethodPatch | capability.MethodDelete
 
-// Allowed is GET, HEAD, POST, PUT, PATCH and DELETE for a path in one of
-// the three families (Parse), and no method for any other path under
-// /fountain, which is no route.
-func (c *Capability) Allowed(r *http.Request) capability.Methods {
-	if _, ok := Parse(r.URL.Path); !ok {
-		return 0
+// Routes are GET, HEAD, POST, PUT, PATCH and DELETE for each of the three
+// families and every path under one (Parse judges the path in full, in
+// Scopes), all labelled /fountain/*; no other path under /fountain is a
+// route.
+func (c *Capability) Routes() []capability.Route {
+	var routes []capability.Route
+	for _, f := range Families {
+		routes = append(routes, capability.Under(protocol.PrefixFountain+"/api/"+f.Segment, fountainMethods, protocol.PrefixFountain+"/*")...)
 	}
-	return fountainMethods
+	return routes
 }

@@ -217,6 +217,11 @@ type calendar struct{}
 func (calendar) Name() string       { return "calendar" }
 func (calendar) Prefixes() []string { return []string{"/calendar"} }
 
+// Routes is its one route, in GET and POST.
+func (calendar) Routes() []capability.Route {
+	return []capability.Route{{Pattern: "/calendar/v1/events", Methods: capability.MethodGet | capability.MethodPost}}
+}
+
 func (calendar) Scopes(r *http.Request) (capability.Need, bool, error) {
 	if r.URL.Path != "/calendar/v1/events" {
 		return capability.Need{}, false, nil

@@ -17,8 +17,9 @@ import (
 // the journal are open.
 type misnamed struct{}
 
-func (misnamed) Name() string       { return "Not A Name!" }
-func (misnamed) Prefixes() []string { return []string{"/misnamed"} }
+func (misnamed) Name() string               { return "Not A Name!" }
+func (misnamed) Prefixes() []string         { return []string{"/misnamed"} }
+func (misnamed) Routes() []capability.Route { return nil }
 func (misnamed) Scopes(*http.Request) (capability.Need, bool, error) {
 	return capability.Need{}, false, nil
 }
