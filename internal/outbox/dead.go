@@ -34,6 +34,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/filelock"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -206,7 +207,7 @@ func (d *deadFile) locked(f func(*os.File) error) error {
 		if err != nil {
 			return fmt.Errorf("dead letters: %w", err)
 		}
-		if err := lock(fh); err != nil {
+		if err := filelock.Lock(fh); err != nil {
 			fh.Close()
 			return fmt.Errorf("dead letters: %w", err)
 		}
@@ -214,11 +215,11 @@ func (d *deadFile) locked(f func(*os.File) error) error {
 		named, err2 := os.Stat(d.path)
 		if err1 == nil && err2 == nil && os.SameFile(open, named) {
 			err := f(fh)
-			unlock(fh)
+			filelock.Unlock(fh)
 			fh.Close()
 			return err
 		}
-		unlock(fh)
+		filelock.Unlock(fh)
 		fh.Close()
 	}
 	return errors.New("dead letters: the file keeps being replaced")

@@ -45,6 +45,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/intentius/boxbroker/internal/filelock"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -215,7 +216,7 @@ func recoverDir(dir string, put func(Batch) error, log *slog.Logger) (int, error
 	if names, _ := filepath.Glob(filepath.Join(dir, "journal-*.compact")); len(names) > 0 {
 		for _, p := range names {
 			if f, err := os.Open(p); err == nil {
-				if ok, _ := tryLock(f); ok {
+				if ok, _ := filelock.TryLock(f); ok {
 					os.Remove(p)
 				}
 				f.Close()
@@ -235,7 +236,7 @@ func recoverDir(dir string, put func(Batch) error, log *slog.Logger) (int, error
 			}
 			return 0, fmt.Errorf("journal: %w", err)
 		}
-		ok, err := tryLock(f)
+		ok, err := filelock.TryLock(f)
 		if err != nil || !ok {
 			f.Close()
 			continue // its replica runs
@@ -276,7 +277,7 @@ func (j *Journal) writeFresh(p string) (*os.File, int64, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("journal: %w", err)
 	}
-	if ok, err := tryLock(f); !ok {
+	if ok, err := filelock.TryLock(f); !ok {
 		f.Close()
 		return nil, 0, fmt.Errorf("journal: %s is locked by another process: %v", p, err)
 	}
