@@ -43,18 +43,20 @@ func (h *WrappingHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	enc := base64.StdEncoding.EncodeToString([]byte(h.file))
 	switch r.URL.Query().Get("wrap") {
 	case "github":
-		b, _ := json.Marshal(map[string]string{"encoding": "base64", "content": wrapEvery(enc, 60, "\n")})
+		b, _ := json.Marshal(map[string]string{"encoding": "base64", "content": WrapEvery(enc, 60, "\n")})
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(b)
 	case "mime":
 		w.Header().Set("Content-Type", "message/rfc822")
-		fmt.Fprintf(w, "Content-Transfer-Encoding: base64\r\n\r\n%s\r\n", wrapEvery(enc, 76, "\r\n"))
+		fmt.Fprintf(w, "Content-Transfer-Encoding: base64\r\n\r\n%s\r\n", WrapEvery(enc, 76, "\r\n"))
 	default:
 		w.Write([]byte(enc))
 	}
 }
 
-func wrapEvery(s string, n int, br string) string {
+// WrapEvery puts br after every n characters of s, as GitHub's blob and
+// contents APIs (n 60, "\n") and MIME (n 76, "\r\n") write base64.
+func WrapEvery(s string, n int, br string) string {
 	var b strings.Builder
 	for len(s) > n {
 		b.WriteString(s[:n] + br)
