@@ -1,7 +1,6 @@
 package egressproxy_test
 
 import (
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -31,14 +30,9 @@ func TestProxy_LineWrappedBase64OfTheValueIsRedacted(t *testing.T) {
 		if note {
 			req.Header.Set("X-Note", f.token)
 		}
-		resp, err := c.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode/100 != 2 {
-			t.Fatalf("%s %s in the tunnel = %d %s, want 2xx", method, path, resp.StatusCode, body)
+		status, body := send(t, c, req)
+		if status/100 != 2 {
+			t.Fatalf("%s %s in the tunnel = %d %s, want 2xx", method, path, status, body)
 		}
 		return body
 	}
