@@ -21,8 +21,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -361,6 +359,5 @@ func refusedBatch(ctx context.Context, st store.Spooled, sp *Spool, b Batch, rea
 // partKey is the key of the record of the batch key at place i of its
 // settlements (part "t") or audit entries ("a"): the same each time.
 func partKey(key, part string, i int) string {
-	h := sha256.Sum256([]byte("part/" + key + "/" + part + "/" + strconv.Itoa(i)))
-	return hex.EncodeToString(h[:16])
+	return derivedKey("part", key, part, strconv.Itoa(i))
 }

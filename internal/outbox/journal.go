@@ -43,6 +43,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/intentius/boxbroker/internal/filelock"
@@ -832,6 +833,13 @@ func recoverFile(p string, put func(Batch) error, log *slog.Logger) (int, error)
 // at record n of the journal generation gen: the same each time the same
 // journal is recovered.
 func recoveryKey(gen string, n uint64) string {
-	h := sha256.Sum256([]byte("journal/" + gen + "/" + strconv.FormatUint(n, 10)))
+	return derivedKey("journal", gen, strconv.FormatUint(n, 10))
+}
+
+// derivedKey is a batch key made from parts, joined by "/": the same
+// parts make the same key, so that a batch handed on again after a crash
+// is applied once (store.Spooled.ApplySpooled).
+func derivedKey(parts ...string) string {
+	h := sha256.Sum256([]byte(strings.Join(parts, "/")))
 	return hex.EncodeToString(h[:16])
 }
