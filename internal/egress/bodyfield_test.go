@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/proxy"
 )
 
@@ -46,21 +47,9 @@ func newBlobHost(t *testing.T) *blobHost {
 			http.NotFound(w, r)
 			return
 		}
-		_ = json.NewEncoder(w).Encode(map[string]string{"encoding": "base64", "content": wrap60(base64.StdEncoding.EncodeToString([]byte(bh.blobs[n])))})
+		_ = json.NewEncoder(w).Encode(map[string]string{"encoding": "base64", "content": brokertest.WrapEvery(base64.StdEncoding.EncodeToString([]byte(bh.blobs[n])), 60, "\n")})
 	})
 	return bh
-}
-
-// wrap60 puts a newline after every 60 characters of s, as GitHub's
-// blob and contents APIs write base64.
-func wrap60(s string) string {
-	var b strings.Builder
-	for len(s) > 60 {
-		b.WriteString(s[:60] + "\n")
-		s = s[60:]
-	}
-	b.WriteString(s)
-	return b.String()
 }
 
 // TestEgress_TokenInABlobNeverBecomesTheValue is the attack of issue 40

@@ -672,7 +672,7 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 		resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified {
 		return nil
 	}
-	r := f.set.Redactor(seen.body(resp.Body))
+	r := f.set.Redactor(seen.Body(resp.Body))
 	if proxy.IsEventStream(resp.Header) {
 		r.PassEvents() // each event as it ends, not when the next comes
 	}

@@ -1,85 +1,14 @@
 package egress_test
 
 import (
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/protocol"
 )
-
-// wrappingHost is a host that keeps, as a file, the header X-Note of each
-// POST (a value written where a credential goes, kept as a request log
-// keeps it), and answers GET with that file as base64 wrapped by how
-// the query's "wrap" asks: "github" a JSON content with a newline every
-// 60 characters, as GitHub's contents and Git Data APIs answer a blob;
-// "mime" raw base64 with CRLF every 76, as a mail does; "none" unwrapped.
-type wrappingHost struct {
-	mu   sync.Mutex // guards file
-	file string
-}
-
-func (h *wrappingHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if r.Method == http.MethodPost {
-		h.file += r.URL.Query().Get("lead") + "GITHUB_KEY=" + r.Header.Get("X-Note") + "\n"
-		w.WriteHeader(http.StatusCreated)
-		return
-	}
-	enc := base64.StdEncoding.EncodeToString([]byte(h.file))
-	switch r.URL.Query().Get("wrap") {
-	case "github":
-		b, _ := json.Marshal(map[string]string{"encoding": "base64", "content": wrapEvery(enc, 60, "\n")})
-		w.Header().Set("Content-Type", "application/json")
-		w.Write(b)
-	case "mime":
-		w.Header().Set("Content-Type", "message/rfc822")
-		fmt.Fprintf(w, "Content-Transfer-Encoding: base64\r\n\r\n%s\r\n", wrapEvery(enc, 76, "\r\n"))
-	default:
-		w.Write([]byte(enc))
-	}
-}
-
-func wrapEvery(s string, n int, br string) string {
-	var b strings.Builder
-	for len(s) > n {
-		b.WriteString(s[:n] + br)
-		s = s[n:]
-	}
-	b.WriteString(s)
-	return b.String()
-}
-
-// unwrap is what the box reads from an answer of wrappingHost: the file,
-// its lines joined and decoded.
-func unwrap(t *testing.T, body []byte, wrap string) string {
-	t.Helper()
-	s := string(body)
-	if wrap == "github" {
-		var v struct{ Content string }
-		if err := json.Unmarshal(body, &v); err != nil {
-			t.Fatalf("the answer %s is not JSON: %v", body, err)
-		}
-		s = v.Content
-	} else if wrap == "mime" {
-		_, s, _ = strings.Cut(s, "\r\n\r\n")
-	}
-	s = strings.NewReplacer("\r", "", "\n", "").Replace(s)
-	// Decode what decodes, group by group, as a box would around a hole.
-	var out []byte
-	for i := 0; i+4 <= len(s); i += 4 {
-		if b, err := base64.StdEncoding.DecodeString(s[i : i+4]); err == nil {
-			out = append(out, b...)
-		}
-	}
-	return string(out)
-}
 
 // TestEgress_LineWrappedBase64OfTheValueIsRedacted is the attack on an
 // answer search that finds a value's base64 only whole and contiguous:
@@ -93,16 +22,13 @@ func TestEgress_LineWrappedBase64OfTheValueIsRedacted(t *testing.T) {
 	for _, wrap := range []string{"github", "mime", "none"} {
 		t.Run(wrap, func(t *testing.T) {
 			e := newEnv(t, nil)
-			h := &wrappingHost{}
+			h := &brokertest.WrappingHost{}
 			blob := newHost(t, h.ServeHTTP)
 			value := "ghp_" + randomHex(18) // 40 bytes, as a GitHub token
 			e.br.SetSecret("shop", "GH", blob.URL, value)
 			e.br.Report(e.token, brokertest.Entry(protocol.Egress, secretName, "GH"))
 			bearer := http.Header{"Authorization": {"Bearer " + e.token}}
 			for lead := range 62 {
-				h.mu.Lock()
-				h.file = ""
-				h.mu.Unlock()
 				store := http.Header{"Authorization": {"Bearer " + e.token}, "X-Note": {e.token}}
 				if resp, body := e.do(t, http.MethodPost, "/egress/GH/blob?lead="+strings.Repeat("x", lead), store, nil); resp.StatusCode != http.StatusCreated {
 					t.Fatalf("store = %d %s, want 201", resp.StatusCode, body)
@@ -111,7 +37,7 @@ func TestEgress_LineWrappedBase64OfTheValueIsRedacted(t *testing.T) {
 				if resp.StatusCode != http.StatusOK {
 					t.Fatalf("read = %d %s, want 200", resp.StatusCode, body)
 				}
-				if got := unwrap(t, body, wrap); strings.Contains(got, value[2:len(value)-2]) {
+				if got := brokertest.Unwrap(t, body, wrap); strings.Contains(got, value[2:len(value)-2]) {
 					t.Fatalf("lead %d: the box decodes the value from the %s-wrapped answer %q", lead, wrap, body)
 				}
 				if !strings.Contains(string(body), "[redacted]") {

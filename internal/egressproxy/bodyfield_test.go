@@ -1,7 +1,6 @@
 package egressproxy_test
 
 import (
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -38,14 +37,9 @@ func TestProxy_TokenInABlobNeverBecomesTheValue(t *testing.T) {
 				t.Fatal(err)
 			}
 			req.Header.Set("Content-Type", tt.ctype)
-			resp, err := c.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				t.Fatalf("POST in the tunnel = %d %s, want 200", resp.StatusCode, body)
+			status, body := send(t, c, req)
+			if status != http.StatusOK {
+				t.Fatalf("POST in the tunnel = %d %s, want 200", status, body)
 			}
 			f.up.mu.Lock()
 			seen := f.up.seen[len(f.up.seen)-1]

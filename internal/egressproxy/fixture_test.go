@@ -240,6 +240,19 @@ func (p *passHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // caPEMOf is c in PEM.
+// send sends req through c, a box's client, and returns the answer's
+// status and body.
+func send(t testing.TB, c *http.Client, req *http.Request) (int, []byte) {
+	t.Helper()
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, body
+}
+
 func caPEMOf(c *x509.Certificate) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
 }

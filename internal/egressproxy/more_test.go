@@ -91,20 +91,14 @@ func TestProxy_PlainHTTPAbsoluteForm(t *testing.T) {
 	c := f.client(t, f.token, f.caPool, false)
 	req, _ := http.NewRequest("GET", hs.URL+"/base/items?x=1", nil)
 	req.Header.Set("X-Api-Key", f.token)
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || bytes.Contains(body, []byte(secretValue)) {
-		t.Fatalf("plain request = %d %s", resp.StatusCode, body)
+	if status, body := send(t, c, req); status != 200 || bytes.Contains(body, []byte(secretValue)) {
+		t.Fatalf("plain request = %d %s", status, body)
 	}
 	if seen := up.all(); !strings.Contains(seen, "GET /base/items?x=1") || !strings.Contains(seen, "X-Api-Key: "+secretValue) || strings.Contains(seen, f.token) {
 		t.Errorf("the plain host saw:\n%s", seen)
 	}
 	// The secret's base path bounds what the proxy reaches at the host.
-	resp, err = c.Get(hs.URL + "/elsewhere")
+	resp, err := c.Get(hs.URL + "/elsewhere")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,14 +61,9 @@ func TestProxy_ValueStoredThroughOneSecretIsRedactedInATunnel(t *testing.T) {
 		t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+f.token)
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("read in the tunnel = %d %s, want 200", resp.StatusCode, body)
+	status, body := send(t, c, req)
+	if status != http.StatusOK {
+		t.Fatalf("read in the tunnel = %d %s, want 200", status, body)
 	}
 	if strings.Contains(string(body), one) {
 		t.Errorf("the tunnel's answer carries ONE's value: %s", body)

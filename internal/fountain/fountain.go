@@ -344,7 +344,7 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 	if resp.Request.Method == http.MethodHead || resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified {
 		return nil
 	}
-	r := proxy.NewFormRedactor(seen.body(resp.Body), forms)
+	r := proxy.NewFormRedactor(seen.Body(resp.Body), forms)
 	if proxy.IsEventStream(resp.Header) {
 		r.PassEvents() // each event as it ends, not when the next comes
 	}

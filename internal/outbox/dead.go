@@ -21,8 +21,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,6 +32,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/filelock"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -206,7 +205,7 @@ func (d *deadFile) locked(f func(*os.File) error) error {
 		if err != nil {
 			return fmt.Errorf("dead letters: %w", err)
 		}
-		if err := lock(fh); err != nil {
+		if err := filelock.Lock(fh); err != nil {
 			fh.Close()
 			return fmt.Errorf("dead letters: %w", err)
 		}
@@ -214,11 +213,11 @@ func (d *deadFile) locked(f func(*os.File) error) error {
 		named, err2 := os.Stat(d.path)
 		if err1 == nil && err2 == nil && os.SameFile(open, named) {
 			err := f(fh)
-			unlock(fh)
+			filelock.Unlock(fh)
 			fh.Close()
 			return err
 		}
-		unlock(fh)
+		filelock.Unlock(fh)
 		fh.Close()
 	}
 	return errors.New("dead letters: the file keeps being replaced")
@@ -360,6 +359,5 @@ func refusedBatch(ctx context.Context, st store.Spooled, sp *Spool, b Batch, rea
 // partKey is the key of the record of the batch key at place i of its
 // settlements (part "t") or audit entries ("a"): the same each time.
 func partKey(key, part string, i int) string {
-	h := sha256.Sum256([]byte("part/" + key + "/" + part + "/" + strconv.Itoa(i)))
-	return hex.EncodeToString(h[:16])
+	return derivedKey("part", key, part, strconv.Itoa(i))
 }

@@ -14,6 +14,36 @@ import (
 	"github.com/intentius/boxbroker/internal/store/sqlite"
 )
 
+// boundMonth is the month of the usage nearBound keeps.
+const boundMonth = "2026-10"
+
+// boundUsage is box's usage of one call with in input tokens in boundMonth.
+func boundUsage(box string, in int64) []store.Usage {
+	return []store.Usage{{Box: box, Month: boundMonth, PayerKind: "shared", Model: "m", Calls: 1, InputTokens: in}}
+}
+
+// nearBound opens a SQLite store in dir with the boxes alpha and beta,
+// alpha's usage kept near the column's bound already: a batch adding
+// 1<<62 input tokens to it is refused for good.
+func nearBound(t *testing.T, dir string) *sqlite.Store {
+	t.Helper()
+	ctx := t.Context()
+	st, err := sqlite.Open(filepath.Join(dir, "boxbroker.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	for _, b := range []string{"alpha", "beta"} {
+		if err := st.CreateBox(ctx, store.Box{Name: b, TokenHash: b, CreatedAt: time.Now(), PayerKind: "shared"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Settle(ctx, store.Settlement{Box: "alpha", Month: boundMonth, Usage: boundUsage("alpha", math.MaxInt64-1)}); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
 // TestSpool_OneRejectedBatchDoesNotWedgeTheRest: a spooled batch the
 // store refuses for good (its usage carries a kept sum past SQLite's
 // INTEGER range: "cannot store REAL value in INTEGER column") at the head
@@ -28,26 +58,9 @@ func TestSpool_OneRejectedBatchDoesNotWedgeTheRest(t *testing.T) {
 	const good = 20
 	ctx := t.Context()
 	dir := t.TempDir()
-	st, err := sqlite.Open(filepath.Join(dir, "boxbroker.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := nearBound(t, dir)
 	id, err := st.Identity(ctx)
 	if err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range []string{"alpha", "beta"} {
-		if err := st.CreateBox(ctx, store.Box{Name: b, TokenHash: b, CreatedAt: time.Now(), PayerKind: "shared"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	const month = "2026-10"
-	usage := func(box string, in int64) []store.Usage {
-		return []store.Usage{{Box: box, Month: month, PayerKind: "shared", Model: "m", Calls: 1, InputTokens: in}}
-	}
-	// alpha's usage kept is near the column's bound already.
-	if err := st.Settle(ctx, store.Settlement{Box: "alpha", Month: month, Usage: usage("alpha", math.MaxInt64-1)}); err != nil {
 		t.Fatal(err)
 	}
 	ob, err := Open(Config{Dir: dir, Store: st, Identity: id, Logger: quiet})
@@ -55,12 +68,12 @@ func TestSpool_OneRejectedBatchDoesNotWedgeTheRest(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ob.Close() })
-	bad := Batch{Key: NewKey(), Settle: []store.Settlement{{Box: "alpha", Month: month, Charge: 7, Usage: usage("alpha", 1<<62)}}}
+	bad := Batch{Key: NewKey(), Settle: []store.Settlement{{Box: "alpha", Month: boundMonth, Charge: 7, Usage: boundUsage("alpha", 1<<62)}}}
 	if err := ob.Spool.Append(bad); err != nil {
 		t.Fatal(err)
 	}
 	for i := range good {
-		b := Batch{Settle: []store.Settlement{{Box: "beta", Month: month, Charge: 1, Usage: usage("beta", 10)}},
+		b := Batch{Settle: []store.Settlement{{Box: "beta", Month: boundMonth, Charge: 1, Usage: boundUsage("beta", 10)}},
 			Audit: []store.AuditEntry{{Box: "beta", At: time.Now(), Method: "POST", Route: "/llm/anthropic/v1/messages", Status: 200, Message: string(rune('a' + i))}}}
 		if err := ob.Spool.Append(b); err != nil {
 			t.Fatal(err)
@@ -71,7 +84,7 @@ func TestSpool_OneRejectedBatchDoesNotWedgeTheRest(t *testing.T) {
 	if err != nil || n != good {
 		t.Errorf("Replay = %d, %v; want %d applied and no error", n, err, good)
 	}
-	u, err := st.ListUsage(ctx, "beta", month)
+	u, err := st.ListUsage(ctx, "beta", boundMonth)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,30 +244,14 @@ func TestDead_Bounded(t *testing.T) {
 func TestReplay_OneBadRecordIsSetAsideAlone(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
-	st, err := sqlite.Open(filepath.Join(dir, "boxbroker.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	for _, b := range []string{"alpha", "beta"} {
-		if err := st.CreateBox(ctx, store.Box{Name: b, TokenHash: b, CreatedAt: time.Now(), PayerKind: "shared"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	const month = "2026-10"
-	usage := func(box string, in int64) []store.Usage {
-		return []store.Usage{{Box: box, Month: month, PayerKind: "shared", Model: "m", Calls: 1, InputTokens: in}}
-	}
-	if err := st.Settle(ctx, store.Settlement{Box: "alpha", Month: month, Usage: usage("alpha", math.MaxInt64-1)}); err != nil {
-		t.Fatal(err)
-	}
+	st := nearBound(t, dir)
 	ob, err := Open(Config{Dir: dir, Store: st, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ob.Close() })
 	b := Batch{Key: NewKey(),
-		Settle: []store.Settlement{{Box: "alpha", Month: month, Charge: 7, Usage: usage("alpha", 5)}, {Box: "beta", Month: month, Charge: 3, Usage: usage("beta", 5)}}}
+		Settle: []store.Settlement{{Box: "alpha", Month: boundMonth, Charge: 7, Usage: boundUsage("alpha", 5)}, {Box: "beta", Month: boundMonth, Charge: 3, Usage: boundUsage("beta", 5)}}}
 	for i := range 3 {
 		b.Audit = append(b.Audit, store.AuditEntry{Box: "beta", At: time.Now(), Method: "POST", Route: "/x", Status: 200, Message: strings.Repeat("m", i+1)})
 	}
@@ -265,7 +262,7 @@ func TestReplay_OneBadRecordIsSetAsideAlone(t *testing.T) {
 		if n, err := ob.Replay(ctx); err != nil || n != 0 {
 			t.Errorf("Replay #%d = %d, %v; want 0 batches applied whole and no error", round, n, err)
 		}
-		tl, _ := st.Tallies(ctx, "beta", month)
+		tl, _ := st.Tallies(ctx, "beta", boundMonth)
 		entries, _ := st.ListAudit(ctx, store.AuditQuery{Box: "beta", Limit: 10})
 		dead, _ := ob.ListDead()
 		if len(tl) != 1 || tl[0].Spent != 3 || len(entries) != 3 || len(dead) != 1 ||

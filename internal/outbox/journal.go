@@ -43,8 +43,10 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 
+	"github.com/intentius/boxbroker/internal/filelock"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -215,7 +217,7 @@ func recoverDir(dir string, put func(Batch) error, log *slog.Logger) (int, error
 	if names, _ := filepath.Glob(filepath.Join(dir, "journal-*.compact")); len(names) > 0 {
 		for _, p := range names {
 			if f, err := os.Open(p); err == nil {
-				if ok, _ := tryLock(f); ok {
+				if ok, _ := filelock.TryLock(f); ok {
 					os.Remove(p)
 				}
 				f.Close()
@@ -235,7 +237,7 @@ func recoverDir(dir string, put func(Batch) error, log *slog.Logger) (int, error
 			}
 			return 0, fmt.Errorf("journal: %w", err)
 		}
-		ok, err := tryLock(f)
+		ok, err := filelock.TryLock(f)
 		if err != nil || !ok {
 			f.Close()
 			continue // its replica runs
@@ -276,7 +278,7 @@ func (j *Journal) writeFresh(p string) (*os.File, int64, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("journal: %w", err)
 	}
-	if ok, err := tryLock(f); !ok {
+	if ok, err := filelock.TryLock(f); !ok {
 		f.Close()
 		return nil, 0, fmt.Errorf("journal: %s is locked by another process: %v", p, err)
 	}
@@ -831,6 +833,13 @@ func recoverFile(p string, put func(Batch) error, log *slog.Logger) (int, error)
 // at record n of the journal generation gen: the same each time the same
 // journal is recovered.
 func recoveryKey(gen string, n uint64) string {
-	h := sha256.Sum256([]byte("journal/" + gen + "/" + strconv.FormatUint(n, 10)))
+	return derivedKey("journal", gen, strconv.FormatUint(n, 10))
+}
+
+// derivedKey is a batch key made from parts, joined by "/": the same
+// parts make the same key, so that a batch handed on again after a crash
+// is applied once (store.Spooled.ApplySpooled).
+func derivedKey(parts ...string) string {
+	h := sha256.Sum256([]byte(strings.Join(parts, "/")))
 	return hex.EncodeToString(h[:16])
 }

@@ -38,6 +38,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/filelock"
 	"github.com/intentius/boxbroker/internal/metrics"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -314,7 +315,7 @@ func journalStore(p string) (string, error) {
 		return "", fmt.Errorf("journal: %w", err)
 	}
 	defer f.Close()
-	if ok, err := tryLock(f); err != nil || !ok {
+	if ok, err := filelock.TryLock(f); err != nil || !ok {
 		return "", nil
 	}
 	first, err := bufio.NewReader(f).ReadBytes('\n')

@@ -33,6 +33,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/filelock"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -130,7 +131,7 @@ func (s *Spool) Append(b Batch) error {
 	if err := s.lockCurrent(); err != nil {
 		return fmt.Errorf("spool: %w", err)
 	}
-	defer unlock(s.f)
+	defer filelock.Unlock(s.f)
 	n, werr := s.f.Write(line)
 	if werr == nil {
 		werr = s.f.Sync()
@@ -160,7 +161,7 @@ func (s *Spool) lockCurrent() error {
 			}
 			s.f = f
 		}
-		if err := lock(s.f); err != nil {
+		if err := filelock.Lock(s.f); err != nil {
 			return err
 		}
 		open, err1 := s.f.Stat()
@@ -169,7 +170,7 @@ func (s *Spool) lockCurrent() error {
 			return nil
 		}
 		// Set aside (renamed) by a replay, here or in another process.
-		unlock(s.f)
+		filelock.Unlock(s.f)
 		_ = s.f.Close()
 		s.f = nil
 	}
@@ -297,10 +298,10 @@ func setAside(p, rp string) error {
 		return err
 	}
 	defer f.Close()
-	if err := lock(f); err != nil {
+	if err := filelock.Lock(f); err != nil {
 		return err
 	}
-	defer unlock(f)
+	defer filelock.Unlock(f)
 	return os.Rename(p, rp)
 }
 

@@ -22,6 +22,46 @@ func Watch(body io.ReadCloser, needle string, seen func()) io.ReadCloser {
 	return &watch{ReadCloser: body, needle: []byte(needle), seen: seen}
 }
 
+// AnswerWatch watches one answer for a needle: its headers when made
+// (WatchAnswer), its body as read (Body). Seen is called once an answer,
+// however often the needle passes.
+type AnswerWatch struct {
+	needle string
+	seen   func()
+	told   bool
+}
+
+// WatchAnswer begins watching an answer whose header is h for needle,
+// judging h at once; seen is called the first time needle is found. An
+// empty needle watches nothing.
+//
+// Egress and Fountain watch an answer for the box's own token before
+// they redact it; seen logs and audits (capability.TokenSeen).
+func WatchAnswer(h http.Header, needle string, seen func()) *AnswerWatch {
+	w := &AnswerWatch{needle: needle, seen: seen}
+	if HeaderHolds(h, needle) {
+		w.tell()
+	}
+	return w
+}
+
+// Body returns the answer's body read through the watch (Watch); once
+// the needle has been seen, body is returned as it is.
+func (w *AnswerWatch) Body(body io.ReadCloser) io.ReadCloser {
+	if w.told {
+		return body
+	}
+	return Watch(body, w.needle, w.tell)
+}
+
+func (w *AnswerWatch) tell() {
+	if w.told {
+		return
+	}
+	w.told = true
+	w.seen()
+}
+
 // HeaderHolds reports whether any value of h holds needle.
 func HeaderHolds(h http.Header, needle string) bool {
 	if needle == "" {

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -71,6 +72,32 @@ func BenchmarkWatch(b *testing.B) {
 						break
 					}
 				}
+			}
+		})
+	}
+}
+
+// TestWatchAnswer_TellsOnceAnAnswer: a needle in the headers and the
+// body, or twice in the body, is told once; none, never.
+func TestWatchAnswer_TellsOnceAnAnswer(t *testing.T) {
+	const needle = "bbx_abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG"
+	tests := []struct {
+		name, header, body string
+		want               int
+	}{
+		{"neither", "text/plain", "hello", 0},
+		{"header", "x " + needle, "hello", 1},
+		{"body", "text/plain", needle + needle, 1},
+		{"both", "x " + needle, "GITHUB_KEY=" + needle, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := 0
+			h := http.Header{"X-Echo": {tt.header}}
+			w := WatchAnswer(h, needle, func() { n++ })
+			got, err := io.ReadAll(w.Body(io.NopCloser(strings.NewReader(tt.body))))
+			if err != nil || string(got) != tt.body || n != tt.want {
+				t.Errorf("WatchAnswer(%q) = %d calls, %q, %v; want %d calls and the body unchanged", tt.header, n, got, err, tt.want)
 			}
 		})
 	}

@@ -43,8 +43,9 @@ func clientFrom(t *testing.T, ip string) *http.Client {
 	return &http.Client{Transport: tr, Timeout: 20 * time.Second}
 }
 
-// sendFrom sends a request with the box's token through c and returns
-// its status and body.
+// sendFrom sends a request with the box's token (none when tok is empty)
+// and headers h through c, and returns its status and body. A body is
+// sent as JSON unless h names its Content-Type.
 func sendFrom(t *testing.T, c *http.Client, method, url, tok, body string, h http.Header) (int, []byte) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
@@ -57,7 +58,7 @@ func sendFrom(t *testing.T, c *http.Client, method, url, tok, body string, h htt
 	if tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
-	if body != "" {
+	if body != "" && req.Header.Get("Content-Type") == "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.Do(req)
@@ -359,12 +360,14 @@ func TestEgress_TokenPushedInAPackfileIsRecordedAndWorthNothingElsewhere(t *test
 	zw := zlib.NewWriter(&pack)
 	io.WriteString(zw, "GITHUB_KEY="+tok+"\nDEBUG=1\n")
 	zw.Close()
-	status, body := sendGit(t, home, "POST", b.URL+"/egress/GITHUB/owner/repo.git/git-receive-pack", pack.Bytes(), basic)
+	push := basic.Clone()
+	push.Set("Content-Type", "application/x-git-receive-pack-request")
+	status, body := sendFrom(t, home, "POST", b.URL+"/egress/GITHUB/owner/repo.git/git-receive-pack", "", pack.String(), push)
 	if status != http.StatusOK {
 		t.Fatalf("push = %d %s, want 200", status, body)
 	}
 	// The host serves the file back: it holds the box's token.
-	status, body = sendGit(t, home, "GET", b.URL+"/egress/GITHUB/owner/repo/raw/.env", nil, basic)
+	status, body = sendFrom(t, home, "GET", b.URL+"/egress/GITHUB/owner/repo/raw/.env", "", "", basic)
 	if status != http.StatusOK || !bytes.Contains(body, []byte("GITHUB_KEY=")) {
 		t.Fatalf("the .env served back = %d %s, want 200 and the file", status, body)
 	}
@@ -408,26 +411,4 @@ func TestEgress_TokenPushedInAPackfileIsRecordedAndWorthNothingElsewhere(t *test
 			t.Errorf("the stolen token from 127.0.0.2 on %s = %d %s, want 403 as used from outside its box", path, status, body)
 		}
 	}
-}
-
-// sendGit sends a request as git does, with headers h, through c.
-func sendGit(t *testing.T, c *http.Client, method, url string, body []byte, h http.Header) (int, []byte) {
-	t.Helper()
-	req, err := http.NewRequest(method, url, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, vs := range h {
-		req.Header[k] = vs
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/x-git-receive-pack-request")
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/intentius/boxbroker/internal/filelock"
 	"github.com/intentius/boxbroker/internal/outbox"
 	"github.com/intentius/boxbroker/internal/secrets"
 )
@@ -42,7 +43,7 @@ func lockDataDir(dir string) (*dirLock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open the data directory's lock file: %w", err)
 	}
-	ok, err := tryLock(f)
+	ok, err := filelock.TryLock(f)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("lock the data directory (%s): %w", p, err)

@@ -302,10 +302,7 @@ func TestAuditCommitsUnsynced(t *testing.T) {
 func TestReadOnly_WritesUnavailableNotRejected(t *testing.T) {
 	ctx := t.Context()
 	dsn := freshSchema(t)
-	rw := open(t, dsn)
-	if err := rw.CreateBox(ctx, store.Box{Name: "alpha", TokenHash: "h", CreatedAt: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
+	storetest.CreateBoxForReadOnly(t, open(t, dsn))
 	sep := "?"
 	if strings.Contains(dsn, "?") {
 		sep = "&"
@@ -315,14 +312,5 @@ func TestReadOnly_WritesUnavailableNotRejected(t *testing.T) {
 	if _, err := s.pool.Exec(ctx, "SET SESSION default_transaction_read_only = on"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Box(ctx, "alpha"); err != nil {
-		t.Errorf("Box() with writes refused = %v, want nil", err)
-	}
-	_, applyErr := s.ApplySpooled(ctx, "k", []store.Settlement{{Box: "alpha", Month: "2026-10", Charge: 1}}, nil)
-	_, pruneErr := s.PruneAudit(ctx, time.Time{})
-	for name, err := range map[string]error{"ApplySpooled": applyErr, "PruneAudit": pruneErr} {
-		if !errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrRejected) {
-			t.Errorf("%s() with writes refused = %v, want store.ErrUnavailable and not store.ErrRejected", name, err)
-		}
-	}
+	storetest.ReadOnly(t, s)
 }

@@ -194,20 +194,9 @@ func TestReadersMapTheFile(t *testing.T) {
 func TestReadOnly_WritesUnavailableNotRejected(t *testing.T) {
 	s, _ := openTemp(t)
 	ctx := context.Background()
-	if err := s.CreateBox(ctx, store.Box{Name: "alpha", TokenHash: "h", CreatedAt: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
+	storetest.CreateBoxForReadOnly(t, s)
 	if _, err := s.w.ExecContext(ctx, "PRAGMA query_only = 1"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Box(ctx, "alpha"); err != nil {
-		t.Errorf("Box() with writes refused = %v, want nil", err)
-	}
-	_, applyErr := s.ApplySpooled(ctx, "k", []store.Settlement{{Box: "alpha", Month: "2026-10", Charge: 1}}, nil)
-	_, pruneErr := s.PruneAudit(ctx, time.Time{})
-	for name, err := range map[string]error{"ApplySpooled": applyErr, "PruneAudit": pruneErr} {
-		if !errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrRejected) {
-			t.Errorf("%s() with writes refused = %v, want store.ErrUnavailable and not store.ErrRejected", name, err)
-		}
-	}
+	storetest.ReadOnly(t, s)
 }

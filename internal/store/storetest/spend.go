@@ -237,36 +237,13 @@ func testConcurrentReserve(t *testing.T, s store.Store) {
 	const m, n, amount, limit = "2026-10", 50, 10, 105
 	wantErr(t, "SetBudget", s.SetBudget(ctx, store.Budget{Box: "alpha", Principal: "", Limit: limit, UpdatedAt: at(1)}), nil)
 	wantErr(t, "SetBudget(ann)", s.SetBudget(ctx, store.Budget{Box: "alpha", Principal: "github:ann", Limit: 1000, UpdatedAt: at(1)}), nil)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var ids []int64
-	var refused int
-	var failed []error
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			principal := ""
-			if i%2 == 0 {
-				principal = "github:ann"
-			}
-			id, err := s.Reserve(ctx, store.Reservation{Box: "alpha", Principal: principal, Month: m, Amount: amount, At: at(0)})
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err == nil:
-				ids = append(ids, id)
-			case errors.Is(err, store.ErrOverBudget):
-				refused++
-			default:
-				failed = append(failed, err)
-			}
-		}()
-	}
-	wg.Wait()
-	if len(failed) > 0 {
-		t.Fatalf("Reserve failed: %v", failed)
-	}
+	ids, refused := reserveAtOnce(t, s, n, func(i int) store.Reservation {
+		principal := ""
+		if i%2 == 0 {
+			principal = "github:ann"
+		}
+		return store.Reservation{Box: "alpha", Principal: principal, Month: m, Amount: amount, At: at(0)}
+	})
 	if len(ids) != limit/amount || refused != n-limit/amount {
 		t.Errorf("%d concurrent Reserve(%d) against %d: %d held, %d refused, want %d, %d", n, amount, limit, len(ids), refused, limit/amount, n-limit/amount)
 	}
@@ -286,20 +263,37 @@ func testConcurrentReservePrincipalCeiling(t *testing.T, s store.Store) {
 	const m, n, amount, limit = "2026-10", 40, 10, 55
 	wantErr(t, "SetBudget", s.SetBudget(ctx, store.Budget{Box: "alpha", Principal: "", Limit: 1 << 40, UpdatedAt: at(1)}), nil)
 	wantErr(t, "SetBudget(ann)", s.SetBudget(ctx, store.Budget{Box: "alpha", Principal: "github:ann", Limit: limit, UpdatedAt: at(1)}), nil)
+	ids, refused := reserveAtOnce(t, s, n, func(int) store.Reservation {
+		return store.Reservation{Box: "alpha", Principal: "github:ann", Month: m, Amount: amount, At: at(0)}
+	})
+	held := len(ids)
+	if held != limit/amount || refused != n-limit/amount {
+		t.Errorf("%d concurrent Reserve(%d) against ann's %d: %d held, %d refused, want %d, %d", n, amount, limit, held, refused, limit/amount, n-limit/amount)
+	}
+	want := []store.Tally{{Box: "alpha", Month: m, Reserved: int64(held) * amount}, {Box: "alpha", Principal: "github:ann", Month: m, Reserved: int64(held) * amount}}
+	if d := diff(want, tallies(t, s, "alpha", m)); d != "" {
+		t.Errorf("Tallies after concurrent reservations mismatch (-want +got):\n%s", d)
+	}
+}
+
+// reserveAtOnce makes n reservations at once, the i'th being r(i), and
+// returns the ids of those held and how many were refused as over
+// budget; any other error fails the test.
+func reserveAtOnce(t *testing.T, s store.Store, n int, r func(i int) store.Reservation) (ids []int64, refused int) {
+	t.Helper()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	held, refused := 0, 0
 	var failed []error
-	for range n {
+	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := s.Reserve(ctx, store.Reservation{Box: "alpha", Principal: "github:ann", Month: m, Amount: amount, At: at(0)})
+			id, err := s.Reserve(t.Context(), r(i))
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
 			case err == nil:
-				held++
+				ids = append(ids, id)
 			case errors.Is(err, store.ErrOverBudget):
 				refused++
 			default:
@@ -311,13 +305,7 @@ func testConcurrentReservePrincipalCeiling(t *testing.T, s store.Store) {
 	if len(failed) > 0 {
 		t.Fatalf("Reserve failed: %v", failed)
 	}
-	if held != limit/amount || refused != n-limit/amount {
-		t.Errorf("%d concurrent Reserve(%d) against ann's %d: %d held, %d refused, want %d, %d", n, amount, limit, held, refused, limit/amount, n-limit/amount)
-	}
-	want := []store.Tally{{Box: "alpha", Month: m, Reserved: int64(held) * amount}, {Box: "alpha", Principal: "github:ann", Month: m, Reserved: int64(held) * amount}}
-	if d := diff(want, tallies(t, s, "alpha", m)); d != "" {
-		t.Errorf("Tallies after concurrent reservations mismatch (-want +got):\n%s", d)
-	}
+	return ids, refused
 }
 
 func testReleaseStale(t *testing.T, s store.Store) {
