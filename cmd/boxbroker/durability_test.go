@@ -55,33 +55,8 @@ func TestDurability_KillDuringReportsAndFeedback(t *testing.T) {
 	// Each serve binds only port 0 (no admin API), so a broker the
 	// developer runs on the default ports is no matter; its stderr is
 	// shown when the test fails.
-	var stderrs []*bytes.Buffer
-	t.Cleanup(func() {
-		if t.Failed() {
-			for i, b := range stderrs {
-				t.Logf("stderr of serve %d:\n%s", i+1, b.String())
-			}
-		}
-	})
-	start := func() (*exec.Cmd, string) {
-		cmd := exec.Command(bin, "serve", "--data", data, "--listen", "127.0.0.1:0", "--admin-listen", "off", "--log-level", "error")
-		cmd.Env = append(os.Environ(), "BOXBROKER_MASTER_KEY=", "BOXBROKER_STORE=")
-		stderr := &bytes.Buffer{}
-		stderrs = append(stderrs, stderr)
-		cmd.Stderr = stderr
-		stdout, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		line, err := bufio.NewReader(stdout).ReadString('\n')
-		if err != nil {
-			cmd.Wait()
-			t.Fatalf("serve printed %q: %v; its stderr:\n%s", line, err, stderr.String())
-		}
-		_, url, _ := strings.Cut(strings.TrimSpace(line), "listening on ")
-		go io.Copy(io.Discard, stdout)
-		return cmd, url
-	}
+	env := append(os.Environ(), "BOXBROKER_MASTER_KEY=", "BOXBROKER_STORE=")
+	start := func() (*exec.Cmd, string) { return serveChild(t, bin, env, "--data", data, "--log-level", "error") }
 	cmd, url := start()
 
 	var mu sync.Mutex
@@ -309,18 +284,32 @@ func killableBroker(t *testing.T) (bin, data string, env []string, cli func(stdi
 
 // serveChild starts `bin serve` on port 0 with no admin listener and
 // args after, with env, and returns the process and the URL it printed.
-// Its stderr is shown if the test fails.
+// Its stderr is shown if the test fails; a serve that stops before it
+// listens fails the test.
 func serveChild(t *testing.T, bin string, env []string, args ...string) (*exec.Cmd, string) {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0", "--admin-listen", "off", "--log-level", "warn"}, args...)...)
-	cmd.Env = env
-	stderr := &bytes.Buffer{}
-	cmd.Stderr = stderr
+	cmd, url, stderr := childServe(t, bin, env, args...)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("stderr of %v:\n%s", cmd.Args[1:], stderr.String())
 		}
 	})
+	if url == "" {
+		t.Fatalf("serve stopped before it listened")
+	}
+	return cmd, url
+}
+
+// childServe starts `bin serve` on port 0 with no admin listener and
+// args after, with env, and returns the process, the URL it printed (""
+// when it printed none: it stopped) and its stderr, readable once it
+// has stopped.
+func childServe(t *testing.T, bin string, env []string, args ...string) (*exec.Cmd, string, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0", "--admin-listen", "off", "--log-level", "warn"}, args...)...)
+	cmd.Env = env
+	stderr := &bytes.Buffer{}
+	cmd.Stderr = stderr
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -328,9 +317,9 @@ func serveChild(t *testing.T, bin string, env []string, args ...string) (*exec.C
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil {
 		cmd.Wait()
-		t.Fatalf("serve printed %q: %v", line, err)
+		return cmd, "", stderr
 	}
 	_, url, _ := strings.Cut(strings.TrimSpace(line), "listening on ")
 	go io.Copy(io.Discard, stdout)
-	return cmd, url
+	return cmd, url, stderr
 }

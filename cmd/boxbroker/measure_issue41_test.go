@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -17,29 +15,6 @@ import (
 
 	"github.com/intentius/boxbroker/internal/brokertest"
 )
-
-// measureServe starts `bin serve` with args after the defaults and
-// returns the process, the URL it printed ("" when it printed none: it
-// stopped) and its stderr, readable once it has stopped.
-func measureServe(t *testing.T, bin string, env []string, args ...string) (*exec.Cmd, string, *bytes.Buffer) {
-	t.Helper()
-	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0", "--admin-listen", "off", "--log-level", "warn"}, args...)...)
-	cmd.Env = env
-	stderr := &bytes.Buffer{}
-	cmd.Stderr = stderr
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		cmd.Wait()
-		return cmd, "", stderr
-	}
-	_, url, _ := strings.Cut(strings.TrimSpace(line), "listening on ")
-	go io.Copy(io.Discard, stdout)
-	return cmd, url, stderr
-}
 
 func measureDo(t *testing.T, method, url, tok, body string) int {
 	req, _ := http.NewRequest(method, url, strings.NewReader(body))
@@ -92,7 +67,7 @@ func TestMeasure_Issue41DeletedDatabase(t *testing.T) {
 	bin, data, env, cli := killableBroker(t)
 	tok := cli("", "box", "add", "alpha")
 	cli("sk-ant-api03-MEASURE", "credential", "set", "anthropic")
-	cmd, url, stderr := measureServe(t, bin, env, "--anthropic-url", up.URL)
+	cmd, url, stderr := childServe(t, bin, env, "--anthropic-url", up.URL)
 	if url == "" {
 		t.Fatalf("serve did not start: %s", stderr)
 	}
@@ -120,7 +95,7 @@ func TestMeasure_Issue41DeletedDatabase(t *testing.T) {
 	t.Logf("log lines saying the database file is gone: %d", logged)
 	t.Logf("audit entries in the spool after SIGTERM, by status: %v", spooled(t, data))
 
-	cmd, url, stderr = measureServe(t, bin, env, "--anthropic-url", up.URL)
+	cmd, url, stderr = childServe(t, bin, env, "--anthropic-url", up.URL)
 	if url == "" {
 		t.Logf("restart: refused: %s", strings.TrimSpace(stderr.String()))
 		return
@@ -144,10 +119,10 @@ func TestMeasure_Issue41TwoServes(t *testing.T) {
 	bin, _, env, cli := killableBroker(t)
 	tok := cli("", "box", "add", "alpha")
 	cli("sk-ant-api03-MEASURE", "credential", "set", "anthropic")
-	one, url1, _ := measureServe(t, bin, env, "--anthropic-url", up.URL)
+	one, url1, _ := childServe(t, bin, env, "--anthropic-url", up.URL)
 	defer func() { one.Process.Signal(syscall.SIGTERM); one.Wait() }()
 	start := time.Now()
-	two, url2, stderr := measureServe(t, bin, env, "--anthropic-url", up.URL)
+	two, url2, stderr := childServe(t, bin, env, "--anthropic-url", up.URL)
 	if url2 == "" {
 		t.Logf("second serve: stopped after %s: %s", time.Since(start).Round(time.Millisecond), strings.TrimSpace(stderr.String()))
 		t.Logf("calls the second serve answered: 0")
