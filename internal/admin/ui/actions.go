@@ -279,9 +279,14 @@ func (u *Page) setSecret(w http.ResponseWriter, r *http.Request, sess *Session) 
 	}
 	sec := store.Secret{Box: b.Name, Name: name, Host: host, Sealed: sealed, UpdatedAt: u.cfg.Now().UTC()}
 	// The page has no field for body fields: a plain value set again
-	// keeps those the secret names (`secret set --body-field`).
-	if old, err := u.cfg.Store.Secret(r.Context(), b.Name, name); err == nil && old.Kind == "" {
-		sec.BodyFields = old.BodyFields
+	// keeps those the secret names (`secret set --body-field`). Nor for
+	// rules: a value set again keeps the secret's rules and rate (`secret
+	// set --allow --rate`), so that setting a value never widens them.
+	if old, err := u.cfg.Store.Secret(r.Context(), b.Name, name); err == nil {
+		if old.Kind == "" {
+			sec.BodyFields = old.BodyFields
+		}
+		sec.Rules, sec.Rate = old.Rules, old.Rate
 	}
 	if err := u.cfg.Store.SetSecret(r.Context(), sec); err != nil {
 		return admin.StoreError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
