@@ -38,6 +38,7 @@ func (u *Page) registerActions() {
 	u.HandleUI("POST /ui/boxes/{name}/budget/remove", u.removeBudget)
 	u.HandleUI("POST /ui/boxes/{name}/secrets", u.setSecret)
 	u.HandleUI("POST /ui/boxes/{name}/secrets/{secret}/remove", u.removeSecret)
+	u.HandleUI("POST /ui/boxes/{name}/secrets/{secret}/rules", u.setSecretRules)
 }
 
 // notices are the lines a box's page shows after an action (?done=).
@@ -46,6 +47,7 @@ var notices = map[string]string{
 	"budget-removed": "The budget is removed; the box's calls are measured, not limited.",
 	"secret":         "The secret is sealed and set; its value is not shown again.",
 	"secret-removed": "The secret is removed.",
+	"rules":          "The secret's rules are set; the box's next request is held to them.",
 	"settings":       "",
 	"bound":          "The binding is set; the box's next request is judged by it.",
 }
