@@ -51,7 +51,7 @@ func (c *Capability) checkRules(r *http.Request, box string, sec store.Secret, t
 	if wait := c.rates.take(box, sec.Name, rt, c.now()); wait > 0 {
 		secs := int(math.Ceil(wait.Seconds()))
 		e := capability.Refuse(capability.ReasonLimit, http.StatusTooManyRequests, protocol.TypeRateLimit,
-			"Egress refused this request: the secret %s allows each box %s requests, and this box has used them; try again in %d s. Its owner can raise the rate with `boxbroker secret set %s %s --host %s --rate N/PERIOD`.",
+			"Egress refused this request: the secret %s allows each box %s, and this box has used them; try again in %d s. Its owner can raise the rate with `boxbroker secret set %s %s --host %s --rate N/PERIOD`.",
 			sec.Name, rateWords(rt), secs, box, sec.Name, sec.Host)
 		e.Header = http.Header{"Retry-After": {strconv.Itoa(secs)}}
 		return e
@@ -101,10 +101,10 @@ func ruleSegments(tail string) (whole, split []string, err error) {
 	return whole, split, nil
 }
 
-// rateWords writes a rate for a person: "120 a minute".
+// rateWords writes a rate for a person: "120 requests a minute".
 func rateWords(rt protocol.SecretRate) string {
 	per := map[time.Duration]string{time.Second: "a second", time.Minute: "a minute", time.Hour: "an hour"}[rt.Per]
-	return strconv.Itoa(rt.N) + " " + per
+	return strconv.Itoa(rt.N) + " requests " + per
 }
 
 // maxBuckets bounds the token buckets a Capability keeps; past it, all

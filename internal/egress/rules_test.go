@@ -107,8 +107,8 @@ func TestEgress_RateLimitPerBox(t *testing.T) {
 		t.Errorf("Retry-After = %q, want 1 to 60 seconds", resp.Header.Get("Retry-After"))
 	}
 	typ, msg := brokertest.Refusal(body)
-	if typ != protocol.TypeRateLimit || !strings.Contains(msg, "ECHO") || !strings.Contains(msg, "2 a minute") {
-		t.Errorf("refusal = %s %q, want %s naming ECHO and 2 a minute", typ, msg, protocol.TypeRateLimit)
+	if typ != protocol.TypeRateLimit || !strings.Contains(msg, "ECHO") || !strings.Contains(msg, "2 requests a minute") {
+		t.Errorf("refusal = %s %q, want %s naming ECHO and 2 requests a minute", typ, msg, protocol.TypeRateLimit)
 	}
 	if n := len(e.echo.Seen()) - before; n != 0 {
 		t.Errorf("the refused request reached the host %d times, want none", n)

@@ -80,11 +80,12 @@ func (r SecretRule) String() string { return r.Method + " /" + strings.Join(r.Se
 
 // Match reports whether the rule allows method at the path whose decoded
 // segments are segs (the path under the secret's base URL, split at "/",
-// each segment percent-decoded). A literal segment matches itself
+// each segment percent-decoded). A GET rule allows HEAD too, which
+// reads what GET does without its body. A literal segment matches itself
 // exactly (case counts); "*" any one non-empty segment; "**" the rest,
 // however many segments, none included.
 func (r SecretRule) Match(method string, segs []string) bool {
-	if r.Method != "*" && r.Method != method {
+	if r.Method != "*" && r.Method != method && !(r.Method == "GET" && method == "HEAD") {
 		return false
 	}
 	for i, p := range r.Segs {

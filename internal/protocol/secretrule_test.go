@@ -19,6 +19,8 @@ func TestSecretRule_Match(t *testing.T) {
 		{"POST /repos/acme/*/issues", "POST", "/repos/acme/app/x/issues", false},
 		{"POST /repos/acme/*/issues", "POST", "/repos/acme//issues", false},
 		{"POST /repos/acme/*/issues", "POST", "/repos/acme/app/issues/1", false},
+		{"GET /repos/acme/**", "HEAD", "/repos/acme/app", true},
+		{"HEAD /repos/acme/**", "GET", "/repos/acme/app", false},
 		{"* /status", "DELETE", "/status", true},
 		{"* /status", "DELETE", "/status/x", false},
 		{"* /**", "PATCH", "/", true},
