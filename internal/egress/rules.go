@@ -79,8 +79,9 @@ func allowed(rules []string, method string, segs []string) bool {
 }
 
 // ruleSegments returns tail's segments as rules match them: whole, each
-// segment percent-decoded as one; and split, with a decoded segment
-// holding "/" or "\" split there (empty parts dropped). Runs of "/" are collapsed, as joinPath does.
+// segment percent-decoded as one; and split, with each segment decoded
+// again up to three times (as a host that decodes twice reads %252F)
+// and split at "/" or "\" (empty parts dropped). Runs of "/" are collapsed, as joinPath does.
 // An empty tail (the base URL itself) is the one empty segment, as "/" is.
 func ruleSegments(tail string) (whole, split []string, err error) {
 	if tail == "" {
@@ -96,7 +97,17 @@ func ruleSegments(tail string) (whole, split []string, err error) {
 			return nil, nil, err
 		}
 		whole = append(whole, d)
-		split = append(split, strings.FieldsFunc(d, func(r rune) bool { return r == '/' || r == '\\' })...)
+		// As a host that decodes again reads it (%252F), as checkSegment
+		// decodes for dot segments.
+		s := d
+		for range 3 {
+			dd, err := url.PathUnescape(s)
+			if err != nil || dd == s {
+				break
+			}
+			s = dd
+		}
+		split = append(split, strings.FieldsFunc(s, func(r rune) bool { return r == '/' || r == '\\' })...)
 	}
 	return whole, split, nil
 }

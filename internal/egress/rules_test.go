@@ -43,6 +43,7 @@ func TestEgress_RequestOutsideTheSecretsRulesIsRefused(t *testing.T) {
 		{"dot segments", "GET", "/egress/ECHO/repos/acme/../other", 400, ""},
 		{"encoded slash read as a separator", "POST", "/egress/ECHO/repos/acme/app%2Fx/issues", 403, ""},
 		{"encoded slash into the prefix", "GET", "/egress/ECHO/repos%2Facme/app", 403, ""},
+		{"double-encoded slash", "POST", "/egress/ECHO/repos/acme/app%252Fx/issues", 403, ""},
 		{"encoded backslash", "POST", "/egress/ECHO/repos/acme/app%5Cx/issues", 403, ""},
 		{"encoded letters decode as the host reads them", "GET", "/egress/ECHO/repos/%61cme/app", 200, "/base/repos/acme/app"},
 		{"encoded letters outside", "GET", "/egress/ECHO/repos/%6Fther/app", 403, ""},
