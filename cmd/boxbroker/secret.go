@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/mint"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/secrets"
@@ -26,19 +27,22 @@ const minSecretLen = 8
 
 func runSecret(ctx context.Context, c *cli, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: secret set BOX NAME --host URL [--kind KIND] [--body-field FIELD]... | list BOX | remove BOX NAME", errUsage)
+		return fmt.Errorf("%w: secret set BOX NAME --host URL [--kind KIND] [--body-field FIELD]... [--allow 'METHOD PATTERN']... [--rate N/PERIOD] | list BOX | remove BOX NAME", errUsage)
 	}
 	sub, args := args[0], args[1:]
 	var cfg server.Config
 	fs := c.flags("secret "+sub, &cfg)
 	host, brokerURL, word, kind, yes := new(string), new(string), new(string), new(string), new(bool)
-	var fields bodyFields
+	var fields, allows bodyFields
+	rate := new(string)
 	switch sub {
 	case "set":
 		host = fs.String("host", "", "the one base `URL` the secret may be sent to, https://host[:port][/path]")
 		brokerURL = fs.String("url", c.envOr("BOXBROKER_URL", "http://127.0.0.1:8787"), "the broker's URL as boxes reach it, for the hints printed (BOXBROKER_URL)")
 		word = fs.String("broker", c.envOr("BOXBROKER_BROKER", "lobby"), "the broker word, for the declaration hint printed (BOXBROKER_BROKER)")
 		kind = fs.String("kind", "", "what the broker sends: plain, the value itself (the default), or what it mints or signs with from a JSON configuration on stdin: "+strings.Join(mint.Kinds(), ", "))
+		fs.Var(&allows, "allow", "a rule of what the secret may be spent on, 'METHOD PATTERN': a method (or * for any) and a path under the secret's base URL, * standing for one segment and ** for the rest, as in 'GET /repos/acme/**' or 'POST /repos/acme/*/issues'; repeat for more. The rules given replace the secret's; with none, every method and path is allowed")
+		rate = fs.String("rate", "", "each box's rate for the secret, `N/PERIOD` with PERIOD s, m or h, as in 120/m; a request past it is refused 429 (kept in each replica's memory)")
 		fs.Var(&fields, "body-field", "a top-level `FIELD` of a form or JSON request body in which the broker writes the value, where the field's whole value is the box's token (an API that takes its key in the body, such as client_secret); repeat for more. Anywhere else in a body the token is marked, never swapped")
 	case "remove":
 		yes = fs.Bool("yes", false, "remove without asking")
@@ -77,17 +81,21 @@ func runSecret(ctx context.Context, c *cli, args []string) error {
 	if err := protocol.CheckBodyFields(fields); err != nil {
 		return fmt.Errorf("%w: --body-field: %v", errUsage, err)
 	}
+	rules, rt, err := protocol.CheckSecretRules(allows, *rate)
+	if err != nil {
+		return fmt.Errorf("%w: --allow or --rate: %v", errUsage, err)
+	}
 	if sub == "set" {
 		if err := checkHintURL(*brokerURL); err != nil {
 			return err
 		}
 	}
 	if *adminURL != "" {
-		return runSecretRemote(ctx, c, *adminURL, sub, box, name, secretSetting{host: *host, brokerURL: *brokerURL, word: *word, kind: *kind, fields: fields}, *yes)
+		return runSecretRemote(ctx, c, *adminURL, sub, box, name, secretSetting{host: *host, brokerURL: *brokerURL, word: *word, kind: *kind, fields: fields, rules: rules, rate: rt}, *yes)
 	}
 	switch sub {
 	case "set":
-		return secretSet(ctx, c, &cfg, box, name, secretSetting{host: *host, brokerURL: *brokerURL, word: *word, kind: *kind, fields: fields})
+		return secretSet(ctx, c, &cfg, box, name, secretSetting{host: *host, brokerURL: *brokerURL, word: *word, kind: *kind, fields: fields, rules: rules, rate: rt})
 	case "remove":
 		if !*yes && !c.confirm(fmt.Sprintf("Remove the secret %s of box %s?", name, box)) {
 			return errors.New("not removed (pass --yes to remove without asking)")
@@ -123,7 +131,7 @@ func runSecret(ctx context.Context, c *cli, args []string) error {
 			return err
 		}
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "SECRET\tKIND\tHOST\tSTATE\tUPDATED\tBODY FIELDS")
+		fmt.Fprintln(tw, "SECRET\tKIND\tHOST\tSTATE\tUPDATED\tBODY FIELDS\tALLOWS\tRATE")
 		for _, s := range secrets {
 			kind, state := "plain", "-"
 			if s.Kind != "" {
@@ -134,7 +142,7 @@ func runSecret(ctx context.Context, c *cli, args []string) error {
 				}
 				state = mint.State(full, states, time.Now())
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, kind, s.Host, state, s.UpdatedAt.UTC().Format(time.RFC3339), fieldsOrNone(s.BodyFields))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, kind, s.Host, state, s.UpdatedAt.UTC().Format(time.RFC3339), fieldsOrNone(s.BodyFields), rulesOrAny(s.Rules), orNone(s.Rate))
 		}
 		return tw.Flush()
 	}
@@ -179,6 +187,25 @@ func fieldsOrNone(fields []string) string {
 type secretSetting struct {
 	host, brokerURL, word, kind string
 	fields                      []string
+	// rules and rate are the secret's (protocol.CheckSecretRules).
+	rules []string
+	rate  string
+}
+
+// rulesOrAny is a secret's rules as `secret list` shows them.
+func rulesOrAny(rules []string) string {
+	if len(rules) == 0 {
+		return "*"
+	}
+	return strings.Join(rules, "; ")
+}
+
+// orNone is s, or "-" for "".
+func orNone(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 func secretSet(ctx context.Context, c *cli, cfg *server.Config, box, name string, set secretSetting) error {
@@ -234,17 +261,22 @@ func secretSet(ctx context.Context, c *cli, cfg *server.Config, box, name string
 	if err != nil {
 		return err
 	}
-	err = st.SetSecret(ctx, store.Secret{Box: box, Name: name, Host: base.String(), Sealed: sealed, UpdatedAt: time.Now().UTC(), Kind: kind, BodyFields: set.fields})
+	err = st.SetSecret(ctx, store.Secret{Box: box, Name: name, Host: base.String(), Sealed: sealed, UpdatedAt: time.Now().UTC(), Kind: kind, BodyFields: set.fields, Rules: set.rules, Rate: set.rate})
 	if errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("no box named %s (add it with `boxbroker box add %s`)", box, box)
 	}
 	if err != nil {
 		return err
 	}
+	if err := st.AddAudit(ctx, []store.AuditEntry{{Box: box, At: time.Now().UTC(), Method: "SET", Route: "boxbroker secret set",
+		Capability: store.ActorAdmin, Status: 200, Message: admin.RulesMessage(name, set.rules, set.rate)}}); err != nil {
+		return fmt.Errorf("audit secret set: %w", err)
+	}
 	if base.Scheme == "http" && !isLoopback(base.Hostname()) {
 		fmt.Fprintf(c.stderr, "warning: %s is http://, so the value travels to it unencrypted\n", base)
 	}
 	printSecretSet(c, box, name, base.String(), brokerURL, word, kind, set.fields)
+	printRules(c, name, set.rules, set.rate)
 	return nil
 }
 
@@ -290,4 +322,21 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+}
+
+// printRules says what the secret set may be spent on.
+func printRules(c *cli, name string, rules []string, rate string) {
+	if len(rules) == 0 && rate == "" {
+		return
+	}
+	fmt.Fprintf(c.stdout, "\n%s allows ", name)
+	if len(rules) == 0 {
+		fmt.Fprint(c.stdout, "any method and path")
+	} else {
+		fmt.Fprintf(c.stdout, "only %s", strings.Join(rules, " and "))
+	}
+	if rate != "" {
+		fmt.Fprintf(c.stdout, ", at most %s for each box", rate)
+	}
+	fmt.Fprintln(c.stdout)
 }

@@ -30,11 +30,12 @@ func runSecretRemote(ctx context.Context, c *cli, url, sub, box, name string, se
 			return err
 		}
 		defer clear(value)
-		sv, err := cl.SetSecret(ctx, box, name, admin.SecretValue{Host: set.host, Value: string(value), BodyFields: set.fields})
+		sv, err := cl.SetSecret(ctx, box, name, admin.SecretValue{Host: set.host, Value: string(value), BodyFields: set.fields, Rules: set.rules, Rate: set.rate})
 		if err != nil {
 			return remoteError(err)
 		}
 		printSecretSet(c, box, name, sv.Host, set.brokerURL, set.word, "", sv.BodyFields)
+		printRules(c, name, sv.Rules, sv.Rate)
 	case "remove":
 		if !yes && !c.confirm(fmt.Sprintf("Remove the secret %s of box %s?", name, box)) {
 			return errors.New("not removed (pass --yes to remove without asking)")
@@ -49,13 +50,13 @@ func runSecretRemote(ctx context.Context, c *cli, url, sub, box, name string, se
 			return remoteError(err)
 		}
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "SECRET\tKIND\tHOST\tSTATE\tUPDATED\tBODY FIELDS")
+		fmt.Fprintln(tw, "SECRET\tKIND\tHOST\tSTATE\tUPDATED\tBODY FIELDS\tALLOWS\tRATE")
 		for _, s := range list {
 			kind, state := "plain", "-"
 			if s.Kind != "" {
 				kind, state = s.Kind, s.State
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", safe(s.Name), safe(kind), safe(s.Host), safe(state), safe(s.UpdatedAt), safe(fieldsOrNone(s.BodyFields)))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", safe(s.Name), safe(kind), safe(s.Host), safe(state), safe(s.UpdatedAt), safe(fieldsOrNone(s.BodyFields)), safe(rulesOrAny(s.Rules)), safe(orNone(s.Rate)))
 		}
 		return tw.Flush()
 	}

@@ -162,6 +162,12 @@ type SecretView struct {
 	// BodyFields are the top-level form or JSON body fields in which the
 	// broker writes the value (store.Secret.BodyFields); omitted for none.
 	BodyFields []string `json:"bodyFields,omitempty"`
+	// Rules are what the secret may be spent on, each "METHOD PATTERN"
+	// (store.Secret.Rules); omitted for none: every method and path.
+	Rules []string `json:"rules,omitempty"`
+	// Rate is each box's rate for the secret, N/PERIOD (store.Secret.Rate);
+	// omitted for none.
+	Rate string `json:"rate,omitempty"`
 }
 
 // SecretList is the answer to GET /api/boxes/{name}/secrets.
@@ -178,6 +184,14 @@ type SecretValue struct {
 	// whole value is the box's token (protocol.CheckBodyFields); none
 	// means the value is written only in header values and the query.
 	BodyFields []string `json:"bodyFields,omitempty"`
+	// Rules, when given, are what the secret may be spent on, each
+	// "METHOD PATTERN" as protocol.ParseSecretRule reads it, such as
+	// "GET /repos/acme/**"; none allows every method and path. They
+	// replace the rules the secret held.
+	Rules []string `json:"rules,omitempty"`
+	// Rate, when given, is each box's rate for the secret, N/PERIOD with
+	// PERIOD s, m or h, such as "120/m"; "" for none.
+	Rate string `json:"rate,omitempty"`
 }
 
 // FeedbackView is one kept feedback batch.

@@ -183,7 +183,7 @@ func (s *Server) SecretViews(ctx context.Context, box string) ([]SecretView, err
 	}
 	var out []SecretView
 	for _, sec := range list {
-		v := SecretView{Name: sec.Name, Host: sec.Host, UpdatedAt: formatTime(sec.UpdatedAt), Kind: sec.Kind, BodyFields: sec.BodyFields}
+		v := SecretView{Name: sec.Name, Host: sec.Host, UpdatedAt: formatTime(sec.UpdatedAt), Kind: sec.Kind, BodyFields: sec.BodyFields, Rules: sec.Rules, Rate: sec.Rate}
 		if sec.Kind != "" {
 			full, err := s.cfg.Store.Secret(ctx, box, sec.Name)
 			if err != nil {
@@ -232,6 +232,10 @@ func (s *Server) setSecret(w http.ResponseWriter, r *http.Request) error {
 	if err := protocol.CheckBodyFields(sv.BodyFields); err != nil {
 		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "bodyFields: %s.", err)
 	}
+	rules, rate, err := protocol.CheckSecretRules(sv.Rules, sv.Rate)
+	if err != nil {
+		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "rules or rate: %s.", err)
+	}
 	if len(sv.Value) < MinSecretLen {
 		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
 			"The secret's value is shorter than %d bytes: the broker keeps it out of answers by matching it, and a value that short would match ordinary text.", MinSecretLen)
@@ -243,15 +247,18 @@ func (s *Server) setSecret(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("seal secret %s of box %s: %w", name, b.Name, err)
 	}
-	sec := store.Secret{Box: b.Name, Name: name, Host: host, Sealed: sealed, UpdatedAt: s.cfg.Now().UTC(), BodyFields: sv.BodyFields}
+	sec := store.Secret{Box: b.Name, Name: name, Host: host, Sealed: sealed, UpdatedAt: s.cfg.Now().UTC(), BodyFields: sv.BodyFields, Rules: rules, Rate: rate}
 	if err := s.cfg.Store.SetSecret(r.Context(), sec); err != nil {
 		return StoreError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
 	}
 	if err := s.Changed(r.Context(), store.ChangeSecret, b.Name+"/"+name); err != nil {
 		return err
 	}
-	s.log.Info("admin: secret set", "box", b.Name, "secret", name, "host", host, "body_fields", sv.BodyFields)
-	return writeJSON(w, http.StatusOK, SecretView{Name: name, Host: host, UpdatedAt: formatTime(sec.UpdatedAt), BodyFields: sv.BodyFields})
+	s.log.Info("admin: secret set", "box", b.Name, "secret", name, "host", host, "body_fields", sv.BodyFields, "rules", rules, "rate", rate)
+	if err := s.Audit(r.Context(), b.Name, http.MethodPut, "/api/boxes/{name}/secrets/{secret}", http.StatusOK, RulesMessage(name, rules, rate)); err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, SecretView{Name: name, Host: host, UpdatedAt: formatTime(sec.UpdatedAt), BodyFields: sv.BodyFields, Rules: rules, Rate: rate})
 }
 
 func (s *Server) removeSecret(w http.ResponseWriter, r *http.Request) error {

@@ -206,6 +206,22 @@ func (b *Broker) SetSecret(box, name, host, value string, bodyFields ...string) 
 	b.Server.Cache.Drop(store.ChangeSecret, box+"/"+name)
 }
 
+// SetSecretRules gives the secret name of box (already set) rules and
+// a rate (store.Secret.Rules and Rate), and drops it from the cache.
+func (b *Broker) SetSecretRules(box, name string, rules []string, rate string) {
+	b.t.Helper()
+	ctx := context.Background()
+	sec, err := b.Server.Store.Secret(ctx, box, name)
+	if err != nil {
+		b.t.Fatalf("Secret(%s, %s): %v", box, name, err)
+	}
+	sec.Rules, sec.Rate = rules, rate
+	if err := b.Server.Store.SetSecret(ctx, sec); err != nil {
+		b.t.Fatalf("SetSecret(%s, %s): %v", box, name, err)
+	}
+	b.Server.Cache.Drop(store.ChangeSecret, box+"/"+name)
+}
+
 // SetRefusedOAuthGrant stores an oauth2 secret NAME of box, at
 // https://api.example.com, whose grant the token endpoint has refused
 // (its mint state says so), as a page or a listing shows it. It returns

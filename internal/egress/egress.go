@@ -9,6 +9,9 @@
 // (the box's egress entry must list NAME) before Serve runs; Serve then
 // refuses a secret it holds no value for, and otherwise:
 //
+//   - refuses a request the secret's rules do not allow (403), or past
+//     the box's rate for the secret (429), before anything is sent (see
+//     checkRules);
 //   - builds the outbound URL from the secret's base URL alone, putting
 //     only the path after the name (joined under the base's path prefix,
 //     with no segment any common server reads as a dot segment, and no
@@ -146,6 +149,8 @@ type Capability struct {
 	// written is what the broker wrote to each host, searched for in
 	// every answer from it.
 	written written
+	// rates are each box's token buckets for the secrets with a rate.
+	rates rates
 
 	mu        sync.Mutex          // guards lists, sets and setsSwept
 	lists     map[string]listing  // by box: its secrets, as List last read them
@@ -409,6 +414,20 @@ func (c *Capability) Forward(w http.ResponseWriter, r *http.Request, box, token 
 	}
 	if token == "" {
 		return capability.Refuse(capability.ReasonToken, http.StatusForbidden, protocol.TypePermission, "The request carries no box token.")
+	}
+	if len(sec.Rules) > 0 || sec.Rate != "" {
+		// The path checks first, so that a rule is matched only against
+		// a path the broker would send.
+		if _, _, err := joinPath(base, tail); err != nil {
+			var pe *pathError
+			if errors.As(err, &pe) {
+				return capability.Refuse(capability.ReasonInvalid, http.StatusBadRequest, protocol.TypeInvalid, "%s", pe.msg)
+			}
+			return err
+		}
+		if err := c.checkRules(r, box, sec, tail); err != nil {
+			return err
+		}
 	}
 	f := &flight{box: box, name: name, token: token, base: base, host: hostKey(base.Hostname())}
 	if err := c.inject(r, box, sec, f); err != nil {

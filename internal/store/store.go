@@ -257,6 +257,13 @@ type Secret struct {
 	// protocol.MaxBodyFields). Nil for none: the value is then written
 	// only in header values and the query.
 	BodyFields []string
+	// Rules are what the secret may be spent on, each "METHOD PATTERN"
+	// as protocol.ParseSecretRule reads it (at most
+	// protocol.MaxSecretRules); nil allows every method and path.
+	Rules []string
+	// Rate is each box's rate for the secret, N/PERIOD as
+	// protocol.ParseSecretRate reads it; "" for none.
+	Rate string
 }
 
 // Secrets keeps egress secrets.
@@ -471,6 +478,19 @@ type Audit interface {
 // column: comma-separated, "" for none. (A body field's name holds no
 // comma: see protocol.IsBodyField.)
 func JoinBodyFields(fields []string) string { return strings.Join(fields, ",") }
+
+// JoinRules is how a store keeps a Secret's Rules in one column: one a
+// line, "" for none. (A rule holds no line break: see
+// protocol.ParseSecretRule.)
+func JoinRules(rules []string) string { return strings.Join(rules, "\n") }
+
+// SplitRules reads what JoinRules wrote: nil for "".
+func SplitRules(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
 
 // SplitBodyFields reads what JoinBodyFields wrote: nil for "".
 func SplitBodyFields(s string) []string {

@@ -38,6 +38,7 @@ func (u *Page) registerActions() {
 	u.HandleUI("POST /ui/boxes/{name}/budget/remove", u.removeBudget)
 	u.HandleUI("POST /ui/boxes/{name}/secrets", u.setSecret)
 	u.HandleUI("POST /ui/boxes/{name}/secrets/{secret}/remove", u.removeSecret)
+	u.HandleUI("POST /ui/boxes/{name}/secrets/{secret}/rules", u.setSecretRules)
 }
 
 // notices are the lines a box's page shows after an action (?done=).
@@ -46,6 +47,7 @@ var notices = map[string]string{
 	"budget-removed": "The budget is removed; the box's calls are measured, not limited.",
 	"secret":         "The secret is sealed and set; its value is not shown again.",
 	"secret-removed": "The secret is removed.",
+	"rules":          "The secret's rules are set; the box's next request is held to them.",
 	"settings":       "",
 	"bound":          "The binding is set; the box's next request is judged by it.",
 }
@@ -279,9 +281,14 @@ func (u *Page) setSecret(w http.ResponseWriter, r *http.Request, sess *Session) 
 	}
 	sec := store.Secret{Box: b.Name, Name: name, Host: host, Sealed: sealed, UpdatedAt: u.cfg.Now().UTC()}
 	// The page has no field for body fields: a plain value set again
-	// keeps those the secret names (`secret set --body-field`).
-	if old, err := u.cfg.Store.Secret(r.Context(), b.Name, name); err == nil && old.Kind == "" {
-		sec.BodyFields = old.BodyFields
+	// keeps those the secret names (`secret set --body-field`). Nor for
+	// rules: a value set again keeps the secret's rules and rate (`secret
+	// set --allow --rate`), so that setting a value never widens them.
+	if old, err := u.cfg.Store.Secret(r.Context(), b.Name, name); err == nil {
+		if old.Kind == "" {
+			sec.BodyFields = old.BodyFields
+		}
+		sec.Rules, sec.Rate = old.Rules, old.Rate
 	}
 	if err := u.cfg.Store.SetSecret(r.Context(), sec); err != nil {
 		return admin.StoreError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")

@@ -65,9 +65,9 @@ func (s *Store) ListCredentials(ctx context.Context) ([]store.Credential, error)
 // store.ErrNotFound if there is no such box.
 func (s *Store) SetSecret(ctx context.Context, sec store.Secret) error {
 	return s.write(ctx, fmt.Sprintf("set secret %q of box %q", sec.Name, sec.Box), func(tx pgx.Tx) ([]store.Change, error) {
-		_, err := tx.Exec(ctx, `INSERT INTO secrets (box, name, host, sealed, updated_at, kind, body_fields) VALUES ($1, $2, $3, $4, $5, $6, $7)
-			ON CONFLICT (box, name) DO UPDATE SET host = excluded.host, sealed = excluded.sealed, updated_at = excluded.updated_at, kind = excluded.kind, body_fields = excluded.body_fields`,
-			sec.Box, sec.Name, sec.Host, bytea(sec.Sealed), sec.UpdatedAt, sec.Kind, store.JoinBodyFields(sec.BodyFields))
+		_, err := tx.Exec(ctx, `INSERT INTO secrets (box, name, host, sealed, updated_at, kind, body_fields, rules, rate) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+			ON CONFLICT (box, name) DO UPDATE SET host = excluded.host, sealed = excluded.sealed, updated_at = excluded.updated_at, kind = excluded.kind, body_fields = excluded.body_fields, rules = excluded.rules, rate = excluded.rate`,
+			sec.Box, sec.Name, sec.Host, bytea(sec.Sealed), sec.UpdatedAt, sec.Kind, store.JoinBodyFields(sec.BodyFields), store.JoinRules(sec.Rules), sec.Rate)
 		return []store.Change{{Kind: store.ChangeSecret, Key: sec.Box + "/" + sec.Name}}, err
 	})
 }
@@ -75,31 +75,33 @@ func (s *Store) SetSecret(ctx context.Context, sec store.Secret) error {
 // Secret returns the secret name of box, or store.ErrNotFound.
 func (s *Store) Secret(ctx context.Context, box, name string) (store.Secret, error) {
 	sec := store.Secret{Box: box, Name: name}
-	var fields string
-	err := s.pool.QueryRow(ctx, "SELECT host, sealed, updated_at, kind, body_fields FROM secrets WHERE box = $1 AND name = $2", box, name).
-		Scan(&sec.Host, &sec.Sealed, &sec.UpdatedAt, &sec.Kind, &fields)
+	var fields, rules string
+	err := s.pool.QueryRow(ctx, "SELECT host, sealed, updated_at, kind, body_fields, rules, rate FROM secrets WHERE box = $1 AND name = $2", box, name).
+		Scan(&sec.Host, &sec.Sealed, &sec.UpdatedAt, &sec.Kind, &fields, &rules, &sec.Rate)
 	if err != nil {
 		return store.Secret{}, translate(fmt.Sprintf("secret %q of box %q", name, box), err)
 	}
 	sec.UpdatedAt = sec.UpdatedAt.UTC()
 	sec.BodyFields = store.SplitBodyFields(fields)
+	sec.Rules = store.SplitRules(rules)
 	return sec, nil
 }
 
 // ListSecrets returns the secrets of box, by name, Sealed left nil.
 func (s *Store) ListSecrets(ctx context.Context, box string) ([]store.Secret, error) {
 	op := fmt.Sprintf("list secrets of box %q", box)
-	rows, err := s.pool.Query(ctx, `SELECT name, host, updated_at, kind, body_fields FROM secrets WHERE box = $1 ORDER BY name COLLATE "C"`, box)
+	rows, err := s.pool.Query(ctx, `SELECT name, host, updated_at, kind, body_fields, rules, rate FROM secrets WHERE box = $1 ORDER BY name COLLATE "C"`, box)
 	if err != nil {
 		return nil, translate(op, err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Secret, error) {
 		sec := store.Secret{Box: box}
 		var at time.Time
-		var fields string
-		err := r.Scan(&sec.Name, &sec.Host, &at, &sec.Kind, &fields)
+		var fields, rules string
+		err := r.Scan(&sec.Name, &sec.Host, &at, &sec.Kind, &fields, &rules, &sec.Rate)
 		sec.UpdatedAt = at.UTC()
 		sec.BodyFields = store.SplitBodyFields(fields)
+		sec.Rules = store.SplitRules(rules)
 		return sec, err
 	})
 	if err != nil {

@@ -69,9 +69,9 @@ func (s *Store) ListCredentials(ctx context.Context) ([]store.Credential, error)
 // store.ErrNotFound if there is no such box.
 func (s *Store) SetSecret(ctx context.Context, sec store.Secret) error {
 	return s.write(ctx, fmt.Sprintf("set secret %q of box %q", sec.Name, sec.Box), func(tx *sql.Tx) ([]store.Change, error) {
-		_, err := tx.ExecContext(ctx, `INSERT INTO secrets (box, name, host, sealed, updated_at, kind, body_fields) VALUES (?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (box, name) DO UPDATE SET host = excluded.host, sealed = excluded.sealed, updated_at = excluded.updated_at, kind = excluded.kind, body_fields = excluded.body_fields`,
-			sec.Box, sec.Name, sec.Host, blob(sec.Sealed), micros(sec.UpdatedAt), sec.Kind, store.JoinBodyFields(sec.BodyFields))
+		_, err := tx.ExecContext(ctx, `INSERT INTO secrets (box, name, host, sealed, updated_at, kind, body_fields, rules, rate) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (box, name) DO UPDATE SET host = excluded.host, sealed = excluded.sealed, updated_at = excluded.updated_at, kind = excluded.kind, body_fields = excluded.body_fields, rules = excluded.rules, rate = excluded.rate`,
+			sec.Box, sec.Name, sec.Host, blob(sec.Sealed), micros(sec.UpdatedAt), sec.Kind, store.JoinBodyFields(sec.BodyFields), store.JoinRules(sec.Rules), sec.Rate)
 		return []store.Change{{Kind: store.ChangeSecret, Key: sec.Box + "/" + sec.Name}}, err
 	})
 }
@@ -80,21 +80,22 @@ func (s *Store) SetSecret(ctx context.Context, sec store.Secret) error {
 func (s *Store) Secret(ctx context.Context, box, name string) (store.Secret, error) {
 	sec := store.Secret{Box: box, Name: name}
 	var at int64
-	var fields string
-	err := s.r.QueryRowContext(ctx, "SELECT host, sealed, updated_at, kind, body_fields FROM secrets WHERE box = ? AND name = ?", box, name).
-		Scan(&sec.Host, &sec.Sealed, &at, &sec.Kind, &fields)
+	var fields, rules string
+	err := s.r.QueryRowContext(ctx, "SELECT host, sealed, updated_at, kind, body_fields, rules, rate FROM secrets WHERE box = ? AND name = ?", box, name).
+		Scan(&sec.Host, &sec.Sealed, &at, &sec.Kind, &fields, &rules, &sec.Rate)
 	if err != nil {
 		return store.Secret{}, translate(fmt.Sprintf("secret %q of box %q", name, box), err)
 	}
 	sec.UpdatedAt = fromMicros(at)
 	sec.BodyFields = store.SplitBodyFields(fields)
+	sec.Rules = store.SplitRules(rules)
 	return sec, nil
 }
 
 // ListSecrets returns the secrets of box, by name, Sealed left nil.
 func (s *Store) ListSecrets(ctx context.Context, box string) ([]store.Secret, error) {
 	op := fmt.Sprintf("list secrets of box %q", box)
-	rows, err := s.r.QueryContext(ctx, "SELECT name, host, updated_at, kind, body_fields FROM secrets WHERE box = ? ORDER BY name", box)
+	rows, err := s.r.QueryContext(ctx, "SELECT name, host, updated_at, kind, body_fields, rules, rate FROM secrets WHERE box = ? ORDER BY name", box)
 	if err != nil {
 		return nil, translate(op, err)
 	}
@@ -103,12 +104,13 @@ func (s *Store) ListSecrets(ctx context.Context, box string) ([]store.Secret, er
 	for rows.Next() {
 		sec := store.Secret{Box: box}
 		var at int64
-		var fields string
-		if err := rows.Scan(&sec.Name, &sec.Host, &at, &sec.Kind, &fields); err != nil {
+		var fields, rules string
+		if err := rows.Scan(&sec.Name, &sec.Host, &at, &sec.Kind, &fields, &rules, &sec.Rate); err != nil {
 			return nil, translate(op, err)
 		}
 		sec.UpdatedAt = fromMicros(at)
 		sec.BodyFields = store.SplitBodyFields(fields)
+		sec.Rules = store.SplitRules(rules)
 		out = append(out, sec)
 	}
 	if err := rows.Err(); err != nil {

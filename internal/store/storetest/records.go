@@ -81,8 +81,9 @@ func testSecrets(t *testing.T, s store.Store) {
 	mustCreateBox(t, s, "alpha")
 	mustCreateBox(t, s, "beta")
 	secrets := []store.Secret{
-		{Box: "alpha", Name: "OPENAI", Host: "https://api.openai.com", Sealed: []byte("sealed-a-openai"), UpdatedAt: at(1), BodyFields: []string{"client_secret", "api_key"}},
-		{Box: "alpha", Name: "GITHUB", Host: "https://api.github.com", Sealed: []byte("sealed-a-github"), UpdatedAt: at(2), BodyFields: []string{"key"}},
+		{Box: "alpha", Name: "OPENAI", Host: "https://api.openai.com", Sealed: []byte("sealed-a-openai"), UpdatedAt: at(1), BodyFields: []string{"client_secret", "api_key"},
+			Rules: []string{"GET /v1/models", "POST /v1/*/completions", "* /v1/files/**"}, Rate: "120/m"},
+		{Box: "alpha", Name: "GITHUB", Host: "https://api.github.com", Sealed: []byte("sealed-a-github"), UpdatedAt: at(2), BodyFields: []string{"key"}, Rules: []string{"GET /repos/acme/**"}, Rate: "5/s"},
 		{Box: "beta", Name: "GITHUB", Host: "https://github.example.com/api", Sealed: []byte("sealed-b-github"), UpdatedAt: at(3)},
 	}
 	for _, sec := range secrets {
@@ -100,7 +101,8 @@ func testSecrets(t *testing.T, s store.Store) {
 		}
 	}
 
-	// Replacing a secret replaces its body fields too: none named is none kept.
+	// Replacing a secret replaces its body fields, rules and rate too:
+	// none named is none kept.
 	replaced := store.Secret{Box: "alpha", Name: "GITHUB", Host: "https://ghe.example.com", Sealed: []byte("sealed-a-github-2"), UpdatedAt: at(4)}
 	if err := s.SetSecret(ctx, replaced); err != nil {
 		t.Fatalf("SetSecret(alpha, GITHUB) again = %v, want nil", err)
@@ -127,7 +129,8 @@ func testSecrets(t *testing.T, s store.Store) {
 	}
 	want := []store.Secret{
 		{Box: "alpha", Name: "GITHUB", Host: "https://ghe.example.com", UpdatedAt: at(4)},
-		{Box: "alpha", Name: "OPENAI", Host: "https://api.openai.com", UpdatedAt: at(1), BodyFields: []string{"client_secret", "api_key"}},
+		{Box: "alpha", Name: "OPENAI", Host: "https://api.openai.com", UpdatedAt: at(1), BodyFields: []string{"client_secret", "api_key"},
+			Rules: []string{"GET /v1/models", "POST /v1/*/completions", "* /v1/files/**"}, Rate: "120/m"},
 	}
 	if d := diff(want, list); d != "" {
 		t.Errorf("ListSecrets(alpha) mismatch, want by name (-want +got):\n%s", d)

@@ -1,0 +1,159 @@
+package egress
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// checkRules refuses a request of box the secret sec's rules do not
+// allow (403), or one past the box's rate for it (429 with
+// Retry-After); tail is the escaped path after the secret's name, which
+// joinPath has already accepted. A secret with no rules allows every
+// method and path; one with no rate, any number of requests.
+//
+// The path matched is tail, the path under the secret's base URL's
+// path prefix, split at "/" with runs of "/" collapsed (as joinPath
+// does), each segment then percent-decoded. A segment that decodes to
+// hold a "/" or "\" (an encoded %2F or %5C) is read both ways a host
+// may read it: as one segment, and split there; the request is allowed
+// only when a rule allows it read either way.
+func (c *Capability) checkRules(r *http.Request, box string, sec store.Secret, tail string) error {
+	if len(sec.Rules) > 0 {
+		whole, split, err := ruleSegments(tail)
+		if err != nil {
+			return capability.Refuse(capability.ReasonInvalid, http.StatusBadRequest, protocol.TypeInvalid, "The path holds an invalid percent-encoding.")
+		}
+		if !allowed(sec.Rules, r.Method, whole) || !allowed(sec.Rules, r.Method, split) {
+			return c.outsideRules(r, box, sec, split)
+		}
+	}
+	if sec.Rate == "" {
+		return nil
+	}
+	rt, err := protocol.ParseSecretRate(sec.Rate)
+	if err != nil {
+		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI, Reason: capability.ReasonConfig,
+			Message: fmt.Sprintf("The broker's record of %s's rate is not usable; its owner sets it again with `boxbroker secret set`.", sec.Name),
+			Err:     fmt.Errorf("secret %s/%s: %w", box, sec.Name, err)}
+	}
+	if wait := c.rates.take(box, sec.Name, rt, c.now()); wait > 0 {
+		secs := int(math.Ceil(wait.Seconds()))
+		e := capability.Refuse(capability.ReasonLimit, http.StatusTooManyRequests, protocol.TypeRateLimit,
+			"Egress refused this request: the secret %s allows each box %s, and this box has used them; try again in %d s. Its owner can raise the rate with `boxbroker secret set %s %s --host %s --rate N/PERIOD`.",
+			sec.Name, rateWords(rt), secs, box, sec.Name, sec.Host)
+		e.Header = http.Header{"Retry-After": {strconv.Itoa(secs)}}
+		return e
+	}
+	return nil
+}
+
+// outsideRules is the refusal of a request no rule of sec allows.
+func (c *Capability) outsideRules(r *http.Request, box string, sec store.Secret, segs []string) error {
+	path := "/" + strings.Join(segs, "/")
+	return capability.Refuse(capability.ReasonNoSecret, http.StatusForbidden, protocol.TypePermission,
+		"Egress refused this request: the secret %s allows only %s; this request was %s %s. Its owner can allow it with `boxbroker secret set %s %s --host %s --allow '%s %s'` (with every --allow it holds: the rules given replace the old).",
+		sec.Name, strings.Join(sec.Rules, " and "), r.Method, path, box, sec.Name, sec.Host, r.Method, path)
+}
+
+// allowed reports whether one of rules allows method at segs.
+func allowed(rules []string, method string, segs []string) bool {
+	for _, s := range rules {
+		rule, err := protocol.ParseSecretRule(s)
+		if err == nil && rule.Match(method, segs) {
+			return true
+		}
+	}
+	return false
+}
+
+// ruleSegments returns tail's segments as rules match them: whole, each
+// segment percent-decoded as one; and split, with each segment decoded
+// again up to three times (as a host that decodes twice reads %252F)
+// and split at "/" or "\" (empty parts dropped). Runs of "/" are collapsed, as joinPath does.
+// An empty tail (the base URL itself) is the one empty segment, as "/" is.
+func ruleSegments(tail string) (whole, split []string, err error) {
+	if tail == "" {
+		tail = "/"
+	}
+	segs := strings.Split(tail[1:], "/")
+	for i, seg := range segs {
+		if seg == "" && i != len(segs)-1 {
+			continue
+		}
+		d, err := url.PathUnescape(seg)
+		if err != nil {
+			return nil, nil, err
+		}
+		whole = append(whole, d)
+		// As a host that decodes again reads it (%252F), as checkSegment
+		// decodes for dot segments.
+		s := d
+		for range 3 {
+			dd, err := url.PathUnescape(s)
+			if err != nil || dd == s {
+				break
+			}
+			s = dd
+		}
+		split = append(split, strings.FieldsFunc(s, func(r rune) bool { return r == '/' || r == '\\' })...)
+	}
+	return whole, split, nil
+}
+
+// rateWords writes a rate for a person: "120 requests a minute".
+func rateWords(rt protocol.SecretRate) string {
+	per := map[time.Duration]string{time.Second: "a second", time.Minute: "a minute", time.Hour: "an hour"}[rt.Per]
+	return strconv.Itoa(rt.N) + " requests " + per
+}
+
+// maxBuckets bounds the token buckets a Capability keeps; past it, all
+// are dropped and start full again.
+const maxBuckets = 1 << 16
+
+// rates are the token buckets of the secrets with a rate: one for each
+// box and secret, in this process's memory (each replica keeps its own).
+type rates struct {
+	mu sync.Mutex
+	m  map[string]*bucket // by box + "\x00" + secret name
+}
+
+// bucket is one box's token bucket for one secret, at the rate rt.
+type bucket struct {
+	rt  protocol.SecretRate
+	lim *rate.Limiter
+}
+
+// take spends one request of box's bucket for the secret name at rt and
+// returns 0, or, when it is empty, how long until it holds one again
+// (nothing spent). A changed rate starts a full bucket.
+func (rs *rates) take(box, name string, rt protocol.SecretRate, now time.Time) time.Duration {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	key := box + "\x00" + name
+	b := rs.m[key]
+	if b == nil || b.rt != rt {
+		if rs.m == nil || len(rs.m) >= maxBuckets {
+			rs.m = map[string]*bucket{}
+		}
+		b = &bucket{rt: rt, lim: rate.NewLimiter(rate.Limit(float64(rt.N)/rt.Per.Seconds()), rt.N)}
+		rs.m[key] = b
+	}
+	res := b.lim.ReserveN(now, 1)
+	if d := res.DelayFrom(now); d > 0 {
+		res.CancelAt(now)
+		return d
+	}
+	return 0
+}

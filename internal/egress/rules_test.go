@@ -1,0 +1,142 @@
+package egress_test
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/protocol"
+)
+
+// TestEgress_RequestOutsideTheSecretsRulesIsRefused gives ECHO rules and
+// sends requests outside them, by method, by path, by a * where a ** is
+// needed, and by encodings that decode into an allowed prefix: each is
+// refused with a 403 naming egress, the secret and its rules, and never
+// reaches the host; the requests inside them are forwarded.
+func TestEgress_RequestOutsideTheSecretsRulesIsRefused(t *testing.T) {
+	e := newEnv(t, nil)
+	e.br.SetSecretRules("shop", secretName, []string{"GET /repos/acme/**", "POST /repos/acme/*/issues", "* /status"}, "")
+	tests := []struct {
+		name, method, path string
+		status             int
+		// hostPath is the path the host must see, for a request forwarded.
+		hostPath string
+	}{
+		{"allowed read", "GET", "/egress/ECHO/repos/acme/app/pulls", 200, "/base/repos/acme/app/pulls"},
+		{"allowed read of the prefix itself", "GET", "/egress/ECHO/repos/acme", 200, "/base/repos/acme"},
+		{"allowed write", "POST", "/egress/ECHO/repos/acme/app/issues", 200, "/base/repos/acme/app/issues"},
+		{"any method", "DELETE", "/egress/ECHO/status", 200, "/base/status"},
+		{"method outside", "DELETE", "/egress/ECHO/repos/acme/app", 403, ""},
+		{"path outside", "GET", "/egress/ECHO/repos/other/app", 403, ""},
+		{"* is one segment, not the rest", "POST", "/egress/ECHO/repos/acme/app/x/issues", 403, ""},
+		{"* is no empty segment", "POST", "/egress/ECHO/repos/acme//issues", 403, ""},
+		{"longer than the rule", "DELETE", "/egress/ECHO/status/all", 403, ""},
+		{"case counts", "GET", "/egress/ECHO/repos/ACME/app", 403, ""},
+		{"the base alone", "GET", "/egress/ECHO", 403, ""},
+		{"encoded slash and dots", "GET", "/egress/ECHO/repos/acme%2F..%2Fother", 400, ""},
+		{"dot segments", "GET", "/egress/ECHO/repos/acme/../other", 400, ""},
+		{"encoded slash read as a separator", "POST", "/egress/ECHO/repos/acme/app%2Fx/issues", 403, ""},
+		{"encoded slash into the prefix", "GET", "/egress/ECHO/repos%2Facme/app", 403, ""},
+		{"double-encoded slash", "POST", "/egress/ECHO/repos/acme/app%252Fx/issues", 403, ""},
+		{"encoded backslash", "POST", "/egress/ECHO/repos/acme/app%5Cx/issues", 403, ""},
+		{"encoded letters decode as the host reads them", "GET", "/egress/ECHO/repos/%61cme/app", 200, "/base/repos/acme/app"},
+		{"encoded letters outside", "GET", "/egress/ECHO/repos/%6Fther/app", 403, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(e.echo.Seen())
+			code, body := rawMethod(t, e.br.URL, tt.method, tt.path, "Authorization: Bearer "+e.token+"\r\n")
+			if code != tt.status {
+				t.Fatalf("%s %s = %d %s, want %d", tt.method, tt.path, code, body, tt.status)
+			}
+			seen := e.echo.Seen()[before:]
+			if tt.status != 200 {
+				if len(seen) != 0 {
+					t.Errorf("%s %s reached the host %d times, want none", tt.method, tt.path, len(seen))
+				}
+				if tt.status == 403 {
+					typ, msg := brokertest.Refusal([]byte(body))
+					for _, w := range []string{"Egress", "ECHO", "GET /repos/acme/** and POST /repos/acme/*/issues and * /status", "this request was " + tt.method, "--allow"} {
+						if !strings.Contains(msg, w) {
+							t.Errorf("%s %s refusal = %q, want it to say %q", tt.method, tt.path, msg, w)
+						}
+					}
+					if typ != protocol.TypePermission {
+						t.Errorf("%s %s refusal type = %q, want %q", tt.method, tt.path, typ, protocol.TypePermission)
+					}
+				}
+				return
+			}
+			if len(seen) != 1 || seen[0].Path != tt.hostPath {
+				t.Errorf("%s %s: host saw %v, want one request at %s", tt.method, tt.path, seen, tt.hostPath)
+			}
+		})
+	}
+}
+
+// TestEgress_RateLimitPerBox gives ECHO a rate of 2 a minute: a box's
+// third request is refused with 429 and Retry-After, naming the secret
+// and its rate, and never reaches the host, while another box's
+// requests to its own ECHO still pass.
+func TestEgress_RateLimitPerBox(t *testing.T) {
+	e := newEnv(t, nil)
+	e.br.SetSecretRules("shop", secretName, nil, "2/m")
+	other := e.br.AddBox("other")
+	e.br.SetSecret("other", secretName, e.echo.URL+"/base", "sk_other_"+randomHex(16))
+	e.br.SetSecretRules("other", secretName, nil, "2/m")
+	e.br.Report(other, brokertest.Entry(protocol.Egress, secretName))
+	get := func(tok string) (*http.Response, []byte) {
+		return e.do(t, http.MethodGet, "/egress/ECHO/v1/charges", http.Header{"Authorization": {"Bearer " + tok}}, nil)
+	}
+	for i := range 2 {
+		if resp, body := get(e.token); resp.StatusCode != http.StatusOK {
+			t.Fatalf("shop's request %d = %d %s, want 200", i+1, resp.StatusCode, body)
+		}
+	}
+	before := len(e.echo.Seen())
+	resp, body := get(e.token)
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("shop's third request = %d %s, want 429", resp.StatusCode, body)
+	}
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err != nil || s < 1 || s > 60 {
+		t.Errorf("Retry-After = %q, want 1 to 60 seconds", resp.Header.Get("Retry-After"))
+	}
+	typ, msg := brokertest.Refusal(body)
+	if typ != protocol.TypeRateLimit || !strings.Contains(msg, "ECHO") || !strings.Contains(msg, "2 requests a minute") {
+		t.Errorf("refusal = %s %q, want %s naming ECHO and 2 requests a minute", typ, msg, protocol.TypeRateLimit)
+	}
+	if n := len(e.echo.Seen()) - before; n != 0 {
+		t.Errorf("the refused request reached the host %d times, want none", n)
+	}
+	for i := range 2 {
+		if resp, body := get(other); resp.StatusCode != http.StatusOK {
+			t.Fatalf("other's request %d = %d %s, want 200: one box's rate spent another's", i+1, resp.StatusCode, body)
+		}
+	}
+}
+
+// rawMethod sends method target to the broker on a connection of its
+// own, the path exactly as given, and returns the answer's status and body.
+func rawMethod(t *testing.T, brokerURL, method, target, header string) (int, string) {
+	t.Helper()
+	addr := strings.TrimPrefix(brokerURL, "http://")
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "%s %s HTTP/1.1\r\nHost: %s\r\n%sContent-Length: 0\r\nConnection: close\r\n\r\n", method, target, addr, header)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, target, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
