@@ -116,7 +116,13 @@ const (
 	// sent it, before the broker put the token back in place of a
 	// value; the host keeps the token (a pushed .env, say). It is
 	// recorded on its own audit row, naming the host.
-	ReasonTokenSeen   = "token seen"
+	ReasonTokenSeen = "token seen"
+	// ReasonRule: an egress request no rule of its secret allows
+	// (secret set --allow): 403, before anything reaches the host.
+	ReasonRule = "outside its rules"
+	// ReasonRate: an egress request past its secret's rate for the box
+	// (secret set --rate): 429 with Retry-After.
+	ReasonRate        = "secret rate"
 	ReasonMintRefused = "mint-refused"
 	ReasonMintFailed  = "mint-failed"
 )
@@ -132,7 +138,7 @@ var Reasons = []string{
 	ReasonUpstreamFailed, ReasonUpstream, ReasonTimeout, ReasonAborted, ReasonInternal, ReasonRefused,
 	ReasonHost, ReasonPassthrough, ReasonClosed,
 	ReasonMintRateLimited, ReasonMintRefused, ReasonMintFailed,
-	ReasonOutside, ReasonExpired, ReasonTokenSeen,
+	ReasonOutside, ReasonExpired, ReasonTokenSeen, ReasonRule, ReasonRate,
 }
 
 // IsReason reports whether s is one of Reasons.

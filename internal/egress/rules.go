@@ -50,7 +50,7 @@ func (c *Capability) checkRules(r *http.Request, box string, sec store.Secret, t
 	}
 	if wait := c.rates.take(box, sec.Name, rt, c.now()); wait > 0 {
 		secs := int(math.Ceil(wait.Seconds()))
-		e := capability.Refuse(capability.ReasonLimit, http.StatusTooManyRequests, protocol.TypeRateLimit,
+		e := capability.Refuse(capability.ReasonRate, http.StatusTooManyRequests, protocol.TypeRateLimit,
 			"Egress refused this request: the secret %s allows each box %s, and this box has used them; try again in %d s. Its owner can raise the rate with `boxbroker secret set %s %s --host %s --rate N/PERIOD`.",
 			sec.Name, rateWords(rt), secs, box, sec.Name, sec.Host)
 		e.Header = http.Header{"Retry-After": {strconv.Itoa(secs)}}
@@ -62,7 +62,7 @@ func (c *Capability) checkRules(r *http.Request, box string, sec store.Secret, t
 // outsideRules is the refusal of a request no rule of sec allows.
 func (c *Capability) outsideRules(r *http.Request, box string, sec store.Secret, segs []string) error {
 	path := "/" + strings.Join(segs, "/")
-	return capability.Refuse(capability.ReasonNoSecret, http.StatusForbidden, protocol.TypePermission,
+	return capability.Refuse(capability.ReasonRule, http.StatusForbidden, protocol.TypePermission,
 		"Egress refused this request: the secret %s allows only %s; this request was %s %s. Its owner can allow it with `boxbroker secret set %s %s --host %s --allow '%s %s'` (with every --allow it holds: the rules given replace the old).",
 		sec.Name, strings.Join(sec.Rules, " and "), r.Method, path, box, sec.Name, sec.Host, r.Method, path)
 }
