@@ -116,3 +116,19 @@ func LikeContains(s string) string {
 	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 	return "%" + r.Replace(s) + "%"
 }
+
+// Cut cuts names and their spends, read one past q.Limit so that a next
+// page shows, to q's page, and sets p.Next to the cursor of the page
+// after it (nil when this page is the last). It returns what is kept.
+func (p *BoxPage) Cut(q BoxQuery, names []string, spends []int64) ([]string, []int64) {
+	if len(names) <= q.Limit {
+		return names, spends
+	}
+	names, spends = names[:q.Limit], spends[:q.Limit]
+	c := BoxCursor{Name: names[q.Limit-1]}
+	if q.Sort == BoxSortSpend {
+		c.Spend = spends[q.Limit-1]
+	}
+	p.Next = &c
+	return names, spends
+}

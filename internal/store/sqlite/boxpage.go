@@ -122,14 +122,7 @@ func (s *Store) ListBoxPage(ctx context.Context, q store.BoxQuery) (store.BoxPag
 			return store.BoxPage{}, translate(op, err)
 		}
 	}
-	if len(names) > q.Limit {
-		names, spends = names[:q.Limit], spends[:q.Limit]
-		c := store.BoxCursor{Name: names[q.Limit-1]}
-		if q.Sort == store.BoxSortSpend {
-			c.Spend = spends[q.Limit-1]
-		}
-		page.Next = &c
-	}
+	names, spends = page.Cut(q, names, spends)
 	if len(names) == 0 {
 		return page, nil
 	}
