@@ -117,18 +117,18 @@ func LikeContains(s string) string {
 	return "%" + r.Replace(s) + "%"
 }
 
-// Cut cuts names and their spends, read one past q.Limit so that a next
-// page shows, to q's page, and sets p.Next to the cursor of the page
-// after it (nil when this page is the last). It returns what is kept.
-func (p *BoxPage) Cut(q BoxQuery, names []string, spends []int64) ([]string, []int64) {
+// Cut cuts names, read one past q.Limit so that a next page shows, to
+// q's page, and sets p.Next to the cursor of the page after it (with its
+// spend from spends, the names' spends, when q sorts by spend), or leaves
+// it nil when this page is the last. It returns the names kept.
+func (p *BoxPage) Cut(q BoxQuery, names []string, spends []int64) []string {
 	if len(names) <= q.Limit {
-		return names, spends
+		return names
 	}
-	names, spends = names[:q.Limit], spends[:q.Limit]
 	c := BoxCursor{Name: names[q.Limit-1]}
 	if q.Sort == BoxSortSpend {
 		c.Spend = spends[q.Limit-1]
 	}
 	p.Next = &c
-	return names, spends
+	return names[:q.Limit]
 }

@@ -74,7 +74,7 @@ func (s *Store) ListBoxPage(ctx context.Context, q store.BoxQuery) (store.BoxPag
 	}); err != nil {
 		return store.BoxPage{}, translate(op, err)
 	}
-	names, spends = page.Cut(q, names, spends)
+	names = page.Cut(q, names, spends)
 	if len(names) == 0 {
 		return page, nil
 	}
