@@ -76,19 +76,7 @@ func TestProxy_PathCannotClimbOutOfTheBase(t *testing.T) {
 func TestProxy_BoxRateBoundHolds(t *testing.T) {
 	f := newFixtureConfig(t, nil, func(c *server.Config) { c.BoxRate, c.BoxBurst = 0.001, 2 })
 	c := f.client(t, f.token, f.caPool, false)
-	var statuses []int
-	for range 3 {
-		resp, err := c.Get("https://" + f.host + "/v1/x")
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		statuses = append(statuses, resp.StatusCode)
-		if resp.StatusCode == 429 && resp.Header.Get("Retry-After") == "" {
-			t.Errorf("429 without Retry-After")
-		}
-	}
+	statuses := getStatuses(t, c, "https://"+f.host+"/v1/x", 3)
 	if statuses[2] != 429 {
 		t.Errorf("statuses %v, want the third refused 429 (rate 0.001/s, burst 2)", statuses)
 	}
@@ -123,4 +111,24 @@ func TestProxy_PassthroughHeldToTheBoxsBounds(t *testing.T) {
 	if refused != 1 {
 		t.Errorf("%d of 3 passthrough tunnels refused, want the third (rate 0.001/s, burst 2)", refused)
 	}
+}
+
+// getStatuses GETs url n times through c, one after another, and returns
+// their statuses; a 429 without Retry-After fails the test.
+func getStatuses(t *testing.T, c *http.Client, url string, n int) []int {
+	t.Helper()
+	var statuses []int
+	for range n {
+		resp, err := c.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		statuses = append(statuses, resp.StatusCode)
+		if resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get("Retry-After") == "" {
+			t.Errorf("429 without Retry-After")
+		}
+	}
+	return statuses
 }

@@ -71,19 +71,7 @@ func TestProxy_SecretRatePerBox(t *testing.T) {
 	f := newFixture(t)
 	f.b.SetSecretRules("shop", "API", nil, "1/m")
 	c := f.client(t, f.token, f.caPool, false)
-	var statuses []int
-	for range 2 {
-		resp, err := c.Get("https://" + f.host + "/v1/rated")
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		statuses = append(statuses, resp.StatusCode)
-		if resp.StatusCode == 429 && resp.Header.Get("Retry-After") == "" {
-			t.Errorf("429 without Retry-After")
-		}
-	}
+	statuses := getStatuses(t, c, "https://"+f.host+"/v1/rated", 2)
 	if statuses[0] != 200 || statuses[1] != 429 {
 		t.Errorf("statuses %v, want [200 429] (API at 1/m)", statuses)
 	}
