@@ -7,7 +7,6 @@ import (
 	"net/http"
 
 	"github.com/intentius/boxbroker/internal/capability"
-	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
 )
 
@@ -66,14 +65,10 @@ func (s *Server) Refuse(w http.ResponseWriter, r *http.Request, err error, rec *
 	s.Observe(rec)
 }
 
-// refusalOf is err as the refusal the box is shown: itself, when it is a
-// *capability.Error, and otherwise a 502 whose error is logged. An
+// refusalOf is err as the refusal the box is shown (capability.Of). An
 // error a refusal carries (Err) is logged.
 func (s *Server) refusalOf(r *http.Request, err error, route, box string) *capability.Error {
-	var ce *capability.Error
-	if !errors.As(err, &ce) {
-		ce = &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI, Reason: capability.ReasonInternal, Message: "The broker could not complete the request.", Err: err}
-	}
+	ce := capability.Of(err)
 	if ce.Err != nil {
 		s.log.Error("request failed", "method", recordedMethod(r.Method), "path", proxy.ScrubKept(r.URL.Path), "route", route, "box", box, "err", ce.Err)
 	}
@@ -88,9 +83,6 @@ func reasonOf(ce *capability.Error) string { return capability.ReasonOf(ce) }
 // writeRefusal writes the refusal ce of err: its Header, the Retry-After
 // of a refusal of the box's limits, and a 503's.
 func writeRefusal(w http.ResponseWriter, err error, ce *capability.Error) {
-	for k, vs := range ce.Header {
-		w.Header()[k] = vs
-	}
 	var ra *retryAfterError
 	if errors.As(err, &ra) {
 		w.Header().Set("Retry-After", ra.retryAfter())
@@ -101,13 +93,13 @@ func writeRefusal(w http.ResponseWriter, err error, ce *capability.Error) {
 		// over or is answered as fast.
 		w.Header().Set("Retry-After", unavailableRetryAfter)
 	}
-	protocol.WriteRefusal(w, ce.Status, ce.Type, ce.Message)
+	ce.Write(w)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		protocol.WriteRefusal(w, http.StatusInternalServerError, protocol.TypeAPI, "The broker could not encode its answer.")
+		capability.Refuse(capability.ReasonInternal, "The broker could not encode its answer.").At(http.StatusInternalServerError).Write(w)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
