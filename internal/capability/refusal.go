@@ -107,6 +107,20 @@ func Unavailable(err error) *Error {
 	return Refuse(ReasonStore, "The broker cannot read its store just now; try again shortly.").WithErr(err)
 }
 
+// NoCredential is the 403 of a model call whose payer pay holds no
+// Anthropic credential; hint is the command that sets one
+// (payer.SetHint).
+func NoCredential(pay protocol.Payer, hint string) *Error {
+	return Refuse(ReasonNoCredential, "The broker holds no Anthropic credential for this box's payer (%s); the operator sets one with %s.",
+		protocol.FormatPayerHeader(pay), hint)
+}
+
+// PayerUnreadable is the 503 of a model call whose payer's credential
+// could not be read. err is logged, never shown.
+func PayerUnreadable(err error) *Error {
+	return Refuse(ReasonStore, "The broker could not read the payer's credential.").WithErr(err)
+}
+
 // TooLarge is the 413 of a request body over n bytes.
 func TooLarge(n int64) *Error {
 	return Refuse(ReasonTooLarge, "The request body is over %d bytes.", n)

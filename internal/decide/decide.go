@@ -179,7 +179,7 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 	paid, err := call.Payer(r.Context(), r)
 	w.Header().Set(protocol.HeaderPayer, protocol.FormatPayerHeader(paid.Payer))
 	if err != nil && !errors.Is(err, capability.ErrNoCredential) {
-		return capability.Refuse(capability.ReasonStore, "The broker could not read the payer's credential.").WithErr(err)
+		return capability.PayerUnreadable(err)
 	}
 	noCredential := err != nil
 	req, err := c.read(w, r)
@@ -193,9 +193,7 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 		}
 	}
 	if asked > 0 && noCredential {
-		return capability.Refuse(capability.ReasonNoCredential,
-			"The broker holds no Anthropic credential for this box's payer (%s); the operator sets one with %s.",
-			protocol.FormatPayerHeader(paid.Payer), payer.SetHint(paid.Payer, call.Box.Name))
+		return capability.NoCredential(paid.Payer, payer.SetHint(paid.Payer, call.Box.Name))
 	}
 	if paid.Failover != nil {
 		// The pool cools an overload for the model asked, and may ask on

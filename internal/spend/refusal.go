@@ -15,7 +15,7 @@ import (
 func (m *Meter) refuseUnboundable(ctx context.Context, s settlement, why string) *capability.Error {
 	bs, err := m.cfg.Store.ListBudgets(ctx, s.box)
 	if err != nil {
-		return capability.Refuse(capability.ReasonStore, "The broker cannot read this box's budget just now; try again shortly.").WithErr(err)
+		return budgetUnreadable(err)
 	}
 	for _, b := range bs {
 		if b.Principal == "" || b.Principal == s.principal {
@@ -23,6 +23,12 @@ func (m *Meter) refuseUnboundable(ctx context.Context, s settlement, why string)
 		}
 	}
 	return nil
+}
+
+// budgetUnreadable is the 503 of a call whose box's budgets could not be
+// read. err is logged, never shown.
+func budgetUnreadable(err error) *capability.Error {
+	return capability.Refuse(capability.ReasonStore, "The broker cannot read this box's budget just now; try again shortly.").WithErr(err)
 }
 
 // Unboundable is the refusal of a call whose cost nothing in the request

@@ -203,7 +203,7 @@ func (c *metered) prepare(w http.ResponseWriter, r *http.Request, call *capabili
 			return nil, OverBudget(obe, s.bound)
 		}
 		if err != nil {
-			return nil, capability.Refuse(capability.ReasonStore, "The broker cannot read this box's budget just now; try again shortly.").WithErr(err)
+			return nil, budgetUnreadable(err)
 		}
 		if s.id != 0 {
 			c.m.liveMu.Lock()
