@@ -99,7 +99,7 @@ func writeRefusal(w http.ResponseWriter, err error, ce *capability.Error) {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		capability.Refuse(capability.ReasonInternal, "The broker could not encode its answer.").At(http.StatusInternalServerError).Write(w)
+		capability.Refuse(capability.ReasonInternal, "The broker could not encode its answer.").Write(w)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

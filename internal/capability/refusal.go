@@ -40,9 +40,11 @@ func Status(reason string) int {
 		return http.StatusNotImplemented
 	case ReasonTimeout:
 		return http.StatusGatewayTimeout
+	case ReasonInternal:
+		return http.StatusInternalServerError
 	}
-	// ReasonUpstreamFailed, ReasonUpstream, ReasonInternal,
-	// ReasonMintRefused, ReasonMintFailed.
+	// ReasonUpstreamFailed, ReasonUpstream, ReasonMintRefused,
+	// ReasonMintFailed.
 	return http.StatusBadGateway
 }
 
@@ -95,7 +97,7 @@ func Of(err error) *Error {
 	case errors.As(err, &mbe):
 		return TooLarge(mbe.Limit)
 	}
-	return Refuse(ReasonInternal, "The broker could not complete the request.").WithErr(err)
+	return Refuse(ReasonInternal, "The broker could not complete the request.").At(http.StatusBadGateway).WithErr(err)
 }
 
 // The refusals more than one part of the broker gives, each worded once.

@@ -35,7 +35,7 @@ func TestRefusals_Table(t *testing.T) {
 		{capability.ReasonNotSupported, 501, protocol.TypeNotSupported},
 		{capability.ReasonTimeout, 504, protocol.TypeTimeout},
 		{capability.ReasonUpstream, 502, protocol.TypeAPI},
-		{capability.ReasonInternal, 502, protocol.TypeAPI},
+		{capability.ReasonInternal, 500, protocol.TypeAPI},
 	}
 	for _, tt := range tests {
 		e := capability.Refuse(tt.reason, "m %d", 1)

@@ -743,7 +743,7 @@ func (c *Capability) errorHandler(w http.ResponseWriter, r *http.Request, err er
 	case errors.Is(err, errUpgraded):
 		ce = capability.Refuse(capability.ReasonUpstream, "The %s switched protocols, which egress does not carry.", what)
 	case f.signErr != nil && errors.Is(err, f.signErr):
-		ce = capability.Refuse(capability.ReasonInternal, "The broker could not sign %s's request.", f.name)
+		ce = capability.Refuse(capability.ReasonInternal, "The broker could not sign %s's request.", f.name).At(http.StatusBadGateway)
 	case errors.Is(err, errElsewhere):
 		ce = capability.Refuse(capability.ReasonHost, "The broker sends %s's requests only to its host, and this one was not.", f.name).At(http.StatusBadGateway)
 	default:

@@ -476,7 +476,7 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 	leaf, err := p.cfg.CA.Leaf(to.host)
 	if err != nil {
 		p.release(h)
-		p.refuse(w, r, nil, capability.Refuse(capability.ReasonInternal, "The broker could not make a certificate for the host.").At(http.StatusInternalServerError).WithErr(fmt.Errorf("proxy: leaf certificate for %s: %w", to.host, err)), start, RouteConnect)
+		p.refuse(w, r, nil, capability.Refuse(capability.ReasonInternal, "The broker could not make a certificate for the host.").WithErr(fmt.Errorf("proxy: leaf certificate for %s: %w", to.host, err)), start, RouteConnect)
 		return
 	}
 	conn, err := hijack(w)
@@ -503,7 +503,7 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 func hijack(w http.ResponseWriter) (net.Conn, error) {
 	conn, rw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
-		capability.Refuse(capability.ReasonInternal, "The proxy could not take over the connection.").At(http.StatusInternalServerError).Write(w)
+		capability.Refuse(capability.ReasonInternal, "The proxy could not take over the connection.").Write(w)
 		return nil, err
 	}
 	_ = conn.SetDeadline(time.Time{})
@@ -533,7 +533,7 @@ func (c *bufferedConn) Read(b []byte) (int, error) { return c.r.Read(b) }
 func (p *Proxy) serveTunnel(w http.ResponseWriter, r *http.Request) {
 	t, _ := r.Context().Value(tunnelKey{}).(*tunnel)
 	if t == nil {
-		p.refuse(w, r, nil, capability.Refuse(capability.ReasonInternal, "The proxy lost this tunnel.").At(http.StatusInternalServerError), p.cfg.Now(), RouteTunnel)
+		p.refuse(w, r, nil, capability.Refuse(capability.ReasonInternal, "The proxy lost this tunnel."), p.cfg.Now(), RouteTunnel)
 		return
 	}
 	if !sameHost(r.Host, t.to) {
