@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
 )
 
@@ -21,7 +22,7 @@ func (s *Server) writeError(w *recorder, r *http.Request, err error, info *reque
 		return // the answer has begun; nothing more can be said
 	}
 	if info.reason == "" {
-		info.reason = reasonOf(ce)
+		info.reason = capability.ReasonOf(ce)
 	}
 	info.message = ce.Message
 	if ce.Status == http.StatusNotFound {
@@ -54,11 +55,11 @@ func (s *Server) Refuse(w http.ResponseWriter, r *http.Request, err error, rec *
 	}
 	s.log.LogAttrs(r.Context(), level, "proxy refusal",
 		slog.String("method", recordedMethod(r.Method)), slog.String("route", proxy.ScrubKept(rec.Route)),
-		slog.String("box", rec.Box), slog.Int("status", ce.Status), slog.String("refusal", reasonOf(ce)))
+		slog.String("box", rec.Box), slog.Int("status", ce.Status), slog.String("refusal", capability.ReasonOf(ce)))
 	if rec.Box == "" {
 		return
 	}
-	rec.Status, rec.Reason, rec.Message = ce.Status, reasonOf(ce), ce.Message
+	rec.Status, rec.Reason, rec.Message = ce.Status, capability.ReasonOf(ce), ce.Message
 	if rec.Duration == 0 {
 		rec.Duration = s.cfg.Now().Sub(rec.At)
 	}
@@ -75,14 +76,12 @@ func (s *Server) refusalOf(r *http.Request, err error, route, box string) *capab
 	return ce
 }
 
-// reasonOf is the reason the records keep for the refusal ce: its own,
-// or the one its refusal type names (capability.ReasonOf), never a
-// status's text.
-func reasonOf(ce *capability.Error) string { return capability.ReasonOf(ce) }
-
 // writeRefusal writes the refusal ce of err: its Header, the Retry-After
 // of a refusal of the box's limits, and a 503's.
 func writeRefusal(w http.ResponseWriter, err error, ce *capability.Error) {
+	for k, vs := range ce.Header {
+		w.Header()[k] = vs
+	}
 	var ra *retryAfterError
 	if errors.As(err, &ra) {
 		w.Header().Set("Retry-After", ra.retryAfter())
@@ -93,7 +92,7 @@ func writeRefusal(w http.ResponseWriter, err error, ce *capability.Error) {
 		// over or is answered as fast.
 		w.Header().Set("Retry-After", unavailableRetryAfter)
 	}
-	ce.Write(w)
+	protocol.WriteRefusal(w, ce.Status, ce.Type, ce.Message)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
