@@ -35,6 +35,7 @@ import (
 	"github.com/intentius/boxbroker/internal/store/deadline"
 	"github.com/intentius/boxbroker/internal/store/postgres"
 	"github.com/intentius/boxbroker/internal/store/sqlite"
+	"github.com/intentius/boxbroker/internal/telemetry"
 )
 
 // DBFile is the SQLite file's name in the data directory.
@@ -166,6 +167,8 @@ type Server struct {
 	// storeFile watches the SQLite database file's identity; nil for
 	// PostgreSQL.
 	storeFile *fileWatch
+	// tracing traces box calls; nil when off.
+	tracing *telemetry.Tracing
 }
 
 // Options are what a caller adds in Go rather than configuration.
@@ -176,6 +179,10 @@ type Options struct {
 	Extra []capability.Capability
 	// Store, when set, is used instead of opening the one cfg names.
 	Store store.Store
+	// Tracing, when set, traces box calls (package telemetry); when
+	// nil, New makes it from the OTEL_* variables, none when they ask
+	// for none.
+	Tracing *telemetry.Tracing
 	// Transport, when set, carries every upstream request.
 	Transport http.RoundTripper
 	// MintTransport, when set, carries egress's minting requests to token
@@ -275,6 +282,14 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	// Every upstream call is timed and its status noted for the request's
 	// log line, metrics and audit row.
 	transport = proxy.Traced(transport, nil)
+	tracing := opt.Tracing
+	if tracing == nil {
+		if tracing, err = telemetry.New(ctx); err != nil {
+			return nil, err
+		}
+		undo = append(undo, func() error { return tracing.Shutdown(context.Background()) })
+	}
+	transport = tracing.Transport(transport) // upstream spans; rt itself when off
 	m := metrics.New()
 	// Only a SQLite store is known to be this process's alone; any other
 	// may be shared with replicas, whose caches a report must wait for.
@@ -363,7 +378,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		Broker: cfg.Broker, Store: rst, Cache: c, Payer: pay, Capabilities: caps, Logger: log,
 		Limits:         broker.Limits{Rate: cfg.BoxRate, Burst: cfg.BoxBurst, Concurrent: max(cfg.BoxConcurrent, 0)},
 		ReadTimeout:    cfg.ReadTimeout,
-		Observer:       &observer{m: m, outbox: ob},
+		Observer:       &observer{m: m, outbox: ob, tracing: tracing},
 		Recording:      recording(cfg, ob, fw),
 		TrustedProxies: cfg.TrustedProxies,
 		TokenNow:       opt.TokenNow,
@@ -372,7 +387,8 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		return nil, err
 	}
 	srv := &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Audit: aw, Metrics: m, log: log, flushLog: flushLog, rst: rst, wst: wst, Outbox: ob, Spool: ob.Spool, Journal: ob.Journal, cert: cert, lock: lock, storeFile: fw}
-	srv.Handler = srv.withReady(h)
+	srv.Handler = srv.withReady(tracing.Handler(h)) // h itself when tracing is off
+	srv.tracing = tracing
 	adm, err := admin.New(admin.Config{Store: st, Cache: c, Keyring: keyring, Broker: cfg.Broker, Logger: log, Metrics: m.Handler(), Pool: credPool, Ready: srv.Ready,
 		Hosts: cfg.adminHosts()})
 	if err != nil {
@@ -529,5 +545,5 @@ func (s *Server) pruneChanges(ctx context.Context) {
 // Close releases the store.
 func (s *Server) Close() error {
 	_ = s.flushLog()
-	return errors.Join(s.Outbox.Close(), s.Store.Close(), s.lock.release())
+	return errors.Join(s.Outbox.Close(), s.Store.Close(), s.lock.release(), s.tracing.Shutdown(context.Background()))
 }
