@@ -16,6 +16,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/admin/ui"
+	"github.com/intentius/boxbroker/internal/auditsink"
 	"github.com/intentius/boxbroker/internal/broker"
 	"github.com/intentius/boxbroker/internal/cache"
 	"github.com/intentius/boxbroker/internal/capability"
@@ -169,6 +170,8 @@ type Server struct {
 	storeFile *fileWatch
 	// tracing traces box calls; nil when off.
 	tracing *telemetry.Tracing
+	// sink streams the audit rows out; nil when none is configured.
+	sink *auditsink.Sink
 }
 
 // Options are what a caller adds in Go rather than configuration.
@@ -313,9 +316,16 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	// what an earlier process left there goes to the spool now.
 	// They name the store they belong to, and are replayed into no other.
 	var ob *outbox.Outbox
+	// The audit rows written through the outbox are streamed out too,
+	// when a sink is configured (auditsink.go; nil: none).
+	sink, err := openAuditSink(&cfg, m, log)
+	if err != nil {
+		return nil, err
+	}
+	undo = append(undo, sink.Close)
 	id, err := wst.Identity(ctx)
 	if err == nil {
-		ob, err = outbox.Open(outbox.Config{Dir: cfg.DataDir, Store: wst, Identity: id, BatchEvery: outbox.DefaultBatchEvery, Metrics: m, Logger: log,
+		ob, err = outbox.Open(outbox.Config{Dir: cfg.DataDir, Store: sink.Wrap(wst), Identity: id, BatchEvery: outbox.DefaultBatchEvery, Metrics: m, Logger: log,
 			Audit: outbox.AuditOptions{Retention: cfg.AuditRetention, Linger: auditLinger}})
 	}
 	if err != nil {
@@ -388,7 +398,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	}
 	srv := &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Audit: aw, Metrics: m, log: log, flushLog: flushLog, rst: rst, wst: wst, Outbox: ob, Spool: ob.Spool, Journal: ob.Journal, cert: cert, lock: lock, storeFile: fw}
 	srv.Handler = srv.withReady(tracing.Handler(h)) // h itself when tracing is off
-	srv.tracing = tracing
+	srv.tracing, srv.sink = tracing, sink
 	adm, err := admin.New(admin.Config{Store: st, Cache: c, Keyring: keyring, Broker: cfg.Broker, Logger: log, Metrics: m.Handler(), Pool: credPool, Ready: srv.Ready,
 		Hosts: cfg.adminHosts()})
 	if err != nil {
@@ -484,7 +494,8 @@ func (s *Server) Serve(ctx context.Context, ln, admin net.Listener) error {
 // the audit queue and the batch still hold and returns. Serve runs it; a
 // caller serving the handlers itself runs it too.
 func (s *Server) Run(ctx context.Context) {
-	done := make(chan struct{}, 5)
+	done := make(chan struct{}, 6)
+	go func() { s.sink.Run(ctx); done <- struct{}{} }()
 	go func() { s.Cache.Run(ctx); done <- struct{}{} }()
 	go func() { s.storeFile.Run(ctx); done <- struct{}{} }()
 	go func() { s.Outbox.RunReplay(ctx); done <- struct{}{} }()
@@ -545,5 +556,5 @@ func (s *Server) pruneChanges(ctx context.Context) {
 // Close releases the store.
 func (s *Server) Close() error {
 	_ = s.flushLog()
-	return errors.Join(s.Outbox.Close(), s.Store.Close(), s.lock.release(), s.tracing.Shutdown(context.Background()))
+	return errors.Join(s.Outbox.Close(), s.Store.Close(), s.sink.Close(), s.lock.release(), s.tracing.Shutdown(context.Background()))
 }
