@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/hex"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -224,6 +225,49 @@ func TestTraces_BoxCalls(t *testing.T) {
 				t.Errorf("%s: children %q lack %q", tt.key, got, c)
 			}
 		}
+	}
+	// The latency histogram's buckets carry trace ids as exemplars, each
+	// of a box call exported.
+	traceIDs := map[string]bool{}
+	for _, r := range rs {
+		traceIDs[hex.EncodeToString(r.TraceId)] = true
+	}
+	mfs, err := b.Server.Metrics.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exemplars := 0
+	for _, mf := range mfs {
+		if mf.GetName() != "boxbroker_request_duration_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, bk := range m.GetHistogram().GetBucket() {
+				for _, lp := range bk.GetExemplar().GetLabel() {
+					if lp.GetName() == "trace_id" {
+						exemplars++
+						if !traceIDs[lp.GetValue()] {
+							t.Errorf("exemplar trace_id %s is no box call's trace", lp.GetValue())
+						}
+					}
+				}
+			}
+		}
+	}
+	if exemplars == 0 {
+		t.Error("boxbroker_request_duration_seconds has no trace_id exemplar")
+	}
+	// A scraper asking for OpenMetrics is served them.
+	req, _ := http.NewRequest("GET", b.AdminURL+"/metrics", nil)
+	req.Header.Set("Accept", "application/openmetrics-text; version=1.0.0")
+	resp, err := b.Client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	om, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !bytes.Contains(om, []byte(`boxbroker_request_duration_seconds_bucket`)) || !bytes.Contains(om, []byte(`# {trace_id="`)) {
+		t.Errorf("GET /metrics as OpenMetrics = %d, without the request histogram's exemplars", resp.StatusCode)
 	}
 	for _, v := range []string{tok, credential, secretVal, "OTELCANARY"} {
 		if bytes.Contains(raw, []byte(v)) {
