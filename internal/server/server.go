@@ -287,7 +287,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	transport = proxy.Traced(transport, nil)
 	tracing := opt.Tracing
 	if tracing == nil {
-		if tracing, err = telemetry.New(ctx); err != nil {
+		if tracing, err = telemetry.New(ctx, log); err != nil {
 			return nil, err
 		}
 		undo = append(undo, func() error { return tracing.Shutdown(context.Background()) })

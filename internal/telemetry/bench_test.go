@@ -33,7 +33,7 @@ func BenchmarkBoxCall(b *testing.B) {
 				b.Cleanup(col.Close)
 				b.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", col.URL+"/v1/traces")
 				var err error
-				if tracing, err = telemetry.New(context.Background()); err != nil {
+				if tracing, err = telemetry.New(context.Background(), nil); err != nil {
 					b.Fatal(err)
 				}
 			}

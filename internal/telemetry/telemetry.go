@@ -25,12 +25,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -97,8 +99,10 @@ type Tracing struct {
 // the resource OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES; the
 // service name is "boxbroker" when none is set. It returns an error
 // wrapping ErrUnsupported for a setting it does not serve. Nothing is
-// sent until a span ends.
-func New(ctx context.Context) (*Tracing, error) {
+// sent until a span ends. The SDK's own errors (an export that failed)
+// go to log at WARN (nil: slog.Default()); the SDK keeps its error
+// handler process-wide, so the last New's log receives them.
+func New(ctx context.Context, log *slog.Logger) (*Tracing, error) {
 	getenv := os.Getenv
 	if !Enabled(getenv) {
 		return nil, nil
@@ -111,6 +115,12 @@ func New(ctx context.Context) (*Tracing, error) {
 			return nil, fmt.Errorf("%w: %s=%q (only http/protobuf)", ErrUnsupported, k, p)
 		}
 	}
+	if log == nil {
+		log = slog.Default()
+	}
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		log.Warn("telemetry: OpenTelemetry", "err", err)
+	}))
 	exp, err := otlptracehttp.New(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: OTLP trace exporter: %w", err)

@@ -112,7 +112,7 @@ func TestTraces_BoxCalls(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", recv.URL+"/v1/traces")
 	t.Setenv("OTEL_SERVICE_NAME", "boxbroker-test")
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "10")
-	tracing, err := telemetry.New(context.Background())
+	tracing, err := telemetry.New(context.Background(), nil)
 	if err != nil || tracing == nil {
 		t.Fatalf("telemetry.New = %v, %v; want a Tracing", tracing, err)
 	}
@@ -311,7 +311,7 @@ func TestEnabled(t *testing.T) {
 func TestNew_Unsupported(t *testing.T) {
 	t.Setenv("OTEL_TRACES_EXPORTER", "otlp")
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
-	if tr, err := telemetry.New(context.Background()); err == nil || tr != nil {
+	if tr, err := telemetry.New(context.Background(), nil); err == nil || tr != nil {
 		t.Fatalf("New with OTEL_EXPORTER_OTLP_PROTOCOL=grpc = %v, %v; want an error", tr, err)
 	}
 }
