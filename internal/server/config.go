@@ -21,6 +21,7 @@ import (
 	"github.com/intentius/boxbroker/internal/inference"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/spend"
+	"github.com/intentius/boxbroker/internal/sso"
 	"github.com/intentius/boxbroker/internal/store/deadline"
 )
 
@@ -108,6 +109,9 @@ type Config struct {
 	// listener serves TLS with (TLS 1.2 and above), for operators without
 	// a terminating proxy in front.
 	TLSCert, TLSKey string
+	// SSO is single sign-on for the owner's page (package sso); its zero
+	// value is off, and the admin token signs in either way.
+	SSO sso.Config
 	// AuditRetention is how long audit log entries are kept (default 30
 	// days); older ones are pruned hourly.
 	AuditRetention time.Duration
@@ -294,6 +298,11 @@ func (c *Config) Validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		p = append(p, fmt.Sprintf("log level %q is not debug, info, warn or error", c.LogLevel))
+	}
+	if err := c.SSO.Validate(); err != nil {
+		p = append(p, err.Error())
+	} else if c.SSO.Enabled() && !c.AdminEnabled() {
+		p = append(p, "single sign-on is for the owner's page, which admin-listen (BOXBROKER_ADMIN_LISTEN) off does not serve")
 	}
 	if len(p) > 0 {
 		return fmt.Errorf("configuration: %s", strings.Join(p, "; "))
