@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -303,6 +304,14 @@ func (c *Config) Validate() error {
 		p = append(p, err.Error())
 	} else if c.SSO.Enabled() && !c.AdminEnabled() {
 		p = append(p, "single sign-on is for the owner's page, which admin-listen (BOXBROKER_ADMIN_LISTEN) off does not serve")
+	} else if c.SSO.Enabled() {
+		// The provider sends the browser back to the redirect URL, whose
+		// host the admin listener must answer for.
+		u, _ := url.Parse(c.SSO.RedirectURL)
+		h := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+		if _, err := netip.ParseAddr(h); err != nil && h != "localhost" && !slices.ContainsFunc(c.adminHosts(), func(a string) bool { return strings.EqualFold(strings.TrimSuffix(a, "."), h) }) {
+			p = append(p, fmt.Sprintf("sso-redirect-url (BOXBROKER_SSO_REDIRECT_URL) names host %s, which the admin listener does not answer for: add it to admin-hosts (BOXBROKER_ADMIN_HOSTS)", h))
+		}
 	}
 	if len(p) > 0 {
 		return fmt.Errorf("configuration: %s", strings.Join(p, "; "))
