@@ -358,6 +358,11 @@ func (p *Provider) Finish(w http.ResponseWriter, r *http.Request) (Identity, err
 	if subtle.ConstantTimeCompare([]byte(idt.Nonce), []byte(f.Nonce)) != 1 {
 		return Identity{}, fmt.Errorf("%w: the nonce is not this flow's", ErrToken)
 	}
+	// OpenID Connect bounds sub to 255 ASCII characters; the session
+	// cookie carries it.
+	if idt.Subject == "" || len(idt.Subject) > 255 || clean(idt.Subject, 255) != idt.Subject {
+		return Identity{}, fmt.Errorf("%w: the subject is empty, over 255 bytes or holds control characters", ErrToken)
+	}
 	var claims map[string]any
 	if err := idt.Claims(&claims); err != nil {
 		return Identity{}, fmt.Errorf("%w: claims: %w", ErrToken, err)

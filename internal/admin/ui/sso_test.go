@@ -296,6 +296,7 @@ func TestSSO_BadTokenRefused(t *testing.T) {
 		{"issuer", func(c map[string]any) { c["iss"] = "https://evil.example.com" }},
 		{"audience", func(c map[string]any) { c["aud"] = "another-client" }},
 		{"expired", func(c map[string]any) { c["exp"] = time.Now().Add(-time.Hour).Unix() }},
+		{"long subject", func(c map[string]any) { c["sub"] = strings.Repeat("s", 5000) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
