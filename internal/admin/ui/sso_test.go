@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -33,12 +34,19 @@ type ssoBroker struct {
 
 func newSSOBroker(t *testing.T, claim string, operators, viewers []string) *ssoBroker {
 	t.Helper()
+	return newSSOBrokerAt(t, "127.0.0.1", claim, operators, viewers)
+}
+
+// newSSOBrokerAt is newSSOBroker whose page is reached by host (an IP
+// address or localhost).
+func newSSOBrokerAt(t *testing.T, host, claim string, operators, viewers []string) *ssoBroker {
+	t.Helper()
 	idp := ssotest.New(t, "boxbroker-test", "client-secret-0123456789")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := "http://" + ln.Addr().String()
+	base := "http://" + net.JoinHostPort(host, fmt.Sprint(ln.Addr().(*net.TCPAddr).Port))
 	b := brokertest.New(t, brokertest.Options{Config: func(c *server.Config) {
 		c.SSO = sso.Config{Issuer: idp.URL, ClientID: idp.ClientID, ClientSecret: idp.ClientSecret,
 			RedirectURL: base + sso.CallbackPath, RoleClaim: claim, Operators: operators, Viewers: viewers}

@@ -13,6 +13,8 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
+	"html"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -34,6 +36,9 @@ type IdP struct {
 	key *rsa.PrivateKey
 
 	mu sync.Mutex // guards the fields below
+	// page makes /auth show a page with an Approve link, as a real
+	// provider's sign-in page, rather than redirect at once.
+	page bool
 	// claims are the signed-in person's claims, besides iss, aud, sub,
 	// exp, iat and nonce.
 	claims map[string]any
@@ -88,6 +93,16 @@ func (p *IdP) Tamper(f func(claims map[string]any)) {
 	p.tamper = f
 }
 
+// ShowPage makes the authorization endpoint answer with a page holding
+// an Approve link (id "approve") back to the client, as a provider's own
+// sign-in page does, so that a browser reaches the callback from the
+// provider's site; off, it redirects at once.
+func (p *IdP) ShowPage(on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.page = on
+}
+
 // Verifiers returns the PKCE verifiers the token endpoint was sent.
 func (p *IdP) Verifiers() []string {
 	p.mu.Lock()
@@ -120,11 +135,17 @@ func (p *IdP) auth(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	p.challenges = append(p.challenges, q.Get("code_challenge_method")+":"+q.Get("code_challenge"))
 	p.codes[code] = grant{challenge: q.Get("code_challenge"), nonce: q.Get("nonce"), redirect: back.String()}
+	page := p.page
 	p.mu.Unlock()
 	v := back.Query()
 	v.Set("code", code)
 	v.Set("state", q.Get("state"))
 	back.RawQuery = v.Encode()
+	if page {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = io.WriteString(w, `<!doctype html><title>Sign in</title><a id="approve" href="`+html.EscapeString(back.String())+`">Approve</a>`)
+		return
+	}
 	http.Redirect(w, r, back.String(), http.StatusFound)
 }
 
