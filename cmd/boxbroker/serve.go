@@ -65,7 +65,12 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	fs.Var(trusted, "trusted-proxy", "front proxy (CIDR, repeatable or comma-separated) whose X-Forwarded-For is believed when judging where a box's request came from; none: the peer's address (BOXBROKER_TRUSTED_PROXY)")
 	fs.BoolVar(&cfg.NewStore, "new-store", false, "make a new, empty SQLite database in a data directory that holds a master key, a journal or a spool but no database; without it serve refuses to start there")
 	auditRequired := fs.Bool("audit-required", env.boolean("BOXBROKER_AUDIT_REQUIRED", !def.AuditOptional), "refuse calls (503) while their audit record can be written neither to the store nor to the spool; false serves them unrecorded (BOXBROKER_AUDIT_REQUIRED)")
+	ssoConfig := ssoFlags(fs, c)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	var err error
+	if cfg.SSO, err = ssoConfig(); err != nil {
 		return err
 	}
 	cfg.AuditOptional = !*auditRequired

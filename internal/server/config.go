@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/intentius/boxbroker/internal/inference"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/spend"
+	"github.com/intentius/boxbroker/internal/sso"
 	"github.com/intentius/boxbroker/internal/store/deadline"
 )
 
@@ -109,6 +111,9 @@ type Config struct {
 	// listener serves TLS with (TLS 1.2 and above), for operators without
 	// a terminating proxy in front.
 	TLSCert, TLSKey string
+	// SSO is single sign-on for the owner's page (package sso); its zero
+	// value is off, and the admin token signs in either way.
+	SSO sso.Config
 	// AuditRetention is how long audit log entries are kept (default 30
 	// days); older ones are pruned hourly.
 	AuditRetention time.Duration
@@ -311,6 +316,19 @@ func (c *Config) Validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		p = append(p, fmt.Sprintf("log level %q is not debug, info, warn or error", c.LogLevel))
+	}
+	if err := c.SSO.Validate(); err != nil {
+		p = append(p, err.Error())
+	} else if c.SSO.Enabled() && !c.AdminEnabled() {
+		p = append(p, "single sign-on is for the owner's page, which admin-listen (BOXBROKER_ADMIN_LISTEN) off does not serve")
+	} else if c.SSO.Enabled() {
+		// The provider sends the browser back to the redirect URL, whose
+		// host the admin listener must answer for.
+		u, _ := url.Parse(c.SSO.RedirectURL)
+		h := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+		if _, err := netip.ParseAddr(h); err != nil && h != "localhost" && !slices.ContainsFunc(c.adminHosts(), func(a string) bool { return strings.EqualFold(strings.TrimSuffix(a, "."), h) }) {
+			p = append(p, fmt.Sprintf("sso-redirect-url (BOXBROKER_SSO_REDIRECT_URL) names host %s, which the admin listener does not answer for: add it to admin-hosts (BOXBROKER_ADMIN_HOSTS)", h))
+		}
 	}
 	if len(p) > 0 {
 		return fmt.Errorf("configuration: %s", strings.Join(p, "; "))

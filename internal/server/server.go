@@ -407,7 +407,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	for _, rt := range admin.DeadLetterRoutes(ob) {
 		adm.Handle(rt)
 	}
-	page, err := ui.New(adm, ui.Config{DeadLetters: ob.Spool.DeadCount})
+	page, err := ui.New(adm, ui.Config{DeadLetters: ob.Spool.DeadCount, SSO: cfg.SSO})
 	if err != nil {
 		return nil, err
 	}

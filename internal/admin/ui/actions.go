@@ -54,6 +54,7 @@ var notices = map[string]string{
 
 // audit records an action taken on the page, by the admin, on box.
 func (u *Page) audit(ctx context.Context, box, route, message string) error {
+	message += actedBy(ctx)
 	e := store.AuditEntry{Box: box, At: u.cfg.Now().UTC(), Method: http.MethodPost, Route: route,
 		Capability: store.ActorAdmin, Status: http.StatusSeeOther, Message: message}
 	if err := u.cfg.Store.AddAudit(ctx, []store.AuditEntry{e}); err != nil {
