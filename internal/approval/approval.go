@@ -60,6 +60,8 @@ var (
 	ErrBadScope = errors.New("not an ask-mode scope")
 	// ErrBadFor: a duration that is not "always" nor between MinFor and MaxFor.
 	ErrBadFor = errors.New("not a duration from 1m to 366 days, nor always")
+	// ErrBadState: a state that is none of the proposal states.
+	ErrBadState = errors.New("not pending, approved, denied or expired")
 )
 
 // SecretScope is the ask-mode scope of the secret name's rules.
@@ -150,6 +152,9 @@ type Verdict struct {
 	Proposal store.Proposal
 	// Full: the box already has MaxPending pending proposals.
 	Full bool
+	// Denied is the denial of an identical attempt within PendingFor:
+	// none is opened again until it is that old.
+	Denied store.Proposal
 }
 
 // scope is the ask-mode scope of a.
@@ -215,6 +220,18 @@ func (s *Service) Refused(ctx context.Context, a Attempt) (Verdict, error) {
 	}
 	if !v.Asked || forbidden(a) {
 		return v, nil
+	}
+	// A person's denial stands for PendingFor: the box cannot ask again
+	// and again.
+	denied, err := s.cfg.Store.ListProposals(ctx, a.Box, store.ProposalDenied, now, MaxList)
+	if err != nil {
+		return v, err
+	}
+	for _, d := range denied {
+		if d.Key == a.key() && now.Sub(d.DecidedAt) < s.cfg.PendingFor {
+			v.Denied = d
+			return v, nil
+		}
 	}
 	id, err := newID()
 	if err != nil {
@@ -325,7 +342,7 @@ func (s *Service) List(ctx context.Context, box, state string) ([]store.Proposal
 	switch state {
 	case "", store.ProposalPending, store.ProposalApproved, store.ProposalDenied, store.ProposalExpired:
 	default:
-		return nil, fmt.Errorf("state %q: not pending, approved, denied or expired", state)
+		return nil, fmt.Errorf("state %q: %w", state, ErrBadState)
 	}
 	return s.cfg.Store.ListProposals(ctx, box, state, s.cfg.Now(), MaxList)
 }
@@ -369,6 +386,8 @@ func (s *Service) Words(v Verdict) string {
 			w += " or on the owner's page at " + s.cfg.PageURL
 		}
 		return w + "; the same request succeeds once it is approved."
+	case v.Denied.ID != "":
+		return fmt.Sprintf(" A person denied the same request (proposal %s) at %s.", v.Denied.ID, v.Denied.DecidedAt.UTC().Format(time.RFC3339))
 	case v.Full:
 		return fmt.Sprintf(" The box already has %d proposals waiting for a person; this one was not recorded.", s.cfg.MaxPending)
 	}

@@ -131,8 +131,8 @@ func TestRefused_DenyAndExpiry(t *testing.T) {
 	if _, err := svc.Approve(ctx, v.Proposal.ID, 0, true, "owner"); !errors.Is(err, store.ErrNotPending) {
 		t.Errorf("Approve(denied) = %v, want ErrNotPending", err)
 	}
-	if v, _ := svc.Refused(ctx, rule("/a")); v.Approved {
-		t.Errorf("Refused after deny = approved")
+	if v, _ := svc.Refused(ctx, rule("/a")); v.Approved || v.Proposal.ID != "" || v.Denied.ID == "" || !strings.Contains(svc.Words(v), "denied") {
+		t.Errorf("Refused after deny = %+v; want refused, no new proposal, the denial named", v)
 	}
 	w, _ := svc.Refused(ctx, rule("/b"))
 	c.add(time.Hour)

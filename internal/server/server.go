@@ -16,6 +16,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/admin/ui"
+	"github.com/intentius/boxbroker/internal/approval"
 	"github.com/intentius/boxbroker/internal/broker"
 	"github.com/intentius/boxbroker/internal/cache"
 	"github.com/intentius/boxbroker/internal/capability"
@@ -129,6 +130,8 @@ type Server struct {
 	// Admin is the admin listener's handler: the admin API, metrics,
 	// health and, on its routes, the owner's page.
 	Admin *admin.Server
+	// Approvals opens, decides and matches proposals (package approval).
+	Approvals *approval.Service
 	// Page is the owner's page, served under /ui/ by Admin.
 	Page *ui.Page
 	// Metrics are the broker's Prometheus metrics, served on the admin
@@ -319,7 +322,15 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	credPool := pool.New(pool.Config{Cache: c, Keyring: keyring, Upstream: cfg.AnthropicURL, Transport: transport, Logger: log, Now: opt.PoolNow})
 	m.Pool(poolStats(credPool))
 	pay := &payer.Resolver{Cache: c, Keyring: keyring, Store: rst, Logger: log, Now: opt.Now, OnGrant: onGrant, Pool: credPool}
-	eg, err := egress.New(egress.Config{Secrets: c, List: rst, Keyring: keyring, Transport: opt.Transport, MaxBody: cfg.EgressMaxBody, Logger: log,
+	// Proposals are read and written straight through the store on the
+	// refusal path (never cached), so every replica sees an approval on
+	// its next request.
+	approvals, err := approval.New(approval.Config{Store: rst, MaxPending: cfg.ProposalMax, PendingFor: cfg.ProposalWait, PageURL: cfg.PageURL,
+		Notify: opt.notify(cfg, log), Now: opt.Now, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	eg, err := egress.New(egress.Config{Secrets: c, List: rst, Keyring: keyring, Approvals: approvals, Transport: opt.Transport, MaxBody: cfg.EgressMaxBody, Logger: log,
 		TransportOptions: proxy.TransportOptions{ResponseHeaderTimeout: cfg.UpstreamHeaderTimeout}, Mints: wst, MintTransport: opt.MintTransport, Now: opt.Now, Audit: aw})
 	if err != nil {
 		return nil, err
@@ -371,7 +382,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Audit: aw, Metrics: m, log: log, flushLog: flushLog, rst: rst, wst: wst, Outbox: ob, Spool: ob.Spool, Journal: ob.Journal, cert: cert, lock: lock, storeFile: fw}
+	srv := &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Audit: aw, Metrics: m, log: log, flushLog: flushLog, rst: rst, wst: wst, Outbox: ob, Spool: ob.Spool, Journal: ob.Journal, cert: cert, lock: lock, storeFile: fw, Approvals: approvals}
 	srv.Handler = srv.withReady(h)
 	adm, err := admin.New(admin.Config{Store: st, Cache: c, Keyring: keyring, Broker: cfg.Broker, Logger: log, Metrics: m.Handler(), Pool: credPool, Ready: srv.Ready,
 		Hosts: cfg.adminHosts()})
@@ -379,6 +390,9 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		return nil, err
 	}
 	for _, rt := range admin.DeadLetterRoutes(ob) {
+		adm.Handle(rt)
+	}
+	for _, rt := range admin.ProposalRoutes(approvals, adm.Audit) {
 		adm.Handle(rt)
 	}
 	page, err := ui.New(adm, ui.Config{DeadLetters: ob.Spool.DeadCount})
