@@ -395,7 +395,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	for _, rt := range admin.ProposalRoutes(approvals, adm.Audit) {
 		adm.Handle(rt)
 	}
-	page, err := ui.New(adm, ui.Config{DeadLetters: ob.Spool.DeadCount})
+	page, err := ui.New(adm, ui.Config{DeadLetters: ob.Spool.DeadCount, Approvals: approvals})
 	if err != nil {
 		return nil, err
 	}
