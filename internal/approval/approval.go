@@ -177,7 +177,8 @@ func (a Attempt) key() string {
 
 // Matches reports whether the approval p covers a: the same kind, and
 // for a rule the same secret, base URL, method and path; for a host the
-// same host:port; for a budget any call of the box (Budget sums them).
+// same host:port; for a budget a call of the same model whose bound is
+// at most the amount approved (used once: see Refused).
 func Matches(p store.Proposal, a Attempt) bool {
 	if p.Box != a.Box || p.Kind != a.Kind || p.State != store.ProposalApproved {
 		return false
@@ -188,7 +189,7 @@ func Matches(p store.Proposal, a Attempt) bool {
 	case store.ProposalHost:
 		return strings.EqualFold(p.Host, a.Host)
 	default:
-		return true
+		return p.Model == a.Model && a.Amount <= p.Amount
 	}
 }
 
@@ -199,15 +200,24 @@ func Matches(p store.Proposal, a Attempt) bool {
 // An error is the store's; the caller refuses as it would have.
 func (s *Service) Refused(ctx context.Context, a Attempt) (Verdict, error) {
 	now := s.cfg.Now()
-	if a.Kind != store.ProposalBudget {
-		in, err := s.cfg.Store.ApprovalsInForce(ctx, a.Box, a.Kind, now)
-		if err != nil {
-			return Verdict{}, err
+	in, err := s.cfg.Store.ApprovalsInForce(ctx, a.Box, a.Kind, now)
+	if err != nil {
+		return Verdict{}, err
+	}
+	for _, p := range in {
+		if !Matches(p, a) {
+			continue
 		}
-		for _, p := range in {
-			if Matches(p, a) {
-				return Verdict{Approved: true}, nil
-			}
+		if a.Kind != store.ProposalBudget {
+			return Verdict{Approved: true}, nil
+		}
+		// A budget approval lets one call past the budget, once.
+		err := s.cfg.Store.UseApproval(ctx, p.ID, now)
+		if err == nil {
+			return Verdict{Approved: true}, nil
+		}
+		if !errors.Is(err, store.ErrNotPending) {
+			return Verdict{}, err
 		}
 	}
 	asks, err := s.cfg.Store.ListAsks(ctx, a.Box)
@@ -340,7 +350,7 @@ const MaxList = 500
 // any), newest first, at most MaxList.
 func (s *Service) List(ctx context.Context, box, state string) ([]store.Proposal, error) {
 	switch state {
-	case "", store.ProposalPending, store.ProposalApproved, store.ProposalDenied, store.ProposalExpired:
+	case "", store.ProposalPending, store.ProposalApproved, store.ProposalDenied, store.ProposalExpired, store.ProposalUsed:
 	default:
 		return nil, fmt.Errorf("state %q: %w", state, ErrBadState)
 	}
@@ -359,20 +369,6 @@ func (s *Service) SetAsk(ctx context.Context, box, scope string, on bool) error 
 // Asks returns the scopes box has in ask mode.
 func (s *Service) Asks(ctx context.Context, box string) ([]string, error) {
 	return s.cfg.Store.ListAsks(ctx, box)
-}
-
-// Budget returns the micro-dollars box's budget approvals in force add
-// to its budget.
-func (s *Service) Budget(ctx context.Context, box string) (int64, error) {
-	in, err := s.cfg.Store.ApprovalsInForce(ctx, box, store.ProposalBudget, s.cfg.Now())
-	if err != nil {
-		return 0, err
-	}
-	var sum int64
-	for _, p := range in {
-		sum += p.Amount
-	}
-	return sum, nil
 }
 
 // Words is what a refusal adds when v opened or joined a proposal, or

@@ -26,6 +26,9 @@ const (
 	ProposalApproved = "approved"
 	ProposalDenied   = "denied"
 	ProposalExpired  = "expired"
+	// ProposalUsed: an approval of ProposalBudget spent by the call it
+	// let past the budget.
+	ProposalUsed = "used"
 )
 
 // ErrNotPending: the proposal was already approved, denied, or expired
@@ -103,6 +106,10 @@ type Proposals interface {
 	// ApprovalsInForce returns box's approved proposals of kind whose
 	// Until is zero or after at.
 	ApprovalsInForce(ctx context.Context, box, kind string, at time.Time) ([]Proposal, error)
+	// UseApproval marks the approval id, in force at at, used (State
+	// ProposalUsed), so that it lets one call past a budget, once.
+	// ErrNotPending if it is not an approval in force.
+	UseApproval(ctx context.Context, id string, at time.Time) error
 	// SetAsk turns box's ask mode for scope on or off (see package
 	// approval for the scopes); ErrNotFound if no box.
 	SetAsk(ctx context.Context, box, scope string, on bool) error

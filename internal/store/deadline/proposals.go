@@ -45,3 +45,8 @@ func (s *Store) SetAsk(ctx context.Context, box, scope string, on bool) error {
 func (s *Store) ListAsks(ctx context.Context, box string) ([]string, error) {
 	return do(s, ctx, "list asks", func(ctx context.Context) ([]string, error) { return s.st.ListAsks(ctx, box) })
 }
+
+// UseApproval is store.Proposals's, with its deadline.
+func (s *Store) UseApproval(ctx context.Context, id string, at time.Time) error {
+	return do0(s, ctx, "use approval", func(ctx context.Context) error { return s.st.UseApproval(ctx, id, at) })
+}

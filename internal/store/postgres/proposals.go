@@ -60,7 +60,7 @@ func (s *Store) OpenProposal(ctx context.Context, p store.Proposal, max int) (st
 		if _, err := tx.Exec(ctx, "UPDATE proposals SET state = 'expired' WHERE box = $1 AND state = 'pending' AND expires_at <= $2", p.Box, at); err != nil {
 			return nil, err
 		}
-		if _, err := tx.Exec(ctx, "DELETE FROM proposals WHERE box = $1 AND ((state IN ('expired', 'denied') AND updated_at < $2) OR (state = 'approved' AND approved_until <> 0 AND approved_until < $2))",
+		if _, err := tx.Exec(ctx, "DELETE FROM proposals WHERE box = $1 AND ((state IN ('expired', 'denied', 'used') AND updated_at < $2) OR (state = 'approved' AND approved_until <> 0 AND approved_until < $2))",
 			p.Box, micros(p.CreatedAt.Add(-proposalKeep))); err != nil {
 			return nil, err
 		}
@@ -175,6 +175,23 @@ func (s *Store) ApprovalsInForce(ctx context.Context, box, kind string, at time.
 		return nil, translate(op, err)
 	}
 	return out, nil
+}
+
+// UseApproval marks an approval in force used; store.ErrNotPending if
+// it is not one.
+func (s *Store) UseApproval(ctx context.Context, id string, at time.Time) error {
+	op := fmt.Sprintf("use approval %q", id)
+	return s.write(ctx, op, func(tx pgx.Tx) ([]store.Change, error) {
+		res, err := tx.Exec(ctx, "UPDATE proposals SET state = 'used', updated_at = $2 WHERE id = $1 AND state = 'approved' AND (approved_until = 0 OR approved_until > $2)", id, micros(at))
+		if err != nil {
+			return nil, err
+		}
+		n := res.RowsAffected()
+		if n == 0 {
+			return nil, fmt.Errorf("%s: %w", op, store.ErrNotPending)
+		}
+		return nil, nil
+	})
 }
 
 // SetAsk turns box's ask mode for scope on or off; store.ErrNotFound if no box.

@@ -91,6 +91,22 @@ func testProposals(t *testing.T, s store.Store) {
 	if in, err := s.ApprovalsInForce(ctx, "alpha", store.ProposalHost, at(10)); err != nil || len(in) != 0 {
 		t.Errorf("ApprovalsInForce(other kind) = %+v, %v; want none", in, err)
 	}
+	// An approval is used once, while in force.
+	if err := s.UseApproval(ctx, "p-1", at(3605)); !errors.Is(err, store.ErrNotPending) {
+		t.Errorf("UseApproval(after its end) = %v, want ErrNotPending", err)
+	}
+	if err := s.UseApproval(ctx, "p-2", at(10)); !errors.Is(err, store.ErrNotPending) {
+		t.Errorf("UseApproval(denied) = %v, want ErrNotPending", err)
+	}
+	if err := s.UseApproval(ctx, "p-1", at(10)); err != nil {
+		t.Errorf("UseApproval = %v, want nil", err)
+	}
+	if err := s.UseApproval(ctx, "p-1", at(11)); !errors.Is(err, store.ErrNotPending) {
+		t.Errorf("UseApproval(again) = %v, want ErrNotPending", err)
+	}
+	if in, err := s.ApprovalsInForce(ctx, "alpha", store.ProposalRule, at(12)); err != nil || len(in) != 0 {
+		t.Errorf("ApprovalsInForce after use = %+v, %v; want none", in, err)
+	}
 	// A new proposal with key k1 opens again: the approved one is no
 	// longer pending.
 	if p, err := s.OpenProposal(ctx, proposal("alpha", "p-5", "k1", 7), 3); err != nil || p.ID != "p-5" || p.Count != 1 {
