@@ -2,13 +2,17 @@ package egress_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/approval"
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -141,5 +145,44 @@ func TestEgress_ProposalNeverHoldsTheBoxToken(t *testing.T) {
 	}
 	if list := e.pending(t); len(list) != 0 {
 		t.Errorf("pending = %+v, want none", list)
+	}
+}
+
+// TestEgress_ProposalWebhook: with --proposal-webhook set, the proposal a
+// refusal opens is POSTed, signed, to a loopback receiver, which checks
+// the signature; the body names the proposal and holds neither the
+// secret's value nor the box's token.
+func TestEgress_ProposalWebhook(t *testing.T) {
+	key := "whsec_egress_test_0123456789"
+	got := make(chan []byte, 4)
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if r.Header.Get(approval.HeaderSignature) != approval.Sign([]byte(key), r.Header.Get(approval.HeaderTimestamp), body) {
+			t.Errorf("the webhook's signature does not check")
+		}
+		got <- body
+	}))
+	t.Cleanup(recv.Close)
+	e := newEnv(t, func(c *server.Config) {
+		c.ProposalWebhook, c.ProposalWebhookKey, c.PageURL = recv.URL, key, "https://broker.example/ui/"
+	})
+	e.br.SetSecretRules("shop", secretName, []string{"GET /repos/acme/**"}, "")
+	if err := e.br.Server.Approvals.SetAsk(t.Context(), "shop", approval.SecretScope(secretName), true); err != nil {
+		t.Fatal(err)
+	}
+	code, msg, _ := e.post(t, "/repos/acme/app/issues")
+	if code != http.StatusForbidden || !strings.Contains(msg, "https://broker.example/ui/") {
+		t.Fatalf("refusal = %d %q, want 403 naming the page", code, msg)
+	}
+	select {
+	case body := <-got:
+		if !strings.Contains(string(body), "boxbroker approve p-") || !strings.Contains(string(body), "/repos/acme/app/issues") {
+			t.Errorf("webhook body %s does not name the proposal", body)
+		}
+		if strings.Contains(string(body), e.value) || strings.Contains(string(body), e.token) || strings.Contains(string(body), key) {
+			t.Errorf("webhook body holds the value, the token or the key")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no webhook received")
 	}
 }

@@ -3,11 +3,15 @@ package server
 import (
 	"log/slog"
 
-	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/approval"
 )
 
-// notify is what is told of each new proposal: the webhook cfg names, or
-// nothing.
-func (opt Options) notify(cfg Config, log *slog.Logger) func(store.Proposal) {
-	return nil
+// proposalWebhook starts the webhook cfg names, or returns nil when it
+// names none.
+func proposalWebhook(cfg Config, log *slog.Logger) (*approval.Webhook, error) {
+	if cfg.ProposalWebhook == "" {
+		return nil, nil
+	}
+	return approval.NewWebhook(approval.WebhookConfig{URL: cfg.ProposalWebhook, Shape: cfg.ProposalWebhookShape,
+		Key: []byte(cfg.ProposalWebhookKey), PageURL: cfg.PageURL, Logger: log})
 }

@@ -132,6 +132,8 @@ type Server struct {
 	Admin *admin.Server
 	// Approvals opens, decides and matches proposals (package approval).
 	Approvals *approval.Service
+	// webhook sends new proposals to the operator's URL; nil for none.
+	webhook *approval.Webhook
 	// Page is the owner's page, served under /ui/ by Admin.
 	Page *ui.Page
 	// Metrics are the broker's Prometheus metrics, served on the admin
@@ -325,8 +327,17 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	// Proposals are read and written straight through the store on the
 	// refusal path (never cached), so every replica sees an approval on
 	// its next request.
+	hook, err := proposalWebhook(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	var notify func(store.Proposal)
+	if hook != nil {
+		undo = append(undo, hook.Close)
+		notify = hook.Notify
+	}
 	approvals, err := approval.New(approval.Config{Store: rst, MaxPending: cfg.ProposalMax, PendingFor: cfg.ProposalWait, PageURL: cfg.PageURL,
-		Notify: opt.notify(cfg, log), Now: opt.Now, Logger: log})
+		Notify: notify, Now: opt.Now, Logger: log})
 	if err != nil {
 		return nil, err
 	}
@@ -382,7 +393,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Audit: aw, Metrics: m, log: log, flushLog: flushLog, rst: rst, wst: wst, Outbox: ob, Spool: ob.Spool, Journal: ob.Journal, cert: cert, lock: lock, storeFile: fw, Approvals: approvals}
+	srv := &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Audit: aw, Metrics: m, log: log, flushLog: flushLog, rst: rst, wst: wst, Outbox: ob, Spool: ob.Spool, Journal: ob.Journal, cert: cert, lock: lock, storeFile: fw, Approvals: approvals, webhook: hook}
 	srv.Handler = srv.withReady(h)
 	adm, err := admin.New(admin.Config{Store: st, Cache: c, Keyring: keyring, Broker: cfg.Broker, Logger: log, Metrics: m.Handler(), Pool: credPool, Ready: srv.Ready,
 		Hosts: cfg.adminHosts()})
@@ -543,5 +554,8 @@ func (s *Server) pruneChanges(ctx context.Context) {
 // Close releases the store.
 func (s *Server) Close() error {
 	_ = s.flushLog()
+	if s.webhook != nil {
+		_ = s.webhook.Close()
+	}
 	return errors.Join(s.Outbox.Close(), s.Store.Close(), s.lock.release())
 }
