@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/approval"
 	"github.com/intentius/boxbroker/internal/auditsink"
 	"github.com/intentius/boxbroker/internal/egress"
 	"github.com/intentius/boxbroker/internal/inference"
@@ -74,6 +75,20 @@ type Config struct {
 	// EgressMaxBody bounds a request body sent to an egress secret's host
 	// (default 256 MiB). Bodies are streamed, never held.
 	EgressMaxBody int64
+	// ProposalWait is how long a proposal (package approval) waits for
+	// a person's answer before it expires (default 24 h).
+	ProposalWait time.Duration
+	// ProposalMax bounds each box's pending proposals (default 5).
+	ProposalMax int
+	// PageURL is the owner's page as a person reaches it, named in the
+	// refusals that open a proposal; "" names only the CLI.
+	PageURL string
+	// ProposalWebhook, when set, is the URL each new proposal is POSTed
+	// to, in ProposalWebhookShape ("json", the default, or "slack"),
+	// signed with ProposalWebhookKey (see docs/approvals.md).
+	ProposalWebhook      string
+	ProposalWebhookShape string
+	ProposalWebhookKey   string
 	// PoolRetryBody bounds a Messages or count_tokens body kept in memory
 	// so that a call the operator's pool pays for can be made again on
 	// another entry after a refusal (default 4 MiB; -1: never retried).
@@ -186,6 +201,9 @@ func DefaultConfig() Config {
 		DecideTimeout:         30 * time.Second,
 		MaxBody:               protocol.DefaultMaxBody,
 		EgressMaxBody:         egress.DefaultMaxBody,
+		ProposalWait:          approval.DefaultPendingFor,
+		ProposalMax:           approval.DefaultMaxPending,
+		ProposalWebhookShape:  "json",
 		PoolRetryBody:         inference.DefaultMaxRetried,
 		ReadHeaderTimeout:     10 * time.Second,
 		ReadTimeout:           10 * time.Minute,
@@ -299,6 +317,20 @@ func (c *Config) Validate() error {
 	}
 	if c.BoxRate < 0 || c.BoxBurst < 0 {
 		p = append(p, "box rate and burst must not be negative")
+	}
+	if c.ProposalWait < 0 || c.ProposalMax < 0 {
+		p = append(p, "proposal-wait and proposal-max must not be negative")
+	}
+	if c.ProposalWebhookShape != "" && c.ProposalWebhookShape != "json" && c.ProposalWebhookShape != "slack" {
+		p = append(p, fmt.Sprintf("proposal-webhook-shape %q is not json or slack", c.ProposalWebhookShape))
+	}
+	if c.ProposalWebhook != "" {
+		if u, err := url.Parse(c.ProposalWebhook); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			p = append(p, "proposal-webhook (BOXBROKER_PROPOSAL_WEBHOOK) is not an http or https URL")
+		}
+		if c.ProposalWebhookKey == "" {
+			p = append(p, "proposal-webhook needs BOXBROKER_PROPOSAL_WEBHOOK_KEY, the key its requests are signed with")
+		}
 	}
 	if c.ReserveMaxTokens < 0 {
 		p = append(p, "reserve-max-tokens must not be negative")

@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/approval"
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/spend"
@@ -108,6 +109,10 @@ type Config struct {
 	// refused for good on this replica; the list of boxes shows a line
 	// while there are any.
 	DeadLetters func() int
+	// Approvals, when set, lists pending proposals at the top of the
+	// list of boxes ("waiting for you") with forms to approve or deny
+	// each.
+	Approvals *approval.Service
 }
 
 // Page is the owner's page. Its routes are on the admin Server it was
@@ -119,9 +124,11 @@ type Page struct {
 	sessionTTL time.Duration
 	// deadLetters is Config.DeadLetters.
 	deadLetters func() int
-	tmpl        *template.Template
-	mu          sync.RWMutex // guards sections
-	sections    []BoxSection
+	// approvals is Config.Approvals.
+	approvals *approval.Service
+	tmpl      *template.Template
+	mu        sync.RWMutex // guards sections
+	sections  []BoxSection
 	// hours holds the broker's settled hours for the list's chart.
 	hours hourCache
 	// sso is single sign-on; nil when off.
@@ -136,7 +143,7 @@ func New(a *admin.Server, cfg Config) (*Page, error) {
 		cfg.SessionTTL = 12 * time.Hour
 	}
 	acfg := a.Config()
-	u := &Page{a: a, cfg: acfg, log: acfg.Logger, sessionTTL: cfg.SessionTTL, deadLetters: cfg.DeadLetters}
+	u := &Page{a: a, cfg: acfg, log: acfg.Logger, sessionTTL: cfg.SessionTTL, deadLetters: cfg.DeadLetters, approvals: cfg.Approvals}
 	t, err := template.New("ui").Funcs(template.FuncMap{
 		"ago":        func(at string) string { return ago(at, acfg.Now()) },
 		"usd":        usd,
@@ -171,6 +178,7 @@ func New(a *admin.Server, cfg Config) (*Page, error) {
 	u.registerSpend()
 	u.addGrantsPage()
 	u.registerSSO()
+	u.registerProposals()
 	return u, nil
 }
 
