@@ -132,7 +132,7 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 	if s.id == 0 && len(rows) == 0 {
 		return // nothing held, nothing spent
 	}
-	st := store.Settlement{Reservation: s.id, Box: s.box, Principal: s.principal, Month: s.month, Charge: charge, Usage: rows, Cache: cache}
+	st := store.Settlement{Reservation: s.id, Box: s.box, Principal: s.principal, Month: s.month, Charge: charge, Usage: rows, Cache: cache, At: m.cfg.Now()}
 	if s.id == 0 && m.cfg.Outbox != nil && m.cfg.Outbox.QueueCall(ctx, st) {
 		return // settled with others, by the outbox
 	}

@@ -47,6 +47,7 @@ type Store interface {
 	Grants
 	Changes
 	Spend
+	Windows
 	AdminTokens
 	Sessions
 	Audit

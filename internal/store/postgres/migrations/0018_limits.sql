@@ -1,0 +1,47 @@
+-- 0018: budgets over windows other than the calendar month (day, week,
+-- rolling N days), the tallies charged against them by bucket (a day, or
+-- a week for "week", named by its first day YYYY-MM-DD), what each call in
+-- flight holds against them, and token-rate limits per box and principal.
+-- Money is integer micro-dollars; a principal is '' for the box as a whole.
+
+CREATE TABLE window_budgets (
+	box          text    NOT NULL REFERENCES boxes (name) ON DELETE CASCADE,
+	principal    text    NOT NULL,
+	win          text    NOT NULL,
+	limit_micros bigint NOT NULL CHECK (limit_micros >= 0),
+	updated_at   timestamptz NOT NULL,
+	PRIMARY KEY (box, principal, win)
+);
+
+-- A window's tallies are raised only by one conditional UPDATE each,
+-- made while its budget's row is locked, so that concurrent calls never
+-- hold more than its limit between them.
+CREATE TABLE window_tallies (
+	box       text    NOT NULL REFERENCES boxes (name) ON DELETE CASCADE,
+	principal text    NOT NULL,
+	win       text    NOT NULL,
+	bucket    text    NOT NULL,
+	spent     bigint NOT NULL DEFAULT 0,
+	reserved  bigint NOT NULL DEFAULT 0,
+	PRIMARY KEY (box, principal, win, bucket)
+);
+
+CREATE TABLE window_holds (
+	reservation bigint NOT NULL,
+	box         text    NOT NULL REFERENCES boxes (name) ON DELETE CASCADE,
+	principal   text    NOT NULL,
+	win         text    NOT NULL,
+	bucket      text    NOT NULL,
+	amount      bigint NOT NULL,
+	PRIMARY KEY (reservation, principal, win)
+);
+
+CREATE TABLE rate_limits (
+	box        text    NOT NULL REFERENCES boxes (name) ON DELETE CASCADE,
+	principal  text    NOT NULL,
+	input_tpm  bigint NOT NULL CHECK (input_tpm >= 0),
+	output_tpm bigint NOT NULL CHECK (output_tpm >= 0),
+	rpm        bigint NOT NULL CHECK (rpm >= 0),
+	updated_at timestamptz NOT NULL,
+	PRIMARY KEY (box, principal)
+);

@@ -1,0 +1,47 @@
+-- 0018: budgets over windows other than the calendar month (day, week,
+-- rolling N days), the tallies charged against them by bucket (a day, or
+-- a week for "week", named by its first day YYYY-MM-DD), what each call in
+-- flight holds against them, and token-rate limits per box and principal.
+-- Money is integer micro-dollars; a principal is '' for the box as a whole.
+
+CREATE TABLE window_budgets (
+	box          TEXT    NOT NULL REFERENCES boxes (name) ON DELETE CASCADE,
+	principal    TEXT    NOT NULL,
+	win          TEXT    NOT NULL,
+	limit_micros INTEGER NOT NULL CHECK (limit_micros >= 0),
+	updated_at   INTEGER NOT NULL,
+	PRIMARY KEY (box, principal, win)
+) STRICT;
+
+-- A window's tallies are raised only by one conditional UPDATE each,
+-- made while its budget's row is locked, so that concurrent calls never
+-- hold more than its limit between them.
+CREATE TABLE window_tallies (
+	box       TEXT    NOT NULL REFERENCES boxes (name) ON DELETE CASCADE,
+	principal TEXT    NOT NULL,
+	win       TEXT    NOT NULL,
+	bucket    TEXT    NOT NULL,
+	spent     INTEGER NOT NULL DEFAULT 0,
+	reserved  INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (box, principal, win, bucket)
+) STRICT;
+
+CREATE TABLE window_holds (
+	reservation INTEGER NOT NULL,
+	box         TEXT    NOT NULL REFERENCES boxes (name) ON DELETE CASCADE,
+	principal   TEXT    NOT NULL,
+	win         TEXT    NOT NULL,
+	bucket      TEXT    NOT NULL,
+	amount      INTEGER NOT NULL,
+	PRIMARY KEY (reservation, principal, win)
+) STRICT;
+
+CREATE TABLE rate_limits (
+	box        TEXT    NOT NULL REFERENCES boxes (name) ON DELETE CASCADE,
+	principal  TEXT    NOT NULL,
+	input_tpm  INTEGER NOT NULL CHECK (input_tpm >= 0),
+	output_tpm INTEGER NOT NULL CHECK (output_tpm >= 0),
+	rpm        INTEGER NOT NULL CHECK (rpm >= 0),
+	updated_at INTEGER NOT NULL,
+	PRIMARY KEY (box, principal)
+) STRICT;
