@@ -48,6 +48,7 @@ type Store interface {
 	Changes
 	Spend
 	Windows
+	RateLimits
 	AdminTokens
 	Sessions
 	Audit

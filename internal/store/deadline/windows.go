@@ -24,3 +24,23 @@ func (s *Store) DeleteWindowBudget(ctx context.Context, box, principal, window s
 func (s *Store) WindowTallies(ctx context.Context, box string, at time.Time) ([]store.WindowTally, error) {
 	return do(s, ctx, "window tallies", func(ctx context.Context) ([]store.WindowTally, error) { return s.st.WindowTallies(ctx, box, at) })
 }
+
+// RateLimits.
+
+func (s *Store) SetRateLimit(ctx context.Context, l store.RateLimit) error {
+	return do0(s, ctx, "set rate limit", func(ctx context.Context) error { return s.st.SetRateLimit(ctx, l) })
+}
+
+func (s *Store) ListRateLimits(ctx context.Context, box string) ([]store.RateLimit, error) {
+	return do(s, ctx, "list rate limits", func(ctx context.Context) ([]store.RateLimit, error) { return s.st.ListRateLimits(ctx, box) })
+}
+
+func (s *Store) DeleteRateLimit(ctx context.Context, box, principal string) error {
+	return do0(s, ctx, "delete rate limit", func(ctx context.Context) error { return s.st.DeleteRateLimit(ctx, box, principal) })
+}
+
+func (s *Store) ExchangeRates(ctx context.Context, replica string, mine []store.RateCount, since time.Time) ([]store.RateCount, error) {
+	return do(s, ctx, "exchange rate counts", func(ctx context.Context) ([]store.RateCount, error) {
+		return s.st.ExchangeRates(ctx, replica, mine, since)
+	})
+}

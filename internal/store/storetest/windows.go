@@ -16,6 +16,7 @@ var windowTests = []struct {
 	{"WindowBudgets", testWindowBudgets},
 	{"WindowReserveAndSettle", testWindowReserveAndSettle},
 	{"ConcurrentWindowReserve", testConcurrentWindowReserve},
+	{"RateLimits", testRateLimits},
 }
 
 // day is 2026-10-DD at noon UTC.

@@ -45,3 +45,16 @@ CREATE TABLE rate_limits (
 	updated_at timestamptz NOT NULL,
 	PRIMARY KEY (box, principal)
 );
+
+-- What each replica counted against the rate limits over the last minute,
+-- written by each about once a second (not once a request) and read by
+-- the others; at is Unix milliseconds by the writer's clock.
+CREATE TABLE rate_counts (
+	key           text    NOT NULL,
+	replica       text    NOT NULL,
+	requests      bigint NOT NULL,
+	input_tokens  bigint NOT NULL,
+	output_tokens bigint NOT NULL,
+	at            bigint NOT NULL,
+	PRIMARY KEY (key, replica)
+);

@@ -45,3 +45,16 @@ CREATE TABLE rate_limits (
 	updated_at INTEGER NOT NULL,
 	PRIMARY KEY (box, principal)
 ) STRICT;
+
+-- What each replica counted against the rate limits over the last minute,
+-- written by each about once a second (not once a request) and read by
+-- the others; at is Unix milliseconds by the writer's clock.
+CREATE TABLE rate_counts (
+	key           TEXT    NOT NULL,
+	replica       TEXT    NOT NULL,
+	requests      INTEGER NOT NULL,
+	input_tokens  INTEGER NOT NULL,
+	output_tokens INTEGER NOT NULL,
+	at            INTEGER NOT NULL,
+	PRIMARY KEY (key, replica)
+) STRICT;
