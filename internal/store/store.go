@@ -49,6 +49,7 @@ type Store interface {
 	Spend
 	Windows
 	RateLimits
+	Alerts
 	AdminTokens
 	Sessions
 	Audit

@@ -132,3 +132,29 @@ type Windows interface {
 	// at at, in ListWindowBudgets' order.
 	WindowTallies(ctx context.Context, box string, at time.Time) ([]WindowTally, error)
 }
+
+// BudgetAlert is a budget's spending (Spent, charged and held) having
+// crossed Threshold percent of its Limit in Period: the month (YYYY-MM)
+// of a monthly budget (Window ""), or the current bucket (YYYY-MM-DD) of
+// a window budget.
+type BudgetAlert struct {
+	Box       string
+	Principal string
+	Window    string
+	Period    string
+	Threshold int
+	Limit     int64
+	Spent     int64
+	At        time.Time
+}
+
+// Alerts records budget alerts, each crossing once.
+type Alerts interface {
+	// MarkAlert records a and reports whether this call recorded it:
+	// false when the same crossing (box, principal, window, period and
+	// threshold) was recorded before, by this replica or another.
+	// ErrNotFound if there is no such box.
+	MarkAlert(ctx context.Context, a BudgetAlert) (bool, error)
+	// ListAlerts returns a box's alerts, newest first, at most limit.
+	ListAlerts(ctx context.Context, box string, limit int) ([]BudgetAlert, error)
+}

@@ -44,3 +44,13 @@ func (s *Store) ExchangeRates(ctx context.Context, replica string, mine []store.
 		return s.st.ExchangeRates(ctx, replica, mine, since)
 	})
 }
+
+// Alerts.
+
+func (s *Store) MarkAlert(ctx context.Context, a store.BudgetAlert) (bool, error) {
+	return do(s, ctx, "record budget alert", func(ctx context.Context) (bool, error) { return s.st.MarkAlert(ctx, a) })
+}
+
+func (s *Store) ListAlerts(ctx context.Context, box string, limit int) ([]store.BudgetAlert, error) {
+	return do(s, ctx, "list budget alerts", func(ctx context.Context) ([]store.BudgetAlert, error) { return s.st.ListAlerts(ctx, box, limit) })
+}

@@ -43,3 +43,26 @@ func testRateLimits(t *testing.T, s store.Store) {
 		t.Errorf("ExchangeRates(since after) = %+v, want none", others)
 	}
 }
+
+func testAlerts(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	mustCreateBox(t, s, "alpha")
+	a := store.BudgetAlert{Box: "alpha", Window: "day", Period: "2026-10-05", Threshold: 80, Limit: 100, Spent: 85, At: at(1).UTC().Truncate(time.Microsecond)}
+	for i, want := range []bool{true, false} {
+		if got, err := s.MarkAlert(ctx, a); got != want || err != nil {
+			t.Errorf("MarkAlert #%d = %v, %v, want %v, nil", i+1, got, err, want)
+		}
+	}
+	b := a
+	b.Threshold, b.At = 100, at(2).UTC().Truncate(time.Microsecond)
+	if got, err := s.MarkAlert(ctx, b); !got || err != nil {
+		t.Errorf("MarkAlert(100%%) = %v, %v, want true, nil", got, err)
+	}
+	got, err := s.ListAlerts(ctx, "alpha", 10)
+	if err != nil {
+		t.Fatalf("ListAlerts = %v", err)
+	}
+	if d := diff([]store.BudgetAlert{b, a}, got); d != "" {
+		t.Errorf("ListAlerts mismatch (-want +got):\n%s", d)
+	}
+}

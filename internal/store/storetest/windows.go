@@ -17,6 +17,7 @@ var windowTests = []struct {
 	{"WindowReserveAndSettle", testWindowReserveAndSettle},
 	{"ConcurrentWindowReserve", testConcurrentWindowReserve},
 	{"RateLimits", testRateLimits},
+	{"Alerts", testAlerts},
 }
 
 // day is 2026-10-DD at noon UTC.

@@ -58,3 +58,18 @@ CREATE TABLE rate_counts (
 	at            bigint NOT NULL,
 	PRIMARY KEY (key, replica)
 );
+
+-- Budget alerts given: a budget's spending crossed threshold percent of
+-- its limit in period (a month YYYY-MM, or a window's bucket YYYY-MM-DD);
+-- the key makes each crossing alerted once whichever replica saw it.
+CREATE TABLE budget_alerts (
+	box       text    NOT NULL REFERENCES boxes (name) ON DELETE CASCADE,
+	principal text    NOT NULL,
+	win       text    NOT NULL,
+	period    text    NOT NULL,
+	threshold bigint NOT NULL,
+	limit_micros bigint NOT NULL,
+	spent     bigint NOT NULL,
+	at_micros bigint NOT NULL,
+	PRIMARY KEY (box, principal, win, period, threshold)
+);

@@ -58,3 +58,18 @@ CREATE TABLE rate_counts (
 	at            INTEGER NOT NULL,
 	PRIMARY KEY (key, replica)
 ) STRICT;
+
+-- Budget alerts given: a budget's spending crossed threshold percent of
+-- its limit in period (a month YYYY-MM, or a window's bucket YYYY-MM-DD);
+-- the key makes each crossing alerted once whichever replica saw it.
+CREATE TABLE budget_alerts (
+	box       TEXT    NOT NULL REFERENCES boxes (name) ON DELETE CASCADE,
+	principal TEXT    NOT NULL,
+	win       TEXT    NOT NULL,
+	period    TEXT    NOT NULL,
+	threshold INTEGER NOT NULL,
+	limit_micros INTEGER NOT NULL,
+	spent     INTEGER NOT NULL,
+	at_micros INTEGER NOT NULL,
+	PRIMARY KEY (box, principal, win, period, threshold)
+) STRICT;
