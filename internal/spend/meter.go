@@ -111,6 +111,9 @@ type Config struct {
 	Counter Counter
 	// RateLimiter, when set, holds calls to token-rate limits.
 	RateLimiter RateLimiter
+	// Alerter, when set, is told of each box charged against a budget,
+	// to give budget alerts.
+	Alerter *Alerter
 }
 
 // Outbox keeps the settlements of calls until the store takes them: see

@@ -144,6 +144,9 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 		m.log.Error("spend: settlement not recorded", "box", s.box, "month", s.month, "charge_micros", charge, "err", err)
 		return
 	}
+	if s.id != 0 && m.cfg.Alerter != nil {
+		m.cfg.Alerter.Touch(s.box)
+	}
 	if !m.log.Enabled(ctx, slog.LevelDebug) {
 		return
 	}
