@@ -126,6 +126,8 @@ type Server struct {
 	Meter *spend.Meter
 	// Rates holds model calls to token-rate limits.
 	Rates *ratelimit.Limiter
+	// Alerter gives budget alerts; nil without thresholds.
+	Alerter *spend.Alerter
 	// Broker is the box-facing handler, and Handler the same as an http.Handler.
 	Broker  *broker.Server
 	Handler http.Handler
@@ -344,7 +346,15 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	if err := rates.Round(ctx); err != nil {
 		log.Warn("ratelimit: rate limits not read at start; none holds until they are", "err", err)
 	}
-	meter, err := spend.New(spend.Config{Store: rst, Settle: wst, Outbox: ob, RateLimiter: rates,
+	var alerter *spend.Alerter
+	if len(cfg.BudgetAlerts) > 0 {
+		alerter, err = spend.NewAlerter(spend.AlertConfig{Store: wst, Thresholds: cfg.BudgetAlerts, Webhook: cfg.BudgetWebhook,
+			WebhookKey: cfg.BudgetWebhookKey, Registerer: m.Registry(), Now: opt.SpendNow, Logger: log})
+		if err != nil {
+			return nil, err
+		}
+	}
+	meter, err := spend.New(spend.Config{Store: rst, Settle: wst, Outbox: ob, RateLimiter: rates, Alerter: alerter,
 		StaleAfter: cfg.ReservationLease, Budgeted: c.Budgeted, Prices: prices, Metrics: m, Now: opt.SpendNow, Logger: log, MaxTokens: cfg.ReserveMaxTokens, MaxBody: cfg.MaxBody,
 		Counter: m, StoreClock: storeClock})
 	if err != nil {
@@ -381,7 +391,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Rates: rates, Broker: h, Audit: aw, Metrics: m, log: log, flushLog: flushLog, rst: rst, wst: wst, Outbox: ob, Spool: ob.Spool, Journal: ob.Journal, cert: cert, lock: lock, storeFile: fw}
+	srv := &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Rates: rates, Alerter: alerter, Broker: h, Audit: aw, Metrics: m, log: log, flushLog: flushLog, rst: rst, wst: wst, Outbox: ob, Spool: ob.Spool, Journal: ob.Journal, cert: cert, lock: lock, storeFile: fw}
 	srv.Handler = srv.withReady(h)
 	adm, err := admin.New(admin.Config{Store: st, Cache: c, Keyring: keyring, Broker: cfg.Broker, Logger: log, Metrics: m.Handler(), Pool: credPool, Ready: srv.Ready,
 		Hosts: cfg.adminHosts()})
@@ -478,7 +488,13 @@ func (s *Server) Serve(ctx context.Context, ln, admin net.Listener) error {
 // the audit queue and the batch still hold and returns. Serve runs it; a
 // caller serving the handlers itself runs it too.
 func (s *Server) Run(ctx context.Context) {
-	done := make(chan struct{}, 6)
+	done := make(chan struct{}, 7)
+	go func() {
+		if s.Alerter != nil {
+			s.Alerter.Run(ctx)
+		}
+		done <- struct{}{}
+	}()
 	go func() { s.Rates.Run(ctx); done <- struct{}{} }()
 	go func() { s.Cache.Run(ctx); done <- struct{}{} }()
 	go func() { s.storeFile.Run(ctx); done <- struct{}{} }()
