@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,8 +61,8 @@ func (s *Server) limitRoutes() []Route {
 }
 
 // WindowBudgets returns box's window budgets and where they stand now.
-func (s *Server) WindowBudgets(r *http.Request, box string) ([]WindowBudgetView, error) {
-	ts, err := s.cfg.Store.WindowTallies(r.Context(), box, s.cfg.Now())
+func (s *Server) WindowBudgets(ctx context.Context, box string) ([]WindowBudgetView, error) {
+	ts, err := s.cfg.Store.WindowTallies(ctx, box, s.cfg.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +82,7 @@ func (s *Server) listWindowBudgets(w http.ResponseWriter, r *http.Request) error
 	if _, err := s.cfg.Store.Box(r.Context(), name); err != nil {
 		return StoreError(err, fmt.Sprintf("There is no box named %s.", name), "")
 	}
-	out, err := s.WindowBudgets(r, name)
+	out, err := s.WindowBudgets(r.Context(), name)
 	if err != nil {
 		return StoreError(err, "", "")
 	}
@@ -118,7 +119,7 @@ func (s *Server) setWindowBudget(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s.log.Info("admin: window budget set", "box", name, "principal", principal, "window", set.Window, "limit", spend.FormatUSD(limit))
-	out, err := s.WindowBudgets(r, name)
+	out, err := s.WindowBudgets(r.Context(), name)
 	if err != nil {
 		return StoreError(err, "", "")
 	}
