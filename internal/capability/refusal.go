@@ -22,7 +22,7 @@ func Status(reason string) int {
 		ReasonConsent, ReasonNotOwn, ReasonRemoved, ReasonRefused, ReasonHost, ReasonPassthrough, ReasonClosed,
 		ReasonOutside, ReasonExpired, ReasonRule:
 		return http.StatusForbidden
-	case ReasonLimit, ReasonRate, ReasonMintRateLimited:
+	case ReasonLimit, ReasonRate, ReasonTokenRate, ReasonMintRateLimited:
 		return http.StatusTooManyRequests
 	case ReasonStore, ReasonCannotRecord, ReasonConfig:
 		return http.StatusServiceUnavailable

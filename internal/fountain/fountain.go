@@ -443,7 +443,7 @@ func (c *Capability) errorHandler(w http.ResponseWriter, r *http.Request, err er
 			c.cfg.Logger.Error("fountain: request failed", "path", token.RedactPath(r.URL.Path), "err", ce.Err)
 		}
 		proxy.TraceFrom(r.Context()).Refuse(capability.ReasonOf(ce))
-		protocol.WriteRefusal(w, ce.Status, ce.Type, ce.Message)
+		ce.Write(w)
 		return
 	}
 	c.fail(w, r, err)

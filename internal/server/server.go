@@ -16,6 +16,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/admin/ui"
+	"github.com/intentius/boxbroker/internal/approval"
 	"github.com/intentius/boxbroker/internal/auditsink"
 	"github.com/intentius/boxbroker/internal/broker"
 	"github.com/intentius/boxbroker/internal/cache"
@@ -30,6 +31,7 @@ import (
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/pool"
 	"github.com/intentius/boxbroker/internal/proxy"
+	"github.com/intentius/boxbroker/internal/ratelimit"
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
@@ -125,12 +127,20 @@ type Server struct {
 	Payer   *payer.Resolver
 	// Meter measures model calls and holds them to budgets.
 	Meter *spend.Meter
+	// Rates holds model calls to token-rate limits.
+	Rates *ratelimit.Limiter
+	// Alerter gives budget alerts; nil without thresholds.
+	Alerter *spend.Alerter
 	// Broker is the box-facing handler, and Handler the same as an http.Handler.
 	Broker  *broker.Server
 	Handler http.Handler
 	// Admin is the admin listener's handler: the admin API, metrics,
 	// health and, on its routes, the owner's page.
 	Admin *admin.Server
+	// Approvals opens, decides and matches proposals (package approval).
+	Approvals *approval.Service
+	// webhook sends new proposals to the operator's URL; nil for none.
+	webhook *approval.Webhook
 	// Page is the owner's page, served under /ui/ by Admin.
 	Page *ui.Page
 	// Metrics are the broker's Prometheus metrics, served on the admin
@@ -344,7 +354,24 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	credPool := pool.New(pool.Config{Cache: c, Keyring: keyring, Upstream: cfg.AnthropicURL, Transport: transport, Logger: log, Now: opt.PoolNow})
 	m.Pool(poolStats(credPool))
 	pay := &payer.Resolver{Cache: c, Keyring: keyring, Store: rst, Logger: log, Now: opt.Now, OnGrant: onGrant, Pool: credPool}
-	eg, err := egress.New(egress.Config{Secrets: c, List: rst, Keyring: keyring, Transport: opt.Transport, MaxBody: cfg.EgressMaxBody, Logger: log,
+	// Proposals are read and written straight through the store on the
+	// refusal path (never cached), so every replica sees an approval on
+	// its next request.
+	hook, err := proposalWebhook(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	var notify func(store.Proposal)
+	if hook != nil {
+		undo = append(undo, hook.Close)
+		notify = hook.Notify
+	}
+	approvals, err := approval.New(approval.Config{Store: rst, MaxPending: cfg.ProposalMax, PendingFor: cfg.ProposalWait, PageURL: cfg.PageURL,
+		Notify: notify, Now: opt.Now, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	eg, err := egress.New(egress.Config{Secrets: c, List: rst, Keyring: keyring, Approvals: approvals, Transport: opt.Transport, MaxBody: cfg.EgressMaxBody, Logger: log,
 		TransportOptions: proxy.TransportOptions{ResponseHeaderTimeout: cfg.UpstreamHeaderTimeout}, Mints: wst, MintTransport: opt.MintTransport, Now: opt.Now, Audit: aw})
 	if err != nil {
 		return nil, err
@@ -359,7 +386,22 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 			return pg.Clock(ctx)
 		}
 	}
-	meter, err := spend.New(spend.Config{Store: rst, Settle: wst, Outbox: ob,
+	rates, err := ratelimit.New(ratelimit.Config{Store: wst, Exchange: storeClock != nil, Now: opt.SpendNow, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	if err := rates.Round(ctx); err != nil {
+		log.Warn("ratelimit: rate limits not read at start; none holds until they are", "err", err)
+	}
+	var alerter *spend.Alerter
+	if len(cfg.BudgetAlerts) > 0 {
+		alerter, err = spend.NewAlerter(spend.AlertConfig{Store: wst, Thresholds: cfg.BudgetAlerts, Webhook: cfg.BudgetWebhook,
+			WebhookKey: cfg.BudgetWebhookKey, Registerer: m.Registry(), Now: opt.SpendNow, Logger: log})
+		if err != nil {
+			return nil, err
+		}
+	}
+	meter, err := spend.New(spend.Config{Store: rst, Settle: wst, Outbox: ob, Approvals: approvals, RateLimiter: rates, Alerter: alerter,
 		StaleAfter: cfg.ReservationLease, Budgeted: c.Budgeted, Prices: prices, Metrics: m, Now: opt.SpendNow, Logger: log, MaxTokens: cfg.ReserveMaxTokens, MaxBody: cfg.MaxBody,
 		Counter: m, StoreClock: storeClock})
 	if err != nil {
@@ -396,7 +438,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Audit: aw, Metrics: m, log: log, flushLog: flushLog, rst: rst, wst: wst, Outbox: ob, Spool: ob.Spool, Journal: ob.Journal, cert: cert, lock: lock, storeFile: fw}
+	srv := &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Rates: rates, Alerter: alerter, Broker: h, Audit: aw, Metrics: m, log: log, flushLog: flushLog, rst: rst, wst: wst, Outbox: ob, Spool: ob.Spool, Journal: ob.Journal, cert: cert, lock: lock, storeFile: fw, Approvals: approvals, webhook: hook}
 	srv.Handler = srv.withReady(tracing.Handler(h)) // h itself when tracing is off
 	srv.tracing, srv.sink = tracing, sink
 	adm, err := admin.New(admin.Config{Store: st, Cache: c, Keyring: keyring, Broker: cfg.Broker, Logger: log, Metrics: m.Handler(), Pool: credPool, Ready: srv.Ready,
@@ -407,7 +449,10 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	for _, rt := range admin.DeadLetterRoutes(ob) {
 		adm.Handle(rt)
 	}
-	page, err := ui.New(adm, ui.Config{DeadLetters: ob.Spool.DeadCount})
+	for _, rt := range admin.ProposalRoutes(approvals, adm.Audit) {
+		adm.Handle(rt)
+	}
+	page, err := ui.New(adm, ui.Config{DeadLetters: ob.Spool.DeadCount, SSO: cfg.SSO, Approvals: approvals})
 	if err != nil {
 		return nil, err
 	}
@@ -494,7 +539,14 @@ func (s *Server) Serve(ctx context.Context, ln, admin net.Listener) error {
 // the audit queue and the batch still hold and returns. Serve runs it; a
 // caller serving the handlers itself runs it too.
 func (s *Server) Run(ctx context.Context) {
-	done := make(chan struct{}, 6)
+	done := make(chan struct{}, 8)
+	go func() {
+		if s.Alerter != nil {
+			s.Alerter.Run(ctx)
+		}
+		done <- struct{}{}
+	}()
+	go func() { s.Rates.Run(ctx); done <- struct{}{} }()
 	go func() { s.sink.Run(ctx); done <- struct{}{} }()
 	go func() { s.Cache.Run(ctx); done <- struct{}{} }()
 	go func() { s.storeFile.Run(ctx); done <- struct{}{} }()
@@ -556,5 +608,8 @@ func (s *Server) pruneChanges(ctx context.Context) {
 // Close releases the store.
 func (s *Server) Close() error {
 	_ = s.flushLog()
+	if s.webhook != nil {
+		_ = s.webhook.Close()
+	}
 	return errors.Join(s.Outbox.Close(), s.Store.Close(), s.sink.Close(), s.lock.release(), s.tracing.Shutdown(context.Background()))
 }
