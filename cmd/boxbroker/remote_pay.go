@@ -65,27 +65,6 @@ func runBoxPayerRemote(ctx context.Context, c *cli, url, name, kind, principal, 
 	return nil
 }
 
-// runBoxPauseRemote is `box pause|resume NAME` through the admin API.
-func runBoxPauseRemote(ctx context.Context, c *cli, url, name string, pause bool) error {
-	cl, err := c.adminClient(url)
-	if err != nil {
-		return err
-	}
-	b, err := cl.Box(ctx, name)
-	if err != nil {
-		return remoteError(err)
-	}
-	if b.Paused == pause {
-		fmt.Fprintf(c.stdout, "box %s is already %s\n", name, map[bool]string{true: "paused", false: "running"}[pause])
-		return nil
-	}
-	if _, err := cl.UpdateBox(ctx, name, admin.BoxSettings{Paused: &pause}); err != nil {
-		return remoteError(err)
-	}
-	printPaused(c, name, pause)
-	return nil
-}
-
 // runGrantRemote is `grant issue|list|revoke` through the admin API; pos
 // and ttl are checked.
 func runGrantRemote(ctx context.Context, c *cli, url, sub string, pos []string, ttl time.Duration) error {

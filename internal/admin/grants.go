@@ -7,10 +7,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/grant"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/payer"
-	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -88,7 +87,7 @@ func grantView(g store.Grant, now time.Time) GrantView {
 func grantID(r *http.Request) (string, error) {
 	id := r.PathValue("id")
 	if len(id) > 100 || !resourceID(id) {
-		return "", capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "A grant ID is like %s0123456789abcdef (see GET /api/boxes/{name}/grants).", grant.IDPrefix)
+		return "", operator.Errorf(operator.Invalid, "A grant ID is like %s0123456789abcdef (see GET /api/boxes/{name}/grants).", grant.IDPrefix)
 	}
 	return id, nil
 }
@@ -101,13 +100,13 @@ func (s *Server) IssueGrant(ctx context.Context, box, principal string, ttl time
 	value, g, err := grant.Issue(ctx, s.cfg.Store, box, principal, ttl, s.cfg.Now())
 	switch {
 	case errors.Is(err, grant.ErrTTL):
-		return IssuedGrant{}, capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+		return IssuedGrant{}, operator.Errorf(operator.Invalid,
 			"A grant's ttl is more than 0 and at most %v, such as 15m.", grant.MaxTTL)
 	case errors.Is(err, grant.ErrPrincipal):
-		return IssuedGrant{}, capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+		return IssuedGrant{}, operator.Errorf(operator.Invalid,
 			"A grant's principal is 1 to 200 characters with no white space, such as github:<login>.")
 	case err != nil:
-		return IssuedGrant{}, StoreError(err, fmt.Sprintf("There is no box named %s.", box), "")
+		return IssuedGrant{}, operator.StoreError(err, fmt.Sprintf("There is no box named %s.", box), "")
 	}
 	out := IssuedGrant{Grant: grantView(g, s.cfg.Now()), Value: value}
 	_, err = s.cfg.Store.Credential(ctx, payer.VisitorAnthropic(principal))
@@ -129,7 +128,7 @@ func ParseTTL(v string) (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 || d > grant.MaxTTL {
-		return 0, capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+		return 0, operator.Errorf(operator.Invalid,
 			"A grant's ttl is a duration more than 0 and at most %v, such as 15m or 2h.", grant.MaxTTL)
 	}
 	return d, nil
@@ -162,7 +161,7 @@ func (s *Server) listGrants(w http.ResponseWriter, r *http.Request) error {
 	}
 	gs, err := s.cfg.Store.ListGrants(r.Context(), b.Name)
 	if err != nil {
-		return StoreError(err, "", "")
+		return operator.StoreError(err, "", "")
 	}
 	now := s.cfg.Now()
 	out := GrantList{Grants: []GrantView{}}
@@ -181,7 +180,7 @@ func (s *Server) revokeGrant(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if err := s.cfg.Store.RevokeGrant(r.Context(), id, s.cfg.Now().UTC()); err != nil {
-		return StoreError(err, fmt.Sprintf("There is no grant %s.", id), "")
+		return operator.StoreError(err, fmt.Sprintf("There is no grant %s.", id), "")
 	}
 	s.log.Info("admin: grant revoked", "grant", id)
 	w.WriteHeader(http.StatusNoContent)

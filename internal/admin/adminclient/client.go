@@ -19,6 +19,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/cloud"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/protocol"
 )
 
@@ -400,3 +401,5 @@ func (c *Client) RetryDeadLetter(ctx context.Context, id string) (admin.DeadLett
 func (c *Client) DropDeadLetter(ctx context.Context, id string) error {
 	return c.do(ctx, http.MethodDelete, "/api/spool/dead/"+url.PathEscape(id), nil, nil)
 }
+
+var _ operator.Boxes = (*Client)(nil)

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/operator"
 
 	"context"
 	"fmt"
@@ -11,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/grant"
 	"github.com/intentius/boxbroker/internal/protocol"
 )
@@ -77,17 +77,17 @@ func (u *Page) addGrantsPage() {
 		id := r.PathValue("id")
 		grants, err := u.cfg.Store.ListGrants(r.Context(), name)
 		if err != nil {
-			return admin.StoreError(err, "", "")
+			return operator.StoreError(err, "", "")
 		}
 		found := false
 		for _, g := range grants {
 			found = found || g.ID == id
 		}
 		if !found {
-			return capability.Errorf(http.StatusNotFound, protocol.TypeNotFound, "Box %s has no grant %s.", name, id)
+			return operator.Errorf(operator.NotFound, "Box %s has no grant %s.", name, id)
 		}
 		if err := u.cfg.Store.RevokeGrant(r.Context(), id, u.cfg.Now().UTC()); err != nil {
-			return admin.StoreError(err, fmt.Sprintf("Box %s has no grant %s.", name, id), "")
+			return operator.StoreError(err, fmt.Sprintf("Box %s has no grant %s.", name, id), "")
 		}
 		if err := u.audit(r.Context(), name, "/ui/boxes/{name}/grants/{id}/revoke", "revoked grant "+id); err != nil {
 			return err

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/operator"
 
 	"context"
 	"net/http"
@@ -527,12 +528,12 @@ func (u *Page) overview(w http.ResponseWriter, r *http.Request, sess *Session) e
 	var err error
 	page.Rows, page.Matched, page.Total, paged, err = u.pageRows(r.Context(), &q)
 	if err != nil {
-		return admin.StoreError(err, "", "")
+		return operator.StoreError(err, "", "")
 	}
 	if !paged {
 		all, err := u.rows(r.Context())
 		if err != nil {
-			return admin.StoreError(err, "", "")
+			return operator.StoreError(err, "", "")
 		}
 		page.Total, page.Counts = len(all), map[string]int{}
 		for _, row := range all {
@@ -572,11 +573,11 @@ func (u *Page) overview(w http.ResponseWriter, r *http.Request, sess *Session) e
 	page.NoFilter = c.url()
 	hours, err := u.brokerHours(r.Context(), now.Add(-7*24*time.Hour), now)
 	if err != nil {
-		return admin.StoreError(err, "", "")
+		return operator.StoreError(err, "", "")
 	}
 	page.Chart = hourChart(hours, now)
 	if page.Fleet, err = u.a.FleetTotal(r.Context(), spend.Month(now)); err != nil {
-		return admin.StoreError(err, "", "")
+		return operator.StoreError(err, "", "")
 	}
 	if u.deadLetters != nil {
 		page.DeadLetters = u.deadLetters()

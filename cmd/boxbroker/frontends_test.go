@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/intentius/boxbroker/internal/admin/ui"
+	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// frontEnd runs one operator action on one box through one front end.
+type frontEnd struct {
+	name string
+	// method and route are what its audit rows name for each action.
+	route func(action string) (method, route string)
+	do    func(t *testing.T, action, box string)
+}
+
+// TestOperator_EveryActionThroughEveryFrontEnd runs each box action
+// through the four front ends (the CLI on the data directory, the CLI
+// with --admin-url, the admin API, the owner's page) and checks its
+// effect in the store and the audit row it wrote, naming the front end.
+func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
+	b := brokertest.New(t, brokertest.Options{})
+	ctx := context.Background()
+	local := map[string]string{"BOXBROKER_DATA": b.Server.Config.DataDir}
+	remote := map[string]string{"BOXBROKER_ADMIN_URL": b.AdminURL, "BOXBROKER_ADMIN_TOKEN": b.AdminToken, "BOXBROKER_DATA": t.TempDir()}
+	cliArgs := map[string][]string{
+		"add": {"box", "add"}, "rotate": {"box", "rotate"}, "bind": {"box", "bind", "--from", "10.0.0.0/8"},
+		"pause": {"box", "pause"}, "resume": {"box", "resume"}, "consent": {"box", "consent"}, "remove": {"box", "remove", "--yes"},
+	}
+	cli := func(env map[string]string) func(t *testing.T, action, box string) {
+		return func(t *testing.T, action, box string) {
+			args := append(append([]string(nil), cliArgs[action]...), box)
+			if action == "consent" {
+				args = append(args, "on")
+			}
+			if code, out, errs := runEnv(t, env, "", args...); code != 0 {
+				t.Fatalf("%q = %d %q %q", args, code, out, errs)
+			}
+		}
+	}
+	apiRoutes := map[string][3]string{
+		"add": {"POST", "/api/boxes", ""}, "rotate": {"POST", "/api/boxes/{name}/token", ""},
+		"bind": {"PATCH", "/api/boxes/{name}", `{"from":["10.0.0.0/8"]}`}, "pause": {"PATCH", "/api/boxes/{name}", `{"paused":true}`},
+		"resume": {"PATCH", "/api/boxes/{name}", `{"paused":false}`}, "consent": {"PATCH", "/api/boxes/{name}", `{"consent":true}`},
+		"remove": {"DELETE", "/api/boxes/{name}", ""},
+	}
+	apiRoute := func(action string) (string, string) { return apiRoutes[action][0], apiRoutes[action][1] }
+	cookie, csrf := pageSession(t, b)
+	pageForms := map[string][2]string{
+		"add": {"/ui/boxes", "name={name}"}, "rotate": {"/ui/boxes/{name}/rotate", ""}, "bind": {"/ui/boxes/{name}/bind", "from=10.0.0.0/8"},
+		"pause": {"/ui/boxes/{name}/settings", "set=paused&value=true"}, "resume": {"/ui/boxes/{name}/settings", "set=paused&value=false"},
+		"consent": {"/ui/boxes/{name}/settings", "set=consent&value=true"}, "remove": {"/ui/boxes/{name}/remove", "confirm={name}"},
+	}
+	fronts := []frontEnd{
+		{"cli", func(a string) (string, string) { return "CLI", strings.Join(cliArgs[a][:2], " ") }, cli(local)},
+		{"cli-admin-url", apiRoute, cli(remote)},
+		{"api", apiRoute, func(t *testing.T, action, box string) {
+			rt := apiRoutes[action]
+			path := strings.ReplaceAll(rt[1], "{name}", box)
+			body := strings.ReplaceAll(rt[2], "{name}", box)
+			if action == "add" {
+				body = `{"name":"` + box + `"}`
+			}
+			req, _ := http.NewRequest(rt[0], b.AdminURL+path, strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+b.AdminToken)
+			if body != "" {
+				req.Header.Set("Content-Type", "application/json")
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rb, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode/100 != 2 {
+				t.Fatalf("%s %s = %d %s", rt[0], path, resp.StatusCode, rb)
+			}
+		}},
+		{"page", func(a string) (string, string) { return "POST", pageForms[a][0] }, func(t *testing.T, action, box string) {
+			f := pageForms[action]
+			form, _ := url.ParseQuery(strings.ReplaceAll(f[1], "{name}", box))
+			form.Set("csrf", csrf)
+			req, _ := http.NewRequest("POST", b.AdminURL+strings.ReplaceAll(f[0], "{name}", box), strings.NewReader(form.Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.AddCookie(&http.Cookie{Name: ui.SessionCookie, Value: cookie})
+			resp, err := noFollow.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rb, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusSeeOther && resp.StatusCode != http.StatusOK {
+				t.Fatalf("POST %s = %d %s", f[0], resp.StatusCode, rb)
+			}
+		}},
+	}
+	actions := []struct {
+		action  string
+		message string
+		effect  func(before, after store.Box, err error) bool
+	}{
+		{"add", "enrolled the box", func(_, a store.Box, err error) bool { return err == nil && a.TokenHash != "" }},
+		{"rotate", "rotated the box's token", func(b, a store.Box, err error) bool { return err == nil && a.TokenHash != b.TokenHash }},
+		{"bind", "bound the box's token to 10.0.0.0/8", func(_, a store.Box, err error) bool { return err == nil && store.FormatFrom(a.From) == "10.0.0.0/8" }},
+		{"pause", "paused the box", func(_, a store.Box, err error) bool { return err == nil && a.Paused }},
+		{"resume", "resumed the box", func(_, a store.Box, err error) bool { return err == nil && !a.Paused }},
+		{"consent", "set the box's consent on", func(_, a store.Box, err error) bool { return err == nil && a.Consent }},
+		{"remove", "removed the box and all kept for it", func(_, _ store.Box, err error) bool { return errors.Is(err, store.ErrNotFound) }},
+	}
+	for _, fe := range fronts {
+		box := "via-" + fe.name
+		for _, tt := range actions {
+			before, _ := b.Server.Store.Box(ctx, box)
+			fe.do(t, tt.action, box)
+			after, err := b.Server.Store.Box(ctx, box)
+			if !tt.effect(before, after, err) {
+				t.Errorf("%s through %s: the box is %+v, %v after it, want it %s", tt.action, fe.name, after, err, tt.message)
+			}
+			entries, err := b.Server.Store.ListAudit(ctx, store.AuditQuery{Box: box, Limit: 1})
+			method, route := fe.route(tt.action)
+			if err != nil || len(entries) != 1 {
+				t.Fatalf("%s through %s: audit = %v, %v", tt.action, fe.name, entries, err)
+			}
+			if e := entries[0]; e.Capability != store.ActorAdmin || e.Message != tt.message || e.Method != method || e.Route != route {
+				t.Errorf("%s through %s: audit row = %s %s %q by %s, want %s %s %q by %s",
+					tt.action, fe.name, e.Method, e.Route, e.Message, e.Capability, method, route, tt.message, store.ActorAdmin)
+			}
+		}
+	}
+}
+
+var noFollow = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+// pageSession signs in to the owner's page and returns the session's
+// cookie and CSRF secret.
+func pageSession(t *testing.T, b *brokertest.Broker) (cookie, csrf string) {
+	t.Helper()
+	resp, err := noFollow.PostForm(b.AdminURL+"/ui/signin", url.Values{"token": {b.AdminToken}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	for _, c := range resp.Cookies() {
+		if c.Name == ui.SessionCookie {
+			cookie = c.Value
+		}
+	}
+	req, _ := http.NewRequest("GET", b.AdminURL+"/ui/", nil)
+	req.AddCookie(&http.Cookie{Name: ui.SessionCookie, Value: cookie})
+	resp, err = noFollow.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`).FindSubmatch(body)
+	if cookie == "" || m == nil {
+		t.Fatalf("sign-in to the page: cookie %q, csrf %v", cookie, m)
+	}
+	return cookie, string(m[1])
+}
