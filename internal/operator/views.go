@@ -122,7 +122,6 @@ type BoxToken struct {
 	Token string  `json:"token"`
 }
 
-
 // Declaration reads a box's last kept report: nil when it never reported.
 func (s *Service) Declaration(ctx context.Context, box string) (*protocol.Declaration, error) {
 	doc, at, err := s.cfg.Store.Declaration(ctx, box)
@@ -193,7 +192,6 @@ func BoxViewOf(b store.Box, d *protocol.Declaration, now time.Time) BoxView {
 	}
 	return v
 }
-
 
 // formatTime writes t as the protocol does.
 func formatTime(t time.Time) string { return protocol.FormatTime(t) }
