@@ -17,7 +17,7 @@ import (
 // backend is where a command's actions go. Local is the store when the
 // command opened one (nil through the admin API); close ends it.
 type backend struct {
-	operator.Boxes
+	operator.Actions
 	local store.Store
 	close func()
 }
@@ -31,7 +31,7 @@ func (c *cli) backend(ctx context.Context, cfg *server.Config, adminURL, route s
 		if err != nil {
 			return nil, err
 		}
-		return &backend{Boxes: cl, close: func() {}}, nil
+		return &backend{Actions: cl, close: func() {}}, nil
 	}
 	open := openExisting
 	if create {
@@ -46,7 +46,7 @@ func (c *cli) backend(ctx context.Context, cfg *server.Config, adminURL, route s
 		st.Close()
 		return nil, err
 	}
-	return &backend{Boxes: svc.Via(operator.Origin{Method: "CLI", Route: route}), local: st, close: func() { st.Close() }}, nil
+	return &backend{Actions: svc.Via(operator.Origin{Method: "CLI", Route: route}), local: st, close: func() { st.Close() }}, nil
 }
 
 // boxArg checks that name is a box name, as a usage error.

@@ -133,7 +133,7 @@ func runBoxOn(ctx context.Context, c *cli, be *backend, sub, name, brokerURL str
 		if be.local != nil {
 			return listBoxes(ctx, c.stdout, be.local)
 		}
-		return listRemoteBoxes(ctx, c.stdout, be.Boxes.(*adminclient.Client))
+		return listRemoteBoxes(ctx, c.stdout, be.Actions.(*adminclient.Client))
 	}
 	return nil
 }

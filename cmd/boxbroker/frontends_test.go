@@ -35,12 +35,18 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 	cliArgs := map[string][]string{
 		"add": {"box", "add"}, "rotate": {"box", "rotate"}, "bind": {"box", "bind", "--from", "10.0.0.0/8"},
 		"pause": {"box", "pause"}, "resume": {"box", "resume"}, "consent": {"box", "consent"}, "remove": {"box", "remove", "--yes"},
+		"grant": {"grant", "issue"}, "revoke": {"grant", "revoke"},
 	}
 	cli := func(env map[string]string) func(t *testing.T, action, box string) {
 		return func(t *testing.T, action, box string) {
 			args := append(append([]string(nil), cliArgs[action]...), box)
-			if action == "consent" {
+			switch action {
+			case "consent":
 				args = append(args, "on")
+			case "grant":
+				args = append(args, "github:vee")
+			case "revoke":
+				args[2] = lastGrant(t, b, box)
 			}
 			if code, out, errs := runEnv(t, env, "", args...); code != 0 {
 				t.Fatalf("%q = %d %q %q", args, code, out, errs)
@@ -52,6 +58,7 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		"bind": {"PATCH", "/api/boxes/{name}", `{"from":["10.0.0.0/8"]}`}, "pause": {"PATCH", "/api/boxes/{name}", `{"paused":true}`},
 		"resume": {"PATCH", "/api/boxes/{name}", `{"paused":false}`}, "consent": {"PATCH", "/api/boxes/{name}", `{"consent":true}`},
 		"remove": {"DELETE", "/api/boxes/{name}", ""},
+		"grant":  {"POST", "/api/boxes/{name}/grants", `{"principal":"github:vee"}`}, "revoke": {"DELETE", "/api/grants/{id}", ""},
 	}
 	apiRoute := func(action string) (string, string) { return apiRoutes[action][0], apiRoutes[action][1] }
 	cookie, csrf := pageSession(t, b)
@@ -59,6 +66,7 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		"add": {"/ui/boxes", "name={name}"}, "rotate": {"/ui/boxes/{name}/rotate", ""}, "bind": {"/ui/boxes/{name}/bind", "from=10.0.0.0/8"},
 		"pause": {"/ui/boxes/{name}/settings", "set=paused&value=true"}, "resume": {"/ui/boxes/{name}/settings", "set=paused&value=false"},
 		"consent": {"/ui/boxes/{name}/settings", "set=consent&value=true"}, "remove": {"/ui/boxes/{name}/remove", "confirm={name}"},
+		"grant": {"/ui/boxes/{name}/grants", "principal=github:vee&ttl=15m"}, "revoke": {"/ui/boxes/{name}/grants/{id}/revoke", ""},
 	}
 	fronts := []frontEnd{
 		{"cli", func(a string) (string, string) { return "CLI", strings.Join(cliArgs[a][:2], " ") }, cli(local)},
@@ -66,6 +74,9 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		{"api", apiRoute, func(t *testing.T, action, box string) {
 			rt := apiRoutes[action]
 			path := strings.ReplaceAll(rt[1], "{name}", box)
+			if action == "revoke" {
+				path = strings.ReplaceAll(path, "{id}", lastGrant(t, b, box))
+			}
 			body := strings.ReplaceAll(rt[2], "{name}", box)
 			if action == "add" {
 				body = `{"name":"` + box + `"}`
@@ -89,7 +100,11 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 			f := pageForms[action]
 			form, _ := url.ParseQuery(strings.ReplaceAll(f[1], "{name}", box))
 			form.Set("csrf", csrf)
-			req, _ := http.NewRequest("POST", b.AdminURL+strings.ReplaceAll(f[0], "{name}", box), strings.NewReader(form.Encode()))
+			path := strings.ReplaceAll(f[0], "{name}", box)
+			if action == "revoke" {
+				path = strings.ReplaceAll(path, "{id}", lastGrant(t, b, box))
+			}
+			req, _ := http.NewRequest("POST", b.AdminURL+path, strings.NewReader(form.Encode()))
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 			req.AddCookie(&http.Cookie{Name: ui.SessionCookie, Value: cookie})
 			resp, err := noFollow.Do(req)
@@ -107,14 +122,17 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		action  string
 		message string
 		effect  func(before, after store.Box, err error) bool
+		grants  string // for a grant action, the state of the box's newest grant after it
 	}{
-		{"add", "enrolled the box", func(_, a store.Box, err error) bool { return err == nil && a.TokenHash != "" }},
-		{"rotate", "rotated the box's token", func(b, a store.Box, err error) bool { return err == nil && a.TokenHash != b.TokenHash }},
-		{"bind", "bound the box's token to 10.0.0.0/8", func(_, a store.Box, err error) bool { return err == nil && store.FormatFrom(a.From) == "10.0.0.0/8" }},
-		{"pause", "paused the box", func(_, a store.Box, err error) bool { return err == nil && a.Paused }},
-		{"resume", "resumed the box", func(_, a store.Box, err error) bool { return err == nil && !a.Paused }},
-		{"consent", "set the box's consent on", func(_, a store.Box, err error) bool { return err == nil && a.Consent }},
-		{"remove", "removed the box and all kept for it", func(_, _ store.Box, err error) bool { return errors.Is(err, store.ErrNotFound) }},
+		{"add", "enrolled the box", func(_, a store.Box, err error) bool { return err == nil && a.TokenHash != "" }, ""},
+		{"rotate", "rotated the box's token", func(b, a store.Box, err error) bool { return err == nil && a.TokenHash != b.TokenHash }, ""},
+		{"bind", "bound the box's token to 10.0.0.0/8", func(_, a store.Box, err error) bool { return err == nil && store.FormatFrom(a.From) == "10.0.0.0/8" }, ""},
+		{"pause", "paused the box", func(_, a store.Box, err error) bool { return err == nil && a.Paused }, ""},
+		{"resume", "resumed the box", func(_, a store.Box, err error) bool { return err == nil && !a.Paused }, ""},
+		{"consent", "set the box's consent on", func(_, a store.Box, err error) bool { return err == nil && a.Consent }, ""},
+		{"grant", "issued grant", func(_, _ store.Box, err error) bool { return err == nil }, "current"},
+		{"revoke", "revoked grant", func(_, _ store.Box, err error) bool { return err == nil }, "revoked"},
+		{"remove", "removed the box and all kept for it", func(_, _ store.Box, err error) bool { return errors.Is(err, store.ErrNotFound) }, ""},
 	}
 	for _, fe := range fronts {
 		box := "via-" + fe.name
@@ -125,12 +143,18 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 			if !tt.effect(before, after, err) {
 				t.Errorf("%s through %s: the box is %+v, %v after it, want it %s", tt.action, fe.name, after, err, tt.message)
 			}
-			entries, err := b.Server.Store.ListAudit(ctx, store.AuditQuery{Box: box, Limit: 1})
+			if tt.grants != "" {
+				gs, err := b.Server.Store.ListGrants(ctx, box)
+				if err != nil || len(gs) == 0 || (tt.grants == "revoked") != !gs[0].RevokedAt.IsZero() {
+					t.Errorf("%s through %s: grants %+v, %v, want the newest %s", tt.action, fe.name, gs, err, tt.grants)
+				}
+			}
+			entries, err := b.Server.Store.ListAudit(ctx, store.AuditQuery{Limit: 1})
 			method, route := fe.route(tt.action)
 			if err != nil || len(entries) != 1 {
 				t.Fatalf("%s through %s: audit = %v, %v", tt.action, fe.name, entries, err)
 			}
-			if e := entries[0]; e.Capability != store.ActorAdmin || e.Message != tt.message || e.Method != method || e.Route != route {
+			if e := entries[0]; e.Capability != store.ActorAdmin || !strings.HasPrefix(e.Message, tt.message) || e.Method != method || e.Route != route {
 				t.Errorf("%s through %s: audit row = %s %s %q by %s, want %s %s %q by %s",
 					tt.action, fe.name, e.Method, e.Route, e.Message, e.Capability, method, route, tt.message, store.ActorAdmin)
 			}
@@ -167,4 +191,14 @@ func pageSession(t *testing.T, b *brokertest.Broker) (cookie, csrf string) {
 		t.Fatalf("sign-in to the page: cookie %q, csrf %v", cookie, m)
 	}
 	return cookie, string(m[1])
+}
+
+// lastGrant is the ID of box's newest grant.
+func lastGrant(t *testing.T, b *brokertest.Broker, box string) string {
+	t.Helper()
+	gs, err := b.Server.Store.ListGrants(context.Background(), box)
+	if err != nil || len(gs) == 0 {
+		t.Fatalf("grants of %s: %v, %v", box, gs, err)
+	}
+	return gs[0].ID
 }

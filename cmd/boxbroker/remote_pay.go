@@ -65,61 +65,6 @@ func runBoxPayerRemote(ctx context.Context, c *cli, url, name, kind, principal, 
 	return nil
 }
 
-// runGrantRemote is `grant issue|list|revoke` through the admin API; pos
-// and ttl are checked.
-func runGrantRemote(ctx context.Context, c *cli, url, sub string, pos []string, ttl time.Duration) error {
-	cl, err := c.adminClient(url)
-	if err != nil {
-		return err
-	}
-	switch sub {
-	case "issue":
-		box, principal := pos[0], pos[1]
-		ig, err := cl.IssueGrant(ctx, box, admin.NewGrant{Principal: principal, TTL: ttl.String()})
-		if err != nil {
-			return remoteError(err)
-		}
-		expires := "never"
-		if ig.Grant.ExpiresAt != nil {
-			expires = *ig.Grant.ExpiresAt
-		}
-		fmt.Fprintf(c.stderr, "grant %s for %s on box %s, until %s. Its value is shown this once; give it to %s and nowhere else.\n",
-			ig.Grant.ID, principal, box, expires, principal)
-		if !ig.VisitorCredential {
-			fmt.Fprintf(c.stderr, "warning: %s holds no credential here, so the grant pays for nothing until `boxbroker visitor set %s`.\n", principal, principal)
-		}
-		fmt.Fprintln(c.stdout, ig.Value)
-	case "revoke":
-		if err := cl.RevokeGrant(ctx, pos[0]); err != nil {
-			return remoteError(err)
-		}
-		fmt.Fprintf(c.stdout, "revoked grant %s\n", pos[0])
-	case "list":
-		gs, err := cl.ListGrants(ctx, pos[0])
-		if err != nil {
-			return remoteError(err)
-		}
-		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "GRANT\tPRINCIPAL\tISSUED\tEXPIRES\tSTATE")
-		for _, g := range gs {
-			state := g.State
-			switch {
-			case g.State == "current":
-				state = "active"
-			case g.RevokedAt != nil:
-				state += " " + *g.RevokedAt
-			}
-			expires := "never"
-			if g.ExpiresAt != nil {
-				expires = *g.ExpiresAt
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", g.ID, safe(g.Principal), g.IssuedAt, expires, state)
-		}
-		return tw.Flush()
-	}
-	return nil
-}
-
 // runVisitorRemote is `visitor set|list|remove` through the admin API; a
 // credential set, of kind, is sent as read, for the broker to check.
 func runVisitorRemote(ctx context.Context, c *cli, url, sub, principal, kind string, yes bool) error {

@@ -402,4 +402,4 @@ func (c *Client) DropDeadLetter(ctx context.Context, id string) error {
 	return c.do(ctx, http.MethodDelete, "/api/spool/dead/"+url.PathEscape(id), nil, nil)
 }
 
-var _ operator.Boxes = (*Client)(nil)
+var _ operator.Actions = (*Client)(nil)

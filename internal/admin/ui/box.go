@@ -199,7 +199,7 @@ func (u *Page) card(ctx context.Context, v admin.BoxView) (card, error) {
 	}
 	for _, g := range grants {
 		c.Grants++
-		if admin.GrantState(g.RevokedAt, g.ExpiresAt, now) == "current" {
+		if operator.GrantState(g.RevokedAt, g.ExpiresAt, now) == "current" {
 			c.Current++
 		}
 	}
