@@ -7,7 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -37,8 +37,8 @@ func runBoxResources(ctx context.Context, c *cli, sub string, args []string) err
 		return fmt.Errorf("%w: box %s NAME sandbox|vault|conversation ID", errUsage, sub)
 	}
 	name := args[0]
-	if !protocol.IsBoxName(name) {
-		return fmt.Errorf("%w: box name %q must match ^[a-z][a-z0-9-]{0,62}$", errUsage, name)
+	if err := boxArg(name); err != nil {
+		return err
 	}
 	var kind, id string
 	if sub != "resources" {
@@ -58,7 +58,7 @@ func runBoxResources(ctx context.Context, c *cli, sub string, args []string) err
 	}
 	defer st.Close()
 	if _, err := st.Box(ctx, name); errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("no box named %s", name)
+		return errors.New(operator.NoBox(name))
 	} else if err != nil {
 		return err
 	}
@@ -73,7 +73,7 @@ func runBoxResources(ctx context.Context, c *cli, sub string, args []string) err
 			return fmt.Errorf("%s %s is already box %s's; unassign it there first (`boxbroker box unassign %s %s %s`)", kind, id, owner, owner, kind, id)
 		}
 		if errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("no box named %s", name)
+			return errors.New(operator.NoBox(name))
 		}
 		if err != nil {
 			return err

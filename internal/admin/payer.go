@@ -99,7 +99,7 @@ func (s *Server) setPayer(w http.ResponseWriter, r *http.Request) error {
 		s.Drop(store.ChangeCredential, payer.OwnerAnthropic(name))
 	}
 	if err != nil {
-		return operator.StoreError(err, fmt.Sprintf("There is no box named %s.", name), "")
+		return operator.StoreError(err, operator.NoBox(name), "")
 	}
 	if err := s.Changed(r.Context(), store.ChangeBox, name); err != nil {
 		return err

@@ -249,7 +249,7 @@ func (s *Server) setSecret(w http.ResponseWriter, r *http.Request) error {
 	}
 	sec := store.Secret{Box: b.Name, Name: name, Host: host, Sealed: sealed, UpdatedAt: s.cfg.Now().UTC(), BodyFields: sv.BodyFields, Rules: rules, Rate: rate}
 	if err := s.cfg.Store.SetSecret(r.Context(), sec); err != nil {
-		return operator.StoreError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
+		return operator.StoreError(err, operator.NoBox(b.Name), "")
 	}
 	if err := s.Changed(r.Context(), store.ChangeSecret, b.Name+"/"+name); err != nil {
 		return err
@@ -375,7 +375,7 @@ func (s *Server) addResource(w http.ResponseWriter, r *http.Request) error {
 	}
 	res := store.Resource{Box: b.Name, Kind: nr.Kind, ID: nr.ID, At: s.cfg.Now().UTC()}
 	if err := s.cfg.Store.AddResource(r.Context(), res); err != nil {
-		return operator.StoreError(err, fmt.Sprintf("There is no box named %s.", b.Name),
+		return operator.StoreError(err, operator.NoBox(b.Name),
 			fmt.Sprintf("Fountain %s %s is another box's.", nr.Kind, nr.ID))
 	}
 	if err := s.Changed(r.Context(), store.ChangeResource, nr.Kind+"/"+nr.ID); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/intentius/boxbroker/internal/operator"
@@ -210,7 +209,7 @@ func (s *Server) listBudgets(w http.ResponseWriter, r *http.Request) error {
 	}
 	out, err := s.Budgets(r.Context(), name, month)
 	if err != nil {
-		return operator.StoreError(err, fmt.Sprintf("There is no box named %s.", name), "")
+		return operator.StoreError(err, operator.NoBox(name), "")
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
@@ -255,7 +254,7 @@ func (s *Server) setBudget(w http.ResponseWriter, r *http.Request) error {
 	}
 	b := store.Budget{Box: name, Principal: principal, Limit: limit, UpdatedAt: s.cfg.Now().UTC()}
 	if err := s.cfg.Store.SetBudget(r.Context(), b); err != nil {
-		return operator.StoreError(err, fmt.Sprintf("There is no box named %s.", name), "")
+		return operator.StoreError(err, operator.NoBox(name), "")
 	}
 	if err := s.Changed(r.Context(), store.ChangeBudget, name); err != nil {
 		return err
@@ -263,7 +262,7 @@ func (s *Server) setBudget(w http.ResponseWriter, r *http.Request) error {
 	s.log.Info("admin: budget set", "box", name, "principal", principal, "limit", spend.FormatUSD(limit))
 	list, err := spend.Budgets(r.Context(), s.cfg.Store, name, spend.Month(s.cfg.Now()))
 	if err != nil {
-		return operator.StoreError(err, fmt.Sprintf("There is no box named %s.", name), "")
+		return operator.StoreError(err, operator.NoBox(name), "")
 	}
 	for _, bst := range list {
 		if bst.Principal == principal {
@@ -290,7 +289,7 @@ func (s *Server) removeBudget(w http.ResponseWriter, r *http.Request) error {
 	err = s.cfg.Store.DeleteBudget(r.Context(), name, principal)
 	if errors.Is(err, store.ErrNotFound) {
 		if _, berr := s.cfg.Store.Box(r.Context(), name); errors.Is(berr, store.ErrNotFound) {
-			return operator.StoreError(berr, fmt.Sprintf("There is no box named %s.", name), "")
+			return operator.StoreError(berr, operator.NoBox(name), "")
 		}
 	}
 	if err != nil {
@@ -315,7 +314,7 @@ func (s *Server) spendReport(w http.ResponseWriter, r *http.Request) error {
 	}
 	out, err := s.SpendReport(r.Context(), name, month)
 	if err != nil {
-		return operator.StoreError(err, fmt.Sprintf("There is no box named %s.", name), "")
+		return operator.StoreError(err, operator.NoBox(name), "")
 	}
 	return writeJSON(w, http.StatusOK, out)
 }

@@ -157,7 +157,7 @@ func (u *Page) setBudget(w http.ResponseWriter, r *http.Request, sess *Session) 
 			"A budget is in dollars from 0 to %d with at most six decimals, such as 25 or 25.50.", spend.MaxUSD)
 	}
 	if err := u.cfg.Store.SetBudget(r.Context(), store.Budget{Box: b.Name, Principal: principal, Limit: limit, UpdatedAt: u.cfg.Now().UTC()}); err != nil {
-		return operator.StoreError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
+		return operator.StoreError(err, operator.NoBox(b.Name), "")
 	}
 	if err := u.a.Changed(r.Context(), store.ChangeBudget, b.Name); err != nil {
 		return err
@@ -252,7 +252,7 @@ func (u *Page) setSecret(w http.ResponseWriter, r *http.Request, sess *Session) 
 		sec.Rules, sec.Rate = old.Rules, old.Rate
 	}
 	if err := u.cfg.Store.SetSecret(r.Context(), sec); err != nil {
-		return operator.StoreError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
+		return operator.StoreError(err, operator.NoBox(b.Name), "")
 	}
 	if err := u.a.Changed(r.Context(), store.ChangeSecret, b.Name+"/"+name); err != nil {
 		return err

@@ -40,7 +40,7 @@ func (u *Page) setSecretRules(w http.ResponseWriter, r *http.Request, sess *Sess
 	}
 	sec.Rules, sec.Rate, sec.UpdatedAt = rules, rate, u.cfg.Now().UTC()
 	if err := u.cfg.Store.SetSecret(r.Context(), sec); err != nil {
-		return operator.StoreError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
+		return operator.StoreError(err, operator.NoBox(b.Name), "")
 	}
 	if err := u.a.Changed(r.Context(), store.ChangeSecret, b.Name+"/"+name); err != nil {
 		return err
