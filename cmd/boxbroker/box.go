@@ -219,14 +219,6 @@ func parseLifetime(flagName, v string) (time.Duration, error) {
 	return d, nil
 }
 
-// ttlPtr is the TTL rotate was given, nil when it was not.
-func (lt *lifetimes) ttlPtr() *time.Duration {
-	if !lt.ttlSet {
-		return nil
-	}
-	return &lt.ttlD
-}
-
 // ttlString is the TTL as the admin API takes it, nil when not given.
 func (lt *lifetimes) ttlString() *string {
 	if !lt.ttlSet {

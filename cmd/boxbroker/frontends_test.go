@@ -23,10 +23,12 @@ type frontEnd struct {
 	do    func(t *testing.T, action, box string)
 }
 
-// TestOperator_EveryActionThroughEveryFrontEnd runs each box action
-// through the four front ends (the CLI on the data directory, the CLI
-// with --admin-url, the admin API, the owner's page) and checks its
-// effect in the store and the audit row it wrote, naming the front end.
+// TestOperator_EveryActionThroughEveryFrontEnd runs each operator action
+// of the service (a box's, a grant's, a Fountain id's) through the four
+// front ends (the CLI on the data directory, the CLI with --admin-url,
+// the admin API, the owner's page, which assigns no Fountain ids) and
+// checks its effect in the store and the audit row it wrote, naming the
+// front end.
 func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 	b := brokertest.New(t, brokertest.Options{})
 	ctx := context.Background()
@@ -36,6 +38,7 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		"add": {"box", "add"}, "rotate": {"box", "rotate"}, "bind": {"box", "bind", "--from", "10.0.0.0/8"},
 		"pause": {"box", "pause"}, "resume": {"box", "resume"}, "consent": {"box", "consent"}, "remove": {"box", "remove", "--yes"},
 		"grant": {"grant", "issue"}, "revoke": {"grant", "revoke"},
+		"assign": {"box", "assign"}, "unassign": {"box", "unassign"},
 	}
 	cli := func(env map[string]string) func(t *testing.T, action, box string) {
 		return func(t *testing.T, action, box string) {
@@ -47,6 +50,8 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 				args = append(args, "github:vee")
 			case "revoke":
 				args[2] = lastGrant(t, b, box)
+			case "assign", "unassign":
+				args = append(args, "sandbox", "sb-"+box)
 			}
 			if code, out, errs := runEnv(t, env, "", args...); code != 0 {
 				t.Fatalf("%q = %d %q %q", args, code, out, errs)
@@ -59,6 +64,8 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		"resume": {"PATCH", "/api/boxes/{name}", `{"paused":false}`}, "consent": {"PATCH", "/api/boxes/{name}", `{"consent":true}`},
 		"remove": {"DELETE", "/api/boxes/{name}", ""},
 		"grant":  {"POST", "/api/boxes/{name}/grants", `{"principal":"github:vee"}`}, "revoke": {"DELETE", "/api/grants/{id}", ""},
+		"assign":   {"POST", "/api/boxes/{name}/resources", `{"kind":"sandbox","id":"sb-{name}"}`},
+		"unassign": {"DELETE", "/api/boxes/{name}/resources/{kind}/{id}", ""},
 	}
 	apiRoute := func(action string) (string, string) { return apiRoutes[action][0], apiRoutes[action][1] }
 	cookie, csrf := pageSession(t, b)
@@ -74,8 +81,11 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		{"api", apiRoute, func(t *testing.T, action, box string) {
 			rt := apiRoutes[action]
 			path := strings.ReplaceAll(rt[1], "{name}", box)
-			if action == "revoke" {
+			switch action {
+			case "revoke":
 				path = strings.ReplaceAll(path, "{id}", lastGrant(t, b, box))
+			case "unassign":
+				path = strings.NewReplacer("{kind}", "sandbox", "{id}", "sb-"+box).Replace(path)
 			}
 			body := strings.ReplaceAll(rt[2], "{name}", box)
 			if action == "add" {
@@ -132,16 +142,24 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		{"consent", "set the box's consent on", func(_, a store.Box, err error) bool { return err == nil && a.Consent }, ""},
 		{"grant", "issued grant", func(_, _ store.Box, err error) bool { return err == nil }, "current"},
 		{"revoke", "revoked grant", func(_, _ store.Box, err error) bool { return err == nil }, "revoked"},
+		{"assign", "assigned Fountain sandbox", func(_, _ store.Box, err error) bool { return err == nil }, ""},
+		{"unassign", "unassigned Fountain sandbox", func(_, _ store.Box, err error) bool { return err == nil }, ""},
 		{"remove", "removed the box and all kept for it", func(_, _ store.Box, err error) bool { return errors.Is(err, store.ErrNotFound) }, ""},
 	}
 	for _, fe := range fronts {
 		box := "via-" + fe.name
 		for _, tt := range actions {
+			if _, ok := pageForms[tt.action]; fe.name == "page" && !ok {
+				continue // the page assigns no Fountain ids
+			}
 			before, _ := b.Server.Store.Box(ctx, box)
 			fe.do(t, tt.action, box)
 			after, err := b.Server.Store.Box(ctx, box)
 			if !tt.effect(before, after, err) {
 				t.Errorf("%s through %s: the box is %+v, %v after it, want it %s", tt.action, fe.name, after, err, tt.message)
+			}
+			if owner, err := b.Server.Store.ResourceOwner(ctx, store.ResourceSandbox, "sb-"+box); (tt.action == "assign") != (err == nil && owner == box) {
+				t.Errorf("%s through %s: sb-%s is box %q's (%v)", tt.action, fe.name, box, owner, err)
 			}
 			if tt.grants != "" {
 				gs, err := b.Server.Store.ListGrants(ctx, box)

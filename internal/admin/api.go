@@ -120,23 +120,12 @@ type FeedbackList struct {
 	Batches []FeedbackView `json:"batches"`
 }
 
-// ResourceView is a Fountain id assigned to a box.
-type ResourceView struct {
-	Kind string `json:"kind"`
-	ID   string `json:"id"`
-	At   string `json:"at"`
-}
-
-// ResourceList answers GET /api/boxes/{name}/resources.
-type ResourceList struct {
-	Resources []ResourceView `json:"resources"`
-}
-
-// NewResource is the body of POST /api/boxes/{name}/resources.
-type NewResource struct {
-	Kind string `json:"kind"`
-	ID   string `json:"id"`
-}
+// The resource bodies are the operator service's.
+type (
+	ResourceView = operator.ResourceView
+	ResourceList = operator.ResourceList
+	NewResource  = operator.NewResource
+)
 
 // apiRoutes is the admin API's route table. A later part adds its own
 // routes with Server.Handle.

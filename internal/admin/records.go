@@ -323,91 +323,33 @@ func (s *Server) listFeedback(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, out)
 }
 
-// resourceKind reports whether k is a Fountain resource kind.
-func resourceKind(k string) bool {
-	return k == store.ResourceConversation || k == store.ResourceSandbox || k == store.ResourceVault
-}
-
-// resourceID reports whether id can be a Fountain id: 1 to 200 printable
-// ASCII characters with no space or slash.
-func resourceID(id string) bool {
-	if id == "" || len(id) > 200 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		if id[i] <= 0x20 || id[i] >= 0x7f || id[i] == '/' {
-			return false
-		}
-	}
-	return true
-}
-
-var errResource = operator.Errorf(operator.Invalid,
-	"A Fountain resource is a kind (conversation, sandbox or vault) and an id of 1 to 200 printable characters with no space or slash.")
-
 func (s *Server) listResources(w http.ResponseWriter, r *http.Request) error {
-	b, err := s.Box(r)
+	list, err := s.op.ListResources(r.Context(), r.PathValue("name"))
 	if err != nil {
 		return err
 	}
-	list, err := s.cfg.Store.ListResources(r.Context(), b.Name)
-	if err != nil {
-		return operator.StoreError(err, "", "")
-	}
-	out := ResourceList{Resources: []ResourceView{}}
-	for _, res := range list {
-		out.Resources = append(out.Resources, ResourceView{Kind: res.Kind, ID: res.ID, At: formatTime(res.At)})
-	}
-	return writeJSON(w, http.StatusOK, out)
+	return writeJSON(w, http.StatusOK, ResourceList{Resources: list})
 }
 
 func (s *Server) addResource(w http.ResponseWriter, r *http.Request) error {
-	b, err := s.Box(r)
-	if err != nil {
+	if _, err := s.Box(r); err != nil {
 		return err
 	}
 	var nr NewResource
 	if err := readJSON(w, r, &nr); err != nil {
 		return err
 	}
-	if !resourceKind(nr.Kind) || !resourceID(nr.ID) {
-		return errResource
-	}
-	res := store.Resource{Box: b.Name, Kind: nr.Kind, ID: nr.ID, At: s.cfg.Now().UTC()}
-	if err := s.cfg.Store.AddResource(r.Context(), res); err != nil {
-		return operator.StoreError(err, operator.NoBox(b.Name),
-			fmt.Sprintf("Fountain %s %s is another box's.", nr.Kind, nr.ID))
-	}
-	if err := s.Changed(r.Context(), store.ChangeResource, nr.Kind+"/"+nr.ID); err != nil {
+	v, err := s.Op(r, 0).AddResource(r.Context(), r.PathValue("name"), nr)
+	if err != nil {
 		return err
 	}
-	s.log.Info("admin: resource assigned", "box", b.Name, "kind", nr.Kind, "id", nr.ID)
-	return writeJSON(w, http.StatusCreated, ResourceView{Kind: res.Kind, ID: res.ID, At: formatTime(res.At)})
+	return writeJSON(w, http.StatusCreated, v)
 }
 
 func (s *Server) removeResource(w http.ResponseWriter, r *http.Request) error {
-	name, err := BoxName(r)
-	if err != nil {
+	if err := s.Op(r, 0).RemoveResource(r.Context(), r.PathValue("name"), r.PathValue("kind"), r.PathValue("id")); err != nil {
 		return err
 	}
-	kind, id := r.PathValue("kind"), r.PathValue("id")
-	if !resourceKind(kind) || !resourceID(id) {
-		return errResource
-	}
-	owner, err := s.cfg.Store.ResourceOwner(r.Context(), kind, id)
-	if err == nil && owner != name {
-		err = store.ErrNotFound // another box's is not this box's to remove
-	}
-	if err == nil {
-		err = s.cfg.Store.DeleteResource(r.Context(), kind, id)
-	}
-	if err != nil {
-		return operator.StoreError(err, fmt.Sprintf("Box %s has no Fountain %s %s.", name, kind, id), "")
-	}
-	if err := s.Changed(r.Context(), store.ChangeResource, kind+"/"+id); err != nil {
-		return err
-	}
-	s.log.Info("admin: resource removed", "box", name, "kind", kind, "id", id)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -151,6 +151,11 @@ func (s *Service) RevokeGrant(ctx context.Context, id string) error {
 // RevokeBoxGrant is RevokeGrant of one of box's grants ("": any box's),
 // NotFound when box has no grant id.
 func (s *Service) RevokeBoxGrant(ctx context.Context, box, id string) error {
+	if len(id) > 100 || !resourceID(id) {
+		// 1 to 100 printable characters with no space or slash (grant.Issue
+		// makes them grt_ and 16 hex digits).
+		return Errorf(Invalid, "A grant ID is like %s0123456789abcdef (see GET /api/boxes/{name}/grants).", grant.IDPrefix)
+	}
 	notFound := "There is no grant " + id + "."
 	if box != "" {
 		notFound = "Box " + box + " has no grant " + id + "."
@@ -188,6 +193,7 @@ var _ Grants = (*Service)(nil)
 type Actions interface {
 	Boxes
 	Grants
+	Resources
 }
 
 var _ Actions = (*Service)(nil)
