@@ -19,7 +19,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/store"
@@ -64,8 +63,8 @@ type Service struct {
 	origin Origin
 }
 
-// New returns a Service over cfg, with its defaults applied; an error if
-// cfg has no store.
+// New returns a Service over cfg, with its defaults applied, whose audit
+// rows name no origin until Via gives one; an error if cfg has no store.
 func New(cfg Config) (*Service, error) {
 	if cfg.Store == nil {
 		return nil, fmt.Errorf("operator config: no store")
@@ -76,7 +75,7 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Service{cfg: cfg, origin: Origin{Method: "CLI"}}, nil
+	return &Service{cfg: cfg}, nil
 }
 
 // Via returns a Service whose audit rows name o as where each action
@@ -123,14 +122,10 @@ func (s *Service) Audit(ctx context.Context, box string, status int, message str
 	if s.origin.Status != 0 {
 		status = s.origin.Status
 	}
-	method, route := s.origin.Method, s.origin.Route
-	if method == "" {
-		method = http.MethodPost
-	}
-	e := store.AuditEntry{Box: box, At: s.cfg.Now().UTC(), Method: method, Route: route,
+	e := store.AuditEntry{Box: box, At: s.cfg.Now().UTC(), Method: s.origin.Method, Route: s.origin.Route,
 		Capability: store.ActorAdmin, Status: status, Message: message}
 	if err := s.cfg.Store.AddAudit(ctx, []store.AuditEntry{e}); err != nil {
-		return fmt.Errorf("audit %q on box %s: %w", route, box, err)
+		return fmt.Errorf("audit %q on box %s: %w", s.origin.Route, box, err)
 	}
 	return nil
 }
