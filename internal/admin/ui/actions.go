@@ -4,7 +4,6 @@ import (
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/operator"
 
-	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -47,16 +46,6 @@ var notices = map[string]string{
 	"rules":          "The secret's rules are set; the box's next request is held to them.",
 	"settings":       "",
 	"bound":          "The binding is set; the box's next request is judged by it.",
-}
-
-// audit records an action taken on the page, by the admin, on box.
-func (u *Page) audit(ctx context.Context, box, route, message string) error {
-	e := store.AuditEntry{Box: box, At: u.cfg.Now().UTC(), Method: http.MethodPost, Route: route,
-		Capability: store.ActorAdmin, Status: http.StatusSeeOther, Message: message}
-	if err := u.cfg.Store.AddAudit(ctx, []store.AuditEntry{e}); err != nil {
-		return fmt.Errorf("audit %q on box %s: %w", route, box, err)
-	}
-	return nil
 }
 
 // back sends the browser to box's page, with done's notice.
@@ -166,7 +155,7 @@ func (u *Page) setBudget(w http.ResponseWriter, r *http.Request, sess *Session) 
 	if principal != "" {
 		msg = "set the monthly budget for " + principal + " to " + spend.FormatUSD(limit)
 	}
-	if err := u.audit(r.Context(), b.Name, "/ui/boxes/{name}/budget", msg); err != nil {
+	if err := u.a.Op(r, http.StatusSeeOther).Audit(r.Context(), b.Name, 0, msg); err != nil {
 		return err
 	}
 	u.log.Info("owner's page: budget set", "box", b.Name, "principal", principal, "limit", spend.FormatUSD(limit), "admin_token", sess.TokenID)
@@ -194,7 +183,7 @@ func (u *Page) removeBudget(w http.ResponseWriter, r *http.Request, sess *Sessio
 	if principal != "" {
 		msg = "removed the monthly budget for " + principal
 	}
-	if err := u.audit(r.Context(), b.Name, "/ui/boxes/{name}/budget/remove", msg); err != nil {
+	if err := u.a.Op(r, http.StatusSeeOther).Audit(r.Context(), b.Name, 0, msg); err != nil {
 		return err
 	}
 	u.log.Info("owner's page: budget removed", "box", b.Name, "principal", principal, "admin_token", sess.TokenID)
@@ -257,7 +246,7 @@ func (u *Page) setSecret(w http.ResponseWriter, r *http.Request, sess *Session) 
 	if err := u.a.Changed(r.Context(), store.ChangeSecret, b.Name+"/"+name); err != nil {
 		return err
 	}
-	if err := u.audit(r.Context(), b.Name, "/ui/boxes/{name}/secrets", "set secret "+name+" for "+host); err != nil {
+	if err := u.a.Op(r, http.StatusSeeOther).Audit(r.Context(), b.Name, 0, "set secret "+name+" for "+host); err != nil {
 		return err
 	}
 	u.log.Info("owner's page: secret set", "box", b.Name, "secret", name, "host", host, "admin_token", sess.TokenID)
@@ -280,7 +269,7 @@ func (u *Page) removeSecret(w http.ResponseWriter, r *http.Request, sess *Sessio
 	if err := u.a.Changed(r.Context(), store.ChangeSecret, b.Name+"/"+name); err != nil {
 		return err
 	}
-	if err := u.audit(r.Context(), b.Name, "/ui/boxes/{name}/secrets/{secret}/remove", "removed secret "+name); err != nil {
+	if err := u.a.Op(r, http.StatusSeeOther).Audit(r.Context(), b.Name, 0, "removed secret "+name); err != nil {
 		return err
 	}
 	u.log.Info("owner's page: secret removed", "box", b.Name, "secret", name, "admin_token", sess.TokenID)
