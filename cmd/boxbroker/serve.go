@@ -41,6 +41,8 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	fs.Int64Var(&cfg.PoolRetryBody, "pool-retry-body", envInt("BOXBROKER_POOL_RETRY_BODY", def.PoolRetryBody), "bound on a request body kept in memory to retry a call on another credential of the pool, bytes; -1 never retries (BOXBROKER_POOL_RETRY_BODY)")
 	fs.Int64Var(&cfg.EgressMaxBody, "egress-max-body", envInt("BOXBROKER_EGRESS_MAX_BODY", def.EgressMaxBody), "bound on a request body sent to an egress secret's host, bytes (BOXBROKER_EGRESS_MAX_BODY)")
 	fs.DurationVar(&cfg.AuditRetention, "audit-retention", envDuration("BOXBROKER_AUDIT_RETENTION", def.AuditRetention), "how long audit log entries are kept (BOXBROKER_AUDIT_RETENTION)")
+	auditSink := fs.String("audit-sink-url", c.getenv("BOXBROKER_AUDIT_SINK_URL"), "http(s) URL the audit rows are POSTed to as JSON lines, at least once and in order; empty for none; its bearer token, if any, in BOXBROKER_AUDIT_SINK_TOKEN (BOXBROKER_AUDIT_SINK_URL)")
+	fs.IntVar(&cfg.AuditSinkBacklog, "audit-sink-backlog", int(envInt("BOXBROKER_AUDIT_SINK_BACKLOG", int64(def.AuditSinkBacklog))), "audit rows kept in the data directory while the audit sink does not take them; past it the oldest are dropped (BOXBROKER_AUDIT_SINK_BACKLOG)")
 	fs.DurationVar(&cfg.StoreDeadline, "store-deadline", envDuration("BOXBROKER_STORE_DEADLINE", def.StoreDeadline), "bound on each store call a request makes; past it the request gets 503 with Retry-After (BOXBROKER_STORE_DEADLINE)")
 	fs.StringVar(&cfg.LogLevel, "log-level", c.envOr("BOXBROKER_LOG_LEVEL", def.LogLevel), "debug, info, warn or error (BOXBROKER_LOG_LEVEL)")
 	fs.Float64Var(&cfg.BoxRate, "box-rate", envFloat("BOXBROKER_BOX_RATE", def.BoxRate), "requests per second one box may make; 0 for no bound (BOXBROKER_BOX_RATE)")
@@ -108,6 +110,12 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 		if cfg.FountainURL, err = parseURL("fountain-url", *fountain); err != nil {
 			return err
 		}
+	}
+	if *auditSink != "" {
+		if cfg.AuditSinkURL, err = url.Parse(*auditSink); err != nil {
+			return fmt.Errorf("configuration: --audit-sink-url (BOXBROKER_AUDIT_SINK_URL) is not a URL")
+		}
+		cfg.AuditSinkToken = c.getenv("BOXBROKER_AUDIT_SINK_TOKEN")
 	}
 	// Every listener is taken before the store and the data directory
 	// are opened: a serve that cannot listen changes nothing on disk.

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/auditsink"
 	"github.com/intentius/boxbroker/internal/egress"
 	"github.com/intentius/boxbroker/internal/inference"
 	"github.com/intentius/boxbroker/internal/protocol"
@@ -111,6 +112,15 @@ type Config struct {
 	// AuditRetention is how long audit log entries are kept (default 30
 	// days); older ones are pruned hourly.
 	AuditRetention time.Duration
+	// AuditSinkURL, when set, is where the audit rows are streamed as
+	// JSON lines (package auditsink); nil streams none.
+	AuditSinkURL *url.URL
+	// AuditSinkToken, when set, is the audit sink's bearer token.
+	AuditSinkToken string
+	// AuditSinkBacklog is the most audit rows kept for the sink while it
+	// does not take them (default auditsink.DefaultMaxBacklog; 0 the
+	// same); past it the oldest are dropped.
+	AuditSinkBacklog int
 	// StoreDeadline bounds each store call a request makes (default
 	// 250 ms): past it the request is answered 503 with Retry-After.
 	StoreDeadline time.Duration
@@ -179,6 +189,7 @@ func DefaultConfig() Config {
 		BoxConcurrent:         256,
 		ReserveMaxTokens:      spend.DefaultMaxTokens,
 		AuditRetention:        30 * 24 * time.Hour,
+		AuditSinkBacklog:      auditsink.DefaultMaxBacklog,
 		StoreDeadline:         deadline.Default,
 		ReservationLease:      spend.DefaultStaleAfter,
 	}
@@ -271,6 +282,12 @@ func (c *Config) Validate() error {
 	}
 	if c.AuditRetention < 0 {
 		p = append(p, "audit-retention must not be negative")
+	}
+	if u := c.AuditSinkURL; u != nil && ((u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.Fragment != "") {
+		p = append(p, fmt.Sprintf("audit-sink-url (BOXBROKER_AUDIT_SINK_URL) %q must be an http(s) URL with a host and no credentials or fragment (give a token in BOXBROKER_AUDIT_SINK_TOKEN)", u.Redacted()))
+	}
+	if c.AuditSinkBacklog < 0 {
+		p = append(p, "audit-sink-backlog must not be negative")
 	}
 	if c.ShutdownGrace < 0 || c.UpstreamHeaderTimeout < 0 || c.ReadHeaderTimeout < 0 || c.ReadTimeout < 0 || c.DecideTimeout < 0 || c.StoreDeadline < 0 || c.ReservationLease < 0 {
 		p = append(p, "durations must not be negative")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/admin/ui"
+	"github.com/intentius/boxbroker/internal/auditsink"
 	"github.com/intentius/boxbroker/internal/broker"
 	"github.com/intentius/boxbroker/internal/cache"
 	"github.com/intentius/boxbroker/internal/capability"
@@ -35,6 +36,7 @@ import (
 	"github.com/intentius/boxbroker/internal/store/deadline"
 	"github.com/intentius/boxbroker/internal/store/postgres"
 	"github.com/intentius/boxbroker/internal/store/sqlite"
+	"github.com/intentius/boxbroker/internal/telemetry"
 )
 
 // DBFile is the SQLite file's name in the data directory.
@@ -166,6 +168,10 @@ type Server struct {
 	// storeFile watches the SQLite database file's identity; nil for
 	// PostgreSQL.
 	storeFile *fileWatch
+	// tracing traces box calls; nil when off.
+	tracing *telemetry.Tracing
+	// sink streams the audit rows out; nil when none is configured.
+	sink *auditsink.Sink
 }
 
 // Options are what a caller adds in Go rather than configuration.
@@ -176,6 +182,10 @@ type Options struct {
 	Extra []capability.Capability
 	// Store, when set, is used instead of opening the one cfg names.
 	Store store.Store
+	// Tracing, when set, traces box calls (package telemetry); when
+	// nil, New makes it from the OTEL_* variables, none when they ask
+	// for none.
+	Tracing *telemetry.Tracing
 	// Transport, when set, carries every upstream request.
 	Transport http.RoundTripper
 	// MintTransport, when set, carries egress's minting requests to token
@@ -275,6 +285,14 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	// Every upstream call is timed and its status noted for the request's
 	// log line, metrics and audit row.
 	transport = proxy.Traced(transport, nil)
+	tracing := opt.Tracing
+	if tracing == nil {
+		if tracing, err = telemetry.New(ctx, log); err != nil {
+			return nil, err
+		}
+		undo = append(undo, func() error { return tracing.Shutdown(context.Background()) })
+	}
+	transport = tracing.Transport(transport) // upstream spans; rt itself when off
 	m := metrics.New()
 	// Only a SQLite store is known to be this process's alone; any other
 	// may be shared with replicas, whose caches a report must wait for.
@@ -298,9 +316,16 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	// what an earlier process left there goes to the spool now.
 	// They name the store they belong to, and are replayed into no other.
 	var ob *outbox.Outbox
+	// The audit rows written through the outbox are streamed out too,
+	// when a sink is configured (auditsink.go; nil: none).
+	sink, err := openAuditSink(&cfg, m, log)
+	if err != nil {
+		return nil, err
+	}
+	undo = append(undo, sink.Close)
 	id, err := wst.Identity(ctx)
 	if err == nil {
-		ob, err = outbox.Open(outbox.Config{Dir: cfg.DataDir, Store: wst, Identity: id, BatchEvery: outbox.DefaultBatchEvery, Metrics: m, Logger: log,
+		ob, err = outbox.Open(outbox.Config{Dir: cfg.DataDir, Store: sink.Wrap(wst), Identity: id, BatchEvery: outbox.DefaultBatchEvery, Metrics: m, Logger: log,
 			Audit: outbox.AuditOptions{Retention: cfg.AuditRetention, Linger: auditLinger}})
 	}
 	if err != nil {
@@ -363,7 +388,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		Broker: cfg.Broker, Store: rst, Cache: c, Payer: pay, Capabilities: caps, Logger: log,
 		Limits:         broker.Limits{Rate: cfg.BoxRate, Burst: cfg.BoxBurst, Concurrent: max(cfg.BoxConcurrent, 0)},
 		ReadTimeout:    cfg.ReadTimeout,
-		Observer:       &observer{m: m, outbox: ob},
+		Observer:       &observer{m: m, outbox: ob, tracing: tracing},
 		Recording:      recording(cfg, ob, fw),
 		TrustedProxies: cfg.TrustedProxies,
 		TokenNow:       opt.TokenNow,
@@ -372,7 +397,8 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		return nil, err
 	}
 	srv := &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Audit: aw, Metrics: m, log: log, flushLog: flushLog, rst: rst, wst: wst, Outbox: ob, Spool: ob.Spool, Journal: ob.Journal, cert: cert, lock: lock, storeFile: fw}
-	srv.Handler = srv.withReady(h)
+	srv.Handler = srv.withReady(tracing.Handler(h)) // h itself when tracing is off
+	srv.tracing, srv.sink = tracing, sink
 	adm, err := admin.New(admin.Config{Store: st, Cache: c, Keyring: keyring, Broker: cfg.Broker, Logger: log, Metrics: m.Handler(), Pool: credPool, Ready: srv.Ready,
 		Hosts: cfg.adminHosts()})
 	if err != nil {
@@ -468,7 +494,8 @@ func (s *Server) Serve(ctx context.Context, ln, admin net.Listener) error {
 // the audit queue and the batch still hold and returns. Serve runs it; a
 // caller serving the handlers itself runs it too.
 func (s *Server) Run(ctx context.Context) {
-	done := make(chan struct{}, 5)
+	done := make(chan struct{}, 6)
+	go func() { s.sink.Run(ctx); done <- struct{}{} }()
 	go func() { s.Cache.Run(ctx); done <- struct{}{} }()
 	go func() { s.storeFile.Run(ctx); done <- struct{}{} }()
 	go func() { s.Outbox.RunReplay(ctx); done <- struct{}{} }()
@@ -529,5 +556,5 @@ func (s *Server) pruneChanges(ctx context.Context) {
 // Close releases the store.
 func (s *Server) Close() error {
 	_ = s.flushLog()
-	return errors.Join(s.Outbox.Close(), s.Store.Close(), s.lock.release())
+	return errors.Join(s.Outbox.Close(), s.Store.Close(), s.sink.Close(), s.lock.release(), s.tracing.Shutdown(context.Background()))
 }

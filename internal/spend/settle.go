@@ -8,6 +8,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/telemetry"
 )
 
 // settleCall settles mc once r is served.
@@ -124,6 +125,9 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 	// priced here once.
 	proxy.TraceFrom(ctx).AddCost(cost)
 	m.count(s.payer, rows)
+	for _, u := range rows {
+		telemetry.Usage(ctx, u.Model, s.payer, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens)
+	}
 	charge := charged
 	if !exact {
 		m.estimateLate(&s)
