@@ -67,7 +67,7 @@ type command struct {
 
 // commands is the subcommand table; each lives in its own file.
 func commands() map[string]command {
-	return map[string]command{
+	cmds := map[string]command{
 		"serve":      {summary: "run the broker", run: runServe},
 		"box":        {summary: "manage boxes: add, list, remove, rotate, payer, consent, assign, unassign, resources, pause, resume", run: runBox, subs: []string{"add", "list", "remove", "rotate", "payer", "consent", "assign", "unassign", "resources", "pause", "resume"}},
 		"feedback":   {summary: "print kept feedback: list, export", run: runFeedback, subs: []string{"list", "export"}},
@@ -86,6 +86,10 @@ func commands() map[string]command {
 		"proxy":      {summary: "the egress proxy: ca prints its CA certificate, ca rotate replaces it", run: runProxy, subs: []string{"ca"}},
 		"spool":      {summary: "the batches the store refused for good: spool dead list, retry ID, drop ID", run: runSpool, subs: []string{"dead"}},
 	}
+	for name, cmd := range proposalCommands() {
+		cmds[name] = cmd
+	}
+	return cmds
 }
 
 // wordFirst moves the first of args that is a word (before any "--") to
@@ -239,9 +243,14 @@ func knownEnv() []string {
 		"BOXBROKER_AUDIT_RETENTION", "BOXBROKER_AUDIT_SINK_BACKLOG", "BOXBROKER_AUDIT_SINK_TOKEN", "BOXBROKER_AUDIT_SINK_URL", "BOXBROKER_BOX_BURST", "BOXBROKER_BOX_CONCURRENT", "BOXBROKER_BOX_RATE",
 		"BOXBROKER_BROKER", "BOXBROKER_DATA", "BOXBROKER_DECIDE_TIMEOUT", "BOXBROKER_EGRESS_MAX_BODY",
 		"BOXBROKER_FEEDBACK", "BOXBROKER_FOUNTAIN_URL", "BOXBROKER_LISTEN", "BOXBROKER_LOG_LEVEL",
-		"BOXBROKER_MASTER_KEY", "BOXBROKER_MAX_BODY", "BOXBROKER_POOL_RETRY_BODY", "BOXBROKER_PRICES",
+		"BOXBROKER_MASTER_KEY", "BOXBROKER_MAX_BODY", "BOXBROKER_PAGE_URL", "BOXBROKER_POOL_RETRY_BODY", "BOXBROKER_PRICES",
+		"BOXBROKER_PROPOSAL_MAX", "BOXBROKER_PROPOSAL_WAIT", "BOXBROKER_PROPOSAL_WEBHOOK", "BOXBROKER_PROPOSAL_WEBHOOK_KEY",
+		"BOXBROKER_PROPOSAL_WEBHOOK_SHAPE",
 		"BOXBROKER_PROXY_LISTEN", "BOXBROKER_PROXY_PASSTHROUGH", "BOXBROKER_READ_TIMEOUT",
 		"BOXBROKER_RESERVATION_LEASE", "BOXBROKER_RESERVE_MAX_TOKENS", "BOXBROKER_SHUTDOWN_GRACE",
+		"BOXBROKER_SSO_CLIENT_ID", "BOXBROKER_SSO_CLIENT_SECRET", "BOXBROKER_SSO_CLIENT_SECRET_FILE", "BOXBROKER_SSO_ISSUER",
+		"BOXBROKER_SSO_OPERATORS", "BOXBROKER_SSO_REDIRECT_URL", "BOXBROKER_SSO_ROLE_CLAIM", "BOXBROKER_SSO_SCOPES",
+		"BOXBROKER_SSO_VIEWERS",
 		"BOXBROKER_STORE", "BOXBROKER_STORE_DEADLINE", "BOXBROKER_TLS_CERT", "BOXBROKER_TLS_KEY",
 		"BOXBROKER_TRUSTED_PROXY", "BOXBROKER_UNPRICED_AS", "BOXBROKER_UPSTREAM_TIMEOUT",
 		// the CLI against a remote broker, report and ready.

@@ -40,6 +40,12 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	fs.Int64Var(&cfg.MaxBody, "max-body", envInt("BOXBROKER_MAX_BODY", def.MaxBody), "bound on a forwarded request body, bytes (BOXBROKER_MAX_BODY)")
 	fs.Int64Var(&cfg.PoolRetryBody, "pool-retry-body", envInt("BOXBROKER_POOL_RETRY_BODY", def.PoolRetryBody), "bound on a request body kept in memory to retry a call on another credential of the pool, bytes; -1 never retries (BOXBROKER_POOL_RETRY_BODY)")
 	fs.Int64Var(&cfg.EgressMaxBody, "egress-max-body", envInt("BOXBROKER_EGRESS_MAX_BODY", def.EgressMaxBody), "bound on a request body sent to an egress secret's host, bytes (BOXBROKER_EGRESS_MAX_BODY)")
+	fs.DurationVar(&cfg.ProposalWait, "proposal-wait", envDuration("BOXBROKER_PROPOSAL_WAIT", def.ProposalWait), "how long a proposal waits for a person before it expires (BOXBROKER_PROPOSAL_WAIT)")
+	fs.IntVar(&cfg.ProposalMax, "proposal-max", int(envInt("BOXBROKER_PROPOSAL_MAX", int64(def.ProposalMax))), "pending proposals each box may have; more refusals open none (BOXBROKER_PROPOSAL_MAX)")
+	fs.StringVar(&cfg.PageURL, "page-url", c.getenv("BOXBROKER_PAGE_URL"), "the owner's page as a person reaches it, named in refusals that open a proposal (BOXBROKER_PAGE_URL)")
+	fs.StringVar(&cfg.ProposalWebhook, "proposal-webhook", c.getenv("BOXBROKER_PROPOSAL_WEBHOOK"), "URL each new proposal is POSTed to, signed with BOXBROKER_PROPOSAL_WEBHOOK_KEY (BOXBROKER_PROPOSAL_WEBHOOK)")
+	fs.StringVar(&cfg.ProposalWebhookShape, "proposal-webhook-shape", c.envOr("BOXBROKER_PROPOSAL_WEBHOOK_SHAPE", def.ProposalWebhookShape), "json or slack (BOXBROKER_PROPOSAL_WEBHOOK_SHAPE)")
+	cfg.ProposalWebhookKey = c.getenv("BOXBROKER_PROPOSAL_WEBHOOK_KEY")
 	fs.DurationVar(&cfg.AuditRetention, "audit-retention", envDuration("BOXBROKER_AUDIT_RETENTION", def.AuditRetention), "how long audit log entries are kept (BOXBROKER_AUDIT_RETENTION)")
 	auditSink := fs.String("audit-sink-url", c.getenv("BOXBROKER_AUDIT_SINK_URL"), "http(s) URL the audit rows are POSTed to as JSON lines, at least once and in order; empty for none; its bearer token, if any, in BOXBROKER_AUDIT_SINK_TOKEN (BOXBROKER_AUDIT_SINK_URL)")
 	fs.IntVar(&cfg.AuditSinkBacklog, "audit-sink-backlog", int(envInt("BOXBROKER_AUDIT_SINK_BACKLOG", int64(def.AuditSinkBacklog))), "audit rows kept in the data directory while the audit sink does not take them; past it the oldest are dropped (BOXBROKER_AUDIT_SINK_BACKLOG)")
@@ -65,7 +71,12 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	fs.Var(trusted, "trusted-proxy", "front proxy (CIDR, repeatable or comma-separated) whose X-Forwarded-For is believed when judging where a box's request came from; none: the peer's address (BOXBROKER_TRUSTED_PROXY)")
 	fs.BoolVar(&cfg.NewStore, "new-store", false, "make a new, empty SQLite database in a data directory that holds a master key, a journal or a spool but no database; without it serve refuses to start there")
 	auditRequired := fs.Bool("audit-required", env.boolean("BOXBROKER_AUDIT_REQUIRED", !def.AuditOptional), "refuse calls (503) while their audit record can be written neither to the store nor to the spool; false serves them unrecorded (BOXBROKER_AUDIT_REQUIRED)")
+	ssoConfig := ssoFlags(fs, c)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	var err error
+	if cfg.SSO, err = ssoConfig(); err != nil {
 		return err
 	}
 	cfg.AuditOptional = !*auditRequired

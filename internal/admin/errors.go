@@ -23,6 +23,7 @@ var refusals = map[operator.Code]struct {
 	operator.Unsupported:     {http.StatusUnsupportedMediaType, protocol.TypeInvalid},
 	operator.NotImplemented:  {http.StatusNotImplemented, protocol.TypeAPI},
 	operator.Unavailable:     {http.StatusServiceUnavailable, protocol.TypeAPI},
+	operator.Upstream:        {http.StatusBadGateway, protocol.TypeAPI},
 }
 
 // Refusal is how the admin API and the owner's page answer err: an

@@ -23,6 +23,7 @@ const (
 	Unsupported                     // the body is of a type not taken
 	NotImplemented                  // this broker does not serve it
 	Unavailable                     // the store does not answer just now
+	Upstream                        // a service the broker asked (an identity provider) failed
 )
 
 // Error is an operator action's refusal: its Code, the Message the

@@ -54,6 +54,9 @@ type Origin struct {
 	Method string
 	Route  string
 	Status int
+	// By, when set, is who acted as the front end knows them, added to
+	// each audit row's message, such as " (by ann, operator)".
+	By string
 }
 
 // Service is the operator's actions over a store. Its zero value is not
@@ -123,7 +126,7 @@ func (s *Service) Audit(ctx context.Context, box string, status int, message str
 		status = s.origin.Status
 	}
 	e := store.AuditEntry{Box: box, At: s.cfg.Now().UTC(), Method: s.origin.Method, Route: s.origin.Route,
-		Capability: store.ActorAdmin, Status: status, Message: message}
+		Capability: store.ActorAdmin, Status: status, Message: message + s.origin.By}
 	if err := s.cfg.Store.AddAudit(ctx, []store.AuditEntry{e}); err != nil {
 		return fmt.Errorf("audit %q on box %s: %w", s.origin.Route, box, err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/admin/ui"
+	"github.com/intentius/boxbroker/internal/approval"
 	"github.com/intentius/boxbroker/internal/auditsink"
 	"github.com/intentius/boxbroker/internal/broker"
 	"github.com/intentius/boxbroker/internal/cache"
@@ -131,6 +132,10 @@ type Server struct {
 	// Admin is the admin listener's handler: the admin API, metrics,
 	// health and, on its routes, the owner's page.
 	Admin *admin.Server
+	// Approvals opens, decides and matches proposals (package approval).
+	Approvals *approval.Service
+	// webhook sends new proposals to the operator's URL; nil for none.
+	webhook *approval.Webhook
 	// Page is the owner's page, served under /ui/ by Admin.
 	Page *ui.Page
 	// Metrics are the broker's Prometheus metrics, served on the admin
@@ -344,7 +349,24 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	credPool := pool.New(pool.Config{Cache: c, Keyring: keyring, Upstream: cfg.AnthropicURL, Transport: transport, Logger: log, Now: opt.PoolNow})
 	m.Pool(poolStats(credPool))
 	pay := &payer.Resolver{Cache: c, Keyring: keyring, Store: rst, Logger: log, Now: opt.Now, OnGrant: onGrant, Pool: credPool}
-	eg, err := egress.New(egress.Config{Secrets: c, List: rst, Keyring: keyring, Transport: opt.Transport, MaxBody: cfg.EgressMaxBody, Logger: log,
+	// Proposals are read and written straight through the store on the
+	// refusal path (never cached), so every replica sees an approval on
+	// its next request.
+	hook, err := proposalWebhook(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	var notify func(store.Proposal)
+	if hook != nil {
+		undo = append(undo, hook.Close)
+		notify = hook.Notify
+	}
+	approvals, err := approval.New(approval.Config{Store: rst, MaxPending: cfg.ProposalMax, PendingFor: cfg.ProposalWait, PageURL: cfg.PageURL,
+		Notify: notify, Now: opt.Now, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	eg, err := egress.New(egress.Config{Secrets: c, List: rst, Keyring: keyring, Approvals: approvals, Transport: opt.Transport, MaxBody: cfg.EgressMaxBody, Logger: log,
 		TransportOptions: proxy.TransportOptions{ResponseHeaderTimeout: cfg.UpstreamHeaderTimeout}, Mints: wst, MintTransport: opt.MintTransport, Now: opt.Now, Audit: aw})
 	if err != nil {
 		return nil, err
@@ -359,7 +381,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 			return pg.Clock(ctx)
 		}
 	}
-	meter, err := spend.New(spend.Config{Store: rst, Settle: wst, Outbox: ob,
+	meter, err := spend.New(spend.Config{Store: rst, Settle: wst, Outbox: ob, Approvals: approvals,
 		StaleAfter: cfg.ReservationLease, Budgeted: c.Budgeted, Prices: prices, Metrics: m, Now: opt.SpendNow, Logger: log, MaxTokens: cfg.ReserveMaxTokens, MaxBody: cfg.MaxBody,
 		Counter: m, StoreClock: storeClock})
 	if err != nil {
@@ -396,7 +418,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Audit: aw, Metrics: m, log: log, flushLog: flushLog, rst: rst, wst: wst, Outbox: ob, Spool: ob.Spool, Journal: ob.Journal, cert: cert, lock: lock, storeFile: fw}
+	srv := &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Audit: aw, Metrics: m, log: log, flushLog: flushLog, rst: rst, wst: wst, Outbox: ob, Spool: ob.Spool, Journal: ob.Journal, cert: cert, lock: lock, storeFile: fw, Approvals: approvals, webhook: hook}
 	srv.Handler = srv.withReady(tracing.Handler(h)) // h itself when tracing is off
 	srv.tracing, srv.sink = tracing, sink
 	adm, err := admin.New(admin.Config{Store: st, Cache: c, Keyring: keyring, Broker: cfg.Broker, Logger: log, Metrics: m.Handler(), Pool: credPool, Ready: srv.Ready,
@@ -407,7 +429,10 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	for _, rt := range admin.DeadLetterRoutes(ob) {
 		adm.Handle(rt)
 	}
-	page, err := ui.New(adm, ui.Config{DeadLetters: ob.Spool.DeadCount})
+	for _, rt := range admin.ProposalRoutes(approvals, adm.Audit) {
+		adm.Handle(rt)
+	}
+	page, err := ui.New(adm, ui.Config{DeadLetters: ob.Spool.DeadCount, SSO: cfg.SSO, Approvals: approvals})
 	if err != nil {
 		return nil, err
 	}
@@ -556,5 +581,8 @@ func (s *Server) pruneChanges(ctx context.Context) {
 // Close releases the store.
 func (s *Server) Close() error {
 	_ = s.flushLog()
+	if s.webhook != nil {
+		_ = s.webhook.Close()
+	}
 	return errors.Join(s.Outbox.Close(), s.Store.Close(), s.sink.Close(), s.lock.release(), s.tracing.Shutdown(context.Background()))
 }

@@ -48,6 +48,13 @@ var notices = map[string]string{
 	"bound":          "The binding is set; the box's next request is judged by it.",
 }
 
+// op is the operator service acting for the page's request r: its audit
+// rows name the page's route, status 303 and who signed in (actedBy).
+func (u *Page) op(r *http.Request) *operator.Service {
+	_, route, _ := strings.Cut(r.Pattern, " ")
+	return u.a.Operator().Via(operator.Origin{Method: r.Method, Route: route, Status: http.StatusSeeOther, By: actedBy(r.Context())})
+}
+
 // back sends the browser to box's page, with done's notice.
 func back(w http.ResponseWriter, r *http.Request, box, done string) {
 	http.Redirect(w, r, "/ui/boxes/"+url.PathEscape(box)+"?done="+url.QueryEscape(done), http.StatusSeeOther)
@@ -84,7 +91,7 @@ func (u *Page) showToken(w http.ResponseWriter, sess *Session, box, tok string, 
 
 func (u *Page) enrol(w http.ResponseWriter, r *http.Request, sess *Session) error {
 	name := strings.TrimSpace(r.PostForm.Get("name"))
-	bt, err := u.a.Op(r, http.StatusSeeOther).AddBox(r.Context(), operator.NewBox{Name: name})
+	bt, err := u.op(r).AddBox(r.Context(), operator.NewBox{Name: name})
 	if err != nil {
 		return err
 	}
@@ -95,7 +102,7 @@ func (u *Page) enrol(w http.ResponseWriter, r *http.Request, sess *Session) erro
 // rotate gives a box a new token; a box given a TTL has its new token
 // given the same.
 func (u *Page) rotate(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	bt, err := u.a.Op(r, http.StatusSeeOther).RotateBoxWith(r.Context(), r.PathValue("name"), operator.TokenRotation{})
+	bt, err := u.op(r).RotateBoxWith(r.Context(), r.PathValue("name"), operator.TokenRotation{})
 	if err != nil {
 		return err
 	}
@@ -123,7 +130,7 @@ func (u *Page) remove(w http.ResponseWriter, r *http.Request, sess *Session) err
 			Error: "Type the box's name exactly to remove it; nothing was removed."})
 		return nil
 	}
-	if err := u.a.Op(r, http.StatusSeeOther).RemoveBox(r.Context(), name); err != nil {
+	if err := u.op(r).RemoveBox(r.Context(), name); err != nil {
 		return err
 	}
 	http.Redirect(w, r, "/ui/", http.StatusSeeOther)
@@ -155,7 +162,7 @@ func (u *Page) setBudget(w http.ResponseWriter, r *http.Request, sess *Session) 
 	if principal != "" {
 		msg = "set the monthly budget for " + principal + " to " + spend.FormatUSD(limit)
 	}
-	if err := u.a.Op(r, http.StatusSeeOther).Audit(r.Context(), b.Name, 0, msg); err != nil {
+	if err := u.op(r).Audit(r.Context(), b.Name, 0, msg); err != nil {
 		return err
 	}
 	u.log.Info("owner's page: budget set", "box", b.Name, "principal", principal, "limit", spend.FormatUSD(limit), "admin_token", sess.TokenID)
@@ -183,7 +190,7 @@ func (u *Page) removeBudget(w http.ResponseWriter, r *http.Request, sess *Sessio
 	if principal != "" {
 		msg = "removed the monthly budget for " + principal
 	}
-	if err := u.a.Op(r, http.StatusSeeOther).Audit(r.Context(), b.Name, 0, msg); err != nil {
+	if err := u.op(r).Audit(r.Context(), b.Name, 0, msg); err != nil {
 		return err
 	}
 	u.log.Info("owner's page: budget removed", "box", b.Name, "principal", principal, "admin_token", sess.TokenID)
@@ -246,7 +253,7 @@ func (u *Page) setSecret(w http.ResponseWriter, r *http.Request, sess *Session) 
 	if err := u.a.Changed(r.Context(), store.ChangeSecret, b.Name+"/"+name); err != nil {
 		return err
 	}
-	if err := u.a.Op(r, http.StatusSeeOther).Audit(r.Context(), b.Name, 0, "set secret "+name+" for "+host); err != nil {
+	if err := u.op(r).Audit(r.Context(), b.Name, 0, "set secret "+name+" for "+host); err != nil {
 		return err
 	}
 	u.log.Info("owner's page: secret set", "box", b.Name, "secret", name, "host", host, "admin_token", sess.TokenID)
@@ -269,7 +276,7 @@ func (u *Page) removeSecret(w http.ResponseWriter, r *http.Request, sess *Sessio
 	if err := u.a.Changed(r.Context(), store.ChangeSecret, b.Name+"/"+name); err != nil {
 		return err
 	}
-	if err := u.a.Op(r, http.StatusSeeOther).Audit(r.Context(), b.Name, 0, "removed secret "+name); err != nil {
+	if err := u.op(r).Audit(r.Context(), b.Name, 0, "removed secret "+name); err != nil {
 		return err
 	}
 	u.log.Info("owner's page: secret removed", "box", b.Name, "secret", name, "admin_token", sess.TokenID)
@@ -281,7 +288,7 @@ func (u *Page) removeSecret(w http.ResponseWriter, r *http.Request, sess *Sessio
 // (comma-separated; empty or "any": every address).
 func (u *Page) bind(w http.ResponseWriter, r *http.Request, sess *Session) error {
 	from := []string{r.PostForm.Get("from")}
-	v, err := u.a.Op(r, http.StatusSeeOther).UpdateBox(r.Context(), r.PathValue("name"), operator.BoxSettings{From: &from})
+	v, err := u.op(r).UpdateBox(r.Context(), r.PathValue("name"), operator.BoxSettings{From: &from})
 	if err != nil {
 		return err
 	}

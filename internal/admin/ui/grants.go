@@ -71,7 +71,7 @@ func (u *Page) addGrantsPage() {
 	u.HandleUI("POST /ui/boxes/{name}/grants", u.issueGrantPage)
 	u.HandleUI("POST /ui/boxes/{name}/grants/{id}/revoke", func(w http.ResponseWriter, r *http.Request, sess *Session) error {
 		name := r.PathValue("name")
-		if err := u.a.Op(r, http.StatusSeeOther).RevokeBoxGrant(r.Context(), name, r.PathValue("id")); err != nil {
+		if err := u.op(r).RevokeBoxGrant(r.Context(), name, r.PathValue("id")); err != nil {
 			return err
 		}
 		http.Redirect(w, r, "/ui/boxes/"+url.PathEscape(name), http.StatusSeeOther)
@@ -132,7 +132,7 @@ func (u *Page) issueGrantPage(w http.ResponseWriter, r *http.Request, sess *Sess
 	if err != nil {
 		return err
 	}
-	issued, err := u.a.Op(r, http.StatusSeeOther).IssueGrant(r.Context(), name,
+	issued, err := u.op(r).IssueGrant(r.Context(), name,
 		operator.NewGrant{Principal: strings.TrimSpace(r.PostForm.Get("principal")), TTL: ttl.String()})
 	if err != nil {
 		return err

@@ -1,7 +1,10 @@
 package ui
 
 import (
+	"html/template"
+
 	"github.com/intentius/boxbroker/internal/admin"
+
 	"github.com/intentius/boxbroker/internal/operator"
 
 	"context"
@@ -498,7 +501,9 @@ func pager(q listQuery, pages int) []pageLink {
 
 // listPage is the list page's content.
 type listPage struct {
-	Broker   string
+	Broker string
+	// Waiting is the "waiting for you" list of pending proposals.
+	Waiting  template.HTML
 	Form     FormContext
 	Query    listQuery
 	Columns  []column
@@ -581,6 +586,9 @@ func (u *Page) overview(w http.ResponseWriter, r *http.Request, sess *Session) e
 	}
 	if u.deadLetters != nil {
 		page.DeadLetters = u.deadLetters()
+	}
+	if page.Waiting, err = u.waiting(r.Context(), sess); err != nil {
+		return operator.StoreError(err, "", "")
 	}
 	u.render(w, http.StatusOK, "boxes", page)
 	return nil

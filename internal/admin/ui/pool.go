@@ -161,7 +161,7 @@ func (u *Page) addEntry(w http.ResponseWriter, r *http.Request, sess *Session) e
 		return err
 	}
 	msg := fmt.Sprintf("set credential pool entry %s (%s, weight %d, URL %s)", v.Name, v.Kind, v.Weight, orBroker(v.URL))
-	if err := u.a.Op(r, http.StatusSeeOther).Audit(r.Context(), "", 0, msg); err != nil {
+	if err := u.op(r).Audit(r.Context(), "", 0, msg); err != nil {
 		return err
 	}
 	u.log.Info("owner's page: credential pool entry set", "entry", v.Name, "kind", v.Kind, "weight", v.Weight, "admin_token", sess.TokenID)
@@ -205,7 +205,7 @@ func (u *Page) editEntry(w http.ResponseWriter, r *http.Request, sess *Session) 
 		return err
 	}
 	msg := fmt.Sprintf("changed credential pool entry %s to weight %d, URL %s", name, weight, orBroker(base))
-	if err := u.a.Op(r, http.StatusSeeOther).Audit(r.Context(), "", 0, msg); err != nil {
+	if err := u.op(r).Audit(r.Context(), "", 0, msg); err != nil {
 		return err
 	}
 	u.log.Info("owner's page: credential pool entry changed", "entry", name, "weight", weight, "admin_token", sess.TokenID)
@@ -237,7 +237,7 @@ func (u *Page) removeEntry(w http.ResponseWriter, r *http.Request, sess *Session
 	if err := u.a.DeletePoolEntry(r.Context(), name); err != nil {
 		return err
 	}
-	if err := u.a.Op(r, http.StatusSeeOther).Audit(r.Context(), "", 0, "removed credential pool entry "+name); err != nil {
+	if err := u.op(r).Audit(r.Context(), "", 0, "removed credential pool entry "+name); err != nil {
 		return err
 	}
 	u.log.Info("owner's page: credential pool entry removed", "entry", name, "admin_token", sess.TokenID)

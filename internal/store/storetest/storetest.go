@@ -63,6 +63,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Pool", testPool},
 		{"AuditCosts", testAuditCosts},
 		{"PromptCache", testPromptCache},
+		{"Proposals", testProposals}, {"ConcurrentProposals", testConcurrentProposals},
 	}
 	tests = append(tests, spendTests...)
 	tests = append(tests, spooledTests...)
