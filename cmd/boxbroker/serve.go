@@ -17,6 +17,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/server"
+	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -31,6 +32,8 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	adminHosts := fs.String("admin-hosts", c.getenv("BOXBROKER_ADMIN_HOSTS"), "host names, comma-separated, the admin listener is reached by besides localhost and IP addresses; a request naming any other host is refused (BOXBROKER_ADMIN_HOSTS)")
 	fs.StringVar(&cfg.Broker, "broker", c.envOr("BOXBROKER_BROKER", def.Broker), "the broker word this broker answers for (BOXBROKER_BROKER)")
 	anthropic := fs.String("anthropic-url", c.envOr("BOXBROKER_ANTHROPIC_URL", def.AnthropicURL.String()), "Anthropic API upstream (BOXBROKER_ANTHROPIC_URL)")
+	alerts := fs.String("budget-alerts", c.getenv("BOXBROKER_BUDGET_ALERTS"), "percentages of a budget's limit that alert when its charges cross them, such as 80,100 (BOXBROKER_BUDGET_ALERTS)")
+	webhook := fs.String("budget-webhook", c.getenv("BOXBROKER_BUDGET_WEBHOOK"), "URL that receives each budget alert as signed JSON; the key is BOXBROKER_BUDGET_WEBHOOK_KEY (BOXBROKER_BUDGET_WEBHOOK)")
 	fountain := fs.String("fountain-url", c.getenv("BOXBROKER_FOUNTAIN_URL"), "Fountain API upstream; empty serves no /fountain (BOXBROKER_FOUNTAIN_URL)")
 	fs.StringVar(&cfg.Feedback, "feedback", c.envOr("BOXBROKER_FEEDBACK", def.Feedback), "keep: store feedback batches from consenting boxes; off: answer 501 so boxes keep them (BOXBROKER_FEEDBACK)")
 	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", envDuration("BOXBROKER_SHUTDOWN_GRACE", def.ShutdownGrace), "how long in-flight streams may finish on SIGINT/SIGTERM (BOXBROKER_SHUTDOWN_GRACE)")
@@ -127,6 +130,20 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 			return fmt.Errorf("configuration: --audit-sink-url (BOXBROKER_AUDIT_SINK_URL) is not a URL")
 		}
 		cfg.AuditSinkToken = c.getenv("BOXBROKER_AUDIT_SINK_TOKEN")
+	}
+	if cfg.BudgetAlerts, err = spend.ParseThresholds(*alerts); err != nil {
+		return fmt.Errorf("%w: --budget-alerts (BOXBROKER_BUDGET_ALERTS): %v", errUsage, err)
+	}
+	if *webhook != "" {
+		if cfg.BudgetWebhook, err = parseURL("budget-webhook", *webhook); err != nil {
+			return err
+		}
+		if cfg.BudgetWebhookKey = []byte(c.getenv("BOXBROKER_BUDGET_WEBHOOK_KEY")); len(cfg.BudgetWebhookKey) == 0 {
+			return fmt.Errorf("%w: --budget-webhook needs BOXBROKER_BUDGET_WEBHOOK_KEY, the key its alerts are signed with", errUsage)
+		}
+		if len(cfg.BudgetAlerts) == 0 {
+			return fmt.Errorf("%w: --budget-webhook needs --budget-alerts (BOXBROKER_BUDGET_ALERTS), the thresholds that alert", errUsage)
+		}
 	}
 	// Every listener is taken before the store and the data directory
 	// are opened: a serve that cannot listen changes nothing on disk.

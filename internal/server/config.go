@@ -111,6 +111,13 @@ type Config struct {
 	BoxRate       float64
 	BoxBurst      int
 	BoxConcurrent int
+	// BudgetAlerts are the percentages of a budget's limit whose
+	// crossing alerts (spend.Alerter); none gives no alerts.
+	BudgetAlerts []int
+	// BudgetWebhook, when set, receives each budget alert, signed with
+	// BudgetWebhookKey (required with it).
+	BudgetWebhook    *url.URL
+	BudgetWebhookKey []byte
 	// Prices is a JSON price file read over the default price table
 	// (see spend.LoadPrices); "" for the defaults alone.
 	Prices string

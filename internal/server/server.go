@@ -31,6 +31,7 @@ import (
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/pool"
 	"github.com/intentius/boxbroker/internal/proxy"
+	"github.com/intentius/boxbroker/internal/ratelimit"
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
@@ -126,6 +127,10 @@ type Server struct {
 	Payer   *payer.Resolver
 	// Meter measures model calls and holds them to budgets.
 	Meter *spend.Meter
+	// Rates holds model calls to token-rate limits.
+	Rates *ratelimit.Limiter
+	// Alerter gives budget alerts; nil without thresholds.
+	Alerter *spend.Alerter
 	// Broker is the box-facing handler, and Handler the same as an http.Handler.
 	Broker  *broker.Server
 	Handler http.Handler
@@ -381,7 +386,22 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 			return pg.Clock(ctx)
 		}
 	}
-	meter, err := spend.New(spend.Config{Store: rst, Settle: wst, Outbox: ob, Approvals: approvals,
+	rates, err := ratelimit.New(ratelimit.Config{Store: wst, Exchange: storeClock != nil, Now: opt.SpendNow, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	if err := rates.Round(ctx); err != nil {
+		log.Warn("ratelimit: rate limits not read at start; none holds until they are", "err", err)
+	}
+	var alerter *spend.Alerter
+	if len(cfg.BudgetAlerts) > 0 {
+		alerter, err = spend.NewAlerter(spend.AlertConfig{Store: wst, Thresholds: cfg.BudgetAlerts, Webhook: cfg.BudgetWebhook,
+			WebhookKey: cfg.BudgetWebhookKey, Registerer: m.Registry(), Now: opt.SpendNow, Logger: log})
+		if err != nil {
+			return nil, err
+		}
+	}
+	meter, err := spend.New(spend.Config{Store: rst, Settle: wst, Outbox: ob, Approvals: approvals, RateLimiter: rates, Alerter: alerter,
 		StaleAfter: cfg.ReservationLease, Budgeted: c.Budgeted, Prices: prices, Metrics: m, Now: opt.SpendNow, Logger: log, MaxTokens: cfg.ReserveMaxTokens, MaxBody: cfg.MaxBody,
 		Counter: m, StoreClock: storeClock})
 	if err != nil {
@@ -418,7 +438,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Audit: aw, Metrics: m, log: log, flushLog: flushLog, rst: rst, wst: wst, Outbox: ob, Spool: ob.Spool, Journal: ob.Journal, cert: cert, lock: lock, storeFile: fw, Approvals: approvals, webhook: hook}
+	srv := &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Rates: rates, Alerter: alerter, Broker: h, Audit: aw, Metrics: m, log: log, flushLog: flushLog, rst: rst, wst: wst, Outbox: ob, Spool: ob.Spool, Journal: ob.Journal, cert: cert, lock: lock, storeFile: fw, Approvals: approvals, webhook: hook}
 	srv.Handler = srv.withReady(tracing.Handler(h)) // h itself when tracing is off
 	srv.tracing, srv.sink = tracing, sink
 	adm, err := admin.New(admin.Config{Store: st, Cache: c, Keyring: keyring, Broker: cfg.Broker, Logger: log, Metrics: m.Handler(), Pool: credPool, Ready: srv.Ready,
@@ -519,7 +539,14 @@ func (s *Server) Serve(ctx context.Context, ln, admin net.Listener) error {
 // the audit queue and the batch still hold and returns. Serve runs it; a
 // caller serving the handlers itself runs it too.
 func (s *Server) Run(ctx context.Context) {
-	done := make(chan struct{}, 6)
+	done := make(chan struct{}, 8)
+	go func() {
+		if s.Alerter != nil {
+			s.Alerter.Run(ctx)
+		}
+		done <- struct{}{}
+	}()
+	go func() { s.Rates.Run(ctx); done <- struct{}{} }()
 	go func() { s.sink.Run(ctx); done <- struct{}{} }()
 	go func() { s.Cache.Run(ctx); done <- struct{}{} }()
 	go func() { s.storeFile.Run(ctx); done <- struct{}{} }()

@@ -115,6 +115,11 @@ type Config struct {
 	// Counter, when set, is told of each request's usage by model as it
 	// settles (the broker's metrics); nil tells no one.
 	Counter Counter
+	// RateLimiter, when set, holds calls to token-rate limits.
+	RateLimiter RateLimiter
+	// Alerter, when set, is told of each box charged against a budget,
+	// to give budget alerts.
+	Alerter *Alerter
 }
 
 // Outbox keeps the settlements of calls until the store takes them: see

@@ -133,10 +133,11 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 		m.estimateLate(&s)
 		charge = max(charged, s.bound)
 	}
+	m.chargeRate(&s, rows)
 	if s.id == 0 && len(rows) == 0 {
 		return // nothing held, nothing spent
 	}
-	st := store.Settlement{Reservation: s.id, Box: s.box, Principal: s.principal, Month: s.month, Charge: charge, Usage: rows, Cache: cache}
+	st := store.Settlement{Reservation: s.id, Box: s.box, Principal: s.principal, Month: s.month, Charge: charge, Usage: rows, Cache: cache, At: m.cfg.Now()}
 	if s.id == 0 && m.cfg.Outbox != nil && m.cfg.Outbox.QueueCall(ctx, st) {
 		return // settled with others, by the outbox
 	}
@@ -146,6 +147,9 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 	if err != nil {
 		m.log.Error("spend: settlement not recorded", "box", s.box, "month", s.month, "charge_micros", charge, "err", err)
 		return
+	}
+	if s.id != 0 && m.cfg.Alerter != nil {
+		m.cfg.Alerter.Touch(s.box)
 	}
 	if !m.log.Enabled(ctx, slog.LevelDebug) {
 		return

@@ -188,6 +188,10 @@ func (c *metered) prepare(w http.ResponseWriter, r *http.Request, call *capabili
 	}
 	now := c.m.cfg.Now().UTC()
 	s := settlement{box: call.Box.Name, payer: paid.Payer.Kind, principal: principal, month: c.m.month(now), est: e.Estimate}
+	if err := c.m.admitRate(w, &s); err != nil {
+		w.Header().Set(protocol.HeaderPayer, protocol.FormatPayerHeader(paid.Payer))
+		return nil, err
+	}
 	if !e.later {
 		s.bound = c.m.Bound(s.est)
 	}

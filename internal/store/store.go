@@ -47,6 +47,9 @@ type Store interface {
 	Grants
 	Changes
 	Spend
+	Windows
+	RateLimits
+	Alerts
 	AdminTokens
 	Sessions
 	Audit

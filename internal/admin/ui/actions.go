@@ -35,6 +35,7 @@ func (u *Page) registerActions() {
 	u.HandleUI("POST /ui/boxes/{name}/secrets", u.setSecret)
 	u.HandleUI("POST /ui/boxes/{name}/secrets/{secret}/remove", u.removeSecret)
 	u.HandleUI("POST /ui/boxes/{name}/secrets/{secret}/rules", u.setSecretRules)
+	u.registerLimits()
 }
 
 // notices are the lines a box's page shows after an action (?done=).
@@ -46,6 +47,8 @@ var notices = map[string]string{
 	"rules":          "The secret's rules are set; the box's next request is held to them.",
 	"settings":       "",
 	"bound":          "The binding is set; the box's next request is judged by it.",
+	"rate":           "The rate limit is set; every replica holds the box's calls to it within a second.",
+	"rate-removed":   "The rate limit is removed.",
 }
 
 // op is the operator service acting for the page's request r: its audit

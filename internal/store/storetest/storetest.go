@@ -66,6 +66,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Proposals", testProposals}, {"ConcurrentProposals", testConcurrentProposals},
 	}
 	tests = append(tests, spendTests...)
+	tests = append(tests, windowTests...)
 	tests = append(tests, spooledTests...)
 	tests = append(tests, leaseTests...)
 	for _, tt := range tests {
