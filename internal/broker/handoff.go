@@ -3,6 +3,10 @@ package broker
 import (
 	"net/http"
 	"net/netip"
+
+	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // Handoff says how a request reached the broker through another of its
@@ -73,6 +77,11 @@ func (s *Server) serveTunnel(w *recorder, r *http.Request, info *requestInfo, hd
 	adm, err := s.admitBox(r.Context(), hd.Token, tun.Capability, hd.From)
 	if adm != nil {
 		info.box = adm.Box.Name
+	}
+	if token.Refused(err) {
+		// The front door admitted the token a moment ago; the box has
+		// gone, or its token been rotated, since.
+		return &capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Message: authMessage(err), Reason: capability.ReasonToken}
 	}
 	if err != nil {
 		return err
