@@ -643,12 +643,12 @@ func (p *Proxy) passthroughTunnel(w http.ResponseWriter, r *http.Request, h *hel
 	t := h.t
 	p.cfg.Broker.ServeHandoff(w, r, broker.Handoff{Token: t.token, From: t.from, Tunnel: &broker.Tunnel{
 		Capability: protocol.Egress, Route: RoutePassthrough, Words: t.names,
-		Serve: func(w http.ResponseWriter, r *http.Request) (broker.TunnelEnd, error) { return p.splice(w, r, h) },
+		Serve: func(w http.ResponseWriter, r *http.Request) (broker.TunnelEnd, error) { return p.servePassthrough(w, r, h) },
 	}})
 }
 
-// splice serves a passthrough tunnel for passthroughTunnel.
-func (p *Proxy) splice(w http.ResponseWriter, r *http.Request, h *held) (broker.TunnelEnd, error) {
+// servePassthrough serves a passthrough tunnel for passthroughTunnel.
+func (p *Proxy) servePassthrough(w http.ResponseWriter, r *http.Request, h *held) (broker.TunnelEnd, error) {
 	t := h.t
 	up, err := p.cfg.Dial(r.Context(), "tcp", t.to.addr())
 	if err != nil {
