@@ -119,8 +119,8 @@ func pathFigures(seqs [][]string) (pkgs []string, own int, climbs []string) {
 // box-facing handler to the upstream and back, by the stacks of its
 // goroutine as it calls the upstream and reads the answer, and logs the
 // packages it passes through and its climbs back (go test -run
-// TestRequestPath_Packages -v ./internal/server). It holds the figures
-// to what they are.
+// TestRequestPath_Packages -v ./internal/server). It is a measurement,
+// and fails only when the call does.
 func TestRequestPath_Packages(t *testing.T) {
 	probe := &pathProbe{next: proxy.NewTransport(proxy.TransportOptions{})}
 	b := brokertest.New(t, brokertest.Options{ServerOptions: func(o *server.Options) { o.Transport = probe }})
