@@ -26,6 +26,7 @@ import (
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/telemetry"
 )
 
 // Config configures a Server.
@@ -46,6 +47,9 @@ type Config struct {
 	// Outbox keeps the audit entry of every request it records, with
 	// the call's settlement (nil: no audit log).
 	Outbox *outbox.Outbox
+	// Tracing ends each request's span with what its record says (nil:
+	// no tracing).
+	Tracing *telemetry.Tracing
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Limits bound each box's request rate and requests in flight.

@@ -1,14 +1,15 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/capability"
-
 	"github.com/intentius/boxbroker/internal/outbox"
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/telemetry"
 )
 
 // Record is what the broker knows of one request once it is answered. It
@@ -65,6 +66,9 @@ type Record struct {
 	// journaled in one record (outbox.Outbox.RecordCall). A settlement
 	// of a request that keeps no audit entry is journaled alone.
 	Call *outbox.Call
+	// Context is the request's context, for tracing (its span, see
+	// package telemetry); it is done once the answer is over.
+	Context context.Context
 }
 
 // UpstreamStatus is the status of the last upstream call, 0 when none
@@ -79,8 +83,9 @@ func (r *Record) UpstreamStatus() int {
 // maxAuditMessage bounds a refusal message kept in the audit log.
 const maxAuditMessage = 1000
 
-// observe scrubs rec (see Record.scrub), counts it and its upstream
-// calls in the Metrics, and keeps its audit entry in the Outbox: every
+// observe scrubs rec (see Record.scrub), traces it (Tracing), counts it
+// and its upstream calls in the Metrics (their latencies' exemplars
+// naming its trace), and keeps its audit entry in the Outbox: every
 // refusal, and every request served for a box (a public request that
 // was answered is not kept, nor is a refusal tallied). The entry is
 // journaled before the box has the end of its answer; a journal that
@@ -88,9 +93,15 @@ const maxAuditMessage = 1000
 func (s *Server) observe(rec *Record) {
 	rec.scrub()
 	m := s.cfg.Metrics
-	m.Request(rec.Capability, rec.Route, rec.Status, rec.Reason, rec.Duration)
+	var traceID string
+	if s.cfg.Tracing != nil && rec.Context != nil {
+		defer s.cfg.Tracing.Record(rec.Context, &telemetry.Call{Box: rec.Box, Capability: rec.Capability, Route: rec.Route,
+			Method: rec.Method, Reason: rec.Reason, Status: rec.Status, Cost: rec.Cost})()
+		traceID = telemetry.TraceID(rec.Context)
+	}
+	m.RequestTraced(rec.Capability, rec.Route, rec.Status, rec.Reason, rec.Duration, traceID)
 	for _, c := range rec.Upstream {
-		m.Upstream(rec.Capability, c.Status, c.Latency)
+		m.UpstreamTraced(rec.Capability, c.Status, c.Latency, traceID)
 	}
 	if rec.Reason == capability.ReasonToken && rec.Box == "" {
 		m.TokenRefusal(rec.Tallied)

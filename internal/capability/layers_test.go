@@ -24,7 +24,7 @@ var layers = []struct {
 	{"ground: the protocol and what knows nothing of the broker", []string{
 		"internal/protocol", "internal/jsonfield", "internal/secrets", "internal/metrics", "internal/filelock",
 		"internal/cloud", "internal/cloud/cloudtest", "internal/store", "internal/store/migrations", "internal/upstreamtest",
-		"client", "conformance",
+		"internal/telemetry", "internal/sso", "internal/sso/ssotest", "client", "conformance",
 	}},
 	{"storage: the stores", []string{
 		"internal/store/spendsql", "internal/store/sqlite", "internal/store/postgres", "internal/store/deadline",
@@ -32,7 +32,8 @@ var layers = []struct {
 	}},
 	{"parts: what a call is made of", []string{
 		"internal/capability", "internal/token", "internal/cache", "internal/rule", "internal/grant", "internal/mint",
-		"internal/proxy", "internal/pool", "internal/payer", "internal/spend", "internal/outbox",
+		"internal/proxy", "internal/pool", "internal/payer", "internal/spend", "internal/outbox", "internal/auditsink",
+		"internal/ratelimit", "internal/approval",
 	}},
 	{"capabilities", []string{
 		"internal/inference", "internal/decide", "internal/egress", "internal/feedback", "internal/fountain",

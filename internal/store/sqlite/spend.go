@@ -73,6 +73,7 @@ type spendTx struct {
 	q interface {
 		ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 		QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+		QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	}
 	// tx, when set, is q, and runs the statements in stmts prepared.
 	tx    *sql.Tx
@@ -109,6 +110,21 @@ func (t spendTx) QueryRow(ctx context.Context, query string, args ...any) spends
 }
 
 func (spendTx) Time(t time.Time) any { return micros(t) }
+
+// Each runs query and calls row with each row of its answer.
+func (t spendTx) Each(ctx context.Context, query string, args []any, row func(spendsql.Row) error) error {
+	rows, err := t.q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := row(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
 
 // spendRow is a row whose Scan reports no row as store.ErrNotFound.
 type spendRow struct{ r *sql.Row }

@@ -1,0 +1,96 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// SetRateLimit creates or replaces the rate limit of l.Box and
+// l.Principal; store.ErrNotFound if there is no such box.
+func (s *Store) SetRateLimit(ctx context.Context, l store.RateLimit) error {
+	op := fmt.Sprintf("set rate limit of box %q", l.Box)
+	if l.InputTPM < 0 || l.OutputTPM < 0 || l.RPM < 0 {
+		return fmt.Errorf("%s: negative limit", op)
+	}
+	return s.write(ctx, op, func(tx pgx.Tx) ([]store.Change, error) {
+		_, err := tx.Exec(ctx, `INSERT INTO rate_limits (box, principal, input_tpm, output_tpm, rpm, updated_at) VALUES ($1, $2, $3, $4, $5, $6)
+			ON CONFLICT (box, principal) DO UPDATE SET input_tpm = excluded.input_tpm, output_tpm = excluded.output_tpm,
+				rpm = excluded.rpm, updated_at = excluded.updated_at`,
+			l.Box, l.Principal, l.InputTPM, l.OutputTPM, l.RPM, l.UpdatedAt)
+		return nil, err
+	})
+}
+
+// ListRateLimits returns the rate limits of box, or of every box for "".
+func (s *Store) ListRateLimits(ctx context.Context, box string) ([]store.RateLimit, error) {
+	op := fmt.Sprintf("list rate limits of box %q", box)
+	rows, err := s.pool.Query(ctx, `SELECT box, principal, input_tpm, output_tpm, rpm, updated_at FROM rate_limits
+		WHERE ($1 = '' OR box = $1) ORDER BY box, principal`, box)
+	if err != nil {
+		return nil, translate(op, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.RateLimit, error) {
+		var l store.RateLimit
+		err := r.Scan(&l.Box, &l.Principal, &l.InputTPM, &l.OutputTPM, &l.RPM, &l.UpdatedAt)
+		l.UpdatedAt = l.UpdatedAt.UTC()
+		return l, err
+	})
+	if err != nil {
+		return nil, translate(op, err)
+	}
+	return out, nil
+}
+
+// DeleteRateLimit removes a rate limit; store.ErrNotFound if none.
+func (s *Store) DeleteRateLimit(ctx context.Context, box, principal string) error {
+	return s.write(ctx, fmt.Sprintf("delete rate limit of box %q", box), func(tx pgx.Tx) ([]store.Change, error) {
+		tag, err := tx.Exec(ctx, "DELETE FROM rate_limits WHERE box = $1 AND principal = $2", box, principal)
+		if err != nil {
+			return nil, err
+		}
+		return nil, notFound(tag)
+	})
+}
+
+// ExchangeRates writes mine and returns the other replicas' counts
+// written at or after since.
+func (s *Store) ExchangeRates(ctx context.Context, replica string, mine []store.RateCount, since time.Time) ([]store.RateCount, error) {
+	op := "exchange rate counts"
+	if len(mine) > 0 {
+		err := s.write(ctx, op, func(tx pgx.Tx) ([]store.Change, error) {
+			var b pgx.Batch
+			for _, c := range mine {
+				b.Queue(`INSERT INTO rate_counts (key, replica, requests, input_tokens, output_tokens, at) VALUES ($1, $2, $3, $4, $5, $6)
+					ON CONFLICT (key, replica) DO UPDATE SET requests = excluded.requests, input_tokens = excluded.input_tokens,
+						output_tokens = excluded.output_tokens, at = excluded.at`,
+					c.Key, replica, c.Requests, c.InputTokens, c.OutputTokens, c.At.UnixMilli())
+			}
+			b.Queue("DELETE FROM rate_counts WHERE at < $1", since.Add(-time.Hour).UnixMilli())
+			return nil, tx.SendBatch(ctx, &b).Close()
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	rows, err := s.pool.Query(ctx, `SELECT key, replica, requests, input_tokens, output_tokens, at FROM rate_counts
+		WHERE replica <> $1 AND at >= $2`, replica, since.UnixMilli())
+	if err != nil {
+		return nil, translate(op, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.RateCount, error) {
+		var c store.RateCount
+		var at int64
+		err := r.Scan(&c.Key, &c.Replica, &c.Requests, &c.InputTokens, &c.OutputTokens, &at)
+		c.At = time.UnixMilli(at).UTC()
+		return c, err
+	})
+	if err != nil {
+		return nil, translate(op, err)
+	}
+	return out, nil
+}
