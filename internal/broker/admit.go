@@ -16,7 +16,7 @@ import (
 // admit finds the capability that serves r and applies the rule and the
 // box's limits: it returns the capability, what it may know of the call
 // and the release of the box's limit, or the refusal.
-func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo) (capability.Capability, *capability.Call, held, error) {
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo, hd *Handoff) (capability.Capability, *capability.Call, held, error) {
 	// Nothing of the body is read until the token, read from the head,
 	// is a box's (Scopes reads only the head), but for the small body a
 	// route's BodyTokens reads when the head carries no token at all.
@@ -28,8 +28,8 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 	c := p.c
 	info.capability = c.Name()
 	info.route = p.label
-	if proxiedToken(r) != "" {
-		info.route = ProxiedRoutePrefix + p.label
+	if hd != nil {
+		info.route = hd.Label + p.label
 	}
 	// The route and the method are judged first: a path no route of c
 	// matches, or a method its route does not serve, goes no further,
@@ -55,8 +55,8 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 		return nil, nil, held{}, capability.NotFound(r)
 	}
 	info.route = rt.label
-	if proxiedToken(r) != "" {
-		info.route = ProxiedRoutePrefix + rt.label
+	if hd != nil {
+		info.route = hd.Label + rt.label
 	}
 	// A body in a content coding is judged from the head, before the
 	// box is known; it is decoded only once the rule allows the request.
@@ -77,8 +77,8 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 		s.boundBody(rc, r, &info.lift)
 		return c, &info.admitted, held{}, nil
 	}
-	inBody := s.readBodyToken(rc, r, rt)
-	tok, adm, err := s.authenticate(r, rt)
+	inBody := hd == nil && s.readBodyToken(rc, r, rt)
+	tok, adm, err := s.authenticate(r, rt, hd)
 	if adm != nil {
 		info.box = adm.Box.Name
 	}
@@ -132,8 +132,8 @@ type Admission = rule.Admission
 
 // AdmitBox applies the rule to the box whose token is tok, for the
 // capability named name, up to the scope words: it finds the box,
-// refuses its token from outside the addresses it is bound to (the
-// source WithSource put in ctx; none, for a box bound to any address),
+// refuses its token from outside the addresses it is bound to (from,
+// where the request came from; none, for a box bound to any address),
 // past its expiry or past a rotation's grace, refuses it while its
 // owner has it paused, and reads its last declaration report. The
 // broker's handler admits every request so, and the HTTPS proxy
@@ -150,11 +150,10 @@ type Admission = rule.Admission
 // ReasonExpired, capability.Paused, or capability.Unavailable when the
 // store does not answer. With a refusal of a box that is known, the
 // Admission naming the box is returned too, for the caller's records.
-func (s *Server) AdmitBox(ctx context.Context, tok, name string) (*Admission, error) {
-	return s.admitBox(ctx, tok, name, sourceFrom(ctx))
+func (s *Server) AdmitBox(ctx context.Context, tok, name string, from netip.Addr) (*Admission, error) {
+	return s.admitBox(ctx, tok, name, from)
 }
 
-// admitBox is AdmitBox with the request's source address from.
 func (s *Server) admitBox(ctx context.Context, tok, name string, from netip.Addr) (*Admission, error) {
 	box, old, err := s.boxByToken(ctx, tok)
 	if err != nil {

@@ -13,20 +13,23 @@ import (
 // authenticate finds the token the request carries on its route rt and
 // admits its box (AdmitBox). A token that is no box's is refused with the
 // route's own refusal (its NoToken, for a request that carries none) or
-// a 403; the Admission is returned with a refusal of a known box.
-func (s *Server) authenticate(r *http.Request, rt *route) (string, *Admission, error) {
+// a 403; the Admission is returned with a refusal of a known box. A
+// request handed in (hd not nil) is authenticated by hd's Token, which a
+// token the request carries itself must equal, and judged from hd's From.
+func (s *Server) authenticate(r *http.Request, rt *route, hd *Handoff) (string, *Admission, error) {
 	var tok string
 	var err error
-	if rt.Tokens != nil && proxiedToken(r) == "" {
+	switch {
+	case hd != nil:
+		tok, err = token.One(append(sentTokens(r, rt), hd.Token))
+	case rt.Tokens != nil:
 		tok, err = token.One(rt.Tokens(r))
-	} else if proxiedToken(r) != "" { // the HTTPS proxy's box: a token the request holds must be its own
-		tok, err = token.One(findTokens(r, rt))
-	} else {
+	default:
 		tok, err = token.FromRequest(r)
 	}
 	var adm *Admission
 	if err == nil {
-		adm, err = s.admitBox(r.Context(), tok, rt.c.Name(), s.Source(r))
+		adm, err = s.admitBox(r.Context(), tok, rt.c.Name(), s.source(r, hd))
 		if err == nil {
 			return tok, adm, nil
 		}
@@ -39,6 +42,14 @@ func (s *Server) authenticate(r *http.Request, rt *route) (string, *Admission, e
 	}
 	// Every other refusal on a capability route is a 403: Claude Code retries a 401.
 	return "", nil, tokenRefusal(capability.Refuse(capability.ReasonToken, "%s", authMessage(err)))
+}
+
+// sentTokens returns the tokens r carries on its route rt.
+func sentTokens(r *http.Request, rt *route) []string {
+	if rt.Tokens != nil {
+		return rt.Tokens(r)
+	}
+	return token.AppendSent(nil, r.Header)
 }
 
 // tokenRefusal is e, a refusal of a request that carries no box's token,

@@ -21,9 +21,12 @@ import (
 
 	"github.com/intentius/boxbroker/internal/cache"
 	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/metrics"
+	"github.com/intentius/boxbroker/internal/outbox"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/telemetry"
 )
 
 // Config configures a Server.
@@ -39,9 +42,14 @@ type Config struct {
 	Capabilities []capability.Capability
 	// Logger receives one line per request; never a token or credential.
 	Logger *slog.Logger
-	// Observer, when set, is told of every request, for metrics and the
-	// audit log.
-	Observer Observer
+	// Metrics counts every request, stream and report (nil: none).
+	Metrics *metrics.Metrics
+	// Outbox keeps the audit entry of every request it records, with
+	// the call's settlement (nil: no audit log).
+	Outbox *outbox.Outbox
+	// Tracing ends each request's span with what its record says (nil:
+	// no tracing).
+	Tracing *telemetry.Tracing
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Limits bound each box's request rate and requests in flight.

@@ -10,7 +10,7 @@ import (
 
 // An answer of known length keeps its last byte back, whatever the
 // writes it comes in, until ServeHTTP has concluded the request (told
-// the Observer, which journals its records): the box cannot have its
+// and kept its records, which journals them): the box cannot have its
 // whole answer before the call's records are kept.
 func TestRecorder_HoldsBackTheLastByteOfAKnownLength(t *testing.T) {
 	tests := []struct {

@@ -10,7 +10,7 @@ import (
 	"github.com/intentius/boxbroker/internal/proxy"
 )
 
-// finish tells the Observer (metrics, the audit record) and logs the
+// finish counts and records the request (observe) and logs the
 // request's line, once its answer is over, even when the answer was
 // aborted (the forwarder aborts a stream whose upstream fails by
 // panicking with http.ErrAbortHandler, which is passed on once this is
@@ -67,12 +67,11 @@ func (s *Server) finish(rec *recorder, r *http.Request, info *requestInfo, trace
 }
 
 // conclude settles what the request's record says (its duration,
-// upstream calls, refusal reason, route) and tells the Observer: metrics
-// and the audit record, which are so queued before the box has its
-// answer.
+// upstream calls, refusal reason, route), counts it and keeps its audit
+// record (observe), which are so queued before the box has its answer.
 func (s *Server) conclude(rec *recorder, r *http.Request, info *requestInfo, trace *proxy.Trace, start time.Time, aborted bool) {
 	info.concluded = true
-	// What the call's Call holds and the Observer did not take (a call
+	// What the call's Call holds and observe did not take (a call
 	// that keeps no audit entry) is journaled alone.
 	defer info.call.Close()
 	info.duration = s.cfg.Now().Sub(start)
@@ -99,11 +98,8 @@ func (s *Server) conclude(rec *recorder, r *http.Request, info *requestInfo, tra
 		// aggregate (see Tally), counted exactly.
 		info.tallied = s.tally.add(sourceOf(r), info.reason, start, recordedMethod(r.Method), info.route, info.capabilityLabel(), rec.status)
 	}
-	if s.cfg.Observer == nil {
-		return
-	}
 	if info.stream {
-		s.cfg.Observer.StreamClosed(info.capabilityLabel())
+		s.cfg.Metrics.StreamClosed(info.capabilityLabel())
 	}
 	// The record is kept in info, inside the request's one allocation.
 	info.record = Record{
@@ -134,7 +130,7 @@ type requestInfo struct {
 	cost      int64 // micro-dollars, noted on the trace by the spend meter
 	// call is the request's outbox Call (nil: none).
 	call *outbox.Call
-	// record is what conclude tells the Observer.
+	// record is what conclude counts and keeps.
 	record Record
 	// lift is the request's body once boundBody bounds it, and admitted
 	// what admit tells the capability of the call: kept here, in the

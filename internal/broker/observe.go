@@ -2,36 +2,20 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/outbox"
 	"github.com/intentius/boxbroker/internal/proxy"
+	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/telemetry"
 )
-
-// Observer is told of every box-facing request, for metrics and the audit
-// log. Its methods are called on the request's own goroutine, so they must
-// not block: one that writes somewhere slow queues the write.
-type Observer interface {
-	// Request is called once per request, when its answer is over.
-	Request(rec *Record)
-	// StreamOpened is called when an answer begins as text/event-stream,
-	// and StreamClosed when that answer ends.
-	StreamOpened(capability string)
-	StreamClosed(capability string)
-	// DeclarationReport is called for each POST /api/box/declaration:
-	// kept is false when the report was refused.
-	DeclarationReport(kept bool)
-	// TokenRefusals is called as a window ends, once for each source
-	// and reason whose refusals made before a box was known (carrying no
-	// box's token, or refused before the token was read) were tallied in
-	// it: the Records of those refusals had Tallied set.
-	TokenRefusals(t *Tally)
-}
 
 // Record is what the broker knows of one request once it is answered. It
 // holds no token, credential, secret value, query or body, and its Route
 // is a template rather than the path. The broker scrubs every Record
-// before its Observer is told of it: a method no route serves is
+// before it counts it in its Metrics and keeps it in its Outbox: a method no route serves is
 // OtherMethod, and any token in its strings (a refusal may quote what a
 // box sent) is replaced.
 type Record struct {
@@ -78,9 +62,9 @@ type Record struct {
 	// recorded on its own; a Tally tells of it when its window ends.
 	Tallied bool
 	// Call, when not nil, is the request's outbox Call, holding its
-	// settlement: an Observer that keeps the request's audit entry
-	// journals both in one record (outbox.Outbox.RecordCall). What it
-	// does not take is journaled alone once the Observer returns.
+	// settlement: the request's audit entry and the settlement are
+	// journaled in one record (outbox.Outbox.RecordCall). A settlement
+	// of a request that keeps no audit entry is journaled alone.
 	Call *outbox.Call
 	// Context is the request's context, for tracing (its span, see
 	// package telemetry); it is done once the answer is over.
@@ -94,4 +78,73 @@ func (r *Record) UpstreamStatus() int {
 		return 0
 	}
 	return r.Upstream[len(r.Upstream)-1].Status
+}
+
+// maxAuditMessage bounds a refusal message kept in the audit log.
+const maxAuditMessage = 1000
+
+// observe scrubs rec (see Record.scrub), traces it (Tracing), counts it
+// and its upstream calls in the Metrics (their latencies' exemplars
+// naming its trace), and keeps its audit entry in the Outbox: every
+// refusal, and every request served for a box (a public request that
+// was answered is not kept, nor is a refusal tallied). The entry is
+// journaled before the box has the end of its answer; a journal that
+// cannot write says so, and the broker then cannot record (Recording).
+func (s *Server) observe(rec *Record) {
+	rec.scrub()
+	m := s.cfg.Metrics
+	var traceID string
+	if s.cfg.Tracing != nil && rec.Context != nil {
+		defer s.cfg.Tracing.Record(rec.Context, &telemetry.Call{Box: rec.Box, Capability: rec.Capability, Route: rec.Route,
+			Method: rec.Method, Reason: rec.Reason, Status: rec.Status, Cost: rec.Cost})()
+		traceID = telemetry.TraceID(rec.Context)
+	}
+	m.RequestTraced(rec.Capability, rec.Route, rec.Status, rec.Reason, rec.Duration, traceID)
+	for _, c := range rec.Upstream {
+		m.UpstreamTraced(rec.Capability, c.Status, c.Latency, traceID)
+	}
+	if rec.Reason == capability.ReasonToken && rec.Box == "" {
+		m.TokenRefusal(rec.Tallied)
+	}
+	if s.cfg.Outbox != nil && !rec.Tallied && (rec.Reason != "" || !rec.Public) {
+		// The call's settlement, when its Call holds one, shares the
+		// entry's record.
+		s.cfg.Outbox.RecordCall(rec.Call, rec.AuditEntry())
+	}
+}
+
+// AuditEntry is what the audit log keeps of rec: its message cut to
+// 1,000 bytes, and the pool entry its last upstream call was paid by.
+func (rec *Record) AuditEntry() store.AuditEntry {
+	msg := rec.Message
+	if len(msg) > maxAuditMessage {
+		msg = msg[:maxAuditMessage]
+	}
+	paidBy := ""
+	if len(rec.Upstream) > 0 {
+		paidBy = rec.Upstream[len(rec.Upstream)-1].Entry
+	}
+	return store.AuditEntry{
+		Box: rec.Box, At: rec.At, Method: rec.Method, Route: rec.Route, Capability: rec.Capability,
+		Words: append([]string(nil), rec.Words...), Status: rec.Status, Reason: rec.Reason, Message: msg,
+		Duration: rec.Duration, UpstreamStatus: rec.UpstreamStatus(), PaidBy: paidBy, Bytes: rec.Bytes, Cost: rec.Cost,
+	}
+}
+
+// keepTally keeps one audit entry for a source's tallied refusals of one
+// reason: no box, refused for its reason, at the first refusal tallied,
+// with the count, source and span in its message.
+func (s *Server) keepTally(t *Tally) {
+	if s.cfg.Outbox == nil {
+		return
+	}
+	what := fmt.Sprintf("were refused (%s) before any box was known", t.Reason)
+	if t.Reason == capability.ReasonToken {
+		what = "carried no box's token"
+	}
+	s.cfg.Outbox.Add(store.AuditEntry{
+		At: t.From, Method: t.Method, Route: t.Route, Capability: t.Capability, Status: t.Status, Reason: t.Reason,
+		Message: fmt.Sprintf("%d more requests from %s %s from %s to %s, each refused; they are kept in this one entry.",
+			t.Count, t.Source, what, t.From.UTC().Format(time.RFC3339Nano), t.To.UTC().Format(time.RFC3339Nano)),
+	})
 }

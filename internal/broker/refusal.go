@@ -41,7 +41,7 @@ func (s *Server) writeError(w *recorder, r *http.Request, err error, info *reque
 // second, and any other error is a 502 whose text is logged, never
 // shown. rec, the request's record, is completed with the refusal's
 // status, reason and message (and its duration, when it has none) and
-// told to the Observer, as Observe does, when it names a box; a refusal
+// counted and kept as every request's record is, when it names a box; a refusal
 // of no box's token is not recorded one by one.
 func (s *Server) Refuse(w http.ResponseWriter, r *http.Request, err error, rec *Record) {
 	ce := s.refusalOf(r, err, rec.Route, rec.Box)
@@ -63,7 +63,7 @@ func (s *Server) Refuse(w http.ResponseWriter, r *http.Request, err error, rec *
 	if rec.Duration == 0 {
 		rec.Duration = s.cfg.Now().Sub(rec.At)
 	}
-	s.Observe(rec)
+	s.observe(rec)
 }
 
 // refusalOf is err as the refusal the box is shown (capability.Of). An

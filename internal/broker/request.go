@@ -103,12 +103,6 @@ type readCloser struct {
 	io.Closer
 }
 
-// observe tells the Observer of rec, scrubbed (see Record.scrub).
-func (s *Server) observe(rec *Record) {
-	rec.scrub()
-	s.cfg.Observer.Request(rec)
-}
-
 // scrub makes rec keep nothing a box sent that can hold a token: its
 // method is OtherMethod unless a route could serve it, and every token,
 // or what is left of one, in its route, box, capability, words, reason

@@ -12,6 +12,12 @@ import (
 
 // ServeHTTP serves the box-facing routes.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.serveHTTP(w, r, nil)
+}
+
+// serveHTTP serves r, handed in with hd (nil: from the broker's own
+// listener).
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, hd *Handoff) {
 	start := s.cfg.Now()
 	// What one request keeps, in one allocation.
 	st := &requestState{rec: recorder{ResponseWriter: w, status: http.StatusOK, srv: s}}
@@ -29,7 +35,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// holds names, which this copy no longer does.)
 	r.Trailer = nil
 	defer s.finish(rec, r, info, trace, start)
-	if err := s.serve(rec, r, info); err != nil {
+	if err := s.serve(rec, r, info, hd); err != nil {
 		s.writeError(rec, r, err, info)
 	}
 	// The answer is complete. Its metrics and audit record are queued
@@ -48,12 +54,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // streamOpened notes that the answer of the request info tells of began
-// as a stream, and tells the Observer.
+// as a stream, and counts it.
 func (s *Server) streamOpened(info *requestInfo) {
 	info.stream = true
-	if s.cfg.Observer != nil {
-		s.cfg.Observer.StreamOpened(info.capabilityLabel())
-	}
+	s.cfg.Metrics.StreamOpened(info.capabilityLabel())
 }
 
 // requestState is what ServeHTTP keeps of one request.
@@ -64,20 +68,21 @@ type requestState struct {
 	ctx   outbox.CallContext
 }
 
-func (s *Server) serve(w http.ResponseWriter, r *http.Request, info *requestInfo) error {
+func (s *Server) serve(w *recorder, r *http.Request, info *requestInfo, hd *Handoff) error {
+	if hd != nil && hd.Tunnel != nil {
+		return s.serveTunnel(w, r, info, hd)
+	}
 	if r.URL.Path == protocol.RouteDeclaration {
 		info.route = protocol.RouteDeclaration
 		err := s.declaration(w, r, info)
-		if s.cfg.Observer != nil {
-			s.cfg.Observer.DeclarationReport(err == nil)
-		}
+		s.cfg.Metrics.DeclarationReport(err == nil)
 		return err
 	}
 	// What stays on the stack while an answer streams is kept small: a
 	// goroutine's stack is as large as its deepest moment, and an open
 	// stream holds it. So the rule is applied in admit, which has
 	// returned by then.
-	c, call, h, err := s.admit(w, r, info)
+	c, call, h, err := s.admit(w, r, info, hd)
 	if err != nil {
 		if info.box == "" {
 			// Refused before any box was known: not a byte of the body

@@ -1,40 +1,16 @@
 package broker
 
 import (
-	"context"
 	"net/http"
 	"net/netip"
 	"strings"
 )
 
-// sourceKey marks the source address a request came from, as the HTTPS
-// proxy (package egressproxy) judged it at CONNECT, for the requests of
-// its tunnel it hands the broker in process. A context value never
-// comes from the network.
-type sourceKey struct{}
-
-// WithSource returns ctx saying its request came from addr: the broker
-// judges a box's binding (store.Box.From) by addr rather than by the
-// request's own RemoteAddr and X-Forwarded-For. The HTTPS proxy marks
-// each tunnel's requests so, and AdmitBox reads it.
-func WithSource(ctx context.Context, addr netip.Addr) context.Context {
-	return context.WithValue(ctx, sourceKey{}, addr)
-}
-
-// sourceFrom is the address WithSource put in ctx; the zero Addr (which
-// no binding admits) when there is none.
-func sourceFrom(ctx context.Context) netip.Addr {
-	a, _ := ctx.Value(sourceKey{}).(netip.Addr)
-	return a
-}
-
-// Source is the address r came from, as the broker judges a box's
-// binding by it: the one WithSource put in r's context, or else
-// SourceOf(r, TrustedProxies).
+// Source is the address r, a request to the broker's own listener, came
+// from, as the broker judges a box's binding by it:
+// SourceOf(r, TrustedProxies). (A request another front door hands in
+// carries its source in its Handoff.)
 func (s *Server) Source(r *http.Request) netip.Addr {
-	if a, ok := r.Context().Value(sourceKey{}).(netip.Addr); ok {
-		return a
-	}
 	return SourceOf(r, s.cfg.TrustedProxies)
 }
 

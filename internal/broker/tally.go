@@ -163,7 +163,7 @@ func (s *Server) Run(ctx context.Context) {
 // FlushTally ends the current window of refusals made before a box was
 // known: it logs one line for each source and reason whose refusals were
 // tallied ("token refusals" for those that carried no box's token) and
-// tells the Observer of its Tally. A source's next refusal for the
+// keeps one audit entry for each (keepTally). A source's next refusal for the
 // reason is then logged and recorded on its own again.
 func (s *Server) FlushTally() {
 	for _, t := range s.tally.take() {
@@ -176,8 +176,6 @@ func (s *Server) FlushTally() {
 			slog.Time("from", t.From), slog.Time("to", t.To),
 			slog.String("method", t.Method), slog.String("route", t.Route),
 			slog.String("capability", t.Capability), slog.Int("status", t.Status), slog.String("reason", t.Reason))
-		if s.cfg.Observer != nil {
-			s.cfg.Observer.TokenRefusals(&t)
-		}
+		s.keepTally(&t)
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/token"
+	"github.com/intentius/boxbroker/internal/upstreamtest"
 )
 
 // Options tune New.
@@ -360,34 +361,10 @@ func Refusal(body []byte) (typ, message string) {
 }
 
 // Seen is one request an upstream received.
-type Seen struct {
-	Method, Path, RawQuery string
-	Header                 http.Header
-	Body                   []byte
-}
+type Seen = upstreamtest.Seen
 
 // Recorder records every request before its Handler answers it.
-type Recorder struct {
-	Handler http.Handler
-	mu      sync.Mutex // guards seen
-	seen    []Seen
-}
-
-func (rec *Recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	rec.mu.Lock()
-	rec.seen = append(rec.seen, Seen{Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery, Header: r.Header.Clone(), Body: body})
-	rec.mu.Unlock()
-	rec.Handler.ServeHTTP(w, r)
-}
-
-// Seen returns the requests received so far.
-func (rec *Recorder) Seen() []Seen {
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	return append([]Seen(nil), rec.seen...)
-}
+type Recorder = upstreamtest.Recorder
 
 // AnthropicStandIn answers Messages (JSON, or SSE when "stream": true),
 // count_tokens and models like the Anthropic API, for any credential. A

@@ -32,8 +32,9 @@
 //   - Each request in the tunnel whose Host is the CONNECT's host is
 //     handed, in process, to the broker's own handler as
 //     /egress/NAME/<path> (NAME the declared secret pinned there whose
-//     base path the request's path is under), marked with
-//     broker.WithProxied: the broker authenticates it by the proxy's
+//     base path the request's path is under), through the broker's
+//     ServeHandoff with the box's token and source as the proxy read
+//     them (broker.Handoff): the broker authenticates it by that
 //     token, applies the rule, the pause and the box's rate and
 //     concurrency bounds, and egress swaps the token for the value,
 //     sends it to the secret's host over verified TLS, keeps the value
@@ -80,15 +81,19 @@ const (
 	DefaultCARefresh         = time.Minute
 )
 
-// Route labels of what the proxy answers itself, in logs, metrics and
-// the audit log; requests in an intercepted tunnel are labelled by the
-// broker ("proxy /egress/*").
+// RoutePrefix begins the route label of every request the proxy serves,
+// in logs, metrics, the audit log and the owner's page: a request in an
+// intercepted tunnel is labelled by the broker with its route behind it
+// ("proxy /egress/*").
+const RoutePrefix = "proxy "
+
+// Route labels of what the proxy answers itself.
 const (
-	RouteConnect     = broker.ProxiedRoutePrefix + "CONNECT"
-	RoutePassthrough = broker.ProxiedRoutePrefix + "passthrough"
+	RouteConnect     = RoutePrefix + "CONNECT"
+	RoutePassthrough = RoutePrefix + "passthrough"
 	// RouteTunnel labels a request in an intercepted tunnel that the
 	// proxy refuses before the broker sees it.
-	RouteTunnel = broker.ProxiedRoutePrefix + protocol.PrefixEgress + "/*"
+	RouteTunnel = RoutePrefix + protocol.PrefixEgress + "/*"
 )
 
 // maxHost bounds the host a CONNECT names.
@@ -336,7 +341,7 @@ func (p *Proxy) admit(r *http.Request, to target) (t *tunnel, passthrough bool, 
 // the words: the names of the box's secrets pinned to to, of which the
 // box's report must declare at least one.
 func (p *Proxy) judge(ctx context.Context, tok string, from netip.Addr, to target) (t *tunnel, passthrough bool, err error) {
-	adm, err := p.cfg.Broker.AdmitBox(broker.WithSource(ctx, from), tok, protocol.Egress)
+	adm, err := p.cfg.Broker.AdmitBox(ctx, tok, protocol.Egress, from)
 	if token.Refused(err) {
 		msg := "The proxy needs the box's token in Proxy-Authorization: set HTTPS_PROXY=http://box:<token>@<this address> (Basic, any user, the token as the password), or send Proxy-Authorization: Bearer <token>."
 		if tok != "" {
@@ -504,7 +509,7 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 	}
 	if passthrough {
 		defer p.release(h)
-		p.passthroughTunnel(w, r, h, start)
+		p.passthroughTunnel(w, r, h)
 		return
 	}
 	leaf, err := p.cfg.CA.Leaf(to.host)
@@ -648,55 +653,56 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t *tunnel) {
 		return
 	}
 	u.RawQuery = r.URL.RawQuery
-	in := r.Clone(broker.WithSource(broker.WithProxied(ctx, t.token), t.from))
+	in := r.Clone(ctx)
 	in.URL = u
 	in.RequestURI = u.RequestURI()
 	in.Header.Del("Proxy-Authorization")
 	in.Header.Del("Proxy-Connection")
-	p.cfg.Broker.ServeHTTP(w, in)
+	p.cfg.Broker.ServeHandoff(w, in, broker.Handoff{Token: t.token, From: t.from, Label: RoutePrefix})
 }
 
-// passthroughTunnel connects to the target and copies bytes both ways,
-// untouched, until either side ends or the tunnel is idle for
-// IdleTimeout; the audit log records it as it ends.
-func (p *Proxy) passthroughTunnel(w http.ResponseWriter, r *http.Request, h *held, start time.Time) {
+// passthroughTunnel hands the tunnel to the broker, which holds it
+// within its box's rate and concurrency bounds (a tunnel is one request,
+// in flight until it ends) and records it as it ends: its Serve
+// connects to the target and copies bytes both ways, untouched, until
+// either side ends or the tunnel is idle for IdleTimeout.
+func (p *Proxy) passthroughTunnel(w http.ResponseWriter, r *http.Request, h *held) {
 	t := h.t
-	rec := &broker.Record{At: start, Method: r.Method, Route: RoutePassthrough, Box: t.box, Capability: protocol.Egress,
-		Status: http.StatusOK, Message: "tunnelled untouched to " + t.to.addr()}
-	// The box's rate and concurrency bounds hold for a tunnel as for a
-	// request: it is one request, in flight until it ends.
-	release, err := p.cfg.Broker.Acquire(t.box)
-	if err != nil {
-		p.refuse(w, r, t, err, start, RoutePassthrough)
-		return
-	}
-	defer release()
+	p.cfg.Broker.ServeHandoff(w, r, broker.Handoff{Token: t.token, From: t.from, Tunnel: &broker.Tunnel{
+		Capability: protocol.Egress, Route: RoutePassthrough, Words: t.names,
+		Serve: func(w http.ResponseWriter, r *http.Request) (broker.TunnelEnd, error) {
+			return p.servePassthrough(w, r, h)
+		},
+	}})
+}
+
+// servePassthrough serves a passthrough tunnel for passthroughTunnel.
+func (p *Proxy) servePassthrough(w http.ResponseWriter, r *http.Request, h *held) (broker.TunnelEnd, error) {
+	t := h.t
 	up, err := p.cfg.Dial(r.Context(), "tcp", t.to.addr())
 	if err != nil {
 		p.log.Warn("proxy: passthrough dial", "addr", t.to.addr(), "err", err)
-		p.refuse(w, r, t, capability.Refuse(capability.ReasonUpstreamFailed, "%s", "The passthrough host "+t.to.addr()+" could not be reached."), start, RoutePassthrough)
-		return
+		return broker.TunnelEnd{}, capability.Refuse(capability.ReasonUpstreamFailed, "%s", "The passthrough host "+t.to.addr()+" could not be reached.")
 	}
+	end := broker.TunnelEnd{Message: "tunnelled untouched to " + t.to.addr()}
 	conn, err := hijack(w)
 	if err != nil {
 		up.Close()
-		return
+		return end, nil
 	}
 	if !h.attach(conn, up) {
-		return // closed by the re-check as it was opened
+		return end, nil // closed by the re-check as it was opened
 	}
 	// net/http does not close a hijacked connection as the proxy stops;
 	// the request's context ends then.
 	stop := context.AfterFunc(r.Context(), func() { conn.Close(); up.Close() })
 	defer stop()
-	n := splice(conn, up, p.cfg.IdleTimeout)
-	rec.Bytes = n
-	rec.Duration = p.cfg.Now().Sub(start)
+	end.Bytes = splice(conn, up, p.cfg.IdleTimeout)
 	if why := h.why(); why != "" {
-		rec.Reason = capability.ReasonClosed
-		rec.Message += "; closed by the broker: " + why
+		end.Reason = capability.ReasonClosed
+		end.Message += "; closed by the broker: " + why
 	}
-	p.cfg.Broker.Observe(rec)
+	return end, nil
 }
 
 // held is a tunnel the proxy holds open: counted against its box's

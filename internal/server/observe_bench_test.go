@@ -20,15 +20,14 @@ import (
 )
 
 // BenchmarkObserve measures what metrics and the audit log add to a
-// request: one observer.Request (counters, histograms, an audit entry
-// journaled and queued) against the baseline of one whole forwarded count_tokens call
+// request: what the broker does with a request's Record (counters,
+// histograms, an audit entry journaled and queued) against the baseline of one whole forwarded count_tokens call
 // through the broker on loopback (itself observed), measured in the same
 // loop. It reports observe/forward, the share of a request's cost that
 // observing it takes, and how many audit entries were dropped.
 func BenchmarkObserve(b *testing.B) {
 	srv, ctx, do := forwardBench(b)
 	body := []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`)
-	o := &observer{m: srv.Metrics, outbox: srv.Outbox}
 	rec := &broker.Record{At: time.Now(), Method: "POST", Route: "/llm/anthropic/v1/messages/count_tokens", Box: "alpha",
 		Capability: "inference", Words: []string{"agent"}, Status: 200, Duration: time.Millisecond, Bytes: 20,
 		Upstream: []proxy.Call{{Status: 200, Latency: time.Millisecond}}}
@@ -41,7 +40,11 @@ func BenchmarkObserve(b *testing.B) {
 			b.Fatalf("count_tokens = %d", s)
 		}
 		t1 := time.Now()
-		o.Request(rec)
+		srv.Metrics.Request(rec.Capability, rec.Route, rec.Status, rec.Reason, rec.Duration)
+		for _, c := range rec.Upstream {
+			srv.Metrics.Upstream(rec.Capability, c.Status, c.Latency)
+		}
+		srv.Outbox.RecordCall(nil, rec.AuditEntry())
 		forward += t1.Sub(t0)
 		observe += time.Since(t1)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/broker"
 	"github.com/intentius/boxbroker/internal/metrics"
 	"github.com/intentius/boxbroker/internal/pool"
 )
@@ -27,13 +26,4 @@ func poolStats(p *pool.Pool) func() []metrics.PoolEntry {
 		}
 		return out
 	}
-}
-
-// paidBy is the pool entry whose credential rec's last upstream call was
-// made with, for the audit log; "" when none was.
-func paidBy(rec *broker.Record) string {
-	if len(rec.Upstream) == 0 {
-		return ""
-	}
-	return rec.Upstream[len(rec.Upstream)-1].Entry
 }

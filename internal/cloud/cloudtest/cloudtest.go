@@ -37,8 +37,8 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/cloud"
+	"github.com/intentius/boxbroker/internal/upstreamtest"
 )
 
 // standInEvents are the Anthropic stream events both stand-ins answer
@@ -696,7 +696,7 @@ type Cloud struct {
 	Server *httptest.Server
 	// Recorder records every request the stand-in received, the token
 	// endpoint's included.
-	Recorder *brokertest.Recorder
+	Recorder *upstreamtest.Recorder
 	// Bedrock is the Bedrock stand-in (nil unless Kind is "bedrock");
 	// Vertex the Vertex AI one (nil unless Kind is "vertex").
 	Bedrock *Bedrock
@@ -721,7 +721,7 @@ type Cloud struct {
 // closed when t's test ends.
 func New(t testing.TB, kind string, models map[string]string) *Cloud {
 	t.Helper()
-	c := &Cloud{Kind: kind, Recorder: &brokertest.Recorder{}}
+	c := &Cloud{Kind: kind, Recorder: &upstreamtest.Recorder{}}
 	ts := httptest.NewUnstartedServer(c.Recorder)
 	ts.StartTLS()
 	t.Cleanup(ts.Close)
