@@ -15,6 +15,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -25,9 +26,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/jackc/puddle/v2"
 
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/sqlstore"
 )
 
 // Advisory lock keys, in PostgreSQL's one 64-bit key space.
@@ -42,6 +45,9 @@ const (
 // concurrent use, and any number of Stores, in any number of processes,
 // may share one database.
 type Store struct {
+	// Store is the store's SQL, shared with SQLite, over pool through
+	// database/sql.
+	*sqlstore.Store
 	pool *pgxpool.Pool
 	// conn configures Listen's connection, which is not the pool's.
 	conn *pgx.ConnConfig
@@ -83,6 +89,8 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		return nil, translate("open postgres store: read the schema's name", err)
 	}
 	s.channel = pgx.Identifier{Channel + "." + schema}.Sanitize()
+	db := stdlib.OpenDBFromPool(pool)
+	s.Store = sqlstore.New(db, db, dialect{s})
 	return s, nil
 }
 
@@ -93,8 +101,9 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Close closes every connection. The Store must not be used afterwards.
 func (s *Store) Close() error {
+	err := s.Store.W.Close()
 	s.pool.Close()
-	return nil
+	return err
 }
 
 // write runs fn in one transaction, appends the changes fn returns to the
@@ -151,7 +160,7 @@ func translate(op string, err error) error {
 	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrRejected) {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, pgx.ErrNoRows) || errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("%s: %w", op, store.ErrNotFound)
 	}
 	var pe *pgconn.PgError
@@ -180,7 +189,8 @@ func translate(op string, err error) error {
 	if errors.As(err, &ce) || errors.As(err, &ne) || pgconn.Timeout(err) ||
 		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, pgconn.ErrConnClosed) ||
 		errors.Is(err, puddle.ErrClosedPool) || errors.Is(err, net.ErrClosed) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, sql.ErrConnDone) || err.Error() == "sql: database is closed" {
 		return fmt.Errorf("%s: %w: %w", op, store.ErrUnavailable, err)
 	}
 	return fmt.Errorf("%s: %w", op, err)

@@ -30,6 +30,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/store/spendsql"
+	"github.com/intentius/boxbroker/internal/store/sqlstore"
 )
 
 // busyTimeout is how long a statement waits for another process's write
@@ -40,6 +41,8 @@ const busyTimeout = 5 * time.Second
 // concurrent use, and several Stores, in one process or several, may use
 // the same file.
 type Store struct {
+	// Store is the store's SQL, shared with PostgreSQL, over w and r.
+	*sqlstore.Store
 	// w runs every write transaction, on one connection.
 	w *sql.DB
 	// r runs reads, on as many connections as there are readers.
@@ -134,6 +137,7 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("open sqlite store: %w", err)
 	}
 	s.r = r
+	s.Store = sqlstore.New(w, r, dialect{s})
 	if s.changes, err = r.Prepare(changesSince); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
@@ -297,31 +301,7 @@ type beginner interface {
 }
 
 func (s *Store) writeOn(ctx context.Context, op string, db beginner, fn func(tx *sql.Tx) ([]store.Change, error)) error {
-	if err := s.goneErr(); err != nil {
-		return translate(op, err) // what is written now no one could read
-	}
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return translate(op, err)
-	}
-	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	changes, err := fn(tx)
-	if err != nil {
-		return translate(op, err)
-	}
-	at := micros(s.now())
-	for _, c := range changes {
-		if _, err := tx.ExecContext(ctx, "INSERT INTO changes (kind, key, at) VALUES (?, ?, ?)", c.Kind, c.Key, at); err != nil {
-			return translate(op, err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return translate(op, err)
-	}
-	if len(changes) > 0 {
-		s.listeners.notify()
-	}
-	return nil
+	return s.Store.WriteOn(ctx, op, db, fn)
 }
 
 // translate turns a driver error into the store's sentinels:
