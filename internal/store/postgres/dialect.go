@@ -20,6 +20,19 @@ func (dialect) ForUpdate() string    { return " FOR UPDATE" }
 func (dialect) Check() error         { return nil }
 func (dialect) Committed()           {}
 
+func (dialect) WordsJSON(col string) string { return "array_to_json(" + col + ")::text" }
+
+func (dialect) Words(words []string) any {
+	if words == nil {
+		words = []string{}
+	}
+	return words
+}
+
+func (dialect) Bucket(col, unit string) string {
+	return "date_trunc('" + unit + "', " + col + " AT TIME ZONE 'UTC')"
+}
+
 func (dialect) Translate(op string, err error) error { return translate(op, err) }
 
 // LogChanges appends changes to the changes log last in tx, under

@@ -90,7 +90,11 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	}
 	s.channel = pgx.Identifier{Channel + "." + schema}.Sanitize()
 	db := stdlib.OpenDBFromPool(pool)
-	s.Store = sqlstore.New(db, db, dialect{s})
+	if s.Store, err = sqlstore.New(db, db, dialect{s}); err != nil {
+		db.Close()
+		pool.Close()
+		return nil, fmt.Errorf("open postgres store: %w", err)
+	}
 	return s, nil
 }
 
@@ -101,7 +105,7 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Close closes every connection. The Store must not be used afterwards.
 func (s *Store) Close() error {
-	err := s.Store.W.Close()
+	err := errors.Join(s.Store.Close(), s.Store.W.Close())
 	s.pool.Close()
 	return err
 }

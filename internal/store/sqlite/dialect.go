@@ -3,6 +3,8 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"strconv"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/store"
@@ -19,6 +21,27 @@ func (dialect) Collate() string      { return "" }
 func (dialect) ForUpdate() string    { return "" }
 func (d dialect) Check() error       { return d.s.goneErr() }
 func (d dialect) Committed()         { d.s.listeners.notify() }
+
+func (dialect) WordsJSON(col string) string { return col }
+
+func (dialect) Words(words []string) any {
+	if words == nil {
+		words = []string{}
+	}
+	b, _ := json.Marshal(words) // a list of strings always encodes
+	return string(b)
+}
+
+// Bucket divides the microseconds: integer division truncates toward
+// zero, and the times kept are after 1970.
+func (dialect) Bucket(col, unit string) string {
+	d := 24 * time.Hour
+	if unit == "hour" {
+		d = time.Hour
+	}
+	n := strconv.FormatInt(d.Microseconds(), 10)
+	return "(" + col + " / " + n + " * " + n + ")"
+}
 
 func (dialect) Translate(op string, err error) error { return translate(op, err) }
 

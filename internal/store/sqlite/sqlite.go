@@ -55,9 +55,6 @@ type Store struct {
 	// (groupStatements) prepared on w, by text (see spendTx); read-only
 	// once Open returns.
 	spend map[string]*sql.Stmt
-	// changes reads the changes log, which every replica's cache polls
-	// many times a second: prepared once, on r.
-	changes *sql.Stmt
 	// group gathers concurrent reservations and settlements into one
 	// transaction (see grouped).
 	group group
@@ -137,8 +134,7 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("open sqlite store: %w", err)
 	}
 	s.r = r
-	s.Store = sqlstore.New(w, r, dialect{s})
-	if s.changes, err = r.Prepare(changesSince); err != nil {
+	if s.Store, err = sqlstore.New(w, r, dialect{s}); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
@@ -254,8 +250,8 @@ func (s *Store) Ping(ctx context.Context) error {
 // Close closes the database. The Store must not be used afterwards.
 func (s *Store) Close() error {
 	var err error
-	if s.changes != nil {
-		err = s.changes.Close()
+	if s.Store != nil {
+		err = s.Store.Close()
 	}
 	for _, st := range s.spend {
 		err = errors.Join(err, st.Close())

@@ -43,6 +43,16 @@ type Dialect interface {
 	LogChanges(ctx context.Context, tx *sql.Tx, changes []store.Change) error
 	// Committed is called once a write that logged changes commits.
 	Committed()
+	// Words is words as the database stores a list of scope words: a
+	// JSON array's text in SQLite, a text[] in PostgreSQL; nil is stored
+	// as the empty list.
+	Words(words []string) any
+	// WordsJSON is the expression that reads the list of words in column
+	// col as a JSON array's text.
+	WordsJSON(col string) string
+	// Bucket is the expression that truncates the time in column col to
+	// its UTC day or hour (unit is "day" or "hour"), read through Time.
+	Bucket(col, unit string) string
 	// Translate turns err into the store's sentinels (store.ErrNotFound,
 	// ErrExists, ErrUnavailable, ErrRejected), prefixed with op; nil for
 	// nil.
@@ -56,11 +66,24 @@ type Store struct {
 	W, R *sql.DB
 	// D is the database's dialect.
 	D Dialect
+	// changes is changesSince, prepared on R.
+	changes *sql.Stmt
 }
 
-// New is the Store over w (writes) and r (reads) in dialect d.
-func New(w, r *sql.DB, d Dialect) *Store {
-	return &Store{W: w, R: r, D: d}
+// New is the Store over w (writes) and r (reads) in dialect d, whose
+// schema is up to date.
+func New(w, r *sql.DB, d Dialect) (*Store, error) {
+	s := &Store{W: w, R: r, D: d}
+	var err error
+	if s.changes, err = r.Prepare(changesSince); err != nil {
+		return nil, d.Translate("prepare the changes log's query", err)
+	}
+	return s, nil
+}
+
+// Close closes what New prepared; the caller closes W and R.
+func (s *Store) Close() error {
+	return s.changes.Close()
 }
 
 // Beginner is a *sql.DB or a *sql.Conn.
