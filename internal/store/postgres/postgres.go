@@ -79,7 +79,9 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres store: %w", err)
 	}
-	if err := s.migrate(ctx); err != nil {
+	db := stdlib.OpenDBFromPool(pool)
+	if err := s.migrate(ctx, db); err != nil {
+		db.Close()
 		pool.Close()
 		return nil, fmt.Errorf("open postgres store: %w", err)
 	}
@@ -89,7 +91,6 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		return nil, translate("open postgres store: read the schema's name", err)
 	}
 	s.channel = pgx.Identifier{Channel + "." + schema}.Sanitize()
-	db := stdlib.OpenDBFromPool(pool)
 	if s.Store, err = sqlstore.New(db, db, dialect{s}); err != nil {
 		db.Close()
 		pool.Close()

@@ -64,8 +64,8 @@ func (r spendRow) Scan(dest ...any) error {
 // transaction; see store.Spend and spendsql.Reserve.
 func (s *Store) Reserve(ctx context.Context, r store.Reservation) (int64, error) {
 	op := fmt.Sprintf("reserve for box %q", r.Box)
-	if ok, err := spendsql.Budgeted(ctx, spendTx{s.pool}, r.Box, r.Principal); err != nil || !ok {
-		return 0, translate(op, err)
+	if ok, err := s.Budgeted(ctx, op, r.Box, r.Principal); err != nil || !ok {
+		return 0, err
 	}
 	var id int64
 	err := s.write(ctx, op, func(tx pgx.Tx) ([]store.Change, error) {
@@ -85,26 +85,4 @@ func (s *Store) Settle(ctx context.Context, st store.Settlement) error {
 	return s.write(ctx, fmt.Sprintf("settle for box %q", st.Box), func(tx pgx.Tx) ([]store.Change, error) {
 		return nil, spendsql.Settle(ctx, spendTx{tx}, st)
 	})
-}
-
-// ReleaseStale releases every reservation made before before, each in its
-// own transaction so that no two tallies are locked out of order.
-func (s *Store) ReleaseStale(ctx context.Context, before time.Time) (int, error) {
-	op := "release stale reservations"
-	rows, err := s.pool.Query(ctx, "SELECT id FROM reservations WHERE at < $1 ORDER BY id", before)
-	if err != nil {
-		return 0, translate(op, err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return 0, translate(op, err)
-	}
-	for i, id := range ids {
-		if err := s.write(ctx, op, func(tx pgx.Tx) ([]store.Change, error) {
-			return nil, spendsql.Release(ctx, spendTx{tx}, id)
-		}); err != nil {
-			return i, err
-		}
-	}
-	return len(ids), nil
 }

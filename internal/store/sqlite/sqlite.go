@@ -51,10 +51,6 @@ type Store struct {
 	now func() time.Time
 	// audit holds w's prepared statements that write the audit log.
 	audit auditStmts
-	// spend holds spendsql's statements and a group's savepoints
-	// (groupStatements) prepared on w, by text (see spendTx); read-only
-	// once Open returns.
-	spend map[string]*sql.Stmt
 	// group gathers concurrent reservations and settlements into one
 	// transaction (see grouped).
 	group group
@@ -138,14 +134,10 @@ func Open(path string) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
-	s.spend = make(map[string]*sql.Stmt)
-	for _, q := range append(spendsql.Statements(), groupStatements...) {
-		st, err := w.Prepare(q)
-		if err != nil {
-			s.Close()
-			return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
-		}
-		s.spend[q] = st
+	// spendsql's statements and a group's savepoints run prepared.
+	if err := s.Store.Prepare(append(spendsql.Statements(), groupStatements...)...); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
 	return s, nil
 }
@@ -252,9 +244,6 @@ func (s *Store) Close() error {
 	var err error
 	if s.Store != nil {
 		err = s.Store.Close()
-	}
-	for _, st := range s.spend {
-		err = errors.Join(err, st.Close())
 	}
 	return errors.Join(err, s.r.Close(), s.w.Close())
 }

@@ -19,6 +19,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -53,6 +54,12 @@ type Dialect interface {
 	// Bucket is the expression that truncates the time in column col to
 	// its UTC day or hour (unit is "day" or "hour"), read through Time.
 	Bucket(col, unit string) string
+	// LockMigrations is run first in the migrating transaction, to keep
+	// other processes from migrating at once.
+	LockMigrations(ctx context.Context, tx *sql.Tx) error
+	// MigrationsTable is the statement that makes schema_migrations
+	// (version, applied_at) if it is missing.
+	MigrationsTable() string
 	// Translate turns err into the store's sentinels (store.ErrNotFound,
 	// ErrExists, ErrUnavailable, ErrRejected), prefixed with op; nil for
 	// nil.
@@ -66,6 +73,9 @@ type Store struct {
 	W, R *sql.DB
 	// D is the database's dialect.
 	D Dialect
+	// Stmts are statements prepared on W, by text, which SpendTx runs
+	// prepared; nil for none. Read-only once the store is open.
+	Stmts map[string]*sql.Stmt
 	// changes is changesSince, prepared on R.
 	changes *sql.Stmt
 }
@@ -81,9 +91,30 @@ func New(w, r *sql.DB, d Dialect) (*Store, error) {
 	return s, nil
 }
 
-// Close closes what New prepared; the caller closes W and R.
+// Prepare prepares queries on W, for SpendTx (and the dialect's own
+// writes) to run prepared.
+func (s *Store) Prepare(queries ...string) error {
+	if s.Stmts == nil {
+		s.Stmts = make(map[string]*sql.Stmt, len(queries))
+	}
+	for _, q := range queries {
+		st, err := s.W.Prepare(q)
+		if err != nil {
+			return s.D.Translate("prepare", err)
+		}
+		s.Stmts[q] = st
+	}
+	return nil
+}
+
+// Close closes the statements New and Prepare prepared; the caller
+// closes W and R.
 func (s *Store) Close() error {
-	return s.changes.Close()
+	err := s.changes.Close()
+	for _, st := range s.Stmts {
+		err = errors.Join(err, st.Close())
+	}
+	return err
 }
 
 // Beginner is a *sql.DB or a *sql.Conn.
