@@ -9,10 +9,6 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 )
 
-// pruneChunk bounds the rows one pruning statement deletes, so that
-// pruning a long log never holds locks for long.
-const pruneChunk = 5000
-
 // auditColumns are the columns AddAudit fills, in auditRows' order.
 var auditColumns = []string{"box", "at", "method", "route", "capability", "words", "status", "reason", "message",
 	"duration_us", "upstream_status", "paid_by", "bytes", "cost_micros"}

@@ -200,35 +200,3 @@ func translate(op string, err error) error {
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }
-
-// notFound reports store.ErrNotFound unless tag counts a row.
-func notFound(tag pgconn.CommandTag) error {
-	if tag.RowsAffected() == 0 {
-		return store.ErrNotFound
-	}
-	return nil
-}
-
-// nullTime is t for an optional timestamptz: NULL for the zero time.
-func nullTime(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	return &t
-}
-
-// fromNullTime is the optional time read as t, in UTC: zero for NULL.
-func fromNullTime(t *time.Time) time.Time {
-	if t == nil {
-		return time.Time{}
-	}
-	return t.UTC()
-}
-
-// bytea is b as a bytea that is never NULL.
-func bytea(b []byte) []byte {
-	if b == nil {
-		return []byte{}
-	}
-	return b
-}

@@ -11,10 +11,6 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 )
 
-// pruneChunk bounds the rows one pruning transaction deletes, so that
-// pruning a long log never holds the write lock for long.
-const pruneChunk = 5000
-
 // auditChunkLog sets auditChunk, the most rows one INSERT statement
 // writes: 128 rows of auditColumns parameters each stay far below
 // SQLite's limit on a statement's parameters (32766), and one statement

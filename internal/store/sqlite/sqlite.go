@@ -248,13 +248,6 @@ func (s *Store) Close() error {
 	return errors.Join(err, s.r.Close(), s.w.Close())
 }
 
-// write runs fn in one IMMEDIATE transaction, appends the changes fn
-// returns to the changes log in that same transaction, and commits. Errors
-// are translated to the store's sentinels, prefixed with op.
-func (s *Store) write(ctx context.Context, op string, fn func(tx *sql.Tx) ([]store.Change, error)) error {
-	return s.writeOn(ctx, op, s.w, fn)
-}
-
 // writeUnsynced is write for what may be lost in a power cut, the audit
 // log: its commit does not wait for the disk (synchronous=NORMAL, which
 // in WAL mode still never corrupts the file, and loses nothing when only
@@ -334,44 +327,5 @@ func translate(op string, err error) error {
 	return fmt.Errorf("%s: %w", op, err)
 }
 
-// notFound reports store.ErrNotFound unless res touched a row.
-func notFound(res sql.Result) error {
-	n, err := res.RowsAffected()
-	if err != nil {
-		return err
-	}
-	if n == 0 {
-		return store.ErrNotFound
-	}
-	return nil
-}
-
 // micros is how a time is stored: UTC microseconds since the Unix epoch.
 func micros(t time.Time) int64 { return t.UnixMicro() }
-
-// fromMicros is the time stored as n, in UTC.
-func fromMicros(n int64) time.Time { return time.UnixMicro(n).UTC() }
-
-// nullMicros stores an optional time: NULL for the zero time.
-func nullMicros(t time.Time) sql.NullInt64 {
-	if t.IsZero() {
-		return sql.NullInt64{}
-	}
-	return sql.NullInt64{Int64: micros(t), Valid: true}
-}
-
-// fromNullMicros is the optional time stored as n: zero for NULL.
-func fromNullMicros(n sql.NullInt64) time.Time {
-	if !n.Valid {
-		return time.Time{}
-	}
-	return fromMicros(n.Int64)
-}
-
-// blob is b as a BLOB that is never NULL.
-func blob(b []byte) []byte {
-	if b == nil {
-		return []byte{}
-	}
-	return b
-}
