@@ -25,12 +25,13 @@ func runBudget(ctx context.Context, c *cli, args []string) error {
 	sub, args := args[0], args[1:]
 	var cfg server.Config
 	fs := c.flags("budget "+sub, &cfg)
-	principal, yes := new(string), new(bool)
+	principal, yes, window := new(string), new(bool), new(string)
 	month := new(string)
 	*month = spend.Month(time.Now())
 	switch sub {
 	case "set", "remove":
 		principal = fs.String("principal", "", "the budget of the box's calls this principal pays for, such as github:ann; empty for the box's own")
+		window = fs.String("window", "month", "the budget's window: month (UTC), day, week, or Nd for a rolling N days")
 	case "list":
 		month = fs.String("month", spend.Month(time.Now()), "the month to show, `YYYY-MM` (UTC)")
 	}
@@ -90,6 +91,9 @@ func runBudget(ctx context.Context, c *cli, args []string) error {
 	if sub == "remove" && !*yes && !c.confirm(fmt.Sprintf("Remove %s, leaving those calls unlimited?", whose)) {
 		return errors.New("not removed (pass --yes to remove without asking)")
 	}
+	if *window != "month" && *window != "" {
+		return runWindowBudget(ctx, c, &cfg, *adminURL, sub, box, *principal, *window, limit)
+	}
 	if *adminURL != "" {
 		return runBudgetRemote(ctx, c, *adminURL, sub, box, *principal, *month, limit, whose)
 	}
@@ -144,6 +148,16 @@ func runBudget(ctx context.Context, c *cli, args []string) error {
 		}
 		if err != nil {
 			return err
+		}
+		ws, err := st.WindowTallies(ctx, box, time.Now())
+		if err != nil {
+			return err
+		}
+		if len(ws) > 0 {
+			if err := printBudgets(c, bs); err != nil {
+				return err
+			}
+			return printWindowBudgets(c, ws)
 		}
 		if len(bs) == 0 {
 			fmt.Fprintf(c.stdout, "box %s has no budget: its calls are measured (`boxbroker spend %s`) but not limited\n", box, box)

@@ -19,7 +19,8 @@
 //	boxbroker visitor set|list|remove     manage visitors' credentials
 //	boxbroker grant issue|list|revoke     grant a visitor's credential to one box
 //	boxbroker box pause|resume NAME       refuse a box everything, or serve it again
-//	boxbroker budget set|list|remove      manage a box's monthly budgets
+//	boxbroker budget set|list|remove      manage a box's budgets (month, week, day, rolling)
+//	boxbroker limit set|list|remove       manage a box's token-rate limits
 //	boxbroker spend BOX                   a box's measured spend beside what it reported
 //	boxbroker prices [--json]             the price table and when it was checked
 //	boxbroker admin token|tokens|revoke   manage the admin API's tokens
@@ -67,7 +68,7 @@ type command struct {
 
 // commands is the subcommand table; each lives in its own file.
 func commands() map[string]command {
-	return map[string]command{
+	cmds := map[string]command{
 		"serve":      {summary: "run the broker", run: runServe},
 		"box":        {summary: "manage boxes: add, list, remove, rotate, payer, consent, assign, unassign, resources, pause, resume", run: runBox, subs: []string{"add", "list", "remove", "rotate", "payer", "consent", "assign", "unassign", "resources", "pause", "resume"}},
 		"feedback":   {summary: "print kept feedback: list, export", run: runFeedback, subs: []string{"list", "export"}},
@@ -76,7 +77,8 @@ func commands() map[string]command {
 		"report":     {summary: "post a box's declaration report (the steward's side)", run: runReport},
 		"visitor":    {summary: "manage visitors' credentials: set, list, remove", run: runVisitor, subs: []string{"set", "list", "remove"}},
 		"grant":      {summary: "manage grants to visitors: issue, list, revoke", run: runGrant, subs: []string{"issue", "list", "revoke"}},
-		"budget":     {summary: "manage a box's monthly budgets: set, list, remove", run: runBudget, subs: []string{"set", "list", "remove"}},
+		"budget":     {summary: "manage a box's budgets by month, week, day or rolling days: set, list, remove", run: runBudget, subs: []string{"set", "list", "remove"}},
+		"limit":      {summary: "manage a box's token-rate limits: set, list, remove", run: runLimit, subs: []string{"set", "list", "remove"}},
 		"spend":      {summary: "show a box's measured spend beside what it reported", run: runSpend},
 		"prices":     {summary: "print the price table spend is charged by, and when it was checked", run: runPrices},
 		"admin":      {summary: "manage admin API tokens: token, tokens, revoke", run: runAdmin, subs: []string{"token", "tokens", "revoke"}},
@@ -86,6 +88,10 @@ func commands() map[string]command {
 		"proxy":      {summary: "the egress proxy: ca prints its CA certificate, ca rotate replaces it", run: runProxy, subs: []string{"ca"}},
 		"spool":      {summary: "the batches the store refused for good: spool dead list, retry ID, drop ID", run: runSpool, subs: []string{"dead"}},
 	}
+	for name, cmd := range proposalCommands() {
+		cmds[name] = cmd
+	}
+	return cmds
 }
 
 // wordFirst moves the first of args that is a word (before any "--") to
@@ -236,12 +242,17 @@ func knownEnv() []string {
 	return []string{
 		// serve's flags and the CLI's (README, Configuration).
 		"BOXBROKER_ADMIN_HOSTS", "BOXBROKER_ADMIN_LISTEN", "BOXBROKER_ANTHROPIC_URL", "BOXBROKER_AUDIT_REQUIRED",
-		"BOXBROKER_AUDIT_RETENTION", "BOXBROKER_BOX_BURST", "BOXBROKER_BOX_CONCURRENT", "BOXBROKER_BOX_RATE",
-		"BOXBROKER_BROKER", "BOXBROKER_DATA", "BOXBROKER_DECIDE_TIMEOUT", "BOXBROKER_EGRESS_MAX_BODY",
+		"BOXBROKER_AUDIT_RETENTION", "BOXBROKER_AUDIT_SINK_BACKLOG", "BOXBROKER_AUDIT_SINK_TOKEN", "BOXBROKER_AUDIT_SINK_URL", "BOXBROKER_BOX_BURST", "BOXBROKER_BOX_CONCURRENT", "BOXBROKER_BOX_RATE",
+		"BOXBROKER_BROKER", "BOXBROKER_BUDGET_ALERTS", "BOXBROKER_BUDGET_WEBHOOK", "BOXBROKER_BUDGET_WEBHOOK_KEY", "BOXBROKER_DATA", "BOXBROKER_DECIDE_TIMEOUT", "BOXBROKER_EGRESS_MAX_BODY",
 		"BOXBROKER_FEEDBACK", "BOXBROKER_FOUNTAIN_URL", "BOXBROKER_LISTEN", "BOXBROKER_LOG_LEVEL",
-		"BOXBROKER_MASTER_KEY", "BOXBROKER_MAX_BODY", "BOXBROKER_POOL_RETRY_BODY", "BOXBROKER_PRICES",
+		"BOXBROKER_MASTER_KEY", "BOXBROKER_MAX_BODY", "BOXBROKER_PAGE_URL", "BOXBROKER_POOL_RETRY_BODY", "BOXBROKER_PRICES",
+		"BOXBROKER_PROPOSAL_MAX", "BOXBROKER_PROPOSAL_WAIT", "BOXBROKER_PROPOSAL_WEBHOOK", "BOXBROKER_PROPOSAL_WEBHOOK_KEY",
+		"BOXBROKER_PROPOSAL_WEBHOOK_SHAPE",
 		"BOXBROKER_PROXY_LISTEN", "BOXBROKER_PROXY_PASSTHROUGH", "BOXBROKER_READ_TIMEOUT",
 		"BOXBROKER_RESERVATION_LEASE", "BOXBROKER_RESERVE_MAX_TOKENS", "BOXBROKER_SHUTDOWN_GRACE",
+		"BOXBROKER_SSO_CLIENT_ID", "BOXBROKER_SSO_CLIENT_SECRET", "BOXBROKER_SSO_CLIENT_SECRET_FILE", "BOXBROKER_SSO_ISSUER",
+		"BOXBROKER_SSO_OPERATORS", "BOXBROKER_SSO_REDIRECT_URL", "BOXBROKER_SSO_ROLE_CLAIM", "BOXBROKER_SSO_SCOPES",
+		"BOXBROKER_SSO_VIEWERS",
 		"BOXBROKER_STORE", "BOXBROKER_STORE_DEADLINE", "BOXBROKER_TLS_CERT", "BOXBROKER_TLS_KEY",
 		"BOXBROKER_TRUSTED_PROXY", "BOXBROKER_UNPRICED_AS", "BOXBROKER_UPSTREAM_TIMEOUT",
 		// the CLI against a remote broker, report and ready.

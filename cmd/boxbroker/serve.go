@@ -17,6 +17,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/server"
+	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -31,6 +32,8 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	adminHosts := fs.String("admin-hosts", c.getenv("BOXBROKER_ADMIN_HOSTS"), "host names, comma-separated, the admin listener is reached by besides localhost and IP addresses; a request naming any other host is refused (BOXBROKER_ADMIN_HOSTS)")
 	fs.StringVar(&cfg.Broker, "broker", c.envOr("BOXBROKER_BROKER", def.Broker), "the broker word this broker answers for (BOXBROKER_BROKER)")
 	anthropic := fs.String("anthropic-url", c.envOr("BOXBROKER_ANTHROPIC_URL", def.AnthropicURL.String()), "Anthropic API upstream (BOXBROKER_ANTHROPIC_URL)")
+	alerts := fs.String("budget-alerts", c.getenv("BOXBROKER_BUDGET_ALERTS"), "percentages of a budget's limit that alert when its charges cross them, such as 80,100 (BOXBROKER_BUDGET_ALERTS)")
+	webhook := fs.String("budget-webhook", c.getenv("BOXBROKER_BUDGET_WEBHOOK"), "URL that receives each budget alert as signed JSON; the key is BOXBROKER_BUDGET_WEBHOOK_KEY (BOXBROKER_BUDGET_WEBHOOK)")
 	fountain := fs.String("fountain-url", c.getenv("BOXBROKER_FOUNTAIN_URL"), "Fountain API upstream; empty serves no /fountain (BOXBROKER_FOUNTAIN_URL)")
 	fs.StringVar(&cfg.Feedback, "feedback", c.envOr("BOXBROKER_FEEDBACK", def.Feedback), "keep: store feedback batches from consenting boxes; off: answer 501 so boxes keep them (BOXBROKER_FEEDBACK)")
 	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", envDuration("BOXBROKER_SHUTDOWN_GRACE", def.ShutdownGrace), "how long in-flight streams may finish on SIGINT/SIGTERM (BOXBROKER_SHUTDOWN_GRACE)")
@@ -40,7 +43,15 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	fs.Int64Var(&cfg.MaxBody, "max-body", envInt("BOXBROKER_MAX_BODY", def.MaxBody), "bound on a forwarded request body, bytes (BOXBROKER_MAX_BODY)")
 	fs.Int64Var(&cfg.PoolRetryBody, "pool-retry-body", envInt("BOXBROKER_POOL_RETRY_BODY", def.PoolRetryBody), "bound on a request body kept in memory to retry a call on another credential of the pool, bytes; -1 never retries (BOXBROKER_POOL_RETRY_BODY)")
 	fs.Int64Var(&cfg.EgressMaxBody, "egress-max-body", envInt("BOXBROKER_EGRESS_MAX_BODY", def.EgressMaxBody), "bound on a request body sent to an egress secret's host, bytes (BOXBROKER_EGRESS_MAX_BODY)")
+	fs.DurationVar(&cfg.ProposalWait, "proposal-wait", envDuration("BOXBROKER_PROPOSAL_WAIT", def.ProposalWait), "how long a proposal waits for a person before it expires (BOXBROKER_PROPOSAL_WAIT)")
+	fs.IntVar(&cfg.ProposalMax, "proposal-max", int(envInt("BOXBROKER_PROPOSAL_MAX", int64(def.ProposalMax))), "pending proposals each box may have; more refusals open none (BOXBROKER_PROPOSAL_MAX)")
+	fs.StringVar(&cfg.PageURL, "page-url", c.getenv("BOXBROKER_PAGE_URL"), "the owner's page as a person reaches it, named in refusals that open a proposal (BOXBROKER_PAGE_URL)")
+	fs.StringVar(&cfg.ProposalWebhook, "proposal-webhook", c.getenv("BOXBROKER_PROPOSAL_WEBHOOK"), "URL each new proposal is POSTed to, signed with BOXBROKER_PROPOSAL_WEBHOOK_KEY (BOXBROKER_PROPOSAL_WEBHOOK)")
+	fs.StringVar(&cfg.ProposalWebhookShape, "proposal-webhook-shape", c.envOr("BOXBROKER_PROPOSAL_WEBHOOK_SHAPE", def.ProposalWebhookShape), "json or slack (BOXBROKER_PROPOSAL_WEBHOOK_SHAPE)")
+	cfg.ProposalWebhookKey = c.getenv("BOXBROKER_PROPOSAL_WEBHOOK_KEY")
 	fs.DurationVar(&cfg.AuditRetention, "audit-retention", envDuration("BOXBROKER_AUDIT_RETENTION", def.AuditRetention), "how long audit log entries are kept (BOXBROKER_AUDIT_RETENTION)")
+	auditSink := fs.String("audit-sink-url", c.getenv("BOXBROKER_AUDIT_SINK_URL"), "http(s) URL the audit rows are POSTed to as JSON lines, at least once and in order; empty for none; its bearer token, if any, in BOXBROKER_AUDIT_SINK_TOKEN (BOXBROKER_AUDIT_SINK_URL)")
+	fs.IntVar(&cfg.AuditSinkBacklog, "audit-sink-backlog", int(envInt("BOXBROKER_AUDIT_SINK_BACKLOG", int64(def.AuditSinkBacklog))), "audit rows kept in the data directory while the audit sink does not take them; past it the oldest are dropped (BOXBROKER_AUDIT_SINK_BACKLOG)")
 	fs.DurationVar(&cfg.StoreDeadline, "store-deadline", envDuration("BOXBROKER_STORE_DEADLINE", def.StoreDeadline), "bound on each store call a request makes; past it the request gets 503 with Retry-After (BOXBROKER_STORE_DEADLINE)")
 	fs.StringVar(&cfg.LogLevel, "log-level", c.envOr("BOXBROKER_LOG_LEVEL", def.LogLevel), "debug, info, warn or error (BOXBROKER_LOG_LEVEL)")
 	fs.Float64Var(&cfg.BoxRate, "box-rate", envFloat("BOXBROKER_BOX_RATE", def.BoxRate), "requests per second one box may make; 0 for no bound (BOXBROKER_BOX_RATE)")
@@ -63,7 +74,12 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	fs.Var(trusted, "trusted-proxy", "front proxy (CIDR, repeatable or comma-separated) whose X-Forwarded-For is believed when judging where a box's request came from; none: the peer's address (BOXBROKER_TRUSTED_PROXY)")
 	fs.BoolVar(&cfg.NewStore, "new-store", false, "make a new, empty SQLite database in a data directory that holds a master key, a journal or a spool but no database; without it serve refuses to start there")
 	auditRequired := fs.Bool("audit-required", env.boolean("BOXBROKER_AUDIT_REQUIRED", !def.AuditOptional), "refuse calls (503) while their audit record can be written neither to the store nor to the spool; false serves them unrecorded (BOXBROKER_AUDIT_REQUIRED)")
+	ssoConfig := ssoFlags(fs, c)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	var err error
+	if cfg.SSO, err = ssoConfig(); err != nil {
 		return err
 	}
 	cfg.AuditOptional = !*auditRequired
@@ -107,6 +123,26 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	if *fountain != "" {
 		if cfg.FountainURL, err = parseURL("fountain-url", *fountain); err != nil {
 			return err
+		}
+	}
+	if *auditSink != "" {
+		if cfg.AuditSinkURL, err = url.Parse(*auditSink); err != nil {
+			return fmt.Errorf("configuration: --audit-sink-url (BOXBROKER_AUDIT_SINK_URL) is not a URL")
+		}
+		cfg.AuditSinkToken = c.getenv("BOXBROKER_AUDIT_SINK_TOKEN")
+	}
+	if cfg.BudgetAlerts, err = spend.ParseThresholds(*alerts); err != nil {
+		return fmt.Errorf("%w: --budget-alerts (BOXBROKER_BUDGET_ALERTS): %v", errUsage, err)
+	}
+	if *webhook != "" {
+		if cfg.BudgetWebhook, err = parseURL("budget-webhook", *webhook); err != nil {
+			return err
+		}
+		if cfg.BudgetWebhookKey = []byte(c.getenv("BOXBROKER_BUDGET_WEBHOOK_KEY")); len(cfg.BudgetWebhookKey) == 0 {
+			return fmt.Errorf("%w: --budget-webhook needs BOXBROKER_BUDGET_WEBHOOK_KEY, the key its alerts are signed with", errUsage)
+		}
+		if len(cfg.BudgetAlerts) == 0 {
+			return fmt.Errorf("%w: --budget-webhook needs --budget-alerts (BOXBROKER_BUDGET_ALERTS), the thresholds that alert", errUsage)
 		}
 	}
 	// Every listener is taken before the store and the data directory

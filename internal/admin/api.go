@@ -275,5 +275,5 @@ func (s *Server) apiRoutes() []Route {
 		{Pattern: "GET /api/boxes/{name}/spend", Handle: s.spendReport},
 		{Pattern: "GET /api/spend", Handle: s.fleetSpend},
 		{Pattern: "GET /api/spend.csv", Handle: s.fleetSpendCSV},
-	}, s.poolRoutes()...)
+	}, append(s.poolRoutes(), s.limitRoutes()...)...)
 }

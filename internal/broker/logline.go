@@ -111,7 +111,7 @@ func (s *Server) conclude(rec *recorder, r *http.Request, info *requestInfo, tra
 		Capability: info.capabilityLabel(), Words: info.words, Public: info.public,
 		Status: rec.status, Reason: info.reason, Message: info.message,
 		Duration: info.duration, Bytes: rec.bytes, Cost: info.cost, Upstream: calls, Tallied: info.tallied,
-		Call: info.call,
+		Call: info.call, Context: r.Context(),
 	}
 	s.observe(&info.record)
 }

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/outbox"
@@ -81,6 +82,9 @@ type Record struct {
 	// journals both in one record (outbox.Outbox.RecordCall). What it
 	// does not take is journaled alone once the Observer returns.
 	Call *outbox.Call
+	// Context is the request's context, for tracing (its span, see
+	// package telemetry); it is done once the answer is over.
+	Context context.Context
 }
 
 // UpstreamStatus is the status of the last upstream call, 0 when none

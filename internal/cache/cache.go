@@ -513,7 +513,11 @@ func (c *Cache) Budgeted(ctx context.Context, box string) (bool, error) {
 	c.mu.RUnlock()
 	budgeted, err := shared(ctx, c, "budgeted", gen, box, func(ctx context.Context) (bool, error) {
 		bs, err := c.st.ListBudgets(ctx, box)
-		return len(bs) > 0, err
+		if err != nil || len(bs) > 0 {
+			return len(bs) > 0, err
+		}
+		ws, err := c.st.ListWindowBudgets(ctx, box)
+		return len(ws) > 0, err
 	})
 	if err != nil {
 		return false, err

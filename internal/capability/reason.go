@@ -122,7 +122,11 @@ const (
 	ReasonRule = "outside its rules"
 	// ReasonRate: an egress request past its secret's rate for the box
 	// (secret set --rate): 429 with Retry-After.
-	ReasonRate        = "secret rate"
+	ReasonRate = "secret rate"
+	// ReasonTokenRate: a model call past its box's or principal's
+	// token-rate limit (limit set: input or output tokens, or requests,
+	// a minute): 429 with Retry-After.
+	ReasonTokenRate   = "token rate"
 	ReasonMintRefused = "mint-refused"
 	ReasonMintFailed  = "mint-failed"
 )
@@ -138,7 +142,7 @@ var Reasons = []string{
 	ReasonUpstreamFailed, ReasonUpstream, ReasonTimeout, ReasonAborted, ReasonInternal, ReasonRefused,
 	ReasonHost, ReasonPassthrough, ReasonClosed,
 	ReasonMintRateLimited, ReasonMintRefused, ReasonMintFailed,
-	ReasonOutside, ReasonExpired, ReasonTokenSeen, ReasonRule, ReasonRate,
+	ReasonOutside, ReasonExpired, ReasonTokenSeen, ReasonRule, ReasonRate, ReasonTokenRate,
 }
 
 // IsReason reports whether s is one of Reasons.

@@ -70,6 +70,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/approval"
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/mint"
 	"github.com/intentius/boxbroker/internal/protocol"
@@ -120,6 +121,10 @@ type Config struct {
 	// secret's token minted anew (mint.Config.RemintEvery); zero means
 	// mint.DefaultRemintEvery.
 	RemintEvery time.Duration
+	// Approvals, when set, allows a request outside a secret's rules that
+	// an approval in force covers, and opens a proposal for one the
+	// owner asks about (package approval). Nil allows only the rules.
+	Approvals *approval.Service
 	// Now is the clock for minting and signing; nil means time.Now.
 	Now func() time.Time
 	// Audit, when set, is given an entry for every mint: box, secret,
@@ -425,7 +430,7 @@ func (c *Capability) Forward(w http.ResponseWriter, r *http.Request, box, token 
 			}
 			return err
 		}
-		if err := c.checkRules(r, box, sec, tail); err != nil {
+		if err := c.checkRules(r, box, token, sec, tail); err != nil {
 			return err
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/intentius/boxbroker/internal/approval"
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
@@ -29,14 +30,22 @@ import (
 // hold a "/" or "\" (an encoded %2F or %5C) is read both ways a host
 // may read it: as one segment, and split there; the request is allowed
 // only when a rule allows it read either way.
-func (c *Capability) checkRules(r *http.Request, box string, sec store.Secret, tail string) error {
+//
+// A request no rule allows is still allowed when an approval in force
+// covers it (see package approval), and, when the owner asks about the
+// secret, opens a proposal the refusal names.
+func (c *Capability) checkRules(r *http.Request, box, token string, sec store.Secret, tail string) error {
 	if len(sec.Rules) > 0 {
 		whole, split, err := ruleSegments(tail)
 		if err != nil {
 			return capability.Refuse(capability.ReasonInvalid, http.StatusBadRequest, protocol.TypeInvalid, "The path holds an invalid percent-encoding.")
 		}
 		if !allowed(sec.Rules, r.Method, whole) || !allowed(sec.Rules, r.Method, split) {
-			return c.outsideRules(r, box, sec, split)
+			refusal := c.outsideRules(r, box, sec, split)
+			if approved, words := c.ask(r, box, token, sec, tail, refusal.Message); !approved {
+				refusal.Message += words
+				return refusal
+			}
 		}
 	}
 	if sec.Rate == "" {
@@ -59,8 +68,30 @@ func (c *Capability) checkRules(r *http.Request, box string, sec store.Secret, t
 	return nil
 }
 
+// ask reports whether an approval in force allows box's request r
+// outside sec's rules, and otherwise the words its refusal adds when the
+// owner asks about sec (the proposal it opened or joined). With no
+// approvals configured, or when the store fails (logged; the request
+// stays refused), it allows nothing and adds nothing. A proposal never
+// holds the box's token.
+func (c *Capability) ask(r *http.Request, box, token string, sec store.Secret, tail, reason string) (bool, string) {
+	if c.cfg.Approvals == nil {
+		return false, ""
+	}
+	if tail == "" {
+		tail = "/"
+	}
+	v, err := c.cfg.Approvals.Refused(r.Context(), approval.Attempt{Box: box, Kind: store.ProposalRule, Secret: sec.Name,
+		Method: r.Method, Path: tail, Host: sec.Host, Reason: reason, Forbidden: []string{token}})
+	if err != nil {
+		c.log.Warn("egress: approvals unreadable; the request stays refused", "box", box, "secret", sec.Name, "err", err)
+		return false, ""
+	}
+	return v.Approved, c.cfg.Approvals.Words(v)
+}
+
 // outsideRules is the refusal of a request no rule of sec allows.
-func (c *Capability) outsideRules(r *http.Request, box string, sec store.Secret, segs []string) error {
+func (c *Capability) outsideRules(r *http.Request, box string, sec store.Secret, segs []string) *capability.Error {
 	path := "/" + strings.Join(segs, "/")
 	return capability.Refuse(capability.ReasonRule, http.StatusForbidden, protocol.TypePermission,
 		"Egress refused this request: the secret %s allows only %s; this request was %s %s. Its owner can allow it with `boxbroker secret set %s %s --host %s --allow '%s %s'` (with every --allow it holds: the rules given replace the old).",

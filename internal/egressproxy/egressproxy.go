@@ -62,6 +62,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/approval"
 	"github.com/intentius/boxbroker/internal/broker"
 	"github.com/intentius/boxbroker/internal/cache"
 	"github.com/intentius/boxbroker/internal/capability"
@@ -133,6 +134,13 @@ type Config struct {
 	// Dial connects a passthrough tunnel (default a net.Dialer with
 	// DefaultDialTimeout).
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Approvals, when set, lets a CONNECT to a host with no secret and
+	// no passthrough entry through as a passthrough tunnel when an
+	// approval of that host:port is in force, and opens a proposal for
+	// one when the box's owner asks about unknown hosts (package
+	// approval). An approved host never carries a secret. Nil refuses
+	// them all.
+	Approvals *approval.Service
 	// Logger receives failures; never a token or a value.
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
@@ -358,9 +366,17 @@ func (p *Proxy) judge(ctx context.Context, tok string, from netip.Addr, to targe
 	}
 	where := to.scheme + "://" + to.addr()
 	if len(pinned) == 0 {
-		return t, false, &capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Reason: capability.ReasonNoSecret,
+		refusal := &capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Reason: capability.ReasonNoSecret,
 			Message: fmt.Sprintf("No egress secret of this box is pinned to %s, so the broker's proxy does not reach it: egress goes only to a host a secret is pinned to, by its exact host and port; its owner pins one with `boxbroker secret set %s NAME --host %s`.",
 				where, adm.Box.Name, where)}
+		approved, words := p.ask(ctx, adm.Box.Name, tok, to, refusal.Message)
+		if approved {
+			// Approved: a passthrough tunnel, on the passthrough rule
+			// (no secret of the box pinned to the host, on any port).
+			return t, true, p.judgePassthrough(adm, secs, to)
+		}
+		refusal.Message += words
+		return t, false, refusal
 	}
 	for _, name := range pinned {
 		if adm.Refusal(name) == nil {
@@ -373,6 +389,24 @@ func (p *Proxy) judge(ctx context.Context, tok string, from netip.Addr, to targe
 				where, strings.Join(pinned, ", "), adm.Refusal(pinned[0]).Message)}
 	}
 	return t, false, nil
+}
+
+// ask reports whether an approval in force lets box's CONNECT to to, a
+// host with no secret and no passthrough entry, through as passthrough,
+// and otherwise the words its refusal adds when the box's owner asks
+// about unknown hosts. Only https targets are asked about; a store that
+// fails leaves the CONNECT refused (logged).
+func (p *Proxy) ask(ctx context.Context, box, tok string, to target, reason string) (bool, string) {
+	if p.cfg.Approvals == nil || to.scheme != "https" {
+		return false, ""
+	}
+	v, err := p.cfg.Approvals.Refused(ctx, approval.Attempt{Box: box, Kind: store.ProposalHost, Method: http.MethodConnect, Host: to.addr(),
+		Reason: reason, Forbidden: []string{tok}})
+	if err != nil {
+		p.log.Warn("proxy: approvals unreadable; the CONNECT stays refused", "box", box, "addr", to.addr(), "err", err)
+		return false, ""
+	}
+	return v.Approved, p.cfg.Approvals.Words(v)
 }
 
 // judgePassthrough applies the rule for a passthrough host to box, whose

@@ -185,7 +185,7 @@ func newFixtureConfig(t testing.TB, git http.Handler, cfg func(*server.Config)) 
 	p, err := egressproxy.New(egressproxy.Config{
 		Broker: srv.Broker, BrokerWord: "lobby", Cache: srv.Cache, Secrets: srv.Store, CA: ca,
 		Passthrough: []string{f.passHost}, Dial: f.dials.dial,
-		MaxTunnels: max(srv.Config.BoxConcurrent, 0), Recheck: 20 * time.Millisecond,
+		MaxTunnels: max(srv.Config.BoxConcurrent, 0), Recheck: 20 * time.Millisecond, Approvals: srv.Approvals,
 		Logger: slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	if err != nil {

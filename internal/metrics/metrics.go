@@ -14,7 +14,6 @@ package metrics
 
 import (
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -142,12 +141,16 @@ func New() *Metrics {
 	return m
 }
 
-// Handler serves the registry in Prometheus' text format; nil for nil Metrics.
+// Handler serves the registry in Prometheus' text format, or in
+// OpenMetrics' (with exemplars) to a scraper that asks for it; nil for
+// nil Metrics.
 func (m *Metrics) Handler() http.Handler {
 	if m == nil {
 		return nil
 	}
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+	// OpenMetrics, when the scraper asks for it, carries the latency
+	// histograms' exemplars (trace ids; see RequestTraced).
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{EnableOpenMetrics: true})
 }
 
 // Registry is the registry the metrics are kept in, for tests and for a
@@ -163,24 +166,13 @@ func (m *Metrics) Registry() *prometheus.Registry {
 // for the declaration route and a path no capability serves; route is a
 // template; reason is "" when the request was not refused.
 func (m *Metrics) Request(capability, route string, status int, reason string, d time.Duration) {
-	if m == nil {
-		return
-	}
-	m.requests.WithLabelValues(capability, route, strconv.Itoa(status), reason).Inc()
-	m.requestDuration.WithLabelValues(capability).Observe(d.Seconds())
+	m.RequestTraced(capability, route, status, reason, d, "")
 }
 
 // Upstream records one upstream call's time to its answer's headers;
 // status 0 means no answer came.
 func (m *Metrics) Upstream(capability string, status int, d time.Duration) {
-	if m == nil {
-		return
-	}
-	s := "error"
-	if status > 0 {
-		s = strconv.Itoa(status)
-	}
-	m.upstream.WithLabelValues(capability, s).Observe(d.Seconds())
+	m.UpstreamTraced(capability, status, d, "")
 }
 
 // StreamOpened and StreamClosed bracket an answer streamed to a box.

@@ -13,14 +13,18 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/approval"
+	"github.com/intentius/boxbroker/internal/auditsink"
 	"github.com/intentius/boxbroker/internal/egress"
 	"github.com/intentius/boxbroker/internal/inference"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/spend"
+	"github.com/intentius/boxbroker/internal/sso"
 	"github.com/intentius/boxbroker/internal/store/deadline"
 )
 
@@ -71,6 +75,20 @@ type Config struct {
 	// EgressMaxBody bounds a request body sent to an egress secret's host
 	// (default 256 MiB). Bodies are streamed, never held.
 	EgressMaxBody int64
+	// ProposalWait is how long a proposal (package approval) waits for
+	// a person's answer before it expires (default 24 h).
+	ProposalWait time.Duration
+	// ProposalMax bounds each box's pending proposals (default 5).
+	ProposalMax int
+	// PageURL is the owner's page as a person reaches it, named in the
+	// refusals that open a proposal; "" names only the CLI.
+	PageURL string
+	// ProposalWebhook, when set, is the URL each new proposal is POSTed
+	// to, in ProposalWebhookShape ("json", the default, or "slack"),
+	// signed with ProposalWebhookKey (see docs/approvals.md).
+	ProposalWebhook      string
+	ProposalWebhookShape string
+	ProposalWebhookKey   string
 	// PoolRetryBody bounds a Messages or count_tokens body kept in memory
 	// so that a call the operator's pool pays for can be made again on
 	// another entry after a refusal (default 4 MiB; -1: never retried).
@@ -93,6 +111,13 @@ type Config struct {
 	BoxRate       float64
 	BoxBurst      int
 	BoxConcurrent int
+	// BudgetAlerts are the percentages of a budget's limit whose
+	// crossing alerts (spend.Alerter); none gives no alerts.
+	BudgetAlerts []int
+	// BudgetWebhook, when set, receives each budget alert, signed with
+	// BudgetWebhookKey (required with it).
+	BudgetWebhook    *url.URL
+	BudgetWebhookKey []byte
 	// Prices is a JSON price file read over the default price table
 	// (see spend.LoadPrices); "" for the defaults alone.
 	Prices string
@@ -108,9 +133,21 @@ type Config struct {
 	// listener serves TLS with (TLS 1.2 and above), for operators without
 	// a terminating proxy in front.
 	TLSCert, TLSKey string
+	// SSO is single sign-on for the owner's page (package sso); its zero
+	// value is off, and the admin token signs in either way.
+	SSO sso.Config
 	// AuditRetention is how long audit log entries are kept (default 30
 	// days); older ones are pruned hourly.
 	AuditRetention time.Duration
+	// AuditSinkURL, when set, is where the audit rows are streamed as
+	// JSON lines (package auditsink); nil streams none.
+	AuditSinkURL *url.URL
+	// AuditSinkToken, when set, is the audit sink's bearer token.
+	AuditSinkToken string
+	// AuditSinkBacklog is the most audit rows kept for the sink while it
+	// does not take them (default auditsink.DefaultMaxBacklog; 0 the
+	// same); past it the oldest are dropped.
+	AuditSinkBacklog int
 	// StoreDeadline bounds each store call a request makes (default
 	// 250 ms): past it the request is answered 503 with Retry-After.
 	StoreDeadline time.Duration
@@ -171,6 +208,9 @@ func DefaultConfig() Config {
 		DecideTimeout:         30 * time.Second,
 		MaxBody:               protocol.DefaultMaxBody,
 		EgressMaxBody:         egress.DefaultMaxBody,
+		ProposalWait:          approval.DefaultPendingFor,
+		ProposalMax:           approval.DefaultMaxPending,
+		ProposalWebhookShape:  "json",
 		PoolRetryBody:         inference.DefaultMaxRetried,
 		ReadHeaderTimeout:     10 * time.Second,
 		ReadTimeout:           10 * time.Minute,
@@ -179,6 +219,7 @@ func DefaultConfig() Config {
 		BoxConcurrent:         256,
 		ReserveMaxTokens:      spend.DefaultMaxTokens,
 		AuditRetention:        30 * 24 * time.Hour,
+		AuditSinkBacklog:      auditsink.DefaultMaxBacklog,
 		StoreDeadline:         deadline.Default,
 		ReservationLease:      spend.DefaultStaleAfter,
 	}
@@ -272,11 +313,31 @@ func (c *Config) Validate() error {
 	if c.AuditRetention < 0 {
 		p = append(p, "audit-retention must not be negative")
 	}
+	if u := c.AuditSinkURL; u != nil && ((u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.Fragment != "") {
+		p = append(p, fmt.Sprintf("audit-sink-url (BOXBROKER_AUDIT_SINK_URL) %q must be an http(s) URL with a host and no credentials or fragment (give a token in BOXBROKER_AUDIT_SINK_TOKEN)", u.Redacted()))
+	}
+	if c.AuditSinkBacklog < 0 {
+		p = append(p, "audit-sink-backlog must not be negative")
+	}
 	if c.ShutdownGrace < 0 || c.UpstreamHeaderTimeout < 0 || c.ReadHeaderTimeout < 0 || c.ReadTimeout < 0 || c.DecideTimeout < 0 || c.StoreDeadline < 0 || c.ReservationLease < 0 {
 		p = append(p, "durations must not be negative")
 	}
 	if c.BoxRate < 0 || c.BoxBurst < 0 {
 		p = append(p, "box rate and burst must not be negative")
+	}
+	if c.ProposalWait < 0 || c.ProposalMax < 0 {
+		p = append(p, "proposal-wait and proposal-max must not be negative")
+	}
+	if c.ProposalWebhookShape != "" && c.ProposalWebhookShape != "json" && c.ProposalWebhookShape != "slack" {
+		p = append(p, fmt.Sprintf("proposal-webhook-shape %q is not json or slack", c.ProposalWebhookShape))
+	}
+	if c.ProposalWebhook != "" {
+		if u, err := url.Parse(c.ProposalWebhook); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			p = append(p, "proposal-webhook (BOXBROKER_PROPOSAL_WEBHOOK) is not an http or https URL")
+		}
+		if c.ProposalWebhookKey == "" {
+			p = append(p, "proposal-webhook needs BOXBROKER_PROPOSAL_WEBHOOK_KEY, the key its requests are signed with")
+		}
 	}
 	if c.ReserveMaxTokens < 0 {
 		p = append(p, "reserve-max-tokens must not be negative")
@@ -294,6 +355,19 @@ func (c *Config) Validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		p = append(p, fmt.Sprintf("log level %q is not debug, info, warn or error", c.LogLevel))
+	}
+	if err := c.SSO.Validate(); err != nil {
+		p = append(p, err.Error())
+	} else if c.SSO.Enabled() && !c.AdminEnabled() {
+		p = append(p, "single sign-on is for the owner's page, which admin-listen (BOXBROKER_ADMIN_LISTEN) off does not serve")
+	} else if c.SSO.Enabled() {
+		// The provider sends the browser back to the redirect URL, whose
+		// host the admin listener must answer for.
+		u, _ := url.Parse(c.SSO.RedirectURL)
+		h := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+		if _, err := netip.ParseAddr(h); err != nil && h != "localhost" && !slices.ContainsFunc(c.adminHosts(), func(a string) bool { return strings.EqualFold(strings.TrimSuffix(a, "."), h) }) {
+			p = append(p, fmt.Sprintf("sso-redirect-url (BOXBROKER_SSO_REDIRECT_URL) names host %s, which the admin listener does not answer for: add it to admin-hosts (BOXBROKER_ADMIN_HOSTS)", h))
+		}
 	}
 	if len(p) > 0 {
 		return fmt.Errorf("configuration: %s", strings.Join(p, "; "))

@@ -9,6 +9,7 @@ import (
 	"github.com/intentius/boxbroker/internal/metrics"
 	"github.com/intentius/boxbroker/internal/outbox"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/telemetry"
 )
 
 // maxAuditMessage bounds a refusal message kept in the audit log.
@@ -19,15 +20,24 @@ const maxAuditMessage = 1000
 type observer struct {
 	m      *metrics.Metrics
 	outbox *outbox.Outbox // nil: no audit log
+	// tracing traces the call (nil: off); the latency histograms'
+	// exemplars name its trace.
+	tracing *telemetry.Tracing
 }
 
 var _ broker.Observer = (*observer)(nil)
 
 // Request counts the request and its upstream calls.
 func (o *observer) Request(rec *broker.Record) {
-	o.m.Request(rec.Capability, rec.Route, rec.Status, rec.Reason, rec.Duration)
+	var traceID string
+	if o.tracing != nil {
+		defer o.tracing.Record(rec.Context, &telemetry.Call{Box: rec.Box, Capability: rec.Capability, Route: rec.Route,
+			Method: rec.Method, Reason: rec.Reason, Status: rec.Status, Cost: rec.Cost})()
+		traceID = telemetry.TraceID(rec.Context)
+	}
+	o.m.RequestTraced(rec.Capability, rec.Route, rec.Status, rec.Reason, rec.Duration, traceID)
 	for _, c := range rec.Upstream {
-		o.m.Upstream(rec.Capability, c.Status, c.Latency)
+		o.m.UpstreamTraced(rec.Capability, c.Status, c.Latency, traceID)
 	}
 	if rec.Reason == "token" && rec.Box == "" {
 		o.m.TokenRefusal(rec.Tallied)

@@ -16,6 +16,8 @@ import (
 
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/admin/ui"
+	"github.com/intentius/boxbroker/internal/approval"
+	"github.com/intentius/boxbroker/internal/auditsink"
 	"github.com/intentius/boxbroker/internal/broker"
 	"github.com/intentius/boxbroker/internal/cache"
 	"github.com/intentius/boxbroker/internal/capability"
@@ -29,12 +31,14 @@ import (
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/pool"
 	"github.com/intentius/boxbroker/internal/proxy"
+	"github.com/intentius/boxbroker/internal/ratelimit"
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/store/deadline"
 	"github.com/intentius/boxbroker/internal/store/postgres"
 	"github.com/intentius/boxbroker/internal/store/sqlite"
+	"github.com/intentius/boxbroker/internal/telemetry"
 )
 
 // DBFile is the SQLite file's name in the data directory.
@@ -123,12 +127,20 @@ type Server struct {
 	Payer   *payer.Resolver
 	// Meter measures model calls and holds them to budgets.
 	Meter *spend.Meter
+	// Rates holds model calls to token-rate limits.
+	Rates *ratelimit.Limiter
+	// Alerter gives budget alerts; nil without thresholds.
+	Alerter *spend.Alerter
 	// Broker is the box-facing handler, and Handler the same as an http.Handler.
 	Broker  *broker.Server
 	Handler http.Handler
 	// Admin is the admin listener's handler: the admin API, metrics,
 	// health and, on its routes, the owner's page.
 	Admin *admin.Server
+	// Approvals opens, decides and matches proposals (package approval).
+	Approvals *approval.Service
+	// webhook sends new proposals to the operator's URL; nil for none.
+	webhook *approval.Webhook
 	// Page is the owner's page, served under /ui/ by Admin.
 	Page *ui.Page
 	// Metrics are the broker's Prometheus metrics, served on the admin
@@ -166,6 +178,10 @@ type Server struct {
 	// storeFile watches the SQLite database file's identity; nil for
 	// PostgreSQL.
 	storeFile *fileWatch
+	// tracing traces box calls; nil when off.
+	tracing *telemetry.Tracing
+	// sink streams the audit rows out; nil when none is configured.
+	sink *auditsink.Sink
 }
 
 // Options are what a caller adds in Go rather than configuration.
@@ -176,6 +192,10 @@ type Options struct {
 	Extra []capability.Capability
 	// Store, when set, is used instead of opening the one cfg names.
 	Store store.Store
+	// Tracing, when set, traces box calls (package telemetry); when
+	// nil, New makes it from the OTEL_* variables, none when they ask
+	// for none.
+	Tracing *telemetry.Tracing
 	// Transport, when set, carries every upstream request.
 	Transport http.RoundTripper
 	// MintTransport, when set, carries egress's minting requests to token
@@ -275,6 +295,14 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	// Every upstream call is timed and its status noted for the request's
 	// log line, metrics and audit row.
 	transport = proxy.Traced(transport, nil)
+	tracing := opt.Tracing
+	if tracing == nil {
+		if tracing, err = telemetry.New(ctx, log); err != nil {
+			return nil, err
+		}
+		undo = append(undo, func() error { return tracing.Shutdown(context.Background()) })
+	}
+	transport = tracing.Transport(transport) // upstream spans; rt itself when off
 	m := metrics.New()
 	// Only a SQLite store is known to be this process's alone; any other
 	// may be shared with replicas, whose caches a report must wait for.
@@ -298,9 +326,16 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	// what an earlier process left there goes to the spool now.
 	// They name the store they belong to, and are replayed into no other.
 	var ob *outbox.Outbox
+	// The audit rows written through the outbox are streamed out too,
+	// when a sink is configured (auditsink.go; nil: none).
+	sink, err := openAuditSink(&cfg, m, log)
+	if err != nil {
+		return nil, err
+	}
+	undo = append(undo, sink.Close)
 	id, err := wst.Identity(ctx)
 	if err == nil {
-		ob, err = outbox.Open(outbox.Config{Dir: cfg.DataDir, Store: wst, Identity: id, BatchEvery: outbox.DefaultBatchEvery, Metrics: m, Logger: log,
+		ob, err = outbox.Open(outbox.Config{Dir: cfg.DataDir, Store: sink.Wrap(wst), Identity: id, BatchEvery: outbox.DefaultBatchEvery, Metrics: m, Logger: log,
 			Audit: outbox.AuditOptions{Retention: cfg.AuditRetention, Linger: auditLinger}})
 	}
 	if err != nil {
@@ -319,7 +354,24 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	credPool := pool.New(pool.Config{Cache: c, Keyring: keyring, Upstream: cfg.AnthropicURL, Transport: transport, Logger: log, Now: opt.PoolNow})
 	m.Pool(poolStats(credPool))
 	pay := &payer.Resolver{Cache: c, Keyring: keyring, Store: rst, Logger: log, Now: opt.Now, OnGrant: onGrant, Pool: credPool}
-	eg, err := egress.New(egress.Config{Secrets: c, List: rst, Keyring: keyring, Transport: opt.Transport, MaxBody: cfg.EgressMaxBody, Logger: log,
+	// Proposals are read and written straight through the store on the
+	// refusal path (never cached), so every replica sees an approval on
+	// its next request.
+	hook, err := proposalWebhook(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	var notify func(store.Proposal)
+	if hook != nil {
+		undo = append(undo, hook.Close)
+		notify = hook.Notify
+	}
+	approvals, err := approval.New(approval.Config{Store: rst, MaxPending: cfg.ProposalMax, PendingFor: cfg.ProposalWait, PageURL: cfg.PageURL,
+		Notify: notify, Now: opt.Now, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	eg, err := egress.New(egress.Config{Secrets: c, List: rst, Keyring: keyring, Approvals: approvals, Transport: opt.Transport, MaxBody: cfg.EgressMaxBody, Logger: log,
 		TransportOptions: proxy.TransportOptions{ResponseHeaderTimeout: cfg.UpstreamHeaderTimeout}, Mints: wst, MintTransport: opt.MintTransport, Now: opt.Now, Audit: aw})
 	if err != nil {
 		return nil, err
@@ -334,7 +386,22 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 			return pg.Clock(ctx)
 		}
 	}
-	meter, err := spend.New(spend.Config{Store: rst, Settle: wst, Outbox: ob,
+	rates, err := ratelimit.New(ratelimit.Config{Store: wst, Exchange: storeClock != nil, Now: opt.SpendNow, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	if err := rates.Round(ctx); err != nil {
+		log.Warn("ratelimit: rate limits not read at start; none holds until they are", "err", err)
+	}
+	var alerter *spend.Alerter
+	if len(cfg.BudgetAlerts) > 0 {
+		alerter, err = spend.NewAlerter(spend.AlertConfig{Store: wst, Thresholds: cfg.BudgetAlerts, Webhook: cfg.BudgetWebhook,
+			WebhookKey: cfg.BudgetWebhookKey, Registerer: m.Registry(), Now: opt.SpendNow, Logger: log})
+		if err != nil {
+			return nil, err
+		}
+	}
+	meter, err := spend.New(spend.Config{Store: rst, Settle: wst, Outbox: ob, Approvals: approvals, RateLimiter: rates, Alerter: alerter,
 		StaleAfter: cfg.ReservationLease, Budgeted: c.Budgeted, Prices: prices, Metrics: m, Now: opt.SpendNow, Logger: log, MaxTokens: cfg.ReserveMaxTokens, MaxBody: cfg.MaxBody,
 		Counter: m, StoreClock: storeClock})
 	if err != nil {
@@ -363,7 +430,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		Broker: cfg.Broker, Store: rst, Cache: c, Payer: pay, Capabilities: caps, Logger: log,
 		Limits:         broker.Limits{Rate: cfg.BoxRate, Burst: cfg.BoxBurst, Concurrent: max(cfg.BoxConcurrent, 0)},
 		ReadTimeout:    cfg.ReadTimeout,
-		Observer:       &observer{m: m, outbox: ob},
+		Observer:       &observer{m: m, outbox: ob, tracing: tracing},
 		Recording:      recording(cfg, ob, fw),
 		TrustedProxies: cfg.TrustedProxies,
 		TokenNow:       opt.TokenNow,
@@ -371,8 +438,9 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Broker: h, Audit: aw, Metrics: m, log: log, flushLog: flushLog, rst: rst, wst: wst, Outbox: ob, Spool: ob.Spool, Journal: ob.Journal, cert: cert, lock: lock, storeFile: fw}
-	srv.Handler = srv.withReady(h)
+	srv := &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Rates: rates, Alerter: alerter, Broker: h, Audit: aw, Metrics: m, log: log, flushLog: flushLog, rst: rst, wst: wst, Outbox: ob, Spool: ob.Spool, Journal: ob.Journal, cert: cert, lock: lock, storeFile: fw, Approvals: approvals, webhook: hook}
+	srv.Handler = srv.withReady(tracing.Handler(h)) // h itself when tracing is off
+	srv.tracing, srv.sink = tracing, sink
 	adm, err := admin.New(admin.Config{Store: st, Cache: c, Keyring: keyring, Broker: cfg.Broker, Logger: log, Metrics: m.Handler(), Pool: credPool, Ready: srv.Ready,
 		Hosts: cfg.adminHosts()})
 	if err != nil {
@@ -381,7 +449,10 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	for _, rt := range admin.DeadLetterRoutes(ob) {
 		adm.Handle(rt)
 	}
-	page, err := ui.New(adm, ui.Config{DeadLetters: ob.Spool.DeadCount})
+	for _, rt := range admin.ProposalRoutes(approvals, adm.Audit) {
+		adm.Handle(rt)
+	}
+	page, err := ui.New(adm, ui.Config{DeadLetters: ob.Spool.DeadCount, SSO: cfg.SSO, Approvals: approvals})
 	if err != nil {
 		return nil, err
 	}
@@ -468,7 +539,15 @@ func (s *Server) Serve(ctx context.Context, ln, admin net.Listener) error {
 // the audit queue and the batch still hold and returns. Serve runs it; a
 // caller serving the handlers itself runs it too.
 func (s *Server) Run(ctx context.Context) {
-	done := make(chan struct{}, 5)
+	done := make(chan struct{}, 8)
+	go func() {
+		if s.Alerter != nil {
+			s.Alerter.Run(ctx)
+		}
+		done <- struct{}{}
+	}()
+	go func() { s.Rates.Run(ctx); done <- struct{}{} }()
+	go func() { s.sink.Run(ctx); done <- struct{}{} }()
 	go func() { s.Cache.Run(ctx); done <- struct{}{} }()
 	go func() { s.storeFile.Run(ctx); done <- struct{}{} }()
 	go func() { s.Outbox.RunReplay(ctx); done <- struct{}{} }()
@@ -529,5 +608,8 @@ func (s *Server) pruneChanges(ctx context.Context) {
 // Close releases the store.
 func (s *Server) Close() error {
 	_ = s.flushLog()
-	return errors.Join(s.Outbox.Close(), s.Store.Close(), s.lock.release())
+	if s.webhook != nil {
+		_ = s.webhook.Close()
+	}
+	return errors.Join(s.Outbox.Close(), s.Store.Close(), s.sink.Close(), s.lock.release(), s.tracing.Shutdown(context.Background()))
 }

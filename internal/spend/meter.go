@@ -27,6 +27,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/approval"
 	"github.com/intentius/boxbroker/internal/metrics"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
@@ -63,6 +64,11 @@ const (
 type Config struct {
 	// Store keeps budgets, tallies, reservations and usage. Required.
 	Store store.Spend
+	// Approvals, when set, lets a call past a budget through once when
+	// an approval of that model and amount is in force, and opens a
+	// proposal for one when the box's owner asks about its budget
+	// (package approval). Nil refuses them all.
+	Approvals *approval.Service
 	// Settle, when set, is the store reservations are renewed and
 	// released in (Store when nil): the same store, with the longer bound
 	// of a write made beside requests rather than in one's path.
@@ -109,6 +115,11 @@ type Config struct {
 	// Counter, when set, is told of each request's usage by model as it
 	// settles (the broker's metrics); nil tells no one.
 	Counter Counter
+	// RateLimiter, when set, holds calls to token-rate limits.
+	RateLimiter RateLimiter
+	// Alerter, when set, is told of each box charged against a budget,
+	// to give budget alerts.
+	Alerter *Alerter
 }
 
 // Outbox keeps the settlements of calls until the store takes them: see

@@ -43,6 +43,9 @@ func Unboundable(b store.Budget, why string) *capability.Error {
 
 // OverBudget is the refusal of a call whose bound would pass e's budget.
 func OverBudget(e *store.OverBudgetError, bound int64) *capability.Error {
+	if e.Budget.Window != "" {
+		return overWindow(e, bound)
+	}
 	who, raise := "This box's monthly budget", fmt.Sprintf("`boxbroker budget set %s AMOUNT`", e.Budget.Box)
 	if e.Budget.Principal != "" {
 		who = "The monthly budget for " + e.Budget.Principal + " on this box"

@@ -8,6 +8,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/telemetry"
 )
 
 // settleCall settles mc once r is served.
@@ -124,15 +125,19 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 	// priced here once.
 	proxy.TraceFrom(ctx).AddCost(cost)
 	m.count(s.payer, rows)
+	for _, u := range rows {
+		telemetry.Usage(ctx, u.Model, s.payer, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens)
+	}
 	charge := charged
 	if !exact {
 		m.estimateLate(&s)
 		charge = max(charged, s.bound)
 	}
+	m.chargeRate(&s, rows)
 	if s.id == 0 && len(rows) == 0 {
 		return // nothing held, nothing spent
 	}
-	st := store.Settlement{Reservation: s.id, Box: s.box, Principal: s.principal, Month: s.month, Charge: charge, Usage: rows, Cache: cache}
+	st := store.Settlement{Reservation: s.id, Box: s.box, Principal: s.principal, Month: s.month, Charge: charge, Usage: rows, Cache: cache, At: m.cfg.Now()}
 	if s.id == 0 && m.cfg.Outbox != nil && m.cfg.Outbox.QueueCall(ctx, st) {
 		return // settled with others, by the outbox
 	}
@@ -142,6 +147,9 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 	if err != nil {
 		m.log.Error("spend: settlement not recorded", "box", s.box, "month", s.month, "charge_micros", charge, "err", err)
 		return
+	}
+	if s.id != 0 && m.cfg.Alerter != nil {
+		m.cfg.Alerter.Touch(s.box)
 	}
 	if !m.log.Enabled(ctx, slog.LevelDebug) {
 		return

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/approval"
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
@@ -187,6 +188,10 @@ func (c *metered) prepare(w http.ResponseWriter, r *http.Request, call *capabili
 	}
 	now := c.m.cfg.Now().UTC()
 	s := settlement{box: call.Box.Name, payer: paid.Payer.Kind, principal: principal, month: c.m.month(now), est: e.Estimate}
+	if err := c.m.admitRate(w, &s); err != nil {
+		w.Header().Set(protocol.HeaderPayer, protocol.FormatPayerHeader(paid.Payer))
+		return nil, err
+	}
 	if !e.later {
 		s.bound = c.m.Bound(s.est)
 	}
@@ -200,8 +205,16 @@ func (c *metered) prepare(w http.ResponseWriter, r *http.Request, call *capabili
 		s.id, err = c.m.cfg.Store.Reserve(r.Context(), store.Reservation{Box: s.box, Principal: principal, Month: s.month, Amount: s.bound, At: c.m.leaseNow()})
 		var obe *store.OverBudgetError
 		if errors.As(err, &obe) {
-			w.Header().Set(protocol.HeaderPayer, protocol.FormatPayerHeader(paid.Payer))
-			return nil, OverBudget(obe, s.bound)
+			refusal := OverBudget(obe, s.bound)
+			approved, words := c.m.askBudget(r.Context(), s, call.Token, refusal.Message)
+			if !approved {
+				refusal.Message += words
+				w.Header().Set(protocol.HeaderPayer, protocol.FormatPayerHeader(paid.Payer))
+				return nil, refusal
+			}
+			// Approved: the call goes on with nothing reserved, and is
+			// charged when it settles.
+			s.id, err = 0, nil
 		}
 		if err != nil {
 			return nil, &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI, Reason: capability.ReasonStore,
@@ -249,4 +262,21 @@ func (m *Meter) budgeted(ctx context.Context, box string) bool {
 	}
 	b, err := m.cfg.Budgeted(ctx, box)
 	return b || err != nil
+}
+
+// askBudget reports whether an approval in force lets s's call, past a
+// budget, through (once), and otherwise the words its refusal adds when
+// the box's owner asks about its budget. A store that fails leaves the
+// call refused (logged).
+func (m *Meter) askBudget(ctx context.Context, s settlement, token, reason string) (bool, string) {
+	if m.cfg.Approvals == nil {
+		return false, ""
+	}
+	v, err := m.cfg.Approvals.Refused(ctx, approval.Attempt{Box: s.box, Kind: store.ProposalBudget, Model: s.est.Model, Amount: s.bound,
+		Reason: reason, Forbidden: []string{token}})
+	if err != nil {
+		m.log.Warn("spend: approvals unreadable; the call stays refused", "box", s.box, "err", err)
+		return false, ""
+	}
+	return v.Approved, m.cfg.Approvals.Words(v)
 }

@@ -18,6 +18,9 @@ import (
 type Budget struct {
 	Box       string
 	Principal string
+	// Window is the span the limit holds over: "" for the calendar
+	// month (Spend's budgets), else a window Windows keeps (see Window).
+	Window    string `json:",omitempty"`
 	Limit     int64
 	UpdatedAt time.Time
 }
@@ -109,6 +112,9 @@ type Settlement struct {
 	Charge      int64
 	Usage       []Usage
 	Cache       []CacheUsage `json:",omitempty"`
+	// At is when the call ended: the window budgets' buckets it is
+	// charged to are told by it (zero: when it is applied).
+	At time.Time `json:",omitzero"`
 }
 
 // ErrOverBudget is what Reserve's *OverBudgetError matches with errors.Is.

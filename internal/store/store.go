@@ -47,6 +47,9 @@ type Store interface {
 	Grants
 	Changes
 	Spend
+	Windows
+	RateLimits
+	Alerts
 	AdminTokens
 	Sessions
 	Audit
@@ -57,6 +60,7 @@ type Store interface {
 	Spooled
 	AuditCosts
 	PromptCache
+	Proposals
 	// Identity is the store's identity: made once, by the first start
 	// that migrated the store to it, and the same for every replica that
 	// shares the store. A replica's journal and spool name it, so that

@@ -39,6 +39,7 @@ func (u *Page) registerActions() {
 	u.HandleUI("POST /ui/boxes/{name}/secrets", u.setSecret)
 	u.HandleUI("POST /ui/boxes/{name}/secrets/{secret}/remove", u.removeSecret)
 	u.HandleUI("POST /ui/boxes/{name}/secrets/{secret}/rules", u.setSecretRules)
+	u.registerLimits()
 }
 
 // notices are the lines a box's page shows after an action (?done=).
@@ -50,10 +51,13 @@ var notices = map[string]string{
 	"rules":          "The secret's rules are set; the box's next request is held to them.",
 	"settings":       "",
 	"bound":          "The binding is set; the box's next request is judged by it.",
+	"rate":           "The rate limit is set; every replica holds the box's calls to it within a second.",
+	"rate-removed":   "The rate limit is removed.",
 }
 
 // audit records an action taken on the page, by the admin, on box.
 func (u *Page) audit(ctx context.Context, box, route, message string) error {
+	message += actedBy(ctx)
 	e := store.AuditEntry{Box: box, At: u.cfg.Now().UTC(), Method: http.MethodPost, Route: route,
 		Capability: store.ActorAdmin, Status: http.StatusSeeOther, Message: message}
 	if err := u.cfg.Store.AddAudit(ctx, []store.AuditEntry{e}); err != nil {

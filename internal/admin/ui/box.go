@@ -39,6 +39,8 @@ type card struct {
 	Models []modelLine
 	// Budgets are the box's budgets and where they stand this month.
 	Budgets admin.BudgetList
+	// Limits are its window budgets, rate limits and budget alerts.
+	Limits limitsCard
 	// Blocked says, when the box's metered calls are refused for a
 	// budget, why and until when; "" when they are not.
 	Blocked string
@@ -190,6 +192,9 @@ func (u *Page) card(ctx context.Context, v admin.BoxView) (card, error) {
 		return c, err
 	}
 	if c.Blocked, err = u.blocked(ctx, v.Name, c.Budgets); err != nil {
+		return c, err
+	}
+	if c.Limits, err = u.limitsOf(ctx, v.Name); err != nil {
 		return c, err
 	}
 	grants, err := u.cfg.Store.ListGrants(ctx, v.Name)

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"github.com/intentius/boxbroker/internal/admin"
+	"html/template"
 
 	"context"
 	"net/http"
@@ -497,7 +498,9 @@ func pager(q listQuery, pages int) []pageLink {
 
 // listPage is the list page's content.
 type listPage struct {
-	Broker   string
+	Broker string
+	// Waiting is the "waiting for you" list of pending proposals.
+	Waiting  template.HTML
 	Form     FormContext
 	Query    listQuery
 	Columns  []column
@@ -580,6 +583,9 @@ func (u *Page) overview(w http.ResponseWriter, r *http.Request, sess *Session) e
 	}
 	if u.deadLetters != nil {
 		page.DeadLetters = u.deadLetters()
+	}
+	if page.Waiting, err = u.waiting(r.Context(), sess); err != nil {
+		return admin.StoreError(err, "", "")
 	}
 	u.render(w, http.StatusOK, "boxes", page)
 	return nil

@@ -34,9 +34,11 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/approval"
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/spend"
+	"github.com/intentius/boxbroker/internal/sso"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/token"
 )
@@ -61,7 +63,20 @@ type Session struct {
 	Expires int64 `json:"e"`
 	// CSRF is the secret every form posts back.
 	CSRF string `json:"c"`
+	// Subject, Issuer and Name are the person a single sign-on session
+	// is for (package sso); TokenID is then "". Name is how audit rows
+	// and logs name them.
+	Subject string `json:"s,omitempty"`
+	Issuer  string `json:"o,omitempty"`
+	Name    string `json:"n,omitempty"`
+	// Role is a single sign-on session's role; an admin token's session
+	// has none and may do everything.
+	Role sso.Role `json:"r,omitempty"`
 }
+
+// CanAct reports whether the session may post a form that changes
+// anything: an admin token's session, or an operator's.
+func (s *Session) CanAct() bool { return s.TokenID != "" || s.Role.CanAct() }
 
 // FormContext is what a page section needs to render a form that posts
 // back: the session's CSRF secret, to put in a hidden "csrf" field.
@@ -87,10 +102,17 @@ type BoxSection struct {
 type Config struct {
 	// SessionTTL bounds a session (default 12 hours).
 	SessionTTL time.Duration
+	// SSO, when enabled, adds single sign-on with OpenID Connect beside
+	// the admin token (package sso).
+	SSO sso.Config
 	// DeadLetters, when set, counts the batches of records the store
 	// refused for good on this replica; the list of boxes shows a line
 	// while there are any.
 	DeadLetters func() int
+	// Approvals, when set, lists pending proposals at the top of the
+	// list of boxes ("waiting for you") with forms to approve or deny
+	// each.
+	Approvals *approval.Service
 }
 
 // Page is the owner's page. Its routes are on the admin Server it was
@@ -102,11 +124,15 @@ type Page struct {
 	sessionTTL time.Duration
 	// deadLetters is Config.DeadLetters.
 	deadLetters func() int
-	tmpl        *template.Template
-	mu          sync.RWMutex // guards sections
-	sections    []BoxSection
+	// approvals is Config.Approvals.
+	approvals *approval.Service
+	tmpl      *template.Template
+	mu        sync.RWMutex // guards sections
+	sections  []BoxSection
 	// hours holds the broker's settled hours for the list's chart.
 	hours hourCache
+	// sso is single sign-on; nil when off.
+	sso *sso.Provider
 }
 
 // New adds the owner's page's routes to a, which serves them beside the
@@ -117,7 +143,7 @@ func New(a *admin.Server, cfg Config) (*Page, error) {
 		cfg.SessionTTL = 12 * time.Hour
 	}
 	acfg := a.Config()
-	u := &Page{a: a, cfg: acfg, log: acfg.Logger, sessionTTL: cfg.SessionTTL, deadLetters: cfg.DeadLetters}
+	u := &Page{a: a, cfg: acfg, log: acfg.Logger, sessionTTL: cfg.SessionTTL, deadLetters: cfg.DeadLetters, approvals: cfg.Approvals}
 	t, err := template.New("ui").Funcs(template.FuncMap{
 		"ago":        func(at string) string { return ago(at, acfg.Now()) },
 		"usd":        usd,
@@ -141,11 +167,18 @@ func New(a *admin.Server, cfg Config) (*Page, error) {
 		return nil, fmt.Errorf("owner's page templates: %w", err)
 	}
 	u.tmpl = t
+	if cfg.SSO.Enabled() {
+		if u.sso, err = sso.New(cfg.SSO, acfg.Keyring, acfg.Now); err != nil {
+			return nil, err
+		}
+	}
 	u.register()
 	u.registerActions()
 	u.registerPool()
 	u.registerSpend()
 	u.addGrantsPage()
+	u.registerSSO()
+	u.registerProposals()
 	return u, nil
 }
 
@@ -364,13 +397,19 @@ func (u *Page) session(r *http.Request) (*Session, error) {
 	var sess Session
 	// A session with no ID (sealed before sessions had one) could not be
 	// signed out: it is refused, and its owner signs in again.
-	if err := json.Unmarshal(j, &sess); err != nil || sess.ID == "" || sess.TokenID == "" || sess.CSRF == "" {
+	if err := json.Unmarshal(j, &sess); err != nil || sess.ID == "" || sess.CSRF == "" {
 		return nil, errNoSession
 	}
 	if u.cfg.Now().Unix() >= sess.Expires {
 		return nil, errNoSession
 	}
-	if _, err := u.cfg.Store.AdminToken(r.Context(), sess.TokenID); errors.Is(err, store.ErrNotFound) {
+	if sess.TokenID == "" {
+		// A single sign-on session stands while single sign-on is on
+		// with the issuer that signed it.
+		if !u.ssoSession(&sess) {
+			return nil, errNoSession
+		}
+	} else if _, err := u.cfg.Store.AdminToken(r.Context(), sess.TokenID); errors.Is(err, store.ErrNotFound) {
 		return nil, errNoSession // the token was revoked
 	} else if err != nil {
 		return nil, admin.StoreError(err, "", "")
@@ -432,8 +471,11 @@ func (u *Page) signedIn(h func(http.ResponseWriter, *http.Request, *Session) err
 				subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(sess.CSRF)) != 1 {
 				return errForbiddenPost
 			}
+			if !sess.CanAct() && r.Pattern != "POST /ui/signout" {
+				return errViewer(sess)
+			}
 		}
-		return h(w, r, sess)
+		return h(w, r.WithContext(withSession(r.Context(), sess)), sess)
 	}
 }
 
@@ -441,6 +483,8 @@ func (u *Page) signedIn(h func(http.ResponseWriter, *http.Request, *Session) err
 type signinPage struct {
 	Broker string
 	Error  string
+	// SSO shows the single sign-on link.
+	SSO bool
 }
 
 // home is the boxes overview, or the sign-in form with no session.
@@ -450,7 +494,7 @@ func (u *Page) home(w http.ResponseWriter, r *http.Request) error {
 		if _, cerr := r.Cookie(SessionCookie); cerr == nil {
 			u.setCookie(w, r, "") // an old or forged cookie: drop it
 		}
-		u.render(w, http.StatusOK, "signin", signinPage{Broker: u.cfg.Broker})
+		u.render(w, http.StatusOK, "signin", signinPage{Broker: u.cfg.Broker, SSO: u.sso != nil})
 		return nil
 	}
 	if err != nil {
@@ -466,7 +510,7 @@ func (u *Page) signin(w http.ResponseWriter, r *http.Request) error {
 	}
 	t, err := u.a.Lookup(r.Context(), strings.TrimSpace(r.PostForm.Get("token")))
 	if errors.Is(err, token.ErrMissing) || errors.Is(err, token.ErrUnknown) {
-		u.render(w, http.StatusUnauthorized, "signin", signinPage{Broker: u.cfg.Broker,
+		u.render(w, http.StatusUnauthorized, "signin", signinPage{Broker: u.cfg.Broker, SSO: u.sso != nil,
 			Error: "That is not an admin token at this broker. `boxbroker admin token` makes one."})
 		return nil
 	}

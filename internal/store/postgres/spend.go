@@ -18,6 +18,7 @@ type spendTx struct {
 	q interface {
 		Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 		QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+		Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	}
 }
 
@@ -31,6 +32,21 @@ func (t spendTx) QueryRow(ctx context.Context, query string, args ...any) spends
 }
 
 func (spendTx) Time(t time.Time) any { return t }
+
+// Each runs query and calls row with each row of its answer.
+func (t spendTx) Each(ctx context.Context, query string, args []any, row func(spendsql.Row) error) error {
+	rows, err := t.q.Query(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := row(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
 
 // ExecAll sends stmts in one batch; see spendsql.Batcher.
 func (t spendTx) ExecAll(ctx context.Context, stmts []spendsql.Stmt) error {

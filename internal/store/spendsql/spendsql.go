@@ -43,6 +43,9 @@ type Tx interface {
 	// Scan returns store.ErrNotFound when there is no row, and the
 	// driver's other errors as they are.
 	QueryRow(ctx context.Context, query string, args ...any) Row
+	// Each runs a query and calls row with each row of its answer, in
+	// order, stopping at row's first error, which it returns.
+	Each(ctx context.Context, query string, args []any, row func(Row) error) error
 	// Time is t in the form the store keeps a time in.
 	Time(t time.Time) any
 }
@@ -102,7 +105,8 @@ const (
 // The statements a reservation runs; see Statements.
 const (
 	limitsSelect = `SELECT (SELECT limit_micros FROM budgets WHERE box = $1 AND principal = ''),
-		(SELECT limit_micros FROM budgets WHERE box = $1 AND principal = $2)`
+		(SELECT limit_micros FROM budgets WHERE box = $1 AND principal = $2),
+		(SELECT COUNT(*) FROM window_budgets WHERE box = $1 AND (principal = '' OR principal = $2))`
 	tallyEnsure   = "INSERT INTO tallies (box, principal, month) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING"
 	reserveAny    = "UPDATE tallies SET reserved = reserved + $1 WHERE box = $2 AND principal = $3 AND month = $4"
 	reserveWithin = `UPDATE tallies SET reserved = reserved + $1
@@ -116,8 +120,8 @@ const (
 // each run (SQLite) may prepare once and run prepared when Tx.Exec or
 // Tx.QueryRow is given one of them.
 func Statements() []string {
-	return []string{boxThere, releaseDelete, releaseUpdate, tallyUpsert, usageUpsert, cacheUpsert, hourUpsert,
-		limitsSelect, tallyEnsure, reserveAny, reserveWithin, reservationInsert}
+	return append([]string{boxThere, releaseDelete, releaseUpdate, tallyUpsert, usageUpsert, cacheUpsert, hourUpsert,
+		limitsSelect, tallyEnsure, reserveAny, reserveWithin, reservationInsert}, windowStatements()...)
 }
 
 // principals are the tallies a call of principal is charged to: the box's
@@ -129,22 +133,23 @@ func principals(principal string) []string {
 	return []string{"", principal}
 }
 
-// limits returns the limit of the box's own budget and of principal's on
-// it, each nil when there is none.
-func limits(ctx context.Context, tx Tx, box, principal string) (own, of *int64, err error) {
-	err = tx.QueryRow(ctx, limitsSelect, box, principal).Scan(&own, &of)
+// limits returns the limit of the box's own monthly budget and of
+// principal's on it, each nil when there is none, and how many window
+// budgets apply (store.Windows).
+func limits(ctx context.Context, tx Tx, box, principal string) (own, of *int64, windows int64, err error) {
+	err = tx.QueryRow(ctx, limitsSelect, box, principal).Scan(&own, &of, &windows)
 	if principal == "" {
 		of = nil
 	}
-	return own, of, err
+	return own, of, windows, err
 }
 
 // Budgeted reports whether any budget applies to a call of box paid by
 // principal: a store asks it before it takes a writer, since most boxes
 // have none.
 func Budgeted(ctx context.Context, tx Tx, box, principal string) (bool, error) {
-	own, of, err := limits(ctx, tx, box, principal)
-	return own != nil || of != nil, err
+	own, of, windows, err := limits(ctx, tx, box, principal)
+	return own != nil || of != nil || windows > 0, err
 }
 
 // Reserve holds r.Amount against the budgets that apply to r in tx, and
@@ -152,11 +157,11 @@ func Budgeted(ctx context.Context, tx Tx, box, principal string) (bool, error) {
 // held), and an *store.OverBudgetError naming the first budget it would
 // pass (nothing is held then either, once tx is rolled back).
 func Reserve(ctx context.Context, tx Tx, r store.Reservation) (int64, error) {
-	own, of, err := limits(ctx, tx, r.Box, r.Principal)
+	own, of, windows, err := limits(ctx, tx, r.Box, r.Principal)
 	if err != nil {
 		return 0, err
 	}
-	if own == nil && of == nil {
+	if own == nil && of == nil && windows == 0 {
 		return 0, nil // removed meanwhile
 	}
 	for _, p := range principals(r.Principal) {
@@ -186,9 +191,17 @@ func Reserve(ctx context.Context, tx Tx, r store.Reservation) (int64, error) {
 			return 0, e
 		}
 	}
+	var holds []hold
+	if windows > 0 {
+		if holds, err = reserveWindows(ctx, tx, r); err != nil {
+			return 0, err
+		}
+	}
 	var id int64
-	err = tx.QueryRow(ctx, reservationInsert, r.Box, r.Principal, r.Month, r.Amount, tx.Time(r.At)).Scan(&id)
-	return id, err
+	if err := tx.QueryRow(ctx, reservationInsert, r.Box, r.Principal, r.Month, r.Amount, tx.Time(r.At)).Scan(&id); err != nil {
+		return 0, err
+	}
+	return id, recordHolds(ctx, tx, id, holds)
 }
 
 // Release deletes reservation id and takes its amount off the tallies it
@@ -209,7 +222,7 @@ func Release(ctx context.Context, tx Tx, id int64) error {
 			return err
 		}
 	}
-	return nil
+	return releaseHolds(ctx, tx, id)
 }
 
 // Settle applies st in tx: it releases st's reservation, charges
@@ -357,6 +370,11 @@ func settle(ctx context.Context, tx Tx, batch []store.Settlement) error {
 		h := hours[k]
 		upserts = append(upserts, Stmt{hourUpsert, []any{k.box, k.payerKind, k.entry, k.slot, h.hour, h.sum.Calls, h.sum.InputTokens, h.sum.CacheWriteTokens, h.sum.CacheReadTokens}})
 	}
+	windows, err := windowCharges(ctx, tx, batch, time.Now())
+	if err != nil {
+		return err
+	}
+	upserts = append(upserts, windows...)
 	if b, ok := tx.(Batcher); ok {
 		return b.ExecAll(ctx, upserts)
 	}

@@ -53,6 +53,21 @@ func (t SpendTx) QueryRow(ctx context.Context, query string, args ...any) spends
 	return spendRow{t.Q.QueryRowContext(ctx, query, args...)}
 }
 
+// Each runs query and calls row with each row of its answer.
+func (t SpendTx) Each(ctx context.Context, query string, args []any, row func(spendsql.Row) error) error {
+	rows, err := t.Q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := row(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
 // Time is t as the database stores a time.
 func (t SpendTx) Time(tm time.Time) any { return t.D.Time(tm) }
 

@@ -265,3 +265,6 @@ func NullBlob(b []byte) []byte {
 	}
 	return b
 }
+
+// fromMicros is the time stored as UTC microseconds n, in UTC.
+func fromMicros(n int64) time.Time { return time.UnixMicro(n).UTC() }

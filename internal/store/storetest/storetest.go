@@ -63,8 +63,10 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Pool", testPool},
 		{"AuditCosts", testAuditCosts},
 		{"PromptCache", testPromptCache},
+		{"Proposals", testProposals}, {"ConcurrentProposals", testConcurrentProposals},
 	}
 	tests = append(tests, spendTests...)
+	tests = append(tests, windowTests...)
 	tests = append(tests, spooledTests...)
 	tests = append(tests, leaseTests...)
 	for _, tt := range tests {

@@ -1,0 +1,272 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/server"
+	"github.com/intentius/boxbroker/internal/spend"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// runLimit answers `limit set BOX [--principal P] [--input-tpm N]
+// [--output-tpm N] [--rpm N]`, `limit list BOX` and `limit remove BOX
+// [--principal P]`: token-rate limits of a box's model calls, its own or
+// those one principal pays for, in tokens and requests a minute.
+func runLimit(ctx context.Context, c *cli, args []string) error {
+	usage := "limit set BOX [--principal P] [--input-tpm N] [--output-tpm N] [--rpm N] | list BOX | remove BOX [--principal P]"
+	if len(args) == 0 {
+		return fmt.Errorf("%w: %s", errUsage, usage)
+	}
+	sub, args := args[0], args[1:]
+	if sub != "set" && sub != "list" && sub != "remove" {
+		return fmt.Errorf("%w: unknown limit command %q (set, list, remove)", errUsage, sub)
+	}
+	var cfg server.Config
+	fs := c.flags("limit "+sub, &cfg)
+	principal := new(string)
+	var in, out, rpm *int64
+	if sub != "list" {
+		principal = fs.String("principal", "", "the limit of the box's calls this principal pays for, such as github:ann; empty for the box's own")
+	}
+	if sub == "set" {
+		in = fs.Int64("input-tpm", 0, "input tokens a minute (0: no bound)")
+		out = fs.Int64("output-tpm", 0, "output tokens a minute (0: no bound)")
+		rpm = fs.Int64("rpm", 0, "requests a minute (0: no bound)")
+	}
+	yes := new(bool)
+	if sub == "remove" {
+		yes = fs.Bool("yes", false, "remove without asking")
+	}
+	adminURL := c.adminURLFlag(fs)
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return fmt.Errorf("%w: limit %s takes BOX", errUsage, sub)
+	}
+	box := pos[0]
+	if !protocol.IsBoxName(box) {
+		return fmt.Errorf("%w: box name %q must match ^[a-z][a-z0-9-]{0,62}$", errUsage, box)
+	}
+	if *principal != "" {
+		if err := checkPrincipal(*principal); err != nil {
+			return err
+		}
+	}
+	whose := "box " + box + "'s own rate limit"
+	if *principal != "" {
+		whose = "the rate limit of " + *principal + " on box " + box
+	}
+	var lim store.RateLimit
+	if sub == "set" {
+		lim = store.RateLimit{Box: box, Principal: *principal, InputTPM: *in, OutputTPM: *out, RPM: *rpm, UpdatedAt: time.Now().UTC()}
+		if lim.InputTPM < 0 || lim.OutputTPM < 0 || lim.RPM < 0 || lim.InputTPM+lim.OutputTPM+lim.RPM == 0 {
+			return fmt.Errorf("%w: limit set takes at least one of --input-tpm, --output-tpm, --rpm above 0 (none negative); `limit remove` removes a limit", errUsage)
+		}
+	}
+	if sub == "remove" && !*yes && !c.confirm(fmt.Sprintf("Remove %s?", whose)) {
+		return errors.New("not removed (pass --yes to remove without asking)")
+	}
+	if *adminURL != "" {
+		return runLimitRemote(ctx, c, *adminURL, sub, lim, box, *principal, whose)
+	}
+	st, err := openExisting(ctx, &cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	switch sub {
+	case "set":
+		if err := st.SetRateLimit(ctx, lim); errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("no box named %s", box)
+		} else if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stdout, "set %s to %s; a call past it gets a 429 with Retry-After (every replica holds it within %s)\n", whose, rateWords(lim), time.Second)
+	case "remove":
+		if err := st.DeleteRateLimit(ctx, box, *principal); errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("there is no %s", whose)
+		} else if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stdout, "removed %s\n", whose)
+	case "list":
+		if _, err := st.Box(ctx, box); errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("no box named %s", box)
+		}
+		ls, err := st.ListRateLimits(ctx, box)
+		if err != nil {
+			return err
+		}
+		return printRateLimits(c, box, ls)
+	}
+	return nil
+}
+
+// runLimitRemote is runLimit through the admin API at url.
+func runLimitRemote(ctx context.Context, c *cli, url, sub string, lim store.RateLimit, box, principal, whose string) error {
+	cl, err := c.adminClient(url)
+	if err != nil {
+		return err
+	}
+	switch sub {
+	case "set":
+		v := admin.RateLimitView{InputTPM: lim.InputTPM, OutputTPM: lim.OutputTPM, RPM: lim.RPM}
+		if principal != "" {
+			v.Principal = &principal
+		}
+		if _, err := cl.SetRateLimit(ctx, box, v); err != nil {
+			return remoteError(err)
+		}
+		fmt.Fprintf(c.stdout, "set %s to %s; a call past it gets a 429 with Retry-After (every replica holds it within %s)\n", whose, rateWords(lim), time.Second)
+	case "remove":
+		if err := cl.RemoveRateLimit(ctx, box, principal); err != nil {
+			return remoteError(err)
+		}
+		fmt.Fprintf(c.stdout, "removed %s\n", whose)
+	case "list":
+		vs, err := cl.RateLimits(ctx, box)
+		if err != nil {
+			return remoteError(err)
+		}
+		ls := make([]store.RateLimit, 0, len(vs))
+		for _, v := range vs {
+			l := store.RateLimit{Box: box, InputTPM: v.InputTPM, OutputTPM: v.OutputTPM, RPM: v.RPM}
+			if v.Principal != nil {
+				l.Principal = *v.Principal
+			}
+			ls = append(ls, l)
+		}
+		return printRateLimits(c, box, ls)
+	}
+	return nil
+}
+
+// rateWords says l's bounds in words.
+func rateWords(l store.RateLimit) string {
+	var parts []string
+	if l.InputTPM > 0 {
+		parts = append(parts, fmt.Sprintf("%d input tokens", l.InputTPM))
+	}
+	if l.OutputTPM > 0 {
+		parts = append(parts, fmt.Sprintf("%d output tokens", l.OutputTPM))
+	}
+	if l.RPM > 0 {
+		parts = append(parts, fmt.Sprintf("%d requests", l.RPM))
+	}
+	return strings.Join(parts, ", ") + " a minute"
+}
+
+// printRateLimits writes ls as `limit list` does.
+func printRateLimits(c *cli, box string, ls []store.RateLimit) error {
+	if len(ls) == 0 {
+		fmt.Fprintf(c.stdout, "box %s has no rate limit\n", box)
+		return nil
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "LIMIT\tINPUT TPM\tOUTPUT TPM\tRPM")
+	n := func(v int64) string {
+		if v == 0 {
+			return "-"
+		}
+		return fmt.Sprint(v)
+	}
+	for _, l := range ls {
+		who := "box"
+		if l.Principal != "" {
+			who = safe(l.Principal)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", who, n(l.InputTPM), n(l.OutputTPM), n(l.RPM))
+	}
+	return tw.Flush()
+}
+
+// runWindowBudget is `budget set|remove BOX ... --window W` for a window
+// other than the month (day, week, Nd), locally or through the admin API
+// at adminURL.
+func runWindowBudget(ctx context.Context, c *cli, cfg *server.Config, adminURL, sub, box, principal, window string, limit int64) error {
+	w, err := store.ParseWindow(window)
+	if err != nil {
+		return fmt.Errorf("%w: %v (or month, the default)", errUsage, err)
+	}
+	whose := fmt.Sprintf("box %s's own %s budget", box, w.Describe())
+	if principal != "" {
+		whose = fmt.Sprintf("the %s budget of %s on box %s", w.Describe(), principal, box)
+	}
+	if adminURL != "" {
+		cl, err := c.adminClient(adminURL)
+		if err != nil {
+			return err
+		}
+		if sub == "remove" {
+			if err := cl.RemoveWindowBudget(ctx, box, principal, window); err != nil {
+				return remoteError(err)
+			}
+			fmt.Fprintf(c.stdout, "removed %s; its calls are still measured\n", whose)
+			return nil
+		}
+		set := admin.WindowBudgetSetting{Window: window, USD: json.Number(strings.TrimPrefix(spend.FormatUSD(limit), "$"))}
+		if principal != "" {
+			set.Principal = &principal
+		}
+		if _, err := cl.SetWindowBudget(ctx, box, set); err != nil {
+			return remoteError(err)
+		}
+		fmt.Fprintf(c.stdout, "set %s to %s; a call that could take it past that is refused with a 403\n", whose, spend.FormatUSD(limit))
+		return nil
+	}
+	st, err := openExisting(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if sub == "remove" {
+		if err := st.DeleteWindowBudget(ctx, box, principal, window); errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("there is no %s", whose)
+		} else if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stdout, "removed %s; its calls are still measured\n", whose)
+		return nil
+	}
+	err = st.SetWindowBudget(ctx, store.Budget{Box: box, Principal: principal, Window: window, Limit: limit, UpdatedAt: time.Now().UTC()})
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("no box named %s", box)
+	}
+	if err != nil {
+		return err
+	}
+	if err := waitCaches(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stdout, "set %s to %s; a call that could take it past that is refused with a 403\n", whose, spend.FormatUSD(limit))
+	return nil
+}
+
+// printWindowBudgets writes ts, a box's window budgets, as `budget list`
+// does after the monthly ones.
+func printWindowBudgets(c *cli, ts []store.WindowTally) error {
+	if len(ts) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "BUDGET\tWINDOW\tLIMIT\tSPENT\tHELD\tLEFT\tFROM\tTO")
+	for _, t := range ts {
+		who := "box"
+		if t.Budget.Principal != "" {
+			who = safe(t.Budget.Principal)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", who, t.Budget.Window, spend.FormatUSD(t.Budget.Limit), spend.FormatUSD(t.Spent),
+			spend.FormatUSD(t.Reserved), spend.FormatUSD(max(t.Budget.Limit-t.Spent-t.Reserved, 0)), t.From, t.Bucket)
+	}
+	return tw.Flush()
+}

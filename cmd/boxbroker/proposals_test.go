@@ -1,0 +1,70 @@
+package main
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// TestCLI_AskProposalsApprove: on the store and through the admin API,
+// `ask BOX secret:NAME` puts the secret's rules in ask mode, a refused
+// egress request's proposal is listed by `proposals`, `approve ID --for
+// 1h` serves the box's retry, a second decision is refused saying why,
+// and `deny` denies another.
+func TestCLI_AskProposalsApprove(t *testing.T) {
+	b := brokertest.New(t, brokertest.Options{})
+	host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }))
+	t.Cleanup(host.Close)
+	tok := b.AddBox("shop")
+	b.SetSecret("shop", "ECHO", host.URL, "sk_cli_proposals_0123456789")
+	b.SetSecretRules("shop", "ECHO", []string{"GET /ok/**"}, "")
+	b.Report(tok, brokertest.Entry(protocol.Egress, "ECHO"))
+	for _, tt := range storeAndAdminAPI(t, b) {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errs := runEnv(t, tt.env, "", "ask", "shop", "secret:ECHO")
+			if code != 0 || !strings.Contains(out, "opens a proposal") {
+				t.Fatalf("ask = %d %q %q", code, out, errs)
+			}
+			path := "/egress/ECHO/write/" + tt.name[:1]
+			if r := b.Do("POST", path, tok, nil, nil); r.StatusCode != http.StatusForbidden {
+				t.Fatalf("POST outside the rules = %d, want 403", r.StatusCode)
+			}
+			list, err := b.Server.Store.ListProposals(t.Context(), "shop", store.ProposalPending, time.Now(), 10)
+			if err != nil || len(list) != 1 {
+				t.Fatalf("pending = %+v, %v; want one", list, err)
+			}
+			id := list[0].ID
+			code, out, errs = runEnv(t, tt.env, "", "proposals")
+			if code != 0 || !strings.Contains(out, id) || !strings.Contains(out, "POST /write/") || !strings.Contains(out, "pending") {
+				t.Errorf("proposals = %d %q %q, want %s pending", code, out, errs, id)
+			}
+			code, out, errs = runEnv(t, tt.env, "", "approve", id, "--for", "1h")
+			if code != 0 || !strings.Contains(out, "approved "+id) {
+				t.Fatalf("approve = %d %q %q", code, out, errs)
+			}
+			if r := b.Do("POST", path, tok, nil, nil); r.StatusCode != http.StatusOK {
+				t.Errorf("the retry after approve = %d %s, want 200", r.StatusCode, r.Body)
+			}
+			if code, _, errs := runEnv(t, tt.env, "", "deny", id); code == 0 || !strings.Contains(errs, "no longer waiting") {
+				t.Errorf("deny after approve = %d %q, want refused as no longer waiting", code, errs)
+			}
+			if code, _, errs := runEnv(t, tt.env, "", "approve", id, "--for", "10s"); code == 0 || !strings.Contains(errs, "--for") {
+				t.Errorf("approve --for 10s = %d %q, want refused", code, errs)
+			}
+			b.Do("POST", path+"/other", tok, nil, nil)
+			list, _ = b.Server.Store.ListProposals(t.Context(), "shop", store.ProposalPending, time.Now(), 10)
+			if len(list) != 1 {
+				t.Fatalf("pending = %+v, want one", list)
+			}
+			if code, out, errs := runEnv(t, tt.env, "", "deny", list[0].ID); code != 0 || !strings.Contains(out, "denied") {
+				t.Errorf("deny = %d %q %q", code, out, errs)
+			}
+		})
+	}
+}

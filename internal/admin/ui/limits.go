@@ -1,0 +1,185 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/spend"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// limitsCard is what a box's page shows of its window budgets, rate
+// limits and budget alerts.
+type limitsCard struct {
+	Windows []admin.WindowBudgetView
+	Rates   []store.RateLimit
+	// Alerts are the box's latest budget alerts, newest first.
+	Alerts []store.BudgetAlert
+}
+
+// limitsOf reads box's limitsCard.
+func (u *Page) limitsOf(ctx context.Context, box string) (limitsCard, error) {
+	var c limitsCard
+	var err error
+	if c.Windows, err = u.a.WindowBudgets(ctx, box); err != nil {
+		return c, err
+	}
+	if c.Rates, err = u.cfg.Store.ListRateLimits(ctx, box); err != nil {
+		return c, err
+	}
+	c.Alerts, err = u.cfg.Store.ListAlerts(ctx, box, 10)
+	return c, err
+}
+
+// registerLimits adds the routes of window budgets and rate limits.
+func (u *Page) registerLimits() {
+	u.HandleUI("POST /ui/boxes/{name}/window-budget", u.setWindowBudget)
+	u.HandleUI("POST /ui/boxes/{name}/window-budget/remove", u.removeWindowBudget)
+	u.HandleUI("POST /ui/boxes/{name}/rate-limit", u.setRateLimit)
+	u.HandleUI("POST /ui/boxes/{name}/rate-limit/remove", u.removeRateLimit)
+}
+
+// formPrincipal reads the form's principal ("" for the box's own).
+func formPrincipal(r *http.Request) (string, error) {
+	p := strings.TrimSpace(r.PostForm.Get("principal"))
+	return admin.BudgetPrincipal(&p)
+}
+
+func (u *Page) setWindowBudget(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	b, err := u.a.Box(r)
+	if err != nil {
+		return err
+	}
+	principal, err := formPrincipal(r)
+	if err != nil {
+		return err
+	}
+	window := strings.TrimSpace(r.PostForm.Get("window"))
+	win, err := store.ParseWindow(window)
+	if err != nil {
+		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "The window is day, week, or Nd for a rolling N days (1 to %d), such as 7d.", store.MaxRollingDays)
+	}
+	limit, err := spend.ParseUSD(strings.TrimPrefix(strings.TrimSpace(r.PostForm.Get("usd")), "$"))
+	if err != nil {
+		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+			"A budget is in dollars from 0 to %d with at most six decimals, such as 25 or 25.50.", spend.MaxUSD)
+	}
+	if err := u.cfg.Store.SetWindowBudget(r.Context(), store.Budget{Box: b.Name, Principal: principal, Window: window, Limit: limit, UpdatedAt: u.cfg.Now().UTC()}); err != nil {
+		return admin.StoreError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
+	}
+	if err := u.a.Changed(r.Context(), store.ChangeBudget, b.Name); err != nil {
+		return err
+	}
+	msg := fmt.Sprintf("set the box's %s budget to %s", win.Describe(), spend.FormatUSD(limit))
+	if principal != "" {
+		msg = fmt.Sprintf("set the %s budget for %s to %s", win.Describe(), principal, spend.FormatUSD(limit))
+	}
+	if err := u.audit(r.Context(), b.Name, "/ui/boxes/{name}/window-budget", msg); err != nil {
+		return err
+	}
+	u.log.Info("owner's page: window budget set", "box", b.Name, "principal", principal, "window", window, "limit", spend.FormatUSD(limit), "admin_token", sess.TokenID)
+	back(w, r, b.Name, "budget")
+	return nil
+}
+
+func (u *Page) removeWindowBudget(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	b, err := u.a.Box(r)
+	if err != nil {
+		return err
+	}
+	principal, err := formPrincipal(r)
+	if err != nil {
+		return err
+	}
+	window := r.PostForm.Get("window")
+	if err := u.cfg.Store.DeleteWindowBudget(r.Context(), b.Name, principal, window); err != nil {
+		return admin.StoreError(err, fmt.Sprintf("Box %s has no %s budget.", b.Name, window), "")
+	}
+	if err := u.a.Changed(r.Context(), store.ChangeBudget, b.Name); err != nil {
+		return err
+	}
+	if err := u.audit(r.Context(), b.Name, "/ui/boxes/{name}/window-budget/remove", fmt.Sprintf("removed the %s budget of %s", window, whoseOf(principal))); err != nil {
+		return err
+	}
+	u.log.Info("owner's page: window budget removed", "box", b.Name, "principal", principal, "window", window, "admin_token", sess.TokenID)
+	back(w, r, b.Name, "budget-removed")
+	return nil
+}
+
+// whoseOf names the box itself ("") or a principal.
+func whoseOf(principal string) string {
+	if principal == "" {
+		return "the box"
+	}
+	return principal
+}
+
+// formCount reads a form's count field: empty is 0.
+func formCount(r *http.Request, name string) (int64, error) {
+	v := strings.TrimSpace(r.PostForm.Get(name))
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, errors.New(name)
+	}
+	return n, nil
+}
+
+func (u *Page) setRateLimit(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	b, err := u.a.Box(r)
+	if err != nil {
+		return err
+	}
+	principal, err := formPrincipal(r)
+	if err != nil {
+		return err
+	}
+	l := store.RateLimit{Box: b.Name, Principal: principal, UpdatedAt: u.cfg.Now().UTC()}
+	var e1, e2, e3 error
+	l.InputTPM, e1 = formCount(r, "input_tpm")
+	l.OutputTPM, e2 = formCount(r, "output_tpm")
+	l.RPM, e3 = formCount(r, "rpm")
+	if errors.Join(e1, e2, e3) != nil || l.InputTPM+l.OutputTPM+l.RPM == 0 {
+		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+			"Input and output tokens and requests a minute are whole numbers, 0 or more (empty or 0: no bound), and at least one is above 0.")
+	}
+	if err := u.cfg.Store.SetRateLimit(r.Context(), l); err != nil {
+		return admin.StoreError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
+	}
+	msg := fmt.Sprintf("set the rate limit of %s to %d input tokens, %d output tokens and %d requests a minute (0: no bound)", whoseOf(principal), l.InputTPM, l.OutputTPM, l.RPM)
+	if err := u.audit(r.Context(), b.Name, "/ui/boxes/{name}/rate-limit", msg); err != nil {
+		return err
+	}
+	u.log.Info("owner's page: rate limit set", "box", b.Name, "principal", principal, "input_tpm", l.InputTPM, "output_tpm", l.OutputTPM, "rpm", l.RPM, "admin_token", sess.TokenID)
+	back(w, r, b.Name, "rate")
+	return nil
+}
+
+func (u *Page) removeRateLimit(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	b, err := u.a.Box(r)
+	if err != nil {
+		return err
+	}
+	principal, err := formPrincipal(r)
+	if err != nil {
+		return err
+	}
+	if err := u.cfg.Store.DeleteRateLimit(r.Context(), b.Name, principal); err != nil {
+		return admin.StoreError(err, fmt.Sprintf("Box %s has no such rate limit.", b.Name), "")
+	}
+	if err := u.audit(r.Context(), b.Name, "/ui/boxes/{name}/rate-limit/remove", "removed the rate limit of "+whoseOf(principal)); err != nil {
+		return err
+	}
+	u.log.Info("owner's page: rate limit removed", "box", b.Name, "principal", principal, "admin_token", sess.TokenID)
+	back(w, r, b.Name, "rate-removed")
+	return nil
+}

@@ -1,0 +1,104 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"strings"
+
+	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// waitingRow is one pending proposal on the list of boxes' "waiting for
+// you" list.
+type waitingRow struct {
+	ID, Box, What, Reason, Expires string
+	Count                          int
+}
+
+// waitingList is the "waiting for you" section's content.
+type waitingList struct {
+	Form FormContext
+	Rows []waitingRow
+	// Fors are the lengths an approval may be given for.
+	Fors []string
+}
+
+// approvalFors are the lengths the page offers, the first the default.
+var approvalFors = []string{"15m", "1h", "24h", "7d", "30d", "always"}
+
+// registerProposals adds the routes that approve and deny a proposal.
+func (u *Page) registerProposals() {
+	if u.approvals == nil {
+		return
+	}
+	u.HandleUI("POST /ui/proposals/{id}/approve", u.decide(true))
+	u.HandleUI("POST /ui/proposals/{id}/deny", u.decide(false))
+}
+
+// waiting renders the "waiting for you" list: every box's pending
+// proposals, newest first, with a form to approve or deny each; "" when
+// none wait (or proposals are not configured).
+func (u *Page) waiting(ctx context.Context, sess *Session) (template.HTML, error) {
+	if u.approvals == nil {
+		return "", nil
+	}
+	ps, err := u.approvals.List(ctx, "", store.ProposalPending)
+	if err != nil {
+		return "", err
+	}
+	if len(ps) == 0 {
+		return "", nil
+	}
+	l := waitingList{Form: FormContext{CSRF: sess.CSRF}, Fors: approvalFors}
+	for _, p := range ps {
+		l.Rows = append(l.Rows, waitingRow{ID: p.ID, Box: p.Box, What: admin.Attempted(p), Reason: p.Reason, Count: p.Count,
+			Expires: protocol.FormatTime(p.ExpiresAt)})
+	}
+	var b strings.Builder
+	if err := u.tmpl.ExecuteTemplate(&b, "waiting", l); err != nil {
+		return "", fmt.Errorf("waiting list: %w", err)
+	}
+	return template.HTML(b.String()), nil
+}
+
+// decide approves (for the form's "for") or denies the proposal {id},
+// audits it, and goes back to the list.
+func (u *Page) decide(approve bool) func(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	return func(w http.ResponseWriter, r *http.Request, sess *Session) error {
+		id := r.PathValue("id")
+		var p store.Proposal
+		var err error
+		if approve {
+			p, err = admin.Approve(r.Context(), u.approvals, id, r.PostForm.Get("for"), "page:"+sess.TokenID)
+		} else {
+			p, err = u.approvals.Deny(r.Context(), id, "page:"+sess.TokenID)
+		}
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return capability.Errorf(http.StatusNotFound, protocol.TypeNotFound, "No proposal has that name.")
+		case errors.Is(err, store.ErrNotPending):
+			return capability.Errorf(http.StatusConflict, protocol.TypeInvalid, "That proposal is no longer waiting: it was approved, denied, or expired unanswered.")
+		case err != nil && !errors.Is(err, store.ErrUnavailable) && approve:
+			return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "An approval lasts from 1m to 366d, or always.")
+		case err != nil:
+			return admin.StoreError(err, "", "")
+		}
+		msg := "denied proposal " + p.ID + ": " + admin.Attempted(p)
+		route := "/ui/proposals/{id}/deny"
+		if approve {
+			msg, route = admin.ApprovedMessage(p), "/ui/proposals/{id}/approve"
+		}
+		if err := u.audit(r.Context(), p.Box, route, msg); err != nil {
+			return err
+		}
+		u.log.Info("owner's page: proposal decided", "box", p.Box, "proposal", p.ID, "state", p.State, "admin_token", sess.TokenID)
+		http.Redirect(w, r, "/ui/#waiting", http.StatusSeeOther)
+		return nil
+	}
+}

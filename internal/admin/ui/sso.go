@@ -1,0 +1,104 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/sso"
+)
+
+// Single sign-on's hooks into the owner's page (package sso runs the
+// flow): the start and callback routes, the check of a single sign-on
+// session, the viewer's refusal, and the name audit rows carry.
+
+// registerSSO adds the sign-in routes when single sign-on is on.
+func (u *Page) registerSSO() {
+	if u.sso == nil {
+		return
+	}
+	u.a.HandleHTTP("GET "+sso.StartPath, u.adapt(func(w http.ResponseWriter, r *http.Request) error {
+		if err := u.sso.Start(w, r); err != nil {
+			return wrapped(err, http.StatusBadGateway, protocol.TypeAPI,
+				"The identity provider could not be reached; try again, or sign in with an admin token.")
+		}
+		return nil
+	}))
+	u.a.HandleHTTP("GET "+sso.CallbackPath, u.adapt(u.ssoCallback))
+}
+
+// ssoCallback finishes a sign-in and makes the page's session for the
+// person, with their role.
+func (u *Page) ssoCallback(w http.ResponseWriter, r *http.Request) error {
+	id, err := u.sso.Finish(w, r)
+	switch {
+	case errors.Is(err, sso.ErrFlow):
+		return wrapped(err, http.StatusBadRequest, protocol.TypeInvalid,
+			"This sign-in did not begin in this browser, was already used, or took too long; nobody is signed in. Sign in again.")
+	case errors.Is(err, sso.ErrToken):
+		return wrapped(err, http.StatusUnauthorized, protocol.TypeAuthn,
+			"The identity provider's answer could not be verified; nobody is signed in.")
+	case errors.Is(err, sso.ErrNoRole):
+		return wrapped(err, http.StatusForbidden, protocol.TypePermission,
+			"%s is signed in at the identity provider, but this broker names them neither an operator nor a viewer; its operator can add them.", id.Name)
+	case err != nil:
+		return wrapped(err, http.StatusBadGateway, protocol.TypeAPI,
+			"The identity provider could not be reached or answered amiss; nobody is signed in.")
+	}
+	sess, err := u.newSession("")
+	if err != nil {
+		return err
+	}
+	sess.Subject, sess.Issuer, sess.Name, sess.Role = id.Subject, id.Issuer, id.Name, id.Role
+	v, err := u.seal(sess)
+	if err != nil {
+		return err
+	}
+	u.setCookie(w, r, v)
+	u.log.Info("owner's page: signed in", "person", id.Name, "subject", id.Subject, "role", string(id.Role))
+	// The session's cookie is SameSite=Strict, which a browser holds back
+	// on a redirect that began at the provider: the page moves on from
+	// here, on this origin, instead.
+	w.Header().Set("Refresh", "0; url=/ui/")
+	u.render(w, http.StatusOK, "signedin", id)
+	return nil
+}
+
+// ssoSession reports whether a session with no admin token is a single
+// sign-on session that stands: single sign-on is on, with the issuer
+// that signed the person in, and the session has a role.
+func (u *Page) ssoSession(sess *Session) bool {
+	return u.sso != nil && sess.Subject != "" && sess.Role.Valid() && sess.Issuer == u.sso.Issuer()
+}
+
+// errViewer is the refusal of a form posted by a viewer.
+func errViewer(sess *Session) error {
+	return capability.Errorf(http.StatusForbidden, protocol.TypePermission,
+		"You are signed in as %s, a viewer: a viewer sees the owner's page and changes nothing. Only an operator can do this.", sess.Name)
+}
+
+type sessionKey struct{}
+
+// withSession is ctx carrying the session a page action runs for.
+func withSession(ctx context.Context, sess *Session) context.Context {
+	return context.WithValue(ctx, sessionKey{}, sess)
+}
+
+// actedBy is what an audit row's message adds to name the person a
+// single sign-on session acts for; "" for an admin token's session.
+func actedBy(ctx context.Context) string {
+	sess, _ := ctx.Value(sessionKey{}).(*Session)
+	if sess == nil || sess.TokenID != "" || sess.Name == "" {
+		return ""
+	}
+	return " (by " + sess.Name + ", " + string(sess.Role) + ")"
+}
+
+// wrapped is a refusal whose cause err is logged, never shown.
+func wrapped(err error, status int, typ, format string, args ...any) error {
+	ce := capability.Errorf(status, typ, format, args...)
+	ce.Err = err
+	return ce
+}

@@ -1,0 +1,218 @@
+package approval_test
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/approval"
+	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/sqlite"
+)
+
+// clock is a settable clock.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// newService returns a Service over a new SQLite store holding the box
+// "alpha", its clock, and the proposals it notified.
+func newService(t *testing.T) (*approval.Service, *sqlite.Store, *clock, *[]store.Proposal) {
+	t.Helper()
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "boxbroker.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.CreateBox(t.Context(), store.Box{Name: "alpha", TokenHash: strings.Repeat("a", 64), CreatedAt: time.Now(), PayerKind: "shared"}); err != nil {
+		t.Fatal(err)
+	}
+	c := &clock{now: time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)}
+	var mu sync.Mutex
+	var notified []store.Proposal
+	svc, err := approval.New(approval.Config{Store: st, PageURL: "https://broker.example/admin/", Now: c.Now, MaxPending: 3, PendingFor: time.Hour,
+		Notify: func(p store.Proposal) { mu.Lock(); notified = append(notified, p); mu.Unlock() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc, st, c, &notified
+}
+
+func rule(path string) approval.Attempt {
+	return approval.Attempt{Box: "alpha", Kind: store.ProposalRule, Secret: "GITHUB", Method: "POST", Path: path,
+		Host: "https://api.github.com", Reason: "outside its rules", Forbidden: []string{"box-token-123"}}
+}
+
+func TestRefused_NotAskedOpensNothing(t *testing.T) {
+	svc, _, _, notified := newService(t)
+	v, err := svc.Refused(t.Context(), rule("/repos/acme/x/issues"))
+	if err != nil || v.Approved || v.Asked || v.Proposal.ID != "" {
+		t.Fatalf("Refused(not asked) = %+v, %v; want nothing", v, err)
+	}
+	if svc.Words(v) != "" || len(*notified) != 0 {
+		t.Errorf("Words = %q, notified %d; want none", svc.Words(v), len(*notified))
+	}
+}
+
+func TestRefused_OpenApproveRetry(t *testing.T) {
+	svc, _, c, notified := newService(t)
+	ctx := t.Context()
+	if err := svc.SetAsk(ctx, "alpha", approval.SecretScope("GITHUB"), true); err != nil {
+		t.Fatal(err)
+	}
+	a := rule("/repos/acme/x/issues")
+	v, err := svc.Refused(ctx, a)
+	if err != nil || v.Approved || v.Proposal.ID == "" || v.Proposal.State != store.ProposalPending {
+		t.Fatalf("Refused = %+v, %v; want a pending proposal", v, err)
+	}
+	id := v.Proposal.ID
+	if w := svc.Words(v); !strings.Contains(w, "boxbroker approve "+id) || !strings.Contains(w, "https://broker.example/admin/") {
+		t.Errorf("Words = %q, want the approve command and the page", w)
+	}
+	if len(*notified) != 1 {
+		t.Errorf("notified %d, want 1", len(*notified))
+	}
+	// The same attempt again merges.
+	v2, err := svc.Refused(ctx, a)
+	if err != nil || v2.Proposal.ID != id || v2.Proposal.Count != 2 {
+		t.Errorf("Refused again = %s count %d, %v; want %s count 2", v2.Proposal.ID, v2.Proposal.Count, err, id)
+	}
+	if len(*notified) != 1 {
+		t.Errorf("notified %d after a merge, want 1", len(*notified))
+	}
+	if _, err := svc.Approve(ctx, id, time.Hour, false, "owner"); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := svc.Refused(ctx, a); err != nil || !v.Approved {
+		t.Errorf("Refused after approval = %+v, %v; want approved", v, err)
+	}
+	// Exactly what was asked: another path, method or secret is not approved.
+	other := []approval.Attempt{rule("/repos/acme/y/issues"), rule("/repos/acme/x/issues/1")}
+	m := rule("/repos/acme/x/issues")
+	m.Method = "DELETE"
+	s := rule("/repos/acme/x/issues")
+	s.Secret = "OTHER"
+	h := rule("/repos/acme/x/issues")
+	h.Host = "https://evil.example"
+	other = append(other, m, s, h)
+	for _, o := range other {
+		if v, err := svc.Refused(ctx, o); err != nil || v.Approved {
+			t.Errorf("Refused(%s %s %s %s) = approved; want refused", o.Secret, o.Host, o.Method, o.Path)
+		}
+	}
+	// The approval ends.
+	c.add(time.Hour)
+	if v, err := svc.Refused(ctx, a); err != nil || v.Approved {
+		t.Errorf("Refused after the approval's end = %+v, %v; want refused", v, err)
+	}
+}
+
+func TestRefused_DenyAndExpiry(t *testing.T) {
+	svc, _, c, _ := newService(t)
+	ctx := t.Context()
+	if err := svc.SetAsk(ctx, "alpha", approval.SecretScope("GITHUB"), true); err != nil {
+		t.Fatal(err)
+	}
+	v, _ := svc.Refused(ctx, rule("/a"))
+	if _, err := svc.Deny(ctx, v.Proposal.ID, "owner"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Approve(ctx, v.Proposal.ID, 0, true, "owner"); !errors.Is(err, store.ErrNotPending) {
+		t.Errorf("Approve(denied) = %v, want ErrNotPending", err)
+	}
+	if v, _ := svc.Refused(ctx, rule("/a")); v.Approved || v.Proposal.ID != "" || v.Denied.ID == "" || !strings.Contains(svc.Words(v), "denied") {
+		t.Errorf("Refused after deny = %+v; want refused, no new proposal, the denial named", v)
+	}
+	w, _ := svc.Refused(ctx, rule("/b"))
+	c.add(time.Hour)
+	if _, err := svc.Approve(ctx, w.Proposal.ID, time.Hour, false, "owner"); !errors.Is(err, store.ErrNotPending) {
+		t.Errorf("Approve(expired) = %v, want ErrNotPending", err)
+	}
+	got, err := svc.Get(ctx, w.Proposal.ID)
+	if err != nil || got.State != store.ProposalExpired {
+		t.Errorf("Get(expired) = %s, %v; want expired", got.State, err)
+	}
+}
+
+func TestRefused_Bounded(t *testing.T) {
+	svc, st, _, notified := newService(t)
+	ctx := t.Context()
+	if err := svc.SetAsk(ctx, "alpha", approval.SecretScope("GITHUB"), true); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 {
+		v, err := svc.Refused(ctx, rule("/flood/"+strings.Repeat("x", i%50)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i >= 3 && i < 50 && !v.Full {
+			t.Fatalf("Refused #%d = %+v; want full", i, v)
+		}
+		if v.Full && !strings.Contains(svc.Words(v), "3 proposals waiting") {
+			t.Errorf("Words(full) = %q", svc.Words(v))
+		}
+	}
+	all, err := st.ListProposals(ctx, "", "", time.Now().Add(-time.Hour), 1000)
+	if err != nil || len(all) != 3 || len(*notified) != 3 {
+		t.Errorf("a flood of 200 refusals wrote %d rows and notified %d, %v; want 3", len(all), len(*notified), err)
+	}
+}
+
+func TestRefused_NeverHoldsTheToken(t *testing.T) {
+	svc, _, _, _ := newService(t)
+	ctx := t.Context()
+	if err := svc.SetAsk(ctx, "alpha", approval.SecretScope("GITHUB"), true); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/x/box-token-123", "/x/box%2Dtoken-123"} {
+		v, err := svc.Refused(ctx, rule(path))
+		if err != nil || v.Proposal.ID != "" {
+			t.Errorf("Refused(%q) opened %+v, %v; want none", path, v.Proposal, err)
+		}
+	}
+}
+
+func TestParseFor(t *testing.T) {
+	tests := []struct {
+		in     string
+		d      time.Duration
+		always bool
+		ok     bool
+	}{
+		{"15m", 15 * time.Minute, false, true},
+		{"1h", time.Hour, false, true},
+		{"7d", 7 * 24 * time.Hour, false, true},
+		{"always", 0, true, true},
+		{"10s", 0, false, false},
+		{"400d", 0, false, false},
+		{"-1h", 0, false, false},
+		{"x", 0, false, false},
+		{"1.5d", 0, false, false},
+	}
+	for _, tt := range tests {
+		d, always, err := approval.ParseFor(tt.in)
+		if (err == nil) != tt.ok || d != tt.d || always != tt.always {
+			t.Errorf("ParseFor(%q) = %v, %v, %v; want %v, %v, ok %v", tt.in, d, always, err, tt.d, tt.always, tt.ok)
+		}
+	}
+}
+
+func TestSetAsk_BadScope(t *testing.T) {
+	svc, _, _, _ := newService(t)
+	for _, sc := range []string{"", "secret:", "everything"} {
+		if err := svc.SetAsk(t.Context(), "alpha", sc, true); !errors.Is(err, approval.ErrBadScope) {
+			t.Errorf("SetAsk(%q) = %v, want ErrBadScope", sc, err)
+		}
+	}
+}

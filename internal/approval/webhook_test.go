@@ -1,0 +1,100 @@
+package approval_test
+
+import (
+	"crypto/hmac"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/approval"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// Receiver is a loopback webhook receiver that checks each request's
+// signature as docs/approvals.md tells a receiver to, and answers the
+// first fail requests 503.
+type receiver struct {
+	t    *testing.T
+	key  []byte
+	fail int
+
+	mu     sync.Mutex
+	tries  int
+	bodies [][]byte
+	got    chan struct{}
+}
+
+func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	ts := r.Header.Get(approval.HeaderTimestamp)
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil || time.Since(time.Unix(sec, 0)).Abs() > 5*time.Minute {
+		rc.t.Errorf("webhook timestamp %q is not now", ts)
+	}
+	if want := approval.Sign(rc.key, ts, body); !hmac.Equal([]byte(r.Header.Get(approval.HeaderSignature)), []byte(want)) {
+		rc.t.Errorf("webhook signature %q, want %q", r.Header.Get(approval.HeaderSignature), want)
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.tries++
+	if rc.tries <= rc.fail {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	rc.bodies = append(rc.bodies, body)
+	rc.got <- struct{}{}
+}
+
+// TestWebhook_SignedRetriedNoSecret: a new proposal is POSTed, signed
+// (the receiver checks the HMAC over timestamp and body), retried after
+// the receiver's 503s, in the JSON shape and in Slack's, and carries no
+// secret or token.
+func TestWebhook_SignedRetriedNoSecret(t *testing.T) {
+	for _, shape := range []string{approval.ShapeJSON, approval.ShapeSlack} {
+		t.Run(shape, func(t *testing.T) {
+			rc := &receiver{t: t, key: []byte("whsec_test_key_0123456789"), fail: 2, got: make(chan struct{}, 4)}
+			srv := httptest.NewServer(rc)
+			t.Cleanup(srv.Close)
+			wh, err := approval.NewWebhook(approval.WebhookConfig{URL: srv.URL, Shape: shape, Key: rc.key, Backoff: time.Millisecond, PageURL: "https://broker.example/ui/"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { wh.Close() })
+			p := store.Proposal{ID: "p-0123456789ab", Box: "alpha", Kind: store.ProposalRule, Secret: "GITHUB", Method: "POST", Path: "/repos/acme/x/issues",
+				Host: "https://api.github.com", Reason: "outside its rules", ExpiresAt: time.Now().Add(time.Hour)}
+			wh.Notify(p)
+			select {
+			case <-rc.got:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the webhook never delivered")
+			}
+			rc.mu.Lock()
+			defer rc.mu.Unlock()
+			if rc.tries != 3 {
+				t.Errorf("tries = %d, want 3 (two 503s, then delivered)", rc.tries)
+			}
+			body := string(rc.bodies[0])
+			for _, w := range []string{"p-0123456789ab", "alpha", "boxbroker approve p-0123456789ab", "https://broker.example/ui/"} {
+				if !strings.Contains(body, w) {
+					t.Errorf("body %s does not hold %q", body, w)
+				}
+			}
+			var m map[string]any
+			if err := json.Unmarshal(rc.bodies[0], &m); err != nil {
+				t.Errorf("body is not JSON: %v", err)
+			}
+			if _, ok := m["text"]; ok != (shape == approval.ShapeSlack) {
+				t.Errorf("body %s: Slack's text field present %v, want %v", body, ok, shape == approval.ShapeSlack)
+			}
+			if strings.Contains(body, string(rc.key)) {
+				t.Errorf("body holds the signing key")
+			}
+		})
+	}
+}

@@ -1,0 +1,576 @@
+// Package auditsink streams the audit rows a replica writes to a sink the
+// operator configures: JSON lines in HTTP POSTs, at least once and in
+// order per replica.
+//
+// Each row is first appended to a backlog in the data directory
+// (DIR/auditsink/), synced to disk, and then sent, in batches, until the
+// sink acknowledges it with a 2xx answer; a failed POST is retried with
+// exponential backoff (with jitter), the same rows in the same order. A
+// row leaves the backlog only when acknowledged, so what a stopped or
+// crashed process had not sent is sent by the next one.
+//
+// The backlog is bounded (Config.MaxBacklog rows). When a row is added to
+// a full backlog, the oldest row is dropped to make room — the newest
+// rows are the ones an operator looks for after an outage — and each drop
+// is counted in boxbroker_audit_sink_dropped_total and logged.
+//
+// Each row carries the replica's id (made once, kept in the backlog's
+// directory), its sequence number on that replica, and the batch key and
+// index the store wrote it under: a row written again (a spooled batch
+// replayed) carries the same batch key and index, so a sink can drop the
+// repeat. Rows hold only what the audit log holds — no token, credential
+// or secret value is ever in an audit row.
+package auditsink
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	mrand "math/rand/v2"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// Defaults of Config's zero fields.
+const (
+	DefaultMaxBacklog = 100_000
+	DefaultBatch      = 500
+	DefaultMinBackoff = 500 * time.Millisecond
+	DefaultMaxBackoff = time.Minute
+	// DefaultTimeout bounds one POST to the sink.
+	DefaultTimeout = 30 * time.Second
+)
+
+// maxLine bounds one row as read back from the backlog.
+const maxLine = 1 << 20
+
+// Config configures a Sink.
+type Config struct {
+	// URL is where rows are POSTed, as JSON lines
+	// (application/x-ndjson). Required.
+	URL *url.URL
+	// Dir is the data directory; the backlog is kept in Dir/auditsink
+	// (made, mode 0700, if missing). Required.
+	Dir string
+	// MaxBacklog is the most rows kept unacknowledged (default
+	// DefaultMaxBacklog); past it the oldest is dropped.
+	MaxBacklog int
+	// Batch is the most rows in one POST (default DefaultBatch).
+	Batch int
+	// MinBackoff and MaxBackoff bound the wait before a failed POST is
+	// retried (defaults DefaultMinBackoff, DefaultMaxBackoff).
+	MinBackoff, MaxBackoff time.Duration
+	// Token, when set, is sent as the POSTs' bearer token
+	// (Authorization: Bearer); it is never logged.
+	Token string
+	// Client sends the POSTs (default: a client with DefaultTimeout).
+	Client *http.Client
+	// Logger receives warnings (default slog.Default()).
+	Logger *slog.Logger
+	// Registerer, when set, has the sink's metrics registered with it.
+	Registerer prometheus.Registerer
+}
+
+// Row is one audit row as the sink receives it: a JSON object on a line
+// of its own.
+type Row struct {
+	// Replica is the id of the replica that wrote the row, and Seq its
+	// number there, one more than the row before it.
+	Replica string `json:"replica"`
+	Seq     uint64 `json:"seq"`
+	// Batch and Index are the store batch's key the row was written
+	// under and its place in it: the same when a batch is written again.
+	Batch string `json:"batch"`
+	Index int    `json:"index"`
+
+	At             time.Time `json:"at"`
+	Box            string    `json:"box,omitempty"`
+	Method         string    `json:"method"`
+	Route          string    `json:"route"`
+	Capability     string    `json:"capability,omitempty"`
+	Words          []string  `json:"words,omitempty"`
+	Status         int       `json:"status"`
+	Reason         string    `json:"reason,omitempty"`
+	Message        string    `json:"message,omitempty"`
+	DurationMS     float64   `json:"duration_ms"`
+	UpstreamStatus int       `json:"upstream_status,omitempty"`
+	PaidBy         string    `json:"paid_by,omitempty"`
+	Bytes          int64     `json:"bytes"`
+	CostMicros     int64     `json:"cost_micros"`
+}
+
+// item is one row waiting in the backlog: its line (with its newline),
+// its number and where its line ends in the backlog file.
+type item struct {
+	line []byte
+	seq  uint64
+	end  int64
+}
+
+// state is what Dir/auditsink/state.json keeps: the backlog file's
+// generation, how far into it the rows are acknowledged (or dropped),
+// and the last row's number.
+type state struct {
+	Replica string `json:"replica"`
+	Gen     uint64 `json:"gen"`
+	Offset  int64  `json:"offset"`
+	Seq     uint64 `json:"seq"`
+}
+
+// Sink streams audit rows to the configured URL. Its methods are safe for
+// concurrent use.
+type Sink struct {
+	cfg  Config
+	dir  string
+	log  *slog.Logger
+	wake chan struct{}
+
+	mu    sync.Mutex // guards the fields below
+	f     *os.File   // the backlog file of generation st.Gen, open for append
+	size  int64      // f's size
+	st    state      // as last written, but Offset and Seq as now
+	queue []item     // the rows not yet acknowledged, oldest first
+	// closed is set by Close.
+	closed bool
+	// seen are the batch keys appended lately (ring, the oldest at
+	// seenNext), so a spooled batch the store is offered again and again
+	// while it is down is appended once.
+	seen     map[string]struct{}
+	seenRing []string
+	seenNext int
+
+	sent, dropped, failed prometheus.Counter
+	backlog               prometheus.GaugeFunc
+}
+
+// Open opens (or makes) the backlog in cfg.Dir and returns the Sink; rows
+// an earlier process left unacknowledged are sent first. Call Run to
+// send, and Close when done.
+func Open(cfg Config) (*Sink, error) {
+	if cfg.URL == nil || cfg.Dir == "" {
+		return nil, errors.New("auditsink: URL and Dir are required")
+	}
+	if cfg.MaxBacklog <= 0 {
+		cfg.MaxBacklog = DefaultMaxBacklog
+	}
+	if cfg.Batch <= 0 {
+		cfg.Batch = DefaultBatch
+	}
+	if cfg.MinBackoff <= 0 {
+		cfg.MinBackoff = DefaultMinBackoff
+	}
+	if cfg.MaxBackoff < cfg.MinBackoff {
+		cfg.MaxBackoff = max(DefaultMaxBackoff, cfg.MinBackoff)
+	}
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{Timeout: DefaultTimeout}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Sink{cfg: cfg, dir: filepath.Join(cfg.Dir, "auditsink"), log: cfg.Logger, wake: make(chan struct{}, 1)}
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("auditsink: %w", err)
+	}
+	if err := s.load(); err != nil {
+		return nil, err
+	}
+	s.sent = prometheus.NewCounter(prometheus.CounterOpts{Name: "boxbroker_audit_sink_sent_total", Help: "Audit rows the audit sink acknowledged."})
+	s.dropped = prometheus.NewCounter(prometheus.CounterOpts{Name: "boxbroker_audit_sink_dropped_total", Help: "Audit rows dropped, unsent, from a full audit sink backlog (the oldest go first)."})
+	s.failed = prometheus.NewCounter(prometheus.CounterOpts{Name: "boxbroker_audit_sink_failed_posts_total", Help: "POSTs to the audit sink that failed and are retried."})
+	s.backlog = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "boxbroker_audit_sink_backlog_rows", Help: "Audit rows waiting in the backlog for the audit sink."},
+		func() float64 { return float64(s.Backlog()) })
+	if cfg.Registerer != nil {
+		for _, c := range []prometheus.Collector{s.sent, s.dropped, s.failed, s.backlog} {
+			if err := cfg.Registerer.Register(c); err != nil {
+				_ = s.f.Close()
+				return nil, fmt.Errorf("auditsink: metrics: %w", err)
+			}
+		}
+	}
+	if len(s.queue) > 0 {
+		s.poke()
+	}
+	return s, nil
+}
+
+func (s *Sink) backlogPath(gen uint64) string {
+	return filepath.Join(s.dir, "backlog-"+strconv.FormatUint(gen, 10)+".jsonl")
+}
+
+// load reads the state and the rows of the backlog not yet acknowledged.
+func (s *Sink) load() error {
+	b, err := os.ReadFile(filepath.Join(s.dir, "state.json"))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		var id [8]byte
+		if _, err := rand.Read(id[:]); err != nil {
+			return fmt.Errorf("auditsink: replica id: %w", err)
+		}
+		s.st = state{Replica: hex.EncodeToString(id[:]), Gen: 1}
+		if err := s.writeStateLocked(); err != nil {
+			return err
+		}
+	case err != nil:
+		return fmt.Errorf("auditsink: %w", err)
+	default:
+		if err := json.Unmarshal(b, &s.st); err != nil || s.st.Replica == "" {
+			return fmt.Errorf("auditsink: %s is not the sink's state: %v", filepath.Join(s.dir, "state.json"), err)
+		}
+	}
+	// Files of other generations are what a compaction left behind.
+	if old, _ := filepath.Glob(filepath.Join(s.dir, "backlog-*.jsonl")); len(old) > 0 {
+		for _, p := range old {
+			if p != s.backlogPath(s.st.Gen) {
+				_ = os.Remove(p)
+			}
+		}
+	}
+	f, err := os.OpenFile(s.backlogPath(s.st.Gen), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("auditsink: %w", err)
+	}
+	size, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		_ = f.Close()
+		return fmt.Errorf("auditsink: %w", err)
+	}
+	if _, err := f.Seek(s.st.Offset, io.SeekStart); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("auditsink: %w", err)
+	}
+	r := bufio.NewReaderSize(f, 64<<10)
+	off := s.st.Offset
+	for {
+		line, err := r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) || len(line) > maxLine {
+			_ = f.Close()
+			return fmt.Errorf("auditsink: %s holds a line longer than %d bytes", s.backlogPath(s.st.Gen), maxLine)
+		}
+		if err != nil {
+			// A line cut short (the process stopped mid-write) was never
+			// synced, so never counted as kept: it is cut off.
+			break
+		}
+		var h struct {
+			Seq uint64 `json:"seq"`
+		}
+		if json.Unmarshal(line, &h) != nil {
+			_ = f.Close()
+			return fmt.Errorf("auditsink: %s holds a line that is not a row at offset %d", s.backlogPath(s.st.Gen), off)
+		}
+		off += int64(len(line))
+		s.queue = append(s.queue, item{line: bytes.Clone(line), seq: h.Seq, end: off})
+		s.st.Seq = max(s.st.Seq, h.Seq)
+	}
+	if off < size {
+		if err := f.Truncate(off); err != nil {
+			_ = f.Close()
+			return fmt.Errorf("auditsink: %w", err)
+		}
+	}
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("auditsink: %w", err)
+	}
+	s.f, s.size = f, max(off, s.st.Offset)
+	if n := len(s.queue) - s.cfg.MaxBacklog; n > 0 {
+		s.dropLocked(n)
+	}
+	return nil
+}
+
+// writeStateLocked writes s.st to state.json, whole or not at all.
+func (s *Sink) writeStateLocked() error {
+	b, err := json.Marshal(s.st)
+	if err != nil {
+		return fmt.Errorf("auditsink: %w", err)
+	}
+	tmp := filepath.Join(s.dir, "state.json.tmp")
+	if err := writeSynced(tmp, b); err != nil {
+		return fmt.Errorf("auditsink: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(s.dir, "state.json")); err != nil {
+		return fmt.Errorf("auditsink: %w", err)
+	}
+	return nil
+}
+
+func writeSynced(p string, b []byte) error {
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	return errors.Join(err, f.Close())
+}
+
+// Append adds entries, written to the store under batch key key, to the
+// backlog, synced to disk before it returns, and wakes the sender. A full
+// backlog drops its oldest rows to make room. It returns an error when
+// the backlog cannot be written; the rows are then not streamed.
+func (s *Sink) Append(key string, entries []store.AuditEntry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errors.New("auditsink: closed")
+	}
+	if _, ok := s.seen[key]; ok {
+		return nil
+	}
+	var buf bytes.Buffer
+	items := make([]item, 0, len(entries))
+	seq, end := s.st.Seq, s.size
+	for i, e := range entries {
+		seq++
+		start := buf.Len()
+		if err := json.NewEncoder(&buf).Encode(rowOf(s.st.Replica, seq, key, i, e)); err != nil {
+			return fmt.Errorf("auditsink: %w", err)
+		}
+		end += int64(buf.Len() - start)
+		items = append(items, item{seq: seq, end: end})
+	}
+	if _, err := s.f.Write(buf.Bytes()); err != nil {
+		return fmt.Errorf("auditsink: backlog: %w", err)
+	}
+	if err := s.f.Sync(); err != nil {
+		return fmt.Errorf("auditsink: backlog: %w", err)
+	}
+	b := buf.Bytes()
+	off := s.size
+	for i := range items {
+		n := items[i].end - off
+		items[i].line, b, off = b[:n:n], b[n:], items[i].end
+	}
+	s.size, s.st.Seq = end, seq
+	s.queue = append(s.queue, items...)
+	s.noteSeenLocked(key)
+	if n := len(s.queue) - s.cfg.MaxBacklog; n > 0 {
+		s.dropLocked(n)
+	}
+	s.poke()
+	return nil
+}
+
+// seenKeys is how many batch keys Append remembers.
+const seenKeys = 4096
+
+func (s *Sink) noteSeenLocked(key string) {
+	if s.seen == nil {
+		s.seen, s.seenRing = make(map[string]struct{}, seenKeys), make([]string, seenKeys)
+	}
+	delete(s.seen, s.seenRing[s.seenNext])
+	s.seenRing[s.seenNext] = key
+	s.seen[key] = struct{}{}
+	s.seenNext = (s.seenNext + 1) % seenKeys
+}
+
+// dropLocked drops the n oldest rows of the backlog, unsent.
+func (s *Sink) dropLocked(n int) {
+	s.st.Offset = s.queue[n-1].end
+	s.queue = append(s.queue[:0:0], s.queue[n:]...)
+	if s.dropped != nil {
+		s.dropped.Add(float64(n))
+	}
+	s.log.Warn("audit sink: backlog full; the oldest rows are dropped unsent", "dropped", n, "max_backlog", s.cfg.MaxBacklog)
+}
+
+func rowOf(replica string, seq uint64, key string, i int, e store.AuditEntry) Row {
+	return Row{Replica: replica, Seq: seq, Batch: key, Index: i,
+		At: e.At.UTC(), Box: e.Box, Method: e.Method, Route: e.Route, Capability: e.Capability, Words: e.Words,
+		Status: e.Status, Reason: e.Reason, Message: e.Message, DurationMS: float64(e.Duration) / float64(time.Millisecond),
+		UpstreamStatus: e.UpstreamStatus, PaidBy: e.PaidBy, Bytes: e.Bytes, CostMicros: e.Cost}
+}
+
+func (s *Sink) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Backlog is the number of rows waiting to be acknowledged.
+func (s *Sink) Backlog() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.queue)
+}
+
+// Run sends the backlog's rows, oldest first, until ctx is done. On a
+// nil Sink it returns at once.
+func (s *Sink) Run(ctx context.Context) {
+	if s == nil {
+		return
+	}
+	backoff := s.cfg.MinBackoff
+	for {
+		s.mu.Lock()
+		n := min(len(s.queue), s.cfg.Batch)
+		var body []byte
+		var last uint64
+		for _, it := range s.queue[:n] {
+			body = append(body, it.line...)
+		}
+		if n > 0 {
+			last = s.queue[n-1].seq
+		}
+		s.mu.Unlock()
+		if n == 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-s.wake:
+				continue
+			}
+		}
+		if err := s.post(ctx, body); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			s.failed.Inc()
+			wait := backoff/2 + mrand.N(backoff/2+1)
+			s.log.Warn("audit sink: POST failed; retrying", "rows", n, "retry_in", wait, "err", err)
+			backoff = min(2*backoff, s.cfg.MaxBackoff)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			continue
+		}
+		backoff = s.cfg.MinBackoff
+		s.ack(last)
+	}
+}
+
+// post sends body to the sink and reports whether it was acknowledged.
+// The error names the status, never the sink's answer or URL.
+func (s *Sink) post(ctx context.Context, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.URL.String(), bytes.NewReader(body))
+	if err != nil {
+		return errors.New("the request could not be made")
+	}
+	req.Header.Set("Content-Type", "application/x-ndjson")
+	if s.cfg.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.cfg.Token)
+	}
+	resp, err := s.cfg.Client.Do(req)
+	if err != nil {
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err // the URL may hold a credential of the sink's
+		}
+		return err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	_ = resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fmt.Errorf("the sink answered %d", resp.StatusCode)
+	}
+	return nil
+}
+
+// ack removes the rows numbered up to last from the backlog and notes it
+// on disk; a backlog file mostly acknowledged is rewritten.
+func (s *Sink) ack(last uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for n < len(s.queue) && s.queue[n].seq <= last {
+		n++
+	}
+	if n == 0 {
+		return // dropped meanwhile
+	}
+	s.st.Offset = s.queue[n-1].end
+	s.queue = s.queue[n:]
+	s.sent.Add(float64(n))
+	if s.closed {
+		return
+	}
+	if s.st.Offset > 1<<20 && s.st.Offset > s.size/2 {
+		err := s.compactLocked()
+		if err == nil {
+			return
+		}
+		s.log.Warn("audit sink: backlog not compacted", "err", err)
+	}
+	if err := s.writeStateLocked(); err != nil {
+		s.log.Warn("audit sink: acknowledgement not kept; rows may be sent again", "err", err)
+	}
+}
+
+// compactLocked writes the rows still waiting to a new generation's
+// file, then points the state at it.
+func (s *Sink) compactLocked() error {
+	gen := s.st.Gen + 1
+	var buf bytes.Buffer
+	ends := make([]int64, len(s.queue))
+	for i := range s.queue {
+		buf.Write(s.queue[i].line)
+		ends[i] = int64(buf.Len())
+	}
+	p := s.backlogPath(gen)
+	if err := writeSynced(p, buf.Bytes()); err != nil {
+		_ = os.Remove(p)
+		return err
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		_ = os.Remove(p)
+		return err
+	}
+	old := s.st
+	s.st.Gen, s.st.Offset = gen, 0
+	if err := s.writeStateLocked(); err != nil {
+		s.st = old
+		_ = f.Close()
+		_ = os.Remove(p)
+		return err
+	}
+	_ = s.f.Close()
+	_ = os.Remove(s.backlogPath(old.Gen))
+	for i := range s.queue {
+		s.queue[i].end = ends[i]
+	}
+	s.f, s.size = f, int64(buf.Len())
+	return nil
+}
+
+// Close keeps the acknowledgements made and closes the backlog; rows not
+// yet acknowledged are sent by the next process. Stop Run first. Close
+// on a nil Sink does nothing.
+func (s *Sink) Close() error {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	return errors.Join(s.writeStateLocked(), s.f.Close())
+}

@@ -1,0 +1,363 @@
+package auditsink_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/intentius/boxbroker/internal/auditsink"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// receiver is a JSON-lines sink on loopback that refuses its first fail
+// POSTs (503), then takes them, keeping the rows and the raw bytes it
+// took.
+type receiver struct {
+	mu    sync.Mutex
+	fail  int
+	posts int
+	rows  []auditsink.Row
+	raw   bytes.Buffer
+	auth  []string
+	got   chan struct{}
+}
+
+func newReceiver(t *testing.T, fail int) (*receiver, *url.URL) {
+	t.Helper()
+	rc := &receiver{fail: fail, got: make(chan struct{}, 1)}
+	srv := httptest.NewServer(rc)
+	t.Cleanup(srv.Close)
+	u, _ := url.Parse(srv.URL + "/audit")
+	return rc, u
+}
+
+func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 8<<20))
+	if err != nil {
+		http.Error(w, "too large", http.StatusRequestEntityTooLarge)
+		return
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.posts++
+	if rc.posts <= rc.fail {
+		http.Error(w, "not now", http.StatusServiceUnavailable)
+		return
+	}
+	if r.Header.Get("Content-Type") != "application/x-ndjson" {
+		http.Error(w, "want JSON lines", http.StatusUnsupportedMediaType)
+		return
+	}
+	rc.auth = append(rc.auth, r.Header.Get("Authorization"))
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var row auditsink.Row
+		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
+			http.Error(w, "not a row", http.StatusBadRequest)
+			return
+		}
+		rc.rows = append(rc.rows, row)
+	}
+	rc.raw.Write(b)
+	select {
+	case rc.got <- struct{}{}:
+	default:
+	}
+}
+
+// waitRows waits, a bounded number of times, until rc holds n rows, and
+// returns them.
+func (rc *receiver) waitRows(t *testing.T, n int) []auditsink.Row {
+	t.Helper()
+	for i := 0; i < 3000; i++ {
+		rc.mu.Lock()
+		got := append([]auditsink.Row(nil), rc.rows...)
+		rc.mu.Unlock()
+		if len(got) >= n {
+			return got
+		}
+		select {
+		case <-rc.got:
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	t.Fatalf("receiver has %d rows after %d posts, want %d", len(rc.rows), rc.posts, n)
+	return nil
+}
+
+func entries(from, n int) []store.AuditEntry {
+	var out []store.AuditEntry
+	for i := from; i < from+n; i++ {
+		out = append(out, store.AuditEntry{Box: "alpha", At: time.Unix(int64(1_800_000_000+i), 0), Method: "POST",
+			Route: "/llm/anthropic/v1/messages", Capability: "inference", Status: 200, Message: fmt.Sprintf("row %d", i)})
+	}
+	return out
+}
+
+func open(t *testing.T, dir string, u *url.URL, reg prometheus.Registerer, max, batch int) *auditsink.Sink {
+	t.Helper()
+	s, err := auditsink.Open(auditsink.Config{URL: u, Dir: dir, MaxBacklog: max, Batch: batch,
+		MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Registerer: reg, Token: "sink-bearer",
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return s
+}
+
+// waitAcked waits, a bounded number of times, until s has had its whole
+// backlog acknowledged: a row the sink took but whose answer the sender
+// had not read when it stopped is sent again (at least once), which the
+// tests that count repeats rule out this way.
+func waitAcked(t *testing.T, s *auditsink.Sink) {
+	t.Helper()
+	for i := 0; i < 3000 && s.Backlog() > 0; i++ {
+		time.Sleep(time.Millisecond)
+	}
+	if n := s.Backlog(); n > 0 {
+		t.Fatalf("backlog still holds %d rows", n)
+	}
+}
+
+// run runs s until the test (or stop) ends.
+func run(t *testing.T, s *auditsink.Sink) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Run(ctx); close(done) }()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	return stop
+}
+
+// checkOrder checks that rows are row 0..n-1 of one replica, in order.
+func checkOrder(t *testing.T, rows []auditsink.Row, first int) {
+	t.Helper()
+	for i, r := range rows {
+		want := fmt.Sprintf("row %d", first+i)
+		if r.Message != want || r.Seq != uint64(first+i+1) || r.Replica != rows[0].Replica {
+			t.Fatalf("row %d = seq %d %q (replica %s), want seq %d %q (replica %s)", i, r.Seq, r.Message, r.Replica, first+i+1, want, rows[0].Replica)
+		}
+	}
+}
+
+// TestSink_RetriesInOrder: a sink that refuses its first posts gets every
+// row, once each, in order, with the bearer token.
+func TestSink_RetriesInOrder(t *testing.T) {
+	rc, u := newReceiver(t, 4)
+	s := open(t, t.TempDir(), u, nil, 0, 5)
+	defer s.Close()
+	run(t, s)
+	for i := 0; i < 4; i++ {
+		if err := s.Append(fmt.Sprintf("k%d", i), entries(3*i, 3)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows := rc.waitRows(t, 12)
+	if len(rows) != 12 {
+		t.Fatalf("got %d rows, want 12", len(rows))
+	}
+	checkOrder(t, rows, 0)
+	if rows[4].Batch != "k1" || rows[4].Index != 1 {
+		t.Errorf("row 4 batch %q index %d, want k1 1", rows[4].Batch, rows[4].Index)
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.auth[0] != "Bearer sink-bearer" {
+		t.Errorf("Authorization = %q, want the bearer token", rc.auth[0])
+	}
+}
+
+// TestSink_RestartResendsUnacknowledged: rows a process kept but did not
+// get acknowledged — after part of the backlog was acknowledged — are
+// sent, in order, by the next process over the same directory, and no
+// acknowledged row is sent again.
+func TestSink_RestartResendsUnacknowledged(t *testing.T) {
+	dir := t.TempDir()
+	rc, u := newReceiver(t, 0)
+	s := open(t, dir, u, nil, 0, 3)
+	stop := run(t, s)
+	if err := s.Append("a", entries(0, 3)); err != nil {
+		t.Fatal(err)
+	}
+	rc.waitRows(t, 3)
+	waitAcked(t, s)
+	stop()
+	rc.mu.Lock()
+	rc.fail = 1 << 30 // the sink is down from here
+	rc.mu.Unlock()
+	if err := s.Append("b", entries(3, 4)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s2 := open(t, dir, u, nil, 0, 3)
+	defer s2.Close()
+	if got := s2.Backlog(); got != 4 {
+		t.Fatalf("backlog after restart = %d, want 4", got)
+	}
+	if err := s2.Append("c", entries(7, 2)); err != nil {
+		t.Fatal(err)
+	}
+	rc.mu.Lock()
+	rc.fail = 0
+	rc.mu.Unlock()
+	run(t, s2)
+	rows := rc.waitRows(t, 9)
+	if len(rows) != 9 {
+		t.Fatalf("got %d rows, want 9", len(rows))
+	}
+	checkOrder(t, rows, 0)
+}
+
+// TestSink_BacklogDropsOldest: a full backlog drops its oldest rows,
+// counts them, keeps the bound across a restart, and the sink later gets
+// the newest rows in order.
+func TestSink_BacklogDropsOldest(t *testing.T) {
+	dir := t.TempDir()
+	rc, u := newReceiver(t, 0)
+	reg := prometheus.NewRegistry()
+	s := open(t, dir, u, reg, 5, 100)
+	for i := 0; i < 8; i++ {
+		if err := s.Append(fmt.Sprintf("k%d", i), entries(i, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := s.Backlog(); got != 5 {
+		t.Errorf("Backlog() = %d, want 5", got)
+	}
+	if got := testutil.ToFloat64(mustGather(t, reg, "boxbroker_audit_sink_dropped_total")); got != 3 {
+		t.Errorf("boxbroker_audit_sink_dropped_total = %v, want 3", got)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := open(t, dir, u, nil, 5, 100)
+	defer s2.Close()
+	if got := s2.Backlog(); got != 5 {
+		t.Fatalf("backlog after restart = %d, want 5", got)
+	}
+	run(t, s2)
+	rows := rc.waitRows(t, 5)
+	checkOrder(t, rows, 3)
+}
+
+func mustGather(t *testing.T, reg *prometheus.Registry, name string) prometheus.Collector {
+	t.Helper()
+	return collectorFunc(func(ch chan<- prometheus.Metric) {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == name {
+				ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(name, "", nil, nil), prometheus.CounterValue, mf.GetMetric()[0].GetCounter().GetValue())
+			}
+		}
+	})
+}
+
+type collectorFunc func(chan<- prometheus.Metric)
+
+func (f collectorFunc) Describe(chan<- *prometheus.Desc)    {}
+func (f collectorFunc) Collect(ch chan<- prometheus.Metric) { f(ch) }
+
+// TestSink_CompactsAndReopens: once most of the backlog file is
+// acknowledged it is rewritten, and a restart after that neither loses
+// nor repeats a row.
+func TestSink_CompactsAndReopens(t *testing.T) {
+	dir := t.TempDir()
+	rc, u := newReceiver(t, 0)
+	s := open(t, dir, u, nil, 0, 1000)
+	stop := run(t, s)
+	big := entries(0, 4000) // > 1 MiB of rows with the padding below
+	for i := range big {
+		big[i].Words = []string{string(bytes.Repeat([]byte("w"), 300))}
+	}
+	for i := 0; i < 4; i++ {
+		if err := s.Append(fmt.Sprintf("k%d", i), big[i*1000:(i+1)*1000]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rc.waitRows(t, 4000)
+	waitAcked(t, s)
+	stop()
+	if err := s.Append("tail", entries(4000, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := open(t, dir, u, nil, 0, 1000)
+	defer s2.Close()
+	run(t, s2)
+	rows := rc.waitRows(t, 4002)
+	if len(rows) != 4002 {
+		for i := 1; i < len(rows); i++ {
+			if rows[i].Seq != rows[i-1].Seq+1 {
+				t.Logf("at %d: seq %d after %d", i, rows[i].Seq, rows[i-1].Seq)
+			}
+		}
+		t.Fatalf("got %d rows, want 4002", len(rows))
+	}
+	checkOrder(t, rows, 0)
+}
+
+// fakeStore is an audit store that refuses every write.
+type fakeStore struct{ writes int }
+
+var errDown = errors.New("store down")
+
+func (f *fakeStore) AddAudit(context.Context, []store.AuditEntry) error { f.writes++; return errDown }
+func (f *fakeStore) ListAudit(context.Context, store.AuditQuery) ([]store.AuditEntry, error) {
+	return nil, nil
+}
+func (f *fakeStore) PruneAudit(context.Context, time.Time) (int64, error) { return 0, nil }
+func (f *fakeStore) ApplySpooled(context.Context, string, []store.Settlement, []store.AuditEntry) (bool, error) {
+	f.writes++
+	return false, errDown
+}
+
+// TestWrap_SpooledBatchOnce: a spooled batch the store is offered again
+// and again while it is down is kept for the sink once; a write with no
+// key is kept under a key of its own.
+func TestWrap_SpooledBatchOnce(t *testing.T) {
+	_, u := newReceiver(t, 0)
+	s := open(t, t.TempDir(), u, nil, 0, 100)
+	defer s.Close()
+	fs := &fakeStore{}
+	st := s.Wrap(fs)
+	for i := 0; i < 3; i++ {
+		if _, err := st.ApplySpooled(context.Background(), "batch-1", nil, entries(0, 2)); !errors.Is(err, errDown) {
+			t.Fatalf("ApplySpooled = %v, want the store's error", err)
+		}
+	}
+	if err := st.AddAudit(context.Background(), entries(2, 1)); !errors.Is(err, errDown) {
+		t.Fatalf("AddAudit = %v, want the store's error", err)
+	}
+	if fs.writes != 4 {
+		t.Errorf("store writes = %d, want 4", fs.writes)
+	}
+	if got := s.Backlog(); got != 3 {
+		t.Errorf("Backlog() = %d, want 3 (the batch once, the keyless row)", got)
+	}
+}

@@ -1,0 +1,50 @@
+package auditsink
+
+import (
+	"context"
+
+	"github.com/intentius/boxbroker/internal/outbox"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// Store is the part of a store the audit log is written through: the
+// outbox's (outbox.Store).
+type Store interface {
+	store.Audit
+	store.Spooled
+}
+
+// Wrap returns st with every audit row written through it appended to
+// s's backlog first, under the batch's key (a new key for a write that
+// has none), so a row is streamed even when the store does not take it,
+// and a batch written again carries its key again. A nil Sink returns
+// st itself.
+func (s *Sink) Wrap(st Store) Store {
+	if s == nil {
+		return st
+	}
+	return tee{Store: st, s: s}
+}
+
+type tee struct {
+	Store
+	s *Sink
+}
+
+func (t tee) AddAudit(ctx context.Context, entries []store.AuditEntry) error {
+	t.append(outbox.NewKey(), entries)
+	return t.Store.AddAudit(ctx, entries)
+}
+
+func (t tee) ApplySpooled(ctx context.Context, key string, settle []store.Settlement, audit []store.AuditEntry) (bool, error) {
+	t.append(key, audit)
+	return t.Store.ApplySpooled(ctx, key, settle, audit)
+}
+
+// append appends entries to the backlog; a backlog that cannot be
+// written is logged, and the store is written all the same.
+func (t tee) append(key string, entries []store.AuditEntry) {
+	if err := t.s.Append(key, entries); err != nil {
+		t.s.log.Warn("audit sink: rows not kept for the sink", "rows", len(entries), "err", err)
+	}
+}

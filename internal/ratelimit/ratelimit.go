@@ -1,0 +1,315 @@
+// Package ratelimit holds boxes' model calls to token-rate limits: input
+// tokens, output tokens and requests a minute, per box and per principal
+// on a box (store.RateLimit).
+//
+// A Limiter counts in memory, in a ring of sixty one-second slots a key
+// (a box, or a principal on a box), so that a minute's use is the sum of
+// the slots of the last sixty seconds. A request is admitted while, for
+// every limit that applies, the requests of the last minute plus this
+// one are within RPM and the input and output tokens of the last minute
+// are below their limits. Tokens are known only once the answer is read,
+// so a call is charged its tokens as it settles (Charge), and a call that
+// takes a key past a token limit is let through whole: the next calls are
+// refused until enough of the minute has passed. The overshoot of a token
+// limit is therefore at most the calls in flight when it was reached.
+//
+// Replicas sharing a store (PostgreSQL) hold the limits together without
+// a store write per request: every Every (a second), each replica writes
+// its own minute's counts of the keys it has used, one row a key, and
+// reads the others' (store.RateLimits.ExchangeRates); a request is judged
+// against its replica's counts plus the others' last reported. A replica
+// sees another's use up to one exchange late, so limits can be passed by
+// what the other replicas admit in that time. The limits themselves are
+// read from the store at every round too.
+package ratelimit
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// DefaultEvery is how often a Limiter reads the limits and exchanges its
+// counts.
+const DefaultEvery = time.Second
+
+// Config configures a Limiter. Zero fields take the defaults.
+type Config struct {
+	// Store keeps the limits and the counts replicas exchange. Required.
+	Store store.RateLimits
+	// Exchange, when true, exchanges counts with the other replicas
+	// through Store at every round (replicas sharing PostgreSQL); false
+	// counts this process alone (SQLite).
+	Exchange bool
+	// Replica names this process among the replicas (random when "").
+	Replica string
+	// Every is the period of Run's rounds (DefaultEvery when 0).
+	Every time.Duration
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+	// Logger receives rounds that fail (slog.Default when nil).
+	Logger *slog.Logger
+}
+
+// key is a limit's key: a box's own (principal "") or a principal's on it.
+type key struct{ box, principal string }
+
+// String is k as the store keeps it: box, a space, principal (neither
+// holds white space).
+func (k key) String() string { return k.box + " " + k.principal }
+
+// slot is one second's counts.
+type slot struct {
+	sec                int64
+	req, input, output int64
+}
+
+// ring is a key's last minute, a slot a second.
+type ring [60]slot
+
+// add adds to the slot of second sec.
+func (r *ring) add(sec, req, input, output int64) {
+	s := &r[sec%60]
+	if s.sec != sec {
+		*s = slot{sec: sec}
+	}
+	s.req += req
+	s.input += input
+	s.output += output
+}
+
+// sum is the counts of the minute ending with second sec, and the oldest
+// second that holds any (0 for none).
+func (r *ring) sum(sec int64) (total slot, oldest int64) {
+	for _, s := range r {
+		if s.sec > sec-60 && s.sec <= sec && (s.req|s.input|s.output) != 0 {
+			total.req += s.req
+			total.input += s.input
+			total.output += s.output
+			if oldest == 0 || s.sec < oldest {
+				oldest = s.sec
+			}
+		}
+	}
+	return total, oldest
+}
+
+// Limiter holds calls to rate limits. It is safe for concurrent use.
+type Limiter struct {
+	cfg Config
+	log *slog.Logger
+
+	mu sync.Mutex // guards what follows
+	// limits are the limits as last read.
+	limits map[key]store.RateLimit
+	// local is this process's counts of each key with a limit.
+	local map[key]*ring
+	// remote is the other replicas' counts of each key, as last read.
+	remote map[key]slot
+}
+
+// New returns a Limiter, or an error without a store.
+func New(cfg Config) (*Limiter, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("ratelimit: no store")
+	}
+	if cfg.Every <= 0 {
+		cfg.Every = DefaultEvery
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Replica == "" {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		cfg.Replica = hex.EncodeToString(b[:])
+	}
+	return &Limiter{cfg: cfg, log: cfg.Logger, limits: map[key]store.RateLimit{}, local: map[key]*ring{}, remote: map[key]slot{}}, nil
+}
+
+// Refusal is a request refused by a limit: Limit is the limit passed, Of
+// what it counts ("requests", "input tokens" or "output tokens"), Used
+// the minute's count, and RetryAfter when the request may be tried again.
+type Refusal struct {
+	Limit      store.RateLimit
+	Of         string
+	Used, Max  int64
+	RetryAfter time.Duration
+}
+
+// Admit counts a request of box paid by principal ("" for none) and
+// returns nil, or returns the refusal of the first limit it would pass
+// (the box's before the principal's) and counts nothing.
+func (l *Limiter) Admit(box, principal string) *Refusal {
+	now := l.cfg.Now()
+	sec := now.Unix()
+	keys := [2]key{{box, ""}, {box, principal}}
+	n := 1
+	if principal != "" {
+		n = 2
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.limits) == 0 {
+		return nil
+	}
+	for _, k := range keys[:n] {
+		lim, ok := l.limits[k]
+		if !ok {
+			continue
+		}
+		var used slot
+		var oldest int64
+		if r := l.local[k]; r != nil {
+			used, oldest = r.sum(sec)
+		}
+		rem := l.remote[k]
+		used.req += rem.req
+		used.input += rem.input
+		used.output += rem.output
+		var f *Refusal
+		switch {
+		case lim.RPM > 0 && used.req+1 > lim.RPM:
+			f = &Refusal{Limit: lim, Of: "requests", Used: used.req, Max: lim.RPM}
+		case lim.InputTPM > 0 && used.input >= lim.InputTPM:
+			f = &Refusal{Limit: lim, Of: "input tokens", Used: used.input, Max: lim.InputTPM}
+		case lim.OutputTPM > 0 && used.output >= lim.OutputTPM:
+			f = &Refusal{Limit: lim, Of: "output tokens", Used: used.output, Max: lim.OutputTPM}
+		}
+		if f != nil {
+			// The oldest second this replica counted leaves the minute
+			// then; counted only by others, try again after a round.
+			f.RetryAfter = l.cfg.Every
+			if oldest != 0 {
+				f.RetryAfter = time.Unix(oldest+60, 0).Sub(now)
+			}
+			f.RetryAfter = max(f.RetryAfter, time.Second)
+			return f
+		}
+	}
+	for _, k := range keys[:n] {
+		if r := l.ringLocked(k); r != nil {
+			r.add(sec, 1, 0, 0)
+		}
+	}
+	return nil
+}
+
+// Charge counts a settled call's tokens against the limits of box and
+// principal.
+func (l *Limiter) Charge(box, principal string, input, output int64) {
+	if input <= 0 && output <= 0 {
+		return
+	}
+	sec := l.cfg.Now().Unix()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if r := l.ringLocked(key{box, ""}); r != nil {
+		r.add(sec, 0, input, output)
+	}
+	if principal != "" {
+		if r := l.ringLocked(key{box, principal}); r != nil {
+			r.add(sec, 0, input, output)
+		}
+	}
+}
+
+// ringLocked is k's counts, made on first use; nil when no limit of k
+// is known.
+func (l *Limiter) ringLocked(k key) *ring {
+	if _, ok := l.limits[k]; !ok {
+		return nil
+	}
+	r := l.local[k]
+	if r == nil {
+		r = new(ring)
+		l.local[k] = r
+	}
+	return r
+}
+
+// Run reads the limits and, with Exchange, exchanges counts now and every
+// Every until ctx ends.
+func (l *Limiter) Run(ctx context.Context) {
+	t := time.NewTicker(l.cfg.Every)
+	defer t.Stop()
+	for {
+		if err := l.Round(ctx); err != nil && ctx.Err() == nil {
+			l.log.Warn("ratelimit: limits or counts not exchanged; the last ones read hold meanwhile", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Round reads the limits and, with Exchange, writes this replica's counts
+// and reads the others'.
+func (l *Limiter) Round(ctx context.Context) error {
+	ls, err := l.cfg.Store.ListRateLimits(ctx, "")
+	if err != nil {
+		return err
+	}
+	limits := make(map[key]store.RateLimit, len(ls))
+	for _, lim := range ls {
+		limits[key{lim.Box, lim.Principal}] = lim
+	}
+	now := l.cfg.Now()
+	sec := now.Unix()
+	var mine []store.RateCount
+	l.mu.Lock()
+	l.limits = limits
+	for k, r := range l.local {
+		if _, ok := limits[k]; !ok {
+			delete(l.local, k)
+			continue
+		}
+		if s, oldest := r.sum(sec); oldest != 0 || l.cfg.Exchange {
+			mine = append(mine, store.RateCount{Key: k.String(), Requests: s.req, InputTokens: s.input, OutputTokens: s.output, At: now})
+		}
+	}
+	l.mu.Unlock()
+	if !l.cfg.Exchange {
+		return nil
+	}
+	// Another replica's row counts while it was written within two
+	// rounds: one that stopped writing no longer counts.
+	others, err := l.cfg.Store.ExchangeRates(ctx, l.cfg.Replica, mine, now.Add(-2*l.cfg.Every))
+	if err != nil {
+		return err
+	}
+	remote := make(map[key]slot)
+	for _, c := range others {
+		k, ok := parseKey(c.Key)
+		if !ok {
+			continue
+		}
+		s := remote[k]
+		s.req += c.Requests
+		s.input += c.InputTokens
+		s.output += c.OutputTokens
+		remote[k] = s
+	}
+	l.mu.Lock()
+	l.remote = remote
+	l.mu.Unlock()
+	return nil
+}
+
+// parseKey reads a key as key.String writes it.
+func parseKey(s string) (key, bool) {
+	box, principal, ok := strings.Cut(s, " ")
+	return key{box, principal}, ok
+}

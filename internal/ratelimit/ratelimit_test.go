@@ -1,0 +1,143 @@
+package ratelimit_test
+
+import (
+	"context"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/ratelimit"
+	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/postgres/postgrestest"
+)
+
+func TestMain(m *testing.M) { os.Exit(postgrestest.Main(m)) }
+
+// memStore is store.RateLimits in memory: the limits, and the rows the
+// replicas exchange.
+type memStore struct {
+	mu     sync.Mutex
+	limits []store.RateLimit
+	counts map[[2]string]store.RateCount
+}
+
+func (m *memStore) SetRateLimit(_ context.Context, l store.RateLimit) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.limits = append(m.limits, l)
+	return nil
+}
+
+func (m *memStore) ListRateLimits(context.Context, string) ([]store.RateLimit, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]store.RateLimit(nil), m.limits...), nil
+}
+
+func (m *memStore) DeleteRateLimit(context.Context, string, string) error { return store.ErrNotFound }
+
+func (m *memStore) ExchangeRates(_ context.Context, replica string, mine []store.RateCount, since time.Time) ([]store.RateCount, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.counts == nil {
+		m.counts = map[[2]string]store.RateCount{}
+	}
+	for _, c := range mine {
+		c.Replica = replica
+		m.counts[[2]string{c.Key, replica}] = c
+	}
+	var out []store.RateCount
+	for k, c := range m.counts {
+		if k[1] != replica && !c.At.Before(since) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// clock is a clock tests move by hand.
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+func newLimiter(t testing.TB, st store.RateLimits, c *clock, exchange bool) *ratelimit.Limiter {
+	t.Helper()
+	l, err := ratelimit.New(ratelimit.Config{Store: st, Now: c.now, Exchange: exchange})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Round(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func TestLimiter_RequestsAMinute(t *testing.T) {
+	st := &memStore{limits: []store.RateLimit{{Box: "alpha", RPM: 3}}}
+	c := &clock{time.Unix(1_000_000, 0)}
+	l := newLimiter(t, st, c, false)
+	for i := range 3 {
+		if f := l.Admit("alpha", ""); f != nil {
+			t.Fatalf("Admit #%d = %+v, want admitted", i+1, f)
+		}
+		c.t = c.t.Add(10 * time.Second)
+	}
+	f := l.Admit("alpha", "")
+	if f == nil || f.Of != "requests" || f.RetryAfter != 30*time.Second {
+		t.Fatalf("Admit #4 = %+v, want refused on requests, retry after 30s (the first call leaves the minute)", f)
+	}
+	if f := l.Admit("beta", ""); f != nil {
+		t.Errorf("Admit(beta), a box with no limit = %+v, want admitted", f)
+	}
+	c.t = c.t.Add(30 * time.Second)
+	if f := l.Admit("alpha", ""); f != nil {
+		t.Errorf("Admit a minute after the first = %+v, want admitted", f)
+	}
+}
+
+// TestLimiter_OutputTokensChargedAfter: output tokens are known only once
+// a call is answered; the call that passes the limit is let through, and
+// the next is refused while the minute holds more than the limit.
+func TestLimiter_OutputTokensChargedAfter(t *testing.T) {
+	st := &memStore{limits: []store.RateLimit{{Box: "alpha", Principal: "github:ann", OutputTPM: 100, InputTPM: 1000}}}
+	c := &clock{time.Unix(1_000_000, 0)}
+	l := newLimiter(t, st, c, false)
+	if f := l.Admit("alpha", "github:ann"); f != nil {
+		t.Fatalf("Admit = %+v, want admitted", f)
+	}
+	l.Charge("alpha", "github:ann", 10, 150)
+	f := l.Admit("alpha", "github:ann")
+	if f == nil || f.Of != "output tokens" || f.Used != 150 || f.Limit.Principal != "github:ann" {
+		t.Fatalf("Admit past the output limit = %+v, want refused on ann's output tokens", f)
+	}
+	if f := l.Admit("alpha", "github:bob"); f != nil {
+		t.Errorf("Admit(bob) = %+v, want admitted (ann's limit is not bob's)", f)
+	}
+}
+
+// TestLimiter_ReplicasShareALimit: what one replica counted holds the
+// other once they have exchanged counts.
+func TestLimiter_ReplicasShareALimit(t *testing.T) {
+	st := &memStore{limits: []store.RateLimit{{Box: "alpha", RPM: 4}}}
+	c := &clock{time.Unix(1_000_000, 0)}
+	a, b := newLimiter(t, st, c, true), newLimiter(t, st, c, true)
+	for range 3 {
+		if f := a.Admit("alpha", ""); f != nil {
+			t.Fatalf("a.Admit = %+v", f)
+		}
+	}
+	ctx := context.Background()
+	if err := a.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if f := b.Admit("alpha", ""); f != nil {
+		t.Fatalf("b.Admit #4 = %+v, want admitted", f)
+	}
+	if f := b.Admit("alpha", ""); f == nil {
+		t.Fatalf("b.Admit #5 = nil, want refused: a's 3 and b's 1 fill the 4 a minute")
+	}
+}

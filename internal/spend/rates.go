@@ -1,0 +1,63 @@
+package spend
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/ratelimit"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// RateLimiter holds model calls to token-rate limits (ratelimit.Limiter): a
+// call is admitted before its budget is reserved, and charged its tokens
+// as it settles.
+type RateLimiter interface {
+	// Admit counts a call of box paid by principal, or refuses it.
+	Admit(box, principal string) *ratelimit.Refusal
+	// Charge counts a settled call's tokens.
+	Charge(box, principal string, input, output int64)
+}
+
+// admitRate refuses a call of s past a rate limit with a 429 whose
+// Retry-After says when to try again; nil admits it (and without a RateLimiter).
+func (m *Meter) admitRate(w http.ResponseWriter, s *settlement) error {
+	if m.cfg.RateLimiter == nil {
+		return nil
+	}
+	f := m.cfg.RateLimiter.Admit(s.box, s.principal)
+	if f == nil {
+		return nil
+	}
+	secs := int64(math.Ceil(f.RetryAfter.Seconds()))
+	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+	return RateLimited(f)
+}
+
+// RateLimited is the refusal of a call past f's limit.
+func RateLimited(f *ratelimit.Refusal) *capability.Error {
+	who := "this box"
+	if f.Limit.Principal != "" {
+		who = f.Limit.Principal + " on this box"
+	}
+	return &capability.Error{Status: http.StatusTooManyRequests, Type: protocol.TypeRateLimit, Reason: capability.ReasonTokenRate,
+		Message: fmt.Sprintf("The rate limit of %s is %d %s a minute, and %d were used in the last minute; try again in %s. "+
+			"The owner can change it with `boxbroker limit set`.", who, f.Max, f.Of, f.Used, f.RetryAfter.Round(time.Second))}
+}
+
+// chargeRate counts what rows read against s's rate limits.
+func (m *Meter) chargeRate(s *settlement, rows []store.Usage) {
+	if m.cfg.RateLimiter == nil {
+		return
+	}
+	var in, out int64
+	for _, u := range rows {
+		in += u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens
+		out += u.OutputTokens
+	}
+	m.cfg.RateLimiter.Charge(s.box, s.principal, in, out)
+}

@@ -1,0 +1,87 @@
+package sso
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestRoleOf(t *testing.T) {
+	tests := []struct {
+		name      string
+		claim     string
+		operators []string
+		viewers   []string
+		claims    map[string]any
+		want      Role
+		wantOK    bool
+	}{
+		{"operator by email", "email", []string{"a@x.com"}, nil, map[string]any{"email": "a@x.com", "email_verified": true}, Operator, true},
+		{"unverified email", "email", []string{"a@x.com"}, []string{"*"}, map[string]any{"email": "a@x.com", "email_verified": false}, "", false},
+		{"viewer by email", "email", []string{"a@x.com"}, []string{"b@x.com"}, map[string]any{"email": "b@x.com", "email_verified": true}, Viewer, true},
+		{"stranger", "email", []string{"a@x.com"}, []string{"b@x.com"}, map[string]any{"email": "c@x.com", "email_verified": true}, "", false},
+		{"everyone a viewer", "email", []string{"a@x.com"}, []string{"*"}, map[string]any{"email": "c@x.com", "email_verified": true}, Viewer, true},
+		{"operator by group", "groups", []string{"ops"}, []string{"staff"}, map[string]any{"groups": []any{"staff", "ops"}}, Operator, true},
+		{"viewer by group", "groups", []string{"ops"}, []string{"staff"}, map[string]any{"groups": []any{"staff"}}, Viewer, true},
+		{"group claim not a list of strings", "groups", []string{"ops"}, nil, map[string]any{"groups": []any{1, map[string]any{"ops": true}}}, "", false},
+		{"no claim", "groups", []string{"ops"}, []string{"staff"}, map[string]any{}, "", false},
+		{"case matters", "groups", []string{"ops"}, nil, map[string]any{"groups": "OPS"}, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &Provider{cfg: Config{RoleClaim: tt.claim, Operators: tt.operators, Viewers: tt.viewers}}
+			got, ok := p.roleOf(tt.claims)
+			if got != tt.want || ok != tt.wantOK {
+				t.Errorf("roleOf(%v) = %q, %t; want %q, %t", tt.claims, got, ok, tt.want, tt.wantOK)
+			}
+		})
+	}
+}
+
+func TestConfig_Validate(t *testing.T) {
+	good := Config{Issuer: "https://id.example.com", ClientID: "c", RedirectURL: "https://b.example.com/ui/sso/callback", Operators: []string{"a@x.com"}}
+	if err := good.Validate(); err != nil {
+		t.Fatalf("Validate(good) = %v", err)
+	}
+	if err := (Config{}).Validate(); err != nil {
+		t.Fatalf("Validate(off) = %v", err)
+	}
+	tests := []struct {
+		name string
+		edit func(*Config)
+		want string
+	}{
+		{"plain http issuer", func(c *Config) { c.Issuer = "http://id.example.com" }, "not https"},
+		{"loopback http issuer", func(c *Config) { c.Issuer = "http://127.0.0.1:9999" }, ""},
+		{"issuer with user", func(c *Config) { c.Issuer = "https://u:p@id.example.com" }, "sso-issuer"},
+		{"no client", func(c *Config) { c.ClientID = "" }, "sso-client-id"},
+		{"redirect path", func(c *Config) { c.RedirectURL = "https://b.example.com/cb" }, "/ui/sso/callback"},
+		{"no roles", func(c *Config) { c.Operators = nil }, "nobody"},
+		{"every operator", func(c *Config) { c.Operators = []string{"*"} }, "never everyone"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := good
+			tt.edit(&c)
+			err := c.Validate()
+			if tt.want == "" && err != nil {
+				t.Fatalf("Validate() = %v, want nil", err)
+			}
+			if tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+				t.Fatalf("Validate() = %v, want an error with %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestNameOf_DropsControlCharacters(t *testing.T) {
+	got := nameOf(map[string]any{"email": "eve@x.com\n(by admin, operator)\x1b[2J"}, "s")
+	if strings.ContainsAny(got, "\n\x1b") {
+		t.Errorf("nameOf = %q, holds control characters", got)
+	}
+	if got := nameOf(map[string]any{"email": strings.Repeat("é", 300)}, "s"); len(got) > 200 || !strings.HasPrefix(got, "é") {
+		t.Errorf("nameOf of a long email = %d bytes, want at most 200 of valid UTF-8", len(got))
+	}
+	if got := nameOf(map[string]any{}, "subject-1"); got != "subject-1" {
+		t.Errorf("nameOf with no email = %q, want the subject", got)
+	}
+}

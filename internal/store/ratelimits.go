@@ -1,0 +1,46 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// RateLimit bounds the pace of a box's model calls (Principal "") or of
+// its calls one principal pays for: InputTPM input tokens and OutputTPM
+// output tokens a minute, and RPM requests a minute. 0 is no bound.
+type RateLimit struct {
+	Box       string
+	Principal string
+	InputTPM  int64
+	OutputTPM int64
+	RPM       int64
+	UpdatedAt time.Time
+}
+
+// RateCount is what one replica counted against one key of the rate
+// limiter over the last minute, as of At.
+type RateCount struct {
+	Key          string
+	Replica      string
+	Requests     int64
+	InputTokens  int64
+	OutputTokens int64
+	At           time.Time
+}
+
+// RateLimits keeps the rate limits, and the counts the replicas sharing a
+// store exchange to hold them together (package ratelimit).
+type RateLimits interface {
+	// SetRateLimit creates or replaces the rate limit of l.Box and
+	// l.Principal; ErrNotFound if there is no such box.
+	SetRateLimit(ctx context.Context, l RateLimit) error
+	// ListRateLimits returns the rate limits of box ("" for every box),
+	// by box, the box's own first, then by principal.
+	ListRateLimits(ctx context.Context, box string) ([]RateLimit, error)
+	// DeleteRateLimit removes a rate limit; ErrNotFound if none.
+	DeleteRateLimit(ctx context.Context, box, principal string) error
+	// ExchangeRates writes mine, one replica's counts (replacing what it
+	// wrote before under the same key), and returns every other
+	// replica's counts written at or after since.
+	ExchangeRates(ctx context.Context, replica string, mine []RateCount, since time.Time) ([]RateCount, error)
+}

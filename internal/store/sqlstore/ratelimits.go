@@ -1,0 +1,103 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// SetRateLimit creates or replaces the rate limit of l.Box and
+// l.Principal; store.ErrNotFound if there is no such box.
+func (s *Store) SetRateLimit(ctx context.Context, l store.RateLimit) error {
+	op := fmt.Sprintf("set rate limit of box %q", l.Box)
+	if l.InputTPM < 0 || l.OutputTPM < 0 || l.RPM < 0 {
+		return fmt.Errorf("%s: negative limit", op)
+	}
+	return s.Write(ctx, op, func(tx *sql.Tx) ([]store.Change, error) {
+		_, err := tx.ExecContext(ctx, `INSERT INTO rate_limits (box, principal, input_tpm, output_tpm, rpm, updated_at) VALUES ($1, $2, $3, $4, $5, $6)
+			ON CONFLICT (box, principal) DO UPDATE SET input_tpm = excluded.input_tpm, output_tpm = excluded.output_tpm,
+				rpm = excluded.rpm, updated_at = excluded.updated_at`,
+			l.Box, l.Principal, l.InputTPM, l.OutputTPM, l.RPM, s.D.Time(l.UpdatedAt))
+		return nil, err
+	})
+}
+
+// ListRateLimits returns the rate limits of box, or of every box for "".
+func (s *Store) ListRateLimits(ctx context.Context, box string) ([]store.RateLimit, error) {
+	op := fmt.Sprintf("list rate limits of box %q", box)
+	rows, err := s.R.QueryContext(ctx, `SELECT box, principal, input_tpm, output_tpm, rpm, updated_at FROM rate_limits
+		WHERE ($1 = '' OR box = $2) ORDER BY box`+s.D.Collate()+`, principal`+s.D.Collate(), box, box)
+	if err != nil {
+		return nil, s.D.Translate(op, err)
+	}
+	defer rows.Close()
+	var out []store.RateLimit
+	for rows.Next() {
+		var l store.RateLimit
+		if err := rows.Scan(&l.Box, &l.Principal, &l.InputTPM, &l.OutputTPM, &l.RPM, Time(&l.UpdatedAt)); err != nil {
+			return nil, s.D.Translate(op, err)
+		}
+		out = append(out, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.D.Translate(op, err)
+	}
+	return out, nil
+}
+
+// DeleteRateLimit removes a rate limit; store.ErrNotFound if none.
+func (s *Store) DeleteRateLimit(ctx context.Context, box, principal string) error {
+	return s.Write(ctx, fmt.Sprintf("delete rate limit of box %q", box), func(tx *sql.Tx) ([]store.Change, error) {
+		res, err := tx.ExecContext(ctx, "DELETE FROM rate_limits WHERE box = $1 AND principal = $2", box, principal)
+		if err != nil {
+			return nil, err
+		}
+		return nil, NotFound(res)
+	})
+}
+
+// ExchangeRates writes mine and returns the other replicas' counts
+// written at or after since.
+func (s *Store) ExchangeRates(ctx context.Context, replica string, mine []store.RateCount, since time.Time) ([]store.RateCount, error) {
+	op := "exchange rate counts"
+	if len(mine) > 0 {
+		err := s.Write(ctx, op, func(tx *sql.Tx) ([]store.Change, error) {
+			for _, c := range mine {
+				if _, err := tx.ExecContext(ctx, `INSERT INTO rate_counts (key, replica, requests, input_tokens, output_tokens, at) VALUES ($1, $2, $3, $4, $5, $6)
+					ON CONFLICT (key, replica) DO UPDATE SET requests = excluded.requests, input_tokens = excluded.input_tokens,
+						output_tokens = excluded.output_tokens, at = excluded.at`,
+					c.Key, replica, c.Requests, c.InputTokens, c.OutputTokens, c.At.UnixMilli()); err != nil {
+					return nil, err
+				}
+			}
+			_, err := tx.ExecContext(ctx, "DELETE FROM rate_counts WHERE at < $1", since.Add(-time.Hour).UnixMilli())
+			return nil, err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	rows, err := s.R.QueryContext(ctx, `SELECT key, replica, requests, input_tokens, output_tokens, at FROM rate_counts
+		WHERE replica <> $1 AND at >= $2`, replica, since.UnixMilli())
+	if err != nil {
+		return nil, s.D.Translate(op, err)
+	}
+	defer rows.Close()
+	var out []store.RateCount
+	for rows.Next() {
+		var c store.RateCount
+		var at int64
+		if err := rows.Scan(&c.Key, &c.Replica, &c.Requests, &c.InputTokens, &c.OutputTokens, &at); err != nil {
+			return nil, s.D.Translate(op, err)
+		}
+		c.At = time.UnixMilli(at).UTC()
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.D.Translate(op, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,196 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// proposal is a pending rule proposal of box, keyed key, opened at at(n).
+func proposal(box, id, key string, n int) store.Proposal {
+	return store.Proposal{ID: id, Box: box, Kind: store.ProposalRule, Secret: "GITHUB", Method: "POST", Path: "/repos/acme/x/issues",
+		Host: "https://api.github.com", Reason: "outside its rules", Key: key, CreatedAt: at(n), ExpiresAt: at(n + 3600)}
+}
+
+// testProposals: a proposal opens pending, identical ones merge into a
+// count, a box holds at most max pending, an unanswered one expires and
+// frees its place, a decision is made once, approvals in force are
+// listed until they end, asks are set and cleared, and all of it writes
+// no change and goes with its box.
+func testProposals(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	mustCreateBox(t, s, "alpha")
+	mustCreateBox(t, s, "beta")
+	seq := lastChange(t, s)
+
+	if _, err := s.OpenProposal(ctx, proposal("nobody", "p-0", "k0", 1), 3); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("OpenProposal(no box) = %v, want ErrNotFound", err)
+	}
+	p, err := s.OpenProposal(ctx, proposal("alpha", "p-1", "k1", 1), 3)
+	if err != nil {
+		t.Fatalf("OpenProposal = %v, want nil", err)
+	}
+	want := proposal("alpha", "p-1", "k1", 1)
+	want.Count, want.State, want.UpdatedAt = 1, store.ProposalPending, at(1)
+	if d := diff(want, p); d != "" {
+		t.Errorf("OpenProposal mismatch (-want +got):\n%s", d)
+	}
+	again := proposal("alpha", "p-other", "k1", 2)
+	p, err = s.OpenProposal(ctx, again, 3)
+	if err != nil || p.ID != "p-1" || p.Count != 2 || !sameTime(p.UpdatedAt, at(2)) {
+		t.Errorf("OpenProposal(same key) = %s count %d updated %v, %v; want p-1 count 2 updated at(2)", p.ID, p.Count, p.UpdatedAt, err)
+	}
+	for i, key := range []string{"k2", "k3"} {
+		if _, err := s.OpenProposal(ctx, proposal("alpha", fmt.Sprintf("p-%d", i+2), key, 3), 3); err != nil {
+			t.Fatalf("OpenProposal(%s) = %v, want nil", key, err)
+		}
+	}
+	if _, err := s.OpenProposal(ctx, proposal("alpha", "p-4", "k4", 4), 3); !errors.Is(err, store.ErrFull) {
+		t.Errorf("OpenProposal(past max) = %v, want ErrFull", err)
+	}
+	if p, err := s.OpenProposal(ctx, proposal("alpha", "p-x", "k1", 4), 3); err != nil || p.Count != 3 {
+		t.Errorf("OpenProposal(same key, full) = count %d, %v; want 3, nil", p.Count, err)
+	}
+	if _, err := s.OpenProposal(ctx, proposal("beta", "p-b", "k1", 4), 3); err != nil {
+		t.Errorf("OpenProposal(other box) = %v, want nil", err)
+	}
+
+	list, err := s.ListProposals(ctx, "alpha", store.ProposalPending, at(5), 10)
+	if err != nil || len(list) != 3 || list[0].ID != "p-3" && list[0].ID != "p-2" {
+		t.Fatalf("ListProposals(alpha, pending) = %+v, %v; want 3, newest first", list, err)
+	}
+	if all, err := s.ListProposals(ctx, "", "", at(5), 10); err != nil || len(all) != 4 {
+		t.Errorf("ListProposals(all) = %d, %v; want 4, nil", len(all), err)
+	}
+
+	// Approve p-1 for an hour, deny p-2; a second decision is refused.
+	ap, err := s.DecideProposal(ctx, "p-1", store.ProposalApproved, at(3605), "owner", at(5))
+	if err != nil || ap.State != store.ProposalApproved || !sameTime(ap.Until, at(3605)) || ap.DecidedBy != "owner" || !sameTime(ap.DecidedAt, at(5)) {
+		t.Fatalf("DecideProposal(approve) = %+v, %v", ap, err)
+	}
+	if _, err := s.DecideProposal(ctx, "p-1", store.ProposalDenied, time.Time{}, "owner", at(6)); !errors.Is(err, store.ErrNotPending) {
+		t.Errorf("DecideProposal(again) = %v, want ErrNotPending", err)
+	}
+	if _, err := s.DecideProposal(ctx, "p-none", store.ProposalDenied, time.Time{}, "owner", at(6)); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("DecideProposal(none) = %v, want ErrNotFound", err)
+	}
+	if _, err := s.DecideProposal(ctx, "p-2", store.ProposalDenied, time.Time{}, "owner", at(6)); err != nil {
+		t.Errorf("DecideProposal(deny) = %v, want nil", err)
+	}
+	in, err := s.ApprovalsInForce(ctx, "alpha", store.ProposalRule, at(10))
+	if err != nil || len(in) != 1 || in[0].ID != "p-1" {
+		t.Errorf("ApprovalsInForce = %+v, %v; want p-1", in, err)
+	}
+	if in, err := s.ApprovalsInForce(ctx, "alpha", store.ProposalRule, at(3605)); err != nil || len(in) != 0 {
+		t.Errorf("ApprovalsInForce(after its end) = %+v, %v; want none", in, err)
+	}
+	if in, err := s.ApprovalsInForce(ctx, "alpha", store.ProposalHost, at(10)); err != nil || len(in) != 0 {
+		t.Errorf("ApprovalsInForce(other kind) = %+v, %v; want none", in, err)
+	}
+	// An approval is used once, while in force.
+	if err := s.UseApproval(ctx, "p-1", at(3605)); !errors.Is(err, store.ErrNotPending) {
+		t.Errorf("UseApproval(after its end) = %v, want ErrNotPending", err)
+	}
+	if err := s.UseApproval(ctx, "p-2", at(10)); !errors.Is(err, store.ErrNotPending) {
+		t.Errorf("UseApproval(denied) = %v, want ErrNotPending", err)
+	}
+	if err := s.UseApproval(ctx, "p-1", at(10)); err != nil {
+		t.Errorf("UseApproval = %v, want nil", err)
+	}
+	if err := s.UseApproval(ctx, "p-1", at(11)); !errors.Is(err, store.ErrNotPending) {
+		t.Errorf("UseApproval(again) = %v, want ErrNotPending", err)
+	}
+	if in, err := s.ApprovalsInForce(ctx, "alpha", store.ProposalRule, at(12)); err != nil || len(in) != 0 {
+		t.Errorf("ApprovalsInForce after use = %+v, %v; want none", in, err)
+	}
+	// A new proposal with key k1 opens again: the approved one is no
+	// longer pending.
+	if p, err := s.OpenProposal(ctx, proposal("alpha", "p-5", "k1", 7), 3); err != nil || p.ID != "p-5" || p.Count != 1 {
+		t.Errorf("OpenProposal(k1 after approval) = %s count %d, %v; want p-5 count 1", p.ID, p.Count, err)
+	}
+
+	// p-3 expires unanswered; it can no longer be decided, reads as
+	// expired, and its place is free.
+	late := at(3 + 3600)
+	if p, err := s.Proposal(ctx, "p-3", late); err != nil || p.State != store.ProposalExpired {
+		t.Errorf("Proposal(p-3, late) = %s, %v; want expired", p.State, err)
+	}
+	if _, err := s.DecideProposal(ctx, "p-3", store.ProposalApproved, time.Time{}, "owner", late); !errors.Is(err, store.ErrNotPending) {
+		t.Errorf("DecideProposal(expired) = %v, want ErrNotPending", err)
+	}
+	if ex, err := s.ListProposals(ctx, "alpha", store.ProposalExpired, late, 10); err != nil || len(ex) != 1 || ex[0].ID != "p-3" {
+		t.Errorf("ListProposals(expired) = %+v, %v; want p-3", ex, err)
+	}
+	p6 := proposal("alpha", "p-6", "k6", 3+3600)
+	if _, err := s.OpenProposal(ctx, p6, 3); err != nil {
+		t.Errorf("OpenProposal(after expiry) = %v, want nil", err)
+	}
+	if _, err := s.Proposal(ctx, "p-none", late); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Proposal(none) = %v, want ErrNotFound", err)
+	}
+
+	// Asks.
+	for _, sc := range []string{"secret:GITHUB", "hosts", "hosts"} {
+		if err := s.SetAsk(ctx, "alpha", sc, true); err != nil {
+			t.Fatalf("SetAsk(%s) = %v", sc, err)
+		}
+	}
+	if err := s.SetAsk(ctx, "nobody", "hosts", true); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("SetAsk(no box) = %v, want ErrNotFound", err)
+	}
+	if asks, err := s.ListAsks(ctx, "alpha"); err != nil || len(asks) != 2 || asks[0] != "hosts" || asks[1] != "secret:GITHUB" {
+		t.Errorf("ListAsks = %v, %v; want [hosts secret:GITHUB]", asks, err)
+	}
+	if err := s.SetAsk(ctx, "alpha", "hosts", false); err != nil {
+		t.Fatal(err)
+	}
+	if asks, err := s.ListAsks(ctx, "alpha"); err != nil || len(asks) != 1 {
+		t.Errorf("ListAsks after off = %v, %v; want [secret:GITHUB]", asks, err)
+	}
+	noChange(t, s, "proposals", seq)
+
+	if err := s.DeleteBox(ctx, "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	if all, err := s.ListProposals(ctx, "alpha", "", late, 10); err != nil || len(all) != 0 {
+		t.Errorf("ListProposals after DeleteBox = %d, %v; want 0", len(all), err)
+	}
+	if asks, err := s.ListAsks(ctx, "alpha"); err != nil || len(asks) != 0 {
+		t.Errorf("ListAsks after DeleteBox = %v, %v; want none", asks, err)
+	}
+}
+
+// testConcurrentProposals: many refusals at once, all different, write
+// at most max pending rows; all identical, one row whose count is theirs.
+func testConcurrentProposals(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	mustCreateBox(t, s, "alpha")
+	const n, max = 24, 5
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			_, err := s.OpenProposal(ctx, proposal("alpha", fmt.Sprintf("p-d%d", i), fmt.Sprintf("d%d", i), 1), max)
+			if err != nil && !errors.Is(err, store.ErrFull) {
+				t.Errorf("OpenProposal(d%d) = %v", i, err)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			_, err := s.OpenProposal(ctx, proposal("alpha", fmt.Sprintf("p-s%d", i), "same", 1), max)
+			if err != nil && !errors.Is(err, store.ErrFull) {
+				t.Errorf("OpenProposal(same) = %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	list, err := s.ListProposals(ctx, "alpha", "", at(2), 100)
+	if err != nil || len(list) > max {
+		t.Fatalf("ListProposals = %d rows, %v; want at most %d", len(list), err, max)
+	}
+}

@@ -1,0 +1,68 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+func testRateLimits(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	mustCreateBox(t, s, "alpha")
+	wantErr(t, "SetRateLimit(nobox)", s.SetRateLimit(ctx, store.RateLimit{Box: "nobox", RPM: 1, UpdatedAt: at(1)}), store.ErrNotFound)
+	wantErr(t, "SetRateLimit", s.SetRateLimit(ctx, store.RateLimit{Box: "alpha", Principal: "github:ann", InputTPM: 10, UpdatedAt: at(1)}), nil)
+	wantErr(t, "SetRateLimit", s.SetRateLimit(ctx, store.RateLimit{Box: "alpha", RPM: 5, UpdatedAt: at(1)}), nil)
+	wantErr(t, "SetRateLimit", s.SetRateLimit(ctx, store.RateLimit{Box: "alpha", RPM: 6, OutputTPM: 7, UpdatedAt: at(2)}), nil)
+	got, err := s.ListRateLimits(ctx, "")
+	if err != nil {
+		t.Fatalf("ListRateLimits = %v", err)
+	}
+	want := []store.RateLimit{
+		{Box: "alpha", RPM: 6, OutputTPM: 7, UpdatedAt: at(2).UTC().Truncate(time.Microsecond)},
+		{Box: "alpha", Principal: "github:ann", InputTPM: 10, UpdatedAt: at(1).UTC().Truncate(time.Microsecond)},
+	}
+	if d := diff(want, got); d != "" {
+		t.Errorf("ListRateLimits mismatch (-want +got):\n%s", d)
+	}
+	wantErr(t, "DeleteRateLimit", s.DeleteRateLimit(ctx, "alpha", "github:ann"), nil)
+	wantErr(t, "DeleteRateLimit(again)", s.DeleteRateLimit(ctx, "alpha", "github:ann"), store.ErrNotFound)
+
+	now := time.UnixMilli(time.Now().UnixMilli()).UTC()
+	if _, err := s.ExchangeRates(ctx, "r1", []store.RateCount{{Key: "alpha", Requests: 3, InputTokens: 30, At: now}}, now.Add(-time.Minute)); err != nil {
+		t.Fatalf("ExchangeRates(r1) = %v", err)
+	}
+	others, err := s.ExchangeRates(ctx, "r2", []store.RateCount{{Key: "alpha", Requests: 1, At: now}}, now.Add(-time.Minute))
+	if err != nil {
+		t.Fatalf("ExchangeRates(r2) = %v", err)
+	}
+	if d := diff([]store.RateCount{{Key: "alpha", Replica: "r1", Requests: 3, InputTokens: 30, At: now}}, others); d != "" {
+		t.Errorf("ExchangeRates(r2) mismatch (-want +got):\n%s", d)
+	}
+	if others, _ := s.ExchangeRates(ctx, "r2", nil, now.Add(time.Second)); len(others) != 0 {
+		t.Errorf("ExchangeRates(since after) = %+v, want none", others)
+	}
+}
+
+func testAlerts(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	mustCreateBox(t, s, "alpha")
+	a := store.BudgetAlert{Box: "alpha", Window: "day", Period: "2026-10-05", Threshold: 80, Limit: 100, Spent: 85, At: at(1).UTC().Truncate(time.Microsecond)}
+	for i, want := range []bool{true, false} {
+		if got, err := s.MarkAlert(ctx, a); got != want || err != nil {
+			t.Errorf("MarkAlert #%d = %v, %v, want %v, nil", i+1, got, err, want)
+		}
+	}
+	b := a
+	b.Threshold, b.At = 100, at(2).UTC().Truncate(time.Microsecond)
+	if got, err := s.MarkAlert(ctx, b); !got || err != nil {
+		t.Errorf("MarkAlert(100%%) = %v, %v, want true, nil", got, err)
+	}
+	got, err := s.ListAlerts(ctx, "alpha", 10)
+	if err != nil {
+		t.Fatalf("ListAlerts = %v", err)
+	}
+	if d := diff([]store.BudgetAlert{b, a}, got); d != "" {
+		t.Errorf("ListAlerts mismatch (-want +got):\n%s", d)
+	}
+}

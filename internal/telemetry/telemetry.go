@@ -1,0 +1,296 @@
+// Package telemetry is boxbroker's OpenTelemetry tracing: one trace per
+// box call, exported over OTLP/HTTP by the OpenTelemetry Go SDK.
+//
+// Tracing is off unless the standard OTEL_* environment variables ask for
+// it (see Enabled); off, New returns a nil *Tracing, whose methods do
+// nothing and cost nothing beyond a nil check, and the server installs
+// none of its wrappers.
+//
+// A trace is a "box call" span (the server's) with three kinds of
+// children: "admission" (from the call's arrival to its first upstream
+// call, or to its answer when it made none), one "upstream" span per
+// upstream call, and "record" (the call's metrics and audit row). Spans
+// carry the box's name, the capability, the route template, the model,
+// the payer's kind, the status, the refusal reason and the tokens the
+// answer reported. They never carry a header, a body, a query, a path
+// with ids in it, a token, a credential or a secret's value: every
+// attribute is set here, from the list in this file, and no
+// instrumentation library adds its own.
+//
+// A box's traceparent header is not followed: a box is not trusted to
+// join the operator's traces, so every call starts a trace of its own.
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Attribute keys set on a box call's spans. They are the whole list: no
+// other attribute is ever set.
+const (
+	AttrBox        = attribute.Key("boxbroker.box")
+	AttrCapability = attribute.Key("boxbroker.capability")
+	AttrRoute      = attribute.Key("http.route")
+	AttrMethod     = attribute.Key("http.request.method")
+	AttrStatus     = attribute.Key("http.response.status_code")
+	AttrReason     = attribute.Key("boxbroker.reason")
+	AttrModel      = attribute.Key("gen_ai.request.model")
+	AttrPayer      = attribute.Key("boxbroker.payer.kind")
+	AttrInput      = attribute.Key("gen_ai.usage.input_tokens")
+	AttrOutput     = attribute.Key("gen_ai.usage.output_tokens")
+	AttrCacheRead  = attribute.Key("boxbroker.usage.cache_read_tokens")
+	AttrCacheWrite = attribute.Key("boxbroker.usage.cache_write_tokens")
+	AttrCost       = attribute.Key("boxbroker.cost_micros")
+	AttrServer     = attribute.Key("server.address")
+)
+
+// ErrUnsupported is returned by New for an OTEL_* setting this package
+// does not serve (a traces exporter other than otlp or none, an OTLP
+// protocol other than http/protobuf).
+var ErrUnsupported = errors.New("telemetry: unsupported OpenTelemetry setting")
+
+// Enabled reports whether the OTEL_* variables getenv reads ask for
+// traces: OTEL_SDK_DISABLED is not "true", OTEL_TRACES_EXPORTER is not
+// "none", and OTEL_TRACES_EXPORTER is "otlp" or an OTLP endpoint is set
+// (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT).
+func Enabled(getenv func(string) string) bool {
+	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
+		return false
+	}
+	exp := strings.ToLower(strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER")))
+	switch exp {
+	case "none":
+		return false
+	case "otlp":
+		return true
+	}
+	return getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != ""
+}
+
+// Tracing starts and exports box calls' traces. A nil *Tracing is valid:
+// it traces nothing.
+type Tracing struct {
+	tp     *sdktrace.TracerProvider
+	tracer trace.Tracer
+}
+
+// New returns the Tracing the process's OTEL_* environment variables
+// configure, or nil (and no error) when they ask for none (see Enabled). The OTLP
+// exporter itself reads the endpoint, headers, timeout, compression and
+// certificate variables (OTEL_EXPORTER_OTLP_*), the batch processor the
+// OTEL_BSP_* ones, the sampler OTEL_TRACES_SAMPLER and its argument, and
+// the resource OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES; the
+// service name is "boxbroker" when none is set. It returns an error
+// wrapping ErrUnsupported for a setting it does not serve. Nothing is
+// sent until a span ends. The SDK's own errors (an export that failed)
+// go to log at WARN (nil: slog.Default()); the SDK keeps its error
+// handler process-wide, so the last New's log receives them.
+func New(ctx context.Context, log *slog.Logger) (*Tracing, error) {
+	getenv := os.Getenv
+	if !Enabled(getenv) {
+		return nil, nil
+	}
+	if exp := strings.ToLower(strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER"))); exp != "" && exp != "otlp" {
+		return nil, fmt.Errorf("%w: OTEL_TRACES_EXPORTER=%q (only otlp or none)", ErrUnsupported, exp)
+	}
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
+		if p := strings.TrimSpace(getenv(k)); p != "" && p != "http/protobuf" {
+			return nil, fmt.Errorf("%w: %s=%q (only http/protobuf)", ErrUnsupported, k, p)
+		}
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		log.Warn("telemetry: OpenTelemetry", "err", err)
+	}))
+	exp, err := otlptracehttp.New(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: OTLP trace exporter: %w", err)
+	}
+	res, err := resource.Merge(
+		resource.NewSchemaless(semconv.ServiceName("boxbroker")),
+		resource.Environment(),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: resource: %w", err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	return &Tracing{tp: tp, tracer: tp.Tracer("github.com/intentius/boxbroker/internal/telemetry")}, nil
+}
+
+// Shutdown sends the spans still waiting and stops the exporter. It is
+// safe on a nil Tracing.
+func (t *Tracing) Shutdown(ctx context.Context) error {
+	if t == nil {
+		return nil
+	}
+	return t.tp.Shutdown(ctx)
+}
+
+// ForceFlush sends the spans waiting, for tests and shutdown.
+func (t *Tracing) ForceFlush(ctx context.Context) error {
+	if t == nil {
+		return nil
+	}
+	return t.tp.ForceFlush(ctx)
+}
+
+// call is what a box call's context holds for its spans.
+type call struct {
+	start time.Time
+	// admitted is set once the admission span has been ended.
+	admitted atomic.Bool
+}
+
+type callKey struct{}
+
+// Handler returns next with each request traced in a "box call" span,
+// begun as the request arrives and ended when next returns. A nil
+// Tracing returns next itself.
+func (t *Tracing) Handler(next http.Handler) http.Handler {
+	if t == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c := &call{start: time.Now()}
+		// A new root: the box's traceparent, if any, is not followed.
+		ctx, span := t.tracer.Start(context.WithValue(r.Context(), callKey{}, c), "box call",
+			trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindServer), trace.WithTimestamp(c.start))
+		defer span.End()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// admission ends the call's admission span at end, once.
+func (t *Tracing) admission(ctx context.Context, end time.Time) {
+	c, _ := ctx.Value(callKey{}).(*call)
+	if c == nil || !c.admitted.CompareAndSwap(false, true) {
+		return
+	}
+	_, span := t.tracer.Start(ctx, "admission", trace.WithTimestamp(c.start))
+	span.End(trace.WithTimestamp(end))
+}
+
+// Transport returns rt with each upstream call of a traced box call in
+// an "upstream" span: its method, the upstream's host and its status;
+// never its path, query, headers or body. A nil Tracing returns rt
+// itself.
+func (t *Tracing) Transport(rt http.RoundTripper) http.RoundTripper {
+	if t == nil {
+		return rt
+	}
+	return roundTripper{t: t, rt: rt}
+}
+
+type roundTripper struct {
+	t  *Tracing
+	rt http.RoundTripper
+}
+
+func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	if !trace.SpanFromContext(ctx).IsRecording() {
+		return rt.rt.RoundTrip(req)
+	}
+	rt.t.admission(ctx, time.Now())
+	_, span := rt.t.tracer.Start(ctx, "upstream", trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(AttrMethod.String(req.Method), AttrServer.String(req.URL.Hostname())))
+	defer span.End()
+	resp, err := rt.rt.RoundTrip(req)
+	if err != nil {
+		// The error's text may quote the URL: only its kind is kept.
+		span.SetStatus(codes.Error, "upstream call failed")
+		return resp, err
+	}
+	span.SetAttributes(AttrStatus.Int(resp.StatusCode))
+	if resp.StatusCode >= 500 {
+		span.SetStatus(codes.Error, "")
+	}
+	return resp, err
+}
+
+// Call is what a box call's record says, for its spans.
+type Call struct {
+	Box, Capability, Route, Method, Reason string
+	Status                                 int
+	Cost                                   int64
+}
+
+// Record notes c on ctx's box call span, ends its admission span if no
+// upstream call ended it, and begins its "record" span; the returned
+// func ends that span. On a nil Tracing, or a ctx with no box call, it
+// returns a func that does nothing.
+func (t *Tracing) Record(ctx context.Context, c *Call) (end func()) {
+	if t == nil || ctx == nil {
+		return nop
+	}
+	root := trace.SpanFromContext(ctx)
+	if !root.IsRecording() {
+		return nop
+	}
+	t.admission(ctx, time.Now())
+	attrs := []attribute.KeyValue{
+		AttrCapability.String(c.Capability), AttrRoute.String(c.Route), AttrMethod.String(c.Method),
+		AttrStatus.Int(c.Status),
+	}
+	if c.Box != "" {
+		attrs = append(attrs, AttrBox.String(c.Box))
+	}
+	if c.Reason != "" {
+		attrs = append(attrs, AttrReason.String(c.Reason))
+	}
+	if c.Cost != 0 {
+		attrs = append(attrs, AttrCost.Int64(c.Cost))
+	}
+	root.SetAttributes(attrs...)
+	if c.Status >= 500 {
+		root.SetStatus(codes.Error, c.Reason)
+	}
+	_, span := t.tracer.Start(ctx, "record")
+	return func() { span.End() }
+}
+
+func nop() {}
+
+// Usage notes one model's usage on ctx's span, for the spend meter as a
+// call settles: the model, the payer's kind and the tokens. It costs a
+// context lookup when ctx holds no recording span.
+func Usage(ctx context.Context, model, payer string, input, output, cacheRead, cacheWrite int64) {
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() {
+		return
+	}
+	span.SetAttributes(AttrModel.String(model), AttrPayer.String(payer),
+		AttrInput.Int64(input), AttrOutput.Int64(output), AttrCacheRead.Int64(cacheRead), AttrCacheWrite.Int64(cacheWrite))
+}
+
+// TraceID is the trace id of ctx's span as hex, "" when it has none, for
+// the latency histograms' exemplars.
+func TraceID(ctx context.Context) string {
+	if ctx == nil {
+		return ""
+	}
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() || !sc.IsSampled() {
+		return ""
+	}
+	return sc.TraceID().String()
+}
