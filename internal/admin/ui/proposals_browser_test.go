@@ -63,6 +63,9 @@ func TestOwnerPage_BrowserApprovesAProposal(t *testing.T) {
 	}
 	if err := chromedp.Do(tctx,
 		chromedp.Click(chromedp.CSS("#proposal-"+id+" button[name=approve]")),
+		// The list is on the page before the click too: wait for the
+		// answer to the form, the page without the proposal.
+		chromedp.WaitNotPresent(chromedp.CSS("#proposal-"+id)),
 		chromedp.WaitVisible(chromedp.CSS("table.list")),
 	); err != nil {
 		t.Fatalf("browser: approve: %v", err)
