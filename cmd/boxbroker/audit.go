@@ -15,7 +15,6 @@ import (
 
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/admin/adminclient"
-	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
@@ -48,8 +47,8 @@ func runAudit(ctx context.Context, c *cli, args []string) error {
 	box := ""
 	if len(boxes) == 1 {
 		box = boxes[0]
-		if !protocol.IsBoxName(box) {
-			return fmt.Errorf("%w: box name %q must match ^[a-z][a-z0-9-]{0,62}$", errUsage, box)
+		if err := boxArg(box); err != nil {
+			return err
 		}
 	}
 	from, ok := admin.ParseSince(*since, time.Now())

@@ -11,12 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/admin"
-	"github.com/intentius/boxbroker/internal/payer"
-	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/admin/adminclient"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
-	"github.com/intentius/boxbroker/internal/token"
 )
 
 func runBox(ctx context.Context, c *cli, args []string) error {
@@ -66,18 +64,13 @@ func runBox(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	needName := func() (string, error) {
-		if len(args) != 1 {
-			return "", fmt.Errorf("%w: box %s takes one NAME", errUsage, sub)
-		}
-		if !protocol.IsBoxName(args[0]) {
-			return "", fmt.Errorf("%w: box name %q must match ^[a-z][a-z0-9-]{0,62}$", errUsage, args[0])
-		}
-		return args[0], nil
-	}
 	var name string
 	if sub != "list" {
-		if name, err = needName(); err != nil {
+		if len(args) != 1 {
+			return fmt.Errorf("%w: box %s takes one NAME", errUsage, sub)
+		}
+		name = args[0]
+		if err := boxArg(name); err != nil {
 			return err
 		}
 	} else if len(args) != 0 {
@@ -91,78 +84,56 @@ func runBox(ctx context.Context, c *cli, args []string) error {
 	if err := lt.check(sub, fs); err != nil {
 		return err
 	}
-	if *adminURL != "" {
-		return runBoxRemote(ctx, c, *adminURL, sub, name, *brokerURL, *yes, lt)
-	}
-	open := openExisting
-	if sub == "add" {
-		open = openStore
-	}
-	st, err := open(ctx, &cfg)
+	be, err := c.backend(ctx, &cfg, *adminURL, "box "+sub, sub == "add")
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer be.close()
+	return remoteError(runBoxOn(ctx, c, be, sub, name, *brokerURL, *yes, lt))
+}
+
+// runBoxOn is `box add|list|remove|rotate|bind` on be.
+func runBoxOn(ctx context.Context, c *cli, be *backend, sub, name, brokerURL string, yes bool, lt lifetimes) error {
 	switch sub {
 	case "add":
-		tok, err := token.NewBox()
-		if err != nil {
-			return err
-		}
-		now := time.Now().UTC()
-		b := store.Box{Name: name, TokenHash: token.Hash(tok), CreatedAt: now, PayerKind: protocol.PayerShared, From: lt.fromList, TokenTTL: lt.ttlD}
+		nb := operator.NewBox{Name: name, From: lt.fromStrings()}
 		if lt.ttlD > 0 {
-			b.ExpiresAt = now.Add(lt.ttlD)
+			nb.TTL = lt.ttlD.String()
 		}
-		err = st.CreateBox(ctx, b)
-		if errors.Is(err, store.ErrExists) {
-			return fmt.Errorf("a box named %s already exists (rotate its token with `boxbroker box rotate %s`)", name, name)
-		}
+		bt, err := be.AddBox(ctx, nb)
 		if err != nil {
 			return err
 		}
-		printToken(c, name, tok, *brokerURL, "added"+lt.added(b.ExpiresAt))
+		printToken(c, name, bt.Token, brokerURL, "added"+lt.added(parseViewTime(bt.Box.ExpiresAt)))
 	case "rotate":
-		tok, err := token.NewBox()
+		tr := operator.TokenRotation{TTL: lt.ttlString()}
+		if lt.graceD > 0 {
+			tr.Grace = lt.graceD.String()
+		}
+		bt, err := be.RotateBoxWith(ctx, name, tr)
 		if err != nil {
 			return err
 		}
-		b, err := st.Box(ctx, name)
-		if errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("no box named %s", name)
-		} else if err != nil {
-			return err
-		}
-		rot := admin.Rotation(b, token.Hash(tok), time.Now(), lt.ttlPtr(), lt.graceD)
-		if err := st.ReplaceToken(ctx, name, rot); errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("no box named %s", name)
-		} else if err != nil {
-			return err
-		}
-		printToken(c, name, tok, *brokerURL, "rotated; "+lt.rotated(rot.GraceUntil, rot.ExpiresAt))
+		printToken(c, name, bt.Token, brokerURL, "rotated; "+lt.rotated(parseViewTime(bt.Box.OldTokenUntil), parseViewTime(bt.Box.ExpiresAt)))
 	case "bind":
-		if err := st.BindBox(ctx, name, lt.fromList); errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("no box named %s", name)
-		} else if err != nil {
+		from := lt.fromStrings()
+		if _, err := be.UpdateBox(ctx, name, operator.BoxSettings{From: &from}); err != nil {
 			return err
 		}
-		fmt.Fprintf(c.stdout, "box %s: its token is taken from %s\n", name, admin.DescribeFrom(lt.fromList))
+		fmt.Fprintf(c.stdout, "box %s: its token is taken from %s\n", name, operator.DescribeFrom(lt.fromList))
 	case "remove":
-		if !*yes && !c.confirm(fmt.Sprintf("Remove box %s, its declaration, secrets, grants and feedback?", name)) {
+		if !yes && !c.confirm(fmt.Sprintf("Remove box %s, its declaration, secrets, grants and feedback?", name)) {
 			return errors.New("not removed (pass --yes to remove without asking)")
 		}
-		if err := st.DeleteBox(ctx, name); errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("no box named %s", name)
-		} else if err != nil {
+		if err := be.RemoveBox(ctx, name); err != nil {
 			return err
-		}
-		// The owner's credential is the box's alone; it goes with the box.
-		if err := st.DeleteCredential(ctx, payer.OwnerAnthropic(name)); err != nil && !errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("removed box %s, but not its owner's credential: %w", name, err)
 		}
 		fmt.Fprintf(c.stdout, "removed box %s\n", name)
 	case "list":
-		return listBoxes(ctx, c.stdout, st)
+		if be.local != nil {
+			return listBoxes(ctx, c.stdout, be.local)
+		}
+		return listRemoteBoxes(ctx, c.stdout, be.Actions.(*adminclient.Client))
 	}
 	return nil
 }
@@ -248,14 +219,6 @@ func parseLifetime(flagName, v string) (time.Duration, error) {
 	return d, nil
 }
 
-// ttlPtr is the TTL rotate was given, nil when it was not.
-func (lt *lifetimes) ttlPtr() *time.Duration {
-	if !lt.ttlSet {
-		return nil
-	}
-	return &lt.ttlD
-}
-
 // ttlString is the TTL as the admin API takes it, nil when not given.
 func (lt *lifetimes) ttlString() *string {
 	if !lt.ttlSet {
@@ -279,7 +242,7 @@ func (lt *lifetimes) fromStrings() []string {
 func (lt *lifetimes) added(expires time.Time) string {
 	s := ""
 	if len(lt.fromList) > 0 {
-		s += "; its token is taken only from " + admin.DescribeFrom(lt.fromList)
+		s += "; its token is taken only from " + operator.DescribeFrom(lt.fromList)
 	}
 	if !expires.IsZero() {
 		s += "; its token expires at " + expires.UTC().Format(time.RFC3339)

@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"text/tabwriter"
-	"time"
 
-	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -22,6 +20,7 @@ const maxResourceID = 512
 func runBoxResources(ctx context.Context, c *cli, sub string, args []string) error {
 	var cfg server.Config
 	fs := c.flags("box "+sub, &cfg)
+	adminURL := c.adminURLFlag(fs)
 	args, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -37,8 +36,8 @@ func runBoxResources(ctx context.Context, c *cli, sub string, args []string) err
 		return fmt.Errorf("%w: box %s NAME sandbox|vault|conversation ID", errUsage, sub)
 	}
 	name := args[0]
-	if !protocol.IsBoxName(name) {
-		return fmt.Errorf("%w: box name %q must match ^[a-z][a-z0-9-]{0,62}$", errUsage, name)
+	if err := boxArg(name); err != nil {
+		return err
 	}
 	var kind, id string
 	if sub != "resources" {
@@ -52,59 +51,31 @@ func runBoxResources(ctx context.Context, c *cli, sub string, args []string) err
 			return fmt.Errorf("%w: %v", errUsage, err)
 		}
 	}
-	st, err := openExisting(ctx, &cfg)
+	be, err := c.backend(ctx, &cfg, *adminURL, "box "+sub, false)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	if _, err := st.Box(ctx, name); errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("no box named %s", name)
-	} else if err != nil {
-		return err
-	}
+	defer be.close()
 	switch sub {
 	case "assign":
-		err := st.AddResource(ctx, store.Resource{Box: name, Kind: kind, ID: id, At: time.Now().UTC()})
-		if errors.Is(err, store.ErrExists) {
-			owner, oerr := st.ResourceOwner(ctx, kind, id)
-			if oerr != nil {
-				return fmt.Errorf("%s %s is already another box's", kind, id)
-			}
-			return fmt.Errorf("%s %s is already box %s's; unassign it there first (`boxbroker box unassign %s %s %s`)", kind, id, owner, owner, kind, id)
-		}
-		if errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("no box named %s", name)
-		}
-		if err != nil {
-			return err
+		if _, err := be.AddResource(ctx, name, operator.NewResource{Kind: kind, ID: id}); err != nil {
+			return remoteError(err)
 		}
 		fmt.Fprintf(c.stdout, "%s %s is box %s's\n", kind, id, name)
 	case "unassign":
-		owner, err := st.ResourceOwner(ctx, kind, id)
-		if errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("%s %s is no box's", kind, id)
-		}
-		if err != nil {
-			return err
-		}
-		if owner != name {
-			return fmt.Errorf("%s %s is box %s's, not box %s's", kind, id, owner, name)
-		}
-		if err := st.DeleteResource(ctx, kind, id); errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("%s %s is no box's", kind, id)
-		} else if err != nil {
-			return err
+		if err := be.RemoveResource(ctx, name, kind, id); err != nil {
+			return remoteError(err)
 		}
 		fmt.Fprintf(c.stdout, "%s %s is no longer box %s's; the box's requests naming it are refused\n", kind, id, name)
 	case "resources":
-		rs, err := st.ListResources(ctx, name)
+		rs, err := be.ListResources(ctx, name)
 		if err != nil {
-			return err
+			return remoteError(err)
 		}
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "KIND\tID\tSINCE")
 		for _, r := range rs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", safe(r.Kind), safe(r.ID), r.At.UTC().Format(time.RFC3339))
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", safe(r.Kind), safe(r.ID), r.At)
 		}
 		return tw.Flush()
 	}

@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
-	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/server"
-	"github.com/intentius/boxbroker/internal/store"
 )
 
 // runBoxConsent is `box consent NAME [on|off]`: it records whether the
@@ -17,6 +15,7 @@ import (
 func runBoxConsent(ctx context.Context, c *cli, args []string) error {
 	var cfg server.Config
 	fs := c.flags("box consent", &cfg)
+	adminURL := c.adminURLFlag(fs)
 	args, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -25,8 +24,8 @@ func runBoxConsent(ctx context.Context, c *cli, args []string) error {
 		return fmt.Errorf("%w: box consent NAME [on|off]", errUsage)
 	}
 	name := args[0]
-	if !protocol.IsBoxName(name) {
-		return fmt.Errorf("%w: box name %q must match ^[a-z][a-z0-9-]{0,62}$", errUsage, name)
+	if err := boxArg(name); err != nil {
+		return err
 	}
 	var on bool
 	if len(args) == 2 {
@@ -38,27 +37,21 @@ func runBoxConsent(ctx context.Context, c *cli, args []string) error {
 			return fmt.Errorf("%w: box consent %s takes on or off, not %q", errUsage, name, args[1])
 		}
 	}
-	st, err := openExisting(ctx, &cfg)
+	be, err := c.backend(ctx, &cfg, *adminURL, "box consent", false)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	b, err := st.Box(ctx, name)
-	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("no box named %s", name)
-	}
-	if err != nil {
-		return err
-	}
+	defer be.close()
 	if len(args) == 1 {
+		b, err := be.Box(ctx, name)
+		if err != nil {
+			return remoteError(err)
+		}
 		fmt.Fprintf(c.stdout, "box %s: consent %s\n", name, onOff(b.Consent))
 		return nil
 	}
-	b.Consent = on
-	if err := st.UpdateBox(ctx, b); errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("no box named %s", name)
-	} else if err != nil {
-		return err
+	if _, err := be.UpdateBox(ctx, name, operator.BoxSettings{Consent: &on}); err != nil {
+		return remoteError(err)
 	}
 	if on {
 		fmt.Fprintf(c.stdout, "box %s: consent on; the broker keeps its feedback\n", name)

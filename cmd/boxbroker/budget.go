@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/cache"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/spend"
@@ -67,8 +68,8 @@ func runBudget(ctx context.Context, c *cli, args []string) error {
 		return fmt.Errorf("%w: budget %s takes %s", errUsage, sub, what)
 	}
 	box := pos[0]
-	if !protocol.IsBoxName(box) {
-		return fmt.Errorf("%w: box name %q must match ^[a-z][a-z0-9-]{0,62}$", errUsage, box)
+	if err := boxArg(box); err != nil {
+		return err
 	}
 	if *principal != "" {
 		if err := checkPrincipal(*principal); err != nil {
@@ -106,7 +107,7 @@ func runBudget(ctx context.Context, c *cli, args []string) error {
 	case "set":
 		err := st.SetBudget(ctx, store.Budget{Box: box, Principal: *principal, Limit: limit, UpdatedAt: time.Now().UTC()})
 		if errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("no box named %s", box)
+			return errors.New(operator.NoBox(box))
 		}
 		if err != nil {
 			return err
@@ -144,7 +145,7 @@ func runBudget(ctx context.Context, c *cli, args []string) error {
 	case "list":
 		bs, err := spend.Budgets(ctx, st, box, *month)
 		if errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("no box named %s", box)
+			return errors.New(operator.NoBox(box))
 		}
 		if err != nil {
 			return err

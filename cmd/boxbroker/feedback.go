@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/feedback"
-	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -55,8 +55,8 @@ func runFeedback(ctx context.Context, c *cli, args []string) error {
 		return fmt.Errorf("%w: feedback %s takes one BOX", errUsage, sub)
 	}
 	name := args[0]
-	if !protocol.IsBoxName(name) {
-		return fmt.Errorf("%w: box name %q must match ^[a-z][a-z0-9-]{0,62}$", errUsage, name)
+	if err := boxArg(name); err != nil {
+		return err
 	}
 	st, err := openExisting(ctx, &cfg)
 	if err != nil {
@@ -64,7 +64,7 @@ func runFeedback(ctx context.Context, c *cli, args []string) error {
 	}
 	defer st.Close()
 	if _, err := st.Box(ctx, name); errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("no box named %s", name)
+		return errors.New(operator.NoBox(name))
 	} else if err != nil {
 		return err
 	}

@@ -2,16 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"text/tabwriter"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/grant"
-	"github.com/intentius/boxbroker/internal/payer"
-	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/server"
-	"github.com/intentius/boxbroker/internal/store"
 )
 
 // runGrant manages grants: `grant issue BOX PRINCIPAL [--ttl 15m]` prints
@@ -31,12 +28,6 @@ func runGrant(ctx context.Context, c *cli, args []string) error {
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
-	}
-	boxArg := func() (string, error) {
-		if !protocol.IsBoxName(pos[0]) {
-			return "", fmt.Errorf("%w: box name %q must match ^[a-z][a-z0-9-]{0,62}$", errUsage, pos[0])
-		}
-		return pos[0], nil
 	}
 	switch sub {
 	case "issue":
@@ -61,68 +52,62 @@ func runGrant(ctx context.Context, c *cli, args []string) error {
 		return fmt.Errorf("%w: unknown grant command %q (issue, list, revoke)", errUsage, sub)
 	}
 	if sub != "revoke" {
-		if _, err := boxArg(); err != nil {
+		if err := boxArg(pos[0]); err != nil {
 			return err
 		}
 	}
-	if *adminURL != "" {
-		return runGrantRemote(ctx, c, *adminURL, sub, pos, *ttl)
-	}
-	st, err := openExisting(ctx, &cfg)
+	be, err := c.backend(ctx, &cfg, *adminURL, "grant "+sub, false)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	now := time.Now().UTC()
+	defer be.close()
+	return remoteError(runGrantOn(ctx, c, be, sub, pos, *ttl))
+}
+
+// runGrantOn is `grant issue|list|revoke` on be; pos and ttl are checked.
+func runGrantOn(ctx context.Context, c *cli, be *backend, sub string, pos []string, ttl time.Duration) error {
 	switch sub {
 	case "issue":
 		box, principal := pos[0], pos[1]
-		value, g, err := grant.Issue(ctx, st, box, principal, *ttl, now)
-		if errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("no box named %s", box)
-		}
+		ig, err := be.IssueGrant(ctx, box, operator.NewGrant{Principal: principal, TTL: ttl.String()})
 		if err != nil {
 			return err
 		}
+		expires := "never"
+		if ig.Grant.ExpiresAt != nil {
+			expires = *ig.Grant.ExpiresAt
+		}
 		fmt.Fprintf(c.stderr, "grant %s for %s on box %s, until %s. Its value is shown this once; give it to %s and nowhere else.\n",
-			g.ID, principal, box, g.ExpiresAt.Format(time.RFC3339), principal)
-		if _, err := st.Credential(ctx, payer.VisitorAnthropic(principal)); errors.Is(err, store.ErrNotFound) {
+			ig.Grant.ID, principal, box, expires, principal)
+		if !ig.VisitorCredential {
 			fmt.Fprintf(c.stderr, "warning: %s holds no credential here, so the grant pays for nothing until `boxbroker visitor set %s`.\n", principal, principal)
 		}
-		fmt.Fprintln(c.stdout, value)
+		fmt.Fprintln(c.stdout, ig.Value)
 	case "revoke":
-		if err := st.RevokeGrant(ctx, pos[0], now); errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("no grant %s", pos[0])
-		} else if err != nil {
+		if err := be.RevokeGrant(ctx, pos[0]); err != nil {
 			return err
 		}
 		fmt.Fprintf(c.stdout, "revoked grant %s\n", pos[0])
 	case "list":
-		box := pos[0]
-		if _, err := st.Box(ctx, box); errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("no box named %s", box)
-		} else if err != nil {
-			return err
-		}
-		gs, err := st.ListGrants(ctx, box)
+		gs, err := be.ListGrants(ctx, pos[0])
 		if err != nil {
 			return err
 		}
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "GRANT\tPRINCIPAL\tISSUED\tEXPIRES\tSTATE")
 		for _, g := range gs {
-			state := "active"
-			switch grant.Check(g, box, now) {
-			case grant.Revoked:
-				state = "revoked " + g.RevokedAt.UTC().Format(time.RFC3339)
-			case grant.Expired:
-				state = "expired"
+			state := g.State
+			switch {
+			case g.State == "current":
+				state = "active"
+			case g.RevokedAt != nil:
+				state += " " + *g.RevokedAt
 			}
 			expires := "never"
-			if !g.ExpiresAt.IsZero() {
-				expires = g.ExpiresAt.UTC().Format(time.RFC3339)
+			if g.ExpiresAt != nil {
+				expires = *g.ExpiresAt
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", g.ID, safe(g.Principal), g.CreatedAt.UTC().Format(time.RFC3339), expires, state)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", g.ID, safe(g.Principal), g.IssuedAt, expires, state)
 		}
 		return tw.Flush()
 	}

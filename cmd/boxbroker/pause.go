@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
-	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/server"
-	"github.com/intentius/boxbroker/internal/store"
 )
 
 // runBoxPause answers `box pause NAME` and `box resume NAME`. A paused box
@@ -26,43 +24,30 @@ func runBoxPause(ctx context.Context, c *cli, sub string, args []string) error {
 		return fmt.Errorf("%w: box %s takes one NAME", errUsage, sub)
 	}
 	name := pos[0]
-	if !protocol.IsBoxName(name) {
-		return fmt.Errorf("%w: box name %q must match ^[a-z][a-z0-9-]{0,62}$", errUsage, name)
+	if err := boxArg(name); err != nil {
+		return err
 	}
 	pause := sub == "pause"
-	if *adminURL != "" {
-		return runBoxPauseRemote(ctx, c, *adminURL, name, pause)
-	}
-	st, err := openExisting(ctx, &cfg)
+	be, err := c.backend(ctx, &cfg, *adminURL, "box "+sub, false)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	b, err := st.Box(ctx, name)
-	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("no box named %s", name)
-	}
+	defer be.close()
+	b, err := be.Box(ctx, name)
 	if err != nil {
-		return err
+		return remoteError(err)
 	}
 	if b.Paused == pause {
 		fmt.Fprintf(c.stdout, "box %s is already %s\n", name, map[bool]string{true: "paused", false: "running"}[pause])
 		return nil
 	}
-	b.Paused = pause
-	if err := st.UpdateBox(ctx, b); errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("no box named %s", name)
-	} else if err != nil {
-		return err
+	if _, err := be.UpdateBox(ctx, name, operator.BoxSettings{Paused: &pause}); err != nil {
+		return remoteError(err)
 	}
-	printPaused(c, name, pause)
-	return nil
-}
-
-func printPaused(c *cli, name string, pause bool) {
 	if pause {
 		fmt.Fprintf(c.stdout, "paused box %s: every capability is refused with a 403 until `boxbroker box resume %s`; its declaration reports are still taken\n", name, name)
 	} else {
 		fmt.Fprintf(c.stdout, "resumed box %s\n", name)
 	}
+	return nil
 }

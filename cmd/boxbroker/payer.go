@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/cloud"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/secrets"
@@ -31,8 +32,8 @@ func runBoxPayer(ctx context.Context, c *cli, args []string) error {
 		return fmt.Errorf("%w: box payer NAME shared|owner [--principal github:<login>]; the owner's credential is read from stdin, never from arguments", errUsage)
 	}
 	name, kind := pos[0], pos[1]
-	if !protocol.IsBoxName(name) {
-		return fmt.Errorf("%w: box name %q must match ^[a-z][a-z0-9-]{0,62}$", errUsage, name)
+	if err := boxArg(name); err != nil {
+		return err
 	}
 	if kind == protocol.PayerShared && *principal != "" {
 		return fmt.Errorf("%w: --principal names the owner; a shared payer has none", errUsage)
@@ -75,7 +76,7 @@ func runBoxPayer(ctx context.Context, c *cli, args []string) error {
 	}
 	ch, err := payer.Set(ctx, st, keyring, name, choice, time.Now())
 	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("no box named %s", name)
+		return errors.New(operator.NoBox(name))
 	}
 	if ch.CredentialSet {
 		fmt.Fprintf(c.stderr, "set %s's owner's credential (%s), sealed at rest\n", name, describe(payer.SharedAnthropic, choice.Credential))

@@ -9,7 +9,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/admin/adminclient"
 	"github.com/intentius/boxbroker/internal/cloud"
 	"github.com/intentius/boxbroker/internal/payer"
@@ -35,53 +34,6 @@ func remoteError(err error) error {
 		return fmt.Errorf("%s (%d)", safe(ae.Message), ae.Status)
 	}
 	return err
-}
-
-// runBoxRemote is `box add|list|remove|rotate` through the admin API.
-func runBoxRemote(ctx context.Context, c *cli, url, sub, name, brokerURL string, yes bool, lt lifetimes) error {
-	cl, err := c.adminClient(url)
-	if err != nil {
-		return err
-	}
-	switch sub {
-	case "add":
-		nb := admin.NewBox{Name: name, From: lt.fromStrings()}
-		if lt.ttlD > 0 {
-			nb.TTL = lt.ttlD.String()
-		}
-		bt, err := cl.AddBox(ctx, nb)
-		if err != nil {
-			return remoteError(err)
-		}
-		printToken(c, name, bt.Token, brokerURL, "added"+lt.added(parseViewTime(bt.Box.ExpiresAt)))
-	case "rotate":
-		tr := admin.TokenRotation{TTL: lt.ttlString()}
-		if lt.graceD > 0 {
-			tr.Grace = lt.graceD.String()
-		}
-		bt, err := cl.RotateBoxWith(ctx, name, tr)
-		if err != nil {
-			return remoteError(err)
-		}
-		printToken(c, name, bt.Token, brokerURL, "rotated; "+lt.rotated(parseViewTime(bt.Box.OldTokenUntil), parseViewTime(bt.Box.ExpiresAt)))
-	case "bind":
-		from := lt.fromStrings()
-		if _, err := cl.UpdateBox(ctx, name, admin.BoxSettings{From: &from}); err != nil {
-			return remoteError(err)
-		}
-		fmt.Fprintf(c.stdout, "box %s: its token is taken from %s\n", name, admin.DescribeFrom(lt.fromList))
-	case "remove":
-		if !yes && !c.confirm(fmt.Sprintf("Remove box %s, its declaration, secrets, grants and feedback?", name)) {
-			return errors.New("not removed (pass --yes to remove without asking)")
-		}
-		if err := cl.RemoveBox(ctx, name); err != nil {
-			return remoteError(err)
-		}
-		fmt.Fprintf(c.stdout, "removed box %s\n", name)
-	case "list":
-		return listRemoteBoxes(ctx, c.stdout, cl)
-	}
-	return nil
 }
 
 // describeCloud says what a cloud account of kind the broker took is, as

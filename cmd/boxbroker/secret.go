@@ -14,6 +14,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/mint"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/server"
@@ -68,8 +69,8 @@ func runSecret(ctx context.Context, c *cli, args []string) error {
 		return fmt.Errorf("%w: secret %s takes %s", errUsage, sub, what)
 	}
 	box := pos[0]
-	if !protocol.IsBoxName(box) {
-		return fmt.Errorf("%w: box name %q must match ^[a-z][a-z0-9-]{0,62}$", errUsage, box)
+	if err := boxArg(box); err != nil {
+		return err
 	}
 	var name string
 	if n == 2 {
@@ -118,7 +119,7 @@ func runSecret(ctx context.Context, c *cli, args []string) error {
 		}
 		defer st.Close()
 		if _, err := st.Box(ctx, box); errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("no box named %s", box)
+			return errors.New(operator.NoBox(box))
 		} else if err != nil {
 			return err
 		}

@@ -7,7 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
@@ -29,8 +29,8 @@ func runSpend(ctx context.Context, c *cli, args []string) error {
 		return fmt.Errorf("%w: spend takes one BOX", errUsage)
 	}
 	box := pos[0]
-	if !protocol.IsBoxName(box) {
-		return fmt.Errorf("%w: box name %q must match ^[a-z][a-z0-9-]{0,62}$", errUsage, box)
+	if err := boxArg(box); err != nil {
+		return err
 	}
 	if spend.Resets(*month).IsZero() {
 		return fmt.Errorf("%w: month %q is not written YYYY-MM", errUsage, *month)
@@ -45,7 +45,7 @@ func runSpend(ctx context.Context, c *cli, args []string) error {
 	defer st.Close()
 	rep, err := spend.Compare(ctx, st, box, *month)
 	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("no box named %s", box)
+		return errors.New(operator.NoBox(box))
 	}
 	if err != nil {
 		return err

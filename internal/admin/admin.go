@@ -27,7 +27,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/cache"
-	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/pool"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/secrets"
@@ -76,6 +76,7 @@ type Server struct {
 	mux    *http.ServeMux
 	routes []Route
 	hosts  map[string]bool // Config.Hosts, as HostName returns them
+	op     *operator.Service
 }
 
 // Route is one admin route: a net/http pattern with its method, such as
@@ -115,6 +116,14 @@ func New(cfg Config) (*Server, error) {
 		cfg.Now = time.Now
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), hosts: hosts}
+	var c operator.Cache
+	if cfg.Cache != nil {
+		c = cfg.Cache
+	}
+	var err error
+	if s.op, err = operator.New(operator.Config{Store: cfg.Store, Cache: c, Logger: cfg.Logger, Now: cfg.Now}); err != nil {
+		return nil, err
+	}
 	s.routes = s.apiRoutes()
 	for _, rt := range s.routes {
 		s.Handle(rt)
@@ -194,65 +203,41 @@ func (m *refuseMux) Write(b []byte) (int, error) {
 	return len(b), nil // the mux's text is dropped
 }
 
-// adapt renders a handler's error as a refusal. An *capability.Error keeps
-// its status and message; any other error is a 500 whose text is logged,
-// never shown.
+// adapt renders a handler's error as a refusal (Refusal).
 func (s *Server) adapt(h func(http.ResponseWriter, *http.Request) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		err := h(w, r)
-		if err == nil {
-			return
+		if err := h(w, r); err != nil {
+			status, typ, msg := Refusal(err)
+			var oe *operator.Error
+			if !errors.As(err, &oe) || oe.Err != nil {
+				s.log.Error("admin request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+			}
+			protocol.WriteRefusal(w, status, typ, msg)
 		}
-		var ce *capability.Error
-		if !errors.As(err, &ce) {
-			ce = &capability.Error{Status: http.StatusInternalServerError, Type: protocol.TypeAPI,
-				Message: "The broker could not complete the request.", Err: err}
-		}
-		if ce.Err != nil {
-			s.log.Error("admin request failed", "method", r.Method, "path", r.URL.Path, "status", ce.Status, "err", ce.Err)
-		}
-		protocol.WriteRefusal(w, ce.Status, ce.Type, ce.Message)
 	})
-}
-
-// StoreError maps a store error to a refusal: ErrNotFound to 404 with
-// notFound's message, ErrExists to 409 with exists', ErrUnavailable to
-// 503, anything else to a 500 that is logged.
-func StoreError(err error, notFound, exists string) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, store.ErrNotFound) && notFound != "":
-		return capability.Errorf(http.StatusNotFound, protocol.TypeNotFound, "%s", notFound)
-	case errors.Is(err, store.ErrExists) && exists != "":
-		return capability.Errorf(http.StatusConflict, protocol.TypeInvalid, "%s", exists)
-	case errors.Is(err, store.ErrUnavailable):
-		return capability.Unavailable(err)
-	}
-	return err
 }
 
 // readJSON decodes r's body, at most MaxBody bytes of one JSON value with
 // no field v does not know, into v.
 func readJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(strings.ToLower(ct), "application/json") {
-		return capability.Errorf(http.StatusUnsupportedMediaType, protocol.TypeInvalid, "The body must be application/json.")
+		return operator.Errorf(operator.Unsupported, "The body must be application/json.")
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		return capability.Errorf(http.StatusRequestEntityTooLarge, protocol.TypeTooLarge, "The body is over %d bytes.", MaxBody)
+		return operator.Errorf(operator.TooLarge, "The body is over %d bytes.", MaxBody)
 	}
 	if err != nil {
-		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "The body could not be read.")
+		return operator.Errorf(operator.Invalid, "The body could not be read.")
 	}
 	dec := json.NewDecoder(strings.NewReader(string(body)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "The body is not the JSON object this route takes: %s.", jsonProblem(err))
+		return operator.Errorf(operator.Invalid, "The body is not the JSON object this route takes: %s.", jsonProblem(err))
 	}
 	if dec.More() {
-		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "The body holds more than one JSON value.")
+		return operator.Errorf(operator.Invalid, "The body holds more than one JSON value.")
 	}
 	return nil
 }
@@ -313,7 +298,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 // metrics answers /metrics from cfg.Metrics.
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request) error {
 	if s.cfg.Metrics == nil {
-		return capability.Errorf(http.StatusNotFound, protocol.TypeNotFound, "This broker exports no metrics.")
+		return operator.Errorf(operator.NotFound, "This broker exports no metrics.")
 	}
 	s.cfg.Metrics.ServeHTTP(w, r)
 	return nil

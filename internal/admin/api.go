@@ -1,78 +1,27 @@
 package admin
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/intentius/boxbroker/internal/operator"
+)
 
 // The admin API's bodies. Times are RFC 3339 in UTC with milliseconds, as
 // the protocol writes them; a field that is not known is null.
 
-// BoxView is a box as the admin API shows it.
-type BoxView struct {
-	Name      string `json:"name"`
-	CreatedAt string `json:"createdAt"`
-	Consent   bool   `json:"consent"`
-	Paused    bool   `json:"paused"`
-	// Payer is who pays for the box's model calls when no grant applies.
-	Payer PayerView `json:"payer"`
-	// ReportedAt is when the box last reported its declaration; null if never.
-	ReportedAt *string `json:"reportedAt"`
-	// Capabilities are the entries of its last report naming this broker.
-	Capabilities []CapabilityView `json:"capabilities"`
-	// Listing is the listing its last report carried; null if none.
-	Listing *ListingView `json:"listing"`
-	// Spend is this month's spend its last report carried; null when the
-	// report carried none or another month's.
-	Spend *SpendView `json:"spend"`
-	// From are the source CIDRs the box's token is bound to; empty when
-	// it is taken from any address.
-	From []string `json:"from"`
-	// TokenTTL is the lifetime each of its tokens is minted with (a Go
-	// duration, such as "720h0m0s"); null for none.
-	TokenTTL *string `json:"tokenTTL"`
-	// ExpiresAt is when its token stops being taken; null for never.
-	ExpiresAt *string `json:"expiresAt"`
-	// OldTokenUntil is when the token it had before its last rotation
-	// stops being taken (a rotation's grace); null when there is none.
-	OldTokenUntil *string `json:"oldTokenUntil"`
-}
-
-// PayerView is a payer: kind shared, owner or visitor, and the principal
-// (null when unknown).
-type PayerView struct {
-	Kind      string  `json:"kind"`
-	Principal *string `json:"principal"`
-}
-
-// CapabilityView is one declared entry.
-type CapabilityView struct {
-	Name   string   `json:"name"`
-	Broker string   `json:"broker"`
-	Scope  []string `json:"scope"`
-}
-
-// ListingView is a box's reported listing.
-type ListingView struct {
-	Published bool   `json:"published"`
-	Title     string `json:"title"`
-	Line      string `json:"line"`
-}
-
-// SpendView is one month's reported spend, in total and by principal.
-type SpendView struct {
-	Month       string          `json:"month"`
-	USD         float64         `json:"usd"`
-	Runs        int64           `json:"runs"`
-	Unpriced    int64           `json:"unpriced"`
-	ByPrincipal []PrincipalView `json:"byPrincipal"`
-}
-
-// PrincipalView is one principal's part of a spend; Principal is null for
-// runs that name none.
-type PrincipalView struct {
-	Principal *string `json:"principal"`
-	USD       float64 `json:"usd"`
-	Runs      int64   `json:"runs"`
-	Unpriced  int64   `json:"unpriced"`
-}
+// The box bodies are the operator service's (package operator).
+type (
+	BoxView        = operator.BoxView
+	PayerView      = operator.PayerView
+	CapabilityView = operator.CapabilityView
+	ListingView    = operator.ListingView
+	SpendView      = operator.SpendView
+	PrincipalView  = operator.PrincipalView
+	NewBox         = operator.NewBox
+	BoxSettings    = operator.BoxSettings
+	TokenRotation  = operator.TokenRotation
+	BoxToken       = operator.BoxToken
+)
 
 // BoxList is the answer to GET /api/boxes. Next, in an answer to a page,
 // is where the next page starts (the after of the next request); "" (and
@@ -80,44 +29,6 @@ type PrincipalView struct {
 type BoxList struct {
 	Boxes []BoxView `json:"boxes"`
 	Next  string    `json:"next,omitempty"`
-}
-
-// NewBox is the body of POST /api/boxes. From binds its token to source
-// CIDRs (or addresses; absent or empty: any address), and TTL, a Go
-// duration such as "720h", gives each of its tokens that lifetime
-// (absent: none).
-type NewBox struct {
-	Name    string   `json:"name"`
-	Consent bool     `json:"consent"`
-	Paused  bool     `json:"paused"`
-	From    []string `json:"from,omitempty"`
-	TTL     string   `json:"ttl,omitempty"`
-}
-
-// BoxSettings is the body of PATCH /api/boxes/{name}: the fields present
-// are changed, the others kept. From, when present, binds the box's token
-// to those source CIDRs; an empty list takes it from any address.
-type BoxSettings struct {
-	Consent *bool     `json:"consent,omitempty"`
-	Paused  *bool     `json:"paused,omitempty"`
-	From    *[]string `json:"from,omitempty"`
-}
-
-// TokenRotation is the body, optional, of POST /api/boxes/{name}/token.
-// Grace, a Go duration such as "1h", keeps the old token taken that long
-// beside the new one (absent: the old token stops at once); TTL, when
-// present, is the lifetime of the box's tokens from now on ("0": none),
-// and when absent the box keeps the one it has.
-type TokenRotation struct {
-	Grace string  `json:"grace,omitempty"`
-	TTL   *string `json:"ttl,omitempty"`
-}
-
-// BoxToken answers POST /api/boxes and POST /api/boxes/{name}/token. The
-// token is shown this once; the broker keeps only its hash.
-type BoxToken struct {
-	Box   BoxView `json:"box"`
-	Token string  `json:"token"`
 }
 
 // CredentialView is a credential's ID, its kind and when it was set;
@@ -209,23 +120,12 @@ type FeedbackList struct {
 	Batches []FeedbackView `json:"batches"`
 }
 
-// ResourceView is a Fountain id assigned to a box.
-type ResourceView struct {
-	Kind string `json:"kind"`
-	ID   string `json:"id"`
-	At   string `json:"at"`
-}
-
-// ResourceList answers GET /api/boxes/{name}/resources.
-type ResourceList struct {
-	Resources []ResourceView `json:"resources"`
-}
-
-// NewResource is the body of POST /api/boxes/{name}/resources.
-type NewResource struct {
-	Kind string `json:"kind"`
-	ID   string `json:"id"`
-}
+// The resource bodies are the operator service's.
+type (
+	ResourceView = operator.ResourceView
+	ResourceList = operator.ResourceList
+	NewResource  = operator.NewResource
+)
 
 // apiRoutes is the admin API's route table. A later part adds its own
 // routes with Server.Handle.

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -87,19 +87,19 @@ func (s *Server) auditQuery(r *http.Request, def, most int) (store.AuditQuery, e
 	q := r.URL.Query()
 	aq := store.AuditQuery{Box: q.Get("box")}
 	if aq.Box != "" && !protocol.IsBoxName(aq.Box) {
-		return aq, capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "box is a box name, ^[a-z][a-z0-9-]{0,62}$.")
+		return aq, operator.Errorf(operator.Invalid, "box is a box name, ^[a-z][a-z0-9-]{0,62}$.")
 	}
 	if v := q.Get("since"); v != "" {
 		t, ok := ParseSince(v, s.cfg.Now())
 		if !ok {
-			return aq, capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "since is a duration back from now, such as 1h or 30m, or an RFC 3339 time.")
+			return aq, operator.Errorf(operator.Invalid, "since is a duration back from now, such as 1h or 30m, or an RFC 3339 time.")
 		}
 		aq.Since = t
 	}
 	if v := q.Get("refusals"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			return aq, capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "refusals is true or false.")
+			return aq, operator.Errorf(operator.Invalid, "refusals is true or false.")
 		}
 		aq.RefusalsOnly = b
 	}
@@ -115,7 +115,7 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) error {
 	}
 	entries, err := s.cfg.Store.ListAudit(r.Context(), q)
 	if err != nil {
-		return StoreError(err, "", "")
+		return operator.StoreError(err, "", "")
 	}
 	out := AuditList{Entries: make([]AuditView, 0, len(entries))}
 	for _, e := range entries {

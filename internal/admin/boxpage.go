@@ -9,7 +9,7 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
@@ -53,7 +53,7 @@ func (s *Server) BoxPage(ctx context.Context, q store.BoxQuery) ([]BoxView, stri
 		if err != nil {
 			return nil, "", err
 		}
-		out = append(out, BoxViewOf(lb.Box, d, now))
+		out = append(out, operator.BoxViewOf(lb.Box, d, now))
 	}
 	next := ""
 	if p.Next != nil {
@@ -69,7 +69,7 @@ func (s *Server) BoxPage(ctx context.Context, q store.BoxQuery) ([]BoxView, stri
 // there are at most store.MaxBoxPage of them.
 func BoxQuery(v url.Values) (q store.BoxQuery, paged bool, err error) {
 	bad := func(msg string) (store.BoxQuery, bool, error) {
-		return store.BoxQuery{}, false, capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "%s", msg)
+		return store.BoxQuery{}, false, operator.Errorf(operator.Invalid, "%s", msg)
 	}
 	for _, k := range []string{"limit", "after", "q", "sort", "desc"} {
 		paged = paged || v.Has(k)
@@ -116,13 +116,13 @@ func (s *Server) listBoxes(w http.ResponseWriter, r *http.Request) error {
 	}
 	boxes, next, err := s.BoxPage(r.Context(), q)
 	if err != nil {
-		return StoreError(err, "", "")
+		return operator.StoreError(err, "", "")
 	}
 	if paged {
 		return writeJSON(w, http.StatusOK, BoxList{Boxes: boxes, Next: next})
 	}
 	if next != "" {
-		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+		return operator.Errorf(operator.Invalid,
 			"There are more than %d boxes: ask for them a page at a time, GET /api/boxes?limit=%d, then again with after set to each answer's next until an answer has none.", store.MaxBoxPage, store.MaxBoxPage)
 	}
 	sort.SliceStable(boxes, func(i, j int) bool {

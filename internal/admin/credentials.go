@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/cloud"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/pool"
-	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -61,7 +60,7 @@ func (s *Server) poolRoutes() []Route {
 func EntryName(r *http.Request) (string, error) {
 	name := r.PathValue("entry")
 	if !pool.ValidName(name) {
-		return "", capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "%s.", upperFirst(pool.ErrName.Error()))
+		return "", operator.Errorf(operator.Invalid, "%s.", upperFirst(pool.ErrName.Error()))
 	}
 	return name, nil
 }
@@ -84,11 +83,11 @@ func (s *Server) Pool() *pool.Pool {
 
 func (s *Server) listPool(w http.ResponseWriter, r *http.Request) error {
 	if s.cfg.Cache == nil {
-		return capability.Errorf(http.StatusNotImplemented, protocol.TypeAPI, "This admin API reads no pool.")
+		return operator.Errorf(operator.NotImplemented, "This admin API reads no pool.")
 	}
 	stats, err := s.Pool().Stats(r.Context())
 	if err != nil {
-		return StoreError(err, "", "")
+		return operator.StoreError(err, "", "")
 	}
 	out := PoolList{Entries: make([]PoolEntryView, 0, len(stats))}
 	for _, st := range stats {
@@ -117,7 +116,7 @@ func (s *Server) setPoolEntry(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if isCloud(pv.Kind) && pv.URL != "" {
-		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+		return operator.Errorf(operator.Invalid,
 			"url is an Anthropic-compatible base URL; a %s account's endpoint goes in its JSON.", pv.Kind)
 	}
 	u, err := CheckEntry(name, pv.Weight, pv.URL)
@@ -140,7 +139,7 @@ func CheckEntry(name string, weight int, rawURL string) (string, error) {
 	}
 	u, err := pool.CheckEntry(name, weight, rawURL)
 	if err != nil {
-		return "", capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "%s.", upperFirst(err.Error()))
+		return "", operator.Errorf(operator.Invalid, "%s.", upperFirst(err.Error()))
 	}
 	return u, nil
 }
@@ -185,7 +184,7 @@ func (s *Server) putPoolEntry(ctx context.Context, name, credKind string, weight
 	}
 	e := store.PoolEntry{Name: name, Weight: weight, URL: u, Sealed: sealed, UpdatedAt: s.cfg.Now().UTC()}
 	if err := s.cfg.Store.SetPoolEntry(ctx, e); err != nil {
-		return PoolEntryView{}, StoreError(err, "", "")
+		return PoolEntryView{}, operator.StoreError(err, "", "")
 	}
 	if err := s.Changed(ctx, store.ChangePool, name); err != nil {
 		return PoolEntryView{}, err
@@ -219,7 +218,7 @@ func (s *Server) DeletePoolEntry(ctx context.Context, name string) error {
 		err = s.cfg.Store.DeletePoolEntry(ctx, name)
 	}
 	if err != nil {
-		return StoreError(err, fmt.Sprintf("The credential pool has no entry named %s.", name), "")
+		return operator.StoreError(err, fmt.Sprintf("The credential pool has no entry named %s.", name), "")
 	}
 	return s.Changed(ctx, kind, key)
 }

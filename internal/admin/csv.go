@@ -9,8 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/capability"
-	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -71,7 +70,7 @@ func SpendCSVGrain(r *http.Request) (string, error) {
 			return by, nil
 		}
 	}
-	return "", capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "by is one of %s.", strings.Join(SpendCSVGrains, ", "))
+	return "", operator.Errorf(operator.Invalid, "by is one of %s.", strings.Join(SpendCSVGrains, ", "))
 }
 
 var countsHeader = []string{"calls", "unpriced", "unmeasured", "input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens", "measured_usd"}

@@ -7,9 +7,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/outbox"
-	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -102,16 +101,16 @@ func deadError(err error, x outbox.Dead) error {
 	var fe *outbox.ForeignError
 	switch {
 	case errors.Is(err, outbox.ErrNoDead):
-		return capability.Errorf(http.StatusNotFound, protocol.TypeNotFound,
+		return operator.Errorf(operator.NotFound,
 			"No dead letter has that ID here (or it begins more than one): GET /api/spool/dead lists them.")
 	case errors.As(err, &fe):
-		return capability.Errorf(http.StatusConflict, protocol.TypeInvalid,
+		return operator.Errorf(operator.Conflict,
 			"That dead letter belongs to another store (identity %s); it is kept.", fe.Theirs)
 	case outbox.Refused(err):
-		return capability.Errorf(http.StatusConflict, protocol.TypeInvalid,
+		return operator.Errorf(operator.Conflict,
 			"The store refused the batch again, and it is kept: %s. Fix what the store refuses, or drop it.", safeReason(err))
 	case errors.Is(err, store.ErrUnavailable):
-		return capability.Unavailable(err)
+		return operator.StoreUnavailable(err)
 	}
 	return err
 }

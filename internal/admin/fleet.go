@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -226,7 +227,7 @@ func (s *Server) fleetSpend(w http.ResponseWriter, r *http.Request) error {
 	}
 	out, err := s.FleetSpend(r.Context(), month)
 	if err != nil {
-		return StoreError(err, "", "")
+		return operator.StoreError(err, "", "")
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
@@ -242,7 +243,7 @@ func (s *Server) fleetSpendCSV(w http.ResponseWriter, r *http.Request) error {
 	}
 	out, err := s.FleetSpend(r.Context(), month)
 	if err != nil {
-		return StoreError(err, "", "")
+		return operator.StoreError(err, "", "")
 	}
 	return WriteSpendCSV(w, out, by)
 }
@@ -265,7 +266,7 @@ func (s *Server) AuditExport(r *http.Request) ([]store.AuditEntry, error) {
 	}
 	entries, err := s.cfg.Store.ListAudit(r.Context(), q)
 	if err != nil {
-		return nil, StoreError(err, "", "")
+		return nil, operator.StoreError(err, "", "")
 	}
 	return entries, nil
 }

@@ -4,15 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 
-	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/cloud"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/pool"
-	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -50,7 +48,7 @@ func checkKind(member, kind string) error {
 	if kind == "" || slices.Contains(cloud.Kinds, kind) {
 		return nil
 	}
-	return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "%s is one of %s (absent is %s).",
+	return operator.Errorf(operator.Invalid, "%s is one of %s (absent is %s).",
 		member, strings.Join(cloud.Kinds, ", "), cloud.KindAnthropic)
 }
 
@@ -69,7 +67,7 @@ func checkedValue(member, kind string, value *string) ([]byte, error) {
 			return nil, err
 		}
 	} else if *value == "" {
-		return nil, capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+		return nil, operator.Errorf(operator.Invalid,
 			"The credential's value is empty: give the %s account's JSON, as docs/cloud.md shows.", kind)
 	}
 	raw := []byte(*value)
@@ -83,7 +81,7 @@ func checkedValue(member, kind string, value *string) ([]byte, error) {
 		}
 		// cloud.Check says --kind, as the CLI takes it; here it is a member.
 		msg := strings.ReplaceAll(err.Error(), "--kind", member)
-		return nil, capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "%s: %s.", what, msg)
+		return nil, operator.Errorf(operator.Invalid, "%s: %s.", what, msg)
 	}
 	if isCloud(kind) {
 		secrets.Zero(raw) // plain is cloud.Check's own copy
@@ -110,7 +108,7 @@ func (s *Server) storedKind(ctx context.Context, id string) (string, error) {
 		return "", nil
 	}
 	if err != nil {
-		return "", StoreError(err, "", "")
+		return "", operator.StoreError(err, "", "")
 	}
 	v, err := s.cfg.Keyring.Open(c.Sealed, payer.AD(id))
 	if err != nil {

@@ -7,8 +7,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/intentius/boxbroker/internal/capability"
-	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -80,11 +79,11 @@ func (s *Server) listWindowBudgets(w http.ResponseWriter, r *http.Request) error
 		return err
 	}
 	if _, err := s.cfg.Store.Box(r.Context(), name); err != nil {
-		return StoreError(err, fmt.Sprintf("There is no box named %s.", name), "")
+		return operator.StoreError(err, operator.NoBox(name), "")
 	}
 	out, err := s.WindowBudgets(r.Context(), name)
 	if err != nil {
-		return StoreError(err, "", "")
+		return operator.StoreError(err, "", "")
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
@@ -103,17 +102,17 @@ func (s *Server) setWindowBudget(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if _, err := store.ParseWindow(set.Window); err != nil {
-		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+		return operator.Errorf(operator.Invalid,
 			"window is day, week, or Nd for a rolling N days from 1 to %d, such as 7d; a monthly budget is set at /api/boxes/%s/budgets.", store.MaxRollingDays, name)
 	}
 	limit, err := spend.ParseUSD(set.USD.String())
 	if err != nil {
-		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+		return operator.Errorf(operator.Invalid,
 			"usd is a budget in dollars from 0 to %d with at most six decimals, such as 25 or 25.50.", spend.MaxUSD)
 	}
 	b := store.Budget{Box: name, Principal: principal, Window: set.Window, Limit: limit, UpdatedAt: s.cfg.Now().UTC()}
 	if err := s.cfg.Store.SetWindowBudget(r.Context(), b); err != nil {
-		return StoreError(err, fmt.Sprintf("There is no box named %s.", name), "")
+		return operator.StoreError(err, operator.NoBox(name), "")
 	}
 	if err := s.Changed(r.Context(), store.ChangeBudget, name); err != nil {
 		return err
@@ -121,7 +120,7 @@ func (s *Server) setWindowBudget(w http.ResponseWriter, r *http.Request) error {
 	s.log.Info("admin: window budget set", "box", name, "principal", principal, "window", set.Window, "limit", spend.FormatUSD(limit))
 	out, err := s.WindowBudgets(r.Context(), name)
 	if err != nil {
-		return StoreError(err, "", "")
+		return operator.StoreError(err, "", "")
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
@@ -139,7 +138,7 @@ func (s *Server) removeWindowBudget(w http.ResponseWriter, r *http.Request) erro
 	window := r.URL.Query().Get("window")
 	err = s.cfg.Store.DeleteWindowBudget(r.Context(), name, principal, window)
 	if err != nil {
-		return StoreError(err, fmt.Sprintf("Box %s has no %s budget%s.", name, window, forPrincipal(principal)), "")
+		return operator.StoreError(err, fmt.Sprintf("Box %s has no %s budget%s.", name, window, forPrincipal(principal)), "")
 	}
 	if err := s.Changed(r.Context(), store.ChangeBudget, name); err != nil {
 		return err
@@ -163,11 +162,11 @@ func (s *Server) listRateLimits(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if _, err := s.cfg.Store.Box(r.Context(), name); err != nil {
-		return StoreError(err, fmt.Sprintf("There is no box named %s.", name), "")
+		return operator.StoreError(err, operator.NoBox(name), "")
 	}
 	ls, err := s.cfg.Store.ListRateLimits(r.Context(), name)
 	if err != nil {
-		return StoreError(err, "", "")
+		return operator.StoreError(err, "", "")
 	}
 	out := []RateLimitView{}
 	for _, l := range ls {
@@ -190,12 +189,12 @@ func (s *Server) setRateLimit(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if set.InputTPM < 0 || set.OutputTPM < 0 || set.RPM < 0 || set.InputTPM+set.OutputTPM+set.RPM == 0 {
-		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+		return operator.Errorf(operator.Invalid,
 			"input_tpm, output_tpm and rpm are tokens or requests a minute, 0 or more (0: no bound), and at least one is above 0; DELETE removes a limit.")
 	}
 	l := store.RateLimit{Box: name, Principal: principal, InputTPM: set.InputTPM, OutputTPM: set.OutputTPM, RPM: set.RPM, UpdatedAt: s.cfg.Now().UTC()}
 	if err := s.cfg.Store.SetRateLimit(r.Context(), l); err != nil {
-		return StoreError(err, fmt.Sprintf("There is no box named %s.", name), "")
+		return operator.StoreError(err, operator.NoBox(name), "")
 	}
 	s.log.Info("admin: rate limit set", "box", name, "principal", principal, "input_tpm", l.InputTPM, "output_tpm", l.OutputTPM, "rpm", l.RPM)
 	set.Principal, set.UpdatedAt = optional(principal), formatTime(l.UpdatedAt)
@@ -214,10 +213,10 @@ func (s *Server) removeRateLimit(w http.ResponseWriter, r *http.Request) error {
 	}
 	err = s.cfg.Store.DeleteRateLimit(r.Context(), name, principal)
 	if errors.Is(err, store.ErrNotFound) {
-		return StoreError(err, fmt.Sprintf("Box %s has no rate limit%s.", name, forPrincipal(principal)), "")
+		return operator.StoreError(err, fmt.Sprintf("Box %s has no rate limit%s.", name, forPrincipal(principal)), "")
 	}
 	if err != nil {
-		return StoreError(err, "", "")
+		return operator.StoreError(err, "", "")
 	}
 	s.log.Info("admin: rate limit removed", "box", name, "principal", principal)
 	w.WriteHeader(http.StatusNoContent)

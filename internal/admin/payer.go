@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/secrets"
@@ -61,13 +61,13 @@ func (s *Server) setPayer(w http.ResponseWriter, r *http.Request) error {
 	}
 	switch {
 	case ps.Kind == protocol.PayerShared && ps.Value != "":
-		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+		return operator.Errorf(operator.Invalid,
 			"A shared payer takes no value: the operator's credential pays (PUT /api/credentials/anthropic sets it).")
 	case ps.Kind == protocol.PayerShared && ps.CredentialKind != "":
-		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+		return operator.Errorf(operator.Invalid,
 			"credentialKind is the owner's credential's; a shared payer has none.")
 	case ps.Kind == protocol.PayerOwner && ps.Value == "":
-		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+		return operator.Errorf(operator.Invalid,
 			"An owner payer needs the owner's Anthropic key or setup token, or the cloud account's JSON with credentialKind, in value.")
 	}
 	kind := ""
@@ -93,13 +93,13 @@ func (s *Server) setPayer(w http.ResponseWriter, r *http.Request) error {
 		msg = "An owner payer needs the owner's Anthropic key or setup token in value."
 	}
 	if msg != "" {
-		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "%s", msg)
+		return operator.Errorf(operator.Invalid, "%s", msg)
 	}
 	if ch.CredentialSet || ch.CredentialRemoved {
 		s.Drop(store.ChangeCredential, payer.OwnerAnthropic(name))
 	}
 	if err != nil {
-		return StoreError(err, fmt.Sprintf("There is no box named %s.", name), "")
+		return operator.StoreError(err, operator.NoBox(name), "")
 	}
 	if err := s.Changed(r.Context(), store.ChangeBox, name); err != nil {
 		return err
@@ -108,7 +108,7 @@ func (s *Server) setPayer(w http.ResponseWriter, r *http.Request) error {
 		"credential_set", ch.CredentialSet, "credential_kind", kind, "credential_removed", ch.CredentialRemoved)
 	v, err := s.boxView(r.Context(), ch.Box)
 	if err != nil {
-		return StoreError(err, "", "")
+		return operator.StoreError(err, "", "")
 	}
 	return writeJSON(w, http.StatusOK, v)
 }
@@ -117,7 +117,7 @@ func (s *Server) setPayer(w http.ResponseWriter, r *http.Request) error {
 func visitorPrincipal(r *http.Request) (string, error) {
 	p := r.PathValue("principal")
 	if !protocol.IsPrincipal(p) {
-		return "", capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+		return "", operator.Errorf(operator.Invalid,
 			"A principal is 1 to 200 characters with no white space, such as github:<login>.")
 	}
 	return p, nil
@@ -126,7 +126,7 @@ func visitorPrincipal(r *http.Request) (string, error) {
 func (s *Server) listVisitors(w http.ResponseWriter, r *http.Request) error {
 	creds, err := s.cfg.Store.ListCredentials(r.Context())
 	if err != nil {
-		return StoreError(err, "", "")
+		return operator.StoreError(err, "", "")
 	}
 	out := VisitorList{Visitors: []VisitorView{}}
 	for _, c := range creds {
@@ -168,7 +168,7 @@ func (s *Server) removeVisitor(w http.ResponseWriter, r *http.Request) error {
 	}
 	id := payer.VisitorAnthropic(p)
 	if err := s.cfg.Store.DeleteCredential(r.Context(), id); err != nil {
-		return StoreError(err, fmt.Sprintf("%s holds no credential here.", p), "")
+		return operator.StoreError(err, fmt.Sprintf("%s holds no credential here.", p), "")
 	}
 	s.Drop(store.ChangeCredential, id)
 	s.log.Info("admin: visitor's credential removed", "principal", p)

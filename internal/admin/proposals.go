@@ -8,8 +8,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/approval"
-	"github.com/intentius/boxbroker/internal/capability"
-	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -198,17 +197,17 @@ func ApprovedMessage(p store.Proposal) string {
 func proposalError(err error) error {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return capability.Errorf(http.StatusNotFound, protocol.TypeNotFound, "No proposal (or box) has that name: `boxbroker proposals` lists them.")
+		return operator.Errorf(operator.NotFound, "No proposal (or box) has that name: `boxbroker proposals` lists them.")
 	case errors.Is(err, store.ErrNotPending):
-		return capability.Errorf(http.StatusConflict, protocol.TypeInvalid, "That proposal is no longer waiting: it was approved, denied, or expired unanswered.")
+		return operator.Errorf(operator.Conflict, "That proposal is no longer waiting: it was approved, denied, or expired unanswered.")
 	case errors.Is(err, approval.ErrBadFor):
-		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "An approval lasts from 1m to 366d (15m, 1h, 7d ...), or always.")
+		return operator.Errorf(operator.Invalid, "An approval lasts from 1m to 366d (15m, 1h, 7d ...), or always.")
 	case errors.Is(err, approval.ErrBadScope):
-		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "A scope is hosts, budget, or secret:NAME.")
+		return operator.Errorf(operator.Invalid, "A scope is hosts, budget, or secret:NAME.")
 	case errors.Is(err, approval.ErrBadState):
-		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "A state is pending, approved, denied or expired.")
+		return operator.Errorf(operator.Invalid, "A state is pending, approved, denied or expired.")
 	case errors.Is(err, store.ErrUnavailable):
-		return capability.Unavailable(err)
+		return operator.StoreUnavailable(err)
 	}
 	return err
 }

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/mint"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/secrets"
@@ -23,14 +23,14 @@ const MaxValue = 16 << 10
 // that cannot go in a header. The message never repeats the value.
 func CheckValue(what, v string) error {
 	if v == "" {
-		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "The %s's value is empty.", what)
+		return operator.Errorf(operator.Invalid, "The %s's value is empty.", what)
 	}
 	if len(v) > MaxValue {
-		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "The %s's value is over %d bytes.", what, MaxValue)
+		return operator.Errorf(operator.Invalid, "The %s's value is over %d bytes.", what, MaxValue)
 	}
 	for i := 0; i < len(v); i++ {
 		if v[i] < 0x20 || v[i] == 0x7f {
-			return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "The %s's value holds a control character (a line break?) at byte %d.", what, i)
+			return operator.Errorf(operator.Invalid, "The %s's value holds a control character (a line break?) at byte %d.", what, i)
 		}
 	}
 	return nil
@@ -48,14 +48,14 @@ func (s *Server) credentialID(r *http.Request) (string, error) {
 	case strings.HasPrefix(id, "visitor:") && protocol.IsPrincipal(strings.TrimPrefix(id, "visitor:")):
 		return id, nil
 	}
-	return "", capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+	return "", operator.Errorf(operator.Invalid,
 		"A credential ID is anthropic, fountain, owner:<box> or visitor:<principal>.")
 }
 
 func (s *Server) listCredentials(w http.ResponseWriter, r *http.Request) error {
 	creds, err := s.cfg.Store.ListCredentials(r.Context())
 	if err != nil {
-		return StoreError(err, "", "")
+		return operator.StoreError(err, "", "")
 	}
 	out := CredentialList{Credentials: []CredentialView{}}
 	for _, c := range creds {
@@ -82,12 +82,12 @@ func (s *Server) setCredential(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if id == payer.SharedFountain && isCloud(cv.Kind) {
-		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+		return operator.Errorf(operator.Invalid,
 			"kind is for an Anthropic credential; the fountain key is a bearer key, with no kind.")
 	}
 	if box, ok := strings.CutPrefix(id, "owner:"); ok {
 		if _, err := s.cfg.Store.Box(r.Context(), box); err != nil {
-			return StoreError(err, fmt.Sprintf("There is no box named %s to hold an owner's credential.", box), "")
+			return operator.StoreError(err, fmt.Sprintf("There is no box named %s to hold an owner's credential.", box), "")
 		}
 	}
 	v, err := s.putCredential(r.Context(), id, cv.Kind, &cv.Value)
@@ -114,7 +114,7 @@ func (s *Server) putCredential(ctx context.Context, id, kind string, value *stri
 	}
 	c := store.Credential{ID: id, Sealed: sealed, UpdatedAt: s.cfg.Now().UTC()}
 	if err := s.cfg.Store.SetCredential(ctx, c); err != nil {
-		return CredentialView{}, StoreError(err, "", "")
+		return CredentialView{}, operator.StoreError(err, "", "")
 	}
 	if strings.HasPrefix(id, payer.VisitorPrefix) {
 		s.Drop(store.ChangeCredential, id) // read from the store at each grant
@@ -131,7 +131,7 @@ func (s *Server) removeCredential(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	if err := s.cfg.Store.DeleteCredential(r.Context(), id); err != nil {
-		return StoreError(err, fmt.Sprintf("No %s credential is set.", id), "")
+		return operator.StoreError(err, fmt.Sprintf("No %s credential is set.", id), "")
 	}
 	if err := s.Changed(r.Context(), store.ChangeCredential, id); err != nil {
 		return err
@@ -155,7 +155,7 @@ func SecretHost(h string) (string, error) {
 		if err != nil {
 			msg = "The secret's host " + err.Error() + "."
 		}
-		return "", capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "%s", msg)
+		return "", operator.Errorf(operator.Invalid, "%s", msg)
 	}
 	return u.String(), nil
 }
@@ -164,7 +164,7 @@ func SecretHost(h string) (string, error) {
 func SecretName(r *http.Request) (string, error) {
 	name := r.PathValue("secret")
 	if !protocol.IsSecretName(name) {
-		return "", capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "A secret name matches ^[A-Z][A-Z0-9_]{0,39}$.")
+		return "", operator.Errorf(operator.Invalid, "A secret name matches ^[A-Z][A-Z0-9_]{0,39}$.")
 	}
 	return name, nil
 }
@@ -175,11 +175,11 @@ func SecretName(r *http.Request) (string, error) {
 func (s *Server) SecretViews(ctx context.Context, box string) ([]SecretView, error) {
 	list, err := s.cfg.Store.ListSecrets(ctx, box)
 	if err != nil {
-		return nil, StoreError(err, "", "")
+		return nil, operator.StoreError(err, "", "")
 	}
 	states, err := s.cfg.Store.ListMintStates(ctx, box)
 	if err != nil {
-		return nil, StoreError(err, "", "")
+		return nil, operator.StoreError(err, "", "")
 	}
 	var out []SecretView
 	for _, sec := range list {
@@ -187,7 +187,7 @@ func (s *Server) SecretViews(ctx context.Context, box string) ([]SecretView, err
 		if sec.Kind != "" {
 			full, err := s.cfg.Store.Secret(ctx, box, sec.Name)
 			if err != nil {
-				return nil, StoreError(err, "", "")
+				return nil, operator.StoreError(err, "", "")
 			}
 			v.State = mint.State(full, states, s.cfg.Now())
 		}
@@ -230,14 +230,14 @@ func (s *Server) setSecret(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if err := protocol.CheckBodyFields(sv.BodyFields); err != nil {
-		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "bodyFields: %s.", err)
+		return operator.Errorf(operator.Invalid, "bodyFields: %s.", err)
 	}
 	rules, rate, err := protocol.CheckSecretRules(sv.Rules, sv.Rate)
 	if err != nil {
-		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "rules or rate: %s.", err)
+		return operator.Errorf(operator.Invalid, "rules or rate: %s.", err)
 	}
 	if len(sv.Value) < MinSecretLen {
-		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+		return operator.Errorf(operator.Invalid,
 			"The secret's value is shorter than %d bytes: the broker keeps it out of answers by matching it, and a value that short would match ordinary text.", MinSecretLen)
 	}
 	plain := []byte(sv.Value)
@@ -249,13 +249,13 @@ func (s *Server) setSecret(w http.ResponseWriter, r *http.Request) error {
 	}
 	sec := store.Secret{Box: b.Name, Name: name, Host: host, Sealed: sealed, UpdatedAt: s.cfg.Now().UTC(), BodyFields: sv.BodyFields, Rules: rules, Rate: rate}
 	if err := s.cfg.Store.SetSecret(r.Context(), sec); err != nil {
-		return StoreError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
+		return operator.StoreError(err, operator.NoBox(b.Name), "")
 	}
 	if err := s.Changed(r.Context(), store.ChangeSecret, b.Name+"/"+name); err != nil {
 		return err
 	}
 	s.log.Info("admin: secret set", "box", b.Name, "secret", name, "host", host, "body_fields", sv.BodyFields, "rules", rules, "rate", rate)
-	if err := s.Audit(r.Context(), b.Name, http.MethodPut, "/api/boxes/{name}/secrets/{secret}", http.StatusOK, RulesMessage(name, rules, rate)); err != nil {
+	if err := s.Op(r, 0).Audit(r.Context(), b.Name, http.StatusOK, RulesMessage(name, rules, rate)); err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, SecretView{Name: name, Host: host, UpdatedAt: formatTime(sec.UpdatedAt), BodyFields: sv.BodyFields, Rules: rules, Rate: rate})
@@ -271,7 +271,7 @@ func (s *Server) removeSecret(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if err := s.cfg.Store.DeleteSecret(r.Context(), name, secret); err != nil {
-		return StoreError(err, fmt.Sprintf("Box %s has no secret named %s.", name, secret), "")
+		return operator.StoreError(err, fmt.Sprintf("Box %s has no secret named %s.", name, secret), "")
 	}
 	if err := s.Changed(r.Context(), store.ChangeSecret, name+"/"+secret); err != nil {
 		return err
@@ -289,7 +289,7 @@ func limit(r *http.Request, def, max int) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || n > max {
-		return 0, capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "limit is a whole number from 1 to %d.", max)
+		return 0, operator.Errorf(operator.Invalid, "limit is a whole number from 1 to %d.", max)
 	}
 	return n, nil
 }
@@ -305,7 +305,7 @@ func (s *Server) listFeedback(w http.ResponseWriter, r *http.Request) error {
 	}
 	batches, err := s.cfg.Store.ListFeedback(r.Context(), b.Name)
 	if err != nil {
-		return StoreError(err, "", "")
+		return operator.StoreError(err, "", "")
 	}
 	out := FeedbackList{Count: len(batches), Batches: []FeedbackView{}}
 	for i := len(batches) - 1; i >= 0 && len(out.Batches) < n; i-- {
@@ -323,91 +323,33 @@ func (s *Server) listFeedback(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, out)
 }
 
-// resourceKind reports whether k is a Fountain resource kind.
-func resourceKind(k string) bool {
-	return k == store.ResourceConversation || k == store.ResourceSandbox || k == store.ResourceVault
-}
-
-// resourceID reports whether id can be a Fountain id: 1 to 200 printable
-// ASCII characters with no space or slash.
-func resourceID(id string) bool {
-	if id == "" || len(id) > 200 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		if id[i] <= 0x20 || id[i] >= 0x7f || id[i] == '/' {
-			return false
-		}
-	}
-	return true
-}
-
-var errResource = capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
-	"A Fountain resource is a kind (conversation, sandbox or vault) and an id of 1 to 200 printable characters with no space or slash.")
-
 func (s *Server) listResources(w http.ResponseWriter, r *http.Request) error {
-	b, err := s.Box(r)
+	list, err := s.op.ListResources(r.Context(), r.PathValue("name"))
 	if err != nil {
 		return err
 	}
-	list, err := s.cfg.Store.ListResources(r.Context(), b.Name)
-	if err != nil {
-		return StoreError(err, "", "")
-	}
-	out := ResourceList{Resources: []ResourceView{}}
-	for _, res := range list {
-		out.Resources = append(out.Resources, ResourceView{Kind: res.Kind, ID: res.ID, At: formatTime(res.At)})
-	}
-	return writeJSON(w, http.StatusOK, out)
+	return writeJSON(w, http.StatusOK, ResourceList{Resources: list})
 }
 
 func (s *Server) addResource(w http.ResponseWriter, r *http.Request) error {
-	b, err := s.Box(r)
-	if err != nil {
+	if _, err := s.Box(r); err != nil {
 		return err
 	}
 	var nr NewResource
 	if err := readJSON(w, r, &nr); err != nil {
 		return err
 	}
-	if !resourceKind(nr.Kind) || !resourceID(nr.ID) {
-		return errResource
-	}
-	res := store.Resource{Box: b.Name, Kind: nr.Kind, ID: nr.ID, At: s.cfg.Now().UTC()}
-	if err := s.cfg.Store.AddResource(r.Context(), res); err != nil {
-		return StoreError(err, fmt.Sprintf("There is no box named %s.", b.Name),
-			fmt.Sprintf("Fountain %s %s is another box's.", nr.Kind, nr.ID))
-	}
-	if err := s.Changed(r.Context(), store.ChangeResource, nr.Kind+"/"+nr.ID); err != nil {
+	v, err := s.Op(r, 0).AddResource(r.Context(), r.PathValue("name"), nr)
+	if err != nil {
 		return err
 	}
-	s.log.Info("admin: resource assigned", "box", b.Name, "kind", nr.Kind, "id", nr.ID)
-	return writeJSON(w, http.StatusCreated, ResourceView{Kind: res.Kind, ID: res.ID, At: formatTime(res.At)})
+	return writeJSON(w, http.StatusCreated, v)
 }
 
 func (s *Server) removeResource(w http.ResponseWriter, r *http.Request) error {
-	name, err := BoxName(r)
-	if err != nil {
+	if err := s.Op(r, 0).RemoveResource(r.Context(), r.PathValue("name"), r.PathValue("kind"), r.PathValue("id")); err != nil {
 		return err
 	}
-	kind, id := r.PathValue("kind"), r.PathValue("id")
-	if !resourceKind(kind) || !resourceID(id) {
-		return errResource
-	}
-	owner, err := s.cfg.Store.ResourceOwner(r.Context(), kind, id)
-	if err == nil && owner != name {
-		err = store.ErrNotFound // another box's is not this box's to remove
-	}
-	if err == nil {
-		err = s.cfg.Store.DeleteResource(r.Context(), kind, id)
-	}
-	if err != nil {
-		return StoreError(err, fmt.Sprintf("Box %s has no Fountain %s %s.", name, kind, id), "")
-	}
-	if err := s.Changed(r.Context(), store.ChangeResource, kind+"/"+id); err != nil {
-		return err
-	}
-	s.log.Info("admin: resource removed", "box", name, "kind", kind, "id", id)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -4,10 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 
-	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
@@ -140,7 +139,7 @@ func (s *Server) month(r *http.Request) (string, error) {
 		return spend.Month(s.cfg.Now()), nil
 	}
 	if spend.Resets(m).IsZero() {
-		return "", capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "month is written YYYY-MM, such as 2026-10.")
+		return "", operator.Errorf(operator.Invalid, "month is written YYYY-MM, such as 2026-10.")
 	}
 	return m, nil
 }
@@ -210,7 +209,7 @@ func (s *Server) listBudgets(w http.ResponseWriter, r *http.Request) error {
 	}
 	out, err := s.Budgets(r.Context(), name, month)
 	if err != nil {
-		return StoreError(err, fmt.Sprintf("There is no box named %s.", name), "")
+		return operator.StoreError(err, operator.NoBox(name), "")
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
@@ -221,7 +220,7 @@ func BudgetPrincipal(p *string) (string, error) {
 		return "", nil
 	}
 	if !protocol.IsPrincipal(*p) {
-		return "", capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+		return "", operator.Errorf(operator.Invalid,
 			"A budget's principal is null (the box's own budget) or 1 to 200 characters with no white space, such as github:<login>.")
 	}
 	return *p, nil
@@ -250,12 +249,12 @@ func (s *Server) setBudget(w http.ResponseWriter, r *http.Request) error {
 	}
 	limit, err := spend.ParseUSD(bs.USD.String())
 	if err != nil {
-		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+		return operator.Errorf(operator.Invalid,
 			"usd is a budget in dollars from 0 to %d with at most six decimals, such as 25 or 25.50.", spend.MaxUSD)
 	}
 	b := store.Budget{Box: name, Principal: principal, Limit: limit, UpdatedAt: s.cfg.Now().UTC()}
 	if err := s.cfg.Store.SetBudget(r.Context(), b); err != nil {
-		return StoreError(err, fmt.Sprintf("There is no box named %s.", name), "")
+		return operator.StoreError(err, operator.NoBox(name), "")
 	}
 	if err := s.Changed(r.Context(), store.ChangeBudget, name); err != nil {
 		return err
@@ -263,7 +262,7 @@ func (s *Server) setBudget(w http.ResponseWriter, r *http.Request) error {
 	s.log.Info("admin: budget set", "box", name, "principal", principal, "limit", spend.FormatUSD(limit))
 	list, err := spend.Budgets(r.Context(), s.cfg.Store, name, spend.Month(s.cfg.Now()))
 	if err != nil {
-		return StoreError(err, fmt.Sprintf("There is no box named %s.", name), "")
+		return operator.StoreError(err, operator.NoBox(name), "")
 	}
 	for _, bst := range list {
 		if bst.Principal == principal {
@@ -271,7 +270,7 @@ func (s *Server) setBudget(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	// Removed again between the two reads.
-	return StoreError(store.ErrNotFound, NoBudget(name, principal)+" (It was removed meanwhile.)", "")
+	return operator.StoreError(store.ErrNotFound, NoBudget(name, principal)+" (It was removed meanwhile.)", "")
 }
 
 // removeBudget answers DELETE /api/boxes/{name}/budgets?principal=P, the
@@ -290,11 +289,11 @@ func (s *Server) removeBudget(w http.ResponseWriter, r *http.Request) error {
 	err = s.cfg.Store.DeleteBudget(r.Context(), name, principal)
 	if errors.Is(err, store.ErrNotFound) {
 		if _, berr := s.cfg.Store.Box(r.Context(), name); errors.Is(berr, store.ErrNotFound) {
-			return StoreError(berr, fmt.Sprintf("There is no box named %s.", name), "")
+			return operator.StoreError(berr, operator.NoBox(name), "")
 		}
 	}
 	if err != nil {
-		return StoreError(err, NoBudget(name, principal), "")
+		return operator.StoreError(err, NoBudget(name, principal), "")
 	}
 	if err := s.Changed(r.Context(), store.ChangeBudget, name); err != nil {
 		return err
@@ -315,7 +314,7 @@ func (s *Server) spendReport(w http.ResponseWriter, r *http.Request) error {
 	}
 	out, err := s.SpendReport(r.Context(), name, month)
 	if err != nil {
-		return StoreError(err, fmt.Sprintf("There is no box named %s.", name), "")
+		return operator.StoreError(err, operator.NoBox(name), "")
 	}
 	return writeJSON(w, http.StatusOK, out)
 }

@@ -10,8 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/capability"
-	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/token"
 )
@@ -53,13 +52,13 @@ func (s *Server) authenticated(h func(http.ResponseWriter, *http.Request) error)
 		switch {
 		case errors.Is(err, token.ErrMissing):
 			w.Header().Set("WWW-Authenticate", `Bearer realm="boxbroker admin"`)
-			return capability.Errorf(http.StatusUnauthorized, protocol.TypeAuthn,
+			return operator.Errorf(operator.Unauthenticated,
 				"The admin API needs an admin token: send Authorization: Bearer <token>. `boxbroker admin token` makes one.")
 		case errors.Is(err, token.ErrUnknown):
 			w.Header().Set("WWW-Authenticate", `Bearer realm="boxbroker admin", error="invalid_token"`)
-			return capability.Errorf(http.StatusUnauthorized, protocol.TypeAuthn, "The token is no admin token at this broker.")
+			return operator.Errorf(operator.Unauthenticated, "The token is no admin token at this broker.")
 		case err != nil:
-			return StoreError(err, "", "")
+			return operator.StoreError(err, "", "")
 		}
 		return h(w, r.WithContext(context.WithValue(r.Context(), adminTokenKey{}, t.ID)))
 	}

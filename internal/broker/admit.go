@@ -107,8 +107,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 	if s.cfg.Recording != nil {
 		if err := s.cfg.Recording(); err != nil {
 			info.reason = capability.ReasonCannotRecord
-			return nil, nil, held{}, &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI, Reason: capability.ReasonCannotRecord,
-				Message: "The broker cannot record calls just now (neither its store nor its spool takes a write), so it serves none; try again shortly.", Err: err}
+			return nil, nil, held{}, capability.Refuse(capability.ReasonCannotRecord, "The broker cannot record calls just now (neither its store nor its spool takes a write), so it serves none; try again shortly.").WithErr(err)
 		}
 	}
 	h, err := s.limits.take(box.Name)
@@ -187,16 +186,16 @@ func (s *Server) judgeToken(box *store.Box, old bool, from netip.Addr) *capabili
 		if from.IsValid() {
 			seen = from.String()
 		}
-		return capability.Refuse(capability.ReasonOutside, http.StatusForbidden, protocol.TypePermission,
+		return capability.Refuse(capability.ReasonOutside,
 			"The token was used from outside its box's addresses: this request came from %s, and its owner bound the box's token to where the box runs, so it is refused. A token that leaves its box is worth nothing; if the box has moved, its owner binds it anew with `boxbroker box bind <box> --from CIDR`.", seen)
 	}
 	now := s.cfg.TokenNow()
 	if old && !now.Before(box.OldUntil) {
-		return capability.Refuse(capability.ReasonExpired, http.StatusForbidden, protocol.TypePermission,
+		return capability.Refuse(capability.ReasonExpired,
 			"The token was replaced when the box's token was rotated, and the grace its owner gave the old one ended at %s; the box uses its new token.", protocol.FormatTime(box.OldUntil))
 	}
 	if !old && !box.ExpiresAt.IsZero() && !now.Before(box.ExpiresAt) {
-		return capability.Refuse(capability.ReasonExpired, http.StatusForbidden, protocol.TypePermission,
+		return capability.Refuse(capability.ReasonExpired,
 			"The box's token expired at %s. Its owner rotates it (`boxbroker box rotate <box>`, or Rotate on the owner's page) and gives the box the new token.", protocol.FormatTime(box.ExpiresAt))
 	}
 	return nil

@@ -6,7 +6,6 @@ import (
 	"net/http"
 
 	"github.com/intentius/boxbroker/internal/capability"
-	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/token"
 )
@@ -39,7 +38,7 @@ func (s *Server) authenticate(r *http.Request, rt *route) (string, *Admission, e
 		return "", nil, tokenRefusal(rt.NoToken(r))
 	}
 	// Every other refusal on a capability route is a 403: Claude Code retries a 401.
-	return "", nil, tokenRefusal(&capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Message: authMessage(err), Reason: capability.ReasonToken})
+	return "", nil, tokenRefusal(capability.Refuse(capability.ReasonToken, "%s", authMessage(err)))
 }
 
 // tokenRefusal is e, a refusal of a request that carries no box's token,

@@ -18,7 +18,7 @@ func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *reque
 	if r.Method != http.MethodPost {
 		leaveBody(w, r)
 		w.Header().Set("Allow", http.MethodPost)
-		return capability.Refuse(capability.ReasonMethod, http.StatusMethodNotAllowed, protocol.TypeInvalid, "The declaration route takes POST.")
+		return capability.Refuse(capability.ReasonMethod, "The declaration route takes POST.")
 	}
 	tok, err := token.FromRequest(r)
 	var box store.Box
@@ -29,7 +29,7 @@ func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *reque
 	if err != nil {
 		leaveBody(w, r) // not a byte of it is read for no box
 		if token.Refused(err) {
-			return tokenRefusal(&capability.Error{Status: http.StatusUnauthorized, Type: protocol.TypeAuthn, Message: authMessage(err), Reason: capability.ReasonToken})
+			return tokenRefusal(capability.Refuse(capability.ReasonToken, "%s", authMessage(err)).At(http.StatusUnauthorized))
 		}
 		return capability.Unavailable(err)
 	}
@@ -49,20 +49,16 @@ func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *reque
 	}
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		return capability.Refuse(capability.ReasonTooLarge, http.StatusRequestEntityTooLarge, protocol.TypeTooLarge, "The declaration report is over %d bytes.", protocol.DeclarationMaxBytes)
+		return capability.Refuse(capability.ReasonTooLarge, "The declaration report is over %d bytes.", protocol.DeclarationMaxBytes)
 	}
 	if err != nil {
-		return capability.Refuse(capability.ReasonInvalid, http.StatusBadRequest, protocol.TypeInvalid, "The declaration report could not be read.")
+		return capability.Refuse(capability.ReasonInvalid, "The declaration report could not be read.")
 	}
 	d, err := protocol.ParseDeclarationReport(body, s.cfg.Broker)
 	var re *protocol.ReportError
 	if errors.As(err, &re) {
 		info.reason = capability.ReasonMalformedReport
-		typ := protocol.TypeInvalid
-		if re.Status == http.StatusRequestEntityTooLarge {
-			typ = protocol.TypeTooLarge
-		}
-		return &capability.Error{Status: re.Status, Type: typ, Message: re.Message, Reason: capability.ReasonMalformedReport}
+		return capability.Refuse(capability.ReasonMalformedReport, "%s", re.Message).At(re.Status)
 	}
 	if err != nil {
 		return err
@@ -75,7 +71,7 @@ func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *reque
 	}
 	if err := s.cfg.Store.SaveDeclaration(r.Context(), box.Name, doc, d.At); err != nil {
 		if errors.Is(err, store.ErrNotFound) { // removed meanwhile
-			return &capability.Error{Status: http.StatusUnauthorized, Type: protocol.TypeAuthn, Message: authMessage(token.ErrUnknown), Reason: capability.ReasonToken}
+			return capability.Refuse(capability.ReasonToken, "%s", authMessage(token.ErrUnknown)).At(http.StatusUnauthorized)
 		}
 		return capability.Unavailable(err)
 	}

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"math"
-	"net/http"
 	"strconv"
 	"sync"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/intentius/boxbroker/internal/capability"
-	"github.com/intentius/boxbroker/internal/protocol"
 )
 
 // Limits bound what one box may ask at once, so that one box cannot starve
@@ -161,7 +159,7 @@ func tooMany(seconds int, format string, args ...any) error {
 	if seconds < 1 {
 		seconds = 1
 	}
-	e := capability.Refuse(capability.ReasonLimit, http.StatusTooManyRequests, protocol.TypeRateLimit, format, args...)
+	e := capability.Refuse(capability.ReasonLimit, format, args...)
 	return &retryAfterError{err: e, seconds: seconds}
 }
 

@@ -22,7 +22,7 @@ func (s *Server) writeError(w *recorder, r *http.Request, err error, info *reque
 		return // the answer has begun; nothing more can be said
 	}
 	if info.reason == "" {
-		info.reason = reasonOf(ce)
+		info.reason = capability.ReasonOf(ce)
 	}
 	info.message = ce.Message
 	if ce.Status == http.StatusNotFound {
@@ -55,35 +55,26 @@ func (s *Server) Refuse(w http.ResponseWriter, r *http.Request, err error, rec *
 	}
 	s.log.LogAttrs(r.Context(), level, "proxy refusal",
 		slog.String("method", recordedMethod(r.Method)), slog.String("route", proxy.ScrubKept(rec.Route)),
-		slog.String("box", rec.Box), slog.Int("status", ce.Status), slog.String("refusal", reasonOf(ce)))
+		slog.String("box", rec.Box), slog.Int("status", ce.Status), slog.String("refusal", capability.ReasonOf(ce)))
 	if rec.Box == "" {
 		return
 	}
-	rec.Status, rec.Reason, rec.Message = ce.Status, reasonOf(ce), ce.Message
+	rec.Status, rec.Reason, rec.Message = ce.Status, capability.ReasonOf(ce), ce.Message
 	if rec.Duration == 0 {
 		rec.Duration = s.cfg.Now().Sub(rec.At)
 	}
 	s.Observe(rec)
 }
 
-// refusalOf is err as the refusal the box is shown: itself, when it is a
-// *capability.Error, and otherwise a 502 whose error is logged. An
+// refusalOf is err as the refusal the box is shown (capability.Of). An
 // error a refusal carries (Err) is logged.
 func (s *Server) refusalOf(r *http.Request, err error, route, box string) *capability.Error {
-	var ce *capability.Error
-	if !errors.As(err, &ce) {
-		ce = &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI, Reason: capability.ReasonInternal, Message: "The broker could not complete the request.", Err: err}
-	}
+	ce := capability.Of(err)
 	if ce.Err != nil {
 		s.log.Error("request failed", "method", recordedMethod(r.Method), "path", proxy.ScrubKept(r.URL.Path), "route", route, "box", box, "err", ce.Err)
 	}
 	return ce
 }
-
-// reasonOf is the reason the records keep for the refusal ce: its own,
-// or the one its refusal type names (capability.ReasonOf), never a
-// status's text.
-func reasonOf(ce *capability.Error) string { return capability.ReasonOf(ce) }
 
 // writeRefusal writes the refusal ce of err: its Header, the Retry-After
 // of a refusal of the box's limits, and a 503's.
@@ -107,7 +98,7 @@ func writeRefusal(w http.ResponseWriter, err error, ce *capability.Error) {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		protocol.WriteRefusal(w, http.StatusInternalServerError, protocol.TypeAPI, "The broker could not encode its answer.")
+		capability.Refuse(capability.ReasonInternal, "The broker could not encode its answer.").Write(w)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

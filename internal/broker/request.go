@@ -58,7 +58,7 @@ func unreadableBody(codings []string) error {
 	if len(codings) > 0 {
 		msg = "This route takes a request body as it is or in gzip (one Content-Encoding: gzip), which the broker decodes to keep tokens out of what goes upstream; it cannot read this one's encoding. Send it uncompressed or in gzip."
 	}
-	return capability.Refuse(capability.ReasonEncoding, http.StatusUnsupportedMediaType, protocol.TypeInvalid, "%s", msg)
+	return capability.Refuse(capability.ReasonEncoding, "%s", msg)
 }
 
 // wholeDecoded is the largest decoded body the broker holds whole, to
@@ -82,8 +82,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64) error {
 			tl.Message = strings.TrimSuffix(tl.Message, ".") + ", encoded or decoded."
 			return tl
 		}
-		return &capability.Error{Status: http.StatusBadRequest, Type: protocol.TypeInvalid, Reason: capability.ReasonEncoding,
-			Message: "The request body could not be read as gzip, which its Content-Encoding names.", Err: err}
+		return capability.Refuse(capability.ReasonEncoding, "The request body could not be read as gzip, which its Content-Encoding names.").At(http.StatusBadRequest).WithErr(err)
 	}
 	// The length the box declared was the encoded body's.
 	r.Header.Del("Content-Encoding")

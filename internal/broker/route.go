@@ -146,7 +146,7 @@ func (rt *route) allowMethod(r *http.Request) error {
 	if !rt.servesPath(r) {
 		return capability.NotFound(r)
 	}
-	e := capability.Refuse(capability.ReasonMethod, http.StatusMethodNotAllowed, protocol.TypeInvalid,
+	e := capability.Refuse(capability.ReasonMethod,
 		"This route takes %s; the request's method is none of them.", rt.allow)
 	e.Header = http.Header{"Allow": {rt.allow}}
 	return e

@@ -161,34 +161,8 @@ func Errorf(status int, typ, format string, args ...any) *Error {
 	return &Error{Status: status, Type: typ, Message: fmt.Sprintf(format, args...)}
 }
 
-// NotFound is the refusal for a path a capability does not serve.
-func NotFound(r *http.Request) *Error {
-	return &Error{Status: http.StatusNotFound, Type: protocol.TypeNotFound, Reason: ReasonNoRoute, Message: NotFoundMessage(r.Method, r.URL.Path)}
-}
-
-// NotFoundMessage is NotFound's message for a request in method for path
-// (or, in a record, the route it names).
-func NotFoundMessage(method, path string) string {
-	return fmt.Sprintf("The broker serves no %s %s.", method, path)
-}
-
 // Owns reports whether path belongs to prefix: it equals it or continues
 // with "/".
 func Owns(prefix, path string) bool {
 	return path == prefix || (len(path) > len(prefix) && path[len(prefix)] == '/' && path[:len(prefix)] == prefix)
-}
-
-// BodyOnBodiless is the refusal of a GET or HEAD request that carries a
-// body, or nil for any other request. A capability whose upstream takes
-// no such body refuses it rather than forward bytes an upstream may not
-// read, which would then stand in front of the next request on its
-// connection.
-func BodyOnBodiless(r *http.Request) *Error {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		return nil
-	}
-	if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
-		return nil
-	}
-	return Refuse(ReasonInvalid, http.StatusBadRequest, protocol.TypeInvalid, "A %s request carries no body; this one has one.", r.Method)
 }

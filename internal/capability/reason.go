@@ -155,13 +155,6 @@ func IsReason(s string) bool {
 	return false
 }
 
-// Refuse returns the refusal for reason (one of Reasons) with a
-// formatted message. Every refusal a standard capability gives is made
-// with it, or as an Error with its Reason set.
-func Refuse(reason string, status int, typ, format string, args ...any) *Error {
-	return &Error{Status: status, Type: typ, Message: fmt.Sprintf(format, args...), Reason: reason}
-}
-
 // ReasonOf is the reason the broker's records keep for the refusal e:
 // its own Reason, or, for an Error made without one (by a capability
 // an operator adds), the reason its refusal type names: never an HTTP

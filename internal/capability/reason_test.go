@@ -24,7 +24,7 @@ var refusing = []string{"broker", "capability", "decide", "egress", "egressproxy
 // refuses a box's request and holds that each refusal names its reason
 // from capability.Reasons: every capability.Error it makes has a Reason,
 // given as a capability.Reason* constant (or taken from another
-// refusal, or from proxy.ClassifyReason); no refusal is made with
+// refusal); no refusal is made with
 // capability.Errorf, which names none; no reason is a string literal.
 // It holds as well that each reason is a short lower-case word listed in
 // docs/observability.md, and that ReasonOf, for an Error made without a
@@ -167,7 +167,7 @@ func field(lit *ast.CompositeLit, key string) ast.Expr {
 
 // namedReason reports whether e is a reason named in one place: a
 // capability.Reason* constant, another refusal's Reason, or what
-// proxy.ClassifyReason or capability.ReasonOf gives.
+// capability.ReasonOf gives.
 func namedReason(e ast.Expr, inCapability bool) bool {
 	switch e := e.(type) {
 	case *ast.Ident:
@@ -179,10 +179,10 @@ func namedReason(e ast.Expr, inCapability bool) bool {
 		return e.Sel.Name == "Reason"
 	case *ast.CallExpr:
 		if s, ok := e.Fun.(*ast.SelectorExpr); ok {
-			return s.Sel.Name == "ClassifyReason" || s.Sel.Name == "ReasonOf"
+			return s.Sel.Name == "ReasonOf"
 		}
 		if id, ok := e.Fun.(*ast.Ident); ok {
-			return id.Name == "ClassifyReason" || id.Name == "ReasonOf"
+			return id.Name == "ReasonOf"
 		}
 	}
 	return false

@@ -17,6 +17,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+
+	"github.com/intentius/boxbroker/internal/protocol"
 )
 
 // BedrockVersion is the anthropic_version a Bedrock body carries.
@@ -168,7 +170,7 @@ func countTokensAnswer(resp *http.Response) *http.Response {
 		InputTokens *int64 `json:"inputTokens"`
 	}
 	if json.Unmarshal(b, &out) != nil || out.InputTokens == nil {
-		return Refusal(http.StatusInternalServerError, typeAPI, "Amazon Bedrock's CountTokens answer holds no inputTokens.")
+		return errorAnswer(http.StatusInternalServerError, "Amazon Bedrock's CountTokens answer holds no inputTokens.")
 	}
 	j, _ := json.Marshal(map[string]int64{"input_tokens": *out.InputTokens})
 	return answer(http.StatusOK, "application/json", io.NopCloser(bytes.NewReader(j)))
@@ -194,15 +196,15 @@ type cloudForm struct {
 func cloudBody(body []byte, version string, keepStream bool) (cloudForm, *http.Response) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(body, &m); err != nil || m == nil {
-		return cloudForm{}, Refusal(http.StatusBadRequest, typeInvalid, "The request body is not a JSON object.")
+		return cloudForm{}, errorAnswer(http.StatusBadRequest, "The request body is not a JSON object.")
 	}
 	f := cloudForm{m: m}
 	if err := json.Unmarshal(m["model"], &f.model); err != nil || f.model == "" {
-		return cloudForm{}, Refusal(http.StatusBadRequest, typeInvalid, "model: Field required (a string).")
+		return cloudForm{}, errorAnswer(http.StatusBadRequest, "model: Field required (a string).")
 	}
 	if s, ok := m["stream"]; ok {
 		if err := json.Unmarshal(s, &f.stream); err != nil {
-			return cloudForm{}, Refusal(http.StatusBadRequest, typeInvalid, "stream: Input should be a valid boolean.")
+			return cloudForm{}, errorAnswer(http.StatusBadRequest, "stream: Input should be a valid boolean.")
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(m)) {
@@ -211,7 +213,7 @@ func cloudBody(body []byte, version string, keepStream bool) (cloudForm, *http.R
 		}
 		list, err := BodyBetas(m[k])
 		if err != nil {
-			return cloudForm{}, Refusal(http.StatusBadRequest, typeInvalid, "anthropic_beta: Input should be a valid list of strings.")
+			return cloudForm{}, errorAnswer(http.StatusBadRequest, "anthropic_beta: Input should be a valid list of strings.")
 		}
 		f.bodyBeta = append(f.bodyBeta, list...)
 		delete(m, k)
@@ -239,36 +241,36 @@ func (f cloudForm) body(betas []string) ([]byte, error) {
 // the Anthropic API's status and error type: the ones its SDKs retry on
 // for throttling (429) and overload (529), a 403 for a refused
 // credential (the pool fails over on it; Claude Code shows it at once).
-func awsStatus(code string, status int) (int, string) {
+func awsStatus(code string, status int) int {
 	c := strings.ToLower(strings.TrimSuffix(strings.TrimSuffix(code, "Exception"), "exception"))
 	switch c {
 	case "throttling", "servicequotaexceeded", "toomanyrequests":
-		return http.StatusTooManyRequests, typeRateLimit
+		return http.StatusTooManyRequests
 	case "serviceunavailable", "modelnotready":
-		return StatusOverloaded, typeOverloaded
+		return StatusOverloaded
 	case "accessdenied", "unrecognizedclient", "invalidsignature", "expiredtoken", "incompletesignature",
 		"missingauthenticationtoken", "signaturedoesnotmatch", "invalidclienttokenid", "unauthorized":
-		return http.StatusForbidden, typePermission
+		return http.StatusForbidden
 	case "validation":
-		return http.StatusBadRequest, typeInvalid
+		return http.StatusBadRequest
 	case "resourcenotfound":
-		return http.StatusNotFound, typeNotFound
+		return http.StatusNotFound
 	case "internalserver", "modelstreamerror", "modelerror", "modeltimeout":
-		return http.StatusInternalServerError, typeAPI
+		return http.StatusInternalServerError
 	}
 	switch {
 	case status == http.StatusTooManyRequests:
-		return http.StatusTooManyRequests, typeRateLimit
+		return http.StatusTooManyRequests
 	case status == http.StatusServiceUnavailable:
-		return StatusOverloaded, typeOverloaded
+		return StatusOverloaded
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return http.StatusForbidden, typePermission
+		return http.StatusForbidden
 	case status == http.StatusNotFound:
-		return http.StatusNotFound, typeNotFound
+		return http.StatusNotFound
 	case status >= 500 || status == 0:
-		return http.StatusInternalServerError, typeAPI
+		return http.StatusInternalServerError
 	}
-	return http.StatusBadRequest, typeInvalid
+	return http.StatusBadRequest
 }
 
 var awsCodeRE = regexp.MustCompile(`^[A-Za-z]{1,64}$`)
@@ -293,8 +295,7 @@ func bedrockError(status int, h http.Header, b []byte) *http.Response {
 	if msg == "" {
 		msg = body.MessageU
 	}
-	st, typ := awsStatus(code, status)
-	return Refusal(st, typ, bedrockMessage(code, status, msg))
+	return errorAnswer(awsStatus(code, status), bedrockMessage(code, status, msg))
 }
 
 func bedrockMessage(code string, status int, msg string) string {
@@ -393,8 +394,7 @@ func (r *eventReader) next() {
 		if body.Message == "" {
 			body.Message = header(m, ":error-message")
 		}
-		_, typ := awsStatus(code, 0)
-		r.pending = errorEvent(typ, bedrockMessage(code, 0, body.Message))
+		r.pending = errorEvent(protocol.TypeOf(awsStatus(code, 0)), bedrockMessage(code, 0, body.Message))
 		r.err = io.EOF
 	}
 }

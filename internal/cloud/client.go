@@ -15,6 +15,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"golang.org/x/oauth2"
+
+	"github.com/intentius/boxbroker/internal/protocol"
 )
 
 // Paths of the Anthropic API a Client is asked for (relative to the
@@ -23,16 +25,6 @@ const (
 	PathMessages    = "/v1/messages"
 	PathCountTokens = "/v1/messages/count_tokens"
 	PathModels      = "/v1/models"
-)
-
-// Anthropic error types a translated answer carries.
-const (
-	typeInvalid    = "invalid_request_error"
-	typePermission = "permission_error"
-	typeNotFound   = "not_found_error"
-	typeRateLimit  = "rate_limit_error"
-	typeAPI        = "api_error"
-	typeOverloaded = "overloaded_error"
 )
 
 // StatusOverloaded is the Anthropic API's 529.
@@ -86,7 +78,7 @@ func (cl *Client) Do(ctx context.Context, c *Credential, call Call, made func(st
 	case KindVertex:
 		return cl.vertex(ctx, c, call, made)
 	}
-	return Refusal(http.StatusBadRequest, typeInvalid, "The payer's credential names no cloud the broker knows."), nil
+	return errorAnswer(http.StatusBadRequest, "The payer's credential names no cloud the broker knows."), nil
 }
 
 func (cl *Client) transport() http.RoundTripper {
@@ -137,9 +129,16 @@ func (cl *Client) tokenSource(c *Credential, mk func() (oauth2.TokenSource, erro
 	return ts, nil
 }
 
-// Refusal is an answer in the Anthropic error shape.
-func Refusal(status int, typ, msg string) *http.Response {
-	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": typ, "message": msg}})
+// errorAnswer is an answer in the Anthropic error shape, with the error
+// type the protocol pairs with status (protocol.TypeOf).
+func errorAnswer(status int, msg string) *http.Response {
+	return typedErrorAnswer(status, protocol.TypeOf(status), msg)
+}
+
+// typedErrorAnswer is errorAnswer with an error type of its own: the one a
+// cloud's Anthropic-shaped answer gave.
+func typedErrorAnswer(status int, typ, msg string) *http.Response {
+	b := protocol.RefusalBody(typ, msg)
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(b)))
@@ -158,13 +157,13 @@ func errorEvent(typ, msg string) []byte {
 
 // unsupported refuses a call the cloud has no equivalent of.
 func unsupported(what, kind string) *http.Response {
-	return Refusal(http.StatusBadRequest, typeInvalid,
+	return errorAnswer(http.StatusBadRequest,
 		fmt.Sprintf("%s is not available when this box's calls are paid through %s.", what, Name(kind)))
 }
 
 // unknownModel refuses a model the cloud has no id for here.
 func unknownModel(kind string) *http.Response {
-	return Refusal(http.StatusBadRequest, typeInvalid,
+	return errorAnswer(http.StatusBadRequest,
 		fmt.Sprintf("The broker knows no %s model id for this model; the operator maps it in the credential's \"models\" (docs/cloud.md).", Name(kind)))
 }
 

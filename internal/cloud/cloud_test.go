@@ -19,6 +19,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/intentius/boxbroker/internal/protocol"
 )
 
 const secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
@@ -154,18 +156,18 @@ func TestAWSStatus(t *testing.T) {
 		want   int
 		typ    string
 	}{
-		{"ThrottlingException", 429, 429, typeRateLimit},
-		{"throttlingException", 0, 429, typeRateLimit},
-		{"ServiceUnavailableException", 503, 529, typeOverloaded},
-		{"ModelNotReadyException", 429, 529, typeOverloaded},
-		{"AccessDeniedException", 403, 403, typePermission},
-		{"ValidationException", 400, 400, typeInvalid},
-		{"ResourceNotFoundException", 404, 404, typeNotFound},
-		{"InternalServerException", 500, 500, typeAPI},
-		{"", 503, 529, typeOverloaded},
+		{"ThrottlingException", 429, 429, protocol.TypeRateLimit},
+		{"throttlingException", 0, 429, protocol.TypeRateLimit},
+		{"ServiceUnavailableException", 503, 529, protocol.TypeOverloaded},
+		{"ModelNotReadyException", 429, 529, protocol.TypeOverloaded},
+		{"AccessDeniedException", 403, 403, protocol.TypePermission},
+		{"ValidationException", 400, 400, protocol.TypeInvalid},
+		{"ResourceNotFoundException", 404, 404, protocol.TypeNotFound},
+		{"InternalServerException", 500, 500, protocol.TypeAPI},
+		{"", 503, 529, protocol.TypeOverloaded},
 	}
 	for _, tt := range tests {
-		if got, typ := awsStatus(tt.code, tt.status); got != tt.want || typ != tt.typ {
+		if got, typ := awsStatus(tt.code, tt.status), protocol.TypeOf(awsStatus(tt.code, tt.status)); got != tt.want || typ != tt.typ {
 			t.Errorf("awsStatus(%q, %d) = %d %s, want %d %s", tt.code, tt.status, got, typ, tt.want, tt.typ)
 		}
 	}
@@ -379,13 +381,13 @@ func TestSTSRefusal(t *testing.T) {
 		status int
 		typ    string
 	}{
-		{"AccessDenied", withStatus(403), 403, typePermission},
-		{"InvalidClientTokenId", withStatus(403), 403, typePermission},
-		{"ExpiredToken", withStatus(400), 403, typePermission},
-		{"RegionDisabledException", withStatus(403), 403, typePermission},
-		{"Throttling", withStatus(400), 429, typeRateLimit},
-		{"InternalFailure", withStatus(500), 500, typeAPI},
-		{"<script>", withStatus(403), 403, typePermission},
+		{"AccessDenied", withStatus(403), 403, protocol.TypePermission},
+		{"InvalidClientTokenId", withStatus(403), 403, protocol.TypePermission},
+		{"ExpiredToken", withStatus(400), 403, protocol.TypePermission},
+		{"RegionDisabledException", withStatus(403), 403, protocol.TypePermission},
+		{"Throttling", withStatus(400), 429, protocol.TypeRateLimit},
+		{"InternalFailure", withStatus(500), 500, protocol.TypeAPI},
+		{"<script>", withStatus(403), 403, protocol.TypePermission},
 	}
 	for _, tt := range tests {
 		resp := stsRefusal(tt.code, tt.err)

@@ -69,13 +69,13 @@ func stsRefusal(code string, err error) *http.Response {
 	if errors.As(err, &re) {
 		status = re.HTTPStatusCode()
 	}
-	switch st, typ := awsStatus(code, status); {
-	case st == http.StatusTooManyRequests:
-		return Refusal(st, typ, fmt.Sprintf("AWS STS throttled the AssumeRole call of the Amazon Bedrock credential's role_arn (%s).", code))
+	switch {
+	case awsStatus(code, status) == http.StatusTooManyRequests:
+		return errorAnswer(http.StatusTooManyRequests, fmt.Sprintf("AWS STS throttled the AssumeRole call of the Amazon Bedrock credential's role_arn (%s).", code))
 	case status >= 500:
-		return Refusal(http.StatusInternalServerError, typeAPI, fmt.Sprintf("AWS STS failed the AssumeRole call of the Amazon Bedrock credential's role_arn (%s).", code))
+		return errorAnswer(http.StatusInternalServerError, fmt.Sprintf("AWS STS failed the AssumeRole call of the Amazon Bedrock credential's role_arn (%s).", code))
 	}
-	return Refusal(http.StatusForbidden, typePermission, fmt.Sprintf(
+	return errorAnswer(http.StatusForbidden, fmt.Sprintf(
 		"AWS STS refused to assume the Amazon Bedrock credential's role_arn (%s): the operator checks the role's trust policy, the external_id and the key's sts:AssumeRole permission (docs/cloud.md).", code))
 }
 

@@ -15,6 +15,8 @@ import (
 
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/google"
+
+	"github.com/intentius/boxbroker/internal/protocol"
 )
 
 // VertexVersion is the anthropic_version a Vertex AI body carries.
@@ -114,7 +116,7 @@ func (cl *Client) vertex(ctx context.Context, c *Credential, call Call, made fun
 	if err != nil {
 		var re *oauth2.RetrieveError
 		if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode >= 400 && re.Response.StatusCode < 500 {
-			return Refusal(http.StatusForbidden, typePermission,
+			return errorAnswer(http.StatusForbidden,
 				fmt.Sprintf("Google refused the Vertex AI service account's key (its token endpoint answered %d).", re.Response.StatusCode)), nil
 		}
 		return nil, fmt.Errorf("vertex: get an access token: %w", errors.New("the token endpoint did not answer"))
@@ -173,10 +175,10 @@ func vertexError(status int, b []byte) *http.Response {
 		} `json:"error"`
 	}
 	if json.Unmarshal(b, &anth) == nil && anth.Type == "error" && eventTypeRE.MatchString(anth.Error.Type) {
-		if status == http.StatusServiceUnavailable && anth.Error.Type == typeOverloaded {
+		if status == http.StatusServiceUnavailable && anth.Error.Type == protocol.TypeOverloaded {
 			status = StatusOverloaded
 		}
-		return Refusal(status, anth.Error.Type, clip(anth.Error.Message))
+		return typedErrorAnswer(status, anth.Error.Type, clip(anth.Error.Message))
 	}
 	type gerr struct {
 		Error struct {
@@ -192,7 +194,7 @@ func vertexError(status int, b []byte) *http.Response {
 			g = list[0]
 		}
 	}
-	st, typ := googleStatus(g.Error.Status, status)
+	st := googleStatus(g.Error.Status, status)
 	msg := "Google Vertex AI answered " + http.StatusText(status)
 	if awsCodeRE.MatchString(strings.ReplaceAll(g.Error.Status, "_", "")) {
 		msg += " (" + g.Error.Status + ")"
@@ -200,23 +202,23 @@ func vertexError(status int, b []byte) *http.Response {
 	if g.Error.Message != "" {
 		msg += ": " + clip(g.Error.Message)
 	}
-	return Refusal(st, typ, msg)
+	return errorAnswer(st, msg)
 }
 
 // googleStatus maps a Google API error status (RESOURCE_EXHAUSTED) and
 // HTTP status to the Anthropic API's status and error type.
-func googleStatus(s string, status int) (int, string) {
+func googleStatus(s string, status int) int {
 	switch s {
 	case "RESOURCE_EXHAUSTED":
-		return http.StatusTooManyRequests, typeRateLimit
+		return http.StatusTooManyRequests
 	case "UNAVAILABLE":
-		return StatusOverloaded, typeOverloaded
+		return StatusOverloaded
 	case "PERMISSION_DENIED", "UNAUTHENTICATED":
-		return http.StatusForbidden, typePermission
+		return http.StatusForbidden
 	case "NOT_FOUND":
-		return http.StatusNotFound, typeNotFound
+		return http.StatusNotFound
 	case "INVALID_ARGUMENT", "FAILED_PRECONDITION", "OUT_OF_RANGE":
-		return http.StatusBadRequest, typeInvalid
+		return http.StatusBadRequest
 	}
 	return awsStatus("", status)
 }

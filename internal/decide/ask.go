@@ -14,7 +14,6 @@ import (
 
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/cloud"
-	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
 )
 
@@ -239,15 +238,13 @@ func (c *Capability) post(ctx context.Context, u string, cred, body []byte) (int
 func (c *Capability) failed(ctx context.Context, q *Question, err error) error {
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return &capability.Error{Status: http.StatusGatewayTimeout, Type: protocol.TypeTimeout, Reason: capability.ReasonTimeout,
-			Message: fmt.Sprintf("The %s did not answer question %s within %s.", upstreamName, short(q.ID), c.cfg.Timeout),
-			Err:     err}
+		return capability.Refuse(capability.ReasonTimeout, "The %s did not answer question %s within %s.", upstreamName, short(q.ID), c.cfg.Timeout).WithErr(err)
 	case ctx.Err() != nil:
 		return fmt.Errorf("question %s stopped: %w", short(q.ID), err)
 	}
-	status, typ, msg := proxy.Classify(err, upstreamName)
-	return &capability.Error{Status: status, Type: typ, Reason: proxy.ClassifyReason(err),
-		Message: fmt.Sprintf("%s Question %s has no answer.", msg, short(q.ID)), Err: err}
+	ce := proxy.Classify(err, upstreamName)
+	ce.Message += " Question " + short(q.ID) + " has no answer."
+	return ce
 }
 
 var errorTypeRE = regexp.MustCompile(`^[a-z_]{1,64}$`)
@@ -264,15 +261,11 @@ func upstreamStatus(q *Question, status int, raw []byte) error {
 	if json.Unmarshal(raw, &e) == nil && errorTypeRE.MatchString(e.Error.Type) {
 		what += " (" + e.Error.Type + ")"
 	}
-	return &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI, Reason: capability.ReasonUpstream,
-		Message: fmt.Sprintf("The %s answered question %s with %s.", upstreamName, short(q.ID), what),
-		Err:     fmt.Errorf("upstream status %d", status)}
+	return capability.Refuse(capability.ReasonUpstream, "The %s answered question %s with %s.", upstreamName, short(q.ID), what).WithErr(fmt.Errorf("upstream status %d", status))
 }
 
 func badOutput(q *Question, what string, err error) error {
-	return &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI, Reason: capability.ReasonUpstream,
-		Message: fmt.Sprintf("The model's answer to question %s is not the JSON asked for: %s.", short(q.ID), what),
-		Err:     err}
+	return capability.Refuse(capability.ReasonUpstream, "The model's answer to question %s is not the JSON asked for: %s.", short(q.ID), what).WithErr(err)
 }
 
 // messageText reads a Messages answer: its first text block and its usage.

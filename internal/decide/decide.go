@@ -179,8 +179,7 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 	paid, err := call.Payer(r.Context(), r)
 	w.Header().Set(protocol.HeaderPayer, protocol.FormatPayerHeader(paid.Payer))
 	if err != nil && !errors.Is(err, capability.ErrNoCredential) {
-		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI, Reason: capability.ReasonStore,
-			Message: "The broker could not read the payer's credential.", Err: err}
+		return capability.PayerUnreadable(err)
 	}
 	noCredential := err != nil
 	req, err := c.read(w, r)
@@ -194,9 +193,7 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 		}
 	}
 	if asked > 0 && noCredential {
-		return capability.Refuse(capability.ReasonNoCredential, http.StatusForbidden, protocol.TypePermission,
-			"The broker holds no Anthropic credential for this box's payer (%s); the operator sets one with %s.",
-			protocol.FormatPayerHeader(paid.Payer), payer.SetHint(paid.Payer, call.Box.Name))
+		return capability.NoCredential(paid.Payer, payer.SetHint(paid.Payer, call.Box.Name))
 	}
 	if paid.Failover != nil {
 		// The pool cools an overload for the model asked, and may ask on
@@ -232,8 +229,8 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 // read reads and checks the body; every failure is a 422 but one that
 // could not be read at all.
 func (c *Capability) read(w http.ResponseWriter, r *http.Request) (*Request, error) {
-	tooLarge := capability.Refuse(capability.ReasonTooLarge, http.StatusUnprocessableEntity, protocol.TypeTooLarge,
-		"The decide request is over %d bytes.", c.cfg.MaxBody)
+	tooLarge := capability.Refuse(capability.ReasonTooLarge,
+		"The decide request is over %d bytes.", c.cfg.MaxBody).At(http.StatusUnprocessableEntity)
 	if r.ContentLength > c.cfg.MaxBody {
 		return nil, tooLarge
 	}
@@ -243,8 +240,7 @@ func (c *Capability) read(w http.ResponseWriter, r *http.Request) (*Request, err
 		return nil, tooLarge
 	}
 	if err != nil {
-		return nil, &capability.Error{Status: http.StatusBadRequest, Type: protocol.TypeInvalid, Reason: capability.ReasonInvalid,
-			Message: "The decide request could not be read.", Err: err}
+		return nil, capability.Refuse(capability.ReasonInvalid, "The decide request could not be read.").WithErr(err)
 	}
 	// No upstream receives a token, even one a box puts in its state:
 	// every token written in the body, plainly or with JSON escapes (and
@@ -255,7 +251,7 @@ func (c *Capability) read(w http.ResponseWriter, r *http.Request) (*Request, err
 	req, err := ParseRequest(body, c.cfg.MaxQuestions)
 	var ie *InvalidError
 	if errors.As(err, &ie) {
-		return nil, capability.Refuse(capability.ReasonInvalid, http.StatusUnprocessableEntity, protocol.TypeInvalid, "%s", ie.Message)
+		return nil, capability.Refuse(capability.ReasonInvalid, "%s", ie.Message).At(http.StatusUnprocessableEntity)
 	}
 	return req, err
 }
@@ -301,6 +297,6 @@ func notOnCloud(cred []byte) error {
 	if c, err := cloud.Parse(cred); err == nil {
 		name = cloud.Name(c.Kind)
 	}
-	return capability.Refuse(capability.ReasonNotSupported, http.StatusBadRequest, protocol.TypeInvalid,
-		"decide is not available while this box's model calls are paid through %s; the operator pays for it with an Anthropic API key or setup token.", name)
+	return capability.Refuse(capability.ReasonNotSupported,
+		"decide is not available while this box's model calls are paid through %s; the operator pays for it with an Anthropic API key or setup token.", name).At(http.StatusBadRequest)
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/jsonfield"
-	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/token"
@@ -289,9 +288,9 @@ func checkBodyToken(r *http.Request, sec store.Secret, tok string) error {
 	if len(namedSpans(b, bodyKind(r.Header.Get("Content-Type")), sec.BodyFields, tok)) > 0 {
 		return nil
 	}
-	return capability.Refuse(capability.ReasonToken, http.StatusUnauthorized, protocol.TypeAuthn,
+	return capability.Refuse(capability.ReasonToken,
 		"The request carries the box's token only in its body, in a field the secret %s does not name, so the broker has no credential to send. Send the token where the API takes its key in a header or the query, or have the owner name the field: `boxbroker secret set %s %s --host %s --body-field FIELD`.",
-		sec.Name, sec.Box, sec.Name, sec.Host)
+		sec.Name, sec.Box, sec.Name, sec.Host).At(http.StatusUnauthorized)
 }
 
 // unescapeLoose decodes every %hh, \u00hh and \/ in s, as a form or a

@@ -378,12 +378,12 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 		return capability.NotFound(r)
 	}
 	if r.Header.Get("Upgrade") != "" {
-		return capability.Refuse(capability.ReasonNotSupported, http.StatusNotImplemented, protocol.TypeNotSupported,
+		return capability.Refuse(capability.ReasonNotSupported,
 			"Egress does not carry protocol upgrades such as WebSocket: the broker could not keep %s's value out of them.", name)
 	}
 	sec, err := c.cfg.Secrets.Secret(r.Context(), call.Box.Name, name)
 	if errors.Is(err, store.ErrNotFound) {
-		return capability.Refuse(capability.ReasonNoSecret, http.StatusForbidden, protocol.TypePermission,
+		return capability.Refuse(capability.ReasonNoSecret,
 			"The broker holds no value for the secret %s for this box; its owner sets one with `boxbroker secret set %s %s --host <base URL>`.",
 			name, call.Box.Name, name)
 	}
@@ -413,12 +413,10 @@ func (c *Capability) Forward(w http.ResponseWriter, r *http.Request, box, token 
 	name := sec.Name
 	base, err := protocol.ParseSecretHost(sec.Host)
 	if err != nil {
-		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI, Reason: capability.ReasonConfig,
-			Message: fmt.Sprintf("The broker's record of %s's host is not a usable base URL; its owner sets it again with `boxbroker secret set`.", name),
-			Err:     fmt.Errorf("secret %s/%s: %w", box, name, err)}
+		return capability.Refuse(capability.ReasonConfig, "The broker's record of %s's host is not a usable base URL; its owner sets it again with `boxbroker secret set`.", name).WithErr(fmt.Errorf("secret %s/%s: %w", box, name, err))
 	}
 	if token == "" {
-		return capability.Refuse(capability.ReasonToken, http.StatusForbidden, protocol.TypePermission, "The request carries no box token.")
+		return capability.Refuse(capability.ReasonToken, "The request carries no box token.")
 	}
 	if len(sec.Rules) > 0 || sec.Rate != "" {
 		// The path checks first, so that a rule is matched only against
@@ -426,7 +424,7 @@ func (c *Capability) Forward(w http.ResponseWriter, r *http.Request, box, token 
 		if _, _, err := joinPath(base, tail); err != nil {
 			var pe *pathError
 			if errors.As(err, &pe) {
-				return capability.Refuse(capability.ReasonInvalid, http.StatusBadRequest, protocol.TypeInvalid, "%s", pe.msg)
+				return capability.Refuse(capability.ReasonInvalid, "%s", pe.msg)
 			}
 			return err
 		}
@@ -452,7 +450,7 @@ func (c *Capability) Forward(w http.ResponseWriter, r *http.Request, box, token 
 	target, err := outbound(base, tail, r.URL.RawQuery, token, f.value)
 	var pe *pathError
 	if errors.As(err, &pe) {
-		return capability.Refuse(capability.ReasonInvalid, http.StatusBadRequest, protocol.TypeInvalid, "%s", pe.msg)
+		return capability.Refuse(capability.ReasonInvalid, "%s", pe.msg)
 	}
 	if err != nil {
 		return err
@@ -481,29 +479,26 @@ func (c *Capability) inject(r *http.Request, box string, sec store.Secret, f *fl
 	name := sec.Name
 	plain, err := c.cfg.Keyring.Open(sec.Sealed, secrets.SecretAD(box, name))
 	if err != nil {
-		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI, Reason: capability.ReasonConfig,
-			Message: fmt.Sprintf("The broker could not open %s's value.", name), Err: fmt.Errorf("secret %s/%s: %w", box, name, err)}
+		return capability.Refuse(capability.ReasonConfig, "The broker could not open %s's value.", name).WithErr(fmt.Errorf("secret %s/%s: %w", box, name, err))
 	}
 	defer secrets.Zero(plain)
 	if sec.Kind == "" {
 		f.value = string(plain)
 		if f.value == "" {
-			return capability.Refuse(capability.ReasonNoSecret, http.StatusForbidden, protocol.TypePermission, "The broker holds no value for the secret %s for this box.", name)
+			return capability.Refuse(capability.ReasonNoSecret, "The broker holds no value for the secret %s for this box.", name)
 		}
 		return nil
 	}
 	spec, err := mint.Parse(sec.Kind, plain)
 	if err != nil {
-		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI, Reason: capability.ReasonConfig,
-			Message: fmt.Sprintf("The broker's configuration of %s (%s) is not usable; its owner sets it again with `boxbroker secret set %s %s --host %s --kind %s`.", name, sec.Kind, box, name, sec.Host, sec.Kind),
-			Err:     fmt.Errorf("secret %s/%s: %w", box, name, err)}
+		return capability.Refuse(capability.ReasonConfig, "The broker's configuration of %s (%s) is not usable; its owner sets it again with `boxbroker secret set %s %s --host %s --kind %s`.", name, sec.Kind, box, name, sec.Host, sec.Kind).WithErr(fmt.Errorf("secret %s/%s: %w", box, name, err))
 	}
 	f.hidden = spec.Secrets()
 	switch spec := spec.(type) {
 	case mint.Signer:
 		f.signer = spec
 		if strings.HasPrefix(r.Header.Get("X-Amz-Content-Sha256"), "STREAMING-") {
-			return capability.Refuse(capability.ReasonInvalid, http.StatusBadRequest, protocol.TypeInvalid,
+			return capability.Refuse(capability.ReasonInvalid,
 				"The request's body is signed in chunks (x-amz-content-sha256: %s), with the box's token as the key; the broker signs %s's requests itself and cannot sign chunks again. Turn off chunked signing in the SDK (for S3, a checksum or unsigned payload setting) so the body goes whole.", r.Header.Get("X-Amz-Content-Sha256"), name)
 		}
 	case mint.Minted:
@@ -528,7 +523,7 @@ func mintRefusal(box string, sec store.Secret, err error, now time.Time) error {
 	)
 	if errors.As(err, &limited) {
 		wait := max(int64(math.Ceil(limited.Until.Sub(now).Seconds())), 1)
-		e := capability.Refuse(capability.ReasonMintRateLimited, http.StatusTooManyRequests, protocol.TypeRateLimit,
+		e := capability.Refuse(capability.ReasonMintRateLimited,
 			"The token endpoint of the secret %s limits the rate of mints just now (%d), so the broker has no token for it; it asks again in %d s. Nothing needs renewing.",
 			sec.Name, limited.Status, wait)
 		e.Err, e.Header = err, http.Header{"Retry-After": {strconv.FormatInt(wait, 10)}}
@@ -539,12 +534,10 @@ func mintRefusal(box string, sec store.Secret, err error, now time.Time) error {
 		if sec.Kind == mint.KindGitHubApp {
 			what = "the owner's GitHub App key or installation needs renewing"
 		}
-		return &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI, Reason: capability.ReasonMintRefused,
-			Message: fmt.Sprintf("The token endpoint refused to mint %s's token (%d): %s, with `boxbroker secret set %s %s --host %s --kind %s`.",
-				sec.Name, refused.Status, what, box, sec.Name, sec.Host, sec.Kind), Err: err}
+		return capability.Refuse(capability.ReasonMintRefused, "The token endpoint refused to mint %s's token (%d): %s, with `boxbroker secret set %s %s --host %s --kind %s`.",
+			sec.Name, refused.Status, what, box, sec.Name, sec.Host, sec.Kind).WithErr(err)
 	}
-	return &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI, Reason: capability.ReasonMintFailed,
-		Message: fmt.Sprintf("The broker could not mint %s's token just now; try again shortly.", sec.Name), Err: err}
+	return capability.Refuse(capability.ReasonMintFailed, "The broker could not mint %s's token just now; try again shortly.", sec.Name).WithErr(err)
 }
 
 // signedBody reads r's body for a signing kind: whole when its length is
@@ -562,7 +555,7 @@ func signedBody(r *http.Request, f *flight) error {
 			return capability.UnreadableBody(err)
 		}
 		if holds(string(b), f.token) {
-			return capability.Refuse(capability.ReasonInvalid, http.StatusBadRequest, protocol.TypeInvalid,
+			return capability.Refuse(capability.ReasonInvalid,
 				"The request body holds the box's token; %s's requests are signed by the broker, which has no value to put in its place, so it was not sent.", f.name)
 		}
 		proxy.ScrubTokensInPlace(b) // the body read again is b: it is signed as sent
@@ -570,7 +563,7 @@ func signedBody(r *http.Request, f *flight) error {
 		return nil
 	}
 	if !f.signer.Unsigned() {
-		return capability.Refuse(capability.ReasonTooLarge, http.StatusRequestEntityTooLarge, protocol.TypeTooLarge,
+		return capability.Refuse(capability.ReasonTooLarge,
 			"%s's requests are signed over their body, which the broker reads whole: send a body of at most %d bytes with its length declared.", f.name, maxReadBody)
 	}
 	f.unsigned = true
@@ -744,29 +737,22 @@ func (c *Capability) errorHandler(w http.ResponseWriter, r *http.Request, err er
 		mbe *http.MaxBytesError
 		ee  *proxy.EncodingError
 	)
-	status, typ, msg := proxy.Classify(err, what)
-	reason := proxy.ClassifyReason(err)
+	var ce *capability.Error
 	switch {
 	case errors.As(err, &mbe):
-		tl := capability.TooLarge(mbe.Limit)
-		status, typ, msg, reason = tl.Status, tl.Type, tl.Message, tl.Reason
+		ce = capability.TooLarge(mbe.Limit)
 	case errors.Is(err, errTokenLeft):
-		reason = capability.ReasonInvalid
-		status, typ, msg = http.StatusBadRequest, protocol.TypeInvalid,
-			"The request carries the box's token in a form the broker does not swap (it swaps header values, Basic credentials and the query); it was not sent."
+		ce = capability.Refuse(capability.ReasonInvalid, "The request carries the box's token in a form the broker does not swap (it swaps header values, Basic credentials and the query); it was not sent.")
 	case errors.As(err, &ee):
-		reason = capability.ReasonUpstream
-		status, typ, msg = http.StatusBadGateway, protocol.TypeAPI,
-			fmt.Sprintf("The %s answered %s, which the broker cannot read to keep the value out, so the answer was withheld.", what, ee.Why)
+		ce = capability.Refuse(capability.ReasonUpstream, "The %s answered %s, which the broker cannot read to keep the value out, so the answer was withheld.", what, ee.Why)
 	case errors.Is(err, errUpgraded):
-		reason = capability.ReasonUpstream
-		status, typ, msg = http.StatusBadGateway, protocol.TypeAPI, "The "+what+" switched protocols, which egress does not carry."
+		ce = capability.Refuse(capability.ReasonUpstream, "The %s switched protocols, which egress does not carry.", what)
 	case f.signErr != nil && errors.Is(err, f.signErr):
-		reason = capability.ReasonInternal
-		status, typ, msg = http.StatusBadGateway, protocol.TypeAPI, "The broker could not sign "+f.name+"'s request."
+		ce = capability.Refuse(capability.ReasonInternal, "The broker could not sign %s's request.", f.name).At(http.StatusBadGateway)
 	case errors.Is(err, errElsewhere):
-		reason = capability.ReasonHost
-		status, typ, msg = http.StatusBadGateway, protocol.TypeAPI, "The broker sends "+f.name+"'s requests only to its host, and this one was not."
+		ce = capability.Refuse(capability.ReasonHost, "The broker sends %s's requests only to its host, and this one was not.", f.name).At(http.StatusBadGateway)
+	default:
+		ce = proxy.Classify(err, what)
 	}
 	// An error's text can hold the URL, and so the value in its query.
 	text := err.Error()
@@ -776,7 +762,7 @@ func (c *Capability) errorHandler(w http.ResponseWriter, r *http.Request, err er
 		}
 	}
 	text = strings.ReplaceAll(text, f.token, "[token]")
-	c.log.Warn("egress: request failed", "secret", f.name, "host", f.target.Host, "status", status, "err", text)
-	proxy.TraceFrom(r.Context()).Refuse(reason)
-	protocol.WriteRefusal(w, status, typ, msg)
+	c.log.Warn("egress: request failed", "secret", f.name, "host", f.target.Host, "status", ce.Status, "err", text)
+	proxy.TraceFrom(r.Context()).Refuse(ce.Reason)
+	ce.Write(w)
 }

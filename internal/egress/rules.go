@@ -38,7 +38,7 @@ func (c *Capability) checkRules(r *http.Request, box, token string, sec store.Se
 	if len(sec.Rules) > 0 {
 		whole, split, err := ruleSegments(tail)
 		if err != nil {
-			return capability.Refuse(capability.ReasonInvalid, http.StatusBadRequest, protocol.TypeInvalid, "The path holds an invalid percent-encoding.")
+			return capability.Refuse(capability.ReasonInvalid, "The path holds an invalid percent-encoding.")
 		}
 		if !allowed(sec.Rules, r.Method, whole) || !allowed(sec.Rules, r.Method, split) {
 			refusal := c.outsideRules(r, box, sec, split)
@@ -53,13 +53,11 @@ func (c *Capability) checkRules(r *http.Request, box, token string, sec store.Se
 	}
 	rt, err := protocol.ParseSecretRate(sec.Rate)
 	if err != nil {
-		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI, Reason: capability.ReasonConfig,
-			Message: fmt.Sprintf("The broker's record of %s's rate is not usable; its owner sets it again with `boxbroker secret set`.", sec.Name),
-			Err:     fmt.Errorf("secret %s/%s: %w", box, sec.Name, err)}
+		return capability.Refuse(capability.ReasonConfig, "The broker's record of %s's rate is not usable; its owner sets it again with `boxbroker secret set`.", sec.Name).WithErr(fmt.Errorf("secret %s/%s: %w", box, sec.Name, err))
 	}
 	if wait := c.rates.take(box, sec.Name, rt, c.now()); wait > 0 {
 		secs := int(math.Ceil(wait.Seconds()))
-		e := capability.Refuse(capability.ReasonRate, http.StatusTooManyRequests, protocol.TypeRateLimit,
+		e := capability.Refuse(capability.ReasonRate,
 			"Egress refused this request: the secret %s allows each box %s, and this box has used them; try again in %d s. Its owner can raise the rate with `boxbroker secret set %s %s --host %s --rate N/PERIOD`.",
 			sec.Name, rateWords(rt), secs, box, sec.Name, sec.Host)
 		e.Header = http.Header{"Retry-After": {strconv.Itoa(secs)}}
@@ -93,7 +91,7 @@ func (c *Capability) ask(r *http.Request, box, token string, sec store.Secret, t
 // outsideRules is the refusal of a request no rule of sec allows.
 func (c *Capability) outsideRules(r *http.Request, box string, sec store.Secret, segs []string) *capability.Error {
 	path := "/" + strings.Join(segs, "/")
-	return capability.Refuse(capability.ReasonRule, http.StatusForbidden, protocol.TypePermission,
+	return capability.Refuse(capability.ReasonRule,
 		"Egress refused this request: the secret %s allows only %s; this request was %s %s. Its owner can allow it with `boxbroker secret set %s %s --host %s --allow '%s %s'` (with every --allow it holds: the rules given replace the old).",
 		sec.Name, strings.Join(sec.Rules, " and "), r.Method, path, box, sec.Name, sec.Host, r.Method, path)
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/intentius/boxbroker/internal/capability"
-	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/token"
 )
@@ -57,8 +56,8 @@ func (c *Capability) NoTokenRefusal(r *http.Request) *capability.Error {
 	if name, _, ok := split(r.URL); ok {
 		realm += " " + name
 	}
-	e := capability.Refuse(capability.ReasonToken, http.StatusUnauthorized, protocol.TypeAuthn,
-		"The request carries no box token. On egress, send it wherever the API takes its key: Authorization: Bearer <token>, Basic credentials (as user or password), x-api-key or another header, or a query parameter such as ?key=<token>. A token in the body is swapped for the value only as the whole value of a top-level form or JSON field the secret names (secret set --body-field); a token only there is found in such a body of at most 64 KiB with its length declared.")
+	e := capability.Refuse(capability.ReasonToken,
+		"The request carries no box token. On egress, send it wherever the API takes its key: Authorization: Bearer <token>, Basic credentials (as user or password), x-api-key or another header, or a query parameter such as ?key=<token>. A token in the body is swapped for the value only as the whole value of a top-level form or JSON field the secret names (secret set --body-field); a token only there is found in such a body of at most 64 KiB with its length declared.").At(http.StatusUnauthorized)
 	e.Header = http.Header{"Www-Authenticate": {`Basic realm="` + realm + `"`}}
 	return e
 }

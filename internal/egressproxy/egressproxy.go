@@ -317,7 +317,7 @@ func (p *Proxy) serveProxy(w http.ResponseWriter, r *http.Request) {
 	case r.URL.IsAbs():
 		p.plain(w, r)
 	default:
-		p.refuse(w, r, nil, capability.Refuse(capability.ReasonInvalid, http.StatusBadRequest, protocol.TypeInvalid, "%s",
+		p.refuse(w, r, nil, capability.Refuse(capability.ReasonInvalid, "%s",
 			"This is boxbroker's egress proxy: send CONNECT host:port, or a plain-HTTP request in absolute form, with the box's token in Proxy-Authorization (HTTPS_PROXY=http://box:<token>@<this address>)."), p.cfg.Now(), RouteTunnel)
 	}
 }
@@ -342,8 +342,9 @@ func (p *Proxy) judge(ctx context.Context, tok string, from netip.Addr, to targe
 		if tok != "" {
 			msg = "The token in Proxy-Authorization is no box's token at this broker."
 		}
-		return nil, false, &capability.Error{Status: http.StatusProxyAuthRequired, Type: protocol.TypeAuthn, Message: msg, Reason: capability.ReasonToken,
-			Header: http.Header{"Proxy-Authenticate": {`Basic realm="boxbroker egress proxy"`}}}
+		e := capability.Refuse(capability.ReasonToken, "%s", msg).At(http.StatusProxyAuthRequired)
+		e.Header = http.Header{"Proxy-Authenticate": {`Basic realm="boxbroker egress proxy"`}}
+		return nil, false, e
 	}
 	if adm != nil {
 		t = &tunnel{box: adm.Box.Name, token: tok, from: from, to: to}
@@ -366,9 +367,8 @@ func (p *Proxy) judge(ctx context.Context, tok string, from netip.Addr, to targe
 	}
 	where := to.scheme + "://" + to.addr()
 	if len(pinned) == 0 {
-		refusal := &capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Reason: capability.ReasonNoSecret,
-			Message: fmt.Sprintf("No egress secret of this box is pinned to %s, so the broker's proxy does not reach it: egress goes only to a host a secret is pinned to, by its exact host and port; its owner pins one with `boxbroker secret set %s NAME --host %s`.",
-				where, adm.Box.Name, where)}
+		refusal := capability.Refuse(capability.ReasonNoSecret, "No egress secret of this box is pinned to %s, so the broker's proxy does not reach it: egress goes only to a host a secret is pinned to, by its exact host and port; its owner pins one with `boxbroker secret set %s NAME --host %s`.",
+			where, adm.Box.Name, where)
 		approved, words := p.ask(ctx, adm.Box.Name, tok, to, refusal.Message)
 		if approved {
 			// Approved: a passthrough tunnel, on the passthrough rule
@@ -384,9 +384,8 @@ func (p *Proxy) judge(ctx context.Context, tok string, from netip.Addr, to targe
 		}
 	}
 	if len(t.names) == 0 {
-		return t, false, &capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Reason: capability.ReasonDeclaration,
-			Message: fmt.Sprintf("The proxy reaches %s through egress with the scope word of a secret pinned there (%s), and this box declares none of them. %s",
-				where, strings.Join(pinned, ", "), adm.Refusal(pinned[0]).Message)}
+		return t, false, capability.Refuse(capability.ReasonDeclaration, "The proxy reaches %s through egress with the scope word of a secret pinned there (%s), and this box declares none of them. %s",
+			where, strings.Join(pinned, ", "), adm.Refusal(pinned[0]).Message)
 	}
 	return t, false, nil
 }
@@ -418,14 +417,12 @@ func (p *Proxy) ask(ctx context.Context, box, tok string, to target, reason stri
 func (p *Proxy) judgePassthrough(adm *broker.Admission, secs []store.Secret, to target) error {
 	d := adm.Report
 	if d == nil {
-		return &capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Reason: capability.ReasonDeclaration,
-			Message: fmt.Sprintf("The broker has no declaration from this box yet, so it brokers nothing for it, and its proxy tunnels nothing: a tunnel to %s needs an egress entry brokered by %s in the box block of its chant.workspace.json, reported to %s.",
-				to.addr(), p.cfg.BrokerWord, protocol.RouteDeclaration)}
+		return capability.Refuse(capability.ReasonDeclaration, "The broker has no declaration from this box yet, so it brokers nothing for it, and its proxy tunnels nothing: a tunnel to %s needs an egress entry brokered by %s in the box block of its chant.workspace.json, reported to %s.",
+			to.addr(), p.cfg.BrokerWord, protocol.RouteDeclaration)
 	}
 	if d.Find(protocol.Egress, p.cfg.BrokerWord) == nil {
-		return &capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Reason: capability.ReasonDeclaration,
-			Message: fmt.Sprintf("This box declares no egress capability brokered by %s, so the broker's proxy tunnels nothing for it, not even to %s. Add an egress entry brokered by %s to the box block in its chant.workspace.json.",
-				p.cfg.BrokerWord, to.addr(), p.cfg.BrokerWord)}
+		return capability.Refuse(capability.ReasonDeclaration, "This box declares no egress capability brokered by %s, so the broker's proxy tunnels nothing for it, not even to %s. Add an egress entry brokered by %s to the box block in its chant.workspace.json.",
+			p.cfg.BrokerWord, to.addr(), p.cfg.BrokerWord)
 	}
 	var pinned []string
 	for _, s := range secs {
@@ -434,9 +431,8 @@ func (p *Proxy) judgePassthrough(adm *broker.Admission, secs []store.Secret, to 
 		}
 	}
 	if len(pinned) > 0 {
-		return &capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Reason: capability.ReasonPassthrough,
-			Message: fmt.Sprintf("%s is on the broker's passthrough list (--proxy-passthrough), and this box's secret %s is pinned to %s: the broker does not read a passthrough tunnel, so it could not keep out of it what it wrote there for this box (a secret's value, a token it minted), and it opens none. Its operator takes %s off --proxy-passthrough, so the proxy reaches it through egress, or pins the secret elsewhere.",
-				to.addr(), strings.Join(pinned, ", "), to.host, to.host)}
+		return capability.Refuse(capability.ReasonPassthrough, "%s is on the broker's passthrough list (--proxy-passthrough), and this box's secret %s is pinned to %s: the broker does not read a passthrough tunnel, so it could not keep out of it what it wrote there for this box (a secret's value, a token it minted), and it opens none. Its operator takes %s off --proxy-passthrough, so the proxy reaches it through egress, or pins the secret elsewhere.",
+			to.addr(), strings.Join(pinned, ", "), to.host, to.host)
 	}
 	return nil
 }
@@ -489,7 +485,7 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 	start := p.cfg.Now()
 	to, ok := parseTarget("https", r.Host)
 	if !ok {
-		p.refuse(w, r, nil, capability.Refuse(capability.ReasonInvalid, http.StatusBadRequest, protocol.TypeInvalid, "CONNECT takes host:port, such as api.github.com:443."), start, RouteConnect)
+		p.refuse(w, r, nil, capability.Refuse(capability.ReasonInvalid, "CONNECT takes host:port, such as api.github.com:443."), start, RouteConnect)
 		return
 	}
 	t, passthrough, err := p.admit(r, to)
@@ -514,8 +510,7 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 	leaf, err := p.cfg.CA.Leaf(to.host)
 	if err != nil {
 		p.release(h)
-		p.refuse(w, r, nil, &capability.Error{Status: http.StatusInternalServerError, Type: protocol.TypeAPI, Reason: capability.ReasonInternal,
-			Message: "The broker could not make a certificate for the host.", Err: fmt.Errorf("proxy: leaf certificate for %s: %w", to.host, err)}, start, RouteConnect)
+		p.refuse(w, r, nil, capability.Refuse(capability.ReasonInternal, "The broker could not make a certificate for the host.").WithErr(fmt.Errorf("proxy: leaf certificate for %s: %w", to.host, err)), start, RouteConnect)
 		return
 	}
 	conn, err := hijack(w)
@@ -542,7 +537,7 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 func hijack(w http.ResponseWriter) (net.Conn, error) {
 	conn, rw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
-		protocol.WriteRefusal(w, http.StatusInternalServerError, protocol.TypeAPI, "The proxy could not take over the connection.")
+		capability.Refuse(capability.ReasonInternal, "The proxy could not take over the connection.").Write(w)
 		return nil, err
 	}
 	_ = conn.SetDeadline(time.Time{})
@@ -572,12 +567,11 @@ func (c *bufferedConn) Read(b []byte) (int, error) { return c.r.Read(b) }
 func (p *Proxy) serveTunnel(w http.ResponseWriter, r *http.Request) {
 	t, _ := r.Context().Value(tunnelKey{}).(*tunnel)
 	if t == nil {
-		p.refuse(w, r, nil, capability.Refuse(capability.ReasonInternal, http.StatusInternalServerError, protocol.TypeAPI, "The proxy lost this tunnel."), p.cfg.Now(), RouteTunnel)
+		p.refuse(w, r, nil, capability.Refuse(capability.ReasonInternal, "The proxy lost this tunnel."), p.cfg.Now(), RouteTunnel)
 		return
 	}
 	if !sameHost(r.Host, t.to) {
-		p.refuse(w, r, t, &capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Reason: capability.ReasonHost,
-			Message: fmt.Sprintf("This tunnel was opened to %s; the proxy serves in it only requests for that host, and this request names a Host other than the tunnel's.", t.to.addr())},
+		p.refuse(w, r, t, capability.Refuse(capability.ReasonHost, "This tunnel was opened to %s; the proxy serves in it only requests for that host, and this request names a Host other than the tunnel's.", t.to.addr()),
 			p.cfg.Now(), RouteTunnel)
 		return
 	}
@@ -588,7 +582,7 @@ func (p *Proxy) serveTunnel(w http.ResponseWriter, r *http.Request) {
 func (p *Proxy) plain(w http.ResponseWriter, r *http.Request) {
 	start := p.cfg.Now()
 	if r.URL.Scheme != "http" {
-		p.refuse(w, r, nil, capability.Refuse(capability.ReasonInvalid, http.StatusBadRequest, protocol.TypeInvalid, "The proxy takes https:// through CONNECT; a request in absolute form must be http://."), start, RouteTunnel)
+		p.refuse(w, r, nil, capability.Refuse(capability.ReasonInvalid, "The proxy takes https:// through CONNECT; a request in absolute form must be http://."), start, RouteTunnel)
 		return
 	}
 	port := r.URL.Port()
@@ -597,7 +591,7 @@ func (p *Proxy) plain(w http.ResponseWriter, r *http.Request) {
 	}
 	to, ok := parseTarget("http", net.JoinHostPort(r.URL.Hostname(), port))
 	if !ok || !sameHost(r.Host, to) {
-		p.refuse(w, r, nil, capability.Refuse(capability.ReasonInvalid, http.StatusBadRequest, protocol.TypeInvalid, "The request's Host is not its URL's host."), start, RouteTunnel)
+		p.refuse(w, r, nil, capability.Refuse(capability.ReasonInvalid, "The request's Host is not its URL's host."), start, RouteTunnel)
 		return
 	}
 	t, _, err := p.admit(r, to)
@@ -644,14 +638,13 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t *tunnel) {
 		name, tail, best = n, rest, len(prefix)
 	}
 	if name == "" {
-		p.refuse(w, r, t, &capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Reason: capability.ReasonNoSecret,
-			Message: fmt.Sprintf("No secret of this box that its egress entry lists (%s) is pinned to %s with a base path this request's path is under.", strings.Join(t.names, ", "), t.to.addr())},
+		p.refuse(w, r, t, capability.Refuse(capability.ReasonNoSecret, "No secret of this box that its egress entry lists (%s) is pinned to %s with a base path this request's path is under.", strings.Join(t.names, ", "), t.to.addr()),
 			p.cfg.Now(), RouteTunnel)
 		return
 	}
 	u, err := url.ParseRequestURI(protocol.PrefixEgress + "/" + name + tail)
 	if err != nil {
-		p.refuse(w, r, nil, capability.Refuse(capability.ReasonInvalid, http.StatusBadRequest, protocol.TypeInvalid, "The request's path is not one the proxy can forward."), p.cfg.Now(), RouteTunnel)
+		p.refuse(w, r, nil, capability.Refuse(capability.ReasonInvalid, "The request's path is not one the proxy can forward."), p.cfg.Now(), RouteTunnel)
 		return
 	}
 	u.RawQuery = r.URL.RawQuery
@@ -681,8 +674,7 @@ func (p *Proxy) passthroughTunnel(w http.ResponseWriter, r *http.Request, h *hel
 	up, err := p.cfg.Dial(r.Context(), "tcp", t.to.addr())
 	if err != nil {
 		p.log.Warn("proxy: passthrough dial", "addr", t.to.addr(), "err", err)
-		p.refuse(w, r, t, &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI, Reason: capability.ReasonUpstreamFailed,
-			Message: "The passthrough host " + t.to.addr() + " could not be reached."}, start, RoutePassthrough)
+		p.refuse(w, r, t, capability.Refuse(capability.ReasonUpstreamFailed, "%s", "The passthrough host "+t.to.addr()+" could not be reached."), start, RoutePassthrough)
 		return
 	}
 	conn, err := hijack(w)
@@ -764,8 +756,7 @@ func (p *Proxy) hold(t *tunnel, pass bool) (*held, error) {
 	defer p.mu.Unlock()
 	set := p.open[t.box]
 	if n := len(set); p.cfg.MaxTunnels > 0 && n >= p.cfg.MaxTunnels {
-		return nil, &capability.Error{Status: http.StatusTooManyRequests, Type: protocol.TypeRateLimit, Reason: capability.ReasonLimit,
-			Message: fmt.Sprintf("This box holds %d tunnels open through the broker's proxy, as many as it may (the box's concurrency bound, --box-concurrent); one must end, or idle out, before it opens another.", n)}
+		return nil, capability.Refuse(capability.ReasonLimit, "This box holds %d tunnels open through the broker's proxy, as many as it may (the box's concurrency bound, --box-concurrent); one must end, or idle out, before it opens another.", n)
 	}
 	if set == nil {
 		set = map[*held]struct{}{}

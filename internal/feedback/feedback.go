@@ -99,7 +99,7 @@ func (c *Capability) BodyScopes(r *http.Request) ([]string, error) {
 
 // read reads r's body whole, at most MaxBody bytes.
 func (c *Capability) read(r *http.Request) ([]byte, error) {
-	tooLarge := capability.Refuse(capability.ReasonTooLarge, http.StatusRequestEntityTooLarge, protocol.TypeTooLarge,
+	tooLarge := capability.Refuse(capability.ReasonTooLarge,
 		"The feedback batch is over %d bytes; send it in smaller batches.", c.cfg.MaxBody)
 	if r.ContentLength > c.cfg.MaxBody {
 		return nil, tooLarge
@@ -109,8 +109,7 @@ func (c *Capability) read(r *http.Request) ([]byte, error) {
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, c.cfg.MaxBody+1))
 	if err != nil {
-		return nil, &capability.Error{Status: http.StatusBadRequest, Type: protocol.TypeInvalid, Reason: capability.ReasonInvalid,
-			Message: "The feedback batch could not be read.", Err: fmt.Errorf("read feedback batch: %w", err)}
+		return nil, capability.Refuse(capability.ReasonInvalid, "The feedback batch could not be read.").WithErr(fmt.Errorf("read feedback batch: %w", err))
 	}
 	if int64(len(body)) > c.cfg.MaxBody {
 		return nil, tooLarge
@@ -127,14 +126,14 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 		return err
 	}
 	if _, err := Parse(body); err != nil {
-		return capability.Refuse(capability.ReasonInvalid, http.StatusBadRequest, protocol.TypeInvalid, "%s", message(err))
+		return capability.Refuse(capability.ReasonInvalid, "%s", message(err))
 	}
 	if !c.cfg.Keep {
-		return capability.Refuse(capability.ReasonNotSupported, http.StatusNotImplemented, protocol.TypeNotSupported,
+		return capability.Refuse(capability.ReasonNotSupported,
 			"This broker keeps no feedback; keep the batch and send it later.")
 	}
 	if !call.Box.Consent {
-		return capability.Refuse(capability.ReasonConsent, http.StatusForbidden, protocol.TypePermission,
+		return capability.Refuse(capability.ReasonConsent,
 			"The broker withholds this feedback: consent from the owner of box %s is missing, so it keeps none of the box's feedback. "+
 				"Once the owner consents, the operator records it with `boxbroker box consent %s on`; until then keep the batch.",
 			call.Box.Name, call.Box.Name)
@@ -147,11 +146,10 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 		Box: call.Box.Name, At: c.cfg.Now().UTC(), Words: call.Words, Body: body,
 	})
 	if errors.Is(err, store.ErrNotFound) {
-		return capability.Refuse(capability.ReasonRemoved, http.StatusForbidden, protocol.TypePermission, "The box was removed from this broker.")
+		return capability.Refuse(capability.ReasonRemoved, "The box was removed from this broker.")
 	}
 	if err != nil {
-		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI, Reason: capability.ReasonStore,
-			Message: "The broker could not keep the batch just now; keep it and send it later.", Err: err}
+		return capability.Refuse(capability.ReasonStore, "The broker could not keep the batch just now; keep it and send it later.").WithErr(err)
 	}
 	answer := []byte(`{"taken":true,"id":` + strconv.FormatInt(id, 10) + "}\n")
 	w.Header().Set("Content-Type", "application/json")

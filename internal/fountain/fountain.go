@@ -248,12 +248,11 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, cl *capabilit
 	}
 	key, err := c.cfg.Key(r.Context())
 	if errors.Is(err, capability.ErrNoCredential) {
-		return capability.Refuse(capability.ReasonNoCredential, http.StatusForbidden, protocol.TypePermission,
+		return capability.Refuse(capability.ReasonNoCredential,
 			"The operator has set no Fountain key at this broker, so it forwards nothing to Fountain; the operator sets one with `boxbroker credential set fountain`.")
 	}
 	if err != nil {
-		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI, Reason: capability.ReasonStore,
-			Message: "The broker could not read the operator's Fountain key.", Err: err}
+		return capability.Refuse(capability.ReasonStore, "The broker could not read the operator's Fountain key.").WithErr(err)
 	}
 	if r.ContentLength > c.cfg.MaxBody {
 		return capability.TooLarge(c.cfg.MaxBody)
@@ -364,8 +363,7 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 
 // errUpgraded refuses an answer that switched protocols, which cannot be
 // scanned for the key.
-var errUpgraded = &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI, Reason: capability.ReasonUpstream,
-	Message: "Fountain switched protocols, which the broker does not carry."}
+var errUpgraded = capability.Refuse(capability.ReasonUpstream, "Fountain switched protocols, which the broker does not carry.")
 
 // record reads the id of the conversation Fountain started from its
 // answer, and records it as the box's before any of the answer reaches the
@@ -397,13 +395,9 @@ func (c *Capability) record(resp *http.Response, cl *call) error {
 	})
 	switch {
 	case errors.Is(err, store.ErrExists):
-		return &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI, Reason: capability.ReasonNotOwn,
-			Message: "Fountain started a conversation whose id the broker has recorded as another box's; the broker did not pass it on.",
-			Err:     fmt.Errorf("conversation %q started by box %s is another box's", id, cl.box)}
+		return capability.Refuse(capability.ReasonNotOwn, "Fountain started a conversation whose id the broker has recorded as another box's; the broker did not pass it on.").At(http.StatusBadGateway).WithErr(fmt.Errorf("conversation %q started by box %s is another box's", id, cl.box))
 	case err != nil:
-		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI, Reason: capability.ReasonStore,
-			Message: "Fountain started the conversation, but the broker could not record it as this box's; start another shortly.",
-			Err:     fmt.Errorf("record conversation of box %s: %w", cl.box, err)}
+		return capability.Refuse(capability.ReasonStore, "Fountain started the conversation, but the broker could not record it as this box's; start another shortly.").WithErr(fmt.Errorf("record conversation of box %s: %w", cl.box, err))
 	}
 	return nil
 }
@@ -449,7 +443,7 @@ func (c *Capability) errorHandler(w http.ResponseWriter, r *http.Request, err er
 			c.cfg.Logger.Error("fountain: request failed", "path", token.RedactPath(r.URL.Path), "err", ce.Err)
 		}
 		proxy.TraceFrom(r.Context()).Refuse(capability.ReasonOf(ce))
-		protocol.WriteRefusal(w, ce.Status, ce.Type, ce.Message)
+		ce.Write(w)
 		return
 	}
 	c.fail(w, r, err)

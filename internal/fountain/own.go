@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/intentius/boxbroker/internal/capability"
-	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -153,7 +152,7 @@ func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Reque
 		structured := looksJSON(held) || strings.HasSuffix(mt, "json") || mt == "application/x-www-form-urlencoded"
 		if int64(len(held)) > c.cfg.MaxChecked {
 			if structured {
-				return nil, capability.Refuse(capability.ReasonTooLarge, http.StatusRequestEntityTooLarge, protocol.TypeTooLarge,
+				return nil, capability.Refuse(capability.ReasonTooLarge,
 					"The broker reads a Fountain request body of up to %d bytes to check that the ids it names are this box's; this one is larger.", c.cfg.MaxChecked)
 			}
 			// Not JSON nor a form: streamed, tokens scrubbed as it goes.
@@ -172,7 +171,7 @@ func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Reque
 		case structured:
 			// Fountain's parser might read what this one refuses, and
 			// find ids in it that were never checked.
-			return nil, capability.Refuse(capability.ReasonInvalid, http.StatusBadRequest, protocol.TypeInvalid,
+			return nil, capability.Refuse(capability.ReasonInvalid,
 				"The request body is not valid JSON, so the broker cannot check that the ids it names are this box's.")
 		}
 		proxy.ScrubTokensInPlace(held)
@@ -205,20 +204,19 @@ func (c *Capability) own(ctx context.Context, box, kind, id, where string) error
 		if kind == store.ResourceConversation {
 			how = "a conversation is recorded as a box's when the box starts it through this broker"
 		}
-		return capability.Refuse(capability.ReasonNotOwn, http.StatusForbidden, protocol.TypePermission,
+		return capability.Refuse(capability.ReasonNotOwn,
 			"The %s %s named in %s is not this box's: the broker has no record of it as any box's (%s).", kind, quote(shown), where, how)
 	case err != nil:
 		return capability.Unavailable(err)
 	case owner != box:
-		return capability.Refuse(capability.ReasonNotOwn, http.StatusForbidden, protocol.TypePermission,
+		return capability.Refuse(capability.ReasonNotOwn,
 			"The %s %s named in %s is not this box's: the broker has it recorded as another box's.", kind, quote(shown), where)
 	}
 	return nil
 }
 
 // errListing is the refusal of a listing the broker cannot filter.
-var errListing = &capability.Error{Status: http.StatusBadGateway, Type: protocol.TypeAPI, Reason: capability.ReasonUpstream,
-	Message: "Fountain answered a listing the broker could not read to keep only this box's items (it must be JSON of at most the broker's bound), so the broker did not pass it on; ask for each of the box's items by its id."}
+var errListing = capability.Refuse(capability.ReasonUpstream, "Fountain answered a listing the broker could not read to keep only this box's items (it must be JSON of at most the broker's bound), so the broker did not pass it on; ask for each of the box's items by its id.")
 
 // filterListing replaces a 2xx listing's answer with one that holds only
 // the box's own items of the family's kind: in every array of the JSON

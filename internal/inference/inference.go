@@ -168,13 +168,10 @@ func (c *Capability) prepare(w http.ResponseWriter, r *http.Request, call *capab
 	paid, err := call.Payer(pool.ForRoute(r.Context(), poolRoute(strings.TrimPrefix(r.URL.Path, protocol.PrefixAnthropic))), r)
 	w.Header().Set(protocol.HeaderPayer, protocol.FormatPayerHeader(paid.Payer))
 	if errors.Is(err, capability.ErrNoCredential) {
-		return nil, capability.Refuse(capability.ReasonNoCredential, http.StatusForbidden, protocol.TypePermission,
-			"The broker holds no Anthropic credential for this box's payer (%s); the operator sets one with %s.",
-			protocol.FormatPayerHeader(paid.Payer), payer.SetHint(paid.Payer, call.Box.Name))
+		return nil, capability.NoCredential(paid.Payer, payer.SetHint(paid.Payer, call.Box.Name))
 	}
 	if err != nil {
-		return nil, &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI, Reason: capability.ReasonStore,
-			Message: "The broker could not read the payer's credential.", Err: err}
+		return nil, capability.PayerUnreadable(err)
 	}
 	if r.ContentLength > c.cfg.MaxBody {
 		return nil, capability.TooLarge(c.cfg.MaxBody)

@@ -22,6 +22,35 @@ const (
 	TypeNotSupported = "not_supported_error"
 )
 
+// TypeOf is the error type a refusal answered with status carries, as
+// the Anthropic API pairs them: a 403 is a permission_error, a 429 a
+// rate_limit_error, any other 4xx an invalid_request_error, any other
+// 5xx an api_error.
+func TypeOf(status int) string {
+	switch status {
+	case http.StatusUnauthorized, http.StatusProxyAuthRequired:
+		return TypeAuthn
+	case http.StatusForbidden:
+		return TypePermission
+	case http.StatusNotFound:
+		return TypeNotFound
+	case http.StatusRequestEntityTooLarge:
+		return TypeTooLarge
+	case http.StatusTooManyRequests:
+		return TypeRateLimit
+	case http.StatusNotImplemented:
+		return TypeNotSupported
+	case http.StatusGatewayTimeout:
+		return TypeTimeout
+	case 529:
+		return TypeOverloaded
+	}
+	if status < 500 {
+		return TypeInvalid
+	}
+	return TypeAPI
+}
+
 // Refusal is the body of every refusal:
 // {"type":"error","error":{"type":...,"message":...}}.
 type Refusal struct {

@@ -170,45 +170,39 @@ func ErrorHandler(log *slog.Logger, what string) func(http.ResponseWriter, *http
 			log.Debug("proxy: client gone", "upstream", what)
 			return
 		}
-		status, typ, msg := Classify(err, what)
-		log.Warn("proxy: upstream failed", "upstream", what, "status", status, "err", err)
-		TraceFrom(r.Context()).Refuse(ClassifyReason(err))
-		protocol.WriteRefusal(w, status, typ, msg)
+		ce := Classify(err, what)
+		log.Warn("proxy: upstream failed", "upstream", what, "status", ce.Status, "err", err)
+		TraceFrom(r.Context()).Refuse(ce.Reason)
+		ce.Write(w)
 	}
 }
 
-// Classify maps an upstream transport error to a status, refusal type and
-// a message that is safe to show.
-func Classify(err error, what string) (int, string, string) {
+// Classify is the refusal for an upstream transport error, with a
+// message that is safe to show (what names the upstream): a 504 kept
+// under capability.ReasonUpstreamFailed when the upstream did not answer
+// in time, a 502 under capability.ReasonUpstream for an answer the
+// broker cannot read, and a 502 under capability.ReasonUpstreamFailed
+// for every other (the upstream refused the connection, could not be
+// reached, broke off). err is the refusal's Err, logged, never shown.
+func Classify(err error, what string) *capability.Error {
 	var (
 		ne net.Error
 		ee *EncodingError
+		ce *capability.Error
 	)
 	switch {
 	case errors.As(err, &ee):
-		return http.StatusBadGateway, protocol.TypeAPI, "The " + what + " answered " + ee.Why + ", which the broker cannot read to keep its credentials out, so the answer was withheld."
+		ce = capability.Refuse(capability.ReasonUpstream, "The %s answered %s, which the broker cannot read to keep its credentials out, so the answer was withheld.", what, ee.Why)
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):
-		return http.StatusGatewayTimeout, protocol.TypeTimeout, "The " + what + " did not answer in time."
+		ce = capability.Refuse(capability.ReasonUpstreamFailed, "The %s did not answer in time.", what).At(http.StatusGatewayTimeout)
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return http.StatusBadGateway, protocol.TypeAPI, "The " + what + " refused the connection."
+		ce = capability.Refuse(capability.ReasonUpstreamFailed, "The %s refused the connection.", what)
 	case errors.Is(err, ErrAnswerCut):
-		return http.StatusBadGateway, protocol.TypeAPI, "The " + what + " broke off its answer before any of it was sent; try again."
+		ce = capability.Refuse(capability.ReasonUpstreamFailed, "The %s broke off its answer before any of it was sent; try again.", what)
 	default:
-		return http.StatusBadGateway, protocol.TypeAPI, "The " + what + " could not be reached."
+		ce = capability.Refuse(capability.ReasonUpstreamFailed, "The %s could not be reached.", what)
 	}
-}
-
-// ClassifyReason is the reason the broker's records keep for the refusal
-// Classify gives err: capability.ReasonUpstream for an answer the broker
-// cannot read, capability.ReasonUpstreamFailed for every other (the
-// upstream refused the connection, could not be reached, or did not
-// answer in time).
-func ClassifyReason(err error) string {
-	var ee *EncodingError
-	if errors.As(err, &ee) {
-		return capability.ReasonUpstream
-	}
-	return capability.ReasonUpstreamFailed
+	return ce.WithErr(err)
 }
 
 // RemoveValue deletes every response header whose value holds secret,

@@ -9,8 +9,6 @@
 package rule
 
 import (
-	"net/http"
-
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
@@ -43,7 +41,7 @@ func (a *Admission) Refusal(word string) *capability.Error {
 	if msg == "" {
 		return nil
 	}
-	return &capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Message: msg, Reason: capability.ReasonDeclaration}
+	return capability.Refuse(capability.ReasonDeclaration, "%s", msg)
 }
 
 // Require is the Refusal of the first of words the box's report does not

@@ -1,14 +1,12 @@
 package spend
 
 import (
-	"fmt"
 	"math"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/capability"
-	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/ratelimit"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -44,9 +42,8 @@ func RateLimited(f *ratelimit.Refusal) *capability.Error {
 	if f.Limit.Principal != "" {
 		who = f.Limit.Principal + " on this box"
 	}
-	return &capability.Error{Status: http.StatusTooManyRequests, Type: protocol.TypeRateLimit, Reason: capability.ReasonTokenRate,
-		Message: fmt.Sprintf("The rate limit of %s is %d %s a minute, and %d were used in the last minute; try again in %s. "+
-			"The owner can change it with `boxbroker limit set`.", who, f.Max, f.Of, f.Used, f.RetryAfter.Round(time.Second))}
+	return capability.Refuse(capability.ReasonTokenRate, "The rate limit of %s is %d %s a minute, and %d were used in the last minute; try again in %s. "+
+		"The owner can change it with `boxbroker limit set`.", who, f.Max, f.Of, f.Used, f.RetryAfter.Round(time.Second))
 }
 
 // chargeRate counts what rows read against s's rate limits.

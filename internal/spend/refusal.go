@@ -3,10 +3,8 @@ package spend
 import (
 	"context"
 	"fmt"
-	"net/http"
 
 	"github.com/intentius/boxbroker/internal/capability"
-	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -17,8 +15,7 @@ import (
 func (m *Meter) refuseUnboundable(ctx context.Context, s settlement, why string) *capability.Error {
 	bs, err := m.cfg.Store.ListBudgets(ctx, s.box)
 	if err != nil {
-		return &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI, Reason: capability.ReasonStore,
-			Message: "The broker cannot read this box's budget just now; try again shortly.", Err: err}
+		return budgetUnreadable(err)
 	}
 	for _, b := range bs {
 		if b.Principal == "" || b.Principal == s.principal {
@@ -26,6 +23,12 @@ func (m *Meter) refuseUnboundable(ctx context.Context, s settlement, why string)
 		}
 	}
 	return nil
+}
+
+// budgetUnreadable is the 503 of a call whose box's budgets could not be
+// read. err is logged, never shown.
+func budgetUnreadable(err error) *capability.Error {
+	return capability.Refuse(capability.ReasonStore, "The broker cannot read this box's budget just now; try again shortly.").WithErr(err)
 }
 
 // Unboundable is the refusal of a call whose cost nothing in the request
@@ -36,9 +39,8 @@ func Unboundable(b store.Budget, why string) *capability.Error {
 		who = "the monthly budget for " + b.Principal + " on this box"
 		remove = fmt.Sprintf("`boxbroker budget remove %s --principal %s`", b.Box, b.Principal)
 	}
-	return &capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Reason: capability.ReasonBudget,
-		Message: fmt.Sprintf("This call is refused because it could cost more than any bound the broker can set, and it would be paid within %s of %s: %s. "+
-			"The owner can allow such calls only by removing that budget, with %s.", who, FormatUSD(b.Limit), why, remove)}
+	return capability.Refuse(capability.ReasonBudget, "This call is refused because it could cost more than any bound the broker can set, and it would be paid within %s of %s: %s. "+
+		"The owner can allow such calls only by removing that budget, with %s.", who, FormatUSD(b.Limit), why, remove)
 }
 
 // OverBudget is the refusal of a call whose bound would pass e's budget.
@@ -65,7 +67,6 @@ func OverBudget(e *store.OverBudgetError, bound int64) *capability.Error {
 		used = fmt.Sprintf("what is left of it, %s (%s charged, %s held for calls in flight), is less than this call could cost up to %s",
 			f(left), f(e.Spent), f(e.Reserved), FormatUSD(bound))
 	}
-	return &capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Reason: capability.ReasonBudget,
-		Message: fmt.Sprintf("%s of %s for %s is spent: %s. It resets on %s; the owner can raise it with %s.",
-			who, FormatUSD(e.Budget.Limit), e.Month, used, resets, raise)}
+	return capability.Refuse(capability.ReasonBudget, "%s of %s for %s is spent: %s. It resets on %s; the owner can raise it with %s.",
+		who, FormatUSD(e.Budget.Limit), e.Month, used, resets, raise)
 }

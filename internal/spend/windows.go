@@ -2,11 +2,9 @@ package spend
 
 import (
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/capability"
-	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -29,8 +27,7 @@ func overWindow(e *store.OverBudgetError, bound int64) *capability.Error {
 	}
 	left := max(e.Budget.Limit-e.Spent-e.Reserved, 0)
 	f := usdAlike(e.Budget.Limit, e.Spent, e.Reserved, bound, left)
-	return &capability.Error{Status: http.StatusForbidden, Type: protocol.TypePermission, Reason: capability.ReasonBudget,
-		Message: fmt.Sprintf("%s of %s is spent: %s left (%s charged, %s held for calls in flight), and this call could cost up to %s. "+
-			"It next frees spending on %s; the owner can raise it with %s.",
-			who, FormatUSD(e.Budget.Limit), f(left), f(e.Spent), f(e.Reserved), FormatUSD(bound), resets, raise)}
+	return capability.Refuse(capability.ReasonBudget, "%s of %s is spent: %s left (%s charged, %s held for calls in flight), and this call could cost up to %s. "+
+		"It next frees spending on %s; the owner can raise it with %s.",
+		who, FormatUSD(e.Budget.Limit), f(left), f(e.Spent), f(e.Reserved), FormatUSD(bound), resets, raise)
 }

@@ -96,8 +96,7 @@ func peek(r *http.Request, limit int64) (body []byte, whole bool, rest io.ReadCl
 	orig := r.Body
 	buf, err := io.ReadAll(io.LimitReader(orig, limit+1))
 	if err != nil {
-		return nil, false, nil, &capability.Error{Status: http.StatusBadRequest, Type: protocol.TypeInvalid, Reason: capability.ReasonInvalid,
-			Message: "The request body could not be read.", Err: err}
+		return nil, false, nil, capability.Refuse(capability.ReasonInvalid, "The request body could not be read.").WithErr(err)
 	}
 	if int64(len(buf)) <= limit {
 		return buf, true, readCloser{bytes.NewReader(buf), orig}, nil
@@ -217,8 +216,7 @@ func (c *metered) prepare(w http.ResponseWriter, r *http.Request, call *capabili
 			s.id, err = 0, nil
 		}
 		if err != nil {
-			return nil, &capability.Error{Status: http.StatusServiceUnavailable, Type: protocol.TypeAPI, Reason: capability.ReasonStore,
-				Message: "The broker cannot read this box's budget just now; try again shortly.", Err: err}
+			return nil, budgetUnreadable(err)
 		}
 		if s.id != 0 {
 			c.m.liveMu.Lock()

@@ -19,6 +19,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/cloud"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/protocol"
 )
 
@@ -400,3 +401,24 @@ func (c *Client) RetryDeadLetter(ctx context.Context, id string) (admin.DeadLett
 func (c *Client) DropDeadLetter(ctx context.Context, id string) error {
 	return c.do(ctx, http.MethodDelete, "/api/spool/dead/"+url.PathEscape(id), nil, nil)
 }
+
+// ListResources lists the Fountain ids assigned to a box.
+func (c *Client) ListResources(ctx context.Context, box string) ([]admin.ResourceView, error) {
+	var out admin.ResourceList
+	err := c.do(ctx, http.MethodGet, "/api/boxes/"+url.PathEscape(box)+"/resources", nil, &out)
+	return out.Resources, err
+}
+
+// AddResource assigns a Fountain id to a box.
+func (c *Client) AddResource(ctx context.Context, box string, nr admin.NewResource) (admin.ResourceView, error) {
+	var out admin.ResourceView
+	err := c.do(ctx, http.MethodPost, "/api/boxes/"+url.PathEscape(box)+"/resources", nr, &out)
+	return out, err
+}
+
+// RemoveResource unassigns a box's Fountain id.
+func (c *Client) RemoveResource(ctx context.Context, box, kind, id string) error {
+	return c.do(ctx, http.MethodDelete, "/api/boxes/"+url.PathEscape(box)+"/resources/"+url.PathEscape(kind)+"/"+url.PathEscape(id), nil, nil)
+}
+
+var _ operator.Actions = (*Client)(nil)

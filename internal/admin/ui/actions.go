@@ -2,21 +2,17 @@ package ui
 
 import (
 	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/operator"
 
-	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 
-	"github.com/intentius/boxbroker/internal/capability"
-	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
-	"github.com/intentius/boxbroker/internal/token"
 )
 
 // The owner's page's everyday actions: enrol, rotate and remove a box,
@@ -55,15 +51,11 @@ var notices = map[string]string{
 	"rate-removed":   "The rate limit is removed.",
 }
 
-// audit records an action taken on the page, by the admin, on box.
-func (u *Page) audit(ctx context.Context, box, route, message string) error {
-	message += actedBy(ctx)
-	e := store.AuditEntry{Box: box, At: u.cfg.Now().UTC(), Method: http.MethodPost, Route: route,
-		Capability: store.ActorAdmin, Status: http.StatusSeeOther, Message: message}
-	if err := u.cfg.Store.AddAudit(ctx, []store.AuditEntry{e}); err != nil {
-		return fmt.Errorf("audit %q on box %s: %w", route, box, err)
-	}
-	return nil
+// op is the operator service acting for the page's request r: its audit
+// rows name the page's route, status 303 and who signed in (actedBy).
+func (u *Page) op(r *http.Request) *operator.Service {
+	_, route, _ := strings.Cut(r.Pattern, " ")
+	return u.a.Operator().Via(operator.Origin{Method: r.Method, Route: route, Status: http.StatusSeeOther, By: actedBy(r.Context())})
 }
 
 // back sends the browser to box's page, with done's notice.
@@ -102,47 +94,22 @@ func (u *Page) showToken(w http.ResponseWriter, sess *Session, box, tok string, 
 
 func (u *Page) enrol(w http.ResponseWriter, r *http.Request, sess *Session) error {
 	name := strings.TrimSpace(r.PostForm.Get("name"))
-	if !protocol.IsBoxName(name) {
-		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "A box name matches ^[a-z][a-z0-9-]{0,62}$: a lower-case letter, then lower-case letters, digits and hyphens.")
-	}
-	tok, err := token.NewBox()
+	bt, err := u.op(r).AddBox(r.Context(), operator.NewBox{Name: name})
 	if err != nil {
 		return err
 	}
-	b := store.Box{Name: name, TokenHash: token.Hash(tok), CreatedAt: u.cfg.Now().UTC(), PayerKind: protocol.PayerShared}
-	if err := u.cfg.Store.CreateBox(r.Context(), b); err != nil {
-		return admin.StoreError(err, "", fmt.Sprintf("A box named %s already exists; rotate its token on its page instead.", name))
-	}
-	u.a.Drop(store.ChangeBox, name)
-	if err := u.audit(r.Context(), name, "/ui/boxes", "enrolled the box"); err != nil {
-		return err
-	}
-	u.log.Info("owner's page: box added", "box", name, "admin_token", sess.TokenID)
-	u.showToken(w, sess, name, tok, false)
+	u.showToken(w, sess, name, bt.Token, false)
 	return nil
 }
 
+// rotate gives a box a new token; a box given a TTL has its new token
+// given the same.
 func (u *Page) rotate(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	b, err := u.a.Box(r)
+	bt, err := u.op(r).RotateBoxWith(r.Context(), r.PathValue("name"), operator.TokenRotation{})
 	if err != nil {
 		return err
 	}
-	tok, err := token.NewBox()
-	if err != nil {
-		return err
-	}
-	// A box given a TTL has its new token given the same.
-	if err := u.cfg.Store.ReplaceToken(r.Context(), b.Name, admin.Rotation(b, token.Hash(tok), u.cfg.Now(), nil, 0)); err != nil {
-		return admin.StoreError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
-	}
-	if err := u.a.Changed(r.Context(), store.ChangeBox, b.Name); err != nil {
-		return err
-	}
-	if err := u.audit(r.Context(), b.Name, "/ui/boxes/{name}/rotate", "rotated the box's token"); err != nil {
-		return err
-	}
-	u.log.Info("owner's page: box token rotated", "box", b.Name, "admin_token", sess.TokenID)
-	u.showToken(w, sess, b.Name, tok, true)
+	u.showToken(w, sess, bt.Box.Name, bt.Token, true)
 	return nil
 }
 
@@ -166,20 +133,9 @@ func (u *Page) remove(w http.ResponseWriter, r *http.Request, sess *Session) err
 			Error: "Type the box's name exactly to remove it; nothing was removed."})
 		return nil
 	}
-	if err := u.cfg.Store.DeleteBox(r.Context(), name); err != nil {
-		return admin.StoreError(err, fmt.Sprintf("There is no box named %s.", name), "")
-	}
-	if err := u.cfg.Store.DeleteCredential(r.Context(), payer.OwnerAnthropic(name)); err != nil && !errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("removed box %s, but not its owner's credential: %w", name, err)
-	}
-	u.a.Drop(store.ChangeCredential, payer.OwnerAnthropic(name))
-	if err := u.a.Changed(r.Context(), store.ChangeBox, name); err != nil {
+	if err := u.op(r).RemoveBox(r.Context(), name); err != nil {
 		return err
 	}
-	if err := u.audit(r.Context(), name, "/ui/boxes/{name}/remove", "removed the box and all kept for it"); err != nil {
-		return err
-	}
-	u.log.Info("owner's page: box removed", "box", name, "admin_token", sess.TokenID)
 	http.Redirect(w, r, "/ui/", http.StatusSeeOther)
 	return nil
 }
@@ -196,11 +152,11 @@ func (u *Page) setBudget(w http.ResponseWriter, r *http.Request, sess *Session) 
 	}
 	limit, err := spend.ParseUSD(strings.TrimPrefix(strings.TrimSpace(r.PostForm.Get("usd")), "$"))
 	if err != nil {
-		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+		return operator.Errorf(operator.Invalid,
 			"A budget is in dollars from 0 to %d with at most six decimals, such as 25 or 25.50.", spend.MaxUSD)
 	}
 	if err := u.cfg.Store.SetBudget(r.Context(), store.Budget{Box: b.Name, Principal: principal, Limit: limit, UpdatedAt: u.cfg.Now().UTC()}); err != nil {
-		return admin.StoreError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
+		return operator.StoreError(err, operator.NoBox(b.Name), "")
 	}
 	if err := u.a.Changed(r.Context(), store.ChangeBudget, b.Name); err != nil {
 		return err
@@ -209,7 +165,7 @@ func (u *Page) setBudget(w http.ResponseWriter, r *http.Request, sess *Session) 
 	if principal != "" {
 		msg = "set the monthly budget for " + principal + " to " + spend.FormatUSD(limit)
 	}
-	if err := u.audit(r.Context(), b.Name, "/ui/boxes/{name}/budget", msg); err != nil {
+	if err := u.op(r).Audit(r.Context(), b.Name, 0, msg); err != nil {
 		return err
 	}
 	u.log.Info("owner's page: budget set", "box", b.Name, "principal", principal, "limit", spend.FormatUSD(limit), "admin_token", sess.TokenID)
@@ -228,7 +184,7 @@ func (u *Page) removeBudget(w http.ResponseWriter, r *http.Request, sess *Sessio
 		return err
 	}
 	if err := u.cfg.Store.DeleteBudget(r.Context(), b.Name, principal); err != nil {
-		return admin.StoreError(err, admin.NoBudget(b.Name, principal), "")
+		return operator.StoreError(err, admin.NoBudget(b.Name, principal), "")
 	}
 	if err := u.a.Changed(r.Context(), store.ChangeBudget, b.Name); err != nil {
 		return err
@@ -237,7 +193,7 @@ func (u *Page) removeBudget(w http.ResponseWriter, r *http.Request, sess *Sessio
 	if principal != "" {
 		msg = "removed the monthly budget for " + principal
 	}
-	if err := u.audit(r.Context(), b.Name, "/ui/boxes/{name}/budget/remove", msg); err != nil {
+	if err := u.op(r).Audit(r.Context(), b.Name, 0, msg); err != nil {
 		return err
 	}
 	u.log.Info("owner's page: budget removed", "box", b.Name, "principal", principal, "admin_token", sess.TokenID)
@@ -255,7 +211,7 @@ func (u *Page) setSecret(w http.ResponseWriter, r *http.Request, sess *Session) 
 	}
 	name := strings.TrimSpace(r.PostForm.Get("name"))
 	if !protocol.IsSecretName(name) {
-		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "A secret name matches ^[A-Z][A-Z0-9_]{0,39}$, such as STRIPE.")
+		return operator.Errorf(operator.Invalid, "A secret name matches ^[A-Z][A-Z0-9_]{0,39}$, such as STRIPE.")
 	}
 	value := r.PostForm.Get("value")
 	r.PostForm.Del("value")
@@ -263,7 +219,7 @@ func (u *Page) setSecret(w http.ResponseWriter, r *http.Request, sess *Session) 
 	if len(value) >= admin.MinSecretLen && strings.Contains(rawHost, value) {
 		// The refusal of a bad host repeats the host; one holding the
 		// value would put the value in the page.
-		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+		return operator.Errorf(operator.Invalid,
 			"The host holds the secret's value; the value goes only in the value field, and the host is the base URL it may be sent to, such as https://api.stripe.com.")
 	}
 	host, err := admin.SecretHost(rawHost)
@@ -274,7 +230,7 @@ func (u *Page) setSecret(w http.ResponseWriter, r *http.Request, sess *Session) 
 		return err
 	}
 	if len(value) < admin.MinSecretLen {
-		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+		return operator.Errorf(operator.Invalid,
 			"The secret's value is shorter than %d bytes: the broker keeps it out of answers by matching it, and a value that short would match ordinary text.", admin.MinSecretLen)
 	}
 	plain := []byte(value)
@@ -295,12 +251,12 @@ func (u *Page) setSecret(w http.ResponseWriter, r *http.Request, sess *Session) 
 		sec.Rules, sec.Rate = old.Rules, old.Rate
 	}
 	if err := u.cfg.Store.SetSecret(r.Context(), sec); err != nil {
-		return admin.StoreError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
+		return operator.StoreError(err, operator.NoBox(b.Name), "")
 	}
 	if err := u.a.Changed(r.Context(), store.ChangeSecret, b.Name+"/"+name); err != nil {
 		return err
 	}
-	if err := u.audit(r.Context(), b.Name, "/ui/boxes/{name}/secrets", "set secret "+name+" for "+host); err != nil {
+	if err := u.op(r).Audit(r.Context(), b.Name, 0, "set secret "+name+" for "+host); err != nil {
 		return err
 	}
 	u.log.Info("owner's page: secret set", "box", b.Name, "secret", name, "host", host, "admin_token", sess.TokenID)
@@ -318,12 +274,12 @@ func (u *Page) removeSecret(w http.ResponseWriter, r *http.Request, sess *Sessio
 		return err
 	}
 	if err := u.cfg.Store.DeleteSecret(r.Context(), b.Name, name); err != nil {
-		return admin.StoreError(err, fmt.Sprintf("Box %s has no secret named %s.", b.Name, name), "")
+		return operator.StoreError(err, fmt.Sprintf("Box %s has no secret named %s.", b.Name, name), "")
 	}
 	if err := u.a.Changed(r.Context(), store.ChangeSecret, b.Name+"/"+name); err != nil {
 		return err
 	}
-	if err := u.audit(r.Context(), b.Name, "/ui/boxes/{name}/secrets/{secret}/remove", "removed secret "+name); err != nil {
+	if err := u.op(r).Audit(r.Context(), b.Name, 0, "removed secret "+name); err != nil {
 		return err
 	}
 	u.log.Info("owner's page: secret removed", "box", b.Name, "secret", name, "admin_token", sess.TokenID)
@@ -334,21 +290,11 @@ func (u *Page) removeSecret(w http.ResponseWriter, r *http.Request, sess *Sessio
 // bind binds a box's token to the source CIDRs of the form's from
 // (comma-separated; empty or "any": every address).
 func (u *Page) bind(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	b, err := u.a.Box(r)
+	from := []string{r.PostForm.Get("from")}
+	v, err := u.op(r).UpdateBox(r.Context(), r.PathValue("name"), operator.BoxSettings{From: &from})
 	if err != nil {
 		return err
 	}
-	from, err := admin.ParseFrom([]string{r.PostForm.Get("from")})
-	if err != nil {
-		return err
-	}
-	if err := u.a.BindBox(r.Context(), b.Name, from); err != nil {
-		return err
-	}
-	if err := u.audit(r.Context(), b.Name, "/ui/boxes/{name}/bind", admin.BoundMessage(from)); err != nil {
-		return err
-	}
-	u.log.Info("owner's page: box bound", "box", b.Name, "from", admin.DescribeFrom(from), "admin_token", sess.TokenID)
-	back(w, r, b.Name, "bound")
+	back(w, r, v.Name, "bound")
 	return nil
 }

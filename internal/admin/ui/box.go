@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/protocol"
 
 	"github.com/intentius/boxbroker/internal/admin"
@@ -203,7 +204,7 @@ func (u *Page) card(ctx context.Context, v admin.BoxView) (card, error) {
 	}
 	for _, g := range grants {
 		c.Grants++
-		if admin.GrantState(g.RevokedAt, g.ExpiresAt, now) == "current" {
+		if operator.GrantState(g.RevokedAt, g.ExpiresAt, now) == "current" {
 			c.Current++
 		}
 	}
@@ -248,20 +249,20 @@ func (u *Page) boxPage(w http.ResponseWriter, r *http.Request, sess *Session) er
 	ctx := r.Context()
 	d, err := u.a.Declaration(ctx, b.Name)
 	if err != nil {
-		return admin.StoreError(err, "", "")
+		return operator.StoreError(err, "", "")
 	}
 	now := u.cfg.Now()
-	v := admin.BoxViewOf(b, d, now)
+	v := operator.BoxViewOf(b, d, now)
 	c, err := u.card(ctx, v)
 	if err != nil {
-		return admin.StoreError(err, "", "")
+		return operator.StoreError(err, "", "")
 	}
 	page := boxPageData{Broker: u.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Box: c, Notice: notices[r.URL.Query().Get("done")]}
 	page.LogPage, _ = strconv.Atoi(r.URL.Query().Get("log"))
 	page.LogPage = min(max(page.LogPage, 1), 10_000)
 	recent, err := u.cfg.Store.AuditPage(ctx, b.Name, (page.LogPage-1)*logPageSize, logPageSize+1)
 	if err != nil {
-		return admin.StoreError(err, "", "")
+		return operator.StoreError(err, "", "")
 	}
 	base := "/ui/boxes/" + b.Name // a box name needs no escaping
 	if len(recent) > logPageSize {
@@ -285,19 +286,19 @@ func (u *Page) boxPage(w http.ResponseWriter, r *http.Request, sess *Session) er
 	page.Missing, page.Extra = crossCheck(declaredSecrets(d, u.cfg.Broker), held)
 	resources, err := u.cfg.Store.ListResources(ctx, b.Name)
 	if err != nil {
-		return admin.StoreError(err, "", "")
+		return operator.StoreError(err, "", "")
 	}
 	for _, res := range resources {
 		page.Resources = append(page.Resources, admin.ResourceView{Kind: res.Kind, ID: res.ID, At: protocol.FormatTime(res.At)})
 	}
 	hours, err := u.cfg.Store.AuditHours(ctx, b.Name, now.Add(-7*24*time.Hour))
 	if err != nil {
-		return admin.StoreError(err, "", "")
+		return operator.StoreError(err, "", "")
 	}
 	page.Chart = hourChart(hours, now)
 	days, err := u.cfg.Store.AuditDays(ctx, b.Name, monthStart(now))
 	if err != nil {
-		return admin.StoreError(err, "", "")
+		return operator.StoreError(err, "", "")
 	}
 	hasBudget, limit := ownBudget(c.Budgets)
 	page.SpendChart = dayChart(days, hasBudget, limit, now)

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/operator"
 
 	"context"
 	"fmt"
@@ -11,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/grant"
 	"github.com/intentius/boxbroker/internal/protocol"
 )
@@ -59,7 +59,7 @@ func (u *Page) addGrantsPage() {
 				revoked = ago(protocol.FormatTime(g.RevokedAt), now)
 			}
 			data.Grants = append(data.Grants, grantRow{RevokedAgo: revoked, ID: g.ID, Principal: g.Principal,
-				Issued: protocol.FormatTime(g.CreatedAt), Expires: protocol.FormatTime(g.ExpiresAt), State: admin.GrantState(g.RevokedAt, g.ExpiresAt, now),
+				Issued: protocol.FormatTime(g.CreatedAt), Expires: protocol.FormatTime(g.ExpiresAt), State: operator.GrantState(g.RevokedAt, g.ExpiresAt, now),
 				IssuedAgo: ago(protocol.FormatTime(g.CreatedAt), now), ExpiresIn: until(g.ExpiresAt, now)})
 		}
 		var b strings.Builder
@@ -70,29 +70,10 @@ func (u *Page) addGrantsPage() {
 	}})
 	u.HandleUI("POST /ui/boxes/{name}/grants", u.issueGrantPage)
 	u.HandleUI("POST /ui/boxes/{name}/grants/{id}/revoke", func(w http.ResponseWriter, r *http.Request, sess *Session) error {
-		name, err := admin.BoxName(r)
-		if err != nil {
+		name := r.PathValue("name")
+		if err := u.op(r).RevokeBoxGrant(r.Context(), name, r.PathValue("id")); err != nil {
 			return err
 		}
-		id := r.PathValue("id")
-		grants, err := u.cfg.Store.ListGrants(r.Context(), name)
-		if err != nil {
-			return admin.StoreError(err, "", "")
-		}
-		found := false
-		for _, g := range grants {
-			found = found || g.ID == id
-		}
-		if !found {
-			return capability.Errorf(http.StatusNotFound, protocol.TypeNotFound, "Box %s has no grant %s.", name, id)
-		}
-		if err := u.cfg.Store.RevokeGrant(r.Context(), id, u.cfg.Now().UTC()); err != nil {
-			return admin.StoreError(err, fmt.Sprintf("Box %s has no grant %s.", name, id), "")
-		}
-		if err := u.audit(r.Context(), name, "/ui/boxes/{name}/grants/{id}/revoke", "revoked grant "+id); err != nil {
-			return err
-		}
-		u.log.Info("owner's page: grant revoked", "box", name, "grant", id, "admin_token", sess.TokenID)
 		http.Redirect(w, r, "/ui/boxes/"+url.PathEscape(name), http.StatusSeeOther)
 		return nil
 	})
@@ -147,18 +128,15 @@ func (u *Page) issueGrantPage(w http.ResponseWriter, r *http.Request, sess *Sess
 	if err != nil {
 		return err
 	}
-	ttl, err := admin.ParseTTL(strings.TrimSpace(r.PostForm.Get("ttl")))
+	ttl, err := operator.ParseTTL(strings.TrimSpace(r.PostForm.Get("ttl")))
 	if err != nil {
 		return err
 	}
-	issued, err := u.a.IssueGrant(r.Context(), name, strings.TrimSpace(r.PostForm.Get("principal")), ttl)
+	issued, err := u.op(r).IssueGrant(r.Context(), name,
+		operator.NewGrant{Principal: strings.TrimSpace(r.PostForm.Get("principal")), TTL: ttl.String()})
 	if err != nil {
 		return err
 	}
-	if err := u.audit(r.Context(), name, "/ui/boxes/{name}/grants", "issued grant "+issued.Grant.ID+" to "+issued.Grant.Principal); err != nil {
-		return err
-	}
-	u.log.Info("owner's page: grant issued", "box", name, "grant", issued.Grant.ID, "admin_token", sess.TokenID)
 	expires := ""
 	if issued.Grant.ExpiresAt != nil {
 		expires = *issued.Grant.ExpiresAt

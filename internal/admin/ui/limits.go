@@ -9,8 +9,7 @@ import (
 	"strings"
 
 	"github.com/intentius/boxbroker/internal/admin"
-	"github.com/intentius/boxbroker/internal/capability"
-	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -64,15 +63,15 @@ func (u *Page) setWindowBudget(w http.ResponseWriter, r *http.Request, sess *Ses
 	window := strings.TrimSpace(r.PostForm.Get("window"))
 	win, err := store.ParseWindow(window)
 	if err != nil {
-		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "The window is day, week, or Nd for a rolling N days (1 to %d), such as 7d.", store.MaxRollingDays)
+		return operator.Errorf(operator.Invalid, "The window is day, week, or Nd for a rolling N days (1 to %d), such as 7d.", store.MaxRollingDays)
 	}
 	limit, err := spend.ParseUSD(strings.TrimPrefix(strings.TrimSpace(r.PostForm.Get("usd")), "$"))
 	if err != nil {
-		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+		return operator.Errorf(operator.Invalid,
 			"A budget is in dollars from 0 to %d with at most six decimals, such as 25 or 25.50.", spend.MaxUSD)
 	}
 	if err := u.cfg.Store.SetWindowBudget(r.Context(), store.Budget{Box: b.Name, Principal: principal, Window: window, Limit: limit, UpdatedAt: u.cfg.Now().UTC()}); err != nil {
-		return admin.StoreError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
+		return operator.StoreError(err, operator.NoBox(b.Name), "")
 	}
 	if err := u.a.Changed(r.Context(), store.ChangeBudget, b.Name); err != nil {
 		return err
@@ -81,7 +80,7 @@ func (u *Page) setWindowBudget(w http.ResponseWriter, r *http.Request, sess *Ses
 	if principal != "" {
 		msg = fmt.Sprintf("set the %s budget for %s to %s", win.Describe(), principal, spend.FormatUSD(limit))
 	}
-	if err := u.audit(r.Context(), b.Name, "/ui/boxes/{name}/window-budget", msg); err != nil {
+	if err := u.a.Op(r, http.StatusSeeOther).Audit(r.Context(), b.Name, 0, msg); err != nil {
 		return err
 	}
 	u.log.Info("owner's page: window budget set", "box", b.Name, "principal", principal, "window", window, "limit", spend.FormatUSD(limit), "admin_token", sess.TokenID)
@@ -100,12 +99,12 @@ func (u *Page) removeWindowBudget(w http.ResponseWriter, r *http.Request, sess *
 	}
 	window := r.PostForm.Get("window")
 	if err := u.cfg.Store.DeleteWindowBudget(r.Context(), b.Name, principal, window); err != nil {
-		return admin.StoreError(err, fmt.Sprintf("Box %s has no %s budget.", b.Name, window), "")
+		return operator.StoreError(err, fmt.Sprintf("Box %s has no %s budget.", b.Name, window), "")
 	}
 	if err := u.a.Changed(r.Context(), store.ChangeBudget, b.Name); err != nil {
 		return err
 	}
-	if err := u.audit(r.Context(), b.Name, "/ui/boxes/{name}/window-budget/remove", fmt.Sprintf("removed the %s budget of %s", window, whoseOf(principal))); err != nil {
+	if err := u.a.Op(r, http.StatusSeeOther).Audit(r.Context(), b.Name, 0, fmt.Sprintf("removed the %s budget of %s", window, whoseOf(principal))); err != nil {
 		return err
 	}
 	u.log.Info("owner's page: window budget removed", "box", b.Name, "principal", principal, "window", window, "admin_token", sess.TokenID)
@@ -149,14 +148,14 @@ func (u *Page) setRateLimit(w http.ResponseWriter, r *http.Request, sess *Sessio
 	l.OutputTPM, e2 = formCount(r, "output_tpm")
 	l.RPM, e3 = formCount(r, "rpm")
 	if errors.Join(e1, e2, e3) != nil || l.InputTPM+l.OutputTPM+l.RPM == 0 {
-		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+		return operator.Errorf(operator.Invalid,
 			"Input and output tokens and requests a minute are whole numbers, 0 or more (empty or 0: no bound), and at least one is above 0.")
 	}
 	if err := u.cfg.Store.SetRateLimit(r.Context(), l); err != nil {
-		return admin.StoreError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
+		return operator.StoreError(err, operator.NoBox(b.Name), "")
 	}
 	msg := fmt.Sprintf("set the rate limit of %s to %d input tokens, %d output tokens and %d requests a minute (0: no bound)", whoseOf(principal), l.InputTPM, l.OutputTPM, l.RPM)
-	if err := u.audit(r.Context(), b.Name, "/ui/boxes/{name}/rate-limit", msg); err != nil {
+	if err := u.a.Op(r, http.StatusSeeOther).Audit(r.Context(), b.Name, 0, msg); err != nil {
 		return err
 	}
 	u.log.Info("owner's page: rate limit set", "box", b.Name, "principal", principal, "input_tpm", l.InputTPM, "output_tpm", l.OutputTPM, "rpm", l.RPM, "admin_token", sess.TokenID)
@@ -174,9 +173,9 @@ func (u *Page) removeRateLimit(w http.ResponseWriter, r *http.Request, sess *Ses
 		return err
 	}
 	if err := u.cfg.Store.DeleteRateLimit(r.Context(), b.Name, principal); err != nil {
-		return admin.StoreError(err, fmt.Sprintf("Box %s has no such rate limit.", b.Name), "")
+		return operator.StoreError(err, fmt.Sprintf("Box %s has no such rate limit.", b.Name), "")
 	}
-	if err := u.audit(r.Context(), b.Name, "/ui/boxes/{name}/rate-limit/remove", "removed the rate limit of "+whoseOf(principal)); err != nil {
+	if err := u.a.Op(r, http.StatusSeeOther).Audit(r.Context(), b.Name, 0, "removed the rate limit of "+whoseOf(principal)); err != nil {
 		return err
 	}
 	u.log.Info("owner's page: rate limit removed", "box", b.Name, "principal", principal, "admin_token", sess.TokenID)

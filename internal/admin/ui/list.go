@@ -1,8 +1,11 @@
 package ui
 
 import (
-	"github.com/intentius/boxbroker/internal/admin"
 	"html/template"
+
+	"github.com/intentius/boxbroker/internal/admin"
+
+	"github.com/intentius/boxbroker/internal/operator"
 
 	"context"
 	"net/http"
@@ -530,12 +533,12 @@ func (u *Page) overview(w http.ResponseWriter, r *http.Request, sess *Session) e
 	var err error
 	page.Rows, page.Matched, page.Total, paged, err = u.pageRows(r.Context(), &q)
 	if err != nil {
-		return admin.StoreError(err, "", "")
+		return operator.StoreError(err, "", "")
 	}
 	if !paged {
 		all, err := u.rows(r.Context())
 		if err != nil {
-			return admin.StoreError(err, "", "")
+			return operator.StoreError(err, "", "")
 		}
 		page.Total, page.Counts = len(all), map[string]int{}
 		for _, row := range all {
@@ -575,17 +578,17 @@ func (u *Page) overview(w http.ResponseWriter, r *http.Request, sess *Session) e
 	page.NoFilter = c.url()
 	hours, err := u.brokerHours(r.Context(), now.Add(-7*24*time.Hour), now)
 	if err != nil {
-		return admin.StoreError(err, "", "")
+		return operator.StoreError(err, "", "")
 	}
 	page.Chart = hourChart(hours, now)
 	if page.Fleet, err = u.a.FleetTotal(r.Context(), spend.Month(now)); err != nil {
-		return admin.StoreError(err, "", "")
+		return operator.StoreError(err, "", "")
 	}
 	if u.deadLetters != nil {
 		page.DeadLetters = u.deadLetters()
 	}
 	if page.Waiting, err = u.waiting(r.Context(), sess); err != nil {
-		return admin.StoreError(err, "", "")
+		return operator.StoreError(err, "", "")
 	}
 	u.render(w, http.StatusOK, "boxes", page)
 	return nil

@@ -36,6 +36,7 @@ import (
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/approval"
 	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/sso"
@@ -310,7 +311,7 @@ type pageError struct {
 }
 
 // adapt renders a page handler's error as an HTML error page: an
-// *capability.Error shows its message, anything else a generic one, its
+// *operator.Error shows its message, anything else a generic one, its
 // text logged.
 func (u *Page) adapt(h func(http.ResponseWriter, *http.Request) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -319,14 +320,15 @@ func (u *Page) adapt(h func(http.ResponseWriter, *http.Request) error) http.Hand
 		if err == nil {
 			return
 		}
-		var ce *capability.Error
-		if !errors.As(err, &ce) {
-			ce = &capability.Error{Status: http.StatusInternalServerError, Message: "The broker could not show this page.", Err: err}
+		status, _, msg := admin.Refusal(err)
+		var oe *operator.Error
+		if !errors.As(err, &oe) {
+			msg = "The broker could not show this page."
 		}
-		if ce.Err != nil {
-			u.log.Error("owner's page failed", "method", r.Method, "path", r.URL.Path, "status", ce.Status, "err", ce.Err)
+		if !errors.As(err, &oe) || oe.Err != nil {
+			u.log.Error("owner's page failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
 		}
-		u.render(w, ce.Status, "error", pageError{Status: ce.Status, Message: ce.Message})
+		u.render(w, status, "error", pageError{Status: status, Message: msg})
 	})
 }
 
@@ -412,10 +414,10 @@ func (u *Page) session(r *http.Request) (*Session, error) {
 	} else if _, err := u.cfg.Store.AdminToken(r.Context(), sess.TokenID); errors.Is(err, store.ErrNotFound) {
 		return nil, errNoSession // the token was revoked
 	} else if err != nil {
-		return nil, admin.StoreError(err, "", "")
+		return nil, operator.StoreError(err, "", "")
 	}
 	if ended, err := u.cfg.Store.SessionEnded(r.Context(), sess.ID); err != nil {
-		return nil, admin.StoreError(err, "", "")
+		return nil, operator.StoreError(err, "", "")
 	} else if ended {
 		return nil, errNoSession // signed out
 	}
@@ -446,7 +448,7 @@ func sameOrigin(r *http.Request) bool {
 	return err == nil && u.Host == r.Host && (u.Scheme == "http" || u.Scheme == "https")
 }
 
-var errForbiddenPost = capability.Errorf(http.StatusForbidden, protocol.TypePermission,
+var errForbiddenPost = operator.Errorf(operator.Forbidden,
 	"This form did not come from the owner's page, or is from an earlier sign-in; go back, reload and try again.")
 
 // signedIn runs h only for a current session; an unsafe method also needs
@@ -460,7 +462,7 @@ func (u *Page) signedIn(h func(http.ResponseWriter, *http.Request, *Session) err
 				http.Redirect(w, r, "/ui/", http.StatusSeeOther)
 				return nil
 			}
-			return capability.Errorf(http.StatusUnauthorized, protocol.TypeAuthn, "You are not signed in, or your session has ended; sign in again.")
+			return operator.Errorf(operator.Unauthenticated, "You are not signed in, or your session has ended; sign in again.")
 		}
 		if err != nil {
 			return err
@@ -515,7 +517,7 @@ func (u *Page) signin(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	if err != nil {
-		return admin.StoreError(err, "", "")
+		return operator.StoreError(err, "", "")
 	}
 	sess, err := u.newSession(t.ID)
 	if err != nil {
@@ -535,7 +537,7 @@ func (u *Page) signin(w http.ResponseWriter, r *http.Request) error {
 // wherever it is kept, and clears the cookie.
 func (u *Page) signout(w http.ResponseWriter, r *http.Request, sess *Session) error {
 	if err := u.cfg.Store.EndSession(r.Context(), sess.ID, time.Unix(sess.Expires, 0), u.cfg.Now()); err != nil {
-		return admin.StoreError(err, "", "")
+		return operator.StoreError(err, "", "")
 	}
 	u.log.Info("owner's page: signed out", "admin_token", sess.TokenID)
 	u.setCookie(w, r, "")
@@ -545,29 +547,20 @@ func (u *Page) signout(w http.ResponseWriter, r *http.Request, sess *Session) er
 
 // settings changes a box's consent or paused from its page.
 func (u *Page) settings(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	b, err := u.a.Box(r)
+	on := r.PostForm.Get("value") == "true"
+	var set operator.BoxSettings
+	switch r.PostForm.Get("set") {
+	case "consent":
+		set.Consent = &on
+	case "paused":
+		set.Paused = &on
+	default:
+		return operator.Errorf(operator.Invalid, "The form names no setting this page changes.")
+	}
+	b, err := u.op(r).UpdateBox(r.Context(), r.PathValue("name"), set)
 	if err != nil {
 		return err
 	}
-	switch r.PostForm.Get("set") {
-	case "consent":
-		b.Consent = r.PostForm.Get("value") == "true"
-	case "paused":
-		b.Paused = r.PostForm.Get("value") == "true"
-	default:
-		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "The form names no setting this page changes.")
-	}
-	if err := u.cfg.Store.UpdateBox(r.Context(), b); err != nil {
-		return admin.StoreError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
-	}
-	if err := u.a.Changed(r.Context(), store.ChangeBox, b.Name); err != nil {
-		return err
-	}
-	msg := fmt.Sprintf("set consent %t, paused %t", b.Consent, b.Paused)
-	if err := u.audit(r.Context(), b.Name, "/ui/boxes/{name}/settings", msg); err != nil {
-		return err
-	}
-	u.log.Info("owner's page: box updated", "box", b.Name, "consent", b.Consent, "paused", b.Paused, "admin_token", sess.TokenID)
 	http.Redirect(w, r, "/ui/boxes/"+url.PathEscape(b.Name), http.StatusSeeOther)
 	return nil
 }

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/operator"
 
 	"fmt"
 	"net/http"
@@ -10,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/pool"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
@@ -76,11 +76,11 @@ type entryFormPage struct {
 
 func (u *Page) poolPage(w http.ResponseWriter, r *http.Request, sess *Session) error {
 	if u.cfg.Cache == nil {
-		return capability.Errorf(http.StatusNotImplemented, protocol.TypeAPI, "This admin server reads no pool.")
+		return operator.Errorf(operator.NotImplemented, "This admin server reads no pool.")
 	}
 	stats, err := u.a.Pool().Stats(r.Context())
 	if err != nil {
-		return admin.StoreError(err, "", "")
+		return operator.StoreError(err, "", "")
 	}
 	now := u.cfg.Now()
 	d := poolPageData{Broker: u.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Notice: poolNotices[r.URL.Query().Get("done")], Max: pool.MaxWeight}
@@ -101,11 +101,11 @@ func (u *Page) poolPage(w http.ResponseWriter, r *http.Request, sess *Session) e
 
 // errEntryURL refuses a URL the pool does not take, without repeating it:
 // one typed into the wrong field could be a key.
-var errEntryURL = capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+var errEntryURL = operator.Errorf(operator.Invalid,
 	"The entry's URL is refused: it is an Anthropic-compatible base URL, such as https://api.anthropic.com — http(s), a host, an optional port and path, and no user, password, query or fragment; leave it empty for the broker's --anthropic-url. The page does not repeat it, as it could hold a key.")
 
 // errEntryHoldsValue refuses a form whose name or URL holds the value.
-var errEntryHoldsValue = capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+var errEntryHoldsValue = operator.Errorf(operator.Invalid,
 	"The entry's name or URL holds a credential; the credential goes only in the value field. Nothing was set.")
 
 // entryFields reads and checks an entry form's weight and URL for the
@@ -161,7 +161,7 @@ func (u *Page) addEntry(w http.ResponseWriter, r *http.Request, sess *Session) e
 		return err
 	}
 	msg := fmt.Sprintf("set credential pool entry %s (%s, weight %d, URL %s)", v.Name, v.Kind, v.Weight, orBroker(v.URL))
-	if err := u.audit(r.Context(), "", "/ui/credentials", msg); err != nil {
+	if err := u.op(r).Audit(r.Context(), "", 0, msg); err != nil {
 		return err
 	}
 	u.log.Info("owner's page: credential pool entry set", "entry", v.Name, "kind", v.Kind, "weight", v.Weight, "admin_token", sess.TokenID)
@@ -177,7 +177,7 @@ func (u *Page) editEntry(w http.ResponseWriter, r *http.Request, sess *Session) 
 		return err
 	}
 	if name == pool.Default {
-		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid,
+		return operator.Errorf(operator.Invalid,
 			"The default entry is the shared credential: its weight is 1 and its URL the broker's --anthropic-url. Nothing was changed.")
 	}
 	weight, base, err := entryFields(r, name)
@@ -186,7 +186,7 @@ func (u *Page) editEntry(w http.ResponseWriter, r *http.Request, sess *Session) 
 	}
 	es, err := u.cfg.Store.PoolEntries(r.Context())
 	if err != nil {
-		return admin.StoreError(err, "", "")
+		return operator.StoreError(err, "", "")
 	}
 	var e *store.PoolEntry
 	for i := range es {
@@ -195,17 +195,17 @@ func (u *Page) editEntry(w http.ResponseWriter, r *http.Request, sess *Session) 
 		}
 	}
 	if e == nil {
-		return capability.Errorf(http.StatusNotFound, protocol.TypeNotFound, "The credential pool has no entry named %s.", name)
+		return operator.Errorf(operator.NotFound, "The credential pool has no entry named %s.", name)
 	}
 	e.Weight, e.URL, e.UpdatedAt = weight, base, u.cfg.Now().UTC()
 	if err := u.cfg.Store.SetPoolEntry(r.Context(), *e); err != nil {
-		return admin.StoreError(err, "", "")
+		return operator.StoreError(err, "", "")
 	}
 	if err := u.a.Changed(r.Context(), store.ChangePool, name); err != nil {
 		return err
 	}
 	msg := fmt.Sprintf("changed credential pool entry %s to weight %d, URL %s", name, weight, orBroker(base))
-	if err := u.audit(r.Context(), "", "/ui/credentials/{entry}", msg); err != nil {
+	if err := u.op(r).Audit(r.Context(), "", 0, msg); err != nil {
 		return err
 	}
 	u.log.Info("owner's page: credential pool entry changed", "entry", name, "weight", weight, "admin_token", sess.TokenID)
@@ -237,7 +237,7 @@ func (u *Page) removeEntry(w http.ResponseWriter, r *http.Request, sess *Session
 	if err := u.a.DeletePoolEntry(r.Context(), name); err != nil {
 		return err
 	}
-	if err := u.audit(r.Context(), "", "/ui/credentials/{entry}/remove", "removed credential pool entry "+name); err != nil {
+	if err := u.op(r).Audit(r.Context(), "", 0, "removed credential pool entry "+name); err != nil {
 		return err
 	}
 	u.log.Info("owner's page: credential pool entry removed", "entry", name, "admin_token", sess.TokenID)

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/intentius/boxbroker/internal/admin"
-	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -81,20 +81,19 @@ func (u *Page) decide(approve bool) func(w http.ResponseWriter, r *http.Request,
 		}
 		switch {
 		case errors.Is(err, store.ErrNotFound):
-			return capability.Errorf(http.StatusNotFound, protocol.TypeNotFound, "No proposal has that name.")
+			return operator.Errorf(operator.NotFound, "No proposal has that name.")
 		case errors.Is(err, store.ErrNotPending):
-			return capability.Errorf(http.StatusConflict, protocol.TypeInvalid, "That proposal is no longer waiting: it was approved, denied, or expired unanswered.")
+			return operator.Errorf(operator.Conflict, "That proposal is no longer waiting: it was approved, denied, or expired unanswered.")
 		case err != nil && !errors.Is(err, store.ErrUnavailable) && approve:
-			return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "An approval lasts from 1m to 366d, or always.")
+			return operator.Errorf(operator.Invalid, "An approval lasts from 1m to 366d, or always.")
 		case err != nil:
-			return admin.StoreError(err, "", "")
+			return operator.StoreError(err, "", "")
 		}
 		msg := "denied proposal " + p.ID + ": " + admin.Attempted(p)
-		route := "/ui/proposals/{id}/deny"
 		if approve {
-			msg, route = admin.ApprovedMessage(p), "/ui/proposals/{id}/approve"
+			msg = admin.ApprovedMessage(p)
 		}
-		if err := u.audit(r.Context(), p.Box, route, msg); err != nil {
+		if err := u.op(r).Audit(r.Context(), p.Box, 0, msg); err != nil {
 			return err
 		}
 		u.log.Info("owner's page: proposal decided", "box", p.Box, "proposal", p.ID, "state", p.State, "admin_token", sess.TokenID)

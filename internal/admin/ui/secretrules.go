@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/intentius/boxbroker/internal/admin"
-	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -32,20 +32,20 @@ func (u *Page) setSecretRules(w http.ResponseWriter, r *http.Request, sess *Sess
 	}
 	rules, rate, err := protocol.CheckSecretRules(lines, strings.TrimSpace(r.PostForm.Get("rate")))
 	if err != nil {
-		return capability.Errorf(http.StatusBadRequest, protocol.TypeInvalid, "Rules or rate: %s.", err)
+		return operator.Errorf(operator.Invalid, "Rules or rate: %s.", err)
 	}
 	sec, err := u.cfg.Store.Secret(r.Context(), b.Name, name)
 	if err != nil {
-		return admin.StoreError(err, fmt.Sprintf("Box %s has no secret named %s.", b.Name, name), "")
+		return operator.StoreError(err, fmt.Sprintf("Box %s has no secret named %s.", b.Name, name), "")
 	}
 	sec.Rules, sec.Rate, sec.UpdatedAt = rules, rate, u.cfg.Now().UTC()
 	if err := u.cfg.Store.SetSecret(r.Context(), sec); err != nil {
-		return admin.StoreError(err, fmt.Sprintf("There is no box named %s.", b.Name), "")
+		return operator.StoreError(err, operator.NoBox(b.Name), "")
 	}
 	if err := u.a.Changed(r.Context(), store.ChangeSecret, b.Name+"/"+name); err != nil {
 		return err
 	}
-	if err := u.audit(r.Context(), b.Name, "/ui/boxes/{name}/secrets/{secret}/rules", admin.RulesMessage(name, rules, rate)); err != nil {
+	if err := u.op(r).Audit(r.Context(), b.Name, 0, admin.RulesMessage(name, rules, rate)); err != nil {
 		return err
 	}
 	u.log.Info("owner's page: secret rules set", "box", b.Name, "secret", name, "rules", rules, "rate", rate, "admin_token", sess.TokenID)

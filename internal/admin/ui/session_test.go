@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"github.com/intentius/boxbroker/internal/admin"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -9,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/intentius/boxbroker/internal/admin"
 
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/store/sqlite"

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/spend"
 )
 
@@ -78,7 +79,7 @@ func (u *Page) spendPage(w http.ResponseWriter, r *http.Request, sess *Session) 
 	}
 	f, err := u.a.FleetSpend(r.Context(), month)
 	if err != nil {
-		return admin.StoreError(err, "", "")
+		return operator.StoreError(err, "", "")
 	}
 	this := spend.Month(u.cfg.Now())
 	p := spendPage{Broker: u.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, FleetSpend: f, ThisMonth: this,
@@ -116,7 +117,7 @@ func (u *Page) spendCSV(w http.ResponseWriter, r *http.Request, sess *Session) e
 	}
 	f, err := u.a.FleetSpend(r.Context(), month)
 	if err != nil {
-		return admin.StoreError(err, "", "")
+		return operator.StoreError(err, "", "")
 	}
 	return admin.WriteSpendCSV(w, f, by)
 }

@@ -5,8 +5,7 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/intentius/boxbroker/internal/capability"
-	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/sso"
 )
 
@@ -21,7 +20,7 @@ func (u *Page) registerSSO() {
 	}
 	u.a.HandleHTTP("GET "+sso.StartPath, u.adapt(func(w http.ResponseWriter, r *http.Request) error {
 		if err := u.sso.Start(w, r); err != nil {
-			return wrapped(err, http.StatusBadGateway, protocol.TypeAPI,
+			return wrapped(err, operator.Upstream,
 				"The identity provider could not be reached; try again, or sign in with an admin token.")
 		}
 		return nil
@@ -35,16 +34,16 @@ func (u *Page) ssoCallback(w http.ResponseWriter, r *http.Request) error {
 	id, err := u.sso.Finish(w, r)
 	switch {
 	case errors.Is(err, sso.ErrFlow):
-		return wrapped(err, http.StatusBadRequest, protocol.TypeInvalid,
+		return wrapped(err, operator.Invalid,
 			"This sign-in did not begin in this browser, was already used, or took too long; nobody is signed in. Sign in again.")
 	case errors.Is(err, sso.ErrToken):
-		return wrapped(err, http.StatusUnauthorized, protocol.TypeAuthn,
+		return wrapped(err, operator.Unauthenticated,
 			"The identity provider's answer could not be verified; nobody is signed in.")
 	case errors.Is(err, sso.ErrNoRole):
-		return wrapped(err, http.StatusForbidden, protocol.TypePermission,
+		return wrapped(err, operator.Forbidden,
 			"%s is signed in at the identity provider, but this broker names them neither an operator nor a viewer; its operator can add them.", id.Name)
 	case err != nil:
-		return wrapped(err, http.StatusBadGateway, protocol.TypeAPI,
+		return wrapped(err, operator.Upstream,
 			"The identity provider could not be reached or answered amiss; nobody is signed in.")
 	}
 	sess, err := u.newSession("")
@@ -75,7 +74,7 @@ func (u *Page) ssoSession(sess *Session) bool {
 
 // errViewer is the refusal of a form posted by a viewer.
 func errViewer(sess *Session) error {
-	return capability.Errorf(http.StatusForbidden, protocol.TypePermission,
+	return operator.Errorf(operator.Forbidden,
 		"You are signed in as %s, a viewer: a viewer sees the owner's page and changes nothing. Only an operator can do this.", sess.Name)
 }
 
@@ -97,8 +96,8 @@ func actedBy(ctx context.Context) string {
 }
 
 // wrapped is a refusal whose cause err is logged, never shown.
-func wrapped(err error, status int, typ, format string, args ...any) error {
-	ce := capability.Errorf(status, typ, format, args...)
-	ce.Err = err
-	return ce
+func wrapped(err error, code operator.Code, format string, args ...any) error {
+	oe := operator.Errorf(code, format, args...)
+	oe.Err = err
+	return oe
 }

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/intentius/boxbroker/internal/admin/ui"
+	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// frontEnd runs one operator action on one box through one front end.
+type frontEnd struct {
+	name string
+	// method and route are what its audit rows name for each action.
+	route func(action string) (method, route string)
+	do    func(t *testing.T, action, box string)
+}
+
+// TestOperator_EveryActionThroughEveryFrontEnd runs each operator action
+// of the service (a box's, a grant's, a Fountain id's) through the four
+// front ends (the CLI on the data directory, the CLI with --admin-url,
+// the admin API, the owner's page, which assigns no Fountain ids) and
+// checks its effect in the store and the audit row it wrote, naming the
+// front end.
+func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
+	b := brokertest.New(t, brokertest.Options{})
+	ctx := context.Background()
+	local := map[string]string{"BOXBROKER_DATA": b.Server.Config.DataDir}
+	remote := map[string]string{"BOXBROKER_ADMIN_URL": b.AdminURL, "BOXBROKER_ADMIN_TOKEN": b.AdminToken, "BOXBROKER_DATA": t.TempDir()}
+	cliArgs := map[string][]string{
+		"add": {"box", "add"}, "rotate": {"box", "rotate"}, "bind": {"box", "bind", "--from", "10.0.0.0/8"},
+		"pause": {"box", "pause"}, "resume": {"box", "resume"}, "consent": {"box", "consent"}, "remove": {"box", "remove", "--yes"},
+		"grant": {"grant", "issue"}, "revoke": {"grant", "revoke"},
+		"assign": {"box", "assign"}, "unassign": {"box", "unassign"},
+	}
+	cli := func(env map[string]string) func(t *testing.T, action, box string) {
+		return func(t *testing.T, action, box string) {
+			args := append(append([]string(nil), cliArgs[action]...), box)
+			switch action {
+			case "consent":
+				args = append(args, "on")
+			case "grant":
+				args = append(args, "github:vee")
+			case "revoke":
+				args[2] = lastGrant(t, b, box)
+			case "assign", "unassign":
+				args = append(args, "sandbox", "sb-"+box)
+			}
+			if code, out, errs := runEnv(t, env, "", args...); code != 0 {
+				t.Fatalf("%q = %d %q %q", args, code, out, errs)
+			}
+		}
+	}
+	apiRoutes := map[string][3]string{
+		"add": {"POST", "/api/boxes", ""}, "rotate": {"POST", "/api/boxes/{name}/token", ""},
+		"bind": {"PATCH", "/api/boxes/{name}", `{"from":["10.0.0.0/8"]}`}, "pause": {"PATCH", "/api/boxes/{name}", `{"paused":true}`},
+		"resume": {"PATCH", "/api/boxes/{name}", `{"paused":false}`}, "consent": {"PATCH", "/api/boxes/{name}", `{"consent":true}`},
+		"remove": {"DELETE", "/api/boxes/{name}", ""},
+		"grant":  {"POST", "/api/boxes/{name}/grants", `{"principal":"github:vee"}`}, "revoke": {"DELETE", "/api/grants/{id}", ""},
+		"assign":   {"POST", "/api/boxes/{name}/resources", `{"kind":"sandbox","id":"sb-{name}"}`},
+		"unassign": {"DELETE", "/api/boxes/{name}/resources/{kind}/{id}", ""},
+	}
+	apiRoute := func(action string) (string, string) { return apiRoutes[action][0], apiRoutes[action][1] }
+	cookie, csrf := pageSession(t, b)
+	pageForms := map[string][2]string{
+		"add": {"/ui/boxes", "name={name}"}, "rotate": {"/ui/boxes/{name}/rotate", ""}, "bind": {"/ui/boxes/{name}/bind", "from=10.0.0.0/8"},
+		"pause": {"/ui/boxes/{name}/settings", "set=paused&value=true"}, "resume": {"/ui/boxes/{name}/settings", "set=paused&value=false"},
+		"consent": {"/ui/boxes/{name}/settings", "set=consent&value=true"}, "remove": {"/ui/boxes/{name}/remove", "confirm={name}"},
+		"grant": {"/ui/boxes/{name}/grants", "principal=github:vee&ttl=15m"}, "revoke": {"/ui/boxes/{name}/grants/{id}/revoke", ""},
+	}
+	fronts := []frontEnd{
+		{"cli", func(a string) (string, string) { return "CLI", strings.Join(cliArgs[a][:2], " ") }, cli(local)},
+		{"cli-admin-url", apiRoute, cli(remote)},
+		{"api", apiRoute, func(t *testing.T, action, box string) {
+			rt := apiRoutes[action]
+			path := strings.ReplaceAll(rt[1], "{name}", box)
+			switch action {
+			case "revoke":
+				path = strings.ReplaceAll(path, "{id}", lastGrant(t, b, box))
+			case "unassign":
+				path = strings.NewReplacer("{kind}", "sandbox", "{id}", "sb-"+box).Replace(path)
+			}
+			body := strings.ReplaceAll(rt[2], "{name}", box)
+			if action == "add" {
+				body = `{"name":"` + box + `"}`
+			}
+			req, _ := http.NewRequest(rt[0], b.AdminURL+path, strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+b.AdminToken)
+			if body != "" {
+				req.Header.Set("Content-Type", "application/json")
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rb, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode/100 != 2 {
+				t.Fatalf("%s %s = %d %s", rt[0], path, resp.StatusCode, rb)
+			}
+		}},
+		{"page", func(a string) (string, string) { return "POST", pageForms[a][0] }, func(t *testing.T, action, box string) {
+			f := pageForms[action]
+			form, _ := url.ParseQuery(strings.ReplaceAll(f[1], "{name}", box))
+			form.Set("csrf", csrf)
+			path := strings.ReplaceAll(f[0], "{name}", box)
+			if action == "revoke" {
+				path = strings.ReplaceAll(path, "{id}", lastGrant(t, b, box))
+			}
+			req, _ := http.NewRequest("POST", b.AdminURL+path, strings.NewReader(form.Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.AddCookie(&http.Cookie{Name: ui.SessionCookie, Value: cookie})
+			resp, err := noFollow.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rb, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusSeeOther && resp.StatusCode != http.StatusOK {
+				t.Fatalf("POST %s = %d %s", f[0], resp.StatusCode, rb)
+			}
+		}},
+	}
+	actions := []struct {
+		action  string
+		message string
+		effect  func(before, after store.Box, err error) bool
+		grants  string // for a grant action, the state of the box's newest grant after it
+	}{
+		{"add", "enrolled the box", func(_, a store.Box, err error) bool { return err == nil && a.TokenHash != "" }, ""},
+		{"rotate", "rotated the box's token", func(b, a store.Box, err error) bool { return err == nil && a.TokenHash != b.TokenHash }, ""},
+		{"bind", "bound the box's token to 10.0.0.0/8", func(_, a store.Box, err error) bool { return err == nil && store.FormatFrom(a.From) == "10.0.0.0/8" }, ""},
+		{"pause", "paused the box", func(_, a store.Box, err error) bool { return err == nil && a.Paused }, ""},
+		{"resume", "resumed the box", func(_, a store.Box, err error) bool { return err == nil && !a.Paused }, ""},
+		{"consent", "set the box's consent on", func(_, a store.Box, err error) bool { return err == nil && a.Consent }, ""},
+		{"grant", "issued grant", func(_, _ store.Box, err error) bool { return err == nil }, "current"},
+		{"revoke", "revoked grant", func(_, _ store.Box, err error) bool { return err == nil }, "revoked"},
+		{"assign", "assigned Fountain sandbox", func(_, _ store.Box, err error) bool { return err == nil }, ""},
+		{"unassign", "unassigned Fountain sandbox", func(_, _ store.Box, err error) bool { return err == nil }, ""},
+		{"remove", "removed the box and all kept for it", func(_, _ store.Box, err error) bool { return errors.Is(err, store.ErrNotFound) }, ""},
+	}
+	for _, fe := range fronts {
+		box := "via-" + fe.name
+		for _, tt := range actions {
+			if _, ok := pageForms[tt.action]; fe.name == "page" && !ok {
+				continue // the page assigns no Fountain ids
+			}
+			before, _ := b.Server.Store.Box(ctx, box)
+			fe.do(t, tt.action, box)
+			after, err := b.Server.Store.Box(ctx, box)
+			if !tt.effect(before, after, err) {
+				t.Errorf("%s through %s: the box is %+v, %v after it, want it %s", tt.action, fe.name, after, err, tt.message)
+			}
+			if owner, err := b.Server.Store.ResourceOwner(ctx, store.ResourceSandbox, "sb-"+box); (tt.action == "assign") != (err == nil && owner == box) {
+				t.Errorf("%s through %s: sb-%s is box %q's (%v)", tt.action, fe.name, box, owner, err)
+			}
+			if tt.grants != "" {
+				gs, err := b.Server.Store.ListGrants(ctx, box)
+				if err != nil || len(gs) == 0 || (tt.grants == "revoked") != !gs[0].RevokedAt.IsZero() {
+					t.Errorf("%s through %s: grants %+v, %v, want the newest %s", tt.action, fe.name, gs, err, tt.grants)
+				}
+			}
+			entries, err := b.Server.Store.ListAudit(ctx, store.AuditQuery{Limit: 1})
+			method, route := fe.route(tt.action)
+			if err != nil || len(entries) != 1 {
+				t.Fatalf("%s through %s: audit = %v, %v", tt.action, fe.name, entries, err)
+			}
+			if e := entries[0]; e.Capability != store.ActorAdmin || !strings.HasPrefix(e.Message, tt.message) || e.Method != method || e.Route != route {
+				t.Errorf("%s through %s: audit row = %s %s %q by %s, want %s %s %q by %s",
+					tt.action, fe.name, e.Method, e.Route, e.Message, e.Capability, method, route, tt.message, store.ActorAdmin)
+			}
+		}
+	}
+}
+
+var noFollow = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+// pageSession signs in to the owner's page and returns the session's
+// cookie and CSRF secret.
+func pageSession(t *testing.T, b *brokertest.Broker) (cookie, csrf string) {
+	t.Helper()
+	resp, err := noFollow.PostForm(b.AdminURL+"/ui/signin", url.Values{"token": {b.AdminToken}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	for _, c := range resp.Cookies() {
+		if c.Name == ui.SessionCookie {
+			cookie = c.Value
+		}
+	}
+	req, _ := http.NewRequest("GET", b.AdminURL+"/ui/", nil)
+	req.AddCookie(&http.Cookie{Name: ui.SessionCookie, Value: cookie})
+	resp, err = noFollow.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`).FindSubmatch(body)
+	if cookie == "" || m == nil {
+		t.Fatalf("sign-in to the page: cookie %q, csrf %v", cookie, m)
+	}
+	return cookie, string(m[1])
+}
+
+// lastGrant is the ID of box's newest grant.
+func lastGrant(t *testing.T, b *brokertest.Broker, box string) string {
+	t.Helper()
+	gs, err := b.Server.Store.ListGrants(context.Background(), box)
+	if err != nil || len(gs) == 0 {
+		t.Fatalf("grants of %s: %v, %v", box, gs, err)
+	}
+	return gs[0].ID
+}
