@@ -3,9 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -74,84 +72,5 @@ func (s *Store) ListBoxPage(ctx context.Context, q store.BoxQuery) (store.BoxPag
 	}); err != nil {
 		return store.BoxPage{}, translate(op, err)
 	}
-	names = page.Cut(q, names, spends)
-	if len(names) == 0 {
-		return page, nil
-	}
-	if page.Boxes, err = s.listedBoxes(ctx, names, q.Month); err != nil {
-		return store.BoxPage{}, translate(op, err)
-	}
-	page.Boxes = slices.DeleteFunc(page.Boxes, func(b store.ListedBox) bool { return b.Box.Name == "" }) // removed meanwhile
-	return page, nil
-}
-
-// listedBoxes reads the boxes named names, in that order, with their last
-// reports and, when month is not "", their month.
-func (s *Store) listedBoxes(ctx context.Context, names []string, month string) ([]store.ListedBox, error) {
-	at := make(map[string]int, len(names))
-	for i, n := range names {
-		at[n] = i
-	}
-	out := make([]store.ListedBox, len(names))
-	rows, err := s.pool.Query(ctx, "SELECT "+boxColumns+" FROM boxes WHERE name = ANY($1)", names)
-	if err != nil {
-		return nil, err
-	}
-	boxes, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Box, error) { return scanBox(r) })
-	if err != nil {
-		return nil, err
-	}
-	for _, b := range boxes {
-		out[at[b.Name]].Box = b
-	}
-	drows, err := s.pool.Query(ctx, "SELECT box, doc, at FROM declarations WHERE box = ANY($1)", names)
-	if err != nil {
-		return nil, err
-	}
-	var box string
-	var doc []byte
-	var when time.Time
-	if _, err := pgx.ForEachRow(drows, []any{&box, &doc, &when}, func() error {
-		out[at[box]].Declaration = &store.KeptDeclaration{Doc: append([]byte(nil), doc...), At: when.UTC()}
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	if month == "" {
-		return out, nil
-	}
-	mrows, err := s.pool.Query(ctx, `SELECT b.name,
-		coalesce((SELECT sum(cost) FROM usage u WHERE u.box = b.name AND u.month = $1), 0)::bigint,
-		coalesce((SELECT sum(calls) FROM usage u WHERE u.box = b.name AND u.month = $1), 0)::bigint,
-		bu.limit_micros IS NOT NULL, coalesce(bu.limit_micros, 0),
-		coalesce(t.spent, 0), coalesce(t.reserved, 0)
-		FROM boxes b
-		LEFT JOIN budgets bu ON bu.box = b.name AND bu.principal = ''
-		LEFT JOIN tallies t ON t.box = b.name AND t.principal = '' AND t.month = $1
-		WHERE b.name = ANY($2)`, month, names)
-	if err != nil {
-		return nil, err
-	}
-	var m store.BoxMonth
-	_, err = pgx.ForEachRow(mrows, []any{&m.Box, &m.Measured, &m.Calls, &m.HasBudget, &m.Limit, &m.Spent, &m.Reserved}, func() error {
-		out[at[m.Box]].Month = m
-		return nil
-	})
-	return out, err
-}
-
-// FleetTotal sums month's usage and the boxes' own tallies.
-func (s *Store) FleetTotal(ctx context.Context, month string) (store.MonthTotal, error) {
-	const op = "fleet total"
-	t := store.MonthTotal{}
-	u := &t.Usage
-	err := s.pool.QueryRow(ctx, `SELECT coalesce(sum(calls), 0)::bigint, coalesce(sum(unpriced), 0)::bigint, coalesce(sum(unmeasured), 0)::bigint,
-		coalesce(sum(input_tokens), 0)::bigint, coalesce(sum(output_tokens), 0)::bigint, coalesce(sum(cache_write_tokens), 0)::bigint,
-		coalesce(sum(cache_read_tokens), 0)::bigint, coalesce(sum(cost), 0)::bigint FROM usage WHERE month = $1`, month).
-		Scan(&u.Calls, &u.Unpriced, &u.Unmeasured, &u.InputTokens, &u.OutputTokens, &u.CacheWriteTokens, &u.CacheReadTokens, &u.Cost)
-	if err != nil {
-		return store.MonthTotal{}, translate(op, err)
-	}
-	err = s.pool.QueryRow(ctx, "SELECT coalesce(sum(spent), 0)::bigint FROM tallies WHERE month = $1 AND principal = ''", month).Scan(&t.Charged)
-	return t, translate(op, err)
+	return s.Store.ListedPage(ctx, op, q, page, names, spends)
 }

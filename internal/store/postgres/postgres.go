@@ -15,6 +15,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -25,9 +26,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/jackc/puddle/v2"
 
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/sqlstore"
 )
 
 // Advisory lock keys, in PostgreSQL's one 64-bit key space.
@@ -42,6 +45,9 @@ const (
 // concurrent use, and any number of Stores, in any number of processes,
 // may share one database.
 type Store struct {
+	// Store is the store's SQL, shared with SQLite, over pool through
+	// database/sql.
+	*sqlstore.Store
 	pool *pgxpool.Pool
 	// conn configures Listen's connection, which is not the pool's.
 	conn *pgx.ConnConfig
@@ -73,7 +79,9 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres store: %w", err)
 	}
-	if err := s.migrate(ctx); err != nil {
+	db := stdlib.OpenDBFromPool(pool)
+	if err := s.migrate(ctx, db); err != nil {
+		db.Close()
 		pool.Close()
 		return nil, fmt.Errorf("open postgres store: %w", err)
 	}
@@ -83,6 +91,11 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		return nil, translate("open postgres store: read the schema's name", err)
 	}
 	s.channel = pgx.Identifier{Channel + "." + schema}.Sanitize()
+	if s.Store, err = sqlstore.New(db, db, dialect{s}); err != nil {
+		db.Close()
+		pool.Close()
+		return nil, fmt.Errorf("open postgres store: %w", err)
+	}
 	return s, nil
 }
 
@@ -93,8 +106,9 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Close closes every connection. The Store must not be used afterwards.
 func (s *Store) Close() error {
+	err := errors.Join(s.Store.Close(), s.Store.W.Close())
 	s.pool.Close()
-	return nil
+	return err
 }
 
 // write runs fn in one transaction, appends the changes fn returns to the
@@ -151,7 +165,7 @@ func translate(op string, err error) error {
 	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrRejected) {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, pgx.ErrNoRows) || errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("%s: %w", op, store.ErrNotFound)
 	}
 	var pe *pgconn.PgError
@@ -180,40 +194,9 @@ func translate(op string, err error) error {
 	if errors.As(err, &ce) || errors.As(err, &ne) || pgconn.Timeout(err) ||
 		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, pgconn.ErrConnClosed) ||
 		errors.Is(err, puddle.ErrClosedPool) || errors.Is(err, net.ErrClosed) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, sql.ErrConnDone) || err.Error() == "sql: database is closed" {
 		return fmt.Errorf("%s: %w: %w", op, store.ErrUnavailable, err)
 	}
 	return fmt.Errorf("%s: %w", op, err)
-}
-
-// notFound reports store.ErrNotFound unless tag counts a row.
-func notFound(tag pgconn.CommandTag) error {
-	if tag.RowsAffected() == 0 {
-		return store.ErrNotFound
-	}
-	return nil
-}
-
-// nullTime is t for an optional timestamptz: NULL for the zero time.
-func nullTime(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	return &t
-}
-
-// fromNullTime is the optional time read as t, in UTC: zero for NULL.
-func fromNullTime(t *time.Time) time.Time {
-	if t == nil {
-		return time.Time{}
-	}
-	return t.UTC()
-}
-
-// bytea is b as a bytea that is never NULL.
-func bytea(b []byte) []byte {
-	if b == nil {
-		return []byte{}
-	}
-	return b
 }

@@ -13,58 +13,6 @@ import (
 	"github.com/intentius/boxbroker/internal/store/spendsql"
 )
 
-// SetBudget creates or replaces the budget of b.Box and b.Principal;
-// store.ErrNotFound if there is no such box.
-func (s *Store) SetBudget(ctx context.Context, b store.Budget) error {
-	if b.Limit < 0 {
-		return fmt.Errorf("set budget of box %q: negative limit", b.Box)
-	}
-	return s.write(ctx, fmt.Sprintf("set budget of box %q", b.Box), func(tx pgx.Tx) ([]store.Change, error) {
-		_, err := tx.Exec(ctx, `INSERT INTO budgets (box, principal, limit_micros, updated_at) VALUES ($1, $2, $3, $4)
-			ON CONFLICT (box, principal) DO UPDATE SET limit_micros = excluded.limit_micros, updated_at = excluded.updated_at`,
-			b.Box, b.Principal, b.Limit, b.UpdatedAt)
-		if err != nil {
-			return nil, err
-		}
-		return []store.Change{{Kind: store.ChangeBudget, Key: b.Box}}, nil
-	})
-}
-
-// ListBudgets returns the budgets of box, the box's own first, then by
-// principal.
-func (s *Store) ListBudgets(ctx context.Context, box string) ([]store.Budget, error) {
-	op := fmt.Sprintf("list budgets of box %q", box)
-	rows, err := s.pool.Query(ctx, `SELECT principal, limit_micros, updated_at FROM budgets WHERE box = $1 ORDER BY principal COLLATE "C"`, box)
-	if err != nil {
-		return nil, translate(op, err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Budget, error) {
-		b := store.Budget{Box: box}
-		err := r.Scan(&b.Principal, &b.Limit, &b.UpdatedAt)
-		b.UpdatedAt = b.UpdatedAt.UTC()
-		return b, err
-	})
-	if err != nil {
-		return nil, translate(op, err)
-	}
-	return out, nil
-}
-
-// DeleteBudget removes the budget of box and principal; store.ErrNotFound
-// if none.
-func (s *Store) DeleteBudget(ctx context.Context, box, principal string) error {
-	return s.write(ctx, fmt.Sprintf("delete budget of box %q", box), func(tx pgx.Tx) ([]store.Change, error) {
-		tag, err := tx.Exec(ctx, "DELETE FROM budgets WHERE box = $1 AND principal = $2", box, principal)
-		if err != nil {
-			return nil, err
-		}
-		if err := notFound(tag); err != nil {
-			return nil, err
-		}
-		return []store.Change{{Kind: store.ChangeBudget, Key: box}}, nil
-	})
-}
-
 // spendTx is the pool, or a transaction, as spendsql uses it.
 type spendTx struct {
 	q interface {
@@ -132,8 +80,8 @@ func (r spendRow) Scan(dest ...any) error {
 // transaction; see store.Spend and spendsql.Reserve.
 func (s *Store) Reserve(ctx context.Context, r store.Reservation) (int64, error) {
 	op := fmt.Sprintf("reserve for box %q", r.Box)
-	if ok, err := spendsql.Budgeted(ctx, spendTx{s.pool}, r.Box, r.Principal); err != nil || !ok {
-		return 0, translate(op, err)
+	if ok, err := s.Budgeted(ctx, op, r.Box, r.Principal); err != nil || !ok {
+		return 0, err
 	}
 	var id int64
 	err := s.write(ctx, op, func(tx pgx.Tx) ([]store.Change, error) {
@@ -153,66 +101,4 @@ func (s *Store) Settle(ctx context.Context, st store.Settlement) error {
 	return s.write(ctx, fmt.Sprintf("settle for box %q", st.Box), func(tx pgx.Tx) ([]store.Change, error) {
 		return nil, spendsql.Settle(ctx, spendTx{tx}, st)
 	})
-}
-
-// ReleaseStale releases every reservation made before before, each in its
-// own transaction so that no two tallies are locked out of order.
-func (s *Store) ReleaseStale(ctx context.Context, before time.Time) (int, error) {
-	op := "release stale reservations"
-	rows, err := s.pool.Query(ctx, "SELECT id FROM reservations WHERE at < $1 ORDER BY id", before)
-	if err != nil {
-		return 0, translate(op, err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return 0, translate(op, err)
-	}
-	for i, id := range ids {
-		if err := s.write(ctx, op, func(tx pgx.Tx) ([]store.Change, error) {
-			return nil, spendsql.Release(ctx, spendTx{tx}, id)
-		}); err != nil {
-			return i, err
-		}
-	}
-	return len(ids), nil
-}
-
-// Tallies returns the tallies of box for month, the box's own first.
-func (s *Store) Tallies(ctx context.Context, box, month string) ([]store.Tally, error) {
-	op := fmt.Sprintf("tallies of box %q", box)
-	rows, err := s.pool.Query(ctx, `SELECT principal, spent, reserved FROM tallies WHERE box = $1 AND month = $2 ORDER BY principal COLLATE "C"`, box, month)
-	if err != nil {
-		return nil, translate(op, err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Tally, error) {
-		t := store.Tally{Box: box, Month: month}
-		err := r.Scan(&t.Principal, &t.Spent, &t.Reserved)
-		return t, err
-	})
-	if err != nil {
-		return nil, translate(op, err)
-	}
-	return out, nil
-}
-
-// ListUsage returns the usage of box in month, by payer kind, principal
-// and model.
-func (s *Store) ListUsage(ctx context.Context, box, month string) ([]store.Usage, error) {
-	op := fmt.Sprintf("usage of box %q", box)
-	rows, err := s.pool.Query(ctx, `SELECT payer_kind, principal, model, calls, unpriced, unmeasured,
-			input_tokens, output_tokens, cache_write_tokens, cache_read_tokens, cost
-		FROM usage WHERE box = $1 AND month = $2 ORDER BY payer_kind COLLATE "C", principal COLLATE "C", model COLLATE "C"`, box, month)
-	if err != nil {
-		return nil, translate(op, err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Usage, error) {
-		u := store.Usage{Box: box, Month: month}
-		err := r.Scan(&u.PayerKind, &u.Principal, &u.Model, &u.Calls, &u.Unpriced, &u.Unmeasured,
-			&u.InputTokens, &u.OutputTokens, &u.CacheWriteTokens, &u.CacheReadTokens, &u.Cost)
-		return u, err
-	})
-	if err != nil {
-		return nil, translate(op, err)
-	}
-	return out, nil
 }

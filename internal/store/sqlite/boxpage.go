@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/intentius/boxbroker/internal/store"
@@ -122,100 +121,5 @@ func (s *Store) ListBoxPage(ctx context.Context, q store.BoxQuery) (store.BoxPag
 			return store.BoxPage{}, translate(op, err)
 		}
 	}
-	names = page.Cut(q, names, spends)
-	if len(names) == 0 {
-		return page, nil
-	}
-	if page.Boxes, err = s.listedBoxes(ctx, names, q.Month); err != nil {
-		return store.BoxPage{}, translate(op, err)
-	}
-	page.Boxes = slices.DeleteFunc(page.Boxes, func(b store.ListedBox) bool { return b.Box.Name == "" }) // removed meanwhile
-	return page, nil
-}
-
-// listedBoxes reads the boxes named names, in that order, with their last
-// reports and, when month is not "", their month.
-func (s *Store) listedBoxes(ctx context.Context, names []string, month string) ([]store.ListedBox, error) {
-	in := "(?" + strings.Repeat(", ?", len(names)-1) + ")"
-	args := make([]any, len(names))
-	at := make(map[string]int, len(names))
-	for i, n := range names {
-		args[i], at[n] = n, i
-	}
-	out := make([]store.ListedBox, len(names))
-	rows, err := s.r.QueryContext(ctx, "SELECT "+boxColumns+" FROM boxes WHERE name IN "+in, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		b, err := scanBox(rows)
-		if err != nil {
-			return nil, err
-		}
-		out[at[b.Name]].Box = b
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	rows.Close()
-	drows, err := s.r.QueryContext(ctx, "SELECT box, doc, at FROM declarations WHERE box IN "+in, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer drows.Close()
-	for drows.Next() {
-		var box string
-		var doc []byte
-		var when int64
-		if err := drows.Scan(&box, &doc, &when); err != nil {
-			return nil, err
-		}
-		out[at[box]].Declaration = &store.KeptDeclaration{Doc: doc, At: fromMicros(when)}
-	}
-	if err := drows.Err(); err != nil {
-		return nil, err
-	}
-	drows.Close()
-	if month == "" {
-		return out, nil
-	}
-	margs := append([]any{month, month, month}, args...)
-	mrows, err := s.r.QueryContext(ctx, `SELECT b.name,
-		coalesce((SELECT sum(cost) FROM usage u WHERE u.box = b.name AND u.month = ?), 0),
-		coalesce((SELECT sum(calls) FROM usage u WHERE u.box = b.name AND u.month = ?), 0),
-		bu.limit_micros IS NOT NULL, coalesce(bu.limit_micros, 0),
-		coalesce(t.spent, 0), coalesce(t.reserved, 0)
-		FROM boxes b
-		LEFT JOIN budgets bu ON bu.box = b.name AND bu.principal = ''
-		LEFT JOIN tallies t ON t.box = b.name AND t.principal = '' AND t.month = ?
-		WHERE b.name IN `+in, margs...)
-	if err != nil {
-		return nil, err
-	}
-	defer mrows.Close()
-	for mrows.Next() {
-		var m store.BoxMonth
-		if err := mrows.Scan(&m.Box, &m.Measured, &m.Calls, &m.HasBudget, &m.Limit, &m.Spent, &m.Reserved); err != nil {
-			return nil, err
-		}
-		out[at[m.Box]].Month = m
-	}
-	return out, mrows.Err()
-}
-
-// FleetTotal sums month's usage and the boxes' own tallies.
-func (s *Store) FleetTotal(ctx context.Context, month string) (store.MonthTotal, error) {
-	const op = "fleet total"
-	t := store.MonthTotal{}
-	u := &t.Usage
-	err := s.r.QueryRowContext(ctx, `SELECT coalesce(sum(calls), 0), coalesce(sum(unpriced), 0), coalesce(sum(unmeasured), 0),
-		coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0), coalesce(sum(cache_write_tokens), 0),
-		coalesce(sum(cache_read_tokens), 0), coalesce(sum(cost), 0) FROM usage WHERE month = ?`, month).
-		Scan(&u.Calls, &u.Unpriced, &u.Unmeasured, &u.InputTokens, &u.OutputTokens, &u.CacheWriteTokens, &u.CacheReadTokens, &u.Cost)
-	if err != nil {
-		return store.MonthTotal{}, translate(op, err)
-	}
-	err = s.r.QueryRowContext(ctx, "SELECT coalesce(sum(spent), 0) FROM tallies WHERE month = ? AND principal = ''", month).Scan(&t.Charged)
-	return t, translate(op, err)
+	return s.Store.ListedPage(ctx, op, q, page, names, spends)
 }

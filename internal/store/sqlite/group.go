@@ -218,6 +218,6 @@ func (s *Store) SetProgress(f func()) {
 
 // exec runs q, prepared at Open, in tx.
 func (s *Store) exec(ctx context.Context, tx *sql.Tx, q string) error {
-	_, err := tx.StmtContext(ctx, s.spend[q]).ExecContext(ctx)
+	_, err := tx.StmtContext(ctx, s.Stmts[q]).ExecContext(ctx)
 	return err
 }

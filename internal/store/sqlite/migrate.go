@@ -2,8 +2,11 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"embed"
+
 	"github.com/intentius/boxbroker/internal/store/migrations"
+	"github.com/intentius/boxbroker/internal/store/sqlstore"
 )
 
 // migrationFiles holds the schema, one file per version, named
@@ -18,58 +21,23 @@ func loadMigrations() ([]migrations.Migration, error) {
 }
 
 // migrate applies, in one IMMEDIATE transaction, every migration the
-// database has not recorded in schema_migrations. A database holding a
-// version this binary does not know is refused.
+// database has not recorded (see sqlstore.Migrate).
 func (s *Store) migrate(ctx context.Context) error {
 	ms, err := loadMigrations()
 	if err != nil {
 		return err
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return translate("migrate", err)
-	}
-	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	return sqlstore.Migrate(ctx, s.w, dialect{s}, ms, s.now())
+}
 
-	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+// LockMigrations takes nothing: the migration's transaction is
+// IMMEDIATE, which holds the database's write lock.
+func (dialect) LockMigrations(context.Context, *sql.Tx) error { return nil }
+
+// MigrationsTable makes schema_migrations if it is missing.
+func (dialect) MigrationsTable() string {
+	return `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version    INTEGER NOT NULL PRIMARY KEY,
 		applied_at INTEGER NOT NULL
-	) STRICT`); err != nil {
-		return translate("migrate", err)
-	}
-	applied := map[int]bool{}
-	rows, err := tx.QueryContext(ctx, "SELECT version FROM schema_migrations")
-	if err != nil {
-		return translate("migrate", err)
-	}
-	for rows.Next() {
-		var v int
-		if err := rows.Scan(&v); err != nil {
-			rows.Close()
-			return translate("migrate", err)
-		}
-		applied[v] = true
-	}
-	if err := rows.Close(); err != nil {
-		return translate("migrate", err)
-	}
-	if err := rows.Err(); err != nil {
-		return translate("migrate", err)
-	}
-	todo, err := migrations.Pending(ms, applied)
-	if err != nil {
-		return err
-	}
-	for _, m := range todo {
-		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
-			return translate("migrate "+m.Name, err)
-		}
-		if _, err := tx.ExecContext(ctx, "INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)", m.Version, micros(s.now())); err != nil {
-			return translate("migrate "+m.Name, err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return translate("migrate", err)
-	}
-	return nil
+	) STRICT`
 }

@@ -3,147 +3,20 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
-	"time"
 
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/store/spendsql"
 )
-
-// SetBudget creates or replaces the budget of b.Box and b.Principal;
-// store.ErrNotFound if there is no such box.
-func (s *Store) SetBudget(ctx context.Context, b store.Budget) error {
-	if b.Limit < 0 {
-		return fmt.Errorf("set budget of box %q: negative limit", b.Box)
-	}
-	return s.write(ctx, fmt.Sprintf("set budget of box %q", b.Box), func(tx *sql.Tx) ([]store.Change, error) {
-		_, err := tx.ExecContext(ctx, `INSERT INTO budgets (box, principal, limit_micros, updated_at) VALUES (?, ?, ?, ?)
-			ON CONFLICT (box, principal) DO UPDATE SET limit_micros = excluded.limit_micros, updated_at = excluded.updated_at`,
-			b.Box, b.Principal, b.Limit, micros(b.UpdatedAt))
-		if err != nil {
-			return nil, err
-		}
-		return []store.Change{{Kind: store.ChangeBudget, Key: b.Box}}, nil
-	})
-}
-
-// ListBudgets returns the budgets of box, the box's own first, then by
-// principal.
-func (s *Store) ListBudgets(ctx context.Context, box string) ([]store.Budget, error) {
-	op := fmt.Sprintf("list budgets of box %q", box)
-	rows, err := s.r.QueryContext(ctx, "SELECT principal, limit_micros, updated_at FROM budgets WHERE box = ? ORDER BY principal", box)
-	if err != nil {
-		return nil, translate(op, err)
-	}
-	defer rows.Close()
-	var out []store.Budget
-	for rows.Next() {
-		b := store.Budget{Box: box}
-		var at int64
-		if err := rows.Scan(&b.Principal, &b.Limit, &at); err != nil {
-			return nil, translate(op, err)
-		}
-		b.UpdatedAt = fromMicros(at)
-		out = append(out, b)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, translate(op, err)
-	}
-	return out, nil
-}
-
-// DeleteBudget removes the budget of box and principal; store.ErrNotFound
-// if none.
-func (s *Store) DeleteBudget(ctx context.Context, box, principal string) error {
-	return s.write(ctx, fmt.Sprintf("delete budget of box %q", box), func(tx *sql.Tx) ([]store.Change, error) {
-		res, err := tx.ExecContext(ctx, "DELETE FROM budgets WHERE box = ? AND principal = ?", box, principal)
-		if err != nil {
-			return nil, err
-		}
-		if err := notFound(res); err != nil {
-			return nil, err
-		}
-		return []store.Change{{Kind: store.ChangeBudget, Key: box}}, nil
-	})
-}
-
-// spendTx is a connection, or a transaction, as spendsql uses it.
-type spendTx struct {
-	q interface {
-		ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-		QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-		QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	}
-	// tx, when set, is q, and runs the statements in stmts prepared.
-	tx    *sql.Tx
-	stmts map[string]*sql.Stmt
-}
-
-// spendTx is tx as spendsql uses it, running spendsql's statements as
-// prepared on the writer's connection when Open did (SQLite parses a
-// statement anew on each run otherwise; an upsert costs more to parse
-// than to run).
-func (s *Store) spendTx(tx *sql.Tx) spendTx {
-	return spendTx{q: tx, tx: tx, stmts: s.spend}
-}
-
-func (t spendTx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	var res sql.Result
-	var err error
-	if st := t.stmts[query]; st != nil {
-		res, err = t.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
-	} else {
-		res, err = t.q.ExecContext(ctx, query, args...)
-	}
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
-}
-
-func (t spendTx) QueryRow(ctx context.Context, query string, args ...any) spendsql.Row {
-	if st := t.stmts[query]; st != nil {
-		return spendRow{t.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)}
-	}
-	return spendRow{t.q.QueryRowContext(ctx, query, args...)}
-}
-
-func (spendTx) Time(t time.Time) any { return micros(t) }
-
-// Each runs query and calls row with each row of its answer.
-func (t spendTx) Each(ctx context.Context, query string, args []any, row func(spendsql.Row) error) error {
-	rows, err := t.q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := row(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
-}
-
-// spendRow is a row whose Scan reports no row as store.ErrNotFound.
-type spendRow struct{ r *sql.Row }
-
-func (r spendRow) Scan(dest ...any) error {
-	if err := r.r.Scan(dest...); !errors.Is(err, sql.ErrNoRows) {
-		return err
-	}
-	return store.ErrNotFound
-}
 
 // Reserve holds r.Amount against the budgets that apply to r, in one
 // transaction; see store.Spend and spendsql.Reserve.
 func (s *Store) Reserve(ctx context.Context, r store.Reservation) (int64, error) {
 	op := fmt.Sprintf("reserve for box %q", r.Box)
 	// Most boxes have no budget: find that out without taking the writer.
-	ok, err := spendsql.Budgeted(ctx, spendTx{q: s.r}, r.Box, r.Principal)
+	ok, err := s.Budgeted(ctx, op, r.Box, r.Principal)
 	if err != nil || !ok {
-		return 0, translate(op, err)
+		return 0, err
 	}
 	// Concurrent reservations are made in one transaction (grouped); one
 	// made for a caller that has gone by the time it is committed is
@@ -151,10 +24,10 @@ func (s *Store) Reserve(ctx context.Context, r store.Reservation) (int64, error)
 	var id int64
 	err = s.grouped(ctx, op, func(ctx context.Context, tx *sql.Tx) ([]store.Change, error) {
 		var err error
-		id, err = spendsql.Reserve(ctx, s.spendTx(tx), r)
+		id, err = spendsql.Reserve(ctx, s.SpendTx(tx), r)
 		return nil, err
 	}, func(ctx context.Context, tx *sql.Tx) ([]store.Change, error) {
-		return nil, spendsql.Release(ctx, s.spendTx(tx), id)
+		return nil, spendsql.Release(ctx, s.SpendTx(tx), id)
 	})
 	if err != nil {
 		return 0, err
@@ -167,88 +40,6 @@ func (s *Store) Reserve(ctx context.Context, r store.Reservation) (int64, error)
 // and settlements: see grouped); store.ErrNotFound if the box is gone.
 func (s *Store) Settle(ctx context.Context, st store.Settlement) error {
 	return s.grouped(ctx, fmt.Sprintf("settle for box %q", st.Box), func(ctx context.Context, tx *sql.Tx) ([]store.Change, error) {
-		return nil, spendsql.Settle(ctx, s.spendTx(tx), st)
+		return nil, spendsql.Settle(ctx, s.SpendTx(tx), st)
 	}, nil)
-}
-
-// ReleaseStale releases every reservation made before before.
-func (s *Store) ReleaseStale(ctx context.Context, before time.Time) (int, error) {
-	n := 0
-	err := s.write(ctx, "release stale reservations", func(tx *sql.Tx) ([]store.Change, error) {
-		rows, err := tx.QueryContext(ctx, "SELECT id FROM reservations WHERE at < ? ORDER BY id", micros(before))
-		if err != nil {
-			return nil, err
-		}
-		var ids []int64
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			ids = append(ids, id)
-		}
-		if err := rows.Close(); err != nil {
-			return nil, err
-		}
-		for _, id := range ids {
-			if err := spendsql.Release(ctx, s.spendTx(tx), id); err != nil {
-				return nil, err
-			}
-		}
-		n = len(ids)
-		return nil, nil
-	})
-	if err != nil {
-		return 0, err
-	}
-	return n, nil
-}
-
-// Tallies returns the tallies of box for month, the box's own first.
-func (s *Store) Tallies(ctx context.Context, box, month string) ([]store.Tally, error) {
-	op := fmt.Sprintf("tallies of box %q", box)
-	rows, err := s.r.QueryContext(ctx, "SELECT principal, spent, reserved FROM tallies WHERE box = ? AND month = ? ORDER BY principal", box, month)
-	if err != nil {
-		return nil, translate(op, err)
-	}
-	defer rows.Close()
-	var out []store.Tally
-	for rows.Next() {
-		t := store.Tally{Box: box, Month: month}
-		if err := rows.Scan(&t.Principal, &t.Spent, &t.Reserved); err != nil {
-			return nil, translate(op, err)
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, translate(op, err)
-	}
-	return out, nil
-}
-
-// ListUsage returns the usage of box in month, by payer kind, principal
-// and model.
-func (s *Store) ListUsage(ctx context.Context, box, month string) ([]store.Usage, error) {
-	op := fmt.Sprintf("usage of box %q", box)
-	rows, err := s.r.QueryContext(ctx, `SELECT payer_kind, principal, model, calls, unpriced, unmeasured,
-			input_tokens, output_tokens, cache_write_tokens, cache_read_tokens, cost
-		FROM usage WHERE box = ? AND month = ? ORDER BY payer_kind, principal, model`, box, month)
-	if err != nil {
-		return nil, translate(op, err)
-	}
-	defer rows.Close()
-	var out []store.Usage
-	for rows.Next() {
-		u := store.Usage{Box: box, Month: month}
-		if err := rows.Scan(&u.PayerKind, &u.Principal, &u.Model, &u.Calls, &u.Unpriced, &u.Unmeasured,
-			&u.InputTokens, &u.OutputTokens, &u.CacheWriteTokens, &u.CacheReadTokens, &u.Cost); err != nil {
-			return nil, translate(op, err)
-		}
-		out = append(out, u)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, translate(op, err)
-	}
-	return out, nil
 }

@@ -28,7 +28,7 @@ func (s *Store) ApplySpooled(ctx context.Context, key string, settle []store.Set
 			return nil, err // applied before
 		}
 		// A settlement of a box removed since is skipped.
-		if err := spendsql.SettleMany(ctx, s.spendTx(tx), settle); err != nil {
+		if err := spendsql.SettleMany(ctx, s.SpendTx(tx), settle); err != nil {
 			return nil, err
 		}
 		if err := ins.insert(ctx, tx, audit); err != nil {

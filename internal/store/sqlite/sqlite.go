@@ -30,6 +30,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/store/spendsql"
+	"github.com/intentius/boxbroker/internal/store/sqlstore"
 )
 
 // busyTimeout is how long a statement waits for another process's write
@@ -40,6 +41,8 @@ const busyTimeout = 5 * time.Second
 // concurrent use, and several Stores, in one process or several, may use
 // the same file.
 type Store struct {
+	// Store is the store's SQL, shared with PostgreSQL, over w and r.
+	*sqlstore.Store
 	// w runs every write transaction, on one connection.
 	w *sql.DB
 	// r runs reads, on as many connections as there are readers.
@@ -48,13 +51,6 @@ type Store struct {
 	now func() time.Time
 	// audit holds w's prepared statements that write the audit log.
 	audit auditStmts
-	// spend holds spendsql's statements and a group's savepoints
-	// (groupStatements) prepared on w, by text (see spendTx); read-only
-	// once Open returns.
-	spend map[string]*sql.Stmt
-	// changes reads the changes log, which every replica's cache polls
-	// many times a second: prepared once, on r.
-	changes *sql.Stmt
 	// group gathers concurrent reservations and settlements into one
 	// transaction (see grouped).
 	group group
@@ -134,18 +130,14 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("open sqlite store: %w", err)
 	}
 	s.r = r
-	if s.changes, err = r.Prepare(changesSince); err != nil {
+	if s.Store, err = sqlstore.New(w, r, dialect{s}); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
-	s.spend = make(map[string]*sql.Stmt)
-	for _, q := range append(spendsql.Statements(), groupStatements...) {
-		st, err := w.Prepare(q)
-		if err != nil {
-			s.Close()
-			return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
-		}
-		s.spend[q] = st
+	// spendsql's statements and a group's savepoints run prepared.
+	if err := s.Store.Prepare(append(spendsql.Statements(), groupStatements...)...); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
 	return s, nil
 }
@@ -250,20 +242,10 @@ func (s *Store) Ping(ctx context.Context) error {
 // Close closes the database. The Store must not be used afterwards.
 func (s *Store) Close() error {
 	var err error
-	if s.changes != nil {
-		err = s.changes.Close()
-	}
-	for _, st := range s.spend {
-		err = errors.Join(err, st.Close())
+	if s.Store != nil {
+		err = s.Store.Close()
 	}
 	return errors.Join(err, s.r.Close(), s.w.Close())
-}
-
-// write runs fn in one IMMEDIATE transaction, appends the changes fn
-// returns to the changes log in that same transaction, and commits. Errors
-// are translated to the store's sentinels, prefixed with op.
-func (s *Store) write(ctx context.Context, op string, fn func(tx *sql.Tx) ([]store.Change, error)) error {
-	return s.writeOn(ctx, op, s.w, fn)
 }
 
 // writeUnsynced is write for what may be lost in a power cut, the audit
@@ -297,31 +279,7 @@ type beginner interface {
 }
 
 func (s *Store) writeOn(ctx context.Context, op string, db beginner, fn func(tx *sql.Tx) ([]store.Change, error)) error {
-	if err := s.goneErr(); err != nil {
-		return translate(op, err) // what is written now no one could read
-	}
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return translate(op, err)
-	}
-	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	changes, err := fn(tx)
-	if err != nil {
-		return translate(op, err)
-	}
-	at := micros(s.now())
-	for _, c := range changes {
-		if _, err := tx.ExecContext(ctx, "INSERT INTO changes (kind, key, at) VALUES (?, ?, ?)", c.Kind, c.Key, at); err != nil {
-			return translate(op, err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return translate(op, err)
-	}
-	if len(changes) > 0 {
-		s.listeners.notify()
-	}
-	return nil
+	return s.Store.WriteOn(ctx, op, db, fn)
 }
 
 // translate turns a driver error into the store's sentinels:
@@ -369,44 +327,5 @@ func translate(op string, err error) error {
 	return fmt.Errorf("%s: %w", op, err)
 }
 
-// notFound reports store.ErrNotFound unless res touched a row.
-func notFound(res sql.Result) error {
-	n, err := res.RowsAffected()
-	if err != nil {
-		return err
-	}
-	if n == 0 {
-		return store.ErrNotFound
-	}
-	return nil
-}
-
 // micros is how a time is stored: UTC microseconds since the Unix epoch.
 func micros(t time.Time) int64 { return t.UnixMicro() }
-
-// fromMicros is the time stored as n, in UTC.
-func fromMicros(n int64) time.Time { return time.UnixMicro(n).UTC() }
-
-// nullMicros stores an optional time: NULL for the zero time.
-func nullMicros(t time.Time) sql.NullInt64 {
-	if t.IsZero() {
-		return sql.NullInt64{}
-	}
-	return sql.NullInt64{Int64: micros(t), Valid: true}
-}
-
-// fromNullMicros is the optional time stored as n: zero for NULL.
-func fromNullMicros(n sql.NullInt64) time.Time {
-	if !n.Valid {
-		return time.Time{}
-	}
-	return fromMicros(n.Int64)
-}
-
-// blob is b as a BLOB that is never NULL.
-func blob(b []byte) []byte {
-	if b == nil {
-		return []byte{}
-	}
-	return b
-}

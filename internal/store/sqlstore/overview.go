@@ -1,4 +1,4 @@
-package sqlite
+package sqlstore
 
 import (
 	"context"
@@ -9,73 +9,61 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 )
 
-// hourMicros is an hour in the audit table's unit.
-const hourMicros = int64(time.Hour / time.Microsecond)
-
 // BoxActivity returns every box's audit counts since since, in one pass
 // over the audit_at index's range.
 func (s *Store) BoxActivity(ctx context.Context, since time.Time) ([]store.BoxActivity, error) {
 	const op = "box activity"
-	rows, err := s.r.QueryContext(ctx, `SELECT box, count(*),
-		count(*) FILTER (WHERE reason <> '' AND reason NOT IN (?, ?)),
-		count(*) FILTER (WHERE reason IN (?, ?) OR (reason = '' AND upstream_status >= 500)),
-		coalesce(max(at) FILTER (WHERE reason = ''), 0),
-		coalesce(max(at) FILTER (WHERE reason <> '' AND instr(message, ?) > 0), 0)
-		FROM audit WHERE at >= ? AND box <> '' AND capability <> ? GROUP BY box ORDER BY box`,
+	rows, err := s.R.QueryContext(ctx, `SELECT box, count(*),
+		count(*) FILTER (WHERE reason <> '' AND reason NOT IN ($1, $2)),
+		count(*) FILTER (WHERE reason IN ($3, $4) OR (reason = '' AND upstream_status >= 500)),
+		max(at) FILTER (WHERE reason = ''),
+		max(at) FILTER (WHERE reason <> '' AND replace(message, $5, '') <> message)
+		FROM audit WHERE at >= $6 AND box <> '' AND capability <> $7 GROUP BY box ORDER BY box`+s.D.Collate(),
 		store.ReasonUpstreamFailed, store.ReasonUpstreamUnusable, store.ReasonUpstreamFailed, store.ReasonUpstreamUnusable,
-		store.BudgetSpentMarker, micros(since), store.ActorAdmin)
+		store.BudgetSpentMarker, s.D.Time(since), store.ActorAdmin)
 	if err != nil {
-		return nil, translate(op, err)
+		return nil, s.D.Translate(op, err)
 	}
 	defer rows.Close()
 	var out []store.BoxActivity
 	for rows.Next() {
 		var a store.BoxActivity
-		var served, over int64
-		if err := rows.Scan(&a.Box, &a.Requests, &a.Refusals, &a.Upstream, &served, &over); err != nil {
-			return nil, translate(op, err)
-		}
-		if served != 0 {
-			a.LastServed = fromMicros(served)
-		}
-		if over != 0 {
-			a.LastOverBudget = fromMicros(over)
+		if err := rows.Scan(&a.Box, &a.Requests, &a.Refusals, &a.Upstream, Time(&a.LastServed), Time(&a.LastOverBudget)); err != nil {
+			return nil, s.D.Translate(op, err)
 		}
 		out = append(out, a)
 	}
-	return out, translate(op, rows.Err())
+	return out, s.D.Translate(op, rows.Err())
 }
 
 // AuditHours counts box's entries (every box's for "") per hour since since.
 func (s *Store) AuditHours(ctx context.Context, box string, since time.Time) ([]store.HourCount, error) {
 	const op = "audit hours"
-	q := `SELECT at / ? AS h, count(*),
-		count(*) FILTER (WHERE reason <> '' AND reason NOT IN (?, ?)),
-		count(*) FILTER (WHERE reason IN (?, ?) OR (reason = '' AND upstream_status >= 500))
-		FROM audit WHERE at >= ? AND capability <> ?`
-	args := []any{hourMicros, store.ReasonUpstreamFailed, store.ReasonUpstreamUnusable, store.ReasonUpstreamFailed, store.ReasonUpstreamUnusable,
-		micros(since), store.ActorAdmin}
+	q := `SELECT ` + s.D.Bucket("at", "hour") + ` AS h, count(*),
+		count(*) FILTER (WHERE reason <> '' AND reason NOT IN ($1, $2)),
+		count(*) FILTER (WHERE reason IN ($3, $4) OR (reason = '' AND upstream_status >= 500))
+		FROM audit WHERE at >= $5 AND capability <> $6`
+	args := []any{store.ReasonUpstreamFailed, store.ReasonUpstreamUnusable, store.ReasonUpstreamFailed, store.ReasonUpstreamUnusable,
+		s.D.Time(since), store.ActorAdmin}
 	if box != "" {
-		q += " AND box = ?"
+		q += " AND box = $7"
 		args = append(args, box)
 	}
 	q += " GROUP BY h ORDER BY h"
-	rows, err := s.r.QueryContext(ctx, q, args...)
+	rows, err := s.R.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, translate(op, err)
+		return nil, s.D.Translate(op, err)
 	}
 	defer rows.Close()
 	var out []store.HourCount
 	for rows.Next() {
 		var h store.HourCount
-		var n int64
-		if err := rows.Scan(&n, &h.Requests, &h.Refusals, &h.Upstream); err != nil {
-			return nil, translate(op, err)
+		if err := rows.Scan(Time(&h.Hour), &h.Requests, &h.Refusals, &h.Upstream); err != nil {
+			return nil, s.D.Translate(op, err)
 		}
-		h.Hour = fromMicros(n * hourMicros)
 		out = append(out, h)
 	}
-	return out, translate(op, rows.Err())
+	return out, s.D.Translate(op, rows.Err())
 }
 
 // RefusalGroups groups box's refusals since since by method, route,
@@ -85,93 +73,90 @@ func (s *Store) RefusalGroups(ctx context.Context, box string, since time.Time, 
 	if limit <= 0 {
 		return nil, fmt.Errorf("%s: limit %d is not positive", op, limit)
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT method, route, reason, message, count(*), min(at), max(at) FROM audit
-		WHERE box = ? AND at >= ? AND reason <> '' AND capability <> ?
-		GROUP BY method, route, reason, message ORDER BY max(at) DESC, count(*) DESC LIMIT ?`,
-		box, micros(since), store.ActorAdmin, limit)
+	rows, err := s.R.QueryContext(ctx, `SELECT method, route, reason, message, count(*), min(at), max(at) FROM audit
+		WHERE box = $1 AND at >= $2 AND reason <> '' AND capability <> $3
+		GROUP BY method, route, reason, message ORDER BY max(at) DESC, count(*) DESC LIMIT $4`,
+		box, s.D.Time(since), store.ActorAdmin, limit)
 	if err != nil {
-		return nil, translate(op, err)
+		return nil, s.D.Translate(op, err)
 	}
 	defer rows.Close()
 	var out []store.RefusalGroup
 	for rows.Next() {
 		var g store.RefusalGroup
-		var first, last int64
-		if err := rows.Scan(&g.Method, &g.Route, &g.Reason, &g.Message, &g.Count, &first, &last); err != nil {
-			return nil, translate(op, err)
+		if err := rows.Scan(&g.Method, &g.Route, &g.Reason, &g.Message, &g.Count, Time(&g.First), Time(&g.Last)); err != nil {
+			return nil, s.D.Translate(op, err)
 		}
-		g.First, g.Last = fromMicros(first), fromMicros(last)
 		out = append(out, g)
 	}
-	return out, translate(op, rows.Err())
+	return out, s.D.Translate(op, rows.Err())
 }
 
 // MonthOverview reads every box's usage, own budget and own tally for
 // month in one query.
 func (s *Store) MonthOverview(ctx context.Context, month string) ([]store.BoxMonth, error) {
 	const op = "month overview"
-	rows, err := s.r.QueryContext(ctx, `SELECT b.name,
-		coalesce((SELECT sum(cost) FROM usage u WHERE u.box = b.name AND u.month = ?), 0),
-		coalesce((SELECT sum(calls) FROM usage u WHERE u.box = b.name AND u.month = ?), 0),
+	rows, err := s.R.QueryContext(ctx, `SELECT b.name,
+		CAST(coalesce((SELECT sum(cost) FROM usage u WHERE u.box = b.name AND u.month = $1), 0) AS BIGINT),
+		CAST(coalesce((SELECT sum(calls) FROM usage u WHERE u.box = b.name AND u.month = $1), 0) AS BIGINT),
 		bu.limit_micros IS NOT NULL, coalesce(bu.limit_micros, 0),
 		coalesce(t.spent, 0), coalesce(t.reserved, 0)
 		FROM boxes b
 		LEFT JOIN budgets bu ON bu.box = b.name AND bu.principal = ''
-		LEFT JOIN tallies t ON t.box = b.name AND t.principal = '' AND t.month = ?
-		ORDER BY b.name`, month, month, month)
+		LEFT JOIN tallies t ON t.box = b.name AND t.principal = '' AND t.month = $1
+		ORDER BY b.name`+s.D.Collate(), month)
 	if err != nil {
-		return nil, translate(op, err)
+		return nil, s.D.Translate(op, err)
 	}
 	defer rows.Close()
 	var out []store.BoxMonth
 	for rows.Next() {
 		var m store.BoxMonth
 		if err := rows.Scan(&m.Box, &m.Measured, &m.Calls, &m.HasBudget, &m.Limit, &m.Spent, &m.Reserved); err != nil {
-			return nil, translate(op, err)
+			return nil, s.D.Translate(op, err)
 		}
 		out = append(out, m)
 	}
-	return out, translate(op, rows.Err())
+	return out, s.D.Translate(op, rows.Err())
 }
 
 // AllDeclarations reads every box's last report.
 func (s *Store) AllDeclarations(ctx context.Context) (map[string]store.KeptDeclaration, error) {
 	const op = "all declarations"
-	rows, err := s.r.QueryContext(ctx, "SELECT box, doc, at FROM declarations")
+	rows, err := s.R.QueryContext(ctx, "SELECT box, doc, at FROM declarations")
 	if err != nil {
-		return nil, translate(op, err)
+		return nil, s.D.Translate(op, err)
 	}
 	defer rows.Close()
 	out := map[string]store.KeptDeclaration{}
 	for rows.Next() {
 		var box string
-		var doc []byte
-		var at int64
-		if err := rows.Scan(&box, &doc, &at); err != nil {
-			return nil, translate(op, err)
+		var d store.KeptDeclaration
+		if err := rows.Scan(&box, &d.Doc, Time(&d.At)); err != nil {
+			return nil, s.D.Translate(op, err)
 		}
-		out[box] = store.KeptDeclaration{Doc: doc, At: fromMicros(at)}
+		out[box] = d
 	}
-	return out, translate(op, rows.Err())
+	return out, s.D.Translate(op, rows.Err())
 }
 
 // SecretNames reads every box's secrets' names.
 func (s *Store) SecretNames(ctx context.Context) (map[string][]string, error) {
 	const op = "secret names"
-	rows, err := s.r.QueryContext(ctx, "SELECT box, name FROM secrets ORDER BY box, name")
+	rows, err := s.R.QueryContext(ctx, "SELECT box, name FROM secrets ORDER BY box"+s.D.Collate()+", name"+s.D.Collate())
 	if err != nil {
-		return nil, translate(op, err)
+		return nil, s.D.Translate(op, err)
 	}
 	defer rows.Close()
 	out := map[string][]string{}
 	for rows.Next() {
 		var box, name string
 		if err := rows.Scan(&box, &name); err != nil {
-			return nil, translate(op, err)
+			return nil, s.D.Translate(op, err)
 		}
 		out[box] = append(out[box], name)
 	}
-	return out, translate(op, rows.Err())
+	return out, s.D.Translate(op, rows.Err())
 }
 
 // AuditPage reads one page of box's entries, newest first.
@@ -180,21 +165,20 @@ func (s *Store) AuditPage(ctx context.Context, box string, offset, limit int) ([
 	if limit <= 0 || offset < 0 {
 		return nil, fmt.Errorf("%s: limit %d or offset %d out of range", op, limit, offset)
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT id, box, at, method, route, capability, words, status, reason, message, duration_us, upstream_status, bytes, cost_micros
-		FROM audit WHERE box = ? ORDER BY at DESC, id DESC LIMIT ? OFFSET ?`, box, limit, offset)
+	rows, err := s.R.QueryContext(ctx, `SELECT id, box, at, method, route, capability, `+s.D.WordsJSON("words")+`, status, reason, message, duration_us, upstream_status, bytes, cost_micros
+		FROM audit WHERE box = $1 ORDER BY at DESC, id DESC LIMIT $2 OFFSET $3`, box, limit, offset)
 	if err != nil {
-		return nil, translate(op, err)
+		return nil, s.D.Translate(op, err)
 	}
 	defer rows.Close()
 	var out []store.AuditEntry
 	for rows.Next() {
 		var e store.AuditEntry
-		var at, dur int64
+		var dur int64
 		var words string
-		if err := rows.Scan(&e.ID, &e.Box, &at, &e.Method, &e.Route, &e.Capability, &words, &e.Status, &e.Reason, &e.Message, &dur, &e.UpstreamStatus, &e.Bytes, &e.Cost); err != nil {
-			return nil, translate(op, err)
+		if err := rows.Scan(&e.ID, &e.Box, Time(&e.At), &e.Method, &e.Route, &e.Capability, &words, &e.Status, &e.Reason, &e.Message, &dur, &e.UpstreamStatus, &e.Bytes, &e.Cost); err != nil {
+			return nil, s.D.Translate(op, err)
 		}
-		e.At = fromMicros(at)
 		e.Duration = time.Duration(dur) * time.Microsecond
 		if err := json.Unmarshal([]byte(words), &e.Words); err != nil {
 			return nil, fmt.Errorf("%s: entry %d: words: %w", op, e.ID, err)
@@ -204,17 +188,18 @@ func (s *Store) AuditPage(ctx context.Context, box string, offset, limit int) ([
 		}
 		out = append(out, e)
 	}
-	return out, translate(op, rows.Err())
+	return out, s.D.Translate(op, rows.Err())
 }
 
 // FleetUsage reads every box's usage in month in one query.
 func (s *Store) FleetUsage(ctx context.Context, month string) ([]store.Usage, error) {
 	const op = "fleet usage"
-	rows, err := s.r.QueryContext(ctx, `SELECT box, payer_kind, principal, model, calls, unpriced, unmeasured,
+	c := s.D.Collate()
+	rows, err := s.R.QueryContext(ctx, `SELECT box, payer_kind, principal, model, calls, unpriced, unmeasured,
 			input_tokens, output_tokens, cache_write_tokens, cache_read_tokens, cost
-		FROM usage WHERE month = ? ORDER BY box, payer_kind, principal, model`, month)
+		FROM usage WHERE month = $1 ORDER BY box`+c+`, payer_kind`+c+`, principal`+c+`, model`+c, month)
 	if err != nil {
-		return nil, translate(op, err)
+		return nil, s.D.Translate(op, err)
 	}
 	defer rows.Close()
 	var out []store.Usage
@@ -222,28 +207,28 @@ func (s *Store) FleetUsage(ctx context.Context, month string) ([]store.Usage, er
 		u := store.Usage{Month: month}
 		if err := rows.Scan(&u.Box, &u.PayerKind, &u.Principal, &u.Model, &u.Calls, &u.Unpriced, &u.Unmeasured,
 			&u.InputTokens, &u.OutputTokens, &u.CacheWriteTokens, &u.CacheReadTokens, &u.Cost); err != nil {
-			return nil, translate(op, err)
+			return nil, s.D.Translate(op, err)
 		}
 		out = append(out, u)
 	}
-	return out, translate(op, rows.Err())
+	return out, s.D.Translate(op, rows.Err())
 }
 
 // FleetTallies reads every box's tallies in month in one query.
 func (s *Store) FleetTallies(ctx context.Context, month string) ([]store.Tally, error) {
 	const op = "fleet tallies"
-	rows, err := s.r.QueryContext(ctx, "SELECT box, principal, spent, reserved FROM tallies WHERE month = ? ORDER BY box, principal", month)
+	rows, err := s.R.QueryContext(ctx, "SELECT box, principal, spent, reserved FROM tallies WHERE month = $1 ORDER BY box"+s.D.Collate()+", principal"+s.D.Collate(), month)
 	if err != nil {
-		return nil, translate(op, err)
+		return nil, s.D.Translate(op, err)
 	}
 	defer rows.Close()
 	var out []store.Tally
 	for rows.Next() {
 		t := store.Tally{Month: month}
 		if err := rows.Scan(&t.Box, &t.Principal, &t.Spent, &t.Reserved); err != nil {
-			return nil, translate(op, err)
+			return nil, s.D.Translate(op, err)
 		}
 		out = append(out, t)
 	}
-	return out, translate(op, rows.Err())
+	return out, s.D.Translate(op, rows.Err())
 }

@@ -1,4 +1,4 @@
-package sqlite
+package sqlstore
 
 import (
 	"context"
@@ -11,9 +11,9 @@ import (
 // MarkAlert records a once; see store.Alerts.
 func (s *Store) MarkAlert(ctx context.Context, a store.BudgetAlert) (bool, error) {
 	var n int64
-	err := s.write(ctx, fmt.Sprintf("record budget alert of box %q", a.Box), func(tx *sql.Tx) ([]store.Change, error) {
+	err := s.Write(ctx, fmt.Sprintf("record budget alert of box %q", a.Box), func(tx *sql.Tx) ([]store.Change, error) {
 		res, err := tx.ExecContext(ctx, `INSERT INTO budget_alerts (box, principal, win, period, threshold, limit_micros, spent, at_micros)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`,
 			a.Box, a.Principal, a.Window, a.Period, a.Threshold, a.Limit, a.Spent, a.At.UnixMicro())
 		if err != nil {
 			return nil, err
@@ -27,24 +27,22 @@ func (s *Store) MarkAlert(ctx context.Context, a store.BudgetAlert) (bool, error
 // ListAlerts returns box's alerts, newest first.
 func (s *Store) ListAlerts(ctx context.Context, box string, limit int) ([]store.BudgetAlert, error) {
 	op := fmt.Sprintf("list budget alerts of box %q", box)
-	rows, err := s.r.QueryContext(ctx, `SELECT principal, win, period, threshold, limit_micros, spent, at_micros FROM budget_alerts
-		WHERE box = ? ORDER BY at_micros DESC LIMIT ?`, box, limit)
+	rows, err := s.R.QueryContext(ctx, `SELECT principal, win, period, threshold, limit_micros, spent, at_micros FROM budget_alerts
+		WHERE box = $1 ORDER BY at_micros DESC LIMIT $2`, box, limit)
 	if err != nil {
-		return nil, translate(op, err)
+		return nil, s.D.Translate(op, err)
 	}
 	defer rows.Close()
 	var out []store.BudgetAlert
 	for rows.Next() {
 		a := store.BudgetAlert{Box: box}
-		var at int64
-		if err := rows.Scan(&a.Principal, &a.Window, &a.Period, &a.Threshold, &a.Limit, &a.Spent, &at); err != nil {
-			return nil, translate(op, err)
+		if err := rows.Scan(&a.Principal, &a.Window, &a.Period, &a.Threshold, &a.Limit, &a.Spent, Time(&a.At)); err != nil {
+			return nil, s.D.Translate(op, err)
 		}
-		a.At = fromMicros(at)
 		out = append(out, a)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, translate(op, err)
+		return nil, s.D.Translate(op, err)
 	}
 	return out, nil
 }

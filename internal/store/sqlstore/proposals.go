@@ -1,4 +1,4 @@
-package sqlite
+package sqlstore
 
 import (
 	"context"
@@ -46,24 +46,24 @@ func scanProposal(row interface{ Scan(...any) error }, at time.Time) (store.Prop
 // store.ErrNotFound if no box. It records no change.
 func (s *Store) OpenProposal(ctx context.Context, p store.Proposal, max int) (store.Proposal, error) {
 	var out store.Proposal
-	at := micros(p.CreatedAt)
-	err := s.write(ctx, fmt.Sprintf("open proposal for box %q", p.Box), func(tx *sql.Tx) ([]store.Change, error) {
+	at := Micros(p.CreatedAt)
+	err := s.Write(ctx, fmt.Sprintf("open proposal for box %q", p.Box), func(tx *sql.Tx) ([]store.Change, error) {
 		// The box's row, locked: one proposal opens at a time per box.
-		res, err := tx.ExecContext(ctx, "UPDATE boxes SET name = name WHERE name = ?1", p.Box)
+		res, err := tx.ExecContext(ctx, "UPDATE boxes SET name = name WHERE name = $1", p.Box)
 		if err != nil {
 			return nil, err
 		}
 		if n, err := res.RowsAffected(); err != nil || n == 0 {
 			return nil, errors.Join(store.ErrNotFound, err)
 		}
-		if _, err := tx.ExecContext(ctx, "UPDATE proposals SET state = 'expired' WHERE box = ?1 AND state = 'pending' AND expires_at <= ?2", p.Box, at); err != nil {
+		if _, err := tx.ExecContext(ctx, "UPDATE proposals SET state = 'expired' WHERE box = $1 AND state = 'pending' AND expires_at <= $2", p.Box, at); err != nil {
 			return nil, err
 		}
-		if _, err := tx.ExecContext(ctx, "DELETE FROM proposals WHERE box = ?1 AND ((state IN ('expired', 'denied', 'used') AND updated_at < ?2) OR (state = 'approved' AND approved_until <> 0 AND approved_until < ?2))",
-			p.Box, micros(p.CreatedAt.Add(-proposalKeep))); err != nil {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM proposals WHERE box = $1 AND ((state IN ('expired', 'denied', 'used') AND updated_at < $2) OR (state = 'approved' AND approved_until <> 0 AND approved_until < $2))",
+			p.Box, Micros(p.CreatedAt.Add(-proposalKeep))); err != nil {
 			return nil, err
 		}
-		res, err = tx.ExecContext(ctx, "UPDATE proposals SET seen = seen + 1, updated_at = ?3 WHERE box = ?1 AND merge_key = ?2 AND state = 'pending'", p.Box, p.Key, at)
+		res, err = tx.ExecContext(ctx, "UPDATE proposals SET seen = seen + 1, updated_at = $3 WHERE box = $1 AND merge_key = $2 AND state = 'pending'", p.Box, p.Key, at)
 		if err != nil {
 			return nil, err
 		}
@@ -71,18 +71,18 @@ func (s *Store) OpenProposal(ctx context.Context, p store.Proposal, max int) (st
 			return nil, err
 		} else if n == 0 {
 			var pending int
-			if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM proposals WHERE box = ?1 AND state = 'pending'", p.Box).Scan(&pending); err != nil {
+			if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM proposals WHERE box = $1 AND state = 'pending'", p.Box).Scan(&pending); err != nil {
 				return nil, err
 			}
 			if pending >= max {
 				return nil, store.ErrFull
 			}
-			if _, err := tx.ExecContext(ctx, "INSERT INTO proposals ("+proposalColumns+") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 1, 'pending', ?12, ?12, ?13, 0, '', 0)",
-				p.ID, p.Box, p.Kind, p.Secret, p.Method, p.Path, p.Host, p.Model, p.Amount, p.Reason, p.Key, at, micros(p.ExpiresAt)); err != nil {
+			if _, err := tx.ExecContext(ctx, "INSERT INTO proposals ("+proposalColumns+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 1, 'pending', $12, $12, $13, 0, '', 0)",
+				p.ID, p.Box, p.Kind, p.Secret, p.Method, p.Path, p.Host, p.Model, p.Amount, p.Reason, p.Key, at, Micros(p.ExpiresAt)); err != nil {
 				return nil, err
 			}
 		}
-		out, err = scanProposal(tx.QueryRowContext(ctx, "SELECT "+proposalColumns+" FROM proposals WHERE box = ?1 AND merge_key = ?2 AND state = 'pending'", p.Box, p.Key), p.CreatedAt)
+		out, err = scanProposal(tx.QueryRowContext(ctx, "SELECT "+proposalColumns+" FROM proposals WHERE box = $1 AND merge_key = $2 AND state = 'pending'", p.Box, p.Key), p.CreatedAt)
 		return nil, err
 	})
 	if err != nil {
@@ -96,9 +96,9 @@ func (s *Store) OpenProposal(ctx context.Context, p store.Proposal, max int) (st
 
 // Proposal returns the proposal with that ID, or store.ErrNotFound.
 func (s *Store) Proposal(ctx context.Context, id string, at time.Time) (store.Proposal, error) {
-	p, err := scanProposal(s.r.QueryRowContext(ctx, "SELECT "+proposalColumns+" FROM proposals WHERE id = ?1", id), at)
+	p, err := scanProposal(s.R.QueryRowContext(ctx, "SELECT "+proposalColumns+" FROM proposals WHERE id = $1", id), at)
 	if err != nil {
-		return store.Proposal{}, translate(fmt.Sprintf("proposal %q", id), err)
+		return store.Proposal{}, s.D.Translate(fmt.Sprintf("proposal %q", id), err)
 	}
 	return p, nil
 }
@@ -107,22 +107,22 @@ func (s *Store) Proposal(ctx context.Context, id string, at time.Time) (store.Pr
 // any) at at, newest first, at most limit.
 func (s *Store) ListProposals(ctx context.Context, box, state string, at time.Time, limit int) ([]store.Proposal, error) {
 	op := fmt.Sprintf("list proposals of box %q", box)
-	rows, err := s.r.QueryContext(ctx, "SELECT "+proposalColumns+" FROM proposals WHERE (?1 = '' OR box = ?1) AND (?2 = '' OR CASE WHEN state = 'pending' AND expires_at <= ?3 THEN 'expired' ELSE state END = ?2) ORDER BY created_at DESC, id DESC LIMIT ?4",
-		box, state, micros(at), limit)
+	rows, err := s.R.QueryContext(ctx, "SELECT "+proposalColumns+" FROM proposals WHERE ($1 = '' OR box = $1) AND ($2 = '' OR CASE WHEN state = 'pending' AND expires_at <= $3 THEN 'expired' ELSE state END = $2) ORDER BY created_at DESC, id DESC LIMIT $4",
+		box, state, Micros(at), limit)
 	if err != nil {
-		return nil, translate(op, err)
+		return nil, s.D.Translate(op, err)
 	}
 	defer rows.Close()
 	var out []store.Proposal
 	for rows.Next() {
 		p, err := scanProposal(rows, at)
 		if err != nil {
-			return nil, translate(op, err)
+			return nil, s.D.Translate(op, err)
 		}
 		out = append(out, p)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, translate(op, err)
+		return nil, s.D.Translate(op, err)
 	}
 	return out, nil
 }
@@ -134,11 +134,11 @@ func (s *Store) DecideProposal(ctx context.Context, id, state string, until time
 	var out store.Proposal
 	var u int64
 	if !until.IsZero() {
-		u = micros(until)
+		u = Micros(until)
 	}
-	err := s.write(ctx, op, func(tx *sql.Tx) ([]store.Change, error) {
-		res, err := tx.ExecContext(ctx, "UPDATE proposals SET state = ?2, approved_until = ?3, decided_by = ?4, decided_at = ?5, updated_at = ?5 WHERE id = ?1 AND state = 'pending' AND expires_at > ?5",
-			id, state, u, by, micros(at))
+	err := s.Write(ctx, op, func(tx *sql.Tx) ([]store.Change, error) {
+		res, err := tx.ExecContext(ctx, "UPDATE proposals SET state = $2, approved_until = $3, decided_by = $4, decided_at = $5, updated_at = $5 WHERE id = $1 AND state = 'pending' AND expires_at > $5",
+			id, state, u, by, Micros(at))
 		if err != nil {
 			return nil, err
 		}
@@ -146,7 +146,7 @@ func (s *Store) DecideProposal(ctx context.Context, id, state string, until time
 		if err != nil {
 			return nil, err
 		}
-		out, err = scanProposal(tx.QueryRowContext(ctx, "SELECT "+proposalColumns+" FROM proposals WHERE id = ?1", id), at)
+		out, err = scanProposal(tx.QueryRowContext(ctx, "SELECT "+proposalColumns+" FROM proposals WHERE id = $1", id), at)
 		if err == nil && n == 0 {
 			err = store.ErrNotPending
 		}
@@ -161,22 +161,22 @@ func (s *Store) DecideProposal(ctx context.Context, id, state string, until time
 // ApprovalsInForce returns box's approvals of kind in force at at.
 func (s *Store) ApprovalsInForce(ctx context.Context, box, kind string, at time.Time) ([]store.Proposal, error) {
 	op := fmt.Sprintf("approvals of box %q", box)
-	rows, err := s.r.QueryContext(ctx, "SELECT "+proposalColumns+" FROM proposals WHERE box = ?1 AND kind = ?2 AND state = 'approved' AND (approved_until = 0 OR approved_until > ?3) ORDER BY created_at, id",
-		box, kind, micros(at))
+	rows, err := s.R.QueryContext(ctx, "SELECT "+proposalColumns+" FROM proposals WHERE box = $1 AND kind = $2 AND state = 'approved' AND (approved_until = 0 OR approved_until > $3) ORDER BY created_at, id",
+		box, kind, Micros(at))
 	if err != nil {
-		return nil, translate(op, err)
+		return nil, s.D.Translate(op, err)
 	}
 	defer rows.Close()
 	var out []store.Proposal
 	for rows.Next() {
 		p, err := scanProposal(rows, at)
 		if err != nil {
-			return nil, translate(op, err)
+			return nil, s.D.Translate(op, err)
 		}
 		out = append(out, p)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, translate(op, err)
+		return nil, s.D.Translate(op, err)
 	}
 	return out, nil
 }
@@ -185,8 +185,8 @@ func (s *Store) ApprovalsInForce(ctx context.Context, box, kind string, at time.
 // it is not one.
 func (s *Store) UseApproval(ctx context.Context, id string, at time.Time) error {
 	op := fmt.Sprintf("use approval %q", id)
-	return s.write(ctx, op, func(tx *sql.Tx) ([]store.Change, error) {
-		res, err := tx.ExecContext(ctx, "UPDATE proposals SET state = 'used', updated_at = ?2 WHERE id = ?1 AND state = 'approved' AND (approved_until = 0 OR approved_until > ?2)", id, micros(at))
+	return s.Write(ctx, op, func(tx *sql.Tx) ([]store.Change, error) {
+		res, err := tx.ExecContext(ctx, "UPDATE proposals SET state = 'used', updated_at = $2 WHERE id = $1 AND state = 'approved' AND (approved_until = 0 OR approved_until > $2)", id, Micros(at))
 		if err != nil {
 			return nil, err
 		}
@@ -203,12 +203,12 @@ func (s *Store) UseApproval(ctx context.Context, id string, at time.Time) error 
 
 // SetAsk turns box's ask mode for scope on or off; store.ErrNotFound if no box.
 func (s *Store) SetAsk(ctx context.Context, box, scope string, on bool) error {
-	return s.write(ctx, fmt.Sprintf("set ask %q of box %q", scope, box), func(tx *sql.Tx) ([]store.Change, error) {
+	return s.Write(ctx, fmt.Sprintf("set ask %q of box %q", scope, box), func(tx *sql.Tx) ([]store.Change, error) {
 		if !on {
-			_, err := tx.ExecContext(ctx, "DELETE FROM proposal_asks WHERE box = ?1 AND scope = ?2", box, scope)
+			_, err := tx.ExecContext(ctx, "DELETE FROM proposal_asks WHERE box = $1 AND scope = $2", box, scope)
 			return nil, err
 		}
-		_, err := tx.ExecContext(ctx, "INSERT INTO proposal_asks (box, scope) VALUES (?1, ?2) ON CONFLICT (box, scope) DO NOTHING", box, scope)
+		_, err := tx.ExecContext(ctx, "INSERT INTO proposal_asks (box, scope) VALUES ($1, $2) ON CONFLICT (box, scope) DO NOTHING", box, scope)
 		return nil, err
 	})
 }
@@ -216,21 +216,21 @@ func (s *Store) SetAsk(ctx context.Context, box, scope string, on bool) error {
 // ListAsks returns the scopes box has in ask mode, sorted.
 func (s *Store) ListAsks(ctx context.Context, box string) ([]string, error) {
 	op := fmt.Sprintf("list asks of box %q", box)
-	rows, err := s.r.QueryContext(ctx, "SELECT scope FROM proposal_asks WHERE box = ?1 ORDER BY scope", box)
+	rows, err := s.R.QueryContext(ctx, "SELECT scope FROM proposal_asks WHERE box = $1 ORDER BY scope", box)
 	if err != nil {
-		return nil, translate(op, err)
+		return nil, s.D.Translate(op, err)
 	}
 	defer rows.Close()
 	var out []string
 	for rows.Next() {
 		var sc string
 		if err := rows.Scan(&sc); err != nil {
-			return nil, translate(op, err)
+			return nil, s.D.Translate(op, err)
 		}
 		out = append(out, sc)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, translate(op, err)
+		return nil, s.D.Translate(op, err)
 	}
 	sort.Strings(out)
 	return out, nil

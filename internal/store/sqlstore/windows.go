@@ -1,4 +1,4 @@
-package sqlite
+package sqlstore
 
 import (
 	"context"
@@ -20,10 +20,10 @@ func (s *Store) SetWindowBudget(ctx context.Context, b store.Budget) error {
 	if b.Limit < 0 {
 		return fmt.Errorf("%s: negative limit", op)
 	}
-	return s.write(ctx, op, func(tx *sql.Tx) ([]store.Change, error) {
-		_, err := tx.ExecContext(ctx, `INSERT INTO window_budgets (box, principal, win, limit_micros, updated_at) VALUES (?, ?, ?, ?, ?)
+	return s.Write(ctx, op, func(tx *sql.Tx) ([]store.Change, error) {
+		_, err := tx.ExecContext(ctx, `INSERT INTO window_budgets (box, principal, win, limit_micros, updated_at) VALUES ($1, $2, $3, $4, $5)
 			ON CONFLICT (box, principal, win) DO UPDATE SET limit_micros = excluded.limit_micros, updated_at = excluded.updated_at`,
-			b.Box, b.Principal, b.Window, b.Limit, micros(b.UpdatedAt))
+			b.Box, b.Principal, b.Window, b.Limit, s.D.Time(b.UpdatedAt))
 		if err != nil {
 			return nil, err
 		}
@@ -35,35 +35,33 @@ func (s *Store) SetWindowBudget(ctx context.Context, b store.Budget) error {
 // first, then by principal and window.
 func (s *Store) ListWindowBudgets(ctx context.Context, box string) ([]store.Budget, error) {
 	op := fmt.Sprintf("list window budgets of box %q", box)
-	rows, err := s.r.QueryContext(ctx, "SELECT principal, win, limit_micros, updated_at FROM window_budgets WHERE box = ? ORDER BY principal, win", box)
+	rows, err := s.R.QueryContext(ctx, "SELECT principal, win, limit_micros, updated_at FROM window_budgets WHERE box = $1 ORDER BY principal"+s.D.Collate()+", win"+s.D.Collate(), box)
 	if err != nil {
-		return nil, translate(op, err)
+		return nil, s.D.Translate(op, err)
 	}
 	defer rows.Close()
 	var out []store.Budget
 	for rows.Next() {
 		b := store.Budget{Box: box}
-		var at int64
-		if err := rows.Scan(&b.Principal, &b.Window, &b.Limit, &at); err != nil {
-			return nil, translate(op, err)
+		if err := rows.Scan(&b.Principal, &b.Window, &b.Limit, Time(&b.UpdatedAt)); err != nil {
+			return nil, s.D.Translate(op, err)
 		}
-		b.UpdatedAt = fromMicros(at)
 		out = append(out, b)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, translate(op, err)
+		return nil, s.D.Translate(op, err)
 	}
 	return out, nil
 }
 
 // DeleteWindowBudget removes a window budget; store.ErrNotFound if none.
 func (s *Store) DeleteWindowBudget(ctx context.Context, box, principal, window string) error {
-	return s.write(ctx, fmt.Sprintf("delete %s budget of box %q", window, box), func(tx *sql.Tx) ([]store.Change, error) {
-		res, err := tx.ExecContext(ctx, "DELETE FROM window_budgets WHERE box = ? AND principal = ? AND win = ?", box, principal, window)
+	return s.Write(ctx, fmt.Sprintf("delete %s budget of box %q", window, box), func(tx *sql.Tx) ([]store.Change, error) {
+		res, err := tx.ExecContext(ctx, "DELETE FROM window_budgets WHERE box = $1 AND principal = $2 AND win = $3", box, principal, window)
 		if err != nil {
 			return nil, err
 		}
-		if err := notFound(res); err != nil {
+		if err := NotFound(res); err != nil {
 			return nil, err
 		}
 		return []store.Change{{Kind: store.ChangeBudget, Key: box}}, nil
@@ -72,9 +70,9 @@ func (s *Store) DeleteWindowBudget(ctx context.Context, box, principal, window s
 
 // WindowTallies returns what each of box's window budgets counts at at.
 func (s *Store) WindowTallies(ctx context.Context, box string, at time.Time) ([]store.WindowTally, error) {
-	out, err := spendsql.WindowTallies(ctx, spendTx{q: s.r}, box, at)
+	out, err := spendsql.WindowTallies(ctx, SpendTx{Q: s.R, D: s.D}, box, at)
 	if err != nil {
-		return nil, translate(fmt.Sprintf("window tallies of box %q", box), err)
+		return nil, s.D.Translate(fmt.Sprintf("window tallies of box %q", box), err)
 	}
 	return out, nil
 }

@@ -1,4 +1,4 @@
-package sqlite
+package sqlstore
 
 import (
 	"context"
@@ -16,11 +16,11 @@ func (s *Store) SetRateLimit(ctx context.Context, l store.RateLimit) error {
 	if l.InputTPM < 0 || l.OutputTPM < 0 || l.RPM < 0 {
 		return fmt.Errorf("%s: negative limit", op)
 	}
-	return s.write(ctx, op, func(tx *sql.Tx) ([]store.Change, error) {
-		_, err := tx.ExecContext(ctx, `INSERT INTO rate_limits (box, principal, input_tpm, output_tpm, rpm, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+	return s.Write(ctx, op, func(tx *sql.Tx) ([]store.Change, error) {
+		_, err := tx.ExecContext(ctx, `INSERT INTO rate_limits (box, principal, input_tpm, output_tpm, rpm, updated_at) VALUES ($1, $2, $3, $4, $5, $6)
 			ON CONFLICT (box, principal) DO UPDATE SET input_tpm = excluded.input_tpm, output_tpm = excluded.output_tpm,
 				rpm = excluded.rpm, updated_at = excluded.updated_at`,
-			l.Box, l.Principal, l.InputTPM, l.OutputTPM, l.RPM, micros(l.UpdatedAt))
+			l.Box, l.Principal, l.InputTPM, l.OutputTPM, l.RPM, s.D.Time(l.UpdatedAt))
 		return nil, err
 	})
 }
@@ -28,36 +28,34 @@ func (s *Store) SetRateLimit(ctx context.Context, l store.RateLimit) error {
 // ListRateLimits returns the rate limits of box, or of every box for "".
 func (s *Store) ListRateLimits(ctx context.Context, box string) ([]store.RateLimit, error) {
 	op := fmt.Sprintf("list rate limits of box %q", box)
-	rows, err := s.r.QueryContext(ctx, `SELECT box, principal, input_tpm, output_tpm, rpm, updated_at FROM rate_limits
-		WHERE (? = '' OR box = ?) ORDER BY box, principal`, box, box)
+	rows, err := s.R.QueryContext(ctx, `SELECT box, principal, input_tpm, output_tpm, rpm, updated_at FROM rate_limits
+		WHERE ($1 = '' OR box = $2) ORDER BY box`+s.D.Collate()+`, principal`+s.D.Collate(), box, box)
 	if err != nil {
-		return nil, translate(op, err)
+		return nil, s.D.Translate(op, err)
 	}
 	defer rows.Close()
 	var out []store.RateLimit
 	for rows.Next() {
 		var l store.RateLimit
-		var at int64
-		if err := rows.Scan(&l.Box, &l.Principal, &l.InputTPM, &l.OutputTPM, &l.RPM, &at); err != nil {
-			return nil, translate(op, err)
+		if err := rows.Scan(&l.Box, &l.Principal, &l.InputTPM, &l.OutputTPM, &l.RPM, Time(&l.UpdatedAt)); err != nil {
+			return nil, s.D.Translate(op, err)
 		}
-		l.UpdatedAt = fromMicros(at)
 		out = append(out, l)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, translate(op, err)
+		return nil, s.D.Translate(op, err)
 	}
 	return out, nil
 }
 
 // DeleteRateLimit removes a rate limit; store.ErrNotFound if none.
 func (s *Store) DeleteRateLimit(ctx context.Context, box, principal string) error {
-	return s.write(ctx, fmt.Sprintf("delete rate limit of box %q", box), func(tx *sql.Tx) ([]store.Change, error) {
-		res, err := tx.ExecContext(ctx, "DELETE FROM rate_limits WHERE box = ? AND principal = ?", box, principal)
+	return s.Write(ctx, fmt.Sprintf("delete rate limit of box %q", box), func(tx *sql.Tx) ([]store.Change, error) {
+		res, err := tx.ExecContext(ctx, "DELETE FROM rate_limits WHERE box = $1 AND principal = $2", box, principal)
 		if err != nil {
 			return nil, err
 		}
-		return nil, notFound(res)
+		return nil, NotFound(res)
 	})
 }
 
@@ -66,26 +64,26 @@ func (s *Store) DeleteRateLimit(ctx context.Context, box, principal string) erro
 func (s *Store) ExchangeRates(ctx context.Context, replica string, mine []store.RateCount, since time.Time) ([]store.RateCount, error) {
 	op := "exchange rate counts"
 	if len(mine) > 0 {
-		err := s.write(ctx, op, func(tx *sql.Tx) ([]store.Change, error) {
+		err := s.Write(ctx, op, func(tx *sql.Tx) ([]store.Change, error) {
 			for _, c := range mine {
-				if _, err := tx.ExecContext(ctx, `INSERT INTO rate_counts (key, replica, requests, input_tokens, output_tokens, at) VALUES (?, ?, ?, ?, ?, ?)
+				if _, err := tx.ExecContext(ctx, `INSERT INTO rate_counts (key, replica, requests, input_tokens, output_tokens, at) VALUES ($1, $2, $3, $4, $5, $6)
 					ON CONFLICT (key, replica) DO UPDATE SET requests = excluded.requests, input_tokens = excluded.input_tokens,
 						output_tokens = excluded.output_tokens, at = excluded.at`,
 					c.Key, replica, c.Requests, c.InputTokens, c.OutputTokens, c.At.UnixMilli()); err != nil {
 					return nil, err
 				}
 			}
-			_, err := tx.ExecContext(ctx, "DELETE FROM rate_counts WHERE at < ?", since.Add(-time.Hour).UnixMilli())
+			_, err := tx.ExecContext(ctx, "DELETE FROM rate_counts WHERE at < $1", since.Add(-time.Hour).UnixMilli())
 			return nil, err
 		})
 		if err != nil {
 			return nil, err
 		}
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT key, replica, requests, input_tokens, output_tokens, at FROM rate_counts
-		WHERE replica <> ? AND at >= ?`, replica, since.UnixMilli())
+	rows, err := s.R.QueryContext(ctx, `SELECT key, replica, requests, input_tokens, output_tokens, at FROM rate_counts
+		WHERE replica <> $1 AND at >= $2`, replica, since.UnixMilli())
 	if err != nil {
-		return nil, translate(op, err)
+		return nil, s.D.Translate(op, err)
 	}
 	defer rows.Close()
 	var out []store.RateCount
@@ -93,13 +91,13 @@ func (s *Store) ExchangeRates(ctx context.Context, replica string, mine []store.
 		var c store.RateCount
 		var at int64
 		if err := rows.Scan(&c.Key, &c.Replica, &c.Requests, &c.InputTokens, &c.OutputTokens, &at); err != nil {
-			return nil, translate(op, err)
+			return nil, s.D.Translate(op, err)
 		}
 		c.At = time.UnixMilli(at).UTC()
 		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, translate(op, err)
+		return nil, s.D.Translate(op, err)
 	}
 	return out, nil
 }

@@ -1,11 +1,10 @@
-package postgres
+package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/store/spendsql"
@@ -14,27 +13,19 @@ import (
 // ListCache returns the prompt-cache use of box ("" for every box) in
 // month, by box, payer kind and entry.
 func (s *Store) ListCache(ctx context.Context, box, month string) ([]store.CacheUsage, error) {
-	return s.listCache(ctx, fmt.Sprintf("prompt cache of box %q in %s", box, month), spendsql.CacheQuery(false, ` COLLATE "C"`), box, month)
+	return s.listCache(ctx, fmt.Sprintf("prompt cache of box %q in %s", box, month), spendsql.CacheQuery(false, s.D.Collate()), box, month)
 }
 
 // ListCacheSince returns the prompt-cache use of box ("" for every box)
 // in the kept hours from since's on, by box, payer kind and entry.
 func (s *Store) ListCacheSince(ctx context.Context, box string, since time.Time) ([]store.CacheUsage, error) {
-	return s.listCache(ctx, fmt.Sprintf("prompt cache of box %q by hour", box), spendsql.CacheQuery(true, ` COLLATE "C"`), box, spendsql.CacheHour(since))
+	return s.listCache(ctx, fmt.Sprintf("prompt cache of box %q by hour", box), spendsql.CacheQuery(true, s.D.Collate()), box, spendsql.CacheHour(since))
 }
 
 func (s *Store) listCache(ctx context.Context, op, query string, args ...any) ([]store.CacheUsage, error) {
-	rows, err := s.pool.Query(ctx, query, args...)
-	if err != nil {
-		return nil, translate(op, err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.CacheUsage, error) {
+	return collect(ctx, s, s.R, op, query, func(r *sql.Rows) (store.CacheUsage, error) {
 		var c store.CacheUsage
 		err := r.Scan(&c.Box, &c.PayerKind, &c.Entry, &c.Calls, &c.InputTokens, &c.CacheWriteTokens, &c.CacheReadTokens)
 		return c, err
-	})
-	if err != nil {
-		return nil, translate(op, err)
-	}
-	return out, nil
+	}, args...)
 }

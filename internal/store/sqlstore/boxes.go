@@ -1,35 +1,32 @@
-package postgres
+package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"net/netip"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/intentius/boxbroker/internal/store"
 )
 
 const boxColumns = "name, token_hash, created_at, consent, paused, payer_kind, payer_principal, bound_from, token_ttl, token_expires_at, old_token_hash, old_token_until"
 
-func scanBox(r pgx.Row) (store.Box, error) {
+// Scanner is a *sql.Row or *sql.Rows.
+type Scanner interface{ Scan(dest ...any) error }
+
+func scanBox(r Scanner) (store.Box, error) {
 	var b store.Box
 	var ttl int64
 	var from string
-	var expires, oldUntil *time.Time
-	var oldHash *string
-	err := r.Scan(&b.Name, &b.TokenHash, &b.CreatedAt, &b.Consent, &b.Paused, &b.PayerKind, &b.PayerPrincipal,
-		&from, &ttl, &expires, &oldHash, &oldUntil)
+	var oldHash sql.NullString
+	err := r.Scan(&b.Name, &b.TokenHash, Time(&b.CreatedAt), &b.Consent, &b.Paused, &b.PayerKind, &b.PayerPrincipal,
+		&from, &ttl, Time(&b.ExpiresAt), &oldHash, Time(&b.OldUntil))
 	if err != nil {
 		return b, err
 	}
-	b.CreatedAt = b.CreatedAt.UTC()
 	b.TokenTTL = time.Duration(ttl) * time.Microsecond
-	b.ExpiresAt, b.OldUntil = fromNullTime(expires), fromNullTime(oldUntil)
-	if oldHash != nil {
-		b.OldTokenHash = *oldHash
-	}
+	b.OldTokenHash = oldHash.String
 	if b.From, err = store.ParseFrom(from); err != nil {
 		return b, fmt.Errorf("box %q: %w", b.Name, err)
 	}
@@ -54,41 +51,49 @@ func (s *Store) CreateBox(ctx context.Context, b store.Box) error {
 	if err != nil {
 		return fmt.Errorf("create box %q: %w", b.Name, err)
 	}
-	return s.write(ctx, fmt.Sprintf("create box %q", b.Name), func(tx pgx.Tx) ([]store.Change, error) {
-		_, err := tx.Exec(ctx, "INSERT INTO boxes ("+boxColumns+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULL, NULL)",
-			b.Name, b.TokenHash, b.CreatedAt, b.Consent, b.Paused, kind, b.PayerPrincipal,
-			store.FormatFrom(b.From), b.TokenTTL.Microseconds(), nullTime(b.ExpiresAt))
+	return s.Write(ctx, fmt.Sprintf("create box %q", b.Name), func(tx *sql.Tx) ([]store.Change, error) {
+		_, err := tx.ExecContext(ctx, "INSERT INTO boxes ("+boxColumns+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULL, NULL)",
+			b.Name, b.TokenHash, s.D.Time(b.CreatedAt), b.Consent, b.Paused, kind, b.PayerPrincipal,
+			store.FormatFrom(b.From), b.TokenTTL.Microseconds(), s.NullTime(b.ExpiresAt))
 		return []store.Change{{Kind: store.ChangeBox, Key: b.Name}}, err
 	})
 }
 
 // Box returns the box named name, or store.ErrNotFound.
 func (s *Store) Box(ctx context.Context, name string) (store.Box, error) {
-	b, err := scanBox(s.pool.QueryRow(ctx, "SELECT "+boxColumns+" FROM boxes WHERE name = $1", name))
+	b, err := scanBox(s.R.QueryRowContext(ctx, "SELECT "+boxColumns+" FROM boxes WHERE name = $1", name))
 	if err != nil {
-		return store.Box{}, translate(fmt.Sprintf("box %q", name), err)
+		return store.Box{}, s.D.Translate(fmt.Sprintf("box %q", name), err)
 	}
 	return b, nil
 }
 
 // BoxByTokenHash returns the box whose token hashes to hash, or store.ErrNotFound.
 func (s *Store) BoxByTokenHash(ctx context.Context, hash string) (store.Box, error) {
-	b, err := scanBox(s.pool.QueryRow(ctx, "SELECT "+boxColumns+" FROM boxes WHERE token_hash = $1 OR old_token_hash = $1", hash))
+	b, err := scanBox(s.R.QueryRowContext(ctx, "SELECT "+boxColumns+" FROM boxes WHERE token_hash = $1 OR old_token_hash = $1", hash))
 	if err != nil {
-		return store.Box{}, translate("box by token hash", err)
+		return store.Box{}, s.D.Translate("box by token hash", err)
 	}
 	return b, nil
 }
 
 // ListBoxes returns every box, by name.
 func (s *Store) ListBoxes(ctx context.Context) ([]store.Box, error) {
-	rows, err := s.pool.Query(ctx, "SELECT "+boxColumns+" FROM boxes ORDER BY name COLLATE \"C\"")
+	rows, err := s.R.QueryContext(ctx, "SELECT "+boxColumns+" FROM boxes ORDER BY name"+s.D.Collate())
 	if err != nil {
-		return nil, translate("list boxes", err)
+		return nil, s.D.Translate("list boxes", err)
 	}
-	boxes, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Box, error) { return scanBox(r) })
-	if err != nil {
-		return nil, translate("list boxes", err)
+	defer rows.Close()
+	var boxes []store.Box
+	for rows.Next() {
+		b, err := scanBox(rows)
+		if err != nil {
+			return nil, s.D.Translate("list boxes", err)
+		}
+		boxes = append(boxes, b)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.D.Translate("list boxes", err)
 	}
 	return boxes, nil
 }
@@ -97,11 +102,9 @@ func (s *Store) ListBoxes(ctx context.Context) ([]store.Box, error) {
 // feedback, resources and grants, recording a change for each that a cache
 // may hold; store.ErrNotFound if there is no such box.
 func (s *Store) DeleteBox(ctx context.Context, name string) error {
-	return s.write(ctx, fmt.Sprintf("delete box %q", name), func(tx pgx.Tx) ([]store.Change, error) {
-		// Lock the box first: a concurrent write that names it waits, then
-		// finds it gone, so nothing is left behind without a change.
+	return s.Write(ctx, fmt.Sprintf("delete box %q", name), func(tx *sql.Tx) ([]store.Change, error) {
 		var exists int
-		if err := tx.QueryRow(ctx, "SELECT 1 FROM boxes WHERE name = $1 FOR UPDATE", name).Scan(&exists); err != nil {
+		if err := tx.QueryRowContext(ctx, "SELECT 1 FROM boxes WHERE name = $1"+s.D.ForUpdate(), name).Scan(&exists); err != nil {
 			return nil, err
 		}
 		changes := []store.Change{{Kind: store.ChangeBox, Key: name}}
@@ -114,11 +117,7 @@ func (s *Store) DeleteBox(ctx context.Context, name string) error {
 			{store.ChangeGrant, "DELETE FROM grants WHERE box = $1 RETURNING hash"},
 		}
 		for _, k := range keyed {
-			rows, err := tx.Query(ctx, k.query, name)
-			if err != nil {
-				return nil, err
-			}
-			keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			keys, err := Strings(ctx, tx, k.query, name)
 			if err != nil {
 				return nil, err
 			}
@@ -126,14 +125,14 @@ func (s *Store) DeleteBox(ctx context.Context, name string) error {
 				changes = append(changes, store.Change{Kind: k.kind, Key: key})
 			}
 		}
-		if _, err := tx.Exec(ctx, "DELETE FROM feedback WHERE box = $1", name); err != nil {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM feedback WHERE box = $1", name); err != nil {
 			return nil, err
 		}
-		tag, err := tx.Exec(ctx, "DELETE FROM boxes WHERE name = $1", name)
+		res, err := tx.ExecContext(ctx, "DELETE FROM boxes WHERE name = $1", name)
 		if err != nil {
 			return nil, err
 		}
-		return changes, notFound(tag)
+		return changes, NotFound(res)
 	})
 }
 
@@ -141,12 +140,12 @@ func (s *Store) DeleteBox(ctx context.Context, name string) error {
 // store.ErrNotFound if there is no such box, store.ErrExists if another box
 // has that hash.
 func (s *Store) RotateToken(ctx context.Context, name, newHash string) error {
-	return s.write(ctx, fmt.Sprintf("rotate token of box %q", name), func(tx pgx.Tx) ([]store.Change, error) {
-		tag, err := tx.Exec(ctx, "UPDATE boxes SET token_hash = $1, old_token_hash = NULL, old_token_until = NULL WHERE name = $2", newHash, name)
+	return s.Write(ctx, fmt.Sprintf("rotate token of box %q", name), func(tx *sql.Tx) ([]store.Change, error) {
+		res, err := tx.ExecContext(ctx, "UPDATE boxes SET token_hash = $1, old_token_hash = NULL, old_token_until = NULL WHERE name = $2", newHash, name)
 		if err != nil {
 			return nil, err
 		}
-		return []store.Change{{Kind: store.ChangeBox, Key: name}}, notFound(tag)
+		return []store.Change{{Kind: store.ChangeBox, Key: name}}, NotFound(res)
 	})
 }
 
@@ -154,30 +153,30 @@ func (s *Store) RotateToken(ctx context.Context, name, newHash string) error {
 // store.ErrNotFound if there is no such box, store.ErrExists if another
 // box has that hash.
 func (s *Store) ReplaceToken(ctx context.Context, name string, r store.Rotation) error {
-	return s.write(ctx, fmt.Sprintf("replace token of box %q", name), func(tx pgx.Tx) ([]store.Change, error) {
+	return s.Write(ctx, fmt.Sprintf("replace token of box %q", name), func(tx *sql.Tx) ([]store.Change, error) {
 		// The old token is kept through the grace, but never past its
 		// own expiry: the columns on the right are the row's before.
-		tag, err := tx.Exec(ctx, `UPDATE boxes SET token_hash = $1, token_ttl = $2, token_expires_at = $3,
-			old_token_hash = CASE WHEN $4::timestamptz IS NULL THEN NULL ELSE token_hash END,
-			old_token_until = CASE WHEN $4::timestamptz IS NULL THEN NULL ELSE LEAST($4::timestamptz, token_expires_at) END
-			WHERE name = $5`,
-			r.Hash, r.TTL.Microseconds(), nullTime(r.ExpiresAt), nullTime(r.GraceUntil), name)
+		res, err := tx.ExecContext(ctx, `UPDATE boxes SET token_hash = $1, token_ttl = $2, token_expires_at = $3,
+			old_token_hash = CASE WHEN $4 THEN NULL ELSE token_hash END,
+			old_token_until = CASE WHEN $4 THEN NULL WHEN token_expires_at IS NOT NULL AND token_expires_at < $5 THEN token_expires_at ELSE $5 END
+			WHERE name = $6`,
+			r.Hash, r.TTL.Microseconds(), s.NullTime(r.ExpiresAt), r.GraceUntil.IsZero(), s.NullTime(r.GraceUntil), name)
 		if err != nil {
 			return nil, err
 		}
-		return []store.Change{{Kind: store.ChangeBox, Key: name}}, notFound(tag)
+		return []store.Change{{Kind: store.ChangeBox, Key: name}}, NotFound(res)
 	})
 }
 
 // BindBox binds the token of the box named name to the source addresses
 // from (nil: any); store.ErrNotFound if there is no such box.
 func (s *Store) BindBox(ctx context.Context, name string, from []netip.Prefix) error {
-	return s.write(ctx, fmt.Sprintf("bind box %q", name), func(tx pgx.Tx) ([]store.Change, error) {
-		tag, err := tx.Exec(ctx, "UPDATE boxes SET bound_from = $1 WHERE name = $2", store.FormatFrom(from), name)
+	return s.Write(ctx, fmt.Sprintf("bind box %q", name), func(tx *sql.Tx) ([]store.Change, error) {
+		res, err := tx.ExecContext(ctx, "UPDATE boxes SET bound_from = $1 WHERE name = $2", store.FormatFrom(from), name)
 		if err != nil {
 			return nil, err
 		}
-		return []store.Change{{Kind: store.ChangeBox, Key: name}}, notFound(tag)
+		return []store.Change{{Kind: store.ChangeBox, Key: name}}, NotFound(res)
 	})
 }
 
@@ -188,23 +187,23 @@ func (s *Store) UpdateBox(ctx context.Context, b store.Box) error {
 	if err != nil {
 		return fmt.Errorf("update box %q: %w", b.Name, err)
 	}
-	return s.write(ctx, fmt.Sprintf("update box %q", b.Name), func(tx pgx.Tx) ([]store.Change, error) {
-		tag, err := tx.Exec(ctx, "UPDATE boxes SET consent = $1, paused = $2, payer_kind = $3, payer_principal = $4 WHERE name = $5",
+	return s.Write(ctx, fmt.Sprintf("update box %q", b.Name), func(tx *sql.Tx) ([]store.Change, error) {
+		res, err := tx.ExecContext(ctx, "UPDATE boxes SET consent = $1, paused = $2, payer_kind = $3, payer_principal = $4 WHERE name = $5",
 			b.Consent, b.Paused, kind, b.PayerPrincipal, b.Name)
 		if err != nil {
 			return nil, err
 		}
-		return []store.Change{{Kind: store.ChangeBox, Key: b.Name}}, notFound(tag)
+		return []store.Change{{Kind: store.ChangeBox, Key: b.Name}}, NotFound(res)
 	})
 }
 
 // SaveDeclaration replaces the last report of the box named box with doc,
 // taken at at; store.ErrNotFound if there is no such box.
 func (s *Store) SaveDeclaration(ctx context.Context, box string, doc []byte, at time.Time) error {
-	return s.write(ctx, fmt.Sprintf("save declaration of box %q", box), func(tx pgx.Tx) ([]store.Change, error) {
-		_, err := tx.Exec(ctx, `INSERT INTO declarations (box, doc, at) VALUES ($1, $2, $3)
+	return s.Write(ctx, fmt.Sprintf("save declaration of box %q", box), func(tx *sql.Tx) ([]store.Change, error) {
+		_, err := tx.ExecContext(ctx, `INSERT INTO declarations (box, doc, at) VALUES ($1, $2, $3)
 			ON CONFLICT (box) DO UPDATE SET doc = excluded.doc, at = excluded.at`,
-			box, bytea(doc), at)
+			box, Blob(doc), s.D.Time(at))
 		return []store.Change{{Kind: store.ChangeDeclaration, Key: box}}, err
 	})
 }
@@ -214,9 +213,9 @@ func (s *Store) SaveDeclaration(ctx context.Context, box string, doc []byte, at 
 func (s *Store) Declaration(ctx context.Context, box string) ([]byte, time.Time, error) {
 	var doc []byte
 	var at time.Time
-	err := s.pool.QueryRow(ctx, "SELECT doc, at FROM declarations WHERE box = $1", box).Scan(&doc, &at)
+	err := s.R.QueryRowContext(ctx, "SELECT doc, at FROM declarations WHERE box = $1", box).Scan(&doc, Time(&at))
 	if err != nil {
-		return nil, time.Time{}, translate(fmt.Sprintf("declaration of box %q", box), err)
+		return nil, time.Time{}, s.D.Translate(fmt.Sprintf("declaration of box %q", box), err)
 	}
-	return doc, at.UTC(), nil
+	return doc, at, nil
 }

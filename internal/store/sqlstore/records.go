@@ -1,4 +1,4 @@
-package sqlite
+package sqlstore
 
 import (
 	"context"
@@ -14,14 +14,10 @@ import (
 // no box named f.Box. f.ID is ignored. Feedback is never cached, so no
 // change is recorded.
 func (s *Store) AddFeedback(ctx context.Context, f store.FeedbackBatch) (int64, error) {
-	words, err := json.Marshal(nonNil(f.Words))
-	if err != nil {
-		return 0, fmt.Errorf("add feedback of box %q: %w", f.Box, err)
-	}
 	var id int64
-	err = s.write(ctx, fmt.Sprintf("add feedback of box %q", f.Box), func(tx *sql.Tx) ([]store.Change, error) {
-		return nil, tx.QueryRowContext(ctx, "INSERT INTO feedback (box, at, words, body) VALUES (?, ?, ?, ?) RETURNING id",
-			f.Box, micros(f.At), string(words), blob(f.Body)).Scan(&id)
+	err := s.Write(ctx, fmt.Sprintf("add feedback of box %q", f.Box), func(tx *sql.Tx) ([]store.Change, error) {
+		return nil, tx.QueryRowContext(ctx, "INSERT INTO feedback (box, at, words, body) VALUES ($1, $2, $3, $4) RETURNING id",
+			f.Box, s.D.Time(f.At), s.D.Words(f.Words), Blob(f.Body)).Scan(&id)
 	})
 	if err != nil {
 		return 0, err
@@ -29,31 +25,21 @@ func (s *Store) AddFeedback(ctx context.Context, f store.FeedbackBatch) (int64, 
 	return id, nil
 }
 
-// nonNil is words, or an empty list for nil.
-func nonNil(words []string) []string {
-	if words == nil {
-		return []string{}
-	}
-	return words
-}
-
 // ListFeedback returns the batches of box, oldest first.
 func (s *Store) ListFeedback(ctx context.Context, box string) ([]store.FeedbackBatch, error) {
 	op := fmt.Sprintf("list feedback of box %q", box)
-	rows, err := s.r.QueryContext(ctx, "SELECT id, at, words, body FROM feedback WHERE box = ? ORDER BY id", box)
+	rows, err := s.R.QueryContext(ctx, "SELECT id, at, "+s.D.WordsJSON("words")+", body FROM feedback WHERE box = $1 ORDER BY id", box)
 	if err != nil {
-		return nil, translate(op, err)
+		return nil, s.D.Translate(op, err)
 	}
 	defer rows.Close()
 	var out []store.FeedbackBatch
 	for rows.Next() {
 		f := store.FeedbackBatch{Box: box}
-		var at int64
 		var words string
-		if err := rows.Scan(&f.ID, &at, &words, &f.Body); err != nil {
-			return nil, translate(op, err)
+		if err := rows.Scan(&f.ID, Time(&f.At), &words, &f.Body); err != nil {
+			return nil, s.D.Translate(op, err)
 		}
-		f.At = fromMicros(at)
 		if err := json.Unmarshal([]byte(words), &f.Words); err != nil {
 			return nil, fmt.Errorf("%s: batch %d: words: %w", op, f.ID, err)
 		}
@@ -63,7 +49,7 @@ func (s *Store) ListFeedback(ctx context.Context, box string) ([]store.FeedbackB
 		out = append(out, f)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, translate(op, err)
+		return nil, s.D.Translate(op, err)
 	}
 	return out, nil
 }
@@ -73,9 +59,9 @@ func (s *Store) ListFeedback(ctx context.Context, box string) ([]store.FeedbackB
 // it again for the same box changes nothing and is not an error.
 func (s *Store) AddResource(ctx context.Context, r store.Resource) error {
 	key := r.Kind + "/" + r.ID
-	return s.write(ctx, fmt.Sprintf("add resource %q for box %q", key, r.Box), func(tx *sql.Tx) ([]store.Change, error) {
-		res, err := tx.ExecContext(ctx, "INSERT INTO resources (kind, id, box, at) VALUES (?, ?, ?, ?) ON CONFLICT (kind, id) DO NOTHING",
-			r.Kind, r.ID, r.Box, micros(r.At))
+	return s.Write(ctx, fmt.Sprintf("add resource %q for box %q", key, r.Box), func(tx *sql.Tx) ([]store.Change, error) {
+		res, err := tx.ExecContext(ctx, "INSERT INTO resources (kind, id, box, at) VALUES ($1, $2, $3, $4) ON CONFLICT (kind, id) DO NOTHING",
+			r.Kind, r.ID, r.Box, s.D.Time(r.At))
 		if err != nil {
 			return nil, err
 		}
@@ -83,7 +69,7 @@ func (s *Store) AddResource(ctx context.Context, r store.Resource) error {
 			return []store.Change{{Kind: store.ChangeResource, Key: key}}, err
 		}
 		var owner string
-		if err := tx.QueryRowContext(ctx, "SELECT box FROM resources WHERE kind = ? AND id = ?", r.Kind, r.ID).Scan(&owner); err != nil {
+		if err := tx.QueryRowContext(ctx, "SELECT box FROM resources WHERE kind = $1 AND id = $2", r.Kind, r.ID).Scan(&owner); err != nil {
 			return nil, err
 		}
 		if owner != r.Box {
@@ -96,9 +82,9 @@ func (s *Store) AddResource(ctx context.Context, r store.Resource) error {
 // ResourceOwner returns the box that owns kind/id, or store.ErrNotFound.
 func (s *Store) ResourceOwner(ctx context.Context, kind, id string) (string, error) {
 	var box string
-	err := s.r.QueryRowContext(ctx, "SELECT box FROM resources WHERE kind = ? AND id = ?", kind, id).Scan(&box)
+	err := s.R.QueryRowContext(ctx, "SELECT box FROM resources WHERE kind = $1 AND id = $2", kind, id).Scan(&box)
 	if err != nil {
-		return "", translate(fmt.Sprintf("owner of resource %q", kind+"/"+id), err)
+		return "", s.D.Translate(fmt.Sprintf("owner of resource %q", kind+"/"+id), err)
 	}
 	return box, nil
 }
@@ -106,23 +92,21 @@ func (s *Store) ResourceOwner(ctx context.Context, kind, id string) (string, err
 // ListResources returns the resources of box, by kind and ID.
 func (s *Store) ListResources(ctx context.Context, box string) ([]store.Resource, error) {
 	op := fmt.Sprintf("list resources of box %q", box)
-	rows, err := s.r.QueryContext(ctx, "SELECT kind, id, at FROM resources WHERE box = ? ORDER BY kind, id", box)
+	rows, err := s.R.QueryContext(ctx, "SELECT kind, id, at FROM resources WHERE box = $1 ORDER BY kind"+s.D.Collate()+", id"+s.D.Collate(), box)
 	if err != nil {
-		return nil, translate(op, err)
+		return nil, s.D.Translate(op, err)
 	}
 	defer rows.Close()
 	var out []store.Resource
 	for rows.Next() {
 		r := store.Resource{Box: box}
-		var at int64
-		if err := rows.Scan(&r.Kind, &r.ID, &at); err != nil {
-			return nil, translate(op, err)
+		if err := rows.Scan(&r.Kind, &r.ID, Time(&r.At)); err != nil {
+			return nil, s.D.Translate(op, err)
 		}
-		r.At = fromMicros(at)
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, translate(op, err)
+		return nil, s.D.Translate(op, err)
 	}
 	return out, nil
 }
@@ -130,25 +114,20 @@ func (s *Store) ListResources(ctx context.Context, box string) ([]store.Resource
 // DeleteResource forgets kind/id; store.ErrNotFound if unknown.
 func (s *Store) DeleteResource(ctx context.Context, kind, id string) error {
 	key := kind + "/" + id
-	return s.write(ctx, fmt.Sprintf("delete resource %q", key), func(tx *sql.Tx) ([]store.Change, error) {
-		res, err := tx.ExecContext(ctx, "DELETE FROM resources WHERE kind = ? AND id = ?", kind, id)
+	return s.Write(ctx, fmt.Sprintf("delete resource %q", key), func(tx *sql.Tx) ([]store.Change, error) {
+		res, err := tx.ExecContext(ctx, "DELETE FROM resources WHERE kind = $1 AND id = $2", kind, id)
 		if err != nil {
 			return nil, err
 		}
-		return []store.Change{{Kind: store.ChangeResource, Key: key}}, notFound(res)
+		return []store.Change{{Kind: store.ChangeResource, Key: key}}, NotFound(res)
 	})
 }
 
 const grantColumns = "id, hash, box, principal, created_at, expires_at, revoked_at"
 
-func scanGrant(r rowScanner) (store.Grant, error) {
+func scanGrant(r Scanner) (store.Grant, error) {
 	var g store.Grant
-	var created int64
-	var expires, revoked sql.NullInt64
-	err := r.Scan(&g.ID, &g.Hash, &g.Box, &g.Principal, &created, &expires, &revoked)
-	g.CreatedAt = fromMicros(created)
-	g.ExpiresAt = fromNullMicros(expires)
-	g.RevokedAt = fromNullMicros(revoked)
+	err := r.Scan(&g.ID, &g.Hash, &g.Box, &g.Principal, Time(&g.CreatedAt), Time(&g.ExpiresAt), Time(&g.RevokedAt))
 	return g, err
 }
 
@@ -156,9 +135,9 @@ func scanGrant(r rowScanner) (store.Grant, error) {
 // store.ErrNotFound if there is no box named g.Box. A zero ExpiresAt or
 // RevokedAt is kept as zero.
 func (s *Store) CreateGrant(ctx context.Context, g store.Grant) error {
-	return s.write(ctx, fmt.Sprintf("create grant %q for box %q", g.ID, g.Box), func(tx *sql.Tx) ([]store.Change, error) {
-		_, err := tx.ExecContext(ctx, "INSERT INTO grants ("+grantColumns+") VALUES (?, ?, ?, ?, ?, ?, ?)",
-			g.ID, g.Hash, g.Box, g.Principal, micros(g.CreatedAt), nullMicros(g.ExpiresAt), nullMicros(g.RevokedAt))
+	return s.Write(ctx, fmt.Sprintf("create grant %q for box %q", g.ID, g.Box), func(tx *sql.Tx) ([]store.Change, error) {
+		_, err := tx.ExecContext(ctx, "INSERT INTO grants ("+grantColumns+") VALUES ($1, $2, $3, $4, $5, $6, $7)",
+			g.ID, g.Hash, g.Box, g.Principal, s.D.Time(g.CreatedAt), s.NullTime(g.ExpiresAt), s.NullTime(g.RevokedAt))
 		return []store.Change{{Kind: store.ChangeGrant, Key: g.Hash}}, err
 	})
 }
@@ -166,9 +145,9 @@ func (s *Store) CreateGrant(ctx context.Context, g store.Grant) error {
 // GrantByHash returns the grant whose value hashes to hash, or
 // store.ErrNotFound. An expired or revoked grant is returned as it is.
 func (s *Store) GrantByHash(ctx context.Context, hash string) (store.Grant, error) {
-	g, err := scanGrant(s.r.QueryRowContext(ctx, "SELECT "+grantColumns+" FROM grants WHERE hash = ?", hash))
+	g, err := scanGrant(s.R.QueryRowContext(ctx, "SELECT "+grantColumns+" FROM grants WHERE hash = $1", hash))
 	if err != nil {
-		return store.Grant{}, translate("grant by hash", err)
+		return store.Grant{}, s.D.Translate("grant by hash", err)
 	}
 	return g, nil
 }
@@ -176,21 +155,21 @@ func (s *Store) GrantByHash(ctx context.Context, hash string) (store.Grant, erro
 // ListGrants returns the grants of box, newest first (by CreatedAt, then ID).
 func (s *Store) ListGrants(ctx context.Context, box string) ([]store.Grant, error) {
 	op := fmt.Sprintf("list grants of box %q", box)
-	rows, err := s.r.QueryContext(ctx, "SELECT "+grantColumns+" FROM grants WHERE box = ? ORDER BY created_at DESC, id DESC", box)
+	rows, err := s.R.QueryContext(ctx, "SELECT "+grantColumns+" FROM grants WHERE box = $1 ORDER BY created_at DESC, id"+s.D.Collate()+" DESC", box)
 	if err != nil {
-		return nil, translate(op, err)
+		return nil, s.D.Translate(op, err)
 	}
 	defer rows.Close()
 	var out []store.Grant
 	for rows.Next() {
 		g, err := scanGrant(rows)
 		if err != nil {
-			return nil, translate(op, err)
+			return nil, s.D.Translate(op, err)
 		}
 		out = append(out, g)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, translate(op, err)
+		return nil, s.D.Translate(op, err)
 	}
 	return out, nil
 }
@@ -201,16 +180,17 @@ func (s *Store) RevokeGrant(ctx context.Context, id string, at time.Time) error 
 	if at.IsZero() {
 		return fmt.Errorf("revoke grant %q: zero revocation time", id)
 	}
-	return s.write(ctx, fmt.Sprintf("revoke grant %q", id), func(tx *sql.Tx) ([]store.Change, error) {
+	return s.Write(ctx, fmt.Sprintf("revoke grant %q", id), func(tx *sql.Tx) ([]store.Change, error) {
 		var hash string
-		err := tx.QueryRowContext(ctx, "UPDATE grants SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ? RETURNING hash",
-			micros(at), id).Scan(&hash)
+		err := tx.QueryRowContext(ctx, "UPDATE grants SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2 RETURNING hash",
+			s.D.Time(at), id).Scan(&hash)
 		return []store.Change{{Kind: store.ChangeGrant, Key: hash}}, err
 	})
 }
 
-// changesSince is ChangesSince's query, prepared when the store opens.
-const changesSince = "SELECT seq, kind, key FROM changes WHERE seq > ? ORDER BY seq LIMIT ?"
+// changesSince is ChangesSince's query, which every replica's cache polls
+// many times a second: prepared once, on R, by New.
+const changesSince = "SELECT seq, kind, key FROM changes WHERE seq > $1 ORDER BY seq LIMIT $2"
 
 // ChangesSince returns up to limit changes with Seq > after, in Seq order.
 // limit must be positive.
@@ -220,19 +200,19 @@ func (s *Store) ChangesSince(ctx context.Context, after int64, limit int) ([]sto
 	}
 	rows, err := s.changes.QueryContext(ctx, after, limit)
 	if err != nil {
-		return nil, translate("changes", err)
+		return nil, s.D.Translate("changes", err)
 	}
 	defer rows.Close()
 	var out []store.Change
 	for rows.Next() {
 		var c store.Change
 		if err := rows.Scan(&c.Seq, &c.Kind, &c.Key); err != nil {
-			return nil, translate("changes", err)
+			return nil, s.D.Translate("changes", err)
 		}
 		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, translate("changes", err)
+		return nil, s.D.Translate("changes", err)
 	}
 	return out, nil
 }
@@ -241,8 +221,8 @@ func (s *Store) ChangesSince(ctx context.Context, after int64, limit int) ([]sto
 // never removes the newest change, so this never goes back.
 func (s *Store) LastChange(ctx context.Context) (int64, error) {
 	var seq int64
-	if err := s.r.QueryRowContext(ctx, "SELECT COALESCE(MAX(seq), 0) FROM changes").Scan(&seq); err != nil {
-		return 0, translate("last change", err)
+	if err := s.R.QueryRowContext(ctx, "SELECT COALESCE(MAX(seq), 0) FROM changes").Scan(&seq); err != nil {
+		return 0, s.D.Translate("last change", err)
 	}
 	return seq, nil
 }
@@ -250,8 +230,8 @@ func (s *Store) LastChange(ctx context.Context) (int64, error) {
 // PruneChanges forgets changes recorded before before, except the newest
 // one, which LastChange reports.
 func (s *Store) PruneChanges(ctx context.Context, before time.Time) error {
-	return s.write(ctx, "prune changes", func(tx *sql.Tx) ([]store.Change, error) {
-		_, err := tx.ExecContext(ctx, "DELETE FROM changes WHERE at < ? AND seq < (SELECT MAX(seq) FROM changes)", micros(before))
+	return s.Write(ctx, "prune changes", func(tx *sql.Tx) ([]store.Change, error) {
+		_, err := tx.ExecContext(ctx, "DELETE FROM changes WHERE at < $1 AND seq < (SELECT MAX(seq) FROM changes)", s.D.Time(before))
 		return nil, err
 	})
 }

@@ -1,0 +1,56 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// dialect is SQLite's sqlstore.Dialect: times are UTC microseconds, text
+// is ordered by bytes already, a write holds the whole database, a write
+// refused once the file is gone (CheckFile), and Listen is told of this
+// process's commits.
+type dialect struct{ s *Store }
+
+func (dialect) Time(t time.Time) any { return micros(t) }
+func (dialect) Collate() string      { return "" }
+func (dialect) ForUpdate() string    { return "" }
+func (d dialect) Check() error       { return d.s.goneErr() }
+func (d dialect) Committed()         { d.s.listeners.notify() }
+
+func (dialect) WordsJSON(col string) string { return col }
+
+func (dialect) Words(words []string) any {
+	if words == nil {
+		words = []string{}
+	}
+	b, _ := json.Marshal(words) // a list of strings always encodes
+	return string(b)
+}
+
+// Bucket divides the microseconds: integer division truncates toward
+// zero, and the times kept are after 1970.
+func (dialect) Bucket(col, unit string) string {
+	d := 24 * time.Hour
+	if unit == "hour" {
+		d = time.Hour
+	}
+	n := strconv.FormatInt(d.Microseconds(), 10)
+	return "(" + col + " / " + n + " * " + n + ")"
+}
+
+func (dialect) Translate(op string, err error) error { return translate(op, err) }
+
+func (d dialect) LogChanges(ctx context.Context, tx *sql.Tx, changes []store.Change) error {
+	at := micros(d.s.now())
+	for _, c := range changes {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO changes (kind, key, at) VALUES ($1, $2, $3)", c.Kind, c.Key, at); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,69 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+const adminTokenColumns = "id, hash, name, created_at"
+
+func scanAdminToken(r interface{ Scan(...any) error }) (store.AdminToken, error) {
+	var t store.AdminToken
+	err := r.Scan(&t.ID, &t.Hash, &t.Name, Time(&t.CreatedAt))
+	return t, err
+}
+
+// CreateAdminToken stores t; store.ErrExists if its ID or hash is taken.
+// Admin tokens are never cached, so no change is recorded.
+func (s *Store) CreateAdminToken(ctx context.Context, t store.AdminToken) error {
+	return s.Write(ctx, fmt.Sprintf("create admin token %q", t.ID), func(tx *sql.Tx) ([]store.Change, error) {
+		_, err := tx.ExecContext(ctx, "INSERT INTO admin_tokens ("+adminTokenColumns+") VALUES ($1, $2, $3, $4)",
+			t.ID, t.Hash, t.Name, s.D.Time(t.CreatedAt))
+		return nil, err
+	})
+}
+
+// AdminTokenByHash returns the admin token whose value hashes to hash, or
+// store.ErrNotFound.
+func (s *Store) AdminTokenByHash(ctx context.Context, hash string) (store.AdminToken, error) {
+	t, err := scanAdminToken(s.R.QueryRowContext(ctx, "SELECT "+adminTokenColumns+" FROM admin_tokens WHERE hash = $1", hash))
+	if err != nil {
+		return store.AdminToken{}, s.D.Translate("admin token by hash", err)
+	}
+	return t, nil
+}
+
+// AdminToken returns the admin token with that ID, or store.ErrNotFound.
+func (s *Store) AdminToken(ctx context.Context, id string) (store.AdminToken, error) {
+	t, err := scanAdminToken(s.R.QueryRowContext(ctx, "SELECT "+adminTokenColumns+" FROM admin_tokens WHERE id = $1", id))
+	if err != nil {
+		return store.AdminToken{}, s.D.Translate(fmt.Sprintf("admin token %q", id), err)
+	}
+	return t, nil
+}
+
+// ListAdminTokens returns every admin token, oldest first (then by ID),
+// with Hash left empty.
+func (s *Store) ListAdminTokens(ctx context.Context) ([]store.AdminToken, error) {
+	return collect(ctx, s, s.R, "list admin tokens", "SELECT "+adminTokenColumns+" FROM admin_tokens ORDER BY created_at, id"+s.D.Collate(),
+		func(r *sql.Rows) (store.AdminToken, error) {
+			t, err := scanAdminToken(r)
+			t.Hash = ""
+			return t, err
+		})
+}
+
+// DeleteAdminToken removes the admin token with that ID; store.ErrNotFound
+// if there is none.
+func (s *Store) DeleteAdminToken(ctx context.Context, id string) error {
+	return s.Write(ctx, fmt.Sprintf("delete admin token %q", id), func(tx *sql.Tx) ([]store.Change, error) {
+		res, err := tx.ExecContext(ctx, "DELETE FROM admin_tokens WHERE id = $1", id)
+		if err != nil {
+			return nil, err
+		}
+		return nil, NotFound(res)
+	})
+}

@@ -1,0 +1,42 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// RenewReservations sets the time of each reservation in ids still held
+// to at; see store.Spend. The ids go 500 a statement, below SQLite's
+// bound on a statement's parameters.
+func (s *Store) RenewReservations(ctx context.Context, ids []int64, at time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	return s.Write(ctx, "renew reservations", func(tx *sql.Tx) ([]store.Change, error) {
+		for len(ids) > 0 {
+			chunk := ids[:min(len(ids), 500)]
+			ids = ids[len(chunk):]
+			args := make([]any, 0, len(chunk)+1)
+			args = append(args, s.D.Time(at))
+			var q strings.Builder
+			q.WriteString("UPDATE reservations SET at = $1 WHERE id IN (")
+			for i, id := range chunk {
+				if i > 0 {
+					q.WriteString(", ")
+				}
+				args = append(args, id)
+				q.WriteString("$" + strconv.Itoa(len(args)))
+			}
+			q.WriteString(")")
+			if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+				return nil, err
+			}
+		}
+		return nil, nil
+	})
+}

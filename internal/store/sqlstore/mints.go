@@ -1,0 +1,44 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// SetMintState creates or replaces the state of a minted secret;
+// store.ErrNotFound if there is no such secret. It is never cached, so
+// no change is recorded.
+func (s *Store) SetMintState(ctx context.Context, st store.MintState) error {
+	return s.Write(ctx, fmt.Sprintf("set mint state of secret %q of box %q", st.Name, st.Box), func(tx *sql.Tx) ([]store.Change, error) {
+		_, err := tx.ExecContext(ctx, `INSERT INTO secret_mints (box, name, of, sealed, expires_at, failure, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
+			ON CONFLICT (box, name) DO UPDATE SET of = excluded.of, sealed = excluded.sealed, expires_at = excluded.expires_at,
+			failure = excluded.failure, updated_at = excluded.updated_at`,
+			st.Box, st.Name, st.Of, st.Sealed, s.NullTime(st.ExpiresAt), st.Failure, s.D.Time(st.UpdatedAt))
+		return nil, err
+	})
+}
+
+// MintState returns the state of the secret name of box, or store.ErrNotFound.
+func (s *Store) MintState(ctx context.Context, box, name string) (store.MintState, error) {
+	st := store.MintState{Box: box, Name: name}
+	err := s.R.QueryRowContext(ctx, "SELECT of, sealed, expires_at, failure, updated_at FROM secret_mints WHERE box = $1 AND name = $2", box, name).
+		Scan(&st.Of, &st.Sealed, Time(&st.ExpiresAt), &st.Failure, Time(&st.UpdatedAt))
+	if err != nil {
+		return store.MintState{}, s.D.Translate(fmt.Sprintf("mint state of secret %q of box %q", name, box), err)
+	}
+	return st, nil
+}
+
+// ListMintStates returns the states of box's minted secrets, by name.
+func (s *Store) ListMintStates(ctx context.Context, box string) ([]store.MintState, error) {
+	return collect(ctx, s, s.R, fmt.Sprintf("list mint states of box %q", box),
+		"SELECT name, of, sealed, expires_at, failure, updated_at FROM secret_mints WHERE box = $1 ORDER BY name"+s.D.Collate(),
+		func(r *sql.Rows) (store.MintState, error) {
+			st := store.MintState{Box: box}
+			err := r.Scan(&st.Name, &st.Of, &st.Sealed, Time(&st.ExpiresAt), &st.Failure, Time(&st.UpdatedAt))
+			return st, err
+		}, box)
+}

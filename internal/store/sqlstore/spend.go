@@ -1,0 +1,113 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// SetBudget creates or replaces the budget of b.Box and b.Principal;
+// store.ErrNotFound if there is no such box.
+func (s *Store) SetBudget(ctx context.Context, b store.Budget) error {
+	if b.Limit < 0 {
+		return fmt.Errorf("set budget of box %q: negative limit", b.Box)
+	}
+	return s.Write(ctx, fmt.Sprintf("set budget of box %q", b.Box), func(tx *sql.Tx) ([]store.Change, error) {
+		_, err := tx.ExecContext(ctx, `INSERT INTO budgets (box, principal, limit_micros, updated_at) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (box, principal) DO UPDATE SET limit_micros = excluded.limit_micros, updated_at = excluded.updated_at`,
+			b.Box, b.Principal, b.Limit, s.D.Time(b.UpdatedAt))
+		if err != nil {
+			return nil, err
+		}
+		return []store.Change{{Kind: store.ChangeBudget, Key: b.Box}}, nil
+	})
+}
+
+// ListBudgets returns the budgets of box, the box's own first, then by
+// principal.
+func (s *Store) ListBudgets(ctx context.Context, box string) ([]store.Budget, error) {
+	op := fmt.Sprintf("list budgets of box %q", box)
+	rows, err := s.R.QueryContext(ctx, "SELECT principal, limit_micros, updated_at FROM budgets WHERE box = $1 ORDER BY principal"+s.D.Collate(), box)
+	if err != nil {
+		return nil, s.D.Translate(op, err)
+	}
+	defer rows.Close()
+	var out []store.Budget
+	for rows.Next() {
+		b := store.Budget{Box: box}
+		if err := rows.Scan(&b.Principal, &b.Limit, Time(&b.UpdatedAt)); err != nil {
+			return nil, s.D.Translate(op, err)
+		}
+		out = append(out, b)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.D.Translate(op, err)
+	}
+	return out, nil
+}
+
+// DeleteBudget removes the budget of box and principal; store.ErrNotFound
+// if none.
+func (s *Store) DeleteBudget(ctx context.Context, box, principal string) error {
+	return s.Write(ctx, fmt.Sprintf("delete budget of box %q", box), func(tx *sql.Tx) ([]store.Change, error) {
+		res, err := tx.ExecContext(ctx, "DELETE FROM budgets WHERE box = $1 AND principal = $2", box, principal)
+		if err != nil {
+			return nil, err
+		}
+		if err := NotFound(res); err != nil {
+			return nil, err
+		}
+		return []store.Change{{Kind: store.ChangeBudget, Key: box}}, nil
+	})
+}
+
+// Tallies returns the tallies of box for month, the box's own first.
+func (s *Store) Tallies(ctx context.Context, box, month string) ([]store.Tally, error) {
+	op := fmt.Sprintf("tallies of box %q", box)
+	rows, err := s.R.QueryContext(ctx, "SELECT principal, spent, reserved FROM tallies WHERE box = $1 AND month = $2 ORDER BY principal"+s.D.Collate(), box, month)
+	if err != nil {
+		return nil, s.D.Translate(op, err)
+	}
+	defer rows.Close()
+	var out []store.Tally
+	for rows.Next() {
+		t := store.Tally{Box: box, Month: month}
+		if err := rows.Scan(&t.Principal, &t.Spent, &t.Reserved); err != nil {
+			return nil, s.D.Translate(op, err)
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.D.Translate(op, err)
+	}
+	return out, nil
+}
+
+// ListUsage returns the usage of box in month, by payer kind, principal
+// and model.
+func (s *Store) ListUsage(ctx context.Context, box, month string) ([]store.Usage, error) {
+	op := fmt.Sprintf("usage of box %q", box)
+	c := s.D.Collate()
+	rows, err := s.R.QueryContext(ctx, `SELECT payer_kind, principal, model, calls, unpriced, unmeasured,
+			input_tokens, output_tokens, cache_write_tokens, cache_read_tokens, cost
+		FROM usage WHERE box = $1 AND month = $2 ORDER BY payer_kind`+c+`, principal`+c+`, model`+c, box, month)
+	if err != nil {
+		return nil, s.D.Translate(op, err)
+	}
+	defer rows.Close()
+	var out []store.Usage
+	for rows.Next() {
+		u := store.Usage{Box: box, Month: month}
+		if err := rows.Scan(&u.PayerKind, &u.Principal, &u.Model, &u.Calls, &u.Unpriced, &u.Unmeasured,
+			&u.InputTokens, &u.OutputTokens, &u.CacheWriteTokens, &u.CacheReadTokens, &u.Cost); err != nil {
+			return nil, s.D.Translate(op, err)
+		}
+		out = append(out, u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.D.Translate(op, err)
+	}
+	return out, nil
+}

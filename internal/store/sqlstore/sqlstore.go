@@ -1,0 +1,270 @@
+// Package sqlstore is boxbroker's store written once over database/sql:
+// each stored concept is one file of SQL that both databases run, SQLite
+// (modernc.org/sqlite, package sqlite) and PostgreSQL (pgx's stdlib,
+// package postgres).
+//
+// The SQL is the dialect the two share: $N placeholders (modernc.org/sqlite
+// binds $N by number, as pgx does), ON CONFLICT upserts, RETURNING, and
+// IS NOT DISTINCT FROM. What truly differs is a Dialect: how a time is
+// stored (UTC microseconds in SQLite, timestamptz in PostgreSQL), the
+// collation that orders text by bytes, row locks, how a write appends to
+// the changes log and who is told once it commits, and the translation
+// of driver errors into the store's sentinels. Migrations stay one
+// directory per database, since the two schemas' column types differ.
+//
+// A new stored concept is one file here (its methods on Store) and one
+// migration per database.
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// Dialect is what one database does differently from the other.
+type Dialect interface {
+	// Time is t as the database stores a time.
+	Time(t time.Time) any
+	// Collate is the clause, put after a text column in ORDER BY, that
+	// orders it by bytes: "" in SQLite, ` COLLATE "C"` in PostgreSQL.
+	Collate() string
+	// ForUpdate is the clause, put at the end of a SELECT in a write,
+	// that locks the rows it reads until the write commits: "" in SQLite,
+	// whose writes hold the whole database.
+	ForUpdate() string
+	// Check reports why no write may be made now, or nil.
+	Check() error
+	// LogChanges appends changes, in order, to the changes log in tx, as
+	// the last statements of the write.
+	LogChanges(ctx context.Context, tx *sql.Tx, changes []store.Change) error
+	// Committed is called once a write that logged changes commits.
+	Committed()
+	// Words is words as the database stores a list of scope words: a
+	// JSON array's text in SQLite, a text[] in PostgreSQL; nil is stored
+	// as the empty list.
+	Words(words []string) any
+	// WordsJSON is the expression that reads the list of words in column
+	// col as a JSON array's text.
+	WordsJSON(col string) string
+	// Bucket is the expression that truncates the time in column col to
+	// its UTC day or hour (unit is "day" or "hour"), read through Time.
+	Bucket(col, unit string) string
+	// LockMigrations is run first in the migrating transaction, to keep
+	// other processes from migrating at once.
+	LockMigrations(ctx context.Context, tx *sql.Tx) error
+	// MigrationsTable is the statement that makes schema_migrations
+	// (version, applied_at) if it is missing.
+	MigrationsTable() string
+	// Translate turns err into the store's sentinels (store.ErrNotFound,
+	// ErrExists, ErrUnavailable, ErrRejected), prefixed with op; nil for
+	// nil.
+	Translate(op string, err error) error
+}
+
+// Store is the methods of store.Store written once. Its methods are safe
+// for concurrent use.
+type Store struct {
+	// W runs writes and R reads; they may be the same *sql.DB.
+	W, R *sql.DB
+	// D is the database's dialect.
+	D Dialect
+	// Stmts are statements prepared on W, by text, which SpendTx runs
+	// prepared; nil for none. Read-only once the store is open.
+	Stmts map[string]*sql.Stmt
+	// changes is changesSince, prepared on R.
+	changes *sql.Stmt
+}
+
+// New is the Store over w (writes) and r (reads) in dialect d, whose
+// schema is up to date.
+func New(w, r *sql.DB, d Dialect) (*Store, error) {
+	s := &Store{W: w, R: r, D: d}
+	var err error
+	if s.changes, err = r.Prepare(changesSince); err != nil {
+		return nil, d.Translate("prepare the changes log's query", err)
+	}
+	return s, nil
+}
+
+// Prepare prepares queries on W, for SpendTx (and the dialect's own
+// writes) to run prepared.
+func (s *Store) Prepare(queries ...string) error {
+	if s.Stmts == nil {
+		s.Stmts = make(map[string]*sql.Stmt, len(queries))
+	}
+	for _, q := range queries {
+		st, err := s.W.Prepare(q)
+		if err != nil {
+			return s.D.Translate("prepare", err)
+		}
+		s.Stmts[q] = st
+	}
+	return nil
+}
+
+// Close closes the statements New and Prepare prepared; the caller
+// closes W and R.
+func (s *Store) Close() error {
+	err := s.changes.Close()
+	for _, st := range s.Stmts {
+		err = errors.Join(err, st.Close())
+	}
+	return err
+}
+
+// Beginner is a *sql.DB or a *sql.Conn.
+type Beginner interface {
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
+}
+
+// Write runs fn in one transaction on W, appends the changes fn returns
+// to the changes log in that same transaction, and commits. Errors are
+// translated to the store's sentinels, prefixed with op.
+func (s *Store) Write(ctx context.Context, op string, fn func(tx *sql.Tx) ([]store.Change, error)) error {
+	return s.WriteOn(ctx, op, s.W, fn)
+}
+
+// WriteOn is Write on db.
+func (s *Store) WriteOn(ctx context.Context, op string, db Beginner, fn func(tx *sql.Tx) ([]store.Change, error)) error {
+	if err := s.D.Check(); err != nil {
+		return s.D.Translate(op, err)
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return s.D.Translate(op, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	changes, err := fn(tx)
+	if err != nil {
+		return s.D.Translate(op, err)
+	}
+	if len(changes) > 0 {
+		if err := s.D.LogChanges(ctx, tx, changes); err != nil {
+			return s.D.Translate(op, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return s.D.Translate(op, err)
+	}
+	if len(changes) > 0 {
+		s.D.Committed()
+	}
+	return nil
+}
+
+// Querier is a *sql.DB, *sql.Conn or *sql.Tx.
+type Querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// collect runs query on q and scans each row with scan; errors are
+// translated, prefixed with op.
+func collect[T any](ctx context.Context, s *Store, q Querier, op, query string, scan func(r *sql.Rows) (T, error), args ...any) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, s.D.Translate(op, err)
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, s.D.Translate(op, err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.D.Translate(op, err)
+	}
+	return out, nil
+}
+
+// Strings runs a query whose rows are one string each.
+func Strings(ctx context.Context, q Querier, query string, args ...any) ([]string, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// NotFound reports store.ErrNotFound unless res touched a row.
+func NotFound(res sql.Result) error {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return store.ErrNotFound
+	}
+	return nil
+}
+
+// NullTime is t as the database stores an optional time: NULL for the
+// zero time.
+func (s *Store) NullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return s.D.Time(t)
+}
+
+// Time is a scan destination for a time column of either database (UTC
+// microseconds or a timestamptz), NULL read as the zero time; the time
+// read is in UTC.
+func Time(t *time.Time) sql.Scanner { return timeDest{t} }
+
+type timeDest struct{ t *time.Time }
+
+func (d timeDest) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*d.t = time.Time{}
+	case int64:
+		*d.t = time.UnixMicro(v).UTC()
+	case time.Time:
+		*d.t = v.UTC()
+	default:
+		return fmt.Errorf("scan a time: %T is not one", src)
+	}
+	return nil
+}
+
+// Micros is the time stored in SQLite for t: UTC microseconds since the
+// Unix epoch.
+func Micros(t time.Time) int64 { return t.UnixMicro() }
+
+// Blob is b as a BLOB (bytea) that is never NULL.
+func Blob(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+// NullBlob is b as an optional BLOB (bytea): NULL when b is empty.
+func NullBlob(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+// fromMicros is the time stored as UTC microseconds n, in UTC.
+func fromMicros(n int64) time.Time { return time.UnixMicro(n).UTC() }
