@@ -27,7 +27,7 @@ var layers = []struct {
 		"internal/telemetry", "internal/sso", "internal/sso/ssotest", "client", "conformance",
 	}},
 	{"storage: the stores", []string{
-		"internal/store/spendsql", "internal/store/sqlite", "internal/store/postgres", "internal/store/deadline",
+		"internal/store/spendsql", "internal/store/sqlstore", "internal/store/sqlite", "internal/store/postgres", "internal/store/deadline",
 		"internal/store/storetest", "internal/store/sqlite/sqlitetest", "internal/store/postgres/postgrestest",
 	}},
 	{"parts: what a call is made of", []string{
