@@ -1,0 +1,168 @@
+package egressproxy
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/intentius/boxbroker/internal/approval"
+	"github.com/intentius/boxbroker/internal/broker"
+	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
+)
+
+// admit authenticates r's box by its Proxy-Authorization and applies the
+// rule for to; it returns the tunnel, passthrough true for a host on the
+// passthrough list, or the refusal (with the tunnel, when the box is
+// known).
+func (p *Proxy) admit(r *http.Request, to target) (t *tunnel, passthrough bool, err error) {
+	return p.judge(r.Context(), token.FromProxyAuthorization(r.Header), p.cfg.Broker.Source(r), to)
+}
+
+// judge applies the rule for to to the box whose token is tok, as admit
+// does for a CONNECT and the re-check for an open tunnel. The broker
+// admits the box (its token, its pause, its report); the proxy chooses
+// the words: the names of the box's secrets pinned to to, of which the
+// box's report must declare at least one.
+func (p *Proxy) judge(ctx context.Context, tok string, from netip.Addr, to target) (t *tunnel, passthrough bool, err error) {
+	adm, err := p.cfg.Broker.AdmitBox(ctx, tok, protocol.Egress, from)
+	if token.Refused(err) {
+		msg := "The proxy needs the box's token in Proxy-Authorization: set HTTPS_PROXY=http://box:<token>@<this address> (Basic, any user, the token as the password), or send Proxy-Authorization: Bearer <token>."
+		if tok != "" {
+			msg = "The token in Proxy-Authorization is no box's token at this broker."
+		}
+		e := capability.Refuse(capability.ReasonToken, "%s", msg).At(http.StatusProxyAuthRequired)
+		e.Header = http.Header{"Proxy-Authenticate": {`Basic realm="boxbroker egress proxy"`}}
+		return nil, false, e
+	}
+	if adm != nil {
+		t = &tunnel{box: adm.Box.Name, token: tok, from: from, to: to}
+	}
+	if err != nil {
+		return t, false, err
+	}
+	secs, err := p.cfg.Secrets.ListSecrets(ctx, adm.Box.Name)
+	if err != nil {
+		return t, false, capability.Unavailable(err)
+	}
+	if to.scheme == "https" && p.passthrough[to.addr()] {
+		return t, true, p.judgePassthrough(adm, secs, to)
+	}
+	var pinned []string
+	for _, s := range secs {
+		if pinnedTo(s.Host, to) {
+			pinned = append(pinned, s.Name)
+		}
+	}
+	where := to.scheme + "://" + to.addr()
+	if len(pinned) == 0 {
+		refusal := capability.Refuse(capability.ReasonNoSecret, "No egress secret of this box is pinned to %s, so the broker's proxy does not reach it: egress goes only to a host a secret is pinned to, by its exact host and port; its owner pins one with `boxbroker secret set %s NAME --host %s`.",
+			where, adm.Box.Name, where)
+		approved, words := p.ask(ctx, adm.Box.Name, tok, to, refusal.Message)
+		if approved {
+			// Approved: a passthrough tunnel, on the passthrough rule
+			// (no secret of the box pinned to the host, on any port).
+			return t, true, p.judgePassthrough(adm, secs, to)
+		}
+		refusal.Message += words
+		return t, false, refusal
+	}
+	for _, name := range pinned {
+		if adm.Refusal(name) == nil {
+			t.names = append(t.names, name)
+		}
+	}
+	if len(t.names) == 0 {
+		return t, false, capability.Refuse(capability.ReasonDeclaration, "The proxy reaches %s through egress with the scope word of a secret pinned there (%s), and this box declares none of them. %s",
+			where, strings.Join(pinned, ", "), adm.Refusal(pinned[0]).Message)
+	}
+	return t, false, nil
+}
+
+// ask reports whether an approval in force lets box's CONNECT to to, a
+// host with no secret and no passthrough entry, through as passthrough,
+// and otherwise the words its refusal adds when the box's owner asks
+// about unknown hosts. Only https targets are asked about; a store that
+// fails leaves the CONNECT refused (logged).
+func (p *Proxy) ask(ctx context.Context, box, tok string, to target, reason string) (bool, string) {
+	if p.cfg.Approvals == nil || to.scheme != "https" {
+		return false, ""
+	}
+	v, err := p.cfg.Approvals.Refused(ctx, approval.Attempt{Box: box, Kind: store.ProposalHost, Method: http.MethodConnect, Host: to.addr(),
+		Reason: reason, Forbidden: []string{tok}})
+	if err != nil {
+		p.log.Warn("proxy: approvals unreadable; the CONNECT stays refused", "box", box, "addr", to.addr(), "err", err)
+		return false, ""
+	}
+	return v.Approved, p.cfg.Approvals.Words(v)
+}
+
+// judgePassthrough applies the rule for a passthrough host to box, whose
+// secrets are secs: its report must declare egress, and no secret of it
+// may be pinned to the host, on any port (a host's state may well be
+// shared by its ports). The broker does not read a passthrough tunnel,
+// so what it wrote to a secret's host for the box (the value, a token it
+// minted, a signature) could come back through one unredacted.
+func (p *Proxy) judgePassthrough(adm *broker.Admission, secs []store.Secret, to target) error {
+	d := adm.Report
+	if d == nil {
+		return capability.Refuse(capability.ReasonDeclaration, "The broker has no declaration from this box yet, so it brokers nothing for it, and its proxy tunnels nothing: a tunnel to %s needs an egress entry brokered by %s in the box block of its chant.workspace.json, reported to %s.",
+			to.addr(), p.cfg.BrokerWord, protocol.RouteDeclaration)
+	}
+	if d.Find(protocol.Egress, p.cfg.BrokerWord) == nil {
+		return capability.Refuse(capability.ReasonDeclaration, "This box declares no egress capability brokered by %s, so the broker's proxy tunnels nothing for it, not even to %s. Add an egress entry brokered by %s to the box block in its chant.workspace.json.",
+			p.cfg.BrokerWord, to.addr(), p.cfg.BrokerWord)
+	}
+	var pinned []string
+	for _, s := range secs {
+		if u, err := protocol.ParseSecretHost(s.Host); err == nil && strings.EqualFold(u.Hostname(), to.host) {
+			pinned = append(pinned, s.Name)
+		}
+	}
+	if len(pinned) > 0 {
+		return capability.Refuse(capability.ReasonPassthrough, "%s is on the broker's passthrough list (--proxy-passthrough), and this box's secret %s is pinned to %s: the broker does not read a passthrough tunnel, so it could not keep out of it what it wrote there for this box (a secret's value, a token it minted), and it opens none. Its operator takes %s off --proxy-passthrough, so the proxy reaches it through egress, or pins the secret elsewhere.",
+			to.addr(), strings.Join(pinned, ", "), to.host, to.host)
+	}
+	return nil
+}
+
+// pinnedTo reports whether the secret host base names exactly to's
+// scheme, host and port.
+func pinnedTo(base string, to target) bool {
+	u, err := protocol.ParseSecretHost(base)
+	if err != nil || u.Scheme != to.scheme {
+		return false
+	}
+	port := u.Port()
+	if port == "" {
+		port = defaultPort(u.Scheme)
+	}
+	return strings.EqualFold(u.Hostname(), to.host) && port == to.port
+}
+
+func defaultPort(scheme string) string {
+	if scheme == "https" {
+		return "443"
+	}
+	return "80"
+}
+
+// parseTarget reads a CONNECT's authority: host:port, the port given.
+func parseTarget(scheme, authority string) (target, bool) {
+	host, port, err := net.SplitHostPort(authority)
+	if err != nil || host == "" || len(host) > maxHost {
+		return target{}, false
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != port {
+		return target{}, false
+	}
+	return target{scheme: scheme, host: strings.ToLower(host), port: port}, true
+}
+
+// refuse answers r with the refusal err through the broker's writer
+// (broker.Refuse), which records it when t, the tunnel, names a box.

@@ -1,0 +1,208 @@
+package outbox
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/intentius/boxbroker/internal/filelock"
+)
+
+// recoverDir recovers every journal in dir whose replica is gone (whose
+// lock can be taken), removing each once recovered, and says how many
+// records it handed on.
+func recoverDir(dir string, put func(Batch) error, log *slog.Logger) (int, error) {
+	// A rewrite cut off by a crash: the journal it was made from holds
+	// everything.
+	if names, _ := filepath.Glob(filepath.Join(dir, "journal-*.compact")); len(names) > 0 {
+		for _, p := range names {
+			if f, err := os.Open(p); err == nil {
+				if ok, _ := filelock.TryLock(f); ok {
+					os.Remove(p)
+				}
+				f.Close()
+			}
+		}
+	}
+	names, err := filepath.Glob(filepath.Join(dir, JournalPattern))
+	if err != nil {
+		return 0, fmt.Errorf("journal: %w", err)
+	}
+	total := 0
+	for _, p := range names {
+		f, err := os.Open(p)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue // recovered by another replica meanwhile
+			}
+			return 0, fmt.Errorf("journal: %w", err)
+		}
+		ok, err := filelock.TryLock(f)
+		if err != nil || !ok {
+			f.Close()
+			continue // its replica runs
+		}
+		n, err := recoverFile(p, put, log)
+		if err == nil {
+			err = os.Remove(p)
+		}
+		f.Close()
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return 0, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// recoverFile hands to put what the journal at p holds not yet done, and
+// says how many records it handed on (a call's audit entry and its
+// settlement count as two, in one line or in two).
+func recoverFile(p string, put func(Batch) error, log *slog.Logger) (int, error) {
+	data, err := os.ReadFile(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("journal: %w", err)
+	}
+	var gen, id string
+	records := map[uint64]journalLine{}
+	var order []uint64 // records, in the order written
+	var begun []string
+	batches := map[string]openBatch{}
+	done := map[string]bool{}
+	r := bufio.NewReader(bytes.NewReader(data))
+	for {
+		raw, rerr := r.ReadBytes('\n')
+		if len(bytes.TrimSpace(raw)) > 0 {
+			var l journalLine
+			if jerr := json.Unmarshal(raw, &l); jerr != nil {
+				// A line cut off by the kill: its append never returned,
+				// so its call was never answered in full.
+				log.Warn("journal: a line that is no record is skipped", "bytes", len(raw))
+			} else {
+				switch {
+				case l.Gen != "":
+					gen, id = l.Gen, l.Store
+				case l.N != 0 && (l.A != nil || l.T != nil):
+					if _, dup := records[l.N]; !dup {
+						order = append(order, l.N)
+					}
+					records[l.N] = l
+				case l.B != "":
+					if _, dup := batches[l.B]; !dup {
+						begun = append(begun, l.B)
+					}
+					batches[l.B] = openBatch{of: l.Of, part: partOf(l.P)}
+				case l.D != "":
+					done[l.D] = true
+				}
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+	}
+	// used holds the parts of each record a batch took (handed on, or
+	// done).
+	used := map[uint64]Part{}
+	handed := 0
+	add := func(b *Batch, n uint64, part Part) {
+		l, ok := records[n]
+		if !ok {
+			return
+		}
+		take := part & l.parts() &^ used[n]
+		used[n] |= take
+		if take&PartAudit != 0 {
+			b.Audit = append(b.Audit, *l.A)
+			handed++
+		}
+		if take&PartSettle != 0 {
+			b.Settle = append(b.Settle, *l.T)
+			handed++
+		}
+	}
+	for _, key := range begun {
+		if done[key] {
+			ob := batches[key]
+			for _, n := range ob.of {
+				used[n] |= ob.part
+			}
+		}
+	}
+	for _, key := range begun {
+		if done[key] {
+			continue
+		}
+		b := Batch{Key: key, Store: id}
+		ob := batches[key]
+		for _, n := range ob.of {
+			add(&b, n, ob.part)
+		}
+		if len(b.Audit)+len(b.Settle) == 0 {
+			continue
+		}
+		if err := put(b); err != nil {
+			return 0, fmt.Errorf("journal: recover: %w", err)
+		}
+	}
+	var b Batch
+	count := 0
+	flush := func() error {
+		if count == 0 {
+			return nil
+		}
+		err := put(b)
+		b, count = Batch{}, 0
+		return err
+	}
+	for _, n := range order {
+		if l := records[n]; l.parts()&^used[n] == 0 {
+			continue
+		}
+		if count == 0 {
+			b.Key, b.Store = recoveryKey(gen, n), id
+		}
+		add(&b, n, partsAll)
+		count++
+		if count == recoverBatch {
+			if err := flush(); err != nil {
+				return 0, fmt.Errorf("journal: recover: %w", err)
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return 0, fmt.Errorf("journal: recover: %w", err)
+	}
+	if handed > 0 {
+		log.Info("journal: records of calls answered before the last stop handed to the spool", "records", handed)
+	}
+	return handed, nil
+}
+
+// recoveryKey is the key of the batch of records in no batch that begins
+// at record n of the journal generation gen: the same each time the same
+// journal is recovered.
+func recoveryKey(gen string, n uint64) string {
+	return derivedKey("journal", gen, strconv.FormatUint(n, 10))
+}
+
+// derivedKey is a batch key made from parts, joined by "/": the same
+// parts make the same key, so that a batch handed on again after a crash
+// is applied once (store.Spooled.ApplySpooled).
+func derivedKey(parts ...string) string {
+	h := sha256.Sum256([]byte(strings.Join(parts, "/")))
+	return hex.EncodeToString(h[:16])
+}

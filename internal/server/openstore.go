@@ -1,0 +1,78 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/intentius/boxbroker/internal/secrets"
+	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/postgres"
+	"github.com/intentius/boxbroker/internal/store/sqlite"
+)
+
+// OpenStore opens the store cfg names: SQLite in the data directory
+// (created, mode 0700, if missing), or PostgreSQL.
+func OpenStore(ctx context.Context, cfg *Config) (store.Store, error) {
+	if isPostgres(cfg.Store) {
+		st, err := postgres.Open(ctx, cfg.Store)
+		if err != nil {
+			return nil, fmt.Errorf("open postgres store: %w", err)
+		}
+		return st, nil
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("make data directory: %w", err)
+	}
+	st, err := sqlite.Open(filepath.Join(cfg.DataDir, DBFile))
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite store: %w", err)
+	}
+	return st, nil
+}
+
+// isPostgres reports whether store names PostgreSQL.
+func isPostgres(store string) bool {
+	return strings.HasPrefix(store, "postgres://") || strings.HasPrefix(store, "postgresql://")
+}
+
+// warnOpenDataDir logs a warning when others than its owner may enter or
+// read dir, which holds the SQLite store or the master key file. The
+// files in it are mode 0600 whatever its mode, but their names, sizes and
+// times are not.
+func warnOpenDataDir(log *slog.Logger, dir string) {
+	fi, err := os.Stat(dir)
+	if err != nil || fi.Mode().Perm()&0o077 == 0 {
+		return
+	}
+	log.Warn("the data directory can be read by others than its owner; its files are mode 0600, but make it 0700",
+		"dir", dir, "mode", fmt.Sprintf("%#o", fi.Mode().Perm()))
+}
+
+// StoreWhere says where the store is, without any password.
+func StoreWhere(cfg *Config) string {
+	if cfg.Store == "" {
+		return filepath.Join(cfg.DataDir, DBFile)
+	}
+	if i := strings.Index(cfg.Store, "@"); i >= 0 {
+		if j := strings.Index(cfg.Store, "://"); j >= 0 && j < i {
+			return cfg.Store[:j+3] + "…" + cfg.Store[i:]
+		}
+	}
+	return cfg.Store
+}
+
+// LoadKeyring loads the master key cfg names. The data directory is
+// created when the key file lives there.
+func LoadKeyring(cfg *Config) (*secrets.Keyring, error) {
+	if cfg.MasterKey == "" {
+		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+			return nil, fmt.Errorf("make data directory: %w", err)
+		}
+	}
+	k, _, err := secrets.Load(cfg.DataDir, cfg.MasterKey)
+	return k, err
+}
