@@ -75,6 +75,11 @@ func TestBroker_AuditStreamedAcrossRestart(t *testing.T) {
 	t.Run("sink up", func(t *testing.T) {
 		b := brokertest.New(t, opts)
 		calls(b)
+		// An operator's action through the admin API is in the stream
+		// too, beside the box calls.
+		if r := b.Admin("POST", "/api/boxes", b.AdminToken, map[string]any{"name": "sinkadmin"}); r.StatusCode != http.StatusCreated && r.StatusCode != http.StatusOK {
+			t.Fatalf("POST /api/boxes = %d %s", r.StatusCode, r.Body)
+		}
 		if err := b.Server.Audit.Sync(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -103,6 +108,13 @@ func TestBroker_AuditStreamedAcrossRestart(t *testing.T) {
 		case r.Seq > next:
 			t.Fatalf("row seq %d arrived before %d", r.Seq, next)
 		}
+	}
+	var admin bool
+	for _, r := range rows {
+		admin = admin || r.Box == "sinkadmin"
+	}
+	if !admin {
+		t.Errorf("the admin API's box add is not in the stream")
 	}
 	if uniq < len(kept) {
 		t.Errorf("the sink has %d distinct rows, the store %d", uniq, len(kept))

@@ -48,3 +48,27 @@ func (t tee) append(key string, entries []store.AuditEntry) {
 		t.s.log.Warn("audit sink: rows not kept for the sink", "rows", len(entries), "err", err)
 	}
 }
+
+// WrapAll returns st with its audit rows written through Wrap, for the
+// admin API and the owner's page, whose actions are audited through the
+// store itself; everything else goes to st unchanged. A nil Sink
+// returns st itself.
+func (s *Sink) WrapAll(st store.Store) store.Store {
+	if s == nil {
+		return st
+	}
+	return all{Store: st, t: tee{Store: st, s: s}}
+}
+
+type all struct {
+	store.Store
+	t tee
+}
+
+func (a all) AddAudit(ctx context.Context, entries []store.AuditEntry) error {
+	return a.t.AddAudit(ctx, entries)
+}
+
+func (a all) ApplySpooled(ctx context.Context, key string, settle []store.Settlement, audit []store.AuditEntry) (bool, error) {
+	return a.t.ApplySpooled(ctx, key, settle, audit)
+}
