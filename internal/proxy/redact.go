@@ -930,25 +930,7 @@ func RedactHeader(h http.Header, forms []Form) int {
 // of h, and deletes every header whose name holds one. It returns how
 // many headers it changed.
 func (s *FormSet) RedactHeader(h http.Header) int {
-	n := 0
-	for k, vs := range h {
-		if _, m := s.RedactString(k); m > 0 {
-			delete(h, k)
-			n++
-			continue
-		}
-		changed := false
-		for i, v := range vs {
-			if out, m := s.RedactString(v); m > 0 {
-				vs[i] = out
-				changed = true
-			}
-		}
-		if changed {
-			n++
-		}
-	}
-	return n
+	return rewriteHeader(h, s.RedactString)
 }
 
 // Close closes the source.
@@ -961,17 +943,30 @@ func ReplaceValue(h http.Header, old, new string) int {
 	if old == "" {
 		return 0
 	}
+	return rewriteHeader(h, func(v string) (string, int) {
+		if !strings.Contains(v, old) {
+			return v, 0
+		}
+		return strings.ReplaceAll(v, old, new), 1
+	})
+}
+
+// rewriteHeader puts replace(v) in place of every value v of h that
+// replace changes (reports a count above zero for), and deletes every
+// header whose name it would change. It returns how many headers it
+// changed.
+func rewriteHeader(h http.Header, replace func(string) (string, int)) int {
 	n := 0
 	for k, vs := range h {
-		if strings.Contains(k, old) {
+		if _, m := replace(k); m > 0 {
 			delete(h, k)
 			n++
 			continue
 		}
 		changed := false
 		for i, v := range vs {
-			if strings.Contains(v, old) {
-				vs[i] = strings.ReplaceAll(v, old, new)
+			if out, m := replace(v); m > 0 {
+				vs[i] = out
 				changed = true
 			}
 		}
