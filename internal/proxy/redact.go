@@ -463,6 +463,28 @@ func (s *FormSet) nextOwn(sc *scratch, data []byte, i, cut int) int {
 	return best
 }
 
+// RedactAnswer puts a Redactor of s, reading body (resp.Body or a
+// wrapper of it), in place of resp's body: an event stream's whole
+// events pass at once, and when the body ends resp's trailer is redacted
+// and replaced is told how many forms the body held, if any. The
+// answer's length changes wherever a form is replaced, so it is
+// streamed.
+func (s *FormSet) RedactAnswer(resp *http.Response, body io.ReadCloser, replaced func(n int)) {
+	r := s.Redactor(body)
+	if IsEventStream(resp.Header) {
+		r.PassEvents() // each event as it ends, not when the next comes
+	}
+	r.OnEnd(func(n int) {
+		s.RedactHeader(resp.Trailer)
+		if n > 0 {
+			replaced(n)
+		}
+	})
+	resp.Body = r
+	resp.Header.Del("Content-Length")
+	resp.ContentLength = -1
+}
+
 // PassEvents makes the Redactor pass on every whole event of a
 // text/event-stream at once: what it has read up to the end of the last
 // blank line it has read is not held back, and only what follows that is
