@@ -619,8 +619,8 @@ func (p *Prices) Removed() []string {
 	return ids
 }
 
-// filePrice is a price's form in a price file, with every rate written
-// out (Price leaves out what is zero).
+// filePrice is Price's form in a price file, with every rate written
+// out (Price leaves out what is zero). Its fields are Price's.
 type filePrice struct {
 	Rates
 	LongContext      *Rates  `json:"long_context,omitempty"`
@@ -663,9 +663,7 @@ func (p *Prices) File() ([]byte, error) {
 		}
 	}
 	for _, id := range p.Models() {
-		pr := p.byModel[id]
-		fp := filePrice{Rates: pr.Rates, LongContext: pr.LongContext, LongContextAbove: pr.LongContextAbove, WebSearch: pr.WebSearch, Context: pr.Context}
-		if err := line(id, fp); err != nil {
+		if err := line(id, filePrice(p.byModel[id])); err != nil {
 			return nil, err
 		}
 	}
