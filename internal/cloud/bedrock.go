@@ -90,11 +90,10 @@ func (cl *Client) bedrock(ctx context.Context, c *Credential, call Call, made fu
 		if err != nil {
 			return nil, nil, err
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
+		req, err := postJSON(ctx, u, body)
 		if err != nil {
 			return nil, nil, err
 		}
-		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", accept)
 		sum := sha256.Sum256(body)
 		if err := v4.NewSigner().SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), bedrockService, c.Region, cl.now().UTC()); err != nil {

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"slices"
 	"strings"
 )
@@ -342,42 +341,4 @@ func (cl *Client) rememberNoBetas(k noBetaKey, kind string) {
 	cl.mu.Unlock()
 	cl.logger().Info("cloud: the model refused the call's betas; the call is made again without any, and this model gets none from now on",
 		"kind", kind, "model", k.model)
-}
-
-// send makes the call to model that build makes for betas (build
-// returns the request and the body that names the betas, for
-// betaRefused), without them when the model refused them before. A model
-// that refuses the betas gets the call once more without any, and none
-// from then on. An answer other than 200 comes back with its body read
-// into errBody.
-func (cl *Client) send(c *Credential, model string, betas []string, build func(betas []string) (*http.Request, []byte, error)) (resp *http.Response, errBody []byte, err error) {
-	key := betaKey(c, model, betas)
-	if len(betas) > 0 && cl.takesNoBetas(key) {
-		betas = nil
-	}
-	refused := false // the call is being made again without the betas the cloud refused
-	for {
-		req, sent, err := build(betas)
-		if err != nil {
-			return nil, nil, err
-		}
-		resp, err := cl.transport().RoundTrip(req)
-		if err != nil {
-			return nil, nil, err
-		}
-		if resp.StatusCode == http.StatusOK {
-			if refused {
-				// Answered without the betas: the model refuses them.
-				cl.rememberNoBetas(key, c.Kind)
-			}
-			return resp, nil, nil
-		}
-		b := readError(resp)
-		if !refused && betaRefused(resp.StatusCode, b, betas, sent) {
-			// Once only: the call made again sends no betas.
-			betas, refused = nil, true
-			continue
-		}
-		return resp, b, nil
-	}
 }

@@ -1,7 +1,6 @@
 package cloud
 
 import (
-	"bytes"
 	"context"
 	"crypto/rsa"
 	"crypto/x509"
@@ -123,11 +122,10 @@ func (cl *Client) vertex(ctx context.Context, c *Credential, call Call, made fun
 		if err != nil {
 			return nil, nil, err
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
+		req, err := postJSON(ctx, u, body)
 		if err != nil {
 			return nil, nil, err
 		}
-		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
 		if len(betas) > 0 {
 			req.Header.Set("Anthropic-Beta", strings.Join(betas, ","))
