@@ -407,14 +407,9 @@ func startNginx(ctx context.Context, dir, ip, upstream string, o *options) (*chi
 	cmd := exec.CommandContext(ctx, bin, "-p", dir, "-c", filepath.Join(dir, "nginx.conf"), "-g", "daemon off;")
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
-	dieWithUs(cmd)
-	if err := cmd.Start(); err != nil {
+	c, err := startListening(cmd, "nginx", listen, 10*time.Second, func() string { return ": " + errb.String() })
+	if err != nil {
 		return nil, nil, err
-	}
-	c := &child{name: "nginx", cmd: cmd}
-	if err := waitListening(listen, 10*time.Second); err != nil {
-		c.stop()
-		return nil, nil, fmt.Errorf("nginx did not start: %v: %s", err, errb.String())
 	}
 	return c, &path{
 		base: "http://" + listen + "/llm/anthropic", key: o.token,
@@ -442,6 +437,22 @@ func freePort(ip string) (int, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// startListening starts cmd, ended with the harness however it ends, and
+// waits up to limit for it to listen on addr. When it does not, it is
+// stopped and the error ends with detail(): where its output went.
+func startListening(cmd *exec.Cmd, name, addr string, limit time.Duration, detail func() string) (*child, error) {
+	dieWithUs(cmd)
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	c := &child{name: name, cmd: cmd}
+	if err := waitListening(addr, limit); err != nil {
+		c.stop()
+		return nil, fmt.Errorf("%s did not start: %v%s", name, err, detail())
+	}
+	return c, nil
 }
 
 func waitListening(addr string, limit time.Duration) error {

@@ -122,14 +122,9 @@ func startPortkey(ctx context.Context, entry, dir, ip, upstream string, o *optio
 		"TRUSTED_CUSTOM_HOSTS="+host,
 		"NODE_ENV=production")
 	cmd.Stdout, cmd.Stderr = logf, logf
-	dieWithUs(cmd)
-	if err := cmd.Start(); err != nil {
+	c, err := startListening(cmd, "portkey", listen, 30*time.Second, func() string { return " (log: " + logf.Name() + ")" })
+	if err != nil {
 		return nil, nil, err
-	}
-	c := &child{name: "portkey", cmd: cmd}
-	if err := waitListening(listen, 30*time.Second); err != nil {
-		c.stop()
-		return nil, nil, fmt.Errorf("portkey did not start: %v (log: %s)", err, logf.Name())
 	}
 	h := http.Header{}
 	h.Set("X-Portkey-Provider", "anthropic")

@@ -88,19 +88,16 @@ func statusKB(pid int, key string) int64 {
 }
 
 // rss is the processes' resident memory now, in bytes.
-func (p procs) rss() int64 {
-	var sum int64
-	for _, pid := range p.pids() {
-		sum += statusKB(pid, "VmRSS") << 10
-	}
-	return sum
-}
+func (p procs) rss() int64 { return p.sum("VmRSS") }
 
 // peak is the processes' peak resident memory since resetPeak, in bytes.
-func (p procs) peak() int64 {
+func (p procs) peak() int64 { return p.sum("VmHWM") }
+
+// sum is the processes' status field (a size in kB), in bytes.
+func (p procs) sum(field string) int64 {
 	var sum int64
 	for _, pid := range p.pids() {
-		sum += statusKB(pid, "VmHWM") << 10
+		sum += statusKB(pid, field) << 10
 	}
 	return sum
 }

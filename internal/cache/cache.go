@@ -44,7 +44,8 @@ const (
 	DefaultPollEvery = 20 * time.Millisecond
 	DefaultMaxStale  = 100 * time.Millisecond
 	DefaultIdleAfter = 5 * time.Second
-	// maxMissing bounds the negative cache of unknown token hashes.
+	// maxMissing bounds each negative cache (unknown token hashes,
+	// credentials, secrets).
 	maxMissing = 10000
 )
 
@@ -425,93 +426,38 @@ func (c *Cache) fresh() (bool, uint64) {
 // BoxByTokenHash returns the box whose token hashes to hash, or
 // store.ErrNotFound.
 func (c *Cache) BoxByTokenHash(ctx context.Context, hash string) (store.Box, error) {
-	c.mu.RLock()
-	ok, gen := c.fresh()
-	if ok {
-		if b, hit := c.boxes[hash]; hit {
-			c.mu.RUnlock()
-			return b, nil
+	return cached(ctx, c, "box", hash, c.boxes, c.missing, func(b store.Box) {
+		if _, kept := c.boxes[hash]; !kept {
+			c.byName[b.Name] = append(c.byName[b.Name], hash)
 		}
-		if _, miss := c.missing[hash]; miss {
-			c.mu.RUnlock()
-			return store.Box{}, store.ErrNotFound
-		}
-	}
-	c.mu.RUnlock()
-	b, err := shared(ctx, c, "box", gen, hash, func(ctx context.Context) (store.Box, error) { return c.st.BoxByTokenHash(ctx, hash) })
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return store.Box{}, err
-	}
-	c.mu.Lock()
-	if ok && c.gen == gen {
-		if err == nil {
-			if _, kept := c.boxes[hash]; !kept {
-				c.byName[b.Name] = append(c.byName[b.Name], hash)
-			}
-			c.boxes[hash] = b
-		} else if len(c.missing) < maxMissing {
-			c.missing[hash] = struct{}{}
-		}
-	}
-	c.mu.Unlock()
-	return b, err
+	}, func(ctx context.Context) (store.Box, error) { return c.st.BoxByTokenHash(ctx, hash) })
 }
 
 // Declaration returns a box's last kept report, or nil when it never
 // reported. The result is shared and must not be modified.
 func (c *Cache) Declaration(ctx context.Context, box string) (*protocol.Declaration, error) {
-	c.mu.RLock()
-	ok, gen := c.fresh()
-	if ok {
-		if d, hit := c.decls[box]; hit {
-			c.mu.RUnlock()
-			return d, nil
-		}
-	}
-	c.mu.RUnlock()
-	var d *protocol.Declaration
-	type declRow struct {
-		doc []byte
-		at  time.Time
-	}
-	row, err := shared(ctx, c, "declaration", gen, box, func(ctx context.Context) (declRow, error) {
+	return cached(ctx, c, "declaration", box, c.decls, nil, nil, func(ctx context.Context) (*protocol.Declaration, error) {
 		doc, at, err := c.st.Declaration(ctx, box)
-		return declRow{doc, at}, err
-	})
-	doc, at := row.doc, row.at
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-	case err != nil:
-		return nil, err
-	default:
-		d = &protocol.Declaration{}
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		d := &protocol.Declaration{}
 		if err := json.Unmarshal(doc, d); err != nil {
 			return nil, fmt.Errorf("declaration of %s: %w", box, err)
 		}
 		d.At = at
-	}
-	c.mu.Lock()
-	if ok && c.gen == gen {
-		c.decls[box] = d
-	}
-	c.mu.Unlock()
-	return d, nil
+		return d, nil
+	})
 }
 
 // Budgeted reports whether box has any budget, its own or a principal's
 // on it: a model call of a box with none reserves nothing, so it need not
 // ask the store.
 func (c *Cache) Budgeted(ctx context.Context, box string) (bool, error) {
-	c.mu.RLock()
-	ok, gen := c.fresh()
-	if ok {
-		if b, hit := c.budgeted[box]; hit {
-			c.mu.RUnlock()
-			return b, nil
-		}
-	}
-	c.mu.RUnlock()
-	budgeted, err := shared(ctx, c, "budgeted", gen, box, func(ctx context.Context) (bool, error) {
+	return cached(ctx, c, "budgeted", box, c.budgeted, nil, nil, func(ctx context.Context) (bool, error) {
 		bs, err := c.st.ListBudgets(ctx, box)
 		if err != nil || len(bs) > 0 {
 			return len(bs) > 0, err
@@ -519,78 +465,57 @@ func (c *Cache) Budgeted(ctx context.Context, box string) (bool, error) {
 		ws, err := c.st.ListWindowBudgets(ctx, box)
 		return len(ws) > 0, err
 	})
-	if err != nil {
-		return false, err
-	}
-	c.mu.Lock()
-	if ok && c.gen == gen {
-		c.budgeted[box] = budgeted
-	}
-	c.mu.Unlock()
-	return budgeted, nil
 }
 
 // Credential returns the sealed credential with that ID, or store.ErrNotFound.
 func (c *Cache) Credential(ctx context.Context, id string) (store.Credential, error) {
-	c.mu.RLock()
-	ok, gen := c.fresh()
-	if ok {
-		if cr, hit := c.creds[id]; hit {
-			c.mu.RUnlock()
-			return cr, nil
-		}
-		if _, miss := c.credMiss[id]; miss {
-			c.mu.RUnlock()
-			return store.Credential{}, store.ErrNotFound
-		}
-	}
-	c.mu.RUnlock()
-	cr, err := shared(ctx, c, "credential", gen, id, func(ctx context.Context) (store.Credential, error) { return c.st.Credential(ctx, id) })
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return store.Credential{}, err
-	}
-	c.mu.Lock()
-	if ok && c.gen == gen {
-		if err == nil {
-			c.creds[id] = cr
-		} else {
-			c.credMiss[id] = struct{}{}
-		}
-	}
-	c.mu.Unlock()
-	return cr, err
+	return cached(ctx, c, "credential", id, c.creds, c.credMiss, nil, func(ctx context.Context) (store.Credential, error) { return c.st.Credential(ctx, id) })
 }
 
 // Secret returns a box's sealed egress secret, or store.ErrNotFound.
 func (c *Cache) Secret(ctx context.Context, box, name string) (store.Secret, error) {
-	key := box + "/" + name
+	return cached(ctx, c, "secret", box+"/"+name, c.secrets, c.secMiss, nil, func(ctx context.Context) (store.Secret, error) { return c.st.Secret(ctx, box, name) })
+}
+
+// cached is how every read of the cache goes: from memory while it is
+// fresh (hits, or misses as store.ErrNotFound), else from load, once for
+// all callers through shared. What load found is kept in hits (keep, if
+// not nil, is called first, with c.mu held); store.ErrNotFound is kept in
+// misses, up to maxMissing of them, when misses is not nil, and returned
+// otherwise as any other error. Nothing is kept when a drop came while
+// load ran.
+func cached[V any](ctx context.Context, c *Cache, kind, key string, hits map[string]V, misses map[string]struct{}, keep func(V), load func(context.Context) (V, error)) (V, error) {
+	var zero V
 	c.mu.RLock()
 	ok, gen := c.fresh()
 	if ok {
-		if s, hit := c.secrets[key]; hit {
+		if v, hit := hits[key]; hit {
 			c.mu.RUnlock()
-			return s, nil
+			return v, nil
 		}
-		if _, miss := c.secMiss[key]; miss {
+		if _, miss := misses[key]; miss {
 			c.mu.RUnlock()
-			return store.Secret{}, store.ErrNotFound
+			return zero, store.ErrNotFound
 		}
 	}
 	c.mu.RUnlock()
-	s, err := shared(ctx, c, "secret", gen, key, func(ctx context.Context) (store.Secret, error) { return c.st.Secret(ctx, box, name) })
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return store.Secret{}, err
+	v, err := shared(ctx, c, kind, gen, key, load)
+	if err != nil && (misses == nil || !errors.Is(err, store.ErrNotFound)) {
+		return zero, err
 	}
 	c.mu.Lock()
 	if ok && c.gen == gen {
 		if err == nil {
-			c.secrets[key] = s
-		} else if len(c.secMiss) < maxMissing {
-			c.secMiss[key] = struct{}{}
+			if keep != nil {
+				keep(v)
+			}
+			hits[key] = v
+		} else if len(misses) < maxMissing {
+			misses[key] = struct{}{}
 		}
 	}
 	c.mu.Unlock()
-	return s, err
+	return v, err
 }
 
 // shared runs read, the store read behind a miss on key (of kind, at the

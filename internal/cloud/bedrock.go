@@ -57,11 +57,6 @@ func (cl *Client) bedrock(ctx context.Context, c *Credential, call Call, made fu
 		// CountTokens takes bare model ids, not inference profiles.
 		id = bare
 	}
-	betas := c.sentBetas(call, f.bodyBeta)
-	key := betaKey(c, id, betas)
-	if len(betas) > 0 && cl.takesNoBetas(key) {
-		betas = nil
-	}
 	creds, refusal, err := cl.awsCredentials(ctx, c, made)
 	if refusal != nil || err != nil {
 		return refusal, err
@@ -86,61 +81,47 @@ func (cl *Client) bedrock(ctx context.Context, c *Credential, call Call, made fu
 	}
 	u.Path = "/model/" + id + action
 	u.RawPath = "/model/" + url.PathEscape(id) + action
-	refused := false // the call is being made again without the betas the cloud refused
-	for {
+	resp, b, err := cl.send(c, id, c.sentBetas(call, f.bodyBeta), func(betas []string) (*http.Request, []byte, error) {
 		body, err := f.body(betas)
 		sentBody := body // the InvokeModel body, whose member names the box chose
 		if err == nil && count {
 			body, err = countTokensBody(body)
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
+		req, err := postJSON(ctx, u, body)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", accept)
 		sum := sha256.Sum256(body)
 		if err := v4.NewSigner().SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), bedrockService, c.Region, cl.now().UTC()); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		auth := req.Header.Get("Authorization")
 		made(auth)
 		if _, sig, ok := strings.Cut(auth, "Signature="); ok {
 			made(sig)
 		}
-		resp, err := cl.transport().RoundTrip(req)
-		if err != nil {
-			return nil, err
+		return req, sentBody, nil
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case resp.StatusCode != http.StatusOK:
+		if c.RoleARN != "" && resp.StatusCode == http.StatusForbidden && strings.HasPrefix(resp.Header.Get("X-Amzn-Errortype"), "ExpiredToken") {
+			// The role's session expired before its time (a clock
+			// apart): the next call assumes the role anew.
+			cl.forgetRoleSession(c)
 		}
-		if resp.StatusCode == http.StatusOK && refused {
-			// Answered without the betas: the model refuses them.
-			cl.rememberNoBetas(key, c.Kind)
-		}
-		if resp.StatusCode != http.StatusOK {
-			b := readError(resp)
-			if !refused && betaRefused(resp.StatusCode, b, betas, sentBody) {
-				// Once only: the call made again sends no betas.
-				betas, refused = nil, true
-				continue
-			}
-			if c.RoleARN != "" && resp.StatusCode == http.StatusForbidden && strings.HasPrefix(resp.Header.Get("X-Amzn-Errortype"), "ExpiredToken") {
-				// The role's session expired before its time (a clock
-				// apart): the next call assumes the role anew.
-				cl.forgetRoleSession(c)
-			}
-			return bedrockError(resp.StatusCode, resp.Header, b), nil
-		}
-		if stream {
-			return answer(http.StatusOK, "text/event-stream; charset=utf-8", newEventReader(resp.Body)), nil
-		}
-		if count {
-			return countTokensAnswer(resp), nil
-		}
-		return answer(http.StatusOK, "application/json", resp.Body), nil
+		return bedrockError(resp.StatusCode, resp.Header, b), nil
+	case stream:
+		return answer(http.StatusOK, "text/event-stream; charset=utf-8", newEventReader(resp.Body)), nil
+	case count:
+		return countTokensAnswer(resp), nil
 	}
+	return answer(http.StatusOK, "application/json", resp.Body), nil
 }
 
 // countTokensBody is CountTokens' body for the InvokeModel body b: b in

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -210,4 +211,51 @@ func (cl *Client) httpClient() *http.Client {
 // withClient returns ctx carrying the Client's http.Client for oauth2.
 func (cl *Client) withClient(ctx context.Context) context.Context {
 	return context.WithValue(ctx, oauth2.HTTPClient, cl.httpClient())
+}
+
+// send makes the call to model that build makes for betas (build
+// returns the request and the body that names the betas, for
+// betaRefused), without them when the model refused them before. A model
+// that refuses the betas gets the call once more without any, and none
+// from then on. An answer other than 200 comes back with its body read
+// into errBody.
+func (cl *Client) send(c *Credential, model string, betas []string, build func(betas []string) (*http.Request, []byte, error)) (resp *http.Response, errBody []byte, err error) {
+	key := betaKey(c, model, betas)
+	if len(betas) > 0 && cl.takesNoBetas(key) {
+		betas = nil
+	}
+	refused := false // the call is being made again without the betas the cloud refused
+	for {
+		req, sent, err := build(betas)
+		if err != nil {
+			return nil, nil, err
+		}
+		resp, err := cl.transport().RoundTrip(req)
+		if err != nil {
+			return nil, nil, err
+		}
+		if resp.StatusCode == http.StatusOK {
+			if refused {
+				// Answered without the betas: the model refuses them.
+				cl.rememberNoBetas(key, c.Kind)
+			}
+			return resp, nil, nil
+		}
+		b := readError(resp)
+		if !refused && betaRefused(resp.StatusCode, b, betas, sent) {
+			// Once only: the call made again sends no betas.
+			betas, refused = nil, true
+			continue
+		}
+		return resp, b, nil
+	}
+}
+
+// postJSON is a POST of the JSON body to u.
+func postJSON(ctx context.Context, u *url.URL, body []byte) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
+	if err == nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return req, err
 }

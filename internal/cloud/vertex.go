@@ -1,7 +1,6 @@
 package cloud
 
 import (
-	"bytes"
 	"context"
 	"crypto/rsa"
 	"crypto/x509"
@@ -82,11 +81,6 @@ func (cl *Client) vertex(ctx context.Context, c *Credential, call Call, made fun
 		method = ":streamRawPredict"
 	}
 	stream := f.stream && !count
-	betas := c.sentBetas(call, f.bodyBeta)
-	key := betaKey(c, id, betas)
-	if len(betas) > 0 && cl.takesNoBetas(key) {
-		betas = nil
-	}
 	base := c.Endpoint
 	if base == "" {
 		base = VertexEndpoint(c.Region)
@@ -123,44 +117,30 @@ func (cl *Client) vertex(ctx context.Context, c *Credential, call Call, made fun
 	}
 	made(tok.AccessToken)
 
-	refused := false // the call is being made again without the betas the cloud refused
-	for {
+	resp, b, err := cl.send(c, id, c.sentBetas(call, f.bodyBeta), func(betas []string) (*http.Request, []byte, error) {
 		body, err := f.body(nil)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		sentBody := body
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
+		req, err := postJSON(ctx, u, body)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
 		if len(betas) > 0 {
 			req.Header.Set("Anthropic-Beta", strings.Join(betas, ","))
 		}
-		resp, err := cl.transport().RoundTrip(req)
-		if err != nil {
-			return nil, err
-		}
-		if resp.StatusCode == http.StatusOK && refused {
-			// Answered without the betas: the model refuses them.
-			cl.rememberNoBetas(key, c.Kind)
-		}
-		if resp.StatusCode != http.StatusOK {
-			b := readError(resp)
-			if !refused && betaRefused(resp.StatusCode, b, betas, sentBody) {
-				// Once only: the call made again sends no betas.
-				betas, refused = nil, true
-				continue
-			}
-			return vertexError(resp.StatusCode, b), nil
-		}
-		if stream {
-			return answer(http.StatusOK, "text/event-stream; charset=utf-8", resp.Body), nil
-		}
-		return answer(http.StatusOK, "application/json", resp.Body), nil
+		return req, body, nil
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case resp.StatusCode != http.StatusOK:
+		return vertexError(resp.StatusCode, b), nil
+	case stream:
+		return answer(http.StatusOK, "text/event-stream; charset=utf-8", resp.Body), nil
 	}
+	return answer(http.StatusOK, "application/json", resp.Body), nil
 }
 
 // vertexError turns Vertex AI's error answer into the Anthropic shape. An

@@ -112,13 +112,6 @@ func New(cfg Config) *Capability {
 	}
 }
 
-func trimSlash(p string) string {
-	for len(p) > 0 && p[len(p)-1] == '/' {
-		p = p[:len(p)-1]
-	}
-	return p
-}
-
 // Name is "inference".
 func (c *Capability) Name() string { return protocol.Inference }
 

@@ -3,6 +3,7 @@ package decide
 import (
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 
 	"github.com/intentius/boxbroker/internal/capability"
@@ -70,7 +71,7 @@ func (p *paying) answered(entry string, status int, h http.Header) {
 // messagesURL is the Messages URL under base.
 func messagesURL(base *url.URL) string {
 	u := *base
-	u.Path = trimSlash(u.Path) + "/v1/messages"
+	u.Path = strings.TrimRight(u.Path, "/") + "/v1/messages"
 	u.RawPath, u.RawQuery, u.Fragment, u.User = "", "", "", nil
 	return u.String()
 }

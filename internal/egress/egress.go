@@ -689,21 +689,10 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 		resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified {
 		return nil
 	}
-	r := f.set.Redactor(seen.Body(resp.Body))
-	if proxy.IsEventStream(resp.Header) {
-		r.PassEvents() // each event as it ends, not when the next comes
-	}
-	r.OnEnd(func(replaced int) {
-		f.set.RedactHeader(resp.Trailer)
-		if replaced > 0 {
-			c.log.Warn("egress: the host repeated the secret's value in an answer body; the box's token is in its place",
-				"secret", f.name, "times", replaced)
-		}
+	f.set.RedactAnswer(resp, seen.Body(resp.Body), func(replaced int) {
+		c.log.Warn("egress: the host repeated the secret's value in an answer body; the box's token is in its place",
+			"secret", f.name, "times", replaced)
 	})
-	resp.Body = r
-	// The body's length changes wherever the value is replaced: stream it.
-	resp.Header.Del("Content-Length")
-	resp.ContentLength = -1
 	return nil
 }
 

@@ -157,14 +157,7 @@ func keep(ks []held, v string, until time.Time, n int, now time.Time) ([]held, b
 
 // live is ks without what is past its end.
 func live(ks []held, now time.Time) []held {
-	out := ks[:0]
-	for _, k := range ks {
-		if now.Before(k.until) {
-			out = append(out, k)
-		}
-	}
-	clear(ks[len(out):])
-	return out
+	return slices.DeleteFunc(ks, func(k held) bool { return !now.Before(k.until) })
 }
 
 // sentValue records that value, box's secret name's plain value, was

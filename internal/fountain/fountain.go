@@ -343,21 +343,9 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 	if resp.Request.Method == http.MethodHead || resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified {
 		return nil
 	}
-	r := proxy.NewFormRedactor(seen.Body(resp.Body), forms)
-	if proxy.IsEventStream(resp.Header) {
-		r.PassEvents() // each event as it ends, not when the next comes
-	}
-	log := c.cfg.Logger
-	r.OnEnd(func(replaced int) {
-		proxy.RedactHeader(resp.Trailer, forms)
-		if replaced > 0 {
-			log.Warn("fountain: replaced the key Fountain repeated in an answer body", "box", cl.box, "times", replaced)
-		}
+	proxy.NewFormSet(forms).RedactAnswer(resp, seen.Body(resp.Body), func(replaced int) {
+		c.cfg.Logger.Warn("fountain: replaced the key Fountain repeated in an answer body", "box", cl.box, "times", replaced)
 	})
-	resp.Body = r
-	// The body's length changes wherever the key is replaced: stream it.
-	resp.Header.Del("Content-Length")
-	resp.ContentLength = -1
 	return nil
 }
 

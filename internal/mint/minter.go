@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -393,14 +394,7 @@ func (m *Minter) Kept(ref Ref) (tokens, sent []string) {
 
 // keptLocked is ref's kept values, those past their life dropped.
 func (m *Minter) keptLocked(ref Ref, now time.Time) []made {
-	ks := m.kept[ref.key()]
-	live := ks[:0]
-	for _, k := range ks {
-		if now.Before(k.until) {
-			live = append(live, k)
-		}
-	}
-	clear(ks[len(live):])
+	live := slices.DeleteFunc(m.kept[ref.key()], func(k made) bool { return !now.Before(k.until) })
 	if len(live) == 0 {
 		delete(m.kept, ref.key())
 		return nil

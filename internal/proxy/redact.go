@@ -463,6 +463,28 @@ func (s *FormSet) nextOwn(sc *scratch, data []byte, i, cut int) int {
 	return best
 }
 
+// RedactAnswer puts a Redactor of s, reading body (resp.Body or a
+// wrapper of it), in place of resp's body: an event stream's whole
+// events pass at once, and when the body ends resp's trailer is redacted
+// and replaced is told how many forms the body held, if any. The
+// answer's length changes wherever a form is replaced, so it is
+// streamed.
+func (s *FormSet) RedactAnswer(resp *http.Response, body io.ReadCloser, replaced func(n int)) {
+	r := s.Redactor(body)
+	if IsEventStream(resp.Header) {
+		r.PassEvents() // each event as it ends, not when the next comes
+	}
+	r.OnEnd(func(n int) {
+		s.RedactHeader(resp.Trailer)
+		if n > 0 {
+			replaced(n)
+		}
+	})
+	resp.Body = r
+	resp.Header.Del("Content-Length")
+	resp.ContentLength = -1
+}
+
 // PassEvents makes the Redactor pass on every whole event of a
 // text/event-stream at once: what it has read up to the end of the last
 // blank line it has read is not held back, and only what follows that is
@@ -930,25 +952,7 @@ func RedactHeader(h http.Header, forms []Form) int {
 // of h, and deletes every header whose name holds one. It returns how
 // many headers it changed.
 func (s *FormSet) RedactHeader(h http.Header) int {
-	n := 0
-	for k, vs := range h {
-		if _, m := s.RedactString(k); m > 0 {
-			delete(h, k)
-			n++
-			continue
-		}
-		changed := false
-		for i, v := range vs {
-			if out, m := s.RedactString(v); m > 0 {
-				vs[i] = out
-				changed = true
-			}
-		}
-		if changed {
-			n++
-		}
-	}
-	return n
+	return rewriteHeader(h, s.RedactString)
 }
 
 // Close closes the source.
@@ -961,17 +965,30 @@ func ReplaceValue(h http.Header, old, new string) int {
 	if old == "" {
 		return 0
 	}
+	return rewriteHeader(h, func(v string) (string, int) {
+		if !strings.Contains(v, old) {
+			return v, 0
+		}
+		return strings.ReplaceAll(v, old, new), 1
+	})
+}
+
+// rewriteHeader puts replace(v) in place of every value v of h that
+// replace changes (reports a count above zero for), and deletes every
+// header whose name it would change. It returns how many headers it
+// changed.
+func rewriteHeader(h http.Header, replace func(string) (string, int)) int {
 	n := 0
 	for k, vs := range h {
-		if strings.Contains(k, old) {
+		if _, m := replace(k); m > 0 {
 			delete(h, k)
 			n++
 			continue
 		}
 		changed := false
 		for i, v := range vs {
-			if strings.Contains(v, old) {
-				vs[i] = strings.ReplaceAll(v, old, new)
+			if out, m := replace(v); m > 0 {
+				vs[i] = out
 				changed = true
 			}
 		}

@@ -308,26 +308,7 @@ func scrubFrom(b []byte, from int) (n, last int) {
 // ScrubHeader replaces every token written in h's values, and deletes
 // every header whose name holds one. It returns how many headers it
 // changed.
-func ScrubHeader(h http.Header) int {
-	changed := 0
-	for k, vs := range h {
-		if _, n := ScrubTokens(k); n > 0 {
-			delete(h, k)
-			changed++
-			continue
-		}
-		was := changed
-		for i, v := range vs {
-			if v2, n := ScrubTokens(v); n > 0 {
-				vs[i] = v2
-				if changed == was {
-					changed++
-				}
-			}
-		}
-	}
-	return changed
-}
+func ScrubHeader(h http.Header) int { return rewriteHeader(h, ScrubTokens) }
 
 // scrubChunk is how much a TokenScrubber reads from its source at a time.
 const scrubChunk = 32 << 10

@@ -619,22 +619,14 @@ func (p *Prices) Removed() []string {
 	return ids
 }
 
-// fileRates and filePrice are a price's form in a price file, with every
-// rate written out.
-type fileRates struct {
-	Input        float64 `json:"input"`
-	Output       float64 `json:"output"`
-	CacheWrite   float64 `json:"cache_write"`
-	CacheWrite1h float64 `json:"cache_write_1h"`
-	CacheRead    float64 `json:"cache_read"`
-}
-
+// filePrice is Price's form in a price file, with every rate written
+// out (Price leaves out what is zero). Its fields are Price's.
 type filePrice struct {
-	fileRates
-	LongContext      *fileRates `json:"long_context,omitempty"`
-	LongContextAbove int64      `json:"long_context_above,omitempty"`
-	WebSearch        float64    `json:"web_search"`
-	Context          int64      `json:"context"`
+	Rates
+	LongContext      *Rates  `json:"long_context,omitempty"`
+	LongContextAbove int64   `json:"long_context_above,omitempty"`
+	WebSearch        float64 `json:"web_search"`
+	Context          int64   `json:"context"`
 }
 
 // File is the whole table as a price file (see LoadPrices), one model a
@@ -671,13 +663,7 @@ func (p *Prices) File() ([]byte, error) {
 		}
 	}
 	for _, id := range p.Models() {
-		pr := p.byModel[id]
-		fp := filePrice{fileRates: fileRates(pr.Rates), LongContextAbove: pr.LongContextAbove, WebSearch: pr.WebSearch, Context: pr.Context}
-		if pr.LongContext != nil {
-			lr := fileRates(*pr.LongContext)
-			fp.LongContext = &lr
-		}
-		if err := line(id, fp); err != nil {
+		if err := line(id, filePrice(p.byModel[id])); err != nil {
 			return nil, err
 		}
 	}
