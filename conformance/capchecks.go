@@ -1,0 +1,215 @@
+package conformance
+
+import (
+	"encoding/json"
+	"maps"
+	"net/http"
+	"slices"
+)
+
+// decideModel is the model the decide checks ask for.
+const decideModel = "claude-conformance-decide"
+
+// decideQuestions are the questions decide-answers asks, one of each type.
+var decideQuestions = map[string]string{"queue": "choice", "urgent": "noul", "quality": "score"}
+
+// decideBody is a decide request asking a choice, a noul and a score.
+func decideBody() []byte {
+	return mustJSON(map[string]any{
+		"model": decideModel,
+		"state": map[string]any{"ticket": "The checkout button hides on phones, and customers cannot pay."},
+		"questions": map[string]any{
+			"queue":   map[string]any{"type": "choice", "instructions": "Which queue takes this ticket?", "criteria": map[string]any{"billing": "money and invoices", "support": "anything else"}},
+			"urgent":  map[string]any{"type": "noul", "instructions": "How urgent is this ticket?", "criteria": map[string]any{"urgent": "customers cannot pay"}},
+			"quality": map[string]any{"type": "score", "instructions": "How clear is the report?", "criteria": map[string]any{"1": "unclear", "5": "clear"}},
+		},
+	})
+}
+
+// decideCall is a decide request with body and token as the bearer.
+func (c *checkRun) decideCall(token string, body []byte) *reply {
+	return c.do(request{method: http.MethodPost, path: "/decide/v1/systemone", header: jsonHeader(bearer(token)), body: body})
+}
+
+func decideAnswers(c *checkRun) {
+	c.report(entry{"inference", []string{"decide"}})
+	r := c.decideCall(c.s.tokenA, decideBody())
+	asked := 0
+	for _, e := range c.onlyTo(upstreamAnthropic) {
+		c.tokenFree(e)
+		cred := c.s.env.Anthropic.Credential
+		if e.Method == http.MethodPost && e.Path == "/v1/messages" &&
+			(e.Header.Get("X-Api-Key") == cred || e.Header.Get("Authorization") == "Bearer "+cred) {
+			asked++
+		}
+	}
+	if asked == 0 {
+		c.fail("the Anthropic stand-in received no Messages request on the credential: the broker answered without asking the model")
+	}
+	if !c.status(r, http.StatusOK) {
+		return
+	}
+	if p := c.s.validator.validate("decideResponse", r.Body); p != "" {
+		c.fail("the answer %s (%s)", p, brief(r.Body))
+		return
+	}
+	var resp struct {
+		Model   string `json:"model"`
+		Answers map[string]struct {
+			Type string `json:"type"`
+		} `json:"answers"`
+	}
+	_ = json.Unmarshal(r.Body, &resp)
+	if resp.Model != decideModel {
+		c.fail("the answer names the model %q, want %q, the one asked", resp.Model, decideModel)
+	}
+	for _, name := range slices.Sorted(maps.Keys(decideQuestions)) {
+		typ := decideQuestions[name]
+		a, ok := resp.Answers[name]
+		switch {
+		case !ok:
+			c.fail("no answer to the %s question %q", typ, name)
+		case a.Type != typ && a.Type != "unsupported":
+			c.fail("the answer to the %s question %q is of type %q, want %q or unsupported", typ, name, a.Type, typ)
+		}
+	}
+	for name := range resp.Answers {
+		if _, ok := decideQuestions[name]; !ok {
+			c.fail("an answer to %q, which was not asked", name)
+		}
+	}
+}
+
+func decideRefused(c *checkRun) {
+	c.report(entry{"inference", []string{"agent"}})
+	c.refused(c.decideCall(c.s.tokenA, decideBody()), forbidden, "inference", "decide")
+	c.nothingUpstream()
+}
+
+func decideInvalid(c *checkRun) {
+	c.report(entry{"inference", []string{"decide"}})
+	for _, body := range []string{
+		`{"model":"` + decideModel + `","state":{},"questions":{}}`,
+		`{"model":"` + decideModel + `","state":{}}`,
+	} {
+		c.status(c.decideCall(c.s.tokenA, []byte(body)), http.StatusUnprocessableEntity)
+	}
+	c.nothingUpstream()
+}
+
+func decideUnknownToken(c *checkRun) {
+	c.report(entry{"inference", []string{"decide"}})
+	c.status(c.decideCall("conformance-unknown-"+randomHex(16), decideBody()), authRefusal...)
+	c.nothingUpstream()
+}
+
+// --- egress ---
+
+func egressForwards(c *checkRun) {
+	c.report(entry{"egress", []string{SecretName}})
+	secret := c.s.env.Secrets[0]
+	r := c.do(request{method: http.MethodGet, path: "/egress/" + SecretName + "/some/path?x=1", header: bearer(c.s.tokenA)})
+	got := c.onlyTo(upstreamEcho)
+	if len(got) == 0 {
+		c.fail("the secret's host received nothing")
+	}
+	for _, e := range got {
+		c.tokenFree(e)
+		if e.Path != "/some/path" || e.RawQuery != "x=1" {
+			c.fail("the secret's host received %s?%s, want /some/path?x=1", e.Path, e.RawQuery)
+		}
+		if a := e.Header.Get("Authorization"); a != "Bearer "+secret.Value {
+			c.fail("the secret's host received Authorization %q, want the secret's value in place of the token", redact(a))
+		}
+	}
+	if !c.status(r, http.StatusOK) {
+		return
+	}
+	if a := r.Header.Get("X-Echo-Authorization"); a != "Bearer "+c.s.tokenA {
+		c.fail("the answer's X-Echo-Authorization is %q, want the value swapped back for the token", redact(a))
+	}
+}
+
+func egressRefused(c *checkRun) {
+	c.report(entry{"egress", []string{SecretName + "_OTHER"}})
+	c.refused(c.do(request{method: http.MethodGet, path: "/egress/" + SecretName + "/some/path", header: bearer(c.s.tokenA)}), forbidden, "egress", SecretName)
+	c.nothingUpstream()
+}
+
+func egressUnheld(c *checkRun) {
+	const unheld = SecretName + "_UNHELD"
+	c.report(entry{"egress", []string{unheld}})
+	c.status(c.do(request{method: http.MethodGet, path: "/egress/" + unheld + "/some/path", header: bearer(c.s.tokenA)}), http.StatusForbidden)
+	c.nothingUpstream()
+}
+
+func egressBadName(c *checkRun) {
+	c.report(entry{"egress", []string{SecretName}})
+	c.status(c.do(request{method: http.MethodGet, path: "/egress/not-a-name/some/path", header: bearer(c.s.tokenA)}), http.StatusNotFound)
+	c.nothingUpstream()
+}
+
+// --- feedback ---
+
+// feedbackCall posts body to /api/feedback as conformance-a.
+func (c *checkRun) feedbackCall(body string) *reply {
+	return c.do(request{method: http.MethodPost, path: "/api/feedback", header: jsonHeader(bearer(c.s.tokenA)), body: []byte(body)})
+}
+
+func feedbackTaken(c *checkRun) {
+	c.report(entry{"feedback", []string{"agent"}})
+	r := c.feedbackCall(`{"entries":[{"note":"The conformance suite was here."}]}`)
+	if r == nil {
+		return
+	}
+	switch {
+	case r.Status >= 200 && r.Status < 300, r.Status == http.StatusNotImplemented:
+	case r.Status == http.StatusForbidden:
+		if msg := message(r.Body); isDeclarationRefusal(msg) {
+			c.fail("a batch of entries with agent declared is refused by the declaration: %q", msg)
+		}
+	default:
+		c.fail("a batch of entries with agent declared is %d, want 2xx, 501, or a 403 of the broker's own policy (%s)", r.Status, brief(r.Body))
+	}
+}
+
+func feedbackRefused(c *checkRun) {
+	c.report(entry{"feedback", []string{"agent"}})
+	c.refused(c.feedbackCall(`{"counts":{"conformance":1}}`), forbidden, "feedback", "passive")
+	c.nothingUpstream()
+}
+
+func feedbackEmpty(c *checkRun) {
+	c.report(entry{"feedback", []string{"agent", "passive"}})
+	c.status(c.feedbackCall(`{}`), http.StatusBadRequest)
+	c.nothingUpstream()
+}
+
+// --- fountain ---
+
+func fountainForwards(c *checkRun) {
+	c.report(entry{"fountain", []string{"conversations"}})
+	r := c.do(request{method: http.MethodGet, path: "/fountain/api/conversations", header: bearer(c.s.tokenA)})
+	got := c.onlyTo(upstreamFountain)
+	if len(got) == 0 {
+		c.fail("the Fountain stand-in received nothing")
+	}
+	for _, e := range got {
+		c.tokenFree(e)
+		if e.Path != "/api/conversations" {
+			c.fail("the Fountain stand-in received %s %s, want GET /api/conversations", e.Method, e.Path)
+		}
+		if a := e.Header.Get("Authorization"); a != "Bearer "+c.s.env.Fountain.Credential {
+			c.fail("the Fountain stand-in received Authorization %q, want the operator's key as the bearer", redact(a))
+		}
+	}
+	if r != nil && (r.Status < 200 || r.Status >= 300) {
+		c.fail("%s is %d, want Fountain's 2xx (%s)", r.what, r.Status, brief(r.Body))
+	}
+}
+
+func fountainRefused(c *checkRun) {
+	c.report(entry{"fountain", []string{"agent", "conversations"}})
+	c.refused(c.do(request{method: http.MethodGet, path: "/fountain/api/sandboxes", header: bearer(c.s.tokenA)}), forbidden, "fountain", "sandboxes")
+	c.nothingUpstream()
+}

@@ -1,0 +1,233 @@
+package egress
+
+import (
+	"compress/gzip"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/proxy"
+)
+
+// signedBody reads r's body for a signing kind: whole when its length is
+// declared and at most maxReadBody, refused when it holds the box's
+// token (there is no value to put in its place); otherwise streamed with
+// every token marked and sent unsigned where the secret allows, or
+// refused.
+func signedBody(r *http.Request, f *flight) error {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil
+	}
+	if readable(r) {
+		b, err := readBody(r)
+		if err != nil {
+			return capability.UnreadableBody(err)
+		}
+		if holds(string(b), f.token) {
+			return capability.Refuse(capability.ReasonInvalid,
+				"The request body holds the box's token; %s's requests are signed by the broker, which has no value to put in its place, so it was not sent.", f.name)
+		}
+		proxy.ScrubTokensInPlace(b) // the body read again is b: it is signed as sent
+		f.body = b
+		return nil
+	}
+	if !f.signer.Unsigned() {
+		return capability.Refuse(capability.ReasonTooLarge,
+			"%s's requests are signed over their body, which the broker reads whole: send a body of at most %d bytes with its length declared.", f.name, maxReadBody)
+	}
+	f.unsigned = true
+	return swapBody(r, f.token, "", nil)
+}
+
+// dropped are request headers that never go to a secret's host: the
+// box's cookies and proxy credentials, the grant, forwarding headers,
+// and ranges (an answer is always whole, so the value cannot be fetched
+// in pieces shorter than itself). The box's Accept-Encoding is replaced
+// by the broker's own, which names only what it can read.
+var dropped = []string{"Cookie", "Proxy-Authorization", protocol.HeaderGrant, "Forwarded", "X-Forwarded-For",
+	"X-Forwarded-Host", "X-Forwarded-Proto", "Via", "Range", "If-Range", "Accept-Encoding"}
+
+// acceptEncoding is what the broker asks a secret's host for: gzip, which
+// it decodes to search the body, or the body as it is.
+const acceptEncoding = "gzip"
+
+func (c *Capability) rewrite(pr *httputil.ProxyRequest) {
+	f := flightOf(pr.In.Context())
+	h := pr.Out.Header
+	for _, k := range dropped {
+		h.Del(k)
+	}
+	h.Set("Accept-Encoding", acceptEncoding)
+	u := *f.target
+	pr.Out.URL = &u
+	pr.Out.Host = u.Host
+	if f.signer == nil {
+		f.setForms(swapHeaders(h, f.token, f.value))
+		if !othersGo(f.value) {
+			proxy.ScrubHeader(h)
+		}
+		return
+	}
+	dropToken(h, f.token)
+	proxy.ScrubHeader(h)
+	for _, k := range f.signer.Drop() {
+		h.Del(k)
+	}
+	now := c.now()
+	f.made, f.signErr = f.signer.Sign(pr.Out.Context(), pr.Out, f.body, f.unsigned, now)
+	if f.signErr == nil {
+		life := f.signer.Life()
+		if life <= 0 {
+			life = keptSigned
+		}
+		c.written.signed(f.host, f.box, f.name, f.made, now.Add(life), now)
+	}
+	f.setForms(nil)
+}
+
+func (c *Capability) now() time.Time {
+	if c.cfg.Now != nil {
+		return c.cfg.Now()
+	}
+	return time.Now()
+}
+
+// decoding returns how an answer with the given Content-Encoding header
+// values is read: as it is (""), or gunzipped ("gzip"). It returns a
+// *proxy.EncodingError for an encoding the broker cannot read, for
+// stacked encodings, and for more than one Content-Encoding header: the
+// header is judged as a whole, never by its first value alone.
+func decoding(values []string) (string, error) {
+	c, err := proxy.Decoding(values, "gzip", "x-gzip")
+	if c == "x-gzip" {
+		c = "gzip"
+	}
+	return c, err
+}
+
+// errUpgraded is a 101 answer, which egress does not carry.
+var errUpgraded = errors.New("egress: the host switched protocols")
+
+// redactHeader puts the box's own forms in place of the value's in h, and
+// points links at the secret's host back at the broker. It returns how
+// many headers held the value.
+func (f *flight) redactHeader(h http.Header) int {
+	n := f.set.RedactHeader(h)
+	f.localLinks(h)
+	return n
+}
+
+// informational puts the box's token in place of the value in a 1xx
+// answer's headers (103 Early Hints, say), and rewrites its links, as in
+// the final answer's.
+func (c *Capability) informational(r *http.Request, h http.Header) {
+	f := flightOf(r.Context())
+	if n := f.redactHeader(h); n > 0 {
+		c.log.Warn("egress: the host repeated the secret's value in an informational answer's headers; the box's token is in its place",
+			"secret", f.name, "headers", n)
+	}
+}
+
+func (c *Capability) modifyResponse(resp *http.Response) error {
+	f := flightOf(resp.Request.Context())
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		return errUpgraded
+	}
+	if f.ref != nil && resp.StatusCode == http.StatusUnauthorized {
+		// The minted token may have been revoked: the next call mints anew.
+		c.minter.Forget(*f.ref, f.value)
+	}
+	seen := c.watchToken(resp, f) // before the swap-back puts the token in the value's place
+	if n := f.redactHeader(resp.Header); n > 0 {
+		c.log.Warn("egress: the host repeated the secret's value in answer headers; the box's token is in its place",
+			"secret", f.name, "headers", n)
+	}
+	// Judged after redaction: the refusal repeats the header.
+	dec, err := decoding(resp.Header.Values("Content-Encoding"))
+	if err != nil {
+		return err
+	}
+	f.set.RedactHeader(resp.Trailer)
+	resp.Header.Del("Content-Encoding") // identity, or decoded below
+	if dec == "gzip" {
+		resp.Body = &gunzip{src: resp.Body}
+		resp.Header.Del("Content-Length")
+		resp.ContentLength = -1
+	}
+	if resp.Request.Method == http.MethodHead || resp.StatusCode < 200 ||
+		resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified {
+		return nil
+	}
+	f.set.RedactAnswer(resp, seen.Body(resp.Body), func(replaced int) {
+		c.log.Warn("egress: the host repeated the secret's value in an answer body; the box's token is in its place",
+			"secret", f.name, "times", replaced)
+	})
+	return nil
+}
+
+// gunzip decodes a gzip body lazily, so an empty or HEAD answer is not read.
+type gunzip struct {
+	src io.ReadCloser
+	zr  *gzip.Reader
+}
+
+func (g *gunzip) Read(p []byte) (int, error) {
+	if g.zr == nil {
+		zr, err := gzip.NewReader(g.src)
+		if err != nil {
+			return 0, err
+		}
+		g.zr = zr
+	}
+	return g.zr.Read(p)
+}
+
+func (g *gunzip) Close() error { return g.src.Close() }
+
+func (c *Capability) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
+	f := flightOf(r.Context())
+	what := "host of the secret " + f.name
+	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+		c.log.Debug("egress: box gone", "secret", f.name)
+		return
+	}
+	var (
+		mbe *http.MaxBytesError
+		ee  *proxy.EncodingError
+	)
+	var ce *capability.Error
+	switch {
+	case errors.As(err, &mbe):
+		ce = capability.TooLarge(mbe.Limit)
+	case errors.Is(err, errTokenLeft):
+		ce = capability.Refuse(capability.ReasonInvalid, "The request carries the box's token in a form the broker does not swap (it swaps header values, Basic credentials and the query); it was not sent.")
+	case errors.As(err, &ee):
+		ce = capability.Refuse(capability.ReasonUpstream, "The %s answered %s, which the broker cannot read to keep the value out, so the answer was withheld.", what, ee.Why)
+	case errors.Is(err, errUpgraded):
+		ce = capability.Refuse(capability.ReasonUpstream, "The %s switched protocols, which egress does not carry.", what)
+	case f.signErr != nil && errors.Is(err, f.signErr):
+		ce = capability.Refuse(capability.ReasonInternal, "The broker could not sign %s's request.", f.name).At(http.StatusBadGateway)
+	case errors.Is(err, errElsewhere):
+		ce = capability.Refuse(capability.ReasonHost, "The broker sends %s's requests only to its host, and this one was not.", f.name).At(http.StatusBadGateway)
+	default:
+		ce = proxy.Classify(err, what)
+	}
+	// An error's text can hold the URL, and so the value in its query.
+	text := err.Error()
+	for _, v := range append([]string{f.value, url.QueryEscape(f.value)}, append(f.hidden, f.made...)...) {
+		if v != "" {
+			text = strings.ReplaceAll(text, v, "[value]")
+		}
+	}
+	text = strings.ReplaceAll(text, f.token, "[token]")
+	c.log.Warn("egress: request failed", "secret", f.name, "host", f.target.Host, "status", ce.Status, "err", text)
+	proxy.TraceFrom(r.Context()).Refuse(ce.Reason)
+	ce.Write(w)
+}

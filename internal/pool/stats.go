@@ -1,0 +1,180 @@
+package pool
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/cloud"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/proxy"
+	"github.com/intentius/boxbroker/internal/secrets"
+)
+
+// NeedsBody reports whether an answer of status is judged by its body:
+// a 5xx other than 529, which is a refusal only when its error is an
+// overloaded_error.
+func NeedsBody(status int) bool {
+	return status >= 500 && status <= 599 && status != 529
+}
+
+// answered notes what entry name answered box's call on route of model
+// ("" when not known), and reports whether it was a refusal another
+// entry may not give.
+func (p *Pool) answered(name, box, route, model string, status int, hd http.Header, body []byte) bool {
+	now := p.cfg.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	h := p.healthLocked(name)
+	switch {
+	case status == http.StatusTooManyRequests:
+		h.r429++
+		kind, reset := limitKind(hd)
+		p.coolLocked(h, name, box, Limit(route, kind), limit{route: route}, hd, reset, now)
+		return true
+	case status == 529 || (NeedsBody(status) && overloaded(body)):
+		// The box chose the model: the overload cools it alone until
+		// another box's overlaps (see coolLocked).
+		h.r529++
+		model = overloadModelLocked(h, model, now)
+		p.coolLocked(h, name, box, overloadKey(model), limit{over: true, model: model}, hd, time.Time{}, now)
+		return true
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		// Counted, and made again on the next entry, but the entry is
+		// not failed here: a request can draw a 401 or 403 whatever
+		// the key (a model, a beta, an organisation's setting), and a
+		// box must not be able to fail the operator's entries one call
+		// at a time. After a 401 the Choice probes the credential
+		// (check), which no box can shape.
+		h.failures++
+		return true
+	case status >= 200 && status < 300:
+		// Served: the entry is not overloaded for the model, and its
+		// limits for the route have room, whatever they said before.
+		for k, l := range h.limits {
+			if l.applies(route, model) {
+				delete(h.limits, k)
+			}
+		}
+	}
+	return false
+}
+
+// overloaded reports whether body is an Anthropic error of type
+// overloaded_error.
+func overloaded(body []byte) bool {
+	var e struct {
+		Error struct {
+			Type string `json:"type"`
+		} `json:"error"`
+	}
+	return json.Unmarshal(body, &e) == nil && e.Error.Type == protocol.TypeOverloaded
+}
+
+// retryAfter reads an answer's retry-after: seconds, or an HTTP date.
+func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
+	v := h.Get("Retry-After")
+	if v == "" {
+		return 0, false
+	}
+	if n, err := strconv.ParseFloat(v, 64); err == nil && n >= 0 && n < 1e6 {
+		return time.Duration(n * float64(time.Second)), true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return 0, false
+}
+
+// State is an entry's state on this replica.
+const (
+	StateHealthy = "healthy"
+	StateCooling = "cooling"
+	StateFailed  = "failed"
+)
+
+// Stat is what this replica knows of one entry: its state and counts
+// since the process began.
+type Stat struct {
+	Name      string
+	Weight    int
+	URL       string
+	Kind      string // "API key" or "setup token"; "" when it cannot be opened
+	UpdatedAt time.Time
+	State     string
+	Until     time.Time // when cooling or failed ends; zero when healthy
+	// Cooling names what cools for every box while State is cooling: a
+	// limit (Limit), or an overload ("overloaded/MODEL", "overloaded"
+	// for calls whose model was not known).
+	Cooling   []string
+	Requests  int64
+	R429      int64
+	R529      int64
+	Failovers int64
+	Failures  int64
+}
+
+// Stats returns every entry with this replica's state and counts, and
+// its Kind.
+func (p *Pool) Stats(ctx context.Context) ([]Stat, error) { return p.stats(ctx, true) }
+
+// Health is Stats without Kind, which opens no sealed value: for a
+// metrics scrape.
+func (p *Pool) Health(ctx context.Context) ([]Stat, error) { return p.stats(ctx, false) }
+
+func (p *Pool) stats(ctx context.Context, kinds bool) ([]Stat, error) {
+	es, err := p.Entries(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := p.cfg.Now()
+	out := make([]Stat, 0, len(es))
+	for _, e := range es {
+		s := Stat{Name: e.Name, Weight: e.Weight, URL: e.URL, UpdatedAt: e.UpdatedAt, State: StateHealthy}
+		if kinds {
+			if v, err := p.cfg.Keyring.Open(e.Sealed, AD(e.Name)); err == nil {
+				s.Kind = Kind(v)
+				secrets.Zero(v)
+			}
+		}
+		p.mu.Lock()
+		if h := p.health[e.Name]; h != nil {
+			s.Requests, s.R429, s.R529, s.Failovers, s.Failures = h.requests, h.r429, h.r529, h.failovers, h.failures
+			for k, l := range h.limits {
+				if now.Before(l.until) {
+					s.Cooling = append(s.Cooling, k)
+					s.Until = later(s.Until, l.until)
+				}
+			}
+			sort.Strings(s.Cooling)
+			if len(s.Cooling) > 0 {
+				s.State = StateCooling
+			}
+			if h.failed && now.Before(h.failedUntil) {
+				s.State, s.Until, s.Cooling = StateFailed, h.failedUntil, nil
+			}
+		}
+		p.mu.Unlock()
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// Kind says what a credential is, without any of it: an Anthropic API
+// key or setup token, or a cloud account (Amazon Bedrock, Google Vertex
+// AI).
+func Kind(v []byte) string {
+	if cloud.Is(v) {
+		if c, err := cloud.Parse(v); err == nil {
+			return cloud.Name(c.Kind)
+		}
+		return "cloud account"
+	}
+	if proxy.IsSetupToken(v) {
+		return "setup token"
+	}
+	return "API key"
+}

@@ -1,0 +1,122 @@
+package proxy
+
+import (
+	"net/http"
+	"strings"
+)
+
+// HexByte returns the byte two hex digits spell, either case, or -1.
+func HexByte(hi, lo byte) int {
+	h, l := unhex(hi), unhex(lo)
+	if h < 0 || l < 0 {
+		return -1
+	}
+	return h<<4 | l
+}
+
+func unhex(c byte) int {
+	switch {
+	case '0' <= c && c <= '9':
+		return int(c - '0')
+	case 'a' <= c && c <= 'f':
+		return int(c - 'a' + 10)
+	case 'A' <= c && c <= 'F':
+		return int(c - 'A' + 10)
+	}
+	return -1
+}
+
+// RedactString returns s with every occurrence of forms replaced, as a
+// Redactor reading s would, and how many it replaced.
+func RedactString(s string, forms []Form) (string, int) {
+	return NewFormSet(forms).RedactString(s)
+}
+
+// RedactString returns str with every occurrence of the set's forms
+// replaced, as a Redactor reading str would, and how many it replaced.
+func (s *FormSet) RedactString(str string) (string, int) {
+	if s.total == 0 {
+		return str, 0
+	}
+	b := []byte(str)
+	sc := s.newScratch()
+	if s.nextStart(&sc, b, 0, len(b)) < 0 {
+		return str, 0
+	}
+	out, _, n := s.replace(&sc, nil, b, len(b))
+	if n == 0 {
+		return str, 0
+	}
+	return string(out), n
+}
+
+// unsearched is a new nextStart memo for s (nil when s reads the pair
+// table instead).
+func (s *FormSet) unsearched() []int {
+	if len(s.starts) > fewStarts {
+		return nil
+	}
+	next := make([]int, len(s.starts))
+	for k := range next {
+		next[k] = -2
+	}
+	return next
+}
+
+// RedactHeader replaces every occurrence of forms in the values of h, and
+// deletes every header whose name holds one. It returns how many headers
+// it changed.
+func RedactHeader(h http.Header, forms []Form) int {
+	return NewFormSet(forms).RedactHeader(h)
+}
+
+// RedactHeader replaces every occurrence of the set's forms in the values
+// of h, and deletes every header whose name holds one. It returns how
+// many headers it changed.
+func (s *FormSet) RedactHeader(h http.Header) int {
+	return rewriteHeader(h, s.RedactString)
+}
+
+// Close closes the source.
+func (r *Redactor) Close() error { return r.src.Close() }
+
+// ReplaceValue replaces old with new in every value of h, and deletes
+// every header whose name holds old. It returns how many headers it
+// changed. An empty old changes nothing.
+func ReplaceValue(h http.Header, old, new string) int {
+	if old == "" {
+		return 0
+	}
+	return rewriteHeader(h, func(v string) (string, int) {
+		if !strings.Contains(v, old) {
+			return v, 0
+		}
+		return strings.ReplaceAll(v, old, new), 1
+	})
+}
+
+// rewriteHeader puts replace(v) in place of every value v of h that
+// replace changes (reports a count above zero for), and deletes every
+// header whose name it would change. It returns how many headers it
+// changed.
+func rewriteHeader(h http.Header, replace func(string) (string, int)) int {
+	n := 0
+	for k, vs := range h {
+		if _, m := replace(k); m > 0 {
+			delete(h, k)
+			n++
+			continue
+		}
+		changed := false
+		for i, v := range vs {
+			if out, m := replace(v); m > 0 {
+				vs[i] = out
+				changed = true
+			}
+		}
+		if changed {
+			n++
+		}
+	}
+	return n
+}
