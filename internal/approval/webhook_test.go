@@ -14,6 +14,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/approval"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/webhook"
 )
 
 // Receiver is a loopback webhook receiver that checks each request's
@@ -32,13 +33,13 @@ type receiver struct {
 
 func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-	ts := r.Header.Get(approval.HeaderTimestamp)
+	ts := r.Header.Get(webhook.HeaderTimestamp)
 	sec, err := strconv.ParseInt(ts, 10, 64)
 	if err != nil || time.Since(time.Unix(sec, 0)).Abs() > 5*time.Minute {
 		rc.t.Errorf("webhook timestamp %q is not now", ts)
 	}
-	if want := approval.Sign(rc.key, ts, body); !hmac.Equal([]byte(r.Header.Get(approval.HeaderSignature)), []byte(want)) {
-		rc.t.Errorf("webhook signature %q, want %q", r.Header.Get(approval.HeaderSignature), want)
+	if want := webhook.Sign(rc.key, ts, body); !hmac.Equal([]byte(r.Header.Get(webhook.HeaderSignature)), []byte(want)) {
+		rc.t.Errorf("webhook signature %q, want %q", r.Header.Get(webhook.HeaderSignature), want)
 	}
 	rc.mu.Lock()
 	defer rc.mu.Unlock()

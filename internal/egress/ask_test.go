@@ -14,6 +14,7 @@ import (
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/webhook"
 )
 
 // askEnv is newEnv with ECHO's rules allowing only GET /repos/acme/**
@@ -157,7 +158,7 @@ func TestEgress_ProposalWebhook(t *testing.T) {
 	got := make(chan []byte, 4)
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		if r.Header.Get(approval.HeaderSignature) != approval.Sign([]byte(key), r.Header.Get(approval.HeaderTimestamp), body) {
+		if r.Header.Get(webhook.HeaderSignature) != webhook.Sign([]byte(key), r.Header.Get(webhook.HeaderTimestamp), body) {
 			t.Errorf("the webhook's signature does not check")
 		}
 		got <- body

@@ -1,11 +1,7 @@
 package spend
 
 import (
-	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/webhook"
 )
 
 // Budget alerts: when what a budget has charged crosses a threshold the
@@ -44,8 +41,7 @@ type AlertConfig struct {
 	// each from 1 to 1000. None: no Alerter is needed.
 	Thresholds []int
 	// Webhook, when set, receives each alert as a POST of JSON (see
-	// AlertEvent), signed with WebhookKey in the header
-	// Boxbroker-Signature: sha256=HEX (HMAC-SHA256 of the body), tried
+	// AlertEvent), signed with WebhookKey as package webhook signs, tried
 	// up to four times.
 	Webhook    *url.URL
 	WebhookKey []byte
@@ -101,7 +97,7 @@ type Alerter struct {
 
 	mu    sync.Mutex          // guards dirty
 	dirty map[string]struct{} // boxes charged since the last look
-	sends sync.WaitGroup      // webhook posts under way
+	hook  *webhook.Sender     // nil: no webhook
 }
 
 // NewAlerter returns an Alerter, or an error for a config without a store
@@ -112,9 +108,6 @@ func NewAlerter(cfg AlertConfig) (*Alerter, error) {
 	}
 	if cfg.Webhook != nil && len(cfg.WebhookKey) == 0 {
 		return nil, errors.New("spend: alerts: a webhook needs a key to sign with")
-	}
-	if cfg.Client == nil {
-		cfg.Client = &http.Client{Timeout: 10 * time.Second}
 	}
 	if cfg.Every <= 0 {
 		cfg.Every = 10 * time.Second
@@ -133,6 +126,13 @@ func NewAlerter(cfg AlertConfig) (*Alerter, error) {
 			return nil, fmt.Errorf("spend: alerts: %w", err)
 		}
 	}
+	if cfg.Webhook != nil {
+		var err error
+		if a.hook, err = webhook.New(webhook.Config{URL: cfg.Webhook.String(), Key: cfg.WebhookKey, Name: "budget alert webhook",
+			Client: cfg.Client, Attempts: 4, Now: cfg.Now, Logger: cfg.Logger}); err != nil {
+			return nil, err
+		}
+	}
 	return a, nil
 }
 
@@ -149,7 +149,12 @@ func (a *Alerter) Touch(box string) {
 func (a *Alerter) Run(ctx context.Context) {
 	t := time.NewTicker(a.cfg.Every)
 	defer t.Stop()
-	defer a.sends.Wait()
+	defer func() {
+		if a.hook != nil {
+			a.hook.Wait()
+			_ = a.hook.Close()
+		}
+	}()
 	for {
 		select {
 		case <-ctx.Done():
@@ -226,7 +231,7 @@ func (a *Alerter) give(al store.BudgetAlert) {
 	a.count.WithLabelValues(window, strconv.Itoa(al.Threshold)).Inc()
 	a.log.Warn("spend: budget alert", "box", al.Box, "principal", al.Principal, "window", window, "period", al.Period,
 		"threshold_percent", al.Threshold, "limit", FormatUSD(al.Limit), "spent", FormatUSD(al.Spent))
-	if a.cfg.Webhook == nil {
+	if a.hook == nil {
 		return
 	}
 	ev := AlertEvent{Type: "budget_alert", Box: al.Box, Window: window, Period: al.Period, Threshold: al.Threshold,
@@ -239,53 +244,5 @@ func (a *Alerter) give(al store.BudgetAlert) {
 		a.log.Error("spend: budget alert not encoded", "err", err)
 		return
 	}
-	a.sends.Add(1)
-	go func() {
-		defer a.sends.Done()
-		a.post(body)
-	}()
-}
-
-// Sign is the Boxbroker-Signature header of body signed with key.
-func Sign(key, body []byte) string {
-	m := hmac.New(sha256.New, key)
-	m.Write(body)
-	return "sha256=" + hex.EncodeToString(m.Sum(nil))
-}
-
-// post sends body to the webhook, up to four times, waiting 1, 2 and 4
-// seconds between tries; a 2xx answer ends it.
-func (a *Alerter) post(body []byte) {
-	sig := Sign(a.cfg.WebhookKey, body)
-	wait := time.Second
-	for try := 1; ; try++ {
-		err := a.postOnce(body, sig)
-		if err == nil {
-			return
-		}
-		if try == 4 {
-			a.log.Error("spend: budget alert not delivered to the webhook", "host", a.cfg.Webhook.Host, "tries", try, "err", err)
-			return
-		}
-		time.Sleep(wait)
-		wait *= 2
-	}
-}
-
-func (a *Alerter) postOnce(body []byte, sig string) error {
-	req, err := http.NewRequest(http.MethodPost, a.cfg.Webhook.String(), bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Boxbroker-Signature", sig)
-	resp, err := a.cfg.Client.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("webhook answered %s", resp.Status)
-	}
-	return nil
+	a.hook.Send(body, "box", al.Box, "window", window, "threshold_percent", al.Threshold)
 }

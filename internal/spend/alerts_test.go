@@ -14,6 +14,7 @@ import (
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/webhook"
 )
 
 // TestAlerter_ThresholdsOnceSignedAndRetried: a day's budget charged past
@@ -46,8 +47,8 @@ func TestAlerter_ThresholdsOnceSignedAndRetried(t *testing.T) {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}
-		if r.Header.Get("Boxbroker-Signature") != spend.Sign(key, body) {
-			t.Errorf("webhook signature %q does not sign the body", r.Header.Get("Boxbroker-Signature"))
+		if ts := r.Header.Get(webhook.HeaderTimestamp); r.Header.Get(webhook.HeaderSignature) != webhook.Sign(key, ts, body) {
+			t.Errorf("webhook signature %q does not sign the body sent at %q", r.Header.Get(webhook.HeaderSignature), ts)
 		}
 		var ev spend.AlertEvent
 		if err := json.Unmarshal(body, &ev); err != nil {

@@ -1,0 +1,211 @@
+// Package webhook posts JSON messages to a URL the operator configures,
+// signed so the receiver can check them, from a queue of its own: a
+// message is queued without blocking, tried again with doubling waits
+// when it is not answered 2xx, and dropped (and logged) when the queue
+// is full or its tries run out. Proposals (package approval) and budget
+// alerts (package spend) are sent through it, signed alike.
+//
+// The signature: HeaderTimestamp holds the Unix seconds the message was
+// sent at, and HeaderSignature "v1=" and the hex HMAC-SHA256, under the
+// operator's key, of the timestamp, a ".", and the body. A receiver
+// computes it again, compares in constant time, and refuses a timestamp
+// far from its clock (a replayed message).
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// The headers of a signed message.
+const (
+	HeaderTimestamp = "X-Boxbroker-Timestamp"
+	HeaderSignature = "X-Boxbroker-Signature"
+)
+
+// Config configures a Sender.
+type Config struct {
+	// URL receives each message as a POST. Required.
+	URL string
+	// Key signs each message. Required.
+	Key []byte
+	// Name names the sender in its log lines ("approval webhook").
+	Name string
+	// Client sends (nil: a client with a 10 s timeout).
+	Client *http.Client
+	// Attempts bounds the tries of one message (default 5), the waits
+	// between them doubling from Backoff (default 1 s).
+	Attempts int
+	Backoff  time.Duration
+	// Now is the clock (time.Now when nil).
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// maxQueue bounds the messages waiting to be sent.
+const maxQueue = 256
+
+// Sender sends messages one after another from its queue; Close stops it.
+type Sender struct {
+	cfg   Config
+	queue chan message
+	stop  chan struct{}
+	done  sync.WaitGroup
+	once  sync.Once
+	// pending counts the messages queued or being sent.
+	pending sync.WaitGroup
+}
+
+type message struct {
+	body []byte
+	log  []any
+}
+
+// New starts a Sender.
+func New(cfg Config) (*Sender, error) {
+	if cfg.URL == "" || len(cfg.Key) == 0 {
+		return nil, fmt.Errorf("%s: no URL or no key", cfg.Name)
+	}
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{Timeout: 10 * time.Second}
+	}
+	if cfg.Attempts <= 0 {
+		cfg.Attempts = 5
+	}
+	if cfg.Backoff <= 0 {
+		cfg.Backoff = time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Sender{cfg: cfg, queue: make(chan message, maxQueue), stop: make(chan struct{})}
+	s.done.Add(1)
+	go s.run()
+	return s, nil
+}
+
+// Send queues body; it never blocks. attrs name the message in the log
+// lines of a message dropped or not delivered (never a secret).
+func (s *Sender) Send(body []byte, attrs ...any) {
+	select {
+	case <-s.stop:
+		s.cfg.Logger.Warn(s.cfg.Name+": closed; message not sent", attrs...)
+		return
+	default:
+	}
+	s.pending.Add(1)
+	select {
+	case s.queue <- message{body: body, log: attrs}:
+	default:
+		s.pending.Done()
+		s.cfg.Logger.Warn(s.cfg.Name+": queue full; message not sent", attrs...)
+	}
+}
+
+// Wait returns once every message queued so far is delivered or given
+// up on.
+func (s *Sender) Wait() { s.pending.Wait() }
+
+// Close stops sending, dropping what waits, and returns once the sender
+// has stopped.
+func (s *Sender) Close() error {
+	s.once.Do(func() { close(s.stop) })
+	s.done.Wait()
+	s.drop()
+	return nil
+}
+
+// drop drops what waits in the queue.
+func (s *Sender) drop() {
+	for {
+		select {
+		case <-s.queue:
+			s.pending.Done()
+		default:
+			return
+		}
+	}
+}
+
+func (s *Sender) run() {
+	defer s.done.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { <-s.stop; cancel() }()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case m := <-s.queue:
+			s.send(ctx, m)
+			s.pending.Done()
+		}
+	}
+}
+
+// send posts m, trying again after a failure (no answer, or not 2xx).
+func (s *Sender) send(ctx context.Context, m message) {
+	wait := s.cfg.Backoff
+	for attempt := 1; ; attempt++ {
+		err := s.post(ctx, m.body)
+		if err == nil {
+			return
+		}
+		if attempt >= s.cfg.Attempts || ctx.Err() != nil {
+			s.cfg.Logger.Warn(s.cfg.Name+": not delivered", append(m.log, "attempts", attempt, "err", err)...)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
+}
+
+// post sends one signed body.
+func (s *Sender) post(ctx context.Context, body []byte) error {
+	ts := strconv.FormatInt(s.cfg.Now().Unix(), 10)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.URL, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(HeaderTimestamp, ts)
+	req.Header.Set(HeaderSignature, Sign(s.cfg.Key, ts, body))
+	resp, err := s.cfg.Client.Do(req)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return errors.New("answered " + resp.Status)
+	}
+	return nil
+}
+
+// Sign is the signature of body sent at timestamp ts under key:
+// "v1=" and hex(HMAC-SHA256(key, ts + "." + body)).
+func Sign(key []byte, ts string, body []byte) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(ts))
+	m.Write([]byte("."))
+	m.Write(body)
+	return "v1=" + hex.EncodeToString(m.Sum(nil))
+}
