@@ -100,6 +100,9 @@ type Config struct {
 	Transport http.RoundTripper
 	// TransportOptions tune the transport egress makes when Transport is nil.
 	TransportOptions proxy.TransportOptions
+	// Traced, when set, wraps the transport (either) to trace each
+	// request to a secret's host (package telemetry's Transport).
+	Traced func(http.RoundTripper) http.RoundTripper
 	// MaxBody bounds a request body in bytes (default DefaultMaxBody).
 	MaxBody int64
 	// Mints keeps minted secrets' state: rotated refresh tokens and
@@ -190,6 +193,9 @@ func New(cfg Config) (*Capability, error) {
 	next := cfg.Transport
 	if next == nil {
 		next = newPools(cfg.TransportOptions)
+	}
+	if cfg.Traced != nil {
+		next = cfg.Traced(next)
 	}
 	c := &Capability{cfg: cfg, log: cfg.Logger}
 	minter, err := mint.NewMinter(mint.Config{Store: cfg.Mints, Keyring: cfg.Keyring, Transport: cfg.MintTransport,

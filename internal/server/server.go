@@ -306,7 +306,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	eg, err := egress.New(egress.Config{Secrets: c, List: rst, Keyring: keyring, Approvals: approvals, Transport: opt.Transport, MaxBody: cfg.EgressMaxBody, Logger: log,
+	eg, err := egress.New(egress.Config{Secrets: c, List: rst, Keyring: keyring, Approvals: approvals, Transport: opt.Transport, Traced: tracing.Transport, MaxBody: cfg.EgressMaxBody, Logger: log,
 		TransportOptions: proxy.TransportOptions{ResponseHeaderTimeout: cfg.UpstreamHeaderTimeout}, Mints: wst, MintTransport: opt.MintTransport, Now: opt.Now, Audit: aw})
 	if err != nil {
 		return nil, err

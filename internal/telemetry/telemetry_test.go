@@ -196,7 +196,7 @@ func TestTraces_BoxCalls(t *testing.T) {
 			"gen_ai.request.model": "claude-otel-test", "boxbroker.payer.kind": "shared",
 			"gen_ai.usage.input_tokens": "12", "gen_ai.usage.output_tokens": "6",
 		}, []string{"admission", "upstream", "record"}},
-		{"/egress/* 200", map[string]string{"boxbroker.box": "alpha", "boxbroker.capability": "egress"}, []string{"admission", "record"}},
+		{"/egress/* 200", map[string]string{"boxbroker.box": "alpha", "boxbroker.capability": "egress"}, []string{"admission", "upstream", "record"}},
 		{"/llm/anthropic/v1/messages 403", map[string]string{"boxbroker.capability": "inference", "boxbroker.reason": "token"}, []string{"admission", "record"}},
 	}
 	for _, tt := range tests {
