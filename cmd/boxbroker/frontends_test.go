@@ -39,11 +39,15 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		"pause": {"box", "pause"}, "resume": {"box", "resume"}, "consent": {"box", "consent"}, "remove": {"box", "remove", "--yes"},
 		"grant": {"grant", "issue"}, "revoke": {"grant", "revoke"},
 		"assign": {"box", "assign"}, "unassign": {"box", "unassign"},
+		"secret": {"secret", "set", "--host", "https://api.stripe.com"}, "unsecret": {"secret", "remove", "--yes"},
 	}
 	cli := func(env map[string]string) func(t *testing.T, action, box string) {
 		return func(t *testing.T, action, box string) {
 			args := append(append([]string(nil), cliArgs[action]...), box)
+			stdin := ""
 			switch action {
+			case "secret", "unsecret":
+				args, stdin = append(args, "STRIPE"), stripeValue+"\n"
 			case "consent":
 				args = append(args, "on")
 			case "grant":
@@ -53,7 +57,7 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 			case "assign", "unassign":
 				args = append(args, "sandbox", "sb-"+box)
 			}
-			if code, out, errs := runEnv(t, env, "", args...); code != 0 {
+			if code, out, errs := runEnv(t, env, stdin, args...); code != 0 {
 				t.Fatalf("%q = %d %q %q", args, code, out, errs)
 			}
 		}
@@ -66,6 +70,8 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		"grant":  {"POST", "/api/boxes/{name}/grants", `{"principal":"github:vee"}`}, "revoke": {"DELETE", "/api/grants/{id}", ""},
 		"assign":   {"POST", "/api/boxes/{name}/resources", `{"kind":"sandbox","id":"sb-{name}"}`},
 		"unassign": {"DELETE", "/api/boxes/{name}/resources/{kind}/{id}", ""},
+		"secret":   {"PUT", "/api/boxes/{name}/secrets/{secret}", `{"host":"https://api.stripe.com","value":"` + stripeValue + `"}`},
+		"unsecret": {"DELETE", "/api/boxes/{name}/secrets/{secret}", ""},
 	}
 	apiRoute := func(action string) (string, string) { return apiRoutes[action][0], apiRoutes[action][1] }
 	cookie, csrf := pageSession(t, b)
@@ -74,13 +80,14 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		"pause": {"/ui/boxes/{name}/settings", "set=paused&value=true"}, "resume": {"/ui/boxes/{name}/settings", "set=paused&value=false"},
 		"consent": {"/ui/boxes/{name}/settings", "set=consent&value=true"}, "remove": {"/ui/boxes/{name}/remove", "confirm={name}"},
 		"grant": {"/ui/boxes/{name}/grants", "principal=github:vee&ttl=15m"}, "revoke": {"/ui/boxes/{name}/grants/{id}/revoke", ""},
+		"secret": {"/ui/boxes/{name}/secrets", "name=STRIPE&host=https://api.stripe.com&value=" + stripeValue}, "unsecret": {"/ui/boxes/{name}/secrets/{secret}/remove", ""},
 	}
 	fronts := []frontEnd{
 		{"cli", func(a string) (string, string) { return "CLI", strings.Join(cliArgs[a][:2], " ") }, cli(local)},
 		{"cli-admin-url", apiRoute, cli(remote)},
 		{"api", apiRoute, func(t *testing.T, action, box string) {
 			rt := apiRoutes[action]
-			path := strings.ReplaceAll(rt[1], "{name}", box)
+			path := strings.NewReplacer("{name}", box, "{secret}", "STRIPE").Replace(rt[1])
 			switch action {
 			case "revoke":
 				path = strings.ReplaceAll(path, "{id}", lastGrant(t, b, box))
@@ -110,7 +117,7 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 			f := pageForms[action]
 			form, _ := url.ParseQuery(strings.ReplaceAll(f[1], "{name}", box))
 			form.Set("csrf", csrf)
-			path := strings.ReplaceAll(f[0], "{name}", box)
+			path := strings.NewReplacer("{name}", box, "{secret}", "STRIPE").Replace(f[0])
 			if action == "revoke" {
 				path = strings.ReplaceAll(path, "{id}", lastGrant(t, b, box))
 			}
@@ -133,18 +140,21 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		message string
 		effect  func(before, after store.Box, err error) bool
 		grants  string // for a grant action, the state of the box's newest grant after it
+		secret  bool   // for a secret action, whether the box holds STRIPE after it
 	}{
-		{"add", "enrolled the box", func(_, a store.Box, err error) bool { return err == nil && a.TokenHash != "" }, ""},
-		{"rotate", "rotated the box's token", func(b, a store.Box, err error) bool { return err == nil && a.TokenHash != b.TokenHash }, ""},
-		{"bind", "bound the box's token to 10.0.0.0/8", func(_, a store.Box, err error) bool { return err == nil && store.FormatFrom(a.From) == "10.0.0.0/8" }, ""},
-		{"pause", "paused the box", func(_, a store.Box, err error) bool { return err == nil && a.Paused }, ""},
-		{"resume", "resumed the box", func(_, a store.Box, err error) bool { return err == nil && !a.Paused }, ""},
-		{"consent", "set the box's consent on", func(_, a store.Box, err error) bool { return err == nil && a.Consent }, ""},
-		{"grant", "issued grant", func(_, _ store.Box, err error) bool { return err == nil }, "current"},
-		{"revoke", "revoked grant", func(_, _ store.Box, err error) bool { return err == nil }, "revoked"},
-		{"assign", "assigned Fountain sandbox", func(_, _ store.Box, err error) bool { return err == nil }, ""},
-		{"unassign", "unassigned Fountain sandbox", func(_, _ store.Box, err error) bool { return err == nil }, ""},
-		{"remove", "removed the box and all kept for it", func(_, _ store.Box, err error) bool { return errors.Is(err, store.ErrNotFound) }, ""},
+		{"add", "enrolled the box", func(_, a store.Box, err error) bool { return err == nil && a.TokenHash != "" }, "", false},
+		{"rotate", "rotated the box's token", func(b, a store.Box, err error) bool { return err == nil && a.TokenHash != b.TokenHash }, "", false},
+		{"bind", "bound the box's token to 10.0.0.0/8", func(_, a store.Box, err error) bool { return err == nil && store.FormatFrom(a.From) == "10.0.0.0/8" }, "", false},
+		{"pause", "paused the box", func(_, a store.Box, err error) bool { return err == nil && a.Paused }, "", false},
+		{"resume", "resumed the box", func(_, a store.Box, err error) bool { return err == nil && !a.Paused }, "", false},
+		{"consent", "set the box's consent on", func(_, a store.Box, err error) bool { return err == nil && a.Consent }, "", false},
+		{"grant", "issued grant", func(_, _ store.Box, err error) bool { return err == nil }, "current", false},
+		{"revoke", "revoked grant", func(_, _ store.Box, err error) bool { return err == nil }, "revoked", false},
+		{"assign", "assigned Fountain sandbox", func(_, _ store.Box, err error) bool { return err == nil }, "", false},
+		{"unassign", "unassigned Fountain sandbox", func(_, _ store.Box, err error) bool { return err == nil }, "", false},
+		{"secret", "set the secret STRIPE", func(_, _ store.Box, err error) bool { return err == nil }, "", true},
+		{"unsecret", "removed secret STRIPE", func(_, _ store.Box, err error) bool { return err == nil }, "", false},
+		{"remove", "removed the box and all kept for it", func(_, _ store.Box, err error) bool { return errors.Is(err, store.ErrNotFound) }, "", false},
 	}
 	for _, fe := range fronts {
 		box := "via-" + fe.name
@@ -160,6 +170,9 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 			}
 			if owner, err := b.Server.Store.ResourceOwner(ctx, store.ResourceSandbox, "sb-"+box); (tt.action == "assign") != (err == nil && owner == box) {
 				t.Errorf("%s through %s: sb-%s is box %q's (%v)", tt.action, fe.name, box, owner, err)
+			}
+			if _, err := b.Server.Store.Secret(ctx, box, "STRIPE"); (err == nil) != tt.secret {
+				t.Errorf("%s through %s: the box's secret STRIPE: %v, want held %v", tt.action, fe.name, err, tt.secret)
 			}
 			if tt.grants != "" {
 				gs, err := b.Server.Store.ListGrants(ctx, box)
@@ -179,6 +192,9 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		}
 	}
 }
+
+// stripeValue is the value the front-end test sets as a secret.
+const stripeValue = "sk_live_0123456789abcdef"
 
 var noFollow = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/intentius/boxbroker/internal/mint"
 	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
@@ -17,24 +16,11 @@ import (
 )
 
 // MaxValue bounds a credential's or a secret's value, in bytes.
-const MaxValue = 16 << 10
+const MaxValue = operator.MaxValue
 
 // CheckValue refuses a value that is empty, too long, or holds a byte
-// that cannot go in a header. The message never repeats the value.
-func CheckValue(what, v string) error {
-	if v == "" {
-		return operator.Errorf(operator.Invalid, "The %s's value is empty.", what)
-	}
-	if len(v) > MaxValue {
-		return operator.Errorf(operator.Invalid, "The %s's value is over %d bytes.", what, MaxValue)
-	}
-	for i := 0; i < len(v); i++ {
-		if v[i] < 0x20 || v[i] == 0x7f {
-			return operator.Errorf(operator.Invalid, "The %s's value holds a control character (a line break?) at byte %d.", what, i)
-		}
-	}
-	return nil
-}
+// that cannot go in a header (operator.CheckValue).
+var CheckValue = operator.CheckValue
 
 // credentialID checks the {id} path value: anthropic, fountain,
 // owner:<box> or visitor:<principal>.
@@ -141,24 +127,11 @@ func (s *Server) removeCredential(w http.ResponseWriter, r *http.Request) error 
 	return nil
 }
 
-// MinSecretLen is the shortest secret value taken: the broker swaps the
-// value out of every answer to a box, and a shorter one would match
-// ordinary text (as `boxbroker secret set` refuses it).
-const MinSecretLen = 8
+// MinSecretLen is the shortest secret value taken (operator.MinSecretLen).
+const MinSecretLen = operator.MinSecretLen
 
-// SecretHost checks an egress secret's host as `boxbroker secret set`
-// does (protocol.ParseSecretHost) and writes it in its canonical form.
-func SecretHost(h string) (string, error) {
-	u, err := protocol.ParseSecretHost(h)
-	if err != nil || len(h) > 2048 {
-		msg := "A secret's host is the one base URL it may be sent to, such as https://api.github.com: http(s), with a host and no credentials, query or fragment."
-		if err != nil {
-			msg = "The secret's host " + err.Error() + "."
-		}
-		return "", operator.Errorf(operator.Invalid, "%s", msg)
-	}
-	return u.String(), nil
-}
+// SecretHost checks an egress secret's host (operator.SecretHost).
+var SecretHost = operator.SecretHost
 
 // SecretName checks the {secret} path value.
 func SecretName(r *http.Request) (string, error) {
@@ -169,114 +142,31 @@ func SecretName(r *http.Request) (string, error) {
 	return name, nil
 }
 
-// SecretViews lists box's secrets as the API and the owner's page show
-// them: never a value; a minted or signing secret's kind and where it
-// stands (mint.State), so that a refused OAuth grant is flagged.
-func (s *Server) SecretViews(ctx context.Context, box string) ([]SecretView, error) {
-	list, err := s.cfg.Store.ListSecrets(ctx, box)
-	if err != nil {
-		return nil, operator.StoreError(err, "", "")
-	}
-	states, err := s.cfg.Store.ListMintStates(ctx, box)
-	if err != nil {
-		return nil, operator.StoreError(err, "", "")
-	}
-	var out []SecretView
-	for _, sec := range list {
-		v := SecretView{Name: sec.Name, Host: sec.Host, UpdatedAt: formatTime(sec.UpdatedAt), Kind: sec.Kind, BodyFields: sec.BodyFields, Rules: sec.Rules, Rate: sec.Rate}
-		if sec.Kind != "" {
-			full, err := s.cfg.Store.Secret(ctx, box, sec.Name)
-			if err != nil {
-				return nil, operator.StoreError(err, "", "")
-			}
-			v.State = mint.State(full, states, s.cfg.Now())
-		}
-		out = append(out, v)
-	}
-	return out, nil
-}
-
 func (s *Server) listSecrets(w http.ResponseWriter, r *http.Request) error {
-	b, err := s.Box(r)
+	views, err := s.op.ListSecrets(r.Context(), r.PathValue("name"))
 	if err != nil {
 		return err
 	}
-	views, err := s.SecretViews(r.Context(), b.Name)
-	if err != nil {
-		return err
-	}
-	out := SecretList{Secrets: append([]SecretView{}, views...)}
-	return writeJSON(w, http.StatusOK, out)
+	return writeJSON(w, http.StatusOK, SecretList{Secrets: views})
 }
 
 func (s *Server) setSecret(w http.ResponseWriter, r *http.Request) error {
-	b, err := s.Box(r)
-	if err != nil {
-		return err
-	}
-	name, err := SecretName(r)
-	if err != nil {
-		return err
-	}
 	var sv SecretValue
 	if err := readJSON(w, r, &sv); err != nil {
 		return err
 	}
-	host, err := SecretHost(sv.Host)
-	if err != nil {
-		return err
-	}
-	if err := CheckValue("secret", sv.Value); err != nil {
-		return err
-	}
-	if err := protocol.CheckBodyFields(sv.BodyFields); err != nil {
-		return operator.Errorf(operator.Invalid, "bodyFields: %s.", err)
-	}
-	rules, rate, err := protocol.CheckSecretRules(sv.Rules, sv.Rate)
-	if err != nil {
-		return operator.Errorf(operator.Invalid, "rules or rate: %s.", err)
-	}
-	if len(sv.Value) < MinSecretLen {
-		return operator.Errorf(operator.Invalid,
-			"The secret's value is shorter than %d bytes: the broker keeps it out of answers by matching it, and a value that short would match ordinary text.", MinSecretLen)
-	}
-	plain := []byte(sv.Value)
-	sealed, err := s.cfg.Keyring.Seal(plain, secrets.SecretAD(b.Name, name))
-	secrets.Zero(plain)
+	v, err := s.Op(r, 0).SetSecret(r.Context(), r.PathValue("name"), r.PathValue("secret"), sv)
 	sv.Value = ""
 	if err != nil {
-		return fmt.Errorf("seal secret %s of box %s: %w", name, b.Name, err)
-	}
-	sec := store.Secret{Box: b.Name, Name: name, Host: host, Sealed: sealed, UpdatedAt: s.cfg.Now().UTC(), BodyFields: sv.BodyFields, Rules: rules, Rate: rate}
-	if err := s.cfg.Store.SetSecret(r.Context(), sec); err != nil {
-		return operator.StoreError(err, operator.NoBox(b.Name), "")
-	}
-	if err := s.Changed(r.Context(), store.ChangeSecret, b.Name+"/"+name); err != nil {
 		return err
 	}
-	s.log.Info("admin: secret set", "box", b.Name, "secret", name, "host", host, "body_fields", sv.BodyFields, "rules", rules, "rate", rate)
-	if err := s.Op(r, 0).Audit(r.Context(), b.Name, http.StatusOK, RulesMessage(name, rules, rate)); err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, SecretView{Name: name, Host: host, UpdatedAt: formatTime(sec.UpdatedAt), BodyFields: sv.BodyFields, Rules: rules, Rate: rate})
+	return writeJSON(w, http.StatusOK, v)
 }
 
 func (s *Server) removeSecret(w http.ResponseWriter, r *http.Request) error {
-	name, err := BoxName(r)
-	if err != nil {
+	if err := s.Op(r, 0).RemoveSecret(r.Context(), r.PathValue("name"), r.PathValue("secret")); err != nil {
 		return err
 	}
-	secret, err := SecretName(r)
-	if err != nil {
-		return err
-	}
-	if err := s.cfg.Store.DeleteSecret(r.Context(), name, secret); err != nil {
-		return operator.StoreError(err, fmt.Sprintf("Box %s has no secret named %s.", name, secret), "")
-	}
-	if err := s.Changed(r.Context(), store.ChangeSecret, name+"/"+secret); err != nil {
-		return err
-	}
-	s.log.Info("admin: secret removed", "box", name, "secret", secret)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

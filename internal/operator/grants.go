@@ -194,6 +194,7 @@ type Actions interface {
 	Boxes
 	Grants
 	Resources
+	Secrets
 }
 
 var _ Actions = (*Service)(nil)
