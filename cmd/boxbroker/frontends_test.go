@@ -12,6 +12,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/admin/ui"
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -40,6 +41,7 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		"grant": {"grant", "issue"}, "revoke": {"grant", "revoke"},
 		"assign": {"box", "assign"}, "unassign": {"box", "unassign"},
 		"secret": {"secret", "set", "--host", "https://api.stripe.com"}, "unsecret": {"secret", "remove", "--yes"},
+		"visitor": {"visitor", "set"}, "unvisitor": {"visitor", "remove", "--yes"},
 	}
 	cli := func(env map[string]string) func(t *testing.T, action, box string) {
 		return func(t *testing.T, action, box string) {
@@ -48,6 +50,8 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 			switch action {
 			case "secret", "unsecret":
 				args, stdin = append(args, "STRIPE"), stripeValue+"\n"
+			case "visitor", "unvisitor":
+				args, stdin = append(args[:len(args)-1], "github:"+box), visitorValue+"\n"
 			case "consent":
 				args = append(args, "on")
 			case "grant":
@@ -68,10 +72,12 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		"resume": {"PATCH", "/api/boxes/{name}", `{"paused":false}`}, "consent": {"PATCH", "/api/boxes/{name}", `{"consent":true}`},
 		"remove": {"DELETE", "/api/boxes/{name}", ""},
 		"grant":  {"POST", "/api/boxes/{name}/grants", `{"principal":"github:vee"}`}, "revoke": {"DELETE", "/api/grants/{id}", ""},
-		"assign":   {"POST", "/api/boxes/{name}/resources", `{"kind":"sandbox","id":"sb-{name}"}`},
-		"unassign": {"DELETE", "/api/boxes/{name}/resources/{kind}/{id}", ""},
-		"secret":   {"PUT", "/api/boxes/{name}/secrets/{secret}", `{"host":"https://api.stripe.com","value":"` + stripeValue + `"}`},
-		"unsecret": {"DELETE", "/api/boxes/{name}/secrets/{secret}", ""},
+		"assign":    {"POST", "/api/boxes/{name}/resources", `{"kind":"sandbox","id":"sb-{name}"}`},
+		"unassign":  {"DELETE", "/api/boxes/{name}/resources/{kind}/{id}", ""},
+		"secret":    {"PUT", "/api/boxes/{name}/secrets/{secret}", `{"host":"https://api.stripe.com","value":"` + stripeValue + `"}`},
+		"unsecret":  {"DELETE", "/api/boxes/{name}/secrets/{secret}", ""},
+		"visitor":   {"PUT", "/api/visitors/{principal}", `{"value":"` + visitorValue + `"}`},
+		"unvisitor": {"DELETE", "/api/visitors/{principal}", ""},
 	}
 	apiRoute := func(action string) (string, string) { return apiRoutes[action][0], apiRoutes[action][1] }
 	cookie, csrf := pageSession(t, b)
@@ -87,7 +93,7 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		{"cli-admin-url", apiRoute, cli(remote)},
 		{"api", apiRoute, func(t *testing.T, action, box string) {
 			rt := apiRoutes[action]
-			path := strings.NewReplacer("{name}", box, "{secret}", "STRIPE").Replace(rt[1])
+			path := strings.NewReplacer("{name}", box, "{secret}", "STRIPE", "{principal}", "github:"+box).Replace(rt[1])
 			switch action {
 			case "revoke":
 				path = strings.ReplaceAll(path, "{id}", lastGrant(t, b, box))
@@ -154,6 +160,8 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		{"unassign", "unassigned Fountain sandbox", func(_, _ store.Box, err error) bool { return err == nil }, "", false},
 		{"secret", "set the secret STRIPE", func(_, _ store.Box, err error) bool { return err == nil }, "", true},
 		{"unsecret", "removed secret STRIPE", func(_, _ store.Box, err error) bool { return err == nil }, "", false},
+		{"visitor", "set visitor github:", func(_, _ store.Box, err error) bool { return err == nil }, "", false},
+		{"unvisitor", "removed visitor github:", func(_, _ store.Box, err error) bool { return err == nil }, "", false},
 		{"remove", "removed the box and all kept for it", func(_, _ store.Box, err error) bool { return errors.Is(err, store.ErrNotFound) }, "", false},
 	}
 	for _, fe := range fronts {
@@ -173,6 +181,9 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 			}
 			if _, err := b.Server.Store.Secret(ctx, box, "STRIPE"); (err == nil) != tt.secret {
 				t.Errorf("%s through %s: the box's secret STRIPE: %v, want held %v", tt.action, fe.name, err, tt.secret)
+			}
+			if _, err := b.Server.Store.Credential(ctx, payer.VisitorAnthropic("github:"+box)); (err == nil) != (tt.action == "visitor") {
+				t.Errorf("%s through %s: github:%s's credential: %v", tt.action, fe.name, box, err)
 			}
 			if tt.grants != "" {
 				gs, err := b.Server.Store.ListGrants(ctx, box)
@@ -195,6 +206,9 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 
 // stripeValue is the value the front-end test sets as a secret.
 const stripeValue = "sk_live_0123456789abcdef"
+
+// visitorValue is the credential the front-end test sets for a visitor.
+const visitorValue = "sk-ant-api03-VISITOR0123456789"
 
 var noFollow = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 

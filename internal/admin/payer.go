@@ -2,9 +2,7 @@ package admin
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/payer"
@@ -26,19 +24,11 @@ type PayerSetting struct {
 	CredentialKind string  `json:"credentialKind,omitempty"`
 }
 
-// VisitorView is a visitor holding a credential at the broker: the
-// principal, the credential's kind (as CredentialView's) and when it was
-// set; never its value.
-type VisitorView struct {
-	Principal string `json:"principal"`
-	Kind      string `json:"kind,omitempty"`
-	UpdatedAt string `json:"updatedAt"`
-}
+// VisitorView is a visitor holding a credential (operator.VisitorView).
+type VisitorView = operator.VisitorView
 
 // VisitorList answers GET /api/visitors, by principal.
-type VisitorList struct {
-	Visitors []VisitorView `json:"visitors"`
-}
+type VisitorList = operator.VisitorList
 
 // setPayer answers PUT /api/boxes/{name}/payer through payer.Set, as
 // `boxbroker box payer` does.
@@ -113,65 +103,31 @@ func (s *Server) setPayer(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, v)
 }
 
-// visitorPrincipal checks the {principal} path value.
-func visitorPrincipal(r *http.Request) (string, error) {
-	p := r.PathValue("principal")
-	if !protocol.IsPrincipal(p) {
-		return "", operator.Errorf(operator.Invalid,
-			"A principal is 1 to 200 characters with no white space, such as github:<login>.")
-	}
-	return p, nil
-}
-
 func (s *Server) listVisitors(w http.ResponseWriter, r *http.Request) error {
-	creds, err := s.cfg.Store.ListCredentials(r.Context())
-	if err != nil {
-		return operator.StoreError(err, "", "")
-	}
-	out := VisitorList{Visitors: []VisitorView{}}
-	for _, c := range creds {
-		if p, ok := strings.CutPrefix(c.ID, payer.VisitorPrefix); ok {
-			kind, err := s.storedKind(r.Context(), c.ID)
-			if err != nil {
-				return err
-			}
-			out.Visitors = append(out.Visitors, VisitorView{Principal: p, Kind: kind, UpdatedAt: formatTime(c.UpdatedAt)})
-		}
-	}
-	return writeJSON(w, http.StatusOK, out)
-}
-
-func (s *Server) setVisitor(w http.ResponseWriter, r *http.Request) error {
-	p, err := visitorPrincipal(r)
+	vs, err := s.op.ListVisitors(r.Context())
 	if err != nil {
 		return err
 	}
+	return writeJSON(w, http.StatusOK, VisitorList{Visitors: vs})
+}
+
+func (s *Server) setVisitor(w http.ResponseWriter, r *http.Request) error {
 	var cv CredentialValue
 	if err := readJSON(w, r, &cv); err != nil {
 		return err
 	}
-	defer func() { cv.Value = "" }()
-	if err := checkKind("kind", cv.Kind); err != nil {
-		return err
-	}
-	v, err := s.putCredential(r.Context(), payer.VisitorAnthropic(p), cv.Kind, &cv.Value)
+	v, err := s.Op(r, 0).SetVisitor(r.Context(), r.PathValue("principal"), cv.Kind, []byte(cv.Value))
+	cv.Value = ""
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, VisitorView{Principal: p, Kind: v.Kind, UpdatedAt: v.UpdatedAt})
+	return writeJSON(w, http.StatusOK, v)
 }
 
 func (s *Server) removeVisitor(w http.ResponseWriter, r *http.Request) error {
-	p, err := visitorPrincipal(r)
-	if err != nil {
+	if err := s.Op(r, 0).RemoveVisitor(r.Context(), r.PathValue("principal")); err != nil {
 		return err
 	}
-	id := payer.VisitorAnthropic(p)
-	if err := s.cfg.Store.DeleteCredential(r.Context(), id); err != nil {
-		return operator.StoreError(err, fmt.Sprintf("%s holds no credential here.", p), "")
-	}
-	s.Drop(store.ChangeCredential, id)
-	s.log.Info("admin: visitor's credential removed", "principal", p)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

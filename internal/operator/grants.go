@@ -195,6 +195,7 @@ type Actions interface {
 	Grants
 	Resources
 	Secrets
+	Visitors
 }
 
 var _ Actions = (*Service)(nil)
