@@ -42,12 +42,15 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		"assign": {"box", "assign"}, "unassign": {"box", "unassign"},
 		"secret": {"secret", "set", "--host", "https://api.stripe.com"}, "unsecret": {"secret", "remove", "--yes"},
 		"visitor": {"visitor", "set"}, "unvisitor": {"visitor", "remove", "--yes"},
+		"payer": {"box", "payer"},
 	}
 	cli := func(env map[string]string) func(t *testing.T, action, box string) {
 		return func(t *testing.T, action, box string) {
 			args := append(append([]string(nil), cliArgs[action]...), box)
 			stdin := ""
 			switch action {
+			case "payer":
+				args = append(args, "shared")
 			case "secret", "unsecret":
 				args, stdin = append(args, "STRIPE"), stripeValue+"\n"
 			case "visitor", "unvisitor":
@@ -78,6 +81,7 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		"unsecret":  {"DELETE", "/api/boxes/{name}/secrets/{secret}", ""},
 		"visitor":   {"PUT", "/api/visitors/{principal}", `{"value":"` + visitorValue + `"}`},
 		"unvisitor": {"DELETE", "/api/visitors/{principal}", ""},
+		"payer":     {"PUT", "/api/boxes/{name}/payer", `{"kind":"shared"}`},
 	}
 	apiRoute := func(action string) (string, string) { return apiRoutes[action][0], apiRoutes[action][1] }
 	cookie, csrf := pageSession(t, b)
@@ -158,6 +162,7 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		{"revoke", "revoked grant", func(_, _ store.Box, err error) bool { return err == nil }, "revoked", false},
 		{"assign", "assigned Fountain sandbox", func(_, _ store.Box, err error) bool { return err == nil }, "", false},
 		{"unassign", "unassigned Fountain sandbox", func(_, _ store.Box, err error) bool { return err == nil }, "", false},
+		{"payer", "set the box's payer to shared", func(_, a store.Box, err error) bool { return err == nil && a.PayerKind == "shared" }, "", false},
 		{"secret", "set the secret STRIPE", func(_, _ store.Box, err error) bool { return err == nil }, "", true},
 		{"unsecret", "removed secret STRIPE", func(_, _ store.Box, err error) bool { return err == nil }, "", false},
 		{"visitor", "set visitor github:", func(_, _ store.Box, err error) bool { return err == nil }, "", false},

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/admin"
-	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
@@ -21,47 +20,6 @@ import (
 
 // micros is dollars from the admin API as micro-dollars.
 func micros(usd float64) int64 { return int64(math.Round(usd * 1e6)) }
-
-// runBoxPayerRemote is `box payer NAME shared|owner` through the admin
-// API; the owner's credential, of credKind, is sent as read, for the
-// broker to check.
-func runBoxPayerRemote(ctx context.Context, c *cli, url, name, kind, principal, credKind string) error {
-	cl, err := c.adminClient(url)
-	if err != nil {
-		return err
-	}
-	set := admin.PayerSetting{Kind: kind}
-	if principal != "" {
-		set.Principal = &principal
-	}
-	what := ""
-	if kind == protocol.PayerOwner {
-		value, err := c.readRawCredential(credKind, fmt.Sprintf("%s's owner's Anthropic key or setup token (not echoed): ", name))
-		if err != nil {
-			return err
-		}
-		what = describe(payer.SharedAnthropic, value)
-		if isCloudKind(credKind) {
-			what = describeCloud(credKind, value)
-			set.CredentialKind = credKind
-		}
-		set.Value = string(value)
-		clear(value)
-	}
-	v, err := cl.SetPayer(ctx, name, set)
-	set.Value = ""
-	if err != nil {
-		return remoteError(err)
-	}
-	if what != "" {
-		fmt.Fprintf(c.stderr, "set %s's owner's credential (%s), sealed at rest\n", name, what)
-	} else {
-		fmt.Fprintf(c.stderr, "removed %s's owner's credential, if it had one\n", name)
-	}
-	pay := protocol.Payer{Kind: v.Payer.Kind, Principal: v.Payer.Principal}
-	fmt.Fprintf(c.stdout, "box %s is paid by: %s\n", name, protocol.FormatPayerHeader(pay))
-	return nil
-}
 
 // runBudgetRemote is `budget set|list|remove` through the admin API;
 // limit is the checked amount for set, whose the budget's name.

@@ -196,6 +196,7 @@ type Actions interface {
 	Resources
 	Secrets
 	Visitors
+	Payers
 }
 
 var _ Actions = (*Service)(nil)
