@@ -113,4 +113,3 @@ func (s *Service) SetPayer(ctx context.Context, name string, ps PayerSetting) (B
 	}
 	return s.view(ctx, ch.Box)
 }
-
