@@ -19,15 +19,6 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 )
 
-// setCredential reads a credential from stdin (never argv), seals it under
-// the master key for the row id and stores it. It returns what kind of
-// credential it was (describe's words), never any of its value.
-func (c *cli) setCredential(ctx context.Context, cfg *server.Config, id, kind, prompt string) (string, error) {
-	return c.storeSealed(ctx, cfg, kind, prompt, payer.AD(id), id, func(st store.Store, sealed []byte) error {
-		return st.SetCredential(ctx, store.Credential{ID: id, Sealed: sealed, UpdatedAt: time.Now().UTC()})
-	})
-}
-
 // sealing opens the store cfg names with open (openStore or openExisting)
 // and the master key, for a command about to seal a value into it: a key
 // that does not open what the store holds sealed already is refused

@@ -42,7 +42,7 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		"assign": {"box", "assign"}, "unassign": {"box", "unassign"},
 		"secret": {"secret", "set", "--host", "https://api.stripe.com"}, "unsecret": {"secret", "remove", "--yes"},
 		"visitor": {"visitor", "set"}, "unvisitor": {"visitor", "remove", "--yes"},
-		"payer": {"box", "payer"},
+		"payer": {"box", "payer"}, "credential": {"credential", "set"}, "uncredential": {"credential", "remove", "--yes"},
 	}
 	cli := func(env map[string]string) func(t *testing.T, action, box string) {
 		return func(t *testing.T, action, box string) {
@@ -51,6 +51,8 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 			switch action {
 			case "payer":
 				args = append(args, "shared")
+			case "credential", "uncredential":
+				args, stdin = append(args[:len(args)-1], "fountain"), stripeValue+"\n"
 			case "secret", "unsecret":
 				args, stdin = append(args, "STRIPE"), stripeValue+"\n"
 			case "visitor", "unvisitor":
@@ -75,13 +77,15 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		"resume": {"PATCH", "/api/boxes/{name}", `{"paused":false}`}, "consent": {"PATCH", "/api/boxes/{name}", `{"consent":true}`},
 		"remove": {"DELETE", "/api/boxes/{name}", ""},
 		"grant":  {"POST", "/api/boxes/{name}/grants", `{"principal":"github:vee"}`}, "revoke": {"DELETE", "/api/grants/{id}", ""},
-		"assign":    {"POST", "/api/boxes/{name}/resources", `{"kind":"sandbox","id":"sb-{name}"}`},
-		"unassign":  {"DELETE", "/api/boxes/{name}/resources/{kind}/{id}", ""},
-		"secret":    {"PUT", "/api/boxes/{name}/secrets/{secret}", `{"host":"https://api.stripe.com","value":"` + stripeValue + `"}`},
-		"unsecret":  {"DELETE", "/api/boxes/{name}/secrets/{secret}", ""},
-		"visitor":   {"PUT", "/api/visitors/{principal}", `{"value":"` + visitorValue + `"}`},
-		"unvisitor": {"DELETE", "/api/visitors/{principal}", ""},
-		"payer":     {"PUT", "/api/boxes/{name}/payer", `{"kind":"shared"}`},
+		"assign":       {"POST", "/api/boxes/{name}/resources", `{"kind":"sandbox","id":"sb-{name}"}`},
+		"unassign":     {"DELETE", "/api/boxes/{name}/resources/{kind}/{id}", ""},
+		"secret":       {"PUT", "/api/boxes/{name}/secrets/{secret}", `{"host":"https://api.stripe.com","value":"` + stripeValue + `"}`},
+		"unsecret":     {"DELETE", "/api/boxes/{name}/secrets/{secret}", ""},
+		"visitor":      {"PUT", "/api/visitors/{principal}", `{"value":"` + visitorValue + `"}`},
+		"unvisitor":    {"DELETE", "/api/visitors/{principal}", ""},
+		"payer":        {"PUT", "/api/boxes/{name}/payer", `{"kind":"shared"}`},
+		"credential":   {"PUT", "/api/credentials/{id}", `{"value":"` + stripeValue + `"}`},
+		"uncredential": {"DELETE", "/api/credentials/{id}", ""},
 	}
 	apiRoute := func(action string) (string, string) { return apiRoutes[action][0], apiRoutes[action][1] }
 	cookie, csrf := pageSession(t, b)
@@ -103,6 +107,8 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 				path = strings.ReplaceAll(path, "{id}", lastGrant(t, b, box))
 			case "unassign":
 				path = strings.NewReplacer("{kind}", "sandbox", "{id}", "sb-"+box).Replace(path)
+			case "credential", "uncredential":
+				path = strings.ReplaceAll(path, "{id}", "fountain")
 			}
 			body := strings.ReplaceAll(rt[2], "{name}", box)
 			if action == "add" {
@@ -167,6 +173,8 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		{"unsecret", "removed secret STRIPE", func(_, _ store.Box, err error) bool { return err == nil }, "", false},
 		{"visitor", "set visitor github:", func(_, _ store.Box, err error) bool { return err == nil }, "", false},
 		{"unvisitor", "removed visitor github:", func(_, _ store.Box, err error) bool { return err == nil }, "", false},
+		{"credential", "set the fountain credential (bearer key)", func(_, _ store.Box, err error) bool { return err == nil }, "", false},
+		{"uncredential", "removed the fountain credential", func(_, _ store.Box, err error) bool { return err == nil }, "", false},
 		{"remove", "removed the box and all kept for it", func(_, _ store.Box, err error) bool { return errors.Is(err, store.ErrNotFound) }, "", false},
 	}
 	for _, fe := range fronts {
@@ -189,6 +197,9 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 			}
 			if _, err := b.Server.Store.Credential(ctx, payer.VisitorAnthropic("github:"+box)); (err == nil) != (tt.action == "visitor") {
 				t.Errorf("%s through %s: github:%s's credential: %v", tt.action, fe.name, box, err)
+			}
+			if _, err := b.Server.Store.Credential(ctx, "fountain"); (err == nil) != (tt.action == "credential") {
+				t.Errorf("%s through %s: the fountain credential: %v", tt.action, fe.name, err)
 			}
 			if tt.grants != "" {
 				gs, err := b.Server.Store.ListGrants(ctx, box)

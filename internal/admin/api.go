@@ -36,11 +36,7 @@ type BoxList struct {
 // "setup token", "Amazon Bedrock" or "Google Vertex AI" (an Anthropic
 // credential, as pool entries say it), "bearer key" (the fountain key);
 // "" when it does not open under the broker's master key.
-type CredentialView struct {
-	ID        string `json:"id"`
-	Kind      string `json:"kind,omitempty"`
-	UpdatedAt string `json:"updatedAt"`
-}
+type CredentialView = operator.CredentialView
 
 // CredentialList is the answer to GET /api/credentials.
 type CredentialList struct {

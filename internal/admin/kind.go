@@ -1,10 +1,6 @@
 package admin
 
-import (
-	"context"
-
-	"github.com/intentius/boxbroker/internal/operator"
-)
+import "github.com/intentius/boxbroker/internal/operator"
 
 // The credential checks are the operator service's (operator.CheckCredential).
 var (
@@ -19,8 +15,3 @@ var (
 	checkedValue = operator.CheckedValue
 	isCloud      = operator.IsCloud
 )
-
-// storedKind is the kind of the stored credential id (operator.Service.StoredKind).
-func (s *Server) storedKind(ctx context.Context, id string) (string, error) {
-	return s.op.StoredKind(ctx, id)
-}

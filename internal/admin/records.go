@@ -1,18 +1,12 @@
 package admin
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/intentius/boxbroker/internal/operator"
-	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
-	"github.com/intentius/boxbroker/internal/secrets"
-	"github.com/intentius/boxbroker/internal/store"
 )
 
 // MaxValue bounds a credential's or a secret's value, in bytes.
@@ -22,107 +16,31 @@ const MaxValue = operator.MaxValue
 // that cannot go in a header (operator.CheckValue).
 var CheckValue = operator.CheckValue
 
-// credentialID checks the {id} path value: anthropic, fountain,
-// owner:<box> or visitor:<principal>.
-func (s *Server) credentialID(r *http.Request) (string, error) {
-	id := r.PathValue("id")
-	switch {
-	case id == payer.SharedAnthropic || id == payer.SharedFountain:
-		return id, nil
-	case strings.HasPrefix(id, "owner:") && protocol.IsBoxName(strings.TrimPrefix(id, "owner:")):
-		return id, nil
-	case strings.HasPrefix(id, "visitor:") && protocol.IsPrincipal(strings.TrimPrefix(id, "visitor:")):
-		return id, nil
-	}
-	return "", operator.Errorf(operator.Invalid,
-		"A credential ID is anthropic, fountain, owner:<box> or visitor:<principal>.")
-}
-
 func (s *Server) listCredentials(w http.ResponseWriter, r *http.Request) error {
-	creds, err := s.cfg.Store.ListCredentials(r.Context())
-	if err != nil {
-		return operator.StoreError(err, "", "")
-	}
-	out := CredentialList{Credentials: []CredentialView{}}
-	for _, c := range creds {
-		kind, err := s.storedKind(r.Context(), c.ID)
-		if err != nil {
-			return err
-		}
-		out.Credentials = append(out.Credentials, CredentialView{ID: c.ID, Kind: kind, UpdatedAt: formatTime(c.UpdatedAt)})
-	}
-	return writeJSON(w, http.StatusOK, out)
-}
-
-func (s *Server) setCredential(w http.ResponseWriter, r *http.Request) error {
-	id, err := s.credentialID(r)
+	creds, err := s.op.ListCredentials(r.Context())
 	if err != nil {
 		return err
 	}
+	return writeJSON(w, http.StatusOK, CredentialList{Credentials: creds})
+}
+
+func (s *Server) setCredential(w http.ResponseWriter, r *http.Request) error {
 	var cv CredentialValue
 	if err := readJSON(w, r, &cv); err != nil {
 		return err
 	}
-	defer func() { cv.Value = "" }()
-	if err := checkKind("kind", cv.Kind); err != nil {
-		return err
-	}
-	if id == payer.SharedFountain && isCloud(cv.Kind) {
-		return operator.Errorf(operator.Invalid,
-			"kind is for an Anthropic credential; the fountain key is a bearer key, with no kind.")
-	}
-	if box, ok := strings.CutPrefix(id, "owner:"); ok {
-		if _, err := s.cfg.Store.Box(r.Context(), box); err != nil {
-			return operator.StoreError(err, fmt.Sprintf("There is no box named %s to hold an owner's credential.", box), "")
-		}
-	}
-	v, err := s.putCredential(r.Context(), id, cv.Kind, &cv.Value)
+	v, err := s.Op(r, 0).SetCredential(r.Context(), r.PathValue("id"), cv.Kind, []byte(cv.Value))
+	cv.Value = ""
 	if err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, v)
 }
 
-// putCredential checks *value as a credential of kind (checkedValue),
-// seals it as the credential id, stores it, clears *value, and returns
-// how the API shows it. It waits until the credential is in force on
-// every replica.
-func (s *Server) putCredential(ctx context.Context, id, kind string, value *string) (CredentialView, error) {
-	plain, err := checkedValue("kind", kind, value)
-	if err != nil {
-		return CredentialView{}, err
-	}
-	sealed, err := s.cfg.Keyring.Seal(plain, payer.AD(id))
-	what := CredentialKind(id, plain)
-	secrets.Zero(plain)
-	if err != nil {
-		return CredentialView{}, fmt.Errorf("seal credential %s: %w", id, err)
-	}
-	c := store.Credential{ID: id, Sealed: sealed, UpdatedAt: s.cfg.Now().UTC()}
-	if err := s.cfg.Store.SetCredential(ctx, c); err != nil {
-		return CredentialView{}, operator.StoreError(err, "", "")
-	}
-	if strings.HasPrefix(id, payer.VisitorPrefix) {
-		s.Drop(store.ChangeCredential, id) // read from the store at each grant
-	} else if err := s.Changed(ctx, store.ChangeCredential, id); err != nil {
-		return CredentialView{}, err
-	}
-	s.log.Info("admin: credential set", "credential", id, "kind", what)
-	return CredentialView{ID: id, Kind: what, UpdatedAt: formatTime(c.UpdatedAt)}, nil
-}
-
 func (s *Server) removeCredential(w http.ResponseWriter, r *http.Request) error {
-	id, err := s.credentialID(r)
-	if err != nil {
+	if err := s.Op(r, 0).RemoveCredential(r.Context(), r.PathValue("id")); err != nil {
 		return err
 	}
-	if err := s.cfg.Store.DeleteCredential(r.Context(), id); err != nil {
-		return operator.StoreError(err, fmt.Sprintf("No %s credential is set.", id), "")
-	}
-	if err := s.Changed(r.Context(), store.ChangeCredential, id); err != nil {
-		return err
-	}
-	s.log.Info("admin: credential removed", "credential", id)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 
 	"github.com/intentius/boxbroker/internal/cloud"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/pool"
+	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -118,4 +120,134 @@ func (s *Service) StoredKind(ctx context.Context, id string) (string, error) {
 	}
 	defer secrets.Zero(v)
 	return CredentialKind(id, v), nil
+}
+
+// CredentialView is a credential's ID, its kind — "API key", "setup
+// token", "Amazon Bedrock" or "Google Vertex AI" (an Anthropic
+// credential, as pool entries say it), "bearer key" (the fountain key);
+// "" when it does not open under the broker's master key — and when it
+// was set; never its value.
+type CredentialView struct {
+	ID        string `json:"id"`
+	Kind      string `json:"kind,omitempty"`
+	UpdatedAt string `json:"updatedAt"`
+}
+
+// Credentials is the credential actions, as both a Service and the admin
+// API's client take them.
+type Credentials interface {
+	ListCredentials(ctx context.Context) ([]CredentialView, error)
+	SetCredential(ctx context.Context, id, kind string, value []byte) (CredentialView, error)
+	RemoveCredential(ctx context.Context, id string) error
+}
+
+var _ Credentials = (*Service)(nil)
+
+// checkCredentialID refuses an ID that is none of anthropic, fountain,
+// owner:<box> or visitor:<principal>.
+func checkCredentialID(id string) error {
+	switch {
+	case id == payer.SharedAnthropic || id == payer.SharedFountain:
+		return nil
+	case strings.HasPrefix(id, "owner:") && protocol.IsBoxName(strings.TrimPrefix(id, "owner:")):
+		return nil
+	case strings.HasPrefix(id, payer.VisitorPrefix) && protocol.IsPrincipal(strings.TrimPrefix(id, payer.VisitorPrefix)):
+		return nil
+	}
+	return Errorf(Invalid, "A credential ID is anthropic, fountain, owner:<box> or visitor:<principal>.")
+}
+
+// ListCredentials lists the credentials by ID with their kinds
+// (StoredKind); never a value.
+func (s *Service) ListCredentials(ctx context.Context) ([]CredentialView, error) {
+	creds, err := s.cfg.Store.ListCredentials(ctx)
+	if err != nil {
+		return nil, StoreError(err, "", "")
+	}
+	out := []CredentialView{}
+	for _, c := range creds {
+		kind, err := s.StoredKind(ctx, c.ID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, CredentialView{ID: c.ID, Kind: kind, UpdatedAt: formatTime(c.UpdatedAt)})
+	}
+	return out, nil
+}
+
+// SetCredential checks value as a credential of kind (CheckedValue),
+// seals it as the credential id and stores it; value is zeroed. It waits
+// until the credential is in force on every replica (a visitor's is read
+// from the store at each grant). Invalid for a bad ID, kind or value;
+// NotFound for an owner:<box> of no box.
+func (s *Service) SetCredential(ctx context.Context, id, kind string, value []byte) (CredentialView, error) {
+	raw := string(value)
+	secrets.Zero(value)
+	if err := checkCredentialID(id); err != nil {
+		return CredentialView{}, err
+	}
+	if err := CheckKind("kind", kind); err != nil {
+		return CredentialView{}, err
+	}
+	if id == payer.SharedFountain && IsCloud(kind) {
+		return CredentialView{}, Errorf(Invalid, "kind is for an Anthropic credential; the fountain key is a bearer key, with no kind.")
+	}
+	if box, ok := strings.CutPrefix(id, "owner:"); ok {
+		if _, err := s.cfg.Store.Box(ctx, box); err != nil {
+			return CredentialView{}, StoreError(err, fmt.Sprintf("There is no box named %s to hold an owner's credential.", box), "")
+		}
+	}
+	v, err := s.StoreCredential(ctx, id, kind, &raw)
+	if err != nil {
+		return CredentialView{}, err
+	}
+	if err := s.done(ctx, "", http.StatusOK, "set the "+id+" credential ("+v.Kind+")", "credential", id); err != nil {
+		return CredentialView{}, err
+	}
+	return v, nil
+}
+
+// StoreCredential checks *value as a credential of kind (CheckedValue),
+// seals it as the credential id, stores it, clears *value, and waits
+// until it is in force on every replica (a visitor's is read from the
+// store at each grant). It writes no audit row: its caller does.
+func (s *Service) StoreCredential(ctx context.Context, id, kind string, value *string) (CredentialView, error) {
+	plain, err := CheckedValue("kind", kind, value)
+	if err != nil {
+		return CredentialView{}, err
+	}
+	if s.cfg.Keyring == nil {
+		secrets.Zero(plain)
+		return CredentialView{}, fmt.Errorf("set credential %s: the operator service has no keyring", id)
+	}
+	sealed, err := s.cfg.Keyring.Seal(plain, payer.AD(id))
+	what := CredentialKind(id, plain)
+	secrets.Zero(plain)
+	if err != nil {
+		return CredentialView{}, fmt.Errorf("seal credential %s: %w", id, err)
+	}
+	c := store.Credential{ID: id, Sealed: sealed, UpdatedAt: s.cfg.Now().UTC()}
+	if err := s.cfg.Store.SetCredential(ctx, c); err != nil {
+		return CredentialView{}, StoreError(err, "", "")
+	}
+	if strings.HasPrefix(id, payer.VisitorPrefix) {
+		s.Drop(store.ChangeCredential, id) // read from the store at each grant
+	} else if err := s.Changed(ctx, store.ChangeCredential, id); err != nil {
+		return CredentialView{}, err
+	}
+	return CredentialView{ID: id, Kind: what, UpdatedAt: formatTime(c.UpdatedAt)}, nil
+}
+
+// RemoveCredential removes the credential id. NotFound when none is set.
+func (s *Service) RemoveCredential(ctx context.Context, id string) error {
+	if err := checkCredentialID(id); err != nil {
+		return err
+	}
+	if err := s.cfg.Store.DeleteCredential(ctx, id); err != nil {
+		return StoreError(err, fmt.Sprintf("No %s credential is set.", id), "")
+	}
+	if err := s.Changed(ctx, store.ChangeCredential, id); err != nil {
+		return err
+	}
+	return s.done(ctx, "", http.StatusNoContent, "removed the "+id+" credential", "credential", id)
 }

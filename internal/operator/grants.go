@@ -197,6 +197,7 @@ type Actions interface {
 	Secrets
 	Visitors
 	Payers
+	Credentials
 }
 
 var _ Actions = (*Service)(nil)

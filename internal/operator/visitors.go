@@ -76,30 +76,16 @@ func (s *Service) SetVisitor(ctx context.Context, principal, kind string, value 
 	if err := CheckKind("kind", kind); err != nil {
 		return VisitorView{}, err
 	}
-	plain, err := CheckedValue("kind", kind, &raw)
+	id := payer.VisitorAnthropic(principal)
+	v, err := s.StoreCredential(ctx, id, kind, &raw)
 	if err != nil {
 		return VisitorView{}, err
 	}
-	if s.cfg.Keyring == nil {
-		secrets.Zero(plain)
-		return VisitorView{}, fmt.Errorf("set %s's credential: the operator service has no keyring", principal)
-	}
-	id := payer.VisitorAnthropic(principal)
-	sealed, err := s.cfg.Keyring.Seal(plain, payer.AD(id))
-	what := CredentialKind(id, plain)
-	secrets.Zero(plain)
-	if err != nil {
-		return VisitorView{}, fmt.Errorf("seal credential %s: %w", id, err)
-	}
-	c := store.Credential{ID: id, Sealed: sealed, UpdatedAt: s.cfg.Now().UTC()}
-	if err := s.cfg.Store.SetCredential(ctx, c); err != nil {
-		return VisitorView{}, StoreError(err, "", "")
-	}
-	s.Drop(store.ChangeCredential, id) // read from the store at each grant
+	what := v.Kind
 	if err := s.done(ctx, "", http.StatusOK, "set visitor "+principal+"'s credential ("+what+")", "principal", principal); err != nil {
 		return VisitorView{}, err
 	}
-	return VisitorView{Principal: principal, Kind: what, UpdatedAt: formatTime(c.UpdatedAt)}, nil
+	return VisitorView{Principal: principal, Kind: what, UpdatedAt: v.UpdatedAt}, nil
 }
 
 // RemoveVisitor removes principal's visitor credential; the grants it
