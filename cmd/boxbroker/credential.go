@@ -11,6 +11,7 @@ import (
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/cache"
 	"github.com/intentius/boxbroker/internal/cloud"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/pool"
 	"github.com/intentius/boxbroker/internal/proxy"
@@ -255,7 +256,7 @@ func storedKind(ctx context.Context, st store.Store, keyring *secrets.Keyring, i
 		return ""
 	}
 	defer clear(v)
-	return admin.CredentialKind(id, v)
+	return operator.CredentialKind(id, v)
 }
 
 func kindOrNot(kind string) string {

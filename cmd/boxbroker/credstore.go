@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/cloud"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/pool"
 	"github.com/intentius/boxbroker/internal/secrets"
@@ -63,7 +63,7 @@ func (c *cli) storeSealed(ctx context.Context, cfg *server.Config, kind, prompt,
 }
 
 // readCredential reads an Anthropic credential of kind from stdin
-// (readRawCredential) and checks it with admin.CheckCredential, the
+// (readRawCredential) and checks it with operator.CheckCredential, the
 // check the admin API makes, returning the form to seal. No error holds
 // any of it.
 func (c *cli) readCredential(kind, prompt string) ([]byte, error) {
@@ -71,7 +71,7 @@ func (c *cli) readCredential(kind, prompt string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, err := admin.CheckCredential(kind, raw)
+	v, err := operator.CheckCredential(kind, raw)
 	if err != nil {
 		clear(raw)
 		return nil, err

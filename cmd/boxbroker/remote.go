@@ -55,7 +55,7 @@ func isCloudKind(kind string) bool { return kind == cloud.KindBedrock || kind ==
 
 // runCredentialRemote is `credential set|list|remove` through the admin
 // API. A credential set is sent as read, with its kind: the broker checks
-// it as `credential set` on the store does (admin.CheckCredential).
+// it as `credential set` on the store does (operator.CheckCredential).
 func runCredentialRemote(ctx context.Context, c *cli, url, sub, id, kind string, yes bool) error {
 	cl, err := c.adminClient(url)
 	if err != nil {

@@ -12,10 +12,6 @@ import (
 // MaxValue bounds a credential's or a secret's value, in bytes.
 const MaxValue = operator.MaxValue
 
-// CheckValue refuses a value that is empty, too long, or holds a byte
-// that cannot go in a header (operator.CheckValue).
-var CheckValue = operator.CheckValue
-
 func (s *Server) listCredentials(w http.ResponseWriter, r *http.Request) error {
 	creds, err := s.op.ListCredentials(r.Context())
 	if err != nil {
@@ -44,12 +40,6 @@ func (s *Server) removeCredential(w http.ResponseWriter, r *http.Request) error 
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
-
-// MinSecretLen is the shortest secret value taken (operator.MinSecretLen).
-const MinSecretLen = operator.MinSecretLen
-
-// SecretHost checks an egress secret's host (operator.SecretHost).
-var SecretHost = operator.SecretHost
 
 // SecretName checks the {secret} path value.
 func SecretName(r *http.Request) (string, error) {

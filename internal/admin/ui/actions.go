@@ -208,7 +208,7 @@ func (u *Page) setSecret(w http.ResponseWriter, r *http.Request, sess *Session) 
 	value := r.PostForm.Get("value")
 	r.PostForm.Del("value")
 	rawHost := strings.TrimSpace(r.PostForm.Get("host"))
-	if len(value) >= admin.MinSecretLen && strings.Contains(rawHost, value) {
+	if len(value) >= operator.MinSecretLen && strings.Contains(rawHost, value) {
 		// The refusal of a bad host repeats the host; one holding the
 		// value would put the value in the page.
 		return operator.Errorf(operator.Invalid,
