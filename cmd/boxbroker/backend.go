@@ -6,6 +6,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -24,8 +25,9 @@ type backend struct {
 
 // backend opens the command's backend: the admin API at adminURL when it
 // is set, else the store cfg names (created, for create, when it is
-// not there). Its audit rows name the command as "CLI" and route.
-func (c *cli) backend(ctx context.Context, cfg *server.Config, adminURL, route string, create bool) (*backend, error) {
+// not there), with its keyring when seal is set. Its audit rows name the
+// command as "CLI" and route.
+func (c *cli) backend(ctx context.Context, cfg *server.Config, adminURL, route string, create, seal bool) (*backend, error) {
 	if adminURL != "" {
 		cl, err := c.adminClient(adminURL)
 		if err != nil {
@@ -37,11 +39,20 @@ func (c *cli) backend(ctx context.Context, cfg *server.Config, adminURL, route s
 	if create {
 		open = openStore
 	}
-	st, err := open(ctx, cfg)
+	var (
+		st      store.Store
+		keyring *secrets.Keyring
+		err     error
+	)
+	if seal {
+		st, keyring, err = sealing(ctx, cfg, open)
+	} else {
+		st, err = open(ctx, cfg)
+	}
 	if err != nil {
 		return nil, err
 	}
-	svc, err := operator.New(operator.Config{Store: st})
+	svc, err := operator.New(operator.Config{Store: st, Keyring: keyring})
 	if err != nil {
 		st.Close()
 		return nil, err

@@ -84,7 +84,7 @@ func runBox(ctx context.Context, c *cli, args []string) error {
 	if err := lt.check(sub, fs); err != nil {
 		return err
 	}
-	be, err := c.backend(ctx, &cfg, *adminURL, "box "+sub, sub == "add")
+	be, err := c.backend(ctx, &cfg, *adminURL, "box "+sub, sub == "add", false)
 	if err != nil {
 		return err
 	}

@@ -51,7 +51,7 @@ func runBoxResources(ctx context.Context, c *cli, sub string, args []string) err
 			return fmt.Errorf("%w: %v", errUsage, err)
 		}
 	}
-	be, err := c.backend(ctx, &cfg, *adminURL, "box "+sub, false)
+	be, err := c.backend(ctx, &cfg, *adminURL, "box "+sub, false, false)
 	if err != nil {
 		return err
 	}

@@ -37,7 +37,7 @@ func runBoxConsent(ctx context.Context, c *cli, args []string) error {
 			return fmt.Errorf("%w: box consent %s takes on or off, not %q", errUsage, name, args[1])
 		}
 	}
-	be, err := c.backend(ctx, &cfg, *adminURL, "box consent", false)
+	be, err := c.backend(ctx, &cfg, *adminURL, "box consent", false, false)
 	if err != nil {
 		return err
 	}

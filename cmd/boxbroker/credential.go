@@ -11,6 +11,7 @@ import (
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/cache"
 	"github.com/intentius/boxbroker/internal/cloud"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/pool"
 	"github.com/intentius/boxbroker/internal/proxy"
@@ -85,6 +86,9 @@ func runCredential(ctx context.Context, c *cli, args []string) error {
 	if *kind != cloud.KindAnthropic && *kind != "" && *baseURL != "" {
 		return fmt.Errorf("%w: --url is an Anthropic-compatible base URL; a %s account's endpoint goes in its JSON", errUsage, *kind)
 	}
+	if sub == "set" || (sub == "remove" && entry == "") {
+		return runCredentialOn(ctx, c, &cfg, *adminURL, sub, id, *kind, *yes)
+	}
 	if *adminURL != "" {
 		if sub == "add" || entry != "" {
 			return runPoolRemote(ctx, c, *adminURL, sub, entry, *kind, *weight, *baseURL, *yes)
@@ -92,15 +96,6 @@ func runCredential(ctx context.Context, c *cli, args []string) error {
 		return runCredentialRemote(ctx, c, *adminURL, sub, id, *kind, *yes)
 	}
 	switch sub {
-	case "set":
-		kind, err := c.setCredential(ctx, &cfg, id, *kind, fmt.Sprintf("%s credential (not echoed): ", id))
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(c.stdout, "set %s credential (%s), sealed at rest\n", id, kind)
-		if kind == unlikelyAnthropic {
-			c.warnUnlikelyAnthropic(id)
-		}
 	case "add":
 		if entry == pool.Default {
 			return fmt.Errorf("%w: the pool's entry %q is the shared credential; set it with `credential set anthropic`", errUsage, pool.Default)
@@ -131,6 +126,46 @@ func runCredential(ctx context.Context, c *cli, args []string) error {
 		fmt.Fprintf(c.stdout, "removed %s\n", what)
 	case "list":
 		return c.listCredentials(ctx, &cfg)
+	}
+	return nil
+}
+
+// runCredentialOn is `credential set|remove anthropic|fountain` over the
+// command's backend: the value, of kind, is read from stdin and sent as
+// read, for the operator service to check.
+func runCredentialOn(ctx context.Context, c *cli, cfg *server.Config, adminURL, sub, id, kind string, yes bool) error {
+	var value []byte
+	if sub == "set" {
+		var err error
+		if value, err = c.readRawCredential(kind, fmt.Sprintf("%s credential (not echoed): ", id)); err != nil {
+			return err
+		}
+		defer clear(value)
+	} else if !yes && !c.confirm(fmt.Sprintf("Remove the %s credential?", id)) {
+		return errors.New("not removed (pass --yes to remove without asking)")
+	}
+	be, err := c.backend(ctx, cfg, adminURL, "credential "+sub, sub == "set", sub == "set")
+	if err != nil {
+		return err
+	}
+	defer be.close()
+	if sub == "remove" {
+		if err := be.RemoveCredential(ctx, id); err != nil {
+			return remoteError(err)
+		}
+		fmt.Fprintf(c.stdout, "removed %s credential\n", id)
+		return nil
+	}
+	what := describe(id, value)
+	if isCloudKind(kind) {
+		what = describeCloud(kind, value)
+	}
+	if _, err := be.SetCredential(ctx, id, kind, append([]byte(nil), value...)); err != nil {
+		return remoteError(err)
+	}
+	fmt.Fprintf(c.stdout, "set %s credential (%s), sealed at rest\n", id, what)
+	if what == unlikelyAnthropic {
+		c.warnUnlikelyAnthropic(id)
 	}
 	return nil
 }
@@ -221,7 +256,7 @@ func storedKind(ctx context.Context, st store.Store, keyring *secrets.Keyring, i
 		return ""
 	}
 	defer clear(v)
-	return admin.CredentialKind(id, v)
+	return operator.CredentialKind(id, v)
 }
 
 func kindOrNot(kind string) string {

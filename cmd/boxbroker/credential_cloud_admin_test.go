@@ -164,7 +164,7 @@ func TestCredential_CloudKindRefusedThroughTheAdminAPI(t *testing.T) {
 }
 
 // TestCredential_JSONIsNoAnthropicKey refuses, on the store as through
-// the admin API (admin.CheckCredential, the one check both make), a cloud
+// the admin API (operator.CheckCredential, the one check both make), a cloud
 // account's JSON given with no --kind: the broker would read it as an
 // account that was never checked.
 func TestCredential_JSONIsNoAnthropicKey(t *testing.T) {

@@ -10,23 +10,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/cloud"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/pool"
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
 )
-
-// setCredential reads a credential from stdin (never argv), seals it under
-// the master key for the row id and stores it. It returns what kind of
-// credential it was (describe's words), never any of its value.
-func (c *cli) setCredential(ctx context.Context, cfg *server.Config, id, kind, prompt string) (string, error) {
-	return c.storeSealed(ctx, cfg, kind, prompt, payer.AD(id), id, func(st store.Store, sealed []byte) error {
-		return st.SetCredential(ctx, store.Credential{ID: id, Sealed: sealed, UpdatedAt: time.Now().UTC()})
-	})
-}
 
 // sealing opens the store cfg names with open (openStore or openExisting)
 // and the master key, for a command about to seal a value into it: a key
@@ -72,7 +63,7 @@ func (c *cli) storeSealed(ctx context.Context, cfg *server.Config, kind, prompt,
 }
 
 // readCredential reads an Anthropic credential of kind from stdin
-// (readRawCredential) and checks it with admin.CheckCredential, the
+// (readRawCredential) and checks it with operator.CheckCredential, the
 // check the admin API makes, returning the form to seal. No error holds
 // any of it.
 func (c *cli) readCredential(kind, prompt string) ([]byte, error) {
@@ -80,7 +71,7 @@ func (c *cli) readCredential(kind, prompt string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, err := admin.CheckCredential(kind, raw)
+	v, err := operator.CheckCredential(kind, raw)
 	if err != nil {
 		clear(raw)
 		return nil, err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/admin/ui"
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -39,11 +40,23 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		"pause": {"box", "pause"}, "resume": {"box", "resume"}, "consent": {"box", "consent"}, "remove": {"box", "remove", "--yes"},
 		"grant": {"grant", "issue"}, "revoke": {"grant", "revoke"},
 		"assign": {"box", "assign"}, "unassign": {"box", "unassign"},
+		"secret": {"secret", "set", "--host", "https://api.stripe.com"}, "unsecret": {"secret", "remove", "--yes"},
+		"visitor": {"visitor", "set"}, "unvisitor": {"visitor", "remove", "--yes"},
+		"payer": {"box", "payer"}, "credential": {"credential", "set"}, "uncredential": {"credential", "remove", "--yes"},
 	}
 	cli := func(env map[string]string) func(t *testing.T, action, box string) {
 		return func(t *testing.T, action, box string) {
 			args := append(append([]string(nil), cliArgs[action]...), box)
+			stdin := ""
 			switch action {
+			case "payer":
+				args = append(args, "shared")
+			case "credential", "uncredential":
+				args, stdin = append(args[:len(args)-1], "fountain"), stripeValue+"\n"
+			case "secret", "unsecret":
+				args, stdin = append(args, "STRIPE"), stripeValue+"\n"
+			case "visitor", "unvisitor":
+				args, stdin = append(args[:len(args)-1], "github:"+box), visitorValue+"\n"
 			case "consent":
 				args = append(args, "on")
 			case "grant":
@@ -53,7 +66,7 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 			case "assign", "unassign":
 				args = append(args, "sandbox", "sb-"+box)
 			}
-			if code, out, errs := runEnv(t, env, "", args...); code != 0 {
+			if code, out, errs := runEnv(t, env, stdin, args...); code != 0 {
 				t.Fatalf("%q = %d %q %q", args, code, out, errs)
 			}
 		}
@@ -64,8 +77,15 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		"resume": {"PATCH", "/api/boxes/{name}", `{"paused":false}`}, "consent": {"PATCH", "/api/boxes/{name}", `{"consent":true}`},
 		"remove": {"DELETE", "/api/boxes/{name}", ""},
 		"grant":  {"POST", "/api/boxes/{name}/grants", `{"principal":"github:vee"}`}, "revoke": {"DELETE", "/api/grants/{id}", ""},
-		"assign":   {"POST", "/api/boxes/{name}/resources", `{"kind":"sandbox","id":"sb-{name}"}`},
-		"unassign": {"DELETE", "/api/boxes/{name}/resources/{kind}/{id}", ""},
+		"assign":       {"POST", "/api/boxes/{name}/resources", `{"kind":"sandbox","id":"sb-{name}"}`},
+		"unassign":     {"DELETE", "/api/boxes/{name}/resources/{kind}/{id}", ""},
+		"secret":       {"PUT", "/api/boxes/{name}/secrets/{secret}", `{"host":"https://api.stripe.com","value":"` + stripeValue + `"}`},
+		"unsecret":     {"DELETE", "/api/boxes/{name}/secrets/{secret}", ""},
+		"visitor":      {"PUT", "/api/visitors/{principal}", `{"value":"` + visitorValue + `"}`},
+		"unvisitor":    {"DELETE", "/api/visitors/{principal}", ""},
+		"payer":        {"PUT", "/api/boxes/{name}/payer", `{"kind":"shared"}`},
+		"credential":   {"PUT", "/api/credentials/{id}", `{"value":"` + stripeValue + `"}`},
+		"uncredential": {"DELETE", "/api/credentials/{id}", ""},
 	}
 	apiRoute := func(action string) (string, string) { return apiRoutes[action][0], apiRoutes[action][1] }
 	cookie, csrf := pageSession(t, b)
@@ -74,18 +94,21 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		"pause": {"/ui/boxes/{name}/settings", "set=paused&value=true"}, "resume": {"/ui/boxes/{name}/settings", "set=paused&value=false"},
 		"consent": {"/ui/boxes/{name}/settings", "set=consent&value=true"}, "remove": {"/ui/boxes/{name}/remove", "confirm={name}"},
 		"grant": {"/ui/boxes/{name}/grants", "principal=github:vee&ttl=15m"}, "revoke": {"/ui/boxes/{name}/grants/{id}/revoke", ""},
+		"secret": {"/ui/boxes/{name}/secrets", "name=STRIPE&host=https://api.stripe.com&value=" + stripeValue}, "unsecret": {"/ui/boxes/{name}/secrets/{secret}/remove", ""},
 	}
 	fronts := []frontEnd{
 		{"cli", func(a string) (string, string) { return "CLI", strings.Join(cliArgs[a][:2], " ") }, cli(local)},
 		{"cli-admin-url", apiRoute, cli(remote)},
 		{"api", apiRoute, func(t *testing.T, action, box string) {
 			rt := apiRoutes[action]
-			path := strings.ReplaceAll(rt[1], "{name}", box)
+			path := strings.NewReplacer("{name}", box, "{secret}", "STRIPE", "{principal}", "github:"+box).Replace(rt[1])
 			switch action {
 			case "revoke":
 				path = strings.ReplaceAll(path, "{id}", lastGrant(t, b, box))
 			case "unassign":
 				path = strings.NewReplacer("{kind}", "sandbox", "{id}", "sb-"+box).Replace(path)
+			case "credential", "uncredential":
+				path = strings.ReplaceAll(path, "{id}", "fountain")
 			}
 			body := strings.ReplaceAll(rt[2], "{name}", box)
 			if action == "add" {
@@ -110,7 +133,7 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 			f := pageForms[action]
 			form, _ := url.ParseQuery(strings.ReplaceAll(f[1], "{name}", box))
 			form.Set("csrf", csrf)
-			path := strings.ReplaceAll(f[0], "{name}", box)
+			path := strings.NewReplacer("{name}", box, "{secret}", "STRIPE").Replace(f[0])
 			if action == "revoke" {
 				path = strings.ReplaceAll(path, "{id}", lastGrant(t, b, box))
 			}
@@ -133,18 +156,26 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		message string
 		effect  func(before, after store.Box, err error) bool
 		grants  string // for a grant action, the state of the box's newest grant after it
+		secret  bool   // for a secret action, whether the box holds STRIPE after it
 	}{
-		{"add", "enrolled the box", func(_, a store.Box, err error) bool { return err == nil && a.TokenHash != "" }, ""},
-		{"rotate", "rotated the box's token", func(b, a store.Box, err error) bool { return err == nil && a.TokenHash != b.TokenHash }, ""},
-		{"bind", "bound the box's token to 10.0.0.0/8", func(_, a store.Box, err error) bool { return err == nil && store.FormatFrom(a.From) == "10.0.0.0/8" }, ""},
-		{"pause", "paused the box", func(_, a store.Box, err error) bool { return err == nil && a.Paused }, ""},
-		{"resume", "resumed the box", func(_, a store.Box, err error) bool { return err == nil && !a.Paused }, ""},
-		{"consent", "set the box's consent on", func(_, a store.Box, err error) bool { return err == nil && a.Consent }, ""},
-		{"grant", "issued grant", func(_, _ store.Box, err error) bool { return err == nil }, "current"},
-		{"revoke", "revoked grant", func(_, _ store.Box, err error) bool { return err == nil }, "revoked"},
-		{"assign", "assigned Fountain sandbox", func(_, _ store.Box, err error) bool { return err == nil }, ""},
-		{"unassign", "unassigned Fountain sandbox", func(_, _ store.Box, err error) bool { return err == nil }, ""},
-		{"remove", "removed the box and all kept for it", func(_, _ store.Box, err error) bool { return errors.Is(err, store.ErrNotFound) }, ""},
+		{"add", "enrolled the box", func(_, a store.Box, err error) bool { return err == nil && a.TokenHash != "" }, "", false},
+		{"rotate", "rotated the box's token", func(b, a store.Box, err error) bool { return err == nil && a.TokenHash != b.TokenHash }, "", false},
+		{"bind", "bound the box's token to 10.0.0.0/8", func(_, a store.Box, err error) bool { return err == nil && store.FormatFrom(a.From) == "10.0.0.0/8" }, "", false},
+		{"pause", "paused the box", func(_, a store.Box, err error) bool { return err == nil && a.Paused }, "", false},
+		{"resume", "resumed the box", func(_, a store.Box, err error) bool { return err == nil && !a.Paused }, "", false},
+		{"consent", "set the box's consent on", func(_, a store.Box, err error) bool { return err == nil && a.Consent }, "", false},
+		{"grant", "issued grant", func(_, _ store.Box, err error) bool { return err == nil }, "current", false},
+		{"revoke", "revoked grant", func(_, _ store.Box, err error) bool { return err == nil }, "revoked", false},
+		{"assign", "assigned Fountain sandbox", func(_, _ store.Box, err error) bool { return err == nil }, "", false},
+		{"unassign", "unassigned Fountain sandbox", func(_, _ store.Box, err error) bool { return err == nil }, "", false},
+		{"payer", "set the box's payer to shared", func(_, a store.Box, err error) bool { return err == nil && a.PayerKind == "shared" }, "", false},
+		{"secret", "set the secret STRIPE", func(_, _ store.Box, err error) bool { return err == nil }, "", true},
+		{"unsecret", "removed secret STRIPE", func(_, _ store.Box, err error) bool { return err == nil }, "", false},
+		{"visitor", "set visitor github:", func(_, _ store.Box, err error) bool { return err == nil }, "", false},
+		{"unvisitor", "removed visitor github:", func(_, _ store.Box, err error) bool { return err == nil }, "", false},
+		{"credential", "set the fountain credential (bearer key)", func(_, _ store.Box, err error) bool { return err == nil }, "", false},
+		{"uncredential", "removed the fountain credential", func(_, _ store.Box, err error) bool { return err == nil }, "", false},
+		{"remove", "removed the box and all kept for it", func(_, _ store.Box, err error) bool { return errors.Is(err, store.ErrNotFound) }, "", false},
 	}
 	for _, fe := range fronts {
 		box := "via-" + fe.name
@@ -160,6 +191,15 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 			}
 			if owner, err := b.Server.Store.ResourceOwner(ctx, store.ResourceSandbox, "sb-"+box); (tt.action == "assign") != (err == nil && owner == box) {
 				t.Errorf("%s through %s: sb-%s is box %q's (%v)", tt.action, fe.name, box, owner, err)
+			}
+			if _, err := b.Server.Store.Secret(ctx, box, "STRIPE"); (err == nil) != tt.secret {
+				t.Errorf("%s through %s: the box's secret STRIPE: %v, want held %v", tt.action, fe.name, err, tt.secret)
+			}
+			if _, err := b.Server.Store.Credential(ctx, payer.VisitorAnthropic("github:"+box)); (err == nil) != (tt.action == "visitor") {
+				t.Errorf("%s through %s: github:%s's credential: %v", tt.action, fe.name, box, err)
+			}
+			if _, err := b.Server.Store.Credential(ctx, "fountain"); (err == nil) != (tt.action == "credential") {
+				t.Errorf("%s through %s: the fountain credential: %v", tt.action, fe.name, err)
 			}
 			if tt.grants != "" {
 				gs, err := b.Server.Store.ListGrants(ctx, box)
@@ -179,6 +219,12 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		}
 	}
 }
+
+// stripeValue is the value the front-end test sets as a secret.
+const stripeValue = "sk_live_0123456789abcdef"
+
+// visitorValue is the credential the front-end test sets for a visitor.
+const visitorValue = "sk-ant-api03-VISITOR0123456789"
 
 var noFollow = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 

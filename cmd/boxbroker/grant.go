@@ -56,7 +56,7 @@ func runGrant(ctx context.Context, c *cli, args []string) error {
 			return err
 		}
 	}
-	be, err := c.backend(ctx, &cfg, *adminURL, "grant "+sub, false)
+	be, err := c.backend(ctx, &cfg, *adminURL, "grant "+sub, false, false)
 	if err != nil {
 		return err
 	}

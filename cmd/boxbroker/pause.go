@@ -28,7 +28,7 @@ func runBoxPause(ctx context.Context, c *cli, sub string, args []string) error {
 		return err
 	}
 	pause := sub == "pause"
-	be, err := c.backend(ctx, &cfg, *adminURL, "box "+sub, false)
+	be, err := c.backend(ctx, &cfg, *adminURL, "box "+sub, false, false)
 	if err != nil {
 		return err
 	}

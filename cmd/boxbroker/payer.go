@@ -2,17 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"time"
 
 	"github.com/intentius/boxbroker/internal/cloud"
 	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
-	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/server"
-	"github.com/intentius/boxbroker/internal/store"
 )
 
 // runBoxPayer is `box payer NAME shared` or `box payer NAME owner
@@ -46,51 +42,47 @@ func runBoxPayer(ctx context.Context, c *cli, args []string) error {
 	if *credKind != cloud.KindAnthropic && kind != protocol.PayerOwner {
 		return fmt.Errorf("%w: --kind is the owner's credential's; a shared payer has none", errUsage)
 	}
-	if *adminURL != "" {
-		return runBoxPayerRemote(ctx, c, *adminURL, name, kind, *principal, *credKind)
+	set := operator.PayerSetting{Kind: kind}
+	if *principal != "" {
+		set.Principal = principal
 	}
-	choice := payer.Choice{Kind: kind, Principal: *principal}
-	var keyring *secrets.Keyring
+	what := ""
 	if kind == protocol.PayerOwner {
 		// Read before the store is opened, so a prompt does not hold it;
 		// but not for a data directory that holds no boxbroker data.
-		if err := needData(&cfg); err != nil {
-			return err
+		if *adminURL == "" {
+			if err := needData(&cfg); err != nil {
+				return err
+			}
 		}
-		value, err := c.readCredential(*credKind, fmt.Sprintf("%s's owner's Anthropic key or setup token (not echoed): ", name))
+		value, err := c.readRawCredential(*credKind, fmt.Sprintf("%s's owner's Anthropic key or setup token (not echoed): ", name))
 		if err != nil {
 			return err
 		}
-		defer clear(value)
-		choice.Credential = value
-	}
-	st, err := openExisting(ctx, &cfg)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	if kind == protocol.PayerOwner {
-		if keyring, err = server.SealingKeyring(ctx, &cfg, st); err != nil {
-			return err
+		what = describe(payer.SharedAnthropic, value)
+		if isCloudKind(*credKind) {
+			what = describeCloud(*credKind, value)
+			set.CredentialKind = *credKind
 		}
+		set.Value = string(value)
+		clear(value)
 	}
-	ch, err := payer.Set(ctx, st, keyring, name, choice, time.Now())
-	if errors.Is(err, store.ErrNotFound) {
-		return errors.New(operator.NoBox(name))
-	}
-	if ch.CredentialSet {
-		fmt.Fprintf(c.stderr, "set %s's owner's credential (%s), sealed at rest\n", name, describe(payer.SharedAnthropic, choice.Credential))
-	}
+	be, err := c.backend(ctx, &cfg, *adminURL, "box payer", false, kind == protocol.PayerOwner)
 	if err != nil {
 		return err
 	}
-	if ch.CredentialRemoved {
-		fmt.Fprintf(c.stderr, "removed %s's owner's credential\n", name)
+	defer be.close()
+	v, err := be.SetPayer(ctx, name, set)
+	set.Value = ""
+	if err != nil {
+		return remoteError(err)
 	}
-	pay := protocol.Payer{Kind: kind}
-	if *principal != "" {
-		pay.Principal = principal
+	if what != "" {
+		fmt.Fprintf(c.stderr, "set %s's owner's credential (%s), sealed at rest\n", name, what)
+	} else {
+		fmt.Fprintf(c.stderr, "removed %s's owner's credential, if it had one\n", name)
 	}
+	pay := protocol.Payer{Kind: v.Payer.Kind, Principal: v.Payer.Principal}
 	fmt.Fprintf(c.stdout, "box %s is paid by: %s\n", name, protocol.FormatPayerHeader(pay))
 	return nil
 }

@@ -55,39 +55,13 @@ func isCloudKind(kind string) bool { return kind == cloud.KindBedrock || kind ==
 
 // runCredentialRemote is `credential set|list|remove` through the admin
 // API. A credential set is sent as read, with its kind: the broker checks
-// it as `credential set` on the store does (admin.CheckCredential).
+// it as `credential set` on the store does (operator.CheckCredential).
 func runCredentialRemote(ctx context.Context, c *cli, url, sub, id, kind string, yes bool) error {
 	cl, err := c.adminClient(url)
 	if err != nil {
 		return err
 	}
 	switch sub {
-	case "set":
-		value, err := c.readRawCredential(kind, fmt.Sprintf("%s credential (not echoed): ", id))
-		if err != nil {
-			return err
-		}
-		defer clear(value)
-		if !isCloudKind(kind) && describe(id, value) == unlikelyAnthropic {
-			defer c.warnUnlikelyAnthropic(id)
-		}
-		cv, err := cl.SetCredential(ctx, id, kind, value)
-		if err != nil {
-			return remoteError(err)
-		}
-		what := cv.Kind
-		if isCloudKind(kind) {
-			what = describeCloud(kind, value)
-		}
-		fmt.Fprintf(c.stdout, "set %s credential (%s), sealed at rest\n", id, what)
-	case "remove":
-		if !yes && !c.confirm(fmt.Sprintf("Remove the %s credential?", id)) {
-			return errors.New("not removed (pass --yes to remove without asking)")
-		}
-		if err := cl.RemoveCredential(ctx, id); err != nil {
-			return remoteError(err)
-		}
-		fmt.Fprintf(c.stdout, "removed %s credential\n", id)
 	case "list":
 		creds, err := cl.ListCredentials(ctx)
 		if err != nil {

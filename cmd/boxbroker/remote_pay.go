@@ -3,15 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/admin"
-	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
@@ -23,93 +20,6 @@ import (
 
 // micros is dollars from the admin API as micro-dollars.
 func micros(usd float64) int64 { return int64(math.Round(usd * 1e6)) }
-
-// runBoxPayerRemote is `box payer NAME shared|owner` through the admin
-// API; the owner's credential, of credKind, is sent as read, for the
-// broker to check.
-func runBoxPayerRemote(ctx context.Context, c *cli, url, name, kind, principal, credKind string) error {
-	cl, err := c.adminClient(url)
-	if err != nil {
-		return err
-	}
-	set := admin.PayerSetting{Kind: kind}
-	if principal != "" {
-		set.Principal = &principal
-	}
-	what := ""
-	if kind == protocol.PayerOwner {
-		value, err := c.readRawCredential(credKind, fmt.Sprintf("%s's owner's Anthropic key or setup token (not echoed): ", name))
-		if err != nil {
-			return err
-		}
-		what = describe(payer.SharedAnthropic, value)
-		if isCloudKind(credKind) {
-			what = describeCloud(credKind, value)
-			set.CredentialKind = credKind
-		}
-		set.Value = string(value)
-		clear(value)
-	}
-	v, err := cl.SetPayer(ctx, name, set)
-	set.Value = ""
-	if err != nil {
-		return remoteError(err)
-	}
-	if what != "" {
-		fmt.Fprintf(c.stderr, "set %s's owner's credential (%s), sealed at rest\n", name, what)
-	} else {
-		fmt.Fprintf(c.stderr, "removed %s's owner's credential, if it had one\n", name)
-	}
-	pay := protocol.Payer{Kind: v.Payer.Kind, Principal: v.Payer.Principal}
-	fmt.Fprintf(c.stdout, "box %s is paid by: %s\n", name, protocol.FormatPayerHeader(pay))
-	return nil
-}
-
-// runVisitorRemote is `visitor set|list|remove` through the admin API; a
-// credential set, of kind, is sent as read, for the broker to check.
-func runVisitorRemote(ctx context.Context, c *cli, url, sub, principal, kind string, yes bool) error {
-	cl, err := c.adminClient(url)
-	if err != nil {
-		return err
-	}
-	switch sub {
-	case "set":
-		value, err := c.readRawCredential(kind, fmt.Sprintf("%s's Anthropic key or setup token (not echoed): ", principal))
-		if err != nil {
-			return err
-		}
-		what := describe(payer.SharedAnthropic, value)
-		if isCloudKind(kind) {
-			what = describeCloud(kind, value)
-		}
-		_, err = cl.SetVisitor(ctx, principal, kind, value)
-		clear(value)
-		if err != nil {
-			return remoteError(err)
-		}
-		fmt.Fprintf(c.stdout, "set %s's credential (%s), sealed at rest\n", principal, what)
-	case "remove":
-		if !yes && !c.confirm(fmt.Sprintf("Remove %s's credential? Their grants stop paying at once.", principal)) {
-			return errors.New("not removed (pass --yes to remove without asking)")
-		}
-		if err := cl.RemoveVisitor(ctx, principal); err != nil {
-			return remoteError(err)
-		}
-		fmt.Fprintf(c.stdout, "removed %s's credential\n", principal)
-	case "list":
-		vs, err := cl.ListVisitors(ctx)
-		if err != nil {
-			return remoteError(err)
-		}
-		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "VISITOR\tKIND\tUPDATED")
-		for _, v := range vs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", safe(v.Principal), kindOrNot(v.Kind), v.UpdatedAt)
-		}
-		return tw.Flush()
-	}
-	return nil
-}
 
 // runBudgetRemote is `budget set|list|remove` through the admin API;
 // limit is the checked amount for set, whose the budget's name.

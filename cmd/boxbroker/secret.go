@@ -10,21 +10,12 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
-	"time"
 
-	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/mint"
 	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/protocol"
-	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/server"
-	"github.com/intentius/boxbroker/internal/store"
 )
-
-// minSecretLen is the shortest value `secret set` takes: the broker swaps
-// the value out of every answer, and a shorter one would match ordinary
-// text.
-const minSecretLen = 8
 
 func runSecret(ctx context.Context, c *cli, args []string) error {
 	if len(args) == 0 {
@@ -91,59 +82,35 @@ func runSecret(ctx context.Context, c *cli, args []string) error {
 			return err
 		}
 	}
-	if *adminURL != "" {
-		return runSecretRemote(ctx, c, *adminURL, sub, box, name, secretSetting{host: *host, brokerURL: *brokerURL, word: *word, kind: *kind, fields: fields, rules: rules, rate: rt}, *yes)
+	be, err := c.backend(ctx, &cfg, *adminURL, "secret "+sub, false, sub == "set")
+	if err != nil {
+		return err
 	}
+	defer be.close()
 	switch sub {
 	case "set":
-		return secretSet(ctx, c, &cfg, box, name, secretSetting{host: *host, brokerURL: *brokerURL, word: *word, kind: *kind, fields: fields, rules: rules, rate: rt})
+		return remoteError(secretSet(ctx, c, be, *adminURL != "", box, name, secretSetting{host: *host, brokerURL: *brokerURL, word: *word, kind: *kind, fields: fields, rules: rules, rate: rt}))
 	case "remove":
 		if !*yes && !c.confirm(fmt.Sprintf("Remove the secret %s of box %s?", name, box)) {
 			return errors.New("not removed (pass --yes to remove without asking)")
 		}
-		st, err := openExisting(ctx, &cfg)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		if err := st.DeleteSecret(ctx, box, name); errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("box %s has no secret %s", box, name)
-		} else if err != nil {
-			return err
+		if err := be.RemoveSecret(ctx, box, name); err != nil {
+			return remoteError(err)
 		}
 		fmt.Fprintf(c.stdout, "removed secret %s of box %s\n", name, box)
 	case "list":
-		st, err := openExisting(ctx, &cfg)
+		list, err := be.ListSecrets(ctx, box)
 		if err != nil {
-			return err
-		}
-		defer st.Close()
-		if _, err := st.Box(ctx, box); errors.Is(err, store.ErrNotFound) {
-			return errors.New(operator.NoBox(box))
-		} else if err != nil {
-			return err
-		}
-		secrets, err := st.ListSecrets(ctx, box)
-		if err != nil {
-			return err
-		}
-		states, err := st.ListMintStates(ctx, box)
-		if err != nil {
-			return err
+			return remoteError(err)
 		}
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "SECRET\tKIND\tHOST\tSTATE\tUPDATED\tBODY FIELDS\tALLOWS\tRATE")
-		for _, s := range secrets {
+		for _, s := range list {
 			kind, state := "plain", "-"
 			if s.Kind != "" {
-				kind = s.Kind
-				full, err := st.Secret(ctx, box, s.Name)
-				if err != nil {
-					return err
-				}
-				state = mint.State(full, states, time.Now())
+				kind, state = s.Kind, s.State
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, kind, s.Host, state, s.UpdatedAt.UTC().Format(time.RFC3339), fieldsOrNone(s.BodyFields), rulesOrAny(s.Rules), orNone(s.Rate))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", safe(s.Name), safe(kind), safe(s.Host), safe(state), safe(s.UpdatedAt), safe(fieldsOrNone(s.BodyFields)), safe(rulesOrAny(s.Rules)), safe(orNone(s.Rate)))
 		}
 		return tw.Flush()
 	}
@@ -209,75 +176,47 @@ func orNone(s string) string {
 	return s
 }
 
-func secretSet(ctx context.Context, c *cli, cfg *server.Config, box, name string, set secretSetting) error {
-	host, brokerURL, word, kind := set.host, set.brokerURL, set.word, set.kind
-	if host == "" {
+// secretSet reads the value of box's secret name (a kind's JSON
+// configuration from stdin, a plain value from stdin or the terminal)
+// and sets it through be. Through the admin API (remote) it sets plain
+// values only.
+func secretSet(ctx context.Context, c *cli, be *backend, remote bool, box, name string, set secretSetting) error {
+	if set.host == "" {
 		return fmt.Errorf("%w: secret set needs --host, the one base URL the secret may be sent to, as in --host https://api.example.com", errUsage)
 	}
-	if err := needData(cfg); err != nil {
-		return err
-	}
-	base, err := protocol.ParseSecretHost(host)
+	base, err := protocol.ParseSecretHost(set.host)
 	if err != nil {
 		return fmt.Errorf("%w: --host %v", errUsage, err)
 	}
-	var value []byte
+	kind := set.kind
 	if kind == "plain" {
 		kind = ""
 	}
+	if remote && kind != "" {
+		return fmt.Errorf("%w: --kind %s with --admin-url: the admin API sets plain values only; run `boxbroker secret set --kind` where the broker's store is", errUsage, kind)
+	}
+	if (kind == mint.KindSigV4 || kind == mint.KindHMAC) && len(set.fields) > 0 {
+		return fmt.Errorf("%w: --body-field: a %s secret signs requests and writes no value, so it takes no body field", errUsage, kind)
+	}
+	var value []byte
 	if kind != "" {
 		value, err = c.readConfig(kind)
-		if err != nil {
-			return err
-		}
-		defer clear(value)
-		spec, err := mint.Parse(kind, value)
-		if err != nil {
-			return fmt.Errorf("--kind %s: %w", kind, err)
-		}
-		if _, signs := spec.(mint.Signer); signs && len(set.fields) > 0 {
-			return fmt.Errorf("%w: --body-field: a %s secret signs requests and writes no value, so it takes no body field", errUsage, kind)
-		}
 	} else {
 		value, err = c.readSecret(fmt.Sprintf("value of %s for box %s (not echoed): ", name, box))
-		if err != nil {
-			return err
-		}
-		defer clear(value)
-		if len(value) < minSecretLen {
-			return fmt.Errorf("the value is shorter than %d bytes: the broker keeps it out of answers by matching it, and a value that short would match ordinary text", minSecretLen)
-		}
-		for _, b := range value {
-			if b < 0x20 || b == 0x7f {
-				return errors.New("the value holds a control character, which cannot travel in a request header")
-			}
-		}
-	}
-	st, keyring, err := sealing(ctx, cfg, openExisting)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	sealed, err := keyring.Seal(value, secrets.SecretAD(box, name))
-	if err != nil {
-		return err
-	}
-	err = st.SetSecret(ctx, store.Secret{Box: box, Name: name, Host: base.String(), Sealed: sealed, UpdatedAt: time.Now().UTC(), Kind: kind, BodyFields: set.fields, Rules: set.rules, Rate: set.rate})
-	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("no box named %s (add it with `boxbroker box add %s`)", box, box)
 	}
 	if err != nil {
 		return err
 	}
-	if err := st.AddAudit(ctx, []store.AuditEntry{{Box: box, At: time.Now().UTC(), Method: "SET", Route: "boxbroker secret set",
-		Capability: store.ActorAdmin, Status: 200, Message: admin.RulesMessage(name, set.rules, set.rate)}}); err != nil {
-		return fmt.Errorf("audit secret set: %w", err)
+	defer clear(value)
+	sv, err := be.SetSecret(ctx, box, name, operator.SecretValue{Host: set.host, Value: string(value), Kind: kind, BodyFields: set.fields, Rules: set.rules, Rate: set.rate})
+	if err != nil {
+		return err
 	}
 	if base.Scheme == "http" && !isLoopback(base.Hostname()) {
 		fmt.Fprintf(c.stderr, "warning: %s is http://, so the value travels to it unencrypted\n", base)
 	}
-	printSecretSet(c, box, name, base.String(), brokerURL, word, kind, set.fields)
-	printRules(c, name, set.rules, set.rate)
+	printSecretSet(c, box, name, sv.Host, set.brokerURL, set.word, kind, sv.BodyFields)
+	printRules(c, name, sv.Rules, sv.Rate)
 	return nil
 }
 

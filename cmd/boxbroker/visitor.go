@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/intentius/boxbroker/internal/cloud"
 	"github.com/intentius/boxbroker/internal/payer"
@@ -58,46 +56,44 @@ func runVisitor(ctx context.Context, c *cli, args []string) error {
 	default:
 		return fmt.Errorf("%w: unknown visitor command %q (set, list, remove)", errUsage, sub)
 	}
-	if *adminURL != "" {
-		return runVisitorRemote(ctx, c, *adminURL, sub, principal, *kind, *yes)
+	be, err := c.backend(ctx, &cfg, *adminURL, "visitor "+sub, false, sub != "remove")
+	if err != nil {
+		return err
 	}
-	id := payer.VisitorAnthropic(principal)
+	defer be.close()
 	switch sub {
 	case "set":
-		what, err := c.setCredential(ctx, &cfg, id, *kind, fmt.Sprintf("%s's Anthropic key or setup token (not echoed): ", principal))
+		value, err := c.readRawCredential(*kind, fmt.Sprintf("%s's Anthropic key or setup token (not echoed): ", principal))
 		if err != nil {
 			return err
+		}
+		what := describe(payer.SharedAnthropic, value)
+		if isCloudKind(*kind) {
+			what = describeCloud(*kind, value)
+		}
+		_, err = be.SetVisitor(ctx, principal, *kind, value)
+		clear(value)
+		if err != nil {
+			return remoteError(err)
 		}
 		fmt.Fprintf(c.stdout, "set %s's credential (%s), sealed at rest\n", principal, what)
 	case "remove":
 		if !*yes && !c.confirm(fmt.Sprintf("Remove %s's credential? Their grants stop paying at once.", principal)) {
 			return errors.New("not removed (pass --yes to remove without asking)")
 		}
-		if err := c.removeCredential(ctx, &cfg, id, fmt.Sprintf("%s holds no credential", principal)); err != nil {
-			return err
+		if err := be.RemoveVisitor(ctx, principal); err != nil {
+			return remoteError(err)
 		}
 		fmt.Fprintf(c.stdout, "removed %s's credential\n", principal)
 	case "list":
-		st, err := openExisting(ctx, &cfg)
+		vs, err := be.ListVisitors(ctx)
 		if err != nil {
-			return err
-		}
-		defer st.Close()
-		creds, err := st.ListCredentials(ctx)
-		if err != nil {
-			return err
-		}
-		keyring, err := server.LoadKeyring(&cfg)
-		if err != nil {
-			return err
+			return remoteError(err)
 		}
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "VISITOR\tKIND\tUPDATED")
-		for _, cr := range creds {
-			if p, ok := strings.CutPrefix(cr.ID, payer.VisitorPrefix); ok {
-				kind := storedKind(ctx, st, keyring, cr.ID)
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", safe(p), kindOrNot(kind), cr.UpdatedAt.UTC().Format(time.RFC3339))
-			}
+		for _, v := range vs {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", safe(v.Principal), kindOrNot(v.Kind), v.UpdatedAt)
 		}
 		return tw.Flush()
 	}

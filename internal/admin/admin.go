@@ -121,7 +121,7 @@ func New(cfg Config) (*Server, error) {
 		c = cfg.Cache
 	}
 	var err error
-	if s.op, err = operator.New(operator.Config{Store: cfg.Store, Cache: c, Logger: cfg.Logger, Now: cfg.Now}); err != nil {
+	if s.op, err = operator.New(operator.Config{Store: cfg.Store, Keyring: cfg.Keyring, Cache: c, Logger: cfg.Logger, Now: cfg.Now}); err != nil {
 		return nil, err
 	}
 	s.routes = s.apiRoutes()

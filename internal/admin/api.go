@@ -36,11 +36,7 @@ type BoxList struct {
 // "setup token", "Amazon Bedrock" or "Google Vertex AI" (an Anthropic
 // credential, as pool entries say it), "bearer key" (the fountain key);
 // "" when it does not open under the broker's master key.
-type CredentialView struct {
-	ID        string `json:"id"`
-	Kind      string `json:"kind,omitempty"`
-	UpdatedAt string `json:"updatedAt"`
-}
+type CredentialView = operator.CredentialView
 
 // CredentialList is the answer to GET /api/credentials.
 type CredentialList struct {
@@ -57,53 +53,16 @@ type CredentialValue struct {
 	Kind  string `json:"kind,omitempty"`
 }
 
-// SecretView is an egress secret's name, host and when it was set; never
-// its value.
-type SecretView struct {
-	Name      string `json:"name"`
-	Host      string `json:"host"`
-	UpdatedAt string `json:"updatedAt"`
-	// Kind is a minted or signing secret's kind (github-app, oauth2,
-	// aws-sigv4, hmac); "" for a plain value.
-	Kind string `json:"kind,omitempty"`
-	// State is where a minted or signing secret stands (mint.State):
-	// "token valid until …", "REFUSED since …: the OAuth grant needs
-	// renewing (…)", …; "" for a plain value. Listed secrets only.
-	State string `json:"state,omitempty"`
-	// BodyFields are the top-level form or JSON body fields in which the
-	// broker writes the value (store.Secret.BodyFields); omitted for none.
-	BodyFields []string `json:"bodyFields,omitempty"`
-	// Rules are what the secret may be spent on, each "METHOD PATTERN"
-	// (store.Secret.Rules); omitted for none: every method and path.
-	Rules []string `json:"rules,omitempty"`
-	// Rate is each box's rate for the secret, N/PERIOD (store.Secret.Rate);
-	// omitted for none.
-	Rate string `json:"rate,omitempty"`
-}
+// SecretView is an egress secret as the admin API shows it
+// (operator.SecretView).
+type SecretView = operator.SecretView
 
 // SecretList is the answer to GET /api/boxes/{name}/secrets.
-type SecretList struct {
-	Secrets []SecretView `json:"secrets"`
-}
+type SecretList = operator.SecretList
 
-// SecretValue is the body of PUT /api/boxes/{name}/secrets/{secret}.
-type SecretValue struct {
-	Host  string `json:"host"`
-	Value string `json:"value"`
-	// BodyFields, when given, name the top-level fields of a form or JSON
-	// request body in which the broker writes the value where the field's
-	// whole value is the box's token (protocol.CheckBodyFields); none
-	// means the value is written only in header values and the query.
-	BodyFields []string `json:"bodyFields,omitempty"`
-	// Rules, when given, are what the secret may be spent on, each
-	// "METHOD PATTERN" as protocol.ParseSecretRule reads it, such as
-	// "GET /repos/acme/**"; none allows every method and path. They
-	// replace the rules the secret held.
-	Rules []string `json:"rules,omitempty"`
-	// Rate, when given, is each box's rate for the secret, N/PERIOD with
-	// PERIOD s, m or h, such as "120/m"; "" for none.
-	Rate string `json:"rate,omitempty"`
-}
+// SecretValue is the body of PUT /api/boxes/{name}/secrets/{secret}
+// (operator.SecretValue).
+type SecretValue = operator.SecretValue
 
 // FeedbackView is one kept feedback batch.
 type FeedbackView struct {

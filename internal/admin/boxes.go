@@ -45,15 +45,6 @@ func (s *Server) Declaration(ctx context.Context, box string) (*protocol.Declara
 	return s.op.Declaration(ctx, box)
 }
 
-// boxView reads what view needs for b.
-func (s *Server) boxView(ctx context.Context, b store.Box) (BoxView, error) {
-	d, err := s.Declaration(ctx, b.Name)
-	if err != nil {
-		return BoxView{}, err
-	}
-	return operator.BoxViewOf(b, d, s.cfg.Now()), nil
-}
-
 // published reports whether v's last report listed it as published.
 func published(v BoxView) bool { return v.Listing != nil && v.Listing.Published }
 

@@ -159,7 +159,7 @@ func (s *Server) SetPoolEntryOf(ctx context.Context, name, kind string, weight i
 		weight = 1
 	}
 	if name == pool.Default {
-		cv, err := s.putCredential(ctx, pool.SharedID, kind, value)
+		cv, err := s.op.StoreCredential(ctx, pool.SharedID, kind, value)
 		if err != nil {
 			return PoolEntryView{}, err
 		}

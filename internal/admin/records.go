@@ -1,163 +1,44 @@
 package admin
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 
-	"github.com/intentius/boxbroker/internal/mint"
 	"github.com/intentius/boxbroker/internal/operator"
-	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
-	"github.com/intentius/boxbroker/internal/secrets"
-	"github.com/intentius/boxbroker/internal/store"
 )
 
 // MaxValue bounds a credential's or a secret's value, in bytes.
-const MaxValue = 16 << 10
-
-// CheckValue refuses a value that is empty, too long, or holds a byte
-// that cannot go in a header. The message never repeats the value.
-func CheckValue(what, v string) error {
-	if v == "" {
-		return operator.Errorf(operator.Invalid, "The %s's value is empty.", what)
-	}
-	if len(v) > MaxValue {
-		return operator.Errorf(operator.Invalid, "The %s's value is over %d bytes.", what, MaxValue)
-	}
-	for i := 0; i < len(v); i++ {
-		if v[i] < 0x20 || v[i] == 0x7f {
-			return operator.Errorf(operator.Invalid, "The %s's value holds a control character (a line break?) at byte %d.", what, i)
-		}
-	}
-	return nil
-}
-
-// credentialID checks the {id} path value: anthropic, fountain,
-// owner:<box> or visitor:<principal>.
-func (s *Server) credentialID(r *http.Request) (string, error) {
-	id := r.PathValue("id")
-	switch {
-	case id == payer.SharedAnthropic || id == payer.SharedFountain:
-		return id, nil
-	case strings.HasPrefix(id, "owner:") && protocol.IsBoxName(strings.TrimPrefix(id, "owner:")):
-		return id, nil
-	case strings.HasPrefix(id, "visitor:") && protocol.IsPrincipal(strings.TrimPrefix(id, "visitor:")):
-		return id, nil
-	}
-	return "", operator.Errorf(operator.Invalid,
-		"A credential ID is anthropic, fountain, owner:<box> or visitor:<principal>.")
-}
+const MaxValue = operator.MaxValue
 
 func (s *Server) listCredentials(w http.ResponseWriter, r *http.Request) error {
-	creds, err := s.cfg.Store.ListCredentials(r.Context())
-	if err != nil {
-		return operator.StoreError(err, "", "")
-	}
-	out := CredentialList{Credentials: []CredentialView{}}
-	for _, c := range creds {
-		kind, err := s.storedKind(r.Context(), c.ID)
-		if err != nil {
-			return err
-		}
-		out.Credentials = append(out.Credentials, CredentialView{ID: c.ID, Kind: kind, UpdatedAt: formatTime(c.UpdatedAt)})
-	}
-	return writeJSON(w, http.StatusOK, out)
-}
-
-func (s *Server) setCredential(w http.ResponseWriter, r *http.Request) error {
-	id, err := s.credentialID(r)
+	creds, err := s.op.ListCredentials(r.Context())
 	if err != nil {
 		return err
 	}
+	return writeJSON(w, http.StatusOK, CredentialList{Credentials: creds})
+}
+
+func (s *Server) setCredential(w http.ResponseWriter, r *http.Request) error {
 	var cv CredentialValue
 	if err := readJSON(w, r, &cv); err != nil {
 		return err
 	}
-	defer func() { cv.Value = "" }()
-	if err := checkKind("kind", cv.Kind); err != nil {
-		return err
-	}
-	if id == payer.SharedFountain && isCloud(cv.Kind) {
-		return operator.Errorf(operator.Invalid,
-			"kind is for an Anthropic credential; the fountain key is a bearer key, with no kind.")
-	}
-	if box, ok := strings.CutPrefix(id, "owner:"); ok {
-		if _, err := s.cfg.Store.Box(r.Context(), box); err != nil {
-			return operator.StoreError(err, fmt.Sprintf("There is no box named %s to hold an owner's credential.", box), "")
-		}
-	}
-	v, err := s.putCredential(r.Context(), id, cv.Kind, &cv.Value)
+	v, err := s.Op(r, 0).SetCredential(r.Context(), r.PathValue("id"), cv.Kind, []byte(cv.Value))
+	cv.Value = ""
 	if err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, v)
 }
 
-// putCredential checks *value as a credential of kind (checkedValue),
-// seals it as the credential id, stores it, clears *value, and returns
-// how the API shows it. It waits until the credential is in force on
-// every replica.
-func (s *Server) putCredential(ctx context.Context, id, kind string, value *string) (CredentialView, error) {
-	plain, err := checkedValue("kind", kind, value)
-	if err != nil {
-		return CredentialView{}, err
-	}
-	sealed, err := s.cfg.Keyring.Seal(plain, payer.AD(id))
-	what := CredentialKind(id, plain)
-	secrets.Zero(plain)
-	if err != nil {
-		return CredentialView{}, fmt.Errorf("seal credential %s: %w", id, err)
-	}
-	c := store.Credential{ID: id, Sealed: sealed, UpdatedAt: s.cfg.Now().UTC()}
-	if err := s.cfg.Store.SetCredential(ctx, c); err != nil {
-		return CredentialView{}, operator.StoreError(err, "", "")
-	}
-	if strings.HasPrefix(id, payer.VisitorPrefix) {
-		s.Drop(store.ChangeCredential, id) // read from the store at each grant
-	} else if err := s.Changed(ctx, store.ChangeCredential, id); err != nil {
-		return CredentialView{}, err
-	}
-	s.log.Info("admin: credential set", "credential", id, "kind", what)
-	return CredentialView{ID: id, Kind: what, UpdatedAt: formatTime(c.UpdatedAt)}, nil
-}
-
 func (s *Server) removeCredential(w http.ResponseWriter, r *http.Request) error {
-	id, err := s.credentialID(r)
-	if err != nil {
+	if err := s.Op(r, 0).RemoveCredential(r.Context(), r.PathValue("id")); err != nil {
 		return err
 	}
-	if err := s.cfg.Store.DeleteCredential(r.Context(), id); err != nil {
-		return operator.StoreError(err, fmt.Sprintf("No %s credential is set.", id), "")
-	}
-	if err := s.Changed(r.Context(), store.ChangeCredential, id); err != nil {
-		return err
-	}
-	s.log.Info("admin: credential removed", "credential", id)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
-}
-
-// MinSecretLen is the shortest secret value taken: the broker swaps the
-// value out of every answer to a box, and a shorter one would match
-// ordinary text (as `boxbroker secret set` refuses it).
-const MinSecretLen = 8
-
-// SecretHost checks an egress secret's host as `boxbroker secret set`
-// does (protocol.ParseSecretHost) and writes it in its canonical form.
-func SecretHost(h string) (string, error) {
-	u, err := protocol.ParseSecretHost(h)
-	if err != nil || len(h) > 2048 {
-		msg := "A secret's host is the one base URL it may be sent to, such as https://api.github.com: http(s), with a host and no credentials, query or fragment."
-		if err != nil {
-			msg = "The secret's host " + err.Error() + "."
-		}
-		return "", operator.Errorf(operator.Invalid, "%s", msg)
-	}
-	return u.String(), nil
 }
 
 // SecretName checks the {secret} path value.
@@ -169,114 +50,31 @@ func SecretName(r *http.Request) (string, error) {
 	return name, nil
 }
 
-// SecretViews lists box's secrets as the API and the owner's page show
-// them: never a value; a minted or signing secret's kind and where it
-// stands (mint.State), so that a refused OAuth grant is flagged.
-func (s *Server) SecretViews(ctx context.Context, box string) ([]SecretView, error) {
-	list, err := s.cfg.Store.ListSecrets(ctx, box)
-	if err != nil {
-		return nil, operator.StoreError(err, "", "")
-	}
-	states, err := s.cfg.Store.ListMintStates(ctx, box)
-	if err != nil {
-		return nil, operator.StoreError(err, "", "")
-	}
-	var out []SecretView
-	for _, sec := range list {
-		v := SecretView{Name: sec.Name, Host: sec.Host, UpdatedAt: formatTime(sec.UpdatedAt), Kind: sec.Kind, BodyFields: sec.BodyFields, Rules: sec.Rules, Rate: sec.Rate}
-		if sec.Kind != "" {
-			full, err := s.cfg.Store.Secret(ctx, box, sec.Name)
-			if err != nil {
-				return nil, operator.StoreError(err, "", "")
-			}
-			v.State = mint.State(full, states, s.cfg.Now())
-		}
-		out = append(out, v)
-	}
-	return out, nil
-}
-
 func (s *Server) listSecrets(w http.ResponseWriter, r *http.Request) error {
-	b, err := s.Box(r)
+	views, err := s.op.ListSecrets(r.Context(), r.PathValue("name"))
 	if err != nil {
 		return err
 	}
-	views, err := s.SecretViews(r.Context(), b.Name)
-	if err != nil {
-		return err
-	}
-	out := SecretList{Secrets: append([]SecretView{}, views...)}
-	return writeJSON(w, http.StatusOK, out)
+	return writeJSON(w, http.StatusOK, SecretList{Secrets: views})
 }
 
 func (s *Server) setSecret(w http.ResponseWriter, r *http.Request) error {
-	b, err := s.Box(r)
-	if err != nil {
-		return err
-	}
-	name, err := SecretName(r)
-	if err != nil {
-		return err
-	}
 	var sv SecretValue
 	if err := readJSON(w, r, &sv); err != nil {
 		return err
 	}
-	host, err := SecretHost(sv.Host)
-	if err != nil {
-		return err
-	}
-	if err := CheckValue("secret", sv.Value); err != nil {
-		return err
-	}
-	if err := protocol.CheckBodyFields(sv.BodyFields); err != nil {
-		return operator.Errorf(operator.Invalid, "bodyFields: %s.", err)
-	}
-	rules, rate, err := protocol.CheckSecretRules(sv.Rules, sv.Rate)
-	if err != nil {
-		return operator.Errorf(operator.Invalid, "rules or rate: %s.", err)
-	}
-	if len(sv.Value) < MinSecretLen {
-		return operator.Errorf(operator.Invalid,
-			"The secret's value is shorter than %d bytes: the broker keeps it out of answers by matching it, and a value that short would match ordinary text.", MinSecretLen)
-	}
-	plain := []byte(sv.Value)
-	sealed, err := s.cfg.Keyring.Seal(plain, secrets.SecretAD(b.Name, name))
-	secrets.Zero(plain)
+	v, err := s.Op(r, 0).SetSecret(r.Context(), r.PathValue("name"), r.PathValue("secret"), sv)
 	sv.Value = ""
 	if err != nil {
-		return fmt.Errorf("seal secret %s of box %s: %w", name, b.Name, err)
-	}
-	sec := store.Secret{Box: b.Name, Name: name, Host: host, Sealed: sealed, UpdatedAt: s.cfg.Now().UTC(), BodyFields: sv.BodyFields, Rules: rules, Rate: rate}
-	if err := s.cfg.Store.SetSecret(r.Context(), sec); err != nil {
-		return operator.StoreError(err, operator.NoBox(b.Name), "")
-	}
-	if err := s.Changed(r.Context(), store.ChangeSecret, b.Name+"/"+name); err != nil {
 		return err
 	}
-	s.log.Info("admin: secret set", "box", b.Name, "secret", name, "host", host, "body_fields", sv.BodyFields, "rules", rules, "rate", rate)
-	if err := s.Op(r, 0).Audit(r.Context(), b.Name, http.StatusOK, RulesMessage(name, rules, rate)); err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, SecretView{Name: name, Host: host, UpdatedAt: formatTime(sec.UpdatedAt), BodyFields: sv.BodyFields, Rules: rules, Rate: rate})
+	return writeJSON(w, http.StatusOK, v)
 }
 
 func (s *Server) removeSecret(w http.ResponseWriter, r *http.Request) error {
-	name, err := BoxName(r)
-	if err != nil {
+	if err := s.Op(r, 0).RemoveSecret(r.Context(), r.PathValue("name"), r.PathValue("secret")); err != nil {
 		return err
 	}
-	secret, err := SecretName(r)
-	if err != nil {
-		return err
-	}
-	if err := s.cfg.Store.DeleteSecret(r.Context(), name, secret); err != nil {
-		return operator.StoreError(err, fmt.Sprintf("Box %s has no secret named %s.", name, secret), "")
-	}
-	if err := s.Changed(r.Context(), store.ChangeSecret, name+"/"+secret); err != nil {
-		return err
-	}
-	s.log.Info("admin: secret removed", "box", name, "secret", secret)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -194,6 +194,10 @@ type Actions interface {
 	Boxes
 	Grants
 	Resources
+	Secrets
+	Visitors
+	Payers
+	Credentials
 }
 
 var _ Actions = (*Service)(nil)

@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -36,6 +37,8 @@ type Cache interface {
 type Config struct {
 	// Store is where everything is kept. Required.
 	Store store.Store
+	// Keyring seals secrets. Nil: an action that seals refuses.
+	Keyring *secrets.Keyring
 	// Cache, when set, is told of each write. Nil: none (the CLI on a
 	// data directory, whose running broker reads the store's change log).
 	Cache Cache

@@ -4,13 +4,10 @@ import (
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/operator"
 
-	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 
-	"github.com/intentius/boxbroker/internal/protocol"
-	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -201,89 +198,38 @@ func (u *Page) removeBudget(w http.ResponseWriter, r *http.Request, sess *Sessio
 	return nil
 }
 
-// setSecret seals and sets an egress secret from the page's form, checked
-// as the CLI and the admin API check one: the name, the host
-// (protocol.ParseSecretHost) and the value. No message repeats the value.
+// setSecret sets an egress secret from the page's form through the
+// operator service, which checks the name, the host and the value. The
+// page has no fields for body fields, rules or rate: a value set again
+// keeps the secret's, so that setting a value never widens them. No
+// message repeats the value.
 func (u *Page) setSecret(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	b, err := u.a.Box(r)
-	if err != nil {
-		return err
-	}
 	name := strings.TrimSpace(r.PostForm.Get("name"))
-	if !protocol.IsSecretName(name) {
-		return operator.Errorf(operator.Invalid, "A secret name matches ^[A-Z][A-Z0-9_]{0,39}$, such as STRIPE.")
-	}
 	value := r.PostForm.Get("value")
 	r.PostForm.Del("value")
 	rawHost := strings.TrimSpace(r.PostForm.Get("host"))
-	if len(value) >= admin.MinSecretLen && strings.Contains(rawHost, value) {
+	if len(value) >= operator.MinSecretLen && strings.Contains(rawHost, value) {
 		// The refusal of a bad host repeats the host; one holding the
 		// value would put the value in the page.
 		return operator.Errorf(operator.Invalid,
 			"The host holds the secret's value; the value goes only in the value field, and the host is the base URL it may be sent to, such as https://api.stripe.com.")
 	}
-	host, err := admin.SecretHost(rawHost)
-	if err != nil {
+	box := r.PathValue("name")
+	if _, err := u.op(r).SetSecret(r.Context(), box, name, operator.SecretValue{Host: rawHost, Value: value, Keep: true}); err != nil {
 		return err
 	}
-	if err := admin.CheckValue("secret", value); err != nil {
-		return err
-	}
-	if len(value) < admin.MinSecretLen {
-		return operator.Errorf(operator.Invalid,
-			"The secret's value is shorter than %d bytes: the broker keeps it out of answers by matching it, and a value that short would match ordinary text.", admin.MinSecretLen)
-	}
-	plain := []byte(value)
-	sealed, err := u.cfg.Keyring.Seal(plain, secrets.SecretAD(b.Name, name))
-	secrets.Zero(plain)
-	if err != nil {
-		return fmt.Errorf("seal secret %s of box %s: %w", name, b.Name, err)
-	}
-	sec := store.Secret{Box: b.Name, Name: name, Host: host, Sealed: sealed, UpdatedAt: u.cfg.Now().UTC()}
-	// The page has no field for body fields: a plain value set again
-	// keeps those the secret names (`secret set --body-field`). Nor for
-	// rules: a value set again keeps the secret's rules and rate (`secret
-	// set --allow --rate`), so that setting a value never widens them.
-	if old, err := u.cfg.Store.Secret(r.Context(), b.Name, name); err == nil {
-		if old.Kind == "" {
-			sec.BodyFields = old.BodyFields
-		}
-		sec.Rules, sec.Rate = old.Rules, old.Rate
-	}
-	if err := u.cfg.Store.SetSecret(r.Context(), sec); err != nil {
-		return operator.StoreError(err, operator.NoBox(b.Name), "")
-	}
-	if err := u.a.Changed(r.Context(), store.ChangeSecret, b.Name+"/"+name); err != nil {
-		return err
-	}
-	if err := u.op(r).Audit(r.Context(), b.Name, 0, "set secret "+name+" for "+host); err != nil {
-		return err
-	}
-	u.log.Info("owner's page: secret set", "box", b.Name, "secret", name, "host", host, "admin_token", sess.TokenID)
-	back(w, r, b.Name, "secret")
+	u.log.Info("owner's page: secret set", "box", box, "secret", name, "admin_token", sess.TokenID)
+	back(w, r, box, "secret")
 	return nil
 }
 
 func (u *Page) removeSecret(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	b, err := u.a.Box(r)
-	if err != nil {
+	box := r.PathValue("name")
+	if err := u.op(r).RemoveSecret(r.Context(), box, r.PathValue("secret")); err != nil {
 		return err
 	}
-	name, err := admin.SecretName(r)
-	if err != nil {
-		return err
-	}
-	if err := u.cfg.Store.DeleteSecret(r.Context(), b.Name, name); err != nil {
-		return operator.StoreError(err, fmt.Sprintf("Box %s has no secret named %s.", b.Name, name), "")
-	}
-	if err := u.a.Changed(r.Context(), store.ChangeSecret, b.Name+"/"+name); err != nil {
-		return err
-	}
-	if err := u.op(r).Audit(r.Context(), b.Name, 0, "removed secret "+name); err != nil {
-		return err
-	}
-	u.log.Info("owner's page: secret removed", "box", b.Name, "secret", name, "admin_token", sess.TokenID)
-	back(w, r, b.Name, "secret-removed")
+	u.log.Info("owner's page: secret removed", "box", box, "secret", r.PathValue("secret"), "admin_token", sess.TokenID)
+	back(w, r, box, "secret-removed")
 	return nil
 }
 

@@ -275,7 +275,7 @@ func (u *Page) boxPage(w http.ResponseWriter, r *http.Request, sess *Session) er
 	for _, e := range recent {
 		page.Recent = append(page.Recent, admin.AuditViewOf(e))
 	}
-	page.Secrets, err = u.a.SecretViews(ctx, b.Name)
+	page.Secrets, err = u.a.Operator().ListSecrets(ctx, b.Name)
 	if err != nil {
 		return err
 	}

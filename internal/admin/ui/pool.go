@@ -146,7 +146,7 @@ func (u *Page) addEntry(w http.ResponseWriter, r *http.Request, sess *Session) e
 	r.PostForm.Del("value")
 	r.Form.Del("value")
 	name := strings.TrimSpace(r.PostForm.Get("name"))
-	if len(value) >= admin.MinSecretLen && (strings.Contains(name, value) || strings.Contains(r.PostForm.Get("url"), value)) {
+	if len(value) >= operator.MinSecretLen && (strings.Contains(name, value) || strings.Contains(r.PostForm.Get("url"), value)) {
 		return errEntryHoldsValue
 	}
 	if strings.Contains(name, "sk-ant-") {

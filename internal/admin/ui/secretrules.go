@@ -45,7 +45,7 @@ func (u *Page) setSecretRules(w http.ResponseWriter, r *http.Request, sess *Sess
 	if err := u.a.Changed(r.Context(), store.ChangeSecret, b.Name+"/"+name); err != nil {
 		return err
 	}
-	if err := u.op(r).Audit(r.Context(), b.Name, 0, admin.RulesMessage(name, rules, rate)); err != nil {
+	if err := u.op(r).Audit(r.Context(), b.Name, 0, operator.RulesMessage(name, rules, rate)); err != nil {
 		return err
 	}
 	u.log.Info("owner's page: secret rules set", "box", b.Name, "secret", name, "rules", rules, "rate", rate, "admin_token", sess.TokenID)
