@@ -107,24 +107,8 @@ func (s *Store) Proposal(ctx context.Context, id string, at time.Time) (store.Pr
 // any) at at, newest first, at most limit.
 func (s *Store) ListProposals(ctx context.Context, box, state string, at time.Time, limit int) ([]store.Proposal, error) {
 	op := fmt.Sprintf("list proposals of box %q", box)
-	rows, err := s.R.QueryContext(ctx, "SELECT "+proposalColumns+" FROM proposals WHERE ($1 = '' OR box = $1) AND ($2 = '' OR CASE WHEN state = 'pending' AND expires_at <= $3 THEN 'expired' ELSE state END = $2) ORDER BY created_at DESC, id DESC LIMIT $4",
+	return s.proposals(ctx, op, at, "WHERE ($1 = '' OR box = $1) AND ($2 = '' OR CASE WHEN state = 'pending' AND expires_at <= $3 THEN 'expired' ELSE state END = $2) ORDER BY created_at DESC, id DESC LIMIT $4",
 		box, state, Micros(at), limit)
-	if err != nil {
-		return nil, s.D.Translate(op, err)
-	}
-	defer rows.Close()
-	var out []store.Proposal
-	for rows.Next() {
-		p, err := scanProposal(rows, at)
-		if err != nil {
-			return nil, s.D.Translate(op, err)
-		}
-		out = append(out, p)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.D.Translate(op, err)
-	}
-	return out, nil
 }
 
 // DecideProposal approves or denies a pending proposal;
@@ -161,8 +145,14 @@ func (s *Store) DecideProposal(ctx context.Context, id, state string, until time
 // ApprovalsInForce returns box's approvals of kind in force at at.
 func (s *Store) ApprovalsInForce(ctx context.Context, box, kind string, at time.Time) ([]store.Proposal, error) {
 	op := fmt.Sprintf("approvals of box %q", box)
-	rows, err := s.R.QueryContext(ctx, "SELECT "+proposalColumns+" FROM proposals WHERE box = $1 AND kind = $2 AND state = 'approved' AND (approved_until = 0 OR approved_until > $3) ORDER BY created_at, id",
+	return s.proposals(ctx, op, at, "WHERE box = $1 AND kind = $2 AND state = 'approved' AND (approved_until = 0 OR approved_until > $3) ORDER BY created_at, id",
 		box, kind, Micros(at))
+}
+
+// proposals reads the proposals the query's WHERE (and ORDER) picks, as
+// at sees them.
+func (s *Store) proposals(ctx context.Context, op string, at time.Time, where string, args ...any) ([]store.Proposal, error) {
+	rows, err := s.R.QueryContext(ctx, "SELECT "+proposalColumns+" FROM proposals "+where, args...)
 	if err != nil {
 		return nil, s.D.Translate(op, err)
 	}
