@@ -198,6 +198,7 @@ type Actions interface {
 	Visitors
 	Payers
 	Credentials
+	Budgets
 }
 
 var _ Actions = (*Service)(nil)
