@@ -95,13 +95,18 @@ func runBudget(ctx context.Context, c *cli, args []string) error {
 		return errors.New("not removed (pass --yes to remove without asking)")
 	}
 	if *window != "month" && *window != "" {
-		return runWindowBudget(ctx, c, &cfg, *adminURL, sub, box, *principal, *window, limit)
+		if _, err := store.ParseWindow(*window); err != nil {
+			return fmt.Errorf("%w: %v (or month, the default)", errUsage, err)
+		}
 	}
 	be, err := c.backend(ctx, &cfg, *adminURL, "budget "+sub, false, false)
 	if err != nil {
 		return err
 	}
 	defer be.close()
+	if *window != "month" && *window != "" {
+		return remoteError(runWindowBudget(ctx, c, be, sub, box, *principal, *window, limit))
+	}
 	return remoteError(runBudgetOn(ctx, c, be, sub, box, *principal, *month, limit, whose))
 }
 
@@ -164,11 +169,9 @@ func runBudgetOn(ctx context.Context, c *cli, be *backend, sub, box, principal, 
 			}
 			bs = append(bs, st)
 		}
-		var ws []store.WindowTally
-		if be.local != nil {
-			if ws, err = be.local.WindowTallies(ctx, box, time.Now()); err != nil {
-				return err
-			}
+		ws, err := be.WindowBudgets(ctx, box)
+		if err != nil {
+			return err
 		}
 		if len(ws) > 0 {
 			if err := printBudgets(c, bs); err != nil {

@@ -199,6 +199,7 @@ type Actions interface {
 	Payers
 	Credentials
 	Budgets
+	WindowBudgets
 }
 
 var _ Actions = (*Service)(nil)

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -61,8 +62,7 @@ func (u *Page) setWindowBudget(w http.ResponseWriter, r *http.Request, sess *Ses
 		return err
 	}
 	window := strings.TrimSpace(r.PostForm.Get("window"))
-	win, err := store.ParseWindow(window)
-	if err != nil {
+	if _, err := store.ParseWindow(window); err != nil {
 		return operator.Errorf(operator.Invalid, "The window is day, week, or Nd for a rolling N days (1 to %d), such as 7d.", store.MaxRollingDays)
 	}
 	limit, err := spend.ParseUSD(strings.TrimPrefix(strings.TrimSpace(r.PostForm.Get("usd")), "$"))
@@ -70,20 +70,10 @@ func (u *Page) setWindowBudget(w http.ResponseWriter, r *http.Request, sess *Ses
 		return operator.Errorf(operator.Invalid,
 			"A budget is in dollars from 0 to %d with at most six decimals, such as 25 or 25.50.", spend.MaxUSD)
 	}
-	if err := u.cfg.Store.SetWindowBudget(r.Context(), store.Budget{Box: b.Name, Principal: principal, Window: window, Limit: limit, UpdatedAt: u.cfg.Now().UTC()}); err != nil {
-		return operator.StoreError(err, operator.NoBox(b.Name), "")
-	}
-	if err := u.a.Changed(r.Context(), store.ChangeBudget, b.Name); err != nil {
+	set := operator.WindowBudgetSetting{Window: window, USD: json.Number(strings.TrimPrefix(spend.FormatUSD(limit), "$")), Principal: &principal}
+	if _, err := u.op(r).SetWindowBudget(r.Context(), b.Name, set); err != nil {
 		return err
 	}
-	msg := fmt.Sprintf("set the box's %s budget to %s", win.Describe(), spend.FormatUSD(limit))
-	if principal != "" {
-		msg = fmt.Sprintf("set the %s budget for %s to %s", win.Describe(), principal, spend.FormatUSD(limit))
-	}
-	if err := u.a.Op(r, http.StatusSeeOther).Audit(r.Context(), b.Name, 0, msg); err != nil {
-		return err
-	}
-	u.log.Info("owner's page: window budget set", "box", b.Name, "principal", principal, "window", window, "limit", spend.FormatUSD(limit), "admin_token", sess.TokenID)
 	back(w, r, b.Name, "budget")
 	return nil
 }
@@ -98,16 +88,9 @@ func (u *Page) removeWindowBudget(w http.ResponseWriter, r *http.Request, sess *
 		return err
 	}
 	window := r.PostForm.Get("window")
-	if err := u.cfg.Store.DeleteWindowBudget(r.Context(), b.Name, principal, window); err != nil {
-		return operator.StoreError(err, fmt.Sprintf("Box %s has no %s budget.", b.Name, window), "")
-	}
-	if err := u.a.Changed(r.Context(), store.ChangeBudget, b.Name); err != nil {
+	if err := u.op(r).RemoveWindowBudget(r.Context(), b.Name, principal, window); err != nil {
 		return err
 	}
-	if err := u.a.Op(r, http.StatusSeeOther).Audit(r.Context(), b.Name, 0, fmt.Sprintf("removed the %s budget of %s", window, whoseOf(principal))); err != nil {
-		return err
-	}
-	u.log.Info("owner's page: window budget removed", "box", b.Name, "principal", principal, "window", window, "admin_token", sess.TokenID)
 	back(w, r, b.Name, "budget-removed")
 	return nil
 }
