@@ -9,7 +9,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/server"
@@ -77,67 +76,37 @@ func runLimit(ctx context.Context, c *cli, args []string) error {
 	if sub == "remove" && !*yes && !c.confirm(fmt.Sprintf("Remove %s?", whose)) {
 		return errors.New("not removed (pass --yes to remove without asking)")
 	}
-	if *adminURL != "" {
-		return runLimitRemote(ctx, c, *adminURL, sub, lim, box, *principal, whose)
-	}
-	st, err := openExisting(ctx, &cfg)
+	be, err := c.backend(ctx, &cfg, *adminURL, "limit "+sub, false, false)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	switch sub {
-	case "set":
-		if err := st.SetRateLimit(ctx, lim); errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("no box named %s", box)
-		} else if err != nil {
-			return err
-		}
-		fmt.Fprintf(c.stdout, "set %s to %s; a call past it gets a 429 with Retry-After (every replica holds it within %s)\n", whose, rateWords(lim), time.Second)
-	case "remove":
-		if err := st.DeleteRateLimit(ctx, box, *principal); errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("there is no %s", whose)
-		} else if err != nil {
-			return err
-		}
-		fmt.Fprintf(c.stdout, "removed %s\n", whose)
-	case "list":
-		if _, err := st.Box(ctx, box); errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("no box named %s", box)
-		}
-		ls, err := st.ListRateLimits(ctx, box)
-		if err != nil {
-			return err
-		}
-		return printRateLimits(c, box, ls)
-	}
-	return nil
+	defer be.close()
+	return remoteError(runLimitOn(ctx, c, be, sub, lim, box, *principal, whose))
 }
 
-// runLimitRemote is runLimit through the admin API at url.
-func runLimitRemote(ctx context.Context, c *cli, url, sub string, lim store.RateLimit, box, principal, whose string) error {
-	cl, err := c.adminClient(url)
-	if err != nil {
-		return err
-	}
+// runLimitOn is `limit set|list|remove` on be; lim is the checked limit
+// for set, whose its name.
+func runLimitOn(ctx context.Context, c *cli, be *backend, sub string, lim store.RateLimit, box, principal, whose string) error {
 	switch sub {
 	case "set":
-		v := admin.RateLimitView{InputTPM: lim.InputTPM, OutputTPM: lim.OutputTPM, RPM: lim.RPM}
-		if principal != "" {
-			v.Principal = &principal
-		}
-		if _, err := cl.SetRateLimit(ctx, box, v); err != nil {
-			return remoteError(err)
+		v := operator.RateLimitView{Principal: &principal, InputTPM: lim.InputTPM, OutputTPM: lim.OutputTPM, RPM: lim.RPM}
+		if _, err := be.SetRateLimit(ctx, box, v); err != nil {
+			return err
 		}
 		fmt.Fprintf(c.stdout, "set %s to %s; a call past it gets a 429 with Retry-After (every replica holds it within %s)\n", whose, rateWords(lim), time.Second)
 	case "remove":
-		if err := cl.RemoveRateLimit(ctx, box, principal); err != nil {
-			return remoteError(err)
+		err := be.RemoveRateLimit(ctx, box, principal)
+		if err != nil && strings.Contains(err.Error(), operator.NoRateLimit(box, principal)) {
+			return fmt.Errorf("there is no %s: %w", whose, remoteError(err))
+		}
+		if err != nil {
+			return err
 		}
 		fmt.Fprintf(c.stdout, "removed %s\n", whose)
 	case "list":
-		vs, err := cl.RateLimits(ctx, box)
+		vs, err := be.RateLimits(ctx, box)
 		if err != nil {
-			return remoteError(err)
+			return err
 		}
 		ls := make([]store.RateLimit, 0, len(vs))
 		for _, v := range vs {

@@ -2,12 +2,9 @@ package admin
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/intentius/boxbroker/internal/operator"
-	"github.com/intentius/boxbroker/internal/store"
 )
 
 // The window budget bodies are the operator service's.
@@ -16,17 +13,8 @@ type (
 	WindowBudgetSetting = operator.WindowBudgetSetting
 )
 
-// RateLimitView is one rate limit: input and output tokens and requests
-// a minute (0: no bound), of the box itself (principal null) or of the
-// calls one principal pays for. It is also the body of PUT
-// /api/boxes/{name}/rate-limits.
-type RateLimitView struct {
-	Principal *string `json:"principal"`
-	InputTPM  int64   `json:"input_tpm"`
-	OutputTPM int64   `json:"output_tpm"`
-	RPM       int64   `json:"rpm"`
-	UpdatedAt string  `json:"updatedAt,omitempty"`
-}
+// RateLimitView is the operator service's rate limit body.
+type RateLimitView = operator.RateLimitView
 
 // limitRoutes are the admin API's routes of window budgets and rate
 // limits.
@@ -83,29 +71,10 @@ func (s *Server) removeWindowBudget(w http.ResponseWriter, r *http.Request) erro
 	return nil
 }
 
-// forPrincipal is " for P", or "" for the box's own.
-func forPrincipal(p string) string {
-	if p == "" {
-		return ""
-	}
-	return " for " + p
-}
-
 func (s *Server) listRateLimits(w http.ResponseWriter, r *http.Request) error {
-	name, err := BoxName(r)
+	out, err := s.op.RateLimits(r.Context(), r.PathValue("name"))
 	if err != nil {
 		return err
-	}
-	if _, err := s.cfg.Store.Box(r.Context(), name); err != nil {
-		return operator.StoreError(err, operator.NoBox(name), "")
-	}
-	ls, err := s.cfg.Store.ListRateLimits(r.Context(), name)
-	if err != nil {
-		return operator.StoreError(err, "", "")
-	}
-	out := []RateLimitView{}
-	for _, l := range ls {
-		out = append(out, RateLimitView{Principal: optional(l.Principal), InputTPM: l.InputTPM, OutputTPM: l.OutputTPM, RPM: l.RPM, UpdatedAt: formatTime(l.UpdatedAt)})
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
@@ -119,21 +88,11 @@ func (s *Server) setRateLimit(w http.ResponseWriter, r *http.Request) error {
 	if err := readJSON(w, r, &set); err != nil {
 		return err
 	}
-	principal, err := BudgetPrincipal(set.Principal)
+	out, err := s.Op(r, 0).SetRateLimit(r.Context(), name, set)
 	if err != nil {
 		return err
 	}
-	if set.InputTPM < 0 || set.OutputTPM < 0 || set.RPM < 0 || set.InputTPM+set.OutputTPM+set.RPM == 0 {
-		return operator.Errorf(operator.Invalid,
-			"input_tpm, output_tpm and rpm are tokens or requests a minute, 0 or more (0: no bound), and at least one is above 0; DELETE removes a limit.")
-	}
-	l := store.RateLimit{Box: name, Principal: principal, InputTPM: set.InputTPM, OutputTPM: set.OutputTPM, RPM: set.RPM, UpdatedAt: s.cfg.Now().UTC()}
-	if err := s.cfg.Store.SetRateLimit(r.Context(), l); err != nil {
-		return operator.StoreError(err, operator.NoBox(name), "")
-	}
-	s.log.Info("admin: rate limit set", "box", name, "principal", principal, "input_tpm", l.InputTPM, "output_tpm", l.OutputTPM, "rpm", l.RPM)
-	set.Principal, set.UpdatedAt = optional(principal), formatTime(l.UpdatedAt)
-	return writeJSON(w, http.StatusOK, set)
+	return writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) removeRateLimit(w http.ResponseWriter, r *http.Request) error {
@@ -141,19 +100,9 @@ func (s *Server) removeRateLimit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	q := r.URL.Query().Get("principal")
-	principal, err := BudgetPrincipal(&q)
-	if err != nil {
+	if err := s.Op(r, 0).RemoveRateLimit(r.Context(), name, r.URL.Query().Get("principal")); err != nil {
 		return err
 	}
-	err = s.cfg.Store.DeleteRateLimit(r.Context(), name, principal)
-	if errors.Is(err, store.ErrNotFound) {
-		return operator.StoreError(err, fmt.Sprintf("Box %s has no rate limit%s.", name, forPrincipal(principal)), "")
-	}
-	if err != nil {
-		return operator.StoreError(err, "", "")
-	}
-	s.log.Info("admin: rate limit removed", "box", name, "principal", principal)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -200,6 +200,7 @@ type Actions interface {
 	Credentials
 	Budgets
 	WindowBudgets
+	RateLimits
 }
 
 var _ Actions = (*Service)(nil)

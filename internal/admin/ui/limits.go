@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -95,14 +94,6 @@ func (u *Page) removeWindowBudget(w http.ResponseWriter, r *http.Request, sess *
 	return nil
 }
 
-// whoseOf names the box itself ("") or a principal.
-func whoseOf(principal string) string {
-	if principal == "" {
-		return "the box"
-	}
-	return principal
-}
-
 // formCount reads a form's count field: empty is 0.
 func formCount(r *http.Request, name string) (int64, error) {
 	v := strings.TrimSpace(r.PostForm.Get(name))
@@ -134,14 +125,10 @@ func (u *Page) setRateLimit(w http.ResponseWriter, r *http.Request, sess *Sessio
 		return operator.Errorf(operator.Invalid,
 			"Input and output tokens and requests a minute are whole numbers, 0 or more (empty or 0: no bound), and at least one is above 0.")
 	}
-	if err := u.cfg.Store.SetRateLimit(r.Context(), l); err != nil {
-		return operator.StoreError(err, operator.NoBox(b.Name), "")
-	}
-	msg := fmt.Sprintf("set the rate limit of %s to %d input tokens, %d output tokens and %d requests a minute (0: no bound)", whoseOf(principal), l.InputTPM, l.OutputTPM, l.RPM)
-	if err := u.a.Op(r, http.StatusSeeOther).Audit(r.Context(), b.Name, 0, msg); err != nil {
+	set := operator.RateLimitView{Principal: &principal, InputTPM: l.InputTPM, OutputTPM: l.OutputTPM, RPM: l.RPM}
+	if _, err := u.op(r).SetRateLimit(r.Context(), b.Name, set); err != nil {
 		return err
 	}
-	u.log.Info("owner's page: rate limit set", "box", b.Name, "principal", principal, "input_tpm", l.InputTPM, "output_tpm", l.OutputTPM, "rpm", l.RPM, "admin_token", sess.TokenID)
 	back(w, r, b.Name, "rate")
 	return nil
 }
@@ -155,13 +142,9 @@ func (u *Page) removeRateLimit(w http.ResponseWriter, r *http.Request, sess *Ses
 	if err != nil {
 		return err
 	}
-	if err := u.cfg.Store.DeleteRateLimit(r.Context(), b.Name, principal); err != nil {
-		return operator.StoreError(err, fmt.Sprintf("Box %s has no such rate limit.", b.Name), "")
-	}
-	if err := u.a.Op(r, http.StatusSeeOther).Audit(r.Context(), b.Name, 0, "removed the rate limit of "+whoseOf(principal)); err != nil {
+	if err := u.op(r).RemoveRateLimit(r.Context(), b.Name, principal); err != nil {
 		return err
 	}
-	u.log.Info("owner's page: rate limit removed", "box", b.Name, "principal", principal, "admin_token", sess.TokenID)
 	back(w, r, b.Name, "rate-removed")
 	return nil
 }
