@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -93,64 +95,81 @@ func runBudget(ctx context.Context, c *cli, args []string) error {
 		return errors.New("not removed (pass --yes to remove without asking)")
 	}
 	if *window != "month" && *window != "" {
-		return runWindowBudget(ctx, c, &cfg, *adminURL, sub, box, *principal, *window, limit)
+		if _, err := store.ParseWindow(*window); err != nil {
+			return fmt.Errorf("%w: %v (or month, the default)", errUsage, err)
+		}
 	}
-	if *adminURL != "" {
-		return runBudgetRemote(ctx, c, *adminURL, sub, box, *principal, *month, limit, whose)
-	}
-	st, err := openExisting(ctx, &cfg)
+	be, err := c.backend(ctx, &cfg, *adminURL, "budget "+sub, false, false)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer be.close()
+	if *window != "month" && *window != "" {
+		return remoteError(runWindowBudget(ctx, c, be, sub, box, *principal, *window, limit))
+	}
+	return remoteError(runBudgetOn(ctx, c, be, sub, box, *principal, *month, limit, whose))
+}
+
+// runBudgetOn is `budget set|list|remove` of monthly budgets on be; limit
+// is the checked amount for set, whose the budget's name.
+func runBudgetOn(ctx context.Context, c *cli, be *backend, sub, box, principal, month string, limit int64, whose string) error {
 	switch sub {
 	case "set":
-		err := st.SetBudget(ctx, store.Budget{Box: box, Principal: *principal, Limit: limit, UpdatedAt: time.Now().UTC()})
-		if errors.Is(err, store.ErrNotFound) {
-			return errors.New(operator.NoBox(box))
-		}
-		if err != nil {
+		set := operator.BudgetSetting{USD: json.Number(strings.TrimPrefix(spend.FormatUSD(limit), "$")), Principal: &principal}
+		if _, err := be.SetBudget(ctx, box, set); err != nil {
 			return err
 		}
-		// As a report's 200 does, the command returns once every
-		// running broker's cache has either read the change or stopped
-		// answering from memory, so the next call is held on every
-		// replica.
-		if err := waitCaches(ctx); err != nil {
-			return err
+		if be.local != nil {
+			// As a report's 200 does, the command returns once every
+			// running broker's cache has either read the change or
+			// stopped answering from memory, so the next call is held on
+			// every replica.
+			if err := waitCaches(ctx); err != nil {
+				return err
+			}
 		}
 		fmt.Fprintf(c.stdout, "set %s to %s a month (UTC); a call that could take it past that is refused with a 403\n", whose, spend.FormatUSD(limit))
-		if *principal != "" {
-			b, err := st.Box(ctx, box)
+		if principal != "" {
+			b, err := be.Box(ctx, box)
 			if err != nil {
 				return err
 			}
-			gs, err := st.ListGrants(ctx, box)
+			gs, err := be.ListGrants(ctx, box)
 			if err != nil {
 				return err
 			}
 			granted := false
 			for _, g := range gs {
-				granted = granted || (g.Principal == *principal && g.RevokedAt.IsZero() && (g.ExpiresAt.IsZero() || g.ExpiresAt.After(time.Now())))
+				granted = granted || (g.Principal == principal && g.State == "current")
 			}
-			c.warnUnpaid(box, *principal, b.PayerKind == protocol.PayerOwner && b.PayerPrincipal == *principal, granted)
+			owner := b.Payer.Kind == protocol.PayerOwner && b.Payer.Principal != nil && *b.Payer.Principal == principal
+			c.warnUnpaid(box, principal, owner, granted)
 		}
 	case "remove":
-		if err := st.DeleteBudget(ctx, box, *principal); errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("there is no %s", whose)
-		} else if err != nil {
-			return err
-		}
-		fmt.Fprintf(c.stdout, "removed %s; its calls are still measured\n", whose)
-	case "list":
-		bs, err := spend.Budgets(ctx, st, box, *month)
-		if errors.Is(err, store.ErrNotFound) {
-			return errors.New(operator.NoBox(box))
+		err := be.RemoveBudget(ctx, box, principal)
+		if err != nil && strings.Contains(err.Error(), operator.NoBudget(box, principal)) {
+			return fmt.Errorf("there is no %s: %w", whose, remoteError(err))
 		}
 		if err != nil {
 			return err
 		}
-		ws, err := st.WindowTallies(ctx, box, time.Now())
+		fmt.Fprintf(c.stdout, "removed %s; its calls are still measured\n", whose)
+	case "list":
+		bl, err := be.Budgets(ctx, box, month)
+		if err != nil {
+			return err
+		}
+		resets, _ := time.Parse(time.RFC3339, bl.Resets)
+		bs := make([]spend.BudgetStatus, 0, len(bl.Budgets))
+		for _, b := range bl.Budgets {
+			st := spend.BudgetStatus{Budget: store.Budget{Box: box, Limit: micros(b.USD)}, Month: bl.Month,
+				Spent: micros(b.Spent), Reserved: micros(b.Held), Left: micros(b.Left), Resets: resets.UTC()}
+			if b.Principal != nil {
+				st.Principal = *b.Principal
+			}
+			bs = append(bs, st)
+		}
+		ws, err := be.WindowBudgets(ctx, box)
 		if err != nil {
 			return err
 		}

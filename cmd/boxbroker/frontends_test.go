@@ -43,6 +43,9 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		"secret": {"secret", "set", "--host", "https://api.stripe.com"}, "unsecret": {"secret", "remove", "--yes"},
 		"visitor": {"visitor", "set"}, "unvisitor": {"visitor", "remove", "--yes"},
 		"payer": {"box", "payer"}, "credential": {"credential", "set"}, "uncredential": {"credential", "remove", "--yes"},
+		"budget": {"budget", "set"}, "unbudget": {"budget", "remove", "--yes"},
+		"limit": {"limit", "set", "--rpm", "7"}, "unlimit": {"limit", "remove", "--yes"},
+		"window": {"budget", "set", "--window", "day"}, "unwindow": {"budget", "remove", "--yes", "--window", "day"},
 	}
 	cli := func(env map[string]string) func(t *testing.T, action, box string) {
 		return func(t *testing.T, action, box string) {
@@ -59,6 +62,8 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 				args, stdin = append(args[:len(args)-1], "github:"+box), visitorValue+"\n"
 			case "consent":
 				args = append(args, "on")
+			case "budget", "window":
+				args = append(args, "25.50")
 			case "grant":
 				args = append(args, "github:vee")
 			case "revoke":
@@ -86,6 +91,12 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		"payer":        {"PUT", "/api/boxes/{name}/payer", `{"kind":"shared"}`},
 		"credential":   {"PUT", "/api/credentials/{id}", `{"value":"` + stripeValue + `"}`},
 		"uncredential": {"DELETE", "/api/credentials/{id}", ""},
+		"budget":       {"PUT", "/api/boxes/{name}/budgets", `{"usd":25.50}`},
+		"unbudget":     {"DELETE", "/api/boxes/{name}/budgets", ""},
+		"window":       {"PUT", "/api/boxes/{name}/window-budgets", `{"window":"day","usd":25.50}`},
+		"unwindow":     {"DELETE", "/api/boxes/{name}/window-budgets", ""},
+		"limit":        {"PUT", "/api/boxes/{name}/rate-limits", `{"rpm":7}`},
+		"unlimit":      {"DELETE", "/api/boxes/{name}/rate-limits", ""},
 	}
 	apiRoute := func(action string) (string, string) { return apiRoutes[action][0], apiRoutes[action][1] }
 	cookie, csrf := pageSession(t, b)
@@ -95,6 +106,9 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		"consent": {"/ui/boxes/{name}/settings", "set=consent&value=true"}, "remove": {"/ui/boxes/{name}/remove", "confirm={name}"},
 		"grant": {"/ui/boxes/{name}/grants", "principal=github:vee&ttl=15m"}, "revoke": {"/ui/boxes/{name}/grants/{id}/revoke", ""},
 		"secret": {"/ui/boxes/{name}/secrets", "name=STRIPE&host=https://api.stripe.com&value=" + stripeValue}, "unsecret": {"/ui/boxes/{name}/secrets/{secret}/remove", ""},
+		"budget": {"/ui/boxes/{name}/budget", "usd=25.50"}, "unbudget": {"/ui/boxes/{name}/budget/remove", ""},
+		"window": {"/ui/boxes/{name}/window-budget", "window=day&usd=25.50"}, "unwindow": {"/ui/boxes/{name}/window-budget/remove", "window=day"},
+		"limit": {"/ui/boxes/{name}/rate-limit", "rpm=7"}, "unlimit": {"/ui/boxes/{name}/rate-limit/remove", ""},
 	}
 	fronts := []frontEnd{
 		{"cli", func(a string) (string, string) { return "CLI", strings.Join(cliArgs[a][:2], " ") }, cli(local)},
@@ -109,6 +123,8 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 				path = strings.NewReplacer("{kind}", "sandbox", "{id}", "sb-"+box).Replace(path)
 			case "credential", "uncredential":
 				path = strings.ReplaceAll(path, "{id}", "fountain")
+			case "unwindow":
+				path += "?window=day"
 			}
 			body := strings.ReplaceAll(rt[2], "{name}", box)
 			if action == "add" {
@@ -157,25 +173,34 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		effect  func(before, after store.Box, err error) bool
 		grants  string // for a grant action, the state of the box's newest grant after it
 		secret  bool   // for a secret action, whether the box holds STRIPE after it
+		budget  bool   // whether the box holds its own monthly budget after it
+		window  bool   // whether the box holds its own daily budget after it
+		limit   bool   // whether the box holds its own rate limit of 7 requests a minute after it
 	}{
-		{"add", "enrolled the box", func(_, a store.Box, err error) bool { return err == nil && a.TokenHash != "" }, "", false},
-		{"rotate", "rotated the box's token", func(b, a store.Box, err error) bool { return err == nil && a.TokenHash != b.TokenHash }, "", false},
-		{"bind", "bound the box's token to 10.0.0.0/8", func(_, a store.Box, err error) bool { return err == nil && store.FormatFrom(a.From) == "10.0.0.0/8" }, "", false},
-		{"pause", "paused the box", func(_, a store.Box, err error) bool { return err == nil && a.Paused }, "", false},
-		{"resume", "resumed the box", func(_, a store.Box, err error) bool { return err == nil && !a.Paused }, "", false},
-		{"consent", "set the box's consent on", func(_, a store.Box, err error) bool { return err == nil && a.Consent }, "", false},
-		{"grant", "issued grant", func(_, _ store.Box, err error) bool { return err == nil }, "current", false},
-		{"revoke", "revoked grant", func(_, _ store.Box, err error) bool { return err == nil }, "revoked", false},
-		{"assign", "assigned Fountain sandbox", func(_, _ store.Box, err error) bool { return err == nil }, "", false},
-		{"unassign", "unassigned Fountain sandbox", func(_, _ store.Box, err error) bool { return err == nil }, "", false},
-		{"payer", "set the box's payer to shared", func(_, a store.Box, err error) bool { return err == nil && a.PayerKind == "shared" }, "", false},
-		{"secret", "set the secret STRIPE", func(_, _ store.Box, err error) bool { return err == nil }, "", true},
-		{"unsecret", "removed secret STRIPE", func(_, _ store.Box, err error) bool { return err == nil }, "", false},
-		{"visitor", "set visitor github:", func(_, _ store.Box, err error) bool { return err == nil }, "", false},
-		{"unvisitor", "removed visitor github:", func(_, _ store.Box, err error) bool { return err == nil }, "", false},
-		{"credential", "set the fountain credential (bearer key)", func(_, _ store.Box, err error) bool { return err == nil }, "", false},
-		{"uncredential", "removed the fountain credential", func(_, _ store.Box, err error) bool { return err == nil }, "", false},
-		{"remove", "removed the box and all kept for it", func(_, _ store.Box, err error) bool { return errors.Is(err, store.ErrNotFound) }, "", false},
+		{"add", "enrolled the box", func(_, a store.Box, err error) bool { return err == nil && a.TokenHash != "" }, "", false, false, false, false},
+		{"rotate", "rotated the box's token", func(b, a store.Box, err error) bool { return err == nil && a.TokenHash != b.TokenHash }, "", false, false, false, false},
+		{"bind", "bound the box's token to 10.0.0.0/8", func(_, a store.Box, err error) bool { return err == nil && store.FormatFrom(a.From) == "10.0.0.0/8" }, "", false, false, false, false},
+		{"pause", "paused the box", func(_, a store.Box, err error) bool { return err == nil && a.Paused }, "", false, false, false, false},
+		{"resume", "resumed the box", func(_, a store.Box, err error) bool { return err == nil && !a.Paused }, "", false, false, false, false},
+		{"consent", "set the box's consent on", func(_, a store.Box, err error) bool { return err == nil && a.Consent }, "", false, false, false, false},
+		{"grant", "issued grant", func(_, _ store.Box, err error) bool { return err == nil }, "current", false, false, false, false},
+		{"revoke", "revoked grant", func(_, _ store.Box, err error) bool { return err == nil }, "revoked", false, false, false, false},
+		{"assign", "assigned Fountain sandbox", func(_, _ store.Box, err error) bool { return err == nil }, "", false, false, false, false},
+		{"unassign", "unassigned Fountain sandbox", func(_, _ store.Box, err error) bool { return err == nil }, "", false, false, false, false},
+		{"payer", "set the box's payer to shared", func(_, a store.Box, err error) bool { return err == nil && a.PayerKind == "shared" }, "", false, false, false, false},
+		{"secret", "set the secret STRIPE", func(_, _ store.Box, err error) bool { return err == nil }, "", true, false, false, false},
+		{"unsecret", "removed secret STRIPE", func(_, _ store.Box, err error) bool { return err == nil }, "", false, false, false, false},
+		{"visitor", "set visitor github:", func(_, _ store.Box, err error) bool { return err == nil }, "", false, false, false, false},
+		{"unvisitor", "removed visitor github:", func(_, _ store.Box, err error) bool { return err == nil }, "", false, false, false, false},
+		{"credential", "set the fountain credential (bearer key)", func(_, _ store.Box, err error) bool { return err == nil }, "", false, false, false, false},
+		{"uncredential", "removed the fountain credential", func(_, _ store.Box, err error) bool { return err == nil }, "", false, false, false, false},
+		{"budget", "set the box's monthly budget to $25.50", func(_, _ store.Box, err error) bool { return err == nil }, "", false, true, false, false},
+		{"unbudget", "removed the box's monthly budget", func(_, _ store.Box, err error) bool { return err == nil }, "", false, false, false, false},
+		{"window", "set the box's daily budget to $25.50", func(_, _ store.Box, err error) bool { return err == nil }, "", false, false, true, false},
+		{"unwindow", "removed the day budget of the box", func(_, _ store.Box, err error) bool { return err == nil }, "", false, false, false, false},
+		{"limit", "set the rate limit of the box to 0 input tokens, 0 output tokens and 7 requests", func(_, _ store.Box, err error) bool { return err == nil }, "", false, false, false, true},
+		{"unlimit", "removed the rate limit of the box", func(_, _ store.Box, err error) bool { return err == nil }, "", false, false, false, false},
+		{"remove", "removed the box and all kept for it", func(_, _ store.Box, err error) bool { return errors.Is(err, store.ErrNotFound) }, "", false, false, false, false},
 	}
 	for _, fe := range fronts {
 		box := "via-" + fe.name
@@ -200,6 +225,15 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 			}
 			if _, err := b.Server.Store.Credential(ctx, "fountain"); (err == nil) != (tt.action == "credential") {
 				t.Errorf("%s through %s: the fountain credential: %v", tt.action, fe.name, err)
+			}
+			if bs, err := b.Server.Store.ListBudgets(ctx, box); tt.action != "remove" && (err != nil || (len(bs) == 1 && bs[0].Principal == "" && bs[0].Limit == 25_500_000) != tt.budget) {
+				t.Errorf("%s through %s: budgets %+v, %v, want the box's own $25.50 held %v", tt.action, fe.name, bs, err, tt.budget)
+			}
+			if ws, err := b.Server.Store.ListWindowBudgets(ctx, box); tt.action != "remove" && (err != nil || (len(ws) == 1 && ws[0].Window == "day" && ws[0].Limit == 25_500_000) != tt.window) {
+				t.Errorf("%s through %s: window budgets %+v, %v, want the box's own daily $25.50 held %v", tt.action, fe.name, ws, err, tt.window)
+			}
+			if ls, err := b.Server.Store.ListRateLimits(ctx, box); tt.action != "remove" && (err != nil || (len(ls) == 1 && ls[0].Principal == "" && ls[0].RPM == 7) != tt.limit) {
+				t.Errorf("%s through %s: rate limits %+v, %v, want the box's own 7 a minute held %v", tt.action, fe.name, ls, err, tt.limit)
 			}
 			if tt.grants != "" {
 				gs, err := b.Server.Store.ListGrants(ctx, box)

@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/spend"
@@ -76,67 +76,37 @@ func runLimit(ctx context.Context, c *cli, args []string) error {
 	if sub == "remove" && !*yes && !c.confirm(fmt.Sprintf("Remove %s?", whose)) {
 		return errors.New("not removed (pass --yes to remove without asking)")
 	}
-	if *adminURL != "" {
-		return runLimitRemote(ctx, c, *adminURL, sub, lim, box, *principal, whose)
-	}
-	st, err := openExisting(ctx, &cfg)
+	be, err := c.backend(ctx, &cfg, *adminURL, "limit "+sub, false, false)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	switch sub {
-	case "set":
-		if err := st.SetRateLimit(ctx, lim); errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("no box named %s", box)
-		} else if err != nil {
-			return err
-		}
-		fmt.Fprintf(c.stdout, "set %s to %s; a call past it gets a 429 with Retry-After (every replica holds it within %s)\n", whose, rateWords(lim), time.Second)
-	case "remove":
-		if err := st.DeleteRateLimit(ctx, box, *principal); errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("there is no %s", whose)
-		} else if err != nil {
-			return err
-		}
-		fmt.Fprintf(c.stdout, "removed %s\n", whose)
-	case "list":
-		if _, err := st.Box(ctx, box); errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("no box named %s", box)
-		}
-		ls, err := st.ListRateLimits(ctx, box)
-		if err != nil {
-			return err
-		}
-		return printRateLimits(c, box, ls)
-	}
-	return nil
+	defer be.close()
+	return remoteError(runLimitOn(ctx, c, be, sub, lim, box, *principal, whose))
 }
 
-// runLimitRemote is runLimit through the admin API at url.
-func runLimitRemote(ctx context.Context, c *cli, url, sub string, lim store.RateLimit, box, principal, whose string) error {
-	cl, err := c.adminClient(url)
-	if err != nil {
-		return err
-	}
+// runLimitOn is `limit set|list|remove` on be; lim is the checked limit
+// for set, whose its name.
+func runLimitOn(ctx context.Context, c *cli, be *backend, sub string, lim store.RateLimit, box, principal, whose string) error {
 	switch sub {
 	case "set":
-		v := admin.RateLimitView{InputTPM: lim.InputTPM, OutputTPM: lim.OutputTPM, RPM: lim.RPM}
-		if principal != "" {
-			v.Principal = &principal
-		}
-		if _, err := cl.SetRateLimit(ctx, box, v); err != nil {
-			return remoteError(err)
+		v := operator.RateLimitView{Principal: &principal, InputTPM: lim.InputTPM, OutputTPM: lim.OutputTPM, RPM: lim.RPM}
+		if _, err := be.SetRateLimit(ctx, box, v); err != nil {
+			return err
 		}
 		fmt.Fprintf(c.stdout, "set %s to %s; a call past it gets a 429 with Retry-After (every replica holds it within %s)\n", whose, rateWords(lim), time.Second)
 	case "remove":
-		if err := cl.RemoveRateLimit(ctx, box, principal); err != nil {
-			return remoteError(err)
+		err := be.RemoveRateLimit(ctx, box, principal)
+		if err != nil && strings.Contains(err.Error(), operator.NoRateLimit(box, principal)) {
+			return fmt.Errorf("there is no %s: %w", whose, remoteError(err))
+		}
+		if err != nil {
+			return err
 		}
 		fmt.Fprintf(c.stdout, "removed %s\n", whose)
 	case "list":
-		vs, err := cl.RateLimits(ctx, box)
+		vs, err := be.RateLimits(ctx, box)
 		if err != nil {
-			return remoteError(err)
+			return err
 		}
 		ls := make([]store.RateLimit, 0, len(vs))
 		for _, v := range vs {
@@ -191,9 +161,9 @@ func printRateLimits(c *cli, box string, ls []store.RateLimit) error {
 }
 
 // runWindowBudget is `budget set|remove BOX ... --window W` for a window
-// other than the month (day, week, Nd), locally or through the admin API
-// at adminURL.
-func runWindowBudget(ctx context.Context, c *cli, cfg *server.Config, adminURL, sub, box, principal, window string, limit int64) error {
+// other than the month (day, week, Nd), on be; limit is the checked
+// amount for set.
+func runWindowBudget(ctx context.Context, c *cli, be *backend, sub, box, principal, window string, limit int64) error {
 	w, err := store.ParseWindow(window)
 	if err != nil {
 		return fmt.Errorf("%w: %v (or month, the default)", errUsage, err)
@@ -202,71 +172,45 @@ func runWindowBudget(ctx context.Context, c *cli, cfg *server.Config, adminURL, 
 	if principal != "" {
 		whose = fmt.Sprintf("the %s budget of %s on box %s", w.Describe(), principal, box)
 	}
-	if adminURL != "" {
-		cl, err := c.adminClient(adminURL)
-		if err != nil {
-			return err
-		}
-		if sub == "remove" {
-			if err := cl.RemoveWindowBudget(ctx, box, principal, window); err != nil {
-				return remoteError(err)
-			}
-			fmt.Fprintf(c.stdout, "removed %s; its calls are still measured\n", whose)
-			return nil
-		}
-		set := admin.WindowBudgetSetting{Window: window, USD: json.Number(strings.TrimPrefix(spend.FormatUSD(limit), "$"))}
-		if principal != "" {
-			set.Principal = &principal
-		}
-		if _, err := cl.SetWindowBudget(ctx, box, set); err != nil {
-			return remoteError(err)
-		}
-		fmt.Fprintf(c.stdout, "set %s to %s; a call that could take it past that is refused with a 403\n", whose, spend.FormatUSD(limit))
-		return nil
-	}
-	st, err := openExisting(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
 	if sub == "remove" {
-		if err := st.DeleteWindowBudget(ctx, box, principal, window); errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("there is no %s", whose)
-		} else if err != nil {
+		err := be.RemoveWindowBudget(ctx, box, principal, window)
+		if err != nil && strings.Contains(err.Error(), operator.NoWindowBudget(box, principal, window)) {
+			return fmt.Errorf("there is no %s: %w", whose, remoteError(err))
+		}
+		if err != nil {
 			return err
 		}
 		fmt.Fprintf(c.stdout, "removed %s; its calls are still measured\n", whose)
 		return nil
 	}
-	err = st.SetWindowBudget(ctx, store.Budget{Box: box, Principal: principal, Window: window, Limit: limit, UpdatedAt: time.Now().UTC()})
-	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("no box named %s", box)
-	}
-	if err != nil {
+	set := operator.WindowBudgetSetting{Window: window, USD: json.Number(strings.TrimPrefix(spend.FormatUSD(limit), "$")), Principal: &principal}
+	if _, err := be.SetWindowBudget(ctx, box, set); err != nil {
 		return err
 	}
-	if err := waitCaches(ctx); err != nil {
-		return err
+	if be.local != nil {
+		if err := waitCaches(ctx); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(c.stdout, "set %s to %s; a call that could take it past that is refused with a 403\n", whose, spend.FormatUSD(limit))
 	return nil
 }
 
-// printWindowBudgets writes ts, a box's window budgets, as `budget list`
+// printWindowBudgets writes ws, a box's window budgets, as `budget list`
 // does after the monthly ones.
-func printWindowBudgets(c *cli, ts []store.WindowTally) error {
-	if len(ts) == 0 {
+func printWindowBudgets(c *cli, ws []operator.WindowBudgetView) error {
+	if len(ws) == 0 {
 		return nil
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "BUDGET\tWINDOW\tLIMIT\tSPENT\tHELD\tLEFT\tFROM\tTO")
-	for _, t := range ts {
+	for _, w := range ws {
 		who := "box"
-		if t.Budget.Principal != "" {
-			who = safe(t.Budget.Principal)
+		if w.Principal != nil {
+			who = safe(*w.Principal)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", who, t.Budget.Window, spend.FormatUSD(t.Budget.Limit), spend.FormatUSD(t.Spent),
-			spend.FormatUSD(t.Reserved), spend.FormatUSD(max(t.Budget.Limit-t.Spent-t.Reserved, 0)), t.From, t.Bucket)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", who, w.Window, spend.FormatUSD(micros(w.USD)), spend.FormatUSD(micros(w.Spent)),
+			spend.FormatUSD(micros(w.Held)), spend.FormatUSD(micros(w.Left)), w.From, w.Bucket)
 	}
 	return tw.Flush()
 }

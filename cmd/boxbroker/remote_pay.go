@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/admin"
@@ -20,68 +17,6 @@ import (
 
 // micros is dollars from the admin API as micro-dollars.
 func micros(usd float64) int64 { return int64(math.Round(usd * 1e6)) }
-
-// runBudgetRemote is `budget set|list|remove` through the admin API;
-// limit is the checked amount for set, whose the budget's name.
-func runBudgetRemote(ctx context.Context, c *cli, url, sub, box, principal, month string, limit int64, whose string) error {
-	cl, err := c.adminClient(url)
-	if err != nil {
-		return err
-	}
-	switch sub {
-	case "set":
-		set := admin.BudgetSetting{USD: json.Number(strings.TrimPrefix(spend.FormatUSD(limit), "$"))}
-		if principal != "" {
-			set.Principal = &principal
-		}
-		if _, err := cl.SetBudget(ctx, box, set); err != nil {
-			return remoteError(err)
-		}
-		fmt.Fprintf(c.stdout, "set %s to %s a month (UTC); a call that could take it past that is refused with a 403\n", whose, spend.FormatUSD(limit))
-		if principal != "" {
-			b, err := cl.Box(ctx, box)
-			if err != nil {
-				return remoteError(err)
-			}
-			gs, err := cl.ListGrants(ctx, box)
-			if err != nil {
-				return remoteError(err)
-			}
-			granted := false
-			for _, g := range gs {
-				granted = granted || (g.Principal == principal && g.State == "current")
-			}
-			owner := b.Payer.Kind == protocol.PayerOwner && b.Payer.Principal != nil && *b.Payer.Principal == principal
-			c.warnUnpaid(box, principal, owner, granted)
-		}
-	case "remove":
-		if err := cl.RemoveBudget(ctx, box, principal); err != nil {
-			return remoteError(err)
-		}
-		fmt.Fprintf(c.stdout, "removed %s; its calls are still measured\n", whose)
-	case "list":
-		bl, err := cl.Budgets(ctx, box, month)
-		if err != nil {
-			return remoteError(err)
-		}
-		if len(bl.Budgets) == 0 {
-			fmt.Fprintf(c.stdout, "box %s has no budget: its calls are measured (`boxbroker spend %s`) but not limited\n", box, box)
-			return nil
-		}
-		resets, _ := time.Parse(time.RFC3339, bl.Resets)
-		bs := make([]spend.BudgetStatus, 0, len(bl.Budgets))
-		for _, b := range bl.Budgets {
-			st := spend.BudgetStatus{Budget: store.Budget{Box: box, Limit: micros(b.USD)}, Month: bl.Month,
-				Spent: micros(b.Spent), Reserved: micros(b.Held), Left: micros(b.Left), Resets: resets.UTC()}
-			if b.Principal != nil {
-				st.Principal = *b.Principal
-			}
-			bs = append(bs, st)
-		}
-		return printBudgets(c, bs)
-	}
-	return nil
-}
 
 // runSpendRemote is `spend BOX` through the admin API, printed as from
 // the store.

@@ -2,14 +2,10 @@ package admin
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"net/http"
 
 	"github.com/intentius/boxbroker/internal/operator"
-	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/spend"
-	"github.com/intentius/boxbroker/internal/store"
 )
 
 // Budgets, tallies and measured usage are read from the store, never a
@@ -18,35 +14,12 @@ import (
 // JSON numbers exact to the micro-dollar (the broker keeps
 // micro-dollars).
 
-// BudgetView is one monthly budget and where it stands in the month
-// asked for: USD is its limit, Spent what has been charged against it,
-// Held what is reserved for calls in flight, Left what remains (never
-// below zero). Principal is null for the box's own budget, which holds
-// every call the box makes.
-type BudgetView struct {
-	Principal *string `json:"principal"`
-	USD       float64 `json:"usd"`
-	Spent     float64 `json:"spent"`
-	Held      float64 `json:"held"`
-	Left      float64 `json:"left"`
-	UpdatedAt string  `json:"updatedAt"`
-}
-
-// BudgetList answers GET /api/boxes/{name}/budgets: the month (UTC), when
-// its tallies reset, and the box's budgets, its own first.
-type BudgetList struct {
-	Month   string       `json:"month"`
-	Resets  string       `json:"resets"`
-	Budgets []BudgetView `json:"budgets"`
-}
-
-// BudgetSetting is the body of PUT /api/boxes/{name}/budgets: a monthly
-// limit in dollars (at most six decimals), for the box itself (principal
-// null or absent) or for the calls one principal pays for.
-type BudgetSetting struct {
-	USD       json.Number `json:"usd"`
-	Principal *string     `json:"principal"`
-}
+// The budget bodies are the operator service's.
+type (
+	BudgetView    = operator.BudgetView
+	BudgetList    = operator.BudgetList
+	BudgetSetting = operator.BudgetSetting
+)
 
 // ReportedSpend is what a box reported spending: dollars, runs and runs
 // it could not price.
@@ -146,20 +119,7 @@ func (s *Server) month(r *http.Request) (string, error) {
 
 // Budgets returns box's budgets and where they stand in month (YYYY-MM).
 func (s *Server) Budgets(ctx context.Context, box, month string) (BudgetList, error) {
-	bs, err := spend.Budgets(ctx, s.cfg.Store, box, month)
-	if err != nil {
-		return BudgetList{}, err
-	}
-	out := BudgetList{Month: month, Resets: formatTime(spend.Resets(month)), Budgets: []BudgetView{}}
-	for _, b := range bs {
-		out.Budgets = append(out.Budgets, budgetView(b))
-	}
-	return out, nil
-}
-
-func budgetView(b spend.BudgetStatus) BudgetView {
-	return BudgetView{Principal: optional(b.Principal), USD: dollars(b.Limit), Spent: dollars(b.Spent),
-		Held: dollars(b.Reserved), Left: dollars(b.Left), UpdatedAt: formatTime(b.UpdatedAt)}
+	return s.op.Budgets(ctx, box, month)
 }
 
 // SpendReport returns box's spend in month (YYYY-MM), measured beside
@@ -209,30 +169,16 @@ func (s *Server) listBudgets(w http.ResponseWriter, r *http.Request) error {
 	}
 	out, err := s.Budgets(r.Context(), name, month)
 	if err != nil {
-		return operator.StoreError(err, operator.NoBox(name), "")
+		return err
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
 
 // BudgetPrincipal checks a budget's principal: nil or "" for the box's own.
-func BudgetPrincipal(p *string) (string, error) {
-	if p == nil || *p == "" {
-		return "", nil
-	}
-	if !protocol.IsPrincipal(*p) {
-		return "", operator.Errorf(operator.Invalid,
-			"A budget's principal is null (the box's own budget) or 1 to 200 characters with no white space, such as github:<login>.")
-	}
-	return *p, nil
-}
+func BudgetPrincipal(p *string) (string, error) { return operator.BudgetPrincipal(p) }
 
 // NoBudget says box has no such budget.
-func NoBudget(box, principal string) string {
-	if principal == "" {
-		return "Box " + box + " has no budget of its own."
-	}
-	return "Box " + box + " has no budget for " + principal + "."
-}
+func NoBudget(box, principal string) string { return operator.NoBudget(box, principal) }
 
 func (s *Server) setBudget(w http.ResponseWriter, r *http.Request) error {
 	name, err := BoxName(r)
@@ -243,34 +189,11 @@ func (s *Server) setBudget(w http.ResponseWriter, r *http.Request) error {
 	if err := readJSON(w, r, &bs); err != nil {
 		return err
 	}
-	principal, err := BudgetPrincipal(bs.Principal)
+	out, err := s.Op(r, 0).SetBudget(r.Context(), name, bs)
 	if err != nil {
 		return err
 	}
-	limit, err := spend.ParseUSD(bs.USD.String())
-	if err != nil {
-		return operator.Errorf(operator.Invalid,
-			"usd is a budget in dollars from 0 to %d with at most six decimals, such as 25 or 25.50.", spend.MaxUSD)
-	}
-	b := store.Budget{Box: name, Principal: principal, Limit: limit, UpdatedAt: s.cfg.Now().UTC()}
-	if err := s.cfg.Store.SetBudget(r.Context(), b); err != nil {
-		return operator.StoreError(err, operator.NoBox(name), "")
-	}
-	if err := s.Changed(r.Context(), store.ChangeBudget, name); err != nil {
-		return err
-	}
-	s.log.Info("admin: budget set", "box", name, "principal", principal, "limit", spend.FormatUSD(limit))
-	list, err := spend.Budgets(r.Context(), s.cfg.Store, name, spend.Month(s.cfg.Now()))
-	if err != nil {
-		return operator.StoreError(err, operator.NoBox(name), "")
-	}
-	for _, bst := range list {
-		if bst.Principal == principal {
-			return writeJSON(w, http.StatusOK, budgetView(bst))
-		}
-	}
-	// Removed again between the two reads.
-	return operator.StoreError(store.ErrNotFound, NoBudget(name, principal)+" (It was removed meanwhile.)", "")
+	return writeJSON(w, http.StatusOK, out)
 }
 
 // removeBudget answers DELETE /api/boxes/{name}/budgets?principal=P, the
@@ -281,24 +204,9 @@ func (s *Server) removeBudget(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	q := r.URL.Query().Get("principal")
-	principal, err := BudgetPrincipal(&q)
-	if err != nil {
+	if err := s.Op(r, 0).RemoveBudget(r.Context(), name, r.URL.Query().Get("principal")); err != nil {
 		return err
 	}
-	err = s.cfg.Store.DeleteBudget(r.Context(), name, principal)
-	if errors.Is(err, store.ErrNotFound) {
-		if _, berr := s.cfg.Store.Box(r.Context(), name); errors.Is(berr, store.ErrNotFound) {
-			return operator.StoreError(berr, operator.NoBox(name), "")
-		}
-	}
-	if err != nil {
-		return operator.StoreError(err, NoBudget(name, principal), "")
-	}
-	if err := s.Changed(r.Context(), store.ChangeBudget, name); err != nil {
-		return err
-	}
-	s.log.Info("admin: budget removed", "box", name, "principal", principal)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

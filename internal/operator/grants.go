@@ -198,6 +198,9 @@ type Actions interface {
 	Visitors
 	Payers
 	Credentials
+	Budgets
+	WindowBudgets
+	RateLimits
 }
 
 var _ Actions = (*Service)(nil)

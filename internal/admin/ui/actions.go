@@ -4,12 +4,12 @@ import (
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/operator"
 
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
 
 	"github.com/intentius/boxbroker/internal/spend"
-	"github.com/intentius/boxbroker/internal/store"
 )
 
 // The owner's page's everyday actions: enrol, rotate and remove a box,
@@ -143,29 +143,14 @@ func (u *Page) setBudget(w http.ResponseWriter, r *http.Request, sess *Session) 
 		return err
 	}
 	p := strings.TrimSpace(r.PostForm.Get("principal"))
-	principal, err := admin.BudgetPrincipal(&p)
-	if err != nil {
-		return err
-	}
-	limit, err := spend.ParseUSD(strings.TrimPrefix(strings.TrimSpace(r.PostForm.Get("usd")), "$"))
-	if err != nil {
+	usd := strings.TrimPrefix(strings.TrimSpace(r.PostForm.Get("usd")), "$")
+	if _, err := spend.ParseUSD(usd); err != nil {
 		return operator.Errorf(operator.Invalid,
 			"A budget is in dollars from 0 to %d with at most six decimals, such as 25 or 25.50.", spend.MaxUSD)
 	}
-	if err := u.cfg.Store.SetBudget(r.Context(), store.Budget{Box: b.Name, Principal: principal, Limit: limit, UpdatedAt: u.cfg.Now().UTC()}); err != nil {
-		return operator.StoreError(err, operator.NoBox(b.Name), "")
-	}
-	if err := u.a.Changed(r.Context(), store.ChangeBudget, b.Name); err != nil {
+	if _, err := u.op(r).SetBudget(r.Context(), b.Name, operator.BudgetSetting{USD: json.Number(usd), Principal: &p}); err != nil {
 		return err
 	}
-	msg := "set the box's monthly budget to " + spend.FormatUSD(limit)
-	if principal != "" {
-		msg = "set the monthly budget for " + principal + " to " + spend.FormatUSD(limit)
-	}
-	if err := u.op(r).Audit(r.Context(), b.Name, 0, msg); err != nil {
-		return err
-	}
-	u.log.Info("owner's page: budget set", "box", b.Name, "principal", principal, "limit", spend.FormatUSD(limit), "admin_token", sess.TokenID)
 	back(w, r, b.Name, "budget")
 	return nil
 }
@@ -175,25 +160,9 @@ func (u *Page) removeBudget(w http.ResponseWriter, r *http.Request, sess *Sessio
 	if err != nil {
 		return err
 	}
-	p := strings.TrimSpace(r.PostForm.Get("principal"))
-	principal, err := admin.BudgetPrincipal(&p)
-	if err != nil {
+	if err := u.op(r).RemoveBudget(r.Context(), b.Name, strings.TrimSpace(r.PostForm.Get("principal"))); err != nil {
 		return err
 	}
-	if err := u.cfg.Store.DeleteBudget(r.Context(), b.Name, principal); err != nil {
-		return operator.StoreError(err, admin.NoBudget(b.Name, principal), "")
-	}
-	if err := u.a.Changed(r.Context(), store.ChangeBudget, b.Name); err != nil {
-		return err
-	}
-	msg := "removed the box's monthly budget"
-	if principal != "" {
-		msg = "removed the monthly budget for " + principal
-	}
-	if err := u.op(r).Audit(r.Context(), b.Name, 0, msg); err != nil {
-		return err
-	}
-	u.log.Info("owner's page: budget removed", "box", b.Name, "principal", principal, "admin_token", sess.TokenID)
 	back(w, r, b.Name, "budget-removed")
 	return nil
 }

@@ -2,8 +2,8 @@ package ui
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -61,8 +61,7 @@ func (u *Page) setWindowBudget(w http.ResponseWriter, r *http.Request, sess *Ses
 		return err
 	}
 	window := strings.TrimSpace(r.PostForm.Get("window"))
-	win, err := store.ParseWindow(window)
-	if err != nil {
+	if _, err := store.ParseWindow(window); err != nil {
 		return operator.Errorf(operator.Invalid, "The window is day, week, or Nd for a rolling N days (1 to %d), such as 7d.", store.MaxRollingDays)
 	}
 	limit, err := spend.ParseUSD(strings.TrimPrefix(strings.TrimSpace(r.PostForm.Get("usd")), "$"))
@@ -70,20 +69,10 @@ func (u *Page) setWindowBudget(w http.ResponseWriter, r *http.Request, sess *Ses
 		return operator.Errorf(operator.Invalid,
 			"A budget is in dollars from 0 to %d with at most six decimals, such as 25 or 25.50.", spend.MaxUSD)
 	}
-	if err := u.cfg.Store.SetWindowBudget(r.Context(), store.Budget{Box: b.Name, Principal: principal, Window: window, Limit: limit, UpdatedAt: u.cfg.Now().UTC()}); err != nil {
-		return operator.StoreError(err, operator.NoBox(b.Name), "")
-	}
-	if err := u.a.Changed(r.Context(), store.ChangeBudget, b.Name); err != nil {
+	set := operator.WindowBudgetSetting{Window: window, USD: json.Number(strings.TrimPrefix(spend.FormatUSD(limit), "$")), Principal: &principal}
+	if _, err := u.op(r).SetWindowBudget(r.Context(), b.Name, set); err != nil {
 		return err
 	}
-	msg := fmt.Sprintf("set the box's %s budget to %s", win.Describe(), spend.FormatUSD(limit))
-	if principal != "" {
-		msg = fmt.Sprintf("set the %s budget for %s to %s", win.Describe(), principal, spend.FormatUSD(limit))
-	}
-	if err := u.a.Op(r, http.StatusSeeOther).Audit(r.Context(), b.Name, 0, msg); err != nil {
-		return err
-	}
-	u.log.Info("owner's page: window budget set", "box", b.Name, "principal", principal, "window", window, "limit", spend.FormatUSD(limit), "admin_token", sess.TokenID)
 	back(w, r, b.Name, "budget")
 	return nil
 }
@@ -98,26 +87,11 @@ func (u *Page) removeWindowBudget(w http.ResponseWriter, r *http.Request, sess *
 		return err
 	}
 	window := r.PostForm.Get("window")
-	if err := u.cfg.Store.DeleteWindowBudget(r.Context(), b.Name, principal, window); err != nil {
-		return operator.StoreError(err, fmt.Sprintf("Box %s has no %s budget.", b.Name, window), "")
-	}
-	if err := u.a.Changed(r.Context(), store.ChangeBudget, b.Name); err != nil {
+	if err := u.op(r).RemoveWindowBudget(r.Context(), b.Name, principal, window); err != nil {
 		return err
 	}
-	if err := u.a.Op(r, http.StatusSeeOther).Audit(r.Context(), b.Name, 0, fmt.Sprintf("removed the %s budget of %s", window, whoseOf(principal))); err != nil {
-		return err
-	}
-	u.log.Info("owner's page: window budget removed", "box", b.Name, "principal", principal, "window", window, "admin_token", sess.TokenID)
 	back(w, r, b.Name, "budget-removed")
 	return nil
-}
-
-// whoseOf names the box itself ("") or a principal.
-func whoseOf(principal string) string {
-	if principal == "" {
-		return "the box"
-	}
-	return principal
 }
 
 // formCount reads a form's count field: empty is 0.
@@ -151,14 +125,10 @@ func (u *Page) setRateLimit(w http.ResponseWriter, r *http.Request, sess *Sessio
 		return operator.Errorf(operator.Invalid,
 			"Input and output tokens and requests a minute are whole numbers, 0 or more (empty or 0: no bound), and at least one is above 0.")
 	}
-	if err := u.cfg.Store.SetRateLimit(r.Context(), l); err != nil {
-		return operator.StoreError(err, operator.NoBox(b.Name), "")
-	}
-	msg := fmt.Sprintf("set the rate limit of %s to %d input tokens, %d output tokens and %d requests a minute (0: no bound)", whoseOf(principal), l.InputTPM, l.OutputTPM, l.RPM)
-	if err := u.a.Op(r, http.StatusSeeOther).Audit(r.Context(), b.Name, 0, msg); err != nil {
+	set := operator.RateLimitView{Principal: &principal, InputTPM: l.InputTPM, OutputTPM: l.OutputTPM, RPM: l.RPM}
+	if _, err := u.op(r).SetRateLimit(r.Context(), b.Name, set); err != nil {
 		return err
 	}
-	u.log.Info("owner's page: rate limit set", "box", b.Name, "principal", principal, "input_tpm", l.InputTPM, "output_tpm", l.OutputTPM, "rpm", l.RPM, "admin_token", sess.TokenID)
 	back(w, r, b.Name, "rate")
 	return nil
 }
@@ -172,13 +142,9 @@ func (u *Page) removeRateLimit(w http.ResponseWriter, r *http.Request, sess *Ses
 	if err != nil {
 		return err
 	}
-	if err := u.cfg.Store.DeleteRateLimit(r.Context(), b.Name, principal); err != nil {
-		return operator.StoreError(err, fmt.Sprintf("Box %s has no such rate limit.", b.Name), "")
-	}
-	if err := u.a.Op(r, http.StatusSeeOther).Audit(r.Context(), b.Name, 0, "removed the rate limit of "+whoseOf(principal)); err != nil {
+	if err := u.op(r).RemoveRateLimit(r.Context(), b.Name, principal); err != nil {
 		return err
 	}
-	u.log.Info("owner's page: rate limit removed", "box", b.Name, "principal", principal, "admin_token", sess.TokenID)
 	back(w, r, b.Name, "rate-removed")
 	return nil
 }

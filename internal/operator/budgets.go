@@ -1,0 +1,185 @@
+package operator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/spend"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// Budgets are the monthly budgets of a box: its own, which holds every
+// call it makes, and one per principal, which holds the calls of the box
+// that principal pays for.
+type Budgets interface {
+	// Budgets lists a box's budgets and where they stand in a month.
+	Budgets(ctx context.Context, box, month string) (BudgetList, error)
+	// SetBudget sets a box's own budget or a principal's on it.
+	SetBudget(ctx context.Context, box string, set BudgetSetting) (BudgetView, error)
+	// RemoveBudget removes one; principal "" is the box's own.
+	RemoveBudget(ctx context.Context, box, principal string) error
+}
+
+var _ Budgets = (*Service)(nil)
+
+// BudgetView is one monthly budget, in dollars, and where it stands: the
+// box's own (principal null) or that of the calls one principal pays for.
+type BudgetView struct {
+	Principal *string `json:"principal"`
+	USD       float64 `json:"usd"`
+	Spent     float64 `json:"spent"`
+	Held      float64 `json:"held"`
+	Left      float64 `json:"left"`
+	UpdatedAt string  `json:"updatedAt"`
+}
+
+// BudgetList answers GET /api/boxes/{name}/budgets: the month (UTC), when
+// its tallies reset, and the box's budgets, its own first.
+type BudgetList struct {
+	Month   string       `json:"month"`
+	Resets  string       `json:"resets"`
+	Budgets []BudgetView `json:"budgets"`
+}
+
+// BudgetSetting is the body of PUT /api/boxes/{name}/budgets: a monthly
+// limit in dollars (at most six decimals), for the box itself (principal
+// null or absent) or for the calls one principal pays for.
+type BudgetSetting struct {
+	USD       json.Number `json:"usd"`
+	Principal *string     `json:"principal"`
+}
+
+// BudgetPrincipal checks a budget's principal: nil or "" for the box's own.
+func BudgetPrincipal(p *string) (string, error) {
+	if p == nil || *p == "" {
+		return "", nil
+	}
+	if !protocol.IsPrincipal(*p) {
+		return "", Errorf(Invalid,
+			"A budget's principal is null (the box's own budget) or 1 to 200 characters with no white space, such as github:<login>.")
+	}
+	return *p, nil
+}
+
+// NoBudget says box has no such budget.
+func NoBudget(box, principal string) string {
+	if principal == "" {
+		return "Box " + box + " has no budget of its own."
+	}
+	return "Box " + box + " has no budget for " + principal + "."
+}
+
+func budgetView(b spend.BudgetStatus) BudgetView {
+	return BudgetView{Principal: optional(b.Principal), USD: dollars(b.Limit), Spent: dollars(b.Spent),
+		Held: dollars(b.Reserved), Left: dollars(b.Left), UpdatedAt: formatTime(b.UpdatedAt)}
+}
+
+// dollars is micro-dollars as dollars.
+func dollars(micros int64) float64 { return float64(micros) / 1e6 }
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// Budgets returns box's budgets and where they stand in month (YYYY-MM;
+// "" for this month, UTC). Invalid for a bad month, NotFound for no such
+// box.
+func (s *Service) Budgets(ctx context.Context, box, month string) (BudgetList, error) {
+	if err := CheckBoxName(box); err != nil {
+		return BudgetList{}, err
+	}
+	if month == "" {
+		month = spend.Month(s.cfg.Now())
+	}
+	if spend.Resets(month).IsZero() {
+		return BudgetList{}, Errorf(Invalid, "month is written YYYY-MM, such as 2026-10.")
+	}
+	bs, err := spend.Budgets(ctx, s.cfg.Store, box, month)
+	if err != nil {
+		return BudgetList{}, StoreError(err, NoBox(box), "")
+	}
+	out := BudgetList{Month: month, Resets: formatTime(spend.Resets(month)), Budgets: []BudgetView{}}
+	for _, b := range bs {
+		out.Budgets = append(out.Budgets, budgetView(b))
+	}
+	return out, nil
+}
+
+// SetBudget sets box's own monthly budget, or set's principal's on it,
+// and returns it as it stands this month, once the box's next call is
+// held to it. Invalid for a bad principal or amount, NotFound for no
+// such box.
+func (s *Service) SetBudget(ctx context.Context, box string, set BudgetSetting) (BudgetView, error) {
+	if err := CheckBoxName(box); err != nil {
+		return BudgetView{}, err
+	}
+	principal, err := BudgetPrincipal(set.Principal)
+	if err != nil {
+		return BudgetView{}, err
+	}
+	limit, err := spend.ParseUSD(set.USD.String())
+	if err != nil {
+		return BudgetView{}, Errorf(Invalid,
+			"usd is a budget in dollars from 0 to %d with at most six decimals, such as 25 or 25.50.", spend.MaxUSD)
+	}
+	b := store.Budget{Box: box, Principal: principal, Limit: limit, UpdatedAt: s.cfg.Now().UTC()}
+	if err := s.cfg.Store.SetBudget(ctx, b); err != nil {
+		return BudgetView{}, StoreError(err, NoBox(box), "")
+	}
+	if err := s.Changed(ctx, store.ChangeBudget, box); err != nil {
+		return BudgetView{}, err
+	}
+	msg := "set the box's monthly budget to " + spend.FormatUSD(limit)
+	if principal != "" {
+		msg = "set the monthly budget for " + principal + " to " + spend.FormatUSD(limit)
+	}
+	if err := s.done(ctx, box, http.StatusOK, msg); err != nil {
+		return BudgetView{}, err
+	}
+	list, err := spend.Budgets(ctx, s.cfg.Store, box, spend.Month(s.cfg.Now()))
+	if err != nil {
+		return BudgetView{}, StoreError(err, NoBox(box), "")
+	}
+	for _, bst := range list {
+		if bst.Principal == principal {
+			return budgetView(bst), nil
+		}
+	}
+	// Removed again between the two reads.
+	return BudgetView{}, Errorf(NotFound, "%s (It was removed meanwhile.)", NoBudget(box, principal))
+}
+
+// RemoveBudget removes box's own monthly budget (principal "") or
+// principal's on it; the calls it held are still measured, and no longer
+// limited. NotFound for no such box or budget.
+func (s *Service) RemoveBudget(ctx context.Context, box, principal string) error {
+	if err := CheckBoxName(box); err != nil {
+		return err
+	}
+	if _, err := BudgetPrincipal(&principal); err != nil {
+		return err
+	}
+	err := s.cfg.Store.DeleteBudget(ctx, box, principal)
+	if errors.Is(err, store.ErrNotFound) {
+		if _, berr := s.cfg.Store.Box(ctx, box); errors.Is(berr, store.ErrNotFound) {
+			return StoreError(berr, NoBox(box), "")
+		}
+	}
+	if err != nil {
+		return StoreError(err, NoBudget(box, principal), "")
+	}
+	if err := s.Changed(ctx, store.ChangeBudget, box); err != nil {
+		return err
+	}
+	msg := "removed the box's monthly budget"
+	if principal != "" {
+		msg = "removed the monthly budget for " + principal
+	}
+	return s.done(ctx, box, http.StatusNoContent, msg)
+}

@@ -1,0 +1,147 @@
+package operator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/intentius/boxbroker/internal/spend"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// WindowBudgets are a box's budgets over a window other than the
+// calendar month: a day, a week, or a rolling N days.
+type WindowBudgets interface {
+	// WindowBudgets lists a box's window budgets and where they stand.
+	WindowBudgets(ctx context.Context, box string) ([]WindowBudgetView, error)
+	// SetWindowBudget sets one and returns the box's window budgets.
+	SetWindowBudget(ctx context.Context, box string, set WindowBudgetSetting) ([]WindowBudgetView, error)
+	// RemoveWindowBudget removes one; principal "" is the box's own.
+	RemoveWindowBudget(ctx context.Context, box, principal, window string) error
+}
+
+var _ WindowBudgets = (*Service)(nil)
+
+// WindowBudgetView is one budget over a window other than the calendar
+// month (day, week, or Nd for a rolling N days) and where it stands now:
+// USD its limit, Spent and Held what the window counts, Left what
+// remains, From and Bucket the first and last day (YYYY-MM-DD) it counts.
+type WindowBudgetView struct {
+	Principal *string `json:"principal"`
+	Window    string  `json:"window"`
+	USD       float64 `json:"usd"`
+	Spent     float64 `json:"spent"`
+	Held      float64 `json:"held"`
+	Left      float64 `json:"left"`
+	From      string  `json:"from"`
+	Bucket    string  `json:"bucket"`
+}
+
+// WindowBudgetSetting is the body of PUT /api/boxes/{name}/window-budgets.
+type WindowBudgetSetting struct {
+	Window    string      `json:"window"`
+	USD       json.Number `json:"usd"`
+	Principal *string     `json:"principal"`
+}
+
+// forPrincipal is " for P", or "" for the box's own.
+func forPrincipal(p string) string {
+	if p == "" {
+		return ""
+	}
+	return " for " + p
+}
+
+// whoseOf names the box itself ("") or a principal.
+func whoseOf(principal string) string {
+	if principal == "" {
+		return "the box"
+	}
+	return principal
+}
+
+// WindowBudgets returns box's window budgets and where they stand now.
+// NotFound for no such box.
+func (s *Service) WindowBudgets(ctx context.Context, box string) ([]WindowBudgetView, error) {
+	if _, err := s.box(ctx, box); err != nil {
+		return nil, err
+	}
+	return s.windowBudgets(ctx, box)
+}
+
+func (s *Service) windowBudgets(ctx context.Context, box string) ([]WindowBudgetView, error) {
+	ts, err := s.cfg.Store.WindowTallies(ctx, box, s.cfg.Now())
+	if err != nil {
+		return nil, StoreError(err, "", "")
+	}
+	out := []WindowBudgetView{}
+	for _, t := range ts {
+		out = append(out, WindowBudgetView{Principal: optional(t.Budget.Principal), Window: t.Budget.Window, USD: dollars(t.Budget.Limit),
+			Spent: dollars(t.Spent), Held: dollars(t.Reserved), Left: dollars(max(t.Budget.Limit-t.Spent-t.Reserved, 0)), From: t.From, Bucket: t.Bucket})
+	}
+	return out, nil
+}
+
+// SetWindowBudget sets box's own budget over set's window, or set's
+// principal's, and returns the box's window budgets once its next call
+// is held to it. Invalid for a bad principal, window or amount, NotFound
+// for no such box.
+func (s *Service) SetWindowBudget(ctx context.Context, box string, set WindowBudgetSetting) ([]WindowBudgetView, error) {
+	if err := CheckBoxName(box); err != nil {
+		return nil, err
+	}
+	principal, err := BudgetPrincipal(set.Principal)
+	if err != nil {
+		return nil, err
+	}
+	win, err := store.ParseWindow(set.Window)
+	if err != nil {
+		return nil, Errorf(Invalid,
+			"window is day, week, or Nd for a rolling N days from 1 to %d, such as 7d; a monthly budget is set at /api/boxes/%s/budgets.", store.MaxRollingDays, box)
+	}
+	limit, err := spend.ParseUSD(set.USD.String())
+	if err != nil {
+		return nil, Errorf(Invalid,
+			"usd is a budget in dollars from 0 to %d with at most six decimals, such as 25 or 25.50.", spend.MaxUSD)
+	}
+	b := store.Budget{Box: box, Principal: principal, Window: set.Window, Limit: limit, UpdatedAt: s.cfg.Now().UTC()}
+	if err := s.cfg.Store.SetWindowBudget(ctx, b); err != nil {
+		return nil, StoreError(err, NoBox(box), "")
+	}
+	if err := s.Changed(ctx, store.ChangeBudget, box); err != nil {
+		return nil, err
+	}
+	msg := fmt.Sprintf("set the box's %s budget to %s", win.Describe(), spend.FormatUSD(limit))
+	if principal != "" {
+		msg = fmt.Sprintf("set the %s budget for %s to %s", win.Describe(), principal, spend.FormatUSD(limit))
+	}
+	if err := s.done(ctx, box, http.StatusOK, msg); err != nil {
+		return nil, err
+	}
+	return s.windowBudgets(ctx, box)
+}
+
+// RemoveWindowBudget removes box's own budget over window (principal
+// "") or principal's; the calls it held are still measured. NotFound for
+// no such budget.
+func (s *Service) RemoveWindowBudget(ctx context.Context, box, principal, window string) error {
+	if err := CheckBoxName(box); err != nil {
+		return err
+	}
+	if _, err := BudgetPrincipal(&principal); err != nil {
+		return err
+	}
+	if err := s.cfg.Store.DeleteWindowBudget(ctx, box, principal, window); err != nil {
+		return StoreError(err, NoWindowBudget(box, principal, window), "")
+	}
+	if err := s.Changed(ctx, store.ChangeBudget, box); err != nil {
+		return err
+	}
+	return s.done(ctx, box, http.StatusNoContent, fmt.Sprintf("removed the %s budget of %s", window, whoseOf(principal)))
+}
+
+// NoWindowBudget says box has no such window budget.
+func NoWindowBudget(box, principal, window string) string {
+	return fmt.Sprintf("Box %s has no %s budget%s.", box, window, forPrincipal(principal))
+}
