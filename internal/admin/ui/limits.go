@@ -51,12 +51,19 @@ func formPrincipal(r *http.Request) (string, error) {
 	return admin.BudgetPrincipal(&p)
 }
 
-func (u *Page) setWindowBudget(w http.ResponseWriter, r *http.Request, sess *Session) error {
+// boxAndPrincipal reads the box the route names and the form's
+// principal, the start of every budget-window and rate-limit form.
+func (u *Page) boxAndPrincipal(r *http.Request) (store.Box, string, error) {
 	b, err := u.a.Box(r)
 	if err != nil {
-		return err
+		return store.Box{}, "", err
 	}
 	principal, err := formPrincipal(r)
+	return b, principal, err
+}
+
+func (u *Page) setWindowBudget(w http.ResponseWriter, r *http.Request, sess *Session) error {
+	b, principal, err := u.boxAndPrincipal(r)
 	if err != nil {
 		return err
 	}
@@ -78,11 +85,7 @@ func (u *Page) setWindowBudget(w http.ResponseWriter, r *http.Request, sess *Ses
 }
 
 func (u *Page) removeWindowBudget(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	b, err := u.a.Box(r)
-	if err != nil {
-		return err
-	}
-	principal, err := formPrincipal(r)
+	b, principal, err := u.boxAndPrincipal(r)
 	if err != nil {
 		return err
 	}
@@ -108,11 +111,7 @@ func formCount(r *http.Request, name string) (int64, error) {
 }
 
 func (u *Page) setRateLimit(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	b, err := u.a.Box(r)
-	if err != nil {
-		return err
-	}
-	principal, err := formPrincipal(r)
+	b, principal, err := u.boxAndPrincipal(r)
 	if err != nil {
 		return err
 	}
@@ -134,11 +133,7 @@ func (u *Page) setRateLimit(w http.ResponseWriter, r *http.Request, sess *Sessio
 }
 
 func (u *Page) removeRateLimit(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	b, err := u.a.Box(r)
-	if err != nil {
-		return err
-	}
-	principal, err := formPrincipal(r)
+	b, principal, err := u.boxAndPrincipal(r)
 	if err != nil {
 		return err
 	}
