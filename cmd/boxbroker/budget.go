@@ -147,7 +147,7 @@ func runBudgetOn(ctx context.Context, c *cli, be *backend, sub, box, principal, 
 		}
 	case "remove":
 		err := be.RemoveBudget(ctx, box, principal)
-		if err != nil && strings.Contains(err.Error(), operator.NoBudget(box, principal)) {
+		if err != nil && operator.CodeOf(err) == operator.NotFound {
 			return fmt.Errorf("there is no %s: %w", whose, remoteError(err))
 		}
 		if err != nil {

@@ -96,7 +96,7 @@ func runLimitOn(ctx context.Context, c *cli, be *backend, sub string, lim store.
 		fmt.Fprintf(c.stdout, "set %s to %s; a call past it gets a 429 with Retry-After (every replica holds it within %s)\n", whose, rateWords(lim), time.Second)
 	case "remove":
 		err := be.RemoveRateLimit(ctx, box, principal)
-		if err != nil && strings.Contains(err.Error(), operator.NoRateLimit(box, principal)) {
+		if err != nil && operator.CodeOf(err) == operator.NotFound {
 			return fmt.Errorf("there is no %s: %w", whose, remoteError(err))
 		}
 		if err != nil {
@@ -174,7 +174,7 @@ func runWindowBudget(ctx context.Context, c *cli, be *backend, sub, box, princip
 	}
 	if sub == "remove" {
 		err := be.RemoveWindowBudget(ctx, box, principal, window)
-		if err != nil && strings.Contains(err.Error(), operator.NoWindowBudget(box, principal, window)) {
+		if err != nil && operator.CodeOf(err) == operator.NotFound {
 			return fmt.Errorf("there is no %s: %w", whose, remoteError(err))
 		}
 		if err != nil {
