@@ -201,6 +201,7 @@ type Actions interface {
 	Budgets
 	WindowBudgets
 	RateLimits
+	Spending
 }
 
 var _ Actions = (*Service)(nil)
