@@ -202,6 +202,7 @@ type Actions interface {
 	WindowBudgets
 	RateLimits
 	Spending
+	Pools
 }
 
 var _ Actions = (*Service)(nil)

@@ -271,9 +271,9 @@ func (c *Client) RemoveCredential(ctx context.Context, id string) error {
 	return c.do(ctx, http.MethodDelete, "/api/credentials/"+url.PathEscape(id), nil, nil)
 }
 
-// Pool lists the credential pool's entries, with the answering
+// PoolEntries lists the credential pool's entries, with the answering
 // replica's state and counts.
-func (c *Client) Pool(ctx context.Context) ([]admin.PoolEntryView, error) {
+func (c *Client) PoolEntries(ctx context.Context) ([]admin.PoolEntryView, error) {
 	var out admin.PoolList
 	err := c.do(ctx, http.MethodGet, "/api/credentials/pool", nil, &out)
 	return out.Entries, err
