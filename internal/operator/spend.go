@@ -31,11 +31,9 @@ type ReportedSpend struct {
 	Unpriced int64   `json:"unpriced"`
 }
 
-// SpendLine is one principal's spend in a month, measured beside
-// reported. Principal is null for calls paid with no principal (the
-// shared credential) and runs the box reported under none.
-type SpendLine struct {
-	Principal *string `json:"principal"`
+// MeasuredSpend is what the broker measured of some of a month's calls
+// beside what it charged for them.
+type MeasuredSpend struct {
 	// MeasuredUSD is what the broker measured of priced calls whose usage
 	// it read whole; Calls counts the calls, Unpriced those of a model
 	// with no price, Unmeasured those whose usage was not read whole.
@@ -46,6 +44,19 @@ type SpendLine struct {
 	// ChargedUSD is what was charged against budgets: the measured cost,
 	// or a call's bound where its cost was not known.
 	ChargedUSD float64 `json:"chargedUsd"`
+}
+
+// measured is what a spend.Report or spend.Line counts, as a view.
+func measured(measuredMicros, calls, unpriced, unmeasured, chargedMicros int64) MeasuredSpend {
+	return MeasuredSpend{MeasuredUSD: dollars(measuredMicros), Calls: calls, Unpriced: unpriced, Unmeasured: unmeasured, ChargedUSD: dollars(chargedMicros)}
+}
+
+// SpendLine is one principal's spend in a month, measured beside
+// reported. Principal is null for calls paid with no principal (the
+// shared credential) and runs the box reported under none.
+type SpendLine struct {
+	Principal *string `json:"principal"`
+	MeasuredSpend
 	// Reported is the box's own figure; null when its report named no
 	// such principal for the month.
 	Reported *ReportedSpend `json:"reported"`
@@ -74,13 +85,9 @@ type UsageView struct {
 // month as the broker measured it beside what the box reported, by
 // principal, differences flagged.
 type SpendReport struct {
-	Box         string  `json:"box"`
-	Month       string  `json:"month"`
-	MeasuredUSD float64 `json:"measuredUsd"`
-	Calls       int64   `json:"calls"`
-	Unpriced    int64   `json:"unpriced"`
-	Unmeasured  int64   `json:"unmeasured"`
-	ChargedUSD  float64 `json:"chargedUsd"`
+	Box   string `json:"box"`
+	Month string `json:"month"`
+	MeasuredSpend
 	// Reported is the spend the box's last report carried for Month; null
 	// when it carried none for that month. ReportedMonth is the month the
 	// carried spend is for (null when none was carried), and ReportedAt
@@ -158,8 +165,7 @@ func (s *Service) Spend(ctx context.Context, box, month string) (SpendReport, er
 	if err != nil {
 		return SpendReport{}, StoreError(err, NoBox(box), "")
 	}
-	out := SpendReport{Box: rep.Box, Month: rep.Month, MeasuredUSD: dollars(rep.Measured), Calls: rep.Calls,
-		Unpriced: rep.Unpriced, Unmeasured: rep.Unmeasured, ChargedUSD: dollars(rep.Charged), Differs: rep.Differs,
+	out := SpendReport{Box: rep.Box, Month: rep.Month, MeasuredSpend: measured(rep.Measured, rep.Calls, rep.Unpriced, rep.Unmeasured, rep.Charged), Differs: rep.Differs,
 		ReportedMonth: optional(rep.ReportedMonth), ByPrincipal: []SpendLine{}, Usage: []UsageView{}}
 	if !rep.ReportedAt.IsZero() {
 		at := formatTime(rep.ReportedAt)
@@ -169,8 +175,7 @@ func (s *Service) Spend(ctx context.Context, box, month string) (SpendReport, er
 		out.Reported = &ReportedSpend{USD: rep.Reported.USD, Runs: rep.Reported.Runs, Unpriced: rep.Reported.Unpriced}
 	}
 	for _, l := range rep.Lines {
-		line := SpendLine{Principal: l.Principal, MeasuredUSD: dollars(l.Measured), Calls: l.Calls, Unpriced: l.Unpriced,
-			Unmeasured: l.Unmeasured, ChargedUSD: dollars(l.Charged), Differs: l.Differs}
+		line := SpendLine{Principal: l.Principal, MeasuredSpend: measured(l.Measured, l.Calls, l.Unpriced, l.Unmeasured, l.Charged), Differs: l.Differs}
 		if l.Reported != nil {
 			line.Reported = &ReportedSpend{USD: l.Reported.USD, Runs: l.Reported.Runs, Unpriced: l.Reported.Unpriced}
 		}
