@@ -123,7 +123,7 @@ func runPoolOn(ctx context.Context, c *cli, cfg *server.Config, adminURL, sub, n
 		return nil
 	}
 	what := describe(payer.SharedAnthropic, value)
-	if isCloudKind(kind) {
+	if operator.IsCloud(kind) {
 		what = describeCloud(kind, value)
 	}
 	v, err := be.SetPoolEntry(ctx, name, kind, weight, baseURL, append([]byte(nil), value...))
@@ -196,7 +196,7 @@ func runCredentialOn(ctx context.Context, c *cli, cfg *server.Config, adminURL, 
 		return nil
 	}
 	what := describe(id, value)
-	if isCloudKind(kind) {
+	if operator.IsCloud(kind) {
 		what = describeCloud(kind, value)
 	}
 	if _, err := be.SetCredential(ctx, id, kind, append([]byte(nil), value...)); err != nil {

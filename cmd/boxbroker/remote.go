@@ -47,9 +47,6 @@ func describeCloud(kind string, raw []byte) string {
 	return what + ", signed for each call"
 }
 
-// isCloudKind reports whether --kind names a cloud account.
-func isCloudKind(kind string) bool { return kind == cloud.KindBedrock || kind == cloud.KindVertex }
-
 // parseViewTime reads a time the admin API wrote; zero for null.
 func parseViewTime(v *string) time.Time {
 	if v == nil {
@@ -57,4 +54,13 @@ func parseViewTime(v *string) time.Time {
 	}
 	t, _ := time.Parse(time.RFC3339Nano, *v)
 	return t
+}
+
+// rfc3339 is a time a view wrote, as the CLI prints times; "" for null.
+func rfc3339(v *string) string {
+	t := parseViewTime(v)
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
 }

@@ -51,15 +51,6 @@ func runSpend(ctx context.Context, c *cli, args []string) error {
 // micros is dollars from a view as micro-dollars.
 func micros(usd float64) int64 { return int64(math.Round(usd * 1e6)) }
 
-// rfc3339 is a view's time t as the CLI prints times; "" for none.
-func rfc3339(t *string) string {
-	if t == nil {
-		return ""
-	}
-	at, _ := time.Parse(time.RFC3339, *t)
-	return at.UTC().Format(time.RFC3339)
-}
-
 // printCache prints v, a box's prompt-cache use in month, by payer kind
 // and pool entry: the month's and the last 24 hours' tokens and hit
 // ratio. It prints nothing when the box made no call in either.
