@@ -49,7 +49,7 @@ func (s *Store) AdminToken(ctx context.Context, id string) (store.AdminToken, er
 // with Hash left empty.
 func (s *Store) ListAdminTokens(ctx context.Context) ([]store.AdminToken, error) {
 	return collect(ctx, s, s.R, "list admin tokens", "SELECT "+adminTokenColumns+" FROM admin_tokens ORDER BY created_at, id"+s.D.Collate(),
-		func(r *sql.Rows) (store.AdminToken, error) {
+		func(r Scanner) (store.AdminToken, error) {
 			t, err := scanAdminToken(r)
 			t.Hash = ""
 			return t, err

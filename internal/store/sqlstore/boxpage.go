@@ -21,8 +21,8 @@ func (s *Store) ListedPage(ctx context.Context, op string, q store.BoxQuery, pag
 		return page, nil
 	}
 	var err error
-	if page.Boxes, err = s.listedBoxes(ctx, names, q.Month); err != nil {
-		return store.BoxPage{}, s.D.Translate(op, err)
+	if page.Boxes, err = s.listedBoxes(ctx, op, names, q.Month); err != nil {
+		return store.BoxPage{}, err
 	}
 	page.Boxes = slices.DeleteFunc(page.Boxes, func(b store.ListedBox) bool { return b.Box.Name == "" }) // removed meanwhile
 	return page, nil
@@ -43,72 +43,45 @@ func in(from, n int) string {
 }
 
 // listedBoxes reads the boxes named names, in that order, with their last
-// reports and, when month is not "", their month.
-func (s *Store) listedBoxes(ctx context.Context, names []string, month string) ([]store.ListedBox, error) {
+// reports and, when month is not "", their month. Errors are translated,
+// prefixed with op.
+func (s *Store) listedBoxes(ctx context.Context, op string, names []string, month string) ([]store.ListedBox, error) {
 	args := make([]any, len(names))
 	at := make(map[string]int, len(names))
 	for i, n := range names {
 		args[i], at[n] = n, i
 	}
 	out := make([]store.ListedBox, len(names))
-	rows, err := s.R.QueryContext(ctx, "SELECT "+boxColumns+" FROM boxes WHERE name IN "+in(1, len(names)), args...)
+	boxes, err := collect(ctx, s, s.R, op, "SELECT "+boxColumns+" FROM boxes WHERE name IN "+in(1, len(names)), scanBox, args...)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		b, err := scanBox(rows)
-		if err != nil {
-			return nil, err
-		}
+	for _, b := range boxes {
 		out[at[b.Name]].Box = b
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
+	type kept struct {
+		box string
+		d   *store.KeptDeclaration
 	}
-	rows.Close()
-	drows, err := s.R.QueryContext(ctx, "SELECT box, doc, at FROM declarations WHERE box IN "+in(1, len(names)), args...)
+	decls, err := collect(ctx, s, s.R, op, "SELECT box, doc, at FROM declarations WHERE box IN "+in(1, len(names)), func(r Scanner) (kept, error) {
+		k := kept{d: &store.KeptDeclaration{}}
+		err := r.Scan(&k.box, &k.d.Doc, Time(&k.d.At))
+		return k, err
+	}, args...)
 	if err != nil {
 		return nil, err
 	}
-	defer drows.Close()
-	for drows.Next() {
-		var box string
-		d := &store.KeptDeclaration{}
-		if err := drows.Scan(&box, &d.Doc, Time(&d.At)); err != nil {
-			return nil, err
-		}
-		out[at[box]].Declaration = d
+	for _, k := range decls {
+		out[at[k.box]].Declaration = k.d
 	}
-	if err := drows.Err(); err != nil {
-		return nil, err
-	}
-	drows.Close()
 	if month == "" {
 		return out, nil
 	}
-	margs := append([]any{month}, args...)
-	mrows, err := s.R.QueryContext(ctx, `SELECT b.name,
-		CAST(coalesce((SELECT sum(cost) FROM usage u WHERE u.box = b.name AND u.month = $1), 0) AS BIGINT),
-		CAST(coalesce((SELECT sum(calls) FROM usage u WHERE u.box = b.name AND u.month = $1), 0) AS BIGINT),
-		bu.limit_micros IS NOT NULL, coalesce(bu.limit_micros, 0),
-		coalesce(t.spent, 0), coalesce(t.reserved, 0)
-		FROM boxes b
-		LEFT JOIN budgets bu ON bu.box = b.name AND bu.principal = ''
-		LEFT JOIN tallies t ON t.box = b.name AND t.principal = '' AND t.month = $1
-		WHERE b.name IN `+in(2, len(names)), margs...)
-	if err != nil {
-		return nil, err
-	}
-	defer mrows.Close()
-	for mrows.Next() {
-		var m store.BoxMonth
-		if err := mrows.Scan(&m.Box, &m.Measured, &m.Calls, &m.HasBudget, &m.Limit, &m.Spent, &m.Reserved); err != nil {
-			return nil, err
-		}
+	months, err := collect(ctx, s, s.R, op, boxMonths+" WHERE b.name IN "+in(2, len(names)), scanBoxMonth, append([]any{month}, args...)...)
+	for _, m := range months {
 		out[at[m.Box]].Month = m
 	}
-	return out, mrows.Err()
+	return out, err
 }
 
 // FleetTotal sums month's usage and the boxes' own tallies.

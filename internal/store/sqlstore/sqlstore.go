@@ -19,6 +19,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -166,8 +167,14 @@ type Querier interface {
 
 // collect runs query on q and scans each row with scan; errors are
 // translated, prefixed with op.
-func collect[T any](ctx context.Context, s *Store, q Querier, op, query string, scan func(r *sql.Rows) (T, error), args ...any) ([]T, error) {
+func collect[T any](ctx context.Context, s *Store, q Querier, op, query string, scan func(r Scanner) (T, error), args ...any) ([]T, error) {
 	rows, err := q.QueryContext(ctx, query, args...)
+	return scanAll(s, op, rows, err, scan)
+}
+
+// scanAll scans each of rows, the answer of a query that returned err,
+// with scan, and closes rows; errors are translated, prefixed with op.
+func scanAll[T any](s *Store, op string, rows *sql.Rows, err error, scan func(r Scanner) (T, error)) ([]T, error) {
 	if err != nil {
 		return nil, s.D.Translate(op, err)
 	}
@@ -268,3 +275,16 @@ func NullBlob(b []byte) []byte {
 
 // fromMicros is the time stored as UTC microseconds n, in UTC.
 func fromMicros(n int64) time.Time { return time.UnixMicro(n).UTC() }
+
+// decodeWords reads a list of scope words from its JSON array's text (see
+// Dialect.WordsJSON); the empty list is nil.
+func decodeWords(text string) ([]string, error) {
+	var words []string
+	if err := json.Unmarshal([]byte(text), &words); err != nil {
+		return nil, fmt.Errorf("words: %w", err)
+	}
+	if len(words) == 0 {
+		return nil, nil
+	}
+	return words, nil
+}
