@@ -60,12 +60,7 @@ func (t SpendTx) Each(ctx context.Context, query string, args []any, row func(sp
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		if err := row(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return spendsql.EachRow(rows, row)
 }
 
 // Time is t as the database stores a time.
