@@ -53,25 +53,16 @@ func testOverview(t *testing.T, s store.Store) {
 		{Box: "beta", Requests: 1, LastServed: hour.Add(20 * time.Minute)},
 		{Box: "gamma", Requests: 3, Upstream: 3, LastServed: hour.Add(42 * time.Minute)},
 	}
-	if d := diff(want, got); d != "" {
-		t.Errorf("BoxActivity mismatch (-want +got):\n%s", d)
-	}
+	same(t, "BoxActivity", want, got)
 
 	hours, err := s.AuditHours(ctx, "", hour)
 	if err != nil {
 		t.Fatalf("AuditHours(all) = %v, want nil", err)
 	}
 	wantH := []store.HourCount{{Hour: hour, Requests: 7, Refusals: 2, Upstream: 3}, {Hour: hour.Add(time.Hour), Requests: 2, Refusals: 2}}
-	if d := diff(wantH, hours); d != "" {
-		t.Errorf("AuditHours(all) mismatch (-want +got):\n%s", d)
-	}
+	same(t, "AuditHours(all)", wantH, hours)
 	hours, err = s.AuditHours(ctx, "beta", hour)
-	if err != nil {
-		t.Fatalf("AuditHours(beta) = %v, want nil", err)
-	}
-	if d := diff([]store.HourCount{{Hour: hour, Requests: 1}}, hours); d != "" {
-		t.Errorf("AuditHours(beta) mismatch (-want +got):\n%s", d)
-	}
+	read(t, "AuditHours(beta)", []store.HourCount{{Hour: hour, Requests: 1}}, hours, err)
 
 	groups, err := s.RefusalGroups(ctx, "alpha", hour.Add(-3*time.Hour), 10)
 	if err != nil {
@@ -81,9 +72,7 @@ func testOverview(t *testing.T, s store.Store) {
 		{Method: "POST", Route: "/llm/anthropic/v1/messages", Reason: "declaration", Message: "Add agent.", Count: 1, First: hour.Add(75 * time.Minute), Last: hour.Add(75 * time.Minute)},
 		{Method: "POST", Route: "/llm/anthropic/v1/messages", Reason: "Forbidden", Message: over, Count: 2, First: hour.Add(10 * time.Minute), Last: hour.Add(70 * time.Minute)},
 	}
-	if d := diff(wantG, groups); d != "" {
-		t.Errorf("RefusalGroups mismatch (-want +got):\n%s", d)
-	}
+	same(t, "RefusalGroups", wantG, groups)
 	if groups, err := s.RefusalGroups(ctx, "alpha", hour, 1); err != nil || len(groups) != 1 {
 		t.Errorf("RefusalGroups(limit 1) = %d groups, %v, want 1, nil", len(groups), err)
 	}
@@ -107,9 +96,7 @@ func testOverview(t *testing.T, s store.Store) {
 		t.Fatalf("MonthOverview = %v, want nil", err)
 	}
 	wantM := []store.BoxMonth{{Box: "alpha", Measured: 900_000, Calls: 3, HasBudget: true, Limit: 1_000_000, Spent: 900_000}, {Box: "beta"}, {Box: "gamma"}}
-	if d := diff(wantM, months); d != "" {
-		t.Errorf("MonthOverview mismatch (-want +got):\n%s", d)
-	}
+	same(t, "MonthOverview", wantM, months)
 
 	for _, n := range []string{"STRIPE", "GITHUB"} {
 		wantErr(t, "SetSecret "+n, s.SetSecret(ctx, store.Secret{Box: "beta", Name: n, Host: "https://x.example", Sealed: []byte("sealed"), UpdatedAt: hour}), nil)
@@ -161,9 +148,7 @@ func testFleetSpend(t *testing.T, s store.Store) {
 		{Box: "alpha", Month: "2026-10", PayerKind: "visitor", Principal: "github:ann", Model: "claude-opus-5-5", Calls: 1, Unpriced: 1, InputTokens: 5},
 		{Box: "beta", Month: "2026-10", PayerKind: "owner", Model: "claude-haiku-4-5", Calls: 1, CacheReadTokens: 7, Cost: 40},
 	}
-	if d := diff(wantU, us); d != "" {
-		t.Errorf("FleetUsage mismatch (-want +got):\n%s", d)
-	}
+	same(t, "FleetUsage", wantU, us)
 	ts, err := s.FleetTallies(ctx, "2026-10")
 	if err != nil {
 		t.Fatalf("FleetTallies = %v, want nil", err)
@@ -173,9 +158,7 @@ func testFleetSpend(t *testing.T, s store.Store) {
 		{Box: "alpha", Principal: "github:ann", Month: "2026-10", Spent: 10_000_000},
 		{Box: "beta", Month: "2026-10", Spent: 40},
 	}
-	if d := diff(wantT, ts); d != "" {
-		t.Errorf("FleetTallies mismatch (-want +got):\n%s", d)
-	}
+	same(t, "FleetTallies", wantT, ts)
 	total, err := s.FleetTotal(ctx, "2026-10")
 	wantTotal := store.MonthTotal{Usage: store.Usage{Calls: 4, Unpriced: 1, InputTokens: 15, OutputTokens: 20, CacheReadTokens: 7, Cost: 340}, Charged: 10_000_340}
 	if d := diff(wantTotal, total); err != nil || d != "" {
