@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"sync"
 	"testing"
 	"time"
 
@@ -131,7 +130,7 @@ func New(t testing.TB, opt Options) *Broker {
 	}
 	ran := make(chan struct{})
 	go func() { srv.Run(ctx); close(ran) }()
-	b.Front = &Front{next: srv.Handler}
+	b.Front = &Front{Handler: srv.Handler, HeadersOnly: true}
 	// Boxes reach it as they reach serve: through net/http's server.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -456,24 +455,6 @@ func quote(s string) string {
 }
 
 // Front records the method, path, query and headers of every request that
-// reaches the broker, then passes it on untouched: the body is not read,
-// so streaming and size bounds behave as without it.
-type Front struct {
-	next http.Handler
-	mu   sync.Mutex // guards seen
-	seen []Seen
-}
-
-func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	f.seen = append(f.seen, Seen{Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery, Header: r.Header.Clone()})
-	f.mu.Unlock()
-	f.next.ServeHTTP(w, r)
-}
-
-// Seen returns the requests the broker received so far, bodies left nil.
-func (f *Front) Seen() []Seen {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]Seen(nil), f.seen...)
-}
+// reaches the broker, then passes it on untouched: a Recorder with
+// HeadersOnly set, so that streaming and size bounds behave as without it.
+type Front = Recorder
