@@ -10,7 +10,7 @@ import (
 
 const adminTokenColumns = "id, hash, name, created_at"
 
-func scanAdminToken(r interface{ Scan(...any) error }) (store.AdminToken, error) {
+func scanAdminToken(r Scanner) (store.AdminToken, error) {
 	var t store.AdminToken
 	err := r.Scan(&t.ID, &t.Hash, &t.Name, Time(&t.CreatedAt))
 	return t, err

@@ -52,36 +52,29 @@ func (s *Store) listedBoxes(ctx context.Context, op string, names []string, mont
 		args[i], at[n] = n, i
 	}
 	out := make([]store.ListedBox, len(names))
-	boxes, err := collect(ctx, s, s.R, op, "SELECT "+boxColumns+" FROM boxes WHERE name IN "+in(1, len(names)), scanBox, args...)
-	if err != nil {
-		return nil, err
-	}
-	for _, b := range boxes {
+	err := s.each(ctx, op, "SELECT "+boxColumns+" FROM boxes WHERE name IN "+in(1, len(names)), func(r Scanner) error {
+		b, err := scanBox(r)
 		out[at[b.Name]].Box = b
-	}
-	type kept struct {
-		box string
-		d   *store.KeptDeclaration
-	}
-	decls, err := collect(ctx, s, s.R, op, "SELECT box, doc, at FROM declarations WHERE box IN "+in(1, len(names)), func(r Scanner) (kept, error) {
-		k := kept{d: &store.KeptDeclaration{}}
-		err := r.Scan(&k.box, &k.d.Doc, Time(&k.d.At))
-		return k, err
+		return err
 	}, args...)
 	if err != nil {
 		return nil, err
 	}
-	for _, k := range decls {
-		out[at[k.box]].Declaration = k.d
+	err = s.each(ctx, op, "SELECT box, doc, at FROM declarations WHERE box IN "+in(1, len(names)), func(r Scanner) error {
+		var box string
+		d := &store.KeptDeclaration{}
+		err := r.Scan(&box, &d.Doc, Time(&d.At))
+		out[at[box]].Declaration = d
+		return err
+	}, args...)
+	if err != nil || month == "" {
+		return out, err
 	}
-	if month == "" {
-		return out, nil
-	}
-	months, err := collect(ctx, s, s.R, op, boxMonths+" WHERE b.name IN "+in(2, len(names)), scanBoxMonth, append([]any{month}, args...)...)
-	for _, m := range months {
+	return out, s.each(ctx, op, boxMonths+" WHERE b.name IN "+in(2, len(names)), func(r Scanner) error {
+		m, err := scanBoxMonth(r)
 		out[at[m.Box]].Month = m
-	}
-	return out, err
+		return err
+	}, append([]any{month}, args...)...)
 }
 
 // FleetTotal sums month's usage and the boxes' own tallies.

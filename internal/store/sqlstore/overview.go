@@ -89,41 +89,25 @@ func scanBoxMonth(r Scanner) (store.BoxMonth, error) {
 
 // AllDeclarations reads every box's last report.
 func (s *Store) AllDeclarations(ctx context.Context) (map[string]store.KeptDeclaration, error) {
-	const op = "all declarations"
-	rows, err := s.R.QueryContext(ctx, "SELECT box, doc, at FROM declarations")
-	if err != nil {
-		return nil, s.D.Translate(op, err)
-	}
-	defer rows.Close()
 	out := map[string]store.KeptDeclaration{}
-	for rows.Next() {
+	return out, s.each(ctx, "all declarations", "SELECT box, doc, at FROM declarations", func(r Scanner) error {
 		var box string
 		var d store.KeptDeclaration
-		if err := rows.Scan(&box, &d.Doc, Time(&d.At)); err != nil {
-			return nil, s.D.Translate(op, err)
-		}
+		err := r.Scan(&box, &d.Doc, Time(&d.At))
 		out[box] = d
-	}
-	return out, s.D.Translate(op, rows.Err())
+		return err
+	})
 }
 
 // SecretNames reads every box's secrets' names.
 func (s *Store) SecretNames(ctx context.Context) (map[string][]string, error) {
-	const op = "secret names"
-	rows, err := s.R.QueryContext(ctx, "SELECT box, name FROM secrets ORDER BY box"+s.D.Collate()+", name"+s.D.Collate())
-	if err != nil {
-		return nil, s.D.Translate(op, err)
-	}
-	defer rows.Close()
 	out := map[string][]string{}
-	for rows.Next() {
+	return out, s.each(ctx, "secret names", "SELECT box, name FROM secrets ORDER BY box"+s.D.Collate()+", name"+s.D.Collate(), func(r Scanner) error {
 		var box, name string
-		if err := rows.Scan(&box, &name); err != nil {
-			return nil, s.D.Translate(op, err)
-		}
+		err := r.Scan(&box, &name)
 		out[box] = append(out[box], name)
-	}
-	return out, s.D.Translate(op, rows.Err())
+		return err
+	})
 }
 
 // AuditPage reads one page of box's entries, newest first.

@@ -20,7 +20,7 @@ const proposalKeep = 30 * 24 * time.Hour
 
 // scanProposal reads one row of proposalColumns; a pending proposal past
 // its expiry at at is returned as expired.
-func scanProposal(row interface{ Scan(...any) error }, at time.Time) (store.Proposal, error) {
+func scanProposal(row Scanner, at time.Time) (store.Proposal, error) {
 	var p store.Proposal
 	var created, updated, expires, until, decided int64
 	err := row.Scan(&p.ID, &p.Box, &p.Kind, &p.Secret, &p.Method, &p.Path, &p.Host, &p.Model, &p.Amount, &p.Reason, &p.Key, &p.Count,
