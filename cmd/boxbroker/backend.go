@@ -52,7 +52,7 @@ func (c *cli) backend(ctx context.Context, cfg *server.Config, adminURL, route s
 	if err != nil {
 		return nil, err
 	}
-	svc, err := operator.New(operator.Config{Store: st, Keyring: keyring})
+	svc, err := operator.New(operator.Config{Store: st, Keyring: keyring, DeadLetters: operator.DeadDir{Dir: cfg.DataDir, Store: st}})
 	if err != nil {
 		st.Close()
 		return nil, err

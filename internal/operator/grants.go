@@ -201,6 +201,8 @@ type Actions interface {
 	Budgets
 	WindowBudgets
 	RateLimits
+	Proposals
+	Spool
 }
 
 var _ Actions = (*Service)(nil)
