@@ -64,6 +64,17 @@ func runSpool(ctx context.Context, c *cli, args []string) error {
 		return errors.New("not dropped (pass --yes to drop without asking)")
 	}
 	be, err := c.backend(ctx, &cfg, *adminURL, "spool dead "+sub, false, false)
+	if err != nil && sub == "list" && *adminURL == "" {
+		// The dead letters are files of the data directory, waiting for
+		// the store: they are listed even when it does not open.
+		views, lerr := operator.DeadLetterViews(operator.DeadDir{Dir: cfg.DataDir})
+		if lerr != nil {
+			return err
+		}
+		fmt.Fprintf(c.stderr, "boxbroker spool dead list: the store did not open (%v); these are the data directory's dead letters\n", err)
+		printDeadLetters(c, views)
+		return nil
+	}
 	if err != nil {
 		return err
 	}

@@ -86,6 +86,13 @@ func (s *Service) ListDeadLetters(ctx context.Context) ([]DeadLetterView, error)
 	if err != nil {
 		return nil, err
 	}
+	return DeadLetterViews(d)
+}
+
+// DeadLetterViews lists d's dead letters as the admin API shows them,
+// oldest first. It needs no store: `spool dead list` on a data directory
+// uses it when the store, which the letters wait for, does not open.
+func DeadLetterViews(d DeadLetters) ([]DeadLetterView, error) {
 	list, err := d.ListDead()
 	if err != nil {
 		return nil, err
