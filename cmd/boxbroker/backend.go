@@ -52,7 +52,7 @@ func (c *cli) backend(ctx context.Context, cfg *server.Config, adminURL, route s
 	if err != nil {
 		return nil, err
 	}
-	return c.localBackend(st, keyring, route)
+	return c.localBackend(cfg, st, keyring, route)
 }
 
 // listingBackend is backend for a command that reads what is sealed to
@@ -72,14 +72,14 @@ func (c *cli) listingBackend(ctx context.Context, cfg *server.Config, adminURL, 
 		st.Close()
 		return nil, err
 	}
-	return c.localBackend(st, keyring, route)
+	return c.localBackend(cfg, st, keyring, route)
 }
 
 // localBackend is the operator service over st, with keyring (nil for
-// none), whose audit rows name the command as "CLI" and route; closing
-// it closes st.
-func (c *cli) localBackend(st store.Store, keyring *secrets.Keyring, route string) (*backend, error) {
-	svc, err := operator.New(operator.Config{Store: st, Keyring: keyring})
+// none) and the dead letters of cfg's data directory, whose audit rows
+// name the command as "CLI" and route; closing it closes st.
+func (c *cli) localBackend(cfg *server.Config, st store.Store, keyring *secrets.Keyring, route string) (*backend, error) {
+	svc, err := operator.New(operator.Config{Store: st, Keyring: keyring, DeadLetters: operator.DeadDir{Dir: cfg.DataDir, Store: st}})
 	if err != nil {
 		st.Close()
 		return nil, err

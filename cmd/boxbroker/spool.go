@@ -7,8 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/intentius/boxbroker/internal/admin"
-	"github.com/intentius/boxbroker/internal/outbox"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/server"
 )
 
@@ -64,79 +63,46 @@ func runSpool(ctx context.Context, c *cli, args []string) error {
 	if sub == "drop" && !*yes && !c.confirm(fmt.Sprintf("Drop dead letter %s, giving up the records it holds?", safe(pos[0]))) {
 		return errors.New("not dropped (pass --yes to drop without asking)")
 	}
-	if *adminURL != "" {
-		return runSpoolRemote(ctx, c, *adminURL, sub, pos)
-	}
-	cfg.Defaults()
-	var view admin.DeadLetterView
-	switch sub {
-	case "list":
-		list, err := outbox.ListDead(cfg.DataDir)
-		if err != nil {
+	be, err := c.backend(ctx, &cfg, *adminURL, "spool dead "+sub, false, false)
+	if err != nil && sub == "list" && *adminURL == "" {
+		// The dead letters are files of the data directory, waiting for
+		// the store: they are listed even when it does not open.
+		views, lerr := operator.DeadLetterViews(operator.DeadDir{Dir: cfg.DataDir})
+		if lerr != nil {
 			return err
 		}
-		views := make([]admin.DeadLetterView, 0, len(list))
-		for _, d := range list {
-			views = append(views, admin.DeadLetterViewOf(d))
-		}
+		fmt.Fprintf(c.stderr, "boxbroker spool dead list: the store did not open (%v); these are the data directory's dead letters\n", err)
 		printDeadLetters(c, views)
 		return nil
-	case "drop":
-		d, err := outbox.DropDead(cfg.DataDir, pos[0])
-		if err != nil {
-			return deadCLIError(err)
-		}
-		view = admin.DeadLetterViewOf(d)
-	case "retry":
-		st, err := openExisting(ctx, &cfg)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		id, err := st.Identity(ctx)
-		if err != nil {
-			return err
-		}
-		d, err := outbox.RetryDead(ctx, cfg.DataDir, st, id, pos[0])
-		if err != nil {
-			return deadCLIError(err)
-		}
-		view = admin.DeadLetterViewOf(d)
 	}
-	printDeadDone(c, sub, view.ID)
-	return nil
-}
-
-// runSpoolRemote is `spool dead` through the admin API.
-func runSpoolRemote(ctx context.Context, c *cli, url, sub string, pos []string) error {
-	cl, err := c.adminClient(url)
 	if err != nil {
 		return err
 	}
+	defer be.close()
 	switch sub {
 	case "list":
-		views, err := cl.ListDeadLetters(ctx)
+		views, err := be.ListDeadLetters(ctx)
 		if err != nil {
 			return remoteError(err)
 		}
 		printDeadLetters(c, views)
-		return nil
 	case "retry":
-		v, err := cl.RetryDeadLetter(ctx, pos[0])
+		v, err := be.RetryDeadLetter(ctx, pos[0])
 		if err != nil {
 			return remoteError(err)
 		}
-		printDeadDone(c, sub, v.ID)
+		fmt.Fprintf(c.stdout, "dead letter %s applied to the store and removed\n", safe(v.ID))
 	case "drop":
-		if err := cl.DropDeadLetter(ctx, pos[0]); err != nil {
+		if err := be.DropDeadLetter(ctx, pos[0]); err != nil {
 			return remoteError(err)
 		}
-		printDeadDone(c, sub, pos[0])
+		fmt.Fprintf(c.stdout, "dead letter %s dropped; its records are given up\n", safe(pos[0]))
 	}
 	return nil
 }
 
-func printDeadLetters(c *cli, views []admin.DeadLetterView) {
+// printDeadLetters writes views as `spool dead list` does.
+func printDeadLetters(c *cli, views []operator.DeadLetterView) {
 	if len(views) == 0 {
 		fmt.Fprintln(c.stdout, "no dead letters: the store has taken every batch it was given")
 		return
@@ -148,23 +114,4 @@ func printDeadLetters(c *cli, views []admin.DeadLetterView) {
 			safe(strings.Join(v.Boxes, ",")), safe(v.Reason))
 	}
 	tw.Flush()
-}
-
-func printDeadDone(c *cli, sub, id string) {
-	if sub == "retry" {
-		fmt.Fprintf(c.stdout, "dead letter %s applied to the store and removed\n", safe(id))
-		return
-	}
-	fmt.Fprintf(c.stdout, "dead letter %s dropped; its records are given up\n", safe(id))
-}
-
-// deadCLIError says a dead letter's error for the CLI.
-func deadCLIError(err error) error {
-	switch {
-	case errors.Is(err, outbox.ErrNoDead):
-		return fmt.Errorf("%w (boxbroker spool dead list shows them)", err)
-	case outbox.Refused(err):
-		return fmt.Errorf("the store refused the batch again, and it is kept: %w; fix what it refuses, or drop it", err)
-	}
-	return err
 }

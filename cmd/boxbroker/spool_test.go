@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/outbox"
+	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -87,5 +90,31 @@ func TestCLI_SpoolDead(t *testing.T) {
 	}
 	if r := b.Do("GET", "/readyz", "", nil, nil); r.StatusCode != 200 || strings.Contains(string(r.Body), "deadLetters") {
 		t.Errorf("readyz with none left = %d %s, want 200 naming none", r.StatusCode, r.Body)
+	}
+}
+
+// TestCLI_SpoolDeadListWithoutTheStore: the dead letters wait in the data
+// directory for the store, so `spool dead list` on the directory lists
+// them even when the store does not open (here its file is not a
+// database), saying so.
+func TestCLI_SpoolDeadListWithoutTheStore(t *testing.T) {
+	dir := t.TempDir()
+	sp, err := outbox.OpenSpool(dir, 1<<20, "test-identity", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := outbox.Batch{Key: outbox.NewKey(), Settle: []store.Settlement{{Box: "alpha", Month: "2026-10", Charge: 5}}}
+	if err := sp.SetDead(b, fmt.Errorf("apply spooled batch: %w: refused (test)", store.ErrRejected)); err != nil {
+		t.Fatal(err)
+	}
+	if err := sp.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, server.DBFile), []byte("this is not a database, and never was one either"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runEnv(t, map[string]string{"BOXBROKER_DATA": dir}, "", "spool", "dead", "list")
+	if code != 0 || !strings.Contains(out, b.Key) || !strings.Contains(errs, "the store did not open") {
+		t.Errorf("spool dead list with a store that does not open = %d %q %q, want the letter listed and the store's failure said", code, out, errs)
 	}
 }

@@ -67,6 +67,10 @@ type Config struct {
 	// Nil allows only localhost and IP addresses. Each is taken as
 	// HostName returns it; one that is not a host name is an error.
 	Hosts []string
+	// DeadLetters, when set, are this replica's dead letters, which
+	// /api/spool/dead lists, retries and drops; nil: those routes answer
+	// 501.
+	DeadLetters operator.DeadLetters
 }
 
 // Server is the admin handler.
@@ -125,7 +129,8 @@ func New(cfg Config) (*Server, error) {
 		p = s.Pool()
 	}
 	var err error
-	if s.op, err = operator.New(operator.Config{Store: cfg.Store, Keyring: cfg.Keyring, Cache: c, Pool: p, Logger: cfg.Logger, Now: cfg.Now}); err != nil {
+	if s.op, err = operator.New(operator.Config{Store: cfg.Store, Keyring: cfg.Keyring, Cache: c, Pool: p, Logger: cfg.Logger, Now: cfg.Now,
+		DeadLetters: cfg.DeadLetters}); err != nil {
 		return nil, err
 	}
 	s.routes = s.apiRoutes()

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/intentius/boxbroker/internal/operator"
 )
@@ -134,5 +135,5 @@ func (s *Server) apiRoutes() []Route {
 		{Pattern: "GET /api/boxes/{name}/spend", Handle: s.spendReport},
 		{Pattern: "GET /api/spend", Handle: s.fleetSpend},
 		{Pattern: "GET /api/spend.csv", Handle: s.fleetSpendCSV},
-	}, append(s.poolRoutes(), s.limitRoutes()...)...)
+	}, slices.Concat(s.poolRoutes(), s.limitRoutes(), s.proposalRoutes(), s.deadLetterRoutes())...)
 }

@@ -118,19 +118,3 @@ func (s *Server) rotateBox(w http.ResponseWriter, r *http.Request) error {
 	}
 	return writeJSON(w, http.StatusOK, bt)
 }
-
-// optionalTime is t as the admin API writes it: null for the zero time.
-func optionalTime(t time.Time) *string {
-	if t.IsZero() {
-		return nil
-	}
-	v := formatTime(t)
-	return &v
-}
-
-// Audit records an action an admin took on box through method and route,
-// answered with status, as operator.Service.Audit does: for routes
-// added from outside (ProposalRoutes) that act through no service method.
-func (s *Server) Audit(ctx context.Context, box, method, route string, status int, message string) error {
-	return s.op.Via(operator.Origin{Method: method, Route: route}).Audit(ctx, box, status, message)
-}

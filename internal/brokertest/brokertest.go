@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"sync"
 	"testing"
 	"time"
 
@@ -131,7 +130,7 @@ func New(t testing.TB, opt Options) *Broker {
 	}
 	ran := make(chan struct{})
 	go func() { srv.Run(ctx); close(ran) }()
-	b.Front = &Front{next: srv.Handler}
+	b.Front = &Front{Handler: srv.Handler, HeadersOnly: true}
 	// Boxes reach it as they reach serve: through net/http's server.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -196,15 +195,23 @@ func (b *Broker) SetCredential(id, value string) {
 // when given, are the body fields it names (store.Secret.BodyFields).
 func (b *Broker) SetSecret(box, name, host, value string, bodyFields ...string) {
 	b.t.Helper()
-	sealed, err := b.Server.Keyring.Seal([]byte(value), secrets.SecretAD(box, name))
-	if err != nil {
+	b.putSecret(store.Secret{Box: box, Name: name, Host: host, BodyFields: bodyFields}, []byte(value))
+	b.Server.Cache.Drop(store.ChangeSecret, box+"/"+name)
+}
+
+// putSecret seals value as the secret sec.Box/sec.Name, stores sec with
+// it (updated now), and returns it sealed.
+func (b *Broker) putSecret(sec store.Secret, value []byte) []byte {
+	b.t.Helper()
+	var err error
+	if sec.Sealed, err = b.Server.Keyring.Seal(value, secrets.SecretAD(sec.Box, sec.Name)); err != nil {
 		b.t.Fatal(err)
 	}
-	err = b.Server.Store.SetSecret(context.Background(), store.Secret{Box: box, Name: name, Host: host, Sealed: sealed, UpdatedAt: time.Now(), BodyFields: bodyFields})
-	if err != nil {
-		b.t.Fatalf("SetSecret(%s, %s): %v", box, name, err)
+	sec.UpdatedAt = time.Now()
+	if err := b.Server.Store.SetSecret(context.Background(), sec); err != nil {
+		b.t.Fatalf("SetSecret(%s, %s): %v", sec.Box, sec.Name, err)
 	}
-	b.Server.Cache.Drop(store.ChangeSecret, box+"/"+name)
+	return sec.Sealed
 }
 
 // SetSecretRules gives the secret name of box (already set) rules and
@@ -232,15 +239,8 @@ func (b *Broker) SetRefusedOAuthGrant(box, name string) (clientSecret, refreshTo
 	b.t.Helper()
 	clientSecret, refreshToken = "cs_ADMINTESTCLIENTSECRET", "rt_ADMINTESTREFRESH"
 	cfg := []byte(`{"token_url":"https://auth.example.com/token","client_id":"c","client_secret":"` + clientSecret + `","refresh_token":"` + refreshToken + `"}`)
-	sealed, err := b.Server.Keyring.Seal(cfg, secrets.SecretAD(box, name))
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := b.Server.Store.SetSecret(ctx, store.Secret{Box: box, Name: name, Host: "https://api.example.com", Sealed: sealed, UpdatedAt: time.Now(), Kind: mint.KindOAuth2}); err != nil {
-		b.t.Fatalf("SetSecret(%s, %s): %v", box, name, err)
-	}
-	if err := b.Server.Store.SetMintState(ctx, store.MintState{Box: box, Name: name, Of: mint.Of(sealed),
+	sealed := b.putSecret(store.Secret{Box: box, Name: name, Host: "https://api.example.com", Kind: mint.KindOAuth2}, cfg)
+	if err := b.Server.Store.SetMintState(context.Background(), store.MintState{Box: box, Name: name, Of: mint.Of(sealed),
 		Failure: "oauth2: the token endpoint refused (400 invalid_grant)", UpdatedAt: time.Now()}); err != nil {
 		b.t.Fatalf("SetMintState(%s, %s): %v", box, name, err)
 	}
@@ -305,14 +305,21 @@ func (b *Broker) Do(method, path, token string, body []byte, header http.Header)
 	if token != "" && req.Header.Get("Authorization") == "" && req.Header.Get("X-Api-Key") == "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
+	return b.send(req, path)
+}
+
+// send sends req with b.Client and reads the answer, failing the test
+// (naming req's method and path) when it cannot.
+func (b *Broker) send(req *http.Request, path string) Response {
+	b.t.Helper()
 	resp, err := b.Client.Do(req)
 	if err != nil {
-		b.t.Fatalf("%s %s: %v", method, path, err)
+		b.t.Fatalf("%s %s: %v", req.Method, path, err)
 	}
 	defer resp.Body.Close()
 	rb, err := io.ReadAll(resp.Body)
 	if err != nil {
-		b.t.Fatalf("%s %s: read: %v", method, path, err)
+		b.t.Fatalf("%s %s: read: %v", req.Method, path, err)
 	}
 	return Response{StatusCode: resp.StatusCode, Header: resp.Header, Body: rb}
 }
@@ -339,16 +346,7 @@ func (b *Broker) Admin(method, path, token string, body any) Response {
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := b.Client.Do(req)
-	if err != nil {
-		b.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	rb, err := io.ReadAll(resp.Body)
-	if err != nil {
-		b.t.Fatalf("%s %s: read: %v", method, path, err)
-	}
-	return Response{StatusCode: resp.StatusCode, Header: resp.Header, Body: rb}
+	return b.send(req, path)
 }
 
 // Refusal decodes a refusal body's message, or "" if it is not one.
@@ -457,24 +455,6 @@ func quote(s string) string {
 }
 
 // Front records the method, path, query and headers of every request that
-// reaches the broker, then passes it on untouched: the body is not read,
-// so streaming and size bounds behave as without it.
-type Front struct {
-	next http.Handler
-	mu   sync.Mutex // guards seen
-	seen []Seen
-}
-
-func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	f.seen = append(f.seen, Seen{Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery, Header: r.Header.Clone()})
-	f.mu.Unlock()
-	f.next.ServeHTTP(w, r)
-}
-
-// Seen returns the requests the broker received so far, bodies left nil.
-func (f *Front) Seen() []Seen {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]Seen(nil), f.seen...)
-}
+// reaches the broker, then passes it on untouched: a Recorder with
+// HeadersOnly set, so that streaming and size bounds behave as without it.
+type Front = Recorder

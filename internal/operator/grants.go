@@ -203,6 +203,8 @@ type Actions interface {
 	RateLimits
 	Spending
 	Pools
+	Proposals
+	Spool
 }
 
 var _ Actions = (*Service)(nil)

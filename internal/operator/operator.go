@@ -52,6 +52,10 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// DeadLetters, when set, are the dead letters the dead-letter actions
+	// act on: this replica's (an *outbox.Outbox), or a data directory's.
+	// Nil: those actions refuse with NotImplemented.
+	DeadLetters DeadLetters
 }
 
 // Origin is the front end an action came through, as its audit row names
@@ -65,6 +69,9 @@ type Origin struct {
 	// By, when set, is who acted as the front end knows them, added to
 	// each audit row's message, such as " (by ann, operator)".
 	By string
+	// Decider, when set, is who a decision on a proposal names as its
+	// maker (Service.DecidedBy); "" names the front end ("cli", "admin").
+	Decider string
 }
 
 // Service is the operator's actions over a store. Its zero value is not

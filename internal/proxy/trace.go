@@ -36,14 +36,11 @@ type Trace struct {
 // broker's own refusal path (a forwarder's ErrorHandler). The first
 // noted stands. A nil Trace notes nothing.
 func (t *Trace) Refuse(reason string) {
-	if t == nil {
-		return
-	}
-	t.mu.Lock()
-	if t.reason == "" {
-		t.reason = reason
-	}
-	t.mu.Unlock()
+	t.note(func() {
+		if t.reason == "" {
+			t.reason = reason
+		}
+	})
 }
 
 // Reason is the reason Refuse noted; "" for none.
@@ -57,12 +54,7 @@ func (t *Trace) Reason() string {
 // request: the spend meter's price of its model calls as they settle.
 // A nil Trace notes nothing.
 func (t *Trace) AddCost(micros int64) {
-	if t == nil {
-		return
-	}
-	t.mu.Lock()
-	t.cost += micros
-	t.mu.Unlock()
+	t.note(func() { t.cost += micros })
 }
 
 // Cost is the measured cost noted so far, in micro-dollars.
@@ -74,11 +66,21 @@ func (t *Trace) Cost() int64 {
 
 // add notes one call, keeping at most maxTraced.
 func (t *Trace) add(c Call) {
-	t.mu.Lock()
-	if len(t.calls) < maxTraced {
-		t.calls = append(t.calls, c)
+	t.note(func() {
+		if len(t.calls) < maxTraced {
+			t.calls = append(t.calls, c)
+		}
+	})
+}
+
+// note runs f with t.mu held; on a nil Trace it does nothing.
+func (t *Trace) note(f func()) {
+	if t == nil {
+		return
 	}
-	t.mu.Unlock()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f()
 }
 
 // Calls returns the calls noted so far, in order.

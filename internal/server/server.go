@@ -379,15 +379,9 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	srv.Handler = srv.withReady(tracing.Handler(h)) // h itself when tracing is off
 	srv.tracing, srv.sink = tracing, sink
 	adm, err := admin.New(admin.Config{Store: sink.WrapAll(st), Cache: c, Keyring: keyring, Broker: cfg.Broker, Logger: log, Metrics: m.Handler(), Pool: credPool, Ready: srv.Ready,
-		Hosts: cfg.adminHosts()})
+		Hosts: cfg.adminHosts(), DeadLetters: ob})
 	if err != nil {
 		return nil, err
-	}
-	for _, rt := range admin.DeadLetterRoutes(ob) {
-		adm.Handle(rt)
-	}
-	for _, rt := range admin.ProposalRoutes(approvals, adm.Audit) {
-		adm.Handle(rt)
 	}
 	page, err := ui.New(adm, ui.Config{DeadLetters: ob.Spool.DeadCount, SSO: cfg.SSO, Approvals: approvals})
 	if err != nil {

@@ -24,15 +24,22 @@ type Seen struct {
 // zero value records and then panics on a nil Handler; set Handler.
 type Recorder struct {
 	Handler http.Handler
-	mu      sync.Mutex // guards seen
-	seen    []Seen
+	// HeadersOnly, when true, leaves each request's body unread (Seen's
+	// Body nil), so that streaming and size bounds behave as without the
+	// Recorder.
+	HeadersOnly bool
+	mu          sync.Mutex // guards seen
+	seen        []Seen
 }
 
-// ServeHTTP records r, its body read whole, and hands it to Handler
-// with the body to read again.
+// ServeHTTP records r, its body read whole unless HeadersOnly, and hands
+// it to Handler with the body to read again.
 func (rec *Recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	r.Body = io.NopCloser(bytes.NewReader(body))
+	var body []byte
+	if !rec.HeadersOnly {
+		body, _ = io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
 	rec.mu.Lock()
 	rec.seen = append(rec.seen, Seen{Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery, Header: r.Header.Clone(), Body: body})
 	rec.mu.Unlock()

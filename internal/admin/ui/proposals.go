@@ -2,15 +2,12 @@ package ui
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
 	"strings"
 
-	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/operator"
-	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -48,7 +45,7 @@ func (u *Page) waiting(ctx context.Context, sess *Session) (template.HTML, error
 	if u.approvals == nil {
 		return "", nil
 	}
-	ps, err := u.approvals.List(ctx, "", store.ProposalPending)
+	ps, err := u.a.Operator().ListProposals(ctx, "", store.ProposalPending)
 	if err != nil {
 		return "", err
 	}
@@ -57,8 +54,7 @@ func (u *Page) waiting(ctx context.Context, sess *Session) (template.HTML, error
 	}
 	l := waitingList{Form: FormContext{CSRF: sess.CSRF}, Fors: approvalFors}
 	for _, p := range ps {
-		l.Rows = append(l.Rows, waitingRow{ID: p.ID, Box: p.Box, What: admin.Attempted(p), Reason: p.Reason, Count: p.Count,
-			Expires: protocol.FormatTime(p.ExpiresAt)})
+		l.Rows = append(l.Rows, waitingRow{ID: p.ID, Box: p.Box, What: p.Attempted(), Reason: p.Reason, Count: p.Count, Expires: p.ExpiresAt})
 	}
 	var b strings.Builder
 	if err := u.tmpl.ExecuteTemplate(&b, "waiting", l); err != nil {
@@ -67,33 +63,19 @@ func (u *Page) waiting(ctx context.Context, sess *Session) (template.HTML, error
 	return template.HTML(b.String()), nil
 }
 
-// decide approves (for the form's "for") or denies the proposal {id},
-// audits it, and goes back to the list.
+// decide approves (for the form's "for") or denies the proposal {id}
+// through the operator service, and goes back to the list.
 func (u *Page) decide(approve bool) func(w http.ResponseWriter, r *http.Request, sess *Session) error {
 	return func(w http.ResponseWriter, r *http.Request, sess *Session) error {
-		id := r.PathValue("id")
-		var p store.Proposal
+		op := u.op(r).DecidedBy("page:" + sess.TokenID)
+		var p operator.ProposalView
 		var err error
 		if approve {
-			p, err = admin.Approve(r.Context(), u.approvals, id, r.PostForm.Get("for"), "page:"+sess.TokenID)
+			p, err = op.ApproveProposal(r.Context(), r.PathValue("id"), r.PostForm.Get("for"))
 		} else {
-			p, err = u.approvals.Deny(r.Context(), id, "page:"+sess.TokenID)
+			p, err = op.DenyProposal(r.Context(), r.PathValue("id"))
 		}
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			return operator.Errorf(operator.NotFound, "No proposal has that name.")
-		case errors.Is(err, store.ErrNotPending):
-			return operator.Errorf(operator.Conflict, "That proposal is no longer waiting: it was approved, denied, or expired unanswered.")
-		case err != nil && !errors.Is(err, store.ErrUnavailable) && approve:
-			return operator.Errorf(operator.Invalid, "An approval lasts from 1m to 366d, or always.")
-		case err != nil:
-			return operator.StoreError(err, "", "")
-		}
-		msg := "denied proposal " + p.ID + ": " + admin.Attempted(p)
-		if approve {
-			msg = admin.ApprovedMessage(p)
-		}
-		if err := u.op(r).Audit(r.Context(), p.Box, 0, msg); err != nil {
+		if err != nil {
 			return err
 		}
 		u.log.Info("owner's page: proposal decided", "box", p.Box, "proposal", p.ID, "state", p.State, "admin_token", sess.TokenID)

@@ -40,12 +40,7 @@ func (t spendTx) Each(ctx context.Context, query string, args []any, row func(sp
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		if err := row(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return spendsql.EachRow(rows, row)
 }
 
 // ExecAll sends stmts in one batch; see spendsql.Batcher.

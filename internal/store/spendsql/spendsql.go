@@ -55,6 +55,26 @@ type Row interface {
 	Scan(dest ...any) error
 }
 
+// Rows is a query's answer as a Tx's Each reads it: *sql.Rows and
+// pgx.Rows are both one.
+type Rows interface {
+	Row
+	Next() bool
+	Err() error
+}
+
+// EachRow calls row with each of rows, in order, stopping at row's first
+// error, which it returns, else rows' own; the caller closes rows. A Tx's
+// Each is its query and EachRow.
+func EachRow(rows Rows, row func(Row) error) error {
+	for rows.Next() {
+		if err := row(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
 // Stmt is a statement and its arguments.
 type Stmt struct {
 	Query string

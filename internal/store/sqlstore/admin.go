@@ -10,7 +10,7 @@ import (
 
 const adminTokenColumns = "id, hash, name, created_at"
 
-func scanAdminToken(r interface{ Scan(...any) error }) (store.AdminToken, error) {
+func scanAdminToken(r Scanner) (store.AdminToken, error) {
 	var t store.AdminToken
 	err := r.Scan(&t.ID, &t.Hash, &t.Name, Time(&t.CreatedAt))
 	return t, err
@@ -49,7 +49,7 @@ func (s *Store) AdminToken(ctx context.Context, id string) (store.AdminToken, er
 // with Hash left empty.
 func (s *Store) ListAdminTokens(ctx context.Context) ([]store.AdminToken, error) {
 	return collect(ctx, s, s.R, "list admin tokens", "SELECT "+adminTokenColumns+" FROM admin_tokens ORDER BY created_at, id"+s.D.Collate(),
-		func(r *sql.Rows) (store.AdminToken, error) {
+		func(r Scanner) (store.AdminToken, error) {
 			t, err := scanAdminToken(r)
 			t.Hash = ""
 			return t, err

@@ -26,23 +26,10 @@ func (s *Store) MarkAlert(ctx context.Context, a store.BudgetAlert) (bool, error
 
 // ListAlerts returns box's alerts, newest first.
 func (s *Store) ListAlerts(ctx context.Context, box string, limit int) ([]store.BudgetAlert, error) {
-	op := fmt.Sprintf("list budget alerts of box %q", box)
-	rows, err := s.R.QueryContext(ctx, `SELECT principal, win, period, threshold, limit_micros, spent, at_micros FROM budget_alerts
-		WHERE box = $1 ORDER BY at_micros DESC LIMIT $2`, box, limit)
-	if err != nil {
-		return nil, s.D.Translate(op, err)
-	}
-	defer rows.Close()
-	var out []store.BudgetAlert
-	for rows.Next() {
+	return collect(ctx, s, s.R, fmt.Sprintf("list budget alerts of box %q", box), `SELECT principal, win, period, threshold, limit_micros, spent, at_micros FROM budget_alerts
+		WHERE box = $1 ORDER BY at_micros DESC LIMIT $2`, func(r Scanner) (store.BudgetAlert, error) {
 		a := store.BudgetAlert{Box: box}
-		if err := rows.Scan(&a.Principal, &a.Window, &a.Period, &a.Threshold, &a.Limit, &a.Spent, Time(&a.At)); err != nil {
-			return nil, s.D.Translate(op, err)
-		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.D.Translate(op, err)
-	}
-	return out, nil
+		err := r.Scan(&a.Principal, &a.Window, &a.Period, &a.Threshold, &a.Limit, &a.Spent, Time(&a.At))
+		return a, err
+	}, box, limit)
 }

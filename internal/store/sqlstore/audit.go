@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -37,29 +36,34 @@ func (s *Store) ListAudit(ctx context.Context, q store.AuditQuery) ([]store.Audi
 	if q.RefusalsOnly {
 		where = append(where, "reason <> ''")
 	}
-	query := "SELECT id, box, at, method, route, capability, " + s.D.WordsJSON("words") +
-		", status, reason, message, duration_us, upstream_status, paid_by, bytes, cost_micros FROM audit"
+	query := "SELECT " + s.auditColumns() + " FROM audit"
 	if len(where) > 0 {
 		query += " WHERE " + strings.Join(where, " AND ")
 	}
 	query += " ORDER BY at DESC, id DESC LIMIT " + arg(q.Limit)
-	return collect(ctx, s, s.R, "list audit", query, func(r *sql.Rows) (store.AuditEntry, error) {
-		var e store.AuditEntry
-		var dur int64
-		var words string
-		if err := r.Scan(&e.ID, &e.Box, Time(&e.At), &e.Method, &e.Route, &e.Capability, &words, &e.Status, &e.Reason, &e.Message,
-			&dur, &e.UpstreamStatus, &e.PaidBy, &e.Bytes, &e.Cost); err != nil {
-			return e, err
-		}
-		e.Duration = time.Duration(dur) * time.Microsecond
-		if err := json.Unmarshal([]byte(words), &e.Words); err != nil {
-			return e, fmt.Errorf("entry %d: words: %w", e.ID, err)
-		}
-		if len(e.Words) == 0 {
-			e.Words = nil
-		}
-		return e, nil
-	}, args...)
+	return collect(ctx, s, s.R, "list audit", query, scanAudit, args...)
+}
+
+// auditColumns are an entry's columns as scanAudit reads them.
+func (s *Store) auditColumns() string {
+	return "id, box, at, method, route, capability, " + s.D.WordsJSON("words") +
+		", status, reason, message, duration_us, upstream_status, paid_by, bytes, cost_micros"
+}
+
+func scanAudit(r Scanner) (store.AuditEntry, error) {
+	var e store.AuditEntry
+	var dur int64
+	var words string
+	if err := r.Scan(&e.ID, &e.Box, Time(&e.At), &e.Method, &e.Route, &e.Capability, &words, &e.Status, &e.Reason, &e.Message,
+		&dur, &e.UpstreamStatus, &e.PaidBy, &e.Bytes, &e.Cost); err != nil {
+		return e, err
+	}
+	e.Duration = time.Duration(dur) * time.Microsecond
+	var err error
+	if e.Words, err = decodeWords(words); err != nil {
+		return e, fmt.Errorf("entry %d: %w", e.ID, err)
+	}
+	return e, nil
 }
 
 // PruneAudit forgets entries before before, a chunk per transaction, and

@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/store"
@@ -13,7 +12,7 @@ import (
 func (s *Store) AuditDays(ctx context.Context, box string, since time.Time) ([]store.DayCost, error) {
 	return collect(ctx, s, s.R, "audit days", `SELECT `+s.D.Bucket("at", "day")+` AS d, CAST(sum(cost_micros) AS BIGINT), count(*) FROM audit
 		WHERE box = $1 AND at >= $2 AND cost_micros > 0 GROUP BY d ORDER BY d`,
-		func(r *sql.Rows) (store.DayCost, error) {
+		func(r Scanner) (store.DayCost, error) {
 			var d store.DayCost
 			err := r.Scan(Time(&d.Day), &d.Cost, &d.Calls)
 			return d, err

@@ -79,23 +79,7 @@ func (s *Store) BoxByTokenHash(ctx context.Context, hash string) (store.Box, err
 
 // ListBoxes returns every box, by name.
 func (s *Store) ListBoxes(ctx context.Context) ([]store.Box, error) {
-	rows, err := s.R.QueryContext(ctx, "SELECT "+boxColumns+" FROM boxes ORDER BY name"+s.D.Collate())
-	if err != nil {
-		return nil, s.D.Translate("list boxes", err)
-	}
-	defer rows.Close()
-	var boxes []store.Box
-	for rows.Next() {
-		b, err := scanBox(rows)
-		if err != nil {
-			return nil, s.D.Translate("list boxes", err)
-		}
-		boxes = append(boxes, b)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.D.Translate("list boxes", err)
-	}
-	return boxes, nil
+	return collect(ctx, s, s.R, "list boxes", "SELECT "+boxColumns+" FROM boxes ORDER BY name"+s.D.Collate(), scanBox)
 }
 
 // DeleteBox removes the box named name with its declaration, secrets,

@@ -21,8 +21,8 @@ func (s *Store) ListedPage(ctx context.Context, op string, q store.BoxQuery, pag
 		return page, nil
 	}
 	var err error
-	if page.Boxes, err = s.listedBoxes(ctx, names, q.Month); err != nil {
-		return store.BoxPage{}, s.D.Translate(op, err)
+	if page.Boxes, err = s.listedBoxes(ctx, op, names, q.Month); err != nil {
+		return store.BoxPage{}, err
 	}
 	page.Boxes = slices.DeleteFunc(page.Boxes, func(b store.ListedBox) bool { return b.Box.Name == "" }) // removed meanwhile
 	return page, nil
@@ -43,72 +43,38 @@ func in(from, n int) string {
 }
 
 // listedBoxes reads the boxes named names, in that order, with their last
-// reports and, when month is not "", their month.
-func (s *Store) listedBoxes(ctx context.Context, names []string, month string) ([]store.ListedBox, error) {
+// reports and, when month is not "", their month. Errors are translated,
+// prefixed with op.
+func (s *Store) listedBoxes(ctx context.Context, op string, names []string, month string) ([]store.ListedBox, error) {
 	args := make([]any, len(names))
 	at := make(map[string]int, len(names))
 	for i, n := range names {
 		args[i], at[n] = n, i
 	}
 	out := make([]store.ListedBox, len(names))
-	rows, err := s.R.QueryContext(ctx, "SELECT "+boxColumns+" FROM boxes WHERE name IN "+in(1, len(names)), args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		b, err := scanBox(rows)
-		if err != nil {
-			return nil, err
-		}
+	err := s.each(ctx, op, "SELECT "+boxColumns+" FROM boxes WHERE name IN "+in(1, len(names)), func(r Scanner) error {
+		b, err := scanBox(r)
 		out[at[b.Name]].Box = b
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	rows.Close()
-	drows, err := s.R.QueryContext(ctx, "SELECT box, doc, at FROM declarations WHERE box IN "+in(1, len(names)), args...)
+		return err
+	}, args...)
 	if err != nil {
 		return nil, err
 	}
-	defer drows.Close()
-	for drows.Next() {
+	err = s.each(ctx, op, "SELECT box, doc, at FROM declarations WHERE box IN "+in(1, len(names)), func(r Scanner) error {
 		var box string
 		d := &store.KeptDeclaration{}
-		if err := drows.Scan(&box, &d.Doc, Time(&d.At)); err != nil {
-			return nil, err
-		}
+		err := r.Scan(&box, &d.Doc, Time(&d.At))
 		out[at[box]].Declaration = d
+		return err
+	}, args...)
+	if err != nil || month == "" {
+		return out, err
 	}
-	if err := drows.Err(); err != nil {
-		return nil, err
-	}
-	drows.Close()
-	if month == "" {
-		return out, nil
-	}
-	margs := append([]any{month}, args...)
-	mrows, err := s.R.QueryContext(ctx, `SELECT b.name,
-		CAST(coalesce((SELECT sum(cost) FROM usage u WHERE u.box = b.name AND u.month = $1), 0) AS BIGINT),
-		CAST(coalesce((SELECT sum(calls) FROM usage u WHERE u.box = b.name AND u.month = $1), 0) AS BIGINT),
-		bu.limit_micros IS NOT NULL, coalesce(bu.limit_micros, 0),
-		coalesce(t.spent, 0), coalesce(t.reserved, 0)
-		FROM boxes b
-		LEFT JOIN budgets bu ON bu.box = b.name AND bu.principal = ''
-		LEFT JOIN tallies t ON t.box = b.name AND t.principal = '' AND t.month = $1
-		WHERE b.name IN `+in(2, len(names)), margs...)
-	if err != nil {
-		return nil, err
-	}
-	defer mrows.Close()
-	for mrows.Next() {
-		var m store.BoxMonth
-		if err := mrows.Scan(&m.Box, &m.Measured, &m.Calls, &m.HasBudget, &m.Limit, &m.Spent, &m.Reserved); err != nil {
-			return nil, err
-		}
+	return out, s.each(ctx, op, boxMonths+" WHERE b.name IN "+in(2, len(names)), func(r Scanner) error {
+		m, err := scanBoxMonth(r)
 		out[at[m.Box]].Month = m
-	}
-	return out, mrows.Err()
+		return err
+	}, append([]any{month}, args...)...)
 }
 
 // FleetTotal sums month's usage and the boxes' own tallies.

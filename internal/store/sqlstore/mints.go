@@ -36,7 +36,7 @@ func (s *Store) MintState(ctx context.Context, box, name string) (store.MintStat
 func (s *Store) ListMintStates(ctx context.Context, box string) ([]store.MintState, error) {
 	return collect(ctx, s, s.R, fmt.Sprintf("list mint states of box %q", box),
 		"SELECT name, of, sealed, expires_at, failure, updated_at FROM secret_mints WHERE box = $1 ORDER BY name"+s.D.Collate(),
-		func(r *sql.Rows) (store.MintState, error) {
+		func(r Scanner) (store.MintState, error) {
 			st := store.MintState{Box: box}
 			err := r.Scan(&st.Name, &st.Of, &st.Sealed, Time(&st.ExpiresAt), &st.Failure, Time(&st.UpdatedAt))
 			return st, err

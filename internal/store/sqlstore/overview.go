@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -12,33 +11,23 @@ import (
 // BoxActivity returns every box's audit counts since since, in one pass
 // over the audit_at index's range.
 func (s *Store) BoxActivity(ctx context.Context, since time.Time) ([]store.BoxActivity, error) {
-	const op = "box activity"
-	rows, err := s.R.QueryContext(ctx, `SELECT box, count(*),
+	return collect(ctx, s, s.R, "box activity", `SELECT box, count(*),
 		count(*) FILTER (WHERE reason <> '' AND reason NOT IN ($1, $2)),
 		count(*) FILTER (WHERE reason IN ($3, $4) OR (reason = '' AND upstream_status >= 500)),
 		max(at) FILTER (WHERE reason = ''),
 		max(at) FILTER (WHERE reason <> '' AND replace(message, $5, '') <> message)
 		FROM audit WHERE at >= $6 AND box <> '' AND capability <> $7 GROUP BY box ORDER BY box`+s.D.Collate(),
+		func(r Scanner) (store.BoxActivity, error) {
+			var a store.BoxActivity
+			err := r.Scan(&a.Box, &a.Requests, &a.Refusals, &a.Upstream, Time(&a.LastServed), Time(&a.LastOverBudget))
+			return a, err
+		},
 		store.ReasonUpstreamFailed, store.ReasonUpstreamUnusable, store.ReasonUpstreamFailed, store.ReasonUpstreamUnusable,
 		store.BudgetSpentMarker, s.D.Time(since), store.ActorAdmin)
-	if err != nil {
-		return nil, s.D.Translate(op, err)
-	}
-	defer rows.Close()
-	var out []store.BoxActivity
-	for rows.Next() {
-		var a store.BoxActivity
-		if err := rows.Scan(&a.Box, &a.Requests, &a.Refusals, &a.Upstream, Time(&a.LastServed), Time(&a.LastOverBudget)); err != nil {
-			return nil, s.D.Translate(op, err)
-		}
-		out = append(out, a)
-	}
-	return out, s.D.Translate(op, rows.Err())
 }
 
 // AuditHours counts box's entries (every box's for "") per hour since since.
 func (s *Store) AuditHours(ctx context.Context, box string, since time.Time) ([]store.HourCount, error) {
-	const op = "audit hours"
 	q := `SELECT ` + s.D.Bucket("at", "hour") + ` AS h, count(*),
 		count(*) FILTER (WHERE reason <> '' AND reason NOT IN ($1, $2)),
 		count(*) FILTER (WHERE reason IN ($3, $4) OR (reason = '' AND upstream_status >= 500))
@@ -50,20 +39,11 @@ func (s *Store) AuditHours(ctx context.Context, box string, since time.Time) ([]
 		args = append(args, box)
 	}
 	q += " GROUP BY h ORDER BY h"
-	rows, err := s.R.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, s.D.Translate(op, err)
-	}
-	defer rows.Close()
-	var out []store.HourCount
-	for rows.Next() {
+	return collect(ctx, s, s.R, "audit hours", q, func(r Scanner) (store.HourCount, error) {
 		var h store.HourCount
-		if err := rows.Scan(Time(&h.Hour), &h.Requests, &h.Refusals, &h.Upstream); err != nil {
-			return nil, s.D.Translate(op, err)
-		}
-		out = append(out, h)
-	}
-	return out, s.D.Translate(op, rows.Err())
+		err := r.Scan(Time(&h.Hour), &h.Requests, &h.Refusals, &h.Upstream)
+		return h, err
+	}, args...)
 }
 
 // RefusalGroups groups box's refusals since since by method, route,
@@ -73,90 +53,61 @@ func (s *Store) RefusalGroups(ctx context.Context, box string, since time.Time, 
 	if limit <= 0 {
 		return nil, fmt.Errorf("%s: limit %d is not positive", op, limit)
 	}
-	rows, err := s.R.QueryContext(ctx, `SELECT method, route, reason, message, count(*), min(at), max(at) FROM audit
+	return collect(ctx, s, s.R, op, `SELECT method, route, reason, message, count(*), min(at), max(at) FROM audit
 		WHERE box = $1 AND at >= $2 AND reason <> '' AND capability <> $3
 		GROUP BY method, route, reason, message ORDER BY max(at) DESC, count(*) DESC LIMIT $4`,
+		func(r Scanner) (store.RefusalGroup, error) {
+			var g store.RefusalGroup
+			err := r.Scan(&g.Method, &g.Route, &g.Reason, &g.Message, &g.Count, Time(&g.First), Time(&g.Last))
+			return g, err
+		},
 		box, s.D.Time(since), store.ActorAdmin, limit)
-	if err != nil {
-		return nil, s.D.Translate(op, err)
-	}
-	defer rows.Close()
-	var out []store.RefusalGroup
-	for rows.Next() {
-		var g store.RefusalGroup
-		if err := rows.Scan(&g.Method, &g.Route, &g.Reason, &g.Message, &g.Count, Time(&g.First), Time(&g.Last)); err != nil {
-			return nil, s.D.Translate(op, err)
-		}
-		out = append(out, g)
-	}
-	return out, s.D.Translate(op, rows.Err())
 }
 
 // MonthOverview reads every box's usage, own budget and own tally for
 // month in one query.
 func (s *Store) MonthOverview(ctx context.Context, month string) ([]store.BoxMonth, error) {
-	const op = "month overview"
-	rows, err := s.R.QueryContext(ctx, `SELECT b.name,
+	return collect(ctx, s, s.R, "month overview", boxMonths+" ORDER BY b.name"+s.D.Collate(), scanBoxMonth, month)
+}
+
+// boxMonths selects each box's usage, own budget and own tally in month
+// $1, as scanBoxMonth reads them; a caller adds its WHERE or ORDER BY.
+const boxMonths = `SELECT b.name,
 		CAST(coalesce((SELECT sum(cost) FROM usage u WHERE u.box = b.name AND u.month = $1), 0) AS BIGINT),
 		CAST(coalesce((SELECT sum(calls) FROM usage u WHERE u.box = b.name AND u.month = $1), 0) AS BIGINT),
 		bu.limit_micros IS NOT NULL, coalesce(bu.limit_micros, 0),
 		coalesce(t.spent, 0), coalesce(t.reserved, 0)
 		FROM boxes b
 		LEFT JOIN budgets bu ON bu.box = b.name AND bu.principal = ''
-		LEFT JOIN tallies t ON t.box = b.name AND t.principal = '' AND t.month = $1
-		ORDER BY b.name`+s.D.Collate(), month)
-	if err != nil {
-		return nil, s.D.Translate(op, err)
-	}
-	defer rows.Close()
-	var out []store.BoxMonth
-	for rows.Next() {
-		var m store.BoxMonth
-		if err := rows.Scan(&m.Box, &m.Measured, &m.Calls, &m.HasBudget, &m.Limit, &m.Spent, &m.Reserved); err != nil {
-			return nil, s.D.Translate(op, err)
-		}
-		out = append(out, m)
-	}
-	return out, s.D.Translate(op, rows.Err())
+		LEFT JOIN tallies t ON t.box = b.name AND t.principal = '' AND t.month = $1`
+
+func scanBoxMonth(r Scanner) (store.BoxMonth, error) {
+	var m store.BoxMonth
+	err := r.Scan(&m.Box, &m.Measured, &m.Calls, &m.HasBudget, &m.Limit, &m.Spent, &m.Reserved)
+	return m, err
 }
 
 // AllDeclarations reads every box's last report.
 func (s *Store) AllDeclarations(ctx context.Context) (map[string]store.KeptDeclaration, error) {
-	const op = "all declarations"
-	rows, err := s.R.QueryContext(ctx, "SELECT box, doc, at FROM declarations")
-	if err != nil {
-		return nil, s.D.Translate(op, err)
-	}
-	defer rows.Close()
 	out := map[string]store.KeptDeclaration{}
-	for rows.Next() {
+	return out, s.each(ctx, "all declarations", "SELECT box, doc, at FROM declarations", func(r Scanner) error {
 		var box string
 		var d store.KeptDeclaration
-		if err := rows.Scan(&box, &d.Doc, Time(&d.At)); err != nil {
-			return nil, s.D.Translate(op, err)
-		}
+		err := r.Scan(&box, &d.Doc, Time(&d.At))
 		out[box] = d
-	}
-	return out, s.D.Translate(op, rows.Err())
+		return err
+	})
 }
 
 // SecretNames reads every box's secrets' names.
 func (s *Store) SecretNames(ctx context.Context) (map[string][]string, error) {
-	const op = "secret names"
-	rows, err := s.R.QueryContext(ctx, "SELECT box, name FROM secrets ORDER BY box"+s.D.Collate()+", name"+s.D.Collate())
-	if err != nil {
-		return nil, s.D.Translate(op, err)
-	}
-	defer rows.Close()
 	out := map[string][]string{}
-	for rows.Next() {
+	return out, s.each(ctx, "secret names", "SELECT box, name FROM secrets ORDER BY box"+s.D.Collate()+", name"+s.D.Collate(), func(r Scanner) error {
 		var box, name string
-		if err := rows.Scan(&box, &name); err != nil {
-			return nil, s.D.Translate(op, err)
-		}
+		err := r.Scan(&box, &name)
 		out[box] = append(out[box], name)
-	}
-	return out, s.D.Translate(op, rows.Err())
+		return err
+	})
 }
 
 // AuditPage reads one page of box's entries, newest first.
@@ -165,70 +116,29 @@ func (s *Store) AuditPage(ctx context.Context, box string, offset, limit int) ([
 	if limit <= 0 || offset < 0 {
 		return nil, fmt.Errorf("%s: limit %d or offset %d out of range", op, limit, offset)
 	}
-	rows, err := s.R.QueryContext(ctx, `SELECT id, box, at, method, route, capability, `+s.D.WordsJSON("words")+`, status, reason, message, duration_us, upstream_status, bytes, cost_micros
-		FROM audit WHERE box = $1 ORDER BY at DESC, id DESC LIMIT $2 OFFSET $3`, box, limit, offset)
-	if err != nil {
-		return nil, s.D.Translate(op, err)
-	}
-	defer rows.Close()
-	var out []store.AuditEntry
-	for rows.Next() {
-		var e store.AuditEntry
-		var dur int64
-		var words string
-		if err := rows.Scan(&e.ID, &e.Box, Time(&e.At), &e.Method, &e.Route, &e.Capability, &words, &e.Status, &e.Reason, &e.Message, &dur, &e.UpstreamStatus, &e.Bytes, &e.Cost); err != nil {
-			return nil, s.D.Translate(op, err)
-		}
-		e.Duration = time.Duration(dur) * time.Microsecond
-		if err := json.Unmarshal([]byte(words), &e.Words); err != nil {
-			return nil, fmt.Errorf("%s: entry %d: words: %w", op, e.ID, err)
-		}
-		if len(e.Words) == 0 {
-			e.Words = nil
-		}
-		out = append(out, e)
-	}
-	return out, s.D.Translate(op, rows.Err())
+	return collect(ctx, s, s.R, op, "SELECT "+s.auditColumns()+" FROM audit WHERE box = $1 ORDER BY at DESC, id DESC LIMIT $2 OFFSET $3",
+		scanAudit, box, limit, offset)
 }
 
 // FleetUsage reads every box's usage in month in one query.
 func (s *Store) FleetUsage(ctx context.Context, month string) ([]store.Usage, error) {
-	const op = "fleet usage"
 	c := s.D.Collate()
-	rows, err := s.R.QueryContext(ctx, `SELECT box, payer_kind, principal, model, calls, unpriced, unmeasured,
+	return collect(ctx, s, s.R, "fleet usage", `SELECT box, payer_kind, principal, model, calls, unpriced, unmeasured,
 			input_tokens, output_tokens, cache_write_tokens, cache_read_tokens, cost
-		FROM usage WHERE month = $1 ORDER BY box`+c+`, payer_kind`+c+`, principal`+c+`, model`+c, month)
-	if err != nil {
-		return nil, s.D.Translate(op, err)
-	}
-	defer rows.Close()
-	var out []store.Usage
-	for rows.Next() {
+		FROM usage WHERE month = $1 ORDER BY box`+c+`, payer_kind`+c+`, principal`+c+`, model`+c, func(r Scanner) (store.Usage, error) {
 		u := store.Usage{Month: month}
-		if err := rows.Scan(&u.Box, &u.PayerKind, &u.Principal, &u.Model, &u.Calls, &u.Unpriced, &u.Unmeasured,
-			&u.InputTokens, &u.OutputTokens, &u.CacheWriteTokens, &u.CacheReadTokens, &u.Cost); err != nil {
-			return nil, s.D.Translate(op, err)
-		}
-		out = append(out, u)
-	}
-	return out, s.D.Translate(op, rows.Err())
+		err := r.Scan(&u.Box, &u.PayerKind, &u.Principal, &u.Model, &u.Calls, &u.Unpriced, &u.Unmeasured,
+			&u.InputTokens, &u.OutputTokens, &u.CacheWriteTokens, &u.CacheReadTokens, &u.Cost)
+		return u, err
+	}, month)
 }
 
 // FleetTallies reads every box's tallies in month in one query.
 func (s *Store) FleetTallies(ctx context.Context, month string) ([]store.Tally, error) {
-	const op = "fleet tallies"
-	rows, err := s.R.QueryContext(ctx, "SELECT box, principal, spent, reserved FROM tallies WHERE month = $1 ORDER BY box"+s.D.Collate()+", principal"+s.D.Collate(), month)
-	if err != nil {
-		return nil, s.D.Translate(op, err)
-	}
-	defer rows.Close()
-	var out []store.Tally
-	for rows.Next() {
-		t := store.Tally{Month: month}
-		if err := rows.Scan(&t.Box, &t.Principal, &t.Spent, &t.Reserved); err != nil {
-			return nil, s.D.Translate(op, err)
-		}
-		out = append(out, t)
-	}
-	return out, s.D.Translate(op, rows.Err())
+	return collect(ctx, s, s.R, "fleet tallies", "SELECT box, principal, spent, reserved FROM tallies WHERE month = $1 ORDER BY box"+s.D.Collate()+", principal"+s.D.Collate(),
+		func(r Scanner) (store.Tally, error) {
+			t := store.Tally{Month: month}
+			err := r.Scan(&t.Box, &t.Principal, &t.Spent, &t.Reserved)
+			return t, err
+		}, month)
 }

@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 
@@ -23,7 +22,7 @@ func (s *Store) ListCacheSince(ctx context.Context, box string, since time.Time)
 }
 
 func (s *Store) listCache(ctx context.Context, op, query string, args ...any) ([]store.CacheUsage, error) {
-	return collect(ctx, s, s.R, op, query, func(r *sql.Rows) (store.CacheUsage, error) {
+	return collect(ctx, s, s.R, op, query, func(r Scanner) (store.CacheUsage, error) {
 		var c store.CacheUsage
 		err := r.Scan(&c.Box, &c.PayerKind, &c.Entry, &c.Calls, &c.InputTokens, &c.CacheWriteTokens, &c.CacheReadTokens)
 		return c, err

@@ -20,7 +20,7 @@ const proposalKeep = 30 * 24 * time.Hour
 
 // scanProposal reads one row of proposalColumns; a pending proposal past
 // its expiry at at is returned as expired.
-func scanProposal(row interface{ Scan(...any) error }, at time.Time) (store.Proposal, error) {
+func scanProposal(row Scanner, at time.Time) (store.Proposal, error) {
 	var p store.Proposal
 	var created, updated, expires, until, decided int64
 	err := row.Scan(&p.ID, &p.Box, &p.Kind, &p.Secret, &p.Method, &p.Path, &p.Host, &p.Model, &p.Amount, &p.Reason, &p.Key, &p.Count,
@@ -152,23 +152,9 @@ func (s *Store) ApprovalsInForce(ctx context.Context, box, kind string, at time.
 // proposals reads the proposals the query's WHERE (and ORDER) picks, as
 // at sees them.
 func (s *Store) proposals(ctx context.Context, op string, at time.Time, where string, args ...any) ([]store.Proposal, error) {
-	rows, err := s.R.QueryContext(ctx, "SELECT "+proposalColumns+" FROM proposals "+where, args...)
-	if err != nil {
-		return nil, s.D.Translate(op, err)
-	}
-	defer rows.Close()
-	var out []store.Proposal
-	for rows.Next() {
-		p, err := scanProposal(rows, at)
-		if err != nil {
-			return nil, s.D.Translate(op, err)
-		}
-		out = append(out, p)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.D.Translate(op, err)
-	}
-	return out, nil
+	return collect(ctx, s, s.R, op, "SELECT "+proposalColumns+" FROM proposals "+where, func(r Scanner) (store.Proposal, error) {
+		return scanProposal(r, at)
+	}, args...)
 }
 
 // UseApproval marks an approval in force used; store.ErrNotPending if
@@ -205,22 +191,9 @@ func (s *Store) SetAsk(ctx context.Context, box, scope string, on bool) error {
 
 // ListAsks returns the scopes box has in ask mode, sorted.
 func (s *Store) ListAsks(ctx context.Context, box string) ([]string, error) {
-	op := fmt.Sprintf("list asks of box %q", box)
-	rows, err := s.R.QueryContext(ctx, "SELECT scope FROM proposal_asks WHERE box = $1 ORDER BY scope", box)
+	out, err := Strings(ctx, s.R, "SELECT scope FROM proposal_asks WHERE box = $1 ORDER BY scope", box)
 	if err != nil {
-		return nil, s.D.Translate(op, err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var sc string
-		if err := rows.Scan(&sc); err != nil {
-			return nil, s.D.Translate(op, err)
-		}
-		out = append(out, sc)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.D.Translate(op, err)
+		return nil, s.D.Translate(fmt.Sprintf("list asks of box %q", box), err)
 	}
 	sort.Strings(out)
 	return out, nil

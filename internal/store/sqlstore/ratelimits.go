@@ -27,25 +27,12 @@ func (s *Store) SetRateLimit(ctx context.Context, l store.RateLimit) error {
 
 // ListRateLimits returns the rate limits of box, or of every box for "".
 func (s *Store) ListRateLimits(ctx context.Context, box string) ([]store.RateLimit, error) {
-	op := fmt.Sprintf("list rate limits of box %q", box)
-	rows, err := s.R.QueryContext(ctx, `SELECT box, principal, input_tpm, output_tpm, rpm, updated_at FROM rate_limits
-		WHERE ($1 = '' OR box = $2) ORDER BY box`+s.D.Collate()+`, principal`+s.D.Collate(), box, box)
-	if err != nil {
-		return nil, s.D.Translate(op, err)
-	}
-	defer rows.Close()
-	var out []store.RateLimit
-	for rows.Next() {
+	return collect(ctx, s, s.R, fmt.Sprintf("list rate limits of box %q", box), `SELECT box, principal, input_tpm, output_tpm, rpm, updated_at FROM rate_limits
+		WHERE ($1 = '' OR box = $2) ORDER BY box`+s.D.Collate()+`, principal`+s.D.Collate(), func(r Scanner) (store.RateLimit, error) {
 		var l store.RateLimit
-		if err := rows.Scan(&l.Box, &l.Principal, &l.InputTPM, &l.OutputTPM, &l.RPM, Time(&l.UpdatedAt)); err != nil {
-			return nil, s.D.Translate(op, err)
-		}
-		out = append(out, l)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.D.Translate(op, err)
-	}
-	return out, nil
+		err := r.Scan(&l.Box, &l.Principal, &l.InputTPM, &l.OutputTPM, &l.RPM, Time(&l.UpdatedAt))
+		return l, err
+	}, box, box)
 }
 
 // DeleteRateLimit removes a rate limit; store.ErrNotFound if none.
@@ -80,24 +67,12 @@ func (s *Store) ExchangeRates(ctx context.Context, replica string, mine []store.
 			return nil, err
 		}
 	}
-	rows, err := s.R.QueryContext(ctx, `SELECT key, replica, requests, input_tokens, output_tokens, at FROM rate_counts
-		WHERE replica <> $1 AND at >= $2`, replica, since.UnixMilli())
-	if err != nil {
-		return nil, s.D.Translate(op, err)
-	}
-	defer rows.Close()
-	var out []store.RateCount
-	for rows.Next() {
+	return collect(ctx, s, s.R, op, `SELECT key, replica, requests, input_tokens, output_tokens, at FROM rate_counts
+		WHERE replica <> $1 AND at >= $2`, func(r Scanner) (store.RateCount, error) {
 		var c store.RateCount
 		var at int64
-		if err := rows.Scan(&c.Key, &c.Replica, &c.Requests, &c.InputTokens, &c.OutputTokens, &at); err != nil {
-			return nil, s.D.Translate(op, err)
-		}
+		err := r.Scan(&c.Key, &c.Replica, &c.Requests, &c.InputTokens, &c.OutputTokens, &at)
 		c.At = time.UnixMilli(at).UTC()
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.D.Translate(op, err)
-	}
-	return out, nil
+		return c, err
+	}, replica, since.UnixMilli())
 }

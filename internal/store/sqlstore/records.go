@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -27,31 +26,19 @@ func (s *Store) AddFeedback(ctx context.Context, f store.FeedbackBatch) (int64, 
 
 // ListFeedback returns the batches of box, oldest first.
 func (s *Store) ListFeedback(ctx context.Context, box string) ([]store.FeedbackBatch, error) {
-	op := fmt.Sprintf("list feedback of box %q", box)
-	rows, err := s.R.QueryContext(ctx, "SELECT id, at, "+s.D.WordsJSON("words")+", body FROM feedback WHERE box = $1 ORDER BY id", box)
-	if err != nil {
-		return nil, s.D.Translate(op, err)
-	}
-	defer rows.Close()
-	var out []store.FeedbackBatch
-	for rows.Next() {
-		f := store.FeedbackBatch{Box: box}
-		var words string
-		if err := rows.Scan(&f.ID, Time(&f.At), &words, &f.Body); err != nil {
-			return nil, s.D.Translate(op, err)
-		}
-		if err := json.Unmarshal([]byte(words), &f.Words); err != nil {
-			return nil, fmt.Errorf("%s: batch %d: words: %w", op, f.ID, err)
-		}
-		if len(f.Words) == 0 {
-			f.Words = nil
-		}
-		out = append(out, f)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.D.Translate(op, err)
-	}
-	return out, nil
+	return collect(ctx, s, s.R, fmt.Sprintf("list feedback of box %q", box), "SELECT id, at, "+s.D.WordsJSON("words")+", body FROM feedback WHERE box = $1 ORDER BY id",
+		func(r Scanner) (store.FeedbackBatch, error) {
+			f := store.FeedbackBatch{Box: box}
+			var words string
+			if err := r.Scan(&f.ID, Time(&f.At), &words, &f.Body); err != nil {
+				return f, err
+			}
+			var err error
+			if f.Words, err = decodeWords(words); err != nil {
+				return f, fmt.Errorf("batch %d: %w", f.ID, err)
+			}
+			return f, nil
+		}, box)
 }
 
 // AddResource records r as r.Box's: store.ErrExists if another box owns
@@ -91,24 +78,12 @@ func (s *Store) ResourceOwner(ctx context.Context, kind, id string) (string, err
 
 // ListResources returns the resources of box, by kind and ID.
 func (s *Store) ListResources(ctx context.Context, box string) ([]store.Resource, error) {
-	op := fmt.Sprintf("list resources of box %q", box)
-	rows, err := s.R.QueryContext(ctx, "SELECT kind, id, at FROM resources WHERE box = $1 ORDER BY kind"+s.D.Collate()+", id"+s.D.Collate(), box)
-	if err != nil {
-		return nil, s.D.Translate(op, err)
-	}
-	defer rows.Close()
-	var out []store.Resource
-	for rows.Next() {
-		r := store.Resource{Box: box}
-		if err := rows.Scan(&r.Kind, &r.ID, Time(&r.At)); err != nil {
-			return nil, s.D.Translate(op, err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.D.Translate(op, err)
-	}
-	return out, nil
+	return collect(ctx, s, s.R, fmt.Sprintf("list resources of box %q", box), "SELECT kind, id, at FROM resources WHERE box = $1 ORDER BY kind"+s.D.Collate()+", id"+s.D.Collate(),
+		func(r Scanner) (store.Resource, error) {
+			res := store.Resource{Box: box}
+			err := r.Scan(&res.Kind, &res.ID, Time(&res.At))
+			return res, err
+		}, box)
 }
 
 // DeleteResource forgets kind/id; store.ErrNotFound if unknown.
@@ -154,24 +129,8 @@ func (s *Store) GrantByHash(ctx context.Context, hash string) (store.Grant, erro
 
 // ListGrants returns the grants of box, newest first (by CreatedAt, then ID).
 func (s *Store) ListGrants(ctx context.Context, box string) ([]store.Grant, error) {
-	op := fmt.Sprintf("list grants of box %q", box)
-	rows, err := s.R.QueryContext(ctx, "SELECT "+grantColumns+" FROM grants WHERE box = $1 ORDER BY created_at DESC, id"+s.D.Collate()+" DESC", box)
-	if err != nil {
-		return nil, s.D.Translate(op, err)
-	}
-	defer rows.Close()
-	var out []store.Grant
-	for rows.Next() {
-		g, err := scanGrant(rows)
-		if err != nil {
-			return nil, s.D.Translate(op, err)
-		}
-		out = append(out, g)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.D.Translate(op, err)
-	}
-	return out, nil
+	return collect(ctx, s, s.R, fmt.Sprintf("list grants of box %q", box), "SELECT "+grantColumns+" FROM grants WHERE box = $1 ORDER BY created_at DESC, id"+s.D.Collate()+" DESC",
+		scanGrant, box)
 }
 
 // RevokeGrant marks the grant id revoked at at; store.ErrNotFound if none.
@@ -199,22 +158,11 @@ func (s *Store) ChangesSince(ctx context.Context, after int64, limit int) ([]sto
 		return nil, fmt.Errorf("changes since %d: limit %d is not positive", after, limit)
 	}
 	rows, err := s.changes.QueryContext(ctx, after, limit)
-	if err != nil {
-		return nil, s.D.Translate("changes", err)
-	}
-	defer rows.Close()
-	var out []store.Change
-	for rows.Next() {
+	return scanAll(s, "changes", rows, err, func(r Scanner) (store.Change, error) {
 		var c store.Change
-		if err := rows.Scan(&c.Seq, &c.Kind, &c.Key); err != nil {
-			return nil, s.D.Translate("changes", err)
-		}
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.D.Translate("changes", err)
-	}
-	return out, nil
+		err := r.Scan(&c.Seq, &c.Kind, &c.Key)
+		return c, err
+	})
 }
 
 // LastChange returns the highest Seq written so far, 0 for none. Pruning

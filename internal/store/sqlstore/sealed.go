@@ -42,23 +42,11 @@ func (s *Store) DeleteCredential(ctx context.Context, id string) error {
 // ListCredentials returns every credential's ID and UpdatedAt, by ID,
 // Sealed left nil.
 func (s *Store) ListCredentials(ctx context.Context) ([]store.Credential, error) {
-	rows, err := s.R.QueryContext(ctx, "SELECT id, updated_at FROM credentials ORDER BY id"+s.D.Collate())
-	if err != nil {
-		return nil, s.D.Translate("list credentials", err)
-	}
-	defer rows.Close()
-	var out []store.Credential
-	for rows.Next() {
+	return collect(ctx, s, s.R, "list credentials", "SELECT id, updated_at FROM credentials ORDER BY id"+s.D.Collate(), func(r Scanner) (store.Credential, error) {
 		var c store.Credential
-		if err := rows.Scan(&c.ID, Time(&c.UpdatedAt)); err != nil {
-			return nil, s.D.Translate("list credentials", err)
-		}
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.D.Translate("list credentials", err)
-	}
-	return out, nil
+		err := r.Scan(&c.ID, Time(&c.UpdatedAt))
+		return c, err
+	})
 }
 
 // SetSecret creates or replaces the secret sec.Name of box sec.Box;
@@ -88,27 +76,16 @@ func (s *Store) Secret(ctx context.Context, box, name string) (store.Secret, err
 
 // ListSecrets returns the secrets of box, by name, Sealed left nil.
 func (s *Store) ListSecrets(ctx context.Context, box string) ([]store.Secret, error) {
-	op := fmt.Sprintf("list secrets of box %q", box)
-	rows, err := s.R.QueryContext(ctx, "SELECT name, host, updated_at, kind, body_fields, rules, rate FROM secrets WHERE box = $1 ORDER BY name"+s.D.Collate(), box)
-	if err != nil {
-		return nil, s.D.Translate(op, err)
-	}
-	defer rows.Close()
-	var out []store.Secret
-	for rows.Next() {
-		sec := store.Secret{Box: box}
-		var fields, rules string
-		if err := rows.Scan(&sec.Name, &sec.Host, Time(&sec.UpdatedAt), &sec.Kind, &fields, &rules, &sec.Rate); err != nil {
-			return nil, s.D.Translate(op, err)
-		}
-		sec.BodyFields = store.SplitBodyFields(fields)
-		sec.Rules = store.SplitRules(rules)
-		out = append(out, sec)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.D.Translate(op, err)
-	}
-	return out, nil
+	return collect(ctx, s, s.R, fmt.Sprintf("list secrets of box %q", box), "SELECT name, host, updated_at, kind, body_fields, rules, rate FROM secrets WHERE box = $1 ORDER BY name"+s.D.Collate(),
+		func(r Scanner) (store.Secret, error) {
+			sec := store.Secret{Box: box}
+			var fields, rules string
+			if err := r.Scan(&sec.Name, &sec.Host, Time(&sec.UpdatedAt), &sec.Kind, &fields, &rules, &sec.Rate); err != nil {
+				return sec, err
+			}
+			sec.BodyFields, sec.Rules = store.SplitBodyFields(fields), store.SplitRules(rules)
+			return sec, nil
+		}, box)
 }
 
 // DeleteSecret removes the secret name of box; store.ErrNotFound if none.

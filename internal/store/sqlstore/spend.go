@@ -28,24 +28,12 @@ func (s *Store) SetBudget(ctx context.Context, b store.Budget) error {
 // ListBudgets returns the budgets of box, the box's own first, then by
 // principal.
 func (s *Store) ListBudgets(ctx context.Context, box string) ([]store.Budget, error) {
-	op := fmt.Sprintf("list budgets of box %q", box)
-	rows, err := s.R.QueryContext(ctx, "SELECT principal, limit_micros, updated_at FROM budgets WHERE box = $1 ORDER BY principal"+s.D.Collate(), box)
-	if err != nil {
-		return nil, s.D.Translate(op, err)
-	}
-	defer rows.Close()
-	var out []store.Budget
-	for rows.Next() {
-		b := store.Budget{Box: box}
-		if err := rows.Scan(&b.Principal, &b.Limit, Time(&b.UpdatedAt)); err != nil {
-			return nil, s.D.Translate(op, err)
-		}
-		out = append(out, b)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.D.Translate(op, err)
-	}
-	return out, nil
+	return collect(ctx, s, s.R, fmt.Sprintf("list budgets of box %q", box), "SELECT principal, limit_micros, updated_at FROM budgets WHERE box = $1 ORDER BY principal"+s.D.Collate(),
+		func(r Scanner) (store.Budget, error) {
+			b := store.Budget{Box: box}
+			err := r.Scan(&b.Principal, &b.Limit, Time(&b.UpdatedAt))
+			return b, err
+		}, box)
 }
 
 // DeleteBudget removes the budget of box and principal; store.ErrNotFound
@@ -65,49 +53,24 @@ func (s *Store) DeleteBudget(ctx context.Context, box, principal string) error {
 
 // Tallies returns the tallies of box for month, the box's own first.
 func (s *Store) Tallies(ctx context.Context, box, month string) ([]store.Tally, error) {
-	op := fmt.Sprintf("tallies of box %q", box)
-	rows, err := s.R.QueryContext(ctx, "SELECT principal, spent, reserved FROM tallies WHERE box = $1 AND month = $2 ORDER BY principal"+s.D.Collate(), box, month)
-	if err != nil {
-		return nil, s.D.Translate(op, err)
-	}
-	defer rows.Close()
-	var out []store.Tally
-	for rows.Next() {
-		t := store.Tally{Box: box, Month: month}
-		if err := rows.Scan(&t.Principal, &t.Spent, &t.Reserved); err != nil {
-			return nil, s.D.Translate(op, err)
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.D.Translate(op, err)
-	}
-	return out, nil
+	return collect(ctx, s, s.R, fmt.Sprintf("tallies of box %q", box), "SELECT principal, spent, reserved FROM tallies WHERE box = $1 AND month = $2 ORDER BY principal"+s.D.Collate(),
+		func(r Scanner) (store.Tally, error) {
+			t := store.Tally{Box: box, Month: month}
+			err := r.Scan(&t.Principal, &t.Spent, &t.Reserved)
+			return t, err
+		}, box, month)
 }
 
 // ListUsage returns the usage of box in month, by payer kind, principal
 // and model.
 func (s *Store) ListUsage(ctx context.Context, box, month string) ([]store.Usage, error) {
-	op := fmt.Sprintf("usage of box %q", box)
 	c := s.D.Collate()
-	rows, err := s.R.QueryContext(ctx, `SELECT payer_kind, principal, model, calls, unpriced, unmeasured,
+	return collect(ctx, s, s.R, fmt.Sprintf("usage of box %q", box), `SELECT payer_kind, principal, model, calls, unpriced, unmeasured,
 			input_tokens, output_tokens, cache_write_tokens, cache_read_tokens, cost
-		FROM usage WHERE box = $1 AND month = $2 ORDER BY payer_kind`+c+`, principal`+c+`, model`+c, box, month)
-	if err != nil {
-		return nil, s.D.Translate(op, err)
-	}
-	defer rows.Close()
-	var out []store.Usage
-	for rows.Next() {
+		FROM usage WHERE box = $1 AND month = $2 ORDER BY payer_kind`+c+`, principal`+c+`, model`+c, func(r Scanner) (store.Usage, error) {
 		u := store.Usage{Box: box, Month: month}
-		if err := rows.Scan(&u.PayerKind, &u.Principal, &u.Model, &u.Calls, &u.Unpriced, &u.Unmeasured,
-			&u.InputTokens, &u.OutputTokens, &u.CacheWriteTokens, &u.CacheReadTokens, &u.Cost); err != nil {
-			return nil, s.D.Translate(op, err)
-		}
-		out = append(out, u)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.D.Translate(op, err)
-	}
-	return out, nil
+		err := r.Scan(&u.PayerKind, &u.Principal, &u.Model, &u.Calls, &u.Unpriced, &u.Unmeasured,
+			&u.InputTokens, &u.OutputTokens, &u.CacheWriteTokens, &u.CacheReadTokens, &u.Cost)
+		return u, err
+	}, box, month)
 }

@@ -60,12 +60,7 @@ func (t SpendTx) Each(ctx context.Context, query string, args []any, row func(sp
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		if err := row(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return spendsql.EachRow(rows, row)
 }
 
 // Time is t as the database stores a time.
@@ -92,7 +87,7 @@ func (s *Store) Budgeted(ctx context.Context, op, box, principal string) (bool, 
 // own transaction so that no two tallies are locked out of order.
 func (s *Store) ReleaseStale(ctx context.Context, before time.Time) (int, error) {
 	const op = "release stale reservations"
-	ids, err := collect(ctx, s, s.R, op, "SELECT id FROM reservations WHERE at < $1 ORDER BY id", func(r *sql.Rows) (int64, error) {
+	ids, err := collect(ctx, s, s.R, op, "SELECT id FROM reservations WHERE at < $1 ORDER BY id", func(r Scanner) (int64, error) {
 		var id int64
 		err := r.Scan(&id)
 		return id, err

@@ -19,11 +19,13 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/spendsql"
 )
 
 // Dialect is what one database does differently from the other.
@@ -166,24 +168,42 @@ type Querier interface {
 
 // collect runs query on q and scans each row with scan; errors are
 // translated, prefixed with op.
-func collect[T any](ctx context.Context, s *Store, q Querier, op, query string, scan func(r *sql.Rows) (T, error), args ...any) ([]T, error) {
+func collect[T any](ctx context.Context, s *Store, q Querier, op, query string, scan func(r Scanner) (T, error), args ...any) ([]T, error) {
 	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, s.D.Translate(op, err)
-	}
-	defer rows.Close()
+	return scanAll(s, op, rows, err, scan)
+}
+
+// scanAll scans each of rows, the answer of a query that returned err,
+// with scan, and closes rows; errors are translated, prefixed with op.
+func scanAll[T any](s *Store, op string, rows *sql.Rows, err error, scan func(r Scanner) (T, error)) ([]T, error) {
 	var out []T
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, s.D.Translate(op, err)
-		}
+	err = s.eachRow(op, rows, err, func(r Scanner) error {
+		v, err := scan(r)
 		out = append(out, v)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.D.Translate(op, err)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// each runs query on R and calls row with each row of its answer, in
+// order, stopping at row's first error; errors are translated, prefixed
+// with op.
+func (s *Store) each(ctx context.Context, op, query string, row func(r Scanner) error, args ...any) error {
+	rows, err := s.R.QueryContext(ctx, query, args...)
+	return s.eachRow(op, rows, err, row)
+}
+
+// eachRow is each on rows, the answer of a query that returned err; it
+// closes rows.
+func (s *Store) eachRow(op string, rows *sql.Rows, err error, row func(r Scanner) error) error {
+	if err != nil {
+		return s.D.Translate(op, err)
+	}
+	defer rows.Close()
+	return s.D.Translate(op, spendsql.EachRow(rows, func(r spendsql.Row) error { return row(r) }))
 }
 
 // Strings runs a query whose rows are one string each.
@@ -268,3 +288,16 @@ func NullBlob(b []byte) []byte {
 
 // fromMicros is the time stored as UTC microseconds n, in UTC.
 func fromMicros(n int64) time.Time { return time.UnixMicro(n).UTC() }
+
+// decodeWords reads a list of scope words from its JSON array's text (see
+// Dialect.WordsJSON); the empty list is nil.
+func decodeWords(text string) ([]string, error) {
+	var words []string
+	if err := json.Unmarshal([]byte(text), &words); err != nil {
+		return nil, fmt.Errorf("words: %w", err)
+	}
+	if len(words) == 0 {
+		return nil, nil
+	}
+	return words, nil
+}

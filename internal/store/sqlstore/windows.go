@@ -34,24 +34,12 @@ func (s *Store) SetWindowBudget(ctx context.Context, b store.Budget) error {
 // ListWindowBudgets returns the window budgets of box, the box's own
 // first, then by principal and window.
 func (s *Store) ListWindowBudgets(ctx context.Context, box string) ([]store.Budget, error) {
-	op := fmt.Sprintf("list window budgets of box %q", box)
-	rows, err := s.R.QueryContext(ctx, "SELECT principal, win, limit_micros, updated_at FROM window_budgets WHERE box = $1 ORDER BY principal"+s.D.Collate()+", win"+s.D.Collate(), box)
-	if err != nil {
-		return nil, s.D.Translate(op, err)
-	}
-	defer rows.Close()
-	var out []store.Budget
-	for rows.Next() {
-		b := store.Budget{Box: box}
-		if err := rows.Scan(&b.Principal, &b.Window, &b.Limit, Time(&b.UpdatedAt)); err != nil {
-			return nil, s.D.Translate(op, err)
-		}
-		out = append(out, b)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.D.Translate(op, err)
-	}
-	return out, nil
+	return collect(ctx, s, s.R, fmt.Sprintf("list window budgets of box %q", box), "SELECT principal, win, limit_micros, updated_at FROM window_budgets WHERE box = $1 ORDER BY principal"+s.D.Collate()+", win"+s.D.Collate(),
+		func(r Scanner) (store.Budget, error) {
+			b := store.Budget{Box: box}
+			err := r.Scan(&b.Principal, &b.Window, &b.Limit, Time(&b.UpdatedAt))
+			return b, err
+		}, box)
 }
 
 // DeleteWindowBudget removes a window budget; store.ErrNotFound if none.

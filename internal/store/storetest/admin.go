@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -21,19 +22,9 @@ func testAdminTokens(t *testing.T, s store.Store) {
 
 	for _, want := range []store.AdminToken{first, second} {
 		got, err := s.AdminTokenByHash(ctx, want.Hash)
-		if err != nil {
-			t.Fatalf("AdminTokenByHash(%q) = %v, want nil", want.Hash, err)
-		}
-		if d := diff(want, got); d != "" {
-			t.Errorf("AdminTokenByHash(%q) mismatch (-want +got):\n%s", want.Hash, d)
-		}
+		read(t, fmt.Sprintf("AdminTokenByHash(%q)", want.Hash), want, got, err)
 		got, err = s.AdminToken(ctx, want.ID)
-		if err != nil {
-			t.Fatalf("AdminToken(%q) = %v, want nil", want.ID, err)
-		}
-		if d := diff(want, got); d != "" {
-			t.Errorf("AdminToken(%q) mismatch (-want +got):\n%s", want.ID, d)
-		}
+		read(t, fmt.Sprintf("AdminToken(%q)", want.ID), want, got, err)
 	}
 
 	tests := []struct {
@@ -129,9 +120,7 @@ func testAudit(t *testing.T, s store.Store) {
 					t.Errorf("ListAudit(%+v) entry with ID 0, want IDs set", tt.q)
 				}
 			}
-			if d := diff(tt.want, ids(got)); d != "" {
-				t.Errorf("ListAudit(%+v) mismatch (-want +got):\n%s", tt.q, d)
-			}
+			same(t, fmt.Sprintf("ListAudit(%+v)", tt.q), tt.want, ids(got))
 		})
 	}
 	if _, err := s.ListAudit(ctx, store.AuditQuery{}); err == nil {
@@ -154,9 +143,7 @@ func testAudit(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := diff([]store.AuditEntry{entries[3], entries[2]}, ids(got)); d != "" {
-		t.Errorf("ListAudit after PruneAudit mismatch (-want +got):\n%s", d)
-	}
+	same(t, "ListAudit after PruneAudit", []store.AuditEntry{entries[3], entries[2]}, ids(got))
 	if n, err := s.PruneAudit(ctx, at(0)); err != nil || n != 0 {
 		t.Errorf("PruneAudit(before everything) = %d, %v, want 0", n, err)
 	}

@@ -81,9 +81,7 @@ func testAuditBatches(t *testing.T, s store.Store) {
 	for i := range got {
 		got[i].ID = 0
 	}
-	if d := diff(want, got); d != "" {
-		t.Errorf("ListAudit(all) mismatch (-want +got):\n%s", d)
-	}
+	same(t, "ListAudit(all)", want, got)
 
 	refusals, err := s.ListAudit(ctx, store.AuditQuery{Box: "box-2", RefusalsOnly: true, Limit: n})
 	if err != nil {
@@ -98,7 +96,5 @@ func testAuditBatches(t *testing.T, s store.Store) {
 	for i := range refusals {
 		refusals[i].ID = 0
 	}
-	if d := diff(wantRefusals, refusals); d != "" {
-		t.Errorf("ListAudit(box-2 refusals) mismatch (-want +got):\n%s", d)
-	}
+	same(t, "ListAudit(box-2 refusals)", wantRefusals, refusals)
 }

@@ -58,9 +58,7 @@ func testAuditCosts(t *testing.T, s store.Store) {
 		{Day: day, Cost: 7_000_000_005, Calls: 2},
 		{Day: day.Add(24 * time.Hour), Cost: 250, Calls: 1},
 	}
-	if d := diff(want, days); d != "" {
-		t.Errorf("AuditDays(alpha) mismatch (-want +got):\n%s", d)
-	}
+	same(t, "AuditDays(alpha)", want, days)
 	for _, d := range days {
 		if d.Day.Location() != time.UTC {
 			t.Errorf("AuditDays day %v in %v, want UTC", d.Day, d.Day.Location())

@@ -22,19 +22,9 @@ func testBoxes(t *testing.T, s store.Store) {
 
 	for _, want := range []store.Box{alpha, beta} {
 		got, err := s.Box(ctx, want.Name)
-		if err != nil {
-			t.Fatalf("Box(%q) = %v, want nil", want.Name, err)
-		}
-		if d := diff(want, got); d != "" {
-			t.Errorf("Box(%q) mismatch (-want +got):\n%s", want.Name, d)
-		}
+		read(t, fmt.Sprintf("Box(%q)", want.Name), want, got, err)
 		got, err = s.BoxByTokenHash(ctx, want.TokenHash)
-		if err != nil {
-			t.Fatalf("BoxByTokenHash(%q) = %v, want nil", want.TokenHash, err)
-		}
-		if d := diff(want, got); d != "" {
-			t.Errorf("BoxByTokenHash(%q) mismatch (-want +got):\n%s", want.TokenHash, d)
-		}
+		read(t, fmt.Sprintf("BoxByTokenHash(%q)", want.TokenHash), want, got, err)
 	}
 
 	list, err := s.ListBoxes(ctx)
@@ -119,9 +109,7 @@ func testRotateToken(t *testing.T, s store.Store) {
 		t.Errorf("BoxByTokenHash(new hash) = %q, %v, want alpha", got.Name, err)
 	}
 	b.TokenHash = newHash
-	if d := diff(b, got); d != "" {
-		t.Errorf("box after RotateToken mismatch (-want +got):\n%s", d)
-	}
+	same(t, "box after RotateToken", b, got)
 
 	seq := lastChange(t, s)
 	err = s.RotateToken(ctx, "alpha", other.TokenHash)
@@ -165,9 +153,7 @@ func testUpdateBox(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatalf("Box(alpha) = %v, want nil", err)
 	}
-	if d := diff(b, got); d != "" {
-		t.Errorf("Box(alpha) after resetting settings mismatch (-want +got):\n%s", d)
-	}
+	same(t, "Box(alpha) after resetting settings", b, got)
 }
 
 func testDeleteBoxCascades(t *testing.T, s store.Store) {

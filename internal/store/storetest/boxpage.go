@@ -85,9 +85,7 @@ func testListBoxPage(t *testing.T, s store.Store) {
 		t.Fatalf("ListBoxPage(offset 2, search e) = %+v, want echo alone of 3 matched, no next", p)
 	}
 	want := store.BoxMonth{Box: "echo", Measured: 900, Calls: 1, HasBudget: true, Limit: 1_000_000, Spent: 900}
-	if d := diff(want, p.Boxes[0].Month); d != "" {
-		t.Errorf("ListBoxPage month mismatch (-want +got):\n%s", d)
-	}
+	same(t, "ListBoxPage month", want, p.Boxes[0].Month)
 	p, err = s.ListBoxPage(ctx, store.BoxQuery{Limit: 2, After: &store.BoxCursor{Name: "alpha"}})
 	if err != nil {
 		t.Fatalf("ListBoxPage(after alpha) = %v, want nil", err)

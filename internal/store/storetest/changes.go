@@ -125,9 +125,7 @@ func testChangesEveryWrite(t *testing.T, s store.Store) {
 				t.Fatalf("%s = %v, want nil", tt.name, err)
 			}
 			got := changesAfter(t, s, before)
-			if d := diff(keys(tt.want), keys(got)); d != "" {
-				t.Errorf("changes of %s mismatch (-want +got):\n%s", tt.name, d)
-			}
+			same(t, fmt.Sprintf("changes of %s", tt.name), keys(tt.want), keys(got))
 			if len(got) > 0 {
 				if last := lastChange(t, s); last != got[len(got)-1].Seq {
 					t.Errorf("LastChange() after %s = %d, want %d", tt.name, last, got[len(got)-1].Seq)
@@ -170,12 +168,7 @@ func testChangesSince(t *testing.T, s store.Store) {
 	}
 	for _, tt := range tests {
 		got, err := s.ChangesSince(ctx, tt.after, tt.limit)
-		if err != nil {
-			t.Fatalf("ChangesSince(%d, %d) = %v, want nil", tt.after, tt.limit, err)
-		}
-		if d := diff(tt.want, got); d != "" {
-			t.Errorf("ChangesSince(%d, %d) mismatch (-want +got):\n%s", tt.after, tt.limit, d)
-		}
+		read(t, fmt.Sprintf("ChangesSince(%d, %d)", tt.after, tt.limit), tt.want, got, err)
 	}
 }
 

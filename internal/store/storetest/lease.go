@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/intentius/boxbroker/internal/store"
@@ -34,9 +35,7 @@ func testRenewReservations(t *testing.T, s store.Store) {
 	if n, err := s.ReleaseStale(ctx, at(10)); n != 1 || err != nil {
 		t.Fatalf("ReleaseStale(at 10) = %d, %v; want the one not renewed", n, err)
 	}
-	if d := diff([]store.Tally{{Box: "alpha", Month: m, Reserved: 30}}, tallies(t, s, "alpha", m)); d != "" {
-		t.Errorf("Tallies after the lease of %d ran out mismatch (-want +got):\n%s", crashed, d)
-	}
+	same(t, fmt.Sprintf("Tallies after the lease of %d ran out", crashed), []store.Tally{{Box: "alpha", Month: m, Reserved: 30}}, tallies(t, s, "alpha", m))
 	wantErr(t, "RenewReservations(released and live)", s.RenewReservations(ctx, []int64{crashed, live}, at(30)), nil)
 	wantErr(t, "RenewReservations(none)", s.RenewReservations(ctx, nil, at(30)), nil)
 	if n, err := s.ReleaseStale(ctx, at(25)); n != 0 || err != nil {

@@ -42,12 +42,7 @@ func testMints(t *testing.T, s store.Store) {
 	}
 	noChange(t, s, "SetMintState", seq)
 	st, err := s.MintState(ctx, "alpha", "GITHUB")
-	if err != nil {
-		t.Fatalf("MintState = %v, want nil", err)
-	}
-	if d := diff(first, st); d != "" {
-		t.Errorf("MintState mismatch (-want +got):\n%s", d)
-	}
+	read(t, "MintState", first, st, err)
 	second := store.MintState{Box: "alpha", Name: "GITHUB", Of: "of-2", Sealed: []byte("sealed-refresh"), Failure: "refused: invalid_grant", UpdatedAt: at(3)}
 	if err := s.SetMintState(ctx, second); err != nil {
 		t.Fatalf("SetMintState again = %v, want nil", err)
@@ -56,9 +51,7 @@ func testMints(t *testing.T, s store.Store) {
 	if err != nil || len(states) != 1 {
 		t.Fatalf("ListMintStates = %d, %v; want 1, nil", len(states), err)
 	}
-	if d := diff(second, states[0]); d != "" {
-		t.Errorf("ListMintStates mismatch (-want +got):\n%s", d)
-	}
+	same(t, "ListMintStates", second, states[0])
 	if err := s.DeleteSecret(ctx, "alpha", "GITHUB"); err != nil {
 		t.Fatal(err)
 	}

@@ -44,46 +44,26 @@ func testOverview(t *testing.T, s store.Store) {
 	entries = append(entries, act)
 	wantErr(t, "AddAudit", s.AddAudit(ctx, entries), nil)
 
-	got, err := s.BoxActivity(ctx, hour)
-	if err != nil {
-		t.Fatalf("BoxActivity = %v, want nil", err)
-	}
 	want := []store.BoxActivity{
 		{Box: "alpha", Requests: 4, Refusals: 3, LastServed: hour.Add(5 * time.Minute), LastOverBudget: hour.Add(70 * time.Minute)},
 		{Box: "beta", Requests: 1, LastServed: hour.Add(20 * time.Minute)},
 		{Box: "gamma", Requests: 3, Upstream: 3, LastServed: hour.Add(42 * time.Minute)},
 	}
-	if d := diff(want, got); d != "" {
-		t.Errorf("BoxActivity mismatch (-want +got):\n%s", d)
-	}
+	got, err := s.BoxActivity(ctx, hour)
+	read(t, "BoxActivity", want, got, err)
 
-	hours, err := s.AuditHours(ctx, "", hour)
-	if err != nil {
-		t.Fatalf("AuditHours(all) = %v, want nil", err)
-	}
 	wantH := []store.HourCount{{Hour: hour, Requests: 7, Refusals: 2, Upstream: 3}, {Hour: hour.Add(time.Hour), Requests: 2, Refusals: 2}}
-	if d := diff(wantH, hours); d != "" {
-		t.Errorf("AuditHours(all) mismatch (-want +got):\n%s", d)
-	}
+	hours, err := s.AuditHours(ctx, "", hour)
+	read(t, "AuditHours(all)", wantH, hours, err)
 	hours, err = s.AuditHours(ctx, "beta", hour)
-	if err != nil {
-		t.Fatalf("AuditHours(beta) = %v, want nil", err)
-	}
-	if d := diff([]store.HourCount{{Hour: hour, Requests: 1}}, hours); d != "" {
-		t.Errorf("AuditHours(beta) mismatch (-want +got):\n%s", d)
-	}
+	read(t, "AuditHours(beta)", []store.HourCount{{Hour: hour, Requests: 1}}, hours, err)
 
-	groups, err := s.RefusalGroups(ctx, "alpha", hour.Add(-3*time.Hour), 10)
-	if err != nil {
-		t.Fatalf("RefusalGroups = %v, want nil", err)
-	}
 	wantG := []store.RefusalGroup{
 		{Method: "POST", Route: "/llm/anthropic/v1/messages", Reason: "declaration", Message: "Add agent.", Count: 1, First: hour.Add(75 * time.Minute), Last: hour.Add(75 * time.Minute)},
 		{Method: "POST", Route: "/llm/anthropic/v1/messages", Reason: "Forbidden", Message: over, Count: 2, First: hour.Add(10 * time.Minute), Last: hour.Add(70 * time.Minute)},
 	}
-	if d := diff(wantG, groups); d != "" {
-		t.Errorf("RefusalGroups mismatch (-want +got):\n%s", d)
-	}
+	groups, err := s.RefusalGroups(ctx, "alpha", hour.Add(-3*time.Hour), 10)
+	read(t, "RefusalGroups", wantG, groups, err)
 	if groups, err := s.RefusalGroups(ctx, "alpha", hour, 1); err != nil || len(groups) != 1 {
 		t.Errorf("RefusalGroups(limit 1) = %d groups, %v, want 1, nil", len(groups), err)
 	}
@@ -102,14 +82,9 @@ func testOverview(t *testing.T, s store.Store) {
 		Usage: []store.Usage{{Box: "alpha", Month: "2026-10", PayerKind: "shared", Model: "m", Calls: 3, Cost: 900_000}}}), nil)
 	wantErr(t, "Settle(other month)", s.Settle(ctx, store.Settlement{Box: "beta", Month: "2026-09", Charge: 7,
 		Usage: []store.Usage{{Box: "beta", Month: "2026-09", PayerKind: "shared", Model: "m", Calls: 1, Cost: 7}}}), nil)
-	months, err := s.MonthOverview(ctx, "2026-10")
-	if err != nil {
-		t.Fatalf("MonthOverview = %v, want nil", err)
-	}
 	wantM := []store.BoxMonth{{Box: "alpha", Measured: 900_000, Calls: 3, HasBudget: true, Limit: 1_000_000, Spent: 900_000}, {Box: "beta"}, {Box: "gamma"}}
-	if d := diff(wantM, months); d != "" {
-		t.Errorf("MonthOverview mismatch (-want +got):\n%s", d)
-	}
+	months, err := s.MonthOverview(ctx, "2026-10")
+	read(t, "MonthOverview", wantM, months, err)
 
 	for _, n := range []string{"STRIPE", "GITHUB"} {
 		wantErr(t, "SetSecret "+n, s.SetSecret(ctx, store.Secret{Box: "beta", Name: n, Host: "https://x.example", Sealed: []byte("sealed"), UpdatedAt: hour}), nil)
@@ -152,30 +127,20 @@ func testFleetSpend(t *testing.T, s store.Store) {
 	settle("beta", "2026-10", "", 40, store.Usage{PayerKind: "owner", Model: "claude-haiku-4-5", Calls: 1, CacheReadTokens: 7, Cost: 40})
 	settle("beta", "2026-09", "", 9, store.Usage{PayerKind: "owner", Model: "claude-haiku-4-5", Calls: 1, Cost: 9})
 
-	us, err := s.FleetUsage(ctx, "2026-10")
-	if err != nil {
-		t.Fatalf("FleetUsage = %v, want nil", err)
-	}
 	wantU := []store.Usage{
 		{Box: "alpha", Month: "2026-10", PayerKind: "shared", Model: "claude-sonnet-4-5", Calls: 2, InputTokens: 10, OutputTokens: 20, Cost: 300},
 		{Box: "alpha", Month: "2026-10", PayerKind: "visitor", Principal: "github:ann", Model: "claude-opus-5-5", Calls: 1, Unpriced: 1, InputTokens: 5},
 		{Box: "beta", Month: "2026-10", PayerKind: "owner", Model: "claude-haiku-4-5", Calls: 1, CacheReadTokens: 7, Cost: 40},
 	}
-	if d := diff(wantU, us); d != "" {
-		t.Errorf("FleetUsage mismatch (-want +got):\n%s", d)
-	}
-	ts, err := s.FleetTallies(ctx, "2026-10")
-	if err != nil {
-		t.Fatalf("FleetTallies = %v, want nil", err)
-	}
+	us, err := s.FleetUsage(ctx, "2026-10")
+	read(t, "FleetUsage", wantU, us, err)
 	wantT := []store.Tally{
 		{Box: "alpha", Month: "2026-10", Spent: 10_000_300},
 		{Box: "alpha", Principal: "github:ann", Month: "2026-10", Spent: 10_000_000},
 		{Box: "beta", Month: "2026-10", Spent: 40},
 	}
-	if d := diff(wantT, ts); d != "" {
-		t.Errorf("FleetTallies mismatch (-want +got):\n%s", d)
-	}
+	ts, err := s.FleetTallies(ctx, "2026-10")
+	read(t, "FleetTallies", wantT, ts, err)
 	total, err := s.FleetTotal(ctx, "2026-10")
 	wantTotal := store.MonthTotal{Usage: store.Usage{Calls: 4, Unpriced: 1, InputTokens: 15, OutputTokens: 20, CacheReadTokens: 7, Cost: 340}, Charged: 10_000_340}
 	if d := diff(wantTotal, total); err != nil || d != "" {

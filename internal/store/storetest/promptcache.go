@@ -44,15 +44,11 @@ func testPromptCache(t *testing.T, s store.Store) {
 		{Box: "alpha", PayerKind: "pool", Entry: "a", Calls: 3, InputTokens: 21, CacheWriteTokens: 2, CacheReadTokens: 1983},
 		{Box: "alpha", PayerKind: "pool", Entry: "b", Calls: 3, InputTokens: 30, CacheWriteTokens: 1980, CacheReadTokens: 990},
 	}
-	if d := diff(want, got); d != "" {
-		t.Errorf("ListCache(alpha, 2026-11) mismatch (-want +got):\n%s", d)
-	}
+	same(t, "ListCache(alpha, 2026-11)", want, got)
 	got, err = s.ListCache(ctx, "alpha", "2026-10")
 	wantErr(t, "ListCache", err, nil)
 	want = []store.CacheUsage{{Box: "alpha", PayerKind: "pool", Entry: "a", Calls: 1, InputTokens: 10, CacheWriteTokens: 100, CacheReadTokens: 900}}
-	if d := diff(want, got); d != "" {
-		t.Errorf("ListCache(alpha, 2026-10) mismatch (-want +got):\n%s", d)
-	}
+	same(t, "ListCache(alpha, 2026-10)", want, got)
 
 	day := []store.CacheUsage{
 		{Box: "alpha", PayerKind: "pool", Entry: "a", Calls: 1, InputTokens: 10, CacheReadTokens: 990},
@@ -60,9 +56,7 @@ func testPromptCache(t *testing.T, s store.Store) {
 	}
 	got, err = s.ListCacheSince(ctx, "alpha", now.Add(-24*time.Hour))
 	wantErr(t, "ListCacheSince", err, nil)
-	if d := diff(day, got); d != "" {
-		t.Errorf("ListCacheSince(alpha, 24h) mismatch (-want +got):\n%s", d)
-	}
+	same(t, "ListCacheSince(alpha, 24h)", day, got)
 	if a, b := got[0].HitRatio(), got[1].HitRatio(); a < 0.99 || b > 0.34 {
 		t.Errorf("HitRatio(a, b) = %.2f, %.2f; want the old entry's above 0.99 and the new one's below 0.34", a, b)
 	}
@@ -74,18 +68,14 @@ func testPromptCache(t *testing.T, s store.Store) {
 		{Box: "alpha", PayerKind: "pool", Entry: "b", Calls: 3, InputTokens: 30, CacheWriteTokens: 1980, CacheReadTokens: 990},
 		{Box: "beta", PayerKind: "owner", Calls: 2, InputTokens: 500, CacheReadTokens: 500},
 	}
-	if d := diff(wantAll, got); d != "" {
-		t.Errorf("ListCacheSince(all, 1h) mismatch (-want +got):\n%s", d)
-	}
+	same(t, "ListCacheSince(all, 1h)", wantAll, got)
 
 	// A day on, the same slot holds the new hour alone.
 	settle("alpha", "b", now.Add(24*time.Hour), 7, 0, 0)
 	got, err = s.ListCacheSince(ctx, "alpha", now)
 	wantErr(t, "ListCacheSince", err, nil)
 	want = []store.CacheUsage{{Box: "alpha", PayerKind: "pool", Entry: "b", Calls: 1, InputTokens: 7}}
-	if d := diff(want, got); d != "" {
-		t.Errorf("ListCacheSince(alpha) a day on mismatch (-want +got):\n%s", d)
-	}
+	same(t, "ListCacheSince(alpha) a day on", want, got)
 
 	// A removed box's use goes with it.
 	wantErr(t, "DeleteBox", s.DeleteBox(ctx, "beta"), nil)

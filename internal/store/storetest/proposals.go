@@ -36,9 +36,7 @@ func testProposals(t *testing.T, s store.Store) {
 	}
 	want := proposal("alpha", "p-1", "k1", 1)
 	want.Count, want.State, want.UpdatedAt = 1, store.ProposalPending, at(1)
-	if d := diff(want, p); d != "" {
-		t.Errorf("OpenProposal mismatch (-want +got):\n%s", d)
-	}
+	same(t, "OpenProposal", want, p)
 	again := proposal("alpha", "p-other", "k1", 2)
 	p, err = s.OpenProposal(ctx, again, 3)
 	if err != nil || p.ID != "p-1" || p.Count != 2 || !sameTime(p.UpdatedAt, at(2)) {

@@ -22,9 +22,7 @@ func testRateLimits(t *testing.T, s store.Store) {
 		{Box: "alpha", RPM: 6, OutputTPM: 7, UpdatedAt: at(2).UTC().Truncate(time.Microsecond)},
 		{Box: "alpha", Principal: "github:ann", InputTPM: 10, UpdatedAt: at(1).UTC().Truncate(time.Microsecond)},
 	}
-	if d := diff(want, got); d != "" {
-		t.Errorf("ListRateLimits mismatch (-want +got):\n%s", d)
-	}
+	same(t, "ListRateLimits", want, got)
 	wantErr(t, "DeleteRateLimit", s.DeleteRateLimit(ctx, "alpha", "github:ann"), nil)
 	wantErr(t, "DeleteRateLimit(again)", s.DeleteRateLimit(ctx, "alpha", "github:ann"), store.ErrNotFound)
 
@@ -36,9 +34,7 @@ func testRateLimits(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatalf("ExchangeRates(r2) = %v", err)
 	}
-	if d := diff([]store.RateCount{{Key: "alpha", Replica: "r1", Requests: 3, InputTokens: 30, At: now}}, others); d != "" {
-		t.Errorf("ExchangeRates(r2) mismatch (-want +got):\n%s", d)
-	}
+	same(t, "ExchangeRates(r2)", []store.RateCount{{Key: "alpha", Replica: "r1", Requests: 3, InputTokens: 30, At: now}}, others)
 	if others, _ := s.ExchangeRates(ctx, "r2", nil, now.Add(time.Second)); len(others) != 0 {
 		t.Errorf("ExchangeRates(since after) = %+v, want none", others)
 	}
@@ -62,7 +58,5 @@ func testAlerts(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatalf("ListAlerts = %v", err)
 	}
-	if d := diff([]store.BudgetAlert{b, a}, got); d != "" {
-		t.Errorf("ListAlerts mismatch (-want +got):\n%s", d)
-	}
+	same(t, "ListAlerts", []store.BudgetAlert{b, a}, got)
 }

@@ -25,12 +25,7 @@ func testCredentials(t *testing.T, s store.Store) {
 	}
 	for _, want := range creds {
 		got, err := s.Credential(ctx, want.ID)
-		if err != nil {
-			t.Fatalf("Credential(%q) = %v, want nil", want.ID, err)
-		}
-		if d := diff(want, got); d != "" {
-			t.Errorf("Credential(%q) mismatch (-want +got):\n%s", want.ID, d)
-		}
+		read(t, fmt.Sprintf("Credential(%q)", want.ID), want, got, err)
 	}
 
 	replaced := store.Credential{ID: "anthropic", Sealed: []byte("sealed-anthropic-2"), UpdatedAt: at(5)}
@@ -41,9 +36,7 @@ func testCredentials(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatalf("Credential(anthropic) = %v, want nil", err)
 	}
-	if d := diff(replaced, got); d != "" {
-		t.Errorf("Credential(anthropic) after replacing mismatch (-want +got):\n%s", d)
-	}
+	same(t, "Credential(anthropic) after replacing", replaced, got)
 
 	list, err := s.ListCredentials(ctx)
 	if err != nil {
@@ -61,9 +54,7 @@ func testCredentials(t *testing.T, s store.Store) {
 		{ID: "owner:alpha", UpdatedAt: at(3)},
 		{ID: "visitor:github:ann", UpdatedAt: at(4)},
 	}
-	if d := diff(want, list); d != "" {
-		t.Errorf("ListCredentials() mismatch (-want +got):\n%s", d)
-	}
+	same(t, "ListCredentials()", want, list)
 
 	if err := s.DeleteCredential(ctx, "fountain"); err != nil {
 		t.Fatalf("DeleteCredential(fountain) = %v, want nil", err)
@@ -93,12 +84,7 @@ func testSecrets(t *testing.T, s store.Store) {
 	}
 	for _, want := range secrets {
 		got, err := s.Secret(ctx, want.Box, want.Name)
-		if err != nil {
-			t.Fatalf("Secret(%q, %q) = %v, want nil", want.Box, want.Name, err)
-		}
-		if d := diff(want, got); d != "" {
-			t.Errorf("Secret(%q, %q) mismatch (-want +got):\n%s", want.Box, want.Name, d)
-		}
+		read(t, fmt.Sprintf("Secret(%q, %q)", want.Box, want.Name), want, got, err)
 	}
 
 	// Replacing a secret replaces its body fields, rules and rate too:
@@ -111,9 +97,7 @@ func testSecrets(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatalf("Secret(alpha, GITHUB) = %v, want nil", err)
 	}
-	if d := diff(replaced, got); d != "" {
-		t.Errorf("Secret(alpha, GITHUB) after replacing mismatch (-want +got):\n%s", d)
-	}
+	same(t, "Secret(alpha, GITHUB) after replacing", replaced, got)
 	if got, err := s.Secret(ctx, "beta", "GITHUB"); err != nil || !bytes.Equal(got.Sealed, secrets[2].Sealed) {
 		t.Errorf("Secret(beta, GITHUB) = %q, %v, want %q: another box's secret of that name changed", got.Sealed, err, secrets[2].Sealed)
 	}
@@ -188,12 +172,7 @@ func testFeedback(t *testing.T, s store.Store) {
 		t.Errorf("ListFeedback(alpha) mismatch, want oldest stored first (-want +got):\n%s", d)
 	}
 	got, err = s.ListFeedback(ctx, "beta")
-	if err != nil {
-		t.Fatalf("ListFeedback(beta) = %v, want nil", err)
-	}
-	if d := diff([]store.FeedbackBatch{batches[1]}, got); d != "" {
-		t.Errorf("ListFeedback(beta) mismatch (-want +got):\n%s", d)
-	}
+	read(t, "ListFeedback(beta)", []store.FeedbackBatch{batches[1]}, got, err)
 }
 
 func testResources(t *testing.T, s store.Store) {
@@ -244,9 +223,7 @@ func testResources(t *testing.T, s store.Store) {
 		t.Fatalf("ListResources(alpha) = %v, want nil", err)
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].Kind+"/"+list[i].ID < list[j].Kind+"/"+list[j].ID })
-	if d := diff([]store.Resource{rs[1], rs[0]}, list); d != "" {
-		t.Errorf("ListResources(alpha) mismatch (-want +got):\n%s", d)
-	}
+	same(t, "ListResources(alpha)", []store.Resource{rs[1], rs[0]}, list)
 
 	if err := s.DeleteResource(ctx, store.ResourceSandbox, "sb-1"); err != nil {
 		t.Fatalf("DeleteResource(sandbox, sb-1) = %v, want nil", err)
@@ -279,12 +256,7 @@ func testGrants(t *testing.T, s store.Store) {
 	}
 	for _, want := range grants {
 		got, err := s.GrantByHash(ctx, want.Hash)
-		if err != nil {
-			t.Fatalf("GrantByHash(%s's hash) = %v, want nil", want.ID, err)
-		}
-		if d := diff(want, got); d != "" {
-			t.Errorf("GrantByHash(%s's hash) mismatch (-want +got):\n%s", want.ID, d)
-		}
+		read(t, fmt.Sprintf("GrantByHash(%s's hash)", want.ID), want, got, err)
 	}
 
 	dups := []struct {
@@ -319,9 +291,7 @@ func testGrants(t *testing.T, s store.Store) {
 	}
 	want := grants[1]
 	want.RevokedAt = at(100)
-	if d := diff(want, got); d != "" {
-		t.Errorf("GrantByHash(g1's hash) after RevokeGrant mismatch (-want +got):\n%s", d)
-	}
+	same(t, "GrantByHash(g1's hash) after RevokeGrant", want, got)
 	if got, err := s.GrantByHash(ctx, hash("v2")); err != nil || !got.RevokedAt.IsZero() {
 		t.Errorf("GrantByHash(g2's hash).RevokedAt = %v, %v, want zero: revoking g1 touched g2", got.RevokedAt, err)
 	}

@@ -38,14 +38,9 @@ func testBudgets(t *testing.T, s store.Store) {
 	}
 	replaced := store.Budget{Box: "alpha", Principal: "github:ann", Limit: 2_500_000, UpdatedAt: at(4)}
 	wantErr(t, "SetBudget(github:ann) again", s.SetBudget(ctx, replaced), nil)
-	got, err := s.ListBudgets(ctx, "alpha")
-	if err != nil {
-		t.Fatalf("ListBudgets(alpha) = %v, want nil", err)
-	}
 	want := []store.Budget{budgets[1], replaced, budgets[0]}
-	if d := diff(want, got); d != "" {
-		t.Errorf("ListBudgets(alpha) mismatch (-want +got):\n%s", d)
-	}
+	got, err := s.ListBudgets(ctx, "alpha")
+	read(t, "ListBudgets(alpha)", want, got, err)
 	// Each write of a budget is logged, so caches of which boxes have one drop it.
 	for _, c := range changesAfter(t, s, seq) {
 		if c.Kind != store.ChangeBudget || c.Key != "alpha" {
@@ -71,9 +66,7 @@ func testBudgets(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatalf("ListBudgets(alpha) = %v, want nil", err)
 	}
-	if d := diff([]store.Budget{budgets[1], replaced}, got); d != "" {
-		t.Errorf("ListBudgets(alpha) after delete mismatch (-want +got):\n%s", d)
-	}
+	same(t, "ListBudgets(alpha) after delete", []store.Budget{budgets[1], replaced}, got)
 	if got, err := s.ListBudgets(ctx, "nobox"); err != nil || len(got) != 0 {
 		t.Errorf("ListBudgets(nobox) = %v, %v, want none, nil", got, err)
 	}
@@ -105,9 +98,7 @@ func testReserveAndSettle(t *testing.T, s store.Store) {
 		t.Fatalf("Reserve(no budget) = %d, %v, want 0, nil", id, err)
 	}
 	wantErr(t, "Settle(no reservation)", s.Settle(ctx, store.Settlement{Box: "alpha", Month: "2026-10", Charge: 300}), nil)
-	if d := diff([]store.Tally{{Box: "alpha", Month: "2026-10", Spent: 300}}, tallies(t, s, "alpha", "2026-10")); d != "" {
-		t.Errorf("Tallies after a charge with no budget mismatch (-want +got):\n%s", d)
-	}
+	same(t, "Tallies after a charge with no budget", []store.Tally{{Box: "alpha", Month: "2026-10", Spent: 300}}, tallies(t, s, "alpha", "2026-10"))
 
 	// A budget set mid-month counts what was spent before it.
 	wantErr(t, "SetBudget(alpha, 1000)", s.SetBudget(ctx, store.Budget{Box: "alpha", Limit: 1000, UpdatedAt: at(1)}), nil)
@@ -125,9 +116,7 @@ func testReserveAndSettle(t *testing.T, s store.Store) {
 		t.Fatalf("Reserve(1 of 0 left) = %v, want an *OverBudgetError", err)
 	}
 	wantOver := store.OverBudgetError{Budget: store.Budget{Box: "alpha", Limit: 1000}, Month: "2026-10", Spent: 300, Reserved: 700}
-	if d := diff(wantOver, *obe); d != "" {
-		t.Errorf("Reserve(1 of 0 left) error mismatch (-want +got):\n%s", d)
-	}
+	same(t, "Reserve(1 of 0 left) error", wantOver, *obe)
 	// Another month is another tally.
 	if id, err := reserve(t, s, "alpha", "", "2026-11", 1000); id == 0 || err != nil {
 		t.Errorf("Reserve(1000 in 2026-11) = %d, %v, want an ID, nil", id, err)
@@ -135,14 +124,10 @@ func testReserveAndSettle(t *testing.T, s store.Store) {
 
 	// Settling releases the reservation and charges what was measured.
 	wantErr(t, "Settle(first, 250)", s.Settle(ctx, store.Settlement{Reservation: first, Box: "alpha", Month: "2026-10", Charge: 250}), nil)
-	if d := diff([]store.Tally{{Box: "alpha", Month: "2026-10", Spent: 550, Reserved: 300}}, tallies(t, s, "alpha", "2026-10")); d != "" {
-		t.Errorf("Tallies after settling mismatch (-want +got):\n%s", d)
-	}
+	same(t, "Tallies after settling", []store.Tally{{Box: "alpha", Month: "2026-10", Spent: 550, Reserved: 300}}, tallies(t, s, "alpha", "2026-10"))
 	// Settling the same reservation again releases nothing more.
 	wantErr(t, "Settle(first) again", s.Settle(ctx, store.Settlement{Reservation: first, Box: "alpha", Month: "2026-10"}), nil)
-	if d := diff([]store.Tally{{Box: "alpha", Month: "2026-10", Spent: 550, Reserved: 300}}, tallies(t, s, "alpha", "2026-10")); d != "" {
-		t.Errorf("Tallies after settling twice mismatch (-want +got):\n%s", d)
-	}
+	same(t, "Tallies after settling twice", []store.Tally{{Box: "alpha", Month: "2026-10", Spent: 550, Reserved: 300}}, tallies(t, s, "alpha", "2026-10"))
 	if id, err := reserve(t, s, "alpha", "", "2026-10", 150); id == 0 || err != nil {
 		t.Errorf("Reserve(150 of 150 left) = %d, %v, want an ID, nil", id, err)
 	}
@@ -190,9 +175,7 @@ func testReservePrincipal(t *testing.T, s store.Store) {
 	}
 	// The box's tally carries ann's reservation too.
 	want := []store.Tally{{Box: "alpha", Month: m, Reserved: 60}, {Box: "alpha", Principal: "github:ann", Month: m, Reserved: 60}}
-	if d := diff(want, tallies(t, s, "alpha", m)); d != "" {
-		t.Errorf("Tallies mismatch (-want +got):\n%s", d)
-	}
+	same(t, "Tallies", want, tallies(t, s, "alpha", m))
 
 	// With a box budget too, the box's is checked first.
 	wantErr(t, "SetBudget(box)", s.SetBudget(ctx, store.Budget{Box: "alpha", Limit: 80, UpdatedAt: at(2)}), nil)
@@ -214,9 +197,7 @@ func testReservePrincipal(t *testing.T, s store.Store) {
 		{Box: "alpha", Principal: "github:ann", Month: m, Reserved: 60},
 		{Box: "alpha", Principal: "github:bob", Month: m, Reserved: 20},
 	}
-	if d := diff(want, tallies(t, s, "alpha", m)); d != "" {
-		t.Errorf("Tallies after refusals mismatch (-want +got):\n%s", d)
-	}
+	same(t, "Tallies after refusals", want, tallies(t, s, "alpha", m))
 	wantErr(t, "Settle(ann)", s.Settle(ctx, store.Settlement{Reservation: annID, Box: "alpha", Principal: "github:ann", Month: m, Charge: 10}), nil)
 	wantErr(t, "Settle(bob)", s.Settle(ctx, store.Settlement{Reservation: bobID, Box: "alpha", Principal: "github:bob", Month: m, Charge: 5}), nil)
 	want = []store.Tally{
@@ -224,9 +205,7 @@ func testReservePrincipal(t *testing.T, s store.Store) {
 		{Box: "alpha", Principal: "github:ann", Month: m, Spent: 10},
 		{Box: "alpha", Principal: "github:bob", Month: m, Spent: 5},
 	}
-	if d := diff(want, tallies(t, s, "alpha", m)); d != "" {
-		t.Errorf("Tallies after settling mismatch (-want +got):\n%s", d)
-	}
+	same(t, "Tallies after settling", want, tallies(t, s, "alpha", m))
 }
 
 // testConcurrentReserve is the budget's guarantee: however many reserve at
@@ -271,9 +250,7 @@ func testConcurrentReservePrincipalCeiling(t *testing.T, s store.Store) {
 		t.Errorf("%d concurrent Reserve(%d) against ann's %d: %d held, %d refused, want %d, %d", n, amount, limit, held, refused, limit/amount, n-limit/amount)
 	}
 	want := []store.Tally{{Box: "alpha", Month: m, Reserved: int64(held) * amount}, {Box: "alpha", Principal: "github:ann", Month: m, Reserved: int64(held) * amount}}
-	if d := diff(want, tallies(t, s, "alpha", m)); d != "" {
-		t.Errorf("Tallies after concurrent reservations mismatch (-want +got):\n%s", d)
-	}
+	same(t, "Tallies after concurrent reservations", want, tallies(t, s, "alpha", m))
 }
 
 // reserveAtOnce makes n reservations at once, the i'th being r(i), and
@@ -325,15 +302,11 @@ func testReleaseStale(t *testing.T, s store.Store) {
 		t.Fatalf("ReleaseStale(at 5) = %d, %v, want 1, nil", n, err)
 	}
 	want := []store.Tally{{Box: "alpha", Month: m, Reserved: 20}, {Box: "alpha", Principal: "github:ann", Month: m}}
-	if d := diff(want, tallies(t, s, "alpha", m)); d != "" {
-		t.Errorf("Tallies after ReleaseStale mismatch (-want +got):\n%s", d)
-	}
+	same(t, "Tallies after ReleaseStale", want, tallies(t, s, "alpha", m))
 	// The call that held it settles late: charged, nothing released twice.
 	wantErr(t, "Settle(released)", s.Settle(ctx, store.Settlement{Reservation: old, Box: "alpha", Principal: "github:ann", Month: m, Charge: 30}), nil)
 	want = []store.Tally{{Box: "alpha", Month: m, Spent: 30, Reserved: 20}, {Box: "alpha", Principal: "github:ann", Month: m, Spent: 30}}
-	if d := diff(want, tallies(t, s, "alpha", m)); d != "" {
-		t.Errorf("Tallies after a late Settle mismatch (-want +got):\n%s", d)
-	}
+	same(t, "Tallies after a late Settle", want, tallies(t, s, "alpha", m))
 	if n, err := s.ReleaseStale(ctx, at(5)); n != 0 || err != nil {
 		t.Errorf("ReleaseStale(at 5) again = %d, %v, want 0, nil", n, err)
 	}
@@ -357,21 +330,14 @@ func testUsage(t *testing.T, s store.Store) {
 	for i, st := range settlements {
 		wantErr(t, fmt.Sprintf("Settle(%d)", i), s.Settle(ctx, st), nil)
 	}
-	got, err := s.ListUsage(ctx, "alpha", "2026-10")
-	if err != nil {
-		t.Fatalf("ListUsage(alpha, 2026-10) = %v, want nil", err)
-	}
 	want := []store.Usage{unpriced, u("shared", "", "claude-sonnet-4-5", 3, 14), u("visitor", "github:ann", "claude-haiku-4-5", 1, 7)}
-	if d := diff(want, got); d != "" {
-		t.Errorf("ListUsage(alpha, 2026-10) mismatch (-want +got):\n%s", d)
-	}
+	got, err := s.ListUsage(ctx, "alpha", "2026-10")
+	read(t, "ListUsage(alpha, 2026-10)", want, got, err)
 	if got, err := s.ListUsage(ctx, "alpha", "2026-09"); err != nil || len(got) != 0 {
 		t.Errorf("ListUsage(alpha, 2026-09) = %v, %v, want none, nil", got, err)
 	}
 	wantT := []store.Tally{{Box: "alpha", Month: "2026-10", Spent: 21}, {Box: "alpha", Principal: "github:ann", Month: "2026-10", Spent: 7}}
-	if d := diff(wantT, tallies(t, s, "alpha", "2026-10")); d != "" {
-		t.Errorf("Tallies(alpha, 2026-10) mismatch (-want +got):\n%s", d)
-	}
+	same(t, "Tallies(alpha, 2026-10)", wantT, tallies(t, s, "alpha", "2026-10"))
 }
 
 func testSpendGoesWithBox(t *testing.T, s store.Store) {

@@ -101,6 +101,25 @@ func diff(want, got any) string {
 		cmpopts.EquateEmpty())
 }
 
+// same fails the test unless got is want as a store keeps it (diff);
+// what names got in the message.
+func same(t *testing.T, what string, want, got any) {
+	t.Helper()
+	if d := diff(want, got); d != "" {
+		t.Errorf("%s mismatch (-want +got):\n%s", what, d)
+	}
+}
+
+// read stops the test if the read call returned an error, and fails it
+// unless what it returned, got, is want (same).
+func read(t *testing.T, call string, want, got any, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s = %v, want nil", call, err)
+	}
+	same(t, call, want, got)
+}
+
 // hash is the SHA-256 of v, hex, as tokens and grants are kept.
 func hash(v string) string {
 	sum := sha256.Sum256([]byte(v))

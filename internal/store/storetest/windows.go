@@ -47,9 +47,7 @@ func testWindowBudgets(t *testing.T, s store.Store) {
 		{Box: "alpha", Window: "week", Limit: 50, UpdatedAt: at(1).UTC().Truncate(time.Microsecond)},
 		{Box: "alpha", Principal: "github:ann", Window: "7d", Limit: 20, UpdatedAt: at(1).UTC().Truncate(time.Microsecond)},
 	}
-	if d := diff(want, got); d != "" {
-		t.Errorf("ListWindowBudgets mismatch (-want +got):\n%s", d)
-	}
+	same(t, "ListWindowBudgets", want, got)
 	wantErr(t, "DeleteWindowBudget", s.DeleteWindowBudget(ctx, "alpha", "", "week"), nil)
 	wantErr(t, "DeleteWindowBudget(again)", s.DeleteWindowBudget(ctx, "alpha", "", "week"), store.ErrNotFound)
 	if got, _ := s.ListWindowBudgets(ctx, "alpha"); len(got) != 2 {
