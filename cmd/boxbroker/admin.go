@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"text/tabwriter"
-	"time"
 
-	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/server"
-	"github.com/intentius/boxbroker/internal/store"
 )
 
 // runAdmin manages the admin API's tokens, directly in the store: the
@@ -53,33 +51,40 @@ func runAdmin(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	defer st.Close()
+	svc, err := operator.New(operator.Config{Store: st})
+	if err != nil {
+		return err
+	}
+	op := svc.Via(operator.Origin{Method: "CLI", Route: "admin " + sub})
 	switch sub {
 	case "token":
-		token, t, err := admin.Mint(ctx, st, *name, time.Now())
+		token, t, err := op.MintAdminToken(ctx, *name)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(c.stderr, "admin token %s made. It is shown this once and only its hash is kept; set it as BOXBROKER_ADMIN_TOKEN where you run the CLI with --admin-url, or sign in to the owner's page with it.\n", t.ID)
 		fmt.Fprintln(c.stdout, token)
 	case "tokens":
-		list, err := st.ListAdminTokens(ctx)
+		list, err := op.AdminTokens(ctx)
 		if err != nil {
 			return err
 		}
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tCREATED\tNAME")
 		for _, t := range list {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", t.ID, t.CreatedAt.UTC().Format(time.RFC3339), safe(t.Name))
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", t.ID, rfc3339(&t.CreatedAt), safe(t.Name))
 		}
 		return tw.Flush()
 	case "revoke":
 		id := args[0]
-		if !*yes && !c.confirm(fmt.Sprintf("Revoke admin token %s? Whoever holds it can no longer use the admin API or the owner's page.", id)) {
+		if !*yes && !c.confirm(fmt.Sprintf("Revoke admin token %s? Whoever holds it can no longer use the admin API or the owner's page.", safe(id))) {
 			return errors.New("not revoked (pass --yes to revoke without asking)")
 		}
-		if err := st.DeleteAdminToken(ctx, id); errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("no admin token %s (see admin tokens)", id)
-		} else if err != nil {
+		err := op.RevokeAdminToken(ctx, id)
+		if operator.CodeOf(err) == operator.NotFound {
+			return fmt.Errorf("no admin token %s (see admin tokens)", safe(id))
+		}
+		if err != nil {
 			return err
 		}
 		fmt.Fprintf(c.stdout, "revoked admin token %s\n", id)

@@ -52,6 +52,33 @@ func (c *cli) backend(ctx context.Context, cfg *server.Config, adminURL, route s
 	if err != nil {
 		return nil, err
 	}
+	return c.localBackend(cfg, st, keyring, route)
+}
+
+// listingBackend is backend for a command that reads what is sealed to
+// say its kind (credential list): the store must exist, and the master
+// key is loaded, not held to what the store holds sealed, so that a
+// value it does not open is listed as such, as the admin API lists it.
+func (c *cli) listingBackend(ctx context.Context, cfg *server.Config, adminURL, route string) (*backend, error) {
+	if adminURL != "" {
+		return c.backend(ctx, cfg, adminURL, route, false, false)
+	}
+	st, err := openExisting(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	keyring, err := server.LoadKeyring(cfg)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return c.localBackend(cfg, st, keyring, route)
+}
+
+// localBackend is the operator service over st, with keyring (nil for
+// none) and the dead letters of cfg's data directory, whose audit rows
+// name the command as "CLI" and route; closing it closes st.
+func (c *cli) localBackend(cfg *server.Config, st store.Store, keyring *secrets.Keyring, route string) (*backend, error) {
 	svc, err := operator.New(operator.Config{Store: st, Keyring: keyring, DeadLetters: operator.DeadDir{Dir: cfg.DataDir, Store: st}})
 	if err != nil {
 		st.Close()

@@ -146,14 +146,7 @@ func runBudgetOn(ctx context.Context, c *cli, be *backend, sub, box, principal, 
 			c.warnUnpaid(box, principal, owner, granted)
 		}
 	case "remove":
-		err := be.RemoveBudget(ctx, box, principal)
-		if err != nil && strings.Contains(err.Error(), operator.NoBudget(box, principal)) {
-			return fmt.Errorf("there is no %s: %w", whose, remoteError(err))
-		}
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(c.stdout, "removed %s; its calls are still measured\n", whose)
+		return c.removed(be.RemoveBudget(ctx, box, principal), whose, "; its calls are still measured")
 	case "list":
 		bl, err := be.Budgets(ctx, box, month)
 		if err != nil {
@@ -202,16 +195,20 @@ func (c *cli) warnUnpaid(box, principal string, ownerPays, granted bool) {
 }
 
 // waitCaches waits out the staleness bound of every broker's cache
-// (cache.DefaultMaxStale, and a millisecond for coarse clocks).
-func waitCaches(ctx context.Context) error {
-	t := time.NewTimer(cache.DefaultMaxStale + time.Millisecond)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+// (cache.DefaultMaxStale).
+func waitCaches(ctx context.Context) error { return cache.WaitStale(ctx, cache.DefaultMaxStale) }
+
+// removed says what a removal of whose, which returned err, did: "removed
+// whose" and after, or, for a NotFound refusal, that there is no whose.
+func (c *cli) removed(err error, whose, after string) error {
+	if operator.CodeOf(err) == operator.NotFound {
+		return fmt.Errorf("there is no %s: %w", whose, remoteError(err))
 	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stdout, "removed %s%s\n", whose, after)
+	return nil
 }
 
 // printBudgets writes budgets as `budget list` does.

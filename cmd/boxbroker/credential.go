@@ -6,18 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"text/tabwriter"
-	"time"
 
-	"github.com/intentius/boxbroker/internal/admin"
-	"github.com/intentius/boxbroker/internal/cache"
 	"github.com/intentius/boxbroker/internal/cloud"
 	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/pool"
 	"github.com/intentius/boxbroker/internal/proxy"
-	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/server"
-	"github.com/intentius/boxbroker/internal/store"
 )
 
 func runCredential(ctx context.Context, c *cli, args []string) error {
@@ -86,48 +81,92 @@ func runCredential(ctx context.Context, c *cli, args []string) error {
 	if *kind != cloud.KindAnthropic && *kind != "" && *baseURL != "" {
 		return fmt.Errorf("%w: --url is an Anthropic-compatible base URL; a %s account's endpoint goes in its JSON", errUsage, *kind)
 	}
-	if sub == "set" || (sub == "remove" && entry == "") {
-		return runCredentialOn(ctx, c, &cfg, *adminURL, sub, id, *kind, *yes)
-	}
-	if *adminURL != "" {
-		if sub == "add" || entry != "" {
-			return runPoolRemote(ctx, c, *adminURL, sub, entry, *kind, *weight, *baseURL, *yes)
-		}
-		return runCredentialRemote(ctx, c, *adminURL, sub, id, *kind, *yes)
-	}
-	switch sub {
-	case "add":
-		if entry == pool.Default {
+	if entry == pool.Default {
+		if sub == "add" {
 			return fmt.Errorf("%w: the pool's entry %q is the shared credential; set it with `credential set anthropic`", errUsage, pool.Default)
 		}
-		kind, err := c.addPoolEntry(ctx, &cfg, entry, *kind, *weight, *baseURL)
-		if err != nil {
+		entry = "" // the shared credential, removed as such
+	}
+	switch {
+	case sub == "list":
+		return runCredentialList(ctx, c, &cfg, *adminURL)
+	case entry != "":
+		return runPoolOn(ctx, c, &cfg, *adminURL, sub, entry, *kind, *weight, *baseURL, *yes)
+	}
+	return runCredentialOn(ctx, c, &cfg, *adminURL, sub, id, *kind, *yes)
+}
+
+// runPoolOn is `credential add|remove anthropic NAME` over the command's
+// backend: an entry added is read from stdin, of kind, and sent as read,
+// for the operator service to check.
+func runPoolOn(ctx context.Context, c *cli, cfg *server.Config, adminURL, sub, name, kind string, weight int, baseURL string, yes bool) error {
+	var value []byte
+	if sub == "add" {
+		var err error
+		if value, err = c.readRawCredential(kind, fmt.Sprintf("anthropic pool entry %s credential (not echoed): ", name)); err != nil {
 			return err
 		}
-		fmt.Fprintf(c.stdout, "set anthropic pool entry %s (%s, weight %d), sealed at rest\n", entry, kind, *weight)
-		if kind == unlikelyAnthropic {
-			c.warnUnlikelyAnthropic("anthropic pool entry " + entry)
+		defer clear(value)
+	} else if !yes && !c.confirm(fmt.Sprintf("Remove the anthropic pool entry %s?", name)) {
+		return errors.New("not removed (pass --yes to remove without asking)")
+	}
+	be, err := c.backend(ctx, cfg, adminURL, "credential "+sub, sub == "add", sub == "add")
+	if err != nil {
+		return err
+	}
+	defer be.close()
+	if sub == "remove" {
+		if err := be.RemovePoolEntry(ctx, name); err != nil {
+			return remoteError(err)
 		}
-	case "remove":
-		what := id + " credential"
-		if entry != "" && entry != pool.Default {
-			what = "anthropic pool entry " + entry
-		}
-		if !*yes && !c.confirm(fmt.Sprintf("Remove the %s?", what)) {
-			return errors.New("not removed (pass --yes to remove without asking)")
-		}
-		if entry != "" && entry != pool.Default {
-			if err := c.removePoolEntry(ctx, &cfg, entry); err != nil {
-				return err
-			}
-		} else if err := c.removeCredential(ctx, &cfg, id, fmt.Sprintf("no %s credential is set", id)); err != nil {
-			return err
-		}
-		fmt.Fprintf(c.stdout, "removed %s\n", what)
-	case "list":
-		return c.listCredentials(ctx, &cfg)
+		fmt.Fprintf(c.stdout, "removed anthropic pool entry %s\n", name)
+		return nil
+	}
+	what := describe(payer.SharedAnthropic, value)
+	if operator.IsCloud(kind) {
+		what = describeCloud(kind, value)
+	}
+	v, err := be.SetPoolEntry(ctx, name, kind, weight, baseURL, append([]byte(nil), value...))
+	if err != nil {
+		return remoteError(err)
+	}
+	fmt.Fprintf(c.stdout, "set anthropic pool entry %s (%s, weight %d), sealed at rest\n", name, what, v.Weight)
+	if what == unlikelyAnthropic {
+		c.warnUnlikelyAnthropic("anthropic pool entry " + name)
 	}
 	return nil
+}
+
+// runCredentialList prints the credentials by ID with their kind, then
+// the pool's entries. Through the admin API the entries carry the
+// answering replica's state and counts; from the store alone those are
+// not known.
+func runCredentialList(ctx context.Context, c *cli, cfg *server.Config, adminURL string) error {
+	be, err := c.listingBackend(ctx, cfg, adminURL, "credential list")
+	if err != nil {
+		return err
+	}
+	defer be.close()
+	creds, err := be.ListCredentials(ctx)
+	if err != nil {
+		return remoteError(err)
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CREDENTIAL\tKIND\tUPDATED")
+	for _, cr := range creds {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", safe(cr.ID), kindOrNot(cr.Kind), rfc3339(&cr.UpdatedAt))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	entries, err := be.PoolEntries(ctx)
+	if err != nil {
+		return remoteError(err)
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	return c.printPool(entries, be.local == nil)
 }
 
 // runCredentialOn is `credential set|remove anthropic|fountain` over the
@@ -157,7 +196,7 @@ func runCredentialOn(ctx context.Context, c *cli, cfg *server.Config, adminURL, 
 		return nil
 	}
 	what := describe(id, value)
-	if isCloudKind(kind) {
+	if operator.IsCloud(kind) {
 		what = describeCloud(kind, value)
 	}
 	if _, err := be.SetCredential(ctx, id, kind, append([]byte(nil), value...)); err != nil {
@@ -170,51 +209,9 @@ func runCredentialOn(ctx context.Context, c *cli, cfg *server.Config, adminURL, 
 	return nil
 }
 
-// listCredentials prints the credentials by ID with their kind (opened
-// to say it, as the admin API's GET /api/credentials does), then the
-// pool's entries. State and counts are each replica's own, so from the
-// store alone they are not known: --admin-url shows a running broker's.
-func (c *cli) listCredentials(ctx context.Context, cfg *server.Config) error {
-	st, err := openExisting(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	creds, err := st.ListCredentials(ctx)
-	if err != nil {
-		return err
-	}
-	keyring, err := server.LoadKeyring(cfg)
-	if err != nil {
-		return err
-	}
-	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CREDENTIAL\tKIND\tUPDATED")
-	for _, cr := range creds {
-		kind := storedKind(ctx, st, keyring, cr.ID)
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", safe(cr.ID), kindOrNot(kind), cr.UpdatedAt.UTC().Format(time.RFC3339))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	ch := cache.New(st, cache.Options{})
-	stats, err := pool.New(pool.Config{Cache: ch, Keyring: keyring}).Stats(ctx)
-	if err != nil {
-		return err
-	}
-	if len(stats) == 0 {
-		return nil
-	}
-	views := make([]admin.PoolEntryView, len(stats))
-	for i, s := range stats {
-		views[i] = admin.PoolEntryView{Name: s.Name, Kind: s.Kind, Weight: s.Weight, URL: s.URL, UpdatedAt: s.UpdatedAt.UTC().Format(time.RFC3339)}
-	}
-	return c.printPool(views, false)
-}
-
 // printPool prints the pool's entries; live says whether state and counts
 // are a running broker's.
-func (c *cli) printPool(entries []admin.PoolEntryView, live bool) error {
+func (c *cli) printPool(entries []operator.PoolEntryView, live bool) error {
 	fmt.Fprintln(c.stdout)
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "POOL ENTRY\tKIND\tWEIGHT\tURL\tSTATE\t429s\t529s\tUPDATED")
@@ -231,7 +228,7 @@ func (c *cli) printPool(entries []admin.PoolEntryView, live bool) error {
 				state += " until " + *e.Until
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", safe(e.Name), kind, e.Weight, safe(u), state, n429, n529, e.UpdatedAt)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", safe(e.Name), kind, e.Weight, safe(u), state, n429, n529, rfc3339(&e.UpdatedAt))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -244,21 +241,6 @@ func (c *cli) printPool(entries []admin.PoolEntryView, live bool) error {
 
 // kindOrNot is a credential's kind as a list prints it: "(does not
 // open)" for "", a value the master key does not open.
-// storedKind opens the credential id to say its kind, as the admin API's
-// lists do; "" when it is gone or does not open under this master key.
-func storedKind(ctx context.Context, st store.Store, keyring *secrets.Keyring, id string) string {
-	full, err := st.Credential(ctx, id)
-	if err != nil {
-		return ""
-	}
-	v, err := keyring.Open(full.Sealed, payer.AD(id))
-	if err != nil {
-		return ""
-	}
-	defer clear(v)
-	return operator.CredentialKind(id, v)
-}
-
 func kindOrNot(kind string) string {
 	if kind == "" {
 		return "(does not open)"

@@ -3,17 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/intentius/boxbroker/internal/cloud"
-	"github.com/intentius/boxbroker/internal/operator"
-	"github.com/intentius/boxbroker/internal/payer"
-	"github.com/intentius/boxbroker/internal/pool"
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
@@ -35,51 +30,6 @@ func sealing(ctx context.Context, cfg *server.Config, open func(context.Context,
 		return nil, nil, err
 	}
 	return st, keyring, nil
-}
-
-// storeSealed reads a value of kind (readCredential) from stdin (never
-// argv) with prompt, seals it under the master key for ad, and stores the
-// sealed bytes with put. It returns describe's words for the value as the
-// credential id, never any of its value.
-func (c *cli) storeSealed(ctx context.Context, cfg *server.Config, kind, prompt, ad, id string, put func(store.Store, []byte) error) (string, error) {
-	value, err := c.readCredential(kind, prompt)
-	if err != nil {
-		return "", err
-	}
-	defer clear(value)
-	st, keyring, err := sealing(ctx, cfg, openStore)
-	if err != nil {
-		return "", err
-	}
-	defer st.Close()
-	sealed, err := keyring.Seal(value, ad)
-	if err != nil {
-		return "", err
-	}
-	if err := put(st, sealed); err != nil {
-		return "", err
-	}
-	return describe(id, value), nil
-}
-
-// readCredential reads an Anthropic credential of kind from stdin
-// (readRawCredential) and checks it with operator.CheckCredential, the
-// check the admin API makes, returning the form to seal. No error holds
-// any of it.
-func (c *cli) readCredential(kind, prompt string) ([]byte, error) {
-	raw, err := c.readRawCredential(kind, prompt)
-	if err != nil {
-		return nil, err
-	}
-	v, err := operator.CheckCredential(kind, raw)
-	if err != nil {
-		clear(raw)
-		return nil, err
-	}
-	if cloud.Is(v) {
-		clear(raw) // v is cloud.Check's own copy
-	}
-	return v, nil
 }
 
 // readRawCredential reads an Anthropic credential of kind from stdin,
@@ -110,45 +60,4 @@ func (c *cli) readRawCredential(kind, prompt string) ([]byte, error) {
 		return nil, fmt.Errorf("the %s credential on stdin is over %d bytes", kind, cloud.MaxValue)
 	}
 	return b, nil
-}
-
-// removeCredential deletes the credential id, answering notSet when there
-// is none.
-func (c *cli) removeCredential(ctx context.Context, cfg *server.Config, id, notSet string) error {
-	st, err := openExisting(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	if err := st.DeleteCredential(ctx, id); errors.Is(err, store.ErrNotFound) {
-		return errors.New(notSet)
-	} else if err != nil {
-		return fmt.Errorf("remove credential: %w", err)
-	}
-	return nil
-}
-
-// addPoolEntry reads an Anthropic credential from stdin, seals it for the
-// pool entry name and stores it with its weight and base URL. It returns
-// describe's words for it, never any of its value.
-func (c *cli) addPoolEntry(ctx context.Context, cfg *server.Config, name, kind string, weight int, baseURL string) (string, error) {
-	prompt := fmt.Sprintf("anthropic pool entry %s credential (not echoed): ", name)
-	return c.storeSealed(ctx, cfg, kind, prompt, pool.AD(name), payer.SharedAnthropic, func(st store.Store, sealed []byte) error {
-		return st.SetPoolEntry(ctx, store.PoolEntry{Name: name, Weight: weight, URL: baseURL, Sealed: sealed, UpdatedAt: time.Now().UTC()})
-	})
-}
-
-// removePoolEntry deletes the pool entry name.
-func (c *cli) removePoolEntry(ctx context.Context, cfg *server.Config, name string) error {
-	st, err := openExisting(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	if err := st.DeletePoolEntry(ctx, name); errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("the anthropic pool has no entry named %s", name)
-	} else if err != nil {
-		return fmt.Errorf("remove pool entry: %w", err)
-	}
-	return nil
 }

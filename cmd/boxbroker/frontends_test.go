@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -22,14 +23,18 @@ type frontEnd struct {
 	// method and route are what its audit rows name for each action.
 	route func(action string) (method, route string)
 	do    func(t *testing.T, action, box string)
+	// has says whether the front end has the action.
+	has func(action string) bool
 }
 
 // TestOperator_EveryActionThroughEveryFrontEnd runs each operator action
-// of the service (a box's, a grant's, a Fountain id's) through the four
-// front ends (the CLI on the data directory, the CLI with --admin-url,
-// the admin API, the owner's page, which assigns no Fountain ids) and
-// checks its effect in the store and the audit row it wrote, naming the
-// front end.
+// of the service (a box's, a grant's, a Fountain id's, a pool entry's, an
+// admin token's) through each of the four front ends that has it (the CLI
+// on the data directory, the CLI with --admin-url, the admin API, the
+// owner's page, which assigns no Fountain ids and alone changes an
+// entry's weight; admin tokens are made and revoked on the data directory
+// only) and checks its effect in the store and the audit row it wrote,
+// naming the front end.
 func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 	b := brokertest.New(t, brokertest.Options{})
 	ctx := context.Background()
@@ -46,6 +51,8 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		"budget": {"budget", "set"}, "unbudget": {"budget", "remove", "--yes"},
 		"limit": {"limit", "set", "--rpm", "7"}, "unlimit": {"limit", "remove", "--yes"},
 		"window": {"budget", "set", "--window", "day"}, "unwindow": {"budget", "remove", "--yes", "--window", "day"},
+		"entry": {"credential", "add", "anthropic", "--weight", "2"}, "unentry": {"credential", "remove", "--yes", "anthropic"},
+		"admintoken": {"admin", "token", "--name"}, "unadmintoken": {"admin", "revoke", "--yes"},
 	}
 	cli := func(env map[string]string) func(t *testing.T, action, box string) {
 		return func(t *testing.T, action, box string) {
@@ -70,6 +77,10 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 				args[2] = lastGrant(t, b, box)
 			case "assign", "unassign":
 				args = append(args, "sandbox", "sb-"+box)
+			case "entry":
+				stdin = visitorValue + "\n"
+			case "unadmintoken":
+				args[len(args)-1] = adminTokenNamed(t, b, box)
 			}
 			if code, out, errs := runEnv(t, env, stdin, args...); code != 0 {
 				t.Fatalf("%q = %d %q %q", args, code, out, errs)
@@ -97,6 +108,8 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		"unwindow":     {"DELETE", "/api/boxes/{name}/window-budgets", ""},
 		"limit":        {"PUT", "/api/boxes/{name}/rate-limits", `{"rpm":7}`},
 		"unlimit":      {"DELETE", "/api/boxes/{name}/rate-limits", ""},
+		"entry":        {"PUT", "/api/credentials/pool/{entry}", `{"value":"` + visitorValue + `","weight":2}`},
+		"unentry":      {"DELETE", "/api/credentials/pool/{entry}", ""},
 	}
 	apiRoute := func(action string) (string, string) { return apiRoutes[action][0], apiRoutes[action][1] }
 	cookie, csrf := pageSession(t, b)
@@ -109,13 +122,15 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		"budget": {"/ui/boxes/{name}/budget", "usd=25.50"}, "unbudget": {"/ui/boxes/{name}/budget/remove", ""},
 		"window": {"/ui/boxes/{name}/window-budget", "window=day&usd=25.50"}, "unwindow": {"/ui/boxes/{name}/window-budget/remove", "window=day"},
 		"limit": {"/ui/boxes/{name}/rate-limit", "rpm=7"}, "unlimit": {"/ui/boxes/{name}/rate-limit/remove", ""},
+		"entry": {"/ui/credentials", "name={name}&weight=2&value=" + visitorValue}, "reweigh": {"/ui/credentials/{entry}", "weight=3"},
+		"unentry": {"/ui/credentials/{entry}/remove", "confirm={name}"},
 	}
 	fronts := []frontEnd{
-		{"cli", func(a string) (string, string) { return "CLI", strings.Join(cliArgs[a][:2], " ") }, cli(local)},
-		{"cli-admin-url", apiRoute, cli(remote)},
+		{"cli", func(a string) (string, string) { return "CLI", strings.Join(cliArgs[a][:2], " ") }, cli(local), keyOf(cliArgs)},
+		{"cli-admin-url", apiRoute, cli(remote), func(a string) bool { return keyOf(cliArgs)(a) && keyOf(apiRoutes)(a) }},
 		{"api", apiRoute, func(t *testing.T, action, box string) {
 			rt := apiRoutes[action]
-			path := strings.NewReplacer("{name}", box, "{secret}", "STRIPE", "{principal}", "github:"+box).Replace(rt[1])
+			path := strings.NewReplacer("{name}", box, "{secret}", "STRIPE", "{principal}", "github:"+box, "{entry}", box).Replace(rt[1])
 			switch action {
 			case "revoke":
 				path = strings.ReplaceAll(path, "{id}", lastGrant(t, b, box))
@@ -144,12 +159,12 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 			if resp.StatusCode/100 != 2 {
 				t.Fatalf("%s %s = %d %s", rt[0], path, resp.StatusCode, rb)
 			}
-		}},
+		}, keyOf(apiRoutes)},
 		{"page", func(a string) (string, string) { return "POST", pageForms[a][0] }, func(t *testing.T, action, box string) {
 			f := pageForms[action]
 			form, _ := url.ParseQuery(strings.ReplaceAll(f[1], "{name}", box))
 			form.Set("csrf", csrf)
-			path := strings.NewReplacer("{name}", box, "{secret}", "STRIPE").Replace(f[0])
+			path := strings.NewReplacer("{name}", box, "{secret}", "STRIPE", "{entry}", box).Replace(f[0])
 			if action == "revoke" {
 				path = strings.ReplaceAll(path, "{id}", lastGrant(t, b, box))
 			}
@@ -165,7 +180,7 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 			if resp.StatusCode != http.StatusSeeOther && resp.StatusCode != http.StatusOK {
 				t.Fatalf("POST %s = %d %s", f[0], resp.StatusCode, rb)
 			}
-		}},
+		}, keyOf(pageForms)},
 	}
 	actions := []struct {
 		action  string
@@ -200,13 +215,18 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		{"unwindow", "removed the day budget of the box", func(_, _ store.Box, err error) bool { return err == nil }, "", false, false, false, false},
 		{"limit", "set the rate limit of the box to 0 input tokens, 0 output tokens and 7 requests", func(_, _ store.Box, err error) bool { return err == nil }, "", false, false, false, true},
 		{"unlimit", "removed the rate limit of the box", func(_, _ store.Box, err error) bool { return err == nil }, "", false, false, false, false},
+		{"entry", "set credential pool entry via-", func(_, _ store.Box, err error) bool { return err == nil }, "", false, false, false, false},
+		{"reweigh", "changed credential pool entry via-", func(_, _ store.Box, err error) bool { return err == nil }, "", false, false, false, false},
+		{"unentry", "removed credential pool entry via-", func(_, _ store.Box, err error) bool { return err == nil }, "", false, false, false, false},
+		{"admintoken", "made admin token adm-", func(_, _ store.Box, err error) bool { return err == nil }, "", false, false, false, false},
+		{"unadmintoken", "revoked admin token adm-", func(_, _ store.Box, err error) bool { return err == nil }, "", false, false, false, false},
 		{"remove", "removed the box and all kept for it", func(_, _ store.Box, err error) bool { return errors.Is(err, store.ErrNotFound) }, "", false, false, false, false},
 	}
 	for _, fe := range fronts {
 		box := "via-" + fe.name
 		for _, tt := range actions {
-			if _, ok := pageForms[tt.action]; fe.name == "page" && !ok {
-				continue // the page assigns no Fountain ids
+			if !fe.has(tt.action) {
+				continue
 			}
 			before, _ := b.Server.Store.Box(ctx, box)
 			fe.do(t, tt.action, box)
@@ -234,6 +254,12 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 			}
 			if ls, err := b.Server.Store.ListRateLimits(ctx, box); tt.action != "remove" && (err != nil || (len(ls) == 1 && ls[0].Principal == "" && ls[0].RPM == 7) != tt.limit) {
 				t.Errorf("%s through %s: rate limits %+v, %v, want the box's own 7 a minute held %v", tt.action, fe.name, ls, err, tt.limit)
+			}
+			if w := entryWeight(t, b, box); w != map[string]int{"entry": 2, "reweigh": 3}[tt.action] {
+				t.Errorf("%s through %s: pool entry %s has weight %d (0: none)", tt.action, fe.name, box, w)
+			}
+			if ts, err := b.Server.Store.ListAdminTokens(ctx); err != nil || slices.ContainsFunc(ts, func(a store.AdminToken) bool { return a.Name == box }) != (tt.action == "admintoken") {
+				t.Errorf("%s through %s: admin tokens %+v, %v, want one named %s %v", tt.action, fe.name, ts, err, box, tt.action == "admintoken")
 			}
 			if tt.grants != "" {
 				gs, err := b.Server.Store.ListGrants(ctx, box)
@@ -299,4 +325,44 @@ func lastGrant(t *testing.T, b *brokertest.Broker, box string) string {
 		t.Fatalf("grants of %s: %v, %v", box, gs, err)
 	}
 	return gs[0].ID
+}
+
+// entryWeight is the weight of the credential pool's entry name, 0 when
+// there is none.
+func entryWeight(t *testing.T, b *brokertest.Broker, name string) int {
+	t.Helper()
+	es, err := b.Server.Store.PoolEntries(context.Background())
+	if err != nil {
+		t.Fatalf("pool entries: %v", err)
+	}
+	for _, e := range es {
+		if e.Name == name {
+			return e.Weight
+		}
+	}
+	return 0
+}
+
+// adminTokenNamed is the ID of the admin token named name.
+func adminTokenNamed(t *testing.T, b *brokertest.Broker, name string) string {
+	t.Helper()
+	ts, err := b.Server.Store.ListAdminTokens(context.Background())
+	if err != nil {
+		t.Fatalf("admin tokens: %v", err)
+	}
+	for _, a := range ts {
+		if a.Name == name {
+			return a.ID
+		}
+	}
+	t.Fatalf("no admin token named %s in %+v", name, ts)
+	return ""
+}
+
+// keyOf says whether an action is a key of m.
+func keyOf[V any](m map[string]V) func(string) bool {
+	return func(a string) bool {
+		_, ok := m[a]
+		return ok
+	}
 }

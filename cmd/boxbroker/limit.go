@@ -95,14 +95,7 @@ func runLimitOn(ctx context.Context, c *cli, be *backend, sub string, lim store.
 		}
 		fmt.Fprintf(c.stdout, "set %s to %s; a call past it gets a 429 with Retry-After (every replica holds it within %s)\n", whose, rateWords(lim), time.Second)
 	case "remove":
-		err := be.RemoveRateLimit(ctx, box, principal)
-		if err != nil && strings.Contains(err.Error(), operator.NoRateLimit(box, principal)) {
-			return fmt.Errorf("there is no %s: %w", whose, remoteError(err))
-		}
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(c.stdout, "removed %s\n", whose)
+		return c.removed(be.RemoveRateLimit(ctx, box, principal), whose, "")
 	case "list":
 		vs, err := be.RateLimits(ctx, box)
 		if err != nil {
@@ -173,15 +166,7 @@ func runWindowBudget(ctx context.Context, c *cli, be *backend, sub, box, princip
 		whose = fmt.Sprintf("the %s budget of %s on box %s", w.Describe(), principal, box)
 	}
 	if sub == "remove" {
-		err := be.RemoveWindowBudget(ctx, box, principal, window)
-		if err != nil && strings.Contains(err.Error(), operator.NoWindowBudget(box, principal, window)) {
-			return fmt.Errorf("there is no %s: %w", whose, remoteError(err))
-		}
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(c.stdout, "removed %s; its calls are still measured\n", whose)
-		return nil
+		return c.removed(be.RemoveWindowBudget(ctx, box, principal, window), whose, "; its calls are still measured")
 	}
 	set := operator.WindowBudgetSetting{Window: window, USD: json.Number(strings.TrimPrefix(spend.FormatUSD(limit), "$")), Principal: &principal}
 	if _, err := be.SetWindowBudget(ctx, box, set); err != nil {

@@ -60,7 +60,7 @@ func runBoxPayer(ctx context.Context, c *cli, args []string) error {
 			return err
 		}
 		what = describe(payer.SharedAnthropic, value)
-		if isCloudKind(*credKind) {
+		if operator.IsCloud(*credKind) {
 			what = describeCloud(*credKind, value)
 			set.CredentialKind = *credKind
 		}

@@ -1,17 +1,14 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/admin/adminclient"
 	"github.com/intentius/boxbroker/internal/cloud"
-	"github.com/intentius/boxbroker/internal/payer"
 )
 
 // adminURLFlag adds --admin-url to fs: the admin API a command acts
@@ -50,79 +47,6 @@ func describeCloud(kind string, raw []byte) string {
 	return what + ", signed for each call"
 }
 
-// isCloudKind reports whether --kind names a cloud account.
-func isCloudKind(kind string) bool { return kind == cloud.KindBedrock || kind == cloud.KindVertex }
-
-// runCredentialRemote is `credential set|list|remove` through the admin
-// API. A credential set is sent as read, with its kind: the broker checks
-// it as `credential set` on the store does (operator.CheckCredential).
-func runCredentialRemote(ctx context.Context, c *cli, url, sub, id, kind string, yes bool) error {
-	cl, err := c.adminClient(url)
-	if err != nil {
-		return err
-	}
-	switch sub {
-	case "list":
-		creds, err := cl.ListCredentials(ctx)
-		if err != nil {
-			return remoteError(err)
-		}
-		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "CREDENTIAL\tKIND\tUPDATED")
-		for _, cr := range creds {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", safe(cr.ID), kindOrNot(cr.Kind), cr.UpdatedAt)
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-		entries, err := cl.Pool(ctx)
-		if err != nil {
-			return remoteError(err)
-		}
-		if len(entries) > 0 {
-			return c.printPool(entries, true)
-		}
-	}
-	return nil
-}
-
-// runPoolRemote adds or removes a pool entry through the admin API; an
-// entry added is sent as read, with its kind, for the broker to check.
-func runPoolRemote(ctx context.Context, c *cli, url, sub, name, kind string, weight int, baseURL string, yes bool) error {
-	cl, err := c.adminClient(url)
-	if err != nil {
-		return err
-	}
-	if sub == "remove" {
-		if !yes && !c.confirm(fmt.Sprintf("Remove the anthropic pool entry %s?", name)) {
-			return errors.New("not removed (pass --yes to remove without asking)")
-		}
-		if err := cl.RemovePoolEntry(ctx, name); err != nil {
-			return remoteError(err)
-		}
-		fmt.Fprintf(c.stdout, "removed anthropic pool entry %s\n", name)
-		return nil
-	}
-	value, err := c.readRawCredential(kind, fmt.Sprintf("anthropic pool entry %s credential (not echoed): ", name))
-	if err != nil {
-		return err
-	}
-	defer clear(value)
-	if !isCloudKind(kind) && describe(payer.SharedAnthropic, value) == unlikelyAnthropic {
-		defer c.warnUnlikelyAnthropic("anthropic pool entry " + name)
-	}
-	v, err := cl.SetPoolEntry(ctx, name, kind, weight, baseURL, value)
-	if err != nil {
-		return remoteError(err)
-	}
-	what := v.Kind
-	if isCloudKind(kind) {
-		what = describeCloud(kind, value)
-	}
-	fmt.Fprintf(c.stdout, "set anthropic pool entry %s (%s, weight %d), sealed at rest\n", name, what, v.Weight)
-	return nil
-}
-
 // parseViewTime reads a time the admin API wrote; zero for null.
 func parseViewTime(v *string) time.Time {
 	if v == nil {
@@ -130,4 +54,13 @@ func parseViewTime(v *string) time.Time {
 	}
 	t, _ := time.Parse(time.RFC3339Nano, *v)
 	return t
+}
+
+// rfc3339 is a time a view wrote, as the CLI prints times; "" for null.
+func rfc3339(v *string) string {
+	t := parseViewTime(v)
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
 }

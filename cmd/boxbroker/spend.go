@@ -2,15 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"math"
 	"text/tabwriter"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/spend"
-	"github.com/intentius/boxbroker/internal/store"
 )
 
 // runSpend answers `spend BOX [--month YYYY-MM]`: the broker's measured
@@ -35,75 +34,75 @@ func runSpend(ctx context.Context, c *cli, args []string) error {
 	if spend.Resets(*month).IsZero() {
 		return fmt.Errorf("%w: month %q is not written YYYY-MM", errUsage, *month)
 	}
-	if *adminURL != "" {
-		return runSpendRemote(ctx, c, *adminURL, box, *month)
-	}
-	st, err := openExisting(ctx, &cfg)
+	be, err := c.backend(ctx, &cfg, *adminURL, "spend", false, false)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	rep, err := spend.Compare(ctx, st, box, *month)
-	if errors.Is(err, store.ErrNotFound) {
-		return errors.New(operator.NoBox(box))
-	}
+	defer be.close()
+	sr, err := be.Spend(ctx, box, *month)
 	if err != nil {
-		return err
+		return remoteError(err)
 	}
-	printSpend(c, rep)
-	cr, err := spend.Cache(ctx, st, box, *month, time.Now())
-	if err != nil {
-		return err
-	}
-	printCache(c, cr)
+	printSpend(c, sr)
+	printCache(c, sr.Month, sr.Cache)
 	return nil
 }
 
-// printCache prints rep, a box's prompt-cache use, by payer kind and
-// pool entry: the month's and the last 24 hours' tokens and hit ratio.
-// It prints nothing when the box made no call in either.
-func printCache(c *cli, rep *spend.CacheReport) {
-	if len(rep.Lines) == 0 {
+// micros is dollars from a view as micro-dollars.
+func micros(usd float64) int64 { return int64(math.Round(usd * 1e6)) }
+
+// printCache prints v, a box's prompt-cache use in month, by payer kind
+// and pool entry: the month's and the last 24 hours' tokens and hit
+// ratio. It prints nothing when the box made no call in either.
+func printCache(c *cli, month string, v operator.CacheView) {
+	if len(v.ByEntry) == 0 {
 		return
 	}
-	fmt.Fprintf(c.stdout, "\nprompt cache, %s and the last 24 hours (from %s)\n", rep.Month, rep.Since.UTC().Format(time.RFC3339))
+	fmt.Fprintf(c.stdout, "\nprompt cache, %s and the last 24 hours (from %s)\n", month, rfc3339(&v.Since))
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PAYER\tENTRY\tHIT\tCACHE-READ\tCACHE-WRITE\tINPUT\tHIT-24H\tCACHE-READ-24H\tCACHE-WRITE-24H\tINPUT-24H")
-	row := func(payer, entry string, l spend.CacheLine) {
+	row := func(payer, entry string, m, d operator.CacheTokens) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%d\t%d\t%d\n", payer, entry,
-			hitRatio(l.Month), l.Month.CacheReadTokens, l.Month.CacheWriteTokens, l.Month.InputTokens,
-			hitRatio(l.Day), l.Day.CacheReadTokens, l.Day.CacheWriteTokens, l.Day.InputTokens)
+			hitRatio(m), m.CacheReadTokens, m.CacheWriteTokens, m.InputTokens,
+			hitRatio(d), d.CacheReadTokens, d.CacheWriteTokens, d.InputTokens)
 	}
-	for _, l := range rep.Lines {
-		entry := safe(l.Entry)
-		if entry == "" {
-			entry = "-"
+	for _, l := range v.ByEntry {
+		entry := "-"
+		if l.Entry != nil && *l.Entry != "" {
+			entry = safe(*l.Entry)
 		}
-		row(l.PayerKind, entry, l)
+		row(l.Payer, entry, l.Month, l.Last24h)
 	}
-	if len(rep.Lines) > 1 {
-		row("total", "", rep.Total)
+	if len(v.ByEntry) > 1 {
+		row("total", "", v.Month, v.Last24h)
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(c.stdout, "HIT is CACHE-READ over CACHE-READ, CACHE-WRITE and INPUT (the prompt's tokens read uncached).")
 }
 
-// hitRatio is c's prompt-cache hit ratio as a percentage, "-" when its
+// hitRatio is t's prompt-cache hit ratio as a percentage, "-" when its
 // calls had no prompt tokens.
-func hitRatio(c store.CacheUsage) string {
-	if c.CacheReadTokens+c.CacheWriteTokens+c.InputTokens <= 0 {
+func hitRatio(t operator.CacheTokens) string {
+	if t.HitRatio == nil {
 		return "-"
 	}
-	return fmt.Sprintf("%.1f%%", 100*c.HitRatio())
+	return fmt.Sprintf("%.1f%%", 100**t.HitRatio)
 }
 
-func printSpend(c *cli, rep *spend.Report) {
+// printSpend prints rep, a box's spend in a month, measured beside
+// reported, and the usage behind it.
+func printSpend(c *cli, rep operator.SpendReport) {
 	fmt.Fprintf(c.stdout, "box %s, %s (UTC)\n\n", rep.Box, rep.Month)
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PRINCIPAL\tMEASURED\tCALLS\tUNPRICED\tUNMEASURED\tCHARGED\tREPORTED\tRUNS\tDIFFERS")
-	reported := func(usd float64, runs int64, ok bool) (string, string) {
-		if !ok {
+	reported := func(r *operator.ReportedSpend) (string, string) {
+		if rep.Reported == nil {
 			return "-", "-"
+		}
+		var usd float64
+		var runs int64
+		if r != nil {
+			usd, runs = r.USD, r.Runs
 		}
 		return fmt.Sprintf("$%.2f", usd), fmt.Sprint(runs)
 	}
@@ -113,36 +112,26 @@ func printSpend(c *cli, rep *spend.Report) {
 		}
 		return ""
 	}
-	for _, l := range rep.Lines {
+	for _, l := range rep.ByPrincipal {
 		who := "(none)"
 		if l.Principal != nil {
 			who = safe(*l.Principal) // as the box reported it
 		}
-		var usd float64
-		var runs int64
-		if l.Reported != nil {
-			usd, runs = l.Reported.USD, l.Reported.Runs
-		}
-		r, n := reported(usd, runs, rep.Reported != nil)
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", who, spend.FormatUSD(l.Measured), l.Calls, l.Unpriced, l.Unmeasured,
-			spend.FormatUSD(l.Charged), r, n, flag(l.Differs))
+		r, n := reported(l.Reported)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", who, spend.FormatUSD(micros(l.MeasuredUSD)), l.Calls, l.Unpriced, l.Unmeasured,
+			spend.FormatUSD(micros(l.ChargedUSD)), r, n, flag(l.Differs))
 	}
-	var usd float64
-	var runs int64
-	if rep.Reported != nil {
-		usd, runs = rep.Reported.USD, rep.Reported.Runs
-	}
-	r, n := reported(usd, runs, rep.Reported != nil)
-	fmt.Fprintf(tw, "total\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", spend.FormatUSD(rep.Measured), rep.Calls, rep.Unpriced, rep.Unmeasured,
-		spend.FormatUSD(rep.Charged), r, n, flag(rep.Differs))
+	r, n := reported(rep.Reported)
+	fmt.Fprintf(tw, "total\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", spend.FormatUSD(micros(rep.MeasuredUSD)), rep.Calls, rep.Unpriced, rep.Unmeasured,
+		spend.FormatUSD(micros(rep.ChargedUSD)), r, n, flag(rep.Differs))
 	_ = tw.Flush()
 
 	switch {
 	case rep.Reported != nil:
 		fmt.Fprintf(c.stdout, "\nREPORTED is the spend the box's last report (%s) carried; a difference over a cent or 5%% is flagged.\n",
-			rep.ReportedAt.UTC().Format(time.RFC3339))
-	case rep.ReportedMonth != "":
-		fmt.Fprintf(c.stdout, "\nThe box's last report (%s) carried its spend for %s, not %s.\n", rep.ReportedAt.UTC().Format(time.RFC3339), safe(rep.ReportedMonth), rep.Month)
+			rfc3339(rep.ReportedAt))
+	case rep.ReportedMonth != nil && *rep.ReportedMonth != "":
+		fmt.Fprintf(c.stdout, "\nThe box's last report (%s) carried its spend for %s, not %s.\n", rfc3339(rep.ReportedAt), safe(*rep.ReportedMonth), rep.Month)
 	default:
 		fmt.Fprintln(c.stdout, "\nThe box's last report carried no spend.")
 	}
@@ -156,16 +145,16 @@ func printSpend(c *cli, rep *spend.Report) {
 	tw = tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PAYER\tPRINCIPAL\tMODEL\tCALLS\tINPUT\tOUTPUT\tCACHE-WRITE\tCACHE-READ\tCOST\tUNPRICED\tUNMEASURED")
 	for _, u := range rep.Usage {
-		who := safe(u.Principal)
-		if who == "" {
-			who = "-"
+		who := "-"
+		if u.Principal != nil && *u.Principal != "" {
+			who = safe(*u.Principal)
 		}
-		model := safe(u.Model) // as the box's request named it
-		if model == "" {
-			model = "(unknown)"
+		model := "(unknown)"
+		if u.Model != nil && *u.Model != "" {
+			model = safe(*u.Model) // as the box's request named it
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\n", u.PayerKind, who, model, u.Calls, u.InputTokens, u.OutputTokens,
-			u.CacheWriteTokens, u.CacheReadTokens, spend.FormatUSD(u.Cost), u.Unpriced, u.Unmeasured)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\n", u.Payer, who, model, u.Calls, u.InputTokens, u.OutputTokens,
+			u.CacheWriteTokens, u.CacheReadTokens, spend.FormatUSD(micros(u.CostUSD)), u.Unpriced, u.Unmeasured)
 	}
 	_ = tw.Flush()
 }

@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/intentius/boxbroker/internal/cloud"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/server"
@@ -68,7 +69,7 @@ func runVisitor(ctx context.Context, c *cli, args []string) error {
 			return err
 		}
 		what := describe(payer.SharedAnthropic, value)
-		if isCloudKind(*kind) {
+		if operator.IsCloud(*kind) {
 			what = describeCloud(*kind, value)
 		}
 		_, err = be.SetVisitor(ctx, principal, *kind, value)

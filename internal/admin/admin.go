@@ -124,8 +124,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Cache != nil {
 		c = cfg.Cache
 	}
+	var p *pool.Pool
+	if cfg.Cache != nil {
+		p = s.Pool()
+	}
 	var err error
-	if s.op, err = operator.New(operator.Config{Store: cfg.Store, Keyring: cfg.Keyring, Cache: c, Logger: cfg.Logger, Now: cfg.Now,
+	if s.op, err = operator.New(operator.Config{Store: cfg.Store, Keyring: cfg.Keyring, Cache: c, Pool: p, Logger: cfg.Logger, Now: cfg.Now,
 		DeadLetters: cfg.DeadLetters}); err != nil {
 		return nil, err
 	}

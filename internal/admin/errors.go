@@ -38,3 +38,15 @@ func Refusal(err error) (status int, typ, message string) {
 	}
 	return http.StatusInternalServerError, protocol.TypeAPI, "The broker could not complete the request."
 }
+
+// CodeOf is the operator.Code the admin API answers status for (each
+// code has its own status), 0 for a status no refusal has: how the admin
+// client maps a refusal back to the operator service's.
+func CodeOf(status int) operator.Code {
+	for code, r := range refusals {
+		if r.status == status {
+			return code
+		}
+	}
+	return 0
+}

@@ -2,12 +2,8 @@ package admin
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
-	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/operator"
@@ -16,24 +12,9 @@ import (
 )
 
 // Mint makes a new admin token named name, stores its hash, and returns
-// the token (to be shown once) with what was stored.
+// the token (to be shown once) with what was stored (operator.Mint).
 func Mint(ctx context.Context, st store.AdminTokens, name string, now time.Time) (string, store.AdminToken, error) {
-	if len(name) > 200 || strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return "", store.AdminToken{}, errors.New("an admin token's name is at most 200 characters with no control characters")
-	}
-	tok, err := token.NewAdmin()
-	if err != nil {
-		return "", store.AdminToken{}, err
-	}
-	id := make([]byte, 6)
-	if _, err := rand.Read(id); err != nil {
-		return "", store.AdminToken{}, fmt.Errorf("mint admin token: %w", err)
-	}
-	t := store.AdminToken{ID: "adm-" + hex.EncodeToString(id), Hash: token.Hash(tok), Name: name, CreatedAt: now.UTC()}
-	if err := st.CreateAdminToken(ctx, t); err != nil {
-		return "", store.AdminToken{}, fmt.Errorf("store admin token: %w", err)
-	}
-	return tok, t, nil
+	return operator.Mint(ctx, st, name, now)
 }
 
 // Lookup returns the admin token whose value is tok, comparing the

@@ -349,8 +349,15 @@ func (c *Cache) Settle(ctx context.Context) error {
 	if !c.opt.Shared {
 		return nil
 	}
-	// A millisecond more than the bound, for clocks that tick coarsely.
-	t := time.NewTimer(c.opt.MaxStale + time.Millisecond)
+	return WaitStale(ctx, c.opt.MaxStale)
+}
+
+// WaitStale waits out a staleness bound of maxStale, and a millisecond
+// more for clocks that tick coarsely: once it returns nil, every cache
+// held to that bound has read a write made before the call, or stopped
+// answering from memory. It returns ctx's error if ctx ends first.
+func WaitStale(ctx context.Context, maxStale time.Duration) error {
+	t := time.NewTimer(maxStale + time.Millisecond)
 	defer t.Stop()
 	select {
 	case <-t.C:

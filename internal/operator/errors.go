@@ -40,6 +40,19 @@ func (e *Error) Error() string { return e.Message }
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
 
+// CodeOf is the code of the refusal err holds (an *Error in its chain),
+// 0 when it holds none. A caller asks it, never the message, what kind of
+// refusal an action met: the admin client's errors hold the *Error the
+// admin API's status maps back to, so the answer is the same on either
+// backend.
+func CodeOf(err error) Code {
+	var oe *Error
+	if errors.As(err, &oe) {
+		return oe.Code
+	}
+	return 0
+}
+
 // Errorf is a refusal of code with a formatted message.
 func Errorf(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}

@@ -201,6 +201,8 @@ type Actions interface {
 	Budgets
 	WindowBudgets
 	RateLimits
+	Spending
+	Pools
 	Proposals
 	Spool
 }

@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/pool"
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -42,6 +43,10 @@ type Config struct {
 	// Cache, when set, is told of each write. Nil: none (the CLI on a
 	// data directory, whose running broker reads the store's change log).
 	Cache Cache
+	// Pool, when set, is the credential pool whose state and counts
+	// PoolEntries shows (a running broker's). Nil: PoolEntries reads the
+	// entries from the store, with no state or counts.
+	Pool *pool.Pool
 	// Logger receives what was done; never a token or a value. Default
 	// slog.Default().
 	Logger *slog.Logger

@@ -78,6 +78,18 @@ func (e *APIError) Error() string {
 	return fmt.Sprintf("the broker answered %d: %s", e.Status, e.Message)
 }
 
+// Unwrap returns the refusal as the operator service makes it: the code
+// its status answers (admin.CodeOf; none for a status no refusal has)
+// with its message, so that operator.CodeOf says the same of an action
+// through the admin API as of one on the store.
+func (e *APIError) Unwrap() error {
+	code := admin.CodeOf(e.Status)
+	if code == 0 {
+		return nil
+	}
+	return &operator.Error{Code: code, Message: e.Message}
+}
+
 // do sends method path with in as a JSON body (none when nil) and decodes
 // the answer into out (ignored when nil). A non-2xx answer is an *APIError.
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
@@ -259,9 +271,9 @@ func (c *Client) RemoveCredential(ctx context.Context, id string) error {
 	return c.do(ctx, http.MethodDelete, "/api/credentials/"+url.PathEscape(id), nil, nil)
 }
 
-// Pool lists the credential pool's entries, with the answering
+// PoolEntries lists the credential pool's entries, with the answering
 // replica's state and counts.
-func (c *Client) Pool(ctx context.Context) ([]admin.PoolEntryView, error) {
+func (c *Client) PoolEntries(ctx context.Context) ([]admin.PoolEntryView, error) {
 	var out admin.PoolList
 	err := c.do(ctx, http.MethodGet, "/api/credentials/pool", nil, &out)
 	return out.Entries, err

@@ -4,7 +4,6 @@ import (
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/operator"
 
-	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -12,8 +11,6 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/pool"
-	"github.com/intentius/boxbroker/internal/protocol"
-	"github.com/intentius/boxbroker/internal/store"
 )
 
 // The owner's page's Credentials page: the operator's Anthropic credential
@@ -21,9 +18,9 @@ import (
 // counts (what GET /api/credentials/pool serves), never a value. Its forms
 // add (or replace) an entry, change an entry's weight and URL, and remove
 // an entry after a confirmation page. They run behind the session and CSRF
-// checks (HandleUI), check and store entries through the admin API's own
-// code (checkEntry, setEntry, deleteEntry, with pool.CheckEntry as the CLI
-// uses it), and are recorded in the audit log with the admin as the actor
+// checks (HandleUI), check and store entries through the operator service
+// (SetPoolEntry, ChangePoolEntry, RemovePoolEntry, with pool.CheckEntry as
+// the CLI uses it), which records them in the audit log with the admin as the actor
 // and no box; no page and no refusal repeats a value, nor a refused URL,
 // which could hold one.
 
@@ -78,19 +75,20 @@ func (u *Page) poolPage(w http.ResponseWriter, r *http.Request, sess *Session) e
 	if u.cfg.Cache == nil {
 		return operator.Errorf(operator.NotImplemented, "This admin server reads no pool.")
 	}
-	stats, err := u.a.Pool().Stats(r.Context())
+	entries, err := u.a.Operator().PoolEntries(r.Context())
 	if err != nil {
-		return operator.StoreError(err, "", "")
+		return err
 	}
 	now := u.cfg.Now()
 	d := poolPageData{Broker: u.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Notice: poolNotices[r.URL.Query().Get("done")], Max: pool.MaxWeight}
-	for _, st := range stats {
-		row := poolRow{Name: st.Name, Kind: st.Kind, URL: st.URL, UpdatedAt: protocol.FormatTime(st.UpdatedAt), Weight: st.Weight,
-			State: st.State, Requests: st.Requests, R429: st.R429, R529: st.R529, Failures: st.Failures, Failovers: st.Failovers,
-			Default: st.Name == pool.Default}
-		if !st.Until.IsZero() {
-			row.Until = st.Until.UTC().Format("2006-01-02 15:04:05 UTC")
-			row.In = st.Until.Sub(now).Round(time.Second).String()
+	for _, e := range entries {
+		row := poolRow{Name: e.Name, Kind: e.Kind, URL: e.URL, UpdatedAt: e.UpdatedAt, Weight: e.Weight,
+			State: e.State, Requests: e.Requests, R429: e.R429, R529: e.R529, Failures: e.Failures, Failovers: e.Failovers,
+			Default: e.Name == pool.Default}
+		if e.Until != nil {
+			until, _ := time.Parse(time.RFC3339, *e.Until)
+			row.Until = until.UTC().Format("2006-01-02 15:04:05 UTC")
+			row.In = until.Sub(now).Round(time.Second).String()
 		}
 		d.Entries = append(d.Entries, row)
 	}
@@ -126,10 +124,10 @@ func entryFields(r *http.Request, name string) (int, string, error) {
 	}
 	// The name and weight first, with the URL left out: their refusals
 	// name no input.
-	if _, err := admin.CheckEntry(name, weight, ""); err != nil || rawURL == "" {
+	if _, err := operator.CheckEntry(name, weight, ""); err != nil || rawURL == "" {
 		return weight, "", err
 	}
-	u, err := admin.CheckEntry(name, weight, rawURL)
+	u, err := operator.CheckEntry(name, weight, rawURL)
 	if err != nil {
 		if name == pool.Default {
 			return 0, "", err // the Default entry's own refusal, which repeats nothing
@@ -156,12 +154,9 @@ func (u *Page) addEntry(w http.ResponseWriter, r *http.Request, sess *Session) e
 	if err != nil {
 		return err
 	}
-	v, err := u.a.SetPoolEntry(r.Context(), name, weight, base, &value)
+	v, err := u.op(r).SetPoolEntry(r.Context(), name, "", weight, base, []byte(value))
+	value = ""
 	if err != nil {
-		return err
-	}
-	msg := fmt.Sprintf("set credential pool entry %s (%s, weight %d, URL %s)", v.Name, v.Kind, v.Weight, orBroker(v.URL))
-	if err := u.op(r).Audit(r.Context(), "", 0, msg); err != nil {
 		return err
 	}
 	u.log.Info("owner's page: credential pool entry set", "entry", v.Name, "kind", v.Kind, "weight", v.Weight, "admin_token", sess.TokenID)
@@ -176,36 +171,11 @@ func (u *Page) editEntry(w http.ResponseWriter, r *http.Request, sess *Session) 
 	if err != nil {
 		return err
 	}
-	if name == pool.Default {
-		return operator.Errorf(operator.Invalid,
-			"The default entry is the shared credential: its weight is 1 and its URL the broker's --anthropic-url. Nothing was changed.")
-	}
 	weight, base, err := entryFields(r, name)
 	if err != nil {
 		return err
 	}
-	es, err := u.cfg.Store.PoolEntries(r.Context())
-	if err != nil {
-		return operator.StoreError(err, "", "")
-	}
-	var e *store.PoolEntry
-	for i := range es {
-		if es[i].Name == name {
-			e = &es[i]
-		}
-	}
-	if e == nil {
-		return operator.Errorf(operator.NotFound, "The credential pool has no entry named %s.", name)
-	}
-	e.Weight, e.URL, e.UpdatedAt = weight, base, u.cfg.Now().UTC()
-	if err := u.cfg.Store.SetPoolEntry(r.Context(), *e); err != nil {
-		return operator.StoreError(err, "", "")
-	}
-	if err := u.a.Changed(r.Context(), store.ChangePool, name); err != nil {
-		return err
-	}
-	msg := fmt.Sprintf("changed credential pool entry %s to weight %d, URL %s", name, weight, orBroker(base))
-	if err := u.op(r).Audit(r.Context(), "", 0, msg); err != nil {
+	if err := u.op(r).ChangePoolEntry(r.Context(), name, weight, base); err != nil {
 		return err
 	}
 	u.log.Info("owner's page: credential pool entry changed", "entry", name, "weight", weight, "admin_token", sess.TokenID)
@@ -234,10 +204,7 @@ func (u *Page) removeEntry(w http.ResponseWriter, r *http.Request, sess *Session
 			Default: name == pool.Default, Error: "Type the entry's name exactly to remove it; nothing was removed."})
 		return nil
 	}
-	if err := u.a.DeletePoolEntry(r.Context(), name); err != nil {
-		return err
-	}
-	if err := u.op(r).Audit(r.Context(), "", 0, "removed credential pool entry "+name); err != nil {
+	if err := u.op(r).RemovePoolEntry(r.Context(), name); err != nil {
 		return err
 	}
 	u.log.Info("owner's page: credential pool entry removed", "entry", name, "admin_token", sess.TokenID)
@@ -248,12 +215,4 @@ func (u *Page) removeEntry(w http.ResponseWriter, r *http.Request, sess *Session
 // backToPool sends the browser to the Credentials page, with done's notice.
 func backToPool(w http.ResponseWriter, r *http.Request, done string) {
 	http.Redirect(w, r, "/ui/credentials?done="+url.QueryEscape(done), http.StatusSeeOther)
-}
-
-// orBroker names an entry's URL, "" being the broker's.
-func orBroker(u string) string {
-	if u == "" {
-		return "the broker's"
-	}
-	return u
 }
