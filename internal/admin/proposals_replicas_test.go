@@ -1,8 +1,6 @@
 package admin_test
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -11,8 +9,6 @@ import (
 	"github.com/intentius/boxbroker/internal/approval"
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/protocol"
-	"github.com/intentius/boxbroker/internal/server"
-	"github.com/intentius/boxbroker/internal/store/postgres/postgrestest"
 )
 
 // TestProposals_TwoReplicas: two replicas on one PostgreSQL. A request
@@ -21,16 +17,7 @@ import (
 // request to two is served; a proposal denied through two stays refused
 // on one.
 func TestProposals_TwoReplicas(t *testing.T) {
-	dsn := postgrestest.Schema(t)
-	k := make([]byte, 32)
-	if _, err := rand.Read(k); err != nil {
-		t.Fatal(err)
-	}
-	opt := brokertest.Options{Config: func(c *server.Config) {
-		c.Store = dsn
-		c.MasterKey = hex.EncodeToString(k)
-	}}
-	one, two := brokertest.New(t, opt), brokertest.New(t, opt)
+	one, two := brokertest.Replicas(t, brokertest.Options{})
 	host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }))
 	t.Cleanup(host.Close)
 	tok := one.AddBox("alpha")

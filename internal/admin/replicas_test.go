@@ -1,16 +1,12 @@
 package admin_test
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"strings"
 	"testing"
 
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/payer"
-	"github.com/intentius/boxbroker/internal/server"
-	"github.com/intentius/boxbroker/internal/store/postgres/postgrestest"
 )
 
 // TestAdmin_TwoReplicas_InForceWhenAnswered runs two replicas on one
@@ -21,16 +17,7 @@ import (
 // budget are cached, so their answers wait out the cache's staleness bound
 // (Cache.Settle); grants are read from the store at each request.
 func TestAdmin_TwoReplicas_InForceWhenAnswered(t *testing.T) {
-	dsn := postgrestest.Schema(t)
-	k := make([]byte, 32)
-	if _, err := rand.Read(k); err != nil {
-		t.Fatal(err)
-	}
-	opt := brokertest.Options{Config: func(c *server.Config) {
-		c.Store = dsn
-		c.MasterKey = hex.EncodeToString(k)
-	}}
-	one, two := brokertest.New(t, opt), brokertest.New(t, opt)
+	one, two := brokertest.Replicas(t, brokertest.Options{})
 	tok := one.AdminToken
 	box := one.AddBox("alpha")
 	one.SetCredential(payer.SharedAnthropic, sharedKey)

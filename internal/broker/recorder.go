@@ -29,23 +29,15 @@ func (r *recorder) WriteHeader(code int) {
 		r.ResponseWriter.WriteHeader(code) // informational: the answer is still to come
 		return
 	}
-	stream := false
 	if !r.wrote {
 		r.status = code
-		stream = r.begin()
+		r.begin()
 	}
 	r.ResponseWriter.WriteHeader(code)
-	if stream {
-		// A stream's headers go to the box at once, from this shallow
-		// frame, not at its first event's flush deep in the forwarder's
-		// copy loop: the deepest moment of a goroutine sets the stack it
-		// holds for as long as the stream is open.
-		r.Flush()
-	}
 }
 
-// begin notes that the answer has begun, and reports whether it is a stream.
-func (r *recorder) begin() bool {
+// begin notes that the answer has begun, and whether it is a stream.
+func (r *recorder) begin() {
 	r.wrote = true
 	r.length = -1
 	if cl := r.Header().Get("Content-Length"); cl != "" {
@@ -57,7 +49,6 @@ func (r *recorder) begin() bool {
 	if stream && r.srv != nil {
 		r.srv.streamOpened(r.info)
 	}
-	return stream
 }
 
 func (r *recorder) Write(b []byte) (int, error) {

@@ -78,10 +78,6 @@ func (s *Server) serve(w *recorder, r *http.Request, info *requestInfo, hd *Hand
 		s.cfg.Metrics.DeclarationReport(err == nil)
 		return err
 	}
-	// What stays on the stack while an answer streams is kept small: a
-	// goroutine's stack is as large as its deepest moment, and an open
-	// stream holds it. So the rule is applied in admit, which has
-	// returned by then.
 	c, call, h, err := s.admit(w, r, info, hd)
 	if err != nil {
 		if info.box == "" {

@@ -1,6 +1,7 @@
 package capability_test
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"os"
@@ -47,16 +48,25 @@ var layers = []struct {
 	}},
 }
 
-// readModule returns, for every directory of the module holding Go
-// files (test files left out, as they are no one's dependency), the
-// directories of the module it imports.
-func readModule(t *testing.T) map[string][]string {
+// sourcePackage is one package of the module, as its source (test
+// files left out, as they are no one's dependency) says: the packages of
+// the module it imports, and the method names of each type it declares.
+type sourcePackage struct {
+	imports []string            // module-relative, e.g. "internal/broker"
+	methods map[string][]string // receiver type name → method names
+}
+
+// readModule reads every directory of the module holding Go files, by
+// its module-relative name ("internal/broker", "cmd/boxbroker"): the one
+// walk over the source that TestImports_Layers and
+// TestImports_PointOneWay read the import graph from.
+func readModule(t *testing.T) map[string]*sourcePackage {
 	t.Helper()
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}
-	pkgs := map[string][]string{}
+	pkgs := map[string]*sourcePackage{}
 	fset := token.NewFileSet()
 	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
@@ -71,7 +81,7 @@ func readModule(t *testing.T) map[string][]string {
 		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 			return nil
 		}
-		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
 		if err != nil {
 			return err
 		}
@@ -80,16 +90,31 @@ func readModule(t *testing.T) map[string][]string {
 			return err
 		}
 		name := filepath.ToSlash(rel)
-		if _, ok := pkgs[name]; !ok {
-			pkgs[name] = nil
+		p := pkgs[name]
+		if p == nil {
+			p = &sourcePackage{methods: map[string][]string{}}
+			pkgs[name] = p
 		}
 		for _, is := range f.Imports {
 			ip, err := strconv.Unquote(is.Path.Value)
 			if err != nil {
 				return err
 			}
-			if dep, ok := strings.CutPrefix(ip, modulePath); ok && !slices.Contains(pkgs[name], dep) {
-				pkgs[name] = append(pkgs[name], dep)
+			if dep, ok := strings.CutPrefix(ip, modulePath); ok && !slices.Contains(p.imports, dep) {
+				p.imports = append(p.imports, dep)
+			}
+		}
+		for _, decl := range f.Decls {
+			fd, ok := decl.(*ast.FuncDecl)
+			if !ok || fd.Recv == nil || len(fd.Recv.List) != 1 {
+				continue
+			}
+			recv := fd.Recv.List[0].Type
+			if star, ok := recv.(*ast.StarExpr); ok {
+				recv = star.X
+			}
+			if id, ok := recv.(*ast.Ident); ok {
+				p.methods[id.Name] = append(p.methods[id.Name], fd.Name.Name)
 			}
 		}
 		return nil
@@ -129,13 +154,13 @@ func TestImports_Layers(t *testing.T) {
 			}
 		}
 	}
-	for p, imports := range pkgs {
+	for p, sp := range pkgs {
 		lp, ok := layerOf[p]
 		if !ok {
 			t.Errorf("%s is in no layer: place it in this test's layers and in docs/architecture.md", p)
 			continue
 		}
-		for _, d := range imports {
+		for _, d := range sp.imports {
 			if ld, ok := layerOf[d]; ok && ld > lp {
 				t.Errorf("%s (%s) imports %s (%s), a layer above it", p, layers[lp].name, d, layers[ld].name)
 			}
@@ -143,8 +168,8 @@ func TestImports_Layers(t *testing.T) {
 	}
 	// Folders: no cycle.
 	edges := map[string]map[string]bool{}
-	for p, imports := range pkgs {
-		for _, d := range imports {
+	for p, sp := range pkgs {
+		for _, d := range sp.imports {
 			if fp, fd := folder(p), folder(d); fp != fd {
 				if edges[fp] == nil {
 					edges[fp] = map[string]bool{}

@@ -141,8 +141,6 @@ func Forwarded(method, p string) bool {
 }
 
 // Serve answers hello, or forwards the call on the payer's credential.
-// It stays small: its frame is on the stack for as long as the answer
-// streams.
 func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capability.Call) error {
 	out, err := c.prepare(w, r, call)
 	if out == nil || err != nil {

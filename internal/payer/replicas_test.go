@@ -13,7 +13,6 @@ import (
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
-	"github.com/intentius/boxbroker/internal/store/postgres"
 	"github.com/intentius/boxbroker/internal/store/postgres/postgrestest"
 )
 
@@ -22,21 +21,9 @@ import (
 // written through replica one's store; replica two's very next request
 // sees it, with no poll of its cache in between.
 func TestGrant_TwoReplicasOnPostgres_NextRequestSeesEveryChange(t *testing.T) {
-	dsn := postgrestest.Schema(t)
 	ctx := context.Background()
-	dir := t.TempDir()
 	clk := &clock{t: time.Now().UTC()}
-	replica := func() *brokertest.Broker {
-		st, err := postgres.Open(ctx, dsn)
-		if err != nil {
-			t.Fatalf("postgres.Open = %v", err)
-		}
-		return brokertest.New(t, brokertest.Options{
-			Config:        func(c *server.Config) { c.DataDir = dir },
-			ServerOptions: func(o *server.Options) { o.Store, o.Now = st, clk.Now },
-		})
-	}
-	one, two := replica(), replica()
+	one, two := brokertest.Replicas(t, brokertest.Options{ServerOptions: func(o *server.Options) { o.Now = clk.Now }})
 	token := one.AddBox("a")
 	one.SetCredential(payer.SharedAnthropic, sharedKey)
 	one.SetCredential(payer.VisitorAnthropic(visitor), visitorKey)

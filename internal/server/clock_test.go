@@ -24,7 +24,7 @@ import (
 func TestReplicas_ClockAheadDoesNotReleaseLiveReservations(t *testing.T) {
 	dsn := postgrestest.Schema(t)
 	ctx := context.Background()
-	key := newMasterKey(t)
+	key := brokertest.MasterKey(t)
 	open := func() *postgres.Store {
 		st, err := postgres.Open(ctx, dsn)
 		if err != nil {

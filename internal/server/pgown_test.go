@@ -24,7 +24,7 @@ func TestPostgresFrozenStoppedRestarted(t *testing.T) {
 		t.Skip("starts, freezes and restarts a PostgreSQL cluster of its own (a few seconds): runs with BOXBROKER_FULL=1 (./test.sh's full run, CI)")
 	}
 	pg := postgrestest.OwnCluster(t)
-	key := newMasterKey(t)
+	key := brokertest.MasterKey(t)
 	b := brokertest.New(t, brokertest.Options{Config: func(c *server.Config) {
 		c.Store = pg.DSN
 		c.MasterKey = key

@@ -145,7 +145,7 @@ func TestPostgresCutOff_Answered503(t *testing.T) {
 	}
 	rl := newRelay(t, u.Host)
 	u.Host = rl.addr()
-	key := newMasterKey(t)
+	key := brokertest.MasterKey(t)
 	logs := &logBuffer{}
 	b := brokertest.New(t, brokertest.Options{Logs: logs, Config: func(c *server.Config) {
 		c.Store = u.String()

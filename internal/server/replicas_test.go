@@ -32,16 +32,6 @@ import (
 	bbtoken "github.com/intentius/boxbroker/internal/token"
 )
 
-// newMasterKey is a fresh master key, hex, as BOXBROKER_MASTER_KEY takes it.
-func newMasterKey(t testing.TB) string {
-	t.Helper()
-	k := make([]byte, 32)
-	if _, err := rand.Read(k); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(k)
-}
-
 // replica is one boxbroker replica under test, served on a loopback port.
 type replica struct {
 	srv    *server.Server
@@ -186,19 +176,6 @@ func TestReplicas_Conformance(t *testing.T) {
 	}
 }
 
-// twoReplicas starts two replicas through brokertest on one fresh
-// PostgreSQL schema, with one master key.
-func twoReplicas(t *testing.T) (a, b *brokertest.Broker) {
-	t.Helper()
-	dsn := postgrestest.Schema(t)
-	key := newMasterKey(t)
-	opt := brokertest.Options{Config: func(c *server.Config) {
-		c.Store = dsn
-		c.MasterKey = key
-	}}
-	return brokertest.New(t, opt), brokertest.New(t, opt)
-}
-
 // models asks for the model list with token, a request needing agent.
 func models(b *brokertest.Broker, token string) brokertest.Response {
 	return b.Do(http.MethodGet, "/llm/anthropic/v1/models", token, nil, nil)
@@ -209,7 +186,7 @@ func models(b *brokertest.Broker, token string) brokertest.Response {
 // trial, each report taking agent away or giving it back, while B holds
 // the report before it in memory.
 func TestReplicas_ReportJudgedByTheOther(t *testing.T) {
-	a, b := twoReplicas(t)
+	a, b := brokertest.Replicas(t, brokertest.Options{})
 	token := a.AddBox("box-1")
 	a.SetCredential(payer.SharedAnthropic, "sk-ant-replicas")
 
@@ -256,7 +233,7 @@ func TestReplicas_ReportJudgedByTheOther(t *testing.T) {
 // the store, as boxbroker box rotate does, and measures how long each
 // replica goes on taking the old token: never longer than MaxStale.
 func TestReplicas_RotationTakesEffectOnTheOther(t *testing.T) {
-	a, b := twoReplicas(t)
+	a, b := brokertest.Replicas(t, brokertest.Options{})
 	ctx := t.Context()
 	token := a.AddBox("box-1")
 	a.SetCredential(payer.SharedAnthropic, "sk-ant-replicas")
@@ -416,7 +393,7 @@ func (o *outage) LastChange(ctx context.Context) (int64, error) {
 // meanwhile, and nothing is lost.
 func TestReplicas_FailClosedWhileTheStoreIsDown(t *testing.T) {
 	dsn := postgrestest.Schema(t)
-	key := newMasterKey(t)
+	key := brokertest.MasterKey(t)
 	cfg := func(c *server.Config) {
 		c.Store = dsn
 		c.MasterKey = key
@@ -520,10 +497,10 @@ func TestReplicas_OtherMasterKeyRefused(t *testing.T) {
 			c.MasterKey = key
 		}
 	}
-	a := brokertest.New(t, brokertest.Options{Config: cfg(newMasterKey(t))})
+	a := brokertest.New(t, brokertest.Options{Config: cfg(brokertest.MasterKey(t))})
 	a.SetCredential(payer.SharedAnthropic, "sk-ant-replicas")
 
-	other := newMasterKey(t)
+	other := brokertest.MasterKey(t)
 	c := server.Config{Store: dsn, MasterKey: other, DataDir: t.TempDir()}
 	srv, err := server.New(t.Context(), c, server.Options{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err == nil {
@@ -540,7 +517,7 @@ func TestReplicas_OtherMasterKeyRefused(t *testing.T) {
 // and back, and measures how long the other replica goes on judging by
 // the binding before: never longer than MaxStale.
 func TestReplicas_RebindTakesEffectOnTheOther(t *testing.T) {
-	a, b := twoReplicas(t)
+	a, b := brokertest.Replicas(t, brokertest.Options{})
 	ctx := t.Context()
 	token := a.AddBox("box-1")
 	a.SetCredential(payer.SharedAnthropic, "sk-ant-replicas")
@@ -580,13 +557,7 @@ func TestReplicas_RebindTakesEffectOnTheOther(t *testing.T) {
 // request after the moment is refused on every replica, with no wait.
 func TestReplicas_GraceEndAndExpiryTakeEffectOnEveryReplica(t *testing.T) {
 	var clk clock
-	dsn := postgrestest.Schema(t)
-	key := newMasterKey(t)
-	opt := brokertest.Options{ServerOptions: clk.options, Config: func(c *server.Config) {
-		c.Store = dsn
-		c.MasterKey = key
-	}}
-	a, b := brokertest.New(t, opt), brokertest.New(t, opt)
+	a, b := brokertest.Replicas(t, brokertest.Options{ServerOptions: clk.options})
 	ctx := t.Context()
 	old := a.AddBox("box-1")
 	a.SetCredential(payer.SharedAnthropic, "sk-ant-replicas")

@@ -197,8 +197,7 @@ func (o *observer) event(line []byte) {
 	if !o.named && !bytes.HasPrefix(data, startData) && !bytes.HasPrefix(data, deltaData) {
 		return
 	}
-	var e eventFields
-	aside(func() { e, ok = readEvent(data) })
+	e, ok := readEvent(data)
 	if !ok {
 		return
 	}
@@ -239,8 +238,6 @@ func (o *observer) parseJSON() bool {
 	if o.answer == nil {
 		return false
 	}
-	// Read here, not aside: the answer is over, and a fresh goroutine's
-	// stack would grow to read it (BenchmarkServe_SmallCall: 7 µs a call).
 	model, u, ok := readAnswer(*o.answer)
 	if !ok {
 		return false
@@ -248,20 +245,4 @@ func (o *observer) parseJSON() bool {
 	o.model = model
 	u.tokens(&o.tokens)
 	return true
-}
-
-// aside runs f on a goroutine of its own and waits for it. The answer is
-// read on the goroutine that copies it to the box, which stays for as
-// long as the stream is open, and a goroutine keeps the stack of its
-// deepest moment: reading an event's JSON there doubled an idle stream's
-// stack (8 KiB more a stream, TestIdleStreamMemory). Two events a stream
-// are read, so the goroutine, whose stack grows to read them (a few µs),
-// costs nothing a stream would notice.
-func aside(f func()) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f()
-	}()
-	<-done
 }

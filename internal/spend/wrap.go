@@ -109,10 +109,8 @@ type readCloser struct {
 	io.Closer
 }
 
-// Serve reserves the request's bound against its budgets, serves it with
-// its upstream answers metered, and settles. It stays small, the work
-// being in prepare: its frame is on the stack for as long as the answer
-// streams, and a goroutine's stack is as large as its deepest moment.
+// Serve reserves the request's bound against its budgets (prepare),
+// serves it with its upstream answers metered, and settles.
 func (c *metered) Serve(w http.ResponseWriter, r *http.Request, call *capability.Call) error {
 	mc, err := c.prepare(w, r, call)
 	if err != nil {
@@ -157,8 +155,7 @@ func (c *metered) prepare(w http.ResponseWriter, r *http.Request, call *capabili
 	// The estimate may read the body; what is forwarded in its place
 	// goes on a copy of r, so the server's own request keeps its own
 	// body, read to its end, with nothing for the server to drain before
-	// it answers (draining it deepens the stack every open stream then
-	// holds).
+	// it answers.
 	e, err := c.estimate(r, call.Box.Name)
 	if err != nil {
 		return nil, err

@@ -24,8 +24,39 @@ import (
 	"github.com/intentius/boxbroker/internal/token"
 )
 
-// chromium is Debian's Chromium, which the browser test drives.
+// chromium is Debian's Chromium, which the browser tests drive.
 const chromium = "/usr/bin/chromium"
+
+// startChromium starts headless Chromium for one test, with a 1280×900 window,
+// and stops it when the test ends. Without Chromium it skips the test,
+// saying that untested (e.g. "the owner's page") is not tested in a
+// browser. It returns the browser's context and, under it, run: a bound
+// of two minutes on the whole run, so that a wedged browser fails the
+// test rather than hanging it (nothing is asserted about how long
+// anything took). After run has ended, the browser's context can still
+// read the page for a failure message.
+func startChromium(t *testing.T, untested string) (run, browserCtx context.Context) {
+	t.Helper()
+	if _, err := os.Stat(chromium); err != nil {
+		t.Skipf("no %s (apt-get install -y chromium): %s is not tested in a browser", chromium, untested)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium),
+		chromedp.NoSandbox, // the test may run as root
+		chromedp.DisableGPU,
+		chromedp.WindowSize(1280, 900),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	t.Cleanup(cancelBrowser)
+	if err := chromedp.Do(bctx); err != nil { // start the browser
+		t.Fatalf("start %s: %v", chromium, err)
+	}
+	run, cancelRun := context.WithTimeout(bctx, 2*time.Minute)
+	t.Cleanup(cancelRun)
+	return run, bctx
+}
 
 // updateScreenshots makes TestOwnerPage_Browser seed a fleet of 40 boxes
 // with traffic and write its screenshots into docs/ (the only test that
@@ -45,9 +76,6 @@ var updateScreenshots = flag.Bool("update-screenshots", false, "write docs/owner
 // A real browser holds the page to what a test client would not: it found
 // that Referrer-Policy: no-referrer makes Chromium post "Origin: null".
 func TestOwnerPage_Browser(t *testing.T) {
-	if _, err := os.Stat(chromium); err != nil {
-		t.Skipf("no %s (apt-get install -y chromium): the owner's page is not tested in a browser", chromium)
-	}
 	// An upstream reporting the usage of a sizeable turn, so that the
 	// measured spend reads in dollars and cents.
 	upstream := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -126,24 +154,7 @@ func TestOwnerPage_Browser(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium),
-		chromedp.NoSandbox, // the test may run as root
-		chromedp.DisableGPU,
-		chromedp.WindowSize(1280, 900),
-	)
-	actx, cancel := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancel()
-	bctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	if err := chromedp.Do(bctx); err != nil { // start the browser
-		t.Fatalf("start %s: %v", chromium, err)
-	}
-	// A bound on the whole run, so a wedged browser fails the test rather
-	// than hanging it; nothing is asserted about how long anything took.
-	tctx, cancel := context.WithTimeout(bctx, 2*time.Minute)
-	defer cancel()
-
+	tctx, _ := startChromium(t, "the owner's page")
 	text := func(what string) string {
 		t.Helper()
 		s, err := chromedp.Run(tctx, chromedp.Text(chromedp.CSS("main")))

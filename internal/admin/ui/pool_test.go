@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -459,29 +458,10 @@ func (l *lockedBuffer) String() string {
 // field, changes its weight on its row, and removes it through the
 // confirmation page; no page's HTML, read after each step, holds a value.
 func TestUIPool_Browser(t *testing.T) {
-	if _, err := os.Stat(chromium); err != nil {
-		t.Skipf("no %s (apt-get install -y chromium): the Credentials page is not tested in a browser", chromium)
-	}
 	b := brokertest.New(t, brokertest.Options{})
 	b.SetCredential(pool.SharedID, keyDefault)
 	ctx := context.Background()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium),
-		chromedp.NoSandbox, // the test may run as root
-		chromedp.DisableGPU,
-		chromedp.WindowSize(1280, 800),
-	)
-	actx, cancel := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancel()
-	bctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	if err := chromedp.Do(bctx); err != nil {
-		t.Fatalf("start %s: %v", chromium, err)
-	}
-	// A bound on the whole run, so a wedged browser fails the test rather
-	// than hanging it; nothing is asserted about how long anything took.
-	tctx, cancel := context.WithTimeout(bctx, 2*time.Minute)
-	defer cancel()
+	tctx, _ := startChromium(t, "the Credentials page")
 	html := func(what string) string {
 		t.Helper()
 		h, err := chromedp.Run(tctx, chromedp.OuterHTML(chromedp.CSS("html")))

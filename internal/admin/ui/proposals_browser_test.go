@@ -1,12 +1,9 @@
 package ui_test
 
 import (
-	"context"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -19,9 +16,6 @@ import (
 // approves it with the row's form (its CSRF secret and all), and the
 // box's retried request is served.
 func TestOwnerPage_BrowserApprovesAProposal(t *testing.T) {
-	if _, err := os.Stat(chromium); err != nil {
-		t.Skipf("no %s (apt-get install -y chromium): the owner's page is not tested in a browser", chromium)
-	}
 	b := brokertest.New(t, brokertest.Options{})
 	tok := askingBox(t, b)
 	if r := b.Do("POST", "/egress/ECHO/write/1", tok, nil, nil); r.StatusCode != http.StatusForbidden {
@@ -33,21 +27,7 @@ func TestOwnerPage_BrowserApprovesAProposal(t *testing.T) {
 	}
 	id := ps[0].ID
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium),
-		chromedp.NoSandbox, // the test may run as root
-		chromedp.DisableGPU,
-		chromedp.WindowSize(1280, 900),
-	)
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	bctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	if err := chromedp.Do(bctx); err != nil {
-		t.Fatalf("start %s: %v", chromium, err)
-	}
-	tctx, cancel := context.WithTimeout(bctx, 2*time.Minute)
-	defer cancel()
+	tctx, _ := startChromium(t, "the owner's page")
 	if err := chromedp.Do(tctx,
 		chromedp.Navigate(b.AdminURL+"/ui/"),
 		chromedp.WaitVisible(chromedp.ID("token")),

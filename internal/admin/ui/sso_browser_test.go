@@ -1,11 +1,8 @@
 package ui_test
 
 import (
-	"context"
-	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -16,28 +13,10 @@ import (
 // set by a callback the provider's redirect reached, must still be sent
 // when the browser moves on to the list of boxes.
 func TestSSO_Browser(t *testing.T) {
-	if _, err := os.Stat(chromium); err != nil {
-		t.Skipf("no %s (apt-get install -y chromium): single sign-on is not tested in a browser", chromium)
-	}
 	s := newSSOBrokerAt(t, "localhost", "email", []string{"ops@example.com"}, nil)
 	s.idp.SignInAs("operator-1", email("ops@example.com"))
 	s.idp.ShowPage(true)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium),
-		chromedp.NoSandbox, // the test may run as root
-		chromedp.DisableGPU,
-	)
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	bctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	if err := chromedp.Do(bctx); err != nil {
-		t.Fatalf("start %s: %v", chromium, err)
-	}
-	// A bound on the whole run, so a wedged browser fails the test rather
-	// than hanging it; nothing is asserted about how long anything took.
-	tctx, cancel := context.WithTimeout(bctx, 90*time.Second)
-	defer cancel()
+	tctx, bctx := startChromium(t, "single sign-on")
 	if err := chromedp.Do(tctx,
 		chromedp.Navigate(s.base+"/ui/"),
 		chromedp.WaitVisible(chromedp.CSS("#sso")),
