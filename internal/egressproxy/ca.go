@@ -286,24 +286,6 @@ func (ca *CA) CertPEM() []byte {
 	return out
 }
 
-// Certificate is the certificate of the CA that signs now.
-func (ca *CA) Certificate() *x509.Certificate {
-	ca.mu.Lock()
-	defer ca.mu.Unlock()
-	return ca.signerLocked(ca.now()).cert
-}
-
-// Pending is the certificate of the CA a rotation made and the moment
-// it signs from, or nil when no rotation is pending.
-func (ca *CA) Pending() (*x509.Certificate, time.Time) {
-	ca.mu.Lock()
-	defer ca.mu.Unlock()
-	if ca.next == nil || ca.signerLocked(ca.now()) == ca.next {
-		return nil, time.Time{}
-	}
-	return ca.next.cert, ca.nextFrom
-}
-
 // warnBefore is how long before the signing CA expires Warning says to
 // rotate it, when no rotation is pending.
 const warnBefore = 30 * 24 * time.Hour
