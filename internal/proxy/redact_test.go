@@ -16,6 +16,13 @@ import (
 	"testing/iotest"
 )
 
+// NewRedactor returns a Redactor reading src and replacing every old with
+// new, as bytes.ReplaceAll would (an empty old replaces nothing); for
+// the tests (proxy_test's too), as the broker redacts through a FormSet.
+func NewRedactor(src io.ReadCloser, old, new []byte) *Redactor {
+	return NewFormRedactor(src, []Form{{Old: old, New: new}})
+}
+
 // chunks is a reader that returns its data in the given read sizes, then
 // err (io.EOF when nil).
 type chunks struct {
