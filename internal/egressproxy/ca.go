@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -89,9 +90,7 @@ type leaf struct {
 // CALifetime, its key sealed). Replicas racing to make it all end with
 // the one stored first. now is the clock (nil: time.Now).
 func LoadCA(ctx context.Context, st store.ProxyAuthority, keyring *secrets.Keyring, now func() time.Time) (*CA, error) {
-	if now == nil {
-		now = time.Now
-	}
+	defaults.Clock(&now)
 	rec, err := st.ProxyCA(ctx)
 	if errors.Is(err, store.ErrNotFound) {
 		var made store.ProxyCA
