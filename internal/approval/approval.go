@@ -30,6 +30,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -105,18 +106,10 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("approval: no store")
 	}
-	if cfg.MaxPending <= 0 {
-		cfg.MaxPending = DefaultMaxPending
-	}
-	if cfg.PendingFor <= 0 {
-		cfg.PendingFor = DefaultPendingFor
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	defaults.Positive(&cfg.MaxPending, DefaultMaxPending)
+	defaults.Positive(&cfg.PendingFor, DefaultPendingFor)
+	defaults.Clock(&cfg.Now)
+	defaults.Logger(&cfg.Logger)
 	return &Service{cfg: cfg}, nil
 }
 

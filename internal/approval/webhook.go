@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/webhook"
 )
@@ -53,9 +54,7 @@ func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
 	if cfg.Shape != ShapeJSON && cfg.Shape != ShapeSlack {
 		return nil, fmt.Errorf("approval webhook: shape %q is not json or slack", cfg.Shape)
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	defaults.Logger(&cfg.Logger)
 	s, err := webhook.New(webhook.Config{URL: cfg.URL, Key: cfg.Key, Name: "approval webhook", Client: cfg.Client,
 		Attempts: cfg.Attempts, Backoff: cfg.Backoff, Now: cfg.Now, Logger: cfg.Logger})
 	if err != nil {

@@ -44,6 +44,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -166,24 +167,16 @@ func Open(cfg Config) (*Sink, error) {
 	if cfg.URL == nil || cfg.Dir == "" {
 		return nil, errors.New("auditsink: URL and Dir are required")
 	}
-	if cfg.MaxBacklog <= 0 {
-		cfg.MaxBacklog = DefaultMaxBacklog
-	}
-	if cfg.Batch <= 0 {
-		cfg.Batch = DefaultBatch
-	}
-	if cfg.MinBackoff <= 0 {
-		cfg.MinBackoff = DefaultMinBackoff
-	}
+	defaults.Positive(&cfg.MaxBacklog, DefaultMaxBacklog)
+	defaults.Positive(&cfg.Batch, DefaultBatch)
+	defaults.Positive(&cfg.MinBackoff, DefaultMinBackoff)
 	if cfg.MaxBackoff < cfg.MinBackoff {
 		cfg.MaxBackoff = max(DefaultMaxBackoff, cfg.MinBackoff)
 	}
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{Timeout: DefaultTimeout}
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	defaults.Logger(&cfg.Logger)
 	s := &Sink{cfg: cfg, dir: filepath.Join(cfg.Dir, "auditsink"), log: cfg.Logger, wake: make(chan struct{}, 1)}
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("auditsink: %w", err)

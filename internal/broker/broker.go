@@ -21,6 +21,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/cache"
 	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/metrics"
 	"github.com/intentius/boxbroker/internal/outbox"
 	"github.com/intentius/boxbroker/internal/payer"
@@ -112,12 +113,8 @@ func New(cfg Config) (*Server, error) {
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("broker config: %s", strings.Join(problems, "; "))
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
+	defaults.Logger(&cfg.Logger)
+	defaults.Clock(&cfg.Now)
 	if cfg.TokenNow == nil {
 		cfg.TokenNow = cfg.Now
 	}

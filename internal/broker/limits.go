@@ -39,7 +39,7 @@ type limiter struct {
 	swept time.Time // when sweepLocked last ran
 }
 
-// sweepEvery is how often acquire looks over every box for the idle
+// sweepEvery is how often take looks over every box for the idle
 // ones to forget, besides the box each release forgets.
 const sweepEvery = time.Minute
 
@@ -54,21 +54,6 @@ func newLimiter(l Limits, now func() time.Time) *limiter {
 		l.Burst = int(math.Max(1, math.Ceil(l.Rate)))
 	}
 	return &limiter{lim: l, now: now, boxes: map[string]*boxLimit{}, swept: now()}
-}
-
-// acquire admits one request of box, returning the function that ends it,
-// or a 429 refusal saying when to try again. The release may be called
-// more than once: only the first call ends the request.
-func (l *limiter) acquire(box string) (release func(), err error) {
-	h, err := l.take(box)
-	if err != nil {
-		return nil, err
-	}
-	if h.b == nil {
-		return noRelease, nil
-	}
-	var once sync.Once
-	return func() { once.Do(h.release) }, nil
 }
 
 // held is one request a limiter admitted, until release (called once)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +17,24 @@ type clock struct{ t time.Time }
 func (c *clock) now() time.Time { return c.t }
 
 func newClock() *clock { return &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)} }
+
+// acquire admits one request of box through take, as the broker does,
+// returning the function that ends it, or a 429 refusal saying when to
+// try again. The release may be called more than once: only the first
+// call ends the request.
+func (l *limiter) acquire(box string) (release func(), err error) {
+	h, err := l.take(box)
+	if err != nil {
+		return nil, err
+	}
+	if h.b == nil {
+		return noRelease, nil
+	}
+	var once sync.Once
+	return func() { once.Do(h.release) }, nil
+}
+
+func noRelease() {}
 
 // boxesHeld is how many boxes l keeps an entry for.
 func boxesHeld(l *limiter) int {

@@ -91,8 +91,6 @@ func (s *Server) serve(w *recorder, r *http.Request, info *requestInfo, hd *Hand
 	return c.Serve(w, r, call)
 }
 
-func noRelease() {}
-
 // leaveBody makes the refusal of r, whose body the broker has not read to
 // its end, leave that body unread: the answer closes the connection, and
 // the server stops reading it soon after (leaveGrace). Otherwise net/http

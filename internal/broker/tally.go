@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/defaults"
 )
 
 // DefaultTallyEvery is how often the tallies of refusals made before a
@@ -144,9 +145,7 @@ func sourceOf(r *http.Request) string {
 // every Config.TallyEvery until ctx ends, and once more then.
 func (s *Server) Run(ctx context.Context) {
 	every := s.cfg.TallyEvery
-	if every <= 0 {
-		every = DefaultTallyEvery
-	}
+	defaults.Positive(&every, DefaultTallyEvery)
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {

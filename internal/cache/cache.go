@@ -35,6 +35,7 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
+	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -113,21 +114,13 @@ type Cache struct {
 // New returns a Cache over st. Call Run to keep it fresh; until Run has
 // polled once, every read goes to the store.
 func New(st store.Store, opt Options) *Cache {
-	if opt.PollEvery <= 0 {
-		opt.PollEvery = DefaultPollEvery
-	}
-	if opt.MaxStale <= 0 {
-		opt.MaxStale = DefaultMaxStale
-	}
+	defaults.Positive(&opt.PollEvery, DefaultPollEvery)
+	defaults.Positive(&opt.MaxStale, DefaultMaxStale)
 	if opt.IdleAfter == 0 {
 		opt.IdleAfter = DefaultIdleAfter
 	}
-	if opt.Logger == nil {
-		opt.Logger = slog.Default()
-	}
-	if opt.Now == nil {
-		opt.Now = time.Now
-	}
+	defaults.Logger(&opt.Logger)
+	defaults.Clock(&opt.Now)
 	if opt.Changes == nil {
 		opt.Changes = st
 	}

@@ -154,13 +154,6 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// Errorf returns an *Error with a formatted message and no Reason (the
-// admin API's refusals, which the broker's records do not keep). A
-// refusal of a box's request is made with Refuse, which names its reason.
-func Errorf(status int, typ, format string, args ...any) *Error {
-	return &Error{Status: status, Type: typ, Message: fmt.Sprintf(format, args...)}
-}
-
 // Owns reports whether path belongs to prefix: it equals it or continues
 // with "/".
 func Owns(prefix, path string) bool {

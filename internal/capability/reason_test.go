@@ -24,8 +24,7 @@ var refusing = []string{"broker", "capability", "decide", "egress", "egressproxy
 // refuses a box's request and holds that each refusal names its reason
 // from capability.Reasons: every capability.Error it makes has a Reason,
 // given as a capability.Reason* constant (or taken from another
-// refusal); no refusal is made with
-// capability.Errorf, which names none; no reason is a string literal.
+// refusal); no reason is a string literal.
 // It holds as well that each reason is a short lower-case word listed in
 // docs/observability.md, and that ReasonOf, for an Error made without a
 // Reason, never gives a status's text.
@@ -60,10 +59,9 @@ func TestRefusals_EveryReasonIsNamed(t *testing.T) {
 			ast.Inspect(f, func(n ast.Node) bool {
 				switch n := n.(type) {
 				case *ast.FuncDecl:
-					// The two constructors themselves: Errorf names no
-					// reason (the admin API's refusals), Refuse the one
-					// it is given.
-					if inCapability && n.Recv == nil && (n.Name.Name == "Errorf" || n.Name.Name == "Refuse") {
+					// The constructor itself: Refuse names the reason it
+					// is given.
+					if inCapability && n.Recv == nil && n.Name.Name == "Refuse" {
 						return false
 					}
 				case *ast.CompositeLit:
@@ -78,10 +76,7 @@ func TestRefusals_EveryReasonIsNamed(t *testing.T) {
 						t.Errorf("%s: a capability.Error whose Reason is not a capability.Reason* constant", at(n))
 					}
 				case *ast.CallExpr:
-					switch {
-					case isCapabilityName(n.Fun, "Errorf", inCapability):
-						t.Errorf("%s: a refusal made with capability.Errorf, which names no reason; use capability.Refuse", at(n))
-					case isCapabilityName(n.Fun, "Refuse", inCapability):
+					if isCapabilityName(n.Fun, "Refuse", inCapability) {
 						sites++
 						if len(n.Args) == 0 || !namedReason(n.Args[0], inCapability) {
 							t.Errorf("%s: capability.Refuse's reason is not a capability.Reason* constant", at(n))

@@ -25,6 +25,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/cloud"
+	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
@@ -77,27 +78,13 @@ type Capability struct {
 
 // New returns the capability.
 func New(cfg Config) *Capability {
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = DefaultTimeout
-	}
-	if cfg.MaxBody <= 0 {
-		cfg.MaxBody = DefaultMaxBody
-	}
-	if cfg.MaxQuestions <= 0 {
-		cfg.MaxQuestions = DefaultMaxQuestion
-	}
-	if cfg.Concurrency <= 0 {
-		cfg.Concurrency = DefaultConcurrency
-	}
-	if cfg.MaxTokens <= 0 {
-		cfg.MaxTokens = DefaultMaxTokens
-	}
-	if cfg.MaxAnswer <= 0 {
-		cfg.MaxAnswer = DefaultMaxAnswer
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	defaults.Positive(&cfg.Timeout, DefaultTimeout)
+	defaults.Positive(&cfg.MaxBody, DefaultMaxBody)
+	defaults.Positive(&cfg.MaxQuestions, DefaultMaxQuestion)
+	defaults.Positive(&cfg.Concurrency, DefaultConcurrency)
+	defaults.Positive(&cfg.MaxTokens, DefaultMaxTokens)
+	defaults.Positive(&cfg.MaxAnswer, DefaultMaxAnswer)
+	defaults.Logger(&cfg.Logger)
 	if cfg.Transport == nil {
 		cfg.Transport = proxy.NewTransport(proxy.TransportOptions{})
 	}

@@ -69,6 +69,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/approval"
 	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/mint"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
@@ -184,12 +185,8 @@ func New(cfg Config) (*Capability, error) {
 	if cfg.Secrets == nil || cfg.Keyring == nil {
 		return nil, errors.New("egress: no secrets or no keyring")
 	}
-	if cfg.MaxBody <= 0 {
-		cfg.MaxBody = DefaultMaxBody
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	defaults.Positive(&cfg.MaxBody, DefaultMaxBody)
+	defaults.Logger(&cfg.Logger)
 	next := cfg.Transport
 	if next == nil {
 		next = newPools(cfg.TransportOptions)

@@ -14,6 +14,13 @@ import (
 	"github.com/intentius/boxbroker/internal/proxy"
 )
 
+// size returns how many pools p holds.
+func (p *pools) size() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lru.Len()
+}
+
 // TestPools_NoTwoBoxesShareATransport: each box, and each of its
 // secrets, has a transport of its own, kept for its next request.
 func TestPools_NoTwoBoxesShareATransport(t *testing.T) {

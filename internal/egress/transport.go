@@ -123,13 +123,6 @@ func (p *pools) reapLocked(now time.Time) []*http.Transport {
 	return dropped
 }
 
-// size returns how many pools p holds.
-func (p *pools) size() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.lru.Len()
-}
-
 // CloseIdleConnections closes every pool's idle connections.
 func (p *pools) CloseIdleConnections() {
 	p.mu.Lock()

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -89,9 +90,7 @@ type leaf struct {
 // CALifetime, its key sealed). Replicas racing to make it all end with
 // the one stored first. now is the clock (nil: time.Now).
 func LoadCA(ctx context.Context, st store.ProxyAuthority, keyring *secrets.Keyring, now func() time.Time) (*CA, error) {
-	if now == nil {
-		now = time.Now
-	}
+	defaults.Clock(&now)
 	rec, err := st.ProxyCA(ctx)
 	if errors.Is(err, store.ErrNotFound) {
 		var made store.ProxyCA
@@ -284,24 +283,6 @@ func (ca *CA) CertPEM() []byte {
 		out = append(out, ca.next.certPEM...)
 	}
 	return out
-}
-
-// Certificate is the certificate of the CA that signs now.
-func (ca *CA) Certificate() *x509.Certificate {
-	ca.mu.Lock()
-	defer ca.mu.Unlock()
-	return ca.signerLocked(ca.now()).cert
-}
-
-// Pending is the certificate of the CA a rotation made and the moment
-// it signs from, or nil when no rotation is pending.
-func (ca *CA) Pending() (*x509.Certificate, time.Time) {
-	ca.mu.Lock()
-	defer ca.mu.Unlock()
-	if ca.next == nil || ca.signerLocked(ca.now()) == ca.next {
-		return nil, time.Time{}
-	}
-	return ca.next.cert, ca.nextFrom
 }
 
 // warnBefore is how long before the signing CA expires Warning says to

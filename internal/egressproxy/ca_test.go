@@ -17,6 +17,24 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 )
 
+// Certificate is the certificate of the CA that signs now.
+func (ca *CA) Certificate() *x509.Certificate {
+	ca.mu.Lock()
+	defer ca.mu.Unlock()
+	return ca.signerLocked(ca.now()).cert
+}
+
+// Pending is the certificate of the CA a rotation made and the moment
+// it signs from, or nil when no rotation is pending.
+func (ca *CA) Pending() (*x509.Certificate, time.Time) {
+	ca.mu.Lock()
+	defer ca.mu.Unlock()
+	if ca.next == nil || ca.signerLocked(ca.now()) == ca.next {
+		return nil, time.Time{}
+	}
+	return ca.next.cert, ca.nextFrom
+}
+
 // memCA is a store.ProxyAuthority in memory.
 type memCA struct {
 	mu  sync.Mutex

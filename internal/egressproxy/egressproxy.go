@@ -66,6 +66,7 @@ import (
 	"github.com/intentius/boxbroker/internal/broker"
 	"github.com/intentius/boxbroker/internal/cache"
 	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -184,24 +185,12 @@ func New(cfg Config) (*Proxy, error) {
 	if len(problems) > 0 {
 		return nil, errors.New(strings.Join(problems, "; "))
 	}
-	if cfg.IdleTimeout <= 0 {
-		cfg.IdleTimeout = DefaultIdleTimeout
-	}
-	if cfg.ReadHeaderTimeout <= 0 {
-		cfg.ReadHeaderTimeout = DefaultReadHeaderTimeout
-	}
-	if cfg.Recheck <= 0 {
-		cfg.Recheck = DefaultRecheck
-	}
-	if cfg.CARefresh <= 0 {
-		cfg.CARefresh = DefaultCARefresh
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
+	defaults.Positive(&cfg.IdleTimeout, DefaultIdleTimeout)
+	defaults.Positive(&cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	defaults.Positive(&cfg.Recheck, DefaultRecheck)
+	defaults.Positive(&cfg.CARefresh, DefaultCARefresh)
+	defaults.Logger(&cfg.Logger)
+	defaults.Clock(&cfg.Now)
 	if cfg.Dial == nil {
 		d := &net.Dialer{Timeout: DefaultDialTimeout}
 		cfg.Dial = d.DialContext

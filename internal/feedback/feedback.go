@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/store"
@@ -59,12 +60,8 @@ type Capability struct {
 
 // New returns the capability.
 func New(cfg Config) *Capability {
-	if cfg.MaxBody <= 0 {
-		cfg.MaxBody = DefaultMaxBody
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
+	defaults.Positive(&cfg.MaxBody, DefaultMaxBody)
+	defaults.Clock(&cfg.Now)
 	return &Capability{cfg: cfg}
 }
 

@@ -43,6 +43,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/store"
@@ -186,24 +187,12 @@ type call struct {
 
 // New returns the capability.
 func New(cfg Config) *Capability {
-	if cfg.MaxBody <= 0 {
-		cfg.MaxBody = protocol.DefaultMaxBody
-	}
-	if cfg.MaxRecord <= 0 {
-		cfg.MaxRecord = DefaultMaxRecord
-	}
-	if cfg.MaxChecked <= 0 {
-		cfg.MaxChecked = DefaultMaxChecked
-	}
-	if cfg.MaxListing <= 0 {
-		cfg.MaxListing = DefaultMaxListing
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	defaults.Positive(&cfg.MaxBody, protocol.DefaultMaxBody)
+	defaults.Positive(&cfg.MaxRecord, DefaultMaxRecord)
+	defaults.Positive(&cfg.MaxChecked, DefaultMaxChecked)
+	defaults.Positive(&cfg.MaxListing, DefaultMaxListing)
+	defaults.Clock(&cfg.Now)
+	defaults.Logger(&cfg.Logger)
 	if cfg.Transport == nil {
 		cfg.Transport = proxy.NewTransport(proxy.TransportOptions{})
 	}

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/pool"
 	"github.com/intentius/boxbroker/internal/protocol"
@@ -76,12 +77,8 @@ type paidFor struct {
 
 // New returns the capability.
 func New(cfg Config) *Capability {
-	if cfg.MaxBody <= 0 {
-		cfg.MaxBody = protocol.DefaultMaxBody
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	defaults.Positive(&cfg.MaxBody, protocol.DefaultMaxBody)
+	defaults.Logger(&cfg.Logger)
 	if cfg.Transport == nil {
 		cfg.Transport = proxy.NewTransport(proxy.TransportOptions{})
 	}

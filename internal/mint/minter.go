@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
+	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -263,15 +264,9 @@ func NewMinter(cfg Config) (*Minter, error) {
 	if cfg.Keyring == nil {
 		return nil, errors.New("mint: no keyring")
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.RemintEvery <= 0 {
-		cfg.RemintEvery = DefaultRemintEvery
-	}
+	defaults.Clock(&cfg.Now)
+	defaults.Logger(&cfg.Logger)
+	defaults.Positive(&cfg.RemintEvery, DefaultRemintEvery)
 	next := cfg.Transport
 	if next == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()

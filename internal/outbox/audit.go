@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/metrics"
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/store"
@@ -101,24 +102,12 @@ type Writer struct {
 
 // NewWriter returns a Writer over st.
 func NewWriter(st Store, opt AuditOptions) *Writer {
-	if opt.Queue <= 0 {
-		opt.Queue = DefaultQueue
-	}
-	if opt.Batch <= 0 {
-		opt.Batch = DefaultBatch
-	}
-	if opt.Retention <= 0 {
-		opt.Retention = DefaultRetention
-	}
-	if opt.PruneEvery <= 0 {
-		opt.PruneEvery = DefaultPruneEvery
-	}
-	if opt.Logger == nil {
-		opt.Logger = slog.Default()
-	}
-	if opt.Now == nil {
-		opt.Now = time.Now
-	}
+	defaults.Positive(&opt.Queue, DefaultQueue)
+	defaults.Positive(&opt.Batch, DefaultBatch)
+	defaults.Positive(&opt.Retention, DefaultRetention)
+	defaults.Positive(&opt.PruneEvery, DefaultPruneEvery)
+	defaults.Logger(&opt.Logger)
+	defaults.Clock(&opt.Now)
 	return &Writer{st: st, opt: opt, log: opt.Logger, queue: make(chan item, opt.Queue),
 		full: max(1, min(opt.Batch-1, opt.Queue)), wake: make(chan struct{}, 1)}
 }

@@ -39,6 +39,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/filelock"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -180,12 +181,8 @@ type Journal struct {
 // each batch naming the store its journal named; OpenJournal returns an
 // error, keeping the journal, when put refuses one.
 func OpenJournal(dir string, max int64, id string, log *slog.Logger, put func(Batch) error) (*Journal, int, error) {
-	if max <= 0 {
-		max = DefaultJournalMax
-	}
-	if log == nil {
-		log = slog.Default()
-	}
+	defaults.Positive(&max, DefaultJournalMax)
+	defaults.Logger(&log)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, 0, fmt.Errorf("journal: %w", err)
 	}

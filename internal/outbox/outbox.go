@@ -38,6 +38,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/filelock"
 	"github.com/intentius/boxbroker/internal/metrics"
 	"github.com/intentius/boxbroker/internal/store"
@@ -115,9 +116,7 @@ func Open(cfg Config) (*Outbox, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("outbox: no store")
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	defaults.Logger(&cfg.Logger)
 	if err := checkStore(cfg.Dir, cfg.Identity); err != nil {
 		return nil, err
 	}

@@ -33,6 +33,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/filelock"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -83,12 +84,8 @@ type Spool struct {
 // max bytes (DefaultSpoolMax when zero or less), for the batches of the
 // store whose identity is id ("": unnamed).
 func OpenSpool(dir string, max int64, id string, log *slog.Logger) (*Spool, error) {
-	if max <= 0 {
-		max = DefaultSpoolMax
-	}
-	if log == nil {
-		log = slog.Default()
-	}
+	defaults.Positive(&max, DefaultSpoolMax)
+	defaults.Logger(&log)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("spool: %w", err)
 	}

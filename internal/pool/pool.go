@@ -49,6 +49,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/cache"
 	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/secrets"
@@ -151,36 +152,18 @@ type health struct {
 
 // New returns a Pool.
 func New(cfg Config) *Pool {
-	if cfg.CoolBase <= 0 {
-		cfg.CoolBase = DefaultCoolBase
-	}
-	if cfg.CoolMax <= 0 {
-		cfg.CoolMax = DefaultCoolMax
-	}
-	if cfg.FailedFor <= 0 {
-		cfg.FailedFor = DefaultFailedFor
-	}
-	if cfg.TryFor <= 0 {
-		cfg.TryFor = DefaultTryFor
-	}
-	if cfg.CoolBoxes <= 0 {
-		cfg.CoolBoxes = DefaultCoolBoxes
-	}
-	if cfg.ProbeEvery <= 0 {
-		cfg.ProbeEvery = DefaultProbeEvery
-	}
-	if cfg.ProbeFor <= 0 {
-		cfg.ProbeFor = DefaultProbeFor
-	}
+	defaults.Positive(&cfg.CoolBase, DefaultCoolBase)
+	defaults.Positive(&cfg.CoolMax, DefaultCoolMax)
+	defaults.Positive(&cfg.FailedFor, DefaultFailedFor)
+	defaults.Positive(&cfg.TryFor, DefaultTryFor)
+	defaults.Positive(&cfg.CoolBoxes, DefaultCoolBoxes)
+	defaults.Positive(&cfg.ProbeEvery, DefaultProbeEvery)
+	defaults.Positive(&cfg.ProbeFor, DefaultProbeFor)
 	if cfg.Transport == nil {
 		cfg.Transport = proxy.NewTransport(proxy.TransportOptions{})
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
+	defaults.Logger(&cfg.Logger)
+	defaults.Clock(&cfg.Now)
 	return &Pool{cfg: cfg, health: map[string]*health{}, urls: map[string]*url.URL{}}
 }
 

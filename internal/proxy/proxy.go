@@ -13,7 +13,6 @@ package proxy
 import (
 	"context"
 	"errors"
-	"github.com/intentius/boxbroker/internal/cloud"
 	"log/slog"
 	"net"
 	"net/http"
@@ -22,6 +21,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/intentius/boxbroker/internal/cloud"
+	"github.com/intentius/boxbroker/internal/defaults"
 
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/protocol"
@@ -66,18 +68,10 @@ const MaxResponseHeaderBytes = 64 << 10
 // none, so that answers can be scanned), and the answer comes back as the
 // upstream sent it.
 func NewTransport(o TransportOptions) *http.Transport {
-	if o.ResponseHeaderTimeout <= 0 {
-		o.ResponseHeaderTimeout = 10 * time.Minute
-	}
-	if o.DialTimeout <= 0 {
-		o.DialTimeout = 10 * time.Second
-	}
-	if o.MaxIdleConnsPerHost <= 0 {
-		o.MaxIdleConnsPerHost = 256
-	}
-	if o.MaxResponseHeaderBytes <= 0 {
-		o.MaxResponseHeaderBytes = MaxResponseHeaderBytes
-	}
+	defaults.Positive(&o.ResponseHeaderTimeout, 10*time.Minute)
+	defaults.Positive(&o.DialTimeout, 10*time.Second)
+	defaults.Positive(&o.MaxIdleConnsPerHost, 256)
+	defaults.Positive(&o.MaxResponseHeaderBytes, MaxResponseHeaderBytes)
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.Proxy = nil
 	t.DialContext = (&net.Dialer{Timeout: o.DialTimeout, KeepAlive: 30 * time.Second}).DialContext

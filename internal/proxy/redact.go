@@ -111,13 +111,6 @@ type Redactor struct {
 	onEnd   func(replaced int)
 }
 
-// NewRedactor returns a Redactor reading src and replacing every old with
-// new, as bytes.ReplaceAll would. An empty old replaces nothing. Closing
-// the Redactor closes src.
-func NewRedactor(src io.ReadCloser, old, new []byte) *Redactor {
-	return NewFormRedactor(src, []Form{{Old: old, New: new}})
-}
-
 // NewFormRedactor returns a Redactor reading src and replacing every form
 // in forms. Forms with an empty Old are ignored; with none left, it
 // passes src on unchanged. Closing the Redactor closes src.

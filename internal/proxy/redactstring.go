@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"net/http"
-	"strings"
 )
 
 // HexByte returns the byte two hex digits spell, either case, or -1.
@@ -79,21 +78,6 @@ func (s *FormSet) RedactHeader(h http.Header) int {
 
 // Close closes the source.
 func (r *Redactor) Close() error { return r.src.Close() }
-
-// ReplaceValue replaces old with new in every value of h, and deletes
-// every header whose name holds old. It returns how many headers it
-// changed. An empty old changes nothing.
-func ReplaceValue(h http.Header, old, new string) int {
-	if old == "" {
-		return 0
-	}
-	return rewriteHeader(h, func(v string) (string, int) {
-		if !strings.Contains(v, old) {
-			return v, 0
-		}
-		return strings.ReplaceAll(v, old, new), 1
-	})
-}
 
 // rewriteHeader puts replace(v) in place of every value v of h that
 // replace changes (reports a count above zero for), and deletes every

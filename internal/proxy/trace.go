@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/intentius/boxbroker/internal/defaults"
 )
 
 // maxTraced bounds the upstream calls one Trace remembers.
@@ -122,9 +124,7 @@ func TraceFrom(ctx context.Context) *Trace {
 // its status and time to headers noted there. now is the clock (nil for
 // time.Now).
 func Traced(rt http.RoundTripper, now func() time.Time) http.RoundTripper {
-	if now == nil {
-		now = time.Now
-	}
+	defaults.Clock(&now)
 	return &traced{rt: rt, now: now}
 }
 

@@ -33,6 +33,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -120,15 +121,9 @@ func New(cfg Config) (*Limiter, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("ratelimit: no store")
 	}
-	if cfg.Every <= 0 {
-		cfg.Every = DefaultEvery
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	defaults.Positive(&cfg.Every, DefaultEvery)
+	defaults.Clock(&cfg.Now)
+	defaults.Logger(&cfg.Logger)
 	if cfg.Replica == "" {
 		var b [8]byte
 		_, _ = rand.Read(b[:])

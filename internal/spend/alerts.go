@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/webhook"
 )
@@ -109,15 +110,9 @@ func NewAlerter(cfg AlertConfig) (*Alerter, error) {
 	if cfg.Webhook != nil && len(cfg.WebhookKey) == 0 {
 		return nil, errors.New("spend: alerts: a webhook needs a key to sign with")
 	}
-	if cfg.Every <= 0 {
-		cfg.Every = 10 * time.Second
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	defaults.Positive(&cfg.Every, 10*time.Second)
+	defaults.Clock(&cfg.Now)
+	defaults.Logger(&cfg.Logger)
 	a := &Alerter{cfg: cfg, log: cfg.Logger, dirty: map[string]struct{}{},
 		count: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "boxbroker_budget_alerts_total",
 			Help: "Budget alerts given: a budget's charges crossed a threshold of its limit, by window and threshold."}, []string{"window", "threshold"})}

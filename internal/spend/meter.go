@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/approval"
+	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/metrics"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
@@ -162,21 +163,11 @@ func New(cfg Config) (*Meter, error) {
 	if cfg.Prices == nil {
 		cfg.Prices = DefaultPrices()
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.MaxTokens <= 0 {
-		cfg.MaxTokens = DefaultMaxTokens
-	}
-	if cfg.MaxBody <= 0 {
-		cfg.MaxBody = DefaultMaxBody
-	}
-	if cfg.StaleAfter <= 0 {
-		cfg.StaleAfter = DefaultStaleAfter
-	}
+	defaults.Clock(&cfg.Now)
+	defaults.Logger(&cfg.Logger)
+	defaults.Positive(&cfg.MaxTokens, DefaultMaxTokens)
+	defaults.Positive(&cfg.MaxBody, DefaultMaxBody)
+	defaults.Positive(&cfg.StaleAfter, DefaultStaleAfter)
 	if cfg.Settle == nil {
 		cfg.Settle = cfg.Store
 	}

@@ -56,7 +56,7 @@ func LoadPrices(path string) (*Prices, error) {
 // ParsePrices reads a price file's contents over the defaults; see
 // LoadPrices. It reports every problem at once.
 func ParsePrices(b []byte) (*Prices, error) {
-	m, md := defaults()
+	m, md := builtinPrices()
 	fmd, err := parseInto(m, b)
 	if err != nil {
 		return nil, err

@@ -98,9 +98,9 @@ func round6(v float64) float64 { return math.Round(v*1e6) / 1e6 }
 //go:embed prices.json
 var builtin []byte
 
-// defaults are the built-in prices, by model ID without its date (see
+// builtinPrices are the built-in prices, by model ID without its date (see
 // Prices.Lookup), and when and where they were checked.
-func defaults() (map[string]Price, meta) {
+func builtinPrices() (map[string]Price, meta) {
 	m := map[string]Price{}
 	md, err := parseInto(m, builtin)
 	if err != nil {
@@ -140,7 +140,7 @@ type Prices struct {
 // DefaultPrices is the built-in table of Claude models' prices as of its
 // Checked date.
 func DefaultPrices() *Prices {
-	m, md := defaults()
+	m, md := builtinPrices()
 	return newPrices(m, md)
 }
 

@@ -249,7 +249,7 @@ func TestUSD(t *testing.T) {
 }
 
 func builtinModels() map[string]Price {
-	m, _ := defaults()
+	m, _ := builtinPrices()
 	return m
 }
 

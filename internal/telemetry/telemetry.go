@@ -40,6 +40,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/intentius/boxbroker/internal/defaults"
 )
 
 // Attribute keys set on a box call's spans. They are the whole list: no
@@ -115,9 +117,7 @@ func New(ctx context.Context, log *slog.Logger) (*Tracing, error) {
 			return nil, fmt.Errorf("%w: %s=%q (only http/protobuf)", ErrUnsupported, k, p)
 		}
 	}
-	if log == nil {
-		log = slog.Default()
-	}
+	defaults.Logger(&log)
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
 		log.Warn("telemetry: OpenTelemetry", "err", err)
 	}))

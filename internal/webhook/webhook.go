@@ -26,6 +26,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/intentius/boxbroker/internal/defaults"
 )
 
 // The headers of a signed message.
@@ -80,18 +82,10 @@ func New(cfg Config) (*Sender, error) {
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{Timeout: 10 * time.Second}
 	}
-	if cfg.Attempts <= 0 {
-		cfg.Attempts = 5
-	}
-	if cfg.Backoff <= 0 {
-		cfg.Backoff = time.Second
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	defaults.Positive(&cfg.Attempts, 5)
+	defaults.Positive(&cfg.Backoff, time.Second)
+	defaults.Clock(&cfg.Now)
+	defaults.Logger(&cfg.Logger)
 	s := &Sender{cfg: cfg, queue: make(chan message, maxQueue), stop: make(chan struct{})}
 	s.done.Add(1)
 	go s.run()

@@ -16,15 +16,10 @@ import (
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-// loadMigrations returns the embedded migrations in version order.
-func loadMigrations() ([]migrations.Migration, error) {
-	return migrations.Load(migrationFiles, "migrations/*.sql")
-}
-
 // migrate applies, in one transaction holding migrateLock, every
 // migration the database has not recorded (see sqlstore.Migrate).
 func (s *Store) migrate(ctx context.Context, db *sql.DB) error {
-	ms, err := loadMigrations()
+	ms, err := migrations.Load(migrationFiles, "migrations/*.sql")
 	if err != nil {
 		return err
 	}

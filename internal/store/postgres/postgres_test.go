@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/migrations"
 	"github.com/intentius/boxbroker/internal/store/postgres/postgrestest"
 	"github.com/intentius/boxbroker/internal/store/storetest"
 )
@@ -103,9 +104,9 @@ func TestOpenMigratesOnce(t *testing.T) {
 	if _, err := s.Box(ctx, "kept"); err != nil {
 		t.Errorf("Box(kept) after reopening = %v, want nil", err)
 	}
-	ms, err := loadMigrations()
+	ms, err := migrations.Load(migrationFiles, "migrations/*.sql")
 	if err != nil {
-		t.Fatalf("loadMigrations() = %v", err)
+		t.Fatalf("migrations.Load() = %v", err)
 	}
 	var count, max int
 	if err := s.pool.QueryRow(ctx, "SELECT COUNT(*), MAX(version) FROM schema_migrations").Scan(&count, &max); err != nil {
@@ -180,8 +181,8 @@ func TestOpenBadDSNKeepsPasswordOut(t *testing.T) {
 
 func TestMigrationsOrdered(t *testing.T) {
 	// migrations.Load refuses versions that do not run 1, 2, ... without gaps.
-	if _, err := loadMigrations(); err != nil {
-		t.Fatalf("loadMigrations() = %v", err)
+	if _, err := migrations.Load(migrationFiles, "migrations/*.sql"); err != nil {
+		t.Fatalf("migrations.Load() = %v", err)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/migrations"
 	"github.com/intentius/boxbroker/internal/store/storetest"
 )
 
@@ -105,9 +106,9 @@ func TestReopenKeepsData(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	ms, err := loadMigrations()
+	ms, err := migrations.Load(migrationFiles, "migrations/*.sql")
 	if err != nil {
-		t.Fatalf("loadMigrations() = %v", err)
+		t.Fatalf("migrations.Load() = %v", err)
 	}
 	var count, max int
 	if err := db.QueryRow("SELECT COUNT(*), MAX(version) FROM schema_migrations").Scan(&count, &max); err != nil {
@@ -166,8 +167,8 @@ func TestClosedIsUnavailable(t *testing.T) {
 
 func TestMigrationsOrdered(t *testing.T) {
 	// migrations.Load refuses versions that do not run 1, 2, ... without gaps.
-	if _, err := loadMigrations(); err != nil {
-		t.Fatalf("loadMigrations() = %v", err)
+	if _, err := migrations.Load(migrationFiles, "migrations/*.sql"); err != nil {
+		t.Fatalf("migrations.Load() = %v", err)
 	}
 }
 
