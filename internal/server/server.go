@@ -326,7 +326,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	var storeClock func(context.Context) (time.Time, error)
 	if pg, ok := st.(*postgres.Store); ok {
 		storeClock = func(ctx context.Context) (time.Time, error) {
-			ctx, cancel := context.WithTimeout(ctx, writeBound(cfg.StoreDeadline))
+			ctx, cancel := context.WithTimeout(deadline.Within(ctx, writeBound(cfg.StoreDeadline)), writeBound(cfg.StoreDeadline))
 			defer cancel()
 			return pg.Clock(ctx)
 		}
@@ -335,7 +335,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := rates.Round(ctx); err != nil {
+	if err := rates.Round(deadline.Within(ctx, writeBound(cfg.StoreDeadline))); err != nil {
 		log.Warn("ratelimit: rate limits not read at start; none holds until they are", "err", err)
 	}
 	var alerter *spend.Alerter

@@ -112,25 +112,29 @@ func TestDeadline_FrozenStoreRefusedAtDeadline(t *testing.T) {
 
 // TestDeadline_StuckCallBoundedWhileOthersAnswer: a call the store never
 // answers, while it answers every other, still ends, after Busy
-// deadlines.
+// deadlines. The others are asked by four callers at once, each every
+// tenth of a deadline, so that a caller held up on a loaded machine does
+// not leave the store silent for a whole deadline.
 func TestDeadline_StuckCallBoundedWhileOthersAnswer(t *testing.T) {
-	const d = 50 * time.Millisecond
+	const d = 100 * time.Millisecond
 	q := &queueDriver{each: time.Millisecond}
 	db := open(t, deadline.New(d, quiet()), q.exec)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { // others keep being answered
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(d / 10):
-				_, _ = db.ExecContext(context.Background(), "busy")
+	for range 4 {
+		wg.Add(1)
+		go func() { // others keep being answered
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(d / 10):
+					_, _ = db.ExecContext(context.Background(), "busy")
+				}
 			}
-		}
-	}()
+		}()
+	}
 	defer func() { close(stop); wg.Wait() }()
 	began := time.Now()
 	_, err := db.ExecContext(context.Background(), "stuck")

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -450,7 +449,9 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 	return &rows{r: r, c: s.c, ctx: ctx}, nil
 }
 
-// rows are driver.Rows whose Next runs through around.
+// rows are driver.Rows whose Next runs through around. They forward
+// none of the optional column-type interfaces: the store never asks
+// database/sql for ColumnTypes.
 type rows struct {
 	r   driver.Rows
 	c   *conn
@@ -482,57 +483,21 @@ func (r *rows) Next(dest []driver.Value) error {
 	return err
 }
 
-func (r *rows) ColumnTypeScanType(i int) reflect.Type {
-	if t, ok := r.r.(driver.RowsColumnTypeScanType); ok {
-		return t.ColumnTypeScanType(i)
-	}
-	return reflect.TypeFor[any]()
-}
-
-func (r *rows) ColumnTypeDatabaseTypeName(i int) string {
-	if t, ok := r.r.(driver.RowsColumnTypeDatabaseTypeName); ok {
-		return t.ColumnTypeDatabaseTypeName(i)
-	}
-	return ""
-}
-
-func (r *rows) ColumnTypeNullable(i int) (nullable, ok bool) {
-	if t, ok := r.r.(driver.RowsColumnTypeNullable); ok {
-		return t.ColumnTypeNullable(i)
-	}
-	return false, false
-}
-
-func (r *rows) ColumnTypeLength(i int) (int64, bool) {
-	if t, ok := r.r.(driver.RowsColumnTypeLength); ok {
-		return t.ColumnTypeLength(i)
-	}
-	return 0, false
-}
-
-func (r *rows) ColumnTypePrecisionScale(i int) (precision, scale int64, ok bool) {
-	if t, ok := r.r.(driver.RowsColumnTypePrecisionScale); ok {
-		return t.ColumnTypePrecisionScale(i)
-	}
-	return 0, 0, false
-}
-
 // The interfaces the wrappers forward.
 var (
-	_ driver.Connector              = (*connector)(nil)
-	_ driver.Conn                   = (*conn)(nil)
-	_ driver.ConnBeginTx            = (*conn)(nil)
-	_ driver.ConnPrepareContext     = (*conn)(nil)
-	_ driver.ExecerContext          = (*conn)(nil)
-	_ driver.QueryerContext         = (*conn)(nil)
-	_ driver.Pinger                 = (*conn)(nil)
-	_ driver.SessionResetter        = (*conn)(nil)
-	_ driver.Validator              = (*conn)(nil)
-	_ driver.NamedValueChecker      = (*conn)(nil)
-	_ driver.StmtExecContext        = (*stmt)(nil)
-	_ driver.StmtQueryContext       = (*stmt)(nil)
-	_ driver.NamedValueChecker      = (*stmt)(nil)
-	_ driver.RowsColumnTypeScanType = (*rows)(nil)
+	_ driver.Connector          = (*connector)(nil)
+	_ driver.Conn               = (*conn)(nil)
+	_ driver.ConnBeginTx        = (*conn)(nil)
+	_ driver.ConnPrepareContext = (*conn)(nil)
+	_ driver.ExecerContext      = (*conn)(nil)
+	_ driver.QueryerContext     = (*conn)(nil)
+	_ driver.Pinger             = (*conn)(nil)
+	_ driver.SessionResetter    = (*conn)(nil)
+	_ driver.Validator          = (*conn)(nil)
+	_ driver.NamedValueChecker  = (*conn)(nil)
+	_ driver.StmtExecContext    = (*stmt)(nil)
+	_ driver.StmtQueryContext   = (*stmt)(nil)
+	_ driver.NamedValueChecker  = (*stmt)(nil)
 )
 
 // Unavailable is an Around that gives the driver's errors for which
