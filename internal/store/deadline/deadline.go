@@ -199,12 +199,19 @@ func (b *Bound) Around(ctx context.Context, op Op, call func(context.Context) er
 	go func() { ch <- call(ctx) }()
 	// The store's silence is counted from from: the call's beginning,
 	// or the last moment this process was seen not to run (see below).
-	from := time.Now()
-	due := from.Add(d)
+	// One timer serves both bounds: the next moment the store may have
+	// been silent a whole deadline, or Busy deadlines after began.
+	began := time.Now()
+	from, due := began, began.Add(d)
 	t := time.NewTimer(d)
 	defer t.Stop()
-	busy := time.NewTimer(Busy * d)
-	defer busy.Stop()
+	reset := func(now time.Time, next time.Duration) {
+		if rest := began.Add(Busy * d).Sub(now); rest < next {
+			next = rest
+		}
+		due = now.Add(next)
+		t.Reset(next)
+	}
 	var err error
 	late, bound := false, d
 	for done := false; !done; {
@@ -213,14 +220,18 @@ func (b *Bound) Around(ctx context.Context, op Op, call func(context.Context) er
 			done = true
 		case <-t.C:
 			now := time.Now()
+			if now.Sub(began) >= Busy*d {
+				late, done, bound = true, true, Busy*d
+				break
+			}
 			if now.Sub(due) > d/2 || starved(d/4) {
 				// The timer fired long after it was due, or goroutines
 				// wait long for their turn to run: this process did not
 				// run its store calls (a starved CPU), and the store's
 				// silence meanwhile says nothing of the store.
 				now = time.Now()
-				from, due = now, now.Add(d)
-				t.Reset(d)
+				from = now
+				reset(now, d)
 				continue
 			}
 			// Silent for a whole deadline: the store answered nothing
@@ -230,13 +241,10 @@ func (b *Bound) Around(ctx context.Context, op Op, call func(context.Context) er
 				quiet = now.Sub(time.Unix(0, at))
 			}
 			if quiet < d {
-				due = now.Add(d - quiet)
-				t.Reset(d - quiet)
+				reset(now, d-quiet)
 				continue
 			}
 			late, done = true, true
-		case <-busy.C:
-			late, done, bound = true, true, Busy*d
 		case <-parent.Done():
 			late, done = true, true
 		}

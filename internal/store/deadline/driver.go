@@ -460,12 +460,15 @@ type rows struct {
 	// once it returned: an abandoned Next writes into it, never into a
 	// dest database/sql reads.
 	own []driver.Value
+	// read is set once Next found the end: the driver has read the
+	// whole answer, and Close waits on nothing the store sends.
+	read bool
 }
 
 func (r *rows) Columns() []string { return r.r.Columns() }
 
 func (r *rows) Close() error {
-	if r.c.bad.Load() {
+	if r.c.bad.Load() || r.read {
 		return r.c.release(r.r.Close)
 	}
 	return r.c.do(context.WithoutCancel(r.ctx), Op{Name: "close rows", Kind: Other}, func(context.Context) error { return r.r.Close() }, nil)
@@ -480,6 +483,7 @@ func (r *rows) Next(dest []driver.Value) error {
 	if err == nil {
 		copy(dest, own)
 	}
+	r.read = err == io.EOF
 	return err
 }
 
