@@ -53,6 +53,9 @@ type AuditOptions struct {
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Bound, when above zero, bounds each of the Writer's store writes
+	// (package deadline's Within) in place of the store's own.
+	Bound time.Duration
 	// Spool, when set, keeps a batch the store did not take, under its
 	// key, to be written later. A batch neither takes is lost, and
 	// counted.
@@ -264,9 +267,9 @@ func (w *Writer) write(ctx context.Context, entries []store.AuditEntry, seqs []u
 	}
 	var err error
 	if key != "" {
-		_, err = w.st.ApplySpooled(ctx, key, nil, entries)
+		_, err = w.st.ApplySpooled(within(ctx, w.opt.Bound), key, nil, entries)
 	} else {
-		err = w.st.AddAudit(ctx, entries)
+		err = w.st.AddAudit(within(ctx, w.opt.Bound), entries)
 	}
 	if err != nil && w.opt.Spool != nil {
 		if key == "" {
@@ -274,7 +277,7 @@ func (w *Writer) write(ctx context.Context, entries []store.AuditEntry, seqs []u
 		}
 		if Refused(err) {
 			// Refused for what it holds: a replay would be refused too.
-			derr := refusedBatch(ctx, w.st, w.opt.Spool, Batch{Key: key, Audit: entries}, err)
+			derr := refusedBatch(within(ctx, w.opt.Bound), w.st, w.opt.Spool, Batch{Key: key, Audit: entries}, err)
 			if derr == nil {
 				w.lost.Store(false)
 				return
@@ -315,7 +318,7 @@ func (w *Writer) Recording() error {
 // prune forgets entries older than Retention.
 func (w *Writer) prune(ctx context.Context) {
 	before := w.opt.Now().Add(-w.opt.Retention)
-	n, err := w.st.PruneAudit(ctx, before)
+	n, err := w.st.PruneAudit(within(ctx, w.opt.Bound), before)
 	if err != nil {
 		if ctx.Err() == nil {
 			w.log.Warn("audit: prune", "err", err)
@@ -329,7 +332,7 @@ func (w *Writer) prune(ctx context.Context) {
 
 // Prune forgets entries older than Retention now, and says how many.
 func (w *Writer) Prune(ctx context.Context) (int64, error) {
-	return w.st.PruneAudit(ctx, w.opt.Now().Add(-w.opt.Retention))
+	return w.st.PruneAudit(within(ctx, w.opt.Bound), w.opt.Now().Add(-w.opt.Retention))
 }
 
 // Scrub replaces, in e, every token, or what is left of one, in the

@@ -42,6 +42,7 @@ import (
 	"github.com/intentius/boxbroker/internal/filelock"
 	"github.com/intentius/boxbroker/internal/metrics"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/deadline"
 )
 
 // Store is where the outbox writes: the audit log, and batches under
@@ -49,6 +50,15 @@ import (
 type Store interface {
 	store.Audit
 	store.Spooled
+}
+
+// within is ctx bounding store calls by d (package deadline's Within),
+// or ctx itself when d is zero.
+func within(ctx context.Context, d time.Duration) context.Context {
+	if d <= 0 {
+		return ctx
+	}
+	return deadline.Within(ctx, d)
 }
 
 // DefaultBatchEvery is how often RunBatches settles, in batches, the
@@ -64,9 +74,13 @@ type Config struct {
 	// Dir is the data directory the journal and the spool are kept in
 	// (made, mode 0700, if missing). Required.
 	Dir string
-	// Store is where batches are written, with the bound of a write made
-	// beside requests. Required.
+	// Store is where batches are written. Required.
 	Store Store
+	// Bound, when above zero, bounds each of the Outbox's store writes
+	// (package deadline's Within) in place of the store's own bound on
+	// a request's calls: a write made beside requests may take longer
+	// than a request's reads. Its audit Writer takes it too.
+	Bound time.Duration
 	// Identity is Store's identity (store.Store's Identity): the journal
 	// and the spool name it, and Open and Replay refuse records that name
 	// another. "": records are named by no store, and none is refused.
@@ -130,7 +144,7 @@ func Open(cfg Config) (*Outbox, error) {
 		return nil, err
 	}
 	ao := cfg.Audit
-	ao.Spool, ao.Journal, ao.Logger, ao.Metrics = sp, jr, cfg.Logger, cfg.Metrics
+	ao.Spool, ao.Journal, ao.Logger, ao.Metrics, ao.Bound = sp, jr, cfg.Logger, cfg.Metrics, cfg.Bound
 	return &Outbox{Spool: sp, Journal: jr, Audit: NewWriter(cfg.Store, ao), cfg: cfg, log: cfg.Logger,
 		pending: map[batchKey]*store.Settlement{}, seqs: map[batchKey][]uint64{}}, nil
 }
@@ -171,10 +185,10 @@ func (o *Outbox) Replay(ctx context.Context) (int, error) {
 			return &ForeignError{Dir: o.cfg.Dir, Theirs: b.Store, Ours: o.cfg.Identity,
 				Files: []string{filepath.Join(o.cfg.Dir, SpoolReplayFile)}}
 		}
-		_, err := o.cfg.Store.ApplySpooled(ctx, b.Key, b.Settle, b.Audit)
+		_, err := o.cfg.Store.ApplySpooled(within(ctx, o.cfg.Bound), b.Key, b.Settle, b.Audit)
 		if Refused(err) {
 			// Refused for good: set aside, one bad record alone.
-			if err := refusedBatch(ctx, o.cfg.Store, o.Spool, b, err); err != nil {
+			if err := refusedBatch(within(ctx, o.cfg.Bound), o.cfg.Store, o.Spool, b, err); err != nil {
 				return err
 			}
 			return errSetAside
@@ -192,7 +206,7 @@ func (o *Outbox) ListDead() ([]Dead, error) { return ListDead(o.cfg.Dir) }
 // only) to the store, and removes it once the store took it: see
 // RetryDead.
 func (o *Outbox) RetryDead(ctx context.Context, id string) (Dead, error) {
-	return RetryDead(ctx, o.cfg.Dir, o.cfg.Store, o.cfg.Identity, id)
+	return RetryDead(within(ctx, o.cfg.Bound), o.cfg.Dir, o.cfg.Store, o.cfg.Identity, id)
 }
 
 // DropDead removes the dead letter id, giving up its records: see

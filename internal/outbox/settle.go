@@ -197,7 +197,7 @@ func (o *Outbox) record(ctx context.Context, st store.Settlement, seqs []uint64)
 // does not take it, or sets it aside as a dead letter when the store
 // refuses it for good (Refused).
 func (o *Outbox) applyKeyed(ctx context.Context, key string, st store.Settlement) error {
-	_, err := o.cfg.Store.ApplySpooled(ctx, key, []store.Settlement{st}, nil)
+	_, err := o.cfg.Store.ApplySpooled(within(ctx, o.cfg.Bound), key, []store.Settlement{st}, nil)
 	if err == nil || o.Spool == nil || errors.Is(err, store.ErrNotFound) {
 		return err
 	}

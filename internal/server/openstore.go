@@ -10,6 +10,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/deadline"
 	"github.com/intentius/boxbroker/internal/store/postgres"
 	"github.com/intentius/boxbroker/internal/store/sqlite"
 )
@@ -17,8 +18,14 @@ import (
 // OpenStore opens the store cfg names: SQLite in the data directory
 // (created, mode 0700, if missing), or PostgreSQL.
 func OpenStore(ctx context.Context, cfg *Config) (store.Store, error) {
+	return openStore(ctx, cfg, nil)
+}
+
+// openStore is OpenStore with each of the store's operations run
+// through around (nil: none).
+func openStore(ctx context.Context, cfg *Config, around deadline.Around) (store.Store, error) {
 	if isPostgres(cfg.Store) {
-		st, err := postgres.Open(ctx, cfg.Store)
+		st, err := postgres.Open(ctx, cfg.Store, postgres.WithAround(around))
 		if err != nil {
 			return nil, fmt.Errorf("open postgres store: %w", err)
 		}
@@ -27,7 +34,7 @@ func OpenStore(ctx context.Context, cfg *Config) (store.Store, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("make data directory: %w", err)
 	}
-	st, err := sqlite.Open(filepath.Join(cfg.DataDir, DBFile))
+	st, err := sqlite.Open(filepath.Join(cfg.DataDir, DBFile), sqlite.WithAround(around))
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite store: %w", err)
 	}

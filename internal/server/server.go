@@ -84,9 +84,11 @@ type Server struct {
 	// Audit writes the audit log: Outbox.Audit.
 	Audit *outbox.Writer
 	log   *slog.Logger
-	// rst is the store bounded by StoreDeadline, as requests reach it,
-	// and wst the same with the bound of a write made beside requests.
-	rst, wst *deadline.Store
+	// bound bounds every operation of the store New opened, beneath
+	// database/sql (package deadline): StoreDeadline on a request's
+	// calls, writeBound on the writes made beside requests, none on the
+	// admin API's.
+	bound *deadline.Bound
 	// Outbox keeps the records of the calls answered until the store
 	// takes them; Spool and Journal are its own.
 	Outbox *outbox.Outbox
@@ -152,6 +154,11 @@ type Options struct {
 	// rotation's grace ends by (default time.Now), for tests of their
 	// end.
 	TokenNow func() time.Time
+	// StoreAround, when set, runs each operation of the store New opens
+	// beneath its deadline (package deadline's Around): for tests that
+	// freeze the store, or make it refuse writes, where its driver is.
+	// Unused with Store.
+	StoreAround deadline.Around
 }
 
 // New opens everything cfg names and builds the handler. The caller must
@@ -214,8 +221,12 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	if (st == nil && !isPostgres(cfg.Store)) || cfg.MasterKey == "" {
 		warnOpenDataDir(log, cfg.DataDir)
 	}
+	// Every operation of the store's driver is bounded (package
+	// deadline): by StoreDeadline unless its context says otherwise. A
+	// store the caller gave is bounded as it was opened.
+	bound := deadline.New(cfg.StoreDeadline, log)
 	if st == nil {
-		if st, err = OpenStore(ctx, &cfg); err != nil {
+		if st, err = openStore(ctx, &cfg, deadline.Chain(bound.Around, opt.StoreAround)); err != nil {
 			return nil, err
 		}
 		undo = append(undo, st.Close) // a store the caller gave stays open
@@ -246,15 +257,14 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	if local {
 		fw = &fileWatch{check: lite.CheckFile, log: log}
 	}
-	// Every store call a request makes is bounded by StoreDeadline (rst);
-	// the writes made beside requests (audit batches, settlements) by a
-	// longer bound (wst). Admin calls and the CLI are not bounded.
-	rst := deadline.Wrap(st, cfg.StoreDeadline, log)
-	wst := rst.With(writeBound(cfg.StoreDeadline))
+	// Every store call a request makes is bounded by StoreDeadline; the
+	// writes made beside requests (audit batches, settlements, Run's
+	// work) by a longer bound, which their contexts carry
+	// (deadline.Within). Admin calls and the CLI are not bounded.
 	if sq, ok := st.(*sqlite.Store); ok {
 		// A group commit's writes, made one by one before it commits,
 		// show the bound that the store works.
-		sq.SetProgress(rst.Progress)
+		sq.SetProgress(bound.Progress)
 	}
 	// The records of the calls answered wait in the outbox's journal
 	// until the store or its spool, in the data directory, takes them;
@@ -268,9 +278,9 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		return nil, err
 	}
 	undo = append(undo, sink.Close)
-	id, err := wst.Identity(ctx)
+	id, err := st.Identity(deadline.Within(ctx, writeBound(cfg.StoreDeadline)))
 	if err == nil {
-		ob, err = outbox.Open(outbox.Config{Dir: cfg.DataDir, Store: sink.Wrap(wst), Identity: id, BatchEvery: outbox.DefaultBatchEvery, Metrics: m, Logger: log,
+		ob, err = outbox.Open(outbox.Config{Dir: cfg.DataDir, Store: sink.Wrap(st), Bound: writeBound(cfg.StoreDeadline), Identity: id, BatchEvery: outbox.DefaultBatchEvery, Metrics: m, Logger: log,
 			Audit: outbox.AuditOptions{Retention: cfg.AuditRetention, Linger: auditLinger}})
 	}
 	if err != nil {
@@ -279,7 +289,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	undo = append(undo, ob.Close)
 	m.DeadLetters(ob.Spool.DeadCount)
 	aw := ob.Audit
-	c := cache.New(rst, cache.Options{Changes: wst, Logger: log, Shared: !local})
+	c := cache.New(st, cache.Options{Changes: st, Logger: log, Shared: !local})
 	onGrant := func(outcome string) {
 		m.Grant(outcome)
 		if opt.OnGrant != nil {
@@ -288,7 +298,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	}
 	credPool := pool.New(pool.Config{Cache: c, Keyring: keyring, Upstream: cfg.AnthropicURL, Transport: transport, Logger: log, Now: opt.PoolNow})
 	m.Pool(poolStats(credPool))
-	pay := &payer.Resolver{Cache: c, Keyring: keyring, Store: rst, Logger: log, Now: opt.Now, OnGrant: onGrant, Pool: credPool}
+	pay := &payer.Resolver{Cache: c, Keyring: keyring, Store: st, Logger: log, Now: opt.Now, OnGrant: onGrant, Pool: credPool}
 	// Proposals are read and written straight through the store on the
 	// refusal path (never cached), so every replica sees an approval on
 	// its next request.
@@ -301,13 +311,13 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		undo = append(undo, hook.Close)
 		notify = hook.Notify
 	}
-	approvals, err := approval.New(approval.Config{Store: rst, MaxPending: cfg.ProposalMax, PendingFor: cfg.ProposalWait, PageURL: cfg.PageURL,
+	approvals, err := approval.New(approval.Config{Store: st, MaxPending: cfg.ProposalMax, PendingFor: cfg.ProposalWait, PageURL: cfg.PageURL,
 		Notify: notify, Now: opt.Now, Logger: log})
 	if err != nil {
 		return nil, err
 	}
-	eg, err := egress.New(egress.Config{Secrets: c, List: rst, Keyring: keyring, Approvals: approvals, Transport: opt.Transport, Traced: tracing.Transport, MaxBody: cfg.EgressMaxBody, Logger: log,
-		TransportOptions: proxy.TransportOptions{ResponseHeaderTimeout: cfg.UpstreamHeaderTimeout}, Mints: wst, MintTransport: opt.MintTransport, Now: opt.Now, Audit: aw})
+	eg, err := egress.New(egress.Config{Secrets: c, List: st, Keyring: keyring, Approvals: approvals, Transport: opt.Transport, Traced: tracing.Transport, MaxBody: cfg.EgressMaxBody, Logger: log,
+		TransportOptions: proxy.TransportOptions{ResponseHeaderTimeout: cfg.UpstreamHeaderTimeout}, Mints: st, MintTransport: opt.MintTransport, Now: opt.Now, Audit: aw})
 	if err != nil {
 		return nil, err
 	}
@@ -316,27 +326,27 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	var storeClock func(context.Context) (time.Time, error)
 	if pg, ok := st.(*postgres.Store); ok {
 		storeClock = func(ctx context.Context) (time.Time, error) {
-			ctx, cancel := context.WithTimeout(ctx, writeBound(cfg.StoreDeadline))
+			ctx, cancel := context.WithTimeout(deadline.Within(ctx, writeBound(cfg.StoreDeadline)), writeBound(cfg.StoreDeadline))
 			defer cancel()
 			return pg.Clock(ctx)
 		}
 	}
-	rates, err := ratelimit.New(ratelimit.Config{Store: wst, Exchange: storeClock != nil, Now: opt.SpendNow, Logger: log})
+	rates, err := ratelimit.New(ratelimit.Config{Store: st, Exchange: storeClock != nil, Now: opt.SpendNow, Logger: log})
 	if err != nil {
 		return nil, err
 	}
-	if err := rates.Round(ctx); err != nil {
+	if err := rates.Round(deadline.Within(ctx, writeBound(cfg.StoreDeadline))); err != nil {
 		log.Warn("ratelimit: rate limits not read at start; none holds until they are", "err", err)
 	}
 	var alerter *spend.Alerter
 	if len(cfg.BudgetAlerts) > 0 {
-		alerter, err = spend.NewAlerter(spend.AlertConfig{Store: wst, Thresholds: cfg.BudgetAlerts, Webhook: cfg.BudgetWebhook,
+		alerter, err = spend.NewAlerter(spend.AlertConfig{Store: st, Thresholds: cfg.BudgetAlerts, Webhook: cfg.BudgetWebhook,
 			WebhookKey: cfg.BudgetWebhookKey, Registerer: m.Registry(), Now: opt.SpendNow, Logger: log})
 		if err != nil {
 			return nil, err
 		}
 	}
-	meter, err := spend.New(spend.Config{Store: rst, Settle: wst, Outbox: ob, Approvals: approvals, RateLimiter: rates, Alerter: alerter,
+	meter, err := spend.New(spend.Config{Store: st, Outbox: ob, Approvals: approvals, RateLimiter: rates, Alerter: alerter,
 		StaleAfter: cfg.ReservationLease, Budgeted: c.Budgeted, Prices: prices, Metrics: m, Now: opt.SpendNow, Logger: log, MaxTokens: cfg.ReserveMaxTokens, MaxBody: cfg.MaxBody,
 		Counter: m, StoreClock: storeClock})
 	if err != nil {
@@ -352,17 +362,17 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		meter.Wrap(inference.New(inference.Config{Upstream: cfg.AnthropicURL, Transport: metered, CloudBeneath: true, MaxBody: cfg.MaxBody, MaxRetried: cfg.PoolRetryBody, Logger: log})),
 		meter.Wrap(decide.New(decide.Config{Upstream: cfg.AnthropicURL, Transport: metered, Timeout: cfg.DecideTimeout, Logger: log})),
 		eg,
-		feedback.New(feedback.Config{Store: rst, Keep: cfg.Feedback == FeedbackKeep}),
+		feedback.New(feedback.Config{Store: st, Keep: cfg.Feedback == FeedbackKeep}),
 	}
 	if cfg.FountainURL != nil {
 		caps = append(caps, fountain.New(fountain.Config{
-			Upstream: cfg.FountainURL, Transport: transport, Resources: rst, MaxBody: cfg.MaxBody, Logger: log, Audit: aw,
+			Upstream: cfg.FountainURL, Transport: transport, Resources: st, MaxBody: cfg.MaxBody, Logger: log, Audit: aw,
 			Key: func(ctx context.Context) ([]byte, error) { return pay.Open(ctx, payer.SharedFountain) },
 		}))
 	}
 	caps = append(caps, opt.Extra...)
 	h, err := broker.New(broker.Config{
-		Broker: cfg.Broker, Store: rst, Cache: c, Payer: pay, Capabilities: caps, Logger: log,
+		Broker: cfg.Broker, Store: st, Cache: c, Payer: pay, Capabilities: caps, Logger: log,
 		Limits:         broker.Limits{Rate: cfg.BoxRate, Burst: cfg.BoxBurst, Concurrent: max(cfg.BoxConcurrent, 0)},
 		ReadTimeout:    cfg.ReadTimeout,
 		Metrics:        m,
@@ -375,7 +385,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Rates: rates, Alerter: alerter, Broker: h, Audit: aw, Metrics: m, log: log, flushLog: flushLog, rst: rst, wst: wst, Outbox: ob, Spool: ob.Spool, Journal: ob.Journal, cert: cert, lock: lock, storeFile: fw, Approvals: approvals, webhook: hook}
+	srv := &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Rates: rates, Alerter: alerter, Broker: h, Audit: aw, Metrics: m, log: log, flushLog: flushLog, bound: bound, Outbox: ob, Spool: ob.Spool, Journal: ob.Journal, cert: cert, lock: lock, storeFile: fw, Approvals: approvals, webhook: hook}
 	srv.Handler = srv.withReady(tracing.Handler(h)) // h itself when tracing is off
 	srv.tracing, srv.sink = tracing, sink
 	adm, err := admin.New(admin.Config{Store: sink.WrapAll(st), Cache: c, Keyring: keyring, Broker: cfg.Broker, Logger: log, Metrics: m.Handler(), Pool: credPool, Ready: srv.Ready,
@@ -406,7 +416,7 @@ func NewLogger(w io.Writer, level string) (log *slog.Logger, flush func() error)
 // RequestStore is the store as a request reaches it, every call bounded
 // by StoreDeadline: for listeners beside the broker's own (the egress
 // proxy) that read the store while serving a box.
-func (s *Server) RequestStore() store.Store { return s.rst }
+func (s *Server) RequestStore() store.Store { return s.Store }
 
 // Serve serves the box-facing handler on ln and, when admin is not nil,
 // the admin handler on admin, and keeps the cache fresh until ctx ends;
@@ -416,7 +426,7 @@ func (s *Server) Serve(ctx context.Context, ln, admin net.Listener) error {
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	ran := make(chan struct{})
 	go func() { s.Run(cctx); close(ran) }()
-	go s.Meter.Run(cctx)
+	go s.Meter.Run(deadline.Within(cctx, writeBound(s.Config.StoreDeadline))) // beside requests, as Run's
 	defer func() {
 		cancel()
 		<-ran // the audit log's queue is written before Serve returns
@@ -424,7 +434,9 @@ func (s *Server) Serve(ctx context.Context, ln, admin net.Listener) error {
 	servers := []*http.Server{s.httpServer(cctx, s.tracked(s.Handler))}
 	listeners := []net.Listener{ln}
 	if admin != nil {
-		servers = append(servers, s.httpServer(cctx, s.Admin))
+		// The admin API's store calls are not bounded: an operator's
+		// report may take seconds.
+		servers = append(servers, s.httpServer(deadline.Within(cctx, 0), s.Admin))
 		listeners = append(listeners, admin)
 	}
 	if s.cert != nil {
@@ -470,6 +482,9 @@ func (s *Server) Serve(ctx context.Context, ln, admin net.Listener) error {
 // the audit queue and the batch still hold and returns. Serve runs it; a
 // caller serving the handlers itself runs it too.
 func (s *Server) Run(ctx context.Context) {
+	// Run's store calls are made beside requests: they take the longer
+	// bound.
+	ctx = deadline.Within(ctx, writeBound(s.Config.StoreDeadline))
 	done := make(chan struct{}, 8)
 	go func() {
 		if s.Alerter != nil {

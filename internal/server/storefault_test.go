@@ -17,25 +17,25 @@ import (
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
-	"github.com/intentius/boxbroker/internal/store/sqlite"
+	"github.com/intentius/boxbroker/internal/store/deadline"
 	"github.com/intentius/boxbroker/internal/token"
 )
 
-// frozenStore is a store that, once frozen, answers nothing until it is
-// thawed, whatever its callers' contexts say: a PostgreSQL server stopped
-// with SIGSTOP, or one behind a link that drops every packet, as the
-// broker sees it.
-type frozenStore struct {
-	store.Store
+// freezer, beneath the store's deadline where its driver is, once
+// frozen, answers nothing until it is thawed, whatever its callers'
+// contexts say: a PostgreSQL server stopped with SIGSTOP, or one behind a
+// link that drops every packet, as the broker sees it.
+type freezer struct {
 	mu   sync.Mutex
 	gate chan struct{} // nil while thawed; closed on thaw
-	// refuse, while set, makes every call fail at once with
-	// store.ErrUnavailable: a store whose connections are refused, or
-	// whose disk is full.
+	// refuse, while set, makes every statement that adds or changes rows
+	// (INSERT, UPDATE) fail at once with store.ErrUnavailable, as a
+	// store on a full disk does: one that deletes nothing (the readiness
+	// check's write) is still taken.
 	refuse atomic.Bool
 }
 
-func (f *frozenStore) freeze() {
+func (f *freezer) freeze() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.gate == nil {
@@ -43,7 +43,7 @@ func (f *frozenStore) freeze() {
 	}
 }
 
-func (f *frozenStore) thaw() {
+func (f *freezer) thaw() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.gate != nil {
@@ -53,7 +53,7 @@ func (f *frozenStore) thaw() {
 }
 
 // wait blocks while the store is frozen; it ignores every context.
-func (f *frozenStore) wait() {
+func (f *freezer) wait() {
 	f.mu.Lock()
 	g := f.gate
 	f.mu.Unlock()
@@ -64,73 +64,13 @@ func (f *frozenStore) wait() {
 
 var errRefused = fmt.Errorf("%w: connection refused (test)", store.ErrUnavailable)
 
-func (f *frozenStore) ApplySpooled(ctx context.Context, key string, settle []store.Settlement, audit []store.AuditEntry) (bool, error) {
+// around is the freezer around each of the store driver's operations.
+func (f *freezer) around(ctx context.Context, op deadline.Op, call func(context.Context) error) error {
 	f.wait()
-	if f.refuse.Load() {
-		return false, errRefused
-	}
-	return f.Store.ApplySpooled(ctx, key, settle, audit)
-}
-
-func (f *frozenStore) BoxByTokenHash(ctx context.Context, hash string) (store.Box, error) {
-	f.wait()
-	return f.Store.BoxByTokenHash(ctx, hash)
-}
-
-func (f *frozenStore) Declaration(ctx context.Context, box string) ([]byte, time.Time, error) {
-	f.wait()
-	return f.Store.Declaration(ctx, box)
-}
-
-func (f *frozenStore) ListBudgets(ctx context.Context, box string) ([]store.Budget, error) {
-	f.wait()
-	return f.Store.ListBudgets(ctx, box)
-}
-
-func (f *frozenStore) Credential(ctx context.Context, id string) (store.Credential, error) {
-	f.wait()
-	return f.Store.Credential(ctx, id)
-}
-
-func (f *frozenStore) Ping(ctx context.Context) error {
-	f.wait()
-	return f.Store.Ping(ctx)
-}
-
-func (f *frozenStore) ChangesSince(ctx context.Context, after int64, limit int) ([]store.Change, error) {
-	f.wait()
-	return f.Store.ChangesSince(ctx, after, limit)
-}
-
-func (f *frozenStore) LastChange(ctx context.Context) (int64, error) {
-	f.wait()
-	return f.Store.LastChange(ctx)
-}
-
-func (f *frozenStore) AddAudit(ctx context.Context, entries []store.AuditEntry) error {
-	f.wait()
-	if f.refuse.Load() {
+	if q := strings.ToUpper(strings.TrimSpace(op.Query)); f.refuse.Load() && (strings.HasPrefix(q, "INSERT") || strings.HasPrefix(q, "UPDATE")) {
 		return errRefused
 	}
-	return f.Store.AddAudit(ctx, entries)
-}
-
-func (f *frozenStore) Settle(ctx context.Context, s store.Settlement) error {
-	f.wait()
-	if f.refuse.Load() {
-		return errRefused
-	}
-	return f.Store.Settle(ctx, s)
-}
-
-func (f *frozenStore) Reserve(ctx context.Context, r store.Reservation) (int64, error) {
-	f.wait()
-	return f.Store.Reserve(ctx, r)
-}
-
-func (f *frozenStore) SaveDeclaration(ctx context.Context, box string, doc []byte, at time.Time) error {
-	f.wait()
-	return f.Store.SaveDeclaration(ctx, box, doc, at)
+	return call(ctx)
 }
 
 // logBuffer is a log destination safe for concurrent writes.
@@ -159,18 +99,15 @@ func (l *logBuffer) lines(msg string) []map[string]any {
 	return out
 }
 
-// newFrozenBroker starts a broker on SQLite behind a frozenStore, with a
+// newFrozenBroker starts a broker on SQLite with a freezer beneath its
 // store deadline of d.
-func newFrozenBroker(t *testing.T, d time.Duration, more ...func(*brokertest.Options)) (*brokertest.Broker, *frozenStore, *logBuffer) {
+func newFrozenBroker(t *testing.T, d time.Duration, more ...func(*brokertest.Options)) (*brokertest.Broker, *freezer, *logBuffer) {
 	t.Helper()
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "b.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fz := &frozenStore{Store: st}
+	fz := &freezer{}
 	t.Cleanup(fz.thaw) // before the broker closes the store
 	logs := &logBuffer{}
-	opt := brokertest.Options{Store: fz, Logs: logs, Config: func(c *server.Config) { c.StoreDeadline = d }}
+	opt := brokertest.Options{Logs: logs, Config: func(c *server.Config) { c.StoreDeadline = d },
+		ServerOptions: func(o *server.Options) { o.StoreAround = fz.around }}
 	for _, f := range more {
 		f(&opt)
 	}
@@ -282,7 +219,7 @@ func TestStoreDown_AnsweredCallsSpooledAndReplayed(t *testing.T) {
 	b.SetCredential("anthropic", "sk-ant-api03-x")
 	tok := b.AddBox("alpha")
 	b.Report(tok, brokertest.Entry("inference", "agent"))
-	raw := fz.Store
+	raw := b.Server.Store
 	auditBefore, _ := raw.ListAudit(t.Context(), store.AuditQuery{Box: "alpha", Limit: 1000})
 
 	var wg sync.WaitGroup

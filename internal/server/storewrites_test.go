@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,87 +14,35 @@ import (
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/store/deadline"
-	"github.com/intentius/boxbroker/internal/store/sqlite"
 )
 
-// readOnlyStore is a store that, while readOnly is set, answers every
-// read and refuses every write the broker makes while serving, as SQLite
-// refuses them once its files are made immutable ("attempt to write a
-// readonly database") and a read-only PostgreSQL does.
-type readOnlyStore struct {
-	store.Store
+// readOnly, beneath the store's deadline where its driver is, while on
+// is set, answers every read and refuses every write, as SQLite refuses
+// them once its files are made immutable ("attempt to write a readonly
+// database") and a read-only PostgreSQL does.
+type readOnly struct {
 	readOnly atomic.Bool
 }
 
 var errReadOnly = fmt.Errorf("%w: attempt to write a readonly database (8) (test)", store.ErrUnavailable)
 
-func (s *readOnlyStore) refuse() error {
-	if s.readOnly.Load() {
+// around is readOnly around each of the store driver's operations.
+func (s *readOnly) around(ctx context.Context, op deadline.Op, call func(context.Context) error) error {
+	if op.Kind == deadline.Write && s.readOnly.Load() {
 		return errReadOnly
 	}
-	return nil
+	return call(ctx)
 }
 
-func (s *readOnlyStore) ApplySpooled(ctx context.Context, key string, settle []store.Settlement, audit []store.AuditEntry) (bool, error) {
-	if err := s.refuse(); err != nil {
-		return false, err
-	}
-	return s.Store.ApplySpooled(ctx, key, settle, audit)
-}
-
-func (s *readOnlyStore) AddAudit(ctx context.Context, entries []store.AuditEntry) error {
-	if err := s.refuse(); err != nil {
-		return err
-	}
-	return s.Store.AddAudit(ctx, entries)
-}
-
-func (s *readOnlyStore) PruneAudit(ctx context.Context, before time.Time) (int64, error) {
-	if err := s.refuse(); err != nil {
-		return 0, err
-	}
-	return s.Store.PruneAudit(ctx, before)
-}
-
-func (s *readOnlyStore) Settle(ctx context.Context, st store.Settlement) error {
-	if err := s.refuse(); err != nil {
-		return err
-	}
-	return s.Store.Settle(ctx, st)
-}
-
-func (s *readOnlyStore) Reserve(ctx context.Context, r store.Reservation) (int64, error) {
-	if err := s.refuse(); err != nil {
-		return 0, err
-	}
-	return s.Store.Reserve(ctx, r)
-}
-
-func (s *readOnlyStore) RenewReservations(ctx context.Context, ids []int64, at time.Time) error {
-	if err := s.refuse(); err != nil {
-		return err
-	}
-	return s.Store.RenewReservations(ctx, ids, at)
-}
-
-func (s *readOnlyStore) ReleaseStale(ctx context.Context, before time.Time) (int, error) {
-	if err := s.refuse(); err != nil {
-		return 0, err
-	}
-	return s.Store.ReleaseStale(ctx, before)
-}
-
-// newReadOnlyBroker starts a broker on SQLite behind a readOnlyStore,
-// with a box "alpha" that may call inference, and returns its token.
-func newReadOnlyBroker(t *testing.T) (*brokertest.Broker, *readOnlyStore, *logBuffer, string) {
+// newReadOnlyBroker starts a broker on SQLite with a readOnly beneath its
+// store deadline, with a box "alpha" that may call inference, and
+// returns its token.
+func newReadOnlyBroker(t *testing.T) (*brokertest.Broker, *readOnly, *logBuffer, string) {
 	t.Helper()
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "b.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ro := &readOnlyStore{Store: st}
+	ro := &readOnly{}
 	logs := &logBuffer{}
-	b := brokertest.New(t, brokertest.Options{Store: ro, Logs: logs, Config: func(c *server.Config) { c.StoreDeadline = 100 * time.Millisecond }})
+	b := brokertest.New(t, brokertest.Options{Logs: logs, Config: func(c *server.Config) { c.StoreDeadline = 100 * time.Millisecond },
+		ServerOptions: func(o *server.Options) { o.StoreAround = ro.around }})
 	b.SetCredential("anthropic", "sk-ant-api03-x")
 	tok := b.AddBox("alpha")
 	b.Report(tok, brokertest.Entry("inference", "agent"))
@@ -200,7 +147,7 @@ func TestSpool_RefusedSettlementDoesNotHoldAnotherBoxsCalls(t *testing.T) {
 	alpha, beta := b.AddBox("alpha"), b.AddBox("beta")
 	b.Report(alpha, brokertest.Entry("inference", "agent"))
 	b.Report(beta, brokertest.Entry("inference", "agent"))
-	raw := fz.Store
+	raw := b.Server.Store
 	ctx := t.Context()
 	month := time.Now().UTC().Format("2006-01")
 

@@ -7,6 +7,12 @@
 // that keeps answering other calls is busy, not gone: a call waits for
 // its turn behind them (Busy deadlines at most).
 //
+// The bound is in one place beneath every store method: Connector wraps
+// the database/sql driver's connector, so that each driver operation
+// runs through a Bound's Around, and a store opener takes it as an
+// option. The bound a call has rides its context (Within), the Bound's
+// own by default.
+//
 // It also notices outages: the first call that finds the store not
 // answering writes one WARN line with the outage's start, and the call
 // that finds it answering again writes one with its start, end and
@@ -21,7 +27,6 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,28 +37,23 @@ import (
 // Default is the default bound on one store call on the request path.
 const Default = 250 * time.Millisecond
 
-// Store is a store.Store whose every call is bounded by a deadline,
-// except those only the admin API and the CLI make (the owner's page's
-// overview and charts) and Close. It implements each method itself, so a
-// method a new sub-interface adds to store.Store does not compile until
-// it is given its deadline here.
-type Store struct {
-	st store.Store
-	d  time.Duration
-	o  *outage
-	a  *answered
+// Bound bounds the store's calls: Around, given to the store's opener
+// (sqlite.WithAround, postgres.WithAround), runs each operation of the
+// database/sql driver beneath the store, and each of PostgreSQL's calls
+// that go to pgx itself, so that every store method, present or to come,
+// is bounded in that one place. It notes the store's outages for the
+// log and the readiness check. Its methods are safe for concurrent use.
+type Bound struct {
+	d time.Duration
+	o *outage
+	a *answered
 }
 
-// Store is a store.Store: the compiler checks that every method of
-// store.Store is written here, with its deadline or (for the few that are
-// exempt) without one.
-var _ store.Store = (*Store)(nil)
-
-// outage is what the Stores made from one Wrap know of the store's
-// answering, so that an outage is logged once, whichever bound saw it.
-// Reads and writes are followed apart: a store that answers reads and
-// refuses writes (a read-only PostgreSQL, SQLite files made immutable) is
-// in an outage until a write succeeds, whatever the reads do.
+// outage is what a Bound knows of the store's answering, so that an
+// outage is logged once, whichever call saw it. Reads and writes are
+// followed apart: a store that answers reads and refuses writes (a
+// read-only PostgreSQL, SQLite files made immutable) is in an outage
+// until a write succeeds, whatever the reads do.
 type outage struct {
 	log *slog.Logger
 	now func() time.Time
@@ -88,29 +88,43 @@ const (
 	MsgAnswering = "store: answering again"
 )
 
-// Wrap bounds each of st's calls by d (Default when d is zero or less).
-// Outages are logged to log (slog.Default() when nil).
-func Wrap(st store.Store, d time.Duration, log *slog.Logger) *Store {
+// New is a Bound of d on each call (Default when d is zero or less),
+// unless the call's context says otherwise (Within). Outages are logged
+// to log (slog.Default() when nil).
+func New(d time.Duration, log *slog.Logger) *Bound {
 	if d <= 0 {
 		d = Default
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Store{st: st, d: d, o: &outage{log: log, now: time.Now}, a: &answered{}}
+	return &Bound{d: d, o: &outage{log: log, now: time.Now}, a: &answered{}}
 }
 
-// With is the same store bounded by d instead, noting outages with s:
-// for writes made off the request path (audit batches, settlements),
-// which may take longer than a request's reads.
-func (s *Store) With(d time.Duration) *Store {
-	return &Store{st: s.st, d: d, o: s.o, a: s.a}
+// within is the context key of Within's bound.
+type within struct{}
+
+// Within is ctx with the bound d on the store calls made with it, in
+// place of the Bound's own: a longer one for writes made off the request
+// path (audit batches, settlements), which may take longer than a
+// request's reads. d zero or less: the calls are not bounded at all (the
+// admin API's and the owner's page's, whose reports may take seconds).
+func Within(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, within{}, d)
+}
+
+// bound is the bound on a call made with ctx, and whether it has one.
+func (b *Bound) bound(ctx context.Context) (time.Duration, bool) {
+	if d, ok := ctx.Value(within{}).(time.Duration); ok {
+		return d, d > 0
+	}
+	return b.d, true
 }
 
 // Progress records that the store beneath made progress on calls in
 // flight that have not returned yet (a write of a group commit made, not
 // yet committed): calls waiting behind it wait on a store that works.
-func (s *Store) Progress() { s.a.note(time.Now()) }
+func (b *Bound) Progress() { b.a.note(time.Now()) }
 
 // starved reports whether a goroutine that yields waits longer than
 // lag for its next turn to run: the process has more to run than its
@@ -122,15 +136,15 @@ func starved(lag time.Duration) bool {
 	return time.Since(began) > lag
 }
 
-// Deadline is the bound on one call.
-func (s *Store) Deadline() time.Duration { return s.d }
+// Deadline is the bound on one call whose context names none.
+func (b *Bound) Deadline() time.Duration { return b.d }
 
 // Down reports since when the store has not answered, or the zero time
 // while it answers.
-func (s *Store) Down() time.Time {
-	s.o.mu.Lock()
-	defer s.o.mu.Unlock()
-	return s.o.down
+func (b *Bound) Down() time.Time {
+	b.o.mu.Lock()
+	defer b.o.mu.Unlock()
+	return b.o.down
 }
 
 // ErrDeadline is what a call that passed its deadline returns, wrapped
@@ -143,8 +157,7 @@ var ErrDeadline = errors.New("no answer within the store deadline")
 // CPU or disk), is not a store that has stopped.
 const Busy = 40
 
-// answered is when the store last answered a call, in Unix nanoseconds,
-// for the Stores made from one Wrap.
+// answered is when the store last answered a call, in Unix nanoseconds.
 type answered struct{ at atomic.Int64 }
 
 // note records an answer at t, unless a later one is recorded.
@@ -158,100 +171,117 @@ func (a *answered) note(t time.Time) {
 	}
 }
 
-// do runs f and returns its answer, or store.ErrUnavailable wrapping
-// ErrDeadline once the deadline has passed with no answer from the
-// store, to this call or any other, since the call began: a store that
-// keeps answering others is busy, not gone, and the call waits for its
-// turn, but no longer than Busy deadlines. A deadline in which this
-// process itself was not running its goroutines (its timer fired half a
-// deadline or more late, or a goroutine that yields waits a quarter of a
-// deadline for its turn) is not counted as the store's silence. f's context ends when do
-// gives up; do returns then even when f does not (a driver blocked where
-// it does not look at its context): f then finishes on its own
-// goroutine, its result dropped.
-func do[T any](s *Store, ctx context.Context, op string, f func(context.Context) (T, error)) (T, error) {
-	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, Busy*s.d)
-	defer cancel()
-	type result struct {
-		v   T
-		err error
+// Around runs call, the operation op, and returns its error, or
+// store.ErrUnavailable wrapping ErrDeadline once the call's deadline has
+// passed with no answer from the store, to this call or any other, since
+// the call began: a store that keeps answering others is busy, not gone,
+// and the call waits for its turn, but no longer than Busy deadlines. A
+// deadline in which this process itself was not running its goroutines
+// (its timer fired half a deadline or more late, or a goroutine that
+// yields waits a quarter of a deadline for its turn) is not counted as
+// the store's silence. call's context ends when Around gives up; Around
+// returns then even when call does not (a driver blocked where it does
+// not look at its context): call then finishes on its own goroutine.
+// An error wrapping store.ErrUnavailable is an outage's (of reads or of
+// writes, as op says); any other answer ends one.
+func (b *Bound) Around(ctx context.Context, op Op, call func(context.Context) error) error {
+	d, ok := b.bound(ctx)
+	if !ok {
+		return call(ctx)
 	}
-	ch := make(chan result, 1)
-	go func() {
-		v, err := f(ctx)
-		ch <- result{v, err}
-	}()
+	// call's context ends when its caller's does or when Around gives
+	// up, and never otherwise: what the driver makes with it (a
+	// transaction, rows) outlives the call.
+	parent := ctx
+	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
+	defer context.AfterFunc(parent, cancel)()
+	ch := make(chan error, 1)
+	go func() { ch <- call(ctx) }()
 	// The store's silence is counted from from: the call's beginning,
 	// or the last moment this process was seen not to run (see below).
-	from := time.Now()
-	due := from.Add(s.d)
-	t := time.NewTimer(s.d)
+	// One timer serves both bounds: the next moment the store may have
+	// been silent a whole deadline, or Busy deadlines after began.
+	began := time.Now()
+	from, due := began, began.Add(d)
+	t := time.NewTimer(d)
 	defer t.Stop()
-	var r result
-	late, bound := false, s.d
+	reset := func(now time.Time, next time.Duration) {
+		if rest := began.Add(Busy * d).Sub(now); rest < next {
+			next = rest
+		}
+		due = now.Add(next)
+		t.Reset(next)
+	}
+	var err error
+	late, bound := false, d
 	for done := false; !done; {
 		select {
-		case r = <-ch:
+		case err = <-ch:
 			done = true
 		case <-t.C:
 			now := time.Now()
-			if now.Sub(due) > s.d/2 || starved(s.d/4) {
+			if now.Sub(began) >= Busy*d {
+				late, done, bound = true, true, Busy*d
+				break
+			}
+			if now.Sub(due) > d/2 || starved(d/4) {
 				// The timer fired long after it was due, or goroutines
 				// wait long for their turn to run: this process did not
 				// run its store calls (a starved CPU), and the store's
 				// silence meanwhile says nothing of the store.
 				now = time.Now()
-				from, due = now, now.Add(s.d)
-				t.Reset(s.d)
+				from = now
+				reset(now, d)
 				continue
 			}
 			// Silent for a whole deadline: the store answered nothing
 			// since from, or since its last answer.
 			quiet := now.Sub(from)
-			if at := s.a.at.Load(); at > from.UnixNano() {
+			if at := b.a.at.Load(); at > from.UnixNano() {
 				quiet = now.Sub(time.Unix(0, at))
 			}
-			if quiet < s.d {
-				due = now.Add(s.d - quiet)
-				t.Reset(s.d - quiet)
+			if quiet < d {
+				reset(now, d-quiet)
 				continue
 			}
-			cancel()
 			late, done = true, true
-		case <-ctx.Done():
-			late, done, bound = true, true, Busy*s.d
+		case <-parent.Done():
+			late, done = true, true
 		}
 		if late {
 			select {
-			case r = <-ch: // it answered as the deadline passed
+			case err = <-ch: // it answered as the deadline passed
 			default:
-				r.err = context.DeadlineExceeded
+				cancel()
+				err = context.DeadlineExceeded
 			}
 		}
 	}
 	if parent.Err() != nil {
-		return r.v, r.err // the caller's own context ended: not the store's fault
+		if err == context.DeadlineExceeded {
+			err = parent.Err()
+		}
+		return err // the caller's own context ended: not the store's fault
 	}
-	if r.err != nil && late &&
-		!errors.Is(r.err, store.ErrNotFound) && !errors.Is(r.err, store.ErrExists) && !errors.Is(r.err, store.ErrRejected) {
-		var zero T
-		r.v, r.err = zero, fmt.Errorf("%s: %w: %w (%s)", op, store.ErrUnavailable, ErrDeadline, bound)
+	if err != nil && late &&
+		!errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrExists) && !errors.Is(err, store.ErrRejected) {
+		err = fmt.Errorf("%s: %w: %w (%s)", op.Name, store.ErrUnavailable, ErrDeadline, bound)
 	}
-	if r.err == nil || !errors.Is(r.err, store.ErrUnavailable) {
-		s.a.note(time.Now())
+	down := err != nil && errors.Is(err, store.ErrUnavailable)
+	if !down {
+		b.a.note(time.Now())
 	}
-	s.o.note(op, r.err, s.d)
-	return r.v, r.err
+	if op.Kind != Other {
+		b.o.note(op.Kind == Write, down, err, d)
+	}
+	return err
 }
 
 // note records whether the store answered a call named op, logging an
 // outage's start and end: one line as the first read or write fails, one
 // more (once) if reads fail in an outage that began with writes, and one
 // as reads and writes both answer again.
-func (s *outage) note(op string, err error, d time.Duration) {
-	down := err != nil && errors.Is(err, store.ErrUnavailable)
-	write := !readOp(op)
+func (s *outage) note(write, down bool, err error, d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sd, kind := &s.reads, "reads"
@@ -302,24 +332,12 @@ func (s *outage) note(op string, err error, d time.Duration) {
 	}
 }
 
-// readOp reports whether the call named op only reads: its name begins
-// "read", "list" or "look up", or it is the ping. Every other call
-// writes.
-func readOp(op string) bool {
-	return op == "ping" || strings.HasPrefix(op, "read ") || strings.HasPrefix(op, "list ") || strings.HasPrefix(op, "look up ")
-}
-
 // WritesFailing reports since when the store's writes have failed
 // (store.ErrUnavailable: refused, or no answer within the deadline),
 // and the first failure's error; the zero time while the last write
 // succeeded or was answered.
-func (s *Store) WritesFailing() (time.Time, error) {
-	s.o.mu.Lock()
-	defer s.o.mu.Unlock()
-	return s.o.writes.down, s.o.writes.last
-}
-
-func do0(s *Store, ctx context.Context, op string, f func(context.Context) error) error {
-	_, err := do(s, ctx, op, func(ctx context.Context) (struct{}, error) { return struct{}{}, f(ctx) })
-	return err
+func (b *Bound) WritesFailing() (time.Time, error) {
+	b.o.mu.Lock()
+	defer b.o.mu.Unlock()
+	return b.o.writes.down, b.o.writes.last
 }

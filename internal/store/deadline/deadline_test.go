@@ -2,10 +2,13 @@ package deadline_test
 
 import (
 	"context"
+	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,24 +16,45 @@ import (
 	"github.com/intentius/boxbroker/internal/store/deadline"
 )
 
-// queueStore is a store whose reservations are made one at a time, each
-// taking each: a healthy store with one writer, busy. Reserve of the box
-// "stuck" never answers, nor does any call while frozen is set.
-type queueStore struct {
-	store.Store // nil: only Reserve is called
-	each        time.Duration
-	mu          sync.Mutex // one reservation at a time
-	frozen      bool
+// queueDriver is a database/sql driver whose execs are made one at a
+// time, each taking each: a healthy store with one writer, busy. The
+// exec of "stuck" never answers, nor does any while frozen is set.
+type queueDriver struct {
+	each   time.Duration
+	mu     sync.Mutex // one exec at a time
+	frozen atomic.Bool
 }
 
-func (q *queueStore) Reserve(ctx context.Context, r store.Reservation) (int64, error) {
-	if q.frozen || r.Box == "stuck" {
+func (q *queueDriver) exec(query string) error {
+	if q.frozen.Load() || query == "stuck" {
 		select {} // a driver blocked where it does not look at its context
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	time.Sleep(q.each)
-	return 1, nil
+	return nil
+}
+
+// open is a database/sql handle on ex, each operation bounded by b.
+func open(t *testing.T, b *deadline.Bound, ex func(query string) error) *sql.DB {
+	db := sql.OpenDB(deadline.Connector(execConnector{ex}, b.Around))
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// execConnector makes connections whose every exec is ex.
+type execConnector struct{ ex func(query string) error }
+
+func (c execConnector) Connect(context.Context) (driver.Conn, error) { return execConn(c), nil }
+func (c execConnector) Driver() driver.Driver                        { return nil }
+
+type execConn struct{ ex func(query string) error }
+
+func (execConn) Prepare(string) (driver.Stmt, error) { return nil, errors.New("no statements") }
+func (execConn) Close() error                        { return nil }
+func (execConn) Begin() (driver.Tx, error)           { return nil, errors.New("no transactions") }
+func (c execConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	return driver.RowsAffected(1), c.ex(query)
 }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -41,25 +65,26 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 // for an outage.
 func TestDeadline_BusyStoreAnswers(t *testing.T) {
 	const d, calls = 100 * time.Millisecond, 20
-	q := &queueStore{each: 20 * time.Millisecond} // the last answers after 400 ms
-	s := deadline.Wrap(q, d, quiet())
+	q := &queueDriver{each: 20 * time.Millisecond} // the last answers after 400 ms
+	b := deadline.New(d, quiet())
+	db := open(t, b, q.exec)
 	errs := make([]error, calls)
 	var wg sync.WaitGroup
 	for i := range calls {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = s.Reserve(context.Background(), store.Reservation{Box: "busy"})
+			_, errs[i] = db.ExecContext(context.Background(), "busy")
 		}()
 	}
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
-			t.Errorf("Reserve(%d of %d) on a store answering one every %v = %v, want nil", i, calls, q.each, err)
+			t.Errorf("Exec(%d of %d) on a store answering one every %v = %v, want nil", i, calls, q.each, err)
 		}
 	}
-	if !s.Down().IsZero() {
-		t.Errorf("Down() = %v after a busy store answered, want zero", s.Down())
+	if !b.Down().IsZero() {
+		t.Errorf("Down() = %v after a busy store answered, want zero", b.Down())
 	}
 }
 
@@ -68,66 +93,69 @@ func TestDeadline_BusyStoreAnswers(t *testing.T) {
 // deadline after it began, not the longer wait a busy store is given.
 func TestDeadline_FrozenStoreRefusedAtDeadline(t *testing.T) {
 	const d = 100 * time.Millisecond
-	q := &queueStore{each: time.Millisecond}
-	s := deadline.Wrap(q, d, quiet())
-	if _, err := s.Reserve(context.Background(), store.Reservation{Box: "busy"}); err != nil {
-		t.Fatalf("Reserve before the freeze = %v, want nil", err)
+	q := &queueDriver{each: time.Millisecond}
+	db := open(t, deadline.New(d, quiet()), q.exec)
+	if _, err := db.ExecContext(context.Background(), "busy"); err != nil {
+		t.Fatalf("Exec before the freeze = %v, want nil", err)
 	}
-	q.frozen = true
+	q.frozen.Store(true)
 	began := time.Now()
-	_, err := s.Reserve(context.Background(), store.Reservation{Box: "busy"})
+	_, err := db.ExecContext(context.Background(), "busy")
 	took := time.Since(began)
 	if !errors.Is(err, deadline.ErrDeadline) || !errors.Is(err, store.ErrUnavailable) {
-		t.Errorf("Reserve on a frozen store = %v, want ErrDeadline and ErrUnavailable", err)
+		t.Errorf("Exec on a frozen store = %v, want ErrDeadline and ErrUnavailable", err)
 	}
 	if took < d || took > 3*d {
-		t.Errorf("Reserve on a frozen store returned after %v, want about %v", took, d)
+		t.Errorf("Exec on a frozen store returned after %v, want about %v", took, d)
 	}
 }
 
 // TestDeadline_StuckCallBoundedWhileOthersAnswer: a call the store never
 // answers, while it answers every other, still ends, after Busy
-// deadlines.
+// deadlines. The others are asked by four callers at once, each every
+// tenth of a deadline, so that a caller held up on a loaded machine does
+// not leave the store silent for a whole deadline.
 func TestDeadline_StuckCallBoundedWhileOthersAnswer(t *testing.T) {
-	const d = 25 * time.Millisecond
-	q := &queueStore{each: time.Millisecond}
-	s := deadline.Wrap(q, d, quiet())
+	const d = 100 * time.Millisecond
+	q := &queueDriver{each: time.Millisecond}
+	db := open(t, deadline.New(d, quiet()), q.exec)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { // others keep being answered
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(d / 10):
-				_, _ = s.Reserve(context.Background(), store.Reservation{Box: "busy"})
+	for range 4 {
+		wg.Add(1)
+		go func() { // others keep being answered
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(d / 10):
+					_, _ = db.ExecContext(context.Background(), "busy")
+				}
 			}
-		}
-	}()
+		}()
+	}
 	defer func() { close(stop); wg.Wait() }()
 	began := time.Now()
-	_, err := s.Reserve(context.Background(), store.Reservation{Box: "stuck"})
+	_, err := db.ExecContext(context.Background(), "stuck")
 	took := time.Since(began)
 	if !errors.Is(err, deadline.ErrDeadline) {
-		t.Errorf("Reserve never answered = %v, want ErrDeadline", err)
+		t.Errorf("Exec never answered = %v, want ErrDeadline", err)
 	}
 	if took < deadline.Busy*d || took > deadline.Busy*d+10*d {
-		t.Errorf("Reserve never answered returned after %v, want about %v", took, deadline.Busy*d)
+		t.Errorf("Exec never answered returned after %v, want about %v", took, deadline.Busy*d)
 	}
 }
 
-// slowStore answers Reserve after took, calling progress (when set)
+// slowDriver answers an exec after took, calling progress (when set)
 // every tick meanwhile, as a group commit's writes are made one by one
 // before it commits.
-type slowStore struct {
-	store.Store
+type slowDriver struct {
 	took, tick time.Duration
 	progress   func()
 }
 
-func (s *slowStore) Reserve(ctx context.Context, r store.Reservation) (int64, error) {
+func (s *slowDriver) exec(string) error {
 	end := time.Now().Add(s.took)
 	for time.Now().Before(end) {
 		time.Sleep(s.tick)
@@ -135,7 +163,7 @@ func (s *slowStore) Reserve(ctx context.Context, r store.Reservation) (int64, er
 			s.progress()
 		}
 	}
-	return 1, nil
+	return nil
 }
 
 // TestDeadline_ProgressIsAnAnswer: a call the store takes three
@@ -153,15 +181,98 @@ func TestDeadline_ProgressIsAnAnswer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			st := &slowStore{took: 3 * d, tick: d / 5}
-			s := deadline.Wrap(st, d, quiet())
+			st := &slowDriver{took: 3 * d, tick: d / 5}
+			b := deadline.New(d, quiet())
 			if tt.progress {
-				st.progress = s.Progress
+				st.progress = b.Progress
 			}
-			_, err := s.Reserve(context.Background(), store.Reservation{Box: "slow"})
+			_, err := open(t, b, st.exec).ExecContext(context.Background(), "slow")
 			if !errors.Is(err, tt.want) {
-				t.Errorf("Reserve taking %v with progress %v = %v, want %v", st.took, tt.progress, err, tt.want)
+				t.Errorf("Exec taking %v with progress %v = %v, want %v", st.took, tt.progress, err, tt.want)
 			}
 		})
 	}
 }
+
+// TestConnector_AbandonedConnectionDropped: a connection whose exec was
+// given up at the deadline is not used again (the pool opens another
+// for the next call), and is closed once the driver returns from it.
+func TestConnector_AbandonedConnectionDropped(t *testing.T) {
+	const d = 50 * time.Millisecond
+	release := make(chan struct{})
+	var opened, closed atomic.Int32
+	c := &countingConnector{ex: func(query string) error {
+		if query == "stuck" {
+			<-release // a driver blocked where it does not look at its context
+		}
+		return nil
+	}, opened: &opened, closed: &closed}
+	db := sql.OpenDB(deadline.Connector(c, deadline.New(d, quiet()).Around))
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	ctx := context.Background()
+	if _, err := db.ExecContext(ctx, "stuck"); !errors.Is(err, deadline.ErrDeadline) {
+		t.Fatalf("Exec never answered = %v, want ErrDeadline", err)
+	}
+	if _, err := db.ExecContext(ctx, "next"); err != nil {
+		t.Fatalf("Exec after one was given up = %v, want nil on a new connection", err)
+	}
+	if n := opened.Load(); n != 2 {
+		t.Errorf("connections opened = %d, want 2 (the abandoned one dropped)", n)
+	}
+	if n := closed.Load(); n != 0 {
+		t.Errorf("connections closed while the driver is still in one = %d, want 0", n)
+	}
+	close(release)
+	for end := time.Now().Add(5 * time.Second); closed.Load() == 0 && time.Now().Before(end); {
+		time.Sleep(time.Millisecond)
+	}
+	if n := closed.Load(); n != 1 {
+		t.Errorf("connections closed once the driver returned = %d, want 1", n)
+	}
+}
+
+// TestWithin_TheContextsBoundApplies: a call whose context carries a
+// longer bound waits for an answer the Bound's own would have given up
+// on; one whose context carries none is not bounded.
+func TestWithin_TheContextsBoundApplies(t *testing.T) {
+	const d = 50 * time.Millisecond
+	st := &slowDriver{took: 4 * d, tick: 4 * d}
+	db := open(t, deadline.New(d, quiet()), st.exec)
+	tests := []struct {
+		name string
+		ctx  context.Context
+		want error
+	}{
+		{"own bound", context.Background(), deadline.ErrDeadline},
+		{"longer", deadline.Within(context.Background(), 20*d), nil},
+		{"none", deadline.Within(context.Background(), 0), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := db.ExecContext(tt.ctx, "slow"); !errors.Is(err, tt.want) {
+				t.Errorf("Exec taking %v (%s) = %v, want %v", st.took, tt.name, err, tt.want)
+			}
+		})
+	}
+}
+
+// countingConnector is an execConnector that counts the connections it
+// opens and those closed.
+type countingConnector struct {
+	ex             func(query string) error
+	opened, closed *atomic.Int32
+}
+
+func (c *countingConnector) Connect(context.Context) (driver.Conn, error) {
+	c.opened.Add(1)
+	return &countedConn{execConn: execConn{c.ex}, closed: c.closed}, nil
+}
+func (c *countingConnector) Driver() driver.Driver { return nil }
+
+type countedConn struct {
+	execConn
+	closed *atomic.Int32
+}
+
+func (c *countedConn) Close() error { c.closed.Add(1); return nil }

@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"time"
+
+	"github.com/intentius/boxbroker/internal/store/deadline"
 )
 
 // Clock returns the PostgreSQL server's clock now (clock_timestamp(),
@@ -10,7 +12,10 @@ import (
 // leases by one clock whatever their own say (see spend.Config.StoreClock).
 func (s *Store) Clock(ctx context.Context) (time.Time, error) {
 	var t time.Time
-	if err := s.pool.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&t); err != nil {
+	err := s.around(ctx, deadline.Op{Name: "read the store's clock", Kind: deadline.Read}, func(ctx context.Context) error {
+		return s.pool.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&t)
+	})
+	if err != nil {
 		return time.Time{}, translate("read the store's clock", err)
 	}
 	return t.UTC(), nil

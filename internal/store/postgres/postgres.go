@@ -30,6 +30,7 @@ import (
 	"github.com/jackc/puddle/v2"
 
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/deadline"
 	"github.com/intentius/boxbroker/internal/store/sqlstore"
 )
 
@@ -53,6 +54,11 @@ type Store struct {
 	conn *pgx.ConnConfig
 	// channel is the notification channel of the store's schema, quoted.
 	channel string
+	// around runs each of the calls made through pgx itself rather than
+	// database/sql (the transactions of write, Ping, Clock), as the
+	// database/sql driver's operations are run (see WithAround); it
+	// runs them as they are while Open works.
+	around deadline.Around
 }
 
 var _ store.Store = (*Store)(nil)
@@ -62,7 +68,11 @@ var _ store.Store = (*Store)(nil)
 // It returns an error wrapping store.ErrUnavailable when the server cannot
 // be reached. The DSN's text, which may hold a password, is never put in an
 // error.
-func Open(ctx context.Context, dsn string) (*Store, error) {
+func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, errors.New("open postgres store: the DSN cannot be parsed")
@@ -74,12 +84,17 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, translate("open postgres store", err)
 	}
-	s := &Store{pool: pool, conn: cfg.ConnConfig.Copy()}
+	around, on := deadline.Later(deadline.Chain(o.around, deadline.Unavailable(isUnavailable)))
+	s := &Store{pool: pool, conn: cfg.ConnConfig.Copy(), around: around}
 	if err := s.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres store: %w", err)
 	}
 	db := stdlib.OpenDBFromPool(pool)
+	if o.around != nil {
+		db = sql.OpenDB(deadline.Connector(stdlib.GetPoolConnector(pool), around))
+		db.SetMaxIdleConns(0) // the pgx pool keeps them (as OpenDBFromPool)
+	}
 	if err := s.migrate(ctx, db); err != nil {
 		db.Close()
 		pool.Close()
@@ -96,12 +111,38 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres store: %w", err)
 	}
+	on()
 	return s, nil
+}
+
+// Option is an option of Open.
+type Option func(*options)
+
+type options struct {
+	around deadline.Around
+}
+
+// WithAround runs every operation of the store's database/sql driver,
+// and each call the store makes through pgx itself, through a (package
+// deadline's Bound.Around): the store's one place where its calls are
+// bounded. Errors that mean the server cannot be used now (unreachable,
+// shutting down, read-only, a lost connection) reach a as
+// store.ErrUnavailable. Open's own work (migrations) is not run through
+// a. Listen's connection is not either: it waits for notifications for
+// as long as the store is open, and its loss is Listen's error.
+func WithAround(a deadline.Around) Option {
+	return func(o *options) { o.around = a }
+}
+
+// isUnavailable reports whether the driver's err means the server cannot
+// be used now.
+func isUnavailable(err error) bool {
+	return errors.Is(translate("", err), store.ErrUnavailable)
 }
 
 // Ping reports whether the database answers; store.ErrUnavailable if not.
 func (s *Store) Ping(ctx context.Context) error {
-	return translate("ping", s.pool.Ping(ctx))
+	return translate("ping", s.around(ctx, deadline.Op{Name: "ping", Kind: deadline.Read}, s.pool.Ping))
 }
 
 // Close closes every connection. The Store must not be used afterwards.
@@ -115,6 +156,13 @@ func (s *Store) Close() error {
 // changes log last, under changesLock, and commits. Errors are translated
 // to the store's sentinels, prefixed with op.
 func (s *Store) write(ctx context.Context, op string, fn func(tx pgx.Tx) ([]store.Change, error)) error {
+	return translate(op, s.around(ctx, deadline.Op{Name: op, Kind: deadline.Write}, func(ctx context.Context) error {
+		return s.writeTx(ctx, op, fn)
+	}))
+}
+
+// writeTx is write's transaction.
+func (s *Store) writeTx(ctx context.Context, op string, fn func(tx pgx.Tx) ([]store.Change, error)) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return translate(op, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/deadline"
 	"github.com/intentius/boxbroker/internal/store/migrations"
 	"github.com/intentius/boxbroker/internal/store/postgres/postgrestest"
 	"github.com/intentius/boxbroker/internal/store/storetest"
@@ -44,6 +45,22 @@ func TestStore(t *testing.T) {
 	postgrestest.DSN(t)
 	storetest.Run(t, func(t *testing.T) store.Store {
 		return open(t, freshSchema(t))
+	})
+}
+
+// TestStore_Bounded is the suite through a Bound beneath database/sql
+// and pgx (package deadline): the driver's interfaces database/sql looks
+// for (pgx's NamedValueChecker among them) reach it through the wrapper.
+func TestStore_Bounded(t *testing.T) {
+	postgrestest.DSN(t)
+	storetest.Run(t, func(t *testing.T) store.Store {
+		b := deadline.New(5*time.Second, nil)
+		s, err := Open(t.Context(), freshSchema(t), WithAround(b.Around))
+		if err != nil {
+			t.Fatalf("Open(WithAround) = %v, want nil", err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,9 +17,13 @@ import (
 
 // budgeted opens a store with the box "alpha" and a budget of limit on
 // it.
-func budgeted(t *testing.T, limit int64) *Store {
+func budgeted(t *testing.T, limit int64, opts ...Option) *Store {
 	t.Helper()
-	s, _ := openTemp(t)
+	s, err := Open(filepath.Join(t.TempDir(), "boxbroker.db"), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
 	ctx := t.Context()
 	if err := s.CreateBox(ctx, store.Box{Name: "alpha", TokenHash: "h-alpha", CreatedAt: time.Now(), PayerKind: "shared"}); err != nil {
 		t.Fatal(err)
@@ -131,17 +136,17 @@ func TestReserve_GoneCallersReservationReleased(t *testing.T) {
 // store bounded by serve's deadline, as requests make them: the writer
 // is busy, not gone, and no reservation is refused as ErrDeadline.
 func TestReserve_BusyWriterNotAnOutage(t *testing.T) {
-	s := budgeted(t, 1<<40)
+	bound := deadline.New(deadline.Default, nil)
+	s := budgeted(t, 1<<40, WithAround(bound.Around))
 	const n = 400
-	bounded := deadline.Wrap(s, deadline.Default, nil)
-	s.SetProgress(bounded.Progress) // as serve has it
+	s.SetProgress(bound.Progress) // as serve has it
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = bounded.Reserve(t.Context(), store.Reservation{Box: "alpha", Month: "2026-12", Amount: 1, At: time.Now()})
+			_, errs[i] = s.Reserve(t.Context(), store.Reservation{Box: "alpha", Month: "2026-12", Amount: 1, At: time.Now()})
 		}()
 	}
 	wg.Wait()

@@ -29,6 +29,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/deadline"
 	"github.com/intentius/boxbroker/internal/store/spendsql"
 	"github.com/intentius/boxbroker/internal/store/sqlstore"
 )
@@ -80,7 +81,14 @@ var _ store.Store = (*Store)(nil)
 // creates the file so, and narrows any of the three it finds wider. It
 // fails if a file cannot be opened or narrowed, is not a boxbroker
 // database, or was written by a newer boxbroker.
-func Open(path string) (*Store, error) {
+func Open(path string, opts ...Option) (*Store, error) {
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
+	// Open's own work (migrations, the first statements) is not bounded.
+	var on func()
+	o.later, on = deadline.Later(deadline.Chain(o.around, deadline.Unavailable(isUnavailable)))
 	if path == "" {
 		return nil, errors.New("open sqlite store: empty path")
 	}
@@ -92,7 +100,7 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("open sqlite store: %w", err)
 	}
 	ms := fmt.Sprint(busyTimeout.Milliseconds())
-	w, err := sql.Open("sqlite", dsn(abs, url.Values{
+	w, err := o.open(dsn(abs, url.Values{
 		"_busy_timeout": {ms},
 		"_journal_mode": {"WAL"},
 		"_foreign_keys": {"1"},
@@ -114,7 +122,7 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("open sqlite store: %w", err)
 	}
 
-	r, err := sql.Open("sqlite", dsn(abs, url.Values{
+	r, err := o.open(dsn(abs, url.Values{
 		"_busy_timeout": {ms},
 		"_foreign_keys": {"1"},
 		"_query_only":   {"1"},
@@ -139,7 +147,45 @@ func Open(path string) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
+	on()
 	return s, nil
+}
+
+// Option is an option of Open.
+type Option func(*options)
+
+type options struct {
+	around deadline.Around
+	// later is around once Open is done.
+	later deadline.Around
+}
+
+// WithAround runs every operation of the store's database driver through
+// a (package deadline's Bound.Around): the store's one place where its
+// calls are bounded. The driver's errors that mean the database cannot
+// be used now (busy, locked, read-only, full) reach a as
+// store.ErrUnavailable.
+func WithAround(a deadline.Around) Option {
+	return func(o *options) { o.around = a }
+}
+
+// open is a database/sql handle on the database the driver's name dsn
+// names, its operations run through o.around.
+func (o *options) open(dsn string) (*sql.DB, error) {
+	c, err := sqlite.NewConnector(dsn)
+	if err != nil {
+		return nil, err
+	}
+	if o.around == nil {
+		return sql.OpenDB(c), nil
+	}
+	return sql.OpenDB(deadline.Connector(c, o.later)), nil
+}
+
+// isUnavailable reports whether the driver's err means the database
+// cannot be used now.
+func isUnavailable(err error) bool {
+	return errors.Is(translate("", err), store.ErrUnavailable)
 }
 
 // FileMode is the mode of the database file and its WAL and

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/deadline"
 	"github.com/intentius/boxbroker/internal/store/migrations"
 	"github.com/intentius/boxbroker/internal/store/storetest"
 )
@@ -29,6 +30,21 @@ func openTemp(t *testing.T) (*Store, string) {
 func TestStore(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store {
 		s, _ := openTemp(t)
+		return s
+	})
+}
+
+// TestStore_Bounded is the suite through a Bound beneath database/sql
+// (package deadline): the driver's interfaces database/sql looks for
+// reach it through the wrapper.
+func TestStore_Bounded(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		b := deadline.New(5*time.Second, nil)
+		s, err := Open(filepath.Join(t.TempDir(), "boxbroker.db"), WithAround(b.Around))
+		if err != nil {
+			t.Fatalf("Open(WithAround) = %v, want nil", err)
+		}
+		t.Cleanup(func() { s.Close() })
 		return s
 	})
 }

@@ -1,0 +1,40 @@
+package sqlite
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/deadline"
+)
+
+// BenchmarkBox_Bound reads a box (one query, one row) on a store opened
+// as it is and on one whose driver operations run through a Bound: the
+// ratio is what the bound costs a read that misses the cache.
+func BenchmarkBox_Bound(b *testing.B) {
+	for _, bounded := range []bool{false, true} {
+		name := map[bool]string{false: "plain", true: "bounded"}[bounded]
+		b.Run(name, func(b *testing.B) {
+			var opts []Option
+			if bounded {
+				opts = append(opts, WithAround(deadline.New(time.Second, nil).Around))
+			}
+			s, err := Open(filepath.Join(b.TempDir(), "b.db"), opts...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			ctx := b.Context()
+			if err := s.CreateBox(ctx, store.Box{Name: "alpha", TokenHash: "h", CreatedAt: time.Now(), PayerKind: "shared"}); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := s.Box(ctx, "alpha"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
