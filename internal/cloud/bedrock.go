@@ -10,7 +10,6 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -61,14 +60,6 @@ func (cl *Client) bedrock(ctx context.Context, c *Credential, call Call, made fu
 	if refusal != nil || err != nil {
 		return refusal, err
 	}
-	base := c.Endpoint
-	if base == "" {
-		base = BedrockEndpoint(c.Region)
-	}
-	u, err := url.Parse(base)
-	if err != nil {
-		return nil, errors.New("bedrock: the credential's endpoint does not parse")
-	}
 	action := "/invoke"
 	accept := "application/json"
 	stream := f.stream && !count
@@ -79,8 +70,10 @@ func (cl *Client) bedrock(ctx context.Context, c *Credential, call Call, made fu
 		action = "/invoke-with-response-stream"
 		accept = "application/vnd.amazon.eventstream"
 	}
-	u.Path = "/model/" + id + action
-	u.RawPath = "/model/" + url.PathEscape(id) + action
+	u, err := c.modelURL(BedrockEndpoint, "/model/", id, action)
+	if err != nil {
+		return nil, err
+	}
 	resp, b, err := cl.send(c, id, c.sentBetas(call, f.bodyBeta), func(betas []string) (*http.Request, []byte, error) {
 		body, err := f.body(betas)
 		sentBody := body // the InvokeModel body, whose member names the box chose

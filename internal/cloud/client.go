@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -249,6 +250,23 @@ func (cl *Client) send(c *Credential, model string, betas []string, build func(b
 		}
 		return resp, b, nil
 	}
+}
+
+// modelURL is the URL of model's action on c's cloud: c's Endpoint, or
+// public(c.Region) when it names none, at the path prefix, then model
+// (escaped in the raw path), then action.
+func (c *Credential) modelURL(public func(region string) string, prefix, model, action string) (*url.URL, error) {
+	base := c.Endpoint
+	if base == "" {
+		base = public(c.Region)
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		return nil, errors.New(c.Kind + ": the credential's endpoint does not parse")
+	}
+	u.Path = prefix + model + action
+	u.RawPath = prefix + url.PathEscape(model) + action
+	return u, nil
 }
 
 // postJSON is a POST of the JSON body to u.

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"golang.org/x/oauth2"
@@ -81,17 +80,10 @@ func (cl *Client) vertex(ctx context.Context, c *Credential, call Call, made fun
 		method = ":streamRawPredict"
 	}
 	stream := f.stream && !count
-	base := c.Endpoint
-	if base == "" {
-		base = VertexEndpoint(c.Region)
-	}
-	u, err := url.Parse(base)
+	u, err := c.modelURL(VertexEndpoint, "/v1/projects/"+c.ProjectID+"/locations/"+c.Region+"/publishers/anthropic/models/", model, method)
 	if err != nil {
-		return nil, errors.New("vertex: the credential's endpoint does not parse")
+		return nil, err
 	}
-	p := "/v1/projects/" + c.ProjectID + "/locations/" + c.Region + "/publishers/anthropic/models/"
-	u.Path = p + model + method
-	u.RawPath = p + url.PathEscape(model) + method
 
 	ts, err := cl.tokenSource(c, func() (oauth2.TokenSource, error) {
 		cfg, err := google.JWTConfigFromJSON(c.ServiceAccount, Scope)
