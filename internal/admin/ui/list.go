@@ -2,6 +2,7 @@ package ui
 
 import (
 	"html/template"
+	"slices"
 
 	"github.com/intentius/boxbroker/internal/admin"
 
@@ -113,21 +114,13 @@ func declaredSecrets(d *protocol.Declaration, broker string) []string {
 // crossCheck returns the secrets declared and not held, and held and not
 // declared, each in order.
 func crossCheck(declared, held []string) (missing, extra []string) {
-	in := func(list []string, v string) bool {
-		for _, x := range list {
-			if x == v {
-				return true
-			}
-		}
-		return false
-	}
 	for _, d := range declared {
-		if !in(held, d) {
+		if !slices.Contains(held, d) {
 			missing = append(missing, d)
 		}
 	}
 	for _, h := range held {
-		if !in(declared, h) {
+		if !slices.Contains(declared, h) {
 			extra = append(extra, h)
 		}
 	}
