@@ -33,16 +33,13 @@ func BedrockEndpoint(region string) string {
 
 // bedrock makes call on Bedrock: Messages as InvokeModel or
 // InvokeModelWithResponseStream, count_tokens as CountTokens over the
-// InvokeModel body; the model list is refused. The betas sent, in the
+// InvokeModel body (Do refuses the model list). The betas sent, in the
 // body's anthropic_beta, are those the call asks for in its
 // anthropic-beta header and its body (Asked, as the spend meter prices
 // them), less those the credential does not let through (allowedBetas);
 // a model that refuses them gets the call again without any, and none
 // from then on.
 func (cl *Client) bedrock(ctx context.Context, c *Credential, call Call, made func(string)) (*http.Response, error) {
-	if call.Path != PathMessages && call.Path != PathCountTokens {
-		return unsupported("The model list (GET /v1/models)", c.Kind), nil
-	}
 	f, refusal := cloudBody(call.Body, BedrockVersion, false)
 	if refusal != nil {
 		return refusal, nil

@@ -74,13 +74,16 @@ type Call struct {
 // equivalent of, or a model it has no id for, is answered with a 4xx in
 // the Anthropic error shape, made here. The error is the transport's.
 func (cl *Client) Do(ctx context.Context, c *Credential, call Call, made func(string)) (*http.Response, error) {
-	switch c.Kind {
-	case KindBedrock:
-		return cl.bedrock(ctx, c, call, made)
-	case KindVertex:
-		return cl.vertex(ctx, c, call, made)
+	if c.Kind != KindBedrock && c.Kind != KindVertex {
+		return errorAnswer(http.StatusBadRequest, "The payer's credential names no cloud the broker knows."), nil
 	}
-	return errorAnswer(http.StatusBadRequest, "The payer's credential names no cloud the broker knows."), nil
+	if call.Path != PathMessages && call.Path != PathCountTokens {
+		return unsupported("The model list (GET /v1/models)", c.Kind), nil
+	}
+	if c.Kind == KindBedrock {
+		return cl.bedrock(ctx, c, call, made)
+	}
+	return cl.vertex(ctx, c, call, made)
 }
 
 func (cl *Client) transport() http.RoundTripper {

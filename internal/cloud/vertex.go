@@ -52,16 +52,13 @@ func checkPrivateKey(pemKey []byte) error {
 }
 
 // vertex makes call on Vertex AI: Messages as rawPredict or
-// streamRawPredict, count_tokens as count-tokens:rawPredict; the model
-// list is refused. The betas sent, in the anthropic-beta header, are
+// streamRawPredict, count_tokens as count-tokens:rawPredict (Do refuses
+// the model list). The betas sent, in the anthropic-beta header, are
 // those the call asks for in its header and its body (Asked, as the
 // spend meter prices them), less those the credential's "betas" does
 // not let through; a model that refuses them gets the call again
 // without any, and none from then on.
 func (cl *Client) vertex(ctx context.Context, c *Credential, call Call, made func(string)) (*http.Response, error) {
-	if call.Path != PathMessages && call.Path != PathCountTokens {
-		return unsupported("The model list (GET /v1/models)", c.Kind), nil
-	}
 	f, refusal := cloudBody(call.Body, VertexVersion, true)
 	if refusal != nil {
 		return refusal, nil
