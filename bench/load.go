@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"slices"
@@ -98,9 +99,7 @@ func once(ctx context.Context, hc *http.Client, p *path, c *benchCase, events in
 	} else {
 		req, err = http.NewRequestWithContext(ctx, "POST", p.messages(), bytes.NewReader(c.body))
 		if err == nil {
-			for k, v := range p.header {
-				req.Header[k] = v
-			}
+			maps.Copy(req.Header, p.header)
 			req.Header.Set("X-Api-Key", p.key)
 			req.Header.Set("Anthropic-Version", "2023-06-01")
 			req.Header.Set("Content-Type", "application/json")

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
 	"net/http"
 
 	"github.com/intentius/boxbroker/internal/capability"
@@ -79,9 +80,7 @@ func (s *Server) refusalOf(r *http.Request, err error, route, box string) *capab
 // writeRefusal writes the refusal ce of err: its Header, the Retry-After
 // of a refusal of the box's limits, and a 503's.
 func writeRefusal(w http.ResponseWriter, err error, ce *capability.Error) {
-	for k, vs := range ce.Header {
-		w.Header()[k] = vs
-	}
+	maps.Copy(w.Header(), ce.Header)
 	var ra *retryAfterError
 	if errors.As(err, &ra) {
 		w.Header().Set("Retry-After", ra.retryAfter())

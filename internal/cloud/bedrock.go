@@ -10,7 +10,6 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -34,16 +33,13 @@ func BedrockEndpoint(region string) string {
 
 // bedrock makes call on Bedrock: Messages as InvokeModel or
 // InvokeModelWithResponseStream, count_tokens as CountTokens over the
-// InvokeModel body; the model list is refused. The betas sent, in the
+// InvokeModel body (Do refuses the model list). The betas sent, in the
 // body's anthropic_beta, are those the call asks for in its
 // anthropic-beta header and its body (Asked, as the spend meter prices
 // them), less those the credential does not let through (allowedBetas);
 // a model that refuses them gets the call again without any, and none
 // from then on.
 func (cl *Client) bedrock(ctx context.Context, c *Credential, call Call, made func(string)) (*http.Response, error) {
-	if call.Path != PathMessages && call.Path != PathCountTokens {
-		return unsupported("The model list (GET /v1/models)", c.Kind), nil
-	}
 	f, refusal := cloudBody(call.Body, BedrockVersion, false)
 	if refusal != nil {
 		return refusal, nil
@@ -61,14 +57,6 @@ func (cl *Client) bedrock(ctx context.Context, c *Credential, call Call, made fu
 	if refusal != nil || err != nil {
 		return refusal, err
 	}
-	base := c.Endpoint
-	if base == "" {
-		base = BedrockEndpoint(c.Region)
-	}
-	u, err := url.Parse(base)
-	if err != nil {
-		return nil, errors.New("bedrock: the credential's endpoint does not parse")
-	}
 	action := "/invoke"
 	accept := "application/json"
 	stream := f.stream && !count
@@ -79,8 +67,10 @@ func (cl *Client) bedrock(ctx context.Context, c *Credential, call Call, made fu
 		action = "/invoke-with-response-stream"
 		accept = "application/vnd.amazon.eventstream"
 	}
-	u.Path = "/model/" + id + action
-	u.RawPath = "/model/" + url.PathEscape(id) + action
+	u, err := c.modelURL(BedrockEndpoint, "/model/", id, action)
+	if err != nil {
+		return nil, err
+	}
 	resp, b, err := cl.send(c, id, c.sentBetas(call, f.bodyBeta), func(betas []string) (*http.Request, []byte, error) {
 		body, err := f.body(betas)
 		sentBody := body // the InvokeModel body, whose member names the box chose

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -73,13 +74,16 @@ type Call struct {
 // equivalent of, or a model it has no id for, is answered with a 4xx in
 // the Anthropic error shape, made here. The error is the transport's.
 func (cl *Client) Do(ctx context.Context, c *Credential, call Call, made func(string)) (*http.Response, error) {
-	switch c.Kind {
-	case KindBedrock:
-		return cl.bedrock(ctx, c, call, made)
-	case KindVertex:
-		return cl.vertex(ctx, c, call, made)
+	if c.Kind != KindBedrock && c.Kind != KindVertex {
+		return errorAnswer(http.StatusBadRequest, "The payer's credential names no cloud the broker knows."), nil
 	}
-	return errorAnswer(http.StatusBadRequest, "The payer's credential names no cloud the broker knows."), nil
+	if call.Path != PathMessages && call.Path != PathCountTokens {
+		return unsupported("The model list (GET /v1/models)", c.Kind), nil
+	}
+	if c.Kind == KindBedrock {
+		return cl.bedrock(ctx, c, call, made)
+	}
+	return cl.vertex(ctx, c, call, made)
 }
 
 func (cl *Client) transport() http.RoundTripper {
@@ -249,6 +253,23 @@ func (cl *Client) send(c *Credential, model string, betas []string, build func(b
 		}
 		return resp, b, nil
 	}
+}
+
+// modelURL is the URL of model's action on c's cloud: c's Endpoint, or
+// public(c.Region) when it names none, at the path prefix, then model
+// (escaped in the raw path), then action.
+func (c *Credential) modelURL(public func(region string) string, prefix, model, action string) (*url.URL, error) {
+	base := c.Endpoint
+	if base == "" {
+		base = public(c.Region)
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		return nil, errors.New(c.Kind + ": the credential's endpoint does not parse")
+	}
+	u.Path = prefix + model + action
+	u.RawPath = prefix + url.PathEscape(model) + action
+	return u, nil
 }
 
 // postJSON is a POST of the JSON body to u.

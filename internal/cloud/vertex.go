@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"golang.org/x/oauth2"
@@ -53,16 +52,13 @@ func checkPrivateKey(pemKey []byte) error {
 }
 
 // vertex makes call on Vertex AI: Messages as rawPredict or
-// streamRawPredict, count_tokens as count-tokens:rawPredict; the model
-// list is refused. The betas sent, in the anthropic-beta header, are
+// streamRawPredict, count_tokens as count-tokens:rawPredict (Do refuses
+// the model list). The betas sent, in the anthropic-beta header, are
 // those the call asks for in its header and its body (Asked, as the
 // spend meter prices them), less those the credential's "betas" does
 // not let through; a model that refuses them gets the call again
 // without any, and none from then on.
 func (cl *Client) vertex(ctx context.Context, c *Credential, call Call, made func(string)) (*http.Response, error) {
-	if call.Path != PathMessages && call.Path != PathCountTokens {
-		return unsupported("The model list (GET /v1/models)", c.Kind), nil
-	}
 	f, refusal := cloudBody(call.Body, VertexVersion, true)
 	if refusal != nil {
 		return refusal, nil
@@ -81,17 +77,10 @@ func (cl *Client) vertex(ctx context.Context, c *Credential, call Call, made fun
 		method = ":streamRawPredict"
 	}
 	stream := f.stream && !count
-	base := c.Endpoint
-	if base == "" {
-		base = VertexEndpoint(c.Region)
-	}
-	u, err := url.Parse(base)
+	u, err := c.modelURL(VertexEndpoint, "/v1/projects/"+c.ProjectID+"/locations/"+c.Region+"/publishers/anthropic/models/", model, method)
 	if err != nil {
-		return nil, errors.New("vertex: the credential's endpoint does not parse")
+		return nil, err
 	}
-	p := "/v1/projects/" + c.ProjectID + "/locations/" + c.Region + "/publishers/anthropic/models/"
-	u.Path = p + model + method
-	u.RawPath = p + url.PathEscape(model) + method
 
 	ts, err := cl.tokenSource(c, func() (oauth2.TokenSource, error) {
 		cfg, err := google.JWTConfigFromJSON(c.ServiceAccount, Scope)

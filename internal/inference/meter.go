@@ -206,13 +206,20 @@ func messagesFetch(v gjson.Result, esc bool) bool {
 	if !v.IsArray() {
 		return false // the API refuses it
 	}
+	return anyMember(v, esc, func(name string, c gjson.Result) bool {
+		return name == "content" && blocksFetch(c, 0, esc)
+	})
+}
+
+// anyMember reports whether f holds for a member of an object in v, an
+// array, its name read as jsonfield.Name does; an object that cannot
+// hold a "source" (mayHold) is passed over. It stops at the first.
+func anyMember(v gjson.Result, esc bool, f func(name string, x gjson.Result) bool) bool {
 	found := false
-	v.ForEach(func(_, m gjson.Result) bool {
-		if m.IsObject() && mayHold(m.Raw, esc) {
-			m.ForEach(func(k, c gjson.Result) bool {
-				if jsonfield.Name(k) == "content" {
-					found = blocksFetch(c, 0, esc)
-				}
+	v.ForEach(func(_, o gjson.Result) bool {
+		if o.IsObject() && mayHold(o.Raw, esc) {
+			o.ForEach(func(k, x gjson.Result) bool {
+				found = f(jsonfield.Name(k), x)
 				return !found
 			})
 		}
@@ -234,22 +241,15 @@ func blocksFetch(v gjson.Result, depth int, esc bool) bool {
 	if depth > maxDepth {
 		return true
 	}
-	found := false
-	v.ForEach(func(_, b gjson.Result) bool {
-		if b.IsObject() && mayHold(b.Raw, esc) {
-			b.ForEach(func(k, x gjson.Result) bool {
-				switch jsonfield.Name(k) {
-				case "source":
-					found = sourceFetched(x, depth, esc)
-				case "content":
-					found = blocksFetch(x, depth+1, esc)
-				}
-				return !found
-			})
+	return anyMember(v, esc, func(name string, x gjson.Result) bool {
+		switch name {
+		case "source":
+			return sourceFetched(x, depth, esc)
+		case "content":
+			return blocksFetch(x, depth+1, esc)
 		}
-		return !found
+		return false
 	})
-	return found
 }
 
 // sourceFetched reports whether v, a content block's source, is fetched

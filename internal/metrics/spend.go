@@ -38,9 +38,29 @@ var payerKinds = map[string]bool{"shared": true, "owner": true, "visitor": true}
 type spendMetrics struct {
 	usd    *prometheus.CounterVec
 	tokens *prometheus.CounterVec
+	models labelSet // the model labels in use, at most MaxModels
+}
 
-	mu     sync.Mutex      // guards models
-	models map[string]bool // the model labels in use, at most MaxModels
+// labelSet bounds the values of a label: the first max values seen are
+// named, and every later one is OtherModel.
+type labelSet struct {
+	max  int
+	mu   sync.Mutex      // guards seen
+	seen map[string]bool // the values named so far
+}
+
+// label is v, or OtherModel when max values other than v are named.
+func (l *labelSet) label(v string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.seen[v] {
+		return v
+	}
+	if len(l.seen) >= l.max {
+		return OtherModel
+	}
+	l.seen[v] = true
+	return v
 }
 
 func newSpendMetrics(reg *prometheus.Registry) *spendMetrics {
@@ -53,7 +73,7 @@ func newSpendMetrics(reg *prometheus.Registry) *spendMetrics {
 			Name: "boxbroker_tokens_total",
 			Help: "Tokens of the model calls settled, as the upstream's answers reported them, by model, payer kind and kind (input, output, cache_read, cache_write).",
 		}, []string{"model", "payer", "kind"}),
-		models: map[string]bool{},
+		models: labelSet{max: MaxModels, seen: map[string]bool{}},
 	}
 	reg.MustRegister(s.usd, s.tokens)
 	return s
@@ -97,16 +117,7 @@ func (s *spendMetrics) modelLabel(model string) string {
 	if !modelID(model) {
 		return OtherModel
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.models[model] {
-		return model
-	}
-	if len(s.models) >= MaxModels {
-		return OtherModel
-	}
-	s.models[model] = true
-	return model
+	return s.models.label(model)
 }
 
 // modelID reports whether s reads as a model ID, as Anthropic, Bedrock

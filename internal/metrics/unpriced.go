@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"strings"
-	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -14,10 +13,8 @@ const MaxUnpricedModels = 100
 
 // unpriced counts calls of models the price table does not name.
 type unpriced struct {
-	calls *prometheus.CounterVec
-	// mu guards seen, the models named in the model label so far.
-	mu   sync.Mutex
-	seen map[string]bool
+	calls  *prometheus.CounterVec
+	models labelSet // the models named in the model label so far
 }
 
 func newUnpriced() *unpriced {
@@ -26,7 +23,7 @@ func newUnpriced() *unpriced {
 			Name: "boxbroker_unpriced_calls_total",
 			Help: "Model calls whose model the price table does not name, by model (the first 100 seen; later ones as other), the table's model they were charged as (priced_as), and match: family (priced as the newest model of its family) or unpriced (as --unpriced-as, the dearest model by default).",
 		}, []string{"model", "priced_as", "match"}),
-		seen: map[string]bool{},
+		models: labelSet{max: MaxUnpricedModels, seen: map[string]bool{}},
 	}
 }
 
@@ -38,18 +35,8 @@ func (m *Metrics) UnpricedCall(model, pricedAs, match string) {
 		return
 	}
 	model, pricedAs = strings.ToValidUTF8(model, "?"), strings.ToValidUTF8(pricedAs, "?")
-	u := m.unpriced
-	u.mu.Lock()
-	if !u.seen[model] {
-		if len(u.seen) >= MaxUnpricedModels {
-			model = "other"
-		} else {
-			u.seen[model] = true
-		}
-	}
-	u.mu.Unlock()
 	if match != "family" {
 		match = "unpriced"
 	}
-	u.calls.WithLabelValues(model, pricedAs, match).Inc()
+	m.unpriced.calls.WithLabelValues(m.unpriced.models.label(model), pricedAs, match).Inc()
 }

@@ -71,16 +71,15 @@ func Unencoded(h http.Header) error {
 // blocks) is read without end. A body that is not gzip fails its first
 // Read with gzip's error. Closing it closes body.
 func Gunzip(body io.ReadCloser, limit int64) io.ReadCloser {
-	return &gunzipBody{src: body, in: &boundedReader{r: body, left: limit, limit: limit}, left: limit, limit: limit}
+	return &gunzipBody{src: body, in: &boundedReader{r: body, left: limit, limit: limit}, limit: limit}
 }
 
 // gunzipBody decodes lazily, so that the gzip header is read only when
 // the body is.
 type gunzipBody struct {
 	src   io.ReadCloser
-	in    *boundedReader
-	zr    *gzip.Reader
-	left  int64 // bytes it may still decode
+	in    *boundedReader // body, bounded
+	out   *boundedReader // what it decodes to, bounded; nil before the first Read
 	limit int64
 	err   error
 }
@@ -89,24 +88,15 @@ func (g *gunzipBody) Read(p []byte) (int, error) {
 	if g.err != nil {
 		return 0, g.err
 	}
-	if g.zr == nil {
+	if g.out == nil {
 		zr, err := gzip.NewReader(g.in)
 		if err != nil {
 			g.err = err
 			return 0, err
 		}
-		g.zr = zr
+		g.out = &boundedReader{r: zr, left: g.limit, limit: g.limit}
 	}
-	if g.left <= 0 {
-		// Decoded to the bound: one byte more is over it.
-		g.err = overLimit(g.zr, g.limit)
-		return 0, g.err
-	}
-	if int64(len(p)) > g.left {
-		p = p[:g.left]
-	}
-	n, err := g.zr.Read(p)
-	g.left -= int64(n)
+	n, err := g.out.Read(p)
 	if err != nil {
 		g.err = err
 	}

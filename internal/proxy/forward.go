@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httputil"
 	"strings"
@@ -204,14 +205,10 @@ func (w *answerWriter) inform(code int) {
 	dst := w.rw.Header()
 	saved := dst.Clone()
 	clear(dst)
-	for k, vs := range h {
-		dst[k] = vs
-	}
+	maps.Copy(dst, h)
 	w.rw.WriteHeader(code)
 	clear(dst)
-	for k, vs := range saved {
-		dst[k] = vs
-	}
+	maps.Copy(dst, saved)
 }
 
 func (w *answerWriter) Write(p []byte) (int, error) {

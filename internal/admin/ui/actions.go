@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-
-	"github.com/intentius/boxbroker/internal/spend"
 )
 
 // The owner's page's everyday actions: enrol, rotate and remove a box,
@@ -143,10 +141,9 @@ func (u *Page) setBudget(w http.ResponseWriter, r *http.Request, sess *Session) 
 		return err
 	}
 	p := strings.TrimSpace(r.PostForm.Get("principal"))
-	usd := strings.TrimPrefix(strings.TrimSpace(r.PostForm.Get("usd")), "$")
-	if _, err := spend.ParseUSD(usd); err != nil {
-		return operator.Errorf(operator.Invalid,
-			"A budget is in dollars from 0 to %d with at most six decimals, such as 25 or 25.50.", spend.MaxUSD)
+	usd, err := formUSD(r)
+	if err != nil {
+		return err
 	}
 	if _, err := u.op(r).SetBudget(r.Context(), b.Name, operator.BudgetSetting{USD: json.Number(usd), Principal: &p}); err != nil {
 		return err

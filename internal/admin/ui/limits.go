@@ -71,12 +71,11 @@ func (u *Page) setWindowBudget(w http.ResponseWriter, r *http.Request, sess *Ses
 	if _, err := store.ParseWindow(window); err != nil {
 		return operator.Errorf(operator.Invalid, "The window is day, week, or Nd for a rolling N days (1 to %d), such as 7d.", store.MaxRollingDays)
 	}
-	limit, err := spend.ParseUSD(strings.TrimPrefix(strings.TrimSpace(r.PostForm.Get("usd")), "$"))
+	usd, err := formUSD(r)
 	if err != nil {
-		return operator.Errorf(operator.Invalid,
-			"A budget is in dollars from 0 to %d with at most six decimals, such as 25 or 25.50.", spend.MaxUSD)
+		return err
 	}
-	set := operator.WindowBudgetSetting{Window: window, USD: json.Number(strings.TrimPrefix(spend.FormatUSD(limit), "$")), Principal: &principal}
+	set := operator.WindowBudgetSetting{Window: window, USD: json.Number(usd), Principal: &principal}
 	if _, err := u.op(r).SetWindowBudget(r.Context(), b.Name, set); err != nil {
 		return err
 	}
@@ -95,6 +94,16 @@ func (u *Page) removeWindowBudget(w http.ResponseWriter, r *http.Request, sess *
 	}
 	back(w, r, b.Name, "budget-removed")
 	return nil
+}
+
+// formUSD reads a form's usd field, a budget in dollars ("$" allowed).
+func formUSD(r *http.Request) (string, error) {
+	usd := strings.TrimPrefix(strings.TrimSpace(r.PostForm.Get("usd")), "$")
+	if _, err := spend.ParseUSD(usd); err != nil {
+		return "", operator.Errorf(operator.Invalid,
+			"A budget is in dollars from 0 to %d with at most six decimals, such as 25 or 25.50.", spend.MaxUSD)
+	}
+	return usd, nil
 }
 
 // formCount reads a form's count field: empty is 0.

@@ -1,7 +1,9 @@
 package ui
 
 import (
+	"cmp"
 	"html/template"
+	"slices"
 
 	"github.com/intentius/boxbroker/internal/admin"
 
@@ -113,21 +115,13 @@ func declaredSecrets(d *protocol.Declaration, broker string) []string {
 // crossCheck returns the secrets declared and not held, and held and not
 // declared, each in order.
 func crossCheck(declared, held []string) (missing, extra []string) {
-	in := func(list []string, v string) bool {
-		for _, x := range list {
-			if x == v {
-				return true
-			}
-		}
-		return false
-	}
 	for _, d := range declared {
-		if !in(held, d) {
+		if !slices.Contains(held, d) {
 			missing = append(missing, d)
 		}
 	}
 	for _, h := range held {
-		if !in(declared, h) {
+		if !slices.Contains(declared, h) {
 			extra = append(extra, h)
 		}
 	}
@@ -332,10 +326,10 @@ var sortKeys = map[string]func(a, b row) int{
 	"title":    func(a, b row) int { return strings.Compare(a.Title, b.Title) },
 	"report":   func(a, b row) int { return a.Reported.Compare(b.Reported) },
 	"payer":    func(a, b row) int { return strings.Compare(a.Payer, b.Payer) },
-	"spend":    func(a, b row) int { return cmpInt(a.Measured, b.Measured) },
-	"budget":   func(a, b row) int { return cmpInt(a.Left, b.Left) },
-	"requests": func(a, b row) int { return cmpInt(a.Requests, b.Requests) },
-	"refusals": func(a, b row) int { return cmpInt(a.Refusals, b.Refusals) },
+	"spend":    func(a, b row) int { return cmp.Compare(a.Measured, b.Measured) },
+	"budget":   func(a, b row) int { return cmp.Compare(a.Left, b.Left) },
+	"requests": func(a, b row) int { return cmp.Compare(a.Requests, b.Requests) },
+	"refusals": func(a, b row) int { return cmp.Compare(a.Refusals, b.Refusals) },
 	"cache":    func(a, b row) int { return cmpRatio(a.CacheDay, b.CacheDay) },
 	"state":    func(a, b row) int { return strings.Compare(a.State, b.State) },
 }
@@ -362,22 +356,8 @@ func cmpRatio(a, b *float64) int {
 		return -1
 	case b == nil:
 		return 1
-	case *a < *b:
-		return -1
-	case *a > *b:
-		return 1
 	}
-	return 0
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return cmp.Compare(*a, *b)
 }
 
 // readListQuery reads the list's query; what it does not know it ignores.

@@ -365,17 +365,18 @@ func (u *Page) newSession(tokenID string) (*Session, error) {
 	return &Session{ID: hex.EncodeToString(b[:16]), TokenID: tokenID, Expires: u.cfg.Now().Add(u.sessionTTL).Unix(), CSRF: hex.EncodeToString(b[16:])}, nil
 }
 
-// seal is the cookie value for sess.
-func (u *Page) seal(sess *Session) (string, error) {
+// startSession seals sess into the session cookie and sets it.
+func (u *Page) startSession(w http.ResponseWriter, r *http.Request, sess *Session) error {
 	j, err := json.Marshal(sess)
 	if err != nil {
-		return "", err
+		return err
 	}
 	sealed, err := u.cfg.Keyring.Seal(j, sessionAD)
 	if err != nil {
-		return "", fmt.Errorf("seal session: %w", err)
+		return fmt.Errorf("seal session: %w", err)
 	}
-	return base64.RawURLEncoding.EncodeToString(sealed), nil
+	u.setCookie(w, r, base64.RawURLEncoding.EncodeToString(sealed))
+	return nil
 }
 
 // errNoSession means the request holds no current session.
@@ -523,11 +524,9 @@ func (u *Page) signin(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v, err := u.seal(sess)
-	if err != nil {
+	if err := u.startSession(w, r, sess); err != nil {
 		return err
 	}
-	u.setCookie(w, r, v)
 	u.log.Info("owner's page: signed in", "admin_token", t.ID)
 	http.Redirect(w, r, "/ui/", http.StatusSeeOther)
 	return nil

@@ -51,11 +51,9 @@ func (u *Page) ssoCallback(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	sess.Subject, sess.Issuer, sess.Name, sess.Role = id.Subject, id.Issuer, id.Name, id.Role
-	v, err := u.seal(sess)
-	if err != nil {
+	if err := u.startSession(w, r, sess); err != nil {
 		return err
 	}
-	u.setCookie(w, r, v)
 	u.log.Info("owner's page: signed in", "person", id.Name, "subject", id.Subject, "role", string(id.Role))
 	// The session's cookie is SameSite=Strict, which a browser holds back
 	// on a redirect that began at the provider: the page moves on from

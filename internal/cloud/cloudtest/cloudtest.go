@@ -427,9 +427,7 @@ func New(t testing.TB, kind string, models map[string]string) *Cloud {
 
 // with returns m with extra's entries added.
 func with(extra, m map[string]string) map[string]string {
-	for k, v := range extra {
-		m[k] = v
-	}
+	maps.Copy(m, extra)
 	return m
 }
 
@@ -461,9 +459,7 @@ func (c *Cloud) RoleCredential(t testing.TB, externalID string, extra map[string
 	if externalID != "" {
 		m["external_id"] = externalID
 	}
-	for k, v := range extra {
-		m[k] = v
-	}
+	maps.Copy(m, extra)
 	b, _ := json.Marshal(m)
 	c.Bedrock.STS.ExternalID = externalID
 	c.Bedrock.RoleOnly.Store(true)

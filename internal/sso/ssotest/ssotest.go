@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"html"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -176,9 +177,7 @@ func (p *IdP) token(w http.ResponseWriter, r *http.Request) {
 	delete(p.codes, r.PostForm.Get("code"))
 	sub, tamper := p.sub, p.tamper
 	claims := map[string]any{}
-	for k, v := range p.claims {
-		claims[k] = v
-	}
+	maps.Copy(claims, p.claims)
 	p.mu.Unlock()
 	sum := sha256.Sum256([]byte(verifier))
 	if !found || r.PostForm.Get("redirect_uri") != g.redirect ||
