@@ -19,6 +19,7 @@ import (
 	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/deadline"
 )
 
 // Token is a minted token.
@@ -322,7 +323,10 @@ func (m *Minter) Token(ctx context.Context, ref Ref, spec Minted) (Token, error)
 			return t, err
 		}
 		// One box's cancelled request must not fail the others waiting.
-		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), mintTimeout)
+		// A mint's store writes (a rotated refresh token, which the
+		// host will not give again) are bounded by the mint's own
+		// timeout, not by a request's store deadline.
+		mctx, cancel := context.WithTimeout(deadline.Within(context.WithoutCancel(ctx), 0), mintTimeout)
 		defer cancel()
 		return m.mint(mctx, ref, spec)
 	})
