@@ -116,19 +116,10 @@ func runBudgetOn(ctx context.Context, c *cli, be *backend, sub, box, principal, 
 	switch sub {
 	case "set":
 		set := operator.BudgetSetting{USD: json.Number(strings.TrimPrefix(spend.FormatUSD(limit), "$")), Principal: &principal}
-		if _, err := be.SetBudget(ctx, box, set); err != nil {
+		_, err := be.SetBudget(ctx, box, set)
+		if err := c.held(ctx, be, err, "set %s to %s a month (UTC); a call that could take it past that is refused with a 403", whose, spend.FormatUSD(limit)); err != nil {
 			return err
 		}
-		if be.local != nil {
-			// As a report's 200 does, the command returns once every
-			// running broker's cache has either read the change or
-			// stopped answering from memory, so the next call is held on
-			// every replica.
-			if err := waitCaches(ctx); err != nil {
-				return err
-			}
-		}
-		fmt.Fprintf(c.stdout, "set %s to %s a month (UTC); a call that could take it past that is refused with a 403\n", whose, spend.FormatUSD(limit))
 		if principal != "" {
 			b, err := be.Box(ctx, box)
 			if err != nil {
@@ -194,9 +185,22 @@ func (c *cli) warnUnpaid(box, principal string, ownerPays, granted bool) {
 		box, principal, principal, principal, box, principal, box, principal)
 }
 
-// waitCaches waits out the staleness bound of every broker's cache
-// (cache.DefaultMaxStale).
-func waitCaches(ctx context.Context) error { return cache.WaitStale(ctx, cache.DefaultMaxStale) }
+// held says what a change on be, which returned err, did. On the data
+// directory it first waits, as a report's 200 does, until every running
+// broker's cache has either read the change or stopped answering from
+// memory, so the next call is held to it on every replica.
+func (c *cli) held(ctx context.Context, be *backend, err error, format string, args ...any) error {
+	if err != nil {
+		return err
+	}
+	if be.local != nil {
+		if err := cache.WaitStale(ctx, cache.DefaultMaxStale); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(c.stdout, format+"\n", args...)
+	return nil
+}
 
 // removed says what a removal of whose, which returned err, did: "removed
 // whose" and after, or, for a NotFound refusal, that there is no whose.

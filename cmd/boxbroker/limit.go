@@ -169,16 +169,8 @@ func runWindowBudget(ctx context.Context, c *cli, be *backend, sub, box, princip
 		return c.removed(be.RemoveWindowBudget(ctx, box, principal, window), whose, "; its calls are still measured")
 	}
 	set := operator.WindowBudgetSetting{Window: window, USD: json.Number(strings.TrimPrefix(spend.FormatUSD(limit), "$")), Principal: &principal}
-	if _, err := be.SetWindowBudget(ctx, box, set); err != nil {
-		return err
-	}
-	if be.local != nil {
-		if err := waitCaches(ctx); err != nil {
-			return err
-		}
-	}
-	fmt.Fprintf(c.stdout, "set %s to %s; a call that could take it past that is refused with a 403\n", whose, spend.FormatUSD(limit))
-	return nil
+	_, err = be.SetWindowBudget(ctx, box, set)
+	return c.held(ctx, be, err, "set %s to %s; a call that could take it past that is refused with a 403", whose, spend.FormatUSD(limit))
 }
 
 // printWindowBudgets writes ws, a box's window budgets, as `budget list`

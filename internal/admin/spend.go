@@ -64,6 +64,12 @@ func (s *Server) SpendReport(ctx context.Context, box, month string) (SpendRepor
 }
 
 func (s *Server) listBudgets(w http.ResponseWriter, r *http.Request) error {
+	return boxMonth(s, w, r, s.Budgets)
+}
+
+// boxMonth answers a GET of one box's view of a month (?month=YYYY-MM,
+// this month when absent) with read's answer.
+func boxMonth[T any](s *Server, w http.ResponseWriter, r *http.Request, read func(ctx context.Context, box, month string) (T, error)) error {
 	name, err := BoxName(r)
 	if err != nil {
 		return err
@@ -72,7 +78,7 @@ func (s *Server) listBudgets(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out, err := s.Budgets(r.Context(), name, month)
+	out, err := read(r.Context(), name, month)
 	if err != nil {
 		return err
 	}
@@ -81,9 +87,6 @@ func (s *Server) listBudgets(w http.ResponseWriter, r *http.Request) error {
 
 // BudgetPrincipal checks a budget's principal: nil or "" for the box's own.
 func BudgetPrincipal(p *string) (string, error) { return operator.BudgetPrincipal(p) }
-
-// NoBudget says box has no such budget.
-func NoBudget(box, principal string) string { return operator.NoBudget(box, principal) }
 
 func (s *Server) setBudget(w http.ResponseWriter, r *http.Request) error {
 	name, err := BoxName(r)
@@ -117,17 +120,5 @@ func (s *Server) removeBudget(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) spendReport(w http.ResponseWriter, r *http.Request) error {
-	name, err := BoxName(r)
-	if err != nil {
-		return err
-	}
-	month, err := s.month(r)
-	if err != nil {
-		return err
-	}
-	out, err := s.SpendReport(r.Context(), name, month)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, out)
+	return boxMonth(s, w, r, s.SpendReport)
 }
