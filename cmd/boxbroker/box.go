@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/admin/adminclient"
 	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
@@ -130,10 +129,7 @@ func runBoxOn(ctx context.Context, c *cli, be *backend, sub, name, brokerURL str
 		}
 		fmt.Fprintf(c.stdout, "removed box %s\n", name)
 	case "list":
-		if be.local != nil {
-			return listBoxes(ctx, c.stdout, be.local)
-		}
-		return listRemoteBoxes(ctx, c.stdout, be.Actions.(*adminclient.Client))
+		return listBoxes(ctx, c.stdout, be)
 	}
 	return nil
 }

@@ -6,11 +6,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
-	"time"
 
-	"github.com/intentius/boxbroker/internal/admin"
-	"github.com/intentius/boxbroker/internal/admin/adminclient"
-	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/operator"
 )
 
 // boxListPage is how many boxes box list reads, and aligns, at a time:
@@ -47,44 +44,19 @@ func (t *boxTable) line(name, created, reported, kind, principal string, consent
 
 func (t *boxTable) flush() error { return t.tw.Flush() }
 
-// listBoxes prints every box in st, by name, reading a page at a time.
-func listBoxes(ctx context.Context, w io.Writer, st store.Store) error {
+// listBoxes prints every box be lists, by name, reading a page at a
+// time.
+func listBoxes(ctx context.Context, w io.Writer, be operator.Boxes) error {
 	t := newBoxTable(w)
-	q := store.BoxQuery{Limit: boxListPage}
-	for {
-		p, err := st.ListBoxPage(ctx, q)
-		if err != nil {
-			return err
-		}
-		for _, lb := range p.Boxes {
-			b, reported := lb.Box, "never"
-			if lb.Declaration != nil {
-				reported = lb.Declaration.At.UTC().Format(time.RFC3339)
-			}
-			if err := t.line(b.Name, b.CreatedAt.UTC().Format(time.RFC3339), reported, b.PayerKind, b.PayerPrincipal, b.Consent, b.Paused, store.FormatFrom(b.From)); err != nil {
-				return err
-			}
-		}
-		if p.Next == nil {
-			return t.flush()
-		}
-		q.After = p.Next
-	}
-}
-
-// listRemoteBoxes prints every box the admin API behind cl lists, by
-// name, paging through GET /api/boxes.
-func listRemoteBoxes(ctx context.Context, w io.Writer, cl *adminclient.Client) error {
-	t := newBoxTable(w)
-	err := cl.EachBox(ctx, boxListPage, func(b admin.BoxView) error {
+	err := be.EachBox(ctx, boxListPage, func(b operator.BoxView) error {
 		reported, principal := "never", ""
 		if b.ReportedAt != nil {
-			reported = *b.ReportedAt
+			reported = rfc3339(b.ReportedAt)
 		}
 		if b.Payer.Principal != nil {
 			principal = *b.Payer.Principal
 		}
-		return t.line(b.Name, b.CreatedAt, reported, b.Payer.Kind, principal, b.Consent, b.Paused, strings.Join(b.From, ","))
+		return t.line(b.Name, rfc3339(&b.CreatedAt), reported, b.Payer.Kind, principal, b.Consent, b.Paused, strings.Join(b.From, ","))
 	})
 	if err != nil {
 		return remoteError(err)

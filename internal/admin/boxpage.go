@@ -2,7 +2,6 @@ package admin
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/protocol"
-	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -22,44 +20,11 @@ const DefaultBoxPage = 100
 // MaxSearch is the longest search GET /api/boxes and the owner's page take.
 const MaxSearch = 64
 
-// DecodeDeclaration reads k, box's last kept report; nil for nil.
-func DecodeDeclaration(box string, k *store.KeptDeclaration) (*protocol.Declaration, error) {
-	if k == nil {
-		return nil, nil
-	}
-	var d protocol.Declaration
-	if err := json.Unmarshal(k.Doc, &d); err != nil {
-		return nil, fmt.Errorf("declaration of box %s: %w", box, err)
-	}
-	d.At = k.At
-	return &d, nil
-}
-
 // BoxPage returns one page of boxes as the admin API shows them, in q's
-// order, and where the next page starts ("" for none). q.Month is set
-// here (this month) when q sorts by spend.
+// order, and where the next page starts ("" for none)
+// (operator.Service.BoxPage).
 func (s *Server) BoxPage(ctx context.Context, q store.BoxQuery) ([]BoxView, string, error) {
-	now := s.cfg.Now()
-	if q.Sort == store.BoxSortSpend {
-		q.Month = spend.Month(now)
-	}
-	p, err := s.cfg.Store.ListBoxPage(ctx, q)
-	if err != nil {
-		return nil, "", err
-	}
-	out := make([]BoxView, 0, len(p.Boxes))
-	for _, lb := range p.Boxes {
-		d, err := DecodeDeclaration(lb.Box.Name, lb.Declaration)
-		if err != nil {
-			return nil, "", err
-		}
-		out = append(out, operator.BoxViewOf(lb.Box, d, now))
-	}
-	next := ""
-	if p.Next != nil {
-		next = p.Next.String()
-	}
-	return out, next, nil
+	return s.op.BoxPage(ctx, q)
 }
 
 // BoxQuery reads GET /api/boxes's paging parameters: limit (1 to

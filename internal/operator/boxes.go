@@ -29,6 +29,10 @@ type Boxes interface {
 	UpdateBox(ctx context.Context, name string, set BoxSettings) (BoxView, error)
 	// RemoveBox removes a box and all kept for it.
 	RemoveBox(ctx context.Context, name string) error
+	// EachBox calls fn with every box, by name, reading them limit at a
+	// time, so that its memory does not grow with the fleet; it stops at
+	// fn's first error and returns it.
+	EachBox(ctx context.Context, limit int, fn func(BoxView) error) error
 }
 
 var _ Boxes = (*Service)(nil)

@@ -200,7 +200,7 @@ func (u *Page) row(b store.Box, kept *store.KeptDeclaration, m store.BoxMonth, f
 	if b.PayerPrincipal != "" {
 		r.Payer += " " + b.PayerPrincipal
 	}
-	d, err := admin.DecodeDeclaration(b.Name, kept)
+	d, err := operator.DecodeDeclaration(b.Name, kept)
 	if err != nil {
 		return row{}, err
 	}
