@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"text/tabwriter"
 
 	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/server"
@@ -69,8 +68,7 @@ func runAdmin(ctx context.Context, c *cli, args []string) error {
 		if err != nil {
 			return err
 		}
-		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tCREATED\tNAME")
+		tw := table(c.stdout, "ID\tCREATED\tNAME")
 		for _, t := range list {
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", t.ID, rfc3339(&t.CreatedAt), safe(t.Name))
 		}

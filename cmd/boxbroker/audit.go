@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/admin"
@@ -134,8 +133,7 @@ func runAudit(ctx context.Context, c *cli, args []string) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(admin.AuditList{Entries: entries})
 	}
-	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIME\tBOX\tMETHOD\tROUTE\tCAPABILITY\tWORDS\tSTATUS\tUPSTREAM\tMS\tBYTES\tCOST\tREFUSAL\tMESSAGE")
+	tw := table(c.stdout, "TIME\tBOX\tMETHOD\tROUTE\tCAPABILITY\tWORDS\tSTATUS\tUPSTREAM\tMS\tBYTES\tCOST\tREFUSAL\tMESSAGE")
 	for _, e := range entries {
 		b, up := "-", "-"
 		if e.Box != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"text/tabwriter"
 
 	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/server"
@@ -72,8 +71,7 @@ func runBoxResources(ctx context.Context, c *cli, sub string, args []string) err
 		if err != nil {
 			return remoteError(err)
 		}
-		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "KIND\tID\tSINCE")
+		tw := table(c.stdout, "KIND\tID\tSINCE")
 		for _, r := range rs {
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", safe(r.Kind), safe(r.ID), r.At)
 		}

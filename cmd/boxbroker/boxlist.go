@@ -22,9 +22,7 @@ type boxTable struct {
 }
 
 func newBoxTable(w io.Writer) *boxTable {
-	t := &boxTable{tw: tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)}
-	fmt.Fprintln(t.tw, "NAME\tCREATED\tREPORTED\tPAYER\tCONSENT\tPAUSED\tFROM")
-	return t
+	return &boxTable{tw: table(w, "NAME\tCREATED\tREPORTED\tPAYER\tCONSENT\tPAUSED\tFROM")}
 }
 
 // line prints one box; payer is its kind and principal ("" for none),

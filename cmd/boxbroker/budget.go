@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/cache"
@@ -217,8 +216,7 @@ func (c *cli) removed(err error, whose, after string) error {
 
 // printBudgets writes budgets as `budget list` does.
 func printBudgets(c *cli, bs []spend.BudgetStatus) error {
-	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "BUDGET\tLIMIT\tSPENT\tHELD\tLEFT\tMONTH\tRESETS")
+	tw := table(c.stdout, "BUDGET\tLIMIT\tSPENT\tHELD\tLEFT\tMONTH\tRESETS")
 	for _, b := range bs {
 		who := "box"
 		if b.Principal != "" {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"text/tabwriter"
 
 	"github.com/intentius/boxbroker/internal/cloud"
 	"github.com/intentius/boxbroker/internal/operator"
@@ -151,8 +150,7 @@ func runCredentialList(ctx context.Context, c *cli, cfg *server.Config, adminURL
 	if err != nil {
 		return remoteError(err)
 	}
-	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CREDENTIAL\tKIND\tUPDATED")
+	tw := table(c.stdout, "CREDENTIAL\tKIND\tUPDATED")
 	for _, cr := range creds {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", safe(cr.ID), kindOrNot(cr.Kind), rfc3339(&cr.UpdatedAt))
 	}
@@ -213,8 +211,7 @@ func runCredentialOn(ctx context.Context, c *cli, cfg *server.Config, adminURL, 
 // are a running broker's.
 func (c *cli) printPool(entries []operator.PoolEntryView, live bool) error {
 	fmt.Fprintln(c.stdout)
-	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "POOL ENTRY\tKIND\tWEIGHT\tURL\tSTATE\t429s\t529s\tUPDATED")
+	tw := table(c.stdout, "POOL ENTRY\tKIND\tWEIGHT\tURL\tSTATE\t429s\t529s\tUPDATED")
 	for _, e := range entries {
 		u := e.URL
 		if u == "" {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/grant"
@@ -93,8 +92,7 @@ func runGrantOn(ctx context.Context, c *cli, be *backend, sub string, pos []stri
 		if err != nil {
 			return err
 		}
-		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "GRANT\tPRINCIPAL\tISSUED\tEXPIRES\tSTATE")
+		tw := table(c.stdout, "GRANT\tPRINCIPAL\tISSUED\tEXPIRES\tSTATE")
 		for _, g := range gs {
 			state := g.State
 			switch {

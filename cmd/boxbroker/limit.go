@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/operator"
@@ -135,8 +134,7 @@ func printRateLimits(c *cli, box string, ls []store.RateLimit) error {
 		fmt.Fprintf(c.stdout, "box %s has no rate limit\n", box)
 		return nil
 	}
-	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "LIMIT\tINPUT TPM\tOUTPUT TPM\tRPM")
+	tw := table(c.stdout, "LIMIT\tINPUT TPM\tOUTPUT TPM\tRPM")
 	n := func(v int64) string {
 		if v == 0 {
 			return "-"
@@ -179,8 +177,7 @@ func printWindowBudgets(c *cli, ws []operator.WindowBudgetView) error {
 	if len(ws) == 0 {
 		return nil
 	}
-	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "BUDGET\tWINDOW\tLIMIT\tSPENT\tHELD\tLEFT\tFROM\tTO")
+	tw := table(c.stdout, "BUDGET\tWINDOW\tLIMIT\tSPENT\tHELD\tLEFT\tFROM\tTO")
 	for _, w := range ws {
 		who := "box"
 		if w.Principal != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/intentius/boxbroker/internal/spend"
 )
@@ -56,8 +55,7 @@ func runPrices(_ context.Context, c *cli, args []string) error {
 	}
 	fmt.Fprintln(c.stdout, ".")
 	fmt.Fprintln(c.stdout)
-	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "MODEL\tINPUT\tOUTPUT\tCACHE WRITE 5M\tCACHE WRITE 1H\tCACHE READ\tCONTEXT\tLONGER INPUT")
+	tw := table(c.stdout, "MODEL\tINPUT\tOUTPUT\tCACHE WRITE 5M\tCACHE WRITE 1H\tCACHE READ\tCONTEXT\tLONGER INPUT")
 	for _, id := range p.Models() {
 		pr, _ := p.Get(id)
 		long := "-"

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"text/tabwriter"
 
 	"github.com/intentius/boxbroker/internal/approval"
 	"github.com/intentius/boxbroker/internal/operator"
@@ -53,8 +52,7 @@ func runProposals(ctx context.Context, c *cli, args []string) error {
 		fmt.Fprintf(c.stdout, "no %sproposals\n", map[bool]string{true: *state + " ", false: ""}[*state != ""])
 		return nil
 	}
-	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tBOX\tSTATE\tSEEN\tWHAT\tUNTIL")
+	tw := table(c.stdout, "ID\tBOX\tSTATE\tSEEN\tWHAT\tUNTIL")
 	for _, p := range list {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", p.ID, p.Box, p.State, p.Count, safe(p.Attempted()), proposalUntil(p))
 	}

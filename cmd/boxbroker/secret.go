@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/intentius/boxbroker/internal/mint"
 	"github.com/intentius/boxbroker/internal/operator"
@@ -103,8 +102,7 @@ func runSecret(ctx context.Context, c *cli, args []string) error {
 		if err != nil {
 			return remoteError(err)
 		}
-		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "SECRET\tKIND\tHOST\tSTATE\tUPDATED\tBODY FIELDS\tALLOWS\tRATE")
+		tw := table(c.stdout, "SECRET\tKIND\tHOST\tSTATE\tUPDATED\tBODY FIELDS\tALLOWS\tRATE")
 		for _, s := range list {
 			kind, state := "plain", "-"
 			if s.Kind != "" {

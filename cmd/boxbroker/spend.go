@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"text/tabwriter"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/operator"
@@ -59,8 +58,7 @@ func printCache(c *cli, month string, v operator.CacheView) {
 		return
 	}
 	fmt.Fprintf(c.stdout, "\nprompt cache, %s and the last 24 hours (from %s)\n", month, rfc3339(&v.Since))
-	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PAYER\tENTRY\tHIT\tCACHE-READ\tCACHE-WRITE\tINPUT\tHIT-24H\tCACHE-READ-24H\tCACHE-WRITE-24H\tINPUT-24H")
+	tw := table(c.stdout, "PAYER\tENTRY\tHIT\tCACHE-READ\tCACHE-WRITE\tINPUT\tHIT-24H\tCACHE-READ-24H\tCACHE-WRITE-24H\tINPUT-24H")
 	row := func(payer, entry string, m, d operator.CacheTokens) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%d\t%d\t%d\n", payer, entry,
 			hitRatio(m), m.CacheReadTokens, m.CacheWriteTokens, m.InputTokens,
@@ -93,8 +91,7 @@ func hitRatio(t operator.CacheTokens) string {
 // reported, and the usage behind it.
 func printSpend(c *cli, rep operator.SpendReport) {
 	fmt.Fprintf(c.stdout, "box %s, %s (UTC)\n\n", rep.Box, rep.Month)
-	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PRINCIPAL\tMEASURED\tCALLS\tUNPRICED\tUNMEASURED\tCHARGED\tREPORTED\tRUNS\tDIFFERS")
+	tw := table(c.stdout, "PRINCIPAL\tMEASURED\tCALLS\tUNPRICED\tUNMEASURED\tCHARGED\tREPORTED\tRUNS\tDIFFERS")
 	reported := func(r *operator.ReportedSpend) (string, string) {
 		if rep.Reported == nil {
 			return "-", "-"
@@ -142,8 +139,7 @@ func printSpend(c *cli, rep operator.SpendReport) {
 		return
 	}
 	fmt.Fprintln(c.stdout)
-	tw = tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PAYER\tPRINCIPAL\tMODEL\tCALLS\tINPUT\tOUTPUT\tCACHE-WRITE\tCACHE-READ\tCOST\tUNPRICED\tUNMEASURED")
+	tw = table(c.stdout, "PAYER\tPRINCIPAL\tMODEL\tCALLS\tINPUT\tOUTPUT\tCACHE-WRITE\tCACHE-READ\tCOST\tUNPRICED\tUNMEASURED")
 	for _, u := range rep.Usage {
 		who := "-"
 		if u.Principal != nil && *u.Principal != "" {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/server"
@@ -107,8 +106,7 @@ func printDeadLetters(c *cli, views []operator.DeadLetterView) {
 		fmt.Fprintln(c.stdout, "no dead letters: the store has taken every batch it was given")
 		return
 	}
-	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSET ASIDE\tSETTLEMENTS\tAUDIT\tBOXES\tREASON")
+	tw := table(c.stdout, "ID\tSET ASIDE\tSETTLEMENTS\tAUDIT\tBOXES\tREASON")
 	for _, v := range views {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", v.ID, v.At, v.Settlements, v.AuditEntries,
 			safe(strings.Join(v.Boxes, ",")), safe(v.Reason))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"text/tabwriter"
 
 	"github.com/intentius/boxbroker/internal/cloud"
 	"github.com/intentius/boxbroker/internal/operator"
@@ -91,8 +90,7 @@ func runVisitor(ctx context.Context, c *cli, args []string) error {
 		if err != nil {
 			return remoteError(err)
 		}
-		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "VISITOR\tKIND\tUPDATED")
+		tw := table(c.stdout, "VISITOR\tKIND\tUPDATED")
 		for _, v := range vs {
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", safe(v.Principal), kindOrNot(v.Kind), v.UpdatedAt)
 		}
