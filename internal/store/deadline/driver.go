@@ -182,6 +182,30 @@ func (c *conn) do(ctx context.Context, op Op, call func(context.Context) error, 
 	return err
 }
 
+// made runs f, one operation on c that makes a T (statement, rows,
+// transaction, result), and returns what it made. What an abandoned
+// operation makes is closed with drop (nil: nothing to close) once f
+// returns, and never read here: an error returns the zero T.
+func made[T any](c *conn, ctx context.Context, op Op, f func(context.Context) (T, error), drop func(T) error) (T, error) {
+	var v, zero T
+	var closeMade func()
+	if drop != nil {
+		closeMade = func() {
+			if any(v) != nil {
+				drop(v)
+			}
+		}
+	}
+	err := c.do(ctx, op, func(ctx context.Context) (err error) {
+		v, err = f(ctx)
+		return err
+	}, closeMade)
+	if err != nil {
+		return zero, err
+	}
+	return v, nil
+}
+
 // unstick ends one operation, closing c if it was closed and none runs.
 func (c *conn) unstick() {
 	c.mu.Lock()
@@ -267,19 +291,12 @@ func (c *conn) Prepare(query string) (driver.Stmt, error) {
 }
 
 func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	var s driver.Stmt
-	err := c.do(ctx, Op{Name: "prepare", Kind: Other, Query: query}, func(ctx context.Context) (err error) {
+	s, err := made(c, ctx, Op{Name: "prepare", Kind: Other, Query: query}, func(ctx context.Context) (driver.Stmt, error) {
 		if p, ok := c.c.(driver.ConnPrepareContext); ok {
-			s, err = p.PrepareContext(ctx, query)
-		} else {
-			s, err = c.c.Prepare(query)
+			return p.PrepareContext(ctx, query)
 		}
-		return err
-	}, func() {
-		if s != nil {
-			s.Close()
-		}
-	})
+		return c.c.Prepare(query)
+	}, driver.Stmt.Close)
 	if err != nil {
 		return nil, err
 	}
@@ -291,15 +308,12 @@ func (c *conn) Begin() (driver.Tx, error) {
 }
 
 func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	var t driver.Tx
-	err := c.do(ctx, Op{Name: "begin", Kind: Other}, func(ctx context.Context) (err error) {
+	t, err := made(c, ctx, Op{Name: "begin", Kind: Other}, func(ctx context.Context) (driver.Tx, error) {
 		if b, ok := c.c.(driver.ConnBeginTx); ok {
-			t, err = b.BeginTx(ctx, opts)
-		} else {
-			//lint:ignore SA1019 the driver has no BeginTx
-			t, err = c.c.Begin()
+			return b.BeginTx(ctx, opts)
 		}
-		return err
+		//lint:ignore SA1019 the driver has no BeginTx
+		return c.c.Begin()
 	}, nil)
 	if err != nil {
 		return nil, err
@@ -313,12 +327,9 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	if !ok {
 		return nil, driver.ErrSkip
 	}
-	var r driver.Result
-	err := c.do(ctx, Op{Name: "exec", Kind: Write, Query: query}, func(ctx context.Context) (err error) {
-		r, err = e.ExecContext(ctx, query, args)
-		return err
+	return made(c, ctx, Op{Name: "exec", Kind: Write, Query: query}, func(ctx context.Context) (driver.Result, error) {
+		return e.ExecContext(ctx, query, args)
 	}, nil)
-	return r, err
 }
 
 func (c *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
@@ -326,15 +337,9 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	if !ok {
 		return nil, driver.ErrSkip
 	}
-	var r driver.Rows
-	err := c.do(ctx, Op{Name: "query", Kind: kindOf(query), Query: query}, func(ctx context.Context) (err error) {
-		r, err = q.QueryContext(ctx, query, args)
-		return err
-	}, func() {
-		if r != nil {
-			r.Close()
-		}
-	})
+	r, err := made(c, ctx, Op{Name: "query", Kind: kindOf(query), Query: query}, func(ctx context.Context) (driver.Rows, error) {
+		return q.QueryContext(ctx, query, args)
+	}, driver.Rows.Close)
 	if err != nil {
 		return nil, err
 	}
@@ -421,12 +426,9 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 	if !ok {
 		return nil, errors.New("deadline: the driver's statement has no ExecContext")
 	}
-	var r driver.Result
-	err := s.c.do(ctx, Op{Name: "exec", Kind: Write, Query: s.query}, func(ctx context.Context) (err error) {
-		r, err = e.ExecContext(ctx, args)
-		return err
+	return made(s.c, ctx, Op{Name: "exec", Kind: Write, Query: s.query}, func(ctx context.Context) (driver.Result, error) {
+		return e.ExecContext(ctx, args)
 	}, nil)
-	return r, err
 }
 
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
@@ -434,15 +436,9 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 	if !ok {
 		return nil, errors.New("deadline: the driver's statement has no QueryContext")
 	}
-	var r driver.Rows
-	err := s.c.do(ctx, Op{Name: "query", Kind: s.kind, Query: s.query}, func(ctx context.Context) (err error) {
-		r, err = q.QueryContext(ctx, args)
-		return err
-	}, func() {
-		if r != nil {
-			r.Close()
-		}
-	})
+	r, err := made(s.c, ctx, Op{Name: "query", Kind: s.kind, Query: s.query}, func(ctx context.Context) (driver.Rows, error) {
+		return q.QueryContext(ctx, args)
+	}, driver.Rows.Close)
 	if err != nil {
 		return nil, err
 	}
