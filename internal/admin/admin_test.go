@@ -11,6 +11,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/secrets"
@@ -147,8 +148,8 @@ func TestAdmin_Boxes(t *testing.T) {
 	b := brokertest.New(t, brokertest.Options{})
 	tok := b.AdminToken
 
-	var added admin.BoxToken
-	decode(t, "POST /api/boxes", b.Admin("POST", "/api/boxes", tok, admin.NewBox{Name: "alpha", Consent: true}), 201, &added)
+	var added operator.BoxToken
+	decode(t, "POST /api/boxes", b.Admin("POST", "/api/boxes", tok, operator.NewBox{Name: "alpha", Consent: true}), 201, &added)
 	if added.Box.Name != "alpha" || !added.Box.Consent || added.Box.ReportedAt != nil || added.Box.Payer.Kind != "shared" {
 		t.Errorf("POST /api/boxes = %+v, want alpha with consent, never reported, shared payer", added.Box)
 	}
@@ -163,8 +164,8 @@ func TestAdmin_Boxes(t *testing.T) {
 		body   any
 		status int
 	}{
-		{"duplicate", admin.NewBox{Name: "alpha"}, 409},
-		{"bad name", admin.NewBox{Name: "Alpha!"}, 400},
+		{"duplicate", operator.NewBox{Name: "alpha"}, 409},
+		{"bad name", operator.NewBox{Name: "Alpha!"}, 400},
 		{"empty name", map[string]any{}, 400},
 		{"unknown field", map[string]any{"name": "gamma", "payer": "owner"}, 400},
 		{"wrong type", map[string]any{"name": 7}, 400},
@@ -175,7 +176,7 @@ func TestAdmin_Boxes(t *testing.T) {
 		})
 	}
 
-	var got admin.BoxView
+	var got operator.BoxView
 	decode(t, "GET /api/boxes/alpha", b.Admin("GET", "/api/boxes/alpha", tok, nil), 200, &got)
 	if got.ReportedAt == nil || len(got.Capabilities) != 1 || got.Capabilities[0].Name != "inference" || got.Capabilities[0].Scope[0] != "agent" {
 		t.Errorf("GET /api/boxes/alpha = %+v, want its report with inference agent", got)
@@ -189,7 +190,7 @@ func TestAdmin_Boxes(t *testing.T) {
 	refusal(t, "PATCH unknown field", b.Admin("PATCH", "/api/boxes/alpha", tok, map[string]any{"payer": "owner"}), 400)
 	refusal(t, "PATCH nobox", b.Admin("PATCH", "/api/boxes/nobox", tok, map[string]any{"paused": true}), 404)
 
-	var rotated admin.BoxToken
+	var rotated operator.BoxToken
 	decode(t, "POST /api/boxes/alpha/token", b.Admin("POST", "/api/boxes/alpha/token", tok, nil), 200, &rotated)
 	if rotated.Token == "" || rotated.Token == added.Token {
 		t.Fatalf("rotate = %q, want a new token", rotated.Token)
@@ -246,7 +247,7 @@ func TestAdmin_ListingFirstAndSpendThisMonth(t *testing.T) {
 	if got, want := strings.Join(names, ","), "beta,delta,alpha,gamma"; got != want {
 		t.Errorf("GET /api/boxes order = %s, want %s (published listings first, each part by name)", got, want)
 	}
-	byName := map[string]admin.BoxView{}
+	byName := map[string]operator.BoxView{}
 	for _, v := range list.Boxes {
 		byName[v.Name] = v
 	}
@@ -276,7 +277,7 @@ func TestAdmin_Credentials(t *testing.T) {
 	tok := b.AdminToken
 	const value = "sk-ant-api03-admin-set-credential"
 
-	var cv admin.CredentialView
+	var cv operator.CredentialView
 	resp := b.Admin("PUT", "/api/credentials/anthropic", tok, admin.CredentialValue{Value: value})
 	decode(t, "PUT /api/credentials/anthropic", resp, 200, &cv)
 	if cv.ID != "anthropic" || cv.Kind != "API key" {
@@ -333,7 +334,7 @@ func TestAdmin_Credentials(t *testing.T) {
 		t.Errorf("a refused PUT stored a fountain credential")
 	}
 
-	var owner admin.CredentialView
+	var owner operator.CredentialView
 	decode(t, "PUT owner:alpha", b.Admin("PUT", "/api/credentials/owner:alpha", tok, admin.CredentialValue{Value: "sk-ant-oat01-setup"}), 200, &owner)
 	if owner.Kind != "setup token" {
 		t.Errorf("PUT owner:alpha kind = %q, want setup token", owner.Kind)
@@ -361,8 +362,8 @@ func TestAdmin_Secrets(t *testing.T) {
 	b.AddBox("alpha")
 	const value = "ghp_secretvalue123"
 
-	var sv admin.SecretView
-	resp := b.Admin("PUT", "/api/boxes/alpha/secrets/GITHUB", tok, admin.SecretValue{Host: "https://api.github.com/", Value: value})
+	var sv operator.SecretView
+	resp := b.Admin("PUT", "/api/boxes/alpha/secrets/GITHUB", tok, operator.SecretValue{Host: "https://api.github.com/", Value: value})
 	decode(t, "PUT GITHUB", resp, 200, &sv)
 	if sv.Name != "GITHUB" || sv.Host != "https://api.github.com" {
 		t.Errorf("PUT GITHUB = %+v, want GITHUB at https://api.github.com", sv)
@@ -378,7 +379,7 @@ func TestAdmin_Secrets(t *testing.T) {
 		t.Errorf("sealed secret opens to %q, %v, want the value set", pt, err)
 	}
 
-	var list admin.SecretList
+	var list operator.SecretList
 	resp = b.Admin("GET", "/api/boxes/alpha/secrets", tok, nil)
 	decode(t, "GET secrets", resp, 200, &list)
 	if len(list.Secrets) != 1 || list.Secrets[0].Name != "GITHUB" || list.Secrets[0].Host != "https://api.github.com" {
@@ -393,14 +394,14 @@ func TestAdmin_Secrets(t *testing.T) {
 		body       any
 		status     int
 	}{
-		{"bad name", "/api/boxes/alpha/secrets/github", admin.SecretValue{Host: "https://x.example", Value: "v"}, 400},
-		{"no host", "/api/boxes/alpha/secrets/OPENAI", admin.SecretValue{Value: "v"}, 400},
-		{"host with credentials", "/api/boxes/alpha/secrets/OPENAI", admin.SecretValue{Host: "https://u:p@x.example", Value: "v"}, 400},
-		{"host with query", "/api/boxes/alpha/secrets/OPENAI", admin.SecretValue{Host: "https://x.example/?a=b", Value: "v"}, 400},
-		{"ftp host", "/api/boxes/alpha/secrets/OPENAI", admin.SecretValue{Host: "ftp://x.example", Value: "v"}, 400},
-		{"short value", "/api/boxes/alpha/secrets/OPENAI", admin.SecretValue{Host: "https://x.example", Value: "short"}, 400},
-		{"no value", "/api/boxes/alpha/secrets/OPENAI", admin.SecretValue{Host: "https://x.example"}, 400},
-		{"no box", "/api/boxes/nobox/secrets/OPENAI", admin.SecretValue{Host: "https://x.example", Value: "v"}, 404},
+		{"bad name", "/api/boxes/alpha/secrets/github", operator.SecretValue{Host: "https://x.example", Value: "v"}, 400},
+		{"no host", "/api/boxes/alpha/secrets/OPENAI", operator.SecretValue{Value: "v"}, 400},
+		{"host with credentials", "/api/boxes/alpha/secrets/OPENAI", operator.SecretValue{Host: "https://u:p@x.example", Value: "v"}, 400},
+		{"host with query", "/api/boxes/alpha/secrets/OPENAI", operator.SecretValue{Host: "https://x.example/?a=b", Value: "v"}, 400},
+		{"ftp host", "/api/boxes/alpha/secrets/OPENAI", operator.SecretValue{Host: "ftp://x.example", Value: "v"}, 400},
+		{"short value", "/api/boxes/alpha/secrets/OPENAI", operator.SecretValue{Host: "https://x.example", Value: "short"}, 400},
+		{"no value", "/api/boxes/alpha/secrets/OPENAI", operator.SecretValue{Host: "https://x.example"}, 400},
+		{"no box", "/api/boxes/nobox/secrets/OPENAI", operator.SecretValue{Host: "https://x.example", Value: "v"}, 404},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
@@ -422,8 +423,8 @@ func TestAdmin_SecretBodyFields(t *testing.T) {
 	b := brokertest.New(t, brokertest.Options{})
 	tok := b.AdminToken
 	b.AddBox("alpha")
-	var sv admin.SecretView
-	resp := b.Admin("PUT", "/api/boxes/alpha/secrets/OAUTH", tok, admin.SecretValue{Host: "https://auth.example.com", Value: "cs_secretvalue123", BodyFields: []string{"client_secret"}})
+	var sv operator.SecretView
+	resp := b.Admin("PUT", "/api/boxes/alpha/secrets/OAUTH", tok, operator.SecretValue{Host: "https://auth.example.com", Value: "cs_secretvalue123", BodyFields: []string{"client_secret"}})
 	decode(t, "PUT OAUTH", resp, 200, &sv)
 	if len(sv.BodyFields) != 1 || sv.BodyFields[0] != "client_secret" {
 		t.Errorf("PUT OAUTH = %+v, want bodyFields [client_secret]", sv)
@@ -432,7 +433,7 @@ func TestAdmin_SecretBodyFields(t *testing.T) {
 	if err != nil || len(sec.BodyFields) != 1 || sec.BodyFields[0] != "client_secret" {
 		t.Errorf("stored OAUTH = %+v, %v, want BodyFields [client_secret]", sec.BodyFields, err)
 	}
-	var list admin.SecretList
+	var list operator.SecretList
 	decode(t, "GET secrets", b.Admin("GET", "/api/boxes/alpha/secrets", tok, nil), 200, &list)
 	if len(list.Secrets) != 1 || len(list.Secrets[0].BodyFields) != 1 || list.Secrets[0].BodyFields[0] != "client_secret" {
 		t.Errorf("GET secrets = %+v, want OAUTH with bodyFields [client_secret]", list.Secrets)
@@ -451,7 +452,7 @@ func TestAdmin_SecretBodyFields(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp := b.Admin("PUT", "/api/boxes/alpha/secrets/OTHER", tok, admin.SecretValue{Host: "https://x.example", Value: "cs_secretvalue123", BodyFields: tt.fields})
+			resp := b.Admin("PUT", "/api/boxes/alpha/secrets/OTHER", tok, operator.SecretValue{Host: "https://x.example", Value: "cs_secretvalue123", BodyFields: tt.fields})
 			refusal(t, "PUT OTHER", resp, 400)
 			if !bytes.Contains(resp.Body, []byte(tt.says)) {
 				t.Errorf("PUT OTHER with bodyFields %q = %s, want it to say %q", tt.fields, resp.Body, tt.says)
@@ -486,15 +487,15 @@ func TestAdmin_FeedbackAndResources(t *testing.T) {
 	refusal(t, "GET feedback?limit=0", b.Admin("GET", "/api/boxes/alpha/feedback?limit=0", tok, nil), 400)
 	refusal(t, "GET feedback of no box", b.Admin("GET", "/api/boxes/nobox/feedback", tok, nil), 404)
 
-	var rv admin.ResourceView
-	decode(t, "POST resource", b.Admin("POST", "/api/boxes/alpha/resources", tok, admin.NewResource{Kind: "vault", ID: "v-1"}), 201, &rv)
+	var rv operator.ResourceView
+	decode(t, "POST resource", b.Admin("POST", "/api/boxes/alpha/resources", tok, operator.NewResource{Kind: "vault", ID: "v-1"}), 201, &rv)
 	if owner, err := b.Server.Store.ResourceOwner(ctx, "vault", "v-1"); err != nil || owner != "alpha" {
 		t.Errorf("ResourceOwner(vault, v-1) = %q, %v, want alpha", owner, err)
 	}
-	refusal(t, "POST another box's resource", b.Admin("POST", "/api/boxes/beta/resources", tok, admin.NewResource{Kind: "vault", ID: "v-1"}), 409)
-	refusal(t, "POST bad kind", b.Admin("POST", "/api/boxes/alpha/resources", tok, admin.NewResource{Kind: "disk", ID: "d"}), 400)
-	refusal(t, "POST bad id", b.Admin("POST", "/api/boxes/alpha/resources", tok, admin.NewResource{Kind: "vault", ID: "a b"}), 400)
-	var rl admin.ResourceList
+	refusal(t, "POST another box's resource", b.Admin("POST", "/api/boxes/beta/resources", tok, operator.NewResource{Kind: "vault", ID: "v-1"}), 409)
+	refusal(t, "POST bad kind", b.Admin("POST", "/api/boxes/alpha/resources", tok, operator.NewResource{Kind: "disk", ID: "d"}), 400)
+	refusal(t, "POST bad id", b.Admin("POST", "/api/boxes/alpha/resources", tok, operator.NewResource{Kind: "vault", ID: "a b"}), 400)
+	var rl operator.ResourceList
 	decode(t, "GET resources", b.Admin("GET", "/api/boxes/alpha/resources", tok, nil), 200, &rl)
 	if len(rl.Resources) != 1 || rl.Resources[0].ID != "v-1" {
 		t.Errorf("GET resources = %+v, want vault v-1", rl.Resources)

@@ -10,38 +10,17 @@ import (
 // The admin API's bodies. Times are RFC 3339 in UTC with milliseconds, as
 // the protocol writes them; a field that is not known is null.
 
-// The box bodies are the operator service's (package operator).
-type (
-	BoxView        = operator.BoxView
-	PayerView      = operator.PayerView
-	CapabilityView = operator.CapabilityView
-	ListingView    = operator.ListingView
-	SpendView      = operator.SpendView
-	PrincipalView  = operator.PrincipalView
-	NewBox         = operator.NewBox
-	BoxSettings    = operator.BoxSettings
-	TokenRotation  = operator.TokenRotation
-	BoxToken       = operator.BoxToken
-)
-
 // BoxList is the answer to GET /api/boxes. Next, in an answer to a page,
 // is where the next page starts (the after of the next request); "" (and
 // absent) on the last page.
 type BoxList struct {
-	Boxes []BoxView `json:"boxes"`
-	Next  string    `json:"next,omitempty"`
+	Boxes []operator.BoxView `json:"boxes"`
+	Next  string             `json:"next,omitempty"`
 }
-
-// CredentialView is a credential's ID, its kind and when it was set;
-// never its value. Kind is what the value is, in words: "API key",
-// "setup token", "Amazon Bedrock" or "Google Vertex AI" (an Anthropic
-// credential, as pool entries say it), "bearer key" (the fountain key);
-// "" when it does not open under the broker's master key.
-type CredentialView = operator.CredentialView
 
 // CredentialList is the answer to GET /api/credentials.
 type CredentialList struct {
-	Credentials []CredentialView `json:"credentials"`
+	Credentials []operator.CredentialView `json:"credentials"`
 }
 
 // CredentialValue is the body of PUT /api/credentials/{id} and PUT
@@ -53,17 +32,6 @@ type CredentialValue struct {
 	Value string `json:"value"`
 	Kind  string `json:"kind,omitempty"`
 }
-
-// SecretView is an egress secret as the admin API shows it
-// (operator.SecretView).
-type SecretView = operator.SecretView
-
-// SecretList is the answer to GET /api/boxes/{name}/secrets.
-type SecretList = operator.SecretList
-
-// SecretValue is the body of PUT /api/boxes/{name}/secrets/{secret}
-// (operator.SecretValue).
-type SecretValue = operator.SecretValue
 
 // FeedbackView is one kept feedback batch.
 type FeedbackView struct {
@@ -79,13 +47,6 @@ type FeedbackList struct {
 	Count   int            `json:"count"`
 	Batches []FeedbackView `json:"batches"`
 }
-
-// The resource bodies are the operator service's.
-type (
-	ResourceView = operator.ResourceView
-	ResourceList = operator.ResourceList
-	NewResource  = operator.NewResource
-)
 
 // apiRoutes is the admin API's route table. A later part adds its own
 // routes with Server.Handle.

@@ -46,7 +46,7 @@ func (s *Server) Declaration(ctx context.Context, box string) (*protocol.Declara
 }
 
 // published reports whether v's last report listed it as published.
-func published(v BoxView) bool { return v.Listing != nil && v.Listing.Published }
+func published(v operator.BoxView) bool { return v.Listing != nil && v.Listing.Published }
 
 // Box reads the box named in r's {name} path value, or refuses with a
 // 400 (not a box name) or a 404 (no such box).
@@ -68,7 +68,7 @@ func (s *Server) getBox(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) addBox(w http.ResponseWriter, r *http.Request) error {
-	var nb NewBox
+	var nb operator.NewBox
 	if err := readJSON(w, r, &nb); err != nil {
 		return err
 	}
@@ -80,7 +80,7 @@ func (s *Server) addBox(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) updateBox(w http.ResponseWriter, r *http.Request) error {
-	var set BoxSettings
+	var set operator.BoxSettings
 	if _, err := s.Box(r); err != nil {
 		return err
 	}
@@ -106,7 +106,7 @@ func (s *Server) rotateBox(w http.ResponseWriter, r *http.Request) error {
 	if _, err := s.Box(r); err != nil {
 		return err
 	}
-	var tr TokenRotation
+	var tr operator.TokenRotation
 	if r.ContentLength > 0 {
 		if err := readJSON(w, r, &tr); err != nil {
 			return err

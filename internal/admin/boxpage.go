@@ -23,7 +23,7 @@ const MaxSearch = 64
 // BoxPage returns one page of boxes as the admin API shows them, in q's
 // order, and where the next page starts ("" for none)
 // (operator.Service.BoxPage).
-func (s *Server) BoxPage(ctx context.Context, q store.BoxQuery) ([]BoxView, string, error) {
+func (s *Server) BoxPage(ctx context.Context, q store.BoxQuery) ([]operator.BoxView, string, error) {
 	return s.op.BoxPage(ctx, q)
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/cloud"
 	"github.com/intentius/boxbroker/internal/cloud/cloudtest"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/pool"
 	"github.com/intentius/boxbroker/internal/protocol"
@@ -54,7 +55,7 @@ func TestAdmin_CloudKinds(t *testing.T) {
 				}
 			}
 
-			var cv admin.CredentialView
+			var cv operator.CredentialView
 			decode(t, "PUT /api/credentials/anthropic", put("/api/credentials/anthropic", admin.CredentialValue{Kind: kind, Value: c.Credential}), 200, &cv)
 			if cv.Kind != name {
 				t.Errorf("PUT /api/credentials/anthropic kind = %q, want %q", cv.Kind, name)
@@ -72,8 +73,8 @@ func TestAdmin_CloudKinds(t *testing.T) {
 				t.Errorf("the Anthropic API got %d calls, want none", n)
 			}
 
-			var pv admin.PoolEntryView
-			decode(t, "PUT /api/credentials/pool/gcp", put("/api/credentials/pool/gcp", admin.PoolEntryValue{Kind: kind, Value: c.Credential, Weight: 2}), 200, &pv)
+			var pv operator.PoolEntryView
+			decode(t, "PUT /api/credentials/pool/gcp", put("/api/credentials/pool/gcp", operator.PoolEntryValue{Kind: kind, Value: c.Credential, Weight: 2}), 200, &pv)
 			if pv.Kind != name || pv.Weight != 2 {
 				t.Errorf("PUT /api/credentials/pool/gcp = %+v, want kind %q weight 2", pv, name)
 			}
@@ -83,8 +84,8 @@ func TestAdmin_CloudKinds(t *testing.T) {
 			}
 			opens("pool entry gcp", entries[0].Sealed, pool.AD("gcp"))
 
-			var bv admin.BoxView
-			decode(t, "PUT /api/boxes/beta/payer", put("/api/boxes/beta/payer", admin.PayerSetting{Kind: "owner", CredentialKind: kind, Value: c.Credential}), 200, &bv)
+			var bv operator.BoxView
+			decode(t, "PUT /api/boxes/beta/payer", put("/api/boxes/beta/payer", operator.PayerSetting{Kind: "owner", CredentialKind: kind, Value: c.Credential}), 200, &bv)
 			if bv.Payer.Kind != "owner" {
 				t.Errorf("PUT /api/boxes/beta/payer = %+v, want owner", bv.Payer)
 			}
@@ -94,7 +95,7 @@ func TestAdmin_CloudKinds(t *testing.T) {
 			}
 			opens("beta's owner's credential", cr.Sealed, payer.AD(payer.OwnerAnthropic("beta")))
 
-			var vv admin.VisitorView
+			var vv operator.VisitorView
 			decode(t, "PUT /api/visitors/github:ann", put("/api/visitors/github:ann", admin.CredentialValue{Kind: kind, Value: c.Credential}), 200, &vv)
 			if vv.Kind != name {
 				t.Errorf("PUT /api/visitors/github:ann kind = %q, want %q", vv.Kind, name)
@@ -118,7 +119,7 @@ func TestAdmin_CloudKinds(t *testing.T) {
 					t.Errorf("GET /api/credentials: %s is of kind %q, want %q (%s)", id, kinds[id], name, resp.Body)
 				}
 			}
-			var pl admin.PoolList
+			var pl operator.PoolList
 			resp = b.Admin("GET", "/api/credentials/pool", tok, nil)
 			answers.Write(resp.Body)
 			decode(t, "GET /api/credentials/pool", resp, 200, &pl)
@@ -127,7 +128,7 @@ func TestAdmin_CloudKinds(t *testing.T) {
 					t.Errorf("GET /api/credentials/pool: entry %s is of kind %q, want %q", e.Name, e.Kind, name)
 				}
 			}
-			var vl admin.VisitorList
+			var vl operator.VisitorList
 			resp = b.Admin("GET", "/api/visitors", tok, nil)
 			answers.Write(resp.Body)
 			decode(t, "GET /api/visitors", resp, 200, &vl)
@@ -175,9 +176,9 @@ func TestAdmin_CloudKindRefused(t *testing.T) {
 		body   func(kind, value string) any
 	}{
 		{"/api/credentials/anthropic", "kind", func(k, v string) any { return admin.CredentialValue{Kind: k, Value: v} }},
-		{"/api/credentials/pool/team", "kind", func(k, v string) any { return admin.PoolEntryValue{Kind: k, Value: v} }},
+		{"/api/credentials/pool/team", "kind", func(k, v string) any { return operator.PoolEntryValue{Kind: k, Value: v} }},
 		{"/api/boxes/alpha/payer", "credentialKind", func(k, v string) any {
-			return admin.PayerSetting{Kind: "owner", CredentialKind: k, Value: v}
+			return operator.PayerSetting{Kind: "owner", CredentialKind: k, Value: v}
 		}},
 		{"/api/visitors/github:ann", "kind", func(k, v string) any { return admin.CredentialValue{Kind: k, Value: v} }},
 	}
@@ -226,8 +227,8 @@ func TestAdmin_CloudKindRefused(t *testing.T) {
 		say        string
 	}{
 		{"fountain has no kind", "/api/credentials/fountain", admin.CredentialValue{Kind: "bedrock", Value: good}, 400, "fountain key is a bearer key"},
-		{"a cloud pool entry takes no url", "/api/credentials/pool/team", admin.PoolEntryValue{Kind: "bedrock", Value: good, URL: "https://gw.example"}, 400, "endpoint goes in its JSON"},
-		{"a shared payer has no credential kind", "/api/boxes/alpha/payer", admin.PayerSetting{Kind: "shared", CredentialKind: "bedrock"}, 400, "a shared payer has none"},
+		{"a cloud pool entry takes no url", "/api/credentials/pool/team", operator.PoolEntryValue{Kind: "bedrock", Value: good, URL: "https://gw.example"}, 400, "endpoint goes in its JSON"},
+		{"a shared payer has no credential kind", "/api/boxes/alpha/payer", operator.PayerSetting{Kind: "shared", CredentialKind: "bedrock"}, 400, "a shared payer has none"},
 		{"over the body's bound", "/api/credentials/anthropic", admin.CredentialValue{Kind: "bedrock", Value: strings.Repeat(" ", admin.MaxBody) + good}, 413, "over"},
 	}
 	for _, tt := range others {

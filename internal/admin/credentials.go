@@ -7,13 +7,6 @@ import (
 	"github.com/intentius/boxbroker/internal/pool"
 )
 
-// The pool's bodies are the operator service's.
-type (
-	PoolEntryView  = operator.PoolEntryView
-	PoolList       = operator.PoolList
-	PoolEntryValue = operator.PoolEntryValue
-)
-
 // poolRoutes are the pool's routes, added to apiRoutes.
 func (s *Server) poolRoutes() []Route {
 	return []Route{
@@ -46,7 +39,7 @@ func (s *Server) listPool(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, PoolList{Entries: entries})
+	return writeJSON(w, http.StatusOK, operator.PoolList{Entries: entries})
 }
 
 func (s *Server) setPoolEntry(w http.ResponseWriter, r *http.Request) error {
@@ -54,7 +47,7 @@ func (s *Server) setPoolEntry(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var pv PoolEntryValue
+	var pv operator.PoolEntryValue
 	if err := readJSON(w, r, &pv); err != nil {
 		return err
 	}

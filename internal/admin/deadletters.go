@@ -6,12 +6,6 @@ import (
 	"github.com/intentius/boxbroker/internal/operator"
 )
 
-// The dead letter bodies are the operator service's.
-type (
-	DeadLetterView = operator.DeadLetterView
-	DeadLetterList = operator.DeadLetterList
-)
-
 // deadLetterRoutes are the admin API's routes of this replica's dead
 // letters (Config.DeadLetters):
 //
@@ -31,7 +25,7 @@ func (s *Server) listDeadLetters(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, DeadLetterList{DeadLetters: list})
+	return writeJSON(w, http.StatusOK, operator.DeadLetterList{DeadLetters: list})
 }
 
 func (s *Server) retryDeadLetter(w http.ResponseWriter, r *http.Request) error {

@@ -78,7 +78,7 @@ type FleetSpend struct {
 	Usage []FleetUsage `json:"usage"`
 	// Cache is the fleet's prompt-cache use, by box, payer kind and pool
 	// entry.
-	Cache CacheView `json:"cache"`
+	Cache operator.CacheView `json:"cache"`
 }
 
 // FleetUsage is one line of a box's measured usage in the month.

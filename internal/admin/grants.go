@@ -6,16 +6,8 @@ import (
 	"github.com/intentius/boxbroker/internal/operator"
 )
 
-// The grant bodies are the operator service's.
-type (
-	GrantView   = operator.GrantView
-	GrantList   = operator.GrantList
-	NewGrant    = operator.NewGrant
-	IssuedGrant = operator.IssuedGrant
-)
-
 func (s *Server) issueGrant(w http.ResponseWriter, r *http.Request) error {
-	var ng NewGrant
+	var ng operator.NewGrant
 	if _, err := BoxName(r); err != nil {
 		return err
 	}
@@ -34,7 +26,7 @@ func (s *Server) listGrants(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, GrantList{Grants: gs})
+	return writeJSON(w, http.StatusOK, operator.GrantList{Grants: gs})
 }
 
 // revokeGrant answers DELETE /api/grants/{id}: the grant is revoked (and

@@ -9,6 +9,7 @@ import (
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/grant"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/token"
@@ -23,8 +24,8 @@ func TestAdmin_Grants(t *testing.T) {
 	b.Report(box, brokertest.Entry("inference", "agent"))
 	decode(t, "PUT visitor", b.Admin("PUT", "/api/visitors/github:ann", tok, admin.CredentialValue{Value: visitorKey}), 200, nil)
 
-	var issued admin.IssuedGrant
-	resp := b.Admin("POST", "/api/boxes/alpha/grants", tok, admin.NewGrant{Principal: "github:ann", TTL: "1h"})
+	var issued operator.IssuedGrant
+	resp := b.Admin("POST", "/api/boxes/alpha/grants", tok, operator.NewGrant{Principal: "github:ann", TTL: "1h"})
 	decode(t, "POST grant", resp, http.StatusCreated, &issued)
 	g, annValue := issued.Grant, issued.Value
 	if !protocol.IsGrantValue(issued.Value) || g.Box != "alpha" || g.Principal != "github:ann" || g.State != "current" || !issued.VisitorCredential {
@@ -38,7 +39,7 @@ func TestAdmin_Grants(t *testing.T) {
 	// In force at the box's very next call.
 	b.PaidBy(t, box, issued.Value, "visitor github:ann", visitorKey)
 
-	var list admin.GrantList
+	var list operator.GrantList
 	resp = b.Admin("GET", "/api/boxes/alpha/grants", tok, nil)
 	decode(t, "GET grants", resp, 200, &list)
 	if len(list.Grants) != 1 || list.Grants[0].ID != g.ID || list.Grants[0].State != "current" || list.Grants[0].RevokedAt != nil {
@@ -53,7 +54,7 @@ func TestAdmin_Grants(t *testing.T) {
 	}
 
 	// The default lifetime, and a principal with no credential: issued, and said so.
-	resp = b.Admin("POST", "/api/boxes/alpha/grants", tok, admin.NewGrant{Principal: "github:bob"})
+	resp = b.Admin("POST", "/api/boxes/alpha/grants", tok, operator.NewGrant{Principal: "github:bob"})
 	decode(t, "POST grant with no ttl", resp, http.StatusCreated, &issued)
 	issuedAt, _ = time.Parse(time.RFC3339, issued.Grant.IssuedAt)
 	expires, _ = time.Parse(time.RFC3339, *issued.Grant.ExpiresAt)
@@ -82,13 +83,13 @@ func TestAdmin_Grants(t *testing.T) {
 		body               any
 		status             int
 	}{
-		{"ttl over the bound", "POST", "/api/boxes/alpha/grants", admin.NewGrant{Principal: "github:ann", TTL: "25h"}, 400},
-		{"negative ttl", "POST", "/api/boxes/alpha/grants", admin.NewGrant{Principal: "github:ann", TTL: "-1m"}, 400},
-		{"ttl not a duration", "POST", "/api/boxes/alpha/grants", admin.NewGrant{Principal: "github:ann", TTL: "soon"}, 400},
+		{"ttl over the bound", "POST", "/api/boxes/alpha/grants", operator.NewGrant{Principal: "github:ann", TTL: "25h"}, 400},
+		{"negative ttl", "POST", "/api/boxes/alpha/grants", operator.NewGrant{Principal: "github:ann", TTL: "-1m"}, 400},
+		{"ttl not a duration", "POST", "/api/boxes/alpha/grants", operator.NewGrant{Principal: "github:ann", TTL: "soon"}, 400},
 		{"ttl as a number", "POST", "/api/boxes/alpha/grants", map[string]any{"principal": "github:ann", "ttl": 900}, 400},
-		{"no principal", "POST", "/api/boxes/alpha/grants", admin.NewGrant{TTL: "1m"}, 400},
-		{"principal with a space", "POST", "/api/boxes/alpha/grants", admin.NewGrant{Principal: "github: ann"}, 400},
-		{"no box", "POST", "/api/boxes/nobox/grants", admin.NewGrant{Principal: "github:ann"}, 404},
+		{"no principal", "POST", "/api/boxes/alpha/grants", operator.NewGrant{TTL: "1m"}, 400},
+		{"principal with a space", "POST", "/api/boxes/alpha/grants", operator.NewGrant{Principal: "github: ann"}, 400},
+		{"no box", "POST", "/api/boxes/nobox/grants", operator.NewGrant{Principal: "github:ann"}, 404},
 		{"list of no box", "GET", "/api/boxes/nobox/grants", nil, 404},
 		{"revoke unknown", "DELETE", "/api/grants/grt_0000000000000000", nil, 404},
 		{"revoke bad id", "DELETE", "/api/grants/a%20b", nil, 400},

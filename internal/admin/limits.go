@@ -7,15 +7,6 @@ import (
 	"github.com/intentius/boxbroker/internal/operator"
 )
 
-// The window budget bodies are the operator service's.
-type (
-	WindowBudgetView    = operator.WindowBudgetView
-	WindowBudgetSetting = operator.WindowBudgetSetting
-)
-
-// RateLimitView is the operator service's rate limit body.
-type RateLimitView = operator.RateLimitView
-
 // limitRoutes are the admin API's routes of window budgets and rate
 // limits.
 func (s *Server) limitRoutes() []Route {
@@ -30,7 +21,7 @@ func (s *Server) limitRoutes() []Route {
 }
 
 // WindowBudgets returns box's window budgets and where they stand now.
-func (s *Server) WindowBudgets(ctx context.Context, box string) ([]WindowBudgetView, error) {
+func (s *Server) WindowBudgets(ctx context.Context, box string) ([]operator.WindowBudgetView, error) {
 	return s.op.WindowBudgets(ctx, box)
 }
 
@@ -47,7 +38,7 @@ func (s *Server) setWindowBudget(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var set WindowBudgetSetting
+	var set operator.WindowBudgetSetting
 	if err := readJSON(w, r, &set); err != nil {
 		return err
 	}
@@ -84,7 +75,7 @@ func (s *Server) setRateLimit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var set RateLimitView
+	var set operator.RateLimitView
 	if err := readJSON(w, r, &set); err != nil {
 		return err
 	}

@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/mint"
+	"github.com/intentius/boxbroker/internal/operator"
 )
 
 // TestAdmin_SecretsShowMintState: a listed oauth2 secret whose grant the
@@ -15,7 +15,7 @@ func TestAdmin_SecretsShowMintState(t *testing.T) {
 	b := brokertest.New(t, brokertest.Options{})
 	b.AddBox("alpha")
 	clientSecret, _ := b.SetRefusedOAuthGrant("alpha", "API")
-	var list admin.SecretList
+	var list operator.SecretList
 	resp := b.Admin("GET", "/api/boxes/alpha/secrets", b.AdminToken, nil)
 	decode(t, "GET secrets", resp, 200, &list)
 	if len(list.Secrets) != 1 || list.Secrets[0].Kind != mint.KindOAuth2 ||

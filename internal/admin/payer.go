@@ -6,20 +6,10 @@ import (
 	"github.com/intentius/boxbroker/internal/operator"
 )
 
-// PayerSetting is the body of PUT /api/boxes/{name}/payer
-// (operator.PayerSetting).
-type PayerSetting = operator.PayerSetting
-
-// VisitorView is a visitor holding a credential (operator.VisitorView).
-type VisitorView = operator.VisitorView
-
-// VisitorList answers GET /api/visitors, by principal.
-type VisitorList = operator.VisitorList
-
 // setPayer answers PUT /api/boxes/{name}/payer through the operator
 // service, as `boxbroker box payer` does.
 func (s *Server) setPayer(w http.ResponseWriter, r *http.Request) error {
-	var ps PayerSetting
+	var ps operator.PayerSetting
 	if err := readJSON(w, r, &ps); err != nil {
 		return err
 	}
@@ -36,7 +26,7 @@ func (s *Server) listVisitors(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, VisitorList{Visitors: vs})
+	return writeJSON(w, http.StatusOK, operator.VisitorList{Visitors: vs})
 }
 
 func (s *Server) setVisitor(w http.ResponseWriter, r *http.Request) error {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -37,14 +38,14 @@ func TestAdmin_Payer(t *testing.T) {
 	}{
 		{"unknown kind", "/api/boxes/alpha/payer", map[string]any{"kind": "visitor"}, 400},
 		{"no kind", "/api/boxes/alpha/payer", map[string]any{}, 400},
-		{"shared with a value", "/api/boxes/alpha/payer", admin.PayerSetting{Kind: "shared", Value: ownerKey}, 400},
-		{"shared with a principal", "/api/boxes/alpha/payer", admin.PayerSetting{Kind: "shared", Principal: &principal}, 400},
-		{"owner with no value", "/api/boxes/alpha/payer", admin.PayerSetting{Kind: "owner", Principal: &principal}, 400},
+		{"shared with a value", "/api/boxes/alpha/payer", operator.PayerSetting{Kind: "shared", Value: ownerKey}, 400},
+		{"shared with a principal", "/api/boxes/alpha/payer", operator.PayerSetting{Kind: "shared", Principal: &principal}, 400},
+		{"owner with no value", "/api/boxes/alpha/payer", operator.PayerSetting{Kind: "owner", Principal: &principal}, 400},
 		{"owner with a bad principal", "/api/boxes/alpha/payer", map[string]any{"kind": "owner", "principal": "git hub", "value": ownerKey}, 400},
-		{"owner value with a line break", "/api/boxes/alpha/payer", admin.PayerSetting{Kind: "owner", Value: ownerKey + "\r\nX-Evil: 1"}, 400},
+		{"owner value with a line break", "/api/boxes/alpha/payer", operator.PayerSetting{Kind: "owner", Value: ownerKey + "\r\nX-Evil: 1"}, 400},
 		{"unknown field", "/api/boxes/alpha/payer", map[string]any{"kind": "owner", "value": ownerKey, "key": "x"}, 400},
-		{"no box", "/api/boxes/nobox/payer", admin.PayerSetting{Kind: "owner", Value: ownerKey}, 404},
-		{"bad box name", "/api/boxes/No!/payer", admin.PayerSetting{Kind: "shared"}, 400},
+		{"no box", "/api/boxes/nobox/payer", operator.PayerSetting{Kind: "owner", Value: ownerKey}, 404},
+		{"bad box name", "/api/boxes/No!/payer", operator.PayerSetting{Kind: "shared"}, 400},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
@@ -60,8 +61,8 @@ func TestAdmin_Payer(t *testing.T) {
 	}
 	b.PaidBy(t, box, "", "shared", sharedKey)
 
-	var v admin.BoxView
-	resp := b.Admin("PUT", "/api/boxes/alpha/payer", tok, admin.PayerSetting{Kind: "owner", Principal: &principal, Value: ownerKey})
+	var v operator.BoxView
+	resp := b.Admin("PUT", "/api/boxes/alpha/payer", tok, operator.PayerSetting{Kind: "owner", Principal: &principal, Value: ownerKey})
 	decode(t, "PUT payer owner", resp, 200, &v)
 	if v.Payer.Kind != "owner" || v.Payer.Principal == nil || *v.Payer.Principal != principal {
 		t.Errorf("PUT payer owner = %+v, want owner %s", v.Payer, principal)
@@ -86,7 +87,7 @@ func TestAdmin_Payer(t *testing.T) {
 		t.Errorf("GET box payer = %+v, want owner", v.Payer)
 	}
 
-	decode(t, "PUT payer shared", b.Admin("PUT", "/api/boxes/alpha/payer", tok, admin.PayerSetting{Kind: "shared"}), 200, &v)
+	decode(t, "PUT payer shared", b.Admin("PUT", "/api/boxes/alpha/payer", tok, operator.PayerSetting{Kind: "shared"}), 200, &v)
 	if v.Payer.Kind != "shared" || v.Payer.Principal != nil {
 		t.Errorf("PUT payer shared = %+v, want shared with no principal", v.Payer)
 	}
@@ -102,7 +103,7 @@ func TestAdmin_Payer(t *testing.T) {
 func TestAdmin_RemoveBoxRemovesOwnersCredential(t *testing.T) {
 	b := brokertest.New(t, brokertest.Options{})
 	b.AddBox("alpha")
-	decode(t, "PUT payer owner", b.Admin("PUT", "/api/boxes/alpha/payer", b.AdminToken, admin.PayerSetting{Kind: "owner", Value: ownerKey}), 200, nil)
+	decode(t, "PUT payer owner", b.Admin("PUT", "/api/boxes/alpha/payer", b.AdminToken, operator.PayerSetting{Kind: "owner", Value: ownerKey}), 200, nil)
 	if resp := b.Admin("DELETE", "/api/boxes/alpha", b.AdminToken, nil); resp.StatusCode != 204 {
 		t.Fatalf("DELETE box = %d %s", resp.StatusCode, resp.Body)
 	}
@@ -116,7 +117,7 @@ func TestAdmin_Visitors(t *testing.T) {
 	tok := b.AdminToken
 	b.SetCredential(payer.SharedAnthropic, sharedKey) // not a visitor; not listed
 
-	var vv admin.VisitorView
+	var vv operator.VisitorView
 	resp := b.Admin("PUT", "/api/visitors/github:ann", tok, admin.CredentialValue{Value: visitorKey})
 	decode(t, "PUT visitor", resp, 200, &vv)
 	if vv.Principal != "github:ann" || vv.Kind != "API key" || vv.UpdatedAt == "" {
@@ -138,7 +139,7 @@ func TestAdmin_Visitors(t *testing.T) {
 		t.Errorf("PUT visitor gitlab:group/ann = %+v, want it with a setup token", vv)
 	}
 
-	var list admin.VisitorList
+	var list operator.VisitorList
 	resp = b.Admin("GET", "/api/visitors", tok, nil)
 	decode(t, "GET visitors", resp, 200, &list)
 	var names []string

@@ -6,14 +6,6 @@ import (
 	"github.com/intentius/boxbroker/internal/operator"
 )
 
-// The proposal bodies are the operator service's.
-type (
-	ProposalView = operator.ProposalView
-	ProposalList = operator.ProposalList
-	Decision     = operator.Decision
-	AskList      = operator.AskList
-)
-
 // proposalRoutes are the admin API's routes of proposals and ask mode:
 //
 //	GET    /api/proposals?box=B&state=S       list them, newest first
@@ -40,7 +32,7 @@ func (s *Server) listProposals(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, ProposalList{Proposals: list})
+	return writeJSON(w, http.StatusOK, operator.ProposalList{Proposals: list})
 }
 
 func (s *Server) getProposal(w http.ResponseWriter, r *http.Request) error {
@@ -52,7 +44,7 @@ func (s *Server) getProposal(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) approveProposal(w http.ResponseWriter, r *http.Request) error {
-	var d Decision
+	var d operator.Decision
 	if r.ContentLength != 0 {
 		if err := readJSON(w, r, &d); err != nil {
 			return err
@@ -78,7 +70,7 @@ func (s *Server) listAsks(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, AskList{Asks: asks})
+	return writeJSON(w, http.StatusOK, operator.AskList{Asks: asks})
 }
 
 // setAsk puts a box's scope in ask mode (PUT) or takes it out (DELETE).
@@ -87,5 +79,5 @@ func (s *Server) setAsk(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, AskList{Asks: asks})
+	return writeJSON(w, http.StatusOK, operator.AskList{Asks: asks})
 }

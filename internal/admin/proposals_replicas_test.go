@@ -5,9 +5,9 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/approval"
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/protocol"
 )
 
@@ -31,13 +31,13 @@ func TestProposals_TwoReplicas(t *testing.T) {
 		if r := two.Do("POST", path, tok, nil, nil); r.StatusCode != http.StatusForbidden {
 			t.Fatalf("trial %d: POST on two = %d %s, want 403", trial, r.StatusCode, r.Body)
 		}
-		var list admin.ProposalList
+		var list operator.ProposalList
 		decode(t, "GET proposals on one", one.Admin("GET", "/api/proposals?box=alpha&state=pending", one.AdminToken, nil), 200, &list)
 		if len(list.Proposals) != 1 {
 			t.Fatalf("trial %d: one lists %+v, want the proposal two opened", trial, list.Proposals)
 		}
 		id := list.Proposals[0].ID
-		decode(t, "approve on one", one.Admin("POST", "/api/proposals/"+id+"/approve", one.AdminToken, admin.Decision{For: "15m"}), 200, nil)
+		decode(t, "approve on one", one.Admin("POST", "/api/proposals/"+id+"/approve", one.AdminToken, operator.Decision{For: "15m"}), 200, nil)
 		if r := two.Do("POST", path, tok, nil, nil); r.StatusCode != http.StatusOK {
 			t.Fatalf("trial %d: two's next identical request after approval on one = %d %s, want 200", trial, r.StatusCode, r.Body)
 		}

@@ -55,11 +55,11 @@ func (s *Server) listSecrets(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, SecretList{Secrets: views})
+	return writeJSON(w, http.StatusOK, operator.SecretList{Secrets: views})
 }
 
 func (s *Server) setSecret(w http.ResponseWriter, r *http.Request) error {
-	var sv SecretValue
+	var sv operator.SecretValue
 	if err := readJSON(w, r, &sv); err != nil {
 		return err
 	}
@@ -126,14 +126,14 @@ func (s *Server) listResources(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, ResourceList{Resources: list})
+	return writeJSON(w, http.StatusOK, operator.ResourceList{Resources: list})
 }
 
 func (s *Server) addResource(w http.ResponseWriter, r *http.Request) error {
 	if _, err := s.Box(r); err != nil {
 		return err
 	}
-	var nr NewResource
+	var nr operator.NewResource
 	if err := readJSON(w, r, &nr); err != nil {
 		return err
 	}

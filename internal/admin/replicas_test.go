@@ -6,6 +6,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/payer"
 )
 
@@ -34,13 +35,13 @@ func TestAdmin_TwoReplicas_InForceWhenAnswered(t *testing.T) {
 		decode(t, "PATCH resumed", one.Admin("PATCH", "/api/boxes/alpha", tok, map[string]any{"paused": false}), 200, nil)
 		two.PaidBy(t, box, "", "shared", sharedKey)
 
-		decode(t, "PUT payer owner", one.Admin("PUT", "/api/boxes/alpha/payer", tok, admin.PayerSetting{Kind: "owner", Principal: &owner, Value: ownerKey}), 200, nil)
+		decode(t, "PUT payer owner", one.Admin("PUT", "/api/boxes/alpha/payer", tok, operator.PayerSetting{Kind: "owner", Principal: &owner, Value: ownerKey}), 200, nil)
 		two.PaidBy(t, box, "", "owner "+owner, ownerKey)
-		decode(t, "PUT payer shared", one.Admin("PUT", "/api/boxes/alpha/payer", tok, admin.PayerSetting{Kind: "shared"}), 200, nil)
+		decode(t, "PUT payer shared", one.Admin("PUT", "/api/boxes/alpha/payer", tok, operator.PayerSetting{Kind: "shared"}), 200, nil)
 		two.PaidBy(t, box, "", "shared", sharedKey)
 
-		var issued admin.IssuedGrant
-		decode(t, "POST grant", one.Admin("POST", "/api/boxes/alpha/grants", tok, admin.NewGrant{Principal: "github:ann"}), 201, &issued)
+		var issued operator.IssuedGrant
+		decode(t, "POST grant", one.Admin("POST", "/api/boxes/alpha/grants", tok, operator.NewGrant{Principal: "github:ann"}), 201, &issued)
 		two.PaidBy(t, box, issued.Value, "visitor github:ann", visitorKey)
 		if resp := one.Admin("DELETE", "/api/grants/"+issued.Grant.ID, tok, nil); resp.StatusCode != 204 {
 			t.Fatalf("DELETE grant = %d %s", resp.StatusCode, resp.Body)

@@ -14,21 +14,6 @@ import (
 // JSON numbers exact to the micro-dollar (the broker keeps
 // micro-dollars).
 
-// The budget bodies are the operator service's.
-type (
-	BudgetView    = operator.BudgetView
-	BudgetList    = operator.BudgetList
-	BudgetSetting = operator.BudgetSetting
-)
-
-// The spend report's bodies are the operator service's.
-type (
-	ReportedSpend = operator.ReportedSpend
-	SpendLine     = operator.SpendLine
-	UsageView     = operator.UsageView
-	SpendReport   = operator.SpendReport
-)
-
 // dollars is micro-dollars as dollars.
 func dollars(micros int64) float64 { return float64(micros) / 1e6 }
 
@@ -53,13 +38,13 @@ func (s *Server) month(r *http.Request) (string, error) {
 }
 
 // Budgets returns box's budgets and where they stand in month (YYYY-MM).
-func (s *Server) Budgets(ctx context.Context, box, month string) (BudgetList, error) {
+func (s *Server) Budgets(ctx context.Context, box, month string) (operator.BudgetList, error) {
 	return s.op.Budgets(ctx, box, month)
 }
 
 // SpendReport returns box's spend in month (YYYY-MM), measured beside
 // reported (operator.Service.Spend).
-func (s *Server) SpendReport(ctx context.Context, box, month string) (SpendReport, error) {
+func (s *Server) SpendReport(ctx context.Context, box, month string) (operator.SpendReport, error) {
 	return s.op.Spend(ctx, box, month)
 }
 
@@ -93,7 +78,7 @@ func (s *Server) setBudget(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var bs BudgetSetting
+	var bs operator.BudgetSetting
 	if err := readJSON(w, r, &bs); err != nil {
 		return err
 	}

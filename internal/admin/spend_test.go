@@ -8,6 +8,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/spend"
@@ -21,7 +22,7 @@ func TestAdmin_Budgets(t *testing.T) {
 	b.Report(box, brokertest.Entry("inference", "agent"))
 	month := spend.Month(time.Now())
 
-	var bv admin.BudgetView
+	var bv operator.BudgetView
 	decode(t, "PUT box budget", b.Admin("PUT", "/api/boxes/alpha/budgets", tok, map[string]any{"usd": 25.5}), 200, &bv)
 	if bv.Principal != nil || bv.USD != 25.5 || bv.Spent != 0 || bv.Held != 0 || bv.Left != 25.5 {
 		t.Errorf("PUT box budget 25.5 = %+v, want the box's own at $25.50, all left", bv)
@@ -34,7 +35,7 @@ func TestAdmin_Budgets(t *testing.T) {
 	// A call is charged against the box's budget.
 	b.PaidBy(t, box, "", "shared", sharedKey)
 	brokertest.Usage(t, b.Server.Store, "alpha", spend.Month(time.Now()), 1)
-	var list admin.BudgetList
+	var list operator.BudgetList
 	decode(t, "GET budgets", b.Admin("GET", "/api/boxes/alpha/budgets", tok, nil), 200, &list)
 	if list.Month != month || !strings.HasPrefix(list.Resets, spend.Resets(month).Format("2006-01-02")) || len(list.Budgets) != 2 {
 		t.Fatalf("GET budgets = %+v, want this month's two budgets", list)
@@ -105,8 +106,8 @@ func TestAdmin_Spend(t *testing.T) {
 		t.Fatalf("report: %d %s", resp.StatusCode, resp.Body)
 	}
 	decode(t, "PUT visitor", b.Admin("PUT", "/api/visitors/github:ann", tok, admin.CredentialValue{Value: visitorKey}), 200, nil)
-	var issued admin.IssuedGrant
-	decode(t, "POST grant", b.Admin("POST", "/api/boxes/alpha/grants", tok, admin.NewGrant{Principal: "github:ann"}), 201, &issued)
+	var issued operator.IssuedGrant
+	decode(t, "POST grant", b.Admin("POST", "/api/boxes/alpha/grants", tok, operator.NewGrant{Principal: "github:ann"}), 201, &issued)
 	b.PaidBy(t, box, "", "shared", sharedKey)
 	b.PaidBy(t, box, issued.Value, "visitor github:ann", visitorKey)
 	b.PaidBy(t, box, issued.Value, "visitor github:ann", visitorKey)
@@ -121,7 +122,7 @@ func TestAdmin_Spend(t *testing.T) {
 	// micros is dollars as micro-dollars, as the broker counts them.
 	micros := func(usd float64) int64 { return int64(math.Round(usd * 1e6)) }
 
-	var rep admin.SpendReport
+	var rep operator.SpendReport
 	decode(t, "GET spend", b.Admin("GET", "/api/boxes/alpha/spend", tok, nil), 200, &rep)
 	if rep.Box != "alpha" || rep.Month != month || rep.Calls != 3 || micros(rep.MeasuredUSD) != 3*one || micros(rep.ChargedUSD) != 3*one {
 		t.Errorf("GET spend = %+v, want alpha this month, 3 calls measured at %d micro-dollars each", rep, one)

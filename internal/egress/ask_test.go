@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/approval"
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/webhook"
@@ -40,10 +40,10 @@ func (e *env) post(t *testing.T, path string) (int, string, int) {
 }
 
 // pending lists the box's pending proposals through the admin API.
-func (e *env) pending(t *testing.T) []admin.ProposalView {
+func (e *env) pending(t *testing.T) []operator.ProposalView {
 	t.Helper()
 	r := e.br.Admin("GET", "/api/proposals?box=shop&state=pending", e.br.AdminToken, nil)
-	var list admin.ProposalList
+	var list operator.ProposalList
 	if r.StatusCode != http.StatusOK || json.Unmarshal(r.Body, &list) != nil {
 		t.Fatalf("GET /api/proposals = %d %s", r.StatusCode, r.Body)
 	}

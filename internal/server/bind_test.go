@@ -18,9 +18,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
@@ -213,8 +213,8 @@ func TestBox_TokenPastItsTTLIsRefused(t *testing.T) {
 	var clk clock
 	b := brokertest.New(t, brokertest.Options{ServerOptions: clk.options})
 	b.SetCredential("anthropic", "sk-ant-api03-ttl-credential")
-	resp := b.Admin("POST", "/api/boxes", b.AdminToken, admin.NewBox{Name: "shop", TTL: "1h"})
-	var bt admin.BoxToken
+	resp := b.Admin("POST", "/api/boxes", b.AdminToken, operator.NewBox{Name: "shop", TTL: "1h"})
+	var bt operator.BoxToken
 	if resp.StatusCode != http.StatusCreated || json.Unmarshal(resp.Body, &bt) != nil {
 		t.Fatalf("POST /api/boxes with a ttl = %d %s", resp.StatusCode, resp.Body)
 	}
@@ -253,8 +253,8 @@ func TestBox_RotateGraceKeepsTheOldTokenUntilItEnds(t *testing.T) {
 	b.SetCredential("anthropic", "sk-ant-api03-grace-credential")
 	old := b.AddBox("shop")
 	b.Report(old, brokertest.Entry("inference", "agent"))
-	resp := b.Admin("POST", "/api/boxes/shop/token", b.AdminToken, admin.TokenRotation{Grace: "1h"})
-	var bt admin.BoxToken
+	resp := b.Admin("POST", "/api/boxes/shop/token", b.AdminToken, operator.TokenRotation{Grace: "1h"})
+	var bt operator.BoxToken
 	if resp.StatusCode != http.StatusOK || json.Unmarshal(resp.Body, &bt) != nil {
 		t.Fatalf("rotate with a grace = %d %s", resp.StatusCode, resp.Body)
 	}

@@ -156,7 +156,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 // ListBoxes returns every box, published listings first, while there are
 // at most 1,000: past that the API refuses (an *APIError); EachBox reads
 // any number.
-func (c *Client) ListBoxes(ctx context.Context) ([]admin.BoxView, error) {
+func (c *Client) ListBoxes(ctx context.Context) ([]operator.BoxView, error) {
 	var out admin.BoxList
 	err := c.do(ctx, http.MethodGet, "/api/boxes", nil, &out)
 	return out.Boxes, err
@@ -165,7 +165,7 @@ func (c *Client) ListBoxes(ctx context.Context) ([]admin.BoxView, error) {
 // BoxPage returns one page of boxes, by name: at most limit (1 to
 // 1000) of them after the cursor after ("" for the first page), and the
 // cursor of the next page ("" after the last).
-func (c *Client) BoxPage(ctx context.Context, limit int, after string) ([]admin.BoxView, string, error) {
+func (c *Client) BoxPage(ctx context.Context, limit int, after string) ([]operator.BoxView, string, error) {
 	v := url.Values{"limit": {strconv.Itoa(limit)}}
 	if after != "" {
 		v.Set("after", after)
@@ -178,7 +178,7 @@ func (c *Client) BoxPage(ctx context.Context, limit int, after string) ([]admin.
 // EachBox calls fn with every box, by name, reading them limit at a
 // time, so that its memory does not grow with the fleet; it stops at
 // fn's first error and returns it.
-func (c *Client) EachBox(ctx context.Context, limit int, fn func(admin.BoxView) error) error {
+func (c *Client) EachBox(ctx context.Context, limit int, fn func(operator.BoxView) error) error {
 	after := ""
 	for {
 		boxes, next, err := c.BoxPage(ctx, limit, after)
@@ -198,22 +198,22 @@ func (c *Client) EachBox(ctx context.Context, limit int, fn func(admin.BoxView) 
 }
 
 // Box returns one box.
-func (c *Client) Box(ctx context.Context, name string) (admin.BoxView, error) {
-	var out admin.BoxView
+func (c *Client) Box(ctx context.Context, name string) (operator.BoxView, error) {
+	var out operator.BoxView
 	err := c.do(ctx, http.MethodGet, "/api/boxes/"+url.PathEscape(name), nil, &out)
 	return out, err
 }
 
 // AddBox enrols a box and returns it with its token, shown this once.
-func (c *Client) AddBox(ctx context.Context, nb admin.NewBox) (admin.BoxToken, error) {
-	var out admin.BoxToken
+func (c *Client) AddBox(ctx context.Context, nb operator.NewBox) (operator.BoxToken, error) {
+	var out operator.BoxToken
 	err := c.do(ctx, http.MethodPost, "/api/boxes", nb, &out)
 	return out, err
 }
 
 // UpdateBox changes a box's consent or paused setting.
-func (c *Client) UpdateBox(ctx context.Context, name string, set admin.BoxSettings) (admin.BoxView, error) {
-	var out admin.BoxView
+func (c *Client) UpdateBox(ctx context.Context, name string, set operator.BoxSettings) (operator.BoxView, error) {
+	var out operator.BoxView
 	err := c.do(ctx, http.MethodPatch, "/api/boxes/"+url.PathEscape(name), set, &out)
 	return out, err
 }
@@ -224,8 +224,8 @@ func (c *Client) RemoveBox(ctx context.Context, name string) error {
 }
 
 // RotateBox replaces a box's token and returns the new one, shown this once.
-func (c *Client) RotateBox(ctx context.Context, name string) (admin.BoxToken, error) {
-	var out admin.BoxToken
+func (c *Client) RotateBox(ctx context.Context, name string) (operator.BoxToken, error) {
+	var out operator.BoxToken
 	err := c.do(ctx, http.MethodPost, "/api/boxes/"+url.PathEscape(name)+"/token", nil, &out)
 	return out, err
 }
@@ -233,14 +233,14 @@ func (c *Client) RotateBox(ctx context.Context, name string) (admin.BoxToken, er
 // RotateBoxWith replaces a box's token as tr says (a grace for the old
 // one, a TTL for the box's tokens) and returns the new one, shown this
 // once.
-func (c *Client) RotateBoxWith(ctx context.Context, name string, tr admin.TokenRotation) (admin.BoxToken, error) {
-	var out admin.BoxToken
+func (c *Client) RotateBoxWith(ctx context.Context, name string, tr operator.TokenRotation) (operator.BoxToken, error) {
+	var out operator.BoxToken
 	err := c.do(ctx, http.MethodPost, "/api/boxes/"+url.PathEscape(name)+"/token", tr, &out)
 	return out, err
 }
 
 // ListCredentials returns every credential's ID and when it was set.
-func (c *Client) ListCredentials(ctx context.Context) ([]admin.CredentialView, error) {
+func (c *Client) ListCredentials(ctx context.Context) ([]operator.CredentialView, error) {
 	var out admin.CredentialList
 	err := c.do(ctx, http.MethodGet, "/api/credentials", nil, &out)
 	return out.Credentials, err
@@ -260,8 +260,8 @@ func wireKind(kind string) string {
 // anthropic for an Anthropic key or setup token (or the fountain key),
 // bedrock or vertex for a cloud account's JSON, which the broker checks.
 // The value goes in the request's body only.
-func (c *Client) SetCredential(ctx context.Context, id, kind string, value []byte) (admin.CredentialView, error) {
-	var out admin.CredentialView
+func (c *Client) SetCredential(ctx context.Context, id, kind string, value []byte) (operator.CredentialView, error) {
+	var out operator.CredentialView
 	err := c.do(ctx, http.MethodPut, "/api/credentials/"+url.PathEscape(id), admin.CredentialValue{Value: string(value), Kind: wireKind(kind)}, &out)
 	return out, err
 }
@@ -273,17 +273,17 @@ func (c *Client) RemoveCredential(ctx context.Context, id string) error {
 
 // PoolEntries lists the credential pool's entries, with the answering
 // replica's state and counts.
-func (c *Client) PoolEntries(ctx context.Context) ([]admin.PoolEntryView, error) {
-	var out admin.PoolList
+func (c *Client) PoolEntries(ctx context.Context) ([]operator.PoolEntryView, error) {
+	var out operator.PoolList
 	err := c.do(ctx, http.MethodGet, "/api/credentials/pool", nil, &out)
 	return out.Entries, err
 }
 
 // SetPoolEntry sets the pool entry name to value, of kind (as
 // SetCredential's).
-func (c *Client) SetPoolEntry(ctx context.Context, name, kind string, weight int, baseURL string, value []byte) (admin.PoolEntryView, error) {
-	var out admin.PoolEntryView
-	err := c.do(ctx, http.MethodPut, "/api/credentials/pool/"+url.PathEscape(name), admin.PoolEntryValue{Value: string(value), Weight: weight, URL: baseURL, Kind: wireKind(kind)}, &out)
+func (c *Client) SetPoolEntry(ctx context.Context, name, kind string, weight int, baseURL string, value []byte) (operator.PoolEntryView, error) {
+	var out operator.PoolEntryView
+	err := c.do(ctx, http.MethodPut, "/api/credentials/pool/"+url.PathEscape(name), operator.PoolEntryValue{Value: string(value), Weight: weight, URL: baseURL, Kind: wireKind(kind)}, &out)
 	return out, err
 }
 
@@ -307,24 +307,24 @@ func (c *Client) Audit(ctx context.Context, query url.Values) ([]admin.AuditView
 // SetPayer sets who pays for a box's model calls and returns the box. For
 // an owner, set.Value is the owner's credential, of set.CredentialKind;
 // the caller clears its own copy.
-func (c *Client) SetPayer(ctx context.Context, name string, set admin.PayerSetting) (admin.BoxView, error) {
+func (c *Client) SetPayer(ctx context.Context, name string, set operator.PayerSetting) (operator.BoxView, error) {
 	set.CredentialKind = wireKind(set.CredentialKind)
-	var out admin.BoxView
+	var out operator.BoxView
 	err := c.do(ctx, http.MethodPut, "/api/boxes/"+url.PathEscape(name)+"/payer", set, &out)
 	return out, err
 }
 
 // ListVisitors returns the visitors holding a credential, never a value.
-func (c *Client) ListVisitors(ctx context.Context) ([]admin.VisitorView, error) {
-	var out admin.VisitorList
+func (c *Client) ListVisitors(ctx context.Context) ([]operator.VisitorView, error) {
+	var out operator.VisitorList
 	err := c.do(ctx, http.MethodGet, "/api/visitors", nil, &out)
 	return out.Visitors, err
 }
 
 // SetVisitor sets a visitor's Anthropic credential to value, of kind (as
 // SetCredential's).
-func (c *Client) SetVisitor(ctx context.Context, principal, kind string, value []byte) (admin.VisitorView, error) {
-	var out admin.VisitorView
+func (c *Client) SetVisitor(ctx context.Context, principal, kind string, value []byte) (operator.VisitorView, error) {
+	var out operator.VisitorView
 	err := c.do(ctx, http.MethodPut, "/api/visitors/"+url.PathEscape(principal), admin.CredentialValue{Value: string(value), Kind: wireKind(kind)}, &out)
 	return out, err
 }
@@ -336,15 +336,15 @@ func (c *Client) RemoveVisitor(ctx context.Context, principal string) error {
 
 // IssueGrant issues a grant on box and returns it with its value, shown
 // this once.
-func (c *Client) IssueGrant(ctx context.Context, box string, ng admin.NewGrant) (admin.IssuedGrant, error) {
-	var out admin.IssuedGrant
+func (c *Client) IssueGrant(ctx context.Context, box string, ng operator.NewGrant) (operator.IssuedGrant, error) {
+	var out operator.IssuedGrant
 	err := c.do(ctx, http.MethodPost, "/api/boxes/"+url.PathEscape(box)+"/grants", ng, &out)
 	return out, err
 }
 
 // ListGrants returns a box's grants, newest first, never their values.
-func (c *Client) ListGrants(ctx context.Context, box string) ([]admin.GrantView, error) {
-	var out admin.GrantList
+func (c *Client) ListGrants(ctx context.Context, box string) ([]operator.GrantView, error) {
+	var out operator.GrantList
 	err := c.do(ctx, http.MethodGet, "/api/boxes/"+url.PathEscape(box)+"/grants", nil, &out)
 	return out.Grants, err
 }
@@ -356,15 +356,15 @@ func (c *Client) RevokeGrant(ctx context.Context, id string) error {
 
 // Budgets returns a box's budgets and where they stand in month
 // (YYYY-MM; "" for this month).
-func (c *Client) Budgets(ctx context.Context, box, month string) (admin.BudgetList, error) {
-	var out admin.BudgetList
+func (c *Client) Budgets(ctx context.Context, box, month string) (operator.BudgetList, error) {
+	var out operator.BudgetList
 	err := c.do(ctx, http.MethodGet, "/api/boxes/"+url.PathEscape(box)+"/budgets"+monthQuery(month), nil, &out)
 	return out, err
 }
 
 // SetBudget sets a box's budget (set.Principal nil for its own).
-func (c *Client) SetBudget(ctx context.Context, box string, set admin.BudgetSetting) (admin.BudgetView, error) {
-	var out admin.BudgetView
+func (c *Client) SetBudget(ctx context.Context, box string, set operator.BudgetSetting) (operator.BudgetView, error) {
+	var out operator.BudgetView
 	err := c.do(ctx, http.MethodPut, "/api/boxes/"+url.PathEscape(box)+"/budgets", set, &out)
 	return out, err
 }
@@ -380,8 +380,8 @@ func (c *Client) RemoveBudget(ctx context.Context, box, principal string) error 
 
 // Spend returns a box's spend in month (YYYY-MM; "" for this month),
 // measured beside reported.
-func (c *Client) Spend(ctx context.Context, box, month string) (admin.SpendReport, error) {
-	var out admin.SpendReport
+func (c *Client) Spend(ctx context.Context, box, month string) (operator.SpendReport, error) {
+	var out operator.SpendReport
 	err := c.do(ctx, http.MethodGet, "/api/boxes/"+url.PathEscape(box)+"/spend"+monthQuery(month), nil, &out)
 	return out, err
 }
@@ -395,16 +395,16 @@ func monthQuery(month string) string {
 
 // ListDeadLetters lists the batches of records the store refused for
 // good on the replica the client talks to, oldest first.
-func (c *Client) ListDeadLetters(ctx context.Context) ([]admin.DeadLetterView, error) {
-	var out admin.DeadLetterList
+func (c *Client) ListDeadLetters(ctx context.Context) ([]operator.DeadLetterView, error) {
+	var out operator.DeadLetterList
 	err := c.do(ctx, http.MethodGet, "/api/spool/dead", nil, &out)
 	return out.DeadLetters, err
 }
 
 // RetryDeadLetter applies the dead letter id (or the one its prefix
 // names) to the store now; it is removed once the store takes it.
-func (c *Client) RetryDeadLetter(ctx context.Context, id string) (admin.DeadLetterView, error) {
-	var out admin.DeadLetterView
+func (c *Client) RetryDeadLetter(ctx context.Context, id string) (operator.DeadLetterView, error) {
+	var out operator.DeadLetterView
 	err := c.do(ctx, http.MethodPost, "/api/spool/dead/"+url.PathEscape(id)+"/retry", nil, &out)
 	return out, err
 }
@@ -415,15 +415,15 @@ func (c *Client) DropDeadLetter(ctx context.Context, id string) error {
 }
 
 // ListResources lists the Fountain ids assigned to a box.
-func (c *Client) ListResources(ctx context.Context, box string) ([]admin.ResourceView, error) {
-	var out admin.ResourceList
+func (c *Client) ListResources(ctx context.Context, box string) ([]operator.ResourceView, error) {
+	var out operator.ResourceList
 	err := c.do(ctx, http.MethodGet, "/api/boxes/"+url.PathEscape(box)+"/resources", nil, &out)
 	return out.Resources, err
 }
 
 // AddResource assigns a Fountain id to a box.
-func (c *Client) AddResource(ctx context.Context, box string, nr admin.NewResource) (admin.ResourceView, error) {
-	var out admin.ResourceView
+func (c *Client) AddResource(ctx context.Context, box string, nr operator.NewResource) (operator.ResourceView, error) {
+	var out operator.ResourceView
 	err := c.do(ctx, http.MethodPost, "/api/boxes/"+url.PathEscape(box)+"/resources", nr, &out)
 	return out, err
 }

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/admin/adminclient"
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/payer"
 )
 
@@ -22,7 +22,7 @@ func TestClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bt, err := c.AddBox(ctx, admin.NewBox{Name: "alpha"})
+	bt, err := c.AddBox(ctx, operator.NewBox{Name: "alpha"})
 	if err != nil || bt.Token == "" {
 		t.Fatalf("AddBox = %+v, %v", bt, err)
 	}

@@ -10,8 +10,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/admin/adminclient"
+	"github.com/intentius/boxbroker/internal/operator"
 )
 
 // TestClient_CredentialKindInTheBody sets each of the four Anthropic
@@ -50,7 +50,7 @@ func TestClient_CredentialKindInTheBody(t *testing.T) {
 	if _, err := c.SetPoolEntry(ctx, "cloudy", "bedrock", 2, "", []byte(account)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.SetPayer(ctx, "alpha", admin.PayerSetting{Kind: "owner", CredentialKind: "bedrock", Value: account}); err != nil {
+	if _, err := c.SetPayer(ctx, "alpha", operator.PayerSetting{Kind: "owner", CredentialKind: "bedrock", Value: account}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.SetVisitor(ctx, "github:ann", "bedrock", []byte(account)); err != nil {
@@ -59,7 +59,7 @@ func TestClient_CredentialKindInTheBody(t *testing.T) {
 	if _, err := c.SetCredential(ctx, "anthropic", "anthropic", []byte("sk-ant-api03-CLIENTKIND")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.SetPayer(ctx, "alpha", admin.PayerSetting{Kind: "owner", CredentialKind: "anthropic", Value: "sk-ant-api03-CLIENTKIND"}); err != nil {
+	if _, err := c.SetPayer(ctx, "alpha", operator.PayerSetting{Kind: "owner", CredentialKind: "anthropic", Value: "sk-ant-api03-CLIENTKIND"}); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 6 {

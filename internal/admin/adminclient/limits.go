@@ -5,20 +5,20 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/operator"
 )
 
 // WindowBudgets returns a box's budgets over days, weeks and rolling
 // windows, and where they stand now.
-func (c *Client) WindowBudgets(ctx context.Context, box string) ([]admin.WindowBudgetView, error) {
-	var out []admin.WindowBudgetView
+func (c *Client) WindowBudgets(ctx context.Context, box string) ([]operator.WindowBudgetView, error) {
+	var out []operator.WindowBudgetView
 	err := c.do(ctx, http.MethodGet, "/api/boxes/"+url.PathEscape(box)+"/window-budgets", nil, &out)
 	return out, err
 }
 
 // SetWindowBudget sets a box's budget over a window.
-func (c *Client) SetWindowBudget(ctx context.Context, box string, set admin.WindowBudgetSetting) ([]admin.WindowBudgetView, error) {
-	var out []admin.WindowBudgetView
+func (c *Client) SetWindowBudget(ctx context.Context, box string, set operator.WindowBudgetSetting) ([]operator.WindowBudgetView, error) {
+	var out []operator.WindowBudgetView
 	err := c.do(ctx, http.MethodPut, "/api/boxes/"+url.PathEscape(box)+"/window-budgets", set, &out)
 	return out, err
 }
@@ -34,16 +34,16 @@ func (c *Client) RemoveWindowBudget(ctx context.Context, box, principal, window 
 }
 
 // RateLimits returns a box's rate limits.
-func (c *Client) RateLimits(ctx context.Context, box string) ([]admin.RateLimitView, error) {
-	var out []admin.RateLimitView
+func (c *Client) RateLimits(ctx context.Context, box string) ([]operator.RateLimitView, error) {
+	var out []operator.RateLimitView
 	err := c.do(ctx, http.MethodGet, "/api/boxes/"+url.PathEscape(box)+"/rate-limits", nil, &out)
 	return out, err
 }
 
 // SetRateLimit sets a box's rate limit (its own when set.Principal is
 // nil).
-func (c *Client) SetRateLimit(ctx context.Context, box string, set admin.RateLimitView) (admin.RateLimitView, error) {
-	var out admin.RateLimitView
+func (c *Client) SetRateLimit(ctx context.Context, box string, set operator.RateLimitView) (operator.RateLimitView, error) {
+	var out operator.RateLimitView
 	err := c.do(ctx, http.MethodPut, "/api/boxes/"+url.PathEscape(box)+"/rate-limits", set, &out)
 	return out, err
 }

@@ -5,12 +5,12 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/operator"
 )
 
 // ListProposals lists proposals of box ("" for every box) in state (""
 // for any), newest first.
-func (c *Client) ListProposals(ctx context.Context, box, state string) ([]admin.ProposalView, error) {
+func (c *Client) ListProposals(ctx context.Context, box, state string) ([]operator.ProposalView, error) {
 	q := url.Values{}
 	if box != "" {
 		q.Set("box", box)
@@ -18,22 +18,22 @@ func (c *Client) ListProposals(ctx context.Context, box, state string) ([]admin.
 	if state != "" {
 		q.Set("state", state)
 	}
-	var out admin.ProposalList
+	var out operator.ProposalList
 	err := c.do(ctx, http.MethodGet, "/api/proposals?"+q.Encode(), nil, &out)
 	return out.Proposals, err
 }
 
 // ApproveProposal approves a pending proposal for forWords ("15m", "1h",
 // "7d", "always").
-func (c *Client) ApproveProposal(ctx context.Context, id, forWords string) (admin.ProposalView, error) {
-	var out admin.ProposalView
-	err := c.do(ctx, http.MethodPost, "/api/proposals/"+url.PathEscape(id)+"/approve", admin.Decision{For: forWords}, &out)
+func (c *Client) ApproveProposal(ctx context.Context, id, forWords string) (operator.ProposalView, error) {
+	var out operator.ProposalView
+	err := c.do(ctx, http.MethodPost, "/api/proposals/"+url.PathEscape(id)+"/approve", operator.Decision{For: forWords}, &out)
 	return out, err
 }
 
 // DenyProposal denies a pending proposal.
-func (c *Client) DenyProposal(ctx context.Context, id string) (admin.ProposalView, error) {
-	var out admin.ProposalView
+func (c *Client) DenyProposal(ctx context.Context, id string) (operator.ProposalView, error) {
+	var out operator.ProposalView
 	err := c.do(ctx, http.MethodPost, "/api/proposals/"+url.PathEscape(id)+"/deny", nil, &out)
 	return out, err
 }
@@ -45,14 +45,14 @@ func (c *Client) SetAsk(ctx context.Context, box, scope string, on bool) ([]stri
 	if !on {
 		method = http.MethodDelete
 	}
-	var out admin.AskList
+	var out operator.AskList
 	err := c.do(ctx, method, "/api/boxes/"+url.PathEscape(box)+"/asks/"+url.PathEscape(scope), nil, &out)
 	return out.Asks, err
 }
 
 // Asks returns the box's scopes in ask mode.
 func (c *Client) Asks(ctx context.Context, box string) ([]string, error) {
-	var out admin.AskList
+	var out operator.AskList
 	err := c.do(ctx, http.MethodGet, "/api/boxes/"+url.PathEscape(box)+"/asks", nil, &out)
 	return out.Asks, err
 }

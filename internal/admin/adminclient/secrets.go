@@ -5,21 +5,21 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/operator"
 )
 
 // ListSecrets lists a box's egress secrets: names, hosts, kinds and body
 // fields, never a value.
-func (c *Client) ListSecrets(ctx context.Context, box string) ([]admin.SecretView, error) {
-	var out admin.SecretList
+func (c *Client) ListSecrets(ctx context.Context, box string) ([]operator.SecretView, error) {
+	var out operator.SecretList
 	err := c.do(ctx, http.MethodGet, "/api/boxes/"+url.PathEscape(box)+"/secrets", nil, &out)
 	return out.Secrets, err
 }
 
 // SetSecret sets a box's plain egress secret name: its host, its value
 // (in the request's body only) and the body fields it is written in.
-func (c *Client) SetSecret(ctx context.Context, box, name string, sv admin.SecretValue) (admin.SecretView, error) {
-	var out admin.SecretView
+func (c *Client) SetSecret(ctx context.Context, box, name string, sv operator.SecretValue) (operator.SecretView, error) {
+	var out operator.SecretView
 	err := c.do(ctx, http.MethodPut, "/api/boxes/"+url.PathEscape(box)+"/secrets/"+url.PathEscape(name), sv, &out)
 	return out, err
 }

@@ -29,17 +29,17 @@ import (
 
 // card is one box as its page shows it.
 type card struct {
-	admin.BoxView
+	operator.BoxView
 	// Groups are its refusals of the last 7 days, grouped.
 	Groups        []refusalGroup
 	FeedbackCount int
 	// Measured is this month's spend, measured beside reported.
-	Measured admin.SpendReport
+	Measured operator.SpendReport
 	// Models is this month's measured spend by model, the dearest first;
 	// a model with calls the broker had no price for is not Priced.
 	Models []modelLine
 	// Budgets are the box's budgets and where they stand this month.
-	Budgets admin.BudgetList
+	Budgets operator.BudgetList
 	// Limits are its window budgets, rate limits and budget alerts.
 	Limits limitsCard
 	// Blocked says, when the box's metered calls are refused for a
@@ -64,7 +64,7 @@ type modelLine struct {
 }
 
 // byModel sums usage by model, the dearest first.
-func byModel(usage []admin.UsageView) []modelLine {
+func byModel(usage []operator.UsageView) []modelLine {
 	var out []modelLine
 	at := map[string]int{}
 	for _, u := range usage {
@@ -107,7 +107,7 @@ var (
 // or a refusal for a spent budget newer than any request served this
 // month. The bound is the one the broker computed for the call it
 // refused (spend.Meter.Bound, written in the refusal's message).
-func (u *Page) blocked(ctx context.Context, box string, budgets admin.BudgetList) (string, error) {
+func (u *Page) blocked(ctx context.Context, box string, budgets operator.BudgetList) (string, error) {
 	now := u.cfg.Now()
 	month := spend.Month(now)
 	resets := spend.Resets(month).Format("2006-01-02") + " at 00:00 UTC"
@@ -115,13 +115,13 @@ func (u *Page) blocked(ctx context.Context, box string, budgets admin.BudgetList
 	if err != nil {
 		return "", err
 	}
-	left := func(principal string) (admin.BudgetView, bool) {
+	left := func(principal string) (operator.BudgetView, bool) {
 		for _, b := range budgets.Budgets {
 			if deref(b.Principal, "") == principal {
 				return b, true
 			}
 		}
-		return admin.BudgetView{}, false
+		return operator.BudgetView{}, false
 	}
 	for _, e := range entries {
 		if e.Capability == store.ActorAdmin {
@@ -163,7 +163,7 @@ func (u *Page) blocked(ctx context.Context, box string, budgets admin.BudgetList
 }
 
 // card reads what the page shows of v beside the API's view.
-func (u *Page) card(ctx context.Context, v admin.BoxView) (card, error) {
+func (u *Page) card(ctx context.Context, v operator.BoxView) (card, error) {
 	c := card{BoxView: v}
 	now := u.cfg.Now()
 	groups, err := u.cfg.Store.RefusalGroups(ctx, v.Name, now.Add(-refusalDays*24*time.Hour), 50)
@@ -223,10 +223,10 @@ type boxPageData struct {
 	LogPage   int
 	LogPrev   string
 	LogNext   string
-	Secrets   []admin.SecretView
+	Secrets   []operator.SecretView
 	Missing   []string
 	Extra     []string
-	Resources []admin.ResourceView
+	Resources []operator.ResourceView
 	Sections  []renderedSection
 	Chart     chart
 	// SpendChart is its measured spend per day this month, from the
@@ -289,7 +289,7 @@ func (u *Page) boxPage(w http.ResponseWriter, r *http.Request, sess *Session) er
 		return operator.StoreError(err, "", "")
 	}
 	for _, res := range resources {
-		page.Resources = append(page.Resources, admin.ResourceView{Kind: res.Kind, ID: res.ID, At: protocol.FormatTime(res.At)})
+		page.Resources = append(page.Resources, operator.ResourceView{Kind: res.Kind, ID: res.ID, At: protocol.FormatTime(res.At)})
 	}
 	hours, err := u.cfg.Store.AuditHours(ctx, b.Name, now.Add(-7*24*time.Hour))
 	if err != nil {
@@ -318,7 +318,7 @@ func (u *Page) boxPage(w http.ResponseWriter, r *http.Request, sess *Session) er
 
 // ownBudget is the box's own budget's limit in micro-dollars, and whether
 // it has one (the budget with no principal).
-func ownBudget(budgets admin.BudgetList) (bool, int64) {
+func ownBudget(budgets operator.BudgetList) (bool, int64) {
 	for _, b := range budgets.Budgets {
 		if b.Principal == nil {
 			return true, int64(math.Round(b.USD * 1e6))

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -206,7 +206,7 @@ type budgetGauge struct {
 
 // gauge is the budgetGauge of b: good below four-fifths of the limit,
 // near it above, bad past it.
-func gauge(b admin.BudgetView) budgetGauge {
+func gauge(b operator.BudgetView) budgetGauge {
 	used := b.Spent + b.Held
 	g := budgetGauge{Max: max(b.USD, used), Low: 0.8 * b.USD, High: b.USD, Value: used}
 	if used > b.USD {

@@ -113,7 +113,7 @@ type grantedPage struct {
 	Broker  string
 	Form    FormContext
 	Box     string
-	Issued  admin.IssuedGrant
+	Issued  operator.IssuedGrant
 	Lasts   string
 	Expires string
 }

@@ -17,7 +17,7 @@ import (
 // limitsCard is what a box's page shows of its window budgets, rate
 // limits and budget alerts.
 type limitsCard struct {
-	Windows []admin.WindowBudgetView
+	Windows []operator.WindowBudgetView
 	Rates   []store.RateLimit
 	// Alerts are the box's latest budget alerts, newest first.
 	Alerts []store.BudgetAlert

@@ -150,14 +150,14 @@ type fleetFacts struct {
 	held       map[string][]string
 	act        map[string]store.BoxActivity
 	// cacheMonth and cacheDay are the month's and the last 24 hours'.
-	cacheMonth, cacheDay map[string]*admin.CacheTokens
+	cacheMonth, cacheDay map[string]*operator.CacheTokens
 }
 
 // facts reads fleetFacts for month, at now.
 func (u *Page) facts(ctx context.Context, now time.Time, month string) (fleetFacts, error) {
 	st := u.cfg.Store
 	f := fleetFacts{monthStart: spend.Resets(month).AddDate(0, -1, 0),
-		cacheMonth: map[string]*admin.CacheTokens{}, cacheDay: map[string]*admin.CacheTokens{}}
+		cacheMonth: map[string]*operator.CacheTokens{}, cacheDay: map[string]*operator.CacheTokens{}}
 	var err error
 	if f.held, err = st.SecretNames(ctx); err != nil {
 		return fleetFacts{}, err
@@ -174,9 +174,9 @@ func (u *Page) facts(ctx context.Context, now time.Time, month string) (fleetFac
 	if err != nil {
 		return fleetFacts{}, err
 	}
-	add := func(m map[string]*admin.CacheTokens, box string, t admin.CacheTokens) {
+	add := func(m map[string]*operator.CacheTokens, box string, t operator.CacheTokens) {
 		if m[box] == nil {
-			m[box] = &admin.CacheTokens{}
+			m[box] = &operator.CacheTokens{}
 		}
 		c := m[box]
 		c.InputTokens += t.InputTokens
@@ -335,7 +335,7 @@ var sortKeys = map[string]func(a, b row) int{
 }
 
 // hitRatio is c's prompt-cache hit ratio, nil for none.
-func hitRatio(c *admin.CacheTokens) *float64 {
+func hitRatio(c *operator.CacheTokens) *float64 {
 	if c == nil {
 		return nil
 	}
