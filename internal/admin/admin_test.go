@@ -90,7 +90,7 @@ func TestAdmin_TokenRequired(t *testing.T) {
 func TestAdmin_RevokedTokenRefused(t *testing.T) {
 	b := brokertest.New(t, brokertest.Options{})
 	ctx := context.Background()
-	token, tok, err := admin.Mint(ctx, b.Server.Store, "laptop", time.Now())
+	token, tok, err := operator.Mint(ctx, b.Server.Store, "laptop", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +316,7 @@ func TestAdmin_Credentials(t *testing.T) {
 		{"unknown id", "/api/credentials/openai", admin.CredentialValue{Value: "x"}, 400},
 		{"empty value", "/api/credentials/fountain", admin.CredentialValue{}, 400},
 		{"line break", "/api/credentials/fountain", admin.CredentialValue{Value: "abc\r\nX-Evil: 1"}, 400},
-		{"too long", "/api/credentials/fountain", admin.CredentialValue{Value: strings.Repeat("a", admin.MaxValue+1)}, 400},
+		{"too long", "/api/credentials/fountain", admin.CredentialValue{Value: strings.Repeat("a", operator.MaxValue+1)}, 400},
 		{"owner of no box", "/api/credentials/owner:nobox", admin.CredentialValue{Value: "x"}, 404},
 		{"body too large", "/api/credentials/fountain", admin.CredentialValue{Value: strings.Repeat("a", admin.MaxBody)}, 413},
 		{"not JSON", "/api/credentials/fountain", "just a string", 400},

@@ -9,9 +9,6 @@ import (
 	"github.com/intentius/boxbroker/internal/protocol"
 )
 
-// MaxValue bounds a credential's or a secret's value, in bytes.
-const MaxValue = operator.MaxValue
-
 func (s *Server) listCredentials(w http.ResponseWriter, r *http.Request) error {
 	creds, err := s.op.ListCredentials(r.Context())
 	if err != nil {

@@ -70,9 +70,6 @@ func boxMonth[T any](s *Server, w http.ResponseWriter, r *http.Request, read fun
 	return writeJSON(w, http.StatusOK, out)
 }
 
-// BudgetPrincipal checks a budget's principal: nil or "" for the box's own.
-func BudgetPrincipal(p *string) (string, error) { return operator.BudgetPrincipal(p) }
-
 func (s *Server) setBudget(w http.ResponseWriter, r *http.Request) error {
 	name, err := BoxName(r)
 	if err != nil {

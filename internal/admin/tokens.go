@@ -4,18 +4,11 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"time"
 
 	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/token"
 )
-
-// Mint makes a new admin token named name, stores its hash, and returns
-// the token (to be shown once) with what was stored (operator.Mint).
-func Mint(ctx context.Context, st store.AdminTokens, name string, now time.Time) (string, store.AdminToken, error) {
-	return operator.Mint(ctx, st, name, now)
-}
 
 // Lookup returns the admin token whose value is tok, comparing the
 // hashes in constant time. It returns token.ErrMissing for "" and

@@ -18,9 +18,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/mint"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/secrets"
@@ -149,8 +149,8 @@ func New(t testing.TB, opt Options) *Broker {
 	})
 	b.URL = "http://" + ln.Addr().String()
 	b.AdminURL = as.URL
-	if b.AdminToken, _, err = admin.Mint(ctx, srv.Store, "brokertest", time.Now()); err != nil {
-		t.Fatalf("admin.Mint: %v", err)
+	if b.AdminToken, _, err = operator.Mint(ctx, srv.Store, "brokertest", time.Now()); err != nil {
+		t.Fatalf("operator.Mint: %v", err)
 	}
 	b.Server = srv
 	// Wait for the cache's first poll, so reads come from memory as in production.

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
@@ -48,7 +47,7 @@ func (u *Page) registerLimits() {
 // formPrincipal reads the form's principal ("" for the box's own).
 func formPrincipal(r *http.Request) (string, error) {
 	p := strings.TrimSpace(r.PostForm.Get("principal"))
-	return admin.BudgetPrincipal(&p)
+	return operator.BudgetPrincipal(&p)
 }
 
 // boxAndPrincipal reads the box the route names and the form's

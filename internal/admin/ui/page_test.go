@@ -2,6 +2,7 @@ package ui_test
 
 import (
 	"github.com/intentius/boxbroker/internal/admin/ui"
+	"github.com/intentius/boxbroker/internal/operator"
 
 	"context"
 	"html/template"
@@ -13,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/grant"
 	"github.com/intentius/boxbroker/internal/protocol"
@@ -227,7 +227,7 @@ func TestUI_CSRF(t *testing.T) {
 func TestUI_RevokedTokenEndsSession(t *testing.T) {
 	b := brokertest.New(t, brokertest.Options{})
 	ctx := context.Background()
-	token, tok, err := admin.Mint(ctx, b.Server.Store, "browser", timeNow())
+	token, tok, err := operator.Mint(ctx, b.Server.Store, "browser", timeNow())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/operator"
 
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/store/sqlite"
@@ -35,7 +36,7 @@ func TestUI_SessionExpires(t *testing.T) {
 	if _, err := New(s, Config{SessionTTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	token, _, err := admin.Mint(t.Context(), st, "t", now)
+	token, _, err := operator.Mint(t.Context(), st, "t", now)
 	if err != nil {
 		t.Fatal(err)
 	}
