@@ -90,25 +90,10 @@ type FleetUsage struct {
 	SpendCounts
 }
 
-// counts is SpendCounts in micro-dollars, as summed.
-type counts struct {
-	calls, unpriced, unmeasured, in, out, cw, cr, cost int64
-}
-
-func (c *counts) add(u store.Usage) {
-	c.calls += u.Calls
-	c.unpriced += u.Unpriced
-	c.unmeasured += u.Unmeasured
-	c.in += u.InputTokens
-	c.out += u.OutputTokens
-	c.cw += u.CacheWriteTokens
-	c.cr += u.CacheReadTokens
-	c.cost += u.Cost
-}
-
-func (c counts) view() SpendCounts {
-	return SpendCounts{Calls: c.calls, Unpriced: c.unpriced, Unmeasured: c.unmeasured, InputTokens: c.in, OutputTokens: c.out,
-		CacheWriteTokens: c.cw, CacheReadTokens: c.cr, MeasuredUSD: dollars(c.cost)}
+// countsOf is u's counts as the admin API shows them.
+func countsOf(u store.Usage) SpendCounts {
+	return SpendCounts{Calls: u.Calls, Unpriced: u.Unpriced, Unmeasured: u.Unmeasured, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+		CacheWriteTokens: u.CacheWriteTokens, CacheReadTokens: u.CacheReadTokens, MeasuredUSD: dollars(u.Cost)}
 }
 
 // FleetSpend returns every box's spend in month (YYYY-MM), read in four
@@ -123,33 +108,31 @@ func (s *Server) FleetSpend(ctx context.Context, month string) (FleetSpend, erro
 		return FleetSpend{}, err
 	}
 	type payerKey struct{ payer, principal string }
-	var total counts
-	byPayer := map[payerKey]*counts{}
-	byPrincipal := map[string]*counts{}
-	byModel := map[string]*counts{}
-	byBox := map[string]*counts{}
-	at := func(m map[string]*counts, k string) *counts {
+	var total store.Usage
+	byPayer := map[payerKey]*store.Usage{}
+	byPrincipal := map[string]*store.Usage{}
+	byModel := map[string]*store.Usage{}
+	byBox := map[string]*store.Usage{}
+	at := func(m map[string]*store.Usage, k string) *store.Usage {
 		if m[k] == nil {
-			m[k] = &counts{}
+			m[k] = &store.Usage{}
 		}
 		return m[k]
 	}
 	out := FleetSpend{Month: month, ByPayer: []PayerSpend{}, ByPrincipal: []PrincipalSpend{}, ByModel: []ModelSpend{},
 		ByBox: []BoxSpend{}, Usage: make([]FleetUsage, 0, len(us))}
 	for _, u := range us {
-		total.add(u)
+		total.Add(u)
 		k := payerKey{u.PayerKind, u.Principal}
 		if byPayer[k] == nil {
-			byPayer[k] = &counts{}
+			byPayer[k] = &store.Usage{}
 		}
-		byPayer[k].add(u)
-		at(byPrincipal, u.Principal).add(u)
-		at(byModel, u.Model).add(u)
-		at(byBox, u.Box).add(u)
-		var c counts
-		c.add(u)
+		byPayer[k].Add(u)
+		at(byPrincipal, u.Principal).Add(u)
+		at(byModel, u.Model).Add(u)
+		at(byBox, u.Box).Add(u)
 		out.Usage = append(out.Usage, FleetUsage{Box: u.Box, Payer: u.PayerKind, Principal: optional(u.Principal),
-			Model: optional(u.Model), SpendCounts: c.view()})
+			Model: optional(u.Model), SpendCounts: countsOf(u)})
 	}
 	// A box's own tally holds every call it was charged for; a
 	// principal's, those that principal paid. What no principal paid is
@@ -178,19 +161,19 @@ func (s *Server) FleetSpend(ctx context.Context, month string) (FleetSpend, erro
 			at(byBox, b)
 		}
 	}
-	out.SpendCounts, out.ChargedUSD = total.view(), dollars(charged)
+	out.SpendCounts, out.ChargedUSD = countsOf(total), dollars(charged)
 	for k, c := range byPayer {
-		out.ByPayer = append(out.ByPayer, PayerSpend{Payer: k.payer, Principal: optional(k.principal), SpendCounts: c.view()})
+		out.ByPayer = append(out.ByPayer, PayerSpend{Payer: k.payer, Principal: optional(k.principal), SpendCounts: countsOf(*c)})
 	}
 	for p, c := range byPrincipal {
-		out.ByPrincipal = append(out.ByPrincipal, PrincipalSpend{Principal: optional(p), SpendCounts: c.view(),
+		out.ByPrincipal = append(out.ByPrincipal, PrincipalSpend{Principal: optional(p), SpendCounts: countsOf(*c),
 			ChargedUSD: dollars(principalCharged[p])})
 	}
 	for m, c := range byModel {
-		out.ByModel = append(out.ByModel, ModelSpend{Model: m, Priced: c.unpriced == 0, SpendCounts: c.view()})
+		out.ByModel = append(out.ByModel, ModelSpend{Model: m, Priced: c.Unpriced == 0, SpendCounts: countsOf(*c)})
 	}
 	for b, c := range byBox {
-		out.ByBox = append(out.ByBox, BoxSpend{Box: b, SpendCounts: c.view(), ChargedUSD: dollars(boxCharged[b])})
+		out.ByBox = append(out.ByBox, BoxSpend{Box: b, SpendCounts: countsOf(*c), ChargedUSD: dollars(boxCharged[b])})
 	}
 	deref := func(p *string) string {
 		if p == nil {

@@ -10,7 +10,5 @@ func (s *Server) FleetTotal(ctx context.Context, month string) (FleetSpend, erro
 	if err != nil {
 		return FleetSpend{}, err
 	}
-	var c counts
-	c.add(t.Usage)
-	return FleetSpend{Month: month, SpendCounts: c.view(), ChargedUSD: dollars(t.Charged)}, nil
+	return FleetSpend{Month: month, SpendCounts: countsOf(t.Usage), ChargedUSD: dollars(t.Charged)}, nil
 }
