@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/spend"
@@ -36,12 +37,11 @@ func (s *Service) BoxPage(ctx context.Context, q store.BoxQuery) ([]BoxView, str
 		return nil, "", err
 	}
 	out := make([]BoxView, 0, len(p.Boxes))
-	for _, lb := range p.Boxes {
-		d, err := DecodeDeclaration(lb.Box.Name, lb.Declaration)
-		if err != nil {
-			return nil, "", err
-		}
-		out = append(out, BoxViewOf(lb.Box, d, now))
+	if err := eachView(p, now, func(v BoxView) error {
+		out = append(out, v)
+		return nil
+	}); err != nil {
+		return nil, "", err
 	}
 	next := ""
 	if p.Next != nil {
@@ -59,19 +59,27 @@ func (s *Service) EachBox(ctx context.Context, limit int, fn func(BoxView) error
 		if err != nil {
 			return StoreError(err, "", "")
 		}
-		now := s.cfg.Now()
-		for _, lb := range p.Boxes {
-			d, err := DecodeDeclaration(lb.Box.Name, lb.Declaration)
-			if err != nil {
-				return err
-			}
-			if err := fn(BoxViewOf(lb.Box, d, now)); err != nil {
-				return err
-			}
+		if err := eachView(p, s.cfg.Now(), fn); err != nil {
+			return err
 		}
 		if p.Next == nil {
 			return nil
 		}
 		q.After = p.Next
 	}
+}
+
+// eachView calls fn with each of p's boxes as the admin API shows it at
+// now, stopping at the first error.
+func eachView(p store.BoxPage, now time.Time, fn func(BoxView) error) error {
+	for _, lb := range p.Boxes {
+		d, err := DecodeDeclaration(lb.Box.Name, lb.Declaration)
+		if err != nil {
+			return err
+		}
+		if err := fn(BoxViewOf(lb.Box, d, now)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
