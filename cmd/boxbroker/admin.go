@@ -41,20 +41,15 @@ func runAdmin(ctx context.Context, c *cli, args []string) error {
 	default:
 		return fmt.Errorf("%w: unknown admin command %q%s (token, tokens, revoke)", errUsage, safe(sub), didYouMean(sub, []string{"token", "tokens", "revoke"}))
 	}
-	open := openExisting
-	if sub == "token" {
-		open = openStore // the first token is made where the store is
-	}
-	st, err := open(ctx, &cfg)
+	// Admin tokens are made and kept where the store is: there is no
+	// admin API route for them. The first token is made where the store
+	// is, so token creates it.
+	be, err := c.backend(ctx, &cfg, "", "admin "+sub, sub == "token", false)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	svc, err := operator.New(operator.Config{Store: st})
-	if err != nil {
-		return err
-	}
-	op := svc.Via(operator.Origin{Method: "CLI", Route: "admin " + sub})
+	defer be.close()
+	op := be.svc
 	switch sub {
 	case "token":
 		token, t, err := op.MintAdminToken(ctx, *name)

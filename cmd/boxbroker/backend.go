@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/protocol"
@@ -20,6 +21,10 @@ import (
 type backend struct {
 	operator.Actions
 	local store.Store
+	// svc is the operator service when the command opened the store
+	// (nil through the admin API), for the actions only a data
+	// directory has (admin tokens).
+	svc   *operator.Service
 	close func()
 }
 
@@ -79,12 +84,17 @@ func (c *cli) listingBackend(ctx context.Context, cfg *server.Config, adminURL, 
 // none) and the dead letters of cfg's data directory, whose audit rows
 // name the command as "CLI" and route; closing it closes st.
 func (c *cli) localBackend(cfg *server.Config, st store.Store, keyring *secrets.Keyring, route string) (*backend, error) {
-	svc, err := operator.New(operator.Config{Store: st, Keyring: keyring, DeadLetters: operator.DeadDir{Dir: cfg.DataDir, Store: st}})
+	// The command says what it did on stdout, and the audit row keeps
+	// it: the service's own INFO line would say it twice. Its warnings
+	// go to stderr.
+	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	svc, err := operator.New(operator.Config{Store: st, Keyring: keyring, Logger: log, DeadLetters: operator.DeadDir{Dir: cfg.DataDir, Store: st}})
 	if err != nil {
 		st.Close()
 		return nil, err
 	}
-	return &backend{Actions: svc.Via(operator.Origin{Method: "CLI", Route: route}), local: st, close: func() { st.Close() }}, nil
+	svc = svc.Via(operator.Origin{Method: "CLI", Route: route})
+	return &backend{Actions: svc, local: st, svc: svc, close: func() { st.Close() }}, nil
 }
 
 // boxArg checks that name is a box name, as a usage error.

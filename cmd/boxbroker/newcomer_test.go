@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -523,5 +524,24 @@ func TestSafe(t *testing.T) {
 	json.NewEncoder(jsonSafe{&b}).Encode("x\u009by\x7f")
 	if got := b.String(); got != `"x\u009by\u007f"`+"\n" {
 		t.Errorf("jsonSafe wrote %q", got)
+	}
+}
+
+// TestCLI_ActionSaysItOnce: an action on a data directory says what it
+// did once, on stdout (the audit row keeps it too), without the
+// operator service's INFO log line on stderr beside it.
+func TestCLI_ActionSaysItOnce(t *testing.T) {
+	// The binary's default logger writes to its stderr; here, to logged.
+	var logged bytes.Buffer
+	was := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logged, nil)))
+	t.Cleanup(func() { slog.SetDefault(was) })
+	dir := t.TempDir()
+	for _, args := range [][]string{{"box", "add", "salad"}, {"box", "pause", "salad"}, {"admin", "token"}} {
+		logged.Reset()
+		_, errs, code := run(t, dir, "", args...)
+		if code != 0 || strings.Contains(errs+logged.String(), "operator: ") {
+			t.Errorf("%v = %d, stderr %q, log %q: want no log line", args, code, errs, logged.String())
+		}
 	}
 }
