@@ -50,8 +50,8 @@ func newService(t *testing.T) (*approval.Service, *sqlite.Store, *clock, *[]stor
 }
 
 func rule(path string) approval.Attempt {
-	return approval.Attempt{Box: "alpha", Kind: store.ProposalRule, Secret: "GITHUB", Method: "POST", Path: path,
-		Host: "https://api.github.com", Reason: "outside its rules", Forbidden: []string{"box-token-123"}}
+	return approval.Attempt{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalRule, Secret: "GITHUB", Method: "POST", Path: path,
+		Host: "https://api.github.com", Reason: "outside its rules"}, Forbidden: []string{"box-token-123"}}
 }
 
 func TestRefused_NotAskedOpensNothing(t *testing.T) {
