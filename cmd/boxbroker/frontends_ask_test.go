@@ -101,7 +101,7 @@ func TestOperator_ProposalsAndDeadLettersThroughEveryFrontEnd(t *testing.T) {
 	}
 	// open opens a proposal of box for a tunnel to host.
 	open := func(t *testing.T, box, host string) string {
-		v, err := b.Server.Approvals.Refused(ctx, approval.Attempt{Box: box, Kind: store.ProposalHost, Method: http.MethodConnect, Host: host, Reason: "no secret"})
+		v, err := b.Server.Approvals.Refused(ctx, approval.Attempt{Attempt: store.Attempt{Box: box, Kind: store.ProposalHost, Method: http.MethodConnect, Host: host, Reason: "no secret"}})
 		if err != nil || v.Proposal.ID == "" {
 			t.Fatalf("open a proposal of %s: %+v, %v", box, v, err)
 		}

@@ -10,20 +10,11 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 )
 
-// SpendCounts is measured usage summed over some of a month's calls:
-// Calls answered, Unpriced those of a model with no price, Unmeasured
-// those whose usage was not read whole (neither counted in MeasuredUSD),
-// the tokens the upstream reported, and what the priced, measured calls
-// cost.
+// SpendCounts is measured usage summed over some of a month's calls (the
+// calls and tokens), and what the priced, measured calls cost.
 type SpendCounts struct {
-	Calls            int64   `json:"calls"`
-	Unpriced         int64   `json:"unpriced"`
-	Unmeasured       int64   `json:"unmeasured"`
-	InputTokens      int64   `json:"inputTokens"`
-	OutputTokens     int64   `json:"outputTokens"`
-	CacheWriteTokens int64   `json:"cacheWriteTokens"`
-	CacheReadTokens  int64   `json:"cacheReadTokens"`
-	MeasuredUSD      float64 `json:"measuredUsd"`
+	operator.UsageCounts
+	MeasuredUSD float64 `json:"measuredUsd"`
 }
 
 // PayerSpend is the fleet's measured spend paid by one payer kind
@@ -92,8 +83,7 @@ type FleetUsage struct {
 
 // countsOf is u's counts as the admin API shows them.
 func countsOf(u store.Usage) SpendCounts {
-	return SpendCounts{Calls: u.Calls, Unpriced: u.Unpriced, Unmeasured: u.Unmeasured, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
-		CacheWriteTokens: u.CacheWriteTokens, CacheReadTokens: u.CacheReadTokens, MeasuredUSD: dollars(u.Cost)}
+	return SpendCounts{UsageCounts: operator.UsageCountsOf(u), MeasuredUSD: dollars(u.Cost)}
 }
 
 // FleetSpend returns every box's spend in month (YYYY-MM), read in four

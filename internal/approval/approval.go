@@ -113,22 +113,10 @@ func New(cfg Config) (*Service, error) {
 	return &Service{cfg: cfg}, nil
 }
 
-// Attempt is what a refused request tried.
+// Attempt is what a refused request tried, and what no proposal of it
+// may hold.
 type Attempt struct {
-	Box string
-	// Kind is store.ProposalRule, store.ProposalHost or store.ProposalBudget.
-	Kind   string
-	Secret string
-	// Method and Path (as the box escaped it, without the query) at the
-	// secret's base URL Host (ProposalRule).
-	Method string
-	Path   string
-	// Host is the secret's base URL (ProposalRule) or host:port (ProposalHost).
-	Host   string
-	Model  string
-	Amount int64
-	// Reason is the refusal's words.
-	Reason string
+	store.Attempt
 	// Forbidden are strings no proposal may hold (the box's token): an
 	// attempt holding one opens none.
 	Forbidden []string
@@ -240,8 +228,7 @@ func (s *Service) Refused(ctx context.Context, a Attempt) (Verdict, error) {
 	if err != nil {
 		return v, err
 	}
-	p := store.Proposal{ID: id, Box: a.Box, Kind: a.Kind, Secret: a.Secret, Method: a.Method, Path: a.Path, Host: a.Host,
-		Model: a.Model, Amount: a.Amount, Reason: a.Reason, Key: a.key(), CreatedAt: now, ExpiresAt: now.Add(s.cfg.PendingFor)}
+	p := store.Proposal{ID: id, Attempt: a.Attempt, Key: a.key(), CreatedAt: now, ExpiresAt: now.Add(s.cfg.PendingFor)}
 	got, err := s.cfg.Store.OpenProposal(ctx, p, s.cfg.MaxPending)
 	if errors.Is(err, store.ErrFull) {
 		v.Full = true

@@ -50,8 +50,8 @@ func newService(t *testing.T) (*approval.Service, *sqlite.Store, *clock, *[]stor
 }
 
 func rule(path string) approval.Attempt {
-	return approval.Attempt{Box: "alpha", Kind: store.ProposalRule, Secret: "GITHUB", Method: "POST", Path: path,
-		Host: "https://api.github.com", Reason: "outside its rules", Forbidden: []string{"box-token-123"}}
+	return approval.Attempt{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalRule, Secret: "GITHUB", Method: "POST", Path: path,
+		Host: "https://api.github.com", Reason: "outside its rules"}, Forbidden: []string{"box-token-123"}}
 }
 
 func TestRefused_NotAskedOpensNothing(t *testing.T) {
@@ -214,5 +214,38 @@ func TestSetAsk_BadScope(t *testing.T) {
 		if err := svc.SetAsk(t.Context(), "alpha", sc, true); !errors.Is(err, approval.ErrBadScope) {
 			t.Errorf("SetAsk(%q) = %v, want ErrBadScope", sc, err)
 		}
+	}
+}
+
+// TestRefused_ProposalKeepsTheAttempt: the proposal a refusal opens, as
+// stored and as notified, holds every field of what was attempted.
+func TestRefused_ProposalKeepsTheAttempt(t *testing.T) {
+	host := approval.Attempt{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalHost, Method: "CONNECT", Host: "example.com:443", Reason: "no secret"}}
+	budget := approval.Attempt{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalBudget, Model: "claude-opus-5-5", Amount: 250000, Reason: "over budget"}}
+	tests := []struct {
+		scope string
+		a     approval.Attempt
+	}{
+		{approval.SecretScope("GITHUB"), rule("/repos/acme/x/issues")},
+		{approval.ScopeHosts, host},
+		{approval.ScopeBudget, budget},
+	}
+	for _, tt := range tests {
+		t.Run(tt.a.Kind, func(t *testing.T) {
+			svc, st, c, notified := newService(t)
+			if err := svc.SetAsk(t.Context(), "alpha", tt.scope, true); err != nil {
+				t.Fatal(err)
+			}
+			v, err := svc.Refused(t.Context(), tt.a)
+			if err != nil || v.Proposal.Attempt != tt.a.Attempt {
+				t.Fatalf("Refused(%+v) opened %+v, %v; want its attempt", tt.a.Attempt, v.Proposal.Attempt, err)
+			}
+			if p, err := st.Proposal(t.Context(), v.Proposal.ID, c.Now()); err != nil || p.Attempt != tt.a.Attempt {
+				t.Errorf("Proposal(%s) = %+v, %v; want %+v", v.Proposal.ID, p.Attempt, err, tt.a.Attempt)
+			}
+			if len(*notified) != 1 || (*notified)[0].Attempt != tt.a.Attempt {
+				t.Errorf("notified %+v, want the attempt once", *notified)
+			}
+		})
 	}
 }

@@ -67,8 +67,8 @@ func TestWebhook_SignedRetriedNoSecret(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { wh.Close() })
-			p := store.Proposal{ID: "p-0123456789ab", Box: "alpha", Kind: store.ProposalRule, Secret: "GITHUB", Method: "POST", Path: "/repos/acme/x/issues",
-				Host: "https://api.github.com", Reason: "outside its rules", ExpiresAt: time.Now().Add(time.Hour)}
+			p := store.Proposal{ID: "p-0123456789ab", Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalRule, Secret: "GITHUB", Method: "POST",
+				Path: "/repos/acme/x/issues", Host: "https://api.github.com", Reason: "outside its rules"}, ExpiresAt: time.Now().Add(time.Hour)}
 			wh.Notify(p)
 			select {
 			case <-rc.got:

@@ -79,8 +79,8 @@ func (c *Capability) ask(r *http.Request, box, token string, sec store.Secret, t
 	if tail == "" {
 		tail = "/"
 	}
-	v, err := c.cfg.Approvals.Refused(r.Context(), approval.Attempt{Box: box, Kind: store.ProposalRule, Secret: sec.Name,
-		Method: r.Method, Path: tail, Host: sec.Host, Reason: reason, Forbidden: []string{token}})
+	v, err := c.cfg.Approvals.Refused(r.Context(), approval.Attempt{Attempt: store.Attempt{Box: box, Kind: store.ProposalRule, Secret: sec.Name,
+		Method: r.Method, Path: tail, Host: sec.Host, Reason: reason}, Forbidden: []string{token}})
 	if err != nil {
 		c.log.Warn("egress: approvals unreadable; the request stays refused", "box", box, "secret", sec.Name, "err", err)
 		return false, ""

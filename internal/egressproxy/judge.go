@@ -93,8 +93,8 @@ func (p *Proxy) ask(ctx context.Context, box, tok string, to target, reason stri
 	if p.cfg.Approvals == nil || to.scheme != "https" {
 		return false, ""
 	}
-	v, err := p.cfg.Approvals.Refused(ctx, approval.Attempt{Box: box, Kind: store.ProposalHost, Method: http.MethodConnect, Host: to.addr(),
-		Reason: reason, Forbidden: []string{tok}})
+	v, err := p.cfg.Approvals.Refused(ctx, approval.Attempt{Attempt: store.Attempt{Box: box, Kind: store.ProposalHost, Method: http.MethodConnect, Host: to.addr(),
+		Reason: reason}, Forbidden: []string{tok}})
 	if err != nil {
 		p.log.Warn("proxy: approvals unreadable; the CONNECT stays refused", "box", box, "addr", to.addr(), "err", err)
 		return false, ""

@@ -38,16 +38,8 @@ var _ Proposals = (*Service)(nil)
 
 // ProposalView is a proposal as the admin API writes it.
 type ProposalView struct {
-	ID        string  `json:"id"`
-	Box       string  `json:"box"`
-	Kind      string  `json:"kind"`
-	Secret    string  `json:"secret,omitempty"`
-	Method    string  `json:"method,omitempty"`
-	Path      string  `json:"path,omitempty"`
-	Host      string  `json:"host,omitempty"`
-	Model     string  `json:"model,omitempty"`
-	Amount    int64   `json:"amount_micros,omitempty"`
-	Reason    string  `json:"reason"`
+	ID string `json:"id"`
+	store.Attempt
 	Count     int     `json:"count"`
 	State     string  `json:"state"`
 	CreatedAt string  `json:"created_at"`
@@ -61,8 +53,7 @@ type ProposalView struct {
 // ProposalViewOf is p as the admin API writes it. An approved proposal's
 // Until is null for always.
 func ProposalViewOf(p store.Proposal) ProposalView {
-	v := ProposalView{ID: p.ID, Box: p.Box, Kind: p.Kind, Secret: p.Secret, Method: p.Method, Path: p.Path, Host: p.Host, Model: p.Model,
-		Amount: p.Amount, Reason: p.Reason, Count: p.Count, State: p.State, CreatedAt: p.CreatedAt.UTC().Format(time.RFC3339),
+	v := ProposalView{ID: p.ID, Attempt: p.Attempt, Count: p.Count, State: p.State, CreatedAt: p.CreatedAt.UTC().Format(time.RFC3339),
 		UpdatedAt: p.UpdatedAt.UTC().Format(time.RFC3339), ExpiresAt: p.ExpiresAt.UTC().Format(time.RFC3339), DecidedBy: p.DecidedBy,
 		DecidedAt: optionalTime(p.DecidedAt)}
 	if p.State == store.ProposalApproved {

@@ -66,19 +66,35 @@ type SpendLine struct {
 	Differs bool `json:"differs"`
 }
 
-// UsageView is measured usage by payer kind, principal and model.
+// UsageCounts is measured usage summed over some of a month's calls, as
+// a box's usage lines and the fleet's spend show it: Calls answered,
+// Unpriced those of a model with no price, Unmeasured those whose usage
+// was not read whole (neither counted in what the calls cost), and the
+// tokens the upstream reported.
+type UsageCounts struct {
+	Calls            int64 `json:"calls"`
+	Unpriced         int64 `json:"unpriced"`
+	Unmeasured       int64 `json:"unmeasured"`
+	InputTokens      int64 `json:"inputTokens"`
+	OutputTokens     int64 `json:"outputTokens"`
+	CacheWriteTokens int64 `json:"cacheWriteTokens"`
+	CacheReadTokens  int64 `json:"cacheReadTokens"`
+}
+
+// UsageCountsOf is u's counts, without its cost.
+func UsageCountsOf(u store.Usage) UsageCounts {
+	return UsageCounts{Calls: u.Calls, Unpriced: u.Unpriced, Unmeasured: u.Unmeasured, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+		CacheWriteTokens: u.CacheWriteTokens, CacheReadTokens: u.CacheReadTokens}
+}
+
+// UsageView is measured usage by payer kind, principal and model;
+// CostUSD is what its priced, measured calls cost.
 type UsageView struct {
-	Payer            string  `json:"payer"`
-	Principal        *string `json:"principal"`
-	Model            *string `json:"model"`
-	Calls            int64   `json:"calls"`
-	Unpriced         int64   `json:"unpriced"`
-	Unmeasured       int64   `json:"unmeasured"`
-	InputTokens      int64   `json:"inputTokens"`
-	OutputTokens     int64   `json:"outputTokens"`
-	CacheWriteTokens int64   `json:"cacheWriteTokens"`
-	CacheReadTokens  int64   `json:"cacheReadTokens"`
-	CostUSD          float64 `json:"costUsd"`
+	Payer     string  `json:"payer"`
+	Principal *string `json:"principal"`
+	Model     *string `json:"model"`
+	UsageCounts
+	CostUSD float64 `json:"costUsd"`
 }
 
 // SpendReport answers GET /api/boxes/{name}/spend: a box's spend in one
@@ -183,8 +199,7 @@ func (s *Service) Spend(ctx context.Context, box, month string) (SpendReport, er
 	}
 	for _, u := range rep.Usage {
 		out.Usage = append(out.Usage, UsageView{Payer: u.PayerKind, Principal: optional(u.Principal), Model: optional(u.Model),
-			Calls: u.Calls, Unpriced: u.Unpriced, Unmeasured: u.Unmeasured, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
-			CacheWriteTokens: u.CacheWriteTokens, CacheReadTokens: u.CacheReadTokens, CostUSD: dollars(u.Cost)})
+			UsageCounts: UsageCountsOf(u), CostUSD: dollars(u.Cost)})
 	}
 	if out.Cache, err = s.Cache(ctx, box, month); err != nil {
 		return SpendReport{}, StoreError(err, "", "")

@@ -38,30 +38,38 @@ var ErrNotPending = errors.New("proposal not pending")
 // ErrFull: the box already has as many pending proposals as allowed.
 var ErrFull = errors.New("too many pending proposals")
 
+// Attempt is what a refused request tried, as a Proposal keeps it. Its
+// JSON names are those the admin API writes a proposal with
+// (operator.ProposalView).
+type Attempt struct {
+	Box string `json:"box"`
+	// Kind is ProposalRule, ProposalHost or ProposalBudget.
+	Kind string `json:"kind"`
+	// Secret is the secret's name (ProposalRule), else "".
+	Secret string `json:"secret,omitempty"`
+	// Method and Path are what the box sent (ProposalRule): the method,
+	// and the path under the secret's base URL as the box escaped it,
+	// without the query.
+	Method string `json:"method,omitempty"`
+	Path   string `json:"path,omitempty"`
+	// Host is the secret's base URL (ProposalRule), or host:port
+	// (ProposalHost).
+	Host string `json:"host,omitempty"`
+	// Model and Amount (micro-dollars) are the call past the budget
+	// (ProposalBudget).
+	Model  string `json:"model,omitempty"`
+	Amount int64  `json:"amount_micros,omitempty"`
+	// Reason is the refusal's words, for the person deciding.
+	Reason string `json:"reason"`
+}
+
 // Proposal is a refused request a person may approve: which box, what it
 // tried, and why it was refused. It never holds a secret's value or a
 // token: the path is kept without its query.
 type Proposal struct {
 	// ID names it in the CLI, the admin API and the page.
-	ID  string
-	Box string
-	// Kind is ProposalRule, ProposalHost or ProposalBudget.
-	Kind string
-	// Secret is the secret's name (ProposalRule), else "".
-	Secret string
-	// Method and Path are what the box sent (ProposalRule): the method,
-	// and the path under the secret's base URL as the box escaped it.
-	Method string
-	Path   string
-	// Host is the secret's base URL (ProposalRule), or host:port
-	// (ProposalHost).
-	Host string
-	// Model and Amount (micro-dollars) are the call past the budget
-	// (ProposalBudget).
-	Model  string
-	Amount int64
-	// Reason is the refusal's words, for the person deciding.
-	Reason string
+	ID string
+	Attempt
 	// Key is the same for identical attempts of one box: a second
 	// identical refusal adds to Count rather than writing a row.
 	Key   string

@@ -12,8 +12,8 @@ import (
 
 // proposal is a pending rule proposal of box, keyed key, opened at at(n).
 func proposal(box, id, key string, n int) store.Proposal {
-	return store.Proposal{ID: id, Box: box, Kind: store.ProposalRule, Secret: "GITHUB", Method: "POST", Path: "/repos/acme/x/issues",
-		Host: "https://api.github.com", Reason: "outside its rules", Key: key, CreatedAt: at(n), ExpiresAt: at(n + 3600)}
+	return store.Proposal{ID: id, Attempt: store.Attempt{Box: box, Kind: store.ProposalRule, Secret: "GITHUB", Method: "POST", Path: "/repos/acme/x/issues",
+		Host: "https://api.github.com", Reason: "outside its rules"}, Key: key, CreatedAt: at(n), ExpiresAt: at(n + 3600)}
 }
 
 // testProposals: a proposal opens pending, identical ones merge into a
