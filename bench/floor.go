@@ -5,17 +5,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
-	"os/signal"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/proxy"
@@ -103,20 +99,9 @@ func runFloor(args []string) error {
 		return err
 	}
 	in := bufio.NewReader(os.Stdin)
-	var lines []string
-	for {
-		line, err := in.ReadString('\n')
-		if err != nil {
-			return fmt.Errorf("stdin: want the credential, the egress secret and the keys, one a line, then an empty line: %w", err)
-		}
-		line = strings.TrimSpace(line)
-		if line == "" {
-			break
-		}
-		lines = append(lines, line)
-	}
-	if len(lines) < 3 {
-		return fmt.Errorf("stdin: %d lines, want the credential, the egress secret and at least one key", len(lines))
+	lines, err := readLines(in)
+	if err != nil || len(lines) < 3 {
+		return fmt.Errorf("stdin: %d lines, want the credential, the egress secret and at least one key, one a line, then an empty line (%v)", len(lines), err)
 	}
 	cfg.credential, cfg.egressSecret = lines[0], lines[1]
 	cfg.keys = map[string]bool{}
@@ -134,42 +119,18 @@ func runFloor(args []string) error {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	go func() { _ = srv.Serve(ln) }()
 	fmt.Printf("LISTEN http://%s\n", ln.Addr())
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	go func() {
-		_, _ = io.Copy(io.Discard, in)
-		stop()
-	}()
-	<-ctx.Done()
+	serveUntilGone(in)
 	return srv.Close()
 }
 
 // startFloor starts the floor in front of upstream (an https:// URL) and
 // returns it as a path like boxbroker's.
 func startFloor(ctx context.Context, ip, upstream string, o *options) (*child, *path, error) {
-	self, err := os.Executable()
+	keys := append([]string{o.credential, o.egressSecret, o.token}, o.idleTokens...)
+	c, addrs, err := startRole(ctx, "floor", append(os.Environ(), "SSL_CERT_FILE="+o.certs.ca), keys,
+		"-listen", ip+":0", "-upstream", upstream)
 	if err != nil {
 		return nil, nil, err
 	}
-	cmd := exec.CommandContext(ctx, self, "-role", "floor", "-listen", ip+":0", "-upstream", upstream)
-	cmd.Env = append(os.Environ(), "SSL_CERT_FILE="+o.certs.ca)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, nil, err
-	}
-	c, line, err := spawn(cmd, "floor", func() error {
-		keys := append([]string{o.credential, o.egressSecret, o.token}, o.idleTokens...)
-		_, err := io.WriteString(stdin, strings.Join(keys, "\n")+"\n\n")
-		return err
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	var url string
-	if _, err := fmt.Sscanf(line, "LISTEN %s", &url); err != nil {
-		c.stop()
-		return nil, nil, fmt.Errorf("floor did not start: %q %v", line, err)
-	}
-	return c, boxPath(url, upstream, o, cmd.Process.Pid), nil
+	return c, boxPath("floor", addrs[0], upstream, o, c.cmd.Process.Pid), nil
 }

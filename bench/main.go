@@ -176,6 +176,14 @@ func run(ctx context.Context, o *options) error {
 			children[i].stop()
 		}
 	}()
+	// keep keeps a started proxy's process, to stop it when the run ends.
+	keep := func(c *child, p *path, err error) (*path, error) {
+		if err != nil {
+			return nil, err
+		}
+		children = append(children, c)
+		return p, nil
+	}
 	up, h2Addr, h1Addr, err := startUpstream(ctx, dir, o)
 	if err != nil {
 		return err
@@ -193,49 +201,37 @@ func run(ctx context.Context, o *options) error {
 	direct.h1 = &path{name: "direct", base: "https://" + h1Addr, key: o.credential, tls: &tls.Config{RootCAs: roots}}
 
 	dataDir := dir + "/data"
-	bb, bpath, err := startBroker(ctx, bin, dataDir, o.brokerIP, "https://"+h2Addr, o, "h2")
+	bpath, err := keep(startBroker(ctx, bin, dataDir, o.brokerIP, "https://"+h2Addr, o, "h2"))
 	if err != nil {
 		return err
 	}
-	children = append(children, bb)
-	bpath.name = "boxbroker"
 
 	paths := []*path{direct}
 	var notes []string
 	if o.noNginx {
 		notes = append(notes, "nginx: skipped (-no-nginx)")
 	} else {
-		ng, np, err := startNginx(ctx, mkdir(dir+"/nginx"), o.nginxIP, h2Addr, o)
+		np, err := keep(startNginx(ctx, mkdir(dir+"/nginx"), o.nginxIP, h2Addr, o))
 		switch {
 		case errors.Is(err, errNoNginx):
 			notes = append(notes, "nginx: "+err.Error())
 		case err != nil:
 			return err
 		default:
-			children = append(children, ng)
-			np.name = "nginx"
 			paths = append(paths, np)
 		}
 	}
 	if o.noPortkey {
 		notes = append(notes, "Portkey: skipped (-no-portkey)")
 	} else {
-		pp, err := func() (*path, error) {
-			entry, err := installPortkey(ctx, o.portkeyDir, o.portkeyVersion)
-			if err != nil {
-				return nil, err
-			}
-			pk, pp, err := startPortkey(ctx, entry, dir, o.portkeyIP, h2Addr, o)
-			if err != nil {
-				return nil, err
-			}
-			children = append(children, pk)
-			return pp, nil
-		}()
+		entry, err := installPortkey(ctx, o.portkeyDir, o.portkeyVersion)
+		var pp *path
+		if err == nil {
+			pp, err = keep(startPortkey(ctx, entry, dir, o.portkeyIP, h2Addr, o))
+		}
 		if err != nil {
 			notes = append(notes, "Portkey: "+err.Error()+"; its rows are skipped")
 		} else {
-			pp.name = "Portkey"
 			paths = append(paths, pp)
 		}
 	}
@@ -243,14 +239,10 @@ func run(ctx context.Context, o *options) error {
 	if o.noFloor {
 		notes = append(notes, "floor: skipped (-no-floor)")
 	} else {
-		fl, fp, err := startFloor(ctx, o.floorIP, "https://"+h2Addr, o)
-		if err != nil {
+		if fpath, err = keep(startFloor(ctx, o.floorIP, "https://"+h2Addr, o)); err != nil {
 			return err
 		}
-		children = append(children, fl)
-		fp.name = "floor"
-		fpath = fp
-		paths = append(paths, fp)
+		paths = append(paths, fpath)
 	}
 	paths = append(paths, bpath)
 	for _, n := range notes {
@@ -289,21 +281,13 @@ func run(ctx context.Context, o *options) error {
 	// ask for it: a second process on the same store, against the
 	// stand-in's HTTP/1.1-only address.
 	if slices.ContainsFunc(cases, func(c *benchCase) bool { return c.h1 }) {
-		b1, p1, err := startBroker(ctx, bin, dataDir, o.brokerIP, "https://"+h1Addr, o, "h1")
-		if err != nil {
+		if bpath.h1, err = keep(startBroker(ctx, bin, dataDir, o.brokerIP, "https://"+h1Addr, o, "h1")); err != nil {
 			return err
 		}
-		children = append(children, b1)
-		p1.name = "boxbroker"
-		bpath.h1 = p1
 		if fpath != nil {
-			f1, fp1, err := startFloor(ctx, o.floorIP, "https://"+h1Addr, o)
-			if err != nil {
+			if fpath.h1, err = keep(startFloor(ctx, o.floorIP, "https://"+h1Addr, o)); err != nil {
 				return err
 			}
-			children = append(children, f1)
-			fp1.name = "floor"
-			fpath.h1 = fp1
 		}
 	}
 

@@ -87,37 +87,55 @@ func (c *child) stop() {
 // stand-in upstream process; it returns its HTTPS addresses, the one
 // offering HTTP/2 and HTTP/1.1 and the one offering HTTP/1.1 only.
 func startUpstream(ctx context.Context, dir string, o *options) (*child, string, string, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, "", "", err
-	}
+	var err error
 	o.certs, err = writeCerts(dir, net.ParseIP(o.upstreamIP))
 	if err != nil {
 		return nil, "", "", fmt.Errorf("certificates: %w", err)
 	}
-	cmd := exec.CommandContext(ctx, self, "-role", "upstream",
+	c, addrs, err := startRole(ctx, "upstream", nil, []string{o.credential, o.egressSecret},
 		"-listen-h2", o.upstreamIP+":0", "-listen-h1", o.upstreamIP+":0", "-cert", o.certs.cert, "-key", o.certs.key,
 		"-events", fmt.Sprint(o.events), "-gap", o.gap.String(), "-ping", o.ping.String())
+	if err != nil {
+		return nil, "", "", err
+	}
+	if len(addrs) != 2 {
+		c.stop()
+		return nil, "", "", fmt.Errorf("upstream did not start: it listens on %q, want two addresses", addrs)
+	}
+	return c, addrs[0], addrs[1], nil
+}
+
+// startRole starts the harness's own binary again as role (-role role,
+// then args) with env (nil: ours), writes lines to its stdin, one a
+// line, ended by an empty line, and returns it with the addresses its
+// first line, "LISTEN addr...", names. Its stdin stays open for its
+// life: it closes when we exit, and the child ends then (serveUntilGone).
+// Secrets reach it that way, never through argv.
+func startRole(ctx context.Context, role string, env, lines []string, args ...string) (*child, []string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd := exec.CommandContext(ctx, self, append([]string{"-role", role}, args...)...)
+	cmd.Env = env
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return nil, "", "", err
+		return nil, nil, err
 	}
-	c, line, err := spawn(cmd, "upstream", func() error {
-		// The secrets, then stdin held open for the child's life; it
-		// closes when we exit.
-		_, err := io.WriteString(stdin, o.credential+"\n"+o.egressSecret+"\n")
+	c, line, err := spawn(cmd, role, func() error {
+		_, err := io.WriteString(stdin, strings.Join(lines, "\n")+"\n\n")
 		return err
 	})
 	if err != nil {
-		return nil, "", "", err
+		return nil, nil, err
 	}
-	var h2Addr, h1Addr string
-	if _, err := fmt.Sscanf(line, "LISTEN %s %s", &h2Addr, &h1Addr); err != nil {
+	addrs, ok := strings.CutPrefix(strings.TrimSpace(line), "LISTEN ")
+	if !ok {
 		c.stop()
-		return nil, "", "", fmt.Errorf("upstream did not start: %q %v", line, err)
+		return nil, nil, fmt.Errorf("%s did not start: %q", role, line)
 	}
-	return c, h2Addr, h1Addr, nil
+	return c, strings.Fields(addrs), nil
 }
 
 // spawn starts cmd, ended with the harness however it ends, runs
@@ -216,20 +234,20 @@ func startBroker(ctx context.Context, bin, dataDir, ip, upstream string, o *opti
 			return nil, nil, err
 		}
 	}
-	return c, boxPath(url, upstream, o, cmd.Process.Pid), nil
+	return c, boxPath("boxbroker", url, upstream, o, cmd.Process.Pid), nil
 }
 
-// boxPath is the path of a proxy at url that serves the box's routes
-// (boxbroker, or the floor) over upstream, its process pid: an idle
+// boxPath is the path, named name, of a proxy at url that serves the
+// box's routes (boxbroker, or the floor) over upstream, its process pid: an idle
 // stream holds one descriptor where the upstream is HTTP/2 (one
 // connection for all), two otherwise.
-func boxPath(url, upstream string, o *options, pid int) *path {
+func boxPath(name, url, upstream string, o *options, pid int) *path {
 	fds := 2
 	if strings.HasPrefix(upstream, "https://"+o.h2Addr) {
 		fds = 1
 	}
 	return &path{
-		base: url + "/llm/anthropic", key: o.token,
+		name: name, base: url + "/llm/anthropic", key: o.token,
 		egressURL: url + "/egress/GITHUB/repos/octocat/hello-world", egressKey: o.token,
 		idleKeys: o.idleTokens, fdsPerStream: fds,
 		proc: procs{pid: pid},
@@ -412,7 +430,7 @@ func startNginx(ctx context.Context, dir, ip, upstream string, o *options) (*chi
 		return nil, nil, err
 	}
 	return c, &path{
-		base: "http://" + listen + "/llm/anthropic", key: o.token,
+		name: "nginx", base: "http://" + listen + "/llm/anthropic", key: o.token,
 		egressURL: "http://" + listen + "/egress/GITHUB/repos/octocat/hello-world", egressKey: o.token,
 		idleKeys: o.idleTokens, fdsPerStream: 2,
 		proc: procs{pid: cmd.Process.Pid, children: true},

@@ -130,7 +130,7 @@ func startPortkey(ctx context.Context, entry, dir, ip, upstream string, o *optio
 	h.Set("X-Portkey-Provider", "anthropic")
 	h.Set("X-Portkey-Custom-Host", "https://"+upstream+"/v1")
 	return c, &path{
-		base: "http://" + listen, key: o.credential, header: h,
+		name: "Portkey", base: "http://" + listen, key: o.credential, header: h,
 		fdsPerStream: 2,
 		proc:         procs{pid: cmd.Process.Pid},
 	}, nil

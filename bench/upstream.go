@@ -193,13 +193,11 @@ func runUpstream(args []string) error {
 		cfg.events = 4
 	}
 	in := bufio.NewReader(os.Stdin)
-	for _, v := range []*string{&cfg.credential, &cfg.egressSecret} {
-		line, err := in.ReadString('\n')
-		if err != nil {
-			return fmt.Errorf("stdin: want the credential and the egress secret, one a line: %w", err)
-		}
-		*v = strings.TrimSpace(line)
+	lines, err := readLines(in)
+	if err != nil || len(lines) != 2 {
+		return fmt.Errorf("stdin: %d lines, want the credential and the egress secret, one a line, then an empty line (%v)", len(lines), err)
 	}
+	cfg.credential, cfg.egressSecret = lines[0], lines[1]
 	cert, err := tls.LoadX509KeyPair(cfg.cert, cfg.key)
 	if err != nil {
 		return err
@@ -226,15 +224,38 @@ func runUpstream(args []string) error {
 		addrs = append(addrs, ln.Addr().String())
 	}
 	fmt.Printf("LISTEN %s %s\n", addrs[0], addrs[1])
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	go func() { // the harness holds our stdin; when it dies, so do we
-		_, _ = io.Copy(io.Discard, in)
-		stop()
-	}()
-	<-ctx.Done()
+	serveUntilGone(in)
 	for _, srv := range servers {
 		srv.Close()
 	}
 	return nil
+}
+
+// readLines reads a role's stdin up to its first empty line: the lines
+// startRole wrote, trimmed.
+func readLines(in *bufio.Reader) ([]string, error) {
+	var lines []string
+	for {
+		line, err := in.ReadString('\n')
+		if err != nil {
+			return lines, err
+		}
+		if line = strings.TrimSpace(line); line == "" {
+			return lines, nil
+		}
+		lines = append(lines, line)
+	}
+}
+
+// serveUntilGone returns on SIGTERM or an interrupt, or when in, the
+// role's stdin that the harness holds open, closes: when the harness
+// goes, so does the role.
+func serveUntilGone(in io.Reader) {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	go func() {
+		_, _ = io.Copy(io.Discard, in)
+		stop()
+	}()
+	<-ctx.Done()
 }

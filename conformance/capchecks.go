@@ -26,14 +26,9 @@ func decideBody() []byte {
 	})
 }
 
-// decideCall is a decide request with body and token as the bearer.
-func (c *checkRun) decideCall(token string, body []byte) *reply {
-	return c.do(request{method: http.MethodPost, path: "/decide/v1/systemone", header: jsonHeader(bearer(token)), body: body})
-}
-
 func decideAnswers(c *checkRun) {
 	c.report(entry{"inference", []string{"decide"}})
-	r := c.decideCall(c.s.tokenA, decideBody())
+	r := c.do(decideRequest(c.s.tokenA, decideBody()))
 	asked := 0
 	for _, e := range c.onlyTo(upstreamAnthropic) {
 		c.tokenFree(e)
@@ -80,29 +75,6 @@ func decideAnswers(c *checkRun) {
 	}
 }
 
-func decideRefused(c *checkRun) {
-	c.report(entry{"inference", []string{"agent"}})
-	c.refused(c.decideCall(c.s.tokenA, decideBody()), forbidden, "inference", "decide")
-	c.nothingUpstream()
-}
-
-func decideInvalid(c *checkRun) {
-	c.report(entry{"inference", []string{"decide"}})
-	for _, body := range []string{
-		`{"model":"` + decideModel + `","state":{},"questions":{}}`,
-		`{"model":"` + decideModel + `","state":{}}`,
-	} {
-		c.status(c.decideCall(c.s.tokenA, []byte(body)), http.StatusUnprocessableEntity)
-	}
-	c.nothingUpstream()
-}
-
-func decideUnknownToken(c *checkRun) {
-	c.report(entry{"inference", []string{"decide"}})
-	c.status(c.decideCall("conformance-unknown-"+randomHex(16), decideBody()), authRefusal...)
-	c.nothingUpstream()
-}
-
 // --- egress ---
 
 func egressForwards(c *checkRun) {
@@ -130,35 +102,11 @@ func egressForwards(c *checkRun) {
 	}
 }
 
-func egressRefused(c *checkRun) {
-	c.report(entry{"egress", []string{SecretName + "_OTHER"}})
-	c.refused(c.do(request{method: http.MethodGet, path: "/egress/" + SecretName + "/some/path", header: bearer(c.s.tokenA)}), forbidden, "egress", SecretName)
-	c.nothingUpstream()
-}
-
-func egressUnheld(c *checkRun) {
-	const unheld = SecretName + "_UNHELD"
-	c.report(entry{"egress", []string{unheld}})
-	c.status(c.do(request{method: http.MethodGet, path: "/egress/" + unheld + "/some/path", header: bearer(c.s.tokenA)}), http.StatusForbidden)
-	c.nothingUpstream()
-}
-
-func egressBadName(c *checkRun) {
-	c.report(entry{"egress", []string{SecretName}})
-	c.status(c.do(request{method: http.MethodGet, path: "/egress/not-a-name/some/path", header: bearer(c.s.tokenA)}), http.StatusNotFound)
-	c.nothingUpstream()
-}
-
 // --- feedback ---
-
-// feedbackCall posts body to /api/feedback as conformance-a.
-func (c *checkRun) feedbackCall(body string) *reply {
-	return c.do(request{method: http.MethodPost, path: "/api/feedback", header: jsonHeader(bearer(c.s.tokenA)), body: []byte(body)})
-}
 
 func feedbackTaken(c *checkRun) {
 	c.report(entry{"feedback", []string{"agent"}})
-	r := c.feedbackCall(`{"entries":[{"note":"The conformance suite was here."}]}`)
+	r := c.do(feedbackRequest(c.s.tokenA, `{"entries":[{"note":"The conformance suite was here."}]}`))
 	if r == nil {
 		return
 	}
@@ -171,18 +119,6 @@ func feedbackTaken(c *checkRun) {
 	default:
 		c.fail("a batch of entries with agent declared is %d, want 2xx, 501, or a 403 of the broker's own policy (%s)", r.Status, brief(r.Body))
 	}
-}
-
-func feedbackRefused(c *checkRun) {
-	c.report(entry{"feedback", []string{"agent"}})
-	c.refused(c.feedbackCall(`{"counts":{"conformance":1}}`), forbidden, "feedback", "passive")
-	c.nothingUpstream()
-}
-
-func feedbackEmpty(c *checkRun) {
-	c.report(entry{"feedback", []string{"agent", "passive"}})
-	c.status(c.feedbackCall(`{}`), http.StatusBadRequest)
-	c.nothingUpstream()
 }
 
 // --- fountain ---
@@ -206,10 +142,4 @@ func fountainForwards(c *checkRun) {
 	if r != nil && (r.Status < 200 || r.Status >= 300) {
 		c.fail("%s is %d, want Fountain's 2xx (%s)", r.what, r.Status, brief(r.Body))
 	}
-}
-
-func fountainRefused(c *checkRun) {
-	c.report(entry{"fountain", []string{"agent", "conversations"}})
-	c.refused(c.do(request{method: http.MethodGet, path: "/fountain/api/sandboxes", header: bearer(c.s.tokenA)}), forbidden, "fountain", "sandboxes")
-	c.nothingUpstream()
 }

@@ -17,6 +17,7 @@ import (
 var (
 	authRefusal = []int{http.StatusUnauthorized, http.StatusForbidden}
 	forbidden   = []int{http.StatusForbidden}
+	notFound    = []int{http.StatusNotFound}
 )
 
 // checks lists every check in the order they run; token-isolation is last.
@@ -29,22 +30,53 @@ func (s *suite) checks() []check {
 		{"unreported-refused", "", unreportedRefused},
 		{"inference-hello", protocol.Inference, inferenceHello},
 		{"inference-forwards", protocol.Inference, inferenceForwards},
-		{"inference-unknown-route", protocol.Inference, inferenceUnknownRoute},
-		{"inference-unknown-token", protocol.Inference, inferenceUnknownToken},
-		{"inference-agent-refused", protocol.Inference, inferenceAgentRefused},
+		{"inference-unknown-route", protocol.Inference, refusal{scope(protocol.Inference, "agent"), notFound, nil, func(a string) []request {
+			return []request{messagesTo("/llm/anthropic/v1/complete", a), messagesTo("/llm/anthropic/v1/messages/batches", a)}
+		}}.run},
+		{"inference-unknown-token", protocol.Inference, refusal{scope(protocol.Inference, "agent"), forbidden, nil, func(string) []request {
+			unknown := "conformance-unknown-" + randomHex(16)
+			asBearer := messagesTo(messagesPath, "")
+			asBearer.header.Del("X-Api-Key")
+			asBearer.header.Set("Authorization", "Bearer "+unknown)
+			return []request{messagesTo(messagesPath, unknown), asBearer}
+		}}.run},
+		{"inference-agent-refused", protocol.Inference, refusal{scope(protocol.Inference, "decide"), forbidden, []string{"inference", "agent"}, func(a string) []request {
+			return []request{messagesTo(messagesPath, a), {http.MethodGet, "/llm/anthropic/v1/models", anthropicHeader(a), nil}}
+		}}.run},
 		{"decide-answers", protocol.Inference, decideAnswers},
-		{"decide-refused", protocol.Inference, decideRefused},
-		{"decide-invalid", protocol.Inference, decideInvalid},
-		{"decide-unknown-token", protocol.Inference, decideUnknownToken},
+		{"decide-refused", protocol.Inference, refusal{scope(protocol.Inference, "agent"), forbidden, []string{"inference", "decide"}, func(a string) []request {
+			return []request{decideRequest(a, decideBody())}
+		}}.run},
+		{"decide-invalid", protocol.Inference, refusal{scope(protocol.Inference, "decide"), []int{http.StatusUnprocessableEntity}, nil, func(a string) []request {
+			return []request{
+				decideRequest(a, []byte(`{"model":"`+decideModel+`","state":{},"questions":{}}`)),
+				decideRequest(a, []byte(`{"model":"`+decideModel+`","state":{}}`)),
+			}
+		}}.run},
+		{"decide-unknown-token", protocol.Inference, refusal{scope(protocol.Inference, "decide"), authRefusal, nil, func(string) []request {
+			return []request{decideRequest("conformance-unknown-"+randomHex(16), decideBody())}
+		}}.run},
 		{"egress-forwards", protocol.Egress, egressForwards},
-		{"egress-refused", protocol.Egress, egressRefused},
-		{"egress-unheld", protocol.Egress, egressUnheld},
-		{"egress-bad-name", protocol.Egress, egressBadName},
+		{"egress-refused", protocol.Egress, refusal{scope(protocol.Egress, SecretName+"_OTHER"), forbidden, []string{"egress", SecretName}, func(a string) []request {
+			return []request{get("/egress/"+SecretName+"/some/path", a)}
+		}}.run},
+		{"egress-unheld", protocol.Egress, refusal{scope(protocol.Egress, SecretName+"_UNHELD"), forbidden, nil, func(a string) []request {
+			return []request{get("/egress/"+SecretName+"_UNHELD/some/path", a)}
+		}}.run},
+		{"egress-bad-name", protocol.Egress, refusal{scope(protocol.Egress, SecretName), notFound, nil, func(a string) []request {
+			return []request{get("/egress/not-a-name/some/path", a)}
+		}}.run},
 		{"feedback-taken", protocol.Feedback, feedbackTaken},
-		{"feedback-refused", protocol.Feedback, feedbackRefused},
-		{"feedback-empty", protocol.Feedback, feedbackEmpty},
+		{"feedback-refused", protocol.Feedback, refusal{scope(protocol.Feedback, "agent"), forbidden, []string{"feedback", "passive"}, func(a string) []request {
+			return []request{feedbackRequest(a, `{"counts":{"conformance":1}}`)}
+		}}.run},
+		{"feedback-empty", protocol.Feedback, refusal{scope(protocol.Feedback, "agent", "passive"), []int{http.StatusBadRequest}, nil, func(a string) []request {
+			return []request{feedbackRequest(a, `{}`)}
+		}}.run},
 		{"fountain-forwards", protocol.Fountain, fountainForwards},
-		{"fountain-refused", protocol.Fountain, fountainRefused},
+		{"fountain-refused", protocol.Fountain, refusal{scope(protocol.Fountain, "agent", "conversations"), forbidden, []string{"fountain", "sandboxes"}, func(a string) []request {
+			return []request{get("/fountain/api/sandboxes", a)}
+		}}.run},
 		{"payer-consistent", protocol.Inference, payerConsistent},
 	}
 	for _, x := range s.cfg.Extra {
@@ -74,9 +106,33 @@ func messagesBody(stream bool) []byte {
 	return []byte(`{"model": "` + standInModel + `",  "max_tokens": 64, "messages": [ {"role": "user", "content": "Say hello to the conformance suite."} ]` + s + `}`)
 }
 
+// messagesPath is the path of the Messages API through the broker.
+const messagesPath = "/llm/anthropic/v1/messages"
+
 // messagesCall is a Messages request with conformance-a's token.
 func (c *checkRun) messagesCall(stream bool) *reply {
-	return c.do(request{method: http.MethodPost, path: "/llm/anthropic/v1/messages", header: anthropicHeader(c.s.tokenA), body: messagesBody(stream)})
+	r := messagesTo(messagesPath, c.s.tokenA)
+	r.body = messagesBody(stream)
+	return c.do(r)
+}
+
+// Requests the checks send with token: a Messages call to path as the
+// Anthropic SDK sends it, a decide request with body, a feedback post of
+// body, and a GET of path with token as the bearer.
+func messagesTo(path, token string) request {
+	return request{http.MethodPost, path, anthropicHeader(token), messagesBody(false)}
+}
+
+func decideRequest(token string, body []byte) request {
+	return request{http.MethodPost, "/decide/v1/systemone", jsonHeader(bearer(token)), body}
+}
+
+func feedbackRequest(token, body string) request {
+	return request{http.MethodPost, "/api/feedback", jsonHeader(bearer(token)), []byte(body)}
+}
+
+func get(path, token string) request {
+	return request{http.MethodGet, path, bearer(token), nil}
 }
 
 // --- declaration ---
@@ -357,35 +413,6 @@ func inferenceForwards(c *checkRun) {
 		}
 	}
 }
-
-func inferenceUnknownRoute(c *checkRun) {
-	c.report(entry{"inference", []string{"agent"}})
-	for _, path := range []string{"/llm/anthropic/v1/complete", "/llm/anthropic/v1/messages/batches"} {
-		c.status(c.do(request{method: http.MethodPost, path: path, header: anthropicHeader(c.s.tokenA), body: messagesBody(false)}), http.StatusNotFound)
-	}
-	c.nothingUpstream()
-}
-
-func inferenceUnknownToken(c *checkRun) {
-	c.report(entry{"inference", []string{"agent"}})
-	unknown := "conformance-unknown-" + randomHex(16)
-	h := anthropicHeader("")
-	h.Del("X-Api-Key")
-	h.Set("Authorization", "Bearer "+unknown)
-	for _, header := range []http.Header{anthropicHeader(unknown), h} {
-		c.status(c.do(request{method: http.MethodPost, path: "/llm/anthropic/v1/messages", header: header, body: messagesBody(false)}), http.StatusForbidden)
-	}
-	c.nothingUpstream()
-}
-
-func inferenceAgentRefused(c *checkRun) {
-	c.report(entry{"inference", []string{"decide"}})
-	c.refused(c.messagesCall(false), forbidden, "inference", "agent")
-	c.refused(c.do(request{method: http.MethodGet, path: "/llm/anthropic/v1/models", header: anthropicHeader(c.s.tokenA)}), forbidden, "inference", "agent")
-	c.nothingUpstream()
-}
-
-// --- decide ---
 
 // --- payer ---
 

@@ -214,3 +214,32 @@ func others(words []string, w string) []string {
 	}
 	return out
 }
+
+// A refusal is a check of the table's plainest shape: conformance-a
+// reports scope, the answer to each request reqs makes (given
+// conformance-a's token) is one of want, and a refusal naming each of
+// words when there are words, and nothing reaches an upstream.
+type refusal struct {
+	scope entry
+	want  []int
+	words []string
+	reqs  func(tokenA string) []request
+}
+
+// run is the check f describes.
+func (f refusal) run(c *checkRun) {
+	c.report(f.scope)
+	for _, req := range f.reqs(c.s.tokenA) {
+		if r := c.do(req); f.words != nil {
+			c.refused(r, f.want, f.words...)
+		} else {
+			c.status(r, f.want...)
+		}
+	}
+	c.nothingUpstream()
+}
+
+// scope is an entry of capability with words.
+func scope(capability string, words ...string) entry {
+	return entry{capability, words}
+}

@@ -255,10 +255,11 @@ func messages(w http.ResponseWriter, r *http.Request) {
 		})
 		return
 	}
-	events := []struct {
+	type event struct {
 		name string
 		data any
-	}{
+	}
+	events := []event{
 		{"message_start", map[string]any{"type": "message_start", "message": map[string]any{
 			"id": id, "type": "message", "role": "assistant", "model": req.Model, "content": []any{},
 			"stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": 12, "output_tokens": 1},
@@ -267,19 +268,13 @@ func messages(w http.ResponseWriter, r *http.Request) {
 		{"ping", map[string]any{"type": "ping"}},
 	}
 	for _, part := range chunks(text, 3) {
-		events = append(events, struct {
-			name string
-			data any
-		}{"content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": part}}})
+		events = append(events, event{"content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": part}}})
 	}
-	events = append(events, []struct {
-		name string
-		data any
-	}{
-		{"content_block_stop", map[string]any{"type": "content_block_stop", "index": 0}},
-		{"message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": "end_turn", "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 7}}},
-		{"message_stop", map[string]any{"type": "message_stop"}},
-	}...)
+	events = append(events,
+		event{"content_block_stop", map[string]any{"type": "content_block_stop", "index": 0}},
+		event{"message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": "end_turn", "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 7}}},
+		event{"message_stop", map[string]any{"type": "message_stop"}},
+	)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)

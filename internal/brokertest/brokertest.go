@@ -295,7 +295,30 @@ type Response struct {
 // Do sends a request with token as the bearer (none when empty) and reads the answer.
 func (b *Broker) Do(method, path, token string, body []byte, header http.Header) Response {
 	b.t.Helper()
-	req, err := http.NewRequest(method, b.URL+path, bytes.NewReader(body))
+	return b.send(b.URL, method, path, token, bytes.NewReader(body), header)
+}
+
+// Admin sends a request to the admin listener with token as the bearer
+// (none when empty) and body as JSON (none when nil), and reads the answer.
+func (b *Broker) Admin(method, path, token string, body any) Response {
+	b.t.Helper()
+	if body == nil {
+		return b.send(b.AdminURL, method, path, token, nil, nil)
+	}
+	j, err := json.Marshal(body)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return b.send(b.AdminURL, method, path, token, bytes.NewReader(j), http.Header{"Content-Type": {"application/json"}})
+}
+
+// send sends a request to base+path with header, and token as the
+// bearer unless header carries an Authorization or an X-Api-Key, with
+// b.Client, and reads the answer; it fails the test (naming the method
+// and path) when it cannot.
+func (b *Broker) send(base, method, path, token string, body io.Reader, header http.Header) Response {
+	b.t.Helper()
+	req, err := http.NewRequest(method, base+path, body)
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -305,48 +328,16 @@ func (b *Broker) Do(method, path, token string, body []byte, header http.Header)
 	if token != "" && req.Header.Get("Authorization") == "" && req.Header.Get("X-Api-Key") == "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	return b.send(req, path)
-}
-
-// send sends req with b.Client and reads the answer, failing the test
-// (naming req's method and path) when it cannot.
-func (b *Broker) send(req *http.Request, path string) Response {
-	b.t.Helper()
 	resp, err := b.Client.Do(req)
 	if err != nil {
-		b.t.Fatalf("%s %s: %v", req.Method, path, err)
+		b.t.Fatalf("%s %s: %v", method, path, err)
 	}
 	defer resp.Body.Close()
 	rb, err := io.ReadAll(resp.Body)
 	if err != nil {
-		b.t.Fatalf("%s %s: read: %v", req.Method, path, err)
+		b.t.Fatalf("%s %s: read: %v", method, path, err)
 	}
 	return Response{StatusCode: resp.StatusCode, Header: resp.Header, Body: rb}
-}
-
-// Admin sends a request to the admin listener with token as the bearer
-// (none when empty) and body as JSON (none when nil), and reads the answer.
-func (b *Broker) Admin(method, path, token string, body any) Response {
-	b.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		j, err := json.Marshal(body)
-		if err != nil {
-			b.t.Fatal(err)
-		}
-		rd = bytes.NewReader(j)
-	}
-	req, err := http.NewRequest(method, b.AdminURL+path, rd)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	return b.send(req, path)
 }
 
 // Refusal decodes a refusal body's message, or "" if it is not one.
@@ -369,6 +360,7 @@ type Recorder = upstreamtest.Recorder
 // Messages request asking for structured output is answered by
 // StructuredStandIn.
 func AnthropicStandIn(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
 	switch {
 	case r.Method == "POST" && r.URL.Path == "/v1/messages":
 		var req struct {
@@ -390,19 +382,14 @@ func AnthropicStandIn(w http.ResponseWriter, r *http.Request) {
 			}
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"id":"msg_standin","type":"message","role":"assistant","model":`+quote(req.Model)+`,"content":[{"type":"text","text":"Hello from the stand-in."}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":12,"output_tokens":6}}`)
 	case r.Method == "POST" && r.URL.Path == "/v1/messages/count_tokens":
-		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"input_tokens":12}`)
 	case r.Method == "GET" && r.URL.Path == "/v1/models":
-		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"data":[{"type":"model","id":"claude-sonnet-4-5","display_name":"Claude Sonnet 4.5","created_at":"2025-09-29T00:00:00Z"}],"has_more":false,"first_id":"claude-sonnet-4-5","last_id":"claude-sonnet-4-5"}`)
 	case r.Method == "GET" && len(r.URL.Path) > len("/v1/models/"):
-		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"type":"model","id":`+quote(r.URL.Path[len("/v1/models/"):])+`,"display_name":"Stand-in","created_at":"2025-09-29T00:00:00Z"}`)
 	default:
-		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(404)
 		_, _ = io.WriteString(w, `{"type":"error","error":{"type":"not_found_error","message":"Not found."}}`)
 	}
