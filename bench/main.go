@@ -278,10 +278,10 @@ func run(ctx context.Context, o *options) error {
 	}
 
 	// boxbroker reaching the upstream over HTTP/1.1, for the cases that
-	// ask for it: a second process on the same store, against the
+	// ask for it: a second process on a copy of the store, against the
 	// stand-in's HTTP/1.1-only address.
 	if slices.ContainsFunc(cases, func(c *benchCase) bool { return c.h1 }) {
-		if bpath.h1, err = keep(startBroker(ctx, bin, dataDir, o.brokerIP, "https://"+h1Addr, o, "h1")); err != nil {
+		if bpath.h1, err = keep(startBroker(ctx, bin, dataDir+"-copy", o.brokerIP, "https://"+h1Addr, o, "h1")); err != nil {
 			return err
 		}
 		if fpath != nil {

@@ -170,6 +170,7 @@ func spawn(cmd *exec.Cmd, name string, started func() error) (*child, string, er
 
 // startBroker builds nothing: bin is a boxbroker binary. It enrols the
 // boxes in dataDir (once), sets the credential and the egress secret,
+// copies dataDir to dataDir+"-copy" for a second broker (once),
 // serves on ip:0 against upstream (an https:// URL, trusted through
 // SSL_CERT_FILE set to the run's CA), and reports each box's declaration.
 // tag names its log file.
@@ -195,6 +196,11 @@ func startBroker(ctx context.Context, bin, dataDir, ip, upstream string, o *opti
 				return nil, nil, err
 			}
 			o.idleTokens = append(o.idleTokens, t)
+		}
+		// A second broker (the h1 one) cannot share dataDir while this
+		// one serves it: it gets a copy, made while no process holds it.
+		if err := copyDir(dataDir+"-copy", dataDir); err != nil {
+			return nil, nil, err
 		}
 	}
 	logf, err := os.Create(filepath.Join(filepath.Dir(dataDir), "boxbroker-"+tag+".log"))
@@ -486,4 +492,33 @@ func waitListening(addr string, limit time.Duration) error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// copyDir copies the files of the directory src into a new directory dst,
+// each with its mode (the master key's 0600 included).
+func copyDir(dst, src string) error {
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	if err := os.Mkdir(dst, 0o700); err != nil {
+		return err
+	}
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil {
+			return err
+		}
+		if !info.Mode().IsRegular() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, info.Mode().Perm()); err != nil {
+			return err
+		}
+	}
+	return nil
 }
