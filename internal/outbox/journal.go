@@ -192,14 +192,17 @@ func OpenJournal(dir string, max int64, id string, log *slog.Logger, put func(Ba
 	}
 	j := &Journal{dir: dir, max: max, log: log, gen: NewKey(), store: id, open: map[uint64]openRec{}, batches: map[string]openBatch{}}
 	j.written = sync.NewCond(&j.gmu)
-	if err := j.start(); err != nil {
+	if err := j.rewrite(); err != nil {
 		return nil, 0, err
 	}
 	return j, n, nil
 }
 
-// start begins this replica's journal, locked, with its header.
-func (j *Journal) start() error {
+// rewrite writes this replica's journal afresh, locked, with its header
+// and only what is not yet done (writeFresh), and puts it in place of
+// the one open, if any; j.mu is held (or j is not yet shared). The
+// journal open is kept when the new one cannot be put in its place.
+func (j *Journal) rewrite() error {
 	tmp := filepath.Join(j.dir, journalCompactName(j.gen))
 	f, size, err := j.writeFresh(tmp)
 	if err != nil {
@@ -208,6 +211,9 @@ func (j *Journal) start() error {
 	if err := os.Rename(tmp, filepath.Join(j.dir, journalName(j.gen))); err != nil {
 		f.Close()
 		return fmt.Errorf("journal: %w", err)
+	}
+	if j.f != nil {
+		j.f.Close()
 	}
 	j.f, j.size, j.compacted = f, size, size
 	return nil
@@ -408,27 +414,11 @@ func (j *Journal) Done(key string) {
 		j.doneLocked(n, ob.part)
 	}
 	if j.size > max(j.max, 2*j.compacted) {
-		j.compactLocked()
-	}
-}
-
-// compactLocked rewrites the journal with only what is not yet done.
-func (j *Journal) compactLocked() {
-	p := filepath.Join(j.dir, journalName(j.gen))
-	tmp := filepath.Join(j.dir, journalCompactName(j.gen))
-	f, size, err := j.writeFresh(tmp)
-	if err == nil {
-		if err = os.Rename(tmp, p); err != nil {
-			f.Close()
+		if err := j.rewrite(); err != nil {
+			j.log.Warn("journal: could not be rewritten; it goes on growing", "bytes", j.size, "err", err)
+			j.compacted = j.size
 		}
 	}
-	if err != nil {
-		j.log.Warn("journal: could not be rewritten; it goes on growing", "bytes", j.size, "err", err)
-		j.compacted = j.size
-		return
-	}
-	j.f.Close()
-	j.f, j.size, j.compacted = f, size, size
 }
 
 // writeLocked appends l; j.mu is held.

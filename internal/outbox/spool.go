@@ -18,7 +18,6 @@
 package outbox
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -26,7 +25,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -60,6 +58,15 @@ type Batch struct {
 	Store  string             `json:"store,omitempty"`
 	Settle []store.Settlement `json:"settle,omitempty"`
 	Audit  []store.AuditEntry `json:"audit,omitempty"`
+}
+
+// foreign returns a *ForeignError, naming the file name in the data
+// directory dir, when b names another store than ours ("": any).
+func (b *Batch) foreign(dir, name, ours string) error {
+	if b.Store == "" || ours == "" || b.Store == ours {
+		return nil
+	}
+	return &ForeignError{Dir: dir, Theirs: b.Store, Ours: ours, Files: []string{filepath.Join(dir, name)}}
 }
 
 // Spool is one replica's spool. Its methods are safe for concurrent use.
@@ -248,12 +255,7 @@ func (s *Spool) replayOnce(ctx context.Context, apply func(context.Context, Batc
 	if err != nil {
 		return 0, false, fmt.Errorf("spool: %w", err)
 	}
-	r := bufio.NewReader(bytes.NewReader(data))
-	for {
-		line, rerr := r.ReadBytes('\n')
-		if rerr == io.EOF && len(line) == 0 {
-			break
-		}
+	for line := range bytes.Lines(data) {
 		var b Batch
 		if jerr := json.Unmarshal(line, &b); jerr != nil || b.Key == "" {
 			// A line cut off by a crash mid-append: its Append never
@@ -272,9 +274,6 @@ func (s *Spool) replayOnce(ctx context.Context, apply func(context.Context, Batc
 			}
 		} else {
 			n++
-		}
-		if rerr == io.EOF {
-			break
 		}
 	}
 	// Another replica sharing the directory may have replayed and
