@@ -89,28 +89,13 @@ func (o *Outbox) add(st store.Settlement, seq uint64) {
 	}
 	p.Charge = store.AddCapped(p.Charge, st.Charge)
 	for _, u := range st.Usage {
-		p.Usage = merge(p.Usage, u, func(r *store.Usage) bool { return r.PayerKind == u.PayerKind && r.Model == u.Model })
+		p.Usage = store.Merge(p.Usage, u, func(r *store.Usage) bool { return r.PayerKind == u.PayerKind && r.Model == u.Model })
 	}
 	for _, c := range st.Cache {
-		p.Cache = merge(p.Cache, c, func(r *store.CacheUsage) bool {
+		p.Cache = store.Merge(p.Cache, c, func(r *store.CacheUsage) bool {
 			return r.PayerKind == c.PayerKind && r.Entry == c.Entry && r.Hour.Equal(c.Hour)
 		})
 	}
-}
-
-// merge adds x to the first of rows that is x's row (same), or appends
-// x when none is.
-func merge[T any, P interface {
-	*T
-	Add(T)
-}](rows []T, x T, same func(P) bool) []T {
-	for i := range rows {
-		if same(&rows[i]) {
-			P(&rows[i]).Add(x)
-			return rows
-		}
-	}
-	return append(rows, x)
 }
 
 // RunBatches settles the queued calls every Config.BatchEvery until ctx
