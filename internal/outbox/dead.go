@@ -204,19 +204,17 @@ func (d *deadFile) locked(f func(*os.File) error) error {
 		if err != nil {
 			return fmt.Errorf("dead letters: %w", err)
 		}
-		if err := filelock.Lock(fh); err != nil {
+		named, err := lockNamed(fh, d.path)
+		if err != nil {
 			fh.Close()
 			return fmt.Errorf("dead letters: %w", err)
 		}
-		open, err1 := fh.Stat()
-		named, err2 := os.Stat(d.path)
-		if err1 == nil && err2 == nil && os.SameFile(open, named) {
+		if named {
 			err := f(fh)
 			filelock.Unlock(fh)
 			fh.Close()
 			return err
 		}
-		filelock.Unlock(fh)
 		fh.Close()
 	}
 	return errors.New("dead letters: the file keeps being replaced")

@@ -154,12 +154,7 @@ func Open(cfg Config) (*Outbox, error) {
 // to be written, before the box has the end of its answer. A journal
 // that cannot write says so in Err; an entry dropped from a full queue is
 // counted, and forgotten by the journal.
-func (o *Outbox) Record(e store.AuditEntry) {
-	seq, _ := o.Journal.Audit(e)
-	if !o.Audit.AddJournaled(e, seq) {
-		o.Journal.ForgetPart(seq, PartAudit)
-	}
-}
+func (o *Outbox) Record(e store.AuditEntry) { o.RecordCall(nil, e) }
 
 // Add queues e, an audit entry no call's answer waits for (a mint's, a
 // tally of refusals), unjournaled: see Writer.Add.
