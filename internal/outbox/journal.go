@@ -376,7 +376,7 @@ func (j *Journal) BeginPart(key string, part Part, of []uint64) error {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if err := j.writeLocked(append(b, '\n')); err != nil {
+	if _, err := j.writeLocked(append(b, '\n')); err != nil {
 		// The batch goes to the store all the same; its records are no
 		// longer kept, and leave the file at its next rewrite. Until then
 		// a recovery would apply them again: the journal's one way to
@@ -404,7 +404,7 @@ func (j *Journal) Done(key string) {
 		return
 	}
 	b, _ := json.Marshal(journalLine{D: key})
-	if err := j.writeLocked(append(b, '\n')); err != nil {
+	if _, err := j.writeLocked(append(b, '\n')); err != nil {
 		// Kept as begun: recovery applies the batch again under its
 		// key, which applies it once.
 		return
@@ -421,15 +421,9 @@ func (j *Journal) Done(key string) {
 	}
 }
 
-// writeLocked appends l; j.mu is held.
-func (j *Journal) writeLocked(l []byte) error {
-	_, err := j.writeLockedN(l)
-	return err
-}
-
-// writeLockedN appends l and returns how many of its bytes the file
+// writeLocked appends l and returns how many of its bytes the file
 // took; j.mu is held.
-func (j *Journal) writeLockedN(l []byte) (int, error) {
+func (j *Journal) writeLocked(l []byte) (int, error) {
 	if j.broken {
 		// A line a failed write cut off is ended first.
 		if _, err := j.f.Write([]byte{'\n'}); err != nil {

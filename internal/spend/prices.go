@@ -148,10 +148,8 @@ func newPrices(m map[string]Price, md meta) *Prices {
 	p := &Prices{byModel: m, meta: md, newest: map[string]string{}}
 	newestVer := map[string][]int{}
 	for id, pr := range m {
-		p.dearest.Input = math.Max(p.dearest.Input, pr.dearestInput())
-		p.dearest.CacheWrite = math.Max(p.dearest.CacheWrite, pr.dearestInput())
-		p.dearest.CacheWrite1h = math.Max(p.dearest.CacheWrite1h, pr.dearestInput())
-		p.dearest.CacheRead = math.Max(p.dearest.CacheRead, pr.dearestInput())
+		in := math.Max(p.dearest.Input, pr.dearestInput()) // every input rate alike
+		p.dearest.Input, p.dearest.CacheWrite, p.dearest.CacheWrite1h, p.dearest.CacheRead = in, in, in, in
 		p.dearest.Output = math.Max(p.dearest.Output, pr.dearestOutput())
 		p.dearest.WebSearch = math.Max(p.dearest.WebSearch, pr.WebSearch)
 		p.dearest.Context = max(p.dearest.Context, pr.Context)
