@@ -447,13 +447,11 @@ func (p *Prices) File() ([]byte, error) {
 		b.Write(val)
 		return nil
 	}
-	if p.checked != "" {
-		if err := line("$checked", p.checked); err != nil {
-			return nil, err
+	for _, kv := range [...][2]string{{"$checked", p.checked}, {"$source", p.source}} {
+		if kv[1] == "" {
+			continue
 		}
-	}
-	if p.source != "" {
-		if err := line("$source", p.source); err != nil {
+		if err := line(kv[0], kv[1]); err != nil {
 			return nil, err
 		}
 	}
