@@ -68,23 +68,23 @@ func (c *Call) Close() {
 // call's settlement, both are journaled in one record and each is
 // queued; c is closed. A nil c makes it Record.
 func (o *Outbox) RecordCall(c *Call, e store.AuditEntry) {
-	if c == nil {
-		o.Record(e)
-		return
-	}
-	held := c.close()
-	c.entry = e
-	defer func() { c.entry, c.st = store.AuditEntry{}, store.Settlement{} }()
 	var seq uint64
-	switch held {
-	case o:
-		seq = o.queue(&c.entry, &c.st)
-	case nil:
-		seq, _ = o.Journal.Call(&c.entry, nil)
-	default:
-		// Held for another outbox (one broker has one outbox: never).
-		held.queue(nil, &c.st)
-		seq, _ = o.Journal.Call(&c.entry, nil)
+	if c == nil {
+		seq, _ = o.Journal.Audit(e)
+	} else {
+		held := c.close()
+		c.entry = e
+		defer func() { c.entry, c.st = store.AuditEntry{}, store.Settlement{} }()
+		switch held {
+		case o:
+			seq = o.queue(&c.entry, &c.st)
+		case nil:
+			seq, _ = o.Journal.Call(&c.entry, nil)
+		default:
+			// Held for another outbox (one broker has one outbox: never).
+			held.queue(nil, &c.st)
+			seq, _ = o.Journal.Call(&c.entry, nil)
+		}
 	}
 	if !o.Audit.AddJournaled(e, seq) {
 		o.Journal.ForgetPart(seq, PartAudit)

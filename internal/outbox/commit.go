@@ -127,7 +127,7 @@ func (j *Journal) writeGroupLocked(g *group) {
 		buf = append(buf, '}', '\n')
 		r.end = len(buf)
 	}
-	n, err := j.writeLockedN(buf)
+	n, err := j.writeLocked(buf)
 	start := 0
 	for i := range g.recs {
 		r := &g.recs[i]

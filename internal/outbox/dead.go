@@ -18,7 +18,6 @@
 package outbox
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -205,19 +204,17 @@ func (d *deadFile) locked(f func(*os.File) error) error {
 		if err != nil {
 			return fmt.Errorf("dead letters: %w", err)
 		}
-		if err := filelock.Lock(fh); err != nil {
+		named, err := lockNamed(fh, d.path)
+		if err != nil {
 			fh.Close()
 			return fmt.Errorf("dead letters: %w", err)
 		}
-		open, err1 := fh.Stat()
-		named, err2 := os.Stat(d.path)
-		if err1 == nil && err2 == nil && os.SameFile(open, named) {
+		if named {
 			err := f(fh)
 			filelock.Unlock(fh)
 			fh.Close()
 			return err
 		}
-		filelock.Unlock(fh)
 		fh.Close()
 	}
 	return errors.New("dead letters: the file keeps being replaced")
@@ -274,21 +271,18 @@ func readDeadFrom(f *os.File) ([]Dead, error) {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, err
 	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, err
+	}
 	var list []Dead
-	r := bufio.NewReader(f)
-	for {
-		line, rerr := r.ReadBytes('\n')
+	for line := range bytes.Lines(data) {
 		var x Dead
 		if len(bytes.TrimSpace(line)) > 0 && json.Unmarshal(line, &x) == nil && x.ID != "" {
 			list = append(list, x)
 		}
-		if rerr == io.EOF {
-			return list, nil
-		}
-		if rerr != nil {
-			return nil, rerr
-		}
 	}
+	return list, nil
 }
 
 // ListDead returns the dead letters kept in the data directory dir,
@@ -311,8 +305,8 @@ func DropDead(dir, id string) (Dead, error) {
 func RetryDead(ctx context.Context, dir string, st store.Spooled, identity, id string) (Dead, error) {
 	return newDeadFile(dir).take(id, func(x Dead) error {
 		b := x.Batch
-		if b.Store != "" && identity != "" && b.Store != identity {
-			return &ForeignError{Dir: dir, Theirs: b.Store, Ours: identity, Files: []string{filepath.Join(dir, DeadFile)}}
+		if err := b.foreign(dir, DeadFile, identity); err != nil {
+			return err
 		}
 		_, err := st.ApplySpooled(ctx, b.Key, b.Settle, b.Audit)
 		return err

@@ -192,14 +192,17 @@ func OpenJournal(dir string, max int64, id string, log *slog.Logger, put func(Ba
 	}
 	j := &Journal{dir: dir, max: max, log: log, gen: NewKey(), store: id, open: map[uint64]openRec{}, batches: map[string]openBatch{}}
 	j.written = sync.NewCond(&j.gmu)
-	if err := j.start(); err != nil {
+	if err := j.rewrite(); err != nil {
 		return nil, 0, err
 	}
 	return j, n, nil
 }
 
-// start begins this replica's journal, locked, with its header.
-func (j *Journal) start() error {
+// rewrite writes this replica's journal afresh, locked, with its header
+// and only what is not yet done (writeFresh), and puts it in place of
+// the one open, if any; j.mu is held (or j is not yet shared). The
+// journal open is kept when the new one cannot be put in its place.
+func (j *Journal) rewrite() error {
 	tmp := filepath.Join(j.dir, journalCompactName(j.gen))
 	f, size, err := j.writeFresh(tmp)
 	if err != nil {
@@ -208,6 +211,9 @@ func (j *Journal) start() error {
 	if err := os.Rename(tmp, filepath.Join(j.dir, journalName(j.gen))); err != nil {
 		f.Close()
 		return fmt.Errorf("journal: %w", err)
+	}
+	if j.f != nil {
+		j.f.Close()
 	}
 	j.f, j.size, j.compacted = f, size, size
 	return nil
@@ -370,7 +376,7 @@ func (j *Journal) BeginPart(key string, part Part, of []uint64) error {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if err := j.writeLocked(append(b, '\n')); err != nil {
+	if _, err := j.writeLocked(append(b, '\n')); err != nil {
 		// The batch goes to the store all the same; its records are no
 		// longer kept, and leave the file at its next rewrite. Until then
 		// a recovery would apply them again: the journal's one way to
@@ -398,7 +404,7 @@ func (j *Journal) Done(key string) {
 		return
 	}
 	b, _ := json.Marshal(journalLine{D: key})
-	if err := j.writeLocked(append(b, '\n')); err != nil {
+	if _, err := j.writeLocked(append(b, '\n')); err != nil {
 		// Kept as begun: recovery applies the batch again under its
 		// key, which applies it once.
 		return
@@ -408,38 +414,16 @@ func (j *Journal) Done(key string) {
 		j.doneLocked(n, ob.part)
 	}
 	if j.size > max(j.max, 2*j.compacted) {
-		j.compactLocked()
-	}
-}
-
-// compactLocked rewrites the journal with only what is not yet done.
-func (j *Journal) compactLocked() {
-	p := filepath.Join(j.dir, journalName(j.gen))
-	tmp := filepath.Join(j.dir, journalCompactName(j.gen))
-	f, size, err := j.writeFresh(tmp)
-	if err == nil {
-		if err = os.Rename(tmp, p); err != nil {
-			f.Close()
+		if err := j.rewrite(); err != nil {
+			j.log.Warn("journal: could not be rewritten; it goes on growing", "bytes", j.size, "err", err)
+			j.compacted = j.size
 		}
 	}
-	if err != nil {
-		j.log.Warn("journal: could not be rewritten; it goes on growing", "bytes", j.size, "err", err)
-		j.compacted = j.size
-		return
-	}
-	j.f.Close()
-	j.f, j.size, j.compacted = f, size, size
 }
 
-// writeLocked appends l; j.mu is held.
-func (j *Journal) writeLocked(l []byte) error {
-	_, err := j.writeLockedN(l)
-	return err
-}
-
-// writeLockedN appends l and returns how many of its bytes the file
+// writeLocked appends l and returns how many of its bytes the file
 // took; j.mu is held.
-func (j *Journal) writeLockedN(l []byte) (int, error) {
+func (j *Journal) writeLocked(l []byte) (int, error) {
 	if j.broken {
 		// A line a failed write cut off is ended first.
 		if _, err := j.f.Write([]byte{'\n'}); err != nil {

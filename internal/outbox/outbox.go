@@ -25,6 +25,7 @@ package outbox
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -153,12 +154,7 @@ func Open(cfg Config) (*Outbox, error) {
 // to be written, before the box has the end of its answer. A journal
 // that cannot write says so in Err; an entry dropped from a full queue is
 // counted, and forgotten by the journal.
-func (o *Outbox) Record(e store.AuditEntry) {
-	seq, _ := o.Journal.Audit(e)
-	if !o.Audit.AddJournaled(e, seq) {
-		o.Journal.ForgetPart(seq, PartAudit)
-	}
-}
+func (o *Outbox) Record(e store.AuditEntry) { o.RecordCall(nil, e) }
 
 // Add queues e, an audit entry no call's answer waits for (a mint's, a
 // tally of refusals), unjournaled: see Writer.Add.
@@ -179,11 +175,10 @@ func (o *Outbox) Err() error {
 // answer for.
 func (o *Outbox) Replay(ctx context.Context) (int, error) {
 	return o.Spool.Replay(ctx, func(ctx context.Context, b Batch) error {
-		if b.Store != "" && o.cfg.Identity != "" && b.Store != o.cfg.Identity {
+		if err := b.foreign(o.cfg.Dir, SpoolReplayFile, o.cfg.Identity); err != nil {
 			// Appended by a replica of another store sharing the
 			// directory: kept, with every batch after it.
-			return &ForeignError{Dir: o.cfg.Dir, Theirs: b.Store, Ours: o.cfg.Identity,
-				Files: []string{filepath.Join(o.cfg.Dir, SpoolReplayFile)}}
+			return err
 		}
 		_, err := o.cfg.Store.ApplySpooled(within(ctx, o.cfg.Bound), b.Key, b.Settle, b.Audit)
 		if Refused(err) {
@@ -345,28 +340,20 @@ func journalStore(p string) (string, error) {
 // spoolStore is the first store other than id a batch in the spool file
 // at p names, or "" when there is none (or no file).
 func spoolStore(p, id string) (string, error) {
-	f, err := os.Open(p)
+	data, err := os.ReadFile(p)
 	if errors.Is(err, os.ErrNotExist) {
 		return "", nil
 	}
 	if err != nil {
 		return "", fmt.Errorf("spool: %w", err)
 	}
-	defer f.Close()
-	r := bufio.NewReader(f)
-	for {
-		line, rerr := r.ReadBytes('\n')
+	for line := range bytes.Lines(data) {
 		var b struct {
 			Store string `json:"store"`
 		}
 		if json.Unmarshal(line, &b) == nil && b.Store != "" && b.Store != id {
 			return b.Store, nil
 		}
-		if rerr == io.EOF {
-			return "", nil
-		}
-		if rerr != nil {
-			return "", fmt.Errorf("spool: %w", rerr)
-		}
 	}
+	return "", nil
 }

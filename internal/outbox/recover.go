@@ -1,14 +1,12 @@
 package outbox
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -82,36 +80,32 @@ func recoverFile(p string, put func(Batch) error, log *slog.Logger) (int, error)
 	var begun []string
 	batches := map[string]openBatch{}
 	done := map[string]bool{}
-	r := bufio.NewReader(bytes.NewReader(data))
-	for {
-		raw, rerr := r.ReadBytes('\n')
-		if len(bytes.TrimSpace(raw)) > 0 {
-			var l journalLine
-			if jerr := json.Unmarshal(raw, &l); jerr != nil {
-				// A line cut off by the kill: its append never returned,
-				// so its call was never answered in full.
-				log.Warn("journal: a line that is no record is skipped", "bytes", len(raw))
-			} else {
-				switch {
-				case l.Gen != "":
-					gen, id = l.Gen, l.Store
-				case l.N != 0 && (l.A != nil || l.T != nil):
-					if _, dup := records[l.N]; !dup {
-						order = append(order, l.N)
-					}
-					records[l.N] = l
-				case l.B != "":
-					if _, dup := batches[l.B]; !dup {
-						begun = append(begun, l.B)
-					}
-					batches[l.B] = openBatch{of: l.Of, part: partOf(l.P)}
-				case l.D != "":
-					done[l.D] = true
-				}
-			}
+	for raw := range bytes.Lines(data) {
+		if len(bytes.TrimSpace(raw)) == 0 {
+			continue
 		}
-		if rerr == io.EOF {
-			break
+		var l journalLine
+		if jerr := json.Unmarshal(raw, &l); jerr != nil {
+			// A line cut off by the kill: its append never returned, so
+			// its call was never answered in full.
+			log.Warn("journal: a line that is no record is skipped", "bytes", len(raw))
+			continue
+		}
+		switch {
+		case l.Gen != "":
+			gen, id = l.Gen, l.Store
+		case l.N != 0 && (l.A != nil || l.T != nil):
+			if _, dup := records[l.N]; !dup {
+				order = append(order, l.N)
+			}
+			records[l.N] = l
+		case l.B != "":
+			if _, dup := batches[l.B]; !dup {
+				begun = append(begun, l.B)
+			}
+			batches[l.B] = openBatch{of: l.Of, part: partOf(l.P)}
+		case l.D != "":
+			done[l.D] = true
 		}
 	}
 	// used holds the parts of each record a batch took (handed on, or

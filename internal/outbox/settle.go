@@ -71,11 +71,7 @@ func (o *Outbox) queue(e *store.AuditEntry, st *store.Settlement) uint64 {
 	if n != 0 {
 		seqs = []uint64{n}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := o.record(ctx, *st, seqs); err != nil {
-		o.log.Error("spend: settlement not recorded", "box", st.Box, "month", st.Month, "charge_micros", st.Charge, "err", err)
-	}
+	o.settleNow(context.Background(), *st, seqs)
 	return n
 }
 
@@ -93,26 +89,12 @@ func (o *Outbox) add(st store.Settlement, seq uint64) {
 	}
 	p.Charge = store.AddCapped(p.Charge, st.Charge)
 	for _, u := range st.Usage {
-		i := 0
-		for i < len(p.Usage) && (p.Usage[i].PayerKind != u.PayerKind || p.Usage[i].Model != u.Model) {
-			i++
-		}
-		if i == len(p.Usage) {
-			p.Usage = append(p.Usage, u)
-			continue
-		}
-		p.Usage[i].Add(u)
+		p.Usage = store.Merge(p.Usage, u, func(r *store.Usage) bool { return r.PayerKind == u.PayerKind && r.Model == u.Model })
 	}
 	for _, c := range st.Cache {
-		i := 0
-		for i < len(p.Cache) && (p.Cache[i].PayerKind != c.PayerKind || p.Cache[i].Entry != c.Entry || !p.Cache[i].Hour.Equal(c.Hour)) {
-			i++
-		}
-		if i == len(p.Cache) {
-			p.Cache = append(p.Cache, c)
-			continue
-		}
-		p.Cache[i].Add(c)
+		p.Cache = store.Merge(p.Cache, c, func(r *store.CacheUsage) bool {
+			return r.PayerKind == c.PayerKind && r.Entry == c.Entry && r.Hour.Equal(c.Hour)
+		})
 	}
 }
 
@@ -157,12 +139,17 @@ func (o *Outbox) Flush(ctx context.Context) {
 	}
 	o.mu.Unlock()
 	for k, st := range batch {
-		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := o.record(sctx, *st, seqs[k])
-		cancel()
-		if err != nil {
-			o.log.Error("spend: settlement not recorded", "box", st.Box, "month", st.Month, "charge_micros", st.Charge, "err", err)
-		}
+		o.settleNow(ctx, *st, seqs[k])
+	}
+}
+
+// settleNow is record, bounded to 30 s, for a settlement whose call has
+// no one to tell: one neither the store nor the spool took is logged.
+func (o *Outbox) settleNow(ctx context.Context, st store.Settlement, seqs []uint64) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := o.record(ctx, st, seqs); err != nil {
+		o.log.Error("spend: settlement not recorded", "box", st.Box, "month", st.Month, "charge_micros", st.Charge, "err", err)
 	}
 }
 
@@ -176,39 +163,35 @@ func (o *Outbox) Settle(ctx context.Context, st store.Settlement) error {
 
 // record writes st under a key of its own, and to the spool under that
 // key when the store does not take it (nor refuses it for a box removed
-// meanwhile). When seqs (the journal's numbers of the calls st settles)
-// are given, the batch is begun in the journal first, and done once the
-// store or the spool took it.
-func (o *Outbox) record(ctx context.Context, st store.Settlement, seqs []uint64) error {
+// meanwhile), or sets it aside as a dead letter when the store refuses it
+// for good (Refused). When seqs (the journal's numbers of the calls st
+// settles) are given, the batch is begun in the journal first, and done
+// once the store, the spool or the dead letters took it.
+func (o *Outbox) record(ctx context.Context, st store.Settlement, seqs []uint64) (err error) {
 	key := NewKey()
 	if len(seqs) > 0 {
 		if err := o.Journal.BeginPart(key, PartSettle, seqs); err != nil {
 			o.log.Error("spend: batch not journaled", "box", st.Box, "err", err)
 		}
+		defer func() {
+			if err == nil {
+				o.Journal.Done(key)
+			}
+		}()
 	}
-	err := o.applyKeyed(ctx, key, st)
-	if err == nil && len(seqs) > 0 {
-		o.Journal.Done(key)
-	}
-	return err
-}
-
-// applyKeyed writes st under key, or spools it under key when the store
-// does not take it, or sets it aside as a dead letter when the store
-// refuses it for good (Refused).
-func (o *Outbox) applyKeyed(ctx context.Context, key string, st store.Settlement) error {
-	_, err := o.cfg.Store.ApplySpooled(within(ctx, o.cfg.Bound), key, []store.Settlement{st}, nil)
+	b := Batch{Key: key, Settle: []store.Settlement{st}}
+	_, err = o.cfg.Store.ApplySpooled(within(ctx, o.cfg.Bound), key, b.Settle, nil)
 	if err == nil || o.Spool == nil || errors.Is(err, store.ErrNotFound) {
 		return err
 	}
 	if Refused(err) {
 		// Refused for what it holds: a replay would be refused too.
-		if derr := o.Spool.SetDead(Batch{Key: key, Settle: []store.Settlement{st}}, err); derr != nil {
+		if derr := o.Spool.SetDead(b, err); derr != nil {
 			return errors.Join(err, derr)
 		}
 		return nil
 	}
-	if serr := o.Spool.Append(Batch{Key: key, Settle: []store.Settlement{st}}); serr != nil {
+	if serr := o.Spool.Append(b); serr != nil {
 		return errors.Join(err, serr)
 	}
 	o.log.Warn("spend: settlement spooled; the store did not take it", "box", st.Box, "month", st.Month, "charge_micros", st.Charge, "err", err)

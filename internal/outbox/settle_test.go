@@ -149,3 +149,27 @@ func TestQueue_MergesCacheByEntryAndHour(t *testing.T) {
 		}
 	}
 }
+
+// TestQueue_HeldPastStopIsSettledAtOnce: a settlement a Call holds while
+// batching runs, whose call concludes only after RunBatches stopped, is
+// journaled and settled at once, alone (the path Flush shares), and its
+// record is done in the journal: neither lost nor left to a recovery.
+func TestQueue_HeldPastStopIsSettledAtOnce(t *testing.T) {
+	o, st, stop := batching(t)
+	cc := &CallContext{Context: context.Background()}
+	if !o.QueueCall(cc, usage("salad", "m", 1, 1, 1, 10)) {
+		t.Fatal("QueueCall = false while batching")
+	}
+	stop()
+	if got := st.settled(); len(got) != 0 {
+		t.Fatalf("settled %+v before the call concluded, want none", got)
+	}
+	cc.Call.Close()
+	got := st.settled()
+	if len(got) != 1 || got[0].Box != "salad" || got[0].Charge != 10 {
+		t.Fatalf("settled %+v as the call concluded after the stop, want one settlement of 10 for salad", got)
+	}
+	if n := o.Journal.Pending(); n != 0 {
+		t.Errorf("journal holds %d records once the settlement is done, want 0", n)
+	}
+}

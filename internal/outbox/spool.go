@@ -18,7 +18,6 @@
 package outbox
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -26,7 +25,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -60,6 +58,15 @@ type Batch struct {
 	Store  string             `json:"store,omitempty"`
 	Settle []store.Settlement `json:"settle,omitempty"`
 	Audit  []store.AuditEntry `json:"audit,omitempty"`
+}
+
+// foreign returns a *ForeignError, naming the file name in the data
+// directory dir, when b names another store than ours ("": any).
+func (b *Batch) foreign(dir, name, ours string) error {
+	if b.Store == "" || ours == "" || b.Store == ours {
+		return nil
+	}
+	return &ForeignError{Dir: dir, Theirs: b.Store, Ours: ours, Files: []string{filepath.Join(dir, name)}}
 }
 
 // Spool is one replica's spool. Its methods are safe for concurrent use.
@@ -109,12 +116,7 @@ func NewKey() string {
 // when it names none) as one line and syncs it to the disk. It returns ErrFull when the spool would pass its bound,
 // or the disk's error; either way nothing of b is kept.
 func (s *Spool) Append(b Batch) error {
-	if b.Key == "" {
-		b.Key = NewKey()
-	}
-	if b.Store == "" {
-		b.Store = s.store
-	}
+	s.name(&b)
 	line, err := json.Marshal(b)
 	if err != nil {
 		return fmt.Errorf("spool: encode: %w", err)
@@ -145,6 +147,17 @@ func (s *Spool) Append(b Batch) error {
 	return nil
 }
 
+// name gives b a key when it has none, and the spool's store when it
+// names none.
+func (s *Spool) name(b *Batch) {
+	if b.Key == "" {
+		b.Key = NewKey()
+	}
+	if b.Store == "" {
+		b.Store = s.store
+	}
+}
+
 // lockCurrent opens the spool file (again, when another process sharing
 // the data directory has set the one open aside) and locks it; s.mu is
 // held.
@@ -158,20 +171,30 @@ func (s *Spool) lockCurrent() error {
 			}
 			s.f = f
 		}
-		if err := filelock.Lock(s.f); err != nil {
+		if named, err := lockNamed(s.f, p); named || err != nil {
 			return err
 		}
-		open, err1 := s.f.Stat()
-		named, err2 := os.Stat(p)
-		if err1 == nil && err2 == nil && os.SameFile(open, named) {
-			return nil
-		}
 		// Set aside (renamed) by a replay, here or in another process.
-		filelock.Unlock(s.f)
 		_ = s.f.Close()
 		s.f = nil
 	}
 	return errors.New("the spool file keeps being set aside")
+}
+
+// lockNamed locks f and reports whether it is still the file at p, and
+// not one renamed away (or replaced) meanwhile; f is left unlocked when
+// it is not.
+func lockNamed(f *os.File, p string) (bool, error) {
+	if err := filelock.Lock(f); err != nil {
+		return false, err
+	}
+	open, err1 := f.Stat()
+	named, err2 := os.Stat(p)
+	if err1 == nil && err2 == nil && os.SameFile(open, named) {
+		return true, nil
+	}
+	filelock.Unlock(f)
+	return false, nil
 }
 
 // openEnded opens the spool file at p for appending, ending first a line
@@ -248,12 +271,7 @@ func (s *Spool) replayOnce(ctx context.Context, apply func(context.Context, Batc
 	if err != nil {
 		return 0, false, fmt.Errorf("spool: %w", err)
 	}
-	r := bufio.NewReader(bytes.NewReader(data))
-	for {
-		line, rerr := r.ReadBytes('\n')
-		if rerr == io.EOF && len(line) == 0 {
-			break
-		}
+	for line := range bytes.Lines(data) {
 		var b Batch
 		if jerr := json.Unmarshal(line, &b); jerr != nil || b.Key == "" {
 			// A line cut off by a crash mid-append: its Append never
@@ -272,9 +290,6 @@ func (s *Spool) replayOnce(ctx context.Context, apply func(context.Context, Batc
 			}
 		} else {
 			n++
-		}
-		if rerr == io.EOF {
-			break
 		}
 	}
 	// Another replica sharing the directory may have replayed and
@@ -310,12 +325,7 @@ var errSetAside = errors.New("set aside as a dead letter")
 // aside in the dead-letter file with its reason, synced, and logs it. A
 // batch set aside already is not set aside twice.
 func (s *Spool) SetDead(b Batch, reason error) error {
-	if b.Key == "" {
-		b.Key = NewKey()
-	}
-	if b.Store == "" {
-		b.Store = s.store
-	}
+	s.name(&b)
 	if err := s.dead.put(b, reason, time.Now()); err != nil {
 		return err
 	}

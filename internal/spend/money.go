@@ -11,16 +11,27 @@ const MaxUSD = 1_000_000_000
 
 // FormatUSD writes an amount of micro-dollars as dollars: "$25.00",
 // "$0.0191", with at least two decimals and at most six.
-func FormatUSD(micros int64) string {
-	sign := ""
-	if micros < 0 {
-		sign, micros = "-", -micros
+func FormatUSD(micros int64) string { return usdAlike(micros)(micros) }
+
+// usdAlike returns a formatter of micro-dollars in dollars with as many
+// decimals (2 to 6) as the finest of vals needs.
+func usdAlike(vals ...int64) func(int64) string {
+	decimals := 2
+	for _, v := range vals {
+		if v < 0 {
+			v = -v
+		}
+		frac := strings.TrimRight(fmt.Sprintf("%06d", v%1_000_000), "0")
+		decimals = max(decimals, len(frac))
 	}
-	frac := strings.TrimRight(fmt.Sprintf("%06d", micros%1_000_000), "0")
-	for len(frac) < 2 {
-		frac += "0"
+	return func(micros int64) string {
+		sign := ""
+		if micros < 0 {
+			sign, micros = "-", -micros
+		}
+		frac := fmt.Sprintf("%06d", micros%1_000_000)[:decimals]
+		return fmt.Sprintf("%s$%d.%s", sign, micros/1_000_000, frac)
 	}
-	return fmt.Sprintf("%s$%d.%s", sign, micros/1_000_000, frac)
 }
 
 // ParseUSD reads an amount of dollars, such as "25", "25.00", "$0.50", as

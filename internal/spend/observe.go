@@ -90,16 +90,13 @@ func (o *observer) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// catchUp observes the bytes the last Read handed on.
+// catchUp observes the stream's bytes the last Read handed on (a JSON
+// answer's are kept as Read hands them on, and leave none pending).
 func (o *observer) catchUp() {
 	if len(o.pending) == 0 || o.finished {
 		return
 	}
-	if o.sse {
-		o.observeStream(o.pending)
-	} else {
-		o.observeJSON(o.pending)
-	}
+	o.observeStream(o.pending)
 	o.pending = o.pending[:0]
 }
 

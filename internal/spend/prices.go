@@ -148,10 +148,8 @@ func newPrices(m map[string]Price, md meta) *Prices {
 	p := &Prices{byModel: m, meta: md, newest: map[string]string{}}
 	newestVer := map[string][]int{}
 	for id, pr := range m {
-		p.dearest.Input = math.Max(p.dearest.Input, pr.dearestInput())
-		p.dearest.CacheWrite = math.Max(p.dearest.CacheWrite, pr.dearestInput())
-		p.dearest.CacheWrite1h = math.Max(p.dearest.CacheWrite1h, pr.dearestInput())
-		p.dearest.CacheRead = math.Max(p.dearest.CacheRead, pr.dearestInput())
+		in := math.Max(p.dearest.Input, pr.dearestInput()) // every input rate alike
+		p.dearest.Input, p.dearest.CacheWrite, p.dearest.CacheWrite1h, p.dearest.CacheRead = in, in, in, in
 		p.dearest.Output = math.Max(p.dearest.Output, pr.dearestOutput())
 		p.dearest.WebSearch = math.Max(p.dearest.WebSearch, pr.WebSearch)
 		p.dearest.Context = max(p.dearest.Context, pr.Context)
@@ -449,13 +447,11 @@ func (p *Prices) File() ([]byte, error) {
 		b.Write(val)
 		return nil
 	}
-	if p.checked != "" {
-		if err := line("$checked", p.checked); err != nil {
-			return nil, err
+	for _, kv := range [...][2]string{{"$checked", p.checked}, {"$source", p.source}} {
+		if kv[1] == "" {
+			continue
 		}
-	}
-	if p.source != "" {
-		if err := line("$source", p.source); err != nil {
+		if err := line(kv[0], kv[1]); err != nil {
 			return nil, err
 		}
 	}

@@ -3,6 +3,8 @@ package spend
 import (
 	"context"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/store"
@@ -34,11 +36,8 @@ func budgetUnreadable(err error) *capability.Error {
 // Unboundable is the refusal of a call whose cost nothing in the request
 // bounds (why says what) by a payer held to budget b.
 func Unboundable(b store.Budget, why string) *capability.Error {
-	who, remove := "this box's monthly budget", fmt.Sprintf("`boxbroker budget remove %s`", b.Box)
-	if b.Principal != "" {
-		who = "the monthly budget for " + b.Principal + " on this box"
-		remove = fmt.Sprintf("`boxbroker budget remove %s --principal %s`", b.Box, b.Principal)
-	}
+	who, remove := whose(b, "monthly budget", "remove "+b.Box)
+	who = strings.ToLower(who[:1]) + who[1:]
 	return capability.Refuse(capability.ReasonBudget, "This call is refused because it could cost more than any bound the broker can set, and it would be paid within %s of %s: %s. "+
 		"The owner can allow such calls only by removing that budget, with %s.", who, FormatUSD(b.Limit), why, remove)
 }
@@ -48,20 +47,12 @@ func OverBudget(e *store.OverBudgetError, bound int64) *capability.Error {
 	if e.Budget.Window != "" {
 		return overWindow(e, bound)
 	}
-	who, raise := "This box's monthly budget", fmt.Sprintf("`boxbroker budget set %s AMOUNT`", e.Budget.Box)
-	if e.Budget.Principal != "" {
-		who = "The monthly budget for " + e.Budget.Principal + " on this box"
-		raise = fmt.Sprintf("`boxbroker budget set %s AMOUNT --principal %s`", e.Budget.Box, e.Budget.Principal)
-	}
+	who, raise := whose(e.Budget, "monthly budget", "set "+e.Budget.Box+" AMOUNT")
 	resets := "the first of next month"
 	if t := Resets(e.Month); !t.IsZero() {
 		resets = t.Format("2006-01-02") + " at 00:00 UTC"
 	}
-	// The figures share the decimals the finest of them (or the budget)
-	// needs, so that $0.000000 charged stands beside a $0.000001 budget
-	// rather than $0.00.
-	left := max(e.Budget.Limit-e.Spent-e.Reserved, 0)
-	f := usdAlike(e.Budget.Limit, e.Spent, e.Reserved, bound, left)
+	left, f := leftOf(e, bound)
 	used := fmt.Sprintf("%s charged and %s held for calls in flight, and this call could cost up to %s", f(e.Spent), f(e.Reserved), FormatUSD(bound))
 	if left > 0 {
 		used = fmt.Sprintf("what is left of it, %s (%s charged, %s held for calls in flight), is less than this call could cost up to %s",
@@ -69,4 +60,42 @@ func OverBudget(e *store.OverBudgetError, bound int64) *capability.Error {
 	}
 	return capability.Refuse(capability.ReasonBudget, "%s of %s for %s is spent: %s. It resets on %s; the owner can raise it with %s.",
 		who, FormatUSD(e.Budget.Limit), e.Month, used, resets, raise)
+}
+
+// whose names budget b, a what ("monthly budget"), as a sentence begins,
+// and the command that changes it: `boxbroker budget ARGS`, with b's
+// --principal when it has one.
+func whose(b store.Budget, what, args string) (who, command string) {
+	if b.Principal == "" {
+		return "This box's " + what, "`boxbroker budget " + args + "`"
+	}
+	return "The " + what + " for " + b.Principal + " on this box", "`boxbroker budget " + args + " --principal " + b.Principal + "`"
+}
+
+// leftOf is what is left of e's budget, and a formatter that writes it,
+// the budget and its figures, and bound, with the decimals the finest of
+// them needs: $0.000000 charged stands beside a $0.000001 budget rather
+// than $0.00.
+func leftOf(e *store.OverBudgetError, bound int64) (int64, func(int64) string) {
+	left := max(e.Budget.Limit-e.Spent-e.Reserved, 0)
+	return left, usdAlike(e.Budget.Limit, e.Spent, e.Reserved, bound, left)
+}
+
+// overWindow is the refusal of a call whose bound would pass e's window
+// budget (e.Budget.Window set; e.Month is the window's current bucket).
+func overWindow(e *store.OverBudgetError, bound int64) *capability.Error {
+	w, err := store.ParseWindow(e.Budget.Window)
+	what := e.Budget.Window + " budget"
+	resets := "when its window moves on"
+	if err == nil {
+		what = w.Describe() + " budget"
+		if at, perr := time.Parse(time.DateOnly, e.Month); perr == nil {
+			resets = w.Resets(at).Format("2006-01-02") + " at 00:00 UTC"
+		}
+	}
+	who, raise := whose(e.Budget, what, "set "+e.Budget.Box+" AMOUNT --window "+e.Budget.Window)
+	left, f := leftOf(e, bound)
+	return capability.Refuse(capability.ReasonBudget, "%s of %s is spent: %s left (%s charged, %s held for calls in flight), and this call could cost up to %s. "+
+		"It next frees spending on %s; the owner can raise it with %s.",
+		who, FormatUSD(e.Budget.Limit), f(left), f(e.Spent), f(e.Reserved), FormatUSD(bound), resets, raise)
 }

@@ -154,7 +154,6 @@ func Compare(ctx context.Context, st Reader, box, month string) (*Report, error)
 		}
 		l := &Line{}
 		if p != "" {
-			p := p
 			l.Principal = &p
 		}
 		lines[p] = l

@@ -3,18 +3,12 @@ package spend
 import (
 	"context"
 	"log/slog"
-	"net/http"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/telemetry"
 )
-
-// settleCall settles mc once r is served.
-func (m *Meter) settleCall(r *http.Request, mc *meteredCall) {
-	m.settle(r.Context(), mc.s, mc.tk)
-}
 
 // settlement is what a metered request settles.
 type settlement struct {
@@ -86,40 +80,28 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 		if len(model) > maxModel {
 			model = model[:maxModel]
 		}
-		var u *store.Usage
-		for i := range rows {
-			if rows[i].Model == model {
-				u = &rows[i]
-			}
-		}
-		if u == nil {
-			rows = append(rows, store.Usage{Box: s.box, Month: s.month, PayerKind: s.payer, Principal: s.principal, Model: model})
-			u = &rows[len(rows)-1]
-		}
-		cache = addCache(cache, store.CacheUsage{Box: s.box, PayerKind: s.payer, Entry: rd.entry, Hour: hour, Calls: 1,
-			InputTokens: rd.tokens.Input, CacheWriteTokens: rd.tokens.CacheWrite, CacheReadTokens: rd.tokens.CacheRead})
-		u.Calls++
-		u.InputTokens += rd.tokens.Input
-		u.OutputTokens += rd.tokens.Output
-		u.CacheWriteTokens += rd.tokens.CacheWrite
-		u.CacheReadTokens += rd.tokens.CacheRead
+		cache = store.Merge(cache, store.CacheUsage{Box: s.box, PayerKind: s.payer, Entry: rd.entry, Hour: hour, Calls: 1,
+			InputTokens: rd.tokens.Input, CacheWriteTokens: rd.tokens.CacheWrite, CacheReadTokens: rd.tokens.CacheRead},
+			func(c *store.CacheUsage) bool { return c.Entry == rd.entry }) // payer kind and hour are the settlement's
+		u := store.Usage{Box: s.box, Month: s.month, PayerKind: s.payer, Principal: s.principal, Model: model, Calls: 1,
+			InputTokens: rd.tokens.Input, OutputTokens: rd.tokens.Output, CacheWriteTokens: rd.tokens.CacheWrite, CacheReadTokens: rd.tokens.CacheRead}
 		res := m.resolve(model)
 		priced := res.Match != Unpriced
-		measured := rd.measured && !rd.open
 		if !priced {
-			u.Unpriced++
+			u.Unpriced = 1
 		}
-		if !measured {
-			u.Unmeasured++
+		if rd.measured && !rd.open {
+			c := res.Cost(rd.tokens)
+			charged = store.AddCapped(charged, c)
+			if priced {
+				u.Cost = c
+				cost = store.AddCapped(cost, c)
+			}
+		} else {
+			u.Unmeasured = 1
 			exact = false
-			continue
 		}
-		c := res.Cost(rd.tokens)
-		charged = store.AddCapped(charged, c)
-		if priced {
-			u.Cost = store.AddCapped(u.Cost, c)
-			cost = store.AddCapped(cost, c)
-		}
+		rows = store.Merge(rows, u, func(r *store.Usage) bool { return r.Model == model })
 	}
 	// The request's log line and audit row show the measured cost,
 	// priced here once.
@@ -165,16 +147,4 @@ func (m *Meter) record(ctx context.Context, st store.Settlement) error {
 		return m.cfg.Outbox.Settle(ctx, st)
 	}
 	return m.cfg.Settle.Settle(ctx, st)
-}
-
-// addCache adds c to cache's row of its entry (payer kind and hour are
-// one settlement's), or appends it.
-func addCache(cache []store.CacheUsage, c store.CacheUsage) []store.CacheUsage {
-	for i := range cache {
-		if cache[i].Entry == c.Entry {
-			cache[i].Add(c)
-			return cache
-		}
-	}
-	return append(cache, c)
 }

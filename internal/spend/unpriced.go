@@ -81,13 +81,11 @@ func (m *Meter) resolve(model string) Resolved {
 		return res
 	}
 	if m.unpriced.note(model, res, m.cfg.Now()) {
+		msg := "spend: model not in the price table nor of a family in it; charged as --unpriced-as until a price file (--prices) names it"
 		if res.Match == Family {
-			m.log.Warn("spend: model not in the price table; charged as the newest model of its family until a price file (--prices) names it",
-				"model", model, "priced_as", res.As, "prices_checked", m.cfg.Prices.Checked())
-		} else {
-			m.log.Warn("spend: model not in the price table nor of a family in it; charged as --unpriced-as until a price file (--prices) names it",
-				"model", model, "priced_as", res.As, "prices_checked", m.cfg.Prices.Checked())
+			msg = "spend: model not in the price table; charged as the newest model of its family until a price file (--prices) names it"
 		}
+		m.log.Warn(msg, "model", model, "priced_as", res.As, "prices_checked", m.cfg.Prices.Checked())
 	}
 	m.cfg.Metrics.UnpricedCall(model, res.As, res.Match.String())
 	return res

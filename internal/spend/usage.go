@@ -76,16 +76,16 @@ func readUsage(v gjson.Result, u *usageFields) bool {
 		case "cache_read_input_tokens":
 			ok = jsonfield.Int(v, &u.cacheRead.n, &u.cacheRead.set)
 		case "cache_creation":
-			ok = readCacheCreation(v, u)
+			ok = readOneInt(v, "ephemeral_1h_input_tokens", &u.cacheCreation, &u.ephemeral1h)
 		case "server_tool_use":
-			ok = readServerToolUse(v, u)
+			ok = readOneInt(v, "web_search_requests", &u.serverToolUse, &u.webSearches)
 		default:
 			switch folded(name, "input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "cache_creation", "server_tool_use") {
 			case "":
 			case "cache_creation":
-				ok = readCacheCreation(v, new(usageFields))
+				ok = readOneInt(v, "ephemeral_1h_input_tokens", new(bool), new(opt))
 			case "server_tool_use":
-				ok = readServerToolUse(v, new(usageFields))
+				ok = readOneInt(v, "web_search_requests", new(bool), new(opt))
 			default:
 				ok = checkInt(v)
 			}
@@ -93,16 +93,6 @@ func readUsage(v gjson.Result, u *usageFields) bool {
 		return ok
 	})
 	return ok
-}
-
-func readCacheCreation(v gjson.Result, u *usageFields) bool {
-	return readOneInt(v, "ephemeral_1h_input_tokens", &u.cacheCreation, &u.ephemeral1h)
-}
-
-// readServerToolUse reads v, a usage's "server_tool_use" value, into u:
-// its web_search_requests.
-func readServerToolUse(v gjson.Result, u *usageFields) bool {
-	return readOneInt(v, "web_search_requests", &u.serverToolUse, &u.webSearches)
 }
 
 // readOneInt reads v, an object's value of which only the integer member

@@ -119,7 +119,7 @@ func (c *metered) Serve(w http.ResponseWriter, r *http.Request, call *capability
 	if mc.tk != nil {
 		// Deferred, so that a call the proxy aborts (the box went away
 		// mid-stream) is settled too.
-		defer c.m.settleCall(r, mc)
+		defer c.m.settle(r.Context(), mc.s, mc.tk)
 	}
 	return c.Capability.Serve(w, mc.r, mc.call)
 }
