@@ -275,3 +275,44 @@ func TestReplay_OneBadRecordIsSetAsideAlone(t *testing.T) {
 		t.Errorf("spool holds %d bytes, want none", s)
 	}
 }
+
+// TestSettle_RefusedWithTheDeadLettersFullIsSpooled: a settlement the
+// store refuses for good, while the dead-letter file is at its bound, is
+// kept in the spool rather than lost; once the dead letters have room, a
+// replay sets it aside there.
+func TestSettle_RefusedWithTheDeadLettersFullIsSpooled(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	st := nearBound(t, dir)
+	id, err := st.Identity(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ob, err := Open(Config{Dir: dir, Store: st, Identity: id, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ob.Close() })
+	ob.Spool.dead.max = 400
+	if err := ob.Spool.SetDead(batch("first"), store.ErrRejected); err != nil {
+		t.Fatal(err)
+	}
+	bad := store.Settlement{Box: "alpha", Month: boundMonth, Charge: 7, Usage: boundUsage("alpha", 1<<62)}
+	if err := ob.Settle(ctx, bad); err != nil {
+		t.Fatalf("Settle with the dead letters full = %v, want it spooled", err)
+	}
+	if ob.Spool.Size() == 0 || ob.Spool.DeadCount() != 1 {
+		t.Fatalf("spool %d bytes, %d dead letters; want the settlement spooled beside the one dead letter", ob.Spool.Size(), ob.Spool.DeadCount())
+	}
+	if _, err := ob.DropDead("first"); err != nil {
+		t.Fatal(err)
+	}
+	ob.Spool.dead.max = 1 << 20
+	if _, err := ob.Replay(ctx); err != nil {
+		t.Fatalf("Replay = %v", err)
+	}
+	dead, err := ob.ListDead()
+	if err != nil || len(dead) != 1 || len(dead[0].Batch.Settle) != 1 || dead[0].Batch.Settle[0].Charge != 7 || ob.Spool.Size() != 0 {
+		t.Errorf("after a replay with room: dead %+v, %v, spool %d bytes; want the settlement as the one dead letter", dead, err, ob.Spool.Size())
+	}
+}

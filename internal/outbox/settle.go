@@ -164,7 +164,8 @@ func (o *Outbox) Settle(ctx context.Context, st store.Settlement) error {
 // record writes st under a key of its own, and to the spool under that
 // key when the store does not take it (nor refuses it for a box removed
 // meanwhile), or sets it aside as a dead letter when the store refuses it
-// for good (Refused). When seqs (the journal's numbers of the calls st
+// for good (Refused), or spools it when the dead letters cannot take
+// it. When seqs (the journal's numbers of the calls st
 // settles) are given, the batch is begun in the journal first, and done
 // once the store, the spool or the dead letters took it.
 func (o *Outbox) record(ctx context.Context, st store.Settlement, seqs []uint64) (err error) {
@@ -185,11 +186,15 @@ func (o *Outbox) record(ctx context.Context, st store.Settlement, seqs []uint64)
 		return err
 	}
 	if Refused(err) {
-		// Refused for what it holds: a replay would be refused too.
-		if derr := o.Spool.SetDead(b, err); derr != nil {
-			return errors.Join(err, derr)
+		// Refused for what it holds: a replay would be refused too. When
+		// the dead letters cannot take it (full, or the disk refuses), the
+		// spool keeps it, as it keeps the audit writer's: a replay then
+		// stops at it until the dead letters have room.
+		derr := o.Spool.SetDead(b, err)
+		if derr == nil {
+			return nil
 		}
-		return nil
+		err = errors.Join(err, derr)
 	}
 	if serr := o.Spool.Append(b); serr != nil {
 		return errors.Join(err, serr)
