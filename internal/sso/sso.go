@@ -163,6 +163,11 @@ type Identity struct {
 	// else the preferred username, or else the subject.
 	Name string
 	Role Role
+	// Claim and Grounds are what Role rests on: the role claim's name and
+	// those of its values one of the role lists names (at most maxGrounds).
+	// A session keeps them, and RoleOf judges them again on each request.
+	Claim   string
+	Grounds []string
 }
 
 // Errors of Finish.
@@ -372,7 +377,7 @@ func (p *Provider) Finish(w http.ResponseWriter, r *http.Request) (Identity, err
 	if !ok {
 		return id, fmt.Errorf("%w: %s is neither an operator nor a viewer here", ErrNoRole, id.Name)
 	}
-	id.Role = role
+	id.Role, id.Claim, id.Grounds = role, p.cfg.RoleClaim, p.groundsOf(claims)
 	return id, nil
 }
 
@@ -413,15 +418,45 @@ func (p *Provider) openFlow(r *http.Request) (flow, error) {
 	return f, nil
 }
 
-// roleOf maps the claims to a role: operator before viewer.
+// maxGrounds bounds the claim values a session keeps to judge its role
+// again (RoleOf); each is a value of one of the role lists.
+const maxGrounds = 16
+
+// roleOf maps the claims to a role: operator before viewer. With the
+// claim email, an address the provider has not verified maps to none.
 func (p *Provider) roleOf(claims map[string]any) (Role, bool) {
 	if p.cfg.RoleClaim == "email" {
 		if v, _ := claims["email_verified"].(bool); !v {
 			return "", false
 		}
 	}
-	values := claimValues(claims[p.cfg.RoleClaim])
-	for _, v := range values {
+	return p.RoleOf(p.cfg.RoleClaim, p.groundsOf(claims))
+}
+
+// groundsOf is the values of the role claim in claims that one of the
+// role lists names, each once, at most maxGrounds.
+func (p *Provider) groundsOf(claims map[string]any) []string {
+	var grounds []string
+	for _, v := range claimValues(claims[p.cfg.RoleClaim]) {
+		named := slices.Contains(p.cfg.Operators, v) || slices.Contains(p.cfg.Viewers, v)
+		if named && len(grounds) < maxGrounds && !slices.Contains(grounds, v) {
+			grounds = append(grounds, v)
+		}
+	}
+	return grounds
+}
+
+// RoleOf is the role that grounds, values of the claim named claim, give
+// under the role lists this Provider was made with: operator before
+// viewer; ok is false for none, or a claim that is no longer the role
+// claim. The owner's page judges a session's kept grounds so on every
+// request, so a person taken off a list (and the broker restarted)
+// loses the role at once rather than when the session ends.
+func (p *Provider) RoleOf(claim string, grounds []string) (Role, bool) {
+	if claim != p.cfg.RoleClaim {
+		return "", false
+	}
+	for _, v := range grounds {
 		if slices.Contains(p.cfg.Operators, v) {
 			return Operator, true
 		}
@@ -429,7 +464,7 @@ func (p *Provider) roleOf(claims map[string]any) (Role, bool) {
 	if slices.Contains(p.cfg.Viewers, "*") {
 		return Viewer, true
 	}
-	for _, v := range values {
+	for _, v := range grounds {
 		if slices.Contains(p.cfg.Viewers, v) {
 			return Viewer, true
 		}

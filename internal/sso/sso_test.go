@@ -85,3 +85,48 @@ func TestNameOf_DropsControlCharacters(t *testing.T) {
 		t.Errorf("nameOf with no email = %q, want the subject", got)
 	}
 }
+
+// TestRoleOf_JudgedAgain: the grounds a sign-in kept give the role the
+// role lists give today: an operator taken off the list is a viewer or
+// nobody, and a changed role claim makes the grounds worth nothing.
+func TestRoleOf_JudgedAgain(t *testing.T) {
+	claims := map[string]any{"groups": []any{"ops", "staff", "other", "ops"}}
+	signedIn := &Provider{cfg: Config{RoleClaim: "groups", Operators: []string{"ops"}, Viewers: []string{"staff"}}}
+	grounds := signedIn.groundsOf(claims)
+	if strings.Join(grounds, ",") != "ops,staff" {
+		t.Fatalf("groundsOf = %q, want the listed values once each: ops, staff", grounds)
+	}
+	tests := []struct {
+		name      string
+		claim     string
+		operators []string
+		viewers   []string
+		want      Role
+		wantOK    bool
+	}{
+		{"lists unchanged", "groups", []string{"ops"}, []string{"staff"}, Operator, true},
+		{"taken off the operators", "groups", []string{"admins"}, []string{"staff"}, Viewer, true},
+		{"taken off both", "groups", []string{"admins"}, []string{"readers"}, "", false},
+		{"everyone a viewer", "groups", []string{"admins"}, []string{"*"}, Viewer, true},
+		{"another role claim", "email", []string{"ops"}, []string{"staff"}, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &Provider{cfg: Config{RoleClaim: tt.claim, Operators: tt.operators, Viewers: tt.viewers}}
+			got, ok := p.RoleOf("groups", grounds)
+			if got != tt.want || ok != tt.wantOK {
+				t.Errorf("RoleOf(groups, %q) = %q, %t; want %q, %t", grounds, got, ok, tt.want, tt.wantOK)
+			}
+		})
+	}
+	many := make([]any, 40)
+	ops := make([]string, 40)
+	for i := range many {
+		ops[i] = strings.Repeat("g", i+1)
+		many[i] = ops[i]
+	}
+	p := &Provider{cfg: Config{RoleClaim: "groups", Operators: ops}}
+	if g := p.groundsOf(map[string]any{"groups": many}); len(g) != maxGrounds {
+		t.Errorf("groundsOf kept %d values, want at most %d", len(g), maxGrounds)
+	}
+}
