@@ -216,8 +216,7 @@ const logPageSize = 25
 
 // boxPageData is one box's page.
 type boxPageData struct {
-	Broker    string
-	Form      FormContext
+	chrome
 	Box       card
 	Recent    []admin.AuditView
 	LogPage   int
@@ -257,7 +256,7 @@ func (u *Page) boxPage(w http.ResponseWriter, r *http.Request, sess *Session) er
 	if err != nil {
 		return operator.StoreError(err, "", "")
 	}
-	page := boxPageData{Broker: u.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Box: c, Notice: notices[r.URL.Query().Get("done")]}
+	page := boxPageData{chrome: u.chrome(sess), Box: c, Notice: notice("/ui/boxes/{name}", r.URL.Query().Get("done"))}
 	page.LogPage, _ = strconv.Atoi(r.URL.Query().Get("log"))
 	page.LogPage = min(max(page.LogPage, 1), 10_000)
 	recent, err := u.cfg.Store.AuditPage(ctx, b.Name, (page.LogPage-1)*logPageSize, logPageSize+1)

@@ -39,7 +39,7 @@ type grantRow struct {
 	RevokedAgo string
 }
 
-// addGrantsPage adds the grants section and its revoke route.
+// addGrantsPage adds the grants section; its forms are rows of forms.
 func (u *Page) addGrantsPage() {
 	u.AddBoxSection(BoxSection{Title: "Grants", Render: func(ctx context.Context, box string, form FormContext) (template.HTML, error) {
 		grants, err := u.cfg.Store.ListGrants(ctx, box)
@@ -68,15 +68,6 @@ func (u *Page) addGrantsPage() {
 		}
 		return template.HTML(b.String()), nil
 	}})
-	u.HandleUI("POST /ui/boxes/{name}/grants", u.issueGrantPage)
-	u.HandleUI("POST /ui/boxes/{name}/grants/{id}/revoke", func(w http.ResponseWriter, r *http.Request, sess *Session) error {
-		name := r.PathValue("name")
-		if err := u.op(r).RevokeBoxGrant(r.Context(), name, r.PathValue("id")); err != nil {
-			return err
-		}
-		http.Redirect(w, r, "/ui/boxes/"+url.PathEscape(name), http.StatusSeeOther)
-		return nil
-	})
 }
 
 // until says when at comes, from now: "in 14m", or "3m ago" once past;
@@ -110,30 +101,28 @@ func shortDuration(d time.Duration) string {
 
 // grantedPage is the page that shows an issued grant's value, once.
 type grantedPage struct {
-	Broker  string
-	Form    FormContext
+	chrome
 	Box     string
 	Issued  operator.IssuedGrant
 	Lasts   string
 	Expires string
 }
 
-// issueGrantPage issues a grant from the box page's form (principal, ttl)
+// issueGrant issues a grant from the box page's form (principal, ttl)
 // and answers with the one page that shows its value. The answer is not
 // cached (Cache-Control: no-store) and the value is never logged; a
 // reload does not show it again, but would post the form again, issuing
 // another grant, so the page says to go back to the box instead.
-func (u *Page) issueGrantPage(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	name, err := admin.BoxName(r)
+func issueGrant(f *formPost) error {
+	name, err := admin.BoxName(f.r)
 	if err != nil {
 		return err
 	}
-	ttl, err := operator.ParseTTL(strings.TrimSpace(r.PostForm.Get("ttl")))
+	ttl, err := operator.ParseTTL(f.get("ttl"))
 	if err != nil {
 		return err
 	}
-	issued, err := u.op(r).IssueGrant(r.Context(), name,
-		operator.NewGrant{Principal: strings.TrimSpace(r.PostForm.Get("principal")), TTL: ttl.String()})
+	issued, err := f.op.IssueGrant(f.ctx(), name, operator.NewGrant{Principal: f.get("principal"), TTL: ttl.String()})
 	if err != nil {
 		return err
 	}
@@ -141,7 +130,6 @@ func (u *Page) issueGrantPage(w http.ResponseWriter, r *http.Request, sess *Sess
 	if issued.Grant.ExpiresAt != nil {
 		expires = *issued.Grant.ExpiresAt
 	}
-	u.render(w, http.StatusOK, "granted", grantedPage{Broker: u.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Box: name,
-		Issued: issued, Lasts: shortDuration(ttl), Expires: expires})
+	f.render(http.StatusOK, "granted", grantedPage{chrome: f.chrome(), Box: name, Issued: issued, Lasts: shortDuration(ttl), Expires: expires})
 	return nil
 }

@@ -481,10 +481,9 @@ func pager(q listQuery, pages int) []pageLink {
 
 // listPage is the list page's content.
 type listPage struct {
-	Broker string
+	chrome
 	// Waiting is the "waiting for you" list of pending proposals.
 	Waiting  template.HTML
-	Form     FormContext
 	Query    listQuery
 	Columns  []column
 	Rows     []row
@@ -508,7 +507,7 @@ type listPage struct {
 func (u *Page) overview(w http.ResponseWriter, r *http.Request, sess *Session) error {
 	now := u.cfg.Now()
 	q := readListQuery(r.URL.Query())
-	page := listPage{Broker: u.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, States: stateLabels, Now: protocol.FormatTime(now)}
+	page := listPage{chrome: u.chrome(sess), States: stateLabels, Now: protocol.FormatTime(now)}
 	var paged bool
 	var err error
 	page.Rows, page.Matched, page.Total, paged, err = u.pageRows(r.Context(), &q)

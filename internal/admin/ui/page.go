@@ -90,6 +90,18 @@ func (f FormContext) CSRFField() template.HTML {
 	return template.HTML(`<input type="hidden" name="csrf" value="` + template.HTMLEscapeString(f.CSRF) + `">`)
 }
 
+// chrome is what every page with the top bar shows: the broker's name
+// and the sign-out form, which needs the session's CSRF secret.
+type chrome struct {
+	Broker string
+	Form   FormContext
+}
+
+// chrome is the top bar's content for sess.
+func (u *Page) chrome(sess *Session) chrome {
+	return chrome{Broker: u.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}}
+}
+
 // BoxSection is a part of a box's page added by a later part of boxbroker
 // (grants, with their issue and revoke forms). Render returns the
 // section's HTML, built with html/template; forms in it post to routes
@@ -179,7 +191,7 @@ func New(a *admin.Server, cfg Config) (*Page, error) {
 	u.registerSpend()
 	u.addGrantsPage()
 	u.registerSSO()
-	u.registerProposals()
+	u.registerForms()
 	return u, nil
 }
 
@@ -272,9 +284,7 @@ func (u *Page) register() {
 	u.a.HandleHTTP("GET /ui/{$}", u.adapt(u.home))
 	u.a.HandleHTTP("GET /ui/style.css", http.HandlerFunc(u.style))
 	u.a.HandleHTTP("POST /ui/signin", u.adapt(u.signin))
-	u.a.HandleHTTP("POST /ui/signout", u.adapt(u.signedIn(u.signout)))
 	u.a.HandleHTTP("GET /ui/boxes/{name}", u.adapt(u.signedIn(u.boxPage)))
-	u.a.HandleHTTP("POST /ui/boxes/{name}/settings", u.adapt(u.signedIn(u.settings)))
 }
 
 // AddBoxSection adds a section to every box's page, after the standard
@@ -529,37 +539,5 @@ func (u *Page) signin(w http.ResponseWriter, r *http.Request) error {
 	}
 	u.log.Info("owner's page: signed in", "admin_token", t.ID)
 	http.Redirect(w, r, "/ui/", http.StatusSeeOther)
-	return nil
-}
-
-// signout ends the session in the store, so that its cookie is refused
-// wherever it is kept, and clears the cookie.
-func (u *Page) signout(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	if err := u.cfg.Store.EndSession(r.Context(), sess.ID, time.Unix(sess.Expires, 0), u.cfg.Now()); err != nil {
-		return operator.StoreError(err, "", "")
-	}
-	u.log.Info("owner's page: signed out", "admin_token", sess.TokenID)
-	u.setCookie(w, r, "")
-	http.Redirect(w, r, "/ui/", http.StatusSeeOther)
-	return nil
-}
-
-// settings changes a box's consent or paused from its page.
-func (u *Page) settings(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	on := r.PostForm.Get("value") == "true"
-	var set operator.BoxSettings
-	switch r.PostForm.Get("set") {
-	case "consent":
-		set.Consent = &on
-	case "paused":
-		set.Paused = &on
-	default:
-		return operator.Errorf(operator.Invalid, "The form names no setting this page changes.")
-	}
-	b, err := u.op(r).UpdateBox(r.Context(), r.PathValue("name"), set)
-	if err != nil {
-		return err
-	}
-	http.Redirect(w, r, "/ui/boxes/"+url.PathEscape(b.Name), http.StatusSeeOther)
 	return nil
 }

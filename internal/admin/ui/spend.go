@@ -26,8 +26,7 @@ type monthLink struct {
 
 // spendPage is the spend page's content.
 type spendPage struct {
-	Broker string
-	Form   FormContext
+	chrome
 	admin.FleetSpend
 	// ThisMonth is the current month (UTC); Months the quick links.
 	ThisMonth string
@@ -82,7 +81,7 @@ func (u *Page) spendPage(w http.ResponseWriter, r *http.Request, sess *Session) 
 		return operator.StoreError(err, "", "")
 	}
 	this := spend.Month(u.cfg.Now())
-	p := spendPage{Broker: u.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, FleetSpend: f, ThisMonth: this,
+	p := spendPage{chrome: u.chrome(sess), FleetSpend: f, ThisMonth: this,
 		Prev: monthAdd(month, -1), Grains: admin.SpendCSVGrains}
 	if month < this {
 		p.Next = monthAdd(month, 1)
