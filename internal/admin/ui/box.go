@@ -2,7 +2,6 @@ package ui
 
 import (
 	"github.com/intentius/boxbroker/internal/operator"
-	"github.com/intentius/boxbroker/internal/protocol"
 
 	"github.com/intentius/boxbroker/internal/admin"
 
@@ -283,12 +282,8 @@ func (u *Page) boxPage(w http.ResponseWriter, r *http.Request, sess *Session) er
 		held = append(held, sec.Name)
 	}
 	page.Missing, page.Extra = crossCheck(declaredSecrets(d, u.cfg.Broker), held)
-	resources, err := u.cfg.Store.ListResources(ctx, b.Name)
-	if err != nil {
-		return operator.StoreError(err, "", "")
-	}
-	for _, res := range resources {
-		page.Resources = append(page.Resources, operator.ResourceView{Kind: res.Kind, ID: res.ID, At: protocol.FormatTime(res.At)})
+	if page.Resources, err = u.a.Operator().ListResources(ctx, b.Name); err != nil {
+		return err
 	}
 	hours, err := u.cfg.Store.AuditHours(ctx, b.Name, now.Add(-7*24*time.Hour))
 	if err != nil {

@@ -20,17 +20,6 @@ import (
 // expiry and state, revokes a current one, and issues one. It is built on the page's
 // extension point (AddBoxSection, HandleUI), as any later part may be.
 
-var grantsSection = template.Must(template.New("grants").Parse(`{{if .Grants}}<table class="grants"><thead><tr><th>Grant</th><th>Principal</th><th>Issued</th><th>Expires</th><th>State</th><th></th></tr></thead><tbody>
-{{range .Grants}}<tr id="grant-{{.ID}}"><td><code>{{.ID}}</code></td><td>{{.Principal}}</td><td title="{{.Issued}}">{{.IssuedAgo}}</td><td title="{{.Expires}}">{{.ExpiresIn}}</td><td>{{if eq .State "current"}}<span class="tag ok">current</span>{{else}}<span class="tag dim">{{.State}}</span>{{with .RevokedAgo}} <span class="dim small">{{.}}</span>{{end}}{{end}}</td>
-<td>{{if eq .State "current"}}<form method="post" action="/ui/boxes/{{$.BoxPath}}/grants/{{.ID}}/revoke" class="inline">{{$.CSRF}}<button type="submit">Revoke</button></form>{{end}}</td></tr>
-{{end}}</tbody></table>{{else}}<p class="dim">None issued.</p>{{end}}
-<form method="post" action="/ui/boxes/{{.BoxPath}}/grants" class="issue" id="grant-issue">{{.CSRF}}
-<label for="grant-principal">Visitor<input id="grant-principal" name="principal" placeholder="github:login" maxlength="200" required></label>
-<label for="grant-ttl">Lasts (at most {{.MaxTTL}})<input id="grant-ttl" name="ttl" value="{{.DefaultTTL}}" size="8" maxlength="20"></label>
-<button type="submit">Issue a grant</button>
-</form>
-<p class="dim small">The grant's value is shown once, on the next page. The visitor's surface sends it as the <code>chant-grant</code> header; their own credential then pays for their turns on this box.</p>`))
-
 type grantRow struct {
 	ID, Principal, Issued, Expires, State string
 	// IssuedAgo and ExpiresIn say the times relative to now.
@@ -62,11 +51,7 @@ func (u *Page) addGrantsPage() {
 				Issued: protocol.FormatTime(g.CreatedAt), Expires: protocol.FormatTime(g.ExpiresAt), State: operator.GrantState(g.RevokedAt, g.ExpiresAt, now),
 				IssuedAgo: ago(protocol.FormatTime(g.CreatedAt), now), ExpiresIn: until(g.ExpiresAt, now)})
 		}
-		var b strings.Builder
-		if err := grantsSection.Execute(&b, data); err != nil {
-			return "", err
-		}
-		return template.HTML(b.String()), nil
+		return u.fragment("grants", data)
 	}})
 }
 

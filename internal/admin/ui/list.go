@@ -38,8 +38,11 @@ const (
 	stateSecrets = "secrets"
 )
 
+// stateName is a state's key and how the page writes it.
+type stateName struct{ Key, Label string }
+
 // stateLabels are the states as the page writes them, in filter order.
-var stateLabels = []struct{ Key, Label string }{
+var stateLabels = []stateName{
 	{stateOK, "ok"},
 	{statePaused, "paused"},
 	{stateBlocked, "blocked by budget"},
@@ -243,17 +246,25 @@ func (u *Page) rows(ctx context.Context) ([]row, error) {
 	for _, m := range months {
 		byMonth[m.Box] = m
 	}
-	f, err := u.facts(ctx, now, month)
+	listed := make([]store.ListedBox, len(boxes))
+	for i, b := range boxes {
+		listed[i] = store.ListedBox{Box: b, Month: byMonth[b.Name]}
+		if k, ok := docs[b.Name]; ok {
+			listed[i].Declaration = &k
+		}
+	}
+	return u.rowsOf(ctx, now, listed)
+}
+
+// rowsOf makes the rows of boxes, at now.
+func (u *Page) rowsOf(ctx context.Context, now time.Time, boxes []store.ListedBox) ([]row, error) {
+	f, err := u.facts(ctx, now, spend.Month(now))
 	if err != nil {
 		return nil, err
 	}
 	out := make([]row, 0, len(boxes))
-	for _, b := range boxes {
-		var kept *store.KeptDeclaration
-		if k, ok := docs[b.Name]; ok {
-			kept = &k
-		}
-		r, err := u.row(b, kept, byMonth[b.Name], f)
+	for _, lb := range boxes {
+		r, err := u.row(lb.Box, lb.Declaration, lb.Month, f)
 		if err != nil {
 			return nil, err
 		}
@@ -296,19 +307,8 @@ func (u *Page) pageRows(ctx context.Context, q *listQuery) (rows []row, matched,
 		}
 		total = all.Matched
 	}
-	f, err := u.facts(ctx, now, month)
-	if err != nil {
-		return nil, 0, 0, true, err
-	}
-	rows = make([]row, 0, len(p.Boxes))
-	for _, lb := range p.Boxes {
-		r, err := u.row(lb.Box, lb.Declaration, lb.Month, f)
-		if err != nil {
-			return nil, 0, 0, true, err
-		}
-		rows = append(rows, r)
-	}
-	return rows, p.Matched, total, true, nil
+	rows, err = u.rowsOf(ctx, now, p.Boxes)
+	return rows, p.Matched, total, true, err
 }
 
 // listQuery is the list's sort, filter and page, read from the URL.
@@ -369,11 +369,7 @@ func readListQuery(v url.Values) listQuery {
 	if len(q.Q) > 64 {
 		q.Q = q.Q[:64]
 	}
-	known := false
-	for _, st := range stateLabels {
-		known = known || st.Key == q.State
-	}
-	if !known {
+	if !slices.ContainsFunc(stateLabels, func(s stateName) bool { return s.Key == q.State }) {
 		q.State = "" // not a state the list names
 	}
 	q.Page, _ = strconv.Atoi(v.Get("page"))
@@ -418,17 +414,13 @@ func (q *listQuery) apply(rows []row) ([]row, int) {
 		}
 		kept = append(kept, r)
 	}
-	cmp := sortKeys[q.Sort]
-	sort.SliceStable(kept, func(i, j int) bool {
-		c := cmp(kept[i], kept[j])
-		if c == 0 {
-			c = strings.Compare(kept[i].Name, kept[j].Name)
-			return c < 0
-		}
+	by := sortKeys[q.Sort]
+	slices.SortStableFunc(kept, func(a, b row) int {
+		c := by(a, b)
 		if q.Desc {
-			return c > 0
+			c = -c
 		}
-		return c < 0
+		return cmp.Or(c, strings.Compare(a.Name, b.Name)) // ties by name, ascending
 	})
 	pages := max((len(kept)+listPageSize-1)/listPageSize, 1)
 	q.Page = min(q.Page, pages)
@@ -489,7 +481,7 @@ type listPage struct {
 	Rows     []row
 	Matched  int
 	Total    int
-	States   []struct{ Key, Label string }
+	States   []stateName
 	Pages    []pageLink
 	Prev     string
 	Next     string

@@ -344,15 +344,23 @@ func (u *Page) adapt(h func(http.ResponseWriter, *http.Request) error) http.Hand
 
 // render writes the named template with data.
 func (u *Page) render(w http.ResponseWriter, status int, name string, data any) {
-	var b strings.Builder
-	if err := u.tmpl.ExecuteTemplate(&b, name, data); err != nil {
+	h, err := u.fragment(name, data)
+	if err != nil {
 		u.log.Error("owner's page template", "template", name, "err", err)
 		http.Error(w, "The broker could not show this page.", http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
-	_, _ = w.Write([]byte(b.String()))
+	_, _ = w.Write([]byte(h))
+}
+
+// fragment is the named template executed with data: a page, or a part
+// of one.
+func (u *Page) fragment(name string, data any) (template.HTML, error) {
+	var b strings.Builder
+	err := u.tmpl.ExecuteTemplate(&b, name, data)
+	return template.HTML(b.String()), err
 }
 
 func (u *Page) style(w http.ResponseWriter, r *http.Request) {

@@ -31,14 +31,10 @@ func (u *Page) registerPool() {
 
 // poolRow is one entry as the Credentials page shows it: never its value.
 type poolRow struct {
-	Name, Kind, URL, UpdatedAt string
-	Weight                     int
-	State                      string // healthy, cooling or failed
-	Until                      string // when cooling or failed ends, "" when healthy
-	In                         string // how long until then
-	Requests, R429, R529       int64
-	Failures, Failovers        int64
-	Default                    bool // the shared credential: weight 1, the broker's URL
+	operator.PoolEntryView
+	Until   string // when cooling or failed ends, "" when healthy
+	In      string // how long until then
+	Default bool   // the shared credential: weight 1, the broker's URL
 }
 
 // poolPageData is the Credentials page's content.
@@ -68,9 +64,7 @@ func (u *Page) poolPage(w http.ResponseWriter, r *http.Request, sess *Session) e
 	now := u.cfg.Now()
 	d := poolPageData{chrome: u.chrome(sess), Notice: notice("/ui/credentials", r.URL.Query().Get("done")), Max: pool.MaxWeight}
 	for _, e := range entries {
-		row := poolRow{Name: e.Name, Kind: e.Kind, URL: e.URL, UpdatedAt: e.UpdatedAt, Weight: e.Weight,
-			State: e.State, Requests: e.Requests, R429: e.R429, R529: e.R529, Failures: e.Failures, Failovers: e.Failovers,
-			Default: e.Name == pool.Default}
+		row := poolRow{PoolEntryView: e, Default: e.Name == pool.Default}
 		if e.Until != nil {
 			until, _ := time.Parse(time.RFC3339, *e.Until)
 			row.Until = until.UTC().Format("2006-01-02 15:04:05 UTC")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"html/template"
-	"strings"
 
 	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/store"
@@ -46,11 +45,11 @@ func (u *Page) waiting(ctx context.Context, sess *Session) (template.HTML, error
 	for _, p := range ps {
 		l.Rows = append(l.Rows, waitingRow{ID: p.ID, Box: p.Box, What: p.Attempted(), Reason: p.Reason, Count: p.Count, Expires: p.ExpiresAt})
 	}
-	var b strings.Builder
-	if err := u.tmpl.ExecuteTemplate(&b, "waiting", l); err != nil {
+	h, err := u.fragment("waiting", l)
+	if err != nil {
 		return "", fmt.Errorf("waiting list: %w", err)
 	}
-	return template.HTML(b.String()), nil
+	return h, nil
 }
 
 // decide approves (for the form's "for") or denies the proposal {id}
