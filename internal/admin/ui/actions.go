@@ -18,11 +18,14 @@ func (u *Page) registerActions() {
 	u.HandleUI("GET /ui/boxes/{name}/remove", u.removeForm)
 }
 
-// formPage is the content of a page with one form.
+// formPage is the content of a page with one form: enrolling a box, or
+// confirming the removal of a box or of a pool entry (Default: the
+// shared credential).
 type formPage struct {
 	chrome
-	Box   string
-	Error string
+	Box, Entry string
+	Default    bool
+	Error      string
 }
 
 // tokenPage shows a box's new token, once.

@@ -141,24 +141,24 @@ func (u *Page) blocked(ctx context.Context, box string, budgets operator.BudgetL
 		if !ok {
 			break // that budget was removed since
 		}
-		who := "its own budget"
-		if principal != "" {
-			who = "the budget for " + principal
-		}
 		return fmt.Sprintf("Blocked: the next call could cost up to %s and %s is left of %s (%s). It resets on %s, or raise the budget below.",
-			m[1], usd(bv.Left), who, usd(bv.USD), resets), nil
+			m[1], usd(bv.Left), whose(principal), usd(bv.USD), resets), nil
 	}
 	for _, b := range budgets.Budgets {
 		if b.Left <= 0 {
-			who := "its own budget"
-			if b.Principal != nil {
-				who = "the budget for " + *b.Principal
-			}
 			return fmt.Sprintf("Blocked: nothing is left of %s (%s), so every call it pays is refused. It resets on %s, or raise the budget below.",
-				who, usd(b.USD), resets), nil
+				whose(deref(b.Principal, "")), usd(b.USD), resets), nil
 		}
 	}
 	return "", nil
+}
+
+// whose names the budget of principal ("" for the box's own).
+func whose(principal string) string {
+	if principal == "" {
+		return "its own budget"
+	}
+	return "the budget for " + principal
 }
 
 // card reads what the page shows of v beside the API's view.

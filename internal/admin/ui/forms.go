@@ -163,6 +163,18 @@ func (f *formPost) render(status int, name string, data any) {
 	f.u.render(f.w, status, name, data)
 }
 
+// confirmed reports whether the form's confirm field is name, typed
+// again; when it is not, it answers with the confirmation page again,
+// tmpl with p, which says why.
+func (f *formPost) confirmed(name, tmpl string, p formPage) bool {
+	if f.raw("confirm") == name {
+		return true
+	}
+	p.chrome = f.chrome()
+	f.render(http.StatusBadRequest, tmpl, p)
+	return false
+}
+
 // registerForms adds every form's route.
 func (u *Page) registerForms() {
 	for _, fm := range forms {
@@ -254,9 +266,7 @@ func removeBox(f *formPost) error {
 	if err != nil {
 		return err
 	}
-	if f.raw("confirm") != name {
-		f.render(http.StatusBadRequest, "remove", formPage{chrome: f.chrome(), Box: name,
-			Error: "Type the box's name exactly to remove it; nothing was removed."})
+	if !f.confirmed(name, "remove", formPage{Box: name, Error: "Type the box's name exactly to remove it; nothing was removed."}) {
 		return nil
 	}
 	return f.op.RemoveBox(f.ctx(), name)

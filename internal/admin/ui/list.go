@@ -292,7 +292,7 @@ func (u *Page) pageRows(ctx context.Context, q *listQuery) (rows []row, matched,
 	if err != nil {
 		return nil, 0, 0, true, err
 	}
-	if last := max((p.Matched+listPageSize-1)/listPageSize, 1); q.Page > last {
+	if last := pageCount(p.Matched); q.Page > last {
 		q.Page = last // past the end: the last page, as the whole list does
 		sq.Offset = (q.Page - 1) * listPageSize
 		if p, err = u.cfg.Store.ListBoxPage(ctx, sq); err != nil {
@@ -401,6 +401,15 @@ func (q listQuery) url() string {
 	return "/ui/?" + v.Encode()
 }
 
+// urlAt is the list's URL for q's page n.
+func (q listQuery) urlAt(n int) string {
+	q.Page = n
+	return q.url()
+}
+
+// pageCount is how many pages of the list n boxes fill, at least one.
+func pageCount(n int) int { return max((n+listPageSize-1)/listPageSize, 1) }
+
 // apply filters, sorts and pages rows by q, and returns the page's rows
 // and how many matched.
 func (q *listQuery) apply(rows []row) ([]row, int) {
@@ -422,7 +431,7 @@ func (q *listQuery) apply(rows []row) ([]row, int) {
 		}
 		return cmp.Or(c, strings.Compare(a.Name, b.Name)) // ties by name, ascending
 	})
-	pages := max((len(kept)+listPageSize-1)/listPageSize, 1)
+	pages := pageCount(len(kept))
 	q.Page = min(q.Page, pages)
 	from := (q.Page - 1) * listPageSize
 	return kept[from:min(from+listPageSize, len(kept))], len(kept)
@@ -464,9 +473,7 @@ func pager(q listQuery, pages int) []pageLink {
 			}
 			continue
 		}
-		c := q
-		c.Page = n
-		out = append(out, pageLink{N: n, URL: c.url(), Current: n == q.Page})
+		out = append(out, pageLink{N: n, URL: q.urlAt(n), Current: n == q.Page})
 	}
 	return out
 }
@@ -532,17 +539,13 @@ func (u *Page) overview(w http.ResponseWriter, r *http.Request, sess *Session) e
 		}
 		page.Columns = append(page.Columns, col)
 	}
-	pages := max((page.Matched+listPageSize-1)/listPageSize, 1)
+	pages := pageCount(page.Matched)
 	page.Pages = pager(q, pages)
 	if q.Page > 1 {
-		c := q
-		c.Page--
-		page.Prev = c.url()
+		page.Prev = q.urlAt(q.Page - 1)
 	}
 	if q.Page < pages {
-		c := q
-		c.Page++
-		page.Next = c.url()
+		page.Next = q.urlAt(q.Page + 1)
 	}
 	c := q
 	c.Q, c.State, c.Page = "", "", 1

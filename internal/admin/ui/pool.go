@@ -45,14 +45,6 @@ type poolPageData struct {
 	Max     int
 }
 
-// entryFormPage is the content of the confirmation page of an entry's removal.
-type entryFormPage struct {
-	chrome
-	Entry   string
-	Default bool
-	Error   string
-}
-
 func (u *Page) poolPage(w http.ResponseWriter, r *http.Request, sess *Session) error {
 	if u.cfg.Cache == nil {
 		return operator.Errorf(operator.NotImplemented, "This admin server reads no pool.")
@@ -163,7 +155,7 @@ func (u *Page) removeEntryForm(w http.ResponseWriter, r *http.Request, sess *Ses
 	if err != nil {
 		return err
 	}
-	u.render(w, http.StatusOK, "credential-remove", entryFormPage{chrome: u.chrome(sess), Entry: name, Default: name == pool.Default})
+	u.render(w, http.StatusOK, "credential-remove", formPage{chrome: u.chrome(sess), Entry: name, Default: name == pool.Default})
 	return nil
 }
 
@@ -174,9 +166,7 @@ func removeEntry(f *formPost) error {
 	if err != nil {
 		return err
 	}
-	if f.raw("confirm") != name {
-		f.render(http.StatusBadRequest, "credential-remove", entryFormPage{chrome: f.chrome(), Entry: name,
-			Default: name == pool.Default, Error: "Type the entry's name exactly to remove it; nothing was removed."})
+	if !f.confirmed(name, "credential-remove", formPage{Entry: name, Default: name == pool.Default, Error: "Type the entry's name exactly to remove it; nothing was removed."}) {
 		return nil
 	}
 	if err := f.op.RemovePoolEntry(f.ctx(), name); err != nil {
