@@ -12,12 +12,6 @@ import (
 // are rows of forms; here are the pages they show and the actions too
 // long for a row.
 
-// registerActions adds the actions' own pages.
-func (u *Page) registerActions() {
-	u.HandleUI("GET /ui/enrol", u.enrolForm)
-	u.HandleUI("GET /ui/boxes/{name}/remove", u.removeForm)
-}
-
 // formPage is the content of a page with one form: enrolling a box, or
 // confirming the removal of a box or of a pool entry (Default: the
 // shared credential).

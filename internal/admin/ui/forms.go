@@ -18,9 +18,9 @@ import (
 // after, with the notice shown there. Every row is served through
 // HandleUI, so every post is checked for a session, the session's CSRF
 // secret, this origin and, but for signing out, a role that may act,
-// before its action runs. Each action is recorded in the audit log by
-// the operator service, with the admin as its actor and the page's
-// route, never a token or a value.
+// before its action runs. The operator service records each of its
+// calls in the audit log, with the admin as the actor and the page's
+// route (Page.op), never a token or a value.
 
 // form is one form of the page.
 type form struct {

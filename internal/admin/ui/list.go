@@ -118,19 +118,18 @@ func declaredSecrets(d *protocol.Declaration, broker string) []string {
 // crossCheck returns the secrets declared and not held, and held and not
 // declared, each in order.
 func crossCheck(declared, held []string) (missing, extra []string) {
-	for _, d := range declared {
-		if !slices.Contains(held, d) {
-			missing = append(missing, d)
+	return absent(declared, held), absent(held, declared)
+}
+
+// absent is the names of xs not in ys, in order; nil for none.
+func absent(xs, ys []string) (out []string) {
+	for _, x := range xs {
+		if !slices.Contains(ys, x) {
+			out = append(out, x)
 		}
 	}
-	for _, h := range held {
-		if !slices.Contains(declared, h) {
-			extra = append(extra, h)
-		}
-	}
-	sort.Strings(missing)
-	sort.Strings(extra)
-	return missing, extra
+	sort.Strings(out)
+	return out
 }
 
 // blockedBy reports whether a box's calls are refused for its budget now:

@@ -186,9 +186,6 @@ func New(a *admin.Server, cfg Config) (*Page, error) {
 		}
 	}
 	u.register()
-	u.registerActions()
-	u.registerPool()
-	u.registerSpend()
 	u.addGrantsPage()
 	u.registerSSO()
 	u.registerForms()
@@ -278,13 +275,22 @@ func ago(at string, now time.Time) string {
 	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
 }
 
-// register adds the page's own routes.
+// register adds the page's routes but its forms' (registerForms) and
+// single sign-on's (registerSSO).
 func (u *Page) register() {
+	u.a.HandleHTTP("GET /{$}", http.RedirectHandler("/ui/", http.StatusFound))
 	u.a.HandleHTTP("GET /ui", http.RedirectHandler("/ui/", http.StatusSeeOther))
 	u.a.HandleHTTP("GET /ui/{$}", u.adapt(u.home))
 	u.a.HandleHTTP("GET /ui/style.css", http.HandlerFunc(u.style))
 	u.a.HandleHTTP("POST /ui/signin", u.adapt(u.signin))
-	u.a.HandleHTTP("GET /ui/boxes/{name}", u.adapt(u.signedIn(u.boxPage)))
+	u.HandleUI("GET /ui/boxes/{name}", u.boxPage)
+	u.HandleUI("GET /ui/boxes/{name}/remove", u.removeForm)
+	u.HandleUI("GET /ui/enrol", u.enrolForm)
+	u.HandleUI("GET /ui/credentials", u.poolPage)
+	u.HandleUI("GET /ui/credentials/{entry}/remove", u.removeEntryForm)
+	u.HandleUI("GET /ui/spend", u.spendPage)
+	u.HandleUI("GET /ui/spend.csv", u.spendCSV)
+	u.HandleUI("GET /ui/audit.csv", u.auditCSV)
 }
 
 // AddBoxSection adds a section to every box's page, after the standard

@@ -23,12 +23,6 @@ import (
 // and no box; no page and no refusal repeats a value, nor a refused URL,
 // which could hold one.
 
-// registerPool adds the Credentials page's routes.
-func (u *Page) registerPool() {
-	u.HandleUI("GET /ui/credentials", u.poolPage)
-	u.HandleUI("GET /ui/credentials/{entry}/remove", u.removeEntryForm)
-}
-
 // poolRow is one entry as the Credentials page shows it: never its value.
 type poolRow struct {
 	operator.PoolEntryView

@@ -64,13 +64,6 @@ func monthAdd(month string, n int) string {
 	return t.AddDate(0, n, 0).Format("2006-01")
 }
 
-func (u *Page) registerSpend() {
-	u.a.HandleHTTP("GET /{$}", http.RedirectHandler("/ui/", http.StatusFound))
-	u.HandleUI("GET /ui/spend", u.spendPage)
-	u.HandleUI("GET /ui/spend.csv", u.spendCSV)
-	u.HandleUI("GET /ui/audit.csv", u.auditCSV)
-}
-
 func (u *Page) spendPage(w http.ResponseWriter, r *http.Request, sess *Session) error {
 	month, err := u.a.Month(r)
 	if err != nil {
