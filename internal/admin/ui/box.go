@@ -114,14 +114,6 @@ func (u *Page) blocked(ctx context.Context, box string, budgets operator.BudgetL
 	if err != nil {
 		return "", err
 	}
-	left := func(principal string) (operator.BudgetView, bool) {
-		for _, b := range budgets.Budgets {
-			if deref(b.Principal, "") == principal {
-				return b, true
-			}
-		}
-		return operator.BudgetView{}, false
-	}
 	for _, e := range entries {
 		if e.Capability == store.ActorAdmin {
 			continue
@@ -137,10 +129,11 @@ func (u *Page) blocked(ctx context.Context, box string, budgets operator.BudgetL
 		if p := budgetForRE.FindStringSubmatch(e.Message); p != nil {
 			principal = p[1]
 		}
-		bv, ok := left(principal)
-		if !ok {
+		i := slices.IndexFunc(budgets.Budgets, func(b operator.BudgetView) bool { return deref(b.Principal, "") == principal })
+		if i < 0 {
 			break // that budget was removed since
 		}
+		bv := budgets.Budgets[i]
 		return fmt.Sprintf("Blocked: the next call could cost up to %s and %s is left of %s (%s). It resets on %s, or raise the budget below.",
 			m[1], usd(bv.Left), whose(principal), usd(bv.USD), resets), nil
 	}

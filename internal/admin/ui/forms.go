@@ -178,7 +178,7 @@ func (f *formPost) confirmed(name, tmpl string, p formPage) bool {
 // registerForms adds every form's route.
 func (u *Page) registerForms() {
 	for _, fm := range forms {
-		if fm.proposals && u.approvals == nil {
+		if fm.proposals && u.opts.Approvals == nil {
 			continue
 		}
 		u.HandleUI(fm.pattern, u.post(fm))

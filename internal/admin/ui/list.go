@@ -557,8 +557,8 @@ func (u *Page) overview(w http.ResponseWriter, r *http.Request, sess *Session) e
 	if page.Fleet, err = u.a.FleetTotal(r.Context(), spend.Month(now)); err != nil {
 		return operator.StoreError(err, "", "")
 	}
-	if u.deadLetters != nil {
-		page.DeadLetters = u.deadLetters()
+	if u.opts.DeadLetters != nil {
+		page.DeadLetters = u.opts.DeadLetters()
 	}
 	if page.Waiting, err = u.waiting(r.Context(), sess); err != nil {
 		return operator.StoreError(err, "", "")

@@ -131,17 +131,13 @@ type Config struct {
 // Page is the owner's page. Its routes are on the admin Server it was
 // made for.
 type Page struct {
-	a          *admin.Server
-	cfg        admin.Config // a's, with its defaults
-	log        *slog.Logger
-	sessionTTL time.Duration
-	// deadLetters is Config.DeadLetters.
-	deadLetters func() int
-	// approvals is Config.Approvals.
-	approvals *approval.Service
-	tmpl      *template.Template
-	mu        sync.RWMutex // guards sections
-	sections  []BoxSection
+	a        *admin.Server
+	cfg      admin.Config // a's, with its defaults
+	log      *slog.Logger
+	opts     Config // the page's own, with its defaults
+	tmpl     *template.Template
+	mu       sync.RWMutex // guards sections
+	sections []BoxSection
 	// hours holds the broker's settled hours for the list's chart.
 	hours hourCache
 	// sso is single sign-on; nil when off.
@@ -156,7 +152,7 @@ func New(a *admin.Server, cfg Config) (*Page, error) {
 		cfg.SessionTTL = 12 * time.Hour
 	}
 	acfg := a.Config()
-	u := &Page{a: a, cfg: acfg, log: acfg.Logger, sessionTTL: cfg.SessionTTL, deadLetters: cfg.DeadLetters, approvals: cfg.Approvals}
+	u := &Page{a: a, cfg: acfg, log: acfg.Logger, opts: cfg}
 	t, err := template.New("ui").Funcs(template.FuncMap{
 		"ago":        func(at string) string { return ago(at, acfg.Now()) },
 		"usd":        usd,
@@ -386,7 +382,7 @@ func (u *Page) newSession(tokenID string) (*Session, error) {
 	if _, err := rand.Read(b); err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}
-	return &Session{ID: hex.EncodeToString(b[:16]), TokenID: tokenID, Expires: u.cfg.Now().Add(u.sessionTTL).Unix(), CSRF: hex.EncodeToString(b[16:])}, nil
+	return &Session{ID: hex.EncodeToString(b[:16]), TokenID: tokenID, Expires: u.cfg.Now().Add(u.opts.SessionTTL).Unix(), CSRF: hex.EncodeToString(b[16:])}, nil
 }
 
 // startSession seals sess into the session cookie and sets it.
@@ -454,7 +450,7 @@ func (u *Page) setCookie(w http.ResponseWriter, r *http.Request, value string) {
 	c := &http.Cookie{
 		Name: SessionCookie, Value: value, Path: "/ui/",
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
-		MaxAge: int(u.sessionTTL.Seconds()),
+		MaxAge: int(u.opts.SessionTTL.Seconds()),
 	}
 	if value == "" {
 		c.MaxAge = -1

@@ -31,7 +31,7 @@ var approvalFors = []string{"15m", "1h", "24h", "7d", "30d", "always"}
 // proposals, newest first, with a form to approve or deny each; "" when
 // none wait (or proposals are not configured).
 func (u *Page) waiting(ctx context.Context, sess *Session) (template.HTML, error) {
-	if u.approvals == nil {
+	if u.opts.Approvals == nil {
 		return "", nil
 	}
 	ps, err := u.a.Operator().ListProposals(ctx, "", store.ProposalPending)
