@@ -152,14 +152,14 @@ type fleetFacts struct {
 	held       map[string][]string
 	act        map[string]store.BoxActivity
 	// cacheMonth and cacheDay are the month's and the last 24 hours'.
-	cacheMonth, cacheDay map[string]*operator.CacheTokens
+	cacheMonth, cacheDay map[string]store.CacheUsage
 }
 
 // facts reads fleetFacts for month, at now.
 func (u *Page) facts(ctx context.Context, now time.Time, month string) (fleetFacts, error) {
 	st := u.cfg.Store
 	f := fleetFacts{monthStart: spend.Resets(month).AddDate(0, -1, 0),
-		cacheMonth: map[string]*operator.CacheTokens{}, cacheDay: map[string]*operator.CacheTokens{}}
+		cacheMonth: map[string]store.CacheUsage{}, cacheDay: map[string]store.CacheUsage{}}
 	var err error
 	if f.held, err = st.SecretNames(ctx); err != nil {
 		return fleetFacts{}, err
@@ -176,14 +176,10 @@ func (u *Page) facts(ctx context.Context, now time.Time, month string) (fleetFac
 	if err != nil {
 		return fleetFacts{}, err
 	}
-	add := func(m map[string]*operator.CacheTokens, box string, t operator.CacheTokens) {
-		if m[box] == nil {
-			m[box] = &operator.CacheTokens{}
-		}
+	add := func(m map[string]store.CacheUsage, box string, t operator.CacheTokens) {
 		c := m[box]
-		c.InputTokens += t.InputTokens
-		c.CacheWriteTokens += t.CacheWriteTokens
-		c.CacheReadTokens += t.CacheReadTokens
+		c.Add(store.CacheUsage{InputTokens: t.InputTokens, CacheWriteTokens: t.CacheWriteTokens, CacheReadTokens: t.CacheReadTokens})
+		m[box] = c
 	}
 	for _, l := range cache.ByEntry {
 		add(f.cacheMonth, l.Box, l.Month)
@@ -333,16 +329,13 @@ var sortKeys = map[string]func(a, b row) int{
 	"state":    func(a, b row) int { return strings.Compare(a.State, b.State) },
 }
 
-// hitRatio is c's prompt-cache hit ratio, nil for none.
-func hitRatio(c *operator.CacheTokens) *float64 {
-	if c == nil {
+// hitRatio is c's prompt-cache hit ratio (store.CacheUsage.HitRatio),
+// nil for no prompt tokens.
+func hitRatio(c store.CacheUsage) *float64 {
+	if c.CacheReadTokens+c.CacheWriteTokens+c.InputTokens <= 0 {
 		return nil
 	}
-	all := c.CacheReadTokens + c.CacheWriteTokens + c.InputTokens
-	if all <= 0 {
-		return nil
-	}
-	r := float64(c.CacheReadTokens) / float64(all)
+	r := c.HitRatio()
 	return &r
 }
 
