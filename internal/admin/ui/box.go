@@ -2,7 +2,6 @@ package ui
 
 import (
 	"github.com/intentius/boxbroker/internal/operator"
-	"github.com/intentius/boxbroker/internal/protocol"
 
 	"github.com/intentius/boxbroker/internal/admin"
 
@@ -115,14 +114,6 @@ func (u *Page) blocked(ctx context.Context, box string, budgets operator.BudgetL
 	if err != nil {
 		return "", err
 	}
-	left := func(principal string) (operator.BudgetView, bool) {
-		for _, b := range budgets.Budgets {
-			if deref(b.Principal, "") == principal {
-				return b, true
-			}
-		}
-		return operator.BudgetView{}, false
-	}
 	for _, e := range entries {
 		if e.Capability == store.ActorAdmin {
 			continue
@@ -138,28 +129,29 @@ func (u *Page) blocked(ctx context.Context, box string, budgets operator.BudgetL
 		if p := budgetForRE.FindStringSubmatch(e.Message); p != nil {
 			principal = p[1]
 		}
-		bv, ok := left(principal)
-		if !ok {
+		i := slices.IndexFunc(budgets.Budgets, func(b operator.BudgetView) bool { return deref(b.Principal, "") == principal })
+		if i < 0 {
 			break // that budget was removed since
 		}
-		who := "its own budget"
-		if principal != "" {
-			who = "the budget for " + principal
-		}
+		bv := budgets.Budgets[i]
 		return fmt.Sprintf("Blocked: the next call could cost up to %s and %s is left of %s (%s). It resets on %s, or raise the budget below.",
-			m[1], usd(bv.Left), who, usd(bv.USD), resets), nil
+			m[1], usd(bv.Left), whose(principal), usd(bv.USD), resets), nil
 	}
 	for _, b := range budgets.Budgets {
 		if b.Left <= 0 {
-			who := "its own budget"
-			if b.Principal != nil {
-				who = "the budget for " + *b.Principal
-			}
 			return fmt.Sprintf("Blocked: nothing is left of %s (%s), so every call it pays is refused. It resets on %s, or raise the budget below.",
-				who, usd(b.USD), resets), nil
+				whose(deref(b.Principal, "")), usd(b.USD), resets), nil
 		}
 	}
 	return "", nil
+}
+
+// whose names the budget of principal ("" for the box's own).
+func whose(principal string) string {
+	if principal == "" {
+		return "its own budget"
+	}
+	return "the budget for " + principal
 }
 
 // card reads what the page shows of v beside the API's view.
@@ -216,8 +208,7 @@ const logPageSize = 25
 
 // boxPageData is one box's page.
 type boxPageData struct {
-	Broker    string
-	Form      FormContext
+	chrome
 	Box       card
 	Recent    []admin.AuditView
 	LogPage   int
@@ -257,7 +248,7 @@ func (u *Page) boxPage(w http.ResponseWriter, r *http.Request, sess *Session) er
 	if err != nil {
 		return operator.StoreError(err, "", "")
 	}
-	page := boxPageData{Broker: u.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Box: c, Notice: notices[r.URL.Query().Get("done")]}
+	page := boxPageData{chrome: u.chrome(sess), Box: c, Notice: notice("/ui/boxes/{name}", r.URL.Query().Get("done"))}
 	page.LogPage, _ = strconv.Atoi(r.URL.Query().Get("log"))
 	page.LogPage = min(max(page.LogPage, 1), 10_000)
 	recent, err := u.cfg.Store.AuditPage(ctx, b.Name, (page.LogPage-1)*logPageSize, logPageSize+1)
@@ -284,12 +275,8 @@ func (u *Page) boxPage(w http.ResponseWriter, r *http.Request, sess *Session) er
 		held = append(held, sec.Name)
 	}
 	page.Missing, page.Extra = crossCheck(declaredSecrets(d, u.cfg.Broker), held)
-	resources, err := u.cfg.Store.ListResources(ctx, b.Name)
-	if err != nil {
-		return operator.StoreError(err, "", "")
-	}
-	for _, res := range resources {
-		page.Resources = append(page.Resources, operator.ResourceView{Kind: res.Kind, ID: res.ID, At: protocol.FormatTime(res.At)})
+	if page.Resources, err = u.a.Operator().ListResources(ctx, b.Name); err != nil {
+		return err
 	}
 	hours, err := u.cfg.Store.AuditHours(ctx, b.Name, now.Add(-7*24*time.Hour))
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -63,14 +64,12 @@ func hourChart(hours []store.HourCount, now time.Time) chart {
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %d %d" role="img" aria-label="Requests, upstream failures and refusals per hour, last 7 days">`, chartW, hourChartH)
 	plotW, plotH := float64(chartW-chartPadL), float64(hourChartH-chartPadB)
-	axis(&b, peak, plotH)
+	axis(&b, peak, strconv.FormatInt(peak, 10), plotH)
 	bw := plotW / n
 	for i := range n {
 		x := chartPadL + float64(i)*bw
 		if i%24 == 0 {
-			day := start.Add(time.Duration(i) * time.Hour)
-			fmt.Fprintf(&b, `<line class="grid" x1="%.1f" y1="0" x2="%.1f" y2="%.1f"/><text class="lbl" x="%.1f" y="%d">%s</text>`,
-				x, x, plotH, x+2, hourChartH-4, day.Format("Mon 02"))
+			tick(&b, x, plotH, hourChartH-4, start.Add(time.Duration(i)*time.Hour).Format("Mon 02"))
 		}
 		if peak == 0 {
 			continue
@@ -93,14 +92,20 @@ func hourChart(hours []store.HourCount, now time.Time) chart {
 		Summary: fmt.Sprintf("%d requests, %d refused by the broker (red), %d failed upstream (amber), in the last 7 days (per hour, UTC).", total, refusals, failures)}
 }
 
-// axis draws the value axis's top and middle marks for a peak of peak.
-func axis(b *strings.Builder, peak int64, plotH float64) {
+// axis draws the value axis and its top mark, written top, for a peak of
+// peak ("none" for none).
+func axis(b *strings.Builder, peak int64, top string, plotH float64) {
 	fmt.Fprintf(b, `<line class="axis" x1="%d" y1="%.1f" x2="%d" y2="%.1f"/>`, chartPadL, plotH, chartW, plotH)
-	if peak == 0 {
+	if peak <= 0 {
 		fmt.Fprintf(b, `<text class="lbl" x="%d" y="%.1f">none</text>`, chartPadL+8, plotH/2)
 		return
 	}
-	fmt.Fprintf(b, `<text class="lbl" x="0" y="10">%d</text><line class="grid" x1="%d" y1="0.5" x2="%d" y2="0.5"/>`, peak, chartPadL, chartW)
+	fmt.Fprintf(b, `<text class="lbl" x="0" y="10">%s</text><line class="grid" x1="%d" y1="0.5" x2="%d" y2="0.5"/>`, template.HTMLEscapeString(top), chartPadL, chartW)
+}
+
+// tick draws the time axis's mark at x, written label at the foot, y.
+func tick(b *strings.Builder, x, plotH float64, y int, label string) {
+	fmt.Fprintf(b, `<line class="grid" x1="%.1f" y1="0" x2="%.1f" y2="%.1f"/><text class="lbl" x="%.1f" y="%d">%s</text>`, x, x, plotH, x+2, y, label)
 }
 
 // hourSettle is how long after an hour ends its counts are taken as

@@ -44,20 +44,13 @@ func dayChart(days []store.DayCost, hasBudget bool, limit int64, now time.Time) 
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %d %d" role="img" aria-label="Measured spend per day this month, as a running total, against the budget">`, chartW, chartH)
 	plotW, plotH := float64(chartW-chartPadL), float64(chartH-chartPadB)
-	fmt.Fprintf(&b, `<line class="axis" x1="%d" y1="%.1f" x2="%d" y2="%.1f"/>`, chartPadL, plotH, chartW, plotH)
-	if peak <= 0 {
-		fmt.Fprintf(&b, `<text class="lbl" x="%d" y="%.1f">none</text>`, chartPadL+8, plotH/2)
-	} else {
-		fmt.Fprintf(&b, `<text class="lbl" x="0" y="10">%s</text><line class="grid" x1="%d" y1="0.5" x2="%d" y2="0.5"/>`,
-			template.HTMLEscapeString(spend.FormatUSD(peak)), chartPadL, chartW)
-	}
+	axis(&b, peak, spend.FormatUSD(peak), plotH)
 	bw := plotW / float64(nd)
 	var sum int64
 	for i := range nd {
 		x := chartPadL + float64(i)*bw
 		if i%5 == 0 && i < nd-2 { // none so near the end that it is cut off
-			fmt.Fprintf(&b, `<line class="grid" x1="%.1f" y1="0" x2="%.1f" y2="%.1f"/><text class="lbl" x="%.1f" y="%d">%s</text>`,
-				x, x, plotH, x+2, chartH-4, start.AddDate(0, 0, i).Format("Jan 02"))
+			tick(&b, x, plotH, chartH-4, start.AddDate(0, 0, i).Format("Jan 02"))
 		}
 		if peak <= 0 || i > today {
 			continue

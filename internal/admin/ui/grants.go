@@ -20,17 +20,6 @@ import (
 // expiry and state, revokes a current one, and issues one. It is built on the page's
 // extension point (AddBoxSection, HandleUI), as any later part may be.
 
-var grantsSection = template.Must(template.New("grants").Parse(`{{if .Grants}}<table class="grants"><thead><tr><th>Grant</th><th>Principal</th><th>Issued</th><th>Expires</th><th>State</th><th></th></tr></thead><tbody>
-{{range .Grants}}<tr id="grant-{{.ID}}"><td><code>{{.ID}}</code></td><td>{{.Principal}}</td><td title="{{.Issued}}">{{.IssuedAgo}}</td><td title="{{.Expires}}">{{.ExpiresIn}}</td><td>{{if eq .State "current"}}<span class="tag ok">current</span>{{else}}<span class="tag dim">{{.State}}</span>{{with .RevokedAgo}} <span class="dim small">{{.}}</span>{{end}}{{end}}</td>
-<td>{{if eq .State "current"}}<form method="post" action="/ui/boxes/{{$.BoxPath}}/grants/{{.ID}}/revoke" class="inline">{{$.CSRF}}<button type="submit">Revoke</button></form>{{end}}</td></tr>
-{{end}}</tbody></table>{{else}}<p class="dim">None issued.</p>{{end}}
-<form method="post" action="/ui/boxes/{{.BoxPath}}/grants" class="issue" id="grant-issue">{{.CSRF}}
-<label for="grant-principal">Visitor<input id="grant-principal" name="principal" placeholder="github:login" maxlength="200" required></label>
-<label for="grant-ttl">Lasts (at most {{.MaxTTL}})<input id="grant-ttl" name="ttl" value="{{.DefaultTTL}}" size="8" maxlength="20"></label>
-<button type="submit">Issue a grant</button>
-</form>
-<p class="dim small">The grant's value is shown once, on the next page. The visitor's surface sends it as the <code>chant-grant</code> header; their own credential then pays for their turns on this box.</p>`))
-
 type grantRow struct {
 	ID, Principal, Issued, Expires, State string
 	// IssuedAgo and ExpiresIn say the times relative to now.
@@ -39,7 +28,7 @@ type grantRow struct {
 	RevokedAgo string
 }
 
-// addGrantsPage adds the grants section and its revoke route.
+// addGrantsPage adds the grants section; its forms are rows of forms.
 func (u *Page) addGrantsPage() {
 	u.AddBoxSection(BoxSection{Title: "Grants", Render: func(ctx context.Context, box string, form FormContext) (template.HTML, error) {
 		grants, err := u.cfg.Store.ListGrants(ctx, box)
@@ -62,21 +51,8 @@ func (u *Page) addGrantsPage() {
 				Issued: protocol.FormatTime(g.CreatedAt), Expires: protocol.FormatTime(g.ExpiresAt), State: operator.GrantState(g.RevokedAt, g.ExpiresAt, now),
 				IssuedAgo: ago(protocol.FormatTime(g.CreatedAt), now), ExpiresIn: until(g.ExpiresAt, now)})
 		}
-		var b strings.Builder
-		if err := grantsSection.Execute(&b, data); err != nil {
-			return "", err
-		}
-		return template.HTML(b.String()), nil
+		return u.fragment("grants", data)
 	}})
-	u.HandleUI("POST /ui/boxes/{name}/grants", u.issueGrantPage)
-	u.HandleUI("POST /ui/boxes/{name}/grants/{id}/revoke", func(w http.ResponseWriter, r *http.Request, sess *Session) error {
-		name := r.PathValue("name")
-		if err := u.op(r).RevokeBoxGrant(r.Context(), name, r.PathValue("id")); err != nil {
-			return err
-		}
-		http.Redirect(w, r, "/ui/boxes/"+url.PathEscape(name), http.StatusSeeOther)
-		return nil
-	})
 }
 
 // until says when at comes, from now: "in 14m", or "3m ago" once past;
@@ -110,30 +86,28 @@ func shortDuration(d time.Duration) string {
 
 // grantedPage is the page that shows an issued grant's value, once.
 type grantedPage struct {
-	Broker  string
-	Form    FormContext
+	chrome
 	Box     string
 	Issued  operator.IssuedGrant
 	Lasts   string
 	Expires string
 }
 
-// issueGrantPage issues a grant from the box page's form (principal, ttl)
+// issueGrant issues a grant from the box page's form (principal, ttl)
 // and answers with the one page that shows its value. The answer is not
 // cached (Cache-Control: no-store) and the value is never logged; a
 // reload does not show it again, but would post the form again, issuing
 // another grant, so the page says to go back to the box instead.
-func (u *Page) issueGrantPage(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	name, err := admin.BoxName(r)
+func issueGrant(f *formPost) error {
+	name, err := admin.BoxName(f.r)
 	if err != nil {
 		return err
 	}
-	ttl, err := operator.ParseTTL(strings.TrimSpace(r.PostForm.Get("ttl")))
+	ttl, err := operator.ParseTTL(f.get("ttl"))
 	if err != nil {
 		return err
 	}
-	issued, err := u.op(r).IssueGrant(r.Context(), name,
-		operator.NewGrant{Principal: strings.TrimSpace(r.PostForm.Get("principal")), TTL: ttl.String()})
+	issued, err := f.op.IssueGrant(f.ctx(), name, operator.NewGrant{Principal: f.get("principal"), TTL: ttl.String()})
 	if err != nil {
 		return err
 	}
@@ -141,7 +115,6 @@ func (u *Page) issueGrantPage(w http.ResponseWriter, r *http.Request, sess *Sess
 	if issued.Grant.ExpiresAt != nil {
 		expires = *issued.Grant.ExpiresAt
 	}
-	u.render(w, http.StatusOK, "granted", grantedPage{Broker: u.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Box: name,
-		Issued: issued, Lasts: shortDuration(ttl), Expires: expires})
+	f.render(http.StatusOK, "granted", grantedPage{chrome: f.chrome(), Box: name, Issued: issued, Lasts: shortDuration(ttl), Expires: expires})
 	return nil
 }

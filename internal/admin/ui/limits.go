@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"strconv"
 	"strings"
 
@@ -36,68 +35,33 @@ func (u *Page) limitsOf(ctx context.Context, box string) (limitsCard, error) {
 	return c, err
 }
 
-// registerLimits adds the routes of window budgets and rate limits.
-func (u *Page) registerLimits() {
-	u.HandleUI("POST /ui/boxes/{name}/window-budget", u.setWindowBudget)
-	u.HandleUI("POST /ui/boxes/{name}/window-budget/remove", u.removeWindowBudget)
-	u.HandleUI("POST /ui/boxes/{name}/rate-limit", u.setRateLimit)
-	u.HandleUI("POST /ui/boxes/{name}/rate-limit/remove", u.removeRateLimit)
-}
-
 // formPrincipal reads the form's principal ("" for the box's own).
-func formPrincipal(r *http.Request) (string, error) {
-	p := strings.TrimSpace(r.PostForm.Get("principal"))
+func formPrincipal(f *formPost) (string, error) {
+	p := f.get("principal")
 	return operator.BudgetPrincipal(&p)
 }
 
-// boxAndPrincipal reads the box the route names and the form's
-// principal, the start of every budget-window and rate-limit form.
-func (u *Page) boxAndPrincipal(r *http.Request) (store.Box, string, error) {
-	b, err := u.a.Box(r)
-	if err != nil {
-		return store.Box{}, "", err
-	}
-	principal, err := formPrincipal(r)
-	return b, principal, err
-}
-
-func (u *Page) setWindowBudget(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	b, principal, err := u.boxAndPrincipal(r)
+// setWindowBudget sets a budget by day, week or rolling days.
+func setWindowBudget(f *formPost) error {
+	principal, err := formPrincipal(f)
 	if err != nil {
 		return err
 	}
-	window := strings.TrimSpace(r.PostForm.Get("window"))
+	window := f.get("window")
 	if _, err := store.ParseWindow(window); err != nil {
 		return operator.Errorf(operator.Invalid, "The window is day, week, or Nd for a rolling N days (1 to %d), such as 7d.", store.MaxRollingDays)
 	}
-	usd, err := formUSD(r)
+	usd, err := formUSD(f)
 	if err != nil {
 		return err
 	}
-	set := operator.WindowBudgetSetting{Window: window, USD: json.Number(usd), Principal: &principal}
-	if _, err := u.op(r).SetWindowBudget(r.Context(), b.Name, set); err != nil {
-		return err
-	}
-	back(w, r, b.Name, "budget")
-	return nil
-}
-
-func (u *Page) removeWindowBudget(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	b, principal, err := u.boxAndPrincipal(r)
-	if err != nil {
-		return err
-	}
-	window := r.PostForm.Get("window")
-	if err := u.op(r).RemoveWindowBudget(r.Context(), b.Name, principal, window); err != nil {
-		return err
-	}
-	back(w, r, b.Name, "budget-removed")
-	return nil
+	_, err = f.op.SetWindowBudget(f.ctx(), f.box, operator.WindowBudgetSetting{Window: window, USD: json.Number(usd), Principal: &principal})
+	return err
 }
 
 // formUSD reads a form's usd field, a budget in dollars ("$" allowed).
-func formUSD(r *http.Request) (string, error) {
-	usd := strings.TrimPrefix(strings.TrimSpace(r.PostForm.Get("usd")), "$")
+func formUSD(f *formPost) (string, error) {
+	usd := strings.TrimPrefix(f.get("usd"), "$")
 	if _, err := spend.ParseUSD(usd); err != nil {
 		return "", operator.Errorf(operator.Invalid,
 			"A budget is in dollars from 0 to %d with at most six decimals, such as 25 or 25.50.", spend.MaxUSD)
@@ -106,8 +70,8 @@ func formUSD(r *http.Request) (string, error) {
 }
 
 // formCount reads a form's count field: empty is 0.
-func formCount(r *http.Request, name string) (int64, error) {
-	v := strings.TrimSpace(r.PostForm.Get(name))
+func formCount(f *formPost, name string) (int64, error) {
+	v := f.get(name)
 	if v == "" {
 		return 0, nil
 	}
@@ -118,36 +82,20 @@ func formCount(r *http.Request, name string) (int64, error) {
 	return n, nil
 }
 
-func (u *Page) setRateLimit(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	b, principal, err := u.boxAndPrincipal(r)
+// setRateLimit sets a rate limit of input and output tokens and
+// requests a minute.
+func setRateLimit(f *formPost) error {
+	principal, err := formPrincipal(f)
 	if err != nil {
 		return err
 	}
-	l := store.RateLimit{Box: b.Name, Principal: principal, UpdatedAt: u.cfg.Now().UTC()}
-	var e1, e2, e3 error
-	l.InputTPM, e1 = formCount(r, "input_tpm")
-	l.OutputTPM, e2 = formCount(r, "output_tpm")
-	l.RPM, e3 = formCount(r, "rpm")
-	if errors.Join(e1, e2, e3) != nil || l.InputTPM+l.OutputTPM+l.RPM == 0 {
+	in, e1 := formCount(f, "input_tpm")
+	out, e2 := formCount(f, "output_tpm")
+	rpm, e3 := formCount(f, "rpm")
+	if errors.Join(e1, e2, e3) != nil || in+out+rpm == 0 {
 		return operator.Errorf(operator.Invalid,
 			"Input and output tokens and requests a minute are whole numbers, 0 or more (empty or 0: no bound), and at least one is above 0.")
 	}
-	set := operator.RateLimitView{Principal: &principal, InputTPM: l.InputTPM, OutputTPM: l.OutputTPM, RPM: l.RPM}
-	if _, err := u.op(r).SetRateLimit(r.Context(), b.Name, set); err != nil {
-		return err
-	}
-	back(w, r, b.Name, "rate")
-	return nil
-}
-
-func (u *Page) removeRateLimit(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	b, principal, err := u.boxAndPrincipal(r)
-	if err != nil {
-		return err
-	}
-	if err := u.op(r).RemoveRateLimit(r.Context(), b.Name, principal); err != nil {
-		return err
-	}
-	back(w, r, b.Name, "rate-removed")
-	return nil
+	_, err = f.op.SetRateLimit(f.ctx(), f.box, operator.RateLimitView{Principal: &principal, InputTPM: in, OutputTPM: out, RPM: rpm})
+	return err
 }

@@ -38,8 +38,11 @@ const (
 	stateSecrets = "secrets"
 )
 
+// stateName is a state's key and how the page writes it.
+type stateName struct{ Key, Label string }
+
 // stateLabels are the states as the page writes them, in filter order.
-var stateLabels = []struct{ Key, Label string }{
+var stateLabels = []stateName{
 	{stateOK, "ok"},
 	{statePaused, "paused"},
 	{stateBlocked, "blocked by budget"},
@@ -115,19 +118,18 @@ func declaredSecrets(d *protocol.Declaration, broker string) []string {
 // crossCheck returns the secrets declared and not held, and held and not
 // declared, each in order.
 func crossCheck(declared, held []string) (missing, extra []string) {
-	for _, d := range declared {
-		if !slices.Contains(held, d) {
-			missing = append(missing, d)
+	return absent(declared, held), absent(held, declared)
+}
+
+// absent is the names of xs not in ys, in order; nil for none.
+func absent(xs, ys []string) (out []string) {
+	for _, x := range xs {
+		if !slices.Contains(ys, x) {
+			out = append(out, x)
 		}
 	}
-	for _, h := range held {
-		if !slices.Contains(declared, h) {
-			extra = append(extra, h)
-		}
-	}
-	sort.Strings(missing)
-	sort.Strings(extra)
-	return missing, extra
+	sort.Strings(out)
+	return out
 }
 
 // blockedBy reports whether a box's calls are refused for its budget now:
@@ -150,14 +152,14 @@ type fleetFacts struct {
 	held       map[string][]string
 	act        map[string]store.BoxActivity
 	// cacheMonth and cacheDay are the month's and the last 24 hours'.
-	cacheMonth, cacheDay map[string]*operator.CacheTokens
+	cacheMonth, cacheDay map[string]store.CacheUsage
 }
 
 // facts reads fleetFacts for month, at now.
 func (u *Page) facts(ctx context.Context, now time.Time, month string) (fleetFacts, error) {
 	st := u.cfg.Store
 	f := fleetFacts{monthStart: spend.Resets(month).AddDate(0, -1, 0),
-		cacheMonth: map[string]*operator.CacheTokens{}, cacheDay: map[string]*operator.CacheTokens{}}
+		cacheMonth: map[string]store.CacheUsage{}, cacheDay: map[string]store.CacheUsage{}}
 	var err error
 	if f.held, err = st.SecretNames(ctx); err != nil {
 		return fleetFacts{}, err
@@ -174,14 +176,10 @@ func (u *Page) facts(ctx context.Context, now time.Time, month string) (fleetFac
 	if err != nil {
 		return fleetFacts{}, err
 	}
-	add := func(m map[string]*operator.CacheTokens, box string, t operator.CacheTokens) {
-		if m[box] == nil {
-			m[box] = &operator.CacheTokens{}
-		}
+	add := func(m map[string]store.CacheUsage, box string, t operator.CacheTokens) {
 		c := m[box]
-		c.InputTokens += t.InputTokens
-		c.CacheWriteTokens += t.CacheWriteTokens
-		c.CacheReadTokens += t.CacheReadTokens
+		c.Add(store.CacheUsage{InputTokens: t.InputTokens, CacheWriteTokens: t.CacheWriteTokens, CacheReadTokens: t.CacheReadTokens})
+		m[box] = c
 	}
 	for _, l := range cache.ByEntry {
 		add(f.cacheMonth, l.Box, l.Month)
@@ -243,17 +241,25 @@ func (u *Page) rows(ctx context.Context) ([]row, error) {
 	for _, m := range months {
 		byMonth[m.Box] = m
 	}
-	f, err := u.facts(ctx, now, month)
+	listed := make([]store.ListedBox, len(boxes))
+	for i, b := range boxes {
+		listed[i] = store.ListedBox{Box: b, Month: byMonth[b.Name]}
+		if k, ok := docs[b.Name]; ok {
+			listed[i].Declaration = &k
+		}
+	}
+	return u.rowsOf(ctx, now, listed)
+}
+
+// rowsOf makes the rows of boxes, at now.
+func (u *Page) rowsOf(ctx context.Context, now time.Time, boxes []store.ListedBox) ([]row, error) {
+	f, err := u.facts(ctx, now, spend.Month(now))
 	if err != nil {
 		return nil, err
 	}
 	out := make([]row, 0, len(boxes))
-	for _, b := range boxes {
-		var kept *store.KeptDeclaration
-		if k, ok := docs[b.Name]; ok {
-			kept = &k
-		}
-		r, err := u.row(b, kept, byMonth[b.Name], f)
+	for _, lb := range boxes {
+		r, err := u.row(lb.Box, lb.Declaration, lb.Month, f)
 		if err != nil {
 			return nil, err
 		}
@@ -281,7 +287,7 @@ func (u *Page) pageRows(ctx context.Context, q *listQuery) (rows []row, matched,
 	if err != nil {
 		return nil, 0, 0, true, err
 	}
-	if last := max((p.Matched+listPageSize-1)/listPageSize, 1); q.Page > last {
+	if last := pageCount(p.Matched); q.Page > last {
 		q.Page = last // past the end: the last page, as the whole list does
 		sq.Offset = (q.Page - 1) * listPageSize
 		if p, err = u.cfg.Store.ListBoxPage(ctx, sq); err != nil {
@@ -296,19 +302,8 @@ func (u *Page) pageRows(ctx context.Context, q *listQuery) (rows []row, matched,
 		}
 		total = all.Matched
 	}
-	f, err := u.facts(ctx, now, month)
-	if err != nil {
-		return nil, 0, 0, true, err
-	}
-	rows = make([]row, 0, len(p.Boxes))
-	for _, lb := range p.Boxes {
-		r, err := u.row(lb.Box, lb.Declaration, lb.Month, f)
-		if err != nil {
-			return nil, 0, 0, true, err
-		}
-		rows = append(rows, r)
-	}
-	return rows, p.Matched, total, true, nil
+	rows, err = u.rowsOf(ctx, now, p.Boxes)
+	return rows, p.Matched, total, true, err
 }
 
 // listQuery is the list's sort, filter and page, read from the URL.
@@ -334,16 +329,13 @@ var sortKeys = map[string]func(a, b row) int{
 	"state":    func(a, b row) int { return strings.Compare(a.State, b.State) },
 }
 
-// hitRatio is c's prompt-cache hit ratio, nil for none.
-func hitRatio(c *operator.CacheTokens) *float64 {
-	if c == nil {
+// hitRatio is c's prompt-cache hit ratio (store.CacheUsage.HitRatio),
+// nil for no prompt tokens.
+func hitRatio(c store.CacheUsage) *float64 {
+	if c.CacheReadTokens+c.CacheWriteTokens+c.InputTokens <= 0 {
 		return nil
 	}
-	all := c.CacheReadTokens + c.CacheWriteTokens + c.InputTokens
-	if all <= 0 {
-		return nil
-	}
-	r := float64(c.CacheReadTokens) / float64(all)
+	r := c.HitRatio()
 	return &r
 }
 
@@ -369,11 +361,7 @@ func readListQuery(v url.Values) listQuery {
 	if len(q.Q) > 64 {
 		q.Q = q.Q[:64]
 	}
-	known := false
-	for _, st := range stateLabels {
-		known = known || st.Key == q.State
-	}
-	if !known {
+	if !slices.ContainsFunc(stateLabels, func(s stateName) bool { return s.Key == q.State }) {
 		q.State = "" // not a state the list names
 	}
 	q.Page, _ = strconv.Atoi(v.Get("page"))
@@ -405,6 +393,15 @@ func (q listQuery) url() string {
 	return "/ui/?" + v.Encode()
 }
 
+// urlAt is the list's URL for q's page n.
+func (q listQuery) urlAt(n int) string {
+	q.Page = n
+	return q.url()
+}
+
+// pageCount is how many pages of the list n boxes fill, at least one.
+func pageCount(n int) int { return max((n+listPageSize-1)/listPageSize, 1) }
+
 // apply filters, sorts and pages rows by q, and returns the page's rows
 // and how many matched.
 func (q *listQuery) apply(rows []row) ([]row, int) {
@@ -418,19 +415,15 @@ func (q *listQuery) apply(rows []row) ([]row, int) {
 		}
 		kept = append(kept, r)
 	}
-	cmp := sortKeys[q.Sort]
-	sort.SliceStable(kept, func(i, j int) bool {
-		c := cmp(kept[i], kept[j])
-		if c == 0 {
-			c = strings.Compare(kept[i].Name, kept[j].Name)
-			return c < 0
-		}
+	by := sortKeys[q.Sort]
+	slices.SortStableFunc(kept, func(a, b row) int {
+		c := by(a, b)
 		if q.Desc {
-			return c > 0
+			c = -c
 		}
-		return c < 0
+		return cmp.Or(c, strings.Compare(a.Name, b.Name)) // ties by name, ascending
 	})
-	pages := max((len(kept)+listPageSize-1)/listPageSize, 1)
+	pages := pageCount(len(kept))
 	q.Page = min(q.Page, pages)
 	from := (q.Page - 1) * listPageSize
 	return kept[from:min(from+listPageSize, len(kept))], len(kept)
@@ -472,25 +465,22 @@ func pager(q listQuery, pages int) []pageLink {
 			}
 			continue
 		}
-		c := q
-		c.Page = n
-		out = append(out, pageLink{N: n, URL: c.url(), Current: n == q.Page})
+		out = append(out, pageLink{N: n, URL: q.urlAt(n), Current: n == q.Page})
 	}
 	return out
 }
 
 // listPage is the list page's content.
 type listPage struct {
-	Broker string
+	chrome
 	// Waiting is the "waiting for you" list of pending proposals.
 	Waiting  template.HTML
-	Form     FormContext
 	Query    listQuery
 	Columns  []column
 	Rows     []row
 	Matched  int
 	Total    int
-	States   []struct{ Key, Label string }
+	States   []stateName
 	Pages    []pageLink
 	Prev     string
 	Next     string
@@ -508,7 +498,7 @@ type listPage struct {
 func (u *Page) overview(w http.ResponseWriter, r *http.Request, sess *Session) error {
 	now := u.cfg.Now()
 	q := readListQuery(r.URL.Query())
-	page := listPage{Broker: u.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, States: stateLabels, Now: protocol.FormatTime(now)}
+	page := listPage{chrome: u.chrome(sess), States: stateLabels, Now: protocol.FormatTime(now)}
 	var paged bool
 	var err error
 	page.Rows, page.Matched, page.Total, paged, err = u.pageRows(r.Context(), &q)
@@ -541,17 +531,13 @@ func (u *Page) overview(w http.ResponseWriter, r *http.Request, sess *Session) e
 		}
 		page.Columns = append(page.Columns, col)
 	}
-	pages := max((page.Matched+listPageSize-1)/listPageSize, 1)
+	pages := pageCount(page.Matched)
 	page.Pages = pager(q, pages)
 	if q.Page > 1 {
-		c := q
-		c.Page--
-		page.Prev = c.url()
+		page.Prev = q.urlAt(q.Page - 1)
 	}
 	if q.Page < pages {
-		c := q
-		c.Page++
-		page.Next = c.url()
+		page.Next = q.urlAt(q.Page + 1)
 	}
 	c := q
 	c.Q, c.State, c.Page = "", "", 1
@@ -564,8 +550,8 @@ func (u *Page) overview(w http.ResponseWriter, r *http.Request, sess *Session) e
 	if page.Fleet, err = u.a.FleetTotal(r.Context(), spend.Month(now)); err != nil {
 		return operator.StoreError(err, "", "")
 	}
-	if u.deadLetters != nil {
-		page.DeadLetters = u.deadLetters()
+	if u.opts.DeadLetters != nil {
+		page.DeadLetters = u.opts.DeadLetters()
 	}
 	if page.Waiting, err = u.waiting(r.Context(), sess); err != nil {
 		return operator.StoreError(err, "", "")

@@ -90,6 +90,18 @@ func (f FormContext) CSRFField() template.HTML {
 	return template.HTML(`<input type="hidden" name="csrf" value="` + template.HTMLEscapeString(f.CSRF) + `">`)
 }
 
+// chrome is what every page with the top bar shows: the broker's name
+// and the sign-out form, which needs the session's CSRF secret.
+type chrome struct {
+	Broker string
+	Form   FormContext
+}
+
+// chrome is the top bar's content for sess.
+func (u *Page) chrome(sess *Session) chrome {
+	return chrome{Broker: u.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}}
+}
+
 // BoxSection is a part of a box's page added by a later part of boxbroker
 // (grants, with their issue and revoke forms). Render returns the
 // section's HTML, built with html/template; forms in it post to routes
@@ -119,17 +131,13 @@ type Config struct {
 // Page is the owner's page. Its routes are on the admin Server it was
 // made for.
 type Page struct {
-	a          *admin.Server
-	cfg        admin.Config // a's, with its defaults
-	log        *slog.Logger
-	sessionTTL time.Duration
-	// deadLetters is Config.DeadLetters.
-	deadLetters func() int
-	// approvals is Config.Approvals.
-	approvals *approval.Service
-	tmpl      *template.Template
-	mu        sync.RWMutex // guards sections
-	sections  []BoxSection
+	a        *admin.Server
+	cfg      admin.Config // a's, with its defaults
+	log      *slog.Logger
+	opts     Config // the page's own, with its defaults
+	tmpl     *template.Template
+	mu       sync.RWMutex // guards sections
+	sections []BoxSection
 	// hours holds the broker's settled hours for the list's chart.
 	hours hourCache
 	// sso is single sign-on; nil when off.
@@ -144,7 +152,7 @@ func New(a *admin.Server, cfg Config) (*Page, error) {
 		cfg.SessionTTL = 12 * time.Hour
 	}
 	acfg := a.Config()
-	u := &Page{a: a, cfg: acfg, log: acfg.Logger, sessionTTL: cfg.SessionTTL, deadLetters: cfg.DeadLetters, approvals: cfg.Approvals}
+	u := &Page{a: a, cfg: acfg, log: acfg.Logger, opts: cfg}
 	t, err := template.New("ui").Funcs(template.FuncMap{
 		"ago":        func(at string) string { return ago(at, acfg.Now()) },
 		"usd":        usd,
@@ -174,12 +182,9 @@ func New(a *admin.Server, cfg Config) (*Page, error) {
 		}
 	}
 	u.register()
-	u.registerActions()
-	u.registerPool()
-	u.registerSpend()
 	u.addGrantsPage()
 	u.registerSSO()
-	u.registerProposals()
+	u.registerForms()
 	return u, nil
 }
 
@@ -266,15 +271,22 @@ func ago(at string, now time.Time) string {
 	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
 }
 
-// register adds the page's own routes.
+// register adds the page's routes but its forms' (registerForms) and
+// single sign-on's (registerSSO).
 func (u *Page) register() {
+	u.a.HandleHTTP("GET /{$}", http.RedirectHandler("/ui/", http.StatusFound))
 	u.a.HandleHTTP("GET /ui", http.RedirectHandler("/ui/", http.StatusSeeOther))
 	u.a.HandleHTTP("GET /ui/{$}", u.adapt(u.home))
 	u.a.HandleHTTP("GET /ui/style.css", http.HandlerFunc(u.style))
 	u.a.HandleHTTP("POST /ui/signin", u.adapt(u.signin))
-	u.a.HandleHTTP("POST /ui/signout", u.adapt(u.signedIn(u.signout)))
-	u.a.HandleHTTP("GET /ui/boxes/{name}", u.adapt(u.signedIn(u.boxPage)))
-	u.a.HandleHTTP("POST /ui/boxes/{name}/settings", u.adapt(u.signedIn(u.settings)))
+	u.HandleUI("GET /ui/boxes/{name}", u.boxPage)
+	u.HandleUI("GET /ui/boxes/{name}/remove", u.removeForm)
+	u.HandleUI("GET /ui/enrol", u.enrolForm)
+	u.HandleUI("GET /ui/credentials", u.poolPage)
+	u.HandleUI("GET /ui/credentials/{entry}/remove", u.removeEntryForm)
+	u.HandleUI("GET /ui/spend", u.spendPage)
+	u.HandleUI("GET /ui/spend.csv", u.spendCSV)
+	u.HandleUI("GET /ui/audit.csv", u.auditCSV)
 }
 
 // AddBoxSection adds a section to every box's page, after the standard
@@ -334,15 +346,23 @@ func (u *Page) adapt(h func(http.ResponseWriter, *http.Request) error) http.Hand
 
 // render writes the named template with data.
 func (u *Page) render(w http.ResponseWriter, status int, name string, data any) {
-	var b strings.Builder
-	if err := u.tmpl.ExecuteTemplate(&b, name, data); err != nil {
+	h, err := u.fragment(name, data)
+	if err != nil {
 		u.log.Error("owner's page template", "template", name, "err", err)
 		http.Error(w, "The broker could not show this page.", http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
-	_, _ = w.Write([]byte(b.String()))
+	_, _ = w.Write([]byte(h))
+}
+
+// fragment is the named template executed with data: a page, or a part
+// of one.
+func (u *Page) fragment(name string, data any) (template.HTML, error) {
+	var b strings.Builder
+	err := u.tmpl.ExecuteTemplate(&b, name, data)
+	return template.HTML(b.String()), err
 }
 
 func (u *Page) style(w http.ResponseWriter, r *http.Request) {
@@ -362,7 +382,7 @@ func (u *Page) newSession(tokenID string) (*Session, error) {
 	if _, err := rand.Read(b); err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}
-	return &Session{ID: hex.EncodeToString(b[:16]), TokenID: tokenID, Expires: u.cfg.Now().Add(u.sessionTTL).Unix(), CSRF: hex.EncodeToString(b[16:])}, nil
+	return &Session{ID: hex.EncodeToString(b[:16]), TokenID: tokenID, Expires: u.cfg.Now().Add(u.opts.SessionTTL).Unix(), CSRF: hex.EncodeToString(b[16:])}, nil
 }
 
 // startSession seals sess into the session cookie and sets it.
@@ -430,7 +450,7 @@ func (u *Page) setCookie(w http.ResponseWriter, r *http.Request, value string) {
 	c := &http.Cookie{
 		Name: SessionCookie, Value: value, Path: "/ui/",
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
-		MaxAge: int(u.sessionTTL.Seconds()),
+		MaxAge: int(u.opts.SessionTTL.Seconds()),
 	}
 	if value == "" {
 		c.MaxAge = -1
@@ -529,37 +549,5 @@ func (u *Page) signin(w http.ResponseWriter, r *http.Request) error {
 	}
 	u.log.Info("owner's page: signed in", "admin_token", t.ID)
 	http.Redirect(w, r, "/ui/", http.StatusSeeOther)
-	return nil
-}
-
-// signout ends the session in the store, so that its cookie is refused
-// wherever it is kept, and clears the cookie.
-func (u *Page) signout(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	if err := u.cfg.Store.EndSession(r.Context(), sess.ID, time.Unix(sess.Expires, 0), u.cfg.Now()); err != nil {
-		return operator.StoreError(err, "", "")
-	}
-	u.log.Info("owner's page: signed out", "admin_token", sess.TokenID)
-	u.setCookie(w, r, "")
-	http.Redirect(w, r, "/ui/", http.StatusSeeOther)
-	return nil
-}
-
-// settings changes a box's consent or paused from its page.
-func (u *Page) settings(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	on := r.PostForm.Get("value") == "true"
-	var set operator.BoxSettings
-	switch r.PostForm.Get("set") {
-	case "consent":
-		set.Consent = &on
-	case "paused":
-		set.Paused = &on
-	default:
-		return operator.Errorf(operator.Invalid, "The form names no setting this page changes.")
-	}
-	b, err := u.op(r).UpdateBox(r.Context(), r.PathValue("name"), set)
-	if err != nil {
-		return err
-	}
-	http.Redirect(w, r, "/ui/boxes/"+url.PathEscape(b.Name), http.StatusSeeOther)
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"github.com/intentius/boxbroker/internal/operator"
 
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -24,51 +23,20 @@ import (
 // and no box; no page and no refusal repeats a value, nor a refused URL,
 // which could hold one.
 
-// registerPool adds the Credentials page's routes.
-func (u *Page) registerPool() {
-	u.HandleUI("GET /ui/credentials", u.poolPage)
-	u.HandleUI("POST /ui/credentials", u.addEntry)
-	u.HandleUI("POST /ui/credentials/{entry}", u.editEntry)
-	u.HandleUI("GET /ui/credentials/{entry}/remove", u.removeEntryForm)
-	u.HandleUI("POST /ui/credentials/{entry}/remove", u.removeEntry)
-}
-
-// poolNotices are the lines the Credentials page shows after an action
-// (?done=).
-var poolNotices = map[string]string{
-	"set":     "The entry is sealed and set; its value is not shown again.",
-	"changed": "The entry's weight and URL are changed; its value is kept.",
-	"removed": "The entry is removed; its boxes are hashed over the others.",
-}
-
 // poolRow is one entry as the Credentials page shows it: never its value.
 type poolRow struct {
-	Name, Kind, URL, UpdatedAt string
-	Weight                     int
-	State                      string // healthy, cooling or failed
-	Until                      string // when cooling or failed ends, "" when healthy
-	In                         string // how long until then
-	Requests, R429, R529       int64
-	Failures, Failovers        int64
-	Default                    bool // the shared credential: weight 1, the broker's URL
+	operator.PoolEntryView
+	Until   string // when cooling or failed ends, "" when healthy
+	In      string // how long until then
+	Default bool   // the shared credential: weight 1, the broker's URL
 }
 
 // poolPageData is the Credentials page's content.
 type poolPageData struct {
-	Broker  string
-	Form    FormContext
+	chrome
 	Notice  string
 	Entries []poolRow
 	Max     int
-}
-
-// entryFormPage is the content of the confirmation page of an entry's removal.
-type entryFormPage struct {
-	Broker  string
-	Form    FormContext
-	Entry   string
-	Default bool
-	Error   string
 }
 
 func (u *Page) poolPage(w http.ResponseWriter, r *http.Request, sess *Session) error {
@@ -80,11 +48,9 @@ func (u *Page) poolPage(w http.ResponseWriter, r *http.Request, sess *Session) e
 		return err
 	}
 	now := u.cfg.Now()
-	d := poolPageData{Broker: u.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Notice: poolNotices[r.URL.Query().Get("done")], Max: pool.MaxWeight}
+	d := poolPageData{chrome: u.chrome(sess), Notice: notice("/ui/credentials", r.URL.Query().Get("done")), Max: pool.MaxWeight}
 	for _, e := range entries {
-		row := poolRow{Name: e.Name, Kind: e.Kind, URL: e.URL, UpdatedAt: e.UpdatedAt, Weight: e.Weight,
-			State: e.State, Requests: e.Requests, R429: e.R429, R529: e.R529, Failures: e.Failures, Failovers: e.Failovers,
-			Default: e.Name == pool.Default}
+		row := poolRow{PoolEntryView: e, Default: e.Name == pool.Default}
 		if e.Until != nil {
 			until, _ := time.Parse(time.RFC3339, *e.Until)
 			row.Until = until.UTC().Format("2006-01-02 15:04:05 UTC")
@@ -109,16 +75,16 @@ var errEntryHoldsValue = operator.Errorf(operator.Invalid,
 // entryFields reads and checks an entry form's weight and URL for the
 // entry name, as checkEntry (pool.CheckEntry) checks them, and returns the
 // weight and the URL's canonical form. No refusal repeats the URL.
-func entryFields(r *http.Request, name string) (int, string, error) {
+func entryFields(f *formPost, name string) (int, string, error) {
 	weight := 1
-	if w := strings.TrimSpace(r.PostForm.Get("weight")); w != "" {
+	if w := f.get("weight"); w != "" {
 		n, err := strconv.Atoi(w)
 		if err != nil || n < 1 {
 			n = -1 // refused below, with pool.ErrWeight's words (0 too, which the API reads as 1)
 		}
 		weight = n
 	}
-	rawURL := strings.TrimSpace(r.PostForm.Get("url"))
+	rawURL := f.get("url")
 	if strings.Contains(rawURL, "sk-ant-") {
 		return 0, "", errEntryHoldsValue
 	}
@@ -139,47 +105,42 @@ func entryFields(r *http.Request, name string) (int, string, error) {
 
 // addEntry seals and sets a pool entry from the page's form: the admin
 // API's PUT /api/credentials/pool/{entry}.
-func (u *Page) addEntry(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	value := r.PostForm.Get("value")
-	r.PostForm.Del("value")
-	r.Form.Del("value")
-	name := strings.TrimSpace(r.PostForm.Get("name"))
-	if len(value) >= operator.MinSecretLen && (strings.Contains(name, value) || strings.Contains(r.PostForm.Get("url"), value)) {
+func addEntry(f *formPost) error {
+	value := f.raw("value")
+	name := f.get("name")
+	if len(value) >= operator.MinSecretLen && (strings.Contains(name, value) || strings.Contains(f.raw("url"), value)) {
 		return errEntryHoldsValue
 	}
 	if strings.Contains(name, "sk-ant-") {
 		return errEntryHoldsValue
 	}
-	weight, base, err := entryFields(r, name)
+	weight, base, err := entryFields(f, name)
 	if err != nil {
 		return err
 	}
-	v, err := u.op(r).SetPoolEntry(r.Context(), name, "", weight, base, []byte(value))
-	value = ""
+	v, err := f.op.SetPoolEntry(f.ctx(), name, "", weight, base, []byte(value))
 	if err != nil {
 		return err
 	}
-	u.log.Info("owner's page: credential pool entry set", "entry", v.Name, "kind", v.Kind, "weight", v.Weight, "admin_token", sess.TokenID)
-	backToPool(w, r, "set")
+	f.u.log.Info("owner's page: credential pool entry set", "entry", v.Name, "kind", v.Kind, "weight", v.Weight, "admin_token", f.sess.TokenID)
 	return nil
 }
 
 // editEntry changes an entry's weight and URL and keeps its sealed value,
 // which it never opens.
-func (u *Page) editEntry(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	name, err := admin.EntryName(r)
+func editEntry(f *formPost) error {
+	name, err := admin.EntryName(f.r)
 	if err != nil {
 		return err
 	}
-	weight, base, err := entryFields(r, name)
+	weight, base, err := entryFields(f, name)
 	if err != nil {
 		return err
 	}
-	if err := u.op(r).ChangePoolEntry(r.Context(), name, weight, base); err != nil {
+	if err := f.op.ChangePoolEntry(f.ctx(), name, weight, base); err != nil {
 		return err
 	}
-	u.log.Info("owner's page: credential pool entry changed", "entry", name, "weight", weight, "admin_token", sess.TokenID)
-	backToPool(w, r, "changed")
+	f.u.log.Info("owner's page: credential pool entry changed", "entry", name, "weight", weight, "admin_token", f.sess.TokenID)
 	return nil
 }
 
@@ -188,31 +149,23 @@ func (u *Page) removeEntryForm(w http.ResponseWriter, r *http.Request, sess *Ses
 	if err != nil {
 		return err
 	}
-	u.render(w, http.StatusOK, "credential-remove", entryFormPage{Broker: u.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Entry: name, Default: name == pool.Default})
+	u.render(w, http.StatusOK, "credential-remove", formPage{chrome: u.chrome(sess), Entry: name, Default: name == pool.Default})
 	return nil
 }
 
 // removeEntry removes an entry once its name is typed again on the
 // confirmation page: the admin API's DELETE /api/credentials/pool/{entry}.
-func (u *Page) removeEntry(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	name, err := admin.EntryName(r)
+func removeEntry(f *formPost) error {
+	name, err := admin.EntryName(f.r)
 	if err != nil {
 		return err
 	}
-	if r.PostForm.Get("confirm") != name {
-		u.render(w, http.StatusBadRequest, "credential-remove", entryFormPage{Broker: u.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Entry: name,
-			Default: name == pool.Default, Error: "Type the entry's name exactly to remove it; nothing was removed."})
+	if !f.confirmed(name, "credential-remove", formPage{Entry: name, Default: name == pool.Default, Error: "Type the entry's name exactly to remove it; nothing was removed."}) {
 		return nil
 	}
-	if err := u.op(r).RemovePoolEntry(r.Context(), name); err != nil {
+	if err := f.op.RemovePoolEntry(f.ctx(), name); err != nil {
 		return err
 	}
-	u.log.Info("owner's page: credential pool entry removed", "entry", name, "admin_token", sess.TokenID)
-	backToPool(w, r, "removed")
+	f.u.log.Info("owner's page: credential pool entry removed", "entry", name, "admin_token", f.sess.TokenID)
 	return nil
-}
-
-// backToPool sends the browser to the Credentials page, with done's notice.
-func backToPool(w http.ResponseWriter, r *http.Request, done string) {
-	http.Redirect(w, r, "/ui/credentials?done="+url.QueryEscape(done), http.StatusSeeOther)
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"html/template"
-	"net/http"
-	"strings"
 
 	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/store"
@@ -29,20 +27,11 @@ type waitingList struct {
 // approvalFors are the lengths the page offers, the first the default.
 var approvalFors = []string{"15m", "1h", "24h", "7d", "30d", "always"}
 
-// registerProposals adds the routes that approve and deny a proposal.
-func (u *Page) registerProposals() {
-	if u.approvals == nil {
-		return
-	}
-	u.HandleUI("POST /ui/proposals/{id}/approve", u.decide(true))
-	u.HandleUI("POST /ui/proposals/{id}/deny", u.decide(false))
-}
-
 // waiting renders the "waiting for you" list: every box's pending
 // proposals, newest first, with a form to approve or deny each; "" when
 // none wait (or proposals are not configured).
 func (u *Page) waiting(ctx context.Context, sess *Session) (template.HTML, error) {
-	if u.approvals == nil {
+	if u.opts.Approvals == nil {
 		return "", nil
 	}
 	ps, err := u.a.Operator().ListProposals(ctx, "", store.ProposalPending)
@@ -56,30 +45,29 @@ func (u *Page) waiting(ctx context.Context, sess *Session) (template.HTML, error
 	for _, p := range ps {
 		l.Rows = append(l.Rows, waitingRow{ID: p.ID, Box: p.Box, What: p.Attempted(), Reason: p.Reason, Count: p.Count, Expires: p.ExpiresAt})
 	}
-	var b strings.Builder
-	if err := u.tmpl.ExecuteTemplate(&b, "waiting", l); err != nil {
+	h, err := u.fragment("waiting", l)
+	if err != nil {
 		return "", fmt.Errorf("waiting list: %w", err)
 	}
-	return template.HTML(b.String()), nil
+	return h, nil
 }
 
 // decide approves (for the form's "for") or denies the proposal {id}
-// through the operator service, and goes back to the list.
-func (u *Page) decide(approve bool) func(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	return func(w http.ResponseWriter, r *http.Request, sess *Session) error {
-		op := u.op(r).DecidedBy("page:" + sess.TokenID)
+// through the operator service.
+func decide(approve bool) func(f *formPost) error {
+	return func(f *formPost) error {
+		op := f.op.DecidedBy("page:" + f.sess.TokenID)
 		var p operator.ProposalView
 		var err error
 		if approve {
-			p, err = op.ApproveProposal(r.Context(), r.PathValue("id"), r.PostForm.Get("for"))
+			p, err = op.ApproveProposal(f.ctx(), f.r.PathValue("id"), f.raw("for"))
 		} else {
-			p, err = op.DenyProposal(r.Context(), r.PathValue("id"))
+			p, err = op.DenyProposal(f.ctx(), f.r.PathValue("id"))
 		}
 		if err != nil {
 			return err
 		}
-		u.log.Info("owner's page: proposal decided", "box", p.Box, "proposal", p.ID, "state", p.State, "admin_token", sess.TokenID)
-		http.Redirect(w, r, "/ui/#waiting", http.StatusSeeOther)
+		f.u.log.Info("owner's page: proposal decided", "box", p.Box, "proposal", p.ID, "state", p.State, "admin_token", f.sess.TokenID)
 		return nil
 	}
 }

@@ -26,8 +26,7 @@ type monthLink struct {
 
 // spendPage is the spend page's content.
 type spendPage struct {
-	Broker string
-	Form   FormContext
+	chrome
 	admin.FleetSpend
 	// ThisMonth is the current month (UTC); Months the quick links.
 	ThisMonth string
@@ -65,13 +64,6 @@ func monthAdd(month string, n int) string {
 	return t.AddDate(0, n, 0).Format("2006-01")
 }
 
-func (u *Page) registerSpend() {
-	u.a.HandleHTTP("GET /{$}", http.RedirectHandler("/ui/", http.StatusFound))
-	u.HandleUI("GET /ui/spend", u.spendPage)
-	u.HandleUI("GET /ui/spend.csv", u.spendCSV)
-	u.HandleUI("GET /ui/audit.csv", u.auditCSV)
-}
-
 func (u *Page) spendPage(w http.ResponseWriter, r *http.Request, sess *Session) error {
 	month, err := u.a.Month(r)
 	if err != nil {
@@ -82,7 +74,7 @@ func (u *Page) spendPage(w http.ResponseWriter, r *http.Request, sess *Session) 
 		return operator.StoreError(err, "", "")
 	}
 	this := spend.Month(u.cfg.Now())
-	p := spendPage{Broker: u.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, FleetSpend: f, ThisMonth: this,
+	p := spendPage{chrome: u.chrome(sess), FleetSpend: f, ThisMonth: this,
 		Prev: monthAdd(month, -1), Grains: admin.SpendCSVGrains}
 	if month < this {
 		p.Next = monthAdd(month, 1)

@@ -1,0 +1,165 @@
+package ui
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/approval"
+	"github.com/intentius/boxbroker/internal/operator"
+	"github.com/intentius/boxbroker/internal/secrets"
+	"github.com/intentius/boxbroker/internal/sso"
+	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/sqlite"
+)
+
+// formsPage is a page with every form served (proposals and single
+// sign-on on), over a store holding the box alpha, and the cookies of
+// an admin token's session and of a single sign-on viewer's.
+func formsPage(t *testing.T) (s *admin.Server, st store.Store, adminSess, viewerSess *Session, adminCookie, viewerCookie *http.Cookie) {
+	t.Helper()
+	sq, err := sqlite.Open(filepath.Join(t.TempDir(), "b.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sq.Close() })
+	k, _, err := secrets.Load(t.TempDir(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err = admin.New(admin.Config{Store: sq, Keyring: k, Hosts: []string{"example.com"}}) // httptest.NewRequest's Host
+	if err != nil {
+		t.Fatal(err)
+	}
+	approvals, err := approval.New(approval.Config{Store: sq})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := New(s, Config{Approvals: approvals, SSO: sso.Config{Issuer: "http://127.0.0.1:1", ClientID: "broker",
+		RedirectURL: "http://127.0.0.1:2" + sso.CallbackPath, Viewers: []string{"*"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Operator().AddBox(t.Context(), operator.NewBox{Name: "alpha"}); err != nil {
+		t.Fatal(err)
+	}
+	_, tok, err := operator.Mint(t.Context(), sq, "t", s.Config().Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cookie := func(sess *Session) *http.Cookie {
+		rec := httptest.NewRecorder()
+		if err := u.startSession(rec, httptest.NewRequest("GET", "/ui/", nil), sess); err != nil {
+			t.Fatal(err)
+		}
+		return rec.Result().Cookies()[0]
+	}
+	if adminSess, err = u.newSession(tok.ID); err != nil {
+		t.Fatal(err)
+	}
+	if viewerSess, err = u.newSession(""); err != nil {
+		t.Fatal(err)
+	}
+	viewerSess.Subject, viewerSess.Issuer, viewerSess.Name, viewerSess.Role = "v1", u.sso.Issuer(), "vera", sso.Viewer
+	return s, sq, adminSess, viewerSess, cookie(adminSess), cookie(viewerSess)
+}
+
+// formPath is fm's route with each wildcard named.
+func formPath(fm form) string {
+	_, path, _ := strings.Cut(fm.pattern, " ")
+	return strings.NewReplacer("{name}", "alpha", "{secret}", "STRIPE", "{id}", "p1", "{entry}", "team-b").Replace(path)
+}
+
+// TestUI_EveryFormIsChecked posts every form of the table, each field
+// filled, without a session, without the session's CSRF secret, with
+// another session's, from another origin, and as a viewer: each is
+// refused before its action runs, and nothing is done or audited.
+func TestUI_EveryFormIsChecked(t *testing.T) {
+	s, st, adminSess, viewerSess, adminCookie, viewerCookie := formsPage(t)
+	tests := []struct {
+		name   string
+		cookie *http.Cookie
+		csrf   string
+		origin string
+		status int
+		want   string
+	}{
+		{"no session", nil, adminSess.CSRF, "", http.StatusUnauthorized, "You are not signed in"},
+		{"no csrf", adminCookie, "", "", http.StatusForbidden, "This form did not come from the owner"},
+		{"another session's csrf", adminCookie, viewerSess.CSRF, "", http.StatusForbidden, "This form did not come from the owner"},
+		{"other origin", adminCookie, adminSess.CSRF, "https://evil.example", http.StatusForbidden, "This form did not come from the owner"},
+		{"viewer", viewerCookie, viewerSess.CSRF, "", http.StatusForbidden, "a viewer sees the owner"},
+	}
+	ctx := context.Background()
+	before, err := st.ListAudit(ctx, store.AuditQuery{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fm := range forms {
+		for _, tt := range tests {
+			if tt.name == "viewer" && fm.pattern == "POST /ui/signout" {
+				continue // a viewer may sign out
+			}
+			form := url.Values{}
+			for _, f := range fm.fields {
+				form.Set(f, "alpha")
+			}
+			if tt.csrf != "" {
+				form.Set("csrf", tt.csrf)
+			}
+			req := httptest.NewRequest("POST", formPath(fm), strings.NewReader(form.Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			if tt.cookie != nil {
+				req.AddCookie(tt.cookie)
+			}
+			if tt.origin != "" {
+				req.Header.Set("Origin", tt.origin)
+			}
+			rec := httptest.NewRecorder()
+			s.ServeHTTP(rec, req)
+			if rec.Code != tt.status || !strings.Contains(rec.Body.String(), tt.want) {
+				t.Errorf("%s (%s) = %d, want %d saying %q", fm.pattern, tt.name, rec.Code, tt.status, tt.want)
+			}
+		}
+	}
+	if boxes, err := st.ListBoxes(ctx); err != nil || len(boxes) != 1 {
+		t.Errorf("boxes after refused posts = %v, %v, want alpha alone", boxes, err)
+	}
+	if ended, err := st.SessionEnded(ctx, adminSess.ID); err != nil || ended {
+		t.Errorf("the session after refused sign-outs: ended %v, %v, want it to stand", ended, err)
+	}
+	if after, err := st.ListAudit(ctx, store.AuditQuery{Limit: 100}); err != nil || len(after) != len(before) {
+		t.Errorf("audit entries after refused posts = %d, %v, want %d (none added)", len(after), err, len(before))
+	}
+}
+
+// TestUI_FormNotices checks the table's notices: every done a form goes
+// back with names a notice of the page it goes back to, given by one
+// form.
+func TestUI_FormNotices(t *testing.T) {
+	given := map[string]int{}
+	for _, fm := range forms {
+		if fm.done == "" {
+			if fm.notice != "" {
+				t.Errorf("%s has a notice and no done", fm.pattern)
+			}
+			continue
+		}
+		if notice(fm.back, fm.done) == "" {
+			t.Errorf("%s goes back to %s?done=%s, which shows no notice", fm.pattern, fm.back, fm.done)
+		}
+		if fm.notice != "" {
+			given[fm.back+"?done="+fm.done]++
+		}
+	}
+	for k, n := range given {
+		if n != 1 {
+			t.Errorf("%s's notice is given by %d forms, want 1", k, n)
+		}
+	}
+}
