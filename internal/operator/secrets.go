@@ -244,6 +244,38 @@ func (s *Service) SetSecret(ctx context.Context, box, name string, sv SecretValu
 	return SecretView{Name: name, Host: host, UpdatedAt: formatTime(sec.UpdatedAt), Kind: kind, BodyFields: sec.BodyFields, Rules: sec.Rules, Rate: sec.Rate}, nil
 }
 
+// SetSecretRules sets what box's egress secret name may be spent on, its
+// rules and rate (as SecretValue's), keeping its value, host, kind and
+// body fields. Invalid for a bad name, rule or rate; NotFound when box
+// has no secret of that name.
+func (s *Service) SetSecretRules(ctx context.Context, box, name string, rules []string, rate string) (SecretView, error) {
+	if err := CheckBoxName(box); err != nil {
+		return SecretView{}, err
+	}
+	if err := CheckSecretName(name); err != nil {
+		return SecretView{}, err
+	}
+	rules, rate, err := protocol.CheckSecretRules(rules, rate)
+	if err != nil {
+		return SecretView{}, Errorf(Invalid, "Rules or rate: %s.", err)
+	}
+	sec, err := s.cfg.Store.Secret(ctx, box, name)
+	if err != nil {
+		return SecretView{}, StoreError(err, fmt.Sprintf("Box %s has no secret named %s.", box, name), "")
+	}
+	sec.Rules, sec.Rate, sec.UpdatedAt = rules, rate, s.cfg.Now().UTC()
+	if err := s.cfg.Store.SetSecret(ctx, sec); err != nil {
+		return SecretView{}, StoreError(err, NoBox(box), "")
+	}
+	if err := s.Changed(ctx, store.ChangeSecret, box+"/"+name); err != nil {
+		return SecretView{}, err
+	}
+	if err := s.done(ctx, box, http.StatusOK, RulesMessage(name, rules, rate), "secret", name, "rules", rules, "rate", rate); err != nil {
+		return SecretView{}, err
+	}
+	return SecretView{Name: name, Host: sec.Host, UpdatedAt: formatTime(sec.UpdatedAt), Kind: sec.Kind, BodyFields: sec.BodyFields, Rules: rules, Rate: rate}, nil
+}
+
 // RemoveSecret removes box's egress secret name. NotFound when box has
 // none of that name.
 func (s *Service) RemoveSecret(ctx context.Context, box, name string) error {
