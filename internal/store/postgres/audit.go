@@ -20,12 +20,11 @@ func (s *Store) AddAudit(ctx context.Context, entries []store.AuditEntry) error 
 	if len(entries) == 0 {
 		return nil
 	}
-	return s.write(ctx, fmt.Sprintf("add %d audit entries", len(entries)), func(tx pgx.Tx) ([]store.Change, error) {
+	return s.write(ctx, fmt.Sprintf("add %d audit entries", len(entries)), func(tx pgx.Tx) error {
 		if err := unsynced(ctx, tx); err != nil {
-			return nil, err
+			return err
 		}
-		_, err := tx.CopyFrom(ctx, pgx.Identifier{"audit"}, auditColumns, &auditRows{entries: entries, i: -1})
-		return nil, err
+		return spendTx{tx}.AddAudit(ctx, entries)
 	})
 }
 

@@ -38,7 +38,8 @@ import (
 const (
 	// migrateLock is held while the schema is migrated.
 	migrateLock int64 = 0x626f7862726f6b01 // "boxbrok" 01
-	// changesLock is held from a write's first change until it commits.
+	// changesLock is held from a write's first change until it commits
+	// (dialect.LogChanges).
 	changesLock int64 = 0x626f7862726f6b02
 )
 
@@ -152,49 +153,22 @@ func (s *Store) Close() error {
 	return err
 }
 
-// write runs fn in one transaction, appends the changes fn returns to the
-// changes log last, under changesLock, and commits. Errors are translated
-// to the store's sentinels, prefixed with op.
-func (s *Store) write(ctx context.Context, op string, fn func(tx pgx.Tx) ([]store.Change, error)) error {
+// write runs fn in one transaction through pgx, for the writes that use
+// pgx's own batches and COPY (Dialect.Spend, AddAudit), and commits.
+// They write no change to the changes log. Errors are translated to the
+// store's sentinels, prefixed with op.
+func (s *Store) write(ctx context.Context, op string, fn func(tx pgx.Tx) error) error {
 	return translate(op, s.around(ctx, deadline.Op{Name: op, Kind: deadline.Write}, func(ctx context.Context) error {
-		return s.writeTx(ctx, op, fn)
+		tx, err := s.pool.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after Commit
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return tx.Commit(ctx)
 	}))
-}
-
-// writeTx is write's transaction.
-func (s *Store) writeTx(ctx context.Context, op string, fn func(tx pgx.Tx) ([]store.Change, error)) error {
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return translate(op, err)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after Commit
-	changes, err := fn(tx)
-	if err != nil {
-		return translate(op, err)
-	}
-	if len(changes) > 0 {
-		kinds := make([]string, len(changes))
-		keys := make([]string, len(changes))
-		for i, c := range changes {
-			kinds[i], keys[i] = c.Kind, c.Key
-		}
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", changesLock); err != nil {
-			return translate(op, err)
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO changes (kind, key, at)
-			SELECT kind, key, now() FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS c (kind, key, n) ORDER BY n`,
-			kinds, keys); err != nil {
-			return translate(op, err)
-		}
-		// Delivered to every Listen when the transaction commits.
-		if _, err := tx.Exec(ctx, "NOTIFY "+s.channel); err != nil {
-			return translate(op, err)
-		}
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return translate(op, err)
-	}
-	return nil
 }
 
 // translate turns a driver error into the store's sentinels: pgx.ErrNoRows

@@ -126,6 +126,18 @@ func (s *Store) auditInserter(ctx context.Context, n int) (*auditInserter, error
 	return ins, nil
 }
 
+// auditIn writes entries in tx, a write transaction (a group's, for
+// ApplySpooled), through the statements prepared so far: one of a size
+// not prepared yet runs unprepared, as none can be prepared on the one
+// write connection while its transaction is open.
+func (s *Store) auditIn(ctx context.Context, tx *sql.Tx, entries []store.AuditEntry) error {
+	ins := &auditInserter{sizes: auditChunks(len(entries))}
+	s.audit.mu.Lock()
+	ins.stmts = s.audit.ins
+	s.audit.mu.Unlock()
+	return ins.insert(ctx, tx, entries)
+}
+
 // insert writes entries, which must number the n the inserter was made
 // for, in tx.
 func (ins *auditInserter) insert(ctx context.Context, tx *sql.Tx, entries []store.AuditEntry) error {
@@ -142,7 +154,13 @@ func (ins *auditInserter) insert(ctx context.Context, tx *sql.Tx, entries []stor
 			words = appendWords(words[:0], e.Words)
 			args = prev.append(args, e, words)
 		}
-		if _, err := tx.StmtContext(ctx, ins.stmts[k]).ExecContext(ctx, args...); err != nil {
+		var err error
+		if st := ins.stmts[k]; st != nil {
+			_, err = tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+		} else {
+			_, err = tx.ExecContext(ctx, auditInsert(1<<k), args...)
+		}
+		if err != nil {
 			return err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/sqlstore"
 )
 
 // dialect is SQLite's sqlstore.Dialect: times are UTC microseconds, text
@@ -44,6 +45,18 @@ func (dialect) Bucket(col, unit string) string {
 }
 
 func (dialect) Translate(op string, err error) error { return translate(op, err) }
+
+// Spend makes fn's write in the next group (see grouped).
+func (d dialect) Spend(ctx context.Context, op string, fn, undo func(ctx context.Context, tx sqlstore.SpendTx) error) error {
+	s := d.s
+	var u func(ctx context.Context, tx *sql.Tx) ([]store.Change, error)
+	if undo != nil {
+		u = func(ctx context.Context, tx *sql.Tx) ([]store.Change, error) { return nil, undo(ctx, s.SpendTx(tx)) }
+	}
+	return s.grouped(ctx, op, func(ctx context.Context, tx *sql.Tx) ([]store.Change, error) {
+		return nil, fn(ctx, s.SpendTx(tx))
+	}, u)
+}
 
 func (d dialect) LogChanges(ctx context.Context, tx *sql.Tx, changes []store.Change) error {
 	at := micros(d.s.now())

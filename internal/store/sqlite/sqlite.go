@@ -30,7 +30,6 @@ import (
 
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/store/deadline"
-	"github.com/intentius/boxbroker/internal/store/spendsql"
 	"github.com/intentius/boxbroker/internal/store/sqlstore"
 )
 
@@ -142,8 +141,10 @@ func Open(path string, opts ...Option) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
-	// spendsql's statements and a group's savepoints run prepared.
-	if err := s.Store.Prepare(append(spendsql.Statements(), groupStatements...)...); err != nil {
+	s.Store.AuditIn = s.auditIn
+	// The budget algorithm's statements and a group's savepoints run
+	// prepared.
+	if err := s.Store.Prepare(append(sqlstore.SpendStatements(), groupStatements...)...); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}

@@ -25,7 +25,6 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/store"
-	"github.com/intentius/boxbroker/internal/store/spendsql"
 )
 
 // Dialect is what one database does differently from the other.
@@ -62,6 +61,14 @@ type Dialect interface {
 	// MigrationsTable is the statement that makes schema_migrations
 	// (version, applied_at) if it is missing.
 	MigrationsTable() string
+	// Spend runs fn, a write of the budget algorithm, in one write
+	// transaction of the database's own: SQLite makes it with
+	// concurrent ones in one group commit, and undoes it with undo (when
+	// set) in a later group if its caller has gone by the time it
+	// commits; PostgreSQL runs it through pgx, sending a settlement's
+	// upserts in one batch. fn writes no change. Errors are translated,
+	// prefixed with op.
+	Spend(ctx context.Context, op string, fn, undo func(ctx context.Context, tx SpendTx) error) error
 	// Translate turns err into the store's sentinels (store.ErrNotFound,
 	// ErrExists, ErrUnavailable, ErrRejected), prefixed with op; nil for
 	// nil.
@@ -78,6 +85,9 @@ type Store struct {
 	// Stmts are statements prepared on W, by text, which SpendTx runs
 	// prepared; nil for none. Read-only once the store is open.
 	Stmts map[string]*sql.Stmt
+	// AuditIn writes audit entries in tx, a write on W, for SpendTx's
+	// AddAudit; set by the backend whose Spend runs in a *sql.Tx (SQLite).
+	AuditIn func(ctx context.Context, tx *sql.Tx, entries []store.AuditEntry) error
 	// changes is changesSince, prepared on R.
 	changes *sql.Stmt
 }
@@ -203,7 +213,7 @@ func (s *Store) eachRow(op string, rows *sql.Rows, err error, row func(r Scanner
 		return s.D.Translate(op, err)
 	}
 	defer rows.Close()
-	return s.D.Translate(op, spendsql.EachRow(rows, func(r spendsql.Row) error { return row(r) }))
+	return s.D.Translate(op, EachRow(rows, row))
 }
 
 // Strings runs a query whose rows are one string each.

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/store"
-	"github.com/intentius/boxbroker/internal/store/spendsql"
 )
 
 // SetWindowBudget creates or replaces the budget of b.Box, b.Principal
@@ -58,7 +57,7 @@ func (s *Store) DeleteWindowBudget(ctx context.Context, box, principal, window s
 
 // WindowTallies returns what each of box's window budgets counts at at.
 func (s *Store) WindowTallies(ctx context.Context, box string, at time.Time) ([]store.WindowTally, error) {
-	out, err := spendsql.WindowTallies(ctx, SpendTx{Q: s.R, D: s.D}, box, at)
+	out, err := windowTallies(ctx, dbTx{q: s.R, s: s}, box, at)
 	if err != nil {
 		return nil, s.D.Translate(fmt.Sprintf("window tallies of box %q", box), err)
 	}

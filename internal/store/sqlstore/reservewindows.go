@@ -1,4 +1,4 @@
-package spendsql
+package sqlstore
 
 import (
 	"cmp"
@@ -58,10 +58,10 @@ type hold struct {
 // windowsOf returns the window budgets that apply to a call of box paid
 // by principal, in the order their rows are locked; a window name the
 // binary does not read is skipped.
-func windowsOf(ctx context.Context, tx Tx, box, principal string) ([]store.Budget, []store.Window, error) {
+func windowsOf(ctx context.Context, tx SpendTx, box, principal string) ([]store.Budget, []store.Window, error) {
 	var bs []store.Budget
 	var ws []store.Window
-	err := tx.Each(ctx, windowsSelect, []any{box, principal}, func(r Row) error {
+	err := tx.Each(ctx, windowsSelect, []any{box, principal}, func(r Scanner) error {
 		b := store.Budget{Box: box}
 		if err := r.Scan(&b.Principal, &b.Window, &b.Limit); err != nil {
 			return err
@@ -79,7 +79,7 @@ func windowsOf(ctx context.Context, tx Tx, box, principal string) ([]store.Budge
 // reserveWindows holds r.Amount against every window budget that applies
 // to r, at r.At, and returns the holds to record once the reservation has
 // its ID; an *store.OverBudgetError naming the first it would pass.
-func reserveWindows(ctx context.Context, tx Tx, r store.Reservation) ([]hold, error) {
+func reserveWindows(ctx context.Context, tx SpendTx, r store.Reservation) ([]hold, error) {
 	bs, ws, err := windowsOf(ctx, tx, r.Box, r.Principal)
 	if err != nil || len(bs) == 0 {
 		return nil, err
@@ -111,7 +111,7 @@ func reserveWindows(ctx context.Context, tx Tx, r store.Reservation) ([]hold, er
 }
 
 // recordHolds records what reservation id holds against window budgets.
-func recordHolds(ctx context.Context, tx Tx, id int64, holds []hold) error {
+func recordHolds(ctx context.Context, tx SpendTx, id int64, holds []hold) error {
 	for _, h := range holds {
 		if _, err := tx.Exec(ctx, holdInsert, id, h.box, h.principal, h.win, h.bucket, h.amount); err != nil {
 			return err
@@ -122,9 +122,9 @@ func recordHolds(ctx context.Context, tx Tx, id int64, holds []hold) error {
 
 // releaseHolds deletes what reservation id holds against window budgets
 // and takes it off their tallies.
-func releaseHolds(ctx context.Context, tx Tx, id int64) error {
+func releaseHolds(ctx context.Context, tx SpendTx, id int64) error {
 	var holds []hold
-	err := tx.Each(ctx, holdsDelete, []any{id}, func(r Row) error {
+	err := tx.Each(ctx, holdsDelete, []any{id}, func(r Scanner) error {
 		var h hold
 		if err := r.Scan(&h.box, &h.principal, &h.win, &h.bucket, &h.amount); err != nil {
 			return err
@@ -149,7 +149,7 @@ type windowKey struct{ box, principal, win, bucket string }
 // windowCharges returns the upserts that charge batch to the window
 // budgets that apply to each of its settlements, in the buckets of its At
 // (now when zero), in the order of their keys.
-func windowCharges(ctx context.Context, tx Tx, batch []store.Settlement, now time.Time) ([]Stmt, error) {
+func windowCharges(ctx context.Context, tx SpendTx, batch []store.Settlement, now time.Time) ([]Stmt, error) {
 	type payer struct{ box, principal string }
 	charged := make(map[payer][]store.Settlement)
 	for _, st := range batch {
@@ -186,11 +186,11 @@ func windowCharges(ctx context.Context, tx Tx, batch []store.Settlement, now tim
 	return out, nil
 }
 
-// WindowTallies returns what each of box's window budgets counts at at,
+// windowTallies returns what each of box's window budgets counts at at,
 // the box's own first, then by principal and window.
-func WindowTallies(ctx context.Context, tx Tx, box string, at time.Time) ([]store.WindowTally, error) {
+func windowTallies(ctx context.Context, tx SpendTx, box string, at time.Time) ([]store.WindowTally, error) {
 	var bs []store.Budget
-	err := tx.Each(ctx, "SELECT principal, win, limit_micros FROM window_budgets WHERE box = $1 ORDER BY principal, win", []any{box}, func(r Row) error {
+	err := tx.Each(ctx, "SELECT principal, win, limit_micros FROM window_budgets WHERE box = $1 ORDER BY principal, win", []any{box}, func(r Scanner) error {
 		b := store.Budget{Box: box}
 		if err := r.Scan(&b.Principal, &b.Window, &b.Limit); err != nil {
 			return err
