@@ -171,54 +171,47 @@ func (s *Store) write(ctx context.Context, op string, fn func(tx pgx.Tx) error) 
 	}))
 }
 
-// translate turns a driver error into the store's sentinels: pgx.ErrNoRows
-// and a foreign key violation (the box named does not exist) into
-// store.ErrNotFound, a unique violation into store.ErrExists, and a server
-// that cannot be reached, is shutting down or is out of resources, a lost
-// connection, a closed pool, a read-only server, or a deadline passed
-// waiting, into store.ErrUnavailable, and what the server refuses for
-// what was written (a data exception such as a bigint out of range or a
-// byte its encoding cannot hold, another integrity constraint, a program
-// limit) into store.ErrRejected. Sentinels already in err are kept.
+// translate turns a driver error into the store's sentinels (see
+// sqlstore.Translate): pgx.ErrNoRows and a foreign key violation (the
+// box named does not exist) into store.ErrNotFound, a unique violation
+// into store.ErrExists, a server that cannot be reached, is shutting
+// down or is out of resources, a lost connection, a closed pool or a
+// read-only server into store.ErrUnavailable, and what the server
+// refuses for what was written (a data exception such as a bigint out of
+// range or a byte its encoding cannot hold, another integrity
+// constraint, a program limit) into store.ErrRejected.
 func translate(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrRejected) {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	if errors.Is(err, pgx.ErrNoRows) || errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("%s: %w", op, store.ErrNotFound)
-	}
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		switch {
-		case pe.Code == "23505": // unique_violation
-			return fmt.Errorf("%s: %w", op, store.ErrExists)
-		case pe.Code == "23503": // foreign_key_violation
-			return fmt.Errorf("%s: %w", op, store.ErrNotFound)
-		case strings.HasPrefix(pe.Code, "08"), // connection exception
-			strings.HasPrefix(pe.Code, "53"),                           // insufficient resources
-			strings.HasPrefix(pe.Code, "58"),                           // system error
-			pe.Code == "57P01", pe.Code == "57P02", pe.Code == "57P03": // shutting down, cannot connect now
-			return fmt.Errorf("%s: %w: %w", op, store.ErrUnavailable, err)
-		case pe.Code == "25006": // read_only_sql_transaction: a standby, or a server made read-only
-			return fmt.Errorf("%s: %w: %w", op, store.ErrUnavailable, err)
-		case strings.HasPrefix(pe.Code, "22"), // data exception: out of range, bad encoding
-			strings.HasPrefix(pe.Code, "23"), // another integrity constraint
-			strings.HasPrefix(pe.Code, "54"): // program limit exceeded
-			return fmt.Errorf("%s: %w: %w", op, store.ErrRejected, err)
+	return sqlstore.Translate(op, err, func(err error) error {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return store.ErrNotFound
 		}
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	var ce *pgconn.ConnectError
-	var ne net.Error
-	if errors.As(err, &ce) || errors.As(err, &ne) || pgconn.Timeout(err) ||
-		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, pgconn.ErrConnClosed) ||
-		errors.Is(err, puddle.ErrClosedPool) || errors.Is(err, net.ErrClosed) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, sql.ErrConnDone) || err.Error() == "sql: database is closed" {
-		return fmt.Errorf("%s: %w: %w", op, store.ErrUnavailable, err)
-	}
-	return fmt.Errorf("%s: %w", op, err)
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) {
+			switch {
+			case pe.Code == "23505": // unique_violation
+				return store.ErrExists
+			case pe.Code == "23503": // foreign_key_violation
+				return store.ErrNotFound
+			case strings.HasPrefix(pe.Code, "08"), // connection exception
+				strings.HasPrefix(pe.Code, "53"),                           // insufficient resources
+				strings.HasPrefix(pe.Code, "58"),                           // system error
+				pe.Code == "57P01", pe.Code == "57P02", pe.Code == "57P03", // shutting down, cannot connect now
+				pe.Code == "25006": // read_only_sql_transaction: a standby, or a server made read-only
+				return store.ErrUnavailable
+			case strings.HasPrefix(pe.Code, "22"), // data exception: out of range, bad encoding
+				strings.HasPrefix(pe.Code, "23"), // another integrity constraint
+				strings.HasPrefix(pe.Code, "54"): // program limit exceeded
+				return store.ErrRejected
+			}
+			return nil
+		}
+		var ce *pgconn.ConnectError
+		var ne net.Error
+		if errors.As(err, &ce) || errors.As(err, &ne) || pgconn.Timeout(err) ||
+			errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, puddle.ErrClosedPool) || errors.Is(err, net.ErrClosed) ||
+			errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return store.ErrUnavailable
+		}
+		return nil
+	})
 }

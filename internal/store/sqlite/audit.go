@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/sqlstore"
 )
 
 // auditChunkLog sets auditChunk, the most rows one INSERT statement
@@ -200,7 +201,7 @@ func (p *auditArgs) append(args []any, e *store.AuditEntry, words []byte) []any 
 	if p.message == nil || e.Message != p.messageS {
 		p.message, p.messageS = e.Message, e.Message
 	}
-	return append(args, p.box, micros(e.At), p.method, p.route, p.capability, p.words,
+	return append(args, p.box, sqlstore.Micros(e.At), p.method, p.route, p.capability, p.words,
 		int64(e.Status), p.reason, p.message, e.Duration.Microseconds(), int64(e.UpstreamStatus), e.PaidBy, e.Bytes, e.Cost)
 }
 

@@ -17,7 +17,7 @@ import (
 // process's commits.
 type dialect struct{ s *Store }
 
-func (dialect) Time(t time.Time) any { return micros(t) }
+func (dialect) Time(t time.Time) any { return sqlstore.Micros(t) }
 func (dialect) Collate() string      { return "" }
 func (dialect) ForUpdate() string    { return "" }
 func (d dialect) Check() error       { return d.s.goneErr() }
@@ -59,7 +59,7 @@ func (d dialect) Spend(ctx context.Context, op string, fn, undo func(ctx context
 }
 
 func (d dialect) LogChanges(ctx context.Context, tx *sql.Tx, changes []store.Change) error {
-	at := micros(d.s.now())
+	at := sqlstore.Micros(d.s.now())
 	for _, c := range changes {
 		if _, err := tx.ExecContext(ctx, "INSERT INTO changes (kind, key, at) VALUES ($1, $2, $3)", c.Kind, c.Key, at); err != nil {
 			return err

@@ -1,17 +1,12 @@
 package sqlstore
 
-// The budget algorithm: the reservation of a call's cost against its budgets, the
-// release of a reservation, and a call's settlement (see store.Spend).
-// Each backend runs it inside its own transaction, through SpendTx
-// (see Dialect.Spend).
-//
-// Its SQL is the dialect SQLite and PostgreSQL share: $N placeholders
-// (modernc.org/sqlite binds $N by number, as pgx does), CASE where one
-// would write max(a, b) in SQLite and GREATEST(a, b) in PostgreSQL,
-// RETURNING, and ON CONFLICT … DO UPDATE naming the table of the row it
-// updates (PostgreSQL finds a bare column name ambiguous beside
-// excluded). A time is passed as SpendTx.Time makes it: microseconds in
-// SQLite, a timestamptz in PostgreSQL.
+// The budget algorithm: the reservation of a call's cost against its
+// budgets, the release of a reservation, and a call's settlement (see
+// store.Spend). Each backend runs it in its own transaction, through
+// SpendTx (see Dialect.Spend). Its SQL writes CASE where one would write
+// max(a, b) in SQLite and GREATEST(a, b) in PostgreSQL, and ON CONFLICT
+// … DO UPDATE naming the table of the row it updates (PostgreSQL finds a
+// bare column name ambiguous beside excluded).
 //
 // The reservation is one conditional UPDATE per budget (spent + reserved
 // + amount must not pass the limit), never a read and then a write; in
@@ -35,7 +30,7 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 )
 
-// The statements a settlement runs; see Statements.
+// The statements a settlement runs; see SpendStatements.
 const (
 	boxThere      = "SELECT 1 FROM boxes WHERE name = $1"
 	releaseDelete = "DELETE FROM reservations WHERE id = $1 RETURNING box, principal, month, amount"
@@ -69,7 +64,7 @@ const (
 		WHERE cache_hours.hour <= excluded.hour`
 )
 
-// The statements a reservation runs; see Statements.
+// The statements a reservation runs; see SpendStatements.
 const (
 	limitsSelect = `SELECT (SELECT limit_micros FROM budgets WHERE box = $1 AND principal = ''),
 		(SELECT limit_micros FROM budgets WHERE box = $1 AND principal = $2),

@@ -8,9 +8,12 @@
 // IS NOT DISTINCT FROM. What truly differs is a Dialect: how a time is
 // stored (UTC microseconds in SQLite, timestamptz in PostgreSQL), the
 // collation that orders text by bytes, row locks, how a write appends to
-// the changes log and who is told once it commits, and the translation
-// of driver errors into the store's sentinels. Migrations stay one
-// directory per database, since the two schemas' column types differ.
+// the changes log and who is told once it commits, the transaction the
+// budget algorithm (reserve.go) writes in (SQLite's group commit,
+// PostgreSQL's pgx batches and COPY), the query that picks a page of
+// boxes, and the translation of driver errors into the store's
+// sentinels. Migrations stay one directory per database, since the two
+// schemas' column types differ; Migrate applies either.
 //
 // A new stored concept is one file here (its methods on Store) and one
 // migration per database.
@@ -61,6 +64,10 @@ type Dialect interface {
 	// MigrationsTable is the statement that makes schema_migrations
 	// (version, applied_at) if it is missing.
 	MigrationsTable() string
+	// BoxPage is the query that picks a page of boxes for q, which
+	// q.Check accepts: the two databases search a report's listing title
+	// in JSON, and sort by spend, each its own way.
+	BoxPage(q store.BoxQuery) BoxPageQuery
 	// Spend runs fn, a write of the budget algorithm, in one write
 	// transaction of the database's own: SQLite makes it with
 	// concurrent ones in one group commit, and undoes it with undo (when
@@ -169,6 +176,27 @@ func (s *Store) WriteOn(ctx context.Context, op string, db Beginner, fn func(tx 
 	return nil
 }
 
+// put runs query, one statement, as a write of its own (Write) that logs
+// changes.
+func (s *Store) put(ctx context.Context, op string, changes []store.Change, query string, args ...any) error {
+	return s.Write(ctx, op, func(tx *sql.Tx) ([]store.Change, error) {
+		_, err := tx.ExecContext(ctx, query, args...)
+		return changes, err
+	})
+}
+
+// touch is put for a statement that must touch a row: store.ErrNotFound
+// (and nothing written) if it touches none.
+func (s *Store) touch(ctx context.Context, op string, changes []store.Change, query string, args ...any) error {
+	return s.Write(ctx, op, func(tx *sql.Tx) ([]store.Change, error) {
+		res, err := tx.ExecContext(ctx, query, args...)
+		if err != nil {
+			return nil, err
+		}
+		return changes, NotFound(res)
+	})
+}
+
 // Querier is a *sql.DB, *sql.Conn or *sql.Tx.
 type Querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
@@ -214,6 +242,39 @@ func (s *Store) eachRow(op string, rows *sql.Rows, err error, row func(r Scanner
 	}
 	defer rows.Close()
 	return s.D.Translate(op, EachRow(rows, row))
+}
+
+// Translate is a dialect's Translate: err as the store's sentinels,
+// prefixed with op; nil for nil. Sentinels already in err are kept,
+// sql.ErrNoRows is store.ErrNotFound, and a deadline passed or a closed
+// connection or database is store.ErrUnavailable; any other error is the
+// sentinel driver says it is (nil: none). store.ErrUnavailable and
+// store.ErrRejected keep the driver's message (which holds no values,
+// only table and column names) after the sentinel.
+func Translate(op string, err error, driver func(err error) error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrRejected) {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	var sentinel error
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		sentinel = store.ErrNotFound
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, sql.ErrConnDone),
+		err.Error() == "sql: database is closed": // database/sql keeps this error unexported
+		sentinel = store.ErrUnavailable
+	default:
+		sentinel = driver(err)
+	}
+	switch sentinel {
+	case nil:
+		return fmt.Errorf("%s: %w", op, err)
+	case store.ErrUnavailable, store.ErrRejected:
+		return fmt.Errorf("%s: %w: %w", op, sentinel, err)
+	}
+	return fmt.Errorf("%s: %w", op, sentinel)
 }
 
 // Strings runs a query whose rows are one string each.
