@@ -60,7 +60,7 @@ func (t spendTx) ExecAll(ctx context.Context, stmts []sqlstore.Stmt) error {
 
 // AddAudit writes entries by COPY.
 func (t spendTx) AddAudit(ctx context.Context, entries []store.AuditEntry) error {
-	_, err := t.tx.CopyFrom(ctx, pgx.Identifier{"audit"}, auditColumns, &auditRows{entries: entries, i: -1})
+	_, err := t.tx.CopyFrom(ctx, pgx.Identifier{"audit"}, auditColumns, auditRows(entries))
 	return err
 }
 

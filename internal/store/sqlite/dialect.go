@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"strconv"
 	"time"
 
@@ -25,13 +24,8 @@ func (d dialect) Committed()         { d.s.listeners.notify() }
 
 func (dialect) WordsJSON(col string) string { return col }
 
-func (dialect) Words(words []string) any {
-	if words == nil {
-		words = []string{}
-	}
-	b, _ := json.Marshal(words) // a list of strings always encodes
-	return string(b)
-}
+// Words is words as encoding/json writes them (see appendWords).
+func (dialect) Words(words []string) any { return string(appendWords(nil, words)) }
 
 // Bucket divides the microseconds: integer division truncates toward
 // zero, and the times kept are after 1970.
