@@ -127,15 +127,25 @@ func (s *Store) auditInserter(ctx context.Context, n int) (*auditInserter, error
 	return ins, nil
 }
 
-// auditIn writes entries in tx, a write transaction (a group's, for
-// ApplySpooled), through the statements prepared so far: one of a size
-// not prepared yet runs unprepared, as none can be prepared on the one
-// write connection while its transaction is open.
-func (s *Store) auditIn(ctx context.Context, tx *sql.Tx, entries []store.AuditEntry) error {
+// auditor is the Store's sqlstore.Auditor, for the audit entries of a
+// spooled batch, written in a group.
+type auditor struct{ s *Store }
+
+// Ready prepares the statements that write n rows (see auditStmt).
+func (a auditor) Ready(ctx context.Context, n int) error {
+	_, err := a.s.auditInserter(ctx, n)
+	return err
+}
+
+// In writes entries in tx through the statements prepared so far (by
+// Ready or AddAudit): one of a size not prepared yet runs unprepared, as
+// none can be prepared on the one write connection while its transaction
+// is open.
+func (a auditor) In(ctx context.Context, tx *sql.Tx, entries []store.AuditEntry) error {
 	ins := &auditInserter{sizes: auditChunks(len(entries))}
-	s.audit.mu.Lock()
-	ins.stmts = s.audit.ins
-	s.audit.mu.Unlock()
+	a.s.audit.mu.Lock()
+	ins.stmts = a.s.audit.ins
+	a.s.audit.mu.Unlock()
 	return ins.insert(ctx, tx, entries)
 }
 

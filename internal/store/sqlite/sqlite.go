@@ -141,7 +141,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
-	s.Store.AuditIn = s.auditIn
+	s.Store.Audit = auditor{s}
 	// The budget algorithm's statements and a group's savepoints run
 	// prepared.
 	if err := s.Store.Prepare(append(sqlstore.SpendStatements(), groupStatements...)...); err != nil {

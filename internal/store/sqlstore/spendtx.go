@@ -71,7 +71,7 @@ type dbTx struct {
 // SpendTx is tx as the budget algorithm runs in it, running the
 // statements Stmts holds prepared (SQLite parses a statement anew on
 // each run otherwise; an upsert costs more to parse than to run) and
-// writing audit entries with AuditIn.
+// writing audit entries with Audit.
 func (s *Store) SpendTx(tx *sql.Tx) SpendTx {
 	return dbTx{q: tx, tx: tx, s: s}
 }
@@ -124,7 +124,7 @@ func (t dbTx) ExecAll(ctx context.Context, stmts []Stmt) error {
 }
 
 func (t dbTx) AddAudit(ctx context.Context, entries []store.AuditEntry) error {
-	return t.s.AuditIn(ctx, t.tx, entries)
+	return t.s.Audit.In(ctx, t.tx, entries)
 }
 
 func (t dbTx) Time(tm time.Time) any { return t.s.D.Time(tm) }
@@ -182,8 +182,14 @@ func (s *Store) Settle(ctx context.Context, st store.Settlement) error {
 // ApplySpooled writes one spooled batch under key, once, in one
 // transaction (Dialect.Spend); see store.Spooled.
 func (s *Store) ApplySpooled(ctx context.Context, key string, settle []store.Settlement, audit []store.AuditEntry) (bool, error) {
+	op := fmt.Sprintf("apply spooled batch %q", key)
+	if s.Audit != nil && len(audit) > 0 {
+		if err := s.Audit.Ready(ctx, len(audit)); err != nil {
+			return false, s.D.Translate(op, err)
+		}
+	}
 	applied := false
-	err := s.D.Spend(ctx, fmt.Sprintf("apply spooled batch %q", key), func(ctx context.Context, tx SpendTx) error {
+	err := s.D.Spend(ctx, op, func(ctx context.Context, tx SpendTx) error {
 		n, err := tx.Exec(ctx, "INSERT INTO spooled (key, at) VALUES ($1, $2) ON CONFLICT DO NOTHING", key, tx.Time(time.Now()))
 		if err != nil || n == 0 {
 			return err // applied before

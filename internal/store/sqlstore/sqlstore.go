@@ -92,11 +92,20 @@ type Store struct {
 	// Stmts are statements prepared on W, by text, which SpendTx runs
 	// prepared; nil for none. Read-only once the store is open.
 	Stmts map[string]*sql.Stmt
-	// AuditIn writes audit entries in tx, a write on W, for SpendTx's
+	// Audit writes audit entries in a write on W, for SpendTx's
 	// AddAudit; set by the backend whose Spend runs in a *sql.Tx (SQLite).
-	AuditIn func(ctx context.Context, tx *sql.Tx, entries []store.AuditEntry) error
+	Audit Auditor
 	// changes is changesSince, prepared on R.
 	changes *sql.Stmt
+}
+
+// Auditor writes audit entries in a write transaction on W.
+type Auditor interface {
+	// Ready readies, before a write begins, the writing of n entries in
+	// it (SQLite prepares its statements on its one write connection).
+	Ready(ctx context.Context, n int) error
+	// In writes entries in tx.
+	In(ctx context.Context, tx *sql.Tx, entries []store.AuditEntry) error
 }
 
 // New is the Store over w (writes) and r (reads) in dialect d, whose
