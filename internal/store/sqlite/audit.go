@@ -26,10 +26,11 @@ const (
 const auditColumns = 14
 
 // auditStmts are the writer connection's prepared INSERT statements of
-// audit rows, prepared on first use and closed with the connection: ins[k]
-// inserts 1<<k rows. A batch is written auditChunk rows a statement, then
-// what remains a power of two at a time, so that a few statements serve
-// every batch size and none is parsed again.
+// audit rows, prepared as first needed (auditor.Ready) and closed with
+// the connection: ins[k] inserts 1<<k rows. A batch is written
+// auditChunk rows a statement, then what remains a power of two at a
+// time, so that a few statements serve every batch size and none is
+// parsed again.
 type auditStmts struct {
 	mu  sync.Mutex // guards ins
 	ins [auditChunkLog + 1]*sql.Stmt
@@ -67,23 +68,6 @@ func auditChunks(n int) []int {
 	return sizes
 }
 
-// auditStmt is the prepared statement that inserts 1<<k rows, prepared
-// now if need be. It must be called outside a write transaction: it
-// prepares on the writer's only connection.
-func (s *Store) auditStmt(ctx context.Context, k int) (*sql.Stmt, error) {
-	s.audit.mu.Lock()
-	defer s.audit.mu.Unlock()
-	if st := s.audit.ins[k]; st != nil {
-		return st, nil
-	}
-	st, err := s.w.PrepareContext(ctx, auditInsert(1<<k))
-	if err != nil {
-		return nil, err
-	}
-	s.audit.ins[k] = st
-	return st, nil
-}
-
 // AddAudit stores entries in one transaction, auditChunk rows a statement
 // at most, committed without waiting for the disk (see writeUnsynced):
 // the log is already best-effort (the writer drops and counts entries
@@ -94,69 +78,50 @@ func (s *Store) AddAudit(ctx context.Context, entries []store.AuditEntry) error 
 		return nil
 	}
 	op := fmt.Sprintf("add %d audit entries", len(entries))
-	ins, err := s.auditInserter(ctx, len(entries))
-	if err != nil {
+	a := auditor{s}
+	if err := a.Ready(ctx, len(entries)); err != nil {
 		return translate(op, err)
 	}
 	return s.writeUnsynced(ctx, op, func(tx *sql.Tx) ([]store.Change, error) {
-		return nil, ins.insert(ctx, tx, entries)
+		return nil, a.In(ctx, tx, entries)
 	})
 }
 
-// auditInserter writes a batch of n audit rows in a write transaction,
-// auditChunk rows a statement at most, through statements prepared
-// before the transaction began.
-type auditInserter struct {
-	sizes []int
-	stmts [auditChunkLog + 1]*sql.Stmt
-}
-
-// auditInserter prepares the statements that write n rows. It must be
-// called outside a write transaction (see auditStmt).
-func (s *Store) auditInserter(ctx context.Context, n int) (*auditInserter, error) {
-	ins := &auditInserter{sizes: auditChunks(n)}
-	for _, k := range ins.sizes {
-		if ins.stmts[k] == nil {
-			st, err := s.auditStmt(ctx, k)
-			if err != nil {
-				return nil, err
-			}
-			ins.stmts[k] = st
-		}
-	}
-	return ins, nil
-}
-
-// auditor is the Store's sqlstore.Auditor, for the audit entries of a
-// spooled batch, written in a group.
+// auditor writes audit rows in a write transaction (AddAudit's, or a
+// group's for a spooled batch: it is the Store's sqlstore.Auditor).
 type auditor struct{ s *Store }
 
-// Ready prepares the statements that write n rows (see auditStmt).
+// Ready prepares the statements that write n rows, those not prepared
+// yet. It must be called outside a write transaction: it prepares on the
+// writer's only connection.
 func (a auditor) Ready(ctx context.Context, n int) error {
-	_, err := a.s.auditInserter(ctx, n)
-	return err
-}
-
-// In writes entries in tx through the statements prepared so far (by
-// Ready or AddAudit): one of a size not prepared yet runs unprepared, as
-// none can be prepared on the one write connection while its transaction
-// is open.
-func (a auditor) In(ctx context.Context, tx *sql.Tx, entries []store.AuditEntry) error {
-	ins := &auditInserter{sizes: auditChunks(len(entries))}
 	a.s.audit.mu.Lock()
-	ins.stmts = a.s.audit.ins
-	a.s.audit.mu.Unlock()
-	return ins.insert(ctx, tx, entries)
+	defer a.s.audit.mu.Unlock()
+	for _, k := range auditChunks(n) {
+		if a.s.audit.ins[k] == nil {
+			st, err := a.s.w.PrepareContext(ctx, auditInsert(1<<k))
+			if err != nil {
+				return err
+			}
+			a.s.audit.ins[k] = st
+		}
+	}
+	return nil
 }
 
-// insert writes entries, which must number the n the inserter was made
-// for, in tx.
-func (ins *auditInserter) insert(ctx context.Context, tx *sql.Tx, entries []store.AuditEntry) error {
+// In writes entries in tx, auditChunk rows a statement at most, through
+// the statements prepared so far (by Ready): one of a size not prepared
+// yet runs unprepared, as none can be prepared on the one write
+// connection while its transaction is open.
+func (a auditor) In(ctx context.Context, tx *sql.Tx, entries []store.AuditEntry) error {
+	a.s.audit.mu.Lock()
+	stmts := a.s.audit.ins
+	a.s.audit.mu.Unlock()
 	args := make([]any, 0, min(len(entries), auditChunk)*auditColumns)
 	var words []byte
 	var prev auditArgs
 	rest := entries
-	for _, k := range ins.sizes {
+	for _, k := range auditChunks(len(entries)) {
 		chunk := rest[:1<<k]
 		rest = rest[len(chunk):]
 		args = args[:0]
@@ -166,7 +131,7 @@ func (ins *auditInserter) insert(ctx context.Context, tx *sql.Tx, entries []stor
 			args = prev.append(args, e, words)
 		}
 		var err error
-		if st := ins.stmts[k]; st != nil {
+		if st := stmts[k]; st != nil {
 			_, err = tx.StmtContext(ctx, st).ExecContext(ctx, args...)
 		} else {
 			_, err = tx.ExecContext(ctx, auditInsert(1<<k), args...)
