@@ -28,7 +28,7 @@ var layers = []struct {
 		"internal/telemetry", "internal/sso", "internal/sso/ssotest", "internal/webhook", "internal/defaults", "client", "conformance",
 	}},
 	{"storage: the stores", []string{
-		"internal/store/spendsql", "internal/store/sqlstore", "internal/store/sqlite", "internal/store/postgres", "internal/store/deadline",
+		"internal/store/sqlstore", "internal/store/sqlite", "internal/store/postgres", "internal/store/deadline",
 		"internal/store/storetest", "internal/store/sqlite/sqlitetest", "internal/store/postgres/postgrestest",
 	}},
 	{"parts: what a call is made of", []string{

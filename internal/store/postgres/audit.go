@@ -20,12 +20,11 @@ func (s *Store) AddAudit(ctx context.Context, entries []store.AuditEntry) error 
 	if len(entries) == 0 {
 		return nil
 	}
-	return s.write(ctx, fmt.Sprintf("add %d audit entries", len(entries)), func(tx pgx.Tx) ([]store.Change, error) {
+	return s.write(ctx, fmt.Sprintf("add %d audit entries", len(entries)), func(tx pgx.Tx) error {
 		if err := unsynced(ctx, tx); err != nil {
-			return nil, err
+			return err
 		}
-		_, err := tx.CopyFrom(ctx, pgx.Identifier{"audit"}, auditColumns, &auditRows{entries: entries, i: -1})
-		return nil, err
+		return spendTx{tx}.AddAudit(ctx, entries)
 	})
 }
 
@@ -39,29 +38,14 @@ func unsynced(ctx context.Context, tx pgx.Tx) error {
 	return err
 }
 
-// auditRows is a pgx.CopyFromSource over audit entries. Values returns
-// the same slice for every row, which CopyFrom encodes before it asks for
-// the next.
-type auditRows struct {
-	entries []store.AuditEntry
-	i       int
-	values  [14]any
+// auditRows is entries as COPY reads them. Each row's values are made
+// in the same array, which COPY encodes before it asks for the next.
+func auditRows(entries []store.AuditEntry) pgx.CopyFromSource {
+	var values [14]any
+	return pgx.CopyFromSlice(len(entries), func(i int) ([]any, error) {
+		e := &entries[i]
+		values = [14]any{e.Box, e.At, e.Method, e.Route, e.Capability, dialect{}.Words(e.Words), e.Status, e.Reason, e.Message,
+			e.Duration.Microseconds(), e.UpstreamStatus, e.PaidBy, e.Bytes, e.Cost}
+		return values[:], nil
+	})
 }
-
-func (r *auditRows) Next() bool {
-	r.i++
-	return r.i < len(r.entries)
-}
-
-func (r *auditRows) Values() ([]any, error) {
-	e := &r.entries[r.i]
-	words := e.Words
-	if words == nil {
-		words = []string{}
-	}
-	r.values = [14]any{e.Box, e.At, e.Method, e.Route, e.Capability, words, e.Status, e.Reason, e.Message,
-		e.Duration.Microseconds(), e.UpstreamStatus, e.PaidBy, e.Bytes, e.Cost}
-	return r.values[:], nil
-}
-
-func (r *auditRows) Err() error { return nil }

@@ -1,38 +1,25 @@
 package postgres
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/sqlstore"
 )
 
-// ListBoxPage reads one page of boxes: one query picks the page's names
-// (filtered, sorted and paged in SQL), and one query each reads their
-// boxes, last reports and month, whatever the number of boxes.
-func (s *Store) ListBoxPage(ctx context.Context, q store.BoxQuery) (store.BoxPage, error) {
-	const op = "list box page"
-	if err := q.Check(); err != nil {
-		return store.BoxPage{}, fmt.Errorf("%s: %w", op, err)
-	}
+// BoxPage searches a report's listing title as jsonb, and sorts by the
+// month's spend summed for each box.
+func (dialect) BoxPage(q store.BoxQuery) sqlstore.BoxPageQuery {
 	like := store.LikeContains(strings.ToLower(q.Search))
 	filter := ""
 	if q.Search != "" {
 		filter = `WHERE b.name LIKE $1 OR EXISTS (SELECT 1 FROM declarations d WHERE d.box = b.name
 			AND lower(convert_from(d.doc, 'UTF8')::jsonb #>> '{listing,title}') LIKE $1)`
 	}
-	var page store.BoxPage
-	if q.Count {
-		count, cargs := "SELECT count(*) FROM boxes b", []any{}
-		if filter != "" {
-			count, cargs = count+" "+filter, []any{like}
-		}
-		if err := s.pool.QueryRow(ctx, count, cargs...).Scan(&page.Matched); err != nil {
-			return store.BoxPage{}, translate(op, err)
-		}
+	b := sqlstore.BoxPageQuery{Count: "SELECT count(*) FROM boxes b"}
+	if filter != "" {
+		b.Count, b.CountArgs = b.Count+" "+filter, []any{like}
 	}
 	args := []any{like, q.Month}
 	arg := func(v any) string { args = append(args, v); return fmt.Sprintf("$%d", len(args)) }
@@ -57,20 +44,8 @@ func (s *Store) ListBoxPage(ctx context.Context, q store.BoxQuery) (store.BoxPag
 		}
 	}
 	limit, offset := arg(q.Limit+1), arg(q.Offset)
-	rows, err := s.pool.Query(ctx, `SELECT name, spend FROM (SELECT b.name AS name, `+spend+` AS spend, $1::text AS search, $2::text AS month
-		FROM boxes b `+filter+`) p `+where+` ORDER BY `+order+` LIMIT `+limit+` OFFSET `+offset, args...)
-	if err != nil {
-		return store.BoxPage{}, translate(op, err)
-	}
-	var names []string
-	var spends []int64
-	var n string
-	var sp int64
-	if _, err := pgx.ForEachRow(rows, []any{&n, &sp}, func() error {
-		names, spends = append(names, n), append(spends, sp)
-		return nil
-	}); err != nil {
-		return store.BoxPage{}, translate(op, err)
-	}
-	return s.Store.ListedPage(ctx, op, q, page, names, spends)
+	b.Page = `SELECT name, spend, 0 FROM (SELECT b.name AS name, ` + spend + ` AS spend, $1::text AS search, $2::text AS month
+		FROM boxes b ` + filter + `) p ` + where + ` ORDER BY ` + order + ` LIMIT ` + limit + ` OFFSET ` + offset
+	b.Args = args
+	return b
 }

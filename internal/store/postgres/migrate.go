@@ -6,7 +6,6 @@ import (
 	"embed"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/store/migrations"
 	"github.com/intentius/boxbroker/internal/store/sqlstore"
 )
 
@@ -19,11 +18,7 @@ var migrationFiles embed.FS
 // migrate applies, in one transaction holding migrateLock, every
 // migration the database has not recorded (see sqlstore.Migrate).
 func (s *Store) migrate(ctx context.Context, db *sql.DB) error {
-	ms, err := migrations.Load(migrationFiles, "migrations/*.sql")
-	if err != nil {
-		return err
-	}
-	return sqlstore.Migrate(ctx, db, dialect{s}, ms, time.Now())
+	return sqlstore.Migrate(ctx, db, dialect{s}, migrationFiles, time.Now())
 }
 
 // LockMigrations holds migrateLock until the migration commits, so that

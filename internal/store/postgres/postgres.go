@@ -38,7 +38,8 @@ import (
 const (
 	// migrateLock is held while the schema is migrated.
 	migrateLock int64 = 0x626f7862726f6b01 // "boxbrok" 01
-	// changesLock is held from a write's first change until it commits.
+	// changesLock is held from a write's first change until it commits
+	// (dialect.LogChanges).
 	changesLock int64 = 0x626f7862726f6b02
 )
 
@@ -152,99 +153,65 @@ func (s *Store) Close() error {
 	return err
 }
 
-// write runs fn in one transaction, appends the changes fn returns to the
-// changes log last, under changesLock, and commits. Errors are translated
-// to the store's sentinels, prefixed with op.
-func (s *Store) write(ctx context.Context, op string, fn func(tx pgx.Tx) ([]store.Change, error)) error {
+// write runs fn in one transaction through pgx, for the writes that use
+// pgx's own batches and COPY (Dialect.Spend, AddAudit), and commits.
+// They write no change to the changes log. Errors are translated to the
+// store's sentinels, prefixed with op.
+func (s *Store) write(ctx context.Context, op string, fn func(tx pgx.Tx) error) error {
 	return translate(op, s.around(ctx, deadline.Op{Name: op, Kind: deadline.Write}, func(ctx context.Context) error {
-		return s.writeTx(ctx, op, fn)
+		tx, err := s.pool.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after Commit
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return tx.Commit(ctx)
 	}))
 }
 
-// writeTx is write's transaction.
-func (s *Store) writeTx(ctx context.Context, op string, fn func(tx pgx.Tx) ([]store.Change, error)) error {
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return translate(op, err)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after Commit
-	changes, err := fn(tx)
-	if err != nil {
-		return translate(op, err)
-	}
-	if len(changes) > 0 {
-		kinds := make([]string, len(changes))
-		keys := make([]string, len(changes))
-		for i, c := range changes {
-			kinds[i], keys[i] = c.Kind, c.Key
-		}
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", changesLock); err != nil {
-			return translate(op, err)
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO changes (kind, key, at)
-			SELECT kind, key, now() FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS c (kind, key, n) ORDER BY n`,
-			kinds, keys); err != nil {
-			return translate(op, err)
-		}
-		// Delivered to every Listen when the transaction commits.
-		if _, err := tx.Exec(ctx, "NOTIFY "+s.channel); err != nil {
-			return translate(op, err)
-		}
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return translate(op, err)
-	}
-	return nil
-}
-
-// translate turns a driver error into the store's sentinels: pgx.ErrNoRows
-// and a foreign key violation (the box named does not exist) into
-// store.ErrNotFound, a unique violation into store.ErrExists, and a server
-// that cannot be reached, is shutting down or is out of resources, a lost
-// connection, a closed pool, a read-only server, or a deadline passed
-// waiting, into store.ErrUnavailable, and what the server refuses for
-// what was written (a data exception such as a bigint out of range or a
-// byte its encoding cannot hold, another integrity constraint, a program
-// limit) into store.ErrRejected. Sentinels already in err are kept.
+// translate turns a driver error into the store's sentinels (see
+// sqlstore.Translate): pgx.ErrNoRows and a foreign key violation (the
+// box named does not exist) into store.ErrNotFound, a unique violation
+// into store.ErrExists, a server that cannot be reached, is shutting
+// down or is out of resources, a lost connection, a closed pool or a
+// read-only server into store.ErrUnavailable, and what the server
+// refuses for what was written (a data exception such as a bigint out of
+// range or a byte its encoding cannot hold, another integrity
+// constraint, a program limit) into store.ErrRejected.
 func translate(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrRejected) {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	if errors.Is(err, pgx.ErrNoRows) || errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("%s: %w", op, store.ErrNotFound)
-	}
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		switch {
-		case pe.Code == "23505": // unique_violation
-			return fmt.Errorf("%s: %w", op, store.ErrExists)
-		case pe.Code == "23503": // foreign_key_violation
-			return fmt.Errorf("%s: %w", op, store.ErrNotFound)
-		case strings.HasPrefix(pe.Code, "08"), // connection exception
-			strings.HasPrefix(pe.Code, "53"),                           // insufficient resources
-			strings.HasPrefix(pe.Code, "58"),                           // system error
-			pe.Code == "57P01", pe.Code == "57P02", pe.Code == "57P03": // shutting down, cannot connect now
-			return fmt.Errorf("%s: %w: %w", op, store.ErrUnavailable, err)
-		case pe.Code == "25006": // read_only_sql_transaction: a standby, or a server made read-only
-			return fmt.Errorf("%s: %w: %w", op, store.ErrUnavailable, err)
-		case strings.HasPrefix(pe.Code, "22"), // data exception: out of range, bad encoding
-			strings.HasPrefix(pe.Code, "23"), // another integrity constraint
-			strings.HasPrefix(pe.Code, "54"): // program limit exceeded
-			return fmt.Errorf("%s: %w: %w", op, store.ErrRejected, err)
+	return sqlstore.Translate(op, err, func(err error) error {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return store.ErrNotFound
 		}
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	var ce *pgconn.ConnectError
-	var ne net.Error
-	if errors.As(err, &ce) || errors.As(err, &ne) || pgconn.Timeout(err) ||
-		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, pgconn.ErrConnClosed) ||
-		errors.Is(err, puddle.ErrClosedPool) || errors.Is(err, net.ErrClosed) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, sql.ErrConnDone) || err.Error() == "sql: database is closed" {
-		return fmt.Errorf("%s: %w: %w", op, store.ErrUnavailable, err)
-	}
-	return fmt.Errorf("%s: %w", op, err)
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) {
+			switch {
+			case pe.Code == "23505": // unique_violation
+				return store.ErrExists
+			case pe.Code == "23503": // foreign_key_violation
+				return store.ErrNotFound
+			case strings.HasPrefix(pe.Code, "08"), // connection exception
+				strings.HasPrefix(pe.Code, "53"),                           // insufficient resources
+				strings.HasPrefix(pe.Code, "58"),                           // system error
+				pe.Code == "57P01", pe.Code == "57P02", pe.Code == "57P03", // shutting down, cannot connect now
+				pe.Code == "25006": // read_only_sql_transaction: a standby, or a server made read-only
+				return store.ErrUnavailable
+			case strings.HasPrefix(pe.Code, "22"), // data exception: out of range, bad encoding
+				strings.HasPrefix(pe.Code, "23"), // another integrity constraint
+				strings.HasPrefix(pe.Code, "54"): // program limit exceeded
+				return store.ErrRejected
+			}
+			return nil
+		}
+		var ce *pgconn.ConnectError
+		var ne net.Error
+		if errors.As(err, &ce) || errors.As(err, &ne) || pgconn.Timeout(err) ||
+			errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, puddle.ErrClosedPool) || errors.Is(err, net.ErrClosed) ||
+			errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return store.ErrUnavailable
+		}
+		return nil
+	})
 }

@@ -275,15 +275,15 @@ func TestAuditCommitsUnsynced(t *testing.T) {
 	}
 	base := show(s.pool) // the test cluster runs with it off; production's default is on
 	var inside string
-	err := s.write(ctx, "test", func(tx pgx.Tx) ([]store.Change, error) {
+	err := s.write(ctx, "test", func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit TO on"); err != nil {
-			return nil, err
+			return err
 		}
 		if err := unsynced(ctx, tx); err != nil {
-			return nil, err
+			return err
 		}
 		inside = show(tx)
-		return nil, nil
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -3,52 +3,49 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/intentius/boxbroker/internal/store"
-	"github.com/intentius/boxbroker/internal/store/spendsql"
+	"github.com/intentius/boxbroker/internal/store/sqlstore"
 )
 
-// spendTx is the pool, or a transaction, as spendsql uses it.
-type spendTx struct {
-	q interface {
-		Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-		QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-		Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	}
+// Spend runs fn in one transaction through pgx (see write), where a
+// settlement's upserts go to the server in one batch and audit entries
+// by COPY. undo is not needed: the write ends with its caller's context.
+func (d dialect) Spend(ctx context.Context, op string, fn, _ func(ctx context.Context, tx sqlstore.SpendTx) error) error {
+	return d.s.write(ctx, op, func(tx pgx.Tx) error { return fn(ctx, spendTx{tx}) })
 }
 
+// spendTx is a pgx transaction as a sqlstore.SpendTx.
+type spendTx struct{ tx pgx.Tx }
+
 func (t spendTx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	tag, err := t.q.Exec(ctx, query, args...)
+	tag, err := t.tx.Exec(ctx, query, args...)
 	return tag.RowsAffected(), err
 }
 
-func (t spendTx) QueryRow(ctx context.Context, query string, args ...any) spendsql.Row {
-	return spendRow{t.q.QueryRow(ctx, query, args...)}
+func (t spendTx) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Scanner {
+	return spendRow{t.tx.QueryRow(ctx, query, args...)}
 }
 
-func (spendTx) Time(t time.Time) any { return t }
+func (spendTx) Time(t time.Time) any { return t.UTC() }
 
-// Each runs query and calls row with each row of its answer.
-func (t spendTx) Each(ctx context.Context, query string, args []any, row func(spendsql.Row) error) error {
-	rows, err := t.q.Query(ctx, query, args...)
+func (t spendTx) Each(ctx context.Context, query string, args []any, row func(sqlstore.Scanner) error) error {
+	rows, err := t.tx.Query(ctx, query, args...)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
-	return spendsql.EachRow(rows, row)
+	return sqlstore.EachRow(rows, row)
 }
 
-// ExecAll sends stmts in one batch; see spendsql.Batcher.
-func (t spendTx) ExecAll(ctx context.Context, stmts []spendsql.Stmt) error {
-	tx, ok := t.q.(pgx.Tx)
-	if !ok || len(stmts) < 2 {
+// ExecAll sends stmts in one batch.
+func (t spendTx) ExecAll(ctx context.Context, stmts []sqlstore.Stmt) error {
+	if len(stmts) < 2 {
 		for _, st := range stmts {
-			if _, err := t.q.Exec(ctx, st.Query, st.Args...); err != nil {
+			if _, err := t.tx.Exec(ctx, st.Query, st.Args...); err != nil {
 				return err
 			}
 		}
@@ -58,7 +55,13 @@ func (t spendTx) ExecAll(ctx context.Context, stmts []spendsql.Stmt) error {
 	for _, st := range stmts {
 		b.Queue(st.Query, st.Args...)
 	}
-	return tx.SendBatch(ctx, &b).Close()
+	return t.tx.SendBatch(ctx, &b).Close()
+}
+
+// AddAudit writes entries by COPY.
+func (t spendTx) AddAudit(ctx context.Context, entries []store.AuditEntry) error {
+	_, err := t.tx.CopyFrom(ctx, pgx.Identifier{"audit"}, auditColumns, auditRows(entries))
+	return err
 }
 
 // spendRow is a row whose Scan reports no row as store.ErrNotFound.
@@ -69,31 +72,4 @@ func (r spendRow) Scan(dest ...any) error {
 		return err
 	}
 	return store.ErrNotFound
-}
-
-// Reserve holds r.Amount against the budgets that apply to r, in one
-// transaction; see store.Spend and spendsql.Reserve.
-func (s *Store) Reserve(ctx context.Context, r store.Reservation) (int64, error) {
-	op := fmt.Sprintf("reserve for box %q", r.Box)
-	if ok, err := s.Budgeted(ctx, op, r.Box, r.Principal); err != nil || !ok {
-		return 0, err
-	}
-	var id int64
-	err := s.write(ctx, op, func(tx pgx.Tx) ([]store.Change, error) {
-		var err error
-		id, err = spendsql.Reserve(ctx, spendTx{tx}, r)
-		return nil, err
-	})
-	if err != nil {
-		return 0, err
-	}
-	return id, nil
-}
-
-// Settle releases st's reservation, charges st.Charge to its tallies and
-// adds its usage, in one transaction; store.ErrNotFound if the box is gone.
-func (s *Store) Settle(ctx context.Context, st store.Settlement) error {
-	return s.write(ctx, fmt.Sprintf("settle for box %q", st.Box), func(tx pgx.Tx) ([]store.Change, error) {
-		return nil, spendsql.Settle(ctx, spendTx{tx}, st)
-	})
 }

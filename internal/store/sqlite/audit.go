@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/sqlstore"
 )
 
 // auditChunkLog sets auditChunk, the most rows one INSERT statement
@@ -25,10 +26,11 @@ const (
 const auditColumns = 14
 
 // auditStmts are the writer connection's prepared INSERT statements of
-// audit rows, prepared on first use and closed with the connection: ins[k]
-// inserts 1<<k rows. A batch is written auditChunk rows a statement, then
-// what remains a power of two at a time, so that a few statements serve
-// every batch size and none is parsed again.
+// audit rows, prepared as first needed (auditor.Ready) and closed with
+// the connection: ins[k] inserts 1<<k rows. A batch is written
+// auditChunk rows a statement, then what remains a power of two at a
+// time, so that a few statements serve every batch size and none is
+// parsed again.
 type auditStmts struct {
 	mu  sync.Mutex // guards ins
 	ins [auditChunkLog + 1]*sql.Stmt
@@ -66,23 +68,6 @@ func auditChunks(n int) []int {
 	return sizes
 }
 
-// auditStmt is the prepared statement that inserts 1<<k rows, prepared
-// now if need be. It must be called outside a write transaction: it
-// prepares on the writer's only connection.
-func (s *Store) auditStmt(ctx context.Context, k int) (*sql.Stmt, error) {
-	s.audit.mu.Lock()
-	defer s.audit.mu.Unlock()
-	if st := s.audit.ins[k]; st != nil {
-		return st, nil
-	}
-	st, err := s.w.PrepareContext(ctx, auditInsert(1<<k))
-	if err != nil {
-		return nil, err
-	}
-	s.audit.ins[k] = st
-	return st, nil
-}
-
 // AddAudit stores entries in one transaction, auditChunk rows a statement
 // at most, committed without waiting for the disk (see writeUnsynced):
 // the log is already best-effort (the writer drops and counts entries
@@ -93,47 +78,50 @@ func (s *Store) AddAudit(ctx context.Context, entries []store.AuditEntry) error 
 		return nil
 	}
 	op := fmt.Sprintf("add %d audit entries", len(entries))
-	ins, err := s.auditInserter(ctx, len(entries))
-	if err != nil {
+	a := auditor{s}
+	if err := a.Ready(ctx, len(entries)); err != nil {
 		return translate(op, err)
 	}
 	return s.writeUnsynced(ctx, op, func(tx *sql.Tx) ([]store.Change, error) {
-		return nil, ins.insert(ctx, tx, entries)
+		return nil, a.In(ctx, tx, entries)
 	})
 }
 
-// auditInserter writes a batch of n audit rows in a write transaction,
-// auditChunk rows a statement at most, through statements prepared
-// before the transaction began.
-type auditInserter struct {
-	sizes []int
-	stmts [auditChunkLog + 1]*sql.Stmt
-}
+// auditor writes audit rows in a write transaction (AddAudit's, or a
+// group's for a spooled batch: it is the Store's sqlstore.Auditor).
+type auditor struct{ s *Store }
 
-// auditInserter prepares the statements that write n rows. It must be
-// called outside a write transaction (see auditStmt).
-func (s *Store) auditInserter(ctx context.Context, n int) (*auditInserter, error) {
-	ins := &auditInserter{sizes: auditChunks(n)}
-	for _, k := range ins.sizes {
-		if ins.stmts[k] == nil {
-			st, err := s.auditStmt(ctx, k)
+// Ready prepares the statements that write n rows, those not prepared
+// yet. It must be called outside a write transaction: it prepares on the
+// writer's only connection.
+func (a auditor) Ready(ctx context.Context, n int) error {
+	a.s.audit.mu.Lock()
+	defer a.s.audit.mu.Unlock()
+	for _, k := range auditChunks(n) {
+		if a.s.audit.ins[k] == nil {
+			st, err := a.s.w.PrepareContext(ctx, auditInsert(1<<k))
 			if err != nil {
-				return nil, err
+				return err
 			}
-			ins.stmts[k] = st
+			a.s.audit.ins[k] = st
 		}
 	}
-	return ins, nil
+	return nil
 }
 
-// insert writes entries, which must number the n the inserter was made
-// for, in tx.
-func (ins *auditInserter) insert(ctx context.Context, tx *sql.Tx, entries []store.AuditEntry) error {
+// In writes entries in tx, auditChunk rows a statement at most, through
+// the statements prepared so far (by Ready): one of a size not prepared
+// yet runs unprepared, as none can be prepared on the one write
+// connection while its transaction is open.
+func (a auditor) In(ctx context.Context, tx *sql.Tx, entries []store.AuditEntry) error {
+	a.s.audit.mu.Lock()
+	stmts := a.s.audit.ins
+	a.s.audit.mu.Unlock()
 	args := make([]any, 0, min(len(entries), auditChunk)*auditColumns)
 	var words []byte
 	var prev auditArgs
 	rest := entries
-	for _, k := range ins.sizes {
+	for _, k := range auditChunks(len(entries)) {
 		chunk := rest[:1<<k]
 		rest = rest[len(chunk):]
 		args = args[:0]
@@ -142,7 +130,13 @@ func (ins *auditInserter) insert(ctx context.Context, tx *sql.Tx, entries []stor
 			words = appendWords(words[:0], e.Words)
 			args = prev.append(args, e, words)
 		}
-		if _, err := tx.StmtContext(ctx, ins.stmts[k]).ExecContext(ctx, args...); err != nil {
+		var err error
+		if st := stmts[k]; st != nil {
+			_, err = tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+		} else {
+			_, err = tx.ExecContext(ctx, auditInsert(1<<k), args...)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -182,7 +176,7 @@ func (p *auditArgs) append(args []any, e *store.AuditEntry, words []byte) []any 
 	if p.message == nil || e.Message != p.messageS {
 		p.message, p.messageS = e.Message, e.Message
 	}
-	return append(args, p.box, micros(e.At), p.method, p.route, p.capability, p.words,
+	return append(args, p.box, sqlstore.Micros(e.At), p.method, p.route, p.capability, p.words,
 		int64(e.Status), p.reason, p.message, e.Duration.Microseconds(), int64(e.UpstreamStatus), e.PaidBy, e.Bytes, e.Cost)
 }
 

@@ -3,11 +3,11 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"strconv"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/sqlstore"
 )
 
 // dialect is SQLite's sqlstore.Dialect: times are UTC microseconds, text
@@ -16,7 +16,7 @@ import (
 // process's commits.
 type dialect struct{ s *Store }
 
-func (dialect) Time(t time.Time) any { return micros(t) }
+func (dialect) Time(t time.Time) any { return sqlstore.Micros(t) }
 func (dialect) Collate() string      { return "" }
 func (dialect) ForUpdate() string    { return "" }
 func (d dialect) Check() error       { return d.s.goneErr() }
@@ -24,13 +24,8 @@ func (d dialect) Committed()         { d.s.listeners.notify() }
 
 func (dialect) WordsJSON(col string) string { return col }
 
-func (dialect) Words(words []string) any {
-	if words == nil {
-		words = []string{}
-	}
-	b, _ := json.Marshal(words) // a list of strings always encodes
-	return string(b)
-}
+// Words is words as encoding/json writes them (see appendWords).
+func (dialect) Words(words []string) any { return string(appendWords(nil, words)) }
 
 // Bucket divides the microseconds: integer division truncates toward
 // zero, and the times kept are after 1970.
@@ -45,8 +40,20 @@ func (dialect) Bucket(col, unit string) string {
 
 func (dialect) Translate(op string, err error) error { return translate(op, err) }
 
+// Spend makes fn's write in the next group (see grouped).
+func (d dialect) Spend(ctx context.Context, op string, fn, undo func(ctx context.Context, tx sqlstore.SpendTx) error) error {
+	s := d.s
+	var u func(ctx context.Context, tx *sql.Tx) ([]store.Change, error)
+	if undo != nil {
+		u = func(ctx context.Context, tx *sql.Tx) ([]store.Change, error) { return nil, undo(ctx, s.SpendTx(tx)) }
+	}
+	return s.grouped(ctx, op, func(ctx context.Context, tx *sql.Tx) ([]store.Change, error) {
+		return nil, fn(ctx, s.SpendTx(tx))
+	}, u)
+}
+
 func (d dialect) LogChanges(ctx context.Context, tx *sql.Tx, changes []store.Change) error {
-	at := micros(d.s.now())
+	at := sqlstore.Micros(d.s.now())
 	for _, c := range changes {
 		if _, err := tx.ExecContext(ctx, "INSERT INTO changes (kind, key, at) VALUES ($1, $2, $3)", c.Kind, c.Key, at); err != nil {
 			return err

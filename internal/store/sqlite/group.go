@@ -130,7 +130,7 @@ func (s *Store) writeGroup(ws []*groupWrite) {
 		defer close(stop)
 		go working(*p, stop)
 	}
-	err := s.writeOn(ctx, "write group", s.w, func(tx *sql.Tx) ([]store.Change, error) {
+	err := s.WriteOn(ctx, "write group", s.w, func(tx *sql.Tx) ([]store.Change, error) {
 		var changes []store.Change
 		for _, w := range ws {
 			if w.ctx.Err() != nil {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/store/deadline"
-	"github.com/intentius/boxbroker/internal/store/spendsql"
+	"github.com/intentius/boxbroker/internal/store/sqlstore"
 )
 
 // budgeted opens a store with the box "alpha" and a budget of limit on
@@ -107,12 +107,12 @@ func TestReserve_GoneCallersReservationReleased(t *testing.T) {
 	var id int64
 	err := s.grouped(ctx, "reserve", func(gctx context.Context, tx *sql.Tx) ([]store.Change, error) {
 		var err error
-		id, err = spendsql.Reserve(gctx, s.SpendTx(tx), store.Reservation{Box: "alpha", Month: "2026-12", Amount: 700, At: time.Now()})
+		id, err = sqlstore.ReserveIn(gctx, s.SpendTx(tx), store.Reservation{Box: "alpha", Month: "2026-12", Amount: 700, At: time.Now()})
 		cancel()                          // the caller goes while its group is written
 		time.Sleep(20 * time.Millisecond) // and is seen gone before the commit
 		return nil, err
 	}, func(gctx context.Context, tx *sql.Tx) ([]store.Change, error) {
-		return nil, spendsql.Release(gctx, s.SpendTx(tx), id)
+		return nil, sqlstore.ReleaseIn(gctx, s.SpendTx(tx), id)
 	})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("grouped with its caller gone = %v, want context.Canceled", err)

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"embed"
 
-	"github.com/intentius/boxbroker/internal/store/migrations"
 	"github.com/intentius/boxbroker/internal/store/sqlstore"
 )
 
@@ -18,11 +17,7 @@ var migrationFiles embed.FS
 // migrate applies, in one IMMEDIATE transaction, every migration the
 // database has not recorded (see sqlstore.Migrate).
 func (s *Store) migrate(ctx context.Context) error {
-	ms, err := migrations.Load(migrationFiles, "migrations/*.sql")
-	if err != nil {
-		return err
-	}
-	return sqlstore.Migrate(ctx, s.w, dialect{s}, ms, s.now())
+	return sqlstore.Migrate(ctx, s.w, dialect{s}, migrationFiles, s.now())
 }
 
 // LockMigrations takes nothing: the migration's transaction is

@@ -30,7 +30,6 @@ import (
 
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/store/deadline"
-	"github.com/intentius/boxbroker/internal/store/spendsql"
 	"github.com/intentius/boxbroker/internal/store/sqlstore"
 )
 
@@ -142,8 +141,10 @@ func Open(path string, opts ...Option) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
-	// spendsql's statements and a group's savepoints run prepared.
-	if err := s.Store.Prepare(append(spendsql.Statements(), groupStatements...)...); err != nil {
+	s.Store.Audit = auditor{s}
+	// The budget algorithm's statements and a group's savepoints run
+	// prepared.
+	if err := s.Store.Prepare(append(sqlstore.SpendStatements(), groupStatements...)...); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
@@ -310,7 +311,7 @@ func (s *Store) writeUnsynced(ctx context.Context, op string, fn func(tx *sql.Tx
 	if _, err := c.ExecContext(ctx, "PRAGMA synchronous = NORMAL"); err != nil {
 		return translate(op, err)
 	}
-	werr := s.writeOn(ctx, op, c, fn)
+	werr := s.WriteOn(ctx, op, c, fn)
 	if _, err := c.ExecContext(context.WithoutCancel(ctx), "PRAGMA synchronous = FULL"); err != nil {
 		// A connection left relaxed is never used again.
 		_ = c.Raw(func(any) error { return driver.ErrBadConn })
@@ -319,59 +320,33 @@ func (s *Store) writeUnsynced(ctx context.Context, op string, fn func(tx *sql.Tx
 	return werr
 }
 
-// beginner is a *sql.DB or a *sql.Conn.
-type beginner interface {
-	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
-}
-
-func (s *Store) writeOn(ctx context.Context, op string, db beginner, fn func(tx *sql.Tx) ([]store.Change, error)) error {
-	return s.Store.WriteOn(ctx, op, db, fn)
-}
-
-// translate turns a driver error into the store's sentinels:
-// sql.ErrNoRows and a foreign key violation (the box named does not exist)
-// into store.ErrNotFound, a unique violation into store.ErrExists, a
-// locked, unreadable or closed database, or a deadline passed waiting for
-// it, into store.ErrUnavailable, and what the database refuses for what
-// was written (another constraint, a value of the wrong type, such as a
-// sum past an INTEGER column's range, which SQLite makes a REAL; a row
-// too big) into store.ErrRejected. Sentinels already in err are kept. The
-// driver's message (which holds no values, only table and column names) is
-// kept after the sentinel.
+// translate turns a driver error into the store's sentinels (see
+// sqlstore.Translate): a foreign key violation (the box named does not
+// exist) into store.ErrNotFound, a unique violation into
+// store.ErrExists, a locked, unreadable or full database into
+// store.ErrUnavailable, and what the database refuses for what was
+// written (another constraint, a value of the wrong type, such as a sum
+// past an INTEGER column's range, which SQLite makes a REAL; a row too
+// big) into store.ErrRejected.
 func translate(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrRejected) {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("%s: %w", op, store.ErrNotFound)
-	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, sql.ErrConnDone) {
-		return fmt.Errorf("%s: %w: %w", op, store.ErrUnavailable, err)
-	}
-	if err.Error() == "sql: database is closed" { // database/sql keeps this error unexported
-		return fmt.Errorf("%s: %w: %w", op, store.ErrUnavailable, err)
-	}
-	var se *sqlite.Error
-	if errors.As(err, &se) {
+	return sqlstore.Translate(op, err, func(err error) error {
+		var se *sqlite.Error
+		if !errors.As(err, &se) {
+			return nil
+		}
 		switch code := se.Code(); {
 		case code == sqlite3.SQLITE_CONSTRAINT_UNIQUE || code == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
-			return fmt.Errorf("%s: %w", op, store.ErrExists)
+			return store.ErrExists
 		case code == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
-			return fmt.Errorf("%s: %w", op, store.ErrNotFound)
+			return store.ErrNotFound
 		case code&0xff == sqlite3.SQLITE_BUSY, code&0xff == sqlite3.SQLITE_LOCKED,
 			code&0xff == sqlite3.SQLITE_IOERR, code&0xff == sqlite3.SQLITE_CANTOPEN,
 			code&0xff == sqlite3.SQLITE_FULL, code&0xff == sqlite3.SQLITE_READONLY:
-			return fmt.Errorf("%s: %w: %w", op, store.ErrUnavailable, err)
+			return store.ErrUnavailable
 		case code&0xff == sqlite3.SQLITE_CONSTRAINT, // NOT NULL, CHECK, a STRICT column's type
 			code&0xff == sqlite3.SQLITE_MISMATCH, code&0xff == sqlite3.SQLITE_TOOBIG:
-			return fmt.Errorf("%s: %w: %w", op, store.ErrRejected, err)
+			return store.ErrRejected
 		}
-	}
-	return fmt.Errorf("%s: %w", op, err)
+		return nil
+	})
 }
-
-// micros is how a time is stored: UTC microseconds since the Unix epoch.
-func micros(t time.Time) int64 { return t.UnixMicro() }

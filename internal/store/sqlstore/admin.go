@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 
 	"github.com/intentius/boxbroker/internal/store"
@@ -19,11 +18,9 @@ func scanAdminToken(r Scanner) (store.AdminToken, error) {
 // CreateAdminToken stores t; store.ErrExists if its ID or hash is taken.
 // Admin tokens are never cached, so no change is recorded.
 func (s *Store) CreateAdminToken(ctx context.Context, t store.AdminToken) error {
-	return s.Write(ctx, fmt.Sprintf("create admin token %q", t.ID), func(tx *sql.Tx) ([]store.Change, error) {
-		_, err := tx.ExecContext(ctx, "INSERT INTO admin_tokens ("+adminTokenColumns+") VALUES ($1, $2, $3, $4)",
-			t.ID, t.Hash, t.Name, s.D.Time(t.CreatedAt))
-		return nil, err
-	})
+	return s.put(ctx, fmt.Sprintf("create admin token %q", t.ID), nil,
+		"INSERT INTO admin_tokens ("+adminTokenColumns+") VALUES ($1, $2, $3, $4)",
+		t.ID, t.Hash, t.Name, s.D.Time(t.CreatedAt))
 }
 
 // AdminTokenByHash returns the admin token whose value hashes to hash, or
@@ -59,11 +56,5 @@ func (s *Store) ListAdminTokens(ctx context.Context) ([]store.AdminToken, error)
 // DeleteAdminToken removes the admin token with that ID; store.ErrNotFound
 // if there is none.
 func (s *Store) DeleteAdminToken(ctx context.Context, id string) error {
-	return s.Write(ctx, fmt.Sprintf("delete admin token %q", id), func(tx *sql.Tx) ([]store.Change, error) {
-		res, err := tx.ExecContext(ctx, "DELETE FROM admin_tokens WHERE id = $1", id)
-		if err != nil {
-			return nil, err
-		}
-		return nil, NotFound(res)
-	})
+	return s.touch(ctx, fmt.Sprintf("delete admin token %q", id), nil, "DELETE FROM admin_tokens WHERE id = $1", id)
 }

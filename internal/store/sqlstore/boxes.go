@@ -51,12 +51,10 @@ func (s *Store) CreateBox(ctx context.Context, b store.Box) error {
 	if err != nil {
 		return fmt.Errorf("create box %q: %w", b.Name, err)
 	}
-	return s.Write(ctx, fmt.Sprintf("create box %q", b.Name), func(tx *sql.Tx) ([]store.Change, error) {
-		_, err := tx.ExecContext(ctx, "INSERT INTO boxes ("+boxColumns+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULL, NULL)",
-			b.Name, b.TokenHash, s.D.Time(b.CreatedAt), b.Consent, b.Paused, kind, b.PayerPrincipal,
-			store.FormatFrom(b.From), b.TokenTTL.Microseconds(), s.NullTime(b.ExpiresAt))
-		return []store.Change{{Kind: store.ChangeBox, Key: b.Name}}, err
-	})
+	return s.put(ctx, fmt.Sprintf("create box %q", b.Name), []store.Change{{Kind: store.ChangeBox, Key: b.Name}},
+		"INSERT INTO boxes ("+boxColumns+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULL, NULL)",
+		b.Name, b.TokenHash, s.D.Time(b.CreatedAt), b.Consent, b.Paused, kind, b.PayerPrincipal,
+		store.FormatFrom(b.From), b.TokenTTL.Microseconds(), s.NullTime(b.ExpiresAt))
 }
 
 // Box returns the box named name, or store.ErrNotFound.
@@ -124,13 +122,8 @@ func (s *Store) DeleteBox(ctx context.Context, name string) error {
 // store.ErrNotFound if there is no such box, store.ErrExists if another box
 // has that hash.
 func (s *Store) RotateToken(ctx context.Context, name, newHash string) error {
-	return s.Write(ctx, fmt.Sprintf("rotate token of box %q", name), func(tx *sql.Tx) ([]store.Change, error) {
-		res, err := tx.ExecContext(ctx, "UPDATE boxes SET token_hash = $1, old_token_hash = NULL, old_token_until = NULL WHERE name = $2", newHash, name)
-		if err != nil {
-			return nil, err
-		}
-		return []store.Change{{Kind: store.ChangeBox, Key: name}}, NotFound(res)
-	})
+	return s.touch(ctx, fmt.Sprintf("rotate token of box %q", name), []store.Change{{Kind: store.ChangeBox, Key: name}},
+		"UPDATE boxes SET token_hash = $1, old_token_hash = NULL, old_token_until = NULL WHERE name = $2", newHash, name)
 }
 
 // ReplaceToken replaces the token of the box named name as r says;
@@ -155,13 +148,8 @@ func (s *Store) ReplaceToken(ctx context.Context, name string, r store.Rotation)
 // BindBox binds the token of the box named name to the source addresses
 // from (nil: any); store.ErrNotFound if there is no such box.
 func (s *Store) BindBox(ctx context.Context, name string, from []netip.Prefix) error {
-	return s.Write(ctx, fmt.Sprintf("bind box %q", name), func(tx *sql.Tx) ([]store.Change, error) {
-		res, err := tx.ExecContext(ctx, "UPDATE boxes SET bound_from = $1 WHERE name = $2", store.FormatFrom(from), name)
-		if err != nil {
-			return nil, err
-		}
-		return []store.Change{{Kind: store.ChangeBox, Key: name}}, NotFound(res)
-	})
+	return s.touch(ctx, fmt.Sprintf("bind box %q", name), []store.Change{{Kind: store.ChangeBox, Key: name}},
+		"UPDATE boxes SET bound_from = $1 WHERE name = $2", store.FormatFrom(from), name)
 }
 
 // UpdateBox writes b's Consent, Paused, PayerKind (empty meaning "shared")
@@ -171,25 +159,18 @@ func (s *Store) UpdateBox(ctx context.Context, b store.Box) error {
 	if err != nil {
 		return fmt.Errorf("update box %q: %w", b.Name, err)
 	}
-	return s.Write(ctx, fmt.Sprintf("update box %q", b.Name), func(tx *sql.Tx) ([]store.Change, error) {
-		res, err := tx.ExecContext(ctx, "UPDATE boxes SET consent = $1, paused = $2, payer_kind = $3, payer_principal = $4 WHERE name = $5",
-			b.Consent, b.Paused, kind, b.PayerPrincipal, b.Name)
-		if err != nil {
-			return nil, err
-		}
-		return []store.Change{{Kind: store.ChangeBox, Key: b.Name}}, NotFound(res)
-	})
+	return s.touch(ctx, fmt.Sprintf("update box %q", b.Name), []store.Change{{Kind: store.ChangeBox, Key: b.Name}},
+		"UPDATE boxes SET consent = $1, paused = $2, payer_kind = $3, payer_principal = $4 WHERE name = $5",
+		b.Consent, b.Paused, kind, b.PayerPrincipal, b.Name)
 }
 
 // SaveDeclaration replaces the last report of the box named box with doc,
 // taken at at; store.ErrNotFound if there is no such box.
 func (s *Store) SaveDeclaration(ctx context.Context, box string, doc []byte, at time.Time) error {
-	return s.Write(ctx, fmt.Sprintf("save declaration of box %q", box), func(tx *sql.Tx) ([]store.Change, error) {
-		_, err := tx.ExecContext(ctx, `INSERT INTO declarations (box, doc, at) VALUES ($1, $2, $3)
+	return s.put(ctx, fmt.Sprintf("save declaration of box %q", box), []store.Change{{Kind: store.ChangeDeclaration, Key: box}},
+		`INSERT INTO declarations (box, doc, at) VALUES ($1, $2, $3)
 			ON CONFLICT (box) DO UPDATE SET doc = excluded.doc, at = excluded.at`,
-			box, Blob(doc), s.D.Time(at))
-		return []store.Change{{Kind: store.ChangeDeclaration, Key: box}}, err
-	})
+		box, Blob(doc), s.D.Time(at))
 }
 
 // Declaration returns the last report kept for the box named box and when

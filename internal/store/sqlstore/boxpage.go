@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -9,18 +10,58 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 )
 
-// ListedPage ends a ListBoxPage once a dialect's query has picked the
-// page's names (and their spends, for a sort by spend): it cuts the page
-// and its cursor (store.BoxPage.Cut), and reads the kept names' boxes,
-// last reports and month, one query each, whatever the number of boxes.
-// A box removed meanwhile is left out. Errors are translated, prefixed
-// with op.
-func (s *Store) ListedPage(ctx context.Context, op string, q store.BoxQuery, page store.BoxPage, names []string, spends []int64) (store.BoxPage, error) {
+// BoxPageQuery is the query that picks a page of boxes, as a dialect
+// writes it (Dialect.BoxPage).
+type BoxPageQuery struct {
+	// Page selects the name, the spend (0 unless the sort is by spend)
+	// and, when Counted, how many boxes match, of up to q.Limit+1 boxes
+	// from q.Offset in the page's order; Args are its arguments.
+	Page string
+	Args []any
+	// Counted says Page's rows count the boxes that match.
+	Counted bool
+	// Count counts the boxes that match, with CountArgs, for a q.Count
+	// that Page's rows do not answer (none counted, or none past the end).
+	Count     string
+	CountArgs []any
+}
+
+// ListBoxPage reads one page of boxes: one query picks the page's names
+// (filtered, sorted and paged in SQL, as the dialect writes it), and one
+// query each reads their boxes, last reports and month, whatever the
+// number of boxes. The page and its cursor are cut by
+// store.BoxPage.Cut; a box removed meanwhile is left out.
+func (s *Store) ListBoxPage(ctx context.Context, q store.BoxQuery) (store.BoxPage, error) {
+	const op = "list box page"
+	if err := q.Check(); err != nil {
+		return store.BoxPage{}, fmt.Errorf("%s: %w", op, err)
+	}
+	bq := s.D.BoxPage(q)
+	var page store.BoxPage
+	var names []string
+	var spends []int64
+	err := s.each(ctx, op, bq.Page, func(r Scanner) error {
+		var n string
+		var sp, matched int64
+		err := r.Scan(&n, &sp, &matched)
+		names, spends = append(names, n), append(spends, sp)
+		if bq.Counted {
+			page.Matched = int(matched)
+		}
+		return err
+	}, bq.Args...)
+	if err != nil {
+		return store.BoxPage{}, err
+	}
+	if q.Count && (!bq.Counted || len(names) == 0) {
+		if err := s.R.QueryRowContext(ctx, bq.Count, bq.CountArgs...).Scan(&page.Matched); err != nil {
+			return store.BoxPage{}, s.D.Translate(op, err)
+		}
+	}
 	names = page.Cut(q, names, spends)
 	if len(names) == 0 {
 		return page, nil
 	}
-	var err error
 	if page.Boxes, err = s.listedBoxes(ctx, op, names, q.Month); err != nil {
 		return store.BoxPage{}, err
 	}

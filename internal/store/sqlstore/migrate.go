@@ -2,16 +2,23 @@ package sqlstore
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/store/migrations"
 )
 
 // Migrate applies, in one transaction on db (begun after the dialect's
-// LockMigrations), every migration of ms the database has not recorded
-// in schema_migrations, recording each at now. A database holding a
-// version ms does not know is refused.
-func Migrate(ctx context.Context, db Beginner, d Dialect, ms []migrations.Migration, now time.Time) error {
+// LockMigrations), every migration in files (migrations/NNNN_what.sql,
+// applied in order) the database has not recorded in schema_migrations,
+// recording each at now. A database holding a version files does not
+// know is refused.
+func Migrate(ctx context.Context, db Beginner, d Dialect, files fs.FS, now time.Time) error {
+	ms, err := migrations.Load(files, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return d.Translate("migrate", err)
@@ -28,18 +35,13 @@ func Migrate(ctx context.Context, db Beginner, d Dialect, ms []migrations.Migrat
 	if err != nil {
 		return d.Translate("migrate", err)
 	}
-	for rows.Next() {
+	err = EachRow(rows, func(r Scanner) error {
 		var v int
-		if err := rows.Scan(&v); err != nil {
-			rows.Close()
-			return d.Translate("migrate", err)
-		}
+		err := r.Scan(&v)
 		applied[v] = true
-	}
-	if err := rows.Close(); err != nil {
-		return d.Translate("migrate", err)
-	}
-	if err := rows.Err(); err != nil {
+		return err
+	})
+	if err := errors.Join(err, rows.Close()); err != nil {
 		return d.Translate("migrate", err)
 	}
 	todo, err := migrations.Pending(ms, applied)

@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 
 	"github.com/intentius/boxbroker/internal/store"
@@ -12,13 +11,11 @@ import (
 // store.ErrNotFound if there is no such secret. It is never cached, so
 // no change is recorded.
 func (s *Store) SetMintState(ctx context.Context, st store.MintState) error {
-	return s.Write(ctx, fmt.Sprintf("set mint state of secret %q of box %q", st.Name, st.Box), func(tx *sql.Tx) ([]store.Change, error) {
-		_, err := tx.ExecContext(ctx, `INSERT INTO secret_mints (box, name, of, sealed, expires_at, failure, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
+	return s.put(ctx, fmt.Sprintf("set mint state of secret %q of box %q", st.Name, st.Box), nil,
+		`INSERT INTO secret_mints (box, name, of, sealed, expires_at, failure, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
 			ON CONFLICT (box, name) DO UPDATE SET of = excluded.of, sealed = excluded.sealed, expires_at = excluded.expires_at,
 			failure = excluded.failure, updated_at = excluded.updated_at`,
-			st.Box, st.Name, st.Of, st.Sealed, s.NullTime(st.ExpiresAt), st.Failure, s.D.Time(st.UpdatedAt))
-		return nil, err
-	})
+		st.Box, st.Name, st.Of, st.Sealed, s.NullTime(st.ExpiresAt), st.Failure, s.D.Time(st.UpdatedAt))
 }
 
 // MintState returns the state of the secret name of box, or store.ErrNotFound.

@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 
 	"github.com/intentius/boxbroker/internal/store"
@@ -10,12 +9,10 @@ import (
 
 // SetPoolEntry creates or replaces the pool entry e.Name.
 func (s *Store) SetPoolEntry(ctx context.Context, e store.PoolEntry) error {
-	return s.Write(ctx, fmt.Sprintf("set pool entry %q", e.Name), func(tx *sql.Tx) ([]store.Change, error) {
-		_, err := tx.ExecContext(ctx, `INSERT INTO pool_entries (name, weight, url, sealed, updated_at) VALUES ($1, $2, $3, $4, $5)
+	return s.put(ctx, fmt.Sprintf("set pool entry %q", e.Name), []store.Change{{Kind: store.ChangePool, Key: e.Name}},
+		`INSERT INTO pool_entries (name, weight, url, sealed, updated_at) VALUES ($1, $2, $3, $4, $5)
 			ON CONFLICT (name) DO UPDATE SET weight = excluded.weight, url = excluded.url, sealed = excluded.sealed, updated_at = excluded.updated_at`,
-			e.Name, e.Weight, e.URL, Blob(e.Sealed), s.D.Time(e.UpdatedAt))
-		return []store.Change{{Kind: store.ChangePool, Key: e.Name}}, err
-	})
+		e.Name, e.Weight, e.URL, Blob(e.Sealed), s.D.Time(e.UpdatedAt))
 }
 
 // PoolEntries returns every pool entry, by name.
@@ -30,11 +27,6 @@ func (s *Store) PoolEntries(ctx context.Context) ([]store.PoolEntry, error) {
 
 // DeletePoolEntry removes the pool entry named name; store.ErrNotFound if none.
 func (s *Store) DeletePoolEntry(ctx context.Context, name string) error {
-	return s.Write(ctx, fmt.Sprintf("delete pool entry %q", name), func(tx *sql.Tx) ([]store.Change, error) {
-		res, err := tx.ExecContext(ctx, "DELETE FROM pool_entries WHERE name = $1", name)
-		if err != nil {
-			return nil, err
-		}
-		return []store.Change{{Kind: store.ChangePool, Key: name}}, NotFound(res)
-	})
+	return s.touch(ctx, fmt.Sprintf("delete pool entry %q", name), []store.Change{{Kind: store.ChangePool, Key: name}},
+		"DELETE FROM pool_entries WHERE name = $1", name)
 }

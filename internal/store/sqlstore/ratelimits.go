@@ -16,13 +16,11 @@ func (s *Store) SetRateLimit(ctx context.Context, l store.RateLimit) error {
 	if l.InputTPM < 0 || l.OutputTPM < 0 || l.RPM < 0 {
 		return fmt.Errorf("%s: negative limit", op)
 	}
-	return s.Write(ctx, op, func(tx *sql.Tx) ([]store.Change, error) {
-		_, err := tx.ExecContext(ctx, `INSERT INTO rate_limits (box, principal, input_tpm, output_tpm, rpm, updated_at) VALUES ($1, $2, $3, $4, $5, $6)
+	return s.put(ctx, op, nil,
+		`INSERT INTO rate_limits (box, principal, input_tpm, output_tpm, rpm, updated_at) VALUES ($1, $2, $3, $4, $5, $6)
 			ON CONFLICT (box, principal) DO UPDATE SET input_tpm = excluded.input_tpm, output_tpm = excluded.output_tpm,
 				rpm = excluded.rpm, updated_at = excluded.updated_at`,
-			l.Box, l.Principal, l.InputTPM, l.OutputTPM, l.RPM, s.D.Time(l.UpdatedAt))
-		return nil, err
-	})
+		l.Box, l.Principal, l.InputTPM, l.OutputTPM, l.RPM, s.D.Time(l.UpdatedAt))
 }
 
 // ListRateLimits returns the rate limits of box, or of every box for "".
@@ -37,13 +35,8 @@ func (s *Store) ListRateLimits(ctx context.Context, box string) ([]store.RateLim
 
 // DeleteRateLimit removes a rate limit; store.ErrNotFound if none.
 func (s *Store) DeleteRateLimit(ctx context.Context, box, principal string) error {
-	return s.Write(ctx, fmt.Sprintf("delete rate limit of box %q", box), func(tx *sql.Tx) ([]store.Change, error) {
-		res, err := tx.ExecContext(ctx, "DELETE FROM rate_limits WHERE box = $1 AND principal = $2", box, principal)
-		if err != nil {
-			return nil, err
-		}
-		return nil, NotFound(res)
-	})
+	return s.touch(ctx, fmt.Sprintf("delete rate limit of box %q", box), nil,
+		"DELETE FROM rate_limits WHERE box = $1 AND principal = $2", box, principal)
 }
 
 // ExchangeRates writes mine and returns the other replicas' counts

@@ -89,13 +89,8 @@ func (s *Store) ListResources(ctx context.Context, box string) ([]store.Resource
 // DeleteResource forgets kind/id; store.ErrNotFound if unknown.
 func (s *Store) DeleteResource(ctx context.Context, kind, id string) error {
 	key := kind + "/" + id
-	return s.Write(ctx, fmt.Sprintf("delete resource %q", key), func(tx *sql.Tx) ([]store.Change, error) {
-		res, err := tx.ExecContext(ctx, "DELETE FROM resources WHERE kind = $1 AND id = $2", kind, id)
-		if err != nil {
-			return nil, err
-		}
-		return []store.Change{{Kind: store.ChangeResource, Key: key}}, NotFound(res)
-	})
+	return s.touch(ctx, fmt.Sprintf("delete resource %q", key), []store.Change{{Kind: store.ChangeResource, Key: key}},
+		"DELETE FROM resources WHERE kind = $1 AND id = $2", kind, id)
 }
 
 const grantColumns = "id, hash, box, principal, created_at, expires_at, revoked_at"
@@ -110,11 +105,9 @@ func scanGrant(r Scanner) (store.Grant, error) {
 // store.ErrNotFound if there is no box named g.Box. A zero ExpiresAt or
 // RevokedAt is kept as zero.
 func (s *Store) CreateGrant(ctx context.Context, g store.Grant) error {
-	return s.Write(ctx, fmt.Sprintf("create grant %q for box %q", g.ID, g.Box), func(tx *sql.Tx) ([]store.Change, error) {
-		_, err := tx.ExecContext(ctx, "INSERT INTO grants ("+grantColumns+") VALUES ($1, $2, $3, $4, $5, $6, $7)",
-			g.ID, g.Hash, g.Box, g.Principal, s.D.Time(g.CreatedAt), s.NullTime(g.ExpiresAt), s.NullTime(g.RevokedAt))
-		return []store.Change{{Kind: store.ChangeGrant, Key: g.Hash}}, err
-	})
+	return s.put(ctx, fmt.Sprintf("create grant %q for box %q", g.ID, g.Box), []store.Change{{Kind: store.ChangeGrant, Key: g.Hash}},
+		"INSERT INTO grants ("+grantColumns+") VALUES ($1, $2, $3, $4, $5, $6, $7)",
+		g.ID, g.Hash, g.Box, g.Principal, s.D.Time(g.CreatedAt), s.NullTime(g.ExpiresAt), s.NullTime(g.RevokedAt))
 }
 
 // GrantByHash returns the grant whose value hashes to hash, or
@@ -178,8 +171,6 @@ func (s *Store) LastChange(ctx context.Context) (int64, error) {
 // PruneChanges forgets changes recorded before before, except the newest
 // one, which LastChange reports.
 func (s *Store) PruneChanges(ctx context.Context, before time.Time) error {
-	return s.Write(ctx, "prune changes", func(tx *sql.Tx) ([]store.Change, error) {
-		_, err := tx.ExecContext(ctx, "DELETE FROM changes WHERE at < $1 AND seq < (SELECT MAX(seq) FROM changes)", s.D.Time(before))
-		return nil, err
-	})
+	return s.put(ctx, "prune changes", nil,
+		"DELETE FROM changes WHERE at < $1 AND seq < (SELECT MAX(seq) FROM changes)", s.D.Time(before))
 }

@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 
 	"github.com/intentius/boxbroker/internal/store"
@@ -10,12 +9,10 @@ import (
 
 // SetCredential creates or replaces the credential c.ID.
 func (s *Store) SetCredential(ctx context.Context, c store.Credential) error {
-	return s.Write(ctx, fmt.Sprintf("set credential %q", c.ID), func(tx *sql.Tx) ([]store.Change, error) {
-		_, err := tx.ExecContext(ctx, `INSERT INTO credentials (id, sealed, updated_at) VALUES ($1, $2, $3)
+	return s.put(ctx, fmt.Sprintf("set credential %q", c.ID), []store.Change{{Kind: store.ChangeCredential, Key: c.ID}},
+		`INSERT INTO credentials (id, sealed, updated_at) VALUES ($1, $2, $3)
 			ON CONFLICT (id) DO UPDATE SET sealed = excluded.sealed, updated_at = excluded.updated_at`,
-			c.ID, Blob(c.Sealed), s.D.Time(c.UpdatedAt))
-		return []store.Change{{Kind: store.ChangeCredential, Key: c.ID}}, err
-	})
+		c.ID, Blob(c.Sealed), s.D.Time(c.UpdatedAt))
 }
 
 // Credential returns the credential with that ID, or store.ErrNotFound.
@@ -30,13 +27,8 @@ func (s *Store) Credential(ctx context.Context, id string) (store.Credential, er
 
 // DeleteCredential removes the credential with that ID; store.ErrNotFound if none.
 func (s *Store) DeleteCredential(ctx context.Context, id string) error {
-	return s.Write(ctx, fmt.Sprintf("delete credential %q", id), func(tx *sql.Tx) ([]store.Change, error) {
-		res, err := tx.ExecContext(ctx, "DELETE FROM credentials WHERE id = $1", id)
-		if err != nil {
-			return nil, err
-		}
-		return []store.Change{{Kind: store.ChangeCredential, Key: id}}, NotFound(res)
-	})
+	return s.touch(ctx, fmt.Sprintf("delete credential %q", id), []store.Change{{Kind: store.ChangeCredential, Key: id}},
+		"DELETE FROM credentials WHERE id = $1", id)
 }
 
 // ListCredentials returns every credential's ID and UpdatedAt, by ID,
@@ -52,12 +44,10 @@ func (s *Store) ListCredentials(ctx context.Context) ([]store.Credential, error)
 // SetSecret creates or replaces the secret sec.Name of box sec.Box;
 // store.ErrNotFound if there is no such box.
 func (s *Store) SetSecret(ctx context.Context, sec store.Secret) error {
-	return s.Write(ctx, fmt.Sprintf("set secret %q of box %q", sec.Name, sec.Box), func(tx *sql.Tx) ([]store.Change, error) {
-		_, err := tx.ExecContext(ctx, `INSERT INTO secrets (box, name, host, sealed, updated_at, kind, body_fields, rules, rate) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+	return s.put(ctx, fmt.Sprintf("set secret %q of box %q", sec.Name, sec.Box), []store.Change{{Kind: store.ChangeSecret, Key: sec.Box + "/" + sec.Name}},
+		`INSERT INTO secrets (box, name, host, sealed, updated_at, kind, body_fields, rules, rate) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 			ON CONFLICT (box, name) DO UPDATE SET host = excluded.host, sealed = excluded.sealed, updated_at = excluded.updated_at, kind = excluded.kind, body_fields = excluded.body_fields, rules = excluded.rules, rate = excluded.rate`,
-			sec.Box, sec.Name, sec.Host, Blob(sec.Sealed), s.D.Time(sec.UpdatedAt), sec.Kind, store.JoinBodyFields(sec.BodyFields), store.JoinRules(sec.Rules), sec.Rate)
-		return []store.Change{{Kind: store.ChangeSecret, Key: sec.Box + "/" + sec.Name}}, err
-	})
+		sec.Box, sec.Name, sec.Host, Blob(sec.Sealed), s.D.Time(sec.UpdatedAt), sec.Kind, store.JoinBodyFields(sec.BodyFields), store.JoinRules(sec.Rules), sec.Rate)
 }
 
 // Secret returns the secret name of box, or store.ErrNotFound.
@@ -90,11 +80,6 @@ func (s *Store) ListSecrets(ctx context.Context, box string) ([]store.Secret, er
 
 // DeleteSecret removes the secret name of box; store.ErrNotFound if none.
 func (s *Store) DeleteSecret(ctx context.Context, box, name string) error {
-	return s.Write(ctx, fmt.Sprintf("delete secret %q of box %q", name, box), func(tx *sql.Tx) ([]store.Change, error) {
-		res, err := tx.ExecContext(ctx, "DELETE FROM secrets WHERE box = $1 AND name = $2", box, name)
-		if err != nil {
-			return nil, err
-		}
-		return []store.Change{{Kind: store.ChangeSecret, Key: box + "/" + name}}, NotFound(res)
-	})
+	return s.touch(ctx, fmt.Sprintf("delete secret %q of box %q", name, box), []store.Change{{Kind: store.ChangeSecret, Key: box + "/" + name}},
+		"DELETE FROM secrets WHERE box = $1 AND name = $2", box, name)
 }

@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 
 	"github.com/intentius/boxbroker/internal/store"
@@ -14,15 +13,10 @@ func (s *Store) SetBudget(ctx context.Context, b store.Budget) error {
 	if b.Limit < 0 {
 		return fmt.Errorf("set budget of box %q: negative limit", b.Box)
 	}
-	return s.Write(ctx, fmt.Sprintf("set budget of box %q", b.Box), func(tx *sql.Tx) ([]store.Change, error) {
-		_, err := tx.ExecContext(ctx, `INSERT INTO budgets (box, principal, limit_micros, updated_at) VALUES ($1, $2, $3, $4)
-			ON CONFLICT (box, principal) DO UPDATE SET limit_micros = excluded.limit_micros, updated_at = excluded.updated_at`,
-			b.Box, b.Principal, b.Limit, s.D.Time(b.UpdatedAt))
-		if err != nil {
-			return nil, err
-		}
-		return []store.Change{{Kind: store.ChangeBudget, Key: b.Box}}, nil
-	})
+	return s.put(ctx, fmt.Sprintf("set budget of box %q", b.Box), []store.Change{{Kind: store.ChangeBudget, Key: b.Box}},
+		`INSERT INTO budgets (box, principal, limit_micros, updated_at) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (box, principal) DO UPDATE SET limit_micros = excluded.limit_micros, updated_at = excluded.updated_at`,
+		b.Box, b.Principal, b.Limit, s.D.Time(b.UpdatedAt))
 }
 
 // ListBudgets returns the budgets of box, the box's own first, then by
@@ -39,16 +33,8 @@ func (s *Store) ListBudgets(ctx context.Context, box string) ([]store.Budget, er
 // DeleteBudget removes the budget of box and principal; store.ErrNotFound
 // if none.
 func (s *Store) DeleteBudget(ctx context.Context, box, principal string) error {
-	return s.Write(ctx, fmt.Sprintf("delete budget of box %q", box), func(tx *sql.Tx) ([]store.Change, error) {
-		res, err := tx.ExecContext(ctx, "DELETE FROM budgets WHERE box = $1 AND principal = $2", box, principal)
-		if err != nil {
-			return nil, err
-		}
-		if err := NotFound(res); err != nil {
-			return nil, err
-		}
-		return []store.Change{{Kind: store.ChangeBudget, Key: box}}, nil
-	})
+	return s.touch(ctx, fmt.Sprintf("delete budget of box %q", box), []store.Change{{Kind: store.ChangeBudget, Key: box}},
+		"DELETE FROM budgets WHERE box = $1 AND principal = $2", box, principal)
 }
 
 // Tallies returns the tallies of box for month, the box's own first.

@@ -8,35 +8,89 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/store"
-	"github.com/intentius/boxbroker/internal/store/spendsql"
 )
 
-// SpendTx is a transaction, or for spendsql.Budgeted a database, as
-// spendsql runs the budget algorithm in it.
-type SpendTx struct {
-	// Q runs the statements.
-	Q Querier
-	// Tx, when set, is Q, and runs the statements in Stmts prepared.
-	Tx    *sql.Tx
-	Stmts map[string]*sql.Stmt
-	D     Dialect
+// SpendTx is a backend's write transaction (or, for the reads of
+// Budgeted and WindowTallies, its readers) as the budget algorithm
+// (reserve.go) runs in it.
+type SpendTx interface {
+	// Exec runs a statement and returns how many rows it changed.
+	Exec(ctx context.Context, query string, args ...any) (int64, error)
+	// QueryRow runs a query whose first row the result's Scan reads;
+	// Scan returns store.ErrNotFound when there is no row, and the
+	// driver's other errors as they are.
+	QueryRow(ctx context.Context, query string, args ...any) Scanner
+	// Each runs a query and calls row with each row of its answer, in
+	// order, stopping at row's first error, which it returns.
+	Each(ctx context.Context, query string, args []any, row func(Scanner) error) error
+	// ExecAll runs stmts, whose answers are not read, in order, stopping
+	// at the first error: PostgreSQL sends them in one exchange (pgx's
+	// Batch), SQLite one after the other.
+	ExecAll(ctx context.Context, stmts []Stmt) error
+	// AddAudit writes audit entries in the transaction.
+	AddAudit(ctx context.Context, entries []store.AuditEntry) error
+	// Time is t in the form the database keeps a time in.
+	Time(t time.Time) any
 }
 
-// SpendTx is tx as spendsql uses it, running the statements Stmts holds
-// prepared (SQLite parses a statement anew on each run otherwise; an
-// upsert costs more to parse than to run).
+// Stmt is a statement and its arguments.
+type Stmt struct {
+	Query string
+	Args  []any
+}
+
+// Rows is a query's answer as a SpendTx's Each reads it: *sql.Rows and
+// pgx.Rows are both one.
+type Rows interface {
+	Scanner
+	Next() bool
+	Err() error
+}
+
+// EachRow calls row with each of rows, in order, stopping at row's first
+// error, which it returns, else rows' own; the caller closes rows. A
+// SpendTx's Each is its query and EachRow.
+func EachRow(rows Rows, row func(Scanner) error) error {
+	for rows.Next() {
+		if err := row(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// dbTx is a database/sql transaction, or a database, as a SpendTx.
+type dbTx struct {
+	// q runs the statements.
+	q Querier
+	// tx, when set, is q, and runs the statements in stmts prepared.
+	tx *sql.Tx
+	s  *Store
+}
+
+// SpendTx is tx as the budget algorithm runs in it, running the
+// statements Stmts holds prepared (SQLite parses a statement anew on
+// each run otherwise; an upsert costs more to parse than to run) and
+// writing audit entries with Audit.
 func (s *Store) SpendTx(tx *sql.Tx) SpendTx {
-	return SpendTx{Q: tx, Tx: tx, Stmts: s.Stmts, D: s.D}
+	return dbTx{q: tx, tx: tx, s: s}
 }
 
-// Exec runs query and returns how many rows it changed.
-func (t SpendTx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+// stmt is query prepared, in t's transaction, or nil.
+func (t dbTx) stmt(ctx context.Context, query string) *sql.Stmt {
+	if st := t.s.Stmts[query]; st != nil && t.tx != nil {
+		return t.tx.StmtContext(ctx, st)
+	}
+	return nil
+}
+
+func (t dbTx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
 	var res sql.Result
 	var err error
-	if st := t.Stmts[query]; st != nil && t.Tx != nil {
-		res, err = t.Tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	if st := t.stmt(ctx, query); st != nil {
+		res, err = st.ExecContext(ctx, args...)
 	} else {
-		res, err = t.Q.ExecContext(ctx, query, args...)
+		res, err = t.q.ExecContext(ctx, query, args...)
 	}
 	if err != nil {
 		return 0, err
@@ -44,27 +98,36 @@ func (t SpendTx) Exec(ctx context.Context, query string, args ...any) (int64, er
 	return res.RowsAffected()
 }
 
-// QueryRow runs query; its row's Scan reports no row as
-// store.ErrNotFound.
-func (t SpendTx) QueryRow(ctx context.Context, query string, args ...any) spendsql.Row {
-	if st := t.Stmts[query]; st != nil && t.Tx != nil {
-		return spendRow{t.Tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)}
+func (t dbTx) QueryRow(ctx context.Context, query string, args ...any) Scanner {
+	if st := t.stmt(ctx, query); st != nil {
+		return spendRow{st.QueryRowContext(ctx, args...)}
 	}
-	return spendRow{t.Q.QueryRowContext(ctx, query, args...)}
+	return spendRow{t.q.QueryRowContext(ctx, query, args...)}
 }
 
-// Each runs query and calls row with each row of its answer.
-func (t SpendTx) Each(ctx context.Context, query string, args []any, row func(spendsql.Row) error) error {
-	rows, err := t.Q.QueryContext(ctx, query, args...)
+func (t dbTx) Each(ctx context.Context, query string, args []any, row func(Scanner) error) error {
+	rows, err := t.q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
-	return spendsql.EachRow(rows, row)
+	return EachRow(rows, row)
 }
 
-// Time is t as the database stores a time.
-func (t SpendTx) Time(tm time.Time) any { return t.D.Time(tm) }
+func (t dbTx) ExecAll(ctx context.Context, stmts []Stmt) error {
+	for _, st := range stmts {
+		if _, err := t.Exec(ctx, st.Query, st.Args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t dbTx) AddAudit(ctx context.Context, entries []store.AuditEntry) error {
+	return t.s.Audit.In(ctx, t.tx, entries)
+}
+
+func (t dbTx) Time(tm time.Time) any { return t.s.D.Time(tm) }
 
 // spendRow is a row whose Scan reports no row as store.ErrNotFound.
 type spendRow struct{ r *sql.Row }
@@ -79,8 +142,79 @@ func (r spendRow) Scan(dest ...any) error {
 // Budgeted reports whether any budget applies to a call of box paid by
 // principal, read without a write transaction: most boxes have none.
 func (s *Store) Budgeted(ctx context.Context, op, box, principal string) (bool, error) {
-	ok, err := spendsql.Budgeted(ctx, SpendTx{Q: s.R, D: s.D}, box, principal)
+	ok, err := budgeted(ctx, dbTx{q: s.R, s: s}, box, principal)
 	return ok, s.D.Translate(op, err)
+}
+
+// Reserve holds r.Amount against the budgets that apply to r, in one
+// transaction (Dialect.Spend: in SQLite, shared with concurrent
+// reservations and settlements, and released again if its caller has
+// gone by the time it commits); see store.Spend.
+func (s *Store) Reserve(ctx context.Context, r store.Reservation) (int64, error) {
+	op := fmt.Sprintf("reserve for box %q", r.Box)
+	// Most boxes have no budget: find that out without taking the writer.
+	if ok, err := s.Budgeted(ctx, op, r.Box, r.Principal); err != nil || !ok {
+		return 0, err
+	}
+	var id int64
+	err := s.D.Spend(ctx, op, func(ctx context.Context, tx SpendTx) error {
+		var err error
+		id, err = ReserveIn(ctx, tx, r)
+		return err
+	}, func(ctx context.Context, tx SpendTx) error {
+		return ReleaseIn(ctx, tx, id)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return id, nil
+}
+
+// Settle releases st's reservation, charges st.Charge to its tallies and
+// adds its usage, in one transaction (Dialect.Spend); store.ErrNotFound
+// if the box is gone.
+func (s *Store) Settle(ctx context.Context, st store.Settlement) error {
+	return s.D.Spend(ctx, fmt.Sprintf("settle for box %q", st.Box), func(ctx context.Context, tx SpendTx) error {
+		return settle(ctx, tx, []store.Settlement{st})
+	}, nil)
+}
+
+// ApplySpooled writes one spooled batch under key, once, in one
+// transaction (Dialect.Spend); see store.Spooled.
+func (s *Store) ApplySpooled(ctx context.Context, key string, settle []store.Settlement, audit []store.AuditEntry) (bool, error) {
+	op := fmt.Sprintf("apply spooled batch %q", key)
+	if s.Audit != nil && len(audit) > 0 {
+		if err := s.Audit.Ready(ctx, len(audit)); err != nil {
+			return false, s.D.Translate(op, err)
+		}
+	}
+	applied := false
+	err := s.D.Spend(ctx, op, func(ctx context.Context, tx SpendTx) error {
+		n, err := tx.Exec(ctx, "INSERT INTO spooled (key, at) VALUES ($1, $2) ON CONFLICT DO NOTHING", key, tx.Time(time.Now()))
+		if err != nil || n == 0 {
+			return err // applied before
+		}
+		// A settlement of a box removed since is skipped.
+		if err := settleMany(ctx, tx, settle); err != nil {
+			return err
+		}
+		if len(audit) > 0 {
+			if err := tx.AddAudit(ctx, audit); err != nil {
+				return err
+			}
+		}
+		// Keys older than any spool still replayed are forgotten.
+		if _, err := tx.Exec(ctx, "DELETE FROM spooled WHERE at < $1", tx.Time(time.Now().Add(-store.SpooledKeep))); err != nil {
+			return err
+		}
+		applied = true
+		return nil
+	}, nil)
+	if err != nil {
+		// applied is not read: SQLite's group may still be writing it.
+		return false, err
+	}
+	return applied, nil
 }
 
 // ReleaseStale releases every reservation made before before, each in its
@@ -97,7 +231,7 @@ func (s *Store) ReleaseStale(ctx context.Context, before time.Time) (int, error)
 	}
 	for i, id := range ids {
 		if err := s.Write(ctx, fmt.Sprintf("%s: reservation %d", op, id), func(tx *sql.Tx) ([]store.Change, error) {
-			return nil, spendsql.Release(ctx, s.SpendTx(tx), id)
+			return nil, ReleaseIn(ctx, s.SpendTx(tx), id)
 		}); err != nil {
 			return i, err
 		}

@@ -8,9 +8,12 @@
 // IS NOT DISTINCT FROM. What truly differs is a Dialect: how a time is
 // stored (UTC microseconds in SQLite, timestamptz in PostgreSQL), the
 // collation that orders text by bytes, row locks, how a write appends to
-// the changes log and who is told once it commits, and the translation
-// of driver errors into the store's sentinels. Migrations stay one
-// directory per database, since the two schemas' column types differ.
+// the changes log and who is told once it commits, the transaction the
+// budget algorithm (reserve.go) writes in (SQLite's group commit,
+// PostgreSQL's pgx batches and COPY), the query that picks a page of
+// boxes, and the translation of driver errors into the store's
+// sentinels. Migrations stay one directory per database, since the two
+// schemas' column types differ; Migrate applies either.
 //
 // A new stored concept is one file here (its methods on Store) and one
 // migration per database.
@@ -25,7 +28,6 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/store"
-	"github.com/intentius/boxbroker/internal/store/spendsql"
 )
 
 // Dialect is what one database does differently from the other.
@@ -62,6 +64,18 @@ type Dialect interface {
 	// MigrationsTable is the statement that makes schema_migrations
 	// (version, applied_at) if it is missing.
 	MigrationsTable() string
+	// BoxPage is the query that picks a page of boxes for q, which
+	// q.Check accepts: the two databases search a report's listing title
+	// in JSON, and sort by spend, each its own way.
+	BoxPage(q store.BoxQuery) BoxPageQuery
+	// Spend runs fn, a write of the budget algorithm, in one write
+	// transaction of the database's own: SQLite makes it with
+	// concurrent ones in one group commit, and undoes it with undo (when
+	// set) in a later group if its caller has gone by the time it
+	// commits; PostgreSQL runs it through pgx, sending a settlement's
+	// upserts in one batch. fn writes no change. Errors are translated,
+	// prefixed with op.
+	Spend(ctx context.Context, op string, fn, undo func(ctx context.Context, tx SpendTx) error) error
 	// Translate turns err into the store's sentinels (store.ErrNotFound,
 	// ErrExists, ErrUnavailable, ErrRejected), prefixed with op; nil for
 	// nil.
@@ -78,8 +92,20 @@ type Store struct {
 	// Stmts are statements prepared on W, by text, which SpendTx runs
 	// prepared; nil for none. Read-only once the store is open.
 	Stmts map[string]*sql.Stmt
+	// Audit writes audit entries in a write on W, for SpendTx's
+	// AddAudit; set by the backend whose Spend runs in a *sql.Tx (SQLite).
+	Audit Auditor
 	// changes is changesSince, prepared on R.
 	changes *sql.Stmt
+}
+
+// Auditor writes audit entries in a write transaction on W.
+type Auditor interface {
+	// Ready readies, before a write begins, the writing of n entries in
+	// it (SQLite prepares its statements on its one write connection).
+	Ready(ctx context.Context, n int) error
+	// In writes entries in tx.
+	In(ctx context.Context, tx *sql.Tx, entries []store.AuditEntry) error
 }
 
 // New is the Store over w (writes) and r (reads) in dialect d, whose
@@ -159,6 +185,27 @@ func (s *Store) WriteOn(ctx context.Context, op string, db Beginner, fn func(tx 
 	return nil
 }
 
+// put runs query, one statement, as a write of its own (Write) that logs
+// changes.
+func (s *Store) put(ctx context.Context, op string, changes []store.Change, query string, args ...any) error {
+	return s.Write(ctx, op, func(tx *sql.Tx) ([]store.Change, error) {
+		_, err := tx.ExecContext(ctx, query, args...)
+		return changes, err
+	})
+}
+
+// touch is put for a statement that must touch a row: store.ErrNotFound
+// (and nothing written) if it touches none.
+func (s *Store) touch(ctx context.Context, op string, changes []store.Change, query string, args ...any) error {
+	return s.Write(ctx, op, func(tx *sql.Tx) ([]store.Change, error) {
+		res, err := tx.ExecContext(ctx, query, args...)
+		if err != nil {
+			return nil, err
+		}
+		return changes, NotFound(res)
+	})
+}
+
 // Querier is a *sql.DB, *sql.Conn or *sql.Tx.
 type Querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
@@ -203,7 +250,40 @@ func (s *Store) eachRow(op string, rows *sql.Rows, err error, row func(r Scanner
 		return s.D.Translate(op, err)
 	}
 	defer rows.Close()
-	return s.D.Translate(op, spendsql.EachRow(rows, func(r spendsql.Row) error { return row(r) }))
+	return s.D.Translate(op, EachRow(rows, row))
+}
+
+// Translate is a dialect's Translate: err as the store's sentinels,
+// prefixed with op; nil for nil. Sentinels already in err are kept,
+// sql.ErrNoRows is store.ErrNotFound, and a deadline passed or a closed
+// connection or database is store.ErrUnavailable; any other error is the
+// sentinel driver says it is (nil: none). store.ErrUnavailable and
+// store.ErrRejected keep the driver's message (which holds no values,
+// only table and column names) after the sentinel.
+func Translate(op string, err error, driver func(err error) error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrRejected) {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	var sentinel error
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		sentinel = store.ErrNotFound
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, sql.ErrConnDone),
+		err.Error() == "sql: database is closed": // database/sql keeps this error unexported
+		sentinel = store.ErrUnavailable
+	default:
+		sentinel = driver(err)
+	}
+	switch sentinel {
+	case nil:
+		return fmt.Errorf("%s: %w", op, err)
+	case store.ErrUnavailable, store.ErrRejected:
+		return fmt.Errorf("%s: %w: %w", op, sentinel, err)
+	}
+	return fmt.Errorf("%s: %w", op, sentinel)
 }
 
 // Strings runs a query whose rows are one string each.

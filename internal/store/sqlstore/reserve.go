@@ -1,26 +1,22 @@
-// Package spendsql is the budget algorithm of both SQL stores, written
-// once: the reservation of a call's cost against its budgets, the
-// release of a reservation, and a call's settlement (see store.Spend).
-// Each store runs it inside its own transaction, through Tx.
-//
-// Its SQL is the dialect SQLite and PostgreSQL share: $N placeholders
-// (modernc.org/sqlite binds $N by number, as pgx does), CASE where one
-// would write max(a, b) in SQLite and GREATEST(a, b) in PostgreSQL,
-// RETURNING, and ON CONFLICT … DO UPDATE naming the table of the row it
-// updates (PostgreSQL finds a bare column name ambiguous beside
-// excluded). A time is passed as Tx.Time makes it: microseconds in
-// SQLite, a timestamptz in PostgreSQL.
+package sqlstore
+
+// The budget algorithm: the reservation of a call's cost against its
+// budgets, the release of a reservation, and a call's settlement (see
+// store.Spend). Each backend runs it in its own transaction, through
+// SpendTx (see Dialect.Spend). Its SQL writes CASE where one would write
+// max(a, b) in SQLite and GREATEST(a, b) in PostgreSQL, and ON CONFLICT
+// … DO UPDATE naming the table of the row it updates (PostgreSQL finds a
+// bare column name ambiguous beside excluded).
 //
 // The reservation is one conditional UPDATE per budget (spent + reserved
 // + amount must not pass the limit), never a read and then a write; in
 // PostgreSQL a concurrent Reserve on the same tally waits for this one's
 // row lock and then evaluates its condition against the committed row.
 // Tallies are always touched in the order principals gives: the box's
-// own, then the principal's; a batch of settlements (SettleMany) charges
+// own, then the principal's; a batch of settlements (settleMany) charges
 // its tallies, and adds to its usage and prompt-cache rows, in the order
 // of their keys, so that replicas writing batches at once lock them in
 // the same order.
-package spendsql
 
 import (
 	"cmp"
@@ -34,61 +30,7 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 )
 
-// Tx is one store's transaction (or, for Budgeted, any of its
-// connections), as the algorithm uses it.
-type Tx interface {
-	// Exec runs a statement and returns how many rows it changed.
-	Exec(ctx context.Context, query string, args ...any) (int64, error)
-	// QueryRow runs a query whose first row the result's Scan reads;
-	// Scan returns store.ErrNotFound when there is no row, and the
-	// driver's other errors as they are.
-	QueryRow(ctx context.Context, query string, args ...any) Row
-	// Each runs a query and calls row with each row of its answer, in
-	// order, stopping at row's first error, which it returns.
-	Each(ctx context.Context, query string, args []any, row func(Row) error) error
-	// Time is t in the form the store keeps a time in.
-	Time(t time.Time) any
-}
-
-// Row is one row of a query's answer.
-type Row interface {
-	Scan(dest ...any) error
-}
-
-// Rows is a query's answer as a Tx's Each reads it: *sql.Rows and
-// pgx.Rows are both one.
-type Rows interface {
-	Row
-	Next() bool
-	Err() error
-}
-
-// EachRow calls row with each of rows, in order, stopping at row's first
-// error, which it returns, else rows' own; the caller closes rows. A Tx's
-// Each is its query and EachRow.
-func EachRow(rows Rows, row func(Row) error) error {
-	for rows.Next() {
-		if err := row(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
-}
-
-// Stmt is a statement and its arguments.
-type Stmt struct {
-	Query string
-	Args  []any
-}
-
-// Batcher is a Tx that runs statements whose answers are not read in
-// one exchange with its server (pgx's Batch), in order, stopping at the
-// first error. A settlement's upserts go through it when Tx is one.
-type Batcher interface {
-	ExecAll(ctx context.Context, stmts []Stmt) error
-}
-
-// The statements a settlement runs; see Statements.
+// The statements a settlement runs; see SpendStatements.
 const (
 	boxThere      = "SELECT 1 FROM boxes WHERE name = $1"
 	releaseDelete = "DELETE FROM reservations WHERE id = $1 RETURNING box, principal, month, amount"
@@ -122,7 +64,7 @@ const (
 		WHERE cache_hours.hour <= excluded.hour`
 )
 
-// The statements a reservation runs; see Statements.
+// The statements a reservation runs; see SpendStatements.
 const (
 	limitsSelect = `SELECT (SELECT limit_micros FROM budgets WHERE box = $1 AND principal = ''),
 		(SELECT limit_micros FROM budgets WHERE box = $1 AND principal = $2),
@@ -135,11 +77,10 @@ const (
 	reservationInsert = "INSERT INTO reservations (box, principal, month, amount, at) VALUES ($1, $2, $3, $4, $5) RETURNING id"
 )
 
-// Statements are the texts of the statements Reserve, Settle and
-// SettleMany run, which a store whose driver parses a statement anew on
-// each run (SQLite) may prepare once and run prepared when Tx.Exec or
-// Tx.QueryRow is given one of them.
-func Statements() []string {
+// SpendStatements are the texts of the statements the budget algorithm
+// runs, which a backend whose driver parses a statement anew on each run
+// (SQLite) prepares once (Prepare), for SpendTx to run them prepared.
+func SpendStatements() []string {
 	return append([]string{boxThere, releaseDelete, releaseUpdate, tallyUpsert, usageUpsert, cacheUpsert, hourUpsert,
 		limitsSelect, tallyEnsure, reserveAny, reserveWithin, reservationInsert}, windowStatements()...)
 }
@@ -156,7 +97,7 @@ func principals(principal string) []string {
 // limits returns the limit of the box's own monthly budget and of
 // principal's on it, each nil when there is none, and how many window
 // budgets apply (store.Windows).
-func limits(ctx context.Context, tx Tx, box, principal string) (own, of *int64, windows int64, err error) {
+func limits(ctx context.Context, tx SpendTx, box, principal string) (own, of *int64, windows int64, err error) {
 	err = tx.QueryRow(ctx, limitsSelect, box, principal).Scan(&own, &of, &windows)
 	if principal == "" {
 		of = nil
@@ -164,19 +105,18 @@ func limits(ctx context.Context, tx Tx, box, principal string) (own, of *int64, 
 	return own, of, windows, err
 }
 
-// Budgeted reports whether any budget applies to a call of box paid by
-// principal: a store asks it before it takes a writer, since most boxes
-// have none.
-func Budgeted(ctx context.Context, tx Tx, box, principal string) (bool, error) {
+// budgeted reports whether any budget applies to a call of box paid by
+// principal.
+func budgeted(ctx context.Context, tx SpendTx, box, principal string) (bool, error) {
 	own, of, windows, err := limits(ctx, tx, box, principal)
 	return own != nil || of != nil || windows > 0, err
 }
 
-// Reserve holds r.Amount against the budgets that apply to r in tx, and
+// ReserveIn holds r.Amount against the budgets that apply to r in tx, and
 // returns the reservation's ID; 0 when no budget applies (nothing is
 // held), and an *store.OverBudgetError naming the first budget it would
 // pass (nothing is held then either, once tx is rolled back).
-func Reserve(ctx context.Context, tx Tx, r store.Reservation) (int64, error) {
+func ReserveIn(ctx context.Context, tx SpendTx, r store.Reservation) (int64, error) {
 	own, of, windows, err := limits(ctx, tx, r.Box, r.Principal)
 	if err != nil {
 		return 0, err
@@ -224,9 +164,9 @@ func Reserve(ctx context.Context, tx Tx, r store.Reservation) (int64, error) {
 	return id, recordHolds(ctx, tx, id, holds)
 }
 
-// Release deletes reservation id and takes its amount off the tallies it
+// ReleaseIn deletes reservation id and takes its amount off the tallies it
 // was held against. A reservation already gone is not an error.
-func Release(ctx context.Context, tx Tx, id int64) error {
+func ReleaseIn(ctx context.Context, tx SpendTx, id int64) error {
 	var box, principal, month string
 	var amount int64
 	err := tx.QueryRow(ctx, releaseDelete, id).Scan(&box, &principal, &month, &amount)
@@ -245,21 +185,14 @@ func Release(ctx context.Context, tx Tx, id int64) error {
 	return releaseHolds(ctx, tx, id)
 }
 
-// Settle applies st in tx: it releases st's reservation, charges
-// st.Charge to its tallies and adds its usage. A box that is gone is the
-// driver's foreign-key error, which the store translates.
-func Settle(ctx context.Context, tx Tx, st store.Settlement) error {
-	return settle(ctx, tx, []store.Settlement{st})
-}
-
-// SettleMany applies batch in tx, leaving what Settle of each in turn
+// settleMany applies batch in tx, leaving what settle of each in turn
 // would, except that the settlements of a box that is gone are skipped
 // (the box was removed since the calls; nothing is left to charge). It
 // asks once whether each box is there, releases each reservation in
 // turn, and then runs one upsert per tally, usage row, month's and hour's
 // prompt-cache row the batch touches, with the batch's sums: a few
 // statements per box rather than five or so per call.
-func SettleMany(ctx context.Context, tx Tx, batch []store.Settlement) error {
+func settleMany(ctx context.Context, tx SpendTx, batch []store.Settlement) error {
 	there := make(map[string]bool)
 	for _, st := range batch {
 		there[st.Box] = false
@@ -300,7 +233,8 @@ type hourSums struct {
 	sum  store.CacheUsage
 }
 
-// settle is Settle of each of batch in turn, as a few statements per row
+// settle applies each of batch in turn in tx (releases its reservation,
+// charges its Charge to its tallies and adds its usage), as a few statements per row
 // touched. Reservations are released first and one by one, in the
 // batch's order: each is its own row, and the tallies' reserved column
 // that Release lowers is not the spent column that Settle raises. Then
@@ -313,16 +247,15 @@ type hourSums struct {
 // alone (h' either replaces the slot, or adds to it when the slot already
 // held h', or is dropped when the slot holds a newer hour still, and h
 // does the same or less before it), so only each slot's newest hour, with
-// its sums, is applied. The upserts go to the server in one exchange
-// when tx is a Batcher.
-func settle(ctx context.Context, tx Tx, batch []store.Settlement) error {
+// its sums, is applied. The upserts go through tx.ExecAll.
+func settle(ctx context.Context, tx SpendTx, batch []store.Settlement) error {
 	tallies := make(map[tallyKey]int64)
 	usage := make(map[usageKey]*store.Usage)
 	cache := make(map[cacheKey]*store.CacheUsage)
 	hours := make(map[slotKey]*hourSums)
 	for _, st := range batch {
 		if st.Reservation != 0 {
-			if err := Release(ctx, tx, st.Reservation); err != nil {
+			if err := ReleaseIn(ctx, tx, st.Reservation); err != nil {
 				return err
 			}
 		}
@@ -346,7 +279,7 @@ func settle(ctx context.Context, tx Tx, batch []store.Settlement) error {
 				cache[k] = sum
 			}
 			sum.Add(c)
-			hour := CacheHour(c.Hour)
+			hour := cacheHour(c.Hour)
 			sk := slotKey{c.Box, c.PayerKind, c.Entry, hour % store.CacheHours}
 			h := hours[sk]
 			switch {
@@ -395,34 +328,5 @@ func settle(ctx context.Context, tx Tx, batch []store.Settlement) error {
 		return err
 	}
 	upserts = append(upserts, windows...)
-	if b, ok := tx.(Batcher); ok {
-		return b.ExecAll(ctx, upserts)
-	}
-	for _, st := range upserts {
-		if _, err := tx.Exec(ctx, st.Query, st.Args...); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// CacheHour is t's hour's number since the Unix epoch, as cache_hours
-// keeps it.
-func CacheHour(t time.Time) int64 {
-	return t.Unix() / 3600
-}
-
-// CacheQuery is the query of the prompt-cache sums, for ListCache ($1 the
-// box or "" for all, $2 the month) and ListCacheSince ($1 the box or "",
-// $2 the first hour's number); both stores run it, ordering their text
-// keys by bytes (collate is "" for SQLite, ` COLLATE "C"` for PostgreSQL).
-func CacheQuery(since bool, collate string) string {
-	from, where := "cache_usage", "month = $2"
-	if since {
-		from, where = "cache_hours", "hour >= $2"
-	}
-	return `SELECT box, payer_kind, entry, CAST(SUM(calls) AS BIGINT), CAST(SUM(input_tokens) AS BIGINT),
-			CAST(SUM(cache_write_tokens) AS BIGINT), CAST(SUM(cache_read_tokens) AS BIGINT)
-		FROM ` + from + ` WHERE ($1 = '' OR box = $1) AND ` + where + `
-		GROUP BY box, payer_kind, entry ORDER BY box` + collate + `, payer_kind` + collate + `, entry` + collate
+	return tx.ExecAll(ctx, upserts)
 }
