@@ -73,6 +73,11 @@ type Session struct {
 	// Role is a single sign-on session's role; an admin token's session
 	// has none and may do everything.
 	Role sso.Role `json:"r,omitempty"`
+	// Claim and Grounds are what a single sign-on session's role rests
+	// on (sso.Identity's): its role is judged again from them on every
+	// request.
+	Claim   string   `json:"k,omitempty"`
+	Grounds []string `json:"g,omitempty"`
 }
 
 // CanAct reports whether the session may post a form that changes

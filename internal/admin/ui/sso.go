@@ -51,6 +51,7 @@ func (u *Page) ssoCallback(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	sess.Subject, sess.Issuer, sess.Name, sess.Role = id.Subject, id.Issuer, id.Name, id.Role
+	sess.Claim, sess.Grounds = id.Claim, id.Grounds
 	if err := u.startSession(w, r, sess); err != nil {
 		return err
 	}
@@ -65,9 +66,17 @@ func (u *Page) ssoCallback(w http.ResponseWriter, r *http.Request) error {
 
 // ssoSession reports whether a session with no admin token is a single
 // sign-on session that stands: single sign-on is on, with the issuer
-// that signed the person in, and the session has a role.
+// that signed the person in, and what the person's role rested on at
+// sign-in still gives a role under today's lists (sso.RoleOf), which
+// becomes the session's role: a person taken off the operators' list is
+// a viewer, or signed out, from their next request on.
 func (u *Page) ssoSession(sess *Session) bool {
-	return u.sso != nil && sess.Subject != "" && sess.Role.Valid() && sess.Issuer == u.sso.Issuer()
+	if u.sso == nil || sess.Subject == "" || sess.Issuer != u.sso.Issuer() {
+		return false
+	}
+	role, ok := u.sso.RoleOf(sess.Claim, sess.Grounds)
+	sess.Role = role
+	return ok
 }
 
 // errViewer is the refusal of a form posted by a viewer.

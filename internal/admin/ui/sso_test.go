@@ -41,7 +41,13 @@ func newSSOBroker(t *testing.T, claim string, operators, viewers []string) *ssoB
 // address or localhost).
 func newSSOBrokerAt(t *testing.T, host, claim string, operators, viewers []string) *ssoBroker {
 	t.Helper()
-	idp := ssotest.New(t, "boxbroker-test", "client-secret-0123456789")
+	return newSSOBrokerOn(t, ssotest.New(t, "boxbroker-test", "client-secret-0123456789"), "", host, claim, operators, viewers)
+}
+
+// newSSOBrokerOn is newSSOBrokerAt signing in with idp, under the master
+// key key ("" for one of its own).
+func newSSOBrokerOn(t *testing.T, idp *ssotest.IdP, key, host, claim string, operators, viewers []string) *ssoBroker {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -50,6 +56,9 @@ func newSSOBrokerAt(t *testing.T, host, claim string, operators, viewers []strin
 	b := brokertest.New(t, brokertest.Options{Config: func(c *server.Config) {
 		c.SSO = sso.Config{Issuer: idp.URL, ClientID: idp.ClientID, ClientSecret: idp.ClientSecret,
 			RedirectURL: base + sso.CallbackPath, RoleClaim: claim, Operators: operators, Viewers: viewers}
+		if key != "" {
+			c.MasterKey = key
+		}
 	}})
 	hs := &http.Server{Handler: b.Server.Admin, ReadHeaderTimeout: 10 * time.Second}
 	go hs.Serve(ln)
@@ -202,6 +211,37 @@ func TestSSO_OperatorActsAndAuditNamesThem(t *testing.T) {
 	csrf = csrfOf(t, signedInAs(t, s, c2).body)
 	if p := submit(t, c2, s.base+"/ui/boxes/alpha/settings", url.Values{"csrf": {csrf}, "set": {"paused"}, "value": {"false"}}); p.status != http.StatusForbidden {
 		t.Errorf("viewer POST settings = %d, want 403", p.status)
+	}
+}
+
+// TestSSO_RoleJudgedAgainOnEveryRequest: an operator's session, shown to
+// a broker under the same master key and provider whose lists name the
+// person a viewer only, is a viewer's there (its forms refused); shown to
+// one whose lists name them not at all, it is no session. The role in the
+// cookie is not trusted past the lists of the day.
+func TestSSO_RoleJudgedAgainOnEveryRequest(t *testing.T) {
+	const key = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	idp := ssotest.New(t, "boxbroker-test", "client-secret-0123456789")
+	first := newSSOBrokerOn(t, idp, key, "127.0.0.1", "email", []string{"ops@example.com"}, nil)
+	c, cb := first.signInSSO(t, "operator-1", email("ops@example.com"))
+	if !strings.Contains(cb.body, "ops@example.com, operator") {
+		t.Fatalf("callback = %d, want an operator:\n%s", cb.status, cb.body)
+	}
+	signedInAs(t, first, c)
+
+	demoted := newSSOBrokerOn(t, idp, key, "127.0.0.1", "email", []string{"other@example.com"}, []string{"ops@example.com"})
+	csrf := csrfOf(t, signedInAs(t, demoted, c).body)
+	p := submit(t, c, demoted.base+"/ui/boxes/alpha/settings", url.Values{"csrf": {csrf}, "set": {"paused"}, "value": {"true"}})
+	if p.status != http.StatusForbidden || !strings.Contains(p.body, "a viewer") {
+		t.Errorf("POST settings with the person now a viewer = %d, want 403 saying a viewer cannot act:\n%s", p.status, p.body)
+	}
+	if b, err := demoted.b.Server.Store.Box(context.Background(), "alpha"); err != nil || b.Paused {
+		t.Errorf("box alpha after the demoted post: %+v, %v; want it not paused", b, err)
+	}
+
+	dropped := newSSOBrokerOn(t, idp, key, "127.0.0.1", "email", []string{"other@example.com"}, []string{"someone@example.com"})
+	if p := browse(t, c, dropped.base+"/ui/boxes/alpha"); strings.Contains(p.body, "Sign out") {
+		t.Errorf("the session stands at a broker whose lists name the person not at all:\n%s", p.body)
 	}
 }
 
