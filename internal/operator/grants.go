@@ -205,6 +205,7 @@ type Actions interface {
 	Pools
 	Proposals
 	Spool
+	ProxyAuthority
 }
 
 var _ Actions = (*Service)(nil)
