@@ -96,5 +96,5 @@ func (s *Server) apiRoutes() []Route {
 		{Pattern: "GET /api/boxes/{name}/spend", Handle: s.spendReport},
 		{Pattern: "GET /api/spend", Handle: s.fleetSpend},
 		{Pattern: "GET /api/spend.csv", Handle: s.fleetSpendCSV},
-	}, slices.Concat(s.poolRoutes(), s.limitRoutes(), s.proposalRoutes(), s.deadLetterRoutes(), s.proxyCARoutes())...)
+	}, slices.Concat(s.poolRoutes(), s.limitRoutes(), s.proposalRoutes(), s.deadLetterRoutes(), s.proxyCARoutes(), s.priceRoutes())...)
 }

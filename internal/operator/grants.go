@@ -206,6 +206,7 @@ type Actions interface {
 	Proposals
 	Spool
 	ProxyAuthority
+	PriceTables
 }
 
 var _ Actions = (*Service)(nil)
