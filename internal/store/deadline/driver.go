@@ -19,6 +19,9 @@ import (
 // once the operation ends. The optional interfaces of the driver's
 // connections are forwarded (a driver's connection that lacks one makes
 // the wrapper answer driver.ErrSkip where database/sql then falls back).
+// Under a Bound, a connection's operations run on its worker, one
+// goroutine for the connection's life, and a result set's rows come from
+// the driver a batch at a time, each batch one bounded operation.
 // around nil is c itself.
 func Connector(c driver.Connector, around Around) driver.Connector {
 	if around == nil {
