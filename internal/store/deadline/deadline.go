@@ -70,19 +70,17 @@ type outage struct {
 	down   time.Time // when the outage began; zero while the store answers
 	failed int       // calls that failed in this outage
 	last   error     // why the first call of the outage failed
-	// reads and writes are each kind of call's state; readsLogged is
-	// set once the outage's line saying reads fail is written.
+	// reads and writes are each kind of call's state.
 	reads, writes side
-	readsLogged   bool
-	// kinds is what failed in this outage: "reads", "writes" or both.
-	kinds map[string]bool
 }
 
 // side is one kind of call's state: since when it has failed (zero while
-// it answers), and the first failure's error.
+// it answers), the first failure's error, and whether it failed in this
+// outage.
 type side struct {
-	down time.Time
-	last error
+	down   time.Time
+	last   error
+	failed bool
 }
 
 // Messages of the outage's lines.
@@ -297,9 +295,9 @@ func (b *Bound) Around(ctx context.Context, op Op, call func(context.Context) er
 func (s *outage) note(write, down bool, err error, d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sd, kind := &s.reads, "reads"
+	sd := &s.reads
 	if write {
-		sd, kind = &s.writes, "writes"
+		sd = &s.writes
 	}
 	switch {
 	case down && sd.down.IsZero():
@@ -308,41 +306,35 @@ func (s *outage) note(write, down bool, err error, d time.Duration) {
 		sd.down, sd.last = time.Time{}, nil
 	}
 	s.active.Store(!s.reads.down.IsZero() || !s.writes.down.IsZero())
-	if down {
-		if s.kinds == nil {
-			s.kinds = map[string]bool{}
-		}
-		s.kinds[kind] = true
-	}
+	first := down && !sd.failed // this kind's first failure in the outage
+	sd.failed = sd.failed || down
 	switch {
 	case down && s.down.IsZero():
 		s.down, s.failed, s.last = s.now(), 1, err
 		msg := MsgNotAnswering
 		if write {
 			msg = MsgNoWrites
-		} else {
-			s.readsLogged = true
 		}
 		s.log.Warn(msg, "since", s.down.UTC().Format(time.RFC3339Nano), "deadline", d.String(), "err", err)
 	case down:
 		s.failed++
-		if !write && !s.readsLogged {
-			s.readsLogged = true
+		if !write && first {
 			s.log.Warn(MsgNotAnswering, "since", s.down.UTC().Format(time.RFC3339Nano), "deadline", d.String(), "err", err)
 		}
 	case !s.down.IsZero() && s.reads.down.IsZero() && s.writes.down.IsZero():
 		end := s.now()
 		failed := "reads"
 		switch {
-		case s.kinds["reads"] && s.kinds["writes"]:
+		case s.reads.failed && s.writes.failed:
 			failed = "reads and writes"
-		case s.kinds["writes"]:
+		case s.writes.failed:
 			failed = "writes"
 		}
 		s.log.Warn(MsgAnswering,
 			"since", s.down.UTC().Format(time.RFC3339Nano), "until", end.UTC().Format(time.RFC3339Nano),
 			"outage", end.Sub(s.down).Round(time.Millisecond).String(), "failed_calls", s.failed, "failed", failed, "first_err", s.last)
-		s.down, s.failed, s.last, s.readsLogged, s.kinds = time.Time{}, 0, nil, false, nil
+		s.down, s.failed, s.last = time.Time{}, 0, nil
+		s.reads.failed, s.writes.failed = false, false
 	}
 }
 
