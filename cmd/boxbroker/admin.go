@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/intentius/boxbroker/internal/operator"
@@ -63,24 +62,17 @@ func runAdmin(ctx context.Context, c *cli, args []string) error {
 		if err != nil {
 			return err
 		}
-		tw := table(c.stdout, "ID\tCREATED\tNAME")
-		for _, t := range list {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", t.ID, rfc3339(&t.CreatedAt), safe(t.Name))
-		}
-		return tw.Flush()
+		return rows(c.stdout, "ID\tCREATED\tNAME", list, func(t operator.AdminTokenView) []any { return []any{t.ID, rfc3339(&t.CreatedAt), safe(t.Name)} })
 	case "revoke":
 		id := args[0]
-		if !*yes && !c.confirm(fmt.Sprintf("Revoke admin token %s? Whoever holds it can no longer use the admin API or the owner's page.", safe(id))) {
-			return errors.New("not revoked (pass --yes to revoke without asking)")
+		if err := c.sure(*yes, fmt.Sprintf("Revoke admin token %s? Whoever holds it can no longer use the admin API or the owner's page.", safe(id)), "revoked", "revoke"); err != nil {
+			return err
 		}
 		err := op.RevokeAdminToken(ctx, id)
 		if operator.CodeOf(err) == operator.NotFound {
 			return fmt.Errorf("no admin token %s (see admin tokens)", safe(id))
 		}
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(c.stdout, "revoked admin token %s\n", id)
+		return c.did(err, "revoked admin token %s", id)
 	}
 	return nil
 }

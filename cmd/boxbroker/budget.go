@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"github.com/intentius/boxbroker/internal/cache"
 	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/protocol"
-	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -25,8 +23,8 @@ func runBudget(ctx context.Context, c *cli, args []string) error {
 		return fmt.Errorf("%w: budget set BOX AMOUNT [--principal P] | list BOX [--month YYYY-MM] | remove BOX [--principal P]", errUsage)
 	}
 	sub, args := args[0], args[1:]
-	var cfg server.Config
-	fs := c.flags("budget "+sub, &cfg)
+	cmd := c.command("budget " + sub)
+	fs := cmd.FlagSet
 	principal, yes, window := new(string), new(bool), new(string)
 	month := new(string)
 	*month = spend.Month(time.Now())
@@ -40,7 +38,6 @@ func runBudget(ctx context.Context, c *cli, args []string) error {
 	if sub == "remove" {
 		yes = fs.Bool("yes", false, "remove without asking")
 	}
-	adminURL := c.adminURLFlag(fs)
 	if sub == "set" {
 		// A negative AMOUNT reads as a flag (-5); say what is wrong with it.
 		for _, a := range args {
@@ -52,7 +49,7 @@ func runBudget(ctx context.Context, c *cli, args []string) error {
 			}
 		}
 	}
-	pos, err := parseInterspersed(fs, args)
+	pos, err := cmd.args(args, -1, "")
 	if err != nil {
 		return err
 	}
@@ -90,23 +87,22 @@ func runBudget(ctx context.Context, c *cli, args []string) error {
 	if *principal != "" {
 		whose = "the budget of " + *principal + " on box " + box
 	}
-	if sub == "remove" && !*yes && !c.confirm(fmt.Sprintf("Remove %s, leaving those calls unlimited?", whose)) {
-		return errors.New("not removed (pass --yes to remove without asking)")
+	if sub == "remove" {
+		if err := c.sure(*yes, fmt.Sprintf("Remove %s, leaving those calls unlimited?", whose), "removed", "remove"); err != nil {
+			return err
+		}
 	}
 	if *window != "month" && *window != "" {
 		if _, err := store.ParseWindow(*window); err != nil {
 			return fmt.Errorf("%w: %v (or month, the default)", errUsage, err)
 		}
 	}
-	be, err := c.backend(ctx, &cfg, *adminURL, "budget "+sub, false, false)
-	if err != nil {
-		return err
-	}
-	defer be.close()
-	if *window != "month" && *window != "" {
-		return remoteError(runWindowBudget(ctx, c, be, sub, box, *principal, *window, limit))
-	}
-	return remoteError(runBudgetOn(ctx, c, be, sub, box, *principal, *month, limit, whose))
+	return cmd.on(ctx, c, false, false, func(be *backend) error {
+		if *window != "month" && *window != "" {
+			return runWindowBudget(ctx, c, be, sub, box, *principal, *window, limit)
+		}
+		return runBudgetOn(ctx, c, be, sub, box, *principal, *month, limit, whose)
+	})
 }
 
 // runBudgetOn is `budget set|list|remove` of monthly budgets on be; limit
@@ -216,14 +212,11 @@ func (c *cli) removed(err error, whose, after string) error {
 
 // printBudgets writes budgets as `budget list` does.
 func printBudgets(c *cli, bs []spend.BudgetStatus) error {
-	tw := table(c.stdout, "BUDGET\tLIMIT\tSPENT\tHELD\tLEFT\tMONTH\tRESETS")
-	for _, b := range bs {
+	return rows(c.stdout, "BUDGET\tLIMIT\tSPENT\tHELD\tLEFT\tMONTH\tRESETS", bs, func(b spend.BudgetStatus) []any {
 		who := "box"
 		if b.Principal != "" {
 			who = safe(b.Principal)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", who, spend.FormatUSD(b.Limit), spend.FormatUSD(b.Spent),
-			spend.FormatUSD(b.Reserved), spend.FormatUSD(b.Left), b.Month, b.Resets.Format(time.RFC3339))
-	}
-	return tw.Flush()
+		return []any{who, spend.FormatUSD(b.Limit), spend.FormatUSD(b.Spent), spend.FormatUSD(b.Reserved), spend.FormatUSD(b.Left), b.Month, b.Resets.Format(time.RFC3339)}
+	})
 }

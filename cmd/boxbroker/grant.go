@@ -7,7 +7,6 @@ import (
 
 	"github.com/intentius/boxbroker/internal/grant"
 	"github.com/intentius/boxbroker/internal/operator"
-	"github.com/intentius/boxbroker/internal/server"
 )
 
 // runGrant manages grants: `grant issue BOX PRINCIPAL [--ttl 15m]` prints
@@ -17,14 +16,12 @@ func runGrant(ctx context.Context, c *cli, args []string) error {
 		return fmt.Errorf("%w: grant issue BOX PRINCIPAL [--ttl 15m] | revoke ID | list BOX", errUsage)
 	}
 	sub, args := args[0], args[1:]
-	var cfg server.Config
-	fs := c.flags("grant "+sub, &cfg)
+	cmd := c.command("grant " + sub)
 	ttl := new(time.Duration)
 	if sub == "issue" {
-		ttl = fs.Duration("ttl", grant.DefaultTTL, fmt.Sprintf("how long the grant holds, at most %v", grant.MaxTTL))
+		ttl = cmd.Duration("ttl", grant.DefaultTTL, fmt.Sprintf("how long the grant holds, at most %v", grant.MaxTTL))
 	}
-	adminURL := c.adminURLFlag(fs)
-	pos, err := parseInterspersed(fs, args)
+	pos, err := cmd.args(args, -1, "")
 	if err != nil {
 		return err
 	}
@@ -55,12 +52,7 @@ func runGrant(ctx context.Context, c *cli, args []string) error {
 			return err
 		}
 	}
-	be, err := c.backend(ctx, &cfg, *adminURL, "grant "+sub, false, false)
-	if err != nil {
-		return err
-	}
-	defer be.close()
-	return remoteError(runGrantOn(ctx, c, be, sub, pos, *ttl))
+	return cmd.on(ctx, c, false, false, func(be *backend) error { return runGrantOn(ctx, c, be, sub, pos, *ttl) })
 }
 
 // runGrantOn is `grant issue|list|revoke` on be; pos and ttl are checked.
@@ -83,17 +75,13 @@ func runGrantOn(ctx context.Context, c *cli, be *backend, sub string, pos []stri
 		}
 		fmt.Fprintln(c.stdout, ig.Value)
 	case "revoke":
-		if err := be.RevokeGrant(ctx, pos[0]); err != nil {
-			return err
-		}
-		fmt.Fprintf(c.stdout, "revoked grant %s\n", pos[0])
+		return c.did(be.RevokeGrant(ctx, pos[0]), "revoked grant %s", pos[0])
 	case "list":
 		gs, err := be.ListGrants(ctx, pos[0])
 		if err != nil {
 			return err
 		}
-		tw := table(c.stdout, "GRANT\tPRINCIPAL\tISSUED\tEXPIRES\tSTATE")
-		for _, g := range gs {
+		return rows(c.stdout, "GRANT\tPRINCIPAL\tISSUED\tEXPIRES\tSTATE", gs, func(g operator.GrantView) []any {
 			state := g.State
 			switch {
 			case g.State == "current":
@@ -105,9 +93,8 @@ func runGrantOn(ctx context.Context, c *cli, be *backend, sub string, pos []stri
 			if g.ExpiresAt != nil {
 				expires = *g.ExpiresAt
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", g.ID, safe(g.Principal), g.IssuedAt, expires, state)
-		}
-		return tw.Flush()
+			return []any{g.ID, safe(g.Principal), g.IssuedAt, expires, state}
+		})
 	}
 	return nil
 }

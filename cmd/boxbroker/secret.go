@@ -13,7 +13,6 @@ import (
 	"github.com/intentius/boxbroker/internal/mint"
 	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/protocol"
-	"github.com/intentius/boxbroker/internal/server"
 )
 
 func runSecret(ctx context.Context, c *cli, args []string) error {
@@ -21,8 +20,8 @@ func runSecret(ctx context.Context, c *cli, args []string) error {
 		return fmt.Errorf("%w: secret set BOX NAME --host URL [--kind KIND] [--body-field FIELD]... [--allow 'METHOD PATTERN']... [--rate N/PERIOD] | list BOX | remove BOX NAME", errUsage)
 	}
 	sub, args := args[0], args[1:]
-	var cfg server.Config
-	fs := c.flags("secret "+sub, &cfg)
+	cmd := c.command("secret " + sub)
+	fs := cmd.FlagSet
 	host, brokerURL, word, kind, yes := new(string), new(string), new(string), new(string), new(bool)
 	var fields, allows bodyFields
 	rate := new(string)
@@ -38,8 +37,7 @@ func runSecret(ctx context.Context, c *cli, args []string) error {
 	case "remove":
 		yes = fs.Bool("yes", false, "remove without asking")
 	}
-	adminURL := c.adminURLFlag(fs)
-	pos, err := parseInterspersed(fs, args)
+	pos, err := cmd.args(args, -1, "")
 	if err != nil {
 		return err
 	}
@@ -81,38 +79,28 @@ func runSecret(ctx context.Context, c *cli, args []string) error {
 			return err
 		}
 	}
-	be, err := c.backend(ctx, &cfg, *adminURL, "secret "+sub, false, sub == "set")
-	if err != nil {
-		return err
-	}
-	defer be.close()
-	switch sub {
-	case "set":
-		return remoteError(secretSet(ctx, c, be, *adminURL != "", box, name, secretSetting{host: *host, brokerURL: *brokerURL, word: *word, kind: *kind, fields: fields, rules: rules, rate: rt}))
-	case "remove":
-		if !*yes && !c.confirm(fmt.Sprintf("Remove the secret %s of box %s?", name, box)) {
-			return errors.New("not removed (pass --yes to remove without asking)")
+	return cmd.on(ctx, c, false, sub == "set", func(be *backend) error {
+		switch sub {
+		case "set":
+			return secretSet(ctx, c, be, *cmd.adminURL != "", box, name, secretSetting{host: *host, brokerURL: *brokerURL, word: *word, kind: *kind, fields: fields, rules: rules, rate: rt})
+		case "remove":
+			if err := c.sure(*yes, fmt.Sprintf("Remove the secret %s of box %s?", name, box), "removed", "remove"); err != nil {
+				return err
+			}
+			return c.did(be.RemoveSecret(ctx, box, name), "removed secret %s of box %s", name, box)
 		}
-		if err := be.RemoveSecret(ctx, box, name); err != nil {
-			return remoteError(err)
-		}
-		fmt.Fprintf(c.stdout, "removed secret %s of box %s\n", name, box)
-	case "list":
 		list, err := be.ListSecrets(ctx, box)
 		if err != nil {
-			return remoteError(err)
+			return err
 		}
-		tw := table(c.stdout, "SECRET\tKIND\tHOST\tSTATE\tUPDATED\tBODY FIELDS\tALLOWS\tRATE")
-		for _, s := range list {
+		return rows(c.stdout, "SECRET\tKIND\tHOST\tSTATE\tUPDATED\tBODY FIELDS\tALLOWS\tRATE", list, func(s operator.SecretView) []any {
 			kind, state := "plain", "-"
 			if s.Kind != "" {
 				kind, state = s.Kind, s.State
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", safe(s.Name), safe(kind), safe(s.Host), safe(state), safe(s.UpdatedAt), safe(fieldsOrNone(s.BodyFields)), safe(rulesOrAny(s.Rules)), safe(orNone(s.Rate)))
-		}
-		return tw.Flush()
-	}
-	return nil
+			return []any{safe(s.Name), safe(kind), safe(s.Host), safe(state), safe(s.UpdatedAt), safe(fieldsOrNone(s.BodyFields)), safe(rulesOrAny(s.Rules)), safe(orNone(s.Rate))}
+		})
+	})
 }
 
 // readConfig reads a minted or signing secret's JSON configuration from
