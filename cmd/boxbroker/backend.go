@@ -175,6 +175,15 @@ func (c *cli) did(err error, format string, a ...any) error {
 	return nil
 }
 
+// yesFlag adds --yes, to verb without asking, to fs when on; off, it
+// is false.
+func yesFlag(fs *flag.FlagSet, on bool, verb string) *bool {
+	if !on {
+		return new(bool)
+	}
+	return fs.Bool("yes", false, verb+" without asking")
+}
+
 // sure asks question, unless yes: a no is an error saying the action
 // (verb, done its past) was not done, and how to do it without asking.
 func (c *cli) sure(yes bool, question, done, verb string) error {

@@ -35,9 +35,7 @@ func runBudget(ctx context.Context, c *cli, args []string) error {
 	case "list":
 		month = fs.String("month", spend.Month(time.Now()), "the month to show, `YYYY-MM` (UTC)")
 	}
-	if sub == "remove" {
-		yes = fs.Bool("yes", false, "remove without asking")
-	}
+	yes = yesFlag(fs, sub == "remove", "remove")
 	if sub == "set" {
 		// A negative AMOUNT reads as a flag (-5); say what is wrong with it.
 		for _, a := range args {

@@ -24,10 +24,7 @@ func runCredential(ctx context.Context, c *cli, args []string) error {
 	}
 	cmd := c.command("credential " + sub)
 	fs := cmd.FlagSet
-	yes := new(bool)
-	if sub == "remove" {
-		yes = fs.Bool("yes", false, "remove without asking")
-	}
+	yes := yesFlag(fs, sub == "remove", "remove")
 	weight, baseURL, kind := new(int), new(string), new(string)
 	if sub == "set" || sub == "add" {
 		kind = fs.String("kind", cloud.KindAnthropic, "the anthropic credential's kind: anthropic (a key or setup token), bedrock or vertex (a cloud account's JSON on stdin; docs/cloud.md)")

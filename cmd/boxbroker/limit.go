@@ -37,10 +37,7 @@ func runLimit(ctx context.Context, c *cli, args []string) error {
 		out = fs.Int64("output-tpm", 0, "output tokens a minute (0: no bound)")
 		rpm = fs.Int64("rpm", 0, "requests a minute (0: no bound)")
 	}
-	yes := new(bool)
-	if sub == "remove" {
-		yes = fs.Bool("yes", false, "remove without asking")
-	}
+	yes := yesFlag(fs, sub == "remove", "remove")
 	pos, err := cmd.boxArgs(args, 1, "limit %s takes BOX", sub)
 	if err != nil {
 		return err

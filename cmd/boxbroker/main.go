@@ -43,6 +43,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -189,11 +190,7 @@ func (c *cli) main(ctx context.Context, args []string) int {
 	args = wordFirst(args, func(a string) bool { _, ok := cmds[a]; return ok })
 	cmd, ok := cmds[args[0]]
 	if !ok {
-		names := make([]string, 0, len(cmds))
-		for n := range cmds {
-			names = append(names, n)
-		}
-		fmt.Fprintf(c.stderr, "boxbroker: unknown command %q%s\n", safe(args[0]), didYouMean(args[0], names))
+		fmt.Fprintf(c.stderr, "boxbroker: unknown command %q%s\n", safe(args[0]), didYouMean(args[0], slices.Collect(maps.Keys(cmds))))
 		fmt.Fprintln(c.stderr, "usage: boxbroker <command> [flags]; `boxbroker help` lists the commands")
 		return 2
 	}
@@ -223,13 +220,8 @@ func (c *cli) main(ctx context.Context, args []string) int {
 }
 
 func (c *cli) usage(cmds map[string]command) {
-	names := make([]string, 0, len(cmds))
-	for n := range cmds {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	fmt.Fprintln(c.stderr, "usage: boxbroker <command> [flags]\n\ncommands:")
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(cmds)) {
 		fmt.Fprintf(c.stderr, "  %-11s %s\n", n, cmds[n].summary)
 	}
 	fmt.Fprintln(c.stderr, "\nEvery command but report, ready, prices and version takes --data DIR (BOXBROKER_DATA) and --store URL (BOXBROKER_STORE);")

@@ -35,10 +35,7 @@ func runSpool(ctx context.Context, c *cli, args []string) error {
 		args = args[1:]
 	}
 	cmd := c.command(strings.TrimSpace("spool dead " + sub))
-	yes := new(bool)
-	if sub == "drop" {
-		yes = cmd.Bool("yes", false, "drop without asking")
-	}
+	yes := yesFlag(cmd.FlagSet, sub == "drop", "drop")
 	pos, err := cmd.args(args, -1, "")
 	if err != nil {
 		return err

@@ -19,10 +19,7 @@ func runVisitor(ctx context.Context, c *cli, args []string) error {
 	}
 	sub, args := args[0], args[1:]
 	cmd := c.command("visitor " + sub)
-	yes := new(bool)
-	if sub == "remove" {
-		yes = cmd.Bool("yes", false, "remove without asking")
-	}
+	yes := yesFlag(cmd.FlagSet, sub == "remove", "remove")
 	kind := new(string)
 	if sub == "set" {
 		kind = cmd.String("kind", cloud.KindAnthropic, "the credential's kind: anthropic (a key or setup token), bedrock or vertex (a cloud account's JSON on stdin; docs/cloud.md)")
