@@ -183,16 +183,10 @@ func (c *cli) warnUnpaid(box, principal string, ownerPays, granted bool) {
 // broker's cache has either read the change or stopped answering from
 // memory, so the next call is held to it on every replica.
 func (c *cli) held(ctx context.Context, be *backend, err error, format string, args ...any) error {
-	if err != nil {
-		return err
+	if err == nil && be.local != nil {
+		err = cache.WaitStale(ctx, cache.DefaultMaxStale)
 	}
-	if be.local != nil {
-		if err := cache.WaitStale(ctx, cache.DefaultMaxStale); err != nil {
-			return err
-		}
-	}
-	fmt.Fprintf(c.stdout, format+"\n", args...)
-	return nil
+	return c.did(err, format, args...)
 }
 
 // removed says what a removal of whose, which returned err, did: "removed
@@ -201,11 +195,7 @@ func (c *cli) removed(err error, whose, after string) error {
 	if operator.CodeOf(err) == operator.NotFound {
 		return fmt.Errorf("there is no %s: %w", whose, remoteError(err))
 	}
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(c.stdout, "removed %s%s\n", whose, after)
-	return nil
+	return c.did(err, "removed %s%s", whose, after)
 }
 
 // printBudgets writes budgets as `budget list` does.

@@ -185,8 +185,7 @@ func runCredentialOn(ctx context.Context, c *cli, cmd *cmdFlags, sub, id, kind s
 // are a running broker's.
 func (c *cli) printPool(entries []operator.PoolEntryView, live bool) error {
 	fmt.Fprintln(c.stdout)
-	tw := table(c.stdout, "POOL ENTRY\tKIND\tWEIGHT\tURL\tSTATE\t429s\t529s\tUPDATED")
-	for _, e := range entries {
+	err := rows(c.stdout, "POOL ENTRY\tKIND\tWEIGHT\tURL\tSTATE\t429s\t529s\tUPDATED", entries, func(e operator.PoolEntryView) []any {
 		u := e.URL
 		if u == "" {
 			u = "(--anthropic-url)"
@@ -199,9 +198,9 @@ func (c *cli) printPool(entries []operator.PoolEntryView, live bool) error {
 				state += " until " + *e.Until
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", safe(e.Name), kind, e.Weight, safe(u), state, n429, n529, rfc3339(&e.UpdatedAt))
-	}
-	if err := tw.Flush(); err != nil {
+		return []any{safe(e.Name), kind, e.Weight, safe(u), state, n429, n529, rfc3339(&e.UpdatedAt)}
+	})
+	if err != nil {
 		return err
 	}
 	if !live {

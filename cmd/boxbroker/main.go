@@ -359,14 +359,24 @@ func (c *cli) readSecret(prompt string) ([]byte, error) {
 		}
 		return trimValue(b)
 	}
-	b, err := io.ReadAll(io.LimitReader(c.stdin, 64<<10+1))
+	b, err := readAtMost(c.stdin, 64<<10, "read stdin", "the value on stdin is over 64 KiB")
 	if err != nil {
-		return nil, fmt.Errorf("read stdin: %w", err)
-	}
-	if len(b) > 64<<10 {
-		return nil, errors.New("the value on stdin is over 64 KiB")
+		return nil, err
 	}
 	return trimValue(b)
+}
+
+// readAtMost reads r whole, when it holds at most n bytes: else the
+// error says over. A read error is said after what.
+func readAtMost(r io.Reader, n int64, what, over string) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, n+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if int64(len(b)) > n {
+		return nil, errors.New(over)
+	}
+	return b, nil
 }
 
 func trimValue(b []byte) ([]byte, error) {

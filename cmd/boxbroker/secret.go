@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"strings"
@@ -109,14 +107,7 @@ func (c *cli) readConfig(kind string) ([]byte, error) {
 	if f, ok := c.stdin.(*os.File); ok && isTerminal(f) {
 		return nil, fmt.Errorf("--kind %s reads its JSON configuration from stdin: pipe it in, as in `boxbroker secret set BOX NAME --host URL --kind %s < config.json`", kind, kind)
 	}
-	b, err := io.ReadAll(io.LimitReader(c.stdin, 64<<10+1))
-	if err != nil {
-		return nil, fmt.Errorf("read stdin: %w", err)
-	}
-	if len(b) > 64<<10 {
-		return nil, errors.New("the configuration on stdin is over 64 KiB")
-	}
-	return b, nil
+	return readAtMost(c.stdin, 64<<10, "read stdin", "the configuration on stdin is over 64 KiB")
 }
 
 // bodyFields is the repeatable --body-field flag.
