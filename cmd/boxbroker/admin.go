@@ -24,21 +24,11 @@ func runAdmin(ctx context.Context, c *cli, args []string) error {
 	case "revoke":
 		yes = fs.Bool("yes", false, "revoke without asking")
 	}
-	args, err := parseInterspersed(fs, args)
+	none := arity{0, "admin " + sub + " takes no arguments"}
+	args, err := parseSub(fs, args, sub, map[string]arity{"token": none, "tokens": none, "revoke": {1, "admin revoke takes one token ID (see admin tokens)"}},
+		fmt.Errorf("%w: unknown admin command %q%s (token, tokens, revoke)", errUsage, safe(sub), didYouMean(sub, []string{"token", "tokens", "revoke"})))
 	if err != nil {
 		return err
-	}
-	switch sub {
-	case "token", "tokens":
-		if len(args) != 0 {
-			return fmt.Errorf("%w: admin %s takes no arguments", errUsage, sub)
-		}
-	case "revoke":
-		if len(args) != 1 {
-			return fmt.Errorf("%w: admin revoke takes one token ID (see admin tokens)", errUsage)
-		}
-	default:
-		return fmt.Errorf("%w: unknown admin command %q%s (token, tokens, revoke)", errUsage, safe(sub), didYouMean(sub, []string{"token", "tokens", "revoke"}))
 	}
 	// Admin tokens are made and kept where the store is: there is no
 	// admin API route for them. The first token is made where the store

@@ -139,6 +139,31 @@ func (f *cmdFlags) args(args []string, n int, format string, a ...any) ([]string
 	return pos, nil
 }
 
+// arity is how many positional arguments a word of a command of several
+// takes, and what its usage error says when it is given another number.
+type arity struct {
+	n     int
+	usage string
+}
+
+// parseSub parses args for sub, a word of a command of several, flags
+// anywhere among them, and returns the positional ones: as many as
+// want[sub] says. A word not in want is unknown, the error.
+func parseSub(fs *flag.FlagSet, args []string, sub string, want map[string]arity, unknown error) ([]string, error) {
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	w, ok := want[sub]
+	if !ok {
+		return nil, unknown
+	}
+	if len(pos) != w.n {
+		return nil, fmt.Errorf("%w: %s", errUsage, w.usage)
+	}
+	return pos, nil
+}
+
 // boxArgs is args whose first positional argument is a box name.
 func (f *cmdFlags) boxArgs(args []string, n int, format string, a ...any) ([]string, error) {
 	pos, err := f.args(args, n, format, a...)

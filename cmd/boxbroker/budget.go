@@ -47,21 +47,11 @@ func runBudget(ctx context.Context, c *cli, args []string) error {
 			}
 		}
 	}
-	pos, err := cmd.args(args, -1, "")
+	pos, err := parseSub(fs, args, sub, map[string]arity{
+		"set": {2, "budget set takes BOX AMOUNT, in dollars such as 25.00"}, "list": {1, "budget list takes BOX"}, "remove": {1, "budget remove takes BOX"},
+	}, fmt.Errorf("%w: unknown budget command %q (set, list, remove)", errUsage, sub))
 	if err != nil {
 		return err
-	}
-	want := map[string]int{"set": 2, "list": 1, "remove": 1}
-	n, ok := want[sub]
-	if !ok {
-		return fmt.Errorf("%w: unknown budget command %q (set, list, remove)", errUsage, sub)
-	}
-	if len(pos) != n {
-		what := "BOX"
-		if n == 2 {
-			what = "BOX AMOUNT, in dollars such as 25.00"
-		}
-		return fmt.Errorf("%w: budget %s takes %s", errUsage, sub, what)
 	}
 	box := pos[0]
 	if err := boxArg(box); err != nil {

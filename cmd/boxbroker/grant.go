@@ -21,31 +21,19 @@ func runGrant(ctx context.Context, c *cli, args []string) error {
 	if sub == "issue" {
 		ttl = cmd.Duration("ttl", grant.DefaultTTL, fmt.Sprintf("how long the grant holds, at most %v", grant.MaxTTL))
 	}
-	pos, err := cmd.args(args, -1, "")
+	pos, err := parseSub(cmd.FlagSet, args, sub, map[string]arity{
+		"issue": {2, "grant issue BOX PRINCIPAL [--ttl 15m]"}, "revoke": {1, "grant revoke ID (see grant list BOX)"}, "list": {1, "grant list BOX"},
+	}, fmt.Errorf("%w: unknown grant command %q (issue, list, revoke)", errUsage, sub))
 	if err != nil {
 		return err
 	}
-	switch sub {
-	case "issue":
-		if len(pos) != 2 {
-			return fmt.Errorf("%w: grant issue BOX PRINCIPAL [--ttl 15m]", errUsage)
-		}
+	if sub == "issue" {
 		if *ttl <= 0 || *ttl > grant.MaxTTL {
 			return fmt.Errorf("%w: --ttl %v: %v", errUsage, *ttl, grant.ErrTTL)
 		}
 		if err := checkPrincipal(pos[1]); err != nil {
 			return err
 		}
-	case "revoke":
-		if len(pos) != 1 {
-			return fmt.Errorf("%w: grant revoke ID (see grant list BOX)", errUsage)
-		}
-	case "list":
-		if len(pos) != 1 {
-			return fmt.Errorf("%w: grant list BOX", errUsage)
-		}
-	default:
-		return fmt.Errorf("%w: unknown grant command %q (issue, list, revoke)", errUsage, sub)
 	}
 	if sub != "revoke" {
 		if err := boxArg(pos[0]); err != nil {

@@ -35,31 +35,18 @@ func runSecret(ctx context.Context, c *cli, args []string) error {
 	case "remove":
 		yes = fs.Bool("yes", false, "remove without asking")
 	}
-	pos, err := cmd.args(args, -1, "")
+	pos, err := parseSub(fs, args, sub, map[string]arity{
+		"set": {2, "secret set takes BOX NAME; the value is read from stdin, never from arguments"}, "remove": {2, "secret remove takes BOX NAME"}, "list": {1, "secret list takes BOX"},
+	}, fmt.Errorf("%w: unknown secret command %q (set, list, remove)", errUsage, sub))
 	if err != nil {
 		return err
-	}
-	want := map[string]int{"set": 2, "remove": 2, "list": 1}
-	n, ok := want[sub]
-	if !ok {
-		return fmt.Errorf("%w: unknown secret command %q (set, list, remove)", errUsage, sub)
-	}
-	if len(pos) != n {
-		what := "BOX NAME"
-		if n == 1 {
-			what = "BOX"
-		}
-		if sub == "set" {
-			what += "; the value is read from stdin, never from arguments"
-		}
-		return fmt.Errorf("%w: secret %s takes %s", errUsage, sub, what)
 	}
 	box := pos[0]
 	if err := boxArg(box); err != nil {
 		return err
 	}
 	var name string
-	if n == 2 {
+	if len(pos) == 2 {
 		name = pos[1]
 		if !protocol.IsSecretName(name) {
 			return fmt.Errorf("%w: secret name %q must match ^[A-Z][A-Z0-9_]{0,39}$: an upper-case letter, then up to 39 upper-case letters, digits or _", errUsage, name)

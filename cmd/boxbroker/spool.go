@@ -36,21 +36,14 @@ func runSpool(ctx context.Context, c *cli, args []string) error {
 	}
 	cmd := c.command(strings.TrimSpace("spool dead " + sub))
 	yes := yesFlag(cmd.FlagSet, sub == "drop", "drop")
-	pos, err := cmd.args(args, -1, "")
+	one := arity{1, "spool dead " + sub + " takes one ID (spool dead list shows them)"}
+	pos, err := parseSub(cmd.FlagSet, args, sub, map[string]arity{"list": {0, "spool dead list takes no argument"}, "retry": one, "drop": one},
+		fmt.Errorf("%w: %s", errUsage, spoolUsage))
 	if err != nil {
 		return err
 	}
-	switch sub {
-	case "list":
-		if len(pos) != 0 {
-			return fmt.Errorf("%w: spool dead list takes no argument", errUsage)
-		}
-	case "retry", "drop":
-		if len(pos) != 1 || pos[0] == "" {
-			return fmt.Errorf("%w: spool dead %s takes one ID (spool dead list shows them)", errUsage, sub)
-		}
-	default:
-		return fmt.Errorf("%w: %s", errUsage, spoolUsage)
+	if sub != "list" && pos[0] == "" {
+		return fmt.Errorf("%w: %s", errUsage, one.usage)
 	}
 	if sub == "drop" {
 		if err := c.sure(*yes, fmt.Sprintf("Drop dead letter %s, giving up the records it holds?", safe(pos[0])), "dropped", "drop"); err != nil {

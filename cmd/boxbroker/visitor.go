@@ -24,16 +24,14 @@ func runVisitor(ctx context.Context, c *cli, args []string) error {
 	if sub == "set" {
 		kind = cmd.String("kind", cloud.KindAnthropic, "the credential's kind: anthropic (a key or setup token), bedrock or vertex (a cloud account's JSON on stdin; docs/cloud.md)")
 	}
-	pos, err := cmd.args(args, -1, "")
+	one := arity{1, "visitor " + sub + " takes one PRINCIPAL, such as github:<login>; the credential is read from stdin, never from arguments"}
+	pos, err := parseSub(cmd.FlagSet, args, sub, map[string]arity{"set": one, "remove": one, "list": {0, "visitor list takes no arguments"}},
+		fmt.Errorf("%w: unknown visitor command %q (set, list, remove)", errUsage, sub))
 	if err != nil {
 		return err
 	}
 	var principal string
-	switch sub {
-	case "set", "remove":
-		if len(pos) != 1 {
-			return fmt.Errorf("%w: visitor %s takes one PRINCIPAL, such as github:<login>; the credential is read from stdin, never from arguments", errUsage, sub)
-		}
+	if sub != "list" {
 		principal = pos[0]
 		if sub == "set" {
 			if err := checkPrincipal(principal); err != nil {
@@ -42,12 +40,6 @@ func runVisitor(ctx context.Context, c *cli, args []string) error {
 		} else if !protocol.IsPrincipal(principal) {
 			return fmt.Errorf("%w: %q is not a principal (1 to 200 characters, no white space, such as github:<login>)", errUsage, safe(principal))
 		}
-	case "list":
-		if len(pos) != 0 {
-			return fmt.Errorf("%w: visitor list takes no arguments", errUsage)
-		}
-	default:
-		return fmt.Errorf("%w: unknown visitor command %q (set, list, remove)", errUsage, sub)
 	}
 	return cmd.on(ctx, c, false, sub != "remove", func(be *backend) error {
 		switch sub {
