@@ -11,9 +11,6 @@ import (
 // runAdmin manages the admin API's tokens, directly in the store: the
 // first token has to be made where the store is.
 func runAdmin(ctx context.Context, c *cli, args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: admin token|tokens|revoke", errUsage)
-	}
 	sub, args := args[0], args[1:]
 	var cfg server.Config
 	fs := c.flags("admin "+sub, &cfg)

@@ -15,9 +15,6 @@ import (
 )
 
 func runBox(ctx context.Context, c *cli, args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: box add|list|remove|rotate|bind|payer|consent|assign|unassign|resources|pause|resume NAME", errUsage)
-	}
 	sub, args := args[0], args[1:]
 	switch sub {
 	case "payer":

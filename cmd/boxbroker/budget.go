@@ -19,9 +19,6 @@ import (
 // is monthly, in US dollars: the box's own holds every call it makes, a
 // principal's the calls of the box that principal pays for.
 func runBudget(ctx context.Context, c *cli, args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: budget set BOX AMOUNT [--principal P] | list BOX [--month YYYY-MM] | remove BOX [--principal P]", errUsage)
-	}
 	sub, args := args[0], args[1:]
 	cmd := c.command("budget " + sub)
 	fs := cmd.FlagSet

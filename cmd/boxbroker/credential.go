@@ -13,9 +13,6 @@ import (
 )
 
 func runCredential(ctx context.Context, c *cli, args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: credential set|add|list|remove anthropic|fountain", errUsage)
-	}
 	sub, args := args[0], args[1:]
 	switch sub {
 	case "set", "add", "remove", "list":

@@ -12,9 +12,6 @@ import (
 // runGrant manages grants: `grant issue BOX PRINCIPAL [--ttl 15m]` prints
 // a grant's value once; `grant revoke ID`; `grant list BOX` shows no value.
 func runGrant(ctx context.Context, c *cli, args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: grant issue BOX PRINCIPAL [--ttl 15m] | revoke ID | list BOX", errUsage)
-	}
 	sub, args := args[0], args[1:]
 	cmd := c.command("grant " + sub)
 	ttl := new(time.Duration)

@@ -17,10 +17,6 @@ import (
 // [--principal P]`: token-rate limits of a box's model calls, its own or
 // those one principal pays for, in tokens and requests a minute.
 func runLimit(ctx context.Context, c *cli, args []string) error {
-	usage := "limit set BOX [--principal P] [--input-tpm N] [--output-tpm N] [--rpm N] | list BOX | remove BOX [--principal P]"
-	if len(args) == 0 {
-		return fmt.Errorf("%w: %s", errUsage, usage)
-	}
 	sub, args := args[0], args[1:]
 	if sub != "set" && sub != "list" && sub != "remove" {
 		return fmt.Errorf("%w: unknown limit command %q (set, list, remove)", errUsage, sub)

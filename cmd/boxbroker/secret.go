@@ -14,9 +14,6 @@ import (
 )
 
 func runSecret(ctx context.Context, c *cli, args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: secret set BOX NAME --host URL [--kind KIND] [--body-field FIELD]... [--allow 'METHOD PATTERN']... [--rate N/PERIOD] | list BOX | remove BOX NAME", errUsage)
-	}
 	sub, args := args[0], args[1:]
 	cmd := c.command("secret " + sub)
 	fs := cmd.FlagSet

@@ -20,7 +20,7 @@ const spoolUsage = "spool dead list | spool dead retry ID | spool dead drop ID [
 // they act on the replica that admin API serves, whose data directory
 // holds them.
 func runSpool(ctx context.Context, c *cli, args []string) error {
-	if len(args) == 0 || args[0] != "dead" {
+	if args[0] != "dead" {
 		return fmt.Errorf("%w: %s", errUsage, spoolUsage)
 	}
 	args = args[1:]

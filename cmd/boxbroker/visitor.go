@@ -14,9 +14,6 @@ import (
 // PRINCIPAL` (the credential read from stdin), `visitor remove PRINCIPAL`,
 // `visitor list`.
 func runVisitor(ctx context.Context, c *cli, args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: visitor set|list|remove PRINCIPAL", errUsage)
-	}
 	sub, args := args[0], args[1:]
 	cmd := c.command("visitor " + sub)
 	yes := yesFlag(cmd.FlagSet, sub == "remove", "remove")
