@@ -23,7 +23,7 @@ func runAdmin(ctx context.Context, c *cli, args []string) error {
 	}
 	none := arity{0, "admin " + sub + " takes no arguments"}
 	args, err := parseSub(fs, args, sub, map[string]arity{"token": none, "tokens": none, "revoke": {1, "admin revoke takes one token ID (see admin tokens)"}},
-		fmt.Errorf("%w: unknown admin command %q%s (token, tokens, revoke)", errUsage, safe(sub), didYouMean(sub, []string{"token", "tokens", "revoke"})))
+		unknownWord("admin", sub, "token", "tokens", "revoke"))
 	if err != nil {
 		return err
 	}

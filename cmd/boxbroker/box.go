@@ -29,8 +29,7 @@ func runBox(ctx context.Context, c *cli, args []string) error {
 	switch sub {
 	case "add", "rotate", "remove", "list", "bind":
 	default:
-		return fmt.Errorf("%w: unknown box command %q%s (add, list, remove, rotate, bind, payer, consent, assign, unassign, resources, pause, resume)", errUsage, safe(sub),
-			didYouMean(sub, []string{"add", "list", "remove", "rotate", "bind", "payer", "consent", "assign", "unassign", "resources", "pause", "resume"}))
+		return unknownWord("box", sub, "add", "list", "remove", "rotate", "bind", "payer", "consent", "assign", "unassign", "resources", "pause", "resume")
 	}
 	cmd := c.command("box " + sub)
 	fs := cmd.FlagSet

@@ -17,7 +17,7 @@ func runCredential(ctx context.Context, c *cli, args []string) error {
 	switch sub {
 	case "set", "add", "remove", "list":
 	default:
-		return fmt.Errorf("%w: unknown credential command %q%s (set, add, list, remove)", errUsage, safe(sub), didYouMean(sub, []string{"set", "add", "list", "remove"}))
+		return unknownWord("credential", sub, "set", "add", "list", "remove")
 	}
 	cmd := c.command("credential " + sub)
 	fs := cmd.FlagSet
