@@ -123,31 +123,21 @@ func runBudgetOn(ctx context.Context, c *cli, be *backend, sub, box, principal, 
 		if err != nil {
 			return err
 		}
-		resets, _ := time.Parse(time.RFC3339, bl.Resets)
-		bs := make([]spend.BudgetStatus, 0, len(bl.Budgets))
-		for _, b := range bl.Budgets {
-			st := spend.BudgetStatus{Budget: store.Budget{Box: box, Limit: micros(b.USD)}, Month: bl.Month,
-				Spent: micros(b.Spent), Reserved: micros(b.Held), Left: micros(b.Left), Resets: resets.UTC()}
-			if b.Principal != nil {
-				st.Principal = *b.Principal
-			}
-			bs = append(bs, st)
-		}
 		ws, err := be.WindowBudgets(ctx, box)
 		if err != nil {
 			return err
 		}
 		if len(ws) > 0 {
-			if err := printBudgets(c, bs); err != nil {
+			if err := printBudgets(c, bl); err != nil {
 				return err
 			}
 			return printWindowBudgets(c, ws)
 		}
-		if len(bs) == 0 {
+		if len(bl.Budgets) == 0 {
 			fmt.Fprintf(c.stdout, "box %s has no budget: its calls are measured (`boxbroker spend %s`) but not limited\n", box, box)
 			return nil
 		}
-		return printBudgets(c, bs)
+		return printBudgets(c, bl)
 	}
 	return nil
 }
@@ -185,13 +175,20 @@ func (c *cli) removed(err error, whose, after string) error {
 	return c.did(err, "removed %s%s", whose, after)
 }
 
-// printBudgets writes budgets as `budget list` does.
-func printBudgets(c *cli, bs []spend.BudgetStatus) error {
-	return rows(c.stdout, "BUDGET\tLIMIT\tSPENT\tHELD\tLEFT\tMONTH\tRESETS", bs, func(b spend.BudgetStatus) []any {
-		who := "box"
-		if b.Principal != "" {
-			who = safe(b.Principal)
-		}
-		return []any{who, spend.FormatUSD(b.Limit), spend.FormatUSD(b.Spent), spend.FormatUSD(b.Reserved), spend.FormatUSD(b.Left), b.Month, b.Resets.Format(time.RFC3339)}
+// printBudgets writes bl's monthly budgets as `budget list` does.
+func printBudgets(c *cli, bl operator.BudgetList) error {
+	resets, _ := time.Parse(time.RFC3339, bl.Resets)
+	return rows(c.stdout, "BUDGET\tLIMIT\tSPENT\tHELD\tLEFT\tMONTH\tRESETS", bl.Budgets, func(b operator.BudgetView) []any {
+		return []any{whose(b.Principal), spend.FormatUSD(micros(b.USD)), spend.FormatUSD(micros(b.Spent)), spend.FormatUSD(micros(b.Held)), spend.FormatUSD(micros(b.Left)),
+			bl.Month, resets.UTC().Format(time.RFC3339)}
 	})
+}
+
+// whose is a list's BUDGET or LIMIT column: the principal p, or "box"
+// for the box's own (nil or "").
+func whose(p *string) string {
+	if p == nil || *p == "" {
+		return "box"
+	}
+	return safe(*p)
 }

@@ -78,15 +78,7 @@ func runLimitOn(ctx context.Context, c *cli, be *backend, sub string, lim store.
 		if err != nil {
 			return err
 		}
-		ls := make([]store.RateLimit, 0, len(vs))
-		for _, v := range vs {
-			l := store.RateLimit{Box: box, InputTPM: v.InputTPM, OutputTPM: v.OutputTPM, RPM: v.RPM}
-			if v.Principal != nil {
-				l.Principal = *v.Principal
-			}
-			ls = append(ls, l)
-		}
-		return printRateLimits(c, box, ls)
+		return printRateLimits(c, box, vs)
 	}
 	return nil
 }
@@ -107,7 +99,7 @@ func rateWords(l store.RateLimit) string {
 }
 
 // printRateLimits writes ls as `limit list` does.
-func printRateLimits(c *cli, box string, ls []store.RateLimit) error {
+func printRateLimits(c *cli, box string, ls []operator.RateLimitView) error {
 	if len(ls) == 0 {
 		fmt.Fprintf(c.stdout, "box %s has no rate limit\n", box)
 		return nil
@@ -118,12 +110,8 @@ func printRateLimits(c *cli, box string, ls []store.RateLimit) error {
 		}
 		return fmt.Sprint(v)
 	}
-	return rows(c.stdout, "LIMIT\tINPUT TPM\tOUTPUT TPM\tRPM", ls, func(l store.RateLimit) []any {
-		who := "box"
-		if l.Principal != "" {
-			who = safe(l.Principal)
-		}
-		return []any{who, n(l.InputTPM), n(l.OutputTPM), n(l.RPM)}
+	return rows(c.stdout, "LIMIT\tINPUT TPM\tOUTPUT TPM\tRPM", ls, func(l operator.RateLimitView) []any {
+		return []any{whose(l.Principal), n(l.InputTPM), n(l.OutputTPM), n(l.RPM)}
 	})
 }
 

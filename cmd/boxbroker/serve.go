@@ -198,10 +198,7 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 		wait, err := startProxy(pctx, c, srv, lns.proxy, pass)
 		if err != nil {
 			stop()
-			ln.Close()
-			if admin != nil {
-				admin.Close()
-			}
+			lns.close()
 			return err
 		}
 		err = srv.Serve(ctx, ln, admin)
