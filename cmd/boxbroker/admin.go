@@ -14,12 +14,9 @@ func runAdmin(ctx context.Context, c *cli, args []string) error {
 	sub, args := args[0], args[1:]
 	var cfg server.Config
 	fs := c.flags("admin "+sub, &cfg)
-	name, yes := new(string), new(bool)
-	switch sub {
-	case "token":
+	name, yes := new(string), yesFlag(fs, sub == "revoke", "revoke")
+	if sub == "token" {
 		name = fs.String("name", "", "a note saying whose or what the token is for")
-	case "revoke":
-		yes = fs.Bool("yes", false, "revoke without asking")
 	}
 	none := arity{0, "admin " + sub + " takes no arguments"}
 	args, err := parseSub(fs, args, sub, map[string]arity{"token": none, "tokens": none, "revoke": {1, "admin revoke takes one token ID (see admin tokens)"}},

@@ -33,12 +33,10 @@ func runBox(ctx context.Context, c *cli, args []string) error {
 	}
 	cmd := c.command("box " + sub)
 	fs := cmd.FlagSet
-	brokerURL, yes := new(string), new(bool)
+	brokerURL, yes := new(string), yesFlag(fs, sub == "remove", "remove")
 	switch sub {
 	case "add", "rotate":
 		brokerURL = fs.String("url", c.envOr("BOXBROKER_URL", "http://127.0.0.1:8787"), "the broker's URL as boxes reach it, for the hints printed (BOXBROKER_URL)")
-	case "remove":
-		yes = fs.Bool("yes", false, "remove without asking")
 	}
 	var lt lifetimes
 	switch sub {

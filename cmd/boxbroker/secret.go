@@ -17,7 +17,8 @@ func runSecret(ctx context.Context, c *cli, args []string) error {
 	sub, args := args[0], args[1:]
 	cmd := c.command("secret " + sub)
 	fs := cmd.FlagSet
-	host, brokerURL, word, kind, yes := new(string), new(string), new(string), new(string), new(bool)
+	host, brokerURL, word, kind := new(string), new(string), new(string), new(string)
+	yes := yesFlag(fs, sub == "remove", "remove")
 	var fields, allows bodyFields
 	rate := new(string)
 	switch sub {
@@ -29,8 +30,6 @@ func runSecret(ctx context.Context, c *cli, args []string) error {
 		fs.Var(&allows, "allow", "a rule of what the secret may be spent on, 'METHOD PATTERN': a method (or * for any) and a path under the secret's base URL, * standing for one segment and ** for the rest, as in 'GET /repos/acme/**' or 'POST /repos/acme/*/issues'; repeat for more. The rules given replace the secret's; with none, every method and path is allowed")
 		rate = fs.String("rate", "", "each box's rate for the secret, `N/PERIOD` with PERIOD s, m or h, as in 120/m; a request past it is refused 429 (kept in each replica's memory)")
 		fs.Var(&fields, "body-field", "a top-level `FIELD` of a form or JSON request body in which the broker writes the value, where the field's whole value is the box's token (an API that takes its key in the body, such as client_secret); repeat for more. Anywhere else in a body the token is marked, never swapped")
-	case "remove":
-		yes = fs.Bool("yes", false, "remove without asking")
 	}
 	pos, err := parseSub(fs, args, sub, map[string]arity{
 		"set": {2, "secret set takes BOX NAME; the value is read from stdin, never from arguments"}, "remove": {2, "secret remove takes BOX NAME"}, "list": {1, "secret list takes BOX"},
