@@ -95,7 +95,7 @@ func (s *Server) apiRoutes() []Route {
 		{Pattern: "PUT /api/boxes/{name}/budgets", Handle: decode(http.StatusOK, boxNamed, s.setBudget)},
 		{Pattern: "DELETE /api/boxes/{name}/budgets", Handle: noContent(s.removeBudget)},
 		{Pattern: "GET /api/boxes/{name}/spend", Handle: s.spendReport},
-		{Pattern: "GET /api/spend", Handle: s.fleetSpend},
+		{Pattern: "GET /api/spend", Handle: answer(http.StatusOK, s.fleetSpend)},
 		{Pattern: "GET /api/spend.csv", Handle: s.fleetSpendCSV},
 	}, slices.Concat(s.poolRoutes(), s.limitRoutes(), s.proposalRoutes(), s.deadLetterRoutes())...)
 }

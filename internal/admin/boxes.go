@@ -51,12 +51,7 @@ func published(v operator.BoxView) bool { return v.Listing != nil && v.Listing.P
 // Box reads the box named in r's {name} path value, or refuses with a
 // 400 (not a box name) or a 404 (no such box).
 func (s *Server) Box(r *http.Request) (store.Box, error) {
-	name, err := BoxName(r)
-	if err != nil {
-		return store.Box{}, err
-	}
-	b, err := s.cfg.Store.Box(r.Context(), name)
-	return b, operator.StoreError(err, operator.NoBox(name), "")
+	return s.op.StoredBox(r.Context(), r.PathValue("name"))
 }
 
 // boxExists refuses r unless its {name} is a box's (Box), as a check

@@ -226,8 +226,13 @@ func (s *Service) view(ctx context.Context, b store.Box) (BoxView, error) {
 	return BoxViewOf(b, d, s.cfg.Now()), nil
 }
 
-// box reads the box named name: Invalid for no box name, NotFound for no
-// such box.
+// StoredBox reads the box named name as the store keeps it: Invalid for
+// no box name, NotFound for no such box.
+func (s *Service) StoredBox(ctx context.Context, name string) (store.Box, error) {
+	return s.box(ctx, name)
+}
+
+// box is StoredBox.
 func (s *Service) box(ctx context.Context, name string) (store.Box, error) {
 	if err := CheckBoxName(name); err != nil {
 		return store.Box{}, err
