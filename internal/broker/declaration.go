@@ -29,7 +29,7 @@ func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *reque
 	if err != nil {
 		leaveBody(w, r) // not a byte of it is read for no box
 		if token.Refused(err) {
-			return tokenRefusal(capability.Refuse(capability.ReasonToken, "%s", authMessage(err)).At(http.StatusUnauthorized))
+			return tokenRefused(err).At(http.StatusUnauthorized)
 		}
 		return capability.Unavailable(err)
 	}
@@ -71,7 +71,7 @@ func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *reque
 	}
 	if err := s.cfg.Store.SaveDeclaration(r.Context(), box.Name, doc, d.At); err != nil {
 		if errors.Is(err, store.ErrNotFound) { // removed meanwhile
-			return capability.Refuse(capability.ReasonToken, "%s", authMessage(token.ErrUnknown)).At(http.StatusUnauthorized)
+			return tokenRefused(token.ErrUnknown).At(http.StatusUnauthorized)
 		}
 		return capability.Unavailable(err)
 	}

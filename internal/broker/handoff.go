@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"net/netip"
 
-	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/token"
 )
 
@@ -80,7 +79,7 @@ func (s *Server) serveTunnel(w *recorder, r *http.Request, info *requestInfo, hd
 	if token.Refused(err) {
 		// The front door admitted the token a moment ago; the box has
 		// gone, or its token been rotated, since.
-		return capability.Refuse(capability.ReasonToken, "%s", authMessage(err))
+		return tokenRefused(err)
 	}
 	if err != nil {
 		return err
