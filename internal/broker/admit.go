@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/netip"
 
@@ -20,60 +19,21 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 	// Nothing of the body is read until the token, read from the head,
 	// is a box's (Scopes reads only the head), but for the small body a
 	// route's BodyTokens reads when the head carries no token at all.
-	p := s.routes.prefixOf(r.URL.Path)
-	if p == nil {
-		info.reason = capability.ReasonNoRoute
-		return nil, nil, held{}, capability.NotFound(r)
-	}
-	c := p.c
-	info.capability = c.Name()
-	info.route = p.label
-	if hd != nil {
-		info.route = hd.Label + p.label
-	}
-	// The route and the method are judged first: a path no route of c
-	// matches, or a method its route does not serve, goes no further,
-	// upstream or into a record.
-	rt := s.routes.routeOf(r, c)
-	if rt == nil {
-		info.reason = capability.ReasonNoRoute
-		return nil, nil, held{}, capability.NotFound(r)
-	}
-	if err := rt.allowMethod(r); err != nil {
-		info.reason = capability.ReasonMethod
-		if e := (*capability.Error)(nil); errors.As(err, &e) && e.Status == http.StatusNotFound {
-			info.reason = capability.ReasonNoRoute
+	f, err := s.routes.find(r)
+	if f.c != nil {
+		info.capability, info.route = f.c.Name(), f.label
+		if hd != nil {
+			info.route = hd.Label + f.label
 		}
-		return nil, nil, held{}, err
 	}
-	need, ok, err := c.Scopes(r)
 	if err != nil {
 		return nil, nil, held{}, err
 	}
-	if !ok {
-		info.reason = capability.ReasonNoRoute
-		return nil, nil, held{}, capability.NotFound(r)
-	}
-	info.route = rt.label
-	if hd != nil {
-		info.route = hd.Label + rt.label
-	}
-	// A body in a content coding is judged from the head, before the
-	// box is known; it is decoded only once the rule allows the request.
-	coding, limit, err := bodyCoding(r, rt)
-	if err != nil {
-		info.reason = capability.ReasonEncoding
-		return nil, nil, held{}, err
-	}
+	c, rt, need := f.c, f.rt, f.need
 	info.words = need.Words
 	info.public = need.Public
 	rc := http.NewResponseController(w)
 	if need.Public {
-		if coding != "" {
-			// No public route takes an encoded body: none reads a body.
-			info.reason = capability.ReasonEncoding
-			return nil, nil, held{}, unreadableBody(nil)
-		}
 		s.boundBody(rc, r, &info.lift)
 		return c, &info.admitted, held{}, nil
 	}
@@ -106,7 +66,6 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 	}
 	if s.cfg.Recording != nil {
 		if err := s.cfg.Recording(); err != nil {
-			info.reason = capability.ReasonCannotRecord
 			return nil, nil, held{}, capability.Refuse(capability.ReasonCannotRecord, "The broker cannot record calls just now (neither its store nor its spool takes a write), so it serves none; try again shortly.").WithErr(err)
 		}
 	}
@@ -114,8 +73,8 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 	if err != nil {
 		return nil, nil, held{}, err
 	}
-	if coding != "" {
-		if err := decodeBody(w, r, limit); err != nil {
+	if f.coding != "" {
+		if err := decodeBody(w, r, rt.CodedLimit); err != nil {
 			h.release()
 			info.reason = capability.ReasonEncoding
 			return nil, nil, held{}, err

@@ -27,40 +27,6 @@ func recordedMethod(method string) string {
 	return OtherMethod
 }
 
-// hasBody reports whether r carries a body, by its length or chunked.
-func hasBody(r *http.Request) bool {
-	return r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
-}
-
-// bodyCoding judges the content coding of r's body on its route rt: it
-// returns "" for a body as it is (or no body), the coding when rt's
-// Codings name it (with rt's CodedLimit, the most bytes the body may
-// take), and otherwise a 415. The header is judged whole, as an answer's
-// is: more than one Content-Encoding header, or stacked codings, are a
-// 415 too.
-func bodyCoding(r *http.Request, rt *route) (coding string, limit int64, err error) {
-	values := r.Header.Values("Content-Encoding")
-	if len(values) == 0 || !hasBody(r) {
-		return "", 0, nil
-	}
-	codings, limit := rt.Codings, rt.CodedLimit
-	coding, err = proxy.Decoding(values, codings...)
-	if err != nil {
-		return "", 0, unreadableBody(codings)
-	}
-	return coding, limit, nil
-}
-
-// unreadableBody is the 415 of a request body in a content coding the
-// route does not take; codings are those it takes.
-func unreadableBody(codings []string) error {
-	msg := "This route takes a request body only as it is, with no Content-Encoding: the broker reads every body to keep tokens out of what goes upstream, and cannot read it encoded. Send it uncompressed."
-	if len(codings) > 0 {
-		msg = "This route takes a request body as it is or in gzip (one Content-Encoding: gzip), which the broker decodes to keep tokens out of what goes upstream; it cannot read this one's encoding. Send it uncompressed or in gzip."
-	}
-	return capability.Refuse(capability.ReasonEncoding, "%s", msg)
-}
-
 // wholeDecoded is the largest decoded body the broker holds whole, to
 // forward it with its length declared (which a signing kind of egress
 // secret needs, and many hosts want); a longer one goes on as it is
