@@ -114,16 +114,13 @@ func (s *Server) AdmitBox(ctx context.Context, tok, name string, from netip.Addr
 }
 
 func (s *Server) admitBox(ctx context.Context, tok, name string, from netip.Addr) (*Admission, error) {
-	box, old, err := s.boxByToken(ctx, tok)
-	if err != nil {
-		if token.Refused(err) {
-			return nil, err
-		}
-		return nil, capability.Unavailable(err)
+	box, known, err := s.boxOf(ctx, tok, from)
+	if !known {
+		return nil, err
 	}
 	a := rule.Admit(box, s.cfg.Broker, name)
-	if e := s.judgeToken(&box, old, from); e != nil {
-		return a, e
+	if err != nil {
+		return a, err
 	}
 	if box.Paused {
 		return a, capability.Paused(box.Name)
@@ -133,6 +130,28 @@ func (s *Server) admitBox(ctx context.Context, tok, name string, from netip.Addr
 	}
 	return a, nil
 }
+
+// boxOf finds the box whose token is tok, through the cache, comparing
+// the hashes in constant time, and judges the token (judgeToken) as sent
+// from from. known is true when the token is a box's, whose refusal is
+// returned with it. A token that is no box's ("" included) is returned as
+// the token package's error (token.Refused), and a store that does not
+// answer as capability.Unavailable.
+func (s *Server) boxOf(ctx context.Context, tok string, from netip.Addr) (box store.Box, known bool, err error) {
+	box, old, err := token.LookupEither(ctx, tok, s.cfg.Cache.BoxByTokenHash, boxTokenHashes)
+	if err != nil {
+		if token.Refused(err) {
+			return box, false, err
+		}
+		return box, false, capability.Unavailable(err)
+	}
+	if e := s.judgeToken(&box, old, from); e != nil {
+		return box, true, e
+	}
+	return box, true, nil
+}
+
+func boxTokenHashes(b store.Box) (string, string) { return b.TokenHash, b.OldTokenHash }
 
 // judgeToken refuses the token of box, sent from from, when box is
 // bound to addresses from is outside of, or the token is past its

@@ -1,12 +1,10 @@
 package broker
 
 import (
-	"context"
 	"errors"
 	"net/http"
 
 	"github.com/intentius/boxbroker/internal/capability"
-	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/token"
 )
 
@@ -83,13 +81,3 @@ func (s *Server) readBodyToken(rc *http.ResponseController, r *http.Request, rt 
 	_ = rc.SetReadDeadline(s.cfg.Now().Add(BodyTimeout))
 	return len(rt.BodyTokens(r)) > 0
 }
-
-// boxByToken returns the box whose token is tok, through the cache,
-// comparing the hashes in constant time; old is true when tok is the
-// box's old token, kept through a rotation's grace (judgeToken judges
-// whether the grace still holds).
-func (s *Server) boxByToken(ctx context.Context, tok string) (b store.Box, old bool, err error) {
-	return token.LookupEither(ctx, tok, s.cfg.Cache.BoxByTokenHash, boxTokenHashes)
-}
-
-func boxTokenHashes(b store.Box) (string, string) { return b.TokenHash, b.OldTokenHash }

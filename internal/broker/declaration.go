@@ -22,21 +22,16 @@ func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *reque
 	}
 	tok, err := token.FromRequest(r)
 	var box store.Box
-	var old bool
 	if err == nil {
-		box, old, err = s.boxByToken(r.Context(), tok)
+		box, _, err = s.boxOf(r.Context(), tok, s.Source(r))
 	}
+	info.box = box.Name
 	if err != nil {
-		leaveBody(w, r) // not a byte of it is read for no box
+		leaveBody(w, r) // not a byte of it is read for a token refused
 		if token.Refused(err) {
 			return tokenRefused(err).At(http.StatusUnauthorized)
 		}
-		return capability.Unavailable(err)
-	}
-	info.box = box.Name
-	if e := s.judgeToken(&box, old, s.Source(r)); e != nil {
-		leaveBody(w, r)
-		return e
+		return err
 	}
 	// A report is small: a body still arriving after BodyTimeout is a
 	// client holding a connection, not a report.
