@@ -80,3 +80,15 @@ func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *reque
 	writeJSON(w, http.StatusOK, protocol.KeptOf(d, &pay))
 	return nil
 }
+
+// writeJSON answers w with status and v in JSON.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		capability.Refuse(capability.ReasonInternal, "The broker could not encode its answer.").Write(w)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}

@@ -23,6 +23,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, hd *Handoff) 
 	st := &requestState{rec: recorder{ResponseWriter: w, status: http.StatusOK, srv: s}}
 	info, rec, trace := &st.info, &st.rec, &st.trace
 	rec.info = info
+	info.method = recordedMethod(r.Method)
 	// The call's context carries its outbox Call, which holds the call's
 	// settlement until it concludes: its audit entry and settlement are
 	// journaled together.
