@@ -9,6 +9,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/token"
 )
@@ -79,6 +80,27 @@ func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *reque
 	pay := s.cfg.Payer.ForBox(box)
 	writeJSON(w, http.StatusOK, protocol.KeptOf(d, &pay))
 	return nil
+}
+
+// scrubDeclaration replaces every token, or what is left of one, in the
+// strings of a report the broker keeps and shows (its scope words, its
+// listing's title and line, its principals), as in every record: a box
+// may report anything there.
+func scrubDeclaration(d *protocol.Declaration) {
+	for i := range d.Capabilities {
+		d.Capabilities[i].Scope = proxy.ScrubKeptAll(d.Capabilities[i].Scope)
+	}
+	if l := d.Listing; l != nil {
+		l.Title, l.Line = proxy.ScrubKept(l.Title), proxy.ScrubKept(l.Line)
+	}
+	if sp := d.Spend; sp != nil {
+		for i := range sp.ByPrincipal {
+			if p := sp.ByPrincipal[i].Principal; p != nil {
+				kept := proxy.ScrubKept(*p)
+				sp.ByPrincipal[i].Principal = &kept
+			}
+		}
+	}
 }
 
 // writeJSON answers w with status and v in JSON.
