@@ -110,10 +110,6 @@ type Admission = rule.Admission
 // store does not answer. With a refusal of a box that is known, the
 // Admission naming the box is returned too, for the caller's records.
 func (s *Server) AdmitBox(ctx context.Context, tok, name string, from netip.Addr) (*Admission, error) {
-	return s.admitBox(ctx, tok, name, from)
-}
-
-func (s *Server) admitBox(ctx context.Context, tok, name string, from netip.Addr) (*Admission, error) {
 	box, known, err := s.boxOf(ctx, tok, from)
 	if !known {
 		return nil, err

@@ -22,7 +22,7 @@ func (s *Server) authenticate(r *http.Request, rt *route, hd *Handoff) (string, 
 	tok, err := token.FromRoute(r, rt.Tokens, handed...)
 	var adm *Admission
 	if err == nil {
-		adm, err = s.admitBox(r.Context(), tok, rt.c.Name(), s.source(r, hd))
+		adm, err = s.AdmitBox(r.Context(), tok, rt.c.Name(), s.source(r, hd))
 		if err == nil {
 			return tok, adm, nil
 		}

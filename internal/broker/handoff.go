@@ -72,7 +72,7 @@ func (s *Server) ServeHandoff(w http.ResponseWriter, r *http.Request, h Handoff)
 func (s *Server) serveTunnel(w *recorder, r *http.Request, info *requestInfo, hd *Handoff) error {
 	tun := hd.Tunnel
 	info.capability, info.route, info.words = tun.Capability, tun.Route, tun.Words
-	adm, err := s.admitBox(r.Context(), hd.Token, tun.Capability, hd.From)
+	adm, err := s.AdmitBox(r.Context(), hd.Token, tun.Capability, hd.From)
 	if adm != nil {
 		info.box = adm.Box.Name
 	}
