@@ -141,11 +141,11 @@ func (t *routes) find(r *http.Request) (f found, err error) {
 		return f, err
 	}
 	need, ok, err := p.c.Scopes(r)
-	if err != nil || !ok {
-		if err == nil {
-			err = capability.NotFound(r)
-		}
+	if err != nil {
 		return f, err
+	}
+	if !ok {
+		return f, capability.NotFound(r)
 	}
 	f.rt, f.label, f.need = rt, rt.label, need
 	if f.coding, err = rt.bodyCoding(r); err == nil && need.Public && f.coding != "" {
