@@ -550,3 +550,23 @@ func (s *Server) Close() error {
 	}
 	return errors.Join(s.Outbox.Close(), s.Store.Close(), s.sink.Close(), s.lock.release(), s.tracing.Shutdown(context.Background()))
 }
+
+// poolStats reads the pool's entries for a metrics scrape, within a
+// second; a scrape that cannot read them shows none.
+func poolStats(p *pool.Pool) func() []metrics.PoolEntry {
+	return func() []metrics.PoolEntry {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		stats, err := p.Health(ctx)
+		if err != nil {
+			return nil
+		}
+		out := make([]metrics.PoolEntry, len(stats))
+		for i, s := range stats {
+			out[i] = metrics.PoolEntry{Name: s.Name, Requests: s.Requests, R429: s.R429, R529: s.R529,
+				Failovers: s.Failovers, Failures: s.Failures,
+				Cooling: s.State == pool.StateCooling, Failed: s.State == pool.StateFailed}
+		}
+		return out
+	}
+}
