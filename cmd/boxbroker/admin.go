@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/intentius/boxbroker/internal/operator"
@@ -12,34 +11,18 @@ import (
 // runAdmin manages the admin API's tokens, directly in the store: the
 // first token has to be made where the store is.
 func runAdmin(ctx context.Context, c *cli, args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: admin token|tokens|revoke", errUsage)
-	}
 	sub, args := args[0], args[1:]
 	var cfg server.Config
 	fs := c.flags("admin "+sub, &cfg)
-	name, yes := new(string), new(bool)
-	switch sub {
-	case "token":
+	name, yes := new(string), yesFlag(fs, sub == "revoke", "revoke")
+	if sub == "token" {
 		name = fs.String("name", "", "a note saying whose or what the token is for")
-	case "revoke":
-		yes = fs.Bool("yes", false, "revoke without asking")
 	}
-	args, err := parseInterspersed(fs, args)
+	none := arity{0, "admin " + sub + " takes no arguments"}
+	args, err := parseSub(fs, args, sub, map[string]arity{"token": none, "tokens": none, "revoke": {1, "admin revoke takes one token ID (see admin tokens)"}},
+		unknownWord("admin", sub, "token", "tokens", "revoke"))
 	if err != nil {
 		return err
-	}
-	switch sub {
-	case "token", "tokens":
-		if len(args) != 0 {
-			return fmt.Errorf("%w: admin %s takes no arguments", errUsage, sub)
-		}
-	case "revoke":
-		if len(args) != 1 {
-			return fmt.Errorf("%w: admin revoke takes one token ID (see admin tokens)", errUsage)
-		}
-	default:
-		return fmt.Errorf("%w: unknown admin command %q%s (token, tokens, revoke)", errUsage, safe(sub), didYouMean(sub, []string{"token", "tokens", "revoke"}))
 	}
 	// Admin tokens are made and kept where the store is: there is no
 	// admin API route for them. The first token is made where the store
@@ -63,24 +46,17 @@ func runAdmin(ctx context.Context, c *cli, args []string) error {
 		if err != nil {
 			return err
 		}
-		tw := table(c.stdout, "ID\tCREATED\tNAME")
-		for _, t := range list {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", t.ID, rfc3339(&t.CreatedAt), safe(t.Name))
-		}
-		return tw.Flush()
+		return rows(c.stdout, "ID\tCREATED\tNAME", list, func(t operator.AdminTokenView) []any { return []any{t.ID, rfc3339(&t.CreatedAt), safe(t.Name)} })
 	case "revoke":
 		id := args[0]
-		if !*yes && !c.confirm(fmt.Sprintf("Revoke admin token %s? Whoever holds it can no longer use the admin API or the owner's page.", safe(id))) {
-			return errors.New("not revoked (pass --yes to revoke without asking)")
+		if err := c.sure(*yes, fmt.Sprintf("Revoke admin token %s? Whoever holds it can no longer use the admin API or the owner's page.", safe(id)), "revoked", "revoke"); err != nil {
+			return err
 		}
 		err := op.RevokeAdminToken(ctx, id)
 		if operator.CodeOf(err) == operator.NotFound {
 			return fmt.Errorf("no admin token %s (see admin tokens)", safe(id))
 		}
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(c.stdout, "revoked admin token %s\n", id)
+		return c.did(err, "revoked admin token %s", id)
 	}
 	return nil
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/admin/adminclient"
-	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -28,15 +27,14 @@ const maxAuditLimit = 1000
 // AuditList. When there are more entries than --limit shows, it says so
 // on stderr; a BOX that is no box and has no entries is an error.
 func runAudit(ctx context.Context, c *cli, args []string) error {
-	var cfg server.Config
-	fs := c.flags("audit", &cfg)
+	cmd := c.command("audit")
+	fs, adminURL := cmd.FlagSet, cmd.adminURL
 	since := fs.String("since", "24h", "how far back: a duration such as 1h or 30m, or an RFC 3339 time")
 	refusals := fs.Bool("refusals", false, "list refusals only")
 	limit := fs.Int("limit", 100, fmt.Sprintf("list at most this many entries, the newest (1 to %d); when there are more, stderr says so", maxAuditLimit))
 	asJSON := fs.Bool("json", false, "print the entries as JSON, as the admin API's GET /api/audit answers: {\"entries\": [...]}")
-	adminURL := c.adminURLFlag(fs)
 	// Flags may come before or after BOX.
-	boxes, err := parseInterspersed(fs, args)
+	boxes, err := cmd.args(args, -1, "")
 	if err != nil {
 		return err
 	}
@@ -85,7 +83,7 @@ func runAudit(ctx context.Context, c *cli, args []string) error {
 			}
 		}
 	} else {
-		st, err := openExisting(ctx, &cfg)
+		st, err := openExisting(ctx, &cmd.cfg)
 		if err != nil {
 			return err
 		}

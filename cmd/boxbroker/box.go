@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"net/netip"
@@ -12,14 +11,10 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/operator"
-	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
 func runBox(ctx context.Context, c *cli, args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: box add|list|remove|rotate|bind|payer|consent|assign|unassign|resources|pause|resume NAME", errUsage)
-	}
 	sub, args := args[0], args[1:]
 	switch sub {
 	case "payer":
@@ -34,17 +29,14 @@ func runBox(ctx context.Context, c *cli, args []string) error {
 	switch sub {
 	case "add", "rotate", "remove", "list", "bind":
 	default:
-		return fmt.Errorf("%w: unknown box command %q%s (add, list, remove, rotate, bind, payer, consent, assign, unassign, resources, pause, resume)", errUsage, safe(sub),
-			didYouMean(sub, []string{"add", "list", "remove", "rotate", "bind", "payer", "consent", "assign", "unassign", "resources", "pause", "resume"}))
+		return unknownWord("box", sub, "add", "list", "remove", "rotate", "bind", "payer", "consent", "assign", "unassign", "resources", "pause", "resume")
 	}
-	var cfg server.Config
-	fs := c.flags("box "+sub, &cfg)
-	brokerURL, yes := new(string), new(bool)
+	cmd := c.command("box " + sub)
+	fs := cmd.FlagSet
+	brokerURL, yes := new(string), yesFlag(fs, sub == "remove", "remove")
 	switch sub {
 	case "add", "rotate":
 		brokerURL = fs.String("url", c.envOr("BOXBROKER_URL", "http://127.0.0.1:8787"), "the broker's URL as boxes reach it, for the hints printed (BOXBROKER_URL)")
-	case "remove":
-		yes = fs.Bool("yes", false, "remove without asking")
 	}
 	var lt lifetimes
 	switch sub {
@@ -58,8 +50,7 @@ func runBox(ctx context.Context, c *cli, args []string) error {
 		fs.StringVar(&lt.grace, "grace", "", "how long the old token goes on working beside the new one, such as 1h; empty: it stops at once")
 		fs.StringVar(&lt.ttl, "ttl", "", "lifetime of the box's tokens from now on, such as 720h, 0 for none; empty: the one it has")
 	}
-	adminURL := c.adminURLFlag(fs)
-	args, err := parseInterspersed(fs, args)
+	args, err := cmd.args(args, -1, "")
 	if err != nil {
 		return err
 	}
@@ -83,12 +74,7 @@ func runBox(ctx context.Context, c *cli, args []string) error {
 	if err := lt.check(sub, fs); err != nil {
 		return err
 	}
-	be, err := c.backend(ctx, &cfg, *adminURL, "box "+sub, sub == "add", false)
-	if err != nil {
-		return err
-	}
-	defer be.close()
-	return remoteError(runBoxOn(ctx, c, be, sub, name, *brokerURL, *yes, lt))
+	return cmd.on(ctx, c, sub == "add", false, func(be *backend) error { return runBoxOn(ctx, c, be, sub, name, *brokerURL, *yes, lt) })
 }
 
 // runBoxOn is `box add|list|remove|rotate|bind` on be.
@@ -116,18 +102,13 @@ func runBoxOn(ctx context.Context, c *cli, be *backend, sub, name, brokerURL str
 		printToken(c, name, bt.Token, brokerURL, "rotated; "+lt.rotated(parseViewTime(bt.Box.OldTokenUntil), parseViewTime(bt.Box.ExpiresAt)))
 	case "bind":
 		from := lt.fromStrings()
-		if _, err := be.UpdateBox(ctx, name, operator.BoxSettings{From: &from}); err != nil {
-			return err
-		}
-		fmt.Fprintf(c.stdout, "box %s: its token is taken from %s\n", name, operator.DescribeFrom(lt.fromList))
+		_, err := be.UpdateBox(ctx, name, operator.BoxSettings{From: &from})
+		return c.did(err, "box %s: its token is taken from %s", name, operator.DescribeFrom(lt.fromList))
 	case "remove":
-		if !yes && !c.confirm(fmt.Sprintf("Remove box %s, its declaration, secrets, grants and feedback?", name)) {
-			return errors.New("not removed (pass --yes to remove without asking)")
-		}
-		if err := be.RemoveBox(ctx, name); err != nil {
+		if err := c.sure(yes, fmt.Sprintf("Remove box %s, its declaration, secrets, grants and feedback?", name), "removed", "remove"); err != nil {
 			return err
 		}
-		fmt.Fprintf(c.stdout, "removed box %s\n", name)
+		return c.did(be.RemoveBox(ctx, name), "removed box %s", name)
 	case "list":
 		return listBoxes(ctx, c.stdout, be)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/intentius/boxbroker/internal/operator"
-	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -17,27 +16,17 @@ const maxResourceID = 512
 // are the box's. A request naming an id recorded as another box's, or as
 // no box's, is refused (see docs/fountain.md).
 func runBoxResources(ctx context.Context, c *cli, sub string, args []string) error {
-	var cfg server.Config
-	fs := c.flags("box "+sub, &cfg)
-	adminURL := c.adminURLFlag(fs)
-	args, err := parseInterspersed(fs, args)
+	cmd := c.command("box " + sub)
+	usage := "box " + sub + " NAME sandbox|vault|conversation ID"
+	want := 3
+	if sub == "resources" {
+		usage, want = "box resources NAME", 1
+	}
+	args, err := cmd.boxArgs(args, want, "%s", usage)
 	if err != nil {
 		return err
 	}
-	want := 3
-	if sub == "resources" {
-		want = 1
-	}
-	if len(args) != want {
-		if sub == "resources" {
-			return fmt.Errorf("%w: box resources NAME", errUsage)
-		}
-		return fmt.Errorf("%w: box %s NAME sandbox|vault|conversation ID", errUsage, sub)
-	}
 	name := args[0]
-	if err := boxArg(name); err != nil {
-		return err
-	}
 	var kind, id string
 	if sub != "resources" {
 		kind, id = args[1], args[2]
@@ -50,34 +39,20 @@ func runBoxResources(ctx context.Context, c *cli, sub string, args []string) err
 			return fmt.Errorf("%w: %v", errUsage, err)
 		}
 	}
-	be, err := c.backend(ctx, &cfg, *adminURL, "box "+sub, false, false)
-	if err != nil {
-		return err
-	}
-	defer be.close()
-	switch sub {
-	case "assign":
-		if _, err := be.AddResource(ctx, name, operator.NewResource{Kind: kind, ID: id}); err != nil {
-			return remoteError(err)
+	return cmd.on(ctx, c, false, false, func(be *backend) error {
+		switch sub {
+		case "assign":
+			_, err := be.AddResource(ctx, name, operator.NewResource{Kind: kind, ID: id})
+			return c.did(err, "%s %s is box %s's", kind, id, name)
+		case "unassign":
+			return c.did(be.RemoveResource(ctx, name, kind, id), "%s %s is no longer box %s's; the box's requests naming it are refused", kind, id, name)
 		}
-		fmt.Fprintf(c.stdout, "%s %s is box %s's\n", kind, id, name)
-	case "unassign":
-		if err := be.RemoveResource(ctx, name, kind, id); err != nil {
-			return remoteError(err)
-		}
-		fmt.Fprintf(c.stdout, "%s %s is no longer box %s's; the box's requests naming it are refused\n", kind, id, name)
-	case "resources":
 		rs, err := be.ListResources(ctx, name)
 		if err != nil {
-			return remoteError(err)
+			return err
 		}
-		tw := table(c.stdout, "KIND\tID\tSINCE")
-		for _, r := range rs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", safe(r.Kind), safe(r.ID), r.At)
-		}
-		return tw.Flush()
-	}
-	return nil
+		return rows(c.stdout, "KIND\tID\tSINCE", rs, func(r operator.ResourceView) []any { return []any{safe(r.Kind), safe(r.ID), r.At} })
+	})
 }
 
 // checkResourceID refuses an id that could not be named as one segment of

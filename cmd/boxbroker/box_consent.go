@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/intentius/boxbroker/internal/operator"
-	"github.com/intentius/boxbroker/internal/server"
 )
 
 // runBoxConsent is `box consent NAME [on|off]`: it records whether the
@@ -13,10 +12,8 @@ import (
 // no on|off prints what is recorded. A running broker sees the change at
 // its next request, through the store's change log.
 func runBoxConsent(ctx context.Context, c *cli, args []string) error {
-	var cfg server.Config
-	fs := c.flags("box consent", &cfg)
-	adminURL := c.adminURLFlag(fs)
-	args, err := parseInterspersed(fs, args)
+	cmd := c.command("box consent")
+	args, err := cmd.args(args, -1, "")
 	if err != nil {
 		return err
 	}
@@ -37,28 +34,21 @@ func runBoxConsent(ctx context.Context, c *cli, args []string) error {
 			return fmt.Errorf("%w: box consent %s takes on or off, not %q", errUsage, name, args[1])
 		}
 	}
-	be, err := c.backend(ctx, &cfg, *adminURL, "box consent", false, false)
-	if err != nil {
-		return err
-	}
-	defer be.close()
-	if len(args) == 1 {
-		b, err := be.Box(ctx, name)
-		if err != nil {
-			return remoteError(err)
+	return cmd.on(ctx, c, false, false, func(be *backend) error {
+		if len(args) == 1 {
+			b, err := be.Box(ctx, name)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.stdout, "box %s: consent %s\n", name, onOff(b.Consent))
+			return nil
 		}
-		fmt.Fprintf(c.stdout, "box %s: consent %s\n", name, onOff(b.Consent))
-		return nil
-	}
-	if _, err := be.UpdateBox(ctx, name, operator.BoxSettings{Consent: &on}); err != nil {
-		return remoteError(err)
-	}
-	if on {
-		fmt.Fprintf(c.stdout, "box %s: consent on; the broker keeps its feedback\n", name)
-	} else {
-		fmt.Fprintf(c.stdout, "box %s: consent off; the broker refuses its feedback with a 403 (batches kept before stay kept)\n", name)
-	}
-	return nil
+		_, err := be.UpdateBox(ctx, name, operator.BoxSettings{Consent: &on})
+		if on {
+			return c.did(err, "box %s: consent on; the broker keeps its feedback", name)
+		}
+		return c.did(err, "box %s: consent off; the broker refuses its feedback with a 403 (batches kept before stay kept)", name)
+	})
 }
 
 func onOff(b bool) string {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"github.com/intentius/boxbroker/internal/cache"
 	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/protocol"
-	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -21,12 +19,9 @@ import (
 // is monthly, in US dollars: the box's own holds every call it makes, a
 // principal's the calls of the box that principal pays for.
 func runBudget(ctx context.Context, c *cli, args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: budget set BOX AMOUNT [--principal P] | list BOX [--month YYYY-MM] | remove BOX [--principal P]", errUsage)
-	}
 	sub, args := args[0], args[1:]
-	var cfg server.Config
-	fs := c.flags("budget "+sub, &cfg)
+	cmd := c.command("budget " + sub)
+	fs := cmd.FlagSet
 	principal, yes, window := new(string), new(bool), new(string)
 	month := new(string)
 	*month = spend.Month(time.Now())
@@ -37,10 +32,7 @@ func runBudget(ctx context.Context, c *cli, args []string) error {
 	case "list":
 		month = fs.String("month", spend.Month(time.Now()), "the month to show, `YYYY-MM` (UTC)")
 	}
-	if sub == "remove" {
-		yes = fs.Bool("yes", false, "remove without asking")
-	}
-	adminURL := c.adminURLFlag(fs)
+	yes = yesFlag(fs, sub == "remove", "remove")
 	if sub == "set" {
 		// A negative AMOUNT reads as a flag (-5); say what is wrong with it.
 		for _, a := range args {
@@ -52,21 +44,11 @@ func runBudget(ctx context.Context, c *cli, args []string) error {
 			}
 		}
 	}
-	pos, err := parseInterspersed(fs, args)
+	pos, err := parseSub(fs, args, sub, map[string]arity{
+		"set": {2, "budget set takes BOX AMOUNT, in dollars such as 25.00"}, "list": {1, "budget list takes BOX"}, "remove": {1, "budget remove takes BOX"},
+	}, fmt.Errorf("%w: unknown budget command %q (set, list, remove)", errUsage, sub))
 	if err != nil {
 		return err
-	}
-	want := map[string]int{"set": 2, "list": 1, "remove": 1}
-	n, ok := want[sub]
-	if !ok {
-		return fmt.Errorf("%w: unknown budget command %q (set, list, remove)", errUsage, sub)
-	}
-	if len(pos) != n {
-		what := "BOX"
-		if n == 2 {
-			what = "BOX AMOUNT, in dollars such as 25.00"
-		}
-		return fmt.Errorf("%w: budget %s takes %s", errUsage, sub, what)
 	}
 	box := pos[0]
 	if err := boxArg(box); err != nil {
@@ -90,23 +72,22 @@ func runBudget(ctx context.Context, c *cli, args []string) error {
 	if *principal != "" {
 		whose = "the budget of " + *principal + " on box " + box
 	}
-	if sub == "remove" && !*yes && !c.confirm(fmt.Sprintf("Remove %s, leaving those calls unlimited?", whose)) {
-		return errors.New("not removed (pass --yes to remove without asking)")
+	if sub == "remove" {
+		if err := c.sure(*yes, fmt.Sprintf("Remove %s, leaving those calls unlimited?", whose), "removed", "remove"); err != nil {
+			return err
+		}
 	}
 	if *window != "month" && *window != "" {
 		if _, err := store.ParseWindow(*window); err != nil {
 			return fmt.Errorf("%w: %v (or month, the default)", errUsage, err)
 		}
 	}
-	be, err := c.backend(ctx, &cfg, *adminURL, "budget "+sub, false, false)
-	if err != nil {
-		return err
-	}
-	defer be.close()
-	if *window != "month" && *window != "" {
-		return remoteError(runWindowBudget(ctx, c, be, sub, box, *principal, *window, limit))
-	}
-	return remoteError(runBudgetOn(ctx, c, be, sub, box, *principal, *month, limit, whose))
+	return cmd.on(ctx, c, false, false, func(be *backend) error {
+		if *window != "month" && *window != "" {
+			return runWindowBudget(ctx, c, be, sub, box, *principal, *window, limit)
+		}
+		return runBudgetOn(ctx, c, be, sub, box, *principal, *month, limit, whose)
+	})
 }
 
 // runBudgetOn is `budget set|list|remove` of monthly budgets on be; limit
@@ -142,31 +123,21 @@ func runBudgetOn(ctx context.Context, c *cli, be *backend, sub, box, principal, 
 		if err != nil {
 			return err
 		}
-		resets, _ := time.Parse(time.RFC3339, bl.Resets)
-		bs := make([]spend.BudgetStatus, 0, len(bl.Budgets))
-		for _, b := range bl.Budgets {
-			st := spend.BudgetStatus{Budget: store.Budget{Box: box, Limit: micros(b.USD)}, Month: bl.Month,
-				Spent: micros(b.Spent), Reserved: micros(b.Held), Left: micros(b.Left), Resets: resets.UTC()}
-			if b.Principal != nil {
-				st.Principal = *b.Principal
-			}
-			bs = append(bs, st)
-		}
 		ws, err := be.WindowBudgets(ctx, box)
 		if err != nil {
 			return err
 		}
 		if len(ws) > 0 {
-			if err := printBudgets(c, bs); err != nil {
+			if err := printBudgets(c, bl); err != nil {
 				return err
 			}
 			return printWindowBudgets(c, ws)
 		}
-		if len(bs) == 0 {
+		if len(bl.Budgets) == 0 {
 			fmt.Fprintf(c.stdout, "box %s has no budget: its calls are measured (`boxbroker spend %s`) but not limited\n", box, box)
 			return nil
 		}
-		return printBudgets(c, bs)
+		return printBudgets(c, bl)
 	}
 	return nil
 }
@@ -189,16 +160,10 @@ func (c *cli) warnUnpaid(box, principal string, ownerPays, granted bool) {
 // broker's cache has either read the change or stopped answering from
 // memory, so the next call is held to it on every replica.
 func (c *cli) held(ctx context.Context, be *backend, err error, format string, args ...any) error {
-	if err != nil {
-		return err
+	if err == nil && be.local != nil {
+		err = cache.WaitStale(ctx, cache.DefaultMaxStale)
 	}
-	if be.local != nil {
-		if err := cache.WaitStale(ctx, cache.DefaultMaxStale); err != nil {
-			return err
-		}
-	}
-	fmt.Fprintf(c.stdout, format+"\n", args...)
-	return nil
+	return c.did(err, format, args...)
 }
 
 // removed says what a removal of whose, which returned err, did: "removed
@@ -207,23 +172,23 @@ func (c *cli) removed(err error, whose, after string) error {
 	if operator.CodeOf(err) == operator.NotFound {
 		return fmt.Errorf("there is no %s: %w", whose, remoteError(err))
 	}
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(c.stdout, "removed %s%s\n", whose, after)
-	return nil
+	return c.did(err, "removed %s%s", whose, after)
 }
 
-// printBudgets writes budgets as `budget list` does.
-func printBudgets(c *cli, bs []spend.BudgetStatus) error {
-	tw := table(c.stdout, "BUDGET\tLIMIT\tSPENT\tHELD\tLEFT\tMONTH\tRESETS")
-	for _, b := range bs {
-		who := "box"
-		if b.Principal != "" {
-			who = safe(b.Principal)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", who, spend.FormatUSD(b.Limit), spend.FormatUSD(b.Spent),
-			spend.FormatUSD(b.Reserved), spend.FormatUSD(b.Left), b.Month, b.Resets.Format(time.RFC3339))
+// printBudgets writes bl's monthly budgets as `budget list` does.
+func printBudgets(c *cli, bl operator.BudgetList) error {
+	resets, _ := time.Parse(time.RFC3339, bl.Resets)
+	return rows(c.stdout, "BUDGET\tLIMIT\tSPENT\tHELD\tLEFT\tMONTH\tRESETS", bl.Budgets, func(b operator.BudgetView) []any {
+		return []any{whose(b.Principal), spend.FormatUSD(micros(b.USD)), spend.FormatUSD(micros(b.Spent)), spend.FormatUSD(micros(b.Held)), spend.FormatUSD(micros(b.Left)),
+			bl.Month, resets.UTC().Format(time.RFC3339)}
+	})
+}
+
+// whose is a list's BUDGET or LIMIT column: the principal p, or "box"
+// for the box's own (nil or "").
+func whose(p *string) string {
+	if p == nil || *p == "" {
+		return "box"
 	}
-	return tw.Flush()
+	return safe(*p)
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/intentius/boxbroker/internal/cloud"
@@ -11,25 +10,18 @@ import (
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/pool"
 	"github.com/intentius/boxbroker/internal/proxy"
-	"github.com/intentius/boxbroker/internal/server"
 )
 
 func runCredential(ctx context.Context, c *cli, args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: credential set|add|list|remove anthropic|fountain", errUsage)
-	}
 	sub, args := args[0], args[1:]
 	switch sub {
 	case "set", "add", "remove", "list":
 	default:
-		return fmt.Errorf("%w: unknown credential command %q%s (set, add, list, remove)", errUsage, safe(sub), didYouMean(sub, []string{"set", "add", "list", "remove"}))
+		return unknownWord("credential", sub, "set", "add", "list", "remove")
 	}
-	var cfg server.Config
-	fs := c.flags("credential "+sub, &cfg)
-	yes := new(bool)
-	if sub == "remove" {
-		yes = fs.Bool("yes", false, "remove without asking")
-	}
+	cmd := c.command("credential " + sub)
+	fs := cmd.FlagSet
+	yes := yesFlag(fs, sub == "remove", "remove")
 	weight, baseURL, kind := new(int), new(string), new(string)
 	if sub == "set" || sub == "add" {
 		kind = fs.String("kind", cloud.KindAnthropic, "the anthropic credential's kind: anthropic (a key or setup token), bedrock or vertex (a cloud account's JSON on stdin; docs/cloud.md)")
@@ -38,8 +30,7 @@ func runCredential(ctx context.Context, c *cli, args []string) error {
 		weight = fs.Int("weight", 1, fmt.Sprintf("the entry's share of the boxes, 1 to %d", pool.MaxWeight))
 		baseURL = fs.String("url", "", "an Anthropic-compatible base URL for this entry; empty for serve's --anthropic-url")
 	}
-	adminURL := c.adminURLFlag(fs)
-	args, err := parseInterspersed(fs, args)
+	args, err := cmd.args(args, -1, "")
 	if err != nil {
 		return err
 	}
@@ -88,60 +79,56 @@ func runCredential(ctx context.Context, c *cli, args []string) error {
 	}
 	switch {
 	case sub == "list":
-		return runCredentialList(ctx, c, &cfg, *adminURL)
+		return runCredentialList(ctx, c, cmd)
 	case entry != "":
-		return runPoolOn(ctx, c, &cfg, *adminURL, sub, entry, *kind, *weight, *baseURL, *yes)
+		return runPoolOn(ctx, c, cmd, sub, entry, *kind, *weight, *baseURL, *yes)
 	}
-	return runCredentialOn(ctx, c, &cfg, *adminURL, sub, id, *kind, *yes)
+	return runCredentialOn(ctx, c, cmd, sub, id, *kind, *yes)
 }
 
 // runPoolOn is `credential add|remove anthropic NAME` over the command's
 // backend: an entry added is read from stdin, of kind, and sent as read,
 // for the operator service to check.
-func runPoolOn(ctx context.Context, c *cli, cfg *server.Config, adminURL, sub, name, kind string, weight int, baseURL string, yes bool) error {
-	var value []byte
-	if sub == "add" {
-		var err error
-		if value, err = c.readRawCredential(kind, fmt.Sprintf("anthropic pool entry %s credential (not echoed): ", name)); err != nil {
-			return err
-		}
-		defer clear(value)
-	} else if !yes && !c.confirm(fmt.Sprintf("Remove the anthropic pool entry %s?", name)) {
-		return errors.New("not removed (pass --yes to remove without asking)")
-	}
-	be, err := c.backend(ctx, cfg, adminURL, "credential "+sub, sub == "add", sub == "add")
+func runPoolOn(ctx context.Context, c *cli, cmd *cmdFlags, sub, name, kind string, weight int, baseURL string, yes bool) error {
+	value, err := c.credentialOrSure(sub == "add", kind, fmt.Sprintf("anthropic pool entry %s credential (not echoed): ", name), yes, fmt.Sprintf("Remove the anthropic pool entry %s?", name))
 	if err != nil {
 		return err
 	}
-	defer be.close()
-	if sub == "remove" {
-		if err := be.RemovePoolEntry(ctx, name); err != nil {
-			return remoteError(err)
+	defer clear(value)
+	return cmd.on(ctx, c, sub == "add", sub == "add", func(be *backend) error {
+		if sub == "remove" {
+			return c.did(be.RemovePoolEntry(ctx, name), "removed anthropic pool entry %s", name)
 		}
-		fmt.Fprintf(c.stdout, "removed anthropic pool entry %s\n", name)
+		what := describeAs(payer.SharedAnthropic, kind, value)
+		v, err := be.SetPoolEntry(ctx, name, kind, weight, baseURL, append([]byte(nil), value...))
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stdout, "set anthropic pool entry %s (%s, weight %d), sealed at rest\n", name, what, v.Weight)
+		if what == unlikelyAnthropic {
+			c.warnUnlikelyAnthropic("anthropic pool entry " + name)
+		}
 		return nil
+	})
+}
+
+// credentialOrSure reads, for set (a credential of kind set or added),
+// the value from stdin with prompt; else (a removal) it asks question
+// unless yes. Both come before the store is opened, so that a prompt
+// does not hold it.
+func (c *cli) credentialOrSure(set bool, kind, prompt string, yes bool, question string) ([]byte, error) {
+	if set {
+		return c.readRawCredential(kind, prompt)
 	}
-	what := describe(payer.SharedAnthropic, value)
-	if operator.IsCloud(kind) {
-		what = describeCloud(kind, value)
-	}
-	v, err := be.SetPoolEntry(ctx, name, kind, weight, baseURL, append([]byte(nil), value...))
-	if err != nil {
-		return remoteError(err)
-	}
-	fmt.Fprintf(c.stdout, "set anthropic pool entry %s (%s, weight %d), sealed at rest\n", name, what, v.Weight)
-	if what == unlikelyAnthropic {
-		c.warnUnlikelyAnthropic("anthropic pool entry " + name)
-	}
-	return nil
+	return nil, c.sure(yes, question, "removed", "remove")
 }
 
 // runCredentialList prints the credentials by ID with their kind, then
 // the pool's entries. Through the admin API the entries carry the
 // answering replica's state and counts; from the store alone those are
 // not known.
-func runCredentialList(ctx context.Context, c *cli, cfg *server.Config, adminURL string) error {
-	be, err := c.listingBackend(ctx, cfg, adminURL, "credential list")
+func runCredentialList(ctx context.Context, c *cli, cmd *cmdFlags) error {
+	be, err := c.listingBackend(ctx, &cmd.cfg, *cmd.adminURL, "credential list")
 	if err != nil {
 		return err
 	}
@@ -150,11 +137,10 @@ func runCredentialList(ctx context.Context, c *cli, cfg *server.Config, adminURL
 	if err != nil {
 		return remoteError(err)
 	}
-	tw := table(c.stdout, "CREDENTIAL\tKIND\tUPDATED")
-	for _, cr := range creds {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", safe(cr.ID), kindOrNot(cr.Kind), rfc3339(&cr.UpdatedAt))
-	}
-	if err := tw.Flush(); err != nil {
+	err = rows(c.stdout, "CREDENTIAL\tKIND\tUPDATED", creds, func(cr operator.CredentialView) []any {
+		return []any{safe(cr.ID), kindOrNot(cr.Kind), rfc3339(&cr.UpdatedAt)}
+	})
+	if err != nil {
 		return err
 	}
 	entries, err := be.PoolEntries(ctx)
@@ -170,49 +156,33 @@ func runCredentialList(ctx context.Context, c *cli, cfg *server.Config, adminURL
 // runCredentialOn is `credential set|remove anthropic|fountain` over the
 // command's backend: the value, of kind, is read from stdin and sent as
 // read, for the operator service to check.
-func runCredentialOn(ctx context.Context, c *cli, cfg *server.Config, adminURL, sub, id, kind string, yes bool) error {
-	var value []byte
-	if sub == "set" {
-		var err error
-		if value, err = c.readRawCredential(kind, fmt.Sprintf("%s credential (not echoed): ", id)); err != nil {
-			return err
-		}
-		defer clear(value)
-	} else if !yes && !c.confirm(fmt.Sprintf("Remove the %s credential?", id)) {
-		return errors.New("not removed (pass --yes to remove without asking)")
-	}
-	be, err := c.backend(ctx, cfg, adminURL, "credential "+sub, sub == "set", sub == "set")
+func runCredentialOn(ctx context.Context, c *cli, cmd *cmdFlags, sub, id, kind string, yes bool) error {
+	value, err := c.credentialOrSure(sub == "set", kind, fmt.Sprintf("%s credential (not echoed): ", id), yes, fmt.Sprintf("Remove the %s credential?", id))
 	if err != nil {
 		return err
 	}
-	defer be.close()
-	if sub == "remove" {
-		if err := be.RemoveCredential(ctx, id); err != nil {
-			return remoteError(err)
+	defer clear(value)
+	return cmd.on(ctx, c, sub == "set", sub == "set", func(be *backend) error {
+		if sub == "remove" {
+			return c.did(be.RemoveCredential(ctx, id), "removed %s credential", id)
 		}
-		fmt.Fprintf(c.stdout, "removed %s credential\n", id)
+		what := describeAs(id, kind, value)
+		if _, err := be.SetCredential(ctx, id, kind, append([]byte(nil), value...)); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stdout, "set %s credential (%s), sealed at rest\n", id, what)
+		if what == unlikelyAnthropic {
+			c.warnUnlikelyAnthropic(id)
+		}
 		return nil
-	}
-	what := describe(id, value)
-	if operator.IsCloud(kind) {
-		what = describeCloud(kind, value)
-	}
-	if _, err := be.SetCredential(ctx, id, kind, append([]byte(nil), value...)); err != nil {
-		return remoteError(err)
-	}
-	fmt.Fprintf(c.stdout, "set %s credential (%s), sealed at rest\n", id, what)
-	if what == unlikelyAnthropic {
-		c.warnUnlikelyAnthropic(id)
-	}
-	return nil
+	})
 }
 
 // printPool prints the pool's entries; live says whether state and counts
 // are a running broker's.
 func (c *cli) printPool(entries []operator.PoolEntryView, live bool) error {
 	fmt.Fprintln(c.stdout)
-	tw := table(c.stdout, "POOL ENTRY\tKIND\tWEIGHT\tURL\tSTATE\t429s\t529s\tUPDATED")
-	for _, e := range entries {
+	err := rows(c.stdout, "POOL ENTRY\tKIND\tWEIGHT\tURL\tSTATE\t429s\t529s\tUPDATED", entries, func(e operator.PoolEntryView) []any {
 		u := e.URL
 		if u == "" {
 			u = "(--anthropic-url)"
@@ -225,9 +195,9 @@ func (c *cli) printPool(entries []operator.PoolEntryView, live bool) error {
 				state += " until " + *e.Until
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", safe(e.Name), kind, e.Weight, safe(u), state, n429, n529, rfc3339(&e.UpdatedAt))
-	}
-	if err := tw.Flush(); err != nil {
+		return []any{safe(e.Name), kind, e.Weight, safe(u), state, n429, n529, rfc3339(&e.UpdatedAt)}
+	})
+	if err != nil {
 		return err
 	}
 	if !live {
@@ -243,6 +213,15 @@ func kindOrNot(kind string) string {
 		return "(does not open)"
 	}
 	return kind
+}
+
+// describeAs says what a credential value of kind stored as id is, as
+// describe says it, or for a cloud account as describeCloud does.
+func describeAs(id, kind string, value []byte) string {
+	if operator.IsCloud(kind) {
+		return describeCloud(kind, value)
+	}
+	return describe(id, value)
 }
 
 // describe says what kind of credential value is, without any of it: the

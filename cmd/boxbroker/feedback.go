@@ -37,9 +37,6 @@ type feedbackLine struct {
 // oldest first, one JSON object a line. list summarises each batch;
 // export gives each as it came.
 func runFeedback(ctx context.Context, c *cli, args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: feedback list|export BOX", errUsage)
-	}
 	sub, args := args[0], args[1:]
 	if sub != "list" && sub != "export" {
 		return fmt.Errorf("%w: unknown feedback command %q (list, export)", errUsage, sub)

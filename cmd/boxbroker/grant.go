@@ -7,60 +7,37 @@ import (
 
 	"github.com/intentius/boxbroker/internal/grant"
 	"github.com/intentius/boxbroker/internal/operator"
-	"github.com/intentius/boxbroker/internal/server"
 )
 
 // runGrant manages grants: `grant issue BOX PRINCIPAL [--ttl 15m]` prints
 // a grant's value once; `grant revoke ID`; `grant list BOX` shows no value.
 func runGrant(ctx context.Context, c *cli, args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: grant issue BOX PRINCIPAL [--ttl 15m] | revoke ID | list BOX", errUsage)
-	}
 	sub, args := args[0], args[1:]
-	var cfg server.Config
-	fs := c.flags("grant "+sub, &cfg)
+	cmd := c.command("grant " + sub)
 	ttl := new(time.Duration)
 	if sub == "issue" {
-		ttl = fs.Duration("ttl", grant.DefaultTTL, fmt.Sprintf("how long the grant holds, at most %v", grant.MaxTTL))
+		ttl = cmd.Duration("ttl", grant.DefaultTTL, fmt.Sprintf("how long the grant holds, at most %v", grant.MaxTTL))
 	}
-	adminURL := c.adminURLFlag(fs)
-	pos, err := parseInterspersed(fs, args)
+	pos, err := parseSub(cmd.FlagSet, args, sub, map[string]arity{
+		"issue": {2, "grant issue BOX PRINCIPAL [--ttl 15m]"}, "revoke": {1, "grant revoke ID (see grant list BOX)"}, "list": {1, "grant list BOX"},
+	}, fmt.Errorf("%w: unknown grant command %q (issue, list, revoke)", errUsage, sub))
 	if err != nil {
 		return err
 	}
-	switch sub {
-	case "issue":
-		if len(pos) != 2 {
-			return fmt.Errorf("%w: grant issue BOX PRINCIPAL [--ttl 15m]", errUsage)
-		}
+	if sub == "issue" {
 		if *ttl <= 0 || *ttl > grant.MaxTTL {
 			return fmt.Errorf("%w: --ttl %v: %v", errUsage, *ttl, grant.ErrTTL)
 		}
 		if err := checkPrincipal(pos[1]); err != nil {
 			return err
 		}
-	case "revoke":
-		if len(pos) != 1 {
-			return fmt.Errorf("%w: grant revoke ID (see grant list BOX)", errUsage)
-		}
-	case "list":
-		if len(pos) != 1 {
-			return fmt.Errorf("%w: grant list BOX", errUsage)
-		}
-	default:
-		return fmt.Errorf("%w: unknown grant command %q (issue, list, revoke)", errUsage, sub)
 	}
 	if sub != "revoke" {
 		if err := boxArg(pos[0]); err != nil {
 			return err
 		}
 	}
-	be, err := c.backend(ctx, &cfg, *adminURL, "grant "+sub, false, false)
-	if err != nil {
-		return err
-	}
-	defer be.close()
-	return remoteError(runGrantOn(ctx, c, be, sub, pos, *ttl))
+	return cmd.on(ctx, c, false, false, func(be *backend) error { return runGrantOn(ctx, c, be, sub, pos, *ttl) })
 }
 
 // runGrantOn is `grant issue|list|revoke` on be; pos and ttl are checked.
@@ -83,17 +60,13 @@ func runGrantOn(ctx context.Context, c *cli, be *backend, sub string, pos []stri
 		}
 		fmt.Fprintln(c.stdout, ig.Value)
 	case "revoke":
-		if err := be.RevokeGrant(ctx, pos[0]); err != nil {
-			return err
-		}
-		fmt.Fprintf(c.stdout, "revoked grant %s\n", pos[0])
+		return c.did(be.RevokeGrant(ctx, pos[0]), "revoked grant %s", pos[0])
 	case "list":
 		gs, err := be.ListGrants(ctx, pos[0])
 		if err != nil {
 			return err
 		}
-		tw := table(c.stdout, "GRANT\tPRINCIPAL\tISSUED\tEXPIRES\tSTATE")
-		for _, g := range gs {
+		return rows(c.stdout, "GRANT\tPRINCIPAL\tISSUED\tEXPIRES\tSTATE", gs, func(g operator.GrantView) []any {
 			state := g.State
 			switch {
 			case g.State == "current":
@@ -105,9 +78,8 @@ func runGrantOn(ctx context.Context, c *cli, be *backend, sub string, pos []stri
 			if g.ExpiresAt != nil {
 				expires = *g.ExpiresAt
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", g.ID, safe(g.Principal), g.IssuedAt, expires, state)
-		}
-		return tw.Flush()
+			return []any{g.ID, safe(g.Principal), g.IssuedAt, expires, state}
+		})
 	}
 	return nil
 }

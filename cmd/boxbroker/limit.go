@@ -3,14 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/operator"
-	"github.com/intentius/boxbroker/internal/protocol"
-	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -20,16 +17,12 @@ import (
 // [--principal P]`: token-rate limits of a box's model calls, its own or
 // those one principal pays for, in tokens and requests a minute.
 func runLimit(ctx context.Context, c *cli, args []string) error {
-	usage := "limit set BOX [--principal P] [--input-tpm N] [--output-tpm N] [--rpm N] | list BOX | remove BOX [--principal P]"
-	if len(args) == 0 {
-		return fmt.Errorf("%w: %s", errUsage, usage)
-	}
 	sub, args := args[0], args[1:]
 	if sub != "set" && sub != "list" && sub != "remove" {
 		return fmt.Errorf("%w: unknown limit command %q (set, list, remove)", errUsage, sub)
 	}
-	var cfg server.Config
-	fs := c.flags("limit "+sub, &cfg)
+	cmd := c.command("limit " + sub)
+	fs := cmd.FlagSet
 	principal := new(string)
 	var in, out, rpm *int64
 	if sub != "list" {
@@ -40,22 +33,12 @@ func runLimit(ctx context.Context, c *cli, args []string) error {
 		out = fs.Int64("output-tpm", 0, "output tokens a minute (0: no bound)")
 		rpm = fs.Int64("rpm", 0, "requests a minute (0: no bound)")
 	}
-	yes := new(bool)
-	if sub == "remove" {
-		yes = fs.Bool("yes", false, "remove without asking")
-	}
-	adminURL := c.adminURLFlag(fs)
-	pos, err := parseInterspersed(fs, args)
+	yes := yesFlag(fs, sub == "remove", "remove")
+	pos, err := cmd.boxArgs(args, 1, "limit %s takes BOX", sub)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return fmt.Errorf("%w: limit %s takes BOX", errUsage, sub)
-	}
 	box := pos[0]
-	if !protocol.IsBoxName(box) {
-		return fmt.Errorf("%w: box name %q must match ^[a-z][a-z0-9-]{0,62}$", errUsage, box)
-	}
 	if *principal != "" {
 		if err := checkPrincipal(*principal); err != nil {
 			return err
@@ -72,15 +55,12 @@ func runLimit(ctx context.Context, c *cli, args []string) error {
 			return fmt.Errorf("%w: limit set takes at least one of --input-tpm, --output-tpm, --rpm above 0 (none negative); `limit remove` removes a limit", errUsage)
 		}
 	}
-	if sub == "remove" && !*yes && !c.confirm(fmt.Sprintf("Remove %s?", whose)) {
-		return errors.New("not removed (pass --yes to remove without asking)")
+	if sub == "remove" {
+		if err := c.sure(*yes, fmt.Sprintf("Remove %s?", whose), "removed", "remove"); err != nil {
+			return err
+		}
 	}
-	be, err := c.backend(ctx, &cfg, *adminURL, "limit "+sub, false, false)
-	if err != nil {
-		return err
-	}
-	defer be.close()
-	return remoteError(runLimitOn(ctx, c, be, sub, lim, box, *principal, whose))
+	return cmd.on(ctx, c, false, false, func(be *backend) error { return runLimitOn(ctx, c, be, sub, lim, box, *principal, whose) })
 }
 
 // runLimitOn is `limit set|list|remove` on be; lim is the checked limit
@@ -89,10 +69,8 @@ func runLimitOn(ctx context.Context, c *cli, be *backend, sub string, lim store.
 	switch sub {
 	case "set":
 		v := operator.RateLimitView{Principal: &principal, InputTPM: lim.InputTPM, OutputTPM: lim.OutputTPM, RPM: lim.RPM}
-		if _, err := be.SetRateLimit(ctx, box, v); err != nil {
-			return err
-		}
-		fmt.Fprintf(c.stdout, "set %s to %s; a call past it gets a 429 with Retry-After (every replica holds it within %s)\n", whose, rateWords(lim), time.Second)
+		_, err := be.SetRateLimit(ctx, box, v)
+		return c.did(err, "set %s to %s; a call past it gets a 429 with Retry-After (every replica holds it within %s)", whose, rateWords(lim), time.Second)
 	case "remove":
 		return c.removed(be.RemoveRateLimit(ctx, box, principal), whose, "")
 	case "list":
@@ -100,15 +78,7 @@ func runLimitOn(ctx context.Context, c *cli, be *backend, sub string, lim store.
 		if err != nil {
 			return err
 		}
-		ls := make([]store.RateLimit, 0, len(vs))
-		for _, v := range vs {
-			l := store.RateLimit{Box: box, InputTPM: v.InputTPM, OutputTPM: v.OutputTPM, RPM: v.RPM}
-			if v.Principal != nil {
-				l.Principal = *v.Principal
-			}
-			ls = append(ls, l)
-		}
-		return printRateLimits(c, box, ls)
+		return printRateLimits(c, box, vs)
 	}
 	return nil
 }
@@ -129,26 +99,20 @@ func rateWords(l store.RateLimit) string {
 }
 
 // printRateLimits writes ls as `limit list` does.
-func printRateLimits(c *cli, box string, ls []store.RateLimit) error {
+func printRateLimits(c *cli, box string, ls []operator.RateLimitView) error {
 	if len(ls) == 0 {
 		fmt.Fprintf(c.stdout, "box %s has no rate limit\n", box)
 		return nil
 	}
-	tw := table(c.stdout, "LIMIT\tINPUT TPM\tOUTPUT TPM\tRPM")
 	n := func(v int64) string {
 		if v == 0 {
 			return "-"
 		}
 		return fmt.Sprint(v)
 	}
-	for _, l := range ls {
-		who := "box"
-		if l.Principal != "" {
-			who = safe(l.Principal)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", who, n(l.InputTPM), n(l.OutputTPM), n(l.RPM))
-	}
-	return tw.Flush()
+	return rows(c.stdout, "LIMIT\tINPUT TPM\tOUTPUT TPM\tRPM", ls, func(l operator.RateLimitView) []any {
+		return []any{whose(l.Principal), n(l.InputTPM), n(l.OutputTPM), n(l.RPM)}
+	})
 }
 
 // runWindowBudget is `budget set|remove BOX ... --window W` for a window
@@ -177,14 +141,11 @@ func printWindowBudgets(c *cli, ws []operator.WindowBudgetView) error {
 	if len(ws) == 0 {
 		return nil
 	}
-	tw := table(c.stdout, "BUDGET\tWINDOW\tLIMIT\tSPENT\tHELD\tLEFT\tFROM\tTO")
-	for _, w := range ws {
+	return rows(c.stdout, "BUDGET\tWINDOW\tLIMIT\tSPENT\tHELD\tLEFT\tFROM\tTO", ws, func(w operator.WindowBudgetView) []any {
 		who := "box"
 		if w.Principal != nil {
 			who = safe(*w.Principal)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", who, w.Window, spend.FormatUSD(micros(w.USD)), spend.FormatUSD(micros(w.Spent)),
-			spend.FormatUSD(micros(w.Held)), spend.FormatUSD(micros(w.Left)), w.From, w.Bucket)
-	}
-	return tw.Flush()
+		return []any{who, w.Window, spend.FormatUSD(micros(w.USD)), spend.FormatUSD(micros(w.Spent)), spend.FormatUSD(micros(w.Held)), spend.FormatUSD(micros(w.Left)), w.From, w.Bucket}
+	})
 }

@@ -43,6 +43,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -64,29 +65,32 @@ type command struct {
 	// subs are the words a command of several takes first (box add, box
 	// list, ...), so that flags may come before them too.
 	subs []string
+	// usage is what a command of several says, as a usage error, when it
+	// is given none of its words.
+	usage string
 }
 
 // commands is the subcommand table; each lives in its own file.
 func commands() map[string]command {
 	cmds := map[string]command{
 		"serve":      {summary: "run the broker", run: runServe},
-		"box":        {summary: "manage boxes: add, list, remove, rotate, payer, consent, assign, unassign, resources, pause, resume", run: runBox, subs: []string{"add", "list", "remove", "rotate", "payer", "consent", "assign", "unassign", "resources", "pause", "resume"}},
-		"feedback":   {summary: "print kept feedback: list, export", run: runFeedback, subs: []string{"list", "export"}},
-		"credential": {summary: "manage credentials: set, add, list, remove", run: runCredential, subs: []string{"set", "add", "list", "remove"}},
-		"secret":     {summary: "manage a box's egress secrets: set, list, remove", run: runSecret, subs: []string{"set", "list", "remove"}},
+		"box":        {summary: "manage boxes: add, list, remove, rotate, payer, consent, assign, unassign, resources, pause, resume", run: runBox, usage: "box add|list|remove|rotate|bind|payer|consent|assign|unassign|resources|pause|resume NAME", subs: []string{"add", "list", "remove", "rotate", "payer", "consent", "assign", "unassign", "resources", "pause", "resume"}},
+		"feedback":   {summary: "print kept feedback: list, export", run: runFeedback, usage: "feedback list|export BOX", subs: []string{"list", "export"}},
+		"credential": {summary: "manage credentials: set, add, list, remove", run: runCredential, usage: "credential set|add|list|remove anthropic|fountain", subs: []string{"set", "add", "list", "remove"}},
+		"secret":     {summary: "manage a box's egress secrets: set, list, remove", run: runSecret, usage: "secret set BOX NAME --host URL [--kind KIND] [--body-field FIELD]... [--allow 'METHOD PATTERN']... [--rate N/PERIOD] | list BOX | remove BOX NAME", subs: []string{"set", "list", "remove"}},
 		"report":     {summary: "post a box's declaration report (the steward's side)", run: runReport},
-		"visitor":    {summary: "manage visitors' credentials: set, list, remove", run: runVisitor, subs: []string{"set", "list", "remove"}},
-		"grant":      {summary: "manage grants to visitors: issue, list, revoke", run: runGrant, subs: []string{"issue", "list", "revoke"}},
-		"budget":     {summary: "manage a box's budgets by month, week, day or rolling days: set, list, remove", run: runBudget, subs: []string{"set", "list", "remove"}},
-		"limit":      {summary: "manage a box's token-rate limits: set, list, remove", run: runLimit, subs: []string{"set", "list", "remove"}},
+		"visitor":    {summary: "manage visitors' credentials: set, list, remove", run: runVisitor, usage: "visitor set|list|remove PRINCIPAL", subs: []string{"set", "list", "remove"}},
+		"grant":      {summary: "manage grants to visitors: issue, list, revoke", run: runGrant, usage: "grant issue BOX PRINCIPAL [--ttl 15m] | revoke ID | list BOX", subs: []string{"issue", "list", "revoke"}},
+		"budget":     {summary: "manage a box's budgets by month, week, day or rolling days: set, list, remove", run: runBudget, usage: "budget set BOX AMOUNT [--principal P] | list BOX [--month YYYY-MM] | remove BOX [--principal P]", subs: []string{"set", "list", "remove"}},
+		"limit":      {summary: "manage a box's token-rate limits: set, list, remove", run: runLimit, usage: "limit set BOX [--principal P] [--input-tpm N] [--output-tpm N] [--rpm N] | list BOX | remove BOX [--principal P]", subs: []string{"set", "list", "remove"}},
 		"spend":      {summary: "show a box's measured spend beside what it reported", run: runSpend},
 		"prices":     {summary: "print the price table spend is charged by, and when it was checked", run: runPrices},
-		"admin":      {summary: "manage admin API tokens: token, tokens, revoke", run: runAdmin, subs: []string{"token", "tokens", "revoke"}},
+		"admin":      {summary: "manage admin API tokens: token, tokens, revoke", run: runAdmin, usage: "admin token|tokens|revoke", subs: []string{"token", "tokens", "revoke"}},
 		"audit":      {summary: "list the audit log: audit [BOX] --since 1h", run: runAudit},
 		"version":    {summary: "print the module version and VCS revision", run: runVersion},
 		"ready":      {summary: "ask a running serve whether it is ready (/readyz); exit 0 when it is", run: runReady},
-		"proxy":      {summary: "the egress proxy: ca prints its CA certificate, ca rotate replaces it", run: runProxy, subs: []string{"ca"}},
-		"spool":      {summary: "the batches the store refused for good: spool dead list, retry ID, drop ID", run: runSpool, subs: []string{"dead"}},
+		"proxy":      {summary: "the egress proxy: ca prints its CA certificate, ca rotate replaces it", run: runProxy, usage: "proxy takes ca: `boxbroker proxy ca` prints the egress proxy's CA certificate, `boxbroker proxy ca rotate` replaces it", subs: []string{"ca"}},
+		"spool":      {summary: "the batches the store refused for good: spool dead list, retry ID, drop ID", run: runSpool, usage: spoolUsage, subs: []string{"dead"}},
 	}
 	for name, cmd := range proposalCommands() {
 		cmds[name] = cmd
@@ -189,25 +193,25 @@ func (c *cli) main(ctx context.Context, args []string) int {
 	args = wordFirst(args, func(a string) bool { _, ok := cmds[a]; return ok })
 	cmd, ok := cmds[args[0]]
 	if !ok {
-		names := make([]string, 0, len(cmds))
-		for n := range cmds {
-			names = append(names, n)
-		}
-		fmt.Fprintf(c.stderr, "boxbroker: unknown command %q%s\n", safe(args[0]), didYouMean(args[0], names))
+		fmt.Fprintf(c.stderr, "boxbroker: unknown command %q%s\n", safe(args[0]), didYouMean(args[0], slices.Collect(maps.Keys(cmds))))
 		fmt.Fprintln(c.stderr, "usage: boxbroker <command> [flags]; `boxbroker help` lists the commands")
 		return 2
 	}
 	c.warnUnknownEnv()
 	rest, help := subFirst(cmd.subs, args[1:])
+	run := cmd.run
+	if len(cmd.subs) > 0 && len(rest) == 0 {
+		run = func(context.Context, *cli, []string) error { return fmt.Errorf("%w: %s", errUsage, cmd.usage) }
+	}
 	if help {
 		// The usage a command of several gives when called bare, as help.
-		if err := cmd.run(ctx, c, nil); err != nil {
+		if err := run(ctx, c, nil); err != nil {
 			fmt.Fprintf(c.stderr, "boxbroker %s: %v\n", args[0], err)
 		}
 		fmt.Fprintf(c.stderr, "each takes -h for its flags, as in boxbroker %s %s -h\n", args[0], cmd.subs[0])
 		return 0
 	}
-	err := cmd.run(ctx, c, rest)
+	err := run(ctx, c, rest)
 	switch {
 	case err == nil:
 		return 0
@@ -223,13 +227,8 @@ func (c *cli) main(ctx context.Context, args []string) int {
 }
 
 func (c *cli) usage(cmds map[string]command) {
-	names := make([]string, 0, len(cmds))
-	for n := range cmds {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	fmt.Fprintln(c.stderr, "usage: boxbroker <command> [flags]\n\ncommands:")
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(cmds)) {
 		fmt.Fprintf(c.stderr, "  %-11s %s\n", n, cmds[n].summary)
 	}
 	fmt.Fprintln(c.stderr, "\nEvery command but report, ready, prices and version takes --data DIR (BOXBROKER_DATA) and --store URL (BOXBROKER_STORE);")
@@ -367,14 +366,24 @@ func (c *cli) readSecret(prompt string) ([]byte, error) {
 		}
 		return trimValue(b)
 	}
-	b, err := io.ReadAll(io.LimitReader(c.stdin, 64<<10+1))
+	b, err := readAtMost(c.stdin, 64<<10, "read stdin", "the value on stdin is over 64 KiB")
 	if err != nil {
-		return nil, fmt.Errorf("read stdin: %w", err)
-	}
-	if len(b) > 64<<10 {
-		return nil, errors.New("the value on stdin is over 64 KiB")
+		return nil, err
 	}
 	return trimValue(b)
+}
+
+// readAtMost reads r whole, when it holds at most n bytes: else the
+// error says over. A read error is said after what.
+func readAtMost(r io.Reader, n int64, what, over string) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, n+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if int64(len(b)) > n {
+		return nil, errors.New(over)
+	}
+	return b, nil
 }
 
 func trimValue(b []byte) ([]byte, error) {

@@ -8,19 +8,16 @@ import (
 	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
-	"github.com/intentius/boxbroker/internal/server"
 )
 
 // runBoxPayer is `box payer NAME shared` or `box payer NAME owner
 // [--principal github:<login>]`, the owner's Anthropic key or setup token
 // read from stdin. Switching to shared removes the owner's credential.
 func runBoxPayer(ctx context.Context, c *cli, args []string) error {
-	var cfg server.Config
-	fs := c.flags("box payer", &cfg)
-	principal := fs.String("principal", "", "who the owner is, as github:<login>; said in the payer (owner only)")
-	credKind := fs.String("kind", cloud.KindAnthropic, "the owner's credential's kind: anthropic (a key or setup token), bedrock or vertex (a cloud account's JSON on stdin; docs/cloud.md)")
-	adminURL := c.adminURLFlag(fs)
-	pos, err := parseInterspersed(fs, args)
+	cmd := c.command("box payer")
+	principal := cmd.String("principal", "", "who the owner is, as github:<login>; said in the payer (owner only)")
+	credKind := cmd.String("kind", cloud.KindAnthropic, "the owner's credential's kind: anthropic (a key or setup token), bedrock or vertex (a cloud account's JSON on stdin; docs/cloud.md)")
+	pos, err := cmd.args(args, -1, "")
 	if err != nil {
 		return err
 	}
@@ -50,8 +47,8 @@ func runBoxPayer(ctx context.Context, c *cli, args []string) error {
 	if kind == protocol.PayerOwner {
 		// Read before the store is opened, so a prompt does not hold it;
 		// but not for a data directory that holds no boxbroker data.
-		if *adminURL == "" {
-			if err := needData(&cfg); err != nil {
+		if *cmd.adminURL == "" {
+			if err := needData(&cmd.cfg); err != nil {
 				return err
 			}
 		}
@@ -59,30 +56,26 @@ func runBoxPayer(ctx context.Context, c *cli, args []string) error {
 		if err != nil {
 			return err
 		}
-		what = describe(payer.SharedAnthropic, value)
+		what = describeAs(payer.SharedAnthropic, *credKind, value)
 		if operator.IsCloud(*credKind) {
-			what = describeCloud(*credKind, value)
 			set.CredentialKind = *credKind
 		}
 		set.Value = string(value)
 		clear(value)
 	}
-	be, err := c.backend(ctx, &cfg, *adminURL, "box payer", false, kind == protocol.PayerOwner)
-	if err != nil {
-		return err
-	}
-	defer be.close()
-	v, err := be.SetPayer(ctx, name, set)
-	set.Value = ""
-	if err != nil {
-		return remoteError(err)
-	}
-	if what != "" {
-		fmt.Fprintf(c.stderr, "set %s's owner's credential (%s), sealed at rest\n", name, what)
-	} else {
-		fmt.Fprintf(c.stderr, "removed %s's owner's credential, if it had one\n", name)
-	}
-	pay := protocol.Payer{Kind: v.Payer.Kind, Principal: v.Payer.Principal}
-	fmt.Fprintf(c.stdout, "box %s is paid by: %s\n", name, protocol.FormatPayerHeader(pay))
-	return nil
+	return cmd.on(ctx, c, false, kind == protocol.PayerOwner, func(be *backend) error {
+		v, err := be.SetPayer(ctx, name, set)
+		set.Value = ""
+		if err != nil {
+			return err
+		}
+		if what != "" {
+			fmt.Fprintf(c.stderr, "set %s's owner's credential (%s), sealed at rest\n", name, what)
+		} else {
+			fmt.Fprintf(c.stderr, "removed %s's owner's credential, if it had one\n", name)
+		}
+		pay := protocol.Payer{Kind: v.Payer.Kind, Principal: v.Payer.Principal}
+		fmt.Fprintf(c.stdout, "box %s is paid by: %s\n", name, protocol.FormatPayerHeader(pay))
+		return nil
+	})
 }

@@ -55,17 +55,16 @@ func runPrices(_ context.Context, c *cli, args []string) error {
 	}
 	fmt.Fprintln(c.stdout, ".")
 	fmt.Fprintln(c.stdout)
-	tw := table(c.stdout, "MODEL\tINPUT\tOUTPUT\tCACHE WRITE 5M\tCACHE WRITE 1H\tCACHE READ\tCONTEXT\tLONGER INPUT")
-	for _, id := range p.Models() {
+	err = rows(c.stdout, "MODEL\tINPUT\tOUTPUT\tCACHE WRITE 5M\tCACHE WRITE 1H\tCACHE READ\tCONTEXT\tLONGER INPUT", p.Models(), func(id string) []any {
 		pr, _ := p.Get(id)
 		long := "-"
 		if pr.LongContext != nil {
 			l := pr.LongContext
 			long = fmt.Sprintf("over %s: %s/%s/%s/%s/%s", tokens(pr.LongContextAbove), rate(l.Input), rate(l.Output), rate(l.CacheWrite), rate(l.CacheWrite1h), rate(l.CacheRead))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", safe(id), rate(pr.Input), rate(pr.Output), rate(pr.CacheWrite), rate(pr.CacheWrite1h), rate(pr.CacheRead), tokens(pr.Context), long)
-	}
-	if err := tw.Flush(); err != nil {
+		return []any{safe(id), rate(pr.Input), rate(pr.Output), rate(pr.CacheWrite), rate(pr.CacheWrite1h), rate(pr.CacheRead), tokens(pr.Context), long}
+	})
+	if err != nil {
 		return err
 	}
 	fmt.Fprintln(c.stdout)

@@ -6,7 +6,6 @@ import (
 
 	"github.com/intentius/boxbroker/internal/approval"
 	"github.com/intentius/boxbroker/internal/operator"
-	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -24,39 +23,28 @@ func proposalCommands() map[string]command {
 // runProposals answers `proposals`: a table of proposals, pending ones
 // by default.
 func runProposals(ctx context.Context, c *cli, args []string) error {
-	var cfg server.Config
-	fs := c.flags("proposals", &cfg)
-	adminURL := c.adminURLFlag(fs)
-	box := fs.String("box", "", "only this box's proposals")
-	state := fs.String("state", store.ProposalPending, "pending, approved, denied, expired, or all")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
+	cmd := c.command("proposals")
+	box := cmd.String("box", "", "only this box's proposals")
+	state := cmd.String("state", store.ProposalPending, "pending, approved, denied, expired, or all")
+	if _, err := cmd.args(args, 0, "proposals takes no arguments (--box BOX to name a box)"); err != nil {
 		return err
-	}
-	if len(pos) != 0 {
-		return fmt.Errorf("%w: proposals takes no arguments (--box BOX to name a box)", errUsage)
 	}
 	if *state == "all" {
 		*state = ""
 	}
-	be, err := c.backend(ctx, &cfg, *adminURL, "proposals", false, false)
-	if err != nil {
-		return err
-	}
-	defer be.close()
-	list, err := be.ListProposals(ctx, *box, *state)
-	if err != nil {
-		return remoteError(err)
-	}
-	if len(list) == 0 {
-		fmt.Fprintf(c.stdout, "no %sproposals\n", map[bool]string{true: *state + " ", false: ""}[*state != ""])
-		return nil
-	}
-	tw := table(c.stdout, "ID\tBOX\tSTATE\tSEEN\tWHAT\tUNTIL")
-	for _, p := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", p.ID, p.Box, p.State, p.Count, safe(p.Attempted()), proposalUntil(p))
-	}
-	return tw.Flush()
+	return cmd.on(ctx, c, false, false, func(be *backend) error {
+		list, err := be.ListProposals(ctx, *box, *state)
+		if err != nil {
+			return err
+		}
+		if len(list) == 0 {
+			fmt.Fprintf(c.stdout, "no %sproposals\n", map[bool]string{true: *state + " ", false: ""}[*state != ""])
+			return nil
+		}
+		return rows(c.stdout, "ID\tBOX\tSTATE\tSEEN\tWHAT\tUNTIL", list, func(p operator.ProposalView) []any {
+			return []any{p.ID, p.Box, p.State, p.Count, safe(p.Attempted()), proposalUntil(p)}
+		})
+	})
 }
 
 // proposalUntil is when a proposal's state ends: a pending one's expiry, an
@@ -84,82 +72,55 @@ func runDeny(ctx context.Context, c *cli, args []string) error { return decide(c
 
 // decide approves (verb "approve") or denies (verb "deny") a proposal.
 func decide(ctx context.Context, c *cli, verb string, args []string) error {
-	var cfg server.Config
-	fs := c.flags(verb, &cfg)
-	adminURL := c.adminURLFlag(fs)
+	cmd := c.command(verb)
 	forWords := new(string)
 	if verb == "approve" {
-		forWords = fs.String("for", "1h", "how long the approval lasts: 15m, 1h, 24h, 7d ... or always")
+		forWords = cmd.String("for", "1h", "how long the approval lasts: 15m, 1h, 24h, 7d ... or always")
 	}
-	pos, err := parseInterspersed(fs, args)
+	pos, err := cmd.args(args, 1, "%s takes one proposal ID (`boxbroker proposals` lists them)", verb)
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		return fmt.Errorf("%w: %s takes one proposal ID (`boxbroker proposals` lists them)", errUsage, verb)
 	}
 	if verb == "approve" {
 		if _, _, err := approval.ParseFor(*forWords); err != nil {
 			return fmt.Errorf("%w: %v", errUsage, err)
 		}
 	}
-	be, err := c.backend(ctx, &cfg, *adminURL, verb, false, false)
-	if err != nil {
-		return err
-	}
-	defer be.close()
-	if verb == "deny" {
-		p, err := be.DenyProposal(ctx, pos[0])
-		if err != nil {
-			return remoteError(err)
+	return cmd.on(ctx, c, false, false, func(be *backend) error {
+		if verb == "deny" {
+			p, err := be.DenyProposal(ctx, pos[0])
+			return c.did(err, "denied %s for box %s: %s", p.ID, p.Box, safe(p.Attempted()))
 		}
-		fmt.Fprintf(c.stdout, "denied %s for box %s: %s\n", p.ID, p.Box, safe(p.Attempted()))
-		return nil
-	}
-	p, err := be.ApproveProposal(ctx, pos[0], *forWords)
-	if err != nil {
-		return remoteError(err)
-	}
-	fmt.Fprintf(c.stdout, "approved %s for box %s (%s): %s; the box's same request succeeds\n", p.ID, p.Box, proposalUntil(p), safe(p.Attempted()))
-	return nil
+		p, err := be.ApproveProposal(ctx, pos[0], *forWords)
+		return c.did(err, "approved %s for box %s (%s): %s; the box's same request succeeds", p.ID, p.Box, proposalUntil(p), safe(p.Attempted()))
+	})
 }
 
 // runAsk answers `ask BOX SCOPE [--off]`.
 func runAsk(ctx context.Context, c *cli, args []string) error {
-	var cfg server.Config
-	fs := c.flags("ask", &cfg)
-	adminURL := c.adminURLFlag(fs)
-	off := fs.Bool("off", false, "stop asking: refuse as the rules say, opening no proposal")
-	pos, err := parseInterspersed(fs, args)
+	cmd := c.command("ask")
+	off := cmd.Bool("off", false, "stop asking: refuse as the rules say, opening no proposal")
+	pos, err := cmd.boxArgs(args, 2, "ask takes BOX and a scope: secret:NAME, hosts or budget")
 	if err != nil {
 		return err
 	}
-	if len(pos) != 2 {
-		return fmt.Errorf("%w: ask takes BOX and a scope: secret:NAME, hosts or budget", errUsage)
-	}
 	box, scope := pos[0], pos[1]
-	if err := boxArg(box); err != nil {
-		return err
-	}
 	if err := approval.CheckScope(scope); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	be, err := c.backend(ctx, &cfg, *adminURL, "ask", false, false)
-	if err != nil {
-		return err
-	}
-	defer be.close()
-	asks, err := be.SetAsk(ctx, box, scope, !*off)
-	if err != nil {
-		return remoteError(err)
-	}
-	if *off {
-		fmt.Fprintf(c.stdout, "box %s: refusals of %s open no proposal\n", box, safe(scope))
-	} else {
-		fmt.Fprintf(c.stdout, "box %s: a refusal of %s opens a proposal a person can approve (`boxbroker proposals`)\n", box, safe(scope))
-	}
-	if len(asks) > 0 {
-		fmt.Fprintf(c.stdout, "box %s asks about: %s\n", box, safe(fmt.Sprint(asks)))
-	}
-	return nil
+	return cmd.on(ctx, c, false, false, func(be *backend) error {
+		asks, err := be.SetAsk(ctx, box, scope, !*off)
+		if err != nil {
+			return err
+		}
+		if *off {
+			fmt.Fprintf(c.stdout, "box %s: refusals of %s open no proposal\n", box, safe(scope))
+		} else {
+			fmt.Fprintf(c.stdout, "box %s: a refusal of %s opens a proposal a person can approve (`boxbroker proposals`)\n", box, safe(scope))
+		}
+		if len(asks) > 0 {
+			fmt.Fprintf(c.stdout, "box %s asks about: %s\n", box, safe(fmt.Sprint(asks)))
+		}
+		return nil
+	})
 }

@@ -16,7 +16,7 @@ import (
 // after it. The CA's key is never printed. `proxy ca rotate` is
 // runProxyRotate's.
 func runProxy(ctx context.Context, c *cli, args []string) error {
-	if len(args) == 0 || args[0] != "ca" {
+	if args[0] != "ca" {
 		return fmt.Errorf("%w: proxy takes ca: `boxbroker proxy ca` prints the egress proxy's CA certificate, `boxbroker proxy ca rotate` replaces it", errUsage)
 	}
 	if rest := wordFirst(args[1:], func(a string) bool { return a == "rotate" }); len(rest) > 0 && rest[0] == "rotate" {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -40,8 +39,8 @@ func runProxyRotate(ctx context.Context, c *cli, args []string) error {
 	if *grace == 0 {
 		question = "Rotate the egress proxy's CA now? The proxy signs with a new CA at once (within a minute for a running serve); a box that does not trust it is refused TLS by the proxy."
 	}
-	if !*yes && !c.confirm(question) {
-		return errors.New("not rotated (pass --yes to rotate without asking)")
+	if err := c.sure(*yes, question, "rotated", "rotate"); err != nil {
+		return err
 	}
 	pem, from, err := egressproxy.RotateCA(ctx, st, keyring, *grace, time.Now())
 	if err != nil {

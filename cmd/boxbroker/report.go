@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -133,12 +135,9 @@ func (c *cli) readDocument(name, what string) ([]byte, error) {
 		defer f.Close()
 		r = f
 	}
-	b, err := io.ReadAll(io.LimitReader(r, maxDocument+1))
+	b, err := readAtMost(r, maxDocument, "read the "+what+" document", fmt.Sprintf("the %s document is over %d MiB", what, maxDocument>>20))
 	if err != nil {
-		return nil, fmt.Errorf("read the %s document: %w", what, err)
-	}
-	if len(b) > maxDocument {
-		return nil, fmt.Errorf("the %s document is over %d MiB", what, maxDocument>>20)
+		return nil, err
 	}
 	if len(b) == 0 {
 		return nil, fmt.Errorf("the %s document is empty", what)
@@ -185,12 +184,7 @@ func runMonths(doc []byte) []string {
 			seen[s[:7]] = true
 		}
 	}
-	months := make([]string, 0, len(seen))
-	for m := range seen {
-		months = append(months, m)
-	}
-	sort.Strings(months)
-	return months
+	return slices.Sorted(maps.Keys(seen))
 }
 
 func safePrefix(s string, n int) string {

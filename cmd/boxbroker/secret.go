@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"strings"
@@ -13,17 +11,14 @@ import (
 	"github.com/intentius/boxbroker/internal/mint"
 	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/protocol"
-	"github.com/intentius/boxbroker/internal/server"
 )
 
 func runSecret(ctx context.Context, c *cli, args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: secret set BOX NAME --host URL [--kind KIND] [--body-field FIELD]... [--allow 'METHOD PATTERN']... [--rate N/PERIOD] | list BOX | remove BOX NAME", errUsage)
-	}
 	sub, args := args[0], args[1:]
-	var cfg server.Config
-	fs := c.flags("secret "+sub, &cfg)
-	host, brokerURL, word, kind, yes := new(string), new(string), new(string), new(string), new(bool)
+	cmd := c.command("secret " + sub)
+	fs := cmd.FlagSet
+	host, brokerURL, word, kind := new(string), new(string), new(string), new(string)
+	yes := yesFlag(fs, sub == "remove", "remove")
 	var fields, allows bodyFields
 	rate := new(string)
 	switch sub {
@@ -35,35 +30,19 @@ func runSecret(ctx context.Context, c *cli, args []string) error {
 		fs.Var(&allows, "allow", "a rule of what the secret may be spent on, 'METHOD PATTERN': a method (or * for any) and a path under the secret's base URL, * standing for one segment and ** for the rest, as in 'GET /repos/acme/**' or 'POST /repos/acme/*/issues'; repeat for more. The rules given replace the secret's; with none, every method and path is allowed")
 		rate = fs.String("rate", "", "each box's rate for the secret, `N/PERIOD` with PERIOD s, m or h, as in 120/m; a request past it is refused 429 (kept in each replica's memory)")
 		fs.Var(&fields, "body-field", "a top-level `FIELD` of a form or JSON request body in which the broker writes the value, where the field's whole value is the box's token (an API that takes its key in the body, such as client_secret); repeat for more. Anywhere else in a body the token is marked, never swapped")
-	case "remove":
-		yes = fs.Bool("yes", false, "remove without asking")
 	}
-	adminURL := c.adminURLFlag(fs)
-	pos, err := parseInterspersed(fs, args)
+	pos, err := parseSub(fs, args, sub, map[string]arity{
+		"set": {2, "secret set takes BOX NAME; the value is read from stdin, never from arguments"}, "remove": {2, "secret remove takes BOX NAME"}, "list": {1, "secret list takes BOX"},
+	}, fmt.Errorf("%w: unknown secret command %q (set, list, remove)", errUsage, sub))
 	if err != nil {
 		return err
-	}
-	want := map[string]int{"set": 2, "remove": 2, "list": 1}
-	n, ok := want[sub]
-	if !ok {
-		return fmt.Errorf("%w: unknown secret command %q (set, list, remove)", errUsage, sub)
-	}
-	if len(pos) != n {
-		what := "BOX NAME"
-		if n == 1 {
-			what = "BOX"
-		}
-		if sub == "set" {
-			what += "; the value is read from stdin, never from arguments"
-		}
-		return fmt.Errorf("%w: secret %s takes %s", errUsage, sub, what)
 	}
 	box := pos[0]
 	if err := boxArg(box); err != nil {
 		return err
 	}
 	var name string
-	if n == 2 {
+	if len(pos) == 2 {
 		name = pos[1]
 		if !protocol.IsSecretName(name) {
 			return fmt.Errorf("%w: secret name %q must match ^[A-Z][A-Z0-9_]{0,39}$: an upper-case letter, then up to 39 upper-case letters, digits or _", errUsage, name)
@@ -81,38 +60,28 @@ func runSecret(ctx context.Context, c *cli, args []string) error {
 			return err
 		}
 	}
-	be, err := c.backend(ctx, &cfg, *adminURL, "secret "+sub, false, sub == "set")
-	if err != nil {
-		return err
-	}
-	defer be.close()
-	switch sub {
-	case "set":
-		return remoteError(secretSet(ctx, c, be, *adminURL != "", box, name, secretSetting{host: *host, brokerURL: *brokerURL, word: *word, kind: *kind, fields: fields, rules: rules, rate: rt}))
-	case "remove":
-		if !*yes && !c.confirm(fmt.Sprintf("Remove the secret %s of box %s?", name, box)) {
-			return errors.New("not removed (pass --yes to remove without asking)")
+	return cmd.on(ctx, c, false, sub == "set", func(be *backend) error {
+		switch sub {
+		case "set":
+			return secretSet(ctx, c, be, *cmd.adminURL != "", box, name, secretSetting{host: *host, brokerURL: *brokerURL, word: *word, kind: *kind, fields: fields, rules: rules, rate: rt})
+		case "remove":
+			if err := c.sure(*yes, fmt.Sprintf("Remove the secret %s of box %s?", name, box), "removed", "remove"); err != nil {
+				return err
+			}
+			return c.did(be.RemoveSecret(ctx, box, name), "removed secret %s of box %s", name, box)
 		}
-		if err := be.RemoveSecret(ctx, box, name); err != nil {
-			return remoteError(err)
-		}
-		fmt.Fprintf(c.stdout, "removed secret %s of box %s\n", name, box)
-	case "list":
 		list, err := be.ListSecrets(ctx, box)
 		if err != nil {
-			return remoteError(err)
+			return err
 		}
-		tw := table(c.stdout, "SECRET\tKIND\tHOST\tSTATE\tUPDATED\tBODY FIELDS\tALLOWS\tRATE")
-		for _, s := range list {
+		return rows(c.stdout, "SECRET\tKIND\tHOST\tSTATE\tUPDATED\tBODY FIELDS\tALLOWS\tRATE", list, func(s operator.SecretView) []any {
 			kind, state := "plain", "-"
 			if s.Kind != "" {
 				kind, state = s.Kind, s.State
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", safe(s.Name), safe(kind), safe(s.Host), safe(state), safe(s.UpdatedAt), safe(fieldsOrNone(s.BodyFields)), safe(rulesOrAny(s.Rules)), safe(orNone(s.Rate)))
-		}
-		return tw.Flush()
-	}
-	return nil
+			return []any{safe(s.Name), safe(kind), safe(s.Host), safe(state), safe(s.UpdatedAt), safe(fieldsOrNone(s.BodyFields)), safe(rulesOrAny(s.Rules)), safe(orNone(s.Rate))}
+		})
+	})
 }
 
 // readConfig reads a minted or signing secret's JSON configuration from
@@ -121,14 +90,7 @@ func (c *cli) readConfig(kind string) ([]byte, error) {
 	if f, ok := c.stdin.(*os.File); ok && isTerminal(f) {
 		return nil, fmt.Errorf("--kind %s reads its JSON configuration from stdin: pipe it in, as in `boxbroker secret set BOX NAME --host URL --kind %s < config.json`", kind, kind)
 	}
-	b, err := io.ReadAll(io.LimitReader(c.stdin, 64<<10+1))
-	if err != nil {
-		return nil, fmt.Errorf("read stdin: %w", err)
-	}
-	if len(b) > 64<<10 {
-		return nil, errors.New("the configuration on stdin is over 64 KiB")
-	}
-	return b, nil
+	return readAtMost(c.stdin, 64<<10, "read stdin", "the configuration on stdin is over 64 KiB")
 }
 
 // bodyFields is the repeatable --body-field flag.

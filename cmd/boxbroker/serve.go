@@ -198,10 +198,7 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 		wait, err := startProxy(pctx, c, srv, lns.proxy, pass)
 		if err != nil {
 			stop()
-			ln.Close()
-			if admin != nil {
-				admin.Close()
-			}
+			lns.close()
 			return err
 		}
 		err = srv.Serve(ctx, ln, admin)
@@ -333,55 +330,34 @@ func (e *envReader) note(key, v, want string) {
 }
 
 func (e *envReader) duration(key string, def time.Duration) time.Duration {
-	v := e.c.getenv(key)
-	if v == "" {
-		return def
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		e.note(key, v, "a duration such as 30s, 10m or 720h")
-		return def
-	}
-	return d
+	return envValue(e, key, def, time.ParseDuration, "a duration such as 30s, 10m or 720h")
 }
 
 func (e *envReader) float(key string, def float64) float64 {
-	v := e.c.getenv(key)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.ParseFloat(v, 64)
-	if err != nil {
-		e.note(key, v, "a number such as 5 or 0.5")
-		return def
-	}
-	return n
+	return envValue(e, key, def, func(v string) (float64, error) { return strconv.ParseFloat(v, 64) }, "a number such as 5 or 0.5")
 }
 
 func (e *envReader) int(key string, def int64) int64 {
-	v := e.c.getenv(key)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		e.note(key, v, "a whole number such as 256")
-		return def
-	}
-	return n
+	return envValue(e, key, def, func(v string) (int64, error) { return strconv.ParseInt(v, 10, 64) }, "a whole number such as 256")
 }
 
 func (e *envReader) boolean(key string, def bool) bool {
+	return envValue(e, key, def, strconv.ParseBool, "true or false")
+}
+
+// envValue is key's value as parse reads it, def when it is unset; a
+// value parse refuses is noted, saying it is not want, and gives def.
+func envValue[T any](e *envReader, key string, def T, parse func(string) (T, error), want string) T {
 	v := e.c.getenv(key)
 	if v == "" {
 		return def
 	}
-	b, err := strconv.ParseBool(v)
+	x, err := parse(v)
 	if err != nil {
-		e.note(key, v, "true or false")
+		e.note(key, v, want)
 		return def
 	}
-	return b
+	return x
 }
 
 // oneOf notes key when it is set to none of allowed.

@@ -3,7 +3,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 
@@ -56,12 +55,9 @@ func readSecretFile(path string) (string, error) {
 		return "", fmt.Errorf("configuration: --sso-client-secret-file: %w", err)
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxSecretFile+1))
+	b, err := readAtMost(f, maxSecretFile, "configuration: --sso-client-secret-file", fmt.Sprintf("configuration: --sso-client-secret-file %s is over %d bytes", path, maxSecretFile))
 	if err != nil {
-		return "", fmt.Errorf("configuration: --sso-client-secret-file: %w", err)
-	}
-	if len(b) > maxSecretFile {
-		return "", fmt.Errorf("configuration: --sso-client-secret-file %s is over %d bytes", path, maxSecretFile)
+		return "", err
 	}
 	s := strings.TrimRight(string(b), "\r\n")
 	if s == "" {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/operator"
-	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/spend"
 )
 
@@ -15,36 +14,24 @@ import (
 // spend beside the spend the box reported, by principal, differences
 // flagged, and the usage behind it by payer, principal and model.
 func runSpend(ctx context.Context, c *cli, args []string) error {
-	var cfg server.Config
-	fs := c.flags("spend", &cfg)
-	month := fs.String("month", spend.Month(time.Now()), "the month to show, YYYY-MM (UTC)")
-	adminURL := c.adminURLFlag(fs)
-	pos, err := parseInterspersed(fs, args)
+	cmd := c.command("spend")
+	month := cmd.String("month", spend.Month(time.Now()), "the month to show, YYYY-MM (UTC)")
+	pos, err := cmd.boxArgs(args, 1, "spend takes one BOX")
 	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return fmt.Errorf("%w: spend takes one BOX", errUsage)
-	}
-	box := pos[0]
-	if err := boxArg(box); err != nil {
 		return err
 	}
 	if spend.Resets(*month).IsZero() {
 		return fmt.Errorf("%w: month %q is not written YYYY-MM", errUsage, *month)
 	}
-	be, err := c.backend(ctx, &cfg, *adminURL, "spend", false, false)
-	if err != nil {
-		return err
-	}
-	defer be.close()
-	sr, err := be.Spend(ctx, box, *month)
-	if err != nil {
-		return remoteError(err)
-	}
-	printSpend(c, sr)
-	printCache(c, sr.Month, sr.Cache)
-	return nil
+	return cmd.on(ctx, c, false, false, func(be *backend) error {
+		sr, err := be.Spend(ctx, pos[0], *month)
+		if err != nil {
+			return err
+		}
+		printSpend(c, sr)
+		printCache(c, sr.Month, sr.Cache)
+		return nil
+	})
 }
 
 // micros is dollars from a view as micro-dollars.

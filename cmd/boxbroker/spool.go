@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/intentius/boxbroker/internal/operator"
-	"github.com/intentius/boxbroker/internal/server"
 )
 
 // spoolUsage is how `spool` is called.
@@ -22,7 +20,7 @@ const spoolUsage = "spool dead list | spool dead retry ID | spool dead drop ID [
 // they act on the replica that admin API serves, whose data directory
 // holds them.
 func runSpool(ctx context.Context, c *cli, args []string) error {
-	if len(args) == 0 || args[0] != "dead" {
+	if args[0] != "dead" {
 		return fmt.Errorf("%w: %s", errUsage, spoolUsage)
 	}
 	args = args[1:]
@@ -36,37 +34,27 @@ func runSpool(ctx context.Context, c *cli, args []string) error {
 	} else {
 		args = args[1:]
 	}
-	var cfg server.Config
-	fs := c.flags(strings.TrimSpace("spool dead "+sub), &cfg)
-	adminURL := c.adminURLFlag(fs)
-	yes := new(bool)
-	if sub == "drop" {
-		yes = fs.Bool("yes", false, "drop without asking")
-	}
-	pos, err := parseInterspersed(fs, args)
+	cmd := c.command(strings.TrimSpace("spool dead " + sub))
+	yes := yesFlag(cmd.FlagSet, sub == "drop", "drop")
+	one := arity{1, "spool dead " + sub + " takes one ID (spool dead list shows them)"}
+	pos, err := parseSub(cmd.FlagSet, args, sub, map[string]arity{"list": {0, "spool dead list takes no argument"}, "retry": one, "drop": one},
+		fmt.Errorf("%w: %s", errUsage, spoolUsage))
 	if err != nil {
 		return err
 	}
-	switch sub {
-	case "list":
-		if len(pos) != 0 {
-			return fmt.Errorf("%w: spool dead list takes no argument", errUsage)
-		}
-	case "retry", "drop":
-		if len(pos) != 1 || pos[0] == "" {
-			return fmt.Errorf("%w: spool dead %s takes one ID (spool dead list shows them)", errUsage, sub)
-		}
-	default:
-		return fmt.Errorf("%w: %s", errUsage, spoolUsage)
+	if sub != "list" && pos[0] == "" {
+		return fmt.Errorf("%w: %s", errUsage, one.usage)
 	}
-	if sub == "drop" && !*yes && !c.confirm(fmt.Sprintf("Drop dead letter %s, giving up the records it holds?", safe(pos[0]))) {
-		return errors.New("not dropped (pass --yes to drop without asking)")
+	if sub == "drop" {
+		if err := c.sure(*yes, fmt.Sprintf("Drop dead letter %s, giving up the records it holds?", safe(pos[0])), "dropped", "drop"); err != nil {
+			return err
+		}
 	}
-	be, err := c.backend(ctx, &cfg, *adminURL, "spool dead "+sub, false, false)
-	if err != nil && sub == "list" && *adminURL == "" {
+	be, err := cmd.open(ctx, c, false, false)
+	if err != nil && sub == "list" && *cmd.adminURL == "" {
 		// The dead letters are files of the data directory, waiting for
 		// the store: they are listed even when it does not open.
-		views, lerr := operator.DeadLetterViews(operator.DeadDir{Dir: cfg.DataDir})
+		views, lerr := operator.DeadLetterViews(operator.DeadDir{Dir: cmd.cfg.DataDir})
 		if lerr != nil {
 			return err
 		}
@@ -85,19 +73,12 @@ func runSpool(ctx context.Context, c *cli, args []string) error {
 			return remoteError(err)
 		}
 		printDeadLetters(c, views)
+		return nil
 	case "retry":
 		v, err := be.RetryDeadLetter(ctx, pos[0])
-		if err != nil {
-			return remoteError(err)
-		}
-		fmt.Fprintf(c.stdout, "dead letter %s applied to the store and removed\n", safe(v.ID))
-	case "drop":
-		if err := be.DropDeadLetter(ctx, pos[0]); err != nil {
-			return remoteError(err)
-		}
-		fmt.Fprintf(c.stdout, "dead letter %s dropped; its records are given up\n", safe(pos[0]))
+		return c.did(err, "dead letter %s applied to the store and removed", safe(v.ID))
 	}
-	return nil
+	return c.did(be.DropDeadLetter(ctx, pos[0]), "dead letter %s dropped; its records are given up", safe(pos[0]))
 }
 
 // printDeadLetters writes views as `spool dead list` does.
@@ -106,10 +87,7 @@ func printDeadLetters(c *cli, views []operator.DeadLetterView) {
 		fmt.Fprintln(c.stdout, "no dead letters: the store has taken every batch it was given")
 		return
 	}
-	tw := table(c.stdout, "ID\tSET ASIDE\tSETTLEMENTS\tAUDIT\tBOXES\tREASON")
-	for _, v := range views {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", v.ID, v.At, v.Settlements, v.AuditEntries,
-			safe(strings.Join(v.Boxes, ",")), safe(v.Reason))
-	}
-	tw.Flush()
+	_ = rows(c.stdout, "ID\tSET ASIDE\tSETTLEMENTS\tAUDIT\tBOXES\tREASON", views, func(v operator.DeadLetterView) []any {
+		return []any{v.ID, v.At, v.Settlements, v.AuditEntries, safe(strings.Join(v.Boxes, ",")), safe(v.Reason)}
+	})
 }

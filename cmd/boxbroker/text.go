@@ -76,6 +76,13 @@ func didYouMean(s string, names []string) string {
 	return ""
 }
 
+// unknownWord is the usage error for sub, no word of the command
+// command (box), which takes words: it names the nearest and lists
+// them.
+func unknownWord(command, sub string, words ...string) error {
+	return fmt.Errorf("%w: unknown %s command %q%s (%s)", errUsage, command, safe(sub), didYouMean(sub, words), strings.Join(words, ", "))
+}
+
 // closest returns the one of names nearest to s (fewer than three edits,
 // or else the first that s begins), or "" when none is near.
 func closest(s string, names []string) string {

@@ -285,6 +285,48 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 	return nil
 }
 
+// answer is the handler of a route that only calls f: f's result answered
+// as JSON with status, or f's error as a refusal.
+func answer[T any](status int, f func(*http.Request) (T, error)) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		out, err := f(r)
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, status, out)
+	}
+}
+
+// decode is the handler of a route that takes a JSON body B: once check
+// passes (nil: no check), the body is read (readJSON) and f's result
+// answered as JSON with status.
+func decode[B, T any](status int, check func(*http.Request) error, f func(*http.Request, B) (T, error)) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if check != nil {
+			if err := check(r); err != nil {
+				return err
+			}
+		}
+		var in B
+		if err := readJSON(w, r, &in); err != nil {
+			return err
+		}
+		return answer(status, func(r *http.Request) (T, error) { return f(r, in) })(w, r)
+	}
+}
+
+// noContent is the handler of a route that only calls f: 204 with no
+// body once f succeeds.
+func noContent(f func(*http.Request) error) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if err := f(r); err != nil {
+			return err
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+}
+
 // ready answers /readyz: 200 while the store answers a ping, else 503.
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) error {
 	if s.cfg.Ready != nil {

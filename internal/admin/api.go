@@ -2,6 +2,7 @@ package admin
 
 import (
 	"encoding/json"
+	"net/http"
 	"slices"
 
 	"github.com/intentius/boxbroker/internal/operator"
@@ -57,44 +58,44 @@ func (s *Server) apiRoutes() []Route {
 		{Pattern: "GET /metrics", Handle: s.metrics, Open: true},
 
 		{Pattern: "GET /api/boxes", Handle: s.listBoxes},
-		{Pattern: "POST /api/boxes", Handle: s.addBox},
-		{Pattern: "GET /api/boxes/{name}", Handle: s.getBox},
-		{Pattern: "PATCH /api/boxes/{name}", Handle: s.updateBox},
-		{Pattern: "DELETE /api/boxes/{name}", Handle: s.removeBox},
+		{Pattern: "POST /api/boxes", Handle: decode(http.StatusCreated, nil, s.addBox)},
+		{Pattern: "GET /api/boxes/{name}", Handle: answer(http.StatusOK, s.getBox)},
+		{Pattern: "PATCH /api/boxes/{name}", Handle: decode(http.StatusOK, s.boxExists, s.updateBox)},
+		{Pattern: "DELETE /api/boxes/{name}", Handle: noContent(s.removeBox)},
 		{Pattern: "POST /api/boxes/{name}/token", Handle: s.rotateBox},
 
-		{Pattern: "GET /api/credentials", Handle: s.listCredentials},
-		{Pattern: "PUT /api/credentials/{id}", Handle: s.setCredential},
-		{Pattern: "DELETE /api/credentials/{id}", Handle: s.removeCredential},
+		{Pattern: "GET /api/credentials", Handle: answer(http.StatusOK, s.listCredentials)},
+		{Pattern: "PUT /api/credentials/{id}", Handle: decode(http.StatusOK, nil, s.setCredential)},
+		{Pattern: "DELETE /api/credentials/{id}", Handle: noContent(s.removeCredential)},
 
-		{Pattern: "GET /api/boxes/{name}/secrets", Handle: s.listSecrets},
-		{Pattern: "PUT /api/boxes/{name}/secrets/{secret}", Handle: s.setSecret},
-		{Pattern: "DELETE /api/boxes/{name}/secrets/{secret}", Handle: s.removeSecret},
+		{Pattern: "GET /api/boxes/{name}/secrets", Handle: answer(http.StatusOK, s.listSecrets)},
+		{Pattern: "PUT /api/boxes/{name}/secrets/{secret}", Handle: decode(http.StatusOK, nil, s.setSecret)},
+		{Pattern: "DELETE /api/boxes/{name}/secrets/{secret}", Handle: noContent(s.removeSecret)},
 
 		{Pattern: "GET /api/boxes/{name}/feedback", Handle: s.listFeedback},
 
-		{Pattern: "GET /api/boxes/{name}/resources", Handle: s.listResources},
-		{Pattern: "POST /api/boxes/{name}/resources", Handle: s.addResource},
-		{Pattern: "DELETE /api/boxes/{name}/resources/{kind}/{id}", Handle: s.removeResource},
+		{Pattern: "GET /api/boxes/{name}/resources", Handle: answer(http.StatusOK, s.listResources)},
+		{Pattern: "POST /api/boxes/{name}/resources", Handle: decode(http.StatusCreated, s.boxExists, s.addResource)},
+		{Pattern: "DELETE /api/boxes/{name}/resources/{kind}/{id}", Handle: noContent(s.removeResource)},
 
 		{Pattern: "GET /api/audit", Handle: s.listAudit},
 		{Pattern: "GET /api/audit.csv", Handle: s.listAuditCSV},
 
-		{Pattern: "PUT /api/boxes/{name}/payer", Handle: s.setPayer},
+		{Pattern: "PUT /api/boxes/{name}/payer", Handle: decode(http.StatusOK, nil, s.setPayer)},
 
-		{Pattern: "GET /api/visitors", Handle: s.listVisitors},
-		{Pattern: "PUT /api/visitors/{principal}", Handle: s.setVisitor},
-		{Pattern: "DELETE /api/visitors/{principal}", Handle: s.removeVisitor},
+		{Pattern: "GET /api/visitors", Handle: answer(http.StatusOK, s.listVisitors)},
+		{Pattern: "PUT /api/visitors/{principal}", Handle: decode(http.StatusOK, nil, s.setVisitor)},
+		{Pattern: "DELETE /api/visitors/{principal}", Handle: noContent(s.removeVisitor)},
 
-		{Pattern: "GET /api/boxes/{name}/grants", Handle: s.listGrants},
-		{Pattern: "POST /api/boxes/{name}/grants", Handle: s.issueGrant},
-		{Pattern: "DELETE /api/grants/{id}", Handle: s.revokeGrant},
+		{Pattern: "GET /api/boxes/{name}/grants", Handle: answer(http.StatusOK, s.listGrants)},
+		{Pattern: "POST /api/boxes/{name}/grants", Handle: decode(http.StatusCreated, boxNamed, s.issueGrant)},
+		{Pattern: "DELETE /api/grants/{id}", Handle: noContent(s.revokeGrant)},
 
 		{Pattern: "GET /api/boxes/{name}/budgets", Handle: s.listBudgets},
-		{Pattern: "PUT /api/boxes/{name}/budgets", Handle: s.setBudget},
-		{Pattern: "DELETE /api/boxes/{name}/budgets", Handle: s.removeBudget},
+		{Pattern: "PUT /api/boxes/{name}/budgets", Handle: decode(http.StatusOK, boxNamed, s.setBudget)},
+		{Pattern: "DELETE /api/boxes/{name}/budgets", Handle: noContent(s.removeBudget)},
 		{Pattern: "GET /api/boxes/{name}/spend", Handle: s.spendReport},
-		{Pattern: "GET /api/spend", Handle: s.fleetSpend},
+		{Pattern: "GET /api/spend", Handle: answer(http.StatusOK, s.fleetSpend)},
 		{Pattern: "GET /api/spend.csv", Handle: s.fleetSpendCSV},
 	}, slices.Concat(s.poolRoutes(), s.limitRoutes(), s.proposalRoutes(), s.deadLetterRoutes(), s.proxyCARoutes(), s.priceRoutes())...)
 }

@@ -62,21 +62,14 @@ func AuditViewOf(e store.AuditEntry) AuditView {
 		Words: e.Words, Status: e.Status, Reason: e.Reason, Message: e.Message,
 		DurationMs: float64(e.Duration.Microseconds()) / 1000,
 		Bytes:      e.Bytes, USD: dollars(e.Cost),
+		Box: optional(e.Box), PaidBy: optional(e.PaidBy),
 	}
 	if v.Words == nil {
 		v.Words = []string{}
 	}
-	if e.Box != "" {
-		b := e.Box
-		v.Box = &b
-	}
 	if e.UpstreamStatus != 0 {
 		u := e.UpstreamStatus
 		v.UpstreamStatus = &u
-	}
-	if e.PaidBy != "" {
-		p := e.PaidBy
-		v.PaidBy = &p
 	}
 	return v
 }

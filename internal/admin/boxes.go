@@ -51,55 +51,37 @@ func published(v operator.BoxView) bool { return v.Listing != nil && v.Listing.P
 // Box reads the box named in r's {name} path value, or refuses with a
 // 400 (not a box name) or a 404 (no such box).
 func (s *Server) Box(r *http.Request) (store.Box, error) {
-	name, err := BoxName(r)
-	if err != nil {
-		return store.Box{}, err
-	}
-	b, err := s.cfg.Store.Box(r.Context(), name)
-	return b, operator.StoreError(err, operator.NoBox(name), "")
+	return s.op.StoredBox(r.Context(), r.PathValue("name"))
 }
 
-func (s *Server) getBox(w http.ResponseWriter, r *http.Request) error {
-	v, err := s.op.Box(r.Context(), r.PathValue("name"))
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, v)
+// boxExists refuses r unless its {name} is a box's (Box), as a check
+// for decode.
+func (s *Server) boxExists(r *http.Request) error {
+	_, err := s.Box(r)
+	return err
 }
 
-func (s *Server) addBox(w http.ResponseWriter, r *http.Request) error {
-	var nb operator.NewBox
-	if err := readJSON(w, r, &nb); err != nil {
-		return err
-	}
-	bt, err := s.Op(r, 0).AddBox(r.Context(), nb)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusCreated, bt)
+// boxNamed refuses r unless its {name} is a box name (BoxName), as a
+// check for decode.
+func boxNamed(r *http.Request) error {
+	_, err := BoxName(r)
+	return err
 }
 
-func (s *Server) updateBox(w http.ResponseWriter, r *http.Request) error {
-	var set operator.BoxSettings
-	if _, err := s.Box(r); err != nil {
-		return err
-	}
-	if err := readJSON(w, r, &set); err != nil {
-		return err
-	}
-	v, err := s.Op(r, 0).UpdateBox(r.Context(), r.PathValue("name"), set)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, v)
+func (s *Server) getBox(r *http.Request) (operator.BoxView, error) {
+	return s.op.Box(r.Context(), r.PathValue("name"))
 }
 
-func (s *Server) removeBox(w http.ResponseWriter, r *http.Request) error {
-	if err := s.Op(r, 0).RemoveBox(r.Context(), r.PathValue("name")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+func (s *Server) addBox(r *http.Request, nb operator.NewBox) (operator.BoxToken, error) {
+	return s.Op(r, 0).AddBox(r.Context(), nb)
+}
+
+func (s *Server) updateBox(r *http.Request, set operator.BoxSettings) (operator.BoxView, error) {
+	return s.Op(r, 0).UpdateBox(r.Context(), r.PathValue("name"), set)
+}
+
+func (s *Server) removeBox(r *http.Request) error {
+	return s.Op(r, 0).RemoveBox(r.Context(), r.PathValue("name"))
 }
 
 func (s *Server) rotateBox(w http.ResponseWriter, r *http.Request) error {

@@ -10,9 +10,9 @@ import (
 // poolRoutes are the pool's routes, added to apiRoutes.
 func (s *Server) poolRoutes() []Route {
 	return []Route{
-		{Pattern: "GET /api/credentials/pool", Handle: s.listPool},
-		{Pattern: "PUT /api/credentials/pool/{entry}", Handle: s.setPoolEntry},
-		{Pattern: "DELETE /api/credentials/pool/{entry}", Handle: s.removePoolEntry},
+		{Pattern: "GET /api/credentials/pool", Handle: answer(http.StatusOK, s.listPool)},
+		{Pattern: "PUT /api/credentials/pool/{entry}", Handle: decode(http.StatusOK, entryNamed, s.setPoolEntry)},
+		{Pattern: "DELETE /api/credentials/pool/{entry}", Handle: noContent(s.removePoolEntry)},
 	}
 }
 
@@ -31,43 +31,28 @@ func (s *Server) Pool() *pool.Pool {
 	return pool.New(pool.Config{Cache: s.cfg.Cache, Keyring: s.cfg.Keyring})
 }
 
-func (s *Server) listPool(w http.ResponseWriter, r *http.Request) error {
+// entryNamed refuses r unless its {entry} is an entry name (EntryName),
+// as a check for decode.
+func entryNamed(r *http.Request) error {
+	_, err := EntryName(r)
+	return err
+}
+
+func (s *Server) listPool(r *http.Request) (operator.PoolList, error) {
 	if s.cfg.Cache == nil {
-		return operator.Errorf(operator.NotImplemented, "This admin API reads no pool.")
+		return operator.PoolList{}, operator.Errorf(operator.NotImplemented, "This admin API reads no pool.")
 	}
 	entries, err := s.op.PoolEntries(r.Context())
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, operator.PoolList{Entries: entries})
+	return operator.PoolList{Entries: entries}, err
 }
 
-func (s *Server) setPoolEntry(w http.ResponseWriter, r *http.Request) error {
-	name, err := EntryName(r)
-	if err != nil {
-		return err
-	}
-	var pv operator.PoolEntryValue
-	if err := readJSON(w, r, &pv); err != nil {
-		return err
-	}
-	value := []byte(pv.Value)
-	pv.Value = ""
-	v, err := s.Op(r, 0).SetPoolEntry(r.Context(), name, pv.Kind, pv.Weight, pv.URL, value)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, v)
+func (s *Server) setPoolEntry(r *http.Request, pv operator.PoolEntryValue) (operator.PoolEntryView, error) {
+	return s.Op(r, 0).SetPoolEntry(r.Context(), r.PathValue("entry"), pv.Kind, pv.Weight, pv.URL, []byte(pv.Value))
 }
 
-func (s *Server) removePoolEntry(w http.ResponseWriter, r *http.Request) error {
-	name, err := EntryName(r)
-	if err != nil {
+func (s *Server) removePoolEntry(r *http.Request) error {
+	if err := entryNamed(r); err != nil {
 		return err
 	}
-	if err := s.Op(r, 0).RemovePoolEntry(r.Context(), name); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return s.Op(r, 0).RemovePoolEntry(r.Context(), r.PathValue("entry"))
 }

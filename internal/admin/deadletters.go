@@ -14,32 +14,21 @@ import (
 //	DELETE /api/spool/dead/{id}        drop one, giving up its records
 func (s *Server) deadLetterRoutes() []Route {
 	return []Route{
-		{Pattern: "GET /api/spool/dead", Handle: s.listDeadLetters},
-		{Pattern: "POST /api/spool/dead/{id}/retry", Handle: s.retryDeadLetter},
-		{Pattern: "DELETE /api/spool/dead/{id}", Handle: s.dropDeadLetter},
+		{Pattern: "GET /api/spool/dead", Handle: answer(http.StatusOK, s.listDeadLetters)},
+		{Pattern: "POST /api/spool/dead/{id}/retry", Handle: answer(http.StatusOK, s.retryDeadLetter)},
+		{Pattern: "DELETE /api/spool/dead/{id}", Handle: noContent(s.dropDeadLetter)},
 	}
 }
 
-func (s *Server) listDeadLetters(w http.ResponseWriter, r *http.Request) error {
+func (s *Server) listDeadLetters(r *http.Request) (operator.DeadLetterList, error) {
 	list, err := s.op.ListDeadLetters(r.Context())
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, operator.DeadLetterList{DeadLetters: list})
+	return operator.DeadLetterList{DeadLetters: list}, err
 }
 
-func (s *Server) retryDeadLetter(w http.ResponseWriter, r *http.Request) error {
-	v, err := s.Op(r, 0).RetryDeadLetter(r.Context(), r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, v)
+func (s *Server) retryDeadLetter(r *http.Request) (operator.DeadLetterView, error) {
+	return s.Op(r, 0).RetryDeadLetter(r.Context(), r.PathValue("id"))
 }
 
-func (s *Server) dropDeadLetter(w http.ResponseWriter, r *http.Request) error {
-	if err := s.Op(r, 0).DropDeadLetter(r.Context(), r.PathValue("id")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+func (s *Server) dropDeadLetter(r *http.Request) error {
+	return s.Op(r, 0).DropDeadLetter(r.Context(), r.PathValue("id"))
 }

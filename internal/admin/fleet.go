@@ -86,6 +86,14 @@ func countsOf(u store.Usage) SpendCounts {
 	return SpendCounts{UsageCounts: operator.UsageCountsOf(u), MeasuredUSD: dollars(u.Cost)}
 }
 
+// usageAt is m's usage under k, added empty when there is none.
+func usageAt[K comparable](m map[K]*store.Usage, k K) *store.Usage {
+	if m[k] == nil {
+		m[k] = &store.Usage{}
+	}
+	return m[k]
+}
+
 // FleetSpend returns every box's spend in month (YYYY-MM), read in four
 // queries however many boxes there are.
 func (s *Server) FleetSpend(ctx context.Context, month string) (FleetSpend, error) {
@@ -103,24 +111,14 @@ func (s *Server) FleetSpend(ctx context.Context, month string) (FleetSpend, erro
 	byPrincipal := map[string]*store.Usage{}
 	byModel := map[string]*store.Usage{}
 	byBox := map[string]*store.Usage{}
-	at := func(m map[string]*store.Usage, k string) *store.Usage {
-		if m[k] == nil {
-			m[k] = &store.Usage{}
-		}
-		return m[k]
-	}
 	out := FleetSpend{Month: month, ByPayer: []PayerSpend{}, ByPrincipal: []PrincipalSpend{}, ByModel: []ModelSpend{},
 		ByBox: []BoxSpend{}, Usage: make([]FleetUsage, 0, len(us))}
 	for _, u := range us {
 		total.Add(u)
-		k := payerKey{u.PayerKind, u.Principal}
-		if byPayer[k] == nil {
-			byPayer[k] = &store.Usage{}
-		}
-		byPayer[k].Add(u)
-		at(byPrincipal, u.Principal).Add(u)
-		at(byModel, u.Model).Add(u)
-		at(byBox, u.Box).Add(u)
+		usageAt(byPayer, payerKey{u.PayerKind, u.Principal}).Add(u)
+		usageAt(byPrincipal, u.Principal).Add(u)
+		usageAt(byModel, u.Model).Add(u)
+		usageAt(byBox, u.Box).Add(u)
 		out.Usage = append(out.Usage, FleetUsage{Box: u.Box, Payer: u.PayerKind, Principal: optional(u.Principal),
 			Model: optional(u.Model), SpendCounts: countsOf(u)})
 	}
@@ -143,12 +141,12 @@ func (s *Server) FleetSpend(ctx context.Context, month string) (FleetSpend, erro
 	principalCharged[""] = max(principalCharged[""], 0)
 	for p, c := range principalCharged {
 		if c != 0 {
-			at(byPrincipal, p)
+			usageAt(byPrincipal, p)
 		}
 	}
 	for b, c := range boxCharged {
 		if c != 0 {
-			at(byBox, b)
+			usageAt(byBox, b)
 		}
 	}
 	out.SpendCounts, out.ChargedUSD = countsOf(total), dollars(charged)
@@ -193,16 +191,13 @@ func (s *Server) FleetSpend(ctx context.Context, month string) (FleetSpend, erro
 // absent; a refusal when it is not a month.
 func (s *Server) Month(r *http.Request) (string, error) { return s.month(r) }
 
-func (s *Server) fleetSpend(w http.ResponseWriter, r *http.Request) error {
+func (s *Server) fleetSpend(r *http.Request) (FleetSpend, error) {
 	month, err := s.month(r)
 	if err != nil {
-		return err
+		return FleetSpend{}, err
 	}
 	out, err := s.FleetSpend(r.Context(), month)
-	if err != nil {
-		return operator.StoreError(err, "", "")
-	}
-	return writeJSON(w, http.StatusOK, out)
+	return out, operator.StoreError(err, "", "")
 }
 
 func (s *Server) fleetSpendCSV(w http.ResponseWriter, r *http.Request) error {

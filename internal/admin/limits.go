@@ -11,12 +11,12 @@ import (
 // limits.
 func (s *Server) limitRoutes() []Route {
 	return []Route{
-		{Pattern: "GET /api/boxes/{name}/window-budgets", Handle: s.listWindowBudgets},
-		{Pattern: "PUT /api/boxes/{name}/window-budgets", Handle: s.setWindowBudget},
-		{Pattern: "DELETE /api/boxes/{name}/window-budgets", Handle: s.removeWindowBudget},
-		{Pattern: "GET /api/boxes/{name}/rate-limits", Handle: s.listRateLimits},
-		{Pattern: "PUT /api/boxes/{name}/rate-limits", Handle: s.setRateLimit},
-		{Pattern: "DELETE /api/boxes/{name}/rate-limits", Handle: s.removeRateLimit},
+		{Pattern: "GET /api/boxes/{name}/window-budgets", Handle: answer(http.StatusOK, s.listWindowBudgets)},
+		{Pattern: "PUT /api/boxes/{name}/window-budgets", Handle: decode(http.StatusOK, boxNamed, s.setWindowBudget)},
+		{Pattern: "DELETE /api/boxes/{name}/window-budgets", Handle: noContent(s.removeWindowBudget)},
+		{Pattern: "GET /api/boxes/{name}/rate-limits", Handle: answer(http.StatusOK, s.listRateLimits)},
+		{Pattern: "PUT /api/boxes/{name}/rate-limits", Handle: decode(http.StatusOK, boxNamed, s.setRateLimit)},
+		{Pattern: "DELETE /api/boxes/{name}/rate-limits", Handle: noContent(s.removeRateLimit)},
 	}
 }
 
@@ -25,75 +25,33 @@ func (s *Server) WindowBudgets(ctx context.Context, box string) ([]operator.Wind
 	return s.op.WindowBudgets(ctx, box)
 }
 
-func (s *Server) listWindowBudgets(w http.ResponseWriter, r *http.Request) error {
-	out, err := s.WindowBudgets(r.Context(), r.PathValue("name"))
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, out)
+func (s *Server) listWindowBudgets(r *http.Request) ([]operator.WindowBudgetView, error) {
+	return s.WindowBudgets(r.Context(), r.PathValue("name"))
 }
 
-func (s *Server) setWindowBudget(w http.ResponseWriter, r *http.Request) error {
-	name, err := BoxName(r)
-	if err != nil {
-		return err
-	}
-	var set operator.WindowBudgetSetting
-	if err := readJSON(w, r, &set); err != nil {
-		return err
-	}
-	out, err := s.Op(r, 0).SetWindowBudget(r.Context(), name, set)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, out)
+func (s *Server) setWindowBudget(r *http.Request, set operator.WindowBudgetSetting) ([]operator.WindowBudgetView, error) {
+	return s.Op(r, 0).SetWindowBudget(r.Context(), r.PathValue("name"), set)
 }
 
-func (s *Server) removeWindowBudget(w http.ResponseWriter, r *http.Request) error {
-	name, err := BoxName(r)
-	if err != nil {
+func (s *Server) removeWindowBudget(r *http.Request) error {
+	if err := boxNamed(r); err != nil {
 		return err
 	}
 	q := r.URL.Query()
-	if err := s.Op(r, 0).RemoveWindowBudget(r.Context(), name, q.Get("principal"), q.Get("window")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return s.Op(r, 0).RemoveWindowBudget(r.Context(), r.PathValue("name"), q.Get("principal"), q.Get("window"))
 }
 
-func (s *Server) listRateLimits(w http.ResponseWriter, r *http.Request) error {
-	out, err := s.op.RateLimits(r.Context(), r.PathValue("name"))
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, out)
+func (s *Server) listRateLimits(r *http.Request) ([]operator.RateLimitView, error) {
+	return s.op.RateLimits(r.Context(), r.PathValue("name"))
 }
 
-func (s *Server) setRateLimit(w http.ResponseWriter, r *http.Request) error {
-	name, err := BoxName(r)
-	if err != nil {
-		return err
-	}
-	var set operator.RateLimitView
-	if err := readJSON(w, r, &set); err != nil {
-		return err
-	}
-	out, err := s.Op(r, 0).SetRateLimit(r.Context(), name, set)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, out)
+func (s *Server) setRateLimit(r *http.Request, set operator.RateLimitView) (operator.RateLimitView, error) {
+	return s.Op(r, 0).SetRateLimit(r.Context(), r.PathValue("name"), set)
 }
 
-func (s *Server) removeRateLimit(w http.ResponseWriter, r *http.Request) error {
-	name, err := BoxName(r)
-	if err != nil {
+func (s *Server) removeRateLimit(r *http.Request) error {
+	if err := boxNamed(r); err != nil {
 		return err
 	}
-	if err := s.Op(r, 0).RemoveRateLimit(r.Context(), name, r.URL.Query().Get("principal")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return s.Op(r, 0).RemoveRateLimit(r.Context(), r.PathValue("name"), r.URL.Query().Get("principal"))
 }

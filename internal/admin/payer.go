@@ -8,44 +8,19 @@ import (
 
 // setPayer answers PUT /api/boxes/{name}/payer through the operator
 // service, as `boxbroker box payer` does.
-func (s *Server) setPayer(w http.ResponseWriter, r *http.Request) error {
-	var ps operator.PayerSetting
-	if err := readJSON(w, r, &ps); err != nil {
-		return err
-	}
-	v, err := s.Op(r, 0).SetPayer(r.Context(), r.PathValue("name"), ps)
-	ps.Value = ""
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, v)
+func (s *Server) setPayer(r *http.Request, ps operator.PayerSetting) (operator.BoxView, error) {
+	return s.Op(r, 0).SetPayer(r.Context(), r.PathValue("name"), ps)
 }
 
-func (s *Server) listVisitors(w http.ResponseWriter, r *http.Request) error {
+func (s *Server) listVisitors(r *http.Request) (operator.VisitorList, error) {
 	vs, err := s.op.ListVisitors(r.Context())
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, operator.VisitorList{Visitors: vs})
+	return operator.VisitorList{Visitors: vs}, err
 }
 
-func (s *Server) setVisitor(w http.ResponseWriter, r *http.Request) error {
-	var cv CredentialValue
-	if err := readJSON(w, r, &cv); err != nil {
-		return err
-	}
-	v, err := s.Op(r, 0).SetVisitor(r.Context(), r.PathValue("principal"), cv.Kind, []byte(cv.Value))
-	cv.Value = ""
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, v)
+func (s *Server) setVisitor(r *http.Request, cv CredentialValue) (operator.VisitorView, error) {
+	return s.Op(r, 0).SetVisitor(r.Context(), r.PathValue("principal"), cv.Kind, []byte(cv.Value))
 }
 
-func (s *Server) removeVisitor(w http.ResponseWriter, r *http.Request) error {
-	if err := s.Op(r, 0).RemoveVisitor(r.Context(), r.PathValue("principal")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+func (s *Server) removeVisitor(r *http.Request) error {
+	return s.Op(r, 0).RemoveVisitor(r.Context(), r.PathValue("principal"))
 }

@@ -17,30 +17,23 @@ import (
 //	DELETE /api/boxes/{name}/asks/{scope}     take it out
 func (s *Server) proposalRoutes() []Route {
 	return []Route{
-		{Pattern: "GET /api/proposals", Handle: s.listProposals},
-		{Pattern: "GET /api/proposals/{id}", Handle: s.getProposal},
+		{Pattern: "GET /api/proposals", Handle: answer(http.StatusOK, s.listProposals)},
+		{Pattern: "GET /api/proposals/{id}", Handle: answer(http.StatusOK, s.getProposal)},
 		{Pattern: "POST /api/proposals/{id}/approve", Handle: s.approveProposal},
-		{Pattern: "POST /api/proposals/{id}/deny", Handle: s.denyProposal},
-		{Pattern: "GET /api/boxes/{name}/asks", Handle: s.listAsks},
-		{Pattern: "PUT /api/boxes/{name}/asks/{scope}", Handle: s.setAsk},
-		{Pattern: "DELETE /api/boxes/{name}/asks/{scope}", Handle: s.setAsk},
+		{Pattern: "POST /api/proposals/{id}/deny", Handle: answer(http.StatusOK, s.denyProposal)},
+		{Pattern: "GET /api/boxes/{name}/asks", Handle: answer(http.StatusOK, s.listAsks)},
+		{Pattern: "PUT /api/boxes/{name}/asks/{scope}", Handle: answer(http.StatusOK, s.setAsk)},
+		{Pattern: "DELETE /api/boxes/{name}/asks/{scope}", Handle: answer(http.StatusOK, s.setAsk)},
 	}
 }
 
-func (s *Server) listProposals(w http.ResponseWriter, r *http.Request) error {
+func (s *Server) listProposals(r *http.Request) (operator.ProposalList, error) {
 	list, err := s.op.ListProposals(r.Context(), r.URL.Query().Get("box"), r.URL.Query().Get("state"))
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, operator.ProposalList{Proposals: list})
+	return operator.ProposalList{Proposals: list}, err
 }
 
-func (s *Server) getProposal(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.op.Proposal(r.Context(), r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, p)
+func (s *Server) getProposal(r *http.Request) (operator.ProposalView, error) {
+	return s.op.Proposal(r.Context(), r.PathValue("id"))
 }
 
 func (s *Server) approveProposal(w http.ResponseWriter, r *http.Request) error {
@@ -57,27 +50,17 @@ func (s *Server) approveProposal(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, p)
 }
 
-func (s *Server) denyProposal(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.Op(r, 0).DenyProposal(r.Context(), r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, p)
+func (s *Server) denyProposal(r *http.Request) (operator.ProposalView, error) {
+	return s.Op(r, 0).DenyProposal(r.Context(), r.PathValue("id"))
 }
 
-func (s *Server) listAsks(w http.ResponseWriter, r *http.Request) error {
+func (s *Server) listAsks(r *http.Request) (operator.AskList, error) {
 	asks, err := s.op.Asks(r.Context(), r.PathValue("name"))
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, operator.AskList{Asks: asks})
+	return operator.AskList{Asks: asks}, err
 }
 
 // setAsk puts a box's scope in ask mode (PUT) or takes it out (DELETE).
-func (s *Server) setAsk(w http.ResponseWriter, r *http.Request) error {
+func (s *Server) setAsk(r *http.Request) (operator.AskList, error) {
 	asks, err := s.Op(r, 0).SetAsk(r.Context(), r.PathValue("name"), r.PathValue("scope"), r.Method == http.MethodPut)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, operator.AskList{Asks: asks})
+	return operator.AskList{Asks: asks}, err
 }

@@ -9,33 +9,17 @@ import (
 	"github.com/intentius/boxbroker/internal/protocol"
 )
 
-func (s *Server) listCredentials(w http.ResponseWriter, r *http.Request) error {
+func (s *Server) listCredentials(r *http.Request) (CredentialList, error) {
 	creds, err := s.op.ListCredentials(r.Context())
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, CredentialList{Credentials: creds})
+	return CredentialList{Credentials: creds}, err
 }
 
-func (s *Server) setCredential(w http.ResponseWriter, r *http.Request) error {
-	var cv CredentialValue
-	if err := readJSON(w, r, &cv); err != nil {
-		return err
-	}
-	v, err := s.Op(r, 0).SetCredential(r.Context(), r.PathValue("id"), cv.Kind, []byte(cv.Value))
-	cv.Value = ""
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, v)
+func (s *Server) setCredential(r *http.Request, cv CredentialValue) (operator.CredentialView, error) {
+	return s.Op(r, 0).SetCredential(r.Context(), r.PathValue("id"), cv.Kind, []byte(cv.Value))
 }
 
-func (s *Server) removeCredential(w http.ResponseWriter, r *http.Request) error {
-	if err := s.Op(r, 0).RemoveCredential(r.Context(), r.PathValue("id")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+func (s *Server) removeCredential(r *http.Request) error {
+	return s.Op(r, 0).RemoveCredential(r.Context(), r.PathValue("id"))
 }
 
 // SecretName checks the {secret} path value.
@@ -47,33 +31,17 @@ func SecretName(r *http.Request) (string, error) {
 	return name, nil
 }
 
-func (s *Server) listSecrets(w http.ResponseWriter, r *http.Request) error {
+func (s *Server) listSecrets(r *http.Request) (operator.SecretList, error) {
 	views, err := s.op.ListSecrets(r.Context(), r.PathValue("name"))
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, operator.SecretList{Secrets: views})
+	return operator.SecretList{Secrets: views}, err
 }
 
-func (s *Server) setSecret(w http.ResponseWriter, r *http.Request) error {
-	var sv operator.SecretValue
-	if err := readJSON(w, r, &sv); err != nil {
-		return err
-	}
-	v, err := s.Op(r, 0).SetSecret(r.Context(), r.PathValue("name"), r.PathValue("secret"), sv)
-	sv.Value = ""
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, v)
+func (s *Server) setSecret(r *http.Request, sv operator.SecretValue) (operator.SecretView, error) {
+	return s.Op(r, 0).SetSecret(r.Context(), r.PathValue("name"), r.PathValue("secret"), sv)
 }
 
-func (s *Server) removeSecret(w http.ResponseWriter, r *http.Request) error {
-	if err := s.Op(r, 0).RemoveSecret(r.Context(), r.PathValue("name"), r.PathValue("secret")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+func (s *Server) removeSecret(r *http.Request) error {
+	return s.Op(r, 0).RemoveSecret(r.Context(), r.PathValue("name"), r.PathValue("secret"))
 }
 
 // limit reads the ?limit= query value: def when absent, and at most max.
@@ -118,33 +86,15 @@ func (s *Server) listFeedback(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) listResources(w http.ResponseWriter, r *http.Request) error {
+func (s *Server) listResources(r *http.Request) (operator.ResourceList, error) {
 	list, err := s.op.ListResources(r.Context(), r.PathValue("name"))
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, operator.ResourceList{Resources: list})
+	return operator.ResourceList{Resources: list}, err
 }
 
-func (s *Server) addResource(w http.ResponseWriter, r *http.Request) error {
-	if _, err := s.Box(r); err != nil {
-		return err
-	}
-	var nr operator.NewResource
-	if err := readJSON(w, r, &nr); err != nil {
-		return err
-	}
-	v, err := s.Op(r, 0).AddResource(r.Context(), r.PathValue("name"), nr)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusCreated, v)
+func (s *Server) addResource(r *http.Request, nr operator.NewResource) (operator.ResourceView, error) {
+	return s.Op(r, 0).AddResource(r.Context(), r.PathValue("name"), nr)
 }
 
-func (s *Server) removeResource(w http.ResponseWriter, r *http.Request) error {
-	if err := s.Op(r, 0).RemoveResource(r.Context(), r.PathValue("name"), r.PathValue("kind"), r.PathValue("id")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+func (s *Server) removeResource(r *http.Request) error {
+	return s.Op(r, 0).RemoveResource(r.Context(), r.PathValue("name"), r.PathValue("kind"), r.PathValue("id"))
 }

@@ -70,35 +70,18 @@ func boxMonth[T any](s *Server, w http.ResponseWriter, r *http.Request, read fun
 	return writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) setBudget(w http.ResponseWriter, r *http.Request) error {
-	name, err := BoxName(r)
-	if err != nil {
-		return err
-	}
-	var bs operator.BudgetSetting
-	if err := readJSON(w, r, &bs); err != nil {
-		return err
-	}
-	out, err := s.Op(r, 0).SetBudget(r.Context(), name, bs)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, out)
+func (s *Server) setBudget(r *http.Request, bs operator.BudgetSetting) (operator.BudgetView, error) {
+	return s.Op(r, 0).SetBudget(r.Context(), r.PathValue("name"), bs)
 }
 
 // removeBudget answers DELETE /api/boxes/{name}/budgets?principal=P, the
 // Box's own budget when principal is absent. The calls it held are still
 // measured, and no longer limited.
-func (s *Server) removeBudget(w http.ResponseWriter, r *http.Request) error {
-	name, err := BoxName(r)
-	if err != nil {
+func (s *Server) removeBudget(r *http.Request) error {
+	if err := boxNamed(r); err != nil {
 		return err
 	}
-	if err := s.Op(r, 0).RemoveBudget(r.Context(), name, r.URL.Query().Get("principal")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return s.Op(r, 0).RemoveBudget(r.Context(), r.PathValue("name"), r.URL.Query().Get("principal"))
 }
 
 func (s *Server) spendReport(w http.ResponseWriter, r *http.Request) error {

@@ -208,7 +208,7 @@ func (s *Sink) backlogPath(gen uint64) string {
 }
 
 // load reads the state and the rows of the backlog not yet acknowledged.
-func (s *Sink) load() error {
+func (s *Sink) load() (err error) {
 	b, err := os.ReadFile(filepath.Join(s.dir, "state.json"))
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -239,13 +239,16 @@ func (s *Sink) load() error {
 	if err != nil {
 		return fmt.Errorf("auditsink: %w", err)
 	}
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+		}
+	}()
 	size, err := f.Seek(0, io.SeekEnd)
 	if err != nil {
-		_ = f.Close()
 		return fmt.Errorf("auditsink: %w", err)
 	}
 	if _, err := f.Seek(s.st.Offset, io.SeekStart); err != nil {
-		_ = f.Close()
 		return fmt.Errorf("auditsink: %w", err)
 	}
 	r := bufio.NewReaderSize(f, 64<<10)
@@ -253,7 +256,6 @@ func (s *Sink) load() error {
 	for {
 		line, err := r.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) || len(line) > maxLine {
-			_ = f.Close()
 			return fmt.Errorf("auditsink: %s holds a line longer than %d bytes", s.backlogPath(s.st.Gen), maxLine)
 		}
 		if err != nil {
@@ -265,7 +267,6 @@ func (s *Sink) load() error {
 			Seq uint64 `json:"seq"`
 		}
 		if json.Unmarshal(line, &h) != nil {
-			_ = f.Close()
 			return fmt.Errorf("auditsink: %s holds a line that is not a row at offset %d", s.backlogPath(s.st.Gen), off)
 		}
 		off += int64(len(line))
@@ -274,12 +275,10 @@ func (s *Sink) load() error {
 	}
 	if off < size {
 		if err := f.Truncate(off); err != nil {
-			_ = f.Close()
 			return fmt.Errorf("auditsink: %w", err)
 		}
 	}
 	if _, err := f.Seek(off, io.SeekStart); err != nil {
-		_ = f.Close()
 		return fmt.Errorf("auditsink: %w", err)
 	}
 	s.f, s.size = f, max(off, s.st.Offset)

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/netip"
 
@@ -20,60 +19,21 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 	// Nothing of the body is read until the token, read from the head,
 	// is a box's (Scopes reads only the head), but for the small body a
 	// route's BodyTokens reads when the head carries no token at all.
-	p := s.routes.prefixOf(r.URL.Path)
-	if p == nil {
-		info.reason = capability.ReasonNoRoute
-		return nil, nil, held{}, capability.NotFound(r)
-	}
-	c := p.c
-	info.capability = c.Name()
-	info.route = p.label
-	if hd != nil {
-		info.route = hd.Label + p.label
-	}
-	// The route and the method are judged first: a path no route of c
-	// matches, or a method its route does not serve, goes no further,
-	// upstream or into a record.
-	rt := s.routes.routeOf(r, c)
-	if rt == nil {
-		info.reason = capability.ReasonNoRoute
-		return nil, nil, held{}, capability.NotFound(r)
-	}
-	if err := rt.allowMethod(r); err != nil {
-		info.reason = capability.ReasonMethod
-		if e := (*capability.Error)(nil); errors.As(err, &e) && e.Status == http.StatusNotFound {
-			info.reason = capability.ReasonNoRoute
+	f, err := s.routes.find(r)
+	if f.c != nil {
+		info.capability, info.route = f.c.Name(), f.label
+		if hd != nil {
+			info.route = hd.Label + f.label
 		}
-		return nil, nil, held{}, err
 	}
-	need, ok, err := c.Scopes(r)
 	if err != nil {
 		return nil, nil, held{}, err
 	}
-	if !ok {
-		info.reason = capability.ReasonNoRoute
-		return nil, nil, held{}, capability.NotFound(r)
-	}
-	info.route = rt.label
-	if hd != nil {
-		info.route = hd.Label + rt.label
-	}
-	// A body in a content coding is judged from the head, before the
-	// box is known; it is decoded only once the rule allows the request.
-	coding, limit, err := bodyCoding(r, rt)
-	if err != nil {
-		info.reason = capability.ReasonEncoding
-		return nil, nil, held{}, err
-	}
+	c, rt, need := f.c, f.rt, f.need
 	info.words = need.Words
 	info.public = need.Public
 	rc := http.NewResponseController(w)
 	if need.Public {
-		if coding != "" {
-			// No public route takes an encoded body: none reads a body.
-			info.reason = capability.ReasonEncoding
-			return nil, nil, held{}, unreadableBody(nil)
-		}
 		s.boundBody(rc, r, &info.lift)
 		return c, &info.admitted, held{}, nil
 	}
@@ -106,7 +66,6 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 	}
 	if s.cfg.Recording != nil {
 		if err := s.cfg.Recording(); err != nil {
-			info.reason = capability.ReasonCannotRecord
 			return nil, nil, held{}, capability.Refuse(capability.ReasonCannotRecord, "The broker cannot record calls just now (neither its store nor its spool takes a write), so it serves none; try again shortly.").WithErr(err)
 		}
 	}
@@ -114,8 +73,8 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 	if err != nil {
 		return nil, nil, held{}, err
 	}
-	if coding != "" {
-		if err := decodeBody(w, r, limit); err != nil {
+	if f.coding != "" {
+		if err := decodeBody(w, r, rt.CodedLimit); err != nil {
 			h.release()
 			info.reason = capability.ReasonEncoding
 			return nil, nil, held{}, err
@@ -151,20 +110,13 @@ type Admission = rule.Admission
 // store does not answer. With a refusal of a box that is known, the
 // Admission naming the box is returned too, for the caller's records.
 func (s *Server) AdmitBox(ctx context.Context, tok, name string, from netip.Addr) (*Admission, error) {
-	return s.admitBox(ctx, tok, name, from)
-}
-
-func (s *Server) admitBox(ctx context.Context, tok, name string, from netip.Addr) (*Admission, error) {
-	box, old, err := s.boxByToken(ctx, tok)
-	if err != nil {
-		if token.Refused(err) {
-			return nil, err
-		}
-		return nil, capability.Unavailable(err)
+	box, known, err := s.boxOf(ctx, tok, from)
+	if !known {
+		return nil, err
 	}
 	a := rule.Admit(box, s.cfg.Broker, name)
-	if e := s.judgeToken(&box, old, from); e != nil {
-		return a, e
+	if err != nil {
+		return a, err
 	}
 	if box.Paused {
 		return a, capability.Paused(box.Name)
@@ -174,6 +126,28 @@ func (s *Server) admitBox(ctx context.Context, tok, name string, from netip.Addr
 	}
 	return a, nil
 }
+
+// boxOf finds the box whose token is tok, through the cache, comparing
+// the hashes in constant time, and judges the token (judgeToken) as sent
+// from from. known is true when the token is a box's, whose refusal is
+// returned with it. A token that is no box's ("" included) is returned as
+// the token package's error (token.Refused), and a store that does not
+// answer as capability.Unavailable.
+func (s *Server) boxOf(ctx context.Context, tok string, from netip.Addr) (box store.Box, known bool, err error) {
+	box, old, err := token.LookupEither(ctx, tok, s.cfg.Cache.BoxByTokenHash, boxTokenHashes)
+	if err != nil {
+		if token.Refused(err) {
+			return box, false, err
+		}
+		return box, false, capability.Unavailable(err)
+	}
+	if e := s.judgeToken(&box, old, from); e != nil {
+		return box, true, e
+	}
+	return box, true, nil
+}
+
+func boxTokenHashes(b store.Box) (string, string) { return b.TokenHash, b.OldTokenHash }
 
 // judgeToken refuses the token of box, sent from from, when box is
 // bound to addresses from is outside of, or the token is past its

@@ -1,12 +1,10 @@
 package broker
 
 import (
-	"context"
 	"errors"
 	"net/http"
 
 	"github.com/intentius/boxbroker/internal/capability"
-	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/token"
 )
 
@@ -17,19 +15,14 @@ import (
 // request handed in (hd not nil) is authenticated by hd's Token, which a
 // token the request carries itself must equal, and judged from hd's From.
 func (s *Server) authenticate(r *http.Request, rt *route, hd *Handoff) (string, *Admission, error) {
-	var tok string
-	var err error
-	switch {
-	case hd != nil:
-		tok, err = token.One(append(sentTokens(r, rt), hd.Token))
-	case rt.Tokens != nil:
-		tok, err = token.One(rt.Tokens(r))
-	default:
-		tok, err = token.FromRequest(r)
+	var handed []string
+	if hd != nil {
+		handed = []string{hd.Token}
 	}
+	tok, err := token.FromRoute(r, rt.Tokens, handed...)
 	var adm *Admission
 	if err == nil {
-		adm, err = s.admitBox(r.Context(), tok, rt.c.Name(), s.source(r, hd))
+		adm, err = s.AdmitBox(r.Context(), tok, rt.c.Name(), s.source(r, hd))
 		if err == nil {
 			return tok, adm, nil
 		}
@@ -41,15 +34,7 @@ func (s *Server) authenticate(r *http.Request, rt *route, hd *Handoff) (string, 
 		return "", nil, tokenRefusal(rt.NoToken(r))
 	}
 	// Every other refusal on a capability route is a 403: Claude Code retries a 401.
-	return "", nil, tokenRefusal(capability.Refuse(capability.ReasonToken, "%s", authMessage(err)))
-}
-
-// sentTokens returns the tokens r carries on its route rt.
-func sentTokens(r *http.Request, rt *route) []string {
-	if rt.Tokens != nil {
-		return rt.Tokens(r)
-	}
-	return token.AppendSent(nil, r.Header)
+	return "", nil, tokenRefused(err)
 }
 
 // tokenRefusal is e, a refusal of a request that carries no box's token,
@@ -62,22 +47,37 @@ func tokenRefusal(e *capability.Error) *capability.Error {
 	return &c
 }
 
-func authMessage(err error) string {
+// tokenRefused is the 403 of a request whose token err (token.Refused)
+// says is no box's: missing, two different ones, or unknown.
+func tokenRefused(err error) *capability.Error {
+	msg := "The token is no box's token at this broker."
 	switch {
 	case errors.Is(err, token.ErrMissing):
-		return "The request carries no box token: send it as Authorization: Bearer <token>, or as x-api-key on the Anthropic routes."
+		msg = "The request carries no box token: send it as Authorization: Bearer <token>, or as x-api-key on the Anthropic routes."
 	case errors.Is(err, token.ErrConflict):
-		return "The request carries two different tokens; send the box's token once."
+		msg = "The request carries two different tokens; send the box's token once."
 	}
-	return "The token is no box's token at this broker."
+	return capability.Refuse(capability.ReasonToken, "%s", msg)
 }
 
-// boxByToken returns the box whose token is tok, through the cache,
-// comparing the hashes in constant time; old is true when tok is the
-// box's old token, kept through a rotation's grace (judgeToken judges
-// whether the grace still holds).
-func (s *Server) boxByToken(ctx context.Context, tok string) (b store.Box, old bool, err error) {
-	return token.LookupEither(ctx, tok, s.cfg.Cache.BoxByTokenHash, boxTokenHashes)
+// readBodyToken lets r's route rt find a box's token in r's body when
+// r's head carries none (capability.Route.BodyTokens: egress, for an API
+// that takes its key in a body field, such as an OAuth client_secret). It
+// does so only for a request from the broker's own listener (not one
+// handed in, whose token its Handoff holds) whose head holds no token at
+// all, and whose body has a declared length of at most
+// capability.MaxBodyTokenBytes; that body is read under BodyTimeout, as a
+// body a route's BodyScopes reads is. So an unauthenticated client can
+// have the broker read no more, and wait no longer, than net/http would
+// for a body left unread. It reports whether rt found a token there.
+func (s *Server) readBodyToken(rc *http.ResponseController, r *http.Request, rt *route) bool {
+	if rt.BodyTokens == nil || r.Body == nil || r.Body == http.NoBody ||
+		r.ContentLength <= 0 || r.ContentLength > capability.MaxBodyTokenBytes {
+		return false
+	}
+	if rt.Tokens != nil && len(rt.Tokens(r)) > 0 {
+		return false
+	}
+	_ = rc.SetReadDeadline(s.cfg.Now().Add(BodyTimeout))
+	return len(rt.BodyTokens(r)) > 0
 }
-
-func boxTokenHashes(b store.Box) (string, string) { return b.TokenHash, b.OldTokenHash }

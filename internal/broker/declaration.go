@@ -9,6 +9,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/token"
 )
@@ -22,21 +23,16 @@ func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *reque
 	}
 	tok, err := token.FromRequest(r)
 	var box store.Box
-	var old bool
 	if err == nil {
-		box, old, err = s.boxByToken(r.Context(), tok)
-	}
-	if err != nil {
-		leaveBody(w, r) // not a byte of it is read for no box
-		if token.Refused(err) {
-			return tokenRefusal(capability.Refuse(capability.ReasonToken, "%s", authMessage(err)).At(http.StatusUnauthorized))
-		}
-		return capability.Unavailable(err)
+		box, _, err = s.boxOf(r.Context(), tok, s.Source(r))
 	}
 	info.box = box.Name
-	if e := s.judgeToken(&box, old, s.Source(r)); e != nil {
-		leaveBody(w, r)
-		return e
+	if err != nil {
+		leaveBody(w, r) // not a byte of it is read for a token refused
+		if token.Refused(err) {
+			return tokenRefused(err).At(http.StatusUnauthorized)
+		}
+		return err
 	}
 	// A report is small: a body still arriving after BodyTimeout is a
 	// client holding a connection, not a report.
@@ -71,7 +67,7 @@ func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *reque
 	}
 	if err := s.cfg.Store.SaveDeclaration(r.Context(), box.Name, doc, d.At); err != nil {
 		if errors.Is(err, store.ErrNotFound) { // removed meanwhile
-			return capability.Refuse(capability.ReasonToken, "%s", authMessage(token.ErrUnknown)).At(http.StatusUnauthorized)
+			return tokenRefused(token.ErrUnknown).At(http.StatusUnauthorized)
 		}
 		return capability.Unavailable(err)
 	}
@@ -84,4 +80,37 @@ func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *reque
 	pay := s.cfg.Payer.ForBox(box)
 	writeJSON(w, http.StatusOK, protocol.KeptOf(d, &pay))
 	return nil
+}
+
+// scrubDeclaration replaces every token, or what is left of one, in the
+// strings of a report the broker keeps and shows (its scope words, its
+// listing's title and line, its principals), as in every record: a box
+// may report anything there.
+func scrubDeclaration(d *protocol.Declaration) {
+	for i := range d.Capabilities {
+		d.Capabilities[i].Scope = proxy.ScrubKeptAll(d.Capabilities[i].Scope)
+	}
+	if l := d.Listing; l != nil {
+		l.Title, l.Line = proxy.ScrubKept(l.Title), proxy.ScrubKept(l.Line)
+	}
+	if sp := d.Spend; sp != nil {
+		for i := range sp.ByPrincipal {
+			if p := sp.ByPrincipal[i].Principal; p != nil {
+				kept := proxy.ScrubKept(*p)
+				sp.ByPrincipal[i].Principal = &kept
+			}
+		}
+	}
+}
+
+// writeJSON answers w with status and v in JSON.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		capability.Refuse(capability.ReasonInternal, "The broker could not encode its answer.").Write(w)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
 }

@@ -204,3 +204,35 @@ func TestBroker_EncodedBodyIsDecodedForEgress(t *testing.T) {
 		t.Errorf("the host received %d refused requests, want none", n)
 	}
 }
+
+// TestBroker_HeadIsJudgedInOrder sends requests that fail more than one
+// of the judgments made of a request's head, with no token: each is
+// refused for the first of them (the prefix, the route, the method, the
+// body's coding) and only then for its token, so that a 404, a 405 or a
+// 415 is given before the box is known.
+func TestBroker_HeadIsJudgedInOrder(t *testing.T) {
+	b := brokertest.New(t, brokertest.Options{})
+	br := http.Header{"Content-Encoding": {"br"}, "Content-Type": {"application/json"}}
+	tests := []struct {
+		name, method, path string
+		header             http.Header
+		want               int
+	}{
+		{"no prefix", "DELETE", "/nowhere", br, http.StatusNotFound},
+		{"no route", "DELETE", protocol.PrefixAnthropic + "/v1/nothing", br, http.StatusNotFound},
+		{"a method the route does not take", "DELETE", protocol.PrefixAnthropic + "/v1/messages", br, http.StatusMethodNotAllowed},
+		{"a coding the route does not take", "POST", protocol.PrefixAnthropic + "/v1/messages", br, http.StatusUnsupportedMediaType},
+		{"no token", "POST", protocol.PrefixAnthropic + "/v1/messages", nil, http.StatusForbidden},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := b.Do(tt.method, tt.path, "", []byte(`{"model":"m"}`), tt.header)
+			if resp.StatusCode != tt.want {
+				t.Fatalf("%s %s = %d %s, want %d", tt.method, tt.path, resp.StatusCode, resp.Body, tt.want)
+			}
+			if allow := resp.Header.Get("Allow"); (tt.want == http.StatusMethodNotAllowed) != (allow != "") {
+				t.Errorf("%s %s: Allow %q with a %d", tt.method, tt.path, allow, resp.StatusCode)
+			}
+		})
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"net/netip"
 
-	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/token"
 )
 
@@ -73,14 +72,14 @@ func (s *Server) ServeHandoff(w http.ResponseWriter, r *http.Request, h Handoff)
 func (s *Server) serveTunnel(w *recorder, r *http.Request, info *requestInfo, hd *Handoff) error {
 	tun := hd.Tunnel
 	info.capability, info.route, info.words = tun.Capability, tun.Route, tun.Words
-	adm, err := s.admitBox(r.Context(), hd.Token, tun.Capability, hd.From)
+	adm, err := s.AdmitBox(r.Context(), hd.Token, tun.Capability, hd.From)
 	if adm != nil {
 		info.box = adm.Box.Name
 	}
 	if token.Refused(err) {
 		// The front door admitted the token a moment ago; the box has
 		// gone, or its token been rotated, since.
-		return capability.Refuse(capability.ReasonToken, "%s", authMessage(err))
+		return tokenRefused(err)
 	}
 	if err != nil {
 		return err

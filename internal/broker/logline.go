@@ -24,7 +24,7 @@ func (s *Server) finish(rec *recorder, r *http.Request, info *requestInfo, trace
 		calls := info.calls
 		// The attributes are built in place: no []any per request.
 		var a [13]slog.Attr
-		a[0] = slog.String("method", recordedMethod(r.Method))
+		a[0] = slog.String("method", info.method)
 		a[1] = slog.String("path", proxy.ScrubKept(r.URL.Path))
 		a[2] = slog.String("route", info.route)
 		a[3] = slog.Int("status", rec.status)
@@ -96,14 +96,14 @@ func (s *Server) conclude(rec *recorder, r *http.Request, info *requestInfo, tra
 		// route serves, a method its route does not take): after the
 		// first from its source for its reason, the refusal is kept in
 		// aggregate (see Tally), counted exactly.
-		info.tallied = s.tally.add(sourceOf(r), info.reason, start, recordedMethod(r.Method), info.route, info.capabilityLabel(), rec.status)
+		info.tallied = s.tally.add(sourceOf(r), info.reason, start, info.method, info.route, info.capabilityLabel(), rec.status)
 	}
 	if info.stream {
 		s.cfg.Metrics.StreamClosed(info.capabilityLabel())
 	}
 	// The record is kept in info, inside the request's one allocation.
 	info.record = Record{
-		At: start, Method: r.Method, Route: info.route, Box: info.box,
+		At: start, Method: info.method, Route: info.route, Box: info.box,
 		Capability: info.capabilityLabel(), Words: info.words, Public: info.public,
 		Status: rec.status, Reason: info.reason, Message: info.message,
 		Duration: info.duration, Bytes: rec.bytes, Cost: info.cost, Upstream: calls, Tallied: info.tallied,
@@ -114,6 +114,9 @@ func (s *Server) conclude(rec *recorder, r *http.Request, info *requestInfo, tra
 
 // requestInfo is what one request's log line says.
 type requestInfo struct {
+	// method is the request's method as the records keep it
+	// (recordedMethod), judged once.
+	method     string
 	box        string
 	capability string
 	route      string

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/capability"
@@ -69,6 +70,37 @@ type Record struct {
 	// Context is the request's context, for tracing (its span, see
 	// package telemetry); it is done once the answer is over.
 	Context context.Context
+}
+
+// OtherMethod is the method the broker's records (its log lines and the
+// audit log) give a request in a method no route serves: HTTP allows a
+// method to be any token, a box's own token included, so a method other
+// than capability.StandardMethods' and CONNECT (the HTTPS proxy's) is
+// never kept as it was sent.
+const OtherMethod = "OTHER"
+
+// recordedMethod is method as the broker's records keep it.
+func recordedMethod(method string) string {
+	if capability.MethodOf(method) != 0 || method == http.MethodConnect {
+		return method
+	}
+	return OtherMethod
+}
+
+// scrub makes rec keep nothing a box sent that can hold a token: its
+// method is OtherMethod unless a route could serve it, and every token,
+// or what is left of one, in its route, box, capability, words, reason
+// and message is replaced (proxy.ScrubKept). A refusal may quote what a
+// box sent (a Host, a path, an id), and a box may send its token, or
+// another's, anywhere.
+func (rec *Record) scrub() {
+	rec.Method = recordedMethod(rec.Method)
+	rec.Route = proxy.ScrubKept(rec.Route)
+	rec.Box = proxy.ScrubKept(rec.Box)
+	rec.Capability = proxy.ScrubKept(rec.Capability)
+	rec.Reason = proxy.ScrubKept(rec.Reason)
+	rec.Message = proxy.ScrubKept(rec.Message)
+	rec.Words = proxy.ScrubKeptAll(rec.Words)
 }
 
 // UpstreamStatus is the status of the last upstream call, 0 when none

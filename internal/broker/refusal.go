@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"maps"
@@ -29,7 +28,7 @@ func (s *Server) writeError(w *recorder, r *http.Request, err error, info *reque
 	if ce.Status == http.StatusNotFound {
 		// A not-found message repeats the path, which may hold anything;
 		// what is kept names the route instead.
-		info.message = capability.NotFoundMessage(recordedMethod(r.Method), info.route)
+		info.message = capability.NotFoundMessage(info.method, info.route)
 	}
 	writeRefusal(w, err, ce)
 }
@@ -92,15 +91,4 @@ func writeRefusal(w http.ResponseWriter, err error, ce *capability.Error) {
 		w.Header().Set("Retry-After", unavailableRetryAfter)
 	}
 	protocol.WriteRefusal(w, ce.Status, ce.Type, ce.Message)
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		capability.Refuse(capability.ReasonInternal, "The broker could not encode its answer.").Write(w)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/proxy"
 )
 
 // prefix is one route prefix, the capability that owns it, and the route
@@ -103,6 +104,56 @@ func (t *routes) add(c capability.Capability, cr capability.Route) (problem stri
 	return ""
 }
 
+// found is what routes.find judged of a request from its head alone.
+type found struct {
+	// c is the capability whose prefix owns the path (nil for none), and
+	// label the request's route label: its route's once c has accepted
+	// the request, its prefix's until then.
+	c     capability.Capability
+	label string
+	// rt is the request's route, need what it needs there (c's Scopes),
+	// and coding its body's content coding ("" for a body as it is).
+	rt     *route
+	need   capability.Need
+	coding string
+}
+
+// find judges r from its head alone, before the box is known, and goes
+// no further, upstream or into a record, than its first refusal: the
+// capability whose prefix owns r's path and the route of it whose pattern
+// matches (a 404 for none), r's method on that route (allowMethod: a 405,
+// or a 404), what r needs there (the capability's Scopes; a 404 for a
+// path it does not serve) and the content coding of r's body (a 415 for
+// one the route does not take, and for any on a public route, which
+// reads no body). What it found is returned with its refusal too, for
+// the request's record.
+func (t *routes) find(r *http.Request) (f found, err error) {
+	p := t.prefixOf(r.URL.Path)
+	if p == nil {
+		return f, capability.NotFound(r)
+	}
+	f.c, f.label = p.c, p.label
+	rt := t.routeOf(r, p.c)
+	if rt == nil {
+		return f, capability.NotFound(r)
+	}
+	if err := rt.allowMethod(r); err != nil {
+		return f, err
+	}
+	need, ok, err := p.c.Scopes(r)
+	if err != nil {
+		return f, err
+	}
+	if !ok {
+		return f, capability.NotFound(r)
+	}
+	f.rt, f.label, f.need = rt, rt.label, need
+	if f.coding, err = rt.bodyCoding(r); err == nil && need.Public && f.coding != "" {
+		err = unreadableBody(nil)
+	}
+	return f, err
+}
+
 // prefixOf finds the prefix owning path, or nil.
 func (t *routes) prefixOf(path string) *prefix {
 	for i := range t.prefixes {
@@ -164,6 +215,33 @@ func (rt *route) servesPath(r *http.Request) bool {
 	probe.Method, probe.Body, probe.ContentLength = rt.probe, http.NoBody, 0
 	_, ok, err := rt.c.Scopes(&probe)
 	return ok || err != nil
+}
+
+// bodyCoding judges the content coding of r's body on rt: it returns ""
+// for a body as it is (or no body), the coding when rt's Codings name it
+// (its CodedLimit is then the most bytes the body may take), and
+// otherwise a 415. The header is judged whole, as an answer's is: more
+// than one Content-Encoding header, or stacked codings, are a 415 too.
+func (rt *route) bodyCoding(r *http.Request) (string, error) {
+	values := r.Header.Values("Content-Encoding")
+	if len(values) == 0 || r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+		return "", nil
+	}
+	coding, err := proxy.Decoding(values, rt.Codings...)
+	if err != nil {
+		return "", unreadableBody(rt.Codings)
+	}
+	return coding, nil
+}
+
+// unreadableBody is the 415 of a request body in a content coding the
+// route does not take; codings are those it takes.
+func unreadableBody(codings []string) error {
+	msg := "This route takes a request body only as it is, with no Content-Encoding: the broker reads every body to keep tokens out of what goes upstream, and cannot read it encoded. Send it uncompressed."
+	if len(codings) > 0 {
+		msg = "This route takes a request body as it is or in gzip (one Content-Encoding: gzip), which the broker decodes to keep tokens out of what goes upstream; it cannot read this one's encoding. Send it uncompressed or in gzip."
+	}
+	return capability.Refuse(capability.ReasonEncoding, "%s", msg)
 }
 
 // boundRoute keeps a capability's route template to a sane length.

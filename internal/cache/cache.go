@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -379,16 +380,8 @@ func (c *Cache) dropLocked(kind, key string) {
 		delete(c.decls, key)
 		delete(c.budgeted, key)
 		// A removed box takes its secrets with it.
-		for k := range c.secrets {
-			if strings.HasPrefix(k, key+"/") {
-				delete(c.secrets, k)
-			}
-		}
-		for k := range c.secMiss {
-			if strings.HasPrefix(k, key+"/") {
-				delete(c.secMiss, k)
-			}
-		}
+		maps.DeleteFunc(c.secrets, func(k string, _ store.Secret) bool { return strings.HasPrefix(k, key+"/") })
+		maps.DeleteFunc(c.secMiss, func(k string, _ struct{}) bool { return strings.HasPrefix(k, key+"/") })
 	case store.ChangeDeclaration:
 		delete(c.decls, key)
 	case store.ChangeBudget:

@@ -144,14 +144,10 @@ func errorAnswer(status int, msg string) *http.Response {
 // cloud's Anthropic-shaped answer gave.
 func typedErrorAnswer(status int, typ, msg string) *http.Response {
 	b := protocol.RefusalBody(typ, msg)
-	h := http.Header{}
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(b)))
-	return &http.Response{
-		StatusCode: status, Status: fmt.Sprintf("%d %s", status, http.StatusText(status)),
-		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: h, Body: io.NopCloser(bytes.NewReader(b)), ContentLength: int64(len(b)),
-	}
+	resp := answer(status, "application/json", io.NopCloser(bytes.NewReader(b)))
+	resp.Header.Set("Content-Length", strconv.Itoa(len(b)))
+	resp.ContentLength = int64(len(b))
+	return resp
 }
 
 // errorEvent is an Anthropic "error" server-sent event.

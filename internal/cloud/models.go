@@ -21,6 +21,9 @@ var bedrockUndated = map[string]string{
 }
 
 func init() {
+	for name, ids := range dated {
+		bedrockModels[name], vertexModels[name] = ids[0], ids[1]
+	}
 	for _, name := range undated {
 		id, ok := bedrockUndated[name]
 		if !ok {
@@ -31,57 +34,36 @@ func init() {
 	}
 }
 
-// bedrockModels maps Anthropic model names, and their dated forms, to
-// Amazon Bedrock's model ids (undated's are added). A credential's Models
-// come first. The newer models are offered on Bedrock only through
-// cross-region inference profiles: a credential's Profile prefixes these
-// ids.
-var bedrockModels = map[string]string{
-	"claude-opus-4-5":            "anthropic.claude-opus-4-5-20251101-v1:0",
-	"claude-opus-4-5-20251101":   "anthropic.claude-opus-4-5-20251101-v1:0",
-	"claude-haiku-4-5":           "anthropic.claude-haiku-4-5-20251001-v1:0",
-	"claude-haiku-4-5-20251001":  "anthropic.claude-haiku-4-5-20251001-v1:0",
-	"claude-sonnet-4-5":          "anthropic.claude-sonnet-4-5-20250929-v1:0",
-	"claude-sonnet-4-5-20250929": "anthropic.claude-sonnet-4-5-20250929-v1:0",
-	"claude-opus-4-1":            "anthropic.claude-opus-4-1-20250805-v1:0",
-	"claude-opus-4-1-20250805":   "anthropic.claude-opus-4-1-20250805-v1:0",
-	"claude-opus-4-0":            "anthropic.claude-opus-4-20250514-v1:0",
-	"claude-opus-4-20250514":     "anthropic.claude-opus-4-20250514-v1:0",
-	"claude-sonnet-4-0":          "anthropic.claude-sonnet-4-20250514-v1:0",
-	"claude-sonnet-4-20250514":   "anthropic.claude-sonnet-4-20250514-v1:0",
-	"claude-3-7-sonnet-latest":   "anthropic.claude-3-7-sonnet-20250219-v1:0",
-	"claude-3-7-sonnet-20250219": "anthropic.claude-3-7-sonnet-20250219-v1:0",
-	"claude-3-5-haiku-latest":    "anthropic.claude-3-5-haiku-20241022-v1:0",
-	"claude-3-5-haiku-20241022":  "anthropic.claude-3-5-haiku-20241022-v1:0",
-	"claude-3-5-sonnet-20241022": "anthropic.claude-3-5-sonnet-20241022-v2:0",
-	"claude-3-5-sonnet-20240620": "anthropic.claude-3-5-sonnet-20240620-v1:0",
-	"claude-3-haiku-20240307":    "anthropic.claude-3-haiku-20240307-v1:0",
+// dated maps Anthropic model names, and their dated forms, to the
+// clouds' model ids: Amazon Bedrock's, then Vertex AI's. The newer models
+// are offered on Bedrock only through cross-region inference profiles: a
+// credential's Profile prefixes these ids.
+var dated = map[string][2]string{
+	"claude-opus-4-5":            {"anthropic.claude-opus-4-5-20251101-v1:0", "claude-opus-4-5@20251101"},
+	"claude-opus-4-5-20251101":   {"anthropic.claude-opus-4-5-20251101-v1:0", "claude-opus-4-5@20251101"},
+	"claude-haiku-4-5":           {"anthropic.claude-haiku-4-5-20251001-v1:0", "claude-haiku-4-5@20251001"},
+	"claude-haiku-4-5-20251001":  {"anthropic.claude-haiku-4-5-20251001-v1:0", "claude-haiku-4-5@20251001"},
+	"claude-sonnet-4-5":          {"anthropic.claude-sonnet-4-5-20250929-v1:0", "claude-sonnet-4-5@20250929"},
+	"claude-sonnet-4-5-20250929": {"anthropic.claude-sonnet-4-5-20250929-v1:0", "claude-sonnet-4-5@20250929"},
+	"claude-opus-4-1":            {"anthropic.claude-opus-4-1-20250805-v1:0", "claude-opus-4-1@20250805"},
+	"claude-opus-4-1-20250805":   {"anthropic.claude-opus-4-1-20250805-v1:0", "claude-opus-4-1@20250805"},
+	"claude-opus-4-0":            {"anthropic.claude-opus-4-20250514-v1:0", "claude-opus-4@20250514"},
+	"claude-opus-4-20250514":     {"anthropic.claude-opus-4-20250514-v1:0", "claude-opus-4@20250514"},
+	"claude-sonnet-4-0":          {"anthropic.claude-sonnet-4-20250514-v1:0", "claude-sonnet-4@20250514"},
+	"claude-sonnet-4-20250514":   {"anthropic.claude-sonnet-4-20250514-v1:0", "claude-sonnet-4@20250514"},
+	"claude-3-7-sonnet-latest":   {"anthropic.claude-3-7-sonnet-20250219-v1:0", "claude-3-7-sonnet@20250219"},
+	"claude-3-7-sonnet-20250219": {"anthropic.claude-3-7-sonnet-20250219-v1:0", "claude-3-7-sonnet@20250219"},
+	"claude-3-5-haiku-latest":    {"anthropic.claude-3-5-haiku-20241022-v1:0", "claude-3-5-haiku@20241022"},
+	"claude-3-5-haiku-20241022":  {"anthropic.claude-3-5-haiku-20241022-v1:0", "claude-3-5-haiku@20241022"},
+	"claude-3-5-sonnet-20241022": {"anthropic.claude-3-5-sonnet-20241022-v2:0", "claude-3-5-sonnet-v2@20241022"},
+	"claude-3-5-sonnet-20240620": {"anthropic.claude-3-5-sonnet-20240620-v1:0", "claude-3-5-sonnet@20240620"},
+	"claude-3-haiku-20240307":    {"anthropic.claude-3-haiku-20240307-v1:0", "claude-3-haiku@20240307"},
 }
 
-// vertexModels maps Anthropic model names, and their dated forms, to
-// Vertex AI's model ids (undated's are added). A credential's Models come
+// bedrockModels and vertexModels map Anthropic model names to each
+// cloud's model ids: dated's and undated's. A credential's Models come
 // first.
-var vertexModels = map[string]string{
-	"claude-opus-4-5":            "claude-opus-4-5@20251101",
-	"claude-opus-4-5-20251101":   "claude-opus-4-5@20251101",
-	"claude-haiku-4-5":           "claude-haiku-4-5@20251001",
-	"claude-haiku-4-5-20251001":  "claude-haiku-4-5@20251001",
-	"claude-sonnet-4-5":          "claude-sonnet-4-5@20250929",
-	"claude-sonnet-4-5-20250929": "claude-sonnet-4-5@20250929",
-	"claude-opus-4-1":            "claude-opus-4-1@20250805",
-	"claude-opus-4-1-20250805":   "claude-opus-4-1@20250805",
-	"claude-opus-4-0":            "claude-opus-4@20250514",
-	"claude-opus-4-20250514":     "claude-opus-4@20250514",
-	"claude-sonnet-4-0":          "claude-sonnet-4@20250514",
-	"claude-sonnet-4-20250514":   "claude-sonnet-4@20250514",
-	"claude-3-7-sonnet-latest":   "claude-3-7-sonnet@20250219",
-	"claude-3-7-sonnet-20250219": "claude-3-7-sonnet@20250219",
-	"claude-3-5-haiku-latest":    "claude-3-5-haiku@20241022",
-	"claude-3-5-haiku-20241022":  "claude-3-5-haiku@20241022",
-	"claude-3-5-sonnet-20241022": "claude-3-5-sonnet-v2@20241022",
-	"claude-3-5-sonnet-20240620": "claude-3-5-sonnet@20240620",
-	"claude-3-haiku-20240307":    "claude-3-haiku@20240307",
-}
+var bedrockModels, vertexModels = map[string]string{}, map[string]string{}
 
 // ModelID returns the cloud's id for the Anthropic model name: the
 // credential's own Models first, then the built-in table (through the

@@ -10,6 +10,7 @@ import (
 	"math"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/intentius/boxbroker/internal/capability"
@@ -100,11 +101,9 @@ func schemaOf(q *Question) (schema ordered, ask string) {
 	switch q.Type {
 	case TypeChoice:
 		probs := make(ordered, len(q.Options))
-		for i, o := range q.Options {
-			probs[i] = kv{o, described("number", "The probability, from 0 to 1, that this option is the right choice.")}
-		}
 		quoted := make([]string, len(q.Options))
 		for i, o := range q.Options {
+			probs[i] = kv{o, described("number", "The probability, from 0 to 1, that this option is the right choice.")}
 			b, _ := marshal(o)
 			quoted[i] = string(b)
 		}
@@ -325,7 +324,7 @@ func read(q *Question, text string) (Answer, error) {
 		if out.Choice == nil {
 			return Answer{}, badOutput(q, "it gives no choice", nil)
 		}
-		if !contains(q.Options, *out.Choice) {
+		if !slices.Contains(q.Options, *out.Choice) {
 			return Answer{}, badOutput(q, fmt.Sprintf("it chose %s, which is not one of the options", short(*out.Choice)), nil)
 		}
 		a.Choice = *out.Choice
@@ -374,13 +373,4 @@ func read(q *Question, text string) (Answer, error) {
 func clamp(v float64) *float64 {
 	v = math.Min(math.Max(v, 0), 1)
 	return &v
-}
-
-func contains(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

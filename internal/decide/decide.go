@@ -166,12 +166,7 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 	if err != nil {
 		return err
 	}
-	asked := 0
-	for i := range req.Questions {
-		if req.Questions[i].Asked() {
-			asked++
-		}
-	}
+	asked := req.asked()
 	if asked > 0 && noCredential {
 		return capability.NoCredential(paid.Payer, payer.SetHint(paid.Payer, call.Box.Name))
 	}

@@ -24,14 +24,9 @@ func (c *Capability) Estimate(_ *http.Request, body []byte) capability.Estimate 
 	if err != nil {
 		return capability.Estimate{}
 	}
-	e := capability.Estimate{Model: req.Model, MaxTokens: int64(c.cfg.MaxTokens), Capped: true}
-	for i := range req.Questions {
-		if req.Questions[i].Asked() {
-			e.Calls++
-		}
-	}
-	if e.Calls == 0 {
+	n := req.asked()
+	if n == 0 {
 		return capability.Estimate{}
 	}
-	return e
+	return capability.Estimate{Model: req.Model, MaxTokens: int64(c.cfg.MaxTokens), Capped: true, Calls: int64(n)}
 }

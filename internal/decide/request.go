@@ -53,6 +53,17 @@ func (q *Question) Asked() bool {
 	return false
 }
 
+// asked is how many of r's questions the broker asks the model.
+func (r *Request) asked() int {
+	n := 0
+	for i := range r.Questions {
+		if r.Questions[i].Asked() {
+			n++
+		}
+	}
+	return n
+}
+
 // InvalidError is a request that is not in the wire format. Message says
 // what is wrong and is safe to show the box.
 type InvalidError struct {

@@ -121,13 +121,9 @@ func walkJSON(d *json.Decoder, kind, member string, out []named) ([]named, error
 		}
 		_, err = d.Token()
 		return out, err
-	case string:
+	case string, json.Number:
 		if kind != "" {
-			out = append(out, named{kind, t, fmt.Sprintf("the body (%s)", member)})
-		}
-	case json.Number:
-		if kind != "" {
-			out = append(out, named{kind, t.String(), fmt.Sprintf("the body (%s)", member)})
+			out = append(out, named{kind, fmt.Sprint(t), fmt.Sprintf("the body (%s)", member)})
 		}
 	}
 	return out, nil

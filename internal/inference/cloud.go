@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 
 	"github.com/intentius/boxbroker/internal/cloud"
 	"github.com/intentius/boxbroker/internal/proxy"
@@ -89,13 +90,7 @@ func cloudSecrets(cred []byte, made []string) []string {
 		out = append(out, c.Secrets()...)
 	}
 	out = append(out, made...)
-	kept := out[:0]
-	for _, v := range out {
-		if v != "" {
-			kept = append(kept, v)
-		}
-	}
-	return kept
+	return slices.DeleteFunc(out, func(v string) bool { return v == "" })
 }
 
 // maskForms are the forms an answer is redacted of: the credential, and

@@ -3,6 +3,7 @@ package inference
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -341,16 +342,11 @@ func (f *requestFields) readTools(v gjson.Result) {
 			}
 			return true
 		})
-		typ := ""
-		for _, ty := range types {
-			if serverTool(ty) {
-				typ = ty
-				break
-			}
-		}
-		if typ == "" {
+		i := slices.IndexFunc(types, serverTool)
+		if i < 0 {
 			return true
 		}
+		typ := types[i]
 		f.servers++
 		if !usesSet || usesBad {
 			if f.unboundable == "" {
@@ -359,11 +355,8 @@ func (f *requestFields) readTools(v gjson.Result) {
 			return true
 		}
 		f.uses = min(f.uses+min(uses, maxUses), maxUses)
-		for _, ty := range types {
-			if strings.HasPrefix(ty, "web_search_") {
-				f.searches = min(f.searches+min(uses, maxUses), maxUses)
-				break
-			}
+		if slices.ContainsFunc(types, func(ty string) bool { return strings.HasPrefix(ty, "web_search_") }) {
+			f.searches = min(f.searches+min(uses, maxUses), maxUses)
 		}
 		return true
 	})

@@ -13,6 +13,8 @@ import (
 	"net/textproto"
 	"strconv"
 	"time"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // What an hmac secret signs.
@@ -76,19 +78,6 @@ func (h *HMAC) Drop() []string {
 	return d
 }
 
-func validHeaderName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		if c >= 0x7f || c <= ' ' || c == ':' || c == '"' || c == '(' || c == ')' || c == ',' || c == '/' ||
-			c == ';' || c == '<' || c == '=' || c == '>' || c == '?' || c == '@' || c == '[' || c == '\\' || c == ']' || c == '{' || c == '}' {
-			return false
-		}
-	}
-	return true
-}
-
 func (h *HMAC) validate() error {
 	const k = KindHMAC
 	if err := required(k, "key", h.Key); err != nil {
@@ -100,7 +89,7 @@ func (h *HMAC) validate() error {
 	if err := required(k, "header", h.Header); err != nil {
 		return err
 	}
-	if !validHeaderName(h.Header) {
+	if !httpguts.ValidHeaderFieldName(h.Header) {
 		return &FieldError{Kind: k, Field: "header", Problem: "is not a header name"}
 	}
 	h.Header = textproto.CanonicalMIMEHeaderKey(h.Header)
@@ -131,7 +120,7 @@ func (h *HMAC) validate() error {
 	if h.TimestampHeader == "" {
 		h.TimestampHeader = "X-Timestamp"
 	}
-	if !validHeaderName(h.TimestampHeader) {
+	if !httpguts.ValidHeaderFieldName(h.TimestampHeader) {
 		return &FieldError{Kind: k, Field: "timestamp_header", Problem: "is not a header name"}
 	}
 	h.TimestampHeader = textproto.CanonicalMIMEHeaderKey(h.TimestampHeader)

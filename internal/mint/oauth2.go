@@ -108,9 +108,6 @@ func (o *OAuth2) style() oauth2.AuthStyle {
 	return oauth2.AuthStyleInHeader
 }
 
-// oauthCode is an RFC 6749 error code as it may be shown: a few words.
-var oauthCode = regexp.MustCompile(`^[a-z_]{1,40}$`)
-
 func (o *OAuth2) mint(ctx context.Context, client *http.Client, now time.Time, refresh string) (Token, error) {
 	ctx = context.WithValue(ctx, oauth2.HTTPClient, client)
 	var (
@@ -138,7 +135,7 @@ func (o *OAuth2) mint(ctx context.Context, client *http.Client, now time.Time, r
 		}
 		if re.Response != nil && re.Response.StatusCode >= 400 && re.Response.StatusCode < 500 {
 			code := re.ErrorCode
-			if !oauthCode.MatchString(code) {
+			if !plainCode(code) {
 				code = ""
 			}
 			return Token{}, &RefusedError{Kind: KindOAuth2, Status: re.Response.StatusCode, Code: code}

@@ -73,11 +73,9 @@ func (s *Service) AdminTokens(ctx context.Context) ([]AdminTokenView, error) {
 	if err != nil {
 		return nil, StoreError(err, "", "")
 	}
-	out := []AdminTokenView{}
-	for _, t := range ts {
-		out = append(out, AdminTokenView{ID: t.ID, Name: t.Name, CreatedAt: formatTime(t.CreatedAt)})
-	}
-	return out, nil
+	return views(ts, func(t store.AdminToken) AdminTokenView {
+		return AdminTokenView{ID: t.ID, Name: t.Name, CreatedAt: formatTime(t.CreatedAt)}
+	}), nil
 }
 
 // RevokeAdminToken removes the admin token id: whoever holds it can no

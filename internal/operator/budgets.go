@@ -104,11 +104,7 @@ func (s *Service) Budgets(ctx context.Context, box, month string) (BudgetList, e
 	if err != nil {
 		return BudgetList{}, StoreError(err, NoBox(box), "")
 	}
-	out := BudgetList{Month: month, Resets: formatTime(spend.Resets(month)), Budgets: []BudgetView{}}
-	for _, b := range bs {
-		out.Budgets = append(out.Budgets, budgetView(b))
-	}
-	return out, nil
+	return BudgetList{Month: month, Resets: formatTime(spend.Resets(month)), Budgets: views(bs, budgetView)}, nil
 }
 
 // SetBudget sets box's own monthly budget, or set's principal's on it,

@@ -97,11 +97,7 @@ func DeadLetterViews(d DeadLetters) ([]DeadLetterView, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := []DeadLetterView{}
-	for _, x := range list {
-		out = append(out, DeadLetterViewOf(x))
-	}
-	return out, nil
+	return views(list, DeadLetterViewOf), nil
 }
 
 // RetryDeadLetter applies the dead letter id to the store and removes it

@@ -134,11 +134,7 @@ func (s *Service) ListGrants(ctx context.Context, box string) ([]GrantView, erro
 		return nil, StoreError(err, "", "")
 	}
 	now := s.cfg.Now()
-	out := []GrantView{}
-	for _, g := range gs {
-		out = append(out, grantView(g, now))
-	}
-	return out, nil
+	return views(gs, func(g store.Grant) GrantView { return grantView(g, now) }), nil
 }
 
 // RevokeGrant revokes the grant id (kept, to be listed as revoked);

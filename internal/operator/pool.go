@@ -123,13 +123,11 @@ func (s *Service) PoolEntries(ctx context.Context) ([]PoolEntryView, error) {
 	if err != nil {
 		return nil, StoreError(err, "", "")
 	}
-	out := make([]PoolEntryView, 0, len(stats))
-	for _, st := range stats {
-		out = append(out, PoolEntryView{Name: st.Name, Kind: st.Kind, Weight: st.Weight, URL: st.URL, UpdatedAt: formatTime(st.UpdatedAt),
+	return views(stats, func(st pool.Stat) PoolEntryView {
+		return PoolEntryView{Name: st.Name, Kind: st.Kind, Weight: st.Weight, URL: st.URL, UpdatedAt: formatTime(st.UpdatedAt),
 			State: st.State, Until: optionalTime(st.Until), Requests: st.Requests, R429: st.R429, R529: st.R529,
-			Failovers: st.Failovers, Failures: st.Failures})
-	}
-	return out, nil
+			Failovers: st.Failovers, Failures: st.Failures}
+	}), nil
 }
 
 // SetPoolEntry checks value as a credential of kind (CheckedValue; "" is

@@ -127,11 +127,7 @@ func (s *Service) ListProposals(ctx context.Context, box, state string) ([]Propo
 	if err != nil {
 		return nil, proposalError(err)
 	}
-	out := []ProposalView{}
-	for _, p := range ps {
-		out = append(out, ProposalViewOf(p))
-	}
-	return out, nil
+	return views(ps, ProposalViewOf), nil
 }
 
 // Proposal returns the proposal id. NotFound for none.

@@ -50,11 +50,9 @@ func (s *Service) RateLimits(ctx context.Context, box string) ([]RateLimitView, 
 	if err != nil {
 		return nil, StoreError(err, "", "")
 	}
-	out := []RateLimitView{}
-	for _, l := range ls {
-		out = append(out, RateLimitView{Principal: optional(l.Principal), InputTPM: l.InputTPM, OutputTPM: l.OutputTPM, RPM: l.RPM, UpdatedAt: formatTime(l.UpdatedAt)})
-	}
-	return out, nil
+	return views(ls, func(l store.RateLimit) RateLimitView {
+		return RateLimitView{Principal: optional(l.Principal), InputTPM: l.InputTPM, OutputTPM: l.OutputTPM, RPM: l.RPM, UpdatedAt: formatTime(l.UpdatedAt)}
+	}), nil
 }
 
 // SetRateLimit sets box's own rate limit, or set's principal's on it.

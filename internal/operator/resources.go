@@ -72,11 +72,9 @@ func (s *Service) ListResources(ctx context.Context, box string) ([]ResourceView
 	if err != nil {
 		return nil, StoreError(err, "", "")
 	}
-	out := []ResourceView{}
-	for _, res := range list {
-		out = append(out, ResourceView{Kind: res.Kind, ID: res.ID, At: formatTime(res.At)})
-	}
-	return out, nil
+	return views(list, func(res store.Resource) ResourceView {
+		return ResourceView{Kind: res.Kind, ID: res.ID, At: formatTime(res.At)}
+	}), nil
 }
 
 // AddResource assigns the Fountain id nr names to box. Invalid for a bad

@@ -182,25 +182,21 @@ func (s *Service) Spend(ctx context.Context, box, month string) (SpendReport, er
 		return SpendReport{}, StoreError(err, NoBox(box), "")
 	}
 	out := SpendReport{Box: rep.Box, Month: rep.Month, MeasuredSpend: measured(rep.Measured, rep.Calls, rep.Unpriced, rep.Unmeasured, rep.Charged), Differs: rep.Differs,
-		ReportedMonth: optional(rep.ReportedMonth), ByPrincipal: []SpendLine{}, Usage: []UsageView{}}
-	if !rep.ReportedAt.IsZero() {
-		at := formatTime(rep.ReportedAt)
-		out.ReportedAt = &at
-	}
+		ReportedMonth: optional(rep.ReportedMonth), ReportedAt: optionalTime(rep.ReportedAt)}
 	if rep.Reported != nil {
 		out.Reported = &ReportedSpend{USD: rep.Reported.USD, Runs: rep.Reported.Runs, Unpriced: rep.Reported.Unpriced}
 	}
-	for _, l := range rep.Lines {
+	out.ByPrincipal = views(rep.Lines, func(l spend.Line) SpendLine {
 		line := SpendLine{Principal: l.Principal, MeasuredSpend: measured(l.Measured, l.Calls, l.Unpriced, l.Unmeasured, l.Charged), Differs: l.Differs}
 		if l.Reported != nil {
 			line.Reported = &ReportedSpend{USD: l.Reported.USD, Runs: l.Reported.Runs, Unpriced: l.Reported.Unpriced}
 		}
-		out.ByPrincipal = append(out.ByPrincipal, line)
-	}
-	for _, u := range rep.Usage {
-		out.Usage = append(out.Usage, UsageView{Payer: u.PayerKind, Principal: optional(u.Principal), Model: optional(u.Model),
-			UsageCounts: UsageCountsOf(u), CostUSD: dollars(u.Cost)})
-	}
+		return line
+	})
+	out.Usage = views(rep.Usage, func(u store.Usage) UsageView {
+		return UsageView{Payer: u.PayerKind, Principal: optional(u.Principal), Model: optional(u.Model),
+			UsageCounts: UsageCountsOf(u), CostUSD: dollars(u.Cost)}
+	})
 	if out.Cache, err = s.Cache(ctx, box, month); err != nil {
 		return SpendReport{}, StoreError(err, "", "")
 	}

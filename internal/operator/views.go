@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/protocol"
@@ -147,15 +148,12 @@ func BoxViewOf(b store.Box, d *protocol.Declaration, now time.Time) BoxView {
 		CreatedAt:    formatTime(b.CreatedAt),
 		Consent:      b.Consent,
 		Paused:       b.Paused,
-		Payer:        PayerView{Kind: b.PayerKind},
+		Payer:        PayerView{Kind: b.PayerKind, Principal: optional(b.PayerPrincipal)},
 		Capabilities: []CapabilityView{},
+		From:         views(b.From, netip.Prefix.String),
 	}
 	if v.Payer.Kind == "" {
 		v.Payer.Kind = protocol.PayerShared
-	}
-	v.From = []string{}
-	for _, p := range b.From {
-		v.From = append(v.From, p.String())
 	}
 	if b.TokenTTL > 0 {
 		ttl := b.TokenTTL.String()
@@ -164,10 +162,6 @@ func BoxViewOf(b store.Box, d *protocol.Declaration, now time.Time) BoxView {
 	v.ExpiresAt = optionalTime(b.ExpiresAt)
 	if b.OldTokenHash != "" {
 		v.OldTokenUntil = optionalTime(b.OldUntil)
-	}
-	if b.PayerPrincipal != "" {
-		p := b.PayerPrincipal
-		v.Payer.Principal = &p
 	}
 	if d == nil {
 		return v
@@ -191,6 +185,15 @@ func BoxViewOf(b store.Box, d *protocol.Declaration, now time.Time) BoxView {
 		}
 	}
 	return v
+}
+
+// views is xs each as view shows it: an empty list, never null, for none.
+func views[S, V any](xs []S, view func(S) V) []V {
+	out := make([]V, 0, len(xs))
+	for _, x := range xs {
+		out = append(out, view(x))
+	}
+	return out
 }
 
 // formatTime writes t as the protocol does.
@@ -223,8 +226,13 @@ func (s *Service) view(ctx context.Context, b store.Box) (BoxView, error) {
 	return BoxViewOf(b, d, s.cfg.Now()), nil
 }
 
-// box reads the box named name: Invalid for no box name, NotFound for no
-// such box.
+// StoredBox reads the box named name as the store keeps it: Invalid for
+// no box name, NotFound for no such box.
+func (s *Service) StoredBox(ctx context.Context, name string) (store.Box, error) {
+	return s.box(ctx, name)
+}
+
+// box is StoredBox.
 func (s *Service) box(ctx context.Context, name string) (store.Box, error) {
 	if err := CheckBoxName(name); err != nil {
 		return store.Box{}, err

@@ -308,12 +308,16 @@ func (p *Pool) Choose(ctx context.Context, box string, pay protocol.Payer) (capa
 	if err != nil {
 		return capability.Paid{Payer: pay}, err
 	}
-	if len(c.entries) > 1 {
-		paid.Failover = c
-	} else {
-		paid.Failover = single{c}
-	}
+	paid.Failover = c.failover()
 	return paid, nil
+}
+
+// failover is c, or, when it has one entry to try, c as a single.
+func (c *Choice) failover() capability.Failover {
+	if len(c.entries) == 1 {
+		return single{c}
+	}
+	return c
 }
 
 // appendOrdered appends es to out in box's rendezvous order.
@@ -362,10 +366,10 @@ func (p *Pool) usableLocked(name, box, route, model string, now time.Time) bool 
 func (c *Choice) paid(i int) (capability.Paid, error) {
 	e := c.entries[i]
 	cred, err := c.p.cfg.Keyring.Open(e.Sealed, AD(e.Name))
-	if err != nil {
-		return capability.Paid{}, fmt.Errorf("credential pool entry %s: %w", e.Name, err)
+	var u *url.URL
+	if err == nil {
+		u, err = c.p.url(e.URL)
 	}
-	u, err := c.p.url(e.URL)
 	if err != nil {
 		return capability.Paid{}, fmt.Errorf("credential pool entry %s: %w", e.Name, err)
 	}
@@ -449,10 +453,7 @@ func (c *Choice) Model(name string) (capability.Paid, bool) {
 	c.p.mu.Lock()
 	c.p.healthLocked(chosen).requests-- // counted by Choose, never made
 	c.p.mu.Unlock()
-	paid.Failover = c
-	if len(c.entries) == 1 {
-		paid.Failover = single{c}
-	}
+	paid.Failover = c.failover()
 	return paid, true
 }
 

@@ -2,6 +2,7 @@ package ratelimit_test
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/store/postgres"
 	"github.com/intentius/boxbroker/internal/store/postgres/postgrestest"
+	"github.com/intentius/boxbroker/internal/store/sqlite"
 )
 
 // BenchmarkReplicasOvershoot measures how far two replicas sharing a
@@ -108,4 +110,44 @@ func simulate(b *testing.B, st store.RateLimits, start time.Time, limit int, sha
 		most = max(most, sum)
 	}
 	return max(0, float64(most-limit)/float64(limit)*100)
+}
+
+// BenchmarkAdmit measures Admit and Charge of a metered call from every
+// core at once, for a box with no limit while another box has one (the
+// common case: a call that no limit covers), and for the box with the
+// limit, as a ratio of the two in the same run.
+func BenchmarkAdmit(b *testing.B) {
+	ctx := context.Background()
+	st, err := sqlite.Open(filepath.Join(b.TempDir(), "boxbroker.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	for _, name := range []string{"alpha", "limited"} {
+		if err := st.CreateBox(ctx, store.Box{Name: name, TokenHash: name, CreatedAt: time.Now(), PayerKind: protocol.PayerShared}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := st.SetRateLimit(ctx, store.RateLimit{Box: "limited", RPM: 1 << 40, UpdatedAt: time.Now()}); err != nil {
+		b.Fatal(err)
+	}
+	l, err := ratelimit.New(ratelimit.Config{Store: st})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := l.Round(ctx); err != nil {
+		b.Fatal(err)
+	}
+	for _, box := range []string{"alpha", "limited"} {
+		b.Run(box, func(b *testing.B) {
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if f := l.Admit(box, "github:someone"); f != nil {
+						b.Fatalf("Admit(%s) refused: %+v", box, f)
+					}
+					l.Charge(box, "github:someone", 100, 10)
+				}
+			})
+		})
+	}
 }

@@ -31,6 +31,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/defaults"
@@ -107,9 +108,12 @@ type Limiter struct {
 	cfg Config
 	log *slog.Logger
 
+	// limits are the limits as last read, replaced whole at each round
+	// (under mu) and read without it: a call of a key with no limit
+	// takes no lock.
+	limits atomic.Pointer[map[key]store.RateLimit]
+
 	mu sync.Mutex // guards what follows
-	// limits are the limits as last read.
-	limits map[key]store.RateLimit
 	// local is this process's counts of each key with a limit.
 	local map[key]*ring
 	// remote is the other replicas' counts of each key, as last read.
@@ -129,7 +133,9 @@ func New(cfg Config) (*Limiter, error) {
 		_, _ = rand.Read(b[:])
 		cfg.Replica = hex.EncodeToString(b[:])
 	}
-	return &Limiter{cfg: cfg, log: cfg.Logger, limits: map[key]store.RateLimit{}, local: map[key]*ring{}, remote: map[key]slot{}}, nil
+	l := &Limiter{cfg: cfg, log: cfg.Logger, local: map[key]*ring{}, remote: map[key]slot{}}
+	l.limits.Store(&map[key]store.RateLimit{})
+	return l, nil
 }
 
 // Refusal is a request refused by a limit: Limit is the limit passed, Of
@@ -146,20 +152,21 @@ type Refusal struct {
 // returns nil, or returns the refusal of the first limit it would pass
 // (the box's before the principal's) and counts nothing.
 func (l *Limiter) Admit(box, principal string) *Refusal {
-	now := l.cfg.Now()
-	sec := now.Unix()
 	keys := [2]key{{box, ""}, {box, principal}}
 	n := 1
 	if principal != "" {
 		n = 2
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.limits) == 0 {
+	if !l.limited(keys[:n]) {
 		return nil
 	}
+	now := l.cfg.Now()
+	sec := now.Unix()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	limits := *l.limits.Load()
 	for _, k := range keys[:n] {
-		lim, ok := l.limits[k]
+		lim, ok := limits[k]
 		if !ok {
 			continue
 		}
@@ -206,6 +213,10 @@ func (l *Limiter) Charge(box, principal string, input, output int64) {
 	if input <= 0 && output <= 0 {
 		return
 	}
+	keys := [2]key{{box, ""}, {box, principal}}
+	if !l.limited(keys[:]) {
+		return
+	}
 	sec := l.cfg.Now().Unix()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -219,10 +230,21 @@ func (l *Limiter) Charge(box, principal string, input, output int64) {
 	}
 }
 
+// limited reports whether any of keys has a limit, without the lock.
+func (l *Limiter) limited(keys []key) bool {
+	limits := *l.limits.Load()
+	for _, k := range keys {
+		if _, ok := limits[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
 // ringLocked is k's counts, made on first use; nil when no limit of k
 // is known.
 func (l *Limiter) ringLocked(k key) *ring {
-	if _, ok := l.limits[k]; !ok {
+	if _, ok := (*l.limits.Load())[k]; !ok {
 		return nil
 	}
 	r := l.local[k]
@@ -265,7 +287,7 @@ func (l *Limiter) Round(ctx context.Context) error {
 	sec := now.Unix()
 	var mine []store.RateCount
 	l.mu.Lock()
-	l.limits = limits
+	l.limits.Store(&limits)
 	for k, r := range l.local {
 		if _, ok := limits[k]; !ok {
 			delete(l.local, k)

@@ -112,12 +112,7 @@ func firstSealed(ctx context.Context, st store.Store) (sealed []byte, ad, what s
 // (BOXBROKER_MASTER_KEY unset and no master.key there) is removed again —
 // and the error names the key it used and BOXBROKER_MASTER_KEY.
 func SealingKeyring(ctx context.Context, cfg *Config, st store.Store) (*secrets.Keyring, error) {
-	if cfg.MasterKey == "" {
-		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-			return nil, fmt.Errorf("make data directory: %w", err)
-		}
-	}
-	k, created, err := secrets.Load(cfg.DataDir, cfg.MasterKey)
+	k, created, err := loadKeyring(cfg)
 	if err != nil {
 		return nil, err
 	}

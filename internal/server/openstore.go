@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/intentius/boxbroker/internal/approval"
+	"github.com/intentius/boxbroker/internal/auditsink"
+	"github.com/intentius/boxbroker/internal/metrics"
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/store/deadline"
@@ -75,11 +78,38 @@ func StoreWhere(cfg *Config) string {
 // LoadKeyring loads the master key cfg names. The data directory is
 // created when the key file lives there.
 func LoadKeyring(cfg *Config) (*secrets.Keyring, error) {
+	k, _, err := loadKeyring(cfg)
+	return k, err
+}
+
+// loadKeyring is LoadKeyring's, with created true when it made the key
+// file.
+func loadKeyring(cfg *Config) (k *secrets.Keyring, created bool, err error) {
 	if cfg.MasterKey == "" {
 		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-			return nil, fmt.Errorf("make data directory: %w", err)
+			return nil, false, fmt.Errorf("make data directory: %w", err)
 		}
 	}
-	k, _, err := secrets.Load(cfg.DataDir, cfg.MasterKey)
-	return k, err
+	return secrets.Load(cfg.DataDir, cfg.MasterKey)
+}
+
+// openAuditSink opens the audit sink cfg configures, its backlog in the
+// data directory and its metrics beside the broker's; nil (and no
+// error) when cfg names none.
+func openAuditSink(cfg *Config, m *metrics.Metrics, log *slog.Logger) (*auditsink.Sink, error) {
+	if cfg.AuditSinkURL == nil {
+		return nil, nil
+	}
+	return auditsink.Open(auditsink.Config{URL: cfg.AuditSinkURL, Token: cfg.AuditSinkToken, Dir: cfg.DataDir,
+		MaxBacklog: cfg.AuditSinkBacklog, Logger: log, Registerer: m.Registry()})
+}
+
+// proposalWebhook starts the webhook cfg names, or returns nil when it
+// names none.
+func proposalWebhook(cfg Config, log *slog.Logger) (*approval.Webhook, error) {
+	if cfg.ProposalWebhook == "" {
+		return nil, nil
+	}
+	return approval.NewWebhook(approval.WebhookConfig{URL: cfg.ProposalWebhook, Shape: cfg.ProposalWebhookShape,
+		Key: []byte(cfg.ProposalWebhookKey), PageURL: cfg.PageURL, Logger: log})
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -136,7 +137,7 @@ func (p *diskProbe) writable(ctx context.Context, d time.Duration, dir string) e
 	if fresh {
 		return nil
 	}
-	ch := p.sf.DoChan("disk", func() (any, error) {
+	return once(ctx, &p.sf, "disk", func() error {
 		write := p.write
 		if write == nil {
 			write = writable
@@ -147,8 +148,15 @@ func (p *diskProbe) writable(ctx context.Context, d time.Duration, dir string) e
 			p.okUntil = time.Now().Add(diskOKFor)
 			p.mu.Unlock()
 		}
-		return nil, err
+		return err
 	})
+}
+
+// once runs f for every caller asking for key while it runs (the first
+// caller's f, on its own), and returns its error, or ctx's when ctx ends
+// first.
+func once(ctx context.Context, sf *singleflight.Group, key string, f func() error) error {
+	ch := sf.DoChan(key, func() (any, error) { return nil, f() })
 	select {
 	case r := <-ch:
 		return r.Err
@@ -171,12 +179,7 @@ func writable(dir string) error {
 	serr := f.Sync()
 	cerr := f.Close()
 	_ = os.Remove(p)
-	for _, err := range []error{werr, serr, cerr} {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return cmp.Or(werr, serr, cerr) // the first that failed
 }
 
 // writesProbe is the readiness check of the store's writes, judged by
@@ -195,19 +198,12 @@ func (p *writesProbe) check(ctx context.Context, b *deadline.Bound, st store.Aud
 	if since.IsZero() {
 		return nil
 	}
-	ch := p.sf.DoChan("writes", func() (any, error) {
-		_, err := st.PruneAudit(context.WithoutCancel(ctx), time.Time{})
-		return nil, err
-	})
-	select {
-	case r := <-ch:
-		if r.Err == nil {
-			return nil
+	return once(ctx, &p.sf, "writes", func() error {
+		if _, err := st.PruneAudit(context.WithoutCancel(ctx), time.Time{}); err != nil {
+			return fmt.Errorf("since %s: %s", since.UTC().Format(time.RFC3339), writeFailure(err))
 		}
-		return fmt.Errorf("since %s: %s", since.UTC().Format(time.RFC3339), writeFailure(r.Err))
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+		return nil
+	})
 }
 
 // writeFailure says why a write failed, for /readyz: no answer within the

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/admin"
@@ -254,17 +255,15 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	// may be shared with replicas, whose caches a report must wait for.
 	lite, local := st.(*sqlite.Store)
 	var fw *fileWatch
-	if local {
-		fw = &fileWatch{check: lite.CheckFile, log: log}
-	}
 	// Every store call a request makes is bounded by StoreDeadline; the
 	// writes made beside requests (audit batches, settlements, Run's
 	// work) by a longer bound, which their contexts carry
 	// (deadline.Within). Admin calls and the CLI are not bounded.
-	if sq, ok := st.(*sqlite.Store); ok {
+	if local {
+		fw = &fileWatch{check: lite.CheckFile, log: log}
 		// A group commit's writes, made one by one before it commits,
 		// show the bound that the store works.
-		sq.SetProgress(bound.Progress)
+		lite.SetProgress(bound.Progress)
 	}
 	// The records of the calls answered wait in the outbox's journal
 	// until the store or its spool, in the data directory, takes them;
@@ -485,27 +484,19 @@ func (s *Server) Run(ctx context.Context) {
 	// Run's store calls are made beside requests: they take the longer
 	// bound.
 	ctx = deadline.Within(ctx, writeBound(s.Config.StoreDeadline))
-	done := make(chan struct{}, 8)
-	go func() {
-		if s.Alerter != nil {
-			s.Alerter.Run(ctx)
-		}
-		done <- struct{}{}
-	}()
-	go func() { s.Rates.Run(ctx); done <- struct{}{} }()
-	go func() { s.sink.Run(ctx); done <- struct{}{} }()
-	go func() { s.Cache.Run(ctx); done <- struct{}{} }()
-	go func() { s.storeFile.Run(ctx); done <- struct{}{} }()
-	go func() { s.Outbox.RunReplay(ctx); done <- struct{}{} }()
-	go func() { s.pruneChanges(ctx); done <- struct{}{} }()
-	go func() { s.Outbox.RunBatches(ctx); done <- struct{}{} }()
+	var wg sync.WaitGroup
+	if s.Alerter != nil {
+		wg.Go(func() { s.Alerter.Run(ctx) })
+	}
+	for _, run := range []func(context.Context){s.Rates.Run, s.sink.Run, s.Cache.Run, s.storeFile.Run,
+		s.Outbox.RunReplay, s.pruneChanges, s.Outbox.RunBatches} {
+		wg.Go(func() { run(ctx) })
+	}
 	// The audit log stops once the broker's last tallies are queued.
 	actx, stopAudit := context.WithCancel(context.WithoutCancel(ctx))
 	go func() { s.Broker.Run(ctx); stopAudit() }()
 	s.Audit.Run(actx)
-	for range cap(done) {
-		<-done
-	}
+	wg.Wait()
 }
 
 // httpServer is an http.Server for h with the configured bounds: on
@@ -558,4 +549,24 @@ func (s *Server) Close() error {
 		_ = s.webhook.Close()
 	}
 	return errors.Join(s.Outbox.Close(), s.Store.Close(), s.sink.Close(), s.lock.release(), s.tracing.Shutdown(context.Background()))
+}
+
+// poolStats reads the pool's entries for a metrics scrape, within a
+// second; a scrape that cannot read them shows none.
+func poolStats(p *pool.Pool) func() []metrics.PoolEntry {
+	return func() []metrics.PoolEntry {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		stats, err := p.Health(ctx)
+		if err != nil {
+			return nil
+		}
+		out := make([]metrics.PoolEntry, len(stats))
+		for i, s := range stats {
+			out[i] = metrics.PoolEntry{Name: s.Name, Requests: s.Requests, R429: s.R429, R529: s.R529,
+				Failovers: s.Failovers, Failures: s.Failures,
+				Cooling: s.State == pool.StateCooling, Failed: s.State == pool.StateFailed}
+		}
+		return out
+	}
 }

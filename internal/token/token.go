@@ -100,8 +100,8 @@ func AppendFound(dst []string, s, prefix string) []string {
 	}
 }
 
-// Sentinel errors of FromRequest, One and Lookup. Their messages never
-// hold a token.
+// Sentinel errors of FromRequest, FromRoute, One and Lookup. Their
+// messages never hold a token.
 var (
 	// ErrMissing: the request carries no token.
 	ErrMissing = errors.New("no token")
@@ -197,8 +197,25 @@ func LookupEither[T any](ctx context.Context, token string, byHash func(context.
 // distinct token they hold, ErrMissing when there is none, and ErrConflict
 // when they hold two different ones.
 func FromRequest(r *http.Request) (string, error) {
+	return FromRoute(r, nil)
+}
+
+// FromRoute reads a box's token from r on a route that may take it
+// elsewhere than FromRequest reads one: find, when not nil, returns every
+// candidate r carries (the route's capability.Route.Tokens); nil, those
+// FromRequest reads. handed are tokens another front door read for r
+// before handing it in (the HTTPS proxy's), which r's own must equal. It
+// returns the one distinct token among them all, ErrMissing when there is
+// none, and ErrConflict when two differ.
+func FromRoute(r *http.Request, find func(*http.Request) []string, handed ...string) (string, error) {
 	var buf [2]string // room for the usual one token, without allocating
-	return One(AppendSent(buf[:0], r.Header))
+	var found []string
+	if find != nil {
+		found = find(r)
+	} else {
+		found = AppendSent(buf[:0], r.Header)
+	}
+	return One(append(found, handed...))
 }
 
 // AppendSent appends to dst every token h carries where FromRequest reads

@@ -143,6 +143,41 @@ func TestFromRequest_NoAllocs(t *testing.T) {
 	}
 }
 
+// TestFromRoute reads the token of a route that finds its own candidates
+// (find) and of a request handed in with a token (handed), each of which
+// the request's own tokens must equal.
+func TestFromRoute(t *testing.T) {
+	inQuery := func(r *http.Request) []string { return r.URL.Query()["key"] }
+	tests := []struct {
+		name    string
+		target  string
+		header  http.Header
+		find    func(*http.Request) []string
+		handed  []string
+		want    string
+		wantErr error
+	}{
+		{"head only", "/", header("X-Api-Key", "bbx_a"), nil, nil, "bbx_a", nil},
+		{"find reads the route's place", "/?key=bbx_a", header(), inQuery, nil, "bbx_a", nil},
+		{"find replaces the head", "/", header("X-Api-Key", "bbx_a"), inQuery, nil, "", token.ErrMissing},
+		{"find, two different", "/?key=bbx_a&key=bbx_b", header(), inQuery, nil, "", token.ErrConflict},
+		{"handed, none of its own", "/", header(), nil, []string{"bbx_a"}, "bbx_a", nil},
+		{"handed, the same of its own", "/", header("Authorization", "Bearer bbx_a"), nil, []string{"bbx_a"}, "bbx_a", nil},
+		{"handed, another of its own", "/", header("Authorization", "Bearer bbx_b"), nil, []string{"bbx_a"}, "", token.ErrConflict},
+		{"handed, another found by the route", "/?key=bbx_b", header(), inQuery, []string{"bbx_a"}, "", token.ErrConflict},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, _ := http.NewRequest("GET", "http://broker"+tt.target, nil)
+			r.Header = tt.header
+			got, err := token.FromRoute(r, tt.find, tt.handed...)
+			if got != tt.want || !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
+				t.Errorf("FromRoute(%s %v, %v) = %q, %v, want %q, %v", tt.target, tt.header, tt.handed, got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}
+
 func TestAppendSent(t *testing.T) {
 	h := header("X-Api-Key", "bbx_c", "Authorization", "Basic YTpi", "Authorization", "Bearer bbx_a", "Authorization", "bearer bbx_b")
 	got := token.AppendSent([]string{"x"}, h)

@@ -153,12 +153,19 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	return nil
 }
 
+// call is do for a route that answers a T: it sends method path with in
+// as a JSON body (none when nil) and returns the answer decoded.
+func call[T any](ctx context.Context, c *Client, method, path string, in any) (T, error) {
+	var out T
+	err := c.do(ctx, method, path, in, &out)
+	return out, err
+}
+
 // ListBoxes returns every box, published listings first, while there are
 // at most 1,000: past that the API refuses (an *APIError); EachBox reads
 // any number.
 func (c *Client) ListBoxes(ctx context.Context) ([]operator.BoxView, error) {
-	var out admin.BoxList
-	err := c.do(ctx, http.MethodGet, "/api/boxes", nil, &out)
+	out, err := call[admin.BoxList](ctx, c, http.MethodGet, "/api/boxes", nil)
 	return out.Boxes, err
 }
 
@@ -170,8 +177,7 @@ func (c *Client) BoxPage(ctx context.Context, limit int, after string) ([]operat
 	if after != "" {
 		v.Set("after", after)
 	}
-	var out admin.BoxList
-	err := c.do(ctx, http.MethodGet, "/api/boxes?"+v.Encode(), nil, &out)
+	out, err := call[admin.BoxList](ctx, c, http.MethodGet, "/api/boxes?"+v.Encode(), nil)
 	return out.Boxes, out.Next, err
 }
 
@@ -199,23 +205,17 @@ func (c *Client) EachBox(ctx context.Context, limit int, fn func(operator.BoxVie
 
 // Box returns one box.
 func (c *Client) Box(ctx context.Context, name string) (operator.BoxView, error) {
-	var out operator.BoxView
-	err := c.do(ctx, http.MethodGet, "/api/boxes/"+url.PathEscape(name), nil, &out)
-	return out, err
+	return call[operator.BoxView](ctx, c, http.MethodGet, "/api/boxes/"+url.PathEscape(name), nil)
 }
 
 // AddBox enrols a box and returns it with its token, shown this once.
 func (c *Client) AddBox(ctx context.Context, nb operator.NewBox) (operator.BoxToken, error) {
-	var out operator.BoxToken
-	err := c.do(ctx, http.MethodPost, "/api/boxes", nb, &out)
-	return out, err
+	return call[operator.BoxToken](ctx, c, http.MethodPost, "/api/boxes", nb)
 }
 
 // UpdateBox changes a box's consent or paused setting.
 func (c *Client) UpdateBox(ctx context.Context, name string, set operator.BoxSettings) (operator.BoxView, error) {
-	var out operator.BoxView
-	err := c.do(ctx, http.MethodPatch, "/api/boxes/"+url.PathEscape(name), set, &out)
-	return out, err
+	return call[operator.BoxView](ctx, c, http.MethodPatch, "/api/boxes/"+url.PathEscape(name), set)
 }
 
 // RemoveBox removes a box and everything kept for it.
@@ -225,24 +225,19 @@ func (c *Client) RemoveBox(ctx context.Context, name string) error {
 
 // RotateBox replaces a box's token and returns the new one, shown this once.
 func (c *Client) RotateBox(ctx context.Context, name string) (operator.BoxToken, error) {
-	var out operator.BoxToken
-	err := c.do(ctx, http.MethodPost, "/api/boxes/"+url.PathEscape(name)+"/token", nil, &out)
-	return out, err
+	return call[operator.BoxToken](ctx, c, http.MethodPost, "/api/boxes/"+url.PathEscape(name)+"/token", nil)
 }
 
 // RotateBoxWith replaces a box's token as tr says (a grace for the old
 // one, a TTL for the box's tokens) and returns the new one, shown this
 // once.
 func (c *Client) RotateBoxWith(ctx context.Context, name string, tr operator.TokenRotation) (operator.BoxToken, error) {
-	var out operator.BoxToken
-	err := c.do(ctx, http.MethodPost, "/api/boxes/"+url.PathEscape(name)+"/token", tr, &out)
-	return out, err
+	return call[operator.BoxToken](ctx, c, http.MethodPost, "/api/boxes/"+url.PathEscape(name)+"/token", tr)
 }
 
 // ListCredentials returns every credential's ID and when it was set.
 func (c *Client) ListCredentials(ctx context.Context) ([]operator.CredentialView, error) {
-	var out admin.CredentialList
-	err := c.do(ctx, http.MethodGet, "/api/credentials", nil, &out)
+	out, err := call[admin.CredentialList](ctx, c, http.MethodGet, "/api/credentials", nil)
 	return out.Credentials, err
 }
 
@@ -261,9 +256,7 @@ func wireKind(kind string) string {
 // bedrock or vertex for a cloud account's JSON, which the broker checks.
 // The value goes in the request's body only.
 func (c *Client) SetCredential(ctx context.Context, id, kind string, value []byte) (operator.CredentialView, error) {
-	var out operator.CredentialView
-	err := c.do(ctx, http.MethodPut, "/api/credentials/"+url.PathEscape(id), admin.CredentialValue{Value: string(value), Kind: wireKind(kind)}, &out)
-	return out, err
+	return call[operator.CredentialView](ctx, c, http.MethodPut, "/api/credentials/"+url.PathEscape(id), admin.CredentialValue{Value: string(value), Kind: wireKind(kind)})
 }
 
 // RemoveCredential removes the credential id.
@@ -274,17 +267,14 @@ func (c *Client) RemoveCredential(ctx context.Context, id string) error {
 // PoolEntries lists the credential pool's entries, with the answering
 // replica's state and counts.
 func (c *Client) PoolEntries(ctx context.Context) ([]operator.PoolEntryView, error) {
-	var out operator.PoolList
-	err := c.do(ctx, http.MethodGet, "/api/credentials/pool", nil, &out)
+	out, err := call[operator.PoolList](ctx, c, http.MethodGet, "/api/credentials/pool", nil)
 	return out.Entries, err
 }
 
 // SetPoolEntry sets the pool entry name to value, of kind (as
 // SetCredential's).
 func (c *Client) SetPoolEntry(ctx context.Context, name, kind string, weight int, baseURL string, value []byte) (operator.PoolEntryView, error) {
-	var out operator.PoolEntryView
-	err := c.do(ctx, http.MethodPut, "/api/credentials/pool/"+url.PathEscape(name), operator.PoolEntryValue{Value: string(value), Weight: weight, URL: baseURL, Kind: wireKind(kind)}, &out)
-	return out, err
+	return call[operator.PoolEntryView](ctx, c, http.MethodPut, "/api/credentials/pool/"+url.PathEscape(name), operator.PoolEntryValue{Value: string(value), Weight: weight, URL: baseURL, Kind: wireKind(kind)})
 }
 
 // RemovePoolEntry removes the pool entry name.
@@ -295,12 +285,11 @@ func (c *Client) RemovePoolEntry(ctx context.Context, name string) error {
 // Audit lists audit log entries, newest first: query holds box, since,
 // refusals and limit as GET /api/audit takes them.
 func (c *Client) Audit(ctx context.Context, query url.Values) ([]admin.AuditView, error) {
-	var out admin.AuditList
 	path := "/api/audit"
 	if len(query) > 0 {
 		path += "?" + query.Encode()
 	}
-	err := c.do(ctx, http.MethodGet, path, nil, &out)
+	out, err := call[admin.AuditList](ctx, c, http.MethodGet, path, nil)
 	return out.Entries, err
 }
 
@@ -309,24 +298,19 @@ func (c *Client) Audit(ctx context.Context, query url.Values) ([]admin.AuditView
 // the caller clears its own copy.
 func (c *Client) SetPayer(ctx context.Context, name string, set operator.PayerSetting) (operator.BoxView, error) {
 	set.CredentialKind = wireKind(set.CredentialKind)
-	var out operator.BoxView
-	err := c.do(ctx, http.MethodPut, "/api/boxes/"+url.PathEscape(name)+"/payer", set, &out)
-	return out, err
+	return call[operator.BoxView](ctx, c, http.MethodPut, "/api/boxes/"+url.PathEscape(name)+"/payer", set)
 }
 
 // ListVisitors returns the visitors holding a credential, never a value.
 func (c *Client) ListVisitors(ctx context.Context) ([]operator.VisitorView, error) {
-	var out operator.VisitorList
-	err := c.do(ctx, http.MethodGet, "/api/visitors", nil, &out)
+	out, err := call[operator.VisitorList](ctx, c, http.MethodGet, "/api/visitors", nil)
 	return out.Visitors, err
 }
 
 // SetVisitor sets a visitor's Anthropic credential to value, of kind (as
 // SetCredential's).
 func (c *Client) SetVisitor(ctx context.Context, principal, kind string, value []byte) (operator.VisitorView, error) {
-	var out operator.VisitorView
-	err := c.do(ctx, http.MethodPut, "/api/visitors/"+url.PathEscape(principal), admin.CredentialValue{Value: string(value), Kind: wireKind(kind)}, &out)
-	return out, err
+	return call[operator.VisitorView](ctx, c, http.MethodPut, "/api/visitors/"+url.PathEscape(principal), admin.CredentialValue{Value: string(value), Kind: wireKind(kind)})
 }
 
 // RemoveVisitor removes a visitor's credential.
@@ -337,15 +321,12 @@ func (c *Client) RemoveVisitor(ctx context.Context, principal string) error {
 // IssueGrant issues a grant on box and returns it with its value, shown
 // this once.
 func (c *Client) IssueGrant(ctx context.Context, box string, ng operator.NewGrant) (operator.IssuedGrant, error) {
-	var out operator.IssuedGrant
-	err := c.do(ctx, http.MethodPost, "/api/boxes/"+url.PathEscape(box)+"/grants", ng, &out)
-	return out, err
+	return call[operator.IssuedGrant](ctx, c, http.MethodPost, "/api/boxes/"+url.PathEscape(box)+"/grants", ng)
 }
 
 // ListGrants returns a box's grants, newest first, never their values.
 func (c *Client) ListGrants(ctx context.Context, box string) ([]operator.GrantView, error) {
-	var out operator.GrantList
-	err := c.do(ctx, http.MethodGet, "/api/boxes/"+url.PathEscape(box)+"/grants", nil, &out)
+	out, err := call[operator.GrantList](ctx, c, http.MethodGet, "/api/boxes/"+url.PathEscape(box)+"/grants", nil)
 	return out.Grants, err
 }
 
@@ -357,56 +338,44 @@ func (c *Client) RevokeGrant(ctx context.Context, id string) error {
 // Budgets returns a box's budgets and where they stand in month
 // (YYYY-MM; "" for this month).
 func (c *Client) Budgets(ctx context.Context, box, month string) (operator.BudgetList, error) {
-	var out operator.BudgetList
-	err := c.do(ctx, http.MethodGet, "/api/boxes/"+url.PathEscape(box)+"/budgets"+monthQuery(month), nil, &out)
-	return out, err
+	return call[operator.BudgetList](ctx, c, http.MethodGet, "/api/boxes/"+url.PathEscape(box)+"/budgets"+query("month", month), nil)
 }
 
 // SetBudget sets a box's budget (set.Principal nil for its own).
 func (c *Client) SetBudget(ctx context.Context, box string, set operator.BudgetSetting) (operator.BudgetView, error) {
-	var out operator.BudgetView
-	err := c.do(ctx, http.MethodPut, "/api/boxes/"+url.PathEscape(box)+"/budgets", set, &out)
-	return out, err
+	return call[operator.BudgetView](ctx, c, http.MethodPut, "/api/boxes/"+url.PathEscape(box)+"/budgets", set)
 }
 
 // RemoveBudget removes a box's budget: its own when principal is "".
 func (c *Client) RemoveBudget(ctx context.Context, box, principal string) error {
-	path := "/api/boxes/" + url.PathEscape(box) + "/budgets"
-	if principal != "" {
-		path += "?" + url.Values{"principal": {principal}}.Encode()
-	}
-	return c.do(ctx, http.MethodDelete, path, nil, nil)
+	return c.do(ctx, http.MethodDelete, "/api/boxes/"+url.PathEscape(box)+"/budgets"+query("principal", principal), nil, nil)
 }
 
 // Spend returns a box's spend in month (YYYY-MM; "" for this month),
 // measured beside reported.
 func (c *Client) Spend(ctx context.Context, box, month string) (operator.SpendReport, error) {
-	var out operator.SpendReport
-	err := c.do(ctx, http.MethodGet, "/api/boxes/"+url.PathEscape(box)+"/spend"+monthQuery(month), nil, &out)
-	return out, err
+	return call[operator.SpendReport](ctx, c, http.MethodGet, "/api/boxes/"+url.PathEscape(box)+"/spend"+query("month", month), nil)
 }
 
-func monthQuery(month string) string {
-	if month == "" {
+// query is "?name=value", escaped, or "" when value is "".
+func query(name, value string) string {
+	if value == "" {
 		return ""
 	}
-	return "?" + url.Values{"month": {month}}.Encode()
+	return "?" + url.Values{name: {value}}.Encode()
 }
 
 // ListDeadLetters lists the batches of records the store refused for
 // good on the replica the client talks to, oldest first.
 func (c *Client) ListDeadLetters(ctx context.Context) ([]operator.DeadLetterView, error) {
-	var out operator.DeadLetterList
-	err := c.do(ctx, http.MethodGet, "/api/spool/dead", nil, &out)
+	out, err := call[operator.DeadLetterList](ctx, c, http.MethodGet, "/api/spool/dead", nil)
 	return out.DeadLetters, err
 }
 
 // RetryDeadLetter applies the dead letter id (or the one its prefix
 // names) to the store now; it is removed once the store takes it.
 func (c *Client) RetryDeadLetter(ctx context.Context, id string) (operator.DeadLetterView, error) {
-	var out operator.DeadLetterView
-	err := c.do(ctx, http.MethodPost, "/api/spool/dead/"+url.PathEscape(id)+"/retry", nil, &out)
-	return out, err
+	return call[operator.DeadLetterView](ctx, c, http.MethodPost, "/api/spool/dead/"+url.PathEscape(id)+"/retry", nil)
 }
 
 // DropDeadLetter removes the dead letter id, giving up its records.
@@ -416,16 +385,13 @@ func (c *Client) DropDeadLetter(ctx context.Context, id string) error {
 
 // ListResources lists the Fountain ids assigned to a box.
 func (c *Client) ListResources(ctx context.Context, box string) ([]operator.ResourceView, error) {
-	var out operator.ResourceList
-	err := c.do(ctx, http.MethodGet, "/api/boxes/"+url.PathEscape(box)+"/resources", nil, &out)
+	out, err := call[operator.ResourceList](ctx, c, http.MethodGet, "/api/boxes/"+url.PathEscape(box)+"/resources", nil)
 	return out.Resources, err
 }
 
 // AddResource assigns a Fountain id to a box.
 func (c *Client) AddResource(ctx context.Context, box string, nr operator.NewResource) (operator.ResourceView, error) {
-	var out operator.ResourceView
-	err := c.do(ctx, http.MethodPost, "/api/boxes/"+url.PathEscape(box)+"/resources", nr, &out)
-	return out, err
+	return call[operator.ResourceView](ctx, c, http.MethodPost, "/api/boxes/"+url.PathEscape(box)+"/resources", nr)
 }
 
 // RemoveResource unassigns a box's Fountain id.

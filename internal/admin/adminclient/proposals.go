@@ -18,24 +18,19 @@ func (c *Client) ListProposals(ctx context.Context, box, state string) ([]operat
 	if state != "" {
 		q.Set("state", state)
 	}
-	var out operator.ProposalList
-	err := c.do(ctx, http.MethodGet, "/api/proposals?"+q.Encode(), nil, &out)
+	out, err := call[operator.ProposalList](ctx, c, http.MethodGet, "/api/proposals?"+q.Encode(), nil)
 	return out.Proposals, err
 }
 
 // ApproveProposal approves a pending proposal for forWords ("15m", "1h",
 // "7d", "always").
 func (c *Client) ApproveProposal(ctx context.Context, id, forWords string) (operator.ProposalView, error) {
-	var out operator.ProposalView
-	err := c.do(ctx, http.MethodPost, "/api/proposals/"+url.PathEscape(id)+"/approve", operator.Decision{For: forWords}, &out)
-	return out, err
+	return call[operator.ProposalView](ctx, c, http.MethodPost, "/api/proposals/"+url.PathEscape(id)+"/approve", operator.Decision{For: forWords})
 }
 
 // DenyProposal denies a pending proposal.
 func (c *Client) DenyProposal(ctx context.Context, id string) (operator.ProposalView, error) {
-	var out operator.ProposalView
-	err := c.do(ctx, http.MethodPost, "/api/proposals/"+url.PathEscape(id)+"/deny", nil, &out)
-	return out, err
+	return call[operator.ProposalView](ctx, c, http.MethodPost, "/api/proposals/"+url.PathEscape(id)+"/deny", nil)
 }
 
 // SetAsk turns a box's ask mode for scope on or off and returns the
@@ -45,14 +40,12 @@ func (c *Client) SetAsk(ctx context.Context, box, scope string, on bool) ([]stri
 	if !on {
 		method = http.MethodDelete
 	}
-	var out operator.AskList
-	err := c.do(ctx, method, "/api/boxes/"+url.PathEscape(box)+"/asks/"+url.PathEscape(scope), nil, &out)
+	out, err := call[operator.AskList](ctx, c, method, "/api/boxes/"+url.PathEscape(box)+"/asks/"+url.PathEscape(scope), nil)
 	return out.Asks, err
 }
 
 // Asks returns the box's scopes in ask mode.
 func (c *Client) Asks(ctx context.Context, box string) ([]string, error) {
-	var out operator.AskList
-	err := c.do(ctx, http.MethodGet, "/api/boxes/"+url.PathEscape(box)+"/asks", nil, &out)
+	out, err := call[operator.AskList](ctx, c, http.MethodGet, "/api/boxes/"+url.PathEscape(box)+"/asks", nil)
 	return out.Asks, err
 }

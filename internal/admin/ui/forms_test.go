@@ -66,6 +66,7 @@ func formsPage(t *testing.T) (s *admin.Server, st store.Store, adminSess, viewer
 		t.Fatal(err)
 	}
 	viewerSess.Subject, viewerSess.Issuer, viewerSess.Name, viewerSess.Role = "v1", u.sso.Issuer(), "vera", sso.Viewer
+	viewerSess.Claim = "email" // what a sign-in keeps: the role claim its role rests on
 	return s, sq, adminSess, viewerSess, cookie(adminSess), cookie(viewerSess)
 }
 

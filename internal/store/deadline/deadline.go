@@ -23,8 +23,10 @@ package deadline
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"runtime"
 	"sync"
@@ -47,6 +49,8 @@ type Bound struct {
 	d time.Duration
 	o *outage
 	a *answered
+	// timers are Around's, stopped, for its next calls.
+	timers sync.Pool
 }
 
 // outage is what a Bound knows of the store's answering, so that an
@@ -58,23 +62,25 @@ type outage struct {
 	log *slog.Logger
 	now func() time.Time
 
+	// active is set while a read or write fails: a call that
+	// answers while it is not need not take mu.
+	active atomic.Bool
+
 	mu     sync.Mutex
 	down   time.Time // when the outage began; zero while the store answers
 	failed int       // calls that failed in this outage
 	last   error     // why the first call of the outage failed
-	// reads and writes are each kind of call's state; readsLogged is
-	// set once the outage's line saying reads fail is written.
+	// reads and writes are each kind of call's state.
 	reads, writes side
-	readsLogged   bool
-	// kinds is what failed in this outage: "reads", "writes" or both.
-	kinds map[string]bool
 }
 
 // side is one kind of call's state: since when it has failed (zero while
-// it answers), and the first failure's error.
+// it answers), the first failure's error, and whether it failed in this
+// outage.
 type side struct {
-	down time.Time
-	last error
+	down   time.Time
+	last   error
+	failed bool
 }
 
 // Messages of the outage's lines.
@@ -181,7 +187,8 @@ func (a *answered) note(t time.Time) {
 // yields waits a quarter of a deadline for its turn) is not counted as
 // the store's silence. call's context ends when Around gives up; Around
 // returns then even when call does not (a driver blocked where it does
-// not look at its context): call then finishes on its own goroutine.
+// not look at its context): call then finishes alone, on its connection's
+// worker (see Connector) or a goroutine of its own.
 // An error wrapping store.ErrUnavailable is an outage's (of reads or of
 // writes, as op says); any other answer ends one.
 func (b *Bound) Around(ctx context.Context, op Op, call func(context.Context) error) error {
@@ -190,21 +197,25 @@ func (b *Bound) Around(ctx context.Context, op Op, call func(context.Context) er
 		return call(ctx)
 	}
 	// call's context ends when its caller's does or when Around gives
-	// up, and never otherwise: what the driver makes with it (a
-	// transaction, rows) outlives the call.
+	// up (both below), and never otherwise: what the driver makes with
+	// it (a transaction, rows) outlives the call.
 	parent := ctx
 	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
-	defer context.AfterFunc(parent, cancel)()
-	ch := make(chan error, 1)
-	go func() { ch <- call(ctx) }()
+	giveUp := func() { op.abandon(); cancel() }
+	ch := op.start(ctx, call)
 	// The store's silence is counted from from: the call's beginning,
 	// or the last moment this process was seen not to run (see below).
 	// One timer serves both bounds: the next moment the store may have
 	// been silent a whole deadline, or Busy deadlines after began.
 	began := time.Now()
 	from, due := began, began.Add(d)
-	t := time.NewTimer(d)
-	defer t.Stop()
+	t, _ := b.timers.Get().(*time.Timer)
+	if t == nil {
+		t = time.NewTimer(d)
+	} else {
+		t.Reset(d)
+	}
+	defer func() { t.Stop(); b.timers.Put(t) }()
 	reset := func(now time.Time, next time.Duration) {
 		if rest := began.Add(Busy * d).Sub(now); rest < next {
 			next = rest
@@ -252,7 +263,7 @@ func (b *Bound) Around(ctx context.Context, op Op, call func(context.Context) er
 			select {
 			case err = <-ch: // it answered as the deadline passed
 			default:
-				cancel()
+				giveUp()
 				err = context.DeadlineExceeded
 			}
 		}
@@ -271,7 +282,7 @@ func (b *Bound) Around(ctx context.Context, op Op, call func(context.Context) er
 	if !down {
 		b.a.note(time.Now())
 	}
-	if op.Kind != Other {
+	if op.Kind != Other && (down || b.o.active.Load()) {
 		b.o.note(op.Kind == Write, down, err, d)
 	}
 	return err
@@ -284,9 +295,9 @@ func (b *Bound) Around(ctx context.Context, op Op, call func(context.Context) er
 func (s *outage) note(write, down bool, err error, d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sd, kind := &s.reads, "reads"
+	sd := &s.reads
 	if write {
-		sd, kind = &s.writes, "writes"
+		sd = &s.writes
 	}
 	switch {
 	case down && sd.down.IsZero():
@@ -294,41 +305,36 @@ func (s *outage) note(write, down bool, err error, d time.Duration) {
 	case !down:
 		sd.down, sd.last = time.Time{}, nil
 	}
-	if down {
-		if s.kinds == nil {
-			s.kinds = map[string]bool{}
-		}
-		s.kinds[kind] = true
-	}
+	s.active.Store(!s.reads.down.IsZero() || !s.writes.down.IsZero())
+	first := down && !sd.failed // this kind's first failure in the outage
+	sd.failed = sd.failed || down
 	switch {
 	case down && s.down.IsZero():
 		s.down, s.failed, s.last = s.now(), 1, err
 		msg := MsgNotAnswering
 		if write {
 			msg = MsgNoWrites
-		} else {
-			s.readsLogged = true
 		}
 		s.log.Warn(msg, "since", s.down.UTC().Format(time.RFC3339Nano), "deadline", d.String(), "err", err)
 	case down:
 		s.failed++
-		if !write && !s.readsLogged {
-			s.readsLogged = true
+		if !write && first {
 			s.log.Warn(MsgNotAnswering, "since", s.down.UTC().Format(time.RFC3339Nano), "deadline", d.String(), "err", err)
 		}
 	case !s.down.IsZero() && s.reads.down.IsZero() && s.writes.down.IsZero():
 		end := s.now()
 		failed := "reads"
 		switch {
-		case s.kinds["reads"] && s.kinds["writes"]:
+		case s.reads.failed && s.writes.failed:
 			failed = "reads and writes"
-		case s.kinds["writes"]:
+		case s.writes.failed:
 			failed = "writes"
 		}
 		s.log.Warn(MsgAnswering,
 			"since", s.down.UTC().Format(time.RFC3339Nano), "until", end.UTC().Format(time.RFC3339Nano),
 			"outage", end.Sub(s.down).Round(time.Millisecond).String(), "failed_calls", s.failed, "failed", failed, "first_err", s.last)
-		s.down, s.failed, s.last, s.readsLogged, s.kinds = time.Time{}, 0, nil, false, nil
+		s.down, s.failed, s.last = time.Time{}, 0, nil
+		s.reads.failed, s.writes.failed = false, false
 	}
 }
 
@@ -340,4 +346,85 @@ func (b *Bound) WritesFailing() (time.Time, error) {
 	b.o.mu.Lock()
 	defer b.o.mu.Unlock()
 	return b.o.writes.down, b.o.writes.last
+}
+
+// Kind is what a driver operation does, for the outage log: a store
+// that answers reads and refuses writes is followed apart.
+type Kind int
+
+const (
+	// Other is an operation that neither reads nor writes on its own
+	// (begin, rollback, closing rows): it is bounded, and its answer
+	// counts as the store's, but its failure is not an outage's.
+	Other Kind = iota
+	// Read is a query, a ping or a new connection.
+	Read
+	// Write is an exec, a query that changes rows, or the commit of a
+	// transaction that wrote.
+	Write
+)
+
+// Op names one driver operation and says what it does.
+type Op struct {
+	Name string
+	Kind Kind
+	// Query is the statement of an exec, a query or a prepare ("" for
+	// any other operation); never its arguments.
+	Query string
+	// on is the connection the operation is made on, whose worker makes
+	// it under a bound; nil (a new connection, a call of the store's
+	// own): a goroutine of its own does.
+	on *conn
+}
+
+// Around runs call, one driver operation, and returns its error. It may
+// return before call does (an error then): the operation is abandoned,
+// its connection is discarded once it ends, and whatever it made (a
+// connection, rows) is closed. call's context ends when Around returns.
+type Around func(ctx context.Context, op Op, call func(context.Context) error) error
+
+// Chain is outer around inner: outer's call is inner's.
+func Chain(outer, inner Around) Around {
+	if inner == nil {
+		return outer
+	}
+	if outer == nil {
+		return inner
+	}
+	return func(ctx context.Context, op Op, call func(context.Context) error) error {
+		return outer(ctx, op, func(ctx context.Context) error { return inner(ctx, op, call) })
+	}
+}
+
+// Unavailable is an Around that gives the driver's errors for which
+// unavailable is true the sentinel store.ErrUnavailable (kept beside
+// the driver's error), so that a Bound outside it takes them for an
+// outage. The end of rows (io.EOF), driver.ErrSkip, driver.ErrBadConn
+// and a context's end are left as they are: database/sql compares some
+// of them itself, and a context's end is the Bound's to judge.
+func Unavailable(unavailable func(error) bool) Around {
+	return func(ctx context.Context, op Op, call func(context.Context) error) error {
+		err := call(ctx)
+		if err == nil || err == io.EOF || errors.Is(err, driver.ErrSkip) || errors.Is(err, driver.ErrBadConn) ||
+			errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, store.ErrUnavailable) {
+			return err
+		}
+		if unavailable(err) {
+			return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+		}
+		return err
+	}
+}
+
+// Later is a that runs each operation as it is (nil a: always) until on
+// is called, and through a from then on: a store's opener makes its
+// migrations and first statements unbounded, and bounds what follows.
+func Later(a Around) (later Around, on func()) {
+	var started atomic.Bool
+	return func(ctx context.Context, op Op, call func(context.Context) error) error {
+		if a == nil || !started.Load() {
+			return call(ctx)
+		}
+		return a(ctx, op, call)
+	}, func() { started.Store(true) }
 }

@@ -276,3 +276,124 @@ type countedConn struct {
 }
 
 func (c *countedConn) Close() error { c.closed.Add(1); return nil }
+
+// TestConnector_StallMidRowsAbandoned: a result set whose driver stops
+// answering in the middle of its rows (a Next blocked where it does not
+// look at its context) ends at the deadline with ErrDeadline; the rows
+// given before it are the driver's first, as it wrote them (some of
+// those it answered before the stall may be lost with it); the connection is
+// not handed out again while the driver is still in it, and is closed,
+// with the rows, once the driver returns.
+func TestConnector_StallMidRowsAbandoned(t *testing.T) {
+	const d, stallAt = 50 * time.Millisecond, 100
+	release := make(chan struct{})
+	var opened, closed, rowsClosed atomic.Int32
+	c := &rowsConnector{opened: &opened, closed: &closed, rowsClosed: &rowsClosed, stallAt: stallAt, release: release}
+	db := sql.OpenDB(deadline.Connector(c, deadline.New(d, quiet()).Around))
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	ctx := context.Background()
+	rs, err := db.QueryContext(ctx, "SELECT n FROM numbers")
+	if err != nil {
+		t.Fatalf("Query = %v, want nil", err)
+	}
+	var got []int64
+	began := time.Now()
+	for rs.Next() {
+		var n int64
+		if err := rs.Scan(&n); err != nil {
+			t.Fatalf("Scan = %v", err)
+		}
+		got = append(got, n)
+		began = time.Now()
+	}
+	took := time.Since(began)
+	if err := rs.Err(); !errors.Is(err, deadline.ErrDeadline) || !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("rows.Err() after a row never answered = %v, want ErrDeadline and ErrUnavailable", err)
+	}
+	if took > 10*d {
+		t.Errorf("Next never answered returned after %v, want about %v", took, d)
+	}
+	if len(got) == 0 || len(got) > stallAt {
+		t.Errorf("rows before the stall = %d, want 1 to %d", len(got), stallAt)
+	}
+	for i, n := range got {
+		if n != int64(i) {
+			t.Fatalf("row %d before the stall = %d, want %d", i, n, i)
+		}
+	}
+	rs.Close()
+	var n int64
+	if err := db.QueryRowContext(ctx, "SELECT n FROM numbers").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("QueryRow after a row was given up = %d, %v, want 0, nil on a new connection", n, err)
+	}
+	if n := opened.Load(); n != 2 {
+		t.Errorf("connections opened = %d, want 2 (the abandoned one dropped)", n)
+	}
+	if n, r := closed.Load(), rowsClosed.Load(); n != 0 || r != 1 {
+		t.Errorf("while the driver is still in a Next: connections closed = %d, rows closed = %d, want 0 and 1 (the second query's)", n, r)
+	}
+	close(release)
+	for end := time.Now().Add(5 * time.Second); (closed.Load() == 0 || rowsClosed.Load() < 2) && time.Now().Before(end); {
+		time.Sleep(time.Millisecond)
+	}
+	if n, r := closed.Load(), rowsClosed.Load(); n != 1 || r != 2 {
+		t.Errorf("once the driver returned: connections closed = %d, rows closed = %d, want 1 and 2", n, r)
+	}
+}
+
+// rowsConnector makes connections whose every query answers the rows
+// 0, 1, 2, ... 199 of one column, the first connection's first query
+// blocking in its Next of row stallAt until release is closed.
+type rowsConnector struct {
+	opened, closed, rowsClosed *atomic.Int32
+	stallAt                    int64
+	release                    chan struct{}
+	stalled                    atomic.Bool
+}
+
+func (c *rowsConnector) Connect(context.Context) (driver.Conn, error) {
+	c.opened.Add(1)
+	return &rowsConn{countedConn: countedConn{closed: c.closed}, c: c}, nil
+}
+func (c *rowsConnector) Driver() driver.Driver { return nil }
+
+type rowsConn struct {
+	countedConn
+	c *rowsConnector
+}
+
+func (c *rowsConn) QueryContext(context.Context, string, []driver.NamedValue) (driver.Rows, error) {
+	r := &numbers{c: c.c, stallAt: -1}
+	if c.c.stalled.CompareAndSwap(false, true) {
+		r.stallAt = c.c.stallAt
+	}
+	return r, nil
+}
+
+type numbers struct {
+	c          *rowsConnector
+	next       int64
+	stallAt    int64
+	closedOnce bool
+}
+
+func (r *numbers) Columns() []string { return []string{"n"} }
+func (r *numbers) Close() error {
+	if !r.closedOnce {
+		r.closedOnce = true
+		r.c.rowsClosed.Add(1)
+	}
+	return nil
+}
+func (r *numbers) Next(dest []driver.Value) error {
+	if r.next == r.stallAt {
+		<-r.c.release // a driver blocked where it does not look at its context
+	}
+	if r.next >= 200 {
+		return io.EOF
+	}
+	dest[0] = r.next
+	r.next++
+	return nil
+}

@@ -1,61 +1,16 @@
 package deadline
 
 import (
+	"bytes"
 	"context"
 	"database/sql/driver"
 	"errors"
-	"fmt"
 	"io"
 	"strings"
 	"sync"
 	"sync/atomic"
-
-	"github.com/intentius/boxbroker/internal/store"
+	"time"
 )
-
-// Kind is what a driver operation does, for the outage log: a store
-// that answers reads and refuses writes is followed apart.
-type Kind int
-
-const (
-	// Other is an operation that neither reads nor writes on its own
-	// (begin, rollback, closing rows): it is bounded, and its answer
-	// counts as the store's, but its failure is not an outage's.
-	Other Kind = iota
-	// Read is a query, a ping or a new connection.
-	Read
-	// Write is an exec, a query that changes rows, or the commit of a
-	// transaction that wrote.
-	Write
-)
-
-// Op names one driver operation and says what it does.
-type Op struct {
-	Name string
-	Kind Kind
-	// Query is the statement of an exec, a query or a prepare ("" for
-	// any other operation); never its arguments.
-	Query string
-}
-
-// Around runs call, one driver operation, and returns its error. It may
-// return before call does (an error then): the operation is abandoned,
-// its connection is discarded once it ends, and whatever it made (a
-// connection, rows) is closed. call's context ends when Around returns.
-type Around func(ctx context.Context, op Op, call func(context.Context) error) error
-
-// Chain is outer around inner: outer's call is inner's.
-func Chain(outer, inner Around) Around {
-	if inner == nil {
-		return outer
-	}
-	if outer == nil {
-		return inner
-	}
-	return func(ctx context.Context, op Op, call func(context.Context) error) error {
-		return outer(ctx, op, func(ctx context.Context) error { return inner(ctx, op, call) })
-	}
-}
 
 // Connector is c with every operation of the connections it makes (connect,
 // prepare, exec, query, rows.Next, begin, commit, rollback, ping) run
@@ -64,6 +19,9 @@ func Chain(outer, inner Around) Around {
 // once the operation ends. The optional interfaces of the driver's
 // connections are forwarded (a driver's connection that lacks one makes
 // the wrapper answer driver.ErrSkip where database/sql then falls back).
+// Under a Bound, a connection's operations run on its worker, one
+// goroutine for the connection's life, and a result set's rows come from
+// the driver a batch at a time, each batch one bounded operation.
 // around nil is c itself.
 func Connector(c driver.Connector, around Around) driver.Connector {
 	if around == nil {
@@ -80,106 +38,191 @@ type connector struct {
 func (c *connector) Driver() driver.Driver { return c.c.Driver() }
 
 func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
-	var dc driver.Conn
-	abandoned, err := run(ctx, c.around, Op{Name: "connect", Kind: Read}, func(ctx context.Context) (err error) {
-		dc, err = c.c.Connect(ctx)
+	cn := &conn{around: c.around}
+	cn.execute = cn.run
+	err := cn.do(ctx, Op{Name: "connect", Kind: Read}, func(ctx context.Context) (err error) {
+		cn.c, err = c.c.Connect(ctx)
 		return err
-	}, func() {
-		if dc != nil {
-			dc.Close()
-		}
-	})
-	if abandoned || err != nil {
+	}, nil)
+	if err != nil {
+		cn.Close() // now, or once an abandoned connect ends
 		return nil, err
 	}
-	return &conn{c: dc, around: c.around}, nil
+	return cn, nil
 }
 
-// run is around(ctx, op, call), telling whether around abandoned call:
-// returned while call ran. An abandoned call's results are not read;
-// drop runs once it ends. A call around never made (an Around that
-// refused it) is not abandoned.
-func run(ctx context.Context, around Around, op Op, call func(context.Context) error, drop func()) (abandoned bool, err error) {
-	const (
-		waiting = iota
-		running
-		returned
-		gone
-	)
-	var state atomic.Int32
-	err = around(ctx, op, func(ctx context.Context) error {
-		if !state.CompareAndSwap(waiting, running) {
-			return driver.ErrBadConn // around returned before making it
-		}
-		err := call(ctx)
-		if !state.CompareAndSwap(running, returned) && drop != nil {
-			drop()
-		}
-		return err
-	})
-	if state.CompareAndSwap(waiting, gone) {
-		if err == nil {
-			err = driver.ErrBadConn
-		}
-		return false, err
-	}
-	if state.CompareAndSwap(running, gone) {
-		if err == nil {
-			err = driver.ErrBadConn
-		}
-		return true, err
-	}
-	return false, err
-}
+// The states of a connection's operation.
+const (
+	waiting   int32 = iota // not begun
+	running                // in the driver
+	returned               // returned, its results its caller's
+	refused                // never to be made: the Around returned first
+	abandoned              // the Around returned first: its results are not read
+	dropped                // abandoned and ended, what it made closed
+)
 
-// conn is a driver.Conn whose operations run through around.
+// conn is a driver.Conn whose operations run through around. An
+// operation under a Bound runs on the connection's worker, one goroutine
+// for the connection's life, while its caller waits for it or for its
+// deadline.
 type conn struct {
 	c      driver.Conn
 	around Around
+	// state, f and drop are the operation under way: who its results
+	// are for (the caller of the Around it runs through, unless that
+	// returned first), what it does, and what closes what it made once
+	// an abandoned one ends. execute is c.run, made once.
+	state   atomic.Int32
+	f       func(context.Context) error
+	drop    func()
+	execute func(context.Context) error
 
 	// bad is set once an operation was abandoned: the driver may still
 	// be in it, and the connection is not used again.
 	bad atomic.Bool
-	mu  sync.Mutex // guards stuck, closed and later
-	// stuck counts abandoned operations still running on c; closed is
-	// set by Close, which closes c when none is.
-	stuck  int
+	mu  sync.Mutex // guards closed, later, the worker's start and an abandoned operation's end
+	// closed is set by Close, which closes c unless an abandoned
+	// operation runs on it: then that operation's end does.
 	closed bool
 	// later are the closes of c's statements and rows asked for while
 	// an abandoned operation ran on c: made before c is closed.
 	later []func() error
+	// jobs, reply and quit are the worker's: the calls it makes, their
+	// answers, and Close's word to stop; nil until the first.
+	jobs  chan job
+	reply chan error
+	quit  chan struct{}
+	// busy is set while the worker makes a job: a bounded call within
+	// it runs on as it is.
+	busy bool
 	// wrote is set by a write in the transaction under way.
 	wrote bool
+}
+
+type job struct {
+	ctx  context.Context
+	call func(context.Context) error
 }
 
 // Unwrap is the driver's connection (modernc.org/sqlite's Limit looks
 // for it).
 func (c *conn) Unwrap() driver.Conn { return c.c }
 
-// do runs one operation on c through around; an abandoned one marks c
-// bad, and closes c as it ends if c was closed meanwhile.
-func (c *conn) do(ctx context.Context, op Op, call func(context.Context) error, drop func()) error {
+// do runs f, one operation on c, through around. An abandoned f's
+// results are not read, c is not used again, and drop closes what f
+// made once f ends. An f around never made is not abandoned.
+func (c *conn) do(ctx context.Context, op Op, f func(context.Context) error, drop func()) error {
 	if c.bad.Load() {
 		return driver.ErrBadConn
 	}
 	if op.Kind == Write {
 		c.wrote = true
 	}
-	c.mu.Lock()
-	c.stuck++
-	c.mu.Unlock()
-	abandoned, err := run(ctx, c.around, op, call, func() {
-		if drop != nil {
-			drop()
-		}
-		c.unstick()
-	})
-	if abandoned {
+	c.state.Store(waiting)
+	c.f, c.drop = f, drop
+	op.on = c
+	err := c.around(ctx, op, c.execute)
+	switch {
+	case c.state.CompareAndSwap(waiting, refused):
+	case c.state.CompareAndSwap(running, abandoned) || c.state.Load() != returned:
 		c.bad.Store(true)
+	default:
 		return err
 	}
-	c.unstick()
+	if err == nil {
+		err = driver.ErrBadConn
+	}
 	return err
+}
+
+// run makes c's operation on this goroutine, unless it was refused or
+// abandoned before it began, and ends it if it was abandoned meanwhile.
+func (c *conn) run(ctx context.Context) error {
+	if !c.state.CompareAndSwap(waiting, running) {
+		c.end()
+		return driver.ErrBadConn
+	}
+	err := c.f(ctx)
+	if !c.state.CompareAndSwap(running, returned) {
+		c.end()
+	}
+	return err
+}
+
+// start runs call on op's connection's worker (see conn), or on a
+// goroutine of its own, and returns the channel its answer comes on.
+func (op Op) start(ctx context.Context, call func(context.Context) error) <-chan error {
+	c := op.on
+	if c == nil || c.busy { // no connection's, or within its worker's job
+		ch := make(chan error, 1)
+		if c == nil {
+			go func() { ch <- call(ctx) }()
+		} else {
+			ch <- call(ctx)
+		}
+		return ch
+	}
+	c.mu.Lock()
+	if c.jobs == nil {
+		c.jobs, c.reply, c.quit = make(chan job, 1), make(chan error, 1), make(chan struct{})
+		go c.work(c.jobs, c.quit)
+	}
+	c.mu.Unlock()
+	c.jobs <- job{ctx, call}
+	return c.reply
+}
+
+// abandon says that the call start made is no longer waited for: its
+// results are not read, and its connection is not used again.
+func (op Op) abandon() {
+	if c := op.on; c != nil {
+		c.bad.Store(true)
+		if !c.state.CompareAndSwap(running, abandoned) {
+			c.state.CompareAndSwap(waiting, abandoned)
+		}
+	}
+}
+
+// work is c's worker: it makes the jobs c hands it until Close.
+func (c *conn) work(jobs <-chan job, quit <-chan struct{}) {
+	for {
+		select {
+		case j := <-jobs:
+			c.busy = true
+			err := j.call(j.ctx)
+			c.busy = false
+			c.end() // an abandoned job that never reached the driver
+			c.reply <- err
+		case <-quit:
+			return
+		}
+	}
+}
+
+// end ends c's abandoned operation, if any, once: it closes what the
+// operation made, then the statements and rows closed meanwhile, then c
+// if it was closed.
+func (c *conn) end() {
+	if c.state.Load() != abandoned {
+		return
+	}
+	c.mu.Lock()
+	if !c.state.CompareAndSwap(abandoned, dropped) {
+		c.mu.Unlock()
+		return
+	}
+	later, closed := c.later, c.closed
+	c.later = nil
+	c.mu.Unlock()
+	if c.drop != nil {
+		c.drop()
+	}
+	for _, f := range later {
+		_ = f()
+	}
+	if closed && c.c != nil {
+		c.c.Close()
+	}
 }
 
 // made runs f, one operation on c that makes a T (statement, rows,
@@ -188,12 +231,9 @@ func (c *conn) do(ctx context.Context, op Op, call func(context.Context) error, 
 // returns, and never read here: an error returns the zero T.
 func made[T any](c *conn, ctx context.Context, op Op, f func(context.Context) (T, error), drop func(T) error) (T, error) {
 	var v, zero T
-	var closeMade func()
-	if drop != nil {
-		closeMade = func() {
-			if any(v) != nil {
-				drop(v)
-			}
+	closeMade := func() {
+		if drop != nil && any(v) != nil {
+			drop(v)
 		}
 	}
 	err := c.do(ctx, op, func(ctx context.Context) (err error) {
@@ -201,34 +241,19 @@ func made[T any](c *conn, ctx context.Context, op Op, f func(context.Context) (T
 		return err
 	}, closeMade)
 	if err != nil {
+		if c.state.Load() == returned {
+			closeMade() // it answered as its deadline passed
+		}
 		return zero, err
 	}
 	return v, nil
-}
-
-// unstick ends one operation, closing c if it was closed and none runs.
-func (c *conn) unstick() {
-	c.mu.Lock()
-	c.stuck--
-	last := c.stuck == 0 && c.closed
-	later := c.later
-	if last {
-		c.later = nil
-	}
-	c.mu.Unlock()
-	if last {
-		for _, f := range later {
-			_ = f()
-		}
-		c.c.Close()
-	}
 }
 
 // release runs f, the close of one of c's statements or rows, now, or
 // before c is closed while an abandoned operation runs on c.
 func (c *conn) release(f func() error) error {
 	c.mu.Lock()
-	if c.stuck > 0 {
+	if c.state.Load() == abandoned {
 		c.later = append(c.later, f)
 		c.mu.Unlock()
 		return nil
@@ -244,8 +269,11 @@ func (c *conn) Close() error {
 		return nil
 	}
 	c.closed = true
-	if c.stuck > 0 {
-		return nil // the last abandoned operation closes it
+	if c.quit != nil {
+		close(c.quit)
+	}
+	if c.state.Load() == abandoned || c.c == nil {
+		return nil // the abandoned operation's end closes it
 	}
 	return c.c.Close()
 }
@@ -327,9 +355,7 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	if !ok {
 		return nil, driver.ErrSkip
 	}
-	return made(c, ctx, Op{Name: "exec", Kind: Write, Query: query}, func(ctx context.Context) (driver.Result, error) {
-		return e.ExecContext(ctx, query, args)
-	}, nil)
+	return c.exec(ctx, query, func(ctx context.Context) (driver.Result, error) { return e.ExecContext(ctx, query, args) })
 }
 
 func (c *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
@@ -337,9 +363,18 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	if !ok {
 		return nil, driver.ErrSkip
 	}
-	r, err := made(c, ctx, Op{Name: "query", Kind: kindOf(query), Query: query}, func(ctx context.Context) (driver.Rows, error) {
-		return q.QueryContext(ctx, query, args)
-	}, driver.Rows.Close)
+	return c.query(ctx, query, kindOf(query), func(ctx context.Context) (driver.Rows, error) { return q.QueryContext(ctx, query, args) })
+}
+
+// exec runs f, an exec of query on c (or one of its statements).
+func (c *conn) exec(ctx context.Context, query string, f func(context.Context) (driver.Result, error)) (driver.Result, error) {
+	return made(c, ctx, Op{Name: "exec", Kind: Write, Query: query}, f, nil)
+}
+
+// query runs f, a query on c (or one of its statements) that does
+// kind, and returns its rows, whose Next runs through around.
+func (c *conn) query(ctx context.Context, query string, kind Kind, f func(context.Context) (driver.Rows, error)) (driver.Rows, error) {
+	r, err := made(c, ctx, Op{Name: "query", Kind: kind, Query: query}, f, driver.Rows.Close)
 	if err != nil {
 		return nil, err
 	}
@@ -426,9 +461,7 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 	if !ok {
 		return nil, errors.New("deadline: the driver's statement has no ExecContext")
 	}
-	return made(s.c, ctx, Op{Name: "exec", Kind: Write, Query: s.query}, func(ctx context.Context) (driver.Result, error) {
-		return e.ExecContext(ctx, args)
-	}, nil)
+	return s.c.exec(ctx, s.query, func(ctx context.Context) (driver.Result, error) { return e.ExecContext(ctx, args) })
 }
 
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
@@ -436,30 +469,37 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 	if !ok {
 		return nil, errors.New("deadline: the driver's statement has no QueryContext")
 	}
-	r, err := made(s.c, ctx, Op{Name: "query", Kind: s.kind, Query: s.query}, func(ctx context.Context) (driver.Rows, error) {
-		return q.QueryContext(ctx, args)
-	}, driver.Rows.Close)
-	if err != nil {
-		return nil, err
-	}
-	return &rows{r: r, c: s.c, ctx: ctx}, nil
+	return s.c.query(ctx, s.query, s.kind, func(ctx context.Context) (driver.Rows, error) { return q.QueryContext(ctx, args) })
 }
 
-// rows are driver.Rows whose Next runs through around. They forward
-// none of the optional column-type interfaces: the store never asks
-// database/sql for ColumnTypes.
+// rows are driver.Rows whose Next runs through around, a batch of rows
+// at a time. They forward none of the optional column-type interfaces:
+// the store never asks database/sql for ColumnTypes.
 type rows struct {
 	r   driver.Rows
 	c   *conn
 	ctx context.Context
-	// own is what the driver's Next writes into, copied to Next's dest
-	// once it returned: an abandoned Next writes into it, never into a
-	// dest database/sql reads.
-	own []driver.Value
+	// buf holds n rows the driver's Next wrote (a batch), of which Next
+	// has given i; end is what the driver's Next answered after the
+	// batch's last (io.EOF, an error), given once the batch is. An
+	// abandoned batch writes into buf, never into a dest database/sql
+	// reads.
+	buf        []driver.Value
+	n, i, cols int
+	end        error
 	// read is set once Next found the end: the driver has read the
 	// whole answer, and Close waits on nothing the store sends.
 	read bool
+	// fill is r.batch, made once.
+	fill func(context.Context) error
 }
+
+// Batch bounds, so that a batch takes about as long as one row. A
+// result set's first batch is one row, each next one twice the last.
+const (
+	batchRows = 64
+	batchTime = time.Millisecond
+)
 
 func (r *rows) Columns() []string { return r.r.Columns() }
 
@@ -470,17 +510,59 @@ func (r *rows) Close() error {
 	return r.c.do(context.WithoutCancel(r.ctx), Op{Name: "close rows", Kind: Other}, func(context.Context) error { return r.r.Close() }, nil)
 }
 
+// Next gives the batch's next row, or makes the next batch through
+// around: the rows the driver answers while they come at once (up to
+// batchRows, for batchTime), so that a result set makes one bounded
+// call per batch rather than per row, and its end or error.
 func (r *rows) Next(dest []driver.Value) error {
-	if len(r.own) != len(dest) {
-		r.own = make([]driver.Value, len(dest))
+	if r.i < r.n {
+		copy(dest, r.buf[r.i*r.cols:])
+		r.i++
+		return nil
 	}
-	own := r.own
-	err := r.c.do(r.ctx, Op{Name: "next row", Kind: Read}, func(context.Context) error { return r.r.Next(own) }, nil)
+	if size := len(r.buf) / max(r.cols, 1); size < batchRows || r.cols != len(dest) {
+		r.cols = len(dest)
+		r.buf = make([]driver.Value, min(2*size+1, batchRows)*r.cols)
+	}
+	if r.fill == nil {
+		r.fill = r.batch
+	}
+	err := r.c.do(r.ctx, Op{Name: "next row", Kind: Read}, r.fill, nil)
 	if err == nil {
-		copy(dest, own)
+		copy(dest, r.buf)
+		r.i = 1
 	}
 	r.read = err == io.EOF
 	return err
+}
+
+// batch reads a batch of rows into buf, or answers the driver's end
+// (or error) if it comes before any row.
+func (r *rows) batch(context.Context) error {
+	r.n, r.i = 0, 0
+	if r.end != nil {
+		return r.end
+	}
+	cols, size := r.cols, len(r.buf)/max(r.cols, 1)
+	began := time.Now()
+	for r.n < size && (r.n == 0 || time.Since(began) < batchTime) {
+		if r.n > 0 { // the driver may reuse a row's bytes for the next
+			for k, v := range r.buf[(r.n-1)*cols : r.n*cols] {
+				if b, ok := v.([]byte); ok {
+					r.buf[(r.n-1)*cols+k] = bytes.Clone(b)
+				}
+			}
+		}
+		if err := r.r.Next(r.buf[r.n*cols : (r.n+1)*cols]); err != nil {
+			if r.n == 0 {
+				return err
+			}
+			r.end = err
+			break
+		}
+		r.n++
+	}
+	return nil
 }
 
 // The interfaces the wrappers forward.
@@ -499,36 +581,3 @@ var (
 	_ driver.StmtQueryContext   = (*stmt)(nil)
 	_ driver.NamedValueChecker  = (*stmt)(nil)
 )
-
-// Unavailable is an Around that gives the driver's errors for which
-// unavailable is true the sentinel store.ErrUnavailable (kept beside
-// the driver's error), so that a Bound outside it takes them for an
-// outage. The end of rows (io.EOF), driver.ErrSkip, driver.ErrBadConn
-// and a context's end are left as they are: database/sql compares some
-// of them itself, and a context's end is the Bound's to judge.
-func Unavailable(unavailable func(error) bool) Around {
-	return func(ctx context.Context, op Op, call func(context.Context) error) error {
-		err := call(ctx)
-		if err == nil || err == io.EOF || errors.Is(err, driver.ErrSkip) || errors.Is(err, driver.ErrBadConn) ||
-			errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, store.ErrUnavailable) {
-			return err
-		}
-		if unavailable(err) {
-			return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
-		}
-		return err
-	}
-}
-
-// Later is a that runs each operation as it is (nil a: always) until on
-// is called, and through a from then on: a store's opener makes its
-// migrations and first statements unbounded, and bounds what follows.
-func Later(a Around) (later Around, on func()) {
-	var started atomic.Bool
-	return func(ctx context.Context, op Op, call func(context.Context) error) error {
-		if a == nil || !started.Load() {
-			return call(ctx)
-		}
-		return a(ctx, op, call)
-	}, func() { started.Store(true) }
-}

@@ -14,9 +14,7 @@ func testAdminTokens(t *testing.T, s store.Store) {
 	second := store.AdminToken{ID: "adm-2", Hash: hash("admin-two"), Name: "", CreatedAt: at(2)}
 	seq := lastChange(t, s)
 	for _, tok := range []store.AdminToken{second, first} {
-		if err := s.CreateAdminToken(ctx, tok); err != nil {
-			t.Fatalf("CreateAdminToken(%q) = %v, want nil", tok.ID, err)
-		}
+		must(t, fmt.Sprintf("CreateAdminToken(%q)", tok.ID), s.CreateAdminToken(ctx, tok))
 	}
 	noChange(t, s, "CreateAdminToken", seq)
 
@@ -52,9 +50,7 @@ func testAdminTokens(t *testing.T, s store.Store) {
 		t.Errorf("ListAdminTokens() mismatch, want oldest first with no hash (-want +got):\n%s", d)
 	}
 
-	if err := s.DeleteAdminToken(ctx, "adm-1"); err != nil {
-		t.Fatalf("DeleteAdminToken(adm-1) = %v, want nil", err)
-	}
+	must(t, "DeleteAdminToken(adm-1)", s.DeleteAdminToken(ctx, "adm-1"))
 	_, err = s.AdminTokenByHash(ctx, first.Hash)
 	wantErr(t, "AdminTokenByHash(deleted)", err, store.ErrNotFound)
 	_, err = s.AdminToken(ctx, "adm-1")
@@ -78,9 +74,7 @@ func testAudit(t *testing.T, s store.Store) {
 		{Box: "beta", At: at(4), Method: "POST", Route: "/api/box/declaration", Capability: "none", Status: 200, Duration: time.Millisecond},
 	}
 	seq := lastChange(t, s)
-	if err := s.AddAudit(ctx, entries[:2]); err != nil {
-		t.Fatalf("AddAudit(2 entries) = %v, want nil", err)
-	}
+	must(t, "AddAudit(2 entries)", s.AddAudit(ctx, entries[:2]))
 	if err := s.AddAudit(ctx, entries[2:]); err != nil {
 		t.Fatalf("AddAudit(2 more) = %v, want nil (an entry needs no box row)", err)
 	}
@@ -157,9 +151,7 @@ func testPruneAuditMany(t *testing.T, s store.Store) {
 	for i := range n {
 		batch = append(batch, store.AuditEntry{Box: "alpha", At: at(i % 10), Method: "GET", Route: "/r", Capability: "c", Status: 200})
 		if len(batch) == cap(batch) {
-			if err := s.AddAudit(ctx, batch); err != nil {
-				t.Fatalf("AddAudit = %v", err)
-			}
+			must(t, "AddAudit", s.AddAudit(ctx, batch))
 			batch = batch[:0]
 		}
 	}

@@ -56,9 +56,7 @@ func testAuditBatches(t *testing.T, s store.Store) {
 	for rest, sizes := entries, []int{1, 128, 129, 2, 73}; len(rest) > 0; sizes = sizes[1:] {
 		batch := rest[:min(sizes[0], len(rest))]
 		rest = rest[len(batch):]
-		if err := s.AddAudit(ctx, batch); err != nil {
-			t.Fatalf("AddAudit(%d entries) = %v, want nil", len(batch), err)
-		}
+		must(t, fmt.Sprintf("AddAudit(%d entries)", len(batch)), s.AddAudit(ctx, batch))
 	}
 	noChange(t, s, "AddAudit", seq)
 

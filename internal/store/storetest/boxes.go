@@ -15,9 +15,7 @@ func testBoxes(t *testing.T, s store.Store) {
 	alpha := store.Box{Name: "alpha", TokenHash: hash("ta"), CreatedAt: at(1), Consent: true, Paused: false, PayerKind: "owner", PayerPrincipal: "github:ann"}
 	beta := store.Box{Name: "beta", TokenHash: hash("tb"), CreatedAt: at(2), Consent: false, Paused: true, PayerKind: "shared"}
 	for _, b := range []store.Box{beta, alpha} {
-		if err := s.CreateBox(ctx, b); err != nil {
-			t.Fatalf("CreateBox(%q) = %v, want nil", b.Name, err)
-		}
+		must(t, fmt.Sprintf("CreateBox(%q)", b.Name), s.CreateBox(ctx, b))
 	}
 
 	for _, want := range []store.Box{alpha, beta} {
@@ -60,9 +58,7 @@ func testBoxes(t *testing.T, s store.Store) {
 
 	t.Run("payer kind defaults to shared", func(t *testing.T) {
 		b := store.Box{Name: "delta", TokenHash: hash("td"), CreatedAt: at(4)}
-		if err := s.CreateBox(ctx, b); err != nil {
-			t.Fatalf("CreateBox(delta) = %v, want nil", err)
-		}
+		must(t, "CreateBox(delta)", s.CreateBox(ctx, b))
 		got, err := s.Box(ctx, "delta")
 		if err != nil || got.PayerKind != "shared" {
 			t.Errorf("Box(delta).PayerKind = %q, %v, want %q", got.PayerKind, err, "shared")
@@ -99,9 +95,7 @@ func testRotateToken(t *testing.T, s store.Store) {
 	b := mustCreateBox(t, s, "alpha")
 	other := mustCreateBox(t, s, "beta")
 	newHash := hash("rotated")
-	if err := s.RotateToken(ctx, "alpha", newHash); err != nil {
-		t.Fatalf("RotateToken(alpha) = %v, want nil", err)
-	}
+	must(t, "RotateToken(alpha)", s.RotateToken(ctx, "alpha", newHash))
 	_, err := s.BoxByTokenHash(ctx, b.TokenHash)
 	wantErr(t, "BoxByTokenHash(old hash)", err, store.ErrNotFound)
 	got, err := s.BoxByTokenHash(ctx, newHash)
@@ -132,9 +126,7 @@ func testUpdateBox(t *testing.T, s store.Store) {
 		PayerKind:      "owner",
 		PayerPrincipal: "github:ann",
 	}
-	if err := s.UpdateBox(ctx, update); err != nil {
-		t.Fatalf("UpdateBox(alpha) = %v, want nil", err)
-	}
+	must(t, "UpdateBox(alpha)", s.UpdateBox(ctx, update))
 	want := b
 	want.Consent, want.Paused, want.PayerKind, want.PayerPrincipal = true, true, "owner", "github:ann"
 	got, err := s.Box(ctx, "alpha")
@@ -146,14 +138,9 @@ func testUpdateBox(t *testing.T, s store.Store) {
 	}
 
 	back := store.Box{Name: "alpha", PayerKind: "shared"}
-	if err := s.UpdateBox(ctx, back); err != nil {
-		t.Fatalf("UpdateBox(alpha) = %v, want nil", err)
-	}
+	must(t, "UpdateBox(alpha)", s.UpdateBox(ctx, back))
 	got, err = s.Box(ctx, "alpha")
-	if err != nil {
-		t.Fatalf("Box(alpha) = %v, want nil", err)
-	}
-	same(t, "Box(alpha) after resetting settings", b, got)
+	read(t, "Box(alpha) after resetting settings", b, got, err)
 }
 
 func testDeleteBoxCascades(t *testing.T, s store.Store) {
@@ -161,30 +148,16 @@ func testDeleteBoxCascades(t *testing.T, s store.Store) {
 	doomed := mustCreateBox(t, s, "doomed")
 	kept := mustCreateBox(t, s, "kept")
 	for _, box := range []string{"doomed", "kept"} {
-		if err := s.SaveDeclaration(ctx, box, []byte(`{"capabilities":[]}`), at(1)); err != nil {
-			t.Fatalf("SaveDeclaration(%q) = %v", box, err)
-		}
-		if err := s.SetSecret(ctx, store.Secret{Box: box, Name: "GITHUB", Host: "https://api.github.com", Sealed: []byte("sealed"), UpdatedAt: at(1)}); err != nil {
-			t.Fatalf("SetSecret(%q) = %v", box, err)
-		}
-		if _, err := s.AddFeedback(ctx, store.FeedbackBatch{Box: box, At: at(1), Words: []string{"agent"}, Body: []byte(`{}`)}); err != nil {
-			t.Fatalf("AddFeedback(%q) = %v", box, err)
-		}
-		if err := s.AddResource(ctx, store.Resource{Box: box, Kind: store.ResourceSandbox, ID: "sb-" + box, At: at(1)}); err != nil {
-			t.Fatalf("AddResource(%q) = %v", box, err)
-		}
-		if err := s.CreateGrant(ctx, store.Grant{ID: "g-" + box, Hash: hash("grant-" + box), Box: box, Principal: "github:ann", CreatedAt: at(1), ExpiresAt: at(600)}); err != nil {
-			t.Fatalf("CreateGrant(%q) = %v", box, err)
-		}
+		must(t, fmt.Sprintf("SaveDeclaration(%q)", box), s.SaveDeclaration(ctx, box, []byte(`{"capabilities":[]}`), at(1)))
+		must(t, fmt.Sprintf("SetSecret(%q)", box), s.SetSecret(ctx, store.Secret{Box: box, Name: "GITHUB", Host: "https://api.github.com", Sealed: []byte("sealed"), UpdatedAt: at(1)}))
+		must(t, fmt.Sprintf("AddFeedback(%q)", box), second(s.AddFeedback(ctx, store.FeedbackBatch{Box: box, At: at(1), Words: []string{"agent"}, Body: []byte(`{}`)})))
+		must(t, fmt.Sprintf("AddResource(%q)", box), s.AddResource(ctx, store.Resource{Box: box, Kind: store.ResourceSandbox, ID: "sb-" + box, At: at(1)}))
+		must(t, fmt.Sprintf("CreateGrant(%q)", box), s.CreateGrant(ctx, store.Grant{ID: "g-" + box, Hash: hash("grant-" + box), Box: box, Principal: "github:ann", CreatedAt: at(1), ExpiresAt: at(600)}))
 	}
-	if err := s.SetSecret(ctx, store.Secret{Box: "doomed", Name: "OPENAI", Host: "https://api.openai.com", Sealed: []byte("sealed"), UpdatedAt: at(1)}); err != nil {
-		t.Fatalf("SetSecret(doomed, OPENAI) = %v", err)
-	}
+	must(t, "SetSecret(doomed, OPENAI)", s.SetSecret(ctx, store.Secret{Box: "doomed", Name: "OPENAI", Host: "https://api.openai.com", Sealed: []byte("sealed"), UpdatedAt: at(1)}))
 
 	seq := lastChange(t, s)
-	if err := s.DeleteBox(ctx, "doomed"); err != nil {
-		t.Fatalf("DeleteBox(doomed) = %v, want nil", err)
-	}
+	must(t, "DeleteBox(doomed)", s.DeleteBox(ctx, "doomed"))
 	want := keys([]store.Change{
 		{Kind: store.ChangeBox, Key: "doomed"},
 		{Kind: store.ChangeDeclaration, Key: "doomed"},
@@ -272,9 +245,7 @@ func testDeclarations(t *testing.T, s store.Store) {
 		{"alpha", `{"capabilities":[{"name":"inference","broker":"lobby","scope":["agent","decide"]}]}`, at(3)},
 	}
 	for _, tt := range tests {
-		if err := s.SaveDeclaration(ctx, tt.box, []byte(tt.doc), tt.at); err != nil {
-			t.Fatalf("SaveDeclaration(%q) = %v, want nil", tt.box, err)
-		}
+		must(t, fmt.Sprintf("SaveDeclaration(%q)", tt.box), s.SaveDeclaration(ctx, tt.box, []byte(tt.doc), tt.at))
 		doc, gotAt, err := s.Declaration(ctx, tt.box)
 		if err != nil {
 			t.Fatalf("Declaration(%q) = %v, want nil", tt.box, err)
@@ -345,9 +316,7 @@ func testBindAndReplaceToken(t *testing.T, s store.Store) {
 	}
 	b := store.Box{Name: "alpha", TokenHash: hash("t1"), CreatedAt: at(0), PayerKind: "shared",
 		From: from, TokenTTL: time.Hour, ExpiresAt: at(3600)}
-	if err := s.CreateBox(ctx, b); err != nil {
-		t.Fatalf("CreateBox() = %v", err)
-	}
+	must(t, "CreateBox()", s.CreateBox(ctx, b))
 	got, err := s.Box(ctx, "alpha")
 	if err != nil || diff(b, got) != "" {
 		t.Fatalf("Box(alpha) = %v, diff (-want +got):\n%s", err, diff(b, got))
@@ -355,9 +324,7 @@ func testBindAndReplaceToken(t *testing.T, s store.Store) {
 
 	seq := lastChange(t, s)
 	narrower := []netip.Prefix{netip.MustParsePrefix("10.1.2.0/24")}
-	if err := s.BindBox(ctx, "alpha", narrower); err != nil {
-		t.Fatalf("BindBox() = %v", err)
-	}
+	must(t, "BindBox()", s.BindBox(ctx, "alpha", narrower))
 	if cs := keys(changesAfter(t, s, seq)); len(cs) != 1 || cs[0].Kind != store.ChangeBox || cs[0].Key != "alpha" {
 		t.Errorf("BindBox changes = %v, want one of box alpha", cs)
 	}
@@ -371,9 +338,7 @@ func testBindAndReplaceToken(t *testing.T, s store.Store) {
 	// only until it expires.
 	seq = lastChange(t, s)
 	r := store.Rotation{Hash: hash("t2"), TTL: 2 * time.Hour, ExpiresAt: at(7200), GraceUntil: at(9000)}
-	if err := s.ReplaceToken(ctx, "alpha", r); err != nil {
-		t.Fatalf("ReplaceToken() = %v", err)
-	}
+	must(t, "ReplaceToken()", s.ReplaceToken(ctx, "alpha", r))
 	if cs := keys(changesAfter(t, s, seq)); len(cs) != 1 || cs[0].Key != "alpha" {
 		t.Errorf("ReplaceToken changes = %v, want one of box alpha", cs)
 	}
@@ -386,9 +351,7 @@ func testBindAndReplaceToken(t *testing.T, s store.Store) {
 	}
 	// A grace shorter than its life keeps it for the grace.
 	r = store.Rotation{Hash: hash("t3"), GraceUntil: at(60)}
-	if err := s.ReplaceToken(ctx, "alpha", r); err != nil {
-		t.Fatalf("ReplaceToken() = %v", err)
-	}
+	must(t, "ReplaceToken()", s.ReplaceToken(ctx, "alpha", r))
 	want.TokenHash, want.TokenTTL, want.ExpiresAt, want.OldTokenHash, want.OldUntil = r.Hash, 0, time.Time{}, hash("t2"), at(60)
 	if got, err = s.BoxByTokenHash(ctx, hash("t2")); err != nil || diff(want, got) != "" {
 		t.Errorf("BoxByTokenHash(t2) = %v, diff (-want +got):\n%s", err, diff(want, got))
@@ -396,17 +359,11 @@ func testBindAndReplaceToken(t *testing.T, s store.Store) {
 	_, err = s.BoxByTokenHash(ctx, hash("t1"))
 	wantErr(t, "BoxByTokenHash(t1, two rotations ago)", err, store.ErrNotFound)
 	// No grace, or RotateToken: the old token is forgotten at once.
-	if err := s.ReplaceToken(ctx, "alpha", store.Rotation{Hash: hash("t4")}); err != nil {
-		t.Fatalf("ReplaceToken() = %v", err)
-	}
+	must(t, "ReplaceToken()", s.ReplaceToken(ctx, "alpha", store.Rotation{Hash: hash("t4")}))
 	_, err = s.BoxByTokenHash(ctx, hash("t3"))
 	wantErr(t, "BoxByTokenHash(t3, rotated with no grace)", err, store.ErrNotFound)
-	if err := s.ReplaceToken(ctx, "alpha", store.Rotation{Hash: hash("t5"), GraceUntil: at(60)}); err != nil {
-		t.Fatalf("ReplaceToken() = %v", err)
-	}
-	if err := s.RotateToken(ctx, "alpha", hash("t6")); err != nil {
-		t.Fatalf("RotateToken() = %v", err)
-	}
+	must(t, "ReplaceToken()", s.ReplaceToken(ctx, "alpha", store.Rotation{Hash: hash("t5"), GraceUntil: at(60)}))
+	must(t, "RotateToken()", s.RotateToken(ctx, "alpha", hash("t6")))
 	_, err = s.BoxByTokenHash(ctx, hash("t5"))
 	wantErr(t, "BoxByTokenHash(t5, after RotateToken)", err, store.ErrNotFound)
 	wantErr(t, "ReplaceToken(nosuch)", s.ReplaceToken(ctx, "nosuch", store.Rotation{Hash: hash("x")}), store.ErrNotFound)

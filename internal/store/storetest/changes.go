@@ -121,9 +121,7 @@ func testChangesEveryWrite(t *testing.T, s store.Store) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := lastChange(t, s)
-			if err := tt.write(t.Context()); err != nil {
-				t.Fatalf("%s = %v, want nil", tt.name, err)
-			}
+			must(t, tt.name, tt.write(t.Context()))
 			got := changesAfter(t, s, before)
 			same(t, fmt.Sprintf("changes of %s", tt.name), keys(tt.want), keys(got))
 			if len(got) > 0 {
@@ -182,16 +180,12 @@ func testPruneChanges(t *testing.T, s store.Store) {
 
 	// Changes are stamped with the store's clock; an hour either side of
 	// the wall clock is well clear of it.
-	if err := s.PruneChanges(ctx, time.Now().Add(-time.Hour)); err != nil {
-		t.Fatalf("PruneChanges(an hour ago) = %v, want nil", err)
-	}
+	must(t, "PruneChanges(an hour ago)", s.PruneChanges(ctx, time.Now().Add(-time.Hour)))
 	if d := diff(all, changesAfter(t, s, 0)); d != "" {
 		t.Errorf("changes after PruneChanges(an hour ago) mismatch, want all kept (-want +got):\n%s", d)
 	}
 
-	if err := s.PruneChanges(ctx, time.Now().Add(time.Hour)); err != nil {
-		t.Fatalf("PruneChanges(in an hour) = %v, want nil", err)
-	}
+	must(t, "PruneChanges(in an hour)", s.PruneChanges(ctx, time.Now().Add(time.Hour)))
 	left := changesAfter(t, s, 0)
 	if len(left) > 1 || (len(left) == 1 && left[0] != all[len(all)-1]) {
 		t.Errorf("changes after PruneChanges(in an hour) = %v, want none but perhaps the newest", left)

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/intentius/boxbroker/internal/store"
@@ -16,9 +17,7 @@ func testMints(t *testing.T, s store.Store) {
 	gh := store.Secret{Box: "alpha", Name: "GITHUB", Host: "https://api.github.com", Sealed: []byte("sealed-app"), UpdatedAt: at(1), Kind: "github-app"}
 	plain := store.Secret{Box: "alpha", Name: "PLAIN", Host: "https://api.example.com", Sealed: []byte("sealed-plain"), UpdatedAt: at(1)}
 	for _, sec := range []store.Secret{gh, plain} {
-		if err := s.SetSecret(ctx, sec); err != nil {
-			t.Fatalf("SetSecret(%q) = %v, want nil", sec.Name, err)
-		}
+		must(t, fmt.Sprintf("SetSecret(%q)", sec.Name), s.SetSecret(ctx, sec))
 	}
 	got, err := s.Secret(ctx, "alpha", "GITHUB")
 	if err != nil || got.Kind != "github-app" {
@@ -37,16 +36,12 @@ func testMints(t *testing.T, s store.Store) {
 	}
 	seq := lastChange(t, s)
 	first := store.MintState{Box: "alpha", Name: "GITHUB", Of: "of-1", ExpiresAt: at(3600), UpdatedAt: at(2)}
-	if err := s.SetMintState(ctx, first); err != nil {
-		t.Fatalf("SetMintState = %v, want nil", err)
-	}
+	must(t, "SetMintState", s.SetMintState(ctx, first))
 	noChange(t, s, "SetMintState", seq)
 	st, err := s.MintState(ctx, "alpha", "GITHUB")
 	read(t, "MintState", first, st, err)
 	second := store.MintState{Box: "alpha", Name: "GITHUB", Of: "of-2", Sealed: []byte("sealed-refresh"), Failure: "refused: invalid_grant", UpdatedAt: at(3)}
-	if err := s.SetMintState(ctx, second); err != nil {
-		t.Fatalf("SetMintState again = %v, want nil", err)
-	}
+	must(t, "SetMintState again", s.SetMintState(ctx, second))
 	states, err := s.ListMintStates(ctx, "alpha")
 	if err != nil || len(states) != 1 {
 		t.Fatalf("ListMintStates = %d, %v; want 1, nil", len(states), err)

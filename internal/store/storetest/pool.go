@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/intentius/boxbroker/internal/store"
@@ -18,9 +19,7 @@ func testPool(t *testing.T, s store.Store) {
 	a := store.PoolEntry{Name: "a", Weight: 1, Sealed: []byte("sealed-a"), UpdatedAt: at(2)}
 	seq := lastChange(t, s)
 	for _, e := range []store.PoolEntry{b, a} {
-		if err := s.SetPoolEntry(ctx, e); err != nil {
-			t.Fatalf("SetPoolEntry(%s) = %v, want nil", e.Name, err)
-		}
+		must(t, fmt.Sprintf("SetPoolEntry(%s)", e.Name), s.SetPoolEntry(ctx, e))
 	}
 	if d := diff([]store.Change{{Kind: store.ChangePool, Key: "a"}, {Kind: store.ChangePool, Key: "b"}}, keys(changesAfter(t, s, seq))); d != "" {
 		t.Errorf("SetPoolEntry changes (-want +got):\n%s", d)
@@ -33,9 +32,7 @@ func testPool(t *testing.T, s store.Store) {
 		t.Errorf("PoolEntries() (-want +got):\n%s", d)
 	}
 	b2 := store.PoolEntry{Name: "b", Weight: 5, Sealed: []byte("sealed-b2"), UpdatedAt: at(3)}
-	if err := s.SetPoolEntry(ctx, b2); err != nil {
-		t.Fatalf("SetPoolEntry(b) again = %v, want nil", err)
-	}
+	must(t, "SetPoolEntry(b) again", s.SetPoolEntry(ctx, b2))
 	got, _ = s.PoolEntries(ctx)
 	if d := diff([]store.PoolEntry{a, b2}, got); d != "" {
 		t.Errorf("PoolEntries() after replacing b (-want +got):\n%s", d)

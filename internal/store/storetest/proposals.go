@@ -43,9 +43,7 @@ func testProposals(t *testing.T, s store.Store) {
 		t.Errorf("OpenProposal(same key) = %s count %d updated %v, %v; want p-1 count 2 updated at(2)", p.ID, p.Count, p.UpdatedAt, err)
 	}
 	for i, key := range []string{"k2", "k3"} {
-		if _, err := s.OpenProposal(ctx, proposal("alpha", fmt.Sprintf("p-%d", i+2), key, 3), 3); err != nil {
-			t.Fatalf("OpenProposal(%s) = %v, want nil", key, err)
-		}
+		must(t, fmt.Sprintf("OpenProposal(%s)", key), second(s.OpenProposal(ctx, proposal("alpha", fmt.Sprintf("p-%d", i+2), key, 3), 3)))
 	}
 	if _, err := s.OpenProposal(ctx, proposal("alpha", "p-4", "k4", 4), 3); !errors.Is(err, store.ErrFull) {
 		t.Errorf("OpenProposal(past max) = %v, want ErrFull", err)
@@ -133,9 +131,7 @@ func testProposals(t *testing.T, s store.Store) {
 
 	// Asks.
 	for _, sc := range []string{"secret:GITHUB", "hosts", "hosts"} {
-		if err := s.SetAsk(ctx, "alpha", sc, true); err != nil {
-			t.Fatalf("SetAsk(%s) = %v", sc, err)
-		}
+		must(t, fmt.Sprintf("SetAsk(%s)", sc), s.SetAsk(ctx, "alpha", sc, true))
 	}
 	if err := s.SetAsk(ctx, "nobody", "hosts", true); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("SetAsk(no box) = %v, want ErrNotFound", err)

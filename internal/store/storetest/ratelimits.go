@@ -27,9 +27,7 @@ func testRateLimits(t *testing.T, s store.Store) {
 	wantErr(t, "DeleteRateLimit(again)", s.DeleteRateLimit(ctx, "alpha", "github:ann"), store.ErrNotFound)
 
 	now := time.UnixMilli(time.Now().UnixMilli()).UTC()
-	if _, err := s.ExchangeRates(ctx, "r1", []store.RateCount{{Key: "alpha", Requests: 3, InputTokens: 30, At: now}}, now.Add(-time.Minute)); err != nil {
-		t.Fatalf("ExchangeRates(r1) = %v", err)
-	}
+	must(t, "ExchangeRates(r1)", second(s.ExchangeRates(ctx, "r1", []store.RateCount{{Key: "alpha", Requests: 3, InputTokens: 30, At: now}}, now.Add(-time.Minute))))
 	others, err := s.ExchangeRates(ctx, "r2", []store.RateCount{{Key: "alpha", Requests: 1, At: now}}, now.Add(-time.Minute))
 	if err != nil {
 		t.Fatalf("ExchangeRates(r2) = %v", err)

@@ -19,9 +19,7 @@ func testCredentials(t *testing.T, s store.Store) {
 		{ID: "visitor:github:ann", Sealed: []byte("sealed-visitor"), UpdatedAt: at(4)},
 	}
 	for _, c := range creds {
-		if err := s.SetCredential(ctx, c); err != nil {
-			t.Fatalf("SetCredential(%q) = %v, want nil", c.ID, err)
-		}
+		must(t, fmt.Sprintf("SetCredential(%q)", c.ID), s.SetCredential(ctx, c))
 	}
 	for _, want := range creds {
 		got, err := s.Credential(ctx, want.ID)
@@ -29,14 +27,9 @@ func testCredentials(t *testing.T, s store.Store) {
 	}
 
 	replaced := store.Credential{ID: "anthropic", Sealed: []byte("sealed-anthropic-2"), UpdatedAt: at(5)}
-	if err := s.SetCredential(ctx, replaced); err != nil {
-		t.Fatalf("SetCredential(anthropic) again = %v, want nil", err)
-	}
+	must(t, "SetCredential(anthropic) again", s.SetCredential(ctx, replaced))
 	got, err := s.Credential(ctx, "anthropic")
-	if err != nil {
-		t.Fatalf("Credential(anthropic) = %v, want nil", err)
-	}
-	same(t, "Credential(anthropic) after replacing", replaced, got)
+	read(t, "Credential(anthropic) after replacing", replaced, got, err)
 
 	list, err := s.ListCredentials(ctx)
 	if err != nil {
@@ -56,9 +49,7 @@ func testCredentials(t *testing.T, s store.Store) {
 	}
 	same(t, "ListCredentials()", want, list)
 
-	if err := s.DeleteCredential(ctx, "fountain"); err != nil {
-		t.Fatalf("DeleteCredential(fountain) = %v, want nil", err)
-	}
+	must(t, "DeleteCredential(fountain)", s.DeleteCredential(ctx, "fountain"))
 	_, err = s.Credential(ctx, "fountain")
 	wantErr(t, "Credential(fountain) after delete", err, store.ErrNotFound)
 	wantErr(t, "DeleteCredential(fountain) again", s.DeleteCredential(ctx, "fountain"), store.ErrNotFound)
@@ -78,9 +69,7 @@ func testSecrets(t *testing.T, s store.Store) {
 		{Box: "beta", Name: "GITHUB", Host: "https://github.example.com/api", Sealed: []byte("sealed-b-github"), UpdatedAt: at(3)},
 	}
 	for _, sec := range secrets {
-		if err := s.SetSecret(ctx, sec); err != nil {
-			t.Fatalf("SetSecret(%q, %q) = %v, want nil", sec.Box, sec.Name, err)
-		}
+		must(t, fmt.Sprintf("SetSecret(%q, %q)", sec.Box, sec.Name), s.SetSecret(ctx, sec))
 	}
 	for _, want := range secrets {
 		got, err := s.Secret(ctx, want.Box, want.Name)
@@ -90,14 +79,9 @@ func testSecrets(t *testing.T, s store.Store) {
 	// Replacing a secret replaces its body fields, rules and rate too:
 	// none named is none kept.
 	replaced := store.Secret{Box: "alpha", Name: "GITHUB", Host: "https://ghe.example.com", Sealed: []byte("sealed-a-github-2"), UpdatedAt: at(4)}
-	if err := s.SetSecret(ctx, replaced); err != nil {
-		t.Fatalf("SetSecret(alpha, GITHUB) again = %v, want nil", err)
-	}
+	must(t, "SetSecret(alpha, GITHUB) again", s.SetSecret(ctx, replaced))
 	got, err := s.Secret(ctx, "alpha", "GITHUB")
-	if err != nil {
-		t.Fatalf("Secret(alpha, GITHUB) = %v, want nil", err)
-	}
-	same(t, "Secret(alpha, GITHUB) after replacing", replaced, got)
+	read(t, "Secret(alpha, GITHUB) after replacing", replaced, got, err)
 	if got, err := s.Secret(ctx, "beta", "GITHUB"); err != nil || !bytes.Equal(got.Sealed, secrets[2].Sealed) {
 		t.Errorf("Secret(beta, GITHUB) = %q, %v, want %q: another box's secret of that name changed", got.Sealed, err, secrets[2].Sealed)
 	}
@@ -120,9 +104,7 @@ func testSecrets(t *testing.T, s store.Store) {
 		t.Errorf("ListSecrets(alpha) mismatch, want by name (-want +got):\n%s", d)
 	}
 
-	if err := s.DeleteSecret(ctx, "alpha", "GITHUB"); err != nil {
-		t.Fatalf("DeleteSecret(alpha, GITHUB) = %v, want nil", err)
-	}
+	must(t, "DeleteSecret(alpha, GITHUB)", s.DeleteSecret(ctx, "alpha", "GITHUB"))
 	_, err = s.Secret(ctx, "alpha", "GITHUB")
 	wantErr(t, "Secret(alpha, GITHUB) after delete", err, store.ErrNotFound)
 	wantErr(t, "DeleteSecret(alpha, GITHUB) again", s.DeleteSecret(ctx, "alpha", "GITHUB"), store.ErrNotFound)
@@ -186,9 +168,7 @@ func testResources(t *testing.T, s store.Store) {
 		{Box: "beta", Kind: store.ResourceConversation, ID: "sb-1", At: at(4)}, // same id, another kind
 	}
 	for _, r := range rs {
-		if err := s.AddResource(ctx, r); err != nil {
-			t.Fatalf("AddResource(%q, %s/%s) = %v, want nil", r.Box, r.Kind, r.ID, err)
-		}
+		must(t, fmt.Sprintf("AddResource(%q, %s/%s)", r.Box, r.Kind, r.ID), s.AddResource(ctx, r))
 	}
 
 	tests := []struct {
@@ -225,9 +205,7 @@ func testResources(t *testing.T, s store.Store) {
 	sort.Slice(list, func(i, j int) bool { return list[i].Kind+"/"+list[i].ID < list[j].Kind+"/"+list[j].ID })
 	same(t, "ListResources(alpha)", []store.Resource{rs[1], rs[0]}, list)
 
-	if err := s.DeleteResource(ctx, store.ResourceSandbox, "sb-1"); err != nil {
-		t.Fatalf("DeleteResource(sandbox, sb-1) = %v, want nil", err)
-	}
+	must(t, "DeleteResource(sandbox, sb-1)", s.DeleteResource(ctx, store.ResourceSandbox, "sb-1"))
 	_, err = s.ResourceOwner(ctx, store.ResourceSandbox, "sb-1")
 	wantErr(t, "ResourceOwner(sandbox, sb-1) after delete", err, store.ErrNotFound)
 	wantErr(t, "DeleteResource(sandbox, sb-1) again", s.DeleteResource(ctx, store.ResourceSandbox, "sb-1"), store.ErrNotFound)
@@ -250,9 +228,7 @@ func testGrants(t *testing.T, s store.Store) {
 		{ID: "g4", Hash: hash("v4"), Box: "beta", Principal: "github:ann", CreatedAt: at(40)},                       // no expiry
 	}
 	for _, g := range grants {
-		if err := s.CreateGrant(ctx, g); err != nil {
-			t.Fatalf("CreateGrant(%q) = %v, want nil", g.ID, err)
-		}
+		must(t, fmt.Sprintf("CreateGrant(%q)", g.ID), s.CreateGrant(ctx, g))
 	}
 	for _, want := range grants {
 		got, err := s.GrantByHash(ctx, want.Hash)
@@ -282,9 +258,7 @@ func testGrants(t *testing.T, s store.Store) {
 		t.Errorf("ListGrants(alpha) mismatch, want newest first (-want +got):\n%s", d)
 	}
 
-	if err := s.RevokeGrant(ctx, "g1", at(100)); err != nil {
-		t.Fatalf("RevokeGrant(g1) = %v, want nil", err)
-	}
+	must(t, "RevokeGrant(g1)", s.RevokeGrant(ctx, "g1", at(100)))
 	got, err := s.GrantByHash(ctx, hash("v1"))
 	if err != nil {
 		t.Fatalf("GrantByHash(g1's hash) = %v, want nil", err)
@@ -311,9 +285,7 @@ func testTimes(t *testing.T, s store.Store) {
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			name := fmt.Sprintf("box%d", i)
-			if err := s.CreateBox(ctx, store.Box{Name: name, TokenHash: hash(name), CreatedAt: tt.at}); err != nil {
-				t.Fatalf("CreateBox(%q) = %v, want nil", name, err)
-			}
+			must(t, fmt.Sprintf("CreateBox(%q)", name), s.CreateBox(ctx, store.Box{Name: name, TokenHash: hash(name), CreatedAt: tt.at}))
 			got, err := s.Box(ctx, name)
 			if err != nil {
 				t.Fatalf("Box(%q) = %v, want nil", name, err)

@@ -20,9 +20,7 @@ func testSessions(t *testing.T, s store.Store) {
 		t.Fatalf("SessionEnded(s-1) before it ended = true, want false")
 	}
 	seq := lastChange(t, s)
-	if err := s.EndSession(ctx, "s-1", at(100), at(0)); err != nil {
-		t.Fatalf("EndSession(s-1) = %v, want nil", err)
-	}
+	must(t, "EndSession(s-1)", s.EndSession(ctx, "s-1", at(100), at(0)))
 	if err := s.EndSession(ctx, "s-1", at(100), at(0)); err != nil {
 		t.Errorf("EndSession(s-1) again = %v, want nil", err)
 	}
@@ -34,9 +32,7 @@ func testSessions(t *testing.T, s store.Store) {
 		t.Errorf("SessionEnded(s-2), never ended = true, want false")
 	}
 	// Ending another session once s-1 has expired forgets s-1.
-	if err := s.EndSession(ctx, "s-2", at(300), at(200)); err != nil {
-		t.Fatalf("EndSession(s-2) = %v, want nil", err)
-	}
+	must(t, "EndSession(s-2)", s.EndSession(ctx, "s-2", at(300), at(200)))
 	if ended("s-1") {
 		t.Errorf("SessionEnded(s-1) past its expiry, after another ended = true, want it forgotten")
 	}

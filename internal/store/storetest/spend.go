@@ -63,10 +63,7 @@ func testBudgets(t *testing.T, s store.Store) {
 		t.Errorf("DeleteBudget recorded changes %v, want one %s change of alpha", keys(cs), store.ChangeBudget)
 	}
 	got, err = s.ListBudgets(ctx, "alpha")
-	if err != nil {
-		t.Fatalf("ListBudgets(alpha) = %v, want nil", err)
-	}
-	same(t, "ListBudgets(alpha) after delete", []store.Budget{budgets[1], replaced}, got)
+	read(t, "ListBudgets(alpha) after delete", []store.Budget{budgets[1], replaced}, got, err)
 	if got, err := s.ListBudgets(ctx, "nobox"); err != nil || len(got) != 0 {
 		t.Errorf("ListBudgets(nobox) = %v, %v, want none, nil", got, err)
 	}
@@ -294,9 +291,7 @@ func testReleaseStale(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatalf("Reserve(old) = %v, want nil", err)
 	}
-	if _, err := s.Reserve(ctx, store.Reservation{Box: "alpha", Month: m, Amount: 20, At: at(10)}); err != nil {
-		t.Fatalf("Reserve(new) = %v, want nil", err)
-	}
+	must(t, "Reserve(new)", second(s.Reserve(ctx, store.Reservation{Box: "alpha", Month: m, Amount: 20, At: at(10)})))
 	n, err := s.ReleaseStale(ctx, at(5))
 	if n != 1 || err != nil {
 		t.Fatalf("ReleaseStale(at 5) = %d, %v, want 1, nil", n, err)
@@ -344,9 +339,7 @@ func testSpendGoesWithBox(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	mustCreateBox(t, s, "alpha")
 	wantErr(t, "SetBudget", s.SetBudget(ctx, store.Budget{Box: "alpha", Limit: 100, UpdatedAt: at(1)}), nil)
-	if _, err := reserve(t, s, "alpha", "", "2026-10", 10); err != nil {
-		t.Fatalf("Reserve = %v, want nil", err)
-	}
+	must(t, "Reserve", second(reserve(t, s, "alpha", "", "2026-10", 10)))
 	wantErr(t, "Settle", s.Settle(ctx, store.Settlement{Box: "alpha", Month: "2026-10", Charge: 3,
 		Usage: []store.Usage{{Box: "alpha", Month: "2026-10", PayerKind: "shared", Model: "m", Calls: 1, Cost: 3}}}), nil)
 	wantErr(t, "DeleteBox(alpha)", s.DeleteBox(ctx, "alpha"), nil)

@@ -136,9 +136,7 @@ func testApplySpooledSumsAsOneByOne(t *testing.T, s store.Store) {
 			wantErr(t, "Settle", s.Settle(ctx, store.Settlement{Box: c.Box, Month: m1, Cache: []store.CacheUsage{c}}), nil)
 		}
 		// A reservation never settled stays held either way.
-		if _, err := reserve(t, s, world+"a", "", m1, 11); err != nil {
-			t.Fatalf("Reserve = %v", err)
-		}
+		must(t, "Reserve", second(reserve(t, s, world+"a", "", m1, 11)))
 		for i := range calls {
 			box := world + boxes[i%len(boxes)]
 			if i%7 == 6 {

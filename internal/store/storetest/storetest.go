@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/netip"
 	"sort"
 	"testing"
@@ -135,9 +136,7 @@ func newBox(name string) store.Box {
 func mustCreateBox(t *testing.T, s store.Store, name string) store.Box {
 	t.Helper()
 	b := newBox(name)
-	if err := s.CreateBox(t.Context(), b); err != nil {
-		t.Fatalf("CreateBox(%q) = %v, want nil", name, err)
-	}
+	must(t, fmt.Sprintf("CreateBox(%q)", name), s.CreateBox(t.Context(), b))
 	return b
 }
 
@@ -208,5 +207,13 @@ func noChange(t *testing.T, s store.Store, call string, seq int64) {
 	t.Helper()
 	if cs := changesAfter(t, s, seq); len(cs) != 0 {
 		t.Errorf("%s recorded changes %v, want none", call, keys(cs))
+	}
+}
+
+// must stops the test if the call named call returned an error.
+func must(t *testing.T, call string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s = %v, want nil", call, err)
 	}
 }
