@@ -24,19 +24,15 @@ type ProxyCARotate struct {
 // Neither answer ever holds the CA's key.
 func (s *Server) proxyCARoutes() []Route {
 	return []Route{
-		{Pattern: "GET /api/proxy/ca", Handle: s.proxyCA},
+		{Pattern: "GET /api/proxy/ca", Handle: answer(http.StatusOK, func(r *http.Request) (operator.ProxyCAView, error) {
+			return s.Op(r, 0).ProxyCA(r.Context())
+		})},
 		{Pattern: "POST /api/proxy/ca/rotate", Handle: s.rotateProxyCA},
 	}
 }
 
-func (s *Server) proxyCA(w http.ResponseWriter, r *http.Request) error {
-	v, err := s.Op(r, 0).ProxyCA(r.Context())
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, v)
-}
-
+// rotateProxyCA answers POST /api/proxy/ca/rotate: its body, unlike
+// decode's, may be empty.
 func (s *Server) rotateProxyCA(w http.ResponseWriter, r *http.Request) error {
 	var req ProxyCARotate
 	if r.ContentLength != 0 {
@@ -51,9 +47,7 @@ func (s *Server) rotateProxyCA(w http.ResponseWriter, r *http.Request) error {
 			return operator.Errorf(operator.Invalid, `The field "grace" is not a duration such as "168h" or "0s".`)
 		}
 	}
-	v, err := s.Op(r, 0).RotateProxyCA(r.Context(), grace)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, v)
+	return answer(http.StatusOK, func(r *http.Request) (operator.ProxyCARotation, error) {
+		return s.Op(r, 0).RotateProxyCA(r.Context(), grace)
+	})(w, r)
 }
