@@ -29,11 +29,11 @@ type frontEnd struct {
 
 // TestOperator_EveryActionThroughEveryFrontEnd runs each operator action
 // of the service (a box's, a grant's, a Fountain id's, a pool entry's, an
-// admin token's) through each of the four front ends that has it (the CLI
-// on the data directory, the CLI with --admin-url, the admin API, the
-// owner's page, which assigns no Fountain ids and alone changes an
-// entry's weight; admin tokens are made and revoked on the data directory
-// only) and checks its effect in the store and the audit row it wrote,
+// admin token's, the egress proxy CA's rotation) through each of the four
+// front ends that has it (the CLI on the data directory, the CLI with
+// --admin-url, the admin API, the owner's page, which assigns no Fountain
+// ids, rotates no CA and alone changes an entry's weight; admin tokens
+// are made and revoked on the data directory only) and checks its effect in the store and the audit row it wrote,
 // naming the front end.
 func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 	b := brokertest.New(t, brokertest.Options{})
@@ -53,6 +53,7 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		"window": {"budget", "set", "--window", "day"}, "unwindow": {"budget", "remove", "--yes", "--window", "day"},
 		"entry": {"credential", "add", "anthropic", "--weight", "2"}, "unentry": {"credential", "remove", "--yes", "anthropic"},
 		"admintoken": {"admin", "token", "--name"}, "unadmintoken": {"admin", "revoke", "--yes"},
+		"rotateca": {"proxy", "ca", "rotate", "--yes", "--grace", "1h"},
 	}
 	cli := func(env map[string]string) func(t *testing.T, action, box string) {
 		return func(t *testing.T, action, box string) {
@@ -81,6 +82,8 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 				stdin = visitorValue + "\n"
 			case "unadmintoken":
 				args[len(args)-1] = adminTokenNamed(t, b, box)
+			case "rotateca":
+				args = args[:len(args)-1]
 			}
 			if code, out, errs := runEnv(t, env, stdin, args...); code != 0 {
 				t.Fatalf("%q = %d %q %q", args, code, out, errs)
@@ -110,6 +113,7 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		"unlimit":      {"DELETE", "/api/boxes/{name}/rate-limits", ""},
 		"entry":        {"PUT", "/api/credentials/pool/{entry}", `{"value":"` + visitorValue + `","weight":2}`},
 		"unentry":      {"DELETE", "/api/credentials/pool/{entry}", ""},
+		"rotateca":     {"POST", "/api/proxy/ca/rotate", `{"grace":"1h"}`},
 	}
 	apiRoute := func(action string) (string, string) { return apiRoutes[action][0], apiRoutes[action][1] }
 	cookie, csrf := pageSession(t, b)
@@ -126,7 +130,12 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		"unentry": {"/ui/credentials/{entry}/remove", "confirm={name}"},
 	}
 	fronts := []frontEnd{
-		{"cli", func(a string) (string, string) { return "CLI", strings.Join(cliArgs[a][:2], " ") }, cli(local), keyOf(cliArgs)},
+		{"cli", func(a string) (string, string) {
+			if a == "rotateca" {
+				return "CLI", "proxy ca rotate"
+			}
+			return "CLI", strings.Join(cliArgs[a][:2], " ")
+		}, cli(local), keyOf(cliArgs)},
 		{"cli-admin-url", apiRoute, cli(remote), func(a string) bool { return keyOf(cliArgs)(a) && keyOf(apiRoutes)(a) }},
 		{"api", apiRoute, func(t *testing.T, action, box string) {
 			rt := apiRoutes[action]
@@ -220,6 +229,7 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		{"unentry", "removed credential pool entry via-", func(_, _ store.Box, err error) bool { return err == nil }, "", false, false, false, false},
 		{"admintoken", "made admin token adm-", func(_, _ store.Box, err error) bool { return err == nil }, "", false, false, false, false},
 		{"unadmintoken", "revoked admin token adm-", func(_, _ store.Box, err error) bool { return err == nil }, "", false, false, false, false},
+		{"rotateca", "rotated the egress proxy's CA; the new one signs from ", func(_, _ store.Box, err error) bool { return err == nil }, "", false, false, false, false},
 		{"remove", "removed the box and all kept for it", func(_, _ store.Box, err error) bool { return errors.Is(err, store.ErrNotFound) }, "", false, false, false, false},
 	}
 	for _, fe := range fronts {
@@ -229,7 +239,11 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 				continue
 			}
 			before, _ := b.Server.Store.Box(ctx, box)
+			caBefore, _ := b.Server.Store.ProxyCA(ctx)
 			fe.do(t, tt.action, box)
+			if caAfter, _ := b.Server.Store.ProxyCA(ctx); (string(caAfter.CertPEM)+string(caAfter.NextCertPEM) != string(caBefore.CertPEM)+string(caBefore.NextCertPEM)) != (tt.action == "rotateca") {
+				t.Errorf("%s through %s: the proxy's CA changed %v, want %v", tt.action, fe.name, tt.action != "rotateca", tt.action == "rotateca")
+			}
 			after, err := b.Server.Store.Box(ctx, box)
 			if !tt.effect(before, after, err) {
 				t.Errorf("%s through %s: the box is %+v, %v after it, want it %s", tt.action, fe.name, after, err, tt.message)

@@ -32,9 +32,9 @@
 // --store URL (or BOXBROKER_STORE) for a PostgreSQL store. Flags may come
 // before or after a subcommand's words and arguments.
 // box (add, list, remove, rotate, payer, pause, resume), credential, secret,
-// visitor, grant, budget, spend, audit and spool dead take --admin-url (or
-// BOXBROKER_ADMIN_URL) to act through a broker's admin API instead, with
-// BOXBROKER_ADMIN_TOKEN.
+// visitor, grant, budget, spend, audit, spool dead, proxy ca (and rotate)
+// and prices take --admin-url (or BOXBROKER_ADMIN_URL) to act through a
+// broker's admin API instead, with BOXBROKER_ADMIN_TOKEN.
 package main
 
 import (

@@ -14,28 +14,43 @@ import (
 // built-in one, or that with --prices FILE over it — with the date its
 // prices were checked and how a model it does not name is charged. With
 // --json it prints the table as a price file, which --prices takes back.
-func runPrices(_ context.Context, c *cli, args []string) error {
+// With --admin-url it prints the running broker's table, read through
+// the admin API, as the same.
+func runPrices(ctx context.Context, c *cli, args []string) error {
 	fs := flag.NewFlagSet("boxbroker prices", flag.ContinueOnError)
 	fs.SetOutput(c.stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(c.stderr, "usage: boxbroker prices [--prices FILE] [--unpriced-as MODEL] [--json]")
+		fmt.Fprintln(c.stderr, "usage: boxbroker prices [--prices FILE] [--unpriced-as MODEL] [--json] [--admin-url URL]")
 		fs.PrintDefaults()
 	}
 	file := fs.String("prices", c.getenv("BOXBROKER_PRICES"), "JSON price file over the built-in table, as serve takes it (BOXBROKER_PRICES)")
 	unpricedAs := fs.String("unpriced-as", c.getenv("BOXBROKER_UNPRICED_AS"), "model whose price a model neither in the table nor of a family in it is charged at; empty for the dearest (BOXBROKER_UNPRICED_AS)")
 	asJSON := fs.Bool("json", false, "print the table as a price file (the form --prices takes)")
+	adminURL := c.adminURLFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: prices takes no arguments, got %q", errUsage, fs.Args())
 	}
-	p, err := spend.LoadPrices(*file)
-	if err != nil {
-		return fmt.Errorf("price file (--prices, BOXBROKER_PRICES): %w", err)
-	}
-	if p, err = p.WithUnpricedAs(*unpricedAs); err != nil {
-		return fmt.Errorf("--unpriced-as (BOXBROKER_UNPRICED_AS): %w", err)
+	var p *spend.Prices
+	var err error
+	if *adminURL != "" {
+		local := false
+		fs.Visit(func(f *flag.Flag) { local = local || f.Name == "prices" || f.Name == "unpriced-as" })
+		if local {
+			return fmt.Errorf("%w: --prices and --unpriced-as read a price file here; with --admin-url, prices prints the broker's own table", errUsage)
+		}
+		if *file, p, err = remotePrices(ctx, c, *adminURL); err != nil {
+			return err
+		}
+	} else {
+		if p, err = spend.LoadPrices(*file); err != nil {
+			return fmt.Errorf("price file (--prices, BOXBROKER_PRICES): %w", err)
+		}
+		if p, err = p.WithUnpricedAs(*unpricedAs); err != nil {
+			return fmt.Errorf("--unpriced-as (BOXBROKER_UNPRICED_AS): %w", err)
+		}
 	}
 	if *asJSON {
 		b, err := p.File()
@@ -76,6 +91,22 @@ func runPrices(_ context.Context, c *cli, args []string) error {
 		"any other as %s (--unpriced-as); serve warns of each such model once, counts its calls in\n"+
 		"boxbroker_unpriced_calls_total, and a price file (--prices; --json prints this table as one) prices it.\n", safe(p.UnpricedAs()))
 	return nil
+}
+
+// remotePrices reads the price table of the broker whose admin API is
+// at adminURL: the price file it read over the built-in table ("" for
+// none) and the table.
+func remotePrices(ctx context.Context, c *cli, adminURL string) (string, *spend.Prices, error) {
+	cl, err := c.adminClient(adminURL)
+	if err != nil {
+		return "", nil, err
+	}
+	t, err := cl.Prices(ctx)
+	if err != nil {
+		return "", nil, remoteError(err)
+	}
+	p, err := t.Prices()
+	return t.Path, p, err
 }
 
 // rate writes a rate in dollars per million tokens: two decimals, or as

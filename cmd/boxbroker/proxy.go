@@ -3,17 +3,20 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 
 	"github.com/intentius/boxbroker/internal/egressproxy"
+	"github.com/intentius/boxbroker/internal/proxyca"
 	"github.com/intentius/boxbroker/internal/server"
 )
 
 // runProxy answers `proxy ca`: it prints the HTTPS proxy's CA
 // certificate (PEM) for a box image to trust, making the CA first when
 // the store holds none, and while a rotation is pending the new CA's
-// after it. The CA's key is never printed. `proxy ca rotate` is
+// after it, from the data directory's store or through the admin API
+// (--admin-url). The CA's key is never printed. `proxy ca rotate` is
 // runProxyRotate's.
 func runProxy(ctx context.Context, c *cli, args []string) error {
 	if args[0] != "ca" {
@@ -22,9 +25,8 @@ func runProxy(ctx context.Context, c *cli, args []string) error {
 	if rest := wordFirst(args[1:], func(a string) bool { return a == "rotate" }); len(rest) > 0 && rest[0] == "rotate" {
 		return runProxyRotate(ctx, c, rest[1:])
 	}
-	var cfg server.Config
-	fs := c.flags("proxy ca", &cfg)
-	pos, err := parseInterspersed(fs, args[1:])
+	cmd := c.command("proxy ca")
+	pos, err := parseInterspersed(cmd.FlagSet, args[1:])
 	if err != nil {
 		return err
 	}
@@ -32,17 +34,14 @@ func runProxy(ctx context.Context, c *cli, args []string) error {
 		return fmt.Errorf("%w: proxy ca takes no arguments, got %q", errUsage, pos)
 	}
 	// Printing the CA makes it the first time, sealing its key.
-	st, keyring, err := sealing(ctx, &cfg, openExisting)
-	if err != nil {
+	return cmd.on(ctx, c, false, true, func(be *backend) error {
+		v, err := be.ProxyCA(ctx)
+		if err != nil {
+			return err
+		}
+		_, err = io.WriteString(c.stdout, v.Certificates)
 		return err
-	}
-	defer st.Close()
-	pem, err := egressproxy.CertPEM(ctx, st, keyring)
-	if err != nil {
-		return err
-	}
-	_, err = c.stdout.Write(pem)
-	return err
+	})
 }
 
 // passthroughHosts reads --proxy-passthrough, a comma-separated list of
@@ -71,7 +70,7 @@ func passthroughHosts(list string) ([]string, error) {
 // tunnelled untouched, from passthroughHosts. ln is closed when it
 // returns an error.
 func startProxy(ctx context.Context, c *cli, srv *server.Server, ln net.Listener, pass []string) (wait func() error, err error) {
-	ca, err := egressproxy.LoadCA(ctx, srv.Store, srv.Keyring, nil)
+	ca, err := proxyca.Load(ctx, srv.Store, srv.Keyring, nil)
 	if err != nil {
 		ln.Close()
 		return nil, err

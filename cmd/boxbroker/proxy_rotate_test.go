@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/egressproxy"
+	"github.com/intentius/boxbroker/internal/proxyca"
 	"github.com/intentius/boxbroker/internal/server"
 )
 
@@ -82,7 +82,7 @@ func signer(t *testing.T, dir string, want *x509.Certificate) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ca, err := egressproxy.LoadCA(t.Context(), st, keyring, nil)
+	ca, err := proxyca.Load(t.Context(), st, keyring, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

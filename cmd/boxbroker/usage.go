@@ -65,7 +65,7 @@ var synopses = map[string]string{
 	"report":            "boxbroker report [flags]",
 	"ready":             "boxbroker ready [--url URL]\n\nasks a running serve's /readyz; exit 0 when it is ready, 1 when not",
 	"version":           "boxbroker version\n\nprints the module version and VCS revision it was built from",
-	"prices":            "boxbroker prices [--prices FILE] [--unpriced-as MODEL] [--json]\n\nprints the price table, its date, and how a model it does not hold is charged",
+	"prices":            "boxbroker prices [--prices FILE] [--unpriced-as MODEL] [--json] [--admin-url URL]\n\nprints the price table, its date, and how a model it does not hold is charged (with --admin-url, the running broker's)",
 }
 
 // printUsage prints fs's usage, as -h asks: the command's synopsis (its

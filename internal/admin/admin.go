@@ -31,6 +31,7 @@ import (
 	"github.com/intentius/boxbroker/internal/pool"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/secrets"
+	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -71,6 +72,9 @@ type Config struct {
 	// /api/spool/dead lists, retries and drops; nil: those routes answer
 	// 501.
 	DeadLetters operator.DeadLetters
+	// Prices, when set, is the price table the broker charges by, which
+	// GET /api/prices shows; nil: the built-in table.
+	Prices *spend.Prices
 }
 
 // Server is the admin handler.
@@ -130,7 +134,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	var err error
 	if s.op, err = operator.New(operator.Config{Store: cfg.Store, Keyring: cfg.Keyring, Cache: c, Pool: p, Logger: cfg.Logger, Now: cfg.Now,
-		DeadLetters: cfg.DeadLetters}); err != nil {
+		DeadLetters: cfg.DeadLetters, Prices: cfg.Prices}); err != nil {
 		return nil, err
 	}
 	s.routes = s.apiRoutes()

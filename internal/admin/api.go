@@ -97,5 +97,5 @@ func (s *Server) apiRoutes() []Route {
 		{Pattern: "GET /api/boxes/{name}/spend", Handle: s.spendReport},
 		{Pattern: "GET /api/spend", Handle: answer(http.StatusOK, s.fleetSpend)},
 		{Pattern: "GET /api/spend.csv", Handle: s.fleetSpendCSV},
-	}, slices.Concat(s.poolRoutes(), s.limitRoutes(), s.proposalRoutes(), s.deadLetterRoutes())...)
+	}, slices.Concat(s.poolRoutes(), s.limitRoutes(), s.proposalRoutes(), s.deadLetterRoutes(), s.proxyCARoutes(), s.priceRoutes())...)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/intentius/boxbroker/internal/egressproxy"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/proxyca"
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
@@ -61,7 +62,7 @@ func startThroughProxy(t *testing.T, proxied *atomic.Int64) func(ctx context.Con
 			return nil, err
 		}
 		go srv.Cache.Run(rctx)
-		ca, err := egressproxy.LoadCA(ctx, srv.Store, srv.Keyring, nil)
+		ca, err := proxyca.Load(ctx, srv.Store, srv.Keyring, nil)
 		if err != nil {
 			stop()
 			return nil, err

@@ -26,8 +26,8 @@
 //     the box removed, or its report no longer declaring what the tunnel
 //     needs.
 //   - An allowed CONNECT is intercepted: the broker ends TLS (1.2 and
-//     later) with a leaf certificate for the host from its CA (CA, in
-//     ca.go), and serves the tunnel's requests with net/http, HTTP/1.1
+//     later) with a leaf certificate for the host from its CA (package
+//     proxyca), and serves the tunnel's requests with net/http, HTTP/1.1
 //     or HTTP/2 as the client offers through ALPN.
 //   - Each request in the tunnel whose Host is the CONNECT's host is
 //     handed, in process, to the broker's own handler as
@@ -68,6 +68,7 @@ import (
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/proxyca"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -111,7 +112,7 @@ type Config struct {
 	// Secrets lists a box's secrets, for the CONNECT rule. Required.
 	Secrets store.Secrets
 	// CA mints the leaf certificates. Required.
-	CA *CA
+	CA *proxyca.CA
 	// CARefresh is how often Serve reads the CA again from the store, to
 	// follow a rotation another process made (default
 	// DefaultCARefresh).

@@ -21,6 +21,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/egressproxy"
+	"github.com/intentius/boxbroker/internal/proxyca"
 	"github.com/intentius/boxbroker/internal/server"
 )
 
@@ -178,7 +179,7 @@ func newFixtureConfig(t testing.TB, git http.Handler, cfg func(*server.Config)) 
 	f.b.SetSecret("shop", "API", "https://"+f.host, secretValue)
 	f.b.Report(f.token, brokertest.Entry("egress", "API"))
 
-	ca, err := egressproxy.LoadCA(t.Context(), srv.Store, srv.Keyring, nil)
+	ca, err := proxyca.Load(t.Context(), srv.Store, srv.Keyring, nil)
 	if err != nil {
 		t.Fatalf("LoadCA: %v", err)
 	}
@@ -202,7 +203,7 @@ func newFixtureConfig(t testing.TB, git http.Handler, cfg func(*server.Config)) 
 	f.proxy = &url.URL{Scheme: "http", Host: ln.Addr().String()}
 
 	f.caPool = x509.NewCertPool()
-	f.caPool.AddCert(ca.Certificate())
+	f.caPool.AppendCertsFromPEM(ca.CertPEM())
 	f.caFile = filepath.Join(t.TempDir(), "proxy-ca.pem")
 	if err := os.WriteFile(f.caFile, ca.CertPEM(), 0o600); err != nil {
 		t.Fatal(err)

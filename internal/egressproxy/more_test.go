@@ -17,6 +17,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/egressproxy"
+	"github.com/intentius/boxbroker/internal/proxyca"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -124,7 +125,7 @@ func TestProxy_PlainHTTPAbsoluteForm(t *testing.T) {
 func TestProxy_IdleTunnelsTimeOut(t *testing.T) {
 	f := newFixture(t)
 	srv := f.b.Server
-	ca, err := egressproxy.LoadCA(t.Context(), srv.Store, srv.Keyring, nil)
+	ca, err := proxyca.Load(t.Context(), srv.Store, srv.Keyring, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +192,7 @@ func TestLoadCA_ReplicasRaceToOneCA(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			ca, err := egressproxy.LoadCA(context.Background(), b.Server.Store, b.Server.Keyring, nil)
+			ca, err := proxyca.Load(context.Background(), b.Server.Store, b.Server.Keyring, nil)
 			errs[i] = err
 			if err == nil {
 				pems[i] = ca.CertPEM()

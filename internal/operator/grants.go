@@ -201,6 +201,8 @@ type Actions interface {
 	Pools
 	Proposals
 	Spool
+	ProxyAuthority
+	PriceTables
 }
 
 var _ Actions = (*Service)(nil)

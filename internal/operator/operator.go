@@ -23,6 +23,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/pool"
 	"github.com/intentius/boxbroker/internal/secrets"
+	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -52,6 +53,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Prices is the price table the broker charges by, which Prices
+	// shows. Nil: the built-in table.
+	Prices *spend.Prices
 	// DeadLetters, when set, are the dead letters the dead-letter actions
 	// act on: this replica's (an *outbox.Outbox), or a data directory's.
 	// Nil: those actions refuse with NotImplemented.

@@ -388,7 +388,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	srv.Handler = srv.withReady(tracing.Handler(h)) // h itself when tracing is off
 	srv.tracing, srv.sink = tracing, sink
 	adm, err := admin.New(admin.Config{Store: sink.WrapAll(st), Cache: c, Keyring: keyring, Broker: cfg.Broker, Logger: log, Metrics: m.Handler(), Pool: credPool, Ready: srv.Ready,
-		Hosts: cfg.adminHosts(), DeadLetters: ob})
+		Hosts: cfg.adminHosts(), DeadLetters: ob, Prices: prices})
 	if err != nil {
 		return nil, err
 	}

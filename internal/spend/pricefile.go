@@ -50,6 +50,7 @@ func LoadPrices(path string) (*Prices, error) {
 	if err != nil {
 		return nil, fmt.Errorf("prices %s: %w", path, err)
 	}
+	p.path = path
 	return p, nil
 }
 

@@ -131,6 +131,8 @@ type Prices struct {
 	// unpricedAs is the model whose price a model neither in the table
 	// nor of a family in it is charged at: see WithUnpricedAs.
 	unpricedAs string
+	// path is the price file LoadPrices read, "" for the built-in table.
+	path string
 	// dearest prices a call whose model is not known at all (its body
 	// was not read), for a reservation only: the highest rates and
 	// context of any model, and a context of at least Context1M.
@@ -185,6 +187,10 @@ func dearer(a string, pa Price, b string, pb Price) bool {
 // published prices (YYYY-MM-DD): the price file's "$checked" when it has
 // one, else the built-in table's.
 func (p *Prices) Checked() string { return p.checked }
+
+// Path is the price file the table was read from over the built-in one
+// (LoadPrices), "" for the built-in table alone or one ParsePrices made.
+func (p *Prices) Path() string { return p.path }
 
 // Source is where the table's prices were checked ("" when not said).
 func (p *Prices) Source() string { return p.source }

@@ -1,4 +1,15 @@
-package egressproxy
+// Package proxyca is the HTTPS egress proxy's certificate authority as
+// the store keeps it: made (ECDSA P-256, self-signed, for a year, its key
+// sealed with the master key), read, and rotated (a new CA that signs in
+// the current one's place once a grace has passed), and opened for the
+// proxy (package egressproxy) to sign a leaf certificate for each host it
+// intercepts. The operator's actions on it (package operator) read and
+// rotate it through this package, so that the proxy's serving stays a
+// layer above them.
+//
+// The CA's key is held in memory only while it is opened; it is never
+// written out unsealed, logged, printed or put in an error.
+package proxyca
 
 import (
 	"bytes"
@@ -31,12 +42,12 @@ const caAD = "proxy-ca"
 // past the CA's). A cached leaf is minted again once less than leafRenew
 // of it is left.
 const (
-	// CALifetime is how long a CA the broker makes is valid. A CA has
+	// Lifetime is how long a CA the broker makes is valid. A CA has
 	// no Name Constraints (the hosts of secrets are set after it is made
 	// and change, and each change would need a new CA in every box), so
 	// its life is bounded instead, and `boxbroker proxy ca rotate`
 	// replaces it.
-	CALifetime   = 365 * 24 * time.Hour
+	Lifetime     = 365 * 24 * time.Hour
 	leafLifetime = 24 * time.Hour
 	leafBackdate = 5 * time.Minute
 	leafRenew    = time.Hour
@@ -47,7 +58,7 @@ const (
 )
 
 // DefaultRotateGrace is how long after a rotation the CA it replaced
-// goes on signing (RotateCA), for boxes to come to trust the new one.
+// goes on signing (Rotate), for boxes to come to trust the new one.
 const DefaultRotateGrace = 7 * 24 * time.Hour
 
 // CA is the proxy's certificate authority, opened: it mints a leaf
@@ -55,10 +66,10 @@ const DefaultRotateGrace = 7 * 24 * time.Hour
 // caches both. Its key is held in memory only; it is never written out,
 // logged or printed.
 //
-// The store may hold a second CA that a rotation made (RotateCA); it
+// The store may hold a second CA that a rotation made (Rotate); it
 // signs in the first one's place from the moment the rotation set (or
 // once the first one has expired), and Refresh reads a rotation made by
-// another process.
+// another process. A CA is safe for concurrent use.
 type CA struct {
 	st      store.ProxyAuthority
 	keyring *secrets.Keyring
@@ -85,11 +96,11 @@ type leaf struct {
 	by   *authority
 }
 
-// LoadCA returns the store's proxy CA, opened with keyring, making it
+// Load returns the store's proxy CA, opened with keyring, making it
 // first when the store holds none (ECDSA P-256, self-signed, for
-// CALifetime, its key sealed). Replicas racing to make it all end with
+// Lifetime, its key sealed). Replicas racing to make it all end with
 // the one stored first. now is the clock (nil: time.Now).
-func LoadCA(ctx context.Context, st store.ProxyAuthority, keyring *secrets.Keyring, now func() time.Time) (*CA, error) {
+func Load(ctx context.Context, st store.ProxyAuthority, keyring *secrets.Keyring, now func() time.Time) (*CA, error) {
 	defaults.Clock(&now)
 	rec, err := st.ProxyCA(ctx)
 	if errors.Is(err, store.ErrNotFound) {
@@ -109,31 +120,24 @@ func LoadCA(ctx context.Context, st store.ProxyAuthority, keyring *secrets.Keyri
 	return ca, nil
 }
 
-// CertPEM reads the store's proxy CA certificates, in PEM, making the CA
-// first (with keyring) when there is none: the one the proxy signs with,
-// and while a rotation is pending the one it will sign with, so that a
-// box that trusts both is served across the switch.
-func CertPEM(ctx context.Context, st store.ProxyAuthority, keyring *secrets.Keyring) ([]byte, error) {
-	ca, err := LoadCA(ctx, st, keyring, nil)
-	if err != nil {
-		return nil, err
-	}
-	return ca.CertPEM(), nil
-}
+// ErrRaced is the error of a rotation that another process's change to
+// the stored CA overtook: nothing was rotated by it, and it may be run
+// again.
+var ErrRaced = errors.New("proxy CA: another process changed the CA as this rotation ran; nothing was rotated by this one, so run it again")
 
-// RotateCA makes a new CA to sign in place of the store's from grace
+// Rotate makes a new CA to sign in place of the store's from grace
 // after now (at once for a grace of 0 or less, for a key that must not
 // sign again), and returns its certificate in PEM and that moment. Until
 // then the current CA goes on signing and CertPEM hands out both, so
 // boxes can come to trust the new one; from then the current one is
 // gone. A rotation still pending is replaced (its CA never signed); one
 // whose moment has passed is made the current CA first. With no CA
-// stored, RotateCA makes the first. Two rotations racing end with one;
-// the other returns an error saying to run it again.
-func RotateCA(ctx context.Context, st store.ProxyAuthority, keyring *secrets.Keyring, grace time.Duration, now time.Time) (certPEM []byte, from time.Time, err error) {
+// stored, Rotate makes the first. Two rotations racing end with one;
+// the other returns ErrRaced. Other errors are the store's, wrapped.
+func Rotate(ctx context.Context, st store.ProxyAuthority, keyring *secrets.Keyring, grace time.Duration, now time.Time) (certPEM []byte, from time.Time, err error) {
 	was, err := st.ProxyCA(ctx)
 	if errors.Is(err, store.ErrNotFound) {
-		ca, err := LoadCA(ctx, st, keyring, func() time.Time { return now })
+		ca, err := Load(ctx, st, keyring, func() time.Time { return now })
 		if err != nil {
 			return nil, time.Time{}, err
 		}
@@ -160,7 +164,7 @@ func RotateCA(ctx context.Context, st store.ProxyAuthority, keyring *secrets.Key
 		return nil, time.Time{}, fmt.Errorf("proxy CA: %w", err)
 	}
 	if !bytes.Equal(kept.CertPEM, rec.CertPEM) || !bytes.Equal(kept.NextCertPEM, rec.NextCertPEM) {
-		return nil, time.Time{}, errors.New("proxy CA: another process changed the CA as this rotation ran; nothing was rotated by this one, so run it again")
+		return nil, time.Time{}, ErrRaced
 	}
 	if grace <= 0 {
 		return made.CertPEM, now, nil
@@ -179,7 +183,7 @@ func newCA(keyring *secrets.Keyring, now time.Time) (store.ProxyCA, error) {
 		// a new one across a rotation tell them apart.
 		Subject:               pkix.Name{CommonName: "boxbroker proxy CA " + now.UTC().Format("2006-01-02T15:04:05Z"), Organization: []string{"boxbroker"}},
 		NotBefore:             now.Add(-leafBackdate),
-		NotAfter:              now.Add(CALifetime),
+		NotAfter:              now.Add(Lifetime),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
@@ -285,13 +289,24 @@ func (ca *CA) CertPEM() []byte {
 	return out
 }
 
+// NextFrom is the moment the CA a pending rotation made signs from, the
+// zero time when no rotation is pending or its CA signs already.
+func (ca *CA) NextFrom() time.Time {
+	ca.mu.Lock()
+	defer ca.mu.Unlock()
+	if ca.next == nil || ca.signerLocked(ca.now()) == ca.next {
+		return time.Time{}
+	}
+	return ca.nextFrom
+}
+
 // warnBefore is how long before the signing CA expires Warning says to
 // rotate it, when no rotation is pending.
 const warnBefore = 30 * 24 * time.Hour
 
 // Warning is what the operator should hear about the CA, or "": that the
 // CA that signs has expired, expires within 30 days with no rotation
-// pending, or lives longer than CALifetime (made by an older boxbroker).
+// pending, or lives longer than Lifetime (made by an older boxbroker).
 func (ca *CA) Warning() string {
 	now := ca.now()
 	ca.mu.Lock()
@@ -305,7 +320,7 @@ func (ca *CA) Warning() string {
 		return ""
 	case s.cert.NotAfter.Sub(now) < warnBefore:
 		return "the egress proxy's CA expires at " + end + "; rotate it ahead (boxbroker proxy ca rotate) and give boxes the new certificate"
-	case s.cert.NotAfter.Sub(s.cert.NotBefore) > CALifetime+24*time.Hour:
+	case s.cert.NotAfter.Sub(s.cert.NotBefore) > Lifetime+24*time.Hour:
 		return "the egress proxy's CA is valid until " + end + ", longer than the year the broker makes a CA for; rotate it (boxbroker proxy ca rotate) and give boxes the new certificate"
 	}
 	return ""

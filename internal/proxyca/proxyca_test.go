@@ -1,4 +1,4 @@
-package egressproxy
+package proxyca
 
 import (
 	"bytes"
@@ -87,7 +87,7 @@ func keyring(t *testing.T) *secrets.Keyring {
 func TestCA_LeavesAreCachedShortLivedAndRenewed(t *testing.T) {
 	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	ca, err := LoadCA(t.Context(), &memCA{}, keyring(t), clock)
+	ca, err := Load(t.Context(), &memCA{}, keyring(t), clock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,15 +125,15 @@ func TestCA_LeavesAreCachedShortLivedAndRenewed(t *testing.T) {
 // that sealed it, and the certificate handed out holds no key.
 func TestCA_KeyIsSealed(t *testing.T) {
 	st := &memCA{}
-	ca, err := LoadCA(t.Context(), st, keyring(t), nil)
+	ca, err := Load(t.Context(), st, keyring(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if bytes.Contains(ca.CertPEM(), []byte("PRIVATE")) {
 		t.Errorf("the CA's PEM holds a private key")
 	}
-	if _, err := LoadCA(t.Context(), st, keyring(t), nil); err == nil {
-		t.Errorf("LoadCA under another master key opened the CA's key")
+	if _, err := Load(t.Context(), st, keyring(t), nil); err == nil {
+		t.Errorf("Load under another master key opened the CA's key")
 	}
 	if !ca.Certificate().IsCA || ca.Certificate().MaxPathLen != 0 || !ca.Certificate().MaxPathLenZero {
 		t.Errorf("the CA certificate is not a CA constrained to sign leaves only")
@@ -144,7 +144,7 @@ func TestCA_KeyIsSealed(t *testing.T) {
 // nor share the CA's, so the key of one host's leaf (held in memory for
 // its tunnels) signs for no other host.
 func TestCA_EachLeafHasItsOwnKey(t *testing.T) {
-	ca, err := LoadCA(t.Context(), &memCA{}, keyring(t), nil)
+	ca, err := Load(t.Context(), &memCA{}, keyring(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestCA_EachLeafHasItsOwnKey(t *testing.T) {
 func TestCA_LifetimeIsBounded(t *testing.T) {
 	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	ca, err := LoadCA(t.Context(), &memCA{}, keyring(t), clock)
+	ca, err := Load(t.Context(), &memCA{}, keyring(t), clock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,21 +215,21 @@ func TestCA_RotationMovesLeavesToTheNewCA(t *testing.T) {
 	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
 	st, kr := &memCA{}, keyring(t)
-	ca, err := LoadCA(t.Context(), st, kr, clock)
+	ca, err := Load(t.Context(), st, kr, clock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	old := ca.Certificate()
-	newPEM, from, err := RotateCA(t.Context(), st, kr, 24*time.Hour, now)
+	newPEM, from, err := Rotate(t.Context(), st, kr, 24*time.Hour, now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !from.Equal(now.Add(24 * time.Hour)) {
-		t.Errorf("RotateCA's switch at %v, want a day from now", from)
+		t.Errorf("Rotate's switch at %v, want a day from now", from)
 	}
 	fresh := parsePEM(t, newPEM)
 	if len(fresh) != 1 || fresh[0].Equal(old) || !fresh[0].IsCA {
-		t.Fatalf("RotateCA printed %d certificates, want the one new CA", len(fresh))
+		t.Fatalf("Rotate printed %d certificates, want the one new CA", len(fresh))
 	}
 	if err := ca.Refresh(t.Context()); err != nil {
 		t.Fatal(err)
@@ -240,21 +240,27 @@ func TestCA_RotationMovesLeavesToTheNewCA(t *testing.T) {
 	if pending, at := ca.Pending(); pending == nil || !pending.Equal(fresh[0]) || !at.Equal(from) {
 		t.Errorf("Pending() = %v, %v, want the new CA from %v", pending != nil, at, from)
 	}
+	if at := ca.NextFrom(); !at.Equal(from) {
+		t.Errorf("NextFrom() = %v during the grace, want %v", at, from)
+	}
 	chainsTo(t, ca, "api.example.com", now, old, fresh[0])
 
 	now = from
 	chainsTo(t, ca, "api.example.com", now, fresh[0], old)
+	if at := ca.NextFrom(); !at.IsZero() {
+		t.Errorf("NextFrom() = %v once the new CA signs, want none", at)
+	}
 	if got := parsePEM(t, ca.CertPEM()); len(got) != 1 || !got[0].Equal(fresh[0]) {
 		t.Errorf("CertPEM after the switch holds %d certificates, want the new one alone", len(got))
 	}
-	replica, err := LoadCA(t.Context(), st, kr, clock)
+	replica, err := Load(t.Context(), st, kr, clock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	chainsTo(t, replica, "other.example.com", now, fresh[0], old)
 
 	// No grace: the next leaf is the newest CA's.
-	newestPEM, _, err := RotateCA(t.Context(), st, kr, 0, now)
+	newestPEM, _, err := Rotate(t.Context(), st, kr, 0, now)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,80 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/proxyca"
+)
+
+// ProxyCAView is the egress proxy's CA as a box is to trust it; never
+// its key.
+type ProxyCAView struct {
+	// Certificates are the certificates a box trusts, in PEM: the CA that
+	// signs now and, while a rotation is pending, the one that signs from
+	// NextFrom, so that a box trusting both is served across the switch.
+	Certificates string `json:"certificates"`
+	// NextFrom is when a pending rotation's CA signs from; null when none
+	// is pending.
+	NextFrom *string `json:"nextFrom"`
+}
+
+// ProxyCARotation is what a rotation of the egress proxy's CA made: the
+// new CA's certificate, in PEM, and the moment it signs from.
+type ProxyCARotation struct {
+	Certificate string `json:"certificate"`
+	From        string `json:"from"`
+}
+
+// ProxyAuthority is the egress proxy CA's actions, as both a Service and
+// the admin API's client take them.
+type ProxyAuthority interface {
+	ProxyCA(ctx context.Context) (ProxyCAView, error)
+	RotateProxyCA(ctx context.Context, grace time.Duration) (ProxyCARotation, error)
+}
+
+var _ ProxyAuthority = (*Service)(nil)
+
+// ProxyCA returns the certificates of the egress proxy's CA a box is to
+// trust, making the CA first (its key sealed under the Keyring) when the
+// store holds none. An internal error without a Keyring.
+func (s *Service) ProxyCA(ctx context.Context) (ProxyCAView, error) {
+	if s.cfg.Keyring == nil {
+		return ProxyCAView{}, errors.New("proxy CA: the operator service has no keyring")
+	}
+	ca, err := proxyca.Load(ctx, s.cfg.Store, s.cfg.Keyring, s.cfg.Now)
+	if err != nil {
+		return ProxyCAView{}, StoreError(err, "", "")
+	}
+	return ProxyCAView{Certificates: string(ca.CertPEM()), NextFrom: optionalTime(ca.NextFrom())}, nil
+}
+
+// RotateProxyCA makes a new CA for the egress proxy, to sign in place of
+// the current one once grace has passed (at once for 0, for a key that
+// must not sign again), and returns its certificate and that moment; a
+// running proxy reads it within a minute. Until then the current CA goes
+// on signing and ProxyCA hands out both. Invalid for a grace below 0;
+// Conflict when another rotation overtook it (nothing was rotated).
+func (s *Service) RotateProxyCA(ctx context.Context, grace time.Duration) (ProxyCARotation, error) {
+	if grace < 0 {
+		return ProxyCARotation{}, Errorf(Invalid, "The grace is a duration of 0 or more, such as 168h.")
+	}
+	if s.cfg.Keyring == nil {
+		return ProxyCARotation{}, errors.New("rotate proxy CA: the operator service has no keyring")
+	}
+	cert, from, err := proxyca.Rotate(ctx, s.cfg.Store, s.cfg.Keyring, grace, s.cfg.Now())
+	if errors.Is(err, proxyca.ErrRaced) {
+		return ProxyCARotation{}, Errorf(Conflict, "%s", proxyca.ErrRaced.Error())
+	}
+	if err != nil {
+		return ProxyCARotation{}, StoreError(err, "", "")
+	}
+	r := ProxyCARotation{Certificate: string(cert), From: formatTime(from)}
+	if err := s.done(ctx, "", http.StatusOK, fmt.Sprintf("rotated the egress proxy's CA; the new one signs from %s", r.From), "grace", grace.String()); err != nil {
+		return ProxyCARotation{}, err
+	}
+	return r, nil
+}
