@@ -44,6 +44,24 @@ func nearBound(t *testing.T, dir string) *sqlite.Store {
 	return st
 }
 
+// nearBoundOutbox is an Outbox over nearBound's store, in a temporary
+// data directory.
+func nearBoundOutbox(t *testing.T) (*Outbox, *sqlite.Store) {
+	t.Helper()
+	dir := t.TempDir()
+	st := nearBound(t, dir)
+	id, err := st.Identity(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ob, err := Open(Config{Dir: dir, Store: st, Identity: id, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ob.Close() })
+	return ob, st
+}
+
 // TestSpool_OneRejectedBatchDoesNotWedgeTheRest: a spooled batch the
 // store refuses for good (its usage carries a kept sum past SQLite's
 // INTEGER range: "cannot store REAL value in INTEGER column") at the head
@@ -57,17 +75,7 @@ func nearBound(t *testing.T, dir string) *sqlite.Store {
 func TestSpool_OneRejectedBatchDoesNotWedgeTheRest(t *testing.T) {
 	const good = 20
 	ctx := t.Context()
-	dir := t.TempDir()
-	st := nearBound(t, dir)
-	id, err := st.Identity(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ob, err := Open(Config{Dir: dir, Store: st, Identity: id, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ob.Close() })
+	ob, st := nearBoundOutbox(t)
 	bad := Batch{Key: NewKey(), Settle: []store.Settlement{{Box: "alpha", Month: boundMonth, Charge: 7, Usage: boundUsage("alpha", 1<<62)}}}
 	if err := ob.Spool.Append(bad); err != nil {
 		t.Fatal(err)
@@ -282,17 +290,7 @@ func TestReplay_OneBadRecordIsSetAsideAlone(t *testing.T) {
 // replay sets it aside there.
 func TestSettle_RefusedWithTheDeadLettersFullIsSpooled(t *testing.T) {
 	ctx := t.Context()
-	dir := t.TempDir()
-	st := nearBound(t, dir)
-	id, err := st.Identity(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ob, err := Open(Config{Dir: dir, Store: st, Identity: id, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ob.Close() })
+	ob, _ := nearBoundOutbox(t)
 	ob.Spool.dead.max = 400
 	if err := ob.Spool.SetDead(batch("first"), store.ErrRejected); err != nil {
 		t.Fatal(err)
