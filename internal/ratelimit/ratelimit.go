@@ -105,13 +105,14 @@ func (r *ring) sum(sec int64) (total slot, oldest int64) {
 
 // Limiter holds calls to rate limits. It is safe for concurrent use.
 type Limiter struct {
-	cfg Config
-	log *slog.Logger
-
 	// limits are the limits as last read, replaced whole at each round
 	// (under mu) and read without it: a call of a key with no limit
-	// takes no lock.
+	// takes no lock. cfg lies between it and mu, so that reading it does
+	// not wait on the cache line mu's holders write.
 	limits atomic.Pointer[map[key]store.RateLimit]
+
+	cfg Config
+	log *slog.Logger
 
 	mu sync.Mutex // guards what follows
 	// local is this process's counts of each key with a limit.
@@ -152,22 +153,18 @@ type Refusal struct {
 // returns nil, or returns the refusal of the first limit it would pass
 // (the box's before the principal's) and counts nothing.
 func (l *Limiter) Admit(box, principal string) *Refusal {
-	keys := [2]key{{box, ""}, {box, principal}}
-	n := 1
-	if principal != "" {
-		n = 2
-	}
-	if !l.limited(keys[:n]) {
+	keys, n := keysOf(box, principal)
+	lims, has := l.limitsOf(keys, n)
+	if !has[0] && !has[1] {
 		return nil
 	}
 	now := l.cfg.Now()
 	sec := now.Unix()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	limits := *l.limits.Load()
-	for _, k := range keys[:n] {
-		lim, ok := limits[k]
-		if !ok {
+	for i, k := range keys[:n] {
+		lim := lims[i]
+		if !has[i] {
 			continue
 		}
 		var used slot
@@ -213,45 +210,57 @@ func (l *Limiter) Charge(box, principal string, input, output int64) {
 	if input <= 0 && output <= 0 {
 		return
 	}
-	keys := [2]key{{box, ""}, {box, principal}}
-	if !l.limited(keys[:]) {
+	keys, n := keysOf(box, principal)
+	_, has := l.limitsOf(keys, n)
+	if !has[0] && !has[1] {
 		return
 	}
 	sec := l.cfg.Now().Unix()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if r := l.ringLocked(key{box, ""}); r != nil {
-		r.add(sec, 0, input, output)
-	}
-	if principal != "" {
-		if r := l.ringLocked(key{box, principal}); r != nil {
+	for i, k := range keys[:n] {
+		if !has[i] {
+			continue
+		}
+		if r := l.ringLocked(k); r != nil {
 			r.add(sec, 0, input, output)
 		}
 	}
 }
 
-// limited reports whether any of keys has a limit, without the lock.
-func (l *Limiter) limited(keys []key) bool {
-	limits := *l.limits.Load()
-	for _, k := range keys {
-		if _, ok := limits[k]; ok {
-			return true
-		}
+// keysOf is the keys whose limits a call of box paid by principal ("" for
+// none) counts against, the box's first: keys[:n].
+func keysOf(box, principal string) (keys [2]key, n int) {
+	keys = [2]key{{box, ""}, {box, principal}}
+	if principal == "" {
+		return keys, 1
 	}
-	return false
+	return keys, 2
+}
+
+// limitsOf is the limits of keys[:n] as last read, and which of them
+// has one, read without the lock.
+func (l *Limiter) limitsOf(keys [2]key, n int) (lims [2]store.RateLimit, has [2]bool) {
+	limits := *l.limits.Load()
+	for i, k := range keys[:n] {
+		lims[i], has[i] = limits[k]
+	}
+	return lims, has
 }
 
 // ringLocked is k's counts, made on first use; nil when no limit of k
 // is known.
+// A key's ring stands only while the limits hold the key: Round drops
+// the others' under the same lock.
 func (l *Limiter) ringLocked(k key) *ring {
+	if r := l.local[k]; r != nil {
+		return r
+	}
 	if _, ok := (*l.limits.Load())[k]; !ok {
 		return nil
 	}
-	r := l.local[k]
-	if r == nil {
-		r = new(ring)
-		l.local[k] = r
-	}
+	r := new(ring)
+	l.local[k] = r
 	return r
 }
 
