@@ -32,7 +32,7 @@ type frontEnd struct {
 // admin token's, the egress proxy CA's rotation) through each of the four
 // front ends that has it (the CLI on the data directory, the CLI with
 // --admin-url, the admin API, the owner's page, which assigns no Fountain
-// ids, rotates no CA and alone changes an entry's weight; admin tokens
+// ids and alone changes an entry's weight; admin tokens
 // are made and revoked on the data directory only) and checks its effect in the store and the audit row it wrote,
 // naming the front end.
 func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
@@ -127,7 +127,7 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		"window": {"/ui/boxes/{name}/window-budget", "window=day&usd=25.50"}, "unwindow": {"/ui/boxes/{name}/window-budget/remove", "window=day"},
 		"limit": {"/ui/boxes/{name}/rate-limit", "rpm=7"}, "unlimit": {"/ui/boxes/{name}/rate-limit/remove", ""},
 		"entry": {"/ui/credentials", "name={name}&weight=2&value=" + visitorValue}, "reweigh": {"/ui/credentials/{entry}", "weight=3"},
-		"unentry": {"/ui/credentials/{entry}/remove", "confirm={name}"},
+		"unentry": {"/ui/credentials/{entry}/remove", "confirm={name}"}, "rotateca": {"/ui/proxy/ca/rotate", "grace=1h&confirm=rotate"},
 	}
 	fronts := []frontEnd{
 		{"cli", func(a string) (string, string) {

@@ -14,11 +14,13 @@ import (
 
 // formPage is the content of a page with one form: enrolling a box, or
 // confirming the removal of a box or of a pool entry (Default: the
-// shared credential).
+// shared credential) or the rotation of the egress proxy's CA (Grace:
+// the grace typed).
 type formPage struct {
 	chrome
 	Box, Entry string
 	Default    bool
+	Grace      string
 	Error      string
 }
 

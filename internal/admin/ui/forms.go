@@ -125,6 +125,8 @@ var forms = []form{
 		back: "/ui/credentials", done: "changed", notice: "The entry's weight and URL are changed; its value is kept."},
 	{pattern: "POST /ui/credentials/{entry}/remove", fields: []string{"confirm"}, act: removeEntry,
 		back: "/ui/credentials", done: "removed", notice: "The entry is removed; its boxes are hashed over the others."},
+	{pattern: "POST /ui/proxy/ca/rotate", fields: []string{"grace", "confirm"}, act: rotateProxyCA,
+		back: "/ui/proxy", done: "rotated", notice: "The egress proxy's CA is rotated: the new certificate is listed below with the moment it signs from. Give box images the certificates below."},
 	{pattern: "POST /ui/proposals/{id}/approve", fields: []string{"for"}, proposals: true, act: decide(true), back: "/ui/#waiting"},
 	{pattern: "POST /ui/proposals/{id}/deny", proposals: true, act: decide(false), back: "/ui/#waiting"},
 }

@@ -176,6 +176,8 @@ func New(a *admin.Server, cfg Config) (*Page, error) {
 		"failure":    failure,
 		"gauge":      gauge,
 		"reasonText": reasonText,
+		"rate":       rate,
+		"tokens":     tokens,
 	}).ParseFS(files, "*.html")
 	if err != nil {
 		return nil, fmt.Errorf("owner's page templates: %w", err)
@@ -289,6 +291,8 @@ func (u *Page) register() {
 	u.HandleUI("GET /ui/enrol", u.enrolForm)
 	u.HandleUI("GET /ui/credentials", u.poolPage)
 	u.HandleUI("GET /ui/credentials/{entry}/remove", u.removeEntryForm)
+	u.HandleUI("GET /ui/proxy", u.proxyPage)
+	u.HandleUI("GET /ui/proxy/ca.pem", u.proxyCAPEM)
 	u.HandleUI("GET /ui/spend", u.spendPage)
 	u.HandleUI("GET /ui/spend.csv", u.spendCSV)
 	u.HandleUI("GET /ui/audit.csv", u.auditCSV)

@@ -45,6 +45,8 @@ type spendPage struct {
 	// UnpricedModels names the models with calls the broker had no price
 	// for.
 	UnpricedModels []string
+	// Prices is the price table the broker charges by.
+	Prices priceTable
 }
 
 // firstN returns at most n of xs, and how many it left out.
@@ -91,6 +93,9 @@ func (u *Page) spendPage(w http.ResponseWriter, r *http.Request, sess *Session) 
 		if !m.Priced {
 			p.UnpricedModels = append(p.UnpricedModels, m.Model)
 		}
+	}
+	if p.Prices, err = u.prices(r.Context()); err != nil {
+		return err
 	}
 	u.render(w, http.StatusOK, "spend", p)
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -138,7 +139,7 @@ func TestSSO_ViewerSeesButCannotAct(t *testing.T) {
 	}
 	p := signedInAs(t, s, c)
 	csrf := csrfOf(t, p.body)
-	for _, path := range []string{"/ui/", "/ui/spend", "/ui/credentials"} {
+	for _, path := range []string{"/ui/", "/ui/spend", "/ui/credentials", "/ui/proxy"} {
 		if p := browse(t, c, s.base+path); p.status != http.StatusOK {
 			t.Errorf("viewer GET %s = %d, want 200", path, p.status)
 		}
@@ -152,6 +153,7 @@ func TestSSO_ViewerSeesButCannotAct(t *testing.T) {
 		{"/ui/boxes/alpha/rotate", url.Values{}},
 		{"/ui/boxes/alpha/budget", url.Values{"usd": {"5"}}},
 		{"/ui/boxes/alpha/remove", url.Values{"confirm": {"alpha"}}},
+		{"/ui/proxy/ca/rotate", url.Values{"grace": {"0s"}, "confirm": {"rotate"}}},
 	}
 	for _, tt := range tests {
 		tt.form.Set("csrf", csrf)
@@ -166,6 +168,9 @@ func TestSSO_ViewerSeesButCannotAct(t *testing.T) {
 	}
 	if _, err := s.b.Server.Store.Box(ctx, "beta"); err == nil {
 		t.Errorf("the viewer enrolled box beta")
+	}
+	if _, err := s.b.Server.Store.ProxyCA(ctx); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the egress proxy's CA after the viewer's visit and rotation: %v, want none made", err)
 	}
 	if p := submit(t, c, s.base+"/ui/signout", url.Values{"csrf": {csrf}}); p.status != http.StatusSeeOther {
 		t.Errorf("viewer POST /ui/signout = %d, want 303", p.status)

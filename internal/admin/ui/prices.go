@@ -1,0 +1,63 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/intentius/boxbroker/internal/spend"
+)
+
+// The price table the broker charges by, as the operator service's
+// Prices view gives it (what `boxbroker prices` prints and GET
+// /api/prices answers), shown read-only at the foot of the spend page.
+
+// priceRow is one model's price.
+type priceRow struct {
+	Model string
+	spend.Price
+}
+
+// priceTable is the spend page's price table.
+type priceTable struct {
+	// Path is the price file read over the built-in table, "" for none.
+	Path                        string
+	Checked, Source, UnpricedAs string
+	Rows                        []priceRow
+	// Removed are the models the price file removes.
+	Removed []string
+}
+
+// prices reads the price table through the operator service.
+func (u *Page) prices(ctx context.Context) (priceTable, error) {
+	t, err := u.a.Operator().Prices(ctx)
+	if err != nil {
+		return priceTable{}, err
+	}
+	p, err := t.Prices()
+	if err != nil {
+		return priceTable{}, err
+	}
+	pt := priceTable{Path: t.Path, Checked: p.Checked(), Source: p.Source(), UnpricedAs: p.UnpricedAs(), Removed: p.Removed()}
+	for _, m := range p.Models() {
+		pr, _ := p.Get(m)
+		pt.Rows = append(pt.Rows, priceRow{Model: m, Price: pr})
+	}
+	return pt, nil
+}
+
+// rate writes a price in US dollars per million tokens, which is
+// micro-dollars per token: to the cent, or as many decimals as it has,
+// up to six.
+func rate(v float64) string { return spend.FormatUSD(int64(math.Round(v * 1e6))) }
+
+// tokens writes a count of tokens as 200K or 1M when it is whole so.
+func tokens(n int64) string {
+	switch {
+	case n >= 1e6 && n%1e6 == 0:
+		return fmt.Sprintf("%dM", n/1e6)
+	case n >= 1e3 && n%1e3 == 0:
+		return fmt.Sprintf("%dK", n/1e3)
+	}
+	return fmt.Sprint(n)
+}
