@@ -13,7 +13,9 @@ import (
 
 	"github.com/intentius/boxbroker/internal/admin/ui"
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/payer"
+	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -54,6 +56,7 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		"entry": {"credential", "add", "anthropic", "--weight", "2"}, "unentry": {"credential", "remove", "--yes", "anthropic"},
 		"admintoken": {"admin", "token", "--name"}, "unadmintoken": {"admin", "revoke", "--yes"},
 		"rotateca": {"proxy", "ca", "rotate", "--yes", "--grace", "1h"},
+		"rules":    {"secret", "rules", "--allow", "get /v1/charges/**", "--rate", "5/m"},
 	}
 	cli := func(env map[string]string) func(t *testing.T, action, box string) {
 		return func(t *testing.T, action, box string) {
@@ -84,6 +87,8 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 				args[len(args)-1] = adminTokenNamed(t, b, box)
 			case "rotateca":
 				args = args[:len(args)-1]
+			case "rules":
+				args = append(args, "STRIPE")
 			}
 			if code, out, errs := runEnv(t, env, stdin, args...); code != 0 {
 				t.Fatalf("%q = %d %q %q", args, code, out, errs)
@@ -114,6 +119,7 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		"entry":        {"PUT", "/api/credentials/pool/{entry}", `{"value":"` + visitorValue + `","weight":2}`},
 		"unentry":      {"DELETE", "/api/credentials/pool/{entry}", ""},
 		"rotateca":     {"POST", "/api/proxy/ca/rotate", `{"grace":"1h"}`},
+		"rules":        {"PUT", "/api/boxes/{name}/secrets/{secret}/rules", `{"rules":["get /v1/charges/**"],"rate":"5/m"}`},
 	}
 	apiRoute := func(action string) (string, string) { return apiRoutes[action][0], apiRoutes[action][1] }
 	cookie, csrf := pageSession(t, b)
@@ -127,7 +133,9 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		"window": {"/ui/boxes/{name}/window-budget", "window=day&usd=25.50"}, "unwindow": {"/ui/boxes/{name}/window-budget/remove", "window=day"},
 		"limit": {"/ui/boxes/{name}/rate-limit", "rpm=7"}, "unlimit": {"/ui/boxes/{name}/rate-limit/remove", ""},
 		"entry": {"/ui/credentials", "name={name}&weight=2&value=" + visitorValue}, "reweigh": {"/ui/credentials/{entry}", "weight=3"},
-		"unentry": {"/ui/credentials/{entry}/remove", "confirm={name}"}, "rotateca": {"/ui/proxy/ca/rotate", "grace=1h&confirm=rotate"},
+		"unentry":  {"/ui/credentials/{entry}/remove", "confirm={name}"},
+		"rules":    {"/ui/boxes/{name}/secrets/{secret}/rules", "rules=get+/v1/charges/**&rate=5/m"},
+		"rotateca": {"/ui/proxy/ca/rotate", "grace=1h&confirm=rotate"},
 	}
 	fronts := []frontEnd{
 		{"cli", func(a string) (string, string) {
@@ -213,6 +221,7 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 		{"unassign", "unassigned Fountain sandbox", func(_, _ store.Box, err error) bool { return err == nil }, "", false, false, false, false},
 		{"payer", "set the box's payer to shared", func(_, a store.Box, err error) bool { return err == nil && a.PayerKind == "shared" }, "", false, false, false, false},
 		{"secret", "set the secret STRIPE", func(_, _ store.Box, err error) bool { return err == nil }, "", true, false, false, false},
+		{"rules", operator.RulesMessage("STRIPE", []string{"GET /v1/charges/**"}, "5/m"), func(_, _ store.Box, err error) bool { return err == nil }, "", true, false, false, false},
 		{"unsecret", "removed secret STRIPE", func(_, _ store.Box, err error) bool { return err == nil }, "", false, false, false, false},
 		{"visitor", "set visitor github:", func(_, _ store.Box, err error) bool { return err == nil }, "", false, false, false, false},
 		{"unvisitor", "removed visitor github:", func(_, _ store.Box, err error) bool { return err == nil }, "", false, false, false, false},
@@ -253,6 +262,13 @@ func TestOperator_EveryActionThroughEveryFrontEnd(t *testing.T) {
 			}
 			if _, err := b.Server.Store.Secret(ctx, box, "STRIPE"); (err == nil) != tt.secret {
 				t.Errorf("%s through %s: the box's secret STRIPE: %v, want held %v", tt.action, fe.name, err, tt.secret)
+			}
+			if sec, err := b.Server.Store.Secret(ctx, box, "STRIPE"); err == nil {
+				value, err := b.Server.Keyring.Open(sec.Sealed, secrets.SecretAD(box, "STRIPE"))
+				if rules := tt.action == "rules"; err != nil || string(value) != stripeValue || slices.Equal(sec.Rules, []string{"GET /v1/charges/**"}) != rules || (sec.Rate == "5/m") != rules {
+					t.Errorf("%s through %s: STRIPE holds the rules %q, rate %q and its value %v (%v), want the rules and rate set %v and the value kept",
+						tt.action, fe.name, sec.Rules, sec.Rate, string(value) == stripeValue, err, rules)
+				}
 			}
 			if _, err := b.Server.Store.Credential(ctx, payer.VisitorAnthropic("github:"+box)); (err == nil) != (tt.action == "visitor") {
 				t.Errorf("%s through %s: github:%s's credential: %v", tt.action, fe.name, box, err)

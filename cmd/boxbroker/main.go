@@ -10,7 +10,7 @@
 //	boxbroker ready [--url URL]          ask a running serve's /readyz; exit 0 when ready
 //	boxbroker box add|list|remove|rotate  manage boxes and their tokens
 //	boxbroker credential set|add|list|remove  manage the operator's credentials
-//	boxbroker secret set|list|remove      manage a box's egress secrets
+//	boxbroker secret set|rules|list|remove  manage a box's egress secrets
 //	boxbroker box consent NAME on|off      record the box owner's consent to keep feedback
 //	boxbroker box assign|unassign NAME sandbox|vault|conversation ID
 //	                                       say which Fountain ids are the box's
@@ -77,7 +77,7 @@ func commands() map[string]command {
 		"box":        {summary: "manage boxes: add, list, remove, rotate, payer, consent, assign, unassign, resources, pause, resume", run: runBox, usage: "box add|list|remove|rotate|bind|payer|consent|assign|unassign|resources|pause|resume NAME", subs: []string{"add", "list", "remove", "rotate", "payer", "consent", "assign", "unassign", "resources", "pause", "resume"}},
 		"feedback":   {summary: "print kept feedback: list, export", run: runFeedback, usage: "feedback list|export BOX", subs: []string{"list", "export"}},
 		"credential": {summary: "manage credentials: set, add, list, remove", run: runCredential, usage: "credential set|add|list|remove anthropic|fountain", subs: []string{"set", "add", "list", "remove"}},
-		"secret":     {summary: "manage a box's egress secrets: set, list, remove", run: runSecret, usage: "secret set BOX NAME --host URL [--kind KIND] [--body-field FIELD]... [--allow 'METHOD PATTERN']... [--rate N/PERIOD] | list BOX | remove BOX NAME", subs: []string{"set", "list", "remove"}},
+		"secret":     {summary: "manage a box's egress secrets: set, rules, list, remove", run: runSecret, usage: "secret set BOX NAME --host URL [--kind KIND] [--body-field FIELD]... [--allow 'METHOD PATTERN']... [--rate N/PERIOD] | rules BOX NAME [--allow 'METHOD PATTERN']... [--rate N/PERIOD] | list BOX | remove BOX NAME", subs: []string{"set", "rules", "list", "remove"}},
 		"report":     {summary: "post a box's declaration report (the steward's side)", run: runReport},
 		"visitor":    {summary: "manage visitors' credentials: set, list, remove", run: runVisitor, usage: "visitor set|list|remove PRINCIPAL", subs: []string{"set", "list", "remove"}},
 		"grant":      {summary: "manage grants to visitors: issue, list, revoke", run: runGrant, usage: "grant issue BOX PRINCIPAL [--ttl 15m] | revoke ID | list BOX", subs: []string{"issue", "list", "revoke"}},

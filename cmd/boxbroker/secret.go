@@ -21,19 +21,22 @@ func runSecret(ctx context.Context, c *cli, args []string) error {
 	yes := yesFlag(fs, sub == "remove", "remove")
 	var fields, allows bodyFields
 	rate := new(string)
+	if sub == "set" || sub == "rules" {
+		fs.Var(&allows, "allow", "a rule of what the secret may be spent on, 'METHOD PATTERN': a method (or * for any) and a path under the secret's base URL, * standing for one segment and ** for the rest, as in 'GET /repos/acme/**' or 'POST /repos/acme/*/issues'; repeat for more. The rules given replace the secret's; with none, every method and path is allowed")
+		rate = fs.String("rate", "", "each box's rate for the secret, `N/PERIOD` with PERIOD s, m or h, as in 120/m; a request past it is refused 429 (kept in each replica's memory)")
+	}
 	switch sub {
 	case "set":
 		host = fs.String("host", "", "the one base `URL` the secret may be sent to, https://host[:port][/path]")
 		brokerURL = fs.String("url", c.envOr("BOXBROKER_URL", "http://127.0.0.1:8787"), "the broker's URL as boxes reach it, for the hints printed (BOXBROKER_URL)")
 		word = fs.String("broker", c.envOr("BOXBROKER_BROKER", "lobby"), "the broker word, for the declaration hint printed (BOXBROKER_BROKER)")
 		kind = fs.String("kind", "", "what the broker sends: plain, the value itself (the default), or what it mints or signs with from a JSON configuration on stdin: "+strings.Join(mint.Kinds(), ", "))
-		fs.Var(&allows, "allow", "a rule of what the secret may be spent on, 'METHOD PATTERN': a method (or * for any) and a path under the secret's base URL, * standing for one segment and ** for the rest, as in 'GET /repos/acme/**' or 'POST /repos/acme/*/issues'; repeat for more. The rules given replace the secret's; with none, every method and path is allowed")
-		rate = fs.String("rate", "", "each box's rate for the secret, `N/PERIOD` with PERIOD s, m or h, as in 120/m; a request past it is refused 429 (kept in each replica's memory)")
 		fs.Var(&fields, "body-field", "a top-level `FIELD` of a form or JSON request body in which the broker writes the value, where the field's whole value is the box's token (an API that takes its key in the body, such as client_secret); repeat for more. Anywhere else in a body the token is marked, never swapped")
 	}
 	pos, err := parseSub(fs, args, sub, map[string]arity{
 		"set": {2, "secret set takes BOX NAME; the value is read from stdin, never from arguments"}, "remove": {2, "secret remove takes BOX NAME"}, "list": {1, "secret list takes BOX"},
-	}, fmt.Errorf("%w: unknown secret command %q (set, list, remove)", errUsage, sub))
+		"rules": {2, "secret rules takes BOX NAME, then --allow 'METHOD PATTERN' (repeatable) and --rate N/PERIOD; with neither, it clears the secret's rules"},
+	}, unknownWord("secret", sub, "set", "rules", "list", "remove"))
 	if err != nil {
 		return err
 	}
@@ -64,6 +67,17 @@ func runSecret(ctx context.Context, c *cli, args []string) error {
 		switch sub {
 		case "set":
 			return secretSet(ctx, c, be, *cmd.adminURL != "", box, name, secretSetting{host: *host, brokerURL: *brokerURL, word: *word, kind: *kind, fields: fields, rules: rules, rate: rt})
+		case "rules":
+			sv, err := be.SetSecretRules(ctx, box, name, rules, rt)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.stdout, "set the rules of secret %s of box %s; its value, host and kind are kept\n", name, box)
+			if len(sv.Rules) == 0 && sv.Rate == "" {
+				fmt.Fprintf(c.stdout, "\n%s allows any method and path, with no rate: its rules are cleared\n", name)
+			}
+			printRules(c, name, sv.Rules, sv.Rate)
+			return nil
 		case "remove":
 			if err := c.sure(*yes, fmt.Sprintf("Remove the secret %s of box %s?", name, box), "removed", "remove"); err != nil {
 				return err

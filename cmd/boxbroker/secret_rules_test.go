@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -79,6 +83,113 @@ func TestCLI_SecretRulesRoundTrip(t *testing.T) {
 				if code != 2 || !strings.Contains(errs, bt.says) {
 					t.Errorf("%s: secret set %s %q = %d %q, want 2 saying %q", bt.name, bt.flag, bt.arg, code, errs, bt.says)
 				}
+			}
+		})
+	}
+}
+
+// TestCLI_SecretRulesAlone: `secret rules BOX NAME --allow … --rate …`,
+// on the store and through the admin API, sets a held secret's rules and
+// rate without its value (none is read), which still reaches the host;
+// `secret list` shows them, the broker holds the box's requests to them,
+// and with neither flag it clears them, saying so. A bad rule or rate, a
+// value in argv, or no name exits 2 saying why; a secret that is not
+// there exits 1.
+func TestCLI_SecretRulesAlone(t *testing.T) {
+	b := brokertest.New(t, brokertest.Options{})
+	const value = "sk_cli_rulesalone_0123456789"
+	got := make(chan string, 1)
+	host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case got <- r.Header.Get("Authorization"):
+		default:
+		}
+	}))
+	t.Cleanup(host.Close)
+	tok := b.AddBox("shop")
+	b.SetSecret("shop", "ECHO", host.URL, value)
+	b.Report(tok, brokertest.Entry(protocol.Egress, "ECHO"))
+	sealed := func() []byte {
+		t.Helper()
+		sec, err := b.Server.Store.Secret(t.Context(), "shop", "ECHO")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sec.Sealed
+	}
+	held := sealed()
+	// egress sends method path as the box and returns the status, and
+	// what the host was sent in place of the box's token.
+	egress := func(method, path string) (int, string) {
+		t.Helper()
+		b.Sync()
+		r := b.Do(method, "/egress/ECHO"+path, tok, nil, nil)
+		select {
+		case auth := <-got:
+			return r.StatusCode, auth
+		default:
+			return r.StatusCode, ""
+		}
+	}
+	for _, tt := range storeAndAdminAPI(t, b) {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errs := runEnv(t, tt.env, "", "secret", "rules", "shop", "ECHO", "--allow", "get /ok/**", "--rate", "100/m")
+			if code != 0 || !strings.Contains(out, "set the rules of secret ECHO of box shop") || !strings.Contains(out, "ECHO allows only GET /ok/**, at most 100/m for each box") {
+				t.Fatalf("secret rules --allow --rate = %d %q %q, want it to name the rules and rate", code, out, errs)
+			}
+			sec, err := b.Server.Store.Secret(t.Context(), "shop", "ECHO")
+			if err != nil || !slices.Equal(sec.Rules, []string{"GET /ok/**"}) || sec.Rate != "100/m" || !bytes.Equal(sec.Sealed, held) || sec.Host != host.URL {
+				t.Errorf("stored ECHO = %q %q %s, %v, want GET /ok/** 100/m, its value and host kept", sec.Rules, sec.Rate, sec.Host, err)
+			}
+			code, out, errs = runEnv(t, tt.env, "", "secret", "list", "shop")
+			if code != 0 || !strings.Contains(out, "GET /ok/**") || !strings.Contains(out, "100/m") || strings.Contains(out+errs, value) {
+				t.Errorf("secret list = %d %q %q, want ECHO's rules and rate and never its value", code, out, errs)
+			}
+			if status, auth := egress("GET", "/ok/x"); status != http.StatusOK || auth != "Bearer "+value {
+				t.Errorf("GET inside the rules = %d, the host was sent %q; want 200 and the value", status, auth)
+			}
+			if status, _ := egress("POST", "/ok/x"); status != http.StatusForbidden {
+				t.Errorf("POST outside the rules = %d, want 403", status)
+			}
+
+			code, out, errs = runEnv(t, tt.env, "", "secret", "rules", "shop", "ECHO")
+			if code != 0 || !strings.Contains(out, "ECHO allows any method and path, with no rate: its rules are cleared") {
+				t.Fatalf("secret rules with neither flag = %d %q %q, want it to say the rules are cleared", code, out, errs)
+			}
+			if sec, err := b.Server.Store.Secret(t.Context(), "shop", "ECHO"); err != nil || len(sec.Rules) != 0 || sec.Rate != "" || !bytes.Equal(sec.Sealed, held) {
+				t.Errorf("stored ECHO after clearing = %q %q, %v, want none and its value kept", sec.Rules, sec.Rate, err)
+			}
+			if code, out, _ := runEnv(t, tt.env, "", "secret", "list", "shop"); code != 0 || strings.Contains(out, "GET /ok/**") || strings.Contains(out, "100/m") {
+				t.Errorf("secret list after clearing = %d %q, want no rules and no rate", code, out)
+			}
+			if status, auth := egress("POST", "/ok/x"); status != http.StatusOK || auth != "Bearer "+value {
+				t.Errorf("POST after clearing = %d, the host was sent %q; want 200 and the value", status, auth)
+			}
+
+			bad := []struct {
+				name string
+				args []string
+				code int
+				says string
+			}{
+				{"no pattern", []string{"ECHO", "--allow", "GET"}, 2, "METHOD PATTERN"},
+				{"** not last", []string{"ECHO", "--allow", "GET /**/x"}, 2, "must come last"},
+				{"rate of a day", []string{"ECHO", "--rate", "5/d"}, 2, "s, m or h"},
+				{"a value in argv", []string{"ECHO", value}, 2, "secret rules takes BOX NAME"},
+				{"no name", nil, 2, "secret rules takes BOX NAME"},
+				{"lower-case name", []string{"echo"}, 2, "must match"},
+				{"--host", []string{"ECHO", "--host", host.URL}, 2, "not defined: -host"},
+				{"no such secret", []string{"OTHER"}, 1, "has no secret named OTHER"},
+			}
+			for _, bt := range bad {
+				args := append([]string{"secret", "rules", "shop"}, bt.args...)
+				code, out, errs := runEnv(t, tt.env, value+"\n", args...)
+				if code != bt.code || !strings.Contains(errs, bt.says) || strings.Contains(out+errs, value) {
+					t.Errorf("%s: %q = %d %q, want %d saying %q and never the value", bt.name, args, code, errs, bt.code, bt.says)
+				}
+			}
+			if _, errs, code := run(t, t.TempDir(), "", "secret", "rule", "shop", "ECHO"); code != 2 || !strings.Contains(errs, `did you mean "rules"?`) {
+				t.Errorf("secret rule = %d %q, want 2 suggesting rules", code, errs)
 			}
 		})
 	}

@@ -31,6 +31,7 @@ var synopses = map[string]string{
 	"credential list":   "boxbroker credential list [flags]",
 	"credential remove": "boxbroker credential remove anthropic|fountain [NAME] [flags]",
 	"secret set":        "boxbroker secret set BOX NAME --host URL [--kind KIND] [flags]\n\nthe value is read from stdin, never from arguments",
+	"secret rules":      "boxbroker secret rules BOX NAME [--allow 'METHOD PATTERN']... [--rate N/PERIOD] [flags]\n\nsets what the secret may be spent on, keeping its value, host and kind; no value is read.\nWith no --allow and no --rate it clears them: any method and path, no rate",
 	"secret list":       "boxbroker secret list BOX [flags]",
 	"secret remove":     "boxbroker secret remove BOX NAME [flags]",
 	"visitor set":       "boxbroker visitor set PRINCIPAL [flags]\n\nthe visitor's Anthropic key or setup token is read from stdin, never from arguments",

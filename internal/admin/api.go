@@ -34,6 +34,16 @@ type CredentialValue struct {
 	Kind  string `json:"kind,omitempty"`
 }
 
+// SecretRules is the body of PUT /api/boxes/{name}/secrets/{secret}/rules:
+// what the secret may be spent on, each "METHOD PATTERN" as
+// protocol.ParseSecretRule reads it (none or absent: every method and
+// path), and each box's rate for it, N/PERIOD ("" or absent: none). They
+// replace the secret's; its value, host, kind and body fields are kept.
+type SecretRules struct {
+	Rules []string `json:"rules,omitempty"`
+	Rate  string   `json:"rate,omitempty"`
+}
+
 // FeedbackView is one kept feedback batch.
 type FeedbackView struct {
 	ID    int64           `json:"id"`
@@ -71,6 +81,7 @@ func (s *Server) apiRoutes() []Route {
 		{Pattern: "GET /api/boxes/{name}/secrets", Handle: answer(http.StatusOK, s.listSecrets)},
 		{Pattern: "PUT /api/boxes/{name}/secrets/{secret}", Handle: decode(http.StatusOK, nil, s.setSecret)},
 		{Pattern: "DELETE /api/boxes/{name}/secrets/{secret}", Handle: noContent(s.removeSecret)},
+		{Pattern: "PUT /api/boxes/{name}/secrets/{secret}/rules", Handle: decode(http.StatusOK, nil, s.setSecretRules)},
 
 		{Pattern: "GET /api/boxes/{name}/feedback", Handle: s.listFeedback},
 

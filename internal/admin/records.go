@@ -40,6 +40,10 @@ func (s *Server) setSecret(r *http.Request, sv operator.SecretValue) (operator.S
 	return s.Op(r, 0).SetSecret(r.Context(), r.PathValue("name"), r.PathValue("secret"), sv)
 }
 
+func (s *Server) setSecretRules(r *http.Request, sr SecretRules) (operator.SecretView, error) {
+	return s.Op(r, 0).SetSecretRules(r.Context(), r.PathValue("name"), r.PathValue("secret"), sr.Rules, sr.Rate)
+}
+
 func (s *Server) removeSecret(r *http.Request) error {
 	return s.Op(r, 0).RemoveSecret(r.Context(), r.PathValue("name"), r.PathValue("secret"))
 }

@@ -82,6 +82,7 @@ type SecretValue struct {
 type Secrets interface {
 	ListSecrets(ctx context.Context, box string) ([]SecretView, error)
 	SetSecret(ctx context.Context, box, name string, sv SecretValue) (SecretView, error)
+	SetSecretRules(ctx context.Context, box, name string, rules []string, rate string) (SecretView, error)
 	RemoveSecret(ctx context.Context, box, name string) error
 }
 
