@@ -131,20 +131,27 @@ func (s *Spool) Append(b Batch) error {
 		return fmt.Errorf("spool: %w", err)
 	}
 	defer filelock.Unlock(s.f)
-	n, werr := s.f.Write(line)
-	if werr == nil {
-		werr = s.f.Sync()
+	if err := appendSynced(s.f, line); err != nil {
+		return fmt.Errorf("spool: %w", err)
 	}
-	if werr != nil {
-		// Cut off whatever part of the line was written, so the next
-		// batch begins a line of its own.
-		if fi, err := s.f.Stat(); err == nil {
-			_ = s.f.Truncate(fi.Size() - int64(n))
-		}
-		return fmt.Errorf("spool: %w", werr)
-	}
-	s.size += int64(n)
+	s.size += int64(len(line))
 	return nil
+}
+
+// appendSynced writes line at the end of f and syncs f. When either
+// fails, whatever part of line was written is cut off again, so that the
+// next line begins a line of its own, and the error is returned.
+func appendSynced(f *os.File, line []byte) error {
+	n, err := f.Write(line)
+	if err == nil {
+		err = f.Sync()
+	}
+	if err != nil {
+		if fi, serr := f.Stat(); serr == nil {
+			_ = f.Truncate(fi.Size() - int64(n))
+		}
+	}
+	return err
 }
 
 // name gives b a key when it has none, and the spool's store when it
