@@ -193,28 +193,18 @@ func findDead(list []Dead, id string) (int, error) {
 	return at, nil
 }
 
-// locked runs f with the dead-letter file open and locked: the file at
-// the path, and not one a rewrite replaced meanwhile.
-func (d *deadFile) locked(f func(*os.File) error) error {
-	for range 10 {
-		fh, err := os.OpenFile(d.path, os.O_RDWR|os.O_CREATE, 0o600)
-		if err != nil {
-			return fmt.Errorf("dead letters: %w", err)
-		}
-		named, err := lockNamed(fh, d.path)
-		if err != nil {
-			fh.Close()
-			return fmt.Errorf("dead letters: %w", err)
-		}
-		if named {
-			err := f(fh)
-			filelock.Unlock(fh)
-			fh.Close()
-			return err
-		}
-		fh.Close()
+// locked runs fn with the dead-letter file open and locked: the file at
+// the path, and not one a rewrite replaced meanwhile (lockAt).
+func (d *deadFile) locked(fn func(*os.File) error) error {
+	f, err := lockAt(nil, d.path, func(p string) (*os.File, error) {
+		return os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
+	}, "the file keeps being replaced")
+	if err != nil {
+		return fmt.Errorf("dead letters: %w", err)
 	}
-	return errors.New("dead letters: the file keeps being replaced")
+	defer f.Close()
+	defer filelock.Unlock(f)
+	return fn(f)
 }
 
 // rewriteDead writes list as the dead-letter file at p (WriteFile).

@@ -40,7 +40,6 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/defaults"
-	"github.com/intentius/boxbroker/internal/filelock"
 	"github.com/intentius/boxbroker/internal/metrics"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/store/deadline"
@@ -287,16 +286,13 @@ func checkStore(dir, id string) error {
 		}
 		e.Files = append(e.Files, p)
 	}
-	journals, err := filepath.Glob(filepath.Join(dir, JournalPattern))
-	if err != nil {
-		return fmt.Errorf("journal: %w", err)
-	}
-	for _, p := range journals {
-		theirs, err := journalStore(p)
-		if err != nil {
-			return err
-		}
+	err := eachGone(dir, JournalPattern, func(p string, f *os.File) error {
+		theirs, err := journalStore(f)
 		note(p, theirs)
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	for _, name := range []string{SpoolReplayFile, SpoolFile} {
 		p := filepath.Join(dir, name)
@@ -312,20 +308,9 @@ func checkStore(dir, id string) error {
 	return nil
 }
 
-// journalStore is the store the journal at p names in its header, or ""
-// when it names none, is missing, or its replica runs (holds its lock).
-func journalStore(p string) (string, error) {
-	f, err := os.Open(p)
-	if errors.Is(err, os.ErrNotExist) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("journal: %w", err)
-	}
-	defer f.Close()
-	if ok, err := filelock.TryLock(f); err != nil || !ok {
-		return "", nil
-	}
+// journalStore is the store the journal f names in its header, or ""
+// when it names none.
+func journalStore(f *os.File) (string, error) {
 	first, err := bufio.NewReader(f).ReadBytes('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
 		return "", fmt.Errorf("journal: %w", err)

@@ -127,7 +127,7 @@ func (s *Spool) Append(b Batch) error {
 	if s.size+int64(len(line)) > s.max {
 		return fmt.Errorf("spool: %w: %d bytes of %d", ErrFull, s.size, s.max)
 	}
-	if err := s.lockCurrent(); err != nil {
+	if s.f, err = lockAt(s.f, filepath.Join(s.dir, SpoolFile), openEnded, "the spool file keeps being set aside"); err != nil {
 		return fmt.Errorf("spool: %w", err)
 	}
 	defer filelock.Unlock(s.f)
@@ -165,43 +165,33 @@ func (s *Spool) name(b *Batch) {
 	}
 }
 
-// lockCurrent opens the spool file (again, when another process sharing
-// the data directory has set the one open aside) and locks it; s.mu is
-// held.
-func (s *Spool) lockCurrent() error {
-	p := filepath.Join(s.dir, SpoolFile)
+// lockAt locks f (opened with open when nil) and returns it once it is
+// the file at p: a file renamed away (set aside by a replay) or replaced
+// (by a rewrite) meanwhile, here or in another process sharing the data
+// directory, is closed and p opened again, up to ten times; then it
+// returns the error moved. f is closed when it cannot be locked.
+func lockAt(f *os.File, p string, open func(string) (*os.File, error), moved string) (*os.File, error) {
 	for range 10 {
-		if s.f == nil {
-			f, err := openEnded(p)
-			if err != nil {
-				return err
+		if f == nil {
+			var err error
+			if f, err = open(p); err != nil {
+				return nil, err
 			}
-			s.f = f
 		}
-		if named, err := lockNamed(s.f, p); named || err != nil {
-			return err
+		if err := filelock.Lock(f); err != nil {
+			f.Close()
+			return nil, err
 		}
-		// Set aside (renamed) by a replay, here or in another process.
-		_ = s.f.Close()
-		s.f = nil
+		at, err1 := f.Stat()
+		named, err2 := os.Stat(p)
+		if err1 == nil && err2 == nil && os.SameFile(at, named) {
+			return f, nil
+		}
+		filelock.Unlock(f)
+		f.Close()
+		f = nil
 	}
-	return errors.New("the spool file keeps being set aside")
-}
-
-// lockNamed locks f and reports whether it is still the file at p, and
-// not one renamed away (or replaced) meanwhile; f is left unlocked when
-// it is not.
-func lockNamed(f *os.File, p string) (bool, error) {
-	if err := filelock.Lock(f); err != nil {
-		return false, err
-	}
-	open, err1 := f.Stat()
-	named, err2 := os.Stat(p)
-	if err1 == nil && err2 == nil && os.SameFile(open, named) {
-		return true, nil
-	}
-	filelock.Unlock(f)
-	return false, nil
+	return nil, errors.New(moved)
 }
 
 // openEnded opens the spool file at p for appending, ending first a line
