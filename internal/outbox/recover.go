@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -140,6 +141,10 @@ func recoverFile(f *os.File, put func(Batch) error, log *slog.Logger) (int, erro
 			}
 		}
 	}
+	// A batch begun and not done is handed on under its own key; the
+	// records in no batch, recoverBatch at a time, under keys made from
+	// their numbers.
+	var out []Batch
 	for _, key := range begun {
 		if done[key] {
 			continue
@@ -149,40 +154,27 @@ func recoverFile(f *os.File, put func(Batch) error, log *slog.Logger) (int, erro
 		for _, n := range ob.of {
 			add(&b, n, ob.part)
 		}
-		if len(b.Audit)+len(b.Settle) == 0 {
-			continue
+		if len(b.Audit)+len(b.Settle) > 0 {
+			out = append(out, b)
 		}
+	}
+	var rest []uint64
+	for _, n := range order {
+		if l := records[n]; l.parts()&^used[n] != 0 {
+			rest = append(rest, n)
+		}
+	}
+	for chunk := range slices.Chunk(rest, recoverBatch) {
+		b := Batch{Key: recoveryKey(gen, chunk[0]), Store: id}
+		for _, n := range chunk {
+			add(&b, n, partsAll)
+		}
+		out = append(out, b)
+	}
+	for _, b := range out {
 		if err := put(b); err != nil {
 			return 0, fmt.Errorf("journal: recover: %w", err)
 		}
-	}
-	var b Batch
-	count := 0
-	flush := func() error {
-		if count == 0 {
-			return nil
-		}
-		err := put(b)
-		b, count = Batch{}, 0
-		return err
-	}
-	for _, n := range order {
-		if l := records[n]; l.parts()&^used[n] == 0 {
-			continue
-		}
-		if count == 0 {
-			b.Key, b.Store = recoveryKey(gen, n), id
-		}
-		add(&b, n, partsAll)
-		count++
-		if count == recoverBatch {
-			if err := flush(); err != nil {
-				return 0, fmt.Errorf("journal: recover: %w", err)
-			}
-		}
-	}
-	if err := flush(); err != nil {
-		return 0, fmt.Errorf("journal: recover: %w", err)
 	}
 	if handed > 0 {
 		log.Info("journal: records of calls answered before the last stop handed to the spool", "records", handed)
