@@ -294,12 +294,7 @@ func DropDead(dir, id string) (Dead, error) {
 // wrapping ErrNoDead when there is none.
 func RetryDead(ctx context.Context, dir string, st store.Spooled, identity, id string) (Dead, error) {
 	return newDeadFile(dir).take(id, func(x Dead) error {
-		b := x.Batch
-		if err := b.foreign(dir, DeadFile, identity); err != nil {
-			return err
-		}
-		_, err := st.ApplySpooled(ctx, b.Key, b.Settle, b.Audit)
-		return err
+		return x.Batch.apply(ctx, st, dir, DeadFile, identity)
 	})
 }
 

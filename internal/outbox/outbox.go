@@ -174,19 +174,15 @@ func (o *Outbox) Err() error {
 // answer for.
 func (o *Outbox) Replay(ctx context.Context) (int, error) {
 	return o.Spool.Replay(ctx, func(ctx context.Context, b Batch) error {
-		if err := b.foreign(o.cfg.Dir, SpoolReplayFile, o.cfg.Identity); err != nil {
-			// Appended by a replica of another store sharing the
-			// directory: kept, with every batch after it.
-			return err
-		}
-		_, err := o.cfg.Store.ApplySpooled(within(ctx, o.cfg.Bound), b.Key, b.Settle, b.Audit)
+		// A batch of another store (appended by a replica of it sharing
+		// the directory) is kept, with every batch after it.
+		err := b.apply(within(ctx, o.cfg.Bound), o.cfg.Store, o.cfg.Dir, SpoolReplayFile, o.cfg.Identity)
 		if Refused(err) {
 			// Refused for good: set aside, one bad record alone.
 			if err := refusedBatch(within(ctx, o.cfg.Bound), o.cfg.Store, o.Spool, b, err); err != nil {
 				return err
 			}
 			return errSetAside
-
 		}
 		return err
 	})

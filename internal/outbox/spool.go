@@ -60,13 +60,15 @@ type Batch struct {
 	Audit  []store.AuditEntry `json:"audit,omitempty"`
 }
 
-// foreign returns a *ForeignError, naming the file name in the data
-// directory dir, when b names another store than ours ("": any).
-func (b *Batch) foreign(dir, name, ours string) error {
-	if b.Store == "" || ours == "" || b.Store == ours {
-		return nil
+// apply applies b to st under its key, unless b names another store
+// than ours ("": any): then it returns a *ForeignError naming the file
+// name in the data directory dir, applying nothing.
+func (b *Batch) apply(ctx context.Context, st store.Spooled, dir, name, ours string) error {
+	if b.Store != "" && ours != "" && b.Store != ours {
+		return &ForeignError{Dir: dir, Theirs: b.Store, Ours: ours, Files: []string{filepath.Join(dir, name)}}
 	}
-	return &ForeignError{Dir: dir, Theirs: b.Store, Ours: ours, Files: []string{filepath.Join(dir, name)}}
+	_, err := st.ApplySpooled(ctx, b.Key, b.Settle, b.Audit)
+	return err
 }
 
 // Spool is one replica's spool. Its methods are safe for concurrent use.
