@@ -45,6 +45,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/intentius/boxbroker/internal/defaults"
+	"github.com/intentius/boxbroker/internal/outbox"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -291,29 +292,13 @@ func (s *Sink) load() (err error) {
 // writeStateLocked writes s.st to state.json, whole or not at all.
 func (s *Sink) writeStateLocked() error {
 	b, err := json.Marshal(s.st)
+	if err == nil {
+		err = outbox.WriteFile(filepath.Join(s.dir, "state.json"), b)
+	}
 	if err != nil {
-		return fmt.Errorf("auditsink: %w", err)
-	}
-	tmp := filepath.Join(s.dir, "state.json.tmp")
-	if err := writeSynced(tmp, b); err != nil {
-		return fmt.Errorf("auditsink: %w", err)
-	}
-	if err := os.Rename(tmp, filepath.Join(s.dir, "state.json")); err != nil {
 		return fmt.Errorf("auditsink: %w", err)
 	}
 	return nil
-}
-
-func writeSynced(p string, b []byte) error {
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	return errors.Join(err, f.Close())
 }
 
 // Append adds entries, written to the store under batch key key, to the
@@ -525,8 +510,7 @@ func (s *Sink) compactLocked() error {
 		ends[i] = int64(buf.Len())
 	}
 	p := s.backlogPath(gen)
-	if err := writeSynced(p, buf.Bytes()); err != nil {
-		_ = os.Remove(p)
+	if err := outbox.WriteFile(p, buf.Bytes()); err != nil {
 		return err
 	}
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0o600)

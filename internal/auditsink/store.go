@@ -8,11 +8,8 @@ import (
 )
 
 // Store is the part of a store the audit log is written through: the
-// outbox's (outbox.Store).
-type Store interface {
-	store.Audit
-	store.Spooled
-}
+// outbox's.
+type Store = outbox.Store
 
 // Wrap returns st with every audit row written through it appended to
 // s's backlog first, under the batch's key (a new key for a write that

@@ -275,22 +275,14 @@ func (w *Writer) write(ctx context.Context, entries []store.AuditEntry, seqs []u
 		if key == "" {
 			key = NewKey()
 		}
-		if Refused(err) {
-			// Refused for what it holds: a replay would be refused too.
-			derr := refusedBatch(within(ctx, w.opt.Bound), w.st, w.opt.Spool, Batch{Key: key, Audit: entries}, err)
-			if derr == nil {
-				w.lost.Store(false)
-				return
-			}
-			err = errors.Join(err, derr)
-		}
-		serr := w.opt.Spool.Append(Batch{Key: key, Audit: entries})
-		if serr == nil {
+		var kept bool
+		if kept, err = w.opt.Spool.keep(within(ctx, w.opt.Bound), w.st, Batch{Key: key, Audit: entries}, err); kept {
 			w.lost.Store(false)
-			w.log.Warn("audit: entries spooled; the store did not take them", "entries", len(entries), "err", err)
+			if err != nil {
+				w.log.Warn("audit: entries spooled; the store did not take them", "entries", len(entries), "err", err)
+			}
 			return
 		}
-		err = errors.Join(err, serr)
 	}
 	if err != nil {
 		w.lost.Store(true)

@@ -138,10 +138,7 @@ func (d *deadFile) put(b Batch, reason error, at time.Time) error {
 		if end+int64(len(line))+1 > d.max {
 			return fmt.Errorf("dead letters: %w: %d bytes of %d", ErrFull, end, d.max)
 		}
-		if _, err := f.Write(append(line, '\n')); err != nil {
-			return fmt.Errorf("dead letters: %w", err)
-		}
-		if err := f.Sync(); err != nil {
+		if err := appendSynced(f, append(line, '\n')); err != nil {
 			return fmt.Errorf("dead letters: %w", err)
 		}
 		return nil
@@ -196,34 +193,22 @@ func findDead(list []Dead, id string) (int, error) {
 	return at, nil
 }
 
-// locked runs f with the dead-letter file open and locked: the file at
-// the path, and not one a rewrite replaced meanwhile.
-func (d *deadFile) locked(f func(*os.File) error) error {
-	for range 10 {
-		fh, err := os.OpenFile(d.path, os.O_RDWR|os.O_CREATE, 0o600)
-		if err != nil {
-			return fmt.Errorf("dead letters: %w", err)
-		}
-		named, err := lockNamed(fh, d.path)
-		if err != nil {
-			fh.Close()
-			return fmt.Errorf("dead letters: %w", err)
-		}
-		if named {
-			err := f(fh)
-			filelock.Unlock(fh)
-			fh.Close()
-			return err
-		}
-		fh.Close()
+// locked runs fn with the dead-letter file open and locked: the file at
+// the path, and not one a rewrite replaced meanwhile (lockAt).
+func (d *deadFile) locked(fn func(*os.File) error) error {
+	f, err := lockAt(nil, d.path, func(p string) (*os.File, error) {
+		return os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
+	}, "the file keeps being replaced")
+	if err != nil {
+		return fmt.Errorf("dead letters: %w", err)
 	}
-	return errors.New("dead letters: the file keeps being replaced")
+	defer f.Close()
+	defer filelock.Unlock(f)
+	return fn(f)
 }
 
-// rewriteDead writes list as the dead-letter file at p: a new file,
-// synced, renamed over it.
+// rewriteDead writes list as the dead-letter file at p (WriteFile).
 func rewriteDead(p string, list []Dead) error {
-	tmp := p + ".new"
 	var buf bytes.Buffer
 	for _, x := range list {
 		line, err := json.Marshal(x)
@@ -232,24 +217,29 @@ func rewriteDead(p string, list []Dead) error {
 		}
 		buf.Write(append(line, '\n'))
 	}
+	return WriteFile(p, buf.Bytes())
+}
+
+// WriteFile writes data as the file at p, whole or not at all: to a new
+// file beside it (p+".new"), synced, then renamed over p. The new file is
+// removed when any step fails.
+func WriteFile(p string, data []byte) error {
+	tmp := p + ".new"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return err
 	}
-	_, werr := f.Write(buf.Bytes())
-	if werr == nil {
-		werr = f.Sync()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
 	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
+	if err = errors.Join(err, f.Close()); err == nil {
+		err = os.Rename(tmp, p)
 	}
-	if werr == nil {
-		werr = os.Rename(tmp, p)
-	}
-	if werr != nil {
+	if err != nil {
 		os.Remove(tmp)
 	}
-	return werr
+	return err
 }
 
 // readDead reads the dead letters at p; none when there is no file.
@@ -304,13 +294,28 @@ func DropDead(dir, id string) (Dead, error) {
 // wrapping ErrNoDead when there is none.
 func RetryDead(ctx context.Context, dir string, st store.Spooled, identity, id string) (Dead, error) {
 	return newDeadFile(dir).take(id, func(x Dead) error {
-		b := x.Batch
-		if err := b.foreign(dir, DeadFile, identity); err != nil {
-			return err
-		}
-		_, err := st.ApplySpooled(ctx, b.Key, b.Settle, b.Audit)
-		return err
+		return x.Batch.apply(ctx, st, dir, DeadFile, identity)
 	})
+}
+
+// keep keeps b, which st did not take (err): a batch st refused for good
+// (Refused) goes to the dead letters (refusedBatch), any other to the
+// spool, and so does one the dead letters cannot take (full, or the disk
+// refuses): a replay then stops at it until they have room. It reports
+// whether either took b, and returns err, joined with what the dead
+// letters and the spool answered; nil when the dead letters took it.
+func (s *Spool) keep(ctx context.Context, st store.Spooled, b Batch, err error) (bool, error) {
+	if Refused(err) {
+		derr := refusedBatch(ctx, st, s, b, err)
+		if derr == nil {
+			return true, nil
+		}
+		err = errors.Join(err, derr)
+	}
+	if serr := s.Append(b); serr != nil {
+		return false, errors.Join(err, serr)
+	}
+	return true, err
 }
 
 // refusedBatch handles b, which st refused for good as a whole (reason): a

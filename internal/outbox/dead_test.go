@@ -314,3 +314,48 @@ func TestSettle_RefusedWithTheDeadLettersFullIsSpooled(t *testing.T) {
 		t.Errorf("after a replay with room: dead %+v, %v, spool %d bytes; want the settlement as the one dead letter", dead, err, ob.Spool.Size())
 	}
 }
+
+// refusing is a Store that refuses every write for good.
+type refusing struct{ fakeStore }
+
+func (*refusing) AddAudit(context.Context, []store.AuditEntry) error { return store.ErrRejected }
+
+func (*refusing) ApplySpooled(context.Context, string, []store.Settlement, []store.AuditEntry) (bool, error) {
+	return false, store.ErrRejected
+}
+
+// TestKeep_AuditAndSettleAlike: an audit batch the Writer writes and a
+// settlement Settle writes, each refused for good, are kept the same way
+// (Spool.keep): set aside as a dead letter while the dead letters have
+// room, and spooled once they are full; neither is lost, and the writer
+// still records.
+func TestKeep_AuditAndSettleAlike(t *testing.T) {
+	tests := []struct {
+		name  string
+		write func(*Outbox) error
+	}{
+		{"audit", func(o *Outbox) error {
+			o.Audit.write(t.Context(), []store.AuditEntry{entry(1)}, nil)
+			return o.Audit.Recording()
+		}},
+		{"settle", func(o *Outbox) error {
+			return o.Settle(t.Context(), store.Settlement{Box: "alpha", Month: boundMonth, Charge: 7})
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := Open(Config{Dir: t.TempDir(), Store: &refusing{}, Logger: quiet})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer o.Close()
+			if err := tt.write(o); err != nil || o.Spool.DeadCount() != 1 || o.Spool.Size() != 0 {
+				t.Fatalf("write refused for good = %v, %d dead letters, spool %d bytes; want nil, 1, 0", err, o.Spool.DeadCount(), o.Spool.Size())
+			}
+			o.Spool.dead.max = 1 // full
+			if err := tt.write(o); err != nil || o.Spool.DeadCount() != 1 || o.Spool.Size() == 0 {
+				t.Errorf("write refused with the dead letters full = %v, %d dead letters, spool %d bytes; want nil, 1, spooled", err, o.Spool.DeadCount(), o.Spool.Size())
+			}
+		})
+	}
+}

@@ -316,14 +316,10 @@ func (j *Journal) Call(e *store.AuditEntry, st *store.Settlement) (uint64, error
 	return j.record(b.buf.Bytes(), parts)
 }
 
-// Forget drops record n from what the journal keeps in memory and in
-// its rewrites, for a record that will never be batched (its audit
-// entry was dropped from a full queue, and counted). Its line stays until
-// the next rewrite.
-func (j *Journal) Forget(n uint64) { j.ForgetPart(n, partsAll) }
-
-// ForgetPart is Forget for part of record n only: the rest of it is
-// still kept.
+// ForgetPart drops part of record n from what the journal keeps in
+// memory and in its rewrites, for a part that will never be batched (an
+// audit entry dropped from a full queue, and counted); the rest of the
+// record is still kept. Its line stays until the next rewrite.
 func (j *Journal) ForgetPart(n uint64, part Part) {
 	if j == nil || n == 0 {
 		return

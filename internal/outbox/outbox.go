@@ -40,7 +40,6 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/defaults"
-	"github.com/intentius/boxbroker/internal/filelock"
 	"github.com/intentius/boxbroker/internal/metrics"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/store/deadline"
@@ -175,19 +174,15 @@ func (o *Outbox) Err() error {
 // answer for.
 func (o *Outbox) Replay(ctx context.Context) (int, error) {
 	return o.Spool.Replay(ctx, func(ctx context.Context, b Batch) error {
-		if err := b.foreign(o.cfg.Dir, SpoolReplayFile, o.cfg.Identity); err != nil {
-			// Appended by a replica of another store sharing the
-			// directory: kept, with every batch after it.
-			return err
-		}
-		_, err := o.cfg.Store.ApplySpooled(within(ctx, o.cfg.Bound), b.Key, b.Settle, b.Audit)
+		// A batch of another store (appended by a replica of it sharing
+		// the directory) is kept, with every batch after it.
+		err := b.apply(within(ctx, o.cfg.Bound), o.cfg.Store, o.cfg.Dir, SpoolReplayFile, o.cfg.Identity)
 		if Refused(err) {
 			// Refused for good: set aside, one bad record alone.
 			if err := refusedBatch(within(ctx, o.cfg.Bound), o.cfg.Store, o.Spool, b, err); err != nil {
 				return err
 			}
 			return errSetAside
-
 		}
 		return err
 	})
@@ -287,16 +282,13 @@ func checkStore(dir, id string) error {
 		}
 		e.Files = append(e.Files, p)
 	}
-	journals, err := filepath.Glob(filepath.Join(dir, JournalPattern))
-	if err != nil {
-		return fmt.Errorf("journal: %w", err)
-	}
-	for _, p := range journals {
-		theirs, err := journalStore(p)
-		if err != nil {
-			return err
-		}
+	err := eachGone(dir, JournalPattern, func(p string, f *os.File) error {
+		theirs, err := journalStore(f)
 		note(p, theirs)
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	for _, name := range []string{SpoolReplayFile, SpoolFile} {
 		p := filepath.Join(dir, name)
@@ -312,20 +304,9 @@ func checkStore(dir, id string) error {
 	return nil
 }
 
-// journalStore is the store the journal at p names in its header, or ""
-// when it names none, is missing, or its replica runs (holds its lock).
-func journalStore(p string) (string, error) {
-	f, err := os.Open(p)
-	if errors.Is(err, os.ErrNotExist) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("journal: %w", err)
-	}
-	defer f.Close()
-	if ok, err := filelock.TryLock(f); err != nil || !ok {
-		return "", nil
-	}
+// journalStore is the store the journal f names in its header, or ""
+// when it names none.
+func journalStore(f *os.File) (string, error) {
 	first, err := bufio.NewReader(f).ReadBytes('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
 		return "", fmt.Errorf("journal: %w", err)

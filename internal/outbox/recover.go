@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -22,55 +24,58 @@ import (
 func recoverDir(dir string, put func(Batch) error, log *slog.Logger) (int, error) {
 	// A rewrite cut off by a crash: the journal it was made from holds
 	// everything.
-	if names, _ := filepath.Glob(filepath.Join(dir, "journal-*.compact")); len(names) > 0 {
-		for _, p := range names {
-			if f, err := os.Open(p); err == nil {
-				if ok, _ := filelock.TryLock(f); ok {
-					os.Remove(p)
-				}
-				f.Close()
-			}
-		}
-	}
-	names, err := filepath.Glob(filepath.Join(dir, JournalPattern))
-	if err != nil {
-		return 0, fmt.Errorf("journal: %w", err)
-	}
+	_ = eachGone(dir, "journal-*.compact", func(p string, _ *os.File) error {
+		os.Remove(p)
+		return nil
+	})
 	total := 0
-	for _, p := range names {
-		f, err := os.Open(p)
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				continue // recovered by another replica meanwhile
-			}
-			return 0, fmt.Errorf("journal: %w", err)
-		}
-		ok, err := filelock.TryLock(f)
-		if err != nil || !ok {
-			f.Close()
-			continue // its replica runs
-		}
-		n, err := recoverFile(p, put, log)
+	err := eachGone(dir, JournalPattern, func(p string, f *os.File) error {
+		n, err := recoverFile(f, put, log)
 		if err == nil {
 			err = os.Remove(p)
 		}
-		f.Close()
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return 0, err
+			return err
 		}
 		total += n
-	}
-	return total, nil
+		return nil
+	})
+	return total, err
 }
 
-// recoverFile hands to put what the journal at p holds not yet done, and
+// eachGone calls fn, until it fails, with each file in dir that pattern
+// matches whose lock it can take — a journal (or a journal's rewrite)
+// whose replica is gone — open and locked. A file removed meanwhile (by
+// another replica) is passed over.
+func eachGone(dir, pattern string, fn func(p string, f *os.File) error) error {
+	names, err := filepath.Glob(filepath.Join(dir, pattern))
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	for _, p := range names {
+		f, err := os.Open(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("journal: %w", err)
+		}
+		if ok, lerr := filelock.TryLock(f); lerr == nil && ok {
+			err = fn(p, f)
+		}
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recoverFile hands to put what the journal f holds not yet done, and
 // says how many records it handed on (a call's audit entry and its
 // settlement count as two, in one line or in two).
-func recoverFile(p string, put func(Batch) error, log *slog.Logger) (int, error) {
-	data, err := os.ReadFile(p)
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
-	}
+func recoverFile(f *os.File, put func(Batch) error, log *slog.Logger) (int, error) {
+	data, err := io.ReadAll(f)
 	if err != nil {
 		return 0, fmt.Errorf("journal: %w", err)
 	}
@@ -136,6 +141,10 @@ func recoverFile(p string, put func(Batch) error, log *slog.Logger) (int, error)
 			}
 		}
 	}
+	// A batch begun and not done is handed on under its own key; the
+	// records in no batch, recoverBatch at a time, under keys made from
+	// their numbers.
+	var out []Batch
 	for _, key := range begun {
 		if done[key] {
 			continue
@@ -145,40 +154,27 @@ func recoverFile(p string, put func(Batch) error, log *slog.Logger) (int, error)
 		for _, n := range ob.of {
 			add(&b, n, ob.part)
 		}
-		if len(b.Audit)+len(b.Settle) == 0 {
-			continue
+		if len(b.Audit)+len(b.Settle) > 0 {
+			out = append(out, b)
 		}
+	}
+	var rest []uint64
+	for _, n := range order {
+		if l := records[n]; l.parts()&^used[n] != 0 {
+			rest = append(rest, n)
+		}
+	}
+	for chunk := range slices.Chunk(rest, recoverBatch) {
+		b := Batch{Key: recoveryKey(gen, chunk[0]), Store: id}
+		for _, n := range chunk {
+			add(&b, n, partsAll)
+		}
+		out = append(out, b)
+	}
+	for _, b := range out {
 		if err := put(b); err != nil {
 			return 0, fmt.Errorf("journal: recover: %w", err)
 		}
-	}
-	var b Batch
-	count := 0
-	flush := func() error {
-		if count == 0 {
-			return nil
-		}
-		err := put(b)
-		b, count = Batch{}, 0
-		return err
-	}
-	for _, n := range order {
-		if l := records[n]; l.parts()&^used[n] == 0 {
-			continue
-		}
-		if count == 0 {
-			b.Key, b.Store = recoveryKey(gen, n), id
-		}
-		add(&b, n, partsAll)
-		count++
-		if count == recoverBatch {
-			if err := flush(); err != nil {
-				return 0, fmt.Errorf("journal: recover: %w", err)
-			}
-		}
-	}
-	if err := flush(); err != nil {
-		return 0, fmt.Errorf("journal: recover: %w", err)
 	}
 	if handed > 0 {
 		log.Info("journal: records of calls answered before the last stop handed to the spool", "records", handed)

@@ -161,13 +161,12 @@ func (o *Outbox) Settle(ctx context.Context, st store.Settlement) error {
 	return o.record(ctx, st, nil)
 }
 
-// record writes st under a key of its own, and to the spool under that
-// key when the store does not take it (nor refuses it for a box removed
-// meanwhile), or sets it aside as a dead letter when the store refuses it
-// for good (Refused), or spools it when the dead letters cannot take
-// it. When seqs (the journal's numbers of the calls st
-// settles) are given, the batch is begun in the journal first, and done
-// once the store, the spool or the dead letters took it.
+// record writes st under a key of its own; when the store does not take
+// it (but for ErrNotFound: a box removed meanwhile), the dead letters or
+// the spool keep it under that key (Spool.keep). When seqs (the
+// journal's numbers of the calls st settles) are given, the batch is
+// begun in the journal first, and done once the store, the spool or the
+// dead letters took it.
 func (o *Outbox) record(ctx context.Context, st store.Settlement, seqs []uint64) (err error) {
 	key := NewKey()
 	if len(seqs) > 0 {
@@ -185,20 +184,12 @@ func (o *Outbox) record(ctx context.Context, st store.Settlement, seqs []uint64)
 	if err == nil || o.Spool == nil || errors.Is(err, store.ErrNotFound) {
 		return err
 	}
-	if Refused(err) {
-		// Refused for what it holds: a replay would be refused too. When
-		// the dead letters cannot take it (full, or the disk refuses), the
-		// spool keeps it, as it keeps the audit writer's: a replay then
-		// stops at it until the dead letters have room.
-		derr := o.Spool.SetDead(b, err)
-		if derr == nil {
-			return nil
-		}
-		err = errors.Join(err, derr)
+	kept, err := o.Spool.keep(within(ctx, o.cfg.Bound), o.cfg.Store, b, err)
+	if !kept {
+		return err
 	}
-	if serr := o.Spool.Append(b); serr != nil {
-		return errors.Join(err, serr)
+	if err != nil {
+		o.log.Warn("spend: settlement spooled; the store did not take it", "box", st.Box, "month", st.Month, "charge_micros", st.Charge, "err", err)
 	}
-	o.log.Warn("spend: settlement spooled; the store did not take it", "box", st.Box, "month", st.Month, "charge_micros", st.Charge, "err", err)
 	return nil
 }

@@ -60,13 +60,15 @@ type Batch struct {
 	Audit  []store.AuditEntry `json:"audit,omitempty"`
 }
 
-// foreign returns a *ForeignError, naming the file name in the data
-// directory dir, when b names another store than ours ("": any).
-func (b *Batch) foreign(dir, name, ours string) error {
-	if b.Store == "" || ours == "" || b.Store == ours {
-		return nil
+// apply applies b to st under its key, unless b names another store
+// than ours ("": any): then it returns a *ForeignError naming the file
+// name in the data directory dir, applying nothing.
+func (b *Batch) apply(ctx context.Context, st store.Spooled, dir, name, ours string) error {
+	if b.Store != "" && ours != "" && b.Store != ours {
+		return &ForeignError{Dir: dir, Theirs: b.Store, Ours: ours, Files: []string{filepath.Join(dir, name)}}
 	}
-	return &ForeignError{Dir: dir, Theirs: b.Store, Ours: ours, Files: []string{filepath.Join(dir, name)}}
+	_, err := st.ApplySpooled(ctx, b.Key, b.Settle, b.Audit)
+	return err
 }
 
 // Spool is one replica's spool. Its methods are safe for concurrent use.
@@ -127,24 +129,31 @@ func (s *Spool) Append(b Batch) error {
 	if s.size+int64(len(line)) > s.max {
 		return fmt.Errorf("spool: %w: %d bytes of %d", ErrFull, s.size, s.max)
 	}
-	if err := s.lockCurrent(); err != nil {
+	if s.f, err = lockAt(s.f, filepath.Join(s.dir, SpoolFile), openEnded, "the spool file keeps being set aside"); err != nil {
 		return fmt.Errorf("spool: %w", err)
 	}
 	defer filelock.Unlock(s.f)
-	n, werr := s.f.Write(line)
-	if werr == nil {
-		werr = s.f.Sync()
+	if err := appendSynced(s.f, line); err != nil {
+		return fmt.Errorf("spool: %w", err)
 	}
-	if werr != nil {
-		// Cut off whatever part of the line was written, so the next
-		// batch begins a line of its own.
-		if fi, err := s.f.Stat(); err == nil {
-			_ = s.f.Truncate(fi.Size() - int64(n))
-		}
-		return fmt.Errorf("spool: %w", werr)
-	}
-	s.size += int64(n)
+	s.size += int64(len(line))
 	return nil
+}
+
+// appendSynced writes line at the end of f and syncs f. When either
+// fails, whatever part of line was written is cut off again, so that the
+// next line begins a line of its own, and the error is returned.
+func appendSynced(f *os.File, line []byte) error {
+	n, err := f.Write(line)
+	if err == nil {
+		err = f.Sync()
+	}
+	if err != nil {
+		if fi, serr := f.Stat(); serr == nil {
+			_ = f.Truncate(fi.Size() - int64(n))
+		}
+	}
+	return err
 }
 
 // name gives b a key when it has none, and the spool's store when it
@@ -158,43 +167,33 @@ func (s *Spool) name(b *Batch) {
 	}
 }
 
-// lockCurrent opens the spool file (again, when another process sharing
-// the data directory has set the one open aside) and locks it; s.mu is
-// held.
-func (s *Spool) lockCurrent() error {
-	p := filepath.Join(s.dir, SpoolFile)
+// lockAt locks f (opened with open when nil) and returns it once it is
+// the file at p: a file renamed away (set aside by a replay) or replaced
+// (by a rewrite) meanwhile, here or in another process sharing the data
+// directory, is closed and p opened again, up to ten times; then it
+// returns the error moved. f is closed when it cannot be locked.
+func lockAt(f *os.File, p string, open func(string) (*os.File, error), moved string) (*os.File, error) {
 	for range 10 {
-		if s.f == nil {
-			f, err := openEnded(p)
-			if err != nil {
-				return err
+		if f == nil {
+			var err error
+			if f, err = open(p); err != nil {
+				return nil, err
 			}
-			s.f = f
 		}
-		if named, err := lockNamed(s.f, p); named || err != nil {
-			return err
+		if err := filelock.Lock(f); err != nil {
+			f.Close()
+			return nil, err
 		}
-		// Set aside (renamed) by a replay, here or in another process.
-		_ = s.f.Close()
-		s.f = nil
+		at, err1 := f.Stat()
+		named, err2 := os.Stat(p)
+		if err1 == nil && err2 == nil && os.SameFile(at, named) {
+			return f, nil
+		}
+		filelock.Unlock(f)
+		f.Close()
+		f = nil
 	}
-	return errors.New("the spool file keeps being set aside")
-}
-
-// lockNamed locks f and reports whether it is still the file at p, and
-// not one renamed away (or replaced) meanwhile; f is left unlocked when
-// it is not.
-func lockNamed(f *os.File, p string) (bool, error) {
-	if err := filelock.Lock(f); err != nil {
-		return false, err
-	}
-	open, err1 := f.Stat()
-	named, err2 := os.Stat(p)
-	if err1 == nil && err2 == nil && os.SameFile(open, named) {
-		return true, nil
-	}
-	filelock.Unlock(f)
-	return false, nil
+	return nil, errors.New(moved)
 }
 
 // openEnded opens the spool file at p for appending, ending first a line

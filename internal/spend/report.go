@@ -60,12 +60,9 @@ func Budgets(ctx context.Context, st Reader, box, month string) ([]BudgetStatus,
 	return out, nil
 }
 
-// Line is one principal's spend in a month: as the broker measured it and
-// as the box reported it.
-type Line struct {
-	// Principal is nil for calls paid with no principal (the operator's
-	// shared credential) and for runs the box reported by no one.
-	Principal *string
+// Counts are what the broker measured and charged of calls: of one
+// principal (a Line), or of them all (a Report).
+type Counts struct {
 	// Measured is what the broker measured of priced calls whose usage it
 	// read whole, in micro-dollars; Calls, Unpriced and Unmeasured count
 	// the calls (see store.Usage).
@@ -76,6 +73,23 @@ type Line struct {
 	// Charged is what was charged against budgets, in micro-dollars: the
 	// measured cost, or a call's bound where its cost was not known.
 	Charged int64
+}
+
+// add counts u's calls and measured cost.
+func (c *Counts) add(u store.Usage) {
+	c.Measured += u.Cost
+	c.Calls += u.Calls
+	c.Unpriced += u.Unpriced
+	c.Unmeasured += u.Unmeasured
+}
+
+// Line is one principal's spend in a month: as the broker measured it and
+// as the box reported it.
+type Line struct {
+	// Principal is nil for calls paid with no principal (the operator's
+	// shared credential) and for runs the box reported by no one.
+	Principal *string
+	Counts
 	// Reported is the box's own figure for this principal; nil when its
 	// report named no such principal for the month.
 	Reported *protocol.PrincipalSpend
@@ -90,12 +104,8 @@ type Report struct {
 	Month string
 	// Lines are by principal: nil first, then by name.
 	Lines []Line
-	// Totals of the lines.
-	Measured   int64
-	Calls      int64
-	Unpriced   int64
-	Unmeasured int64
-	Charged    int64
+	// Counts are the totals of the lines.
+	Counts
 	// Reported is the spend the box's last declaration report carried for
 	// Month; nil when it carried none for that month. ReportedMonth is the
 	// month the carried spend is for, which may not be Month ("" when the
@@ -160,15 +170,8 @@ func Compare(ctx context.Context, st Reader, box, month string) (*Report, error)
 		return l
 	}
 	for _, u := range usage {
-		l := line(u.Principal)
-		l.Measured += u.Cost
-		l.Calls += u.Calls
-		l.Unpriced += u.Unpriced
-		l.Unmeasured += u.Unmeasured
-		rep.Measured += u.Cost
-		rep.Calls += u.Calls
-		rep.Unpriced += u.Unpriced
-		rep.Unmeasured += u.Unmeasured
+		line(u.Principal).add(u)
+		rep.add(u)
 	}
 	var byPrincipals int64
 	for _, t := range tallies {

@@ -178,6 +178,11 @@ func (c *metered) prepare(w http.ResponseWriter, r *http.Request, call *capabili
 		return mc, nil // refused as the capability refuses it
 	}
 	paid := mc.paid
+	// A call refused for its payer's limits names its payer.
+	refuse := func(err error) (*meteredCall, error) {
+		w.Header().Set(protocol.HeaderPayer, protocol.FormatPayerHeader(paid.Payer))
+		return nil, err
+	}
 	principal := ""
 	if paid.Payer.Principal != nil {
 		principal = *paid.Payer.Principal
@@ -185,8 +190,7 @@ func (c *metered) prepare(w http.ResponseWriter, r *http.Request, call *capabili
 	now := c.m.cfg.Now().UTC()
 	s := settlement{box: call.Box.Name, payer: paid.Payer.Kind, principal: principal, month: c.m.month(now), est: e.Estimate}
 	if err := c.m.admitRate(w, &s); err != nil {
-		w.Header().Set(protocol.HeaderPayer, protocol.FormatPayerHeader(paid.Payer))
-		return nil, err
+		return refuse(err)
 	}
 	if !e.later {
 		s.bound = c.m.Bound(s.est)
@@ -194,8 +198,7 @@ func (c *metered) prepare(w http.ResponseWriter, r *http.Request, call *capabili
 	if !e.later && s.bound > 0 && c.m.budgeted(r.Context(), s.box) {
 		if e.Unboundable != "" {
 			if err := c.m.refuseUnboundable(r.Context(), s, e.Unboundable); err != nil {
-				w.Header().Set(protocol.HeaderPayer, protocol.FormatPayerHeader(paid.Payer))
-				return nil, err
+				return refuse(err)
 			}
 		}
 		s.id, err = c.m.cfg.Store.Reserve(r.Context(), store.Reservation{Box: s.box, Principal: principal, Month: s.month, Amount: s.bound, At: c.m.leaseNow()})
@@ -205,8 +208,7 @@ func (c *metered) prepare(w http.ResponseWriter, r *http.Request, call *capabili
 			approved, words := c.m.askBudget(r.Context(), s, call.Token, refusal.Message)
 			if !approved {
 				refusal.Message += words
-				w.Header().Set(protocol.HeaderPayer, protocol.FormatPayerHeader(paid.Payer))
-				return nil, refusal
+				return refuse(refusal)
 			}
 			// Approved: the call goes on with nothing reserved, and is
 			// charged when it settles.
