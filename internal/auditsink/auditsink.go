@@ -329,10 +329,7 @@ func (s *Sink) Append(key string, entries []store.AuditEntry) error {
 		end += int64(buf.Len() - start)
 		items = append(items, item{seq: seq, end: end})
 	}
-	if _, err := s.f.Write(buf.Bytes()); err != nil {
-		return fmt.Errorf("auditsink: backlog: %w", err)
-	}
-	if err := s.f.Sync(); err != nil {
+	if err := s.appendLocked(buf.Bytes()); err != nil {
 		return fmt.Errorf("auditsink: backlog: %w", err)
 	}
 	b := buf.Bytes()
@@ -349,6 +346,32 @@ func (s *Sink) Append(key string, entries []store.AuditEntry) error {
 	}
 	s.poke()
 	return nil
+}
+
+// writeBacklog writes b to the backlog file f; a test makes it fail.
+var writeBacklog = (*os.File).Write
+
+// appendLocked writes b at the end of the backlog and syncs it. When
+// either fails, the backlog is cut back to the size it had, so that no
+// part of b stays in it: the rows appended next begin where the kept
+// ones end, every offset the queue and the state hold stays true, and a
+// restart reads no line that is not a row. The caller keeps b's batch
+// (Append fails), which is offered again.
+func (s *Sink) appendLocked(b []byte) error {
+	_, err := writeBacklog(s.f, b)
+	if err == nil {
+		err = s.f.Sync()
+	}
+	if err == nil {
+		return nil
+	}
+	if terr := s.f.Truncate(s.size); terr != nil {
+		return errors.Join(err, fmt.Errorf("cutting back what was written: %w", terr))
+	}
+	if _, serr := s.f.Seek(s.size, io.SeekStart); serr != nil {
+		return errors.Join(err, fmt.Errorf("cutting back what was written: %w", serr))
+	}
+	return err
 }
 
 // seenKeys is how many batch keys Append remembers.

@@ -361,3 +361,49 @@ func TestWrap_SpooledBatchOnce(t *testing.T) {
 		t.Errorf("Backlog() = %d, want 3 (the batch once, the keyless row)", got)
 	}
 }
+
+// TestSink_FailedAppendLeavesNoPart: a write to the backlog that fails
+// part way (a full disk) leaves none of its rows behind: Append fails,
+// the same batch appended again is kept once, the rows after it keep
+// their order, and a restart reads the backlog whole and sends every row.
+func TestSink_FailedAppendLeavesNoPart(t *testing.T) {
+	dir := t.TempDir()
+	rc, u := newReceiver(t, 1<<30) // down until the end
+	s := open(t, dir, u, nil, 0, 100)
+	if err := s.Append("a", entries(0, 3)); err != nil {
+		t.Fatal(err)
+	}
+	restore := auditsink.FailWritesAfter(40)
+	if err := s.Append("b", entries(3, 2)); err == nil {
+		t.Fatal("Append with a failing write = nil, want its error")
+	}
+	restore()
+	for _, b := range []struct {
+		key     string
+		from, n int
+	}{{"b", 3, 2}, {"c", 5, 4}} {
+		if err := s.Append(b.key, entries(b.from, b.n)); err != nil {
+			t.Fatalf("Append %s after the failed write: %v", b.key, err)
+		}
+	}
+	if got := s.Backlog(); got != 9 {
+		t.Fatalf("backlog = %d, want 9", got)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := open(t, dir, u, nil, 0, 100)
+	defer s2.Close()
+	if got := s2.Backlog(); got != 9 {
+		t.Fatalf("backlog after restart = %d, want 9", got)
+	}
+	rc.mu.Lock()
+	rc.fail = 0
+	rc.mu.Unlock()
+	run(t, s2)
+	rows := rc.waitRows(t, 9)
+	if len(rows) != 9 {
+		t.Fatalf("got %d rows, want 9", len(rows))
+	}
+	checkOrder(t, rows, 0)
+}
