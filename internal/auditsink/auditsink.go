@@ -355,8 +355,10 @@ var writeBacklog = (*os.File).Write
 // either fails, the backlog is cut back to the size it had, so that no
 // part of b stays in it: the rows appended next begin where the kept
 // ones end, every offset the queue and the state hold stays true, and a
-// restart reads no line that is not a row. The caller keeps b's batch
-// (Append fails), which is offered again.
+// restart reads no line that is not a row. Append then fails: its rows
+// are not in the stream (Wrap logs them and writes the store all the
+// same), and a batch replayed from the spool under its key is appended
+// again.
 func (s *Sink) appendLocked(b []byte) error {
 	_, err := writeBacklog(s.f, b)
 	if err == nil {
