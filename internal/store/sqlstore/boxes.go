@@ -59,25 +59,17 @@ func (s *Store) CreateBox(ctx context.Context, b store.Box) error {
 
 // Box returns the box named name, or store.ErrNotFound.
 func (s *Store) Box(ctx context.Context, name string) (store.Box, error) {
-	b, err := scanBox(s.R.QueryRowContext(ctx, "SELECT "+boxColumns+" FROM boxes WHERE name = $1", name))
-	if err != nil {
-		return store.Box{}, s.D.Translate(fmt.Sprintf("box %q", name), err)
-	}
-	return b, nil
+	return one(ctx, s, fmt.Sprintf("box %q", name), "SELECT "+boxColumns+" FROM boxes WHERE name = $1", scanBox, name)
 }
 
 // BoxByTokenHash returns the box whose token hashes to hash, or store.ErrNotFound.
 func (s *Store) BoxByTokenHash(ctx context.Context, hash string) (store.Box, error) {
-	b, err := scanBox(s.R.QueryRowContext(ctx, "SELECT "+boxColumns+" FROM boxes WHERE token_hash = $1 OR old_token_hash = $1", hash))
-	if err != nil {
-		return store.Box{}, s.D.Translate("box by token hash", err)
-	}
-	return b, nil
+	return one(ctx, s, "box by token hash", "SELECT "+boxColumns+" FROM boxes WHERE token_hash = $1 OR old_token_hash = $1", scanBox, hash)
 }
 
 // ListBoxes returns every box, by name.
 func (s *Store) ListBoxes(ctx context.Context) ([]store.Box, error) {
-	return collect(ctx, s, s.R, "list boxes", "SELECT "+boxColumns+" FROM boxes ORDER BY name"+s.D.Collate(), scanBox)
+	return collect(ctx, s, "list boxes", "SELECT "+boxColumns+" FROM boxes ORDER BY name"+s.D.Collate(), scanBox)
 }
 
 // DeleteBox removes the box named name with its declaration, secrets,
@@ -99,7 +91,7 @@ func (s *Store) DeleteBox(ctx context.Context, name string) error {
 			{store.ChangeGrant, "DELETE FROM grants WHERE box = $1 RETURNING hash"},
 		}
 		for _, k := range keyed {
-			keys, err := Strings(ctx, tx, k.query, name)
+			keys, err := all(ctx, tx, k.query, value[string], name)
 			if err != nil {
 				return nil, err
 			}

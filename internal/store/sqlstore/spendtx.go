@@ -221,11 +221,7 @@ func (s *Store) ApplySpooled(ctx context.Context, key string, settle []store.Set
 // own transaction so that no two tallies are locked out of order.
 func (s *Store) ReleaseStale(ctx context.Context, before time.Time) (int, error) {
 	const op = "release stale reservations"
-	ids, err := collect(ctx, s, s.R, op, "SELECT id FROM reservations WHERE at < $1 ORDER BY id", func(r Scanner) (int64, error) {
-		var id int64
-		err := r.Scan(&id)
-		return id, err
-	}, s.D.Time(before))
+	ids, err := collect(ctx, s, op, "SELECT id FROM reservations WHERE at < $1 ORDER BY id", value[int64], s.D.Time(before))
 	if err != nil {
 		return 0, err
 	}
