@@ -38,10 +38,7 @@ func testAdminTokens(t *testing.T, s store.Store) {
 		})
 	}
 
-	list, err := s.ListAdminTokens(ctx)
-	if err != nil {
-		t.Fatalf("ListAdminTokens() = %v, want nil", err)
-	}
+	list := answer(s.ListAdminTokens(ctx)).must(t, "ListAdminTokens()")
 	wantList := []store.AdminToken{
 		{ID: "adm-1", Name: "laptop", CreatedAt: at(1)},
 		{ID: "adm-2", CreatedAt: at(2)},
@@ -51,7 +48,7 @@ func testAdminTokens(t *testing.T, s store.Store) {
 	}
 
 	must(t, "DeleteAdminToken(adm-1)", s.DeleteAdminToken(ctx, "adm-1"))
-	_, err = s.AdminTokenByHash(ctx, first.Hash)
+	_, err := s.AdminTokenByHash(ctx, first.Hash)
 	wantErr(t, "AdminTokenByHash(deleted)", err, store.ErrNotFound)
 	_, err = s.AdminToken(ctx, "adm-1")
 	wantErr(t, "AdminToken(deleted)", err, store.ErrNotFound)
@@ -78,9 +75,7 @@ func testAudit(t *testing.T, s store.Store) {
 	if err := s.AddAudit(ctx, entries[2:]); err != nil {
 		t.Fatalf("AddAudit(2 more) = %v, want nil (an entry needs no box row)", err)
 	}
-	if err := s.AddAudit(ctx, nil); err != nil {
-		t.Errorf("AddAudit(nil) = %v, want nil", err)
-	}
+	wantErr(t, "AddAudit(nil)", s.AddAudit(ctx, nil), nil)
 	noChange(t, s, "AddAudit", seq)
 
 	ids := func(es []store.AuditEntry) []store.AuditEntry {
@@ -105,10 +100,7 @@ func testAudit(t *testing.T, s store.Store) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := s.ListAudit(ctx, tt.q)
-			if err != nil {
-				t.Fatalf("ListAudit(%+v) = %v, want nil", tt.q, err)
-			}
+			got := answer(s.ListAudit(ctx, tt.q)).must(t, fmt.Sprintf("ListAudit(%+v)", tt.q))
 			for _, e := range got {
 				if e.ID == 0 {
 					t.Errorf("ListAudit(%+v) entry with ID 0, want IDs set", tt.q)

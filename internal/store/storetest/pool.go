@@ -24,10 +24,7 @@ func testPool(t *testing.T, s store.Store) {
 	if d := diff([]store.Change{{Kind: store.ChangePool, Key: "a"}, {Kind: store.ChangePool, Key: "b"}}, keys(changesAfter(t, s, seq))); d != "" {
 		t.Errorf("SetPoolEntry changes (-want +got):\n%s", d)
 	}
-	got, err = s.PoolEntries(ctx)
-	if err != nil {
-		t.Fatalf("PoolEntries() = %v, want nil", err)
-	}
+	got = answer(s.PoolEntries(ctx)).must(t, "PoolEntries()")
 	if d := diff([]store.PoolEntry{a, b}, got); d != "" {
 		t.Errorf("PoolEntries() (-want +got):\n%s", d)
 	}
