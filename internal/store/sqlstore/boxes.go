@@ -168,11 +168,10 @@ func (s *Store) SaveDeclaration(ctx context.Context, box string, doc []byte, at 
 // Declaration returns the last report kept for the box named box and when
 // it was taken, or store.ErrNotFound if it never reported.
 func (s *Store) Declaration(ctx context.Context, box string) ([]byte, time.Time, error) {
-	var doc []byte
-	var at time.Time
-	err := s.R.QueryRowContext(ctx, "SELECT doc, at FROM declarations WHERE box = $1", box).Scan(&doc, Time(&at))
-	if err != nil {
-		return nil, time.Time{}, s.D.Translate(fmt.Sprintf("declaration of box %q", box), err)
-	}
-	return doc, at, nil
+	d, err := one(ctx, s, fmt.Sprintf("declaration of box %q", box), "SELECT doc, at FROM declarations WHERE box = $1", func(r Scanner) (store.KeptDeclaration, error) {
+		var d store.KeptDeclaration
+		err := r.Scan(&d.Doc, Time(&d.At))
+		return d, err
+	}, box)
+	return d.Doc, d.At, err
 }

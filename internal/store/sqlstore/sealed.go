@@ -51,16 +51,14 @@ func (s *Store) SetSecret(ctx context.Context, sec store.Secret) error {
 
 // Secret returns the secret name of box, or store.ErrNotFound.
 func (s *Store) Secret(ctx context.Context, box, name string) (store.Secret, error) {
-	sec := store.Secret{Box: box, Name: name}
-	var fields, rules string
-	err := s.R.QueryRowContext(ctx, "SELECT host, sealed, updated_at, kind, body_fields, rules, rate FROM secrets WHERE box = $1 AND name = $2", box, name).
-		Scan(&sec.Host, &sec.Sealed, Time(&sec.UpdatedAt), &sec.Kind, &fields, &rules, &sec.Rate)
-	if err != nil {
-		return store.Secret{}, s.D.Translate(fmt.Sprintf("secret %q of box %q", name, box), err)
-	}
-	sec.BodyFields = store.SplitBodyFields(fields)
-	sec.Rules = store.SplitRules(rules)
-	return sec, nil
+	return one(ctx, s, fmt.Sprintf("secret %q of box %q", name, box),
+		"SELECT host, sealed, updated_at, kind, body_fields, rules, rate FROM secrets WHERE box = $1 AND name = $2", func(r Scanner) (store.Secret, error) {
+			sec := store.Secret{Box: box, Name: name}
+			var fields, rules string
+			err := r.Scan(&sec.Host, &sec.Sealed, Time(&sec.UpdatedAt), &sec.Kind, &fields, &rules, &sec.Rate)
+			sec.BodyFields, sec.Rules = store.SplitBodyFields(fields), store.SplitRules(rules)
+			return sec, err
+		}, box, name)
 }
 
 // ListSecrets returns the secrets of box, by name, Sealed left nil.
