@@ -100,9 +100,9 @@ func (t dbTx) Exec(ctx context.Context, query string, args ...any) (int64, error
 
 func (t dbTx) QueryRow(ctx context.Context, query string, args ...any) Scanner {
 	if st := t.stmt(ctx, query); st != nil {
-		return spendRow{st.QueryRowContext(ctx, args...)}
+		return NoRow{st.QueryRowContext(ctx, args...), sql.ErrNoRows}
 	}
-	return spendRow{t.q.QueryRowContext(ctx, query, args...)}
+	return NoRow{t.q.QueryRowContext(ctx, query, args...), sql.ErrNoRows}
 }
 
 func (t dbTx) Each(ctx context.Context, query string, args []any, row func(Scanner) error) error {
@@ -129,11 +129,15 @@ func (t dbTx) AddAudit(ctx context.Context, entries []store.AuditEntry) error {
 
 func (t dbTx) Time(tm time.Time) any { return t.s.D.Time(tm) }
 
-// spendRow is a row whose Scan reports no row as store.ErrNotFound.
-type spendRow struct{ r *sql.Row }
+// NoRow is a row whose Scan reports no row (NoRows, the driver's error
+// for none) as store.ErrNotFound, as SpendTx's QueryRow answers.
+type NoRow struct {
+	Row    Scanner
+	NoRows error
+}
 
-func (r spendRow) Scan(dest ...any) error {
-	if err := r.r.Scan(dest...); !errors.Is(err, sql.ErrNoRows) {
+func (r NoRow) Scan(dest ...any) error {
+	if err := r.Row.Scan(dest...); !errors.Is(err, r.NoRows) {
 		return err
 	}
 	return store.ErrNotFound
