@@ -114,9 +114,7 @@ func testAudit(t *testing.T, s store.Store) {
 	}
 
 	// Removing a box keeps its entries.
-	if err := s.DeleteBox(ctx, "alpha"); err != nil {
-		t.Fatal(err)
-	}
+	must(t, "DeleteBox(alpha)", s.DeleteBox(ctx, "alpha"))
 	if got, err := s.ListAudit(ctx, store.AuditQuery{Box: "alpha", Limit: 10}); err != nil || len(got) != 2 {
 		t.Errorf("ListAudit(alpha) after DeleteBox = %d, %v, want 2 kept", len(got), err)
 	}
@@ -125,10 +123,7 @@ func testAudit(t *testing.T, s store.Store) {
 	if err != nil || n != 2 {
 		t.Errorf("PruneAudit(at 3) = %d, %v, want 2", n, err)
 	}
-	got, err := s.ListAudit(ctx, store.AuditQuery{Limit: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := answer(s.ListAudit(ctx, store.AuditQuery{Limit: 10})).must(t, "ListAudit after PruneAudit")
 	same(t, "ListAudit after PruneAudit", []store.AuditEntry{entries[3], entries[2]}, ids(got))
 	if n, err := s.PruneAudit(ctx, at(0)); err != nil || n != 0 {
 		t.Errorf("PruneAudit(before everything) = %d, %v, want 0", n, err)

@@ -29,7 +29,7 @@ func testAuditCosts(t *testing.T, s store.Store) {
 	}
 	wantErr(t, "AddAudit", s.AddAudit(ctx, entries), nil)
 
-	got := answer(s.ListAudit(ctx, store.AuditQuery{Box: "alpha", Limit: 10})).must(t, "ListAudit")
+	got := answer(s.ListAudit(ctx, store.AuditQuery{Box: "alpha", Limit: 10})).must(t, "ListAudit(alpha)")
 	if len(got) != 5 {
 		t.Fatalf("ListAudit = %d entries, want 5", len(got))
 	}

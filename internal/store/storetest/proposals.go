@@ -128,17 +128,13 @@ func testProposals(t *testing.T, s store.Store) {
 	if asks, err := s.ListAsks(ctx, "alpha"); err != nil || len(asks) != 2 || asks[0] != "hosts" || asks[1] != "secret:GITHUB" {
 		t.Errorf("ListAsks = %v, %v; want [hosts secret:GITHUB]", asks, err)
 	}
-	if err := s.SetAsk(ctx, "alpha", "hosts", false); err != nil {
-		t.Fatal(err)
-	}
+	must(t, "SetAsk(alpha, hosts, off)", s.SetAsk(ctx, "alpha", "hosts", false))
 	if asks, err := s.ListAsks(ctx, "alpha"); err != nil || len(asks) != 1 {
 		t.Errorf("ListAsks after off = %v, %v; want [secret:GITHUB]", asks, err)
 	}
 	noChange(t, s, "proposals", seq)
 
-	if err := s.DeleteBox(ctx, "alpha"); err != nil {
-		t.Fatal(err)
-	}
+	must(t, "DeleteBox(alpha)", s.DeleteBox(ctx, "alpha"))
 	if all, err := s.ListProposals(ctx, "alpha", "", late, 10); err != nil || len(all) != 0 {
 		t.Errorf("ListProposals after DeleteBox = %d, %v; want 0", len(all), err)
 	}

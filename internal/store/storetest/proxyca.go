@@ -74,9 +74,7 @@ func testReplaceProxyCA(t *testing.T, s store.Store) {
 		t.Fatalf("ReplaceProxyCA() before any = %v, want ErrNotFound", err)
 	}
 	first := store.ProxyCA{CertPEM: []byte("cert one"), SealedKey: []byte{1}, CreatedAt: at(1)}
-	if _, err := s.CreateProxyCA(ctx, first); err != nil {
-		t.Fatal(err)
-	}
+	must(t, "CreateProxyCA(first)", second(s.CreateProxyCA(ctx, first)))
 	seq := lastChange(t, s)
 	pending := first
 	pending.NextCertPEM, pending.NextSealedKey, pending.NextFrom = []byte("cert two"), []byte{2, 0, 255}, at(9)

@@ -12,9 +12,7 @@ import (
 // makes s's database take no write and calls ReadOnly.
 func CreateBoxForReadOnly(t *testing.T, s store.Store) {
 	t.Helper()
-	if err := s.CreateBox(t.Context(), store.Box{Name: "alpha", TokenHash: "h", CreatedAt: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
+	must(t, "CreateBox(alpha)", s.CreateBox(t.Context(), store.Box{Name: "alpha", TokenHash: "h", CreatedAt: time.Now()}))
 }
 
 // ReadOnly checks a store whose database takes no write (each store makes
