@@ -43,9 +43,7 @@ func testAdminTokens(t *testing.T, s store.Store) {
 		{ID: "adm-1", Name: "laptop", CreatedAt: at(1)},
 		{ID: "adm-2", CreatedAt: at(2)},
 	}
-	if d := diff(wantList, list); d != "" {
-		t.Errorf("ListAdminTokens() mismatch, want oldest first with no hash (-want +got):\n%s", d)
-	}
+	same(t, "ListAdminTokens() (want oldest first with no hash)", wantList, list)
 
 	must(t, "DeleteAdminToken(adm-1)", s.DeleteAdminToken(ctx, "adm-1"))
 	_, err := s.AdminTokenByHash(ctx, first.Hash)

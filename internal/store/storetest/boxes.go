@@ -26,9 +26,7 @@ func testBoxes(t *testing.T, s store.Store) {
 	}
 
 	list := answer(s.ListBoxes(ctx)).must(t, "ListBoxes()")
-	if d := diff([]store.Box{alpha, beta}, list); d != "" {
-		t.Errorf("ListBoxes() mismatch, want by name (-want +got):\n%s", d)
-	}
+	same(t, "ListBoxes() (want by name)", []store.Box{alpha, beta}, list)
 
 	tests := []struct {
 		name string
@@ -127,9 +125,7 @@ func testUpdateBox(t *testing.T, s store.Store) {
 	want := b
 	want.Consent, want.Paused, want.PayerKind, want.PayerPrincipal = true, true, "owner", "github:ann"
 	got := answer(s.Box(ctx, "alpha")).must(t, "Box(alpha)")
-	if d := diff(want, got); d != "" {
-		t.Errorf("Box(alpha) after UpdateBox mismatch, want only settings changed (-want +got):\n%s", d)
-	}
+	same(t, "Box(alpha) after UpdateBox (want only settings changed)", want, got)
 
 	back := store.Box{Name: "alpha", PayerKind: "shared"}
 	must(t, "UpdateBox(alpha)", s.UpdateBox(ctx, back))
@@ -160,9 +156,7 @@ func testDeleteBoxCascades(t *testing.T, s store.Store) {
 		{Kind: store.ChangeResource, Key: "sandbox/sb-doomed"},
 		{Kind: store.ChangeGrant, Key: hash("grant-doomed")},
 	})
-	if d := diff(want, keys(changesAfter(t, s, seq))); d != "" {
-		t.Errorf("changes of DeleteBox(doomed) mismatch, want one for every cached row (-want +got):\n%s", d)
-	}
+	same(t, "changes of DeleteBox(doomed) (want one for every cached row)", want, keys(changesAfter(t, s, seq)))
 
 	gone := []struct {
 		call string

@@ -94,9 +94,7 @@ func testSecrets(t *testing.T, s store.Store) {
 		{Box: "alpha", Name: "OPENAI", Host: "https://api.openai.com", UpdatedAt: at(1), BodyFields: []string{"client_secret", "api_key"},
 			Rules: []string{"GET /v1/models", "POST /v1/*/completions", "* /v1/files/**"}, Rate: "120/m"},
 	}
-	if d := diff(want, list); d != "" {
-		t.Errorf("ListSecrets(alpha) mismatch, want by name (-want +got):\n%s", d)
-	}
+	same(t, "ListSecrets(alpha) (want by name)", want, list)
 
 	must(t, "DeleteSecret(alpha, GITHUB)", s.DeleteSecret(ctx, "alpha", "GITHUB"))
 	_, err = s.Secret(ctx, "alpha", "GITHUB")
@@ -136,9 +134,7 @@ func testFeedback(t *testing.T, s store.Store) {
 	}
 	got := answer(s.ListFeedback(ctx, "alpha")).must(t, "ListFeedback(alpha)")
 	want := []store.FeedbackBatch{batches[0], batches[2], batches[3]}
-	if d := diff(want, got); d != "" {
-		t.Errorf("ListFeedback(alpha) mismatch, want oldest stored first (-want +got):\n%s", d)
-	}
+	same(t, "ListFeedback(alpha) (want oldest stored first)", want, got)
 	got, err := s.ListFeedback(ctx, "beta")
 	read(t, "ListFeedback(beta)", []store.FeedbackBatch{batches[1]}, got, err)
 }
@@ -230,9 +226,7 @@ func testGrants(t *testing.T, s store.Store) {
 	}
 
 	list := answer(s.ListGrants(ctx, "alpha")).must(t, "ListGrants(alpha)")
-	if d := diff([]store.Grant{grants[2], grants[0], grants[1]}, list); d != "" {
-		t.Errorf("ListGrants(alpha) mismatch, want newest first (-want +got):\n%s", d)
-	}
+	same(t, "ListGrants(alpha) (want newest first)", []store.Grant{grants[2], grants[0], grants[1]}, list)
 
 	must(t, "RevokeGrant(g1)", s.RevokeGrant(ctx, "g1", at(100)))
 	got := answer(s.GrantByHash(ctx, hash("v1"))).must(t, "GrantByHash(g1's hash)")
