@@ -26,7 +26,7 @@ func (t spendTx) Exec(ctx context.Context, query string, args ...any) (int64, er
 }
 
 func (t spendTx) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Scanner {
-	return sqlstore.NoRow{Row: t.tx.QueryRow(ctx, query, args...), NoRows: pgx.ErrNoRows}
+	return sqlstore.NoRow[pgx.Row]{Row: t.tx.QueryRow(ctx, query, args...)}
 }
 
 func (spendTx) Time(t time.Time) any { return t.UTC() }

@@ -26,12 +26,12 @@ func (s *Store) CreateAdminToken(ctx context.Context, t store.AdminToken) error 
 // AdminTokenByHash returns the admin token whose value hashes to hash, or
 // store.ErrNotFound.
 func (s *Store) AdminTokenByHash(ctx context.Context, hash string) (store.AdminToken, error) {
-	return one(ctx, s, "admin token by hash", "SELECT "+adminTokenColumns+" FROM admin_tokens WHERE hash = $1", scanAdminToken, hash)
+	return one(ctx, s, func() string { return "admin token by hash" }, "SELECT "+adminTokenColumns+" FROM admin_tokens WHERE hash = $1", scanAdminToken, hash)
 }
 
 // AdminToken returns the admin token with that ID, or store.ErrNotFound.
 func (s *Store) AdminToken(ctx context.Context, id string) (store.AdminToken, error) {
-	return one(ctx, s, fmt.Sprintf("admin token %q", id), "SELECT "+adminTokenColumns+" FROM admin_tokens WHERE id = $1", scanAdminToken, id)
+	return one(ctx, s, func() string { return fmt.Sprintf("admin token %q", id) }, "SELECT "+adminTokenColumns+" FROM admin_tokens WHERE id = $1", scanAdminToken, id)
 }
 
 // ListAdminTokens returns every admin token, oldest first (then by ID),

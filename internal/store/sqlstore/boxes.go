@@ -59,12 +59,12 @@ func (s *Store) CreateBox(ctx context.Context, b store.Box) error {
 
 // Box returns the box named name, or store.ErrNotFound.
 func (s *Store) Box(ctx context.Context, name string) (store.Box, error) {
-	return one(ctx, s, fmt.Sprintf("box %q", name), "SELECT "+boxColumns+" FROM boxes WHERE name = $1", scanBox, name)
+	return one(ctx, s, func() string { return fmt.Sprintf("box %q", name) }, "SELECT "+boxColumns+" FROM boxes WHERE name = $1", scanBox, name)
 }
 
 // BoxByTokenHash returns the box whose token hashes to hash, or store.ErrNotFound.
 func (s *Store) BoxByTokenHash(ctx context.Context, hash string) (store.Box, error) {
-	return one(ctx, s, "box by token hash", "SELECT "+boxColumns+" FROM boxes WHERE token_hash = $1 OR old_token_hash = $1", scanBox, hash)
+	return one(ctx, s, func() string { return "box by token hash" }, "SELECT "+boxColumns+" FROM boxes WHERE token_hash = $1 OR old_token_hash = $1", scanBox, hash)
 }
 
 // ListBoxes returns every box, by name.
@@ -168,7 +168,7 @@ func (s *Store) SaveDeclaration(ctx context.Context, box string, doc []byte, at 
 // Declaration returns the last report kept for the box named box and when
 // it was taken, or store.ErrNotFound if it never reported.
 func (s *Store) Declaration(ctx context.Context, box string) ([]byte, time.Time, error) {
-	d, err := one(ctx, s, fmt.Sprintf("declaration of box %q", box), "SELECT doc, at FROM declarations WHERE box = $1", func(r Scanner) (store.KeptDeclaration, error) {
+	d, err := one(ctx, s, func() string { return fmt.Sprintf("declaration of box %q", box) }, "SELECT doc, at FROM declarations WHERE box = $1", func(r Scanner) (store.KeptDeclaration, error) {
 		var d store.KeptDeclaration
 		err := r.Scan(&d.Doc, Time(&d.At))
 		return d, err

@@ -20,7 +20,7 @@ func (s *Store) SetMintState(ctx context.Context, st store.MintState) error {
 
 // MintState returns the state of the secret name of box, or store.ErrNotFound.
 func (s *Store) MintState(ctx context.Context, box, name string) (store.MintState, error) {
-	return one(ctx, s, fmt.Sprintf("mint state of secret %q of box %q", name, box),
+	return one(ctx, s, func() string { return fmt.Sprintf("mint state of secret %q of box %q", name, box) },
 		"SELECT name, of, sealed, expires_at, failure, updated_at FROM secret_mints WHERE box = $1 AND name = $2", scanMintState(box), box, name)
 }
 

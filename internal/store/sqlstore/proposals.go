@@ -92,7 +92,7 @@ func (s *Store) OpenProposal(ctx context.Context, p store.Proposal, max int) (st
 
 // Proposal returns the proposal with that ID, or store.ErrNotFound.
 func (s *Store) Proposal(ctx context.Context, id string, at time.Time) (store.Proposal, error) {
-	return one(ctx, s, fmt.Sprintf("proposal %q", id), "SELECT "+proposalColumns+" FROM proposals WHERE id = $1",
+	return one(ctx, s, func() string { return fmt.Sprintf("proposal %q", id) }, "SELECT "+proposalColumns+" FROM proposals WHERE id = $1",
 		func(r Scanner) (store.Proposal, error) { return scanProposal(r, at) }, id)
 }
 

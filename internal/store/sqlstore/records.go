@@ -65,7 +65,7 @@ func (s *Store) AddResource(ctx context.Context, r store.Resource) error {
 
 // ResourceOwner returns the box that owns kind/id, or store.ErrNotFound.
 func (s *Store) ResourceOwner(ctx context.Context, kind, id string) (string, error) {
-	return one(ctx, s, fmt.Sprintf("owner of resource %q", kind+"/"+id), "SELECT box FROM resources WHERE kind = $1 AND id = $2", value[string], kind, id)
+	return one(ctx, s, func() string { return fmt.Sprintf("owner of resource %q", kind+"/"+id) }, "SELECT box FROM resources WHERE kind = $1 AND id = $2", value[string], kind, id)
 }
 
 // ListResources returns the resources of box, by kind and ID.
@@ -105,7 +105,7 @@ func (s *Store) CreateGrant(ctx context.Context, g store.Grant) error {
 // GrantByHash returns the grant whose value hashes to hash, or
 // store.ErrNotFound. An expired or revoked grant is returned as it is.
 func (s *Store) GrantByHash(ctx context.Context, hash string) (store.Grant, error) {
-	return one(ctx, s, "grant by hash", "SELECT "+grantColumns+" FROM grants WHERE hash = $1", scanGrant, hash)
+	return one(ctx, s, func() string { return "grant by hash" }, "SELECT "+grantColumns+" FROM grants WHERE hash = $1", scanGrant, hash)
 }
 
 // ListGrants returns the grants of box, newest first (by CreatedAt, then ID).
@@ -153,7 +153,7 @@ func (s *Store) ChangesSince(ctx context.Context, after int64, limit int) ([]sto
 // LastChange returns the highest Seq written so far, 0 for none. Pruning
 // never removes the newest change, so this never goes back.
 func (s *Store) LastChange(ctx context.Context) (int64, error) {
-	return one(ctx, s, "last change", "SELECT COALESCE(MAX(seq), 0) FROM changes", value[int64])
+	return one(ctx, s, func() string { return "last change" }, "SELECT COALESCE(MAX(seq), 0) FROM changes", value[int64])
 }
 
 // PruneChanges forgets changes recorded before before, except the newest

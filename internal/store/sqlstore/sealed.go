@@ -17,7 +17,7 @@ func (s *Store) SetCredential(ctx context.Context, c store.Credential) error {
 
 // Credential returns the credential with that ID, or store.ErrNotFound.
 func (s *Store) Credential(ctx context.Context, id string) (store.Credential, error) {
-	return one(ctx, s, fmt.Sprintf("credential %q", id), "SELECT id, sealed, updated_at FROM credentials WHERE id = $1", func(r Scanner) (store.Credential, error) {
+	return one(ctx, s, func() string { return fmt.Sprintf("credential %q", id) }, "SELECT id, sealed, updated_at FROM credentials WHERE id = $1", func(r Scanner) (store.Credential, error) {
 		var c store.Credential
 		err := r.Scan(&c.ID, &c.Sealed, Time(&c.UpdatedAt))
 		return c, err
@@ -51,7 +51,7 @@ func (s *Store) SetSecret(ctx context.Context, sec store.Secret) error {
 
 // Secret returns the secret name of box, or store.ErrNotFound.
 func (s *Store) Secret(ctx context.Context, box, name string) (store.Secret, error) {
-	return one(ctx, s, fmt.Sprintf("secret %q of box %q", name, box),
+	return one(ctx, s, func() string { return fmt.Sprintf("secret %q of box %q", name, box) },
 		"SELECT host, sealed, updated_at, kind, body_fields, rules, rate FROM secrets WHERE box = $1 AND name = $2", func(r Scanner) (store.Secret, error) {
 			sec := store.Secret{Box: box, Name: name}
 			var fields, rules string

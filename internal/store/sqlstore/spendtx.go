@@ -100,9 +100,9 @@ func (t dbTx) Exec(ctx context.Context, query string, args ...any) (int64, error
 
 func (t dbTx) QueryRow(ctx context.Context, query string, args ...any) Scanner {
 	if st := t.stmt(ctx, query); st != nil {
-		return NoRow{st.QueryRowContext(ctx, args...), sql.ErrNoRows}
+		return NoRow[*sql.Row]{st.QueryRowContext(ctx, args...)}
 	}
-	return NoRow{t.q.QueryRowContext(ctx, query, args...), sql.ErrNoRows}
+	return NoRow[*sql.Row]{t.q.QueryRowContext(ctx, query, args...)}
 }
 
 func (t dbTx) Each(ctx context.Context, query string, args []any, row func(Scanner) error) error {
@@ -129,15 +129,12 @@ func (t dbTx) AddAudit(ctx context.Context, entries []store.AuditEntry) error {
 
 func (t dbTx) Time(tm time.Time) any { return t.s.D.Time(tm) }
 
-// NoRow is a row whose Scan reports no row (NoRows, the driver's error
-// for none) as store.ErrNotFound, as SpendTx's QueryRow answers.
-type NoRow struct {
-	Row    Scanner
-	NoRows error
-}
+// NoRow is a row whose Scan reports no row (sql.ErrNoRows, which pgx's
+// ErrNoRows is too) as store.ErrNotFound, as SpendTx's QueryRow answers.
+type NoRow[R Scanner] struct{ Row R }
 
-func (r NoRow) Scan(dest ...any) error {
-	if err := r.Row.Scan(dest...); !errors.Is(err, r.NoRows) {
+func (r NoRow[R]) Scan(dest ...any) error {
+	if err := r.Row.Scan(dest...); !errors.Is(err, sql.ErrNoRows) {
 		return err
 	}
 	return store.ErrNotFound

@@ -249,12 +249,14 @@ func rowsOf[T any](rows *sql.Rows, err error, scan func(r Scanner) (T, error)) (
 }
 
 // one runs query on R, whose answer is one row, and scans it with scan;
-// errors are translated (no row: store.ErrNotFound), prefixed with op.
-func one[T any](ctx context.Context, s *Store, op, query string, scan func(r Scanner) (T, error), args ...any) (T, error) {
+// errors are translated (no row: store.ErrNotFound), prefixed with what
+// op says, which is asked only then: a read that succeeds formats
+// nothing.
+func one[T any](ctx context.Context, s *Store, op func() string, query string, scan func(r Scanner) (T, error), args ...any) (T, error) {
 	v, err := scan(s.R.QueryRowContext(ctx, query, args...))
 	if err != nil {
 		var zero T
-		return zero, s.D.Translate(op, err)
+		return zero, s.D.Translate(op(), err)
 	}
 	return v, nil
 }

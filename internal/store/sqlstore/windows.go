@@ -99,14 +99,14 @@ type hold struct {
 	amount                      int64
 }
 
-// windowsOf returns the window budgets of box that query (windowsSelect:
-// those that apply to a call paid by a principal, in the order their
-// rows are locked; windowsAll: every one) reads, and their windows; a
-// window name the binary does not read is skipped.
-func windowsOf(ctx context.Context, tx SpendTx, query, box string, args ...any) ([]store.Budget, []store.Window, error) {
+// windowsOf returns the window budgets of box that query, run with args,
+// reads (windowsSelect: those that apply to a call paid by a principal,
+// in the order their rows are locked; windowsAll: every one), and their
+// windows; a window name the binary does not read is skipped.
+func windowsOf(ctx context.Context, tx SpendTx, box, query string, args ...any) ([]store.Budget, []store.Window, error) {
 	var bs []store.Budget
 	var ws []store.Window
-	err := tx.Each(ctx, query, append([]any{box}, args...), func(r Scanner) error {
+	err := tx.Each(ctx, query, args, func(r Scanner) error {
 		b := store.Budget{Box: box}
 		if err := r.Scan(&b.Principal, &b.Window, &b.Limit); err != nil {
 			return err
@@ -125,7 +125,7 @@ func windowsOf(ctx context.Context, tx SpendTx, query, box string, args ...any) 
 // to r, at r.At, and returns the holds to record once the reservation has
 // its ID; an *store.OverBudgetError naming the first it would pass.
 func reserveWindows(ctx context.Context, tx SpendTx, r store.Reservation) ([]hold, error) {
-	bs, ws, err := windowsOf(ctx, tx, windowsSelect, r.Box, r.Principal)
+	bs, ws, err := windowsOf(ctx, tx, r.Box, windowsSelect, r.Box, r.Principal)
 	if err != nil || len(bs) == 0 {
 		return nil, err
 	}
@@ -207,7 +207,7 @@ func windowCharges(ctx context.Context, tx SpendTx, batch []store.Settlement, no
 	for _, k := range slices.SortedFunc(maps.Keys(charged), func(a, b payer) int {
 		return cmp.Or(strings.Compare(a.box, b.box), strings.Compare(a.principal, b.principal))
 	}) {
-		bs, ws, err := windowsOf(ctx, tx, windowsSelect, k.box, k.principal)
+		bs, ws, err := windowsOf(ctx, tx, k.box, windowsSelect, k.box, k.principal)
 		if err != nil {
 			return nil, err
 		}
@@ -234,7 +234,7 @@ func windowCharges(ctx context.Context, tx SpendTx, batch []store.Settlement, no
 // windowTallies returns what each of box's window budgets counts at at,
 // the box's own first, then by principal and window.
 func windowTallies(ctx context.Context, tx SpendTx, box string, at time.Time) ([]store.WindowTally, error) {
-	bs, ws, err := windowsOf(ctx, tx, windowsAll, box)
+	bs, ws, err := windowsOf(ctx, tx, box, windowsAll, box)
 	if err != nil {
 		return nil, err
 	}
