@@ -489,17 +489,15 @@ func JoinBodyFields(fields []string) string { return strings.Join(fields, ",") }
 func JoinRules(rules []string) string { return strings.Join(rules, "\n") }
 
 // SplitRules reads what JoinRules wrote: nil for "".
-func SplitRules(s string) []string {
-	if s == "" {
-		return nil
-	}
-	return strings.Split(s, "\n")
-}
+func SplitRules(s string) []string { return split(s, "\n") }
 
 // SplitBodyFields reads what JoinBodyFields wrote: nil for "".
-func SplitBodyFields(s string) []string {
+func SplitBodyFields(s string) []string { return split(s, ",") }
+
+// split is s split at sep, nil for "".
+func split(s, sep string) []string {
 	if s == "" {
 		return nil
 	}
-	return strings.Split(s, ",")
+	return strings.Split(s, sep)
 }

@@ -4,9 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"embed"
-	"time"
-
-	"github.com/intentius/boxbroker/internal/store/sqlstore"
 )
 
 // migrationFiles holds the schema, one file per version, named
@@ -14,12 +11,6 @@ import (
 //
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
-
-// migrate applies, in one transaction holding migrateLock, every
-// migration the database has not recorded (see sqlstore.Migrate).
-func (s *Store) migrate(ctx context.Context, db *sql.DB) error {
-	return sqlstore.Migrate(ctx, db, dialect{s}, migrationFiles, time.Now())
-}
 
 // LockMigrations holds migrateLock until the migration commits, so that
 // replicas starting together migrate once.

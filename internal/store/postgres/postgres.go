@@ -96,7 +96,9 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		db = sql.OpenDB(deadline.Connector(stdlib.GetPoolConnector(pool), around))
 		db.SetMaxIdleConns(0) // the pgx pool keeps them (as OpenDBFromPool)
 	}
-	if err := s.migrate(ctx, db); err != nil {
+	// One transaction holding migrateLock applies every migration the
+	// database has not recorded.
+	if err := sqlstore.Migrate(ctx, db, dialect{s}, migrationFiles, time.Now()); err != nil {
 		db.Close()
 		pool.Close()
 		return nil, fmt.Errorf("open postgres store: %w", err)

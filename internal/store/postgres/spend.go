@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -27,7 +26,7 @@ func (t spendTx) Exec(ctx context.Context, query string, args ...any) (int64, er
 }
 
 func (t spendTx) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Scanner {
-	return spendRow{t.tx.QueryRow(ctx, query, args...)}
+	return sqlstore.NoRow[pgx.Row]{Row: t.tx.QueryRow(ctx, query, args...)}
 }
 
 func (spendTx) Time(t time.Time) any { return t.UTC() }
@@ -62,14 +61,4 @@ func (t spendTx) ExecAll(ctx context.Context, stmts []sqlstore.Stmt) error {
 func (t spendTx) AddAudit(ctx context.Context, entries []store.AuditEntry) error {
 	_, err := t.tx.CopyFrom(ctx, pgx.Identifier{"audit"}, auditColumns, auditRows(entries))
 	return err
-}
-
-// spendRow is a row whose Scan reports no row as store.ErrNotFound.
-type spendRow struct{ r pgx.Row }
-
-func (r spendRow) Scan(dest ...any) error {
-	if err := r.r.Scan(dest...); !errors.Is(err, pgx.ErrNoRows) {
-		return err
-	}
-	return store.ErrNotFound
 }

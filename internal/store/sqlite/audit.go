@@ -147,37 +147,33 @@ func (a auditor) In(ctx context.Context, tx *sql.Tx, entries []store.AuditEntry)
 // a batch's entries mostly repeat a box, route and scope, and reusing a
 // value boxed already spares an allocation per column.
 type auditArgs struct {
-	box, method, route, capability, words, reason, message any
-	boxS, methodS, routeS, capabilityS, reasonS, messageS  string
-	wordsS                                                 []byte
+	box, method, route, capability, reason, message boxed
+	words                                           any
+	wordsS                                          []byte
+}
+
+// boxed is a string boxed as a statement argument, and the string.
+type boxed struct {
+	v any
+	s string
+}
+
+// of is s boxed: b's value when it boxes s already, else s boxed anew.
+func (b *boxed) of(s string) any {
+	if b.v == nil || s != b.s {
+		b.v, b.s = s, s
+	}
+	return b.v
 }
 
 // append appends e's values to args in the columns' order, words being
 // e.Words encoded.
 func (p *auditArgs) append(args []any, e *store.AuditEntry, words []byte) []any {
-	if p.box == nil || e.Box != p.boxS {
-		p.box, p.boxS = e.Box, e.Box
-	}
-	if p.method == nil || e.Method != p.methodS {
-		p.method, p.methodS = e.Method, e.Method
-	}
-	if p.route == nil || e.Route != p.routeS {
-		p.route, p.routeS = e.Route, e.Route
-	}
-	if p.capability == nil || e.Capability != p.capabilityS {
-		p.capability, p.capabilityS = e.Capability, e.Capability
-	}
 	if p.words == nil || string(words) != string(p.wordsS) {
 		p.words, p.wordsS = string(words), append(p.wordsS[:0], words...)
 	}
-	if p.reason == nil || e.Reason != p.reasonS {
-		p.reason, p.reasonS = e.Reason, e.Reason
-	}
-	if p.message == nil || e.Message != p.messageS {
-		p.message, p.messageS = e.Message, e.Message
-	}
-	return append(args, p.box, sqlstore.Micros(e.At), p.method, p.route, p.capability, p.words,
-		int64(e.Status), p.reason, p.message, e.Duration.Microseconds(), int64(e.UpstreamStatus), e.PaidBy, e.Bytes, e.Cost)
+	return append(args, p.box.of(e.Box), sqlstore.Micros(e.At), p.method.of(e.Method), p.route.of(e.Route), p.capability.of(e.Capability), p.words,
+		int64(e.Status), p.reason.of(e.Reason), p.message.of(e.Message), e.Duration.Microseconds(), int64(e.UpstreamStatus), e.PaidBy, e.Bytes, e.Cost)
 }
 
 // appendWords appends words as encoding/json writes them (nil as []): a

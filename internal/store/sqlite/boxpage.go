@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/intentius/boxbroker/internal/store"
@@ -50,13 +51,7 @@ func (dialect) BoxPage(q store.BoxQuery) sqlstore.BoxPageQuery {
 			SELECT * FROM (SELECT * FROM (SELECT name, 0 AS spend FROM boxes b WHERE NOT EXISTS (SELECT 1 FROM usage u WHERE u.box = b.name AND u.month = ? AND u.cost > 0))
 				WHERE true ` + within + ` ` + after + ` ORDER BY name LIMIT ?)
 			) ORDER BY spend` + desc + `, name LIMIT ? OFFSET ?`
-		b.Args = append(b.Args, q.Month)
-		b.Args = append(b.Args, wargs...)
-		b.Args = append(b.Args, aargs...)
-		b.Args = append(b.Args, need, q.Month)
-		b.Args = append(b.Args, wargs...)
-		b.Args = append(b.Args, aargs...)
-		b.Args = append(b.Args, need, q.Limit+1, q.Offset)
+		b.Args = slices.Concat([]any{q.Month}, wargs, aargs, []any{need, q.Month}, wargs, aargs, []any{need, q.Limit + 1, q.Offset})
 		return b
 	}
 	// Counted with the page when the search makes every box be read

@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"embed"
-
-	"github.com/intentius/boxbroker/internal/store/sqlstore"
 )
 
 // migrationFiles holds the schema, one file per version, named
@@ -13,12 +11,6 @@ import (
 //
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
-
-// migrate applies, in one IMMEDIATE transaction, every migration the
-// database has not recorded (see sqlstore.Migrate).
-func (s *Store) migrate(ctx context.Context) error {
-	return sqlstore.Migrate(ctx, s.w, dialect{s}, migrationFiles, s.now())
-}
 
 // LockMigrations takes nothing: the migration's transaction is
 // IMMEDIATE, which holds the database's write lock.

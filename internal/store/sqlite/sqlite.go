@@ -112,7 +112,9 @@ func Open(path string, opts ...Option) (*Store, error) {
 	w.SetConnMaxIdleTime(0)
 
 	s := &Store{w: w, now: time.Now, path: abs}
-	if err := s.migrate(context.Background()); err != nil {
+	// One IMMEDIATE transaction applies every migration the database
+	// has not recorded.
+	if err := sqlstore.Migrate(context.Background(), w, dialect{s}, migrationFiles, s.now()); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}

@@ -26,26 +26,18 @@ func (s *Store) CreateAdminToken(ctx context.Context, t store.AdminToken) error 
 // AdminTokenByHash returns the admin token whose value hashes to hash, or
 // store.ErrNotFound.
 func (s *Store) AdminTokenByHash(ctx context.Context, hash string) (store.AdminToken, error) {
-	t, err := scanAdminToken(s.R.QueryRowContext(ctx, "SELECT "+adminTokenColumns+" FROM admin_tokens WHERE hash = $1", hash))
-	if err != nil {
-		return store.AdminToken{}, s.D.Translate("admin token by hash", err)
-	}
-	return t, nil
+	return one(ctx, s, func() string { return "admin token by hash" }, "SELECT "+adminTokenColumns+" FROM admin_tokens WHERE hash = $1", scanAdminToken, hash)
 }
 
 // AdminToken returns the admin token with that ID, or store.ErrNotFound.
 func (s *Store) AdminToken(ctx context.Context, id string) (store.AdminToken, error) {
-	t, err := scanAdminToken(s.R.QueryRowContext(ctx, "SELECT "+adminTokenColumns+" FROM admin_tokens WHERE id = $1", id))
-	if err != nil {
-		return store.AdminToken{}, s.D.Translate(fmt.Sprintf("admin token %q", id), err)
-	}
-	return t, nil
+	return one(ctx, s, func() string { return fmt.Sprintf("admin token %q", id) }, "SELECT "+adminTokenColumns+" FROM admin_tokens WHERE id = $1", scanAdminToken, id)
 }
 
 // ListAdminTokens returns every admin token, oldest first (then by ID),
 // with Hash left empty.
 func (s *Store) ListAdminTokens(ctx context.Context) ([]store.AdminToken, error) {
-	return collect(ctx, s, s.R, "list admin tokens", "SELECT "+adminTokenColumns+" FROM admin_tokens ORDER BY created_at, id"+s.D.Collate(),
+	return collect(ctx, s, "list admin tokens", "SELECT "+adminTokenColumns+" FROM admin_tokens ORDER BY created_at, id"+s.D.Collate(),
 		func(r Scanner) (store.AdminToken, error) {
 			t, err := scanAdminToken(r)
 			t.Hash = ""

@@ -41,7 +41,7 @@ func (s *Store) ListAudit(ctx context.Context, q store.AuditQuery) ([]store.Audi
 		query += " WHERE " + strings.Join(where, " AND ")
 	}
 	query += " ORDER BY at DESC, id DESC LIMIT " + arg(q.Limit)
-	return collect(ctx, s, s.R, "list audit", query, scanAudit, args...)
+	return collect(ctx, s, "list audit", query, scanAudit, args...)
 }
 
 // auditColumns are an entry's columns as scanAudit reads them.
@@ -73,11 +73,8 @@ func (s *Store) PruneAudit(ctx context.Context, before time.Time) (int64, error)
 	for {
 		var n int64
 		err := s.Write(ctx, "prune audit", func(tx *sql.Tx) ([]store.Change, error) {
-			res, err := tx.ExecContext(ctx, "DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE at < $1 LIMIT $2)", s.D.Time(before), pruneChunk)
-			if err != nil {
-				return nil, err
-			}
-			n, err = res.RowsAffected()
+			var err error
+			n, err = affected(ctx, tx, "DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE at < $1 LIMIT $2)", s.D.Time(before), pruneChunk)
 			return nil, err
 		})
 		total += n

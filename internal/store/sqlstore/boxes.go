@@ -59,25 +59,17 @@ func (s *Store) CreateBox(ctx context.Context, b store.Box) error {
 
 // Box returns the box named name, or store.ErrNotFound.
 func (s *Store) Box(ctx context.Context, name string) (store.Box, error) {
-	b, err := scanBox(s.R.QueryRowContext(ctx, "SELECT "+boxColumns+" FROM boxes WHERE name = $1", name))
-	if err != nil {
-		return store.Box{}, s.D.Translate(fmt.Sprintf("box %q", name), err)
-	}
-	return b, nil
+	return one(ctx, s, func() string { return fmt.Sprintf("box %q", name) }, "SELECT "+boxColumns+" FROM boxes WHERE name = $1", scanBox, name)
 }
 
 // BoxByTokenHash returns the box whose token hashes to hash, or store.ErrNotFound.
 func (s *Store) BoxByTokenHash(ctx context.Context, hash string) (store.Box, error) {
-	b, err := scanBox(s.R.QueryRowContext(ctx, "SELECT "+boxColumns+" FROM boxes WHERE token_hash = $1 OR old_token_hash = $1", hash))
-	if err != nil {
-		return store.Box{}, s.D.Translate("box by token hash", err)
-	}
-	return b, nil
+	return one(ctx, s, func() string { return "box by token hash" }, "SELECT "+boxColumns+" FROM boxes WHERE token_hash = $1 OR old_token_hash = $1", scanBox, hash)
 }
 
 // ListBoxes returns every box, by name.
 func (s *Store) ListBoxes(ctx context.Context) ([]store.Box, error) {
-	return collect(ctx, s, s.R, "list boxes", "SELECT "+boxColumns+" FROM boxes ORDER BY name"+s.D.Collate(), scanBox)
+	return collect(ctx, s, "list boxes", "SELECT "+boxColumns+" FROM boxes ORDER BY name"+s.D.Collate(), scanBox)
 }
 
 // DeleteBox removes the box named name with its declaration, secrets,
@@ -99,7 +91,7 @@ func (s *Store) DeleteBox(ctx context.Context, name string) error {
 			{store.ChangeGrant, "DELETE FROM grants WHERE box = $1 RETURNING hash"},
 		}
 		for _, k := range keyed {
-			keys, err := Strings(ctx, tx, k.query, name)
+			keys, err := all(ctx, tx, k.query, value[string], name)
 			if err != nil {
 				return nil, err
 			}
@@ -176,11 +168,10 @@ func (s *Store) SaveDeclaration(ctx context.Context, box string, doc []byte, at 
 // Declaration returns the last report kept for the box named box and when
 // it was taken, or store.ErrNotFound if it never reported.
 func (s *Store) Declaration(ctx context.Context, box string) ([]byte, time.Time, error) {
-	var doc []byte
-	var at time.Time
-	err := s.R.QueryRowContext(ctx, "SELECT doc, at FROM declarations WHERE box = $1", box).Scan(&doc, Time(&at))
-	if err != nil {
-		return nil, time.Time{}, s.D.Translate(fmt.Sprintf("declaration of box %q", box), err)
-	}
-	return doc, at, nil
+	d, err := one(ctx, s, func() string { return fmt.Sprintf("declaration of box %q", box) }, "SELECT doc, at FROM declarations WHERE box = $1", func(r Scanner) (store.KeptDeclaration, error) {
+		var d store.KeptDeclaration
+		err := r.Scan(&d.Doc, Time(&d.At))
+		return d, err
+	}, box)
+	return d.Doc, d.At, err
 }

@@ -3,8 +3,6 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/store"
@@ -23,17 +21,10 @@ func (s *Store) RenewReservations(ctx context.Context, ids []int64, at time.Time
 			ids = ids[len(chunk):]
 			args := make([]any, 0, len(chunk)+1)
 			args = append(args, s.D.Time(at))
-			var q strings.Builder
-			q.WriteString("UPDATE reservations SET at = $1 WHERE id IN (")
-			for i, id := range chunk {
-				if i > 0 {
-					q.WriteString(", ")
-				}
+			for _, id := range chunk {
 				args = append(args, id)
-				q.WriteString("$" + strconv.Itoa(len(args)))
 			}
-			q.WriteString(")")
-			if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+			if _, err := tx.ExecContext(ctx, "UPDATE reservations SET at = $1 WHERE id IN "+in(2, len(chunk)), args...); err != nil {
 				return nil, err
 			}
 		}

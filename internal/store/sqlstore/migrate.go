@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"errors"
 	"io/fs"
 	"time"
 
@@ -30,19 +29,13 @@ func Migrate(ctx context.Context, db Beginner, d Dialect, files fs.FS, now time.
 	if _, err := tx.ExecContext(ctx, d.MigrationsTable()); err != nil {
 		return d.Translate("migrate", err)
 	}
-	applied := map[int]bool{}
-	rows, err := tx.QueryContext(ctx, "SELECT version FROM schema_migrations")
+	versions, err := all(ctx, tx, "SELECT version FROM schema_migrations", value[int])
 	if err != nil {
 		return d.Translate("migrate", err)
 	}
-	err = EachRow(rows, func(r Scanner) error {
-		var v int
-		err := r.Scan(&v)
+	applied := map[int]bool{}
+	for _, v := range versions {
 		applied[v] = true
-		return err
-	})
-	if err := errors.Join(err, rows.Close()); err != nil {
-		return d.Translate("migrate", err)
 	}
 	todo, err := migrations.Pending(ms, applied)
 	if err != nil {

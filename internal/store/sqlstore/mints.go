@@ -20,22 +20,22 @@ func (s *Store) SetMintState(ctx context.Context, st store.MintState) error {
 
 // MintState returns the state of the secret name of box, or store.ErrNotFound.
 func (s *Store) MintState(ctx context.Context, box, name string) (store.MintState, error) {
-	st := store.MintState{Box: box, Name: name}
-	err := s.R.QueryRowContext(ctx, "SELECT of, sealed, expires_at, failure, updated_at FROM secret_mints WHERE box = $1 AND name = $2", box, name).
-		Scan(&st.Of, &st.Sealed, Time(&st.ExpiresAt), &st.Failure, Time(&st.UpdatedAt))
-	if err != nil {
-		return store.MintState{}, s.D.Translate(fmt.Sprintf("mint state of secret %q of box %q", name, box), err)
-	}
-	return st, nil
+	return one(ctx, s, func() string { return fmt.Sprintf("mint state of secret %q of box %q", name, box) },
+		"SELECT name, of, sealed, expires_at, failure, updated_at FROM secret_mints WHERE box = $1 AND name = $2", scanMintState(box), box, name)
 }
 
 // ListMintStates returns the states of box's minted secrets, by name.
 func (s *Store) ListMintStates(ctx context.Context, box string) ([]store.MintState, error) {
-	return collect(ctx, s, s.R, fmt.Sprintf("list mint states of box %q", box),
+	return collect(ctx, s, fmt.Sprintf("list mint states of box %q", box),
 		"SELECT name, of, sealed, expires_at, failure, updated_at FROM secret_mints WHERE box = $1 ORDER BY name"+s.D.Collate(),
-		func(r Scanner) (store.MintState, error) {
-			st := store.MintState{Box: box}
-			err := r.Scan(&st.Name, &st.Of, &st.Sealed, Time(&st.ExpiresAt), &st.Failure, Time(&st.UpdatedAt))
-			return st, err
-		}, box)
+		scanMintState(box), box)
+}
+
+// scanMintState scans the state of one of box's minted secrets.
+func scanMintState(box string) func(r Scanner) (store.MintState, error) {
+	return func(r Scanner) (store.MintState, error) {
+		st := store.MintState{Box: box}
+		err := r.Scan(&st.Name, &st.Of, &st.Sealed, Time(&st.ExpiresAt), &st.Failure, Time(&st.UpdatedAt))
+		return st, err
+	}
 }

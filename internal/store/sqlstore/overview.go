@@ -11,7 +11,7 @@ import (
 // BoxActivity returns every box's audit counts since since, in one pass
 // over the audit_at index's range.
 func (s *Store) BoxActivity(ctx context.Context, since time.Time) ([]store.BoxActivity, error) {
-	return collect(ctx, s, s.R, "box activity", `SELECT box, count(*),
+	return collect(ctx, s, "box activity", `SELECT box, count(*),
 		count(*) FILTER (WHERE reason <> '' AND reason NOT IN ($1, $2)),
 		count(*) FILTER (WHERE reason IN ($3, $4) OR (reason = '' AND upstream_status >= 500)),
 		max(at) FILTER (WHERE reason = ''),
@@ -39,7 +39,7 @@ func (s *Store) AuditHours(ctx context.Context, box string, since time.Time) ([]
 		args = append(args, box)
 	}
 	q += " GROUP BY h ORDER BY h"
-	return collect(ctx, s, s.R, "audit hours", q, func(r Scanner) (store.HourCount, error) {
+	return collect(ctx, s, "audit hours", q, func(r Scanner) (store.HourCount, error) {
 		var h store.HourCount
 		err := r.Scan(Time(&h.Hour), &h.Requests, &h.Refusals, &h.Upstream)
 		return h, err
@@ -53,7 +53,7 @@ func (s *Store) RefusalGroups(ctx context.Context, box string, since time.Time, 
 	if limit <= 0 {
 		return nil, fmt.Errorf("%s: limit %d is not positive", op, limit)
 	}
-	return collect(ctx, s, s.R, op, `SELECT method, route, reason, message, count(*), min(at), max(at) FROM audit
+	return collect(ctx, s, op, `SELECT method, route, reason, message, count(*), min(at), max(at) FROM audit
 		WHERE box = $1 AND at >= $2 AND reason <> '' AND capability <> $3
 		GROUP BY method, route, reason, message ORDER BY max(at) DESC, count(*) DESC LIMIT $4`,
 		func(r Scanner) (store.RefusalGroup, error) {
@@ -67,7 +67,7 @@ func (s *Store) RefusalGroups(ctx context.Context, box string, since time.Time, 
 // MonthOverview reads every box's usage, own budget and own tally for
 // month in one query.
 func (s *Store) MonthOverview(ctx context.Context, month string) ([]store.BoxMonth, error) {
-	return collect(ctx, s, s.R, "month overview", boxMonths+" ORDER BY b.name"+s.D.Collate(), scanBoxMonth, month)
+	return collect(ctx, s, "month overview", boxMonths+" ORDER BY b.name"+s.D.Collate(), scanBoxMonth, month)
 }
 
 // boxMonths selects each box's usage, own budget and own tally in month
@@ -116,14 +116,14 @@ func (s *Store) AuditPage(ctx context.Context, box string, offset, limit int) ([
 	if limit <= 0 || offset < 0 {
 		return nil, fmt.Errorf("%s: limit %d or offset %d out of range", op, limit, offset)
 	}
-	return collect(ctx, s, s.R, op, "SELECT "+s.auditColumns()+" FROM audit WHERE box = $1 ORDER BY at DESC, id DESC LIMIT $2 OFFSET $3",
+	return collect(ctx, s, op, "SELECT "+s.auditColumns()+" FROM audit WHERE box = $1 ORDER BY at DESC, id DESC LIMIT $2 OFFSET $3",
 		scanAudit, box, limit, offset)
 }
 
 // FleetUsage reads every box's usage in month in one query.
 func (s *Store) FleetUsage(ctx context.Context, month string) ([]store.Usage, error) {
 	c := s.D.Collate()
-	return collect(ctx, s, s.R, "fleet usage", `SELECT box, payer_kind, principal, model, calls, unpriced, unmeasured,
+	return collect(ctx, s, "fleet usage", `SELECT box, payer_kind, principal, model, calls, unpriced, unmeasured,
 			input_tokens, output_tokens, cache_write_tokens, cache_read_tokens, cost
 		FROM usage WHERE month = $1 ORDER BY box`+c+`, payer_kind`+c+`, principal`+c+`, model`+c, func(r Scanner) (store.Usage, error) {
 		u := store.Usage{Month: month}
@@ -135,7 +135,7 @@ func (s *Store) FleetUsage(ctx context.Context, month string) ([]store.Usage, er
 
 // FleetTallies reads every box's tallies in month in one query.
 func (s *Store) FleetTallies(ctx context.Context, month string) ([]store.Tally, error) {
-	return collect(ctx, s, s.R, "fleet tallies", "SELECT box, principal, spent, reserved FROM tallies WHERE month = $1 ORDER BY box"+s.D.Collate()+", principal"+s.D.Collate(),
+	return collect(ctx, s, "fleet tallies", "SELECT box, principal, spent, reserved FROM tallies WHERE month = $1 ORDER BY box"+s.D.Collate()+", principal"+s.D.Collate(),
 		func(r Scanner) (store.Tally, error) {
 			t := store.Tally{Month: month}
 			err := r.Scan(&t.Box, &t.Principal, &t.Spent, &t.Reserved)

@@ -17,7 +17,7 @@ func (s *Store) SetPoolEntry(ctx context.Context, e store.PoolEntry) error {
 
 // PoolEntries returns every pool entry, by name.
 func (s *Store) PoolEntries(ctx context.Context) ([]store.PoolEntry, error) {
-	return collect(ctx, s, s.R, "list pool entries", "SELECT name, weight, url, sealed, updated_at FROM pool_entries ORDER BY name"+s.D.Collate(),
+	return collect(ctx, s, "list pool entries", "SELECT name, weight, url, sealed, updated_at FROM pool_entries ORDER BY name"+s.D.Collate(),
 		func(r Scanner) (store.PoolEntry, error) {
 			var e store.PoolEntry
 			err := r.Scan(&e.Name, &e.Weight, &e.URL, &e.Sealed, Time(&e.UpdatedAt))

@@ -21,7 +21,7 @@ func (s *Store) ListCacheSince(ctx context.Context, box string, since time.Time)
 }
 
 func (s *Store) listCache(ctx context.Context, op, query string, args ...any) ([]store.CacheUsage, error) {
-	return collect(ctx, s, s.R, op, query, func(r Scanner) (store.CacheUsage, error) {
+	return collect(ctx, s, op, query, func(r Scanner) (store.CacheUsage, error) {
 		var c store.CacheUsage
 		err := r.Scan(&c.Box, &c.PayerKind, &c.Entry, &c.Calls, &c.InputTokens, &c.CacheWriteTokens, &c.CacheReadTokens)
 		return c, err

@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -49,12 +50,9 @@ func (s *Store) OpenProposal(ctx context.Context, p store.Proposal, max int) (st
 	at := Micros(p.CreatedAt)
 	err := s.Write(ctx, fmt.Sprintf("open proposal for box %q", p.Box), func(tx *sql.Tx) ([]store.Change, error) {
 		// The box's row, locked: one proposal opens at a time per box.
-		res, err := tx.ExecContext(ctx, "UPDATE boxes SET name = name WHERE name = $1", p.Box)
-		if err != nil {
-			return nil, err
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			return nil, errors.Join(store.ErrNotFound, err)
+		n, err := affected(ctx, tx, "UPDATE boxes SET name = name WHERE name = $1", p.Box)
+		if err != nil || n == 0 {
+			return nil, cmp.Or(err, store.ErrNotFound)
 		}
 		if _, err := tx.ExecContext(ctx, "UPDATE proposals SET state = 'expired' WHERE box = $1 AND state = 'pending' AND expires_at <= $2", p.Box, at); err != nil {
 			return nil, err
@@ -63,13 +61,11 @@ func (s *Store) OpenProposal(ctx context.Context, p store.Proposal, max int) (st
 			p.Box, Micros(p.CreatedAt.Add(-proposalKeep))); err != nil {
 			return nil, err
 		}
-		res, err = tx.ExecContext(ctx, "UPDATE proposals SET seen = seen + 1, updated_at = $3 WHERE box = $1 AND merge_key = $2 AND state = 'pending'", p.Box, p.Key, at)
+		n, err = affected(ctx, tx, "UPDATE proposals SET seen = seen + 1, updated_at = $3 WHERE box = $1 AND merge_key = $2 AND state = 'pending'", p.Box, p.Key, at)
 		if err != nil {
 			return nil, err
 		}
-		if n, err := res.RowsAffected(); err != nil {
-			return nil, err
-		} else if n == 0 {
+		if n == 0 {
 			var pending int
 			if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM proposals WHERE box = $1 AND state = 'pending'", p.Box).Scan(&pending); err != nil {
 				return nil, err
@@ -96,11 +92,8 @@ func (s *Store) OpenProposal(ctx context.Context, p store.Proposal, max int) (st
 
 // Proposal returns the proposal with that ID, or store.ErrNotFound.
 func (s *Store) Proposal(ctx context.Context, id string, at time.Time) (store.Proposal, error) {
-	p, err := scanProposal(s.R.QueryRowContext(ctx, "SELECT "+proposalColumns+" FROM proposals WHERE id = $1", id), at)
-	if err != nil {
-		return store.Proposal{}, s.D.Translate(fmt.Sprintf("proposal %q", id), err)
-	}
-	return p, nil
+	return one(ctx, s, func() string { return fmt.Sprintf("proposal %q", id) }, "SELECT "+proposalColumns+" FROM proposals WHERE id = $1",
+		func(r Scanner) (store.Proposal, error) { return scanProposal(r, at) }, id)
 }
 
 // ListProposals returns box's proposals ("" for all) in state ("" for
@@ -121,12 +114,8 @@ func (s *Store) DecideProposal(ctx context.Context, id, state string, until time
 		u = Micros(until)
 	}
 	err := s.Write(ctx, op, func(tx *sql.Tx) ([]store.Change, error) {
-		res, err := tx.ExecContext(ctx, "UPDATE proposals SET state = $2, approved_until = $3, decided_by = $4, decided_at = $5, updated_at = $5 WHERE id = $1 AND state = 'pending' AND expires_at > $5",
+		n, err := affected(ctx, tx, "UPDATE proposals SET state = $2, approved_until = $3, decided_by = $4, decided_at = $5, updated_at = $5 WHERE id = $1 AND state = 'pending' AND expires_at > $5",
 			id, state, u, by, Micros(at))
-		if err != nil {
-			return nil, err
-		}
-		n, err := res.RowsAffected()
 		if err != nil {
 			return nil, err
 		}
@@ -152,7 +141,7 @@ func (s *Store) ApprovalsInForce(ctx context.Context, box, kind string, at time.
 // proposals reads the proposals the query's WHERE (and ORDER) picks, as
 // at sees them.
 func (s *Store) proposals(ctx context.Context, op string, at time.Time, where string, args ...any) ([]store.Proposal, error) {
-	return collect(ctx, s, s.R, op, "SELECT "+proposalColumns+" FROM proposals "+where, func(r Scanner) (store.Proposal, error) {
+	return collect(ctx, s, op, "SELECT "+proposalColumns+" FROM proposals "+where, func(r Scanner) (store.Proposal, error) {
 		return scanProposal(r, at)
 	}, args...)
 }
@@ -162,11 +151,7 @@ func (s *Store) proposals(ctx context.Context, op string, at time.Time, where st
 func (s *Store) UseApproval(ctx context.Context, id string, at time.Time) error {
 	op := fmt.Sprintf("use approval %q", id)
 	return s.Write(ctx, op, func(tx *sql.Tx) ([]store.Change, error) {
-		res, err := tx.ExecContext(ctx, "UPDATE proposals SET state = 'used', updated_at = $2 WHERE id = $1 AND state = 'approved' AND (approved_until = 0 OR approved_until > $2)", id, Micros(at))
-		if err != nil {
-			return nil, err
-		}
-		n, err := res.RowsAffected()
+		n, err := affected(ctx, tx, "UPDATE proposals SET state = 'used', updated_at = $2 WHERE id = $1 AND state = 'approved' AND (approved_until = 0 OR approved_until > $2)", id, Micros(at))
 		if err != nil {
 			return nil, err
 		}
@@ -191,7 +176,7 @@ func (s *Store) SetAsk(ctx context.Context, box, scope string, on bool) error {
 
 // ListAsks returns the scopes box has in ask mode, sorted.
 func (s *Store) ListAsks(ctx context.Context, box string) ([]string, error) {
-	out, err := Strings(ctx, s.R, "SELECT scope FROM proposal_asks WHERE box = $1 ORDER BY scope", box)
+	out, err := all(ctx, s.R, "SELECT scope FROM proposal_asks WHERE box = $1 ORDER BY scope", value[string], box)
 	if err != nil {
 		return nil, s.D.Translate(fmt.Sprintf("list asks of box %q", box), err)
 	}

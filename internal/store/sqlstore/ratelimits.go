@@ -25,7 +25,7 @@ func (s *Store) SetRateLimit(ctx context.Context, l store.RateLimit) error {
 
 // ListRateLimits returns the rate limits of box, or of every box for "".
 func (s *Store) ListRateLimits(ctx context.Context, box string) ([]store.RateLimit, error) {
-	return collect(ctx, s, s.R, fmt.Sprintf("list rate limits of box %q", box), `SELECT box, principal, input_tpm, output_tpm, rpm, updated_at FROM rate_limits
+	return collect(ctx, s, fmt.Sprintf("list rate limits of box %q", box), `SELECT box, principal, input_tpm, output_tpm, rpm, updated_at FROM rate_limits
 		WHERE ($1 = '' OR box = $2) ORDER BY box`+s.D.Collate()+`, principal`+s.D.Collate(), func(r Scanner) (store.RateLimit, error) {
 		var l store.RateLimit
 		err := r.Scan(&l.Box, &l.Principal, &l.InputTPM, &l.OutputTPM, &l.RPM, Time(&l.UpdatedAt))
@@ -60,7 +60,7 @@ func (s *Store) ExchangeRates(ctx context.Context, replica string, mine []store.
 			return nil, err
 		}
 	}
-	return collect(ctx, s, s.R, op, `SELECT key, replica, requests, input_tokens, output_tokens, at FROM rate_counts
+	return collect(ctx, s, op, `SELECT key, replica, requests, input_tokens, output_tokens, at FROM rate_counts
 		WHERE replica <> $1 AND at >= $2`, func(r Scanner) (store.RateCount, error) {
 		var c store.RateCount
 		var at int64

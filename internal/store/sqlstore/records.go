@@ -26,7 +26,7 @@ func (s *Store) AddFeedback(ctx context.Context, f store.FeedbackBatch) (int64, 
 
 // ListFeedback returns the batches of box, oldest first.
 func (s *Store) ListFeedback(ctx context.Context, box string) ([]store.FeedbackBatch, error) {
-	return collect(ctx, s, s.R, fmt.Sprintf("list feedback of box %q", box), "SELECT id, at, "+s.D.WordsJSON("words")+", body FROM feedback WHERE box = $1 ORDER BY id",
+	return collect(ctx, s, fmt.Sprintf("list feedback of box %q", box), "SELECT id, at, "+s.D.WordsJSON("words")+", body FROM feedback WHERE box = $1 ORDER BY id",
 		func(r Scanner) (store.FeedbackBatch, error) {
 			f := store.FeedbackBatch{Box: box}
 			var words string
@@ -47,12 +47,9 @@ func (s *Store) ListFeedback(ctx context.Context, box string) ([]store.FeedbackB
 func (s *Store) AddResource(ctx context.Context, r store.Resource) error {
 	key := r.Kind + "/" + r.ID
 	return s.Write(ctx, fmt.Sprintf("add resource %q for box %q", key, r.Box), func(tx *sql.Tx) ([]store.Change, error) {
-		res, err := tx.ExecContext(ctx, "INSERT INTO resources (kind, id, box, at) VALUES ($1, $2, $3, $4) ON CONFLICT (kind, id) DO NOTHING",
+		n, err := affected(ctx, tx, "INSERT INTO resources (kind, id, box, at) VALUES ($1, $2, $3, $4) ON CONFLICT (kind, id) DO NOTHING",
 			r.Kind, r.ID, r.Box, s.D.Time(r.At))
-		if err != nil {
-			return nil, err
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 1 {
+		if err != nil || n == 1 {
 			return []store.Change{{Kind: store.ChangeResource, Key: key}}, err
 		}
 		var owner string
@@ -68,17 +65,12 @@ func (s *Store) AddResource(ctx context.Context, r store.Resource) error {
 
 // ResourceOwner returns the box that owns kind/id, or store.ErrNotFound.
 func (s *Store) ResourceOwner(ctx context.Context, kind, id string) (string, error) {
-	var box string
-	err := s.R.QueryRowContext(ctx, "SELECT box FROM resources WHERE kind = $1 AND id = $2", kind, id).Scan(&box)
-	if err != nil {
-		return "", s.D.Translate(fmt.Sprintf("owner of resource %q", kind+"/"+id), err)
-	}
-	return box, nil
+	return one(ctx, s, func() string { return fmt.Sprintf("owner of resource %q", kind+"/"+id) }, "SELECT box FROM resources WHERE kind = $1 AND id = $2", value[string], kind, id)
 }
 
 // ListResources returns the resources of box, by kind and ID.
 func (s *Store) ListResources(ctx context.Context, box string) ([]store.Resource, error) {
-	return collect(ctx, s, s.R, fmt.Sprintf("list resources of box %q", box), "SELECT kind, id, at FROM resources WHERE box = $1 ORDER BY kind"+s.D.Collate()+", id"+s.D.Collate(),
+	return collect(ctx, s, fmt.Sprintf("list resources of box %q", box), "SELECT kind, id, at FROM resources WHERE box = $1 ORDER BY kind"+s.D.Collate()+", id"+s.D.Collate(),
 		func(r Scanner) (store.Resource, error) {
 			res := store.Resource{Box: box}
 			err := r.Scan(&res.Kind, &res.ID, Time(&res.At))
@@ -113,16 +105,12 @@ func (s *Store) CreateGrant(ctx context.Context, g store.Grant) error {
 // GrantByHash returns the grant whose value hashes to hash, or
 // store.ErrNotFound. An expired or revoked grant is returned as it is.
 func (s *Store) GrantByHash(ctx context.Context, hash string) (store.Grant, error) {
-	g, err := scanGrant(s.R.QueryRowContext(ctx, "SELECT "+grantColumns+" FROM grants WHERE hash = $1", hash))
-	if err != nil {
-		return store.Grant{}, s.D.Translate("grant by hash", err)
-	}
-	return g, nil
+	return one(ctx, s, func() string { return "grant by hash" }, "SELECT "+grantColumns+" FROM grants WHERE hash = $1", scanGrant, hash)
 }
 
 // ListGrants returns the grants of box, newest first (by CreatedAt, then ID).
 func (s *Store) ListGrants(ctx context.Context, box string) ([]store.Grant, error) {
-	return collect(ctx, s, s.R, fmt.Sprintf("list grants of box %q", box), "SELECT "+grantColumns+" FROM grants WHERE box = $1 ORDER BY created_at DESC, id"+s.D.Collate()+" DESC",
+	return collect(ctx, s, fmt.Sprintf("list grants of box %q", box), "SELECT "+grantColumns+" FROM grants WHERE box = $1 ORDER BY created_at DESC, id"+s.D.Collate()+" DESC",
 		scanGrant, box)
 }
 
@@ -151,21 +139,21 @@ func (s *Store) ChangesSince(ctx context.Context, after int64, limit int) ([]sto
 		return nil, fmt.Errorf("changes since %d: limit %d is not positive", after, limit)
 	}
 	rows, err := s.changes.QueryContext(ctx, after, limit)
-	return scanAll(s, "changes", rows, err, func(r Scanner) (store.Change, error) {
+	out, err := rowsOf(rows, err, func(r Scanner) (store.Change, error) {
 		var c store.Change
 		err := r.Scan(&c.Seq, &c.Kind, &c.Key)
 		return c, err
 	})
+	if err != nil {
+		return nil, s.D.Translate("changes", err)
+	}
+	return out, nil
 }
 
 // LastChange returns the highest Seq written so far, 0 for none. Pruning
 // never removes the newest change, so this never goes back.
 func (s *Store) LastChange(ctx context.Context) (int64, error) {
-	var seq int64
-	if err := s.R.QueryRowContext(ctx, "SELECT COALESCE(MAX(seq), 0) FROM changes").Scan(&seq); err != nil {
-		return 0, s.D.Translate("last change", err)
-	}
-	return seq, nil
+	return one(ctx, s, func() string { return "last change" }, "SELECT COALESCE(MAX(seq), 0) FROM changes", value[int64])
 }
 
 // PruneChanges forgets changes recorded before before, except the newest

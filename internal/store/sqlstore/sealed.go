@@ -17,12 +17,11 @@ func (s *Store) SetCredential(ctx context.Context, c store.Credential) error {
 
 // Credential returns the credential with that ID, or store.ErrNotFound.
 func (s *Store) Credential(ctx context.Context, id string) (store.Credential, error) {
-	c := store.Credential{ID: id}
-	err := s.R.QueryRowContext(ctx, "SELECT sealed, updated_at FROM credentials WHERE id = $1", id).Scan(&c.Sealed, Time(&c.UpdatedAt))
-	if err != nil {
-		return store.Credential{}, s.D.Translate(fmt.Sprintf("credential %q", id), err)
-	}
-	return c, nil
+	return one(ctx, s, func() string { return fmt.Sprintf("credential %q", id) }, "SELECT id, sealed, updated_at FROM credentials WHERE id = $1", func(r Scanner) (store.Credential, error) {
+		var c store.Credential
+		err := r.Scan(&c.ID, &c.Sealed, Time(&c.UpdatedAt))
+		return c, err
+	}, id)
 }
 
 // DeleteCredential removes the credential with that ID; store.ErrNotFound if none.
@@ -34,7 +33,7 @@ func (s *Store) DeleteCredential(ctx context.Context, id string) error {
 // ListCredentials returns every credential's ID and UpdatedAt, by ID,
 // Sealed left nil.
 func (s *Store) ListCredentials(ctx context.Context) ([]store.Credential, error) {
-	return collect(ctx, s, s.R, "list credentials", "SELECT id, updated_at FROM credentials ORDER BY id"+s.D.Collate(), func(r Scanner) (store.Credential, error) {
+	return collect(ctx, s, "list credentials", "SELECT id, updated_at FROM credentials ORDER BY id"+s.D.Collate(), func(r Scanner) (store.Credential, error) {
 		var c store.Credential
 		err := r.Scan(&c.ID, Time(&c.UpdatedAt))
 		return c, err
@@ -52,21 +51,19 @@ func (s *Store) SetSecret(ctx context.Context, sec store.Secret) error {
 
 // Secret returns the secret name of box, or store.ErrNotFound.
 func (s *Store) Secret(ctx context.Context, box, name string) (store.Secret, error) {
-	sec := store.Secret{Box: box, Name: name}
-	var fields, rules string
-	err := s.R.QueryRowContext(ctx, "SELECT host, sealed, updated_at, kind, body_fields, rules, rate FROM secrets WHERE box = $1 AND name = $2", box, name).
-		Scan(&sec.Host, &sec.Sealed, Time(&sec.UpdatedAt), &sec.Kind, &fields, &rules, &sec.Rate)
-	if err != nil {
-		return store.Secret{}, s.D.Translate(fmt.Sprintf("secret %q of box %q", name, box), err)
-	}
-	sec.BodyFields = store.SplitBodyFields(fields)
-	sec.Rules = store.SplitRules(rules)
-	return sec, nil
+	return one(ctx, s, func() string { return fmt.Sprintf("secret %q of box %q", name, box) },
+		"SELECT host, sealed, updated_at, kind, body_fields, rules, rate FROM secrets WHERE box = $1 AND name = $2", func(r Scanner) (store.Secret, error) {
+			sec := store.Secret{Box: box, Name: name}
+			var fields, rules string
+			err := r.Scan(&sec.Host, &sec.Sealed, Time(&sec.UpdatedAt), &sec.Kind, &fields, &rules, &sec.Rate)
+			sec.BodyFields, sec.Rules = store.SplitBodyFields(fields), store.SplitRules(rules)
+			return sec, err
+		}, box, name)
 }
 
 // ListSecrets returns the secrets of box, by name, Sealed left nil.
 func (s *Store) ListSecrets(ctx context.Context, box string) ([]store.Secret, error) {
-	return collect(ctx, s, s.R, fmt.Sprintf("list secrets of box %q", box), "SELECT name, host, updated_at, kind, body_fields, rules, rate FROM secrets WHERE box = $1 ORDER BY name"+s.D.Collate(),
+	return collect(ctx, s, fmt.Sprintf("list secrets of box %q", box), "SELECT name, host, updated_at, kind, body_fields, rules, rate FROM secrets WHERE box = $1 ORDER BY name"+s.D.Collate(),
 		func(r Scanner) (store.Secret, error) {
 			sec := store.Secret{Box: box}
 			var fields, rules string

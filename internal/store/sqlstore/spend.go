@@ -22,7 +22,7 @@ func (s *Store) SetBudget(ctx context.Context, b store.Budget) error {
 // ListBudgets returns the budgets of box, the box's own first, then by
 // principal.
 func (s *Store) ListBudgets(ctx context.Context, box string) ([]store.Budget, error) {
-	return collect(ctx, s, s.R, fmt.Sprintf("list budgets of box %q", box), "SELECT principal, limit_micros, updated_at FROM budgets WHERE box = $1 ORDER BY principal"+s.D.Collate(),
+	return collect(ctx, s, fmt.Sprintf("list budgets of box %q", box), "SELECT principal, limit_micros, updated_at FROM budgets WHERE box = $1 ORDER BY principal"+s.D.Collate(),
 		func(r Scanner) (store.Budget, error) {
 			b := store.Budget{Box: box}
 			err := r.Scan(&b.Principal, &b.Limit, Time(&b.UpdatedAt))
@@ -39,7 +39,7 @@ func (s *Store) DeleteBudget(ctx context.Context, box, principal string) error {
 
 // Tallies returns the tallies of box for month, the box's own first.
 func (s *Store) Tallies(ctx context.Context, box, month string) ([]store.Tally, error) {
-	return collect(ctx, s, s.R, fmt.Sprintf("tallies of box %q", box), "SELECT principal, spent, reserved FROM tallies WHERE box = $1 AND month = $2 ORDER BY principal"+s.D.Collate(),
+	return collect(ctx, s, fmt.Sprintf("tallies of box %q", box), "SELECT principal, spent, reserved FROM tallies WHERE box = $1 AND month = $2 ORDER BY principal"+s.D.Collate(),
 		func(r Scanner) (store.Tally, error) {
 			t := store.Tally{Box: box, Month: month}
 			err := r.Scan(&t.Principal, &t.Spent, &t.Reserved)
@@ -51,7 +51,7 @@ func (s *Store) Tallies(ctx context.Context, box, month string) ([]store.Tally, 
 // and model.
 func (s *Store) ListUsage(ctx context.Context, box, month string) ([]store.Usage, error) {
 	c := s.D.Collate()
-	return collect(ctx, s, s.R, fmt.Sprintf("usage of box %q", box), `SELECT payer_kind, principal, model, calls, unpriced, unmeasured,
+	return collect(ctx, s, fmt.Sprintf("usage of box %q", box), `SELECT payer_kind, principal, model, calls, unpriced, unmeasured,
 			input_tokens, output_tokens, cache_write_tokens, cache_read_tokens, cost
 		FROM usage WHERE box = $1 AND month = $2 ORDER BY payer_kind`+c+`, principal`+c+`, model`+c, func(r Scanner) (store.Usage, error) {
 		u := store.Usage{Box: box, Month: month}

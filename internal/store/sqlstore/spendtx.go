@@ -100,9 +100,9 @@ func (t dbTx) Exec(ctx context.Context, query string, args ...any) (int64, error
 
 func (t dbTx) QueryRow(ctx context.Context, query string, args ...any) Scanner {
 	if st := t.stmt(ctx, query); st != nil {
-		return spendRow{st.QueryRowContext(ctx, args...)}
+		return NoRow[*sql.Row]{st.QueryRowContext(ctx, args...)}
 	}
-	return spendRow{t.q.QueryRowContext(ctx, query, args...)}
+	return NoRow[*sql.Row]{t.q.QueryRowContext(ctx, query, args...)}
 }
 
 func (t dbTx) Each(ctx context.Context, query string, args []any, row func(Scanner) error) error {
@@ -129,11 +129,12 @@ func (t dbTx) AddAudit(ctx context.Context, entries []store.AuditEntry) error {
 
 func (t dbTx) Time(tm time.Time) any { return t.s.D.Time(tm) }
 
-// spendRow is a row whose Scan reports no row as store.ErrNotFound.
-type spendRow struct{ r *sql.Row }
+// NoRow is a row whose Scan reports no row (sql.ErrNoRows, which pgx's
+// ErrNoRows is too) as store.ErrNotFound, as SpendTx's QueryRow answers.
+type NoRow[R Scanner] struct{ Row R }
 
-func (r spendRow) Scan(dest ...any) error {
-	if err := r.r.Scan(dest...); !errors.Is(err, sql.ErrNoRows) {
+func (r NoRow[R]) Scan(dest ...any) error {
+	if err := r.Row.Scan(dest...); !errors.Is(err, sql.ErrNoRows) {
 		return err
 	}
 	return store.ErrNotFound
@@ -221,11 +222,7 @@ func (s *Store) ApplySpooled(ctx context.Context, key string, settle []store.Set
 // own transaction so that no two tallies are locked out of order.
 func (s *Store) ReleaseStale(ctx context.Context, before time.Time) (int, error) {
 	const op = "release stale reservations"
-	ids, err := collect(ctx, s, s.R, op, "SELECT id FROM reservations WHERE at < $1 ORDER BY id", func(r Scanner) (int64, error) {
-		var id int64
-		err := r.Scan(&id)
-		return id, err
-	}, s.D.Time(before))
+	ids, err := collect(ctx, s, op, "SELECT id FROM reservations WHERE at < $1 ORDER BY id", value[int64], s.D.Time(before))
 	if err != nil {
 		return 0, err
 	}

@@ -213,18 +213,31 @@ type Querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
-// collect runs query on q and scans each row with scan; errors are
+// collect runs query on R and scans each row with scan; errors are
 // translated, prefixed with op.
-func collect[T any](ctx context.Context, s *Store, q Querier, op, query string, scan func(r Scanner) (T, error), args ...any) ([]T, error) {
-	rows, err := q.QueryContext(ctx, query, args...)
-	return scanAll(s, op, rows, err, scan)
+func collect[T any](ctx context.Context, s *Store, op, query string, scan func(r Scanner) (T, error), args ...any) ([]T, error) {
+	out, err := all(ctx, s.R, query, scan, args...)
+	if err != nil {
+		return nil, s.D.Translate(op, err)
+	}
+	return out, nil
 }
 
-// scanAll scans each of rows, the answer of a query that returned err,
-// with scan, and closes rows; errors are translated, prefixed with op.
-func scanAll[T any](s *Store, op string, rows *sql.Rows, err error, scan func(r Scanner) (T, error)) ([]T, error) {
+// all runs query on q and scans each row with scan.
+func all[T any](ctx context.Context, q Querier, query string, scan func(r Scanner) (T, error), args ...any) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	return rowsOf(rows, err, scan)
+}
+
+// rowsOf scans each of rows, the answer of a query that returned err,
+// with scan, and closes rows.
+func rowsOf[T any](rows *sql.Rows, err error, scan func(r Scanner) (T, error)) ([]T, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
 	var out []T
-	err = s.eachRow(op, rows, err, func(r Scanner) error {
+	err = EachRow(rows, func(r Scanner) error {
 		v, err := scan(r)
 		out = append(out, v)
 		return err
@@ -235,17 +248,31 @@ func scanAll[T any](s *Store, op string, rows *sql.Rows, err error, scan func(r 
 	return out, nil
 }
 
+// one runs query on R, whose answer is one row, and scans it with scan;
+// errors are translated (no row: store.ErrNotFound), prefixed with what
+// op says, which is asked only then: a read that succeeds formats
+// nothing.
+func one[T any](ctx context.Context, s *Store, op func() string, query string, scan func(r Scanner) (T, error), args ...any) (T, error) {
+	v, err := scan(s.R.QueryRowContext(ctx, query, args...))
+	if err != nil {
+		var zero T
+		return zero, s.D.Translate(op(), err)
+	}
+	return v, nil
+}
+
+// value scans a row of one column.
+func value[T any](r Scanner) (T, error) {
+	var v T
+	err := r.Scan(&v)
+	return v, err
+}
+
 // each runs query on R and calls row with each row of its answer, in
 // order, stopping at row's first error; errors are translated, prefixed
 // with op.
 func (s *Store) each(ctx context.Context, op, query string, row func(r Scanner) error, args ...any) error {
 	rows, err := s.R.QueryContext(ctx, query, args...)
-	return s.eachRow(op, rows, err, row)
-}
-
-// eachRow is each on rows, the answer of a query that returned err; it
-// closes rows.
-func (s *Store) eachRow(op string, rows *sql.Rows, err error, row func(r Scanner) error) error {
 	if err != nil {
 		return s.D.Translate(op, err)
 	}
@@ -286,22 +313,14 @@ func Translate(op string, err error, driver func(err error) error) error {
 	return fmt.Errorf("%s: %w", op, sentinel)
 }
 
-// Strings runs a query whose rows are one string each.
-func Strings(ctx context.Context, q Querier, query string, args ...any) ([]string, error) {
-	rows, err := q.QueryContext(ctx, query, args...)
+// affected runs query, one statement, in tx and returns how many rows it
+// touched.
+func affected(ctx context.Context, tx *sql.Tx, query string, args ...any) (int64, error) {
+	res, err := tx.ExecContext(ctx, query, args...)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var v string
-		if err := rows.Scan(&v); err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
+	return res.RowsAffected()
 }
 
 // NotFound reports store.ErrNotFound unless res touched a row.

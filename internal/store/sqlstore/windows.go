@@ -31,7 +31,7 @@ func (s *Store) SetWindowBudget(ctx context.Context, b store.Budget) error {
 // ListWindowBudgets returns the window budgets of box, the box's own
 // first, then by principal and window.
 func (s *Store) ListWindowBudgets(ctx context.Context, box string) ([]store.Budget, error) {
-	return collect(ctx, s, s.R, fmt.Sprintf("list window budgets of box %q", box), "SELECT principal, win, limit_micros, updated_at FROM window_budgets WHERE box = $1 ORDER BY principal"+s.D.Collate()+", win"+s.D.Collate(),
+	return collect(ctx, s, fmt.Sprintf("list window budgets of box %q", box), "SELECT principal, win, limit_micros, updated_at FROM window_budgets WHERE box = $1 ORDER BY principal"+s.D.Collate()+", win"+s.D.Collate(),
 		func(r Scanner) (store.Budget, error) {
 			b := store.Budget{Box: box}
 			err := r.Scan(&b.Principal, &b.Window, &b.Limit, Time(&b.UpdatedAt))
@@ -70,6 +70,7 @@ func (s *Store) WindowTallies(ctx context.Context, box string, at time.Time) ([]
 const (
 	windowsSelect = `SELECT principal, win, limit_micros FROM window_budgets
 		WHERE box = $1 AND (principal = '' OR principal = $2) ORDER BY principal, win`
+	windowsAll   = "SELECT principal, win, limit_micros FROM window_budgets WHERE box = $1 ORDER BY principal, win"
 	windowLock   = "UPDATE window_budgets SET limit_micros = limit_micros WHERE box = $1 AND principal = $2 AND win = $3"
 	windowEnsure = "INSERT INTO window_tallies (box, principal, win, bucket) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING"
 	windowWithin = `UPDATE window_tallies SET reserved = reserved + $1
@@ -98,13 +99,14 @@ type hold struct {
 	amount                      int64
 }
 
-// windowsOf returns the window budgets that apply to a call of box paid
-// by principal, in the order their rows are locked; a window name the
-// binary does not read is skipped.
-func windowsOf(ctx context.Context, tx SpendTx, box, principal string) ([]store.Budget, []store.Window, error) {
+// windowsOf returns the window budgets of box that query, run with args,
+// reads (windowsSelect: those that apply to a call paid by a principal,
+// in the order their rows are locked; windowsAll: every one), and their
+// windows; a window name the binary does not read is skipped.
+func windowsOf(ctx context.Context, tx SpendTx, box, query string, args ...any) ([]store.Budget, []store.Window, error) {
 	var bs []store.Budget
 	var ws []store.Window
-	err := tx.Each(ctx, windowsSelect, []any{box, principal}, func(r Scanner) error {
+	err := tx.Each(ctx, query, args, func(r Scanner) error {
 		b := store.Budget{Box: box}
 		if err := r.Scan(&b.Principal, &b.Window, &b.Limit); err != nil {
 			return err
@@ -123,7 +125,7 @@ func windowsOf(ctx context.Context, tx SpendTx, box, principal string) ([]store.
 // to r, at r.At, and returns the holds to record once the reservation has
 // its ID; an *store.OverBudgetError naming the first it would pass.
 func reserveWindows(ctx context.Context, tx SpendTx, r store.Reservation) ([]hold, error) {
-	bs, ws, err := windowsOf(ctx, tx, r.Box, r.Principal)
+	bs, ws, err := windowsOf(ctx, tx, r.Box, windowsSelect, r.Box, r.Principal)
 	if err != nil || len(bs) == 0 {
 		return nil, err
 	}
@@ -205,7 +207,7 @@ func windowCharges(ctx context.Context, tx SpendTx, batch []store.Settlement, no
 	for _, k := range slices.SortedFunc(maps.Keys(charged), func(a, b payer) int {
 		return cmp.Or(strings.Compare(a.box, b.box), strings.Compare(a.principal, b.principal))
 	}) {
-		bs, ws, err := windowsOf(ctx, tx, k.box, k.principal)
+		bs, ws, err := windowsOf(ctx, tx, k.box, windowsSelect, k.box, k.principal)
 		if err != nil {
 			return nil, err
 		}
@@ -232,25 +234,13 @@ func windowCharges(ctx context.Context, tx SpendTx, batch []store.Settlement, no
 // windowTallies returns what each of box's window budgets counts at at,
 // the box's own first, then by principal and window.
 func windowTallies(ctx context.Context, tx SpendTx, box string, at time.Time) ([]store.WindowTally, error) {
-	var bs []store.Budget
-	err := tx.Each(ctx, "SELECT principal, win, limit_micros FROM window_budgets WHERE box = $1 ORDER BY principal, win", []any{box}, func(r Scanner) error {
-		b := store.Budget{Box: box}
-		if err := r.Scan(&b.Principal, &b.Window, &b.Limit); err != nil {
-			return err
-		}
-		bs = append(bs, b)
-		return nil
-	})
+	bs, ws, err := windowsOf(ctx, tx, box, windowsAll, box)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]store.WindowTally, 0, len(bs))
-	for _, b := range bs {
-		w, err := store.ParseWindow(b.Window)
-		if err != nil {
-			continue
-		}
-		t := store.WindowTally{Budget: b, From: w.From(at), Bucket: w.Bucket(at)}
+	for i, b := range bs {
+		t := store.WindowTally{Budget: b, From: ws[i].From(at), Bucket: ws[i].Bucket(at)}
 		if err := tx.QueryRow(ctx, windowSum, box, b.Principal, b.Window, t.From, t.Bucket).Scan(&t.Spent, &t.Reserved); err != nil {
 			return nil, err
 		}

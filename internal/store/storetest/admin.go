@@ -38,20 +38,15 @@ func testAdminTokens(t *testing.T, s store.Store) {
 		})
 	}
 
-	list, err := s.ListAdminTokens(ctx)
-	if err != nil {
-		t.Fatalf("ListAdminTokens() = %v, want nil", err)
-	}
+	list := answer(s.ListAdminTokens(ctx)).must(t, "ListAdminTokens()")
 	wantList := []store.AdminToken{
 		{ID: "adm-1", Name: "laptop", CreatedAt: at(1)},
 		{ID: "adm-2", CreatedAt: at(2)},
 	}
-	if d := diff(wantList, list); d != "" {
-		t.Errorf("ListAdminTokens() mismatch, want oldest first with no hash (-want +got):\n%s", d)
-	}
+	same(t, "ListAdminTokens() (want oldest first with no hash)", wantList, list)
 
 	must(t, "DeleteAdminToken(adm-1)", s.DeleteAdminToken(ctx, "adm-1"))
-	_, err = s.AdminTokenByHash(ctx, first.Hash)
+	_, err := s.AdminTokenByHash(ctx, first.Hash)
 	wantErr(t, "AdminTokenByHash(deleted)", err, store.ErrNotFound)
 	_, err = s.AdminToken(ctx, "adm-1")
 	wantErr(t, "AdminToken(deleted)", err, store.ErrNotFound)
@@ -78,9 +73,7 @@ func testAudit(t *testing.T, s store.Store) {
 	if err := s.AddAudit(ctx, entries[2:]); err != nil {
 		t.Fatalf("AddAudit(2 more) = %v, want nil (an entry needs no box row)", err)
 	}
-	if err := s.AddAudit(ctx, nil); err != nil {
-		t.Errorf("AddAudit(nil) = %v, want nil", err)
-	}
+	wantErr(t, "AddAudit(nil)", s.AddAudit(ctx, nil), nil)
 	noChange(t, s, "AddAudit", seq)
 
 	ids := func(es []store.AuditEntry) []store.AuditEntry {
@@ -105,10 +98,7 @@ func testAudit(t *testing.T, s store.Store) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := s.ListAudit(ctx, tt.q)
-			if err != nil {
-				t.Fatalf("ListAudit(%+v) = %v, want nil", tt.q, err)
-			}
+			got := answer(s.ListAudit(ctx, tt.q)).must(t, fmt.Sprintf("ListAudit(%+v)", tt.q))
 			for _, e := range got {
 				if e.ID == 0 {
 					t.Errorf("ListAudit(%+v) entry with ID 0, want IDs set", tt.q)
@@ -122,9 +112,7 @@ func testAudit(t *testing.T, s store.Store) {
 	}
 
 	// Removing a box keeps its entries.
-	if err := s.DeleteBox(ctx, "alpha"); err != nil {
-		t.Fatal(err)
-	}
+	must(t, "DeleteBox(alpha)", s.DeleteBox(ctx, "alpha"))
 	if got, err := s.ListAudit(ctx, store.AuditQuery{Box: "alpha", Limit: 10}); err != nil || len(got) != 2 {
 		t.Errorf("ListAudit(alpha) after DeleteBox = %d, %v, want 2 kept", len(got), err)
 	}
@@ -133,10 +121,7 @@ func testAudit(t *testing.T, s store.Store) {
 	if err != nil || n != 2 {
 		t.Errorf("PruneAudit(at 3) = %d, %v, want 2", n, err)
 	}
-	got, err := s.ListAudit(ctx, store.AuditQuery{Limit: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := answer(s.ListAudit(ctx, store.AuditQuery{Limit: 10})).must(t, "ListAudit after PruneAudit")
 	same(t, "ListAudit after PruneAudit", []store.AuditEntry{entries[3], entries[2]}, ids(got))
 	if n, err := s.PruneAudit(ctx, at(0)); err != nil || n != 0 {
 		t.Errorf("PruneAudit(before everything) = %d, %v, want 0", n, err)

@@ -60,10 +60,7 @@ func testAuditBatches(t *testing.T, s store.Store) {
 	}
 	noChange(t, s, "AddAudit", seq)
 
-	got, err := s.ListAudit(ctx, store.AuditQuery{Limit: n + 10})
-	if err != nil {
-		t.Fatalf("ListAudit(all) = %v, want nil", err)
-	}
+	got := answer(s.ListAudit(ctx, store.AuditQuery{Limit: n + 10})).must(t, "ListAudit(all)")
 	if len(got) != n {
 		t.Fatalf("ListAudit(all) = %d entries, want %d", len(got), n)
 	}
@@ -81,10 +78,7 @@ func testAuditBatches(t *testing.T, s store.Store) {
 	}
 	same(t, "ListAudit(all)", want, got)
 
-	refusals, err := s.ListAudit(ctx, store.AuditQuery{Box: "box-2", RefusalsOnly: true, Limit: n})
-	if err != nil {
-		t.Fatalf("ListAudit(box-2 refusals) = %v, want nil", err)
-	}
+	refusals := answer(s.ListAudit(ctx, store.AuditQuery{Box: "box-2", RefusalsOnly: true, Limit: n})).must(t, "ListAudit(box-2 refusals)")
 	var wantRefusals []store.AuditEntry
 	for _, e := range want {
 		if e.Box == "box-2" && e.Reason != "" {

@@ -29,10 +29,7 @@ func testAuditCosts(t *testing.T, s store.Store) {
 	}
 	wantErr(t, "AddAudit", s.AddAudit(ctx, entries), nil)
 
-	got, err := s.ListAudit(ctx, store.AuditQuery{Box: "alpha", Limit: 10})
-	if err != nil {
-		t.Fatalf("ListAudit = %v, want nil", err)
-	}
+	got := answer(s.ListAudit(ctx, store.AuditQuery{Box: "alpha", Limit: 10})).must(t, "ListAudit(alpha)")
 	if len(got) != 5 {
 		t.Fatalf("ListAudit = %d entries, want 5", len(got))
 	}
@@ -42,18 +39,12 @@ func testAuditCosts(t *testing.T, s store.Store) {
 			t.Errorf("ListAudit entry at %v: bytes %d, cost %d; want %d, %d", w.At, g.Bytes, g.Cost, w.Bytes, w.Cost)
 		}
 	}
-	page, err := s.AuditPage(ctx, "alpha", 3, 10)
-	if err != nil {
-		t.Fatalf("AuditPage = %v, want nil", err)
-	}
+	page := answer(s.AuditPage(ctx, "alpha", 3, 10)).must(t, "AuditPage")
 	if len(page) != 2 || page[0].Bytes != 5_000_000_000 || page[0].Cost != 7_000_000_000 || page[1].Cost != 1_000_000 {
 		t.Errorf("AuditPage(alpha, 3, 10) = %+v, want the entries at the day's start and before, bytes and cost kept", page)
 	}
 
-	days, err := s.AuditDays(ctx, "alpha", day)
-	if err != nil {
-		t.Fatalf("AuditDays = %v, want nil", err)
-	}
+	days := answer(s.AuditDays(ctx, "alpha", day)).must(t, "AuditDays")
 	want := []store.DayCost{
 		{Day: day, Cost: 7_000_000_005, Calls: 2},
 		{Day: day.Add(24 * time.Hour), Cost: 250, Calls: 1},

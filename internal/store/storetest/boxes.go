@@ -25,13 +25,8 @@ func testBoxes(t *testing.T, s store.Store) {
 		read(t, fmt.Sprintf("BoxByTokenHash(%q)", want.TokenHash), want, got, err)
 	}
 
-	list, err := s.ListBoxes(ctx)
-	if err != nil {
-		t.Fatalf("ListBoxes() = %v, want nil", err)
-	}
-	if d := diff([]store.Box{alpha, beta}, list); d != "" {
-		t.Errorf("ListBoxes() mismatch, want by name (-want +got):\n%s", d)
-	}
+	list := answer(s.ListBoxes(ctx)).must(t, "ListBoxes()")
+	same(t, "ListBoxes() (want by name)", []store.Box{alpha, beta}, list)
 
 	tests := []struct {
 		name string
@@ -129,17 +124,12 @@ func testUpdateBox(t *testing.T, s store.Store) {
 	must(t, "UpdateBox(alpha)", s.UpdateBox(ctx, update))
 	want := b
 	want.Consent, want.Paused, want.PayerKind, want.PayerPrincipal = true, true, "owner", "github:ann"
-	got, err := s.Box(ctx, "alpha")
-	if err != nil {
-		t.Fatalf("Box(alpha) = %v, want nil", err)
-	}
-	if d := diff(want, got); d != "" {
-		t.Errorf("Box(alpha) after UpdateBox mismatch, want only settings changed (-want +got):\n%s", d)
-	}
+	got := answer(s.Box(ctx, "alpha")).must(t, "Box(alpha)")
+	same(t, "Box(alpha) after UpdateBox (want only settings changed)", want, got)
 
 	back := store.Box{Name: "alpha", PayerKind: "shared"}
 	must(t, "UpdateBox(alpha)", s.UpdateBox(ctx, back))
-	got, err = s.Box(ctx, "alpha")
+	got, err := s.Box(ctx, "alpha")
 	read(t, "Box(alpha) after resetting settings", b, got, err)
 }
 
@@ -166,9 +156,7 @@ func testDeleteBoxCascades(t *testing.T, s store.Store) {
 		{Kind: store.ChangeResource, Key: "sandbox/sb-doomed"},
 		{Kind: store.ChangeGrant, Key: hash("grant-doomed")},
 	})
-	if d := diff(want, keys(changesAfter(t, s, seq))); d != "" {
-		t.Errorf("changes of DeleteBox(doomed) mismatch, want one for every cached row (-want +got):\n%s", d)
-	}
+	same(t, "changes of DeleteBox(doomed) (want one for every cached row)", want, keys(changesAfter(t, s, seq)))
 
 	gone := []struct {
 		call string
@@ -223,9 +211,7 @@ func testDeleteBoxCascades(t *testing.T, s store.Store) {
 	mustCreateBox(t, s, "doomed")
 	_, _, err := s.Declaration(ctx, "doomed")
 	wantErr(t, "Declaration(doomed) of a new box of that name", err, store.ErrNotFound)
-	if err := s.AddResource(ctx, store.Resource{Box: "kept", Kind: store.ResourceSandbox, ID: "sb-doomed", At: at(2)}); err != nil {
-		t.Errorf("AddResource(kept, sb-doomed) = %v, want nil: the deleted box's resource was kept", err)
-	}
+	wantErr(t, "AddResource(kept, sb-doomed) of the deleted box's resource", s.AddResource(ctx, store.Resource{Box: "kept", Kind: store.ResourceSandbox, ID: "sb-doomed", At: at(2)}), nil)
 }
 
 func testDeclarations(t *testing.T, s store.Store) {
@@ -310,10 +296,7 @@ func third[T, U any](_ T, _ U, err error) error { return err }
 // own expiry.
 func testBindAndReplaceToken(t *testing.T, s store.Store) {
 	ctx := t.Context()
-	from, err := store.ParseFrom("10.1.0.0/16, 192.0.2.7,2001:db8::/32")
-	if err != nil {
-		t.Fatalf("ParseFrom() = %v", err)
-	}
+	from := answer(store.ParseFrom("10.1.0.0/16, 192.0.2.7,2001:db8::/32")).must(t, "ParseFrom()")
 	b := store.Box{Name: "alpha", TokenHash: hash("t1"), CreatedAt: at(0), PayerKind: "shared",
 		From: from, TokenTTL: time.Hour, ExpiresAt: at(3600)}
 	must(t, "CreateBox()", s.CreateBox(ctx, b))

@@ -37,10 +37,7 @@ func testListBoxPage(t *testing.T, s store.Store) {
 		t.Helper()
 		var out []string
 		for range 20 {
-			p, err := s.ListBoxPage(ctx, q)
-			if err != nil {
-				t.Fatalf("ListBoxPage(%+v) = %v, want nil", q, err)
-			}
+			p := answer(s.ListBoxPage(ctx, q)).must(t, fmt.Sprintf("ListBoxPage(%+v)", q))
 			if len(p.Boxes) > q.Limit {
 				t.Fatalf("ListBoxPage(%+v) = %d boxes, want at most %d", q, len(p.Boxes), q.Limit)
 			}
@@ -77,19 +74,13 @@ func testListBoxPage(t *testing.T, s store.Store) {
 		})
 	}
 
-	p, err := s.ListBoxPage(ctx, store.BoxQuery{Limit: 2, Offset: 2, Count: true, Month: "2026-10", Search: "e"})
-	if err != nil {
-		t.Fatalf("ListBoxPage(offset) = %v, want nil", err)
-	}
+	p := answer(s.ListBoxPage(ctx, store.BoxQuery{Limit: 2, Offset: 2, Count: true, Month: "2026-10", Search: "e"})).must(t, "ListBoxPage(offset)")
 	if p.Matched != 3 || len(p.Boxes) != 1 || p.Boxes[0].Box.Name != "echo" || p.Next != nil {
 		t.Fatalf("ListBoxPage(offset 2, search e) = %+v, want echo alone of 3 matched, no next", p)
 	}
 	want := store.BoxMonth{Box: "echo", Measured: 900, Calls: 1, HasBudget: true, Limit: 1_000_000, Spent: 900}
 	same(t, "ListBoxPage month", want, p.Boxes[0].Month)
-	p, err = s.ListBoxPage(ctx, store.BoxQuery{Limit: 2, After: &store.BoxCursor{Name: "alpha"}})
-	if err != nil {
-		t.Fatalf("ListBoxPage(after alpha) = %v, want nil", err)
-	}
+	p = answer(s.ListBoxPage(ctx, store.BoxQuery{Limit: 2, After: &store.BoxCursor{Name: "alpha"}})).must(t, "ListBoxPage(after alpha)")
 	if len(p.Boxes) != 2 || p.Boxes[0].Box.Name != "bravo" || p.Boxes[0].Declaration == nil || p.Boxes[1].Box.Name != "charlie" ||
 		string(p.Boxes[0].Declaration.Doc) != `{"capabilities":[]}` || !sameTime(p.Boxes[0].Declaration.At, hour) || p.Boxes[1].Declaration != nil {
 		t.Errorf("ListBoxPage(after alpha) = %+v, want bravo with its report, charlie without", p.Boxes)

@@ -23,14 +23,8 @@ func testRenewReservations(t *testing.T, s store.Store) {
 	mustCreateBox(t, s, "alpha")
 	const m = "2026-10"
 	wantErr(t, "SetBudget", s.SetBudget(ctx, store.Budget{Box: "alpha", Limit: 100, UpdatedAt: at(1)}), nil)
-	live, err := s.Reserve(ctx, store.Reservation{Box: "alpha", Month: m, Amount: 30, At: at(0)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	crashed, err := s.Reserve(ctx, store.Reservation{Box: "alpha", Month: m, Amount: 40, At: at(0)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	live := answer(s.Reserve(ctx, store.Reservation{Box: "alpha", Month: m, Amount: 30, At: at(0)})).must(t, "Reserve(live)")
+	crashed := answer(s.Reserve(ctx, store.Reservation{Box: "alpha", Month: m, Amount: 40, At: at(0)})).must(t, "Reserve(crashed)")
 	wantErr(t, "RenewReservations(live)", s.RenewReservations(ctx, []int64{live}, at(20)), nil)
 	if n, err := s.ReleaseStale(ctx, at(10)); n != 1 || err != nil {
 		t.Fatalf("ReleaseStale(at 10) = %d, %v; want the one not renewed", n, err)

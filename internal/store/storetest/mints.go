@@ -47,9 +47,7 @@ func testMints(t *testing.T, s store.Store) {
 		t.Fatalf("ListMintStates = %d, %v; want 1, nil", len(states), err)
 	}
 	same(t, "ListMintStates", second, states[0])
-	if err := s.DeleteSecret(ctx, "alpha", "GITHUB"); err != nil {
-		t.Fatal(err)
-	}
+	must(t, "DeleteSecret(alpha, GITHUB)", s.DeleteSecret(ctx, "alpha", "GITHUB"))
 	if _, err := s.MintState(ctx, "alpha", "GITHUB"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("MintState after its secret was removed = %v, want ErrNotFound", err)
 	}

@@ -68,10 +68,7 @@ func testOverview(t *testing.T, s store.Store) {
 		t.Errorf("RefusalGroups(limit 1) = %d groups, %v, want 1, nil", len(groups), err)
 	}
 
-	page, err := s.AuditPage(ctx, "alpha", 1, 2)
-	if err != nil {
-		t.Fatalf("AuditPage = %v, want nil", err)
-	}
+	page := answer(s.AuditPage(ctx, "alpha", 1, 2)).must(t, "AuditPage")
 	if len(page) != 2 || !sameTime(page[0].At, hour.Add(75*time.Minute)) || !sameTime(page[1].At, hour.Add(70*time.Minute)) {
 		t.Errorf("AuditPage(alpha, 1, 2) = %+v, want the entries at +75m and +70m", page)
 	}
@@ -89,19 +86,13 @@ func testOverview(t *testing.T, s store.Store) {
 	for _, n := range []string{"STRIPE", "GITHUB"} {
 		wantErr(t, "SetSecret "+n, s.SetSecret(ctx, store.Secret{Box: "beta", Name: n, Host: "https://x.example", Sealed: []byte("sealed"), UpdatedAt: hour}), nil)
 	}
-	names, err := s.SecretNames(ctx)
-	if err != nil {
-		t.Fatalf("SecretNames = %v, want nil", err)
-	}
+	names := answer(s.SecretNames(ctx)).must(t, "SecretNames")
 	if got := fmt.Sprint(names); got != "map[beta:[GITHUB STRIPE]]" {
 		t.Errorf("SecretNames = %s, want map[beta:[GITHUB STRIPE]]", got)
 	}
 
 	wantErr(t, "SaveDeclaration", s.SaveDeclaration(ctx, "gamma", []byte(`{"capabilities":[]}`), hour), nil)
-	docs, err := s.AllDeclarations(ctx)
-	if err != nil {
-		t.Fatalf("AllDeclarations = %v, want nil", err)
-	}
+	docs := answer(s.AllDeclarations(ctx)).must(t, "AllDeclarations")
 	if len(docs) != 1 || string(docs["gamma"].Doc) != `{"capabilities":[]}` || !sameTime(docs["gamma"].At, hour) {
 		t.Errorf("AllDeclarations = %q, want gamma's only", docs)
 	}

@@ -21,32 +21,19 @@ func testPool(t *testing.T, s store.Store) {
 	for _, e := range []store.PoolEntry{b, a} {
 		must(t, fmt.Sprintf("SetPoolEntry(%s)", e.Name), s.SetPoolEntry(ctx, e))
 	}
-	if d := diff([]store.Change{{Kind: store.ChangePool, Key: "a"}, {Kind: store.ChangePool, Key: "b"}}, keys(changesAfter(t, s, seq))); d != "" {
-		t.Errorf("SetPoolEntry changes (-want +got):\n%s", d)
-	}
-	got, err = s.PoolEntries(ctx)
-	if err != nil {
-		t.Fatalf("PoolEntries() = %v, want nil", err)
-	}
-	if d := diff([]store.PoolEntry{a, b}, got); d != "" {
-		t.Errorf("PoolEntries() (-want +got):\n%s", d)
-	}
+	same(t, "SetPoolEntry changes", []store.Change{{Kind: store.ChangePool, Key: "a"}, {Kind: store.ChangePool, Key: "b"}}, keys(changesAfter(t, s, seq)))
+	got = answer(s.PoolEntries(ctx)).must(t, "PoolEntries()")
+	same(t, "PoolEntries()", []store.PoolEntry{a, b}, got)
 	b2 := store.PoolEntry{Name: "b", Weight: 5, Sealed: []byte("sealed-b2"), UpdatedAt: at(3)}
 	must(t, "SetPoolEntry(b) again", s.SetPoolEntry(ctx, b2))
 	got, _ = s.PoolEntries(ctx)
-	if d := diff([]store.PoolEntry{a, b2}, got); d != "" {
-		t.Errorf("PoolEntries() after replacing b (-want +got):\n%s", d)
-	}
+	same(t, "PoolEntries() after replacing b", []store.PoolEntry{a, b2}, got)
 	seq = lastChange(t, s)
 	wantErr(t, "DeletePoolEntry(a)", s.DeletePoolEntry(ctx, "a"), nil)
 	wantErr(t, "DeletePoolEntry(a) again", s.DeletePoolEntry(ctx, "a"), store.ErrNotFound)
-	if d := diff([]store.Change{{Kind: store.ChangePool, Key: "a"}}, keys(changesAfter(t, s, seq))); d != "" {
-		t.Errorf("DeletePoolEntry changes (-want +got):\n%s", d)
-	}
+	same(t, "DeletePoolEntry changes", []store.Change{{Kind: store.ChangePool, Key: "a"}}, keys(changesAfter(t, s, seq)))
 	got, _ = s.PoolEntries(ctx)
-	if d := diff([]store.PoolEntry{b2}, got); d != "" {
-		t.Errorf("PoolEntries() after removing a (-want +got):\n%s", d)
-	}
+	same(t, "PoolEntries() after removing a", []store.PoolEntry{b2}, got)
 	// The shared credential is not a pool row: it stays where it was.
 	if _, err := s.Credential(ctx, "anthropic"); err == nil {
 		t.Errorf("Credential(anthropic) on a store with only pool entries = nil error, want ErrNotFound")

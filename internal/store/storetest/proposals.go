@@ -30,15 +30,12 @@ func testProposals(t *testing.T, s store.Store) {
 	if _, err := s.OpenProposal(ctx, proposal("nobody", "p-0", "k0", 1), 3); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("OpenProposal(no box) = %v, want ErrNotFound", err)
 	}
-	p, err := s.OpenProposal(ctx, proposal("alpha", "p-1", "k1", 1), 3)
-	if err != nil {
-		t.Fatalf("OpenProposal = %v, want nil", err)
-	}
+	p := answer(s.OpenProposal(ctx, proposal("alpha", "p-1", "k1", 1), 3)).must(t, "OpenProposal")
 	want := proposal("alpha", "p-1", "k1", 1)
 	want.Count, want.State, want.UpdatedAt = 1, store.ProposalPending, at(1)
 	same(t, "OpenProposal", want, p)
 	again := proposal("alpha", "p-other", "k1", 2)
-	p, err = s.OpenProposal(ctx, again, 3)
+	p, err := s.OpenProposal(ctx, again, 3)
 	if err != nil || p.ID != "p-1" || p.Count != 2 || !sameTime(p.UpdatedAt, at(2)) {
 		t.Errorf("OpenProposal(same key) = %s count %d updated %v, %v; want p-1 count 2 updated at(2)", p.ID, p.Count, p.UpdatedAt, err)
 	}
@@ -51,9 +48,7 @@ func testProposals(t *testing.T, s store.Store) {
 	if p, err := s.OpenProposal(ctx, proposal("alpha", "p-x", "k1", 4), 3); err != nil || p.Count != 3 {
 		t.Errorf("OpenProposal(same key, full) = count %d, %v; want 3, nil", p.Count, err)
 	}
-	if _, err := s.OpenProposal(ctx, proposal("beta", "p-b", "k1", 4), 3); err != nil {
-		t.Errorf("OpenProposal(other box) = %v, want nil", err)
-	}
+	wantErr(t, "OpenProposal(other box)", second(s.OpenProposal(ctx, proposal("beta", "p-b", "k1", 4), 3)), nil)
 
 	list, err := s.ListProposals(ctx, "alpha", store.ProposalPending, at(5), 10)
 	if err != nil || len(list) != 3 || list[0].ID != "p-3" && list[0].ID != "p-2" {
@@ -74,9 +69,7 @@ func testProposals(t *testing.T, s store.Store) {
 	if _, err := s.DecideProposal(ctx, "p-none", store.ProposalDenied, time.Time{}, "owner", at(6)); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("DecideProposal(none) = %v, want ErrNotFound", err)
 	}
-	if _, err := s.DecideProposal(ctx, "p-2", store.ProposalDenied, time.Time{}, "owner", at(6)); err != nil {
-		t.Errorf("DecideProposal(deny) = %v, want nil", err)
-	}
+	wantErr(t, "DecideProposal(deny)", second(s.DecideProposal(ctx, "p-2", store.ProposalDenied, time.Time{}, "owner", at(6))), nil)
 	in, err := s.ApprovalsInForce(ctx, "alpha", store.ProposalRule, at(10))
 	if err != nil || len(in) != 1 || in[0].ID != "p-1" {
 		t.Errorf("ApprovalsInForce = %+v, %v; want p-1", in, err)
@@ -94,9 +87,7 @@ func testProposals(t *testing.T, s store.Store) {
 	if err := s.UseApproval(ctx, "p-2", at(10)); !errors.Is(err, store.ErrNotPending) {
 		t.Errorf("UseApproval(denied) = %v, want ErrNotPending", err)
 	}
-	if err := s.UseApproval(ctx, "p-1", at(10)); err != nil {
-		t.Errorf("UseApproval = %v, want nil", err)
-	}
+	wantErr(t, "UseApproval", s.UseApproval(ctx, "p-1", at(10)), nil)
 	if err := s.UseApproval(ctx, "p-1", at(11)); !errors.Is(err, store.ErrNotPending) {
 		t.Errorf("UseApproval(again) = %v, want ErrNotPending", err)
 	}
@@ -122,9 +113,7 @@ func testProposals(t *testing.T, s store.Store) {
 		t.Errorf("ListProposals(expired) = %+v, %v; want p-3", ex, err)
 	}
 	p6 := proposal("alpha", "p-6", "k6", 3+3600)
-	if _, err := s.OpenProposal(ctx, p6, 3); err != nil {
-		t.Errorf("OpenProposal(after expiry) = %v, want nil", err)
-	}
+	wantErr(t, "OpenProposal(after expiry)", second(s.OpenProposal(ctx, p6, 3)), nil)
 	if _, err := s.Proposal(ctx, "p-none", late); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Proposal(none) = %v, want ErrNotFound", err)
 	}
@@ -139,17 +128,13 @@ func testProposals(t *testing.T, s store.Store) {
 	if asks, err := s.ListAsks(ctx, "alpha"); err != nil || len(asks) != 2 || asks[0] != "hosts" || asks[1] != "secret:GITHUB" {
 		t.Errorf("ListAsks = %v, %v; want [hosts secret:GITHUB]", asks, err)
 	}
-	if err := s.SetAsk(ctx, "alpha", "hosts", false); err != nil {
-		t.Fatal(err)
-	}
+	must(t, "SetAsk(alpha, hosts, off)", s.SetAsk(ctx, "alpha", "hosts", false))
 	if asks, err := s.ListAsks(ctx, "alpha"); err != nil || len(asks) != 1 {
 		t.Errorf("ListAsks after off = %v, %v; want [secret:GITHUB]", asks, err)
 	}
 	noChange(t, s, "proposals", seq)
 
-	if err := s.DeleteBox(ctx, "alpha"); err != nil {
-		t.Fatal(err)
-	}
+	must(t, "DeleteBox(alpha)", s.DeleteBox(ctx, "alpha"))
 	if all, err := s.ListProposals(ctx, "alpha", "", late, 10); err != nil || len(all) != 0 {
 		t.Errorf("ListProposals after DeleteBox = %d, %v; want 0", len(all), err)
 	}

@@ -17,22 +17,16 @@ func testProxyCA(t *testing.T, s store.Store) {
 	}
 	seq := lastChange(t, s)
 	first := store.ProxyCA{CertPEM: []byte("cert one"), SealedKey: []byte{0, 1, 2, 255}, CreatedAt: at(1)}
-	got, err := s.CreateProxyCA(ctx, first)
-	if err != nil {
-		t.Fatalf("CreateProxyCA(first) = %v, want nil", err)
-	}
+	got := answer(s.CreateProxyCA(ctx, first)).must(t, "CreateProxyCA(first)")
 	if !sameCA(got, first) {
 		t.Errorf("CreateProxyCA(first) = %q, want the first", got.CertPEM)
 	}
 	second := store.ProxyCA{CertPEM: []byte("cert two"), SealedKey: []byte{9}, CreatedAt: at(2)}
-	got, err = s.CreateProxyCA(ctx, second)
-	if err != nil {
-		t.Fatalf("CreateProxyCA(second) = %v, want nil", err)
-	}
+	got = answer(s.CreateProxyCA(ctx, second)).must(t, "CreateProxyCA(second)")
 	if !sameCA(got, first) {
 		t.Errorf("CreateProxyCA(second) = %q, want the first kept", got.CertPEM)
 	}
-	got, err = s.ProxyCA(ctx)
+	got, err := s.ProxyCA(ctx)
 	if err != nil || !sameCA(got, first) {
 		t.Errorf("ProxyCA() = %q, %v, want the first", got.CertPEM, err)
 	}
@@ -53,10 +47,7 @@ func testConcurrentCreateProxyCA(t *testing.T, s store.Store) {
 		})
 	}
 	wg.Wait()
-	stored, err := s.ProxyCA(ctx)
-	if err != nil {
-		t.Fatalf("ProxyCA() after the race = %v", err)
-	}
+	stored := answer(s.ProxyCA(ctx)).must(t, "ProxyCA() after the race")
 	for i := range n {
 		if errs[i] != nil {
 			t.Errorf("CreateProxyCA(%d) = %v, want nil", i, errs[i])
@@ -83,9 +74,7 @@ func testReplaceProxyCA(t *testing.T, s store.Store) {
 		t.Fatalf("ReplaceProxyCA() before any = %v, want ErrNotFound", err)
 	}
 	first := store.ProxyCA{CertPEM: []byte("cert one"), SealedKey: []byte{1}, CreatedAt: at(1)}
-	if _, err := s.CreateProxyCA(ctx, first); err != nil {
-		t.Fatal(err)
-	}
+	must(t, "CreateProxyCA(first)", second(s.CreateProxyCA(ctx, first)))
 	seq := lastChange(t, s)
 	pending := first
 	pending.NextCertPEM, pending.NextSealedKey, pending.NextFrom = []byte("cert two"), []byte{2, 0, 255}, at(9)

@@ -14,10 +14,7 @@ func testRateLimits(t *testing.T, s store.Store) {
 	wantErr(t, "SetRateLimit", s.SetRateLimit(ctx, store.RateLimit{Box: "alpha", Principal: "github:ann", InputTPM: 10, UpdatedAt: at(1)}), nil)
 	wantErr(t, "SetRateLimit", s.SetRateLimit(ctx, store.RateLimit{Box: "alpha", RPM: 5, UpdatedAt: at(1)}), nil)
 	wantErr(t, "SetRateLimit", s.SetRateLimit(ctx, store.RateLimit{Box: "alpha", RPM: 6, OutputTPM: 7, UpdatedAt: at(2)}), nil)
-	got, err := s.ListRateLimits(ctx, "")
-	if err != nil {
-		t.Fatalf("ListRateLimits = %v", err)
-	}
+	got := answer(s.ListRateLimits(ctx, "")).must(t, "ListRateLimits")
 	want := []store.RateLimit{
 		{Box: "alpha", RPM: 6, OutputTPM: 7, UpdatedAt: at(2).UTC().Truncate(time.Microsecond)},
 		{Box: "alpha", Principal: "github:ann", InputTPM: 10, UpdatedAt: at(1).UTC().Truncate(time.Microsecond)},
@@ -28,10 +25,7 @@ func testRateLimits(t *testing.T, s store.Store) {
 
 	now := time.UnixMilli(time.Now().UnixMilli()).UTC()
 	must(t, "ExchangeRates(r1)", second(s.ExchangeRates(ctx, "r1", []store.RateCount{{Key: "alpha", Requests: 3, InputTokens: 30, At: now}}, now.Add(-time.Minute))))
-	others, err := s.ExchangeRates(ctx, "r2", []store.RateCount{{Key: "alpha", Requests: 1, At: now}}, now.Add(-time.Minute))
-	if err != nil {
-		t.Fatalf("ExchangeRates(r2) = %v", err)
-	}
+	others := answer(s.ExchangeRates(ctx, "r2", []store.RateCount{{Key: "alpha", Requests: 1, At: now}}, now.Add(-time.Minute))).must(t, "ExchangeRates(r2)")
 	same(t, "ExchangeRates(r2)", []store.RateCount{{Key: "alpha", Replica: "r1", Requests: 3, InputTokens: 30, At: now}}, others)
 	if others, _ := s.ExchangeRates(ctx, "r2", nil, now.Add(time.Second)); len(others) != 0 {
 		t.Errorf("ExchangeRates(since after) = %+v, want none", others)
@@ -52,9 +46,6 @@ func testAlerts(t *testing.T, s store.Store) {
 	if got, err := s.MarkAlert(ctx, b); !got || err != nil {
 		t.Errorf("MarkAlert(100%%) = %v, %v, want true, nil", got, err)
 	}
-	got, err := s.ListAlerts(ctx, "alpha", 10)
-	if err != nil {
-		t.Fatalf("ListAlerts = %v", err)
-	}
+	got := answer(s.ListAlerts(ctx, "alpha", 10)).must(t, "ListAlerts")
 	same(t, "ListAlerts", []store.BudgetAlert{b, a}, got)
 }

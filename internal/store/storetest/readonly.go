@@ -12,9 +12,7 @@ import (
 // makes s's database take no write and calls ReadOnly.
 func CreateBoxForReadOnly(t *testing.T, s store.Store) {
 	t.Helper()
-	if err := s.CreateBox(t.Context(), store.Box{Name: "alpha", TokenHash: "h", CreatedAt: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
+	must(t, "CreateBox(alpha)", s.CreateBox(t.Context(), store.Box{Name: "alpha", TokenHash: "h", CreatedAt: time.Now()}))
 }
 
 // ReadOnly checks a store whose database takes no write (each store makes
@@ -27,9 +25,7 @@ func CreateBoxForReadOnly(t *testing.T, s store.Store) {
 func ReadOnly(t *testing.T, s store.Store) {
 	t.Helper()
 	ctx := t.Context()
-	if _, err := s.Box(ctx, "alpha"); err != nil {
-		t.Errorf("Box() with writes refused = %v, want nil", err)
-	}
+	wantErr(t, "Box() with writes refused", second(s.Box(ctx, "alpha")), nil)
 	_, applyErr := s.ApplySpooled(ctx, "k", []store.Settlement{{Box: "alpha", Month: "2026-10", Charge: 1}}, nil)
 	_, pruneErr := s.PruneAudit(ctx, time.Time{})
 	for name, err := range map[string]error{"ApplySpooled": applyErr, "PruneAudit": pruneErr} {

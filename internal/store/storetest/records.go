@@ -31,10 +31,7 @@ func testCredentials(t *testing.T, s store.Store) {
 	got, err := s.Credential(ctx, "anthropic")
 	read(t, "Credential(anthropic) after replacing", replaced, got, err)
 
-	list, err := s.ListCredentials(ctx)
-	if err != nil {
-		t.Fatalf("ListCredentials() = %v, want nil", err)
-	}
+	list := answer(s.ListCredentials(ctx)).must(t, "ListCredentials()")
 	for _, c := range list {
 		if c.Sealed != nil {
 			t.Errorf("ListCredentials() holds %q's sealed value, want Sealed nil", c.ID)
@@ -86,10 +83,7 @@ func testSecrets(t *testing.T, s store.Store) {
 		t.Errorf("Secret(beta, GITHUB) = %q, %v, want %q: another box's secret of that name changed", got.Sealed, err, secrets[2].Sealed)
 	}
 
-	list, err := s.ListSecrets(ctx, "alpha")
-	if err != nil {
-		t.Fatalf("ListSecrets(alpha) = %v, want nil", err)
-	}
+	list := answer(s.ListSecrets(ctx, "alpha")).must(t, "ListSecrets(alpha)")
 	for _, sec := range list {
 		if sec.Sealed != nil {
 			t.Errorf("ListSecrets(alpha) holds %q's sealed value, want Sealed nil", sec.Name)
@@ -100,17 +94,13 @@ func testSecrets(t *testing.T, s store.Store) {
 		{Box: "alpha", Name: "OPENAI", Host: "https://api.openai.com", UpdatedAt: at(1), BodyFields: []string{"client_secret", "api_key"},
 			Rules: []string{"GET /v1/models", "POST /v1/*/completions", "* /v1/files/**"}, Rate: "120/m"},
 	}
-	if d := diff(want, list); d != "" {
-		t.Errorf("ListSecrets(alpha) mismatch, want by name (-want +got):\n%s", d)
-	}
+	same(t, "ListSecrets(alpha) (want by name)", want, list)
 
 	must(t, "DeleteSecret(alpha, GITHUB)", s.DeleteSecret(ctx, "alpha", "GITHUB"))
 	_, err = s.Secret(ctx, "alpha", "GITHUB")
 	wantErr(t, "Secret(alpha, GITHUB) after delete", err, store.ErrNotFound)
 	wantErr(t, "DeleteSecret(alpha, GITHUB) again", s.DeleteSecret(ctx, "alpha", "GITHUB"), store.ErrNotFound)
-	if _, err := s.Secret(ctx, "beta", "GITHUB"); err != nil {
-		t.Errorf("Secret(beta, GITHUB) after deleting alpha's = %v, want nil", err)
-	}
+	wantErr(t, "Secret(beta, GITHUB) after deleting alpha's", second(s.Secret(ctx, "beta", "GITHUB")), nil)
 	if list, err := s.ListSecrets(ctx, "alpha"); err != nil || len(list) != 1 {
 		t.Errorf("ListSecrets(alpha) after delete = %v, %v, want OPENAI only", list, err)
 	}
@@ -129,10 +119,7 @@ func testFeedback(t *testing.T, s store.Store) {
 	seen := map[int64]bool{}
 	var last int64
 	for i := range batches {
-		id, err := s.AddFeedback(ctx, batches[i])
-		if err != nil {
-			t.Fatalf("AddFeedback(%q) = %v, want nil", batches[i].Box, err)
-		}
+		id := answer(s.AddFeedback(ctx, batches[i])).must(t, fmt.Sprintf("AddFeedback(%q)", batches[i].Box))
 		if seen[id] {
 			t.Errorf("AddFeedback returned ID %d twice", id)
 		}
@@ -145,15 +132,10 @@ func testFeedback(t *testing.T, s store.Store) {
 		seen[id] = true
 		batches[i].ID = id
 	}
-	got, err := s.ListFeedback(ctx, "alpha")
-	if err != nil {
-		t.Fatalf("ListFeedback(alpha) = %v, want nil", err)
-	}
+	got := answer(s.ListFeedback(ctx, "alpha")).must(t, "ListFeedback(alpha)")
 	want := []store.FeedbackBatch{batches[0], batches[2], batches[3]}
-	if d := diff(want, got); d != "" {
-		t.Errorf("ListFeedback(alpha) mismatch, want oldest stored first (-want +got):\n%s", d)
-	}
-	got, err = s.ListFeedback(ctx, "beta")
+	same(t, "ListFeedback(alpha) (want oldest stored first)", want, got)
+	got, err := s.ListFeedback(ctx, "beta")
 	read(t, "ListFeedback(beta)", []store.FeedbackBatch{batches[1]}, got, err)
 }
 
@@ -187,9 +169,7 @@ func testResources(t *testing.T, s store.Store) {
 		}
 	}
 
-	if err := s.AddResource(ctx, store.Resource{Box: "alpha", Kind: store.ResourceSandbox, ID: "sb-1", At: at(9)}); err != nil {
-		t.Errorf("AddResource(alpha, sandbox/sb-1) again = %v, want nil", err)
-	}
+	wantErr(t, "AddResource(alpha, sandbox/sb-1) again", s.AddResource(ctx, store.Resource{Box: "alpha", Kind: store.ResourceSandbox, ID: "sb-1", At: at(9)}), nil)
 	seq := lastChange(t, s)
 	err := s.AddResource(ctx, store.Resource{Box: "beta", Kind: store.ResourceSandbox, ID: "sb-1", At: at(9)})
 	wantErr(t, "AddResource(beta, alpha's sandbox/sb-1)", err, store.ErrExists)
@@ -198,10 +178,7 @@ func testResources(t *testing.T, s store.Store) {
 		t.Errorf("ResourceOwner(sandbox, sb-1) after another box claimed it = %q, %v, want alpha", got, err)
 	}
 
-	list, err := s.ListResources(ctx, "alpha")
-	if err != nil {
-		t.Fatalf("ListResources(alpha) = %v, want nil", err)
-	}
+	list := answer(s.ListResources(ctx, "alpha")).must(t, "ListResources(alpha)")
 	sort.Slice(list, func(i, j int) bool { return list[i].Kind+"/"+list[i].ID < list[j].Kind+"/"+list[j].ID })
 	same(t, "ListResources(alpha)", []store.Resource{rs[1], rs[0]}, list)
 
@@ -212,9 +189,7 @@ func testResources(t *testing.T, s store.Store) {
 	if got, err := s.ResourceOwner(ctx, store.ResourceConversation, "sb-1"); err != nil || got != "beta" {
 		t.Errorf("ResourceOwner(conversation, sb-1) after deleting sandbox/sb-1 = %q, %v, want beta", got, err)
 	}
-	if err := s.AddResource(ctx, store.Resource{Box: "beta", Kind: store.ResourceSandbox, ID: "sb-1", At: at(10)}); err != nil {
-		t.Errorf("AddResource(beta, sandbox/sb-1) after delete = %v, want nil", err)
-	}
+	wantErr(t, "AddResource(beta, sandbox/sb-1) after delete", s.AddResource(ctx, store.Resource{Box: "beta", Kind: store.ResourceSandbox, ID: "sb-1", At: at(10)}), nil)
 }
 
 func testGrants(t *testing.T, s store.Store) {
@@ -250,19 +225,11 @@ func testGrants(t *testing.T, s store.Store) {
 		})
 	}
 
-	list, err := s.ListGrants(ctx, "alpha")
-	if err != nil {
-		t.Fatalf("ListGrants(alpha) = %v, want nil", err)
-	}
-	if d := diff([]store.Grant{grants[2], grants[0], grants[1]}, list); d != "" {
-		t.Errorf("ListGrants(alpha) mismatch, want newest first (-want +got):\n%s", d)
-	}
+	list := answer(s.ListGrants(ctx, "alpha")).must(t, "ListGrants(alpha)")
+	same(t, "ListGrants(alpha) (want newest first)", []store.Grant{grants[2], grants[0], grants[1]}, list)
 
 	must(t, "RevokeGrant(g1)", s.RevokeGrant(ctx, "g1", at(100)))
-	got, err := s.GrantByHash(ctx, hash("v1"))
-	if err != nil {
-		t.Fatalf("GrantByHash(g1's hash) = %v, want nil", err)
-	}
+	got := answer(s.GrantByHash(ctx, hash("v1"))).must(t, "GrantByHash(g1's hash)")
 	want := grants[1]
 	want.RevokedAt = at(100)
 	same(t, "GrantByHash(g1's hash) after RevokeGrant", want, got)
@@ -286,10 +253,7 @@ func testTimes(t *testing.T, s store.Store) {
 		t.Run(tt.name, func(t *testing.T) {
 			name := fmt.Sprintf("box%d", i)
 			must(t, fmt.Sprintf("CreateBox(%q)", name), s.CreateBox(ctx, store.Box{Name: name, TokenHash: hash(name), CreatedAt: tt.at}))
-			got, err := s.Box(ctx, name)
-			if err != nil {
-				t.Fatalf("Box(%q) = %v, want nil", name, err)
-			}
+			got := answer(s.Box(ctx, name)).must(t, fmt.Sprintf("Box(%q)", name))
 			if !sameTime(got.CreatedAt, tt.at) {
 				t.Errorf("Box(%q).CreatedAt = %v, want %v in UTC, exact to the microsecond", name, got.CreatedAt, tt.at)
 			}
@@ -298,7 +262,5 @@ func testTimes(t *testing.T, s store.Store) {
 }
 
 func testPing(t *testing.T, s store.Store) {
-	if err := s.Ping(t.Context()); err != nil {
-		t.Errorf("Ping() = %v, want nil", err)
-	}
+	wantErr(t, "Ping()", s.Ping(t.Context()), nil)
 }

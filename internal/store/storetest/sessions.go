@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/intentius/boxbroker/internal/store"
@@ -10,20 +11,14 @@ func testSessions(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	ended := func(id string) bool {
 		t.Helper()
-		got, err := s.SessionEnded(ctx, id)
-		if err != nil {
-			t.Fatalf("SessionEnded(%q) = %v, want nil", id, err)
-		}
-		return got
+		return answer(s.SessionEnded(ctx, id)).must(t, fmt.Sprintf("SessionEnded(%q)", id))
 	}
 	if ended("s-1") {
 		t.Fatalf("SessionEnded(s-1) before it ended = true, want false")
 	}
 	seq := lastChange(t, s)
 	must(t, "EndSession(s-1)", s.EndSession(ctx, "s-1", at(100), at(0)))
-	if err := s.EndSession(ctx, "s-1", at(100), at(0)); err != nil {
-		t.Errorf("EndSession(s-1) again = %v, want nil", err)
-	}
+	wantErr(t, "EndSession(s-1) again", s.EndSession(ctx, "s-1", at(100), at(0)), nil)
 	noChange(t, s, "EndSession", seq)
 	if !ended("s-1") {
 		t.Errorf("SessionEnded(s-1) after EndSession = false, want true")

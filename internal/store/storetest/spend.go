@@ -72,11 +72,7 @@ func testBudgets(t *testing.T, s store.Store) {
 // tallies returns s.Tallies(box, month), failing on error.
 func tallies(t *testing.T, s store.Store, box, month string) []store.Tally {
 	t.Helper()
-	ts, err := s.Tallies(t.Context(), box, month)
-	if err != nil {
-		t.Fatalf("Tallies(%q, %q) = %v, want nil", box, month, err)
-	}
-	return ts
+	return answer(s.Tallies(t.Context(), box, month)).must(t, fmt.Sprintf("Tallies(%q, %q)", box, month))
 }
 
 func reserve(t *testing.T, s store.Store, box, principal, month string, amount int64) (int64, error) {
@@ -287,10 +283,7 @@ func testReleaseStale(t *testing.T, s store.Store) {
 	mustCreateBox(t, s, "alpha")
 	const m = "2026-10"
 	wantErr(t, "SetBudget", s.SetBudget(ctx, store.Budget{Box: "alpha", Limit: 100, UpdatedAt: at(1)}), nil)
-	old, err := s.Reserve(ctx, store.Reservation{Box: "alpha", Principal: "github:ann", Month: m, Amount: 70, At: at(0)})
-	if err != nil {
-		t.Fatalf("Reserve(old) = %v, want nil", err)
-	}
+	old := answer(s.Reserve(ctx, store.Reservation{Box: "alpha", Principal: "github:ann", Month: m, Amount: 70, At: at(0)})).must(t, "Reserve(old)")
 	must(t, "Reserve(new)", second(s.Reserve(ctx, store.Reservation{Box: "alpha", Month: m, Amount: 20, At: at(10)})))
 	n, err := s.ReleaseStale(ctx, at(5))
 	if n != 1 || err != nil {

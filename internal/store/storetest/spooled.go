@@ -72,10 +72,7 @@ func testApplySpooledOnce(t *testing.T, s store.Store) {
 	}
 	audit := []store.AuditEntry{{Box: "alpha", At: at(3), Method: "POST", Route: "/llm/anthropic/v1/messages", Capability: "inference", Words: []string{"agent"}, Status: 200}}
 	for i := range 3 {
-		applied, err := s.ApplySpooled(ctx, "k1", settle, audit)
-		if err != nil {
-			t.Fatalf("ApplySpooled #%d = %v", i+1, err)
-		}
+		applied := answer(s.ApplySpooled(ctx, "k1", settle, audit)).must(t, fmt.Sprintf("ApplySpooled #%d", i+1))
 		if applied != (i == 0) {
 			t.Errorf("ApplySpooled #%d applied = %v, want %v", i+1, applied, i == 0)
 		}

@@ -157,11 +157,7 @@ func wantErr(t *testing.T, call string, err, want error) {
 // lastChange returns s.LastChange, failing on error.
 func lastChange(t *testing.T, s store.Store) int64 {
 	t.Helper()
-	seq, err := s.LastChange(t.Context())
-	if err != nil {
-		t.Fatalf("LastChange() = %v, want nil", err)
-	}
-	return seq
+	return answer(s.LastChange(t.Context())).must(t, "LastChange()")
 }
 
 // changesAfter returns every change with Seq > after, checking that Seqs
@@ -170,10 +166,7 @@ func changesAfter(t *testing.T, s store.Store, after int64) []store.Change {
 	t.Helper()
 	var all []store.Change
 	for {
-		cs, err := s.ChangesSince(t.Context(), after, 100)
-		if err != nil {
-			t.Fatalf("ChangesSince(%d, 100) = %v, want nil", after, err)
-		}
+		cs := answer(s.ChangesSince(t.Context(), after, 100)).must(t, fmt.Sprintf("ChangesSince(%d, 100)", after))
 		for _, c := range cs {
 			if c.Seq <= after {
 				t.Fatalf("ChangesSince: Seq %d after %d, want ascending", c.Seq, after)
@@ -216,4 +209,22 @@ func must(t *testing.T, call string, err error) {
 	if err != nil {
 		t.Fatalf("%s = %v, want nil", call, err)
 	}
+}
+
+// answered is what a call returned: its value and its error.
+type answered[T any] struct {
+	v   T
+	err error
+}
+
+// answer is what a call returned, for must:
+// answer(s.ListBoxes(ctx)).must(t, "ListBoxes()").
+func answer[T any](v T, err error) answered[T] { return answered[T]{v, err} }
+
+// must stops the test if the call named call returned an error, and
+// returns the call's value.
+func (a answered[T]) must(t *testing.T, call string) T {
+	t.Helper()
+	must(t, call, a.err)
+	return a.v
 }

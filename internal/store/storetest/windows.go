@@ -38,10 +38,7 @@ func testWindowBudgets(t *testing.T, s store.Store) {
 	} {
 		wantErr(t, "SetWindowBudget", s.SetWindowBudget(ctx, b), nil)
 	}
-	got, err := s.ListWindowBudgets(ctx, "alpha")
-	if err != nil {
-		t.Fatalf("ListWindowBudgets = %v", err)
-	}
+	got := answer(s.ListWindowBudgets(ctx, "alpha")).must(t, "ListWindowBudgets")
 	want := []store.Budget{
 		{Box: "alpha", Window: "day", Limit: 6, UpdatedAt: at(2).UTC().Truncate(time.Microsecond)},
 		{Box: "alpha", Window: "week", Limit: 50, UpdatedAt: at(1).UTC().Truncate(time.Microsecond)},
@@ -73,10 +70,7 @@ func testWindowReserveAndSettle(t *testing.T, s store.Store) {
 		t.Fatalf("Reserve(30) past the day's 100 = %v, want an OverBudgetError of the day 2026-10-05 with 80 reserved", err)
 	}
 	wantErr(t, "Settle", s.Settle(ctx, store.Settlement{Reservation: id, Box: "alpha", Principal: "github:ann", Month: "2026-10", Charge: 60, At: day(5)}), nil)
-	ts, err := s.WindowTallies(ctx, "alpha", day(5))
-	if err != nil {
-		t.Fatalf("WindowTallies = %v", err)
-	}
+	ts := answer(s.WindowTallies(ctx, "alpha", day(5))).must(t, "WindowTallies")
 	if len(ts) != 2 || ts[0].Spent != 60 || ts[0].Reserved != 0 || ts[1].Spent != 60 || ts[1].From != "2026-10-03" {
 		t.Errorf("WindowTallies after Settle = %+v, want 60 spent in each, nothing held, ann's from 2026-10-03", ts)
 	}
