@@ -82,7 +82,7 @@ func (cl *Client) vertex(ctx context.Context, c *Credential, call Call, made fun
 		return nil, err
 	}
 
-	ts, err := cl.tokenSource(c, func() (oauth2.TokenSource, error) {
+	ts, err := cached(&cl.mu, &cl.tokens, c, func() (oauth2.TokenSource, error) {
 		cfg, err := google.JWTConfigFromJSON(c.ServiceAccount, Scope)
 		if err != nil {
 			return nil, errors.New("vertex: the service account's key does not read")
@@ -90,7 +90,7 @@ func (cl *Client) vertex(ctx context.Context, c *Credential, call Call, made fun
 		// The token source is kept beyond this call: its context is the
 		// Client's, not the call's. It is an oauth2.ReuseTokenSource:
 		// one token at a time is fetched, and kept until near its expiry.
-		return cfg.TokenSource(cl.withClient(context.Background())), nil
+		return cfg.TokenSource(context.WithValue(context.Background(), oauth2.HTTPClient, cl.httpClient())), nil
 	})
 	if err != nil {
 		return nil, err
@@ -106,20 +106,15 @@ func (cl *Client) vertex(ctx context.Context, c *Credential, call Call, made fun
 	}
 	made(tok.AccessToken)
 
-	resp, b, err := cl.send(c, id, c.sentBetas(call, f.bodyBeta), func(betas []string) (*http.Request, []byte, error) {
-		body, err := f.body(nil)
-		if err != nil {
-			return nil, nil, err
-		}
-		req, err := postJSON(ctx, u, body)
-		if err != nil {
-			return nil, nil, err
-		}
+	resp, b, err := cl.send(ctx, c, u, id, c.sentBetas(call, f.bodyBeta), func([]string) (body, sent []byte, err error) {
+		body, err = f.body(nil)
+		return body, body, err
+	}, func(req *http.Request, _ []byte, betas []string) error {
 		req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
 		if len(betas) > 0 {
 			req.Header.Set("Anthropic-Beta", strings.Join(betas, ","))
 		}
-		return req, body, nil
+		return nil
 	})
 	switch {
 	case err != nil:
