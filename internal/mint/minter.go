@@ -132,6 +132,23 @@ func rateLimited(kind string, status int, h http.Header, now time.Time, github b
 	return &RateLimitedError{Kind: kind, Status: status, Until: now.Add(wait)}
 }
 
+// refusal is the error of a token endpoint's answer with the given
+// status and header that gave no token: a *RateLimitedError (see
+// rateLimited), or for any other 4xx a *RefusedError with the OAuth
+// error code when it is plain; nil for any other answer.
+func refusal(kind string, status int, h http.Header, now time.Time, github bool, code string) error {
+	if rl := rateLimited(kind, status, h, now, github); rl != nil {
+		return rl
+	}
+	if status < 400 || status >= 500 {
+		return nil
+	}
+	if !plainCode(code) {
+		code = ""
+	}
+	return &RefusedError{Kind: kind, Status: status, Code: code}
+}
+
 type statusError int
 
 func (s statusError) Error() string { return fmt.Sprintf("the token endpoint answered %d", int(s)) }
