@@ -2,15 +2,13 @@ package cloud
 
 import (
 	"context"
-	"crypto/rsa"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 
+	"github.com/golang-jwt/jwt/v5"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/google"
 
@@ -32,23 +30,12 @@ func VertexEndpoint(region string) string {
 }
 
 // checkPrivateKey reports whether the service account's private_key is an
-// RSA key in PEM, as Google issues them.
+// RSA key in PEM (PKCS #8 or #1), as Google issues them.
 func checkPrivateKey(pemKey []byte) error {
-	bad := errors.New("service_account's private_key is not an RSA private key in PEM (-----BEGIN PRIVATE KEY-----)")
-	block, _ := pem.Decode(pemKey)
-	if block == nil {
-		return bad
+	if _, err := jwt.ParseRSAPrivateKeyFromPEM(pemKey); err != nil {
+		return errors.New("service_account's private_key is not an RSA private key in PEM (-----BEGIN PRIVATE KEY-----)")
 	}
-	if k, err := x509.ParsePKCS8PrivateKey(block.Bytes); err == nil {
-		if _, ok := k.(*rsa.PrivateKey); ok {
-			return nil
-		}
-		return bad
-	}
-	if _, err := x509.ParsePKCS1PrivateKey(block.Bytes); err == nil {
-		return nil
-	}
-	return bad
+	return nil
 }
 
 // vertex makes call on Vertex AI: Messages as rawPredict or
