@@ -220,6 +220,16 @@ func (c *Credential) checkBedrock() error {
 	return nil
 }
 
+// serviceAccount is what the broker reads of a service account's JSON key.
+type serviceAccount struct {
+	Type         string `json:"type"`
+	ProjectID    string `json:"project_id"`
+	ClientEmail  string `json:"client_email"`
+	PrivateKeyID string `json:"private_key_id"`
+	PrivateKey   string `json:"private_key"`
+	TokenURI     string `json:"token_uri"`
+}
+
 func (c *Credential) checkVertex() error {
 	if c.AccessKeyID != "" || c.SecretAccessKey != "" || c.SessionToken != "" || c.RoleARN != "" ||
 		c.ExternalID != "" || c.STSEndpoint != "" || c.Profile != "" {
@@ -231,13 +241,7 @@ func (c *Credential) checkVertex() error {
 	if len(c.ServiceAccount) == 0 {
 		return errors.New("the vertex credential needs service_account, the service account's JSON key as Google Cloud gives it")
 	}
-	var sa struct {
-		Type        string `json:"type"`
-		ProjectID   string `json:"project_id"`
-		ClientEmail string `json:"client_email"`
-		PrivateKey  string `json:"private_key"`
-		TokenURI    string `json:"token_uri"`
-	}
+	var sa serviceAccount
 	if err := json.Unmarshal(c.ServiceAccount, &sa); err != nil {
 		return errors.New("service_account is not a JSON object (the service account's key file)")
 	}
@@ -339,10 +343,7 @@ func (c *Credential) Secrets() []string {
 	if c.Kind == KindBedrock {
 		return []string{c.AccessKeyID, c.SecretAccessKey, c.SessionToken}
 	}
-	var sa struct {
-		PrivateKeyID string `json:"private_key_id"`
-		PrivateKey   string `json:"private_key"`
-	}
+	var sa serviceAccount
 	_ = json.Unmarshal(c.ServiceAccount, &sa)
 	out := []string{sa.PrivateKeyID}
 	for _, line := range strings.FieldsFunc(sa.PrivateKey, func(r rune) bool { return r == '\n' || r == '\r' }) {
