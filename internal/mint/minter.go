@@ -498,7 +498,7 @@ func (m *Minter) mint(ctx context.Context, ref Ref, spec Minted) (Token, error) 
 		m.put(ref, cached{of: ref.Of, tok: tok, until: usableUntil(now, tok)})
 		prev.Failure, prev.ExpiresAt = "", tok.Expires
 		if tok.Refresh != "" && tok.Refresh != refresh {
-			if sealed, serr := m.sealRefresh(ref, tok.Refresh); serr == nil {
+			if sealed, serr := m.cfg.Keyring.Seal([]byte(tok.Refresh), RefreshAD(ref.Box, ref.Name)); serr == nil {
 				prev.Sealed = sealed
 			}
 		}
@@ -520,10 +520,6 @@ func (m *Minter) put(ref Ref, c cached) {
 // RefreshAD is the additional data a kept refresh token is sealed with,
 // so that it opens for no other row.
 func RefreshAD(box, name string) string { return "secret-refresh:" + box + "/" + name }
-
-func (m *Minter) sealRefresh(ref Ref, refresh string) ([]byte, error) {
-	return m.cfg.Keyring.Seal([]byte(refresh), RefreshAD(ref.Box, ref.Name))
-}
 
 // state is ref's kept state, or a new one when none is kept for this
 // configuration.
