@@ -71,30 +71,25 @@ func (cl *Client) bedrock(ctx context.Context, c *Credential, call Call, made fu
 	if err != nil {
 		return nil, err
 	}
-	resp, b, err := cl.send(c, id, c.sentBetas(call, f.bodyBeta), func(betas []string) (*http.Request, []byte, error) {
-		body, err := f.body(betas)
-		sentBody := body // the InvokeModel body, whose member names the box chose
+	resp, b, err := cl.send(ctx, c, u, id, c.sentBetas(call, f.bodyBeta), func(betas []string) (body, sent []byte, err error) {
+		sent, err = f.body(betas) // the InvokeModel body, whose member names the box chose
+		body = sent
 		if err == nil && count {
-			body, err = countTokensBody(body)
+			body, err = countTokensBody(sent)
 		}
-		if err != nil {
-			return nil, nil, err
-		}
-		req, err := postJSON(ctx, u, body)
-		if err != nil {
-			return nil, nil, err
-		}
+		return body, sent, err
+	}, func(req *http.Request, body []byte, _ []string) error {
 		req.Header.Set("Accept", accept)
 		sum := sha256.Sum256(body)
 		if err := v4.NewSigner().SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), bedrockService, c.Region, cl.now().UTC()); err != nil {
-			return nil, nil, err
+			return err
 		}
 		auth := req.Header.Get("Authorization")
 		made(auth)
 		if _, sig, ok := strings.Cut(auth, "Signature="); ok {
 			made(sig)
 		}
-		return req, sentBody, nil
+		return nil
 	})
 	switch {
 	case err != nil:

@@ -303,16 +303,14 @@ type noBetaKey struct {
 }
 
 // betaKey is the noBetaKey of a call to model, paid with credential c,
-// sending lists of betas (as the cloud gets them, in order).
-func betaKey(c *Credential, model string, lists ...[]string) noBetaKey {
+// sending betas (as the cloud gets them, in order).
+func betaKey(c *Credential, model string, betas []string) noBetaKey {
 	h := sha256.New()
-	for _, l := range lists {
-		for _, b := range l {
-			h.Write([]byte(b))
-			h.Write([]byte{0})
-		}
-		h.Write([]byte{1})
+	for _, b := range betas {
+		h.Write([]byte(b))
+		h.Write([]byte{0})
 	}
+	h.Write([]byte{1})
 	k := noBetaKey{cred: credKey(c), model: model}
 	h.Sum(k.betas[:0])
 	return k

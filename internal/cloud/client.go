@@ -2,6 +2,7 @@ package cloud
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -26,7 +27,6 @@ import (
 const (
 	PathMessages    = "/v1/messages"
 	PathCountTokens = "/v1/messages/count_tokens"
-	PathModels      = "/v1/models"
 )
 
 // StatusOverloaded is the Anthropic API's 529.
@@ -35,9 +35,9 @@ const StatusOverloaded = 529
 // maxErrorBody bounds the part of a cloud's error answer read.
 const maxErrorBody = 64 << 10
 
-// maxTokenSources bounds the Vertex token sources a Client keeps: past
-// it, the map starts anew.
-const maxTokenSources = 256
+// maxCached bounds the Vertex token sources, and the Bedrock roles'
+// sessions, a Client keeps: past it, the map starts anew.
+const maxCached = 256
 
 // Client makes Anthropic API calls through a cloud. Its exported fields
 // are set before first use; its methods are safe for concurrent use.
@@ -78,7 +78,8 @@ func (cl *Client) Do(ctx context.Context, c *Credential, call Call, made func(st
 		return errorAnswer(http.StatusBadRequest, "The payer's credential names no cloud the broker knows."), nil
 	}
 	if call.Path != PathMessages && call.Path != PathCountTokens {
-		return unsupported("The model list (GET /v1/models)", c.Kind), nil
+		return errorAnswer(http.StatusBadRequest,
+			fmt.Sprintf("The model list (GET /v1/models) is not available when this box's calls are paid through %s.", Name(c.Kind))), nil
 	}
 	if c.Kind == KindBedrock {
 		return cl.bedrock(ctx, c, call, made)
@@ -86,12 +87,7 @@ func (cl *Client) Do(ctx context.Context, c *Credential, call Call, made func(st
 	return cl.vertex(ctx, c, call, made)
 }
 
-func (cl *Client) transport() http.RoundTripper {
-	if cl.Transport == nil {
-		return http.DefaultTransport
-	}
-	return cl.Transport
-}
+func (cl *Client) transport() http.RoundTripper { return cmp.Or(cl.Transport, http.DefaultTransport) }
 
 func (cl *Client) now() time.Time {
 	if cl.Now == nil {
@@ -100,12 +96,7 @@ func (cl *Client) now() time.Time {
 	return cl.Now()
 }
 
-func (cl *Client) logger() *slog.Logger {
-	if cl.Log == nil {
-		return slog.Default()
-	}
-	return cl.Log
-}
+func (cl *Client) logger() *slog.Logger { return cmp.Or(cl.Log, slog.Default()) }
 
 // credKey is what a credential's cached values are kept by: the hash of
 // its JSON.
@@ -114,24 +105,24 @@ func credKey(c *Credential) [32]byte {
 	return sha256.Sum256(b)
 }
 
-// tokenSource returns the cached token source of Vertex credential c, or
-// makes one with mk.
-func (cl *Client) tokenSource(c *Credential, mk func() (oauth2.TokenSource, error)) (oauth2.TokenSource, error) {
+// cached returns the value *m keeps for credential c, or makes one with
+// mk and keeps it (past maxCached values, *m starts anew). mu guards *m.
+func cached[V any](mu *sync.Mutex, m *map[[32]byte]V, c *Credential, mk func() (V, error)) (V, error) {
 	key := credKey(c)
-	cl.mu.Lock()
-	defer cl.mu.Unlock()
-	if ts, ok := cl.tokens[key]; ok {
-		return ts, nil
+	mu.Lock()
+	defer mu.Unlock()
+	if v, ok := (*m)[key]; ok {
+		return v, nil
 	}
-	ts, err := mk()
+	v, err := mk()
 	if err != nil {
-		return nil, err
+		return v, err
 	}
-	if cl.tokens == nil || len(cl.tokens) >= maxTokenSources {
-		cl.tokens = make(map[[32]byte]oauth2.TokenSource)
+	if *m == nil || len(*m) >= maxCached {
+		*m = make(map[[32]byte]V)
 	}
-	cl.tokens[key] = ts
-	return ts, nil
+	(*m)[key] = v
+	return v, nil
 }
 
 // errorAnswer is an answer in the Anthropic error shape, with the error
@@ -154,12 +145,6 @@ func typedErrorAnswer(status int, typ, msg string) *http.Response {
 func errorEvent(typ, msg string) []byte {
 	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": typ, "message": msg}})
 	return append(append([]byte("event: error\ndata: "), b...), "\n\n"...)
-}
-
-// unsupported refuses a call the cloud has no equivalent of.
-func unsupported(what, kind string) *http.Response {
-	return errorAnswer(http.StatusBadRequest,
-		fmt.Sprintf("%s is not available when this box's calls are paid through %s.", what, Name(kind)))
 }
 
 // unknownModel refuses a model the cloud has no id for here.
@@ -198,8 +183,8 @@ func readError(resp *http.Response) []byte {
 	return b
 }
 
-// ctxClient is the http.Client the token source uses: the Client's
-// transport, no redirect, a bound on time.
+// httpClient is the http.Client the token source and STS use: the
+// Client's transport, no redirect, a bound on time.
 func (cl *Client) httpClient() *http.Client {
 	return &http.Client{
 		Transport:     cl.transport(),
@@ -208,26 +193,32 @@ func (cl *Client) httpClient() *http.Client {
 	}
 }
 
-// withClient returns ctx carrying the Client's http.Client for oauth2.
-func (cl *Client) withClient(ctx context.Context) context.Context {
-	return context.WithValue(ctx, oauth2.HTTPClient, cl.httpClient())
-}
-
-// send makes the call to model that build makes for betas (build
-// returns the request and the body that names the betas, for
-// betaRefused), without them when the model refused them before. A model
-// that refuses the betas gets the call once more without any, and none
-// from then on. An answer other than 200 comes back with its body read
-// into errBody.
-func (cl *Client) send(c *Credential, model string, betas []string, build func(betas []string) (*http.Request, []byte, error)) (resp *http.Response, errBody []byte, err error) {
+// send makes the call to model at u for betas, without them when the
+// model refused them before. build returns the body to send for betas
+// and the body that names them (for betaRefused); sign puts the call's
+// credential, and the betas when they go in a header, in its request. A
+// model that refuses the betas gets the call once more without any, and
+// none from then on. An answer other than 200 comes back with its body
+// read into errBody.
+func (cl *Client) send(ctx context.Context, c *Credential, u *url.URL, model string, betas []string,
+	build func(betas []string) (body, sent []byte, err error),
+	sign func(req *http.Request, body []byte, betas []string) error) (resp *http.Response, errBody []byte, err error) {
 	key := betaKey(c, model, betas)
 	if len(betas) > 0 && cl.takesNoBetas(key) {
 		betas = nil
 	}
 	refused := false // the call is being made again without the betas the cloud refused
 	for {
-		req, sent, err := build(betas)
+		body, sent, err := build(betas)
 		if err != nil {
+			return nil, nil, err
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
+		if err != nil {
+			return nil, nil, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if err := sign(req, body, betas); err != nil {
 			return nil, nil, err
 		}
 		resp, err := cl.transport().RoundTrip(req)
@@ -266,13 +257,4 @@ func (c *Credential) modelURL(public func(region string) string, prefix, model, 
 	u.Path = prefix + model + action
 	u.RawPath = prefix + url.PathEscape(model) + action
 	return u, nil
-}
-
-// postJSON is a POST of the JSON body to u.
-func postJSON(ctx context.Context, u *url.URL, body []byte) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
-	if err == nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	return req, err
 }

@@ -211,17 +211,23 @@ func (c *Credential) checkBedrock() error {
 	if c.ExternalID != "" && (len(c.ExternalID) < 2 || len(c.ExternalID) > 1224 || !externalIDRE.MatchString(c.ExternalID)) {
 		return errors.New("external_id is 2 to 1224 letters, digits or +=,.@:/_-")
 	}
-	if c.STSEndpoint != "" {
-		u, err := checkHTTPS(c.STSEndpoint, false)
-		if err != nil {
-			return fmt.Errorf("sts_endpoint: %w", err)
-		}
-		c.STSEndpoint = u.String()
+	if err := checkHTTPS("sts_endpoint", &c.STSEndpoint, false); err != nil {
+		return err
 	}
 	if c.Profile != "" && !slices.Contains(Profiles, c.Profile) {
 		return fmt.Errorf("profile is the cross-region inference profile built-in model ids are sent through: one of %s", strings.Join(Profiles, ", "))
 	}
 	return nil
+}
+
+// serviceAccount is what the broker reads of a service account's JSON key.
+type serviceAccount struct {
+	Type         string `json:"type"`
+	ProjectID    string `json:"project_id"`
+	ClientEmail  string `json:"client_email"`
+	PrivateKeyID string `json:"private_key_id"`
+	PrivateKey   string `json:"private_key"`
+	TokenURI     string `json:"token_uri"`
 }
 
 func (c *Credential) checkVertex() error {
@@ -235,13 +241,7 @@ func (c *Credential) checkVertex() error {
 	if len(c.ServiceAccount) == 0 {
 		return errors.New("the vertex credential needs service_account, the service account's JSON key as Google Cloud gives it")
 	}
-	var sa struct {
-		Type        string `json:"type"`
-		ProjectID   string `json:"project_id"`
-		ClientEmail string `json:"client_email"`
-		PrivateKey  string `json:"private_key"`
-		TokenURI    string `json:"token_uri"`
-	}
+	var sa serviceAccount
 	if err := json.Unmarshal(c.ServiceAccount, &sa); err != nil {
 		return errors.New("service_account is not a JSON object (the service account's key file)")
 	}
@@ -251,10 +251,8 @@ func (c *Credential) checkVertex() error {
 	if sa.ClientEmail == "" || sa.PrivateKey == "" {
 		return errors.New("service_account needs client_email and private_key")
 	}
-	if sa.TokenURI != "" {
-		if _, err := checkHTTPS(sa.TokenURI, true); err != nil {
-			return fmt.Errorf("service_account's token_uri: %w", err)
-		}
+	if err := checkHTTPS("service_account's token_uri", &sa.TokenURI, true); err != nil {
+		return err
 	}
 	cfg, err := google.JWTConfigFromJSON(c.ServiceAccount, Scope)
 	if err != nil {
@@ -279,12 +277,8 @@ func (c *Credential) checkVertex() error {
 }
 
 func (c *Credential) checkCommon() error {
-	if c.Endpoint != "" {
-		u, err := checkHTTPS(c.Endpoint, false)
-		if err != nil {
-			return fmt.Errorf("endpoint: %w", err)
-		}
-		c.Endpoint = u.String()
+	if err := checkHTTPS("endpoint", &c.Endpoint, false); err != nil {
+		return err
 	}
 	if len(c.Models) > 256 {
 		return errors.New("models maps at most 256 model names")
@@ -305,20 +299,27 @@ func (c *Credential) checkCommon() error {
 	return nil
 }
 
-// checkHTTPS parses an https URL with a host and no credentials, query or
-// fragment (a path only when path is true), without echoing it.
-func checkHTTPS(raw string, path bool) (*url.URL, error) {
-	u, err := url.Parse(raw)
+// checkHTTPS checks that *v, when set, is an https URL with a host and
+// no credentials, query or fragment (a path only when path is true),
+// without echoing it; its error names field. Without path, *v becomes
+// the URL as a base URL (with no trailing slash).
+func checkHTTPS(field string, v *string, path bool) error {
+	if *v == "" {
+		return nil
+	}
+	u, err := url.Parse(*v)
 	if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
-		return nil, errors.New("is an https URL with a host and no credentials, query or fragment")
+		return errors.New(field + ": is an https URL with a host and no credentials, query or fragment")
 	}
-	if !path && strings.Trim(u.Path, "/") != "" {
-		return nil, errors.New("is an https base URL with no path")
+	if path {
+		return nil
 	}
-	if !path {
-		u.Path = ""
+	if strings.Trim(u.Path, "/") != "" {
+		return errors.New(field + ": is an https base URL with no path")
 	}
-	return u, nil
+	u.Path = ""
+	*v = u.String()
+	return nil
 }
 
 func printable(s string, max int) bool {
@@ -342,10 +343,7 @@ func (c *Credential) Secrets() []string {
 	if c.Kind == KindBedrock {
 		return []string{c.AccessKeyID, c.SecretAccessKey, c.SessionToken}
 	}
-	var sa struct {
-		PrivateKeyID string `json:"private_key_id"`
-		PrivateKey   string `json:"private_key"`
-	}
+	var sa serviceAccount
 	_ = json.Unmarshal(c.ServiceAccount, &sa)
 	out := []string{sa.PrivateKeyID}
 	for _, line := range strings.FieldsFunc(sa.PrivateKey, func(r rune) bool { return r == '\n' || r == '\r' }) {

@@ -85,35 +85,27 @@ func stsRefusal(code string, err error) *http.Response {
 // AssumeRole provider, whose STS client goes through the Client's
 // http.Client (its transport, TLS verified, no redirect).
 func (cl *Client) roleSessions(c *Credential, base aws.Credentials) *aws.CredentialsCache {
-	key := credKey(c)
-	cl.mu.Lock()
-	defer cl.mu.Unlock()
-	if rc, ok := cl.roles[key]; ok {
-		return rc
-	}
-	opts := sts.Options{
-		Region:      c.Region,
-		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) { return base, nil }),
-		HTTPClient:  cl.httpClient(),
-		// No retry: the box's call waits on this one, and the pool fails
-		// over on its refusal.
-		Retryer: aws.NopRetryer{},
-	}
-	if c.STSEndpoint != "" {
-		opts.BaseEndpoint = aws.String(c.STSEndpoint)
-	}
-	prov := stscreds.NewAssumeRoleProvider(sts.New(opts), c.RoleARN, func(o *stscreds.AssumeRoleOptions) {
-		o.RoleSessionName = RoleSessionName
-		o.Duration = roleSessionDuration
-		if c.ExternalID != "" {
-			o.ExternalID = aws.String(c.ExternalID)
+	rc, _ := cached(&cl.mu, &cl.roles, c, func() (*aws.CredentialsCache, error) {
+		opts := sts.Options{
+			Region:      c.Region,
+			Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) { return base, nil }),
+			HTTPClient:  cl.httpClient(),
+			// No retry: the box's call waits on this one, and the pool
+			// fails over on its refusal.
+			Retryer: aws.NopRetryer{},
 		}
+		if c.STSEndpoint != "" {
+			opts.BaseEndpoint = aws.String(c.STSEndpoint)
+		}
+		prov := stscreds.NewAssumeRoleProvider(sts.New(opts), c.RoleARN, func(o *stscreds.AssumeRoleOptions) {
+			o.RoleSessionName = RoleSessionName
+			o.Duration = roleSessionDuration
+			if c.ExternalID != "" {
+				o.ExternalID = aws.String(c.ExternalID)
+			}
+		})
+		return aws.NewCredentialsCache(prov, func(o *aws.CredentialsCacheOptions) { o.ExpiryWindow = RoleRefreshWindow }), nil
 	})
-	rc := aws.NewCredentialsCache(prov, func(o *aws.CredentialsCacheOptions) { o.ExpiryWindow = RoleRefreshWindow })
-	if cl.roles == nil || len(cl.roles) >= maxTokenSources {
-		cl.roles = make(map[[32]byte]*aws.CredentialsCache)
-	}
-	cl.roles[key] = rc
 	return rc
 }
 

@@ -2,15 +2,13 @@ package cloud
 
 import (
 	"context"
-	"crypto/rsa"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 
+	"github.com/golang-jwt/jwt/v5"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/google"
 
@@ -32,23 +30,12 @@ func VertexEndpoint(region string) string {
 }
 
 // checkPrivateKey reports whether the service account's private_key is an
-// RSA key in PEM, as Google issues them.
+// RSA key in PEM (PKCS #8 or #1), as Google issues them.
 func checkPrivateKey(pemKey []byte) error {
-	bad := errors.New("service_account's private_key is not an RSA private key in PEM (-----BEGIN PRIVATE KEY-----)")
-	block, _ := pem.Decode(pemKey)
-	if block == nil {
-		return bad
+	if _, err := jwt.ParseRSAPrivateKeyFromPEM(pemKey); err != nil {
+		return errors.New("service_account's private_key is not an RSA private key in PEM (-----BEGIN PRIVATE KEY-----)")
 	}
-	if k, err := x509.ParsePKCS8PrivateKey(block.Bytes); err == nil {
-		if _, ok := k.(*rsa.PrivateKey); ok {
-			return nil
-		}
-		return bad
-	}
-	if _, err := x509.ParsePKCS1PrivateKey(block.Bytes); err == nil {
-		return nil
-	}
-	return bad
+	return nil
 }
 
 // vertex makes call on Vertex AI: Messages as rawPredict or
@@ -82,7 +69,7 @@ func (cl *Client) vertex(ctx context.Context, c *Credential, call Call, made fun
 		return nil, err
 	}
 
-	ts, err := cl.tokenSource(c, func() (oauth2.TokenSource, error) {
+	ts, err := cached(&cl.mu, &cl.tokens, c, func() (oauth2.TokenSource, error) {
 		cfg, err := google.JWTConfigFromJSON(c.ServiceAccount, Scope)
 		if err != nil {
 			return nil, errors.New("vertex: the service account's key does not read")
@@ -90,7 +77,7 @@ func (cl *Client) vertex(ctx context.Context, c *Credential, call Call, made fun
 		// The token source is kept beyond this call: its context is the
 		// Client's, not the call's. It is an oauth2.ReuseTokenSource:
 		// one token at a time is fetched, and kept until near its expiry.
-		return cfg.TokenSource(cl.withClient(context.Background())), nil
+		return cfg.TokenSource(context.WithValue(context.Background(), oauth2.HTTPClient, cl.httpClient())), nil
 	})
 	if err != nil {
 		return nil, err
@@ -106,20 +93,15 @@ func (cl *Client) vertex(ctx context.Context, c *Credential, call Call, made fun
 	}
 	made(tok.AccessToken)
 
-	resp, b, err := cl.send(c, id, c.sentBetas(call, f.bodyBeta), func(betas []string) (*http.Request, []byte, error) {
-		body, err := f.body(nil)
-		if err != nil {
-			return nil, nil, err
-		}
-		req, err := postJSON(ctx, u, body)
-		if err != nil {
-			return nil, nil, err
-		}
+	resp, b, err := cl.send(ctx, c, u, id, c.sentBetas(call, f.bodyBeta), func([]string) (body, sent []byte, err error) {
+		body, err = f.body(nil)
+		return body, body, err
+	}, func(req *http.Request, _ []byte, betas []string) error {
 		req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
 		if len(betas) > 0 {
 			req.Header.Set("Anthropic-Beta", strings.Join(betas, ","))
 		}
-		return req, body, nil
+		return nil
 	})
 	switch {
 	case err != nil:

@@ -40,11 +40,7 @@ func IDKind(name string) string {
 			continue
 		}
 		for _, f := range Families {
-			word := strings.TrimSuffix(f.Segment, "s")
-			if f.Kind == store.ResourceSandbox {
-				word = "sandbox"
-			}
-			if strings.HasSuffix(base, word) {
+			if strings.HasSuffix(base, f.Kind) { // the kind's name is its word
 				return f.Kind
 			}
 		}

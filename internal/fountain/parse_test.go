@@ -86,3 +86,31 @@ func TestConversationID(t *testing.T) {
 		}
 	}
 }
+
+// TestIDKind: a name ending in a kind's word, then nothing, "s", "es",
+// "id" or "ids" (in any case, "_" and "-" ignored), names that kind.
+func TestIDKind(t *testing.T) {
+	tests := []struct {
+		name, want string
+	}{
+		{"sandbox_id", "sandbox"},
+		{"sandboxIds", "sandbox"},
+		{"sandboxes", "sandbox"},
+		{"Sandbox-ID", "sandbox"},
+		{"conversation", "conversation"},
+		{"parent_conversation_id", "conversation"},
+		{"conversations", "conversation"},
+		{"vaults", "vault"},
+		{"vault_ids", "vault"},
+		{"id", ""},
+		{"sandboxed", ""},
+		{"vaulting", ""},
+		{"prompt", ""},
+		{"", ""},
+	}
+	for _, tt := range tests {
+		if got := IDKind(tt.name); got != tt.want {
+			t.Errorf("IDKind(%q) = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}

@@ -5,20 +5,26 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 
+	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/cloud"
 	"github.com/intentius/boxbroker/internal/proxy"
 )
 
-// setCredential puts an Anthropic credential in the outgoing headers. A
-// cloud credential (cloud.Is) goes in no header: cloudTransport signs the
-// call it makes in the cloud's form.
-func setCredential(h http.Header, cred []byte) {
-	if cloud.Is(cred) {
-		return
+// target points out at path and query of paid's upstream (upstream when
+// it names none) with paid's credential in its header. A cloud
+// credential (cloud.Is) goes in no header: cloudTransport signs the call
+// it makes in the cloud's form.
+func target(out *http.Request, paid capability.Paid, upstream *url.URL, path, query string) {
+	if !cloud.Is(paid.Credential) {
+		proxy.SetAnthropicCredential(out.Header, paid.Credential)
 	}
-	proxy.SetAnthropicCredential(h, cred)
+	if paid.Upstream != nil {
+		upstream = paid.Upstream
+	}
+	proxy.Target(out, upstream, path, query)
 }
 
 // CloudTransport returns the transport that makes a call of this
@@ -73,8 +79,11 @@ func (t *cloudTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // CloseIdleConnections passes on to the wrapped transport.
-func (t *cloudTransport) CloseIdleConnections() {
-	if ci, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+func (t *cloudTransport) CloseIdleConnections() { closeIdle(t.base) }
+
+// closeIdle closes rt's idle connections, when it keeps any.
+func closeIdle(rt http.RoundTripper) {
+	if ci, ok := rt.(interface{ CloseIdleConnections() }); ok {
 		ci.CloseIdleConnections()
 	}
 }
@@ -94,13 +103,22 @@ func cloudSecrets(cred []byte, made []string) []string {
 }
 
 // maskForms are the forms an answer is redacted of: the credential, and
-// for a cloud credential each of its secrets and each value made for the
-// call (a signature, an access token), as written or JSON- or
-// percent-escaped, each masked with as many asterisks.
-func maskForms(cred []byte, made []string) []proxy.Form {
+// each of secrets (cloudSecrets) as written or JSON- or percent-escaped,
+// each masked with as many asterisks.
+func maskForms(cred []byte, secrets []string) []proxy.Form {
 	forms := []proxy.Form{{Old: cred, New: bytes.Repeat([]byte("*"), len(cred))}}
-	for _, v := range cloudSecrets(cred, made) {
+	for _, v := range secrets {
 		forms = append(forms, proxy.Form{Old: []byte(v), New: bytes.Repeat([]byte("*"), len(v)), Escaped: true})
 	}
 	return forms
+}
+
+// removeValues deletes every header of h whose value holds cred or one
+// of secrets (proxy.RemoveValue), returning how many it removed.
+func removeValues(h http.Header, cred []byte, secrets []string) int {
+	n := proxy.RemoveValue(h, cred)
+	for _, v := range secrets {
+		n += proxy.RemoveValue(h, []byte(v))
+	}
+	return n
 }

@@ -189,12 +189,7 @@ func (f *failover) RoundTrip(req *http.Request) (*http.Response, error) {
 		rt := pf.retry
 		out = req.Clone(proxy.WithEntry(req.Context(), next.Entry))
 		out.Header = rt.header.Clone()
-		setCredential(out.Header, next.Credential)
-		upstream := next.Upstream
-		if upstream == nil {
-			upstream = f.upstream
-		}
-		proxy.Target(out, upstream, rt.path, rt.query)
+		target(out, next, f.upstream, rt.path, rt.query)
 		out.Body = newReplay(rt.body)
 		out.ContentLength = req.ContentLength
 	}
@@ -211,11 +206,7 @@ func readStart(resp *http.Response) []byte {
 }
 
 // CloseIdleConnections passes on to the wrapped transport.
-func (f *failover) CloseIdleConnections() {
-	if ci, ok := f.base.(interface{ CloseIdleConnections() }); ok {
-		ci.CloseIdleConnections()
-	}
-}
+func (f *failover) CloseIdleConnections() { closeIdle(f.base) }
 
 // poolRoute is the upstream limit a forwarded call on p (relative to
 // /llm/anthropic) counts against, for the pool's cooling.

@@ -216,12 +216,7 @@ func (c *Capability) rewrite(pr *httputil.ProxyRequest) {
 		rt.header, rt.path, rt.query = pr.Out.Header.Clone(), p, q
 	}
 	pf.path = p
-	setCredential(pr.Out.Header, pf.paid.Credential)
-	upstream := c.cfg.Upstream
-	if pf.paid.Upstream != nil {
-		upstream = pf.paid.Upstream
-	}
-	proxy.Target(pr.Out, upstream, p, q)
+	target(pr.Out, pf.paid, c.cfg.Upstream, p, q)
 }
 
 // modifyResponse keeps the credential out of the answer: a header that
@@ -231,11 +226,9 @@ func (c *Capability) rewrite(pr *httputil.ProxyRequest) {
 // events pass on as each ends (proxy.Redactor.PassEvents).
 func (c *Capability) modifyResponse(resp *http.Response) error {
 	pf := resp.Request.Context().Value(ctxKey{}).(*paidFor)
-	n := proxy.RemoveValue(resp.Header, pf.paid.Credential)
-	for _, v := range cloudSecrets(pf.paid.Credential, pf.made) {
-		n += proxy.RemoveValue(resp.Header, []byte(v))
-	}
-	if n > 0 {
+	cred := pf.paid.Credential
+	secrets := cloudSecrets(cred, pf.made)
+	if n := removeValues(resp.Header, cred, secrets); n > 0 {
 		c.cfg.Logger.Warn("inference: removed upstream response headers that repeated the credential", "headers", n)
 	}
 	// The payer header was set on the answer before the call was
@@ -255,19 +248,13 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 	if resp.Body == nil || resp.Body == http.NoBody {
 		return nil
 	}
-	cred := pf.paid.Credential
-	r := proxy.NewFormRedactor(resp.Body, maskForms(cred, pf.made))
+	r := proxy.NewFormRedactor(resp.Body, maskForms(cred, secrets))
 	if proxy.IsEventStream(resp.Header) {
 		r.PassEvents()
 	}
 	log := c.cfg.Logger
-	secrets := cloudSecrets(cred, pf.made)
 	r.OnEnd(func(replaced int) {
-		k := proxy.RemoveValue(resp.Trailer, cred)
-		for _, v := range secrets {
-			k += proxy.RemoveValue(resp.Trailer, []byte(v))
-		}
-		if k > 0 || replaced > 0 {
+		if k := removeValues(resp.Trailer, cred, secrets); k > 0 || replaced > 0 {
 			log.Warn("inference: masked the credential the upstream repeated in an answer", "body", replaced, "trailers", k)
 		}
 	})

@@ -81,17 +81,17 @@ func digits(s string) bool {
 
 func (g *GitHubApp) validate() error {
 	const k = KindGitHubApp
-	if err := required(k, "app_id", g.AppID.String()); err != nil {
-		return err
-	}
-	if !digits(g.AppID.String()) {
-		return &FieldError{Kind: k, Field: "app_id", Problem: "must be the app's numeric id"}
-	}
-	if err := required(k, "installation_id", g.InstallationID.String()); err != nil {
-		return err
-	}
-	if !digits(g.InstallationID.String()) {
-		return &FieldError{Kind: k, Field: "installation_id", Problem: "must be the installation's numeric id"}
+	for _, id := range []struct {
+		field string
+		v     numericID
+		of    string
+	}{{"app_id", g.AppID, "app"}, {"installation_id", g.InstallationID, "installation"}} {
+		if err := required(k, id.field, id.v.String()); err != nil {
+			return err
+		}
+		if !digits(id.v.String()) {
+			return &FieldError{Kind: k, Field: id.field, Problem: "must be the " + id.of + "'s numeric id"}
+		}
 	}
 	if err := required(k, "private_key", g.PrivateKey); err != nil {
 		return err
@@ -171,11 +171,8 @@ func (g *GitHubApp) mint(ctx context.Context, client *http.Client, now time.Time
 	if err != nil {
 		return Token{}, &UnreachableError{Kind: KindGitHubApp, Err: err}
 	}
-	if rl := rateLimited(KindGitHubApp, resp.StatusCode, resp.Header, now, true); rl != nil {
-		return Token{}, rl
-	}
-	if resp.StatusCode >= 400 && resp.StatusCode < 500 {
-		return Token{}, &RefusedError{Kind: KindGitHubApp, Status: resp.StatusCode}
+	if err := refusal(KindGitHubApp, resp.StatusCode, resp.Header, now, true, ""); err != nil {
+		return Token{}, err
 	}
 	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
 		return Token{}, &UnreachableError{Kind: KindGitHubApp, Err: fmt.Errorf("GitHub answered %d", resp.StatusCode)}

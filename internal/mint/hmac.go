@@ -10,11 +10,8 @@ import (
 	"encoding/hex"
 	"hash"
 	"net/http"
-	"net/textproto"
 	"strconv"
 	"time"
-
-	"golang.org/x/net/http/httpguts"
 )
 
 // What an hmac secret signs.
@@ -89,30 +86,17 @@ func (h *HMAC) validate() error {
 	if err := required(k, "header", h.Header); err != nil {
 		return err
 	}
-	if !httpguts.ValidHeaderFieldName(h.Header) {
-		return &FieldError{Kind: k, Field: "header", Problem: "is not a header name"}
+	if err := headerName(k, "header", &h.Header); err != nil {
+		return err
 	}
-	h.Header = textproto.CanonicalMIMEHeaderKey(h.Header)
-	switch h.Algorithm {
-	case "":
-		h.Algorithm = "sha256"
-	case "sha256", "sha512", "sha1":
-	default:
-		return &FieldError{Kind: k, Field: "algorithm", Problem: "must be sha256, sha512 or sha1"}
+	if err := oneOf(k, "algorithm", &h.Algorithm, "sha256", "sha256", "sha512", "sha1"); err != nil {
+		return err
 	}
-	switch h.Signs {
-	case "":
-		h.Signs = SignBody
-	case SignBody, SignCanonical:
-	default:
-		return &FieldError{Kind: k, Field: "sign", Problem: "must be body or canonical"}
+	if err := oneOf(k, "sign", &h.Signs, SignBody, SignBody, SignCanonical); err != nil {
+		return err
 	}
-	switch h.Encoding {
-	case "":
-		h.Encoding = "hex"
-	case "hex", "base64":
-	default:
-		return &FieldError{Kind: k, Field: "encoding", Problem: "must be hex or base64"}
+	if err := oneOf(k, "encoding", &h.Encoding, "hex", "hex", "base64"); err != nil {
+		return err
 	}
 	if err := headerSafe(k, "prefix", h.Prefix); err != nil {
 		return err
@@ -120,11 +104,7 @@ func (h *HMAC) validate() error {
 	if h.TimestampHeader == "" {
 		h.TimestampHeader = "X-Timestamp"
 	}
-	if !httpguts.ValidHeaderFieldName(h.TimestampHeader) {
-		return &FieldError{Kind: k, Field: "timestamp_header", Problem: "is not a header name"}
-	}
-	h.TimestampHeader = textproto.CanonicalMIMEHeaderKey(h.TimestampHeader)
-	return nil
+	return headerName(k, "timestamp_header", &h.TimestampHeader)
 }
 
 func (h *HMAC) newHash() func() hash.Hash {

@@ -21,11 +21,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/textproto"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/protocol"
+	"golang.org/x/net/http/httpguts"
 )
 
 // The kinds of secret this package makes values for. A secret of kind ""
@@ -176,6 +179,30 @@ func headerSafe(kind, field, v string) error {
 			return &FieldError{Kind: kind, Field: field, Problem: "holds a control character"}
 		}
 	}
+	return nil
+}
+
+// oneOf reports a *FieldError unless *v is one of allowed; an empty *v
+// becomes def ("" keeps it empty).
+func oneOf(kind, field string, v *string, def string, allowed ...string) error {
+	if *v == "" {
+		*v = def
+		return nil
+	}
+	if slices.Contains(allowed, *v) {
+		return nil
+	}
+	last := len(allowed) - 1
+	return &FieldError{Kind: kind, Field: field, Problem: "must be " + strings.Join(allowed[:last], ", ") + " or " + allowed[last]}
+}
+
+// headerName reports a *FieldError for a value that is not a header
+// name, and makes *v canonical.
+func headerName(kind, field string, v *string) error {
+	if !httpguts.ValidHeaderFieldName(*v) {
+		return &FieldError{Kind: kind, Field: field, Problem: "is not a header name"}
+	}
+	*v = textproto.CanonicalMIMEHeaderKey(*v)
 	return nil
 }
 

@@ -132,6 +132,23 @@ func rateLimited(kind string, status int, h http.Header, now time.Time, github b
 	return &RateLimitedError{Kind: kind, Status: status, Until: now.Add(wait)}
 }
 
+// refusal is the error of a token endpoint's answer with the given
+// status and header that gave no token: a *RateLimitedError (see
+// rateLimited), or for any other 4xx a *RefusedError with the OAuth
+// error code when it is plain; nil for any other answer.
+func refusal(kind string, status int, h http.Header, now time.Time, github bool, code string) error {
+	if rl := rateLimited(kind, status, h, now, github); rl != nil {
+		return rl
+	}
+	if status < 400 || status >= 500 {
+		return nil
+	}
+	if !plainCode(code) {
+		code = ""
+	}
+	return &RefusedError{Kind: kind, Status: status, Code: code}
+}
+
 type statusError int
 
 func (s statusError) Error() string { return fmt.Sprintf("the token endpoint answered %d", int(s)) }
@@ -481,7 +498,7 @@ func (m *Minter) mint(ctx context.Context, ref Ref, spec Minted) (Token, error) 
 		m.put(ref, cached{of: ref.Of, tok: tok, until: usableUntil(now, tok)})
 		prev.Failure, prev.ExpiresAt = "", tok.Expires
 		if tok.Refresh != "" && tok.Refresh != refresh {
-			if sealed, serr := m.sealRefresh(ref, tok.Refresh); serr == nil {
+			if sealed, serr := m.cfg.Keyring.Seal([]byte(tok.Refresh), RefreshAD(ref.Box, ref.Name)); serr == nil {
 				prev.Sealed = sealed
 			}
 		}
@@ -503,10 +520,6 @@ func (m *Minter) put(ref Ref, c cached) {
 // RefreshAD is the additional data a kept refresh token is sealed with,
 // so that it opens for no other row.
 func RefreshAD(box, name string) string { return "secret-refresh:" + box + "/" + name }
-
-func (m *Minter) sealRefresh(ref Ref, refresh string) ([]byte, error) {
-	return m.cfg.Keyring.Seal([]byte(refresh), RefreshAD(ref.Box, ref.Name))
-}
 
 // state is ref's kept state, or a new one when none is kept for this
 // configuration.

@@ -65,8 +65,8 @@ func (o *OAuth2) validate() error {
 	if err := required(k, "client_id", o.ClientID); err != nil {
 		return err
 	}
-	for f, v := range map[string]string{"client_id": o.ClientID, "client_secret": o.ClientSecret, "refresh_token": o.RefreshToken} {
-		if err := headerSafe(k, f, v); err != nil {
+	for _, f := range []struct{ name, v string }{{"client_id", o.ClientID}, {"client_secret", o.ClientSecret}, {"refresh_token", o.RefreshToken}} {
+		if err := headerSafe(k, f.name, f.v); err != nil {
 			return err
 		}
 	}
@@ -88,10 +88,8 @@ func (o *OAuth2) validate() error {
 	default:
 		return &FieldError{Kind: k, Field: "grant", Problem: "must be refresh_token or client_credentials"}
 	}
-	switch o.AuthStyle {
-	case "", "basic", "body":
-	default:
-		return &FieldError{Kind: k, Field: "auth_style", Problem: "must be basic or body"}
+	if err := oneOf(k, "auth_style", &o.AuthStyle, "", "basic", "body"); err != nil {
+		return err
 	}
 	for _, s := range o.Scopes {
 		if !scopeRE.MatchString(s) {
@@ -128,21 +126,12 @@ func (o *OAuth2) mint(ctx context.Context, client *http.Client, now time.Time, r
 	}
 	var re *oauth2.RetrieveError
 	if errors.As(err, &re) {
+		status, h := 0, http.Header(nil)
 		if re.Response != nil {
-			if rl := rateLimited(KindOAuth2, re.Response.StatusCode, re.Response.Header, now, false); rl != nil {
-				return Token{}, rl
-			}
+			status, h = re.Response.StatusCode, re.Response.Header
 		}
-		if re.Response != nil && re.Response.StatusCode >= 400 && re.Response.StatusCode < 500 {
-			code := re.ErrorCode
-			if !plainCode(code) {
-				code = ""
-			}
-			return Token{}, &RefusedError{Kind: KindOAuth2, Status: re.Response.StatusCode, Code: code}
-		}
-		status := 0
-		if re.Response != nil {
-			status = re.Response.StatusCode
+		if err := refusal(KindOAuth2, status, h, now, false, re.ErrorCode); err != nil {
+			return Token{}, err
 		}
 		return Token{}, &UnreachableError{Kind: KindOAuth2, Err: statusError(status)}
 	}

@@ -40,7 +40,6 @@ import (
 // standInEvents are the Anthropic stream events both stand-ins answer
 // with, text holding what the answer says.
 func standInEvents(model, text string) []string {
-	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
 	return []string{
 		`{"type":"message_start","message":{"id":"msg_cloud","type":"message","role":"assistant","model":` + q(model) + `,"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":12,"output_tokens":1}}}`,
 		`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
@@ -53,8 +52,21 @@ func standInEvents(model, text string) []string {
 }
 
 func standInMessage(model, text string) string {
-	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
 	return `{"id":"msg_cloud","type":"message","role":"assistant","model":` + q(model) + `,"content":[{"type":"text","text":` + q(text) + `}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":12,"output_tokens":6}}`
+}
+
+// q is s as a JSON string.
+func q(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// refused counts a refusal in bad and answers it: status, body, and a
+// Content-Type of contentType ("" for none).
+func refused(w http.ResponseWriter, bad *atomic.Int64, status int, contentType string, body []byte) {
+	bad.Add(1)
+	if contentType != "" {
+		w.Header().Set("Content-Type", contentType)
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
 }
 
 // Bedrock answers as Bedrock's runtime does, after checking what it
@@ -103,12 +115,9 @@ type Bedrock struct {
 }
 
 func (s *Bedrock) fail(w http.ResponseWriter, status int, code, msg string) {
-	s.Bad.Add(1)
 	w.Header().Set("X-Amzn-Errortype", code+":http://internal.amazon.com/coral/com.amazon.bedrock/")
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
 	b, _ := json.Marshal(map[string]string{"message": msg})
-	_, _ = w.Write(b)
+	refused(w, &s.Bad, status, "application/json", b)
 }
 
 func (s *Bedrock) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -86,13 +86,10 @@ type assumeRoleResponse struct {
 }
 
 func (s *STS) refuse(w http.ResponseWriter, status int, code, msg string) {
-	s.Bad.Add(1)
 	e := stsErrorResponse{NS: stsNS, RequestID: "standin-request"}
 	e.Error.Type, e.Error.Code, e.Error.Message = "Sender", code, msg
 	b, _ := xml.Marshal(e)
-	w.Header().Set("Content-Type", "text/xml")
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
+	refused(w, &s.Bad, status, "text/xml", b)
 }
 
 func (s *STS) serve(w http.ResponseWriter, r *http.Request, body []byte) {

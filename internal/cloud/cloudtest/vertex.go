@@ -163,12 +163,9 @@ func (s *Vertex) betasTaken(w http.ResponseWriter, r *http.Request, model string
 	}
 	for _, b := range list {
 		if named && !slices.Contains(allow, b) {
-			s.Bad.Add(1)
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusBadRequest)
 			msg := "Unexpected value(s) `" + b + "` for the `anthropic-beta` header. Please consult our documentation at docs.claude.com or try again without the header."
 			e, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": "invalid_request_error", "message": msg}})
-			_, _ = w.Write(e)
+			refused(w, &s.Bad, http.StatusBadRequest, "application/json", e)
 			return false
 		}
 	}
@@ -179,19 +176,14 @@ func (s *Vertex) betasTaken(w http.ResponseWriter, r *http.Request, model string
 // issues an access token.
 func (s *Vertex) token(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil || r.PostForm.Get("grant_type") != "urn:ietf:params:oauth:grant-type:jwt-bearer" {
-		s.Bad.Add(1)
-		w.WriteHeader(http.StatusBadRequest)
-		_, _ = io.WriteString(w, `{"error":"unsupported_grant_type"}`)
+		refused(w, &s.Bad, http.StatusBadRequest, "", []byte(`{"error":"unsupported_grant_type"}`))
 		return
 	}
 	claims := jwt.MapClaims{}
 	_, err := jwt.ParseWithClaims(r.PostForm.Get("assertion"), claims, func(*jwt.Token) (any, error) { return s.pub, nil },
 		jwt.WithValidMethods([]string{"RS256"}), jwt.WithIssuer(s.Email), jwt.WithAudience(s.URL+"/token"), jwt.WithExpirationRequired(), jwt.WithIssuedAt())
 	if err != nil || claims["scope"] != "https://www.googleapis.com/auth/cloud-platform" {
-		s.Bad.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusBadRequest)
-		_, _ = io.WriteString(w, `{"error":"invalid_grant","error_description":"Invalid JWT Signature."}`)
+		refused(w, &s.Bad, http.StatusBadRequest, "application/json", []byte(`{"error":"invalid_grant","error_description":"Invalid JWT Signature."}`))
 		return
 	}
 	n := s.Minted.Add(1)
@@ -205,9 +197,6 @@ func (s *Vertex) token(w http.ResponseWriter, r *http.Request) {
 
 // refuse answers a Google API error and counts it.
 func (s *Vertex) refuse(w http.ResponseWriter, code int, status, msg string) {
-	s.Bad.Add(1)
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
 	b, _ := json.Marshal(map[string]any{"error": map[string]any{"code": code, "message": msg, "status": status}})
-	_, _ = w.Write(b)
+	refused(w, &s.Bad, code, "application/json", b)
 }
