@@ -54,18 +54,17 @@ func Asked(header, body []string) []string {
 	var seen map[string]bool // past a few betas, for the duplicates
 	add := func(b string) {
 		b = strings.TrimSpace(b)
-		switch {
-		case b == "" || seen[b]:
+		if b == "" {
 			return
-		case seen == nil && len(list) < 16:
-			if slices.Contains(list, b) {
-				return
-			}
-		case seen == nil:
+		}
+		if seen == nil && len(list) >= 16 {
 			seen = make(map[string]bool, 2*len(list))
 			for _, x := range list {
 				seen[x] = true
 			}
+		}
+		if seen[b] || seen == nil && slices.Contains(list, b) {
+			return
 		}
 		if seen != nil {
 			seen[b] = true

@@ -320,6 +320,9 @@ func TestAsked(t *testing.T) {
 		{[]string{"a, b", "c,a"}, []string{"b", " d "}, "a,b,c,d"},
 		{nil, []string{"x", "x"}, "x"},
 		{[]string{strings.Join(many, ",")}, many, strings.Join(many[:20], ",")},
+		// The 17th, which begins the map of those seen, repeats one of
+		// the first 16: it is kept once.
+		{[]string{strings.Join(many[:16], ",")}, []string{"b-0", "b-16", "b-1"}, strings.Join(many[:17], ",")},
 	}
 	for _, tt := range tests {
 		if got := strings.Join(Asked(tt.header, tt.body), ","); got != tt.want {
