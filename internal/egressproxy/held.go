@@ -142,38 +142,28 @@ func (p *Proxy) release(h *held) {
 	}
 }
 
-// refreshCA reads the CA again every CARefresh until ctx ends, and logs
-// its Warning, if any, once a day.
-func (p *Proxy) refreshCA(ctx context.Context) {
-	tick := time.NewTicker(p.cfg.CARefresh)
-	defer tick.Stop()
-	var warned time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			if err := p.cfg.CA.Refresh(ctx); err != nil && ctx.Err() == nil {
-				p.log.Warn("proxy: read the CA again", "err", err)
-			}
-			if w := p.cfg.CA.Warning(); w != "" && p.cfg.Now().Sub(warned) >= 24*time.Hour {
-				p.log.Warn("proxy: " + w)
-				warned = p.cfg.Now()
-			}
-		}
+// refreshCA reads the CA again, to follow a rotation, and logs its
+// Warning, if any, once a day (warned is when it last did).
+func (p *Proxy) refreshCA(ctx context.Context, warned *time.Time) {
+	if err := p.cfg.CA.Refresh(ctx); err != nil && ctx.Err() == nil {
+		p.log.Warn("proxy: read the CA again", "err", err)
+	}
+	if w := p.cfg.CA.Warning(); w != "" && p.cfg.Now().Sub(*warned) >= 24*time.Hour {
+		p.log.Warn("proxy: " + w)
+		*warned = p.cfg.Now()
 	}
 }
 
-// recheckEvery runs recheck every Recheck until ctx ends.
-func (p *Proxy) recheckEvery(ctx context.Context) {
-	tick := time.NewTicker(p.cfg.Recheck)
+// every runs f every d until ctx ends.
+func every(ctx context.Context, d time.Duration, f func()) {
+	tick := time.NewTicker(d)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			p.recheck(ctx)
+			f()
 		}
 	}
 }

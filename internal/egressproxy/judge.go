@@ -135,14 +135,7 @@ func (p *Proxy) judgePassthrough(adm *broker.Admission, secs []store.Secret, to 
 // scheme, host and port.
 func pinnedTo(base string, to target) bool {
 	u, err := protocol.ParseSecretHost(base)
-	if err != nil || u.Scheme != to.scheme {
-		return false
-	}
-	port := u.Port()
-	if port == "" {
-		port = defaultPort(u.Scheme)
-	}
-	return strings.EqualFold(u.Hostname(), to.host) && port == to.port
+	return err == nil && u.Scheme == to.scheme && sameHost(u.Host, to)
 }
 
 func defaultPort(scheme string) string {
