@@ -422,11 +422,7 @@ func (c *Capability) Forward(w http.ResponseWriter, r *http.Request, box, token 
 		// The path checks first, so that a rule is matched only against
 		// a path the broker would send.
 		if _, _, err := joinPath(base, tail); err != nil {
-			var pe *pathError
-			if errors.As(err, &pe) {
-				return capability.Refuse(capability.ReasonInvalid, "%s", pe.msg)
-			}
-			return err
+			return capability.Refuse(capability.ReasonInvalid, "%s", err) // a *pathError, for the box
 		}
 		if err := c.checkRules(r, box, token, sec, tail); err != nil {
 			return err
@@ -448,12 +444,8 @@ func (c *Capability) Forward(w http.ResponseWriter, r *http.Request, box, token 
 		return capability.Unavailable(err)
 	}
 	target, err := outbound(base, tail, r.URL.RawQuery, token, f.value)
-	var pe *pathError
-	if errors.As(err, &pe) {
-		return capability.Refuse(capability.ReasonInvalid, "%s", pe.msg)
-	}
 	if err != nil {
-		return err
+		return capability.Refuse(capability.ReasonInvalid, "%s", err) // a *pathError, for the box
 	}
 	f.target, f.addr = target, dialAddr(target)
 	if r.ContentLength > c.cfg.MaxBody {

@@ -1,10 +1,9 @@
 package egress
 
 import (
-	"compress/gzip"
 	"context"
 	"errors"
-	"io"
+	"math"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -157,7 +156,9 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 	f.set.RedactHeader(resp.Trailer)
 	resp.Header.Del("Content-Encoding") // identity, or decoded below
 	if dec == "gzip" {
-		resp.Body = &gunzip{src: resp.Body}
+		// Decoded as it streams, so an empty or HEAD answer is not read,
+		// and unbounded: the answer is never held whole.
+		resp.Body = proxy.Gunzip(resp.Body, math.MaxInt64)
 		resp.Header.Del("Content-Length")
 		resp.ContentLength = -1
 	}
@@ -171,25 +172,6 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 	})
 	return nil
 }
-
-// gunzip decodes a gzip body lazily, so an empty or HEAD answer is not read.
-type gunzip struct {
-	src io.ReadCloser
-	zr  *gzip.Reader
-}
-
-func (g *gunzip) Read(p []byte) (int, error) {
-	if g.zr == nil {
-		zr, err := gzip.NewReader(g.src)
-		if err != nil {
-			return 0, err
-		}
-		g.zr = zr
-	}
-	return g.zr.Read(p)
-}
-
-func (g *gunzip) Close() error { return g.src.Close() }
 
 func (c *Capability) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
 	f := flightOf(r.Context())

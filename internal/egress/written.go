@@ -52,10 +52,13 @@ const (
 // Hosts are told apart by name alone, not by scheme or port: two
 // services on one name often share their state.
 type written struct {
-	mu    sync.Mutex                      // guards hosts and swept
-	hosts map[string]map[string]*boxWrote // host name → box → what was written for it
-	swept time.Time                       // when every entry's ends were last judged
+	mu    sync.Mutex            // guards boxes and swept
+	boxes map[hostBox]*boxWrote // what was written to a host for a box
+	swept time.Time             // when every entry's ends were last judged
 }
+
+// hostBox names a host, by hostKey, and a box.
+type hostBox struct{ host, box string }
 
 // boxWrote is what the broker wrote to one host for one box.
 type boxWrote struct {
@@ -92,18 +95,13 @@ func (w *written) entryLocked(host, box, name string, now time.Time) (*boxWrote,
 	if now.Sub(w.swept) >= sweepEvery {
 		w.sweepLocked(now)
 	}
-	if w.hosts == nil {
-		w.hosts = map[string]map[string]*boxWrote{}
+	if w.boxes == nil {
+		w.boxes = map[hostBox]*boxWrote{}
 	}
-	boxes := w.hosts[host]
-	if boxes == nil {
-		boxes = map[string]*boxWrote{}
-		w.hosts[host] = boxes
-	}
-	b := boxes[box]
+	b := w.boxes[hostBox{host, box}]
 	if b == nil {
 		b = &boxWrote{secs: map[string]*wrote{}}
-		boxes[box] = b
+		w.boxes[hostBox{host, box}] = b
 	}
 	e := b.secs[name]
 	if e == nil {
@@ -117,20 +115,15 @@ func (w *written) entryLocked(host, box, name string, now time.Time) (*boxWrote,
 // entry left holding nothing.
 func (w *written) sweepLocked(now time.Time) {
 	w.swept = now
-	for host, boxes := range w.hosts {
-		for box, b := range boxes {
-			for name, e := range b.secs {
-				e.values, e.signed = live(e.values, now), live(e.signed, now)
-				if len(e.values) == 0 && len(e.signed) == 0 && e.ref == nil {
-					delete(b.secs, name)
-				}
-			}
-			if len(b.secs) == 0 {
-				delete(boxes, box)
+	for k, b := range w.boxes {
+		for name, e := range b.secs {
+			e.values, e.signed = live(e.values, now), live(e.signed, now)
+			if len(e.values) == 0 && len(e.signed) == 0 && e.ref == nil {
+				delete(b.secs, name)
 			}
 		}
-		if len(boxes) == 0 {
-			delete(w.hosts, host)
+		if len(b.secs) == 0 {
+			delete(w.boxes, k)
 		}
 	}
 }
@@ -201,7 +194,7 @@ func (w *written) signed(host, box, name string, made []string, until, now time.
 func (w *written) gen(host, box string) uint64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if b := w.hosts[host][box]; b != nil {
+	if b := w.boxes[hostBox{host, box}]; b != nil {
 		return b.gen
 	}
 	return 0
@@ -212,7 +205,7 @@ func (w *written) gen(host, box string) uint64 {
 func (w *written) mine(host, box string, now time.Time) (values []string, refs []mint.Ref, gen uint64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	b := w.hosts[host][box]
+	b := w.boxes[hostBox{host, box}]
 	if b == nil {
 		return nil, nil, 0
 	}
@@ -234,7 +227,7 @@ func (w *written) signatures(host, box string, now time.Time) []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var out []string
-	if b := w.hosts[host][box]; b != nil {
+	if b := w.boxes[hostBox{host, box}]; b != nil {
 		for _, e := range b.secs {
 			e.signed = live(e.signed, now)
 			for _, v := range e.signed {
