@@ -114,24 +114,22 @@ func decoding(values []string) (string, error) {
 // errUpgraded is a 101 answer, which egress does not carry.
 var errUpgraded = errors.New("egress: the host switched protocols")
 
-// redactHeader puts the box's own forms in place of the value's in h, and
-// points links at the secret's host back at the broker. It returns how
-// many headers held the value.
-func (f *flight) redactHeader(h http.Header) int {
-	n := f.set.RedactHeader(h)
+// redactHeader puts the box's own forms in place of the value's in h,
+// the headers of an answer (what names it in the log line, which says
+// how many held the value), and points links at the secret's host back
+// at the broker.
+func (c *Capability) redactHeader(f *flight, h http.Header, what string) {
+	if n := f.set.RedactHeader(h); n > 0 {
+		c.log.Warn("egress: the host repeated the secret's value in "+what+"; the box's token is in its place", "secret", f.name, "headers", n)
+	}
 	f.localLinks(h)
-	return n
 }
 
 // informational puts the box's token in place of the value in a 1xx
 // answer's headers (103 Early Hints, say), and rewrites its links, as in
 // the final answer's.
 func (c *Capability) informational(r *http.Request, h http.Header) {
-	f := flightOf(r.Context())
-	if n := f.redactHeader(h); n > 0 {
-		c.log.Warn("egress: the host repeated the secret's value in an informational answer's headers; the box's token is in its place",
-			"secret", f.name, "headers", n)
-	}
+	c.redactHeader(flightOf(r.Context()), h, "an informational answer's headers")
 }
 
 func (c *Capability) modifyResponse(resp *http.Response) error {
@@ -144,10 +142,7 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 		c.minter.Forget(*f.ref, f.value)
 	}
 	seen := c.watchToken(resp, f) // before the swap-back puts the token in the value's place
-	if n := f.redactHeader(resp.Header); n > 0 {
-		c.log.Warn("egress: the host repeated the secret's value in answer headers; the box's token is in its place",
-			"secret", f.name, "headers", n)
-	}
+	c.redactHeader(f, resp.Header, "answer headers")
 	// Judged after redaction: the refusal repeats the header.
 	dec, err := decoding(resp.Header.Values("Content-Encoding"))
 	if err != nil {
