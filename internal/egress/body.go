@@ -186,14 +186,9 @@ func topFields(b []byte, kind string) []field {
 
 func formFields(b []byte) []field {
 	var out []field
-	for at := 0; at <= len(b); {
-		end := bytes.IndexByte(b[at:], '&')
-		if end < 0 {
-			end = len(b)
-		} else {
-			end += at
-		}
-		pair := b[at:end]
+	at := 0 // where pair begins in b
+	for pair := range bytes.SplitSeq(b, []byte("&")) {
+		end := at + len(pair)
 		if eq := bytes.IndexByte(pair, '='); eq >= 0 && len(pair)-eq-1 <= maxFieldSpan {
 			k, kerr := url.QueryUnescape(string(pair[:eq]))
 			v, verr := url.QueryUnescape(string(pair[eq+1:]))

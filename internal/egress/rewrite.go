@@ -8,7 +8,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/protocol"
@@ -79,7 +78,7 @@ func (c *Capability) rewrite(pr *httputil.ProxyRequest) {
 	for _, k := range f.signer.Drop() {
 		h.Del(k)
 	}
-	now := c.now()
+	now := c.cfg.Now()
 	f.made, f.signErr = f.signer.Sign(pr.Out.Context(), pr.Out, f.body, f.unsigned, now)
 	if f.signErr == nil {
 		life := f.signer.Life()
@@ -89,13 +88,6 @@ func (c *Capability) rewrite(pr *httputil.ProxyRequest) {
 		c.written.signed(f.host, f.box, f.name, f.made, now.Add(life), now)
 	}
 	f.setForms(nil)
-}
-
-func (c *Capability) now() time.Time {
-	if c.cfg.Now != nil {
-		return c.cfg.Now()
-	}
-	return time.Now()
 }
 
 // decoding returns how an answer with the given Content-Encoding header

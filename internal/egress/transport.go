@@ -75,10 +75,7 @@ func newPools(o proxy.TransportOptions) *pools {
 func (p *pools) RoundTrip(req *http.Request) (*http.Response, error) {
 	f := flightOf(req.Context())
 	if f == nil || f.box == "" {
-		if req.Body != nil {
-			req.Body.Close()
-		}
-		return nil, errElsewhere
+		return refuse(req, errElsewhere)
 	}
 	return p.get(poolKey{box: f.box, secret: f.name}).RoundTrip(req)
 }
@@ -167,20 +164,14 @@ type guard struct{ next http.RoundTripper }
 // RoundTrip checks req and sends it on.
 func (g guard) RoundTrip(req *http.Request) (*http.Response, error) {
 	f := flightOf(req.Context())
-	refuse := func(err error) (*http.Response, error) {
-		if req.Body != nil {
-			req.Body.Close()
-		}
-		return nil, err
-	}
 	if f == nil || req.URL.Scheme != f.target.Scheme || req.URL.Host != f.target.Host || req.Host != f.target.Host || req.URL.User != nil {
-		return refuse(errElsewhere)
+		return refuse(req, errElsewhere)
 	}
 	if carries(req, f.token) {
-		return refuse(errTokenLeft)
+		return refuse(req, errTokenLeft)
 	}
 	if f.signErr != nil {
-		return refuse(f.signErr)
+		return refuse(req, f.signErr)
 	}
 	if tr := httptrace.ContextClientTrace(req.Context()); tr != nil && tr.Got1xxResponse != nil {
 		next := tr.Got1xxResponse
@@ -190,4 +181,13 @@ func (g guard) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return g.next.RoundTrip(req)
+}
+
+// refuse closes req's body, as a RoundTripper that sends nothing must,
+// and returns err.
+func refuse(req *http.Request, err error) (*http.Response, error) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+	return nil, err
 }

@@ -342,7 +342,7 @@ func (c *Capability) hostForms(ctx context.Context, box string, sec store.Secret
 	if err != nil {
 		return nil, err
 	}
-	now := c.now()
+	now := c.cfg.Now()
 	gen := c.written.gen(host, box)
 	key := setKey{box, host}
 	c.mu.Lock()
@@ -439,7 +439,7 @@ func (c *Capability) listing(ctx context.Context, box, name string) (listing, er
 	if c.cfg.List == nil {
 		return listing{}, nil
 	}
-	now := c.now()
+	now := c.cfg.Now()
 	c.mu.Lock()
 	l, ok := c.lists[box]
 	c.mu.Unlock()
