@@ -70,6 +70,7 @@ import (
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxyca"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // Defaults for Config's zero fields.
@@ -326,7 +327,7 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		p.refuse(w, r, nil, capability.Refuse(capability.ReasonInvalid, "CONNECT takes host:port, such as api.github.com:443."), start, RouteConnect)
 		return
 	}
-	t, passthrough, err := p.admit(r, to)
+	t, passthrough, err := p.judge(r.Context(), token.FromProxyAuthorization(r.Header), p.cfg.Broker.Source(r), to)
 	if err != nil {
 		p.refuse(w, r, t, err, start, RouteConnect)
 		return
@@ -342,7 +343,12 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 	}
 	if passthrough {
 		defer p.release(h)
-		p.passthroughTunnel(w, r, h)
+		p.cfg.Broker.ServeHandoff(w, r, broker.Handoff{Token: t.token, From: t.from, Tunnel: &broker.Tunnel{
+			Capability: protocol.Egress, Route: RoutePassthrough, Words: t.names,
+			Serve: func(w http.ResponseWriter, r *http.Request) (broker.TunnelEnd, error) {
+				return p.servePassthrough(w, r, h)
+			},
+		}})
 		return
 	}
 	leaf, err := p.cfg.CA.Leaf(to.host)
@@ -432,7 +438,7 @@ func (p *Proxy) plain(w http.ResponseWriter, r *http.Request) {
 		p.refuse(w, r, nil, capability.Refuse(capability.ReasonInvalid, "The request's Host is not its URL's host."), start, RouteTunnel)
 		return
 	}
-	t, _, err := p.admit(r, to)
+	t, _, err := p.judge(r.Context(), token.FromProxyAuthorization(r.Header), p.cfg.Broker.Source(r), to)
 	if err != nil {
 		p.refuse(w, r, t, err, start, RouteTunnel)
 		return

@@ -18,22 +18,12 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 )
 
-// passthroughTunnel hands the tunnel to the broker, which holds it
-// within its box's rate and concurrency bounds (a tunnel is one request,
-// in flight until it ends) and records it as it ends: its Serve
-// connects to the target and copies bytes both ways, untouched, until
-// either side ends or the tunnel is idle for IdleTimeout.
-func (p *Proxy) passthroughTunnel(w http.ResponseWriter, r *http.Request, h *held) {
-	t := h.t
-	p.cfg.Broker.ServeHandoff(w, r, broker.Handoff{Token: t.token, From: t.from, Tunnel: &broker.Tunnel{
-		Capability: protocol.Egress, Route: RoutePassthrough, Words: t.names,
-		Serve: func(w http.ResponseWriter, r *http.Request) (broker.TunnelEnd, error) {
-			return p.servePassthrough(w, r, h)
-		},
-	}})
-}
-
-// servePassthrough serves a passthrough tunnel for passthroughTunnel.
+// servePassthrough serves a passthrough tunnel, which connect hands to
+// the broker: the broker holds it within its box's rate and concurrency
+// bounds (a tunnel is one request, in flight until it ends) and records
+// it as it ends. It connects to the target and copies bytes both ways,
+// untouched, until either side ends or the tunnel is idle for
+// IdleTimeout.
 func (p *Proxy) servePassthrough(w http.ResponseWriter, r *http.Request, h *held) (broker.TunnelEnd, error) {
 	t := h.t
 	up, err := p.cfg.Dial(r.Context(), "tcp", t.to.addr())
