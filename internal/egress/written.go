@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -393,11 +394,7 @@ func (c *Capability) hostForms(ctx context.Context, box string, sec store.Secret
 	}
 	if now.Sub(c.setsSwept) >= setIdle {
 		c.setsSwept = now
-		for k, s := range c.sets {
-			if now.Sub(s.used) >= setIdle {
-				delete(c.sets, k)
-			}
-		}
+		maps.DeleteFunc(c.sets, func(_ setKey, s *hostSet) bool { return now.Sub(s.used) >= setIdle })
 	}
 	c.sets[key] = hs
 	return hs, nil

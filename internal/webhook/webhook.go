@@ -119,18 +119,12 @@ func (s *Sender) Wait() { s.pending.Wait() }
 func (s *Sender) Close() error {
 	s.stop()
 	s.done.Wait()
-	s.drop()
-	return nil
-}
-
-// drop drops what waits in the queue.
-func (s *Sender) drop() {
 	for {
 		select {
 		case <-s.queue:
 			s.pending.Done()
 		default:
-			return
+			return nil
 		}
 	}
 }
