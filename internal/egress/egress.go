@@ -439,7 +439,7 @@ func (c *Capability) Forward(w http.ResponseWriter, r *http.Request, box, token 
 	case f.signer == nil:
 		c.written.sentValue(f.host, box, name, f.value, c.cfg.Now())
 	default:
-		f.signed = c.written.signatures(f.host, box, c.cfg.Now())
+		_, f.signed, _, _ = c.written.mine(f.host, box, c.cfg.Now())
 	}
 	if f.kept, err = c.hostForms(r.Context(), box, sec, f.value, f.host); err != nil {
 		return capability.Unavailable(err)

@@ -202,41 +202,28 @@ func (w *written) gen(host, box string) uint64 {
 }
 
 // mine returns what was written to host for box alone, still held: its
-// plain values, its minted secrets, and its count.
-func (w *written) mine(host, box string, now time.Time) (values []string, refs []mint.Ref, gen uint64) {
+// plain values, the signatures made for its requests, its minted
+// secrets, and its count.
+func (w *written) mine(host, box string, now time.Time) (values, signed []string, refs []mint.Ref, gen uint64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	b := w.boxes[hostBox{host, box}]
 	if b == nil {
-		return nil, nil, 0
+		return nil, nil, nil, 0
 	}
 	for _, e := range b.secs {
-		e.values = live(e.values, now)
+		e.values, e.signed = live(e.values, now), live(e.signed, now)
 		for _, v := range e.values {
 			values = append(values, v.v)
+		}
+		for _, v := range e.signed {
+			signed = append(signed, v.v)
 		}
 		if e.ref != nil {
 			refs = append(refs, *e.ref)
 		}
 	}
-	return values, refs, b.gen
-}
-
-// signatures returns the signatures made for box's requests to host,
-// still held.
-func (w *written) signatures(host, box string, now time.Time) []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var out []string
-	if b := w.boxes[hostBox{host, box}]; b != nil {
-		for _, e := range b.secs {
-			e.signed = live(e.signed, now)
-			for _, v := range e.signed {
-				out = append(out, v.v)
-			}
-		}
-	}
-	return out
+	return values, signed, refs, b.gen
 }
 
 // formList gathers answer forms, each Old once: the first one added for
@@ -377,7 +364,7 @@ func (c *Capability) hostForms(ctx context.Context, box string, sec store.Secret
 		c.secretForms(&fl, box, s)
 	}
 	hs.sealed[sec.Name] = string(sec.Sealed)
-	values, refs, g := c.written.mine(host, box, now)
+	values, _, refs, g := c.written.mine(host, box, now)
 	hs.gen = g
 	for _, v := range values {
 		fl.value(v)

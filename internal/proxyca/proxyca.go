@@ -154,10 +154,12 @@ func Rotate(ctx context.Context, st store.ProxyAuthority, keyring *secrets.Keyri
 	if err != nil {
 		return nil, time.Time{}, err
 	}
+	from = now
 	if grace <= 0 {
 		rec = made
 	} else {
-		rec.NextCertPEM, rec.NextSealedKey, rec.NextFrom = made.CertPEM, made.SealedKey, now.Add(grace).UTC()
+		from = now.Add(grace).UTC()
+		rec.NextCertPEM, rec.NextSealedKey, rec.NextFrom = made.CertPEM, made.SealedKey, from
 	}
 	kept, err := st.ReplaceProxyCA(ctx, was, rec)
 	if err != nil {
@@ -166,10 +168,7 @@ func Rotate(ctx context.Context, st store.ProxyAuthority, keyring *secrets.Keyri
 	if !bytes.Equal(kept.CertPEM, rec.CertPEM) || !bytes.Equal(kept.NextCertPEM, rec.NextCertPEM) {
 		return nil, time.Time{}, ErrRaced
 	}
-	if grace <= 0 {
-		return made.CertPEM, now, nil
-	}
-	return made.CertPEM, rec.NextFrom, nil
+	return made.CertPEM, from, nil
 }
 
 func newCA(keyring *secrets.Keyring, now time.Time) (store.ProxyCA, error) {
