@@ -140,19 +140,12 @@ func newTransport(o proxy.TransportOptions) *http.Transport {
 	t := proxy.NewTransport(o)
 	dial := t.DialContext
 	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		if !dialAllowed(ctx, addr) {
+		if f := flightOf(ctx); f == nil || addr != f.addr {
 			return nil, errElsewhere
 		}
 		return dial(ctx, network, addr)
 	}
 	return t
-}
-
-// dialAllowed reports whether a connection to addr may be made for the
-// request whose context is ctx: only to its secret's host and port.
-func dialAllowed(ctx context.Context, addr string) bool {
-	f := flightOf(ctx)
-	return f != nil && addr == f.addr
 }
 
 // guard is the outermost RoundTripper: it sends a request on only when it

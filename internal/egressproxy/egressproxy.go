@@ -48,6 +48,7 @@ package egressproxy
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -429,11 +430,7 @@ func (p *Proxy) plain(w http.ResponseWriter, r *http.Request) {
 		p.refuse(w, r, nil, capability.Refuse(capability.ReasonInvalid, "The proxy takes https:// through CONNECT; a request in absolute form must be http://."), start, RouteTunnel)
 		return
 	}
-	port := r.URL.Port()
-	if port == "" {
-		port = "80"
-	}
-	to, ok := parseTarget("http", net.JoinHostPort(r.URL.Hostname(), port))
+	to, ok := parseTarget("http", net.JoinHostPort(r.URL.Hostname(), cmp.Or(r.URL.Port(), "80")))
 	if !ok || !sameHost(r.Host, to) {
 		p.refuse(w, r, nil, capability.Refuse(capability.ReasonInvalid, "The request's Host is not its URL's host."), start, RouteTunnel)
 		return
