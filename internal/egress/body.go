@@ -48,14 +48,14 @@ func readable(r *http.Request) bool {
 	return r.Body != nil && r.Body != http.NoBody && r.ContentLength > 0 && r.ContentLength <= maxReadBody
 }
 
-// readBody reads r's body whole and puts it back, readable again.
+// readBody reads r's body whole (readable, or as FindBodyTokens put it
+// back) and puts it back, readable again.
 func readBody(r *http.Request) ([]byte, error) {
-	b, err := io.ReadAll(r.Body)
-	r.Body.Close()
+	b, err := readUpTo(r, maxReadBody+1)
 	if err != nil {
-		r.Body = io.NopCloser(failed{err})
 		return nil, err
 	}
+	r.Body.Close()
 	r.Body = io.NopCloser(bytes.NewReader(b))
 	r.ContentLength = int64(len(b))
 	return b, nil
@@ -88,8 +88,6 @@ func swapBody(r *http.Request, token, value string, fields []string) error {
 	}
 	b, err := readUpTo(r, maxReadBody+1)
 	if err != nil {
-		r.Body.Close()
-		r.Body = io.NopCloser(failed{err})
 		return err
 	}
 	if len(b) > maxReadBody { // of undeclared length, and long: streamed
@@ -111,13 +109,18 @@ func swapBody(r *http.Request, token, value string, fields []string) error {
 
 // readUpTo reads at most limit bytes of r's body, in one allocation of
 // its declared length when it has one (a body that ends short of it is
-// an error, io.ErrUnexpectedEOF).
-func readUpTo(r *http.Request, limit int64) ([]byte, error) {
+// an error, io.ErrUnexpectedEOF). A body whose reading fails is closed,
+// and yields that error again to whoever reads it next.
+func readUpTo(r *http.Request, limit int64) (b []byte, err error) {
 	if r.ContentLength <= 0 || r.ContentLength >= limit {
-		return io.ReadAll(io.LimitReader(r.Body, limit))
+		b, err = io.ReadAll(io.LimitReader(r.Body, limit))
+	} else {
+		b = make([]byte, r.ContentLength)
+		_, err = io.ReadFull(r.Body, b)
 	}
-	b := make([]byte, r.ContentLength)
-	if _, err := io.ReadFull(r.Body, b); err != nil {
+	if err != nil {
+		r.Body.Close()
+		r.Body = io.NopCloser(failed{err})
 		return nil, err
 	}
 	return b, nil
@@ -186,14 +189,9 @@ func topFields(b []byte, kind string) []field {
 
 func formFields(b []byte) []field {
 	var out []field
-	for at := 0; at <= len(b); {
-		end := bytes.IndexByte(b[at:], '&')
-		if end < 0 {
-			end = len(b)
-		} else {
-			end += at
-		}
-		pair := b[at:end]
+	at := 0 // where pair begins in b
+	for pair := range bytes.SplitSeq(b, []byte("&")) {
+		end := at + len(pair)
 		if eq := bytes.IndexByte(pair, '='); eq >= 0 && len(pair)-eq-1 <= maxFieldSpan {
 			k, kerr := url.QueryUnescape(string(pair[:eq]))
 			v, verr := url.QueryUnescape(string(pair[eq+1:]))
@@ -256,7 +254,6 @@ func (c *Capability) FindBodyTokens(r *http.Request) []string {
 	}
 	b, err := readUpTo(r, capability.MaxBodyTokenBytes+1)
 	if err != nil {
-		r.Body = io.NopCloser(failed{err})
 		return nil
 	}
 	var found []string

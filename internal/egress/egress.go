@@ -187,6 +187,7 @@ func New(cfg Config) (*Capability, error) {
 	}
 	defaults.Positive(&cfg.MaxBody, DefaultMaxBody)
 	defaults.Logger(&cfg.Logger)
+	defaults.Clock(&cfg.Now)
 	next := cfg.Transport
 	if next == nil {
 		next = newPools(cfg.TransportOptions)
@@ -219,7 +220,7 @@ func (c *Capability) onMint(ev mint.Event) {
 	if c.cfg.Audit == nil {
 		return
 	}
-	e := store.AuditEntry{Box: ev.Ref.Box, At: c.now().UTC(), Method: "MINT", Route: protocol.PrefixEgress + "/" + ev.Ref.Name,
+	e := store.AuditEntry{Box: ev.Ref.Box, At: c.cfg.Now().UTC(), Method: "MINT", Route: protocol.PrefixEgress + "/" + ev.Ref.Name,
 		Capability: protocol.Egress, Words: []string{ev.Ref.Name}, Status: http.StatusOK}
 	exp := "no expiry given"
 	if !ev.Expires.IsZero() {
@@ -422,11 +423,7 @@ func (c *Capability) Forward(w http.ResponseWriter, r *http.Request, box, token 
 		// The path checks first, so that a rule is matched only against
 		// a path the broker would send.
 		if _, _, err := joinPath(base, tail); err != nil {
-			var pe *pathError
-			if errors.As(err, &pe) {
-				return capability.Refuse(capability.ReasonInvalid, "%s", pe.msg)
-			}
-			return err
+			return capability.Refuse(capability.ReasonInvalid, "%s", err) // a *pathError, for the box
 		}
 		if err := c.checkRules(r, box, token, sec, tail); err != nil {
 			return err
@@ -438,22 +435,18 @@ func (c *Capability) Forward(w http.ResponseWriter, r *http.Request, box, token 
 	}
 	switch {
 	case f.ref != nil:
-		c.written.sentMinted(f.host, *f.ref, c.now())
+		c.written.sentMinted(f.host, *f.ref, c.cfg.Now())
 	case f.signer == nil:
-		c.written.sentValue(f.host, box, name, f.value, c.now())
+		c.written.sentValue(f.host, box, name, f.value, c.cfg.Now())
 	default:
-		f.signed = c.written.signatures(f.host, box, c.now())
+		_, f.signed, _, _ = c.written.mine(f.host, box, c.cfg.Now())
 	}
 	if f.kept, err = c.hostForms(r.Context(), box, sec, f.value, f.host); err != nil {
 		return capability.Unavailable(err)
 	}
 	target, err := outbound(base, tail, r.URL.RawQuery, token, f.value)
-	var pe *pathError
-	if errors.As(err, &pe) {
-		return capability.Refuse(capability.ReasonInvalid, "%s", pe.msg)
-	}
 	if err != nil {
-		return err
+		return capability.Refuse(capability.ReasonInvalid, "%s", err) // a *pathError, for the box
 	}
 	f.target, f.addr = target, dialAddr(target)
 	if r.ContentLength > c.cfg.MaxBody {
@@ -505,7 +498,7 @@ func (c *Capability) inject(r *http.Request, box string, sec store.Secret, f *fl
 		ref := mint.Ref{Box: box, Name: name, Of: mint.Of(sec.Sealed)}
 		tok, err := c.minter.Token(r.Context(), ref, spec)
 		if err != nil {
-			return mintRefusal(box, sec, err, c.now())
+			return mintRefusal(box, sec, err, c.cfg.Now())
 		}
 		f.value, f.ref = tok.Value, &ref
 	}

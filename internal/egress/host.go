@@ -5,6 +5,8 @@ import (
 	"net"
 	"net/url"
 	"strings"
+
+	"github.com/intentius/boxbroker/internal/proxy"
 )
 
 // dialAddr is the host:port a connection to u dials, as net/http
@@ -46,7 +48,7 @@ func outbound(base *url.URL, tail, rawQuery, token, value string) (*url.URL, err
 }
 
 // pathError is a path the broker refuses to forward; its message is shown
-// to the box.
+// to the box. joinPath and outbound return no other error.
 type pathError struct{ msg string }
 
 func (e *pathError) Error() string { return e.msg }
@@ -140,7 +142,7 @@ func escapeSegment(seg string) string {
 	for i := 0; i < len(seg); i++ {
 		c := seg[i]
 		switch {
-		case c == '%' && i+2 < len(seg) && isHex(seg[i+1]) && isHex(seg[i+2]):
+		case c == '%' && i+2 < len(seg) && proxy.HexByte(seg[i+1], seg[i+2]) >= 0:
 			b.WriteString(seg[i : i+3])
 			i += 2
 		case isPchar(c):
@@ -150,10 +152,6 @@ func escapeSegment(seg string) string {
 		}
 	}
 	return b.String()
-}
-
-func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
 // isPchar reports whether c may appear unescaped in a path segment:

@@ -1,15 +1,13 @@
 package egress
 
 import (
-	"compress/gzip"
 	"context"
 	"errors"
-	"io"
+	"math"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/protocol"
@@ -80,7 +78,7 @@ func (c *Capability) rewrite(pr *httputil.ProxyRequest) {
 	for _, k := range f.signer.Drop() {
 		h.Del(k)
 	}
-	now := c.now()
+	now := c.cfg.Now()
 	f.made, f.signErr = f.signer.Sign(pr.Out.Context(), pr.Out, f.body, f.unsigned, now)
 	if f.signErr == nil {
 		life := f.signer.Life()
@@ -90,13 +88,6 @@ func (c *Capability) rewrite(pr *httputil.ProxyRequest) {
 		c.written.signed(f.host, f.box, f.name, f.made, now.Add(life), now)
 	}
 	f.setForms(nil)
-}
-
-func (c *Capability) now() time.Time {
-	if c.cfg.Now != nil {
-		return c.cfg.Now()
-	}
-	return time.Now()
 }
 
 // decoding returns how an answer with the given Content-Encoding header
@@ -115,24 +106,22 @@ func decoding(values []string) (string, error) {
 // errUpgraded is a 101 answer, which egress does not carry.
 var errUpgraded = errors.New("egress: the host switched protocols")
 
-// redactHeader puts the box's own forms in place of the value's in h, and
-// points links at the secret's host back at the broker. It returns how
-// many headers held the value.
-func (f *flight) redactHeader(h http.Header) int {
-	n := f.set.RedactHeader(h)
+// redactHeader puts the box's own forms in place of the value's in h,
+// the headers of an answer (what names it in the log line, which says
+// how many held the value), and points links at the secret's host back
+// at the broker.
+func (c *Capability) redactHeader(f *flight, h http.Header, what string) {
+	if n := f.set.RedactHeader(h); n > 0 {
+		c.log.Warn("egress: the host repeated the secret's value in "+what+"; the box's token is in its place", "secret", f.name, "headers", n)
+	}
 	f.localLinks(h)
-	return n
 }
 
 // informational puts the box's token in place of the value in a 1xx
 // answer's headers (103 Early Hints, say), and rewrites its links, as in
 // the final answer's.
 func (c *Capability) informational(r *http.Request, h http.Header) {
-	f := flightOf(r.Context())
-	if n := f.redactHeader(h); n > 0 {
-		c.log.Warn("egress: the host repeated the secret's value in an informational answer's headers; the box's token is in its place",
-			"secret", f.name, "headers", n)
-	}
+	c.redactHeader(flightOf(r.Context()), h, "an informational answer's headers")
 }
 
 func (c *Capability) modifyResponse(resp *http.Response) error {
@@ -145,10 +134,7 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 		c.minter.Forget(*f.ref, f.value)
 	}
 	seen := c.watchToken(resp, f) // before the swap-back puts the token in the value's place
-	if n := f.redactHeader(resp.Header); n > 0 {
-		c.log.Warn("egress: the host repeated the secret's value in answer headers; the box's token is in its place",
-			"secret", f.name, "headers", n)
-	}
+	c.redactHeader(f, resp.Header, "answer headers")
 	// Judged after redaction: the refusal repeats the header.
 	dec, err := decoding(resp.Header.Values("Content-Encoding"))
 	if err != nil {
@@ -157,7 +143,9 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 	f.set.RedactHeader(resp.Trailer)
 	resp.Header.Del("Content-Encoding") // identity, or decoded below
 	if dec == "gzip" {
-		resp.Body = &gunzip{src: resp.Body}
+		// Decoded as it streams, so an empty or HEAD answer is not read,
+		// and unbounded: the answer is never held whole.
+		resp.Body = proxy.Gunzip(resp.Body, math.MaxInt64)
 		resp.Header.Del("Content-Length")
 		resp.ContentLength = -1
 	}
@@ -171,25 +159,6 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 	})
 	return nil
 }
-
-// gunzip decodes a gzip body lazily, so an empty or HEAD answer is not read.
-type gunzip struct {
-	src io.ReadCloser
-	zr  *gzip.Reader
-}
-
-func (g *gunzip) Read(p []byte) (int, error) {
-	if g.zr == nil {
-		zr, err := gzip.NewReader(g.src)
-		if err != nil {
-			return 0, err
-		}
-		g.zr = zr
-	}
-	return g.zr.Read(p)
-}
-
-func (g *gunzip) Close() error { return g.src.Close() }
 
 func (c *Capability) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
 	f := flightOf(r.Context())

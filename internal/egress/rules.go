@@ -55,7 +55,7 @@ func (c *Capability) checkRules(r *http.Request, box, token string, sec store.Se
 	if err != nil {
 		return capability.Refuse(capability.ReasonConfig, "The broker's record of %s's rate is not usable; its owner sets it again with `boxbroker secret set`.", sec.Name).WithErr(fmt.Errorf("secret %s/%s: %w", box, sec.Name, err))
 	}
-	if wait := c.rates.take(box, sec.Name, rt, c.now()); wait > 0 {
+	if wait := c.rates.take(box, sec.Name, rt, c.cfg.Now()); wait > 0 {
 		secs := int(math.Ceil(wait.Seconds()))
 		e := capability.Refuse(capability.ReasonRate,
 			"Egress refused this request: the secret %s allows each box %s, and this box has used them; try again in %d s. Its owner can raise the rate with `boxbroker secret set %s %s --host %s --rate N/PERIOD`.",

@@ -21,7 +21,7 @@ func (c *Capability) watchToken(resp *http.Response, f *flight) *proxy.AnswerWat
 		host := f.base.Host
 		c.log.Warn("egress: the secret's host answered with the box's own token; the host holds it", "box", f.box, "secret", f.name, "host", host)
 		if c.cfg.Audit != nil {
-			c.cfg.Audit.Add(capability.TokenSeen(f.box, protocol.Egress, protocol.PrefixEgress+"/"+f.name, resp.Request.Method, host, resp.StatusCode, c.now()))
+			c.cfg.Audit.Add(capability.TokenSeen(f.box, protocol.Egress, protocol.PrefixEgress+"/"+f.name, resp.Request.Method, host, resp.StatusCode, c.cfg.Now()))
 		}
 	})
 }

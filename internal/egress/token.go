@@ -183,7 +183,7 @@ func swapQuery(raw, token, value string) string {
 
 // carries reports whether req still holds token anywhere the broker
 // looks: its URL (path and query, raw and decoded), Host, and every
-// header's name and value, Basic credentials decoded.
+// header (headerHolds).
 func carries(req *http.Request, token string) bool {
 	u := req.URL
 	if strings.Contains(u.Path, token) || strings.Contains(u.RawPath, token) || strings.Contains(u.RawQuery, token) ||
@@ -196,32 +196,34 @@ func carries(req *http.Request, token string) bool {
 		}
 	}
 	for k, vs := range req.Header {
-		if holds(k, token) {
+		if headerHolds(k, vs, token) {
 			return true
-		}
-		for _, v := range vs {
-			if holds(v, token) {
-				return true
-			}
-			if dec, ok := basicCredentials(v); ok && holds(dec, token) {
-				return true
-			}
 		}
 	}
 	return false
 }
 
-// dropToken deletes every header of h whose name or value holds token,
-// escaped or not, Basic credentials decoded: for a signing kind, which
-// has no value to put in its place.
+// headerHolds reports whether the header k, with the values vs, holds
+// token, escaped or not: in its name, a value, or the Basic credentials
+// a value decodes to.
+func headerHolds(k string, vs []string, token string) bool {
+	if holds(k, token) {
+		return true
+	}
+	for _, v := range vs {
+		if dec, ok := basicCredentials(v); holds(v, token) || ok && holds(dec, token) {
+			return true
+		}
+	}
+	return false
+}
+
+// dropToken deletes every header of h that holds token (headerHolds):
+// for a signing kind, which has no value to put in its place.
 func dropToken(h http.Header, token string) {
 	for k, vs := range h {
-		for _, v := range append([]string{k}, vs...) {
-			dec, _ := basicCredentials(v)
-			if holds(v, token) || holds(dec, token) {
-				delete(h, k)
-				break
-			}
+		if headerHolds(k, vs, token) {
+			delete(h, k)
 		}
 	}
 }

@@ -75,10 +75,7 @@ func newPools(o proxy.TransportOptions) *pools {
 func (p *pools) RoundTrip(req *http.Request) (*http.Response, error) {
 	f := flightOf(req.Context())
 	if f == nil || f.box == "" {
-		if req.Body != nil {
-			req.Body.Close()
-		}
-		return nil, errElsewhere
+		return refuse(req, errElsewhere)
 	}
 	return p.get(poolKey{box: f.box, secret: f.name}).RoundTrip(req)
 }
@@ -143,19 +140,12 @@ func newTransport(o proxy.TransportOptions) *http.Transport {
 	t := proxy.NewTransport(o)
 	dial := t.DialContext
 	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		if !dialAllowed(ctx, addr) {
+		if f := flightOf(ctx); f == nil || addr != f.addr {
 			return nil, errElsewhere
 		}
 		return dial(ctx, network, addr)
 	}
 	return t
-}
-
-// dialAllowed reports whether a connection to addr may be made for the
-// request whose context is ctx: only to its secret's host and port.
-func dialAllowed(ctx context.Context, addr string) bool {
-	f := flightOf(ctx)
-	return f != nil && addr == f.addr
 }
 
 // guard is the outermost RoundTripper: it sends a request on only when it
@@ -167,20 +157,14 @@ type guard struct{ next http.RoundTripper }
 // RoundTrip checks req and sends it on.
 func (g guard) RoundTrip(req *http.Request) (*http.Response, error) {
 	f := flightOf(req.Context())
-	refuse := func(err error) (*http.Response, error) {
-		if req.Body != nil {
-			req.Body.Close()
-		}
-		return nil, err
-	}
 	if f == nil || req.URL.Scheme != f.target.Scheme || req.URL.Host != f.target.Host || req.Host != f.target.Host || req.URL.User != nil {
-		return refuse(errElsewhere)
+		return refuse(req, errElsewhere)
 	}
 	if carries(req, f.token) {
-		return refuse(errTokenLeft)
+		return refuse(req, errTokenLeft)
 	}
 	if f.signErr != nil {
-		return refuse(f.signErr)
+		return refuse(req, f.signErr)
 	}
 	if tr := httptrace.ContextClientTrace(req.Context()); tr != nil && tr.Got1xxResponse != nil {
 		next := tr.Got1xxResponse
@@ -190,4 +174,13 @@ func (g guard) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return g.next.RoundTrip(req)
+}
+
+// refuse closes req's body, as a RoundTripper that sends nothing must,
+// and returns err.
+func refuse(req *http.Request, err error) (*http.Response, error) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+	return nil, err
 }

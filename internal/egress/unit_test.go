@@ -2,6 +2,7 @@ package egress
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"io"
 	"net/http"
@@ -254,5 +255,40 @@ func TestFlight_Local(t *testing.T) {
 		if got := f.local(tt.ref); got != tt.want {
 			t.Errorf("local(%s, %q) = %q, want %q", tt.base, tt.ref, got, tt.want)
 		}
+	}
+}
+
+// TestHeaderHolds: the guard (carries) refuses, and a signing kind's
+// rewrite (dropToken) deletes, exactly the headers that hold the box's
+// token: in a name, a value, escaped, or in Basic credentials.
+func TestHeaderHolds(t *testing.T) {
+	const tok = "bbx_" + "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("x-access-token:"+tok))
+	tests := []struct {
+		name string
+		h    http.Header
+		want bool
+	}{
+		{"none", http.Header{"Accept": {"*/*"}}, false},
+		{"value", http.Header{"Authorization": {"Bearer " + tok}}, true},
+		{"second value", http.Header{"X-Key": {"a", tok}}, true},
+		{"escaped value", http.Header{"X-Key": {"%62" + tok[1:]}}, true},
+		{"name", http.Header{"X-" + tok: {"1"}}, true},
+		{"Basic credentials", http.Header{"Authorization": {basic}}, true},
+		{"Basic credentials of another", http.Header{"Authorization": {"Basic " + base64.StdEncoding.EncodeToString([]byte("u:p"))}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := httptest.NewRequest(http.MethodGet, "https://api.example.com/", nil)
+			req.Header = tt.h.Clone()
+			if got := carries(req, tok); got != tt.want {
+				t.Errorf("carries(%v) = %v, want %v", tt.h, got, tt.want)
+			}
+			h := tt.h.Clone()
+			dropToken(h, tok)
+			if kept := len(h) == len(tt.h); kept == tt.want {
+				t.Errorf("dropToken(%v) left %v, want the header dropped: %v", tt.h, h, tt.want)
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -52,10 +53,13 @@ const (
 // Hosts are told apart by name alone, not by scheme or port: two
 // services on one name often share their state.
 type written struct {
-	mu    sync.Mutex                      // guards hosts and swept
-	hosts map[string]map[string]*boxWrote // host name → box → what was written for it
-	swept time.Time                       // when every entry's ends were last judged
+	mu    sync.Mutex            // guards boxes and swept
+	boxes map[hostBox]*boxWrote // what was written to a host for a box
+	swept time.Time             // when every entry's ends were last judged
 }
+
+// hostBox names a host, by hostKey, and a box.
+type hostBox struct{ host, box string }
 
 // boxWrote is what the broker wrote to one host for one box.
 type boxWrote struct {
@@ -92,18 +96,13 @@ func (w *written) entryLocked(host, box, name string, now time.Time) (*boxWrote,
 	if now.Sub(w.swept) >= sweepEvery {
 		w.sweepLocked(now)
 	}
-	if w.hosts == nil {
-		w.hosts = map[string]map[string]*boxWrote{}
+	if w.boxes == nil {
+		w.boxes = map[hostBox]*boxWrote{}
 	}
-	boxes := w.hosts[host]
-	if boxes == nil {
-		boxes = map[string]*boxWrote{}
-		w.hosts[host] = boxes
-	}
-	b := boxes[box]
+	b := w.boxes[hostBox{host, box}]
 	if b == nil {
 		b = &boxWrote{secs: map[string]*wrote{}}
-		boxes[box] = b
+		w.boxes[hostBox{host, box}] = b
 	}
 	e := b.secs[name]
 	if e == nil {
@@ -117,20 +116,15 @@ func (w *written) entryLocked(host, box, name string, now time.Time) (*boxWrote,
 // entry left holding nothing.
 func (w *written) sweepLocked(now time.Time) {
 	w.swept = now
-	for host, boxes := range w.hosts {
-		for box, b := range boxes {
-			for name, e := range b.secs {
-				e.values, e.signed = live(e.values, now), live(e.signed, now)
-				if len(e.values) == 0 && len(e.signed) == 0 && e.ref == nil {
-					delete(b.secs, name)
-				}
-			}
-			if len(b.secs) == 0 {
-				delete(boxes, box)
+	for k, b := range w.boxes {
+		for name, e := range b.secs {
+			e.values, e.signed = live(e.values, now), live(e.signed, now)
+			if len(e.values) == 0 && len(e.signed) == 0 && e.ref == nil {
+				delete(b.secs, name)
 			}
 		}
-		if len(boxes) == 0 {
-			delete(w.hosts, host)
+		if len(b.secs) == 0 {
+			delete(w.boxes, k)
 		}
 	}
 }
@@ -201,48 +195,35 @@ func (w *written) signed(host, box, name string, made []string, until, now time.
 func (w *written) gen(host, box string) uint64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if b := w.hosts[host][box]; b != nil {
+	if b := w.boxes[hostBox{host, box}]; b != nil {
 		return b.gen
 	}
 	return 0
 }
 
 // mine returns what was written to host for box alone, still held: its
-// plain values, its minted secrets, and its count.
-func (w *written) mine(host, box string, now time.Time) (values []string, refs []mint.Ref, gen uint64) {
+// plain values, the signatures made for its requests, its minted
+// secrets, and its count.
+func (w *written) mine(host, box string, now time.Time) (values, signed []string, refs []mint.Ref, gen uint64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	b := w.hosts[host][box]
+	b := w.boxes[hostBox{host, box}]
 	if b == nil {
-		return nil, nil, 0
+		return nil, nil, nil, 0
 	}
 	for _, e := range b.secs {
-		e.values = live(e.values, now)
+		e.values, e.signed = live(e.values, now), live(e.signed, now)
 		for _, v := range e.values {
 			values = append(values, v.v)
+		}
+		for _, v := range e.signed {
+			signed = append(signed, v.v)
 		}
 		if e.ref != nil {
 			refs = append(refs, *e.ref)
 		}
 	}
-	return values, refs, b.gen
-}
-
-// signatures returns the signatures made for box's requests to host,
-// still held.
-func (w *written) signatures(host, box string, now time.Time) []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var out []string
-	if b := w.hosts[host][box]; b != nil {
-		for _, e := range b.secs {
-			e.signed = live(e.signed, now)
-			for _, v := range e.signed {
-				out = append(out, v.v)
-			}
-		}
-	}
-	return out
+	return values, signed, refs, b.gen
 }
 
 // formList gathers answer forms, each Old once: the first one added for
@@ -349,7 +330,7 @@ func (c *Capability) hostForms(ctx context.Context, box string, sec store.Secret
 	if err != nil {
 		return nil, err
 	}
-	now := c.now()
+	now := c.cfg.Now()
 	gen := c.written.gen(host, box)
 	key := setKey{box, host}
 	c.mu.Lock()
@@ -383,7 +364,7 @@ func (c *Capability) hostForms(ctx context.Context, box string, sec store.Secret
 		c.secretForms(&fl, box, s)
 	}
 	hs.sealed[sec.Name] = string(sec.Sealed)
-	values, refs, g := c.written.mine(host, box, now)
+	values, _, refs, g := c.written.mine(host, box, now)
 	hs.gen = g
 	for _, v := range values {
 		fl.value(v)
@@ -400,11 +381,7 @@ func (c *Capability) hostForms(ctx context.Context, box string, sec store.Secret
 	}
 	if now.Sub(c.setsSwept) >= setIdle {
 		c.setsSwept = now
-		for k, s := range c.sets {
-			if now.Sub(s.used) >= setIdle {
-				delete(c.sets, k)
-			}
-		}
+		maps.DeleteFunc(c.sets, func(_ setKey, s *hostSet) bool { return now.Sub(s.used) >= setIdle })
 	}
 	c.sets[key] = hs
 	return hs, nil
@@ -446,7 +423,7 @@ func (c *Capability) listing(ctx context.Context, box, name string) (listing, er
 	if c.cfg.List == nil {
 		return listing{}, nil
 	}
-	now := c.now()
+	now := c.cfg.Now()
 	c.mu.Lock()
 	l, ok := c.lists[box]
 	c.mu.Unlock()

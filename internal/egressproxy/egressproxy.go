@@ -48,6 +48,7 @@ package egressproxy
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -70,6 +71,7 @@ import (
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxyca"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // Defaults for Config's zero fields.
@@ -197,27 +199,27 @@ func New(cfg Config) (*Proxy, error) {
 		cfg.Dial = d.DialContext
 	}
 	p := &Proxy{cfg: cfg, log: cfg.Logger, passthrough: pass, conns: newConnListener(), open: map[string]map[*held]struct{}{}}
-	p.inner = &http.Server{
-		Handler:           http.HandlerFunc(p.serveTunnel),
-		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
-		IdleTimeout:       cfg.IdleTimeout,
-		MaxHeaderBytes:    cfg.MaxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug),
-		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			if h, ok := p.tunnels.Load(c); ok {
-				return context.WithValue(ctx, tunnelKey{}, h.(*held).t)
+	p.inner = p.server(http.HandlerFunc(p.serveTunnel))
+	p.inner.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		if h, ok := p.tunnels.Load(c); ok {
+			return context.WithValue(ctx, tunnelKey{}, h.(*held).t)
+		}
+		return ctx
+	}
+	p.inner.ConnState = func(c net.Conn, s http.ConnState) {
+		if s == http.StateClosed || s == http.StateHijacked {
+			if h, ok := p.tunnels.LoadAndDelete(c); ok {
+				p.release(h.(*held))
 			}
-			return ctx
-		},
-		ConnState: func(c net.Conn, s http.ConnState) {
-			if s == http.StateClosed || s == http.StateHijacked {
-				if h, ok := p.tunnels.LoadAndDelete(c); ok {
-					p.release(h.(*held))
-				}
-			}
-		},
+		}
 	}
 	return p, nil
+}
+
+// server is an http.Server serving h within the proxy's bounds.
+func (p *Proxy) server(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: p.cfg.ReadHeaderTimeout, IdleTimeout: p.cfg.IdleTimeout,
+		MaxHeaderBytes: p.cfg.MaxHeaderBytes, ErrorLog: slog.NewLogLogger(p.log.Handler(), slog.LevelDebug)}
 }
 
 // ParsePassthrough reads one passthrough entry, host or host:port (port
@@ -245,22 +247,17 @@ func (p *Proxy) Handler() http.Handler { return http.HandlerFunc(p.serveProxy) }
 // serves, every open tunnel is judged again every Recheck, and the CA
 // read again every CARefresh.
 func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
-	outer := &http.Server{
-		Handler:           p.Handler(),
-		ReadHeaderTimeout: p.cfg.ReadHeaderTimeout,
-		IdleTimeout:       p.cfg.IdleTimeout,
-		MaxHeaderBytes:    p.cfg.MaxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
-		BaseContext:       func(net.Listener) context.Context { return ctx },
-	}
-	p.inner.BaseContext = func(net.Listener) context.Context { return ctx }
+	outer := p.server(p.Handler())
+	outer.BaseContext = func(net.Listener) context.Context { return ctx }
+	p.inner.BaseContext = outer.BaseContext
 	errc := make(chan error, 2)
 	go func() { errc <- outer.Serve(ln) }()
 	go func() { errc <- p.inner.Serve(p.conns) }()
 	rctx, stopRecheck := context.WithCancel(ctx)
 	defer stopRecheck()
-	go p.recheckEvery(rctx)
-	go p.refreshCA(rctx)
+	var warned time.Time
+	go every(rctx, p.cfg.Recheck, func() { p.recheck(rctx) })
+	go every(rctx, p.cfg.CARefresh, func() { p.refreshCA(rctx, &warned) })
 	var first error
 	select {
 	case first = <-errc:
@@ -331,7 +328,7 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		p.refuse(w, r, nil, capability.Refuse(capability.ReasonInvalid, "CONNECT takes host:port, such as api.github.com:443."), start, RouteConnect)
 		return
 	}
-	t, passthrough, err := p.admit(r, to)
+	t, passthrough, err := p.judge(r.Context(), token.FromProxyAuthorization(r.Header), p.cfg.Broker.Source(r), to)
 	if err != nil {
 		p.refuse(w, r, t, err, start, RouteConnect)
 		return
@@ -347,7 +344,12 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 	}
 	if passthrough {
 		defer p.release(h)
-		p.passthroughTunnel(w, r, h)
+		p.cfg.Broker.ServeHandoff(w, r, broker.Handoff{Token: t.token, From: t.from, Tunnel: &broker.Tunnel{
+			Capability: protocol.Egress, Route: RoutePassthrough, Words: t.names,
+			Serve: func(w http.ResponseWriter, r *http.Request) (broker.TunnelEnd, error) {
+				return p.servePassthrough(w, r, h)
+			},
+		}})
 		return
 	}
 	leaf, err := p.cfg.CA.Leaf(to.host)
@@ -428,16 +430,12 @@ func (p *Proxy) plain(w http.ResponseWriter, r *http.Request) {
 		p.refuse(w, r, nil, capability.Refuse(capability.ReasonInvalid, "The proxy takes https:// through CONNECT; a request in absolute form must be http://."), start, RouteTunnel)
 		return
 	}
-	port := r.URL.Port()
-	if port == "" {
-		port = "80"
-	}
-	to, ok := parseTarget("http", net.JoinHostPort(r.URL.Hostname(), port))
+	to, ok := parseTarget("http", net.JoinHostPort(r.URL.Hostname(), cmp.Or(r.URL.Port(), "80")))
 	if !ok || !sameHost(r.Host, to) {
 		p.refuse(w, r, nil, capability.Refuse(capability.ReasonInvalid, "The request's Host is not its URL's host."), start, RouteTunnel)
 		return
 	}
-	t, _, err := p.admit(r, to)
+	t, _, err := p.judge(r.Context(), token.FromProxyAuthorization(r.Header), p.cfg.Broker.Source(r), to)
 	if err != nil {
 		p.refuse(w, r, t, err, start, RouteTunnel)
 		return

@@ -18,22 +18,12 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 )
 
-// passthroughTunnel hands the tunnel to the broker, which holds it
-// within its box's rate and concurrency bounds (a tunnel is one request,
-// in flight until it ends) and records it as it ends: its Serve
-// connects to the target and copies bytes both ways, untouched, until
-// either side ends or the tunnel is idle for IdleTimeout.
-func (p *Proxy) passthroughTunnel(w http.ResponseWriter, r *http.Request, h *held) {
-	t := h.t
-	p.cfg.Broker.ServeHandoff(w, r, broker.Handoff{Token: t.token, From: t.from, Tunnel: &broker.Tunnel{
-		Capability: protocol.Egress, Route: RoutePassthrough, Words: t.names,
-		Serve: func(w http.ResponseWriter, r *http.Request) (broker.TunnelEnd, error) {
-			return p.servePassthrough(w, r, h)
-		},
-	}})
-}
-
-// servePassthrough serves a passthrough tunnel for passthroughTunnel.
+// servePassthrough serves a passthrough tunnel, which connect hands to
+// the broker: the broker holds it within its box's rate and concurrency
+// bounds (a tunnel is one request, in flight until it ends) and records
+// it as it ends. It connects to the target and copies bytes both ways,
+// untouched, until either side ends or the tunnel is idle for
+// IdleTimeout.
 func (p *Proxy) servePassthrough(w http.ResponseWriter, r *http.Request, h *held) (broker.TunnelEnd, error) {
 	t := h.t
 	up, err := p.cfg.Dial(r.Context(), "tcp", t.to.addr())
@@ -142,38 +132,28 @@ func (p *Proxy) release(h *held) {
 	}
 }
 
-// refreshCA reads the CA again every CARefresh until ctx ends, and logs
-// its Warning, if any, once a day.
-func (p *Proxy) refreshCA(ctx context.Context) {
-	tick := time.NewTicker(p.cfg.CARefresh)
-	defer tick.Stop()
-	var warned time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			if err := p.cfg.CA.Refresh(ctx); err != nil && ctx.Err() == nil {
-				p.log.Warn("proxy: read the CA again", "err", err)
-			}
-			if w := p.cfg.CA.Warning(); w != "" && p.cfg.Now().Sub(warned) >= 24*time.Hour {
-				p.log.Warn("proxy: " + w)
-				warned = p.cfg.Now()
-			}
-		}
+// refreshCA reads the CA again, to follow a rotation, and logs its
+// Warning, if any, once a day (warned is when it last did).
+func (p *Proxy) refreshCA(ctx context.Context, warned *time.Time) {
+	if err := p.cfg.CA.Refresh(ctx); err != nil && ctx.Err() == nil {
+		p.log.Warn("proxy: read the CA again", "err", err)
+	}
+	if w := p.cfg.CA.Warning(); w != "" && p.cfg.Now().Sub(*warned) >= 24*time.Hour {
+		p.log.Warn("proxy: " + w)
+		*warned = p.cfg.Now()
 	}
 }
 
-// recheckEvery runs recheck every Recheck until ctx ends.
-func (p *Proxy) recheckEvery(ctx context.Context) {
-	tick := time.NewTicker(p.cfg.Recheck)
+// every runs f every d until ctx ends.
+func every(ctx context.Context, d time.Duration, f func()) {
+	tick := time.NewTicker(d)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			p.recheck(ctx)
+			f()
 		}
 	}
 }
@@ -330,12 +310,9 @@ func PassthroughHeld(ctx context.Context, st interface {
 			return nil, fmt.Errorf("list secrets of %s: %w", b.Name, err)
 		}
 		for _, s := range secs {
-			u, err := protocol.ParseSecretHost(s.Host)
-			if err != nil {
-				continue
-			}
-			if h := strings.ToLower(u.Hostname()); hosts[h] != nil {
-				by[h] = append(by[h], b.Name+"/"+s.Name)
+			// ParseSecretHost writes the host name in lower case.
+			if u, err := protocol.ParseSecretHost(s.Host); err == nil && hosts[u.Hostname()] != nil {
+				by[u.Hostname()] = append(by[u.Hostname()], b.Name+"/"+s.Name)
 			}
 		}
 	}

@@ -16,16 +16,11 @@ import (
 	"github.com/intentius/boxbroker/internal/token"
 )
 
-// admit authenticates r's box by its Proxy-Authorization and applies the
-// rule for to; it returns the tunnel, passthrough true for a host on the
-// passthrough list, or the refusal (with the tunnel, when the box is
-// known).
-func (p *Proxy) admit(r *http.Request, to target) (t *tunnel, passthrough bool, err error) {
-	return p.judge(r.Context(), token.FromProxyAuthorization(r.Header), p.cfg.Broker.Source(r), to)
-}
-
-// judge applies the rule for to to the box whose token is tok, as admit
-// does for a CONNECT and the re-check for an open tunnel. The broker
+// judge applies the rule for to to the box whose token is tok (from
+// Proxy-Authorization, sent from from), for a CONNECT, a plain request
+// and the re-check of an open tunnel. It returns the tunnel,
+// passthrough true for a host on the passthrough list, or the refusal
+// (with the tunnel, when the box is known). The broker
 // admits the box (its token, its pause, its report); the proxy chooses
 // the words: the names of the box's secrets pinned to to, of which the
 // box's report must declare at least one.
@@ -135,14 +130,7 @@ func (p *Proxy) judgePassthrough(adm *broker.Admission, secs []store.Secret, to 
 // scheme, host and port.
 func pinnedTo(base string, to target) bool {
 	u, err := protocol.ParseSecretHost(base)
-	if err != nil || u.Scheme != to.scheme {
-		return false
-	}
-	port := u.Port()
-	if port == "" {
-		port = defaultPort(u.Scheme)
-	}
-	return strings.EqualFold(u.Hostname(), to.host) && port == to.port
+	return err == nil && u.Scheme == to.scheme && sameHost(u.Host, to)
 }
 
 func defaultPort(scheme string) string {

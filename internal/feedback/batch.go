@@ -31,31 +31,28 @@ func (b Batch) Words() []string {
 	return words
 }
 
-// Problems Parse reports; Serve answers each with a 400 (see message).
+// Problems Parse reports; Serve answers each with a 400 whose message is
+// the problem's own (see message).
 var (
-	ErrNotJSON       = errors.New("batch is not JSON")
-	ErrNotObject     = errors.New("batch is not a JSON object")
-	ErrDuplicate     = errors.New("batch gives entries or counts twice")
-	ErrEntriesNotArr = errors.New("entries is not an array")
-	ErrCountsNotObj  = errors.New("counts is not an object")
-	ErrEmpty         = errors.New("batch carries neither entries nor counts")
+	ErrNotJSON       error = &problem{"batch is not JSON", "The feedback batch is not JSON: send one JSON object, UTF-8."}
+	ErrNotObject     error = &problem{"batch is not a JSON object", "A feedback batch is a JSON object carrying entries, counts or both."}
+	ErrDuplicate     error = &problem{"batch gives entries or counts twice", "The feedback batch gives entries or counts more than once; give each once."}
+	ErrEntriesNotArr error = &problem{"entries is not an array", "The feedback batch's entries is not an array."}
+	ErrCountsNotObj  error = &problem{"counts is not an object", "The feedback batch's counts is not an object."}
+	ErrEmpty         error = &problem{"batch carries neither entries nor counts",
+		"A feedback batch carries a non-empty entries array, a non-empty counts object, or both; this one carries neither."}
 )
+
+// problem is a problem Parse reports: its error text, and msg, what the
+// box is told of it.
+type problem struct{ text, msg string }
+
+func (p *problem) Error() string { return p.text }
 
 // message is what the box is told of a problem Parse reported.
 func message(err error) string {
-	switch {
-	case errors.Is(err, ErrNotJSON):
-		return "The feedback batch is not JSON: send one JSON object, UTF-8."
-	case errors.Is(err, ErrNotObject):
-		return "A feedback batch is a JSON object carrying entries, counts or both."
-	case errors.Is(err, ErrDuplicate):
-		return "The feedback batch gives entries or counts more than once; give each once."
-	case errors.Is(err, ErrEntriesNotArr):
-		return "The feedback batch's entries is not an array."
-	case errors.Is(err, ErrCountsNotObj):
-		return "The feedback batch's counts is not an object."
-	case errors.Is(err, ErrEmpty):
-		return "A feedback batch carries a non-empty entries array, a non-empty counts object, or both; this one carries neither."
+	if p, ok := errors.AsType[*problem](err); ok {
+		return p.msg
 	}
 	return "The feedback batch could not be read."
 }

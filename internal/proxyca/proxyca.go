@@ -154,10 +154,12 @@ func Rotate(ctx context.Context, st store.ProxyAuthority, keyring *secrets.Keyri
 	if err != nil {
 		return nil, time.Time{}, err
 	}
+	from = now
 	if grace <= 0 {
 		rec = made
 	} else {
-		rec.NextCertPEM, rec.NextSealedKey, rec.NextFrom = made.CertPEM, made.SealedKey, now.Add(grace).UTC()
+		from = now.Add(grace).UTC()
+		rec.NextCertPEM, rec.NextSealedKey, rec.NextFrom = made.CertPEM, made.SealedKey, from
 	}
 	kept, err := st.ReplaceProxyCA(ctx, was, rec)
 	if err != nil {
@@ -166,19 +168,11 @@ func Rotate(ctx context.Context, st store.ProxyAuthority, keyring *secrets.Keyri
 	if !bytes.Equal(kept.CertPEM, rec.CertPEM) || !bytes.Equal(kept.NextCertPEM, rec.NextCertPEM) {
 		return nil, time.Time{}, ErrRaced
 	}
-	if grace <= 0 {
-		return made.CertPEM, now, nil
-	}
-	return made.CertPEM, rec.NextFrom, nil
+	return made.CertPEM, from, nil
 }
 
 func newCA(keyring *secrets.Keyring, now time.Time) (store.ProxyCA, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return store.ProxyCA{}, fmt.Errorf("proxy CA key: %w", err)
-	}
 	tmpl := &x509.Certificate{
-		SerialNumber: serial(),
 		// Each CA has its own name, so that clients that trust an old and
 		// a new one across a rotation tell them apart.
 		Subject:               pkix.Name{CommonName: "boxbroker proxy CA " + now.UTC().Format("2006-01-02T15:04:05Z"), Organization: []string{"boxbroker"}},
@@ -190,7 +184,7 @@ func newCA(keyring *secrets.Keyring, now time.Time) (store.ProxyCA, error) {
 		MaxPathLen:            0,
 		MaxPathLenZero:        true,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	key, der, err := issue(tmpl, nil)
 	if err != nil {
 		return store.ProxyCA{}, fmt.Errorf("proxy CA certificate: %w", err)
 	}
@@ -346,24 +340,19 @@ func (ca *CA) Leaf(host string) (*tls.Certificate, error) {
 	if !now.Before(notAfter) {
 		return nil, fmt.Errorf("proxy leaf for %s: the proxy CA expired at %s; rotate it (boxbroker proxy ca rotate)", host, notAfter.UTC().Format(time.RFC3339))
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("proxy leaf key: %w", err)
-	}
 	tmpl := &x509.Certificate{
-		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: host},
-		NotBefore:    now.Add(-leafBackdate),
-		NotAfter:     notAfter,
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		Subject:     pkix.Name{CommonName: host},
+		NotBefore:   now.Add(-leafBackdate),
+		NotAfter:    notAfter,
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
 	if ip := net.ParseIP(host); ip != nil {
 		tmpl.IPAddresses = []net.IP{ip}
 	} else {
 		tmpl.DNSNames = []string{host}
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, signer.cert, &key.PublicKey, signer.key)
+	key, der, err := issue(tmpl, signer)
 	if err != nil {
 		return nil, fmt.Errorf("proxy leaf for %s: %w", host, err)
 	}
@@ -381,10 +370,21 @@ func (ca *CA) Leaf(host string) (*tls.Certificate, error) {
 	return cert, nil
 }
 
-func serial() *big.Int {
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+// issue makes an ECDSA P-256 key and a certificate for it from tmpl,
+// with a random serial number, signed by parent, or self-signed when
+// parent is nil.
+func issue(tmpl *x509.Certificate, parent *authority) (*ecdsa.PrivateKey, []byte, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		panic(err) // crypto/rand does not fail
+		return nil, nil, err
 	}
-	return n
+	if tmpl.SerialNumber, err = rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127)); err != nil {
+		return nil, nil, err
+	}
+	signer, signKey := tmpl, key
+	if parent != nil {
+		signer, signKey = parent.cert, parent.key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, signer, &key.PublicKey, signKey)
+	return key, der, err
 }

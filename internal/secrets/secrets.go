@@ -61,11 +61,7 @@ func New(key []byte) (*Keyring, error) {
 // it made a new key file.
 func Load(dataDir, envKey string) (k *Keyring, created bool, err error) {
 	if envKey != "" {
-		key, err := parseKey(envKey)
-		if err != nil {
-			return nil, false, fmt.Errorf("BOXBROKER_MASTER_KEY: %w", err)
-		}
-		k, err := New(key)
+		k, err := parseKey(envKey, "BOXBROKER_MASTER_KEY")
 		return k, false, err
 	}
 	path := filepath.Join(dataDir, KeyFile)
@@ -98,24 +94,22 @@ func Load(dataDir, envKey string) (k *Keyring, created bool, err error) {
 	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
 		return nil, false, fmt.Errorf("master key file %s is readable by others (mode %v); chmod 600 it", path, fi.Mode().Perm())
 	}
-	key, err := parseKey(strings.TrimSpace(string(b)))
-	if err != nil {
-		return nil, false, fmt.Errorf("master key file %s: %w", path, err)
-	}
-	k, err = New(key)
+	k, err = parseKey(strings.TrimSpace(string(b)), "master key file "+path)
 	return k, false, err
 }
 
-func parseKey(s string) ([]byte, error) {
+// parseKey returns the Keyring for s, a key of 32 bytes as 64 hex
+// characters or base64; where names s in the error of one that is not.
+func parseKey(s, where string) (*Keyring, error) {
 	if b, err := hex.DecodeString(s); err == nil && len(b) == 32 {
-		return b, nil
+		return New(b)
 	}
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
 		if b, err := enc.DecodeString(s); err == nil && len(b) == 32 {
-			return b, nil
+			return New(b)
 		}
 	}
-	return nil, errors.New("not 32 bytes as 64 hex characters or base64")
+	return nil, fmt.Errorf("%s: not 32 bytes as 64 hex characters or base64", where)
 }
 
 // Seal encrypts plaintext bound to ad, which names the row it is kept in.

@@ -62,9 +62,10 @@ const maxQueue = 256
 type Sender struct {
 	cfg   Config
 	queue chan message
-	stop  chan struct{}
-	done  sync.WaitGroup
-	once  sync.Once
+	// ctx ends, by stop, when the Sender is closed.
+	ctx  context.Context
+	stop context.CancelFunc
+	done sync.WaitGroup
 	// pending counts the messages queued or being sent.
 	pending sync.WaitGroup
 }
@@ -86,7 +87,8 @@ func New(cfg Config) (*Sender, error) {
 	defaults.Positive(&cfg.Backoff, time.Second)
 	defaults.Clock(&cfg.Now)
 	defaults.Logger(&cfg.Logger)
-	s := &Sender{cfg: cfg, queue: make(chan message, maxQueue), stop: make(chan struct{})}
+	s := &Sender{cfg: cfg, queue: make(chan message, maxQueue)}
+	s.ctx, s.stop = context.WithCancel(context.Background())
 	s.done.Add(1)
 	go s.run()
 	return s, nil
@@ -95,11 +97,9 @@ func New(cfg Config) (*Sender, error) {
 // Send queues body; it never blocks. attrs name the message in the log
 // lines of a message dropped or not delivered (never a secret).
 func (s *Sender) Send(body []byte, attrs ...any) {
-	select {
-	case <-s.stop:
+	if s.ctx.Err() != nil {
 		s.cfg.Logger.Warn(s.cfg.Name+": closed; message not sent", attrs...)
 		return
-	default:
 	}
 	s.pending.Add(1)
 	select {
@@ -117,35 +117,26 @@ func (s *Sender) Wait() { s.pending.Wait() }
 // Close stops sending, dropping what waits, and returns once the sender
 // has stopped.
 func (s *Sender) Close() error {
-	s.once.Do(func() { close(s.stop) })
+	s.stop()
 	s.done.Wait()
-	s.drop()
-	return nil
-}
-
-// drop drops what waits in the queue.
-func (s *Sender) drop() {
 	for {
 		select {
 		case <-s.queue:
 			s.pending.Done()
 		default:
-			return
+			return nil
 		}
 	}
 }
 
 func (s *Sender) run() {
 	defer s.done.Done()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { <-s.stop; cancel() }()
 	for {
 		select {
-		case <-s.stop:
+		case <-s.ctx.Done():
 			return
 		case m := <-s.queue:
-			s.send(ctx, m)
+			s.send(s.ctx, m)
 			s.pending.Done()
 		}
 	}
