@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -150,6 +151,25 @@ func TestCLI_SecretRulesAlone(t *testing.T) {
 			}
 			if status, _ := egress("POST", "/ok/x"); status != http.StatusForbidden {
 				t.Errorf("POST outside the rules = %d, want 403", status)
+			}
+			// The refusal names the command that allows the request,
+			// whole: run as it is, it keeps the rules and rate held and
+			// adds the request's, and sends no value.
+			b.Sync()
+			_, msg := brokertest.Refusal(b.Do("POST", "/egress/ECHO/ok/y", tok, nil, nil).Body)
+			command := regexp.MustCompile("`boxbroker ([^`]*)`").FindStringSubmatch(msg)
+			if command == nil {
+				t.Fatalf("the refusal %q names no boxbroker command", msg)
+			}
+			args := regexp.MustCompile(`'[^']*'|\S+`).FindAllString(command[1], -1)
+			for i, a := range args {
+				args[i] = strings.Trim(a, "'")
+			}
+			if code, out, errs := runEnv(t, tt.env, "", args...); code != 0 || !strings.Contains(out, "ECHO allows only GET /ok/** and POST /ok/y, at most 100/m for each box") {
+				t.Fatalf("the refusal's command %q = %d %q %q, want the request's rule added to the rules and rate held", args, code, out, errs)
+			}
+			if status, auth := egress("POST", "/ok/y"); status != http.StatusOK || auth != "Bearer "+value {
+				t.Errorf("POST once the refusal's command ran = %d, the host was sent %q; want 200 and the value", status, auth)
 			}
 
 			code, out, errs = runEnv(t, tt.env, "", "secret", "rules", "shop", "ECHO")

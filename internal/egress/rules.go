@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,13 +54,13 @@ func (c *Capability) checkRules(r *http.Request, box, token string, sec store.Se
 	}
 	rt, err := protocol.ParseSecretRate(sec.Rate)
 	if err != nil {
-		return capability.Refuse(capability.ReasonConfig, "The broker's record of %s's rate is not usable; its owner sets it again with `boxbroker secret set`.", sec.Name).WithErr(fmt.Errorf("secret %s/%s: %w", box, sec.Name, err))
+		return capability.Refuse(capability.ReasonConfig, "The broker's record of %s's rate is not usable; its owner sets it again with `boxbroker secret rules`.", sec.Name).WithErr(fmt.Errorf("secret %s/%s: %w", box, sec.Name, err))
 	}
 	if wait := c.rates.take(box, sec.Name, rt, c.cfg.Now()); wait > 0 {
 		secs := int(math.Ceil(wait.Seconds()))
 		e := capability.Refuse(capability.ReasonRate,
-			"Egress refused this request: the secret %s allows each box %s, and this box has used them; try again in %d s. Its owner can raise the rate with `boxbroker secret set %s %s --host %s --rate N/PERIOD`.",
-			sec.Name, rateWords(rt), secs, box, sec.Name, sec.Host)
+			"Egress refused this request: the secret %s allows each box %s, and this box has used them; try again in %d s. Its owner can raise the rate with `%s`.",
+			sec.Name, rateWords(rt), secs, rulesCommand(box, sec.Name, sec.Rules, "N/PERIOD"))
 		e.Header = http.Header{"Retry-After": {strconv.Itoa(secs)}}
 		return e
 	}
@@ -92,8 +93,23 @@ func (c *Capability) ask(r *http.Request, box, token string, sec store.Secret, t
 func (c *Capability) outsideRules(r *http.Request, box string, sec store.Secret, segs []string) *capability.Error {
 	path := "/" + strings.Join(segs, "/")
 	return capability.Refuse(capability.ReasonRule,
-		"Egress refused this request: the secret %s allows only %s; this request was %s %s. Its owner can allow it with `boxbroker secret set %s %s --host %s --allow '%s %s'` (with every --allow it holds: the rules given replace the old).",
-		sec.Name, strings.Join(sec.Rules, " and "), r.Method, path, box, sec.Name, sec.Host, r.Method, path)
+		"Egress refused this request: the secret %s allows only %s; this request was %s %s. Its owner can allow it with `%s`.",
+		sec.Name, strings.Join(sec.Rules, " and "), r.Method, path, rulesCommand(box, sec.Name, append(slices.Clone(sec.Rules), r.Method+" "+path), sec.Rate))
+}
+
+// rulesCommand is the command that sets box's secret name's rules to
+// rules and its rate to rate. It names them whole, since `secret rules`
+// replaces both, and sends no value.
+func rulesCommand(box, name string, rules []string, rate string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "boxbroker secret rules %s %s", box, name)
+	for _, r := range rules {
+		fmt.Fprintf(&b, " --allow '%s'", r)
+	}
+	if rate != "" {
+		fmt.Fprintf(&b, " --rate %s", rate)
+	}
+	return b.String()
 }
 
 // allowed reports whether one of rules allows method at segs.

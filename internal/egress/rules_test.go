@@ -62,7 +62,8 @@ func TestEgress_RequestOutsideTheSecretsRulesIsRefused(t *testing.T) {
 				}
 				if tt.status == 403 {
 					typ, msg := brokertest.Refusal([]byte(body))
-					for _, w := range []string{"Egress", "ECHO", "GET /repos/acme/** and POST /repos/acme/*/issues and * /status", "this request was " + tt.method, "--allow"} {
+					for _, w := range []string{"Egress", "ECHO", "GET /repos/acme/** and POST /repos/acme/*/issues and * /status", "this request was " + tt.method,
+						"`boxbroker secret rules shop ECHO --allow 'GET /repos/acme/**' --allow 'POST /repos/acme/*/issues' --allow '* /status' --allow '" + tt.method + " /"} {
 						if !strings.Contains(msg, w) {
 							t.Errorf("%s %s refusal = %q, want it to say %q", tt.method, tt.path, msg, w)
 						}
@@ -108,8 +109,8 @@ func TestEgress_RateLimitPerBox(t *testing.T) {
 		t.Errorf("Retry-After = %q, want 1 to 60 seconds", resp.Header.Get("Retry-After"))
 	}
 	typ, msg := brokertest.Refusal(body)
-	if typ != protocol.TypeRateLimit || !strings.Contains(msg, "ECHO") || !strings.Contains(msg, "2 requests a minute") {
-		t.Errorf("refusal = %s %q, want %s naming ECHO and 2 requests a minute", typ, msg, protocol.TypeRateLimit)
+	if typ != protocol.TypeRateLimit || !strings.Contains(msg, "ECHO") || !strings.Contains(msg, "2 requests a minute") || !strings.Contains(msg, "`boxbroker secret rules shop ECHO --rate N/PERIOD`") {
+		t.Errorf("refusal = %s %q, want %s naming ECHO, 2 requests a minute and the command that raises it", typ, msg, protocol.TypeRateLimit)
 	}
 	if n := len(e.echo.Seen()) - before; n != 0 {
 		t.Errorf("the refused request reached the host %d times, want none", n)
