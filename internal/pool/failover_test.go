@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/metrics"
 	"github.com/intentius/boxbroker/internal/pool"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
@@ -316,7 +317,7 @@ func statOf(t *testing.T, b *brokertest.Broker, name string) pool.Stat {
 	}
 	for _, e := range list.Entries {
 		if e.Name == name {
-			return pool.Stat{Name: e.Name, State: e.State, Failovers: e.Failovers, R429: e.R429, R529: e.R529}
+			return pool.Stat{Name: e.Name, State: e.State, PoolCounts: metrics.PoolCounts{Failovers: e.Failovers, R429: e.R429, R529: e.R529}}
 		}
 	}
 	t.Fatalf("no entry %s in %s", name, resp.Body)

@@ -50,6 +50,7 @@ import (
 	"github.com/intentius/boxbroker/internal/cache"
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/defaults"
+	"github.com/intentius/boxbroker/internal/metrics"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/secrets"
@@ -143,11 +144,7 @@ type health struct {
 	probing     bool      // a probe of its credential is under way
 	probedAt    time.Time // when the last probe began
 	probedValue time.Time // the UpdatedAt of the value it probed
-	requests    int64
-	r429        int64
-	r529        int64
-	failovers   int64
-	failures    int64 // 401/403 answers
+	metrics.PoolCounts
 }
 
 // New returns a Pool.
@@ -167,14 +164,9 @@ func New(cfg Config) *Pool {
 	return &Pool{cfg: cfg, health: map[string]*health{}, urls: map[string]*url.URL{}}
 }
 
-// Entry is one entry of the pool as read from the store: its value sealed.
-type Entry struct {
-	Name      string
-	Weight    int
-	URL       string // "" for the broker's upstream
-	Sealed    []byte
-	UpdatedAt time.Time
-}
+// Entry is one entry of the pool as the store keeps it: its value sealed,
+// its URL "" for the broker's upstream.
+type Entry = store.PoolEntry
 
 // Entries returns the pool's entries, the Default one (when the shared
 // credential is set) first and then the named ones by name.
@@ -195,7 +187,8 @@ func (p *Pool) Entries(ctx context.Context) ([]Entry, error) {
 		if e.Name == Default {
 			continue // the shared credential is the Default entry
 		}
-		out = append(out, Entry{Name: e.Name, Weight: max(e.Weight, 1), URL: e.URL, Sealed: e.Sealed, UpdatedAt: e.UpdatedAt})
+		e.Weight = max(e.Weight, 1)
+		out = append(out, e)
 	}
 	return out, nil
 }
@@ -375,7 +368,7 @@ func (c *Choice) paid(i int) (capability.Paid, error) {
 	}
 	c.i = i
 	c.p.mu.Lock()
-	c.p.healthLocked(e.Name).requests++
+	c.p.healthLocked(e.Name).Requests++
 	c.p.mu.Unlock()
 	return capability.Paid{Payer: c.payer, Credential: cred, Entry: e.Name, Upstream: u}, nil
 }
@@ -451,7 +444,7 @@ func (c *Choice) Model(name string) (capability.Paid, bool) {
 		return capability.Paid{}, false
 	}
 	c.p.mu.Lock()
-	c.p.healthLocked(chosen).requests-- // counted by Choose, never made
+	c.p.healthLocked(chosen).Requests-- // counted by Choose, never made
 	c.p.mu.Unlock()
 	paid.Failover = c.failover()
 	return paid, true
@@ -499,7 +492,7 @@ func (c *Choice) Next() (capability.Paid, bool) {
 			continue
 		}
 		c.p.mu.Lock()
-		c.p.healthLocked(prev).failovers++
+		c.p.healthLocked(prev).Failovers++
 		c.p.mu.Unlock()
 		paid.Failover = c
 		return paid, true

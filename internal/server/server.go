@@ -563,8 +563,7 @@ func poolStats(p *pool.Pool) func() []metrics.PoolEntry {
 		}
 		out := make([]metrics.PoolEntry, len(stats))
 		for i, s := range stats {
-			out[i] = metrics.PoolEntry{Name: s.Name, Requests: s.Requests, R429: s.R429, R529: s.R529,
-				Failovers: s.Failovers, Failures: s.Failures,
+			out[i] = metrics.PoolEntry{Name: s.Name, PoolCounts: s.PoolCounts,
 				Cooling: s.State == pool.StateCooling, Failed: s.State == pool.StateFailed}
 		}
 		return out
