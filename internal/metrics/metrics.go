@@ -14,6 +14,7 @@ package metrics
 
 import (
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -149,7 +150,7 @@ func (m *Metrics) Handler() http.Handler {
 		return nil
 	}
 	// OpenMetrics, when the scraper asks for it, carries the latency
-	// histograms' exemplars (trace ids; see RequestTraced).
+	// histograms' exemplars (trace ids; see Request).
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{EnableOpenMetrics: true})
 }
 
@@ -164,15 +165,40 @@ func (m *Metrics) Registry() *prometheus.Registry {
 
 // Request counts one answered box-facing request. capability is "none"
 // for the declaration route and a path no capability serves; route is a
-// template; reason is "" when the request was not refused.
-func (m *Metrics) Request(capability, route string, status int, reason string, d time.Duration) {
-	m.RequestTraced(capability, route, status, reason, d, "")
+// template; reason is "" when the request was not refused. The call's
+// trace id (hex; "" for none) is kept as the latency histogram's
+// exemplar, so a slow bucket leads to a trace; the exemplar is served in
+// the OpenMetrics exposition only.
+func (m *Metrics) Request(capability, route string, status int, reason string, d time.Duration, traceID string) {
+	if m == nil {
+		return
+	}
+	m.requests.WithLabelValues(capability, route, strconv.Itoa(status), reason).Inc()
+	observe(m.requestDuration.WithLabelValues(capability), d, traceID)
 }
 
 // Upstream records one upstream call's time to its answer's headers;
-// status 0 means no answer came.
-func (m *Metrics) Upstream(capability string, status int, d time.Duration) {
-	m.UpstreamTraced(capability, status, d, "")
+// status 0 means no answer came. traceID is kept as Request keeps it.
+func (m *Metrics) Upstream(capability string, status int, d time.Duration, traceID string) {
+	if m == nil {
+		return
+	}
+	s := "error"
+	if status > 0 {
+		s = strconv.Itoa(status)
+	}
+	observe(m.upstream.WithLabelValues(capability, s), d, traceID)
+}
+
+// observe records d in o, with traceID as its exemplar when there is one.
+func observe(o prometheus.Observer, d time.Duration, traceID string) {
+	if traceID != "" {
+		if eo, ok := o.(prometheus.ExemplarObserver); ok {
+			eo.ObserveWithExemplar(d.Seconds(), prometheus.Labels{"trace_id": traceID})
+			return
+		}
+	}
+	o.Observe(d.Seconds())
 }
 
 // StreamOpened and StreamClosed bracket an answer streamed to a box.

@@ -40,8 +40,8 @@ func TestGrant_LabelStaysBounded(t *testing.T) {
 
 func TestNil_RecordsNothing(t *testing.T) {
 	var m *Metrics
-	m.Request("inference", "/llm/anthropic/v1/messages", 200, "", time.Second)
-	m.Upstream("inference", 200, time.Second)
+	m.Request("inference", "/llm/anthropic/v1/messages", 200, "", time.Second, "")
+	m.Upstream("inference", 200, time.Second, "")
 	m.StreamOpened("inference")
 	m.StreamClosed("inference")
 	m.DeclarationReport(true)
