@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/defaults"
@@ -18,22 +17,15 @@ const (
 	ShapeSlack = "slack"
 )
 
-// WebhookConfig configures a Webhook.
+// WebhookConfig configures a Webhook: package webhook's Config, whose
+// URL receives each new proposal as a POST and whose Key signs each body
+// (both required; Name is set by NewWebhook), and the message's shape.
 type WebhookConfig struct {
-	// URL receives each new proposal as a POST. Required.
-	URL string
+	webhook.Config
 	// Shape is ShapeJSON (default) or ShapeSlack.
 	Shape string
-	// Key signs each body (see package webhook). Required.
-	Key []byte
 	// PageURL, when set, is named in each message.
 	PageURL string
-	// Client, Attempts, Backoff, Now and Logger are package webhook's.
-	Client   *http.Client
-	Attempts int
-	Backoff  time.Duration
-	Now      func() time.Time
-	Logger   *slog.Logger
 }
 
 // Webhook POSTs each new proposal to the operator's URL, signed, through
@@ -55,8 +47,8 @@ func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
 		return nil, fmt.Errorf("approval webhook: shape %q is not json or slack", cfg.Shape)
 	}
 	defaults.Logger(&cfg.Logger)
-	s, err := webhook.New(webhook.Config{URL: cfg.URL, Key: cfg.Key, Name: "approval webhook", Client: cfg.Client,
-		Attempts: cfg.Attempts, Backoff: cfg.Backoff, Now: cfg.Now, Logger: cfg.Logger})
+	cfg.Name = "approval webhook"
+	s, err := webhook.New(cfg.Config)
 	if err != nil {
 		return nil, err
 	}
