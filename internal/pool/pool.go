@@ -301,16 +301,8 @@ func (p *Pool) Choose(ctx context.Context, box string, pay protocol.Payer) (capa
 	if err != nil {
 		return capability.Paid{Payer: pay}, err
 	}
-	paid.Failover = c.failover()
+	paid.Failover = c
 	return paid, nil
-}
-
-// failover is c, or, when it has one entry to try, c as a single.
-func (c *Choice) failover() capability.Failover {
-	if len(c.entries) == 1 {
-		return single{c}
-	}
-	return c
 }
 
 // appendOrdered appends es to out in box's rendezvous order.
@@ -408,10 +400,11 @@ func (p *Pool) healthLocked(name string) *health {
 
 // Model implements capability.Failover: before any answer, the entries
 // are ordered again for the model, healthy first, and the Paid of the
-// first is returned when it is not the one chosen.
+// first is returned when it is not the one chosen. With one entry to
+// try there is nothing to move to.
 func (c *Choice) Model(name string) (capability.Paid, bool) {
 	c.model = name
-	if name == "" || c.answered || c.i != 0 {
+	if name == "" || c.answered || c.i != 0 || len(c.entries) == 1 {
 		return capability.Paid{}, false
 	}
 	now := c.p.cfg.Now()
@@ -446,7 +439,7 @@ func (c *Choice) Model(name string) (capability.Paid, bool) {
 	c.p.mu.Lock()
 	c.p.healthLocked(chosen).Requests-- // counted by Choose, never made
 	c.p.mu.Unlock()
-	paid.Failover = c.failover()
+	paid.Failover = c
 	return paid, true
 }
 
@@ -499,20 +492,6 @@ func (c *Choice) Next() (capability.Paid, bool) {
 	}
 	return capability.Paid{}, false
 }
-
-// single is the Failover of a call with one entry to try: it counts and
-// cools, and never offers another.
-type single struct{ c *Choice }
-
-func (s single) Answered(status int, h http.Header, body []byte) bool {
-	return s.c.Answered(status, h, body)
-}
-func (s single) Next() (capability.Paid, bool) { return capability.Paid{}, false }
-func (s single) Model(name string) (capability.Paid, bool) {
-	s.c.model = name // one entry: nothing to move to
-	return capability.Paid{}, false
-}
-func (s single) Others() bool { return false }
 
 // Others implements capability.Failover.
 func (c *Choice) Others() bool { return c.i+1 < len(c.entries) }
