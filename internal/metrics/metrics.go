@@ -37,7 +37,6 @@ var grantOutcomes = append(slices.Clone(grant.Outcomes), grant.Unavailable, Gran
 // concurrent use.
 type Metrics struct {
 	reg             *prometheus.Registry
-	unpriced        *unpriced
 	requests        *prometheus.CounterVec
 	requestDuration *prometheus.HistogramVec
 	upstream        *prometheus.HistogramVec
@@ -106,8 +105,6 @@ func New() *Metrics {
 		m.requests, m.requestDuration, m.upstream, m.streams, m.declarations, m.grants,
 		m.auditWritten, m.auditDropped, m.auditFailed, m.tokenRefusals,
 	)
-	m.unpriced = newUnpriced()
-	reg.MustRegister(m.unpriced.calls)
 	m.spend = newSpendMetrics(reg)
 	for _, outcome := range grantOutcomes {
 		m.grants.WithLabelValues(outcome) // exported at 0 before the first check
