@@ -522,12 +522,20 @@ const (
 // pruneChanges forgets changes older than keepChanges, at once and every
 // pruneEvery, until ctx ends.
 func (s *Server) pruneChanges(ctx context.Context) {
-	t := time.NewTicker(pruneEvery)
-	defer t.Stop()
-	for {
+	every(ctx, pruneEvery, func() bool {
 		if err := s.Store.PruneChanges(ctx, time.Now().Add(-keepChanges)); err != nil && ctx.Err() == nil {
 			s.log.Warn("prune the change log", "err", err)
 		}
+		return true
+	})
+}
+
+// every calls f at once and then every d, until ctx ends or f reports
+// false.
+func every(ctx context.Context, d time.Duration, f func() bool) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for f() {
 		select {
 		case <-ctx.Done():
 			return
