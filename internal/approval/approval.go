@@ -224,10 +224,7 @@ func (s *Service) Refused(ctx context.Context, a Attempt) (Verdict, error) {
 			return v, nil
 		}
 	}
-	id, err := newID()
-	if err != nil {
-		return v, err
-	}
+	id := newID()
 	p := store.Proposal{ID: id, Attempt: a.Attempt, Key: a.key(), CreatedAt: now, ExpiresAt: now.Add(s.cfg.PendingFor)}
 	got, err := s.cfg.Store.OpenProposal(ctx, p, s.cfg.MaxPending)
 	if errors.Is(err, store.ErrFull) {
@@ -264,13 +261,12 @@ func forbidden(a Attempt) bool {
 	return false
 }
 
-// newID returns a new proposal ID: "p-" and 12 random lowercase hex digits.
-func newID() (string, error) {
+// newID returns a new proposal ID: "p-" and 12 random lowercase hex
+// digits. crypto/rand.Read never fails.
+func newID() string {
 	var b [6]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("proposal id: %w", err)
-	}
-	return "p-" + hex.EncodeToString(b[:]), nil
+	_, _ = rand.Read(b[:])
+	return "p-" + hex.EncodeToString(b[:])
 }
 
 // ParseFor reads an approval's length: "always" (zero, true), or a Go

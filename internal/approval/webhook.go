@@ -3,11 +3,8 @@ package approval
 import (
 	"encoding/json"
 	"fmt"
-	"log/slog"
-	"net/http"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/webhook"
 )
@@ -18,22 +15,15 @@ const (
 	ShapeSlack = "slack"
 )
 
-// WebhookConfig configures a Webhook.
+// WebhookConfig configures a Webhook: package webhook's Config, whose
+// URL receives each new proposal as a POST and whose Key signs each body
+// (both required; Name is set by NewWebhook), and the message's shape.
 type WebhookConfig struct {
-	// URL receives each new proposal as a POST. Required.
-	URL string
+	webhook.Config
 	// Shape is ShapeJSON (default) or ShapeSlack.
 	Shape string
-	// Key signs each body (see package webhook). Required.
-	Key []byte
 	// PageURL, when set, is named in each message.
 	PageURL string
-	// Client, Attempts, Backoff, Now and Logger are package webhook's.
-	Client   *http.Client
-	Attempts int
-	Backoff  time.Duration
-	Now      func() time.Time
-	Logger   *slog.Logger
 }
 
 // Webhook POSTs each new proposal to the operator's URL, signed, through
@@ -43,7 +33,6 @@ type WebhookConfig struct {
 type Webhook struct {
 	s              *webhook.Sender
 	shape, pageURL string
-	log            *slog.Logger
 }
 
 // NewWebhook starts a Webhook; Close stops it.
@@ -54,23 +43,17 @@ func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
 	if cfg.Shape != ShapeJSON && cfg.Shape != ShapeSlack {
 		return nil, fmt.Errorf("approval webhook: shape %q is not json or slack", cfg.Shape)
 	}
-	defaults.Logger(&cfg.Logger)
-	s, err := webhook.New(webhook.Config{URL: cfg.URL, Key: cfg.Key, Name: "approval webhook", Client: cfg.Client,
-		Attempts: cfg.Attempts, Backoff: cfg.Backoff, Now: cfg.Now, Logger: cfg.Logger})
+	cfg.Name = "approval webhook"
+	s, err := webhook.New(cfg.Config)
 	if err != nil {
 		return nil, err
 	}
-	return &Webhook{s: s, shape: cfg.Shape, pageURL: cfg.PageURL, log: cfg.Logger}, nil
+	return &Webhook{s: s, shape: cfg.Shape, pageURL: cfg.PageURL}, nil
 }
 
 // Notify queues p to be sent; it never blocks.
 func (w *Webhook) Notify(p store.Proposal) {
-	body, err := Message(p, w.shape, w.pageURL)
-	if err != nil {
-		w.log.Error("approval webhook: message", "proposal", p.ID, "err", err)
-		return
-	}
-	w.s.Send(body, "proposal", p.ID, "box", p.Box)
+	w.s.Send(Message(p, w.shape, w.pageURL), "proposal", p.ID, "box", p.Box)
 }
 
 // Close stops sending, dropping what waits.
@@ -96,13 +79,14 @@ type Event struct {
 }
 
 // Message is the body sent for p in shape: an Event, or Slack's
-// {"text": ...}.
-func Message(p store.Proposal, shape, pageURL string) ([]byte, error) {
+// {"text": ...}. Both are strings and numbers, which JSON always encodes.
+func Message(p store.Proposal, shape, pageURL string) []byte {
 	ev := Event{Type: "proposal", ID: p.ID, Box: p.Box, Kind: p.Kind, Secret: p.Secret, Method: p.Method, Host: p.Host, Path: p.Path,
 		Model: p.Model, Amount: p.Amount, Reason: p.Reason, ExpiresAt: p.ExpiresAt.UTC().Format(time.RFC3339),
 		Approve: "boxbroker approve " + p.ID + " --for 1h", Deny: "boxbroker deny " + p.ID, Page: pageURL}
 	if shape != ShapeSlack {
-		return json.Marshal(ev)
+		b, _ := json.Marshal(ev)
+		return b
 	}
 	what := ""
 	switch p.Kind {
@@ -117,5 +101,6 @@ func Message(p store.Proposal, shape, pageURL string) ([]byte, error) {
 	if pageURL != "" {
 		text += " · " + pageURL
 	}
-	return json.Marshal(map[string]string{"text": text})
+	b, _ := json.Marshal(map[string]string{"text": text})
+	return b
 }

@@ -62,7 +62,8 @@ func TestWebhook_SignedRetriedNoSecret(t *testing.T) {
 			rc := &receiver{t: t, key: []byte("whsec_test_key_0123456789"), fail: 2, got: make(chan struct{}, 4)}
 			srv := httptest.NewServer(rc)
 			t.Cleanup(srv.Close)
-			wh, err := approval.NewWebhook(approval.WebhookConfig{URL: srv.URL, Shape: shape, Key: rc.key, Backoff: time.Millisecond, PageURL: "https://broker.example/ui/"})
+			wh, err := approval.NewWebhook(approval.WebhookConfig{Shape: shape, PageURL: "https://broker.example/ui/",
+				Config: webhook.Config{URL: srv.URL, Key: rc.key, Backoff: time.Millisecond}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -131,9 +131,9 @@ func (s *Server) observe(rec *Record) {
 			Method: rec.Method, Reason: rec.Reason, Status: rec.Status, Cost: rec.Cost})()
 		traceID = telemetry.TraceID(rec.Context)
 	}
-	m.RequestTraced(rec.Capability, rec.Route, rec.Status, rec.Reason, rec.Duration, traceID)
+	m.Request(rec.Capability, rec.Route, rec.Status, rec.Reason, rec.Duration, traceID)
 	for _, c := range rec.Upstream {
-		m.UpstreamTraced(rec.Capability, c.Status, c.Latency, traceID)
+		m.Upstream(rec.Capability, c.Status, c.Latency, traceID)
 	}
 	if rec.Reason == capability.ReasonToken && rec.Box == "" {
 		m.TokenRefusal(rec.Tallied)

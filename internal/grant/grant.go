@@ -44,12 +44,12 @@ var (
 	ErrPrincipal = errors.New("not a principal: 1 to 200 characters with no white space, such as github:<login>")
 )
 
-func newID() (string, error) {
+// newID returns a new grant ID: IDPrefix and 16 random lowercase hex
+// digits. crypto/rand.Read never fails.
+func newID() string {
 	b := make([]byte, 8)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("mint grant id: %w", err)
-	}
-	return IDPrefix + hex.EncodeToString(b), nil
+	_, _ = rand.Read(b)
+	return IDPrefix + hex.EncodeToString(b)
 }
 
 // Issue mints a grant for principal on box, valid for ttl from now (0
@@ -71,12 +71,8 @@ func Issue(ctx context.Context, st store.Grants, box, principal string, ttl time
 	if err != nil {
 		return "", store.Grant{}, err
 	}
-	id, err := newID()
-	if err != nil {
-		return "", store.Grant{}, err
-	}
 	now = now.UTC()
-	g := store.Grant{ID: id, Hash: token.Hash(value), Box: box, Principal: principal, CreatedAt: now, ExpiresAt: now.Add(ttl)}
+	g := store.Grant{ID: newID(), Hash: token.Hash(value), Box: box, Principal: principal, CreatedAt: now, ExpiresAt: now.Add(ttl)}
 	if err := st.CreateGrant(ctx, g); err != nil {
 		return "", store.Grant{}, err
 	}
@@ -101,6 +97,11 @@ const (
 	Revoked = "revoked"
 	// NoCredential: the visitor holds no credential at the broker.
 	NoCredential = "no-credential"
+	// Unavailable: the grant could not be checked because the store did
+	// not answer; the request is refused with a 503 rather than paid by
+	// anyone. It is the payer's outcome, never Check's, and not in
+	// Outcomes.
+	Unavailable = "unavailable"
 )
 
 // Outcomes lists every outcome, Accepted first.

@@ -4,8 +4,8 @@
 //
 // Every label is bounded: a capability name from the table, a route
 // template (never a raw path with ids in it), a status code, a refusal
-// reason from capability.Reasons, a grant outcome from the constants
-// below, a payer kind, and a model name (the first MaxModels seen, then
+// reason from capability.Reasons, a grant outcome (package grant's, or
+// GrantError), a payer kind, and a model name (the first MaxModels seen, then
 // "other"). No metric carries a box name, a token, a credential or a value.
 //
 // A nil *Metrics is valid and records nothing, so a caller never needs to
@@ -14,50 +14,29 @@ package metrics
 
 import (
 	"net/http"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/intentius/boxbroker/internal/grant"
 )
 
-// Grant outcomes, the values of boxbroker_grant_checks_total's outcome
-// label: the outcomes the payer reports for each chant-grant it checks
-// (grant.Outcomes and payer.Unavailable, the same strings).
-const (
-	// GrantAccepted: the grant is the box's, current, and its person holds
-	// a credential; the visitor pays.
-	GrantAccepted = "accepted"
-	// GrantMalformed: the header is not a grant value.
-	GrantMalformed = "malformed"
-	// GrantUnknown: no grant hashes to the value.
-	GrantUnknown = "unknown"
-	// GrantOtherBox: the grant was issued for another box.
-	GrantOtherBox = "other-box"
-	// GrantExpired: the grant has expired.
-	GrantExpired = "expired"
-	// GrantRevoked: the grant was revoked.
-	GrantRevoked = "revoked"
-	// GrantNoCredential: the person holds no credential here any more.
-	GrantNoCredential = "no-credential"
-	// GrantUnavailable: the grant could not be checked (the store did not
-	// answer).
-	GrantUnavailable = "unavailable"
-	// GrantError counts any other outcome passed to Grant, so the label
-	// stays bounded.
-	GrantError = "error"
-)
+// GrantError is the value of boxbroker_grant_checks_total's outcome label
+// that counts any outcome passed to Grant other than the payer's
+// (grant.Outcomes and grant.Unavailable), so the label stays bounded.
+const GrantError = "error"
 
-var grantOutcomes = map[string]bool{
-	GrantAccepted: true, GrantMalformed: true, GrantUnknown: true, GrantOtherBox: true,
-	GrantExpired: true, GrantRevoked: true, GrantNoCredential: true, GrantUnavailable: true, GrantError: true,
-}
+// grantOutcomes are the values of the outcome label.
+var grantOutcomes = append(slices.Clone(grant.Outcomes), grant.Unavailable, GrantError)
 
 // Metrics holds boxbroker's collectors. Its methods are safe for
 // concurrent use.
 type Metrics struct {
 	reg             *prometheus.Registry
-	unpriced        *unpriced
 	requests        *prometheus.CounterVec
 	requestDuration *prometheus.HistogramVec
 	upstream        *prometheus.HistogramVec
@@ -126,10 +105,8 @@ func New() *Metrics {
 		m.requests, m.requestDuration, m.upstream, m.streams, m.declarations, m.grants,
 		m.auditWritten, m.auditDropped, m.auditFailed, m.tokenRefusals,
 	)
-	m.unpriced = newUnpriced()
-	reg.MustRegister(m.unpriced.calls)
 	m.spend = newSpendMetrics(reg)
-	for outcome := range grantOutcomes {
+	for _, outcome := range grantOutcomes {
 		m.grants.WithLabelValues(outcome) // exported at 0 before the first check
 	}
 	for _, outcome := range []string{"kept", "refused"} {
@@ -149,7 +126,7 @@ func (m *Metrics) Handler() http.Handler {
 		return nil
 	}
 	// OpenMetrics, when the scraper asks for it, carries the latency
-	// histograms' exemplars (trace ids; see RequestTraced).
+	// histograms' exemplars (trace ids; see Request).
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{EnableOpenMetrics: true})
 }
 
@@ -164,15 +141,40 @@ func (m *Metrics) Registry() *prometheus.Registry {
 
 // Request counts one answered box-facing request. capability is "none"
 // for the declaration route and a path no capability serves; route is a
-// template; reason is "" when the request was not refused.
-func (m *Metrics) Request(capability, route string, status int, reason string, d time.Duration) {
-	m.RequestTraced(capability, route, status, reason, d, "")
+// template; reason is "" when the request was not refused. The call's
+// trace id (hex; "" for none) is kept as the latency histogram's
+// exemplar, so a slow bucket leads to a trace; the exemplar is served in
+// the OpenMetrics exposition only.
+func (m *Metrics) Request(capability, route string, status int, reason string, d time.Duration, traceID string) {
+	if m == nil {
+		return
+	}
+	m.requests.WithLabelValues(capability, route, strconv.Itoa(status), reason).Inc()
+	observe(m.requestDuration.WithLabelValues(capability), d, traceID)
 }
 
 // Upstream records one upstream call's time to its answer's headers;
-// status 0 means no answer came.
-func (m *Metrics) Upstream(capability string, status int, d time.Duration) {
-	m.UpstreamTraced(capability, status, d, "")
+// status 0 means no answer came. traceID is kept as Request keeps it.
+func (m *Metrics) Upstream(capability string, status int, d time.Duration, traceID string) {
+	if m == nil {
+		return
+	}
+	s := "error"
+	if status > 0 {
+		s = strconv.Itoa(status)
+	}
+	observe(m.upstream.WithLabelValues(capability, s), d, traceID)
+}
+
+// observe records d in o, with traceID as its exemplar when there is one.
+func observe(o prometheus.Observer, d time.Duration, traceID string) {
+	if traceID != "" {
+		if eo, ok := o.(prometheus.ExemplarObserver); ok {
+			eo.ObserveWithExemplar(d.Seconds(), prometheus.Labels{"trace_id": traceID})
+			return
+		}
+	}
+	o.Observe(d.Seconds())
 }
 
 // StreamOpened and StreamClosed bracket an answer streamed to a box.
@@ -201,14 +203,14 @@ func (m *Metrics) DeclarationReport(kept bool) {
 	m.declarations.WithLabelValues(outcome).Inc()
 }
 
-// Grant counts one chant-grant check with its outcome, one of the Grant*
-// constants; any other value is counted as GrantError, so the label stays
-// bounded.
+// Grant counts one chant-grant check with its outcome, one of
+// grant.Outcomes or grant.Unavailable; any other value is counted as
+// GrantError, so the label stays bounded.
 func (m *Metrics) Grant(outcome string) {
 	if m == nil {
 		return
 	}
-	if !grantOutcomes[outcome] {
+	if !slices.Contains(grantOutcomes, outcome) {
 		outcome = GrantError
 	}
 	m.grants.WithLabelValues(outcome).Inc()

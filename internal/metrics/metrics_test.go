@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/intentius/boxbroker/internal/grant"
 )
 
 func TestGrant_LabelStaysBounded(t *testing.T) {
@@ -12,8 +14,8 @@ func TestGrant_LabelStaysBounded(t *testing.T) {
 	tests := []struct {
 		outcome, counted string
 	}{
-		{GrantAccepted, GrantAccepted},
-		{GrantRevoked, GrantRevoked},
+		{grant.Accepted, grant.Accepted},
+		{grant.Revoked, grant.Revoked},
 		{"bba_some-grant-value-that-must-not-become-a-label", GrantError},
 		{"", GrantError},
 	}
@@ -40,12 +42,12 @@ func TestGrant_LabelStaysBounded(t *testing.T) {
 
 func TestNil_RecordsNothing(t *testing.T) {
 	var m *Metrics
-	m.Request("inference", "/llm/anthropic/v1/messages", 200, "", time.Second)
-	m.Upstream("inference", 200, time.Second)
+	m.Request("inference", "/llm/anthropic/v1/messages", 200, "", time.Second, "")
+	m.Upstream("inference", 200, time.Second, "")
 	m.StreamOpened("inference")
 	m.StreamClosed("inference")
 	m.DeclarationReport(true)
-	m.Grant(GrantAccepted)
+	m.Grant(grant.Accepted)
 	m.AuditWritten(1)
 	m.AuditDropped()
 	m.AuditFailed(1)

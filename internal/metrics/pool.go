@@ -2,14 +2,22 @@ package metrics
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// PoolEntry is what a replica knows of one entry of the operator's
-// credential pool, for its metrics: counts since the process began, and
-// whether it is cooling or failed now. Name is the operator's name for
-// the entry, never its value; there are as many as entries.
-type PoolEntry struct {
-	Name                                      string
+// PoolCounts are a replica's counts of one entry of the operator's
+// credential pool since the process began: the calls made on it, those
+// it refused 429, 529 (or overloaded_error) and 401 or 403 (Failures),
+// and those made again on another entry after it refused them.
+type PoolCounts struct {
 	Requests, R429, R529, Failovers, Failures int64
-	Cooling, Failed                           bool
+}
+
+// PoolEntry is what a replica knows of one entry of the operator's
+// credential pool, for its metrics: its counts, and whether it is cooling
+// or failed now. Name is the operator's name for the entry, never its
+// value; there are as many as entries.
+type PoolEntry struct {
+	Name string
+	PoolCounts
+	Cooling, Failed bool
 }
 
 var (

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,12 +34,21 @@ const (
 // payerKinds are the values of the payer label; any other is "other".
 var payerKinds = map[string]bool{"shared": true, "owner": true, "visitor": true}
 
+// MaxUnpricedModels bounds boxbroker_unpriced_calls_total's model label:
+// the first MaxUnpricedModels models seen are named, and every later one
+// is counted as "other".
+const MaxUnpricedModels = 100
+
 // spendMetrics counts what model calls measured, by model and payer kind
-// (never by box: the labels stay bounded).
+// (never by box: the labels stay bounded), and the calls of models the
+// price table does not name.
 type spendMetrics struct {
-	usd    *prometheus.CounterVec
-	tokens *prometheus.CounterVec
-	models labelSet // the model labels in use, at most MaxModels
+	usd      *prometheus.CounterVec
+	tokens   *prometheus.CounterVec
+	models   labelSet // the model labels in use, at most MaxModels
+	unpriced *prometheus.CounterVec
+	// unpricedModels are the models named in unpriced's model label so far.
+	unpricedModels labelSet
 }
 
 // labelSet bounds the values of a label: the first max values seen are
@@ -74,9 +84,28 @@ func newSpendMetrics(reg *prometheus.Registry) *spendMetrics {
 			Help: "Tokens of the model calls settled, as the upstream's answers reported them, by model, payer kind and kind (input, output, cache_read, cache_write).",
 		}, []string{"model", "payer", "kind"}),
 		models: labelSet{max: MaxModels, seen: map[string]bool{}},
+		unpriced: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "boxbroker_unpriced_calls_total",
+			Help: "Model calls whose model the price table does not name, by model (the first 100 seen; later ones as other), the table's model they were charged as (priced_as), and match: family (priced as the newest model of its family) or unpriced (as --unpriced-as, the dearest model by default).",
+		}, []string{"model", "priced_as", "match"}),
+		unpricedModels: labelSet{max: MaxUnpricedModels, seen: map[string]bool{}},
 	}
-	reg.MustRegister(s.usd, s.tokens)
+	reg.MustRegister(s.usd, s.tokens, s.unpriced)
 	return s
+}
+
+// UnpricedCall counts one call of a model the price table does not name,
+// charged at the price of the table's model pricedAs; match is "family"
+// or "unpriced" (any other value is counted as "unpriced").
+func (m *Metrics) UnpricedCall(model, pricedAs, match string) {
+	if m == nil {
+		return
+	}
+	model, pricedAs = strings.ToValidUTF8(model, "?"), strings.ToValidUTF8(pricedAs, "?")
+	if match != "family" {
+		match = "unpriced"
+	}
+	m.spend.unpriced.WithLabelValues(m.spend.unpricedModels.label(model), pricedAs, match).Inc()
 }
 
 // Usage counts the model calls of one settled request made with model

@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/metrics"
 	"github.com/intentius/boxbroker/internal/pool"
+	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -316,7 +318,7 @@ func statOf(t *testing.T, b *brokertest.Broker, name string) pool.Stat {
 	}
 	for _, e := range list.Entries {
 		if e.Name == name {
-			return pool.Stat{Name: e.Name, State: e.State, Failovers: e.Failovers, R429: e.R429, R529: e.R529}
+			return pool.Stat{Name: e.Name, State: e.State, PoolCounts: metrics.PoolCounts{Failovers: e.Failovers, R429: e.R429, R529: e.R529}}
 		}
 	}
 	t.Fatalf("no entry %s in %s", name, resp.Body)
@@ -538,5 +540,41 @@ func TestPool_ABoxCannotFailEntriesWithItsOwnRefusals(t *testing.T) {
 	}
 	if calls := up.took(); len(calls) != n+1 || calls[n].entry != order("alice")[0] {
 		t.Errorf("alice's call went to %v, want %s alone", calls[n:], order("alice")[0])
+	}
+}
+
+// TestPool_OneEntryOffersNoOther: a call on a pool of one entry (the
+// shared credential alone) is counted and cooled as any other, and its
+// Failover offers no other entry, whatever the model or the answer.
+func TestPool_OneEntryOffersNoOther(t *testing.T) {
+	b := brokertest.New(t, brokertest.Options{Anthropic: &upstream{answers: map[string]*answer{}}})
+	b.SetCredential(pool.SharedID, keys[pool.Default])
+	p := pool.New(pool.Config{Cache: b.Server.Cache, Keyring: b.Server.Keyring, Upstream: b.Server.Config.AnthropicURL})
+	paid, err := p.Choose(t.Context(), "alpha", protocol.SharedPayer())
+	if err != nil {
+		t.Fatalf("Choose = %v", err)
+	}
+	fo := paid.Failover
+	if paid.Entry != pool.Default || fo == nil {
+		t.Fatalf("Choose = entry %q, failover %v; want %q with a failover", paid.Entry, fo, pool.Default)
+	}
+	if fo.Others() {
+		t.Errorf("Others() = true with one entry")
+	}
+	if next, ok := fo.Model("claude-sonnet-4-5"); ok {
+		t.Errorf("Model() moved to %q with one entry", next.Entry)
+	}
+	if !fo.Answered(http.StatusTooManyRequests, http.Header{}, nil) {
+		t.Errorf("Answered(429) = false, want a refusal")
+	}
+	if next, ok := fo.Next(); ok {
+		t.Errorf("Next() = %q with one entry", next.Entry)
+	}
+	stats, err := p.Health(t.Context())
+	if err != nil || len(stats) != 1 {
+		t.Fatalf("Health() = %v, %v; want one entry", stats, err)
+	}
+	if s := stats[0]; s.Requests != 1 || s.R429 != 1 || s.Failovers != 0 {
+		t.Errorf("counts = %+v, want 1 request, 1 429, no failover", s.PoolCounts)
 	}
 }

@@ -50,6 +50,7 @@ import (
 	"github.com/intentius/boxbroker/internal/cache"
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/defaults"
+	"github.com/intentius/boxbroker/internal/metrics"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/secrets"
@@ -143,11 +144,7 @@ type health struct {
 	probing     bool      // a probe of its credential is under way
 	probedAt    time.Time // when the last probe began
 	probedValue time.Time // the UpdatedAt of the value it probed
-	requests    int64
-	r429        int64
-	r529        int64
-	failovers   int64
-	failures    int64 // 401/403 answers
+	metrics.PoolCounts
 }
 
 // New returns a Pool.
@@ -167,14 +164,9 @@ func New(cfg Config) *Pool {
 	return &Pool{cfg: cfg, health: map[string]*health{}, urls: map[string]*url.URL{}}
 }
 
-// Entry is one entry of the pool as read from the store: its value sealed.
-type Entry struct {
-	Name      string
-	Weight    int
-	URL       string // "" for the broker's upstream
-	Sealed    []byte
-	UpdatedAt time.Time
-}
+// Entry is one entry of the pool as the store keeps it: its value sealed,
+// its URL "" for the broker's upstream.
+type Entry = store.PoolEntry
 
 // Entries returns the pool's entries, the Default one (when the shared
 // credential is set) first and then the named ones by name.
@@ -195,7 +187,8 @@ func (p *Pool) Entries(ctx context.Context) ([]Entry, error) {
 		if e.Name == Default {
 			continue // the shared credential is the Default entry
 		}
-		out = append(out, Entry{Name: e.Name, Weight: max(e.Weight, 1), URL: e.URL, Sealed: e.Sealed, UpdatedAt: e.UpdatedAt})
+		e.Weight = max(e.Weight, 1)
+		out = append(out, e)
 	}
 	return out, nil
 }
@@ -308,16 +301,8 @@ func (p *Pool) Choose(ctx context.Context, box string, pay protocol.Payer) (capa
 	if err != nil {
 		return capability.Paid{Payer: pay}, err
 	}
-	paid.Failover = c.failover()
+	paid.Failover = c
 	return paid, nil
-}
-
-// failover is c, or, when it has one entry to try, c as a single.
-func (c *Choice) failover() capability.Failover {
-	if len(c.entries) == 1 {
-		return single{c}
-	}
-	return c
 }
 
 // appendOrdered appends es to out in box's rendezvous order.
@@ -375,7 +360,7 @@ func (c *Choice) paid(i int) (capability.Paid, error) {
 	}
 	c.i = i
 	c.p.mu.Lock()
-	c.p.healthLocked(e.Name).requests++
+	c.p.healthLocked(e.Name).Requests++
 	c.p.mu.Unlock()
 	return capability.Paid{Payer: c.payer, Credential: cred, Entry: e.Name, Upstream: u}, nil
 }
@@ -415,10 +400,11 @@ func (p *Pool) healthLocked(name string) *health {
 
 // Model implements capability.Failover: before any answer, the entries
 // are ordered again for the model, healthy first, and the Paid of the
-// first is returned when it is not the one chosen.
+// first is returned when it is not the one chosen. With one entry to
+// try there is nothing to move to.
 func (c *Choice) Model(name string) (capability.Paid, bool) {
 	c.model = name
-	if name == "" || c.answered || c.i != 0 {
+	if name == "" || c.answered || c.i != 0 || len(c.entries) == 1 {
 		return capability.Paid{}, false
 	}
 	now := c.p.cfg.Now()
@@ -451,9 +437,9 @@ func (c *Choice) Model(name string) (capability.Paid, bool) {
 		return capability.Paid{}, false
 	}
 	c.p.mu.Lock()
-	c.p.healthLocked(chosen).requests-- // counted by Choose, never made
+	c.p.healthLocked(chosen).Requests-- // counted by Choose, never made
 	c.p.mu.Unlock()
-	paid.Failover = c.failover()
+	paid.Failover = c
 	return paid, true
 }
 
@@ -499,27 +485,13 @@ func (c *Choice) Next() (capability.Paid, bool) {
 			continue
 		}
 		c.p.mu.Lock()
-		c.p.healthLocked(prev).failovers++
+		c.p.healthLocked(prev).Failovers++
 		c.p.mu.Unlock()
 		paid.Failover = c
 		return paid, true
 	}
 	return capability.Paid{}, false
 }
-
-// single is the Failover of a call with one entry to try: it counts and
-// cools, and never offers another.
-type single struct{ c *Choice }
-
-func (s single) Answered(status int, h http.Header, body []byte) bool {
-	return s.c.Answered(status, h, body)
-}
-func (s single) Next() (capability.Paid, bool) { return capability.Paid{}, false }
-func (s single) Model(name string) (capability.Paid, bool) {
-	s.c.model = name // one entry: nothing to move to
-	return capability.Paid{}, false
-}
-func (s single) Others() bool { return false }
 
 // Others implements capability.Failover.
 func (c *Choice) Others() bool { return c.i+1 < len(c.entries) }

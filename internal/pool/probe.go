@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/cloud"
@@ -80,15 +79,13 @@ func (p *Pool) probe(e Entry) (int, error) {
 	if base == nil {
 		return 0, errNoUpstream
 	}
-	u := *base
-	u.Path = strings.TrimSuffix(u.Path, "/") + "/v1/models"
-	u.RawPath, u.RawQuery, u.Fragment, u.User = "", "", "", nil
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.ProbeFor)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "", nil)
 	if err != nil {
 		return 0, err
 	}
+	proxy.Target(req, base, "/v1/models", "")
 	req.Header.Set("Anthropic-Version", probeVersion)
 	proxy.SetAnthropicCredential(req.Header, cred)
 	// The transport itself, not a Client: no redirect is followed, so

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/cloud"
+	"github.com/intentius/boxbroker/internal/metrics"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/secrets"
@@ -31,14 +32,14 @@ func (p *Pool) answered(name, box, route, model string, status int, hd http.Head
 	h := p.healthLocked(name)
 	switch {
 	case status == http.StatusTooManyRequests:
-		h.r429++
+		h.R429++
 		kind, reset := limitKind(hd)
 		p.coolLocked(h, name, box, Limit(route, kind), limit{route: route}, hd, reset, now)
 		return true
 	case status == 529 || (NeedsBody(status) && overloaded(body)):
 		// The box chose the model: the overload cools it alone until
 		// another box's overlaps (see coolLocked).
-		h.r529++
+		h.R529++
 		model = overloadModelLocked(h, model, now)
 		p.coolLocked(h, name, box, overloadKey(model), limit{over: true, model: model}, hd, time.Time{}, now)
 		return true
@@ -49,7 +50,7 @@ func (p *Pool) answered(name, box, route, model string, status int, hd http.Head
 		// box must not be able to fail the operator's entries one call
 		// at a time. After a 401 the Choice probes the credential
 		// (check), which no box can shape.
-		h.failures++
+		h.Failures++
 		return true
 	case status >= 200 && status < 300:
 		// Served: the entry is not overloaded for the model, and its
@@ -109,12 +110,8 @@ type Stat struct {
 	// Cooling names what cools for every box while State is cooling: a
 	// limit (Limit), or an overload ("overloaded/MODEL", "overloaded"
 	// for calls whose model was not known).
-	Cooling   []string
-	Requests  int64
-	R429      int64
-	R529      int64
-	Failovers int64
-	Failures  int64
+	Cooling []string
+	metrics.PoolCounts
 }
 
 // Stats returns every entry with this replica's state and counts, and
@@ -142,7 +139,7 @@ func (p *Pool) stats(ctx context.Context, kinds bool) ([]Stat, error) {
 		}
 		p.mu.Lock()
 		if h := p.health[e.Name]; h != nil {
-			s.Requests, s.R429, s.R529, s.Failovers, s.Failures = h.requests, h.r429, h.r529, h.failovers, h.failures
+			s.PoolCounts = h.PoolCounts
 			for k, l := range h.limits {
 				if now.Before(l.until) {
 					s.Cooling = append(s.Cooling, k)

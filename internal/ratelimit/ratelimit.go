@@ -76,15 +76,20 @@ type slot struct {
 // ring is a key's last minute, a slot a second.
 type ring [60]slot
 
-// add adds to the slot of second sec.
-func (r *ring) add(sec, req, input, output int64) {
+// plus adds o's counts to s's.
+func (s *slot) plus(o slot) {
+	s.req += o.req
+	s.input += o.input
+	s.output += o.output
+}
+
+// add adds c's counts to the slot of second sec.
+func (r *ring) add(sec int64, c slot) {
 	s := &r[sec%60]
 	if s.sec != sec {
 		*s = slot{sec: sec}
 	}
-	s.req += req
-	s.input += input
-	s.output += output
+	s.plus(c)
 }
 
 // sum is the counts of the minute ending with second sec, and the oldest
@@ -92,9 +97,7 @@ func (r *ring) add(sec, req, input, output int64) {
 func (r *ring) sum(sec int64) (total slot, oldest int64) {
 	for _, s := range r {
 		if s.sec > sec-60 && s.sec <= sec && (s.req|s.input|s.output) != 0 {
-			total.req += s.req
-			total.input += s.input
-			total.output += s.output
+			total.plus(s)
 			if oldest == 0 || s.sec < oldest {
 				oldest = s.sec
 			}
@@ -172,10 +175,7 @@ func (l *Limiter) Admit(box, principal string) *Refusal {
 		if r := l.local[k]; r != nil {
 			used, oldest = r.sum(sec)
 		}
-		rem := l.remote[k]
-		used.req += rem.req
-		used.input += rem.input
-		used.output += rem.output
+		used.plus(l.remote[k])
 		var f *Refusal
 		switch {
 		case lim.RPM > 0 && used.req+1 > lim.RPM:
@@ -198,7 +198,7 @@ func (l *Limiter) Admit(box, principal string) *Refusal {
 	}
 	for _, k := range keys[:n] {
 		if r := l.ringLocked(k); r != nil {
-			r.add(sec, 1, 0, 0)
+			r.add(sec, slot{req: 1})
 		}
 	}
 	return nil
@@ -223,7 +223,7 @@ func (l *Limiter) Charge(box, principal string, input, output int64) {
 			continue
 		}
 		if r := l.ringLocked(k); r != nil {
-			r.add(sec, 0, input, output)
+			r.add(sec, slot{input: input, output: output})
 		}
 	}
 }
@@ -323,9 +323,7 @@ func (l *Limiter) Round(ctx context.Context) error {
 			continue
 		}
 		s := remote[k]
-		s.req += c.Requests
-		s.input += c.InputTokens
-		s.output += c.OutputTokens
+		s.plus(slot{req: c.Requests, input: c.InputTokens, output: c.OutputTokens})
 		remote[k] = s
 	}
 	l.mu.Lock()

@@ -59,7 +59,7 @@ func TestServe_RefusesTheSpoolOfAnotherStore(t *testing.T) {
 		t.Fatalf("server.New on its own store again = %v", err)
 	}
 	defer srv.Close()
-	if n, err := srv.ReplaySpool(ctx); n != 1 || err != nil {
+	if n, err := srv.Replay(ctx); n != 1 || err != nil {
 		t.Errorf("ReplaySpool on its own store = %d, %v; want 1, nil", n, err)
 	}
 }

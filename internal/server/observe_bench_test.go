@@ -40,9 +40,9 @@ func BenchmarkObserve(b *testing.B) {
 			b.Fatalf("count_tokens = %d", s)
 		}
 		t1 := time.Now()
-		srv.Metrics.Request(rec.Capability, rec.Route, rec.Status, rec.Reason, rec.Duration)
+		srv.Metrics.Request(rec.Capability, rec.Route, rec.Status, rec.Reason, rec.Duration, "")
 		for _, c := range rec.Upstream {
-			srv.Metrics.Upstream(rec.Capability, c.Status, c.Latency)
+			srv.Metrics.Upstream(rec.Capability, c.Status, c.Latency, "")
 		}
 		srv.Outbox.RecordCall(nil, rec.AuditEntry())
 		forward += t1.Sub(t0)

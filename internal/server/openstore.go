@@ -16,6 +16,7 @@ import (
 	"github.com/intentius/boxbroker/internal/store/deadline"
 	"github.com/intentius/boxbroker/internal/store/postgres"
 	"github.com/intentius/boxbroker/internal/store/sqlite"
+	"github.com/intentius/boxbroker/internal/webhook"
 )
 
 // OpenStore opens the store cfg names: SQLite in the data directory
@@ -110,6 +111,6 @@ func proposalWebhook(cfg Config, log *slog.Logger) (*approval.Webhook, error) {
 	if cfg.ProposalWebhook == "" {
 		return nil, nil
 	}
-	return approval.NewWebhook(approval.WebhookConfig{URL: cfg.ProposalWebhook, Shape: cfg.ProposalWebhookShape,
-		Key: []byte(cfg.ProposalWebhookKey), PageURL: cfg.PageURL, Logger: log})
+	return approval.NewWebhook(approval.WebhookConfig{Shape: cfg.ProposalWebhookShape, PageURL: cfg.PageURL,
+		Config: webhook.Config{URL: cfg.ProposalWebhook, Key: []byte(cfg.ProposalWebhookKey), Logger: log}})
 }

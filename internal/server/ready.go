@@ -289,9 +289,3 @@ func recording(cfg Config, ob *outbox.Outbox, fw *fileWatch) func() error {
 		return ob.Err()
 	}
 }
-
-// ReplaySpool applies what the spool holds to the store now, each batch
-// once, and says how many batches it applied: see outbox.Outbox.Replay.
-func (s *Server) ReplaySpool(ctx context.Context) (int, error) {
-	return s.Outbox.Replay(ctx)
-}

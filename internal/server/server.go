@@ -82,26 +82,20 @@ type Server struct {
 	// Metrics are the broker's Prometheus metrics, served on the admin
 	// listener at /metrics.
 	Metrics *metrics.Metrics
-	// Audit writes the audit log: Outbox.Audit.
-	Audit *outbox.Writer
-	log   *slog.Logger
+	log     *slog.Logger
 	// bound bounds every operation of the store New opened, beneath
 	// database/sql (package deadline): StoreDeadline on a request's
 	// calls, writeBound on the writes made beside requests, none on the
 	// admin API's.
 	bound *deadline.Bound
 	// Outbox keeps the records of the calls answered until the store
-	// takes them; Spool and Journal are its own.
-	Outbox *outbox.Outbox
-	// Spool keeps what the store did not take until it does.
-	Spool *outbox.Spool
+	// takes them: its Journal keeps them until the store or its Spool
+	// takes them, and its Audit writes the audit log.
+	*outbox.Outbox
 	// disk is the readiness check's write to the data directory.
 	disk diskProbe
 	// storeWrites is the readiness check's judge of the store's writes.
 	storeWrites writesProbe
-	// Journal keeps the records of calls answered until the store or
-	// the spool takes them.
-	Journal *outbox.Journal
 	// flushLog writes out the log lines that wait in its buffer.
 	flushLog func() error
 	// cert is the box-facing (and admin) listeners' TLS certificate,
@@ -384,7 +378,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Rates: rates, Alerter: alerter, Broker: h, Audit: aw, Metrics: m, log: log, flushLog: flushLog, bound: bound, Outbox: ob, Spool: ob.Spool, Journal: ob.Journal, cert: cert, lock: lock, storeFile: fw, Approvals: approvals, webhook: hook}
+	srv := &Server{Config: cfg, Store: st, Cache: c, Keyring: keyring, Payer: pay, Meter: meter, Rates: rates, Alerter: alerter, Broker: h, Metrics: m, log: log, flushLog: flushLog, bound: bound, Outbox: ob, cert: cert, lock: lock, storeFile: fw, Approvals: approvals, webhook: hook}
 	srv.Handler = srv.withReady(tracing.Handler(h)) // h itself when tracing is off
 	srv.tracing, srv.sink = tracing, sink
 	adm, err := admin.New(admin.Config{Store: sink.WrapAll(st), Cache: c, Keyring: keyring, Broker: cfg.Broker, Logger: log, Metrics: m.Handler(), Pool: credPool, Ready: srv.Ready,
@@ -528,12 +522,20 @@ const (
 // pruneChanges forgets changes older than keepChanges, at once and every
 // pruneEvery, until ctx ends.
 func (s *Server) pruneChanges(ctx context.Context) {
-	t := time.NewTicker(pruneEvery)
-	defer t.Stop()
-	for {
+	every(ctx, pruneEvery, func() bool {
 		if err := s.Store.PruneChanges(ctx, time.Now().Add(-keepChanges)); err != nil && ctx.Err() == nil {
 			s.log.Warn("prune the change log", "err", err)
 		}
+		return true
+	})
+}
+
+// every calls f at once and then every d, until ctx ends or f reports
+// false.
+func every(ctx context.Context, d time.Duration, f func() bool) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for f() {
 		select {
 		case <-ctx.Done():
 			return
@@ -563,8 +565,7 @@ func poolStats(p *pool.Pool) func() []metrics.PoolEntry {
 		}
 		out := make([]metrics.PoolEntry, len(stats))
 		for i, s := range stats {
-			out[i] = metrics.PoolEntry{Name: s.Name, Requests: s.Requests, R429: s.R429, R529: s.R529,
-				Failovers: s.Failovers, Failures: s.Failures,
+			out[i] = metrics.PoolEntry{Name: s.Name, PoolCounts: s.PoolCounts,
 				Cooling: s.State == pool.StateCooling, Failed: s.State == pool.StateFailed}
 		}
 		return out

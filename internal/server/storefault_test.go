@@ -258,7 +258,7 @@ func TestStoreDown_AnsweredCallsSpooledAndReplayed(t *testing.T) {
 	fz.refuse.Store(false)
 	// The replay runs every second while the spool holds anything; this
 	// one waits for any that has begun.
-	if _, err := b.Server.ReplaySpool(t.Context()); err != nil {
+	if _, err := b.Server.Replay(t.Context()); err != nil {
 		t.Fatalf("replay once the store answers: %v", err)
 	}
 	if n := b.Server.Spool.Size(); n != 0 {

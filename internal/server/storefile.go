@@ -57,19 +57,7 @@ func (w *fileWatch) Check() error {
 // Run checks the file every storeFileEvery until ctx ends or the file
 // is found gone (it stays gone).
 func (w *fileWatch) Run(ctx context.Context) {
-	if w == nil {
-		return
-	}
-	t := time.NewTicker(storeFileEvery)
-	defer t.Stop()
-	for {
-		if w.Check() != nil {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	if w != nil {
+		every(ctx, storeFileEvery, func() bool { return w.Check() == nil })
 	}
 }

@@ -189,7 +189,7 @@ func TestSpool_RefusedSettlementDoesNotHoldAnotherBoxsCalls(t *testing.T) {
 	}
 	b.Server.Outbox.Flush(ctx)
 	fz.refuse.Store(false)
-	if _, err := b.Server.ReplaySpool(ctx); err != nil {
+	if _, err := b.Server.Replay(ctx); err != nil {
 		t.Logf("replay: %v", err)
 	}
 	kept, err := raw.ListUsage(ctx, "beta", month)
