@@ -78,9 +78,6 @@ func (s *Server) setBudget(r *http.Request, bs operator.BudgetSetting) (operator
 // Box's own budget when principal is absent. The calls it held are still
 // measured, and no longer limited.
 func (s *Server) removeBudget(r *http.Request) error {
-	if err := boxNamed(r); err != nil {
-		return err
-	}
 	return s.Op(r, 0).RemoveBudget(r.Context(), r.PathValue("name"), r.URL.Query().Get("principal"))
 }
 
