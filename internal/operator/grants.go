@@ -203,6 +203,7 @@ type Actions interface {
 	Spool
 	ProxyAuthority
 	PriceTables
+	AuditLog
 }
 
 var _ Actions = (*Service)(nil)

@@ -21,6 +21,7 @@ import (
 	"github.com/intentius/boxbroker/internal/cloud"
 	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/store"
 )
 
 // maxAnswer bounds an admin API answer the client reads.
@@ -43,7 +44,7 @@ func New(baseURL, token string, httpClient *http.Client) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return nil, errors.New("the admin URL must be an http(s) URL with a host and no credentials, query or fragment, such as http://127.0.0.1:8788")
 	}
-	if u.Scheme == "http" && !loopback(u.Hostname()) {
+	if u.Scheme == "http" && !IsLoopback(u.Hostname()) {
 		return nil, fmt.Errorf("the admin URL %s is plain http to another machine, which would send the admin token in the clear; use https", u.Redacted())
 	}
 	if token == "" {
@@ -59,7 +60,9 @@ func New(baseURL, token string, httpClient *http.Client) (*Client, error) {
 	return &Client{base: u, token: token, http: &hc}, nil
 }
 
-func loopback(host string) bool {
+// IsLoopback reports whether host, a URL's host name, is localhost or a
+// loopback address: one plain http may reach without leaving the machine.
+func IsLoopback(host string) bool {
 	if host == "localhost" {
 		return true
 	}
@@ -282,14 +285,20 @@ func (c *Client) RemovePoolEntry(ctx context.Context, name string) error {
 	return c.do(ctx, http.MethodDelete, "/api/credentials/pool/"+url.PathEscape(name), nil, nil)
 }
 
-// Audit lists audit log entries, newest first: query holds box, since,
-// refusals and limit as GET /api/audit takes them.
-func (c *Client) Audit(ctx context.Context, query url.Values) ([]admin.AuditView, error) {
-	path := "/api/audit"
-	if len(query) > 0 {
-		path += "?" + query.Encode()
+// ListAudit lists the audit log entries q selects, newest first; the
+// admin API gives at most 1,000 (q.Limit 0: its default, 100).
+func (c *Client) ListAudit(ctx context.Context, q store.AuditQuery) ([]operator.AuditView, error) {
+	v := url.Values{"refusals": {strconv.FormatBool(q.RefusalsOnly)}}
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
 	}
-	out, err := call[admin.AuditList](ctx, c, http.MethodGet, path, nil)
+	if !q.Since.IsZero() {
+		v.Set("since", q.Since.UTC().Format(time.RFC3339))
+	}
+	if q.Box != "" {
+		v.Set("box", q.Box)
+	}
+	out, err := call[admin.AuditList](ctx, c, http.MethodGet, "/api/audit?"+v.Encode(), nil)
 	return out.Entries, err
 }
 
