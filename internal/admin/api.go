@@ -104,10 +104,10 @@ func (s *Server) apiRoutes() []Route {
 		// keeps its first revocation time and answers 204 again.
 		{Pattern: "DELETE /api/grants/{id}", Handle: s.removeBy("id", (*operator.Service).RevokeGrant)},
 
-		{Pattern: "GET /api/boxes/{name}/budgets", Handle: s.listBudgets},
+		{Pattern: "GET /api/boxes/{name}/budgets", Handle: boxMonth(s, s.Budgets)},
 		{Pattern: "PUT /api/boxes/{name}/budgets", Handle: decode(http.StatusOK, boxNamed, s.setBudget)},
 		{Pattern: "DELETE /api/boxes/{name}/budgets", Handle: noContent(s.removeBudget)},
-		{Pattern: "GET /api/boxes/{name}/spend", Handle: s.spendReport},
+		{Pattern: "GET /api/boxes/{name}/spend", Handle: boxMonth(s, s.SpendReport)},
 		{Pattern: "GET /api/spend", Handle: answer(http.StatusOK, s.fleetSpend)},
 		{Pattern: "GET /api/spend.csv", Handle: s.fleetSpendCSV},
 	}, slices.Concat(s.poolRoutes(), s.limitRoutes(), s.proposalRoutes(), s.deadLetterRoutes(), s.proxyCARoutes(), s.priceRoutes())...)

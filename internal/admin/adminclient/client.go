@@ -176,11 +176,7 @@ func (c *Client) ListBoxes(ctx context.Context) ([]operator.BoxView, error) {
 // 1000) of them after the cursor after ("" for the first page), and the
 // cursor of the next page ("" after the last).
 func (c *Client) BoxPage(ctx context.Context, limit int, after string) ([]operator.BoxView, string, error) {
-	v := url.Values{"limit": {strconv.Itoa(limit)}}
-	if after != "" {
-		v.Set("after", after)
-	}
-	out, err := call[admin.BoxList](ctx, c, http.MethodGet, "/api/boxes?"+v.Encode(), nil)
+	out, err := call[admin.BoxList](ctx, c, http.MethodGet, "/api/boxes"+query("limit", strconv.Itoa(limit), "after", after), nil)
 	return out.Boxes, out.Next, err
 }
 
@@ -288,17 +284,15 @@ func (c *Client) RemovePoolEntry(ctx context.Context, name string) error {
 // ListAudit lists the audit log entries q selects, newest first; the
 // admin API gives at most 1,000 (q.Limit 0: its default, 100).
 func (c *Client) ListAudit(ctx context.Context, q store.AuditQuery) ([]operator.AuditView, error) {
-	v := url.Values{"refusals": {strconv.FormatBool(q.RefusalsOnly)}}
+	limit, since := "", ""
 	if q.Limit > 0 {
-		v.Set("limit", strconv.Itoa(q.Limit))
+		limit = strconv.Itoa(q.Limit)
 	}
 	if !q.Since.IsZero() {
-		v.Set("since", q.Since.UTC().Format(time.RFC3339))
+		since = q.Since.UTC().Format(time.RFC3339)
 	}
-	if q.Box != "" {
-		v.Set("box", q.Box)
-	}
-	out, err := call[admin.AuditList](ctx, c, http.MethodGet, "/api/audit?"+v.Encode(), nil)
+	path := "/api/audit" + query("box", q.Box, "since", since, "refusals", strconv.FormatBool(q.RefusalsOnly), "limit", limit)
+	out, err := call[admin.AuditList](ctx, c, http.MethodGet, path, nil)
 	return out.Entries, err
 }
 
@@ -366,12 +360,19 @@ func (c *Client) Spend(ctx context.Context, box, month string) (operator.SpendRe
 	return call[operator.SpendReport](ctx, c, http.MethodGet, "/api/boxes/"+url.PathEscape(box)+"/spend"+query("month", month), nil)
 }
 
-// query is "?name=value", escaped, or "" when value is "".
-func query(name, value string) string {
-	if value == "" {
+// query is "?name=value&…" of pairs (a name, then its value, …),
+// escaped, leaving out each empty value; "" when all are empty.
+func query(pairs ...string) string {
+	v := url.Values{}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if pairs[i+1] != "" {
+			v.Set(pairs[i], pairs[i+1])
+		}
+	}
+	if len(v) == 0 {
 		return ""
 	}
-	return "?" + url.Values{name: {value}}.Encode()
+	return "?" + v.Encode()
 }
 
 // ListDeadLetters lists the batches of records the store refused for
