@@ -2,18 +2,13 @@ package admin
 
 import (
 	"context"
-
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
 )
-
-// formatTime writes t as the admin API does: the protocol's ISO time.
-func formatTime(t time.Time) string { return protocol.FormatTime(t) }
 
 // Op is the operator service acting for r: its audit rows name r's
 // method and route pattern, with status (0: each action's own).

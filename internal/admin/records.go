@@ -81,7 +81,7 @@ func (s *Server) listFeedback(w http.ResponseWriter, r *http.Request) error {
 		if words == nil {
 			words = []string{}
 		}
-		out.Batches = append(out.Batches, FeedbackView{ID: f.ID, At: formatTime(f.At), Words: words, Body: body})
+		out.Batches = append(out.Batches, FeedbackView{ID: f.ID, At: protocol.FormatTime(f.At), Words: words, Body: body})
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
