@@ -3,17 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
-	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/admin"
-	"github.com/intentius/boxbroker/internal/admin/adminclient"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -28,7 +25,7 @@ const maxAuditLimit = 1000
 // on stderr; a BOX that is no box and has no entries is an error.
 func runAudit(ctx context.Context, c *cli, args []string) error {
 	cmd := c.command("audit")
-	fs, adminURL := cmd.FlagSet, cmd.adminURL
+	fs := cmd.FlagSet
 	since := fs.String("since", "24h", "how far back: a duration such as 1h or 30m, or an RFC 3339 time")
 	refusals := fs.Bool("refusals", false, "list refusals only")
 	limit := fs.Int("limit", 100, fmt.Sprintf("list at most this many entries, the newest (1 to %d); when there are more, stderr says so", maxAuditLimit))
@@ -58,54 +55,25 @@ func runAudit(ctx context.Context, c *cli, args []string) error {
 	// One entry more than shown is asked for, to learn whether there are
 	// more (the admin API gives at most maxAuditLimit).
 	ask := *limit + 1
-	var entries []admin.AuditView
-	noBox := false // box names no box
-	if *adminURL != "" {
-		cl, err := c.adminClient(*adminURL)
-		if err != nil {
-			return err
-		}
+	if *cmd.adminURL != "" {
 		ask = min(ask, maxAuditLimit)
-		q := url.Values{"since": {from.UTC().Format(time.RFC3339)}, "limit": {strconv.Itoa(ask)}, "refusals": {strconv.FormatBool(*refusals)}}
-		if box != "" {
-			q.Set("box", box)
-		}
-		if entries, err = cl.Audit(ctx, q); err != nil {
-			return remoteError(err)
-		}
-		if box != "" && len(entries) == 0 {
-			if _, err := cl.Box(ctx, box); err != nil {
-				var ae *adminclient.APIError
-				if !errors.As(err, &ae) || ae.Status != http.StatusNotFound {
-					return remoteError(err)
-				}
-				noBox = true
-			}
-		}
-	} else {
-		st, err := openExisting(ctx, &cmd.cfg)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		list, err := st.ListAudit(ctx, store.AuditQuery{Box: box, Since: from, RefusalsOnly: *refusals, Limit: ask})
-		if err != nil {
-			return err
-		}
-		for _, e := range list {
-			entries = append(entries, admin.AuditViewOf(e))
-		}
-		if box != "" && len(entries) == 0 {
-			if _, err := st.Box(ctx, box); errors.Is(err, store.ErrNotFound) {
-				noBox = true
-			} else if err != nil {
-				return err
-			}
-		}
 	}
-	if noBox {
+	var entries []admin.AuditView
+	err = cmd.on(ctx, c, false, false, func(be *backend) error {
+		var err error
+		entries, err = be.ListAudit(ctx, store.AuditQuery{Box: box, Since: from, RefusalsOnly: *refusals, Limit: ask})
+		if err != nil || box == "" || len(entries) > 0 {
+			return err
+		}
 		// A removed box's entries are listed still; this one never had any.
-		return fmt.Errorf("no box named %s, and no audit entries for it since %s", box, from.UTC().Format(time.RFC3339))
+		_, err = be.Box(ctx, box)
+		if operator.CodeOf(err) == operator.NotFound {
+			return fmt.Errorf("no box named %s, and no audit entries for it since %s", box, from.UTC().Format(time.RFC3339))
+		}
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	more := len(entries) > *limit
 	if more {

@@ -68,10 +68,7 @@ func runBudget(ctx context.Context, c *cli, args []string) error {
 			return fmt.Errorf("%w: %v", errUsage, err)
 		}
 	}
-	whose := "box " + box + "'s own budget"
-	if *principal != "" {
-		whose = "the budget of " + *principal + " on box " + box
-	}
+	whose := ofBox("budget", box, *principal)
 	if sub == "remove" {
 		if err := c.sure(*yes, fmt.Sprintf("Remove %s, leaving those calls unlimited?", whose), "removed", "remove"); err != nil {
 			return err
@@ -173,6 +170,15 @@ func (c *cli) removed(err error, whose, after string) error {
 		return fmt.Errorf("there is no %s: %w", whose, remoteError(err))
 	}
 	return c.did(err, "removed %s%s", whose, after)
+}
+
+// ofBox names what (a budget, a rate limit) of box: its own, or that of
+// the calls principal pays for when principal is not "".
+func ofBox(what, box, principal string) string {
+	if principal == "" {
+		return "box " + box + "'s own " + what
+	}
+	return "the " + what + " of " + principal + " on box " + box
 }
 
 // printBudgets writes bl's monthly budgets as `budget list` does.

@@ -49,12 +49,8 @@ func runGrantOn(ctx context.Context, c *cli, be *backend, sub string, pos []stri
 		if err != nil {
 			return err
 		}
-		expires := "never"
-		if ig.Grant.ExpiresAt != nil {
-			expires = *ig.Grant.ExpiresAt
-		}
 		fmt.Fprintf(c.stderr, "grant %s for %s on box %s, until %s. Its value is shown this once; give it to %s and nowhere else.\n",
-			ig.Grant.ID, principal, box, expires, principal)
+			ig.Grant.ID, principal, box, orNever(ig.Grant.ExpiresAt), principal)
 		if !ig.VisitorCredential {
 			fmt.Fprintf(c.stderr, "warning: %s holds no credential here, so the grant pays for nothing until `boxbroker visitor set %s`.\n", principal, principal)
 		}
@@ -74,12 +70,16 @@ func runGrantOn(ctx context.Context, c *cli, be *backend, sub string, pos []stri
 			case g.RevokedAt != nil:
 				state += " " + *g.RevokedAt
 			}
-			expires := "never"
-			if g.ExpiresAt != nil {
-				expires = *g.ExpiresAt
-			}
-			return []any{g.ID, safe(g.Principal), g.IssuedAt, expires, state}
+			return []any{g.ID, safe(g.Principal), g.IssuedAt, orNever(g.ExpiresAt), state}
 		})
 	}
 	return nil
+}
+
+// orNever is when a grant expires, "never" for nil.
+func orNever(at *string) string {
+	if at == nil {
+		return "never"
+	}
+	return *at
 }

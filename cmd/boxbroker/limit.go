@@ -44,10 +44,7 @@ func runLimit(ctx context.Context, c *cli, args []string) error {
 			return err
 		}
 	}
-	whose := "box " + box + "'s own rate limit"
-	if *principal != "" {
-		whose = "the rate limit of " + *principal + " on box " + box
-	}
+	whose := ofBox("rate limit", box, *principal)
 	var lim store.RateLimit
 	if sub == "set" {
 		lim = store.RateLimit{Box: box, Principal: *principal, InputTPM: *in, OutputTPM: *out, RPM: *rpm, UpdatedAt: time.Now().UTC()}
@@ -123,10 +120,7 @@ func runWindowBudget(ctx context.Context, c *cli, be *backend, sub, box, princip
 	if err != nil {
 		return fmt.Errorf("%w: %v (or month, the default)", errUsage, err)
 	}
-	whose := fmt.Sprintf("box %s's own %s budget", box, w.Describe())
-	if principal != "" {
-		whose = fmt.Sprintf("the %s budget of %s on box %s", w.Describe(), principal, box)
-	}
+	whose := ofBox(w.Describe()+" budget", box, principal)
 	if sub == "remove" {
 		return c.removed(be.RemoveWindowBudget(ctx, box, principal, window), whose, "; its calls are still measured")
 	}
@@ -142,10 +136,6 @@ func printWindowBudgets(c *cli, ws []operator.WindowBudgetView) error {
 		return nil
 	}
 	return rows(c.stdout, "BUDGET\tWINDOW\tLIMIT\tSPENT\tHELD\tLEFT\tFROM\tTO", ws, func(w operator.WindowBudgetView) []any {
-		who := "box"
-		if w.Principal != nil {
-			who = safe(*w.Principal)
-		}
-		return []any{who, w.Window, spend.FormatUSD(micros(w.USD)), spend.FormatUSD(micros(w.Spent)), spend.FormatUSD(micros(w.Held)), spend.FormatUSD(micros(w.Left)), w.From, w.Bucket}
+		return []any{whose(w.Principal), w.Window, spend.FormatUSD(micros(w.USD)), spend.FormatUSD(micros(w.Spent)), spend.FormatUSD(micros(w.Held)), spend.FormatUSD(micros(w.Left)), w.From, w.Bucket}
 	})
 }

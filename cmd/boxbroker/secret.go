@@ -4,10 +4,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"strings"
 
+	"github.com/intentius/boxbroker/internal/admin/adminclient"
 	"github.com/intentius/boxbroker/internal/mint"
 	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/protocol"
@@ -93,7 +93,7 @@ func runSecret(ctx context.Context, c *cli, args []string) error {
 			if s.Kind != "" {
 				kind, state = s.Kind, s.State
 			}
-			return []any{safe(s.Name), safe(kind), safe(s.Host), safe(state), safe(s.UpdatedAt), safe(fieldsOrNone(s.BodyFields)), safe(rulesOrAny(s.Rules)), safe(orNone(s.Rate))}
+			return []any{safe(s.Name), safe(kind), safe(s.Host), safe(state), safe(s.UpdatedAt), safe(orNone(strings.Join(s.BodyFields, ","))), safe(rulesOrAny(s.Rules)), safe(orNone(s.Rate))}
 		})
 	})
 }
@@ -115,14 +115,6 @@ func (f *bodyFields) String() string { return strings.Join(*f, ",") }
 func (f *bodyFields) Set(s string) error {
 	*f = append(*f, s)
 	return nil
-}
-
-// fieldsOrNone is a secret's body fields as `secret list` shows them.
-func fieldsOrNone(fields []string) string {
-	if len(fields) == 0 {
-		return "-"
-	}
-	return strings.Join(fields, ",")
 }
 
 // secretSetting is what `secret set` was told beside the box and name.
@@ -186,7 +178,7 @@ func secretSet(ctx context.Context, c *cli, be *backend, remote bool, box, name 
 	if err != nil {
 		return err
 	}
-	if base.Scheme == "http" && !isLoopback(base.Hostname()) {
+	if base.Scheme == "http" && !adminclient.IsLoopback(base.Hostname()) {
 		fmt.Fprintf(c.stderr, "warning: %s is http://, so the value travels to it unencrypted\n", base)
 	}
 	printSecretSet(c, box, name, sv.Host, set.brokerURL, set.word, kind, sv.BodyFields)
@@ -207,14 +199,6 @@ func printSecretSet(c *cli, box, name, base, brokerURL, word, kind string, field
 	if len(fields) > 0 {
 		fmt.Fprintf(c.stdout, "\nIn a request body the broker writes the value only as the whole value of the top-level form or JSON field %s; anywhere else in a body the box's token is marked.\n", strings.Join(fields, ", "))
 	}
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // parseInterspersed parses flags that may come before, between or after

@@ -327,6 +327,19 @@ func noContent(f func(*http.Request) error) func(http.ResponseWriter, *http.Requ
 	}
 }
 
+// byPath is the work of a route that only calls f with r's path value
+// key, by the operator service acting for r (Op).
+func byPath[T any](s *Server, key string, f func(*operator.Service, context.Context, string) (T, error)) func(*http.Request) (T, error) {
+	return func(r *http.Request) (T, error) { return f(s.Op(r, 0), r.Context(), r.PathValue(key)) }
+}
+
+// removeBy is the handler of a route that only removes what r's path
+// value key names, with f by the operator service acting for r: 204
+// once f succeeds.
+func (s *Server) removeBy(key string, f func(*operator.Service, context.Context, string) error) func(http.ResponseWriter, *http.Request) error {
+	return noContent(func(r *http.Request) error { return f(s.Op(r, 0), r.Context(), r.PathValue(key)) })
+}
+
 // ready answers /readyz: 200 while the store answers a ping, else 503.
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) error {
 	if s.cfg.Ready != nil {

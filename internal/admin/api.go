@@ -69,14 +69,14 @@ func (s *Server) apiRoutes() []Route {
 
 		{Pattern: "GET /api/boxes", Handle: s.listBoxes},
 		{Pattern: "POST /api/boxes", Handle: decode(http.StatusCreated, nil, s.addBox)},
-		{Pattern: "GET /api/boxes/{name}", Handle: answer(http.StatusOK, s.getBox)},
+		{Pattern: "GET /api/boxes/{name}", Handle: answer(http.StatusOK, byPath(s, "name", (*operator.Service).Box))},
 		{Pattern: "PATCH /api/boxes/{name}", Handle: decode(http.StatusOK, s.boxExists, s.updateBox)},
-		{Pattern: "DELETE /api/boxes/{name}", Handle: noContent(s.removeBox)},
+		{Pattern: "DELETE /api/boxes/{name}", Handle: s.removeBy("name", (*operator.Service).RemoveBox)},
 		{Pattern: "POST /api/boxes/{name}/token", Handle: s.rotateBox},
 
 		{Pattern: "GET /api/credentials", Handle: answer(http.StatusOK, s.listCredentials)},
 		{Pattern: "PUT /api/credentials/{id}", Handle: decode(http.StatusOK, nil, s.setCredential)},
-		{Pattern: "DELETE /api/credentials/{id}", Handle: noContent(s.removeCredential)},
+		{Pattern: "DELETE /api/credentials/{id}", Handle: s.removeBy("id", (*operator.Service).RemoveCredential)},
 
 		{Pattern: "GET /api/boxes/{name}/secrets", Handle: answer(http.StatusOK, s.listSecrets)},
 		{Pattern: "PUT /api/boxes/{name}/secrets/{secret}", Handle: decode(http.StatusOK, nil, s.setSecret)},
@@ -96,16 +96,18 @@ func (s *Server) apiRoutes() []Route {
 
 		{Pattern: "GET /api/visitors", Handle: answer(http.StatusOK, s.listVisitors)},
 		{Pattern: "PUT /api/visitors/{principal}", Handle: decode(http.StatusOK, nil, s.setVisitor)},
-		{Pattern: "DELETE /api/visitors/{principal}", Handle: noContent(s.removeVisitor)},
+		{Pattern: "DELETE /api/visitors/{principal}", Handle: s.removeBy("principal", (*operator.Service).RemoveVisitor)},
 
 		{Pattern: "GET /api/boxes/{name}/grants", Handle: answer(http.StatusOK, s.listGrants)},
 		{Pattern: "POST /api/boxes/{name}/grants", Handle: decode(http.StatusCreated, boxNamed, s.issueGrant)},
-		{Pattern: "DELETE /api/grants/{id}", Handle: noContent(s.revokeGrant)},
+		// A revoked grant is kept, listed as revoked; revoking it again
+		// keeps its first revocation time and answers 204 again.
+		{Pattern: "DELETE /api/grants/{id}", Handle: s.removeBy("id", (*operator.Service).RevokeGrant)},
 
-		{Pattern: "GET /api/boxes/{name}/budgets", Handle: s.listBudgets},
+		{Pattern: "GET /api/boxes/{name}/budgets", Handle: boxMonth(s, s.Budgets)},
 		{Pattern: "PUT /api/boxes/{name}/budgets", Handle: decode(http.StatusOK, boxNamed, s.setBudget)},
 		{Pattern: "DELETE /api/boxes/{name}/budgets", Handle: noContent(s.removeBudget)},
-		{Pattern: "GET /api/boxes/{name}/spend", Handle: s.spendReport},
+		{Pattern: "GET /api/boxes/{name}/spend", Handle: boxMonth(s, s.SpendReport)},
 		{Pattern: "GET /api/spend", Handle: answer(http.StatusOK, s.fleetSpend)},
 		{Pattern: "GET /api/spend.csv", Handle: s.fleetSpendCSV},
 	}, slices.Concat(s.poolRoutes(), s.limitRoutes(), s.proposalRoutes(), s.deadLetterRoutes(), s.proxyCARoutes(), s.priceRoutes())...)

@@ -10,33 +10,8 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 )
 
-// AuditView is one audit log entry.
-type AuditView struct {
-	ID int64 `json:"id"`
-	// Box is null for a request no box's token was recognised on.
-	Box        *string  `json:"box"`
-	At         string   `json:"at"`
-	Method     string   `json:"method"`
-	Route      string   `json:"route"`
-	Capability string   `json:"capability"`
-	Words      []string `json:"words"`
-	Status     int      `json:"status"`
-	// Reason is why the broker refused the request; "" when it did not.
-	Reason     string  `json:"reason"`
-	Message    string  `json:"message"`
-	DurationMs float64 `json:"durationMs"`
-	// UpstreamStatus is the last upstream answer's status; null when no
-	// upstream answered.
-	UpstreamStatus *int `json:"upstreamStatus"`
-	// PaidBy names the operator's credential pool entry that paid for
-	// the call; null when none did.
-	PaidBy *string `json:"paidBy"`
-	// Bytes is the size of the answer's body as sent to the box.
-	Bytes int64 `json:"bytes"`
-	// USD is the measured cost of the request's model calls in dollars,
-	// as the spend meter priced them; 0 when none was priced.
-	USD float64 `json:"usd"`
-}
+// AuditView is one audit log entry (operator.AuditView).
+type AuditView = operator.AuditView
 
 // AuditList answers GET /api/audit, newest first.
 type AuditList struct {
@@ -55,24 +30,8 @@ func ParseSince(v string, now time.Time) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// AuditViewOf is how the admin API shows e.
-func AuditViewOf(e store.AuditEntry) AuditView {
-	v := AuditView{
-		ID: e.ID, At: formatTime(e.At), Method: e.Method, Route: e.Route, Capability: e.Capability,
-		Words: e.Words, Status: e.Status, Reason: e.Reason, Message: e.Message,
-		DurationMs: float64(e.Duration.Microseconds()) / 1000,
-		Bytes:      e.Bytes, USD: dollars(e.Cost),
-		Box: optional(e.Box), PaidBy: optional(e.PaidBy),
-	}
-	if v.Words == nil {
-		v.Words = []string{}
-	}
-	if e.UpstreamStatus != 0 {
-		u := e.UpstreamStatus
-		v.UpstreamStatus = &u
-	}
-	return v
-}
+// AuditViewOf is how the admin API shows e (operator.AuditViewOf).
+func AuditViewOf(e store.AuditEntry) AuditView { return operator.AuditViewOf(e) }
 
 // auditQuery reads GET /api/audit's query: box, since, refusals, limit
 // (def when absent, at most most).
@@ -106,13 +65,9 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	entries, err := s.cfg.Store.ListAudit(r.Context(), q)
+	entries, err := s.op.ListAudit(r.Context(), q)
 	if err != nil {
 		return operator.StoreError(err, "", "")
 	}
-	out := AuditList{Entries: make([]AuditView, 0, len(entries))}
-	for _, e := range entries {
-		out.Entries = append(out.Entries, AuditViewOf(e))
-	}
-	return writeJSON(w, http.StatusOK, out)
+	return writeJSON(w, http.StatusOK, AuditList{Entries: entries})
 }

@@ -2,18 +2,13 @@ package admin
 
 import (
 	"context"
-
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
 )
-
-// formatTime writes t as the admin API does: the protocol's ISO time.
-func formatTime(t time.Time) string { return protocol.FormatTime(t) }
 
 // Op is the operator service acting for r: its audit rows name r's
 // method and route pattern, with status (0: each action's own).
@@ -68,20 +63,12 @@ func boxNamed(r *http.Request) error {
 	return err
 }
 
-func (s *Server) getBox(r *http.Request) (operator.BoxView, error) {
-	return s.op.Box(r.Context(), r.PathValue("name"))
-}
-
 func (s *Server) addBox(r *http.Request, nb operator.NewBox) (operator.BoxToken, error) {
 	return s.Op(r, 0).AddBox(r.Context(), nb)
 }
 
 func (s *Server) updateBox(r *http.Request, set operator.BoxSettings) (operator.BoxView, error) {
 	return s.Op(r, 0).UpdateBox(r.Context(), r.PathValue("name"), set)
-}
-
-func (s *Server) removeBox(r *http.Request) error {
-	return s.Op(r, 0).RemoveBox(r.Context(), r.PathValue("name"))
 }
 
 func (s *Server) rotateBox(w http.ResponseWriter, r *http.Request) error {

@@ -12,7 +12,7 @@ func (s *Server) poolRoutes() []Route {
 	return []Route{
 		{Pattern: "GET /api/credentials/pool", Handle: answer(http.StatusOK, s.listPool)},
 		{Pattern: "PUT /api/credentials/pool/{entry}", Handle: decode(http.StatusOK, entryNamed, s.setPoolEntry)},
-		{Pattern: "DELETE /api/credentials/pool/{entry}", Handle: noContent(s.removePoolEntry)},
+		{Pattern: "DELETE /api/credentials/pool/{entry}", Handle: s.removeBy("entry", (*operator.Service).RemovePoolEntry)},
 	}
 }
 
@@ -48,11 +48,4 @@ func (s *Server) listPool(r *http.Request) (operator.PoolList, error) {
 
 func (s *Server) setPoolEntry(r *http.Request, pv operator.PoolEntryValue) (operator.PoolEntryView, error) {
 	return s.Op(r, 0).SetPoolEntry(r.Context(), r.PathValue("entry"), pv.Kind, pv.Weight, pv.URL, []byte(pv.Value))
-}
-
-func (s *Server) removePoolEntry(r *http.Request) error {
-	if err := entryNamed(r); err != nil {
-		return err
-	}
-	return s.Op(r, 0).RemovePoolEntry(r.Context(), r.PathValue("entry"))
 }

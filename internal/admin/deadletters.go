@@ -15,20 +15,12 @@ import (
 func (s *Server) deadLetterRoutes() []Route {
 	return []Route{
 		{Pattern: "GET /api/spool/dead", Handle: answer(http.StatusOK, s.listDeadLetters)},
-		{Pattern: "POST /api/spool/dead/{id}/retry", Handle: answer(http.StatusOK, s.retryDeadLetter)},
-		{Pattern: "DELETE /api/spool/dead/{id}", Handle: noContent(s.dropDeadLetter)},
+		{Pattern: "POST /api/spool/dead/{id}/retry", Handle: answer(http.StatusOK, byPath(s, "id", (*operator.Service).RetryDeadLetter))},
+		{Pattern: "DELETE /api/spool/dead/{id}", Handle: s.removeBy("id", (*operator.Service).DropDeadLetter)},
 	}
 }
 
 func (s *Server) listDeadLetters(r *http.Request) (operator.DeadLetterList, error) {
 	list, err := s.op.ListDeadLetters(r.Context())
 	return operator.DeadLetterList{DeadLetters: list}, err
-}
-
-func (s *Server) retryDeadLetter(r *http.Request) (operator.DeadLetterView, error) {
-	return s.Op(r, 0).RetryDeadLetter(r.Context(), r.PathValue("id"))
-}
-
-func (s *Server) dropDeadLetter(r *http.Request) error {
-	return s.Op(r, 0).DropDeadLetter(r.Context(), r.PathValue("id"))
 }

@@ -11,10 +11,10 @@ import (
 // limits.
 func (s *Server) limitRoutes() []Route {
 	return []Route{
-		{Pattern: "GET /api/boxes/{name}/window-budgets", Handle: answer(http.StatusOK, s.listWindowBudgets)},
+		{Pattern: "GET /api/boxes/{name}/window-budgets", Handle: answer(http.StatusOK, byPath(s, "name", (*operator.Service).WindowBudgets))},
 		{Pattern: "PUT /api/boxes/{name}/window-budgets", Handle: decode(http.StatusOK, boxNamed, s.setWindowBudget)},
 		{Pattern: "DELETE /api/boxes/{name}/window-budgets", Handle: noContent(s.removeWindowBudget)},
-		{Pattern: "GET /api/boxes/{name}/rate-limits", Handle: answer(http.StatusOK, s.listRateLimits)},
+		{Pattern: "GET /api/boxes/{name}/rate-limits", Handle: answer(http.StatusOK, byPath(s, "name", (*operator.Service).RateLimits))},
 		{Pattern: "PUT /api/boxes/{name}/rate-limits", Handle: decode(http.StatusOK, boxNamed, s.setRateLimit)},
 		{Pattern: "DELETE /api/boxes/{name}/rate-limits", Handle: noContent(s.removeRateLimit)},
 	}
@@ -25,24 +25,13 @@ func (s *Server) WindowBudgets(ctx context.Context, box string) ([]operator.Wind
 	return s.op.WindowBudgets(ctx, box)
 }
 
-func (s *Server) listWindowBudgets(r *http.Request) ([]operator.WindowBudgetView, error) {
-	return s.WindowBudgets(r.Context(), r.PathValue("name"))
-}
-
 func (s *Server) setWindowBudget(r *http.Request, set operator.WindowBudgetSetting) ([]operator.WindowBudgetView, error) {
 	return s.Op(r, 0).SetWindowBudget(r.Context(), r.PathValue("name"), set)
 }
 
 func (s *Server) removeWindowBudget(r *http.Request) error {
-	if err := boxNamed(r); err != nil {
-		return err
-	}
 	q := r.URL.Query()
 	return s.Op(r, 0).RemoveWindowBudget(r.Context(), r.PathValue("name"), q.Get("principal"), q.Get("window"))
-}
-
-func (s *Server) listRateLimits(r *http.Request) ([]operator.RateLimitView, error) {
-	return s.op.RateLimits(r.Context(), r.PathValue("name"))
 }
 
 func (s *Server) setRateLimit(r *http.Request, set operator.RateLimitView) (operator.RateLimitView, error) {
@@ -50,8 +39,5 @@ func (s *Server) setRateLimit(r *http.Request, set operator.RateLimitView) (oper
 }
 
 func (s *Server) removeRateLimit(r *http.Request) error {
-	if err := boxNamed(r); err != nil {
-		return err
-	}
 	return s.Op(r, 0).RemoveRateLimit(r.Context(), r.PathValue("name"), r.URL.Query().Get("principal"))
 }

@@ -20,7 +20,3 @@ func (s *Server) listVisitors(r *http.Request) (operator.VisitorList, error) {
 func (s *Server) setVisitor(r *http.Request, cv CredentialValue) (operator.VisitorView, error) {
 	return s.Op(r, 0).SetVisitor(r.Context(), r.PathValue("principal"), cv.Kind, []byte(cv.Value))
 }
-
-func (s *Server) removeVisitor(r *http.Request) error {
-	return s.Op(r, 0).RemoveVisitor(r.Context(), r.PathValue("principal"))
-}

@@ -18,9 +18,9 @@ import (
 func (s *Server) proposalRoutes() []Route {
 	return []Route{
 		{Pattern: "GET /api/proposals", Handle: answer(http.StatusOK, s.listProposals)},
-		{Pattern: "GET /api/proposals/{id}", Handle: answer(http.StatusOK, s.getProposal)},
+		{Pattern: "GET /api/proposals/{id}", Handle: answer(http.StatusOK, byPath(s, "id", (*operator.Service).Proposal))},
 		{Pattern: "POST /api/proposals/{id}/approve", Handle: s.approveProposal},
-		{Pattern: "POST /api/proposals/{id}/deny", Handle: answer(http.StatusOK, s.denyProposal)},
+		{Pattern: "POST /api/proposals/{id}/deny", Handle: answer(http.StatusOK, byPath(s, "id", (*operator.Service).DenyProposal))},
 		{Pattern: "GET /api/boxes/{name}/asks", Handle: answer(http.StatusOK, s.listAsks)},
 		{Pattern: "PUT /api/boxes/{name}/asks/{scope}", Handle: answer(http.StatusOK, s.setAsk)},
 		{Pattern: "DELETE /api/boxes/{name}/asks/{scope}", Handle: answer(http.StatusOK, s.setAsk)},
@@ -30,10 +30,6 @@ func (s *Server) proposalRoutes() []Route {
 func (s *Server) listProposals(r *http.Request) (operator.ProposalList, error) {
 	list, err := s.op.ListProposals(r.Context(), r.URL.Query().Get("box"), r.URL.Query().Get("state"))
 	return operator.ProposalList{Proposals: list}, err
-}
-
-func (s *Server) getProposal(r *http.Request) (operator.ProposalView, error) {
-	return s.op.Proposal(r.Context(), r.PathValue("id"))
 }
 
 func (s *Server) approveProposal(w http.ResponseWriter, r *http.Request) error {
@@ -48,10 +44,6 @@ func (s *Server) approveProposal(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, p)
-}
-
-func (s *Server) denyProposal(r *http.Request) (operator.ProposalView, error) {
-	return s.Op(r, 0).DenyProposal(r.Context(), r.PathValue("id"))
 }
 
 func (s *Server) listAsks(r *http.Request) (operator.AskList, error) {

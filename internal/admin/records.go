@@ -18,10 +18,6 @@ func (s *Server) setCredential(r *http.Request, cv CredentialValue) (operator.Cr
 	return s.Op(r, 0).SetCredential(r.Context(), r.PathValue("id"), cv.Kind, []byte(cv.Value))
 }
 
-func (s *Server) removeCredential(r *http.Request) error {
-	return s.Op(r, 0).RemoveCredential(r.Context(), r.PathValue("id"))
-}
-
 // SecretName checks the {secret} path value.
 func SecretName(r *http.Request) (string, error) {
 	name := r.PathValue("secret")
@@ -85,7 +81,7 @@ func (s *Server) listFeedback(w http.ResponseWriter, r *http.Request) error {
 		if words == nil {
 			words = []string{}
 		}
-		out.Batches = append(out.Batches, FeedbackView{ID: f.ID, At: formatTime(f.At), Words: words, Body: body})
+		out.Batches = append(out.Batches, FeedbackView{ID: f.ID, At: protocol.FormatTime(f.At), Words: words, Body: body})
 	}
 	return writeJSON(w, http.StatusOK, out)
 }

@@ -48,26 +48,21 @@ func (s *Server) SpendReport(ctx context.Context, box, month string) (operator.S
 	return s.op.Spend(ctx, box, month)
 }
 
-func (s *Server) listBudgets(w http.ResponseWriter, r *http.Request) error {
-	return boxMonth(s, w, r, s.Budgets)
-}
-
-// boxMonth answers a GET of one box's view of a month (?month=YYYY-MM,
-// this month when absent) with read's answer.
-func boxMonth[T any](s *Server, w http.ResponseWriter, r *http.Request, read func(ctx context.Context, box, month string) (T, error)) error {
-	name, err := BoxName(r)
-	if err != nil {
-		return err
-	}
-	month, err := s.month(r)
-	if err != nil {
-		return err
-	}
-	out, err := read(r.Context(), name, month)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, out)
+// boxMonth is the handler of a GET of one box's view of a month
+// (?month=YYYY-MM, this month when absent): read's answer.
+func boxMonth[T any](s *Server, read func(ctx context.Context, box, month string) (T, error)) func(http.ResponseWriter, *http.Request) error {
+	return answer(http.StatusOK, func(r *http.Request) (T, error) {
+		var zero T
+		name, err := BoxName(r)
+		if err != nil {
+			return zero, err
+		}
+		month, err := s.month(r)
+		if err != nil {
+			return zero, err
+		}
+		return read(r.Context(), name, month)
+	})
 }
 
 func (s *Server) setBudget(r *http.Request, bs operator.BudgetSetting) (operator.BudgetView, error) {
@@ -78,12 +73,5 @@ func (s *Server) setBudget(r *http.Request, bs operator.BudgetSetting) (operator
 // Box's own budget when principal is absent. The calls it held are still
 // measured, and no longer limited.
 func (s *Server) removeBudget(r *http.Request) error {
-	if err := boxNamed(r); err != nil {
-		return err
-	}
 	return s.Op(r, 0).RemoveBudget(r.Context(), r.PathValue("name"), r.URL.Query().Get("principal"))
-}
-
-func (s *Server) spendReport(w http.ResponseWriter, r *http.Request) error {
-	return boxMonth(s, w, r, s.SpendReport)
 }

@@ -212,19 +212,9 @@ func (s *Service) SetCredential(ctx context.Context, id, kind string, value []by
 // until it is in force on every replica (a visitor's is read from the
 // store at each grant). It writes no audit row: its caller does.
 func (s *Service) StoreCredential(ctx context.Context, id, kind string, value *string) (CredentialView, error) {
-	plain, err := CheckedValue("kind", kind, value)
+	sealed, what, err := s.seal(kind, value, "credential "+id, payer.AD(id), func(v []byte) string { return CredentialKind(id, v) })
 	if err != nil {
 		return CredentialView{}, err
-	}
-	if s.cfg.Keyring == nil {
-		secrets.Zero(plain)
-		return CredentialView{}, fmt.Errorf("set credential %s: the operator service has no keyring", id)
-	}
-	sealed, err := s.cfg.Keyring.Seal(plain, payer.AD(id))
-	what := CredentialKind(id, plain)
-	secrets.Zero(plain)
-	if err != nil {
-		return CredentialView{}, fmt.Errorf("seal credential %s: %w", id, err)
 	}
 	c := store.Credential{ID: id, Sealed: sealed, UpdatedAt: s.cfg.Now().UTC()}
 	if err := s.cfg.Store.SetCredential(ctx, c); err != nil {
@@ -236,6 +226,25 @@ func (s *Service) StoreCredential(ctx context.Context, id, kind string, value *s
 		return CredentialView{}, err
 	}
 	return CredentialView{ID: id, Kind: what, UpdatedAt: formatTime(c.UpdatedAt)}, nil
+}
+
+// seal checks *value as a credential of kind (CheckedValue), clears it,
+// and seals it under ad; it returns the sealed value and what describe
+// says of the plain one. Its errors name the sealed value as what.
+func (s *Service) seal(kind string, value *string, what, ad string, describe func([]byte) string) ([]byte, string, error) {
+	plain, err := CheckedValue("kind", kind, value)
+	if err != nil {
+		return nil, "", err
+	}
+	defer secrets.Zero(plain)
+	if s.cfg.Keyring == nil {
+		return nil, "", fmt.Errorf("set %s: the operator service has no keyring", what)
+	}
+	sealed, err := s.cfg.Keyring.Seal(plain, ad)
+	if err != nil {
+		return nil, "", fmt.Errorf("seal %s: %w", what, err)
+	}
+	return sealed, describe(plain), nil
 }
 
 // RemoveCredential removes the credential id. NotFound when none is set.

@@ -67,17 +67,8 @@ func GrantState(revoked, expires, now time.Time) string {
 
 // grantView is how the admin API shows g at now.
 func grantView(g store.Grant, now time.Time) GrantView {
-	v := GrantView{ID: g.ID, Box: g.Box, Principal: g.Principal, IssuedAt: formatTime(g.CreatedAt),
-		State: GrantState(g.RevokedAt, g.ExpiresAt, now)}
-	if !g.ExpiresAt.IsZero() {
-		at := formatTime(g.ExpiresAt)
-		v.ExpiresAt = &at
-	}
-	if !g.RevokedAt.IsZero() {
-		at := formatTime(g.RevokedAt)
-		v.RevokedAt = &at
-	}
-	return v
+	return GrantView{ID: g.ID, Box: g.Box, Principal: g.Principal, IssuedAt: formatTime(g.CreatedAt),
+		ExpiresAt: optionalTime(g.ExpiresAt), RevokedAt: optionalTime(g.RevokedAt), State: GrantState(g.RevokedAt, g.ExpiresAt, now)}
 }
 
 // ParseTTL reads a grant's ttl: "" for the default.
@@ -203,6 +194,7 @@ type Actions interface {
 	Spool
 	ProxyAuthority
 	PriceTables
+	AuditLog
 }
 
 var _ Actions = (*Service)(nil)

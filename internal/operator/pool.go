@@ -179,19 +179,9 @@ func (s *Service) SetPoolEntry(ctx context.Context, name, kind string, weight in
 // seals it as the pool entry name, stores it, clears *value, and waits
 // until every replica sees it.
 func (s *Service) putPoolEntry(ctx context.Context, name, kind string, weight int, u string, value *string) (PoolEntryView, error) {
-	plain, err := CheckedValue("kind", kind, value)
+	sealed, what, err := s.seal(kind, value, "pool entry "+name, pool.AD(name), pool.Kind)
 	if err != nil {
 		return PoolEntryView{}, err
-	}
-	if s.cfg.Keyring == nil {
-		secrets.Zero(plain)
-		return PoolEntryView{}, fmt.Errorf("set pool entry %s: the operator service has no keyring", name)
-	}
-	sealed, err := s.cfg.Keyring.Seal(plain, pool.AD(name))
-	what := pool.Kind(plain)
-	secrets.Zero(plain)
-	if err != nil {
-		return PoolEntryView{}, fmt.Errorf("seal pool entry %s: %w", name, err)
 	}
 	e := store.PoolEntry{Name: name, Weight: weight, URL: u, Sealed: sealed, UpdatedAt: s.cfg.Now().UTC()}
 	if err := s.cfg.Store.SetPoolEntry(ctx, e); err != nil {

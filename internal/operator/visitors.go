@@ -47,21 +47,14 @@ func checkPrincipal(p string) error {
 // ListVisitors lists the visitors holding a credential, by principal,
 // with each credential's kind (StoredKind); never a value.
 func (s *Service) ListVisitors(ctx context.Context) ([]VisitorView, error) {
-	creds, err := s.cfg.Store.ListCredentials(ctx)
-	if err != nil {
-		return nil, StoreError(err, "", "")
-	}
+	creds, err := s.ListCredentials(ctx)
 	out := []VisitorView{}
 	for _, c := range creds {
 		if p, ok := strings.CutPrefix(c.ID, payer.VisitorPrefix); ok {
-			kind, err := s.StoredKind(ctx, c.ID)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, VisitorView{Principal: p, Kind: kind, UpdatedAt: formatTime(c.UpdatedAt)})
+			out = append(out, VisitorView{Principal: p, Kind: c.Kind, UpdatedAt: c.UpdatedAt})
 		}
 	}
-	return out, nil
+	return out, err
 }
 
 // SetVisitor checks value as a credential of kind (CheckedValue), seals

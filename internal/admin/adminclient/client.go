@@ -21,6 +21,7 @@ import (
 	"github.com/intentius/boxbroker/internal/cloud"
 	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/store"
 )
 
 // maxAnswer bounds an admin API answer the client reads.
@@ -43,7 +44,7 @@ func New(baseURL, token string, httpClient *http.Client) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return nil, errors.New("the admin URL must be an http(s) URL with a host and no credentials, query or fragment, such as http://127.0.0.1:8788")
 	}
-	if u.Scheme == "http" && !loopback(u.Hostname()) {
+	if u.Scheme == "http" && !IsLoopback(u.Hostname()) {
 		return nil, fmt.Errorf("the admin URL %s is plain http to another machine, which would send the admin token in the clear; use https", u.Redacted())
 	}
 	if token == "" {
@@ -59,7 +60,9 @@ func New(baseURL, token string, httpClient *http.Client) (*Client, error) {
 	return &Client{base: u, token: token, http: &hc}, nil
 }
 
-func loopback(host string) bool {
+// IsLoopback reports whether host, a URL's host name, is localhost or a
+// loopback address: one plain http may reach without leaving the machine.
+func IsLoopback(host string) bool {
 	if host == "localhost" {
 		return true
 	}
@@ -173,11 +176,7 @@ func (c *Client) ListBoxes(ctx context.Context) ([]operator.BoxView, error) {
 // 1000) of them after the cursor after ("" for the first page), and the
 // cursor of the next page ("" after the last).
 func (c *Client) BoxPage(ctx context.Context, limit int, after string) ([]operator.BoxView, string, error) {
-	v := url.Values{"limit": {strconv.Itoa(limit)}}
-	if after != "" {
-		v.Set("after", after)
-	}
-	out, err := call[admin.BoxList](ctx, c, http.MethodGet, "/api/boxes?"+v.Encode(), nil)
+	out, err := call[admin.BoxList](ctx, c, http.MethodGet, "/api/boxes"+query("limit", strconv.Itoa(limit), "after", after), nil)
 	return out.Boxes, out.Next, err
 }
 
@@ -282,13 +281,17 @@ func (c *Client) RemovePoolEntry(ctx context.Context, name string) error {
 	return c.do(ctx, http.MethodDelete, "/api/credentials/pool/"+url.PathEscape(name), nil, nil)
 }
 
-// Audit lists audit log entries, newest first: query holds box, since,
-// refusals and limit as GET /api/audit takes them.
-func (c *Client) Audit(ctx context.Context, query url.Values) ([]admin.AuditView, error) {
-	path := "/api/audit"
-	if len(query) > 0 {
-		path += "?" + query.Encode()
+// ListAudit lists the audit log entries q selects, newest first; the
+// admin API gives at most 1,000 (q.Limit 0: its default, 100).
+func (c *Client) ListAudit(ctx context.Context, q store.AuditQuery) ([]operator.AuditView, error) {
+	limit, since := "", ""
+	if q.Limit > 0 {
+		limit = strconv.Itoa(q.Limit)
 	}
+	if !q.Since.IsZero() {
+		since = q.Since.UTC().Format(time.RFC3339)
+	}
+	path := "/api/audit" + query("box", q.Box, "since", since, "refusals", strconv.FormatBool(q.RefusalsOnly), "limit", limit)
 	out, err := call[admin.AuditList](ctx, c, http.MethodGet, path, nil)
 	return out.Entries, err
 }
@@ -357,12 +360,19 @@ func (c *Client) Spend(ctx context.Context, box, month string) (operator.SpendRe
 	return call[operator.SpendReport](ctx, c, http.MethodGet, "/api/boxes/"+url.PathEscape(box)+"/spend"+query("month", month), nil)
 }
 
-// query is "?name=value", escaped, or "" when value is "".
-func query(name, value string) string {
-	if value == "" {
+// query is "?name=value&…" of pairs (a name, then its value, …),
+// escaped, leaving out each empty value; "" when all are empty.
+func query(pairs ...string) string {
+	v := url.Values{}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if pairs[i+1] != "" {
+			v.Set(pairs[i], pairs[i+1])
+		}
+	}
+	if len(v) == 0 {
 		return ""
 	}
-	return "?" + url.Values{name: {value}}.Encode()
+	return "?" + v.Encode()
 }
 
 // ListDeadLetters lists the batches of records the store refused for

@@ -22,11 +22,7 @@ func (c *Client) SetWindowBudget(ctx context.Context, box string, set operator.W
 // RemoveWindowBudget removes a box's budget over window: its own when
 // principal is "".
 func (c *Client) RemoveWindowBudget(ctx context.Context, box, principal, window string) error {
-	q := url.Values{"window": {window}}
-	if principal != "" {
-		q.Set("principal", principal)
-	}
-	return c.do(ctx, http.MethodDelete, "/api/boxes/"+url.PathEscape(box)+"/window-budgets?"+q.Encode(), nil, nil)
+	return c.do(ctx, http.MethodDelete, "/api/boxes/"+url.PathEscape(box)+"/window-budgets"+query("principal", principal, "window", window), nil, nil)
 }
 
 // RateLimits returns a box's rate limits.

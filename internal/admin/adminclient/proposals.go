@@ -11,14 +11,7 @@ import (
 // ListProposals lists proposals of box ("" for every box) in state (""
 // for any), newest first.
 func (c *Client) ListProposals(ctx context.Context, box, state string) ([]operator.ProposalView, error) {
-	q := url.Values{}
-	if box != "" {
-		q.Set("box", box)
-	}
-	if state != "" {
-		q.Set("state", state)
-	}
-	out, err := call[operator.ProposalList](ctx, c, http.MethodGet, "/api/proposals?"+q.Encode(), nil)
+	out, err := call[operator.ProposalList](ctx, c, http.MethodGet, "/api/proposals"+query("box", box, "state", state), nil)
 	return out.Proposals, err
 }
 
