@@ -97,11 +97,6 @@ const (
 	Revoked = "revoked"
 	// NoCredential: the visitor holds no credential at the broker.
 	NoCredential = "no-credential"
-	// Unavailable: the grant could not be checked because the store did
-	// not answer; the request is refused with a 503 rather than paid by
-	// anyone. It is the payer's outcome, never Check's, and not in
-	// Outcomes.
-	Unavailable = "unavailable"
 )
 
 // Outcomes lists every outcome, Accepted first.

@@ -4,8 +4,8 @@
 //
 // Every label is bounded: a capability name from the table, a route
 // template (never a raw path with ids in it), a status code, a refusal
-// reason from capability.Reasons, a grant outcome (package grant's, or
-// GrantError), a payer kind, and a model name (the first MaxModels seen, then
+// reason from capability.Reasons, a grant outcome from the constants
+// below, a payer kind, and a model name (the first MaxModels seen, then
 // "other"). No metric carries a box name, a token, a credential or a value.
 //
 // A nil *Metrics is valid and records nothing, so a caller never needs to
@@ -14,24 +14,45 @@ package metrics
 
 import (
 	"net/http"
-	"slices"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"github.com/intentius/boxbroker/internal/grant"
 )
 
-// GrantError is the value of boxbroker_grant_checks_total's outcome label
-// that counts any outcome passed to Grant other than the payer's
-// (grant.Outcomes and grant.Unavailable), so the label stays bounded.
-const GrantError = "error"
+// Grant outcomes, the values of boxbroker_grant_checks_total's outcome
+// label: the outcomes the payer reports for each chant-grant it checks
+// (grant.Outcomes and payer.Unavailable, the same strings).
+const (
+	// GrantAccepted: the grant is the box's, current, and its person holds
+	// a credential; the visitor pays.
+	GrantAccepted = "accepted"
+	// GrantMalformed: the header is not a grant value.
+	GrantMalformed = "malformed"
+	// GrantUnknown: no grant hashes to the value.
+	GrantUnknown = "unknown"
+	// GrantOtherBox: the grant was issued for another box.
+	GrantOtherBox = "other-box"
+	// GrantExpired: the grant has expired.
+	GrantExpired = "expired"
+	// GrantRevoked: the grant was revoked.
+	GrantRevoked = "revoked"
+	// GrantNoCredential: the person holds no credential here any more.
+	GrantNoCredential = "no-credential"
+	// GrantUnavailable: the grant could not be checked (the store did not
+	// answer).
+	GrantUnavailable = "unavailable"
+	// GrantError counts any other outcome passed to Grant, so the label
+	// stays bounded.
+	GrantError = "error"
+)
 
-// grantOutcomes are the values of the outcome label.
-var grantOutcomes = append(slices.Clone(grant.Outcomes), grant.Unavailable, GrantError)
+var grantOutcomes = map[string]bool{
+	GrantAccepted: true, GrantMalformed: true, GrantUnknown: true, GrantOtherBox: true,
+	GrantExpired: true, GrantRevoked: true, GrantNoCredential: true, GrantUnavailable: true, GrantError: true,
+}
 
 // Metrics holds boxbroker's collectors. Its methods are safe for
 // concurrent use.
@@ -106,7 +127,7 @@ func New() *Metrics {
 		m.auditWritten, m.auditDropped, m.auditFailed, m.tokenRefusals,
 	)
 	m.spend = newSpendMetrics(reg)
-	for _, outcome := range grantOutcomes {
+	for outcome := range grantOutcomes {
 		m.grants.WithLabelValues(outcome) // exported at 0 before the first check
 	}
 	for _, outcome := range []string{"kept", "refused"} {
@@ -203,14 +224,14 @@ func (m *Metrics) DeclarationReport(kept bool) {
 	m.declarations.WithLabelValues(outcome).Inc()
 }
 
-// Grant counts one chant-grant check with its outcome, one of
-// grant.Outcomes or grant.Unavailable; any other value is counted as
-// GrantError, so the label stays bounded.
+// Grant counts one chant-grant check with its outcome, one of the Grant*
+// constants; any other value is counted as GrantError, so the label stays
+// bounded.
 func (m *Metrics) Grant(outcome string) {
 	if m == nil {
 		return
 	}
-	if !slices.Contains(grantOutcomes, outcome) {
+	if !grantOutcomes[outcome] {
 		outcome = GrantError
 	}
 	m.grants.WithLabelValues(outcome).Inc()

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/intentius/boxbroker/internal/grant"
 )
 
 func TestGrant_LabelStaysBounded(t *testing.T) {
@@ -14,8 +12,8 @@ func TestGrant_LabelStaysBounded(t *testing.T) {
 	tests := []struct {
 		outcome, counted string
 	}{
-		{grant.Accepted, grant.Accepted},
-		{grant.Revoked, grant.Revoked},
+		{GrantAccepted, GrantAccepted},
+		{GrantRevoked, GrantRevoked},
 		{"bba_some-grant-value-that-must-not-become-a-label", GrantError},
 		{"", GrantError},
 	}
@@ -47,7 +45,7 @@ func TestNil_RecordsNothing(t *testing.T) {
 	m.StreamOpened("inference")
 	m.StreamClosed("inference")
 	m.DeclarationReport(true)
-	m.Grant(grant.Accepted)
+	m.Grant(GrantAccepted)
 	m.AuditWritten(1)
 	m.AuditDropped()
 	m.AuditFailed(1)

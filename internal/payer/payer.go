@@ -85,7 +85,7 @@ var outcomes = [...]string{grant.Accepted, grant.Malformed, grant.Unknown, grant
 // Unavailable is the outcome of a grant that could not be checked because
 // the store did not answer; the request is refused with a 503 rather than
 // paid by anyone.
-const Unavailable = grant.Unavailable
+const Unavailable = "unavailable"
 
 // ForBox is the payer a box's requests are paid by when no grant applies.
 func (p *Resolver) ForBox(b store.Box) protocol.Payer {
