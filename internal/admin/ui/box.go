@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"html/template"
-	"math"
 	"net/http"
 	"regexp"
 	"slices"
@@ -223,8 +222,6 @@ type boxPageData struct {
 	// SpendChart is its measured spend per day this month, from the
 	// cost its audit entries record, against its own budget.
 	SpendChart chart
-	// Notice is a line shown at the top, after an action.
-	Notice string
 }
 
 type renderedSection struct {
@@ -240,20 +237,20 @@ func (u *Page) boxPage(w http.ResponseWriter, r *http.Request, sess *Session) er
 	ctx := r.Context()
 	d, err := u.a.Declaration(ctx, b.Name)
 	if err != nil {
-		return operator.StoreError(err, "", "")
+		return err
 	}
 	now := u.cfg.Now()
 	v := operator.BoxViewOf(b, d, now)
 	c, err := u.card(ctx, v)
 	if err != nil {
-		return operator.StoreError(err, "", "")
+		return err
 	}
-	page := boxPageData{chrome: u.chrome(sess), Box: c, Notice: notice("/ui/boxes/{name}", r.URL.Query().Get("done"))}
+	page := boxPageData{chrome: u.chrome(r, sess), Box: c}
 	page.LogPage, _ = strconv.Atoi(r.URL.Query().Get("log"))
 	page.LogPage = min(max(page.LogPage, 1), 10_000)
 	recent, err := u.cfg.Store.AuditPage(ctx, b.Name, (page.LogPage-1)*logPageSize, logPageSize+1)
 	if err != nil {
-		return operator.StoreError(err, "", "")
+		return err
 	}
 	base := "/ui/boxes/" + b.Name // a box name needs no escaping
 	if len(recent) > logPageSize {
@@ -280,12 +277,12 @@ func (u *Page) boxPage(w http.ResponseWriter, r *http.Request, sess *Session) er
 	}
 	hours, err := u.cfg.Store.AuditHours(ctx, b.Name, now.Add(-7*24*time.Hour))
 	if err != nil {
-		return operator.StoreError(err, "", "")
+		return err
 	}
 	page.Chart = hourChart(hours, now)
 	days, err := u.cfg.Store.AuditDays(ctx, b.Name, monthStart(now))
 	if err != nil {
-		return operator.StoreError(err, "", "")
+		return err
 	}
 	hasBudget, limit := ownBudget(c.Budgets)
 	page.SpendChart = dayChart(days, hasBudget, limit, now)
@@ -295,7 +292,7 @@ func (u *Page) boxPage(w http.ResponseWriter, r *http.Request, sess *Session) er
 	for _, sec := range sections {
 		h, err := sec.Render(ctx, b.Name, page.Form)
 		if err != nil {
-			return fmt.Errorf("box page section %q: %w", sec.Title, err)
+			return fmt.Errorf("box page section %q: %v", sec.Title, err) // %v: the generic error page, whatever err is
 		}
 		page.Sections = append(page.Sections, renderedSection{Title: sec.Title, HTML: h})
 	}
@@ -308,7 +305,7 @@ func (u *Page) boxPage(w http.ResponseWriter, r *http.Request, sess *Session) er
 func ownBudget(budgets operator.BudgetList) (bool, int64) {
 	for _, b := range budgets.Budgets {
 		if b.Principal == nil {
-			return true, int64(math.Round(b.USD * 1e6))
+			return true, micros(b.USD)
 		}
 	}
 	return false, 0

@@ -498,17 +498,17 @@ type listPage struct {
 func (u *Page) overview(w http.ResponseWriter, r *http.Request, sess *Session) error {
 	now := u.cfg.Now()
 	q := readListQuery(r.URL.Query())
-	page := listPage{chrome: u.chrome(sess), States: stateLabels, Now: protocol.FormatTime(now)}
+	page := listPage{chrome: u.chrome(r, sess), States: stateLabels, Now: protocol.FormatTime(now)}
 	var paged bool
 	var err error
 	page.Rows, page.Matched, page.Total, paged, err = u.pageRows(r.Context(), &q)
 	if err != nil {
-		return operator.StoreError(err, "", "")
+		return err
 	}
 	if !paged {
 		all, err := u.rows(r.Context())
 		if err != nil {
-			return operator.StoreError(err, "", "")
+			return err
 		}
 		page.Total, page.Counts = len(all), map[string]int{}
 		for _, row := range all {
@@ -544,17 +544,17 @@ func (u *Page) overview(w http.ResponseWriter, r *http.Request, sess *Session) e
 	page.NoFilter = c.url()
 	hours, err := u.brokerHours(r.Context(), now.Add(-7*24*time.Hour), now)
 	if err != nil {
-		return operator.StoreError(err, "", "")
+		return err
 	}
 	page.Chart = hourChart(hours, now)
 	if page.Fleet, err = u.a.FleetTotal(r.Context(), spend.Month(now)); err != nil {
-		return operator.StoreError(err, "", "")
+		return err
 	}
 	if u.opts.DeadLetters != nil {
 		page.DeadLetters = u.opts.DeadLetters()
 	}
 	if page.Waiting, err = u.waiting(r.Context(), sess); err != nil {
-		return operator.StoreError(err, "", "")
+		return err
 	}
 	u.render(w, http.StatusOK, "boxes", page)
 	return nil

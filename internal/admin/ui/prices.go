@@ -3,7 +3,6 @@ package ui
 import (
 	"context"
 	"fmt"
-	"math"
 
 	"github.com/intentius/boxbroker/internal/spend"
 )
@@ -49,7 +48,7 @@ func (u *Page) prices(ctx context.Context) (priceTable, error) {
 // rate writes a price in US dollars per million tokens, which is
 // micro-dollars per token: to the cent, or as many decimals as it has,
 // up to six.
-func rate(v float64) string { return spend.FormatUSD(int64(math.Round(v * 1e6))) }
+func rate(v float64) string { return spend.FormatUSD(micros(v)) }
 
 // tokens writes a count of tokens as 200K or 1M when it is whole so.
 func tokens(n int64) string {
