@@ -1,10 +1,6 @@
 package ui
 
 import (
-	"github.com/intentius/boxbroker/internal/operator"
-
-	"github.com/intentius/boxbroker/internal/admin"
-
 	"cmp"
 	"context"
 	"fmt"
@@ -15,7 +11,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -38,8 +36,11 @@ type card struct {
 	Models []modelLine
 	// Budgets are the box's budgets and where they stand this month.
 	Budgets operator.BudgetList
-	// Limits are its window budgets, rate limits and budget alerts.
-	Limits limitsCard
+	// Windows are its window budgets and Rates its rate limits; Alerts
+	// its latest budget alerts, newest first.
+	Windows []operator.WindowBudgetView
+	Rates   []store.RateLimit
+	Alerts  []store.BudgetAlert
 	// Blocked says, when the box's metered calls are refused for a
 	// budget, why and until when; "" when they are not.
 	Blocked string
@@ -186,7 +187,13 @@ func (u *Page) card(ctx context.Context, v operator.BoxView) (card, error) {
 	if c.Blocked, err = u.blocked(ctx, v.Name, c.Budgets); err != nil {
 		return c, err
 	}
-	if c.Limits, err = u.limitsOf(ctx, v.Name); err != nil {
+	if c.Windows, err = u.a.WindowBudgets(ctx, v.Name); err != nil {
+		return c, err
+	}
+	if c.Rates, err = u.cfg.Store.ListRateLimits(ctx, v.Name); err != nil {
+		return c, err
+	}
+	if c.Alerts, err = u.cfg.Store.ListAlerts(ctx, v.Name, 10); err != nil {
 		return c, err
 	}
 	grants, err := u.cfg.Store.ListGrants(ctx, v.Name)

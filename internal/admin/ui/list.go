@@ -2,21 +2,18 @@ package ui
 
 import (
 	"cmp"
-	"html/template"
-	"slices"
-
-	"github.com/intentius/boxbroker/internal/admin"
-
-	"github.com/intentius/boxbroker/internal/operator"
-
 	"context"
+	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
@@ -68,17 +65,13 @@ type row struct {
 	Title    string
 	Reported time.Time
 	Payer    string
-	// Measured is this month's measured spend, micro-dollars; Limit the
-	// box's own budget when HasBudget, and Left what is left of it.
-	Measured  int64
-	HasBudget bool
-	Limit     int64
-	Left      int64
-	Requests  int64
-	Refusals  int64
-	// Upstream is the last 24 hours' upstream failures, counted apart
-	// from the broker's Refusals.
-	Upstream int64
+	// BoxMonth is the box's month: its measured spend, and its own
+	// budget (micro-dollars); Left is what is left of that budget.
+	store.BoxMonth
+	Left int64
+	// BoxActivity is the box's last 24 hours: requests, the broker's
+	// refusals and, apart, the upstream's failures.
+	store.BoxActivity
 	// Cache is the box's prompt-cache hit ratio this month and in the
 	// last 24 hours (nil for no prompt tokens); CacheCold when the day's
 	// is under half the month's.
@@ -209,9 +202,8 @@ func (u *Page) row(b store.Box, kept *store.KeptDeclaration, m store.BoxMonth, f
 		}
 	}
 	a := f.act[b.Name]
-	r.Measured, r.HasBudget, r.Limit = m.Measured, m.HasBudget, m.Limit
+	r.BoxMonth, r.BoxActivity = m, a
 	r.Left = max(m.Limit-m.Spent-m.Reserved, 0)
-	r.Requests, r.Refusals, r.Upstream = a.Requests, a.Refusals, a.Upstream
 	r.CacheMonth, r.CacheDay = hitRatio(f.cacheMonth[b.Name]), hitRatio(f.cacheDay[b.Name])
 	r.CacheCold = r.CacheMonth != nil && r.CacheDay != nil && *r.CacheDay < *r.CacheMonth/2
 	r.Missing, _ = crossCheck(declaredSecrets(d, u.cfg.Broker), f.held[b.Name])

@@ -1,14 +1,13 @@
 package ui
 
 import (
-	"github.com/intentius/boxbroker/internal/admin"
-	"github.com/intentius/boxbroker/internal/operator"
-
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/pool"
 )
 
