@@ -278,7 +278,8 @@ func (u *Page) boxPage(w http.ResponseWriter, r *http.Request, sess *Session) er
 	for _, sec := range page.Secrets {
 		held = append(held, sec.Name)
 	}
-	page.Missing, page.Extra = crossCheck(declaredSecrets(d, u.cfg.Broker), held)
+	declared := declaredSecrets(d, u.cfg.Broker)
+	page.Missing, page.Extra = absent(declared, held), absent(held, declared)
 	if page.Resources, err = u.a.Operator().ListResources(ctx, b.Name); err != nil {
 		return err
 	}

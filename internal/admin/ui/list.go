@@ -108,13 +108,8 @@ func declaredSecrets(d *protocol.Declaration, broker string) []string {
 	return c.Scope
 }
 
-// crossCheck returns the secrets declared and not held, and held and not
-// declared, each in order.
-func crossCheck(declared, held []string) (missing, extra []string) {
-	return absent(declared, held), absent(held, declared)
-}
-
-// absent is the names of xs not in ys, in order; nil for none.
+// absent is the names of xs not in ys, in order; nil for none: the
+// secrets a box declares and does not hold, or holds and does not declare.
 func absent(xs, ys []string) (out []string) {
 	for _, x := range xs {
 		if !slices.Contains(ys, x) {
@@ -206,7 +201,7 @@ func (u *Page) row(b store.Box, kept *store.KeptDeclaration, m store.BoxMonth, f
 	r.Left = max(m.Limit-m.Spent-m.Reserved, 0)
 	r.CacheMonth, r.CacheDay = hitRatio(f.cacheMonth[b.Name]), hitRatio(f.cacheDay[b.Name])
 	r.CacheCold = r.CacheMonth != nil && r.CacheDay != nil && *r.CacheDay < *r.CacheMonth/2
-	r.Missing, _ = crossCheck(declaredSecrets(d, u.cfg.Broker), f.held[b.Name])
+	r.Missing = absent(declaredSecrets(d, u.cfg.Broker), f.held[b.Name])
 	r.State = boxState(b.Paused, d != nil, blockedBy(m, a, f.monthStart), r.Missing)
 	return r, nil
 }
