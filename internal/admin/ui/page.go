@@ -326,7 +326,9 @@ func (u *Page) HandleUI(pattern string, h func(w http.ResponseWriter, r *http.Re
 
 // pageHeaders sets what every page answers with: no framing, no scripts,
 // no referrer to other sites. (Not no-referrer: with it a browser sends
-// "Origin: null" on the page's own POSTs, which sameOrigin refuses.)
+// "Origin: null" on the page's own POSTs, which sameOrigin refuses.) No
+// page is cached: admin.Server answers everything with Cache-Control:
+// no-store, which only the style sheet overrides.
 func pageHeaders(h http.Header) {
 	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Frame-Options", "DENY")

@@ -56,7 +56,6 @@ func (u *Page) poolPage(w http.ResponseWriter, r *http.Request, sess *Session) e
 		}
 		d.Entries = append(d.Entries, row)
 	}
-	w.Header().Set("Cache-Control", "no-store")
 	u.render(w, http.StatusOK, "credentials", d)
 	return nil
 }

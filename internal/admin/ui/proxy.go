@@ -83,7 +83,6 @@ func (u *Page) proxyPage(w http.ResponseWriter, r *http.Request, sess *Session) 
 			return err
 		}
 	}
-	w.Header().Set("Cache-Control", "no-store")
 	u.render(w, http.StatusOK, "proxy", d)
 	return nil
 }
@@ -143,7 +142,6 @@ func (u *Page) proxyCAPEM(w http.ResponseWriter, r *http.Request, sess *Session)
 	}
 	w.Header().Set("Content-Type", "application/x-pem-file")
 	w.Header().Set("Content-Disposition", `attachment; filename="boxbroker-proxy-ca.pem"`)
-	w.Header().Set("Cache-Control", "no-store")
 	_, err = w.Write([]byte(v.Certificates))
 	return err
 }
