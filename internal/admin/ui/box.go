@@ -27,7 +27,7 @@ import (
 type card struct {
 	operator.BoxView
 	// Groups are its refusals of the last 7 days, grouped.
-	Groups        []refusalGroup
+	Groups        []store.RefusalGroup
 	FeedbackCount int
 	// Measured is this month's spend, measured beside reported.
 	Measured operator.SpendReport
@@ -52,7 +52,7 @@ type card struct {
 	// TokenSeen are the groups of answers, in the last 7 days, from a
 	// host that held the box's own token (capability.ReasonTokenSeen),
 	// each message naming the host.
-	TokenSeen []refusalGroup
+	TokenSeen []store.RefusalGroup
 }
 
 // modelLine is a box's calls to one model in a month.
@@ -82,13 +82,6 @@ func byModel(usage []operator.UsageView) []modelLine {
 		return cmp.Or(cmp.Compare(b.MeasuredUSD, a.MeasuredUSD), cmp.Compare(a.Model, b.Model))
 	})
 	return out
-}
-
-// refusalGroup is refusals of one route and message, as the page shows them.
-type refusalGroup struct {
-	Method, Route, Reason, Message string
-	Count                          int64
-	First, Last                    time.Time
 }
 
 // refusalDays is how far back a box's page groups refusals.
@@ -158,14 +151,13 @@ func whose(principal string) string {
 func (u *Page) card(ctx context.Context, v operator.BoxView) (card, error) {
 	c := card{BoxView: v}
 	now := u.cfg.Now()
-	groups, err := u.cfg.Store.RefusalGroups(ctx, v.Name, now.Add(-refusalDays*24*time.Hour), 50)
-	if err != nil {
+	var err error
+	if c.Groups, err = u.cfg.Store.RefusalGroups(ctx, v.Name, now.Add(-refusalDays*24*time.Hour), 50); err != nil {
 		return c, err
 	}
-	for _, g := range groups {
-		c.Groups = append(c.Groups, refusalGroup(g))
+	for _, g := range c.Groups {
 		if g.Reason == capability.ReasonTokenSeen {
-			c.TokenSeen = append(c.TokenSeen, refusalGroup(g))
+			c.TokenSeen = append(c.TokenSeen, g)
 		}
 	}
 	fb, err := u.cfg.Store.ListFeedback(ctx, v.Name)
