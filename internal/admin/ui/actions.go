@@ -33,7 +33,7 @@ type tokenPage struct {
 }
 
 func (u *Page) enrolForm(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	u.render(w, http.StatusOK, "enrol", formPage{chrome: u.chrome(sess)})
+	u.render(w, http.StatusOK, "enrol", formPage{chrome: u.chrome(r, sess)})
 	return nil
 }
 
@@ -49,7 +49,7 @@ func (u *Page) removeForm(w http.ResponseWriter, r *http.Request, sess *Session)
 	if err != nil {
 		return err
 	}
-	u.render(w, http.StatusOK, "remove", formPage{chrome: u.chrome(sess), Box: b.Name})
+	u.render(w, http.StatusOK, "remove", formPage{chrome: u.chrome(r, sess), Box: b.Name})
 	return nil
 }
 

@@ -1,22 +1,19 @@
 package ui
 
 import (
-	"github.com/intentius/boxbroker/internal/operator"
-
-	"github.com/intentius/boxbroker/internal/admin"
-
 	"cmp"
 	"context"
 	"fmt"
 	"html/template"
-	"math"
 	"net/http"
 	"regexp"
 	"slices"
 	"strconv"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -30,7 +27,7 @@ import (
 type card struct {
 	operator.BoxView
 	// Groups are its refusals of the last 7 days, grouped.
-	Groups        []refusalGroup
+	Groups        []store.RefusalGroup
 	FeedbackCount int
 	// Measured is this month's spend, measured beside reported.
 	Measured operator.SpendReport
@@ -39,8 +36,11 @@ type card struct {
 	Models []modelLine
 	// Budgets are the box's budgets and where they stand this month.
 	Budgets operator.BudgetList
-	// Limits are its window budgets, rate limits and budget alerts.
-	Limits limitsCard
+	// Windows are its window budgets and Rates its rate limits; Alerts
+	// its latest budget alerts, newest first.
+	Windows []operator.WindowBudgetView
+	Rates   []store.RateLimit
+	Alerts  []store.BudgetAlert
 	// Blocked says, when the box's metered calls are refused for a
 	// budget, why and until when; "" when they are not.
 	Blocked string
@@ -52,7 +52,7 @@ type card struct {
 	// TokenSeen are the groups of answers, in the last 7 days, from a
 	// host that held the box's own token (capability.ReasonTokenSeen),
 	// each message naming the host.
-	TokenSeen []refusalGroup
+	TokenSeen []store.RefusalGroup
 }
 
 // modelLine is a box's calls to one model in a month.
@@ -82,13 +82,6 @@ func byModel(usage []operator.UsageView) []modelLine {
 		return cmp.Or(cmp.Compare(b.MeasuredUSD, a.MeasuredUSD), cmp.Compare(a.Model, b.Model))
 	})
 	return out
-}
-
-// refusalGroup is refusals of one route and message, as the page shows them.
-type refusalGroup struct {
-	Method, Route, Reason, Message string
-	Count                          int64
-	First, Last                    time.Time
 }
 
 // refusalDays is how far back a box's page groups refusals.
@@ -158,14 +151,13 @@ func whose(principal string) string {
 func (u *Page) card(ctx context.Context, v operator.BoxView) (card, error) {
 	c := card{BoxView: v}
 	now := u.cfg.Now()
-	groups, err := u.cfg.Store.RefusalGroups(ctx, v.Name, now.Add(-refusalDays*24*time.Hour), 50)
-	if err != nil {
+	var err error
+	if c.Groups, err = u.cfg.Store.RefusalGroups(ctx, v.Name, now.Add(-refusalDays*24*time.Hour), 50); err != nil {
 		return c, err
 	}
-	for _, g := range groups {
-		c.Groups = append(c.Groups, refusalGroup(g))
+	for _, g := range c.Groups {
 		if g.Reason == capability.ReasonTokenSeen {
-			c.TokenSeen = append(c.TokenSeen, refusalGroup(g))
+			c.TokenSeen = append(c.TokenSeen, g)
 		}
 	}
 	fb, err := u.cfg.Store.ListFeedback(ctx, v.Name)
@@ -187,7 +179,13 @@ func (u *Page) card(ctx context.Context, v operator.BoxView) (card, error) {
 	if c.Blocked, err = u.blocked(ctx, v.Name, c.Budgets); err != nil {
 		return c, err
 	}
-	if c.Limits, err = u.limitsOf(ctx, v.Name); err != nil {
+	if c.Windows, err = u.a.WindowBudgets(ctx, v.Name); err != nil {
+		return c, err
+	}
+	if c.Rates, err = u.cfg.Store.ListRateLimits(ctx, v.Name); err != nil {
+		return c, err
+	}
+	if c.Alerts, err = u.cfg.Store.ListAlerts(ctx, v.Name, 10); err != nil {
 		return c, err
 	}
 	grants, err := u.cfg.Store.ListGrants(ctx, v.Name)
@@ -223,8 +221,6 @@ type boxPageData struct {
 	// SpendChart is its measured spend per day this month, from the
 	// cost its audit entries record, against its own budget.
 	SpendChart chart
-	// Notice is a line shown at the top, after an action.
-	Notice string
 }
 
 type renderedSection struct {
@@ -240,20 +236,20 @@ func (u *Page) boxPage(w http.ResponseWriter, r *http.Request, sess *Session) er
 	ctx := r.Context()
 	d, err := u.a.Declaration(ctx, b.Name)
 	if err != nil {
-		return operator.StoreError(err, "", "")
+		return err
 	}
 	now := u.cfg.Now()
 	v := operator.BoxViewOf(b, d, now)
 	c, err := u.card(ctx, v)
 	if err != nil {
-		return operator.StoreError(err, "", "")
+		return err
 	}
-	page := boxPageData{chrome: u.chrome(sess), Box: c, Notice: notice("/ui/boxes/{name}", r.URL.Query().Get("done"))}
+	page := boxPageData{chrome: u.chrome(r, sess), Box: c}
 	page.LogPage, _ = strconv.Atoi(r.URL.Query().Get("log"))
 	page.LogPage = min(max(page.LogPage, 1), 10_000)
 	recent, err := u.cfg.Store.AuditPage(ctx, b.Name, (page.LogPage-1)*logPageSize, logPageSize+1)
 	if err != nil {
-		return operator.StoreError(err, "", "")
+		return err
 	}
 	base := "/ui/boxes/" + b.Name // a box name needs no escaping
 	if len(recent) > logPageSize {
@@ -274,18 +270,19 @@ func (u *Page) boxPage(w http.ResponseWriter, r *http.Request, sess *Session) er
 	for _, sec := range page.Secrets {
 		held = append(held, sec.Name)
 	}
-	page.Missing, page.Extra = crossCheck(declaredSecrets(d, u.cfg.Broker), held)
+	declared := declaredSecrets(d, u.cfg.Broker)
+	page.Missing, page.Extra = absent(declared, held), absent(held, declared)
 	if page.Resources, err = u.a.Operator().ListResources(ctx, b.Name); err != nil {
 		return err
 	}
 	hours, err := u.cfg.Store.AuditHours(ctx, b.Name, now.Add(-7*24*time.Hour))
 	if err != nil {
-		return operator.StoreError(err, "", "")
+		return err
 	}
 	page.Chart = hourChart(hours, now)
 	days, err := u.cfg.Store.AuditDays(ctx, b.Name, monthStart(now))
 	if err != nil {
-		return operator.StoreError(err, "", "")
+		return err
 	}
 	hasBudget, limit := ownBudget(c.Budgets)
 	page.SpendChart = dayChart(days, hasBudget, limit, now)
@@ -295,7 +292,7 @@ func (u *Page) boxPage(w http.ResponseWriter, r *http.Request, sess *Session) er
 	for _, sec := range sections {
 		h, err := sec.Render(ctx, b.Name, page.Form)
 		if err != nil {
-			return fmt.Errorf("box page section %q: %w", sec.Title, err)
+			return fmt.Errorf("box page section %q: %v", sec.Title, err) // %v: the generic error page, whatever err is
 		}
 		page.Sections = append(page.Sections, renderedSection{Title: sec.Title, HTML: h})
 	}
@@ -308,7 +305,7 @@ func (u *Page) boxPage(w http.ResponseWriter, r *http.Request, sess *Session) er
 func ownBudget(budgets operator.BudgetList) (bool, int64) {
 	for _, b := range budgets.Budgets {
 		if b.Principal == nil {
-			return true, int64(math.Round(b.USD * 1e6))
+			return true, micros(b.USD)
 		}
 	}
 	return false, 0

@@ -62,10 +62,7 @@ func hourChart(hours []store.HourCount, now time.Time) chart {
 		peak = max(peak, served[i]+failed[i]+refused[i])
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %d %d" role="img" aria-label="Requests, upstream failures and refusals per hour, last 7 days">`, chartW, hourChartH)
-	plotW, plotH := float64(chartW-chartPadL), float64(hourChartH-chartPadB)
-	axis(&b, peak, strconv.FormatInt(peak, 10), plotH)
-	bw := plotW / n
+	plotH, bw := frame(&b, hourChartH, "Requests, upstream failures and refusals per hour, last 7 days", peak, strconv.FormatInt(peak, 10), n)
 	for i := range n {
 		x := chartPadL + float64(i)*bw
 		if i%24 == 0 {
@@ -92,15 +89,19 @@ func hourChart(hours []store.HourCount, now time.Time) chart {
 		Summary: fmt.Sprintf("%d requests, %d refused by the broker (red), %d failed upstream (amber), in the last 7 days (per hour, UTC).", total, refusals, failures)}
 }
 
-// axis draws the value axis and its top mark, written top, for a peak of
-// peak ("none" for none).
-func axis(b *strings.Builder, peak int64, top string, plotH float64) {
+// frame opens a picture h high, named label, and draws its value axis
+// and the axis's top mark, written top, for a peak of peak ("none" for
+// none); it returns the plot's height and the width of each of n bars.
+func frame(b *strings.Builder, h int, label string, peak int64, top string, n int) (plotH, bw float64) {
+	fmt.Fprintf(b, `<svg class="chart" viewBox="0 0 %d %d" role="img" aria-label="%s">`, chartW, h, label)
+	plotH = float64(h - chartPadB)
 	fmt.Fprintf(b, `<line class="axis" x1="%d" y1="%.1f" x2="%d" y2="%.1f"/>`, chartPadL, plotH, chartW, plotH)
 	if peak <= 0 {
 		fmt.Fprintf(b, `<text class="lbl" x="%d" y="%.1f">none</text>`, chartPadL+8, plotH/2)
-		return
+	} else {
+		fmt.Fprintf(b, `<text class="lbl" x="0" y="10">%s</text><line class="grid" x1="%d" y1="0.5" x2="%d" y2="0.5"/>`, template.HTMLEscapeString(top), chartPadL, chartW)
 	}
-	fmt.Fprintf(b, `<text class="lbl" x="0" y="10">%s</text><line class="grid" x1="%d" y1="0.5" x2="%d" y2="0.5"/>`, template.HTMLEscapeString(top), chartPadL, chartW)
+	return plotH, float64(chartW-chartPadL) / float64(n)
 }
 
 // tick draws the time axis's mark at x, written label at the foot, y.

@@ -42,10 +42,7 @@ func dayChart(days []store.DayCost, hasBudget bool, limit int64, now time.Time) 
 		peak = max(peak, limit)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %d %d" role="img" aria-label="Measured spend per day this month, as a running total, against the budget">`, chartW, chartH)
-	plotW, plotH := float64(chartW-chartPadL), float64(chartH-chartPadB)
-	axis(&b, peak, spend.FormatUSD(peak), plotH)
-	bw := plotW / float64(nd)
+	plotH, bw := frame(&b, chartH, "Measured spend per day this month, as a running total, against the budget", peak, spend.FormatUSD(peak), nd)
 	var sum int64
 	for i := range nd {
 		x := chartPadL + float64(i)*bw

@@ -156,8 +156,11 @@ func (f *formPost) raw(name string) string { return f.vals.Get(name) }
 // ctx is the post's context.
 func (f *formPost) ctx() context.Context { return f.r.Context() }
 
-// chrome is the page's header for the post's session.
-func (f *formPost) chrome() chrome { return f.u.chrome(f.sess) }
+// chrome is the page's header for the post's session; the answer to a
+// post shows no notice.
+func (f *formPost) chrome() chrome {
+	return chrome{Broker: f.u.cfg.Broker, Form: FormContext{CSRF: f.sess.CSRF}}
+}
 
 // render answers the post with the named template.
 func (f *formPost) render(status int, name string, data any) {
@@ -238,7 +241,7 @@ func (u *Page) op(r *http.Request) *operator.Service {
 func signout(f *formPost) error {
 	u, sess := f.u, f.sess
 	if err := u.cfg.Store.EndSession(f.ctx(), sess.ID, time.Unix(sess.Expires, 0), u.cfg.Now()); err != nil {
-		return operator.StoreError(err, "", "")
+		return err
 	}
 	u.log.Info("owner's page: signed out", "admin_token", sess.TokenID)
 	u.setCookie(f.w, f.r, "")

@@ -23,26 +23,46 @@ import (
 // an admin token's session and of a single sign-on viewer's.
 func formsPage(t *testing.T) (s *admin.Server, st store.Store, adminSess, viewerSess *Session, adminCookie, viewerCookie *http.Cookie) {
 	t.Helper()
+	s, st, u, adminSess, adminCookie := testPage(t, nil, func(st store.Store) Config {
+		approvals, err := approval.New(approval.Config{Store: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Config{Approvals: approvals, SSO: sso.Config{Issuer: "http://127.0.0.1:1", ClientID: "broker",
+			RedirectURL: "http://127.0.0.1:2" + sso.CallbackPath, Viewers: []string{"*"}}}
+	})
+	viewerSess, err := u.newSession("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	viewerSess.Subject, viewerSess.Issuer, viewerSess.Name, viewerSess.Role = "v1", u.sso.Issuer(), "vera", sso.Viewer
+	viewerSess.Claim = "email" // what a sign-in keeps: the role claim its role rests on
+	return s, st, adminSess, viewerSess, adminCookie, sessionCookie(t, u, viewerSess)
+}
+
+// testPage is a page made with cfg(st) over a new store st (as wrap
+// wraps it, when not nil) holding the box alpha, with an admin token's
+// session and its cookie.
+func testPage(t *testing.T, wrap func(store.Store) store.Store, cfg func(store.Store) Config) (s *admin.Server, st store.Store, u *Page, sess *Session, cookie *http.Cookie) {
+	t.Helper()
 	sq, err := sqlite.Open(filepath.Join(t.TempDir(), "b.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sq.Close() })
+	st = sq
+	if wrap != nil {
+		st = wrap(sq)
+	}
 	k, _, err := secrets.Load(t.TempDir(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err = admin.New(admin.Config{Store: sq, Keyring: k, Hosts: []string{"example.com"}}) // httptest.NewRequest's Host
+	s, err = admin.New(admin.Config{Store: st, Keyring: k, Hosts: []string{"example.com"}}) // httptest.NewRequest's Host
 	if err != nil {
 		t.Fatal(err)
 	}
-	approvals, err := approval.New(approval.Config{Store: sq})
-	if err != nil {
-		t.Fatal(err)
-	}
-	u, err := New(s, Config{Approvals: approvals, SSO: sso.Config{Issuer: "http://127.0.0.1:1", ClientID: "broker",
-		RedirectURL: "http://127.0.0.1:2" + sso.CallbackPath, Viewers: []string{"*"}}})
-	if err != nil {
+	if u, err = New(s, cfg(st)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Operator().AddBox(t.Context(), operator.NewBox{Name: "alpha"}); err != nil {
@@ -52,22 +72,20 @@ func formsPage(t *testing.T) (s *admin.Server, st store.Store, adminSess, viewer
 	if err != nil {
 		t.Fatal(err)
 	}
-	cookie := func(sess *Session) *http.Cookie {
-		rec := httptest.NewRecorder()
-		if err := u.startSession(rec, httptest.NewRequest("GET", "/ui/", nil), sess); err != nil {
-			t.Fatal(err)
-		}
-		return rec.Result().Cookies()[0]
-	}
-	if adminSess, err = u.newSession(tok.ID); err != nil {
+	if sess, err = u.newSession(tok.ID); err != nil {
 		t.Fatal(err)
 	}
-	if viewerSess, err = u.newSession(""); err != nil {
+	return s, sq, u, sess, sessionCookie(t, u, sess)
+}
+
+// sessionCookie is the cookie u sets for sess.
+func sessionCookie(t *testing.T, u *Page, sess *Session) *http.Cookie {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	if err := u.startSession(rec, httptest.NewRequest("GET", "/ui/", nil), sess); err != nil {
 		t.Fatal(err)
 	}
-	viewerSess.Subject, viewerSess.Issuer, viewerSess.Name, viewerSess.Role = "v1", u.sso.Issuer(), "vera", sso.Viewer
-	viewerSess.Claim = "email" // what a sign-in keeps: the role claim its role rests on
-	return s, sq, adminSess, viewerSess, cookie(adminSess), cookie(viewerSess)
+	return rec.Result().Cookies()[0]
 }
 
 // formPath is fm's route with each wildcard named.

@@ -1,9 +1,6 @@
 package ui
 
 import (
-	"github.com/intentius/boxbroker/internal/admin"
-	"github.com/intentius/boxbroker/internal/operator"
-
 	"context"
 	"fmt"
 	"html/template"
@@ -12,58 +9,42 @@ import (
 	"strings"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/grant"
-	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/operator"
 )
 
 // The owner's page's grants: each box's page lists its grants with their
 // expiry and state, revokes a current one, and issues one. It is built on the page's
 // extension point (AddBoxSection, HandleUI), as any later part may be.
 
-type grantRow struct {
-	ID, Principal, Issued, Expires, State string
-	// IssuedAgo and ExpiresIn say the times relative to now.
-	IssuedAgo, ExpiresIn string
-	// RevokedAgo says when a revoked grant was revoked; "" if it is not.
-	RevokedAgo string
-}
-
 // addGrantsPage adds the grants section; its forms are rows of forms.
 func (u *Page) addGrantsPage() {
 	u.AddBoxSection(BoxSection{Title: "Grants", Render: func(ctx context.Context, box string, form FormContext) (template.HTML, error) {
-		grants, err := u.cfg.Store.ListGrants(ctx, box)
+		grants, err := u.a.Operator().ListGrants(ctx, box)
 		if err != nil {
 			return "", err
 		}
-		now := u.cfg.Now()
-		data := struct {
+		return u.fragment("grants", struct {
 			BoxPath            string
 			CSRF               template.HTML
-			Grants             []grantRow
+			Grants             []operator.GrantView
 			DefaultTTL, MaxTTL string
-		}{BoxPath: url.PathEscape(box), CSRF: form.CSRFField(), DefaultTTL: shortDuration(grant.DefaultTTL), MaxTTL: shortDuration(grant.MaxTTL)}
-		for _, g := range grants {
-			revoked := ""
-			if !g.RevokedAt.IsZero() {
-				revoked = ago(protocol.FormatTime(g.RevokedAt), now)
-			}
-			data.Grants = append(data.Grants, grantRow{RevokedAgo: revoked, ID: g.ID, Principal: g.Principal,
-				Issued: protocol.FormatTime(g.CreatedAt), Expires: protocol.FormatTime(g.ExpiresAt), State: operator.GrantState(g.RevokedAt, g.ExpiresAt, now),
-				IssuedAgo: ago(protocol.FormatTime(g.CreatedAt), now), ExpiresIn: until(g.ExpiresAt, now)})
-		}
-		return u.fragment("grants", data)
+		}{url.PathEscape(box), form.CSRFField(), grants, shortDuration(grant.DefaultTTL), shortDuration(grant.MaxTTL)})
 	}})
 }
 
-// until says when at comes, from now: "in 14m", or "3m ago" once past;
-// "never" for the zero time.
-func until(at, now time.Time) string {
-	d := at.Sub(now)
-	switch {
-	case at.IsZero():
+// until says when the protocol time at comes, from now: "in 14m", or
+// "3m ago" once past; "never" for none.
+func until(at *string, now time.Time) string {
+	if at == nil {
 		return "never"
-	case d <= 0:
-		return ago(protocol.FormatTime(at), now)
+	}
+	t, err := time.Parse(time.RFC3339Nano, *at)
+	d := t.Sub(now)
+	switch {
+	case err != nil || d <= 0:
+		return ago(*at, now)
 	case d < time.Minute:
 		return fmt.Sprintf("in %ds", int(d.Seconds()))
 	case d < time.Hour:
@@ -87,10 +68,9 @@ func shortDuration(d time.Duration) string {
 // grantedPage is the page that shows an issued grant's value, once.
 type grantedPage struct {
 	chrome
-	Box     string
-	Issued  operator.IssuedGrant
-	Lasts   string
-	Expires string
+	Box    string
+	Issued operator.IssuedGrant
+	Lasts  string
 }
 
 // issueGrant issues a grant from the box page's form (principal, ttl)
@@ -111,10 +91,6 @@ func issueGrant(f *formPost) error {
 	if err != nil {
 		return err
 	}
-	expires := ""
-	if issued.Grant.ExpiresAt != nil {
-		expires = *issued.Grant.ExpiresAt
-	}
-	f.render(http.StatusOK, "granted", grantedPage{chrome: f.chrome(), Box: name, Issued: issued, Lasts: shortDuration(ttl), Expires: expires})
+	f.render(http.StatusOK, "granted", grantedPage{chrome: f.chrome(), Box: name, Issued: issued, Lasts: shortDuration(ttl)})
 	return nil
 }

@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -11,29 +10,6 @@ import (
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
 )
-
-// limitsCard is what a box's page shows of its window budgets, rate
-// limits and budget alerts.
-type limitsCard struct {
-	Windows []operator.WindowBudgetView
-	Rates   []store.RateLimit
-	// Alerts are the box's latest budget alerts, newest first.
-	Alerts []store.BudgetAlert
-}
-
-// limitsOf reads box's limitsCard.
-func (u *Page) limitsOf(ctx context.Context, box string) (limitsCard, error) {
-	var c limitsCard
-	var err error
-	if c.Windows, err = u.a.WindowBudgets(ctx, box); err != nil {
-		return c, err
-	}
-	if c.Rates, err = u.cfg.Store.ListRateLimits(ctx, box); err != nil {
-		return c, err
-	}
-	c.Alerts, err = u.cfg.Store.ListAlerts(ctx, box, 10)
-	return c, err
-}
 
 // formPrincipal reads the form's principal ("" for the box's own).
 func formPrincipal(f *formPost) (string, error) {

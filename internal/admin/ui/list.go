@@ -2,21 +2,18 @@ package ui
 
 import (
 	"cmp"
-	"html/template"
-	"slices"
-
-	"github.com/intentius/boxbroker/internal/admin"
-
-	"github.com/intentius/boxbroker/internal/operator"
-
 	"context"
+	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
@@ -68,17 +65,13 @@ type row struct {
 	Title    string
 	Reported time.Time
 	Payer    string
-	// Measured is this month's measured spend, micro-dollars; Limit the
-	// box's own budget when HasBudget, and Left what is left of it.
-	Measured  int64
-	HasBudget bool
-	Limit     int64
-	Left      int64
-	Requests  int64
-	Refusals  int64
-	// Upstream is the last 24 hours' upstream failures, counted apart
-	// from the broker's Refusals.
-	Upstream int64
+	// BoxMonth is the box's month: its measured spend, and its own
+	// budget (micro-dollars); Left is what is left of that budget.
+	store.BoxMonth
+	Left int64
+	// BoxActivity is the box's last 24 hours: requests, the broker's
+	// refusals and, apart, the upstream's failures.
+	store.BoxActivity
 	// Cache is the box's prompt-cache hit ratio this month and in the
 	// last 24 hours (nil for no prompt tokens); CacheCold when the day's
 	// is under half the month's.
@@ -115,13 +108,8 @@ func declaredSecrets(d *protocol.Declaration, broker string) []string {
 	return c.Scope
 }
 
-// crossCheck returns the secrets declared and not held, and held and not
-// declared, each in order.
-func crossCheck(declared, held []string) (missing, extra []string) {
-	return absent(declared, held), absent(held, declared)
-}
-
-// absent is the names of xs not in ys, in order; nil for none.
+// absent is the names of xs not in ys, in order; nil for none: the
+// secrets a box declares and does not hold, or holds and does not declare.
 func absent(xs, ys []string) (out []string) {
 	for _, x := range xs {
 		if !slices.Contains(ys, x) {
@@ -209,12 +197,11 @@ func (u *Page) row(b store.Box, kept *store.KeptDeclaration, m store.BoxMonth, f
 		}
 	}
 	a := f.act[b.Name]
-	r.Measured, r.HasBudget, r.Limit = m.Measured, m.HasBudget, m.Limit
+	r.BoxMonth, r.BoxActivity = m, a
 	r.Left = max(m.Limit-m.Spent-m.Reserved, 0)
-	r.Requests, r.Refusals, r.Upstream = a.Requests, a.Refusals, a.Upstream
 	r.CacheMonth, r.CacheDay = hitRatio(f.cacheMonth[b.Name]), hitRatio(f.cacheDay[b.Name])
 	r.CacheCold = r.CacheMonth != nil && r.CacheDay != nil && *r.CacheDay < *r.CacheMonth/2
-	r.Missing, _ = crossCheck(declaredSecrets(d, u.cfg.Broker), f.held[b.Name])
+	r.Missing = absent(declaredSecrets(d, u.cfg.Broker), f.held[b.Name])
 	r.State = boxState(b.Paused, d != nil, blockedBy(m, a, f.monthStart), r.Missing)
 	return r, nil
 }
@@ -498,17 +485,17 @@ type listPage struct {
 func (u *Page) overview(w http.ResponseWriter, r *http.Request, sess *Session) error {
 	now := u.cfg.Now()
 	q := readListQuery(r.URL.Query())
-	page := listPage{chrome: u.chrome(sess), States: stateLabels, Now: protocol.FormatTime(now)}
+	page := listPage{chrome: u.chrome(r, sess), States: stateLabels, Now: protocol.FormatTime(now)}
 	var paged bool
 	var err error
 	page.Rows, page.Matched, page.Total, paged, err = u.pageRows(r.Context(), &q)
 	if err != nil {
-		return operator.StoreError(err, "", "")
+		return err
 	}
 	if !paged {
 		all, err := u.rows(r.Context())
 		if err != nil {
-			return operator.StoreError(err, "", "")
+			return err
 		}
 		page.Total, page.Counts = len(all), map[string]int{}
 		for _, row := range all {
@@ -544,17 +531,17 @@ func (u *Page) overview(w http.ResponseWriter, r *http.Request, sess *Session) e
 	page.NoFilter = c.url()
 	hours, err := u.brokerHours(r.Context(), now.Add(-7*24*time.Hour), now)
 	if err != nil {
-		return operator.StoreError(err, "", "")
+		return err
 	}
 	page.Chart = hourChart(hours, now)
 	if page.Fleet, err = u.a.FleetTotal(r.Context(), spend.Month(now)); err != nil {
-		return operator.StoreError(err, "", "")
+		return err
 	}
 	if u.opts.DeadLetters != nil {
 		page.DeadLetters = u.opts.DeadLetters()
 	}
 	if page.Waiting, err = u.waiting(r.Context(), sess); err != nil {
-		return operator.StoreError(err, "", "")
+		return err
 	}
 	u.render(w, http.StatusOK, "boxes", page)
 	return nil

@@ -95,16 +95,20 @@ func (f FormContext) CSRFField() template.HTML {
 	return template.HTML(`<input type="hidden" name="csrf" value="` + template.HTMLEscapeString(f.CSRF) + `">`)
 }
 
-// chrome is what every page with the top bar shows: the broker's name
-// and the sign-out form, which needs the session's CSRF secret.
+// chrome is what every page with the top bar shows: the broker's name,
+// the sign-out form, which needs the session's CSRF secret, and the
+// notice a form's ?done= names for the page it went back to.
 type chrome struct {
 	Broker string
 	Form   FormContext
+	Notice string
 }
 
-// chrome is the top bar's content for sess.
-func (u *Page) chrome(sess *Session) chrome {
-	return chrome{Broker: u.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}}
+// chrome is the top bar's content for r's session sess, with the notice
+// r's ?done= names for r's route (notice).
+func (u *Page) chrome(r *http.Request, sess *Session) chrome {
+	_, route, _ := strings.Cut(r.Pattern, " ")
+	return chrome{Broker: u.cfg.Broker, Form: FormContext{CSRF: sess.CSRF}, Notice: notice(route, r.URL.Query().Get("done"))}
 }
 
 // BoxSection is a part of a box's page added by a later part of boxbroker
@@ -160,6 +164,7 @@ func New(a *admin.Server, cfg Config) (*Page, error) {
 	u := &Page{a: a, cfg: acfg, log: acfg.Logger, opts: cfg}
 	t, err := template.New("ui").Funcs(template.FuncMap{
 		"ago":        func(at string) string { return ago(at, acfg.Now()) },
+		"until":      func(at *string) string { return until(at, acfg.Now()) },
 		"usd":        usd,
 		"ratio":      ratio,
 		"join":       strings.Join,
@@ -224,8 +229,11 @@ func usd(v float64) string {
 	if math.Abs(v) >= 1 {
 		return fmt.Sprintf("$%.2f", v)
 	}
-	return spend.FormatUSD(int64(math.Round(v * 1e6)))
+	return spend.FormatUSD(micros(v))
 }
+
+// micros is dollars in micro-dollars.
+func micros(v float64) int64 { return int64(math.Round(v * 1e6)) }
 
 // size writes a count of bytes as the page shows it: whole bytes below a
 // kilobyte, and one decimal in kB, MB or GB (powers of 1000) above, the
@@ -318,7 +326,9 @@ func (u *Page) HandleUI(pattern string, h func(w http.ResponseWriter, r *http.Re
 
 // pageHeaders sets what every page answers with: no framing, no scripts,
 // no referrer to other sites. (Not no-referrer: with it a browser sends
-// "Origin: null" on the page's own POSTs, which sameOrigin refuses.)
+// "Origin: null" on the page's own POSTs, which sameOrigin refuses.) No
+// page is cached: admin.Server answers everything with Cache-Control:
+// no-store, which only the style sheet overrides.
 func pageHeaders(h http.Header) {
 	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Frame-Options", "DENY")
@@ -332,12 +342,12 @@ type pageError struct {
 }
 
 // adapt renders a page handler's error as an HTML error page: an
-// *operator.Error shows its message, anything else a generic one, its
-// text logged.
+// *operator.Error, or a store's unavailability (operator.StoreError),
+// shows its message, anything else a generic one, its text logged.
 func (u *Page) adapt(h func(http.ResponseWriter, *http.Request) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		pageHeaders(w.Header())
-		err := h(w, r)
+		err := operator.StoreError(h(w, r), "", "")
 		if err == nil {
 			return
 		}
@@ -444,10 +454,10 @@ func (u *Page) session(r *http.Request) (*Session, error) {
 	} else if _, err := u.cfg.Store.AdminToken(r.Context(), sess.TokenID); errors.Is(err, store.ErrNotFound) {
 		return nil, errNoSession // the token was revoked
 	} else if err != nil {
-		return nil, operator.StoreError(err, "", "")
+		return nil, err
 	}
 	if ended, err := u.cfg.Store.SessionEnded(r.Context(), sess.ID); err != nil {
-		return nil, operator.StoreError(err, "", "")
+		return nil, err
 	} else if ended {
 		return nil, errNoSession // signed out
 	}
@@ -547,7 +557,7 @@ func (u *Page) signin(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	if err != nil {
-		return operator.StoreError(err, "", "")
+		return err
 	}
 	sess, err := u.newSession(t.ID)
 	if err != nil {

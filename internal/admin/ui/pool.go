@@ -1,14 +1,13 @@
 package ui
 
 import (
-	"github.com/intentius/boxbroker/internal/admin"
-	"github.com/intentius/boxbroker/internal/operator"
-
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/pool"
 )
 
@@ -34,7 +33,6 @@ type poolRow struct {
 // poolPageData is the Credentials page's content.
 type poolPageData struct {
 	chrome
-	Notice  string
 	Entries []poolRow
 	Max     int
 }
@@ -48,7 +46,7 @@ func (u *Page) poolPage(w http.ResponseWriter, r *http.Request, sess *Session) e
 		return err
 	}
 	now := u.cfg.Now()
-	d := poolPageData{chrome: u.chrome(sess), Notice: notice("/ui/credentials", r.URL.Query().Get("done")), Max: pool.MaxWeight}
+	d := poolPageData{chrome: u.chrome(r, sess), Max: pool.MaxWeight}
 	for _, e := range entries {
 		row := poolRow{PoolEntryView: e, Default: e.Name == pool.Default}
 		if e.Until != nil {
@@ -58,7 +56,6 @@ func (u *Page) poolPage(w http.ResponseWriter, r *http.Request, sess *Session) e
 		}
 		d.Entries = append(d.Entries, row)
 	}
-	w.Header().Set("Cache-Control", "no-store")
 	u.render(w, http.StatusOK, "credentials", d)
 	return nil
 }
@@ -149,7 +146,7 @@ func (u *Page) removeEntryForm(w http.ResponseWriter, r *http.Request, sess *Ses
 	if err != nil {
 		return err
 	}
-	u.render(w, http.StatusOK, "credential-remove", formPage{chrome: u.chrome(sess), Entry: name, Default: name == pool.Default})
+	u.render(w, http.StatusOK, "credential-remove", formPage{chrome: u.chrome(r, sess), Entry: name, Default: name == pool.Default})
 	return nil
 }
 

@@ -3,7 +3,6 @@ package ui
 import (
 	"context"
 	"fmt"
-	"math"
 
 	"github.com/intentius/boxbroker/internal/spend"
 )
@@ -18,14 +17,14 @@ type priceRow struct {
 	spend.Price
 }
 
-// priceTable is the spend page's price table.
+// priceTable is the spend page's price table: the table as read (the
+// page shows its Checked, Source, UnpricedAs and Removed), Path, the
+// price file read over the built-in table ("" for none), and a row a
+// model.
 type priceTable struct {
-	// Path is the price file read over the built-in table, "" for none.
-	Path                        string
-	Checked, Source, UnpricedAs string
-	Rows                        []priceRow
-	// Removed are the models the price file removes.
-	Removed []string
+	*spend.Prices
+	Path string
+	Rows []priceRow
 }
 
 // prices reads the price table through the operator service.
@@ -38,7 +37,7 @@ func (u *Page) prices(ctx context.Context) (priceTable, error) {
 	if err != nil {
 		return priceTable{}, err
 	}
-	pt := priceTable{Path: t.Path, Checked: p.Checked(), Source: p.Source(), UnpricedAs: p.UnpricedAs(), Removed: p.Removed()}
+	pt := priceTable{Prices: p, Path: t.Path}
 	for _, m := range p.Models() {
 		pr, _ := p.Get(m)
 		pt.Rows = append(pt.Rows, priceRow{Model: m, Price: pr})
@@ -49,7 +48,7 @@ func (u *Page) prices(ctx context.Context) (priceTable, error) {
 // rate writes a price in US dollars per million tokens, which is
 // micro-dollars per token: to the cent, or as many decimals as it has,
 // up to six.
-func rate(v float64) string { return spend.FormatUSD(int64(math.Round(v * 1e6))) }
+func rate(v float64) string { return spend.FormatUSD(micros(v)) }
 
 // tokens writes a count of tokens as 200K or 1M when it is whole so.
 func tokens(n int64) string {

@@ -9,17 +9,10 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 )
 
-// waitingRow is one pending proposal on the list of boxes' "waiting for
-// you" list.
-type waitingRow struct {
-	ID, Box, What, Reason, Expires string
-	Count                          int
-}
-
 // waitingList is the "waiting for you" section's content.
 type waitingList struct {
 	Form FormContext
-	Rows []waitingRow
+	Rows []operator.ProposalView
 	// Fors are the lengths an approval may be given for.
 	Fors []string
 }
@@ -41,11 +34,7 @@ func (u *Page) waiting(ctx context.Context, sess *Session) (template.HTML, error
 	if len(ps) == 0 {
 		return "", nil
 	}
-	l := waitingList{Form: FormContext{CSRF: sess.CSRF}, Fors: approvalFors}
-	for _, p := range ps {
-		l.Rows = append(l.Rows, waitingRow{ID: p.ID, Box: p.Box, What: p.Attempted(), Reason: p.Reason, Count: p.Count, Expires: p.ExpiresAt})
-	}
-	h, err := u.fragment("waiting", l)
+	h, err := u.fragment("waiting", waitingList{Form: FormContext{CSRF: sess.CSRF}, Rows: ps, Fors: approvalFors})
 	if err != nil {
 		return "", fmt.Errorf("waiting list: %w", err)
 	}

@@ -44,7 +44,6 @@ type caCert struct {
 // proxyPageData is the Proxy CA page's content.
 type proxyPageData struct {
 	chrome
-	Notice string
 	// None: the store holds no CA yet.
 	None  bool
 	Certs []caCert
@@ -54,7 +53,7 @@ type proxyPageData struct {
 
 // defaultGrace is the rotate form's grace when none is typed, as the
 // CLI's --grace and the API's grace default.
-var defaultGrace = strings.TrimSuffix(proxyca.DefaultRotateGrace.String(), "0m0s")
+var defaultGrace = shortDuration(proxyca.DefaultRotateGrace)
 
 // errNoProxyCA answers the CA's download before a CA is made.
 var errNoProxyCA = operator.Errorf(operator.NotFound,
@@ -67,7 +66,7 @@ func (u *Page) proxyCA(ctx context.Context) (v operator.ProxyCAView, ok bool, er
 	if _, err := u.cfg.Store.ProxyCA(ctx); errors.Is(err, store.ErrNotFound) {
 		return v, false, nil
 	} else if err != nil {
-		return v, false, operator.StoreError(err, "", "")
+		return v, false, err
 	}
 	v, err = u.a.Operator().ProxyCA(ctx)
 	return v, err == nil, err
@@ -78,13 +77,12 @@ func (u *Page) proxyPage(w http.ResponseWriter, r *http.Request, sess *Session) 
 	if err != nil {
 		return err
 	}
-	d := proxyPageData{chrome: u.chrome(sess), Notice: notice("/ui/proxy", r.URL.Query().Get("done")), None: !ok, Grace: defaultGrace}
+	d := proxyPageData{chrome: u.chrome(r, sess), None: !ok, Grace: defaultGrace}
 	if ok {
 		if d.Certs, err = caCerts(v, u.cfg.Now()); err != nil {
 			return err
 		}
 	}
-	w.Header().Set("Cache-Control", "no-store")
 	u.render(w, http.StatusOK, "proxy", d)
 	return nil
 }
@@ -103,14 +101,10 @@ func caCerts(v operator.ProxyCAView, now time.Time) ([]caCert, error) {
 		if block.Type != "CERTIFICATE" || err != nil {
 			return nil, fmt.Errorf("the proxy CA's certificate %d does not parse: %v", len(certs)+1, err)
 		}
-		sum := sha256.Sum256(c.Raw)
-		hex := make([]string, len(sum))
-		for i, b := range sum {
-			hex[i] = fmt.Sprintf("%02X", b)
-		}
 		certs = append(certs, caCert{
-			PEM: string(pem.EncodeToMemory(block)), Subject: c.Subject.String(), Fingerprint: strings.Join(hex, ":"),
-			NotBefore: utcMinute(c.NotBefore), NotAfter: utcMinute(c.NotAfter),
+			PEM: string(pem.EncodeToMemory(block)), Subject: c.Subject.String(),
+			Fingerprint: strings.ReplaceAll(fmt.Sprintf("% X", sha256.Sum256(c.Raw)), " ", ":"),
+			NotBefore:   utcMinute(c.NotBefore), NotAfter: utcMinute(c.NotAfter),
 			Left: left(c.NotAfter.Sub(now)), Expired: !now.Before(c.NotAfter),
 		})
 	}
@@ -148,7 +142,6 @@ func (u *Page) proxyCAPEM(w http.ResponseWriter, r *http.Request, sess *Session)
 	}
 	w.Header().Set("Content-Type", "application/x-pem-file")
 	w.Header().Set("Content-Disposition", `attachment; filename="boxbroker-proxy-ca.pem"`)
-	w.Header().Set("Cache-Control", "no-store")
 	_, err = w.Write([]byte(v.Certificates))
 	return err
 }

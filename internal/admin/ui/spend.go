@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/admin"
-	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/spend"
 )
 
@@ -73,10 +72,10 @@ func (u *Page) spendPage(w http.ResponseWriter, r *http.Request, sess *Session) 
 	}
 	f, err := u.a.FleetSpend(r.Context(), month)
 	if err != nil {
-		return operator.StoreError(err, "", "")
+		return err
 	}
 	this := spend.Month(u.cfg.Now())
-	p := spendPage{chrome: u.chrome(sess), FleetSpend: f, ThisMonth: this,
+	p := spendPage{chrome: u.chrome(r, sess), FleetSpend: f, ThisMonth: this,
 		Prev: monthAdd(month, -1), Grains: admin.SpendCSVGrains}
 	if month < this {
 		p.Next = monthAdd(month, 1)
@@ -114,7 +113,7 @@ func (u *Page) spendCSV(w http.ResponseWriter, r *http.Request, sess *Session) e
 	}
 	f, err := u.a.FleetSpend(r.Context(), month)
 	if err != nil {
-		return operator.StoreError(err, "", "")
+		return err
 	}
 	return admin.WriteSpendCSV(w, f, by)
 }
