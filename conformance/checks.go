@@ -308,44 +308,44 @@ func mustJSON(v any) []byte {
 
 func unreportedRefused(c *checkRun) {
 	tb := c.s.tokenB
+	// The probes of each capability the broker serves, in this order: an
+	// inference route is a 403, the others a 401 or a 403.
 	type probe struct {
-		req  request
-		want []int
+		capability string
+		want       []int
+		reqs       []request
 	}
-	var probes []probe
-	if c.s.serves[protocol.Inference] {
-		probes = append(probes,
-			probe{request{http.MethodPost, "/llm/anthropic/v1/messages", anthropicHeader(tb), messagesBody(false)}, forbidden},
-			probe{request{http.MethodPost, "/llm/anthropic/v1/messages/count_tokens", anthropicHeader(tb), messagesBody(false)}, forbidden},
-			probe{request{http.MethodGet, "/llm/anthropic/v1/models", anthropicHeader(tb), nil}, forbidden},
-			probe{request{http.MethodGet, "/llm/anthropic/v1/models/" + standInModel, anthropicHeader(tb), nil}, forbidden},
-			probe{request{http.MethodPost, "/decide/v1/systemone", jsonHeader(bearer(tb)), decideBody()}, forbidden},
-		)
-	}
-	if c.s.serves[protocol.Egress] {
-		probes = append(probes, probe{request{http.MethodGet, "/egress/" + SecretName + "/some/path", bearer(tb), nil}, authRefusal})
-	}
-	if c.s.serves[protocol.Feedback] {
-		probes = append(probes,
-			probe{request{http.MethodPost, "/api/feedback", jsonHeader(bearer(tb)), []byte(`{"entries":[{"note":"from a box that never reported"}]}`)}, authRefusal},
-			probe{request{http.MethodPost, "/api/feedback", jsonHeader(bearer(tb)), []byte(`{"counts":{"conformance":1}}`)}, authRefusal},
-		)
-	}
-	if c.s.serves[protocol.Fountain] {
-		probes = append(probes,
-			probe{request{http.MethodPost, "/fountain/api/conversations", jsonHeader(bearer(tb)), []byte(`{}`)}, authRefusal},
-			probe{request{http.MethodGet, "/fountain/api/conversations", bearer(tb), nil}, authRefusal},
-			probe{request{http.MethodGet, "/fountain/api/sandboxes", bearer(tb), nil}, authRefusal},
-			probe{request{http.MethodGet, "/fountain/api/vaults", bearer(tb), nil}, authRefusal},
-		)
+	probes := []probe{
+		{protocol.Inference, forbidden, []request{
+			messagesTo(messagesPath, tb),
+			messagesTo(messagesPath+"/count_tokens", tb),
+			{http.MethodGet, "/llm/anthropic/v1/models", anthropicHeader(tb), nil},
+			{http.MethodGet, "/llm/anthropic/v1/models/" + standInModel, anthropicHeader(tb), nil},
+			decideRequest(tb, decideBody()),
+		}},
+		{protocol.Egress, authRefusal, []request{get("/egress/"+SecretName+"/some/path", tb)}},
+		{protocol.Feedback, authRefusal, []request{
+			feedbackRequest(tb, `{"entries":[{"note":"from a box that never reported"}]}`),
+			feedbackRequest(tb, `{"counts":{"conformance":1}}`),
+		}},
+		{protocol.Fountain, authRefusal, []request{
+			{http.MethodPost, "/fountain/api/conversations", jsonHeader(bearer(tb)), []byte(`{}`)},
+			get("/fountain/api/conversations", tb),
+			get("/fountain/api/sandboxes", tb),
+			get("/fountain/api/vaults", tb),
+		}},
 	}
 	for _, x := range c.s.cfg.Extra {
 		for _, word := range slices.Sorted(maps.Keys(x.Probes)) {
-			probes = append(probes, probe{probeRequest(x.Probes[word], tb), authRefusal})
+			probes = append(probes, probe{x.Name, authRefusal, []request{probeRequest(x.Probes[word], tb)}})
 		}
 	}
 	for _, p := range probes {
-		c.status(c.do(p.req), p.want...)
+		if c.s.serves[p.capability] {
+			for _, req := range p.reqs {
+				c.status(c.do(req), p.want...)
+			}
+		}
 	}
 	c.nothingUpstream()
 }
