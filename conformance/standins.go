@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/intentius/boxbroker/internal/upstreamtest"
 )
 
 // Names of the stand-in upstreams, as an exchange records them.
@@ -22,11 +24,7 @@ const (
 // exchange is one request a stand-in received and what it answered.
 type exchange struct {
 	Upstream string
-	Method   string
-	Path     string
-	RawQuery string
-	Header   http.Header
-	Body     []byte
+	upstreamtest.Seen
 	// Status and Answer are what the stand-in sent back; Answer is the body
 	// byte for byte, SSE included.
 	Status int
@@ -91,14 +89,9 @@ func recording(l *upstreamLog, upstream string, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		e := &exchange{
-			Upstream: upstream,
-			Method:   r.Method,
-			Path:     r.URL.Path,
-			RawQuery: r.URL.RawQuery,
-			Header:   r.Header.Clone(),
-			Body:     body,
-		}
+		e := &exchange{Upstream: upstream, Seen: upstreamtest.Seen{
+			Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery, Header: r.Header.Clone(), Body: body,
+		}}
 		l.begin(e)
 		rw := &recordingWriter{ResponseWriter: w, status: http.StatusOK}
 		h.ServeHTTP(rw, r)
