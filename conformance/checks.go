@@ -507,13 +507,9 @@ func tokenIsolation(c *checkRun) {
 		secrets["the value of the secret "+s.Name] = s.Value
 	}
 	for _, r := range c.s.replies {
-		var d strings.Builder
-		for name, values := range r.Header {
-			d.WriteString(name + ": " + strings.Join(values, ", ") + "\n")
-		}
-		d.Write(r.Body)
+		d := dump("", r.Header, r.Body)
 		for what, secret := range secrets {
-			if strings.Contains(d.String(), secret) {
+			if strings.Contains(d, secret) {
 				c.fail("the answer to %s carried %s", r.what, what)
 			}
 		}

@@ -34,12 +34,18 @@ type exchange struct {
 // dump is every byte of the request as the stand-in received it, for the
 // token search: method, path, query, each header's name and values, body.
 func (e *exchange) dump() string {
+	return dump(e.Method+" "+e.Path+"?"+e.RawQuery+"\n", e.Header, e.Body)
+}
+
+// dump is first, then each header's name and values, a line each, then
+// body: all that a message carries, to search for a secret.
+func dump(first string, header http.Header, body []byte) string {
 	var b strings.Builder
-	b.WriteString(e.Method + " " + e.Path + "?" + e.RawQuery + "\n")
-	for name, values := range e.Header {
+	b.WriteString(first)
+	for name, values := range header {
 		b.WriteString(name + ": " + strings.Join(values, ", ") + "\n")
 	}
-	b.Write(e.Body)
+	b.Write(body)
 	return b.String()
 }
 
