@@ -16,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	boxclient "github.com/intentius/boxbroker/client"
 )
 
 // A path is one way to the stand-in upstream: direct, or via a proxy.
@@ -231,14 +233,14 @@ func startBroker(ctx context.Context, bin, dataDir, ip, upstream string, o *opti
 	url := strings.TrimSpace(line[i:])
 	type boxReport struct {
 		token string
-		words string
+		words []string
 	}
-	reports := []boxReport{{o.token, `"agent","decide"`}, {o.refusedToken, `"decide"`}}
+	reports := []boxReport{{o.token, []string{"agent", "decide"}}, {o.refusedToken, []string{"decide"}}}
 	for _, t := range o.idleTokens {
-		reports = append(reports, boxReport{t, `"agent"`})
+		reports = append(reports, boxReport{t, []string{"agent"}})
 	}
 	for _, b := range reports {
-		if err := report(ctx, url, b.token, b.words); err != nil {
+		if err := report(ctx, url, b.token, b.words...); err != nil {
 			c.stop()
 			return nil, nil, err
 		}
@@ -273,29 +275,25 @@ func hasFlag(ctx context.Context, bin, name string) bool {
 	return strings.Contains(string(out), "-"+name)
 }
 
-// report posts a realistic declaration: four capabilities for this
-// broker, one for another.
-func report(ctx context.Context, url, token, inferenceWords string) error {
-	body := `{"capabilities":[` +
-		`{"name":"inference","broker":"lobby","scope":[` + inferenceWords + `]},` +
-		`{"name":"egress","broker":"lobby","scope":["GITHUB","OPENAI","STRIPE_TEST"]},` +
-		`{"name":"feedback","broker":"lobby","scope":["agent","passive"]},` +
-		`{"name":"fountain","broker":"lobby","scope":["conversations","sandboxes"]},` +
-		`{"name":"inference","broker":"door","scope":["agent"]}]}`
-	req, err := http.NewRequestWithContext(ctx, "POST", url+"/api/box/declaration", strings.NewReader(body))
+// report posts, with the box's client, a realistic declaration: four
+// capabilities for this broker, one for another.
+func report(ctx context.Context, url, token string, inferenceWords ...string) error {
+	c, err := boxclient.New(url, token)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	entry := func(name, broker string, scope ...string) boxclient.Capability {
+		return boxclient.Capability{Name: name, Broker: broker, Scope: scope}
+	}
+	_, err = c.Report(ctx, boxclient.Report{Capabilities: []boxclient.Capability{
+		entry("inference", "lobby", inferenceWords...),
+		entry("egress", "lobby", "GITHUB", "OPENAI", "STRIPE_TEST"),
+		entry("feedback", "lobby", "agent", "passive"),
+		entry("fountain", "lobby", "conversations", "sandboxes"),
+		entry("inference", "door", "agent"),
+	}})
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		return fmt.Errorf("report: %d %s", resp.StatusCode, b)
 	}
 	return nil
 }
