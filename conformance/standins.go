@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/upstreamtest"
 )
 
@@ -160,14 +161,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(body)
 }
 
-// apiError answers an Anthropic-style error body.
-func apiError(w http.ResponseWriter, status int, typ, message string) {
-	writeJSON(w, status, map[string]any{
-		"type":  "error",
-		"error": map[string]any{"type": typ, "message": message},
-	})
-}
-
 // standInModel is the model the Anthropic stand-in lists.
 const standInModel = "claude-conformance"
 
@@ -178,7 +171,7 @@ const standInModel = "claude-conformance"
 func anthropicStandIn(key string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-Api-Key") != key && r.Header.Get("Authorization") != "Bearer "+key {
-			apiError(w, http.StatusUnauthorized, "authentication_error", "invalid x-api-key")
+			protocol.WriteRefusal(w, http.StatusUnauthorized, "authentication_error", "invalid x-api-key")
 			return
 		}
 		switch {
@@ -196,7 +189,7 @@ func anthropicStandIn(key string) http.Handler {
 		case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/models/") && len(r.URL.Path) > len("/v1/models/"):
 			writeJSON(w, http.StatusOK, modelInfo(strings.TrimPrefix(r.URL.Path, "/v1/models/")))
 		default:
-			apiError(w, http.StatusNotFound, "not_found_error", "Not found")
+			protocol.WriteRefusal(w, http.StatusNotFound, "not_found_error", "Not found")
 		}
 	})
 }
@@ -223,18 +216,18 @@ func messages(w http.ResponseWriter, r *http.Request) {
 	var req messagesRequest
 	body, _ := io.ReadAll(r.Body)
 	if err := json.Unmarshal(body, &req); err != nil || req.Model == "" || len(req.Messages) == 0 {
-		apiError(w, http.StatusBadRequest, "invalid_request_error", "a Messages request is a JSON object with model and messages")
+		protocol.WriteRefusal(w, http.StatusBadRequest, "invalid_request_error", "a Messages request is a JSON object with model and messages")
 		return
 	}
 	text := "Hello from the conformance stand-in."
 	if oc := req.OutputConfig; oc != nil && oc.Format != nil && oc.Format.Type == "json_schema" {
 		if oc.Format.Schema == nil {
-			apiError(w, http.StatusBadRequest, "invalid_request_error", "output_config.format.schema is required")
+			protocol.WriteRefusal(w, http.StatusBadRequest, "invalid_request_error", "output_config.format.schema is required")
 			return
 		}
 		out, err := json.Marshal(fromSchema(oc.Format.Schema))
 		if err != nil {
-			apiError(w, http.StatusBadRequest, "invalid_request_error", "output_config.format.schema cannot be answered")
+			protocol.WriteRefusal(w, http.StatusBadRequest, "invalid_request_error", "output_config.format.schema cannot be answered")
 			return
 		}
 		text = string(out)
