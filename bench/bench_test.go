@@ -6,7 +6,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestCerts_TrustedOverHTTP2 checks that a client trusting only the run's
@@ -135,5 +137,30 @@ func TestFloor_InjectsCredentialAndChecksKey(t *testing.T) {
 				t.Errorf("upstream saw %s %s=%q, want %s %q", gotPath, tt.wantHeader, got.Get(tt.wantHeader), tt.wantPath, tt.want)
 			}
 		})
+	}
+}
+
+// TestThroughput_KeepsFirstOfMixedErrors drives a path whose calls fail
+// in two ways, an error status and a connection cut off, so the errors
+// the workers meet are of different types: throughput keeps the first
+// and counts them all, where keeping it in an atomic.Value panicked on
+// the second type.
+func TestThroughput_KeepsFirstOfMixedErrors(t *testing.T) {
+	var n atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1)%2 == 0 {
+			http.Error(w, "no", http.StatusInternalServerError)
+			return
+		}
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	}))
+	defer up.Close()
+	var r result
+	throughput(t.Context(), &path{name: "mixed", base: up.URL}, &benchCase{name: "small", body: smallBody(), conc: 4}, 300*time.Millisecond, 0, 20, &r)
+	if r.errors < 2 || r.firstErr == "" || r.requests != 0 {
+		t.Errorf("throughput = %d ok, %d errors, first %q; want only errors, the first kept", r.requests, r.errors, r.firstErr)
 	}
 }

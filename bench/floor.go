@@ -46,14 +46,12 @@ func floorHandler(cfg floorConfig) (http.Handler, error) {
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			p := pr.In.URL.Path
+			pr.SetURL(up)
 			if rest, ok := strings.CutPrefix(p, egress); ok {
-				pr.SetURL(up)
 				pr.Out.URL.Path = "/egress-api" + rest
-				pr.Out.Header.Del("Authorization")
 				pr.Out.Header.Set("Authorization", "Bearer "+cfg.egressSecret)
 				return
 			}
-			pr.SetURL(up)
 			pr.Out.URL.Path = strings.TrimPrefix(p, llm)
 			pr.Out.Header.Del("Authorization")
 			pr.Out.Header.Set("X-Api-Key", cfg.credential)

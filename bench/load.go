@@ -174,7 +174,9 @@ func throughput(ctx context.Context, p *path, c *benchCase, d, warm time.Duratio
 	defer tr.CloseIdleConnections()
 	run := func(d time.Duration) (ok, bad int64, first error) {
 		var okN, badN atomic.Int64
-		var firstErr atomic.Value
+		// The first error is kept once: errors differ in type, which an
+		// atomic.Value refuses.
+		var firstOnce sync.Once
 		deadline := time.Now().Add(d)
 		var wg sync.WaitGroup
 		for i := 0; i < c.conc; i++ {
@@ -185,7 +187,7 @@ func throughput(ctx context.Context, p *path, c *benchCase, d, warm time.Duratio
 					s := once(ctx, hc, p, c, events)
 					if s.err != nil {
 						badN.Add(1)
-						firstErr.CompareAndSwap(nil, s.err)
+						firstOnce.Do(func() { first = s.err })
 						continue
 					}
 					okN.Add(1)
@@ -193,9 +195,6 @@ func throughput(ctx context.Context, p *path, c *benchCase, d, warm time.Duratio
 			}()
 		}
 		wg.Wait()
-		if e, _ := firstErr.Load().(error); e != nil {
-			first = e
-		}
 		return okN.Load(), badN.Load(), first
 	}
 	run(warm)

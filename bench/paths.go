@@ -16,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	boxclient "github.com/intentius/boxbroker/client"
 )
 
 // A path is one way to the stand-in upstream: direct, or via a proxy.
@@ -177,25 +179,28 @@ func spawn(cmd *exec.Cmd, name string, started func() error) (*child, string, er
 func startBroker(ctx context.Context, bin, dataDir, ip, upstream string, o *options, tag string) (*child, *path, error) {
 	base := append(os.Environ(), "BOXBROKER_DATA="+dataDir)
 	if o.token == "" {
-		var err error
-		if o.token, err = runCLI(ctx, bin, base, "", "box", "add", "bench"); err != nil {
-			return nil, nil, err
+		// Each step runs a subcommand with stdin and keeps its output.
+		type step struct {
+			out   *string
+			stdin string
+			args  []string
 		}
-		if o.refusedToken, err = runCLI(ctx, bin, base, "", "box", "add", "refused"); err != nil {
-			return nil, nil, err
+		var unused string
+		steps := []step{
+			{&o.token, "", []string{"box", "add", "bench"}},
+			{&o.refusedToken, "", []string{"box", "add", "refused"}},
+			{&unused, o.credential, []string{"credential", "set", "anthropic"}},
+			{&unused, o.egressSecret, []string{"secret", "set", "bench", "GITHUB", "--host", o.egressHost}},
 		}
-		if _, err = runCLI(ctx, bin, base, o.credential, "credential", "set", "anthropic"); err != nil {
-			return nil, nil, err
+		o.idleTokens = make([]string, idleBoxes)
+		for i := range o.idleTokens {
+			steps = append(steps, step{&o.idleTokens[i], "", []string{"box", "add", fmt.Sprintf("idle-%02d", i)}})
 		}
-		if _, err = runCLI(ctx, bin, base, o.egressSecret, "secret", "set", "bench", "GITHUB", "--host", o.egressHost); err != nil {
-			return nil, nil, err
-		}
-		for i := 0; i < idleBoxes; i++ {
-			t, err := runCLI(ctx, bin, base, "", "box", "add", fmt.Sprintf("idle-%02d", i))
-			if err != nil {
+		for _, st := range steps {
+			var err error
+			if *st.out, err = runCLI(ctx, bin, base, st.stdin, st.args...); err != nil {
 				return nil, nil, err
 			}
-			o.idleTokens = append(o.idleTokens, t)
 		}
 		// A second broker (the h1 one) cannot share dataDir while this
 		// one serves it: it gets a copy, made while no process holds it.
@@ -228,14 +233,14 @@ func startBroker(ctx context.Context, bin, dataDir, ip, upstream string, o *opti
 	url := strings.TrimSpace(line[i:])
 	type boxReport struct {
 		token string
-		words string
+		words []string
 	}
-	reports := []boxReport{{o.token, `"agent","decide"`}, {o.refusedToken, `"decide"`}}
+	reports := []boxReport{{o.token, []string{"agent", "decide"}}, {o.refusedToken, []string{"decide"}}}
 	for _, t := range o.idleTokens {
-		reports = append(reports, boxReport{t, `"agent"`})
+		reports = append(reports, boxReport{t, []string{"agent"}})
 	}
 	for _, b := range reports {
-		if err := report(ctx, url, b.token, b.words); err != nil {
+		if err := report(ctx, url, b.token, b.words...); err != nil {
 			c.stop()
 			return nil, nil, err
 		}
@@ -244,9 +249,9 @@ func startBroker(ctx context.Context, bin, dataDir, ip, upstream string, o *opti
 }
 
 // boxPath is the path, named name, of a proxy at url that serves the
-// box's routes (boxbroker, or the floor) over upstream, its process pid: an idle
-// stream holds one descriptor where the upstream is HTTP/2 (one
-// connection for all), two otherwise.
+// box's routes (boxbroker, the floor, nginx) over upstream, its process
+// pid: an idle stream holds one descriptor where the upstream is HTTP/2
+// (one connection for all), two otherwise.
 func boxPath(name, url, upstream string, o *options, pid int) *path {
 	fds := 2
 	if strings.HasPrefix(upstream, "https://"+o.h2Addr) {
@@ -270,29 +275,25 @@ func hasFlag(ctx context.Context, bin, name string) bool {
 	return strings.Contains(string(out), "-"+name)
 }
 
-// report posts a realistic declaration: four capabilities for this
-// broker, one for another.
-func report(ctx context.Context, url, token, inferenceWords string) error {
-	body := `{"capabilities":[` +
-		`{"name":"inference","broker":"lobby","scope":[` + inferenceWords + `]},` +
-		`{"name":"egress","broker":"lobby","scope":["GITHUB","OPENAI","STRIPE_TEST"]},` +
-		`{"name":"feedback","broker":"lobby","scope":["agent","passive"]},` +
-		`{"name":"fountain","broker":"lobby","scope":["conversations","sandboxes"]},` +
-		`{"name":"inference","broker":"door","scope":["agent"]}]}`
-	req, err := http.NewRequestWithContext(ctx, "POST", url+"/api/box/declaration", strings.NewReader(body))
+// report posts, with the box's client, a realistic declaration: four
+// capabilities for this broker, one for another.
+func report(ctx context.Context, url, token string, inferenceWords ...string) error {
+	c, err := boxclient.New(url, token)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	entry := func(name, broker string, scope ...string) boxclient.Capability {
+		return boxclient.Capability{Name: name, Broker: broker, Scope: scope}
+	}
+	_, err = c.Report(ctx, boxclient.Report{Capabilities: []boxclient.Capability{
+		entry("inference", "lobby", inferenceWords...),
+		entry("egress", "lobby", "GITHUB", "OPENAI", "STRIPE_TEST"),
+		entry("feedback", "lobby", "agent", "passive"),
+		entry("fountain", "lobby", "conversations", "sandboxes"),
+		entry("inference", "door", "agent"),
+	}})
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		return fmt.Errorf("report: %d %s", resp.StatusCode, b)
 	}
 	return nil
 }
@@ -411,11 +412,10 @@ func startNginx(ctx context.Context, dir, ip, upstream string, o *options) (*chi
 	if err != nil {
 		return nil, nil, errNoNginx
 	}
-	port, err := freePort(ip)
+	listen, _, err := freeAddr(ip)
 	if err != nil {
 		return nil, nil, err
 	}
-	listen := net.JoinHostPort(ip, fmt.Sprint(port))
 	user := ""
 	if os.Geteuid() == 0 {
 		user = "user root;\n" // workers must reach the temp directory
@@ -435,12 +435,11 @@ func startNginx(ctx context.Context, dir, ip, upstream string, o *options) (*chi
 	if err != nil {
 		return nil, nil, err
 	}
-	return c, &path{
-		name: "nginx", base: "http://" + listen + "/llm/anthropic", key: o.token,
-		egressURL: "http://" + listen + "/egress/GITHUB/repos/octocat/hello-world", egressKey: o.token,
-		idleKeys: o.idleTokens, fdsPerStream: 2,
-		proc: procs{pid: cmd.Process.Pid, children: true},
-	}, nil
+	// nginx reaches its upstream over HTTP/1.1, and its workers are the
+	// master's children.
+	p := boxPath("nginx", "http://"+listen, "", o, cmd.Process.Pid)
+	p.proc.children = true
+	return c, p, nil
 }
 
 // idleMap lists the idle boxes' tokens in nginx's map of allowed keys.
@@ -454,13 +453,15 @@ func idleMap(tokens []string) string {
 
 var errNoNginx = errors.New("nginx is not installed (apt-get install -y nginx); its rows are skipped")
 
-func freePort(ip string) (int, error) {
+// freeAddr is an address on ip, and its port, that nothing listens on
+// now, for a process that takes a fixed port.
+func freeAddr(ip string) (string, int, error) {
 	ln, err := net.Listen("tcp", ip+":0")
 	if err != nil {
-		return 0, err
+		return "", 0, err
 	}
 	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return ln.Addr().String(), ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // startListening starts cmd, ended with the harness however it ends, and

@@ -101,11 +101,10 @@ func startPortkey(ctx context.Context, entry, dir, ip, upstream string, o *optio
 	if err := os.WriteFile(shim, []byte(portkeyShim), 0o600); err != nil {
 		return nil, nil, err
 	}
-	port, err := freePort(ip)
+	listen, port, err := freeAddr(ip)
 	if err != nil {
 		return nil, nil, err
 	}
-	listen := net.JoinHostPort(ip, fmt.Sprint(port))
 	logf, err := os.Create(filepath.Join(dir, "portkey.log"))
 	if err != nil {
 		return nil, nil, err

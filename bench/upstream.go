@@ -87,16 +87,11 @@ func upstreamHandler(cfg upstreamConfig) http.Handler {
 				http.Error(w, "wrong secret", http.StatusUnauthorized)
 				return
 			}
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("Content-Length", strconv.Itoa(len(api)))
-			_, _ = w.Write(api)
+			writeFixed(w, http.StatusOK, api)
 			return
 		}
 		if r.URL.Path == "/refuse" {
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("Content-Length", strconv.Itoa(len(refusal)))
-			w.WriteHeader(http.StatusForbidden)
-			_, _ = w.Write(refusal)
+			writeFixed(w, http.StatusForbidden, refusal)
 			return
 		}
 		if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
@@ -119,9 +114,7 @@ func upstreamHandler(cfg upstreamConfig) http.Handler {
 		case bytes.Contains(body, markIdle):
 			holdStream(w, r, cfg, events[0])
 		case bytes.Contains(body, markSchema):
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("Content-Length", strconv.Itoa(len(structured)))
-			_, _ = w.Write(structured)
+			writeFixed(w, http.StatusOK, structured)
 		case bytes.Contains(body, markStream):
 			w.Header().Set("Content-Type", "text/event-stream")
 			w.Header().Set("Cache-Control", "no-cache")
@@ -136,11 +129,17 @@ func upstreamHandler(cfg upstreamConfig) http.Handler {
 				f.Flush()
 			}
 		default:
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
-			_, _ = w.Write(answer)
+			writeFixed(w, http.StatusOK, answer)
 		}
 	})
+}
+
+// writeFixed answers status with body, a JSON document of known length.
+func writeFixed(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
 }
 
 // holdStream starts a stream and sends a ping every cfg.ping until the

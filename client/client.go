@@ -107,14 +107,7 @@ func (e *RefusedError) Error() string {
 // returns what the broker kept. A refusal is a *RefusedError; an answer
 // that is not JSON, or over 1 MiB, is an error too.
 func (c *Client) Report(ctx context.Context, r Report) (*Kept, error) {
-	if r.Capabilities == nil {
-		r.Capabilities = []Capability{}
-	}
-	for i := range r.Capabilities {
-		if r.Capabilities[i].Scope == nil {
-			r.Capabilities[i].Scope = []string{}
-		}
-	}
+	r.Capabilities = listed(r.Capabilities)
 	body, err := json.Marshal(r)
 	if err != nil {
 		return nil, fmt.Errorf("encode report: %w", err)
@@ -145,6 +138,20 @@ func (c *Client) Report(ctx context.Context, r Report) (*Kept, error) {
 		return nil, fmt.Errorf("the broker's answer to the report is not declarationKept: %w", err)
 	}
 	return &kept, nil
+}
+
+// listed is caps with an empty list for a nil one and for each nil scope,
+// so that a report carries [] where the schema wants a list.
+func listed(caps []Capability) []Capability {
+	if caps == nil {
+		caps = []Capability{}
+	}
+	for i := range caps {
+		if caps[i].Scope == nil {
+			caps[i].Scope = []string{}
+		}
+	}
+	return caps
 }
 
 // refused reads a refusal body, whose error is a message or an object

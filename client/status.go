@@ -72,15 +72,7 @@ func ReportFromStatus(doc []byte, box string) (Report, error) {
 		if m.Box == nil {
 			return Report{}, fmt.Errorf("member %s has no box block", box)
 		}
-		r := Report{Capabilities: m.Box.Capabilities}
-		if r.Capabilities == nil {
-			r.Capabilities = []Capability{}
-		}
-		for i := range r.Capabilities {
-			if r.Capabilities[i].Scope == nil {
-				r.Capabilities[i].Scope = []string{}
-			}
-		}
+		r := Report{Capabilities: listed(m.Box.Capabilities)}
 		if l := m.Box.Listing; l != nil {
 			r.Listing = &Listing{Published: true}
 			if l.Published != nil {

@@ -80,7 +80,7 @@ func decideAnswers(c *checkRun) {
 func egressForwards(c *checkRun) {
 	c.report(entry{"egress", []string{SecretName}})
 	secret := c.s.env.Secrets[0]
-	r := c.do(request{method: http.MethodGet, path: "/egress/" + SecretName + "/some/path?x=1", header: bearer(c.s.tokenA)})
+	r := c.do(Probe{Method: http.MethodGet, Path: "/egress/" + SecretName + "/some/path?x=1", Header: bearer(c.s.tokenA)})
 	got := c.onlyTo(upstreamEcho)
 	if len(got) == 0 {
 		c.fail("the secret's host received nothing")
@@ -125,7 +125,7 @@ func feedbackTaken(c *checkRun) {
 
 func fountainForwards(c *checkRun) {
 	c.report(entry{"fountain", []string{"conversations"}})
-	r := c.do(request{method: http.MethodGet, path: "/fountain/api/conversations", header: bearer(c.s.tokenA)})
+	r := c.do(Probe{Method: http.MethodGet, Path: "/fountain/api/conversations", Header: bearer(c.s.tokenA)})
 	got := c.onlyTo(upstreamFountain)
 	if len(got) == 0 {
 		c.fail("the Fountain stand-in received nothing")

@@ -30,52 +30,52 @@ func (s *suite) checks() []check {
 		{"unreported-refused", "", unreportedRefused},
 		{"inference-hello", protocol.Inference, inferenceHello},
 		{"inference-forwards", protocol.Inference, inferenceForwards},
-		{"inference-unknown-route", protocol.Inference, refusal{scope(protocol.Inference, "agent"), notFound, nil, func(a string) []request {
-			return []request{messagesTo("/llm/anthropic/v1/complete", a), messagesTo("/llm/anthropic/v1/messages/batches", a)}
+		{"inference-unknown-route", protocol.Inference, refusal{scope(protocol.Inference, "agent"), notFound, nil, func(a string) []Probe {
+			return []Probe{messagesTo("/llm/anthropic/v1/complete", a), messagesTo("/llm/anthropic/v1/messages/batches", a)}
 		}}.run},
-		{"inference-unknown-token", protocol.Inference, refusal{scope(protocol.Inference, "agent"), forbidden, nil, func(string) []request {
+		{"inference-unknown-token", protocol.Inference, refusal{scope(protocol.Inference, "agent"), forbidden, nil, func(string) []Probe {
 			unknown := "conformance-unknown-" + randomHex(16)
 			asBearer := messagesTo(messagesPath, "")
-			asBearer.header.Del("X-Api-Key")
-			asBearer.header.Set("Authorization", "Bearer "+unknown)
-			return []request{messagesTo(messagesPath, unknown), asBearer}
+			asBearer.Header.Del("X-Api-Key")
+			asBearer.Header.Set("Authorization", "Bearer "+unknown)
+			return []Probe{messagesTo(messagesPath, unknown), asBearer}
 		}}.run},
-		{"inference-agent-refused", protocol.Inference, refusal{scope(protocol.Inference, "decide"), forbidden, []string{"inference", "agent"}, func(a string) []request {
-			return []request{messagesTo(messagesPath, a), {http.MethodGet, "/llm/anthropic/v1/models", anthropicHeader(a), nil}}
+		{"inference-agent-refused", protocol.Inference, refusal{scope(protocol.Inference, "decide"), forbidden, []string{"inference", "agent"}, func(a string) []Probe {
+			return []Probe{messagesTo(messagesPath, a), {http.MethodGet, "/llm/anthropic/v1/models", nil, anthropicHeader(a)}}
 		}}.run},
 		{"decide-answers", protocol.Inference, decideAnswers},
-		{"decide-refused", protocol.Inference, refusal{scope(protocol.Inference, "agent"), forbidden, []string{"inference", "decide"}, func(a string) []request {
-			return []request{decideRequest(a, decideBody())}
+		{"decide-refused", protocol.Inference, refusal{scope(protocol.Inference, "agent"), forbidden, []string{"inference", "decide"}, func(a string) []Probe {
+			return []Probe{decideRequest(a, decideBody())}
 		}}.run},
-		{"decide-invalid", protocol.Inference, refusal{scope(protocol.Inference, "decide"), []int{http.StatusUnprocessableEntity}, nil, func(a string) []request {
-			return []request{
+		{"decide-invalid", protocol.Inference, refusal{scope(protocol.Inference, "decide"), []int{http.StatusUnprocessableEntity}, nil, func(a string) []Probe {
+			return []Probe{
 				decideRequest(a, []byte(`{"model":"`+decideModel+`","state":{},"questions":{}}`)),
 				decideRequest(a, []byte(`{"model":"`+decideModel+`","state":{}}`)),
 			}
 		}}.run},
-		{"decide-unknown-token", protocol.Inference, refusal{scope(protocol.Inference, "decide"), authRefusal, nil, func(string) []request {
-			return []request{decideRequest("conformance-unknown-"+randomHex(16), decideBody())}
+		{"decide-unknown-token", protocol.Inference, refusal{scope(protocol.Inference, "decide"), authRefusal, nil, func(string) []Probe {
+			return []Probe{decideRequest("conformance-unknown-"+randomHex(16), decideBody())}
 		}}.run},
 		{"egress-forwards", protocol.Egress, egressForwards},
-		{"egress-refused", protocol.Egress, refusal{scope(protocol.Egress, SecretName+"_OTHER"), forbidden, []string{"egress", SecretName}, func(a string) []request {
-			return []request{get("/egress/"+SecretName+"/some/path", a)}
+		{"egress-refused", protocol.Egress, refusal{scope(protocol.Egress, SecretName+"_OTHER"), forbidden, []string{"egress", SecretName}, func(a string) []Probe {
+			return []Probe{get("/egress/"+SecretName+"/some/path", a)}
 		}}.run},
-		{"egress-unheld", protocol.Egress, refusal{scope(protocol.Egress, SecretName+"_UNHELD"), forbidden, nil, func(a string) []request {
-			return []request{get("/egress/"+SecretName+"_UNHELD/some/path", a)}
+		{"egress-unheld", protocol.Egress, refusal{scope(protocol.Egress, SecretName+"_UNHELD"), forbidden, nil, func(a string) []Probe {
+			return []Probe{get("/egress/"+SecretName+"_UNHELD/some/path", a)}
 		}}.run},
-		{"egress-bad-name", protocol.Egress, refusal{scope(protocol.Egress, SecretName), notFound, nil, func(a string) []request {
-			return []request{get("/egress/not-a-name/some/path", a)}
+		{"egress-bad-name", protocol.Egress, refusal{scope(protocol.Egress, SecretName), notFound, nil, func(a string) []Probe {
+			return []Probe{get("/egress/not-a-name/some/path", a)}
 		}}.run},
 		{"feedback-taken", protocol.Feedback, feedbackTaken},
-		{"feedback-refused", protocol.Feedback, refusal{scope(protocol.Feedback, "agent"), forbidden, []string{"feedback", "passive"}, func(a string) []request {
-			return []request{feedbackRequest(a, `{"counts":{"conformance":1}}`)}
+		{"feedback-refused", protocol.Feedback, refusal{scope(protocol.Feedback, "agent"), forbidden, []string{"feedback", "passive"}, func(a string) []Probe {
+			return []Probe{feedbackRequest(a, `{"counts":{"conformance":1}}`)}
 		}}.run},
-		{"feedback-empty", protocol.Feedback, refusal{scope(protocol.Feedback, "agent", "passive"), []int{http.StatusBadRequest}, nil, func(a string) []request {
-			return []request{feedbackRequest(a, `{}`)}
+		{"feedback-empty", protocol.Feedback, refusal{scope(protocol.Feedback, "agent", "passive"), []int{http.StatusBadRequest}, nil, func(a string) []Probe {
+			return []Probe{feedbackRequest(a, `{}`)}
 		}}.run},
 		{"fountain-forwards", protocol.Fountain, fountainForwards},
-		{"fountain-refused", protocol.Fountain, refusal{scope(protocol.Fountain, "agent", "conversations"), forbidden, []string{"fountain", "sandboxes"}, func(a string) []request {
-			return []request{get("/fountain/api/sandboxes", a)}
+		{"fountain-refused", protocol.Fountain, refusal{scope(protocol.Fountain, "agent", "conversations"), forbidden, []string{"fountain", "sandboxes"}, func(a string) []Probe {
+			return []Probe{get("/fountain/api/sandboxes", a)}
 		}}.run},
 		{"payer-consistent", protocol.Inference, payerConsistent},
 	}
@@ -112,27 +112,27 @@ const messagesPath = "/llm/anthropic/v1/messages"
 // messagesCall is a Messages request with conformance-a's token.
 func (c *checkRun) messagesCall(stream bool) *reply {
 	r := messagesTo(messagesPath, c.s.tokenA)
-	r.body = messagesBody(stream)
+	r.Body = messagesBody(stream)
 	return c.do(r)
 }
 
 // Requests the checks send with token: a Messages call to path as the
 // Anthropic SDK sends it, a decide request with body, a feedback post of
 // body, and a GET of path with token as the bearer.
-func messagesTo(path, token string) request {
-	return request{http.MethodPost, path, anthropicHeader(token), messagesBody(false)}
+func messagesTo(path, token string) Probe {
+	return Probe{http.MethodPost, path, messagesBody(false), anthropicHeader(token)}
 }
 
-func decideRequest(token string, body []byte) request {
-	return request{http.MethodPost, "/decide/v1/systemone", jsonHeader(bearer(token)), body}
+func decideRequest(token string, body []byte) Probe {
+	return Probe{http.MethodPost, "/decide/v1/systemone", body, jsonHeader(bearer(token))}
 }
 
-func feedbackRequest(token, body string) request {
-	return request{http.MethodPost, "/api/feedback", jsonHeader(bearer(token)), []byte(body)}
+func feedbackRequest(token, body string) Probe {
+	return Probe{http.MethodPost, "/api/feedback", []byte(body), jsonHeader(bearer(token))}
 }
 
-func get(path, token string) request {
-	return request{http.MethodGet, path, bearer(token), nil}
+func get(path, token string) Probe {
+	return Probe{http.MethodGet, path, nil, bearer(token)}
 }
 
 // --- declaration ---
@@ -224,7 +224,7 @@ func declarationUnknownToken(c *checkRun) {
 		{"an unknown token", jsonHeader(bearer("conformance-unknown-" + randomHex(16)))},
 	}
 	for _, tt := range tests {
-		r := c.do(request{method: http.MethodPost, path: "/api/box/declaration", header: tt.header, body: body})
+		r := c.do(Probe{Method: http.MethodPost, Path: "/api/box/declaration", Header: tt.header, Body: body})
 		if r != nil && !slices.Contains(authRefusal, r.Status) {
 			c.fail("a report with %s is %d, want 401 or 403 (%s)", tt.name, r.Status, brief(r.Body))
 		}
@@ -242,7 +242,7 @@ func declarationMalformed(c *checkRun) {
 		{"an object with no capabilities", `{}`},
 	}
 	for _, tt := range tests {
-		r := c.do(request{method: http.MethodPost, path: "/api/box/declaration", header: jsonHeader(bearer(c.s.tokenA)), body: []byte(tt.body)})
+		r := c.do(Probe{Method: http.MethodPost, Path: "/api/box/declaration", Header: jsonHeader(bearer(c.s.tokenA)), Body: []byte(tt.body)})
 		if r == nil {
 			continue
 		}
@@ -308,44 +308,44 @@ func mustJSON(v any) []byte {
 
 func unreportedRefused(c *checkRun) {
 	tb := c.s.tokenB
+	// The probes of each capability the broker serves, in this order: an
+	// inference route is a 403, the others a 401 or a 403.
 	type probe struct {
-		req  request
-		want []int
+		capability string
+		want       []int
+		reqs       []Probe
 	}
-	var probes []probe
-	if c.s.serves[protocol.Inference] {
-		probes = append(probes,
-			probe{request{http.MethodPost, "/llm/anthropic/v1/messages", anthropicHeader(tb), messagesBody(false)}, forbidden},
-			probe{request{http.MethodPost, "/llm/anthropic/v1/messages/count_tokens", anthropicHeader(tb), messagesBody(false)}, forbidden},
-			probe{request{http.MethodGet, "/llm/anthropic/v1/models", anthropicHeader(tb), nil}, forbidden},
-			probe{request{http.MethodGet, "/llm/anthropic/v1/models/" + standInModel, anthropicHeader(tb), nil}, forbidden},
-			probe{request{http.MethodPost, "/decide/v1/systemone", jsonHeader(bearer(tb)), decideBody()}, forbidden},
-		)
-	}
-	if c.s.serves[protocol.Egress] {
-		probes = append(probes, probe{request{http.MethodGet, "/egress/" + SecretName + "/some/path", bearer(tb), nil}, authRefusal})
-	}
-	if c.s.serves[protocol.Feedback] {
-		probes = append(probes,
-			probe{request{http.MethodPost, "/api/feedback", jsonHeader(bearer(tb)), []byte(`{"entries":[{"note":"from a box that never reported"}]}`)}, authRefusal},
-			probe{request{http.MethodPost, "/api/feedback", jsonHeader(bearer(tb)), []byte(`{"counts":{"conformance":1}}`)}, authRefusal},
-		)
-	}
-	if c.s.serves[protocol.Fountain] {
-		probes = append(probes,
-			probe{request{http.MethodPost, "/fountain/api/conversations", jsonHeader(bearer(tb)), []byte(`{}`)}, authRefusal},
-			probe{request{http.MethodGet, "/fountain/api/conversations", bearer(tb), nil}, authRefusal},
-			probe{request{http.MethodGet, "/fountain/api/sandboxes", bearer(tb), nil}, authRefusal},
-			probe{request{http.MethodGet, "/fountain/api/vaults", bearer(tb), nil}, authRefusal},
-		)
+	probes := []probe{
+		{protocol.Inference, forbidden, []Probe{
+			messagesTo(messagesPath, tb),
+			messagesTo(messagesPath+"/count_tokens", tb),
+			{http.MethodGet, "/llm/anthropic/v1/models", nil, anthropicHeader(tb)},
+			{http.MethodGet, "/llm/anthropic/v1/models/" + standInModel, nil, anthropicHeader(tb)},
+			decideRequest(tb, decideBody()),
+		}},
+		{protocol.Egress, authRefusal, []Probe{get("/egress/"+SecretName+"/some/path", tb)}},
+		{protocol.Feedback, authRefusal, []Probe{
+			feedbackRequest(tb, `{"entries":[{"note":"from a box that never reported"}]}`),
+			feedbackRequest(tb, `{"counts":{"conformance":1}}`),
+		}},
+		{protocol.Fountain, authRefusal, []Probe{
+			{http.MethodPost, "/fountain/api/conversations", []byte(`{}`), jsonHeader(bearer(tb))},
+			get("/fountain/api/conversations", tb),
+			get("/fountain/api/sandboxes", tb),
+			get("/fountain/api/vaults", tb),
+		}},
 	}
 	for _, x := range c.s.cfg.Extra {
 		for _, word := range slices.Sorted(maps.Keys(x.Probes)) {
-			probes = append(probes, probe{probeRequest(x.Probes[word], tb), authRefusal})
+			probes = append(probes, probe{x.Name, authRefusal, []Probe{probeRequest(x.Probes[word], tb)}})
 		}
 	}
 	for _, p := range probes {
-		c.status(c.do(p.req), p.want...)
+		if c.s.serves[p.capability] {
+			for _, req := range p.reqs {
+				c.status(c.do(req), p.want...)
+			}
+		}
 	}
 	c.nothingUpstream()
 }
@@ -354,7 +354,7 @@ func unreportedRefused(c *checkRun) {
 
 func inferenceHello(c *checkRun) {
 	for _, method := range []string{http.MethodHead, http.MethodGet} {
-		c.status(c.do(request{method: method, path: "/llm/anthropic/api/hello"}), http.StatusOK)
+		c.status(c.do(Probe{Method: method, Path: "/llm/anthropic/api/hello"}), http.StatusOK)
 	}
 }
 
@@ -364,7 +364,7 @@ func inferenceForwards(c *checkRun) {
 	body := messagesBody(false)
 	h := anthropicHeader(c.s.tokenA)
 	h.Set("Anthropic-Beta", beta)
-	r := c.do(request{method: http.MethodPost, path: "/llm/anthropic/v1/messages?beta=true", header: h, body: body})
+	r := c.do(Probe{Method: http.MethodPost, Path: "/llm/anthropic/v1/messages?beta=true", Header: h, Body: body})
 	got := c.onlyTo(upstreamAnthropic)
 	if len(got) != 1 {
 		c.fail("the Anthropic stand-in received %d requests for one Messages call, want 1", len(got))
@@ -457,7 +457,7 @@ func payerConsistent(c *checkRun) {
 
 // probeRequest is p sent with token as the bearer unless p carries an
 // Authorization of its own.
-func probeRequest(p Probe, token string) request {
+func probeRequest(p Probe, token string) Probe {
 	h := http.Header{}
 	for k, vs := range p.Header {
 		h[http.CanonicalHeaderKey(k)] = slices.Clone(vs)
@@ -465,11 +465,8 @@ func probeRequest(p Probe, token string) request {
 	if h.Get("Authorization") == "" {
 		h.Set("Authorization", "Bearer "+token)
 	}
-	method := p.Method
-	if method == "" {
-		method = http.MethodGet
-	}
-	return request{method: method, path: p.Path, header: h, body: p.Body}
+	p.Header = h
+	return p
 }
 
 // extraCheck holds the broker to the rule for word of x: without it the
@@ -510,13 +507,9 @@ func tokenIsolation(c *checkRun) {
 		secrets["the value of the secret "+s.Name] = s.Value
 	}
 	for _, r := range c.s.replies {
-		var d strings.Builder
-		for name, values := range r.Header {
-			d.WriteString(name + ": " + strings.Join(values, ", ") + "\n")
-		}
-		d.Write(r.Body)
+		d := dump("", r.Header, r.Body)
 		for what, secret := range secrets {
-			if strings.Contains(d.String(), secret) {
+			if strings.Contains(d, secret) {
 				c.fail("the answer to %s carried %s", r.what, what)
 			}
 		}

@@ -394,28 +394,23 @@ type reply struct {
 	Body   []byte
 }
 
-// request is one request to the broker.
-type request struct {
-	method string
-	path   string // from the base URL, query included
-	header http.Header
-	body   []byte
-}
-
 // do sends req to the broker and records its answer. It records a
 // transport error as a problem and returns nil for it.
-func (c *checkRun) do(req request) *reply {
-	what := req.method + " " + req.path
-	var body io.Reader
-	if req.body != nil {
-		body = bytes.NewReader(req.body)
+func (c *checkRun) do(req Probe) *reply {
+	if req.Method == "" {
+		req.Method = http.MethodGet
 	}
-	hr, err := http.NewRequestWithContext(c.ctx, req.method, c.s.base.String()+req.path, body)
+	what := req.Method + " " + req.Path
+	var body io.Reader
+	if req.Body != nil {
+		body = bytes.NewReader(req.Body)
+	}
+	hr, err := http.NewRequestWithContext(c.ctx, req.Method, c.s.base.String()+req.Path, body)
 	if err != nil {
 		c.fail("%s: %v", what, err)
 		return nil
 	}
-	for k, vs := range req.header {
+	for k, vs := range req.Header {
 		hr.Header[http.CanonicalHeaderKey(k)] = slices.Clone(vs)
 	}
 	resp, err := c.s.client.Do(hr)

@@ -46,7 +46,7 @@ func (c *checkRun) report(entries ...entry) *reply {
 // reportRaw posts body as conformance-a's declaration; see report.
 func (c *checkRun) reportRaw(body []byte) *reply {
 	defer c.step()
-	r := c.do(request{method: http.MethodPost, path: "/api/box/declaration", header: jsonHeader(bearer(c.s.tokenA)), body: body})
+	r := c.do(Probe{Method: http.MethodPost, Path: "/api/box/declaration", Header: jsonHeader(bearer(c.s.tokenA)), Body: body})
 	if r == nil {
 		return nil
 	}
@@ -223,7 +223,7 @@ type refusal struct {
 	scope entry
 	want  []int
 	words []string
-	reqs  func(tokenA string) []request
+	reqs  func(tokenA string) []Probe
 }
 
 // run is the check f describes.

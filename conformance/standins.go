@@ -10,6 +10,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/upstreamtest"
 )
 
 // Names of the stand-in upstreams, as an exchange records them.
@@ -22,11 +25,7 @@ const (
 // exchange is one request a stand-in received and what it answered.
 type exchange struct {
 	Upstream string
-	Method   string
-	Path     string
-	RawQuery string
-	Header   http.Header
-	Body     []byte
+	upstreamtest.Seen
 	// Status and Answer are what the stand-in sent back; Answer is the body
 	// byte for byte, SSE included.
 	Status int
@@ -36,12 +35,18 @@ type exchange struct {
 // dump is every byte of the request as the stand-in received it, for the
 // token search: method, path, query, each header's name and values, body.
 func (e *exchange) dump() string {
+	return dump(e.Method+" "+e.Path+"?"+e.RawQuery+"\n", e.Header, e.Body)
+}
+
+// dump is first, then each header's name and values, a line each, then
+// body: all that a message carries, to search for a secret.
+func dump(first string, header http.Header, body []byte) string {
 	var b strings.Builder
-	b.WriteString(e.Method + " " + e.Path + "?" + e.RawQuery + "\n")
-	for name, values := range e.Header {
+	b.WriteString(first)
+	for name, values := range header {
 		b.WriteString(name + ": " + strings.Join(values, ", ") + "\n")
 	}
-	b.Write(e.Body)
+	b.Write(body)
 	return b.String()
 }
 
@@ -91,14 +96,9 @@ func recording(l *upstreamLog, upstream string, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		e := &exchange{
-			Upstream: upstream,
-			Method:   r.Method,
-			Path:     r.URL.Path,
-			RawQuery: r.URL.RawQuery,
-			Header:   r.Header.Clone(),
-			Body:     body,
-		}
+		e := &exchange{Upstream: upstream, Seen: upstreamtest.Seen{
+			Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery, Header: r.Header.Clone(), Body: body,
+		}}
 		l.begin(e)
 		rw := &recordingWriter{ResponseWriter: w, status: http.StatusOK}
 		h.ServeHTTP(rw, r)
@@ -161,14 +161,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(body)
 }
 
-// apiError answers an Anthropic-style error body.
-func apiError(w http.ResponseWriter, status int, typ, message string) {
-	writeJSON(w, status, map[string]any{
-		"type":  "error",
-		"error": map[string]any{"type": typ, "message": message},
-	})
-}
-
 // standInModel is the model the Anthropic stand-in lists.
 const standInModel = "claude-conformance"
 
@@ -179,7 +171,7 @@ const standInModel = "claude-conformance"
 func anthropicStandIn(key string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-Api-Key") != key && r.Header.Get("Authorization") != "Bearer "+key {
-			apiError(w, http.StatusUnauthorized, "authentication_error", "invalid x-api-key")
+			protocol.WriteRefusal(w, http.StatusUnauthorized, "authentication_error", "invalid x-api-key")
 			return
 		}
 		switch {
@@ -197,7 +189,7 @@ func anthropicStandIn(key string) http.Handler {
 		case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/models/") && len(r.URL.Path) > len("/v1/models/"):
 			writeJSON(w, http.StatusOK, modelInfo(strings.TrimPrefix(r.URL.Path, "/v1/models/")))
 		default:
-			apiError(w, http.StatusNotFound, "not_found_error", "Not found")
+			protocol.WriteRefusal(w, http.StatusNotFound, "not_found_error", "Not found")
 		}
 	})
 }
@@ -224,18 +216,18 @@ func messages(w http.ResponseWriter, r *http.Request) {
 	var req messagesRequest
 	body, _ := io.ReadAll(r.Body)
 	if err := json.Unmarshal(body, &req); err != nil || req.Model == "" || len(req.Messages) == 0 {
-		apiError(w, http.StatusBadRequest, "invalid_request_error", "a Messages request is a JSON object with model and messages")
+		protocol.WriteRefusal(w, http.StatusBadRequest, "invalid_request_error", "a Messages request is a JSON object with model and messages")
 		return
 	}
 	text := "Hello from the conformance stand-in."
 	if oc := req.OutputConfig; oc != nil && oc.Format != nil && oc.Format.Type == "json_schema" {
 		if oc.Format.Schema == nil {
-			apiError(w, http.StatusBadRequest, "invalid_request_error", "output_config.format.schema is required")
+			protocol.WriteRefusal(w, http.StatusBadRequest, "invalid_request_error", "output_config.format.schema is required")
 			return
 		}
 		out, err := json.Marshal(fromSchema(oc.Format.Schema))
 		if err != nil {
-			apiError(w, http.StatusBadRequest, "invalid_request_error", "output_config.format.schema cannot be answered")
+			protocol.WriteRefusal(w, http.StatusBadRequest, "invalid_request_error", "output_config.format.schema cannot be answered")
 			return
 		}
 		text = string(out)

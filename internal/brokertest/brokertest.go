@@ -368,7 +368,7 @@ func AnthropicStandIn(w http.ResponseWriter, r *http.Request) {
 			Stream bool   `json:"stream"`
 		}
 		body, _ := io.ReadAll(r.Body)
-		if isStructured(body) {
+		if _, ok := asStructured(body); ok {
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			StructuredStandIn(w, r)
 			return

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+
+	"github.com/intentius/boxbroker/internal/protocol"
 )
 
 // structuredRequest is the part of a Messages request that asks for
@@ -20,12 +22,13 @@ type structuredRequest struct {
 	} `json:"output_config"`
 }
 
-// isStructured reports whether body is a Messages request asking for
-// structured output with a JSON schema.
-func isStructured(body []byte) bool {
+// asStructured decodes body as a Messages request, and reports whether
+// it asks for structured output with a JSON schema.
+func asStructured(body []byte) (structuredRequest, bool) {
 	var req structuredRequest
-	return json.Unmarshal(body, &req) == nil && req.OutputConfig != nil &&
+	ok := json.Unmarshal(body, &req) == nil && req.OutputConfig != nil &&
 		req.OutputConfig.Format != nil && req.OutputConfig.Format.Type == "json_schema"
+	return req, ok
 }
 
 // StructuredStandIn answers a Messages request that asks for structured
@@ -36,26 +39,23 @@ func isStructured(body []byte) bool {
 // additionalProperties to false.
 func StructuredStandIn(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
-	var req structuredRequest
-	if err == nil {
-		err = json.Unmarshal(body, &req)
-	}
-	if err != nil || req.OutputConfig == nil || req.OutputConfig.Format == nil || req.OutputConfig.Format.Type != "json_schema" {
-		apiError(w, http.StatusBadRequest, "invalid_request_error", "Not a structured-output request.")
+	req, ok := asStructured(body)
+	if err != nil || !ok {
+		protocol.WriteRefusal(w, http.StatusBadRequest, "invalid_request_error", "Not a structured-output request.")
 		return
 	}
 	if r.Header.Get("Anthropic-Version") == "" {
-		apiError(w, http.StatusBadRequest, "invalid_request_error", "anthropic-version: header is required")
+		protocol.WriteRefusal(w, http.StatusBadRequest, "invalid_request_error", "anthropic-version: header is required")
 		return
 	}
 	var schema any
 	if err := json.Unmarshal(req.OutputConfig.Format.Schema, &schema); err != nil {
-		apiError(w, http.StatusBadRequest, "invalid_request_error", "output_config.format.schema: not JSON")
+		protocol.WriteRefusal(w, http.StatusBadRequest, "invalid_request_error", "output_config.format.schema: not JSON")
 		return
 	}
 	v, err := AnswerFromSchema(schema)
 	if err != nil {
-		apiError(w, http.StatusBadRequest, "invalid_request_error", "output_config.format.schema: "+err.Error())
+		protocol.WriteRefusal(w, http.StatusBadRequest, "invalid_request_error", "output_config.format.schema: "+err.Error())
 		return
 	}
 	text, _ := json.Marshal(v)
@@ -67,12 +67,6 @@ func StructuredStandIn(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(msg)
-}
-
-func apiError(w http.ResponseWriter, status int, typ, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}})
 }
 
 // AnswerFromSchema makes the value a structured-output stand-in answers
