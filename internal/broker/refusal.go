@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"errors"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -30,7 +29,7 @@ func (s *Server) writeError(w *recorder, r *http.Request, err error, info *reque
 		// what is kept names the route instead.
 		info.message = capability.NotFoundMessage(info.method, info.route)
 	}
-	writeRefusal(w, err, ce)
+	writeRefusal(w, ce)
 }
 
 // Refuse answers r, a request the broker's handler does not serve (the
@@ -45,7 +44,7 @@ func (s *Server) writeError(w *recorder, r *http.Request, err error, info *reque
 // of no box's token is not recorded one by one.
 func (s *Server) Refuse(w http.ResponseWriter, r *http.Request, err error, rec *Record) {
 	ce := s.refusalOf(r, err, rec.Route, rec.Box)
-	writeRefusal(w, err, ce)
+	writeRefusal(w, ce)
 	// One line a refusal, as the handler logs one a request; a refusal
 	// that names no box (no token, or no box's) only at debug, since it
 	// costs its sender nothing and so could flood the log.
@@ -76,14 +75,10 @@ func (s *Server) refusalOf(r *http.Request, err error, route, box string) *capab
 	return ce
 }
 
-// writeRefusal writes the refusal ce of err: its Header, the Retry-After
-// of a refusal of the box's limits, and a 503's.
-func writeRefusal(w http.ResponseWriter, err error, ce *capability.Error) {
+// writeRefusal writes the refusal ce: its Header (a refusal of the box's
+// limits has its Retry-After there), and a 503's Retry-After.
+func writeRefusal(w http.ResponseWriter, ce *capability.Error) {
 	maps.Copy(w.Header(), ce.Header)
-	var ra *retryAfterError
-	if errors.As(err, &ra) {
-		w.Header().Set("Retry-After", ra.retryAfter())
-	}
 	if ce.Status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
 		// The store or the spool did not answer in time: an outage is
 		// seconds long or longer, and a retry a second later finds it
