@@ -2,11 +2,9 @@ package broker
 
 import (
 	"log/slog"
-	"maps"
 	"net/http"
 
 	"github.com/intentius/boxbroker/internal/capability"
-	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
 )
 
@@ -75,15 +73,15 @@ func (s *Server) refusalOf(r *http.Request, err error, route, box string) *capab
 	return ce
 }
 
-// writeRefusal writes the refusal ce: its Header (a refusal of the box's
-// limits has its Retry-After there), and a 503's Retry-After.
+// writeRefusal writes the refusal ce (Error.Write: its Header holds the
+// Retry-After of a refusal of the box's limits), and gives a 503 whose
+// Header has none a Retry-After of a second.
 func writeRefusal(w http.ResponseWriter, ce *capability.Error) {
-	maps.Copy(w.Header(), ce.Header)
 	if ce.Status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
 		// The store or the spool did not answer in time: an outage is
 		// seconds long or longer, and a retry a second later finds it
 		// over or is answered as fast.
 		w.Header().Set("Retry-After", unavailableRetryAfter)
 	}
-	protocol.WriteRefusal(w, ce.Status, ce.Type, ce.Message)
+	ce.Write(w)
 }
