@@ -2,6 +2,7 @@ package broker
 
 import (
 	"math"
+	"net/http"
 	"strconv"
 	"sync"
 	"time"
@@ -130,22 +131,10 @@ func (l *limiter) sweepLocked(now time.Time) {
 	}
 }
 
-// retryAfterError is a 429 refusal with its Retry-After.
-type retryAfterError struct {
-	err     *capability.Error
-	seconds int
-}
-
-func (e *retryAfterError) Error() string { return e.err.Error() }
-
-func (e *retryAfterError) Unwrap() error { return e.err }
-
+// tooMany is the 429 refusal of a box past its limits, whose Retry-After
+// says to try again in seconds (at least 1).
 func tooMany(seconds int, format string, args ...any) error {
-	if seconds < 1 {
-		seconds = 1
-	}
 	e := capability.Refuse(capability.ReasonLimit, format, args...)
-	return &retryAfterError{err: e, seconds: seconds}
+	e.Header = http.Header{"Retry-After": {strconv.Itoa(max(seconds, 1))}}
+	return e
 }
-
-func (e *retryAfterError) retryAfter() string { return strconv.Itoa(e.seconds) }

@@ -1,13 +1,10 @@
 package broker
 
 import (
-	"errors"
 	"log/slog"
-	"maps"
 	"net/http"
 
 	"github.com/intentius/boxbroker/internal/capability"
-	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
 )
 
@@ -30,7 +27,7 @@ func (s *Server) writeError(w *recorder, r *http.Request, err error, info *reque
 		// what is kept names the route instead.
 		info.message = capability.NotFoundMessage(info.method, info.route)
 	}
-	writeRefusal(w, err, ce)
+	writeRefusal(w, ce)
 }
 
 // Refuse answers r, a request the broker's handler does not serve (the
@@ -45,7 +42,7 @@ func (s *Server) writeError(w *recorder, r *http.Request, err error, info *reque
 // of no box's token is not recorded one by one.
 func (s *Server) Refuse(w http.ResponseWriter, r *http.Request, err error, rec *Record) {
 	ce := s.refusalOf(r, err, rec.Route, rec.Box)
-	writeRefusal(w, err, ce)
+	writeRefusal(w, ce)
 	// One line a refusal, as the handler logs one a request; a refusal
 	// that names no box (no token, or no box's) only at debug, since it
 	// costs its sender nothing and so could flood the log.
@@ -76,19 +73,15 @@ func (s *Server) refusalOf(r *http.Request, err error, route, box string) *capab
 	return ce
 }
 
-// writeRefusal writes the refusal ce of err: its Header, the Retry-After
-// of a refusal of the box's limits, and a 503's.
-func writeRefusal(w http.ResponseWriter, err error, ce *capability.Error) {
-	maps.Copy(w.Header(), ce.Header)
-	var ra *retryAfterError
-	if errors.As(err, &ra) {
-		w.Header().Set("Retry-After", ra.retryAfter())
-	}
+// writeRefusal writes the refusal ce (Error.Write: its Header holds the
+// Retry-After of a refusal of the box's limits), and gives a 503 whose
+// Header has none a Retry-After of a second.
+func writeRefusal(w http.ResponseWriter, ce *capability.Error) {
 	if ce.Status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
 		// The store or the spool did not answer in time: an outage is
 		// seconds long or longer, and a retry a second later finds it
 		// over or is answered as fast.
 		w.Header().Set("Retry-After", unavailableRetryAfter)
 	}
-	protocol.WriteRefusal(w, ce.Status, ce.Type, ce.Message)
+	ce.Write(w)
 }

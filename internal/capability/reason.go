@@ -3,6 +3,7 @@ package capability
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/protocol"
@@ -147,12 +148,7 @@ var Reasons = []string{
 
 // IsReason reports whether s is one of Reasons.
 func IsReason(s string) bool {
-	for _, r := range Reasons {
-		if r == s {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(Reasons, s)
 }
 
 // ReasonOf is the reason the broker's records keep for the refusal e:

@@ -3,6 +3,7 @@ package capability
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 
 	"github.com/intentius/boxbroker/internal/protocol"
@@ -73,9 +74,7 @@ func (e *Error) WithErr(err error) *Error {
 
 // Write answers w with e: its Header, its status and its refusal body.
 func (e *Error) Write(w http.ResponseWriter) {
-	for k, vs := range e.Header {
-		w.Header()[k] = vs
-	}
+	maps.Copy(w.Header(), e.Header)
 	protocol.WriteRefusal(w, e.Status, e.Type, e.Message)
 }
 

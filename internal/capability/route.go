@@ -109,41 +109,33 @@ const (
 // egress serves.
 const StandardMethods = MethodGet | MethodHead | MethodPost | MethodPut | MethodPatch | MethodDelete | MethodOptions
 
+// methodNames names each method above at the place of its bit:
+// MethodOf(methodNames[i]) is 1<<i.
+var methodNames = [...]string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
+	http.MethodPatch, http.MethodDelete, http.MethodOptions}
+
 // MethodOf returns the set holding method alone, or the empty set for a
 // method no Methods can hold. Methods are case-sensitive: "get" is not GET.
 func MethodOf(method string) Methods {
-	switch method {
-	case http.MethodGet:
-		return MethodGet
-	case http.MethodHead:
-		return MethodHead
-	case http.MethodPost:
-		return MethodPost
-	case http.MethodPut:
-		return MethodPut
-	case http.MethodPatch:
-		return MethodPatch
-	case http.MethodDelete:
-		return MethodDelete
-	case http.MethodOptions:
-		return MethodOptions
+	for i, name := range methodNames {
+		if name == method {
+			return 1 << i
+		}
 	}
 	return 0
 }
 
 // Has reports whether method is in m.
 func (m Methods) Has(method string) bool {
-	b := MethodOf(method)
-	return b != 0 && m&b != 0
+	return m&MethodOf(method) != 0
 }
 
 // Allow is m as an Allow header lists it, such as "GET, HEAD"; "" for the
 // empty set.
 func (m Methods) Allow() string {
 	var names []string
-	for _, name := range [...]string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
-		http.MethodPatch, http.MethodDelete, http.MethodOptions} {
-		if m.Has(name) {
+	for i, name := range methodNames {
+		if m&(1<<i) != 0 {
 			names = append(names, name)
 		}
 	}

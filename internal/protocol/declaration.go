@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 )
@@ -180,7 +181,7 @@ func ParseDeclarationReport(body []byte, broker string) (*Declaration, error) {
 		}
 		c := &d.Capabilities[at]
 		for _, w := range words {
-			if !contains(c.Scope, w) {
+			if !slices.Contains(c.Scope, w) {
 				c.Scope = append(c.Scope, w)
 			}
 		}
@@ -359,15 +360,6 @@ func kindOf(raw []byte) byte {
 		return c
 	}
 	return 0
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // isC0 reports whether r is a C0 control character, which the protocol's

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -128,7 +129,7 @@ func DeclaredRefusal(declared *Declaration, broker, capability, word string) str
 		return "This box declares no " + capability + " capability brokered by " + broker + ". Add " +
 			entryText(capability, broker, word) + " to the box block in its chant.workspace.json."
 	}
-	if contains(entry.Scope, word) {
+	if slices.Contains(entry.Scope, word) {
 		return ""
 	}
 	lists := "nothing"

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httputil"
-	"strings"
 	"sync"
 )
 
@@ -148,8 +147,7 @@ func (t lengthNoted) RoundTrip(r *http.Request) (*http.Response, error) {
 	res, err := t.next.RoundTrip(r)
 	if err == nil {
 		if w, ok := r.Context().Value(answerKey{}).(*answerWriter); ok {
-			ct, _, _ := strings.Cut(res.Header.Get("Content-Type"), ";")
-			w.sized = res.ContentLength > 0 && !strings.EqualFold(strings.TrimSpace(ct), "text/event-stream")
+			w.sized = res.ContentLength > 0 && !IsEventStream(res.Header)
 		}
 	}
 	return res, err
