@@ -136,6 +136,22 @@ func waitAcked(t *testing.T, s *auditsink.Sink) {
 	}
 }
 
+// reopen closes s and opens its backlog in dir again (max rows, batches
+// of 100), as the next process would, and checks that it holds want
+// rows; the Sink it returns is closed when the test ends.
+func reopen(t *testing.T, s *auditsink.Sink, dir string, u *url.URL, max, want int) *auditsink.Sink {
+	t.Helper()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := open(t, dir, u, nil, max, 100)
+	t.Cleanup(func() { s2.Close() })
+	if got := s2.Backlog(); got != want {
+		t.Fatalf("backlog after restart = %d, want %d", got, want)
+	}
+	return s2
+}
+
 // run runs s until the test (or stop) ends.
 func run(t *testing.T, s *auditsink.Sink) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -248,14 +264,7 @@ func TestSink_BacklogDropsOldest(t *testing.T) {
 	if got := testutil.ToFloat64(mustGather(t, reg, "boxbroker_audit_sink_dropped_total")); got != 3 {
 		t.Errorf("boxbroker_audit_sink_dropped_total = %v, want 3", got)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s2 := open(t, dir, u, nil, 5, 100)
-	defer s2.Close()
-	if got := s2.Backlog(); got != 5 {
-		t.Fatalf("backlog after restart = %d, want 5", got)
-	}
+	s2 := reopen(t, s, dir, u, 5, 5)
 	run(t, s2)
 	rows := rc.waitRows(t, 5)
 	checkOrder(t, rows, 3)
@@ -389,14 +398,7 @@ func TestSink_FailedAppendLeavesNoPart(t *testing.T) {
 	if got := s.Backlog(); got != 9 {
 		t.Fatalf("backlog = %d, want 9", got)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s2 := open(t, dir, u, nil, 0, 100)
-	defer s2.Close()
-	if got := s2.Backlog(); got != 9 {
-		t.Fatalf("backlog after restart = %d, want 9", got)
-	}
+	s2 := reopen(t, s, dir, u, 0, 9)
 	rc.mu.Lock()
 	rc.fail = 0
 	rc.mu.Unlock()
