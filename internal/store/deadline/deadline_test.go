@@ -397,3 +397,112 @@ func (r *numbers) Next(dest []driver.Value) error {
 	r.next++
 	return nil
 }
+
+// TestConnector_AbandonedEndsBeforeItsConnectionCloses: a statement
+// closed while an abandoned operation still runs on its connection is
+// closed when the driver returns, and the connection closed after that
+// close, however late the connection's own Close comes: a driver's
+// connection closed under the close of one of its statements is a
+// crash in the pure-Go SQLite (a finalize on a freed handle).
+func TestConnector_AbandonedEndsBeforeItsConnectionCloses(t *testing.T) {
+	const d = 50 * time.Millisecond
+	c := &stallConnector{release: make(chan struct{}), stmtClosing: make(chan struct{}), letStmtClose: make(chan struct{}), stmtClosed: make(chan struct{}), connClosing: make(chan struct{})}
+	db := sql.OpenDB(deadline.Connector(c, deadline.New(d, quiet()).Around))
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := conn.PrepareContext(ctx, "SELECT n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := st.QueryContext(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rs.Next() {
+	}
+	if err := rs.Err(); !errors.Is(err, deadline.ErrDeadline) {
+		t.Fatalf("rows.Err() of a Next never answered = %v, want ErrDeadline", err)
+	}
+	rs.Close()
+	st.Close() // the driver is still in its Next: the close waits for it
+	close(c.release)
+	<-c.stmtClosing // the abandoned Next returned, and its end closes the statement
+	closed := make(chan struct{})
+	go func() { conn.Close(); close(closed) }()
+	select {
+	case <-c.connClosing: // closed under the statement's close
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(c.letStmtClose)
+	<-c.stmtClosed
+	<-closed
+	for end := time.Now().Add(5 * time.Second); !c.connClosed.Load() && time.Now().Before(end); {
+		time.Sleep(time.Millisecond)
+	}
+	if !c.connClosed.Load() {
+		t.Fatal("the abandoned connection was never closed")
+	}
+	if c.stmtUnderClosedConn.Load() {
+		t.Error("the connection was closed while its statement's close ran")
+	}
+}
+
+// stallConnector makes one connection whose statement's rows stall in
+// their first Next until release is closed, and whose statement's Close
+// says it began (stmtClosing), waits for letStmtClose, and says it
+// ended (stmtClosed).
+type stallConnector struct {
+	release, stmtClosing, letStmtClose, stmtClosed, connClosing chan struct{}
+	closing, connClosed, stmtUnderClosedConn                    atomic.Bool
+}
+
+func (c *stallConnector) Connect(context.Context) (driver.Conn, error) { return (*stallConn)(c), nil }
+func (c *stallConnector) Driver() driver.Driver                        { return nil }
+
+type stallConn stallConnector
+
+func (c *stallConn) Prepare(string) (driver.Stmt, error) { return (*stallStmt)(c), nil }
+func (c *stallConn) Begin() (driver.Tx, error)           { return nil, errors.New("no transactions") }
+func (c *stallConn) Close() error {
+	if !c.closing.Swap(true) {
+		close(c.connClosing)
+	}
+	println("conn close")
+	c.connClosed.Store(true)
+	return nil
+}
+
+type stallStmt stallConnector
+
+func (s *stallStmt) NumInput() int                              { return -1 }
+func (s *stallStmt) Exec([]driver.Value) (driver.Result, error) { return nil, errors.New("no exec") }
+func (s *stallStmt) Query([]driver.Value) (driver.Rows, error) {
+	return &stallRows{c: (*stallConnector)(s)}, nil
+}
+func (s *stallStmt) QueryContext(context.Context, []driver.NamedValue) (driver.Rows, error) {
+	return &stallRows{c: (*stallConnector)(s)}, nil
+}
+func (s *stallStmt) Close() error {
+	close(s.stmtClosing)
+	<-s.letStmtClose
+	println("stmt close resumes; conn closing:", s.closing.Load())
+	if s.closing.Load() {
+		s.stmtUnderClosedConn.Store(true)
+	}
+	close(s.stmtClosed)
+	return nil
+}
+
+type stallRows struct{ c *stallConnector }
+
+func (r *stallRows) Columns() []string { return []string{"n"} }
+func (r *stallRows) Close() error      { return nil }
+func (r *stallRows) Next([]driver.Value) error {
+	<-r.c.release // a driver blocked where it does not look at its context
+	return io.EOF
+}

@@ -201,26 +201,26 @@ func (c *conn) work(jobs <-chan job, quit <-chan struct{}) {
 
 // end ends c's abandoned operation, if any, once: it closes what the
 // operation made, then the statements and rows closed meanwhile, then c
-// if it was closed.
+// if it was closed. It holds c.mu throughout, so that a Close or a
+// release meanwhile waits for it: the driver's connection is never
+// closed under the close of one of its statements or rows.
 func (c *conn) end() {
 	if c.state.Load() != abandoned {
 		return
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if !c.state.CompareAndSwap(abandoned, dropped) {
-		c.mu.Unlock()
 		return
 	}
-	later, closed := c.later, c.closed
-	c.later = nil
-	c.mu.Unlock()
 	if c.drop != nil {
 		c.drop()
 	}
-	for _, f := range later {
+	for _, f := range c.later {
 		_ = f()
 	}
-	if closed && c.c != nil {
+	c.later = nil
+	if c.closed && c.c != nil {
 		c.c.Close()
 	}
 }
