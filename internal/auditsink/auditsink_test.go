@@ -80,6 +80,21 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// resume has rc take posts again and runs s, then checks that rc gets
+// n rows, row 0 to n-1 in order.
+func (rc *receiver) resume(t *testing.T, s *auditsink.Sink, n int) {
+	t.Helper()
+	rc.mu.Lock()
+	rc.fail = 0
+	rc.mu.Unlock()
+	run(t, s)
+	rows := rc.waitRows(t, n)
+	if len(rows) != n {
+		t.Fatalf("got %d rows, want %d", len(rows), n)
+	}
+	checkOrder(t, rows, 0)
+}
+
 // waitRows waits, a bounded number of times, until rc holds n rows, and
 // returns them.
 func (rc *receiver) waitRows(t *testing.T, n int) []auditsink.Row {
@@ -234,15 +249,7 @@ func TestSink_RestartResendsUnacknowledged(t *testing.T) {
 	if err := s2.Append("c", entries(7, 2)); err != nil {
 		t.Fatal(err)
 	}
-	rc.mu.Lock()
-	rc.fail = 0
-	rc.mu.Unlock()
-	run(t, s2)
-	rows := rc.waitRows(t, 9)
-	if len(rows) != 9 {
-		t.Fatalf("got %d rows, want 9", len(rows))
-	}
-	checkOrder(t, rows, 0)
+	rc.resume(t, s2, 9)
 }
 
 // TestSink_BacklogDropsOldest: a full backlog drops its oldest rows,
@@ -399,13 +406,5 @@ func TestSink_FailedAppendLeavesNoPart(t *testing.T) {
 		t.Fatalf("backlog = %d, want 9", got)
 	}
 	s2 := reopen(t, s, dir, u, 0, 9)
-	rc.mu.Lock()
-	rc.fail = 0
-	rc.mu.Unlock()
-	run(t, s2)
-	rows := rc.waitRows(t, 9)
-	if len(rows) != 9 {
-		t.Fatalf("got %d rows, want 9", len(rows))
-	}
-	checkOrder(t, rows, 0)
+	rc.resume(t, s2, 9)
 }
