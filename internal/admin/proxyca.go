@@ -2,7 +2,6 @@ package admin
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/proxyca"
@@ -40,12 +39,9 @@ func (s *Server) rotateProxyCA(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	grace := proxyca.DefaultRotateGrace
-	if req.Grace != "" {
-		var err error
-		if grace, err = time.ParseDuration(req.Grace); err != nil {
-			return operator.Errorf(operator.Invalid, `The field "grace" is not a duration such as "168h" or "0s".`)
-		}
+	grace, ok := proxyca.ParseGrace(req.Grace)
+	if !ok {
+		return operator.Errorf(operator.Invalid, `The field "grace" is not a duration such as "168h" or "0s".`)
 	}
 	return answer(http.StatusOK, func(r *http.Request) (operator.ProxyCARotation, error) {
 		return s.Op(r, 0).RotateProxyCA(r.Context(), grace)

@@ -61,6 +61,17 @@ const (
 // goes on signing (Rotate), for boxes to come to trust the new one.
 const DefaultRotateGrace = 7 * 24 * time.Hour
 
+// ParseGrace reads a rotation's grace as the admin API and the owner's
+// page take it: a Go duration such as 168h or 0s, and "" for
+// DefaultRotateGrace. ok is false for one that is not a duration.
+func ParseGrace(s string) (grace time.Duration, ok bool) {
+	if s == "" {
+		return DefaultRotateGrace, true
+	}
+	grace, err := time.ParseDuration(s)
+	return grace, err == nil
+}
+
 // CA is the proxy's certificate authority, opened: it mints a leaf
 // certificate, with a key of its own, for each host it intercepts, and
 // caches both. Its key is held in memory only; it is never written out,

@@ -311,3 +311,24 @@ func parsePEM(t *testing.T, b []byte) []*x509.Certificate {
 		out = append(out, c)
 	}
 }
+
+// TestParseGrace: a rotation's grace is a Go duration, "" the default,
+// and anything else is refused.
+func TestParseGrace(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"", DefaultRotateGrace, true},
+		{"0s", 0, true},
+		{"48h", 48 * time.Hour, true},
+		{"-1h", -time.Hour, true}, // the service refuses it, saying why
+		{"a week", 0, false},
+		{"168", 0, false},
+	} {
+		if got, ok := ParseGrace(tt.in); ok != tt.ok || ok && got != tt.want {
+			t.Errorf("ParseGrace(%q) = %v, %v; want %v, %v", tt.in, got, ok, tt.want, tt.ok)
+		}
+	}
+}

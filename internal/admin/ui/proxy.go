@@ -155,29 +155,16 @@ var errGrace = operator.Errorf(operator.Invalid,
 // rotate --grace`).
 func rotateProxyCA(f *formPost) error {
 	typed := f.get("grace")
-	grace, err := formGrace(typed)
-	if err != nil {
+	grace, ok := proxyca.ParseGrace(typed)
+	if !ok {
 		typed = defaultGrace // the form is shown again without what was refused
 	}
 	if !f.confirmed("rotate", "proxy-rotate", formPage{Grace: typed, Error: "Type rotate to rotate the CA; nothing was rotated."}) {
 		return nil
 	}
-	if err != nil {
-		return err
+	if !ok {
+		return errGrace
 	}
-	_, err = f.op.RotateProxyCA(f.ctx(), grace)
+	_, err := f.op.RotateProxyCA(f.ctx(), grace)
 	return err
-}
-
-// formGrace reads a rotation's grace: a Go duration, as the CLI's
-// --grace and the API's grace take it; empty for proxyca.DefaultRotateGrace.
-func formGrace(g string) (time.Duration, error) {
-	if g == "" {
-		return proxyca.DefaultRotateGrace, nil
-	}
-	d, err := time.ParseDuration(g)
-	if err != nil {
-		return 0, errGrace
-	}
-	return d, nil
 }
