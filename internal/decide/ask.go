@@ -188,8 +188,8 @@ func (c *Capability) ask(ctx context.Context, req *Request, q *Question, pay *pa
 			return Answer{}, Usage{}, upstreamStatus(q, status, raw)
 		}
 		pay.answered(entry, status, h)
-		if int64(len(raw)) > c.cfg.MaxAnswer {
-			return Answer{}, Usage{}, badOutput(q, fmt.Sprintf("its answer is over %d bytes", c.cfg.MaxAnswer), nil)
+		if int64(len(raw)) > MaxAnswer {
+			return Answer{}, Usage{}, badOutput(q, fmt.Sprintf("its answer is over %d bytes", MaxAnswer), nil)
 		}
 		text, usage, err := messageText(q, raw)
 		if err != nil {
@@ -223,7 +223,7 @@ func (c *Capability) post(ctx context.Context, u string, cred, body []byte) (int
 		return 0, nil, nil, err
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, c.cfg.MaxAnswer+1))
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, MaxAnswer+1))
 	if err != nil {
 		return 0, nil, nil, err
 	}

@@ -34,14 +34,17 @@ import (
 // Word is the scope word POST /decide/v1/systemone needs.
 const Word = "decide"
 
-// Defaults of Config.
+// Defaults of Config, and the bounds of one request: at most
+// MaxQuestions questions (more is a 422), Concurrency of them asked at
+// once, and an upstream answer of at most MaxAnswer bytes (a larger one
+// is a 502).
 const (
-	DefaultTimeout     = 30 * time.Second
-	DefaultMaxBody     = 256 << 10
-	DefaultMaxQuestion = 64
-	DefaultConcurrency = 8
-	DefaultMaxTokens   = 2048
-	DefaultMaxAnswer   = 1 << 20
+	DefaultTimeout   = 30 * time.Second
+	DefaultMaxBody   = 256 << 10
+	DefaultMaxTokens = 2048
+	MaxQuestions     = 64
+	Concurrency      = 8
+	MaxAnswer        = 1 << 20
 )
 
 // Config configures the capability. Zero fields take the defaults above.
@@ -56,14 +59,8 @@ type Config struct {
 	Timeout time.Duration
 	// MaxBody bounds a request body in bytes (default 256 KiB); a larger one is a 422.
 	MaxBody int64
-	// MaxQuestions bounds the questions of one request (default 64); more is a 422.
-	MaxQuestions int
-	// Concurrency bounds the questions of one request asked at once (default 8).
-	Concurrency int
 	// MaxTokens is the max_tokens of each Messages call (default 2048).
 	MaxTokens int
-	// MaxAnswer bounds an upstream answer in bytes (default 1 MiB); a larger one is a 502.
-	MaxAnswer int64
 	// Logger receives upstream failures; never a credential.
 	Logger *slog.Logger
 }
@@ -80,10 +77,7 @@ type Capability struct {
 func New(cfg Config) *Capability {
 	defaults.Positive(&cfg.Timeout, DefaultTimeout)
 	defaults.Positive(&cfg.MaxBody, DefaultMaxBody)
-	defaults.Positive(&cfg.MaxQuestions, DefaultMaxQuestion)
-	defaults.Positive(&cfg.Concurrency, DefaultConcurrency)
 	defaults.Positive(&cfg.MaxTokens, DefaultMaxTokens)
-	defaults.Positive(&cfg.MaxAnswer, DefaultMaxAnswer)
 	defaults.Logger(&cfg.Logger)
 	if cfg.Transport == nil {
 		cfg.Transport = proxy.NewTransport(proxy.TransportOptions{})
@@ -223,7 +217,7 @@ func (c *Capability) read(w http.ResponseWriter, r *http.Request) (*Request, err
 	if n := proxy.ScrubTokensInPlace(body); n > 0 {
 		c.cfg.Logger.Warn("decide: replaced tokens the box sent in the body", "tokens", n)
 	}
-	req, err := ParseRequest(body, c.cfg.MaxQuestions)
+	req, err := ParseRequest(body, MaxQuestions)
 	var ie *InvalidError
 	if errors.As(err, &ie) {
 		return nil, capability.Refuse(capability.ReasonInvalid, "%s", ie.Message).At(http.StatusUnprocessableEntity)
@@ -238,7 +232,7 @@ func (c *Capability) answer(ctx context.Context, req *Request, pay *paying) ([]A
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(c.cfg.Concurrency)
+	g.SetLimit(Concurrency)
 	answers := make([]Answer, len(req.Questions))
 	usages := make([]Usage, len(req.Questions))
 	for i := range req.Questions {

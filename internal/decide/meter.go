@@ -20,7 +20,7 @@ func (c *Capability) Estimate(_ *http.Request, body []byte) capability.Estimate 
 	if body == nil {
 		return capability.Estimate{}
 	}
-	req, err := ParseRequest(body, c.cfg.MaxQuestions)
+	req, err := ParseRequest(body, MaxQuestions)
 	if err != nil {
 		return capability.Estimate{}
 	}

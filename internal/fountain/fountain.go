@@ -58,10 +58,11 @@ const (
 	WordVault         = "vault"
 )
 
-// DefaultMaxRecord bounds how much of Fountain's answer to
+// MaxRecord bounds how much of Fountain's answer to
 // POST /api/conversations the broker holds to read the new conversation's
-// id, when Config.MaxRecord is zero: 64 KiB.
-const DefaultMaxRecord = 64 << 10
+// id: 64 KiB. A longer answer is streamed through and its conversation is
+// not recorded.
+const MaxRecord = 64 << 10
 
 // Family is one family of Fountain's API routes: its path segment under
 // /fountain/api, the scope word it needs, and the kind of resource its ids
@@ -143,17 +144,6 @@ type Config struct {
 	Key KeyFunc
 	// MaxBody bounds a request body in bytes (default protocol.DefaultMaxBody, 64 MiB).
 	MaxBody int64
-	// MaxRecord bounds the answer held to read a new conversation's id
-	// (default DefaultMaxRecord). A longer answer is streamed through and
-	// its conversation is not recorded.
-	MaxRecord int64
-	// MaxChecked bounds a request body read whole to check the ids it
-	// names (default DefaultMaxChecked). A larger JSON or form body is a
-	// 413; a larger body of another type is streamed unchecked.
-	MaxChecked int64
-	// MaxListing bounds a listing's answer held to keep only the box's
-	// own items (default DefaultMaxListing); a larger one is a 502.
-	MaxListing int64
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Logger receives upstream failures and unrecorded conversations;
@@ -188,9 +178,6 @@ type call struct {
 // New returns the capability.
 func New(cfg Config) *Capability {
 	defaults.Positive(&cfg.MaxBody, protocol.DefaultMaxBody)
-	defaults.Positive(&cfg.MaxRecord, DefaultMaxRecord)
-	defaults.Positive(&cfg.MaxChecked, DefaultMaxChecked)
-	defaults.Positive(&cfg.MaxListing, DefaultMaxListing)
 	defaults.Clock(&cfg.Now)
 	defaults.Logger(&cfg.Logger)
 	if cfg.Transport == nil {
@@ -352,13 +339,13 @@ func (c *Capability) record(resp *http.Response, cl *call) error {
 		return nil
 	}
 	orig := resp.Body
-	held, err := io.ReadAll(io.LimitReader(orig, c.cfg.MaxRecord+1))
+	held, err := io.ReadAll(io.LimitReader(orig, MaxRecord+1))
 	if err != nil {
 		return fmt.Errorf("read the answer to a started conversation: %w", err)
 	}
-	if int64(len(held)) > c.cfg.MaxRecord {
+	if int64(len(held)) > MaxRecord {
 		resp.Body = readCloser{io.MultiReader(bytes.NewReader(held), orig), orig}
-		c.cfg.Logger.Warn("fountain: a started conversation's answer is over the bound; not recorded", "box", cl.box, "bound", c.cfg.MaxRecord)
+		c.cfg.Logger.Warn("fountain: a started conversation's answer is over the bound; not recorded", "box", cl.box, "bound", MaxRecord)
 		return nil
 	}
 	resp.Body = readCloser{bytes.NewReader(held), orig}

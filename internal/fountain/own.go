@@ -17,14 +17,15 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 )
 
-// Defaults of Config's bounds on what the broker reads to check ids.
+// Bounds on what the broker reads to check ids.
 const (
-	// DefaultMaxChecked bounds a request body read to check the ids it
-	// names: 1 MiB.
-	DefaultMaxChecked = 1 << 20
-	// DefaultMaxListing bounds a listing's answer held to keep only the
-	// box's own items: 4 MiB.
-	DefaultMaxListing = 4 << 20
+	// MaxChecked bounds a request body read whole to check the ids it
+	// names: 1 MiB. A larger JSON or form body is a 413; a larger body of
+	// another type is streamed unchecked.
+	MaxChecked = 1 << 20
+	// MaxListing bounds a listing's answer held to keep only the box's
+	// own items: 4 MiB; a larger one is a 502.
+	MaxListing = 4 << 20
 )
 
 // IDKind returns the kind of Fountain resource a query parameter or JSON
@@ -132,7 +133,7 @@ func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Reque
 	ids := queryIDs(r.URL.Query(), "the query")
 	body := r.Body
 	if body != nil && body != http.NoBody && r.ContentLength != 0 {
-		held, err := io.ReadAll(io.LimitReader(body, c.cfg.MaxChecked+1))
+		held, err := io.ReadAll(io.LimitReader(body, MaxChecked+1))
 		var mbe *http.MaxBytesError
 		switch {
 		case errors.As(err, &mbe):
@@ -142,10 +143,10 @@ func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Reque
 		}
 		mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 		structured := looksJSON(held) || strings.HasSuffix(mt, "json") || mt == "application/x-www-form-urlencoded"
-		if int64(len(held)) > c.cfg.MaxChecked {
+		if int64(len(held)) > MaxChecked {
 			if structured {
 				return nil, capability.Refuse(capability.ReasonTooLarge,
-					"The broker reads a Fountain request body of up to %d bytes to check that the ids it names are this box's; this one is larger.", c.cfg.MaxChecked)
+					"The broker reads a Fountain request body of up to %d bytes to check that the ids it names are this box's; this one is larger.", MaxChecked)
 			}
 			// Not JSON nor a form: streamed, tokens scrubbed as it goes.
 			return proxy.NewTokenScrubber(readCloser{io.MultiReader(bytes.NewReader(held), body), body}), nil
@@ -220,12 +221,12 @@ func (c *Capability) filterListing(resp *http.Response, cl *call) error {
 	if resp.StatusCode < 200 || resp.StatusCode > 299 || resp.Request.Method == http.MethodHead || resp.StatusCode == http.StatusNoContent {
 		return nil
 	}
-	held, err := io.ReadAll(io.LimitReader(resp.Body, c.cfg.MaxListing+1))
+	held, err := io.ReadAll(io.LimitReader(resp.Body, MaxListing+1))
 	if err != nil {
 		return fmt.Errorf("read a listing's answer: %w", err)
 	}
 	_ = resp.Body.Close()
-	if int64(len(held)) > c.cfg.MaxListing {
+	if int64(len(held)) > MaxListing {
 		return errListing
 	}
 	d := json.NewDecoder(bytes.NewReader(held))

@@ -81,46 +81,37 @@ func digits(s string) bool {
 
 func (g *GitHubApp) validate() error {
 	const k = KindGitHubApp
+	f := fields{kind: k}
 	for _, id := range []struct {
 		field string
 		v     numericID
 		of    string
 	}{{"app_id", g.AppID, "app"}, {"installation_id", g.InstallationID, "installation"}} {
-		if err := required(k, id.field, id.v.String()); err != nil {
-			return err
-		}
-		if !digits(id.v.String()) {
-			return &FieldError{Kind: k, Field: id.field, Problem: "must be the " + id.of + "'s numeric id"}
-		}
+		f.check(required(k, id.field, id.v.String()))
+		f.want(digits(id.v.String()), id.field, "must be the "+id.of+"'s numeric id")
 	}
-	if err := required(k, "private_key", g.PrivateKey); err != nil {
-		return err
-	}
+	f.check(required(k, "private_key", g.PrivateKey))
 	key, err := jwt.ParseRSAPrivateKeyFromPEM([]byte(g.PrivateKey))
 	if err != nil {
-		return &FieldError{Kind: k, Field: "private_key", Problem: "is not an RSA private key in PEM form (the .pem file GitHub gives for the app)"}
-	}
-	if key.N.BitLen() < 2048 {
-		return &FieldError{Kind: k, Field: "private_key", Problem: "is an RSA key shorter than 2048 bits"}
+		f.want(false, "private_key", "is not an RSA private key in PEM form (the .pem file GitHub gives for the app)")
+	} else {
+		f.want(key.N.BitLen() >= 2048, "private_key", "is an RSA key shorter than 2048 bits")
 	}
 	g.key = key
 	for _, r := range g.Repositories {
-		if r == "" || strings.ContainsAny(r, "/ \t\n") {
-			return &FieldError{Kind: k, Field: "repositories", Problem: fmt.Sprintf("holds %q, which is not a repository name (the name alone, without its owner)", r)}
-		}
+		f.want(r != "" && !strings.ContainsAny(r, "/ \t\n"), "repositories", fmt.Sprintf("holds %q, which is not a repository name (the name alone, without its owner)", r))
 	}
 	for p, a := range g.Permissions {
-		if a != "read" && a != "write" && a != "admin" {
-			return &FieldError{Kind: k, Field: "permissions", Problem: fmt.Sprintf("gives %q the access %q; want read, write or admin", p, a)}
-		}
+		f.want(a == "read" || a == "write" || a == "admin", "permissions", fmt.Sprintf("gives %q the access %q; want read, write or admin", p, a))
 	}
 	api := g.APIURL
 	if api == "" {
 		api = DefaultGitHubAPI
 	}
 	base, err := pinnedURL(k, "api_url", api)
-	if err != nil {
-		return err
+	f.check(err)
+	if f.err != nil {
+		return f.err
 	}
 	g.mintURL = base.JoinPath("app", "installations", g.InstallationID.String(), "access_tokens")
 	return nil

@@ -77,34 +77,20 @@ func (h *HMAC) Drop() []string {
 
 func (h *HMAC) validate() error {
 	const k = KindHMAC
-	if err := required(k, "key", h.Key); err != nil {
-		return err
-	}
-	if len(h.Key) < 16 {
-		return &FieldError{Kind: k, Field: "key", Problem: "is shorter than 16 bytes"}
-	}
-	if err := required(k, "header", h.Header); err != nil {
-		return err
-	}
-	if err := headerName(k, "header", &h.Header); err != nil {
-		return err
-	}
-	if err := oneOf(k, "algorithm", &h.Algorithm, "sha256", "sha256", "sha512", "sha1"); err != nil {
-		return err
-	}
-	if err := oneOf(k, "sign", &h.Signs, SignBody, SignBody, SignCanonical); err != nil {
-		return err
-	}
-	if err := oneOf(k, "encoding", &h.Encoding, "hex", "hex", "base64"); err != nil {
-		return err
-	}
-	if err := headerSafe(k, "prefix", h.Prefix); err != nil {
-		return err
-	}
+	f := fields{kind: k}
+	f.check(required(k, "key", h.Key))
+	f.want(len(h.Key) >= 16, "key", "is shorter than 16 bytes")
+	f.check(required(k, "header", h.Header))
+	f.check(headerName(k, "header", &h.Header))
+	f.check(oneOf(k, "algorithm", &h.Algorithm, "sha256", "sha256", "sha512", "sha1"))
+	f.check(oneOf(k, "sign", &h.Signs, SignBody, SignBody, SignCanonical))
+	f.check(oneOf(k, "encoding", &h.Encoding, "hex", "hex", "base64"))
+	f.check(headerSafe(k, "prefix", h.Prefix))
 	if h.TimestampHeader == "" {
 		h.TimestampHeader = "X-Timestamp"
 	}
-	return headerName(k, "timestamp_header", &h.TimestampHeader)
+	f.check(headerName(k, "timestamp_header", &h.TimestampHeader))
+	return f.err
 }
 
 func (h *HMAC) newHash() func() hash.Hash {

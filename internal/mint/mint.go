@@ -163,6 +163,27 @@ func jsonType(goKind string) string {
 	return "value"
 }
 
+// fields keeps the first *FieldError of a configuration's checks, made in
+// turn: once one has failed, the later ones are not reported.
+type fields struct {
+	kind string
+	err  error
+}
+
+// check keeps err when no earlier check failed.
+func (f *fields) check(err error) {
+	if f.err == nil {
+		f.err = err
+	}
+}
+
+// want fails field with problem unless ok.
+func (f *fields) want(ok bool, field, problem string) {
+	if !ok {
+		f.check(&FieldError{Kind: f.kind, Field: field, Problem: problem})
+	}
+}
+
 // required reports a *FieldError for an empty member.
 func required(kind, field, v string) error {
 	if strings.TrimSpace(v) == "" {

@@ -75,6 +75,11 @@ func TestParse_RefusesNamingTheField(t *testing.T) {
 		{"bad header", KindHMAC, hm(func(m map[string]any) { m["header"] = "X Sig" }), "header"},
 		{"bad algorithm", KindHMAC, hm(func(m map[string]any) { m["algorithm"] = "md5" }), "algorithm"},
 		{"bad sign", KindHMAC, hm(func(m map[string]any) { m["sign"] = "everything" }), "sign"},
+		// With two faults, the first checked is the one named.
+		{"bad algorithm and sign", KindHMAC, hm(func(m map[string]any) { m["algorithm"], m["sign"] = "md5", "everything" }), "algorithm"},
+		{"missing app id, bad PEM", KindGitHubApp, gh(func(m map[string]any) { delete(m, "app_id"); m["private_key"] = "nope" }), "app_id"},
+		{"token_url http, no client id", KindOAuth2, oa(func(m map[string]any) { m["token_url"] = "http://a.example.com"; delete(m, "client_id") }), "token_url"},
+		{"bad access key id, unknown region", KindSigV4, aws(func(m map[string]any) { m["access_key_id"], m["region"] = "not a key", "nowhere" }), "access_key_id"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -54,22 +54,15 @@ var scopeRE = regexp.MustCompile(`^[\x21\x23-\x5b\x5d-\x7e]+$`)
 
 func (o *OAuth2) validate() error {
 	const k = KindOAuth2
-	if err := required(k, "token_url", o.TokenURL); err != nil {
-		return err
-	}
+	f := fields{kind: k}
+	f.check(required(k, "token_url", o.TokenURL))
 	u, err := pinnedURL(k, "token_url", o.TokenURL)
-	if err != nil {
-		return err
-	}
+	f.check(err)
 	o.mintURL = u
-	if err := required(k, "client_id", o.ClientID); err != nil {
-		return err
-	}
-	for _, f := range []struct{ name, v string }{{"client_id", o.ClientID}, {"client_secret", o.ClientSecret}, {"refresh_token", o.RefreshToken}} {
-		if err := headerSafe(k, f.name, f.v); err != nil {
-			return err
-		}
-	}
+	f.check(required(k, "client_id", o.ClientID))
+	f.check(headerSafe(k, "client_id", o.ClientID))
+	f.check(headerSafe(k, "client_secret", o.ClientSecret))
+	f.check(headerSafe(k, "refresh_token", o.RefreshToken))
 	if o.Grant == "" {
 		o.Grant = GrantClientCredentials
 		if o.RefreshToken != "" {
@@ -78,25 +71,17 @@ func (o *OAuth2) validate() error {
 	}
 	switch o.Grant {
 	case GrantRefreshToken:
-		if err := required(k, "refresh_token", o.RefreshToken); err != nil {
-			return err
-		}
+		f.check(required(k, "refresh_token", o.RefreshToken))
 	case GrantClientCredentials:
-		if err := required(k, "client_secret", o.ClientSecret); err != nil {
-			return err
-		}
+		f.check(required(k, "client_secret", o.ClientSecret))
 	default:
-		return &FieldError{Kind: k, Field: "grant", Problem: "must be refresh_token or client_credentials"}
+		f.want(false, "grant", "must be refresh_token or client_credentials")
 	}
-	if err := oneOf(k, "auth_style", &o.AuthStyle, "", "basic", "body"); err != nil {
-		return err
-	}
+	f.check(oneOf(k, "auth_style", &o.AuthStyle, "", "basic", "body"))
 	for _, s := range o.Scopes {
-		if !scopeRE.MatchString(s) {
-			return &FieldError{Kind: k, Field: "scopes", Problem: "holds a scope with a space, quote, backslash or control character"}
-		}
+		f.want(scopeRE.MatchString(s), "scopes", "holds a scope with a space, quote, backslash or control character")
 	}
-	return nil
+	return f.err
 }
 
 func (o *OAuth2) style() oauth2.AuthStyle {

@@ -74,29 +74,18 @@ var (
 
 func (s *SigV4) validate() error {
 	const k = KindSigV4
-	for _, f := range []struct{ name, v string }{
+	f := fields{kind: k}
+	for _, m := range []struct{ name, v string }{
 		{"access_key_id", s.AccessKeyID}, {"secret_access_key", s.SecretAccessKey}, {"region", s.Region}, {"service", s.Service},
 	} {
-		if err := required(k, f.name, f.v); err != nil {
-			return err
-		}
+		f.check(required(k, m.name, m.v))
 	}
-	if !accessKeyRE.MatchString(s.AccessKeyID) {
-		return &FieldError{Kind: k, Field: "access_key_id", Problem: "is not an AWS access key id (upper-case letters and digits, as AKIA…)"}
-	}
-	if err := headerSafe(k, "secret_access_key", s.SecretAccessKey); err != nil {
-		return err
-	}
-	if err := headerSafe(k, "session_token", s.SessionToken); err != nil {
-		return err
-	}
-	if !strings.Contains(awsRegions, " "+s.Region+" ") {
-		return &FieldError{Kind: k, Field: "region", Problem: "is not an AWS region the broker knows (as us-east-1)"}
-	}
-	if !serviceRE.MatchString(s.Service) {
-		return &FieldError{Kind: k, Field: "service", Problem: "is not an AWS service's signing name (as s3, sqs, execute-api)"}
-	}
-	return nil
+	f.want(accessKeyRE.MatchString(s.AccessKeyID), "access_key_id", "is not an AWS access key id (upper-case letters and digits, as AKIA…)")
+	f.check(headerSafe(k, "secret_access_key", s.SecretAccessKey))
+	f.check(headerSafe(k, "session_token", s.SessionToken))
+	f.want(strings.Contains(awsRegions, " "+s.Region+" "), "region", "is not an AWS region the broker knows (as us-east-1)")
+	f.want(serviceRE.MatchString(s.Service), "service", "is not an AWS service's signing name (as s3, sqs, execute-api)")
+	return f.err
 }
 
 // Sign signs req with SigV4 over body (or UNSIGNED-PAYLOAD when unsigned).

@@ -33,7 +33,7 @@ import (
 // Credential IDs in the store.
 const (
 	// SharedAnthropic is the operator's Anthropic credential.
-	SharedAnthropic = "anthropic"
+	SharedAnthropic = pool.SharedID
 	// SharedFountain is the operator's Fountain key.
 	SharedFountain = "fountain"
 )

@@ -186,7 +186,7 @@ func TestPool_ABoxCannotMakeTheBrokerProbeAKeyAtWill(t *testing.T) {
 	if got := up.probes(); !slices.Equal(got, []string{a}) {
 		t.Errorf("after 10 calls the broker probed %v, want %s once", got, a)
 	}
-	clk.Add(pool.DefaultProbeEvery)
+	clk.Add(pool.ProbeEvery)
 	if resp := messages(t, b, mallory, onlyB); resp.StatusCode != 200 {
 		t.Fatalf("call after ProbeEvery: %d %s", resp.StatusCode, resp.Body)
 	}
@@ -220,7 +220,7 @@ func TestPool_ProbesOfAKeyAreOneAtATime(t *testing.T) {
 	done := make(chan brokertest.Response)
 	go func() { done <- messages(t, b, mallory, []byte(msgBody)) }()
 	<-started
-	clk.Add(2 * pool.DefaultProbeEvery) // past the interval: only the probe under way holds the others back
+	clk.Add(2 * pool.ProbeEvery) // past the interval: only the probe under way holds the others back
 	for i := 0; i < 5; i++ {
 		if resp := messages(t, b, mallory, []byte(msgBody)); resp.StatusCode != 200 {
 			t.Fatalf("call %d while the probe runs: %d %s", i, resp.StatusCode, resp.Body)
@@ -228,7 +228,7 @@ func TestPool_ProbesOfAKeyAreOneAtATime(t *testing.T) {
 	}
 	// Back to the first call's time, so that it has time left to fail
 	// over once its probe ends.
-	clk.Add(-2 * pool.DefaultProbeEvery)
+	clk.Add(-2 * pool.ProbeEvery)
 	close(release)
 	if resp := <-done; resp.StatusCode != 200 {
 		t.Errorf("the call that began the probe: %d %s", resp.StatusCode, resp.Body)

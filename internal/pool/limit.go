@@ -196,9 +196,9 @@ func (p *Pool) coolLocked(h *health, name, box, key string, like limit, hd http.
 		d, ok = max(reset.Sub(now), 0), true
 	}
 	if !ok {
-		d = p.cfg.CoolBase << min(bc.strikes-1, 20)
+		d = CoolBase << min(bc.strikes-1, 20)
 	}
-	until := now.Add(min(d, p.cfg.CoolMax))
+	until := now.Add(min(d, CoolMax))
 	bc.until = later(bc.until, until)
 	all := l.until
 	if _, kept := l.boxes[box]; kept || len(l.boxes) < maxCooledBoxes {
@@ -208,9 +208,9 @@ func (p *Pool) coolLocked(h *health, name, box, key string, like limit, hd http.
 		for _, c := range l.boxes {
 			us = append(us, c.until)
 		}
-		if len(us) >= p.cfg.CoolBoxes {
+		if len(us) >= CoolBoxes {
 			sort.Slice(us, func(i, j int) bool { return us[i].After(us[j]) })
-			all = later(all, us[p.cfg.CoolBoxes-1])
+			all = later(all, us[CoolBoxes-1])
 		}
 	} else {
 		// Past the bound, so many boxes drew one that it cools for all.

@@ -26,7 +26,7 @@ func TestPool_OverloadsOfManyModelsAreBounded(t *testing.T) {
 		t.Errorf("no overload of an unknown model kept past the bound")
 	}
 	// Once they cool for no one, new models are kept apart again.
-	now = now.Add(DefaultCoolMax + time.Second)
+	now = now.Add(CoolMax + time.Second)
 	p.answered("a", "mallory", RouteMessages, "claude-new", 529, nil, nil)
 	if h.limits[overloadKey("claude-new")] == nil {
 		t.Errorf("a new model's overload after the others cooled is not kept apart")

@@ -73,15 +73,28 @@ func AD(name string) string {
 	return "credential:" + SharedID + "/" + name
 }
 
-// Defaults for Config.
+// Bounds of an entry's health.
 const (
-	DefaultCoolBase   = time.Second
-	DefaultCoolMax    = 5 * time.Minute
-	DefaultFailedFor  = 10 * time.Minute
-	DefaultTryFor     = 30 * time.Second
-	DefaultCoolBoxes  = 2
-	DefaultProbeEvery = time.Minute
-	DefaultProbeFor   = 10 * time.Second
+	// CoolBase is the first backoff of an entry that answered 429 or 529
+	// with no retry-after; each refusal in a row doubles it, up to
+	// CoolMax, which also bounds a retry-after.
+	CoolBase = time.Second
+	CoolMax  = 5 * time.Minute
+	// FailedFor is how long an entry whose credential the upstream
+	// refused (a 401 to the pool's own probe) takes no calls on this
+	// replica.
+	FailedFor = 10 * time.Minute
+	// TryFor bounds the time from a call's first try to the start of its
+	// last: no entry is tried after it.
+	TryFor = 30 * time.Second
+	// CoolBoxes is how many boxes must draw a 429 on one of an entry's
+	// limits, within its cooling, before it cools for every box; until
+	// then it cools only for the boxes that drew one.
+	CoolBoxes = 2
+	// ProbeEvery bounds how often an entry's credential is probed after
+	// a 401; ProbeFor bounds one probe.
+	ProbeEvery = time.Minute
+	ProbeFor   = 10 * time.Second
 )
 
 // Config configures a Pool.
@@ -93,27 +106,9 @@ type Config struct {
 	// Upstream is the base URL of an entry that names none (the broker's
 	// --anthropic-url).
 	Upstream *url.URL
-	// CoolBase is the first backoff of an entry that answered 429 or 529
-	// with no retry-after; each refusal in a row doubles it, up to
-	// CoolMax, which also bounds a retry-after.
-	CoolBase, CoolMax time.Duration
-	// FailedFor is how long an entry whose credential the upstream
-	// refused (a 401 to the pool's own probe) takes no calls on this
-	// replica.
-	FailedFor time.Duration
-	// CoolBoxes is how many boxes must draw a 429 on one of an entry's
-	// limits, within its cooling, before it cools for every box (default
-	// 2); until then it cools only for the boxes that drew one.
-	CoolBoxes int
-	// ProbeEvery bounds how often an entry's credential is probed after
-	// a 401 (default a minute); ProbeFor bounds one probe (default 10 s).
-	ProbeEvery, ProbeFor time.Duration
 	// Transport carries the probes (default proxy.NewTransport). They
 	// go only to the entry's own base URL, and no redirect is followed.
 	Transport http.RoundTripper
-	// TryFor bounds the time from a call's first try to the start of its
-	// last: no entry is tried after it.
-	TryFor time.Duration
 	// Logger receives a WARN for every entry failed; never a value.
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
@@ -149,13 +144,6 @@ type health struct {
 
 // New returns a Pool.
 func New(cfg Config) *Pool {
-	defaults.Positive(&cfg.CoolBase, DefaultCoolBase)
-	defaults.Positive(&cfg.CoolMax, DefaultCoolMax)
-	defaults.Positive(&cfg.FailedFor, DefaultFailedFor)
-	defaults.Positive(&cfg.TryFor, DefaultTryFor)
-	defaults.Positive(&cfg.CoolBoxes, DefaultCoolBoxes)
-	defaults.Positive(&cfg.ProbeEvery, DefaultProbeEvery)
-	defaults.Positive(&cfg.ProbeFor, DefaultProbeFor)
 	if cfg.Transport == nil {
 		cfg.Transport = proxy.NewTransport(proxy.TransportOptions{})
 	}
@@ -463,7 +451,7 @@ func (c *Choice) Answered(status int, hd http.Header, body []byte) bool {
 // not (a cooling one that is still limited answers the box so).
 func (c *Choice) Next() (capability.Paid, bool) {
 	now := c.p.cfg.Now()
-	if now.Sub(c.start) >= c.p.cfg.TryFor {
+	if now.Sub(c.start) >= TryFor {
 		return capability.Paid{}, false
 	}
 	prev := c.entries[c.i].Name

@@ -34,7 +34,7 @@ func (p *Pool) check(e Entry) {
 	now := p.cfg.Now()
 	p.mu.Lock()
 	h := p.healthLocked(e.Name)
-	if h.probing || (!h.probedAt.IsZero() && now.Sub(h.probedAt) < p.cfg.ProbeEvery && !e.UpdatedAt.After(h.probedValue)) {
+	if h.probing || (!h.probedAt.IsZero() && now.Sub(h.probedAt) < ProbeEvery && !e.UpdatedAt.After(h.probedValue)) {
 		p.mu.Unlock()
 		return
 	}
@@ -51,7 +51,7 @@ func (p *Pool) check(e Entry) {
 	case err != nil:
 		p.cfg.Logger.Warn("credential pool: an entry answered 401 and its probe failed; it stays as it was", "entry", e.Name, "err", err)
 	case status == http.StatusUnauthorized:
-		h.failed, h.failedValue, h.failedUntil = true, e.UpdatedAt, now.Add(p.cfg.FailedFor)
+		h.failed, h.failedValue, h.failedUntil = true, e.UpdatedAt, now.Add(FailedFor)
 		p.cfg.Logger.Warn("credential pool: the upstream refused an entry's credential (401 to the broker's own GET /v1/models); it takes no calls on this replica until the time given",
 			"entry", e.Name, "until", h.failedUntil.UTC().Format(time.RFC3339))
 	default:
@@ -79,7 +79,7 @@ func (p *Pool) probe(e Entry) (int, error) {
 	if base == nil {
 		return 0, errNoUpstream
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.ProbeFor)
+	ctx, cancel := context.WithTimeout(context.Background(), ProbeFor)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "", nil)
 	if err != nil {

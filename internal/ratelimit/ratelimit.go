@@ -38,9 +38,9 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 )
 
-// DefaultEvery is how often a Limiter reads the limits and exchanges its
-// counts.
-const DefaultEvery = time.Second
+// Every is how often a Limiter reads the limits and exchanges its
+// counts: the period of Run's rounds.
+const Every = time.Second
 
 // Config configures a Limiter. Zero fields take the defaults.
 type Config struct {
@@ -52,8 +52,6 @@ type Config struct {
 	Exchange bool
 	// Replica names this process among the replicas (random when "").
 	Replica string
-	// Every is the period of Run's rounds (DefaultEvery when 0).
-	Every time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 	// Logger receives rounds that fail (slog.Default when nil).
@@ -129,7 +127,6 @@ func New(cfg Config) (*Limiter, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("ratelimit: no store")
 	}
-	defaults.Positive(&cfg.Every, DefaultEvery)
 	defaults.Clock(&cfg.Now)
 	defaults.Logger(&cfg.Logger)
 	if cfg.Replica == "" {
@@ -188,7 +185,7 @@ func (l *Limiter) Admit(box, principal string) *Refusal {
 		if f != nil {
 			// The oldest second this replica counted leaves the minute
 			// then; counted only by others, try again after a round.
-			f.RetryAfter = l.cfg.Every
+			f.RetryAfter = Every
 			if oldest != 0 {
 				f.RetryAfter = time.Unix(oldest+60, 0).Sub(now)
 			}
@@ -267,7 +264,7 @@ func (l *Limiter) ringLocked(k key) *ring {
 // Run reads the limits and, with Exchange, exchanges counts now and every
 // Every until ctx ends.
 func (l *Limiter) Run(ctx context.Context) {
-	t := time.NewTicker(l.cfg.Every)
+	t := time.NewTicker(Every)
 	defer t.Stop()
 	for {
 		if err := l.Round(ctx); err != nil && ctx.Err() == nil {
@@ -312,7 +309,7 @@ func (l *Limiter) Round(ctx context.Context) error {
 	}
 	// Another replica's row counts while it was written within two
 	// rounds: one that stopped writing no longer counts.
-	others, err := l.cfg.Store.ExchangeRates(ctx, l.cfg.Replica, mine, now.Add(-2*l.cfg.Every))
+	others, err := l.cfg.Store.ExchangeRates(ctx, l.cfg.Replica, mine, now.Add(-2*Every))
 	if err != nil {
 		return err
 	}

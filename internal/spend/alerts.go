@@ -51,9 +51,6 @@ type AlertConfig struct {
 	// Registerer, when set, is where boxbroker_budget_alerts_total is
 	// registered.
 	Registerer prometheus.Registerer
-	// Every is how often budgets of boxes that were charged are looked
-	// at (10 s when 0).
-	Every time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 	// Logger receives each alert at WARN (slog.Default when nil).
@@ -110,7 +107,6 @@ func NewAlerter(cfg AlertConfig) (*Alerter, error) {
 	if cfg.Webhook != nil && len(cfg.WebhookKey) == 0 {
 		return nil, errors.New("spend: alerts: a webhook needs a key to sign with")
 	}
-	defaults.Positive(&cfg.Every, 10*time.Second)
 	defaults.Clock(&cfg.Now)
 	defaults.Logger(&cfg.Logger)
 	a := &Alerter{cfg: cfg, log: cfg.Logger, dirty: map[string]struct{}{},
@@ -139,10 +135,10 @@ func (a *Alerter) Touch(box string) {
 	a.mu.Unlock()
 }
 
-// Run looks at the budgets of the boxes charged every Every until ctx
+// Run looks at the budgets of the boxes charged every 10 s until ctx
 // ends, then waits for the webhook posts under way.
 func (a *Alerter) Run(ctx context.Context) {
-	t := time.NewTicker(a.cfg.Every)
+	t := time.NewTicker(10 * time.Second)
 	defer t.Stop()
 	defer func() {
 		if a.hook != nil {

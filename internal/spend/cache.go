@@ -1,8 +1,10 @@
 package spend
 
 import (
+	"cmp"
 	"context"
-	"sort"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/store"
@@ -65,19 +67,8 @@ func Cache(ctx context.Context, st store.PromptCache, box, month string, now tim
 		line(c).Day.Add(c)
 		rep.Total.Day.Add(c)
 	}
-	sortCacheLines(rep.Lines)
-	return rep, nil
-}
-
-func sortCacheLines(ls []CacheLine) {
-	sort.Slice(ls, func(i, j int) bool {
-		a, b := ls[i], ls[j]
-		if a.Box != b.Box {
-			return a.Box < b.Box
-		}
-		if a.PayerKind != b.PayerKind {
-			return a.PayerKind < b.PayerKind
-		}
-		return a.Entry < b.Entry
+	slices.SortFunc(rep.Lines, func(a, b CacheLine) int {
+		return cmp.Or(strings.Compare(a.Box, b.Box), strings.Compare(a.PayerKind, b.PayerKind), strings.Compare(a.Entry, b.Entry))
 	})
+	return rep, nil
 }
