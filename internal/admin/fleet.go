@@ -83,7 +83,7 @@ type FleetUsage struct {
 
 // countsOf is u's counts as the admin API shows them.
 func countsOf(u store.Usage) SpendCounts {
-	return SpendCounts{UsageCounts: operator.UsageCountsOf(u), MeasuredUSD: dollars(u.Cost)}
+	return SpendCounts{UsageCounts: operator.UsageCountsOf(u), MeasuredUSD: operator.Dollars(u.Cost)}
 }
 
 // usageAt is m's usage under k, added empty when there is none.
@@ -119,8 +119,8 @@ func (s *Server) FleetSpend(ctx context.Context, month string) (FleetSpend, erro
 		usageAt(byPrincipal, u.Principal).Add(u)
 		usageAt(byModel, u.Model).Add(u)
 		usageAt(byBox, u.Box).Add(u)
-		out.Usage = append(out.Usage, FleetUsage{Box: u.Box, Payer: u.PayerKind, Principal: optional(u.Principal),
-			Model: optional(u.Model), SpendCounts: countsOf(u)})
+		out.Usage = append(out.Usage, FleetUsage{Box: u.Box, Payer: u.PayerKind, Principal: operator.Optional(u.Principal),
+			Model: operator.Optional(u.Model), SpendCounts: countsOf(u)})
 	}
 	// A box's own tally holds every call it was charged for; a
 	// principal's, those that principal paid. What no principal paid is
@@ -149,19 +149,19 @@ func (s *Server) FleetSpend(ctx context.Context, month string) (FleetSpend, erro
 			usageAt(byBox, b)
 		}
 	}
-	out.SpendCounts, out.ChargedUSD = countsOf(total), dollars(charged)
+	out.SpendCounts, out.ChargedUSD = countsOf(total), operator.Dollars(charged)
 	for k, c := range byPayer {
-		out.ByPayer = append(out.ByPayer, PayerSpend{Payer: k.payer, Principal: optional(k.principal), SpendCounts: countsOf(*c)})
+		out.ByPayer = append(out.ByPayer, PayerSpend{Payer: k.payer, Principal: operator.Optional(k.principal), SpendCounts: countsOf(*c)})
 	}
 	for p, c := range byPrincipal {
-		out.ByPrincipal = append(out.ByPrincipal, PrincipalSpend{Principal: optional(p), SpendCounts: countsOf(*c),
-			ChargedUSD: dollars(principalCharged[p])})
+		out.ByPrincipal = append(out.ByPrincipal, PrincipalSpend{Principal: operator.Optional(p), SpendCounts: countsOf(*c),
+			ChargedUSD: operator.Dollars(principalCharged[p])})
 	}
 	for m, c := range byModel {
 		out.ByModel = append(out.ByModel, ModelSpend{Model: m, Priced: c.Unpriced == 0, SpendCounts: countsOf(*c)})
 	}
 	for b, c := range byBox {
-		out.ByBox = append(out.ByBox, BoxSpend{Box: b, SpendCounts: countsOf(*c), ChargedUSD: dollars(boxCharged[b])})
+		out.ByBox = append(out.ByBox, BoxSpend{Box: b, SpendCounts: countsOf(*c), ChargedUSD: operator.Dollars(boxCharged[b])})
 	}
 	deref := func(p *string) string {
 		if p == nil {
