@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/intentius/boxbroker/internal/operator"
+	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -83,7 +84,7 @@ type FleetUsage struct {
 
 // countsOf is u's counts as the admin API shows them.
 func countsOf(u store.Usage) SpendCounts {
-	return SpendCounts{UsageCounts: operator.UsageCountsOf(u), MeasuredUSD: operator.Dollars(u.Cost)}
+	return SpendCounts{UsageCounts: operator.UsageCountsOf(u), MeasuredUSD: spend.Dollars(u.Cost)}
 }
 
 // usageAt is m's usage under k, added empty when there is none.
@@ -149,19 +150,19 @@ func (s *Server) FleetSpend(ctx context.Context, month string) (FleetSpend, erro
 			usageAt(byBox, b)
 		}
 	}
-	out.SpendCounts, out.ChargedUSD = countsOf(total), operator.Dollars(charged)
+	out.SpendCounts, out.ChargedUSD = countsOf(total), spend.Dollars(charged)
 	for k, c := range byPayer {
 		out.ByPayer = append(out.ByPayer, PayerSpend{Payer: k.payer, Principal: operator.Optional(k.principal), SpendCounts: countsOf(*c)})
 	}
 	for p, c := range byPrincipal {
 		out.ByPrincipal = append(out.ByPrincipal, PrincipalSpend{Principal: operator.Optional(p), SpendCounts: countsOf(*c),
-			ChargedUSD: operator.Dollars(principalCharged[p])})
+			ChargedUSD: spend.Dollars(principalCharged[p])})
 	}
 	for m, c := range byModel {
 		out.ByModel = append(out.ByModel, ModelSpend{Model: m, Priced: c.Unpriced == 0, SpendCounts: countsOf(*c)})
 	}
 	for b, c := range byBox {
-		out.ByBox = append(out.ByBox, BoxSpend{Box: b, SpendCounts: countsOf(*c), ChargedUSD: operator.Dollars(boxCharged[b])})
+		out.ByBox = append(out.ByBox, BoxSpend{Box: b, SpendCounts: countsOf(*c), ChargedUSD: spend.Dollars(boxCharged[b])})
 	}
 	deref := func(p *string) string {
 		if p == nil {

@@ -3,7 +3,7 @@ package admin
 import (
 	"context"
 
-	"github.com/intentius/boxbroker/internal/operator"
+	"github.com/intentius/boxbroker/internal/spend"
 )
 
 // FleetTotal is FleetSpend's totals for month alone, its lists empty:
@@ -14,5 +14,5 @@ func (s *Server) FleetTotal(ctx context.Context, month string) (FleetSpend, erro
 	if err != nil {
 		return FleetSpend{}, err
 	}
-	return FleetSpend{Month: month, SpendCounts: countsOf(t.Usage), ChargedUSD: operator.Dollars(t.Charged)}, nil
+	return FleetSpend{Month: month, SpendCounts: countsOf(t.Usage), ChargedUSD: spend.Dollars(t.Charged)}, nil
 }

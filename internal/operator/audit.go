@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 
+	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -49,7 +50,7 @@ func AuditViewOf(e store.AuditEntry) AuditView {
 		ID: e.ID, At: formatTime(e.At), Method: e.Method, Route: e.Route, Capability: e.Capability,
 		Words: e.Words, Status: e.Status, Reason: e.Reason, Message: e.Message,
 		DurationMs: float64(e.Duration.Microseconds()) / 1000,
-		Bytes:      e.Bytes, USD: Dollars(e.Cost),
+		Bytes:      e.Bytes, USD: spend.Dollars(e.Cost),
 		Box: Optional(e.Box), PaidBy: Optional(e.PaidBy),
 	}
 	if v.Words == nil {

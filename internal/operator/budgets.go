@@ -73,13 +73,9 @@ func NoBudget(box, principal string) string {
 }
 
 func budgetView(b spend.BudgetStatus) BudgetView {
-	return BudgetView{Principal: Optional(b.Principal), USD: Dollars(b.Limit), Spent: Dollars(b.Spent),
-		Held: Dollars(b.Reserved), Left: Dollars(b.Left), UpdatedAt: formatTime(b.UpdatedAt)}
+	return BudgetView{Principal: Optional(b.Principal), USD: spend.Dollars(b.Limit), Spent: spend.Dollars(b.Spent),
+		Held: spend.Dollars(b.Reserved), Left: spend.Dollars(b.Left), UpdatedAt: formatTime(b.UpdatedAt)}
 }
-
-// Dollars is micro-dollars, as the store keeps money, in dollars, as
-// every JSON view shows it.
-func Dollars(micros int64) float64 { return float64(micros) / 1e6 }
 
 // Optional is s as a JSON view's optional string: nil (null) for "".
 func Optional(s string) *string {

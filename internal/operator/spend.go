@@ -48,7 +48,7 @@ type MeasuredSpend struct {
 
 // measured is what a spend.Report or spend.Line counts, as a view.
 func measured(measuredMicros, calls, unpriced, unmeasured, chargedMicros int64) MeasuredSpend {
-	return MeasuredSpend{MeasuredUSD: Dollars(measuredMicros), Calls: calls, Unpriced: unpriced, Unmeasured: unmeasured, ChargedUSD: Dollars(chargedMicros)}
+	return MeasuredSpend{MeasuredUSD: spend.Dollars(measuredMicros), Calls: calls, Unpriced: unpriced, Unmeasured: unmeasured, ChargedUSD: spend.Dollars(chargedMicros)}
 }
 
 // SpendLine is one principal's spend in a month, measured beside
@@ -195,7 +195,7 @@ func (s *Service) Spend(ctx context.Context, box, month string) (SpendReport, er
 	})
 	out.Usage = views(rep.Usage, func(u store.Usage) UsageView {
 		return UsageView{Payer: u.PayerKind, Principal: Optional(u.Principal), Model: Optional(u.Model),
-			UsageCounts: UsageCountsOf(u), CostUSD: Dollars(u.Cost)}
+			UsageCounts: UsageCountsOf(u), CostUSD: spend.Dollars(u.Cost)}
 	})
 	if out.Cache, err = s.Cache(ctx, box, month); err != nil {
 		return SpendReport{}, StoreError(err, "", "")
