@@ -201,12 +201,16 @@ func (s *Server) fleetSpend(r *http.Request) (FleetSpend, error) {
 	return out, operator.StoreError(err, "", "")
 }
 
-func (s *Server) fleetSpendCSV(w http.ResponseWriter, r *http.Request) error {
+// SpendCSV answers GET /api/spend.csv, and the owner's page's download
+// of the same: the fleet's spend in ?month= (this month when absent) as
+// a CSV download, one row per line of the grain ?by= (SpendCSVGrains;
+// usage when absent).
+func (s *Server) SpendCSV(w http.ResponseWriter, r *http.Request) error {
 	month, err := s.month(r)
 	if err != nil {
 		return err
 	}
-	by, err := SpendCSVGrain(r)
+	by, err := spendCSVGrain(r)
 	if err != nil {
 		return err
 	}
@@ -214,21 +218,23 @@ func (s *Server) fleetSpendCSV(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return operator.StoreError(err, "", "")
 	}
-	return WriteSpendCSV(w, out, by)
+	return writeSpendCSV(w, out, by)
 }
 
-func (s *Server) listAuditCSV(w http.ResponseWriter, r *http.Request) error {
-	entries, err := s.AuditExport(r)
+// AuditCSV answers GET /api/audit.csv, and the owner's page's download
+// of the same: the audit entries auditExport reads, as a CSV download.
+func (s *Server) AuditCSV(w http.ResponseWriter, r *http.Request) error {
+	entries, err := s.auditExport(r)
 	if err != nil {
 		return err
 	}
-	return WriteAuditCSV(w, entries, s.cfg.Now())
+	return writeAuditCSV(w, entries, s.cfg.Now())
 }
 
-// AuditExport reads the audit entries GET /api/audit.csv exports: the
+// auditExport reads the audit entries GET /api/audit.csv exports: the
 // query of GET /api/audit (box, since, refusals), limit up to
 // MaxAuditExport (default DefaultAuditExport).
-func (s *Server) AuditExport(r *http.Request) ([]store.AuditEntry, error) {
+func (s *Server) auditExport(r *http.Request) ([]store.AuditEntry, error) {
 	q, err := s.auditQuery(r, DefaultAuditExport, MaxAuditExport)
 	if err != nil {
 		return nil, err
