@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -117,7 +116,7 @@ func runAudit(ctx context.Context, c *cli, args []string) error {
 		}
 		cost := "-"
 		if e.USD != 0 {
-			cost = spend.FormatUSD(int64(math.Round(e.USD * 1e6)))
+			cost = spend.FormatDollars(e.USD)
 		}
 		reason, msg := e.Reason, e.Message
 		if reason == "" {

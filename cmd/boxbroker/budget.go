@@ -185,7 +185,7 @@ func ofBox(what, box, principal string) string {
 func printBudgets(c *cli, bl operator.BudgetList) error {
 	resets, _ := time.Parse(time.RFC3339, bl.Resets)
 	return rows(c.stdout, "BUDGET\tLIMIT\tSPENT\tHELD\tLEFT\tMONTH\tRESETS", bl.Budgets, func(b operator.BudgetView) []any {
-		return []any{whose(b.Principal), spend.FormatUSD(micros(b.USD)), spend.FormatUSD(micros(b.Spent)), spend.FormatUSD(micros(b.Held)), spend.FormatUSD(micros(b.Left)),
+		return []any{whose(b.Principal), spend.FormatDollars(b.USD), spend.FormatDollars(b.Spent), spend.FormatDollars(b.Held), spend.FormatDollars(b.Left),
 			bl.Month, resets.UTC().Format(time.RFC3339)}
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -394,5 +395,102 @@ func keyOf[V any](m map[string]V) func(string) bool {
 	return func(a string) bool {
 		_, ok := m[a]
 		return ok
+	}
+}
+
+// TestOperator_MakingTheProxyCAIsAuditedThroughEveryFrontEnd reads the
+// egress proxy's CA twice through each front end, each on a broker that
+// holds no CA yet: the CLI on the data directory (`proxy ca`), the CLI
+// with --admin-url, the admin API (GET /api/proxy/ca) and serve's start
+// of the egress proxy make the CA on the first read and write one audit
+// row naming the front end, and the second read writes none; the owner's page (its Proxy CA page and its
+// download) makes no CA and writes no row. It is apart from
+// TestOperator_EveryActionThroughEveryFrontEnd because a broker makes
+// its CA once.
+func TestOperator_MakingTheProxyCAIsAuditedThroughEveryFrontEnd(t *testing.T) {
+	ctx := context.Background()
+	const made = "made the egress proxy's CA"
+	tests := []struct {
+		name          string
+		method, route string // of the audit row; "" for none
+		read          func(t *testing.T, b *brokertest.Broker)
+	}{
+		{"cli", "CLI", "proxy ca", func(t *testing.T, b *brokertest.Broker) {
+			if code, out, errs := runEnv(t, map[string]string{"BOXBROKER_DATA": b.Server.Config.DataDir}, "", "proxy", "ca"); code != 0 || !strings.HasPrefix(out, "-----BEGIN CERTIFICATE-----") {
+				t.Fatalf("proxy ca = %d %q %q", code, out, errs)
+			}
+		}},
+		{"cli-admin-url", "GET", "/api/proxy/ca", func(t *testing.T, b *brokertest.Broker) {
+			env := map[string]string{"BOXBROKER_ADMIN_URL": b.AdminURL, "BOXBROKER_ADMIN_TOKEN": b.AdminToken, "BOXBROKER_DATA": t.TempDir()}
+			if code, out, errs := runEnv(t, env, "", "proxy", "ca"); code != 0 || !strings.HasPrefix(out, "-----BEGIN CERTIFICATE-----") {
+				t.Fatalf("proxy ca --admin-url = %d %q %q", code, out, errs)
+			}
+		}},
+		{"api", "GET", "/api/proxy/ca", func(t *testing.T, b *brokertest.Broker) {
+			if resp := b.Admin("GET", "/api/proxy/ca", b.AdminToken, nil); resp.StatusCode != http.StatusOK {
+				t.Fatalf("GET /api/proxy/ca = %d %s", resp.StatusCode, resp.Body)
+			}
+		}},
+		{"serve", "CLI", "serve", func(t *testing.T, b *brokertest.Broker) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			pctx, stop := context.WithCancel(ctx)
+			c := &cli{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }}
+			wait, err := startProxy(pctx, c, b.Server, ln, nil)
+			if err != nil {
+				stop()
+				t.Fatalf("the egress proxy's start: %v", err)
+			}
+			stop()
+			if err := wait(); err != nil {
+				t.Errorf("the egress proxy's end: %v", err)
+			}
+		}},
+		{"page", "", "", func(t *testing.T, b *brokertest.Broker) {
+			cookie, _ := pageSession(t, b)
+			for _, path := range []string{"/ui/proxy", "/ui/proxy/ca.pem"} {
+				req, _ := http.NewRequest("GET", b.AdminURL+path, nil)
+				req.AddCookie(&http.Cookie{Name: ui.SessionCookie, Value: cookie})
+				resp, err := noFollow.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if want := map[string]int{"/ui/proxy": http.StatusOK, "/ui/proxy/ca.pem": http.StatusNotFound}[path]; resp.StatusCode != want {
+					t.Fatalf("GET %s = %d, want %d", path, resp.StatusCode, want)
+				}
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := brokertest.New(t, brokertest.Options{})
+			for i := range 2 {
+				tt.read(t, b)
+				_, err := b.Server.Store.ProxyCA(ctx)
+				if (err == nil) != (tt.route != "") {
+					t.Errorf("read %d through %s: the store's CA: %v, want one made %v", i+1, tt.name, err, tt.route != "")
+				}
+				es, err := b.Server.Store.ListAudit(ctx, store.AuditQuery{Limit: 100})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var rows []string
+				for _, e := range es {
+					if strings.HasPrefix(e.Message, made) {
+						rows = append(rows, e.Method+" "+e.Route+" "+e.Capability)
+					}
+				}
+				want := []string(nil)
+				if tt.route != "" {
+					want = []string{tt.method + " " + tt.route + " " + store.ActorAdmin}
+				}
+				if !slices.Equal(rows, want) {
+					t.Errorf("after read %d through %s: audit rows %q, want %q", i+1, tt.name, rows, want)
+				}
+			}
+		})
 	}
 }

@@ -136,6 +136,6 @@ func printWindowBudgets(c *cli, ws []operator.WindowBudgetView) error {
 		return nil
 	}
 	return rows(c.stdout, "BUDGET\tWINDOW\tLIMIT\tSPENT\tHELD\tLEFT\tFROM\tTO", ws, func(w operator.WindowBudgetView) []any {
-		return []any{whose(w.Principal), w.Window, spend.FormatUSD(micros(w.USD)), spend.FormatUSD(micros(w.Spent)), spend.FormatUSD(micros(w.Held)), spend.FormatUSD(micros(w.Left)), w.From, w.Bucket}
+		return []any{whose(w.Principal), w.Window, spend.FormatDollars(w.USD), spend.FormatDollars(w.Spent), spend.FormatDollars(w.Held), spend.FormatDollars(w.Left), w.From, w.Bucket}
 	})
 }

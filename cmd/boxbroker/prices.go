@@ -75,9 +75,9 @@ func runPrices(ctx context.Context, c *cli, args []string) error {
 		long := "-"
 		if pr.LongContext != nil {
 			l := pr.LongContext
-			long = fmt.Sprintf("over %s: %s/%s/%s/%s/%s", tokens(pr.LongContextAbove), rate(l.Input), rate(l.Output), rate(l.CacheWrite), rate(l.CacheWrite1h), rate(l.CacheRead))
+			long = fmt.Sprintf("over %s: %s/%s/%s/%s/%s", spend.FormatTokens(pr.LongContextAbove), rate(l.Input), rate(l.Output), rate(l.CacheWrite), rate(l.CacheWrite1h), rate(l.CacheRead))
 		}
-		return []any{safe(id), rate(pr.Input), rate(pr.Output), rate(pr.CacheWrite), rate(pr.CacheWrite1h), rate(pr.CacheRead), tokens(pr.Context), long}
+		return []any{safe(id), rate(pr.Input), rate(pr.Output), rate(pr.CacheWrite), rate(pr.CacheWrite1h), rate(pr.CacheRead), spend.FormatTokens(pr.Context), long}
 	})
 	if err != nil {
 		return err
@@ -119,15 +119,4 @@ func rate(v float64) string {
 		return s + "0"
 	}
 	return s
-}
-
-// tokens writes a count of tokens: 200K, 1M.
-func tokens(n int64) string {
-	switch {
-	case n >= 1_000_000 && n%1_000_000 == 0:
-		return strconv.FormatInt(n/1_000_000, 10) + "M"
-	case n >= 1000 && n%1000 == 0:
-		return strconv.FormatInt(n/1000, 10) + "K"
-	}
-	return strconv.FormatInt(n, 10)
 }

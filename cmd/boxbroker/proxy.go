@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/intentius/boxbroker/internal/egressproxy"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/proxyca"
 	"github.com/intentius/boxbroker/internal/server"
 )
@@ -70,7 +71,13 @@ func passthroughHosts(list string) ([]string, error) {
 // tunnelled untouched, from passthroughHosts. ln is closed when it
 // returns an error.
 func startProxy(ctx context.Context, c *cli, srv *server.Server, ln net.Listener, pass []string) (wait func() error, err error) {
-	ca, err := proxyca.Load(ctx, srv.Store, srv.Keyring, nil)
+	// The operator service makes the CA when the store holds none, and
+	// audits its making, as `proxy ca` does.
+	if _, err := srv.Admin.Operator().Via(operator.Origin{Method: "CLI", Route: "serve"}).ProxyCA(ctx); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	ca, err := proxyca.Open(ctx, srv.Store, srv.Keyring, nil)
 	if err != nil {
 		ln.Close()
 		return nil, err

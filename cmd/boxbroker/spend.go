@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/operator"
@@ -33,9 +32,6 @@ func runSpend(ctx context.Context, c *cli, args []string) error {
 		return nil
 	})
 }
-
-// micros is dollars from a view as micro-dollars.
-func micros(usd float64) int64 { return int64(math.Round(usd * 1e6)) }
 
 // printCache prints v, a box's prompt-cache use in month, by payer kind
 // and pool entry: the month's and the last 24 hours' tokens and hit
@@ -102,12 +98,12 @@ func printSpend(c *cli, rep operator.SpendReport) {
 			who = safe(*l.Principal) // as the box reported it
 		}
 		r, n := reported(l.Reported)
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", who, spend.FormatUSD(micros(l.MeasuredUSD)), l.Calls, l.Unpriced, l.Unmeasured,
-			spend.FormatUSD(micros(l.ChargedUSD)), r, n, flag(l.Differs))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", who, spend.FormatDollars(l.MeasuredUSD), l.Calls, l.Unpriced, l.Unmeasured,
+			spend.FormatDollars(l.ChargedUSD), r, n, flag(l.Differs))
 	}
 	r, n := reported(rep.Reported)
-	fmt.Fprintf(tw, "total\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", spend.FormatUSD(micros(rep.MeasuredUSD)), rep.Calls, rep.Unpriced, rep.Unmeasured,
-		spend.FormatUSD(micros(rep.ChargedUSD)), r, n, flag(rep.Differs))
+	fmt.Fprintf(tw, "total\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", spend.FormatDollars(rep.MeasuredUSD), rep.Calls, rep.Unpriced, rep.Unmeasured,
+		spend.FormatDollars(rep.ChargedUSD), r, n, flag(rep.Differs))
 	_ = tw.Flush()
 
 	switch {
@@ -137,7 +133,7 @@ func printSpend(c *cli, rep operator.SpendReport) {
 			model = safe(*u.Model) // as the box's request named it
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\n", u.Payer, who, model, u.Calls, u.InputTokens, u.OutputTokens,
-			u.CacheWriteTokens, u.CacheReadTokens, spend.FormatUSD(micros(u.CostUSD)), u.Unpriced, u.Unmeasured)
+			u.CacheWriteTokens, u.CacheReadTokens, spend.FormatDollars(u.CostUSD), u.Unpriced, u.Unmeasured)
 	}
 	_ = tw.Flush()
 }

@@ -90,7 +90,7 @@ func (s *Server) apiRoutes() []Route {
 		{Pattern: "DELETE /api/boxes/{name}/resources/{kind}/{id}", Handle: noContent(s.removeResource)},
 
 		{Pattern: "GET /api/audit", Handle: s.listAudit},
-		{Pattern: "GET /api/audit.csv", Handle: s.listAuditCSV},
+		{Pattern: "GET /api/audit.csv", Handle: s.AuditCSV},
 
 		{Pattern: "PUT /api/boxes/{name}/payer", Handle: decode(http.StatusOK, nil, s.setPayer)},
 
@@ -109,6 +109,6 @@ func (s *Server) apiRoutes() []Route {
 		{Pattern: "DELETE /api/boxes/{name}/budgets", Handle: noContent(s.removeBudget)},
 		{Pattern: "GET /api/boxes/{name}/spend", Handle: boxMonth(s, s.SpendReport)},
 		{Pattern: "GET /api/spend", Handle: answer(http.StatusOK, s.fleetSpend)},
-		{Pattern: "GET /api/spend.csv", Handle: s.fleetSpendCSV},
+		{Pattern: "GET /api/spend.csv", Handle: s.SpendCSV},
 	}, slices.Concat(s.poolRoutes(), s.limitRoutes(), s.proposalRoutes(), s.deadLetterRoutes(), s.proxyCARoutes(), s.priceRoutes())...)
 }

@@ -59,8 +59,8 @@ func startCSV(w http.ResponseWriter, filename string) *csv.Writer {
 // rows carry charged_usd, the grains charged is kept at.
 var SpendCSVGrains = []string{"usage", "payer", "principal", "model", "box"}
 
-// SpendCSVGrain reads the request's ?by= value, usage when absent.
-func SpendCSVGrain(r *http.Request) (string, error) {
+// spendCSVGrain reads the request's ?by= value, usage when absent.
+func spendCSVGrain(r *http.Request) (string, error) {
 	by := r.URL.Query().Get("by")
 	if by == "" {
 		return "usage", nil
@@ -80,9 +80,9 @@ func (c SpendCounts) cells() []string {
 		csvInt(c.CacheWriteTokens), csvInt(c.CacheReadTokens), csvUSD(c.MeasuredUSD)}
 }
 
-// WriteSpendCSV answers f as a CSV download, one row per line of the
+// writeSpendCSV answers f as a CSV download, one row per line of the
 // grain by (one of SpendCSVGrains), each beginning with the month.
-func WriteSpendCSV(w http.ResponseWriter, f FleetSpend, by string) error {
+func writeSpendCSV(w http.ResponseWriter, f FleetSpend, by string) error {
 	cw := startCSV(w, fmt.Sprintf("boxbroker-spend-%s-by-%s.csv", f.Month, by))
 	row := func(cells ...string) { _ = cw.Write(cells) }
 	switch by {
@@ -116,9 +116,9 @@ func WriteSpendCSV(w http.ResponseWriter, f FleetSpend, by string) error {
 	return nil // the answer has begun: an error writing it cannot be told
 }
 
-// WriteAuditCSV answers entries as a CSV download, one row per entry as
+// writeAuditCSV answers entries as a CSV download, one row per entry as
 // GET /api/audit shows it, newest first; now names the file.
-func WriteAuditCSV(w http.ResponseWriter, entries []store.AuditEntry, now time.Time) error {
+func writeAuditCSV(w http.ResponseWriter, entries []store.AuditEntry, now time.Time) error {
 	cw := startCSV(w, "boxbroker-audit-"+now.UTC().Format("20060102T150405Z")+".csv")
 	_ = cw.Write([]string{"id", "at", "box", "method", "route", "capability", "words", "status", "reason", "message",
 		"duration_ms", "upstream_status", "paid_by", "bytes", "usd"})

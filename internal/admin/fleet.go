@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/intentius/boxbroker/internal/operator"
+	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -83,7 +84,7 @@ type FleetUsage struct {
 
 // countsOf is u's counts as the admin API shows them.
 func countsOf(u store.Usage) SpendCounts {
-	return SpendCounts{UsageCounts: operator.UsageCountsOf(u), MeasuredUSD: dollars(u.Cost)}
+	return SpendCounts{UsageCounts: operator.UsageCountsOf(u), MeasuredUSD: spend.Dollars(u.Cost)}
 }
 
 // usageAt is m's usage under k, added empty when there is none.
@@ -119,8 +120,8 @@ func (s *Server) FleetSpend(ctx context.Context, month string) (FleetSpend, erro
 		usageAt(byPrincipal, u.Principal).Add(u)
 		usageAt(byModel, u.Model).Add(u)
 		usageAt(byBox, u.Box).Add(u)
-		out.Usage = append(out.Usage, FleetUsage{Box: u.Box, Payer: u.PayerKind, Principal: optional(u.Principal),
-			Model: optional(u.Model), SpendCounts: countsOf(u)})
+		out.Usage = append(out.Usage, FleetUsage{Box: u.Box, Payer: u.PayerKind, Principal: operator.Optional(u.Principal),
+			Model: operator.Optional(u.Model), SpendCounts: countsOf(u)})
 	}
 	// A box's own tally holds every call it was charged for; a
 	// principal's, those that principal paid. What no principal paid is
@@ -149,19 +150,19 @@ func (s *Server) FleetSpend(ctx context.Context, month string) (FleetSpend, erro
 			usageAt(byBox, b)
 		}
 	}
-	out.SpendCounts, out.ChargedUSD = countsOf(total), dollars(charged)
+	out.SpendCounts, out.ChargedUSD = countsOf(total), spend.Dollars(charged)
 	for k, c := range byPayer {
-		out.ByPayer = append(out.ByPayer, PayerSpend{Payer: k.payer, Principal: optional(k.principal), SpendCounts: countsOf(*c)})
+		out.ByPayer = append(out.ByPayer, PayerSpend{Payer: k.payer, Principal: operator.Optional(k.principal), SpendCounts: countsOf(*c)})
 	}
 	for p, c := range byPrincipal {
-		out.ByPrincipal = append(out.ByPrincipal, PrincipalSpend{Principal: optional(p), SpendCounts: countsOf(*c),
-			ChargedUSD: dollars(principalCharged[p])})
+		out.ByPrincipal = append(out.ByPrincipal, PrincipalSpend{Principal: operator.Optional(p), SpendCounts: countsOf(*c),
+			ChargedUSD: spend.Dollars(principalCharged[p])})
 	}
 	for m, c := range byModel {
 		out.ByModel = append(out.ByModel, ModelSpend{Model: m, Priced: c.Unpriced == 0, SpendCounts: countsOf(*c)})
 	}
 	for b, c := range byBox {
-		out.ByBox = append(out.ByBox, BoxSpend{Box: b, SpendCounts: countsOf(*c), ChargedUSD: dollars(boxCharged[b])})
+		out.ByBox = append(out.ByBox, BoxSpend{Box: b, SpendCounts: countsOf(*c), ChargedUSD: spend.Dollars(boxCharged[b])})
 	}
 	deref := func(p *string) string {
 		if p == nil {
@@ -200,12 +201,16 @@ func (s *Server) fleetSpend(r *http.Request) (FleetSpend, error) {
 	return out, operator.StoreError(err, "", "")
 }
 
-func (s *Server) fleetSpendCSV(w http.ResponseWriter, r *http.Request) error {
+// SpendCSV answers GET /api/spend.csv, and the owner's page's download
+// of the same: the fleet's spend in ?month= (this month when absent) as
+// a CSV download, one row per line of the grain ?by= (SpendCSVGrains;
+// usage when absent).
+func (s *Server) SpendCSV(w http.ResponseWriter, r *http.Request) error {
 	month, err := s.month(r)
 	if err != nil {
 		return err
 	}
-	by, err := SpendCSVGrain(r)
+	by, err := spendCSVGrain(r)
 	if err != nil {
 		return err
 	}
@@ -213,21 +218,23 @@ func (s *Server) fleetSpendCSV(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return operator.StoreError(err, "", "")
 	}
-	return WriteSpendCSV(w, out, by)
+	return writeSpendCSV(w, out, by)
 }
 
-func (s *Server) listAuditCSV(w http.ResponseWriter, r *http.Request) error {
-	entries, err := s.AuditExport(r)
+// AuditCSV answers GET /api/audit.csv, and the owner's page's download
+// of the same: the audit entries auditExport reads, as a CSV download.
+func (s *Server) AuditCSV(w http.ResponseWriter, r *http.Request) error {
+	entries, err := s.auditExport(r)
 	if err != nil {
 		return err
 	}
-	return WriteAuditCSV(w, entries, s.cfg.Now())
+	return writeAuditCSV(w, entries, s.cfg.Now())
 }
 
-// AuditExport reads the audit entries GET /api/audit.csv exports: the
+// auditExport reads the audit entries GET /api/audit.csv exports: the
 // query of GET /api/audit (box, since, refusals), limit up to
 // MaxAuditExport (default DefaultAuditExport).
-func (s *Server) AuditExport(r *http.Request) ([]store.AuditEntry, error) {
+func (s *Server) auditExport(r *http.Request) ([]store.AuditEntry, error) {
 	q, err := s.auditQuery(r, DefaultAuditExport, MaxAuditExport)
 	if err != nil {
 		return nil, err

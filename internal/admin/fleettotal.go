@@ -1,6 +1,10 @@
 package admin
 
-import "context"
+import (
+	"context"
+
+	"github.com/intentius/boxbroker/internal/spend"
+)
 
 // FleetTotal is FleetSpend's totals for month alone, its lists empty:
 // what the owner's page's fleet line shows, read as two sums in the
@@ -10,5 +14,5 @@ func (s *Server) FleetTotal(ctx context.Context, month string) (FleetSpend, erro
 	if err != nil {
 		return FleetSpend{}, err
 	}
-	return FleetSpend{Month: month, SpendCounts: countsOf(t.Usage), ChargedUSD: dollars(t.Charged)}, nil
+	return FleetSpend{Month: month, SpendCounts: countsOf(t.Usage), ChargedUSD: spend.Dollars(t.Charged)}, nil
 }

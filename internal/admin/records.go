@@ -18,15 +18,6 @@ func (s *Server) setCredential(r *http.Request, cv CredentialValue) (operator.Cr
 	return s.Op(r, 0).SetCredential(r.Context(), r.PathValue("id"), cv.Kind, []byte(cv.Value))
 }
 
-// SecretName checks the {secret} path value.
-func SecretName(r *http.Request) (string, error) {
-	name := r.PathValue("secret")
-	if !protocol.IsSecretName(name) {
-		return "", operator.Errorf(operator.Invalid, "A secret name matches ^[A-Z][A-Z0-9_]{0,39}$.")
-	}
-	return name, nil
-}
-
 func (s *Server) listSecrets(r *http.Request) (operator.SecretList, error) {
 	views, err := s.op.ListSecrets(r.Context(), r.PathValue("name"))
 	return operator.SecretList{Secrets: views}, err

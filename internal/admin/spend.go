@@ -14,16 +14,6 @@ import (
 // JSON numbers exact to the micro-dollar (the broker keeps
 // micro-dollars).
 
-// dollars is micro-dollars as dollars.
-func dollars(micros int64) float64 { return float64(micros) / 1e6 }
-
-func optional(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
 // month reads the ?month= query value: YYYY-MM, this month (UTC) when
 // absent.
 func (s *Server) month(r *http.Request) (string, error) {

@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 
+	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -49,8 +50,8 @@ func AuditViewOf(e store.AuditEntry) AuditView {
 		ID: e.ID, At: formatTime(e.At), Method: e.Method, Route: e.Route, Capability: e.Capability,
 		Words: e.Words, Status: e.Status, Reason: e.Reason, Message: e.Message,
 		DurationMs: float64(e.Duration.Microseconds()) / 1000,
-		Bytes:      e.Bytes, USD: dollars(e.Cost),
-		Box: optional(e.Box), PaidBy: optional(e.PaidBy),
+		Bytes:      e.Bytes, USD: spend.Dollars(e.Cost),
+		Box: Optional(e.Box), PaidBy: Optional(e.PaidBy),
 	}
 	if v.Words == nil {
 		v.Words = []string{}

@@ -73,14 +73,12 @@ func NoBudget(box, principal string) string {
 }
 
 func budgetView(b spend.BudgetStatus) BudgetView {
-	return BudgetView{Principal: optional(b.Principal), USD: dollars(b.Limit), Spent: dollars(b.Spent),
-		Held: dollars(b.Reserved), Left: dollars(b.Left), UpdatedAt: formatTime(b.UpdatedAt)}
+	return BudgetView{Principal: Optional(b.Principal), USD: spend.Dollars(b.Limit), Spent: spend.Dollars(b.Spent),
+		Held: spend.Dollars(b.Reserved), Left: spend.Dollars(b.Left), UpdatedAt: formatTime(b.UpdatedAt)}
 }
 
-// dollars is micro-dollars as dollars.
-func dollars(micros int64) float64 { return float64(micros) / 1e6 }
-
-func optional(s string) *string {
+// Optional is s as a JSON view's optional string: nil (null) for "".
+func Optional(s string) *string {
 	if s == "" {
 		return nil
 	}

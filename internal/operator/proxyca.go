@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/proxyca"
+	"github.com/intentius/boxbroker/internal/store"
 )
 
 // ProxyCAView is the egress proxy's CA as a box is to trust it; never
@@ -40,16 +41,45 @@ var _ ProxyAuthority = (*Service)(nil)
 
 // ProxyCA returns the certificates of the egress proxy's CA a box is to
 // trust, making the CA first (its key sealed under the Keyring) when the
-// store holds none. An internal error without a Keyring.
+// store holds none, and then writing its audit row. An internal error
+// without a Keyring.
 func (s *Service) ProxyCA(ctx context.Context) (ProxyCAView, error) {
 	if s.cfg.Keyring == nil {
 		return ProxyCAView{}, errors.New("proxy CA: the operator service has no keyring")
 	}
-	ca, err := proxyca.Load(ctx, s.cfg.Store, s.cfg.Keyring, s.cfg.Now)
+	ca, made, err := proxyca.LoadOrMake(ctx, s.cfg.Store, s.cfg.Keyring, s.cfg.Now)
 	if err != nil {
 		return ProxyCAView{}, StoreError(err, "", "")
 	}
-	return ProxyCAView{Certificates: string(ca.CertPEM()), NextFrom: optionalTime(ca.NextFrom())}, nil
+	v := proxyCAView(ca)
+	if made {
+		if err := s.done(ctx, "", http.StatusOK, "made the egress proxy's CA"); err != nil {
+			return ProxyCAView{}, err
+		}
+	}
+	return v, nil
+}
+
+// StoredProxyCA is ProxyCA for a look that is no reason to make a CA (the
+// owner's page): it never makes one, and ok is false, with no error,
+// while the store holds none.
+func (s *Service) StoredProxyCA(ctx context.Context) (v ProxyCAView, ok bool, err error) {
+	if s.cfg.Keyring == nil {
+		return v, false, errors.New("proxy CA: the operator service has no keyring")
+	}
+	ca, err := proxyca.Open(ctx, s.cfg.Store, s.cfg.Keyring, s.cfg.Now)
+	if errors.Is(err, store.ErrNotFound) {
+		return v, false, nil
+	}
+	if err != nil {
+		return v, false, StoreError(err, "", "")
+	}
+	return proxyCAView(ca), true, nil
+}
+
+// proxyCAView is how ProxyCA shows ca.
+func proxyCAView(ca *proxyca.CA) ProxyCAView {
+	return ProxyCAView{Certificates: string(ca.CertPEM()), NextFrom: optionalTime(ca.NextFrom())}
 }
 
 // RotateProxyCA makes a new CA for the egress proxy, to sign in place of

@@ -51,7 +51,7 @@ func (s *Service) RateLimits(ctx context.Context, box string) ([]RateLimitView, 
 		return nil, StoreError(err, "", "")
 	}
 	return views(ls, func(l store.RateLimit) RateLimitView {
-		return RateLimitView{Principal: optional(l.Principal), InputTPM: l.InputTPM, OutputTPM: l.OutputTPM, RPM: l.RPM, UpdatedAt: formatTime(l.UpdatedAt)}
+		return RateLimitView{Principal: Optional(l.Principal), InputTPM: l.InputTPM, OutputTPM: l.OutputTPM, RPM: l.RPM, UpdatedAt: formatTime(l.UpdatedAt)}
 	}), nil
 }
 
@@ -78,7 +78,7 @@ func (s *Service) SetRateLimit(ctx context.Context, box string, set RateLimitVie
 	if err := s.done(ctx, box, http.StatusOK, msg); err != nil {
 		return RateLimitView{}, err
 	}
-	set.Principal, set.UpdatedAt = optional(principal), formatTime(l.UpdatedAt)
+	set.Principal, set.UpdatedAt = Optional(principal), formatTime(l.UpdatedAt)
 	return set, nil
 }
 

@@ -48,7 +48,7 @@ type MeasuredSpend struct {
 
 // measured is what a spend.Report or spend.Line counts, as a view.
 func measured(measuredMicros, calls, unpriced, unmeasured, chargedMicros int64) MeasuredSpend {
-	return MeasuredSpend{MeasuredUSD: dollars(measuredMicros), Calls: calls, Unpriced: unpriced, Unmeasured: unmeasured, ChargedUSD: dollars(chargedMicros)}
+	return MeasuredSpend{MeasuredUSD: spend.Dollars(measuredMicros), Calls: calls, Unpriced: unpriced, Unmeasured: unmeasured, ChargedUSD: spend.Dollars(chargedMicros)}
 }
 
 // SpendLine is one principal's spend in a month, measured beside
@@ -182,7 +182,7 @@ func (s *Service) Spend(ctx context.Context, box, month string) (SpendReport, er
 		return SpendReport{}, StoreError(err, NoBox(box), "")
 	}
 	out := SpendReport{Box: rep.Box, Month: rep.Month, MeasuredSpend: measured(rep.Measured, rep.Calls, rep.Unpriced, rep.Unmeasured, rep.Charged), Differs: rep.Differs,
-		ReportedMonth: optional(rep.ReportedMonth), ReportedAt: optionalTime(rep.ReportedAt)}
+		ReportedMonth: Optional(rep.ReportedMonth), ReportedAt: optionalTime(rep.ReportedAt)}
 	if rep.Reported != nil {
 		out.Reported = &ReportedSpend{USD: rep.Reported.USD, Runs: rep.Reported.Runs, Unpriced: rep.Reported.Unpriced}
 	}
@@ -194,8 +194,8 @@ func (s *Service) Spend(ctx context.Context, box, month string) (SpendReport, er
 		return line
 	})
 	out.Usage = views(rep.Usage, func(u store.Usage) UsageView {
-		return UsageView{Payer: u.PayerKind, Principal: optional(u.Principal), Model: optional(u.Model),
-			UsageCounts: UsageCountsOf(u), CostUSD: dollars(u.Cost)}
+		return UsageView{Payer: u.PayerKind, Principal: Optional(u.Principal), Model: Optional(u.Model),
+			UsageCounts: UsageCountsOf(u), CostUSD: spend.Dollars(u.Cost)}
 	})
 	if out.Cache, err = s.Cache(ctx, box, month); err != nil {
 		return SpendReport{}, StoreError(err, "", "")
@@ -216,7 +216,7 @@ func (s *Service) Cache(ctx context.Context, box, month string) (CacheView, erro
 		if box != "" {
 			l.Box = "" // named by the report
 		}
-		out.ByEntry = append(out.ByEntry, CacheLine{Box: l.Box, Payer: l.PayerKind, Entry: optional(l.Entry),
+		out.ByEntry = append(out.ByEntry, CacheLine{Box: l.Box, Payer: l.PayerKind, Entry: Optional(l.Entry),
 			Month: cacheTokens(l.Month), Last24h: cacheTokens(l.Day)})
 	}
 	return out, nil

@@ -148,7 +148,7 @@ func BoxViewOf(b store.Box, d *protocol.Declaration, now time.Time) BoxView {
 		CreatedAt:    formatTime(b.CreatedAt),
 		Consent:      b.Consent,
 		Paused:       b.Paused,
-		Payer:        PayerView{Kind: b.PayerKind, Principal: optional(b.PayerPrincipal)},
+		Payer:        PayerView{Kind: b.PayerKind, Principal: Optional(b.PayerPrincipal)},
 		Capabilities: []CapabilityView{},
 		From:         views(b.From, netip.Prefix.String),
 	}

@@ -77,8 +77,8 @@ func (s *Service) windowBudgets(ctx context.Context, box string) ([]WindowBudget
 	}
 	out := []WindowBudgetView{}
 	for _, t := range ts {
-		out = append(out, WindowBudgetView{Principal: optional(t.Budget.Principal), Window: t.Budget.Window, USD: dollars(t.Budget.Limit),
-			Spent: dollars(t.Spent), Held: dollars(t.Reserved), Left: dollars(max(t.Budget.Limit-t.Spent-t.Reserved, 0)), From: t.From, Bucket: t.Bucket})
+		out = append(out, WindowBudgetView{Principal: Optional(t.Budget.Principal), Window: t.Budget.Window, USD: spend.Dollars(t.Budget.Limit),
+			Spent: spend.Dollars(t.Spent), Held: spend.Dollars(t.Reserved), Left: spend.Dollars(max(t.Budget.Limit-t.Spent-t.Reserved, 0)), From: t.From, Bucket: t.Bucket})
 	}
 	return out, nil
 }

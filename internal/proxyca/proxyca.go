@@ -112,18 +112,45 @@ type leaf struct {
 // Lifetime, its key sealed). Replicas racing to make it all end with
 // the one stored first. now is the clock (nil: time.Now).
 func Load(ctx context.Context, st store.ProxyAuthority, keyring *secrets.Keyring, now func() time.Time) (*CA, error) {
+	ca, _, err := LoadOrMake(ctx, st, keyring, now)
+	return ca, err
+}
+
+// LoadOrMake is Load, and says whether this call made the CA: made is
+// false when the store held one, or when a racing replica's was stored
+// first.
+func LoadOrMake(ctx context.Context, st store.ProxyAuthority, keyring *secrets.Keyring, now func() time.Time) (ca *CA, made bool, err error) {
 	defaults.Clock(&now)
 	rec, err := st.ProxyCA(ctx)
 	if errors.Is(err, store.ErrNotFound) {
-		var made store.ProxyCA
-		if made, err = newCA(keyring, now()); err != nil {
-			return nil, err
+		var mine store.ProxyCA
+		if mine, err = newCA(keyring, now()); err != nil {
+			return nil, false, err
 		}
-		rec, err = st.CreateProxyCA(ctx, made)
+		rec, err = st.CreateProxyCA(ctx, mine)
+		made = err == nil && bytes.Equal(rec.CertPEM, mine.CertPEM)
 	}
+	if err != nil {
+		return nil, false, fmt.Errorf("proxy CA: %w", err)
+	}
+	ca, err = opened(st, keyring, now, rec)
+	return ca, made, err
+}
+
+// Open returns the store's proxy CA, opened with keyring, and never
+// makes one: its error wraps store.ErrNotFound while the store holds
+// none. now is the clock (nil: time.Now).
+func Open(ctx context.Context, st store.ProxyAuthority, keyring *secrets.Keyring, now func() time.Time) (*CA, error) {
+	defaults.Clock(&now)
+	rec, err := st.ProxyCA(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("proxy CA: %w", err)
 	}
+	return opened(st, keyring, now, rec)
+}
+
+// opened is the CA rec, as the store holds it, opened with keyring.
+func opened(st store.ProxyAuthority, keyring *secrets.Keyring, now func() time.Time, rec store.ProxyCA) (*CA, error) {
 	ca := &CA{st: st, keyring: keyring, now: now, leaves: map[string]leaf{}}
 	if err := ca.open(rec); err != nil {
 		return nil, err

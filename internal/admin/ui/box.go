@@ -305,7 +305,7 @@ func (u *Page) boxPage(w http.ResponseWriter, r *http.Request, sess *Session) er
 func ownBudget(budgets operator.BudgetList) (bool, int64) {
 	for _, b := range budgets.Budgets {
 		if b.Principal == nil {
-			return true, micros(b.USD)
+			return true, spend.Micros(b.USD)
 		}
 	}
 	return false, 0

@@ -181,8 +181,8 @@ func New(a *admin.Server, cfg Config) (*Page, error) {
 		"failure":    failure,
 		"gauge":      gauge,
 		"reasonText": reasonText,
-		"rate":       rate,
-		"tokens":     tokens,
+		"rate":       spend.FormatDollars, // a price per million tokens: micro-dollars per token
+		"tokens":     spend.FormatTokens,
 	}).ParseFS(files, "*.html")
 	if err != nil {
 		return nil, fmt.Errorf("owner's page templates: %w", err)
@@ -229,11 +229,8 @@ func usd(v float64) string {
 	if math.Abs(v) >= 1 {
 		return fmt.Sprintf("$%.2f", v)
 	}
-	return spend.FormatUSD(micros(v))
+	return spend.FormatDollars(v)
 }
-
-// micros is dollars in micro-dollars.
-func micros(v float64) int64 { return int64(math.Round(v * 1e6)) }
 
 // size writes a count of bytes as the page shows it: whole bytes below a
 // kilobyte, and one decimal in kB, MB or GB (powers of 1000) above, the

@@ -2,7 +2,6 @@ package ui
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/intentius/boxbroker/internal/spend"
 )
@@ -43,20 +42,4 @@ func (u *Page) prices(ctx context.Context) (priceTable, error) {
 		pt.Rows = append(pt.Rows, priceRow{Model: m, Price: pr})
 	}
 	return pt, nil
-}
-
-// rate writes a price in US dollars per million tokens, which is
-// micro-dollars per token: to the cent, or as many decimals as it has,
-// up to six.
-func rate(v float64) string { return spend.FormatUSD(micros(v)) }
-
-// tokens writes a count of tokens as 200K or 1M when it is whole so.
-func tokens(n int64) string {
-	switch {
-	case n >= 1e6 && n%1e6 == 0:
-		return fmt.Sprintf("%dM", n/1e6)
-	case n >= 1e3 && n%1e3 == 0:
-		return fmt.Sprintf("%dK", n/1e3)
-	}
-	return fmt.Sprint(n)
 }

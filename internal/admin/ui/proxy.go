@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"context"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/pem"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/proxyca"
-	"github.com/intentius/boxbroker/internal/store"
 )
 
 // The owner's page's Proxy CA page: the egress proxy's CA as the operator
@@ -59,21 +57,8 @@ var defaultGrace = shortDuration(proxyca.DefaultRotateGrace)
 var errNoProxyCA = operator.Errorf(operator.NotFound,
 	"The egress proxy has no CA yet. serve --proxy-listen makes it as the proxy starts, and so do `boxbroker proxy ca`, GET /api/proxy/ca and a rotation.")
 
-// proxyCA is the egress proxy CA's view, ok false when the store holds
-// no CA yet: the service's ProxyCA makes the CA when there is none, and
-// looking at the page is no reason to make one.
-func (u *Page) proxyCA(ctx context.Context) (v operator.ProxyCAView, ok bool, err error) {
-	if _, err := u.cfg.Store.ProxyCA(ctx); errors.Is(err, store.ErrNotFound) {
-		return v, false, nil
-	} else if err != nil {
-		return v, false, err
-	}
-	v, err = u.a.Operator().ProxyCA(ctx)
-	return v, err == nil, err
-}
-
 func (u *Page) proxyPage(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	v, ok, err := u.proxyCA(r.Context())
+	v, ok, err := u.a.Operator().StoredProxyCA(r.Context())
 	if err != nil {
 		return err
 	}
@@ -133,7 +118,7 @@ func utcMinute(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC
 // proxyCAPEM downloads the certificates a box is to trust, as `boxbroker
 // proxy ca` prints them.
 func (u *Page) proxyCAPEM(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	v, ok, err := u.proxyCA(r.Context())
+	v, ok, err := u.a.Operator().StoredProxyCA(r.Context())
 	if err != nil {
 		return err
 	}

@@ -1,10 +1,6 @@
 package ui
 
-import (
-	"strings"
-
-	"github.com/intentius/boxbroker/internal/admin"
-)
+import "strings"
 
 // setSecretRules sets a held secret's rules (the form's "rules", one
 // "METHOD PATTERN" a line; none for any method and path) and rate (its
@@ -12,10 +8,7 @@ import (
 // them, keeping its value, host, kind and body fields, through the
 // operator service.
 func setSecretRules(f *formPost) error {
-	name, err := admin.SecretName(f.r)
-	if err != nil {
-		return err
-	}
+	name := f.r.PathValue("secret") // the service checks it
 	var lines []string
 	for _, l := range strings.Split(f.raw("rules"), "\n") {
 		if l = strings.TrimSpace(l); l != "" {

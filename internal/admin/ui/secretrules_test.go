@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -66,5 +67,19 @@ func TestUI_SecretRulesForm(t *testing.T) {
 	}
 	if p := visit(t, b, "POST", "/ui/boxes/alpha/secrets/NONE/rules", cookie, form, nil); p.status != 404 {
 		t.Errorf("rules of a secret not held = %d, want 404", p.status)
+	}
+}
+
+// TestUI_SecretRulesBadNameIsTheServicesRefusal: the rules form of a
+// secret name that is none is refused in the operator service's words,
+// as the admin API and the CLI refuse it, and changes nothing.
+func TestUI_SecretRulesBadNameIsTheServicesRefusal(t *testing.T) {
+	b := brokertest.New(t, brokertest.Options{})
+	b.AddBox("alpha")
+	cookie, csrf := signedInForm(t, b)
+	want := operator.CheckSecretName("github").Error()
+	form := url.Values{"csrf": {csrf}, "rules": {"GET /repos/**"}, "rate": {""}}
+	if p := visit(t, b, "POST", "/ui/boxes/alpha/secrets/github/rules", cookie, form, nil); p.status != 400 || !strings.Contains(p.body, want) {
+		t.Errorf("the rules of secret github = %d %q, want 400 saying %q", p.status, p.body, want)
 	}
 }

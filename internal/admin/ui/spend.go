@@ -100,30 +100,15 @@ func (u *Page) spendPage(w http.ResponseWriter, r *http.Request, sess *Session) 
 	return nil
 }
 
-// spendCSV downloads the fleet's spend in ?month= as the admin API's GET
-// /api/spend.csv does.
-func (u *Page) spendCSV(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	month, err := u.a.Month(r)
-	if err != nil {
-		return err
-	}
-	by, err := admin.SpendCSVGrain(r)
-	if err != nil {
-		return err
-	}
-	f, err := u.a.FleetSpend(r.Context(), month)
-	if err != nil {
-		return err
-	}
-	return admin.WriteSpendCSV(w, f, by)
+// spendCSV downloads the fleet's spend in ?month= (by ?by=) with the
+// admin API's GET /api/spend.csv handler, so the two answer the same
+// bytes.
+func (u *Page) spendCSV(w http.ResponseWriter, r *http.Request, _ *Session) error {
+	return u.a.SpendCSV(w, r)
 }
 
-// auditCSV downloads the audit log as the admin API's GET /api/audit.csv
-// does (box, since, refusals, limit).
-func (u *Page) auditCSV(w http.ResponseWriter, r *http.Request, sess *Session) error {
-	entries, err := u.a.AuditExport(r)
-	if err != nil {
-		return err
-	}
-	return admin.WriteAuditCSV(w, entries, u.cfg.Now())
+// auditCSV downloads the audit log (box, since, refusals, limit) with the
+// admin API's GET /api/audit.csv handler.
+func (u *Page) auditCSV(w http.ResponseWriter, r *http.Request, _ *Session) error {
+	return u.a.AuditCSV(w, r)
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
@@ -222,6 +223,52 @@ func TestUI_SpendAndAuditCSV(t *testing.T) {
 	p := visit(t, b, "GET", "/ui/audit.csv?since=720h", cookie, nil, nil)
 	if !strings.Contains(p.body, "'+1+cmd") || !strings.Contains(p.body, "gamma,POST,/llm/anthropic/v1/messages,inference,agent,200") {
 		t.Errorf("GET /ui/audit.csv lacks the served call or the refusal written as text:\n%s", p.body)
+	}
+}
+
+// TestUI_CSVDownloadsAreTheAPIs: each of the page's CSV downloads (the
+// spend in every grain and month form, the audit log with its filters,
+// and a refusal) answers the same status, headers and bytes as the admin
+// API's download of the same query, since one handler writes both.
+func TestUI_CSVDownloadsAreTheAPIs(t *testing.T) {
+	b := brokertest.New(t, brokertest.Options{})
+	settleFleet(t, b)
+	ctx := context.Background()
+	if err := b.Server.Store.AddAudit(ctx, []store.AuditEntry{{Box: "alpha", At: time.Now(), Method: "POST", Route: "/llm/anthropic/v1/messages",
+		Capability: "inference", Status: 403, Reason: "declaration", Message: "=HYPERLINK(\"x\")", Words: []string{"agent"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Server.Audit.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cookie := signIn(t, b, b.AdminToken)
+	month := spend.Month(time.Now())
+	queries := []string{"spend.csv", "spend.csv?month=" + month, "spend.csv?month=2026-01&by=box", "spend.csv?by=nothing", "spend.csv?month=26"}
+	for _, by := range admin.SpendCSVGrains {
+		queries = append(queries, "spend.csv?month="+month+"&by="+by)
+	}
+	queries = append(queries, "audit.csv", "audit.csv?since=720h", "audit.csv?box=alpha&refusals=true&limit=5", "audit.csv?limit=0", "audit.csv?since=forever")
+	for _, q := range queries {
+		ui := visit(t, b, "GET", "/ui/"+q, cookie, nil, nil)
+		api := b.Admin("GET", "/api/"+q, b.AdminToken, nil)
+		if api.StatusCode == http.StatusOK && (ui.status != api.StatusCode || ui.body != string(api.Body)) {
+			t.Errorf("GET /ui/%s = %d\n%s\nwant GET /api/%s's %d\n%s", q, ui.status, ui.body, q, api.StatusCode, api.Body)
+		}
+		if (ui.status == http.StatusOK) != (api.StatusCode == http.StatusOK) || ui.status/100 != api.StatusCode/100 {
+			t.Errorf("GET /ui/%s = %d, GET /api/%s = %d, want both to succeed or fail alike", q, ui.status, q, api.StatusCode)
+		}
+		for _, h := range []string{"Content-Type", "Content-Disposition"} {
+			if api.StatusCode != http.StatusOK {
+				break
+			}
+			u, a := ui.header.Get(h), api.Header.Get(h)
+			if strings.HasPrefix(q, "audit.csv") { // named for the second it was written
+				u, a = u[:len(u)-len("0405Z.csv\"")], a[:len(a)-len("0405Z.csv\"")]
+			}
+			if u != a {
+				t.Errorf("GET /ui/%s %s = %q, want the API's %q", q, h, ui.header.Get(h), api.Header.Get(h))
+			}
+		}
 	}
 }
 
