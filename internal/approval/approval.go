@@ -241,6 +241,24 @@ func (s *Service) Refused(ctx context.Context, a Attempt) (Verdict, error) {
 	return v, nil
 }
 
+// Ask is Refused for a caller that refuses on any doubt: it reports
+// whether an approval in force covers a, and the words the refusal adds
+// (Words). When the store fails it logs msg with args and the error as
+// "err" to log at Warn, and allows nothing and adds nothing: the request
+// stays refused. A nil Service (no approvals configured) allows nothing
+// and adds nothing. No proposal holds one of a.Forbidden (see Refused).
+func (s *Service) Ask(ctx context.Context, a Attempt, log *slog.Logger, msg string, args ...any) (approved bool, words string) {
+	if s == nil {
+		return false, ""
+	}
+	v, err := s.Refused(ctx, a)
+	if err != nil {
+		log.Warn(msg, append(args[:len(args):len(args)], "err", err)...)
+		return false, ""
+	}
+	return v.Approved, s.Words(v)
+}
+
 // forbidden reports whether a holds one of its Forbidden strings, as
 // sent or percent-decoded.
 func forbidden(a Attempt) bool {

@@ -74,19 +74,12 @@ func (c *Capability) checkRules(r *http.Request, box, token string, sec store.Se
 // stays refused), it allows nothing and adds nothing. A proposal never
 // holds the box's token.
 func (c *Capability) ask(r *http.Request, box, token string, sec store.Secret, tail, reason string) (bool, string) {
-	if c.cfg.Approvals == nil {
-		return false, ""
-	}
 	if tail == "" {
 		tail = "/"
 	}
-	v, err := c.cfg.Approvals.Refused(r.Context(), approval.Attempt{Attempt: store.Attempt{Box: box, Kind: store.ProposalRule, Secret: sec.Name,
-		Method: r.Method, Path: tail, Host: sec.Host, Reason: reason}, Forbidden: []string{token}})
-	if err != nil {
-		c.log.Warn("egress: approvals unreadable; the request stays refused", "box", box, "secret", sec.Name, "err", err)
-		return false, ""
-	}
-	return v.Approved, c.cfg.Approvals.Words(v)
+	return c.cfg.Approvals.Ask(r.Context(), approval.Attempt{Attempt: store.Attempt{Box: box, Kind: store.ProposalRule, Secret: sec.Name,
+		Method: r.Method, Path: tail, Host: sec.Host, Reason: reason}, Forbidden: []string{token}},
+		c.log, "egress: approvals unreadable; the request stays refused", "box", box, "secret", sec.Name)
 }
 
 // outsideRules is the refusal of a request no rule of sec allows.

@@ -85,16 +85,12 @@ func (p *Proxy) judge(ctx context.Context, tok string, from netip.Addr, to targe
 // about unknown hosts. Only https targets are asked about; a store that
 // fails leaves the CONNECT refused (logged).
 func (p *Proxy) ask(ctx context.Context, box, tok string, to target, reason string) (bool, string) {
-	if p.cfg.Approvals == nil || to.scheme != "https" {
+	if to.scheme != "https" {
 		return false, ""
 	}
-	v, err := p.cfg.Approvals.Refused(ctx, approval.Attempt{Attempt: store.Attempt{Box: box, Kind: store.ProposalHost, Method: http.MethodConnect, Host: to.addr(),
-		Reason: reason}, Forbidden: []string{tok}})
-	if err != nil {
-		p.log.Warn("proxy: approvals unreadable; the CONNECT stays refused", "box", box, "addr", to.addr(), "err", err)
-		return false, ""
-	}
-	return v.Approved, p.cfg.Approvals.Words(v)
+	return p.cfg.Approvals.Ask(ctx, approval.Attempt{Attempt: store.Attempt{Box: box, Kind: store.ProposalHost, Method: http.MethodConnect, Host: to.addr(),
+		Reason: reason}, Forbidden: []string{tok}},
+		p.log, "proxy: approvals unreadable; the CONNECT stays refused", "box", box, "addr", to.addr())
 }
 
 // judgePassthrough applies the rule for a passthrough host to box, whose
