@@ -307,3 +307,22 @@ func TestEgress_MalformedAnswerRepeatingTheCredentialIsNotLogged(t *testing.T) {
 		t.Errorf("the log holds the box's token (%v): %s", l, e.logs.String())
 	}
 }
+
+// TestEgress_ValueAsAnAnswerHeaderNameNeverReachesTheBox: a host that
+// repeats the value in a header's name has it canonicalized by the
+// transport (X-Sk_live_…, its case changed); the header must still not
+// reach the box.
+func TestEgress_ValueAsAnAnswerHeaderNameNeverReachesTheBox(t *testing.T) {
+	e := hostileEnv(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["x-"+sentValue(r)] = []string{"1"}
+		w.Header()[sentValue(r)] = []string{"2"}
+		w.Header()["X-B64-"+forms(sentValue(r))["base64"]] = []string{"3"}
+		_, _ = io.WriteString(w, "ok")
+	})
+	resp, _ := e.do(t, http.MethodGet, "/egress/ECHO/x", http.Header{"X-Api-Key": {e.token}}, nil)
+	for k := range resp.Header {
+		if strings.Contains(strings.ToLower(k), strings.ToLower(e.value)) || len(leaks(k, e.value)) > 0 {
+			t.Errorf("the answer has a header named %q, which holds the value", k)
+		}
+	}
+}
