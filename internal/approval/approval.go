@@ -260,11 +260,20 @@ func (s *Service) Ask(ctx context.Context, a Attempt, log *slog.Logger, msg stri
 }
 
 // forbidden reports whether a holds one of its Forbidden strings, as
-// sent or percent-decoded.
+// sent or percent-decoded up to three times (as egress's rules read a
+// path, and so its refusal, the attempt's Reason, quotes it), in any of
+// its fields, the Reason included.
 func forbidden(a Attempt) bool {
-	fields := []string{a.Path, a.Host, a.Model, a.Method, a.Secret}
-	if d, err := url.PathUnescape(a.Path); err == nil {
-		fields = append(fields, d)
+	var fields []string
+	for _, f := range []string{a.Path, a.Host, a.Model, a.Method, a.Secret, a.Reason} {
+		fields = append(fields, f)
+		for range 3 {
+			d, err := url.PathUnescape(f)
+			if err != nil || d == f {
+				break
+			}
+			fields, f = append(fields, d), d
+		}
 	}
 	for _, f := range a.Forbidden {
 		if f == "" {

@@ -60,11 +60,18 @@ func TestAsk_TokenNeverStored(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&buf, nil))
-	for _, path := range []string{"/x/box-token-123", "/x/box%2Dtoken-123", "/box-token-123/y"} {
+	for _, path := range []string{"/x/box-token-123", "/x/box%2Dtoken-123", "/box-token-123/y", "/x/%2562ox-token-123", "/x/%252562ox-token-123"} {
 		approved, words := svc.Ask(ctx, rule(path), log, "unused")
 		if approved || words != "" {
 			t.Errorf("Ask(%q) = %v, %q; want refused, no proposal named", path, approved, words)
 		}
+	}
+	// An attempt whose reason (the refusal, which quotes the path as the
+	// rules read it) holds the token opens none.
+	quoted := rule("/x/y")
+	quoted.Reason = "this request was POST /x/box-token-123"
+	if approved, words := svc.Ask(ctx, quoted, log, "unused"); approved || words != "" {
+		t.Errorf("Ask(reason holding the token) = %v, %q; want refused, no proposal named", approved, words)
 	}
 	// A host attempt holding the token (a CONNECT authority) opens none either.
 	if err := svc.SetAsk(ctx, "alpha", approval.ScopeHosts, true); err != nil {

@@ -335,3 +335,25 @@ func TestEgress_ValueAsAnAnswerHeaderNameNeverReachesTheBox(t *testing.T) {
 		}
 	}
 }
+
+// TestEgress_ProposalNeverHoldsADoublyEncodedToken: a path outside the
+// secret's rules, in ask mode, holding the box's token percent-encoded
+// twice (%2562bx_…), which the rules read decoded, opens no proposal:
+// the refusal's words, which a proposal keeps as its reason and a
+// webhook carries away, quote the path as the rules read it.
+func TestEgress_ProposalNeverHoldsADoublyEncodedToken(t *testing.T) {
+	e := askEnv(t)
+	for _, p := range []string{"/x/%2562" + e.token[1:], "/x/%252562" + e.token[1:], "/x/a%252F" + e.token} {
+		code, msg, reached := e.post(t, p)
+		if code != http.StatusForbidden || reached != 0 {
+			t.Errorf("POST %s = %d (host reached %d times), want 403 and none", p, code, reached)
+		}
+		if strings.Contains(msg, e.token) {
+			t.Errorf("POST %s: the refusal quotes the box's token", p)
+		}
+	}
+	r := e.br.Admin("GET", "/api/proposals?box=shop", e.br.AdminToken, nil)
+	if strings.Contains(string(r.Body), e.token) || strings.Contains(string(r.Body), e.token[4:]) {
+		t.Errorf("a proposal holds the box's token: %s", r.Body)
+	}
+}
