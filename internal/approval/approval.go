@@ -241,12 +241,39 @@ func (s *Service) Refused(ctx context.Context, a Attempt) (Verdict, error) {
 	return v, nil
 }
 
+// Ask is Refused for a caller that refuses on any doubt: it reports
+// whether an approval in force covers a, and the words the refusal adds
+// (Words). When the store fails it logs msg with args and the error as
+// "err" to log at Warn, and allows nothing and adds nothing: the request
+// stays refused. A nil Service (no approvals configured) allows nothing
+// and adds nothing. No proposal holds one of a.Forbidden (see Refused).
+func (s *Service) Ask(ctx context.Context, a Attempt, log *slog.Logger, msg string, args ...any) (approved bool, words string) {
+	if s == nil {
+		return false, ""
+	}
+	v, err := s.Refused(ctx, a)
+	if err != nil {
+		log.Warn(msg, append(args[:len(args):len(args)], "err", err)...)
+		return false, ""
+	}
+	return v.Approved, s.Words(v)
+}
+
 // forbidden reports whether a holds one of its Forbidden strings, as
-// sent or percent-decoded.
+// sent or percent-decoded up to three times (as egress's rules read a
+// path, and so its refusal, the attempt's Reason, quotes it), in any of
+// its fields, the Reason included.
 func forbidden(a Attempt) bool {
-	fields := []string{a.Path, a.Host, a.Model, a.Method, a.Secret}
-	if d, err := url.PathUnescape(a.Path); err == nil {
-		fields = append(fields, d)
+	var fields []string
+	for _, f := range []string{a.Path, a.Host, a.Model, a.Method, a.Secret, a.Reason} {
+		fields = append(fields, f)
+		for range 3 {
+			d, err := url.PathUnescape(f)
+			if err != nil || d == f {
+				break
+			}
+			fields, f = append(fields, d), d
+		}
 	}
 	for _, f := range a.Forbidden {
 		if f == "" {

@@ -160,6 +160,31 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 	return nil
 }
 
+// logText is text, an error's, as the log may hold it. An error's text
+// can hold the URL, and so the value in its query, and a transport's
+// error quotes what the host answered, which may repeat anything the
+// broker sent it (the Basic credentials it encoded, say). So every form
+// of a value an answer is searched for (f.set) is put in its box-side
+// place, the value and the kind's own secrets become [value], and the
+// box's token, as it is or escaped, and its base64 in any alignment,
+// become [token].
+func (f *flight) logText(text string) string {
+	for _, v := range append([]string{f.value, url.QueryEscape(f.value)}, append(f.hidden, f.made...)...) {
+		if v != "" {
+			text = strings.ReplaceAll(text, v, "[value]")
+		}
+	}
+	if f.set != nil {
+		text, _ = f.set.RedactString(text)
+	}
+	token := []proxy.Form{{Old: []byte(f.token), New: []byte("[token]"), Escaped: true}}
+	for _, c := range base64Cores(f.token) {
+		token = append(token, proxy.Form{Old: []byte(c), New: []byte("[token]"), Escaped: true})
+	}
+	text, _ = proxy.RedactString(text, token)
+	return text
+}
+
 func (c *Capability) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
 	f := flightOf(r.Context())
 	what := "host of the secret " + f.name
@@ -188,15 +213,7 @@ func (c *Capability) errorHandler(w http.ResponseWriter, r *http.Request, err er
 	default:
 		ce = proxy.Classify(err, what)
 	}
-	// An error's text can hold the URL, and so the value in its query.
-	text := err.Error()
-	for _, v := range append([]string{f.value, url.QueryEscape(f.value)}, append(f.hidden, f.made...)...) {
-		if v != "" {
-			text = strings.ReplaceAll(text, v, "[value]")
-		}
-	}
-	text = strings.ReplaceAll(text, f.token, "[token]")
-	c.log.Warn("egress: request failed", "secret", f.name, "host", f.target.Host, "status", ce.Status, "err", text)
+	c.log.Warn("egress: request failed", "secret", f.name, "host", f.target.Host, "status", ce.Status, "err", f.logText(err.Error()))
 	proxy.TraceFrom(r.Context()).Refuse(ce.Reason)
 	ce.Write(w)
 }

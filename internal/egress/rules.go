@@ -16,6 +16,7 @@ import (
 	"github.com/intentius/boxbroker/internal/approval"
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -74,24 +75,21 @@ func (c *Capability) checkRules(r *http.Request, box, token string, sec store.Se
 // stays refused), it allows nothing and adds nothing. A proposal never
 // holds the box's token.
 func (c *Capability) ask(r *http.Request, box, token string, sec store.Secret, tail, reason string) (bool, string) {
-	if c.cfg.Approvals == nil {
-		return false, ""
-	}
 	if tail == "" {
 		tail = "/"
 	}
-	v, err := c.cfg.Approvals.Refused(r.Context(), approval.Attempt{Attempt: store.Attempt{Box: box, Kind: store.ProposalRule, Secret: sec.Name,
-		Method: r.Method, Path: tail, Host: sec.Host, Reason: reason}, Forbidden: []string{token}})
-	if err != nil {
-		c.log.Warn("egress: approvals unreadable; the request stays refused", "box", box, "secret", sec.Name, "err", err)
-		return false, ""
-	}
-	return v.Approved, c.cfg.Approvals.Words(v)
+	return c.cfg.Approvals.Ask(r.Context(), approval.Attempt{Attempt: store.Attempt{Box: box, Kind: store.ProposalRule, Secret: sec.Name,
+		Method: r.Method, Path: tail, Host: sec.Host, Reason: reason}, Forbidden: []string{token}},
+		c.log, "egress: approvals unreadable; the request stays refused", "box", box, "secret", sec.Name)
 }
 
-// outsideRules is the refusal of a request no rule of sec allows.
+// outsideRules is the refusal of a request no rule of sec allows. It
+// quotes the path as the rules read it (decoded), with every token in it
+// cut (proxy.ScrubKept): decoded, a token the box sent encoded twice
+// (%2562bx_…) is written plainly, and the refusal is kept as a
+// proposal's reason.
 func (c *Capability) outsideRules(r *http.Request, box string, sec store.Secret, segs []string) *capability.Error {
-	path := "/" + strings.Join(segs, "/")
+	path := proxy.ScrubKept("/" + strings.Join(segs, "/"))
 	return capability.Refuse(capability.ReasonRule,
 		"Egress refused this request: the secret %s allows only %s; this request was %s %s. Its owner can allow it with `%s`.",
 		sec.Name, strings.Join(sec.Rules, " and "), r.Method, path, rulesCommand(box, sec.Name, append(slices.Clone(sec.Rules), r.Method+" "+path), sec.Rate))

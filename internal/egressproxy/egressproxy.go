@@ -231,10 +231,10 @@ func ParsePassthrough(s string) (string, error) {
 		host, port = h, p
 	}
 	n, err := strconv.Atoi(port)
-	if host == "" || strings.ContainsAny(host, "/@ :[]") && net.ParseIP(host) == nil || err != nil || n < 1 || n > 65535 {
+	if hostName(host) == "" || strings.ContainsAny(host, "/@ :[]") && net.ParseIP(host) == nil || err != nil || n < 1 || n > 65535 {
 		return "", fmt.Errorf("proxy passthrough %q is not a host or host:port", s)
 	}
-	return net.JoinHostPort(strings.ToLower(host), port), nil
+	return net.JoinHostPort(hostName(host), port), nil
 }
 
 // Handler returns the listener's handler, for an http.Server of the
@@ -444,13 +444,13 @@ func (p *Proxy) plain(w http.ResponseWriter, r *http.Request) {
 }
 
 // sameHost reports whether a request's Host names to (its port, when
-// left out, the scheme's default).
+// left out, the scheme's default), as hostName compares names.
 func sameHost(host string, to target) bool {
 	h, port, err := net.SplitHostPort(host)
 	if err != nil {
 		h, port = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"), defaultPort(to.scheme)
 	}
-	return strings.EqualFold(h, to.host) && port == to.port
+	return hostName(h) == to.host && port == to.port
 }
 
 // forward hands r to the broker as /egress/NAME/<path>, NAME the

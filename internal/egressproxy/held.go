@@ -310,9 +310,9 @@ func PassthroughHeld(ctx context.Context, st interface {
 			return nil, fmt.Errorf("list secrets of %s: %w", b.Name, err)
 		}
 		for _, s := range secs {
-			// ParseSecretHost writes the host name in lower case.
-			if u, err := protocol.ParseSecretHost(s.Host); err == nil && hosts[u.Hostname()] != nil {
-				by[u.Hostname()] = append(by[u.Hostname()], b.Name+"/"+s.Name)
+			if u, err := protocol.ParseSecretHost(s.Host); err == nil && hosts[hostName(u.Hostname())] != nil {
+				h := hostName(u.Hostname())
+				by[h] = append(by[h], b.Name+"/"+s.Name)
 			}
 		}
 	}

@@ -85,16 +85,12 @@ func (p *Proxy) judge(ctx context.Context, tok string, from netip.Addr, to targe
 // about unknown hosts. Only https targets are asked about; a store that
 // fails leaves the CONNECT refused (logged).
 func (p *Proxy) ask(ctx context.Context, box, tok string, to target, reason string) (bool, string) {
-	if p.cfg.Approvals == nil || to.scheme != "https" {
+	if to.scheme != "https" {
 		return false, ""
 	}
-	v, err := p.cfg.Approvals.Refused(ctx, approval.Attempt{Attempt: store.Attempt{Box: box, Kind: store.ProposalHost, Method: http.MethodConnect, Host: to.addr(),
-		Reason: reason}, Forbidden: []string{tok}})
-	if err != nil {
-		p.log.Warn("proxy: approvals unreadable; the CONNECT stays refused", "box", box, "addr", to.addr(), "err", err)
-		return false, ""
-	}
-	return v.Approved, p.cfg.Approvals.Words(v)
+	return p.cfg.Approvals.Ask(ctx, approval.Attempt{Attempt: store.Attempt{Box: box, Kind: store.ProposalHost, Method: http.MethodConnect, Host: to.addr(),
+		Reason: reason}, Forbidden: []string{tok}},
+		p.log, "proxy: approvals unreadable; the CONNECT stays refused", "box", box, "addr", to.addr())
 }
 
 // judgePassthrough applies the rule for a passthrough host to box, whose
@@ -115,7 +111,7 @@ func (p *Proxy) judgePassthrough(adm *broker.Admission, secs []store.Secret, to 
 	}
 	var pinned []string
 	for _, s := range secs {
-		if u, err := protocol.ParseSecretHost(s.Host); err == nil && strings.EqualFold(u.Hostname(), to.host) {
+		if u, err := protocol.ParseSecretHost(s.Host); err == nil && hostName(u.Hostname()) == to.host {
 			pinned = append(pinned, s.Name)
 		}
 	}
@@ -140,7 +136,13 @@ func defaultPort(scheme string) string {
 	return "80"
 }
 
+// hostName is a host's name as the proxy compares it: in lower case,
+// without the trailing dot of a fully qualified name (example.com. is
+// example.com), so that neither makes a secret's host another.
+func hostName(h string) string { return strings.TrimSuffix(strings.ToLower(h), ".") }
+
 // parseTarget reads a CONNECT's authority: host:port, the port given.
+// The host is kept as hostName writes it.
 func parseTarget(scheme, authority string) (target, bool) {
 	host, port, err := net.SplitHostPort(authority)
 	if err != nil || host == "" || len(host) > maxHost {
@@ -149,7 +151,11 @@ func parseTarget(scheme, authority string) (target, bool) {
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != port {
 		return target{}, false
 	}
-	return target{scheme: scheme, host: strings.ToLower(host), port: port}, true
+	host = hostName(host)
+	if host == "" {
+		return target{}, false
+	}
+	return target{scheme: scheme, host: host, port: port}, true
 }
 
 // refuse answers r with the refusal err through the broker's writer

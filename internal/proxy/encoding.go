@@ -19,40 +19,45 @@ func (e *EncodingError) Error() string { return "proxy: answer " + e.Why }
 // contentCoding judges an answer's Content-Encoding header values as a
 // whole, never by the first alone. It returns "" for an answer as it is
 // (no header, or one naming only identity) and otherwise the one coding
-// the header names, in lower case. More than one Content-Encoding header,
-// or stacked codings, are an *EncodingError.
-func contentCoding(values []string) (string, error) {
+// the header names, in lower case, and as the header wrote it. More than
+// one Content-Encoding header, or stacked codings, are an
+// *EncodingError. An EncodingError's Why quotes the codings as the
+// header wrote them, never changed: the header may repeat what the
+// upstream was sent, and a form the broker made of it (in lower case,
+// say) could be one no search looks for.
+func contentCoding(values []string) (coding, sent string, err error) {
 	if len(values) > 1 {
-		return "", &EncodingError{Why: fmt.Sprintf("with %d Content-Encoding headers (%q)", len(values), values)}
+		return "", "", &EncodingError{Why: fmt.Sprintf("with %d Content-Encoding headers (%q)", len(values), values)}
 	}
 	if len(values) == 0 {
-		return "", nil
+		return "", "", nil
 	}
 	var codings []string
 	for _, c := range strings.Split(values[0], ",") {
-		c = strings.ToLower(strings.TrimSpace(c))
-		if c != "" && c != "identity" {
+		c = strings.TrimSpace(c)
+		if c != "" && !strings.EqualFold(c, "identity") {
 			codings = append(codings, c)
 		}
 	}
 	switch len(codings) {
 	case 0:
-		return "", nil
+		return "", "", nil
 	case 1:
-		return codings[0], nil
+		return strings.ToLower(codings[0]), codings[0], nil
 	}
-	return "", &EncodingError{Why: fmt.Sprintf("in stacked content encodings (%s)", strings.Join(codings, ", "))}
+	return "", "", &EncodingError{Why: fmt.Sprintf("in stacked content encodings (%s)", strings.Join(codings, ", "))}
 }
 
 // Decoding judges an answer's Content-Encoding header values as
-// contentCoding does, and returns the one coding they name when it is
-// among readable ("" for none); any other is an *EncodingError.
+// contentCoding does, and returns the one coding they name, in lower
+// case, when it is among readable ("" for none); any other is an
+// *EncodingError.
 func Decoding(values []string, readable ...string) (string, error) {
-	c, err := contentCoding(values)
+	c, sent, err := contentCoding(values)
 	if err != nil || c == "" || slices.Contains(readable, c) {
 		return c, err
 	}
-	return "", &EncodingError{Why: fmt.Sprintf("in a content encoding (%s)", c)}
+	return "", &EncodingError{Why: fmt.Sprintf("in a content encoding (%s)", sent)}
 }
 
 // Unencoded returns nil when the answer whose header is h comes as it

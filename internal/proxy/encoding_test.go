@@ -58,3 +58,34 @@ func TestGunzip_BoundsWhatItReadsAndWhatItDecodes(t *testing.T) {
 		t.Error("Gunzip of a body that is not gzip: no error")
 	}
 }
+
+// TestDecoding_RefusalQuotesTheHeaderAsSent: an upstream that repeats a
+// credential in its Content-Encoding, in upper case, is refused with a
+// Why that quotes the header as it wrote it: in lower case the broker
+// would write a form of the credential no search looks for, and for a
+// credential written in lower case, the credential itself.
+func TestDecoding_RefusalQuotesTheHeaderAsSent(t *testing.T) {
+	const cred = "sk_live_0123abcdef"
+	up := strings.ToUpper(cred)
+	tests := []struct {
+		values []string
+		want   string
+	}{
+		{[]string{up}, "in a content encoding (" + up + ")"},
+		{[]string{"GZIP, " + up}, "in stacked content encodings (GZIP, " + up + ")"},
+		{[]string{"Identity, " + up}, "in a content encoding (" + up + ")"},
+	}
+	for _, tt := range tests {
+		_, err := Decoding(tt.values, "gzip")
+		var ee *EncodingError
+		if !errors.As(err, &ee) || ee.Why != tt.want {
+			t.Errorf("Decoding(%q) = %v, want Why %q", tt.values, err, tt.want)
+		}
+		if ee != nil && strings.Contains(ee.Why, cred) {
+			t.Errorf("Decoding(%q)'s Why %q holds the credential in lower case", tt.values, ee.Why)
+		}
+	}
+	if c, err := Decoding([]string{"GZip"}, "gzip"); c != "gzip" || err != nil {
+		t.Errorf(`Decoding(["GZip"]) = %q, %v; want "gzip", nil`, c, err)
+	}
+}

@@ -670,3 +670,24 @@ func TestFormSet_WithOwnReplacesOwnForms(t *testing.T) {
 		t.Errorf("With(extra) of WithOwn = %q, want %q", got, "bbx_one E")
 	}
 }
+
+// TestRedactHeader_NameInCanonicalCase: the transport writes a header's
+// name in canonical case, so a host repeating a value as a name hands the
+// box X-Sk_live_… rather than the value as it is; the header is deleted
+// all the same, whatever case its name holds the value in, through a set
+// made With extra forms too.
+func TestRedactHeader_NameInCanonicalCase(t *testing.T) {
+	set := NewFormSet([]Form{{Old: []byte("sk_live_abc123def"), Own: true, Escaped: true}}).WithOwn([]byte("bbx_T")).
+		With([]Form{{Old: []byte("OtherSecretXYZ"), New: []byte("[redacted]")}})
+	h := http.Header{}
+	h.Set("X-sk_live_abc123def", "1") // canonical: X-Sk_live_abc123def
+	h.Set("Sk_live_abc123def", "2")
+	h.Set("X-Othersecretxyz-Y", "3")
+	h.Set("X-Kept", "4")
+	if n := set.RedactHeader(h); n != 3 {
+		t.Errorf("RedactHeader = %d, want 3", n)
+	}
+	if len(h) != 1 || h.Get("X-Kept") != "4" {
+		t.Errorf("RedactHeader left %v, want only X-Kept", h)
+	}
+}

@@ -70,10 +70,46 @@ func RedactHeader(h http.Header, forms []Form) int {
 }
 
 // RedactHeader replaces every occurrence of the set's forms in the values
-// of h, and deletes every header whose name holds one. It returns how
-// many headers it changed.
+// of h, and deletes every header whose name holds one, in any case: a
+// transport writes a name in its canonical case (X-Sk_live_…), which
+// would hide a form from a search that minds case. It returns how many
+// headers it changed.
 func (s *FormSet) RedactHeader(h http.Header) int {
-	return rewriteHeader(h, s.RedactString)
+	return rewriteHeader(h, s.RedactString, s.nameHolds)
+}
+
+// nameHolds reports whether name, a header's, holds one of the set's
+// forms, ASCII case aside.
+func (s *FormSet) nameHolds(name string) bool {
+	for t := s; t != nil; t = t.rest {
+		for _, f := range t.forms {
+			if len(f.Old) <= len(name) && containsFold(name, f.Old) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// containsFold reports whether s holds sub, ASCII case aside.
+func containsFold(s string, sub []byte) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		j := 0
+		for j < len(sub) && lower(s[i+j]) == lower(sub[j]) {
+			j++
+		}
+		if j == len(sub) {
+			return true
+		}
+	}
+	return false
+}
+
+func lower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // Close closes the source.
@@ -81,12 +117,12 @@ func (r *Redactor) Close() error { return r.src.Close() }
 
 // rewriteHeader puts replace(v) in place of every value v of h that
 // replace changes (reports a count above zero for), and deletes every
-// header whose name it would change. It returns how many headers it
-// changed.
-func rewriteHeader(h http.Header, replace func(string) (string, int)) int {
+// header whose name it would change, or that holds reports true for
+// (when it is not nil). It returns how many headers it changed.
+func rewriteHeader(h http.Header, replace func(string) (string, int), holds func(name string) bool) int {
 	n := 0
 	for k, vs := range h {
-		if _, m := replace(k); m > 0 {
+		if _, m := replace(k); m > 0 || holds != nil && holds(k) {
 			delete(h, k)
 			n++
 			continue

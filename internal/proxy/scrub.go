@@ -308,7 +308,7 @@ func scrubFrom(b []byte, from int) (n, last int) {
 // ScrubHeader replaces every token written in h's values, and deletes
 // every header whose name holds one. It returns how many headers it
 // changed.
-func ScrubHeader(h http.Header) int { return rewriteHeader(h, ScrubTokens) }
+func ScrubHeader(h http.Header) int { return rewriteHeader(h, ScrubTokens, nil) }
 
 // scrubChunk is how much a TokenScrubber reads from its source at a time.
 const scrubChunk = 32 << 10
