@@ -34,45 +34,14 @@ func (f *flight) localLinks(h http.Header) {
 		for i, v := range vs {
 			if k == "Link" {
 				out[i] = linkRef.ReplaceAllStringFunc(v, func(ref string) string {
-					return "<" + f.link(ref[1:len(ref)-1]) + ">"
+					return "<" + f.local(ref[1:len(ref)-1]) + ">"
 				})
 			} else {
-				out[i] = f.link(strings.TrimSpace(v))
+				out[i] = f.local(strings.TrimSpace(v))
 			}
 		}
 		h[http.CanonicalHeaderKey(k)] = out
 	}
-}
-
-// link is ref as the box is given it: local, and when that leaves it a
-// reference to anywhere but the broker, with the box's token (which the
-// search put in place of the value the host repeated) made [redacted]: a
-// client that follows a link to another host would send it the token.
-func (f *flight) link(ref string) string {
-	out := f.local(ref)
-	if atBroker(out) {
-		return out
-	}
-	return swapString(out, f.token, redacted)
-}
-
-// atBroker reports whether every client resolves ref against the URL it
-// asked, the broker's: an absolute path ("/x", not "//" or "/\"), or a
-// relative path, query or fragment whose first segment holds no ":",
-// that begins with no space or control byte and holds no "\", tab or
-// line break (a WHATWG URL parser reads "\\" as "//", drops tabs and
-// line breaks, and trims what comes before).
-func atBroker(ref string) bool {
-	if ref == "" || ref[0] <= ' ' || strings.ContainsAny(ref, "\\\t\n\r") {
-		return false
-	}
-	if ref[0] == '/' {
-		return len(ref) == 1 || ref[1] != '/'
-	}
-	first, _, _ := strings.Cut(ref, "/")
-	first, _, _ = strings.Cut(first, "?")
-	first, _, _ = strings.Cut(first, "#")
-	return !strings.Contains(first, ":")
 }
 
 // local returns ref as a reference to the broker's /egress/NAME route
