@@ -144,7 +144,7 @@ type Sink struct {
 	wake chan struct{}
 
 	mu    sync.Mutex // guards the fields below
-	f     *os.File   // the backlog file of generation st.Gen, open for append
+	f     *os.File   // the backlog file of generation st.Gen, open to read and append
 	size  int64      // f's size
 	st    state      // as last written, but Offset and Seq as now
 	queue []item     // the rows not yet acknowledged, oldest first
@@ -249,6 +249,13 @@ func (s *Sink) load() (err error) {
 	if err != nil {
 		return fmt.Errorf("auditsink: %w", err)
 	}
+	if s.st.Offset > size {
+		// The backlog is shorter than the rows acknowledged from it:
+		// made afresh, or cut by hand. Rows go on at its end.
+		s.log.Warn("audit sink: the backlog file is shorter than its acknowledged rows; rows it held unsent may be lost",
+			"file", s.backlogPath(s.st.Gen), "bytes", size, "acknowledged", s.st.Offset)
+		s.st.Offset = size
+	}
 	if _, err := f.Seek(s.st.Offset, io.SeekStart); err != nil {
 		return fmt.Errorf("auditsink: %w", err)
 	}
@@ -282,7 +289,7 @@ func (s *Sink) load() (err error) {
 	if _, err := f.Seek(off, io.SeekStart); err != nil {
 		return fmt.Errorf("auditsink: %w", err)
 	}
-	s.f, s.size = f, max(off, s.st.Offset)
+	s.f, s.size = f, off
 	if n := len(s.queue) - s.cfg.MaxBacklog; n > 0 {
 		s.dropLocked(n)
 	}
@@ -329,16 +336,28 @@ func (s *Sink) Append(key string, entries []store.AuditEntry) error {
 		end += int64(buf.Len() - start)
 		items = append(items, item{seq: seq, end: end})
 	}
-	if err := s.appendLocked(buf.Bytes()); err != nil {
+	// A failed append leaves no part of the rows in the backlog
+	// (AppendSynced): the rows appended next begin where the kept ones
+	// end, every offset the queue and the state hold stays true, and a
+	// restart reads no line that is not a row. Append then fails: its
+	// rows are not in the stream (Wrap logs them and writes the store all
+	// the same), and a batch replayed from the spool under its key is
+	// appended again.
+	size, err := outbox.AppendSynced(s.f, buf.Bytes())
+	if err != nil {
 		return fmt.Errorf("auditsink: backlog: %w", err)
 	}
 	b := buf.Bytes()
-	off := s.size
+	// The rows end where the file does now (AppendSynced may have ended a
+	// line cut off before them).
+	shift := size - end
+	off := s.size + shift
 	for i := range items {
+		items[i].end += shift
 		n := items[i].end - off
 		items[i].line, b, off = b[:n:n], b[n:], items[i].end
 	}
-	s.size, s.st.Seq = end, seq
+	s.size, s.st.Seq = size, seq
 	s.queue = append(s.queue, items...)
 	s.noteSeenLocked(key)
 	if n := len(s.queue) - s.cfg.MaxBacklog; n > 0 {
@@ -346,34 +365,6 @@ func (s *Sink) Append(key string, entries []store.AuditEntry) error {
 	}
 	s.poke()
 	return nil
-}
-
-// writeBacklog writes b to the backlog file f; a test makes it fail.
-var writeBacklog = (*os.File).Write
-
-// appendLocked writes b at the end of the backlog and syncs it. When
-// either fails, the backlog is cut back to the size it had, so that no
-// part of b stays in it: the rows appended next begin where the kept
-// ones end, every offset the queue and the state hold stays true, and a
-// restart reads no line that is not a row. Append then fails: its rows
-// are not in the stream (Wrap logs them and writes the store all the
-// same), and a batch replayed from the spool under its key is appended
-// again.
-func (s *Sink) appendLocked(b []byte) error {
-	_, err := writeBacklog(s.f, b)
-	if err == nil {
-		err = s.f.Sync()
-	}
-	if err == nil {
-		return nil
-	}
-	if terr := s.f.Truncate(s.size); terr != nil {
-		return errors.Join(err, fmt.Errorf("cutting back what was written: %w", terr))
-	}
-	if _, serr := s.f.Seek(s.size, io.SeekStart); serr != nil {
-		return errors.Join(err, fmt.Errorf("cutting back what was written: %w", serr))
-	}
-	return err
 }
 
 // seenKeys is how many batch keys Append remembers.
@@ -538,7 +529,7 @@ func (s *Sink) compactLocked() error {
 	if err := outbox.WriteFile(p, buf.Bytes()); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_APPEND, 0o600)
 	if err != nil {
 		_ = os.Remove(p)
 		return err

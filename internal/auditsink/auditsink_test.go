@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/intentius/boxbroker/internal/auditsink"
+	"github.com/intentius/boxbroker/internal/outbox"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -389,7 +390,7 @@ func TestSink_FailedAppendLeavesNoPart(t *testing.T) {
 	if err := s.Append("a", entries(0, 3)); err != nil {
 		t.Fatal(err)
 	}
-	restore := auditsink.FailWritesAfter(40)
+	restore := outbox.FailAppendsAfter(40)
 	if err := s.Append("b", entries(3, 2)); err == nil {
 		t.Fatal("Append with a failing write = nil, want its error")
 	}

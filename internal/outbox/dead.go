@@ -138,7 +138,7 @@ func (d *deadFile) put(b Batch, reason error, at time.Time) error {
 		if end+int64(len(line))+1 > d.max {
 			return fmt.Errorf("dead letters: %w: %d bytes of %d", ErrFull, end, d.max)
 		}
-		if err := appendSynced(f, append(line, '\n')); err != nil {
+		if _, err := AppendSynced(f, append(line, '\n')); err != nil {
 			return fmt.Errorf("dead letters: %w", err)
 		}
 		return nil
@@ -218,28 +218,6 @@ func rewriteDead(p string, list []Dead) error {
 		buf.Write(append(line, '\n'))
 	}
 	return WriteFile(p, buf.Bytes())
-}
-
-// WriteFile writes data as the file at p, whole or not at all: to a new
-// file beside it (p+".new"), synced, then renamed over p. The new file is
-// removed when any step fails.
-func WriteFile(p string, data []byte) error {
-	tmp := p + ".new"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if err = errors.Join(err, f.Close()); err == nil {
-		err = os.Rename(tmp, p)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
 }
 
 // readDead reads the dead letters at p; none when there is no file.

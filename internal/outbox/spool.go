@@ -129,31 +129,15 @@ func (s *Spool) Append(b Batch) error {
 	if s.size+int64(len(line)) > s.max {
 		return fmt.Errorf("spool: %w: %d bytes of %d", ErrFull, s.size, s.max)
 	}
-	if s.f, err = lockAt(s.f, filepath.Join(s.dir, SpoolFile), openEnded, "the spool file keeps being set aside"); err != nil {
+	if s.f, err = lockAt(s.f, filepath.Join(s.dir, SpoolFile), openSpoolFile, "the spool file keeps being set aside"); err != nil {
 		return fmt.Errorf("spool: %w", err)
 	}
 	defer filelock.Unlock(s.f)
-	if err := appendSynced(s.f, line); err != nil {
+	if _, err := AppendSynced(s.f, line); err != nil {
 		return fmt.Errorf("spool: %w", err)
 	}
 	s.size += int64(len(line))
 	return nil
-}
-
-// appendSynced writes line at the end of f and syncs f. When either
-// fails, whatever part of line was written is cut off again, so that the
-// next line begins a line of its own, and the error is returned.
-func appendSynced(f *os.File, line []byte) error {
-	n, err := f.Write(line)
-	if err == nil {
-		err = f.Sync()
-	}
-	if err != nil {
-		if fi, serr := f.Stat(); serr == nil {
-			_ = f.Truncate(fi.Size() - int64(n))
-		}
-	}
-	return err
 }
 
 // name gives b a key when it has none, and the spool's store when it
@@ -196,25 +180,10 @@ func lockAt(f *os.File, p string, open func(string) (*os.File, error), moved str
 	return nil, errors.New(moved)
 }
 
-// openEnded opens the spool file at p for appending, ending first a line
-// a crash cut off, so that the next batch begins a line of its own.
-func openEnded(p string) (*os.File, error) {
-	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	fi, err := f.Stat()
-	if err == nil && fi.Size() > 0 {
-		last := make([]byte, 1)
-		if _, err = f.ReadAt(last, fi.Size()-1); err == nil && last[0] != '\n' {
-			_, err = f.Write([]byte{'\n'})
-		}
-	}
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
+// openSpoolFile opens the spool file at p for appending (AppendSynced
+// ends first a line a crash cut off).
+func openSpoolFile(p string) (*os.File, error) {
+	return os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
 }
 
 // Size is how many bytes the spool holds.

@@ -1,0 +1,125 @@
+package outbox
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// lineKeys reads the file at p as JSON lines, each a T whose key is
+// key(T), and returns the keys in order; a line that is not a whole T
+// with a key fails t.
+func lineKeys[T any](t *testing.T, p string, key func(T) string) []string {
+	t.Helper()
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for line := range bytes.Lines(data) {
+		var v T
+		if err := json.Unmarshal(line, &v); err != nil || key(v) == "" || line[len(line)-1] != '\n' {
+			t.Fatalf("%s holds %q, which is no whole line (%v)", filepath.Base(p), line, err)
+		}
+		keys = append(keys, key(v))
+	}
+	return keys
+}
+
+// TestSpool_FailedAppendLeavesNoPart: an append to the spool whose write
+// fails part way (a full disk) leaves none of its batch behind: Append
+// fails, the same batch appended again is kept once, the batches after it
+// are whole lines, and the spool's size is its file's.
+func TestSpool_FailedAppendLeavesNoPart(t *testing.T) {
+	dir := t.TempDir()
+	s, err := OpenSpool(dir, 0, "", quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Append(batch("a")); err != nil {
+		t.Fatal(err)
+	}
+	restore := FailAppendsAfter(20)
+	if err := s.Append(batch("b")); err == nil {
+		t.Fatal("Append with a failing write = nil, want its error")
+	}
+	restore()
+	for _, k := range []string{"b", "c"} {
+		if err := s.Append(batch(k)); err != nil {
+			t.Fatalf("Append %s after the failed write: %v", k, err)
+		}
+	}
+	p := filepath.Join(dir, SpoolFile)
+	if got := lineKeys(t, p, func(b Batch) string { return b.Key }); !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Errorf("spool holds %v, want [a b c]", got)
+	}
+	if fi, err := os.Stat(p); err != nil || fi.Size() != s.Size() {
+		t.Errorf("Size() = %d, want the file's size (%v)", s.Size(), fi)
+	}
+}
+
+// TestDead_FailedAppendLeavesNoPart: a dead letter whose write fails part
+// way leaves none of it behind: SetDead fails, the same batch set aside
+// again is kept once, and the letters after it are whole lines.
+func TestDead_FailedAppendLeavesNoPart(t *testing.T) {
+	dir := t.TempDir()
+	s, err := OpenSpool(dir, 0, "", quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.SetDead(batch("a"), store.ErrRejected); err != nil {
+		t.Fatal(err)
+	}
+	restore := FailAppendsAfter(20)
+	if err := s.SetDead(batch("b"), store.ErrRejected); err == nil {
+		t.Fatal("SetDead with a failing write = nil, want its error")
+	}
+	restore()
+	for _, k := range []string{"b", "c"} {
+		if err := s.SetDead(batch(k), store.ErrRejected); err != nil {
+			t.Fatalf("SetDead %s after the failed write: %v", k, err)
+		}
+	}
+	if got := lineKeys(t, filepath.Join(dir, DeadFile), func(d Dead) string { return d.ID }); !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Errorf("dead letters hold %v, want [a b c]", got)
+	}
+}
+
+// TestDead_LetterAfterATornLineIsKept: a dead letter set aside after a
+// line a crash cut off (its SetDead never returned; its batch is still in
+// the spool) begins a line of its own: it is listed, and kept when
+// another letter is dropped.
+func TestDead_LetterAfterATornLineIsKept(t *testing.T) {
+	dir := t.TempDir()
+	s, err := OpenSpool(dir, 0, "", quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.SetDead(batch("a"), store.ErrRejected); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, DeadFile), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"id":"torn","at":"2026-`)
+	f.Close()
+	if err := s.SetDead(batch("b"), store.ErrRejected); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DropDead(dir, "a"); err != nil {
+		t.Fatal(err)
+	}
+	list, err := ListDead(dir)
+	if err != nil || len(list) != 1 || list[0].ID != "b" {
+		t.Errorf("ListDead after a torn line and a drop = %v, %v; want b", list, err)
+	}
+}
