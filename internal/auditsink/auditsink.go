@@ -236,7 +236,7 @@ func (s *Sink) load() (err error) {
 			}
 		}
 	}
-	f, err := os.OpenFile(s.backlogPath(s.st.Gen), os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := outbox.OpenLog(s.backlogPath(s.st.Gen))
 	if err != nil {
 		return fmt.Errorf("auditsink: %w", err)
 	}
@@ -529,7 +529,7 @@ func (s *Sink) compactLocked() error {
 	if err := outbox.WriteFile(p, buf.Bytes()); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(p, os.O_RDWR|os.O_APPEND, 0o600)
+	f, err := outbox.OpenLog(p)
 	if err != nil {
 		_ = os.Remove(p)
 		return err
@@ -537,9 +537,14 @@ func (s *Sink) compactLocked() error {
 	old := s.st
 	s.st.Gen, s.st.Offset = gen, 0
 	if err := s.writeStateLocked(); err != nil {
+		// The state on disk may name the new generation all the same
+		// (only its directory's sync failed): the old one is written
+		// again, and the new file is left for the next load to remove
+		// unless the state names it, so that neither state can name a
+		// file that is gone.
 		s.st = old
 		_ = f.Close()
-		_ = os.Remove(p)
+		_ = s.writeStateLocked()
 		return err
 	}
 	_ = s.f.Close()

@@ -9,13 +9,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sync/atomic"
 )
 
 // AppendSynced writes b, one or more whole lines, at the end of f and
-// syncs f, and returns f's size after it. f is open for reading and
-// writing, with O_APPEND or without it: the write goes to the end all the
-// same. When f ends with a
+// syncs f, and returns f's size after it. f is open to read and write
+// (OpenLog), with O_APPEND or without it: the write goes to the end all
+// the same. When f ends with a
 // line cut off (a process stopped mid-write), a newline ends that line
 // first, so that b begins a line of its own.
 //
@@ -78,8 +79,11 @@ func FailAppendsAfter(n int) (restore func()) {
 }
 
 // WriteFile writes data as the file at p, whole or not at all: to a new
-// file beside it (p+".new"), synced, then renamed over p. The new file is
-// removed when any step fails.
+// file beside it (p+".new"), synced, then renamed over p, and the
+// directory synced, so that the new name outlives a power cut. The new
+// file is removed when a step before the rename fails; when only the
+// directory's sync fails, p holds data already and the error says the
+// rename may not outlive a power cut.
 func WriteFile(p string, data []byte) error {
 	tmp := p + ".new"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
@@ -95,6 +99,40 @@ func WriteFile(p string, data []byte) error {
 	}
 	if err != nil {
 		os.Remove(tmp)
+		return err
 	}
-	return err
+	return syncDir(filepath.Dir(p))
+}
+
+// OpenLog opens the log file at p — a file appended to with
+// AppendSynced — to read and append to, made (mode 0600) if missing, and
+// syncs its directory, so that a file made here, and the lines synced to
+// it, outlive a power cut.
+func OpenLog(p string) (*os.File, error) {
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syncDir(filepath.Dir(p)); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// syncDir syncs the directory dir: the names made, renamed or removed in
+// it reach the disk. A test replaces it.
+var syncDir = func(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
 }

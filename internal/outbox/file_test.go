@@ -3,6 +3,7 @@ package outbox
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -121,5 +122,52 @@ func TestDead_LetterAfterATornLineIsKept(t *testing.T) {
 	list, err := ListDead(dir)
 	if err != nil || len(list) != 1 || list[0].ID != "b" {
 		t.Errorf("ListDead after a torn line and a drop = %v, %v; want b", list, err)
+	}
+}
+
+// TestFiles_NamesReachTheDisk: a file the spool or the dead letters make,
+// and one WriteFile puts in place, has its directory synced, so that its
+// name outlives a power cut as its synced lines do; a directory that
+// cannot be synced fails the write, which then counts as not kept.
+func TestFiles_NamesReachTheDisk(t *testing.T) {
+	tests := []struct {
+		name  string
+		write func(dir string) error
+	}{
+		{"spool", func(dir string) error {
+			s, err := OpenSpool(dir, 0, "", quiet)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			return s.Append(batch("a"))
+		}},
+		{"dead letters", func(dir string) error {
+			s, err := OpenSpool(dir, 0, "", quiet)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			return s.SetDead(batch("a"), store.ErrRejected)
+		}},
+		{"WriteFile", func(dir string) error { return WriteFile(filepath.Join(dir, "state.json"), []byte("{}")) }},
+	}
+	keep := syncDir
+	defer func() { syncDir = keep }()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			var synced []string
+			syncDir = func(d string) error {
+				synced = append(synced, d)
+				return errors.New("input/output error")
+			}
+			if err := tt.write(dir); err == nil {
+				t.Errorf("%s with its directory not synced = nil, want the error", tt.name)
+			}
+			if !slices.Contains(synced, dir) {
+				t.Errorf("%s synced directories %q, want %q", tt.name, synced, dir)
+			}
+		})
 	}
 }

@@ -129,7 +129,7 @@ func (s *Spool) Append(b Batch) error {
 	if s.size+int64(len(line)) > s.max {
 		return fmt.Errorf("spool: %w: %d bytes of %d", ErrFull, s.size, s.max)
 	}
-	if s.f, err = lockAt(s.f, filepath.Join(s.dir, SpoolFile), openSpoolFile, "the spool file keeps being set aside"); err != nil {
+	if s.f, err = lockAt(s.f, filepath.Join(s.dir, SpoolFile), OpenLog, "the spool file keeps being set aside"); err != nil {
 		return fmt.Errorf("spool: %w", err)
 	}
 	defer filelock.Unlock(s.f)
@@ -178,12 +178,6 @@ func lockAt(f *os.File, p string, open func(string) (*os.File, error), moved str
 		f = nil
 	}
 	return nil, errors.New(moved)
-}
-
-// openSpoolFile opens the spool file at p for appending (AppendSynced
-// ends first a line a crash cut off).
-func openSpoolFile(p string) (*os.File, error) {
-	return os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
 }
 
 // Size is how many bytes the spool holds.
