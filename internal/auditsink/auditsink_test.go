@@ -409,3 +409,42 @@ func TestSink_FailedAppendLeavesNoPart(t *testing.T) {
 	s2 := reopen(t, s, dir, u, 0, 9)
 	rc.resume(t, s2, 9)
 }
+
+// picky is an audit store that refuses for good every batch of more
+// than one entry, and a lone entry whose route is "/bad"; it takes the
+// others.
+type picky struct{ fakeStore }
+
+func (p *picky) ApplySpooled(_ context.Context, _ string, _ []store.Settlement, audit []store.AuditEntry) (bool, error) {
+	if len(audit) > 1 || (len(audit) == 1 && audit[0].Route == "/bad") {
+		return false, store.ErrRejected
+	}
+	return true, nil
+}
+
+// TestWrap_RecordsOfARefusedBatchOnce: a spooled batch of three rows the
+// store refuses whole is applied row by row (one of them set aside as a
+// dead letter); each row is kept for the sink once, under the batch's
+// key, and not again under the key of its row alone.
+func TestWrap_RecordsOfARefusedBatchOnce(t *testing.T) {
+	_, u := newReceiver(t, 0)
+	dir := t.TempDir()
+	s := open(t, dir, u, nil, 0, 100)
+	defer s.Close()
+	ob, err := outbox.Open(outbox.Config{Dir: dir, Store: s.Wrap(&picky{}), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ob.Close()
+	es := entries(0, 3)
+	es[1].Route = "/bad"
+	if err := ob.Spool.Append(outbox.Batch{Key: "batch-1", Audit: es}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := ob.Replay(context.Background()); err != nil || n != 0 || ob.Spool.DeadCount() != 1 {
+		t.Fatalf("Replay = %d, %v with %d dead letters; want 0 batches whole and the bad row set aside", n, err, ob.Spool.DeadCount())
+	}
+	if got := s.Backlog(); got != 3 {
+		t.Errorf("Backlog() = %d, want 3 (each row of the batch once)", got)
+	}
+}

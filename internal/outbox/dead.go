@@ -310,6 +310,7 @@ func refusedBatch(ctx context.Context, st store.Spooled, sp *Spool, b Batch, rea
 	if len(b.Settle)+len(b.Audit) <= 1 {
 		return sp.SetDead(b, reason)
 	}
+	ctx = context.WithValue(ctx, partsKey{}, b.Key)
 	one := func(part string, i int, rec Batch) error {
 		rec.Key, rec.Store = partKey(b.Key, part, i), b.Store
 		_, err := st.ApplySpooled(ctx, rec.Key, rec.Settle, rec.Audit)
@@ -329,6 +330,20 @@ func refusedBatch(ctx context.Context, st store.Spooled, sp *Spool, b Batch, rea
 		}
 	}
 	return nil
+}
+
+// partsKey is the key under which refusedBatch's context names the batch
+// whose records it applies one by one.
+type partsKey struct{}
+
+// PartOf reports whether ctx is that of a record applied alone because
+// the store refused its batch as a whole, and names that batch's key:
+// the record went through the store's wrappers once already, as part of
+// that batch, under its key (an audit sink has its row), and is the same
+// record again, not a new one.
+func PartOf(ctx context.Context) (batch string, ok bool) {
+	batch, ok = ctx.Value(partsKey{}).(string)
+	return batch, ok
 }
 
 // partKey is the key of the record of the batch key at place i of its
