@@ -171,3 +171,68 @@ func TestFiles_NamesReachTheDisk(t *testing.T) {
 		})
 	}
 }
+
+// TestReplay_SetsAsideALineItCannotRead: a whole line of the spool that
+// is no batch (damaged on the disk) is set aside, as it was, in
+// UnreadFile, once however often the spool is replayed; the batches
+// around it are applied.
+func TestReplay_SetsAsideALineItCannotRead(t *testing.T) {
+	dir := t.TempDir()
+	s, err := OpenSpool(dir, 0, "", quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const bad = `{"key":"damaged","settle":"7"}` + "\n"
+	if err := s.Append(batch("a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, SpoolFile), append(mustRead(t, filepath.Join(dir, SpoolFile)), bad...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if err := s.Append(batch("b")); err != nil {
+		t.Fatal(err)
+	}
+	st := &keyed{seen: map[string]bool{}, failAt: 2} // the first replay stops at b
+	if _, err := s.Replay(t.Context(), st.apply); err == nil {
+		t.Fatal("Replay with the store failing at b = nil, want its error")
+	}
+	if n, err := s.Replay(t.Context(), st.apply); err != nil || !slices.Equal(st.applied, []string{"a", "b"}) {
+		t.Fatalf("Replay = %d, %v (applied %v), want a and b", n, err, st.applied)
+	}
+	if got := string(mustRead(t, filepath.Join(dir, UnreadFile))); got != bad {
+		t.Errorf("%s holds %q, want the damaged line once", UnreadFile, got)
+	}
+}
+
+// TestRecover_SetsAsideALineItCannotRead: a line of a journal that is no
+// record is set aside, as it was, in UnreadFile; the records around it
+// are recovered.
+func TestRecover_SetsAsideALineItCannotRead(t *testing.T) {
+	dir := t.TempDir()
+	j := open(t, dir, 0, nil)
+	j.Audit(store.AuditEntry{Route: "r1"})
+	j.Close()
+	const bad = `{"n":2,"a":{"Route":"r2","Box":` + "\n"
+	if err := os.WriteFile(j.Path(), append(mustRead(t, j.Path()), bad...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st := newApplier()
+	open(t, dir, 0, st.apply)
+	if st.audits["r1"] != 1 {
+		t.Errorf("recovered audits %v, want r1 once", st.audits)
+	}
+	if got := string(mustRead(t, filepath.Join(dir, UnreadFile))); got != bad {
+		t.Errorf("%s holds %q, want the line that is no record", UnreadFile, got)
+	}
+}
+
+func mustRead(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

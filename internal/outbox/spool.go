@@ -25,6 +25,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -40,6 +41,11 @@ import (
 const (
 	SpoolFile       = "spool.jsonl"
 	SpoolReplayFile = "spool.replay.jsonl"
+	// UnreadFile keeps, as they were, the lines the spool's replay and
+	// the journal's recovery could not read as a batch or a record: a
+	// line a crash cut off (its append never returned), or one damaged
+	// on the disk. Nothing reads it but an operator.
+	UnreadFile = "spool.unread"
 )
 
 // DefaultSpoolMax bounds the spool's size, in bytes: at a few hundred bytes
@@ -236,9 +242,13 @@ func (s *Spool) replayOnce(ctx context.Context, apply func(context.Context, Batc
 	for line := range bytes.Lines(data) {
 		var b Batch
 		if jerr := json.Unmarshal(line, &b); jerr != nil || b.Key == "" {
-			// A line cut off by a crash mid-append: its Append never
-			// returned, so no one counted on it.
-			s.log.Warn("spool: a line that is no batch is skipped", "bytes", len(line))
+			// A line cut off by a crash mid-append (its Append never
+			// returned, so no one counted on it), or damaged: set
+			// aside, as it is, for an operator to read.
+			if uerr := setAsideUnread(s.dir, line); uerr != nil {
+				return n, false, fmt.Errorf("spool: replay: a line that is no batch cannot be set aside: %w", uerr)
+			}
+			s.log.Warn("spool: a line that is no batch is set aside", "bytes", len(line), "file", filepath.Join(s.dir, UnreadFile))
 		} else if aerr := apply(ctx, b); errors.Is(aerr, errSetAside) {
 			// apply set it aside itself: not applied, and not kept.
 		} else if aerr != nil {
@@ -263,6 +273,32 @@ func (s *Spool) replayOnce(ctx context.Context, apply func(context.Context, Batc
 	s.size = max(s.size-int64(len(data)), 0)
 	s.mu.Unlock()
 	return n, true, nil
+}
+
+// setAsideUnread appends line, as it is (ended with a newline), to dir's
+// UnreadFile, synced, unless a line the same is there already (the same
+// file replayed or recovered again). Past DeadMax bytes the file takes no
+// more, and the line is only logged.
+func setAsideUnread(dir string, line []byte) error {
+	f, err := OpenLog(filepath.Join(dir, UnreadFile))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := filelock.Lock(f); err != nil {
+		return err
+	}
+	defer filelock.Unlock(f)
+	line = append(bytes.TrimSuffix(line, []byte{'\n'}), '\n')
+	kept, err := io.ReadAll(io.NewSectionReader(f, 0, DeadMax))
+	if err != nil {
+		return err
+	}
+	if bytes.HasPrefix(kept, line) || bytes.Contains(kept, append([]byte{'\n'}, line...)) || int64(len(kept)+len(line)) > DeadMax {
+		return nil
+	}
+	_, err = AppendSynced(f, line)
+	return err
 }
 
 // setAside renames the spool file p to rp while holding its lock.
