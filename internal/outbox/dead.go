@@ -151,7 +151,7 @@ func (d *deadFile) put(b Batch, reason error, at time.Time) error {
 func (d *deadFile) take(id string, keep func(Dead) error) (Dead, error) {
 	var got Dead
 	err := d.locked(func(f *os.File) error {
-		list, err := readDeadFrom(f)
+		list, unread, err := readDeadLines(f)
 		if err != nil {
 			return fmt.Errorf("dead letters: %w", err)
 		}
@@ -162,6 +162,13 @@ func (d *deadFile) take(id string, keep func(Dead) error) (Dead, error) {
 		got = list[i]
 		if err := keep(got); err != nil {
 			return err
+		}
+		// The rewrite keeps only dead letters: a line that is none is
+		// set aside first, as it is.
+		for _, line := range unread {
+			if err := setAsideUnread(filepath.Dir(d.path), line); err != nil {
+				return fmt.Errorf("dead letters: a line that is no dead letter cannot be set aside: %w", err)
+			}
 		}
 		rest := append(list[:i:i], list[i+1:]...)
 		if err := rewriteDead(d.path, rest); err != nil {
@@ -232,23 +239,33 @@ func readDead(p string) ([]Dead, error) {
 }
 
 // readDeadFrom reads every dead letter in f from its start; a line that
-// is none (cut off by a crash) is skipped.
+// is none (cut off by a crash, or damaged) is skipped.
 func readDeadFrom(f *os.File) ([]Dead, error) {
+	list, _, err := readDeadLines(f)
+	return list, err
+}
+
+// readDeadLines is readDeadFrom, returning too the lines that are no
+// dead letter, as they are.
+func readDeadLines(f *os.File) (list []Dead, unread [][]byte, err error) {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	data, err := io.ReadAll(f)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var list []Dead
 	for line := range bytes.Lines(data) {
 		var x Dead
-		if len(bytes.TrimSpace(line)) > 0 && json.Unmarshal(line, &x) == nil && x.ID != "" {
+		switch {
+		case len(bytes.TrimSpace(line)) == 0:
+		case json.Unmarshal(line, &x) == nil && x.ID != "":
 			list = append(list, x)
+		default:
+			unread = append(unread, line)
 		}
 	}
-	return list, nil
+	return list, unread, nil
 }
 
 // ListDead returns the dead letters kept in the data directory dir,

@@ -236,3 +236,36 @@ func mustRead(t *testing.T, p string) []byte {
 	}
 	return b
 }
+
+// TestDead_RewriteSetsAsideALineItCannotRead: dropping a dead letter
+// rewrites the file with the letters left; a line in it that is no dead
+// letter (damaged on the disk) is set aside in UnreadFile first, not
+// dropped with the letter.
+func TestDead_RewriteSetsAsideALineItCannotRead(t *testing.T) {
+	dir := t.TempDir()
+	s, err := OpenSpool(dir, 0, "", quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.SetDead(batch("a"), store.ErrRejected); err != nil {
+		t.Fatal(err)
+	}
+	const bad = `{"id":"damaged","batch":7}` + "\n"
+	p := filepath.Join(dir, DeadFile)
+	if err := os.WriteFile(p, append(mustRead(t, p), bad...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetDead(batch("b"), store.ErrRejected); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DropDead(dir, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if list, err := ListDead(dir); err != nil || len(list) != 1 || list[0].ID != "b" {
+		t.Errorf("ListDead after the drop = %v, %v; want b", list, err)
+	}
+	if got := string(mustRead(t, filepath.Join(dir, UnreadFile))); got != bad {
+		t.Errorf("%s holds %q, want the damaged line", UnreadFile, got)
+	}
+}
