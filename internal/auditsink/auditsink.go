@@ -59,7 +59,8 @@ const (
 	DefaultTimeout = 30 * time.Second
 )
 
-// maxLine bounds one row as read back from the backlog.
+// maxLine bounds one row's line (its newline in it): Append refuses a
+// longer one, and load reads one whole.
 const maxLine = 1 << 20
 
 // Config configures a Sink.
@@ -259,7 +260,7 @@ func (s *Sink) load() (err error) {
 	if _, err := f.Seek(s.st.Offset, io.SeekStart); err != nil {
 		return fmt.Errorf("auditsink: %w", err)
 	}
-	r := bufio.NewReaderSize(f, 64<<10)
+	r := bufio.NewReaderSize(f, maxLine) // a line Append kept fits it whole
 	off := s.st.Offset
 	for {
 		line, err := r.ReadSlice('\n')
@@ -311,7 +312,8 @@ func (s *Sink) writeStateLocked() error {
 // Append adds entries, written to the store under batch key key, to the
 // backlog, synced to disk before it returns, and wakes the sender. A full
 // backlog drops its oldest rows to make room. It returns an error when
-// the backlog cannot be written; the rows are then not streamed.
+// the backlog cannot be written, or a row is longer than a backlog line
+// may be (1 MiB); the rows are then not streamed.
 func (s *Sink) Append(key string, entries []store.AuditEntry) error {
 	if len(entries) == 0 {
 		return nil
@@ -332,6 +334,10 @@ func (s *Sink) Append(key string, entries []store.AuditEntry) error {
 		start := buf.Len()
 		if err := json.NewEncoder(&buf).Encode(rowOf(s.st.Replica, seq, key, i, e)); err != nil {
 			return fmt.Errorf("auditsink: %w", err)
+		}
+		if n := buf.Len() - start; n > maxLine {
+			// A restart would refuse a backlog holding it.
+			return fmt.Errorf("auditsink: a row of %d bytes is longer than the %d a backlog line may hold", n, maxLine)
 		}
 		end += int64(buf.Len() - start)
 		items = append(items, item{seq: seq, end: end})

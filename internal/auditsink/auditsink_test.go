@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -447,4 +448,33 @@ func TestWrap_RecordsOfARefusedBatchOnce(t *testing.T) {
 	if got := s.Backlog(); got != 3 {
 		t.Errorf("Backlog() = %d, want 3 (each row of the batch once)", got)
 	}
+}
+
+// TestSink_RowPastTheLineBoundIsRefused: a row of 100 KiB is kept and
+// read back at a restart; a row longer than a backlog line may be
+// (1 MiB) is refused by Append, so that the backlog a restart reads
+// holds none (Open refuses such a backlog); the rows around them are
+// kept and sent.
+func TestSink_RowPastTheLineBoundIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	rc, u := newReceiver(t, 1<<30) // down until the end
+	s := open(t, dir, u, nil, 0, 100)
+	if err := s.Append("a", entries(0, 1)); err != nil {
+		t.Fatal(err)
+	}
+	long := entries(1, 1)
+	long[0].Words = []string{strings.Repeat("w", 100<<10)}
+	if err := s.Append("long", long); err != nil {
+		t.Fatalf("Append of a row of 100 KiB = %v", err)
+	}
+	big := entries(2, 1)
+	big[0].Words = []string{strings.Repeat("w", 1<<20)}
+	if err := s.Append("big", big); err == nil {
+		t.Error("Append of a row past the line bound = nil, want an error")
+	}
+	if err := s.Append("c", entries(2, 1)); err != nil {
+		t.Fatal(err)
+	}
+	s2 := reopen(t, s, dir, u, 0, 3)
+	rc.resume(t, s2, 3)
 }
