@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -31,6 +32,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/filelock"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -74,6 +76,7 @@ func Refused(err error) bool {
 type deadFile struct {
 	path string
 	max  int64 // DeadMax, unless a test sets it
+	log  *slog.Logger
 
 	mu    sync.Mutex // guards what follows
 	stamp deadStamp  // the file as last counted
@@ -87,8 +90,11 @@ type deadStamp struct {
 	ok   bool
 }
 
-func newDeadFile(dir string) *deadFile {
-	return &deadFile{path: filepath.Join(dir, DeadFile), max: DeadMax}
+// newDeadFile is dir's dead letters, logging to log (slog.Default() when
+// nil).
+func newDeadFile(dir string, log *slog.Logger) *deadFile {
+	defaults.Logger(&log)
+	return &deadFile{path: filepath.Join(dir, DeadFile), max: DeadMax, log: log}
 }
 
 // Count is how many dead letters the file holds (0 when it cannot be
@@ -166,8 +172,8 @@ func (d *deadFile) take(id string, keep func(Dead) error) (Dead, error) {
 		// The rewrite keeps only dead letters: a line that is none is
 		// set aside first, as it is.
 		for _, line := range unread {
-			if err := setAsideUnread(filepath.Dir(d.path), line); err != nil {
-				return fmt.Errorf("dead letters: a line that is no dead letter cannot be set aside: %w", err)
+			if err := setAsideUnread(filepath.Dir(d.path), "dead letters", line, d.log); err != nil {
+				return fmt.Errorf("dead letters: %w", err)
 			}
 		}
 		rest := append(list[:i:i], list[i+1:]...)
@@ -276,7 +282,7 @@ func ListDead(dir string) ([]Dead, error) { return readDead(filepath.Join(dir, D
 // from the data directory dir, and returns it: its records are given up.
 // It returns an error wrapping ErrNoDead when there is none.
 func DropDead(dir, id string) (Dead, error) {
-	return newDeadFile(dir).take(id, func(Dead) error { return nil })
+	return newDeadFile(dir, nil).take(id, func(Dead) error { return nil })
 }
 
 // RetryDead applies the dead letter id (an ID, or a prefix of one ID
@@ -286,7 +292,7 @@ func DropDead(dir, id string) (Dead, error) {
 // for a batch of another store than identity ("": any); and an error
 // wrapping ErrNoDead when there is none.
 func RetryDead(ctx context.Context, dir string, st store.Spooled, identity, id string) (Dead, error) {
-	return newDeadFile(dir).take(id, func(x Dead) error {
+	return newDeadFile(dir, nil).take(id, func(x Dead) error {
 		return x.Batch.apply(ctx, st, dir, DeadFile, identity)
 	})
 }

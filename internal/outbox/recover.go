@@ -95,10 +95,9 @@ func recoverFile(dir string, f *os.File, put func(Batch) error, log *slog.Logger
 			// A line cut off by the kill (its append never returned, so
 			// its call was never answered in full), or damaged: set
 			// aside, as it is, for an operator to read.
-			if uerr := setAsideUnread(dir, raw); uerr != nil {
-				return 0, fmt.Errorf("journal: recover: a line that is no record cannot be set aside: %w", uerr)
+			if uerr := setAsideUnread(dir, "journal", raw, log); uerr != nil {
+				return 0, fmt.Errorf("journal: recover: %w", uerr)
 			}
-			log.Warn("journal: a line that is no record is set aside", "bytes", len(raw), "file", filepath.Join(dir, UnreadFile))
 			continue
 		}
 		switch {

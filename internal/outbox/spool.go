@@ -104,7 +104,7 @@ func OpenSpool(dir string, max int64, id string, log *slog.Logger) (*Spool, erro
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("spool: %w", err)
 	}
-	s := &Spool{dir: dir, max: max, store: id, log: log, dead: newDeadFile(dir)}
+	s := &Spool{dir: dir, max: max, store: id, log: log, dead: newDeadFile(dir, log)}
 	for _, name := range []string{SpoolFile, SpoolReplayFile} {
 		if fi, err := os.Stat(filepath.Join(dir, name)); err == nil {
 			s.size += fi.Size()
@@ -245,10 +245,9 @@ func (s *Spool) replayOnce(ctx context.Context, apply func(context.Context, Batc
 			// A line cut off by a crash mid-append (its Append never
 			// returned, so no one counted on it), or damaged: set
 			// aside, as it is, for an operator to read.
-			if uerr := setAsideUnread(s.dir, line); uerr != nil {
-				return n, false, fmt.Errorf("spool: replay: a line that is no batch cannot be set aside: %w", uerr)
+			if uerr := setAsideUnread(s.dir, "spool", line, s.log); uerr != nil {
+				return n, false, fmt.Errorf("spool: replay: %w", uerr)
 			}
-			s.log.Warn("spool: a line that is no batch is set aside", "bytes", len(line), "file", filepath.Join(s.dir, UnreadFile))
 		} else if aerr := apply(ctx, b); errors.Is(aerr, errSetAside) {
 			// apply set it aside itself: not applied, and not kept.
 		} else if aerr != nil {
@@ -275,11 +274,13 @@ func (s *Spool) replayOnce(ctx context.Context, apply func(context.Context, Batc
 	return n, true, nil
 }
 
-// setAsideUnread appends line, as it is (ended with a newline), to dir's
-// UnreadFile, synced, unless a line the same is there already (the same
-// file replayed or recovered again). Past DeadMax bytes the file takes no
-// more, and the line is only logged.
-func setAsideUnread(dir string, line []byte) error {
+// setAsideUnread appends line, which what ("spool", "journal", "dead
+// letters") could not read, as it is (ended with a newline), to dir's
+// UnreadFile, synced, and logs it, unless a line the same is there
+// already (the same file replayed or recovered again). Past DeadMax bytes
+// the file takes no more: the line is logged as lost, at ERROR. It
+// returns an error when the file cannot be written.
+func setAsideUnread(dir, what string, line []byte, log *slog.Logger) error {
 	f, err := OpenLog(filepath.Join(dir, UnreadFile))
 	if err != nil {
 		return err
@@ -294,11 +295,19 @@ func setAsideUnread(dir string, line []byte) error {
 	if err != nil {
 		return err
 	}
-	if bytes.HasPrefix(kept, line) || bytes.Contains(kept, append([]byte{'\n'}, line...)) || int64(len(kept)+len(line)) > DeadMax {
+	p := filepath.Join(dir, UnreadFile)
+	switch {
+	case bytes.HasPrefix(kept, line) || bytes.Contains(kept, append([]byte{'\n'}, line...)):
+		return nil
+	case int64(len(kept)+len(line)) > DeadMax:
+		log.Error(what+": a line that is no record is lost: the file of lines set aside is full", "bytes", len(line), "file", p)
 		return nil
 	}
-	_, err = AppendSynced(f, line)
-	return err
+	if _, err := AppendSynced(f, line); err != nil {
+		return fmt.Errorf("a line that is no record cannot be set aside: %w", err)
+	}
+	log.Warn(what+": a line that is no record is set aside", "bytes", len(line), "file", p)
+	return nil
 }
 
 // setAside renames the spool file p to rp while holding its lock.
