@@ -38,11 +38,7 @@ func lineKeys[T any](t *testing.T, p string, key func(T) string) []string {
 // are whole lines, and the spool's size is its file's.
 func TestSpool_FailedAppendLeavesNoPart(t *testing.T) {
 	dir := t.TempDir()
-	s, err := OpenSpool(dir, 0, "", quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openSpool(t, dir)
 	if err := s.Append(batch("a")); err != nil {
 		t.Fatal(err)
 	}
@@ -70,11 +66,7 @@ func TestSpool_FailedAppendLeavesNoPart(t *testing.T) {
 // again is kept once, and the letters after it are whole lines.
 func TestDead_FailedAppendLeavesNoPart(t *testing.T) {
 	dir := t.TempDir()
-	s, err := OpenSpool(dir, 0, "", quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openSpool(t, dir)
 	if err := s.SetDead(batch("a"), store.ErrRejected); err != nil {
 		t.Fatal(err)
 	}
@@ -99,11 +91,7 @@ func TestDead_FailedAppendLeavesNoPart(t *testing.T) {
 // another letter is dropped.
 func TestDead_LetterAfterATornLineIsKept(t *testing.T) {
 	dir := t.TempDir()
-	s, err := OpenSpool(dir, 0, "", quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openSpool(t, dir)
 	if err := s.SetDead(batch("a"), store.ErrRejected); err != nil {
 		t.Fatal(err)
 	}
@@ -178,11 +166,7 @@ func TestFiles_NamesReachTheDisk(t *testing.T) {
 // around it are applied.
 func TestReplay_SetsAsideALineItCannotRead(t *testing.T) {
 	dir := t.TempDir()
-	s, err := OpenSpool(dir, 0, "", quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openSpool(t, dir)
 	const bad = `{"key":"damaged","settle":"7"}` + "\n"
 	if err := s.Append(batch("a")); err != nil {
 		t.Fatal(err)
@@ -228,6 +212,17 @@ func TestRecover_SetsAsideALineItCannotRead(t *testing.T) {
 	}
 }
 
+// openSpool opens the spool in dir, closed when t ends.
+func openSpool(t *testing.T, dir string) *Spool {
+	t.Helper()
+	s, err := OpenSpool(dir, 0, "", quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 func mustRead(t *testing.T, p string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(p)
@@ -243,11 +238,7 @@ func mustRead(t *testing.T, p string) []byte {
 // dropped with the letter.
 func TestDead_RewriteSetsAsideALineItCannotRead(t *testing.T) {
 	dir := t.TempDir()
-	s, err := OpenSpool(dir, 0, "", quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openSpool(t, dir)
 	if err := s.SetDead(batch("a"), store.ErrRejected); err != nil {
 		t.Fatal(err)
 	}

@@ -281,21 +281,18 @@ func (s *Spool) replayOnce(ctx context.Context, apply func(context.Context, Batc
 // the file takes no more: the line is logged as lost, at ERROR. It
 // returns an error when the file cannot be written.
 func setAsideUnread(dir, what string, line []byte, log *slog.Logger) error {
-	f, err := OpenLog(filepath.Join(dir, UnreadFile))
+	p := filepath.Join(dir, UnreadFile)
+	f, err := lockAt(nil, p, OpenLog, "the file keeps being replaced")
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	if err := filelock.Lock(f); err != nil {
-		return err
-	}
 	defer filelock.Unlock(f)
 	line = append(bytes.TrimSuffix(line, []byte{'\n'}), '\n')
 	kept, err := io.ReadAll(io.NewSectionReader(f, 0, DeadMax))
 	if err != nil {
 		return err
 	}
-	p := filepath.Join(dir, UnreadFile)
 	switch {
 	case bytes.HasPrefix(kept, line) || bytes.Contains(kept, append([]byte{'\n'}, line...)):
 		return nil
