@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/intentius/boxbroker/internal/store"
@@ -258,5 +260,23 @@ func TestDead_RewriteSetsAsideALineItCannotRead(t *testing.T) {
 	}
 	if got := string(mustRead(t, filepath.Join(dir, UnreadFile))); got != bad {
 		t.Errorf("%s holds %q, want the damaged line", UnreadFile, got)
+	}
+}
+
+// TestClose_SaysWhatTheAuditQueueStillHolds: an audit entry queued once
+// the Writer has stopped (a call that ends after the audit log did) is
+// not written; Close says so at ERROR, with how many.
+func TestClose_SaysWhatTheAuditQueueStillHolds(t *testing.T) {
+	var logs bytes.Buffer
+	o, err := Open(Config{Dir: t.TempDir(), Store: &fakeStore{}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Add(store.AuditEntry{Route: "late"}) // no Run: as after it returned
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := logs.String(); !strings.Contains(got, "level=ERROR") || !strings.Contains(got, "entries=1") {
+		t.Errorf("Close with an entry queued logged %q, want an ERROR line counting it", got)
 	}
 }
