@@ -192,15 +192,17 @@ func TestReplay_SetsAsideALineItCannotRead(t *testing.T) {
 	}
 }
 
-// TestRecover_SetsAsideALineItCannotRead: a line of a journal that is no
-// record is set aside, as it was, in UnreadFile; the records around it
-// are recovered.
+// TestRecover_SetsAsideALineItCannotRead: a line of a journal that is
+// none of its lines is set aside, as it was, in UnreadFile; the records
+// around it are recovered.
 func TestRecover_SetsAsideALineItCannotRead(t *testing.T) {
 	dir := t.TempDir()
 	j := open(t, dir, 0, nil)
 	j.Audit(store.AuditEntry{Route: "r1"})
 	j.Close()
-	const bad = `{"n":2,"a":{"Route":"r2","Box":` + "\n"
+	// A line that is no JSON, and one that is but none of the
+	// journal's (a record's part damaged out of its name).
+	const bad = `{"n":2,"a":{"Route":"r2","Box":` + "\n" + `{"n":3,"x":{"Route":"r3"}}` + "\n"
 	if err := os.WriteFile(j.Path(), append(mustRead(t, j.Path()), bad...), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +212,7 @@ func TestRecover_SetsAsideALineItCannotRead(t *testing.T) {
 		t.Errorf("recovered audits %v, want r1 once", st.audits)
 	}
 	if got := string(mustRead(t, filepath.Join(dir, UnreadFile))); got != bad {
-		t.Errorf("%s holds %q, want the line that is no record", UnreadFile, got)
+		t.Errorf("%s holds %q, want the lines that are no record", UnreadFile, got)
 	}
 }
 

@@ -91,16 +91,15 @@ func recoverFile(dir string, f *os.File, put func(Batch) error, log *slog.Logger
 			continue
 		}
 		var l journalLine
-		if jerr := json.Unmarshal(raw, &l); jerr != nil {
+		switch {
+		case json.Unmarshal(raw, &l) != nil, !l.known():
 			// A line cut off by the kill (its append never returned, so
-			// its call was never answered in full), or damaged: set
-			// aside, as it is, for an operator to read.
+			// its call was never answered in full), or damaged (JSON,
+			// but none of the journal's lines): set aside, as it is,
+			// for an operator to read.
 			if uerr := setAsideUnread(dir, "journal", raw, log); uerr != nil {
 				return 0, fmt.Errorf("journal: recover: %w", uerr)
 			}
-			continue
-		}
-		switch {
 		case l.Gen != "":
 			gen, id = l.Gen, l.Store
 		case l.N != 0 && (l.A != nil || l.T != nil):
