@@ -1,6 +1,7 @@
 // The two ways the data directory's files are written: a line appended
-// to a log (AppendSynced: the spool, the dead letters, the audit sink's
-// backlog), and a file replaced whole (WriteFile).
+// to a log (OpenLog and AppendSynced: the spool, the dead letters, the
+// lines set aside unread, the audit sink's backlog), and a file replaced
+// whole (WriteFile).
 
 package outbox
 
@@ -14,17 +15,17 @@ import (
 )
 
 // AppendSynced writes b, one or more whole lines, at the end of f and
-// syncs f, and returns f's size after it. f is open to read and write
+// syncs f, and returns f's size then. f is open to read and write
 // (OpenLog), with O_APPEND or without it: the write goes to the end all
-// the same. When f ends with a
-// line cut off (a process stopped mid-write), a newline ends that line
-// first, so that b begins a line of its own.
+// the same. When f ends with a line cut off (a process stopped
+// mid-write), a newline ends that line first, so that b begins a line of
+// its own.
 //
 // When the write or the sync fails, f is cut back to the size it had and
 // its offset set there, so that no part of b stays in it and the next
 // line begins where the kept ones end; the error is returned (joined with
-// the cut-back's, when that fails too). The caller counts b as kept only
-// when AppendSynced returns nil.
+// the cut-back's, when that fails too), with that size. The caller counts
+// b as kept only when AppendSynced returns nil.
 func AppendSynced(f *os.File, b []byte) (int64, error) {
 	before, err := f.Seek(0, io.SeekEnd)
 	if err != nil {
