@@ -183,14 +183,15 @@ func Open(cfg Config) (*Sink, error) {
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("auditsink: %w", err)
 	}
-	if err := s.load(); err != nil {
-		return nil, err
-	}
+	// The metrics are made first: load counts the rows it drops.
 	s.sent = prometheus.NewCounter(prometheus.CounterOpts{Name: "boxbroker_audit_sink_sent_total", Help: "Audit rows the audit sink acknowledged."})
 	s.dropped = prometheus.NewCounter(prometheus.CounterOpts{Name: "boxbroker_audit_sink_dropped_total", Help: "Audit rows dropped, unsent, from a full audit sink backlog (the oldest go first)."})
 	s.failed = prometheus.NewCounter(prometheus.CounterOpts{Name: "boxbroker_audit_sink_failed_posts_total", Help: "POSTs to the audit sink that failed and are retried."})
 	s.backlog = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "boxbroker_audit_sink_backlog_rows", Help: "Audit rows waiting in the backlog for the audit sink."},
 		func() float64 { return float64(s.Backlog()) })
+	if err := s.load(); err != nil {
+		return nil, err
+	}
 	if cfg.Registerer != nil {
 		for _, c := range []prometheus.Collector{s.sent, s.dropped, s.failed, s.backlog} {
 			if err := cfg.Registerer.Register(c); err != nil {
@@ -390,9 +391,7 @@ func (s *Sink) noteSeenLocked(key string) {
 func (s *Sink) dropLocked(n int) {
 	s.st.Offset = s.queue[n-1].end
 	s.queue = append(s.queue[:0:0], s.queue[n:]...)
-	if s.dropped != nil {
-		s.dropped.Add(float64(n))
-	}
+	s.dropped.Add(float64(n))
 	s.log.Warn("audit sink: backlog full; the oldest rows are dropped unsent", "dropped", n, "max_backlog", s.cfg.MaxBacklog)
 }
 

@@ -478,3 +478,28 @@ func TestSink_RowPastTheLineBoundIsRefused(t *testing.T) {
 	s2 := reopen(t, s, dir, u, 0, 3)
 	rc.resume(t, s2, 3)
 }
+
+// TestSink_RowsDroppedAtOpenAreCounted: a backlog opened with a bound
+// below the rows it holds (MaxBacklog lowered across a restart) drops
+// its oldest rows, and counts them in boxbroker_audit_sink_dropped_total
+// as a drop on Append does.
+func TestSink_RowsDroppedAtOpenAreCounted(t *testing.T) {
+	dir := t.TempDir()
+	_, u := newReceiver(t, 1<<30) // down until the end
+	s := open(t, dir, u, nil, 10, 100)
+	if err := s.Append("a", entries(0, 8)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	s2 := open(t, dir, u, reg, 5, 100)
+	defer s2.Close()
+	if got := s2.Backlog(); got != 5 {
+		t.Errorf("Backlog() = %d, want 5", got)
+	}
+	if got := testutil.ToFloat64(mustGather(t, reg, "boxbroker_audit_sink_dropped_total")); got != 3 {
+		t.Errorf("boxbroker_audit_sink_dropped_total = %v, want 3", got)
+	}
+}
