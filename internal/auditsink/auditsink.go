@@ -59,7 +59,8 @@ const (
 	DefaultTimeout = 30 * time.Second
 )
 
-// maxLine bounds one row as read back from the backlog.
+// maxLine bounds one row's line (its newline in it): Append refuses a
+// longer one, and load reads one whole.
 const maxLine = 1 << 20
 
 // Config configures a Sink.
@@ -144,7 +145,7 @@ type Sink struct {
 	wake chan struct{}
 
 	mu    sync.Mutex // guards the fields below
-	f     *os.File   // the backlog file of generation st.Gen, open for append
+	f     *os.File   // the backlog file of generation st.Gen, open to read and append
 	size  int64      // f's size
 	st    state      // as last written, but Offset and Seq as now
 	queue []item     // the rows not yet acknowledged, oldest first
@@ -182,14 +183,15 @@ func Open(cfg Config) (*Sink, error) {
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("auditsink: %w", err)
 	}
-	if err := s.load(); err != nil {
-		return nil, err
-	}
+	// The metrics are made first: load counts the rows it drops.
 	s.sent = prometheus.NewCounter(prometheus.CounterOpts{Name: "boxbroker_audit_sink_sent_total", Help: "Audit rows the audit sink acknowledged."})
 	s.dropped = prometheus.NewCounter(prometheus.CounterOpts{Name: "boxbroker_audit_sink_dropped_total", Help: "Audit rows dropped, unsent, from a full audit sink backlog (the oldest go first)."})
 	s.failed = prometheus.NewCounter(prometheus.CounterOpts{Name: "boxbroker_audit_sink_failed_posts_total", Help: "POSTs to the audit sink that failed and are retried."})
 	s.backlog = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "boxbroker_audit_sink_backlog_rows", Help: "Audit rows waiting in the backlog for the audit sink."},
 		func() float64 { return float64(s.Backlog()) })
+	if err := s.load(); err != nil {
+		return nil, err
+	}
 	if cfg.Registerer != nil {
 		for _, c := range []prometheus.Collector{s.sent, s.dropped, s.failed, s.backlog} {
 			if err := cfg.Registerer.Register(c); err != nil {
@@ -236,7 +238,7 @@ func (s *Sink) load() (err error) {
 			}
 		}
 	}
-	f, err := os.OpenFile(s.backlogPath(s.st.Gen), os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := outbox.OpenLog(s.backlogPath(s.st.Gen))
 	if err != nil {
 		return fmt.Errorf("auditsink: %w", err)
 	}
@@ -249,10 +251,17 @@ func (s *Sink) load() (err error) {
 	if err != nil {
 		return fmt.Errorf("auditsink: %w", err)
 	}
+	if s.st.Offset > size {
+		// The backlog is shorter than the rows acknowledged from it:
+		// made afresh, or cut by hand. Rows go on at its end.
+		s.log.Warn("audit sink: the backlog file is shorter than its acknowledged rows; rows it held unsent may be lost",
+			"file", s.backlogPath(s.st.Gen), "bytes", size, "acknowledged", s.st.Offset)
+		s.st.Offset = size
+	}
 	if _, err := f.Seek(s.st.Offset, io.SeekStart); err != nil {
 		return fmt.Errorf("auditsink: %w", err)
 	}
-	r := bufio.NewReaderSize(f, 64<<10)
+	r := bufio.NewReaderSize(f, maxLine) // a line Append kept fits it whole
 	off := s.st.Offset
 	for {
 		line, err := r.ReadSlice('\n')
@@ -282,7 +291,7 @@ func (s *Sink) load() (err error) {
 	if _, err := f.Seek(off, io.SeekStart); err != nil {
 		return fmt.Errorf("auditsink: %w", err)
 	}
-	s.f, s.size = f, max(off, s.st.Offset)
+	s.f, s.size = f, off
 	if n := len(s.queue) - s.cfg.MaxBacklog; n > 0 {
 		s.dropLocked(n)
 	}
@@ -304,7 +313,8 @@ func (s *Sink) writeStateLocked() error {
 // Append adds entries, written to the store under batch key key, to the
 // backlog, synced to disk before it returns, and wakes the sender. A full
 // backlog drops its oldest rows to make room. It returns an error when
-// the backlog cannot be written; the rows are then not streamed.
+// the backlog cannot be written, or a row is longer than a backlog line
+// may be (1 MiB); the rows are then not streamed.
 func (s *Sink) Append(key string, entries []store.AuditEntry) error {
 	if len(entries) == 0 {
 		return nil
@@ -326,19 +336,35 @@ func (s *Sink) Append(key string, entries []store.AuditEntry) error {
 		if err := json.NewEncoder(&buf).Encode(rowOf(s.st.Replica, seq, key, i, e)); err != nil {
 			return fmt.Errorf("auditsink: %w", err)
 		}
+		if n := buf.Len() - start; n > maxLine {
+			// A restart would refuse a backlog holding it.
+			return fmt.Errorf("auditsink: a row of %d bytes is longer than the %d a backlog line may hold", n, maxLine)
+		}
 		end += int64(buf.Len() - start)
 		items = append(items, item{seq: seq, end: end})
 	}
-	if err := s.appendLocked(buf.Bytes()); err != nil {
+	// A failed append leaves no part of the rows in the backlog
+	// (AppendSynced): the rows appended next begin where the kept ones
+	// end, every offset the queue and the state hold stays true, and a
+	// restart reads no line that is not a row. Append then fails: its
+	// rows are not in the stream (Wrap logs them and writes the store all
+	// the same), and a batch replayed from the spool under its key is
+	// appended again.
+	size, err := outbox.AppendSynced(s.f, buf.Bytes())
+	if err != nil {
 		return fmt.Errorf("auditsink: backlog: %w", err)
 	}
 	b := buf.Bytes()
-	off := s.size
+	// The rows end where the file does now (AppendSynced may have ended a
+	// line cut off before them).
+	shift := size - end
+	off := s.size + shift
 	for i := range items {
+		items[i].end += shift
 		n := items[i].end - off
 		items[i].line, b, off = b[:n:n], b[n:], items[i].end
 	}
-	s.size, s.st.Seq = end, seq
+	s.size, s.st.Seq = size, seq
 	s.queue = append(s.queue, items...)
 	s.noteSeenLocked(key)
 	if n := len(s.queue) - s.cfg.MaxBacklog; n > 0 {
@@ -346,34 +372,6 @@ func (s *Sink) Append(key string, entries []store.AuditEntry) error {
 	}
 	s.poke()
 	return nil
-}
-
-// writeBacklog writes b to the backlog file f; a test makes it fail.
-var writeBacklog = (*os.File).Write
-
-// appendLocked writes b at the end of the backlog and syncs it. When
-// either fails, the backlog is cut back to the size it had, so that no
-// part of b stays in it: the rows appended next begin where the kept
-// ones end, every offset the queue and the state hold stays true, and a
-// restart reads no line that is not a row. Append then fails: its rows
-// are not in the stream (Wrap logs them and writes the store all the
-// same), and a batch replayed from the spool under its key is appended
-// again.
-func (s *Sink) appendLocked(b []byte) error {
-	_, err := writeBacklog(s.f, b)
-	if err == nil {
-		err = s.f.Sync()
-	}
-	if err == nil {
-		return nil
-	}
-	if terr := s.f.Truncate(s.size); terr != nil {
-		return errors.Join(err, fmt.Errorf("cutting back what was written: %w", terr))
-	}
-	if _, serr := s.f.Seek(s.size, io.SeekStart); serr != nil {
-		return errors.Join(err, fmt.Errorf("cutting back what was written: %w", serr))
-	}
-	return err
 }
 
 // seenKeys is how many batch keys Append remembers.
@@ -393,9 +391,7 @@ func (s *Sink) noteSeenLocked(key string) {
 func (s *Sink) dropLocked(n int) {
 	s.st.Offset = s.queue[n-1].end
 	s.queue = append(s.queue[:0:0], s.queue[n:]...)
-	if s.dropped != nil {
-		s.dropped.Add(float64(n))
-	}
+	s.dropped.Add(float64(n))
 	s.log.Warn("audit sink: backlog full; the oldest rows are dropped unsent", "dropped", n, "max_backlog", s.cfg.MaxBacklog)
 }
 
@@ -538,7 +534,7 @@ func (s *Sink) compactLocked() error {
 	if err := outbox.WriteFile(p, buf.Bytes()); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0o600)
+	f, err := outbox.OpenLog(p)
 	if err != nil {
 		_ = os.Remove(p)
 		return err
@@ -546,9 +542,14 @@ func (s *Sink) compactLocked() error {
 	old := s.st
 	s.st.Gen, s.st.Offset = gen, 0
 	if err := s.writeStateLocked(); err != nil {
+		// The state on disk may name the new generation all the same
+		// (only its directory's sync failed): the old one is written
+		// again, and the new file is left for the next load to remove
+		// unless the state names it, so that neither state can name a
+		// file that is gone.
 		s.st = old
 		_ = f.Close()
-		_ = os.Remove(p)
+		_ = s.writeStateLocked()
 		return err
 	}
 	_ = s.f.Close()

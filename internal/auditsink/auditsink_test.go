@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/intentius/boxbroker/internal/auditsink"
+	"github.com/intentius/boxbroker/internal/outbox"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -389,7 +391,7 @@ func TestSink_FailedAppendLeavesNoPart(t *testing.T) {
 	if err := s.Append("a", entries(0, 3)); err != nil {
 		t.Fatal(err)
 	}
-	restore := auditsink.FailWritesAfter(40)
+	restore := outbox.FailAppendsAfter(40)
 	if err := s.Append("b", entries(3, 2)); err == nil {
 		t.Fatal("Append with a failing write = nil, want its error")
 	}
@@ -407,4 +409,97 @@ func TestSink_FailedAppendLeavesNoPart(t *testing.T) {
 	}
 	s2 := reopen(t, s, dir, u, 0, 9)
 	rc.resume(t, s2, 9)
+}
+
+// picky is an audit store that refuses for good every batch of more
+// than one entry, and a lone entry whose route is "/bad"; it takes the
+// others.
+type picky struct{ fakeStore }
+
+func (p *picky) ApplySpooled(_ context.Context, _ string, _ []store.Settlement, audit []store.AuditEntry) (bool, error) {
+	if len(audit) > 1 || (len(audit) == 1 && audit[0].Route == "/bad") {
+		return false, store.ErrRejected
+	}
+	return true, nil
+}
+
+// TestWrap_RecordsOfARefusedBatchOnce: a spooled batch of three rows the
+// store refuses whole is applied row by row (one of them set aside as a
+// dead letter); each row is kept for the sink once, under the batch's
+// key, and not again under the key of its row alone.
+func TestWrap_RecordsOfARefusedBatchOnce(t *testing.T) {
+	_, u := newReceiver(t, 0)
+	dir := t.TempDir()
+	s := open(t, dir, u, nil, 0, 100)
+	defer s.Close()
+	ob, err := outbox.Open(outbox.Config{Dir: dir, Store: s.Wrap(&picky{}), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ob.Close()
+	es := entries(0, 3)
+	es[1].Route = "/bad"
+	if err := ob.Spool.Append(outbox.Batch{Key: "batch-1", Audit: es}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := ob.Replay(context.Background()); err != nil || n != 0 || ob.Spool.DeadCount() != 1 {
+		t.Fatalf("Replay = %d, %v with %d dead letters; want 0 batches whole and the bad row set aside", n, err, ob.Spool.DeadCount())
+	}
+	if got := s.Backlog(); got != 3 {
+		t.Errorf("Backlog() = %d, want 3 (each row of the batch once)", got)
+	}
+}
+
+// TestSink_RowPastTheLineBoundIsRefused: a row of 100 KiB is kept and
+// read back at a restart; a row longer than a backlog line may be
+// (1 MiB) is refused by Append, so that the backlog a restart reads
+// holds none (Open refuses such a backlog); the rows around them are
+// kept and sent.
+func TestSink_RowPastTheLineBoundIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	rc, u := newReceiver(t, 1<<30) // down until the end
+	s := open(t, dir, u, nil, 0, 100)
+	if err := s.Append("a", entries(0, 1)); err != nil {
+		t.Fatal(err)
+	}
+	long := entries(1, 1)
+	long[0].Words = []string{strings.Repeat("w", 100<<10)}
+	if err := s.Append("long", long); err != nil {
+		t.Fatalf("Append of a row of 100 KiB = %v", err)
+	}
+	big := entries(2, 1)
+	big[0].Words = []string{strings.Repeat("w", 1<<20)}
+	if err := s.Append("big", big); err == nil {
+		t.Error("Append of a row past the line bound = nil, want an error")
+	}
+	if err := s.Append("c", entries(2, 1)); err != nil {
+		t.Fatal(err)
+	}
+	s2 := reopen(t, s, dir, u, 0, 3)
+	rc.resume(t, s2, 3)
+}
+
+// TestSink_RowsDroppedAtOpenAreCounted: a backlog opened with a bound
+// below the rows it holds (MaxBacklog lowered across a restart) drops
+// its oldest rows, and counts them in boxbroker_audit_sink_dropped_total
+// as a drop on Append does.
+func TestSink_RowsDroppedAtOpenAreCounted(t *testing.T) {
+	dir := t.TempDir()
+	_, u := newReceiver(t, 1<<30) // down until the end
+	s := open(t, dir, u, nil, 10, 100)
+	if err := s.Append("a", entries(0, 8)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	s2 := open(t, dir, u, reg, 5, 100)
+	defer s2.Close()
+	if got := s2.Backlog(); got != 5 {
+		t.Errorf("Backlog() = %d, want 5", got)
+	}
+	if got := testutil.ToFloat64(mustGather(t, reg, "boxbroker_audit_sink_dropped_total")); got != 3 {
+		t.Errorf("boxbroker_audit_sink_dropped_total = %v, want 3", got)
+	}
 }

@@ -14,7 +14,9 @@ type Store = outbox.Store
 // Wrap returns st with every audit row written through it appended to
 // s's backlog first, under the batch's key (a new key for a write that
 // has none), so a row is streamed even when the store does not take it,
-// and a batch written again carries its key again. A nil Sink returns
+// and a batch written again carries its key again. The records of a
+// batch the store refused whole, applied again one by one, are not
+// appended again (outbox.PartOf). A nil Sink returns
 // st itself.
 func (s *Sink) Wrap(st Store) Store {
 	if s == nil {
@@ -33,8 +35,13 @@ func (t tee) AddAudit(ctx context.Context, entries []store.AuditEntry) error {
 	return t.Store.AddAudit(ctx, entries)
 }
 
+// ApplySpooled appends audit under key, unless the batch is a record of a
+// batch the store refused whole, applied alone (outbox.PartOf): its row
+// was appended with that batch, under that batch's key.
 func (t tee) ApplySpooled(ctx context.Context, key string, settle []store.Settlement, audit []store.AuditEntry) (bool, error) {
-	t.append(key, audit)
+	if _, ok := outbox.PartOf(ctx); !ok {
+		t.append(key, audit)
+	}
 	return t.Store.ApplySpooled(ctx, key, settle, audit)
 }
 

@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -31,6 +32,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/filelock"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -74,6 +76,7 @@ func Refused(err error) bool {
 type deadFile struct {
 	path string
 	max  int64 // DeadMax, unless a test sets it
+	log  *slog.Logger
 
 	mu    sync.Mutex // guards what follows
 	stamp deadStamp  // the file as last counted
@@ -87,8 +90,11 @@ type deadStamp struct {
 	ok   bool
 }
 
-func newDeadFile(dir string) *deadFile {
-	return &deadFile{path: filepath.Join(dir, DeadFile), max: DeadMax}
+// newDeadFile is dir's dead letters, logging to log (slog.Default() when
+// nil).
+func newDeadFile(dir string, log *slog.Logger) *deadFile {
+	defaults.Logger(&log)
+	return &deadFile{path: filepath.Join(dir, DeadFile), max: DeadMax, log: log}
 }
 
 // Count is how many dead letters the file holds (0 when it cannot be
@@ -138,7 +144,7 @@ func (d *deadFile) put(b Batch, reason error, at time.Time) error {
 		if end+int64(len(line))+1 > d.max {
 			return fmt.Errorf("dead letters: %w: %d bytes of %d", ErrFull, end, d.max)
 		}
-		if err := appendSynced(f, append(line, '\n')); err != nil {
+		if _, err := AppendSynced(f, append(line, '\n')); err != nil {
 			return fmt.Errorf("dead letters: %w", err)
 		}
 		return nil
@@ -151,7 +157,7 @@ func (d *deadFile) put(b Batch, reason error, at time.Time) error {
 func (d *deadFile) take(id string, keep func(Dead) error) (Dead, error) {
 	var got Dead
 	err := d.locked(func(f *os.File) error {
-		list, err := readDeadFrom(f)
+		list, unread, err := readDeadLines(f)
 		if err != nil {
 			return fmt.Errorf("dead letters: %w", err)
 		}
@@ -162,6 +168,13 @@ func (d *deadFile) take(id string, keep func(Dead) error) (Dead, error) {
 		got = list[i]
 		if err := keep(got); err != nil {
 			return err
+		}
+		// The rewrite keeps only dead letters: a line that is none is
+		// set aside first, as it is.
+		for _, line := range unread {
+			if err := setAsideUnread(filepath.Dir(d.path), "dead letters", line, d.log); err != nil {
+				return fmt.Errorf("dead letters: %w", err)
+			}
 		}
 		rest := append(list[:i:i], list[i+1:]...)
 		if err := rewriteDead(d.path, rest); err != nil {
@@ -196,9 +209,7 @@ func findDead(list []Dead, id string) (int, error) {
 // locked runs fn with the dead-letter file open and locked: the file at
 // the path, and not one a rewrite replaced meanwhile (lockAt).
 func (d *deadFile) locked(fn func(*os.File) error) error {
-	f, err := lockAt(nil, d.path, func(p string) (*os.File, error) {
-		return os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
-	}, "the file keeps being replaced")
+	f, err := lockAt(nil, d.path, OpenLog, "the file keeps being replaced")
 	if err != nil {
 		return fmt.Errorf("dead letters: %w", err)
 	}
@@ -220,28 +231,6 @@ func rewriteDead(p string, list []Dead) error {
 	return WriteFile(p, buf.Bytes())
 }
 
-// WriteFile writes data as the file at p, whole or not at all: to a new
-// file beside it (p+".new"), synced, then renamed over p. The new file is
-// removed when any step fails.
-func WriteFile(p string, data []byte) error {
-	tmp := p + ".new"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if err = errors.Join(err, f.Close()); err == nil {
-		err = os.Rename(tmp, p)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
-}
-
 // readDead reads the dead letters at p; none when there is no file.
 func readDead(p string) ([]Dead, error) {
 	f, err := os.Open(p)
@@ -256,23 +245,33 @@ func readDead(p string) ([]Dead, error) {
 }
 
 // readDeadFrom reads every dead letter in f from its start; a line that
-// is none (cut off by a crash) is skipped.
+// is none (cut off by a crash, or damaged) is skipped.
 func readDeadFrom(f *os.File) ([]Dead, error) {
+	list, _, err := readDeadLines(f)
+	return list, err
+}
+
+// readDeadLines is readDeadFrom, returning too the lines that are no
+// dead letter, as they are.
+func readDeadLines(f *os.File) (list []Dead, unread [][]byte, err error) {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	data, err := io.ReadAll(f)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var list []Dead
 	for line := range bytes.Lines(data) {
 		var x Dead
-		if len(bytes.TrimSpace(line)) > 0 && json.Unmarshal(line, &x) == nil && x.ID != "" {
+		switch {
+		case len(bytes.TrimSpace(line)) == 0:
+		case json.Unmarshal(line, &x) == nil && x.ID != "":
 			list = append(list, x)
+		default:
+			unread = append(unread, line)
 		}
 	}
-	return list, nil
+	return list, unread, nil
 }
 
 // ListDead returns the dead letters kept in the data directory dir,
@@ -283,7 +282,7 @@ func ListDead(dir string) ([]Dead, error) { return readDead(filepath.Join(dir, D
 // from the data directory dir, and returns it: its records are given up.
 // It returns an error wrapping ErrNoDead when there is none.
 func DropDead(dir, id string) (Dead, error) {
-	return newDeadFile(dir).take(id, func(Dead) error { return nil })
+	return newDeadFile(dir, nil).take(id, func(Dead) error { return nil })
 }
 
 // RetryDead applies the dead letter id (an ID, or a prefix of one ID
@@ -293,7 +292,7 @@ func DropDead(dir, id string) (Dead, error) {
 // for a batch of another store than identity ("": any); and an error
 // wrapping ErrNoDead when there is none.
 func RetryDead(ctx context.Context, dir string, st store.Spooled, identity, id string) (Dead, error) {
-	return newDeadFile(dir).take(id, func(x Dead) error {
+	return newDeadFile(dir, nil).take(id, func(x Dead) error {
 		return x.Batch.apply(ctx, st, dir, DeadFile, identity)
 	})
 }
@@ -334,6 +333,7 @@ func refusedBatch(ctx context.Context, st store.Spooled, sp *Spool, b Batch, rea
 	if len(b.Settle)+len(b.Audit) <= 1 {
 		return sp.SetDead(b, reason)
 	}
+	ctx = context.WithValue(ctx, partsKey{}, b.Key)
 	one := func(part string, i int, rec Batch) error {
 		rec.Key, rec.Store = partKey(b.Key, part, i), b.Store
 		_, err := st.ApplySpooled(ctx, rec.Key, rec.Settle, rec.Audit)
@@ -353,6 +353,20 @@ func refusedBatch(ctx context.Context, st store.Spooled, sp *Spool, b Batch, rea
 		}
 	}
 	return nil
+}
+
+// partsKey is the key under which refusedBatch's context names the batch
+// whose records it applies one by one.
+type partsKey struct{}
+
+// PartOf reports whether ctx is that of a record applied alone because
+// the store refused its batch as a whole, and names that batch's key:
+// the record went through the store's wrappers once already, as part of
+// that batch, under its key (an audit sink has its row), and is the same
+// record again, not a new one.
+func PartOf(ctx context.Context) (batch string, ok bool) {
+	batch, ok = ctx.Value(partsKey{}).(string)
+	return batch, ok
 }
 
 // partKey is the key of the record of the batch key at place i of its

@@ -124,6 +124,12 @@ func (l *journalLine) parts() Part {
 	return p
 }
 
+// known reports whether l is one of the journal's lines: a header, a
+// record holding a part, a batch begun or a batch done.
+func (l *journalLine) known() bool {
+	return l.Gen != "" || (l.N != 0 && l.parts() != 0) || l.B != "" || l.D != ""
+}
+
 // openRec is a record not yet done: its line, the parts the line holds,
 // and those of them not yet done.
 type openRec struct {

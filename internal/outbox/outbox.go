@@ -239,8 +239,14 @@ func (o *Outbox) RunReplay(ctx context.Context) {
 }
 
 // Close closes the journal and the spool. What the journal holds not yet
-// done is recovered at the next Open.
+// done is recovered at the next Open. Audit entries still queued (added
+// once the Writer's Run had returned: a call ending after the audit log
+// stopped) are logged as not written, at ERROR: the journaled ones among
+// them are recovered at the next Open, the others are lost.
 func (o *Outbox) Close() error {
+	if n := len(o.Audit.queue); n > 0 {
+		o.log.Error("audit: entries queued after the audit log stopped are not written; those the journal holds are recovered at the next start", "entries", n)
+	}
 	return errors.Join(o.Journal.Close(), o.Spool.Close())
 }
 

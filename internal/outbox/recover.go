@@ -30,7 +30,7 @@ func recoverDir(dir string, put func(Batch) error, log *slog.Logger) (int, error
 	})
 	total := 0
 	err := eachGone(dir, JournalPattern, func(p string, f *os.File) error {
-		n, err := recoverFile(f, put, log)
+		n, err := recoverFile(dir, f, put, log)
 		if err == nil {
 			err = os.Remove(p)
 		}
@@ -71,10 +71,11 @@ func eachGone(dir, pattern string, fn func(p string, f *os.File) error) error {
 	return nil
 }
 
-// recoverFile hands to put what the journal f holds not yet done, and
-// says how many records it handed on (a call's audit entry and its
-// settlement count as two, in one line or in two).
-func recoverFile(f *os.File, put func(Batch) error, log *slog.Logger) (int, error) {
+// recoverFile hands to put what the journal f, in the data directory
+// dir, holds not yet done, and says how many records it handed on (a
+// call's audit entry and its settlement count as two, in one line or in
+// two). A line that is no record is set aside in dir's UnreadFile.
+func recoverFile(dir string, f *os.File, put func(Batch) error, log *slog.Logger) (int, error) {
 	data, err := io.ReadAll(f)
 	if err != nil {
 		return 0, fmt.Errorf("journal: %w", err)
@@ -90,13 +91,15 @@ func recoverFile(f *os.File, put func(Batch) error, log *slog.Logger) (int, erro
 			continue
 		}
 		var l journalLine
-		if jerr := json.Unmarshal(raw, &l); jerr != nil {
-			// A line cut off by the kill: its append never returned, so
-			// its call was never answered in full.
-			log.Warn("journal: a line that is no record is skipped", "bytes", len(raw))
-			continue
-		}
 		switch {
+		case json.Unmarshal(raw, &l) != nil, !l.known():
+			// A line cut off by the kill (its append never returned, so
+			// its call was never answered in full), or damaged (JSON,
+			// but none of the journal's lines): set aside, as it is,
+			// for an operator to read.
+			if uerr := setAsideUnread(dir, "journal", raw, log); uerr != nil {
+				return 0, fmt.Errorf("journal: recover: %w", uerr)
+			}
 		case l.Gen != "":
 			gen, id = l.Gen, l.Store
 		case l.N != 0 && (l.A != nil || l.T != nil):

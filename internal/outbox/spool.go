@@ -25,6 +25,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -40,6 +41,11 @@ import (
 const (
 	SpoolFile       = "spool.jsonl"
 	SpoolReplayFile = "spool.replay.jsonl"
+	// UnreadFile keeps, as they were, the lines the spool's replay and
+	// the journal's recovery could not read as a batch or a record: a
+	// line a crash cut off (its append never returned), or one damaged
+	// on the disk. Nothing reads it but an operator.
+	UnreadFile = "spool.unread"
 )
 
 // DefaultSpoolMax bounds the spool's size, in bytes: at a few hundred bytes
@@ -98,7 +104,7 @@ func OpenSpool(dir string, max int64, id string, log *slog.Logger) (*Spool, erro
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("spool: %w", err)
 	}
-	s := &Spool{dir: dir, max: max, store: id, log: log, dead: newDeadFile(dir)}
+	s := &Spool{dir: dir, max: max, store: id, log: log, dead: newDeadFile(dir, log)}
 	for _, name := range []string{SpoolFile, SpoolReplayFile} {
 		if fi, err := os.Stat(filepath.Join(dir, name)); err == nil {
 			s.size += fi.Size()
@@ -129,31 +135,15 @@ func (s *Spool) Append(b Batch) error {
 	if s.size+int64(len(line)) > s.max {
 		return fmt.Errorf("spool: %w: %d bytes of %d", ErrFull, s.size, s.max)
 	}
-	if s.f, err = lockAt(s.f, filepath.Join(s.dir, SpoolFile), openEnded, "the spool file keeps being set aside"); err != nil {
+	if s.f, err = lockAt(s.f, filepath.Join(s.dir, SpoolFile), OpenLog, "the spool file keeps being set aside"); err != nil {
 		return fmt.Errorf("spool: %w", err)
 	}
 	defer filelock.Unlock(s.f)
-	if err := appendSynced(s.f, line); err != nil {
+	if _, err := AppendSynced(s.f, line); err != nil {
 		return fmt.Errorf("spool: %w", err)
 	}
 	s.size += int64(len(line))
 	return nil
-}
-
-// appendSynced writes line at the end of f and syncs f. When either
-// fails, whatever part of line was written is cut off again, so that the
-// next line begins a line of its own, and the error is returned.
-func appendSynced(f *os.File, line []byte) error {
-	n, err := f.Write(line)
-	if err == nil {
-		err = f.Sync()
-	}
-	if err != nil {
-		if fi, serr := f.Stat(); serr == nil {
-			_ = f.Truncate(fi.Size() - int64(n))
-		}
-	}
-	return err
 }
 
 // name gives b a key when it has none, and the spool's store when it
@@ -194,27 +184,6 @@ func lockAt(f *os.File, p string, open func(string) (*os.File, error), moved str
 		f = nil
 	}
 	return nil, errors.New(moved)
-}
-
-// openEnded opens the spool file at p for appending, ending first a line
-// a crash cut off, so that the next batch begins a line of its own.
-func openEnded(p string) (*os.File, error) {
-	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	fi, err := f.Stat()
-	if err == nil && fi.Size() > 0 {
-		last := make([]byte, 1)
-		if _, err = f.ReadAt(last, fi.Size()-1); err == nil && last[0] != '\n' {
-			_, err = f.Write([]byte{'\n'})
-		}
-	}
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
 }
 
 // Size is how many bytes the spool holds.
@@ -273,9 +242,12 @@ func (s *Spool) replayOnce(ctx context.Context, apply func(context.Context, Batc
 	for line := range bytes.Lines(data) {
 		var b Batch
 		if jerr := json.Unmarshal(line, &b); jerr != nil || b.Key == "" {
-			// A line cut off by a crash mid-append: its Append never
-			// returned, so no one counted on it.
-			s.log.Warn("spool: a line that is no batch is skipped", "bytes", len(line))
+			// A line cut off by a crash mid-append (its Append never
+			// returned, so no one counted on it), or damaged: set
+			// aside, as it is, for an operator to read.
+			if uerr := setAsideUnread(s.dir, "spool", line, s.log); uerr != nil {
+				return n, false, fmt.Errorf("spool: replay: %w", uerr)
+			}
 		} else if aerr := apply(ctx, b); errors.Is(aerr, errSetAside) {
 			// apply set it aside itself: not applied, and not kept.
 		} else if aerr != nil {
@@ -300,6 +272,39 @@ func (s *Spool) replayOnce(ctx context.Context, apply func(context.Context, Batc
 	s.size = max(s.size-int64(len(data)), 0)
 	s.mu.Unlock()
 	return n, true, nil
+}
+
+// setAsideUnread appends line, which what ("spool", "journal", "dead
+// letters") could not read, as it is (ended with a newline), to dir's
+// UnreadFile, synced, and logs it, unless a line the same is there
+// already (the same file replayed or recovered again). Past DeadMax bytes
+// the file takes no more: the line is logged as lost, at ERROR. It
+// returns an error when the file cannot be written.
+func setAsideUnread(dir, what string, line []byte, log *slog.Logger) error {
+	p := filepath.Join(dir, UnreadFile)
+	f, err := lockAt(nil, p, OpenLog, "the file keeps being replaced")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	defer filelock.Unlock(f)
+	line = append(bytes.TrimSuffix(line, []byte{'\n'}), '\n')
+	kept, err := io.ReadAll(io.NewSectionReader(f, 0, DeadMax))
+	if err != nil {
+		return err
+	}
+	switch {
+	case bytes.HasPrefix(kept, line) || bytes.Contains(kept, append([]byte{'\n'}, line...)):
+		return nil
+	case int64(len(kept)+len(line)) > DeadMax:
+		log.Error(what+": a line that is no record is lost: the file of lines set aside is full", "bytes", len(line), "file", p)
+		return nil
+	}
+	if _, err := AppendSynced(f, line); err != nil {
+		return fmt.Errorf("a line that is no record cannot be set aside: %w", err)
+	}
+	log.Warn(what+": a line that is no record is set aside", "bytes", len(line), "file", p)
+	return nil
 }
 
 // setAside renames the spool file p to rp while holding its lock.

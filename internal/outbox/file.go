@@ -1,0 +1,139 @@
+// The two ways the data directory's files are written: a line appended
+// to a log (OpenLog and AppendSynced: the spool, the dead letters, the
+// lines set aside unread, the audit sink's backlog), and a file replaced
+// whole (WriteFile).
+
+package outbox
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+)
+
+// AppendSynced writes b, one or more whole lines, at the end of f and
+// syncs f, and returns f's size then. f is open to read and write
+// (OpenLog), with O_APPEND or without it: the write goes to the end all
+// the same. When f ends with a line cut off (a process stopped
+// mid-write), a newline ends that line first, so that b begins a line of
+// its own.
+//
+// When the write or the sync fails, f is cut back to the size it had and
+// its offset set there, so that no part of b stays in it and the next
+// line begins where the kept ones end; the error is returned (joined with
+// the cut-back's, when that fails too), with that size. The caller counts
+// b as kept only when AppendSynced returns nil.
+func AppendSynced(f *os.File, b []byte) (int64, error) {
+	before, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		return 0, err
+	}
+	if before > 0 {
+		last := make([]byte, 1)
+		if _, err := f.ReadAt(last, before-1); err != nil {
+			return before, err
+		}
+		if last[0] != '\n' {
+			b = append([]byte{'\n'}, b...)
+		}
+	}
+	_, err = appendWrite(f, b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if err == nil {
+		return before + int64(len(b)), nil
+	}
+	if terr := f.Truncate(before); terr != nil {
+		return before, errors.Join(err, fmt.Errorf("cutting back what was written: %w", terr))
+	}
+	if _, serr := f.Seek(before, io.SeekStart); serr != nil {
+		return before, errors.Join(err, fmt.Errorf("cutting back what was written: %w", serr))
+	}
+	return before, err
+}
+
+// failAppends is, while FailAppendsAfter holds, one more than the bytes
+// an AppendSynced write keeps before it fails; 0 otherwise.
+var failAppends atomic.Int64
+
+// appendWrite is AppendSynced's write: f.Write, unless FailAppendsAfter
+// holds.
+func appendWrite(f *os.File, b []byte) (int, error) {
+	if n := failAppends.Load(); n > 0 {
+		w, _ := f.Write(b[:min(int(n-1), len(b))])
+		return w, errors.New("no space left on device")
+	}
+	return f.Write(b)
+}
+
+// FailAppendsAfter is for tests, of this package and of the packages that
+// append through AppendSynced: until restore is called, every
+// AppendSynced write keeps only the first n bytes of what it is given and
+// fails, as on a full disk.
+func FailAppendsAfter(n int) (restore func()) {
+	failAppends.Store(int64(n) + 1)
+	return func() { failAppends.Store(0) }
+}
+
+// WriteFile writes data as the file at p, whole or not at all: to a new
+// file beside it (p+".new"), synced, then renamed over p, and the
+// directory synced, so that the new name outlives a power cut. The new
+// file is removed when a step before the rename fails; when only the
+// directory's sync fails, p holds data already and the error says the
+// rename may not outlive a power cut.
+func WriteFile(p string, data []byte) error {
+	tmp := p + ".new"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if err = errors.Join(err, f.Close()); err == nil {
+		err = os.Rename(tmp, p)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return syncDir(filepath.Dir(p))
+}
+
+// OpenLog opens the log file at p — a file appended to with
+// AppendSynced — to read and append to, made (mode 0600) if missing, and
+// syncs its directory, so that a file made here, and the lines synced to
+// it, outlive a power cut.
+func OpenLog(p string) (*os.File, error) {
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syncDir(filepath.Dir(p)); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// syncDir syncs the directory dir: the names made, renamed or removed in
+// it reach the disk. A test replaces it.
+var syncDir = func(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
+}
