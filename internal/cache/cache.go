@@ -419,7 +419,7 @@ func (c *Cache) fresh() (bool, uint64) {
 // BoxByTokenHash returns the box whose token hashes to hash, or
 // store.ErrNotFound.
 func (c *Cache) BoxByTokenHash(ctx context.Context, hash string) (store.Box, error) {
-	return cached(ctx, c, "box", hash, c.boxes, c.missing, func(b store.Box) {
+	return cached(ctx, c, "box", hash, &c.boxes, &c.missing, func(b store.Box) {
 		if _, kept := c.boxes[hash]; !kept {
 			c.byName[b.Name] = append(c.byName[b.Name], hash)
 		}
@@ -429,7 +429,7 @@ func (c *Cache) BoxByTokenHash(ctx context.Context, hash string) (store.Box, err
 // Declaration returns a box's last kept report, or nil when it never
 // reported. The result is shared and must not be modified.
 func (c *Cache) Declaration(ctx context.Context, box string) (*protocol.Declaration, error) {
-	return cached(ctx, c, "declaration", box, c.decls, nil, nil, func(ctx context.Context) (*protocol.Declaration, error) {
+	return cached(ctx, c, "declaration", box, &c.decls, nil, nil, func(ctx context.Context) (*protocol.Declaration, error) {
 		doc, at, err := c.st.Declaration(ctx, box)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, nil
@@ -450,7 +450,7 @@ func (c *Cache) Declaration(ctx context.Context, box string) (*protocol.Declarat
 // on it: a model call of a box with none reserves nothing, so it need not
 // ask the store.
 func (c *Cache) Budgeted(ctx context.Context, box string) (bool, error) {
-	return cached(ctx, c, "budgeted", box, c.budgeted, nil, nil, func(ctx context.Context) (bool, error) {
+	return cached(ctx, c, "budgeted", box, &c.budgeted, nil, nil, func(ctx context.Context) (bool, error) {
 		bs, err := c.st.ListBudgets(ctx, box)
 		if err != nil || len(bs) > 0 {
 			return len(bs) > 0, err
@@ -462,38 +462,42 @@ func (c *Cache) Budgeted(ctx context.Context, box string) (bool, error) {
 
 // Credential returns the sealed credential with that ID, or store.ErrNotFound.
 func (c *Cache) Credential(ctx context.Context, id string) (store.Credential, error) {
-	return cached(ctx, c, "credential", id, c.creds, c.credMiss, nil, func(ctx context.Context) (store.Credential, error) { return c.st.Credential(ctx, id) })
+	return cached(ctx, c, "credential", id, &c.creds, &c.credMiss, nil, func(ctx context.Context) (store.Credential, error) { return c.st.Credential(ctx, id) })
 }
 
 // Secret returns a box's sealed egress secret, or store.ErrNotFound.
 func (c *Cache) Secret(ctx context.Context, box, name string) (store.Secret, error) {
-	return cached(ctx, c, "secret", box+"/"+name, c.secrets, c.secMiss, nil, func(ctx context.Context) (store.Secret, error) { return c.st.Secret(ctx, box, name) })
+	return cached(ctx, c, "secret", box+"/"+name, &c.secrets, &c.secMiss, nil, func(ctx context.Context) (store.Secret, error) { return c.st.Secret(ctx, box, name) })
 }
 
 // cached is how every read of the cache goes: from memory while it is
-// fresh (hits, or misses as store.ErrNotFound), else from load, once for
-// all callers through shared. What load found is kept in hits (keep, if
+// fresh (*hitsAt, or *missesAt as store.ErrNotFound), else from load, once for
+// all callers through shared. What load found is kept in *hitsAt (keep, if
 // not nil, is called first, with c.mu held); store.ErrNotFound is kept in
-// misses, up to maxMissing of them, when misses is not nil, and returned
+// *missesAt, up to maxMissing of them, when missesAt is not nil, and returned
 // otherwise as any other error. Nothing is kept when a drop came while
-// load ran.
-func cached[V any](ctx context.Context, c *Cache, kind, key string, hits map[string]V, misses map[string]struct{}, keep func(V), load func(context.Context) (V, error)) (V, error) {
+// load ran. hitsAt and missesAt point at the cache's fields, read only
+// under c.mu: a reset replaces the maps, and a read must not answer from
+// ones it threw away.
+func cached[V any](ctx context.Context, c *Cache, kind, key string, hitsAt *map[string]V, missesAt *map[string]struct{}, keep func(V), load func(context.Context) (V, error)) (V, error) {
 	var zero V
 	c.mu.RLock()
 	ok, gen := c.fresh()
 	if ok {
-		if v, hit := hits[key]; hit {
+		if v, hit := (*hitsAt)[key]; hit {
 			c.mu.RUnlock()
 			return v, nil
 		}
-		if _, miss := misses[key]; miss {
-			c.mu.RUnlock()
-			return zero, store.ErrNotFound
+		if missesAt != nil {
+			if _, miss := (*missesAt)[key]; miss {
+				c.mu.RUnlock()
+				return zero, store.ErrNotFound
+			}
 		}
 	}
 	c.mu.RUnlock()
 	v, err := shared(ctx, c, kind, gen, key, load)
-	if err != nil && (misses == nil || !errors.Is(err, store.ErrNotFound)) {
+	if err != nil && (missesAt == nil || !errors.Is(err, store.ErrNotFound)) {
 		return zero, err
 	}
 	c.mu.Lock()
@@ -502,9 +506,9 @@ func cached[V any](ctx context.Context, c *Cache, kind, key string, hits map[str
 			if keep != nil {
 				keep(v)
 			}
-			hits[key] = v
-		} else if len(misses) < maxMissing {
-			misses[key] = struct{}{}
+			(*hitsAt)[key] = v
+		} else if len(*missesAt) < maxMissing {
+			(*missesAt)[key] = struct{}{}
 		}
 	}
 	c.mu.Unlock()
