@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"bytes"
 	"errors"
 	"io"
 	"net/http"
@@ -185,18 +184,11 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64) error {
 	// The length the box declared was the encoded body's.
 	r.Header.Del("Content-Encoding")
 	r.Header.Del("Content-Length")
+	r.Body = proxy.PutBack(held, zr)
 	if len(held) <= wholeDecoded {
-		r.Body = readCloser{Reader: bytes.NewReader(held), Closer: zr}
 		r.ContentLength = int64(len(held))
 		return nil
 	}
-	r.Body = readCloser{Reader: io.MultiReader(bytes.NewReader(held), zr), Closer: zr}
 	r.ContentLength = -1
 	return nil
-}
-
-// readCloser reads from one reader and closes another.
-type readCloser struct {
-	io.Reader
-	io.Closer
 }

@@ -91,10 +91,7 @@ func swapBody(r *http.Request, token, value string, fields []string) error {
 		return err
 	}
 	if len(b) > maxReadBody { // of undeclared length, and long: streamed
-		r.Body = proxy.NewTokenScrubber(struct {
-			io.Reader
-			io.Closer
-		}{io.MultiReader(bytes.NewReader(b), r.Body), r.Body})
+		r.Body = proxy.NewTokenScrubber(proxy.PutBack(b, r.Body))
 		return nil
 	}
 	r.Body.Close()

@@ -28,7 +28,6 @@
 package fountain
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -338,17 +337,15 @@ func (c *Capability) record(resp *http.Response, cl *call) error {
 		c.cfg.Logger.Warn("fountain: a started conversation's answer is a stream; not recorded", "box", cl.box)
 		return nil
 	}
-	orig := resp.Body
-	held, err := io.ReadAll(io.LimitReader(orig, MaxRecord+1))
+	held, err := io.ReadAll(io.LimitReader(resp.Body, MaxRecord+1))
 	if err != nil {
 		return fmt.Errorf("read the answer to a started conversation: %w", err)
 	}
+	resp.Body = proxy.PutBack(held, resp.Body)
 	if int64(len(held)) > MaxRecord {
-		resp.Body = readCloser{io.MultiReader(bytes.NewReader(held), orig), orig}
 		c.cfg.Logger.Warn("fountain: a started conversation's answer is over the bound; not recorded", "box", cl.box, "bound", MaxRecord)
 		return nil
 	}
-	resp.Body = readCloser{bytes.NewReader(held), orig}
 	id, ok := conversationID(held)
 	if !ok {
 		c.cfg.Logger.Warn("fountain: a started conversation's answer names no usable id; not recorded", "box", cl.box)
@@ -391,11 +388,6 @@ func conversationID(body []byte) (string, bool) {
 		return "", false
 	}
 	return id, true
-}
-
-type readCloser struct {
-	io.Reader
-	io.Closer
 }
 
 // errorHandler renders a refusal the response step returned, and any

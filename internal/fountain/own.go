@@ -149,7 +149,7 @@ func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Reque
 					"The broker reads a Fountain request body of up to %d bytes to check that the ids it names are this box's; this one is larger.", MaxChecked)
 			}
 			// Not JSON nor a form: streamed, tokens scrubbed as it goes.
-			return proxy.NewTokenScrubber(readCloser{io.MultiReader(bytes.NewReader(held), body), body}), nil
+			return proxy.NewTokenScrubber(proxy.PutBack(held, body)), nil
 		}
 		switch {
 		case len(held) == 0:
@@ -168,7 +168,7 @@ func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Reque
 				"The request body is not valid JSON, so the broker cannot check that the ids it names are this box's.")
 		}
 		proxy.ScrubTokensInPlace(held)
-		body = readCloser{bytes.NewReader(held), body}
+		body = proxy.PutBack(held, body)
 	}
 	for _, n := range ids {
 		if err := c.own(ctx, box, n.kind, n.id, n.where); err != nil {

@@ -1,7 +1,6 @@
 package inference
 
 import (
-	"bytes"
 	"errors"
 	"io"
 	"log/slog"
@@ -55,7 +54,7 @@ func (c *Capability) keepForRetry(out *http.Request, pf *paidFor) error {
 			return capability.UnreadableBody(err)
 		}
 		if int64(len(b)) > c.cfg.MaxRetried {
-			out.Body = readCloser{io.MultiReader(bytes.NewReader(b), out.Body), out.Body}
+			out.Body = proxy.PutBack(b, out.Body)
 			return nil
 		}
 		rt.body = b
@@ -94,14 +93,6 @@ func modelOf(body []byte) string {
 	})
 	return model
 }
-
-// readCloser reads from r and closes c.
-type readCloser struct {
-	io.Reader
-	c io.Closer
-}
-
-func (rc readCloser) Close() error { return rc.c.Close() }
 
 // replay is a body read from memory. It lets go of the memory once read
 // to its end or closed, so that an answer that streams for long does not
@@ -201,7 +192,7 @@ func readStart(resp *http.Response) []byte {
 	t := time.AfterFunc(refusalReadFor, func() { resp.Body.Close() })
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, capability.MaxRefusalBody))
 	t.Stop()
-	resp.Body = readCloser{io.MultiReader(bytes.NewReader(b), resp.Body), resp.Body}
+	resp.Body = proxy.PutBack(b, resp.Body)
 	return b
 }
 

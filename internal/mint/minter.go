@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
+	"github.com/intentius/boxbroker/internal/cache"
 	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/store"
@@ -335,7 +336,7 @@ func (m *Minter) Token(ctx context.Context, ref Ref, spec Minted) (Token, error)
 	if t, err, ok := m.cached(ref); ok {
 		return t, err
 	}
-	ch := m.group.DoChan(ref.key()+"\x00"+ref.Of, func() (any, error) {
+	return cache.Shared(ctx, &m.group, ref.key()+"\x00"+ref.Of, func() (Token, error) {
 		if t, err, ok := m.cached(ref); ok {
 			return t, err
 		}
@@ -347,13 +348,6 @@ func (m *Minter) Token(ctx context.Context, ref Ref, spec Minted) (Token, error)
 		defer cancel()
 		return m.mint(mctx, ref, spec)
 	})
-	select {
-	case res := <-ch:
-		t, _ := res.Val.(Token)
-		return t, res.Err
-	case <-ctx.Done():
-		return Token{}, ctx.Err()
-	}
 }
 
 // Forget drops ref's cached token when it is value, as when its host

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
+	"github.com/intentius/boxbroker/internal/cache"
 	"github.com/intentius/boxbroker/internal/outbox"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/spend"
@@ -137,7 +138,7 @@ func (p *diskProbe) writable(ctx context.Context, d time.Duration, dir string) e
 	if fresh {
 		return nil
 	}
-	return once(ctx, &p.sf, "disk", func() error {
+	_, err := cache.Shared(ctx, &p.sf, "disk", func() (any, error) {
 		write := p.write
 		if write == nil {
 			write = writable
@@ -148,21 +149,9 @@ func (p *diskProbe) writable(ctx context.Context, d time.Duration, dir string) e
 			p.okUntil = time.Now().Add(diskOKFor)
 			p.mu.Unlock()
 		}
-		return err
+		return nil, err
 	})
-}
-
-// once runs f for every caller asking for key while it runs (the first
-// caller's f, on its own), and returns its error, or ctx's when ctx ends
-// first.
-func once(ctx context.Context, sf *singleflight.Group, key string, f func() error) error {
-	ch := sf.DoChan(key, func() (any, error) { return nil, f() })
-	select {
-	case r := <-ch:
-		return r.Err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return err
 }
 
 // writable writes, syncs and removes a small file in dir.
@@ -198,12 +187,13 @@ func (p *writesProbe) check(ctx context.Context, b *deadline.Bound, st store.Aud
 	if since.IsZero() {
 		return nil
 	}
-	return once(ctx, &p.sf, "writes", func() error {
+	_, err := cache.Shared(ctx, &p.sf, "writes", func() (any, error) {
 		if _, err := st.PruneAudit(context.WithoutCancel(ctx), time.Time{}); err != nil {
-			return fmt.Errorf("since %s: %s", since.UTC().Format(time.RFC3339), writeFailure(err))
+			return nil, fmt.Errorf("since %s: %s", since.UTC().Format(time.RFC3339), writeFailure(err))
 		}
-		return nil
+		return nil, nil
 	})
+	return err
 }
 
 // writeFailure says why a write failed, for /readyz: no answer within the

@@ -1,7 +1,6 @@
 package spend
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -11,6 +10,7 @@ import (
 	"github.com/intentius/boxbroker/internal/approval"
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -93,20 +93,15 @@ func (m *Meter) estimated(e capability.Estimate, n int64, body io.ReadCloser) es
 // its place: those bytes in front of the rest. whole is true when that
 // was the whole body, which it returns.
 func peek(r *http.Request, limit int64) (body []byte, whole bool, rest io.ReadCloser, err error) {
-	orig := r.Body
-	buf, err := io.ReadAll(io.LimitReader(orig, limit+1))
+	buf, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
 		return nil, false, nil, capability.Refuse(capability.ReasonInvalid, "The request body could not be read.").WithErr(err)
 	}
+	rest = proxy.PutBack(buf, r.Body)
 	if int64(len(buf)) <= limit {
-		return buf, true, readCloser{bytes.NewReader(buf), orig}, nil
+		return buf, true, rest, nil
 	}
-	return nil, false, readCloser{io.MultiReader(bytes.NewReader(buf), orig), orig}, nil
-}
-
-type readCloser struct {
-	io.Reader
-	io.Closer
+	return nil, false, rest, nil
 }
 
 // Serve reserves the request's bound against its budgets (prepare),
