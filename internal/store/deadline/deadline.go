@@ -49,9 +49,40 @@ type Bound struct {
 	d time.Duration
 	o *outage
 	a *answered
+	// clock is the Bound's time: the real one, or a test's.
+	clock clock
 	// timers are Around's, stopped, for its next calls.
 	timers sync.Pool
 }
+
+// clock is where a Bound reads the time and makes its timers: the real
+// clock (realClock), or a test's, whose time moves only when the test
+// says, so that a test of the deadline does not race the scheduler.
+type clock interface {
+	Now() time.Time
+	NewTimer(d time.Duration) timer
+}
+
+// timer is a clock's *time.Timer.
+type timer interface {
+	C() <-chan time.Time
+	Reset(d time.Duration) bool
+	Stop() bool
+}
+
+// realClock is the real time.
+type realClock struct{}
+
+func (realClock) Now() time.Time                 { return time.Now() }
+func (realClock) NewTimer(d time.Duration) timer { return realTimer{time.NewTimer(d)} }
+
+// realTimer is a *time.Timer (one pointer: held in an interface, it
+// allocates nothing).
+type realTimer struct{ t *time.Timer }
+
+func (r realTimer) C() <-chan time.Time        { return r.t.C }
+func (r realTimer) Reset(d time.Duration) bool { return r.t.Reset(d) }
+func (r realTimer) Stop() bool                 { return r.t.Stop() }
 
 // outage is what a Bound knows of the store's answering, so that an
 // outage is logged once, whichever call saw it. Reads and writes are
@@ -98,13 +129,18 @@ const (
 // unless the call's context says otherwise (Within). Outages are logged
 // to log (slog.Default() when nil).
 func New(d time.Duration, log *slog.Logger) *Bound {
+	return newOn(d, log, realClock{})
+}
+
+// newOn is New on the clock c.
+func newOn(d time.Duration, log *slog.Logger, c clock) *Bound {
 	if d <= 0 {
 		d = Default
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Bound{d: d, o: &outage{log: log, now: time.Now}, a: &answered{}}
+	return &Bound{d: d, o: &outage{log: log, now: c.Now}, a: &answered{}, clock: c}
 }
 
 // within is the context key of Within's bound.
@@ -130,16 +166,16 @@ func (b *Bound) bound(ctx context.Context) (time.Duration, bool) {
 // Progress records that the store beneath made progress on calls in
 // flight that have not returned yet (a write of a group commit made, not
 // yet committed): calls waiting behind it wait on a store that works.
-func (b *Bound) Progress() { b.a.note(time.Now()) }
+func (b *Bound) Progress() { b.a.note(b.clock.Now()) }
 
 // starved reports whether a goroutine that yields waits longer than
 // lag for its next turn to run: the process has more to run than its
 // CPUs can (thousands of requests at once on two cores), and a store
 // call's goroutine waits as long for each of its turns.
-func starved(lag time.Duration) bool {
-	began := time.Now()
+func (b *Bound) starved(lag time.Duration) bool {
+	began := b.clock.Now()
 	runtime.Gosched()
-	return time.Since(began) > lag
+	return b.clock.Now().Sub(began) > lag
 }
 
 // Deadline is the bound on one call whose context names none.
@@ -207,11 +243,11 @@ func (b *Bound) Around(ctx context.Context, op Op, call func(context.Context) er
 	// or the last moment this process was seen not to run (see below).
 	// One timer serves both bounds: the next moment the store may have
 	// been silent a whole deadline, or Busy deadlines after began.
-	began := time.Now()
+	began := b.clock.Now()
 	from, due := began, began.Add(d)
-	t, _ := b.timers.Get().(*time.Timer)
+	t, _ := b.timers.Get().(timer)
 	if t == nil {
-		t = time.NewTimer(d)
+		t = b.clock.NewTimer(d)
 	} else {
 		t.Reset(d)
 	}
@@ -229,18 +265,18 @@ func (b *Bound) Around(ctx context.Context, op Op, call func(context.Context) er
 		select {
 		case err = <-ch:
 			done = true
-		case <-t.C:
-			now := time.Now()
+		case <-t.C():
+			now := b.clock.Now()
 			if now.Sub(began) >= Busy*d {
 				late, done, bound = true, true, Busy*d
 				break
 			}
-			if now.Sub(due) > d/2 || starved(d/4) {
+			if now.Sub(due) > d/2 || b.starved(d/4) {
 				// The timer fired long after it was due, or goroutines
 				// wait long for their turn to run: this process did not
 				// run its store calls (a starved CPU), and the store's
 				// silence meanwhile says nothing of the store.
-				now = time.Now()
+				now = b.clock.Now()
 				from = now
 				reset(now, d)
 				continue
@@ -280,7 +316,7 @@ func (b *Bound) Around(ctx context.Context, op Op, call func(context.Context) er
 	}
 	down := err != nil && errors.Is(err, store.ErrUnavailable)
 	if !down {
-		b.a.note(time.Now())
+		b.a.note(b.clock.Now())
 	}
 	if op.Kind != Other && (down || b.o.active.Load()) {
 		b.o.note(op.Kind == Write, down, err, d)

@@ -18,15 +18,20 @@ import (
 
 // queueDriver is a database/sql driver whose execs are made one at a
 // time, each taking each: a healthy store with one writer, busy. The
-// exec of "stuck" never answers, nor does any while frozen is set.
+// exec of "stuck" never answers, nor does any while frozen is set; each
+// such exec sends on blocked, when set, as it blocks.
 type queueDriver struct {
-	each   time.Duration
-	mu     sync.Mutex // one exec at a time
-	frozen atomic.Bool
+	each    time.Duration
+	mu      sync.Mutex // one exec at a time
+	frozen  atomic.Bool
+	blocked chan struct{}
 }
 
 func (q *queueDriver) exec(query string) error {
 	if q.frozen.Load() || query == "stuck" {
+		if q.blocked != nil {
+			q.blocked <- struct{}{}
+		}
 		select {} // a driver blocked where it does not look at its context
 	}
 	q.mu.Lock()
@@ -88,62 +93,131 @@ func TestDeadline_BusyStoreAnswers(t *testing.T) {
 	}
 }
 
+// answer is what an Exec returned, and when on its Bound's clock.
+type answer struct {
+	err error
+	at  time.Time
+}
+
+// execOn makes the Exec of query on db, whose Bound runs on clk, and
+// sends its answer on the channel returned once it returns.
+func execOn(clk *deadline.FakeClock, db *sql.DB, query string) <-chan answer {
+	done := make(chan answer, 1)
+	go func() {
+		_, err := db.ExecContext(context.Background(), query)
+		done <- answer{err, clk.Now()}
+	}()
+	return done
+}
+
+// settle waits until the Bound on clk has done what clk's last move
+// made it do for the Exec answering on done, the only call under way
+// besides the test's own: it returned (its answer and true), or it
+// waits for its timer (false). As clk moves only by the test's Advance,
+// an Exec that has not returned when settle says false cannot return
+// before the test's next Advance.
+func settle(t *testing.T, clk *deadline.FakeClock, done <-chan answer) (answer, bool) {
+	t.Helper()
+	for end := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Microsecond) {
+		select {
+		case a := <-done:
+			return a, true
+		default:
+		}
+		if clk.Armed() > 0 {
+			return answer{}, false
+		}
+		if time.Now().After(end) {
+			t.Fatal("the Exec neither returned nor waited for its deadline in a minute")
+		}
+	}
+}
+
+// blockedIn waits until the driver blocks in an exec of q's, and the
+// Bound on clk waits for it.
+func blockedIn(t *testing.T, q *queueDriver, clk *deadline.FakeClock, done <-chan answer) {
+	t.Helper()
+	select {
+	case <-q.blocked:
+	case a := <-done:
+		t.Fatalf("Exec = %v before the driver blocked, want it to block", a.err)
+	case <-time.After(time.Minute):
+		t.Fatal("the driver did not block in its exec in a minute")
+	}
+	if a, ok := settle(t, clk, done); ok {
+		t.Fatalf("Exec = %v as soon as the driver blocked, want it to wait for its deadline", a.err)
+	}
+}
+
 // TestDeadline_FrozenStoreRefusedAtDeadline is the outage's promise: a
 // store that answers nothing makes a call fail with ErrDeadline one
 // deadline after it began, not the longer wait a busy store is given.
+// The Bound runs on a fake clock, so that the deadline passes when the
+// test says and not when a loaded machine gets round to it (a starved
+// process's delays are rightly not counted as the store's silence, and
+// made the real-time form of this test wait several deadlines).
 func TestDeadline_FrozenStoreRefusedAtDeadline(t *testing.T) {
 	const d = 100 * time.Millisecond
-	q := &queueDriver{each: time.Millisecond}
-	db := open(t, deadline.New(d, quiet()), q.exec)
+	clk := deadline.NewFakeClock()
+	q := &queueDriver{blocked: make(chan struct{}, 1)}
+	db := open(t, deadline.NewOn(d, quiet(), clk), q.exec)
 	if _, err := db.ExecContext(context.Background(), "busy"); err != nil {
 		t.Fatalf("Exec before the freeze = %v, want nil", err)
 	}
 	q.frozen.Store(true)
-	began := time.Now()
-	_, err := db.ExecContext(context.Background(), "busy")
-	took := time.Since(began)
-	if !errors.Is(err, deadline.ErrDeadline) || !errors.Is(err, store.ErrUnavailable) {
-		t.Errorf("Exec on a frozen store = %v, want ErrDeadline and ErrUnavailable", err)
+	began := clk.Now()
+	done := execOn(clk, db, "busy")
+	blockedIn(t, q, clk, done)
+	clk.Advance(d - time.Millisecond)
+	if a, ok := settle(t, clk, done); ok {
+		t.Fatalf("Exec on a frozen store = %v after %v, want it to wait for its deadline %v", a.err, a.at.Sub(began), d)
 	}
-	if took < d || took > 3*d {
-		t.Errorf("Exec on a frozen store returned after %v, want about %v", took, d)
+	clk.Advance(time.Millisecond)
+	a, ok := settle(t, clk, done)
+	if !ok {
+		t.Fatalf("Exec on a frozen store still waits at its deadline %v", d)
+	}
+	if !errors.Is(a.err, deadline.ErrDeadline) || !errors.Is(a.err, store.ErrUnavailable) {
+		t.Errorf("Exec on a frozen store = %v, want ErrDeadline and ErrUnavailable", a.err)
+	}
+	if took := a.at.Sub(began); took != d {
+		t.Errorf("Exec on a frozen store returned after %v, want %v", took, d)
 	}
 }
 
 // TestDeadline_StuckCallBoundedWhileOthersAnswer: a call the store never
 // answers, while it answers every other, still ends, after Busy
-// deadlines. The others are asked by four callers at once, each every
-// tenth of a deadline, so that a caller held up on a loaded machine does
-// not leave the store silent for a whole deadline.
+// deadlines, and not before. The Bound runs on a fake clock moved half a
+// deadline at a time, the store answering one other call after each
+// move: on wall time, other callers starved of the CPU left the store
+// silent for a deadline and the stuck call ended early.
 func TestDeadline_StuckCallBoundedWhileOthersAnswer(t *testing.T) {
 	const d = 100 * time.Millisecond
-	q := &queueDriver{each: time.Millisecond}
-	db := open(t, deadline.New(d, quiet()), q.exec)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Add(1)
-		go func() { // others keep being answered
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(d / 10):
-					_, _ = db.ExecContext(context.Background(), "busy")
-				}
-			}
-		}()
+	clk := deadline.NewFakeClock()
+	q := &queueDriver{blocked: make(chan struct{}, 1)}
+	db := open(t, deadline.NewOn(d, quiet(), clk), q.exec)
+	began := clk.Now()
+	done := execOn(clk, db, "stuck")
+	blockedIn(t, q, clk, done)
+	var a answer
+	for steps := 1; ; steps++ {
+		clk.Advance(d / 2)
+		var ok bool
+		if a, ok = settle(t, clk, done); ok {
+			break
+		}
+		if steps > 4*deadline.Busy {
+			t.Fatalf("Exec never answered still waits after %v, want it ended after %v", clk.Now().Sub(began), deadline.Busy*d)
+		}
+		if _, err := db.ExecContext(context.Background(), "busy"); err != nil {
+			t.Fatalf("Exec beside the one never answered = %v, want nil", err)
+		}
 	}
-	defer func() { close(stop); wg.Wait() }()
-	began := time.Now()
-	_, err := db.ExecContext(context.Background(), "stuck")
-	took := time.Since(began)
-	if !errors.Is(err, deadline.ErrDeadline) {
-		t.Errorf("Exec never answered = %v, want ErrDeadline", err)
+	if !errors.Is(a.err, deadline.ErrDeadline) {
+		t.Errorf("Exec never answered = %v, want ErrDeadline", a.err)
 	}
-	if took < deadline.Busy*d || took > deadline.Busy*d+10*d {
-		t.Errorf("Exec never answered returned after %v, want about %v", took, deadline.Busy*d)
+	if took := a.at.Sub(began); took != deadline.Busy*d {
+		t.Errorf("Exec never answered returned after %v, want %v", took, deadline.Busy*d)
 	}
 }
 
