@@ -51,6 +51,8 @@ type Bound struct {
 	a *answered
 	// clock is the Bound's time: the real one, or a test's.
 	clock clock
+	// stalls is what the watcher of this process's stalls has seen.
+	stalls stalls
 	// timers are Around's, stopped, for its next calls.
 	timers sync.Pool
 }
@@ -68,6 +70,59 @@ type timer interface {
 	C() <-chan time.Time
 	Reset(d time.Duration) bool
 	Stop() bool
+}
+
+// stalls follows this process's stalls (a starved CPU: it ran none of
+// its goroutines for a while) while bounded calls are under way: a
+// watcher goroutine, running while any call is, sets its timer every
+// tick and notes when one fires late, so that a call whose deadline
+// passes counts the store's silence from the end of a stall within it,
+// not only from a stall seen as its own timer fires.
+type stalls struct {
+	calls   atomic.Int32 // bounded calls under way
+	running atomic.Bool  // a watcher runs
+	// end is when the last stall seen ended, in Unix nanoseconds on the
+	// Bound's clock; zero for none.
+	end atomic.Int64
+}
+
+// begin notes a bounded call's start, starting the watcher if none
+// runs; end notes its end.
+func (b *Bound) begin() {
+	b.stalls.calls.Add(1)
+	if !b.stalls.running.Load() && b.stalls.running.CompareAndSwap(false, true) {
+		go b.watch()
+	}
+}
+
+func (b *Bound) end() { b.stalls.calls.Add(-1) }
+
+// watch is the watcher of stalls: every tick (an eighth of the Bound's
+// deadline) it sets its timer again, and a timer that fired late by more
+// than a tick (the process did not run it) is a stall that ended then.
+// It returns once no call is under way.
+func (b *Bound) watch() {
+	tick := b.d / 8
+	t := b.clock.NewTimer(tick)
+	defer t.Stop()
+	due := b.clock.Now().Add(tick)
+	for {
+		<-t.C()
+		now := b.clock.Now()
+		if now.Sub(due) > tick {
+			b.stalls.end.Store(now.UnixNano())
+		}
+		if b.stalls.calls.Load() == 0 {
+			b.stalls.running.Store(false)
+			// A call begun as the watcher stopped may have seen it
+			// running: it is watched still.
+			if b.stalls.calls.Load() == 0 || !b.stalls.running.CompareAndSwap(false, true) {
+				return
+			}
+		}
+		due = now.Add(tick)
+		t.Reset(tick)
+	}
 }
 
 // realClock is the real time.
@@ -221,10 +276,12 @@ func (a *answered) note(t time.Time) {
 // deadline in which this process itself was not running its goroutines
 // (its timer fired half a deadline or more late, or a goroutine that
 // yields waits a quarter of a deadline for its turn) is not counted as
-// the store's silence. call's context ends when Around gives up; Around
-// returns then even when call does not (a driver blocked where it does
-// not look at its context): call then finishes alone, on its connection's
-// worker (see Connector) or a goroutine of its own.
+// the store's silence, nor is a stall of the process within the call's
+// wait (see stalls): the silence is counted from its end. call's
+// context ends when Around gives up; Around returns then even when call
+// does not (a driver blocked where it does not look at its context):
+// call then finishes alone, on its connection's worker (see Connector)
+// or a goroutine of its own.
 // An error wrapping store.ErrUnavailable is an outage's (of reads or of
 // writes, as op says); any other answer ends one.
 func (b *Bound) Around(ctx context.Context, op Op, call func(context.Context) error) error {
@@ -235,6 +292,8 @@ func (b *Bound) Around(ctx context.Context, op Op, call func(context.Context) er
 	// call's context ends when its caller's does or when Around gives
 	// up (both below), and never otherwise: what the driver makes with
 	// it (a transaction, rows) outlives the call.
+	b.begin()
+	defer b.end()
 	parent := ctx
 	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
 	giveUp := func() { op.abandon(); cancel() }
@@ -280,6 +339,12 @@ func (b *Bound) Around(ctx context.Context, op Op, call func(context.Context) er
 				from = now
 				reset(now, d)
 				continue
+			}
+			// A stall within the call's wait (see stalls) is this
+			// process's silence, not the store's: it is counted from
+			// the stall's end.
+			if end := b.stalls.end.Load(); end > from.UnixNano() {
+				from = time.Unix(0, end)
 			}
 			// Silent for a whole deadline: the store answered nothing
 			// since from, or since its last answer.

@@ -113,9 +113,10 @@ func execOn(clk *deadline.FakeClock, db *sql.DB, query string) <-chan answer {
 // settle waits until the Bound on clk has done what clk's last move
 // made it do for the Exec answering on done, the only call under way
 // besides the test's own: it returned (its answer and true), or it
-// waits for its timer (false). As clk moves only by the test's Advance,
-// an Exec that has not returned when settle says false cannot return
-// before the test's next Advance.
+// waits for its timer, and the Bound's watcher of stalls for its own
+// (false). As clk moves only by the test's Advance, an Exec that has not
+// returned when settle says false cannot return before the test's next
+// Advance.
 func settle(t *testing.T, clk *deadline.FakeClock, done <-chan answer) (answer, bool) {
 	t.Helper()
 	for end := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Microsecond) {
@@ -124,7 +125,7 @@ func settle(t *testing.T, clk *deadline.FakeClock, done <-chan answer) (answer, 
 			return a, true
 		default:
 		}
-		if clk.Armed() > 0 {
+		if clk.Armed() == 2 {
 			return answer{}, false
 		}
 		if time.Now().After(end) {
@@ -168,15 +169,7 @@ func TestDeadline_FrozenStoreRefusedAtDeadline(t *testing.T) {
 	began := clk.Now()
 	done := execOn(clk, db, "busy")
 	blockedIn(t, q, clk, done)
-	clk.Advance(d - time.Millisecond)
-	if a, ok := settle(t, clk, done); ok {
-		t.Fatalf("Exec on a frozen store = %v after %v, want it to wait for its deadline %v", a.err, a.at.Sub(began), d)
-	}
-	clk.Advance(time.Millisecond)
-	a, ok := settle(t, clk, done)
-	if !ok {
-		t.Fatalf("Exec on a frozen store still waits at its deadline %v", d)
-	}
+	a := waitOut(t, clk, done, began, d/8, d-time.Millisecond)
 	if !errors.Is(a.err, deadline.ErrDeadline) || !errors.Is(a.err, store.ErrUnavailable) {
 		t.Errorf("Exec on a frozen store = %v, want ErrDeadline and ErrUnavailable", a.err)
 	}
@@ -185,12 +178,80 @@ func TestDeadline_FrozenStoreRefusedAtDeadline(t *testing.T) {
 	}
 }
 
+// waitOut moves clk on by step (no more than the Bound's tick, an eighth
+// of its deadline, so that the Bound sees no stall) to began+not, then a
+// millisecond at a time, until the Exec answering on done returns,
+// failing the test if it returns by began+not, and returns its answer.
+func waitOut(t *testing.T, clk *deadline.FakeClock, done <-chan answer, began time.Time, step, not time.Duration) answer {
+	t.Helper()
+	for {
+		next := step
+		switch left := began.Add(not).Sub(clk.Now()); {
+		case left <= 0:
+			next = time.Millisecond
+		case left < step:
+			next = left // stop at not itself
+		}
+		clk.Advance(next)
+		a, ok := settle(t, clk, done)
+		if ok && !a.at.After(began.Add(not)) {
+			t.Fatalf("Exec = %v after %v, want it to wait past %v", a.err, a.at.Sub(began), not)
+		}
+		if ok {
+			return a
+		}
+		if clk.Now().Sub(began) > 3*not {
+			t.Fatalf("Exec still waits after %v", clk.Now().Sub(began))
+		}
+	}
+}
+
+// TestDeadline_StallIsNotTheStoresSilence: a stall of this process (its
+// goroutines not run for a while: a starved CPU, all of the process's
+// threads descheduled) in the middle of a call's wait is not counted as
+// the store's silence, even when the process runs again well before the
+// call's deadline: a frozen store's call fails one deadline after the
+// stall's end. On a loaded machine such stalls, seen by nothing but the
+// timer at the deadline, failed calls to a healthy store (and then the
+// whole group commit they were in).
+func TestDeadline_StallIsNotTheStoresSilence(t *testing.T) {
+	const d = 100 * time.Millisecond
+	clk := deadline.NewFakeClock()
+	q := &queueDriver{blocked: make(chan struct{}, 1)}
+	db := open(t, deadline.NewOn(d, quiet(), clk), q.exec)
+	if _, err := db.ExecContext(context.Background(), "busy"); err != nil {
+		t.Fatalf("Exec before the freeze = %v, want nil", err)
+	}
+	q.frozen.Store(true)
+	began := clk.Now()
+	done := execOn(clk, db, "busy")
+	blockedIn(t, q, clk, done)
+	for range 2 {
+		clk.Advance(d / 8)
+		if a, ok := settle(t, clk, done); ok {
+			t.Fatalf("Exec on a frozen store = %v after %v, want it to wait", a.err, a.at.Sub(began))
+		}
+	}
+	clk.Advance(d / 2) // the stall: nothing ran for half a deadline
+	if a, ok := settle(t, clk, done); ok {
+		t.Fatalf("Exec on a frozen store = %v after %v, as a stall ended, want it to wait", a.err, a.at.Sub(began))
+	}
+	stallEnd := clk.Now().Sub(began)
+	a := waitOut(t, clk, done, began, d/8, stallEnd+d-time.Millisecond)
+	if !errors.Is(a.err, deadline.ErrDeadline) {
+		t.Errorf("Exec on a frozen store = %v, want ErrDeadline", a.err)
+	}
+	if took := a.at.Sub(began); took != stallEnd+d {
+		t.Errorf("Exec on a frozen store returned after %v, want %v: a deadline after the stall ended at %v", took, stallEnd+d, stallEnd)
+	}
+}
+
 // TestDeadline_StuckCallBoundedWhileOthersAnswer: a call the store never
 // answers, while it answers every other, still ends, after Busy
-// deadlines, and not before. The Bound runs on a fake clock moved half a
-// deadline at a time, the store answering one other call after each
-// move: on wall time, other callers starved of the CPU left the store
-// silent for a deadline and the stuck call ended early.
+// deadlines, and not before. The Bound runs on a fake clock moved an
+// eighth of a deadline at a time, the store answering one other call
+// after each move: on wall time, other callers starved of the CPU left
+// the store silent for a deadline and the stuck call ended early.
 func TestDeadline_StuckCallBoundedWhileOthersAnswer(t *testing.T) {
 	const d = 100 * time.Millisecond
 	clk := deadline.NewFakeClock()
@@ -201,12 +262,12 @@ func TestDeadline_StuckCallBoundedWhileOthersAnswer(t *testing.T) {
 	blockedIn(t, q, clk, done)
 	var a answer
 	for steps := 1; ; steps++ {
-		clk.Advance(d / 2)
+		clk.Advance(d / 8)
 		var ok bool
 		if a, ok = settle(t, clk, done); ok {
 			break
 		}
-		if steps > 4*deadline.Busy {
+		if steps > 16*deadline.Busy {
 			t.Fatalf("Exec never answered still waits after %v, want it ended after %v", clk.Now().Sub(began), deadline.Busy*d)
 		}
 		if _, err := db.ExecContext(context.Background(), "busy"); err != nil {
