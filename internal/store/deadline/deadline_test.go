@@ -367,6 +367,41 @@ func TestConnector_AbandonedConnectionDropped(t *testing.T) {
 	}
 }
 
+// TestConnector_GivenUpConnectionIsUnavailable: an operation on a
+// connection given up at an earlier operation's deadline (here on one
+// sql.Conn; in a transaction, as a group commit's next statement, alike:
+// database/sql makes it on no other connection) fails with
+// store.ErrUnavailable and ErrDeadline, the reason it was given up, not
+// a bare "driver: bad connection"; database/sql still drops the
+// connection.
+func TestConnector_GivenUpConnectionIsUnavailable(t *testing.T) {
+	const d = 50 * time.Millisecond
+	q := &queueDriver{}
+	var opened, closed atomic.Int32
+	c := &countingConnector{ex: q.exec, opened: &opened, closed: &closed}
+	db := sql.OpenDB(deadline.Connector(c, deadline.New(d, quiet()).Around))
+	defer db.Close()
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "stuck"); !errors.Is(err, deadline.ErrDeadline) {
+		t.Fatalf("Exec never answered = %v, want ErrDeadline", err)
+	}
+	_, err = conn.ExecContext(ctx, "next")
+	if !errors.Is(err, store.ErrUnavailable) || !errors.Is(err, deadline.ErrDeadline) || !errors.Is(err, driver.ErrBadConn) {
+		t.Errorf("Exec on the connection given up = %v, want store.ErrUnavailable, ErrDeadline and driver.ErrBadConn", err)
+	}
+	if _, err := db.ExecContext(ctx, "busy"); err != nil {
+		t.Errorf("Exec on the pool after a connection was given up = %v, want nil", err)
+	}
+	if n := opened.Load(); n != 2 {
+		t.Errorf("connections opened = %d, want 2 (the one given up dropped)", n)
+	}
+}
+
 // TestWithin_TheContextsBoundApplies: a call whose context carries a
 // longer bound waits for an answer the Bound's own would have given up
 // on; one whose context carries none is not bounded.
