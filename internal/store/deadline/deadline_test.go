@@ -159,6 +159,22 @@ func blockedIn(t *testing.T, q *queueDriver, clk *deadline.FakeClock, done <-cha
 // made the real-time form of this test wait several deadlines).
 func TestDeadline_FrozenStoreRefusedAtDeadline(t *testing.T) {
 	const d = 100 * time.Millisecond
+	clk, began, done := frozenExec(t, d)
+	a := waitOut(t, clk, done, began, d/8, d-time.Millisecond)
+	if !errors.Is(a.err, deadline.ErrDeadline) || !errors.Is(a.err, store.ErrUnavailable) {
+		t.Errorf("Exec on a frozen store = %v, want ErrDeadline and ErrUnavailable", a.err)
+	}
+	if took := a.at.Sub(began); took != d {
+		t.Errorf("Exec on a frozen store returned after %v, want %v", took, d)
+	}
+}
+
+// frozenExec makes an Exec on a store that answered one and then froze,
+// through a Bound of d on a fake clock, and returns once the driver
+// blocks in it: the clock, when the Exec began on it, and where its
+// answer comes.
+func frozenExec(t *testing.T, d time.Duration) (*deadline.FakeClock, time.Time, <-chan answer) {
+	t.Helper()
 	clk := deadline.NewFakeClock()
 	q := &queueDriver{blocked: make(chan struct{}, 1)}
 	db := open(t, deadline.NewOn(d, quiet(), clk), q.exec)
@@ -169,13 +185,7 @@ func TestDeadline_FrozenStoreRefusedAtDeadline(t *testing.T) {
 	began := clk.Now()
 	done := execOn(clk, db, "busy")
 	blockedIn(t, q, clk, done)
-	a := waitOut(t, clk, done, began, d/8, d-time.Millisecond)
-	if !errors.Is(a.err, deadline.ErrDeadline) || !errors.Is(a.err, store.ErrUnavailable) {
-		t.Errorf("Exec on a frozen store = %v, want ErrDeadline and ErrUnavailable", a.err)
-	}
-	if took := a.at.Sub(began); took != d {
-		t.Errorf("Exec on a frozen store returned after %v, want %v", took, d)
-	}
+	return clk, began, done
 }
 
 // waitOut moves clk on by step (no more than the Bound's tick, an eighth
@@ -216,16 +226,7 @@ func waitOut(t *testing.T, clk *deadline.FakeClock, done <-chan answer, began ti
 // whole group commit they were in).
 func TestDeadline_StallIsNotTheStoresSilence(t *testing.T) {
 	const d = 100 * time.Millisecond
-	clk := deadline.NewFakeClock()
-	q := &queueDriver{blocked: make(chan struct{}, 1)}
-	db := open(t, deadline.NewOn(d, quiet(), clk), q.exec)
-	if _, err := db.ExecContext(context.Background(), "busy"); err != nil {
-		t.Fatalf("Exec before the freeze = %v, want nil", err)
-	}
-	q.frozen.Store(true)
-	began := clk.Now()
-	done := execOn(clk, db, "busy")
-	blockedIn(t, q, clk, done)
+	clk, began, done := frozenExec(t, d)
 	for range 2 {
 		clk.Advance(d / 8)
 		if a, ok := settle(t, clk, done); ok {
