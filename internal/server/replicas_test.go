@@ -489,6 +489,10 @@ func TestReplicas_FailClosedWhileTheStoreIsDown(t *testing.T) {
 // TestReplicas_OtherMasterKeyRefused: a replica given another master key
 // than the one the stored credentials were sealed with refuses to start,
 // rather than fail every model call, and says which key to set, not the key.
+// Its store deadline is far shorter than any PostgreSQL query: the key
+// check at the start is not bounded by a request's deadline, which a
+// loaded machine crossed (the start then failed with "no answer within
+// the store deadline" in place of the key's words).
 func TestReplicas_OtherMasterKeyRefused(t *testing.T) {
 	dsn := postgrestest.Schema(t)
 	cfg := func(key string) func(*server.Config) {
@@ -501,7 +505,7 @@ func TestReplicas_OtherMasterKeyRefused(t *testing.T) {
 	a.SetCredential(payer.SharedAnthropic, "sk-ant-replicas")
 
 	other := brokertest.MasterKey(t)
-	c := server.Config{Store: dsn, MasterKey: other, DataDir: t.TempDir()}
+	c := server.Config{Store: dsn, MasterKey: other, DataDir: t.TempDir(), StoreDeadline: 20 * time.Microsecond}
 	srv, err := server.New(t.Context(), c, server.Options{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err == nil {
 		srv.Close()

@@ -226,7 +226,11 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		}
 		undo = append(undo, st.Close) // a store the caller gave stays open
 	}
-	if err := checkKeyring(ctx, st, keyring); err != nil {
+	// The key check is a start's, not a request's: it has the longer
+	// bound of the writes made beside requests, so that a store slow to
+	// answer on a loaded machine does not fail the start with a deadline
+	// in place of the check's verdict.
+	if err := checkKeyring(deadline.Within(ctx, writeBound(cfg.StoreDeadline)), st, keyring); err != nil {
 		return nil, err
 	}
 	transport := opt.Transport

@@ -336,12 +336,21 @@ func TestCannotRecord_FailsClosed(t *testing.T) {
 			if ready.StatusCode != 503 || !strings.Contains(string(ready.Body), `"record":"cannot record"`) {
 				t.Errorf("readyz that cannot record = %d %s, want 503 naming the record", ready.StatusCode, ready.Body)
 			}
-			// The disk takes writes again: the refusal's own record is
+			// The refusal's own record was queued before its answer came;
+			// the audit writer may have tried it already, or not. Have it
+			// try now, while the disk still refuses, so that what follows
+			// does not depend on which.
+			if err := b.Server.Audit.Sync(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			// The disk takes writes again: the next call's record (the
+			// call is refused, as no write has succeeded since) is
 			// written, and calls are served.
 			fz.refuse.Store(false)
 			if err := os.Remove(spoolPath); err != nil {
 				t.Fatal(err)
 			}
+			b.Do("POST", "/llm/anthropic/v1/messages", tok, []byte(messages), hdr)
 			if err := b.Server.Audit.Sync(t.Context()); err != nil {
 				t.Fatal(err)
 			}

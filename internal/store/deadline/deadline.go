@@ -49,9 +49,95 @@ type Bound struct {
 	d time.Duration
 	o *outage
 	a *answered
+	// clock is the Bound's time: the real one, or a test's.
+	clock clock
+	// stalls is what the watcher of this process's stalls has seen.
+	stalls stalls
 	// timers are Around's, stopped, for its next calls.
 	timers sync.Pool
 }
+
+// clock is where a Bound reads the time and makes its timers: the real
+// clock (realClock), or a test's, whose time moves only when the test
+// says, so that a test of the deadline does not race the scheduler.
+type clock interface {
+	Now() time.Time
+	NewTimer(d time.Duration) timer
+}
+
+// timer is a clock's *time.Timer.
+type timer interface {
+	C() <-chan time.Time
+	Reset(d time.Duration) bool
+	Stop() bool
+}
+
+// stalls follows this process's stalls (a starved CPU: it ran none of
+// its goroutines for a while) while bounded calls are under way: a
+// watcher goroutine, running while any call is, sets its timer every
+// tick and notes when one fires late, so that a call whose deadline
+// passes counts the store's silence from the end of a stall within it,
+// not only from a stall seen as its own timer fires.
+type stalls struct {
+	calls   atomic.Int32 // bounded calls under way
+	running atomic.Bool  // a watcher runs
+	// end is when the last stall seen ended, in Unix nanoseconds on the
+	// Bound's clock; zero for none.
+	end atomic.Int64
+}
+
+// begin notes a bounded call's start, starting the watcher if none
+// runs; end notes its end.
+func (b *Bound) begin() {
+	b.stalls.calls.Add(1)
+	if !b.stalls.running.Load() && b.stalls.running.CompareAndSwap(false, true) {
+		go b.watch()
+	}
+}
+
+func (b *Bound) end() { b.stalls.calls.Add(-1) }
+
+// watch is the watcher of stalls: every tick (an eighth of the Bound's
+// deadline) it sets its timer again, and a timer that fired late by more
+// than a tick (the process did not run it) is a stall that ended then.
+// It returns once no call is under way.
+func (b *Bound) watch() {
+	tick := b.d / 8
+	t := b.clock.NewTimer(tick)
+	defer t.Stop()
+	due := b.clock.Now().Add(tick)
+	for {
+		<-t.C()
+		now := b.clock.Now()
+		if now.Sub(due) > tick {
+			b.stalls.end.Store(now.UnixNano())
+		}
+		if b.stalls.calls.Load() == 0 {
+			b.stalls.running.Store(false)
+			// A call begun as the watcher stopped may have seen it
+			// running: it is watched still.
+			if b.stalls.calls.Load() == 0 || !b.stalls.running.CompareAndSwap(false, true) {
+				return
+			}
+		}
+		due = now.Add(tick)
+		t.Reset(tick)
+	}
+}
+
+// realClock is the real time.
+type realClock struct{}
+
+func (realClock) Now() time.Time                 { return time.Now() }
+func (realClock) NewTimer(d time.Duration) timer { return realTimer{time.NewTimer(d)} }
+
+// realTimer is a *time.Timer (one pointer: held in an interface, it
+// allocates nothing).
+type realTimer struct{ t *time.Timer }
+
+func (r realTimer) C() <-chan time.Time        { return r.t.C }
+func (r realTimer) Reset(d time.Duration) bool { return r.t.Reset(d) }
+func (r realTimer) Stop() bool                 { return r.t.Stop() }
 
 // outage is what a Bound knows of the store's answering, so that an
 // outage is logged once, whichever call saw it. Reads and writes are
@@ -98,13 +184,18 @@ const (
 // unless the call's context says otherwise (Within). Outages are logged
 // to log (slog.Default() when nil).
 func New(d time.Duration, log *slog.Logger) *Bound {
+	return newOn(d, log, realClock{})
+}
+
+// newOn is New on the clock c.
+func newOn(d time.Duration, log *slog.Logger, c clock) *Bound {
 	if d <= 0 {
 		d = Default
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Bound{d: d, o: &outage{log: log, now: time.Now}, a: &answered{}}
+	return &Bound{d: d, o: &outage{log: log, now: c.Now}, a: &answered{}, clock: c}
 }
 
 // within is the context key of Within's bound.
@@ -130,16 +221,16 @@ func (b *Bound) bound(ctx context.Context) (time.Duration, bool) {
 // Progress records that the store beneath made progress on calls in
 // flight that have not returned yet (a write of a group commit made, not
 // yet committed): calls waiting behind it wait on a store that works.
-func (b *Bound) Progress() { b.a.note(time.Now()) }
+func (b *Bound) Progress() { b.a.note(b.clock.Now()) }
 
 // starved reports whether a goroutine that yields waits longer than
 // lag for its next turn to run: the process has more to run than its
 // CPUs can (thousands of requests at once on two cores), and a store
 // call's goroutine waits as long for each of its turns.
-func starved(lag time.Duration) bool {
-	began := time.Now()
+func (b *Bound) starved(lag time.Duration) bool {
+	began := b.clock.Now()
 	runtime.Gosched()
-	return time.Since(began) > lag
+	return b.clock.Now().Sub(began) > lag
 }
 
 // Deadline is the bound on one call whose context names none.
@@ -185,10 +276,12 @@ func (a *answered) note(t time.Time) {
 // deadline in which this process itself was not running its goroutines
 // (its timer fired half a deadline or more late, or a goroutine that
 // yields waits a quarter of a deadline for its turn) is not counted as
-// the store's silence. call's context ends when Around gives up; Around
-// returns then even when call does not (a driver blocked where it does
-// not look at its context): call then finishes alone, on its connection's
-// worker (see Connector) or a goroutine of its own.
+// the store's silence, nor is a stall of the process within the call's
+// wait (see stalls): the silence is counted from its end. call's
+// context ends when Around gives up; Around returns then even when call
+// does not (a driver blocked where it does not look at its context):
+// call then finishes alone, on its connection's worker (see Connector)
+// or a goroutine of its own.
 // An error wrapping store.ErrUnavailable is an outage's (of reads or of
 // writes, as op says); any other answer ends one.
 func (b *Bound) Around(ctx context.Context, op Op, call func(context.Context) error) error {
@@ -199,6 +292,8 @@ func (b *Bound) Around(ctx context.Context, op Op, call func(context.Context) er
 	// call's context ends when its caller's does or when Around gives
 	// up (both below), and never otherwise: what the driver makes with
 	// it (a transaction, rows) outlives the call.
+	b.begin()
+	defer b.end()
 	parent := ctx
 	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
 	giveUp := func() { op.abandon(); cancel() }
@@ -207,11 +302,11 @@ func (b *Bound) Around(ctx context.Context, op Op, call func(context.Context) er
 	// or the last moment this process was seen not to run (see below).
 	// One timer serves both bounds: the next moment the store may have
 	// been silent a whole deadline, or Busy deadlines after began.
-	began := time.Now()
+	began := b.clock.Now()
 	from, due := began, began.Add(d)
-	t, _ := b.timers.Get().(*time.Timer)
+	t, _ := b.timers.Get().(timer)
 	if t == nil {
-		t = time.NewTimer(d)
+		t = b.clock.NewTimer(d)
 	} else {
 		t.Reset(d)
 	}
@@ -229,21 +324,27 @@ func (b *Bound) Around(ctx context.Context, op Op, call func(context.Context) er
 		select {
 		case err = <-ch:
 			done = true
-		case <-t.C:
-			now := time.Now()
+		case <-t.C():
+			now := b.clock.Now()
 			if now.Sub(began) >= Busy*d {
 				late, done, bound = true, true, Busy*d
 				break
 			}
-			if now.Sub(due) > d/2 || starved(d/4) {
+			if now.Sub(due) > d/2 || b.starved(d/4) {
 				// The timer fired long after it was due, or goroutines
 				// wait long for their turn to run: this process did not
 				// run its store calls (a starved CPU), and the store's
 				// silence meanwhile says nothing of the store.
-				now = time.Now()
+				now = b.clock.Now()
 				from = now
 				reset(now, d)
 				continue
+			}
+			// A stall within the call's wait (see stalls) is this
+			// process's silence, not the store's: it is counted from
+			// the stall's end.
+			if end := b.stalls.end.Load(); end > from.UnixNano() {
+				from = time.Unix(0, end)
 			}
 			// Silent for a whole deadline: the store answered nothing
 			// since from, or since its last answer.
@@ -280,7 +381,7 @@ func (b *Bound) Around(ctx context.Context, op Op, call func(context.Context) er
 	}
 	down := err != nil && errors.Is(err, store.ErrUnavailable)
 	if !down {
-		b.a.note(time.Now())
+		b.a.note(b.clock.Now())
 	}
 	if op.Kind != Other && (down || b.o.active.Load()) {
 		b.o.note(op.Kind == Write, down, err, d)

@@ -18,15 +18,20 @@ import (
 
 // queueDriver is a database/sql driver whose execs are made one at a
 // time, each taking each: a healthy store with one writer, busy. The
-// exec of "stuck" never answers, nor does any while frozen is set.
+// exec of "stuck" never answers, nor does any while frozen is set; each
+// such exec sends on blocked, when set, as it blocks.
 type queueDriver struct {
-	each   time.Duration
-	mu     sync.Mutex // one exec at a time
-	frozen atomic.Bool
+	each    time.Duration
+	mu      sync.Mutex // one exec at a time
+	frozen  atomic.Bool
+	blocked chan struct{}
 }
 
 func (q *queueDriver) exec(query string) error {
 	if q.frozen.Load() || query == "stuck" {
+		if q.blocked != nil {
+			q.blocked <- struct{}{}
+		}
 		select {} // a driver blocked where it does not look at its context
 	}
 	q.mu.Lock()
@@ -88,62 +93,193 @@ func TestDeadline_BusyStoreAnswers(t *testing.T) {
 	}
 }
 
+// answer is what an Exec returned, and when on its Bound's clock.
+type answer struct {
+	err error
+	at  time.Time
+}
+
+// execOn makes the Exec of query on db, whose Bound runs on clk, and
+// sends its answer on the channel returned once it returns.
+func execOn(clk *deadline.FakeClock, db *sql.DB, query string) <-chan answer {
+	done := make(chan answer, 1)
+	go func() {
+		_, err := db.ExecContext(context.Background(), query)
+		done <- answer{err, clk.Now()}
+	}()
+	return done
+}
+
+// settle waits until the Bound on clk has done what clk's last move
+// made it do for the Exec answering on done, the only call under way
+// besides the test's own: it returned (its answer and true), or it
+// waits for its timer, and the Bound's watcher of stalls for its own
+// (false). As clk moves only by the test's Advance, an Exec that has not
+// returned when settle says false cannot return before the test's next
+// Advance.
+func settle(t *testing.T, clk *deadline.FakeClock, done <-chan answer) (answer, bool) {
+	t.Helper()
+	for end := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Microsecond) {
+		select {
+		case a := <-done:
+			return a, true
+		default:
+		}
+		if clk.Armed() == 2 {
+			return answer{}, false
+		}
+		if time.Now().After(end) {
+			t.Fatal("the Exec neither returned nor waited for its deadline in a minute")
+		}
+	}
+}
+
+// blockedIn waits until the driver blocks in an exec of q's, and the
+// Bound on clk waits for it.
+func blockedIn(t *testing.T, q *queueDriver, clk *deadline.FakeClock, done <-chan answer) {
+	t.Helper()
+	select {
+	case <-q.blocked:
+	case a := <-done:
+		t.Fatalf("Exec = %v before the driver blocked, want it to block", a.err)
+	case <-time.After(time.Minute):
+		t.Fatal("the driver did not block in its exec in a minute")
+	}
+	if a, ok := settle(t, clk, done); ok {
+		t.Fatalf("Exec = %v as soon as the driver blocked, want it to wait for its deadline", a.err)
+	}
+}
+
 // TestDeadline_FrozenStoreRefusedAtDeadline is the outage's promise: a
 // store that answers nothing makes a call fail with ErrDeadline one
 // deadline after it began, not the longer wait a busy store is given.
+// The Bound runs on a fake clock, so that the deadline passes when the
+// test says and not when a loaded machine gets round to it (a starved
+// process's delays are rightly not counted as the store's silence, and
+// made the real-time form of this test wait several deadlines).
 func TestDeadline_FrozenStoreRefusedAtDeadline(t *testing.T) {
 	const d = 100 * time.Millisecond
-	q := &queueDriver{each: time.Millisecond}
-	db := open(t, deadline.New(d, quiet()), q.exec)
+	clk, began, done := frozenExec(t, d)
+	a := waitOut(t, clk, done, began, d/8, d-time.Millisecond)
+	if !errors.Is(a.err, deadline.ErrDeadline) || !errors.Is(a.err, store.ErrUnavailable) {
+		t.Errorf("Exec on a frozen store = %v, want ErrDeadline and ErrUnavailable", a.err)
+	}
+	if took := a.at.Sub(began); took != d {
+		t.Errorf("Exec on a frozen store returned after %v, want %v", took, d)
+	}
+}
+
+// frozenExec makes an Exec on a store that answered one and then froze,
+// through a Bound of d on a fake clock, and returns once the driver
+// blocks in it: the clock, when the Exec began on it, and where its
+// answer comes.
+func frozenExec(t *testing.T, d time.Duration) (*deadline.FakeClock, time.Time, <-chan answer) {
+	t.Helper()
+	clk := deadline.NewFakeClock()
+	q := &queueDriver{blocked: make(chan struct{}, 1)}
+	db := open(t, deadline.NewOn(d, quiet(), clk), q.exec)
 	if _, err := db.ExecContext(context.Background(), "busy"); err != nil {
 		t.Fatalf("Exec before the freeze = %v, want nil", err)
 	}
 	q.frozen.Store(true)
-	began := time.Now()
-	_, err := db.ExecContext(context.Background(), "busy")
-	took := time.Since(began)
-	if !errors.Is(err, deadline.ErrDeadline) || !errors.Is(err, store.ErrUnavailable) {
-		t.Errorf("Exec on a frozen store = %v, want ErrDeadline and ErrUnavailable", err)
+	began := clk.Now()
+	done := execOn(clk, db, "busy")
+	blockedIn(t, q, clk, done)
+	return clk, began, done
+}
+
+// waitOut moves clk on by step (no more than the Bound's tick, an eighth
+// of its deadline, so that the Bound sees no stall) to began+not, then a
+// millisecond at a time, until the Exec answering on done returns,
+// failing the test if it returns by began+not, and returns its answer.
+func waitOut(t *testing.T, clk *deadline.FakeClock, done <-chan answer, began time.Time, step, not time.Duration) answer {
+	t.Helper()
+	for {
+		next := step
+		switch left := began.Add(not).Sub(clk.Now()); {
+		case left <= 0:
+			next = time.Millisecond
+		case left < step:
+			next = left // stop at not itself
+		}
+		clk.Advance(next)
+		a, ok := settle(t, clk, done)
+		if ok && !a.at.After(began.Add(not)) {
+			t.Fatalf("Exec = %v after %v, want it to wait past %v", a.err, a.at.Sub(began), not)
+		}
+		if ok {
+			return a
+		}
+		if clk.Now().Sub(began) > 3*not {
+			t.Fatalf("Exec still waits after %v", clk.Now().Sub(began))
+		}
 	}
-	if took < d || took > 3*d {
-		t.Errorf("Exec on a frozen store returned after %v, want about %v", took, d)
+}
+
+// TestDeadline_StallIsNotTheStoresSilence: a stall of this process (its
+// goroutines not run for a while: a starved CPU, all of the process's
+// threads descheduled) in the middle of a call's wait is not counted as
+// the store's silence, even when the process runs again well before the
+// call's deadline: a frozen store's call fails one deadline after the
+// stall's end. On a loaded machine such stalls, seen by nothing but the
+// timer at the deadline, failed calls to a healthy store (and then the
+// whole group commit they were in).
+func TestDeadline_StallIsNotTheStoresSilence(t *testing.T) {
+	const d = 100 * time.Millisecond
+	clk, began, done := frozenExec(t, d)
+	for range 2 {
+		clk.Advance(d / 8)
+		if a, ok := settle(t, clk, done); ok {
+			t.Fatalf("Exec on a frozen store = %v after %v, want it to wait", a.err, a.at.Sub(began))
+		}
+	}
+	clk.Advance(d / 2) // the stall: nothing ran for half a deadline
+	if a, ok := settle(t, clk, done); ok {
+		t.Fatalf("Exec on a frozen store = %v after %v, as a stall ended, want it to wait", a.err, a.at.Sub(began))
+	}
+	stallEnd := clk.Now().Sub(began)
+	a := waitOut(t, clk, done, began, d/8, stallEnd+d-time.Millisecond)
+	if !errors.Is(a.err, deadline.ErrDeadline) {
+		t.Errorf("Exec on a frozen store = %v, want ErrDeadline", a.err)
+	}
+	if took := a.at.Sub(began); took != stallEnd+d {
+		t.Errorf("Exec on a frozen store returned after %v, want %v: a deadline after the stall ended at %v", took, stallEnd+d, stallEnd)
 	}
 }
 
 // TestDeadline_StuckCallBoundedWhileOthersAnswer: a call the store never
 // answers, while it answers every other, still ends, after Busy
-// deadlines. The others are asked by four callers at once, each every
-// tenth of a deadline, so that a caller held up on a loaded machine does
-// not leave the store silent for a whole deadline.
+// deadlines, and not before. The Bound runs on a fake clock moved an
+// eighth of a deadline at a time, the store answering one other call
+// after each move: on wall time, other callers starved of the CPU left
+// the store silent for a deadline and the stuck call ended early.
 func TestDeadline_StuckCallBoundedWhileOthersAnswer(t *testing.T) {
 	const d = 100 * time.Millisecond
-	q := &queueDriver{each: time.Millisecond}
-	db := open(t, deadline.New(d, quiet()), q.exec)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Add(1)
-		go func() { // others keep being answered
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(d / 10):
-					_, _ = db.ExecContext(context.Background(), "busy")
-				}
-			}
-		}()
+	clk := deadline.NewFakeClock()
+	q := &queueDriver{blocked: make(chan struct{}, 1)}
+	db := open(t, deadline.NewOn(d, quiet(), clk), q.exec)
+	began := clk.Now()
+	done := execOn(clk, db, "stuck")
+	blockedIn(t, q, clk, done)
+	var a answer
+	for steps := 1; ; steps++ {
+		clk.Advance(d / 8)
+		var ok bool
+		if a, ok = settle(t, clk, done); ok {
+			break
+		}
+		if steps > 16*deadline.Busy {
+			t.Fatalf("Exec never answered still waits after %v, want it ended after %v", clk.Now().Sub(began), deadline.Busy*d)
+		}
+		if _, err := db.ExecContext(context.Background(), "busy"); err != nil {
+			t.Fatalf("Exec beside the one never answered = %v, want nil", err)
+		}
 	}
-	defer func() { close(stop); wg.Wait() }()
-	began := time.Now()
-	_, err := db.ExecContext(context.Background(), "stuck")
-	took := time.Since(began)
-	if !errors.Is(err, deadline.ErrDeadline) {
-		t.Errorf("Exec never answered = %v, want ErrDeadline", err)
+	if !errors.Is(a.err, deadline.ErrDeadline) {
+		t.Errorf("Exec never answered = %v, want ErrDeadline", a.err)
 	}
-	if took < deadline.Busy*d || took > deadline.Busy*d+10*d {
-		t.Errorf("Exec never answered returned after %v, want about %v", took, deadline.Busy*d)
+	if took := a.at.Sub(began); took != deadline.Busy*d {
+		t.Errorf("Exec never answered returned after %v, want %v", took, deadline.Busy*d)
 	}
 }
 
@@ -229,6 +365,41 @@ func TestConnector_AbandonedConnectionDropped(t *testing.T) {
 	}
 	if n := closed.Load(); n != 1 {
 		t.Errorf("connections closed once the driver returned = %d, want 1", n)
+	}
+}
+
+// TestConnector_GivenUpConnectionIsUnavailable: an operation on a
+// connection given up at an earlier operation's deadline (here on one
+// sql.Conn; in a transaction, as a group commit's next statement, alike:
+// database/sql makes it on no other connection) fails with
+// store.ErrUnavailable and ErrDeadline, the reason it was given up, not
+// a bare "driver: bad connection"; database/sql still drops the
+// connection.
+func TestConnector_GivenUpConnectionIsUnavailable(t *testing.T) {
+	const d = 50 * time.Millisecond
+	q := &queueDriver{}
+	var opened, closed atomic.Int32
+	c := &countingConnector{ex: q.exec, opened: &opened, closed: &closed}
+	db := sql.OpenDB(deadline.Connector(c, deadline.New(d, quiet()).Around))
+	defer db.Close()
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "stuck"); !errors.Is(err, deadline.ErrDeadline) {
+		t.Fatalf("Exec never answered = %v, want ErrDeadline", err)
+	}
+	_, err = conn.ExecContext(ctx, "next")
+	if !errors.Is(err, store.ErrUnavailable) || !errors.Is(err, deadline.ErrDeadline) || !errors.Is(err, driver.ErrBadConn) {
+		t.Errorf("Exec on the connection given up = %v, want store.ErrUnavailable, ErrDeadline and driver.ErrBadConn", err)
+	}
+	if _, err := db.ExecContext(ctx, "busy"); err != nil {
+		t.Errorf("Exec on the pool after a connection was given up = %v, want nil", err)
+	}
+	if n := opened.Load(); n != 2 {
+		t.Errorf("connections opened = %d, want 2 (the one given up dropped)", n)
 	}
 }
 

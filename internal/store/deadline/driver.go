@@ -5,11 +5,14 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/intentius/boxbroker/internal/store"
 )
 
 // Connector is c with every operation of the connections it makes (connect,
@@ -113,7 +116,7 @@ func (c *conn) Unwrap() driver.Conn { return c.c }
 // made once f ends. An f around never made is not abandoned.
 func (c *conn) do(ctx context.Context, op Op, f func(context.Context) error, drop func()) error {
 	if c.bad.Load() {
-		return driver.ErrBadConn
+		return errGivenUp
 	}
 	if op.Kind == Write {
 		c.wrote = true
@@ -134,6 +137,15 @@ func (c *conn) do(ctx context.Context, op Op, f func(context.Context) error, dro
 	}
 	return err
 }
+
+// errGivenUp is what an operation on a connection given up before
+// returns. It is driver.ErrBadConn, so that database/sql drops the
+// connection and, outside a transaction, makes the operation on
+// another; inside one (a group commit's next statement after one given
+// up at its deadline, whose own error the caller may not have seen, as
+// a close of rows), it is also the store's unavailability that the
+// connection was given up for, not a bare "driver: bad connection".
+var errGivenUp = fmt.Errorf("%w: the connection was given up at an earlier operation's deadline: %w: %w", driver.ErrBadConn, store.ErrUnavailable, ErrDeadline)
 
 // run makes c's operation on this goroutine, unless it was refused or
 // abandoned before it began, and ends it if it was abandoned meanwhile.

@@ -125,10 +125,17 @@ func (s *Store) writeGroups() {
 func (s *Store) writeGroup(ws []*groupWrite) {
 	ctx := context.Background()
 	var undo []*groupWrite
+	// wrote is when the group last made a write (or began), for working.
+	var wrote atomic.Int64
+	wrote.Store(time.Now().UnixNano())
 	if p := s.progress.Load(); p != nil {
 		stop := make(chan struct{})
 		defer close(stop)
-		go working(*p, stop)
+		go func() {
+			t := time.NewTicker(patienceTick)
+			defer t.Stop()
+			working(*p, stop, t.C, &wrote)
+		}()
 	}
 	err := s.WriteOn(ctx, "write group", s.w, func(tx *sql.Tx) ([]store.Change, error) {
 		var changes []store.Change
@@ -153,6 +160,7 @@ func (s *Store) writeGroup(ws []*groupWrite) {
 			if w.err == nil {
 				changes = append(changes, c...)
 			}
+			wrote.Store(time.Now().UnixNano())
 			if p := s.progress.Load(); p != nil {
 				(*p)()
 			}
@@ -176,25 +184,27 @@ func (s *Store) writeGroup(ws []*groupWrite) {
 }
 
 // Patience is how long a group's transaction (the wait for the write
-// connection, its writes and its commit's fsync, which a disk shared
-// with busy neighbours can take hundreds of milliseconds to do) is taken
-// for work under way before the progress function stops being told so:
-// a disk that blocks for longer is taken for a store that stopped.
+// connection, and its commit's fsync, which a disk shared with busy
+// neighbours can take hundreds of milliseconds to do) is taken for work
+// under way, from its start or its last write, before the progress
+// function stops being told so: a disk that blocks for longer is taken
+// for a store that stopped.
 const Patience = time.Second
 
-// working calls progress every patienceTick until stop is closed, for
-// Patience at most.
-func working(progress func(), stop <-chan struct{}) {
-	t := time.NewTicker(patienceTick)
-	defer t.Stop()
-	end := time.After(Patience)
+// working calls progress at each tick until stop is closed, or until a
+// tick comes Patience after the group's last write (wrote, in Unix
+// nanoseconds). It is measured from the last write, not from the group's
+// start: a group whose writes took a second on a starved CPU still has
+// its Patience for its commit.
+func working(progress func(), stop <-chan struct{}, tick <-chan time.Time, wrote *atomic.Int64) {
 	for {
 		select {
 		case <-stop:
 			return
-		case <-end:
-			return
-		case <-t.C:
+		case now := <-tick:
+			if now.Sub(time.Unix(0, wrote.Load())) > Patience {
+				return
+			}
 			progress()
 		}
 	}

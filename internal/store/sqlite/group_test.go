@@ -204,3 +204,38 @@ func TestGrouped_ProgressPerWrite(t *testing.T) {
 		t.Errorf("progress reported %d times for %d reservations, want %d at least", got, writes, writes)
 	}
 }
+
+// TestWorking_PatienceFromTheLastWrite: a group's transaction is shown to
+// be under way (the progress function is called at each tick) until
+// Patience after its last write, not after its start: a group whose
+// writes took longer than Patience (hundreds of them on a starved CPU)
+// still shows progress while it commits, so that the calls waiting
+// behind it are not taken for an outage's.
+func TestWorking_PatienceFromTheLastWrite(t *testing.T) {
+	began := time.Unix(1_800_000_000, 0)
+	var wrote atomic.Int64
+	wrote.Store(began.UnixNano())
+	tick, stop, done := make(chan time.Time), make(chan struct{}), make(chan struct{})
+	defer close(stop)
+	var calls atomic.Int64
+	go func() { working(func() { calls.Add(1) }, stop, tick, &wrote); close(done) }()
+	// at gives working a tick at began+d, unless it has returned.
+	at := func(d time.Duration) bool {
+		select {
+		case tick <- began.Add(d):
+			return true
+		case <-done:
+			return false
+		}
+	}
+	at(Patience / 2)
+	wrote.Store(began.Add(Patience + Patience/2).UnixNano()) // the group's last write
+	if !at(2 * Patience) {
+		t.Fatalf("working stopped before a tick half a Patience after the last write")
+	}
+	at(3 * Patience) // Patience and a half after the last write: it stops
+	<-done
+	if n := calls.Load(); n != 2 {
+		t.Errorf("progress called %d times, want 2 (at Patience/2 and 2×Patience, not at 3×Patience)", n)
+	}
+}
