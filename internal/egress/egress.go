@@ -31,7 +31,9 @@
 //     or still holding the token, and (with its own transport) a dialer
 //     that connects only to the secret's host:port;
 //   - passes redirects back unfollowed, with Location, Content-Location
-//     and Link under the secret's base pointed at /egress/NAME; refuses
+//     and Link under the secret's base pointed at /egress/NAME (left
+//     naming the host for a request in a proxy tunnel, whose client
+//     asked the host's own URL: see InTunnel); refuses
 //     an answer in a content encoding it cannot read whole; and puts the
 //     box's own form in place of every form of the value the broker made
 //     (the value, escaped or not, its base64, and the Basic credentials it
@@ -295,6 +297,9 @@ type flight struct {
 	target *url.URL // where the request goes
 	addr   string   // the host:port it may dial
 	host   string   // the host's name, as written tells hosts apart
+	// tunnel says the request came through an HTTPS proxy tunnel (see
+	// InTunnel): the answer's links are left naming the host.
+	tunnel bool
 	// kept is the box's search set at the host (see
 	// Capability.hostForms), which holds the value. set is what an
 	// answer is searched for: kept with the box's token as its own,
@@ -429,7 +434,7 @@ func (c *Capability) Forward(w http.ResponseWriter, r *http.Request, box, token 
 			return err
 		}
 	}
-	f := &flight{box: box, name: name, token: token, base: base, host: hostKey(base.Hostname())}
+	f := &flight{box: box, name: name, tunnel: inTunnel(r.Context()), token: token, base: base, host: hostKey(base.Hostname())}
 	if err := c.inject(r, box, sec, f); err != nil {
 		return err
 	}

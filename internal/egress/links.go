@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -16,6 +17,27 @@ var linkHeaders = []string{"Location", "Content-Location", "Link"}
 // linkRef matches a URI reference in a Link header: <...>.
 var linkRef = regexp.MustCompile(`<[^<>]*>`)
 
+// tunnelKey marks the context of a request an HTTPS proxy tunnel
+// carries (see InTunnel).
+type tunnelKey struct{}
+
+// InTunnel returns ctx marked as the context of a request the broker's
+// HTTPS proxy serves in a tunnel (package egressproxy) and hands to
+// /egress/NAME. The client in the tunnel asked the secret's host itself,
+// and resolves a link against that host's URL, which the proxy serves:
+// links in the answer are left naming the host, as it sent them (the
+// value in them replaced all the same), rather than pointed at
+// /egress/NAME, a path the client would ask the host for.
+func InTunnel(ctx context.Context) context.Context {
+	return context.WithValue(ctx, tunnelKey{}, true)
+}
+
+// inTunnel reports whether ctx is marked by InTunnel.
+func inTunnel(ctx context.Context) bool {
+	in, _ := ctx.Value(tunnelKey{}).(bool)
+	return in
+}
+
 // localLinks rewrites every URL under the secret's base URL in h's
 // Location, Content-Location and Link to the relative reference
 // /egress/NAME/<rest>, so that a client following it comes back through
@@ -23,8 +45,12 @@ var linkRef = regexp.MustCompile(`<[^<>]*>`)
 // reference is resolved by the client against the URL it asked, which is
 // the broker's, so the broker need not know its own scheme or host. A URL
 // at another host, or outside the base's path, is left as the host sent
-// it.
+// it; so is every link in the answer to a request in a proxy tunnel,
+// whose client asked the host's own URL (see InTunnel).
 func (f *flight) localLinks(h http.Header) {
+	if f.tunnel {
+		return
+	}
 	for _, k := range linkHeaders {
 		vs := h.Values(k)
 		if len(vs) == 0 {

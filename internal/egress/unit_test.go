@@ -258,6 +258,39 @@ func TestFlight_Local(t *testing.T) {
 	}
 }
 
+// TestFlight_LinksInTunnel: links under the secret's base are pointed
+// at /egress/NAME for a request on the broker's own route, and left as
+// the host sent them for one a proxy tunnel carries (InTunnel).
+func TestFlight_LinksInTunnel(t *testing.T) {
+	base, _ := protocol.ParseSecretHost("https://api.example.com/v1")
+	sent := http.Header{
+		"Location":         {"https://api.example.com/v1/items/2"},
+		"Content-Location": {"/v1/items"},
+		"Link":             {"<https://api.example.com/v1/items?page=2>; rel=\"next\""},
+	}
+	tests := []struct {
+		ctx  context.Context
+		want http.Header
+	}{
+		{context.Background(), http.Header{
+			"Location":         {"/egress/N/items/2"},
+			"Content-Location": {"/egress/N/items"},
+			"Link":             {"</egress/N/items?page=2>; rel=\"next\""},
+		}},
+		{InTunnel(context.Background()), sent},
+	}
+	for _, tt := range tests {
+		f := &flight{name: "N", base: base, tunnel: inTunnel(tt.ctx)}
+		h := sent.Clone()
+		f.localLinks(h)
+		for k := range sent {
+			if g, w := h.Get(k), tt.want.Get(k); g != w {
+				t.Errorf("localLinks (in a tunnel: %v): %s = %q, want %q", f.tunnel, k, g, w)
+			}
+		}
+	}
+}
+
 // TestHeaderHolds: the guard (carries) refuses, and a signing kind's
 // rewrite (dropToken) deletes, exactly the headers that hold the box's
 // token: in a name, a value, escaped, or in Basic credentials.

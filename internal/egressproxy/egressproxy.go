@@ -39,7 +39,10 @@
 //     concurrency bounds, and egress swaps the token for the value,
 //     sends it to the secret's host over verified TLS, keeps the value
 //     out of the answer, and audits it (its route is "proxy /egress/*").
-//     Budgets do not apply to egress.
+//     Budgets do not apply to egress. The request is marked
+//     egress.InTunnel: its client asked the host's own URL, so links in
+//     the answer keep naming the host, and following them comes back
+//     through the proxy.
 //   - Idle tunnels and idle connections time out.
 //
 // The CA's key never leaves the broker: it is sealed at rest, shared by
@@ -68,6 +71,7 @@ import (
 	"github.com/intentius/boxbroker/internal/cache"
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/defaults"
+	"github.com/intentius/boxbroker/internal/egress"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxyca"
 	"github.com/intentius/boxbroker/internal/store"
@@ -489,7 +493,9 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t *tunnel) {
 		return
 	}
 	u.RawQuery = r.URL.RawQuery
-	in := r.Clone(ctx)
+	// The client asked the host's own URL: links in the answer keep
+	// naming it, and following them comes back through the proxy.
+	in := r.Clone(egress.InTunnel(ctx))
 	in.URL = u
 	in.RequestURI = u.RequestURI()
 	in.Header.Del("Proxy-Authorization")

@@ -81,7 +81,8 @@ func (d *dialLog) count(addr string) int {
 
 // recorder is an echoing secret host: it answers with every header it
 // received (in its own headers and body), as a careless or hostile host
-// would, and keeps every request's head.
+// would, and keeps every request's head. A path holding /links/ is
+// answered with links instead (serveLinks).
 type recorder struct {
 	mu   sync.Mutex
 	seen []string
@@ -91,6 +92,10 @@ type recorder struct {
 }
 
 func (rec *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.Contains(r.URL.Path, "/links/") {
+		serveLinks(w, r)
+		return
+	}
 	if rec.git != nil && strings.HasPrefix(r.URL.Path, "/owner/") {
 		var head strings.Builder
 		fmt.Fprintf(&head, "%s %s\n", r.Method, r.URL.RequestURI())
