@@ -219,17 +219,18 @@ func (c *Capability) rewrite(pr *httputil.ProxyRequest) {
 	target(pr.Out, pf.paid, c.cfg.Upstream, p, q)
 }
 
-// modifyResponse keeps the credential out of the answer: a header that
-// repeats it is dropped, and in the body and the trailers it is masked
-// with as many asterisks, so that the answer's length, and its
-// Content-Length, stay as the upstream sent them. An event stream's
-// events pass on as each ends (proxy.Redactor.PassEvents).
+// modifyResponse keeps the credential out of the answer: in the headers,
+// the body and the trailers it is masked, as written or JSON- or
+// percent-escaped, with as many asterisks as it spans, so that the
+// answer's length, and its Content-Length, stay as the upstream sent
+// them; a header whose name holds it is dropped. An event stream's events
+// pass on as each ends (proxy.Redactor.PassEvents).
 func (c *Capability) modifyResponse(resp *http.Response) error {
 	pf := resp.Request.Context().Value(ctxKey{}).(*paidFor)
 	cred := pf.paid.Credential
-	secrets := cloudSecrets(cred, pf.made)
-	if n := removeValues(resp.Header, cred, secrets); n > 0 {
-		c.cfg.Logger.Warn("inference: removed upstream response headers that repeated the credential", "headers", n)
+	forms := proxy.NewFormSet(maskForms(cred, cloudSecrets(cred, pf.made)))
+	if n := forms.RedactHeader(resp.Header); n > 0 {
+		c.cfg.Logger.Warn("inference: masked the credential in upstream response headers that repeated it", "headers", n)
 	}
 	// The payer header was set on the answer before the call was
 	// forwarded; one the upstream sent is not the broker's to pass on.
@@ -248,13 +249,13 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 	if resp.Body == nil || resp.Body == http.NoBody {
 		return nil
 	}
-	r := proxy.NewFormRedactor(resp.Body, maskForms(cred, secrets))
+	r := forms.Redactor(resp.Body)
 	if proxy.IsEventStream(resp.Header) {
 		r.PassEvents()
 	}
 	log := c.cfg.Logger
 	r.OnEnd(func(replaced int) {
-		if k := removeValues(resp.Trailer, cred, secrets); k > 0 || replaced > 0 {
+		if k := forms.RedactHeader(resp.Trailer); k > 0 || replaced > 0 {
 			log.Warn("inference: masked the credential the upstream repeated in an answer", "body", replaced, "trailers", k)
 		}
 	})

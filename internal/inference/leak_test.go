@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -165,4 +167,68 @@ func TestInference_TokenInBodyNeverReachesUpstream(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestInference_EscapedCredentialInTheAnswerIsMasked: an upstream (a
+// gateway the operator points --anthropic-url at) that repeats the
+// credential JSON-escaped in its answer's body, which the box's JSON
+// decoder turns back into the credential, or percent-escaped in a
+// header, hands it to no box.
+func TestInference_EscapedCredentialInTheAnswerIsMasked(t *testing.T) {
+	pct := func(s string) string {
+		var b strings.Builder
+		for i := 0; i < len(s); i++ {
+			fmt.Fprintf(&b, "%%%02X", s[i])
+		}
+		return b.String()
+	}
+	tests := []struct {
+		name   string
+		answer func(w http.ResponseWriter, key string)
+	}{
+		{"JSON-escaped in the body", func(w http.ResponseWriter, key string) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"error":{"message":"key %s"}}`, jsonEscape(key))
+		}},
+		{"one character JSON-escaped in the body", func(w http.ResponseWriter, key string) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"error":{"message":"key %s"}}`, strings.Replace(key, "-", `\u002d`, 1))
+		}},
+		{"JSON-escaped in an event", func(w http.ResponseWriter, key string) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "event: ping\ndata: {\"k\":\"%s\"}\n\n", jsonEscape(key))
+		}},
+		{"percent-escaped in a header", func(w http.ResponseWriter, key string) {
+			w.Header().Set("Location", "https://example.com/?k="+pct(key))
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{}`))
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { tt.answer(w, r.Header.Get("X-Api-Key")) })
+			b := brokertest.New(t, brokertest.Options{Anthropic: up})
+			token := b.AddBox("a")
+			b.SetCredential("anthropic", apiKey)
+			b.Report(token, brokertest.Entry("inference", "agent"))
+			resp := b.Do("POST", "/llm/anthropic/v1/messages", token, []byte(`{"model":"m","max_tokens":5,"messages":[]}`), nil)
+			var h bytes.Buffer
+			_ = resp.Header.Write(&h)
+			seen := unescapeAll(string(resp.Body) + "\n" + h.String())
+			if strings.Contains(seen, apiKey) {
+				t.Errorf("the answer carries the credential: %d %s %v", resp.StatusCode, resp.Body, resp.Header)
+			}
+		})
+	}
+}
+
+var escapeRE = regexp.MustCompile(`\\u[0-9a-fA-F]{4}|%[0-9a-fA-F]{2}`)
+
+// unescapeAll is s with every JSON escape \uXXXX and percent-escape %XX
+// in it decoded, as a box's JSON decoder or URL parser would.
+func unescapeAll(s string) string {
+	return escapeRE.ReplaceAllStringFunc(s, func(e string) string {
+		n, _ := strconv.ParseUint(strings.TrimLeft(e, `\u%`), 16, 32)
+		return string(rune(n))
+	})
 }
