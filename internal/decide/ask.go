@@ -195,10 +195,7 @@ func (c *Capability) ask(ctx context.Context, req *Request, q *Question, pay *pa
 		if err != nil {
 			return Answer{}, Usage{}, err
 		}
-		// The model's text reaches the box, as a reason or in a refusal
-		// that names its choice: the credential it was asked on is
-		// masked in it, as written or JSON-escaped.
-		text, _ = proxy.RedactString(text, []proxy.Form{{Old: cred, New: bytes.Repeat([]byte("*"), len(cred)), Escaped: true}})
+		text = pay.mask(text)
 		a, err := read(q, text)
 		return a, usage, err
 	}

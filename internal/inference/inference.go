@@ -73,6 +73,9 @@ type paidFor struct {
 	// signature, an access token), masked in the answer like the
 	// credential.
 	made []string
+	// earlier are the credentials of the entries the call failed over
+	// from: the upstream saw them, so they are masked in the answer too.
+	earlier [][]byte
 }
 
 // New returns the capability.
@@ -228,7 +231,7 @@ func (c *Capability) rewrite(pr *httputil.ProxyRequest) {
 func (c *Capability) modifyResponse(resp *http.Response) error {
 	pf := resp.Request.Context().Value(ctxKey{}).(*paidFor)
 	cred := pf.paid.Credential
-	forms := proxy.NewFormSet(maskForms(cred, cloudSecrets(cred, pf.made)))
+	forms := proxy.NewFormSet(maskForms(cred, cloudSecrets(cred, pf.made), pf.earlier))
 	if n := forms.RedactHeader(resp.Header); n > 0 {
 		c.cfg.Logger.Warn("inference: masked the credential in upstream response headers that repeated it", "headers", n)
 	}
