@@ -135,9 +135,27 @@ func Forwarded(method, p string) bool {
 			return true
 		}
 		id, ok := strings.CutPrefix(p, "/v1/models/")
-		return ok && id != "" && !strings.Contains(id, "/")
+		return ok && isModelID(id)
 	}
 	return false
+}
+
+// isModelID reports whether id may be the model id of GET
+// /v1/models/<id>: letters, digits and "-._:@" (as the Anthropic API's,
+// Bedrock's and Vertex AI's ids are written), and not a dot segment. What
+// an upstream could read as another path (a "/" or "\", a dot segment,
+// a "%" it would decode once more) is no model id.
+func isModelID(id string) bool {
+	if id == "" || id == "." || id == ".." {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._:@", c) >= 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // Serve answers hello, or forwards the call on the payer's credential.

@@ -232,3 +232,42 @@ func unescapeAll(s string) string {
 		return string(rune(n))
 	})
 }
+
+// TestInference_PathCannotLeaveTheRoutes: a models path whose id, as the
+// upstream would read it, is a dot segment, a slash or an absolute URL,
+// however the box escapes it, reaches no upstream.
+func TestInference_PathCannotLeaveTheRoutes(t *testing.T) {
+	b, token := newLeakBroker(t)
+	paths := []string{
+		"/llm/anthropic/v1/models/..",
+		"/llm/anthropic/v1/models/%2e%2e",
+		"/llm/anthropic/v1/models/.%2E",
+		"/llm/anthropic/v1/models/%2e",
+		"/llm/anthropic/v1/models/x%2F..%2F..%2Fv1%2Fmessages",
+		"/llm/anthropic/v1/models/%2F%2Fevil.example",
+		"/llm/anthropic/v1/models/x%5C..%5C..",
+		"/llm/anthropic/v1/models//evil.example",
+		"/llm/anthropic//v1/models",
+		"/llm/anthropic/v1/models/http:%2F%2Fevil.example",
+		"/llm/anthropic/v1/messages/../models",
+		"/llm/anthropic/v1/messages%2F..%2Fcount_tokens",
+		"/llm/anthropic/v1/models/%252e%252e",
+		"/llm/anthropic/v1/models/..;",
+		"/llm/anthropic/v1/models/x%00",
+	}
+	for _, p := range paths {
+		before := len(b.Upstream.Seen())
+		resp := b.Do("GET", p, token, nil, nil)
+		if resp.StatusCode < 300 {
+			t.Errorf("GET %s = %d, want it refused", p, resp.StatusCode)
+		}
+		if seen := b.Upstream.Seen()[before:]; len(seen) != 0 {
+			t.Errorf("GET %s reached the upstream at %s", p, seen[0].Path)
+		}
+	}
+	for _, id := range []string{"claude-sonnet-4-5-20250929", "anthropic.claude-3-5-sonnet-20240620-v1:0", "claude-3-5-sonnet@20240620"} {
+		if resp := b.Do("GET", "/llm/anthropic/v1/models/"+id, token, nil, nil); resp.StatusCode != 200 {
+			t.Errorf("GET /v1/models/%s = %d, want it forwarded", id, resp.StatusCode)
+		}
+	}
+}
