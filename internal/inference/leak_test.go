@@ -271,3 +271,33 @@ func TestInference_PathCannotLeaveTheRoutes(t *testing.T) {
 		}
 	}
 }
+
+// TestInference_TokenInBetaOrRepeatedHeadersNeverReachesUpstream: the
+// token as one of several anthropic-beta values, as the second value of
+// a repeated header, as a header's name, or in metadata.user_id
+// JSON-escaped, reaches no upstream.
+func TestInference_TokenInBetaOrRepeatedHeadersNeverReachesUpstream(t *testing.T) {
+	b, token := newLeakBroker(t)
+	h := http.Header{
+		"Anthropic-Beta":    {"context-1m-2025-08-07", "x," + token},
+		"X-Repeated":        {"a", token},
+		"X-" + token:        {"1"},
+		"Anthropic-Version": {"2023-06-01"},
+	}
+	body := []byte(`{"model":"m","max_tokens":5,"metadata":{"user_id":"` + jsonEscape(token) + `"},"messages":[]}`)
+	before := len(b.Upstream.Seen())
+	resp := b.Do("POST", "/llm/anthropic/v1/messages", token, body, h)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, resp.Body)
+	}
+	for _, s := range b.Upstream.Seen()[before:] {
+		var hb bytes.Buffer
+		_ = s.Header.Write(&hb)
+		if w := reaches(s, token); len(w) > 0 || strings.Contains(strings.ToLower(hb.String()), strings.ToLower(token)) {
+			t.Errorf("the token reached the upstream in %v: %s", w, hb.String())
+		}
+		if !strings.Contains(hb.String(), "context-1m-2025-08-07") {
+			t.Errorf("the box's other anthropic-beta did not reach the upstream: %v", s.Header)
+		}
+	}
+}
