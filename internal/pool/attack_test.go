@@ -489,3 +489,32 @@ func TestPool_AnEarlierEntrysKeyIsNeverAnsweredAfterFailover(t *testing.T) {
 		})
 	}
 }
+
+// TestPool_TokenNeverReachesTheUpstreamOnTheRetry: the call made again on
+// the next entry after a refusal carries the box's token no more than the
+// first did: not in a header, the query or the body it is made with.
+func TestPool_TokenNeverReachesTheUpstreamOnTheRetry(t *testing.T) {
+	b, up := setup(t, nil)
+	first := order("alpha")[0]
+	up.set(first, &answer{status: 429, header: http.Header{"Retry-After": {"1"}}, body: `{"type":"error","error":{"type":"rate_limit_error","message":"slow"}}`})
+	tok := box(t, b, "alpha")
+	body := `{"model":"claude-sonnet-4-5","max_tokens":5,"metadata":{"user_id":"` + tok + `"},"messages":[{"role":"user","content":"hi"}]}`
+	resp := b.Do("POST", "/llm/anthropic/v1/messages?k="+tok, tok, []byte(body), http.Header{"Anthropic-Version": {"2023-06-01"}, "X-Custom": {tok}, "Anthropic-Beta": {tok}})
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d %s, want the next entry's answer", resp.StatusCode, resp.Body)
+	}
+	calls := up.took()
+	if len(calls) != 2 {
+		t.Fatalf("upstream took %d calls, want 2", len(calls))
+	}
+	for i, c := range calls {
+		var h bytes.Buffer
+		_ = c.header.Write(&h)
+		if bytes.Contains(c.body, []byte(tok)) || strings.Contains(h.String(), tok) || strings.Contains(c.query, tok) {
+			t.Errorf("call %d on %s carries the token: %s ?%s %s", i, c.entry, h.String(), c.query, c.body)
+		}
+		if !strings.HasPrefix(c.header.Get("X-Custom"), "[token-removed") {
+			t.Errorf("call %d on %s: X-Custom %q, want the marker in the token's place", i, c.entry, c.header.Get("X-Custom"))
+		}
+	}
+}
