@@ -1,10 +1,13 @@
 package inference_test
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -12,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/token"
 )
 
@@ -303,6 +307,49 @@ func TestInference_TokenInBetaOrRepeatedHeadersNeverReachesUpstream(t *testing.T
 		}
 		if !strings.Contains(hb.String(), "context-1m-2025-08-07") {
 			t.Errorf("the box's other anthropic-beta did not reach the upstream: %v", s.Header)
+		}
+	}
+}
+
+// TestInference_HostAndAbsoluteURLCannotChangeTheUpstream: a request
+// whose Host header, or whose request line's absolute URL, names another
+// host reaches the configured upstream alone, under its own host name.
+func TestInference_HostAndAbsoluteURLCannotChangeTheUpstream(t *testing.T) {
+	hosts := make(chan string, 4)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hosts <- r.Host
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{}`))
+	}))
+	defer up.Close()
+	upURL, _ := url.Parse(up.URL)
+	b := brokertest.New(t, brokertest.Options{Config: func(c *server.Config) { c.AnthropicURL = upURL }})
+	token := b.AddBox("a")
+	b.SetCredential("anthropic", apiKey)
+	b.Report(token, brokertest.Entry("inference", "agent"))
+	brokerHost := strings.TrimPrefix(b.URL, "http://")
+	for _, line := range []string{
+		"GET /llm/anthropic/v1/models HTTP/1.1\r\nHost: evil.example\r\n",
+		"GET http://evil.example/llm/anthropic/v1/models HTTP/1.1\r\nHost: evil.example\r\n",
+		"GET http://evil.example:80/llm/anthropic/v1/models HTTP/1.1\r\nHost: " + brokerHost + "\r\n",
+	} {
+		c, err := net.Dial("tcp", brokerHost)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(c, "%sx-api-key: %s\r\nConnection: close\r\n\r\n", line, token)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		c.Close()
+		if err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("%q = %d, want it forwarded to the configured upstream", line, resp.StatusCode)
+			continue
+		}
+		if got := <-hosts; got != upURL.Host {
+			t.Errorf("%q reached the upstream with Host %q, want %q", line, got, upURL.Host)
 		}
 	}
 }
