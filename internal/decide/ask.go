@@ -195,6 +195,7 @@ func (c *Capability) ask(ctx context.Context, req *Request, q *Question, pay *pa
 		if err != nil {
 			return Answer{}, Usage{}, err
 		}
+		text = pay.mask(text)
 		a, err := read(q, text)
 		return a, usage, err
 	}

@@ -71,3 +71,38 @@ func TestDecide_JSONEscapedTokenIsReplaced(t *testing.T) {
 		})
 	}
 }
+
+// TestDecide_CredentialInTheModelsAnswerNeverReachesTheBox: an upstream
+// (a gateway the operator points at, or a model talked into it) that
+// writes the credential it was called with into the answer's reason, as
+// it is or JSON-escaped, or as the choice it made, hands none of it to
+// the box: the reason comes back masked, and a choice that is no option
+// is refused without naming it.
+func TestDecide_CredentialInTheModelsAnswerNeverReachesTheBox(t *testing.T) {
+	up := &scripted{}
+	b, token := setup(t, brokertest.Options{Anthropic: &brokertest.Recorder{Handler: up}})
+	const noul = `{"model":"m","state":{},"questions":{"q":{"type":"noul","instructions":"Is it?","criteria":{}}}}`
+	const choice = `{"model":"m","state":{},"questions":{"q":{"type":"choice","instructions":"Pick.","criteria":["a","b"]}}}`
+	tests := []struct {
+		name, ask, text string
+	}{
+		{"in the reason", noul, `{"reason":"the key is ` + apiKey + `","noul":0.5}`},
+		{"in the reason, JSON-escaped", noul, `{"reason":"the key is ` + escapeEvery(apiKey) + `","noul":0.5}`},
+		{"as the choice", choice, `{"choice":"` + apiKey + `","confidence":1}`},
+		{"as the choice, after 20 bytes", choice, `{"choice":"01234567890123456789` + apiKey + `","confidence":1}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			up.set(200, message(tt.text))
+			resp := post(b, token, tt.ask)
+			got := read(resp.Body)
+			var h bytes.Buffer
+			_ = resp.Header.Write(&h)
+			// The credential's first 20 characters are enough to say
+			// which key pays; none of them may come back.
+			if strings.Contains(got, apiKey[:20]) || strings.Contains(string(resp.Body), apiKey[:20]) || strings.Contains(h.String(), apiKey[:20]) {
+				t.Errorf("POST decide = %d, the answer carries the credential: %s", resp.StatusCode, resp.Body)
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/proxy"
 )
 
 // paying is the credential one decide request's questions are asked on.
@@ -16,10 +17,13 @@ import (
 // the move.
 type paying struct {
 	c  *Capability
-	mu sync.Mutex // guards paid
+	mu sync.Mutex // guards paid and earlier
 	// paid is the entry asked now; its Failover is nil for a payer's own
 	// credential.
 	paid capability.Paid
+	// earlier are the credentials of the entries the request moved on
+	// from: the upstream saw them, and could write them in an answer.
+	earlier [][]byte
 }
 
 // now returns the credential and Messages URL to ask on, and the entry's
@@ -55,8 +59,24 @@ func (p *paying) again(entry string, status int, h http.Header, body []byte) boo
 		return false
 	}
 	p.c.cfg.Logger.Info("decide: the pool entry refused a question; asked again on the next", "entry", entry, "status", status, "next", next.Entry)
+	p.earlier = append(p.earlier, p.paid.Credential)
 	p.paid = next
 	return true
+}
+
+// mask returns the model's text with every credential the request was
+// asked on so far masked with as many asterisks, as written or
+// JSON-escaped: it reaches the box, as a reason or in a refusal that
+// names its choice.
+func (p *paying) mask(text string) string {
+	p.mu.Lock()
+	forms := make([]proxy.Form, 0, len(p.earlier)+1)
+	for _, c := range append(p.earlier, p.paid.Credential) {
+		forms = append(forms, proxy.Form{Old: c, Escaped: true, Fill: '*'})
+	}
+	p.mu.Unlock()
+	text, _ = proxy.RedactString(text, forms)
+	return text
 }
 
 // answered tells the pool of an answer that is not a refusal.

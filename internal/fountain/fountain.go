@@ -93,8 +93,10 @@ type Route struct {
 // Parse returns the route path names, or ok false for a path the
 // capability does not serve: one outside the three families, or one with
 // an empty segment (other than a trailing slash), a "." or ".." segment, a
-// backslash or a control character, which an upstream could read as
-// another path than the one whose scope word and id were judged.
+// backslash or a control character, or a segment that holds one of these
+// or a "/" once percent-decoded again (%252e%252e) or that is a dot
+// segment before a ";" (..;x), which an upstream could read as another
+// path than the one whose scope word and id were judged.
 func Parse(path string) (rt Route, ok bool) {
 	p, found := strings.CutPrefix(path, protocol.PrefixFountain+"/api/")
 	if !found {
@@ -102,7 +104,15 @@ func Parse(path string) (rt Route, ok bool) {
 	}
 	segs := strings.Split(p, "/")
 	for i, s := range segs {
-		if (s == "" && i != len(segs)-1) || s == "." || s == ".." || strings.ContainsFunc(s, unsafeRune) {
+		if (s == "" && i != len(segs)-1) || unsafeSegment(s) {
+			return Route{}, false
+		}
+		// An upstream that decodes the path once more, or reads a
+		// ";" as the start of parameters, must read no other path either.
+		if u, err := url.PathUnescape(s); err == nil && u != s && (u == "" || strings.Contains(u, "/") || unsafeSegment(u)) {
+			return Route{}, false
+		}
+		if before, _, found := strings.Cut(s, ";"); found && (before == "." || before == "..") {
 			return Route{}, false
 		}
 	}
@@ -119,6 +129,12 @@ func Parse(path string) (rt Route, ok bool) {
 }
 
 func unsafeRune(r rune) bool { return r == '\\' || r < 0x20 || r == 0x7f }
+
+// unsafeSegment reports whether s is a dot segment or holds a backslash
+// or a control character.
+func unsafeSegment(s string) bool {
+	return s == "." || s == ".." || strings.ContainsFunc(s, unsafeRune)
+}
 
 // starts reports whether method and route start a conversation: POST
 // /fountain/api/conversations exactly.

@@ -190,6 +190,15 @@ func TestFountain_PathCannotLeaveItsFamily(t *testing.T) {
 		"/fountain/api/sandboxes/sb-alpha%5C..%5Cagents",
 		"/fountain/api/vaults/v%00",
 		"/fountain/v1/conversations",
+		"/fountain/api/sandboxes/sb-alpha%2F..%2F..%2Fagents",
+		"/fountain/api/sandboxes/sb-alpha%2F%2E%2E%2F%2E%2E%2Fagents",
+		"/fountain/api/sandboxes/sb-alpha%2F..%2Fsb-b1",
+		"/fountain/api/sandboxes/%252e%252e/agents",
+		"/fountain/api/sandboxes/sb-alpha/%252e%252e/%252e%252e/agents",
+		"/fountain/api/sandboxes/sb-alpha%2F%2Fevil.example",
+		"/fountain/api/vaults/%2F%2Fevil.example",
+		"/fountain/api/sandboxes/sb-alpha/..;x/..;x/agents",
+		"/fountain/api/sandboxes/sb-alpha/%252F..%252F..%252Fagents",
 	}
 	for _, p := range paths {
 		for _, method := range []string{"GET", "POST"} {

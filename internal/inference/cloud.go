@@ -1,7 +1,6 @@
 package inference
 
 import (
-	"bytes"
 	"io"
 	"log/slog"
 	"net/http"
@@ -102,23 +101,22 @@ func cloudSecrets(cred []byte, made []string) []string {
 	return slices.DeleteFunc(out, func(v string) bool { return v == "" })
 }
 
-// maskForms are the forms an answer is redacted of: the credential, and
-// each of secrets (cloudSecrets) as written or JSON- or percent-escaped,
-// each masked with as many asterisks.
-func maskForms(cred []byte, secrets []string) []proxy.Form {
-	forms := []proxy.Form{{Old: cred, New: bytes.Repeat([]byte("*"), len(cred))}}
+// maskForms are the forms an answer is redacted of: the credential, each
+// of secrets (cloudSecrets) and each of the earlier credentials the call
+// was made on (and their cloud secrets), each as written or JSON- or
+// percent-escaped (a box's JSON decoder or URL parser turns either back
+// into the value), each masked with as many asterisks as it spans, so
+// that the answer keeps its length.
+func maskForms(cred []byte, secrets []string, earlier [][]byte) []proxy.Form {
+	forms := []proxy.Form{{Old: cred, Escaped: true, Fill: '*'}}
 	for _, v := range secrets {
-		forms = append(forms, proxy.Form{Old: []byte(v), New: bytes.Repeat([]byte("*"), len(v)), Escaped: true})
+		forms = append(forms, proxy.Form{Old: []byte(v), Escaped: true, Fill: '*'})
+	}
+	for _, c := range earlier {
+		forms = append(forms, proxy.Form{Old: c, Escaped: true, Fill: '*'})
+		for _, v := range cloudSecrets(c, nil) {
+			forms = append(forms, proxy.Form{Old: []byte(v), Escaped: true, Fill: '*'})
+		}
 	}
 	return forms
-}
-
-// removeValues deletes every header of h whose value holds cred or one
-// of secrets (proxy.RemoveValue), returning how many it removed.
-func removeValues(h http.Header, cred []byte, secrets []string) int {
-	n := proxy.RemoveValue(h, cred)
-	for _, v := range secrets {
-		n += proxy.RemoveValue(h, []byte(v))
-	}
-	return n
 }

@@ -176,6 +176,7 @@ func (f *failover) RoundTrip(req *http.Request) (*http.Response, error) {
 		f.log.Info("inference: the pool entry refused the call; made again on the next",
 			"entry", pf.paid.Entry, "status", resp.StatusCode, "next", next.Entry)
 		resp.Body.Close()
+		pf.earlier = append(pf.earlier, pf.paid.Credential)
 		pf.paid = next
 		rt := pf.retry
 		out = req.Clone(proxy.WithEntry(req.Context(), next.Entry))

@@ -73,6 +73,9 @@ type paidFor struct {
 	// signature, an access token), masked in the answer like the
 	// credential.
 	made []string
+	// earlier are the credentials of the entries the call failed over
+	// from: the upstream saw them, so they are masked in the answer too.
+	earlier [][]byte
 }
 
 // New returns the capability.
@@ -132,9 +135,27 @@ func Forwarded(method, p string) bool {
 			return true
 		}
 		id, ok := strings.CutPrefix(p, "/v1/models/")
-		return ok && id != "" && !strings.Contains(id, "/")
+		return ok && isModelID(id)
 	}
 	return false
+}
+
+// isModelID reports whether id may be the model id of GET
+// /v1/models/<id>: letters, digits and "-._:@" (as the Anthropic API's,
+// Bedrock's and Vertex AI's ids are written), and not a dot segment. What
+// an upstream could read as another path (a "/" or "\", a dot segment,
+// a "%" it would decode once more) is no model id.
+func isModelID(id string) bool {
+	if id == "" || id == "." || id == ".." {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._:@", c) >= 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // Serve answers hello, or forwards the call on the payer's credential.
@@ -219,17 +240,18 @@ func (c *Capability) rewrite(pr *httputil.ProxyRequest) {
 	target(pr.Out, pf.paid, c.cfg.Upstream, p, q)
 }
 
-// modifyResponse keeps the credential out of the answer: a header that
-// repeats it is dropped, and in the body and the trailers it is masked
-// with as many asterisks, so that the answer's length, and its
-// Content-Length, stay as the upstream sent them. An event stream's
-// events pass on as each ends (proxy.Redactor.PassEvents).
+// modifyResponse keeps the credential out of the answer: in the headers,
+// the body and the trailers it is masked, as written or JSON- or
+// percent-escaped, with as many asterisks as it spans, so that the
+// answer's length, and its Content-Length, stay as the upstream sent
+// them; a header whose name holds it is dropped. An event stream's events
+// pass on as each ends (proxy.Redactor.PassEvents).
 func (c *Capability) modifyResponse(resp *http.Response) error {
 	pf := resp.Request.Context().Value(ctxKey{}).(*paidFor)
 	cred := pf.paid.Credential
-	secrets := cloudSecrets(cred, pf.made)
-	if n := removeValues(resp.Header, cred, secrets); n > 0 {
-		c.cfg.Logger.Warn("inference: removed upstream response headers that repeated the credential", "headers", n)
+	forms := proxy.NewFormSet(maskForms(cred, cloudSecrets(cred, pf.made), pf.earlier))
+	if n := forms.RedactHeader(resp.Header); n > 0 {
+		c.cfg.Logger.Warn("inference: masked the credential in upstream response headers that repeated it", "headers", n)
 	}
 	// The payer header was set on the answer before the call was
 	// forwarded; one the upstream sent is not the broker's to pass on.
@@ -248,13 +270,13 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 	if resp.Body == nil || resp.Body == http.NoBody {
 		return nil
 	}
-	r := proxy.NewFormRedactor(resp.Body, maskForms(cred, secrets))
+	r := forms.Redactor(resp.Body)
 	if proxy.IsEventStream(resp.Header) {
 		r.PassEvents()
 	}
 	log := c.cfg.Logger
 	r.OnEnd(func(replaced int) {
-		if k := removeValues(resp.Trailer, cred, secrets); k > 0 || replaced > 0 {
+		if k := forms.RedactHeader(resp.Trailer); k > 0 || replaced > 0 {
 			log.Warn("inference: masked the credential the upstream repeated in an answer", "body", replaced, "trailers", k)
 		}
 	})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -439,4 +440,81 @@ func TestPool_OneBoxsOverloadDoesNotMoveOthers(t *testing.T) {
 	// Calls of another model still go to the entry: mallory's own too.
 	calledOnce(t, b, up, others[2], third, a, []byte(msgBody))
 	calledOnce(t, b, up, "mallory", mallory, a, []byte(msgBody))
+}
+
+// TestPool_AnEarlierEntrysKeyIsNeverAnsweredAfterFailover: the upstream
+// (a gateway, say) saw the first entry's key on the call it refused,
+// and writes it, with the key of the call it answers, into the answer to
+// the call the broker makes again on the next entry. The box reads
+// neither: an answer is searched for every key its call was made on.
+// (A key the call was never made on is not searched for: the broker
+// does not search every answer for every key it holds.)
+func TestPool_AnEarlierEntrysKeyIsNeverAnsweredAfterFailover(t *testing.T) {
+	first := order("alpha")[0]
+	for _, tt := range []struct{ name, path, body string }{
+		{"messages", "/llm/anthropic/v1/messages", msgBody},
+		{"decide", "/decide/v1/systemone", `{"model":"m","state":null,"questions":{"q":{"type":"noul","instructions":"Yes?","criteria":{}}}}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b, up := setup(t, nil)
+			var seen []string // the keys the upstream was called with
+			up.setRule(func(entry, path string, body []byte) *answer {
+				seen = append(seen, keys[entry])
+				all := strings.Join(seen, " ")
+				if entry == first {
+					return &answer{status: 429, header: http.Header{"Retry-After": {"1"}}, body: `{"type":"error","error":{"type":"rate_limit_error","message":"slow"}}`}
+				}
+				text := all
+				if bytes.Contains(body, []byte(`"output_config"`)) { // decide's
+					text = strings.ReplaceAll(`{"reason":"`+all+`","noul":0.5}`, `"`, `\"`)
+				}
+				return &answer{status: 200, header: http.Header{"X-Seen": {all}}, body: `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"` + text + `"}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":1}}`}
+			})
+			tok := b.AddBox("alpha")
+			b.Report(tok, brokertest.Entry("inference", "agent", "decide"))
+			resp := b.Do("POST", tt.path, tok, []byte(tt.body), http.Header{"Anthropic-Version": {"2023-06-01"}, "Content-Type": {"application/json"}})
+			if calls := up.took(); len(calls) < 2 || calls[0].entry != first {
+				t.Fatalf("upstream took %d calls, want the first on %s, refused, then another", len(calls), first)
+			}
+			var h bytes.Buffer
+			_ = resp.Header.Write(&h)
+			for name, k := range keys {
+				if bytes.Contains(resp.Body, []byte(k)) || strings.Contains(h.String(), k) {
+					t.Errorf("POST %s = %d, the answer carries entry %s's key: %s %v", tt.path, resp.StatusCode, name, resp.Body, resp.Header)
+				}
+			}
+			if resp.StatusCode != 200 {
+				t.Errorf("POST %s = %d %s, want 200", tt.path, resp.StatusCode, resp.Body)
+			}
+		})
+	}
+}
+
+// TestPool_TokenNeverReachesTheUpstreamOnTheRetry: the call made again on
+// the next entry after a refusal carries the box's token no more than the
+// first did: not in a header, the query or the body it is made with.
+func TestPool_TokenNeverReachesTheUpstreamOnTheRetry(t *testing.T) {
+	b, up := setup(t, nil)
+	first := order("alpha")[0]
+	up.set(first, &answer{status: 429, header: http.Header{"Retry-After": {"1"}}, body: `{"type":"error","error":{"type":"rate_limit_error","message":"slow"}}`})
+	tok := box(t, b, "alpha")
+	body := `{"model":"claude-sonnet-4-5","max_tokens":5,"metadata":{"user_id":"` + tok + `"},"messages":[{"role":"user","content":"hi"}]}`
+	resp := b.Do("POST", "/llm/anthropic/v1/messages?k="+tok, tok, []byte(body), http.Header{"Anthropic-Version": {"2023-06-01"}, "X-Custom": {tok}, "Anthropic-Beta": {tok}})
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d %s, want the next entry's answer", resp.StatusCode, resp.Body)
+	}
+	calls := up.took()
+	if len(calls) != 2 {
+		t.Fatalf("upstream took %d calls, want 2", len(calls))
+	}
+	for i, c := range calls {
+		var h bytes.Buffer
+		_ = c.header.Write(&h)
+		if bytes.Contains(c.body, []byte(tok)) || strings.Contains(h.String(), tok) || strings.Contains(c.query, tok) {
+			t.Errorf("call %d on %s carries the token: %s ?%s %s", i, c.entry, h.String(), c.query, c.body)
+		}
+		if !strings.HasPrefix(c.header.Get("X-Custom"), "[token-removed") {
+			t.Errorf("call %d on %s: X-Custom %q, want the marker in the token's place", i, c.entry, c.header.Get("X-Custom"))
+		}
+	}
 }

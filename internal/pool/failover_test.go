@@ -62,6 +62,8 @@ type call struct {
 	entry        string
 	method, path string
 	body         []byte
+	header       http.Header
+	query        string
 }
 
 func (u *upstream) set(entry string, a *answer) {
@@ -122,7 +124,7 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		u.before(e, r.URL.Path)
 	}
 	u.mu.Lock()
-	u.calls = append(u.calls, call{entry: e, method: r.Method, path: r.URL.Path, body: body})
+	u.calls = append(u.calls, call{entry: e, method: r.Method, path: r.URL.Path, body: body, header: r.Header.Clone(), query: r.URL.RawQuery})
 	var a *answer
 	if u.rule != nil {
 		a = u.rule(e, r.URL.Path, body)

@@ -100,7 +100,7 @@ func NewFormSet(forms []Form) *FormSet {
 // addForm appends a copy of f to s.forms, and takes its span and
 // line breaks into account; s is not yet shared.
 func (s *FormSet) addForm(f Form) {
-	f = Form{Old: bytes.Clone(f.Old), New: bytes.Clone(f.New), Escaped: f.Escaped, Wrapped: f.Wrapped, Own: f.Own}
+	f = Form{Old: bytes.Clone(f.Old), New: bytes.Clone(f.New), Escaped: f.Escaped, Wrapped: f.Wrapped, Own: f.Own, Fill: f.Fill}
 	s.forms = append(s.forms, f)
 	s.window = max(s.window, f.span()-1)
 	if bytes.ContainsAny(f.Old, "\r\n") {

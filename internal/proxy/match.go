@@ -58,9 +58,12 @@ func (s *FormSet) replace(sc *scratch, out, data []byte, cut int) ([]byte, int, 
 		}
 		if m > 0 {
 			out = append(out, data[i:j]...)
-			if f := s.form(k); f.Own {
+			switch f := s.form(k); {
+			case f.Own:
 				out = append(out, s.own...)
-			} else {
+			case f.Fill != 0:
+				out = append(out, bytes.Repeat([]byte{f.Fill}, m)...)
+			default:
 				out = append(out, f.New...)
 			}
 			i = j + m

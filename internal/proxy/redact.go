@@ -45,6 +45,11 @@ type Form struct {
 	// made once then serves every request of a box, each with the
 	// box's own token in the value's place, without keeping the token.
 	Own bool
+	// Fill, when not zero, replaces each occurrence by as many Fill
+	// bytes as the occurrence spans in the source, in place of New: an
+	// Escaped form's occurrence is then replaced without changing the
+	// source's length, so a Content-Length still holds.
+	Fill byte
 }
 
 // span is the most bytes an occurrence of f can span in the source.

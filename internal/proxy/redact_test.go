@@ -691,3 +691,26 @@ func TestRedactHeader_NameInCanonicalCase(t *testing.T) {
 		t.Errorf("RedactHeader left %v, want only X-Kept", h)
 	}
 }
+
+// TestRedactor_FillKeepsTheLength: a Fill form replaces each occurrence,
+// escaped or not, by as many Fill bytes as it spans, so the source's
+// length holds.
+func TestRedactor_FillKeepsTheLength(t *testing.T) {
+	forms := []Form{{Old: []byte("sk-1"), Escaped: true, Fill: '*'}}
+	tests := []struct{ in, want string }{
+		{`a sk-1 b`, `a **** b`},
+		{`a sk\u002d1 b`, `a ********* b`},
+		{`a %73k-1 b`, `a ****** b`},
+		{`none`, `none`},
+	}
+	for _, tt := range tests {
+		got, _ := RedactString(tt.in, forms)
+		if got != tt.want {
+			t.Errorf("RedactString(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		out, err := io.ReadAll(NewFormRedactor(io.NopCloser(strings.NewReader(tt.in)), forms))
+		if err != nil || string(out) != tt.want {
+			t.Errorf("Redactor(%q) = %q, %v, want %q", tt.in, out, err, tt.want)
+		}
+	}
+}

@@ -306,9 +306,19 @@ func scrubFrom(b []byte, from int) (n, last int) {
 }
 
 // ScrubHeader replaces every token written in h's values, and deletes
-// every header whose name holds one. It returns how many headers it
-// changed.
-func ScrubHeader(h http.Header) int { return rewriteHeader(h, ScrubTokens, nil) }
+// every header whose name holds one, in any case: the server writes a
+// name in its canonical case (X-Bbx_…), which would hide a token from a
+// search that minds case while leaving most of it. It returns how many
+// headers it changed.
+func ScrubHeader(h http.Header) int { return rewriteHeader(h, ScrubTokens, nameHoldsToken) }
+
+// nameHoldsToken reports whether a header's name holds a token, ASCII
+// case aside (a token's prefix is lower-case, and its body takes either
+// case).
+func nameHoldsToken(name string) bool {
+	_, n := ScrubTokens(strings.ToLower(name))
+	return n > 0
+}
 
 // scrubChunk is how much a TokenScrubber reads from its source at a time.
 const scrubChunk = 32 << 10

@@ -730,3 +730,49 @@ func TestSpend_NoBudgetBodyForwardedAsItComes(t *testing.T) {
 		t.Errorf("spent = %d, want twice the bound %d", spent, bound)
 	}
 }
+
+// TestSpend_TokenOrCredentialAsTheModelIsNeverKept: a box that names its
+// own token as the model, and an upstream that answers with the
+// credential as the model, have neither kept in the usage rows an
+// operator or owner reads. Bounded by a 5 s wait for the batch.
+func TestSpend_TokenOrCredentialAsTheModelIsNeverKept(t *testing.T) {
+	up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		model := r.Header.Get("X-Api-Key")
+		if r.URL.Query().Has("own") {
+			model = ""
+		}
+		fmt.Fprintf(w, `{"id":"m","type":"message","role":"assistant","model":%q,"content":[],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":1}}`, model)
+	})
+	b, token := newBroker(t, brokertest.Options{Anthropic: up})
+	body, _ := json.Marshal(map[string]any{"model": token, "max_tokens": 5, "messages": []any{}})
+	for _, path := range []string{"/llm/anthropic/v1/messages?own", "/llm/anthropic/v1/messages"} {
+		if resp := b.Do("POST", path, token, body, http.Header{"Content-Type": {"application/json"}}); resp.StatusCode != 200 {
+			t.Fatalf("status %d %s", resp.StatusCode, resp.Body)
+		}
+	}
+	var us []store.Usage
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		var err error
+		us, err = b.Server.Store.ListUsage(context.Background(), "salad", spend.Month(time.Now()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls := 0
+		for _, u := range us {
+			calls += int(u.Calls)
+		}
+		if calls == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ListUsage = %+v after 5 s, want 2 calls", us)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, u := range us {
+		if strings.Contains(u.Model, token[4:]) || strings.Contains(u.Model, key) {
+			t.Errorf("a usage row keeps the model %q", u.Model)
+		}
+	}
+}

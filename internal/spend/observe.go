@@ -32,6 +32,10 @@ type reading struct {
 	// entry names the entry of the operator's credential pool the call
 	// was paid by ("" for none).
 	entry string
+	// sent is the credential the call carried (its x-api-key, or its
+	// bearer), which a model the answer names must not hold to be kept;
+	// held in memory until the call settles, never written.
+	sent string
 }
 
 // observer wraps an answer's body and reads the usage in the bytes as the

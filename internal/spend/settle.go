@@ -3,6 +3,7 @@ package spend
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/proxy"
@@ -29,6 +30,17 @@ func (m *Meter) estimateLate(s *settlement) {
 		s.bound = m.Bound(s.est)
 		s.body = nil
 	}
+}
+
+// keptModel is model as a usage row, a log line and the unpriced list
+// may keep it: "" when it holds a token (a box's, a grant) or the
+// credential the call was sent with (sent), which a box or an upstream
+// could name as the model for the broker to write where others read it.
+func keptModel(model, sent string) string {
+	if _, n := proxy.ScrubTokens(model); n > 0 || sent != "" && strings.Contains(model, sent) {
+		return ""
+	}
+	return model
 }
 
 // maxModel bounds the model ID kept, as the upstream names it.
@@ -72,10 +84,10 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 	var cost, charged int64
 	exact := true
 	for _, rd := range readings {
-		model := rd.model
+		model := keptModel(rd.model, rd.sent)
 		if model == "" {
 			m.estimateLate(&s)
-			model = s.est.Model
+			model = keptModel(s.est.Model, rd.sent)
 		}
 		if len(model) > maxModel {
 			model = model[:maxModel]

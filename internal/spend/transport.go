@@ -70,7 +70,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	entry := proxy.EntryFrom(req.Context())
 	tk.mu.Lock()
 	r, obs := tk.next()
-	*r = reading{open: true, entry: entry}
+	*r = reading{open: true, entry: entry, sent: sentCredential(req.Header)}
 	tk.mu.Unlock()
 	if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
 		tk.mu.Lock()
@@ -82,4 +82,14 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	*obs = observer{body: resp.Body, sse: mt == "text/event-stream", mu: &tk.mu, r: r, bufs: t.bufs}
 	resp.Body = obs
 	return resp, nil
+}
+
+// sentCredential is the Anthropic credential a call's header carries:
+// its x-api-key, or its bearer; "" for none.
+func sentCredential(h http.Header) string {
+	if k := h.Get("X-Api-Key"); k != "" {
+		return k
+	}
+	b, _ := strings.CutPrefix(h.Get("Authorization"), "Bearer ")
+	return b
 }

@@ -264,7 +264,7 @@ func (m *Meter) askBudget(ctx context.Context, s settlement, token, reason strin
 	if m.cfg.Approvals == nil {
 		return false, ""
 	}
-	v, err := m.cfg.Approvals.Refused(ctx, approval.Attempt{Attempt: store.Attempt{Box: s.box, Kind: store.ProposalBudget, Model: s.est.Model, Amount: s.bound,
+	v, err := m.cfg.Approvals.Refused(ctx, approval.Attempt{Attempt: store.Attempt{Box: s.box, Kind: store.ProposalBudget, Model: keptModel(s.est.Model, ""), Amount: s.bound,
 		Reason: reason}, Forbidden: []string{token}})
 	if err != nil {
 		m.log.Warn("spend: approvals unreadable; the call stays refused", "box", s.box, "err", err)
