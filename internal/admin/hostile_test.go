@@ -121,3 +121,32 @@ func TestAdmin_RefusalNeverEchoesAValuePastedInAURL(t *testing.T) {
 		})
 	}
 }
+
+// TestAdmin_TokenPastedInAPathIsNeverEchoed: a token given where a box's
+// name, a grant's ID or a principal goes, or in a path no route serves,
+// is refused without the refusal repeating it.
+func TestAdmin_TokenPastedInAPathIsNeverEchoed(t *testing.T) {
+	b := brokertest.New(t, brokertest.Options{})
+	box := b.AddBox("alpha")
+	for _, tok := range []string{box, b.AdminToken} {
+		for _, rt := range []struct{ method, path string }{
+			{"GET", "/api/boxes/" + tok},
+			{"DELETE", "/api/grants/" + tok},
+			{"DELETE", "/api/visitors/" + tok},
+			{"GET", "/api/boxes/alpha/secrets/" + tok},
+			{"DELETE", "/api/boxes/alpha/secrets/" + tok},
+			{"DELETE", "/api/credentials/" + tok},
+			{"GET", "/api/nothing/" + tok},
+			{"PATCH", "/api/audit/" + tok},
+			{"GET", "/api/audit?box=" + tok},
+		} {
+			resp := b.Admin(rt.method, rt.path, b.AdminToken, nil)
+			if resp.StatusCode < 400 {
+				t.Errorf("%s %s = %d, want a refusal", rt.method, rt.path, resp.StatusCode)
+			}
+			if bytes.Contains(resp.Body, []byte(tok)) {
+				t.Errorf("%s %s refusal = %s, repeats the token", rt.method, strings.ReplaceAll(rt.path, tok, "TOKEN"), resp.Body)
+			}
+		}
+	}
+}
