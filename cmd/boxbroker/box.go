@@ -126,7 +126,7 @@ func printToken(c *cli, name, token, brokerURL, what string) {
 // terminal, nothing echoes the answer's line break, so confirm ends the
 // question's line itself.
 func (c *cli) confirm(question string) bool {
-	fmt.Fprintf(c.stderr, "%s [y/N] ", question)
+	fmt.Fprintf(c.stderr, "%s [y/N] ", unsecret(question))
 	var answer string
 	_, _ = fmt.Fscanln(c.stdin, &answer)
 	if f, ok := c.stdin.(*os.File); !ok || !isTerminal(f) {

@@ -40,7 +40,7 @@ func runReport(ctx context.Context, c *cli, args []string) error {
 		fmt.Fprintln(c.stderr, "\nPosts the box's declaration report to its broker and prints what the broker kept.")
 		fmt.Fprintln(c.stderr, "The box's token comes from BOXBROKER_TOKEN, or from stdin when the status document does not; never from argv.")
 		fmt.Fprintln(c.stderr, "report takes no --data or --store: it talks to a broker over HTTP and opens no store.")
-		fs.PrintDefaults()
+		printDefaults(fs)
 	}
 	for _, a := range args {
 		if a == "--" {

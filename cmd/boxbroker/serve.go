@@ -299,7 +299,11 @@ func (c *cli) stopping(ctx context.Context, srv *server.Server, served <-chan st
 func parseURL(name, s string) (*url.URL, error) {
 	u, err := url.Parse(s)
 	if err != nil {
-		return nil, fmt.Errorf("%w: --%s: %v", errUsage, name, err)
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err // not the URL, which may hold a credential
+		}
+		return nil, fmt.Errorf("%w: --%s is not a URL: %v", errUsage, name, err)
 	}
 	return u, nil
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -83,8 +84,30 @@ func printUsage(fs *flag.FlagSet) {
 	fs.VisitAll(func(*flag.Flag) { any = true })
 	if any {
 		fmt.Fprint(w, "\nflags:\n")
-		fs.PrintDefaults()
+		printDefaults(fs)
 	}
+}
+
+// printDefaults is fs.PrintDefaults with each default as helpDefault
+// shows it: a default a BOXBROKER_* variable set may be a URL holding a
+// credential, and -h output lands in terminals and logs.
+func printDefaults(fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) { f.DefValue = helpDefault(f.DefValue) })
+	fs.PrintDefaults()
+}
+
+// helpDefault is a flag's default as -h shows it: a URL with more than a
+// scheme and a host (a user, a password, a path, a query) as its scheme
+// and host and "/…"; anything else as it is.
+func helpDefault(v string) string {
+	u, err := url.Parse(v)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return v
+	}
+	if u.User == nil && (u.Path == "" || u.Path == "/") && u.RawQuery == "" && u.Fragment == "" {
+		return v
+	}
+	return u.Scheme + "://" + u.Host + "/…"
 }
 
 // badValue matches the flag package's error for a value its flag does not

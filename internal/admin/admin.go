@@ -30,6 +30,7 @@ import (
 	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/pool"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
@@ -199,13 +200,14 @@ func (m *refuseMux) WriteHeader(code int) {
 		return
 	}
 	m.done = true
+	path := Unsecret(m.r.URL.Path)
 	switch code {
 	case http.StatusMethodNotAllowed:
 		protocol.WriteRefusal(m.ResponseWriter, code, protocol.TypeInvalid,
-			fmt.Sprintf("%s does not take %s (it takes %s).", m.r.URL.Path, m.r.Method, m.Header().Get("Allow")))
+			fmt.Sprintf("%s does not take %s (it takes %s).", path, m.r.Method, m.Header().Get("Allow")))
 	default:
 		protocol.WriteRefusal(m.ResponseWriter, http.StatusNotFound, protocol.TypeNotFound,
-			fmt.Sprintf("The admin API serves no %s %s.", m.r.Method, m.r.URL.Path))
+			fmt.Sprintf("The admin API serves no %s %s.", m.r.Method, path))
 	}
 }
 
@@ -223,12 +225,19 @@ func (s *Server) adapt(h func(http.ResponseWriter, *http.Request) error) http.Ha
 			status, typ, msg := Refusal(err)
 			var oe *operator.Error
 			if !errors.As(err, &oe) || oe.Err != nil {
-				s.log.Error("admin request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+				s.log.Error("admin request failed", "method", r.Method, "path", Unsecret(r.URL.Path), "status", status, "err", Unsecret(err.Error()))
 			}
-			protocol.WriteRefusal(w, status, typ, msg)
+			protocol.WriteRefusal(w, status, typ, Unsecret(msg))
 		}
 	})
 }
+
+// Unsecret returns s with every token written in it (a box token, a grant
+// or an admin token pasted where a name, an ID or a path goes) replaced
+// by a marker, and any cut-short one cut to its prefix
+// (proxy.ScrubKept): what a refusal or a log line repeats of a request
+// passes through it, so that none repeats a token.
+func Unsecret(s string) string { return proxy.ScrubKept(s) }
 
 // readJSON decodes r's body, at most MaxBody bytes of one JSON value with
 // no field v does not know, into v.

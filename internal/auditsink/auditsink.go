@@ -82,7 +82,8 @@ type Config struct {
 	// Token, when set, is sent as the POSTs' bearer token
 	// (Authorization: Bearer); it is never logged.
 	Token string
-	// Client sends the POSTs (default: a client with DefaultTimeout).
+	// Client sends the POSTs (default: a client with DefaultTimeout); its
+	// redirects are never followed, so a 3xx is a failed POST.
 	Client *http.Client
 	// Logger receives warnings (default slog.Default()).
 	Logger *slog.Logger
@@ -178,6 +179,11 @@ func Open(cfg Config) (*Sink, error) {
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{Timeout: DefaultTimeout}
 	}
+	// A redirect is not followed: net/http sends the bearer token on to
+	// another port or scheme of the same host. It is a failed POST.
+	hc := *cfg.Client
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	cfg.Client = &hc
 	defaults.Logger(&cfg.Logger)
 	s := &Sink{cfg: cfg, dir: filepath.Join(cfg.Dir, "auditsink"), log: cfg.Logger, wake: make(chan struct{}, 1)}
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {

@@ -65,6 +65,12 @@ type PoolEntryValue struct {
 	Kind   string `json:"kind,omitempty"`
 }
 
+// ErrEntryHoldsValue refuses a pool entry whose name or URL holds its
+// value: the refusal of a bad URL repeats the URL, and so would repeat
+// the value.
+var ErrEntryHoldsValue = Errorf(Invalid,
+	"The entry's name or URL holds a credential; the credential goes only in the value field. Nothing was set.")
+
 // CheckEntryName refuses a name that is no pool entry's.
 func CheckEntryName(name string) error {
 	if !pool.ValidName(name) {
@@ -136,11 +142,14 @@ func (s *Service) PoolEntries(ctx context.Context) ([]PoolEntryView, error) {
 // is in its JSON), stores it and waits until every replica sees it;
 // value is zeroed. The entry pool.Default is the shared credential, of
 // weight 1 and the broker's URL. Invalid for a bad name, kind, weight,
-// URL or value.
+// URL or value, or a name or URL holding the value (ErrEntryHoldsValue).
 func (s *Service) SetPoolEntry(ctx context.Context, name, kind string, weight int, baseURL string, value []byte) (PoolEntryView, error) {
 	raw := string(value)
 	secrets.Zero(value)
 	defer func() { raw = "" }()
+	if HoldsValue(raw, name, baseURL) {
+		return PoolEntryView{}, ErrEntryHoldsValue
+	}
 	if err := CheckEntryName(name); err != nil {
 		return PoolEntryView{}, err
 	}

@@ -105,6 +105,26 @@ func CheckValue(what, v string) error {
 	return nil
 }
 
+// ErrHostHoldsValue refuses a secret whose host holds its value: the
+// refusal of a bad host repeats the host, and so would repeat the value.
+var ErrHostHoldsValue = Errorf(Invalid,
+	"The host holds the secret's value; the value goes only in the value field, and the host is the base URL it may be sent to, such as https://api.stripe.com.")
+
+// HoldsValue reports whether any of fields holds value, one long enough
+// (MinSecretLen) to be told from ordinary text: a field whose refusal
+// repeats it must be refused, before it is checked, without it.
+func HoldsValue(value string, fields ...string) bool {
+	if len(value) < MinSecretLen {
+		return false
+	}
+	for _, f := range fields {
+		if strings.Contains(f, value) {
+			return true
+		}
+	}
+	return false
+}
+
 // SecretHost checks an egress secret's host (protocol.ParseSecretHost)
 // and writes it in its canonical form.
 func SecretHost(h string) (string, error) {
@@ -175,8 +195,12 @@ func (s *Service) ListSecrets(ctx context.Context, box string) ([]SecretView, er
 // SetSecret seals sv's value under the keyring and sets it as box's egress
 // secret name, sent only to sv's host, with its body fields, rules and
 // rate. Invalid for a bad name, host, value, kind, body field, rule or
-// rate; NotFound for no such box.
+// rate, or a host holding the value (ErrHostHoldsValue); NotFound for no
+// such box.
 func (s *Service) SetSecret(ctx context.Context, box, name string, sv SecretValue) (SecretView, error) {
+	if HoldsValue(sv.Value, sv.Host) {
+		return SecretView{}, ErrHostHoldsValue
+	}
 	if _, err := s.box(ctx, box); err != nil {
 		return SecretView{}, err
 	}

@@ -23,6 +23,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -163,18 +164,24 @@ func (s *Sender) send(ctx context.Context, m message) {
 	}
 }
 
-// post sends one signed body.
+// post sends one signed body. The error names what went wrong, never
+// the URL: a webhook's URL may be its credential (a Slack incoming
+// webhook's path is).
 func (s *Sender) post(ctx context.Context, body []byte) error {
 	ts := strconv.FormatInt(s.cfg.Now().Unix(), 10)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.URL, bytes.NewReader(body))
 	if err != nil {
-		return err
+		return errors.New("the request could not be made")
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(HeaderTimestamp, ts)
 	req.Header.Set(HeaderSignature, Sign(s.cfg.Key, ts, body))
 	resp, err := s.cfg.Client.Do(req)
 	if err != nil {
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err
+		}
 		return err
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))

@@ -2,7 +2,6 @@ package ui
 
 import (
 	"net/http"
-	"strings"
 
 	"github.com/intentius/boxbroker/internal/operator"
 )
@@ -62,12 +61,6 @@ func setSecret(f *formPost) error {
 	name := f.get("name")
 	value := f.raw("value")
 	rawHost := f.get("host")
-	if len(value) >= operator.MinSecretLen && strings.Contains(rawHost, value) {
-		// The refusal of a bad host repeats the host; one holding the
-		// value would put the value in the page.
-		return operator.Errorf(operator.Invalid,
-			"The host holds the secret's value; the value goes only in the value field, and the host is the base URL it may be sent to, such as https://api.stripe.com.")
-	}
 	if _, err := f.op.SetSecret(f.ctx(), f.box, name, operator.SecretValue{Host: rawHost, Value: value, Keep: true}); err != nil {
 		return err
 	}

@@ -354,9 +354,9 @@ func (u *Page) adapt(h func(http.ResponseWriter, *http.Request) error) http.Hand
 			msg = "The broker could not show this page."
 		}
 		if !errors.As(err, &oe) || oe.Err != nil {
-			u.log.Error("owner's page failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+			u.log.Error("owner's page failed", "method", r.Method, "path", admin.Unsecret(r.URL.Path), "status", status, "err", admin.Unsecret(err.Error()))
 		}
-		u.render(w, status, "error", pageError{Status: status, Message: msg})
+		u.render(w, status, "error", pageError{Status: status, Message: admin.Unsecret(msg)})
 	})
 }
 

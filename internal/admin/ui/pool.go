@@ -65,10 +65,6 @@ func (u *Page) poolPage(w http.ResponseWriter, r *http.Request, sess *Session) e
 var errEntryURL = operator.Errorf(operator.Invalid,
 	"The entry's URL is refused: it is an Anthropic-compatible base URL, such as https://api.anthropic.com — http(s), a host, an optional port and path, and no user, password, query or fragment; leave it empty for the broker's --anthropic-url. The page does not repeat it, as it could hold a key.")
 
-// errEntryHoldsValue refuses a form whose name or URL holds the value.
-var errEntryHoldsValue = operator.Errorf(operator.Invalid,
-	"The entry's name or URL holds a credential; the credential goes only in the value field. Nothing was set.")
-
 // entryFields reads and checks an entry form's weight and URL for the
 // entry name, as checkEntry (pool.CheckEntry) checks them, and returns the
 // weight and the URL's canonical form. No refusal repeats the URL.
@@ -83,7 +79,7 @@ func entryFields(f *formPost, name string) (int, string, error) {
 	}
 	rawURL := f.get("url")
 	if strings.Contains(rawURL, "sk-ant-") {
-		return 0, "", errEntryHoldsValue
+		return 0, "", operator.ErrEntryHoldsValue
 	}
 	// The name and weight first, with the URL left out: their refusals
 	// name no input.
@@ -105,11 +101,11 @@ func entryFields(f *formPost, name string) (int, string, error) {
 func addEntry(f *formPost) error {
 	value := f.raw("value")
 	name := f.get("name")
-	if len(value) >= operator.MinSecretLen && (strings.Contains(name, value) || strings.Contains(f.raw("url"), value)) {
-		return errEntryHoldsValue
+	if operator.HoldsValue(value, name, f.raw("url")) {
+		return operator.ErrEntryHoldsValue
 	}
 	if strings.Contains(name, "sk-ant-") {
-		return errEntryHoldsValue
+		return operator.ErrEntryHoldsValue
 	}
 	weight, base, err := entryFields(f, name)
 	if err != nil {
