@@ -38,3 +38,29 @@ func BenchmarkBox_Bound(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkBox_Parallel reads a box from many goroutines at once (64 a
+// CPU), as a burst of requests that miss the cache does, through a
+// Bound: what the read pool costs each read when the readers far
+// outnumber its connections.
+func BenchmarkBox_Parallel(b *testing.B) {
+	s, err := Open(filepath.Join(b.TempDir(), "b.db"), WithAround(deadline.New(time.Second, nil).Around))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ctx := b.Context()
+	if err := s.CreateBox(ctx, store.Box{Name: "alpha", TokenHash: "h", CreatedAt: time.Now(), PayerKind: "shared"}); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetParallelism(64)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := s.Box(ctx, "alpha"); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
