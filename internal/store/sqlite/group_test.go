@@ -239,3 +239,34 @@ func TestWorking_PatienceFromTheLastWrite(t *testing.T) {
 		t.Errorf("progress called %d times, want 2 (at Patience/2 and 2×Patience, not at 3×Patience)", n)
 	}
 }
+
+// TestReads_ShareABoundedPool: hundreds of concurrent reads share
+// readConns connections, kept open between bursts, rather than each
+// opening one of its own (whose opening, hundreds at once, queues on
+// modernc.org/libc's one allocator mutex for seconds: a store silent to
+// every caller, TestReserve_BusyWriterNotAnOutage's outage under load).
+func TestReads_ShareABoundedPool(t *testing.T) {
+	bound := deadline.New(deadline.Default, nil)
+	s := budgeted(t, 1<<40, WithAround(bound.Around))
+	const n = 200
+	for range 2 { // a second burst finds the first's connections open
+		var wg sync.WaitGroup
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := s.Budgeted(t.Context(), "budgeted", "alpha", ""); err != nil {
+					t.Errorf("Budgeted = %v, want nil", err)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	st := s.r.Stats()
+	if st.MaxOpenConnections != readConns() || st.OpenConnections > readConns() {
+		t.Errorf("read pool: %d open, at most %d, want at most readConns() = %d", st.OpenConnections, st.MaxOpenConnections, readConns())
+	}
+	if st.MaxIdleClosed != 0 {
+		t.Errorf("read pool closed %d idle connections between bursts, want 0", st.MaxIdleClosed)
+	}
+}

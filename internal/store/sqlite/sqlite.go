@@ -22,6 +22,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -37,6 +38,16 @@ import (
 // before the store reports store.ErrUnavailable.
 const busyTimeout = 5 * time.Second
 
+// readConns is how many connections the reads share: twice the CPUs Go
+// runs on, and 4 at least. Each connection opened costs thousands of
+// calls to modernc.org/libc's allocator, which one mutex serializes for
+// the whole process (the writer's too): hundreds of reads at once, each
+// opening a connection of its own, queued on that mutex for seconds, a
+// store silent to every caller. A read waits for a connection in
+// database/sql, as long as its context lets it, and only then for the
+// store (package deadline's bound).
+func readConns() int { return max(4, 2*runtime.GOMAXPROCS(0)) }
+
 // Store is a store.Store kept in one SQLite file. Its methods are safe for
 // concurrent use, and several Stores, in one process or several, may use
 // the same file.
@@ -45,7 +56,7 @@ type Store struct {
 	*sqlstore.Store
 	// w runs every write transaction, on one connection.
 	w *sql.DB
-	// r runs reads, on as many connections as there are readers.
+	// r runs reads, on readConns connections at most.
 	r *sql.DB
 	// now is the clock that stamps the changes log.
 	now func() time.Time
@@ -138,6 +149,8 @@ func Open(path string, opts ...Option) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite store: %w", err)
 	}
+	r.SetMaxOpenConns(readConns())
+	r.SetMaxIdleConns(readConns())
 	s.r = r
 	if s.Store, err = sqlstore.New(w, r, dialect{s}); err != nil {
 		s.Close()
