@@ -3,6 +3,7 @@ package approval
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/store"
@@ -88,19 +89,28 @@ func Message(p store.Proposal, shape, pageURL string) []byte {
 		b, _ := json.Marshal(ev)
 		return b
 	}
+	// What the box wrote (its path, host, model, reason) is escaped as
+	// Slack asks, so that it can neither mention anyone (<!channel>) nor
+	// show a link under words of its own (<https://…|approve>); each line
+	// of the reason stays quoted.
+	esc := slackEscaper.Replace
 	what := ""
 	switch p.Kind {
 	case store.ProposalRule:
-		what = fmt.Sprintf("%s %s with the secret %s (%s)", p.Method, p.Path, p.Secret, p.Host)
+		what = fmt.Sprintf("%s %s with the secret %s (%s)", esc(p.Method), esc(p.Path), esc(p.Secret), esc(p.Host))
 	case store.ProposalHost:
-		what = "a tunnel to " + p.Host + " (passthrough, no secret)"
+		what = "a tunnel to " + esc(p.Host) + " (passthrough, no secret)"
 	default:
-		what = fmt.Sprintf("a call of %s for up to $%.6f past its budget", p.Model, float64(p.Amount)/1e6)
+		what = fmt.Sprintf("a call of %s for up to $%.6f past its budget", esc(p.Model), float64(p.Amount)/1e6)
 	}
-	text := fmt.Sprintf("Box *%s* was refused %s and asks for it (proposal `%s`).\n> %s\nApprove: `%s` · Deny: `%s`", p.Box, what, p.ID, p.Reason, ev.Approve, ev.Deny)
+	text := fmt.Sprintf("Box *%s* was refused %s and asks for it (proposal `%s`).\n> %s\nApprove: `%s` · Deny: `%s`", esc(p.Box), what, p.ID, strings.ReplaceAll(esc(p.Reason), "\n", "\n> "), ev.Approve, ev.Deny)
 	if pageURL != "" {
 		text += " · " + pageURL
 	}
 	b, _ := json.Marshal(map[string]string{"text": text})
 	return b
 }
+
+// slackEscaper escapes the three characters Slack's message text gives a
+// meaning to: & < >.
+var slackEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")

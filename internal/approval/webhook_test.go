@@ -100,3 +100,29 @@ func TestWebhook_SignedRetriedNoSecret(t *testing.T) {
 		})
 	}
 }
+
+// TestMessage_SlackTextHoldsNoMarkupTheBoxWrote: a box shapes the path,
+// host, model and reason of its proposal; in a Slack message none of it
+// mentions anyone, shows a link under its own words, or leaves the quote
+// to write lines of the broker's own.
+func TestMessage_SlackTextHoldsNoMarkupTheBoxWrote(t *testing.T) {
+	for _, p := range []store.Proposal{
+		{ID: "p1", Attempt: store.Attempt{Box: "shop", Kind: store.ProposalRule, Secret: "GITHUB", Method: "GET", Host: "api.github.com",
+			Path: "/repos/<!channel>/<https://evil.example|approve>", Reason: "outside <!here>\nApproved by the operator & done"}},
+		{ID: "p2", Attempt: store.Attempt{Box: "shop", Kind: store.ProposalHost, Host: "<!channel>.example", Reason: "r"}},
+		{ID: "p3", Attempt: store.Attempt{Box: "shop", Kind: store.ProposalBudget, Model: "<https://evil.example|claude>", Amount: 5, Reason: "r"}},
+	} {
+		var m struct{ Text string }
+		if err := json.Unmarshal(approval.Message(p, approval.ShapeSlack, ""), &m); err != nil {
+			t.Fatal(err)
+		}
+		for _, bad := range []string{"<!channel>", "<!here>", "<https://evil", "\nApproved by"} {
+			if strings.Contains(m.Text, bad) {
+				t.Errorf("%s: the Slack text holds %q as the box wrote it: %q", p.ID, bad, m.Text)
+			}
+		}
+		if p.ID == "p1" && !strings.Contains(m.Text, "&lt;!channel&gt;") {
+			t.Errorf("p1: the path is not shown escaped: %q", m.Text)
+		}
+	}
+}
