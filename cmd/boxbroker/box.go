@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/operator"
+	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -126,7 +127,7 @@ func printToken(c *cli, name, token, brokerURL, what string) {
 // terminal, nothing echoes the answer's line break, so confirm ends the
 // question's line itself.
 func (c *cli) confirm(question string) bool {
-	fmt.Fprintf(c.stderr, "%s [y/N] ", unsecret(question))
+	fmt.Fprintf(c.stderr, "%s [y/N] ", proxy.ScrubKept(question))
 	var answer string
 	_, _ = fmt.Fscanln(c.stdin, &answer)
 	if f, ok := c.stdin.(*os.File); !ok || !isTerminal(f) {

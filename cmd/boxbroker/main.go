@@ -54,6 +54,7 @@ import (
 	"unicode"
 
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -193,7 +194,7 @@ func (c *cli) main(ctx context.Context, args []string) int {
 	args = wordFirst(args, func(a string) bool { _, ok := cmds[a]; return ok })
 	cmd, ok := cmds[args[0]]
 	if !ok {
-		fmt.Fprintf(c.stderr, "boxbroker: unknown command %q%s\n", unsecret(safe(args[0])), didYouMean(args[0], slices.Collect(maps.Keys(cmds))))
+		fmt.Fprintf(c.stderr, "boxbroker: unknown command %q%s\n", proxy.ScrubKept(safe(args[0])), didYouMean(args[0], slices.Collect(maps.Keys(cmds))))
 		fmt.Fprintln(c.stderr, "usage: boxbroker <command> [flags]; `boxbroker help` lists the commands")
 		return 2
 	}
@@ -206,7 +207,7 @@ func (c *cli) main(ctx context.Context, args []string) int {
 	if help {
 		// The usage a command of several gives when called bare, as help.
 		if err := run(ctx, c, nil); err != nil {
-			fmt.Fprintf(c.stderr, "boxbroker %s: %s\n", args[0], unsecret(err.Error()))
+			fmt.Fprintf(c.stderr, "boxbroker %s: %s\n", args[0], proxy.ScrubKept(err.Error()))
 		}
 		fmt.Fprintf(c.stderr, "each takes -h for its flags, as in boxbroker %s %s -h\n", args[0], cmd.subs[0])
 		return 0
@@ -218,10 +219,10 @@ func (c *cli) main(ctx context.Context, args []string) int {
 	case errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.Is(err, errUsage):
-		fmt.Fprintf(c.stderr, "boxbroker %s: %s\n", args[0], unsecret(err.Error()))
+		fmt.Fprintf(c.stderr, "boxbroker %s: %s\n", args[0], proxy.ScrubKept(err.Error()))
 		return 2
 	default:
-		fmt.Fprintf(c.stderr, "boxbroker %s: %s\n", args[0], unsecret(err.Error()))
+		fmt.Fprintf(c.stderr, "boxbroker %s: %s\n", args[0], proxy.ScrubKept(err.Error()))
 		return 1
 	}
 }

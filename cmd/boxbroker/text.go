@@ -8,8 +8,6 @@ import (
 	"text/tabwriter"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/intentius/boxbroker/internal/proxy"
 )
 
 // safe returns s with every control character (C0, DEL and C1, as
@@ -45,13 +43,6 @@ func safe(s string) string {
 	}
 	return b.String()
 }
-
-// unsecret returns s with every token written in it (a box token, a
-// grant or an admin token, pasted where a name or an ID goes) replaced by
-// a marker, and any cut-short one cut to its prefix (proxy.ScrubKept), so
-// that an error or a question the CLI prints never repeats one to a
-// terminal's scrollback or a job's log.
-func unsecret(s string) string { return proxy.ScrubKept(s) }
 
 // jsonSafe writes JSON to w with DEL and the C1 control characters,
 // which encoding/json passes through raw, escaped as \u007f..\u009f: the

@@ -200,7 +200,7 @@ func (m *refuseMux) WriteHeader(code int) {
 		return
 	}
 	m.done = true
-	path := Unsecret(m.r.URL.Path)
+	path := proxy.ScrubKept(m.r.URL.Path)
 	switch code {
 	case http.StatusMethodNotAllowed:
 		protocol.WriteRefusal(m.ResponseWriter, code, protocol.TypeInvalid,
@@ -225,19 +225,12 @@ func (s *Server) adapt(h func(http.ResponseWriter, *http.Request) error) http.Ha
 			status, typ, msg := Refusal(err)
 			var oe *operator.Error
 			if !errors.As(err, &oe) || oe.Err != nil {
-				s.log.Error("admin request failed", "method", r.Method, "path", Unsecret(r.URL.Path), "status", status, "err", Unsecret(err.Error()))
+				s.log.Error("admin request failed", "method", r.Method, "path", proxy.ScrubKept(r.URL.Path), "status", status, "err", proxy.ScrubKept(err.Error()))
 			}
-			protocol.WriteRefusal(w, status, typ, Unsecret(msg))
+			protocol.WriteRefusal(w, status, typ, proxy.ScrubKept(msg))
 		}
 	})
 }
-
-// Unsecret returns s with every token written in it (a box token, a grant
-// or an admin token pasted where a name, an ID or a path goes) replaced
-// by a marker, and any cut-short one cut to its prefix
-// (proxy.ScrubKept): what a refusal or a log line repeats of a request
-// passes through it, so that none repeats a token.
-func Unsecret(s string) string { return proxy.ScrubKept(s) }
 
 // readJSON decodes r's body, at most MaxBody bytes of one JSON value with
 // no field v does not know, into v.

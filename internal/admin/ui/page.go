@@ -38,6 +38,7 @@ import (
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/sso"
 	"github.com/intentius/boxbroker/internal/store"
@@ -354,9 +355,9 @@ func (u *Page) adapt(h func(http.ResponseWriter, *http.Request) error) http.Hand
 			msg = "The broker could not show this page."
 		}
 		if !errors.As(err, &oe) || oe.Err != nil {
-			u.log.Error("owner's page failed", "method", r.Method, "path", admin.Unsecret(r.URL.Path), "status", status, "err", admin.Unsecret(err.Error()))
+			u.log.Error("owner's page failed", "method", r.Method, "path", proxy.ScrubKept(r.URL.Path), "status", status, "err", proxy.ScrubKept(err.Error()))
 		}
-		u.render(w, status, "error", pageError{Status: status, Message: admin.Unsecret(msg)})
+		u.render(w, status, "error", pageError{Status: status, Message: proxy.ScrubKept(msg)})
 	})
 }
 
