@@ -46,6 +46,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/outbox"
+	"github.com/intentius/boxbroker/internal/quiet"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -183,6 +184,7 @@ func Open(cfg Config) (*Sink, error) {
 	// another port or scheme of the same host. It is a failed POST.
 	hc := *cfg.Client
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	hc.Transport = quiet.Errors(hc.Transport)
 	cfg.Client = &hc
 	defaults.Logger(&cfg.Logger)
 	s := &Sink{cfg: cfg, dir: filepath.Join(cfg.Dir, "auditsink"), log: cfg.Logger, wake: make(chan struct{}, 1)}

@@ -2,11 +2,17 @@ package auditsink_test
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/auditsink"
+	"github.com/intentius/boxbroker/internal/upstreamtest"
 )
 
 // TestSink_RedirectDoesNotCarryTheToken: a sink that answers a redirect
@@ -65,4 +71,58 @@ func TestSink_RedirectDoesNotCarryTheToken(t *testing.T) {
 	if s.Backlog() != 3 {
 		t.Errorf("Backlog() = %d after only redirects, want 3 (none acknowledged)", s.Backlog())
 	}
+}
+
+// TestSink_MalformedAnswerRepeatingTheTokenIsNotLogged: a sink that
+// answers with the Authorization it was sent as its status line makes
+// Go's transport fail with an error that quotes the bearer token; the
+// warning of the failed POST holds no trace of it.
+func TestSink_MalformedAnswerRepeatingTheTokenIsNotLogged(t *testing.T) {
+	const token = "sink-bearer-ECHOED-0123456789"
+	var logs lockedLog
+	u, _ := url.Parse("http://" + upstreamtest.EchoStatus(t) + "/audit")
+	s, err := auditsink.Open(auditsink.Config{URL: u, Dir: t.TempDir(), MaxBacklog: 100, Batch: 10,
+		MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Token: token,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Run(ctx); close(done) }()
+	if err := s.Append("k1", entries(0, 3)); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3000 && !strings.Contains(logs.String(), "POST failed"); i++ {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	<-done
+	_ = s.Close()
+	text := logs.String()
+	if !strings.Contains(text, "malformed HTTP") {
+		t.Fatalf("no POST failed on the malformed answer, so this test shows nothing:\n%s", text)
+	}
+	if strings.Contains(text, token) {
+		t.Errorf("the log holds the sink's token:\n%s", text)
+	}
+}
+
+// lockedLog is a log written from the sender's goroutine and read by the
+// test.
+type lockedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

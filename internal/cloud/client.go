@@ -20,6 +20,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/quiet"
 )
 
 // Paths of the Anthropic API a Client is asked for (relative to the
@@ -87,7 +88,9 @@ func (cl *Client) Do(ctx context.Context, c *Credential, call Call, made func(st
 	return cl.vertex(ctx, c, call, made)
 }
 
-func (cl *Client) transport() http.RoundTripper { return cmp.Or(cl.Transport, http.DefaultTransport) }
+// transport is the Client's Transport, whose errors never quote what a
+// call was signed with (quiet.Errors).
+func (cl *Client) transport() http.RoundTripper { return quiet.Errors(cl.Transport) }
 
 func (cl *Client) now() time.Time {
 	if cl.Now == nil {

@@ -29,6 +29,7 @@ import (
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
+	"github.com/intentius/boxbroker/internal/quiet"
 )
 
 // Word is the scope word POST /decide/v1/systemone needs.
@@ -82,6 +83,7 @@ func New(cfg Config) *Capability {
 	if cfg.Transport == nil {
 		cfg.Transport = proxy.NewTransport(proxy.TransportOptions{})
 	}
+	cfg.Transport = quiet.Errors(cfg.Transport)
 	return &Capability{
 		cfg: cfg,
 		url: messagesURL(cfg.Upstream),

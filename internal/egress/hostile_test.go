@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/intentius/boxbroker/internal/upstreamtest"
 )
 
 // The attacks in this file come from a box that controls its own
@@ -266,30 +268,7 @@ func TestEgress_ContentEncodingRefusalMakesNoValue(t *testing.T) {
 // form of what the broker sent (the value, its Basic credentials).
 func TestEgress_MalformedAnswerRepeatingTheCredentialIsNotLogged(t *testing.T) {
 	e := newEnv(t, nil)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				req, err := http.ReadRequest(bufio.NewReader(c))
-				if err != nil {
-					return
-				}
-				line := req.Header.Get("Authorization") + " " + req.Header.Get("X-Api-Key") + " " + req.URL.RawQuery
-				// No version: the transport's error quotes the whole line.
-				fmt.Fprintf(c, "%s\r\n\r\n", line)
-			}()
-		}
-	}()
-	e.br.SetSecret("shop", secretName, "http://"+ln.Addr().String()+"/base", e.value)
+	e.br.SetSecret("shop", secretName, "http://"+upstreamtest.EchoStatus(t)+"/base", e.value)
 	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("api:"+e.token))
 	for _, h := range []http.Header{{"Authorization": {basic}}, {"X-Api-Key": {e.token}}, {"Authorization": {"Bearer " + e.token}}} {
 		resp, body := e.do(t, http.MethodGet, "/egress/ECHO/x?key="+e.token, h, nil)

@@ -20,6 +20,7 @@ import (
 	"github.com/intentius/boxbroker/internal/pool"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
+	"github.com/intentius/boxbroker/internal/quiet"
 )
 
 // Word is the scope word every forwarded call needs.
@@ -85,6 +86,7 @@ func New(cfg Config) *Capability {
 	if cfg.Transport == nil {
 		cfg.Transport = proxy.NewTransport(proxy.TransportOptions{})
 	}
+	cfg.Transport = quiet.Errors(cfg.Transport)
 	if cfg.MaxRetried == 0 {
 		cfg.MaxRetried = DefaultMaxRetried
 	}

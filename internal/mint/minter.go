@@ -18,6 +18,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/cache"
 	"github.com/intentius/boxbroker/internal/defaults"
+	"github.com/intentius/boxbroker/internal/quiet"
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/store/deadline"
@@ -296,7 +297,7 @@ func NewMinter(cfg Config) (*Minter, error) {
 	return &Minter{
 		cfg: cfg,
 		client: &http.Client{
-			Transport:     pinned{next: next},
+			Transport:     pinned{next: quiet.Errors(next)},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 			Timeout:       mintTimeout,
 		},

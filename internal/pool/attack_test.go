@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -517,4 +518,60 @@ func TestPool_TokenNeverReachesTheUpstreamOnTheRetry(t *testing.T) {
 			t.Errorf("call %d on %s: X-Custom %q, want the marker in the token's place", i, c.entry, c.header.Get("X-Custom"))
 		}
 	}
+}
+
+// TestPool_AProbeAnsweredWithTheKeyNeverLogsIt: an upstream that answers
+// a call 401 and the broker's own probe with the key it was sent as its
+// status line makes Go's transport fail the probe with an error that
+// quotes the key; the log line of the failed probe holds no entry's key.
+func TestPool_AProbeAnsweredWithTheKeyNeverLogsIt(t *testing.T) {
+	var logs lockedBuffer
+	up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.URL.Path == "/v1/models" {
+			c, _, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer c.Close()
+			fmt.Fprintf(c, "%s\r\n\r\n", r.Header.Get("X-Api-Key"))
+			return
+		}
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = io.WriteString(w, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`)
+	})
+	b := brokertest.New(t, brokertest.Options{Anthropic: up, Logs: &logs})
+	b.SetCredential(pool.SharedID, keys[pool.Default])
+	setEntry(t, b, "second", 1)
+	setEntry(t, b, "third", 1)
+	if resp := messages(t, b, box(t, b, "mallory"), []byte(msgBody)); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("mallory got %d %s, want the 401", resp.StatusCode, resp.Body)
+	}
+	text := logs.String()
+	if !strings.Contains(text, "its probe failed") {
+		t.Fatalf("no probe failed, so this test shows nothing:\n%s", text)
+	}
+	for name, key := range keys {
+		if strings.Contains(text, key) {
+			t.Errorf("the log holds entry %s's key:\n%s", name, text)
+		}
+	}
+}
+
+// lockedBuffer is a log the server writes from several goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

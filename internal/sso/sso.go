@@ -33,6 +33,8 @@ import (
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
+
+	"github.com/intentius/boxbroker/internal/quiet"
 )
 
 // The owner's page's routes of the flow.
@@ -235,6 +237,11 @@ func New(cfg Config, seal Sealer, now func() time.Time) (*Provider, error) {
 		t.MaxIdleConnsPerHost = 2
 		client = &http.Client{Transport: t, Timeout: 15 * time.Second}
 	}
+	// The client secret goes to the provider in a header: an error never
+	// quotes it.
+	hc := *client
+	hc.Transport = quiet.Errors(hc.Transport)
+	client = &hc
 	return &Provider{cfg: cfg, seal: seal, now: now, client: client}, nil
 }
 

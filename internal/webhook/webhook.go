@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/defaults"
+	"github.com/intentius/boxbroker/internal/quiet"
 )
 
 // The headers of a signed message.
@@ -84,6 +85,9 @@ func New(cfg Config) (*Sender, error) {
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{Timeout: 10 * time.Second}
 	}
+	hc := *cfg.Client
+	hc.Transport = quiet.Errors(hc.Transport)
+	cfg.Client = &hc
 	defaults.Positive(&cfg.Attempts, 5)
 	defaults.Positive(&cfg.Backoff, time.Second)
 	defaults.Clock(&cfg.Now)

@@ -21,6 +21,7 @@ import (
 	"github.com/intentius/boxbroker/internal/cloud"
 	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/quiet"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -56,6 +57,7 @@ func New(baseURL, token string, httpClient *http.Client) (*Client, error) {
 	hc := *httpClient
 	// A redirect could carry the token elsewhere; the admin API never redirects.
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	hc.Transport = quiet.Errors(hc.Transport) // an error never quotes the token
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	return &Client{base: u, token: token, http: &hc}, nil
 }

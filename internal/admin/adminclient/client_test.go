@@ -10,6 +10,7 @@ import (
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/payer"
+	"github.com/intentius/boxbroker/internal/upstreamtest"
 )
 
 // visitorKey is a visitor's Anthropic key, as a visitor would set it.
@@ -108,5 +109,24 @@ func TestClient_PrincipalWithASlash(t *testing.T) {
 	}
 	if vs, err := c.ListVisitors(ctx); err != nil || len(vs) != 0 {
 		t.Errorf("ListVisitors after removing = %+v, %v, want none", vs, err)
+	}
+}
+
+// TestClient_MalformedAnswerRepeatingTheTokenIsNeverPrinted: an admin URL
+// that answers with the Authorization it was sent as its status line
+// makes Go's transport fail with an error that quotes the admin token;
+// the error the CLI prints holds no trace of it.
+func TestClient_MalformedAnswerRepeatingTheTokenIsNeverPrinted(t *testing.T) {
+	const token = "bbadm_ECHOED0123456789abcdefghij"
+	c, err := adminclient.New("http://"+upstreamtest.EchoStatus(t), token, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.ListBoxes(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "malformed HTTP") {
+		t.Fatalf("ListBoxes = %v, want the transport's error, or this test shows nothing", err)
+	}
+	if strings.Contains(err.Error(), token) {
+		t.Errorf("the error holds the admin token: %v", err)
 	}
 }

@@ -1,0 +1,108 @@
+package quiet_test
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/intentius/boxbroker/internal/quiet"
+	"github.com/intentius/boxbroker/internal/upstreamtest"
+)
+
+const key = "sk-ant-api03-QUIET0123456789abcdef"
+
+// TestErrors_MalformedAnswerNeverQuotesWhatWasSent: a peer that answers
+// with what it was sent as its status line makes Go's transport quote it
+// in its error; through Errors the error's text holds none of it, in a
+// header, Basic credentials or the query.
+func TestErrors_MalformedAnswerNeverQuotesWhatWasSent(t *testing.T) {
+	addr := upstreamtest.EchoStatus(t)
+	tests := []struct {
+		name   string
+		header http.Header
+		query  string
+		values []string
+	}{
+		{"x-api-key", http.Header{"X-Api-Key": {key}}, "", []string{key}},
+		{"bearer", http.Header{"Authorization": {"Bearer " + key}}, "", []string{key}},
+		{"basic", http.Header{"Authorization": {"Basic " + base64.StdEncoding.EncodeToString([]byte("operator:"+key))}}, "",
+			[]string{key, base64.StdEncoding.EncodeToString([]byte("operator:" + key))}},
+		{"query", nil, "key=" + url.QueryEscape(key+"/+"), []string{key, url.QueryEscape(key + "/+")}},
+		{"quoted", http.Header{"X-Api-Key": {key + `"\`}}, "", []string{key}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			do := func(rt http.RoundTripper) error {
+				req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/v1/models?"+tt.query, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.Header = tt.header.Clone()
+				if req.Header == nil {
+					req.Header = http.Header{}
+				}
+				resp, err := rt.RoundTrip(req)
+				if err == nil {
+					resp.Body.Close()
+					t.Fatal("the malformed answer was read")
+				}
+				return err
+			}
+			raw := http.DefaultTransport.(*http.Transport).Clone()
+			t.Cleanup(raw.CloseIdleConnections)
+			if bare := do(raw); !strings.Contains(bare.Error(), tt.values[len(tt.values)-1]) {
+				t.Fatalf("the bare transport's error does not quote what was sent, so this test shows nothing: %v", bare)
+			}
+			err := do(quiet.Errors(raw))
+			for _, v := range tt.values {
+				if strings.Contains(err.Error(), v) {
+					t.Errorf("the error quotes %q: %v", v, err)
+				}
+			}
+			if !strings.Contains(err.Error(), quiet.Marker) {
+				t.Errorf("the error does not say a value was there: %v", err)
+			}
+		})
+	}
+}
+
+type timeoutErr struct{ text string }
+
+func (e timeoutErr) Error() string   { return e.text }
+func (e timeoutErr) Timeout() bool   { return true }
+func (e timeoutErr) Temporary() bool { return false }
+
+// TestErr_KeepsWhatItWraps: an error Err rewrites is still what it was to
+// errors.Is, errors.As and a url.Error's Timeout, and one that holds
+// nothing sent is returned as it is.
+func TestErr_KeepsWhatItWraps(t *testing.T) {
+	req, _ := http.NewRequest(http.MethodGet, "https://api.example/x", nil)
+	req.Header.Set("X-Api-Key", key)
+	inner := timeoutErr{text: "read " + key + ": i/o timeout"}
+	err := quiet.Err(errors.Join(inner, os.ErrDeadlineExceeded), req)
+	if strings.Contains(err.Error(), key) {
+		t.Fatalf("Err kept the key: %v", err)
+	}
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Error("errors.Is no longer finds what the error wrapped")
+	}
+	var te timeoutErr
+	if !errors.As(err, &te) {
+		t.Error("errors.As no longer finds what the error wrapped")
+	}
+	if !(&url.Error{Op: "Get", URL: "https://api.example/x", Err: err}).Timeout() {
+		t.Error("a url.Error around it no longer reports a timeout")
+	}
+	plain := context.Canceled
+	if got := quiet.Err(plain, req); got != plain {
+		t.Errorf("Err(%v) = %v, want it as it was", plain, got)
+	}
+	if rt := quiet.Errors(nil); quiet.Errors(rt) != rt {
+		t.Error("Errors wrapped its own RoundTripper again")
+	}
+}
