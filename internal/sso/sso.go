@@ -139,11 +139,18 @@ func (c Config) Validate() error {
 }
 
 // checkURL says what is wrong with an issuer or redirect URL, "" when
-// nothing: it is absolute, https or http on a loopback host.
+// nothing: it is absolute, https or http on a loopback host. It never
+// quotes what it was given whole: an operator may have pasted the client
+// secret there, or put a password or a token in the URL; it names the
+// scheme and host at most.
 func checkURL(s string) string {
 	u, err := url.Parse(s)
-	if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Sprintf("%q is not an absolute URL without user, query or fragment", s)
+	if err != nil || u.Host == "" || u.Opaque != "" {
+		return "is not an absolute URL such as https://id.example.com (what was given is not shown: it may hold a credential)"
+	}
+	shown := u.Scheme + "://" + u.Host
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Sprintf("%q… holds a user, a query or a fragment; give the URL without them", shown)
 	}
 	switch u.Scheme {
 	case "https":
@@ -154,7 +161,7 @@ func checkURL(s string) string {
 			return ""
 		}
 	}
-	return fmt.Sprintf("%q is not https (http only on a loopback host)", s)
+	return fmt.Sprintf("%q is not https (http only on a loopback host)", shown)
 }
 
 // Identity is a person the provider signed in, with the role they map to.

@@ -73,6 +73,33 @@ func TestConfig_Validate(t *testing.T) {
 	}
 }
 
+// TestConfig_ValidateNeverEchoesACredential: an issuer or redirect URL
+// holding a password or a token in its query, or a client secret pasted
+// in its place, is refused without the refusal quoting it.
+func TestConfig_ValidateNeverEchoesACredential(t *testing.T) {
+	const secret = "GOCSPX-pasted0123456789secret"
+	good := Config{Issuer: "https://id.example.com", ClientID: "c", RedirectURL: "https://b.example.com/ui/sso/callback", Operators: []string{"a@x.com"}}
+	for _, v := range []string{secret, "https://op:" + secret + "@id.example.com", "https://id.example.com/?token=" + secret,
+		"https://id.example.com/#" + secret, "ftp://id.example.com/" + secret, "http://id.example.com/" + secret, "https:" + secret} {
+		for _, field := range []string{"issuer", "redirect"} {
+			c := good
+			if field == "issuer" {
+				c.Issuer = v
+			} else {
+				c.RedirectURL = v
+			}
+			err := c.Validate()
+			if err == nil {
+				t.Errorf("%s %q: Validate() = nil, want a refusal", field, v)
+				continue
+			}
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("%s %q: the refusal quotes the secret: %v", field, v, err)
+			}
+		}
+	}
+}
+
 func TestNameOf_DropsControlCharacters(t *testing.T) {
 	got := nameOf(map[string]any{"email": "eve@x.com\n(by admin, operator)\x1b[2J"}, "s")
 	if strings.ContainsAny(got, "\n\x1b") {
