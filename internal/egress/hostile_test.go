@@ -327,3 +327,30 @@ func TestEgress_ProposalNeverHoldsADoublyEncodedToken(t *testing.T) {
 		t.Errorf("a proposal holds the box's token: %s", r.Body)
 	}
 }
+
+// TestEgress_MalformedTrailerRepeatingTheValueIsNotLogged: a host that
+// answers 200 and ends its chunked body with a malformed trailer line
+// repeating the value it was sent makes the body's read fail, after the
+// answer began, with an error that quotes the line; the log holds no form
+// of the value.
+func TestEgress_MalformedTrailerRepeatingTheValueIsNotLogged(t *testing.T) {
+	e := hostileEnv(t, func(w http.ResponseWriter, r *http.Request) {
+		c, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n%s\r\n\r\n", sentValue(r))
+	})
+	resp, body := e.do(t, http.MethodGet, "/egress/ECHO/x", http.Header{"X-Api-Key": {e.token}}, nil)
+	if l := leaks(fmt.Sprint(resp.Header)+string(body), e.value); len(l) > 0 {
+		t.Errorf("the answer carries the value (%v): %s", l, body)
+	}
+	if !strings.Contains(e.logs.String(), "malformed MIME header") {
+		t.Fatalf("the log holds no read error, so this test shows nothing:\n%s", e.logs.String())
+	}
+	if l := leaks(e.logs.String(), e.value); len(l) > 0 {
+		t.Errorf("the log holds the value (%v):\n%s", l, e.logs.String())
+	}
+}

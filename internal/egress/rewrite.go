@@ -12,6 +12,7 @@ import (
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
+	"github.com/intentius/boxbroker/internal/quiet"
 )
 
 // signedBody reads r's body for a signing kind: whole when its length is
@@ -129,6 +130,9 @@ func (c *Capability) modifyResponse(resp *http.Response) error {
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		return errUpgraded
 	}
+	// The body's last read may fail on a malformed trailer line, which
+	// the transport's error quotes, and ReverseProxy logs.
+	resp.Body = quiet.Body(resp.Body, f.logErr)
 	if f.ref != nil && resp.StatusCode == http.StatusUnauthorized {
 		// The minted token may have been revoked: the next call mints anew.
 		c.minter.Forget(*f.ref, f.value)
@@ -185,6 +189,9 @@ func (f *flight) logText(text string) string {
 	return text
 }
 
+// logErr is err with its text as the log may hold it (logText).
+func (f *flight) logErr(err error) error { return quiet.Reword(err, f.logText(err.Error())) }
+
 func (c *Capability) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
 	f := flightOf(r.Context())
 	what := "host of the secret " + f.name
@@ -213,7 +220,7 @@ func (c *Capability) errorHandler(w http.ResponseWriter, r *http.Request, err er
 	default:
 		ce = proxy.Classify(err, what)
 	}
-	c.log.Warn("egress: request failed", "secret", f.name, "host", f.target.Host, "status", ce.Status, "err", f.logText(err.Error()))
+	c.log.Warn("egress: request failed", "secret", f.name, "host", f.target.Host, "status", ce.Status, "err", f.logErr(err))
 	proxy.TraceFrom(r.Context()).Refuse(ce.Reason)
 	ce.Write(w)
 }

@@ -525,7 +525,7 @@ func TestPool_TokenNeverReachesTheUpstreamOnTheRetry(t *testing.T) {
 // status line makes Go's transport fail the probe with an error that
 // quotes the key; the log line of the failed probe holds no entry's key.
 func TestPool_AProbeAnsweredWithTheKeyNeverLogsIt(t *testing.T) {
-	var logs lockedBuffer
+	var logs brokertest.Buffer
 	up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet && r.URL.Path == "/v1/models" {
 			c, _, err := http.NewResponseController(w).Hijack()
@@ -556,22 +556,4 @@ func TestPool_AProbeAnsweredWithTheKeyNeverLogsIt(t *testing.T) {
 			t.Errorf("the log holds entry %s's key:\n%s", name, text)
 		}
 	}
-}
-
-// lockedBuffer is a log the server writes from several goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

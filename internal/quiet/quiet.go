@@ -6,13 +6,14 @@
 // `bad Content-Length "…"`). A peer that repeats a header it was sent in
 // such an answer (an API key, a bearer token, Basic credentials) would
 // have it written wherever the error is logged or printed. Errors wraps a
-// RoundTripper so that no error leaves it holding a value of the
-// request's header or URL.
+// RoundTripper so that no error leaves it, or the body of an answer it
+// returns, holding a value of the request's header or URL.
 package quiet
 
 import (
 	"encoding/base64"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -31,8 +32,9 @@ const Marker = "[sent value]"
 const MinLen = 8
 
 // Errors returns a RoundTripper that sends each request with next
-// (http.DefaultTransport when nil) and, when next fails, returns Err of
-// its error. Given a RoundTripper Errors made, it returns it as it is.
+// (http.DefaultTransport when nil) and, when next fails or the body of
+// its answer fails to read, returns Err of the error. Given a
+// RoundTripper Errors made, it returns it as it is.
 func Errors(next http.RoundTripper) http.RoundTripper {
 	if next == nil {
 		next = http.DefaultTransport
@@ -45,11 +47,19 @@ func Errors(next http.RoundTripper) http.RoundTripper {
 
 type transport struct{ next http.RoundTripper }
 
-// RoundTrip sends req with the next RoundTripper.
+// RoundTrip sends req with the next RoundTripper. The answer's body
+// fails, if it does, with Err of its error too: the transport reads a
+// chunked body's trailer as the body ends, and quotes a malformed line of
+// it (`malformed MIME header: missing colon: "…"`).
 func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.next.RoundTrip(req)
 	if err != nil {
 		return nil, Err(err, req)
+	}
+	// A 101's body is the connection itself, which a ReverseProxy takes
+	// as an io.ReadWriteCloser: it is left as it is.
+	if b := resp.Body; b != nil && b != http.NoBody && resp.StatusCode != http.StatusSwitchingProtocols {
+		resp.Body = &body{ReadCloser: b, req: req}
 	}
 	return resp, nil
 }
@@ -60,6 +70,35 @@ func (t transport) CloseIdleConnections() {
 	if c, ok := t.next.(interface{ CloseIdleConnections() }); ok {
 		c.CloseIdleConnections()
 	}
+}
+
+// Body returns rc with every error a read of it returns but io.EOF
+// passed through reword first; a nil rc or http.NoBody as it is.
+func Body(rc io.ReadCloser, reword func(error) error) io.ReadCloser {
+	if rc == nil || rc == http.NoBody {
+		return rc
+	}
+	return &body{ReadCloser: rc, reword: reword}
+}
+
+// body is a body whose read errors are reworded: by reword, or, when it
+// is nil, by Err for req.
+type body struct {
+	io.ReadCloser
+	reword func(error) error
+	req    *http.Request
+}
+
+func (b *body) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		if b.reword != nil {
+			err = b.reword(err)
+		} else {
+			err = Err(err, b.req)
+		}
+	}
+	return n, err
 }
 
 // Err returns err, for req, with every value req carried in its header or
@@ -81,10 +120,17 @@ func Err(err error, req *http.Request) error {
 			out = strings.ReplaceAll(out, form, Marker)
 		}
 	}
-	if out == text {
+	return Reword(err, out)
+}
+
+// Reword returns an error whose text is text and which wraps err:
+// errors.Is and errors.As see through it, and it reports a timeout as err
+// does. When text is err's own, it returns err.
+func Reword(err error, text string) error {
+	if err == nil || text == err.Error() {
 		return err
 	}
-	return &quietError{err: err, text: out}
+	return &quietError{err: err, text: text}
 }
 
 // sent is every value req carried that Err searches for, the longest

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"strings"
@@ -104,5 +107,44 @@ func TestErr_KeepsWhatItWraps(t *testing.T) {
 	}
 	if rt := quiet.Errors(nil); quiet.Errors(rt) != rt {
 		t.Error("Errors wrapped its own RoundTripper again")
+	}
+}
+
+// TestErrors_MalformedTrailerNeverQuotesWhatWasSent: a peer that ends a
+// chunked answer with a trailer line repeating what it was sent makes the
+// body's last read fail with an error that quotes it; through Errors
+// that error holds none of it, and the body read before it is whole.
+func TestErrors_MalformedTrailerNeverQuotesWhatWasSent(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n%s\r\n\r\n", r.Header.Get("X-Api-Key"))
+	}))
+	t.Cleanup(srv.Close)
+	raw := srv.Client().Transport
+	read := func(rt http.RoundTripper) (string, error) {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+		req.Header.Set("X-Api-Key", key)
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return string(b), err
+	}
+	if _, err := read(raw); err == nil || !strings.Contains(err.Error(), key) {
+		t.Fatalf("the bare transport's read error does not quote the key, so this test shows nothing: %v", err)
+	}
+	got, err := read(quiet.Errors(raw))
+	if got != "hello" {
+		t.Errorf("read %q before the error, want hello", got)
+	}
+	if err == nil || strings.Contains(err.Error(), key) {
+		t.Errorf("the read error = %v, want one that does not quote the key", err)
 	}
 }

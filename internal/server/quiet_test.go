@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -12,12 +13,6 @@ import (
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/upstreamtest"
 )
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestServer_MalformedAnswerRepeatingTheCredentialIsNotLogged: an
 // upstream that answers with what it was sent as its status line (its
@@ -31,7 +26,7 @@ func TestServer_MalformedAnswerRepeatingTheCredentialIsNotLogged(t *testing.T) {
 		fountainKey  = "fk-live-ECHOED0123456789abcdefghij"
 	)
 	echo, _ := url.Parse("http://" + upstreamtest.EchoStatus(t))
-	var logs logBuffer
+	var logs brokertest.Buffer
 	b := brokertest.New(t, brokertest.Options{Fountain: true, Logs: &logs, Config: func(c *server.Config) {
 		c.AnthropicURL, c.FountainURL = echo, echo
 	}})
@@ -62,6 +57,59 @@ func TestServer_MalformedAnswerRepeatingTheCredentialIsNotLogged(t *testing.T) {
 	text := logs.String()
 	if !strings.Contains(text, "malformed HTTP") {
 		t.Fatalf("the log holds no transport error, so this test shows nothing:\n%s", text)
+	}
+	for _, key := range []string{anthropicKey, fountainKey} {
+		if strings.Contains(text, key) {
+			t.Errorf("the log holds a key (%s…):\n%s", key[:12], text)
+		}
+	}
+}
+
+// TestServer_MalformedTrailerRepeatingTheCredentialIsNotLogged: an
+// upstream that answers 200 and ends its chunked body with a malformed
+// trailer line repeating the key it was sent makes the body's read fail
+// with an error that quotes the line, after the answer began. Neither
+// the log nor what the box received holds the operator's Anthropic key
+// or Fountain key.
+func TestServer_MalformedTrailerRepeatingTheCredentialIsNotLogged(t *testing.T) {
+	const (
+		anthropicKey = "sk-ant-api03-TRAILER0123456789abcdefghij"
+		fountainKey  = "fk-live-TRAILER0123456789abcdefghij"
+	)
+	echo := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sent := r.Header.Get("X-Api-Key") + r.Header.Get("Authorization")
+		c, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n%s\r\n\r\n", sent)
+	})
+	var logs brokertest.Buffer
+	b := brokertest.New(t, brokertest.Options{Anthropic: echo, FountainHandler: echo, Logs: &logs})
+	b.SetCredential("anthropic", anthropicKey)
+	b.SetCredential("fountain", fountainKey)
+	token := b.AddBox("a")
+	b.Report(token, brokertest.Entry("inference", "agent"), brokertest.Entry("fountain", "agent", "sandboxes"))
+	for _, c := range []struct{ method, path, body string }{
+		{"POST", "/llm/anthropic/v1/messages", `{"model":"m","max_tokens":5,"messages":[]}`},
+		{"GET", "/fountain/api/sandboxes", ""},
+	} {
+		var body []byte
+		if c.body != "" {
+			body = []byte(c.body)
+		}
+		resp := b.Do(c.method, c.path, token, body, nil)
+		for _, key := range []string{anthropicKey, fountainKey} {
+			if bytes.Contains(resp.Body, []byte(key)) || strings.Contains(fmt.Sprint(resp.Header), key) {
+				t.Errorf("%s %s: the answer holds a key: %d %v %s", c.method, c.path, resp.StatusCode, resp.Header, resp.Body)
+			}
+		}
+	}
+	text := logs.String()
+	if !strings.Contains(text, "malformed MIME header") {
+		t.Fatalf("the log holds no read error, so this test shows nothing:\n%s", text)
 	}
 	for _, key := range []string{anthropicKey, fountainKey} {
 		if strings.Contains(text, key) {
