@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/clocktest"
 	"github.com/intentius/boxbroker/internal/grant"
 	"github.com/intentius/boxbroker/internal/inference"
 	"github.com/intentius/boxbroker/internal/protocol"
@@ -413,19 +414,10 @@ func TestServer_BadPriceFileRefusesToStart(t *testing.T) {
 	}
 }
 
-// clock is a settable clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.t = t }
-
 // TestBudget_MonthRollover: a budget spent on the last day of a month
 // lets calls through again from the first of the next, UTC.
 func TestBudget_MonthRollover(t *testing.T) {
-	clk := &clock{t: time.Date(2026, 10, 31, 23, 59, 30, 0, time.UTC)}
+	clk := clocktest.New(time.Date(2026, 10, 31, 23, 59, 30, 0, time.UTC))
 	b, token := newBroker(t, brokertest.Options{ServerOptions: func(o *server.Options) { o.SpendNow = clk.Now }})
 	body := messagesBody("claude-sonnet-4-5", 500, false)
 	bound := b.Server.Meter.Bound(estimateMessages(body, int64(len(body)), 64000))
