@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/clocktest"
 	"github.com/intentius/boxbroker/internal/grant"
 	"github.com/intentius/boxbroker/internal/inference"
@@ -578,7 +579,7 @@ func TestSpend_LargeBodyReadWholeForABudget(t *testing.T) {
 	pad := strings.Repeat("x", inference.MaxRead)
 	body, _ := json.Marshal(map[string]any{"model": "claude-haiku-4-5", "max_tokens": 5, "messages": []map[string]any{{"role": "user", "content": pad}}})
 	want := b.Server.Meter.Bound(estimateMessages(body, int64(len(body)), 1000))
-	if unread := b.Server.Meter.Bound(spend.Estimate{Calls: 1, Input: int64(len(body))/spend.BytesPerToken + 1 + spend.OverheadTokens, Output: 1000, Unbounded: true}); want >= unread {
+	if unread := b.Server.Meter.Bound(spend.Estimate{Estimate: capability.Estimate{Calls: 1, Unbounded: true}, Input: int64(len(body))/spend.BytesPerToken + 1 + spend.OverheadTokens, Output: 1000}); want >= unread {
 		t.Fatalf("the test is wrong: the bound read from the body, %d, must be under the unread body's, %d", want, unread)
 	}
 	// A budget just under the bound: refused, though max_tokens is 5.
