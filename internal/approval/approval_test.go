@@ -9,26 +9,14 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/approval"
+	"github.com/intentius/boxbroker/internal/clocktest"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/store/sqlite"
 )
 
-// clock is a settable clock.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // newService returns a Service over a new SQLite store holding the box
 // "alpha", its clock, and the proposals it notified.
-func newService(t *testing.T) (*approval.Service, *sqlite.Store, *clock, *[]store.Proposal) {
+func newService(t *testing.T) (*approval.Service, *sqlite.Store, *clocktest.Clock, *[]store.Proposal) {
 	t.Helper()
 	st, err := sqlite.Open(filepath.Join(t.TempDir(), "boxbroker.db"))
 	if err != nil {
@@ -38,7 +26,7 @@ func newService(t *testing.T) (*approval.Service, *sqlite.Store, *clock, *[]stor
 	if err := st.CreateBox(t.Context(), store.Box{Name: "alpha", TokenHash: strings.Repeat("a", 64), CreatedAt: time.Now(), PayerKind: "shared"}); err != nil {
 		t.Fatal(err)
 	}
-	c := &clock{now: time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)}
+	c := clocktest.New(time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC))
 	var mu sync.Mutex
 	var notified []store.Proposal
 	svc, err := approval.New(approval.Config{Store: st, PageURL: "https://broker.example/admin/", Now: c.Now, MaxPending: 3, PendingFor: time.Hour,
@@ -112,7 +100,7 @@ func TestRefused_OpenApproveRetry(t *testing.T) {
 		}
 	}
 	// The approval ends.
-	c.add(time.Hour)
+	c.Advance(time.Hour)
 	if v, err := svc.Refused(ctx, a); err != nil || v.Approved {
 		t.Errorf("Refused after the approval's end = %+v, %v; want refused", v, err)
 	}
@@ -135,7 +123,7 @@ func TestRefused_DenyAndExpiry(t *testing.T) {
 		t.Errorf("Refused after deny = %+v; want refused, no new proposal, the denial named", v)
 	}
 	w, _ := svc.Refused(ctx, rule("/b"))
-	c.add(time.Hour)
+	c.Advance(time.Hour)
 	if _, err := svc.Approve(ctx, w.Proposal.ID, time.Hour, false, "owner"); !errors.Is(err, store.ErrNotPending) {
 		t.Errorf("Approve(expired) = %v, want ErrNotPending", err)
 	}

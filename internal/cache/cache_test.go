@@ -5,13 +5,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/cache"
+	"github.com/intentius/boxbroker/internal/clocktest"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/store/postgres"
 	"github.com/intentius/boxbroker/internal/store/postgres/postgrestest"
@@ -52,24 +52,6 @@ func (c *counting) Listen(ctx context.Context, notify func()) error {
 	return n.Listen(ctx, notify)
 }
 
-// clock is a fake clock safe for concurrent use.
-type clock struct {
-	mu  sync.Mutex // guards now
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 func openSQLite(t *testing.T) *sqlite.Store {
 	t.Helper()
 	st, err := sqlite.Open(filepath.Join(t.TempDir(), "cache.db"))
@@ -85,7 +67,7 @@ func openSQLite(t *testing.T) *sqlite.Store {
 // from when the poll ended.
 func TestCache_StaleFromWhenThePollBegan(t *testing.T) {
 	ctx := t.Context()
-	clk := &clock{now: time.Unix(1_000_000, 0)}
+	clk := clocktest.New(time.Unix(1_000_000, 0))
 	st := &counting{Store: openSQLite(t)}
 	if err := st.CreateBox(ctx, store.Box{Name: "alpha", TokenHash: "h1", CreatedAt: clk.Now()}); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/cloud"
 	"github.com/intentius/boxbroker/internal/cloud/cloudtest"
 	"github.com/intentius/boxbroker/internal/pool"
@@ -577,8 +578,8 @@ func TestCloud_BetasThroughTheBroker(t *testing.T) {
 func TestBudget_Context1MInTheBodyOnBedrockReservesTheMillion(t *testing.T) {
 	env := newCloudBroker(t, "bedrock")
 	meter := env.b.Server.Meter
-	full := meter.Bound(spend.Estimate{Model: "claude-sonnet-4-5", Calls: 1, Input: 200_000, Output: 1000})
-	million := meter.Bound(spend.Estimate{Model: "claude-sonnet-4-5", Calls: 1, Input: 1_000_000, Output: 1000})
+	full := meter.Bound(spend.Estimate{Estimate: capability.Estimate{Model: "claude-sonnet-4-5", Calls: 1}, Input: 200_000, Output: 1000})
+	million := meter.Bound(spend.Estimate{Estimate: capability.Estimate{Model: "claude-sonnet-4-5", Calls: 1}, Input: 1_000_000, Output: 1000})
 	if million <= 5*full {
 		t.Fatalf("the test is wrong: the 1M bound %d is not far over the 200K bound %d", million, full)
 	}

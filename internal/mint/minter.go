@@ -18,6 +18,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/cache"
 	"github.com/intentius/boxbroker/internal/defaults"
+	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/quiet"
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/store"
@@ -123,10 +124,8 @@ func rateLimited(kind string, status int, h http.Header, now time.Time, github b
 		return nil
 	}
 	wait := defaultLimited
-	if secs, err := strconv.ParseInt(strings.TrimSpace(retry), 10, 64); err == nil {
-		wait = time.Duration(min(max(secs, 0), int64(maxLimited/time.Second))) * time.Second
-	} else if at, err := http.ParseTime(retry); err == nil {
-		wait = at.Sub(now)
+	if d, ok := protocol.RetryAfter(h, now); ok {
+		wait = d
 	} else if reset, err := strconv.ParseInt(h.Get("X-Ratelimit-Reset"), 10, 64); err == nil && github {
 		wait = time.Unix(min(max(reset, 0), now.Add(maxLimited).Unix()), 0).Sub(now)
 	}

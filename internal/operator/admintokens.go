@@ -70,12 +70,9 @@ func (s *Service) MintAdminToken(ctx context.Context, name string) (string, Admi
 // AdminTokens lists the admin tokens, oldest first; never a value.
 func (s *Service) AdminTokens(ctx context.Context) ([]AdminTokenView, error) {
 	ts, err := s.cfg.Store.ListAdminTokens(ctx)
-	if err != nil {
-		return nil, StoreError(err, "", "")
-	}
-	return views(ts, func(t store.AdminToken) AdminTokenView {
+	return storeViews(ts, err, func(t store.AdminToken) AdminTokenView {
 		return AdminTokenView{ID: t.ID, Name: t.Name, CreatedAt: formatTime(t.CreatedAt)}
-	}), nil
+	})
 }
 
 // RevokeAdminToken removes the admin token id: whoever holds it can no

@@ -121,11 +121,8 @@ func (s *Service) ListGrants(ctx context.Context, box string) ([]GrantView, erro
 		return nil, err
 	}
 	gs, err := s.cfg.Store.ListGrants(ctx, box)
-	if err != nil {
-		return nil, StoreError(err, "", "")
-	}
 	now := s.cfg.Now()
-	return views(gs, func(g store.Grant) GrantView { return grantView(g, now) }), nil
+	return storeViews(gs, err, func(g store.Grant) GrantView { return grantView(g, now) })
 }
 
 // RevokeGrant revokes the grant id (kept, to be listed as revoked);

@@ -126,14 +126,11 @@ func (s *Service) PoolEntries(ctx context.Context) ([]PoolEntryView, error) {
 		p = pool.New(pool.Config{Cache: cache.New(s.cfg.Store, cache.Options{}), Keyring: s.cfg.Keyring})
 	}
 	stats, err := p.Stats(ctx)
-	if err != nil {
-		return nil, StoreError(err, "", "")
-	}
-	return views(stats, func(st pool.Stat) PoolEntryView {
+	return storeViews(stats, err, func(st pool.Stat) PoolEntryView {
 		return PoolEntryView{Name: st.Name, Kind: st.Kind, Weight: st.Weight, URL: st.URL, UpdatedAt: formatTime(st.UpdatedAt),
 			State: st.State, Until: optionalTime(st.Until), Requests: st.Requests, R429: st.R429, R529: st.R529,
 			Failovers: st.Failovers, Failures: st.Failures}
-	}), nil
+	})
 }
 
 // SetPoolEntry checks value as a credential of kind (CheckedValue; "" is

@@ -47,12 +47,9 @@ func (s *Service) RateLimits(ctx context.Context, box string) ([]RateLimitView, 
 		return nil, err
 	}
 	ls, err := s.cfg.Store.ListRateLimits(ctx, box)
-	if err != nil {
-		return nil, StoreError(err, "", "")
-	}
-	return views(ls, func(l store.RateLimit) RateLimitView {
+	return storeViews(ls, err, func(l store.RateLimit) RateLimitView {
 		return RateLimitView{Principal: Optional(l.Principal), InputTPM: l.InputTPM, OutputTPM: l.OutputTPM, RPM: l.RPM, UpdatedAt: formatTime(l.UpdatedAt)}
-	}), nil
+	})
 }
 
 // SetRateLimit sets box's own rate limit, or set's principal's on it.

@@ -69,12 +69,9 @@ func (s *Service) ListResources(ctx context.Context, box string) ([]ResourceView
 		return nil, err
 	}
 	list, err := s.cfg.Store.ListResources(ctx, box)
-	if err != nil {
-		return nil, StoreError(err, "", "")
-	}
-	return views(list, func(res store.Resource) ResourceView {
+	return storeViews(list, err, func(res store.Resource) ResourceView {
 		return ResourceView{Kind: res.Kind, ID: res.ID, At: formatTime(res.At)}
-	}), nil
+	})
 }
 
 // AddResource assigns the Fountain id nr names to box. Invalid for a bad

@@ -196,6 +196,15 @@ func views[S, V any](xs []S, view func(S) V) []V {
 	return out
 }
 
+// storeViews is xs each as view shows it (views), or, when the store
+// failed to list them, its error err as StoreError says it.
+func storeViews[S, V any](xs []S, err error, view func(S) V) ([]V, error) {
+	if err != nil {
+		return nil, StoreError(err, "", "")
+	}
+	return views(xs, view), nil
+}
+
 // formatTime writes t as the protocol does.
 func formatTime(t time.Time) string { return protocol.FormatTime(t) }
 

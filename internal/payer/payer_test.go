@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/clocktest"
 	"github.com/intentius/boxbroker/internal/grant"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
@@ -43,29 +44,11 @@ var routes = []route{
 	{"decide", protocol.RouteDecide, decideBody},
 }
 
-// clock is a settable clock, safe for concurrent use.
-type clock struct {
-	mu sync.Mutex // guards t
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 // fixture is a broker with boxes a and b reporting inference/agent, the
 // shared credential set, a visitor holding a credential, and a clock.
 type fixture struct {
 	*brokertest.Broker
-	clock  *clock
+	clock  *clocktest.Clock
 	logs   *brokertest.Buffer
 	tokenA string
 	tokenB string
@@ -76,7 +59,7 @@ type fixture struct {
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
-	f := &fixture{logs: &brokertest.Buffer{}, clock: &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}}
+	f := &fixture{logs: &brokertest.Buffer{}, clock: clocktest.New(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))}
 	f.outcomes = map[string]int{}
 	b := brokertest.New(t, brokertest.Options{Logs: f.logs, ServerOptions: func(o *server.Options) {
 		o.Now = f.clock.Now

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/clocktest"
 	"github.com/intentius/boxbroker/internal/grant"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
@@ -22,7 +23,7 @@ import (
 // sees it, with no poll of its cache in between.
 func TestGrant_TwoReplicasOnPostgres_NextRequestSeesEveryChange(t *testing.T) {
 	ctx := context.Background()
-	clk := &clock{t: time.Now().UTC()}
+	clk := clocktest.New(time.Now().UTC())
 	one, two := brokertest.Replicas(t, brokertest.Options{ServerOptions: func(o *server.Options) { o.Now = clk.Now }})
 	token := one.AddBox("a")
 	one.SetCredential(payer.SharedAnthropic, sharedKey)

@@ -13,32 +13,15 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/clocktest"
 	"github.com/intentius/boxbroker/internal/pool"
 	"github.com/intentius/boxbroker/internal/server"
 )
 
-// clock is the pool's clock in a test: it moves only when told.
-type clock struct {
-	mu sync.Mutex // guards t
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 // setupClock is setup with the pool on a clock of the test's.
-func setupClock(t *testing.T) (*brokertest.Broker, *upstream, *clock) {
+func setupClock(t *testing.T) (*brokertest.Broker, *upstream, *clocktest.Clock) {
 	t.Helper()
-	clk := &clock{t: time.Now()}
+	clk := clocktest.New(time.Now())
 	up := &upstream{answers: map[string]*answer{}}
 	b := brokertest.New(t, brokertest.Options{Anthropic: up, ServerOptions: func(o *server.Options) { o.PoolNow = clk.Now }})
 	b.SetCredential(pool.SharedID, keys[pool.Default])
@@ -188,7 +171,7 @@ func TestPool_ABoxCannotMakeTheBrokerProbeAKeyAtWill(t *testing.T) {
 	if got := up.probes(); !slices.Equal(got, []string{a}) {
 		t.Errorf("after 10 calls the broker probed %v, want %s once", got, a)
 	}
-	clk.Add(pool.ProbeEvery)
+	clk.Advance(pool.ProbeEvery)
 	if resp := messages(t, b, mallory, onlyB); resp.StatusCode != 200 {
 		t.Fatalf("call after ProbeEvery: %d %s", resp.StatusCode, resp.Body)
 	}
@@ -203,7 +186,7 @@ func TestPool_ABoxCannotMakeTheBrokerProbeAKeyAtWill(t *testing.T) {
 // While the broker's probe of a key is under way, however long it takes,
 // the 401s other calls draw from that key begin no other probe.
 func TestPool_ProbesOfAKeyAreOneAtATime(t *testing.T) {
-	clk := &clock{t: time.Now()}
+	clk := clocktest.New(time.Now())
 	started, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	a := order("mallory")[0]
@@ -222,7 +205,7 @@ func TestPool_ProbesOfAKeyAreOneAtATime(t *testing.T) {
 	done := make(chan brokertest.Response)
 	go func() { done <- messages(t, b, mallory, []byte(msgBody)) }()
 	<-started
-	clk.Add(2 * pool.ProbeEvery) // past the interval: only the probe under way holds the others back
+	clk.Advance(2 * pool.ProbeEvery) // past the interval: only the probe under way holds the others back
 	for i := 0; i < 5; i++ {
 		if resp := messages(t, b, mallory, []byte(msgBody)); resp.StatusCode != 200 {
 			t.Fatalf("call %d while the probe runs: %d %s", i, resp.StatusCode, resp.Body)
@@ -230,7 +213,7 @@ func TestPool_ProbesOfAKeyAreOneAtATime(t *testing.T) {
 	}
 	// Back to the first call's time, so that it has time left to fail
 	// over once its probe ends.
-	clk.Add(-2 * pool.ProbeEvery)
+	clk.Advance(-2 * pool.ProbeEvery)
 	close(release)
 	if resp := <-done; resp.StatusCode != 200 {
 		t.Errorf("the call that began the probe: %d %s", resp.StatusCode, resp.Body)
@@ -368,7 +351,7 @@ func TestPool_FailoverResumesOnceEveryEntryCameBack(t *testing.T) {
 				}
 				up.set(name, nil)
 			}
-			clk.Add(tt.wait)
+			clk.Advance(tt.wait)
 			first, second := order("alpha")[0], order("alpha")[1]
 			for i := 0; i < 3; i++ {
 				calledOnce(t, b, up, "alpha", alpha, first, []byte(msgBody))

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"sort"
 	"time"
+
+	"github.com/intentius/boxbroker/internal/protocol"
 )
 
 // The routes whose calls count against limits of their own upstream: a
@@ -191,7 +193,7 @@ func (p *Pool) coolLocked(h *health, name, box, key string, like limit, hd http.
 		bc = &boxCool{}
 	}
 	bc.strikes++
-	d, ok := retryAfter(hd, now)
+	d, ok := protocol.RetryAfter(hd, now)
 	if !ok && !reset.IsZero() {
 		d, ok = max(reset.Sub(now), 0), true
 	}

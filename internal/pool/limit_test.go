@@ -2,6 +2,7 @@ package pool
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -30,5 +31,39 @@ func TestPool_OverloadsOfManyModelsAreBounded(t *testing.T) {
 	p.answered("a", "mallory", RouteMessages, "claude-new", 529, nil, nil)
 	if h.limits[overloadKey("claude-new")] == nil {
 		t.Errorf("a new model's overload after the others cooled is not kept apart")
+	}
+}
+
+// TestPool_RetryAfterCools: an entry's 429 cools it for the box for its
+// Retry-After, bounded to CoolMax (a number of seconds too large for a
+// Duration included), and for the first backoff when the Retry-After is
+// none of RFC 9110's forms (a negative, a fraction).
+func TestPool_RetryAfterCools(t *testing.T) {
+	now := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
+	tests := []struct {
+		retry string
+		want  time.Duration
+	}{
+		{"30", 30 * time.Second},
+		{now.Add(time.Minute).Format(http.TimeFormat), time.Minute},
+		{"1000000", CoolMax},
+		{"99999999999999999999", CoolMax},
+		{"-5", CoolBase},
+		{"1.5", CoolBase},
+		{"soon", CoolBase},
+	}
+	for _, tt := range tests {
+		t.Run(tt.retry, func(t *testing.T) {
+			p := New(Config{Now: func() time.Time { return now }})
+			p.answered("a", "mallory", RouteMessages, "claude-sonnet-4-5", 429, http.Header{"Retry-After": {tt.retry}}, nil)
+			for k, l := range p.health["a"].limits {
+				if got := l.boxes["mallory"].until.Sub(now); got != tt.want {
+					t.Errorf("Retry-After %q: %s cools mallory for %v, want %v", tt.retry, k, got, tt.want)
+				}
+			}
+			if n := len(p.health["a"].limits); n != 1 {
+				t.Errorf("Retry-After %q: %d limits cooling, want 1", tt.retry, n)
+			}
+		})
 	}
 }

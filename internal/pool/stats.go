@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"sort"
-	"strconv"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/cloud"
@@ -73,21 +72,6 @@ func overloaded(body []byte) bool {
 		} `json:"error"`
 	}
 	return json.Unmarshal(body, &e) == nil && e.Error.Type == protocol.TypeOverloaded
-}
-
-// retryAfter reads an answer's retry-after: seconds, or an HTTP date.
-func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
-	v := h.Get("Retry-After")
-	if v == "" {
-		return 0, false
-	}
-	if n, err := strconv.ParseFloat(v, 64); err == nil && n >= 0 && n < 1e6 {
-		return time.Duration(n * float64(time.Second)), true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0), true
-	}
-	return 0, false
 }
 
 // State is an entry's state on this replica.

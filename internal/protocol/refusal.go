@@ -3,10 +3,12 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Error types carried in a refusal body's error.type.
@@ -138,4 +140,28 @@ func DeclaredRefusal(declared *Declaration, broker, capability, word string) str
 	}
 	return "This box's " + capability + " capability does not list " + word + " in its scope (it lists " + lists +
 		"). Add " + quote(word) + " to that scope in the box block of its chant.workspace.json."
+}
+
+// RetryAfter reads an answer's Retry-After (RFC 9110, section 10.2.3):
+// a whole number of seconds, or an HTTP date, a date already past being
+// zero. A number too large for a time.Duration is the longest one: the
+// caller bounds the wait to its own most. ok is false when the header is
+// absent or is neither form (a sign, a fraction or an exponent
+// included), and the caller waits as it would with none.
+func RetryAfter(h http.Header, now time.Time) (d time.Duration, ok bool) {
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0, false
+	}
+	if strings.Trim(v, "0123456789") == "" {
+		secs, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || secs > math.MaxInt64/int64(time.Second) {
+			return math.MaxInt64, true // only digits: too large
+		}
+		return time.Duration(secs) * time.Second, true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return 0, false
 }

@@ -2,7 +2,9 @@ package spend_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"github.com/intentius/boxbroker/internal/approval"
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/sqlite"
 )
 
 // TestBudget_AskedThenApprovedOnce: with the box's owner asking about
@@ -46,5 +49,49 @@ func TestBudget_AskedThenApprovedOnce(t *testing.T) {
 	}
 	if r := post(b, token, body); r.StatusCode != http.StatusForbidden {
 		t.Errorf("the call after the approved one = %d, want 403: an approval of an amount is spent once", r.StatusCode)
+	}
+}
+
+// unreadableApprovals is a store whose reads of approvals in force fail.
+type unreadableApprovals struct{ store.Store }
+
+func (unreadableApprovals) ApprovalsInForce(context.Context, string, string, time.Time) ([]store.Proposal, error) {
+	return nil, errors.New("disk on fire")
+}
+
+// Unwrap lets the cache listen to the store's notifications.
+func (u unreadableApprovals) Unwrap() store.Store { return u.Store }
+
+// TestBudget_AskedButApprovalsUnreadable: with the box's owner asking
+// about its budget and the store failing to read the approvals in force,
+// a call past the budget stays refused, its refusal names no proposal,
+// and the failure is logged at WARN with the box.
+func TestBudget_AskedButApprovalsUnreadable(t *testing.T) {
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "boxbroker.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs brokertest.Buffer
+	b, token := newBroker(t, brokertest.Options{Store: unreadableApprovals{st}, Logs: &logs})
+	ctx := context.Background()
+	if err := st.SetBudget(ctx, store.Budget{Box: "salad", Limit: 1, UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	b.Sync()
+	if err := b.Server.Approvals.SetAsk(ctx, "salad", approval.ScopeBudget, true); err != nil {
+		t.Fatal(err)
+	}
+	r := post(b, token, []byte(brokertest.MessagesBody))
+	if r.StatusCode != http.StatusForbidden {
+		t.Fatalf("a call past the budget = %d %s, want 403", r.StatusCode, r.Body)
+	}
+	if _, msg := brokertest.Refusal(r.Body); !strings.Contains(msg, "budget") || strings.Contains(msg, "proposal") {
+		t.Errorf("refusal = %q, want the budget and no proposal", msg)
+	}
+	got := logs.String()
+	for _, want := range []string{`"level":"WARN"`, `"msg":"spend: approvals unreadable; the call stays refused"`, `"box":"salad"`, `"err":"disk on fire"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("logs hold no %s:\n%s", want, got)
+		}
 	}
 }

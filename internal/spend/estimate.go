@@ -5,25 +5,18 @@ import (
 )
 
 // Estimate is what the broker knows of a request before it is forwarded:
-// its model ("" when unknown) and, for each of Calls upstream calls, a
-// bound on its input and output tokens.
+// what its capability estimated (the model, "" when unknown, and how
+// many calls it makes), and for each of its Calls a bound on its input
+// and output tokens. Output, not the capability's MaxTokens, bounds the
+// output: EstimateOf folds the meter's own bound into it.
 type Estimate struct {
-	Model  string
-	Calls  int64
-	Input  int64
+	capability.Estimate
+	// Input bounds each call's input tokens, from the body's size; an
+	// Unbounded call's is bounded by its model's context window instead
+	// (see Bound).
+	Input int64
+	// Output bounds each call's output tokens.
 	Output int64
-	// Unbounded is true when the API fetches, makes or counts input of
-	// its own (see capability.Estimate), so that Input does not bound it: each
-	// call's input is bounded by the model's context window (Context1M:
-	// the 1M window), in each of Rounds samplings (0: one).
-	Unbounded bool
-	Context1M bool
-	Rounds    int64
-	// Searches is the most web searches a call makes.
-	Searches int64
-	// Unboundable, when not "", is why nothing bounds the calls' cost:
-	// a payer held to a budget is refused them (see Unboundable).
-	Unboundable string
 }
 
 // Bound is the most est could cost, in micro-dollars: every input token at
@@ -71,6 +64,5 @@ func EstimateOf(e capability.Estimate, n, maxTokens int64) Estimate {
 	if !e.Capped {
 		out = max(out, maxTokens)
 	}
-	return Estimate{Model: e.Model, Calls: e.Calls, Input: inputBound(n), Output: out,
-		Unbounded: e.Unbounded, Context1M: e.Context1M, Rounds: e.Rounds, Searches: e.Searches, Unboundable: e.Unboundable}
+	return Estimate{Estimate: e, Input: inputBound(n), Output: out}
 }

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/clocktest"
 	"github.com/intentius/boxbroker/internal/grant"
 	"github.com/intentius/boxbroker/internal/inference"
 	"github.com/intentius/boxbroker/internal/protocol"
@@ -413,19 +415,10 @@ func TestServer_BadPriceFileRefusesToStart(t *testing.T) {
 	}
 }
 
-// clock is a settable clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.t = t }
-
 // TestBudget_MonthRollover: a budget spent on the last day of a month
 // lets calls through again from the first of the next, UTC.
 func TestBudget_MonthRollover(t *testing.T) {
-	clk := &clock{t: time.Date(2026, 10, 31, 23, 59, 30, 0, time.UTC)}
+	clk := clocktest.New(time.Date(2026, 10, 31, 23, 59, 30, 0, time.UTC))
 	b, token := newBroker(t, brokertest.Options{ServerOptions: func(o *server.Options) { o.SpendNow = clk.Now }})
 	body := messagesBody("claude-sonnet-4-5", 500, false)
 	bound := b.Server.Meter.Bound(estimateMessages(body, int64(len(body)), 64000))
@@ -586,7 +579,7 @@ func TestSpend_LargeBodyReadWholeForABudget(t *testing.T) {
 	pad := strings.Repeat("x", inference.MaxRead)
 	body, _ := json.Marshal(map[string]any{"model": "claude-haiku-4-5", "max_tokens": 5, "messages": []map[string]any{{"role": "user", "content": pad}}})
 	want := b.Server.Meter.Bound(estimateMessages(body, int64(len(body)), 1000))
-	if unread := b.Server.Meter.Bound(spend.Estimate{Calls: 1, Input: int64(len(body))/spend.BytesPerToken + 1 + spend.OverheadTokens, Output: 1000, Unbounded: true}); want >= unread {
+	if unread := b.Server.Meter.Bound(spend.Estimate{Estimate: capability.Estimate{Calls: 1, Unbounded: true}, Input: int64(len(body))/spend.BytesPerToken + 1 + spend.OverheadTokens, Output: 1000}); want >= unread {
 		t.Fatalf("the test is wrong: the bound read from the body, %d, must be under the unread body's, %d", want, unread)
 	}
 	// A budget just under the bound: refused, though max_tokens is 5.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/inference"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/spend"
@@ -80,8 +81,8 @@ func TestBudget_URLSourceReservesFullContext(t *testing.T) {
 	// The API fetched an image of 190,000 tokens.
 	b, token := newBroker(t, brokertest.Options{Anthropic: usageStandIn(&calls, 190_000, 0)})
 	body := urlBody("claude-haiku-4-5", 1000)
-	small := b.Server.Meter.Bound(spend.Estimate{Model: "claude-haiku-4-5", Calls: 1, Input: int64(len(body))/spend.BytesPerToken + 1 + spend.OverheadTokens, Output: 1000})
-	full := b.Server.Meter.Bound(spend.Estimate{Model: "claude-haiku-4-5", Calls: 1, Input: context200K, Output: 1000})
+	small := b.Server.Meter.Bound(spend.Estimate{Estimate: capability.Estimate{Model: "claude-haiku-4-5", Calls: 1}, Input: int64(len(body))/spend.BytesPerToken + 1 + spend.OverheadTokens, Output: 1000})
+	full := b.Server.Meter.Bound(spend.Estimate{Estimate: capability.Estimate{Model: "claude-haiku-4-5", Calls: 1}, Input: context200K, Output: 1000})
 	if got := b.Server.Meter.Bound(estimateMessages(body, int64(len(body)), 64000)); got != full {
 		t.Errorf("Bound of a call with a URL source = %d, want the full context's %d (the body's size gives %d)", got, full, small)
 	}
@@ -114,7 +115,7 @@ func TestBudget_ConcurrentURLSourcesNeverOverspend(t *testing.T) {
 	b, token := newBroker(t, brokertest.Options{Anthropic: up})
 	body := urlBody("claude-sonnet-4-5", maxTokens)
 	// What two calls can cost at full context, and half a third.
-	bound := b.Server.Meter.Bound(spend.Estimate{Model: "claude-sonnet-4-5", Calls: 1, Input: context200K, Output: maxTokens})
+	bound := b.Server.Meter.Bound(spend.Estimate{Estimate: capability.Estimate{Model: "claude-sonnet-4-5", Calls: 1}, Input: context200K, Output: maxTokens})
 	limit := fits*bound + bound/2
 	setBudget(t, b.Server.Store, limit)
 	var wg sync.WaitGroup
@@ -228,8 +229,8 @@ func TestBudget_Context1MReservesTheMillion(t *testing.T) {
 	var calls atomic.Int64
 	b, token := newBroker(t, brokertest.Options{Anthropic: usageStandIn(&calls, 100, 0)})
 	body := urlBody("claude-sonnet-4-5", 1000)
-	full := b.Server.Meter.Bound(spend.Estimate{Model: "claude-sonnet-4-5", Calls: 1, Input: context200K, Output: 1000})
-	million := b.Server.Meter.Bound(spend.Estimate{Model: "claude-sonnet-4-5", Calls: 1, Input: 1_000_000, Output: 1000})
+	full := b.Server.Meter.Bound(spend.Estimate{Estimate: capability.Estimate{Model: "claude-sonnet-4-5", Calls: 1}, Input: context200K, Output: 1000})
+	million := b.Server.Meter.Bound(spend.Estimate{Estimate: capability.Estimate{Model: "claude-sonnet-4-5", Calls: 1}, Input: 1_000_000, Output: 1000})
 	if million <= 5*full {
 		t.Fatalf("the test is wrong: the 1M bound %d is not far over the 200K bound %d", million, full)
 	}
@@ -316,8 +317,8 @@ func TestBudget_Base64ImagesReserveFullContext(t *testing.T) {
 	}
 	body, _ := json.Marshal(map[string]any{"model": "claude-haiku-4-5", "max_tokens": 1000,
 		"messages": []map[string]any{{"role": "user", "content": blocks}}})
-	small := b.Server.Meter.Bound(spend.Estimate{Model: "claude-haiku-4-5", Calls: 1, Input: int64(len(body))/spend.BytesPerToken + 1 + spend.OverheadTokens, Output: 1000})
-	full := b.Server.Meter.Bound(spend.Estimate{Model: "claude-haiku-4-5", Calls: 1, Input: context200K, Output: 1000})
+	small := b.Server.Meter.Bound(spend.Estimate{Estimate: capability.Estimate{Model: "claude-haiku-4-5", Calls: 1}, Input: int64(len(body))/spend.BytesPerToken + 1 + spend.OverheadTokens, Output: 1000})
+	full := b.Server.Meter.Bound(spend.Estimate{Estimate: capability.Estimate{Model: "claude-haiku-4-5", Calls: 1}, Input: context200K, Output: 1000})
 	fullContextOnly(t, b, token, body, "100 base64 images", &calls, 150_000, small, full)
 }
 

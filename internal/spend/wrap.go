@@ -200,7 +200,11 @@ func (c *metered) prepare(w http.ResponseWriter, r *http.Request, call *capabili
 		var obe *store.OverBudgetError
 		if errors.As(err, &obe) {
 			refusal := OverBudget(obe, s.bound)
-			approved, words := c.m.askBudget(r.Context(), s, call.Token, refusal.Message)
+			// With the box's owner asking about its budget, an approval
+			// in force lets the call through once; otherwise the refusal
+			// names the proposal it opened.
+			approved, words := c.m.cfg.Approvals.Ask(r.Context(), approval.Attempt{Attempt: store.Attempt{Box: s.box, Kind: store.ProposalBudget, Model: keptModel(s.est.Model, ""), Amount: s.bound,
+				Reason: refusal.Message}, Forbidden: []string{call.Token}}, c.m.log, "spend: approvals unreadable; the call stays refused", "box", s.box)
 			if !approved {
 				refusal.Message += words
 				return refuse(refusal)
@@ -254,21 +258,4 @@ func (m *Meter) budgeted(ctx context.Context, box string) bool {
 	}
 	b, err := m.cfg.Budgeted(ctx, box)
 	return b || err != nil
-}
-
-// askBudget reports whether an approval in force lets s's call, past a
-// budget, through (once), and otherwise the words its refusal adds when
-// the box's owner asks about its budget. A store that fails leaves the
-// call refused (logged).
-func (m *Meter) askBudget(ctx context.Context, s settlement, token, reason string) (bool, string) {
-	if m.cfg.Approvals == nil {
-		return false, ""
-	}
-	v, err := m.cfg.Approvals.Refused(ctx, approval.Attempt{Attempt: store.Attempt{Box: s.box, Kind: store.ProposalBudget, Model: keptModel(s.est.Model, ""), Amount: s.bound,
-		Reason: reason}, Forbidden: []string{token}})
-	if err != nil {
-		m.log.Warn("spend: approvals unreadable; the call stays refused", "box", s.box, "err", err)
-		return false, ""
-	}
-	return v.Approved, m.cfg.Approvals.Words(v)
 }
