@@ -1,0 +1,220 @@
+package main
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// docs returns README.md and every docs/*.md, by path relative to the
+// checkout's root.
+func docs(t *testing.T) map[string]string {
+	t.Helper()
+	root := filepath.Join("..", "..")
+	paths, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths = append(paths, filepath.Join(root, "README.md"))
+	out := map[string]string{}
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, p)
+		out[filepath.ToSlash(rel)] = string(b)
+	}
+	return out
+}
+
+// codeOf returns the code a Markdown text holds: each line of its fenced
+// blocks, and each inline code span of its other lines.
+func codeOf(md string) []string {
+	var out []string
+	fenced := false
+	span := regexp.MustCompile("`[^`]+`")
+	for _, line := range strings.Split(md, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			fenced = !fenced
+			continue
+		}
+		if fenced {
+			out = append(out, line)
+			continue
+		}
+		for _, s := range span.FindAllString(line, -1) {
+			out = append(out, strings.Trim(s, "`"))
+		}
+	}
+	return out
+}
+
+// TestDocs_NamedTestsExist: every test, fuzz target and benchmark the
+// README and docs/*.md name (docs/attacks.md and docs/reliability.md name
+// the test that holds each row) is a function of some _test.go file in
+// the checkout; a name ending in _ stands for those it begins.
+func TestDocs_NamedTestsExist(t *testing.T) {
+	root := filepath.Join("..", "..")
+	have := map[string]bool{}
+	fn := regexp.MustCompile(`(?m)^func ((?:Test|Fuzz|Benchmark|Example)\w*)\(`)
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "node_modules" || d.Name() == ".git") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, m := range fn.FindAllStringSubmatch(string(b), -1) {
+			have[m[1]] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := regexp.MustCompile(`\b(?:Test|Fuzz|Benchmark)[A-Z0-9]\w*`)
+	for path, md := range docs(t) {
+		for _, name := range named.FindAllString(md, -1) {
+			if have[name] {
+				continue
+			}
+			if prefix, ok := strings.CutSuffix(name, "_"); ok && slices.ContainsFunc(keys(have), func(h string) bool { return strings.HasPrefix(h, prefix+"_") }) {
+				continue
+			}
+			t.Errorf("%s names %s, which no _test.go file holds", path, name)
+		}
+	}
+}
+
+func keys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// TestREADME_ServeFlagsAreTheTable: the README's Configuration table
+// lists each flag `serve -h` shows, and no other.
+func TestREADME_ServeFlagsAreTheTable(t *testing.T) {
+	_, help, code := run(t, t.TempDir(), "", "serve", "-h")
+	if code != 0 {
+		t.Fatalf("serve -h exits %d: %s", code, help)
+	}
+	var shown []string
+	for _, m := range regexp.MustCompile(`(?m)^  -([a-z-]+)`).FindAllStringSubmatch(help, -1) {
+		shown = append(shown, m[1])
+	}
+	readme := docs(t)["README.md"]
+	start, end := strings.Index(readme, "\n## Configuration"), strings.Index(readme, "\n## Running it as a service")
+	if start < 0 || end < start {
+		t.Fatal("README.md has no ## Configuration followed by ## Running it as a service")
+	}
+	var table []string
+	for _, line := range strings.Split(readme[start:end], "\n") {
+		first, _, _ := strings.Cut(strings.TrimPrefix(line, "| "), " |")
+		if !strings.HasPrefix(line, "| `--") {
+			continue
+		}
+		for _, m := range regexp.MustCompile("`--([a-z-]+)`").FindAllStringSubmatch(first, -1) {
+			table = append(table, m[1])
+		}
+	}
+	sort.Strings(shown)
+	sort.Strings(table)
+	table = slices.Compact(table)
+	for _, f := range shown {
+		if !slices.Contains(table, f) {
+			t.Errorf("serve -h shows --%s, which the README's Configuration table does not list", f)
+		}
+	}
+	for _, f := range table {
+		if !slices.Contains(shown, f) {
+			t.Errorf("the README's Configuration table lists --%s, which serve -h does not show", f)
+		}
+	}
+}
+
+// TestDocs_EnvVariablesAreRead: every BOXBROKER_* variable the README,
+// docs/*.md and deploy/boxbroker.env name is one boxbroker reads (or
+// ./test.sh and the tests do), so none is warned of as unknown.
+func TestDocs_EnvVariablesAreRead(t *testing.T) {
+	texts := docs(t)
+	env, err := os.ReadFile(filepath.Join("..", "..", "deploy", "boxbroker.env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts["deploy/boxbroker.env"] = string(env)
+	known := knownEnv()
+	for path, text := range texts {
+		for _, v := range regexp.MustCompile(`\bBOXBROKER_[A-Z0-9_]*[A-Z0-9]\b`).FindAllString(text, -1) {
+			if !slices.Contains(known, v) {
+				t.Errorf("%s names %s, which boxbroker does not read (knownEnv)", path, v)
+			}
+		}
+	}
+}
+
+// TestDocs_CommandsTakeTheirFlags: every `boxbroker` command in the code
+// of the README and docs/*.md (fenced blocks and inline spans) is one
+// boxbroker has, and takes each flag written after it.
+func TestDocs_CommandsTakeTheirFlags(t *testing.T) {
+	dir := t.TempDir()
+	// A command is up to three words; the longest that `-h` answers with
+	// a usage is the command, the rest its arguments.
+	usage := map[string]string{} // command words → its -h text, "" for none
+	helpOf := func(words []string) string {
+		key := strings.Join(words, " ")
+		if h, ok := usage[key]; ok {
+			return h
+		}
+		_, errs, code := run(t, dir, "", append(slices.Clone(words), "-h")...)
+		h := ""
+		if code == 0 && strings.Contains(errs, "usage") {
+			h = errs
+		}
+		usage[key] = h
+		return h
+	}
+	cmd := regexp.MustCompile(`(?:^|[\s($|])(?:\./)?boxbroker((?: +[a-z][a-z0-9-]*)+)([^#|]*)`)
+	flagRe := regexp.MustCompile(`(?:^|[\s\[])--([a-z][a-z-]*)`)
+	checked := 0
+	for path, md := range docs(t) {
+		for _, code := range codeOf(md) {
+			for _, m := range cmd.FindAllStringSubmatch(code, -1) {
+				rest, _, _ := strings.Cut(m[2], "boxbroker ")
+				words := strings.Fields(m[1])
+				var help, name string
+				for n := min(len(words), 3); n > 0 && help == ""; n-- {
+					help, name = helpOf(words[:n]), strings.Join(words[:n], " ")
+				}
+				if help == "" {
+					t.Errorf("%s: `boxbroker%s` is no command boxbroker has", path, m[1])
+					continue
+				}
+				for _, f := range flagRe.FindAllStringSubmatch(rest, -1) {
+					checked++
+					if !strings.Contains(help, "\n  -"+f[1]+" ") && !strings.Contains(help, "\n  -"+f[1]+"\n") {
+						t.Errorf("%s: `boxbroker %s` takes no --%s (in %q)", path, name, f[1], strings.TrimSpace(m[0]))
+					}
+				}
+			}
+		}
+	}
+	if checked < 60 {
+		t.Errorf("checked %d flags of commands in the docs, want them all (over 60): is the pattern still right?", checked)
+	}
+}
