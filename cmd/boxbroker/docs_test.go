@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // docs returns README.md and every docs/*.md, by path relative to the
@@ -216,5 +218,89 @@ func TestDocs_CommandsTakeTheirFlags(t *testing.T) {
 	}
 	if checked < 60 {
 		t.Errorf("checked %d flags of commands in the docs, want them all (over 60): is the pattern still right?", checked)
+	}
+}
+
+// anchors returns the anchors GitHub gives a Markdown text's headings:
+// lower case, punctuation but - and _ dropped, spaces as -, a repeated
+// one numbered.
+func anchors(md string) map[string]bool {
+	out := map[string]bool{}
+	seen := map[string]int{}
+	fenced := false
+	for _, line := range strings.Split(md, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			fenced = !fenced
+		}
+		heading := strings.TrimLeft(line, "#")
+		if fenced || len(heading) == len(line) || len(line)-len(heading) > 6 || !strings.HasPrefix(heading, " ") {
+			continue
+		}
+		a := strings.Map(func(r rune) rune {
+			switch {
+			case r == ' ':
+				return '-'
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				return unicode.ToLower(r)
+			}
+			return -1
+		}, strings.TrimSpace(heading))
+		if n := seen[a]; n > 0 {
+			out[fmt.Sprintf("%s-%d", a, n)] = true
+		} else {
+			out[a] = true
+		}
+		seen[a]++
+	}
+	return out
+}
+
+// TestDocs_LinksAndPathsResolve: every relative link of the README and
+// docs/*.md leads to a file of the checkout and, with a #fragment, to one
+// of its headings; every path of the checkout the docs name in code
+// (`internal/…`, `cmd/…`, `deploy/…`, …) exists.
+func TestDocs_LinksAndPathsResolve(t *testing.T) {
+	root := filepath.Join("..", "..")
+	all := docs(t)
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	path := regexp.MustCompile("^(?:internal|cmd|conformance|e2e|bench|client|deploy|testdata)/[A-Za-z0-9_./-]+$")
+	for name, md := range all {
+		prose := regexp.MustCompile("(?s)```.*?```").ReplaceAllString(md, "")
+		for _, m := range link.FindAllStringSubmatch(prose, -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			file, frag, _ := strings.Cut(target, "#")
+			rel := name
+			if file != "" {
+				rel = filepath.ToSlash(filepath.Join(filepath.Dir(name), file))
+			}
+			if _, err := os.Stat(filepath.Join(root, rel)); err != nil {
+				t.Errorf("%s links to %s, which is no file of the checkout", name, target)
+				continue
+			}
+			if frag == "" || !strings.HasSuffix(rel, ".md") {
+				continue
+			}
+			text, ok := all[rel]
+			if !ok {
+				b, err := os.ReadFile(filepath.Join(root, rel))
+				if err != nil {
+					t.Fatal(err)
+				}
+				text = string(b)
+			}
+			if !anchors(text)[frag] {
+				t.Errorf("%s links to %s, whose file has no heading #%s", name, target, frag)
+			}
+		}
+		for _, code := range codeOf(md) {
+			if p := strings.TrimSuffix(code, "/"); path.MatchString(p) {
+				if _, err := os.Stat(filepath.Join(root, p)); err != nil {
+					t.Errorf("%s names %s, which is no path of the checkout", name, code)
+				}
+			}
+		}
 	}
 }
