@@ -295,6 +295,12 @@ func TestDocs_LinksAndPathsResolve(t *testing.T) {
 				t.Errorf("%s links to %s, whose file has no heading #%s", name, target, frag)
 			}
 		}
+		// A link whose words are a document's name leads to that document.
+		for _, m := range regexp.MustCompile(`\[([\w.-]+\.md)\]\(([^)#\s]+)`).FindAllStringSubmatch(prose, -1) {
+			if filepath.Base(m[2]) != m[1] {
+				t.Errorf("%s links the words %s to %s", name, m[1], m[2])
+			}
+		}
 		for _, code := range codeOf(md) {
 			if p := strings.TrimSuffix(code, "/"); path.MatchString(p) {
 				if _, err := os.Stat(filepath.Join(root, p)); err != nil {
