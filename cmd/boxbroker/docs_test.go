@@ -62,6 +62,37 @@ func codeOf(md string) []string {
 // the test that holds each row) is a function of some _test.go file in
 // the checkout; a name ending in _ stands for those it begins.
 func TestDocs_NamedTestsExist(t *testing.T) {
+	have := testFuncs(t)
+	named := regexp.MustCompile(`\b(?:Test|Fuzz|Benchmark)[A-Z0-9]\w*`)
+	for path, md := range docs(t) {
+		for _, name := range named.FindAllString(md, -1) {
+			if have[name] {
+				continue
+			}
+			if prefix, ok := strings.CutSuffix(name, "_"); ok && slices.ContainsFunc(keys(have), func(h string) bool { return strings.HasPrefix(h, prefix+"_") }) {
+				continue
+			}
+			t.Errorf("%s names %s, which no _test.go file holds", path, name)
+		}
+	}
+}
+
+// TestDocs_EveryFuzzTargetListed: docs/reliability.md's Fuzzing table
+// lists every fuzz target of the checkout, which BOXBROKER_FULL=1
+// ./test.sh fuzzes.
+func TestDocs_EveryFuzzTargetListed(t *testing.T) {
+	md := docs(t)["docs/reliability.md"]
+	for name := range testFuncs(t) {
+		if strings.HasPrefix(name, "Fuzz") && !strings.Contains(md, "| `"+name+"` |") {
+			t.Errorf("docs/reliability.md's Fuzzing table has no row for %s", name)
+		}
+	}
+}
+
+// testFuncs returns the names of the test, fuzz, benchmark and example
+// functions of every _test.go file in the checkout.
+func testFuncs(t *testing.T) map[string]bool {
+	t.Helper()
 	root := filepath.Join("..", "..")
 	have := map[string]bool{}
 	fn := regexp.MustCompile(`(?m)^func ((?:Test|Fuzz|Benchmark|Example)\w*)\(`)
@@ -87,18 +118,7 @@ func TestDocs_NamedTestsExist(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	named := regexp.MustCompile(`\b(?:Test|Fuzz|Benchmark)[A-Z0-9]\w*`)
-	for path, md := range docs(t) {
-		for _, name := range named.FindAllString(md, -1) {
-			if have[name] {
-				continue
-			}
-			if prefix, ok := strings.CutSuffix(name, "_"); ok && slices.ContainsFunc(keys(have), func(h string) bool { return strings.HasPrefix(h, prefix+"_") }) {
-				continue
-			}
-			t.Errorf("%s names %s, which no _test.go file holds", path, name)
-		}
-	}
+	return have
 }
 
 func keys(m map[string]bool) []string {
