@@ -213,9 +213,39 @@ func TestDocs_CommandsTakeTheirFlags(t *testing.T) {
 	}
 	cmd := regexp.MustCompile(`(?:^|[\s($|])(?:\./)?boxbroker((?: +[a-z][a-z0-9-]*)+)([^#|]*)`)
 	flagRe := regexp.MustCompile(`(?:^|[\s\[])--([a-z][a-z-]*)`)
+	// The code of every document, and the commands of the README's
+	// Commands table as boxbroker commands, each alternative (a|b) as its
+	// first.
+	codes := map[string][]string{}
+	all := docs(t)
+	for path, md := range all {
+		codes[path] = codeOf(md)
+	}
+	readme := all["README.md"]
+	start, end := strings.Index(readme, "\n## Commands\n"), strings.Index(readme, "\n## Operating it\n")
+	if start < 0 || end < start {
+		t.Fatal("README.md has no ## Commands followed by ## Operating it")
+	}
+	alt := regexp.MustCompile(`([\w:-]+)(?:\|[\w:…-]+)+`)
+	tableRows := 0
+	for _, line := range strings.Split(readme[start:end], "\n") {
+		if !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		tableRows++
+		first, _, _ := strings.Cut(strings.TrimPrefix(line, "| "), " | ")
+		for _, span := range codeOf(strings.ReplaceAll(first, `\|`, "|")) {
+			if !strings.HasPrefix(span, "--") {
+				codes["README.md's Commands table"] = append(codes["README.md's Commands table"], "boxbroker "+alt.ReplaceAllString(span, "$1"))
+			}
+		}
+	}
+	if tableRows < 30 {
+		t.Errorf("README.md's Commands table has %d rows, want its whole table: is the pattern still right?", tableRows)
+	}
 	checked := 0
-	for path, md := range docs(t) {
-		for _, code := range codeOf(md) {
+	for path, code := range codes {
+		for _, code := range code {
 			for _, m := range cmd.FindAllStringSubmatch(code, -1) {
 				rest, _, _ := strings.Cut(m[2], "boxbroker ")
 				words := strings.Fields(m[1])
