@@ -360,3 +360,61 @@ func TestDocs_LinksAndPathsResolve(t *testing.T) {
 		}
 	}
 }
+
+// TestREADME_WhichCommandsMakeADataDirectory: the commands the README
+// says make a data directory make one, and the other commands that write
+// refuse a directory with no boxbroker data in it, making nothing.
+func TestREADME_WhichCommandsMakeADataDirectory(t *testing.T) {
+	readme := docs(t)["README.md"]
+	m := regexp.MustCompile("(?s)Only (`serve`.*?) make a data directory").FindStringSubmatch(readme)
+	if m == nil {
+		t.Fatal("README.md has no sentence \"Only `serve`, … make a data directory\"")
+	}
+	var makers []string
+	for _, w := range regexp.MustCompile("`([a-z ]+)`").FindAllStringSubmatch(m[1], -1) {
+		if w[1] != "serve" { // serve makes one as it starts; the serve tests start on new directories
+			makers = append(makers, w[1])
+		}
+	}
+	args := map[string][]string{ // a command's words → a whole command line
+		"box add":         {"box", "add", "salad"},
+		"credential set":  {"credential", "set", "anthropic"},
+		"credential add":  {"credential", "add", "anthropic", "second"},
+		"admin token":     {"admin", "token"},
+		"visitor set":     {"visitor", "set", "github:ann"},
+		"box payer":       {"box", "payer", "salad", "owner"},
+		"secret set":      {"secret", "set", "salad", "KEY", "--host", "https://api.example.com"},
+		"budget set":      {"budget", "set", "salad", "5"},
+		"limit set":       {"limit", "set", "salad", "--rpm", "5"},
+		"grant issue":     {"grant", "issue", "salad", "github:ann"},
+		"ask":             {"ask", "salad", "hosts"},
+		"proxy ca":        {"proxy", "ca"},
+		"box bind":        {"box", "bind", "salad", "--from", "10.0.0.0/8"},
+		"credential list": {"credential", "list"},
+	}
+	base := t.TempDir()
+	for words, line := range args {
+		t.Run(words, func(t *testing.T) {
+			dir := filepath.Join(base, strings.ReplaceAll(words, " ", "-"))
+			_, errs, code := run(t, "", "sk-ant-api03-NOT-A-REAL-KEY-0123456789\n", append(line, "--data", dir)...)
+			_, err := os.Stat(filepath.Join(dir, "boxbroker.db"))
+			if slices.Contains(makers, words) {
+				if code != 0 || err != nil {
+					t.Errorf("%s on a new data directory = %d %q (database: %v); the README says it makes one", words, code, errs, err)
+				}
+				return
+			}
+			if code == 0 || !strings.Contains(errs, "no boxbroker data at") {
+				t.Errorf("%s on a new data directory = %d %q; the README says only %v make one", words, code, errs, makers)
+			}
+			if _, err := os.Stat(dir); err == nil {
+				t.Errorf("%s made %s; the README says only %v make a data directory", words, dir, makers)
+			}
+		})
+	}
+	for _, w := range makers {
+		if _, ok := args[w]; !ok {
+			t.Errorf("the README says %s makes a data directory; give this test a command line for it", w)
+		}
+	}
+}
