@@ -418,3 +418,50 @@ func TestREADME_WhichCommandsMakeADataDirectory(t *testing.T) {
 		}
 	}
 }
+
+// TestDocs_MetricsAreTheCode: every metric boxbroker registers
+// (internal/…: a prometheus Name or NewDesc) is named in the docs, and
+// every boxbroker_ name the docs give is one the code has (a metric, or
+// the session cookie, the flow cookie, the change channel).
+func TestDocs_MetricsAreTheCode(t *testing.T) {
+	root := filepath.Join("..", "..")
+	metric := regexp.MustCompile(`(?:Name:\s*|NewDesc\()"(boxbroker_[a-z0-9_]+)"`)
+	literal := regexp.MustCompile(`"(boxbroker_[a-z0-9_]+)"`)
+	metrics, names := map[string]bool{}, map[string]bool{}
+	err := filepath.WalkDir(filepath.Join(root, "internal"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, m := range metric.FindAllStringSubmatch(string(b), -1) {
+			metrics[m[1]] = true
+		}
+		for _, m := range literal.FindAllStringSubmatch(string(b), -1) {
+			names[m[1]] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(metrics) < 20 {
+		t.Fatalf("found %d metrics in internal/, want them all: is the pattern still right?", len(metrics))
+	}
+	named := map[string]bool{}
+	for path, md := range docs(t) {
+		for _, n := range regexp.MustCompile(`\bboxbroker_[a-z0-9_]*[a-z0-9]`).FindAllString(md, -1) {
+			named[n] = true
+			if !names[n] {
+				t.Errorf("%s names %s, which boxbroker does not have", path, n)
+			}
+		}
+	}
+	for m := range metrics {
+		if !named[m] {
+			t.Errorf("boxbroker registers the metric %s, which no document names", m)
+		}
+	}
+}
