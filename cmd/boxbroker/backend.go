@@ -148,13 +148,19 @@ type arity struct {
 
 // parseSub parses args for sub, a word of a command of several, flags
 // anywhere among them, and returns the positional ones: as many as
-// want[sub] says. A word not in want is unknown, the error.
+// want[sub] says. A word not in want is unknown, the error, before any
+// flag is read: `-h` after a mistyped word says it is unknown rather than
+// print a usage of a command there is not. An empty sub (flags alone)
+// has its flags read first, so that -h prints them.
 func parseSub(fs *flag.FlagSet, args []string, sub string, want map[string]arity, unknown error) ([]string, error) {
+	w, ok := want[sub]
+	if !ok && sub != "" {
+		return nil, unknown
+	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return nil, err
 	}
-	w, ok := want[sub]
 	if !ok {
 		return nil, unknown
 	}

@@ -184,7 +184,11 @@ func (c *cli) printPool(entries []operator.PoolEntryView, live bool) error {
 	fmt.Fprintln(c.stdout)
 	err := rows(c.stdout, "POOL ENTRY\tKIND\tWEIGHT\tURL\tSTATE\t429s\t529s\tUPDATED", entries, func(e operator.PoolEntryView) []any {
 		u := e.URL
-		if u == "" {
+		switch {
+		case u != "":
+		case e.Kind == cloud.Name(cloud.KindBedrock) || e.Kind == cloud.Name(cloud.KindVertex):
+			u = "(the account's)" // its endpoint is in its JSON, never --anthropic-url
+		default:
 			u = "(--anthropic-url)"
 		}
 		kind := kindOrNot(e.Kind)

@@ -41,6 +41,13 @@ func TestCredential_CloudKinds(t *testing.T) {
 	if code != 0 || strings.Contains(out, secret) || !strings.Contains(out, "Amazon Bedrock") || !strings.Contains(out, "Google Vertex AI") {
 		t.Errorf("credential list = %d %q", code, out)
 	}
+	// A cloud entry's calls go to its account's endpoint, never to
+	// --anthropic-url, and its row says so.
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "gcp ") && !strings.Contains(line, "(the account's)") {
+			t.Errorf("credential list's row of a Vertex AI entry = %q, want its URL as the account's", line)
+		}
+	}
 	role := `{"region":"eu-west-1","access_key_id":"AKIACLOUDCLI00000001","secret_access_key":"` + secret + `",
   "role_arn":"arn:aws:iam::123456789012:role/broker","external_id":"ext-cli","profile":"eu","betas":["*"]}`
 	out, errs, code = run(t, dir, role, "credential", "add", "anthropic", "aws-role", "--kind", "bedrock")

@@ -545,3 +545,28 @@ func TestCLI_ActionSaysItOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestCLI_HelpOfAMistypedWordSaysItIsUnknown: `-h` after a mistyped word
+// of a command of several is refused as the word is without it, naming
+// the words there are, never answered with the usage of a command
+// boxbroker does not have.
+func TestCLI_HelpOfAMistypedWordSaysItIsUnknown(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		args []string
+		want string // in the refusal
+	}{
+		{[]string{"admin", "tokenz", "-h"}, "tokens"},
+		{[]string{"spool", "dead", "lisst", "-h"}, "spool dead list"},
+		{[]string{"visitor", "sett", "-h"}, "set"},
+		{[]string{"grant", "isue", "-h"}, "issue"},
+		{[]string{"budget", "sett", "-h"}, "set"},
+		{[]string{"secret", "lst", "-h"}, "list"},
+	}
+	for _, tt := range tests {
+		_, errs, code := run(t, dir, "", tt.args...)
+		if code != 2 || strings.Contains(errs, "usage: boxbroker "+strings.Join(tt.args[:len(tt.args)-1], " ")) || !strings.Contains(errs, tt.want) {
+			t.Errorf("%v = %d %q, want it refused as an unknown word, naming %q", tt.args, code, errs, tt.want)
+		}
+	}
+}

@@ -86,6 +86,27 @@ func Enabled(getenv func(string) string) bool {
 	return getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != ""
 }
 
+// unsupported returns an error wrapping ErrUnsupported for an OTEL_*
+// setting this package does not serve, whether or not an endpoint is set
+// (a traces exporter other than otlp or none asks for traces elsewhere,
+// which would otherwise go unsent without a word), and nil when
+// OTEL_SDK_DISABLED is "true", which turns tracing off whatever else is
+// set.
+func unsupported(getenv func(string) string) error {
+	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
+		return nil
+	}
+	if exp := strings.ToLower(strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER"))); exp != "" && exp != "otlp" && exp != "none" {
+		return fmt.Errorf("%w: OTEL_TRACES_EXPORTER=%q (only otlp or none)", ErrUnsupported, exp)
+	}
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
+		if p := strings.TrimSpace(getenv(k)); p != "" && p != "http/protobuf" {
+			return fmt.Errorf("%w: %s=%q (only http/protobuf)", ErrUnsupported, k, p)
+		}
+	}
+	return nil
+}
+
 // Tracing starts and exports box calls' traces. A nil *Tracing is valid:
 // it traces nothing.
 type Tracing struct {
@@ -106,16 +127,11 @@ type Tracing struct {
 // handler process-wide, so the last New's log receives them.
 func New(ctx context.Context, log *slog.Logger) (*Tracing, error) {
 	getenv := os.Getenv
+	if err := unsupported(getenv); err != nil {
+		return nil, err
+	}
 	if !Enabled(getenv) {
 		return nil, nil
-	}
-	if exp := strings.ToLower(strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER"))); exp != "" && exp != "otlp" {
-		return nil, fmt.Errorf("%w: OTEL_TRACES_EXPORTER=%q (only otlp or none)", ErrUnsupported, exp)
-	}
-	for _, k := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
-		if p := strings.TrimSpace(getenv(k)); p != "" && p != "http/protobuf" {
-			return nil, fmt.Errorf("%w: %s=%q (only http/protobuf)", ErrUnsupported, k, p)
-		}
 	}
 	defaults.Logger(&log)
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/hex"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -313,6 +314,39 @@ func TestNew_Unsupported(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
 	if tr, err := telemetry.New(context.Background(), nil); err == nil || tr != nil {
 		t.Fatalf("New with OTEL_EXPORTER_OTLP_PROTOCOL=grpc = %v, %v; want an error", tr, err)
+	}
+}
+
+// TestNew_UnsupportedWithoutEndpoint: an exporter or protocol this
+// package does not serve stops New even with no OTLP endpoint set, as
+// docs/telemetry.md says ("any other value stops serve"): an operator who
+// asks for zipkin traces is told so, not left with none and no word;
+// OTEL_SDK_DISABLED=true still turns tracing off whatever else is set.
+func TestNew_UnsupportedWithoutEndpoint(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		wantErr bool
+	}{
+		{"zipkin exporter", map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"}, true},
+		{"grpc protocol", map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, true},
+		{"grpc traces protocol", map[string]string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc"}, true},
+		{"none", map[string]string{"OTEL_TRACES_EXPORTER": "none"}, false},
+		{"zipkin, SDK disabled", map[string]string{"OTEL_TRACES_EXPORTER": "zipkin", "OTEL_SDK_DISABLED": "true"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, k := range []string{"OTEL_SDK_DISABLED", "OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"} {
+				t.Setenv(k, tt.env[k])
+			}
+			tr, err := telemetry.New(context.Background(), nil)
+			if tr != nil {
+				t.Errorf("New with %v traces; want none", tt.env)
+			}
+			if gotErr := errors.Is(err, telemetry.ErrUnsupported); gotErr != tt.wantErr {
+				t.Errorf("New with %v = %v; want an ErrUnsupported error: %v", tt.env, err, tt.wantErr)
+			}
+		})
 	}
 }
 
