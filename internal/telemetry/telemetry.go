@@ -87,17 +87,22 @@ func Enabled(getenv func(string) string) bool {
 }
 
 // unsupported returns an error wrapping ErrUnsupported for an OTEL_*
-// setting this package does not serve, whether or not an endpoint is set
-// (a traces exporter other than otlp or none asks for traces elsewhere,
-// which would otherwise go unsent without a word), and nil when
-// OTEL_SDK_DISABLED is "true", which turns tracing off whatever else is
-// set.
+// setting this package does not serve: a traces exporter other than otlp
+// or none, whether or not an endpoint is set (it asks for traces
+// elsewhere, which would otherwise go unsent without a word), and an
+// OTLP protocol other than http/protobuf when traces are on (Enabled);
+// a protocol set for other programs while traces are off stops nothing.
+// It returns nil when OTEL_SDK_DISABLED is "true", which turns tracing
+// off whatever else is set.
 func unsupported(getenv func(string) string) error {
 	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
 		return nil
 	}
 	if exp := strings.ToLower(strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER"))); exp != "" && exp != "otlp" && exp != "none" {
 		return fmt.Errorf("%w: OTEL_TRACES_EXPORTER=%q (only otlp or none)", ErrUnsupported, exp)
+	}
+	if !Enabled(getenv) {
+		return nil
 	}
 	for _, k := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
 		if p := strings.TrimSpace(getenv(k)); p != "" && p != "http/protobuf" {

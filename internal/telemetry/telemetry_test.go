@@ -329,8 +329,9 @@ func TestNew_UnsupportedWithoutEndpoint(t *testing.T) {
 		wantErr bool
 	}{
 		{"zipkin exporter", map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"}, true},
-		{"grpc protocol", map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, true},
-		{"grpc traces protocol", map[string]string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc"}, true},
+		{"grpc protocol, otlp exporter", map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_TRACES_EXPORTER": "otlp"}, true},
+		{"grpc traces protocol, otlp exporter", map[string]string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc", "OTEL_TRACES_EXPORTER": "otlp"}, true},
+		{"grpc protocol, traces off", map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, false},
 		{"none", map[string]string{"OTEL_TRACES_EXPORTER": "none"}, false},
 		{"zipkin, SDK disabled", map[string]string{"OTEL_TRACES_EXPORTER": "zipkin", "OTEL_SDK_DISABLED": "true"}, false},
 	}
