@@ -15,6 +15,10 @@
 //     declares egress and that has no secret pinned to that host (any
 //     port): the broker does not read a passthrough tunnel, so it could
 //     not keep out of it what it wrote to a secret's host for the box.
+//     A host approved as unknown (Approvals) is tunnelled so too, but
+//     only to addresses the broker looked up itself and Reach allows
+//     (Public by default), so that a name the box controls cannot lead
+//     the tunnel into the broker's own network.
 //     Any other is allowed only when the box's last report declares
 //     egress with the scope word NAME of a secret pinned to exactly that
 //     host and port (an IP literal only where a secret is pinned to it);
@@ -145,6 +149,15 @@ type Config struct {
 	// Dial connects a passthrough tunnel (default a net.Dialer with
 	// DefaultDialTimeout).
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Resolve looks up the addresses of a host approved as unknown, which
+	// a passthrough tunnel to it is dialled at (default
+	// net.DefaultResolver's LookupNetIP).
+	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
+	// Reach reports whether a passthrough tunnel to a host approved as
+	// unknown may go to an address (default Public); a host with an
+	// address it refuses is refused. The hosts of Passthrough, which the
+	// operator names, are dialled by name, unjudged.
+	Reach func(netip.Addr) bool
 	// Approvals, when set, lets a CONNECT to a host with no secret and
 	// no passthrough entry through as a passthrough tunnel when an
 	// approval of that host:port is in force, and opens a proposal for
@@ -198,6 +211,14 @@ func New(cfg Config) (*Proxy, error) {
 	defaults.Positive(&cfg.CARefresh, DefaultCARefresh)
 	defaults.Logger(&cfg.Logger)
 	defaults.Clock(&cfg.Now)
+	if cfg.Resolve == nil {
+		cfg.Resolve = func(ctx context.Context, host string) ([]netip.Addr, error) {
+			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		}
+	}
+	if cfg.Reach == nil {
+		cfg.Reach = Public
+	}
 	if cfg.Dial == nil {
 		d := &net.Dialer{Timeout: DefaultDialTimeout}
 		cfg.Dial = d.DialContext
@@ -298,6 +319,9 @@ type tunnel struct {
 	from  netip.Addr
 	to    target
 	names []string
+	// approved says the tunnel is a passthrough tunnel to a host approved
+	// as unknown, which goes only to addresses Config.Reach allows.
+	approved bool
 }
 
 type tunnelKey struct{}

@@ -26,8 +26,13 @@ import (
 // IdleTimeout.
 func (p *Proxy) servePassthrough(w http.ResponseWriter, r *http.Request, h *held) (broker.TunnelEnd, error) {
 	t := h.t
-	up, err := p.cfg.Dial(r.Context(), "tcp", t.to.addr())
-	if err != nil {
+	var up net.Conn
+	var err error
+	if t.approved {
+		if up, err = p.dialApproved(r.Context(), t.to); err != nil {
+			return broker.TunnelEnd{}, err
+		}
+	} else if up, err = p.cfg.Dial(r.Context(), "tcp", t.to.addr()); err != nil {
 		p.log.Warn("proxy: passthrough dial", "addr", t.to.addr(), "err", err)
 		return broker.TunnelEnd{}, capability.Refuse(capability.ReasonUpstreamFailed, "%s", "The passthrough host "+t.to.addr()+" could not be reached.")
 	}

@@ -61,7 +61,9 @@ func (p *Proxy) judge(ctx context.Context, tok string, from netip.Addr, to targe
 		approved, words := p.ask(ctx, adm.Box.Name, tok, to, refusal.Message)
 		if approved {
 			// Approved: a passthrough tunnel, on the passthrough rule
-			// (no secret of the box pinned to the host, on any port).
+			// (no secret of the box pinned to the host, on any port),
+			// to public addresses alone (dialApproved).
+			t.approved = true
 			return t, true, p.judgePassthrough(adm, secs, to)
 		}
 		refusal.Message += words

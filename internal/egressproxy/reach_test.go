@@ -1,0 +1,102 @@
+package egressproxy_test
+
+import (
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/intentius/boxbroker/internal/approval"
+	"github.com/intentius/boxbroker/internal/egressproxy"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// TestProxy_ApprovedHostIsNeverReachedAtAPrivateAddress: a box asks for
+// a host of its own choosing, which a person approves as an unknown
+// host, and has its name answer with the broker's loopback (or writes
+// the address itself, plainly or IPv4-mapped): the passthrough tunnel
+// would reach the broker's own listeners, its database, its private
+// network or the cloud's metadata service from inside. The approved
+// CONNECT is refused (403) and nothing is dialled.
+func TestProxy_ApprovedHostIsNeverReachedAtAPrivateAddress(t *testing.T) {
+	f := newFixture(t)
+	var reached atomic.Int32
+	inside := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	inside.Config.ConnState = func(net.Conn, http.ConnState) { reached.Add(1) }
+	inside.StartTLS()
+	t.Cleanup(inside.Close)
+	_, port, _ := net.SplitHostPort(inside.Listener.Addr().String())
+	if err := f.b.Server.Approvals.SetAsk(t.Context(), "shop", approval.ScopeHosts, true); err != nil {
+		t.Fatal(err)
+	}
+	tests := []string{
+		"localhost:" + port,          // a name that answers with loopback
+		"127.0.0.1:" + port,          // loopback written as such
+		"[::ffff:127.0.0.1]:" + port, // loopback, IPv4-mapped
+	}
+	for _, target := range tests {
+		t.Run(target, func(t *testing.T) {
+			if resp, body, _ := connect(t, f, target, basic(f.token)); resp.StatusCode != http.StatusForbidden {
+				t.Fatalf("CONNECT %s before approval = %d %s, want 403", target, resp.StatusCode, body)
+			}
+			ps, err := f.b.Server.Approvals.List(t.Context(), "shop", store.ProposalPending)
+			if err != nil || len(ps) != 1 {
+				t.Fatalf("pending = %+v, %v; want one", ps, err)
+			}
+			if _, err := f.b.Server.Approvals.Approve(t.Context(), ps[0].ID, 0, true, "test"); err != nil {
+				t.Fatal(err)
+			}
+			resp, body, _ := connect(t, f, target, basic(f.token))
+			if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "no public address") {
+				t.Errorf("CONNECT %s after approval = %d %s, want 403: no public address", target, resp.StatusCode, body)
+			}
+		})
+	}
+	f.dials.mu.Lock()
+	dialled := append([]string(nil), f.dials.addrs...)
+	f.dials.mu.Unlock()
+	if len(dialled) != 0 || reached.Load() != 0 {
+		t.Errorf("the proxy dialled %v (%d connections reached the loopback host), want nothing", dialled, reached.Load())
+	}
+}
+
+// TestPublic: the addresses a host approved as unknown may be reached at.
+func TestPublic(t *testing.T) {
+	tests := []struct {
+		addr string
+		want bool
+	}{
+		{"93.184.215.14", true},
+		{"2606:2800:21f:cb07:6820:80da:af6b:8b2c", true},
+		{"127.0.0.1", false},
+		{"127.1.2.3", false},
+		{"::1", false},
+		{"::ffff:127.0.0.1", false},
+		{"::ffff:93.184.215.14", true},
+		{"169.254.169.254", false}, // cloud metadata
+		{"fd00:ec2::254", false},   // AWS's metadata over IPv6
+		{"fe80::1%eth0", false},
+		{"10.0.0.5", false},
+		{"172.16.0.1", false},
+		{"192.168.1.1", false},
+		{"100.100.100.200", false}, // shared space (Alibaba's metadata, tailnets)
+		{"0.0.0.0", false},
+		{"0.1.2.3", false},
+		{"::", false},
+		{"224.0.0.1", false},
+		{"255.255.255.255", false},
+		{"64:ff9b::7f00:1", false},     // NAT64 of 127.0.0.1
+		{"64:ff9b::5db8:d70e", true},   // NAT64 of 93.184.215.14
+		{"2002:a9fe:a9fe::1", false},   // 6to4 of 169.254.169.254
+		{"2001:0:4136:e378::1", false}, // Teredo
+		{"198.18.0.1", false},
+	}
+	for _, tt := range tests {
+		if got := egressproxy.Public(netip.MustParseAddr(tt.addr)); got != tt.want {
+			t.Errorf("Public(%s) = %v, want %v", tt.addr, got, tt.want)
+		}
+	}
+}
