@@ -18,7 +18,9 @@
 //     A host approved as unknown (Approvals) is tunnelled so too, but
 //     only to addresses the broker looked up itself and Reach allows
 //     (Public by default), so that a name the box controls cannot lead
-//     the tunnel into the broker's own network.
+//     the tunnel into the broker's own network. A passthrough tunnel
+//     whose TLS ClientHello asks for a server name other than the
+//     CONNECT's host is closed before the host reads a byte of it.
 //     Any other is allowed only when the box's last report declares
 //     egress with the scope word NAME of a secret pinned to exactly that
 //     host and port (an IP literal only where a secret is pinned to it);

@@ -49,8 +49,12 @@ func (p *Proxy) servePassthrough(w http.ResponseWriter, r *http.Request, h *held
 	// the request's context ends then.
 	stop := context.AfterFunc(r.Context(), func() { conn.Close(); up.Close() })
 	defer stop()
-	end.Bytes = splice(conn, up, p.cfg.IdleTimeout)
-	if why := h.why(); why != "" {
+	gate := &helloGate{Conn: conn, host: t.to.host}
+	end.Bytes = splice(gate, up, p.cfg.IdleTimeout)
+	if gate.refused {
+		end.Reason = capability.ReasonHost
+		end.Message += "; closed by the broker: the client's TLS server name was not " + t.to.host
+	} else if why := h.why(); why != "" {
 		end.Reason = capability.ReasonClosed
 		end.Message += "; closed by the broker: " + why
 	}

@@ -1,13 +1,18 @@
 package egressproxy_test
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/intentius/boxbroker/internal/approval"
 	"github.com/intentius/boxbroker/internal/egressproxy"
@@ -98,5 +103,44 @@ func TestPublic(t *testing.T) {
 		if got := egressproxy.Public(netip.MustParseAddr(tt.addr)); got != tt.want {
 			t.Errorf("Public(%s) = %v, want %v", tt.addr, got, tt.want)
 		}
+	}
+}
+
+// TestProxy_PassthroughServerNameMustBeItsHost: through a passthrough
+// tunnel to a host on the list, the box opens TLS asking for another
+// name, here the host its secret API is pinned to (as one front end
+// serves many names at one address): the broker would carry, unread,
+// what that host kept of the value it wrote there. The tunnel is closed
+// at the hello; the host never answers it, and the record says why.
+func TestProxy_PassthroughServerNameMustBeItsHost(t *testing.T) {
+	f := newFixture(t)
+	roots := x509.NewCertPool()
+	roots.AddCert(f.passCert) // httptest's certificate names example.com too
+	resp, body, conn := connect(t, f, f.passHost, basic(f.token))
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("CONNECT %s = %d %s, want 200 (passthrough)", f.passHost, resp.StatusCode, body)
+	}
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	tc := tls.Client(conn, &tls.Config{RootCAs: roots, ServerName: "example.com"})
+	if err := tc.Handshake(); err == nil {
+		io.WriteString(tc, "GET / HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n")
+		got, _ := io.ReadAll(tc)
+		t.Fatalf("TLS for example.com through the tunnel to %s: answered %q, want the tunnel closed at the hello", f.passHost, got)
+	}
+	var entries []store.AuditEntry
+	for range 200 { // the tunnel's record is written as it ends
+		if err := f.b.Server.Audit.Sync(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		entries, _ = f.b.Server.Store.ListAudit(t.Context(), store.AuditQuery{Box: "shop", Limit: 100})
+		if slices.ContainsFunc(entries, func(e store.AuditEntry) bool { return e.Route == egressproxy.RoutePassthrough }) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !slices.ContainsFunc(entries, func(e store.AuditEntry) bool {
+		return e.Route == egressproxy.RoutePassthrough && e.Reason == "host" && strings.Contains(e.Message, "TLS server name")
+	}) {
+		t.Errorf("audit = %+v, want the passthrough tunnel recorded as closed for its TLS server name", entries)
 	}
 }
