@@ -1,6 +1,7 @@
 package egressproxy_test
 
 import (
+	"bufio"
 	"crypto/tls"
 	"crypto/x509"
 	"io"
@@ -142,5 +143,51 @@ func TestProxy_PassthroughServerNameMustBeItsHost(t *testing.T) {
 		return e.Route == egressproxy.RoutePassthrough && e.Reason == "host" && strings.Contains(e.Message, "TLS server name")
 	}) {
 		t.Errorf("audit = %+v, want the passthrough tunnel recorded as closed for its TLS server name", entries)
+	}
+}
+
+// TestProxy_UnauthenticatedBodyIsNeverRead: a client with no box's token
+// sends the proxy the head of a plain-HTTP request whose body never
+// comes (announced, or chunked). Its refusal arrives at once, with the
+// connection closed: the proxy's listener has no bound on reading a
+// body, and net/http would otherwise read up to 256 KiB of one left
+// unread before answering, holding the connection for as long as the
+// client trickles it.
+func TestProxy_UnauthenticatedBodyIsNeverRead(t *testing.T) {
+	f := newFixture(t)
+	tests := []struct {
+		name, auth, body string
+		want             int
+	}{
+		{"no token, announced", "", "Content-Length: 100000\r\n\r\n{", http.StatusProxyAuthRequired},
+		{"no token, chunked", "", "Transfer-Encoding: chunked\r\n\r\n1\r\n{\r\n", http.StatusProxyAuthRequired},
+		{"unknown token, announced", "Proxy-Authorization: Bearer bbx_unknown\r\n", "Content-Length: 100000\r\n\r\n{", http.StatusProxyAuthRequired},
+		{"not absolute form", "", "Content-Length: 100000\r\n\r\n{", http.StatusBadRequest},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := net.Dial("tcp", f.proxy.Host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			target := "http://" + f.host + "/v1/x"
+			if tt.want == http.StatusBadRequest {
+				target = "/v1/x"
+			}
+			head := "POST " + target + " HTTP/1.1\r\nHost: " + f.host + "\r\n" + tt.auth + tt.body
+			if _, err := io.WriteString(c, head); err != nil {
+				t.Fatal(err)
+			}
+			_ = c.SetReadDeadline(time.Now().Add(10 * time.Second)) // a guard against a hang only
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Fatalf("no answer while the body is unsent: %v", err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tt.want || !resp.Close {
+				t.Errorf("POST %s with an unsent body = %d (close %v), want %d with the connection closed", target, resp.StatusCode, resp.Close, tt.want)
+			}
+		})
 	}
 }
