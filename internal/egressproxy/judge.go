@@ -140,8 +140,16 @@ func defaultPort(scheme string) string {
 
 // hostName is a host's name as the proxy compares it: in lower case,
 // without the trailing dot of a fully qualified name (example.com. is
-// example.com), so that neither makes a secret's host another.
-func hostName(h string) string { return strings.TrimSuffix(strings.ToLower(h), ".") }
+// example.com), and an IP address in its one written form (as
+// protocol.ParseSecretHost writes a secret's: 2001:db8:0::1 is
+// 2001:db8::1, ::ffff:192.0.2.1 is 192.0.2.1), so that none of these
+// makes a secret's host another.
+func hostName(h string) string {
+	if ip, err := netip.ParseAddr(h); err == nil {
+		return ip.Unmap().String()
+	}
+	return strings.TrimSuffix(strings.ToLower(h), ".")
+}
 
 // parseTarget reads a CONNECT's authority: host:port, the port given.
 // The host is kept as hostName writes it.

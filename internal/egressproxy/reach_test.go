@@ -2,8 +2,10 @@ package egressproxy_test
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -16,6 +18,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/approval"
+	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/egressproxy"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -23,7 +26,7 @@ import (
 // TestProxy_ApprovedHostIsNeverReachedAtAPrivateAddress: a box asks for
 // a host of its own choosing, which a person approves as an unknown
 // host, and has its name answer with the broker's loopback (or writes
-// the address itself, plainly or IPv4-mapped): the passthrough tunnel
+// the address itself, IPv4 or IPv6): the passthrough tunnel
 // would reach the broker's own listeners, its database, its private
 // network or the cloud's metadata service from inside. The approved
 // CONNECT is refused (403) and nothing is dialled.
@@ -39,9 +42,9 @@ func TestProxy_ApprovedHostIsNeverReachedAtAPrivateAddress(t *testing.T) {
 		t.Fatal(err)
 	}
 	tests := []string{
-		"localhost:" + port,          // a name that answers with loopback
-		"127.0.0.1:" + port,          // loopback written as such
-		"[::ffff:127.0.0.1]:" + port, // loopback, IPv4-mapped
+		"localhost:" + port, // a name that answers with loopback
+		"127.0.0.1:" + port, // loopback written as such
+		"[::1]:" + port,     // IPv6 loopback
 	}
 	for _, target := range tests {
 		t.Run(target, func(t *testing.T) {
@@ -189,5 +192,32 @@ func TestProxy_UnauthenticatedBodyIsNeverRead(t *testing.T) {
 				t.Errorf("POST %s with an unsent body = %d (close %v), want %d with the connection closed", target, resp.StatusCode, resp.Close, tt.want)
 			}
 		})
+	}
+}
+
+// TestProxy_AnotherFormOfASecretsIPIsTheSecretsHost: a secret pinned to
+// an IPv6 address written one way (2606:4700:0:0::1111), and the same
+// address on the passthrough list written another (2606:4700::1111): a
+// CONNECT there is the secret's host, and gets no passthrough tunnel
+// (which the broker does not read); nothing is dialled.
+func TestProxy_AnotherFormOfASecretsIPIsTheSecretsHost(t *testing.T) {
+	var dialled atomic.Int32
+	f := newFixtureProxy(t, nil, nil, func(c *egressproxy.Config) {
+		c.Passthrough = append(c.Passthrough, "[2606:4700::1111]:443")
+		c.Dial = func(context.Context, string, string) (net.Conn, error) {
+			dialled.Add(1)
+			return nil, errors.New("test: no dial")
+		}
+	})
+	f.b.SetSecret("shop", "V6", "https://[2606:4700:0:0::1111]", secretValue)
+	f.b.Report(f.token, brokertest.Entry("egress", "API", "V6"))
+	for _, target := range []string{"[2606:4700::1111]:443", "[2606:4700:0::1111]:443", "[2606:4700:0:0:0:0:0:1111]:443"} {
+		resp, body, _ := connect(t, f, target, basic(f.token))
+		if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "V6") {
+			t.Errorf("CONNECT %s = %d %s, want 403 naming V6, the secret pinned there", target, resp.StatusCode, body)
+		}
+	}
+	if n := dialled.Load(); n != 0 {
+		t.Errorf("the proxy dialled %d times, want none", n)
 	}
 }
