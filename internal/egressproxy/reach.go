@@ -77,7 +77,8 @@ var (
 // the name, means the address judged is the address reached: a name the
 // box controls cannot be approved as a public host and then answer with
 // the broker's own loopback, its private network or the cloud metadata
-// service. An address Reach refuses is a 403 naming it; a name that
+// service. An address Reach refuses is a 403 (the address logged, not
+// shown to the box); a name that
 // does not resolve, or no address that answers, is a 502.
 func (p *Proxy) dialApproved(ctx context.Context, to target) (net.Conn, error) {
 	addrs, err := p.lookup(ctx, to.host)
@@ -87,8 +88,11 @@ func (p *Proxy) dialApproved(ctx context.Context, to target) (net.Conn, error) {
 	}
 	for _, a := range addrs {
 		if !p.cfg.Reach(a) {
-			return nil, capability.Refuse(capability.ReasonHost, "%s was approved as an unknown host, and it is at %s, which is no public address: the broker's proxy tunnels to an approved host only at public addresses, never to its own loopback, a private network or a cloud's metadata service. Its operator lists a host to be reached elsewhere on --proxy-passthrough.",
-				to.addr(), a.WithZone(""))
+			// The address is logged, not shown: the box chose the name,
+			// and would learn how the broker's own network resolves it.
+			p.log.Warn("proxy: an approved host is at an address that is not public", "addr", to.addr(), "at", a.String())
+			return nil, capability.Refuse(capability.ReasonHost, "%s was approved as an unknown host, and it is at an address that is no public address: the broker's proxy tunnels to an approved host only at public addresses, never to its own loopback, a private network or a cloud's metadata service. Its operator lists a host to be reached elsewhere on --proxy-passthrough.",
+				to.addr())
 		}
 	}
 	var errs []error

@@ -62,6 +62,9 @@ func TestProxy_ApprovedHostIsNeverReachedAtAPrivateAddress(t *testing.T) {
 			if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "no public address") {
 				t.Errorf("CONNECT %s after approval = %d %s, want 403: no public address", target, resp.StatusCode, body)
 			}
+			if strings.HasPrefix(target, "localhost") && (strings.Contains(body, "127.0.0.1") || strings.Contains(body, "::1")) {
+				t.Errorf("the refusal of %s = %s; it tells the box what the name resolves to", target, body)
+			}
 		})
 	}
 	f.dials.mu.Lock()
