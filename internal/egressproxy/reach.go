@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/proxy"
 )
 
 // Public reports whether a is a public unicast address, the only kind a
@@ -83,14 +84,14 @@ var (
 func (p *Proxy) dialApproved(ctx context.Context, to target) (net.Conn, error) {
 	addrs, err := p.lookup(ctx, to.host)
 	if err != nil || len(addrs) == 0 {
-		p.log.Warn("proxy: look up an approved host", "host", to.host, "err", err)
+		p.log.Warn("proxy: look up an approved host", "addr", proxy.ScrubKept(to.addr()), "err", proxy.ScrubKept(fmt.Sprint(err)))
 		return nil, capability.Refuse(capability.ReasonUpstreamFailed, "The approved host %s could not be looked up.", to.addr())
 	}
 	for _, a := range addrs {
 		if !p.cfg.Reach(a) {
 			// The address is logged, not shown: the box chose the name,
 			// and would learn how the broker's own network resolves it.
-			p.log.Warn("proxy: an approved host is at an address that is not public", "addr", to.addr(), "at", a.String())
+			p.log.Warn("proxy: an approved host is at an address that is not public", "addr", proxy.ScrubKept(to.addr()), "at", a.String())
 			return nil, capability.Refuse(capability.ReasonHost, "%s was approved as an unknown host, and it is at an address that is no public address: the broker's proxy tunnels to an approved host only at public addresses, never to its own loopback, a private network or a cloud's metadata service. Its operator lists a host to be reached elsewhere on --proxy-passthrough.",
 				to.addr())
 		}
@@ -103,7 +104,7 @@ func (p *Proxy) dialApproved(ctx context.Context, to target) (net.Conn, error) {
 		}
 		errs = append(errs, err)
 	}
-	p.log.Warn("proxy: approved host dial", "addr", to.addr(), "err", errors.Join(errs...))
+	p.log.Warn("proxy: approved host dial", "addr", proxy.ScrubKept(to.addr()), "err", proxy.ScrubKept(errors.Join(errs...).Error()))
 	return nil, capability.Refuse(capability.ReasonUpstreamFailed, "%s", "The approved host "+to.addr()+" could not be reached.")
 }
 
