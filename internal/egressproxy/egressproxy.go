@@ -358,7 +358,7 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		p.refuse(w, r, nil, capability.Refuse(capability.ReasonInvalid, "CONNECT takes host:port, such as api.github.com:443."), start, RouteConnect)
 		return
 	}
-	t, passthrough, err := p.judge(r.Context(), token.FromProxyAuthorization(r.Header), p.cfg.Broker.Source(r), to)
+	t, passthrough, err := p.judge(r.Context(), token.FromProxyAuthorization(r.Header), p.cfg.Broker.Source(r), to, true)
 	if err != nil {
 		p.refuse(w, r, t, err, start, RouteConnect)
 		return
@@ -374,7 +374,7 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 	}
 	if passthrough {
 		defer p.release(h)
-		p.cfg.Broker.ServeHandoff(w, r, broker.Handoff{Token: t.token, From: t.from, Tunnel: &broker.Tunnel{
+		p.cfg.Broker.ServeHandoff(w, r, broker.Handoff{Token: t.token, From: t.from, Counted: true, Tunnel: &broker.Tunnel{
 			Capability: protocol.Egress, Route: RoutePassthrough, Words: t.names,
 			Serve: func(w http.ResponseWriter, r *http.Request) (broker.TunnelEnd, error) {
 				return p.servePassthrough(w, r, h)
@@ -450,7 +450,7 @@ func (p *Proxy) serveTunnel(w http.ResponseWriter, r *http.Request) {
 			p.cfg.Now(), RouteTunnel)
 		return
 	}
-	p.forward(w, r, t)
+	p.forward(w, r, t, false)
 }
 
 // plain serves a plain-HTTP request in absolute form.
@@ -465,12 +465,12 @@ func (p *Proxy) plain(w http.ResponseWriter, r *http.Request) {
 		p.refuse(w, r, nil, capability.Refuse(capability.ReasonInvalid, "The request's Host is not its URL's host."), start, RouteTunnel)
 		return
 	}
-	t, _, err := p.judge(r.Context(), token.FromProxyAuthorization(r.Header), p.cfg.Broker.Source(r), to)
+	t, _, err := p.judge(r.Context(), token.FromProxyAuthorization(r.Header), p.cfg.Broker.Source(r), to, true)
 	if err != nil {
 		p.refuse(w, r, t, err, start, RouteTunnel)
 		return
 	}
-	p.forward(w, r, t)
+	p.forward(w, r, t, true)
 }
 
 // sameHost reports whether a request's Host names to (its port, when
@@ -485,8 +485,9 @@ func sameHost(host string, to target) bool {
 
 // forward hands r to the broker as /egress/NAME/<path>, NAME the
 // tunnel's declared secret, still pinned to its host, whose base path
-// r's path is under (the longest).
-func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t *tunnel) {
+// r's path is under (the longest); counted says judge counted r against
+// the box's rate already (a plain request).
+func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t *tunnel, counted bool) {
 	ctx := r.Context()
 	path := r.URL.EscapedPath()
 	name, tail := "", ""
@@ -526,5 +527,5 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t *tunnel) {
 	in.RequestURI = u.RequestURI()
 	in.Header.Del("Proxy-Authorization")
 	in.Header.Del("Proxy-Connection")
-	p.cfg.Broker.ServeHandoff(w, in, broker.Handoff{Token: t.token, From: t.from, Label: RoutePrefix})
+	p.cfg.Broker.ServeHandoff(w, in, broker.Handoff{Token: t.token, From: t.from, Label: RoutePrefix, Counted: counted})
 }

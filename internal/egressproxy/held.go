@@ -188,7 +188,7 @@ func (p *Proxy) recheck(ctx context.Context) {
 	}
 	p.mu.Unlock()
 	for k, hs := range groups {
-		_, pass, err := p.judge(ctx, k.token, k.from, k.to)
+		_, pass, err := p.judge(ctx, k.token, k.from, k.to, false)
 		var e *capability.Error
 		if err != nil && (!errors.As(err, &e) || e.Status == http.StatusServiceUnavailable) {
 			p.log.Warn("proxy: judge open tunnels again", "err", err)

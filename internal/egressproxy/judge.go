@@ -18,13 +18,17 @@ import (
 
 // judge applies the rule for to to the box whose token is tok (from
 // Proxy-Authorization, sent from from), for a CONNECT, a plain request
-// and the re-check of an open tunnel. It returns the tunnel,
+// and the re-check of an open tunnel. A CONNECT and a plain request
+// (count true) are counted against the box's rate (broker.CountRequest)
+// once the box is admitted, before the store is read for them: a box
+// cannot have the broker read its secrets and open proposals faster
+// than its rate by sending CONNECTs the proxy refuses. It returns the tunnel,
 // passthrough true for a host on the passthrough list, or the refusal
 // (with the tunnel, when the box is known). The broker
 // admits the box (its token, its pause, its report); the proxy chooses
 // the words: the names of the box's secrets pinned to to, of which the
 // box's report must declare at least one.
-func (p *Proxy) judge(ctx context.Context, tok string, from netip.Addr, to target) (t *tunnel, passthrough bool, err error) {
+func (p *Proxy) judge(ctx context.Context, tok string, from netip.Addr, to target, count bool) (t *tunnel, passthrough bool, err error) {
 	adm, err := p.cfg.Broker.AdmitBox(ctx, tok, protocol.Egress, from)
 	if token.Refused(err) {
 		msg := "The proxy needs the box's token in Proxy-Authorization: set HTTPS_PROXY=http://box:<token>@<this address> (Basic, any user, the token as the password), or send Proxy-Authorization: Bearer <token>."
@@ -40,6 +44,11 @@ func (p *Proxy) judge(ctx context.Context, tok string, from netip.Addr, to targe
 	}
 	if err != nil {
 		return t, false, err
+	}
+	if count {
+		if err := p.cfg.Broker.CountRequest(adm.Box.Name); err != nil {
+			return t, false, err
+		}
 	}
 	secs, err := p.cfg.Secrets.ListSecrets(ctx, adm.Box.Name)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -20,6 +21,7 @@ import (
 	"github.com/intentius/boxbroker/internal/approval"
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/egressproxy"
+	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -222,5 +224,33 @@ func TestProxy_AnotherFormOfASecretsIPIsTheSecretsHost(t *testing.T) {
 	}
 	if n := dialled.Load(); n != 0 {
 		t.Errorf("the proxy dialled %d times, want none", n)
+	}
+}
+
+// TestProxy_RefusedConnectsAreHeldToTheBoxsRate: a box sends CONNECTs
+// the proxy refuses (hosts no secret is pinned to, in ask mode) as fast
+// as it can. Each would have the broker read the box's secrets and its
+// approvals and write a proposal; past the box's rate each is a 429
+// instead, before the store is read.
+func TestProxy_RefusedConnectsAreHeldToTheBoxsRate(t *testing.T) {
+	f := newFixtureConfig(t, nil, func(c *server.Config) { c.BoxRate, c.BoxBurst = 0.001, 3 }) // the fixture's report takes one
+	if err := f.b.Server.Approvals.SetAsk(t.Context(), "shop", approval.ScopeHosts, true); err != nil {
+		t.Fatal(err)
+	}
+	var statuses []int
+	for i := range 8 {
+		resp, _, _ := connect(t, f, "unknown"+strconv.Itoa(i)+".example:443", basic(f.token))
+		statuses = append(statuses, resp.StatusCode)
+		if resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get("Retry-After") == "" {
+			t.Errorf("CONNECT %d: 429 without Retry-After", i)
+		}
+	}
+	want := []int{403, 403, 429, 429, 429, 429, 429, 429}
+	if !slices.Equal(statuses, want) {
+		t.Errorf("statuses of 8 refused CONNECTs = %v, want %v (rate 0.001/s, burst 3, one taken by the report)", statuses, want)
+	}
+	ps, err := f.b.Server.Approvals.List(t.Context(), "shop", store.ProposalPending)
+	if err != nil || len(ps) != 2 {
+		t.Errorf("pending proposals = %d, %v; want 2, one for each CONNECT within the rate", len(ps), err)
 	}
 }
