@@ -67,6 +67,11 @@ func (p *Proxy) judge(ctx context.Context, tok string, from netip.Addr, to targe
 	if len(pinned) == 0 {
 		refusal := capability.Refuse(capability.ReasonNoSecret, "No egress secret of this box is pinned to %s, so the broker's proxy does not reach it: egress goes only to a host a secret is pinned to, by its exact host and port; its owner pins one with `boxbroker secret set %s NAME --host %s`.",
 			where, adm.Box.Name, where)
+		if ip, err := netip.ParseAddr(to.host); err == nil && !p.cfg.Reach(ip) {
+			// No approval could open it (dialApproved): ask no one.
+			refusal.Message += " An address that is not public (loopback, a private network, a cloud's metadata service) is never approved as an unknown host."
+			return t, false, refusal
+		}
 		approved, words := p.ask(ctx, adm.Box.Name, tok, to, refusal.Message)
 		if approved {
 			// Approved: a passthrough tunnel, on the passthrough rule
