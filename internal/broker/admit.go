@@ -69,7 +69,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 			return nil, nil, held{}, capability.Refuse(capability.ReasonCannotRecord, "The broker cannot record calls just now (neither its store nor its spool takes a write), so it serves none; try again shortly.").WithErr(err)
 		}
 	}
-	h, err := s.limits.take(box.Name)
+	h, err := s.limits.takeRated(box.Name, hd == nil || !hd.Counted)
 	if err != nil {
 		return nil, nil, held{}, err
 	}

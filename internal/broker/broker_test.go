@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -208,5 +209,40 @@ func TestPause(t *testing.T) {
 	setPaused(false)
 	if resp := b.Do("GET", "/llm/anthropic/v1/models", token, nil, nil); resp.StatusCode != 200 {
 		t.Errorf("resumed: %d %s", resp.StatusCode, resp.Body)
+	}
+}
+
+// TestDeclaration_FloodIsHeldToTheBoxsRate: a box posting reports as
+// fast as it can (each a store write, a change every replica's cache
+// drops, and a wait for them to settle) is held to its rate like any of
+// its requests: past its burst, 429 with Retry-After, the report unread
+// and nothing written.
+func TestDeclaration_FloodIsHeldToTheBoxsRate(t *testing.T) {
+	b := brokertest.New(t, brokertest.Options{Config: func(c *server.Config) {
+		c.BoxRate = 0.001 // one more token in 1000 s: none within the test
+		c.BoxBurst = 2
+	}})
+	tok := b.AddBox("flood")
+	kept := 0
+	for i := range 10 {
+		body := `{"capabilities":[{"name":"egress","broker":"lobby","scope":["S` + strconv.Itoa(i) + `"]}]}`
+		resp := b.Do("POST", protocol.RouteDeclaration, tok, []byte(body), nil)
+		switch resp.StatusCode {
+		case http.StatusOK:
+			kept++
+		case http.StatusTooManyRequests:
+			if typ, _ := brokertest.Refusal(resp.Body); typ != protocol.TypeRateLimit || resp.Header.Get("Retry-After") == "" {
+				t.Errorf("report %d: 429 %s (Retry-After %q), want a rate_limit_error with Retry-After", i, resp.Body, resp.Header.Get("Retry-After"))
+			}
+		default:
+			t.Fatalf("report %d = %d %s, want 200 or 429", i, resp.StatusCode, resp.Body)
+		}
+	}
+	if kept != 2 {
+		t.Errorf("%d of 10 reports kept at a burst of 2, want 2: reports are not held to the box's rate", kept)
+	}
+	d, err := b.Server.Cache.Declaration(context.Background(), "flood")
+	if err != nil || d == nil || len(d.Capabilities) != 1 || d.Capabilities[0].Scope[0] != "S1" {
+		t.Errorf("kept report = %+v, %v; want the second, S1", d, err)
 	}
 }

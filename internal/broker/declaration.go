@@ -34,6 +34,16 @@ func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *reque
 		}
 		return err
 	}
+	// A report is a request of the box like any other: it is held within
+	// the box's rate and in-flight bounds, so that a box cannot make the
+	// store write (and every replica drop its cache, and wait out Settle)
+	// as often as it can send.
+	h, err := s.limits.take(box.Name)
+	if err != nil {
+		leaveBody(w, r)
+		return err
+	}
+	defer h.release()
 	// A report is small: a body still arriving after BodyTimeout is a
 	// client holding a connection, not a report.
 	_ = http.NewResponseController(w).SetReadDeadline(s.cfg.Now().Add(BodyTimeout))

@@ -30,7 +30,18 @@ type Handoff struct {
 	Label string
 	// Tunnel, when not nil, serves the request in place of a capability.
 	Tunnel *Tunnel
+	// Counted says the front door counted the request against the box's
+	// rate already (CountRequest), as the proxy counts the CONNECT it
+	// judged: it is then held within the box's in-flight bound alone.
+	Counted bool
 }
+
+// CountRequest counts one request of the box named box against its rate
+// (Limits.Rate), holding nothing, or returns the 429 refusal past it: a
+// front door that judges a request itself before handing it in (the
+// proxy's CONNECT, with the store reads and proposals its judgment
+// takes) counts it so, and hands it in with Handoff.Counted.
+func (s *Server) CountRequest(box string) error { return s.limits.count(box) }
 
 // Tunnel is a request a front door answers itself, beyond the broker's
 // routes (the proxy's passthrough tunnels): the broker admits its box by
@@ -84,7 +95,7 @@ func (s *Server) serveTunnel(w *recorder, r *http.Request, info *requestInfo, hd
 	if err != nil {
 		return err
 	}
-	h, err := s.limits.take(adm.Box.Name)
+	h, err := s.limits.takeRated(adm.Box.Name, !hd.Counted)
 	if err != nil {
 		return err
 	}

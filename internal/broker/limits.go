@@ -75,7 +75,11 @@ func (h held) release() {
 
 // take admits one request of box, or returns a 429 refusal saying when
 // to try again.
-func (l *limiter) take(box string) (held, error) {
+func (l *limiter) take(box string) (held, error) { return l.takeRated(box, true) }
+
+// takeRated is take, counting the request against the box's rate only
+// when rated (false: a front door counted it already, with count).
+func (l *limiter) takeRated(box string, rated bool) (held, error) {
 	if l.lim.Rate <= 0 && l.lim.Concurrent <= 0 {
 		return held{}, nil
 	}
@@ -96,12 +100,40 @@ func (l *limiter) take(box string) (held, error) {
 	if l.lim.Concurrent > 0 && b.inFlight >= l.lim.Concurrent {
 		return held{}, tooMany(1, "This box has %d requests in flight, the most the broker allows one box; wait for one to finish.", l.lim.Concurrent)
 	}
-	if b.bucket != nil && !b.bucket.AllowN(now, 1) {
-		wait := math.Ceil((1 - b.bucket.TokensAt(now)) / l.lim.Rate)
-		return held{}, tooMany(int(wait), "This box is over the broker's rate of %g requests a second.", l.lim.Rate)
+	if rated {
+		if err := l.allowLocked(b, now); err != nil {
+			return held{}, err
+		}
 	}
 	b.inFlight++
 	return held{l: l, box: box, b: b}, nil
+}
+
+// count counts one request of box against its rate alone, holding
+// nothing, or returns the 429 refusal past it.
+func (l *limiter) count(box string) error {
+	if l.lim.Rate <= 0 {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	b := l.boxes[box]
+	if b == nil {
+		b = &boxLimit{bucket: rate.NewLimiter(rate.Limit(l.lim.Rate), l.lim.Burst)}
+		l.boxes[box] = b
+	}
+	return l.allowLocked(b, now)
+}
+
+// allowLocked takes one token of b's bucket at now, or returns the 429
+// refusal saying when to try again.
+func (l *limiter) allowLocked(b *boxLimit, now time.Time) error {
+	if b.bucket != nil && !b.bucket.AllowN(now, 1) {
+		wait := math.Ceil((1 - b.bucket.TokensAt(now)) / l.lim.Rate)
+		return tooMany(int(wait), "This box is over the broker's rate of %g requests a second.", l.lim.Rate)
+	}
+	return nil
 }
 
 // release ends one request of box, whose entry is b, and forgets the box

@@ -39,9 +39,13 @@ func (s *Server) writeError(w *recorder, r *http.Request, err error, info *reque
 // shown. rec, the request's record, is completed with the refusal's
 // status, reason and message (and its duration, when it has none) and
 // counted and kept as every request's record is, when it names a box; a refusal
-// of no box's token is not recorded one by one.
+// of no box's token is not recorded one by one. A body r carries is
+// left unread (leaveBody): the refusal goes out at once, and the
+// connection closes, however slowly the client sends it, on a listener
+// (the proxy's) that bounds no body's reading.
 func (s *Server) Refuse(w http.ResponseWriter, r *http.Request, err error, rec *Record) {
 	ce := s.refusalOf(r, err, rec.Route, rec.Box)
+	leaveBody(w, r)
 	writeRefusal(w, ce)
 	// One line a refusal, as the handler logs one a request; a refusal
 	// that names no box (no token, or no box's) only at debug, since it

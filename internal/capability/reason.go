@@ -93,7 +93,9 @@ const (
 	// under it.
 	ReasonRefused = "refused"
 	// ReasonHost: a request goes to a host other than its secret's (an
-	// egress request sent elsewhere) or its proxy tunnel's.
+	// egress request sent elsewhere) or its proxy tunnel's (a
+	// passthrough tunnel's TLS server name included), or a tunnel to a
+	// host approved as unknown would go to an address that is not public.
 	ReasonHost = "host"
 	// ReasonPassthrough: a passthrough tunnel to a host one of the box's
 	// secrets is pinned to.

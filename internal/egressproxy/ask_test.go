@@ -7,12 +7,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/approval"
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/egressproxy"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -21,8 +23,12 @@ import (
 // passthrough entry is refused and opens a proposal its refusal names;
 // once approved, the same CONNECT is a passthrough tunnel (the host's
 // own certificate, no secret in it), and another host is still refused.
+// (The stand-in host is on loopback, which an approved host is reached
+// at only when Reach allows it, as here.)
 func TestProxy_UnknownHostAskedThenPassedThrough(t *testing.T) {
-	f := newFixture(t)
+	f := newFixtureProxy(t, nil, nil, func(c *egressproxy.Config) {
+		c.Reach = func(a netip.Addr) bool { return a.IsLoopback() || egressproxy.Public(a) }
+	})
 	unknown := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "unknown host; auth="+r.Header.Get("Authorization"))
 	}))

@@ -74,11 +74,11 @@ func TestProxy_PathCannotClimbOutOfTheBase(t *testing.T) {
 // the box's rate bound as /egress/NAME ones do: past the burst, a 429
 // with Retry-After, and the host is not reached.
 func TestProxy_BoxRateBoundHolds(t *testing.T) {
-	f := newFixtureConfig(t, nil, func(c *server.Config) { c.BoxRate, c.BoxBurst = 0.001, 2 })
+	f := newFixtureConfig(t, nil, func(c *server.Config) { c.BoxRate, c.BoxBurst = 0.001, 4 }) // the fixture's report and the tunnel's CONNECT take one each
 	c := f.client(t, f.token, f.caPool, false)
 	statuses := getStatuses(t, c, "https://"+f.host+"/v1/x", 3)
 	if statuses[2] != 429 {
-		t.Errorf("statuses %v, want the third refused 429 (rate 0.001/s, burst 2)", statuses)
+		t.Errorf("statuses %v, want the third refused 429 (rate 0.001/s, burst 4, one taken by the report and one by the CONNECT)", statuses)
 	}
 	if n := strings.Count(f.up.all(), "GET /v1/x"); n != 2 {
 		t.Errorf("the host received %d requests, want 2", n)
@@ -90,7 +90,7 @@ func TestProxy_BoxRateBoundHolds(t *testing.T) {
 // as for a request (one tunnel, one request): a box cannot get round its
 // bounds by opening tunnels.
 func TestProxy_PassthroughHeldToTheBoxsBounds(t *testing.T) {
-	f := newFixtureConfig(t, nil, func(c *server.Config) { c.BoxRate, c.BoxBurst = 0.001, 2 })
+	f := newFixtureConfig(t, nil, func(c *server.Config) { c.BoxRate, c.BoxBurst = 0.001, 3 }) // the fixture's report takes one
 	roots := x509.NewCertPool()
 	roots.AddCert(f.passCert)
 	var refused int
@@ -109,7 +109,7 @@ func TestProxy_PassthroughHeldToTheBoxsBounds(t *testing.T) {
 		resp.Body.Close()
 	}
 	if refused != 1 {
-		t.Errorf("%d of 3 passthrough tunnels refused, want the third (rate 0.001/s, burst 2)", refused)
+		t.Errorf("%d of 3 passthrough tunnels refused, want the third (rate 0.001/s, burst 3, one taken by the report)", refused)
 	}
 }
 

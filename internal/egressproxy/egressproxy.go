@@ -15,6 +15,12 @@
 //     declares egress and that has no secret pinned to that host (any
 //     port): the broker does not read a passthrough tunnel, so it could
 //     not keep out of it what it wrote to a secret's host for the box.
+//     A host approved as unknown (Approvals) is tunnelled so too, but
+//     only to addresses the broker looked up itself and Reach allows
+//     (Public by default), so that a name the box controls cannot lead
+//     the tunnel into the broker's own network. A passthrough tunnel
+//     whose TLS ClientHello asks for a server name other than the
+//     CONNECT's host is closed before the host reads a byte of it.
 //     Any other is allowed only when the box's last report declares
 //     egress with the scope word NAME of a secret pinned to exactly that
 //     host and port (an IP literal only where a secret is pinned to it);
@@ -145,6 +151,15 @@ type Config struct {
 	// Dial connects a passthrough tunnel (default a net.Dialer with
 	// DefaultDialTimeout).
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Resolve looks up the addresses of a host approved as unknown, which
+	// a passthrough tunnel to it is dialled at (default
+	// net.DefaultResolver's LookupNetIP).
+	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
+	// Reach reports whether a passthrough tunnel to a host approved as
+	// unknown may go to an address (default Public); a host with an
+	// address it refuses is refused. The hosts of Passthrough, which the
+	// operator names, are dialled by name, unjudged.
+	Reach func(netip.Addr) bool
 	// Approvals, when set, lets a CONNECT to a host with no secret and
 	// no passthrough entry through as a passthrough tunnel when an
 	// approval of that host:port is in force, and opens a proposal for
@@ -198,6 +213,14 @@ func New(cfg Config) (*Proxy, error) {
 	defaults.Positive(&cfg.CARefresh, DefaultCARefresh)
 	defaults.Logger(&cfg.Logger)
 	defaults.Clock(&cfg.Now)
+	if cfg.Resolve == nil {
+		cfg.Resolve = func(ctx context.Context, host string) ([]netip.Addr, error) {
+			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		}
+	}
+	if cfg.Reach == nil {
+		cfg.Reach = Public
+	}
 	if cfg.Dial == nil {
 		d := &net.Dialer{Timeout: DefaultDialTimeout}
 		cfg.Dial = d.DialContext
@@ -298,6 +321,9 @@ type tunnel struct {
 	from  netip.Addr
 	to    target
 	names []string
+	// approved says the tunnel is a passthrough tunnel to a host approved
+	// as unknown, which goes only to addresses Config.Reach allows.
+	approved bool
 }
 
 type tunnelKey struct{}
@@ -332,7 +358,7 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		p.refuse(w, r, nil, capability.Refuse(capability.ReasonInvalid, "CONNECT takes host:port, such as api.github.com:443."), start, RouteConnect)
 		return
 	}
-	t, passthrough, err := p.judge(r.Context(), token.FromProxyAuthorization(r.Header), p.cfg.Broker.Source(r), to)
+	t, passthrough, err := p.judge(r.Context(), token.FromProxyAuthorization(r.Header), p.cfg.Broker.Source(r), to, true)
 	if err != nil {
 		p.refuse(w, r, t, err, start, RouteConnect)
 		return
@@ -348,7 +374,7 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 	}
 	if passthrough {
 		defer p.release(h)
-		p.cfg.Broker.ServeHandoff(w, r, broker.Handoff{Token: t.token, From: t.from, Tunnel: &broker.Tunnel{
+		p.cfg.Broker.ServeHandoff(w, r, broker.Handoff{Token: t.token, From: t.from, Counted: true, Tunnel: &broker.Tunnel{
 			Capability: protocol.Egress, Route: RoutePassthrough, Words: t.names,
 			Serve: func(w http.ResponseWriter, r *http.Request) (broker.TunnelEnd, error) {
 				return p.servePassthrough(w, r, h)
@@ -424,7 +450,7 @@ func (p *Proxy) serveTunnel(w http.ResponseWriter, r *http.Request) {
 			p.cfg.Now(), RouteTunnel)
 		return
 	}
-	p.forward(w, r, t)
+	p.forward(w, r, t, false)
 }
 
 // plain serves a plain-HTTP request in absolute form.
@@ -439,12 +465,12 @@ func (p *Proxy) plain(w http.ResponseWriter, r *http.Request) {
 		p.refuse(w, r, nil, capability.Refuse(capability.ReasonInvalid, "The request's Host is not its URL's host."), start, RouteTunnel)
 		return
 	}
-	t, _, err := p.judge(r.Context(), token.FromProxyAuthorization(r.Header), p.cfg.Broker.Source(r), to)
+	t, _, err := p.judge(r.Context(), token.FromProxyAuthorization(r.Header), p.cfg.Broker.Source(r), to, true)
 	if err != nil {
 		p.refuse(w, r, t, err, start, RouteTunnel)
 		return
 	}
-	p.forward(w, r, t)
+	p.forward(w, r, t, true)
 }
 
 // sameHost reports whether a request's Host names to (its port, when
@@ -459,8 +485,9 @@ func sameHost(host string, to target) bool {
 
 // forward hands r to the broker as /egress/NAME/<path>, NAME the
 // tunnel's declared secret, still pinned to its host, whose base path
-// r's path is under (the longest).
-func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t *tunnel) {
+// r's path is under (the longest); counted says judge counted r against
+// the box's rate already (a plain request).
+func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t *tunnel, counted bool) {
 	ctx := r.Context()
 	path := r.URL.EscapedPath()
 	name, tail := "", ""
@@ -500,5 +527,5 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t *tunnel) {
 	in.RequestURI = u.RequestURI()
 	in.Header.Del("Proxy-Authorization")
 	in.Header.Del("Proxy-Connection")
-	p.cfg.Broker.ServeHandoff(w, in, broker.Handoff{Token: t.token, From: t.from, Label: RoutePrefix})
+	p.cfg.Broker.ServeHandoff(w, in, broker.Handoff{Token: t.token, From: t.from, Label: RoutePrefix, Counted: counted})
 }

@@ -143,6 +143,13 @@ func newFixtureWith(t testing.TB, git http.Handler) *fixture { return newFixture
 // changed by cfg (when not nil).
 func newFixtureConfig(t testing.TB, git http.Handler, cfg func(*server.Config)) *fixture {
 	t.Helper()
+	return newFixtureProxy(t, git, cfg, nil)
+}
+
+// newFixtureProxy is newFixtureConfig with the proxy's configuration
+// changed by pcfg (when not nil).
+func newFixtureProxy(t testing.TB, git http.Handler, cfg func(*server.Config), pcfg func(*egressproxy.Config)) *fixture {
+	t.Helper()
 	f := &fixture{up: &recorder{git: git}, dials: &dialLog{}, logs: &brokertest.Buffer{}}
 	ups := httptest.NewUnstartedServer(f.up)
 	ups.EnableHTTP2 = true
@@ -188,12 +195,16 @@ func newFixtureConfig(t testing.TB, git http.Handler, cfg func(*server.Config)) 
 	if err != nil {
 		t.Fatalf("LoadCA: %v", err)
 	}
-	p, err := egressproxy.New(egressproxy.Config{
+	pc := egressproxy.Config{
 		Broker: srv.Broker, BrokerWord: "lobby", Cache: srv.Cache, Secrets: srv.Store, CA: ca,
 		Passthrough: []string{f.passHost}, Dial: f.dials.dial,
 		MaxTunnels: max(srv.Config.BoxConcurrent, 0), Recheck: 20 * time.Millisecond, Approvals: srv.Approvals,
 		Logger: slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-	})
+	}
+	if pcfg != nil {
+		pcfg(&pc)
+	}
+	p, err := egressproxy.New(pc)
 	if err != nil {
 		t.Fatalf("egressproxy.New: %v", err)
 	}

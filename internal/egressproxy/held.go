@@ -26,8 +26,13 @@ import (
 // IdleTimeout.
 func (p *Proxy) servePassthrough(w http.ResponseWriter, r *http.Request, h *held) (broker.TunnelEnd, error) {
 	t := h.t
-	up, err := p.cfg.Dial(r.Context(), "tcp", t.to.addr())
-	if err != nil {
+	var up net.Conn
+	var err error
+	if t.approved {
+		if up, err = p.dialApproved(r.Context(), t.to); err != nil {
+			return broker.TunnelEnd{}, err
+		}
+	} else if up, err = p.cfg.Dial(r.Context(), "tcp", t.to.addr()); err != nil {
 		p.log.Warn("proxy: passthrough dial", "addr", t.to.addr(), "err", err)
 		return broker.TunnelEnd{}, capability.Refuse(capability.ReasonUpstreamFailed, "%s", "The passthrough host "+t.to.addr()+" could not be reached.")
 	}
@@ -44,8 +49,12 @@ func (p *Proxy) servePassthrough(w http.ResponseWriter, r *http.Request, h *held
 	// the request's context ends then.
 	stop := context.AfterFunc(r.Context(), func() { conn.Close(); up.Close() })
 	defer stop()
-	end.Bytes = splice(conn, up, p.cfg.IdleTimeout)
-	if why := h.why(); why != "" {
+	gate := &helloGate{Conn: conn, host: t.to.host}
+	end.Bytes = splice(gate, up, p.cfg.IdleTimeout)
+	if gate.refused {
+		end.Reason = capability.ReasonHost
+		end.Message += "; closed by the broker: the client's TLS server name was not " + t.to.host
+	} else if why := h.why(); why != "" {
 		end.Reason = capability.ReasonClosed
 		end.Message += "; closed by the broker: " + why
 	}
@@ -179,7 +188,7 @@ func (p *Proxy) recheck(ctx context.Context) {
 	}
 	p.mu.Unlock()
 	for k, hs := range groups {
-		_, pass, err := p.judge(ctx, k.token, k.from, k.to)
+		_, pass, err := p.judge(ctx, k.token, k.from, k.to, false)
 		var e *capability.Error
 		if err != nil && (!errors.As(err, &e) || e.Status == http.StatusServiceUnavailable) {
 			p.log.Warn("proxy: judge open tunnels again", "err", err)

@@ -18,13 +18,17 @@ import (
 
 // judge applies the rule for to to the box whose token is tok (from
 // Proxy-Authorization, sent from from), for a CONNECT, a plain request
-// and the re-check of an open tunnel. It returns the tunnel,
+// and the re-check of an open tunnel. A CONNECT and a plain request
+// (count true) are counted against the box's rate (broker.CountRequest)
+// once the box is admitted, before the store is read for them: a box
+// cannot have the broker read its secrets and open proposals faster
+// than its rate by sending CONNECTs the proxy refuses. It returns the tunnel,
 // passthrough true for a host on the passthrough list, or the refusal
 // (with the tunnel, when the box is known). The broker
 // admits the box (its token, its pause, its report); the proxy chooses
 // the words: the names of the box's secrets pinned to to, of which the
 // box's report must declare at least one.
-func (p *Proxy) judge(ctx context.Context, tok string, from netip.Addr, to target) (t *tunnel, passthrough bool, err error) {
+func (p *Proxy) judge(ctx context.Context, tok string, from netip.Addr, to target, count bool) (t *tunnel, passthrough bool, err error) {
 	adm, err := p.cfg.Broker.AdmitBox(ctx, tok, protocol.Egress, from)
 	if token.Refused(err) {
 		msg := "The proxy needs the box's token in Proxy-Authorization: set HTTPS_PROXY=http://box:<token>@<this address> (Basic, any user, the token as the password), or send Proxy-Authorization: Bearer <token>."
@@ -40,6 +44,11 @@ func (p *Proxy) judge(ctx context.Context, tok string, from netip.Addr, to targe
 	}
 	if err != nil {
 		return t, false, err
+	}
+	if count {
+		if err := p.cfg.Broker.CountRequest(adm.Box.Name); err != nil {
+			return t, false, err
+		}
 	}
 	secs, err := p.cfg.Secrets.ListSecrets(ctx, adm.Box.Name)
 	if err != nil {
@@ -58,10 +67,17 @@ func (p *Proxy) judge(ctx context.Context, tok string, from netip.Addr, to targe
 	if len(pinned) == 0 {
 		refusal := capability.Refuse(capability.ReasonNoSecret, "No egress secret of this box is pinned to %s, so the broker's proxy does not reach it: egress goes only to a host a secret is pinned to, by its exact host and port; its owner pins one with `boxbroker secret set %s NAME --host %s`.",
 			where, adm.Box.Name, where)
+		if ip, err := netip.ParseAddr(to.host); err == nil && !p.cfg.Reach(ip) {
+			// No approval could open it (dialApproved): ask no one.
+			refusal.Message += " An address that is not public (loopback, a private network, a cloud's metadata service) is never approved as an unknown host."
+			return t, false, refusal
+		}
 		approved, words := p.ask(ctx, adm.Box.Name, tok, to, refusal.Message)
 		if approved {
 			// Approved: a passthrough tunnel, on the passthrough rule
-			// (no secret of the box pinned to the host, on any port).
+			// (no secret of the box pinned to the host, on any port),
+			// to public addresses alone (dialApproved).
+			t.approved = true
 			return t, true, p.judgePassthrough(adm, secs, to)
 		}
 		refusal.Message += words
@@ -138,8 +154,16 @@ func defaultPort(scheme string) string {
 
 // hostName is a host's name as the proxy compares it: in lower case,
 // without the trailing dot of a fully qualified name (example.com. is
-// example.com), so that neither makes a secret's host another.
-func hostName(h string) string { return strings.TrimSuffix(strings.ToLower(h), ".") }
+// example.com), and an IP address in its one written form (as
+// protocol.ParseSecretHost writes a secret's: 2001:db8:0::1 is
+// 2001:db8::1, ::ffff:192.0.2.1 is 192.0.2.1), so that none of these
+// makes a secret's host another.
+func hostName(h string) string {
+	if ip, err := netip.ParseAddr(h); err == nil {
+		return ip.Unmap().String()
+	}
+	return strings.TrimSuffix(strings.ToLower(h), ".")
+}
 
 // parseTarget reads a CONNECT's authority: host:port, the port given.
 // The host is kept as hostName writes it.

@@ -3,6 +3,7 @@ package protocol
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -12,7 +13,8 @@ import (
 // (the one host the protocol pins it to): an http or https
 // URL with a host, an optional port and an optional path prefix, and no
 // user, password, query or fragment. It returns the URL in its canonical
-// form (scheme and host in lower case, no trailing slash), or an error
+// form (scheme and host in lower case, an IP address as netip writes it,
+// no trailing slash), or an error
 // that says what is wrong with s, fit to show to the operator.
 func ParseSecretHost(s string) (*url.URL, error) {
 	u, err := url.Parse(s)
@@ -37,6 +39,12 @@ func ParseSecretHost(s string) (*url.URL, error) {
 	host := strings.ToLower(u.Hostname())
 	if host == "" || strings.ContainsAny(host, " %") {
 		return nil, fmt.Errorf("%q names no usable host", s)
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		// An IP address in its one written form (RFC 5952 for IPv6,
+		// an IPv4-mapped one as IPv4), so that a host is the same host
+		// however it was written, wherever hosts are compared.
+		host = ip.Unmap().String()
 	}
 	for _, c := range host {
 		if c > 0x7e {
