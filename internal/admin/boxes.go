@@ -11,10 +11,16 @@ import (
 )
 
 // Op is the operator service acting for r: its audit rows name r's
-// method and route pattern, with status (0: each action's own).
+// method and route pattern, with status (0: each action's own), and a
+// decision it makes on a proposal names the admin token r was
+// authenticated with, "admin:" and its ID, as the one who decided.
 func (s *Server) Op(r *http.Request, status int) *operator.Service {
 	_, route, _ := strings.Cut(r.Pattern, " ")
-	return s.op.Via(operator.Origin{Method: r.Method, Route: route, Status: status})
+	o := operator.Origin{Method: r.Method, Route: route, Status: status}
+	if id, _ := r.Context().Value(adminTokenKey{}).(string); id != "" {
+		o.Decider = "admin:" + id
+	}
+	return s.op.Via(o)
 }
 
 // Operator is the operator service the Server is an adapter over.

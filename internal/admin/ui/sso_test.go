@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/admin/ui"
+	"github.com/intentius/boxbroker/internal/approval"
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/sso"
@@ -375,4 +376,39 @@ func mustURL(t *testing.T, s string) *url.URL {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// TestSSO_DecisionNamesThePerson: a proposal an operator signed in with
+// single sign-on approves or denies on the page names them as who
+// decided it, as the audit row does: a decision made through the page
+// never names "page:" and no one.
+func TestSSO_DecisionNamesThePerson(t *testing.T) {
+	s := newSSOBroker(t, "email", []string{"ops@example.com"}, nil)
+	ctx := context.Background()
+	if err := s.b.Server.Approvals.SetAsk(ctx, "alpha", approval.ScopeHosts, true); err != nil {
+		t.Fatal(err)
+	}
+	open := func(host string) string {
+		v, err := s.b.Server.Approvals.Refused(ctx, approval.Attempt{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalHost,
+			Method: http.MethodConnect, Host: host, Reason: "no secret"}})
+		if err != nil || v.Proposal.ID == "" {
+			t.Fatalf("open a proposal for %s: %+v, %v", host, v, err)
+		}
+		return v.Proposal.ID
+	}
+	c, _ := s.signInSSO(t, "operator-1", email("ops@example.com"))
+	csrf := csrfOf(t, signedInAs(t, s, c).body)
+	approved, denied := open("one.example:443"), open("two.example:443")
+	if p := submit(t, c, s.base+"/ui/proposals/"+approved+"/approve", url.Values{"csrf": {csrf}, "for": {"1h"}}); p.status != http.StatusSeeOther {
+		t.Fatalf("approve = %d:\n%s", p.status, p.body)
+	}
+	if p := submit(t, c, s.base+"/ui/proposals/"+denied+"/deny", url.Values{"csrf": {csrf}}); p.status != http.StatusSeeOther {
+		t.Fatalf("deny = %d:\n%s", p.status, p.body)
+	}
+	for _, id := range []string{approved, denied} {
+		p, err := s.b.Server.Store.Proposal(ctx, id, time.Now())
+		if err != nil || p.DecidedBy != "page:ops@example.com" {
+			t.Errorf("proposal %s decided by %q (%v), want %q", id, p.DecidedBy, err, "page:ops@example.com")
+		}
+	}
 }
