@@ -152,14 +152,16 @@ func (a Attempt) scope() string {
 
 // key is the same for identical attempts.
 func (a Attempt) key() string {
-	h := sha256.Sum256([]byte(strings.Join([]string{a.Kind, a.Secret, a.Method, a.Host, a.Path, a.Model, fmt.Sprint(a.Amount)}, "\x00")))
+	h := sha256.Sum256([]byte(strings.Join([]string{a.Kind, a.Secret, a.Method, a.Host, a.Path, a.Model, fmt.Sprint(a.Amount), a.Payer}, "\x00")))
 	return hex.EncodeToString(h[:])
 }
 
 // Matches reports whether the approval p covers a: the same kind, and
 // for a rule the same secret, base URL, method and path; for a host the
-// same host:port; for a budget a call of the same model whose bound is
-// at most the amount approved (used once: see Refused).
+// same host:port; for a budget a call of the same model, paid by the
+// same payer, whose bound is at most the amount approved (used once: see
+// Refused). A visitor's overrun, approved to be paid by their
+// credential, is never spent on the operator's.
 func Matches(p store.Proposal, a Attempt) bool {
 	if p.Box != a.Box || p.Kind != a.Kind || p.State != store.ProposalApproved {
 		return false
@@ -170,7 +172,7 @@ func Matches(p store.Proposal, a Attempt) bool {
 	case store.ProposalHost:
 		return strings.EqualFold(p.Host, a.Host)
 	default:
-		return p.Model == a.Model && a.Amount <= p.Amount
+		return p.Payer == a.Payer && p.Model == a.Model && a.Amount <= p.Amount
 	}
 }
 
@@ -265,7 +267,7 @@ func (s *Service) Ask(ctx context.Context, a Attempt, log *slog.Logger, msg stri
 // its fields, the Reason included.
 func forbidden(a Attempt) bool {
 	var fields []string
-	for _, f := range []string{a.Path, a.Host, a.Model, a.Method, a.Secret, a.Reason} {
+	for _, f := range []string{a.Path, a.Host, a.Model, a.Method, a.Secret, a.Payer, a.Reason} {
 		fields = append(fields, f)
 		for range 3 {
 			d, err := url.PathUnescape(f)

@@ -11,6 +11,8 @@ import (
 
 	"github.com/intentius/boxbroker/internal/approval"
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/grant"
+	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/store/sqlite"
 )
@@ -93,5 +95,61 @@ func TestBudget_AskedButApprovalsUnreadable(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("logs hold no %s:\n%s", want, got)
 		}
+	}
+}
+
+// TestBudget_ApprovalOfOnePayersOverrunPaysForNoOther: a box whose
+// visitor's budget on it is spent opens a proposal with a turn the
+// visitor's grant pays for; a person approves that overrun, which the
+// visitor's own credential pays. The box then runs past its own budget
+// with the same call on the operator's credential (no grant): the
+// approval is not spent on it, and the call is refused without reaching
+// the upstream. The visitor's turn still gets its approval.
+func TestBudget_ApprovalOfOnePayersOverrunPaysForNoOther(t *testing.T) {
+	rec := &brokertest.Recorder{Handler: http.HandlerFunc(brokertest.AnthropicStandIn)}
+	b, token := newBroker(t, brokertest.Options{Anthropic: rec})
+	ctx := context.Background()
+	value, _, err := grant.Issue(ctx, b.Server.Store, "salad", "github:ann", time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.SetCredential("visitor:github:ann", key+"-VISITOR")
+	for _, bg := range []store.Budget{{Box: "salad", Limit: 1_000_000}, {Box: "salad", Principal: "github:ann", Limit: 1}} {
+		bg.UpdatedAt = time.Now()
+		if err := b.Server.Store.SetBudget(ctx, bg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.Sync()
+	if err := b.Server.Approvals.SetAsk(ctx, "salad", approval.ScopeBudget, true); err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(brokertest.MessagesBody)
+	withGrant := http.Header{"Content-Type": {"application/json"}, protocol.HeaderGrant: {value}}
+	if r := b.Do("POST", "/llm/anthropic/v1/messages", token, body, withGrant); r.StatusCode != http.StatusForbidden {
+		t.Fatalf("the visitor's turn past their budget = %d %s, want 403", r.StatusCode, r.Body)
+	}
+	ps, err := b.Server.Approvals.List(ctx, "salad", store.ProposalPending)
+	if err != nil || len(ps) != 1 {
+		t.Fatalf("pending = %+v, %v; want the visitor's overrun", ps, err)
+	}
+	if _, err := b.Server.Approvals.Approve(ctx, ps[0].ID, time.Hour, false, "test"); err != nil {
+		t.Fatal(err)
+	}
+	// The box's own budget is spent now (lowered here, as its own calls
+	// would spend it).
+	if err := b.Server.Store.SetBudget(ctx, store.Budget{Box: "salad", Limit: 1, UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	b.Sync()
+	before := len(rec.Seen())
+	if r := post(b, token, body); r.StatusCode != http.StatusForbidden {
+		t.Errorf("the same call on the operator's credential past the box's budget = %d, want 403: the approval was of the visitor's overrun", r.StatusCode)
+	}
+	if n := len(rec.Seen()) - before; n != 0 {
+		t.Errorf("the upstream got %d calls on the operator's credential, want none", n)
+	}
+	if r := b.Do("POST", "/llm/anthropic/v1/messages", token, body, withGrant); r.StatusCode != http.StatusOK {
+		t.Errorf("the visitor's turn after the approval = %d %s, want 200", r.StatusCode, r.Body)
 	}
 }
