@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -151,5 +152,62 @@ func TestBudget_ApprovalOfOnePayersOverrunPaysForNoOther(t *testing.T) {
 	}
 	if r := b.Do("POST", "/llm/anthropic/v1/messages", token, body, withGrant); r.StatusCode != http.StatusOK {
 		t.Errorf("the visitor's turn after the approval = %d %s, want 200", r.StatusCode, r.Body)
+	}
+}
+
+// TestBudget_OneApprovalRacedByManyCalls: with one budget approval in
+// force, 12 identical calls past the budget sent at once: exactly one is
+// let through to the upstream, the others are refused, and the approval
+// is used.
+func TestBudget_OneApprovalRacedByManyCalls(t *testing.T) {
+	rec := &brokertest.Recorder{Handler: http.HandlerFunc(brokertest.AnthropicStandIn)}
+	b, token := newBroker(t, brokertest.Options{Anthropic: rec})
+	ctx := context.Background()
+	if err := b.Server.Store.SetBudget(ctx, store.Budget{Box: "salad", Limit: 1, UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	b.Sync()
+	if err := b.Server.Approvals.SetAsk(ctx, "salad", approval.ScopeBudget, true); err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(brokertest.MessagesBody)
+	if r := post(b, token, body); r.StatusCode != http.StatusForbidden {
+		t.Fatalf("a call past the budget = %d, want 403", r.StatusCode)
+	}
+	ps, err := b.Server.Approvals.List(ctx, "salad", store.ProposalPending)
+	if err != nil || len(ps) != 1 {
+		t.Fatalf("pending = %+v, %v", ps, err)
+	}
+	if _, err := b.Server.Approvals.Approve(ctx, ps[0].ID, time.Hour, false, "test"); err != nil {
+		t.Fatal(err)
+	}
+	before := len(rec.Seen())
+	const n = 12
+	codes := make(chan int, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes <- post(b, token, body).StatusCode
+		}()
+	}
+	wg.Wait()
+	close(codes)
+	served := 0
+	for c := range codes {
+		switch c {
+		case http.StatusOK:
+			served++
+		case http.StatusForbidden:
+		default:
+			t.Errorf("a racing call = %d, want 200 or 403", c)
+		}
+	}
+	if served != 1 || len(rec.Seen())-before != 1 {
+		t.Errorf("%d calls served and %d reached the upstream, want 1 and 1: one approval lets one call past the budget", served, len(rec.Seen())-before)
+	}
+	if p, err := b.Server.Store.Proposal(ctx, ps[0].ID, time.Now()); err != nil || p.State != store.ProposalUsed {
+		t.Errorf("the approval after the race: %s, %v; want used", p.State, err)
 	}
 }
