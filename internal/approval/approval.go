@@ -179,7 +179,8 @@ func Matches(p store.Proposal, a Attempt) bool {
 // Refused is called where a request of a.Box was refused: it reports
 // whether an approval in force covers the attempt (the request is then
 // allowed), and otherwise, when the attempt's scope is in ask mode,
-// opens a proposal for it or merges it into an identical pending one.
+// opens a proposal for it or merges it into an identical pending one
+// (none for an attempt holding a box's token, or a field over MaxField).
 // An error is the store's; the caller refuses as it would have.
 func (s *Service) Refused(ctx context.Context, a Attempt) (Verdict, error) {
 	now := s.cfg.Now()
@@ -211,7 +212,7 @@ func (s *Service) Refused(ctx context.Context, a Attempt) (Verdict, error) {
 	for _, sc := range asks {
 		v.Asked = v.Asked || sc == a.scope()
 	}
-	if !v.Asked || forbidden(a) {
+	if !v.Asked || forbidden(a) || overlong(a) {
 		return v, nil
 	}
 	// A person's denial stands for PendingFor: the box cannot ask again
@@ -259,6 +260,24 @@ func (s *Service) Ask(ctx context.Context, a Attempt, log *slog.Logger, msg stri
 		return false, ""
 	}
 	return v.Approved, s.Words(v)
+}
+
+// MaxField bounds each field of an attempt a proposal keeps: what the
+// box chose (a path, a host, the model its body names, which may be as
+// long as a body) and the refusal's words. An attempt with a longer one
+// opens no proposal, so that a box cannot have the store keep, the
+// owner's page list and the webhook send megabytes for each of its
+// pending proposals. No real request needs as much.
+const MaxField = 8 << 10
+
+// overlong reports whether a field of a is over MaxField.
+func overlong(a Attempt) bool {
+	for _, f := range []string{a.Path, a.Host, a.Model, a.Method, a.Secret, a.Payer, a.Reason} {
+		if len(f) > MaxField {
+			return true
+		}
+	}
+	return false
 }
 
 // forbidden reports whether a holds one of its Forbidden strings, as

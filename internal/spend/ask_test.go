@@ -211,3 +211,38 @@ func TestBudget_OneApprovalRacedByManyCalls(t *testing.T) {
 		t.Errorf("the approval after the race: %s, %v; want used", p.State, err)
 	}
 }
+
+// TestBudget_ProposalHoldsNoHugeString: a box past its budget, in ask
+// mode, names as its model a string of 256 KiB (a body may be far
+// longer), to have the broker keep it in a proposal that the owner's
+// page lists, the webhook sends and the store keeps for every pending
+// proposal: the call is refused as any other, and no proposal holds it.
+func TestBudget_ProposalHoldsNoHugeString(t *testing.T) {
+	rec := &brokertest.Recorder{Handler: http.HandlerFunc(brokertest.AnthropicStandIn)}
+	b, token := newBroker(t, brokertest.Options{Anthropic: rec})
+	ctx := context.Background()
+	if err := b.Server.Store.SetBudget(ctx, store.Budget{Box: "salad", Limit: 1, UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	b.Sync()
+	if err := b.Server.Approvals.SetAsk(ctx, "salad", approval.ScopeBudget, true); err != nil {
+		t.Fatal(err)
+	}
+	huge := "claude-" + strings.Repeat("x", 256<<10)
+	body := []byte(`{"model":"` + huge + `","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}`)
+	if r := post(b, token, body); r.StatusCode != http.StatusForbidden || len(r.Body) > 4<<10 {
+		t.Errorf("a call past the budget naming a huge model = %d with %d bytes, want 403 in a few", r.StatusCode, len(r.Body))
+	}
+	ps, err := b.Server.Approvals.List(ctx, "salad", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ps {
+		if n := len(p.Model) + len(p.Reason) + len(p.Path) + len(p.Host); n > 16<<10 {
+			t.Errorf("proposal %s holds %d bytes the box chose, want no huge string kept", p.ID, n)
+		}
+	}
+	if len(rec.Seen()) != 0 {
+		t.Errorf("the upstream received the call")
+	}
+}
