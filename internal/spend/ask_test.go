@@ -18,6 +18,53 @@ import (
 	"github.com/intentius/boxbroker/internal/store/sqlite"
 )
 
+// askingPastBudget starts a broker whose box salad has a budget of a
+// micro-dollar, spent by any call, and asks about it; it returns the
+// box's token and the upstream's record.
+func askingPastBudget(t *testing.T) (*brokertest.Broker, string, *brokertest.Recorder) {
+	t.Helper()
+	rec := &brokertest.Recorder{Handler: http.HandlerFunc(brokertest.AnthropicStandIn)}
+	b, token := newBroker(t, brokertest.Options{Anthropic: rec})
+	ctx := context.Background()
+	if err := b.Server.Store.SetBudget(ctx, store.Budget{Box: "salad", Limit: 1, UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	b.Sync()
+	if err := b.Server.Approvals.SetAsk(ctx, "salad", approval.ScopeBudget, true); err != nil {
+		t.Fatal(err)
+	}
+	return b, token, rec
+}
+
+// race makes n calls at once with call, which returns the status of
+// each, and returns how many were served; a status other than 200 or
+// 403 fails the test.
+func race(t *testing.T, n int, call func() int) int {
+	t.Helper()
+	codes := make(chan int, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes <- call()
+		}()
+	}
+	wg.Wait()
+	close(codes)
+	served := 0
+	for c := range codes {
+		switch c {
+		case http.StatusOK:
+			served++
+		case http.StatusForbidden:
+		default:
+			t.Errorf("a racing call = %d, want 200 or 403", c)
+		}
+	}
+	return served
+}
+
 // TestBudget_AskedThenApprovedOnce: with the box's owner asking about
 // its budget, a call past it is refused and opens a proposal naming the
 // model and the amount; approved, the same call goes through once, and
@@ -160,16 +207,8 @@ func TestBudget_ApprovalOfOnePayersOverrunPaysForNoOther(t *testing.T) {
 // let through to the upstream, the others are refused, and the approval
 // is used.
 func TestBudget_OneApprovalRacedByManyCalls(t *testing.T) {
-	rec := &brokertest.Recorder{Handler: http.HandlerFunc(brokertest.AnthropicStandIn)}
-	b, token := newBroker(t, brokertest.Options{Anthropic: rec})
+	b, token, rec := askingPastBudget(t)
 	ctx := context.Background()
-	if err := b.Server.Store.SetBudget(ctx, store.Budget{Box: "salad", Limit: 1, UpdatedAt: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
-	b.Sync()
-	if err := b.Server.Approvals.SetAsk(ctx, "salad", approval.ScopeBudget, true); err != nil {
-		t.Fatal(err)
-	}
 	body := []byte(brokertest.MessagesBody)
 	if r := post(b, token, body); r.StatusCode != http.StatusForbidden {
 		t.Fatalf("a call past the budget = %d, want 403", r.StatusCode)
@@ -182,28 +221,7 @@ func TestBudget_OneApprovalRacedByManyCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := len(rec.Seen())
-	const n = 12
-	codes := make(chan int, n)
-	var wg sync.WaitGroup
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			codes <- post(b, token, body).StatusCode
-		}()
-	}
-	wg.Wait()
-	close(codes)
-	served := 0
-	for c := range codes {
-		switch c {
-		case http.StatusOK:
-			served++
-		case http.StatusForbidden:
-		default:
-			t.Errorf("a racing call = %d, want 200 or 403", c)
-		}
-	}
+	served := race(t, 12, func() int { return post(b, token, body).StatusCode })
 	if served != 1 || len(rec.Seen())-before != 1 {
 		t.Errorf("%d calls served and %d reached the upstream, want 1 and 1: one approval lets one call past the budget", served, len(rec.Seen())-before)
 	}
@@ -218,16 +236,8 @@ func TestBudget_OneApprovalRacedByManyCalls(t *testing.T) {
 // page lists, the webhook sends and the store keeps for every pending
 // proposal: the call is refused as any other, and no proposal holds it.
 func TestBudget_ProposalHoldsNoHugeString(t *testing.T) {
-	rec := &brokertest.Recorder{Handler: http.HandlerFunc(brokertest.AnthropicStandIn)}
-	b, token := newBroker(t, brokertest.Options{Anthropic: rec})
+	b, token, rec := askingPastBudget(t)
 	ctx := context.Background()
-	if err := b.Server.Store.SetBudget(ctx, store.Budget{Box: "salad", Limit: 1, UpdatedAt: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
-	b.Sync()
-	if err := b.Server.Approvals.SetAsk(ctx, "salad", approval.ScopeBudget, true); err != nil {
-		t.Fatal(err)
-	}
 	huge := "claude-" + strings.Repeat("x", 256<<10)
 	body := []byte(`{"model":"` + huge + `","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}`)
 	if r := post(b, token, body); r.StatusCode != http.StatusForbidden || len(r.Body) > 4<<10 {

@@ -2,8 +2,6 @@ package spend_test
 
 import (
 	"context"
-	"net/http"
-	"sync"
 	"testing"
 	"time"
 
@@ -45,28 +43,7 @@ func TestBudget_FailoverStaysWithinTheBudget(t *testing.T) {
 	}
 	b.Sync()
 
-	const n = 8
-	codes := make(chan int, n)
-	var wg sync.WaitGroup
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			codes <- post(b, token, body).StatusCode
-		}()
-	}
-	wg.Wait()
-	close(codes)
-	served := 0
-	for c := range codes {
-		switch c {
-		case http.StatusOK:
-			served++
-		case http.StatusForbidden:
-		default:
-			t.Errorf("a call = %d, want 200 or 403", c)
-		}
-	}
+	served := race(t, 8, func() int { return post(b, token, body).StatusCode })
 	if served < 1 || served > 2 {
 		t.Errorf("%d calls served, want 1 or 2: the budget holds two calls' bounds", served)
 	}
