@@ -27,14 +27,7 @@ func TestBudget_FailoverStaysWithinTheBudget(t *testing.T) {
 	rec := &brokertest.Recorder{Handler: up}
 	b, token := newBroker(t, brokertest.Options{Anthropic: rec})
 	ctx := context.Background()
-	sealed, err := b.Server.Keyring.Seal([]byte(keys[second]), pool.AD(second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Server.Store.SetPoolEntry(ctx, store.PoolEntry{Name: second, Weight: 1, Sealed: sealed, UpdatedAt: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
-	b.Server.Cache.Drop(store.ChangePool, second)
+	addPoolEntry(t, b, second, keys[second])
 	body := messagesBody("claude-haiku-4-5", 100, false)
 	bound := b.Server.Meter.Bound(estimateMessages(body, int64(len(body)), spend.DefaultMaxTokens))
 	limit := 2 * bound
