@@ -91,8 +91,12 @@ func Set(ctx context.Context, st SetStore, keyring *secrets.Keyring, box string,
 		}
 		ch.CredentialSet = true
 	}
-	b.PayerKind, b.PayerPrincipal = c.Kind, c.Principal
-	if err := st.UpdateBox(ctx, b); err != nil {
+	// The payer alone is written: a pause or consent changed since b was
+	// read stands.
+	if err := st.ChangeBox(ctx, box, store.BoxChange{PayerKind: &c.Kind, PayerPrincipal: c.Principal}); err != nil {
+		return ch, err
+	}
+	if b, err = st.Box(ctx, box); err != nil {
 		return ch, err
 	}
 	ch.Box = b
