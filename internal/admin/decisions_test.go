@@ -3,6 +3,7 @@ package admin_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,17 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/token"
 )
+
+// byToken is what an audit row of an action made through the admin API
+// with the admin token tok ends with: " (by admin token ID)".
+func byToken(t *testing.T, b *brokertest.Broker, tok string) string {
+	t.Helper()
+	rec, err := b.Server.Store.AdminTokenByHash(context.Background(), token.Hash(tok))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return " (by admin token " + rec.ID + ")"
+}
 
 // openHostProposal puts box's unknown hosts in ask mode and opens a
 // proposal of box for a tunnel to host, as the proxy does on a refused
@@ -29,8 +41,8 @@ func openHostProposal(t *testing.T, b *brokertest.Broker, box, host string) stri
 
 // TestProposals_DecisionNamesTheAdminTokenAndIsNotReplayed: with two
 // admin tokens, a proposal approved through the admin API names the
-// token that approved it (admin: and its ID), not the API alone, so a
-// decision can be traced to the token to revoke; the same approval sent
+// token that approved it (admin: and its ID), not the API alone, and so
+// does its audit row, so a decision can be traced to the token to revoke; the same approval sent
 // again, or a denial after it, is 409 and leaves the first decision,
 // and who made it, as it was.
 func TestProposals_DecisionNamesTheAdminTokenAndIsNotReplayed(t *testing.T) {
@@ -59,6 +71,18 @@ func TestProposals_DecisionNamesTheAdminTokenAndIsNotReplayed(t *testing.T) {
 	}
 	if got.State != store.ProposalApproved || got.DecidedBy != "admin:"+rec.ID || got.Until.IsZero() || got.Until.After(time.Now().Add(16*time.Minute)) {
 		t.Errorf("proposal after the replays = %s by %q until %v, want approved by %q for 15m", got.State, got.DecidedBy, got.Until, "admin:"+rec.ID)
+	}
+
+	entries, err := b.Server.Store.ListAudit(ctx, store.AuditQuery{Box: "alpha", Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := false
+	for _, e := range entries {
+		named = named || strings.HasPrefix(e.Message, "approved proposal "+id) && strings.HasSuffix(e.Message, byToken(t, b, second))
+	}
+	if !named {
+		t.Errorf("no audit row of the approval names the second admin token: %+v", entries)
 	}
 
 	denied := openHostProposal(t, b, "alpha", "two.example:443")
