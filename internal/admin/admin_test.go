@@ -11,6 +11,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/grant"
 	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
@@ -50,6 +51,10 @@ func TestAdmin_TokenRequired(t *testing.T) {
 	b := brokertest.New(t, brokertest.Options{})
 	boxToken := b.AddBox("alpha")
 	wrong := token.AdminPrefix + "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+	grantValue, _, err := grant.Issue(context.Background(), b.Server.Store, "alpha", "github:ann", time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
 	tokens := []struct {
 		name, token string
 	}{
@@ -57,6 +62,8 @@ func TestAdmin_TokenRequired(t *testing.T) {
 		{"wrong token", wrong},
 		{"a box's token", boxToken},
 		{"admin token with a suffix", b.AdminToken + "x"},
+		{"a grant", grantValue},
+		{"the admin token's hash", token.Hash(b.AdminToken)},
 	}
 	srv := b.Server.Admin
 	for _, rt := range srv.Routes() {

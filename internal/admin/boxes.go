@@ -11,10 +11,18 @@ import (
 )
 
 // Op is the operator service acting for r: its audit rows name r's
-// method and route pattern, with status (0: each action's own).
+// method and route pattern, with status (0: each action's own), and the
+// admin token r was authenticated with (" (by admin token ID)"), and a
+// decision it makes on a proposal names that token, "admin:" and its
+// ID, as the one who decided: an action can be traced to the token to
+// revoke.
 func (s *Server) Op(r *http.Request, status int) *operator.Service {
 	_, route, _ := strings.Cut(r.Pattern, " ")
-	return s.op.Via(operator.Origin{Method: r.Method, Route: route, Status: status})
+	o := operator.Origin{Method: r.Method, Route: route, Status: status}
+	if id, _ := r.Context().Value(adminTokenKey{}).(string); id != "" {
+		o.Decider, o.By = "admin:"+id, " (by admin token "+id+")"
+	}
+	return s.op.Via(o)
 }
 
 // Operator is the operator service the Server is an adapter over.

@@ -69,7 +69,7 @@ func TestAdmin_ProxyCA(t *testing.T) {
 		t.Fatalf("audit = %v, %v", entries, err)
 	}
 	if e := entries[0]; e.Method != "POST" || e.Route != "/api/proxy/ca/rotate" || e.Capability != store.ActorAdmin || e.Status != 200 ||
-		e.Message != "rotated the egress proxy's CA; the new one signs from "+r.From {
+		e.Message != "rotated the egress proxy's CA; the new one signs from "+r.From+byToken(t, b, b.AdminToken) {
 		t.Errorf("the rotation's audit row = %s %s %d %q by %s", e.Method, e.Route, e.Status, e.Message, e.Capability)
 	}
 	decode(t, "GET /api/proxy/ca", b.Admin("GET", "/api/proxy/ca", b.AdminToken, nil), 200, &v)

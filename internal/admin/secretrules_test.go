@@ -53,7 +53,7 @@ func TestAdmin_SecretRules(t *testing.T) {
 		t.Errorf("stored GITHUB's rules = %q %q, want GET /repos/acme/** 60/m", sec.Rules, sec.Rate)
 	}
 	rows, err := b.Server.Store.ListAudit(t.Context(), store.AuditQuery{Box: "alpha", Limit: 1})
-	if want := operator.RulesMessage("GITHUB", []string{"GET /repos/acme/**"}, "60/m"); err != nil || len(rows) != 1 || rows[0].Message != want ||
+	if want := operator.RulesMessage("GITHUB", []string{"GET /repos/acme/**"}, "60/m") + byToken(t, b, b.AdminToken); err != nil || len(rows) != 1 || rows[0].Message != want ||
 		rows[0].Route != "/api/boxes/{name}/secrets/{secret}/rules" {
 		t.Errorf("audit = %+v, %v, want %q by the rules route", rows, err, want)
 	}

@@ -152,14 +152,16 @@ func (a Attempt) scope() string {
 
 // key is the same for identical attempts.
 func (a Attempt) key() string {
-	h := sha256.Sum256([]byte(strings.Join([]string{a.Kind, a.Secret, a.Method, a.Host, a.Path, a.Model, fmt.Sprint(a.Amount)}, "\x00")))
+	h := sha256.Sum256([]byte(strings.Join([]string{a.Kind, a.Secret, a.Method, a.Host, a.Path, a.Model, fmt.Sprint(a.Amount), a.Payer}, "\x00")))
 	return hex.EncodeToString(h[:])
 }
 
 // Matches reports whether the approval p covers a: the same kind, and
 // for a rule the same secret, base URL, method and path; for a host the
-// same host:port; for a budget a call of the same model whose bound is
-// at most the amount approved (used once: see Refused).
+// same host:port; for a budget a call of the same model, paid by the
+// same payer, whose bound is at most the amount approved (used once: see
+// Refused). A visitor's overrun, approved to be paid by their
+// credential, is never spent on the operator's.
 func Matches(p store.Proposal, a Attempt) bool {
 	if p.Box != a.Box || p.Kind != a.Kind || p.State != store.ProposalApproved {
 		return false
@@ -170,14 +172,15 @@ func Matches(p store.Proposal, a Attempt) bool {
 	case store.ProposalHost:
 		return strings.EqualFold(p.Host, a.Host)
 	default:
-		return p.Model == a.Model && a.Amount <= p.Amount
+		return p.Payer == a.Payer && p.Model == a.Model && a.Amount <= p.Amount
 	}
 }
 
 // Refused is called where a request of a.Box was refused: it reports
 // whether an approval in force covers the attempt (the request is then
 // allowed), and otherwise, when the attempt's scope is in ask mode,
-// opens a proposal for it or merges it into an identical pending one.
+// opens a proposal for it or merges it into an identical pending one
+// (none for an attempt holding a box's token, or a field over MaxField).
 // An error is the store's; the caller refuses as it would have.
 func (s *Service) Refused(ctx context.Context, a Attempt) (Verdict, error) {
 	now := s.cfg.Now()
@@ -209,7 +212,7 @@ func (s *Service) Refused(ctx context.Context, a Attempt) (Verdict, error) {
 	for _, sc := range asks {
 		v.Asked = v.Asked || sc == a.scope()
 	}
-	if !v.Asked || forbidden(a) {
+	if !v.Asked || forbidden(a) || overlong(a) {
 		return v, nil
 	}
 	// A person's denial stands for PendingFor: the box cannot ask again
@@ -259,13 +262,31 @@ func (s *Service) Ask(ctx context.Context, a Attempt, log *slog.Logger, msg stri
 	return v.Approved, s.Words(v)
 }
 
+// MaxField bounds each field of an attempt a proposal keeps: what the
+// box chose (a path, a host, the model its body names, which may be as
+// long as a body) and the refusal's words. An attempt with a longer one
+// opens no proposal, so that a box cannot have the store keep, the
+// owner's page list and the webhook send megabytes for each of its
+// pending proposals. No real request needs as much.
+const MaxField = 8 << 10
+
+// overlong reports whether a field of a is over MaxField.
+func overlong(a Attempt) bool {
+	for _, f := range []string{a.Path, a.Host, a.Model, a.Method, a.Secret, a.Payer, a.Reason} {
+		if len(f) > MaxField {
+			return true
+		}
+	}
+	return false
+}
+
 // forbidden reports whether a holds one of its Forbidden strings, as
 // sent or percent-decoded up to three times (as egress's rules read a
 // path, and so its refusal, the attempt's Reason, quotes it), in any of
 // its fields, the Reason included.
 func forbidden(a Attempt) bool {
 	var fields []string
-	for _, f := range []string{a.Path, a.Host, a.Model, a.Method, a.Secret, a.Reason} {
+	for _, f := range []string{a.Path, a.Host, a.Model, a.Method, a.Secret, a.Payer, a.Reason} {
 		fields = append(fields, f)
 		for range 3 {
 			d, err := url.PathUnescape(f)

@@ -171,6 +171,37 @@ func TestRefused_NeverHoldsTheToken(t *testing.T) {
 	}
 }
 
+// TestRefused_OpensNoProposalForAnOverlongAttempt: a path, a host or a
+// model over MaxField opens no proposal and notifies no one; one at the
+// bound does.
+func TestRefused_OpensNoProposalForAnOverlongAttempt(t *testing.T) {
+	svc, _, _, notified := newService(t)
+	ctx := t.Context()
+	for _, sc := range []string{approval.SecretScope("GITHUB"), approval.ScopeHosts, approval.ScopeBudget} {
+		if err := svc.SetAsk(ctx, "alpha", sc, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	long := strings.Repeat("x", approval.MaxField+1)
+	tests := []approval.Attempt{
+		rule("/" + long),
+		{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalHost, Method: "CONNECT", Host: long + ":443", Reason: "no secret"}},
+		{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalBudget, Model: long, Amount: 5, Payer: "shared", Reason: "over budget"}},
+	}
+	for _, a := range tests {
+		v, err := svc.Refused(ctx, a)
+		if err != nil || v.Proposal.ID != "" || !v.Asked {
+			t.Errorf("Refused(%s, overlong) = %+v, %v; want asked, no proposal", a.Kind, v, err)
+		}
+	}
+	if len(*notified) != 0 {
+		t.Errorf("notified %d proposals, want none", len(*notified))
+	}
+	if v, err := svc.Refused(ctx, rule("/"+long[:approval.MaxField-1])); err != nil || v.Proposal.ID == "" {
+		t.Errorf("Refused(a path of MaxField bytes) = %+v, %v; want a proposal", v, err)
+	}
+}
+
 func TestParseFor(t *testing.T) {
 	tests := []struct {
 		in     string

@@ -72,6 +72,7 @@ type Event struct {
 	Path      string `json:"path,omitempty"`
 	Model     string `json:"model,omitempty"`
 	Amount    int64  `json:"amount_micros,omitempty"`
+	Payer     string `json:"payer,omitempty"`
 	Reason    string `json:"reason"`
 	ExpiresAt string `json:"expires_at"`
 	Approve   string `json:"approve"`
@@ -83,7 +84,7 @@ type Event struct {
 // {"text": ...}. Both are strings and numbers, which JSON always encodes.
 func Message(p store.Proposal, shape, pageURL string) []byte {
 	ev := Event{Type: "proposal", ID: p.ID, Box: p.Box, Kind: p.Kind, Secret: p.Secret, Method: p.Method, Host: p.Host, Path: p.Path,
-		Model: p.Model, Amount: p.Amount, Reason: p.Reason, ExpiresAt: p.ExpiresAt.UTC().Format(time.RFC3339),
+		Model: p.Model, Amount: p.Amount, Payer: p.Payer, Reason: p.Reason, ExpiresAt: p.ExpiresAt.UTC().Format(time.RFC3339),
 		Approve: "boxbroker approve " + p.ID + " --for 1h", Deny: "boxbroker deny " + p.ID, Page: pageURL}
 	if shape != ShapeSlack {
 		b, _ := json.Marshal(ev)
@@ -102,6 +103,9 @@ func Message(p store.Proposal, shape, pageURL string) []byte {
 		what = "a tunnel to " + esc(p.Host) + " (passthrough, no secret)"
 	default:
 		what = fmt.Sprintf("a call of %s for up to $%.6f past its budget", esc(p.Model), float64(p.Amount)/1e6)
+		if p.Payer != "" {
+			what += ", paid by " + esc(p.Payer)
+		}
 	}
 	text := fmt.Sprintf("Box *%s* was refused %s and asks for it (proposal `%s`).\n> %s\nApprove: `%s` · Deny: `%s`", esc(p.Box), what, p.ID, strings.ReplaceAll(esc(p.Reason), "\n", "\n> "), ev.Approve, ev.Deny)
 	if pageURL != "" {

@@ -142,7 +142,9 @@ func (s *Service) UpdateBox(ctx context.Context, name string, set BoxSettings) (
 		did = append(did, map[bool]string{true: "paused the box", false: "resumed the box"}[b.Paused])
 	}
 	if set.Consent != nil || set.Paused != nil {
-		if err := s.cfg.Store.UpdateBox(ctx, b); err != nil {
+		// Only what set holds is written: a payer or another setting
+		// changed since b was read stands.
+		if err := s.cfg.Store.ChangeBox(ctx, name, store.BoxChange{Consent: set.Consent, Paused: set.Paused}); err != nil {
 			return BoxView{}, StoreError(err, NoBox(name), "")
 		}
 	}

@@ -74,7 +74,8 @@ type Origin struct {
 	// each audit row's message, such as " (by ann, operator)".
 	By string
 	// Decider, when set, is who a decision on a proposal names as its
-	// maker (Service.DecidedBy); "" names the front end ("cli", "admin").
+	// maker (Service.DecidedBy), such as "admin:" and the admin token's
+	// ID; "" names the front end ("cli", "admin").
 	Decider string
 }
 

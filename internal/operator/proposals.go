@@ -70,8 +70,18 @@ func (v ProposalView) Attempted() string {
 	case store.ProposalHost:
 		return "a tunnel to " + v.Host + " (passthrough, no secret)"
 	default:
-		return fmt.Sprintf("a call of %s for $%.6f past its budget", v.Model, float64(v.Amount)/1e6)
+		return fmt.Sprintf("a call of %s for $%.6f past its budget%s", v.Model, float64(v.Amount)/1e6, paidBy(v.Payer))
 	}
+}
+
+// paidBy is how a budget proposal names its payer after what it tried:
+// ", paid by visitor github:ann", or "" for none (a proposal opened before
+// budget proposals named their payer).
+func paidBy(payer string) string {
+	if payer == "" {
+		return ""
+	}
+	return ", paid by " + payer
 }
 
 // ProposalList is the answer to GET /api/proposals.

@@ -75,8 +75,8 @@ func Set(ctx context.Context, st SetStore, keyring *secrets.Keyring, box string,
 	case c.Kind == protocol.PayerOwner && len(c.Credential) == 0:
 		return Change{}, ErrOwnerCredential
 	}
-	b, err := st.Box(ctx, box)
-	if err != nil {
+	// The box must be there before its owner's credential is stored.
+	if _, err := st.Box(ctx, box); err != nil {
 		return Change{}, err
 	}
 	var ch Change
@@ -91,8 +91,13 @@ func Set(ctx context.Context, st SetStore, keyring *secrets.Keyring, box string,
 		}
 		ch.CredentialSet = true
 	}
-	b.PayerKind, b.PayerPrincipal = c.Kind, c.Principal
-	if err := st.UpdateBox(ctx, b); err != nil {
+	// The payer alone is written: a pause or consent changed meanwhile
+	// stands.
+	if err := st.ChangeBox(ctx, box, store.BoxChange{PayerKind: &c.Kind, PayerPrincipal: c.Principal}); err != nil {
+		return ch, err
+	}
+	b, err := st.Box(ctx, box)
+	if err != nil {
 		return ch, err
 	}
 	ch.Box = b

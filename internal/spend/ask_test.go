@@ -6,14 +6,64 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/approval"
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/grant"
+	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/store/sqlite"
 )
+
+// askingPastBudget starts a broker whose box salad has a budget of a
+// micro-dollar, spent by any call, and asks about it; it returns the
+// box's token and the upstream's record.
+func askingPastBudget(t *testing.T) (*brokertest.Broker, string, *brokertest.Recorder) {
+	t.Helper()
+	rec := &brokertest.Recorder{Handler: http.HandlerFunc(brokertest.AnthropicStandIn)}
+	b, token := newBroker(t, brokertest.Options{Anthropic: rec})
+	ctx := context.Background()
+	if err := b.Server.Store.SetBudget(ctx, store.Budget{Box: "salad", Limit: 1, UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	b.Sync()
+	if err := b.Server.Approvals.SetAsk(ctx, "salad", approval.ScopeBudget, true); err != nil {
+		t.Fatal(err)
+	}
+	return b, token, rec
+}
+
+// race makes n calls at once with call, which returns the status of
+// each, and returns how many were served; a status other than 200 or
+// 403 fails the test.
+func race(t *testing.T, n int, call func() int) int {
+	t.Helper()
+	codes := make(chan int, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes <- call()
+		}()
+	}
+	wg.Wait()
+	close(codes)
+	served := 0
+	for c := range codes {
+		switch c {
+		case http.StatusOK:
+			served++
+		case http.StatusForbidden:
+		default:
+			t.Errorf("a racing call = %d, want 200 or 403", c)
+		}
+	}
+	return served
+}
 
 // TestBudget_AskedThenApprovedOnce: with the box's owner asking about
 // its budget, a call past it is refused and opens a proposal naming the
@@ -93,5 +143,116 @@ func TestBudget_AskedButApprovalsUnreadable(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("logs hold no %s:\n%s", want, got)
 		}
+	}
+}
+
+// TestBudget_ApprovalOfOnePayersOverrunPaysForNoOther: a box whose
+// visitor's budget on it is spent opens a proposal with a turn the
+// visitor's grant pays for; a person approves that overrun, which the
+// visitor's own credential pays. The box then runs past its own budget
+// with the same call on the operator's credential (no grant): the
+// approval is not spent on it, and the call is refused without reaching
+// the upstream. The visitor's turn still gets its approval.
+func TestBudget_ApprovalOfOnePayersOverrunPaysForNoOther(t *testing.T) {
+	rec := &brokertest.Recorder{Handler: http.HandlerFunc(brokertest.AnthropicStandIn)}
+	b, token := newBroker(t, brokertest.Options{Anthropic: rec})
+	ctx := context.Background()
+	value, _, err := grant.Issue(ctx, b.Server.Store, "salad", "github:ann", time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.SetCredential("visitor:github:ann", key+"-VISITOR")
+	for _, bg := range []store.Budget{{Box: "salad", Limit: 1_000_000}, {Box: "salad", Principal: "github:ann", Limit: 1}} {
+		bg.UpdatedAt = time.Now()
+		if err := b.Server.Store.SetBudget(ctx, bg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.Sync()
+	if err := b.Server.Approvals.SetAsk(ctx, "salad", approval.ScopeBudget, true); err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(brokertest.MessagesBody)
+	withGrant := http.Header{"Content-Type": {"application/json"}, protocol.HeaderGrant: {value}}
+	if r := b.Do("POST", "/llm/anthropic/v1/messages", token, body, withGrant); r.StatusCode != http.StatusForbidden {
+		t.Fatalf("the visitor's turn past their budget = %d %s, want 403", r.StatusCode, r.Body)
+	}
+	ps, err := b.Server.Approvals.List(ctx, "salad", store.ProposalPending)
+	if err != nil || len(ps) != 1 {
+		t.Fatalf("pending = %+v, %v; want the visitor's overrun", ps, err)
+	}
+	if _, err := b.Server.Approvals.Approve(ctx, ps[0].ID, time.Hour, false, "test"); err != nil {
+		t.Fatal(err)
+	}
+	// The box's own budget is spent now (lowered here, as its own calls
+	// would spend it).
+	if err := b.Server.Store.SetBudget(ctx, store.Budget{Box: "salad", Limit: 1, UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	b.Sync()
+	before := len(rec.Seen())
+	if r := post(b, token, body); r.StatusCode != http.StatusForbidden {
+		t.Errorf("the same call on the operator's credential past the box's budget = %d, want 403: the approval was of the visitor's overrun", r.StatusCode)
+	}
+	if n := len(rec.Seen()) - before; n != 0 {
+		t.Errorf("the upstream got %d calls on the operator's credential, want none", n)
+	}
+	if r := b.Do("POST", "/llm/anthropic/v1/messages", token, body, withGrant); r.StatusCode != http.StatusOK {
+		t.Errorf("the visitor's turn after the approval = %d %s, want 200", r.StatusCode, r.Body)
+	}
+}
+
+// TestBudget_OneApprovalRacedByManyCalls: with one budget approval in
+// force, 12 identical calls past the budget sent at once: exactly one is
+// let through to the upstream, the others are refused, and the approval
+// is used.
+func TestBudget_OneApprovalRacedByManyCalls(t *testing.T) {
+	b, token, rec := askingPastBudget(t)
+	ctx := context.Background()
+	body := []byte(brokertest.MessagesBody)
+	if r := post(b, token, body); r.StatusCode != http.StatusForbidden {
+		t.Fatalf("a call past the budget = %d, want 403", r.StatusCode)
+	}
+	ps, err := b.Server.Approvals.List(ctx, "salad", store.ProposalPending)
+	if err != nil || len(ps) != 1 {
+		t.Fatalf("pending = %+v, %v", ps, err)
+	}
+	if _, err := b.Server.Approvals.Approve(ctx, ps[0].ID, time.Hour, false, "test"); err != nil {
+		t.Fatal(err)
+	}
+	before := len(rec.Seen())
+	served := race(t, 12, func() int { return post(b, token, body).StatusCode })
+	if served != 1 || len(rec.Seen())-before != 1 {
+		t.Errorf("%d calls served and %d reached the upstream, want 1 and 1: one approval lets one call past the budget", served, len(rec.Seen())-before)
+	}
+	if p, err := b.Server.Store.Proposal(ctx, ps[0].ID, time.Now()); err != nil || p.State != store.ProposalUsed {
+		t.Errorf("the approval after the race: %s, %v; want used", p.State, err)
+	}
+}
+
+// TestBudget_ProposalHoldsNoHugeString: a box past its budget, in ask
+// mode, names as its model a string of 256 KiB (a body may be far
+// longer), to have the broker keep it in a proposal that the owner's
+// page lists, the webhook sends and the store keeps for every pending
+// proposal: the call is refused as any other, and no proposal holds it.
+func TestBudget_ProposalHoldsNoHugeString(t *testing.T) {
+	b, token, rec := askingPastBudget(t)
+	ctx := context.Background()
+	huge := "claude-" + strings.Repeat("x", 256<<10)
+	body := []byte(`{"model":"` + huge + `","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}`)
+	if r := post(b, token, body); r.StatusCode != http.StatusForbidden || len(r.Body) > 4<<10 {
+		t.Errorf("a call past the budget naming a huge model = %d with %d bytes, want 403 in a few", r.StatusCode, len(r.Body))
+	}
+	ps, err := b.Server.Approvals.List(ctx, "salad", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ps {
+		if n := len(p.Model) + len(p.Reason) + len(p.Path) + len(p.Host); n > 16<<10 {
+			t.Errorf("proposal %s holds %d bytes the box chose, want no huge string kept", p.ID, n)
+		}
+	}
+	if len(rec.Seen()) != 0 {
+		t.Errorf("the upstream received the call")
 	}
 }

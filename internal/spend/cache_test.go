@@ -44,6 +44,20 @@ func (c *cachingPool) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		`"stop_reason":"end_turn","usage":{"input_tokens":10,"cache_creation_input_tokens":%d,"cache_read_input_tokens":%d,"output_tokens":5}}`, write, read)
 }
 
+// addPoolEntry adds to b's credential pool the entry name, of weight 1,
+// with key, and tells b's cache.
+func addPoolEntry(t *testing.T, b *brokertest.Broker, name, key string) {
+	t.Helper()
+	sealed, err := b.Server.Keyring.Seal([]byte(key), pool.AD(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Server.Store.SetPoolEntry(context.Background(), store.PoolEntry{Name: name, Weight: 1, Sealed: sealed, UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	b.Server.Cache.Drop(store.ChangePool, name)
+}
+
 // TestSpend_CacheHitRatioPerBoxAndEntry: a box paid from a pool of two
 // keys hits its prompt cache on its first key; when that key is limited
 // the box moves to the other, where its cache is cold. The store keeps
@@ -60,14 +74,7 @@ func TestSpend_CacheHitRatioPerBoxAndEntry(t *testing.T) {
 	up := &cachingPool{warm: keys[first]}
 	b, token := newBroker(t, brokertest.Options{Anthropic: up})
 	ctx := context.Background()
-	sealed, err := b.Server.Keyring.Seal([]byte(keys[second]), pool.AD(second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Server.Store.SetPoolEntry(ctx, store.PoolEntry{Name: second, Weight: 1, Sealed: sealed, UpdatedAt: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
-	b.Server.Cache.Drop(store.ChangePool, second)
+	addPoolEntry(t, b, second, keys[second])
 
 	call := func() {
 		t.Helper()
@@ -81,6 +88,7 @@ func TestSpend_CacheHitRatioPerBoxAndEntry(t *testing.T) {
 		var rep *spend.CacheReport
 		deadline := time.Now().Add(10 * time.Second)
 		for {
+			var err error
 			rep, err = spend.Cache(ctx, b.Server.Store, "salad", month, time.Now())
 			if err != nil {
 				t.Fatal(err)

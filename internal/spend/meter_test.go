@@ -626,6 +626,9 @@ func TestUnboundable_Message(t *testing.T) {
 		{store.Budget{Box: "salad", Principal: "github:ann", Limit: 5_000_000},
 			"This call is refused because it could cost more than any bound the broker can set, and it would be paid within the monthly budget for github:ann on this box of $5.00: " +
 				why + ". The owner can allow such calls only by removing that budget, with `boxbroker budget remove salad --principal github:ann`."},
+		{store.Budget{Box: "salad", Window: "day", Limit: 5_000_000},
+			"This call is refused because it could cost more than any bound the broker can set, and it would be paid within this box's daily budget of $5.00: " +
+				why + ". The owner can allow such calls only by removing that budget, with `boxbroker budget remove salad --window day`."},
 	}
 	for _, tt := range tests {
 		err := spend.Unboundable(tt.budget, why)

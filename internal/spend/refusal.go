@@ -12,16 +12,19 @@ import (
 
 // refuseUnboundable returns the refusal of s's call, whose cost nothing
 // bounds (why), when a budget applies to it: the box's, or its
-// principal's. It returns a 503 when the budgets cannot be read, and nil
-// when no budget applies.
+// principal's, monthly or over another window (a window's limit is as
+// easily passed as a month's). It returns a 503 when the budgets cannot
+// be read, and nil when no budget applies.
 func (m *Meter) refuseUnboundable(ctx context.Context, s settlement, why string) *capability.Error {
-	bs, err := m.cfg.Store.ListBudgets(ctx, s.box)
-	if err != nil {
-		return budgetUnreadable(err)
-	}
-	for _, b := range bs {
-		if b.Principal == "" || b.Principal == s.principal {
-			return Unboundable(b, why)
+	for _, list := range []func(context.Context, string) ([]store.Budget, error){m.cfg.Store.ListBudgets, m.cfg.Store.ListWindowBudgets} {
+		bs, err := list(ctx, s.box)
+		if err != nil {
+			return budgetUnreadable(err)
+		}
+		for _, b := range bs {
+			if b.Principal == "" || b.Principal == s.principal {
+				return Unboundable(b, why)
+			}
 		}
 	}
 	return nil
@@ -36,7 +39,11 @@ func budgetUnreadable(err error) *capability.Error {
 // Unboundable is the refusal of a call whose cost nothing in the request
 // bounds (why says what) by a payer held to budget b.
 func Unboundable(b store.Budget, why string) *capability.Error {
-	who, remove := whose(b, "monthly budget", "remove "+b.Box)
+	what, args := "monthly budget", "remove "+b.Box
+	if b.Window != "" {
+		what, args = windowWords(b.Window)+" budget", args+" --window "+b.Window
+	}
+	who, remove := whose(b, what, args)
 	who = strings.ToLower(who[:1]) + who[1:]
 	return capability.Refuse(capability.ReasonBudget, "This call is refused because it could cost more than any bound the broker can set, and it would be paid within %s of %s: %s. "+
 		"The owner can allow such calls only by removing that budget, with %s.", who, FormatUSD(b.Limit), why, remove)
@@ -81,14 +88,22 @@ func leftOf(e *store.OverBudgetError, bound int64) (int64, func(int64) string) {
 	return left, usdAlike(e.Budget.Limit, e.Spent, e.Reserved, bound, left)
 }
 
+// windowWords names the window a budget is over, as a refusal does
+// ("daily", say): its own name when it is none store.ParseWindow reads.
+func windowWords(window string) string {
+	if w, err := store.ParseWindow(window); err == nil {
+		return w.Describe()
+	}
+	return window
+}
+
 // overWindow is the refusal of a call whose bound would pass e's window
 // budget (e.Budget.Window set; e.Month is the window's current bucket).
 func overWindow(e *store.OverBudgetError, bound int64) *capability.Error {
 	w, err := store.ParseWindow(e.Budget.Window)
-	what := e.Budget.Window + " budget"
+	what := windowWords(e.Budget.Window) + " budget"
 	resets := "when its window moves on"
 	if err == nil {
-		what = w.Describe() + " budget"
 		if at, perr := time.Parse(time.DateOnly, e.Month); perr == nil {
 			resets = w.Resets(at).Format("2006-01-02") + " at 00:00 UTC"
 		}

@@ -395,3 +395,50 @@ func TestSpend_HugeReportedUsageIsBounded(t *testing.T) {
 		t.Errorf("spool %d bytes, %d dead letters; want none", n, d)
 	}
 }
+
+// TestBudget_UnboundableCallPastAWindowBudgetIsRefused: a box held only
+// to a budget over a window (a day, a week, rolling days; its own or its
+// paying principal's), with no monthly budget, sends a call whose cost
+// nothing bounds (a web search with no max_uses, MCP servers): it is
+// refused as it would be under a monthly budget, and nothing reaches the
+// upstream, where the API could sample and search past the window's
+// limit. A window budget of another principal leaves the call alone.
+func TestBudget_UnboundableCallPastAWindowBudgetIsRefused(t *testing.T) {
+	const model, maxTokens = "claude-haiku-4-5", 500
+	unbounded := toolBody(model, maxTokens, `[{"type":"web_search_20250305","name":"web_search"}]`)
+	mcp := []byte(`{"model":"claude-haiku-4-5","max_tokens":5,"mcp_servers":[{"type":"url","url":"https://mcp.example.com/sse","name":"x"}],"messages":[{"role":"user","content":"hi"}]}`)
+	tests := []struct {
+		name, window, principal string
+		refused                 bool
+	}{
+		{"the box's daily budget", "day", "", true},
+		{"the box's weekly budget", "week", "", true},
+		{"the box's rolling budget", "7d", "", true},
+		{"another principal's daily budget", "day", "github:ann", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var calls atomic.Int64
+			b, token := newBroker(t, brokertest.Options{Anthropic: usageStandIn(&calls, 100, 1)})
+			if err := b.Server.Store.SetWindowBudget(context.Background(), store.Budget{Box: "salad", Principal: tt.principal, Window: tt.window,
+				Limit: 1_000_000_000, UpdatedAt: time.Now()}); err != nil { // $1000: no bound fits
+				t.Fatal(err)
+			}
+			b.Sync()
+			for _, body := range [][]byte{unbounded, mcp} {
+				resp := post(b, token, body)
+				typ, msg := brokertest.Refusal(resp.Body)
+				switch {
+				case tt.refused && (resp.StatusCode != 403 || typ != protocol.TypePermission || !strings.Contains(msg, "could cost more than any bound") ||
+					!strings.Contains(msg, "`boxbroker budget remove salad --window "+tt.window+"`")):
+					t.Errorf("unboundable call = %d %s %q, want 403 saying nothing bounds it and how the owner removes the window's budget", resp.StatusCode, typ, msg)
+				case !tt.refused && resp.StatusCode != 200:
+					t.Errorf("unboundable call under another principal's budget = %d %s, want 200", resp.StatusCode, resp.Body)
+				}
+			}
+			if want := map[bool]int64{true: 0, false: 2}[tt.refused]; calls.Load() != want {
+				t.Errorf("upstream received %d calls, want %d", calls.Load(), want)
+			}
+		})
+	}
+}

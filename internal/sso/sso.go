@@ -168,8 +168,9 @@ func checkURL(s string) string {
 type Identity struct {
 	// Issuer and Subject name the person for good.
 	Issuer, Subject string
-	// Name is how pages, logs and audit rows name them: the email, or
-	// else the preferred username, or else the subject.
+	// Name is how pages, logs and audit rows name them: the email the
+	// provider verified, or else the preferred username, or else the
+	// subject.
 	Name string
 	Role Role
 	// Claim and Grounds are what Role rests on: the role claim's name and
@@ -493,12 +494,19 @@ func claimValues(v any) []string {
 	return nil
 }
 
-// nameOf is how a person is named: email, preferred_username or sub.
+// nameOf is how a person is named: their email when the provider has
+// verified it (email_verified true), else preferred_username, else sub.
+// An email the provider has not verified may be one the person typed in
+// (many providers let them edit it), such as another person's, and
+// pages, audit rows and decisions would name that person as the actor.
 func nameOf(claims map[string]any, sub string) string {
-	for _, k := range []string{"email", "preferred_username"} {
-		if s, ok := claims[k].(string); ok && s != "" {
+	if v, _ := claims["email_verified"].(bool); v {
+		if s, ok := claims["email"].(string); ok && s != "" {
 			return clean(s, 200)
 		}
+	}
+	if s, ok := claims["preferred_username"].(string); ok && s != "" {
+		return clean(s, 200)
 	}
 	return clean(sub, 200)
 }

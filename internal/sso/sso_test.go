@@ -101,11 +101,11 @@ func TestConfig_ValidateNeverEchoesACredential(t *testing.T) {
 }
 
 func TestNameOf_DropsControlCharacters(t *testing.T) {
-	got := nameOf(map[string]any{"email": "eve@x.com\n(by admin, operator)\x1b[2J"}, "s")
+	got := nameOf(map[string]any{"email": "eve@x.com\n(by admin, operator)\x1b[2J", "email_verified": true}, "s")
 	if strings.ContainsAny(got, "\n\x1b") {
 		t.Errorf("nameOf = %q, holds control characters", got)
 	}
-	if got := nameOf(map[string]any{"email": strings.Repeat("é", 300)}, "s"); len(got) > 200 || !strings.HasPrefix(got, "é") {
+	if got := nameOf(map[string]any{"email": strings.Repeat("é", 300), "email_verified": true}, "s"); len(got) > 200 || !strings.HasPrefix(got, "é") {
 		t.Errorf("nameOf of a long email = %d bytes, want at most 200 of valid UTF-8", len(got))
 	}
 	if got := nameOf(map[string]any{}, "subject-1"); got != "subject-1" {
@@ -155,5 +155,27 @@ func TestRoleOf_JudgedAgain(t *testing.T) {
 	p := &Provider{cfg: Config{RoleClaim: "groups", Operators: ops}}
 	if g := p.groundsOf(map[string]any{"groups": many}); len(g) != maxGrounds {
 		t.Errorf("groundsOf kept %d values, want at most %d", len(g), maxGrounds)
+	}
+}
+
+// TestNameOf_UnverifiedEmailNamesNoOne: a person whose role rests on
+// another claim (groups) and who typed another person's address as their
+// email, which the provider has not verified, is not named by it: the
+// audit rows and decisions of their actions name their username, or
+// their subject.
+func TestNameOf_UnverifiedEmailNamesNoOne(t *testing.T) {
+	tests := []struct {
+		claims map[string]any
+		want   string
+	}{
+		{map[string]any{"email": "boss@example.com", "email_verified": true}, "boss@example.com"},
+		{map[string]any{"email": "boss@example.com"}, "subject-1"},
+		{map[string]any{"email": "boss@example.com", "email_verified": false, "preferred_username": "mallory"}, "mallory"},
+		{map[string]any{"email": "boss@example.com", "email_verified": "true"}, "subject-1"},
+	}
+	for _, tt := range tests {
+		if got := nameOf(tt.claims, "subject-1"); got != tt.want {
+			t.Errorf("nameOf(%v) = %q, want %q", tt.claims, got, tt.want)
+		}
 	}
 }

@@ -143,6 +143,10 @@ func (e *OverBudgetError) Is(target error) bool { return target == ErrOverBudget
 // calls in flight, and measured usage. None of it is cached, so none of its
 // writes are in the changes log.
 type Spend interface {
+	// Windows are the budgets over other windows than the month, which
+	// Reserve holds a call to as well: what holds a call to its budgets
+	// reads both.
+	Windows
 	// SetBudget creates or replaces the budget of b.Box and b.Principal;
 	// ErrNotFound if there is no such box.
 	SetBudget(ctx context.Context, b Budget) error

@@ -209,6 +209,21 @@ type Boxes interface {
 	// PayerPrincipal); ErrNotFound if none. Name, TokenHash, CreatedAt,
 	// From and the token's lifetimes are not changed.
 	UpdateBox(ctx context.Context, b Box) error
+	// ChangeBox changes the settings of the box named name that c holds,
+	// and no other, in one statement; ErrNotFound if none. An action
+	// that changes one setting calls it rather than reading the box and
+	// writing it back whole (UpdateBox), which would undo a change made
+	// meanwhile by another: a pause by a payer's change, say.
+	ChangeBox(ctx context.Context, name string, c BoxChange) error
+}
+
+// BoxChange is what ChangeBox changes of a box: each field that is not
+// nil. PayerKind, when not nil, is set with PayerPrincipal.
+type BoxChange struct {
+	Consent        *bool
+	Paused         *bool
+	PayerKind      *string
+	PayerPrincipal string
 }
 
 // Declarations keeps each box's last declaration report, as kept.

@@ -45,7 +45,7 @@ func (u *Page) waiting(ctx context.Context, sess *Session) (template.HTML, error
 // through the operator service.
 func decide(approve bool) func(f *formPost) error {
 	return func(f *formPost) error {
-		op := f.op.DecidedBy("page:" + f.sess.TokenID)
+		op := f.op.DecidedBy(decider(f.sess))
 		var p operator.ProposalView
 		var err error
 		if approve {

@@ -102,6 +102,16 @@ func actedBy(ctx context.Context) string {
 	return " (by " + sess.Name + ", " + string(sess.Role) + ")"
 }
 
+// decider is who a decision made on the page names as its maker: "page:"
+// and the admin token's ID for an admin token's session, or the person a
+// single sign-on session is for, by name.
+func decider(sess *Session) string {
+	if sess.TokenID != "" {
+		return "page:" + sess.TokenID
+	}
+	return "page:" + sess.Name
+}
+
 // wrapped is a refusal whose cause err is logged, never shown.
 func wrapped(err error, code operator.Code, format string, args ...any) error {
 	oe := operator.Errorf(code, format, args...)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/admin/ui"
+	"github.com/intentius/boxbroker/internal/approval"
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/sso"
@@ -208,9 +209,10 @@ func TestSSO_OperatorActsAndAuditNamesThem(t *testing.T) {
 	if !found {
 		t.Errorf("no audit row names ops@example.com: %+v", entries)
 	}
-	// Someone in no operators' group is a viewer ("*").
+	// Someone in no operators' group is a viewer ("*"), named by their
+	// subject: their email is not verified.
 	c2, cb := s.signInSSO(t, "staff-1", map[string]any{"email": "staff@example.com", "groups": []any{"staff"}})
-	if !strings.Contains(cb.body, "staff@example.com, viewer") {
+	if !strings.Contains(cb.body, "staff-1, viewer") {
 		t.Fatalf("staff callback = %d, want a viewer:\n%s", cb.status, cb.body)
 	}
 	csrf = csrfOf(t, signedInAs(t, s, c2).body)
@@ -375,4 +377,84 @@ func mustURL(t *testing.T, s string) *url.URL {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// TestSSO_DecisionNamesThePerson: a proposal an operator signed in with
+// single sign-on approves or denies on the page names them as who
+// decided it, as the audit row does: a decision made through the page
+// never names "page:" and no one.
+func TestSSO_DecisionNamesThePerson(t *testing.T) {
+	s := newSSOBroker(t, "email", []string{"ops@example.com"}, nil)
+	ctx := context.Background()
+	if err := s.b.Server.Approvals.SetAsk(ctx, "alpha", approval.ScopeHosts, true); err != nil {
+		t.Fatal(err)
+	}
+	open := func(host string) string {
+		v, err := s.b.Server.Approvals.Refused(ctx, approval.Attempt{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalHost,
+			Method: http.MethodConnect, Host: host, Reason: "no secret"}})
+		if err != nil || v.Proposal.ID == "" {
+			t.Fatalf("open a proposal for %s: %+v, %v", host, v, err)
+		}
+		return v.Proposal.ID
+	}
+	c, _ := s.signInSSO(t, "operator-1", email("ops@example.com"))
+	csrf := csrfOf(t, signedInAs(t, s, c).body)
+	approved, denied := open("one.example:443"), open("two.example:443")
+	if p := submit(t, c, s.base+"/ui/proposals/"+approved+"/approve", url.Values{"csrf": {csrf}, "for": {"1h"}}); p.status != http.StatusSeeOther {
+		t.Fatalf("approve = %d:\n%s", p.status, p.body)
+	}
+	if p := submit(t, c, s.base+"/ui/proposals/"+denied+"/deny", url.Values{"csrf": {csrf}}); p.status != http.StatusSeeOther {
+		t.Fatalf("deny = %d:\n%s", p.status, p.body)
+	}
+	for _, id := range []string{approved, denied} {
+		p, err := s.b.Server.Store.Proposal(ctx, id, time.Now())
+		if err != nil || p.DecidedBy != "page:ops@example.com" {
+			t.Errorf("proposal %s decided by %q (%v), want %q", id, p.DecidedBy, err, "page:ops@example.com")
+		}
+	}
+}
+
+// TestSSO_UnverifiedEmailNamesNoActor: an operator by group who typed
+// another person's address as their email, which the provider has not
+// verified, acts on the page: neither the audit row nor the decision
+// names that person; both name the operator by their username.
+func TestSSO_UnverifiedEmailNamesNoActor(t *testing.T) {
+	s := newSSOBroker(t, "groups", []string{"ops"}, nil)
+	ctx := context.Background()
+	if err := s.b.Server.Approvals.SetAsk(ctx, "alpha", approval.ScopeHosts, true); err != nil {
+		t.Fatal(err)
+	}
+	v, err := s.b.Server.Approvals.Refused(ctx, approval.Attempt{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalHost,
+		Method: http.MethodConnect, Host: "one.example:443", Reason: "no secret"}})
+	if err != nil || v.Proposal.ID == "" {
+		t.Fatalf("open a proposal: %+v, %v", v, err)
+	}
+	c, _ := s.signInSSO(t, "mallory-1", map[string]any{"email": "boss@example.com", "email_verified": false,
+		"preferred_username": "mallory", "groups": []any{"ops"}})
+	csrf := csrfOf(t, signedInAs(t, s, c).body)
+	if p := submit(t, c, s.base+"/ui/boxes/alpha/settings", url.Values{"csrf": {csrf}, "set": {"paused"}, "value": {"true"}}); p.status != http.StatusSeeOther {
+		t.Fatalf("operator POST settings = %d", p.status)
+	}
+	if p := submit(t, c, s.base+"/ui/proposals/"+v.Proposal.ID+"/approve", url.Values{"csrf": {csrf}, "for": {"1h"}}); p.status != http.StatusSeeOther {
+		t.Fatalf("approve = %d", p.status)
+	}
+	entries, err := s.b.Server.Store.ListAudit(ctx, store.AuditQuery{Box: "alpha", Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := 0
+	for _, e := range entries {
+		if strings.Contains(e.Message, "boss@example.com") {
+			t.Errorf("an audit row names the unverified email: %q", e.Message)
+		}
+		if e.Capability == store.ActorAdmin && strings.Contains(e.Message, "(by mallory, operator)") {
+			named++
+		}
+	}
+	if named != 2 {
+		t.Errorf("%d audit rows name mallory, want 2 (the pause and the approval)", named)
+	}
+	if p, err := s.b.Server.Store.Proposal(ctx, v.Proposal.ID, time.Now()); err != nil || p.DecidedBy != "page:mallory" {
+		t.Errorf("decided by %q (%v), want page:mallory", p.DecidedBy, err)
+	}
 }

@@ -156,6 +156,30 @@ func (s *Store) UpdateBox(ctx context.Context, b store.Box) error {
 		b.Consent, b.Paused, kind, b.PayerPrincipal, b.Name)
 }
 
+// ChangeBox changes the settings of the box named name that c holds, in
+// one statement: each other column keeps what it holds as it runs.
+// store.ErrNotFound if there is no such box.
+func (s *Store) ChangeBox(ctx context.Context, name string, c store.BoxChange) error {
+	var consent, paused, kind, principal any
+	if c.Consent != nil {
+		consent = *c.Consent
+	}
+	if c.Paused != nil {
+		paused = *c.Paused
+	}
+	if c.PayerKind != nil {
+		k, err := payerKind(*c.PayerKind)
+		if err != nil {
+			return fmt.Errorf("change box %q: %w", name, err)
+		}
+		kind, principal = k, c.PayerPrincipal
+	}
+	return s.touch(ctx, fmt.Sprintf("change box %q", name), []store.Change{{Kind: store.ChangeBox, Key: name}},
+		`UPDATE boxes SET consent = COALESCE($1, consent), paused = COALESCE($2, paused),
+			payer_kind = COALESCE($3, payer_kind), payer_principal = COALESCE($4, payer_principal) WHERE name = $5`,
+		consent, paused, kind, principal, name)
+}
+
 // SaveDeclaration replaces the last report of the box named box with doc,
 // taken at at; store.ErrNotFound if there is no such box.
 func (s *Store) SaveDeclaration(ctx context.Context, box string, doc []byte, at time.Time) error {

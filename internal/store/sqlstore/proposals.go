@@ -29,6 +29,9 @@ func scanProposal(row Scanner, at time.Time) (store.Proposal, error) {
 	if err != nil {
 		return store.Proposal{}, err
 	}
+	if p.Kind == store.ProposalBudget {
+		p.Payer, p.Secret = p.Secret, "" // see secretColumn
+	}
 	p.CreatedAt, p.UpdatedAt, p.ExpiresAt = fromMicros(created), fromMicros(updated), fromMicros(expires)
 	if until != 0 {
 		p.Until = fromMicros(until)
@@ -40,6 +43,16 @@ func scanProposal(row Scanner, at time.Time) (store.Proposal, error) {
 		p.State = store.ProposalExpired
 	}
 	return p, nil
+}
+
+// secretColumn is what a's row keeps in its secret column: the secret's
+// name, or, for a budget proposal, which names no secret, its payer
+// (scanProposal reads it back as Payer).
+func secretColumn(a store.Attempt) string {
+	if a.Kind == store.ProposalBudget {
+		return a.Payer
+	}
+	return a.Secret
 }
 
 // OpenProposal records p as pending, or merges it into box's pending
@@ -74,7 +87,7 @@ func (s *Store) OpenProposal(ctx context.Context, p store.Proposal, max int) (st
 				return nil, store.ErrFull
 			}
 			if _, err := tx.ExecContext(ctx, "INSERT INTO proposals ("+proposalColumns+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 1, 'pending', $12, $12, $13, 0, '', 0)",
-				p.ID, p.Box, p.Kind, p.Secret, p.Method, p.Path, p.Host, p.Model, p.Amount, p.Reason, p.Key, at, Micros(p.ExpiresAt)); err != nil {
+				p.ID, p.Box, p.Kind, secretColumn(p.Attempt), p.Method, p.Path, p.Host, p.Model, p.Amount, p.Reason, p.Key, at, Micros(p.ExpiresAt)); err != nil {
 				return nil, err
 			}
 		}

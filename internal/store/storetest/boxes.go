@@ -131,6 +131,25 @@ func testUpdateBox(t *testing.T, s store.Store) {
 	must(t, "UpdateBox(alpha)", s.UpdateBox(ctx, back))
 	got, err := s.Box(ctx, "alpha")
 	read(t, "Box(alpha) after resetting settings", b, got, err)
+
+	// ChangeBox writes what it is given and leaves the rest: a pause and
+	// a payer made from reads of the same row each stand.
+	on, owner := true, "owner"
+	must(t, "ChangeBox(alpha, paused)", s.ChangeBox(ctx, "alpha", store.BoxChange{Paused: &on}))
+	must(t, "ChangeBox(alpha, payer)", s.ChangeBox(ctx, "alpha", store.BoxChange{PayerKind: &owner, PayerPrincipal: "github:ann"}))
+	want = b
+	want.Paused, want.PayerKind, want.PayerPrincipal = true, "owner", "github:ann"
+	got = answer(s.Box(ctx, "alpha")).must(t, "Box(alpha)")
+	same(t, "Box(alpha) after ChangeBox of paused, then of the payer", want, got)
+	must(t, "ChangeBox(alpha, consent)", s.ChangeBox(ctx, "alpha", store.BoxChange{Consent: &on}))
+	want.Consent = true
+	got = answer(s.Box(ctx, "alpha")).must(t, "Box(alpha)")
+	same(t, "Box(alpha) after ChangeBox of consent", want, got)
+	shared := "shared"
+	must(t, "ChangeBox(alpha, shared)", s.ChangeBox(ctx, "alpha", store.BoxChange{PayerKind: &shared}))
+	want.PayerKind, want.PayerPrincipal = "shared", ""
+	got = answer(s.Box(ctx, "alpha")).must(t, "Box(alpha)")
+	same(t, "Box(alpha) after ChangeBox to shared", want, got)
 }
 
 func testDeleteBoxCascades(t *testing.T, s store.Store) {

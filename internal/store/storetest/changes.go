@@ -23,6 +23,10 @@ func testNotFound(t *testing.T, s store.Store) {
 		{"DeleteBox", func(ctx context.Context) error { return s.DeleteBox(ctx, "nobox") }},
 		{"RotateToken", func(ctx context.Context) error { return s.RotateToken(ctx, "nobox", hash("new")) }},
 		{"UpdateBox", func(ctx context.Context) error { return s.UpdateBox(ctx, store.Box{Name: "nobox", Paused: true}) }},
+		{"ChangeBox", func(ctx context.Context) error {
+			on := true
+			return s.ChangeBox(ctx, "nobox", store.BoxChange{Paused: &on})
+		}},
 		{"SaveDeclaration of no box", func(ctx context.Context) error {
 			return s.SaveDeclaration(ctx, "nobox", []byte(`{"capabilities":[]}`), at(1))
 		}},
@@ -78,6 +82,11 @@ func testChangesEveryWrite(t *testing.T, s store.Store) {
 		{"CreateBox", func(ctx context.Context) error { return s.CreateBox(ctx, newBox("alpha")) },
 			[]store.Change{{Kind: store.ChangeBox, Key: "alpha"}}},
 		{"UpdateBox", func(ctx context.Context) error { return s.UpdateBox(ctx, store.Box{Name: "alpha", Consent: true}) },
+			[]store.Change{{Kind: store.ChangeBox, Key: "alpha"}}},
+		{"ChangeBox", func(ctx context.Context) error {
+			on := true
+			return s.ChangeBox(ctx, "alpha", store.BoxChange{Paused: &on})
+		},
 			[]store.Change{{Kind: store.ChangeBox, Key: "alpha"}}},
 		{"RotateToken", func(ctx context.Context) error { return s.RotateToken(ctx, "alpha", hash("rotated")) },
 			[]store.Change{{Kind: store.ChangeBox, Key: "alpha"}}},

@@ -118,6 +118,15 @@ func testProposals(t *testing.T, s store.Store) {
 		t.Errorf("Proposal(none) = %v, want ErrNotFound", err)
 	}
 
+	// A budget proposal keeps its payer, and names no secret.
+	budget := store.Proposal{ID: "p-budget", Attempt: store.Attempt{Box: "beta", Kind: store.ProposalBudget, Model: "claude-sonnet-4-5", Amount: 6564,
+		Payer: "visitor github:ann", Reason: "past github:ann's budget"}, Key: "kb", CreatedAt: at(7), ExpiresAt: at(7 + 3600)}
+	wantErr(t, "OpenProposal(budget)", second(s.OpenProposal(ctx, budget, 3)), nil)
+	wantErr(t, "DecideProposal(budget)", second(s.DecideProposal(ctx, "p-budget", store.ProposalApproved, time.Time{}, "owner", at(8))), nil)
+	if in, err := s.ApprovalsInForce(ctx, "beta", store.ProposalBudget, at(9)); err != nil || len(in) != 1 || in[0].Payer != "visitor github:ann" || in[0].Secret != "" {
+		t.Errorf("ApprovalsInForce(beta, budget) = %+v, %v; want p-budget paid by visitor github:ann, no secret", in, err)
+	}
+
 	// Asks.
 	for _, sc := range []string{"secret:GITHUB", "hosts", "hosts"} {
 		must(t, fmt.Sprintf("SetAsk(%s)", sc), s.SetAsk(ctx, "alpha", sc, true))

@@ -1,0 +1,125 @@
+package admin_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/approval"
+	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/operator"
+	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
+)
+
+// byToken is what an audit row of an action made through the admin API
+// with the admin token tok ends with: " (by admin token ID)".
+func byToken(t *testing.T, b *brokertest.Broker, tok string) string {
+	t.Helper()
+	rec, err := b.Server.Store.AdminTokenByHash(context.Background(), token.Hash(tok))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return " (by admin token " + rec.ID + ")"
+}
+
+// openHostProposal puts box's unknown hosts in ask mode and opens a
+// proposal of box for a tunnel to host, as the proxy does on a refused
+// CONNECT; it returns the proposal's ID.
+func openHostProposal(t *testing.T, b *brokertest.Broker, box, host string) string {
+	t.Helper()
+	decode(t, "PUT ask", b.Admin("PUT", "/api/boxes/"+box+"/asks/"+approval.ScopeHosts, b.AdminToken, nil), 200, nil)
+	v, err := b.Server.Approvals.Refused(context.Background(), approval.Attempt{Attempt: store.Attempt{Box: box, Kind: store.ProposalHost,
+		Method: http.MethodConnect, Host: host, Reason: "no secret"}})
+	if err != nil || v.Proposal.ID == "" {
+		t.Fatalf("open a proposal of %s for %s: %+v, %v", box, host, v, err)
+	}
+	return v.Proposal.ID
+}
+
+// TestProposals_DecisionNamesTheAdminTokenAndIsNotReplayed: with two
+// admin tokens, a proposal approved through the admin API names the
+// token that approved it (admin: and its ID), not the API alone, and so
+// does its audit row, so a decision can be traced to the token to revoke; the same approval sent
+// again, or a denial after it, is 409 and leaves the first decision,
+// and who made it, as it was.
+func TestProposals_DecisionNamesTheAdminTokenAndIsNotReplayed(t *testing.T) {
+	b := brokertest.New(t, brokertest.Options{})
+	b.AddBox("alpha")
+	ctx := context.Background()
+	second, rec, err := operator.Mint(ctx, b.Server.Store, "second", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := b.Server.Store.AdminTokenByHash(ctx, token.Hash(b.AdminToken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := openHostProposal(t, b, "alpha", "one.example:443")
+	var p operator.ProposalView
+	decode(t, "approve with the second token", b.Admin("POST", "/api/proposals/"+id+"/approve", second, operator.Decision{For: "15m"}), 200, &p)
+	if p.DecidedBy != "admin:"+rec.ID {
+		t.Errorf("decided_by after approving with the second token = %q, want %q", p.DecidedBy, "admin:"+rec.ID)
+	}
+	refusal(t, "approve again with the first token", b.Admin("POST", "/api/proposals/"+id+"/approve", b.AdminToken, operator.Decision{For: "always"}), 409)
+	refusal(t, "deny after approval", b.Admin("POST", "/api/proposals/"+id+"/deny", b.AdminToken, nil), 409)
+	got, err := b.Server.Store.Proposal(ctx, id, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != store.ProposalApproved || got.DecidedBy != "admin:"+rec.ID || got.Until.IsZero() || got.Until.After(time.Now().Add(16*time.Minute)) {
+		t.Errorf("proposal after the replays = %s by %q until %v, want approved by %q for 15m", got.State, got.DecidedBy, got.Until, "admin:"+rec.ID)
+	}
+
+	entries, err := b.Server.Store.ListAudit(ctx, store.AuditQuery{Box: "alpha", Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := false
+	for _, e := range entries {
+		named = named || strings.HasPrefix(e.Message, "approved proposal "+id) && strings.HasSuffix(e.Message, byToken(t, b, second))
+	}
+	if !named {
+		t.Errorf("no audit row of the approval names the second admin token: %+v", entries)
+	}
+
+	denied := openHostProposal(t, b, "alpha", "two.example:443")
+	decode(t, "deny with the first token", b.Admin("POST", "/api/proposals/"+denied+"/deny", b.AdminToken, nil), 200, &p)
+	if p.DecidedBy != "admin:"+first.ID {
+		t.Errorf("decided_by after denying with the first token = %q, want %q", p.DecidedBy, "admin:"+first.ID)
+	}
+}
+
+// TestProposals_RemovedBoxTakesItsApprovals: a box holding an approval
+// for always and a pending proposal is removed and a box of the same
+// name added (another owner's, say): approving the old proposal is 404,
+// and the new box's identical attempt is not approved by the old box's
+// approval.
+func TestProposals_RemovedBoxTakesItsApprovals(t *testing.T) {
+	b := brokertest.New(t, brokertest.Options{})
+	b.AddBox("alpha")
+	ctx := context.Background()
+	approved := openHostProposal(t, b, "alpha", "one.example:443")
+	decode(t, "approve for always", b.Admin("POST", "/api/proposals/"+approved+"/approve", b.AdminToken, operator.Decision{For: "always"}), 200, nil)
+	pending := openHostProposal(t, b, "alpha", "two.example:443")
+	attempt := approval.Attempt{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalHost, Method: http.MethodConnect, Host: "one.example:443", Reason: "no secret"}}
+	if v, err := b.Server.Approvals.Refused(ctx, attempt); err != nil || !v.Approved {
+		t.Fatalf("the approved attempt before removal: %+v, %v; want approved", v, err)
+	}
+
+	if r := b.Admin("DELETE", "/api/boxes/alpha", b.AdminToken, nil); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("remove alpha = %d %s", r.StatusCode, r.Body)
+	}
+	refusal(t, "approve the removed box's proposal", b.Admin("POST", "/api/proposals/"+pending+"/approve", b.AdminToken, operator.Decision{For: "always"}), 404)
+	b.AddBox("alpha")
+	if v, err := b.Server.Approvals.Refused(ctx, attempt); err != nil || v.Approved {
+		t.Errorf("the same attempt by the new alpha: %+v, %v; want it not approved", v, err)
+	}
+	for _, id := range []string{approved, pending} {
+		if p, err := b.Server.Store.Proposal(ctx, id, time.Now()); err == nil {
+			t.Errorf("proposal %s of the removed box is still kept: %+v", id, p)
+		}
+	}
+}
