@@ -62,8 +62,6 @@ type Attempt struct {
 	// Payer is who pays the call past the budget, as the chant-payer
 	// header writes it ("shared", "visitor github:ann"; ProposalBudget),
 	// else "": an approval lets only that payer's call past a budget.
-	// A budget proposal has no secret, and the store keeps Payer in the
-	// secret's place.
 	Payer string `json:"payer,omitempty"`
 	// Reason is the refusal's words, for the person deciding.
 	Reason string `json:"reason"`

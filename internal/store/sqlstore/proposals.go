@@ -13,7 +13,7 @@ import (
 )
 
 // proposalColumns are a proposal's columns in the order scanProposal reads them.
-const proposalColumns = "id, box, kind, secret, method, path, host, model, amount, reason, merge_key, seen, state, created_at, updated_at, expires_at, approved_until, decided_by, decided_at"
+const proposalColumns = "id, box, kind, secret, method, path, host, model, amount, reason, merge_key, seen, state, created_at, updated_at, expires_at, approved_until, decided_by, decided_at, payer"
 
 // proposalKeep is how long a proposal no longer pending (and an approval
 // past its end) is kept before OpenProposal forgets it.
@@ -25,12 +25,9 @@ func scanProposal(row Scanner, at time.Time) (store.Proposal, error) {
 	var p store.Proposal
 	var created, updated, expires, until, decided int64
 	err := row.Scan(&p.ID, &p.Box, &p.Kind, &p.Secret, &p.Method, &p.Path, &p.Host, &p.Model, &p.Amount, &p.Reason, &p.Key, &p.Count,
-		&p.State, &created, &updated, &expires, &until, &p.DecidedBy, &decided)
+		&p.State, &created, &updated, &expires, &until, &p.DecidedBy, &decided, &p.Payer)
 	if err != nil {
 		return store.Proposal{}, err
-	}
-	if p.Kind == store.ProposalBudget {
-		p.Payer, p.Secret = p.Secret, "" // see secretColumn
 	}
 	p.CreatedAt, p.UpdatedAt, p.ExpiresAt = fromMicros(created), fromMicros(updated), fromMicros(expires)
 	if until != 0 {
@@ -43,16 +40,6 @@ func scanProposal(row Scanner, at time.Time) (store.Proposal, error) {
 		p.State = store.ProposalExpired
 	}
 	return p, nil
-}
-
-// secretColumn is what a's row keeps in its secret column: the secret's
-// name, or, for a budget proposal, which names no secret, its payer
-// (scanProposal reads it back as Payer).
-func secretColumn(a store.Attempt) string {
-	if a.Kind == store.ProposalBudget {
-		return a.Payer
-	}
-	return a.Secret
 }
 
 // OpenProposal records p as pending, or merges it into box's pending
@@ -86,8 +73,8 @@ func (s *Store) OpenProposal(ctx context.Context, p store.Proposal, max int) (st
 			if pending >= max {
 				return nil, store.ErrFull
 			}
-			if _, err := tx.ExecContext(ctx, "INSERT INTO proposals ("+proposalColumns+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 1, 'pending', $12, $12, $13, 0, '', 0)",
-				p.ID, p.Box, p.Kind, secretColumn(p.Attempt), p.Method, p.Path, p.Host, p.Model, p.Amount, p.Reason, p.Key, at, Micros(p.ExpiresAt)); err != nil {
+			if _, err := tx.ExecContext(ctx, "INSERT INTO proposals ("+proposalColumns+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 1, 'pending', $12, $12, $13, 0, '', 0, $14)",
+				p.ID, p.Box, p.Kind, p.Secret, p.Method, p.Path, p.Host, p.Model, p.Amount, p.Reason, p.Key, at, Micros(p.ExpiresAt), p.Payer); err != nil {
 				return nil, err
 			}
 		}
