@@ -15,7 +15,7 @@ func proposalCommands() map[string]command {
 	return map[string]command{
 		"proposals": {summary: "list refused requests waiting for a person: proposals [--box B] [--state pending|approved|denied|expired|all]", run: runProposals},
 		"approve":   {summary: "approve a proposal: approve ID --for 15m|1h|7d|always", run: runApprove},
-		"deny":      {summary: "deny a proposal: deny ID", run: runDeny},
+		"deny":      {summary: "deny a proposal, or withdraw an approval: deny ID", run: runDeny},
 		"ask":       {summary: "put a box's refusals in ask mode: ask BOX secret:NAME|hosts|budget [--off]", run: runAsk},
 	}
 }

@@ -51,8 +51,17 @@ func TestCLI_AskProposalsApprove(t *testing.T) {
 			if r := b.Do("POST", path, tok, nil, nil); r.StatusCode != http.StatusOK {
 				t.Errorf("the retry after approve = %d %s, want 200", r.StatusCode, r.Body)
 			}
-			if code, _, errs := runEnv(t, tt.env, "", "deny", id); code == 0 || !strings.Contains(errs, "no longer waiting") {
-				t.Errorf("deny after approve = %d %q, want refused as no longer waiting", code, errs)
+			if code, _, errs := runEnv(t, tt.env, "", "approve", id, "--for", "1h"); code == 0 || !strings.Contains(errs, "no longer waiting") {
+				t.Errorf("approve again = %d %q, want refused as no longer waiting", code, errs)
+			}
+			if code, out, errs := runEnv(t, tt.env, "", "deny", id); code != 0 || !strings.Contains(out, "denied "+id) {
+				t.Errorf("deny after approve (a withdrawal) = %d %q %q", code, out, errs)
+			}
+			if r := b.Do("POST", path, tok, nil, nil); r.StatusCode != http.StatusForbidden {
+				t.Errorf("the retry after the withdrawal = %d %s, want 403", r.StatusCode, r.Body)
+			}
+			if code, _, errs := runEnv(t, tt.env, "", "deny", id); code == 0 || !strings.Contains(errs, "neither waiting nor an approval in force") {
+				t.Errorf("deny again = %d %q, want refused", code, errs)
 			}
 			if code, _, errs := runEnv(t, tt.env, "", "approve", id, "--for", "10s"); code == 0 || !strings.Contains(errs, "--for") {
 				t.Errorf("approve --for 10s = %d %q, want refused", code, errs)

@@ -60,7 +60,7 @@ var synopses = map[string]string{
 	"spool dead list":   "boxbroker spool dead list [flags]",
 	"proposals":         "boxbroker proposals [--box BOX] [--state pending|approved|denied|expired|all] [flags]\n\nlists the refused requests a person may approve (pending ones by default)",
 	"approve":           "boxbroker approve ID [--for 15m|1h|7d|always] [flags]\n\napproves a proposal: the box's same request succeeds for that long",
-	"deny":              "boxbroker deny ID [flags]",
+	"deny":              "boxbroker deny ID [flags]\n\ndenies a pending proposal, or withdraws an approval in force",
 	"ask":               "boxbroker ask BOX secret:NAME|hosts|budget [--off] [flags]\n\nputs a box's refusals of that kind in ask mode: each opens a proposal",
 	"spool dead retry":  "boxbroker spool dead retry ID [flags]",
 	"spool dead drop":   "boxbroker spool dead drop ID [--yes] [flags]",

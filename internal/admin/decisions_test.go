@@ -43,8 +43,9 @@ func openHostProposal(t *testing.T, b *brokertest.Broker, box, host string) stri
 // admin tokens, a proposal approved through the admin API names the
 // token that approved it (admin: and its ID), not the API alone, and so
 // does its audit row, so a decision can be traced to the token to revoke; the same approval sent
-// again, or a denial after it, is 409 and leaves the first decision,
-// and who made it, as it was.
+// again is 409 and leaves the first decision, and who made it, as it
+// was; a denial after it withdraws it, naming its own token, and a second
+// denial is 409.
 func TestProposals_DecisionNamesTheAdminTokenAndIsNotReplayed(t *testing.T) {
 	b := brokertest.New(t, brokertest.Options{})
 	b.AddBox("alpha")
@@ -64,7 +65,6 @@ func TestProposals_DecisionNamesTheAdminTokenAndIsNotReplayed(t *testing.T) {
 		t.Errorf("decided_by after approving with the second token = %q, want %q", p.DecidedBy, "admin:"+rec.ID)
 	}
 	refusal(t, "approve again with the first token", b.Admin("POST", "/api/proposals/"+id+"/approve", b.AdminToken, operator.Decision{For: "always"}), 409)
-	refusal(t, "deny after approval", b.Admin("POST", "/api/proposals/"+id+"/deny", b.AdminToken, nil), 409)
 	got, err := b.Server.Store.Proposal(ctx, id, time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -84,6 +84,11 @@ func TestProposals_DecisionNamesTheAdminTokenAndIsNotReplayed(t *testing.T) {
 	if !named {
 		t.Errorf("no audit row of the approval names the second admin token: %+v", entries)
 	}
+	decode(t, "deny after approval (a withdrawal)", b.Admin("POST", "/api/proposals/"+id+"/deny", b.AdminToken, nil), 200, &p)
+	if p.State != store.ProposalDenied || p.DecidedBy != "admin:"+first.ID {
+		t.Errorf("after the withdrawal = %s by %q, want denied by %q", p.State, p.DecidedBy, "admin:"+first.ID)
+	}
+	refusal(t, "deny again", b.Admin("POST", "/api/proposals/"+id+"/deny", b.AdminToken, nil), 409)
 
 	denied := openHostProposal(t, b, "alpha", "two.example:443")
 	decode(t, "deny with the first token", b.Admin("POST", "/api/proposals/"+denied+"/deny", b.AdminToken, nil), 200, &p)

@@ -357,7 +357,8 @@ func (s *Service) Approve(ctx context.Context, id string, d time.Duration, alway
 	return s.cfg.Store.DecideProposal(ctx, id, store.ProposalApproved, until, by, now)
 }
 
-// Deny denies the pending proposal id; store.ErrNotFound or store.ErrNotPending.
+// Deny denies the pending proposal id, or withdraws it when it is an
+// approval in force; store.ErrNotFound or store.ErrNotPending.
 func (s *Service) Deny(ctx context.Context, id, by string) (store.Proposal, error) {
 	return s.cfg.Store.DecideProposal(ctx, id, store.ProposalDenied, time.Time{}, by, s.cfg.Now())
 }

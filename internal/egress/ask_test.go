@@ -99,8 +99,36 @@ func TestEgress_AskOpensAProposalAndApprovalServesTheRetry(t *testing.T) {
 			t.Errorf("POST %s after approving another = %d (host reached %d), want refused", path, code, reached)
 		}
 	}
+	if r := e.br.Admin("POST", "/api/proposals/"+p.ID+"/approve", e.br.AdminToken, map[string]string{"for": "1h"}); r.StatusCode != http.StatusConflict {
+		t.Errorf("approve again = %d %s, want 409", r.StatusCode, r.Body)
+	}
+}
+
+// TestEgress_WithdrawnApprovalStopsAtTheNextRequest: denying a proposal
+// approved always withdraws the approval: the box's next identical
+// request is refused, naming the denial, without reaching the host; a
+// second denial is a 409.
+func TestEgress_WithdrawnApprovalStopsAtTheNextRequest(t *testing.T) {
+	e := askEnv(t)
+	e.post(t, "/repos/acme/app/issues")
+	p := e.pending(t)[0]
+	if r := e.br.Admin("POST", "/api/proposals/"+p.ID+"/approve", e.br.AdminToken, map[string]string{"for": "always"}); r.StatusCode != http.StatusOK {
+		t.Fatalf("approve = %d %s", r.StatusCode, r.Body)
+	}
+	if code, msg, reached := e.post(t, "/repos/acme/app/issues"); code != http.StatusOK || reached != 1 {
+		t.Fatalf("after approval = %d %q (host reached %d), want 200 once", code, msg, reached)
+	}
+	r := e.br.Admin("POST", "/api/proposals/"+p.ID+"/deny", e.br.AdminToken, nil)
+	var v operator.ProposalView
+	if r.StatusCode != http.StatusOK || json.Unmarshal(r.Body, &v) != nil || v.State != store.ProposalDenied {
+		t.Fatalf("deny the approval = %d %s, want 200 and denied", r.StatusCode, r.Body)
+	}
+	code, msg, reached := e.post(t, "/repos/acme/app/issues")
+	if code != http.StatusForbidden || reached != 0 || !strings.Contains(msg, "denied") {
+		t.Errorf("after the withdrawal = %d %q (host reached %d), want 403 naming the denial", code, msg, reached)
+	}
 	if r := e.br.Admin("POST", "/api/proposals/"+p.ID+"/deny", e.br.AdminToken, nil); r.StatusCode != http.StatusConflict {
-		t.Errorf("deny after approve = %d %s, want 409", r.StatusCode, r.Body)
+		t.Errorf("deny again = %d %s, want 409", r.StatusCode, r.Body)
 	}
 }
 

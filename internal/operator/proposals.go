@@ -176,10 +176,15 @@ func (s *Service) ApproveProposal(ctx context.Context, id, forWords string) (Pro
 	return v, nil
 }
 
-// DenyProposal denies the pending proposal id. NotFound for no such
-// proposal, Conflict for one no longer pending.
+// DenyProposal denies the pending proposal id, or withdraws it when it
+// is an approval in force: the box's next identical request is refused.
+// NotFound for no such proposal, Conflict for one neither pending nor in
+// force.
 func (s *Service) DenyProposal(ctx context.Context, id string) (ProposalView, error) {
 	p, err := s.approvals().Deny(ctx, id, s.decider())
+	if errors.Is(err, store.ErrNotPending) {
+		return ProposalView{}, Errorf(Conflict, "That proposal is neither waiting nor an approval in force: it was denied, expired unanswered, or its approval ended or was used.")
+	}
 	if err != nil {
 		return ProposalView{}, proposalError(err)
 	}

@@ -112,8 +112,9 @@ type Proposals interface {
 	ListProposals(ctx context.Context, box, state string, at time.Time, limit int) ([]Proposal, error)
 	// DecideProposal sets a pending proposal's State to state
 	// (ProposalApproved or ProposalDenied), its Until, DecidedBy and
-	// DecidedAt (at), and returns it. ErrNotFound if no such proposal,
-	// ErrNotPending if it is not pending at at.
+	// DecidedAt (at), and returns it; a denial also withdraws an approval
+	// in force at at. ErrNotFound if no such proposal, ErrNotPending if
+	// it is not pending at at (nor, for a denial, an approval in force).
 	DecideProposal(ctx context.Context, id, state string, until time.Time, by string, at time.Time) (Proposal, error)
 	// ApprovalsInForce returns box's approved proposals of kind whose
 	// Until is zero or after at.

@@ -129,6 +129,8 @@ var forms = []form{
 		back: "/ui/proxy", done: "rotated", notice: "The egress proxy's CA is rotated: the new certificate is listed below with the moment it signs from. Give box images the certificates below."},
 	{pattern: "POST /ui/proposals/{id}/approve", fields: []string{"for"}, proposals: true, act: decide(true), back: "/ui/#waiting"},
 	{pattern: "POST /ui/proposals/{id}/deny", proposals: true, act: decide(false), back: "/ui/#waiting"},
+	{pattern: "POST /ui/boxes/{name}/approvals/{id}/withdraw", box: true, proposals: true, act: withdraw,
+		back: "/ui/boxes/{name}", done: "withdrawn", notice: "The approval is withdrawn; the box's next identical request is refused."},
 }
 
 // formPost is one post of a form, as its action sees it.

@@ -196,6 +196,9 @@ func New(a *admin.Server, cfg Config) (*Page, error) {
 	}
 	u.register()
 	u.addGrantsPage()
+	if u.opts.Approvals != nil {
+		u.addApprovalsSection()
+	}
 	u.registerSSO()
 	u.registerForms()
 	return u, nil

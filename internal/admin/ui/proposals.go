@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"html/template"
+	"net/url"
+	"time"
 
 	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/store"
@@ -59,4 +61,43 @@ func decide(approve bool) func(f *formPost) error {
 		f.u.log.Info("owner's page: proposal decided", "box", p.Box, "proposal", p.ID, "state", p.State, "admin_token", f.sess.TokenID)
 		return nil
 	}
+}
+
+// addApprovalsSection adds to every box's page the box's approvals in
+// force, each with a form to withdraw it.
+func (u *Page) addApprovalsSection() {
+	u.AddBoxSection(BoxSection{Title: "Approvals in force", Render: func(ctx context.Context, box string, form FormContext) (template.HTML, error) {
+		ps, err := u.a.Operator().ListProposals(ctx, box, store.ProposalApproved)
+		if err != nil {
+			return "", err
+		}
+		now := u.cfg.Now()
+		var rows []operator.ProposalView
+		for _, p := range ps {
+			if end, err := time.Parse(time.RFC3339Nano, deref(p.Until, "")); p.Until == nil || err == nil && end.After(now) {
+				rows = append(rows, p)
+			}
+		}
+		return u.fragment("approvals", struct {
+			BoxPath string
+			CSRF    template.HTML
+			Rows    []operator.ProposalView
+		}{url.PathEscape(box), form.CSRFField(), rows})
+	}})
+}
+
+// withdraw withdraws the approval {id} of the box {name} through the
+// operator service: the box's next identical request is refused. An
+// {id} that is not the box's is a 404, withdrawn from no box.
+func withdraw(f *formPost) error {
+	id := f.r.PathValue("id")
+	p, err := f.op.Proposal(f.ctx(), id)
+	if err == nil && p.Box != f.box {
+		err = operator.Errorf(operator.NotFound, "Box %s has no approval %s.", f.box, id)
+	}
+	if err != nil {
+		return err
+	}
+	_, err = f.op.DecidedBy(decider(f.sess)).DenyProposal(f.ctx(), id)
+	return err
 }

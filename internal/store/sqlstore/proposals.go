@@ -105,7 +105,8 @@ func (s *Store) ListProposals(ctx context.Context, box, state string, at time.Ti
 }
 
 // DecideProposal approves or denies a pending proposal;
-// store.ErrNotFound if none, store.ErrNotPending if it is not pending.
+// store.ErrNotFound if none, store.ErrNotPending if it is not pending
+// (nor, for a denial, an approval in force).
 func (s *Store) DecideProposal(ctx context.Context, id, state string, until time.Time, by string, at time.Time) (store.Proposal, error) {
 	op := fmt.Sprintf("decide proposal %q", id)
 	var out store.Proposal
@@ -114,7 +115,9 @@ func (s *Store) DecideProposal(ctx context.Context, id, state string, until time
 		u = Micros(until)
 	}
 	err := s.Write(ctx, op, func(tx *sql.Tx) ([]store.Change, error) {
-		n, err := affected(ctx, tx, "UPDATE proposals SET state = $2, approved_until = $3, decided_by = $4, decided_at = $5, updated_at = $5 WHERE id = $1 AND state = 'pending' AND expires_at > $5",
+		// A denial also withdraws an approval in force.
+		n, err := affected(ctx, tx, "UPDATE proposals SET state = $2, approved_until = $3, decided_by = $4, decided_at = $5, updated_at = $5 WHERE id = $1 AND "+
+			"((state = 'pending' AND expires_at > $5) OR ($2 = 'denied' AND state = 'approved' AND (approved_until = 0 OR approved_until > $5)))",
 			id, state, u, by, Micros(at))
 		if err != nil {
 			return nil, err

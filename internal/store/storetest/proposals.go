@@ -58,13 +58,13 @@ func testProposals(t *testing.T, s store.Store) {
 		t.Errorf("ListProposals(all) = %d, %v; want 4, nil", len(all), err)
 	}
 
-	// Approve p-1 for an hour, deny p-2; a second decision is refused.
+	// Approve p-1 for an hour, deny p-2; a second approval is refused.
 	ap, err := s.DecideProposal(ctx, "p-1", store.ProposalApproved, at(3605), "owner", at(5))
 	if err != nil || ap.State != store.ProposalApproved || !sameTime(ap.Until, at(3605)) || ap.DecidedBy != "owner" || !sameTime(ap.DecidedAt, at(5)) {
 		t.Fatalf("DecideProposal(approve) = %+v, %v", ap, err)
 	}
-	if _, err := s.DecideProposal(ctx, "p-1", store.ProposalDenied, time.Time{}, "owner", at(6)); !errors.Is(err, store.ErrNotPending) {
-		t.Errorf("DecideProposal(again) = %v, want ErrNotPending", err)
+	if _, err := s.DecideProposal(ctx, "p-1", store.ProposalApproved, time.Time{}, "owner", at(6)); !errors.Is(err, store.ErrNotPending) {
+		t.Errorf("DecideProposal(approve again) = %v, want ErrNotPending", err)
 	}
 	if _, err := s.DecideProposal(ctx, "p-none", store.ProposalDenied, time.Time{}, "owner", at(6)); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("DecideProposal(none) = %v, want ErrNotFound", err)
@@ -125,6 +125,21 @@ func testProposals(t *testing.T, s store.Store) {
 	wantErr(t, "DecideProposal(budget)", second(s.DecideProposal(ctx, "p-budget", store.ProposalApproved, time.Time{}, "owner", at(8))), nil)
 	if in, err := s.ApprovalsInForce(ctx, "beta", store.ProposalBudget, at(9)); err != nil || len(in) != 1 || in[0].Payer != "visitor github:ann" || in[0].Secret != "" {
 		t.Errorf("ApprovalsInForce(beta, budget) = %+v, %v; want p-budget paid by visitor github:ann, no secret", in, err)
+	}
+
+	// A denial withdraws an approval in force, at once; not one used or
+	// ended, nor one already withdrawn.
+	wd, err := s.DecideProposal(ctx, "p-budget", store.ProposalDenied, time.Time{}, "admin:a1", at(9))
+	if err != nil || wd.State != store.ProposalDenied || wd.DecidedBy != "admin:a1" || !sameTime(wd.DecidedAt, at(9)) {
+		t.Errorf("DecideProposal(withdraw) = %+v, %v; want denied by admin:a1 at 9", wd, err)
+	}
+	if in, err := s.ApprovalsInForce(ctx, "beta", store.ProposalBudget, at(9)); err != nil || len(in) != 0 {
+		t.Errorf("ApprovalsInForce after the withdrawal = %+v, %v; want none", in, err)
+	}
+	for _, id := range []string{"p-budget", "p-1"} { // withdrawn; used
+		if _, err := s.DecideProposal(ctx, id, store.ProposalDenied, time.Time{}, "owner", at(12)); !errors.Is(err, store.ErrNotPending) {
+			t.Errorf("DecideProposal(withdraw %s) = %v, want ErrNotPending", id, err)
+		}
 	}
 
 	// Asks.
