@@ -413,13 +413,14 @@ func (m *Minter) keptLocked(ref Ref, now time.Time) []made {
 	return live
 }
 
-// keep adds what a mint made to ref's kept values.
-func (m *Minter) keep(ref Ref, now time.Time, tok Token) {
+// keep adds what a mint made to ref's kept values: its token until it
+// expires, and at least until used, the broker's last use of it.
+func (m *Minter) keep(ref Ref, now time.Time, tok Token, used time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ks := m.keptLocked(ref, now)
-	until := tok.Expires
-	if until.IsZero() {
+	until := later(tok.Expires, used)
+	if tok.Expires.IsZero() {
 		until = now.Add(keptUnknown)
 	}
 	ks = append(ks, made{value: tok.Value, token: true, until: until})
@@ -430,6 +431,14 @@ func (m *Minter) keep(ref Ref, now time.Time, tok Token) {
 		ks = append(ks[:0], ks[len(ks)-maxKept:]...)
 	}
 	m.kept[ref.key()] = ks
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 func (m *Minter) cached(ref Ref) (Token, error, bool) {
@@ -485,11 +494,20 @@ func (m *Minter) mint(ctx context.Context, ref Ref, spec Minted) (Token, error) 
 		m.save(ctx, ref, prev)
 	case err != nil:
 		m.cfg.Logger.Warn("mint: failed", "box", ref.Box, "secret", ref.Name, "kind", spec.Kind(), "err", err)
+		// Given again without asking until RemintEvery has passed: a
+		// box's requests while the endpoint fails cost it no mints.
+		m.put(ref, cached{of: ref.Of, refused: err, until: now.Add(m.cfg.RemintEvery)})
 	default:
 		ev.Expires = tok.Expires
-		m.keep(ref, now, tok)
+		// A token is used for RemintEvery at least, whatever expiry the
+		// endpoint gave (one already past by the broker's clock, as a
+		// negative expires_in or a clock apart makes it), so that a
+		// box's requests cost at most one mint each RemintEvery; a host
+		// that no longer takes it answers 401, and Forget drops it.
+		until := later(usableUntil(now, tok), now.Add(m.cfg.RemintEvery))
+		m.keep(ref, now, tok, until)
 		tok.sent, tok.sentUntil = "", time.Time{}
-		m.put(ref, cached{of: ref.Of, tok: tok, until: usableUntil(now, tok)})
+		m.put(ref, cached{of: ref.Of, tok: tok, until: until})
 		prev.Failure, prev.ExpiresAt = "", tok.Expires
 		if tok.Refresh != "" && tok.Refresh != refresh {
 			if sealed, serr := m.cfg.Keyring.Seal([]byte(tok.Refresh), RefreshAD(ref.Box, ref.Name)); serr == nil {
