@@ -4,12 +4,14 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -110,6 +112,13 @@ func newMintEnv(t *testing.T, endpoint http.HandlerFunc) *mintEnv {
 // newMintEnvHost is newMintEnv with hostHandler, when not nil, as the host.
 func newMintEnvHost(t *testing.T, endpoint, hostHandler http.HandlerFunc) *mintEnv {
 	t.Helper()
+	return newMintEnvLogs(t, endpoint, hostHandler, nil)
+}
+
+// newMintEnvLogs is newMintEnvHost with the server's logs written to
+// logs, when not nil.
+func newMintEnvLogs(t *testing.T, endpoint, hostHandler http.HandlerFunc, logs io.Writer) *mintEnv {
+	t.Helper()
 	e := &mintEnv{clock: &clock{at: time.Now().UTC().Truncate(time.Second)}, issued: &issued{}}
 	e.host = newHost(t, func(w http.ResponseWriter, r *http.Request) {
 		if hostHandler != nil {
@@ -133,7 +142,7 @@ func newMintEnvHost(t *testing.T, endpoint, hostHandler http.HandlerFunc) *mintE
 		endpoint(w, r)
 	}))
 	t.Cleanup(e.mintAt.Close)
-	e.br = brokertest.New(t, brokertest.Options{ServerOptions: func(o *server.Options) {
+	e.br = brokertest.New(t, brokertest.Options{Logs: logs, ServerOptions: func(o *server.Options) {
 		o.MintTransport = e.mintAt.Client().Transport
 		o.Now = e.clock.Now
 	}})
@@ -505,5 +514,56 @@ func TestMint_GitHubAppConcurrentCallsMintOnce(t *testing.T) {
 	}
 	if n := e.issued.n.Load(); n != 1 {
 		t.Errorf("exchanges for 20 concurrent calls = %d, want 1", n)
+	}
+}
+
+// TestMint_EndpointEchoingWhatItWasSentIsNotLogged: a token endpoint
+// answers 200 with what the broker sent it (the client's Basic
+// credentials, the form with the refresh token in it) where a number
+// belongs (expires_in), or as an answer that is neither JSON nor a form.
+// golang.org/x/oauth2 quotes such an answer in its error, which the
+// broker logs: the client secret and the refresh token, percent-escaped
+// or in base64, would be written to the log, where no raw search finds
+// them. The error of an answer that is not a token says so in the
+// broker's own words.
+func TestMint_EndpointEchoingWhatItWasSentIsNotLogged(t *testing.T) {
+	const secret, refresh = "client/secret+1=", "1//0gRefresh+Token/abc="
+	tests := []struct {
+		name   string
+		answer func(w http.ResponseWriter, auth, form string)
+	}{
+		{"Basic credentials as expires_in", func(w http.ResponseWriter, auth, _ string) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"access_token":"at_1","expires_in":%q}`, auth)
+		}},
+		{"the form as expires_in", func(w http.ResponseWriter, _, form string) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"access_token":"at_1","expires_in":%q}`, form)
+		}},
+		{"the form as a bad form answer", func(w http.ResponseWriter, _, form string) {
+			w.Header().Set("Content-Type", "application/x-www-form-urlencoded")
+			fmt.Fprint(w, "%zz;"+form)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			logs := &brokertest.Buffer{}
+			e := newMintEnvLogs(t, func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				tt.answer(w, r.Header.Get("Authorization"), string(body))
+			}, nil, logs)
+			e.set(t, "API", mint.KindOAuth2, map[string]any{"token_url": e.mintAt.URL + "/oauth/token", "client_id": "client-1",
+				"client_secret": secret, "refresh_token": refresh})
+			status, body := e.call(t, "API")
+			if status != http.StatusBadGateway {
+				t.Fatalf("call = %d %s, want 502", status, body)
+			}
+			basic := base64.StdEncoding.EncodeToString([]byte("client-1:" + url.QueryEscape(secret)))
+			for _, v := range []string{secret, refresh, url.QueryEscape(secret), url.QueryEscape(refresh), basic} {
+				if strings.Contains(logs.String(), v) || strings.Contains(body, v) {
+					t.Errorf("the log or the answer holds %q, a form of what the broker sent the token endpoint:\n%s", v, logs)
+				}
+			}
+		})
 	}
 }
