@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -82,10 +83,41 @@ func (cl *Client) Do(ctx context.Context, c *Credential, call Call, made func(st
 		return errorAnswer(http.StatusBadRequest,
 			fmt.Sprintf("The model list (GET /v1/models) is not available when this box's calls are paid through %s.", Name(c.Kind))), nil
 	}
+	sent := &sentWith{values: c.Secrets(), made: made}
 	if c.Kind == KindBedrock {
-		return cl.bedrock(ctx, c, call, made)
+		return cl.bedrock(ctx, c, call, sent)
 	}
-	return cl.vertex(ctx, c, call, made)
+	return cl.vertex(ctx, c, call, sent)
+}
+
+// sentWith is what a call was made with that no answer may carry: the
+// credential's secrets, and the values made for the call (a signature,
+// an access token), each also told to made.
+type sentWith struct {
+	values []string
+	made   func(string)
+}
+
+// add notes v, made for the call, and tells made of it.
+func (s *sentWith) add(v string) {
+	s.values = append(s.values, v)
+	s.made(v)
+}
+
+// clip is a cloud's message as passed on to the box: every value the
+// call was made with masked, then bounded. Masked first, so that a cut
+// never leaves a value's first part, which no later mask would find
+// (an STS session token is longer than the bound). A nil s masks
+// nothing.
+func (s *sentWith) clip(msg string) string {
+	if s != nil {
+		for _, v := range s.values {
+			if v != "" {
+				msg = strings.ReplaceAll(msg, v, strings.Repeat("*", len(v)))
+			}
+		}
+	}
+	return clip(msg)
 }
 
 // transport is the Client's Transport, whose errors never quote what a

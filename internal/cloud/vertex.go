@@ -45,7 +45,7 @@ func checkPrivateKey(pemKey []byte) error {
 // spend meter prices them), less those the credential's "betas" does
 // not let through; a model that refuses them gets the call again
 // without any, and none from then on.
-func (cl *Client) vertex(ctx context.Context, c *Credential, call Call, made func(string)) (*http.Response, error) {
+func (cl *Client) vertex(ctx context.Context, c *Credential, call Call, sent *sentWith) (*http.Response, error) {
 	f, refusal := cloudBody(call.Body, VertexVersion, true)
 	if refusal != nil {
 		return refusal, nil
@@ -91,7 +91,7 @@ func (cl *Client) vertex(ctx context.Context, c *Credential, call Call, made fun
 		}
 		return nil, fmt.Errorf("vertex: get an access token: %w", errors.New("the token endpoint did not answer"))
 	}
-	made(tok.AccessToken)
+	sent.add(tok.AccessToken)
 
 	resp, b, err := cl.send(ctx, c, u, id, c.sentBetas(call, f.bodyBeta), func([]string) (body, sent []byte, err error) {
 		body, err = f.body(nil)
@@ -107,7 +107,7 @@ func (cl *Client) vertex(ctx context.Context, c *Credential, call Call, made fun
 	case err != nil:
 		return nil, err
 	case resp.StatusCode != http.StatusOK:
-		return vertexError(resp.StatusCode, b), nil
+		return vertexError(resp.StatusCode, b, sent), nil
 	case stream:
 		return answer(http.StatusOK, "text/event-stream; charset=utf-8", resp.Body), nil
 	}
@@ -116,8 +116,8 @@ func (cl *Client) vertex(ctx context.Context, c *Credential, call Call, made fun
 
 // vertexError turns Vertex AI's error answer into the Anthropic shape. An
 // answer in that shape already (the model's own, as an overloaded_error)
-// keeps its type and status.
-func vertexError(status int, b []byte) *http.Response {
+// keeps its type and status. Its message is clipped by sent.
+func vertexError(status int, b []byte, sent *sentWith) *http.Response {
 	var anth struct {
 		Type  string `json:"type"`
 		Error struct {
@@ -129,7 +129,7 @@ func vertexError(status int, b []byte) *http.Response {
 		if status == http.StatusServiceUnavailable && anth.Error.Type == protocol.TypeOverloaded {
 			status = StatusOverloaded
 		}
-		return typedErrorAnswer(status, anth.Error.Type, clip(anth.Error.Message))
+		return typedErrorAnswer(status, anth.Error.Type, sent.clip(anth.Error.Message))
 	}
 	type gerr struct {
 		Error struct {
@@ -151,7 +151,7 @@ func vertexError(status int, b []byte) *http.Response {
 		msg += " (" + g.Error.Status + ")"
 	}
 	if g.Error.Message != "" {
-		msg += ": " + clip(g.Error.Message)
+		msg += ": " + sent.clip(g.Error.Message)
 	}
 	return errorAnswer(st, msg)
 }
