@@ -53,10 +53,62 @@ type Client struct {
 	// Log is where a model refusing betas is told (nil: slog.Default()).
 	Log *slog.Logger
 
-	mu      sync.Mutex                         // guards tokens, roles and noBetas
+	mu      sync.Mutex                         // guards tokens, roles, failed and noBetas
 	tokens  map[[32]byte]oauth2.TokenSource    // by the credential's hash
 	roles   map[[32]byte]*aws.CredentialsCache // a Bedrock role's sessions, by the credential's hash
+	failed  map[[32]byte]failure               // a token or session not had lately, by the credential's hash
 	noBetas map[noBetaKey]struct{}             // the models that refused betas
+}
+
+// FailedFor is how long a Vertex AI access token or a Bedrock role's
+// session that could not be had (refused, or its endpoint failing) is
+// not asked for again: a call within it is given the same answer, so
+// that a box's calls on an account whose key is refused cost the
+// account no more than one request to Google or STS each FailedFor.
+const FailedFor = 5 * time.Second
+
+// failure is the answer to a call whose token or session could not be
+// had: a refusal (status and body) or an error.
+type failure struct {
+	until  time.Time
+	status int
+	body   []byte
+	err    error
+}
+
+// failLately returns the answer kept for c's token or session, when it
+// could not be had within FailedFor.
+func (cl *Client) failedLately(c *Credential) (*http.Response, error, bool) {
+	key := credKey(c)
+	cl.mu.Lock()
+	f, ok := cl.failed[key]
+	cl.mu.Unlock()
+	if !ok || !cl.now().Before(f.until) {
+		return nil, nil, false
+	}
+	if f.err != nil {
+		return nil, f.err, true
+	}
+	return bodyAnswer(f.status, f.body), nil, true
+}
+
+// fail keeps the answer to a call whose token or session could not be
+// had, resp (a refusal made here) or err, for FailedFor; it returns them
+// as they are to give now.
+func (cl *Client) fail(c *Credential, resp *http.Response, err error) (*http.Response, error) {
+	f := failure{until: cl.now().Add(FailedFor), err: err}
+	if resp != nil {
+		f.status, f.body = resp.StatusCode, readError(resp)
+		resp = bodyAnswer(f.status, f.body)
+	}
+	key := credKey(c)
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if cl.failed == nil || len(cl.failed) >= maxCached {
+		cl.failed = make(map[[32]byte]failure)
+	}
+	cl.failed[key] = f
+	return resp, err
 }
 
 // Call is one Anthropic API call the box made.
@@ -169,7 +221,11 @@ func errorAnswer(status int, msg string) *http.Response {
 // typedErrorAnswer is errorAnswer with an error type of its own: the one a
 // cloud's Anthropic-shaped answer gave.
 func typedErrorAnswer(status int, typ, msg string) *http.Response {
-	b := protocol.RefusalBody(typ, msg)
+	return bodyAnswer(status, protocol.RefusalBody(typ, msg))
+}
+
+// bodyAnswer is an answer of status with the JSON body b.
+func bodyAnswer(status int, b []byte) *http.Response {
 	resp := answer(status, "application/json", io.NopCloser(bytes.NewReader(b)))
 	resp.Header.Set("Content-Length", strconv.Itoa(len(b)))
 	resp.ContentLength = int64(len(b))

@@ -82,14 +82,20 @@ func (cl *Client) vertex(ctx context.Context, c *Credential, call Call, sent *se
 	if err != nil {
 		return nil, err
 	}
+	if resp, err, ok := cl.failedLately(c); ok {
+		return resp, err
+	}
 	tok, err := ts.Token()
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		var re *oauth2.RetrieveError
 		if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode >= 400 && re.Response.StatusCode < 500 {
-			return errorAnswer(http.StatusForbidden,
-				fmt.Sprintf("Google refused the Vertex AI service account's key (its token endpoint answered %d).", re.Response.StatusCode)), nil
+			return cl.fail(c, errorAnswer(http.StatusForbidden,
+				fmt.Sprintf("Google refused the Vertex AI service account's key (its token endpoint answered %d).", re.Response.StatusCode)), nil)
 		}
-		return nil, fmt.Errorf("vertex: get an access token: %w", errors.New("the token endpoint did not answer"))
+		return cl.fail(c, nil, fmt.Errorf("vertex: get an access token: %w", errors.New("the token endpoint did not answer")))
 	}
 	sent.add(tok.AccessToken)
 
