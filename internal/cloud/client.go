@@ -76,7 +76,7 @@ type failure struct {
 	err    error
 }
 
-// failLately returns the answer kept for c's token or session, when it
+// failedLately returns the answer kept for c's token or session, when it
 // could not be had within FailedFor.
 func (cl *Client) failedLately(c *Credential) (*http.Response, error, bool) {
 	key := credKey(c)

@@ -91,7 +91,7 @@ func TestMint_RateLimitedEndpointIsNotARefusedGrant(t *testing.T) {
 						w.Header()[k] = vs
 					}
 					if tt.kind == mint.KindGitHubApp && tt.header.Get("X-Ratelimit-Remaining") == "0" {
-						w.Header().Set("X-Ratelimit-Reset", "9999999999")
+						w.Header().Set("X-Ratelimit-Reset", "mint.MaxToken99")
 					}
 					http.Error(w, `{"error":"slow_down","message":"API rate limit exceeded"}`, tt.status)
 					return
@@ -226,6 +226,41 @@ func TestMint_FailingOrExpiredMintsDoNotStormTheTokenEndpoint(t *testing.T) {
 			e.call(t, "API")
 			if n := asked.Load(); n != 2 {
 				t.Errorf("the token endpoint was asked %d times, RemintEvery later, want 2", n)
+			}
+		})
+	}
+}
+
+// TestMint_OversizedTokenIsRefused: a token endpoint answers an access
+// token (or a refresh token to keep) of most of a megabyte, the most
+// golang.org/x/oauth2 reads. The broker would send it in a header, keep
+// it (and up to a few hundred more of the secret's) in memory for the
+// answer search, which searches every answer for each in several
+// forms, and seal the refresh token into the store at every mint. A
+// token, and a refresh token, longer than mint.MaxToken is no token.
+func TestMint_OversizedTokenIsRefused(t *testing.T) {
+	big := strings.Repeat("A", 512<<10)
+	for _, tt := range []struct{ name, answer string }{
+		{"access token", `{"access_token":"` + big + `","expires_in":3600}`},
+		{"refresh token", `{"access_token":"at_small","expires_in":3600,"refresh_token":"` + big + `"}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newMintEnvHost(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprint(w, tt.answer)
+			}, func(w http.ResponseWriter, r *http.Request) {
+				if len(r.Header.Get("Authorization")) > mint.MaxToken {
+					t.Errorf("the host was sent a token of %d bytes", len(r.Header.Get("Authorization")))
+				}
+			})
+			e.set(t, "API", mint.KindOAuth2, map[string]any{"token_url": e.mintAt.URL + "/oauth/token", "client_id": "client-1",
+				"client_secret": "client-secret-1", "refresh_token": "rt-first"})
+			if resp := e.br.Do(http.MethodGet, "/egress/API/x", e.token, nil, nil); resp.StatusCode != http.StatusBadGateway {
+				t.Errorf("call = %d %.200s, want 502", resp.StatusCode, resp.Body)
+			}
+			st, err := e.br.Server.Store.MintState(t.Context(), "shop", "API")
+			if err == nil && len(st.Sealed) > mint.MaxToken+1024 {
+				t.Errorf("the store keeps a sealed refresh token of %d bytes", len(st.Sealed))
 			}
 		})
 	}

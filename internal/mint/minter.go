@@ -190,6 +190,11 @@ type Event struct {
 	Err error
 }
 
+// MaxToken bounds a token a token endpoint answers, and the refresh
+// token it rotates to: a longer one is no token (an *UnreachableError).
+// The longest tokens in use (JWTs with many claims) are a few KiB.
+const MaxToken = 16 << 10
+
 // Timings and bounds of a Minter.
 const (
 	// margin is how long before its expiry a token is minted anew, at most.
@@ -478,6 +483,9 @@ func (m *Minter) mint(ctx context.Context, ref Ref, spec Minted) (Token, error) 
 	}
 	now := m.cfg.Now()
 	tok, err := spec.mint(ctx, m.client, now, refresh)
+	if err == nil && (len(tok.Value) > MaxToken || len(tok.Refresh) > MaxToken) {
+		tok, err = Token{}, &UnreachableError{Kind: spec.Kind(), Err: fmt.Errorf("the token endpoint answered a token over %d bytes", MaxToken)}
+	}
 	ev := Event{Ref: ref, Kind: spec.Kind(), Err: err}
 	var (
 		refused *RefusedError
