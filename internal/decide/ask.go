@@ -140,12 +140,44 @@ func prompt(req *Request, q *Question, ask string) string {
 	return b.String()
 }
 
+// indent is raw indented two spaces a level, for the model to read; or
+// raw as it came when indenting would make it more than twice as long
+// (and 4 KiB): each line carries its depth in spaces, so a few thousand
+// nested arrays would grow to tens of megabytes, asked on the payer's
+// credential for each question, far past what the body's size reserved.
 func indent(raw json.RawMessage) string {
+	if indentedLen(raw) > 2*len(raw)+4<<10 {
+		return string(raw)
+	}
 	var buf bytes.Buffer
 	if json.Indent(&buf, raw, "", "  ") != nil {
 		return string(raw)
 	}
 	return buf.String()
+}
+
+// indentedLen bounds the length of raw indented two spaces a level: a
+// line break and its depth's spaces for each of its tokens, beside raw
+// itself. For raw that is not JSON, it is what it counted so far.
+func indentedLen(raw json.RawMessage) int {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	n, depth := len(raw), 0
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return n
+		}
+		switch tok {
+		case json.Delim('['), json.Delim('{'):
+			n += 1 + 2*depth
+			depth++
+		case json.Delim(']'), json.Delim('}'):
+			depth--
+			n += 1 + 2*depth
+		default:
+			n += 1 + 2*depth
+		}
+	}
 }
 
 // body is the Messages call that asks q.
