@@ -1,12 +1,14 @@
 package egress_test
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -26,6 +28,7 @@ import (
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/sqlite/sqlitetest"
 )
 
 // clock is a test clock that moves only when told.
@@ -119,6 +122,13 @@ func newMintEnvHost(t *testing.T, endpoint, hostHandler http.HandlerFunc) *mintE
 // logs, when not nil.
 func newMintEnvLogs(t *testing.T, endpoint, hostHandler http.HandlerFunc, logs io.Writer) *mintEnv {
 	t.Helper()
+	return newMintEnvWith(t, endpoint, hostHandler, brokertest.Options{Logs: logs})
+}
+
+// newMintEnvWith is newMintEnvHost with the broker's options opt (its
+// ServerOptions set here).
+func newMintEnvWith(t *testing.T, endpoint, hostHandler http.HandlerFunc, opt brokertest.Options) *mintEnv {
+	t.Helper()
 	e := &mintEnv{clock: &clock{at: time.Now().UTC().Truncate(time.Second)}, issued: &issued{}}
 	e.host = newHost(t, func(w http.ResponseWriter, r *http.Request) {
 		if hostHandler != nil {
@@ -142,10 +152,11 @@ func newMintEnvLogs(t *testing.T, endpoint, hostHandler http.HandlerFunc, logs i
 		endpoint(w, r)
 	}))
 	t.Cleanup(e.mintAt.Close)
-	e.br = brokertest.New(t, brokertest.Options{Logs: logs, ServerOptions: func(o *server.Options) {
+	opt.ServerOptions = func(o *server.Options) {
 		o.MintTransport = e.mintAt.Client().Transport
 		o.Now = e.clock.Now
-	}})
+	}
+	e.br = brokertest.New(t, opt)
 	e.token = e.br.AddBox("shop")
 	t.Cleanup(func() {
 		e.mu.Lock()
@@ -565,5 +576,73 @@ func TestMint_EndpointEchoingWhatItWasSentIsNotLogged(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// flakyMints is a store whose reads of the kept mint state fail while
+// fail is set, as a store that does not answer in time.
+type flakyMints struct {
+	store.Store
+	fail atomic.Bool
+}
+
+func (f *flakyMints) MintState(ctx context.Context, box, name string) (store.MintState, error) {
+	if f.fail.Load() {
+		return store.MintState{}, errors.New("store: deadline exceeded")
+	}
+	return f.Store.MintState(ctx, box, name)
+}
+
+// TestMint_UnreadableKeptRefreshTokenNeverBurnsTheGrant: the token
+// endpoint rotates refresh tokens and, as Auth0 and Okta do, revokes the
+// whole grant when one already used is sent again. The broker keeps the
+// rotated one; when a read of it fails (the store slow for a moment),
+// minting with the configuration's own refresh token, used long ago,
+// revokes the owner's grant, and the refusal written over the kept state
+// loses the rotated token as well. A mint whose kept state cannot be
+// read is not made.
+func TestMint_UnreadableKeptRefreshTokenNeverBurnsTheGrant(t *testing.T) {
+	var e *mintEnv
+	var mu sync.Mutex
+	used := map[string]bool{}
+	current, revoked := "rt-first", false
+	flaky := &flakyMints{Store: sqlitetest.Fleet(t, 0)}
+	e = newMintEnvWith(t, func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		rt := r.PostForm.Get("refresh_token")
+		mu.Lock()
+		defer mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if used[rt] {
+			revoked = true // reuse detected: the grant is revoked
+		}
+		used[rt] = true
+		if revoked || rt != current {
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprint(w, `{"error":"invalid_grant"}`)
+			return
+		}
+		current = "rt-" + randomHex(12)
+		_ = json.NewEncoder(w).Encode(map[string]any{"access_token": e.issued.issue("at_"), "expires_in": 3600, "refresh_token": current})
+	}, nil, brokertest.Options{Store: flaky})
+	e.set(t, "API", mint.KindOAuth2, oauthConfig(e))
+
+	if status, body := e.call(t, "API"); status != http.StatusOK {
+		t.Fatalf("first call = %d %s, want 200", status, body)
+	}
+	e.clock.Add(time.Hour)
+	flaky.fail.Store(true)
+	if status, body := e.call(t, "API"); status == http.StatusOK {
+		t.Errorf("call while the kept state cannot be read = %d %s, want a refusal", status, body)
+	}
+	flaky.fail.Store(false)
+	e.clock.Add(time.Minute)
+	if status, body := e.call(t, "API"); status != http.StatusOK {
+		t.Errorf("call once the store answers = %d %s, want 200 on the kept refresh token", status, body)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if revoked {
+		t.Errorf("the token endpoint saw a refresh token used before, and revoked the grant")
 	}
 }

@@ -470,7 +470,19 @@ func usableUntil(now time.Time, t Token) time.Time {
 
 func (m *Minter) mint(ctx context.Context, ref Ref, spec Minted) (Token, error) {
 	ctx = context.WithValue(ctx, pinKey{}, spec.MintURL().Scheme+"://"+spec.MintURL().Host)
-	prev := m.state(ctx, ref)
+	prev, unread := m.state(ctx, ref)
+	if unread && spec.rotates() {
+		// The kept refresh token may be the only one that works: the
+		// configuration's own may have been used already, and an
+		// endpoint that detects reuse revokes the whole grant for it.
+		// No mint, and no state written over the kept one.
+		err := &UnreachableError{Kind: spec.Kind(), Err: errors.New("the kept refresh token could not be read from the store")}
+		m.put(ref, cached{of: ref.Of, refused: err, until: m.cfg.Now().Add(m.cfg.RemintEvery)})
+		if m.cfg.OnMint != nil {
+			m.cfg.OnMint(Event{Ref: ref, Kind: spec.Kind(), Err: err})
+		}
+		return Token{}, err
+	}
 	refresh := ""
 	if prev.Sealed != nil {
 		plain, err := m.cfg.Keyring.Open(prev.Sealed, RefreshAD(ref.Box, ref.Name))
@@ -520,6 +532,8 @@ func (m *Minter) mint(ctx context.Context, ref Ref, spec Minted) (Token, error) 
 		if tok.Refresh != "" && tok.Refresh != refresh {
 			if sealed, serr := m.cfg.Keyring.Seal([]byte(tok.Refresh), RefreshAD(ref.Box, ref.Name)); serr == nil {
 				prev.Sealed = sealed
+			} else {
+				m.cfg.Logger.Error("mint: cannot seal the rotated refresh token; the grant may need renewing once this token expires", "box", ref.Box, "secret", ref.Name, "err", serr)
 			}
 		}
 		m.save(ctx, ref, prev)
@@ -542,25 +556,27 @@ func (m *Minter) put(ref Ref, c cached) {
 func RefreshAD(box, name string) string { return "secret-refresh:" + box + "/" + name }
 
 // state is ref's kept state, or a new one when none is kept for this
-// configuration.
-func (m *Minter) state(ctx context.Context, ref Ref) store.MintState {
+// configuration; unread is true when the store could not be read (the
+// new one is then no sign that none is kept).
+func (m *Minter) state(ctx context.Context, ref Ref) (st store.MintState, unread bool) {
 	fresh := store.MintState{Box: ref.Box, Name: ref.Name, Of: ref.Of}
 	if m.cfg.Store == nil {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		if st, ok := m.mem[ref.key()]; ok && st.Of == ref.Of {
-			return st
+			return st, false
 		}
-		return fresh
+		return fresh, false
 	}
 	st, err := m.cfg.Store.MintState(ctx, ref.Box, ref.Name)
-	if err != nil || st.Of != ref.Of {
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			m.cfg.Logger.Warn("mint: cannot read the kept state", "box", ref.Box, "secret", ref.Name, "err", err)
-		}
-		return fresh
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		m.cfg.Logger.Warn("mint: cannot read the kept state", "box", ref.Box, "secret", ref.Name, "err", err)
+		return fresh, true
 	}
-	return st
+	if err != nil || st.Of != ref.Of {
+		return fresh, false
+	}
+	return st, false
 }
 
 func (m *Minter) save(ctx context.Context, ref Ref, st store.MintState) {

@@ -47,6 +47,8 @@ func (o *OAuth2) Kind() string { return KindOAuth2 }
 // Secrets are the client secret and the refresh token.
 func (o *OAuth2) Secrets() []string { return []string{o.ClientSecret, o.RefreshToken} }
 
+func (o *OAuth2) rotates() bool { return o.Grant == GrantRefreshToken }
+
 // MintURL is the token endpoint.
 func (o *OAuth2) MintURL() *url.URL { return o.mintURL }
 
