@@ -258,7 +258,9 @@ type Minter struct {
 
 	mu    sync.Mutex // guards cache, mem, kept and dropped
 	cache map[string]cached
-	mem   map[string]store.MintState // the kept states, when there is no Store
+	// mem is the kept states when there is no Store, and, when there
+	// is, those the Store failed to keep, until it keeps them.
+	mem map[string]store.MintState
 	// kept is, by Ref.key, what each secret's mints made that is still
 	// within its life, oldest first (see Kept).
 	kept map[string][]made
@@ -568,6 +570,12 @@ func (m *Minter) state(ctx context.Context, ref Ref) (st store.MintState, unread
 		}
 		return fresh, false
 	}
+	m.mu.Lock()
+	kept, ok := m.mem[ref.key()]
+	m.mu.Unlock()
+	if ok && kept.Of == ref.Of {
+		return kept, false // newer than the store's, which failed to keep it
+	}
 	st, err := m.cfg.Store.MintState(ctx, ref.Box, ref.Name)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		m.cfg.Logger.Warn("mint: cannot read the kept state", "box", ref.Box, "secret", ref.Name, "err", err)
@@ -587,7 +595,15 @@ func (m *Minter) save(ctx context.Context, ref Ref, st store.MintState) {
 		m.mem[ref.key()] = st
 		return
 	}
-	if err := m.cfg.Store.SetMintState(ctx, st); err != nil {
-		m.cfg.Logger.Warn("mint: cannot keep the state", "box", ref.Box, "secret", ref.Name, "err", err)
+	err := m.cfg.Store.SetMintState(ctx, st)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err != nil {
+		// Kept in memory instead, so that the next mint uses the
+		// rotated refresh token, and saved with its state then.
+		m.cfg.Logger.Warn("mint: cannot keep the state; kept in memory until the store takes it", "box", ref.Box, "secret", ref.Name, "err", err)
+		m.mem[ref.key()] = st
+		return
 	}
+	delete(m.mem, ref.key())
 }
