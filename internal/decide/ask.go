@@ -156,26 +156,51 @@ func indent(raw json.RawMessage) string {
 	return buf.String()
 }
 
-// indentedLen bounds the length of raw indented two spaces a level: a
-// line break and its depth's spaces for each of its tokens, beside raw
-// itself. For raw that is not JSON, it is what it counted so far.
+// indentedLen is the length of raw indented two spaces a level, as
+// json.Indent writes it: a line break and its depth's spaces before each
+// member and item and each closing bracket of a container that holds
+// any, and a space after each colon, beside raw's own characters but
+// its spaces. For raw that is not JSON, it is len(raw).
 func indentedLen(raw json.RawMessage) int {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	n, depth := len(raw), 0
+	type level struct {
+		object, key, empty bool // key: the next token is a member's name
+	}
+	var compact bytes.Buffer
+	if json.Compact(&compact, raw) != nil {
+		return len(raw)
+	}
+	dec := json.NewDecoder(&compact)
+	n := compact.Len()
+	var stack []level
 	for {
 		tok, err := dec.Token()
 		if err != nil {
 			return n
 		}
+		depth := len(stack)
+		if depth > 0 {
+			top := &stack[depth-1]
+			switch {
+			case tok == json.Delim(']') || tok == json.Delim('}'):
+			case top.object && top.key:
+				n += 1 + 2*depth + 1 // the line, and the space after the colon
+				top.key, top.empty = false, false
+				continue
+			case !top.object:
+				n += 1 + 2*depth
+				top.empty = false
+			default:
+				top.key = true // a member's value, on its name's line
+			}
+		}
 		switch tok {
 		case json.Delim('['), json.Delim('{'):
-			n += 1 + 2*depth
-			depth++
+			stack = append(stack, level{object: tok == json.Delim('{'), key: true, empty: true})
 		case json.Delim(']'), json.Delim('}'):
-			depth--
-			n += 1 + 2*depth
-		default:
-			n += 1 + 2*depth
+			if !stack[depth-1].empty {
+				n += 1 + 2*(depth-1)
+			}
+			stack = stack[:depth-1]
 		}
 	}
 }
