@@ -106,7 +106,7 @@ func (cl *Client) bedrock(ctx context.Context, c *Credential, call Call, sent *s
 	case count:
 		return countTokensAnswer(resp), nil
 	}
-	return answer(http.StatusOK, "application/json", resp.Body), nil
+	return passed(http.StatusOK, "application/json", resp), nil
 }
 
 // countTokensBody is CountTokens' body for the InvokeModel body b: b in

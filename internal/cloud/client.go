@@ -245,7 +245,8 @@ func unknownModel(kind string) *http.Response {
 }
 
 // answer returns an answer of status with body, whose header is made
-// anew: nothing of the cloud's header reaches the box. It names no
+// anew: nothing of the cloud's header reaches the box (but the
+// Content-Encoding of a body passed on as it came: see passed). It names no
 // length: the broker masks secrets the answer may repeat, in any
 // escaped form, and a masked answer may be shorter than the cloud's.
 func answer(status int, contentType string, body io.ReadCloser) *http.Response {
@@ -256,6 +257,19 @@ func answer(status int, contentType string, body io.ReadCloser) *http.Response {
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header: h, Body: body, ContentLength: -1,
 	}
+}
+
+// passed is an answer of status whose body is the cloud's own (src's),
+// passed on as it came: it keeps src's Content-Encoding, so that an
+// answer the broker did not ask to be encoded is refused above (the
+// broker cannot read it for what the call was made with), never passed
+// on as though it were plain.
+func passed(status int, contentType string, src *http.Response) *http.Response {
+	resp := answer(status, contentType, src.Body)
+	if ce := src.Header.Values("Content-Encoding"); len(ce) > 0 {
+		resp.Header["Content-Encoding"] = ce
+	}
+	return resp
 }
 
 // clip bounds a cloud's error message passed on to the box.

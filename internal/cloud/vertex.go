@@ -115,9 +115,9 @@ func (cl *Client) vertex(ctx context.Context, c *Credential, call Call, sent *se
 	case resp.StatusCode != http.StatusOK:
 		return vertexError(resp.StatusCode, b, sent), nil
 	case stream:
-		return answer(http.StatusOK, "text/event-stream; charset=utf-8", resp.Body), nil
+		return passed(http.StatusOK, "text/event-stream; charset=utf-8", resp), nil
 	}
-	return answer(http.StatusOK, "application/json", resp.Body), nil
+	return passed(http.StatusOK, "application/json", resp), nil
 }
 
 // vertexError turns Vertex AI's error answer into the Anthropic shape. An

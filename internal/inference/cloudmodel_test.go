@@ -1,8 +1,11 @@
 package inference_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -106,5 +109,53 @@ func TestCloud_ErrorMessageCutNeverPassesPartOfASecret(t *testing.T) {
 	}
 	if strings.Contains(string(resp.Body), session[:32]) {
 		t.Errorf("the box's answer holds part of the session token: %s", resp.Body)
+	}
+}
+
+// TestCloud_EncodedAnswerNeverPassesUnread: a cloud endpoint answers in
+// gzip, which the broker did not ask for, repeating what it was sent.
+// The cloud's answer is made anew for the box, its header the broker's
+// own, so the Content-Encoding the mask would have refused was dropped
+// and the compressed bytes, which no mask reads, passed on: a box that
+// tries gunzip on them reads the access token or the signature. An
+// answer in an encoding is refused.
+func TestCloud_EncodedAnswerNeverPassesUnread(t *testing.T) {
+	for _, kind := range []string{"bedrock", "vertex"} {
+		t.Run(kind, func(t *testing.T) {
+			env := newCloudBroker(t, kind)
+			standIn := env.rec.Handler
+			var sent string
+			env.rec.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/token" || r.URL.Path == "/" {
+					standIn.ServeHTTP(w, r)
+					return
+				}
+				sent = r.Header.Get("Authorization")
+				var buf bytes.Buffer
+				zw := gzip.NewWriter(&buf)
+				fmt.Fprintf(zw, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":%q}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":2}}`, sent)
+				zw.Close()
+				w.Header().Set("Content-Type", "application/json")
+				w.Header().Set("Content-Encoding", "gzip")
+				_, _ = w.Write(buf.Bytes())
+			})
+			resp := env.b.Do("POST", "/llm/anthropic/v1/messages", env.token,
+				[]byte(`{"model":"claude-sonnet-4-5","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`), nil)
+			body := resp.Body
+			if zr, err := gzip.NewReader(bytes.NewReader(body)); err == nil {
+				if plain, err := io.ReadAll(zr); err == nil {
+					body = plain
+				}
+			}
+			if sent == "" {
+				t.Fatalf("the stand-in was not called: %d %s", resp.StatusCode, resp.Body)
+			}
+			if strings.Contains(string(body), sent) || strings.Contains(string(body), "Signature=") {
+				t.Errorf("the box's answer, gunzipped, holds what the call was signed with: %d %.300s", resp.StatusCode, body)
+			}
+			if resp.StatusCode != http.StatusBadGateway {
+				t.Errorf("status %d %.300s, want 502", resp.StatusCode, resp.Body)
+			}
+		})
 	}
 }
