@@ -39,7 +39,7 @@ func BedrockEndpoint(region string) string {
 // them), less those the credential does not let through (allowedBetas);
 // a model that refuses them gets the call again without any, and none
 // from then on.
-func (cl *Client) bedrock(ctx context.Context, c *Credential, call Call, made func(string)) (*http.Response, error) {
+func (cl *Client) bedrock(ctx context.Context, c *Credential, call Call, sent *sentWith) (*http.Response, error) {
 	f, refusal := cloudBody(call.Body, BedrockVersion, false)
 	if refusal != nil {
 		return refusal, nil
@@ -53,7 +53,7 @@ func (cl *Client) bedrock(ctx context.Context, c *Credential, call Call, made fu
 		// CountTokens takes bare model ids, not inference profiles.
 		id = bare
 	}
-	creds, refusal, err := cl.awsCredentials(ctx, c, made)
+	creds, refusal, err := cl.awsCredentials(ctx, c, sent.add)
 	if refusal != nil || err != nil {
 		return refusal, err
 	}
@@ -85,9 +85,9 @@ func (cl *Client) bedrock(ctx context.Context, c *Credential, call Call, made fu
 			return err
 		}
 		auth := req.Header.Get("Authorization")
-		made(auth)
+		sent.add(auth)
 		if _, sig, ok := strings.Cut(auth, "Signature="); ok {
-			made(sig)
+			sent.add(sig)
 		}
 		return nil
 	})
@@ -100,13 +100,13 @@ func (cl *Client) bedrock(ctx context.Context, c *Credential, call Call, made fu
 			// apart): the next call assumes the role anew.
 			cl.forgetRoleSession(c)
 		}
-		return bedrockError(resp.StatusCode, resp.Header, b), nil
+		return bedrockError(resp.StatusCode, resp.Header, b, sent), nil
 	case stream:
-		return answer(http.StatusOK, "text/event-stream; charset=utf-8", newEventReader(resp.Body)), nil
+		return answer(http.StatusOK, "text/event-stream; charset=utf-8", newEventReader(resp.Body, sent)), nil
 	case count:
 		return countTokensAnswer(resp), nil
 	}
-	return answer(http.StatusOK, "application/json", resp.Body), nil
+	return passed(http.StatusOK, "application/json", resp), nil
 }
 
 // countTokensBody is CountTokens' body for the InvokeModel body b: b in
@@ -242,8 +242,8 @@ func awsStatus(code string, status int) int {
 var awsCodeRE = regexp.MustCompile(`^[A-Za-z]{1,64}$`)
 
 // bedrockError turns Bedrock's error answer (its status, header and
-// body) into the Anthropic shape.
-func bedrockError(status int, h http.Header, b []byte) *http.Response {
+// body) into the Anthropic shape, its message clipped by sent.
+func bedrockError(status int, h http.Header, b []byte, sent *sentWith) *http.Response {
 	code, _, _ := strings.Cut(h.Get("X-Amzn-Errortype"), ":")
 	var body struct {
 		Type     string `json:"__type"`
@@ -261,9 +261,11 @@ func bedrockError(status int, h http.Header, b []byte) *http.Response {
 	if msg == "" {
 		msg = body.MessageU
 	}
-	return errorAnswer(awsStatus(code, status), bedrockMessage(code, status, msg))
+	return errorAnswer(awsStatus(code, status), bedrockMessage(code, status, sent.clip(msg)))
 }
 
+// bedrockMessage is the box's message for Bedrock's code, status and
+// message (already clipped).
 func bedrockMessage(code string, status int, msg string) string {
 	s := "Amazon Bedrock answered " + http.StatusText(status)
 	if status == 0 {
@@ -273,7 +275,7 @@ func bedrockMessage(code string, status int, msg string) string {
 		s += " (" + code + ")"
 	}
 	if msg != "" {
-		s += ": " + clip(msg)
+		s += ": " + msg
 	}
 	return s
 }
@@ -287,10 +289,12 @@ type eventReader struct {
 	buf     []byte // the decoder's payload buffer, reused
 	pending []byte // what is left of the last event made
 	err     error  // returned once pending is empty
+	sent    *sentWith
 }
 
-func newEventReader(src io.ReadCloser) *eventReader {
-	return &eventReader{src: src, dec: eventstream.NewDecoder()}
+// newEventReader reads src; an exception's message is clipped by sent.
+func newEventReader(src io.ReadCloser, sent *sentWith) *eventReader {
+	return &eventReader{src: src, dec: eventstream.NewDecoder(), sent: sent}
 }
 
 func (r *eventReader) Read(p []byte) (int, error) {
@@ -360,7 +364,7 @@ func (r *eventReader) next() {
 		if body.Message == "" {
 			body.Message = header(m, ":error-message")
 		}
-		r.pending = errorEvent(protocol.TypeOf(awsStatus(code, 0)), bedrockMessage(code, 0, body.Message))
+		r.pending = errorEvent(protocol.TypeOf(awsStatus(code, 0)), bedrockMessage(code, 0, r.sent.clip(body.Message)))
 		r.err = io.EOF
 	}
 }

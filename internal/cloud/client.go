@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -52,10 +53,62 @@ type Client struct {
 	// Log is where a model refusing betas is told (nil: slog.Default()).
 	Log *slog.Logger
 
-	mu      sync.Mutex                         // guards tokens, roles and noBetas
+	mu      sync.Mutex                         // guards tokens, roles, failed and noBetas
 	tokens  map[[32]byte]oauth2.TokenSource    // by the credential's hash
 	roles   map[[32]byte]*aws.CredentialsCache // a Bedrock role's sessions, by the credential's hash
+	failed  map[[32]byte]failure               // a token or session not had lately, by the credential's hash
 	noBetas map[noBetaKey]struct{}             // the models that refused betas
+}
+
+// FailedFor is how long a Vertex AI access token or a Bedrock role's
+// session that could not be had (refused, or its endpoint failing) is
+// not asked for again: a call within it is given the same answer, so
+// that a box's calls on an account whose key is refused cost the
+// account no more than one request to Google or STS each FailedFor.
+const FailedFor = 5 * time.Second
+
+// failure is the answer to a call whose token or session could not be
+// had: a refusal (status and body) or an error.
+type failure struct {
+	until  time.Time
+	status int
+	body   []byte
+	err    error
+}
+
+// failedLately returns the answer kept for c's token or session, when it
+// could not be had within FailedFor.
+func (cl *Client) failedLately(c *Credential) (*http.Response, error, bool) {
+	key := credKey(c)
+	cl.mu.Lock()
+	f, ok := cl.failed[key]
+	cl.mu.Unlock()
+	if !ok || !cl.now().Before(f.until) {
+		return nil, nil, false
+	}
+	if f.err != nil {
+		return nil, f.err, true
+	}
+	return bodyAnswer(f.status, f.body), nil, true
+}
+
+// fail keeps the answer to a call whose token or session could not be
+// had, resp (a refusal made here) or err, for FailedFor; it returns them
+// as they are to give now.
+func (cl *Client) fail(c *Credential, resp *http.Response, err error) (*http.Response, error) {
+	f := failure{until: cl.now().Add(FailedFor), err: err}
+	if resp != nil {
+		f.status, f.body = resp.StatusCode, readError(resp)
+		resp = bodyAnswer(f.status, f.body)
+	}
+	key := credKey(c)
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if cl.failed == nil || len(cl.failed) >= maxCached {
+		cl.failed = make(map[[32]byte]failure)
+	}
+	cl.failed[key] = f
+	return resp, err
 }
 
 // Call is one Anthropic API call the box made.
@@ -82,10 +135,41 @@ func (cl *Client) Do(ctx context.Context, c *Credential, call Call, made func(st
 		return errorAnswer(http.StatusBadRequest,
 			fmt.Sprintf("The model list (GET /v1/models) is not available when this box's calls are paid through %s.", Name(c.Kind))), nil
 	}
+	sent := &sentWith{values: c.Secrets(), made: made}
 	if c.Kind == KindBedrock {
-		return cl.bedrock(ctx, c, call, made)
+		return cl.bedrock(ctx, c, call, sent)
 	}
-	return cl.vertex(ctx, c, call, made)
+	return cl.vertex(ctx, c, call, sent)
+}
+
+// sentWith is what a call was made with that no answer may carry: the
+// credential's secrets, and the values made for the call (a signature,
+// an access token), each also told to made.
+type sentWith struct {
+	values []string
+	made   func(string)
+}
+
+// add notes v, made for the call, and tells made of it.
+func (s *sentWith) add(v string) {
+	s.values = append(s.values, v)
+	s.made(v)
+}
+
+// clip is a cloud's message as passed on to the box: every value the
+// call was made with masked, then bounded. Masked first, so that a cut
+// never leaves a value's first part, which no later mask would find
+// (an STS session token is longer than the bound). A nil s masks
+// nothing.
+func (s *sentWith) clip(msg string) string {
+	if s != nil {
+		for _, v := range s.values {
+			if v != "" {
+				msg = strings.ReplaceAll(msg, v, strings.Repeat("*", len(v)))
+			}
+		}
+	}
+	return clip(msg)
 }
 
 // transport is the Client's Transport, whose errors never quote what a
@@ -137,7 +221,11 @@ func errorAnswer(status int, msg string) *http.Response {
 // typedErrorAnswer is errorAnswer with an error type of its own: the one a
 // cloud's Anthropic-shaped answer gave.
 func typedErrorAnswer(status int, typ, msg string) *http.Response {
-	b := protocol.RefusalBody(typ, msg)
+	return bodyAnswer(status, protocol.RefusalBody(typ, msg))
+}
+
+// bodyAnswer is an answer of status with the JSON body b.
+func bodyAnswer(status int, b []byte) *http.Response {
 	resp := answer(status, "application/json", io.NopCloser(bytes.NewReader(b)))
 	resp.Header.Set("Content-Length", strconv.Itoa(len(b)))
 	resp.ContentLength = int64(len(b))
@@ -157,7 +245,8 @@ func unknownModel(kind string) *http.Response {
 }
 
 // answer returns an answer of status with body, whose header is made
-// anew: nothing of the cloud's header reaches the box. It names no
+// anew: nothing of the cloud's header reaches the box (but the
+// Content-Encoding of a body passed on as it came: see passed). It names no
 // length: the broker masks secrets the answer may repeat, in any
 // escaped form, and a masked answer may be shorter than the cloud's.
 func answer(status int, contentType string, body io.ReadCloser) *http.Response {
@@ -168,6 +257,19 @@ func answer(status int, contentType string, body io.ReadCloser) *http.Response {
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header: h, Body: body, ContentLength: -1,
 	}
+}
+
+// passed is an answer of status whose body is the cloud's own (src's),
+// passed on as it came: it keeps src's Content-Encoding, so that an
+// answer the broker did not ask to be encoded is refused above (the
+// broker cannot read it for what the call was made with), never passed
+// on as though it were plain.
+func passed(status int, contentType string, src *http.Response) *http.Response {
+	resp := answer(status, contentType, src.Body)
+	if ce := src.Header.Values("Content-Encoding"); len(ce) > 0 {
+		resp.Header["Content-Encoding"] = ce
+	}
+	return resp
 }
 
 // clip bounds a cloud's error message passed on to the box.

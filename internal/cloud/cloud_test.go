@@ -187,7 +187,7 @@ func TestEventReader_ExceptionEndsTheStreamWithAnErrorEvent(t *testing.T) {
 	ex.Set(":message-type", eventstream.StringValue("exception"))
 	ex.Set(":exception-type", eventstream.StringValue("throttlingException"))
 	_ = enc.Encode(&buf, eventstream.Message{Headers: ex, Payload: []byte(`{"message":"slow down"}`)})
-	got, err := io.ReadAll(newEventReader(io.NopCloser(&buf)))
+	got, err := io.ReadAll(newEventReader(io.NopCloser(&buf), nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func TestEventReader_ExceptionEndsTheStreamWithAnErrorEvent(t *testing.T) {
 }
 
 func TestVertexError(t *testing.T) {
-	out := vertexError(429, []byte(`[{"error":{"code":429,"message":"Quota exceeded","status":"RESOURCE_EXHAUSTED"}}]`))
+	out := vertexError(429, []byte(`[{"error":{"code":429,"message":"Quota exceeded","status":"RESOURCE_EXHAUSTED"}}]`), nil)
 	b, _ := io.ReadAll(out.Body)
 	if out.StatusCode != 429 || !strings.Contains(string(b), `"rate_limit_error"`) || !strings.Contains(string(b), "Quota exceeded") {
 		t.Errorf("vertexError = %d %s", out.StatusCode, b)

@@ -37,16 +37,21 @@ func (cl *Client) awsCredentials(ctx context.Context, c *Credential, made func(s
 	if c.RoleARN == "" {
 		return base, nil, nil
 	}
+	if resp, err, ok := cl.failedLately(c); ok {
+		return aws.Credentials{}, resp, err
+	}
 	creds, err := cl.roleSessions(c, base).Retrieve(ctx)
 	if err != nil {
 		var ae smithy.APIError
 		if errors.As(err, &ae) {
-			return aws.Credentials{}, stsRefusal(ae.ErrorCode(), err), nil
+			resp, _ := cl.fail(c, stsRefusal(ae.ErrorCode(), err), nil)
+			return aws.Credentials{}, resp, nil
 		}
 		if ctx.Err() != nil {
 			return aws.Credentials{}, nil, ctx.Err()
 		}
-		return aws.Credentials{}, nil, errors.New("bedrock: AWS STS did not answer the AssumeRole call")
+		_, err := cl.fail(c, nil, errors.New("bedrock: AWS STS did not answer the AssumeRole call"))
+		return aws.Credentials{}, nil, err
 	}
 	made(creds.AccessKeyID)
 	made(creds.SecretAccessKey)

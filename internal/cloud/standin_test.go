@@ -4,15 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/clocktest"
 	"github.com/intentius/boxbroker/internal/cloud"
 	"github.com/intentius/boxbroker/internal/cloud/cloudtest"
 )
@@ -572,5 +575,80 @@ func TestCloud_RefusalRepeatedWithoutBetasIsNotRemembered(t *testing.T) {
 	// Each call: once with the beta, once again without.
 	if len(bodies) != 4 || !strings.Contains(bodies[2], beta) || strings.Contains(bodies[3], beta) {
 		t.Errorf("the cloud got %q, want each call with the beta and then without: the second call lost it", bodies)
+	}
+}
+
+// TestCloud_RefusedAccountIsNotAskedOnEveryCall is the attack of a box
+// on a cloud account whose key is refused (a role STS will not let it
+// assume, a service account Google's token endpoint refuses) or whose
+// token endpoint fails: the box calls as fast as it can, and each call
+// would have the broker ask STS or Google again, with the operator's
+// key, spending a quota the operator's other uses of the account share
+// (STS throttles by account). A refused or failed fetch is given again
+// for a while without asking.
+func TestCloud_RefusedAccountIsNotAskedOnEveryCall(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		kind   string
+		status int // the box's
+	}{
+		{"bedrock role refused", "bedrock", http.StatusForbidden},
+		{"vertex key refused", "vertex", http.StatusForbidden},
+		{"vertex token endpoint failing", "vertex", 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := cloudtest.New(t, tt.kind, nil)
+			sealed := c.Sealed
+			var asked atomic.Int64
+			if tt.kind == "bedrock" {
+				_, sealed = c.RoleCredential(t, "", nil)
+				c.Bedrock.STS.Deny.Store(true)
+			}
+			standIn := c.Recorder.Handler
+			c.Recorder.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch {
+				case r.URL.Path == "/" || r.URL.Path == "/token":
+					asked.Add(1)
+				}
+				switch {
+				case r.URL.Path == "/token" && tt.status != 0:
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(http.StatusBadRequest)
+					fmt.Fprint(w, `{"error":"invalid_grant","error_description":"Invalid JWT Signature."}`)
+				case r.URL.Path == "/token":
+					http.Error(w, "backend error", http.StatusInternalServerError)
+				default:
+					standIn.ServeHTTP(w, r)
+				}
+			})
+			clock := clocktest.New(time.Now())
+			cl, _ := client(c)
+			cl.Now = clock.Now
+			cred, err := cloud.Parse([]byte(sealed))
+			if err != nil {
+				t.Fatal(err)
+			}
+			call := func() int {
+				resp, err := cl.Do(context.Background(), cred, cloud.Call{Method: "POST", Path: cloud.PathMessages, Body: []byte(message("claude-sonnet-4-5", false))}, func(string) {})
+				if err != nil {
+					return 0
+				}
+				resp.Body.Close()
+				return resp.StatusCode
+			}
+			for i := range 20 {
+				if got := call(); got != tt.status {
+					t.Fatalf("call %d = %d, want %d", i, got, tt.status)
+				}
+			}
+			if n := asked.Load(); n != 1 {
+				t.Errorf("the key was sent to be refused %d times for 20 calls, want 1", n)
+			}
+			clock.Advance(cloud.FailedFor)
+			call()
+			if n := asked.Load(); n != 2 {
+				t.Errorf("the key was sent %d times, FailedFor later, want 2", n)
+			}
+		})
 	}
 }

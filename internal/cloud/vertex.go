@@ -45,7 +45,7 @@ func checkPrivateKey(pemKey []byte) error {
 // spend meter prices them), less those the credential's "betas" does
 // not let through; a model that refuses them gets the call again
 // without any, and none from then on.
-func (cl *Client) vertex(ctx context.Context, c *Credential, call Call, made func(string)) (*http.Response, error) {
+func (cl *Client) vertex(ctx context.Context, c *Credential, call Call, sent *sentWith) (*http.Response, error) {
 	f, refusal := cloudBody(call.Body, VertexVersion, true)
 	if refusal != nil {
 		return refusal, nil
@@ -82,16 +82,22 @@ func (cl *Client) vertex(ctx context.Context, c *Credential, call Call, made fun
 	if err != nil {
 		return nil, err
 	}
+	if resp, err, ok := cl.failedLately(c); ok {
+		return resp, err
+	}
 	tok, err := ts.Token()
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		var re *oauth2.RetrieveError
 		if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode >= 400 && re.Response.StatusCode < 500 {
-			return errorAnswer(http.StatusForbidden,
-				fmt.Sprintf("Google refused the Vertex AI service account's key (its token endpoint answered %d).", re.Response.StatusCode)), nil
+			return cl.fail(c, errorAnswer(http.StatusForbidden,
+				fmt.Sprintf("Google refused the Vertex AI service account's key (its token endpoint answered %d).", re.Response.StatusCode)), nil)
 		}
-		return nil, fmt.Errorf("vertex: get an access token: %w", errors.New("the token endpoint did not answer"))
+		return cl.fail(c, nil, fmt.Errorf("vertex: get an access token: %w", errors.New("the token endpoint did not answer")))
 	}
-	made(tok.AccessToken)
+	sent.add(tok.AccessToken)
 
 	resp, b, err := cl.send(ctx, c, u, id, c.sentBetas(call, f.bodyBeta), func([]string) (body, sent []byte, err error) {
 		body, err = f.body(nil)
@@ -107,17 +113,17 @@ func (cl *Client) vertex(ctx context.Context, c *Credential, call Call, made fun
 	case err != nil:
 		return nil, err
 	case resp.StatusCode != http.StatusOK:
-		return vertexError(resp.StatusCode, b), nil
+		return vertexError(resp.StatusCode, b, sent), nil
 	case stream:
-		return answer(http.StatusOK, "text/event-stream; charset=utf-8", resp.Body), nil
+		return passed(http.StatusOK, "text/event-stream; charset=utf-8", resp), nil
 	}
-	return answer(http.StatusOK, "application/json", resp.Body), nil
+	return passed(http.StatusOK, "application/json", resp), nil
 }
 
 // vertexError turns Vertex AI's error answer into the Anthropic shape. An
 // answer in that shape already (the model's own, as an overloaded_error)
-// keeps its type and status.
-func vertexError(status int, b []byte) *http.Response {
+// keeps its type and status. Its message is clipped by sent.
+func vertexError(status int, b []byte, sent *sentWith) *http.Response {
 	var anth struct {
 		Type  string `json:"type"`
 		Error struct {
@@ -129,7 +135,7 @@ func vertexError(status int, b []byte) *http.Response {
 		if status == http.StatusServiceUnavailable && anth.Error.Type == protocol.TypeOverloaded {
 			status = StatusOverloaded
 		}
-		return typedErrorAnswer(status, anth.Error.Type, clip(anth.Error.Message))
+		return typedErrorAnswer(status, anth.Error.Type, sent.clip(anth.Error.Message))
 	}
 	type gerr struct {
 		Error struct {
@@ -151,7 +157,7 @@ func vertexError(status int, b []byte) *http.Response {
 		msg += " (" + g.Error.Status + ")"
 	}
 	if g.Error.Message != "" {
-		msg += ": " + clip(g.Error.Message)
+		msg += ": " + sent.clip(g.Error.Message)
 	}
 	return errorAnswer(st, msg)
 }

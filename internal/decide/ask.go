@@ -140,12 +140,69 @@ func prompt(req *Request, q *Question, ask string) string {
 	return b.String()
 }
 
+// indent is raw indented two spaces a level, for the model to read; or
+// raw as it came when indenting would make it more than twice as long
+// (and 4 KiB): each line carries its depth in spaces, so a few thousand
+// nested arrays would grow to tens of megabytes, asked on the payer's
+// credential for each question, far past what the body's size reserved.
 func indent(raw json.RawMessage) string {
+	if indentedLen(raw) > 2*len(raw)+4<<10 {
+		return string(raw)
+	}
 	var buf bytes.Buffer
 	if json.Indent(&buf, raw, "", "  ") != nil {
 		return string(raw)
 	}
 	return buf.String()
+}
+
+// indentedLen is the length of raw indented two spaces a level, as
+// json.Indent writes it: a line break and its depth's spaces before each
+// member and item and each closing bracket of a container that holds
+// any, and a space after each colon, beside raw's own characters but
+// its spaces. For raw that is not JSON, it is len(raw).
+func indentedLen(raw json.RawMessage) int {
+	type level struct {
+		object, key, empty bool // key: the next token is a member's name
+	}
+	var compact bytes.Buffer
+	if json.Compact(&compact, raw) != nil {
+		return len(raw)
+	}
+	dec := json.NewDecoder(&compact)
+	n := compact.Len()
+	var stack []level
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return n
+		}
+		depth := len(stack)
+		if depth > 0 {
+			top := &stack[depth-1]
+			switch {
+			case tok == json.Delim(']') || tok == json.Delim('}'):
+			case top.object && top.key:
+				n += 1 + 2*depth + 1 // the line, and the space after the colon
+				top.key, top.empty = false, false
+				continue
+			case !top.object:
+				n += 1 + 2*depth
+				top.empty = false
+			default:
+				top.key = true // a member's value, on its name's line
+			}
+		}
+		switch tok {
+		case json.Delim('['), json.Delim('{'):
+			stack = append(stack, level{object: tok == json.Delim('{'), key: true, empty: true})
+		case json.Delim(']'), json.Delim('}'):
+			if !stack[depth-1].empty {
+				n += 1 + 2*(depth-1)
+			}
+			stack = stack[:depth-1]
+		}
+	}
 }
 
 // body is the Messages call that asks q.

@@ -828,3 +828,30 @@ func BenchmarkDecide8Questions(b *testing.B) {
 	b.ReportMetric(float64(eight)/float64(8*one), "of-sequential")
 	b.ReportMetric(float64(one.Microseconds())/1000, "ms-one-question")
 }
+
+// TestDecide_NestedStateIsNotBlownUpForTheModel: the state (and a
+// question's criteria) are laid out indented for the model, two spaces a
+// level. A box sends a state of a few thousand nested arrays, a few KiB:
+// indented, each level's line carries its depth in spaces, and the
+// prompt grows with the square of the depth (to tens of megabytes),
+// made in the broker's memory for each of up to 64 questions and sent
+// on the operator's key, far past what the spend meter reserved from the
+// body's size. What the model is sent stays within a few times the
+// request.
+func TestDecide_NestedStateIsNotBlownUpForTheModel(t *testing.T) {
+	b, token := setup(t, brokertest.Options{})
+	const depth = 4000
+	nested := strings.Repeat("[", depth) + strings.Repeat("]", depth)
+	body := []byte(`{"model":"m","state":` + nested + `,"questions":{"q":{"type":"noul","instructions":"Is it?","criteria":` + nested + `}}}`)
+	resp := post(b, token, body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %.300s", resp.StatusCode, resp.Body)
+	}
+	seen := b.Upstream.Seen()
+	if len(seen) != 1 {
+		t.Fatalf("upstream saw %d requests, want 1", len(seen))
+	}
+	if n, bound := len(seen[0].Body), 4*len(body)+16<<10; n > bound {
+		t.Errorf("the model was sent %d bytes for a request of %d, want at most %d", n, len(body), bound)
+	}
+}

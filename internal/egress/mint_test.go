@@ -1,15 +1,19 @@
 package egress_test
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,6 +28,7 @@ import (
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/store/sqlite/sqlitetest"
 )
 
 // clock is a test clock that moves only when told.
@@ -110,6 +115,20 @@ func newMintEnv(t *testing.T, endpoint http.HandlerFunc) *mintEnv {
 // newMintEnvHost is newMintEnv with hostHandler, when not nil, as the host.
 func newMintEnvHost(t *testing.T, endpoint, hostHandler http.HandlerFunc) *mintEnv {
 	t.Helper()
+	return newMintEnvLogs(t, endpoint, hostHandler, nil)
+}
+
+// newMintEnvLogs is newMintEnvHost with the server's logs written to
+// logs, when not nil.
+func newMintEnvLogs(t *testing.T, endpoint, hostHandler http.HandlerFunc, logs io.Writer) *mintEnv {
+	t.Helper()
+	return newMintEnvWith(t, endpoint, hostHandler, brokertest.Options{Logs: logs})
+}
+
+// newMintEnvWith is newMintEnvHost with the broker's options opt (its
+// ServerOptions set here).
+func newMintEnvWith(t *testing.T, endpoint, hostHandler http.HandlerFunc, opt brokertest.Options) *mintEnv {
+	t.Helper()
 	e := &mintEnv{clock: &clock{at: time.Now().UTC().Truncate(time.Second)}, issued: &issued{}}
 	e.host = newHost(t, func(w http.ResponseWriter, r *http.Request) {
 		if hostHandler != nil {
@@ -133,10 +152,11 @@ func newMintEnvHost(t *testing.T, endpoint, hostHandler http.HandlerFunc) *mintE
 		endpoint(w, r)
 	}))
 	t.Cleanup(e.mintAt.Close)
-	e.br = brokertest.New(t, brokertest.Options{ServerOptions: func(o *server.Options) {
+	opt.ServerOptions = func(o *server.Options) {
 		o.MintTransport = e.mintAt.Client().Transport
 		o.Now = e.clock.Now
-	}})
+	}
+	e.br = brokertest.New(t, opt)
 	e.token = e.br.AddBox("shop")
 	t.Cleanup(func() {
 		e.mu.Lock()
@@ -505,5 +525,165 @@ func TestMint_GitHubAppConcurrentCallsMintOnce(t *testing.T) {
 	}
 	if n := e.issued.n.Load(); n != 1 {
 		t.Errorf("exchanges for 20 concurrent calls = %d, want 1", n)
+	}
+}
+
+// TestMint_EndpointEchoingWhatItWasSentIsNotLogged: a token endpoint
+// answers 200 with what the broker sent it (the client's Basic
+// credentials, the form with the refresh token in it) where a number
+// belongs (expires_in), or as an answer that is neither JSON nor a form.
+// golang.org/x/oauth2 quotes such an answer in its error, which the
+// broker logs: the client secret and the refresh token, percent-escaped
+// or in base64, would be written to the log, where no raw search finds
+// them. The error of an answer that is not a token says so in the
+// broker's own words.
+func TestMint_EndpointEchoingWhatItWasSentIsNotLogged(t *testing.T) {
+	const secret, refresh = "client/secret+1=", "1//0gRefresh+Token/abc="
+	tests := []struct {
+		name   string
+		answer func(w http.ResponseWriter, auth, form string)
+	}{
+		{"Basic credentials as expires_in", func(w http.ResponseWriter, auth, _ string) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"access_token":"at_1","expires_in":%q}`, auth)
+		}},
+		{"the form as expires_in", func(w http.ResponseWriter, _, form string) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"access_token":"at_1","expires_in":%q}`, form)
+		}},
+		{"the form as a bad form answer", func(w http.ResponseWriter, _, form string) {
+			w.Header().Set("Content-Type", "application/x-www-form-urlencoded")
+			fmt.Fprint(w, "%zz;"+form)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			logs := &brokertest.Buffer{}
+			e := newMintEnvLogs(t, func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				tt.answer(w, r.Header.Get("Authorization"), string(body))
+			}, nil, logs)
+			e.set(t, "API", mint.KindOAuth2, map[string]any{"token_url": e.mintAt.URL + "/oauth/token", "client_id": "client-1",
+				"client_secret": secret, "refresh_token": refresh})
+			status, body := e.call(t, "API")
+			if status != http.StatusBadGateway {
+				t.Fatalf("call = %d %s, want 502", status, body)
+			}
+			basic := base64.StdEncoding.EncodeToString([]byte("client-1:" + url.QueryEscape(secret)))
+			for _, v := range []string{secret, refresh, url.QueryEscape(secret), url.QueryEscape(refresh), basic} {
+				if strings.Contains(logs.String(), v) || strings.Contains(body, v) {
+					t.Errorf("the log or the answer holds %q, a form of what the broker sent the token endpoint:\n%s", v, logs)
+				}
+			}
+		})
+	}
+}
+
+// flakyMints is a store whose reads of the kept mint state fail while
+// fail is set, and whose writes of it while failSet is, as a store that
+// does not answer in time.
+type flakyMints struct {
+	store.Store
+	fail, failSet atomic.Bool
+}
+
+func (f *flakyMints) SetMintState(ctx context.Context, st store.MintState) error {
+	if f.failSet.Load() {
+		return errors.New("store: deadline exceeded")
+	}
+	return f.Store.SetMintState(ctx, st)
+}
+
+func (f *flakyMints) MintState(ctx context.Context, box, name string) (store.MintState, error) {
+	if f.fail.Load() {
+		return store.MintState{}, errors.New("store: deadline exceeded")
+	}
+	return f.Store.MintState(ctx, box, name)
+}
+
+// TestMint_UnreadableKeptRefreshTokenNeverBurnsTheGrant: the token
+// endpoint rotates refresh tokens and, as Auth0 and Okta do, revokes the
+// whole grant when one already used is sent again. The broker keeps the
+// rotated one; when a read of it fails (the store slow for a moment),
+// minting with the configuration's own refresh token, used long ago,
+// revokes the owner's grant, and the refusal written over the kept state
+// loses the rotated token as well. A mint whose kept state cannot be
+// read is not made.
+func TestMint_UnreadableKeptRefreshTokenNeverBurnsTheGrant(t *testing.T) {
+	e, flaky, revoked := newReuseDetectingEnv(t)
+	if status, body := e.call(t, "API"); status != http.StatusOK {
+		t.Fatalf("first call = %d %s, want 200", status, body)
+	}
+	e.clock.Add(time.Hour)
+	flaky.fail.Store(true)
+	if status, body := e.call(t, "API"); status == http.StatusOK {
+		t.Errorf("call while the kept state cannot be read = %d %s, want a refusal", status, body)
+	}
+	flaky.fail.Store(false)
+	e.clock.Add(time.Minute)
+	if status, body := e.call(t, "API"); status != http.StatusOK {
+		t.Errorf("call once the store answers = %d %s, want 200 on the kept refresh token", status, body)
+	}
+	if revoked() {
+		t.Errorf("the token endpoint saw a refresh token used before, and revoked the grant")
+	}
+}
+
+// TestMint_UnwrittenRotatedRefreshTokenIsStillUsed: the store fails to
+// keep the refresh token the endpoint rotated to (slow for a moment).
+// The next refresh, made with the one kept before (already used), had an
+// endpoint that detects reuse revoke the grant. The rotated one is kept
+// in memory until the store takes it, and used.
+func TestMint_UnwrittenRotatedRefreshTokenIsStillUsed(t *testing.T) {
+	e, flaky, revoked := newReuseDetectingEnv(t)
+	flaky.failSet.Store(true)
+	if status, body := e.call(t, "API"); status != http.StatusOK {
+		t.Fatalf("first call = %d %s, want 200", status, body)
+	}
+	flaky.failSet.Store(false)
+	for i := range 2 {
+		e.clock.Add(time.Hour)
+		if status, body := e.call(t, "API"); status != http.StatusOK {
+			t.Errorf("refresh %d after the store failed to keep the rotated token = %d %s, want 200", i, status, body)
+		}
+	}
+	if revoked() {
+		t.Errorf("the token endpoint saw a refresh token used before, and revoked the grant")
+	}
+}
+
+// newReuseDetectingEnv is a mint env whose store's mint state can be made
+// to fail, with the oauth2 secret API at a token endpoint that rotates
+// refresh tokens and revokes the grant when one is used twice (revoked
+// reports whether it did).
+func newReuseDetectingEnv(t *testing.T) (e *mintEnv, flaky *flakyMints, revoked func() bool) {
+	t.Helper()
+	var mu sync.Mutex
+	used := map[string]bool{}
+	current, burnt := "rt-first", false
+	flaky = &flakyMints{Store: sqlitetest.Fleet(t, 0)}
+	e = newMintEnvWith(t, func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		rt := r.PostForm.Get("refresh_token")
+		mu.Lock()
+		defer mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if used[rt] {
+			burnt = true // reuse detected: the grant is revoked
+		}
+		used[rt] = true
+		if burnt || rt != current {
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprint(w, `{"error":"invalid_grant"}`)
+			return
+		}
+		current = "rt-" + randomHex(12)
+		_ = json.NewEncoder(w).Encode(map[string]any{"access_token": e.issued.issue("at_"), "expires_in": 3600, "refresh_token": current})
+	}, nil, brokertest.Options{Store: flaky})
+	e.set(t, "API", mint.KindOAuth2, oauthConfig(e))
+	return e, flaky, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return burnt
 	}
 }

@@ -1,6 +1,7 @@
 package egress_test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -90,7 +91,7 @@ func TestMint_RateLimitedEndpointIsNotARefusedGrant(t *testing.T) {
 						w.Header()[k] = vs
 					}
 					if tt.kind == mint.KindGitHubApp && tt.header.Get("X-Ratelimit-Remaining") == "0" {
-						w.Header().Set("X-Ratelimit-Reset", "9999999999")
+						w.Header().Set("X-Ratelimit-Reset", "mint.MaxToken99")
 					}
 					http.Error(w, `{"error":"slow_down","message":"API rate limit exceeded"}`, tt.status)
 					return
@@ -157,6 +158,109 @@ func TestMint_RateLimitedEndpointIsNotARefusedGrant(t *testing.T) {
 			e.clock.Add(time.Hour + time.Second)
 			if resp := e.br.Do(http.MethodGet, "/egress/API/x", e.token, nil, nil); resp.StatusCode != http.StatusOK {
 				t.Errorf("call after the wait = %d %s, want 200", resp.StatusCode, resp.Body)
+			}
+		})
+	}
+}
+
+// TestMint_FailingOrExpiredMintsDoNotStormTheTokenEndpoint is the attack
+// on a broker that asks the token endpoint again on every request while
+// it has no token to use: a box sends requests as fast as it can while
+// the endpoint fails (a 5xx, an answer with no token) or mints tokens
+// already expired by the broker's clock (a negative expires_in, an
+// expires_at in the past: a clock apart), and each request would cost a
+// mint, spending a quota at the endpoint that other boxes share. A
+// secret is asked for at most once each RemintEvery, whatever the
+// endpoint answered.
+func TestMint_FailingOrExpiredMintsDoNotStormTheTokenEndpoint(t *testing.T) {
+	key, pemKey := testKey(t)
+	tests := []struct {
+		name, kind string
+		answer     func(e *mintEnv, w http.ResponseWriter)
+		status     int // the box's answer
+	}{
+		{"oauth2 500", mint.KindOAuth2, func(_ *mintEnv, w http.ResponseWriter) {
+			http.Error(w, `{"error":"server_error"}`, http.StatusInternalServerError)
+		}, http.StatusBadGateway},
+		{"oauth2 200 with no access_token", mint.KindOAuth2, func(_ *mintEnv, w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"token_type":"Bearer"}`)
+		}, http.StatusBadGateway},
+		{"oauth2 negative expires_in", mint.KindOAuth2, func(e *mintEnv, w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"access_token":%q,"token_type":"Bearer","expires_in":-60}`, e.issued.issue("at_"))
+		}, http.StatusOK},
+		{"github-app 502", mint.KindGitHubApp, func(_ *mintEnv, w http.ResponseWriter) {
+			http.Error(w, "bad gateway", http.StatusBadGateway)
+		}, http.StatusBadGateway},
+		{"github-app expires_at in the past", mint.KindGitHubApp, func(e *mintEnv, w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusCreated)
+			fmt.Fprintf(w, `{"token":%q,"expires_at":%q}`, e.issued.issue("ghs_"), e.clock.Now().Add(-time.Hour).Format(time.RFC3339))
+		}, http.StatusOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var e *mintEnv
+			var asked atomic.Int64
+			e = newMintEnv(t, func(w http.ResponseWriter, r *http.Request) {
+				asked.Add(1)
+				tt.answer(e, w)
+			})
+			config := map[string]any{"token_url": e.mintAt.URL + "/oauth/token", "client_id": "client-1", "client_secret": "client-secret-1"}
+			if tt.kind == mint.KindGitHubApp {
+				config = map[string]any{"app_id": 1234, "installation_id": 42, "private_key": pemKey, "api_url": e.mintAt.URL}
+			}
+			_ = key
+			e.set(t, "API", tt.kind, config)
+
+			for i := range 30 {
+				if status, body := e.call(t, "API"); status != tt.status {
+					t.Fatalf("request %d = %d %s, want %d", i, status, body, tt.status)
+				}
+			}
+			if n := asked.Load(); n != 1 {
+				t.Errorf("the token endpoint was asked %d times for 30 requests within RemintEvery, want 1", n)
+			}
+			e.clock.Add(mint.DefaultRemintEvery)
+			e.call(t, "API")
+			if n := asked.Load(); n != 2 {
+				t.Errorf("the token endpoint was asked %d times, RemintEvery later, want 2", n)
+			}
+		})
+	}
+}
+
+// TestMint_OversizedTokenIsRefused: a token endpoint answers an access
+// token (or a refresh token to keep) of most of a megabyte, the most
+// golang.org/x/oauth2 reads. The broker would send it in a header, keep
+// it (and up to a few hundred more of the secret's) in memory for the
+// answer search, which searches every answer for each in several
+// forms, and seal the refresh token into the store at every mint. A
+// token, and a refresh token, longer than mint.MaxToken is no token.
+func TestMint_OversizedTokenIsRefused(t *testing.T) {
+	big := strings.Repeat("A", 512<<10)
+	for _, tt := range []struct{ name, answer string }{
+		{"access token", `{"access_token":"` + big + `","expires_in":3600}`},
+		{"refresh token", `{"access_token":"at_small","expires_in":3600,"refresh_token":"` + big + `"}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newMintEnvHost(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprint(w, tt.answer)
+			}, func(w http.ResponseWriter, r *http.Request) {
+				if len(r.Header.Get("Authorization")) > mint.MaxToken {
+					t.Errorf("the host was sent a token of %d bytes", len(r.Header.Get("Authorization")))
+				}
+			})
+			e.set(t, "API", mint.KindOAuth2, map[string]any{"token_url": e.mintAt.URL + "/oauth/token", "client_id": "client-1",
+				"client_secret": "client-secret-1", "refresh_token": "rt-first"})
+			if resp := e.br.Do(http.MethodGet, "/egress/API/x", e.token, nil, nil); resp.StatusCode != http.StatusBadGateway {
+				t.Errorf("call = %d %.200s, want 502", resp.StatusCode, resp.Body)
+			}
+			st, err := e.br.Server.Store.MintState(t.Context(), "shop", "API")
+			if err == nil && len(st.Sealed) > mint.MaxToken+1024 {
+				t.Errorf("the store keeps a sealed refresh token of %d bytes", len(st.Sealed))
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -39,7 +40,9 @@ var (
 	ErrDuplicate     error = &problem{"batch gives entries or counts twice", "The feedback batch gives entries or counts more than once; give each once."}
 	ErrEntriesNotArr error = &problem{"entries is not an array", "The feedback batch's entries is not an array."}
 	ErrCountsNotObj  error = &problem{"counts is not an object", "The feedback batch's counts is not an object."}
-	ErrEmpty         error = &problem{"batch carries neither entries nor counts",
+	ErrCase          error = &problem{"batch names entries or counts in another case",
+		"The feedback batch names entries or counts in another case (such as Entries); name them entries and counts, in lower case."}
+	ErrEmpty error = &problem{"batch carries neither entries nor counts",
 		"A feedback batch carries a non-empty entries array, a non-empty counts object, or both; this one carries neither."}
 )
 
@@ -66,7 +69,10 @@ func message(err error) string {
 // A top-level key given twice is refused (ErrDuplicate), since a receiver
 // that takes the first occurrence would read a batch other than the one
 // the rule judged; its Words count every occurrence, so the rule judges
-// the widest reading.
+// the widest reading. A key that is entries or counts in another case
+// (Entries, COUNTS) is read as it, as a receiver matching names without
+// regard to case (encoding/json) would, and refused (ErrCase): its Words
+// count it, and given beside the key itself it is given twice.
 func Parse(body []byte) (Batch, error) {
 	var b Batch
 	if !utf8.Valid(body) || !json.Valid(body) {
@@ -97,7 +103,18 @@ func Parse(body []byte) (Batch, error) {
 		if err := dec.Decode(&raw); err != nil {
 			return b, ErrNotJSON
 		}
-		if key != "entries" && key != "counts" {
+		switch {
+		case strings.EqualFold(key, "entries"):
+			if key != "entries" {
+				note(ErrCase)
+			}
+			key = "entries"
+		case strings.EqualFold(key, "counts"):
+			if key != "counts" {
+				note(ErrCase)
+			}
+			key = "counts"
+		default:
 			continue // the receiver's to read
 		}
 		if seen[key] {

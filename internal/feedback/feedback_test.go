@@ -435,3 +435,46 @@ func TestFeedback_TokenInABatchIsNeverKept(t *testing.T) {
 		t.Errorf("kept batch = %s, want the batch with three markers of the tokens' lengths", got)
 	}
 }
+
+// TestFeedback_EntriesOrCountsInAnotherCaseAreJudgedAsThem: a box whose
+// declaration lists passive alone sends its entries under "Entries" (or
+// "ENTRIES", or with a long s) beside its counts. The rule read only "entries", so the
+// batch was judged to need passive alone and kept; a receiver that
+// matches names regardless of case, as encoding/json does, reads the
+// entries. A member whose name is entries or counts in any case is read
+// as it: judged by the widest reading, and given twice is a 400.
+func TestFeedback_EntriesOrCountsInAnotherCaseAreJudgedAsThem(t *testing.T) {
+	br := brokertest.New(t, brokertest.Options{})
+	agentOnly := br.AddBox("agent-only")
+	passiveOnly := br.AddBox("passive-only")
+	br.Report(agentOnly, brokertest.Entry("feedback", "agent"))
+	br.Report(passiveOnly, brokertest.Entry("feedback", "passive"))
+	for _, name := range []string{"agent-only", "passive-only"} {
+		setConsent(t, br, name, true)
+	}
+	tests := []struct {
+		name, token, body string
+		status            int
+		word              string
+	}{
+		{"Entries beside counts, passive alone", passiveOnly, `{"counts":{"a":1},"Entries":[{"note":"n"}]}`, http.StatusForbidden, "agent"},
+		{"ENTRIES alone, passive alone", passiveOnly, `{"ENTRIES":[{"note":"n"}]}`, http.StatusForbidden, "agent"},
+		{"entrieſ (a long s, which encoding/json folds to s), passive alone", passiveOnly, `{"counts":{"a":1},"entrieſ":[{}]}`, http.StatusForbidden, "agent"},
+		{"Counts beside entries, agent alone", agentOnly, `{"entries":[{}],"Counts":{"a":1}}`, http.StatusForbidden, "passive"},
+		{"entries and Entries", agentOnly, `{"entries":[{}],"Entries":[{}]}`, http.StatusBadRequest, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := br.Do("POST", "/api/feedback", tt.token, []byte(tt.body), nil)
+			_, msg := brokertest.Refusal(resp.Body)
+			if resp.StatusCode != tt.status || !strings.Contains(msg, tt.word) {
+				t.Errorf("POST /api/feedback %s = %d %q, want %d naming %q", tt.body, resp.StatusCode, msg, tt.status, tt.word)
+			}
+		})
+	}
+	for _, name := range []string{"agent-only", "passive-only"} {
+		if fb := kept(t, br, name); len(fb) != 0 {
+			t.Errorf("ListFeedback(%s) = %d batches after refusals, want 0", name, len(fb))
+		}
+	}
+}

@@ -74,6 +74,21 @@ func (t *cloudTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	resp.Request = req
+	// What the call was made with (the credential's keys, a signature,
+	// an access token) is masked here, beneath every reader of the
+	// answer: the spend meter keeps the answer's model in usage rows,
+	// and a cloud endpoint could name one of them as the model.
+	if secrets := cloudSecrets(pf.paid.Credential, pf.made); len(secrets) > 0 && resp.Body != nil && resp.Body != http.NoBody {
+		forms := make([]proxy.Form, 0, len(secrets))
+		for _, v := range secrets {
+			forms = append(forms, proxy.Form{Old: []byte(v), Escaped: true, Fill: '*'})
+		}
+		r := proxy.NewFormSet(forms).Redactor(resp.Body)
+		if proxy.IsEventStream(resp.Header) {
+			r.PassEvents()
+		}
+		resp.Body = r
+	}
 	return resp, nil
 }
 

@@ -25,13 +25,15 @@ type cloudEnv struct {
 // newCloudBroker starts a cloud stand-in of kind ("bedrock" or "vertex")
 // and a broker whose shared Anthropic credential is an account there;
 // the broker's transport trusts the stand-in's certificate, as it would
-// a real endpoint's, with verification on.
+// a real endpoint's, with verification on, and asks for no compression,
+// as the server's does.
 func newCloudBroker(t *testing.T, kind string) *cloudEnv {
 	t.Helper()
 	c := cloudtest.New(t, kind, nil)
 	env := &cloudEnv{rec: c.Recorder, bedrock: c.Bedrock, vertex: c.Vertex, cred: c.Credential, secrets: c.Secrets, upstream: c.Server}
 	sealed := checkCloud(t, kind, env.cred)
 	tr := c.Transport()
+	tr.DisableCompression = true // as proxy.NewTransport's, the server's
 	env.b = brokertest.New(t, brokertest.Options{ServerOptions: func(o *server.Options) { o.Transport = tr }})
 	env.b.SetCredential("anthropic", sealed)
 	env.token = env.b.AddBox("a")

@@ -48,6 +48,8 @@ func (g *GitHubApp) Kind() string { return KindGitHubApp }
 // never reach a box.
 func (g *GitHubApp) Secrets() []string { return nil }
 
+func (g *GitHubApp) rotates() bool { return false }
+
 // MintURL is the installation's access_tokens URL.
 func (g *GitHubApp) MintURL() *url.URL { return g.mintURL }
 

@@ -64,6 +64,9 @@ type Minted interface {
 	// mint makes a token, with refresh the refresh token to use ("" for
 	// the configuration's own).
 	mint(ctx context.Context, client *http.Client, now time.Time, refresh string) (Token, error)
+	// rotates reports whether mint uses a refresh token the endpoint
+	// may rotate, which the Minter keeps.
+	rotates() bool
 }
 
 // Signer is a Spec that signs each outbound request: aws-sigv4 and hmac.

@@ -190,6 +190,11 @@ type Event struct {
 	Err error
 }
 
+// MaxToken bounds a token a token endpoint answers, and the refresh
+// token it rotates to: a longer one is no token (an *UnreachableError).
+// The longest tokens in use (JWTs with many claims) are a few KiB.
+const MaxToken = 16 << 10
+
 // Timings and bounds of a Minter.
 const (
 	// margin is how long before its expiry a token is minted anew, at most.
@@ -253,7 +258,9 @@ type Minter struct {
 
 	mu    sync.Mutex // guards cache, mem, kept and dropped
 	cache map[string]cached
-	mem   map[string]store.MintState // the kept states, when there is no Store
+	// mem is the kept states when there is no Store, and, when there
+	// is, those the Store failed to keep, until it keeps them.
+	mem map[string]store.MintState
 	// kept is, by Ref.key, what each secret's mints made that is still
 	// within its life, oldest first (see Kept).
 	kept map[string][]made
@@ -413,13 +420,14 @@ func (m *Minter) keptLocked(ref Ref, now time.Time) []made {
 	return live
 }
 
-// keep adds what a mint made to ref's kept values.
-func (m *Minter) keep(ref Ref, now time.Time, tok Token) {
+// keep adds what a mint made to ref's kept values: its token until it
+// expires, and at least until used, the broker's last use of it.
+func (m *Minter) keep(ref Ref, now time.Time, tok Token, used time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ks := m.keptLocked(ref, now)
-	until := tok.Expires
-	if until.IsZero() {
+	until := later(tok.Expires, used)
+	if tok.Expires.IsZero() {
 		until = now.Add(keptUnknown)
 	}
 	ks = append(ks, made{value: tok.Value, token: true, until: until})
@@ -430,6 +438,14 @@ func (m *Minter) keep(ref Ref, now time.Time, tok Token) {
 		ks = append(ks[:0], ks[len(ks)-maxKept:]...)
 	}
 	m.kept[ref.key()] = ks
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 func (m *Minter) cached(ref Ref) (Token, error, bool) {
@@ -456,7 +472,19 @@ func usableUntil(now time.Time, t Token) time.Time {
 
 func (m *Minter) mint(ctx context.Context, ref Ref, spec Minted) (Token, error) {
 	ctx = context.WithValue(ctx, pinKey{}, spec.MintURL().Scheme+"://"+spec.MintURL().Host)
-	prev := m.state(ctx, ref)
+	prev, unread := m.state(ctx, ref)
+	if unread && spec.rotates() {
+		// The kept refresh token may be the only one that works: the
+		// configuration's own may have been used already, and an
+		// endpoint that detects reuse revokes the whole grant for it.
+		// No mint, and no state written over the kept one.
+		err := &UnreachableError{Kind: spec.Kind(), Err: errors.New("the kept refresh token could not be read from the store")}
+		m.put(ref, cached{of: ref.Of, refused: err, until: m.cfg.Now().Add(m.cfg.RemintEvery)})
+		if m.cfg.OnMint != nil {
+			m.cfg.OnMint(Event{Ref: ref, Kind: spec.Kind(), Err: err})
+		}
+		return Token{}, err
+	}
 	refresh := ""
 	if prev.Sealed != nil {
 		plain, err := m.cfg.Keyring.Open(prev.Sealed, RefreshAD(ref.Box, ref.Name))
@@ -469,6 +497,9 @@ func (m *Minter) mint(ctx context.Context, ref Ref, spec Minted) (Token, error) 
 	}
 	now := m.cfg.Now()
 	tok, err := spec.mint(ctx, m.client, now, refresh)
+	if err == nil && (len(tok.Value) > MaxToken || len(tok.Refresh) > MaxToken) {
+		tok, err = Token{}, &UnreachableError{Kind: spec.Kind(), Err: fmt.Errorf("the token endpoint answered a token over %d bytes", MaxToken)}
+	}
 	ev := Event{Ref: ref, Kind: spec.Kind(), Err: err}
 	var (
 		refused *RefusedError
@@ -485,15 +516,26 @@ func (m *Minter) mint(ctx context.Context, ref Ref, spec Minted) (Token, error) 
 		m.save(ctx, ref, prev)
 	case err != nil:
 		m.cfg.Logger.Warn("mint: failed", "box", ref.Box, "secret", ref.Name, "kind", spec.Kind(), "err", err)
+		// Given again without asking until RemintEvery has passed: a
+		// box's requests while the endpoint fails cost it no mints.
+		m.put(ref, cached{of: ref.Of, refused: err, until: now.Add(m.cfg.RemintEvery)})
 	default:
 		ev.Expires = tok.Expires
-		m.keep(ref, now, tok)
+		// A token is used for RemintEvery at least, whatever expiry the
+		// endpoint gave (one already past by the broker's clock, as a
+		// negative expires_in or a clock apart makes it), so that a
+		// box's requests cost at most one mint each RemintEvery; a host
+		// that no longer takes it answers 401, and Forget drops it.
+		until := later(usableUntil(now, tok), now.Add(m.cfg.RemintEvery))
+		m.keep(ref, now, tok, until)
 		tok.sent, tok.sentUntil = "", time.Time{}
-		m.put(ref, cached{of: ref.Of, tok: tok, until: usableUntil(now, tok)})
+		m.put(ref, cached{of: ref.Of, tok: tok, until: until})
 		prev.Failure, prev.ExpiresAt = "", tok.Expires
 		if tok.Refresh != "" && tok.Refresh != refresh {
 			if sealed, serr := m.cfg.Keyring.Seal([]byte(tok.Refresh), RefreshAD(ref.Box, ref.Name)); serr == nil {
 				prev.Sealed = sealed
+			} else {
+				m.cfg.Logger.Error("mint: cannot seal the rotated refresh token; the grant may need renewing once this token expires", "box", ref.Box, "secret", ref.Name, "err", serr)
 			}
 		}
 		m.save(ctx, ref, prev)
@@ -516,25 +558,33 @@ func (m *Minter) put(ref Ref, c cached) {
 func RefreshAD(box, name string) string { return "secret-refresh:" + box + "/" + name }
 
 // state is ref's kept state, or a new one when none is kept for this
-// configuration.
-func (m *Minter) state(ctx context.Context, ref Ref) store.MintState {
+// configuration; unread is true when the store could not be read (the
+// new one is then no sign that none is kept).
+func (m *Minter) state(ctx context.Context, ref Ref) (st store.MintState, unread bool) {
 	fresh := store.MintState{Box: ref.Box, Name: ref.Name, Of: ref.Of}
 	if m.cfg.Store == nil {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		if st, ok := m.mem[ref.key()]; ok && st.Of == ref.Of {
-			return st
+			return st, false
 		}
-		return fresh
+		return fresh, false
+	}
+	m.mu.Lock()
+	kept, ok := m.mem[ref.key()]
+	m.mu.Unlock()
+	if ok && kept.Of == ref.Of {
+		return kept, false // newer than the store's, which failed to keep it
 	}
 	st, err := m.cfg.Store.MintState(ctx, ref.Box, ref.Name)
-	if err != nil || st.Of != ref.Of {
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			m.cfg.Logger.Warn("mint: cannot read the kept state", "box", ref.Box, "secret", ref.Name, "err", err)
-		}
-		return fresh
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		m.cfg.Logger.Warn("mint: cannot read the kept state", "box", ref.Box, "secret", ref.Name, "err", err)
+		return fresh, true
 	}
-	return st
+	if err != nil || st.Of != ref.Of {
+		return fresh, false
+	}
+	return st, false
 }
 
 func (m *Minter) save(ctx context.Context, ref Ref, st store.MintState) {
@@ -545,7 +595,15 @@ func (m *Minter) save(ctx context.Context, ref Ref, st store.MintState) {
 		m.mem[ref.key()] = st
 		return
 	}
-	if err := m.cfg.Store.SetMintState(ctx, st); err != nil {
-		m.cfg.Logger.Warn("mint: cannot keep the state", "box", ref.Box, "secret", ref.Name, "err", err)
+	err := m.cfg.Store.SetMintState(ctx, st)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err != nil {
+		// Kept in memory instead, so that the next mint uses the
+		// rotated refresh token, and saved with its state then.
+		m.cfg.Logger.Warn("mint: cannot keep the state; kept in memory until the store takes it", "box", ref.Box, "secret", ref.Name, "err", err)
+		m.mem[ref.key()] = st
+		return
 	}
+	delete(m.mem, ref.key())
 }

@@ -47,6 +47,8 @@ func (o *OAuth2) Kind() string { return KindOAuth2 }
 // Secrets are the client secret and the refresh token.
 func (o *OAuth2) Secrets() []string { return []string{o.ClientSecret, o.RefreshToken} }
 
+func (o *OAuth2) rotates() bool { return o.Grant == GrantRefreshToken }
+
 // MintURL is the token endpoint.
 func (o *OAuth2) MintURL() *url.URL { return o.mintURL }
 
@@ -83,6 +85,10 @@ func (o *OAuth2) validate() error {
 	}
 	return f.err
 }
+
+// errNotAToken is a token endpoint's 2xx answer that golang.org/x/oauth2
+// could not read as a token.
+var errNotAToken = errors.New("the token endpoint's answer is not a token the broker can read (JSON or a form with access_token)")
 
 func (o *OAuth2) style() oauth2.AuthStyle {
 	if o.AuthStyle == "body" {
@@ -121,6 +127,15 @@ func (o *OAuth2) mint(ctx context.Context, client *http.Client, now time.Time, r
 		return Token{}, &UnreachableError{Kind: KindOAuth2, Err: statusError(status)}
 	}
 	if err != nil {
+		var ue *url.Error
+		if !errors.As(err, &ue) {
+			// Not the transport's (quiet.Errors rewords those): one of
+			// oauth2's own, which quote the endpoint's answer, and so
+			// whatever of the request it repeated there (the client's
+			// Basic credentials, the form with the refresh token in it)
+			// in any encoding.
+			err = errNotAToken
+		}
 		return Token{}, &UnreachableError{Kind: KindOAuth2, Err: scrubbed(err, o.ClientSecret, refresh)}
 	}
 	if tok.AccessToken == "" {
