@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/approval"
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/pool"
 	"github.com/intentius/boxbroker/internal/spend"
@@ -103,18 +102,11 @@ func TestSpend_AnEarlierEntrysKeyIsNeverKeptAsTheModel(t *testing.T) {
 			us := brokertest.Usage(t, b.Server.Store, "salad", month, 1)
 			// Past its budget, with its owner asked, the box's next call
 			// opens a proposal.
-			ctx := context.Background()
-			if err := b.Server.Store.SetBudget(ctx, store.Budget{Box: "salad", Limit: 1, UpdatedAt: time.Now()}); err != nil {
-				t.Fatal(err)
-			}
-			b.Sync()
-			if err := b.Server.Approvals.SetAsk(ctx, "salad", approval.ScopeBudget, true); err != nil {
-				t.Fatal(err)
-			}
+			askPastBudget(t, b)
 			if resp := b.Do("POST", tt.path, token, []byte(tt.body), http.Header{"Content-Type": {"application/json"}}); resp.StatusCode != http.StatusForbidden {
 				t.Fatalf("POST %s past the budget = %d %s, want 403", tt.path, resp.StatusCode, resp.Body)
 			}
-			ps, err := b.Server.Store.ListProposals(ctx, "", "", time.Now(), 100)
+			ps, err := b.Server.Store.ListProposals(context.Background(), "", "", time.Now(), 100)
 			if err != nil || len(ps) == 0 {
 				t.Fatalf("ListProposals = %d, %v; want the budget's", len(ps), err)
 			}
