@@ -53,11 +53,11 @@ type Client struct {
 	// Log is where a model refusing betas is told (nil: slog.Default()).
 	Log *slog.Logger
 
-	mu      sync.Mutex                         // guards tokens, roles, failed and noBetas
-	tokens  map[[32]byte]oauth2.TokenSource    // by the credential's hash
-	roles   map[[32]byte]*aws.CredentialsCache // a Bedrock role's sessions, by the credential's hash
-	failed  map[[32]byte]failure               // a token or session not had lately, by the credential's hash
-	noBetas map[noBetaKey]struct{}             // the models that refused betas
+	mu      sync.Mutex                            // guards tokens, roles, failed and noBetas
+	tokens  map[[32]byte]*reused[*oauth2.Token]   // Vertex AI access tokens, by the credential's hash
+	roles   map[[32]byte]*reused[aws.Credentials] // a Bedrock role's sessions, by the credential's hash
+	failed  map[[32]byte]failure                  // a token or session not had lately, by the credential's hash
+	noBetas map[noBetaKey]struct{}                // the models that refused betas
 }
 
 // FailedFor is how long a Vertex AI access token or a Bedrock role's
@@ -109,6 +109,70 @@ func (cl *Client) fail(c *Credential, resp *http.Response, err error) (*http.Res
 	}
 	cl.failed[key] = f
 	return resp, err
+}
+
+// ReusedFor is how long, at least, a Vertex AI access token or a Bedrock
+// role's session is used once had, whatever expiry its endpoint gave
+// (one already past by the broker's clock, or nearer than the margin a
+// new one is fetched before, as a tiny expires_in, a short session or a
+// clock apart makes it), so that a box's calls cost the account at most
+// one request to Google or STS each ReusedFor; a cloud that no longer
+// takes it refuses the call, and Bedrock's ExpiredToken drops a session
+// at most once each ReusedFor.
+const ReusedFor = 5 * time.Second
+
+// reused gives what get gives, each value for ReusedFor at least by the
+// clock now, and asks get again only after that: get's own cache (an
+// oauth2.ReuseTokenSource, an aws.CredentialsCache) decides when it
+// fetches anew. Errors are not held (fail keeps them). Its methods are
+// safe for concurrent use; get is not called with mu held, so a call
+// whose context ends does not wait on another's fetch here.
+type reused[V any] struct {
+	get  func(context.Context) (V, error)
+	drop func() // makes get fetch anew; nil: nothing to drop
+	now  func() time.Time
+
+	mu      sync.Mutex // guards v, held, until and dropped
+	v       V
+	held    bool
+	until   time.Time // v is given without asking get until then
+	dropped time.Time // when forget last dropped v
+}
+
+// value returns the value held, until ReusedFor after it was had, or
+// get's.
+func (r *reused[V]) value(ctx context.Context) (V, error) {
+	r.mu.Lock()
+	if now := r.now(); r.held && now.Before(r.until) {
+		defer r.mu.Unlock()
+		return r.v, nil
+	}
+	r.mu.Unlock()
+	v, err := r.get(ctx)
+	if err != nil {
+		return v, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.v, r.held, r.until = v, true, r.now().Add(ReusedFor)
+	return v, nil
+}
+
+// forget drops the value held and get's own, so that the next call
+// fetches anew, at most once each ReusedFor; otherwise the value is
+// kept, and used until the next forget that may drop it.
+func (r *reused[V]) forget() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	if !r.dropped.IsZero() && now.Sub(r.dropped) < ReusedFor && !now.Before(r.dropped) {
+		return
+	}
+	var zero V
+	r.v, r.held, r.dropped = zero, false, now
+	if r.drop != nil {
+		r.drop()
+	}
 }
 
 // Call is one Anthropic API call the box made.

@@ -29,7 +29,7 @@ const (
 // awsCredentials returns what a Bedrock call of c is signed with: c's
 // access key, or when c names a role_arn, a session of that role,
 // assumed through AWS STS with the access key and kept until shortly
-// before it expires. made receives a session's values. A refused
+// before it expires, and for ReusedFor at least. made receives a session's values. A refused
 // AssumeRole is the Anthropic shape's 403 permission_error, naming STS's
 // error code and nothing of the credential.
 func (cl *Client) awsCredentials(ctx context.Context, c *Credential, made func(string)) (aws.Credentials, *http.Response, error) {
@@ -40,7 +40,7 @@ func (cl *Client) awsCredentials(ctx context.Context, c *Credential, made func(s
 	if resp, err, ok := cl.failedLately(c); ok {
 		return aws.Credentials{}, resp, err
 	}
-	creds, err := cl.roleSessions(c, base).Retrieve(ctx)
+	creds, err := cl.roleSessions(c, base).value(ctx)
 	if err != nil {
 		var ae smithy.APIError
 		if errors.As(err, &ae) {
@@ -86,11 +86,12 @@ func stsRefusal(code string, err error) *http.Response {
 
 // roleSessions returns the cached sessions of c's role, or makes the
 // cache: an aws.CredentialsCache (one AssumeRole at a time, a session
-// kept until RoleRefreshWindow before its expiry) over stscreds'
-// AssumeRole provider, whose STS client goes through the Client's
-// http.Client (its transport, TLS verified, no redirect).
-func (cl *Client) roleSessions(c *Credential, base aws.Credentials) *aws.CredentialsCache {
-	rc, _ := cached(&cl.mu, &cl.roles, c, func() (*aws.CredentialsCache, error) {
+// kept until RoleRefreshWindow before its expiry, and for ReusedFor at
+// least) over stscreds' AssumeRole provider, whose STS client goes
+// through the Client's http.Client (its transport, TLS verified, no
+// redirect).
+func (cl *Client) roleSessions(c *Credential, base aws.Credentials) *reused[aws.Credentials] {
+	rc, _ := cached(&cl.mu, &cl.roles, c, func() (*reused[aws.Credentials], error) {
 		opts := sts.Options{
 			Region:      c.Region,
 			Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) { return base, nil }),
@@ -109,19 +110,20 @@ func (cl *Client) roleSessions(c *Credential, base aws.Credentials) *aws.Credent
 				o.ExternalID = aws.String(c.ExternalID)
 			}
 		})
-		return aws.NewCredentialsCache(prov, func(o *aws.CredentialsCacheOptions) { o.ExpiryWindow = RoleRefreshWindow }), nil
+		sessions := aws.NewCredentialsCache(prov, func(o *aws.CredentialsCacheOptions) { o.ExpiryWindow = RoleRefreshWindow })
+		return &reused[aws.Credentials]{get: sessions.Retrieve, drop: sessions.Invalidate, now: cl.now}, nil
 	})
 	return rc
 }
 
-// forgetRoleSession drops the cached session of c's role, if any: the
-// next call assumes the role anew.
+// forgetRoleSession drops the cached session of c's role, if any, at
+// most once each ReusedFor: the next call assumes the role anew.
 func (cl *Client) forgetRoleSession(c *Credential) {
 	key := credKey(c)
 	cl.mu.Lock()
 	rc := cl.roles[key]
 	cl.mu.Unlock()
 	if rc != nil {
-		rc.Invalidate()
+		rc.forget()
 	}
 }

@@ -369,20 +369,29 @@ func TestBedrock_RoleSessionSignsTheCalls(t *testing.T) {
 }
 
 // TestBedrock_RoleSessionRefreshedBeforeExpiry: a session within
-// RoleRefreshWindow of its expiry is not used again: each call assumes
-// the role anew.
+// RoleRefreshWindow of its expiry is used for ReusedFor, then the role is
+// assumed anew.
 func TestBedrock_RoleSessionRefreshedBeforeExpiry(t *testing.T) {
 	c := cloudtest.New(t, "bedrock", nil)
 	c.Bedrock.STS.TTL = cloud.RoleRefreshWindow - time.Minute
 	_, sealed := c.RoleCredential(t, "", nil)
 	cl, _ := client(c)
+	clock := clocktest.New(time.Now())
+	cl.Now = clock.Now
 	for i := 0; i < 3; i++ {
 		if status, body, _ := roleCall(t, cl, sealed); status != 200 {
 			t.Fatalf("call %d: %d %s", i, status, body)
 		}
 	}
-	if n := c.Bedrock.STS.Assumed.Load(); n != 3 {
-		t.Errorf("AssumeRole was called %d times for 3 calls with sessions near expiry, want 3", n)
+	if n := c.Bedrock.STS.Assumed.Load(); n != 1 {
+		t.Errorf("AssumeRole was called %d times for 3 calls within ReusedFor, want 1", n)
+	}
+	clock.Advance(cloud.ReusedFor)
+	if status, body, _ := roleCall(t, cl, sealed); status != 200 {
+		t.Fatalf("call ReusedFor later: %d %s", status, body)
+	}
+	if n := c.Bedrock.STS.Assumed.Load(); n != 2 {
+		t.Errorf("AssumeRole was called %d times, ReusedFor later on a session near expiry, want 2", n)
 	}
 	if n := c.Refused(); n != 0 {
 		t.Errorf("the stand-in refused %d calls", n)
@@ -648,6 +657,61 @@ func TestCloud_RefusedAccountIsNotAskedOnEveryCall(t *testing.T) {
 			call()
 			if n := asked.Load(); n != 2 {
 				t.Errorf("the key was sent %d times, FailedFor later, want 2", n)
+			}
+		})
+	}
+}
+
+// TestCloud_ShortLivedTokensDoNotStormTheEndpoint is the attack of a
+// hostile or broken token endpoint (a service account's token_uri, a
+// credential's sts_endpoint) giving access tokens or sessions that
+// expire at once, or within the margin a new one is fetched before (a
+// tiny expires_in, a session of a minute, one already expired): each of
+// a box's calls would ask it again, a token storm against the endpoint
+// and a slow call each time. A token or session is used for ReusedFor at
+// least, whatever expiry it came with, and Bedrock's ExpiredToken drops
+// a session at most once each ReusedFor.
+func TestCloud_ShortLivedTokensDoNotStormTheEndpoint(t *testing.T) {
+	tests := []struct {
+		name   string
+		kind   string
+		life   time.Duration // the token's or session's
+		status int           // the box's
+		asks   int64         // of the endpoint, for 20 calls within ReusedFor
+	}{
+		{"vertex token of a second", "vertex", time.Second, http.StatusOK, 1},
+		{"bedrock session within the refresh window", "bedrock", time.Minute, http.StatusOK, 1},
+		// Bedrock refuses the expired session (ExpiredToken), which drops
+		// it once: the second call assumes the role again, the rest wait.
+		{"bedrock session already expired", "bedrock", -time.Minute, http.StatusForbidden, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := cloudtest.New(t, tt.kind, nil)
+			sealed := c.Sealed
+			asks := func() int64 { return c.Vertex.Minted.Load() }
+			if tt.kind == "bedrock" {
+				c.Bedrock.STS.TTL = tt.life
+				_, sealed = c.RoleCredential(t, "", nil)
+				asks = c.Bedrock.STS.Assumed.Load
+			} else {
+				c.Vertex.ExpiresIn = int(tt.life / time.Second)
+			}
+			cl, _ := client(c)
+			clock := clocktest.New(time.Now())
+			cl.Now = clock.Now
+			for i := range 20 {
+				if status, body, _ := do(t, cl, sealed, cloud.PathMessages, message("claude-sonnet-4-5", false), nil); status != tt.status {
+					t.Fatalf("call %d = %d %s, want %d", i, status, body, tt.status)
+				}
+			}
+			if n := asks(); n != tt.asks {
+				t.Errorf("the endpoint was asked %d times for 20 calls, want %d", n, tt.asks)
+			}
+			clock.Advance(cloud.ReusedFor)
+			do(t, cl, sealed, cloud.PathMessages, message("claude-sonnet-4-5", false), nil)
+			if n := asks(); n != tt.asks+1 {
+				t.Errorf("the endpoint was asked %d times, ReusedFor later, want %d", n, tt.asks+1)
 			}
 		})
 	}

@@ -69,15 +69,17 @@ func (cl *Client) vertex(ctx context.Context, c *Credential, call Call, sent *se
 		return nil, err
 	}
 
-	ts, err := cached(&cl.mu, &cl.tokens, c, func() (oauth2.TokenSource, error) {
+	ts, err := cached(&cl.mu, &cl.tokens, c, func() (*reused[*oauth2.Token], error) {
 		cfg, err := google.JWTConfigFromJSON(c.ServiceAccount, Scope)
 		if err != nil {
 			return nil, errors.New("vertex: the service account's key does not read")
 		}
 		// The token source is kept beyond this call: its context is the
 		// Client's, not the call's. It is an oauth2.ReuseTokenSource:
-		// one token at a time is fetched, and kept until near its expiry.
-		return cfg.TokenSource(context.WithValue(context.Background(), oauth2.HTTPClient, cl.httpClient())), nil
+		// one token at a time is fetched, and kept until near its expiry,
+		// and for ReusedFor at least.
+		src := cfg.TokenSource(context.WithValue(context.Background(), oauth2.HTTPClient, cl.httpClient()))
+		return &reused[*oauth2.Token]{get: func(context.Context) (*oauth2.Token, error) { return src.Token() }, now: cl.now}, nil
 	})
 	if err != nil {
 		return nil, err
@@ -85,7 +87,7 @@ func (cl *Client) vertex(ctx context.Context, c *Credential, call Call, sent *se
 	if resp, err, ok := cl.failedLately(c); ok {
 		return resp, err
 	}
-	tok, err := ts.Token()
+	tok, err := ts.value(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

@@ -229,10 +229,15 @@ func (c *Capability) ask(ctx context.Context, req *Request, q *Question, pay *pa
 		return Answer{}, Usage{}, err
 	}
 	for tries := 0; ; tries++ {
-		cred, u, entry := pay.now()
+		cred, u, entry, earlier := pay.now()
 		pctx := ctx
 		if entry != "" {
 			pctx = proxy.WithEntry(ctx, entry)
+		}
+		if earlier != nil {
+			// The meter beneath keeps the answer's model: it is told
+			// of every key the question was asked on.
+			pctx = proxy.WithEarlier(pctx, earlier)
 		}
 		status, h, raw, err := c.post(pctx, u, cred, body)
 		if err != nil {

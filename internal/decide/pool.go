@@ -26,16 +26,20 @@ type paying struct {
 	earlier [][]byte
 }
 
-// now returns the credential and Messages URL to ask on, and the entry's
-// name ("" for a payer's own credential).
-func (p *paying) now() (cred []byte, u, entry string) {
+// now returns the credential and Messages URL to ask on, the entry's
+// name ("" for a payer's own credential), and the credentials of the
+// entries the request moved on from, as strings.
+func (p *paying) now() (cred []byte, u, entry string, earlier []string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	u = p.c.url
 	if p.paid.Upstream != nil {
 		u = messagesURL(p.paid.Upstream)
 	}
-	return p.paid.Credential, u, p.paid.Entry
+	for _, c := range p.earlier {
+		earlier = append(earlier, string(c))
+	}
+	return p.paid.Credential, u, p.paid.Entry, earlier
 }
 
 // again tells the pool what entry answered with status, and reports

@@ -579,6 +579,104 @@ func TestMint_EndpointEchoingWhatItWasSentIsNotLogged(t *testing.T) {
 	}
 }
 
+// TestMint_ErrorAnsweredWith200IsARefusal: a token endpoint answers
+// RFC 6749's error shape (the error field, in JSON or a form) with a 200,
+// as some endpoints do, where the RFC gives it a 400. It is the refusal
+// it says it is, in the words the same body with a 400 gets (the box's
+// answer, the kept state, the audit), never an endpoint unreachable for
+// a moment and asked again every few seconds; and the endpoint repeating
+// what the broker sent it (the client's Basic credentials, the form
+// with the refresh token) in the description or as the error code has
+// none of it logged, kept or answered.
+func TestMint_ErrorAnsweredWith200IsARefusal(t *testing.T) {
+	const secret, refresh = "client/secret+1=", "1//0gRefresh+Token/abc="
+	tests := []struct {
+		name   string
+		answer func(w http.ResponseWriter, status int, auth, form string)
+	}{
+		{"JSON, the request in the description", func(w http.ResponseWriter, status int, auth, form string) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			fmt.Fprintf(w, `{"error":"invalid_grant","error_description":%q}`, auth+" "+form)
+		}},
+		{"JSON, the request as the code", func(w http.ResponseWriter, status int, auth, form string) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			fmt.Fprintf(w, `{"error":%q}`, auth+" "+form)
+		}},
+		{"a form, the request in the description", func(w http.ResponseWriter, status int, auth, form string) {
+			w.Header().Set("Content-Type", "application/x-www-form-urlencoded")
+			w.WriteHeader(status)
+			fmt.Fprint(w, url.Values{"error": {"invalid_grant"}, "error_description": {auth + " " + form}}.Encode())
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			logs := &brokertest.Buffer{}
+			var status atomic.Int64
+			e := newMintEnvLogs(t, func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				tt.answer(w, int(status.Load()), r.Header.Get("Authorization"), string(body))
+			}, nil, logs)
+			e.set(t, "API", mint.KindOAuth2, map[string]any{"token_url": e.mintAt.URL + "/oauth/token", "client_id": "client-1",
+				"client_secret": secret, "refresh_token": refresh})
+			type seenAs struct {
+				status        int
+				body, failure string
+			}
+			got := map[int]seenAs{}
+			for _, st := range []int{http.StatusBadRequest, http.StatusOK} {
+				status.Store(int64(st))
+				e.clock.Add(time.Hour) // past the last refusal
+				code, body := e.call(t, "API")
+				ms, err := e.br.Server.Store.MintState(t.Context(), "shop", "API")
+				if err != nil {
+					t.Fatal(err)
+				}
+				got[st] = seenAs{code, body, ms.Failure}
+			}
+			if want := got[http.StatusBadRequest]; got[http.StatusOK] != want {
+				t.Errorf("answered with a 200 = %+v, want what the 400 gives: %+v", got[http.StatusOK], want)
+			}
+			if g := got[http.StatusOK]; g.status != http.StatusBadGateway || !strings.Contains(g.body, "OAuth grant needs renewing") || g.failure == "" {
+				t.Errorf("answered with a 200 = %+v, want 502 saying the grant needs renewing, and the refusal kept", g)
+			}
+			// A refusal is not asked again a few seconds on, as a failure is.
+			before := len(e.minted)
+			e.clock.Add(mint.DefaultRemintEvery)
+			e.call(t, "API")
+			if len(e.minted) != before {
+				t.Errorf("the refusal answered with a 200 was asked again %s on", mint.DefaultRemintEvery)
+			}
+			if err := e.br.Server.Audit.Sync(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			entries, err := e.br.Server.Store.ListAudit(t.Context(), store.AuditQuery{Box: "shop", Limit: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var kept strings.Builder
+			refusals := 0
+			for _, en := range entries {
+				kept.WriteString(en.Message + "\n")
+				if en.Method == "MINT" && en.Reason == "mint-refused" {
+					refusals++
+				}
+			}
+			if refusals != 2 {
+				t.Errorf("audited mint refusals = %d, want 2 (the 400's and the 200's)", refusals)
+			}
+			all := logs.String() + got[http.StatusOK].body + got[http.StatusOK].failure + kept.String()
+			basic := base64.StdEncoding.EncodeToString([]byte("client-1:" + url.QueryEscape(secret)))
+			for _, v := range []string{secret, refresh, url.QueryEscape(secret), url.QueryEscape(refresh), basic} {
+				if strings.Contains(all, v) {
+					t.Errorf("the log, the answer, the kept state or the audit holds %q, a form of what the broker sent the token endpoint:\n%s", v, all)
+				}
+			}
+		})
+	}
+}
+
 // flakyMints is a store whose reads of the kept mint state fail while
 // fail is set, and whose writes of it while failSet is, as a store that
 // does not answer in time.

@@ -118,20 +118,26 @@ func cloudSecrets(cred []byte, made []string) []string {
 
 // maskForms are the forms an answer is redacted of: the credential, each
 // of secrets (cloudSecrets) and each of the earlier credentials the call
-// was made on (and their cloud secrets), each as written or JSON- or
-// percent-escaped (a box's JSON decoder or URL parser turns either back
-// into the value), each masked with as many asterisks as it spans, so
-// that the answer keeps its length.
+// was made on (and their cloud secrets: earlierValues), each as written
+// or JSON- or percent-escaped (a box's JSON decoder or URL parser turns
+// either back into the value), each masked with as many asterisks as it
+// spans, so that the answer keeps its length.
 func maskForms(cred []byte, secrets []string, earlier [][]byte) []proxy.Form {
 	forms := []proxy.Form{{Old: cred, Escaped: true, Fill: '*'}}
-	for _, v := range secrets {
+	for _, v := range slices.Concat(secrets, earlierValues(earlier)) {
 		forms = append(forms, proxy.Form{Old: []byte(v), Escaped: true, Fill: '*'})
 	}
-	for _, c := range earlier {
-		forms = append(forms, proxy.Form{Old: c, Escaped: true, Fill: '*'})
-		for _, v := range cloudSecrets(c, nil) {
-			forms = append(forms, proxy.Form{Old: []byte(v), Escaped: true, Fill: '*'})
-		}
-	}
 	return forms
+}
+
+// earlierValues are the values of the earlier credentials a call was
+// made on that no answer may carry: each credential, and a cloud
+// account's secrets.
+func earlierValues(earlier [][]byte) []string {
+	var out []string
+	for _, c := range earlier {
+		out = append(out, string(c))
+		out = append(out, cloudSecrets(c, nil)...)
+	}
+	return out
 }

@@ -179,7 +179,9 @@ func (f *failover) RoundTrip(req *http.Request) (*http.Response, error) {
 		pf.earlier = append(pf.earlier, pf.paid.Credential)
 		pf.paid = next
 		rt := pf.retry
-		out = req.Clone(proxy.WithEntry(req.Context(), next.Entry))
+		// The meter beneath keeps the answer's model: it is told of
+		// every key the call was made on, not only the one it carries.
+		out = req.Clone(proxy.WithEarlier(proxy.WithEntry(req.Context(), next.Entry), earlierValues(pf.earlier)))
 		out.Header = rt.header.Clone()
 		target(out, next, f.upstream, rt.path, rt.query)
 		out.Body = newReplay(rt.body)

@@ -41,10 +41,13 @@ type Token struct {
 	sentUntil time.Time
 }
 
-// RefusedError is a token endpoint's refusal (a 4xx answer): the owner's
-// grant, key or installation needs renewing. It holds no value.
+// RefusedError is a token endpoint's refusal (a 4xx answer, or an
+// OAuth error answer sent with a 2xx): the owner's grant, key or
+// installation needs renewing. It holds no value.
 type RefusedError struct {
-	Kind   string
+	Kind string
+	// Status is the answer's, or 400 for an OAuth error answer sent with
+	// a 2xx (RFC 6749 §5.2 gives it 400).
 	Status int
 	// Code is the OAuth error code (invalid_grant, ...), when one was given.
 	Code string

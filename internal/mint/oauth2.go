@@ -121,6 +121,13 @@ func (o *OAuth2) mint(ctx context.Context, client *http.Client, now time.Time, r
 		if re.Response != nil {
 			status, h = re.Response.StatusCode, re.Response.Header
 		}
+		if status >= 200 && status < 300 && re.ErrorCode != "" {
+			// RFC 6749 §5.2's error answer, sent with a 2xx as some
+			// endpoints do (golang.org/x/oauth2 gives it as an error for
+			// its error field): the refusal it is, as the 400 the RFC
+			// gives it, in the same words.
+			status = http.StatusBadRequest
+		}
 		if err := refusal(KindOAuth2, status, h, now, false, re.ErrorCode); err != nil {
 			return Token{}, err
 		}

@@ -109,6 +109,24 @@ func EntryFrom(ctx context.Context) string {
 	return e
 }
 
+type earlierKey struct{}
+
+// WithEarlier returns ctx noting values, the credentials an upstream call
+// made with it follows (those of the pool entries it failed over from,
+// and a cloud account's secrets among them): the upstream saw them, so
+// a reader of its answer beneath the box's mask (the spend meter, which
+// keeps the answer's model) treats each as the call's own credential.
+// It replaces what ctx noted before.
+func WithEarlier(ctx context.Context, values []string) context.Context {
+	return context.WithValue(ctx, earlierKey{}, values)
+}
+
+// EarlierFrom returns the values ctx notes (see WithEarlier), or nil.
+func EarlierFrom(ctx context.Context) []string {
+	v, _ := ctx.Value(earlierKey{}).([]string)
+	return v
+}
+
 // WithTrace returns ctx carrying t, for a Traced transport to note calls in.
 func WithTrace(ctx context.Context, t *Trace) context.Context {
 	return context.WithValue(ctx, traceKey{}, t)

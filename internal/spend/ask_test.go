@@ -25,6 +25,14 @@ func askingPastBudget(t *testing.T) (*brokertest.Broker, string, *brokertest.Rec
 	t.Helper()
 	rec := &brokertest.Recorder{Handler: http.HandlerFunc(brokertest.AnthropicStandIn)}
 	b, token := newBroker(t, brokertest.Options{Anthropic: rec})
+	askPastBudget(t, b)
+	return b, token, rec
+}
+
+// askPastBudget gives b's box salad a budget of a micro-dollar, spent by
+// any call, and asks about it.
+func askPastBudget(t *testing.T, b *brokertest.Broker) {
+	t.Helper()
 	ctx := context.Background()
 	if err := b.Server.Store.SetBudget(ctx, store.Budget{Box: "salad", Limit: 1, UpdatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
@@ -33,7 +41,6 @@ func askingPastBudget(t *testing.T) (*brokertest.Broker, string, *brokertest.Rec
 	if err := b.Server.Approvals.SetAsk(ctx, "salad", approval.ScopeBudget, true); err != nil {
 		t.Fatal(err)
 	}
-	return b, token, rec
 }
 
 // race makes n calls at once with call, which returns the status of

@@ -36,6 +36,10 @@ type reading struct {
 	// bearer), which a model the answer names must not hold to be kept;
 	// held in memory until the call settles, never written.
 	sent string
+	// earlier are the credentials of the pool entries the call failed
+	// over from (proxy.EarlierFrom), held as sent is: the upstream saw
+	// them too.
+	earlier []string
 }
 
 // observer wraps an answer's body and reads the usage in the bytes as the

@@ -33,12 +33,19 @@ func (m *Meter) estimateLate(s *settlement) {
 }
 
 // keptModel is model as a usage row, a log line and the unpriced list
-// may keep it: "" when it holds a token (a box's, a grant) or the
-// credential the call was sent with (sent), which a box or an upstream
-// could name as the model for the broker to write where others read it.
-func keptModel(model, sent string) string {
+// may keep it: "" when it holds a token (a box's, a grant) or a
+// credential the call was made on (sent, the one its header carried, and
+// earlier, those of the pool entries it failed over from, which the
+// upstream saw too), which a box or an upstream could name as the model
+// for the broker to write where others read it.
+func keptModel(model, sent string, earlier []string) string {
 	if _, n := proxy.ScrubTokens(model); n > 0 || sent != "" && strings.Contains(model, sent) {
 		return ""
+	}
+	for _, v := range earlier {
+		if v != "" && strings.Contains(model, v) {
+			return ""
+		}
 	}
 	return model
 }
@@ -84,10 +91,10 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 	var cost, charged int64
 	exact := true
 	for _, rd := range readings {
-		model := keptModel(rd.model, rd.sent)
+		model := keptModel(rd.model, rd.sent, rd.earlier)
 		if model == "" {
 			m.estimateLate(&s)
-			model = keptModel(s.est.Model, rd.sent)
+			model = keptModel(s.est.Model, rd.sent, rd.earlier)
 		}
 		if len(model) > maxModel {
 			model = model[:maxModel]

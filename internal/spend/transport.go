@@ -70,7 +70,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	entry := proxy.EntryFrom(req.Context())
 	tk.mu.Lock()
 	r, obs := tk.next()
-	*r = reading{open: true, entry: entry, sent: sentCredential(req.Header)}
+	*r = reading{open: true, entry: entry, sent: sentCredential(req.Header), earlier: proxy.EarlierFrom(req.Context())}
 	tk.mu.Unlock()
 	if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
 		tk.mu.Lock()

@@ -205,7 +205,7 @@ func (c *metered) prepare(w http.ResponseWriter, r *http.Request, call *capabili
 			// names the proposal it opened.
 			// The attempt names its payer: an approval lets only a call
 			// of that payer past the budget.
-			approved, words := c.m.cfg.Approvals.Ask(r.Context(), approval.Attempt{Attempt: store.Attempt{Box: s.box, Kind: store.ProposalBudget, Model: keptModel(s.est.Model, ""), Amount: s.bound,
+			approved, words := c.m.cfg.Approvals.Ask(r.Context(), approval.Attempt{Attempt: store.Attempt{Box: s.box, Kind: store.ProposalBudget, Model: keptModel(s.est.Model, "", nil), Amount: s.bound,
 				Payer: protocol.FormatPayerHeader(paid.Payer), Reason: refusal.Message}, Forbidden: []string{call.Token}}, c.m.log, "spend: approvals unreadable; the call stays refused", "box", s.box)
 			if !approved {
 				refusal.Message += words

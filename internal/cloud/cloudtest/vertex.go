@@ -32,7 +32,10 @@ type Vertex struct {
 	// URL is its own base URL, the token_uri's; Email, Project and
 	// Region are the service account's and the location's it expects.
 	URL, Email, Project, Region string
-	pub                         *rsa.PublicKey
+	// ExpiresIn is the expires_in its access tokens are given (0: 3600).
+	// Set it before any request.
+	ExpiresIn int
+	pub       *rsa.PublicKey
 
 	mu     sync.Mutex // guards tokens
 	tokens map[string]bool
@@ -191,8 +194,12 @@ func (s *Vertex) token(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.tokens[tok] = true
 	s.mu.Unlock()
+	life := s.ExpiresIn
+	if life == 0 {
+		life = 3600
+	}
 	w.Header().Set("Content-Type", "application/json")
-	fmt.Fprintf(w, `{"access_token":%q,"expires_in":3600,"token_type":"Bearer"}`, tok)
+	fmt.Fprintf(w, `{"access_token":%q,"expires_in":%d,"token_type":"Bearer"}`, tok, life)
 }
 
 // refuse answers a Google API error and counts it.
