@@ -138,17 +138,18 @@ func New(cfg Config) (*Server, error) {
 		DeadLetters: cfg.DeadLetters, Prices: cfg.Prices}); err != nil {
 		return nil, err
 	}
-	s.routes = s.apiRoutes()
-	for _, rt := range s.routes {
+	for _, rt := range s.apiRoutes() {
 		s.Handle(rt)
 	}
 	return s, nil
 }
 
-// Handle adds a route. It is how a later part of boxbroker (grants, the
-// payer) adds its admin routes beside these; it must be called before the
-// Server serves.
+// Handle adds a route, listed by Routes. It is how a later part of
+// boxbroker adds its admin routes beside these; it must be called before
+// the Server serves. A route that is not Open takes an admin token, and
+// a viewer's token only for GET and HEAD (authenticated).
 func (s *Server) Handle(rt Route) {
+	s.routes = append(s.routes, rt)
 	h := rt.Handle
 	if !rt.Open {
 		h = s.authenticated(h)
@@ -167,7 +168,7 @@ func (s *Server) HandleHTTP(pattern string, h http.Handler) { s.mux.Handle(patte
 // keyring, clock and logger.
 func (s *Server) Config() Config { return s.cfg }
 
-// Routes returns the routes New registered, in order.
+// Routes returns the routes New and Handle registered, in order.
 func (s *Server) Routes() []Route { return append([]Route(nil), s.routes...) }
 
 // ServeHTTP serves the admin listener. A request whose Host names
