@@ -578,11 +578,12 @@ func (u *Page) signin(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	sess.Role = tokenRole(t.Role)
+	// The cookie names the token alone: its role is read with it at
+	// every request (session).
 	if err := u.startSession(w, r, sess); err != nil {
 		return err
 	}
-	u.log.Info("owner's page: signed in", "admin_token", t.ID, "role", string(sess.Role))
+	u.log.Info("owner's page: signed in", "admin_token", t.ID, "role", string(tokenRole(t.Role)))
 	http.Redirect(w, r, "/ui/", http.StatusSeeOther)
 	return nil
 }
