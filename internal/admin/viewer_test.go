@@ -46,9 +46,18 @@ func adminRows(t *testing.T, s store.Store) int {
 // its role and what to use instead) on every other method before
 // anything is done, with no audit row; an operator's token is refused on
 // none. GET /api/proxy/ca, the one read that writes (it makes the CA the
-// store lacks), makes nothing for a viewer.
+// store lacks), makes nothing for a viewer. It runs on SQLite, and on
+// PostgreSQL where one can be had.
 func TestAdmin_ViewerTokenReadsEveryRouteAndWritesNone(t *testing.T) {
-	b := brokertest.New(t, brokertest.Options{})
+	t.Run("sqlite", func(t *testing.T) { viewerWalk(t, brokertest.New(t, brokertest.Options{})) })
+	t.Run("postgres", func(t *testing.T) {
+		b, _ := brokertest.Replicas(t, brokertest.Options{})
+		viewerWalk(t, b)
+	})
+}
+
+// viewerWalk is TestAdmin_ViewerTokenReadsEveryRouteAndWritesNone on b.
+func viewerWalk(t *testing.T, b *brokertest.Broker) {
 	ctx := context.Background()
 	boxToken := b.AddBox("alpha")
 	viewer, vt, err := operator.MintRole(ctx, b.Server.Store, "dashboard", store.AdminViewer, time.Now())
