@@ -1,7 +1,8 @@
 // Package admin is the operator's side of boxbroker, served on its own
 // listener and never on the box-facing one: a JSON admin API over boxes,
 // their tokens, consent, credentials, secrets, feedback and Fountain ids,
-// authenticated by an admin token; and /metrics, /healthz and /readyz.
+// authenticated by an admin token (an operator's does everything, a
+// viewer's only reads: GET and HEAD); and /metrics, /healthz and /readyz.
 // The owner's page (package ui) adds its routes under /ui/ to the same
 // Server (HandleHTTP) and calls the API's checks and writes, so that the
 // page and the API hold one rule each. The Server answers only a request
