@@ -1,7 +1,8 @@
 // Package admin is the operator's side of boxbroker, served on its own
 // listener and never on the box-facing one: a JSON admin API over boxes,
 // their tokens, consent, credentials, secrets, feedback and Fountain ids,
-// authenticated by an admin token; and /metrics, /healthz and /readyz.
+// authenticated by an admin token (an operator's does everything, a
+// viewer's only reads: GET and HEAD); and /metrics, /healthz and /readyz.
 // The owner's page (package ui) adds its routes under /ui/ to the same
 // Server (HandleHTTP) and calls the API's checks and writes, so that the
 // page and the API hold one rule each. The Server answers only a request
@@ -138,17 +139,18 @@ func New(cfg Config) (*Server, error) {
 		DeadLetters: cfg.DeadLetters, Prices: cfg.Prices}); err != nil {
 		return nil, err
 	}
-	s.routes = s.apiRoutes()
-	for _, rt := range s.routes {
+	for _, rt := range s.apiRoutes() {
 		s.Handle(rt)
 	}
 	return s, nil
 }
 
-// Handle adds a route. It is how a later part of boxbroker (grants, the
-// payer) adds its admin routes beside these; it must be called before the
-// Server serves.
+// Handle adds a route, listed by Routes. It is how a later part of
+// boxbroker adds its admin routes beside these; it must be called before
+// the Server serves. A route that is not Open takes an admin token, and
+// a viewer's token only for GET and HEAD (authenticated).
 func (s *Server) Handle(rt Route) {
+	s.routes = append(s.routes, rt)
 	h := rt.Handle
 	if !rt.Open {
 		h = s.authenticated(h)
@@ -167,7 +169,7 @@ func (s *Server) HandleHTTP(pattern string, h http.Handler) { s.mux.Handle(patte
 // keyring, clock and logger.
 func (s *Server) Config() Config { return s.cfg }
 
-// Routes returns the routes New registered, in order.
+// Routes returns the routes New and Handle registered, in order.
 func (s *Server) Routes() []Route { return append([]Route(nil), s.routes...) }
 
 // ServeHTTP serves the admin listener. A request whose Host names

@@ -19,8 +19,9 @@ import (
 func (s *Server) Op(r *http.Request, status int) *operator.Service {
 	_, route, _ := strings.Cut(r.Pattern, " ")
 	o := operator.Origin{Method: r.Method, Route: route, Status: status}
-	if id, _ := r.Context().Value(adminTokenKey{}).(string); id != "" {
-		o.Decider, o.By = "admin:"+id, " (by admin token "+id+")"
+	if c, ok := r.Context().Value(adminTokenKey{}).(caller); ok {
+		o.Decider, o.By = "admin:"+c.id, " (by admin token "+c.id+")"
+		o.ReadOnly = !c.role.CanWrite()
 	}
 	return s.op.Via(o)
 }

@@ -77,6 +77,11 @@ type Origin struct {
 	// maker (Service.DecidedBy), such as "admin:" and the admin token's
 	// ID; "" names the front end ("cli", "admin").
 	Decider string
+	// ReadOnly, when true, is a front end's caller that may only read (a
+	// viewer's admin token): a read that would otherwise write, as
+	// ProxyCA making the CA the store lacks, refuses (Forbidden) instead.
+	// The front end refuses such a caller every action that writes.
+	ReadOnly bool
 }
 
 // Service is the operator's actions over a store. Its zero value is not

@@ -41,11 +41,20 @@ var _ ProxyAuthority = (*Service)(nil)
 
 // ProxyCA returns the certificates of the egress proxy's CA a box is to
 // trust, making the CA first (its key sealed under the Keyring) when the
-// store holds none, and then writing its audit row. An internal error
-// without a Keyring.
+// store holds none, and then writing its audit row; for a ReadOnly
+// origin, which makes nothing, Forbidden while the store holds none. An
+// internal error without a Keyring.
 func (s *Service) ProxyCA(ctx context.Context) (ProxyCAView, error) {
 	if s.cfg.Keyring == nil {
 		return ProxyCAView{}, errors.New("proxy CA: the operator service has no keyring")
+	}
+	if s.origin.ReadOnly {
+		// A reader makes nothing: the CA is shown if there is one.
+		v, ok, err := s.StoredProxyCA(ctx)
+		if err == nil && !ok {
+			return v, Errorf(Forbidden, "There is no egress proxy CA yet, and a viewer's admin token makes none: `boxbroker proxy ca`, serve --proxy-listen, or GET /api/proxy/ca with an operator's admin token makes it.")
+		}
+		return v, err
 	}
 	ca, made, err := proxyca.LoadOrMake(ctx, s.cfg.Store, s.cfg.Keyring, s.cfg.Now)
 	if err != nil {

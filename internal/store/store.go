@@ -401,18 +401,41 @@ type Changes interface {
 
 // AdminToken is a token that authenticates to the admin API. Hash is the
 // SHA-256 of its value, hex; the value itself is never stored. ID names it
-// in lists and for revoking; Name is the operator's note.
+// in lists and for revoking; Name is the operator's note. Role is what
+// it may do: AdminOperator or AdminViewer; any other value, "" included,
+// is taken as a viewer's (CanWrite) and refused by the store on create.
 type AdminToken struct {
 	ID        string
 	Hash      string
 	Name      string
 	CreatedAt time.Time
+	Role      AdminRole
 }
+
+// AdminRole is what an admin token may do.
+type AdminRole string
+
+// The admin tokens' roles.
+const (
+	// AdminOperator may do everything the admin API and the owner's page do.
+	AdminOperator AdminRole = "operator"
+	// AdminViewer reads (the admin API's GET routes, every page of the
+	// owner's page) and changes nothing.
+	AdminViewer AdminRole = "viewer"
+)
+
+// CanWrite reports whether a token of role r may change anything: only
+// an operator's. Any role but AdminOperator reads only.
+func (r AdminRole) CanWrite() bool { return r == AdminOperator }
+
+// Valid reports whether r is one of the roles.
+func (r AdminRole) Valid() bool { return r == AdminOperator || r == AdminViewer }
 
 // AdminTokens keeps the admin API's tokens. They are read on each admin
 // request and never cached, so their writes record no change.
 type AdminTokens interface {
-	// CreateAdminToken stores t; ErrExists if its ID or hash is taken.
+	// CreateAdminToken stores t; ErrExists if its ID or hash is taken,
+	// an error if its Role is not Valid.
 	CreateAdminToken(ctx context.Context, t AdminToken) error
 	// AdminTokenByHash returns the token whose value hashes to hash, or ErrNotFound.
 	AdminTokenByHash(ctx context.Context, hash string) (AdminToken, error)

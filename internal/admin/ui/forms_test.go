@@ -19,11 +19,14 @@ import (
 )
 
 // formsPage is a page with every form served (proposals and single
-// sign-on on), over a store holding the box alpha, and the cookies of
-// an admin token's session and of a single sign-on viewer's.
-func formsPage(t *testing.T) (s *admin.Server, st store.Store, adminSess, viewerSess *Session, adminCookie, viewerCookie *http.Cookie) {
+// sign-on on), over a store holding the box alpha, and the sessions and
+// cookies of an admin token's session, of a single sign-on viewer's and
+// of a viewer's admin token's.
+func formsPage(t *testing.T) formsFixture {
 	t.Helper()
-	s, st, u, adminSess, adminCookie := testPage(t, nil, func(st store.Store) Config {
+	var f formsFixture
+	var u *Page
+	f.s, f.st, u, f.adminSess, f.adminCookie = testPage(t, nil, func(st store.Store) Config {
 		approvals, err := approval.New(approval.Config{Store: st})
 		if err != nil {
 			t.Fatal(err)
@@ -31,13 +34,34 @@ func formsPage(t *testing.T) (s *admin.Server, st store.Store, adminSess, viewer
 		return Config{Approvals: approvals, SSO: sso.Config{Issuer: "http://127.0.0.1:1", ClientID: "broker",
 			RedirectURL: "http://127.0.0.1:2" + sso.CallbackPath, Viewers: []string{"*"}}}
 	})
-	viewerSess, err := u.newSession("")
+	var err error
+	if f.viewerSess, err = u.newSession(""); err != nil {
+		t.Fatal(err)
+	}
+	f.viewerSess.Subject, f.viewerSess.Issuer, f.viewerSess.Name, f.viewerSess.Role = "v1", u.sso.Issuer(), "vera", sso.Viewer
+	f.viewerSess.Claim = "email" // what a sign-in keeps: the role claim its role rests on
+	f.viewerCookie = sessionCookie(t, u, f.viewerSess)
+	// A viewer's admin token's session: its cookie names the token alone,
+	// and the role is the token's, read at each request.
+	_, vt, err := operator.MintRole(t.Context(), f.st, "viewer", store.AdminViewer, u.cfg.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	viewerSess.Subject, viewerSess.Issuer, viewerSess.Name, viewerSess.Role = "v1", u.sso.Issuer(), "vera", sso.Viewer
-	viewerSess.Claim = "email" // what a sign-in keeps: the role claim its role rests on
-	return s, st, adminSess, viewerSess, adminCookie, sessionCookie(t, u, viewerSess)
+	if f.viewerTokenSess, err = u.newSession(vt.ID); err != nil {
+		t.Fatal(err)
+	}
+	f.viewerTokenCookie = sessionCookie(t, u, f.viewerTokenSess)
+	return f
+}
+
+// formsFixture is what formsPage makes.
+type formsFixture struct {
+	s                         *admin.Server
+	st                        store.Store
+	adminSess, viewerSess     *Session
+	adminCookie, viewerCookie *http.Cookie
+	viewerTokenSess           *Session
+	viewerTokenCookie         *http.Cookie
 }
 
 // testPage is a page made with cfg(st) over a new store st (as wrap
@@ -96,10 +120,12 @@ func formPath(fm form) string {
 
 // TestUI_EveryFormIsChecked posts every form of the table, each field
 // filled, without a session, without the session's CSRF secret, with
-// another session's, from another origin, and as a viewer: each is
+// another session's, from another origin, and as a viewer (a single
+// sign-on viewer, or a session of a viewer's admin token): each is
 // refused before its action runs, and nothing is done or audited.
 func TestUI_EveryFormIsChecked(t *testing.T) {
-	s, st, adminSess, viewerSess, adminCookie, viewerCookie := formsPage(t)
+	f := formsPage(t)
+	s, st, adminSess, viewerSess, adminCookie, viewerCookie := f.s, f.st, f.adminSess, f.viewerSess, f.adminCookie, f.viewerCookie
 	tests := []struct {
 		name   string
 		cookie *http.Cookie
@@ -113,6 +139,7 @@ func TestUI_EveryFormIsChecked(t *testing.T) {
 		{"another session's csrf", adminCookie, viewerSess.CSRF, "", http.StatusForbidden, "This form did not come from the owner"},
 		{"other origin", adminCookie, adminSess.CSRF, "https://evil.example", http.StatusForbidden, "This form did not come from the owner"},
 		{"viewer", viewerCookie, viewerSess.CSRF, "", http.StatusForbidden, "a viewer sees the owner"},
+		{"viewer's token", f.viewerTokenCookie, f.viewerTokenSess.CSRF, "", http.StatusForbidden, "a viewer sees the owner"},
 	}
 	ctx := context.Background()
 	before, err := st.ListAudit(ctx, store.AuditQuery{Limit: 100})
@@ -121,7 +148,7 @@ func TestUI_EveryFormIsChecked(t *testing.T) {
 	}
 	for _, fm := range forms {
 		for _, tt := range tests {
-			if tt.name == "viewer" && fm.pattern == "POST /ui/signout" {
+			if strings.HasPrefix(tt.name, "viewer") && fm.pattern == "POST /ui/signout" {
 				continue // a viewer may sign out
 			}
 			form := url.Values{}

@@ -71,8 +71,10 @@ type Session struct {
 	Subject string `json:"s,omitempty"`
 	Issuer  string `json:"o,omitempty"`
 	Name    string `json:"n,omitempty"`
-	// Role is a single sign-on session's role; an admin token's session
-	// has none and may do everything.
+	// Role is what the session may do. A single sign-on session's is
+	// judged from Claim and Grounds, an admin token's session's is its
+	// token's (sso.Operator for an operator's, sso.Viewer for any other),
+	// each again at every request (Page.session).
 	Role sso.Role `json:"r,omitempty"`
 	// Claim and Grounds are what a single sign-on session's role rests
 	// on (sso.Identity's): its role is judged again from them on every
@@ -82,8 +84,18 @@ type Session struct {
 }
 
 // CanAct reports whether the session may post a form that changes
-// anything: an admin token's session, or an operator's.
-func (s *Session) CanAct() bool { return s.TokenID != "" || s.Role.CanAct() }
+// anything: an operator's, by single sign-on or an operator's admin
+// token.
+func (s *Session) CanAct() bool { return s.Role.CanAct() }
+
+// tokenRole is the role of a session signed in with an admin token of
+// role: an operator's token's is an operator's, any other a viewer's.
+func tokenRole(role store.AdminRole) sso.Role {
+	if role.CanWrite() {
+		return sso.Operator
+	}
+	return sso.Viewer
+}
 
 // FormContext is what a page section needs to render a form that posts
 // back: the session's CSRF secret, to put in a hidden "csrf" field.
@@ -452,10 +464,12 @@ func (u *Page) session(r *http.Request) (*Session, error) {
 		if !u.ssoSession(&sess) {
 			return nil, errNoSession
 		}
-	} else if _, err := u.cfg.Store.AdminToken(r.Context(), sess.TokenID); errors.Is(err, store.ErrNotFound) {
+	} else if t, err := u.cfg.Store.AdminToken(r.Context(), sess.TokenID); errors.Is(err, store.ErrNotFound) {
 		return nil, errNoSession // the token was revoked
 	} else if err != nil {
 		return nil, err
+	} else {
+		sess.Role = tokenRole(t.Role)
 	}
 	if ended, err := u.cfg.Store.SessionEnded(r.Context(), sess.ID); err != nil {
 		return nil, err
@@ -564,10 +578,12 @@ func (u *Page) signin(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// The cookie names the token alone: its role is read with it at
+	// every request (session).
 	if err := u.startSession(w, r, sess); err != nil {
 		return err
 	}
-	u.log.Info("owner's page: signed in", "admin_token", t.ID)
+	u.log.Info("owner's page: signed in", "admin_token", t.ID, "role", string(tokenRole(t.Role)))
 	http.Redirect(w, r, "/ui/", http.StatusSeeOther)
 	return nil
 }

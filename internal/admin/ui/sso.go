@@ -79,8 +79,13 @@ func (u *Page) ssoSession(sess *Session) bool {
 	return ok
 }
 
-// errViewer is the refusal of a form posted by a viewer.
+// errViewer is the refusal of a form posted by a viewer: a single
+// sign-on viewer, or a session of a viewer's admin token.
 func errViewer(sess *Session) error {
+	if sess.TokenID != "" {
+		return operator.Errorf(operator.Forbidden,
+			"You are signed in with the admin token %s, a viewer's: a viewer sees the owner's page and changes nothing. Only an operator can do this: sign in with an operator's admin token.", sess.TokenID)
+	}
 	return operator.Errorf(operator.Forbidden,
 		"You are signed in as %s, a viewer: a viewer sees the owner's page and changes nothing. Only an operator can do this.", sess.Name)
 }

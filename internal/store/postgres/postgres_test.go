@@ -12,11 +12,14 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/store/deadline"
 	"github.com/intentius/boxbroker/internal/store/migrations"
 	"github.com/intentius/boxbroker/internal/store/postgres/postgrestest"
+	"github.com/intentius/boxbroker/internal/store/sqlstore"
 	"github.com/intentius/boxbroker/internal/store/storetest"
 )
 
@@ -331,4 +334,30 @@ func TestReadOnly_WritesUnavailableNotRejected(t *testing.T) {
 		t.Fatal(err)
 	}
 	storetest.ReadOnly(t, s)
+}
+
+// TestMigration0020_OldAdminTokensAreOperators: an admin token kept
+// before tokens had a role keeps every right it had.
+func TestMigration0020_OldAdminTokensAreOperators(t *testing.T) {
+	ctx := t.Context()
+	dsn := freshSchema(t)
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := stdlib.OpenDBFromPool(pool)
+	if err := sqlstore.Migrate(ctx, db, dialect{&Store{pool: pool}}, storetest.MigrationsUpTo(t, migrationFiles, 19), time.Now()); err != nil {
+		t.Fatalf("migrating to 0019: %v", err)
+	}
+	if _, err := db.ExecContext(ctx, fmt.Sprintf(storetest.OldAdminToken, "now()")); err != nil {
+		t.Fatalf("an admin token before 0020: %v", err)
+	}
+	db.Close()
+	pool.Close()
+
+	s := open(t, dsn)
+	tok, err := s.AdminToken(ctx, "adm-000000000001")
+	if err != nil || tok.Role != store.AdminOperator {
+		t.Errorf("AdminToken(made before 0020) = %+v, %v, want role %q", tok, err, store.AdminOperator)
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"net/url"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/store/deadline"
 	"github.com/intentius/boxbroker/internal/store/migrations"
+	"github.com/intentius/boxbroker/internal/store/sqlstore"
 	"github.com/intentius/boxbroker/internal/store/storetest"
 )
 
@@ -216,4 +219,34 @@ func TestReadOnly_WritesUnavailableNotRejected(t *testing.T) {
 		t.Fatal(err)
 	}
 	storetest.ReadOnly(t, s)
+}
+
+// TestMigration0020_OldAdminTokensAreOperators: an admin token kept
+// before tokens had a role keeps every right it had.
+func TestMigration0020_OldAdminTokensAreOperators(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "boxbroker.db")
+	var o options
+	db, err := o.open(dsn(path, url.Values{"_txlock": {"immediate"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := &Store{w: db, now: time.Now, path: path}
+	if err := sqlstore.Migrate(ctx, db, dialect{old}, storetest.MigrationsUpTo(t, migrationFiles, 19), time.Now()); err != nil {
+		t.Fatalf("migrating to 0019: %v", err)
+	}
+	if _, err := db.ExecContext(ctx, fmt.Sprintf(storetest.OldAdminToken, "1")); err != nil {
+		t.Fatalf("an admin token before 0020: %v", err)
+	}
+	db.Close()
+
+	s, err := Open(path)
+	if err != nil {
+		t.Fatalf("Open(a store at 0019) = %v", err)
+	}
+	defer s.Close()
+	tok, err := s.AdminToken(ctx, "adm-000000000001")
+	if err != nil || tok.Role != store.AdminOperator {
+		t.Errorf("AdminToken(made before 0020) = %+v, %v, want role %q", tok, err, store.AdminOperator)
+	}
 }

@@ -7,20 +7,21 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 )
 
-const adminTokenColumns = "id, hash, name, created_at"
+const adminTokenColumns = "id, hash, name, created_at, role"
 
 func scanAdminToken(r Scanner) (store.AdminToken, error) {
 	var t store.AdminToken
-	err := r.Scan(&t.ID, &t.Hash, &t.Name, Time(&t.CreatedAt))
+	err := r.Scan(&t.ID, &t.Hash, &t.Name, Time(&t.CreatedAt), &t.Role)
 	return t, err
 }
 
-// CreateAdminToken stores t; store.ErrExists if its ID or hash is taken.
-// Admin tokens are never cached, so no change is recorded.
+// CreateAdminToken stores t; store.ErrExists if its ID or hash is taken,
+// an error if its role is not one of store.AdminRole's. Admin tokens
+// are never cached, so no change is recorded.
 func (s *Store) CreateAdminToken(ctx context.Context, t store.AdminToken) error {
 	return s.put(ctx, fmt.Sprintf("create admin token %q", t.ID), nil,
-		"INSERT INTO admin_tokens ("+adminTokenColumns+") VALUES ($1, $2, $3, $4)",
-		t.ID, t.Hash, t.Name, s.D.Time(t.CreatedAt))
+		"INSERT INTO admin_tokens ("+adminTokenColumns+") VALUES ($1, $2, $3, $4, $5)",
+		t.ID, t.Hash, t.Name, s.D.Time(t.CreatedAt), string(t.Role))
 }
 
 // AdminTokenByHash returns the admin token whose value hashes to hash, or

@@ -10,8 +10,8 @@ import (
 
 func testAdminTokens(t *testing.T, s store.Store) {
 	ctx := t.Context()
-	first := store.AdminToken{ID: "adm-1", Hash: hash("admin-one"), Name: "laptop", CreatedAt: at(1)}
-	second := store.AdminToken{ID: "adm-2", Hash: hash("admin-two"), Name: "", CreatedAt: at(2)}
+	first := store.AdminToken{ID: "adm-1", Hash: hash("admin-one"), Name: "laptop", CreatedAt: at(1), Role: store.AdminOperator}
+	second := store.AdminToken{ID: "adm-2", Hash: hash("admin-two"), Name: "", CreatedAt: at(2), Role: store.AdminViewer}
 	seq := lastChange(t, s)
 	for _, tok := range []store.AdminToken{second, first} {
 		must(t, fmt.Sprintf("CreateAdminToken(%q)", tok.ID), s.CreateAdminToken(ctx, tok))
@@ -29,8 +29,8 @@ func testAdminTokens(t *testing.T, s store.Store) {
 		name string
 		tok  store.AdminToken
 	}{
-		{"same ID", store.AdminToken{ID: "adm-1", Hash: hash("other"), CreatedAt: at(3)}},
-		{"same hash", store.AdminToken{ID: "adm-3", Hash: first.Hash, CreatedAt: at(3)}},
+		{"same ID", store.AdminToken{ID: "adm-1", Hash: hash("other"), CreatedAt: at(3), Role: store.AdminOperator}},
+		{"same hash", store.AdminToken{ID: "adm-3", Hash: first.Hash, CreatedAt: at(3), Role: store.AdminOperator}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -38,10 +38,18 @@ func testAdminTokens(t *testing.T, s store.Store) {
 		})
 	}
 
+	// A role the store does not know is refused, never kept as it came.
+	for _, role := range []store.AdminRole{"", "admin", "Operator"} {
+		tok := store.AdminToken{ID: "adm-9", Hash: hash("admin-nine"), CreatedAt: at(3), Role: role}
+		if err := s.CreateAdminToken(ctx, tok); err == nil {
+			t.Errorf("CreateAdminToken(role %q) = nil, want refused", role)
+		}
+	}
+
 	list := answer(s.ListAdminTokens(ctx)).must(t, "ListAdminTokens()")
 	wantList := []store.AdminToken{
-		{ID: "adm-1", Name: "laptop", CreatedAt: at(1)},
-		{ID: "adm-2", CreatedAt: at(2)},
+		{ID: "adm-1", Name: "laptop", CreatedAt: at(1), Role: store.AdminOperator},
+		{ID: "adm-2", CreatedAt: at(2), Role: store.AdminViewer},
 	}
 	same(t, "ListAdminTokens() (want oldest first with no hash)", wantList, list)
 
