@@ -79,7 +79,7 @@ func TestSink_RedirectDoesNotCarryTheToken(t *testing.T) {
 // warning of the failed POST holds no trace of it.
 func TestSink_MalformedAnswerRepeatingTheTokenIsNotLogged(t *testing.T) {
 	const token = "sink-bearer-ECHOED-0123456789"
-	var logs lockedLog
+	var logs upstreamtest.Buffer
 	u, _ := url.Parse("http://" + upstreamtest.EchoStatus(t) + "/audit")
 	s, err := auditsink.Open(auditsink.Config{URL: u, Dir: t.TempDir(), MaxBacklog: 100, Batch: 10,
 		MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Token: token,
@@ -106,23 +106,4 @@ func TestSink_MalformedAnswerRepeatingTheTokenIsNotLogged(t *testing.T) {
 	if strings.Contains(text, token) {
 		t.Errorf("the log holds the sink's token:\n%s", text)
 	}
-}
-
-// lockedLog is a log written from the sender's goroutine and read by the
-// test.
-type lockedLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
