@@ -4,40 +4,106 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/store"
 )
 
-// AddFeedback stores f and returns its ID; store.ErrNotFound if there is
-// no box named f.Box. f.ID is ignored. Feedback is never cached, so no
-// change is recorded.
-func (s *Store) AddFeedback(ctx context.Context, f store.FeedbackBatch) (int64, error) {
-	var id int64
+// AddFeedback stores f and, in the same write, drops r.Box's oldest
+// batches while the box keeps more than bound allows, never f itself;
+// store.ErrNotFound if there is no box named f.Box. f.ID is ignored.
+// Feedback is never cached, so no change is recorded.
+func (s *Store) AddFeedback(ctx context.Context, f store.FeedbackBatch, bound store.FeedbackBound) (store.FeedbackAdded, error) {
+	var added store.FeedbackAdded
+	batches, bytes := int64(bound.Batches), bound.Bytes
+	if batches <= 0 {
+		batches = math.MaxInt64
+	}
+	if bytes <= 0 {
+		bytes = math.MaxInt64
+	}
 	err := s.Write(ctx, fmt.Sprintf("add feedback of box %q", f.Box), func(tx *sql.Tx) ([]store.Change, error) {
-		return nil, tx.QueryRowContext(ctx, "INSERT INTO feedback (box, at, words, body) VALUES ($1, $2, $3, $4) RETURNING id",
-			f.Box, s.D.Time(f.At), s.D.Words(f.Words), Blob(f.Body)).Scan(&id)
+		added = store.FeedbackAdded{}
+		if err := tx.QueryRowContext(ctx, "INSERT INTO feedback (box, at, words, body) VALUES ($1, $2, $3, $4) RETURNING id",
+			f.Box, s.D.Time(f.At), s.D.Words(f.Words), Blob(f.Body)).Scan(&added.ID); err != nil {
+			return nil, err
+		}
+		// Counted from the newest back, the batches past the bound are
+		// the oldest ones; the newest of those is where the cut falls.
+		var cut int64
+		if err := tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(id), 0), COUNT(*), COALESCE(SUM(size), 0) FROM ("+
+			"SELECT id, LENGTH(body) AS size, ROW_NUMBER() OVER (ORDER BY id DESC) AS n, SUM(LENGTH(body)) OVER (ORDER BY id DESC) AS total "+
+			"FROM feedback WHERE box = $1) AS kept WHERE (n > $2 OR total > $3) AND id < $4",
+			f.Box, batches, bytes, added.ID).Scan(&cut, &added.Dropped, &added.DroppedBytes); err != nil {
+			return nil, err
+		}
+		if added.Dropped == 0 {
+			return nil, nil
+		}
+		_, err := tx.ExecContext(ctx, "DELETE FROM feedback WHERE box = $1 AND id <= $2", f.Box, cut)
+		return nil, err
 	})
 	if err != nil {
-		return 0, err
+		return store.FeedbackAdded{}, err
 	}
-	return id, nil
+	return added, nil
 }
 
-// ListFeedback returns the batches of box, oldest first.
-func (s *Store) ListFeedback(ctx context.Context, box string) ([]store.FeedbackBatch, error) {
-	return collect(ctx, s, fmt.Sprintf("list feedback of box %q", box), "SELECT id, at, "+s.D.WordsJSON("words")+", body FROM feedback WHERE box = $1 ORDER BY id",
-		func(r Scanner) (store.FeedbackBatch, error) {
-			f := store.FeedbackBatch{Box: box}
-			var words string
-			if err := r.Scan(&f.ID, Time(&f.At), &words, &f.Body); err != nil {
-				return f, err
-			}
-			var err error
-			if f.Words, err = decodeWords(words); err != nil {
-				return f, fmt.Errorf("batch %d: %w", f.ID, err)
-			}
-			return f, nil
+// ListFeedback returns one page of q.Box's batches: oldest first from
+// the ID after q.After, or newest first from the ID before it (the
+// start when it is zero), and whether more follow. It asks for one batch
+// past q.Limit to tell, and reads no body past the page's.
+func (s *Store) ListFeedback(ctx context.Context, q store.FeedbackQuery) ([]store.FeedbackBatch, bool, error) {
+	op := fmt.Sprintf("list feedback of box %q", q.Box)
+	if q.Limit < 1 || q.Limit > store.MaxFeedbackPage {
+		return nil, false, fmt.Errorf("%s: limit %d is not 1 to %d", op, q.Limit, store.MaxFeedbackPage)
+	}
+	where, order, after := "id > $2", "id", q.After
+	if q.NewestFirst {
+		where, order = "id < $2", "id DESC"
+		if after <= 0 {
+			after = math.MaxInt64
+		}
+	}
+	rows, err := s.R.QueryContext(ctx, "SELECT id, at, "+s.D.WordsJSON("words")+", body FROM feedback WHERE box = $1 AND "+where+" ORDER BY "+order+" LIMIT $3",
+		q.Box, after, q.Limit+1)
+	if err != nil {
+		return nil, false, s.D.Translate(op, err)
+	}
+	defer rows.Close()
+	var page []store.FeedbackBatch
+	var bytes int64
+	for rows.Next() {
+		if len(page) == q.Limit || (q.MaxBytes > 0 && bytes >= q.MaxBytes) {
+			return page, true, nil
+		}
+		f := store.FeedbackBatch{Box: q.Box}
+		var words string
+		if err := rows.Scan(&f.ID, Time(&f.At), &words, &f.Body); err != nil {
+			return nil, false, s.D.Translate(op, err)
+		}
+		if f.Words, err = decodeWords(words); err != nil {
+			return nil, false, fmt.Errorf("%s: batch %d: %w", op, f.ID, err)
+		}
+		page = append(page, f)
+		bytes += int64(len(f.Body))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, s.D.Translate(op, err)
+	}
+	return page, false, nil
+}
+
+// CountFeedback returns how many batches box keeps and their bodies'
+// bytes.
+func (s *Store) CountFeedback(ctx context.Context, box string) (store.FeedbackKept, error) {
+	return one(ctx, s, func() string { return fmt.Sprintf("count feedback of box %q", box) },
+		"SELECT COUNT(*), COALESCE(SUM(LENGTH(body)), 0) FROM feedback WHERE box = $1",
+		func(r Scanner) (store.FeedbackKept, error) {
+			var k store.FeedbackKept
+			err := r.Scan(&k.Batches, &k.Bytes)
+			return k, err
 		}, box)
 }
 
