@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -10,7 +11,7 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 )
 
-// AddFeedback stores f and, in the same write, drops r.Box's oldest
+// AddFeedback stores f and, in the same write, drops f.Box's oldest
 // batches while the box keeps more than bound allows, never f itself;
 // store.ErrNotFound if there is no box named f.Box. f.ID is ignored.
 // Feedback is never cached, so no change is recorded.
@@ -29,25 +30,52 @@ func (s *Store) AddFeedback(ctx context.Context, f store.FeedbackBatch, bound st
 			f.Box, s.D.Time(f.At), s.D.Words(f.Words), Blob(f.Body)).Scan(&added.ID); err != nil {
 			return nil, err
 		}
-		// Counted from the newest back, the batches past the bound are
-		// the oldest ones; the newest of those is where the cut falls.
-		var cut int64
-		if err := tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(id), 0), COUNT(*), COALESCE(SUM(size), 0) FROM ("+
-			"SELECT id, LENGTH(body) AS size, ROW_NUMBER() OVER (ORDER BY id DESC) AS n, SUM(LENGTH(body)) OVER (ORDER BY id DESC) AS total "+
-			"FROM feedback WHERE box = $1) AS kept WHERE (n > $2 OR total > $3) AND id < $4",
-			f.Box, batches, bytes, added.ID).Scan(&cut, &added.Dropped, &added.DroppedBytes); err != nil {
-			return nil, err
-		}
-		if added.Dropped == 0 {
+		if batches == math.MaxInt64 && bytes == math.MaxInt64 {
 			return nil, nil
 		}
-		_, err := tx.ExecContext(ctx, "DELETE FROM feedback WHERE box = $1 AND id <= $2", f.Box, cut)
+		dropped, err := s.dropPastBound(ctx, tx, f.Box, added.ID, batches, bytes)
+		added.Dropped, added.DroppedBytes = dropped.Batches, dropped.Bytes
 		return nil, err
 	})
 	if err != nil {
 		return store.FeedbackAdded{}, err
 	}
 	return added, nil
+}
+
+// dropPastBound drops box's oldest batches, never the one whose ID is
+// newest, while the box keeps more than batches or bytes, and returns
+// what it dropped. Its sizes are read once, in one pass over the box's
+// batches; the oldest are then read one at a time until the rest fit.
+func (s *Store) dropPastBound(ctx context.Context, tx *sql.Tx, box string, newest, batches, bytes int64) (store.FeedbackKept, error) {
+	var dropped store.FeedbackKept
+	var n, total int64
+	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*), COALESCE(SUM(LENGTH(body)), 0) FROM feedback WHERE box = $1", box).Scan(&n, &total); err != nil {
+		return dropped, err
+	}
+	if n <= batches && total <= bytes {
+		return dropped, nil
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT id, LENGTH(body) FROM feedback WHERE box = $1 AND id < $2 ORDER BY id", box, newest)
+	if err != nil {
+		return dropped, err
+	}
+	var cut int64
+	for (n > batches || total > bytes) && rows.Next() {
+		var size int64
+		if err := rows.Scan(&cut, &size); err != nil {
+			rows.Close()
+			return dropped, err
+		}
+		n, total = n-1, total-size
+		dropped.Batches++
+		dropped.Bytes += size
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil || dropped.Batches == 0 {
+		return store.FeedbackKept{}, err
+	}
+	_, err = tx.ExecContext(ctx, "DELETE FROM feedback WHERE box = $1 AND id <= $2", box, cut)
+	return dropped, err
 }
 
 // ListFeedback returns one page of q.Box's batches: oldest first from
