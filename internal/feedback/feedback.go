@@ -42,7 +42,7 @@ const (
 const DefaultMaxBody = 1 << 20
 
 // What one box keeps of feedback when Config.Bound leaves it zero: the
-// newest 10,000 batches, holding at most 64 MiB of bodies — weeks of a
+// newest 10,000 batches, holding at most 64 MiB of bodies — a week of a
 // batch a minute, or 64 batches at the 1 MiB bound. A new batch past
 // either drops the box's oldest.
 const (
