@@ -180,7 +180,7 @@ func TestDurability_KillDuringReportsAndFeedback(t *testing.T) {
 				}
 			}
 		}
-		stored, err := st.ListFeedback(context.Background(), name)
+		stored, _, err := st.ListFeedback(context.Background(), store.FeedbackQuery{Box: name, Limit: store.MaxFeedbackPage})
 		if err != nil {
 			t.Fatalf("ListFeedback(%s) after the restart: %v", name, err)
 		}
@@ -224,7 +224,7 @@ func checkConsistent(t *testing.T, st store.Store, file string) {
 		if _, _, err := st.Declaration(ctx, b.Name); err != nil && !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("Declaration(%s) = %v", b.Name, err)
 		}
-		if _, err := st.ListFeedback(ctx, b.Name); err != nil {
+		if _, _, err := st.ListFeedback(ctx, store.FeedbackQuery{Box: b.Name, Limit: 1}); err != nil {
 			t.Errorf("ListFeedback(%s) = %v", b.Name, err)
 		}
 		if _, err := st.ListSecrets(ctx, b.Name); err != nil {

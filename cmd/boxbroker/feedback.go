@@ -33,9 +33,17 @@ type feedbackLine struct {
 	Batch json.RawMessage `json:"batch"`
 }
 
+// feedbackPage and feedbackPageBytes bound one page `feedback` reads
+// from the store: at most this many batches, ending at the one whose
+// body brings the page's bytes to the second or past it.
+const (
+	feedbackPage      = 100
+	feedbackPageBytes = 16 << 20
+)
+
 // runFeedback is `feedback list|export BOX`: the batches kept for a box,
-// oldest first, one JSON object a line. list summarises each batch;
-// export gives each as it came.
+// oldest first, one JSON object a line, read and written a page at a
+// time. list summarises each batch; export gives each as it came.
 func runFeedback(ctx context.Context, c *cli, args []string) error {
 	sub, args := args[0], args[1:]
 	if sub != "list" && sub != "export" {
@@ -65,32 +73,36 @@ func runFeedback(ctx context.Context, c *cli, args []string) error {
 	} else if err != nil {
 		return err
 	}
-	batches, err := st.ListFeedback(ctx, name)
-	if err != nil {
-		return err
-	}
 	enc := json.NewEncoder(jsonSafe{c.stdout})
 	enc.SetEscapeHTML(false)
-	for _, f := range batches {
-		if f.ID <= *after {
-			continue
-		}
-		words := f.Words
-		if words == nil {
-			words = []string{}
-		}
-		var line any
-		if sub == "list" {
-			b, _ := feedback.Parse(f.Body)
-			line = feedbackSummary{ID: f.ID, Box: f.Box, At: f.At.UTC(), Words: words, Entries: b.Entries, Counts: b.Counts, Bytes: len(f.Body)}
-		} else {
-			if !json.Valid(f.Body) {
-				return fmt.Errorf("batch %d of box %s is not JSON in the store", f.ID, name)
-			}
-			line = feedbackLine{ID: f.ID, Box: f.Box, At: f.At.UTC(), Words: words, Batch: f.Body}
-		}
-		if err := enc.Encode(line); err != nil {
+	// A page at a time, each line written as it is read, so the memory
+	// the command holds is one page's, however much the box keeps.
+	q := store.FeedbackQuery{Box: name, After: max(*after, 0), Limit: feedbackPage, MaxBytes: feedbackPageBytes}
+	for more := true; more; {
+		var batches []store.FeedbackBatch
+		batches, more, err = st.ListFeedback(ctx, q)
+		if err != nil {
 			return err
+		}
+		for _, f := range batches {
+			words := f.Words
+			if words == nil {
+				words = []string{}
+			}
+			var line any
+			if sub == "list" {
+				b, _ := feedback.Parse(f.Body)
+				line = feedbackSummary{ID: f.ID, Box: f.Box, At: f.At.UTC(), Words: words, Entries: b.Entries, Counts: b.Counts, Bytes: len(f.Body)}
+			} else {
+				if !json.Valid(f.Body) {
+					return fmt.Errorf("batch %d of box %s is not JSON in the store", f.ID, name)
+				}
+				line = feedbackLine{ID: f.ID, Box: f.Box, At: f.At.UTC(), Words: words, Batch: f.Body}
+			}
+			if err := enc.Encode(line); err != nil {
+				return err
+			}
+			q.After = f.ID
 		}
 	}
 	return nil

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -162,5 +164,57 @@ func TestBoxAssign(t *testing.T) {
 	}
 	if resp := br.Do("GET", "/fountain/api/sandboxes/sb1", alpha, nil, nil); resp.StatusCode != 403 {
 		t.Errorf("GET an unassigned sandbox = %d, want 403", resp.StatusCode)
+	}
+}
+
+// TestFeedbackExport_MoreThanAPage: export and list read the store a
+// page at a time and print every batch once, oldest first, however many
+// pages the box's batches fill; --after starts inside any page.
+func TestFeedbackExport_MoreThanAPage(t *testing.T) {
+	br := brokertest.New(t, brokertest.Options{})
+	data := br.Server.Config.DataDir
+	br.AddBox("alpha")
+	br.AddBox("beta")
+	const n = 2*feedbackPage + 50
+	var ids []int64
+	for i := range n {
+		for _, box := range []string{"alpha", "beta"} {
+			added, err := br.Server.Store.AddFeedback(context.Background(), store.FeedbackBatch{Box: box, At: time.Now(), Words: []string{"agent"},
+				Body: []byte(`{"entries":[` + strconv.Itoa(i) + `]}`)}, store.FeedbackBound{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if box == "alpha" {
+				ids = append(ids, added.ID)
+			}
+		}
+	}
+	tests := []struct {
+		args []string
+		want []int64
+	}{
+		{[]string{"feedback", "export", "alpha"}, ids},
+		{[]string{"feedback", "list", "alpha"}, ids},
+		{[]string{"feedback", "export", "--after", strconv.FormatInt(ids[feedbackPage+7], 10), "alpha"}, ids[feedbackPage+8:]},
+	}
+	for _, tt := range tests {
+		out, errs, code := run(t, data, "", tt.args...)
+		if code != 0 {
+			t.Fatalf("boxbroker %q = %d %q", tt.args, code, errs)
+		}
+		var got []int64
+		for i, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+			var l struct {
+				ID  int64  `json:"id"`
+				Box string `json:"box"`
+			}
+			if err := json.Unmarshal([]byte(line), &l); err != nil || l.Box != "alpha" {
+				t.Fatalf("boxbroker %q line %d = %q, want a batch of alpha", tt.args, i, line)
+			}
+			got = append(got, l.ID)
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("boxbroker %q printed %d batches, want alpha's %d, oldest first, each once", tt.args, len(got), len(tt.want))
+		}
 	}
 }

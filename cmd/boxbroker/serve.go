@@ -36,6 +36,8 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	webhook := fs.String("budget-webhook", c.getenv("BOXBROKER_BUDGET_WEBHOOK"), "URL that receives each budget alert as signed JSON; the key is BOXBROKER_BUDGET_WEBHOOK_KEY (BOXBROKER_BUDGET_WEBHOOK)")
 	fountain := fs.String("fountain-url", c.getenv("BOXBROKER_FOUNTAIN_URL"), "Fountain API upstream; empty serves no /fountain (BOXBROKER_FOUNTAIN_URL)")
 	fs.StringVar(&cfg.Feedback, "feedback", c.envOr("BOXBROKER_FEEDBACK", def.Feedback), "keep: store feedback batches from consenting boxes; off: answer 501 so boxes keep them (BOXBROKER_FEEDBACK)")
+	fs.IntVar(&cfg.FeedbackMaxBatches, "feedback-max-batches", int(envInt("BOXBROKER_FEEDBACK_MAX_BATCHES", int64(def.FeedbackMaxBatches))), "feedback batches one box keeps; a new one past it drops the box's oldest (BOXBROKER_FEEDBACK_MAX_BATCHES)")
+	fs.Int64Var(&cfg.FeedbackMaxBytes, "feedback-max-bytes", envInt("BOXBROKER_FEEDBACK_MAX_BYTES", def.FeedbackMaxBytes), "bytes of feedback batches one box keeps; a new batch past it drops the box's oldest (BOXBROKER_FEEDBACK_MAX_BYTES)")
 	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", envDuration("BOXBROKER_SHUTDOWN_GRACE", def.ShutdownGrace), "how long in-flight streams may finish on SIGINT/SIGTERM (BOXBROKER_SHUTDOWN_GRACE)")
 	fs.DurationVar(&cfg.UpstreamHeaderTimeout, "upstream-timeout", envDuration("BOXBROKER_UPSTREAM_TIMEOUT", def.UpstreamHeaderTimeout), "bound on the wait for an upstream's answer headers (BOXBROKER_UPSTREAM_TIMEOUT)")
 	fs.DurationVar(&cfg.ReadTimeout, "read-timeout", envDuration("BOXBROKER_READ_TIMEOUT", def.ReadTimeout), "bound on reading a request, its body included; never on an answer's stream (BOXBROKER_READ_TIMEOUT)")

@@ -53,10 +53,12 @@ type FeedbackView struct {
 }
 
 // FeedbackList answers GET /api/boxes/{name}/feedback: how many batches
-// are kept, and the newest of them, newest first.
+// are kept, and a page of them, newest first. Next, when the page is not
+// the last, is the after that asks for the one following it.
 type FeedbackList struct {
 	Count   int            `json:"count"`
 	Batches []FeedbackView `json:"batches"`
+	Next    string         `json:"next,omitempty"`
 }
 
 // apiRoutes is the admin API's route table. A later part adds its own

@@ -7,6 +7,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/store"
 )
 
 func (s *Server) listCredentials(r *http.Request) (CredentialList, error) {
@@ -48,22 +49,40 @@ func limit(r *http.Request, def, max int) (int, error) {
 	return n, nil
 }
 
+// FeedbackPageBytes bounds the bodies one answer of GET
+// /api/boxes/{name}/feedback holds: a page ends at the batch that
+// brings them to it or past it, and its next says where the rest starts.
+const FeedbackPageBytes = 16 << 20
+
+// listFeedback answers GET /api/boxes/{name}/feedback: how many batches
+// the box keeps, and a page of them, newest first — limit (default 50,
+// at most store.MaxFeedbackPage) from after (the answer before's next),
+// read a page at a time from the store.
 func (s *Server) listFeedback(w http.ResponseWriter, r *http.Request) error {
 	b, err := s.Box(r)
 	if err != nil {
 		return err
 	}
-	n, err := limit(r, 50, 1000)
+	n, err := limit(r, 50, store.MaxFeedbackPage)
 	if err != nil {
 		return err
 	}
-	batches, err := s.cfg.Store.ListFeedback(r.Context(), b.Name)
+	var after int64
+	if v := r.URL.Query().Get("after"); v != "" {
+		if after, err = strconv.ParseInt(v, 10, 64); err != nil || after < 1 {
+			return operator.Errorf(operator.Invalid, "after is the next of the answer before.")
+		}
+	}
+	kept, err := s.cfg.Store.CountFeedback(r.Context(), b.Name)
 	if err != nil {
 		return operator.StoreError(err, "", "")
 	}
-	out := FeedbackList{Count: len(batches), Batches: []FeedbackView{}}
-	for i := len(batches) - 1; i >= 0 && len(out.Batches) < n; i-- {
-		f := batches[i]
+	batches, more, err := s.cfg.Store.ListFeedback(r.Context(), store.FeedbackQuery{Box: b.Name, After: after, Limit: n, NewestFirst: true, MaxBytes: FeedbackPageBytes})
+	if err != nil {
+		return operator.StoreError(err, "", "")
+	}
+	out := FeedbackList{Count: kept.Batches, Batches: make([]FeedbackView, 0, len(batches))}
+	for _, f := range batches {
 		body := json.RawMessage(f.Body)
 		if !json.Valid(body) {
 			body, _ = json.Marshal(string(f.Body))
@@ -73,6 +92,9 @@ func (s *Server) listFeedback(w http.ResponseWriter, r *http.Request) error {
 			words = []string{}
 		}
 		out.Batches = append(out.Batches, FeedbackView{ID: f.ID, At: protocol.FormatTime(f.At), Words: words, Body: body})
+	}
+	if more {
+		out.Next = strconv.FormatInt(batches[len(batches)-1].ID, 10)
 	}
 	return writeJSON(w, http.StatusOK, out)
 }

@@ -4,7 +4,9 @@
 // that rule before Serve runs. Serve then applies the broker's own policy
 // — it keeps feedback at all, and the box's owner has consented — and
 // keeps the batch, as it came but with every token in it replaced by a
-// marker of its length (proxy.ScrubTokensInPlace), in the store.
+// marker of its length (proxy.ScrubTokensInPlace), in the store. What a
+// box keeps is bounded (Config.Bound): a batch past the bound drops the
+// box's oldest in the same store write, counted and said at WARN.
 //
 // What an entry holds is the receiver's format (hud's RFC-009), not the
 // protocol's: the broker counts entries and counts to choose the words and
@@ -16,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
@@ -38,6 +41,22 @@ const (
 // DefaultMaxBody bounds a batch's body when Config.MaxBody is zero: 1 MiB.
 const DefaultMaxBody = 1 << 20
 
+// What one box keeps of feedback when Config.Bound leaves it zero: the
+// newest 10,000 batches, holding at most 64 MiB of bodies — a week of a
+// batch a minute, or 64 batches at the 1 MiB bound. A new batch past
+// either drops the box's oldest.
+const (
+	DefaultMaxBatches = 10_000
+	DefaultMaxBytes   = 64 << 20
+)
+
+// Metrics counts what the capability drops (*metrics.Metrics).
+type Metrics interface {
+	// FeedbackDropped counts n batches dropped to keep a box within
+	// its bound.
+	FeedbackDropped(n int)
+}
+
 // Config configures the capability.
 type Config struct {
 	// Store keeps accepted batches.
@@ -49,6 +68,14 @@ type Config struct {
 	// MaxBody bounds a batch's body in bytes (default DefaultMaxBody); a
 	// larger one is a 413.
 	MaxBody int64
+	// Bound is what one box keeps: a new batch past it drops the box's
+	// oldest (defaults DefaultMaxBatches and DefaultMaxBytes for a zero
+	// field).
+	Bound store.FeedbackBound
+	// Metrics counts dropped batches; nil counts none.
+	Metrics Metrics
+	// Logger says each drop at WARN (default slog.Default()).
+	Logger *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -61,7 +88,10 @@ type Capability struct {
 // New returns the capability.
 func New(cfg Config) *Capability {
 	defaults.Positive(&cfg.MaxBody, DefaultMaxBody)
+	defaults.Positive(&cfg.Bound.Batches, DefaultMaxBatches)
+	defaults.Positive(&cfg.Bound.Bytes, DefaultMaxBytes)
 	defaults.Clock(&cfg.Now)
+	defaults.Logger(&cfg.Logger)
 	return &Capability{cfg: cfg}
 }
 
@@ -139,16 +169,24 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 	// escaped, is replaced by a marker of its length, so the batch stays
 	// the same JSON and keeps no box's token or grant.
 	proxy.ScrubTokensInPlace(body)
-	id, err := c.cfg.Store.AddFeedback(r.Context(), store.FeedbackBatch{
+	added, err := c.cfg.Store.AddFeedback(r.Context(), store.FeedbackBatch{
 		Box: call.Box.Name, At: c.cfg.Now().UTC(), Words: call.Words, Body: body,
-	})
+	}, c.cfg.Bound)
 	if errors.Is(err, store.ErrNotFound) {
 		return capability.Refuse(capability.ReasonRemoved, "The box was removed from this broker.")
 	}
 	if err != nil {
 		return capability.Refuse(capability.ReasonStore, "The broker could not keep the batch just now; keep it and send it later.").WithErr(err)
 	}
-	answer := []byte(`{"taken":true,"id":` + strconv.FormatInt(id, 10) + "}\n")
+	if added.Dropped > 0 {
+		if c.cfg.Metrics != nil {
+			c.cfg.Metrics.FeedbackDropped(added.Dropped)
+		}
+		c.cfg.Logger.Warn("feedback: a box's kept feedback passed its bound; its oldest batches are dropped",
+			"box", call.Box.Name, "dropped", added.Dropped, "dropped_bytes", added.DroppedBytes, "id", added.ID,
+			"max_batches", c.cfg.Bound.Batches, "max_bytes", c.cfg.Bound.Bytes)
+	}
+	answer := []byte(`{"taken":true,"id":` + strconv.FormatInt(added.ID, 10) + "}\n")
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
 	w.WriteHeader(http.StatusAccepted)

@@ -41,7 +41,7 @@ func setConsent(t *testing.T, br *brokertest.Broker, name string, on bool) {
 
 func kept(t *testing.T, br *brokertest.Broker, name string) []store.FeedbackBatch {
 	t.Helper()
-	fb, err := br.Server.Store.ListFeedback(context.Background(), name)
+	fb, _, err := br.Server.Store.ListFeedback(context.Background(), store.FeedbackQuery{Box: name, Limit: store.MaxFeedbackPage})
 	if err != nil {
 		t.Fatal(err)
 	}

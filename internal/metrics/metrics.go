@@ -68,6 +68,7 @@ type Metrics struct {
 	auditDropped    prometheus.Counter
 	auditFailed     prometheus.Counter
 	tokenRefusals   *prometheus.CounterVec
+	feedbackDropped prometheus.Counter
 	spend           *spendMetrics // spend.go
 }
 
@@ -119,12 +120,16 @@ func New() *Metrics {
 			Name: "boxbroker_token_refusals_total",
 			Help: "Box-facing requests refused for carrying no box's token, by how they are logged and audited: own (a line and a row each), or tallied (in aggregate, by source).",
 		}, []string{"kept"}),
+		feedbackDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "boxbroker_feedback_dropped_total",
+			Help: "Feedback batches dropped, oldest first, to keep a box within its bound (serve --feedback-max-batches, --feedback-max-bytes).",
+		}),
 	}
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.requests, m.requestDuration, m.upstream, m.streams, m.declarations, m.grants,
-		m.auditWritten, m.auditDropped, m.auditFailed, m.tokenRefusals,
+		m.auditWritten, m.auditDropped, m.auditFailed, m.tokenRefusals, m.feedbackDropped,
 	)
 	m.spend = newSpendMetrics(reg)
 	for outcome := range grantOutcomes {
@@ -269,6 +274,14 @@ func (m *Metrics) TokenRefusal(tallied bool) {
 		kept = "tallied"
 	}
 	m.tokenRefusals.WithLabelValues(kept).Inc()
+}
+
+// FeedbackDropped counts n feedback batches dropped to keep a box within
+// its bound.
+func (m *Metrics) FeedbackDropped(n int) {
+	if m != nil {
+		m.feedbackDropped.Add(float64(n))
+	}
 }
 
 // DeadLetters registers read, called at each scrape, as the source of

@@ -21,6 +21,7 @@ import (
 	"github.com/intentius/boxbroker/internal/approval"
 	"github.com/intentius/boxbroker/internal/auditsink"
 	"github.com/intentius/boxbroker/internal/egress"
+	"github.com/intentius/boxbroker/internal/feedback"
 	"github.com/intentius/boxbroker/internal/inference"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/spend"
@@ -58,6 +59,12 @@ type Config struct {
 	// (the default) stores them, "off" answers 501 so each box keeps its
 	// batches to send later.
 	Feedback string
+	// FeedbackMaxBatches and FeedbackMaxBytes bound what one box keeps of
+	// feedback (defaults feedback.DefaultMaxBatches and
+	// feedback.DefaultMaxBytes): a batch past either drops the box's
+	// oldest, counted in boxbroker_feedback_dropped_total and logged.
+	FeedbackMaxBatches int
+	FeedbackMaxBytes   int64
 	// MasterKey, when set, is the master key (hex or base64 of 32 bytes);
 	// otherwise the key file in DataDir is used or created.
 	MasterKey string
@@ -203,6 +210,8 @@ func DefaultConfig() Config {
 		DataDir:               DefaultDataDir(),
 		AnthropicURL:          anthropic,
 		Feedback:              FeedbackKeep,
+		FeedbackMaxBatches:    feedback.DefaultMaxBatches,
+		FeedbackMaxBytes:      feedback.DefaultMaxBytes,
 		ShutdownGrace:         30 * time.Second,
 		UpstreamHeaderTimeout: 10 * time.Minute,
 		DecideTimeout:         30 * time.Second,
@@ -350,6 +359,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Feedback != FeedbackKeep && c.Feedback != FeedbackOff {
 		p = append(p, fmt.Sprintf("feedback %q is not keep or off", c.Feedback))
+	}
+	if c.FeedbackMaxBatches < 0 || c.FeedbackMaxBytes < 0 {
+		p = append(p, "feedback-max-batches and feedback-max-bytes must not be negative")
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

@@ -359,7 +359,8 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		meter.Wrap(inference.New(inference.Config{Upstream: cfg.AnthropicURL, Transport: metered, CloudBeneath: true, MaxBody: cfg.MaxBody, MaxRetried: cfg.PoolRetryBody, Logger: log})),
 		meter.Wrap(decide.New(decide.Config{Upstream: cfg.AnthropicURL, Transport: metered, Timeout: cfg.DecideTimeout, Logger: log})),
 		eg,
-		feedback.New(feedback.Config{Store: st, Keep: cfg.Feedback == FeedbackKeep}),
+		feedback.New(feedback.Config{Store: st, Keep: cfg.Feedback == FeedbackKeep, Metrics: m, Logger: log,
+			Bound: store.FeedbackBound{Batches: cfg.FeedbackMaxBatches, Bytes: cfg.FeedbackMaxBytes}}),
 	}
 	if cfg.FountainURL != nil {
 		caps = append(caps, fountain.New(fountain.Config{

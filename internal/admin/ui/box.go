@@ -160,11 +160,11 @@ func (u *Page) card(ctx context.Context, v operator.BoxView) (card, error) {
 			c.TokenSeen = append(c.TokenSeen, g)
 		}
 	}
-	fb, err := u.cfg.Store.ListFeedback(ctx, v.Name)
+	fb, err := u.cfg.Store.CountFeedback(ctx, v.Name)
 	if err != nil {
 		return c, err
 	}
-	c.FeedbackCount = len(fb)
+	c.FeedbackCount = fb.Batches
 	month := spend.Month(now)
 	if c.Measured, err = u.a.SpendReport(ctx, v.Name, month); err != nil {
 		return c, err

@@ -3,41 +3,135 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/store"
 )
 
-// AddFeedback stores f and returns its ID; store.ErrNotFound if there is
-// no box named f.Box. f.ID is ignored. Feedback is never cached, so no
-// change is recorded.
-func (s *Store) AddFeedback(ctx context.Context, f store.FeedbackBatch) (int64, error) {
-	var id int64
+// AddFeedback stores f and, in the same write, drops f.Box's oldest
+// batches while the box keeps more than bound allows, never f itself;
+// store.ErrNotFound if there is no box named f.Box. f.ID is ignored.
+// Feedback is never cached, so no change is recorded.
+func (s *Store) AddFeedback(ctx context.Context, f store.FeedbackBatch, bound store.FeedbackBound) (store.FeedbackAdded, error) {
+	var added store.FeedbackAdded
+	batches, bytes := int64(bound.Batches), bound.Bytes
+	if batches <= 0 {
+		batches = math.MaxInt64
+	}
+	if bytes <= 0 {
+		bytes = math.MaxInt64
+	}
 	err := s.Write(ctx, fmt.Sprintf("add feedback of box %q", f.Box), func(tx *sql.Tx) ([]store.Change, error) {
-		return nil, tx.QueryRowContext(ctx, "INSERT INTO feedback (box, at, words, body) VALUES ($1, $2, $3, $4) RETURNING id",
-			f.Box, s.D.Time(f.At), s.D.Words(f.Words), Blob(f.Body)).Scan(&id)
+		added = store.FeedbackAdded{}
+		if err := tx.QueryRowContext(ctx, "INSERT INTO feedback (box, at, words, body) VALUES ($1, $2, $3, $4) RETURNING id",
+			f.Box, s.D.Time(f.At), s.D.Words(f.Words), Blob(f.Body)).Scan(&added.ID); err != nil {
+			return nil, err
+		}
+		if batches == math.MaxInt64 && bytes == math.MaxInt64 {
+			return nil, nil
+		}
+		dropped, err := s.dropPastBound(ctx, tx, f.Box, added.ID, batches, bytes)
+		added.Dropped, added.DroppedBytes = dropped.Batches, dropped.Bytes
+		return nil, err
 	})
 	if err != nil {
-		return 0, err
+		return store.FeedbackAdded{}, err
 	}
-	return id, nil
+	return added, nil
 }
 
-// ListFeedback returns the batches of box, oldest first.
-func (s *Store) ListFeedback(ctx context.Context, box string) ([]store.FeedbackBatch, error) {
-	return collect(ctx, s, fmt.Sprintf("list feedback of box %q", box), "SELECT id, at, "+s.D.WordsJSON("words")+", body FROM feedback WHERE box = $1 ORDER BY id",
-		func(r Scanner) (store.FeedbackBatch, error) {
-			f := store.FeedbackBatch{Box: box}
-			var words string
-			if err := r.Scan(&f.ID, Time(&f.At), &words, &f.Body); err != nil {
-				return f, err
-			}
-			var err error
-			if f.Words, err = decodeWords(words); err != nil {
-				return f, fmt.Errorf("batch %d: %w", f.ID, err)
-			}
-			return f, nil
+// dropPastBound drops box's oldest batches, never the one whose ID is
+// newest, while the box keeps more than batches or bytes, and returns
+// what it dropped. Its sizes are read once, in one pass over the box's
+// batches; the oldest are then read one at a time until the rest fit.
+func (s *Store) dropPastBound(ctx context.Context, tx *sql.Tx, box string, newest, batches, bytes int64) (store.FeedbackKept, error) {
+	var dropped store.FeedbackKept
+	var n, total int64
+	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*), COALESCE(SUM(LENGTH(body)), 0) FROM feedback WHERE box = $1", box).Scan(&n, &total); err != nil {
+		return dropped, err
+	}
+	if n <= batches && total <= bytes {
+		return dropped, nil
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT id, LENGTH(body) FROM feedback WHERE box = $1 AND id < $2 ORDER BY id", box, newest)
+	if err != nil {
+		return dropped, err
+	}
+	var cut int64
+	for (n > batches || total > bytes) && rows.Next() {
+		var size int64
+		if err := rows.Scan(&cut, &size); err != nil {
+			rows.Close()
+			return dropped, err
+		}
+		n, total = n-1, total-size
+		dropped.Batches++
+		dropped.Bytes += size
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil || dropped.Batches == 0 {
+		return store.FeedbackKept{}, err
+	}
+	_, err = tx.ExecContext(ctx, "DELETE FROM feedback WHERE box = $1 AND id <= $2", box, cut)
+	return dropped, err
+}
+
+// ListFeedback returns one page of q.Box's batches: oldest first from
+// the ID after q.After, or newest first from the ID before it (the
+// start when it is zero), and whether more follow. It asks for one batch
+// past q.Limit to tell, and reads no body past the page's.
+func (s *Store) ListFeedback(ctx context.Context, q store.FeedbackQuery) ([]store.FeedbackBatch, bool, error) {
+	op := fmt.Sprintf("list feedback of box %q", q.Box)
+	if q.Limit < 1 || q.Limit > store.MaxFeedbackPage {
+		return nil, false, fmt.Errorf("%s: limit %d is not 1 to %d", op, q.Limit, store.MaxFeedbackPage)
+	}
+	where, order, after := "id > $2", "id", q.After
+	if q.NewestFirst {
+		where, order = "id < $2", "id DESC"
+		if after <= 0 {
+			after = math.MaxInt64
+		}
+	}
+	rows, err := s.R.QueryContext(ctx, "SELECT id, at, "+s.D.WordsJSON("words")+", body FROM feedback WHERE box = $1 AND "+where+" ORDER BY "+order+" LIMIT $3",
+		q.Box, after, q.Limit+1)
+	if err != nil {
+		return nil, false, s.D.Translate(op, err)
+	}
+	defer rows.Close()
+	var page []store.FeedbackBatch
+	var bytes int64
+	for rows.Next() {
+		if len(page) == q.Limit || (q.MaxBytes > 0 && bytes >= q.MaxBytes) {
+			return page, true, nil
+		}
+		f := store.FeedbackBatch{Box: q.Box}
+		var words string
+		if err := rows.Scan(&f.ID, Time(&f.At), &words, &f.Body); err != nil {
+			return nil, false, s.D.Translate(op, err)
+		}
+		if f.Words, err = decodeWords(words); err != nil {
+			return nil, false, fmt.Errorf("%s: batch %d: %w", op, f.ID, err)
+		}
+		page = append(page, f)
+		bytes += int64(len(f.Body))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, s.D.Translate(op, err)
+	}
+	return page, false, nil
+}
+
+// CountFeedback returns how many batches box keeps and their bodies'
+// bytes.
+func (s *Store) CountFeedback(ctx context.Context, box string) (store.FeedbackKept, error) {
+	return one(ctx, s, func() string { return fmt.Sprintf("count feedback of box %q", box) },
+		"SELECT COUNT(*), COALESCE(SUM(LENGTH(body)), 0) FROM feedback WHERE box = $1",
+		func(r Scanner) (store.FeedbackKept, error) {
+			var k store.FeedbackKept
+			err := r.Scan(&k.Batches, &k.Bytes)
+			return k, err
 		}, box)
 }
 

@@ -159,7 +159,7 @@ func testDeleteBoxCascades(t *testing.T, s store.Store) {
 	for _, box := range []string{"doomed", "kept"} {
 		must(t, fmt.Sprintf("SaveDeclaration(%q)", box), s.SaveDeclaration(ctx, box, []byte(`{"capabilities":[]}`), at(1)))
 		must(t, fmt.Sprintf("SetSecret(%q)", box), s.SetSecret(ctx, store.Secret{Box: box, Name: "GITHUB", Host: "https://api.github.com", Sealed: []byte("sealed"), UpdatedAt: at(1)}))
-		must(t, fmt.Sprintf("AddFeedback(%q)", box), second(s.AddFeedback(ctx, store.FeedbackBatch{Box: box, At: at(1), Words: []string{"agent"}, Body: []byte(`{}`)})))
+		must(t, fmt.Sprintf("AddFeedback(%q)", box), second(s.AddFeedback(ctx, store.FeedbackBatch{Box: box, At: at(1), Words: []string{"agent"}, Body: []byte(`{}`)}, store.FeedbackBound{})))
 		must(t, fmt.Sprintf("AddResource(%q)", box), s.AddResource(ctx, store.Resource{Box: box, Kind: store.ResourceSandbox, ID: "sb-" + box, At: at(1)}))
 		must(t, fmt.Sprintf("CreateGrant(%q)", box), s.CreateGrant(ctx, store.Grant{ID: "g-" + box, Hash: hash("grant-" + box), Box: box, Principal: "github:ann", CreatedAt: at(1), ExpiresAt: at(600)}))
 	}
@@ -195,7 +195,7 @@ func testDeleteBoxCascades(t *testing.T, s store.Store) {
 	if secrets, err := s.ListSecrets(ctx, "doomed"); err != nil || len(secrets) != 0 {
 		t.Errorf("ListSecrets(doomed) = %v, %v, want none", secrets, err)
 	}
-	if fb, err := s.ListFeedback(ctx, "doomed"); err != nil || len(fb) != 0 {
+	if fb, _, err := s.ListFeedback(ctx, store.FeedbackQuery{Box: "doomed", Limit: 10}); err != nil || len(fb) != 0 {
 		t.Errorf("ListFeedback(doomed) = %d batches, %v, want none", len(fb), err)
 	}
 	if rs, err := s.ListResources(ctx, "doomed"); err != nil || len(rs) != 0 {
@@ -221,7 +221,7 @@ func testDeleteBoxCascades(t *testing.T, s store.Store) {
 	for _, k := range kepts {
 		wantErr(t, k.call, k.err, nil)
 	}
-	if fb, err := s.ListFeedback(ctx, "kept"); err != nil || len(fb) != 1 {
+	if fb, _, err := s.ListFeedback(ctx, store.FeedbackQuery{Box: "kept", Limit: 10}); err != nil || len(fb) != 1 {
 		t.Errorf("ListFeedback(kept) = %d batches, %v, want 1", len(fb), err)
 	}
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,7 +120,8 @@ func testFeedback(t *testing.T, s store.Store) {
 	seen := map[int64]bool{}
 	var last int64
 	for i := range batches {
-		id := answer(s.AddFeedback(ctx, batches[i])).must(t, fmt.Sprintf("AddFeedback(%q)", batches[i].Box))
+		added := answer(s.AddFeedback(ctx, batches[i], store.FeedbackBound{})).must(t, fmt.Sprintf("AddFeedback(%q)", batches[i].Box))
+		id := added.ID
 		if seen[id] {
 			t.Errorf("AddFeedback returned ID %d twice", id)
 		}
@@ -129,14 +131,159 @@ func testFeedback(t *testing.T, s store.Store) {
 		if batches[i].Box == "alpha" {
 			last = id
 		}
+		if added.Dropped != 0 || added.DroppedBytes != 0 {
+			t.Errorf("AddFeedback(%q) with no bound = %+v, want nothing dropped", batches[i].Box, added)
+		}
 		seen[id] = true
 		batches[i].ID = id
 	}
-	got := answer(s.ListFeedback(ctx, "alpha")).must(t, "ListFeedback(alpha)")
+	got, more := listFeedback(t, s, store.FeedbackQuery{Box: "alpha", Limit: store.MaxFeedbackPage})
 	want := []store.FeedbackBatch{batches[0], batches[2], batches[3]}
 	same(t, "ListFeedback(alpha) (want oldest stored first)", want, got)
-	got, err := s.ListFeedback(ctx, "beta")
-	read(t, "ListFeedback(beta)", []store.FeedbackBatch{batches[1]}, got, err)
+	if more {
+		t.Errorf("ListFeedback(alpha) of every batch says more follow")
+	}
+	got, _ = listFeedback(t, s, store.FeedbackQuery{Box: "beta", Limit: 10})
+	same(t, "ListFeedback(beta)", []store.FeedbackBatch{batches[1]}, got)
+	kept, err := s.CountFeedback(ctx, "alpha")
+	read(t, "CountFeedback(alpha)", store.FeedbackKept{Batches: 3, Bytes: int64(len(batches[0].Body) + len(batches[2].Body))}, kept, err)
+	kept, err = s.CountFeedback(ctx, "nobox")
+	read(t, "CountFeedback(nobox)", store.FeedbackKept{}, kept, err)
+	if got, more = listFeedback(t, s, store.FeedbackQuery{Box: "nobox", Limit: 10}); len(got) != 0 || more {
+		t.Errorf("ListFeedback(nobox) = %d batches, more %v, want none", len(got), more)
+	}
+}
+
+// listFeedback is s.ListFeedback(q), stopping the test on an error.
+func listFeedback(t *testing.T, s store.Store, q store.FeedbackQuery) ([]store.FeedbackBatch, bool) {
+	t.Helper()
+	page, more, err := s.ListFeedback(t.Context(), q)
+	must(t, fmt.Sprintf("ListFeedback(%+v)", q), err)
+	return page, more
+}
+
+// testFeedbackPages: ListFeedback returns a box's batches a page at a
+// time, in either order, each page starting after the cursor the last
+// one ended at, and refuses a limit out of range.
+func testFeedbackPages(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	mustCreateBox(t, s, "alpha")
+	mustCreateBox(t, s, "beta")
+	var ids []int64
+	for i := range 7 {
+		for _, box := range []string{"alpha", "beta"} {
+			added := answer(s.AddFeedback(ctx, store.FeedbackBatch{Box: box, At: at(i), Words: []string{"agent"},
+				Body: []byte(fmt.Sprintf(`{"entries":[%d]}`, i))}, store.FeedbackBound{})).must(t, "AddFeedback")
+			if box == "alpha" {
+				ids = append(ids, added.ID)
+			}
+		}
+	}
+	newest := []int64{ids[6], ids[5], ids[4], ids[3], ids[2], ids[1], ids[0]}
+	size := int64(len(`{"entries":[0]}`))
+	tests := []struct {
+		name        string
+		newestFirst bool
+		maxBytes    int64
+		pages       int
+		want        []int64
+	}{
+		{"oldest first", false, 0, 3, ids},
+		{"newest first", true, 0, 3, newest},
+		{"oldest first, two bodies' bytes a page", false, 2 * size, 4, ids},
+		{"newest first, a page ends past its bytes", true, size + 1, 4, newest},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []int64
+			var after int64
+			pages := 0
+			for more := true; more; {
+				if pages++; pages > 10 {
+					t.Fatalf("ListFeedback pages never end: %v", got)
+				}
+				var page []store.FeedbackBatch
+				page, more = listFeedback(t, s, store.FeedbackQuery{Box: "alpha", After: after, Limit: 3, NewestFirst: tt.newestFirst, MaxBytes: tt.maxBytes})
+				if len(page) > 3 || len(page) == 0 {
+					t.Fatalf("ListFeedback(alpha, limit 3, after %d) = %d batches, want 1 to 3", after, len(page))
+				}
+				for _, f := range page {
+					if f.Box != "alpha" {
+						t.Errorf("ListFeedback(alpha) holds batch %d of %q", f.ID, f.Box)
+					}
+					got = append(got, f.ID)
+				}
+				after = page[len(page)-1].ID
+			}
+			same(t, "ListFeedback(alpha) page by page", tt.want, got)
+			if pages != tt.pages {
+				t.Errorf("ListFeedback(alpha) in %d pages, want %d", pages, tt.pages)
+			}
+		})
+	}
+	for _, limit := range []int{0, -1, store.MaxFeedbackPage + 1} {
+		if _, _, err := s.ListFeedback(ctx, store.FeedbackQuery{Box: "alpha", Limit: limit}); err == nil {
+			t.Errorf("ListFeedback(limit %d) = nil error, want one", limit)
+		}
+	}
+}
+
+// testFeedbackBound: AddFeedback keeps a box within its bound, of
+// batches and of bytes, by dropping that box's oldest batches in the
+// same write, never the new one and never another box's.
+func testFeedbackBound(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	mustCreateBox(t, s, "alpha")
+	mustCreateBox(t, s, "beta")
+	add := func(box string, size int, bound store.FeedbackBound) store.FeedbackAdded {
+		t.Helper()
+		body := []byte(`{"entries":["` + strings.Repeat("x", size-16) + `"]}`)
+		return answer(s.AddFeedback(ctx, store.FeedbackBatch{Box: box, At: at(1), Words: []string{"agent"}, Body: body}, bound)).
+			must(t, fmt.Sprintf("AddFeedback(%s, %d bytes)", box, size))
+	}
+	list := func(box string) []int64 {
+		t.Helper()
+		var ids []int64
+		page, _ := listFeedback(t, s, store.FeedbackQuery{Box: box, Limit: store.MaxFeedbackPage})
+		for _, f := range page {
+			ids = append(ids, f.ID)
+		}
+		return ids
+	}
+	count := store.FeedbackBound{Batches: 3}
+	beta := add("beta", 100, count)
+	var ids []int64
+	for i := range 10 {
+		a := add("alpha", 100, count)
+		ids = append(ids, a.ID)
+		want := store.FeedbackAdded{ID: a.ID}
+		if i >= 3 {
+			want.Dropped, want.DroppedBytes = 1, 100
+		}
+		same(t, fmt.Sprintf("AddFeedback #%d to a box bound to 3 batches", i+1), want, a)
+	}
+	same(t, "ListFeedback(alpha) bound to 3 batches", ids[7:], list("alpha"))
+	same(t, "ListFeedback(beta), another box", []int64{beta.ID}, list("beta"))
+
+	// A tighter bound, as after a restart with a smaller flag, drops
+	// every batch past it at once.
+	a := add("alpha", 100, store.FeedbackBound{Batches: 1})
+	same(t, "AddFeedback bound to 1 batch", store.FeedbackAdded{ID: a.ID, Dropped: 3, DroppedBytes: 300}, a)
+	same(t, "ListFeedback(alpha) bound to 1 batch", []int64{a.ID}, list("alpha"))
+
+	// Bytes: 250 hold two batches of 100, and a batch of 200 leaves room
+	// for none of them; one larger than the bound is kept alone.
+	byBytes := store.FeedbackBound{Batches: 100, Bytes: 250}
+	b := add("alpha", 100, byBytes)
+	same(t, "AddFeedback of 100 bytes bound to 250", store.FeedbackAdded{ID: b.ID}, b)
+	c := add("alpha", 200, byBytes)
+	same(t, "AddFeedback of 200 bytes bound to 250", store.FeedbackAdded{ID: c.ID, Dropped: 2, DroppedBytes: 200}, c)
+	d := add("alpha", 300, byBytes)
+	same(t, "AddFeedback of 300 bytes bound to 250", store.FeedbackAdded{ID: d.ID, Dropped: 1, DroppedBytes: 200}, d)
+	same(t, "ListFeedback(alpha) bound to 250 bytes", []int64{d.ID}, list("alpha"))
+	kept, err := s.CountFeedback(ctx, "alpha")
+	read(t, "CountFeedback(alpha)", store.FeedbackKept{Batches: 1, Bytes: 300}, kept, err)
+	same(t, "ListFeedback(beta) after alpha's drops", []int64{beta.ID}, list("beta"))
 }
 
 func testResources(t *testing.T, s store.Store) {

@@ -41,6 +41,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Credentials", testCredentials},
 		{"Secrets", testSecrets},
 		{"Feedback", testFeedback},
+		{"FeedbackPages", testFeedbackPages},
+		{"FeedbackBound", testFeedbackBound},
 		{"Resources", testResources},
 		{"Grants", testGrants},
 		{"Times", testTimes},
