@@ -101,9 +101,10 @@ func windowWords(window string) string {
 // budget (e.Budget.Window set; e.Month is the window's current bucket).
 func overWindow(e *store.OverBudgetError, bound int64) *capability.Error {
 	w, err := store.ParseWindow(e.Budget.Window)
-	what := windowWords(e.Budget.Window) + " budget"
+	what := e.Budget.Window + " budget"
 	resets := "when its window moves on"
 	if err == nil {
+		what = w.Describe() + " budget"
 		if at, perr := time.Parse(time.DateOnly, e.Month); perr == nil {
 			resets = w.Resets(at).Format("2006-01-02") + " at 00:00 UTC"
 		}

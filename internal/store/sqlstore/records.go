@@ -43,6 +43,10 @@ func (s *Store) AddFeedback(ctx context.Context, f store.FeedbackBatch, bound st
 	return added, nil
 }
 
+// feedbackKept reads how many batches a box ($1) keeps and their
+// bodies' bytes.
+const feedbackKept = "SELECT COUNT(*), COALESCE(SUM(LENGTH(body)), 0) FROM feedback WHERE box = $1"
+
 // dropPastBound drops box's oldest batches, never the one whose ID is
 // newest, while the box keeps more than batches or bytes, and returns
 // what it dropped. Its sizes are read once, in one pass over the box's
@@ -50,7 +54,7 @@ func (s *Store) AddFeedback(ctx context.Context, f store.FeedbackBatch, bound st
 func (s *Store) dropPastBound(ctx context.Context, tx *sql.Tx, box string, newest, batches, bytes int64) (store.FeedbackKept, error) {
 	var dropped store.FeedbackKept
 	var n, total int64
-	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*), COALESCE(SUM(LENGTH(body)), 0) FROM feedback WHERE box = $1", box).Scan(&n, &total); err != nil {
+	if err := tx.QueryRowContext(ctx, feedbackKept, box).Scan(&n, &total); err != nil {
 		return dropped, err
 	}
 	if n <= batches && total <= bytes {
@@ -127,7 +131,7 @@ func (s *Store) ListFeedback(ctx context.Context, q store.FeedbackQuery) ([]stor
 // bytes.
 func (s *Store) CountFeedback(ctx context.Context, box string) (store.FeedbackKept, error) {
 	return one(ctx, s, func() string { return fmt.Sprintf("count feedback of box %q", box) },
-		"SELECT COUNT(*), COALESCE(SUM(LENGTH(body)), 0) FROM feedback WHERE box = $1",
+		feedbackKept,
 		func(r Scanner) (store.FeedbackKept, error) {
 			var k store.FeedbackKept
 			err := r.Scan(&k.Batches, &k.Bytes)
