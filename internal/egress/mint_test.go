@@ -23,6 +23,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/clocktest"
 	"github.com/intentius/boxbroker/internal/mint"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/secrets"
@@ -30,24 +31,6 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/store/sqlite/sqlitetest"
 )
-
-// clock is a test clock that moves only when told.
-type clock struct {
-	mu sync.Mutex // guards now
-	at time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.at
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.at = c.at.Add(d)
-}
 
 // issued is the set of tokens a stand-in token endpoint issued and has
 // not revoked, shared with the stand-in host that takes them.
@@ -97,7 +80,7 @@ func (is *issued) all() []string {
 type mintEnv struct {
 	br     *brokertest.Broker
 	token  string
-	clock  *clock
+	clock  *clocktest.Clock
 	issued *issued
 	host   *host
 	mintAt *httptest.Server
@@ -129,7 +112,7 @@ func newMintEnvLogs(t *testing.T, endpoint, hostHandler http.HandlerFunc, logs i
 // ServerOptions set here).
 func newMintEnvWith(t *testing.T, endpoint, hostHandler http.HandlerFunc, opt brokertest.Options) *mintEnv {
 	t.Helper()
-	e := &mintEnv{clock: &clock{at: time.Now().UTC().Truncate(time.Second)}, issued: &issued{}}
+	e := &mintEnv{clock: clocktest.New(time.Now().UTC().Truncate(time.Second)), issued: &issued{}}
 	e.host = newHost(t, func(w http.ResponseWriter, r *http.Request) {
 		if hostHandler != nil {
 			hostHandler(w, r)
@@ -272,13 +255,13 @@ func TestMint_GitHubApp(t *testing.T) {
 	}
 
 	// 54 minutes on, the token has 6 minutes left: still used.
-	e.clock.Add(54 * time.Minute)
+	e.clock.Advance(54 * time.Minute)
 	e.call(t, "GITHUB")
 	if n := e.issued.n.Load(); n != 1 {
 		t.Errorf("mints with 6 minutes left = %d, want 1", n)
 	}
 	// 56 minutes on, 4 minutes left: minted anew.
-	e.clock.Add(2 * time.Minute)
+	e.clock.Advance(2 * time.Minute)
 	if status, _ := e.call(t, "GITHUB"); status != http.StatusOK {
 		t.Fatalf("call near expiry = %d, want 200", status)
 	}
@@ -301,7 +284,7 @@ func TestMint_GitHubApp(t *testing.T) {
 
 	// The app's key refused: 502 naming what the owner must renew. (A
 	// host's 401 drops a token at most once each RemintEvery.)
-	e.clock.Add(mint.DefaultRemintEvery)
+	e.clock.Advance(mint.DefaultRemintEvery)
 	refuse.Store(true)
 	e.issued.revokeAll()
 	e.call(t, "GITHUB") // the host's 401 drops the cached token
@@ -415,7 +398,7 @@ func TestMint_OAuth2(t *testing.T) {
 	}
 	// After expiry the broker refreshes with the rotated token (the
 	// first one no longer works).
-	e.clock.Add(time.Hour)
+	e.clock.Advance(time.Hour)
 	if status, body := e.call(t, "API"); status != http.StatusOK {
 		t.Fatalf("call after expiry = %d %s, want 200 with the rotated refresh token", status, body)
 	}
@@ -426,7 +409,7 @@ func TestMint_OAuth2(t *testing.T) {
 	// The grant revoked: 502 saying the owner's grant needs renewing,
 	// and the state says so for `secret list`.
 	o.refuse.Store(true)
-	e.clock.Add(time.Hour)
+	e.clock.Advance(time.Hour)
 	status, body := e.call(t, "API")
 	if status != http.StatusBadGateway || !strings.Contains(body, "OAuth grant needs renewing") {
 		t.Errorf("call with the grant refused = %d %s, want 502 saying the grant needs renewing", status, body)
@@ -627,7 +610,7 @@ func TestMint_ErrorAnsweredWith200IsARefusal(t *testing.T) {
 			got := map[int]seenAs{}
 			for _, st := range []int{http.StatusBadRequest, http.StatusOK} {
 				status.Store(int64(st))
-				e.clock.Add(time.Hour) // past the last refusal
+				e.clock.Advance(time.Hour) // past the last refusal
 				code, body := e.call(t, "API")
 				ms, err := e.br.Server.Store.MintState(t.Context(), "shop", "API")
 				if err != nil {
@@ -643,7 +626,7 @@ func TestMint_ErrorAnsweredWith200IsARefusal(t *testing.T) {
 			}
 			// A refusal is not asked again a few seconds on, as a failure is.
 			before := len(e.minted)
-			e.clock.Add(mint.DefaultRemintEvery)
+			e.clock.Advance(mint.DefaultRemintEvery)
 			e.call(t, "API")
 			if len(e.minted) != before {
 				t.Errorf("the refusal answered with a 200 was asked again %s on", mint.DefaultRemintEvery)
@@ -712,13 +695,13 @@ func TestMint_UnreadableKeptRefreshTokenNeverBurnsTheGrant(t *testing.T) {
 	if status, body := e.call(t, "API"); status != http.StatusOK {
 		t.Fatalf("first call = %d %s, want 200", status, body)
 	}
-	e.clock.Add(time.Hour)
+	e.clock.Advance(time.Hour)
 	flaky.fail.Store(true)
 	if status, body := e.call(t, "API"); status == http.StatusOK {
 		t.Errorf("call while the kept state cannot be read = %d %s, want a refusal", status, body)
 	}
 	flaky.fail.Store(false)
-	e.clock.Add(time.Minute)
+	e.clock.Advance(time.Minute)
 	if status, body := e.call(t, "API"); status != http.StatusOK {
 		t.Errorf("call once the store answers = %d %s, want 200 on the kept refresh token", status, body)
 	}
@@ -740,7 +723,7 @@ func TestMint_UnwrittenRotatedRefreshTokenIsStillUsed(t *testing.T) {
 	}
 	flaky.failSet.Store(false)
 	for i := range 2 {
-		e.clock.Add(time.Hour)
+		e.clock.Advance(time.Hour)
 		if status, body := e.call(t, "API"); status != http.StatusOK {
 			t.Errorf("refresh %d after the store failed to keep the rotated token = %d %s, want 200", i, status, body)
 		}

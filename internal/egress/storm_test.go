@@ -38,7 +38,7 @@ func TestMint_RequestsAnswered401DoNotStormTheTokenEndpoint(t *testing.T) {
 		t.Errorf("mints for 30 requests answered 401 within RemintEvery = %d, want 2", n)
 	}
 
-	e.clock.Add(mint.DefaultRemintEvery)
+	e.clock.Advance(mint.DefaultRemintEvery)
 	var wg sync.WaitGroup
 	for range 100 {
 		wg.Add(1)
@@ -155,7 +155,7 @@ func TestMint_RateLimitedEndpointIsNotARefusedGrant(t *testing.T) {
 			}
 
 			limit.Store(false)
-			e.clock.Add(time.Hour + time.Second)
+			e.clock.Advance(time.Hour + time.Second)
 			if resp := e.br.Do(http.MethodGet, "/egress/API/x", e.token, nil, nil); resp.StatusCode != http.StatusOK {
 				t.Errorf("call after the wait = %d %s, want 200", resp.StatusCode, resp.Body)
 			}
@@ -222,7 +222,7 @@ func TestMint_FailingOrExpiredMintsDoNotStormTheTokenEndpoint(t *testing.T) {
 			if n := asked.Load(); n != 1 {
 				t.Errorf("the token endpoint was asked %d times for 30 requests within RemintEvery, want 1", n)
 			}
-			e.clock.Add(mint.DefaultRemintEvery)
+			e.clock.Advance(mint.DefaultRemintEvery)
 			e.call(t, "API")
 			if n := asked.Load(); n != 2 {
 				t.Errorf("the token endpoint was asked %d times, RemintEvery later, want 2", n)
