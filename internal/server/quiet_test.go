@@ -3,6 +3,7 @@ package server_test
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -96,14 +97,23 @@ func TestServer_MalformedTrailerRepeatingTheCredentialIsNotLogged(t *testing.T) 
 		{"POST", "/llm/anthropic/v1/messages", `{"model":"m","max_tokens":5,"messages":[]}`},
 		{"GET", "/fountain/api/sandboxes", ""},
 	} {
-		var body []byte
-		if c.body != "" {
-			body = []byte(c.body)
+		// The answer may begin before its body breaks off, and then end
+		// the connection mid-body: what the box read is judged whole,
+		// whether or not the read ended in an error.
+		req, err := http.NewRequest(c.method, b.URL+c.path, strings.NewReader(c.body))
+		if err != nil {
+			t.Fatal(err)
 		}
-		resp := b.Do(c.method, c.path, token, body, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := b.Client.Do(req)
+		if err != nil {
+			continue // the box was answered nothing, so nothing of a key
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
 		for _, key := range []string{anthropicKey, fountainKey} {
-			if bytes.Contains(resp.Body, []byte(key)) || strings.Contains(fmt.Sprint(resp.Header), key) {
-				t.Errorf("%s %s: the answer holds a key: %d %v %s", c.method, c.path, resp.StatusCode, resp.Header, resp.Body)
+			if bytes.Contains(got, []byte(key)) || strings.Contains(fmt.Sprint(resp.Header), key) {
+				t.Errorf("%s %s: the answer holds a key: %d %v %s", c.method, c.path, resp.StatusCode, resp.Header, got)
 			}
 		}
 	}
