@@ -21,17 +21,17 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 	// route's BodyTokens reads when the head carries no token at all.
 	f, err := s.routes.find(r)
 	if f.c != nil {
-		info.capability, info.route = f.c.Name(), f.label
+		info.Capability, info.Route = f.c.Name(), f.label
 		if hd != nil {
-			info.route = hd.Label + f.label
+			info.Route = hd.Label + f.label
 		}
 	}
 	if err != nil {
 		return nil, nil, held{}, err
 	}
 	c, rt, need := f.c, f.rt, f.need
-	info.words = need.Words
-	info.public = need.Public
+	info.Words = need.Words
+	info.Public = need.Public
 	rc := http.NewResponseController(w)
 	if need.Public {
 		s.boundBody(rc, r, &info.lift)
@@ -40,7 +40,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 	inBody := hd == nil && s.readBodyToken(rc, r, rt)
 	tok, adm, err := s.authenticate(r, rt, hd)
 	if adm != nil {
-		info.box = adm.Box.Name
+		info.Box = adm.Box.Name
 	}
 	if err != nil {
 		return nil, nil, held{}, err
@@ -57,7 +57,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 			return nil, nil, held{}, err
 		}
 		need.Words = words
-		info.words = words
+		info.Words = words
 	}
 	// Forwarded bodies stream afterwards, bounded by ReadTimeout.
 	s.boundBody(rc, r, &info.lift)
@@ -76,7 +76,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 	if f.coding != "" {
 		if err := decodeBody(w, r, rt.CodedLimit); err != nil {
 			h.release()
-			info.reason = capability.ReasonEncoding
+			info.Reason = capability.ReasonEncoding
 			return nil, nil, held{}, err
 		}
 	}

@@ -26,7 +26,7 @@ func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *reque
 	if err == nil {
 		box, _, err = s.boxOf(r.Context(), tok, s.Source(r))
 	}
-	info.box = box.Name
+	info.Box = box.Name
 	if err != nil {
 		leaveBody(w, r) // not a byte of it is read for a token refused
 		if token.Refused(err) {
@@ -63,7 +63,7 @@ func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *reque
 	d, err := protocol.ParseDeclarationReport(body, s.cfg.Broker)
 	var re *protocol.ReportError
 	if errors.As(err, &re) {
-		info.reason = capability.ReasonMalformedReport
+		info.Reason = capability.ReasonMalformedReport
 		return capability.Refuse(capability.ReasonMalformedReport, "%s", re.Message).At(re.Status)
 	}
 	if err != nil {

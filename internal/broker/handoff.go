@@ -82,10 +82,10 @@ func (s *Server) ServeHandoff(w http.ResponseWriter, r *http.Request, h Handoff)
 // within the box's limits.
 func (s *Server) serveTunnel(w *recorder, r *http.Request, info *requestInfo, hd *Handoff) error {
 	tun := hd.Tunnel
-	info.capability, info.route, info.words = tun.Capability, tun.Route, tun.Words
+	info.Capability, info.Route, info.Words = tun.Capability, tun.Route, tun.Words
 	adm, err := s.AdmitBox(r.Context(), hd.Token, tun.Capability, hd.From)
 	if adm != nil {
-		info.box = adm.Box.Name
+		info.Box = adm.Box.Name
 	}
 	if token.Refused(err) {
 		// The front door admitted the token a moment ago; the box has
@@ -105,7 +105,7 @@ func (s *Server) serveTunnel(w *recorder, r *http.Request, info *requestInfo, hd
 		return err
 	}
 	w.bytes += end.Bytes
-	info.reason, info.message = end.Reason, end.Message
+	info.Reason, info.Message = end.Reason, end.Message
 	return nil
 }
 

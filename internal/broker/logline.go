@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/capability"
-	"github.com/intentius/boxbroker/internal/outbox"
 	"github.com/intentius/boxbroker/internal/proxy"
 )
 
@@ -20,24 +19,24 @@ func (s *Server) finish(rec *recorder, r *http.Request, info *requestInfo, trace
 	if !info.concluded {
 		s.conclude(rec, r, info, trace, start, aborted != nil)
 	}
-	if ctx := r.Context(); !info.tallied && s.log.Enabled(ctx, slog.LevelInfo) {
-		calls := info.calls
+	if ctx := r.Context(); !info.Tallied && s.log.Enabled(ctx, slog.LevelInfo) {
+		calls := info.Upstream
 		// The attributes are built in place: no []any per request.
 		var a [13]slog.Attr
-		a[0] = slog.String("method", info.method)
+		a[0] = slog.String("method", info.Method)
 		a[1] = slog.String("path", proxy.ScrubKept(r.URL.Path))
-		a[2] = slog.String("route", info.route)
+		a[2] = slog.String("route", info.Route)
 		a[3] = slog.Int("status", rec.status)
 		a[4] = slog.Int64("bytes", rec.bytes)
-		a[5] = slog.Float64("duration_ms", float64(info.duration.Microseconds())/1000)
+		a[5] = slog.Float64("duration_ms", float64(info.Duration.Microseconds())/1000)
 		n := 6
-		if info.box != "" {
-			a[n] = slog.String("box", info.box)
+		if info.Box != "" {
+			a[n] = slog.String("box", info.Box)
 			n++
 		}
-		if info.capability != "" {
-			a[n] = slog.String("capability", info.capability)
-			a[n+1] = slog.Any("words", info.words)
+		if info.Capability != noCapability {
+			a[n] = slog.String("capability", info.Capability)
+			a[n+1] = slog.Any("words", info.Words)
 			n += 2
 		}
 		if len(calls) > 0 {
@@ -46,12 +45,12 @@ func (s *Server) finish(rec *recorder, r *http.Request, info *requestInfo, trace
 			a[n+1] = slog.Float64("upstream_ms", float64(last.Latency.Microseconds())/1000)
 			n += 2
 		}
-		if info.cost != 0 {
-			a[n] = slog.Int64("cost_micros", info.cost)
+		if info.Cost != 0 {
+			a[n] = slog.Int64("cost_micros", info.Cost)
 			n++
 		}
-		if info.reason != "" {
-			a[n] = slog.String("refusal", info.reason)
+		if info.Reason != "" {
+			a[n] = slog.String("refusal", info.Reason)
 			n++
 		}
 		// The record is handed to the handler directly: slog.Logger
@@ -73,68 +72,49 @@ func (s *Server) conclude(rec *recorder, r *http.Request, info *requestInfo, tra
 	info.concluded = true
 	// What the call's Call holds and observe did not take (a call
 	// that keeps no audit entry) is journaled alone.
-	defer info.call.Close()
-	info.duration = s.cfg.Now().Sub(start)
+	defer info.Call.Close()
+	info.Duration = s.cfg.Now().Sub(start)
 	calls := trace.Calls()
-	info.calls = calls
-	info.cost = trace.Cost()
-	if info.reason == "" {
+	info.Upstream = calls
+	info.Cost = trace.Cost()
+	if info.Reason == "" {
 		// A refusal a forwarder's ErrorHandler wrote, not the broker.
-		info.reason = trace.Reason()
+		info.Reason = trace.Reason()
 	}
-	if info.reason == "" && aborted {
-		info.reason = capability.ReasonAborted
+	if info.Reason == "" && aborted {
+		info.Reason = capability.ReasonAborted
 	}
-	if info.reason == "" && rec.status >= 500 && len(calls) > 0 && calls[len(calls)-1].Status == 0 {
-		info.reason = capability.ReasonUpstreamFailed
+	if info.Reason == "" && rec.status >= 500 && len(calls) > 0 && calls[len(calls)-1].Status == 0 {
+		info.Reason = capability.ReasonUpstreamFailed
 	}
-	if info.route == "" {
-		info.route = routeUnmatched
+	if info.Route == "" {
+		info.Route = routeUnmatched
 	}
-	if info.reason != "" && info.box == "" {
+	if info.Reason != "" && info.Box == "" {
 		// Refused before any box was known (no box's token, a path no
 		// route serves, a method its route does not take): after the
 		// first from its source for its reason, the refusal is kept in
 		// aggregate (see Tally), counted exactly.
-		info.tallied = s.tally.add(sourceOf(r), info.reason, start, info.method, info.route, info.capabilityLabel(), rec.status)
+		info.Tallied = s.tally.add(sourceOf(r), info.Reason, start, info.Method, info.Route, info.capabilityLabel(), rec.status)
 	}
 	if info.stream {
 		s.cfg.Metrics.StreamClosed(info.capabilityLabel())
 	}
-	// The record is kept in info, inside the request's one allocation.
-	info.record = Record{
-		At: start, Method: info.method, Route: info.route, Box: info.box,
-		Capability: info.capabilityLabel(), Words: info.words, Public: info.public,
-		Status: rec.status, Reason: info.reason, Message: info.message,
-		Duration: info.duration, Bytes: rec.bytes, Cost: info.cost, Upstream: calls, Tallied: info.tallied,
-		Call: info.call, Context: r.Context(),
-	}
-	s.observe(&info.record)
+	info.At, info.Status, info.Bytes, info.Context = start, rec.status, rec.bytes, r.Context()
+	info.Capability = info.capabilityLabel()
+	s.observe(&info.Record)
 }
 
-// requestInfo is what one request's log line says.
+// requestInfo is what the broker knows of one request as it is served:
+// its Record, which conclude completes, counts and keeps, and the
+// request's log line tells of, and what serving it needs besides.
 type requestInfo struct {
-	// method is the request's method as the records keep it
-	// (recordedMethod), judged once.
-	method     string
-	box        string
-	capability string
-	route      string
-	words      []string
-	public     bool
-	reason     string
-	message    string
-	stream     bool
-	// Set by conclude.
-	concluded bool
-	tallied   bool
-	duration  time.Duration
-	calls     []proxy.Call
-	cost      int64 // micro-dollars, noted on the trace by the spend meter
-	// call is the request's outbox Call (nil: none).
-	call *outbox.Call
-	// record is what conclude counts and keeps.
-	record Record
+	// Record's Method is the request's method as the records keep it
+	// (recordedMethod), judged once; its Capability is "" until conclude
+	// makes it the label (capabilityLabel).
+	Record
+	stream    bool
+	concluded bool // set by conclude
 	// lift is the request's body once boundBody bounds it, and admitted
 	// what admit tells the capability of the call: kept here, in the
 	// request's one allocation.
@@ -142,11 +122,14 @@ type requestInfo struct {
 	admitted capability.Call
 }
 
-// capabilityLabel is the capability's name, or "none" for the
-// declaration route and paths no capability serves.
+// noCapability is the capability label of the declaration route and of
+// paths no capability serves.
+const noCapability = "none"
+
+// capabilityLabel is the capability's name, or noCapability.
 func (i *requestInfo) capabilityLabel() string {
-	if i.capability == "" {
-		return "none"
+	if i.Capability == "" {
+		return noCapability
 	}
-	return i.capability
+	return i.Capability
 }

@@ -14,18 +14,18 @@ const unavailableRetryAfter = "1"
 // writeError renders err as a refusal; an internal error's text is logged,
 // never shown.
 func (s *Server) writeError(w *recorder, r *http.Request, err error, info *requestInfo) {
-	ce := s.refusalOf(r, err, info.route, info.box)
+	ce := s.refusalOf(r, err, info.Route, info.Box)
 	if w.wrote {
 		return // the answer has begun; nothing more can be said
 	}
-	if info.reason == "" {
-		info.reason = capability.ReasonOf(ce)
+	if info.Reason == "" {
+		info.Reason = capability.ReasonOf(ce)
 	}
-	info.message = ce.Message
+	info.Message = ce.Message
 	if ce.Status == http.StatusNotFound {
 		// A not-found message repeats the path, which may hold anything;
 		// what is kept names the route instead.
-		info.message = capability.NotFoundMessage(info.method, info.route)
+		info.Message = capability.NotFoundMessage(info.Method, info.Route)
 	}
 	writeRefusal(w, ce)
 }

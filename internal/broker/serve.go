@@ -26,12 +26,12 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, hd *Handoff) 
 	st := &requestState{rec: recorder{ResponseWriter: w, status: http.StatusOK, srv: s}}
 	info, rec, trace := &st.info, &st.rec, &st.trace
 	rec.info = info
-	info.method = recordedMethod(r.Method)
+	info.Method = recordedMethod(r.Method)
 	// The call's context carries its outbox Call, which holds the call's
 	// settlement until it concludes: its audit entry and settlement are
 	// journaled together.
 	st.ctx.Context = proxy.WithTrace(r.Context(), trace)
-	info.call = &st.ctx.Call
+	info.Call = &st.ctx.Call
 	r = r.WithContext(&st.ctx)
 	// A request's trailer fields are dropped on every route: they come
 	// after the body, where no scan of the head reads them, and no
@@ -77,14 +77,14 @@ func (s *Server) serve(w *recorder, r *http.Request, info *requestInfo, hd *Hand
 		return s.serveTunnel(w, r, info, hd)
 	}
 	if r.URL.Path == protocol.RouteDeclaration {
-		info.route = protocol.RouteDeclaration
+		info.Route = protocol.RouteDeclaration
 		err := s.declaration(w, r, info)
 		s.cfg.Metrics.DeclarationReport(err == nil)
 		return err
 	}
 	c, call, h, err := s.admit(w, r, info, hd)
 	if err != nil {
-		if info.box == "" {
+		if info.Box == "" {
 			// Refused before any box was known: not a byte of the body
 			// has been read, and none will be.
 			leaveBody(w, r)
