@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/admin/adminclient"
 	"github.com/intentius/boxbroker/internal/approval"
 	"github.com/intentius/boxbroker/internal/auditsink"
 	"github.com/intentius/boxbroker/internal/egress"
@@ -324,6 +325,9 @@ func (c *Config) Validate() error {
 	}
 	if u := c.AuditSinkURL; u != nil && ((u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.Fragment != "") {
 		p = append(p, fmt.Sprintf("audit-sink-url (BOXBROKER_AUDIT_SINK_URL) %q must be an http(s) URL with a host and no credentials or fragment (give a token in BOXBROKER_AUDIT_SINK_TOKEN)", u.Redacted()))
+	}
+	if u := c.AuditSinkURL; u != nil && u.Scheme == "http" && c.AuditSinkToken != "" && !adminclient.IsLoopback(u.Hostname()) {
+		p = append(p, fmt.Sprintf("audit-sink-url (BOXBROKER_AUDIT_SINK_URL) %q is plain http to another machine, and BOXBROKER_AUDIT_SINK_TOKEN would cross the network in the clear: use https (http only on a loopback host)", u.Redacted()))
 	}
 	if c.AuditSinkBacklog < 0 {
 		p = append(p, "audit-sink-backlog must not be negative")
