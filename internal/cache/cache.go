@@ -474,7 +474,8 @@ func (c *Cache) Secret(ctx context.Context, box, name string) (store.Secret, err
 // fresh (*hitsAt, or *missesAt as store.ErrNotFound), else from load, once for
 // all callers through shared. What load found is kept in *hitsAt (keep, if
 // not nil, is called first, with c.mu held); store.ErrNotFound is kept in
-// *missesAt, up to maxMissing of them, when missesAt is not nil, and returned
+// *missesAt, up to maxMissing of them (a new one taking an old one's place
+// once it is full), when missesAt is not nil, and returned
 // otherwise as any other error. Nothing is kept when a drop came while
 // load ran. hitsAt and missesAt point at the cache's fields, read only
 // under c.mu: a reset replaces the maps, and a read must not answer from
@@ -507,7 +508,17 @@ func cached[V any](ctx context.Context, c *Cache, kind, key string, hitsAt *map[
 				keep(v)
 			}
 			(*hitsAt)[key] = v
-		} else if len(*missesAt) < maxMissing {
+		} else {
+			if len(*missesAt) >= maxMissing {
+				// Full: one kept miss makes way, whichever the map gives
+				// first, so that misses a client sends at random cannot
+				// keep the misses that recur (a box left with a removed
+				// token, asking again and again) from being kept.
+				for k := range *missesAt {
+					delete(*missesAt, k)
+					break
+				}
+			}
 			(*missesAt)[key] = struct{}{}
 		}
 	}
