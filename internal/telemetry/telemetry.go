@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -42,6 +43,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/intentius/boxbroker/internal/defaults"
+	"github.com/intentius/boxbroker/internal/quiet"
 )
 
 // Attribute keys set on a box call's spans. They are the whole list: no
@@ -142,10 +144,11 @@ func New(ctx context.Context, log *slog.Logger) (*Tracing, error) {
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
 		log.Warn("telemetry: OpenTelemetry", "err", err)
 	}))
-	exp, err := otlptracehttp.New(ctx)
+	otlp, err := otlptracehttp.New(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: OTLP trace exporter: %w", err)
 	}
+	exp := quietExporter{SpanExporter: otlp, sent: exportSent(getenv)}
 	res, err := resource.Merge(
 		resource.NewSchemaless(semconv.ServiceName("boxbroker")),
 		resource.Environment(),
@@ -155,6 +158,49 @@ func New(ctx context.Context, log *slog.Logger) (*Tracing, error) {
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 	return &Tracing{tp: tp, tracer: tp.Tracer("github.com/intentius/boxbroker/internal/telemetry")}, nil
+}
+
+// quietExporter is the OTLP exporter with what its requests carry kept
+// out of its errors (quiet.Err): Go's transport quotes what a collector
+// answered when it cannot read it, and a collector may repeat the
+// header it was sent (OTEL_EXPORTER_OTLP_HEADERS, a bearer token as
+// often as not) into an error the SDK hands to the log, or a flush
+// returns.
+type quietExporter struct {
+	sdktrace.SpanExporter
+	sent *http.Request
+}
+
+func (e quietExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	return quiet.Err(e.SpanExporter.ExportSpans(ctx, spans), e.sent)
+}
+
+// exportSent is what the OTLP exporter's requests carry, as getenv
+// configures it, for quiet.Err: the headers of OTEL_EXPORTER_OTLP_HEADERS
+// and OTEL_EXPORTER_OTLP_TRACES_HEADERS ("key=value" pairs, comma
+// separated, values percent-encoded) and the endpoint's URL, for its
+// user and query.
+func exportSent(getenv func(string) string) *http.Request {
+	req := &http.Request{Header: http.Header{}, URL: &url.URL{}}
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"} {
+		for _, pair := range strings.Split(getenv(k), ",") {
+			key, v, ok := strings.Cut(pair, "=")
+			if !ok {
+				continue
+			}
+			if u, err := url.PathUnescape(strings.TrimSpace(v)); err == nil {
+				v = u
+			}
+			req.Header.Add(strings.TrimSpace(key), strings.TrimSpace(v))
+		}
+	}
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"} {
+		if u, err := url.Parse(getenv(k)); err == nil && getenv(k) != "" {
+			req.URL = u
+			break
+		}
+	}
+	return req
 }
 
 // Shutdown sends the spans still waiting and stops the exporter. It is
