@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,17 +64,34 @@ func warnOpenDataDir(log *slog.Logger, dir string) {
 		"dir", dir, "mode", fmt.Sprintf("%#o", fi.Mode().Perm()))
 }
 
-// StoreWhere says where the store is, without any password.
+// StoreWhere says where the store is, without any password: a
+// PostgreSQL URL's user information is shown as "…", and so is the value
+// of any query parameter whose name holds "password" (pgx takes the
+// password, and the TLS key's, there too). A URL it cannot read is not
+// shown at all.
 func StoreWhere(cfg *Config) string {
 	if cfg.Store == "" {
 		return filepath.Join(cfg.DataDir, DBFile)
 	}
-	if i := strings.Index(cfg.Store, "@"); i >= 0 {
-		if j := strings.Index(cfg.Store, "://"); j >= 0 && j < i {
-			return cfg.Store[:j+3] + "…" + cfg.Store[i:]
-		}
+	u, err := url.Parse(cfg.Store)
+	if err != nil {
+		return "(a URL that cannot be read, not shown: it may hold a password)"
 	}
-	return cfg.Store
+	where := u.Scheme + "://"
+	if u.User != nil {
+		where += "…@"
+	}
+	where += u.Host + u.EscapedPath()
+	if u.RawQuery != "" {
+		q := u.Query()
+		for k := range q {
+			if strings.Contains(strings.ToLower(k), "password") {
+				q[k] = []string{"xxxxx"}
+			}
+		}
+		where += "?" + q.Encode()
+	}
+	return where
 }
 
 // LoadKeyring loads the master key cfg names. The data directory is
