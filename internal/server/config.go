@@ -285,6 +285,24 @@ func sameAddress(a, b string) bool {
 	return ha == hb || unspecified(ha) || unspecified(hb)
 }
 
+// shownURL is u as an error about it shows it: its scheme, host and
+// path, with "…" for any user information, query or fragment, which may
+// hold a credential an operator pasted there.
+func shownURL(u *url.URL) string {
+	s := u.Scheme + "://"
+	if u.User != nil {
+		s += "…@"
+	}
+	s += u.Host + u.EscapedPath()
+	if u.RawQuery != "" || u.ForceQuery {
+		s += "?…"
+	}
+	if u.Fragment != "" {
+		s += "#…"
+	}
+	return s
+}
+
 // Validate reports every problem with c at once.
 func (c *Config) Validate() error {
 	var p []string
@@ -317,17 +335,17 @@ func (c *Config) Validate() error {
 			continue
 		}
 		if (u.u.Scheme != "https" && u.u.Scheme != "http") || u.u.Host == "" || u.u.User != nil || u.u.RawQuery != "" || u.u.Fragment != "" {
-			p = append(p, fmt.Sprintf("%s %q must be an http(s) URL with a host and no credentials, query or fragment", u.name, u.u.Redacted()))
+			p = append(p, fmt.Sprintf("%s %q must be an http(s) URL with a host and no credentials, query or fragment", u.name, shownURL(u.u)))
 		}
 	}
 	if c.AuditRetention < 0 {
 		p = append(p, "audit-retention must not be negative")
 	}
 	if u := c.AuditSinkURL; u != nil && ((u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.Fragment != "") {
-		p = append(p, fmt.Sprintf("audit-sink-url (BOXBROKER_AUDIT_SINK_URL) %q must be an http(s) URL with a host and no credentials or fragment (give a token in BOXBROKER_AUDIT_SINK_TOKEN)", u.Redacted()))
+		p = append(p, fmt.Sprintf("audit-sink-url (BOXBROKER_AUDIT_SINK_URL) %q must be an http(s) URL with a host and no credentials or fragment (give a token in BOXBROKER_AUDIT_SINK_TOKEN)", shownURL(u)))
 	}
 	if u := c.AuditSinkURL; u != nil && u.Scheme == "http" && c.AuditSinkToken != "" && !adminclient.IsLoopback(u.Hostname()) {
-		p = append(p, fmt.Sprintf("audit-sink-url (BOXBROKER_AUDIT_SINK_URL) %q is plain http to another machine, and BOXBROKER_AUDIT_SINK_TOKEN would cross the network in the clear: use https (http only on a loopback host)", u.Redacted()))
+		p = append(p, fmt.Sprintf("audit-sink-url (BOXBROKER_AUDIT_SINK_URL) %q is plain http to another machine, and BOXBROKER_AUDIT_SINK_TOKEN would cross the network in the clear: use https (http only on a loopback host)", shownURL(u)))
 	}
 	if c.AuditSinkBacklog < 0 {
 		p = append(p, "audit-sink-backlog must not be negative")

@@ -38,3 +38,33 @@ func TestConfig_AuditSinkTokenOverPlainHTTPIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestConfig_RefusedURLIsNotQuoted: a URL refused at start is shown
+// without its user information or query, which may hold the credential
+// an operator pasted there (a key in ?key=, a password).
+func TestConfig_RefusedURLIsNotQuoted(t *testing.T) {
+	const secret = "sk-ant-api03-PASTED-INTO-URL-4c1e"
+	for _, tt := range []struct {
+		name string
+		set  func(c *Config, u *url.URL)
+		raw  string
+	}{
+		{"anthropic-url", func(c *Config, u *url.URL) { c.AnthropicURL = u }, "https://api.example.com/v1?key=" + secret},
+		{"fountain-url", func(c *Config, u *url.URL) { c.FountainURL = u }, "https://user:" + secret + "@fountain.example.com/"},
+		{"audit-sink-url", func(c *Config, u *url.URL) { c.AuditSinkURL = u }, "ftp://logs.example.com/in?key=" + secret},
+	} {
+		u, err := url.Parse(tt.raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := DefaultConfig()
+		tt.set(&c, u)
+		err = c.Validate()
+		if err == nil || !strings.Contains(err.Error(), tt.name) {
+			t.Fatalf("Validate() with %s %s = %v, want it refused", tt.name, tt.raw, err)
+		}
+		if strings.Contains(err.Error(), "PASTED") {
+			t.Errorf("Validate() quotes what the %s carried: %v", tt.name, err)
+		}
+	}
+}
