@@ -139,15 +139,11 @@ func get(path, token string) Probe {
 
 // keptJSON is what the suite reads of a declarationKept answer.
 type keptJSON struct {
-	Capabilities []struct {
-		Name   string   `json:"name"`
-		Broker string   `json:"broker"`
-		Scope  []string `json:"scope"`
-	} `json:"capabilities"`
-	At      string          `json:"at"`
-	Payer   json.RawMessage `json:"payer"`
-	Listing json.RawMessage `json:"listing"`
-	Spend   json.RawMessage `json:"spend"`
+	Capabilities []protocol.Capability `json:"capabilities"`
+	At           string                `json:"at"`
+	Payer        json.RawMessage       `json:"payer"`
+	Listing      json.RawMessage       `json:"listing"`
+	Spend        json.RawMessage       `json:"spend"`
 }
 
 // kept validates r against $defs/declarationKept and decodes it.
@@ -475,7 +471,7 @@ func extraCheck(x Extra, word string) func(c *checkRun) {
 	return func(c *checkRun) {
 		words := slices.Sorted(maps.Keys(x.Probes))
 		probe := probeRequest(x.Probes[word], c.s.tokenA)
-		c.report(entry{x.Name, others(words, word)})
+		c.report(entry{x.Name, slices.DeleteFunc(slices.Clone(words), func(w string) bool { return w == word })})
 		c.refused(c.do(probe), forbidden, x.Name, word)
 		c.nothingUpstream()
 
