@@ -72,7 +72,8 @@ func floorHandler(cfg floorConfig) (http.Handler, error) {
 	}), nil
 }
 
-// copyBuffers is the ReverseProxy's pool of 32 KiB copy buffers.
+// copyBuffers is a pool of 32 KiB copy buffers: the floor's ReverseProxy's,
+// and the load generator's for reading answers.
 type copyBuffers struct{ p sync.Pool }
 
 func (c *copyBuffers) Get() []byte {

@@ -84,7 +84,8 @@ type sample struct {
 	err         error
 }
 
-var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+// copyBufs are the load generator's buffers for reading answers.
+var copyBufs copyBuffers
 
 // once sends one request of c on p and reads the whole answer.
 func once(ctx context.Context, hc *http.Client, p *path, c *benchCase, events int) sample {
@@ -120,9 +121,8 @@ func send(hc *http.Client, req *http.Request, c *benchCase, events int) sample {
 	}
 	defer resp.Body.Close()
 	const want = http.StatusOK
-	bp := copyBufs.Get().(*[]byte)
-	defer copyBufs.Put(bp)
-	buf := *bp
+	buf := copyBufs.Get()
+	defer copyBufs.Put(buf)
 	var s sample
 	if resp.StatusCode != want {
 		n, _ := io.ReadFull(resp.Body, buf[:200])
@@ -198,14 +198,12 @@ func throughput(ctx context.Context, p *path, c *benchCase, d, warm time.Duratio
 		return okN.Load(), badN.Load(), first
 	}
 	run(warm)
-	if p.proc.pid != 0 {
-		p.proc.resetPeak()
-	}
-	cpu0 := p.proc.cpuIf()
+	p.proc.resetPeak()
+	cpu0 := p.proc.cpu()
 	start := time.Now()
 	ok, bad, first := run(d)
 	el := time.Since(start)
-	cpu1 := p.proc.cpuIf()
+	cpu1 := p.proc.cpu()
 	r.requests, r.errors = ok, bad
 	r.rps = float64(ok) / el.Seconds()
 	r.cpu10k = -1
@@ -215,14 +213,6 @@ func throughput(ctx context.Context, p *path, c *benchCase, d, warm time.Duratio
 	if first != nil {
 		r.firstErr = first.Error()
 	}
-}
-
-// cpuIf is cpu, or 0 for the direct path.
-func (p procs) cpuIf() float64 {
-	if p.pid == 0 {
-		return 0
-	}
-	return p.cpu()
 }
 
 // latencyTurn is how long each path drives its open-loop schedule before

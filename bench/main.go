@@ -327,9 +327,7 @@ func run(ctx context.Context, o *options) error {
 			}
 			latency(ctx, cpaths, c, rate, o.latency, o.events, rs)
 			for i, p := range cpaths {
-				if p.proc.pid != 0 {
-					rs[i].peakRSS = p.proc.peak()
-				}
+				rs[i].peakRSS = p.proc.peak()
 				rounds[i] = append(rounds[i], *rs[i])
 			}
 			if ctx.Err() != nil {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -137,14 +138,11 @@ func startPortkey(ctx context.Context, entry, dir, ip, upstream string, o *optio
 
 // lastLines is the last n lines of b, for an error message.
 func lastLines(b []byte, n int) string {
-	end := len(b)
-	for i := len(b) - 1; i >= 0; i-- {
-		if b[i] == '\n' && i != len(b)-1 {
-			n--
-			if n == 0 {
-				return string(b[i+1 : end])
-			}
-		}
+	s, ended := strings.CutSuffix(string(b), "\n")
+	lines := strings.SplitAfter(s, "\n")
+	s = strings.Join(lines[max(len(lines)-n, 0):], "")
+	if ended {
+		s += "\n"
 	}
-	return string(b[:end])
+	return s
 }

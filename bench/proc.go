@@ -14,7 +14,9 @@ import (
 const clockTicks = 100
 
 // procs is a proxy's processes: one pid (boxbroker), or nginx's master
-// and its workers (found as the master's children when read).
+// and its workers (found as the master's children when read). Its zero
+// value, the direct path's, is no process: it measures 0 and resets
+// nothing.
 type procs struct {
 	pid      int
 	children bool // include processes whose parent is pid
@@ -22,6 +24,9 @@ type procs struct {
 
 // pids lists the processes measured.
 func (p procs) pids() []int {
+	if p.pid == 0 {
+		return nil
+	}
 	out := []int{p.pid}
 	if !p.children {
 		return out

@@ -76,15 +76,9 @@ func holdStreams(ctx context.Context, p *path, n, parallel int, hold time.Durati
 	streams := make([]*idleStream, n)
 	var stopping atomic.Bool
 	var wg sync.WaitGroup
-	var errMu sync.Mutex // guards firstErr
 	var firstErr error
-	fail := func(err error) {
-		errMu.Lock()
-		if firstErr == nil {
-			firstErr = err
-		}
-		errMu.Unlock()
-	}
+	var firstOnce sync.Once
+	fail := func(err error) { firstOnce.Do(func() { firstErr = err }) }
 	sem := make(chan struct{}, parallel)
 	ready := make(chan bool, n)
 	start := time.Now()
@@ -173,9 +167,7 @@ func holdStreams(ctx context.Context, p *path, n, parallel int, hold time.Durati
 	case <-ctx.Done():
 	case <-time.After(hold):
 	}
-	if p.proc.pid != 0 {
-		res.rssFull = p.proc.rss()
-	}
+	res.rssFull = p.proc.rss()
 	for i, s := range streams {
 		if !s.open.Load() {
 			continue

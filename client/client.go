@@ -154,22 +154,8 @@ func listed(caps []Capability) []Capability {
 	return caps
 }
 
-// refused reads a refusal body, whose error is a message or an object
-// holding message and type.
+// refused is a refusal with status and body (protocol.ReadRefusal).
 func refused(status int, body []byte) *RefusedError {
-	e := &RefusedError{Status: status}
-	var r struct {
-		Error json.RawMessage `json:"error"`
-	}
-	if json.Unmarshal(body, &r) != nil || len(r.Error) == 0 {
-		return e
-	}
-	if json.Unmarshal(r.Error, &e.Message) == nil {
-		return e
-	}
-	var o struct{ Type, Message string }
-	if json.Unmarshal(r.Error, &o) == nil {
-		e.Type, e.Message = o.Type, o.Message
-	}
-	return e
+	typ, msg := protocol.ReadRefusal(body)
+	return &RefusedError{Status: status, Type: typ, Message: msg}
 }

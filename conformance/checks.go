@@ -139,15 +139,11 @@ func get(path, token string) Probe {
 
 // keptJSON is what the suite reads of a declarationKept answer.
 type keptJSON struct {
-	Capabilities []struct {
-		Name   string   `json:"name"`
-		Broker string   `json:"broker"`
-		Scope  []string `json:"scope"`
-	} `json:"capabilities"`
-	At      string          `json:"at"`
-	Payer   json.RawMessage `json:"payer"`
-	Listing json.RawMessage `json:"listing"`
-	Spend   json.RawMessage `json:"spend"`
+	Capabilities []protocol.Capability `json:"capabilities"`
+	At           string                `json:"at"`
+	Payer        json.RawMessage       `json:"payer"`
+	Listing      json.RawMessage       `json:"listing"`
+	Spend        json.RawMessage       `json:"spend"`
 }
 
 // kept validates r against $defs/declarationKept and decodes it.
@@ -214,45 +210,36 @@ func declarationKept(c *checkRun) {
 	c.nothingUpstream()
 }
 
-func declarationUnknownToken(c *checkRun) {
-	body := c.reportBody(entry{"inference", []string{"agent"}})
-	tests := []struct {
-		name   string
-		header http.Header
-	}{
-		{"no token", jsonHeader(http.Header{})},
-		{"an unknown token", jsonHeader(bearer("conformance-unknown-" + randomHex(16)))},
-	}
-	for _, tt := range tests {
-		r := c.do(Probe{Method: http.MethodPost, Path: "/api/box/declaration", Header: tt.header, Body: body})
-		if r != nil && !slices.Contains(authRefusal, r.Status) {
-			c.fail("a report with %s is %d, want 401 or 403 (%s)", tt.name, r.Status, brief(r.Body))
+// reportRefused posts a declaration with header and body, which what
+// says is wrong, and fails unless its status is one of want and, with
+// asRefusal, its body a refusal.
+func (c *checkRun) reportRefused(what string, header http.Header, body []byte, want []int, asRefusal bool) {
+	r := c.do(Probe{Method: http.MethodPost, Path: "/api/box/declaration", Header: header, Body: body})
+	switch {
+	case r == nil:
+	case !slices.Contains(want, r.Status):
+		c.fail("a report with %s is %d, want %s (%s)", what, r.Status, statuses(want), brief(r.Body))
+	case asRefusal:
+		if p := c.s.validator.validate("refusal", r.Body); p != "" {
+			c.fail("the %d to a report with %s %s (%s)", r.Status, what, p, brief(r.Body))
 		}
 	}
+}
+
+func declarationUnknownToken(c *checkRun) {
+	body := c.reportBody(entry{"inference", []string{"agent"}})
+	c.reportRefused("no token", jsonHeader(http.Header{}), body, authRefusal, false)
+	c.reportRefused("an unknown token", jsonHeader(bearer("conformance-unknown-"+randomHex(16))), body, authRefusal, false)
 	c.nothingUpstream()
 }
 
 func declarationMalformed(c *checkRun) {
-	tests := []struct {
-		name string
-		body string
-	}{
+	for _, tt := range []struct{ name, body string }{
 		{"capabilities that is not a list", `{"capabilities":"x"}`},
 		{"a body that is not JSON", `this is not JSON`},
 		{"an object with no capabilities", `{}`},
-	}
-	for _, tt := range tests {
-		r := c.do(Probe{Method: http.MethodPost, Path: "/api/box/declaration", Header: jsonHeader(bearer(c.s.tokenA)), Body: []byte(tt.body)})
-		if r == nil {
-			continue
-		}
-		if r.Status != http.StatusBadRequest {
-			c.fail("a report with %s is %d, want 400 (%s)", tt.name, r.Status, brief(r.Body))
-			continue
-		}
-		if p := c.s.validator.validate("refusal", r.Body); p != "" {
-			c.fail("the 400 to a report with %s %s (%s)", tt.name, p, brief(r.Body))
-		}
+	} {
+		c.reportRefused(tt.name, jsonHeader(bearer(c.s.tokenA)), []byte(tt.body), []int{http.StatusBadRequest}, true)
 	}
 	c.nothingUpstream()
 }
@@ -475,7 +462,7 @@ func extraCheck(x Extra, word string) func(c *checkRun) {
 	return func(c *checkRun) {
 		words := slices.Sorted(maps.Keys(x.Probes))
 		probe := probeRequest(x.Probes[word], c.s.tokenA)
-		c.report(entry{x.Name, others(words, word)})
+		c.report(entry{x.Name, slices.DeleteFunc(slices.Clone(words), func(w string) bool { return w == word })})
 		c.refused(c.do(probe), forbidden, x.Name, word)
 		c.nothingUpstream()
 

@@ -276,6 +276,11 @@ func TestRun_EachCheckCanFail(t *testing.T) {
 		})}, []string{"declaration-kept"}},
 		{"takes a report with no token", rewrite{on(http.MethodPost, "/api/box/declaration"), flip(401, 200, kept)}, []string{"declaration-unknown-token"}},
 		{"takes a malformed report", rewrite{on(http.MethodPost, "/api/box/declaration"), flip(400, 200, kept)}, []string{"declaration-malformed"}},
+		// declaration-unknown-token and declaration-malformed are one
+		// helper: the 400 to a malformed report must be a refusal, the 401
+		// to a report with no token need not.
+		{"answers a malformed report 400 with no refusal", rewrite{on(http.MethodPost, "/api/box/declaration"), flip(400, 400, `{"ok":false}`)}, []string{"declaration-malformed"}},
+		{"answers a report with no token 401 with no refusal", rewrite{on(http.MethodPost, "/api/box/declaration"), flip(401, 401, `not JSON`)}, nil},
 		{"echoes the spend changed", rewrite{on(http.MethodPost, "/api/box/declaration"), edit(func(v map[string]any) {
 			if s, ok := v["spend"].(map[string]any); ok {
 				s["usd"] = 1.23

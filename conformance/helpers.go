@@ -1,11 +1,12 @@
 package conformance
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/intentius/boxbroker/internal/protocol"
 )
 
 // entry is one capability of a report conformance-a posts.
@@ -14,26 +15,13 @@ type entry struct {
 	scope []string
 }
 
-// capabilityJSON is an entry as a report carries it.
-type capabilityJSON struct {
-	Name   string   `json:"name"`
-	Broker *string  `json:"broker"`
-	Scope  []string `json:"scope"`
-}
-
 // reportBody is a report of entries, each brokered by the suite's broker.
 func (c *checkRun) reportBody(entries ...entry) []byte {
-	caps := []capabilityJSON{}
+	caps := []protocol.Capability{}
 	for _, e := range entries {
-		broker := c.s.env.Broker
-		scope := e.scope
-		if scope == nil {
-			scope = []string{}
-		}
-		caps = append(caps, capabilityJSON{Name: e.name, Broker: &broker, Scope: scope})
+		caps = append(caps, protocol.Capability{Name: e.name, Broker: c.s.env.Broker, Scope: append([]string{}, e.scope...)})
 	}
-	body, _ := json.Marshal(map[string]any{"capabilities": caps})
-	return body
+	return mustJSON(map[string]any{"capabilities": caps})
 }
 
 // report posts entries as conformance-a's declaration, and returns the
@@ -125,24 +113,11 @@ func (c *checkRun) refused(r *reply, want []int, words ...string) {
 	}
 }
 
-// message is a refusal body's message: error when it is a string, else
-// error.message; "" when there is none.
+// message is a refusal body's message, whether its error is an object
+// or a message alone; "" when there is none.
 func message(body []byte) string {
-	var v struct {
-		Error json.RawMessage `json:"error"`
-	}
-	if json.Unmarshal(body, &v) != nil {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(v.Error, &s) == nil {
-		return s
-	}
-	var o struct {
-		Message string `json:"message"`
-	}
-	_ = json.Unmarshal(v.Error, &o)
-	return o.Message
+	_, msg := protocol.ReadRefusal(body)
+	return msg
 }
 
 // isDeclarationRefusal reports whether msg is a refusal by the
@@ -202,17 +177,6 @@ func brief(body []byte) string {
 		return "empty body"
 	}
 	return s
-}
-
-// others is words without w.
-func others(words []string, w string) []string {
-	out := []string{}
-	for _, x := range words {
-		if x != w {
-			out = append(out, x)
-		}
-	}
-	return out
 }
 
 // A refusal is a check of the table's plainest shape: conformance-a

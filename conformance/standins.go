@@ -56,22 +56,6 @@ type upstreamLog struct {
 	exchanges []*exchange
 }
 
-// begin records a request as it arrives, so that a check sees it even
-// while the stand-in is still answering.
-func (l *upstreamLog) begin(e *exchange) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.exchanges = append(l.exchanges, e)
-}
-
-// finish records what the stand-in answered to e.
-func (l *upstreamLog) finish(e *exchange, status int, answer []byte) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	e.Status = status
-	e.Answer = answer
-}
-
 // len is how many exchanges the log holds.
 func (l *upstreamLog) len() int {
 	l.mu.Lock()
@@ -99,10 +83,16 @@ func recording(l *upstreamLog, upstream string, h http.Handler) http.Handler {
 		e := &exchange{Upstream: upstream, Seen: upstreamtest.Seen{
 			Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery, Header: r.Header.Clone(), Body: body,
 		}}
-		l.begin(e)
+		// The request is logged as it arrives, so that a check sees it
+		// even while the stand-in is still answering.
+		l.mu.Lock()
+		l.exchanges = append(l.exchanges, e)
+		l.mu.Unlock()
 		rw := &recordingWriter{ResponseWriter: w, status: http.StatusOK}
 		h.ServeHTTP(rw, r)
-		l.finish(e, rw.status, rw.body.Bytes())
+		l.mu.Lock()
+		e.Status, e.Answer = rw.status, rw.body.Bytes()
+		l.mu.Unlock()
 	})
 }
 

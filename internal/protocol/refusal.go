@@ -67,6 +67,22 @@ type RefusalError struct {
 	Message string `json:"message"`
 }
 
+// ReadRefusal reads a refusal body's error type and message. Its error
+// is the protocol's object, or a message alone (a string; type is then
+// ""); a field of the wrong kind reads as "", the others as they are.
+// Both are "" for a body with no error.
+func ReadRefusal(body []byte) (typ, message string) {
+	var r struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(body, &r) != nil || json.Unmarshal(r.Error, &message) == nil {
+		return "", message
+	}
+	var e RefusalError
+	_ = json.Unmarshal(r.Error, &e)
+	return e.Type, e.Message
+}
+
 // RefusalBody encodes the refusal body for a type and a message.
 func RefusalBody(typ, message string) []byte {
 	var buf bytes.Buffer

@@ -61,3 +61,27 @@ func TestRetryAfter(t *testing.T) {
 		})
 	}
 }
+
+// TestReadRefusal: the client's RefusedError and the conformance suite's
+// checks read a refusal's error the same way, an object or a message
+// alone.
+func TestReadRefusal(t *testing.T) {
+	tests := []struct {
+		body, wantType, wantMessage string
+	}{
+		{string(RefusalBody(TypePermission, "This box may not.")), TypePermission, "This box may not."},
+		{`{"error":"a message alone"}`, "", "a message alone"},
+		{`{"error":{"type":1,"message":"the message stands"}}`, "", "the message stands"},
+		{`{"error":null}`, "", ""},
+		{`{"error":5}`, "", ""},
+		{`{"type":"error"}`, "", ""},
+		{`not JSON`, "", ""},
+		{``, "", ""},
+	}
+	for _, tt := range tests {
+		typ, msg := ReadRefusal([]byte(tt.body))
+		if typ != tt.wantType || msg != tt.wantMessage {
+			t.Errorf("ReadRefusal(%q) = %q, %q, want %q, %q", tt.body, typ, msg, tt.wantType, tt.wantMessage)
+		}
+	}
+}

@@ -22,9 +22,9 @@ import (
 // The owner's page's list of boxes: one row a box. Sorted by name or by
 // this month's spend, with or without a search, the store picks the
 // page (store.ListBoxPage) and only its boxes are read; sorted by another
-// column or filtered by state, every box's row is built from a few
-// queries (store.Overview), then filtered, sorted and paged here. Every
-// link of the page is a plain GET.
+// column or filtered by state, every box's row is built from the same
+// store pages, read through to the last, then filtered, sorted and paged
+// here. Every link of the page is a plain GET.
 
 // Box states, as the list's state column and filter name them.
 const (
@@ -206,36 +206,23 @@ func (u *Page) row(b store.Box, kept *store.KeptDeclaration, m store.BoxMonth, f
 	return r, nil
 }
 
-// rows reads every box's row: what a sort by a column the store does not
-// sort by, or a filter by state, needs.
+// rows reads every box's row, a store.MaxBoxPage of boxes at a time:
+// what a sort by a column the store does not sort by, or a filter by
+// state, needs.
 func (u *Page) rows(ctx context.Context) ([]row, error) {
-	st := u.cfg.Store
 	now := u.cfg.Now()
-	month := spend.Month(now)
-	boxes, err := st.ListBoxes(ctx)
-	if err != nil {
-		return nil, err
-	}
-	docs, err := st.AllDeclarations(ctx)
-	if err != nil {
-		return nil, err
-	}
-	months, err := st.MonthOverview(ctx, month)
-	if err != nil {
-		return nil, err
-	}
-	byMonth := make(map[string]store.BoxMonth, len(months))
-	for _, m := range months {
-		byMonth[m.Box] = m
-	}
-	listed := make([]store.ListedBox, len(boxes))
-	for i, b := range boxes {
-		listed[i] = store.ListedBox{Box: b, Month: byMonth[b.Name]}
-		if k, ok := docs[b.Name]; ok {
-			listed[i].Declaration = &k
+	q := store.BoxQuery{Month: spend.Month(now), Limit: store.MaxBoxPage}
+	var all []store.ListedBox
+	for {
+		p, err := u.cfg.Store.ListBoxPage(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, p.Boxes...)
+		if q.After = p.Next; q.After == nil {
+			return u.rowsOf(ctx, now, all)
 		}
 	}
-	return u.rowsOf(ctx, now, listed)
 }
 
 // rowsOf makes the rows of boxes, at now.

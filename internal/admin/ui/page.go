@@ -315,8 +315,11 @@ func (u *Page) register() {
 	u.HandleUI("GET /ui/proxy", u.proxyPage)
 	u.HandleUI("GET /ui/proxy/ca.pem", u.proxyCAPEM)
 	u.HandleUI("GET /ui/spend", u.spendPage)
-	u.HandleUI("GET /ui/spend.csv", u.spendCSV)
-	u.HandleUI("GET /ui/audit.csv", u.auditCSV)
+	// The downloads of the fleet's spend and of the audit log are the
+	// admin API's GET /api/spend.csv and /api/audit.csv handlers, so the
+	// two answer the same bytes.
+	u.HandleUI("GET /ui/spend.csv", func(w http.ResponseWriter, r *http.Request, _ *Session) error { return u.a.SpendCSV(w, r) })
+	u.HandleUI("GET /ui/audit.csv", func(w http.ResponseWriter, r *http.Request, _ *Session) error { return u.a.AuditCSV(w, r) })
 }
 
 // AddBoxSection adds a section to every box's page, after the standard

@@ -99,16 +99,3 @@ func (u *Page) spendPage(w http.ResponseWriter, r *http.Request, sess *Session) 
 	u.render(w, http.StatusOK, "spend", p)
 	return nil
 }
-
-// spendCSV downloads the fleet's spend in ?month= (by ?by=) with the
-// admin API's GET /api/spend.csv handler, so the two answer the same
-// bytes.
-func (u *Page) spendCSV(w http.ResponseWriter, r *http.Request, _ *Session) error {
-	return u.a.SpendCSV(w, r)
-}
-
-// auditCSV downloads the audit log (box, since, refusals, limit) with the
-// admin API's GET /api/audit.csv handler.
-func (u *Page) auditCSV(w http.ResponseWriter, r *http.Request, _ *Session) error {
-	return u.a.AuditCSV(w, r)
-}
