@@ -285,15 +285,19 @@ func sameAddress(a, b string) bool {
 	return ha == hb || unspecified(ha) || unspecified(hb)
 }
 
-// shownURL is u as an error about it shows it: its scheme, host and
-// path, with "…" for any user information, query or fragment, which may
-// hold a credential an operator pasted there.
+// shownURL is u as an error about it shows it: with "…" for its user
+// information, query, fragment and any opaque part, which may hold a
+// credential an operator pasted there.
 func shownURL(u *url.URL) string {
-	s := u.Scheme + "://"
-	if u.User != nil {
-		s += "…@"
+	v := *u
+	v.User, v.RawQuery, v.ForceQuery, v.Fragment, v.RawFragment = nil, "", false, "", ""
+	if v.Opaque != "" {
+		v.Opaque = "…"
 	}
-	s += u.Host + u.EscapedPath()
+	s := v.String()
+	if u.User != nil {
+		s = strings.Replace(s, "//", "//…@", 1)
+	}
 	if u.RawQuery != "" || u.ForceQuery {
 		s += "?…"
 	}
