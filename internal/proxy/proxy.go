@@ -198,24 +198,3 @@ func Classify(err error, what string) *capability.Error {
 	}
 	return ce.WithErr(err)
 }
-
-// RemoveValue deletes every response header whose value holds secret,
-// returning how many it removed. It is the last guard that no answer to a
-// box carries a credential.
-func RemoveValue(h http.Header, secret []byte) int {
-	if len(secret) == 0 {
-		return 0
-	}
-	n := 0
-	value := string(secret) // once, not once a header
-	for k, vs := range h {
-		for _, v := range vs {
-			if strings.Contains(v, value) {
-				delete(h, k)
-				n++
-				break
-			}
-		}
-	}
-	return n
-}

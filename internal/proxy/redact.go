@@ -116,14 +116,8 @@ type Redactor struct {
 	onEnd   func(replaced int)
 }
 
-// NewFormRedactor returns a Redactor reading src and replacing every form
-// in forms. Forms with an empty Old are ignored; with none left, it
-// passes src on unchanged. Closing the Redactor closes src.
-func NewFormRedactor(src io.ReadCloser, forms []Form) *Redactor {
-	return NewFormSet(forms).Redactor(src)
-}
-
-// Redactor returns a Redactor reading src and replacing every form of s.
+// Redactor returns a Redactor reading src and replacing every form of s;
+// with none, it passes src on unchanged.
 // Closing the Redactor closes src.
 func (s *FormSet) Redactor(src io.ReadCloser) *Redactor {
 	r := &Redactor{src: src, set: s}
