@@ -52,6 +52,17 @@ type Form struct {
 	Fill byte
 }
 
+// Masked are the Escaped forms of values, each masked with as many
+// asterisks as it spans (Fill), so that what held one keeps its length:
+// a credential's, wherever an answer or a model's text repeats it.
+func Masked[T string | []byte](values ...T) []Form {
+	forms := make([]Form, 0, len(values))
+	for _, v := range values {
+		forms = append(forms, Form{Old: []byte(v), Escaped: true, Fill: '*'})
+	}
+	return forms
+}
+
 // span is the most bytes an occurrence of f can span in the source.
 func (f Form) span() int {
 	per := 1
