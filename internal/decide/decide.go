@@ -29,7 +29,6 @@ import (
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
-	"github.com/intentius/boxbroker/internal/quiet"
 )
 
 // Word is the scope word POST /decide/v1/systemone needs.
@@ -80,10 +79,7 @@ func New(cfg Config) *Capability {
 	defaults.Positive(&cfg.MaxBody, DefaultMaxBody)
 	defaults.Positive(&cfg.MaxTokens, DefaultMaxTokens)
 	defaults.Logger(&cfg.Logger)
-	if cfg.Transport == nil {
-		cfg.Transport = proxy.NewTransport(proxy.TransportOptions{})
-	}
-	cfg.Transport = quiet.Errors(cfg.Transport)
+	cfg.Transport = proxy.Outbound(cfg.Transport)
 	return &Capability{
 		cfg: cfg,
 		url: messagesURL(cfg.Upstream),

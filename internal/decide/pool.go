@@ -74,10 +74,7 @@ func (p *paying) again(entry string, status int, h http.Header, body []byte) boo
 // names its choice.
 func (p *paying) mask(text string) string {
 	p.mu.Lock()
-	forms := make([]proxy.Form, 0, len(p.earlier)+1)
-	for _, c := range append(p.earlier, p.paid.Credential) {
-		forms = append(forms, proxy.Form{Old: c, Escaped: true, Fill: '*'})
-	}
+	forms := proxy.Masked(append(p.earlier, p.paid.Credential)...)
 	p.mu.Unlock()
 	text, _ = proxy.RedactString(text, forms)
 	return text

@@ -45,7 +45,6 @@ import (
 	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
-	"github.com/intentius/boxbroker/internal/quiet"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/token"
 )
@@ -196,10 +195,7 @@ func New(cfg Config) *Capability {
 	defaults.Positive(&cfg.MaxBody, protocol.DefaultMaxBody)
 	defaults.Clock(&cfg.Now)
 	defaults.Logger(&cfg.Logger)
-	if cfg.Transport == nil {
-		cfg.Transport = proxy.NewTransport(proxy.TransportOptions{})
-	}
-	cfg.Transport = quiet.Errors(cfg.Transport)
+	cfg.Transport = proxy.Outbound(cfg.Transport)
 	c := &Capability{cfg: cfg, fail: proxy.ErrorHandler(cfg.Logger, "Fountain API")}
 	c.proxy = proxy.New(c.rewrite, cfg.Transport, c.errorHandler)
 	c.proxy.ErrorLog = slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)

@@ -79,11 +79,7 @@ func (t *cloudTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// answer: the spend meter keeps the answer's model in usage rows,
 	// and a cloud endpoint could name one of them as the model.
 	if secrets := cloudSecrets(pf.paid.Credential, pf.made); len(secrets) > 0 && resp.Body != nil && resp.Body != http.NoBody {
-		forms := make([]proxy.Form, 0, len(secrets))
-		for _, v := range secrets {
-			forms = append(forms, proxy.Form{Old: []byte(v), Escaped: true, Fill: '*'})
-		}
-		r := proxy.NewFormSet(forms).Redactor(resp.Body)
+		r := proxy.NewFormSet(proxy.Masked(secrets...)).Redactor(resp.Body)
 		if proxy.IsEventStream(resp.Header) {
 			r.PassEvents()
 		}
@@ -123,11 +119,7 @@ func cloudSecrets(cred []byte, made []string) []string {
 // either back into the value), each masked with as many asterisks as it
 // spans, so that the answer keeps its length.
 func maskForms(cred []byte, secrets []string, earlier [][]byte) []proxy.Form {
-	forms := []proxy.Form{{Old: cred, Escaped: true, Fill: '*'}}
-	for _, v := range slices.Concat(secrets, earlierValues(earlier)) {
-		forms = append(forms, proxy.Form{Old: []byte(v), Escaped: true, Fill: '*'})
-	}
-	return forms
+	return append(proxy.Masked(cred), proxy.Masked(slices.Concat(secrets, earlierValues(earlier))...)...)
 }
 
 // earlierValues are the values of the earlier credentials a call was

@@ -20,7 +20,6 @@ import (
 	"github.com/intentius/boxbroker/internal/pool"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
-	"github.com/intentius/boxbroker/internal/quiet"
 )
 
 // Word is the scope word every forwarded call needs.
@@ -83,10 +82,7 @@ type paidFor struct {
 func New(cfg Config) *Capability {
 	defaults.Positive(&cfg.MaxBody, protocol.DefaultMaxBody)
 	defaults.Logger(&cfg.Logger)
-	if cfg.Transport == nil {
-		cfg.Transport = proxy.NewTransport(proxy.TransportOptions{})
-	}
-	cfg.Transport = quiet.Errors(cfg.Transport)
+	cfg.Transport = proxy.Outbound(cfg.Transport)
 	if cfg.MaxRetried == 0 {
 		cfg.MaxRetried = DefaultMaxRetried
 	}

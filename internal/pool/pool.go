@@ -53,7 +53,6 @@ import (
 	"github.com/intentius/boxbroker/internal/metrics"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
-	"github.com/intentius/boxbroker/internal/quiet"
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -145,10 +144,7 @@ type health struct {
 
 // New returns a Pool.
 func New(cfg Config) *Pool {
-	if cfg.Transport == nil {
-		cfg.Transport = proxy.NewTransport(proxy.TransportOptions{})
-	}
-	cfg.Transport = quiet.Errors(cfg.Transport)
+	cfg.Transport = proxy.Outbound(cfg.Transport)
 	defaults.Logger(&cfg.Logger)
 	defaults.Clock(&cfg.Now)
 	return &Pool{cfg: cfg, health: map[string]*health{}, urls: map[string]*url.URL{}}

@@ -190,10 +190,3 @@ func (s *FormSet) tabulate() {
 		}
 	}
 }
-
-// Len is how many forms s holds.
-func (s *FormSet) Len() int { return s.total }
-
-// Window is how many bytes of what it has read a Redactor of s always
-// holds back until its source yields more or ends.
-func (s *FormSet) Window() int { return s.window }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/quiet"
 )
 
 // TransportOptions tune NewTransport. Zero values take the defaults.
@@ -85,6 +86,16 @@ func NewTransport(o TransportOptions) *http.Transport {
 	t.MaxResponseHeaderBytes = o.MaxResponseHeaderBytes
 	t.ForceAttemptHTTP2 = true // with a DialContext of our own, HTTP/2 needs asking for
 	return t
+}
+
+// Outbound is the transport a capability forwards through: rt, or a
+// NewTransport with the defaults when rt is nil, its errors kept free of
+// what the request carried (quiet.Errors).
+func Outbound(rt http.RoundTripper) http.RoundTripper {
+	if rt == nil {
+		rt = NewTransport(TransportOptions{})
+	}
+	return quiet.Errors(rt)
 }
 
 // boxOnly are request headers that carry the box's own identity and never
@@ -197,25 +208,4 @@ func Classify(err error, what string) *capability.Error {
 		ce = capability.Refuse(capability.ReasonUpstreamFailed, "The %s could not be reached.", what)
 	}
 	return ce.WithErr(err)
-}
-
-// RemoveValue deletes every response header whose value holds secret,
-// returning how many it removed. It is the last guard that no answer to a
-// box carries a credential.
-func RemoveValue(h http.Header, secret []byte) int {
-	if len(secret) == 0 {
-		return 0
-	}
-	n := 0
-	value := string(secret) // once, not once a header
-	for k, vs := range h {
-		for _, v := range vs {
-			if strings.Contains(v, value) {
-				delete(h, k)
-				n++
-				break
-			}
-		}
-	}
-	return n
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/intentius/boxbroker/internal/quiet"
 )
 
 func TestBufferPool_LendsSmallBuffers(t *testing.T) {
@@ -105,5 +107,32 @@ func TestNewTransport_HTTP2AndVerifiedTLS(t *testing.T) {
 	resp.Body.Close()
 	if resp.ProtoMajor != 2 || string(body) != "HTTP/2.0" {
 		t.Errorf("the answer came over %s (the upstream saw %q), want HTTP/2", resp.Proto, body)
+	}
+}
+
+// Outbound is the transport inference, decide, Fountain and the pool
+// forward through: a given transport or the default one, each behind
+// quiet.Errors.
+func TestOutbound_QuietOverGivenOrDefault(t *testing.T) {
+	for _, rt := range []http.RoundTripper{nil, NewTransport(TransportOptions{})} {
+		out := Outbound(rt)
+		if out == nil || out == rt {
+			t.Fatalf("Outbound(%T) = %T, want a quiet transport over it", rt, out)
+		}
+		if again := quiet.Errors(out); again != out {
+			t.Errorf("quiet.Errors(Outbound(%T)) made another wrapper; want Outbound's own, a quiet one", rt)
+		}
+	}
+}
+
+// Masked is the credential mask of inference, its cloud transport and
+// decide: each value, as written or escaped, becomes as many asterisks
+// as it spanned.
+func TestMasked_KeepsLength(t *testing.T) {
+	in := `key sk-ant-1 and "sk\u002dant-1" and cloud%2Fsecret`
+	got, n := NewFormSet(append(Masked("sk-ant-1"), Masked([]byte("cloud/secret"))...)).RedactString(in)
+	want := `key ******** and "*************" and **************`
+	if got != want || n != 3 {
+		t.Errorf("RedactString(%q) = %q (%d), want %q (3)", in, got, n, want)
 	}
 }

@@ -52,6 +52,17 @@ type Form struct {
 	Fill byte
 }
 
+// Masked are the Escaped forms of values, each masked with as many
+// asterisks as it spans (Fill), so that what held one keeps its length:
+// a credential's, wherever an answer or a model's text repeats it.
+func Masked[T string | []byte](values ...T) []Form {
+	forms := make([]Form, 0, len(values))
+	for _, v := range values {
+		forms = append(forms, Form{Old: []byte(v), Escaped: true, Fill: '*'})
+	}
+	return forms
+}
+
 // span is the most bytes an occurrence of f can span in the source.
 func (f Form) span() int {
 	per := 1
@@ -116,14 +127,8 @@ type Redactor struct {
 	onEnd   func(replaced int)
 }
 
-// NewFormRedactor returns a Redactor reading src and replacing every form
-// in forms. Forms with an empty Old are ignored; with none left, it
-// passes src on unchanged. Closing the Redactor closes src.
-func NewFormRedactor(src io.ReadCloser, forms []Form) *Redactor {
-	return NewFormSet(forms).Redactor(src)
-}
-
-// Redactor returns a Redactor reading src and replacing every form of s.
+// Redactor returns a Redactor reading src and replacing every form of s;
+// with none, it passes src on unchanged.
 // Closing the Redactor closes src.
 func (s *FormSet) Redactor(src io.ReadCloser) *Redactor {
 	r := &Redactor{src: src, set: s}

@@ -109,7 +109,7 @@ func BenchmarkRedactAnswer(b *testing.B) {
 			b.ReportAllocs()
 			start := cpuTime()
 			for range b.N {
-				r := proxy.NewFormRedactor(io.NopCloser(bytes.NewReader(body)), forms)
+				r := proxy.NewFormSet(forms).Redactor(io.NopCloser(bytes.NewReader(body)))
 				if _, err := io.CopyBuffer(io.Discard, struct{ io.Reader }{r}, buf); err != nil {
 					b.Fatal(err)
 				}

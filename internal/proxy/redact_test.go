@@ -20,7 +20,7 @@ import (
 // new, as bytes.ReplaceAll would (an empty old replaces nothing); for
 // the tests (proxy_test's too), as the broker redacts through a FormSet.
 func NewRedactor(src io.ReadCloser, old, new []byte) *Redactor {
-	return NewFormRedactor(src, []Form{{Old: old, New: new}})
+	return NewFormSet([]Form{{Old: old, New: new}}).Redactor(src)
 }
 
 // chunks is a reader that returns its data in the given read sizes, then
@@ -137,7 +137,7 @@ func TestRedactor_HoldsAFixedWindow(t *testing.T) {
 // Read, and returns how many bytes each Read passed on.
 func emitted(t *testing.T, body []byte, sizes []int, forms []Form) []int {
 	t.Helper()
-	r := NewFormRedactor(&chunks{data: bytes.Clone(body), sizes: sizes}, forms)
+	r := NewFormSet(forms).Redactor(&chunks{data: bytes.Clone(body), sizes: sizes})
 	var got []int
 	buf := make([]byte, 1<<20)
 	for i := 0; i < 10000; i++ {
@@ -427,7 +427,7 @@ func reference(body []byte, forms []Form) ([]byte, int) {
 
 func checkForms(t *testing.T, body []byte, forms []Form, sizes []int) {
 	t.Helper()
-	r := NewFormRedactor(&chunks{data: bytes.Clone(body), sizes: sizes}, forms)
+	r := NewFormSet(forms).Redactor(&chunks{data: bytes.Clone(body), sizes: sizes})
 	got, err := io.ReadAll(r)
 	if err != nil {
 		t.Fatalf("ReadAll: %v", err)
@@ -555,7 +555,7 @@ func TestRedactor_PassEventsPassesEachWholeEvent(t *testing.T) {
 	value := []byte("sk_live_0123456789abcdefghij")
 	for _, tail := range []string{"sk_live_01", "zz_zzzz_zz"} {
 		pr, pw := io.Pipe()
-		r := NewFormRedactor(pr, []Form{{Old: value, New: []byte("bbx_TOKEN"), Escaped: true}})
+		r := NewFormSet([]Form{{Old: value, New: []byte("bbx_TOKEN"), Escaped: true}}).Redactor(pr)
 		r.PassEvents()
 		go func() {
 			_, _ = pw.Write([]byte("data: {\"key\":\"" + string(value) + "\"}\n\ndata: " + tail))
@@ -708,7 +708,7 @@ func TestRedactor_FillKeepsTheLength(t *testing.T) {
 		if got != tt.want {
 			t.Errorf("RedactString(%q) = %q, want %q", tt.in, got, tt.want)
 		}
-		out, err := io.ReadAll(NewFormRedactor(io.NopCloser(strings.NewReader(tt.in)), forms))
+		out, err := io.ReadAll(NewFormSet(forms).Redactor(io.NopCloser(strings.NewReader(tt.in))))
 		if err != nil || string(out) != tt.want {
 			t.Errorf("Redactor(%q) = %q, %v, want %q", tt.in, out, err, tt.want)
 		}
