@@ -65,10 +65,10 @@ func warnOpenDataDir(log *slog.Logger, dir string) {
 }
 
 // StoreWhere says where the store is, without any password: a
-// PostgreSQL URL's user information is shown as "…", and so is the value
-// of any query parameter whose name holds "password" (pgx takes the
-// password, and the TLS key's, there too). A URL it cannot read is not
-// shown at all.
+// PostgreSQL URL as shownURL shows it, but with its query, in which the
+// value of any parameter whose name holds "password" (pgx takes the
+// password, and the TLS key's, there too) is "xxxxx". A URL it cannot
+// read is not shown at all.
 func StoreWhere(cfg *Config) string {
 	if cfg.Store == "" {
 		return filepath.Join(cfg.DataDir, DBFile)
@@ -77,18 +77,14 @@ func StoreWhere(cfg *Config) string {
 	if err != nil {
 		return "(a URL that cannot be read, not shown: it may hold a password)"
 	}
-	where := u.Scheme + "://"
-	if u.User != nil {
-		where += "…@"
-	}
-	where += u.Host + u.EscapedPath()
-	if u.RawQuery != "" {
-		q := u.Query()
-		for k := range q {
-			if strings.Contains(strings.ToLower(k), "password") {
-				q[k] = []string{"xxxxx"}
-			}
+	q := u.Query()
+	for k := range q {
+		if strings.Contains(strings.ToLower(k), "password") {
+			q[k] = []string{"xxxxx"}
 		}
+	}
+	where := shownURL(&url.URL{Scheme: u.Scheme, User: u.User, Host: u.Host, Path: u.Path, RawPath: u.RawPath})
+	if len(q) > 0 {
 		where += "?" + q.Encode()
 	}
 	return where
