@@ -11,20 +11,6 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 )
 
-// Budgets are the monthly budgets of a box: its own, which holds every
-// call it makes, and one per principal, which holds the calls of the box
-// that principal pays for.
-type Budgets interface {
-	// Budgets lists a box's budgets and where they stand in a month.
-	Budgets(ctx context.Context, box, month string) (BudgetList, error)
-	// SetBudget sets a box's own budget or a principal's on it.
-	SetBudget(ctx context.Context, box string, set BudgetSetting) (BudgetView, error)
-	// RemoveBudget removes one; principal "" is the box's own.
-	RemoveBudget(ctx context.Context, box, principal string) error
-}
-
-var _ Budgets = (*Service)(nil)
-
 // BudgetView is one monthly budget, in dollars, and where it stands: the
 // box's own (principal null) or that of the calls one principal pays for.
 type BudgetView struct {

@@ -24,14 +24,6 @@ type PayerSetting struct {
 	CredentialKind string  `json:"credentialKind,omitempty"`
 }
 
-// Payers is the payer action, as both a Service and the admin API's
-// client take it.
-type Payers interface {
-	SetPayer(ctx context.Context, box string, ps PayerSetting) (BoxView, error)
-}
-
-var _ Payers = (*Service)(nil)
-
 // SetPayer sets who pays for box's calls (payer.Set): shared, or its
 // owner with the owner's credential in ps, checked (CheckedValue) and
 // sealed as owner:<box>; switching to shared removes that credential.

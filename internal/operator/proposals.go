@@ -15,27 +15,6 @@ import (
 // cached (package approval), so a decision or a change of ask mode is in
 // force on every replica once it is answered: no Changed.
 
-// Proposals are the actions on proposals (refused requests waiting for a
-// person) and on a box's ask mode, as both a Service and the admin API's
-// client take them.
-type Proposals interface {
-	// ListProposals lists box's proposals ("" for every box's) in state
-	// ("" for any), newest first.
-	ListProposals(ctx context.Context, box, state string) ([]ProposalView, error)
-	// ApproveProposal approves a pending proposal for forWords ("15m",
-	// "1h", "7d", "always"; "" is an hour).
-	ApproveProposal(ctx context.Context, id, forWords string) (ProposalView, error)
-	// DenyProposal denies a pending proposal.
-	DenyProposal(ctx context.Context, id string) (ProposalView, error)
-	// SetAsk turns a box's ask mode for scope on or off and returns the
-	// box's scopes in ask mode.
-	SetAsk(ctx context.Context, box, scope string, on bool) ([]string, error)
-	// Asks returns the box's scopes in ask mode.
-	Asks(ctx context.Context, box string) ([]string, error)
-}
-
-var _ Proposals = (*Service)(nil)
-
 // ProposalView is a proposal as the admin API writes it.
 type ProposalView struct {
 	ID string `json:"id"`

@@ -11,19 +11,6 @@ import (
 // Rate limits are read by package ratelimit from the store every second
 // on each replica, so a change needs no Changed: it holds within that.
 
-// RateLimits are a box's token-rate limits: its own and one per principal
-// who pays for its calls.
-type RateLimits interface {
-	// RateLimits lists a box's rate limits.
-	RateLimits(ctx context.Context, box string) ([]RateLimitView, error)
-	// SetRateLimit sets a box's own rate limit or a principal's on it.
-	SetRateLimit(ctx context.Context, box string, set RateLimitView) (RateLimitView, error)
-	// RemoveRateLimit removes one; principal "" is the box's own.
-	RemoveRateLimit(ctx context.Context, box, principal string) error
-}
-
-var _ RateLimits = (*Service)(nil)
-
 // RateLimitView is one rate limit: input and output tokens and requests
 // a minute (0: no bound), of the box itself (principal null) or of the
 // calls one principal pays for. It is also the body of PUT

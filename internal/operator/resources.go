@@ -26,16 +26,6 @@ type NewResource struct {
 	ID   string `json:"id"`
 }
 
-// Resources is the Fountain resource actions, as both a Service and the
-// admin API's client take them.
-type Resources interface {
-	ListResources(ctx context.Context, box string) ([]ResourceView, error)
-	AddResource(ctx context.Context, box string, nr NewResource) (ResourceView, error)
-	RemoveResource(ctx context.Context, box, kind, id string) error
-}
-
-var _ Resources = (*Service)(nil)
-
 // resourceID reports whether id can be a Fountain id: 1 to 200 printable
 // ASCII characters with no space or slash.
 func resourceID(id string) bool {

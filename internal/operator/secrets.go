@@ -77,17 +77,6 @@ type SecretValue struct {
 	Keep bool `json:"-"`
 }
 
-// Secrets is the egress secret actions, as both a Service and the admin
-// API's client take them.
-type Secrets interface {
-	ListSecrets(ctx context.Context, box string) ([]SecretView, error)
-	SetSecret(ctx context.Context, box, name string, sv SecretValue) (SecretView, error)
-	SetSecretRules(ctx context.Context, box, name string, rules []string, rate string) (SecretView, error)
-	RemoveSecret(ctx context.Context, box, name string) error
-}
-
-var _ Secrets = (*Service)(nil)
-
 // CheckValue refuses a value that is empty, too long, or holds a byte
 // that cannot go in a header. The message never repeats the value.
 func CheckValue(what, v string) error {

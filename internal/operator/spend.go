@@ -13,16 +13,6 @@ import (
 // JSON numbers exact to the micro-dollar (the broker keeps
 // micro-dollars).
 
-// Spending is the spend view, as both a Service and the admin API's
-// client take it.
-type Spending interface {
-	// Spend returns a box's spend in a month (YYYY-MM; "" for this
-	// month), measured beside reported, with its prompt-cache use.
-	Spend(ctx context.Context, box, month string) (SpendReport, error)
-}
-
-var _ Spending = (*Service)(nil)
-
 // ReportedSpend is what a box reported spending: dollars, runs and runs
 // it could not price.
 type ReportedSpend struct {

@@ -10,19 +10,6 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 )
 
-// WindowBudgets are a box's budgets over a window other than the
-// calendar month: a day, a week, or a rolling N days.
-type WindowBudgets interface {
-	// WindowBudgets lists a box's window budgets and where they stand.
-	WindowBudgets(ctx context.Context, box string) ([]WindowBudgetView, error)
-	// SetWindowBudget sets one and returns the box's window budgets.
-	SetWindowBudget(ctx context.Context, box string, set WindowBudgetSetting) ([]WindowBudgetView, error)
-	// RemoveWindowBudget removes one; principal "" is the box's own.
-	RemoveWindowBudget(ctx context.Context, box, principal, window string) error
-}
-
-var _ WindowBudgets = (*Service)(nil)
-
 // WindowBudgetView is one budget over a window other than the calendar
 // month (day, week, or Nd for a rolling N days) and where it stands now:
 // USD its limit, Spent and Held what the window counts, Left what
