@@ -100,10 +100,7 @@ func (s *Service) RotateBoxWith(ctx context.Context, name string, tr TokenRotati
 	if err := s.cfg.Store.ReplaceToken(ctx, name, rot); err != nil {
 		return BoxToken{}, StoreError(err, NoBox(name), "")
 	}
-	if err := s.Changed(ctx, store.ChangeBox, name); err != nil {
-		return BoxToken{}, err
-	}
-	if err := s.done(ctx, name, http.StatusOK, "rotated the box's token", "grace", grace, "ttl", rot.TTL); err != nil {
+	if err := s.wrote(ctx, store.ChangeBox, name, name, http.StatusOK, "rotated the box's token", "grace", grace, "ttl", rot.TTL); err != nil {
 		return BoxToken{}, err
 	}
 	v, err := s.Box(ctx, name)
@@ -174,10 +171,7 @@ func (s *Service) RemoveBox(ctx context.Context, name string) error {
 		return fmt.Errorf("removed box %s, but not its owner's credential: %w", name, err)
 	}
 	s.Drop(store.ChangeCredential, owner)
-	if err := s.Changed(ctx, store.ChangeBox, name); err != nil {
-		return err
-	}
-	return s.done(ctx, name, http.StatusNoContent, "removed the box and all kept for it")
+	return s.wrote(ctx, store.ChangeBox, name, name, http.StatusNoContent, "removed the box and all kept for it")
 }
 
 // ParseFrom reads the source CIDRs a box's token is bound to, as the

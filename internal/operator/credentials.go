@@ -245,8 +245,5 @@ func (s *Service) RemoveCredential(ctx context.Context, id string) error {
 	if err := s.cfg.Store.DeleteCredential(ctx, id); err != nil {
 		return StoreError(err, fmt.Sprintf("No %s credential is set.", id), "")
 	}
-	if err := s.Changed(ctx, store.ChangeCredential, id); err != nil {
-		return err
-	}
-	return s.done(ctx, "", http.StatusNoContent, "removed the "+id+" credential", "credential", id)
+	return s.wrote(ctx, store.ChangeCredential, id, "", http.StatusNoContent, "removed the "+id+" credential", "credential", id)
 }

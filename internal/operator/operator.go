@@ -257,6 +257,15 @@ func (s *Service) Audit(ctx context.Context, box string, status int, message str
 	return nil
 }
 
+// wrote ends an action whose write the store took: Changed of kind and
+// key, then done.
+func (s *Service) wrote(ctx context.Context, kind, key, box string, status int, message string, attrs ...any) error {
+	if err := s.Changed(ctx, kind, key); err != nil {
+		return err
+	}
+	return s.done(ctx, box, status, message, attrs...)
+}
+
 // done logs an action and writes its audit row.
 func (s *Service) done(ctx context.Context, box string, status int, message string, attrs ...any) error {
 	s.cfg.Logger.Info("operator: "+message, append([]any{"box", box, "via", s.origin.Method + " " + s.origin.Route}, attrs...)...)

@@ -87,9 +87,6 @@ func (s *Service) SetPayer(ctx context.Context, name string, ps PayerSetting) (B
 	if err != nil {
 		return BoxView{}, StoreError(err, NoBox(name), "")
 	}
-	if err := s.Changed(ctx, store.ChangeBox, name); err != nil {
-		return BoxView{}, err
-	}
 	msg := "set the box's payer to " + ch.Box.PayerKind
 	if ch.Box.PayerPrincipal != "" {
 		msg += " " + ch.Box.PayerPrincipal
@@ -100,7 +97,7 @@ func (s *Service) SetPayer(ctx context.Context, name string, ps PayerSetting) (B
 	case ch.CredentialRemoved:
 		msg += ", removing the owner's credential"
 	}
-	if err := s.done(ctx, name, http.StatusOK, msg); err != nil {
+	if err := s.wrote(ctx, store.ChangeBox, name, name, http.StatusOK, msg); err != nil {
 		return BoxView{}, err
 	}
 	return s.view(ctx, ch.Box)

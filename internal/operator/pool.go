@@ -219,10 +219,7 @@ func (s *Service) ChangePoolEntry(ctx context.Context, name string, weight int, 
 	if err := s.cfg.Store.SetPoolEntry(ctx, *e); err != nil {
 		return StoreError(err, "", "")
 	}
-	if err := s.Changed(ctx, store.ChangePool, name); err != nil {
-		return err
-	}
-	return s.done(ctx, "", http.StatusOK, fmt.Sprintf("changed credential pool entry %s to weight %d, URL %s", name, weight, orBroker(u)), "entry", name)
+	return s.wrote(ctx, store.ChangePool, name, "", http.StatusOK, fmt.Sprintf("changed credential pool entry %s to weight %d, URL %s", name, weight, orBroker(u)), "entry", name)
 }
 
 // RemovePoolEntry removes the pool entry name (pool.Default: the shared
@@ -243,8 +240,5 @@ func (s *Service) RemovePoolEntry(ctx context.Context, name string) error {
 	if err != nil {
 		return StoreError(err, NoEntry(name), "")
 	}
-	if err := s.Changed(ctx, kind, key); err != nil {
-		return err
-	}
-	return s.done(ctx, "", http.StatusNoContent, "removed credential pool entry "+name, "entry", name)
+	return s.wrote(ctx, kind, key, "", http.StatusNoContent, "removed credential pool entry "+name, "entry", name)
 }

@@ -43,10 +43,7 @@ func (s *Service) RateLimits(ctx context.Context, box string) ([]RateLimitView, 
 // Invalid for a bad principal or bounds (none negative, one above 0),
 // NotFound for no such box.
 func (s *Service) SetRateLimit(ctx context.Context, box string, set RateLimitView) (RateLimitView, error) {
-	if err := CheckBoxName(box); err != nil {
-		return RateLimitView{}, err
-	}
-	principal, err := BudgetPrincipal(set.Principal)
+	principal, err := limitOf(box, set.Principal)
 	if err != nil {
 		return RateLimitView{}, err
 	}
@@ -69,10 +66,7 @@ func (s *Service) SetRateLimit(ctx context.Context, box string, set RateLimitVie
 // RemoveRateLimit removes box's own rate limit (principal "") or
 // principal's on it. NotFound for no such rate limit.
 func (s *Service) RemoveRateLimit(ctx context.Context, box, principal string) error {
-	if err := CheckBoxName(box); err != nil {
-		return err
-	}
-	if _, err := BudgetPrincipal(&principal); err != nil {
+	if _, err := limitOf(box, &principal); err != nil {
 		return err
 	}
 	if err := s.cfg.Store.DeleteRateLimit(ctx, box, principal); err != nil {

@@ -81,10 +81,7 @@ func (s *Service) AddResource(ctx context.Context, box string, nr NewResource) (
 		}
 		return ResourceView{}, StoreError(err, NoBox(box), exists)
 	}
-	if err := s.Changed(ctx, store.ChangeResource, nr.Kind+"/"+nr.ID); err != nil {
-		return ResourceView{}, err
-	}
-	if err := s.done(ctx, box, http.StatusCreated, "assigned Fountain "+nr.Kind+" "+nr.ID+" to the box"); err != nil {
+	if err := s.wrote(ctx, store.ChangeResource, nr.Kind+"/"+nr.ID, box, http.StatusCreated, "assigned Fountain "+nr.Kind+" "+nr.ID+" to the box"); err != nil {
 		return ResourceView{}, err
 	}
 	return ResourceView{Kind: res.Kind, ID: res.ID, At: formatTime(res.At)}, nil
@@ -109,8 +106,5 @@ func (s *Service) RemoveResource(ctx context.Context, box, kind, id string) erro
 	if err != nil {
 		return StoreError(err, fmt.Sprintf("Box %s has no Fountain %s %s.", box, kind, id), "")
 	}
-	if err := s.Changed(ctx, store.ChangeResource, kind+"/"+id); err != nil {
-		return err
-	}
-	return s.done(ctx, box, http.StatusNoContent, "unassigned Fountain "+kind+" "+id+" from the box")
+	return s.wrote(ctx, store.ChangeResource, kind+"/"+id, box, http.StatusNoContent, "unassigned Fountain "+kind+" "+id+" from the box")
 }

@@ -154,6 +154,18 @@ func cacheTokens(c store.CacheUsage) CacheTokens {
 	return t
 }
 
+// Month reads a month as the actions take it: YYYY-MM, or "" for this
+// month (UTC). Invalid for any other.
+func (s *Service) Month(month string) (string, error) {
+	if month == "" {
+		return spend.Month(s.cfg.Now()), nil
+	}
+	if spend.Resets(month).IsZero() {
+		return "", Errorf(Invalid, "month is written YYYY-MM, such as 2026-10.")
+	}
+	return month, nil
+}
+
 // Spend returns box's spend in month (YYYY-MM; "" for this month, UTC),
 // measured beside reported (spend.Compare), with its prompt-cache use.
 // Invalid for a bad month, NotFound for no such box.
@@ -161,11 +173,9 @@ func (s *Service) Spend(ctx context.Context, box, month string) (SpendReport, er
 	if err := CheckBoxName(box); err != nil {
 		return SpendReport{}, err
 	}
-	if month == "" {
-		month = spend.Month(s.cfg.Now())
-	}
-	if spend.Resets(month).IsZero() {
-		return SpendReport{}, Errorf(Invalid, "month is written YYYY-MM, such as 2026-10.")
+	month, err := s.Month(month)
+	if err != nil {
+		return SpendReport{}, err
 	}
 	rep, err := spend.Compare(ctx, s.cfg.Store, box, month)
 	if err != nil {

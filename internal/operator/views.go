@@ -2,9 +2,7 @@ package operator
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"net/netip"
 	"time"
 
@@ -132,12 +130,7 @@ func (s *Service) Declaration(ctx context.Context, box string) (*protocol.Declar
 	if err != nil {
 		return nil, err
 	}
-	var d protocol.Declaration
-	if err := json.Unmarshal(doc, &d); err != nil {
-		return nil, fmt.Errorf("declaration of box %s: %w", box, err)
-	}
-	d.At = at
-	return &d, nil
+	return DecodeDeclaration(box, &store.KeptDeclaration{Doc: doc, At: at})
 }
 
 // BoxViewOf is how the admin API shows b, with its last report as d (nil for

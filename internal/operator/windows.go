@@ -75,10 +75,7 @@ func (s *Service) windowBudgets(ctx context.Context, box string) ([]WindowBudget
 // is held to it. Invalid for a bad principal, window or amount, NotFound
 // for no such box.
 func (s *Service) SetWindowBudget(ctx context.Context, box string, set WindowBudgetSetting) ([]WindowBudgetView, error) {
-	if err := CheckBoxName(box); err != nil {
-		return nil, err
-	}
-	principal, err := BudgetPrincipal(set.Principal)
+	principal, err := limitOf(box, set.Principal)
 	if err != nil {
 		return nil, err
 	}
@@ -87,23 +84,15 @@ func (s *Service) SetWindowBudget(ctx context.Context, box string, set WindowBud
 		return nil, Errorf(Invalid,
 			"window is day, week, or Nd for a rolling N days from 1 to %d, such as 7d; a monthly budget is set at /api/boxes/%s/budgets.", store.MaxRollingDays, box)
 	}
-	limit, err := spend.ParseUSD(set.USD.String())
+	limit, err := parseUSD(set.USD)
 	if err != nil {
-		return nil, Errorf(Invalid,
-			"usd is a budget in dollars from 0 to %d with at most six decimals, such as 25 or 25.50.", spend.MaxUSD)
+		return nil, err
 	}
 	b := store.Budget{Box: box, Principal: principal, Window: set.Window, Limit: limit, UpdatedAt: s.cfg.Now().UTC()}
 	if err := s.cfg.Store.SetWindowBudget(ctx, b); err != nil {
 		return nil, StoreError(err, NoBox(box), "")
 	}
-	if err := s.Changed(ctx, store.ChangeBudget, box); err != nil {
-		return nil, err
-	}
-	msg := fmt.Sprintf("set the box's %s budget to %s", win.Describe(), spend.FormatUSD(limit))
-	if principal != "" {
-		msg = fmt.Sprintf("set the %s budget for %s to %s", win.Describe(), principal, spend.FormatUSD(limit))
-	}
-	if err := s.done(ctx, box, http.StatusOK, msg); err != nil {
+	if err := s.wrote(ctx, store.ChangeBudget, box, box, http.StatusOK, setBudgetMessage(win.Describe(), principal, limit)); err != nil {
 		return nil, err
 	}
 	return s.windowBudgets(ctx, box)
@@ -113,19 +102,13 @@ func (s *Service) SetWindowBudget(ctx context.Context, box string, set WindowBud
 // "") or principal's; the calls it held are still measured. NotFound for
 // no such budget.
 func (s *Service) RemoveWindowBudget(ctx context.Context, box, principal, window string) error {
-	if err := CheckBoxName(box); err != nil {
-		return err
-	}
-	if _, err := BudgetPrincipal(&principal); err != nil {
+	if _, err := limitOf(box, &principal); err != nil {
 		return err
 	}
 	if err := s.cfg.Store.DeleteWindowBudget(ctx, box, principal, window); err != nil {
 		return StoreError(err, NoWindowBudget(box, principal, window), "")
 	}
-	if err := s.Changed(ctx, store.ChangeBudget, box); err != nil {
-		return err
-	}
-	return s.done(ctx, box, http.StatusNoContent, fmt.Sprintf("removed the %s budget of %s", window, whoseOf(principal)))
+	return s.wrote(ctx, store.ChangeBudget, box, box, http.StatusNoContent, fmt.Sprintf("removed the %s budget of %s", window, whoseOf(principal)))
 }
 
 // NoWindowBudget says box has no such window budget.
