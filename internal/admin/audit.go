@@ -60,14 +60,11 @@ func (s *Server) auditQuery(r *http.Request, def, most int) (store.AuditQuery, e
 	return aq, err
 }
 
-func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) error {
+func (s *Server) listAudit(r *http.Request) (AuditList, error) {
 	q, err := s.auditQuery(r, 100, 1000)
 	if err != nil {
-		return err
+		return AuditList{}, err
 	}
 	entries, err := s.op.ListAudit(r.Context(), q)
-	if err != nil {
-		return operator.StoreError(err, "", "")
-	}
-	return writeJSON(w, http.StatusOK, AuditList{Entries: entries})
+	return AuditList{Entries: entries}, operator.StoreError(err, "", "")
 }

@@ -188,12 +188,8 @@ func (s *Server) FleetSpend(ctx context.Context, month string) (FleetSpend, erro
 	return out, nil
 }
 
-// Month reads a request's ?month= value: YYYY-MM, this month (UTC) when
-// absent; a refusal when it is not a month.
-func (s *Server) Month(r *http.Request) (string, error) { return s.month(r) }
-
 func (s *Server) fleetSpend(r *http.Request) (FleetSpend, error) {
-	month, err := s.month(r)
+	month, err := s.Month(r)
 	if err != nil {
 		return FleetSpend{}, err
 	}
@@ -206,7 +202,7 @@ func (s *Server) fleetSpend(r *http.Request) (FleetSpend, error) {
 // a CSV download, one row per line of the grain ?by= (SpendCSVGrains;
 // usage when absent).
 func (s *Server) SpendCSV(w http.ResponseWriter, r *http.Request) error {
-	month, err := s.month(r)
+	month, err := s.Month(r)
 	if err != nil {
 		return err
 	}
