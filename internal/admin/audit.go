@@ -30,9 +30,6 @@ func ParseSince(v string, now time.Time) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// AuditViewOf is how the admin API shows e (operator.AuditViewOf).
-func AuditViewOf(e store.AuditEntry) AuditView { return operator.AuditViewOf(e) }
-
 // auditQuery reads GET /api/audit's query: box, since, refusals, limit
 // (def when absent, at most most).
 func (s *Server) auditQuery(r *http.Request, def, most int) (store.AuditQuery, error) {

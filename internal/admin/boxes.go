@@ -1,12 +1,10 @@
 package admin
 
 import (
-	"context"
 	"net/http"
 	"strings"
 
 	"github.com/intentius/boxbroker/internal/operator"
-	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -33,11 +31,6 @@ func (s *Server) Operator() *operator.Service { return s.op }
 func BoxName(r *http.Request) (string, error) {
 	name := r.PathValue("name")
 	return name, operator.CheckBoxName(name)
-}
-
-// Declaration reads a box's last kept report: nil when it never reported.
-func (s *Server) Declaration(ctx context.Context, box string) (*protocol.Declaration, error) {
-	return s.op.Declaration(ctx, box)
 }
 
 // published reports whether v's last report listed it as published.

@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"context"
 	"net/http"
 
 	"github.com/intentius/boxbroker/internal/operator"
@@ -18,11 +17,6 @@ func (s *Server) limitRoutes() []Route {
 		{Pattern: "PUT /api/boxes/{name}/rate-limits", Handle: decode(http.StatusOK, boxNamed, byPathBody(s, "name", (*operator.Service).SetRateLimit))},
 		{Pattern: "DELETE /api/boxes/{name}/rate-limits", Handle: noContent(s.removeRateLimit)},
 	}
-}
-
-// WindowBudgets returns box's window budgets and where they stand now.
-func (s *Server) WindowBudgets(ctx context.Context, box string) ([]operator.WindowBudgetView, error) {
-	return s.op.WindowBudgets(ctx, box)
 }
 
 func (s *Server) removeWindowBudget(r *http.Request) error {

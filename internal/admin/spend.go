@@ -3,8 +3,6 @@ package admin
 import (
 	"context"
 	"net/http"
-
-	"github.com/intentius/boxbroker/internal/operator"
 )
 
 // Budgets, tallies and measured usage are read from the store, never a
@@ -17,17 +15,6 @@ import (
 // absent; a refusal when it is not a month (operator.Service.Month).
 func (s *Server) Month(r *http.Request) (string, error) {
 	return s.op.Month(r.URL.Query().Get("month"))
-}
-
-// Budgets returns box's budgets and where they stand in month (YYYY-MM).
-func (s *Server) Budgets(ctx context.Context, box, month string) (operator.BudgetList, error) {
-	return s.op.Budgets(ctx, box, month)
-}
-
-// SpendReport returns box's spend in month (YYYY-MM), measured beside
-// reported (operator.Service.Spend).
-func (s *Server) SpendReport(ctx context.Context, box, month string) (operator.SpendReport, error) {
-	return s.op.Spend(ctx, box, month)
 }
 
 // boxMonth is the handler of a GET of one box's view of a month
