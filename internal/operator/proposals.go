@@ -3,7 +3,6 @@ package operator
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -43,24 +42,7 @@ func ProposalViewOf(p store.Proposal) ProposalView {
 
 // Attempted says what the proposal's box tried, for a person.
 func (v ProposalView) Attempted() string {
-	switch v.Kind {
-	case store.ProposalRule:
-		return fmt.Sprintf("%s %s with the secret %s (%s)", v.Method, v.Path, v.Secret, v.Host)
-	case store.ProposalHost:
-		return "a tunnel to " + v.Host + " (passthrough, no secret)"
-	default:
-		return fmt.Sprintf("a call of %s for $%.6f past its budget%s", v.Model, float64(v.Amount)/1e6, paidBy(v.Payer))
-	}
-}
-
-// paidBy is how a budget proposal names its payer after what it tried:
-// ", paid by visitor github:ann", or "" for none (a proposal opened before
-// budget proposals named their payer).
-func paidBy(payer string) string {
-	if payer == "" {
-		return ""
-	}
-	return ", paid by " + payer
+	return approval.Attempted(v.Attempt, func(s string) string { return s }, "for")
 }
 
 // ProposalList is the answer to GET /api/proposals.
