@@ -126,13 +126,10 @@ func New(cfg Config) (*Server, error) {
 		cfg.Now = time.Now
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), hosts: hosts}
-	var c operator.Cache
-	if cfg.Cache != nil {
-		c = cfg.Cache
-	}
+	var c operator.Cache // a nil *cache.Cache would be a non-nil Cache
 	var p *pool.Pool
 	if cfg.Cache != nil {
-		p = s.Pool()
+		c, p = cfg.Cache, s.Pool()
 	}
 	var err error
 	if s.op, err = operator.New(operator.Config{Store: cfg.Store, Keyring: cfg.Keyring, Cache: c, Pool: p, Logger: cfg.Logger, Now: cfg.Now,

@@ -76,7 +76,7 @@ func (s *Service) AddBox(ctx context.Context, nb NewBox) (BoxToken, error) {
 // which the answer shows this once; tr says how long the old one goes on
 // and the new one's lifetime. NotFound for no such box.
 func (s *Service) RotateBoxWith(ctx context.Context, name string, tr TokenRotation) (BoxToken, error) {
-	b, err := s.box(ctx, name)
+	b, err := s.StoredBox(ctx, name)
 	if err != nil {
 		return BoxToken{}, err
 	}
@@ -114,7 +114,7 @@ func (s *Service) RotateBoxWith(ctx context.Context, name string, tr TokenRotati
 // (consent, paused, where its token is taken from), each audited, and
 // returns the box as changed. NotFound for no such box.
 func (s *Service) UpdateBox(ctx context.Context, name string, set BoxSettings) (BoxView, error) {
-	b, err := s.box(ctx, name)
+	b, err := s.StoredBox(ctx, name)
 	if err != nil {
 		return BoxView{}, err
 	}

@@ -117,7 +117,7 @@ func (s *Service) IssueGrant(ctx context.Context, box string, ng NewGrant) (Issu
 // ListGrants returns box's grants, newest first, never their values.
 // NotFound for no such box.
 func (s *Service) ListGrants(ctx context.Context, box string) ([]GrantView, error) {
-	if _, err := s.box(ctx, box); err != nil {
+	if _, err := s.StoredBox(ctx, box); err != nil {
 		return nil, err
 	}
 	gs, err := s.cfg.Store.ListGrants(ctx, box)

@@ -30,7 +30,7 @@ func NoRateLimit(box, principal string) string {
 
 // RateLimits returns box's rate limits. NotFound for no such box.
 func (s *Service) RateLimits(ctx context.Context, box string) ([]RateLimitView, error) {
-	if _, err := s.box(ctx, box); err != nil {
+	if _, err := s.StoredBox(ctx, box); err != nil {
 		return nil, err
 	}
 	ls, err := s.cfg.Store.ListRateLimits(ctx, box)

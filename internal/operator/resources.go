@@ -55,7 +55,7 @@ func checkResource(kind, id string) error {
 // ListResources returns the Fountain ids assigned to box. NotFound for no
 // such box.
 func (s *Service) ListResources(ctx context.Context, box string) ([]ResourceView, error) {
-	if _, err := s.box(ctx, box); err != nil {
+	if _, err := s.StoredBox(ctx, box); err != nil {
 		return nil, err
 	}
 	list, err := s.cfg.Store.ListResources(ctx, box)

@@ -160,7 +160,7 @@ func RulesMessage(name string, rules []string, rate string) string {
 // secret's kind and where it stands (mint.State), so that a refused OAuth
 // grant is flagged. NotFound for no such box.
 func (s *Service) ListSecrets(ctx context.Context, box string) ([]SecretView, error) {
-	if _, err := s.box(ctx, box); err != nil {
+	if _, err := s.StoredBox(ctx, box); err != nil {
 		return nil, err
 	}
 	list, err := s.cfg.Store.ListSecrets(ctx, box)
@@ -195,7 +195,7 @@ func (s *Service) SetSecret(ctx context.Context, box, name string, sv SecretValu
 	if HoldsValue(sv.Value, sv.Host) {
 		return SecretView{}, ErrHostHoldsValue
 	}
-	if _, err := s.box(ctx, box); err != nil {
+	if _, err := s.StoredBox(ctx, box); err != nil {
 		return SecretView{}, err
 	}
 	if err := CheckSecretName(name); err != nil {

@@ -37,8 +37,8 @@ type MeasuredSpend struct {
 }
 
 // measured is what a spend.Report or spend.Line counts, as a view.
-func measured(measuredMicros, calls, unpriced, unmeasured, chargedMicros int64) MeasuredSpend {
-	return MeasuredSpend{MeasuredUSD: spend.Dollars(measuredMicros), Calls: calls, Unpriced: unpriced, Unmeasured: unmeasured, ChargedUSD: spend.Dollars(chargedMicros)}
+func measured(c spend.Counts) MeasuredSpend {
+	return MeasuredSpend{MeasuredUSD: spend.Dollars(c.Measured), Calls: c.Calls, Unpriced: c.Unpriced, Unmeasured: c.Unmeasured, ChargedUSD: spend.Dollars(c.Charged)}
 }
 
 // SpendLine is one principal's spend in a month, measured beside
@@ -181,13 +181,13 @@ func (s *Service) Spend(ctx context.Context, box, month string) (SpendReport, er
 	if err != nil {
 		return SpendReport{}, StoreError(err, NoBox(box), "")
 	}
-	out := SpendReport{Box: rep.Box, Month: rep.Month, MeasuredSpend: measured(rep.Measured, rep.Calls, rep.Unpriced, rep.Unmeasured, rep.Charged), Differs: rep.Differs,
+	out := SpendReport{Box: rep.Box, Month: rep.Month, MeasuredSpend: measured(rep.Counts), Differs: rep.Differs,
 		ReportedMonth: Optional(rep.ReportedMonth), ReportedAt: optionalTime(rep.ReportedAt)}
 	if rep.Reported != nil {
 		out.Reported = &ReportedSpend{USD: rep.Reported.USD, Runs: rep.Reported.Runs, Unpriced: rep.Reported.Unpriced}
 	}
 	out.ByPrincipal = views(rep.Lines, func(l spend.Line) SpendLine {
-		line := SpendLine{Principal: l.Principal, MeasuredSpend: measured(l.Measured, l.Calls, l.Unpriced, l.Unmeasured, l.Charged), Differs: l.Differs}
+		line := SpendLine{Principal: l.Principal, MeasuredSpend: measured(l.Counts), Differs: l.Differs}
 		if l.Reported != nil {
 			line.Reported = &ReportedSpend{USD: l.Reported.USD, Runs: l.Reported.Runs, Unpriced: l.Reported.Unpriced}
 		}

@@ -173,7 +173,7 @@ func optionalTime(t time.Time) *string {
 
 // Box reads the box named name, as the admin API shows it.
 func (s *Service) Box(ctx context.Context, name string) (BoxView, error) {
-	b, err := s.box(ctx, name)
+	b, err := s.StoredBox(ctx, name)
 	if err != nil {
 		return BoxView{}, err
 	}
@@ -192,11 +192,6 @@ func (s *Service) view(ctx context.Context, b store.Box) (BoxView, error) {
 // StoredBox reads the box named name as the store keeps it: Invalid for
 // no box name, NotFound for no such box.
 func (s *Service) StoredBox(ctx context.Context, name string) (store.Box, error) {
-	return s.box(ctx, name)
-}
-
-// box is StoredBox.
-func (s *Service) box(ctx context.Context, name string) (store.Box, error) {
 	if err := CheckBoxName(name); err != nil {
 		return store.Box{}, err
 	}

@@ -51,7 +51,7 @@ func whoseOf(principal string) string {
 // WindowBudgets returns box's window budgets and where they stand now.
 // NotFound for no such box.
 func (s *Service) WindowBudgets(ctx context.Context, box string) ([]WindowBudgetView, error) {
-	if _, err := s.box(ctx, box); err != nil {
+	if _, err := s.StoredBox(ctx, box); err != nil {
 		return nil, err
 	}
 	return s.windowBudgets(ctx, box)
