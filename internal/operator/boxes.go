@@ -128,7 +128,7 @@ func (s *Service) UpdateBox(ctx context.Context, name string, set BoxSettings) (
 			return BoxView{}, StoreError(err, NoBox(name), "")
 		}
 		b.From = from
-		did = append(did, BoundMessage(from))
+		did = append(did, "bound the box's token to "+DescribeFrom(from))
 	}
 	if set.Consent != nil && *set.Consent != b.Consent {
 		b.Consent = *set.Consent
@@ -229,9 +229,4 @@ func DescribeFrom(from []netip.Prefix) string {
 		return "any address"
 	}
 	return store.FormatFrom(from)
-}
-
-// BoundMessage is the audit log's message for binding a box to from.
-func BoundMessage(from []netip.Prefix) string {
-	return "bound the box's token to " + DescribeFrom(from)
 }

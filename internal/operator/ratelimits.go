@@ -23,11 +23,6 @@ type RateLimitView struct {
 	UpdatedAt string  `json:"updatedAt,omitempty"`
 }
 
-// NoRateLimit says box has no such rate limit.
-func NoRateLimit(box, principal string) string {
-	return fmt.Sprintf("Box %s has no rate limit%s.", box, forPrincipal(principal))
-}
-
 // RateLimits returns box's rate limits. NotFound for no such box.
 func (s *Service) RateLimits(ctx context.Context, box string) ([]RateLimitView, error) {
 	if _, err := s.StoredBox(ctx, box); err != nil {
@@ -70,7 +65,7 @@ func (s *Service) RemoveRateLimit(ctx context.Context, box, principal string) er
 		return err
 	}
 	if err := s.cfg.Store.DeleteRateLimit(ctx, box, principal); err != nil {
-		return StoreError(err, NoRateLimit(box, principal), "")
+		return StoreError(err, fmt.Sprintf("Box %s has no rate limit%s.", box, forPrincipal(principal)), "")
 	}
 	return s.done(ctx, box, http.StatusNoContent, "removed the rate limit of "+whoseOf(principal))
 }

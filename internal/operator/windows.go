@@ -106,12 +106,7 @@ func (s *Service) RemoveWindowBudget(ctx context.Context, box, principal, window
 		return err
 	}
 	if err := s.cfg.Store.DeleteWindowBudget(ctx, box, principal, window); err != nil {
-		return StoreError(err, NoWindowBudget(box, principal, window), "")
+		return StoreError(err, fmt.Sprintf("Box %s has no %s budget%s.", box, window, forPrincipal(principal)), "")
 	}
 	return s.wrote(ctx, store.ChangeBudget, box, box, http.StatusNoContent, fmt.Sprintf("removed the %s budget of %s", window, whoseOf(principal)))
-}
-
-// NoWindowBudget says box has no such window budget.
-func NoWindowBudget(box, principal, window string) string {
-	return fmt.Sprintf("Box %s has no %s budget%s.", box, window, forPrincipal(principal))
 }
