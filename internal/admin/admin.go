@@ -126,13 +126,10 @@ func New(cfg Config) (*Server, error) {
 		cfg.Now = time.Now
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), hosts: hosts}
-	var c operator.Cache
-	if cfg.Cache != nil {
-		c = cfg.Cache
-	}
+	var c operator.Cache // a nil *cache.Cache would be a non-nil Cache
 	var p *pool.Pool
 	if cfg.Cache != nil {
-		p = s.Pool()
+		c, p = cfg.Cache, s.Pool()
 	}
 	var err error
 	if s.op, err = operator.New(operator.Config{Store: cfg.Store, Keyring: cfg.Keyring, Cache: c, Pool: p, Logger: cfg.Logger, Now: cfg.Now,
@@ -305,6 +302,16 @@ func answer[T any](status int, f func(*http.Request) (T, error)) func(http.Respo
 // passes (nil: no check), the body is read (readJSON) and f's result
 // answered as JSON with status.
 func decode[B, T any](status int, check func(*http.Request) error, f func(*http.Request, B) (T, error)) func(http.ResponseWriter, *http.Request) error {
+	return decodeBody(status, check, false, f)
+}
+
+// decodeOptional is decode for a route whose body may be absent (a
+// Content-Length of 0): f is then given B's zero value.
+func decodeOptional[B, T any](status int, f func(*http.Request, B) (T, error)) func(http.ResponseWriter, *http.Request) error {
+	return decodeBody(status, nil, true, f)
+}
+
+func decodeBody[B, T any](status int, check func(*http.Request) error, optional bool, f func(*http.Request, B) (T, error)) func(http.ResponseWriter, *http.Request) error {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		if check != nil {
 			if err := check(r); err != nil {
@@ -312,8 +319,10 @@ func decode[B, T any](status int, check func(*http.Request) error, f func(*http.
 			}
 		}
 		var in B
-		if err := readJSON(w, r, &in); err != nil {
-			return err
+		if !optional || r.ContentLength != 0 {
+			if err := readJSON(w, r, &in); err != nil {
+				return err
+			}
 		}
 		return answer(status, func(r *http.Request) (T, error) { return f(r, in) })(w, r)
 	}
@@ -331,17 +340,36 @@ func noContent(f func(*http.Request) error) func(http.ResponseWriter, *http.Requ
 	}
 }
 
-// byPath is the work of a route that only calls f with r's path value
-// key, by the operator service acting for r (Op).
+// byOp is the work of a route that only calls f by the operator
+// service acting for r (Op).
+func byOp[T any](s *Server, f func(*operator.Service, context.Context) (T, error)) func(*http.Request) (T, error) {
+	return func(r *http.Request) (T, error) { return f(s.Op(r), r.Context()) }
+}
+
+// byPath is byOp of an f that takes r's path value key.
 func byPath[T any](s *Server, key string, f func(*operator.Service, context.Context, string) (T, error)) func(*http.Request) (T, error) {
-	return func(r *http.Request) (T, error) { return f(s.Op(r, 0), r.Context(), r.PathValue(key)) }
+	return func(r *http.Request) (T, error) { return f(s.Op(r), r.Context(), r.PathValue(key)) }
+}
+
+// byPathBody is byPath of an f that takes the body B too, as decode's work.
+func byPathBody[B, T any](s *Server, key string, f func(*operator.Service, context.Context, string, B) (T, error)) func(*http.Request, B) (T, error) {
+	return func(r *http.Request, in B) (T, error) { return f(s.Op(r), r.Context(), r.PathValue(key), in) }
+}
+
+// listed is the work of a route answering f's list as the one member key
+// of a JSON object, such as {"grants": [...]}.
+func listed[T any](key string, f func(*http.Request) ([]T, error)) func(*http.Request) (map[string][]T, error) {
+	return func(r *http.Request) (map[string][]T, error) {
+		list, err := f(r)
+		return map[string][]T{key: list}, err
+	}
 }
 
 // removeBy is the handler of a route that only removes what r's path
 // value key names, with f by the operator service acting for r: 204
 // once f succeeds.
 func (s *Server) removeBy(key string, f func(*operator.Service, context.Context, string) error) func(http.ResponseWriter, *http.Request) error {
-	return noContent(func(r *http.Request) error { return f(s.Op(r, 0), r.Context(), r.PathValue(key)) })
+	return noContent(func(r *http.Request) error { return f(s.Op(r), r.Context(), r.PathValue(key)) })
 }
 
 // ready answers /readyz: 200 while the store answers a ping, else 503.

@@ -69,47 +69,47 @@ func (s *Server) apiRoutes() []Route {
 		{Pattern: "GET /readyz", Handle: s.ready, Open: true},
 		{Pattern: "GET /metrics", Handle: s.metrics, Open: true},
 
-		{Pattern: "GET /api/boxes", Handle: s.listBoxes},
+		{Pattern: "GET /api/boxes", Handle: answer(http.StatusOK, s.listBoxes)},
 		{Pattern: "POST /api/boxes", Handle: decode(http.StatusCreated, nil, s.addBox)},
 		{Pattern: "GET /api/boxes/{name}", Handle: answer(http.StatusOK, byPath(s, "name", (*operator.Service).Box))},
-		{Pattern: "PATCH /api/boxes/{name}", Handle: decode(http.StatusOK, s.boxExists, s.updateBox)},
+		{Pattern: "PATCH /api/boxes/{name}", Handle: decode(http.StatusOK, s.boxExists, byPathBody(s, "name", (*operator.Service).UpdateBox))},
 		{Pattern: "DELETE /api/boxes/{name}", Handle: s.removeBy("name", (*operator.Service).RemoveBox)},
 		{Pattern: "POST /api/boxes/{name}/token", Handle: s.rotateBox},
 
-		{Pattern: "GET /api/credentials", Handle: answer(http.StatusOK, s.listCredentials)},
+		{Pattern: "GET /api/credentials", Handle: answer(http.StatusOK, listed("credentials", byOp(s, (*operator.Service).ListCredentials)))},
 		{Pattern: "PUT /api/credentials/{id}", Handle: decode(http.StatusOK, nil, s.setCredential)},
 		{Pattern: "DELETE /api/credentials/{id}", Handle: s.removeBy("id", (*operator.Service).RemoveCredential)},
 
-		{Pattern: "GET /api/boxes/{name}/secrets", Handle: answer(http.StatusOK, s.listSecrets)},
+		{Pattern: "GET /api/boxes/{name}/secrets", Handle: answer(http.StatusOK, listed("secrets", byPath(s, "name", (*operator.Service).ListSecrets)))},
 		{Pattern: "PUT /api/boxes/{name}/secrets/{secret}", Handle: decode(http.StatusOK, nil, s.setSecret)},
 		{Pattern: "DELETE /api/boxes/{name}/secrets/{secret}", Handle: noContent(s.removeSecret)},
 		{Pattern: "PUT /api/boxes/{name}/secrets/{secret}/rules", Handle: decode(http.StatusOK, nil, s.setSecretRules)},
 
-		{Pattern: "GET /api/boxes/{name}/feedback", Handle: s.listFeedback},
+		{Pattern: "GET /api/boxes/{name}/feedback", Handle: answer(http.StatusOK, s.listFeedback)},
 
-		{Pattern: "GET /api/boxes/{name}/resources", Handle: answer(http.StatusOK, s.listResources)},
-		{Pattern: "POST /api/boxes/{name}/resources", Handle: decode(http.StatusCreated, s.boxExists, s.addResource)},
+		{Pattern: "GET /api/boxes/{name}/resources", Handle: answer(http.StatusOK, listed("resources", byPath(s, "name", (*operator.Service).ListResources)))},
+		{Pattern: "POST /api/boxes/{name}/resources", Handle: decode(http.StatusCreated, s.boxExists, byPathBody(s, "name", (*operator.Service).AddResource))},
 		{Pattern: "DELETE /api/boxes/{name}/resources/{kind}/{id}", Handle: noContent(s.removeResource)},
 
-		{Pattern: "GET /api/audit", Handle: s.listAudit},
+		{Pattern: "GET /api/audit", Handle: answer(http.StatusOK, s.listAudit)},
 		{Pattern: "GET /api/audit.csv", Handle: s.AuditCSV},
 
-		{Pattern: "PUT /api/boxes/{name}/payer", Handle: decode(http.StatusOK, nil, s.setPayer)},
+		{Pattern: "PUT /api/boxes/{name}/payer", Handle: decode(http.StatusOK, nil, byPathBody(s, "name", (*operator.Service).SetPayer))},
 
-		{Pattern: "GET /api/visitors", Handle: answer(http.StatusOK, s.listVisitors)},
+		{Pattern: "GET /api/visitors", Handle: answer(http.StatusOK, listed("visitors", byOp(s, (*operator.Service).ListVisitors)))},
 		{Pattern: "PUT /api/visitors/{principal}", Handle: decode(http.StatusOK, nil, s.setVisitor)},
 		{Pattern: "DELETE /api/visitors/{principal}", Handle: s.removeBy("principal", (*operator.Service).RemoveVisitor)},
 
-		{Pattern: "GET /api/boxes/{name}/grants", Handle: answer(http.StatusOK, s.listGrants)},
-		{Pattern: "POST /api/boxes/{name}/grants", Handle: decode(http.StatusCreated, boxNamed, s.issueGrant)},
+		{Pattern: "GET /api/boxes/{name}/grants", Handle: answer(http.StatusOK, listed("grants", byPath(s, "name", (*operator.Service).ListGrants)))},
+		{Pattern: "POST /api/boxes/{name}/grants", Handle: decode(http.StatusCreated, boxNamed, byPathBody(s, "name", (*operator.Service).IssueGrant))},
 		// A revoked grant is kept, listed as revoked; revoking it again
 		// keeps its first revocation time and answers 204 again.
 		{Pattern: "DELETE /api/grants/{id}", Handle: s.removeBy("id", (*operator.Service).RevokeGrant)},
 
-		{Pattern: "GET /api/boxes/{name}/budgets", Handle: boxMonth(s, s.Budgets)},
-		{Pattern: "PUT /api/boxes/{name}/budgets", Handle: decode(http.StatusOK, boxNamed, s.setBudget)},
+		{Pattern: "GET /api/boxes/{name}/budgets", Handle: boxMonth(s.op.Budgets)},
+		{Pattern: "PUT /api/boxes/{name}/budgets", Handle: decode(http.StatusOK, boxNamed, byPathBody(s, "name", (*operator.Service).SetBudget))},
 		{Pattern: "DELETE /api/boxes/{name}/budgets", Handle: noContent(s.removeBudget)},
-		{Pattern: "GET /api/boxes/{name}/spend", Handle: boxMonth(s, s.SpendReport)},
+		{Pattern: "GET /api/boxes/{name}/spend", Handle: boxMonth(s.op.Spend)},
 		{Pattern: "GET /api/spend", Handle: answer(http.StatusOK, s.fleetSpend)},
 		{Pattern: "GET /api/spend.csv", Handle: s.SpendCSV},
 	}, slices.Concat(s.poolRoutes(), s.limitRoutes(), s.proposalRoutes(), s.deadLetterRoutes(), s.proxyCARoutes(), s.priceRoutes())...)

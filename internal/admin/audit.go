@@ -30,9 +30,6 @@ func ParseSince(v string, now time.Time) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// AuditViewOf is how the admin API shows e (operator.AuditViewOf).
-func AuditViewOf(e store.AuditEntry) AuditView { return operator.AuditViewOf(e) }
-
 // auditQuery reads GET /api/audit's query: box, since, refusals, limit
 // (def when absent, at most most).
 func (s *Server) auditQuery(r *http.Request, def, most int) (store.AuditQuery, error) {
@@ -60,14 +57,11 @@ func (s *Server) auditQuery(r *http.Request, def, most int) (store.AuditQuery, e
 	return aq, err
 }
 
-func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) error {
+func (s *Server) listAudit(r *http.Request) (AuditList, error) {
 	q, err := s.auditQuery(r, 100, 1000)
 	if err != nil {
-		return err
+		return AuditList{}, err
 	}
 	entries, err := s.op.ListAudit(r.Context(), q)
-	if err != nil {
-		return operator.StoreError(err, "", "")
-	}
-	return writeJSON(w, http.StatusOK, AuditList{Entries: entries})
+	return AuditList{Entries: entries}, operator.StoreError(err, "", "")
 }

@@ -1,24 +1,22 @@
 package admin
 
 import (
-	"context"
 	"net/http"
 	"strings"
 
 	"github.com/intentius/boxbroker/internal/operator"
-	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
 // Op is the operator service acting for r: its audit rows name r's
-// method and route pattern, with status (0: each action's own), and the
+// method and route pattern, with each action's own status, and the
 // admin token r was authenticated with (" (by admin token ID)"), and a
 // decision it makes on a proposal names that token, "admin:" and its
 // ID, as the one who decided: an action can be traced to the token to
 // revoke.
-func (s *Server) Op(r *http.Request, status int) *operator.Service {
+func (s *Server) Op(r *http.Request) *operator.Service {
 	_, route, _ := strings.Cut(r.Pattern, " ")
-	o := operator.Origin{Method: r.Method, Route: route, Status: status}
+	o := operator.Origin{Method: r.Method, Route: route}
 	if c, ok := r.Context().Value(adminTokenKey{}).(caller); ok {
 		o.Decider, o.By = "admin:"+c.id, " (by admin token "+c.id+")"
 		o.ReadOnly = !c.role.CanWrite()
@@ -33,20 +31,6 @@ func (s *Server) Operator() *operator.Service { return s.op }
 func BoxName(r *http.Request) (string, error) {
 	name := r.PathValue("name")
 	return name, operator.CheckBoxName(name)
-}
-
-// Drop tells the cache, when there is one, what a write touched.
-func (s *Server) Drop(kind, key string) { s.op.Drop(kind, key) }
-
-// Changed tells the cache what a write touched and waits until it is in
-// force on every replica (operator.Service.Changed).
-func (s *Server) Changed(ctx context.Context, kind, key string) error {
-	return s.op.Changed(ctx, kind, key)
-}
-
-// Declaration reads a box's last kept report: nil when it never reported.
-func (s *Server) Declaration(ctx context.Context, box string) (*protocol.Declaration, error) {
-	return s.op.Declaration(ctx, box)
 }
 
 // published reports whether v's last report listed it as published.
@@ -73,11 +57,7 @@ func boxNamed(r *http.Request) error {
 }
 
 func (s *Server) addBox(r *http.Request, nb operator.NewBox) (operator.BoxToken, error) {
-	return s.Op(r, 0).AddBox(r.Context(), nb)
-}
-
-func (s *Server) updateBox(r *http.Request, set operator.BoxSettings) (operator.BoxView, error) {
-	return s.Op(r, 0).UpdateBox(r.Context(), r.PathValue("name"), set)
+	return s.Op(r).AddBox(r.Context(), nb)
 }
 
 func (s *Server) rotateBox(w http.ResponseWriter, r *http.Request) error {
@@ -90,7 +70,7 @@ func (s *Server) rotateBox(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	bt, err := s.Op(r, 0).RotateBoxWith(r.Context(), r.PathValue("name"), tr)
+	bt, err := s.Op(r).RotateBoxWith(r.Context(), r.PathValue("name"), tr)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -19,13 +18,6 @@ const DefaultBoxPage = 100
 
 // MaxSearch is the longest search GET /api/boxes and the owner's page take.
 const MaxSearch = 64
-
-// BoxPage returns one page of boxes as the admin API shows them, in q's
-// order, and where the next page starts ("" for none)
-// (operator.Service.BoxPage).
-func (s *Server) BoxPage(ctx context.Context, q store.BoxQuery) ([]operator.BoxView, string, error) {
-	return s.op.BoxPage(ctx, q)
-}
 
 // BoxQuery reads GET /api/boxes's paging parameters: limit (1 to
 // store.MaxBoxPage), after (the cursor an answer's next gave), q (a
@@ -74,20 +66,17 @@ func BoxQuery(v url.Values) (q store.BoxQuery, paged bool, err error) {
 // (BoxQuery), else every box, published listings first, each part by
 // name — refused when there are more than store.MaxBoxPage, so that no
 // answer grows with the fleet.
-func (s *Server) listBoxes(w http.ResponseWriter, r *http.Request) error {
+func (s *Server) listBoxes(r *http.Request) (BoxList, error) {
 	q, paged, err := BoxQuery(r.URL.Query())
 	if err != nil {
-		return err
+		return BoxList{}, err
 	}
-	boxes, next, err := s.BoxPage(r.Context(), q)
-	if err != nil {
-		return operator.StoreError(err, "", "")
-	}
-	if paged {
-		return writeJSON(w, http.StatusOK, BoxList{Boxes: boxes, Next: next})
+	boxes, next, err := s.op.BoxPage(r.Context(), q)
+	if err != nil || paged {
+		return BoxList{Boxes: boxes, Next: next}, operator.StoreError(err, "", "")
 	}
 	if next != "" {
-		return operator.Errorf(operator.Invalid,
+		return BoxList{}, operator.Errorf(operator.Invalid,
 			"There are more than %d boxes: ask for them a page at a time, GET /api/boxes?limit=%d, then again with after set to each answer's next until an answer has none.", store.MaxBoxPage, store.MaxBoxPage)
 	}
 	sort.SliceStable(boxes, func(i, j int) bool {
@@ -96,5 +85,5 @@ func (s *Server) listBoxes(w http.ResponseWriter, r *http.Request) error {
 		}
 		return boxes[i].Name < boxes[j].Name
 	})
-	return writeJSON(w, http.StatusOK, BoxList{Boxes: boxes})
+	return BoxList{Boxes: boxes}, nil
 }

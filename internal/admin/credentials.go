@@ -47,5 +47,5 @@ func (s *Server) listPool(r *http.Request) (operator.PoolList, error) {
 }
 
 func (s *Server) setPoolEntry(r *http.Request, pv operator.PoolEntryValue) (operator.PoolEntryView, error) {
-	return s.Op(r, 0).SetPoolEntry(r.Context(), r.PathValue("entry"), pv.Kind, pv.Weight, pv.URL, []byte(pv.Value))
+	return s.Op(r).SetPoolEntry(r.Context(), r.PathValue("entry"), pv.Kind, pv.Weight, pv.URL, []byte(pv.Value))
 }

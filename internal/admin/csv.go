@@ -123,7 +123,7 @@ func writeAuditCSV(w http.ResponseWriter, entries []store.AuditEntry, now time.T
 	_ = cw.Write([]string{"id", "at", "box", "method", "route", "capability", "words", "status", "reason", "message",
 		"duration_ms", "upstream_status", "paid_by", "bytes", "usd"})
 	for _, e := range entries {
-		v := AuditViewOf(e)
+		v := operator.AuditViewOf(e)
 		up := ""
 		if v.UpstreamStatus != nil {
 			up = strconv.Itoa(*v.UpstreamStatus)

@@ -14,13 +14,8 @@ import (
 //	DELETE /api/spool/dead/{id}        drop one, giving up its records
 func (s *Server) deadLetterRoutes() []Route {
 	return []Route{
-		{Pattern: "GET /api/spool/dead", Handle: answer(http.StatusOK, s.listDeadLetters)},
+		{Pattern: "GET /api/spool/dead", Handle: answer(http.StatusOK, listed("deadLetters", byOp(s, (*operator.Service).ListDeadLetters)))},
 		{Pattern: "POST /api/spool/dead/{id}/retry", Handle: answer(http.StatusOK, byPath(s, "id", (*operator.Service).RetryDeadLetter))},
 		{Pattern: "DELETE /api/spool/dead/{id}", Handle: s.removeBy("id", (*operator.Service).DropDeadLetter)},
 	}
-}
-
-func (s *Server) listDeadLetters(r *http.Request) (operator.DeadLetterList, error) {
-	list, err := s.op.ListDeadLetters(r.Context())
-	return operator.DeadLetterList{DeadLetters: list}, err
 }

@@ -128,3 +128,24 @@ func TestProposals_RemovedBoxTakesItsApprovals(t *testing.T) {
 		}
 	}
 }
+
+// TestProposals_ApproveWithNoBodyLastsAnHour: the body of POST
+// /api/proposals/{id}/approve may be absent, as POST /api/proxy/ca/rotate's
+// may, and the approval then lasts an hour; a body present is still read
+// and held to its shape.
+func TestProposals_ApproveWithNoBodyLastsAnHour(t *testing.T) {
+	b := brokertest.New(t, brokertest.Options{})
+	b.AddBox("alpha")
+	id := openHostProposal(t, b, "alpha", "one.example:443")
+	refusal(t, "approve with a body of the wrong shape", b.Admin("POST", "/api/proposals/"+id+"/approve", b.AdminToken, map[string]int{"for": 1}), 400)
+	var p operator.ProposalView
+	decode(t, "approve with no body", b.Admin("POST", "/api/proposals/"+id+"/approve", b.AdminToken, nil), 200, &p)
+	if p.State != store.ProposalApproved || p.Until == nil || p.DecidedAt == nil {
+		t.Fatalf("approved with no body: %+v, want approved with an until", p)
+	}
+	until, err1 := time.Parse(time.RFC3339, *p.Until)
+	at, err2 := time.Parse(time.RFC3339, *p.DecidedAt)
+	if err1 != nil || err2 != nil || until.Sub(at) != time.Hour {
+		t.Errorf("approved with no body from %s until %s, want an hour", *p.DecidedAt, *p.Until)
+	}
+}

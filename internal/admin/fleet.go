@@ -95,6 +95,17 @@ func usageAt[K comparable](m map[K]*store.Usage, k K) *store.Usage {
 	return m[k]
 }
 
+// FleetTotal is FleetSpend's totals for month alone, its lists empty:
+// what the owner's page's fleet line shows, read as two sums in the
+// store rather than row by row.
+func (s *Server) FleetTotal(ctx context.Context, month string) (FleetSpend, error) {
+	t, err := s.cfg.Store.FleetTotal(ctx, month)
+	if err != nil {
+		return FleetSpend{}, err
+	}
+	return FleetSpend{Month: month, SpendCounts: countsOf(t.Usage), ChargedUSD: spend.Dollars(t.Charged)}, nil
+}
+
 // FleetSpend returns every box's spend in month (YYYY-MM), read in four
 // queries however many boxes there are.
 func (s *Server) FleetSpend(ctx context.Context, month string) (FleetSpend, error) {
@@ -182,18 +193,14 @@ func (s *Server) FleetSpend(ctx context.Context, month string) (FleetSpend, erro
 	slices.SortFunc(out.ByBox, func(a, b BoxSpend) int {
 		return cmp.Or(cmp.Compare(b.ChargedUSD, a.ChargedUSD), cmp.Compare(b.MeasuredUSD, a.MeasuredUSD), cmp.Compare(a.Box, b.Box))
 	})
-	if out.Cache, err = s.Cache(ctx, "", month); err != nil {
+	if out.Cache, err = s.op.Cache(ctx, "", month); err != nil {
 		return FleetSpend{}, err
 	}
 	return out, nil
 }
 
-// Month reads a request's ?month= value: YYYY-MM, this month (UTC) when
-// absent; a refusal when it is not a month.
-func (s *Server) Month(r *http.Request) (string, error) { return s.month(r) }
-
 func (s *Server) fleetSpend(r *http.Request) (FleetSpend, error) {
-	month, err := s.month(r)
+	month, err := s.Month(r)
 	if err != nil {
 		return FleetSpend{}, err
 	}
@@ -206,7 +213,7 @@ func (s *Server) fleetSpend(r *http.Request) (FleetSpend, error) {
 // a CSV download, one row per line of the grain ?by= (SpendCSVGrains;
 // usage when absent).
 func (s *Server) SpendCSV(w http.ResponseWriter, r *http.Request) error {
-	month, err := s.month(r)
+	month, err := s.Month(r)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"context"
 	"net/http"
 
 	"github.com/intentius/boxbroker/internal/operator"
@@ -12,32 +11,19 @@ import (
 func (s *Server) limitRoutes() []Route {
 	return []Route{
 		{Pattern: "GET /api/boxes/{name}/window-budgets", Handle: answer(http.StatusOK, byPath(s, "name", (*operator.Service).WindowBudgets))},
-		{Pattern: "PUT /api/boxes/{name}/window-budgets", Handle: decode(http.StatusOK, boxNamed, s.setWindowBudget)},
+		{Pattern: "PUT /api/boxes/{name}/window-budgets", Handle: decode(http.StatusOK, boxNamed, byPathBody(s, "name", (*operator.Service).SetWindowBudget))},
 		{Pattern: "DELETE /api/boxes/{name}/window-budgets", Handle: noContent(s.removeWindowBudget)},
 		{Pattern: "GET /api/boxes/{name}/rate-limits", Handle: answer(http.StatusOK, byPath(s, "name", (*operator.Service).RateLimits))},
-		{Pattern: "PUT /api/boxes/{name}/rate-limits", Handle: decode(http.StatusOK, boxNamed, s.setRateLimit)},
+		{Pattern: "PUT /api/boxes/{name}/rate-limits", Handle: decode(http.StatusOK, boxNamed, byPathBody(s, "name", (*operator.Service).SetRateLimit))},
 		{Pattern: "DELETE /api/boxes/{name}/rate-limits", Handle: noContent(s.removeRateLimit)},
 	}
 }
 
-// WindowBudgets returns box's window budgets and where they stand now.
-func (s *Server) WindowBudgets(ctx context.Context, box string) ([]operator.WindowBudgetView, error) {
-	return s.op.WindowBudgets(ctx, box)
-}
-
-func (s *Server) setWindowBudget(r *http.Request, set operator.WindowBudgetSetting) ([]operator.WindowBudgetView, error) {
-	return s.Op(r, 0).SetWindowBudget(r.Context(), r.PathValue("name"), set)
-}
-
 func (s *Server) removeWindowBudget(r *http.Request) error {
 	q := r.URL.Query()
-	return s.Op(r, 0).RemoveWindowBudget(r.Context(), r.PathValue("name"), q.Get("principal"), q.Get("window"))
-}
-
-func (s *Server) setRateLimit(r *http.Request, set operator.RateLimitView) (operator.RateLimitView, error) {
-	return s.Op(r, 0).SetRateLimit(r.Context(), r.PathValue("name"), set)
+	return s.Op(r).RemoveWindowBudget(r.Context(), r.PathValue("name"), q.Get("principal"), q.Get("window"))
 }
 
 func (s *Server) removeRateLimit(r *http.Request) error {
-	return s.Op(r, 0).RemoveRateLimit(r.Context(), r.PathValue("name"), r.URL.Query().Get("principal"))
+	return s.Op(r).RemoveRateLimit(r.Context(), r.PathValue("name"), r.URL.Query().Get("principal"))
 }

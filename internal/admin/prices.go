@@ -10,7 +10,5 @@ import (
 //
 //	GET /api/prices  the table the broker charges by (operator.PriceTable)
 func (s *Server) priceRoutes() []Route {
-	return []Route{{Pattern: "GET /api/prices", Handle: answer(http.StatusOK, func(r *http.Request) (operator.PriceTable, error) {
-		return s.op.Prices(r.Context())
-	})}}
+	return []Route{{Pattern: "GET /api/prices", Handle: answer(http.StatusOK, byOp(s, (*operator.Service).Prices))}}
 }

@@ -23,27 +23,15 @@ type ProxyCARotate struct {
 // Neither answer ever holds the CA's key.
 func (s *Server) proxyCARoutes() []Route {
 	return []Route{
-		{Pattern: "GET /api/proxy/ca", Handle: answer(http.StatusOK, func(r *http.Request) (operator.ProxyCAView, error) {
-			return s.Op(r, 0).ProxyCA(r.Context())
-		})},
-		{Pattern: "POST /api/proxy/ca/rotate", Handle: s.rotateProxyCA},
+		{Pattern: "GET /api/proxy/ca", Handle: answer(http.StatusOK, byOp(s, (*operator.Service).ProxyCA))},
+		{Pattern: "POST /api/proxy/ca/rotate", Handle: decodeOptional(http.StatusOK, s.rotateProxyCA)},
 	}
 }
 
-// rotateProxyCA answers POST /api/proxy/ca/rotate: its body, unlike
-// decode's, may be empty.
-func (s *Server) rotateProxyCA(w http.ResponseWriter, r *http.Request) error {
-	var req ProxyCARotate
-	if r.ContentLength != 0 {
-		if err := readJSON(w, r, &req); err != nil {
-			return err
-		}
-	}
+func (s *Server) rotateProxyCA(r *http.Request, req ProxyCARotate) (operator.ProxyCARotation, error) {
 	grace, ok := proxyca.ParseGrace(req.Grace)
 	if !ok {
-		return operator.Errorf(operator.Invalid, `The field "grace" is not a duration such as "168h" or "0s".`)
+		return operator.ProxyCARotation{}, operator.Errorf(operator.Invalid, `The field "grace" is not a duration such as "168h" or "0s".`)
 	}
-	return answer(http.StatusOK, func(r *http.Request) (operator.ProxyCARotation, error) {
-		return s.Op(r, 0).RotateProxyCA(r.Context(), grace)
-	})(w, r)
+	return s.Op(r).RotateProxyCA(r.Context(), grace)
 }

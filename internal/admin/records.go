@@ -10,30 +10,24 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 )
 
-func (s *Server) listCredentials(r *http.Request) (CredentialList, error) {
-	creds, err := s.op.ListCredentials(r.Context())
-	return CredentialList{Credentials: creds}, err
-}
-
 func (s *Server) setCredential(r *http.Request, cv CredentialValue) (operator.CredentialView, error) {
-	return s.Op(r, 0).SetCredential(r.Context(), r.PathValue("id"), cv.Kind, []byte(cv.Value))
-}
-
-func (s *Server) listSecrets(r *http.Request) (operator.SecretList, error) {
-	views, err := s.op.ListSecrets(r.Context(), r.PathValue("name"))
-	return operator.SecretList{Secrets: views}, err
+	return s.Op(r).SetCredential(r.Context(), r.PathValue("id"), cv.Kind, []byte(cv.Value))
 }
 
 func (s *Server) setSecret(r *http.Request, sv operator.SecretValue) (operator.SecretView, error) {
-	return s.Op(r, 0).SetSecret(r.Context(), r.PathValue("name"), r.PathValue("secret"), sv)
+	return s.Op(r).SetSecret(r.Context(), r.PathValue("name"), r.PathValue("secret"), sv)
+}
+
+func (s *Server) setVisitor(r *http.Request, cv CredentialValue) (operator.VisitorView, error) {
+	return s.Op(r).SetVisitor(r.Context(), r.PathValue("principal"), cv.Kind, []byte(cv.Value))
 }
 
 func (s *Server) setSecretRules(r *http.Request, sr SecretRules) (operator.SecretView, error) {
-	return s.Op(r, 0).SetSecretRules(r.Context(), r.PathValue("name"), r.PathValue("secret"), sr.Rules, sr.Rate)
+	return s.Op(r).SetSecretRules(r.Context(), r.PathValue("name"), r.PathValue("secret"), sr.Rules, sr.Rate)
 }
 
 func (s *Server) removeSecret(r *http.Request) error {
-	return s.Op(r, 0).RemoveSecret(r.Context(), r.PathValue("name"), r.PathValue("secret"))
+	return s.Op(r).RemoveSecret(r.Context(), r.PathValue("name"), r.PathValue("secret"))
 }
 
 // limit reads the ?limit= query value: def when absent, and at most max.
@@ -58,28 +52,28 @@ const FeedbackPageBytes = 16 << 20
 // the box keeps, and a page of them, newest first — limit (default 50,
 // at most store.MaxFeedbackPage) from after (the answer before's next),
 // read a page at a time from the store.
-func (s *Server) listFeedback(w http.ResponseWriter, r *http.Request) error {
+func (s *Server) listFeedback(r *http.Request) (FeedbackList, error) {
 	b, err := s.Box(r)
 	if err != nil {
-		return err
+		return FeedbackList{}, err
 	}
 	n, err := limit(r, 50, store.MaxFeedbackPage)
 	if err != nil {
-		return err
+		return FeedbackList{}, err
 	}
 	var after int64
 	if v := r.URL.Query().Get("after"); v != "" {
 		if after, err = strconv.ParseInt(v, 10, 64); err != nil || after < 1 {
-			return operator.Errorf(operator.Invalid, "after is the next of the answer before.")
+			return FeedbackList{}, operator.Errorf(operator.Invalid, "after is the next of the answer before.")
 		}
 	}
 	kept, err := s.cfg.Store.CountFeedback(r.Context(), b.Name)
 	if err != nil {
-		return operator.StoreError(err, "", "")
+		return FeedbackList{}, operator.StoreError(err, "", "")
 	}
 	batches, more, err := s.cfg.Store.ListFeedback(r.Context(), store.FeedbackQuery{Box: b.Name, After: after, Limit: n, NewestFirst: true, MaxBytes: FeedbackPageBytes})
 	if err != nil {
-		return operator.StoreError(err, "", "")
+		return FeedbackList{}, operator.StoreError(err, "", "")
 	}
 	out := FeedbackList{Count: kept.Batches, Batches: make([]FeedbackView, 0, len(batches))}
 	for _, f := range batches {
@@ -96,18 +90,9 @@ func (s *Server) listFeedback(w http.ResponseWriter, r *http.Request) error {
 	if more {
 		out.Next = strconv.FormatInt(batches[len(batches)-1].ID, 10)
 	}
-	return writeJSON(w, http.StatusOK, out)
-}
-
-func (s *Server) listResources(r *http.Request) (operator.ResourceList, error) {
-	list, err := s.op.ListResources(r.Context(), r.PathValue("name"))
-	return operator.ResourceList{Resources: list}, err
-}
-
-func (s *Server) addResource(r *http.Request, nr operator.NewResource) (operator.ResourceView, error) {
-	return s.Op(r, 0).AddResource(r.Context(), r.PathValue("name"), nr)
+	return out, nil
 }
 
 func (s *Server) removeResource(r *http.Request) error {
-	return s.Op(r, 0).RemoveResource(r.Context(), r.PathValue("name"), r.PathValue("kind"), r.PathValue("id"))
+	return s.Op(r).RemoveResource(r.Context(), r.PathValue("name"), r.PathValue("kind"), r.PathValue("id"))
 }

@@ -95,24 +95,30 @@ func Message(p store.Proposal, shape, pageURL string) []byte {
 	// show a link under words of its own (<https://…|approve>); each line
 	// of the reason stays quoted.
 	esc := slackEscaper.Replace
-	what := ""
-	switch p.Kind {
-	case store.ProposalRule:
-		what = fmt.Sprintf("%s %s with the secret %s (%s)", esc(p.Method), esc(p.Path), esc(p.Secret), esc(p.Host))
-	case store.ProposalHost:
-		what = "a tunnel to " + esc(p.Host) + " (passthrough, no secret)"
-	default:
-		what = fmt.Sprintf("a call of %s for up to $%.6f past its budget", esc(p.Model), float64(p.Amount)/1e6)
-		if p.Payer != "" {
-			what += ", paid by " + esc(p.Payer)
-		}
-	}
+	what := Attempted(p.Attempt, esc, "for up to")
 	text := fmt.Sprintf("Box *%s* was refused %s and asks for it (proposal `%s`).\n> %s\nApprove: `%s` · Deny: `%s`", esc(p.Box), what, p.ID, strings.ReplaceAll(esc(p.Reason), "\n", "\n> "), ev.Approve, ev.Deny)
 	if pageURL != "" {
 		text += " · " + pageURL
 	}
 	b, _ := json.Marshal(map[string]string{"text": text})
 	return b
+}
+
+// Attempted says what a proposal's box tried, for a person: each thing
+// the box chose passed through esc, and a budget's amount after forWords
+// ("for", or "for up to").
+func Attempted(a store.Attempt, esc func(string) string, forWords string) string {
+	switch a.Kind {
+	case store.ProposalRule:
+		return fmt.Sprintf("%s %s with the secret %s (%s)", esc(a.Method), esc(a.Path), esc(a.Secret), esc(a.Host))
+	case store.ProposalHost:
+		return "a tunnel to " + esc(a.Host) + " (passthrough, no secret)"
+	}
+	what := fmt.Sprintf("a call of %s %s $%.6f past its budget", esc(a.Model), forWords, float64(a.Amount)/1e6)
+	if a.Payer != "" {
+		what += ", paid by " + esc(a.Payer)
+	}
+	return what
 }
 
 // slackEscaper escapes the three characters Slack's message text gives a

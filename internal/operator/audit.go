@@ -35,15 +35,6 @@ type AuditView struct {
 	USD float64 `json:"usd"`
 }
 
-// AuditLog is the audit log's reading, as both a Service and the admin
-// API's client take it.
-type AuditLog interface {
-	// ListAudit lists the audit entries q selects, newest first.
-	ListAudit(ctx context.Context, q store.AuditQuery) ([]AuditView, error)
-}
-
-var _ AuditLog = (*Service)(nil)
-
 // AuditViewOf is how the admin API shows e.
 func AuditViewOf(e store.AuditEntry) AuditView {
 	v := AuditView{

@@ -76,7 +76,7 @@ func (s *Service) AddBox(ctx context.Context, nb NewBox) (BoxToken, error) {
 // which the answer shows this once; tr says how long the old one goes on
 // and the new one's lifetime. NotFound for no such box.
 func (s *Service) RotateBoxWith(ctx context.Context, name string, tr TokenRotation) (BoxToken, error) {
-	b, err := s.box(ctx, name)
+	b, err := s.StoredBox(ctx, name)
 	if err != nil {
 		return BoxToken{}, err
 	}
@@ -100,10 +100,7 @@ func (s *Service) RotateBoxWith(ctx context.Context, name string, tr TokenRotati
 	if err := s.cfg.Store.ReplaceToken(ctx, name, rot); err != nil {
 		return BoxToken{}, StoreError(err, NoBox(name), "")
 	}
-	if err := s.Changed(ctx, store.ChangeBox, name); err != nil {
-		return BoxToken{}, err
-	}
-	if err := s.done(ctx, name, http.StatusOK, "rotated the box's token", "grace", grace, "ttl", rot.TTL); err != nil {
+	if err := s.wrote(ctx, store.ChangeBox, name, name, http.StatusOK, "rotated the box's token", "grace", grace, "ttl", rot.TTL); err != nil {
 		return BoxToken{}, err
 	}
 	v, err := s.Box(ctx, name)
@@ -117,7 +114,7 @@ func (s *Service) RotateBoxWith(ctx context.Context, name string, tr TokenRotati
 // (consent, paused, where its token is taken from), each audited, and
 // returns the box as changed. NotFound for no such box.
 func (s *Service) UpdateBox(ctx context.Context, name string, set BoxSettings) (BoxView, error) {
-	b, err := s.box(ctx, name)
+	b, err := s.StoredBox(ctx, name)
 	if err != nil {
 		return BoxView{}, err
 	}
@@ -131,7 +128,7 @@ func (s *Service) UpdateBox(ctx context.Context, name string, set BoxSettings) (
 			return BoxView{}, StoreError(err, NoBox(name), "")
 		}
 		b.From = from
-		did = append(did, BoundMessage(from))
+		did = append(did, "bound the box's token to "+DescribeFrom(from))
 	}
 	if set.Consent != nil && *set.Consent != b.Consent {
 		b.Consent = *set.Consent
@@ -174,10 +171,7 @@ func (s *Service) RemoveBox(ctx context.Context, name string) error {
 		return fmt.Errorf("removed box %s, but not its owner's credential: %w", name, err)
 	}
 	s.Drop(store.ChangeCredential, owner)
-	if err := s.Changed(ctx, store.ChangeBox, name); err != nil {
-		return err
-	}
-	return s.done(ctx, name, http.StatusNoContent, "removed the box and all kept for it")
+	return s.wrote(ctx, store.ChangeBox, name, name, http.StatusNoContent, "removed the box and all kept for it")
 }
 
 // ParseFrom reads the source CIDRs a box's token is bound to, as the
@@ -235,9 +229,4 @@ func DescribeFrom(from []netip.Prefix) string {
 		return "any address"
 	}
 	return store.FormatFrom(from)
-}
-
-// BoundMessage is the audit log's message for binding a box to from.
-func BoundMessage(from []netip.Prefix) string {
-	return "bound the box's token to " + DescribeFrom(from)
 }

@@ -11,20 +11,6 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 )
 
-// Budgets are the monthly budgets of a box: its own, which holds every
-// call it makes, and one per principal, which holds the calls of the box
-// that principal pays for.
-type Budgets interface {
-	// Budgets lists a box's budgets and where they stand in a month.
-	Budgets(ctx context.Context, box, month string) (BudgetList, error)
-	// SetBudget sets a box's own budget or a principal's on it.
-	SetBudget(ctx context.Context, box string, set BudgetSetting) (BudgetView, error)
-	// RemoveBudget removes one; principal "" is the box's own.
-	RemoveBudget(ctx context.Context, box, principal string) error
-}
-
-var _ Budgets = (*Service)(nil)
-
 // BudgetView is one monthly budget, in dollars, and where it stands: the
 // box's own (principal null) or that of the calls one principal pays for.
 type BudgetView struct {
@@ -72,6 +58,35 @@ func NoBudget(box, principal string) string {
 	return "Box " + box + " has no budget for " + principal + "."
 }
 
+// limitOf checks the box and the principal (BudgetPrincipal) a budget or
+// a rate limit names, and returns the principal.
+func limitOf(box string, p *string) (string, error) {
+	if err := CheckBoxName(box); err != nil {
+		return "", err
+	}
+	return BudgetPrincipal(p)
+}
+
+// parseUSD reads a budget's limit in dollars (spend.ParseUSD).
+func parseUSD(usd json.Number) (int64, error) {
+	limit, err := spend.ParseUSD(usd.String())
+	if err != nil {
+		return 0, Errorf(Invalid,
+			"usd is a budget in dollars from 0 to %d with at most six decimals, such as 25 or 25.50.", spend.MaxUSD)
+	}
+	return limit, nil
+}
+
+// setBudgetMessage is the audit log's message for setting the budget
+// over what ("monthly", "daily" ...) of the box (principal "") or of
+// principal to limit.
+func setBudgetMessage(what, principal string, limit int64) string {
+	if principal == "" {
+		return "set the box's " + what + " budget to " + spend.FormatUSD(limit)
+	}
+	return "set the " + what + " budget for " + principal + " to " + spend.FormatUSD(limit)
+}
+
 func budgetView(b spend.BudgetStatus) BudgetView {
 	return BudgetView{Principal: Optional(b.Principal), USD: spend.Dollars(b.Limit), Spent: spend.Dollars(b.Spent),
 		Held: spend.Dollars(b.Reserved), Left: spend.Dollars(b.Left), UpdatedAt: formatTime(b.UpdatedAt)}
@@ -92,11 +107,9 @@ func (s *Service) Budgets(ctx context.Context, box, month string) (BudgetList, e
 	if err := CheckBoxName(box); err != nil {
 		return BudgetList{}, err
 	}
-	if month == "" {
-		month = spend.Month(s.cfg.Now())
-	}
-	if spend.Resets(month).IsZero() {
-		return BudgetList{}, Errorf(Invalid, "month is written YYYY-MM, such as 2026-10.")
+	month, err := s.Month(month)
+	if err != nil {
+		return BudgetList{}, err
 	}
 	bs, err := spend.Budgets(ctx, s.cfg.Store, box, month)
 	if err != nil {
@@ -110,30 +123,19 @@ func (s *Service) Budgets(ctx context.Context, box, month string) (BudgetList, e
 // held to it. Invalid for a bad principal or amount, NotFound for no
 // such box.
 func (s *Service) SetBudget(ctx context.Context, box string, set BudgetSetting) (BudgetView, error) {
-	if err := CheckBoxName(box); err != nil {
-		return BudgetView{}, err
-	}
-	principal, err := BudgetPrincipal(set.Principal)
+	principal, err := limitOf(box, set.Principal)
 	if err != nil {
 		return BudgetView{}, err
 	}
-	limit, err := spend.ParseUSD(set.USD.String())
+	limit, err := parseUSD(set.USD)
 	if err != nil {
-		return BudgetView{}, Errorf(Invalid,
-			"usd is a budget in dollars from 0 to %d with at most six decimals, such as 25 or 25.50.", spend.MaxUSD)
+		return BudgetView{}, err
 	}
 	b := store.Budget{Box: box, Principal: principal, Limit: limit, UpdatedAt: s.cfg.Now().UTC()}
 	if err := s.cfg.Store.SetBudget(ctx, b); err != nil {
 		return BudgetView{}, StoreError(err, NoBox(box), "")
 	}
-	if err := s.Changed(ctx, store.ChangeBudget, box); err != nil {
-		return BudgetView{}, err
-	}
-	msg := "set the box's monthly budget to " + spend.FormatUSD(limit)
-	if principal != "" {
-		msg = "set the monthly budget for " + principal + " to " + spend.FormatUSD(limit)
-	}
-	if err := s.done(ctx, box, http.StatusOK, msg); err != nil {
+	if err := s.wrote(ctx, store.ChangeBudget, box, box, http.StatusOK, setBudgetMessage("monthly", principal, limit)); err != nil {
 		return BudgetView{}, err
 	}
 	list, err := spend.Budgets(ctx, s.cfg.Store, box, spend.Month(s.cfg.Now()))
@@ -153,10 +155,7 @@ func (s *Service) SetBudget(ctx context.Context, box string, set BudgetSetting) 
 // principal's on it; the calls it held are still measured, and no longer
 // limited. NotFound for no such box or budget.
 func (s *Service) RemoveBudget(ctx context.Context, box, principal string) error {
-	if err := CheckBoxName(box); err != nil {
-		return err
-	}
-	if _, err := BudgetPrincipal(&principal); err != nil {
+	if _, err := limitOf(box, &principal); err != nil {
 		return err
 	}
 	err := s.cfg.Store.DeleteBudget(ctx, box, principal)
@@ -168,12 +167,9 @@ func (s *Service) RemoveBudget(ctx context.Context, box, principal string) error
 	if err != nil {
 		return StoreError(err, NoBudget(box, principal), "")
 	}
-	if err := s.Changed(ctx, store.ChangeBudget, box); err != nil {
-		return err
-	}
 	msg := "removed the box's monthly budget"
 	if principal != "" {
 		msg = "removed the monthly budget for " + principal
 	}
-	return s.done(ctx, box, http.StatusNoContent, msg)
+	return s.wrote(ctx, store.ChangeBudget, box, box, http.StatusNoContent, msg)
 }

@@ -133,16 +133,6 @@ type CredentialView struct {
 	UpdatedAt string `json:"updatedAt"`
 }
 
-// Credentials is the credential actions, as both a Service and the admin
-// API's client take them.
-type Credentials interface {
-	ListCredentials(ctx context.Context) ([]CredentialView, error)
-	SetCredential(ctx context.Context, id, kind string, value []byte) (CredentialView, error)
-	RemoveCredential(ctx context.Context, id string) error
-}
-
-var _ Credentials = (*Service)(nil)
-
 // checkCredentialID refuses an ID that is none of anthropic, fountain,
 // owner:<box> or visitor:<principal>.
 func checkCredentialID(id string) error {
@@ -255,8 +245,5 @@ func (s *Service) RemoveCredential(ctx context.Context, id string) error {
 	if err := s.cfg.Store.DeleteCredential(ctx, id); err != nil {
 		return StoreError(err, fmt.Sprintf("No %s credential is set.", id), "")
 	}
-	if err := s.Changed(ctx, store.ChangeCredential, id); err != nil {
-		return err
-	}
-	return s.done(ctx, "", http.StatusNoContent, "removed the "+id+" credential", "credential", id)
+	return s.wrote(ctx, store.ChangeCredential, id, "", http.StatusNoContent, "removed the "+id+" credential", "credential", id)
 }

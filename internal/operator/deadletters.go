@@ -21,20 +21,6 @@ type DeadLetters interface {
 	DropDead(id string) (outbox.Dead, error)
 }
 
-// Spool is the dead-letter actions, as both a Service and the admin
-// API's client take them. An ID may be a prefix of one letter's ID only.
-type Spool interface {
-	// ListDeadLetters lists the dead letters, oldest first.
-	ListDeadLetters(ctx context.Context) ([]DeadLetterView, error)
-	// RetryDeadLetter applies one to the store now; it is removed once
-	// the store takes it.
-	RetryDeadLetter(ctx context.Context, id string) (DeadLetterView, error)
-	// DropDeadLetter removes one, giving up its records.
-	DropDeadLetter(ctx context.Context, id string) error
-}
-
-var _ Spool = (*Service)(nil)
-
 // DeadLetterView is a dead letter as the admin API shows it: what it
 // holds, counted, never its records' contents.
 type DeadLetterView struct {

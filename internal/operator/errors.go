@@ -58,12 +58,6 @@ func Errorf(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// StoreUnavailable is the refusal of an action whose store does not
-// answer; err is logged.
-func StoreUnavailable(err error) *Error {
-	return &Error{Code: Unavailable, Message: "The broker cannot read its store just now; try again shortly.", Err: err}
-}
-
 // StoreError maps a store error to a refusal: ErrNotFound to NotFound
 // with notFound's message, ErrExists to Conflict with exists',
 // ErrUnavailable to Unavailable; anything else is returned as it is (an
@@ -77,7 +71,8 @@ func StoreError(err error, notFound, exists string) error {
 	case errors.Is(err, store.ErrExists) && exists != "":
 		return Errorf(Conflict, "%s", exists)
 	case errors.Is(err, store.ErrUnavailable):
-		return StoreUnavailable(err)
+		// err is logged, never shown.
+		return &Error{Code: Unavailable, Message: "The broker cannot read its store just now; try again shortly.", Err: err}
 	}
 	return err
 }

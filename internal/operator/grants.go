@@ -117,7 +117,7 @@ func (s *Service) IssueGrant(ctx context.Context, box string, ng NewGrant) (Issu
 // ListGrants returns box's grants, newest first, never their values.
 // NotFound for no such box.
 func (s *Service) ListGrants(ctx context.Context, box string) ([]GrantView, error) {
-	if _, err := s.box(ctx, box); err != nil {
+	if _, err := s.StoredBox(ctx, box); err != nil {
 		return nil, err
 	}
 	gs, err := s.cfg.Store.ListGrants(ctx, box)
@@ -160,38 +160,3 @@ func (s *Service) RevokeBoxGrant(ctx context.Context, box, id string) error {
 	}
 	return s.done(ctx, box, http.StatusNoContent, "revoked grant "+id)
 }
-
-// Grants is the grant actions, as both a Service and the admin API's
-// client take them.
-type Grants interface {
-	IssueGrant(ctx context.Context, box string, ng NewGrant) (IssuedGrant, error)
-	ListGrants(ctx context.Context, box string) ([]GrantView, error)
-	RevokeGrant(ctx context.Context, id string) error
-}
-
-var _ Grants = (*Service)(nil)
-
-// Actions is every action a CLI command takes, as both a Service and the
-// admin API's client (package adminclient) take them: the CLI picks one
-// of the two once and writes each command over it.
-type Actions interface {
-	Boxes
-	Grants
-	Resources
-	Secrets
-	Visitors
-	Payers
-	Credentials
-	Budgets
-	WindowBudgets
-	RateLimits
-	Spending
-	Pools
-	Proposals
-	Spool
-	ProxyAuthority
-	PriceTables
-	AuditLog
-}
-
-var _ Actions = (*Service)(nil)

@@ -84,6 +84,105 @@ type Origin struct {
 	ReadOnly bool
 }
 
+// Actions is every action a CLI command takes, as both a Service and the
+// admin API's client (package adminclient) take them: the CLI picks one
+// of the two once and writes each command over it. An ID of a dead
+// letter may be a prefix of one letter's ID only.
+type Actions interface {
+	Boxes
+
+	IssueGrant(ctx context.Context, box string, ng NewGrant) (IssuedGrant, error)
+	ListGrants(ctx context.Context, box string) ([]GrantView, error)
+	RevokeGrant(ctx context.Context, id string) error
+
+	ListResources(ctx context.Context, box string) ([]ResourceView, error)
+	AddResource(ctx context.Context, box string, nr NewResource) (ResourceView, error)
+	RemoveResource(ctx context.Context, box, kind, id string) error
+
+	ListSecrets(ctx context.Context, box string) ([]SecretView, error)
+	SetSecret(ctx context.Context, box, name string, sv SecretValue) (SecretView, error)
+	SetSecretRules(ctx context.Context, box, name string, rules []string, rate string) (SecretView, error)
+	RemoveSecret(ctx context.Context, box, name string) error
+
+	ListVisitors(ctx context.Context) ([]VisitorView, error)
+	SetVisitor(ctx context.Context, principal, kind string, value []byte) (VisitorView, error)
+	RemoveVisitor(ctx context.Context, principal string) error
+
+	SetPayer(ctx context.Context, box string, ps PayerSetting) (BoxView, error)
+
+	ListCredentials(ctx context.Context) ([]CredentialView, error)
+	SetCredential(ctx context.Context, id, kind string, value []byte) (CredentialView, error)
+	RemoveCredential(ctx context.Context, id string) error
+
+	// Budgets lists a box's monthly budgets and where they stand in a month.
+	Budgets(ctx context.Context, box, month string) (BudgetList, error)
+	// SetBudget sets a box's own budget or a principal's on it.
+	SetBudget(ctx context.Context, box string, set BudgetSetting) (BudgetView, error)
+	// RemoveBudget removes one; principal "" is the box's own.
+	RemoveBudget(ctx context.Context, box, principal string) error
+
+	// WindowBudgets lists a box's budgets over a window other than the
+	// calendar month (a day, a week, or a rolling N days) and where they
+	// stand.
+	WindowBudgets(ctx context.Context, box string) ([]WindowBudgetView, error)
+	// SetWindowBudget sets one and returns the box's window budgets.
+	SetWindowBudget(ctx context.Context, box string, set WindowBudgetSetting) ([]WindowBudgetView, error)
+	// RemoveWindowBudget removes one; principal "" is the box's own.
+	RemoveWindowBudget(ctx context.Context, box, principal, window string) error
+
+	// RateLimits lists a box's token-rate limits: its own and one per
+	// principal who pays for its calls.
+	RateLimits(ctx context.Context, box string) ([]RateLimitView, error)
+	// SetRateLimit sets a box's own rate limit or a principal's on it.
+	SetRateLimit(ctx context.Context, box string, set RateLimitView) (RateLimitView, error)
+	// RemoveRateLimit removes one; principal "" is the box's own.
+	RemoveRateLimit(ctx context.Context, box, principal string) error
+
+	// Spend returns a box's spend in a month (YYYY-MM; "" for this
+	// month), measured beside reported, with its prompt-cache use.
+	Spend(ctx context.Context, box, month string) (SpendReport, error)
+
+	// PoolEntries lists the credential pool's entries, never a value.
+	PoolEntries(ctx context.Context) ([]PoolEntryView, error)
+	// SetPoolEntry seals value, of kind, as the entry name, with its
+	// weight (0 for 1) and base URL ("" for the broker's).
+	SetPoolEntry(ctx context.Context, name, kind string, weight int, baseURL string, value []byte) (PoolEntryView, error)
+	// RemovePoolEntry removes the entry name.
+	RemovePoolEntry(ctx context.Context, name string) error
+
+	// ListProposals lists box's proposals ("" for every box's) in state
+	// ("" for any), newest first.
+	ListProposals(ctx context.Context, box, state string) ([]ProposalView, error)
+	// ApproveProposal approves a pending proposal for forWords ("15m",
+	// "1h", "7d", "always"; "" is an hour).
+	ApproveProposal(ctx context.Context, id, forWords string) (ProposalView, error)
+	// DenyProposal denies a pending proposal.
+	DenyProposal(ctx context.Context, id string) (ProposalView, error)
+	// SetAsk turns a box's ask mode for scope on or off and returns the
+	// box's scopes in ask mode.
+	SetAsk(ctx context.Context, box, scope string, on bool) ([]string, error)
+	// Asks returns the box's scopes in ask mode.
+	Asks(ctx context.Context, box string) ([]string, error)
+
+	// ListDeadLetters lists the dead letters, oldest first.
+	ListDeadLetters(ctx context.Context) ([]DeadLetterView, error)
+	// RetryDeadLetter applies one to the store now; it is removed once
+	// the store takes it.
+	RetryDeadLetter(ctx context.Context, id string) (DeadLetterView, error)
+	// DropDeadLetter removes one, giving up its records.
+	DropDeadLetter(ctx context.Context, id string) error
+
+	ProxyCA(ctx context.Context) (ProxyCAView, error)
+	RotateProxyCA(ctx context.Context, grace time.Duration) (ProxyCARotation, error)
+
+	Prices(ctx context.Context) (PriceTable, error)
+
+	// ListAudit lists the audit entries q selects, newest first.
+	ListAudit(ctx context.Context, q store.AuditQuery) ([]AuditView, error)
+}
+
+var _ Actions = (*Service)(nil)
+
 // Service is the operator's actions over a store. Its zero value is not
 // usable; New makes one. A Service is safe for concurrent use.
 type Service struct {
@@ -156,6 +255,15 @@ func (s *Service) Audit(ctx context.Context, box string, status int, message str
 		return fmt.Errorf("audit %q on box %s: %w", s.origin.Route, box, err)
 	}
 	return nil
+}
+
+// wrote ends an action whose write the store took: Changed of kind and
+// key, then done.
+func (s *Service) wrote(ctx context.Context, kind, key, box string, status int, message string, attrs ...any) error {
+	if err := s.Changed(ctx, kind, key); err != nil {
+		return err
+	}
+	return s.done(ctx, box, status, message, attrs...)
 }
 
 // done logs an action and writes its audit row.

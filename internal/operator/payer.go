@@ -24,14 +24,6 @@ type PayerSetting struct {
 	CredentialKind string  `json:"credentialKind,omitempty"`
 }
 
-// Payers is the payer action, as both a Service and the admin API's
-// client take it.
-type Payers interface {
-	SetPayer(ctx context.Context, box string, ps PayerSetting) (BoxView, error)
-}
-
-var _ Payers = (*Service)(nil)
-
 // SetPayer sets who pays for box's calls (payer.Set): shared, or its
 // owner with the owner's credential in ps, checked (CheckedValue) and
 // sealed as owner:<box>; switching to shared removes that credential.
@@ -95,9 +87,6 @@ func (s *Service) SetPayer(ctx context.Context, name string, ps PayerSetting) (B
 	if err != nil {
 		return BoxView{}, StoreError(err, NoBox(name), "")
 	}
-	if err := s.Changed(ctx, store.ChangeBox, name); err != nil {
-		return BoxView{}, err
-	}
 	msg := "set the box's payer to " + ch.Box.PayerKind
 	if ch.Box.PayerPrincipal != "" {
 		msg += " " + ch.Box.PayerPrincipal
@@ -108,7 +97,7 @@ func (s *Service) SetPayer(ctx context.Context, name string, ps PayerSetting) (B
 	case ch.CredentialRemoved:
 		msg += ", removing the owner's credential"
 	}
-	if err := s.done(ctx, name, http.StatusOK, msg); err != nil {
+	if err := s.wrote(ctx, store.ChangeBox, name, name, http.StatusOK, msg); err != nil {
 		return BoxView{}, err
 	}
 	return s.view(ctx, ch.Box)

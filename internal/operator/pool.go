@@ -16,20 +16,6 @@ import (
 // its entry pool.Default. Entries are read through the box-facing cache,
 // so each write waits until every replica sees it (Changed).
 
-// Pools is the credential pool's actions, as both a Service and the
-// admin API's client take them.
-type Pools interface {
-	// PoolEntries lists the pool's entries, never a value.
-	PoolEntries(ctx context.Context) ([]PoolEntryView, error)
-	// SetPoolEntry seals value, of kind, as the entry name, with its
-	// weight (0 for 1) and base URL ("" for the broker's).
-	SetPoolEntry(ctx context.Context, name, kind string, weight int, baseURL string, value []byte) (PoolEntryView, error)
-	// RemovePoolEntry removes the entry name.
-	RemovePoolEntry(ctx context.Context, name string) error
-}
-
-var _ Pools = (*Service)(nil)
-
 // PoolEntryView is one entry of the operator's credential pool: never its
 // value. State and the counts are the answering replica's own: State is
 // healthy, cooling or failed (until Until), and the counts run from
@@ -233,10 +219,7 @@ func (s *Service) ChangePoolEntry(ctx context.Context, name string, weight int, 
 	if err := s.cfg.Store.SetPoolEntry(ctx, *e); err != nil {
 		return StoreError(err, "", "")
 	}
-	if err := s.Changed(ctx, store.ChangePool, name); err != nil {
-		return err
-	}
-	return s.done(ctx, "", http.StatusOK, fmt.Sprintf("changed credential pool entry %s to weight %d, URL %s", name, weight, orBroker(u)), "entry", name)
+	return s.wrote(ctx, store.ChangePool, name, "", http.StatusOK, fmt.Sprintf("changed credential pool entry %s to weight %d, URL %s", name, weight, orBroker(u)), "entry", name)
 }
 
 // RemovePoolEntry removes the pool entry name (pool.Default: the shared
@@ -257,8 +240,5 @@ func (s *Service) RemovePoolEntry(ctx context.Context, name string) error {
 	if err != nil {
 		return StoreError(err, NoEntry(name), "")
 	}
-	if err := s.Changed(ctx, kind, key); err != nil {
-		return err
-	}
-	return s.done(ctx, "", http.StatusNoContent, "removed credential pool entry "+name, "entry", name)
+	return s.wrote(ctx, kind, key, "", http.StatusNoContent, "removed credential pool entry "+name, "entry", name)
 }

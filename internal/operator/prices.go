@@ -33,14 +33,6 @@ func (t PriceTable) Prices() (*spend.Prices, error) {
 	return p, nil
 }
 
-// PriceTables is the price table's action, as both a Service and the
-// admin API's client take it.
-type PriceTables interface {
-	Prices(ctx context.Context) (PriceTable, error)
-}
-
-var _ PriceTables = (*Service)(nil)
-
 // Prices returns the price table the broker charges by: Config.Prices,
 // or the built-in table.
 func (s *Service) Prices(ctx context.Context) (PriceTable, error) {

@@ -3,7 +3,6 @@ package operator
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -14,27 +13,6 @@ import (
 // Proposals and ask mode are read from the store at each refusal, never
 // cached (package approval), so a decision or a change of ask mode is in
 // force on every replica once it is answered: no Changed.
-
-// Proposals are the actions on proposals (refused requests waiting for a
-// person) and on a box's ask mode, as both a Service and the admin API's
-// client take them.
-type Proposals interface {
-	// ListProposals lists box's proposals ("" for every box's) in state
-	// ("" for any), newest first.
-	ListProposals(ctx context.Context, box, state string) ([]ProposalView, error)
-	// ApproveProposal approves a pending proposal for forWords ("15m",
-	// "1h", "7d", "always"; "" is an hour).
-	ApproveProposal(ctx context.Context, id, forWords string) (ProposalView, error)
-	// DenyProposal denies a pending proposal.
-	DenyProposal(ctx context.Context, id string) (ProposalView, error)
-	// SetAsk turns a box's ask mode for scope on or off and returns the
-	// box's scopes in ask mode.
-	SetAsk(ctx context.Context, box, scope string, on bool) ([]string, error)
-	// Asks returns the box's scopes in ask mode.
-	Asks(ctx context.Context, box string) ([]string, error)
-}
-
-var _ Proposals = (*Service)(nil)
 
 // ProposalView is a proposal as the admin API writes it.
 type ProposalView struct {
@@ -64,24 +42,7 @@ func ProposalViewOf(p store.Proposal) ProposalView {
 
 // Attempted says what the proposal's box tried, for a person.
 func (v ProposalView) Attempted() string {
-	switch v.Kind {
-	case store.ProposalRule:
-		return fmt.Sprintf("%s %s with the secret %s (%s)", v.Method, v.Path, v.Secret, v.Host)
-	case store.ProposalHost:
-		return "a tunnel to " + v.Host + " (passthrough, no secret)"
-	default:
-		return fmt.Sprintf("a call of %s for $%.6f past its budget%s", v.Model, float64(v.Amount)/1e6, paidBy(v.Payer))
-	}
-}
-
-// paidBy is how a budget proposal names its payer after what it tried:
-// ", paid by visitor github:ann", or "" for none (a proposal opened before
-// budget proposals named their payer).
-func paidBy(payer string) string {
-	if payer == "" {
-		return ""
-	}
-	return ", paid by " + payer
+	return approval.Attempted(v.Attempt, func(s string) string { return s }, "for")
 }
 
 // ProposalList is the answer to GET /api/proposals.

@@ -30,15 +30,6 @@ type ProxyCARotation struct {
 	From        string `json:"from"`
 }
 
-// ProxyAuthority is the egress proxy CA's actions, as both a Service and
-// the admin API's client take them.
-type ProxyAuthority interface {
-	ProxyCA(ctx context.Context) (ProxyCAView, error)
-	RotateProxyCA(ctx context.Context, grace time.Duration) (ProxyCARotation, error)
-}
-
-var _ ProxyAuthority = (*Service)(nil)
-
 // ProxyCA returns the certificates of the egress proxy's CA a box is to
 // trust, making the CA first (its key sealed under the Keyring) when the
 // store holds none, and then writing its audit row; for a ReadOnly

@@ -11,19 +11,6 @@ import (
 // Rate limits are read by package ratelimit from the store every second
 // on each replica, so a change needs no Changed: it holds within that.
 
-// RateLimits are a box's token-rate limits: its own and one per principal
-// who pays for its calls.
-type RateLimits interface {
-	// RateLimits lists a box's rate limits.
-	RateLimits(ctx context.Context, box string) ([]RateLimitView, error)
-	// SetRateLimit sets a box's own rate limit or a principal's on it.
-	SetRateLimit(ctx context.Context, box string, set RateLimitView) (RateLimitView, error)
-	// RemoveRateLimit removes one; principal "" is the box's own.
-	RemoveRateLimit(ctx context.Context, box, principal string) error
-}
-
-var _ RateLimits = (*Service)(nil)
-
 // RateLimitView is one rate limit: input and output tokens and requests
 // a minute (0: no bound), of the box itself (principal null) or of the
 // calls one principal pays for. It is also the body of PUT
@@ -36,14 +23,9 @@ type RateLimitView struct {
 	UpdatedAt string  `json:"updatedAt,omitempty"`
 }
 
-// NoRateLimit says box has no such rate limit.
-func NoRateLimit(box, principal string) string {
-	return fmt.Sprintf("Box %s has no rate limit%s.", box, forPrincipal(principal))
-}
-
 // RateLimits returns box's rate limits. NotFound for no such box.
 func (s *Service) RateLimits(ctx context.Context, box string) ([]RateLimitView, error) {
-	if _, err := s.box(ctx, box); err != nil {
+	if _, err := s.StoredBox(ctx, box); err != nil {
 		return nil, err
 	}
 	ls, err := s.cfg.Store.ListRateLimits(ctx, box)
@@ -56,10 +38,7 @@ func (s *Service) RateLimits(ctx context.Context, box string) ([]RateLimitView, 
 // Invalid for a bad principal or bounds (none negative, one above 0),
 // NotFound for no such box.
 func (s *Service) SetRateLimit(ctx context.Context, box string, set RateLimitView) (RateLimitView, error) {
-	if err := CheckBoxName(box); err != nil {
-		return RateLimitView{}, err
-	}
-	principal, err := BudgetPrincipal(set.Principal)
+	principal, err := limitOf(box, set.Principal)
 	if err != nil {
 		return RateLimitView{}, err
 	}
@@ -82,14 +61,11 @@ func (s *Service) SetRateLimit(ctx context.Context, box string, set RateLimitVie
 // RemoveRateLimit removes box's own rate limit (principal "") or
 // principal's on it. NotFound for no such rate limit.
 func (s *Service) RemoveRateLimit(ctx context.Context, box, principal string) error {
-	if err := CheckBoxName(box); err != nil {
-		return err
-	}
-	if _, err := BudgetPrincipal(&principal); err != nil {
+	if _, err := limitOf(box, &principal); err != nil {
 		return err
 	}
 	if err := s.cfg.Store.DeleteRateLimit(ctx, box, principal); err != nil {
-		return StoreError(err, NoRateLimit(box, principal), "")
+		return StoreError(err, fmt.Sprintf("Box %s has no rate limit%s.", box, forPrincipal(principal)), "")
 	}
 	return s.done(ctx, box, http.StatusNoContent, "removed the rate limit of "+whoseOf(principal))
 }

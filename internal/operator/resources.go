@@ -26,16 +26,6 @@ type NewResource struct {
 	ID   string `json:"id"`
 }
 
-// Resources is the Fountain resource actions, as both a Service and the
-// admin API's client take them.
-type Resources interface {
-	ListResources(ctx context.Context, box string) ([]ResourceView, error)
-	AddResource(ctx context.Context, box string, nr NewResource) (ResourceView, error)
-	RemoveResource(ctx context.Context, box, kind, id string) error
-}
-
-var _ Resources = (*Service)(nil)
-
 // resourceID reports whether id can be a Fountain id: 1 to 200 printable
 // ASCII characters with no space or slash.
 func resourceID(id string) bool {
@@ -65,7 +55,7 @@ func checkResource(kind, id string) error {
 // ListResources returns the Fountain ids assigned to box. NotFound for no
 // such box.
 func (s *Service) ListResources(ctx context.Context, box string) ([]ResourceView, error) {
-	if _, err := s.box(ctx, box); err != nil {
+	if _, err := s.StoredBox(ctx, box); err != nil {
 		return nil, err
 	}
 	list, err := s.cfg.Store.ListResources(ctx, box)
@@ -91,10 +81,7 @@ func (s *Service) AddResource(ctx context.Context, box string, nr NewResource) (
 		}
 		return ResourceView{}, StoreError(err, NoBox(box), exists)
 	}
-	if err := s.Changed(ctx, store.ChangeResource, nr.Kind+"/"+nr.ID); err != nil {
-		return ResourceView{}, err
-	}
-	if err := s.done(ctx, box, http.StatusCreated, "assigned Fountain "+nr.Kind+" "+nr.ID+" to the box"); err != nil {
+	if err := s.wrote(ctx, store.ChangeResource, nr.Kind+"/"+nr.ID, box, http.StatusCreated, "assigned Fountain "+nr.Kind+" "+nr.ID+" to the box"); err != nil {
 		return ResourceView{}, err
 	}
 	return ResourceView{Kind: res.Kind, ID: res.ID, At: formatTime(res.At)}, nil
@@ -119,8 +106,5 @@ func (s *Service) RemoveResource(ctx context.Context, box, kind, id string) erro
 	if err != nil {
 		return StoreError(err, fmt.Sprintf("Box %s has no Fountain %s %s.", box, kind, id), "")
 	}
-	if err := s.Changed(ctx, store.ChangeResource, kind+"/"+id); err != nil {
-		return err
-	}
-	return s.done(ctx, box, http.StatusNoContent, "unassigned Fountain "+kind+" "+id+" from the box")
+	return s.wrote(ctx, store.ChangeResource, kind+"/"+id, box, http.StatusNoContent, "unassigned Fountain "+kind+" "+id+" from the box")
 }

@@ -44,6 +44,11 @@ type SecretView struct {
 	Rate string `json:"rate,omitempty"`
 }
 
+// secretView is how the admin API shows sec, with no State.
+func secretView(sec store.Secret) SecretView {
+	return SecretView{Name: sec.Name, Host: sec.Host, UpdatedAt: formatTime(sec.UpdatedAt), Kind: sec.Kind, BodyFields: sec.BodyFields, Rules: sec.Rules, Rate: sec.Rate}
+}
+
 // SecretList is the answer to GET /api/boxes/{name}/secrets.
 type SecretList struct {
 	Secrets []SecretView `json:"secrets"`
@@ -76,17 +81,6 @@ type SecretValue struct {
 	// so that setting a value never widens them.
 	Keep bool `json:"-"`
 }
-
-// Secrets is the egress secret actions, as both a Service and the admin
-// API's client take them.
-type Secrets interface {
-	ListSecrets(ctx context.Context, box string) ([]SecretView, error)
-	SetSecret(ctx context.Context, box, name string, sv SecretValue) (SecretView, error)
-	SetSecretRules(ctx context.Context, box, name string, rules []string, rate string) (SecretView, error)
-	RemoveSecret(ctx context.Context, box, name string) error
-}
-
-var _ Secrets = (*Service)(nil)
 
 // CheckValue refuses a value that is empty, too long, or holds a byte
 // that cannot go in a header. The message never repeats the value.
@@ -166,7 +160,7 @@ func RulesMessage(name string, rules []string, rate string) string {
 // secret's kind and where it stands (mint.State), so that a refused OAuth
 // grant is flagged. NotFound for no such box.
 func (s *Service) ListSecrets(ctx context.Context, box string) ([]SecretView, error) {
-	if _, err := s.box(ctx, box); err != nil {
+	if _, err := s.StoredBox(ctx, box); err != nil {
 		return nil, err
 	}
 	list, err := s.cfg.Store.ListSecrets(ctx, box)
@@ -179,7 +173,7 @@ func (s *Service) ListSecrets(ctx context.Context, box string) ([]SecretView, er
 	}
 	out := []SecretView{}
 	for _, sec := range list {
-		v := SecretView{Name: sec.Name, Host: sec.Host, UpdatedAt: formatTime(sec.UpdatedAt), Kind: sec.Kind, BodyFields: sec.BodyFields, Rules: sec.Rules, Rate: sec.Rate}
+		v := secretView(sec)
 		if sec.Kind != "" {
 			full, err := s.cfg.Store.Secret(ctx, box, sec.Name)
 			if err != nil {
@@ -201,7 +195,7 @@ func (s *Service) SetSecret(ctx context.Context, box, name string, sv SecretValu
 	if HoldsValue(sv.Value, sv.Host) {
 		return SecretView{}, ErrHostHoldsValue
 	}
-	if _, err := s.box(ctx, box); err != nil {
+	if _, err := s.StoredBox(ctx, box); err != nil {
 		return SecretView{}, err
 	}
 	if err := CheckSecretName(name); err != nil {
@@ -260,13 +254,10 @@ func (s *Service) SetSecret(ctx context.Context, box, name string, sv SecretValu
 	if err := s.cfg.Store.SetSecret(ctx, sec); err != nil {
 		return SecretView{}, StoreError(err, NoBox(box), "")
 	}
-	if err := s.Changed(ctx, store.ChangeSecret, box+"/"+name); err != nil {
+	if err := s.wrote(ctx, store.ChangeSecret, box+"/"+name, box, http.StatusOK, RulesMessage(name, sec.Rules, sec.Rate), "secret", name, "host", host, "kind", kind, "body_fields", sec.BodyFields); err != nil {
 		return SecretView{}, err
 	}
-	if err := s.done(ctx, box, http.StatusOK, RulesMessage(name, sec.Rules, sec.Rate), "secret", name, "host", host, "kind", kind, "body_fields", sec.BodyFields); err != nil {
-		return SecretView{}, err
-	}
-	return SecretView{Name: name, Host: host, UpdatedAt: formatTime(sec.UpdatedAt), Kind: kind, BodyFields: sec.BodyFields, Rules: sec.Rules, Rate: sec.Rate}, nil
+	return secretView(sec), nil
 }
 
 // SetSecretRules sets what box's egress secret name may be spent on, its
@@ -292,13 +283,10 @@ func (s *Service) SetSecretRules(ctx context.Context, box, name string, rules []
 	if err := s.cfg.Store.SetSecret(ctx, sec); err != nil {
 		return SecretView{}, StoreError(err, NoBox(box), "")
 	}
-	if err := s.Changed(ctx, store.ChangeSecret, box+"/"+name); err != nil {
+	if err := s.wrote(ctx, store.ChangeSecret, box+"/"+name, box, http.StatusOK, RulesMessage(name, rules, rate), "secret", name, "rules", rules, "rate", rate); err != nil {
 		return SecretView{}, err
 	}
-	if err := s.done(ctx, box, http.StatusOK, RulesMessage(name, rules, rate), "secret", name, "rules", rules, "rate", rate); err != nil {
-		return SecretView{}, err
-	}
-	return SecretView{Name: name, Host: sec.Host, UpdatedAt: formatTime(sec.UpdatedAt), Kind: sec.Kind, BodyFields: sec.BodyFields, Rules: rules, Rate: rate}, nil
+	return secretView(sec), nil
 }
 
 // RemoveSecret removes box's egress secret name. NotFound when box has
@@ -313,8 +301,5 @@ func (s *Service) RemoveSecret(ctx context.Context, box, name string) error {
 	if err := s.cfg.Store.DeleteSecret(ctx, box, name); err != nil {
 		return StoreError(err, fmt.Sprintf("Box %s has no secret %s.", box, name), "")
 	}
-	if err := s.Changed(ctx, store.ChangeSecret, box+"/"+name); err != nil {
-		return err
-	}
-	return s.done(ctx, box, http.StatusNoContent, "removed secret "+name, "secret", name)
+	return s.wrote(ctx, store.ChangeSecret, box+"/"+name, box, http.StatusNoContent, "removed secret "+name, "secret", name)
 }

@@ -13,16 +13,6 @@ import (
 // JSON numbers exact to the micro-dollar (the broker keeps
 // micro-dollars).
 
-// Spending is the spend view, as both a Service and the admin API's
-// client take it.
-type Spending interface {
-	// Spend returns a box's spend in a month (YYYY-MM; "" for this
-	// month), measured beside reported, with its prompt-cache use.
-	Spend(ctx context.Context, box, month string) (SpendReport, error)
-}
-
-var _ Spending = (*Service)(nil)
-
 // ReportedSpend is what a box reported spending: dollars, runs and runs
 // it could not price.
 type ReportedSpend struct {
@@ -47,8 +37,8 @@ type MeasuredSpend struct {
 }
 
 // measured is what a spend.Report or spend.Line counts, as a view.
-func measured(measuredMicros, calls, unpriced, unmeasured, chargedMicros int64) MeasuredSpend {
-	return MeasuredSpend{MeasuredUSD: spend.Dollars(measuredMicros), Calls: calls, Unpriced: unpriced, Unmeasured: unmeasured, ChargedUSD: spend.Dollars(chargedMicros)}
+func measured(c spend.Counts) MeasuredSpend {
+	return MeasuredSpend{MeasuredUSD: spend.Dollars(c.Measured), Calls: c.Calls, Unpriced: c.Unpriced, Unmeasured: c.Unmeasured, ChargedUSD: spend.Dollars(c.Charged)}
 }
 
 // SpendLine is one principal's spend in a month, measured beside
@@ -164,6 +154,18 @@ func cacheTokens(c store.CacheUsage) CacheTokens {
 	return t
 }
 
+// Month reads a month as the actions take it: YYYY-MM, or "" for this
+// month (UTC). Invalid for any other.
+func (s *Service) Month(month string) (string, error) {
+	if month == "" {
+		return spend.Month(s.cfg.Now()), nil
+	}
+	if spend.Resets(month).IsZero() {
+		return "", Errorf(Invalid, "month is written YYYY-MM, such as 2026-10.")
+	}
+	return month, nil
+}
+
 // Spend returns box's spend in month (YYYY-MM; "" for this month, UTC),
 // measured beside reported (spend.Compare), with its prompt-cache use.
 // Invalid for a bad month, NotFound for no such box.
@@ -171,23 +173,21 @@ func (s *Service) Spend(ctx context.Context, box, month string) (SpendReport, er
 	if err := CheckBoxName(box); err != nil {
 		return SpendReport{}, err
 	}
-	if month == "" {
-		month = spend.Month(s.cfg.Now())
-	}
-	if spend.Resets(month).IsZero() {
-		return SpendReport{}, Errorf(Invalid, "month is written YYYY-MM, such as 2026-10.")
+	month, err := s.Month(month)
+	if err != nil {
+		return SpendReport{}, err
 	}
 	rep, err := spend.Compare(ctx, s.cfg.Store, box, month)
 	if err != nil {
 		return SpendReport{}, StoreError(err, NoBox(box), "")
 	}
-	out := SpendReport{Box: rep.Box, Month: rep.Month, MeasuredSpend: measured(rep.Measured, rep.Calls, rep.Unpriced, rep.Unmeasured, rep.Charged), Differs: rep.Differs,
+	out := SpendReport{Box: rep.Box, Month: rep.Month, MeasuredSpend: measured(rep.Counts), Differs: rep.Differs,
 		ReportedMonth: Optional(rep.ReportedMonth), ReportedAt: optionalTime(rep.ReportedAt)}
 	if rep.Reported != nil {
 		out.Reported = &ReportedSpend{USD: rep.Reported.USD, Runs: rep.Reported.Runs, Unpriced: rep.Reported.Unpriced}
 	}
 	out.ByPrincipal = views(rep.Lines, func(l spend.Line) SpendLine {
-		line := SpendLine{Principal: l.Principal, MeasuredSpend: measured(l.Measured, l.Calls, l.Unpriced, l.Unmeasured, l.Charged), Differs: l.Differs}
+		line := SpendLine{Principal: l.Principal, MeasuredSpend: measured(l.Counts), Differs: l.Differs}
 		if l.Reported != nil {
 			line.Reported = &ReportedSpend{USD: l.Reported.USD, Runs: l.Reported.Runs, Unpriced: l.Reported.Unpriced}
 		}

@@ -2,9 +2,7 @@ package operator
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"net/netip"
 	"time"
 
@@ -22,17 +20,19 @@ type BoxView struct {
 	CreatedAt string `json:"createdAt"`
 	Consent   bool   `json:"consent"`
 	Paused    bool   `json:"paused"`
-	// Payer is who pays for the box's model calls when no grant applies.
-	Payer PayerView `json:"payer"`
+	// Payer is who pays for the box's model calls when no grant applies:
+	// kind shared, owner or visitor, and the principal (null when
+	// unknown).
+	Payer protocol.Payer `json:"payer"`
 	// ReportedAt is when the box last reported its declaration; null if never.
 	ReportedAt *string `json:"reportedAt"`
 	// Capabilities are the entries of its last report naming this broker.
-	Capabilities []CapabilityView `json:"capabilities"`
+	Capabilities []protocol.Capability `json:"capabilities"`
 	// Listing is the listing its last report carried; null if none.
-	Listing *ListingView `json:"listing"`
-	// Spend is this month's spend its last report carried; null when the
-	// report carried none or another month's.
-	Spend *SpendView `json:"spend"`
+	Listing *protocol.Listing `json:"listing"`
+	// Spend is this month's spend its last report carried, in total and
+	// by principal; null when the report carried none or another month's.
+	Spend *protocol.Spend `json:"spend"`
 	// From are the source CIDRs the box's token is bound to; empty when
 	// it is taken from any address.
 	From []string `json:"from"`
@@ -44,45 +44,6 @@ type BoxView struct {
 	// OldTokenUntil is when the token it had before its last rotation
 	// stops being taken (a rotation's grace); null when there is none.
 	OldTokenUntil *string `json:"oldTokenUntil"`
-}
-
-// PayerView is a payer: kind shared, owner or visitor, and the principal
-// (null when unknown).
-type PayerView struct {
-	Kind      string  `json:"kind"`
-	Principal *string `json:"principal"`
-}
-
-// CapabilityView is one declared entry.
-type CapabilityView struct {
-	Name   string   `json:"name"`
-	Broker string   `json:"broker"`
-	Scope  []string `json:"scope"`
-}
-
-// ListingView is a box's reported listing.
-type ListingView struct {
-	Published bool   `json:"published"`
-	Title     string `json:"title"`
-	Line      string `json:"line"`
-}
-
-// SpendView is one month's reported spend, in total and by principal.
-type SpendView struct {
-	Month       string          `json:"month"`
-	USD         float64         `json:"usd"`
-	Runs        int64           `json:"runs"`
-	Unpriced    int64           `json:"unpriced"`
-	ByPrincipal []PrincipalView `json:"byPrincipal"`
-}
-
-// PrincipalView is one principal's part of a spend; Principal is null for
-// runs that name none.
-type PrincipalView struct {
-	Principal *string `json:"principal"`
-	USD       float64 `json:"usd"`
-	Runs      int64   `json:"runs"`
-	Unpriced  int64   `json:"unpriced"`
 }
 
 // NewBox is the body of POST /api/boxes. From binds its token to source
@@ -132,12 +93,7 @@ func (s *Service) Declaration(ctx context.Context, box string) (*protocol.Declar
 	if err != nil {
 		return nil, err
 	}
-	var d protocol.Declaration
-	if err := json.Unmarshal(doc, &d); err != nil {
-		return nil, fmt.Errorf("declaration of box %s: %w", box, err)
-	}
-	d.At = at
-	return &d, nil
+	return DecodeDeclaration(box, &store.KeptDeclaration{Doc: doc, At: at})
 }
 
 // BoxViewOf is how the admin API shows b, with its last report as d (nil for
@@ -148,8 +104,8 @@ func BoxViewOf(b store.Box, d *protocol.Declaration, now time.Time) BoxView {
 		CreatedAt:    formatTime(b.CreatedAt),
 		Consent:      b.Consent,
 		Paused:       b.Paused,
-		Payer:        PayerView{Kind: b.PayerKind, Principal: Optional(b.PayerPrincipal)},
-		Capabilities: []CapabilityView{},
+		Payer:        protocol.Payer{Kind: b.PayerKind, Principal: Optional(b.PayerPrincipal)},
+		Capabilities: []protocol.Capability{},
 		From:         views(b.From, netip.Prefix.String),
 	}
 	if v.Payer.Kind == "" {
@@ -169,20 +125,18 @@ func BoxViewOf(b store.Box, d *protocol.Declaration, now time.Time) BoxView {
 	at := formatTime(d.At)
 	v.ReportedAt = &at
 	for _, c := range d.Capabilities {
-		scope := c.Scope
-		if scope == nil {
-			scope = []string{}
+		if c.Scope == nil {
+			c.Scope = []string{}
 		}
-		v.Capabilities = append(v.Capabilities, CapabilityView{Name: c.Name, Broker: c.Broker, Scope: scope})
+		v.Capabilities = append(v.Capabilities, c)
 	}
-	if d.Listing != nil {
-		v.Listing = &ListingView{Published: d.Listing.Published, Title: d.Listing.Title, Line: d.Listing.Line}
-	}
-	if sp := d.Spend; sp != nil && sp.Month == now.UTC().Format("2006-01") {
-		v.Spend = &SpendView{Month: sp.Month, USD: sp.USD, Runs: sp.Runs, Unpriced: sp.Unpriced, ByPrincipal: []PrincipalView{}}
-		for _, p := range sp.ByPrincipal {
-			v.Spend.ByPrincipal = append(v.Spend.ByPrincipal, PrincipalView{Principal: p.Principal, USD: p.USD, Runs: p.Runs, Unpriced: p.Unpriced})
+	v.Listing = d.Listing
+	if d.Spend != nil && d.Spend.Month == now.UTC().Format("2006-01") {
+		sp := *d.Spend
+		if sp.ByPrincipal == nil {
+			sp.ByPrincipal = []protocol.PrincipalSpend{}
 		}
+		v.Spend = &sp
 	}
 	return v
 }
@@ -219,7 +173,7 @@ func optionalTime(t time.Time) *string {
 
 // Box reads the box named name, as the admin API shows it.
 func (s *Service) Box(ctx context.Context, name string) (BoxView, error) {
-	b, err := s.box(ctx, name)
+	b, err := s.StoredBox(ctx, name)
 	if err != nil {
 		return BoxView{}, err
 	}
@@ -238,11 +192,6 @@ func (s *Service) view(ctx context.Context, b store.Box) (BoxView, error) {
 // StoredBox reads the box named name as the store keeps it: Invalid for
 // no box name, NotFound for no such box.
 func (s *Service) StoredBox(ctx context.Context, name string) (store.Box, error) {
-	return s.box(ctx, name)
-}
-
-// box is StoredBox.
-func (s *Service) box(ctx context.Context, name string) (store.Box, error) {
 	if err := CheckBoxName(name); err != nil {
 		return store.Box{}, err
 	}

@@ -26,16 +26,6 @@ type VisitorList struct {
 	Visitors []VisitorView `json:"visitors"`
 }
 
-// Visitors is the visitor credential actions, as both a Service and the
-// admin API's client take them.
-type Visitors interface {
-	ListVisitors(ctx context.Context) ([]VisitorView, error)
-	SetVisitor(ctx context.Context, principal, kind string, value []byte) (VisitorView, error)
-	RemoveVisitor(ctx context.Context, principal string) error
-}
-
-var _ Visitors = (*Service)(nil)
-
 // checkPrincipal refuses a principal that could be none.
 func checkPrincipal(p string) error {
 	if !protocol.IsPrincipal(p) {

@@ -10,19 +10,6 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 )
 
-// WindowBudgets are a box's budgets over a window other than the
-// calendar month: a day, a week, or a rolling N days.
-type WindowBudgets interface {
-	// WindowBudgets lists a box's window budgets and where they stand.
-	WindowBudgets(ctx context.Context, box string) ([]WindowBudgetView, error)
-	// SetWindowBudget sets one and returns the box's window budgets.
-	SetWindowBudget(ctx context.Context, box string, set WindowBudgetSetting) ([]WindowBudgetView, error)
-	// RemoveWindowBudget removes one; principal "" is the box's own.
-	RemoveWindowBudget(ctx context.Context, box, principal, window string) error
-}
-
-var _ WindowBudgets = (*Service)(nil)
-
 // WindowBudgetView is one budget over a window other than the calendar
 // month (day, week, or Nd for a rolling N days) and where it stands now:
 // USD its limit, Spent and Held what the window counts, Left what
@@ -64,7 +51,7 @@ func whoseOf(principal string) string {
 // WindowBudgets returns box's window budgets and where they stand now.
 // NotFound for no such box.
 func (s *Service) WindowBudgets(ctx context.Context, box string) ([]WindowBudgetView, error) {
-	if _, err := s.box(ctx, box); err != nil {
+	if _, err := s.StoredBox(ctx, box); err != nil {
 		return nil, err
 	}
 	return s.windowBudgets(ctx, box)
@@ -88,10 +75,7 @@ func (s *Service) windowBudgets(ctx context.Context, box string) ([]WindowBudget
 // is held to it. Invalid for a bad principal, window or amount, NotFound
 // for no such box.
 func (s *Service) SetWindowBudget(ctx context.Context, box string, set WindowBudgetSetting) ([]WindowBudgetView, error) {
-	if err := CheckBoxName(box); err != nil {
-		return nil, err
-	}
-	principal, err := BudgetPrincipal(set.Principal)
+	principal, err := limitOf(box, set.Principal)
 	if err != nil {
 		return nil, err
 	}
@@ -100,23 +84,15 @@ func (s *Service) SetWindowBudget(ctx context.Context, box string, set WindowBud
 		return nil, Errorf(Invalid,
 			"window is day, week, or Nd for a rolling N days from 1 to %d, such as 7d; a monthly budget is set at /api/boxes/%s/budgets.", store.MaxRollingDays, box)
 	}
-	limit, err := spend.ParseUSD(set.USD.String())
+	limit, err := parseUSD(set.USD)
 	if err != nil {
-		return nil, Errorf(Invalid,
-			"usd is a budget in dollars from 0 to %d with at most six decimals, such as 25 or 25.50.", spend.MaxUSD)
+		return nil, err
 	}
 	b := store.Budget{Box: box, Principal: principal, Window: set.Window, Limit: limit, UpdatedAt: s.cfg.Now().UTC()}
 	if err := s.cfg.Store.SetWindowBudget(ctx, b); err != nil {
 		return nil, StoreError(err, NoBox(box), "")
 	}
-	if err := s.Changed(ctx, store.ChangeBudget, box); err != nil {
-		return nil, err
-	}
-	msg := fmt.Sprintf("set the box's %s budget to %s", win.Describe(), spend.FormatUSD(limit))
-	if principal != "" {
-		msg = fmt.Sprintf("set the %s budget for %s to %s", win.Describe(), principal, spend.FormatUSD(limit))
-	}
-	if err := s.done(ctx, box, http.StatusOK, msg); err != nil {
+	if err := s.wrote(ctx, store.ChangeBudget, box, box, http.StatusOK, setBudgetMessage(win.Describe(), principal, limit)); err != nil {
 		return nil, err
 	}
 	return s.windowBudgets(ctx, box)
@@ -126,22 +102,11 @@ func (s *Service) SetWindowBudget(ctx context.Context, box string, set WindowBud
 // "") or principal's; the calls it held are still measured. NotFound for
 // no such budget.
 func (s *Service) RemoveWindowBudget(ctx context.Context, box, principal, window string) error {
-	if err := CheckBoxName(box); err != nil {
-		return err
-	}
-	if _, err := BudgetPrincipal(&principal); err != nil {
+	if _, err := limitOf(box, &principal); err != nil {
 		return err
 	}
 	if err := s.cfg.Store.DeleteWindowBudget(ctx, box, principal, window); err != nil {
-		return StoreError(err, NoWindowBudget(box, principal, window), "")
+		return StoreError(err, fmt.Sprintf("Box %s has no %s budget%s.", box, window, forPrincipal(principal)), "")
 	}
-	if err := s.Changed(ctx, store.ChangeBudget, box); err != nil {
-		return err
-	}
-	return s.done(ctx, box, http.StatusNoContent, fmt.Sprintf("removed the %s budget of %s", window, whoseOf(principal)))
-}
-
-// NoWindowBudget says box has no such window budget.
-func NoWindowBudget(box, principal, window string) string {
-	return fmt.Sprintf("Box %s has no %s budget%s.", box, window, forPrincipal(principal))
+	return s.wrote(ctx, store.ChangeBudget, box, box, http.StatusNoContent, fmt.Sprintf("removed the %s budget of %s", window, whoseOf(principal)))
 }

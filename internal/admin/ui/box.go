@@ -166,20 +166,20 @@ func (u *Page) card(ctx context.Context, v operator.BoxView) (card, error) {
 	}
 	c.FeedbackCount = fb.Batches
 	month := spend.Month(now)
-	if c.Measured, err = u.a.SpendReport(ctx, v.Name, month); err != nil {
+	if c.Measured, err = u.a.Operator().Spend(ctx, v.Name, month); err != nil {
 		return c, err
 	}
 	c.Models = byModel(c.Measured.Usage)
 	if m, d := c.Measured.Cache.Month.HitRatio, c.Measured.Cache.Last24h.HitRatio; m != nil && d != nil {
 		c.CacheCold = *d < *m/2
 	}
-	if c.Budgets, err = u.a.Budgets(ctx, v.Name, month); err != nil {
+	if c.Budgets, err = u.a.Operator().Budgets(ctx, v.Name, month); err != nil {
 		return c, err
 	}
 	if c.Blocked, err = u.blocked(ctx, v.Name, c.Budgets); err != nil {
 		return c, err
 	}
-	if c.Windows, err = u.a.WindowBudgets(ctx, v.Name); err != nil {
+	if c.Windows, err = u.a.Operator().WindowBudgets(ctx, v.Name); err != nil {
 		return c, err
 	}
 	if c.Rates, err = u.cfg.Store.ListRateLimits(ctx, v.Name); err != nil {
@@ -234,7 +234,7 @@ func (u *Page) boxPage(w http.ResponseWriter, r *http.Request, sess *Session) er
 		return err
 	}
 	ctx := r.Context()
-	d, err := u.a.Declaration(ctx, b.Name)
+	d, err := u.a.Operator().Declaration(ctx, b.Name)
 	if err != nil {
 		return err
 	}
@@ -260,7 +260,7 @@ func (u *Page) boxPage(w http.ResponseWriter, r *http.Request, sess *Session) er
 		page.LogPrev = base + "?log=" + strconv.Itoa(page.LogPage-1) + "#log"
 	}
 	for _, e := range recent {
-		page.Recent = append(page.Recent, admin.AuditViewOf(e))
+		page.Recent = append(page.Recent, operator.AuditViewOf(e))
 	}
 	page.Secrets, err = u.a.Operator().ListSecrets(ctx, b.Name)
 	if err != nil {

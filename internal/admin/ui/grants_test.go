@@ -127,7 +127,7 @@ func TestUI_MeasuredSpendAndBudgets(t *testing.T) {
 	if err := b.Server.Store.SetBudget(ctx, store.Budget{Box: "alpha", Principal: "github:ann", Limit: 5_000_000, UpdatedAt: timeNow()}); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := b.Server.Admin.SpendReport(ctx, "alpha", monthNow())
+	rep, err := b.Server.Admin.Operator().Spend(ctx, "alpha", monthNow())
 	if err != nil {
 		t.Fatal(err)
 	}

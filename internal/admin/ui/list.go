@@ -160,7 +160,7 @@ func (u *Page) facts(ctx context.Context, now time.Time, month string) (fleetFac
 	for _, a := range acts {
 		f.act[a.Box] = a
 	}
-	cache, err := u.a.Cache(ctx, "", month)
+	cache, err := u.a.Operator().Cache(ctx, "", month)
 	if err != nil {
 		return fleetFacts{}, err
 	}
