@@ -210,11 +210,7 @@ func errorAnswer(status int, msg string) *http.Response {
 // typedErrorAnswer is errorAnswer with an error type of its own: the one a
 // cloud's Anthropic-shaped answer gave.
 func typedErrorAnswer(status int, typ, msg string) *http.Response {
-	return bodyAnswer(status, protocol.RefusalBody(typ, msg))
-}
-
-// bodyAnswer is an answer of status with the JSON body b.
-func bodyAnswer(status int, b []byte) *http.Response {
+	b := protocol.RefusalBody(typ, msg)
 	resp := answer(status, "application/json", io.NopCloser(bytes.NewReader(b)))
 	resp.Header.Set("Content-Length", strconv.Itoa(len(b)))
 	resp.ContentLength = int64(len(b))
