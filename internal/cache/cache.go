@@ -37,6 +37,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/intentius/boxbroker/internal/defaults"
+	"github.com/intentius/boxbroker/internal/hold"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -536,22 +537,7 @@ func cached[V any](ctx context.Context, c *Cache, kind, key string, hitsAt *map[
 // first caller's cancellation, so one caller leaving does not fail the
 // others; the store's own deadline bounds it.
 func shared[T any](ctx context.Context, c *Cache, kind string, gen uint64, key string, read func(context.Context) (T, error)) (T, error) {
-	return Shared(ctx, &c.flights, flightKey(kind, gen, key), func() (T, error) { return read(context.WithoutCancel(ctx)) })
-}
-
-// Shared runs f once for every caller that asks g for key while it runs
-// (the first caller's f, which goes on when that caller leaves), and
-// returns its result, or ctx's error when ctx ends first.
-func Shared[T any](ctx context.Context, g *singleflight.Group, key string, f func() (T, error)) (T, error) {
-	ch := g.DoChan(key, func() (any, error) { return f() })
-	select {
-	case r := <-ch:
-		v, _ := r.Val.(T)
-		return v, r.Err
-	case <-ctx.Done():
-		var zero T
-		return zero, ctx.Err()
-	}
+	return hold.Shared(ctx, &c.flights, flightKey(kind, gen, key), func() (T, error) { return read(context.WithoutCancel(ctx)) })
 }
 
 // flightKey names the store read of key, of kind, at generation gen.

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
-
-	"golang.org/x/sync/singleflight"
 )
 
 // TestShared_MissesOnAKeyShareOneRead: while one store read of a key
@@ -63,39 +61,5 @@ func TestShared_MissesOnAKeyShareOneRead(t *testing.T) {
 	c.flights.Do(flightKey("box", 1, "h"), func() (any, error) { return nil, nil })
 	if n := reads.Load(); n != 2 {
 		t.Errorf("store reads = %d, want 2 (one a generation)", n)
-	}
-}
-
-// TestShared_CallersWaitForOneRun: a caller asking one group for a key
-// while f runs joins that run rather than running its own f, and one
-// whose context ends leaves with its context's error while the run goes
-// on for the first caller, who gets its result, typed. The minter and the
-// readiness checks share their work through it as the cache does.
-func TestShared_CallersWaitForOneRun(t *testing.T) {
-	var g singleflight.Group
-	var runs atomic.Int64
-	gate, entered := make(chan struct{}), make(chan struct{})
-	got := make(chan int, 1)
-	go func() {
-		v, _ := Shared(context.Background(), &g, "k", func() (int, error) {
-			runs.Add(1)
-			close(entered)
-			<-gate
-			return 42, nil
-		})
-		got <- v
-	}()
-	<-entered
-	gone, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := Shared(gone, &g, "k", func() (int, error) { runs.Add(1); return 0, nil }); !errors.Is(err, context.Canceled) {
-		t.Errorf("a caller whose context ended got %v, want context.Canceled", err)
-	}
-	close(gate)
-	if v := <-got; v != 42 {
-		t.Errorf("the first caller got %d, want 42", v)
-	}
-	if n := runs.Load(); n != 1 {
-		t.Errorf("runs = %d, want 1", n)
 	}
 }

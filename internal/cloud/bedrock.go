@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
@@ -53,9 +54,9 @@ func (cl *Client) bedrock(ctx context.Context, c *Credential, call Call, sent *s
 		// CountTokens takes bare model ids, not inference profiles.
 		id = bare
 	}
-	creds, refusal, err := cl.awsCredentials(ctx, c, sent.add)
-	if refusal != nil || err != nil {
-		return refusal, err
+	creds, err := cl.awsCredentials(ctx, c, sent.add)
+	if err != nil {
+		return failed(err)
 	}
 	action := "/invoke"
 	accept := "application/json"
@@ -97,8 +98,9 @@ func (cl *Client) bedrock(ctx context.Context, c *Credential, call Call, sent *s
 	case resp.StatusCode != http.StatusOK:
 		if c.RoleARN != "" && resp.StatusCode == http.StatusForbidden && strings.HasPrefix(resp.Header.Get("X-Amzn-Errortype"), "ExpiredToken") {
 			// The role's session expired before its time (a clock
-			// apart): the next call assumes the role anew.
-			cl.forgetRoleSession(c)
+			// apart): the next call assumes the role anew, at most
+			// once each ReusedFor.
+			cl.sessions.Drop(credKey(c), cl.now(), func(s aws.Credentials) bool { return s.AccessKeyID == creds.AccessKeyID })
 		}
 		return bedrockError(resp.StatusCode, resp.Header, b, sent), nil
 	case stream:

@@ -19,7 +19,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"golang.org/x/oauth2"
+	"golang.org/x/sync/singleflight"
 
+	"github.com/intentius/boxbroker/internal/hold"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/quiet"
 )
@@ -37,10 +39,6 @@ const StatusOverloaded = 529
 // maxErrorBody bounds the part of a cloud's error answer read.
 const maxErrorBody = 64 << 10
 
-// maxCached bounds the Vertex token sources, and the Bedrock roles'
-// sessions, a Client keeps: past it, the map starts anew.
-const maxCached = 256
-
 // Client makes Anthropic API calls through a cloud. Its exported fields
 // are set before first use; its methods are safe for concurrent use.
 type Client struct {
@@ -53,11 +51,12 @@ type Client struct {
 	// Log is where a model refusing betas is told (nil: slog.Default()).
 	Log *slog.Logger
 
-	mu      sync.Mutex                            // guards tokens, roles, failed and noBetas
-	tokens  map[[32]byte]*reused[*oauth2.Token]   // Vertex AI access tokens, by the credential's hash
-	roles   map[[32]byte]*reused[aws.Credentials] // a Bedrock role's sessions, by the credential's hash
-	failed  map[[32]byte]failure                  // a token or session not had lately, by the credential's hash
-	noBetas map[noBetaKey]struct{}                // the models that refused betas
+	tokens   hold.Cache[[32]byte, *oauth2.Token]   // Vertex AI access tokens, by the credential's hash
+	sessions hold.Cache[[32]byte, aws.Credentials] // a Bedrock role's sessions, by the credential's hash
+	fetches  singleflight.Group                    // one fetch of a token or session at a time, by the credential's hash
+
+	mu      sync.Mutex             // guards noBetas
+	noBetas map[noBetaKey]struct{} // the models that refused betas
 }
 
 // FailedFor is how long a Vertex AI access token or a Bedrock role's
@@ -67,112 +66,58 @@ type Client struct {
 // account no more than one request to Google or STS each FailedFor.
 const FailedFor = 5 * time.Second
 
-// failure is the answer to a call whose token or session could not be
-// had: a refusal (status and body) or an error.
-type failure struct {
-	until  time.Time
-	status int
-	body   []byte
-	err    error
-}
-
-// failedLately returns the answer kept for c's token or session, when it
-// could not be had within FailedFor.
-func (cl *Client) failedLately(c *Credential) (*http.Response, error, bool) {
-	key := credKey(c)
-	cl.mu.Lock()
-	f, ok := cl.failed[key]
-	cl.mu.Unlock()
-	if !ok || !cl.now().Before(f.until) {
-		return nil, nil, false
-	}
-	if f.err != nil {
-		return nil, f.err, true
-	}
-	return bodyAnswer(f.status, f.body), nil, true
-}
-
-// fail keeps the answer to a call whose token or session could not be
-// had, resp (a refusal made here) or err, for FailedFor; it returns them
-// as they are to give now.
-func (cl *Client) fail(c *Credential, resp *http.Response, err error) (*http.Response, error) {
-	f := failure{until: cl.now().Add(FailedFor), err: err}
-	if resp != nil {
-		f.status, f.body = resp.StatusCode, readError(resp)
-		resp = bodyAnswer(f.status, f.body)
-	}
-	key := credKey(c)
-	cl.mu.Lock()
-	defer cl.mu.Unlock()
-	if cl.failed == nil || len(cl.failed) >= maxCached {
-		cl.failed = make(map[[32]byte]failure)
-	}
-	cl.failed[key] = f
-	return resp, err
-}
-
 // ReusedFor is how long, at least, a Vertex AI access token or a Bedrock
 // role's session is used once had, whatever expiry its endpoint gave
 // (one already past by the broker's clock, or nearer than the margin a
 // new one is fetched before, as a tiny expires_in, a short session or a
 // clock apart makes it), so that a box's calls cost the account at most
 // one request to Google or STS each ReusedFor; a cloud that no longer
-// takes it refuses the call, and Bedrock's ExpiredToken drops a session
-// at most once each ReusedFor.
-const ReusedFor = 5 * time.Second
+// takes it refuses the call, which drops it at most once each
+// ReusedFor (Vertex AI's 401, Bedrock's ExpiredToken).
+const ReusedFor = hold.DefaultFloor
 
-// reused gives what get gives, each value for ReusedFor at least by the
-// clock now, and asks get again only after that: get's own cache (an
-// oauth2.ReuseTokenSource, an aws.CredentialsCache) decides when it
-// fetches anew. Errors are not held (fail keeps them). Its methods are
-// safe for concurrent use; get is not called with mu held, so a call
-// whose context ends does not wait on another's fetch here.
-type reused[V any] struct {
-	get  func(context.Context) (V, error)
-	drop func() // makes get fetch anew; nil: nothing to drop
-	now  func() time.Time
-
-	mu      sync.Mutex // guards v, held, until and dropped
-	v       V
-	held    bool
-	until   time.Time // v is given without asking get until then
-	dropped time.Time // when forget last dropped v
+// refusal is the answer to a call whose token or session its endpoint
+// refused, or failed to give: a status and message in the Anthropic
+// error shape, made here.
+type refusal struct {
+	status int
+	msg    string
 }
 
-// value returns the value held, until ReusedFor after it was had, or
-// get's.
-func (r *reused[V]) value(ctx context.Context) (V, error) {
-	r.mu.Lock()
-	if now := r.now(); r.held && now.Before(r.until) {
-		defer r.mu.Unlock()
-		return r.v, nil
+func (r *refusal) Error() string { return r.msg }
+
+// failed is the answer to a call whose token or session was not had:
+// the refusal's, or the error err is.
+func failed(err error) (*http.Response, error) {
+	if r, ok := err.(*refusal); ok {
+		return errorAnswer(r.status, r.msg), nil
 	}
-	r.mu.Unlock()
-	v, err := r.get(ctx)
-	if err != nil {
+	return nil, err
+}
+
+// held returns what h holds for credential c, or fetch's value (held
+// until the expiry fetch gives with it, and for ReusedFor at least) or
+// failure (held for FailedFor): one fetch for every call that waits on
+// it, on a context without the first call's cancellation.
+func held[V any](ctx context.Context, cl *Client, h *hold.Cache[[32]byte, V], c *Credential,
+	fetch func(context.Context) (V, time.Time, error)) (V, error) {
+	key := credKey(c)
+	if v, err, ok := h.Get(key, cl.now()); ok {
 		return v, err
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.v, r.held, r.until = v, true, r.now().Add(ReusedFor)
-	return v, nil
-}
-
-// forget drops the value held and get's own, so that the next call
-// fetches anew, at most once each ReusedFor; otherwise the value is
-// kept, and used until the next forget that may drop it.
-func (r *reused[V]) forget() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	now := r.now()
-	if !r.dropped.IsZero() && now.Sub(r.dropped) < ReusedFor && !now.Before(r.dropped) {
-		return
-	}
-	var zero V
-	r.v, r.held, r.dropped = zero, false, now
-	if r.drop != nil {
-		r.drop()
-	}
+	return hold.Shared(ctx, &cl.fetches, string(key[:]), func() (V, error) {
+		if v, err, ok := h.Get(key, cl.now()); ok {
+			return v, err
+		}
+		v, expiry, err := fetch(context.WithoutCancel(ctx))
+		now := cl.now()
+		if err != nil {
+			h.Put(key, v, err, now.Add(FailedFor))
+			return v, err
+		}
+		h.Put(key, v, nil, h.Until(now, expiry))
+		return v, nil
+	})
 }
 
 // Call is one Anthropic API call the box made.
@@ -256,26 +201,6 @@ func credKey(c *Credential) [32]byte {
 	return sha256.Sum256(b)
 }
 
-// cached returns the value *m keeps for credential c, or makes one with
-// mk and keeps it (past maxCached values, *m starts anew). mu guards *m.
-func cached[V any](mu *sync.Mutex, m *map[[32]byte]V, c *Credential, mk func() (V, error)) (V, error) {
-	key := credKey(c)
-	mu.Lock()
-	defer mu.Unlock()
-	if v, ok := (*m)[key]; ok {
-		return v, nil
-	}
-	v, err := mk()
-	if err != nil {
-		return v, err
-	}
-	if *m == nil || len(*m) >= maxCached {
-		*m = make(map[[32]byte]V)
-	}
-	(*m)[key] = v
-	return v, nil
-}
-
 // errorAnswer is an answer in the Anthropic error shape, with the error
 // type the protocol pairs with status (protocol.TypeOf).
 func errorAnswer(status int, msg string) *http.Response {
@@ -285,11 +210,7 @@ func errorAnswer(status int, msg string) *http.Response {
 // typedErrorAnswer is errorAnswer with an error type of its own: the one a
 // cloud's Anthropic-shaped answer gave.
 func typedErrorAnswer(status int, typ, msg string) *http.Response {
-	return bodyAnswer(status, protocol.RefusalBody(typ, msg))
-}
-
-// bodyAnswer is an answer of status with the JSON body b.
-func bodyAnswer(status int, b []byte) *http.Response {
+	b := protocol.RefusalBody(typ, msg)
 	resp := answer(status, "application/json", io.NopCloser(bytes.NewReader(b)))
 	resp.Header.Set("Content-Length", strconv.Itoa(len(b)))
 	resp.ContentLength = int64(len(b))

@@ -393,7 +393,7 @@ func TestSTSRefusal(t *testing.T) {
 		{"<script>", withStatus(403), 403, protocol.TypePermission},
 	}
 	for _, tt := range tests {
-		resp := stsRefusal(tt.code, tt.err)
+		resp, _ := failed(stsRefusal(tt.code, tt.err))
 		b, _ := io.ReadAll(resp.Body)
 		if resp.StatusCode != tt.status || !strings.Contains(string(b), `"`+tt.typ+`"`) || strings.Contains(string(b), "<script>") {
 			t.Errorf("stsRefusal(%s) = %d %s, want %d %s", tt.code, resp.StatusCode, b, tt.status, tt.typ)

@@ -1,5 +1,7 @@
 package cloud
 
+import "cmp"
+
 // undated are the Anthropic model names from Claude 4.6 on, which have
 // no dated form: Vertex AI's id is the name, Bedrock's "anthropic.<name>"
 // (bar the two Claude 4.6 models, whose ids Bedrock gave otherwise).
@@ -20,50 +22,46 @@ var bedrockUndated = map[string]string{
 	"claude-opus-4-6": "anthropic.claude-opus-4-6-v1",
 }
 
-func init() {
-	for name, ids := range dated {
-		bedrockModels[name], vertexModels[name] = ids[0], ids[1]
-	}
-	for _, name := range undated {
-		id, ok := bedrockUndated[name]
-		if !ok {
-			id = "anthropic." + name
-		}
-		bedrockModels[name] = id
-		vertexModels[name] = name
-	}
-}
-
-// dated maps Anthropic model names, and their dated forms, to the
-// clouds' model ids: Amazon Bedrock's, then Vertex AI's. The newer models
-// are offered on Bedrock only through cross-region inference profiles: a
-// credential's Profile prefixes these ids.
-var dated = map[string][2]string{
-	"claude-opus-4-5":            {"anthropic.claude-opus-4-5-20251101-v1:0", "claude-opus-4-5@20251101"},
-	"claude-opus-4-5-20251101":   {"anthropic.claude-opus-4-5-20251101-v1:0", "claude-opus-4-5@20251101"},
-	"claude-haiku-4-5":           {"anthropic.claude-haiku-4-5-20251001-v1:0", "claude-haiku-4-5@20251001"},
-	"claude-haiku-4-5-20251001":  {"anthropic.claude-haiku-4-5-20251001-v1:0", "claude-haiku-4-5@20251001"},
-	"claude-sonnet-4-5":          {"anthropic.claude-sonnet-4-5-20250929-v1:0", "claude-sonnet-4-5@20250929"},
-	"claude-sonnet-4-5-20250929": {"anthropic.claude-sonnet-4-5-20250929-v1:0", "claude-sonnet-4-5@20250929"},
-	"claude-opus-4-1":            {"anthropic.claude-opus-4-1-20250805-v1:0", "claude-opus-4-1@20250805"},
-	"claude-opus-4-1-20250805":   {"anthropic.claude-opus-4-1-20250805-v1:0", "claude-opus-4-1@20250805"},
-	"claude-opus-4-0":            {"anthropic.claude-opus-4-20250514-v1:0", "claude-opus-4@20250514"},
-	"claude-opus-4-20250514":     {"anthropic.claude-opus-4-20250514-v1:0", "claude-opus-4@20250514"},
-	"claude-sonnet-4-0":          {"anthropic.claude-sonnet-4-20250514-v1:0", "claude-sonnet-4@20250514"},
-	"claude-sonnet-4-20250514":   {"anthropic.claude-sonnet-4-20250514-v1:0", "claude-sonnet-4@20250514"},
-	"claude-3-7-sonnet-latest":   {"anthropic.claude-3-7-sonnet-20250219-v1:0", "claude-3-7-sonnet@20250219"},
-	"claude-3-7-sonnet-20250219": {"anthropic.claude-3-7-sonnet-20250219-v1:0", "claude-3-7-sonnet@20250219"},
-	"claude-3-5-haiku-latest":    {"anthropic.claude-3-5-haiku-20241022-v1:0", "claude-3-5-haiku@20241022"},
-	"claude-3-5-haiku-20241022":  {"anthropic.claude-3-5-haiku-20241022-v1:0", "claude-3-5-haiku@20241022"},
-	"claude-3-5-sonnet-20241022": {"anthropic.claude-3-5-sonnet-20241022-v2:0", "claude-3-5-sonnet-v2@20241022"},
-	"claude-3-5-sonnet-20240620": {"anthropic.claude-3-5-sonnet-20240620-v1:0", "claude-3-5-sonnet@20240620"},
-	"claude-3-haiku-20240307":    {"anthropic.claude-3-haiku-20240307-v1:0", "claude-3-haiku@20240307"},
+// dated are the Anthropic model names with a dated form (the name and
+// its dated form, or the dated form alone), with the clouds' model ids:
+// Amazon Bedrock's, then Vertex AI's. The newer models are offered on
+// Bedrock only through cross-region inference profiles: a credential's
+// Profile prefixes these ids.
+var dated = []struct {
+	names           []string
+	bedrock, vertex string
+}{
+	{[]string{"claude-opus-4-5", "claude-opus-4-5-20251101"}, "anthropic.claude-opus-4-5-20251101-v1:0", "claude-opus-4-5@20251101"},
+	{[]string{"claude-haiku-4-5", "claude-haiku-4-5-20251001"}, "anthropic.claude-haiku-4-5-20251001-v1:0", "claude-haiku-4-5@20251001"},
+	{[]string{"claude-sonnet-4-5", "claude-sonnet-4-5-20250929"}, "anthropic.claude-sonnet-4-5-20250929-v1:0", "claude-sonnet-4-5@20250929"},
+	{[]string{"claude-opus-4-1", "claude-opus-4-1-20250805"}, "anthropic.claude-opus-4-1-20250805-v1:0", "claude-opus-4-1@20250805"},
+	{[]string{"claude-opus-4-0", "claude-opus-4-20250514"}, "anthropic.claude-opus-4-20250514-v1:0", "claude-opus-4@20250514"},
+	{[]string{"claude-sonnet-4-0", "claude-sonnet-4-20250514"}, "anthropic.claude-sonnet-4-20250514-v1:0", "claude-sonnet-4@20250514"},
+	{[]string{"claude-3-7-sonnet-latest", "claude-3-7-sonnet-20250219"}, "anthropic.claude-3-7-sonnet-20250219-v1:0", "claude-3-7-sonnet@20250219"},
+	{[]string{"claude-3-5-haiku-latest", "claude-3-5-haiku-20241022"}, "anthropic.claude-3-5-haiku-20241022-v1:0", "claude-3-5-haiku@20241022"},
+	{[]string{"claude-3-5-sonnet-20241022"}, "anthropic.claude-3-5-sonnet-20241022-v2:0", "claude-3-5-sonnet-v2@20241022"},
+	{[]string{"claude-3-5-sonnet-20240620"}, "anthropic.claude-3-5-sonnet-20240620-v1:0", "claude-3-5-sonnet@20240620"},
+	{[]string{"claude-3-haiku-20240307"}, "anthropic.claude-3-haiku-20240307-v1:0", "claude-3-haiku@20240307"},
 }
 
 // bedrockModels and vertexModels map Anthropic model names to each
 // cloud's model ids: dated's and undated's. A credential's Models come
 // first.
-var bedrockModels, vertexModels = map[string]string{}, map[string]string{}
+var bedrockModels, vertexModels = modelTables()
+
+func modelTables() (bedrock, vertex map[string]string) {
+	bedrock, vertex = map[string]string{}, map[string]string{}
+	for _, d := range dated {
+		for _, name := range d.names {
+			bedrock[name], vertex[name] = d.bedrock, d.vertex
+		}
+	}
+	for _, name := range undated {
+		bedrock[name] = cmp.Or(bedrockUndated[name], "anthropic."+name)
+		vertex[name] = name
+	}
+	return bedrock, vertex
+}
 
 // ModelID returns the cloud's id for the Anthropic model name: the
 // credential's own Models first, then the built-in table (through the

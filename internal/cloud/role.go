@@ -28,70 +28,17 @@ const (
 
 // awsCredentials returns what a Bedrock call of c is signed with: c's
 // access key, or when c names a role_arn, a session of that role,
-// assumed through AWS STS with the access key and kept until shortly
-// before it expires, and for ReusedFor at least. made receives a session's values. A refused
-// AssumeRole is the Anthropic shape's 403 permission_error, naming STS's
-// error code and nothing of the credential.
-func (cl *Client) awsCredentials(ctx context.Context, c *Credential, made func(string)) (aws.Credentials, *http.Response, error) {
+// assumed through AWS STS with the access key (stscreds' AssumeRole
+// provider, whose STS client goes through the Client's http.Client: its
+// transport, TLS verified, no redirect) and held until RoleRefreshWindow
+// before it expires, and for ReusedFor at least. made receives a
+// session's values. A refused AssumeRole is a *refusal (stsRefusal).
+func (cl *Client) awsCredentials(ctx context.Context, c *Credential, made func(string)) (aws.Credentials, error) {
 	base := aws.Credentials{AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey, SessionToken: c.SessionToken}
 	if c.RoleARN == "" {
-		return base, nil, nil
+		return base, nil
 	}
-	if resp, err, ok := cl.failedLately(c); ok {
-		return aws.Credentials{}, resp, err
-	}
-	creds, err := cl.roleSessions(c, base).value(ctx)
-	if err != nil {
-		var ae smithy.APIError
-		if errors.As(err, &ae) {
-			resp, _ := cl.fail(c, stsRefusal(ae.ErrorCode(), err), nil)
-			return aws.Credentials{}, resp, nil
-		}
-		if ctx.Err() != nil {
-			return aws.Credentials{}, nil, ctx.Err()
-		}
-		_, err := cl.fail(c, nil, errors.New("bedrock: AWS STS did not answer the AssumeRole call"))
-		return aws.Credentials{}, nil, err
-	}
-	made(creds.AccessKeyID)
-	made(creds.SecretAccessKey)
-	made(creds.SessionToken)
-	return creds, nil, nil
-}
-
-// stsRefusal is the box's answer to STS's error code (and the error's
-// HTTP status): throttling is the 429 the pool cools the entry on, an
-// outage a 500 api_error, and any other refusal (AccessDenied, a key STS
-// does not know, an expired session of the key itself) the payer's auth
-// failure, a 403 permission_error. It names the code, nothing of the
-// credential.
-func stsRefusal(code string, err error) *http.Response {
-	if !awsCodeRE.MatchString(code) {
-		code = "an error"
-	}
-	status := 0
-	var re *smithyhttp.ResponseError
-	if errors.As(err, &re) {
-		status = re.HTTPStatusCode()
-	}
-	switch {
-	case awsStatus(code, status) == http.StatusTooManyRequests:
-		return errorAnswer(http.StatusTooManyRequests, fmt.Sprintf("AWS STS throttled the AssumeRole call of the Amazon Bedrock credential's role_arn (%s).", code))
-	case status >= 500:
-		return errorAnswer(http.StatusInternalServerError, fmt.Sprintf("AWS STS failed the AssumeRole call of the Amazon Bedrock credential's role_arn (%s).", code))
-	}
-	return errorAnswer(http.StatusForbidden, fmt.Sprintf(
-		"AWS STS refused to assume the Amazon Bedrock credential's role_arn (%s): the operator checks the role's trust policy, the external_id and the key's sts:AssumeRole permission (docs/cloud.md).", code))
-}
-
-// roleSessions returns the cached sessions of c's role, or makes the
-// cache: an aws.CredentialsCache (one AssumeRole at a time, a session
-// kept until RoleRefreshWindow before its expiry, and for ReusedFor at
-// least) over stscreds' AssumeRole provider, whose STS client goes
-// through the Client's http.Client (its transport, TLS verified, no
-// redirect).
-func (cl *Client) roleSessions(c *Credential, base aws.Credentials) *reused[aws.Credentials] {
-	rc, _ := cached(&cl.mu, &cl.roles, c, func() (*reused[aws.Credentials], error) {
+	creds, err := held(ctx, cl, &cl.sessions, c, func(ctx context.Context) (aws.Credentials, time.Time, error) {
 		opts := sts.Options{
 			Region:      c.Region,
 			Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) { return base, nil }),
@@ -103,27 +50,52 @@ func (cl *Client) roleSessions(c *Credential, base aws.Credentials) *reused[aws.
 		if c.STSEndpoint != "" {
 			opts.BaseEndpoint = aws.String(c.STSEndpoint)
 		}
-		prov := stscreds.NewAssumeRoleProvider(sts.New(opts), c.RoleARN, func(o *stscreds.AssumeRoleOptions) {
+		creds, err := stscreds.NewAssumeRoleProvider(sts.New(opts), c.RoleARN, func(o *stscreds.AssumeRoleOptions) {
 			o.RoleSessionName = RoleSessionName
 			o.Duration = roleSessionDuration
 			if c.ExternalID != "" {
 				o.ExternalID = aws.String(c.ExternalID)
 			}
-		})
-		sessions := aws.NewCredentialsCache(prov, func(o *aws.CredentialsCacheOptions) { o.ExpiryWindow = RoleRefreshWindow })
-		return &reused[aws.Credentials]{get: sessions.Retrieve, drop: sessions.Invalidate, now: cl.now}, nil
+		}).Retrieve(ctx)
+		var ae smithy.APIError
+		switch {
+		case errors.As(err, &ae):
+			return creds, time.Time{}, stsRefusal(ae.ErrorCode(), err)
+		case err != nil:
+			return creds, time.Time{}, errors.New("bedrock: AWS STS did not answer the AssumeRole call")
+		}
+		return creds, creds.Expires.Add(-RoleRefreshWindow), nil
 	})
-	return rc
+	if err != nil {
+		return creds, err
+	}
+	made(creds.AccessKeyID)
+	made(creds.SecretAccessKey)
+	made(creds.SessionToken)
+	return creds, nil
 }
 
-// forgetRoleSession drops the cached session of c's role, if any, at
-// most once each ReusedFor: the next call assumes the role anew.
-func (cl *Client) forgetRoleSession(c *Credential) {
-	key := credKey(c)
-	cl.mu.Lock()
-	rc := cl.roles[key]
-	cl.mu.Unlock()
-	if rc != nil {
-		rc.forget()
+// stsRefusal is the box's answer to STS's error code (and the error's
+// HTTP status): throttling is the 429 the pool cools the entry on, an
+// outage a 500 api_error, and any other refusal (AccessDenied, a key STS
+// does not know, an expired session of the key itself) the payer's auth
+// failure, a 403 permission_error. It names the code, nothing of the
+// credential.
+func stsRefusal(code string, err error) *refusal {
+	if !awsCodeRE.MatchString(code) {
+		code = "an error"
 	}
+	status := 0
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) {
+		status = re.HTTPStatusCode()
+	}
+	switch {
+	case awsStatus(code, status) == http.StatusTooManyRequests:
+		return &refusal{http.StatusTooManyRequests, fmt.Sprintf("AWS STS throttled the AssumeRole call of the Amazon Bedrock credential's role_arn (%s).", code)}
+	case status >= 500:
+		return &refusal{http.StatusInternalServerError, fmt.Sprintf("AWS STS failed the AssumeRole call of the Amazon Bedrock credential's role_arn (%s).", code)}
+	}
+	return &refusal{http.StatusForbidden, fmt.Sprintf(
+		"AWS STS refused to assume the Amazon Bedrock credential's role_arn (%s): the operator checks the role's trust policy, the external_id and the key's sts:AssumeRole permission (docs/cloud.md).", code)}
 }

@@ -420,6 +420,89 @@ func TestBedrock_ExpiredRoleSessionIsAssumedAnew(t *testing.T) {
 	}
 }
 
+// TestVertex_TokenWithNoExpiryIsNotKeptForever is the attack of a
+// service account's token_uri answering an access token with an
+// expires_in of 0 or less, which golang.org/x/oauth2 reads as a token
+// that never expires: the broker would send it on every call for as long
+// as it runs, whatever became of it. It is taken as expired already: used
+// for ReusedFor, then fetched anew.
+func TestVertex_TokenWithNoExpiryIsNotKeptForever(t *testing.T) {
+	for _, expiresIn := range []int{0, -60} {
+		t.Run(fmt.Sprintf("expires_in %d", expiresIn), func(t *testing.T) {
+			c := cloudtest.New(t, "vertex", nil)
+			c.Vertex.ExpiresIn = new(expiresIn)
+			cl, _ := client(c)
+			clock := clocktest.New(time.Now())
+			cl.Now = clock.Now
+			for i := range 3 {
+				if status, body, _ := do(t, cl, c.Sealed, cloud.PathMessages, message("claude-sonnet-4-5", false), nil); status != 200 {
+					t.Fatalf("call %d: %d %s", i, status, body)
+				}
+			}
+			if n := c.Vertex.Minted.Load(); n != 1 {
+				t.Errorf("the token endpoint was asked %d times for 3 calls within ReusedFor, want 1", n)
+			}
+			clock.Advance(cloud.ReusedFor)
+			if status, body, _ := do(t, cl, c.Sealed, cloud.PathMessages, message("claude-sonnet-4-5", false), nil); status != 200 {
+				t.Fatalf("call ReusedFor later: %d %s", status, body)
+			}
+			if n := c.Vertex.Minted.Load(); n != 2 {
+				t.Errorf("the token endpoint was asked %d times, ReusedFor later, want 2: the token was kept as though it never expired", n)
+			}
+		})
+	}
+}
+
+// TestVertex_TokenRefused401IsDropped is the weakness of an access token
+// Vertex AI no longer takes (revoked, or expired before its time by a
+// clock apart): every later call would carry it, and be refused, until
+// it expired by the broker's clock, an hour on. A 401 drops it: that call
+// is a 403 and the next fetches a new token; but one token at most is
+// fetched each ReusedFor, however many calls are refused, so a token
+// Google refuses at once does not make every call a request to it.
+func TestVertex_TokenRefused401IsDropped(t *testing.T) {
+	c := cloudtest.New(t, "vertex", nil)
+	cl, _ := client(c)
+	clock := clocktest.New(time.Now())
+	cl.Now = clock.Now
+	call := func() (int, string) {
+		status, body, _ := do(t, cl, c.Sealed, cloud.PathMessages, message("claude-sonnet-4-5", false), nil)
+		return status, body
+	}
+	if status, body := call(); status != 200 {
+		t.Fatalf("first call: %d %s", status, body)
+	}
+	c.Vertex.Revoke()
+	if status, body := call(); status != 403 || !strings.Contains(body, "UNAUTHENTICATED") {
+		t.Errorf("call on the revoked token = %d %s, want a 403 naming UNAUTHENTICATED", status, body)
+	}
+	if status, body := call(); status != 200 {
+		t.Errorf("call after = %d %s, want 200 with a new token", status, body)
+	}
+	if n := c.Vertex.Minted.Load(); n != 2 {
+		t.Errorf("the token endpoint was asked %d times, want 2", n)
+	}
+	c.Vertex.Revoke()
+	for i := range 20 {
+		if status, body := call(); status != 403 {
+			t.Fatalf("call %d on a token revoked within ReusedFor of the last drop = %d %s, want 403", i, status, body)
+		}
+	}
+	if n := c.Vertex.Minted.Load(); n != 2 {
+		t.Errorf("the token endpoint was asked %d times for 20 calls refused within ReusedFor of the last drop, want 2", n)
+	}
+	clock.Advance(cloud.ReusedFor)
+	if status, body := call(); status != 403 {
+		t.Errorf("call ReusedFor later = %d %s, want the 403 that drops the token", status, body)
+	}
+	if status, body := call(); status != 200 {
+		t.Errorf("call after = %d %s, want 200 with a new token", status, body)
+	}
+	if n := c.Vertex.Minted.Load(); n != 3 {
+		t.Errorf("the token endpoint was asked %d times, ReusedFor later, want 3", n)
+	}
+}
+
 // TestBedrock_RoleRefusedIsA403: STS refusing the role (AccessDenied, a
 // wrong external id) is a 403 permission_error naming STS's code, and
 // echoes no key; Bedrock is not called.
@@ -695,7 +778,7 @@ func TestCloud_ShortLivedTokensDoNotStormTheEndpoint(t *testing.T) {
 				_, sealed = c.RoleCredential(t, "", nil)
 				asks = c.Bedrock.STS.Assumed.Load
 			} else {
-				c.Vertex.ExpiresIn = int(tt.life / time.Second)
+				c.Vertex.ExpiresIn = new(int(tt.life / time.Second))
 			}
 			cl, _ := client(c)
 			clock := clocktest.New(time.Now())

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 	"golang.org/x/oauth2"
@@ -69,35 +70,9 @@ func (cl *Client) vertex(ctx context.Context, c *Credential, call Call, sent *se
 		return nil, err
 	}
 
-	ts, err := cached(&cl.mu, &cl.tokens, c, func() (*reused[*oauth2.Token], error) {
-		cfg, err := google.JWTConfigFromJSON(c.ServiceAccount, Scope)
-		if err != nil {
-			return nil, errors.New("vertex: the service account's key does not read")
-		}
-		// The token source is kept beyond this call: its context is the
-		// Client's, not the call's. It is an oauth2.ReuseTokenSource:
-		// one token at a time is fetched, and kept until near its expiry,
-		// and for ReusedFor at least.
-		src := cfg.TokenSource(context.WithValue(context.Background(), oauth2.HTTPClient, cl.httpClient()))
-		return &reused[*oauth2.Token]{get: func(context.Context) (*oauth2.Token, error) { return src.Token() }, now: cl.now}, nil
-	})
+	tok, err := cl.accessToken(ctx, c)
 	if err != nil {
-		return nil, err
-	}
-	if resp, err, ok := cl.failedLately(c); ok {
-		return resp, err
-	}
-	tok, err := ts.value(ctx)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		var re *oauth2.RetrieveError
-		if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode >= 400 && re.Response.StatusCode < 500 {
-			return cl.fail(c, errorAnswer(http.StatusForbidden,
-				fmt.Sprintf("Google refused the Vertex AI service account's key (its token endpoint answered %d).", re.Response.StatusCode)), nil)
-		}
-		return cl.fail(c, nil, fmt.Errorf("vertex: get an access token: %w", errors.New("the token endpoint did not answer")))
+		return failed(err)
 	}
 	sent.add(tok.AccessToken)
 
@@ -115,11 +90,47 @@ func (cl *Client) vertex(ctx context.Context, c *Credential, call Call, sent *se
 	case err != nil:
 		return nil, err
 	case resp.StatusCode != http.StatusOK:
+		if resp.StatusCode == http.StatusUnauthorized {
+			// The token no longer works (revoked, or expired before its
+			// time): the next call fetches a new one, at most once each
+			// ReusedFor.
+			cl.tokens.Drop(credKey(c), cl.now(), func(t *oauth2.Token) bool { return t == tok })
+		}
 		return vertexError(resp.StatusCode, b, sent), nil
 	case stream:
 		return passed(http.StatusOK, "text/event-stream; charset=utf-8", resp), nil
 	}
 	return passed(http.StatusOK, "application/json", resp), nil
+}
+
+// tokenMargin is how long before its expiry an access token is fetched
+// anew, as golang.org/x/oauth2 does.
+const tokenMargin = 10 * time.Second
+
+// accessToken returns the access token a Vertex AI call of c carries:
+// one had from the service account's token_uri with a JWT it signs,
+// held until tokenMargin before its expiry, and for ReusedFor at least.
+// A token answered with an expires_in of 0 or less, which
+// golang.org/x/oauth2 gives no expiry (as though it never expired), is
+// taken as expired already: held for ReusedFor only. A refusal is a
+// *refusal, a 403 permission_error.
+func (cl *Client) accessToken(ctx context.Context, c *Credential) (*oauth2.Token, error) {
+	return held(ctx, cl, &cl.tokens, c, func(ctx context.Context) (*oauth2.Token, time.Time, error) {
+		cfg, err := google.JWTConfigFromJSON(c.ServiceAccount, Scope)
+		if err != nil {
+			return nil, time.Time{}, errors.New("vertex: the service account's key does not read")
+		}
+		tok, err := cfg.TokenSource(context.WithValue(ctx, oauth2.HTTPClient, cl.httpClient())).Token()
+		var re *oauth2.RetrieveError
+		switch {
+		case errors.As(err, &re) && re.Response != nil && re.Response.StatusCode >= 400 && re.Response.StatusCode < 500:
+			return nil, time.Time{}, &refusal{http.StatusForbidden,
+				fmt.Sprintf("Google refused the Vertex AI service account's key (its token endpoint answered %d).", re.Response.StatusCode)}
+		case err != nil:
+			return nil, time.Time{}, fmt.Errorf("vertex: get an access token: %w", errors.New("the token endpoint did not answer"))
+		}
+		return tok, tok.Expiry.Add(-tokenMargin), nil
+	})
 }
 
 // vertexError turns Vertex AI's error answer into the Anthropic shape. An

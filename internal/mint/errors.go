@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -26,25 +27,15 @@ type RefusedError struct {
 	Code string
 }
 
-// plainCode reports whether an OAuth error code is the short word RFC 6749
+// plainCodeRE is an OAuth error code that is the short word RFC 6749
 // §5.2 makes it (invalid_grant, ...): anything else the endpoint sent is
 // left out of the message, which is stored and shown to the owner, in
 // case the endpoint echoed a value into it.
-func plainCode(code string) bool {
-	if code == "" || len(code) > 40 {
-		return false
-	}
-	for _, c := range code {
-		if !(c >= 'a' && c <= 'z' || c == '_') {
-			return false
-		}
-	}
-	return true
-}
+var plainCodeRE = regexp.MustCompile(`^[a-z_]{1,40}$`)
 
 func (e *RefusedError) Error() string {
 	s := fmt.Sprintf("%s: the token endpoint refused (%d", e.Kind, e.Status)
-	if plainCode(e.Code) {
+	if plainCodeRE.MatchString(e.Code) {
 		s += " " + e.Code
 	}
 	return s + ")"
@@ -120,7 +111,7 @@ func refusal(kind string, status int, h http.Header, now time.Time, github bool,
 	if status < 400 || status >= 500 {
 		return nil
 	}
-	if !plainCode(code) {
+	if !plainCodeRE.MatchString(code) {
 		code = ""
 	}
 	return &RefusedError{Kind: kind, Status: status, Code: code}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
@@ -69,17 +70,8 @@ func (n *numericID) UnmarshalJSON(b []byte) error {
 
 func (n numericID) String() string { return string(n) }
 
-func digits(s string) bool {
-	if s == "" || len(s) > 20 {
-		return false
-	}
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
-}
+// digitsRE is a numeric id as validate takes it.
+var digitsRE = regexp.MustCompile(`^[0-9]{1,20}$`)
 
 func (g *GitHubApp) validate() error {
 	const k = KindGitHubApp
@@ -90,7 +82,7 @@ func (g *GitHubApp) validate() error {
 		of    string
 	}{{"app_id", g.AppID, "app"}, {"installation_id", g.InstallationID, "installation"}} {
 		f.check(required(k, id.field, id.v.String()))
-		f.want(digits(id.v.String()), id.field, "must be the "+id.of+"'s numeric id")
+		f.want(digitsRE.MatchString(id.v.String()), id.field, "must be the "+id.of+"'s numeric id")
 	}
 	f.check(required(k, "private_key", g.PrivateKey))
 	key, err := jwt.ParseRSAPrivateKeyFromPEM([]byte(g.PrivateKey))

@@ -14,8 +14,8 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
-	"github.com/intentius/boxbroker/internal/cache"
 	"github.com/intentius/boxbroker/internal/defaults"
+	"github.com/intentius/boxbroker/internal/hold"
 	"github.com/intentius/boxbroker/internal/quiet"
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/store"
@@ -83,7 +83,7 @@ const (
 	// mintTimeout bounds one mint.
 	mintTimeout = 30 * time.Second
 	// DefaultRemintEvery is Config.RemintEvery when it is zero.
-	DefaultRemintEvery = 5 * time.Second
+	DefaultRemintEvery = hold.DefaultFloor
 	// MaxLive is how many tokens of one secret may be within their life
 	// at once for a host's 401 to drop the newest: past it, Forget keeps
 	// the token it is told of, so a box that has its requests answered
@@ -129,25 +129,23 @@ type Minter struct {
 	client *http.Client
 	group  singleflight.Group
 
-	mu    sync.Mutex // guards cache, mem, kept and dropped
-	cache map[string]cached
+	// held is, by Ref.key, the token, refusal or rate limit of each
+	// secret's configuration, until it is minted anew.
+	held hold.Cache[string, cached]
+
+	mu sync.Mutex // guards mem and kept
 	// mem is the kept states when there is no Store, and, when there
 	// is, those the Store failed to keep, until it keeps them.
 	mem map[string]store.MintState
 	// kept is, by Ref.key, what each secret's mints made that is still
 	// within its life, oldest first (see Kept).
 	kept map[string][]made
-	// dropped is, by Ref.key, when Forget last dropped a token.
-	dropped map[string]time.Time
 }
 
-// cached is a token, a refusal or a rate limit, for one configuration,
-// until until.
+// cached is a token, or with a failure held, the configuration alone.
 type cached struct {
-	of      string
-	tok     Token
-	refused error
-	until   time.Time
+	of  string
+	tok Token
 }
 
 // made is a value a mint made, until it stops working: a token (sent to
@@ -174,16 +172,15 @@ func NewMinter(cfg Config) (*Minter, error) {
 		next = t
 	}
 	return &Minter{
-		cfg: cfg,
+		cfg:  cfg,
+		held: hold.Cache[string, cached]{Floor: cfg.RemintEvery},
 		client: &http.Client{
 			Transport:     pinned{next: quiet.Errors(next)},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 			Timeout:       mintTimeout,
 		},
-		cache:   map[string]cached{},
-		mem:     map[string]store.MintState{},
-		kept:    map[string][]made{},
-		dropped: map[string]time.Time{},
+		mem:  map[string]store.MintState{},
+		kept: map[string][]made{},
 	}, nil
 }
 
@@ -216,7 +213,7 @@ func (m *Minter) Token(ctx context.Context, ref Ref, spec Minted) (Token, error)
 	if t, err, ok := m.cached(ref); ok {
 		return t, err
 	}
-	return cache.Shared(ctx, &m.group, ref.key()+"\x00"+ref.Of, func() (Token, error) {
+	return hold.Shared(ctx, &m.group, ref.key()+"\x00"+ref.Of, func() (Token, error) {
 		if t, err, ok := m.cached(ref); ok {
 			return t, err
 		}
@@ -239,26 +236,19 @@ func (m *Minter) Token(ctx context.Context, ref Ref, spec Minted) (Token, error)
 func (m *Minter) Forget(ref Ref, value string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	c, ok := m.cache[ref.key()]
-	if !ok || c.of != ref.Of || c.refused != nil || c.tok.Value != value {
-		return false
-	}
 	now := m.cfg.Now()
-	if at, ok := m.dropped[ref.key()]; ok && now.Sub(at) < m.cfg.RemintEvery && !now.Before(at) {
-		return false
-	}
-	live := 0
-	for _, k := range m.keptLocked(ref, now) {
-		if k.token {
-			live++
+	return m.held.Drop(ref.key(), now, func(c cached) bool {
+		if c.of != ref.Of || c.tok.Value != value {
+			return false
 		}
-	}
-	if live >= MaxLive {
-		return false
-	}
-	delete(m.cache, ref.key())
-	m.dropped[ref.key()] = now
-	return true
+		live := 0
+		for _, k := range m.keptLocked(ref, now) {
+			if k.token {
+				live++
+			}
+		}
+		return live < MaxLive
+	})
 }
 
 // Kept returns what ref's secret's mints made that is still within its
@@ -322,13 +312,11 @@ func later(a, b time.Time) time.Time {
 }
 
 func (m *Minter) cached(ref Ref) (Token, error, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	c, ok := m.cache[ref.key()]
-	if !ok || c.of != ref.Of || !m.cfg.Now().Before(c.until) {
+	c, err, ok := m.held.Get(ref.key(), m.cfg.Now())
+	if !ok || c.of != ref.Of {
 		return Token{}, nil, false
 	}
-	return c.tok, c.refused, true
+	return c.tok, err, true
 }
 
 // usableUntil is when a token is minted anew: a little before it expires.
@@ -352,7 +340,7 @@ func (m *Minter) mint(ctx context.Context, ref Ref, spec Minted) (Token, error) 
 		// endpoint that detects reuse revokes the whole grant for it.
 		// No mint, and no state written over the kept one.
 		err := &UnreachableError{Kind: spec.Kind(), Err: errors.New("the kept refresh token could not be read from the store")}
-		m.put(ref, cached{of: ref.Of, refused: err, until: m.cfg.Now().Add(m.cfg.RemintEvery)})
+		m.held.Put(ref.key(), cached{of: ref.Of}, err, m.cfg.Now().Add(m.cfg.RemintEvery))
 		if m.cfg.OnMint != nil {
 			m.cfg.OnMint(Event{Ref: ref, Kind: spec.Kind(), Err: err})
 		}
@@ -380,18 +368,18 @@ func (m *Minter) mint(ctx context.Context, ref Ref, spec Minted) (Token, error) 
 	)
 	switch {
 	case errors.As(err, &limited):
-		m.put(ref, cached{of: ref.Of, refused: err, until: limited.Until})
+		m.held.Put(ref.key(), cached{of: ref.Of}, err, limited.Until)
 		prev.Failure = RateLimitedMark + limited.Error()
 		m.save(ctx, ref, prev)
 	case errors.As(err, &refused):
-		m.put(ref, cached{of: ref.Of, refused: err, until: now.Add(refusedFor)})
+		m.held.Put(ref.key(), cached{of: ref.Of}, err, now.Add(refusedFor))
 		prev.Failure = refused.Error()
 		m.save(ctx, ref, prev)
 	case err != nil:
 		m.cfg.Logger.Warn("mint: failed", "box", ref.Box, "secret", ref.Name, "kind", spec.Kind(), "err", err)
 		// Given again without asking until RemintEvery has passed: a
 		// box's requests while the endpoint fails cost it no mints.
-		m.put(ref, cached{of: ref.Of, refused: err, until: now.Add(m.cfg.RemintEvery)})
+		m.held.Put(ref.key(), cached{of: ref.Of}, err, now.Add(m.cfg.RemintEvery))
 	default:
 		ev.Expires = tok.Expires
 		// A token is used for RemintEvery at least, whatever expiry the
@@ -399,10 +387,10 @@ func (m *Minter) mint(ctx context.Context, ref Ref, spec Minted) (Token, error) 
 		// negative expires_in or a clock apart makes it), so that a
 		// box's requests cost at most one mint each RemintEvery; a host
 		// that no longer takes it answers 401, and Forget drops it.
-		until := later(usableUntil(now, tok), now.Add(m.cfg.RemintEvery))
+		until := m.held.Until(now, usableUntil(now, tok))
 		m.keep(ref, now, tok, until)
 		tok.sent, tok.sentUntil = "", time.Time{}
-		m.put(ref, cached{of: ref.Of, tok: tok, until: until})
+		m.held.Put(ref.key(), cached{of: ref.Of, tok: tok}, nil, until)
 		prev.Failure, prev.ExpiresAt = "", tok.Expires
 		if tok.Refresh != "" && tok.Refresh != refresh {
 			if sealed, serr := m.cfg.Keyring.Seal([]byte(tok.Refresh), RefreshAD(ref.Box, ref.Name)); serr == nil {
@@ -418,12 +406,6 @@ func (m *Minter) mint(ctx context.Context, ref Ref, spec Minted) (Token, error) 
 		m.cfg.OnMint(ev)
 	}
 	return tok, err
-}
-
-func (m *Minter) put(ref Ref, c cached) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.cache[ref.key()] = c
 }
 
 // RefreshAD is the additional data a kept refresh token is sealed with,

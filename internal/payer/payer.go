@@ -12,11 +12,13 @@
 package payer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -184,22 +186,12 @@ func (p *Resolver) ignore(b store.Box, outcome string, attrs ...any) {
 }
 
 func (p *Resolver) count(outcome string) {
-	i := outcomeIndex(outcome)
-	if i >= 0 {
+	if i := slices.Index(outcomes[:], outcome); i >= 0 {
 		p.counts[i].Add(1)
 	}
 	if p.OnGrant != nil {
 		p.OnGrant(outcome)
 	}
-}
-
-func outcomeIndex(outcome string) int {
-	for i, o := range outcomes {
-		if o == outcome {
-			return i
-		}
-	}
-	return -1
 }
 
 // GrantCounts returns how many chant-grant headers have been checked since
@@ -212,12 +204,7 @@ func (p *Resolver) GrantCounts() map[string]int64 {
 	return out
 }
 
-func (p *Resolver) logger() *slog.Logger {
-	if p.Logger == nil {
-		return slog.Default()
-	}
-	return p.Logger
-}
+func (p *Resolver) logger() *slog.Logger { return cmp.Or(p.Logger, slog.Default()) }
 
 func (p *Resolver) now() time.Time {
 	if p.Now == nil {

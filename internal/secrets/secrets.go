@@ -138,11 +138,7 @@ func (k *Keyring) Open(sealed []byte, ad string) ([]byte, error) {
 }
 
 // Zero overwrites b, for plaintext a caller is done with.
-func Zero(b []byte) {
-	for i := range b {
-		b[i] = 0
-	}
-}
+func Zero(b []byte) { clear(b) }
 
 // SecretAD is the additional data a box's egress secret is sealed with,
 // so that a sealed value copied to another box or name does not open.

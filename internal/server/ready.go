@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
-	"github.com/intentius/boxbroker/internal/cache"
+	"github.com/intentius/boxbroker/internal/hold"
 	"github.com/intentius/boxbroker/internal/outbox"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/spend"
@@ -138,7 +138,7 @@ func (p *diskProbe) writable(ctx context.Context, d time.Duration, dir string) e
 	if fresh {
 		return nil
 	}
-	_, err := cache.Shared(ctx, &p.sf, "disk", func() (any, error) {
+	_, err := hold.Shared(ctx, &p.sf, "disk", func() (any, error) {
 		write := p.write
 		if write == nil {
 			write = writable
@@ -187,7 +187,7 @@ func (p *writesProbe) check(ctx context.Context, b *deadline.Bound, st store.Aud
 	if since.IsZero() {
 		return nil
 	}
-	_, err := cache.Shared(ctx, &p.sf, "writes", func() (any, error) {
+	_, err := hold.Shared(ctx, &p.sf, "writes", func() (any, error) {
 		if _, err := st.PruneAudit(context.WithoutCancel(ctx), time.Time{}); err != nil {
 			return nil, fmt.Errorf("since %s: %s", since.UTC().Format(time.RFC3339), writeFailure(err))
 		}

@@ -14,6 +14,7 @@
 package sso
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -34,6 +35,7 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 
+	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/quiet"
 )
 
@@ -229,15 +231,11 @@ func New(cfg Config, seal Sealer, now func() time.Time) (*Provider, error) {
 	if seal == nil {
 		return nil, errors.New("single sign-on: no sealer")
 	}
-	if cfg.RoleClaim == "" {
-		cfg.RoleClaim = "email"
-	}
+	cfg.RoleClaim = cmp.Or(cfg.RoleClaim, "email")
 	if cfg.Scopes == nil {
 		cfg.Scopes = []string{"email", "profile"}
 	}
-	if now == nil {
-		now = time.Now
-	}
+	defaults.Clock(&now)
 	client := cfg.HTTPClient
 	if client == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()

@@ -3,11 +3,12 @@ package cloudtest
 import (
 	"encoding/xml"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -31,9 +32,7 @@ type STS struct {
 	// Assumed counts the sessions issued; Bad the calls refused.
 	Assumed, Bad atomic.Int64
 
-	bedrock *Bedrock
-	mu      sync.Mutex // guards minted
-	minted  []aws.Credentials
+	bedrock *Bedrock // holds the sessions issued
 }
 
 // Expire makes every session issued so far expired, for the Bedrock
@@ -47,11 +46,16 @@ func (s *STS) Expire() {
 	}
 }
 
-// Minted returns the session credentials issued so far.
+// Minted returns the session credentials issued so far, in the order
+// issued (their key ids count up).
 func (s *STS) Minted() []aws.Credentials {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]aws.Credentials(nil), s.minted...)
+	s.bedrock.mu.Lock()
+	defer s.bedrock.mu.Unlock()
+	var out []aws.Credentials
+	for _, id := range slices.Sorted(maps.Keys(s.bedrock.sessions)) {
+		out = append(out, s.bedrock.sessions[id].creds)
+	}
+	return out
 }
 
 const stsNS = "https://sts.amazonaws.com/doc/2011-06-15/"
@@ -128,9 +132,6 @@ func (s *STS) serve(w http.ResponseWriter, r *http.Request, body []byte) {
 		SecretAccessKey: fmt.Sprintf("session/Secret+%04d%s", n, strings.Repeat("s", 24)),
 		SessionToken:    fmt.Sprintf("IQoJb3JpZ2luX2VjEStandInSessionToken%04d%s", n, strings.Repeat("t", 64)),
 	}
-	s.mu.Lock()
-	s.minted = append(s.minted, creds)
-	s.mu.Unlock()
 	s.bedrock.mu.Lock()
 	if s.bedrock.sessions == nil {
 		s.bedrock.sessions = map[string]session{}

@@ -32,13 +32,13 @@ type Vertex struct {
 	// URL is its own base URL, the token_uri's; Email, Project and
 	// Region are the service account's and the location's it expects.
 	URL, Email, Project, Region string
-	// ExpiresIn is the expires_in its access tokens are given (0: 3600).
-	// Set it before any request.
-	ExpiresIn int
+	// ExpiresIn, when set, is the expires_in its access tokens are given
+	// (nil: 3600). Set it before any request.
+	ExpiresIn *int
 	pub       *rsa.PublicKey
 
-	mu     sync.Mutex // guards tokens
-	tokens map[string]bool
+	mu     sync.Mutex      // guards tokens
+	tokens map[string]bool // the access tokens it takes
 
 	// Minted counts the access tokens it issued.
 	Minted atomic.Int64
@@ -175,6 +175,14 @@ func (s *Vertex) betasTaken(w http.ResponseWriter, r *http.Request, model string
 	return true
 }
 
+// Revoke makes every access token issued so far refused (401
+// UNAUTHENTICATED), as Google refuses a revoked or expired one.
+func (s *Vertex) Revoke() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.tokens)
+}
+
 // token checks a JWT-bearer grant as Google's token endpoint does and
 // issues an access token.
 func (s *Vertex) token(w http.ResponseWriter, r *http.Request) {
@@ -194,9 +202,9 @@ func (s *Vertex) token(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.tokens[tok] = true
 	s.mu.Unlock()
-	life := s.ExpiresIn
-	if life == 0 {
-		life = 3600
+	life := 3600
+	if s.ExpiresIn != nil {
+		life = *s.ExpiresIn
 	}
 	w.Header().Set("Content-Type", "application/json")
 	fmt.Fprintf(w, `{"access_token":%q,"expires_in":%d,"token_type":"Bearer"}`, tok, life)
