@@ -361,3 +361,26 @@ func TestMigration0020_OldAdminTokensAreOperators(t *testing.T) {
 		t.Errorf("AdminToken(made before 0020) = %+v, %v, want role %q", tok, err, store.AdminOperator)
 	}
 }
+
+// TestMigration0021_OldFeedbackIsCounted: feedback kept before each box's
+// totals were is counted, and bound, after migration 0021.
+func TestMigration0021_OldFeedbackIsCounted(t *testing.T) {
+	ctx := t.Context()
+	dsn := freshSchema(t)
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := stdlib.OpenDBFromPool(pool)
+	defer pool.Close()
+	defer db.Close()
+	d := dialect{&Store{pool: pool}}
+	if err := sqlstore.Migrate(ctx, db, d, storetest.MigrationsUpTo(t, migrationFiles, 20), time.Now()); err != nil {
+		t.Fatalf("migrating to 0020: %v", err)
+	}
+	exec := func(query string, args ...any) error {
+		_, err := db.ExecContext(ctx, query, args...)
+		return err
+	}
+	storetest.Migration0021(t, exec, d.Time(time.Now()), d.Words(nil), func() store.Store { return open(t, dsn) })
+}

@@ -20,3 +20,16 @@ func BenchmarkAddAudit(b *testing.B) {
 		return s
 	})
 }
+
+// BenchmarkAddFeedbackAtBound is storetest.BenchmarkAddFeedbackAtBound on
+// a store in a temporary directory.
+func BenchmarkAddFeedbackAtBound(b *testing.B) {
+	storetest.BenchmarkAddFeedbackAtBound(b, func(b *testing.B) store.Store {
+		s, err := Open(filepath.Join(b.TempDir(), "boxbroker.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		return s
+	})
+}

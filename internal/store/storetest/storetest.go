@@ -43,6 +43,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Feedback", testFeedback},
 		{"FeedbackPages", testFeedbackPages},
 		{"FeedbackBound", testFeedbackBound},
+		{"ConcurrentFeedbackBound", testConcurrentFeedbackBound},
 		{"Resources", testResources},
 		{"Grants", testGrants},
 		{"Times", testTimes},
