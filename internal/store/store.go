@@ -229,7 +229,9 @@ type BoxChange struct {
 // Declarations keeps each box's last declaration report, as kept.
 type Declarations interface {
 	// SaveDeclaration replaces the box's last report with doc (the kept
-	// declaration, JSON) taken at at; ErrNotFound if the box does not exist.
+	// declaration, JSON) taken at at, unless the report kept was taken
+	// later (reports racing are kept by when they were taken, not by
+	// which write lands last); ErrNotFound if the box does not exist.
 	SaveDeclaration(ctx context.Context, box string, doc []byte, at time.Time) error
 	// Declaration returns the box's last kept report and when it was taken,
 	// or ErrNotFound if it never reported.
