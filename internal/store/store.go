@@ -314,10 +314,7 @@ const MaxFeedbackPage = 1000
 // FeedbackBound is what one box may keep of feedback: at most Batches
 // batches whose bodies hold at most Bytes bytes in all. Zero (or less)
 // for either is no bound of that kind.
-type FeedbackBound struct {
-	Batches int
-	Bytes   int64
-}
+type FeedbackBound = FeedbackKept
 
 // FeedbackAdded is what AddFeedback did: the new batch's ID, and the
 // oldest batches of the box it dropped to stay within the bound (how
