@@ -55,9 +55,8 @@ func BenchmarkFeedback_Taken(b *testing.B) {
 
 // BenchmarkFeedback_TakenAtTheBound measures a 1 KiB batch kept by a box
 // that holds feedback.DefaultMaxBatches batches already (so each one
-// kept drops its oldest, after reading the sizes of every batch it
-// keeps) against one kept by a box that holds few, in the same run, and
-// reports the ratio.
+// kept drops its oldest) against one kept by a box that holds few, in
+// the same run, and reports the ratio.
 func BenchmarkFeedback_TakenAtTheBound(b *testing.B) {
 	br := brokertest.New(b, brokertest.Options{})
 	batch := []byte(`{"entries":[{"note":"` + string(bytes.Repeat([]byte("x"), 1000)) + `"}]}`)

@@ -229,7 +229,9 @@ type BoxChange struct {
 // Declarations keeps each box's last declaration report, as kept.
 type Declarations interface {
 	// SaveDeclaration replaces the box's last report with doc (the kept
-	// declaration, JSON) taken at at; ErrNotFound if the box does not exist.
+	// declaration, JSON) taken at at, unless the report kept was taken
+	// later (reports racing are kept by when they were taken, not by
+	// which write lands last); ErrNotFound if the box does not exist.
 	SaveDeclaration(ctx context.Context, box string, doc []byte, at time.Time) error
 	// Declaration returns the box's last kept report and when it was taken,
 	// or ErrNotFound if it never reported.
@@ -312,10 +314,7 @@ const MaxFeedbackPage = 1000
 // FeedbackBound is what one box may keep of feedback: at most Batches
 // batches whose bodies hold at most Bytes bytes in all. Zero (or less)
 // for either is no bound of that kind.
-type FeedbackBound struct {
-	Batches int
-	Bytes   int64
-}
+type FeedbackBound = FeedbackKept
 
 // FeedbackAdded is what AddFeedback did: the new batch's ID, and the
 // oldest batches of the box it dropped to stay within the bound (how

@@ -497,20 +497,21 @@ func Chain(outer, inner Around) Around {
 	}
 }
 
-// Unavailable is an Around that gives the driver's errors for which
-// unavailable is true the sentinel store.ErrUnavailable (kept beside
-// the driver's error), so that a Bound outside it takes them for an
-// outage. The end of rows (io.EOF), driver.ErrSkip, driver.ErrBadConn
+// Unavailable is an Around that gives the driver's errors that
+// translate (a store's translation of its driver's errors into the
+// store's sentinels) takes for store.ErrUnavailable that sentinel (kept
+// beside the driver's error), so that a Bound outside it takes them for
+// an outage. The end of rows (io.EOF), driver.ErrSkip, driver.ErrBadConn
 // and a context's end are left as they are: database/sql compares some
 // of them itself, and a context's end is the Bound's to judge.
-func Unavailable(unavailable func(error) bool) Around {
+func Unavailable(translate func(op string, err error) error) Around {
 	return func(ctx context.Context, op Op, call func(context.Context) error) error {
 		err := call(ctx)
 		if err == nil || err == io.EOF || errors.Is(err, driver.ErrSkip) || errors.Is(err, driver.ErrBadConn) ||
 			errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, store.ErrUnavailable) {
 			return err
 		}
-		if unavailable(err) {
+		if errors.Is(translate("", err), store.ErrUnavailable) {
 			return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 		}
 		return err

@@ -24,12 +24,21 @@ func BenchmarkAddAudit(b *testing.B) {
 // BenchmarkApplySpooled is storetest.BenchmarkApplySpooled on a fresh
 // schema.
 func BenchmarkApplySpooled(b *testing.B) {
-	storetest.BenchmarkApplySpooled(b, func(b *testing.B) store.Store {
-		s, err := Open(context.Background(), postgrestest.Schema(b))
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { s.Close() })
-		return s
-	})
+	storetest.BenchmarkApplySpooled(b, benchStore)
+}
+
+// BenchmarkAddFeedbackAtBound is storetest.BenchmarkAddFeedbackAtBound on
+// a fresh schema.
+func BenchmarkAddFeedbackAtBound(b *testing.B) {
+	storetest.BenchmarkAddFeedbackAtBound(b, benchStore)
+}
+
+// benchStore is a store on a fresh schema, closed when b ends.
+func benchStore(b *testing.B) store.Store {
+	s, err := Open(context.Background(), postgrestest.Schema(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
 }

@@ -85,7 +85,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, translate("open postgres store", err)
 	}
-	around, on := deadline.Later(deadline.Chain(o.around, deadline.Unavailable(isUnavailable)))
+	around, on := deadline.Later(deadline.Chain(o.around, deadline.Unavailable(translate)))
 	s := &Store{pool: pool, conn: cfg.ConnConfig.Copy(), around: around}
 	if err := s.Ping(ctx); err != nil {
 		pool.Close()
@@ -135,12 +135,6 @@ type options struct {
 // as long as the store is open, and its loss is Listen's error.
 func WithAround(a deadline.Around) Option {
 	return func(o *options) { o.around = a }
-}
-
-// isUnavailable reports whether the driver's err means the server cannot
-// be used now.
-func isUnavailable(err error) bool {
-	return errors.Is(translate("", err), store.ErrUnavailable)
 }
 
 // Ping reports whether the database answers; store.ErrUnavailable if not.

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"net"
@@ -341,23 +342,46 @@ func TestReadOnly_WritesUnavailableNotRejected(t *testing.T) {
 func TestMigration0020_OldAdminTokensAreOperators(t *testing.T) {
 	ctx := t.Context()
 	dsn := freshSchema(t)
-	pool, err := pgxpool.New(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := stdlib.OpenDBFromPool(pool)
-	if err := sqlstore.Migrate(ctx, db, dialect{&Store{pool: pool}}, storetest.MigrationsUpTo(t, migrationFiles, 19), time.Now()); err != nil {
-		t.Fatalf("migrating to 0019: %v", err)
-	}
+	db, _ := migratedTo(t, dsn, 19)
 	if _, err := db.ExecContext(ctx, fmt.Sprintf(storetest.OldAdminToken, "now()")); err != nil {
 		t.Fatalf("an admin token before 0020: %v", err)
 	}
-	db.Close()
-	pool.Close()
 
 	s := open(t, dsn)
 	tok, err := s.AdminToken(ctx, "adm-000000000001")
 	if err != nil || tok.Role != store.AdminOperator {
 		t.Errorf("AdminToken(made before 0020) = %+v, %v, want role %q", tok, err, store.AdminOperator)
 	}
+}
+
+// TestMigration0021_OldFeedbackIsCounted: feedback kept before each box's
+// totals were is counted, and bound, after migration 0021.
+func TestMigration0021_OldFeedbackIsCounted(t *testing.T) {
+	ctx := t.Context()
+	dsn := freshSchema(t)
+	db, d := migratedTo(t, dsn, 20)
+	exec := func(query string, args ...any) error {
+		_, err := db.ExecContext(ctx, query, args...)
+		return err
+	}
+	storetest.Migration0021(t, exec, d.Time(time.Now()), d.Words(nil), func() store.Store { return open(t, dsn) })
+}
+
+// migratedTo is a database/sql handle on dsn with the migrations up to
+// last applied, as a boxbroker before last+1 left it, and its dialect;
+// closed when t ends.
+func migratedTo(t *testing.T, dsn string, last int) (*sql.DB, dialect) {
+	t.Helper()
+	pool, err := pgxpool.New(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := stdlib.OpenDBFromPool(pool)
+	t.Cleanup(pool.Close)
+	t.Cleanup(func() { db.Close() })
+	d := dialect{&Store{pool: pool}}
+	if err := sqlstore.Migrate(t.Context(), db, d, storetest.MigrationsUpTo(t, migrationFiles, last), time.Now()); err != nil {
+		t.Fatalf("migrating to %04d: %v", last, err)
+	}
+	return db, d
 }

@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/intentius/boxbroker/internal/store"
@@ -11,12 +10,11 @@ import (
 // BenchmarkAddAudit is storetest.BenchmarkAddAudit on a store in a
 // temporary directory.
 func BenchmarkAddAudit(b *testing.B) {
-	storetest.BenchmarkAddAudit(b, func(b *testing.B) store.Audit {
-		s, err := Open(filepath.Join(b.TempDir(), "boxbroker.db"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { s.Close() })
-		return s
-	})
+	storetest.BenchmarkAddAudit(b, func(b *testing.B) store.Audit { return benchStore(b) })
+}
+
+// BenchmarkAddFeedbackAtBound is storetest.BenchmarkAddFeedbackAtBound on
+// a store in a temporary directory.
+func BenchmarkAddFeedbackAtBound(b *testing.B) {
+	storetest.BenchmarkAddFeedbackAtBound(b, benchStore)
 }

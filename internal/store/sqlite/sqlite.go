@@ -98,7 +98,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 	}
 	// Open's own work (migrations, the first statements) is not bounded.
 	var on func()
-	o.later, on = deadline.Later(deadline.Chain(o.around, deadline.Unavailable(isUnavailable)))
+	o.later, on = deadline.Later(deadline.Chain(o.around, deadline.Unavailable(translate)))
 	if path == "" {
 		return nil, errors.New("open sqlite store: empty path")
 	}
@@ -196,12 +196,6 @@ func (o *options) open(dsn string) (*sql.DB, error) {
 		return sql.OpenDB(c), nil
 	}
 	return sql.OpenDB(deadline.Connector(c, o.later)), nil
-}
-
-// isUnavailable reports whether the driver's err means the database
-// cannot be used now.
-func isUnavailable(err error) bool {
-	return errors.Is(translate("", err), store.ErrUnavailable)
 }
 
 // FileMode is the mode of the database file and its WAL and

@@ -226,15 +226,7 @@ func TestReadOnly_WritesUnavailableNotRejected(t *testing.T) {
 func TestMigration0020_OldAdminTokensAreOperators(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "boxbroker.db")
-	var o options
-	db, err := o.open(dsn(path, url.Values{"_txlock": {"immediate"}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := &Store{w: db, now: time.Now, path: path}
-	if err := sqlstore.Migrate(ctx, db, dialect{old}, storetest.MigrationsUpTo(t, migrationFiles, 19), time.Now()); err != nil {
-		t.Fatalf("migrating to 0019: %v", err)
-	}
+	db, _ := migratedTo(t, path, 19)
 	if _, err := db.ExecContext(ctx, fmt.Sprintf(storetest.OldAdminToken, "1")); err != nil {
 		t.Fatalf("an admin token before 0020: %v", err)
 	}
@@ -249,4 +241,43 @@ func TestMigration0020_OldAdminTokensAreOperators(t *testing.T) {
 	if err != nil || tok.Role != store.AdminOperator {
 		t.Errorf("AdminToken(made before 0020) = %+v, %v, want role %q", tok, err, store.AdminOperator)
 	}
+}
+
+// TestMigration0021_OldFeedbackIsCounted: feedback kept before each box's
+// totals were is counted, and bound, after migration 0021.
+func TestMigration0021_OldFeedbackIsCounted(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "boxbroker.db")
+	db, d := migratedTo(t, path, 20)
+	exec := func(query string, args ...any) error {
+		_, err := db.ExecContext(ctx, query, args...)
+		return err
+	}
+	storetest.Migration0021(t, exec, d.Time(time.Now()), d.Words(nil), func() store.Store {
+		db.Close()
+		s, err := Open(path)
+		if err != nil {
+			t.Fatalf("Open(a store at 0020) = %v", err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
+
+// migratedTo is a database at path with the migrations up to last
+// applied, as a boxbroker before last+1 left it, and its dialect; the
+// database is closed when t ends, if the test has not closed it.
+func migratedTo(t *testing.T, path string, last int) (*sql.DB, dialect) {
+	t.Helper()
+	var o options
+	db, err := o.open(dsn(path, url.Values{"_txlock": {"immediate"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	d := dialect{&Store{w: db, now: time.Now, path: path}}
+	if err := sqlstore.Migrate(t.Context(), db, d, storetest.MigrationsUpTo(t, migrationFiles, last), time.Now()); err != nil {
+		t.Fatalf("migrating to %04d: %v", last, err)
+	}
+	return db, d
 }

@@ -181,11 +181,12 @@ func (s *Store) ChangeBox(ctx context.Context, name string, c store.BoxChange) e
 }
 
 // SaveDeclaration replaces the last report of the box named box with doc,
-// taken at at; store.ErrNotFound if there is no such box.
+// taken at at, unless the report kept was taken later; store.ErrNotFound
+// if there is no such box.
 func (s *Store) SaveDeclaration(ctx context.Context, box string, doc []byte, at time.Time) error {
 	return s.put(ctx, fmt.Sprintf("save declaration of box %q", box), []store.Change{{Kind: store.ChangeDeclaration, Key: box}},
 		`INSERT INTO declarations (box, doc, at) VALUES ($1, $2, $3)
-			ON CONFLICT (box) DO UPDATE SET doc = excluded.doc, at = excluded.at`,
+			ON CONFLICT (box) DO UPDATE SET doc = excluded.doc, at = excluded.at WHERE declarations.at <= excluded.at`,
 		box, Blob(doc), s.D.Time(at))
 }
 

@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -26,14 +25,23 @@ func (s *Store) AddFeedback(ctx context.Context, f store.FeedbackBatch, bound st
 	}
 	err := s.Write(ctx, fmt.Sprintf("add feedback of box %q", f.Box), func(tx *sql.Tx) ([]store.Change, error) {
 		added = store.FeedbackAdded{}
+		// The box's totals first: on PostgreSQL the upsert holds their row
+		// until the write commits, so that concurrent appends to one box
+		// take their IDs and check the bound in turn.
+		var n, total int64
+		if err := tx.QueryRowContext(ctx, `INSERT INTO feedback_totals (box, batches, bytes) VALUES ($1, 1, $2)
+			ON CONFLICT (box) DO UPDATE SET batches = feedback_totals.batches + 1, bytes = feedback_totals.bytes + excluded.bytes
+			RETURNING batches, bytes`, f.Box, len(f.Body)).Scan(&n, &total); err != nil {
+			return nil, err
+		}
 		if err := tx.QueryRowContext(ctx, "INSERT INTO feedback (box, at, words, body) VALUES ($1, $2, $3, $4) RETURNING id",
 			f.Box, s.D.Time(f.At), s.D.Words(f.Words), Blob(f.Body)).Scan(&added.ID); err != nil {
 			return nil, err
 		}
-		if batches == math.MaxInt64 && bytes == math.MaxInt64 {
+		if n <= batches && total <= bytes {
 			return nil, nil
 		}
-		dropped, err := s.dropPastBound(ctx, tx, f.Box, added.ID, batches, bytes)
+		dropped, err := dropPastBound(ctx, tx, f.Box, added.ID, n, total, batches, bytes)
 		added.Dropped, added.DroppedBytes = dropped.Batches, dropped.Bytes
 		return nil, err
 	})
@@ -43,42 +51,48 @@ func (s *Store) AddFeedback(ctx context.Context, f store.FeedbackBatch, bound st
 	return added, nil
 }
 
-// feedbackKept reads how many batches a box ($1) keeps and their
-// bodies' bytes.
-const feedbackKept = "SELECT COUNT(*), COALESCE(SUM(LENGTH(body)), 0) FROM feedback WHERE box = $1"
-
 // dropPastBound drops box's oldest batches, never the one whose ID is
-// newest, while the box keeps more than batches or bytes, and returns
-// what it dropped. Its sizes are read once, in one pass over the box's
-// batches; the oldest are then read one at a time until the rest fit.
-func (s *Store) dropPastBound(ctx context.Context, tx *sql.Tx, box string, newest, batches, bytes int64) (store.FeedbackKept, error) {
+// newest, while the n batches of total bytes it keeps are more than
+// batches or bytes, takes them off the box's totals, and returns what it
+// dropped. It reads the oldest a page at a time, so that an append at
+// the bound, which drops one or a few, costs the same however many the
+// box keeps.
+func dropPastBound(ctx context.Context, tx *sql.Tx, box string, newest, n, total, batches, bytes int64) (store.FeedbackKept, error) {
+	type sized struct{ id, bytes int64 }
 	var dropped store.FeedbackKept
-	var n, total int64
-	if err := tx.QueryRowContext(ctx, feedbackKept, box).Scan(&n, &total); err != nil {
-		return dropped, err
+	var first, cut int64
+	for n > batches || total > bytes {
+		page, err := all(ctx, tx, "SELECT id, LENGTH(body) FROM feedback WHERE box = $1 AND id > $2 AND id < $3 ORDER BY id LIMIT $4",
+			func(r Scanner) (sized, error) {
+				var b sized
+				err := r.Scan(&b.id, &b.bytes)
+				return b, err
+			}, box, cut, newest, max(n-batches, 16))
+		if err != nil {
+			return store.FeedbackKept{}, err
+		}
+		if len(page) == 0 { // only the newest is left
+			break
+		}
+		for _, b := range page {
+			if n <= batches && total <= bytes {
+				break
+			}
+			if first == 0 {
+				first = b.id
+			}
+			cut, n, total = b.id, n-1, total-b.bytes
+			dropped.Batches, dropped.Bytes = dropped.Batches+1, dropped.Bytes+b.bytes
+		}
 	}
-	if n <= batches && total <= bytes {
+	if dropped.Batches == 0 {
 		return dropped, nil
 	}
-	rows, err := tx.QueryContext(ctx, "SELECT id, LENGTH(body) FROM feedback WHERE box = $1 AND id < $2 ORDER BY id", box, newest)
-	if err != nil {
-		return dropped, err
-	}
-	var cut int64
-	for (n > batches || total > bytes) && rows.Next() {
-		var size int64
-		if err := rows.Scan(&cut, &size); err != nil {
-			rows.Close()
-			return dropped, err
-		}
-		n, total = n-1, total-size
-		dropped.Batches++
-		dropped.Bytes += size
-	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil || dropped.Batches == 0 {
+	if _, err := tx.ExecContext(ctx, "DELETE FROM feedback WHERE box = $1 AND id BETWEEN $2 AND $3", box, first, cut); err != nil {
 		return store.FeedbackKept{}, err
 	}
-	_, err = tx.ExecContext(ctx, "DELETE FROM feedback WHERE box = $1 AND id <= $2", box, cut)
+	_, err := tx.ExecContext(ctx, "UPDATE feedback_totals SET batches = batches - $1, bytes = bytes - $2 WHERE box = $3",
+		dropped.Batches, dropped.Bytes, box)
 	return dropped, err
 }
 
@@ -130,8 +144,9 @@ func (s *Store) ListFeedback(ctx context.Context, q store.FeedbackQuery) ([]stor
 // CountFeedback returns how many batches box keeps and their bodies'
 // bytes.
 func (s *Store) CountFeedback(ctx context.Context, box string) (store.FeedbackKept, error) {
+	// At most one row: MAX reads it, and makes it zero when there is none.
 	return one(ctx, s, func() string { return fmt.Sprintf("count feedback of box %q", box) },
-		feedbackKept,
+		"SELECT COALESCE(MAX(batches), 0), COALESCE(MAX(bytes), 0) FROM feedback_totals WHERE box = $1",
 		func(r Scanner) (store.FeedbackKept, error) {
 			var k store.FeedbackKept
 			err := r.Scan(&k.Batches, &k.Bytes)

@@ -230,6 +230,8 @@ func testDeleteBoxCascades(t *testing.T, s store.Store) {
 	mustCreateBox(t, s, "doomed")
 	_, _, err := s.Declaration(ctx, "doomed")
 	wantErr(t, "Declaration(doomed) of a new box of that name", err, store.ErrNotFound)
+	fb, err := s.CountFeedback(ctx, "doomed")
+	read(t, "CountFeedback(doomed) of a new box of that name", store.FeedbackKept{}, fb, err)
 	wantErr(t, "AddResource(kept, sb-doomed) of the deleted box's resource", s.AddResource(ctx, store.Resource{Box: "kept", Kind: store.ResourceSandbox, ID: "sb-doomed", At: at(2)}), nil)
 }
 
@@ -262,6 +264,20 @@ func testDeclarations(t *testing.T, s store.Store) {
 	doc, _, err := s.Declaration(ctx, "beta")
 	if err != nil || string(doc) != tests[1].doc {
 		t.Errorf("Declaration(beta) = %s, %v, want %s: another box's report replaced it", doc, err, tests[1].doc)
+	}
+
+	// Two reports racing: the one taken earlier, written last, leaves
+	// the later one kept; one taken at the same time replaces it.
+	latest := tests[2]
+	must(t, "SaveDeclaration(alpha) taken before the kept one", s.SaveDeclaration(ctx, "alpha", []byte(`{"capabilities":[],"stale":true}`), at(2)))
+	doc, gotAt, err := s.Declaration(ctx, "alpha")
+	if err != nil || string(doc) != latest.doc || !sameTime(gotAt, latest.at) {
+		t.Errorf("Declaration(alpha) after an earlier report = %s at %v, %v, want %s at %v kept", doc, gotAt, err, latest.doc, latest.at)
+	}
+	tied := `{"capabilities":[],"tied":true}`
+	must(t, "SaveDeclaration(alpha) taken with the kept one", s.SaveDeclaration(ctx, "alpha", []byte(tied), latest.at))
+	if doc, _, err := s.Declaration(ctx, "alpha"); err != nil || string(doc) != tied {
+		t.Errorf("Declaration(alpha) after a report taken at the same time = %s, %v, want %s", doc, err, tied)
 	}
 }
 
@@ -296,6 +312,9 @@ func testConcurrentDeclarations(t *testing.T, s store.Store) {
 	}
 	if !sameTime(gotAt, wantAt) {
 		t.Errorf("Declaration(alpha) = %s at %v, want at %v: doc and time from different saves", doc, gotAt, wantAt)
+	}
+	if !sameTime(gotAt, at(n-1)) {
+		t.Errorf("Declaration(alpha) = %s at %v, want the one taken last, at %v", doc, gotAt, at(n-1))
 	}
 	if got := len(changesAfter(t, s, seq)); got != n {
 		t.Errorf("%d concurrent SaveDeclaration recorded %d changes, want %d", n, got, n)

@@ -7,15 +7,6 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 )
 
-// leaseTests are the suite's tests of store.Spend's RenewReservations
-// (reservations as leases), run by Run.
-var leaseTests = []struct {
-	name string
-	run  func(t *testing.T, s store.Store)
-}{
-	{"RenewReservations", testRenewReservations},
-}
-
 // testRenewReservations: a renewed reservation is not stale; one not
 // renewed is; renewing one released already is no error.
 func testRenewReservations(t *testing.T, s store.Store) {

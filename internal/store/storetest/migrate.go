@@ -1,10 +1,13 @@
 package storetest
 
 import (
+	"bytes"
 	"io/fs"
 	"testing"
 	"testing/fstest"
+	"time"
 
+	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/store/migrations"
 )
 
@@ -34,3 +37,27 @@ func MigrationsUpTo(t *testing.T, files fs.FS, last int) fs.FS {
 // OldAdminToken is a row of admin_tokens as a boxbroker before migration
 // 0020 (the tokens' role) wrote it: every such token was an operator's.
 const OldAdminToken = "INSERT INTO admin_tokens (id, hash, name, created_at) VALUES ('adm-000000000001', 'old-hash', 'before roles', %s)"
+
+// Migration0021 checks that feedback kept before migration 0021 (each
+// box's feedback totals) is counted after it, and bound as it was.
+// exec runs a statement on a database migrated to 0020, at and words are
+// a time and the empty list of words as that database takes them, and
+// open opens the store on it, with every migration.
+func Migration0021(t *testing.T, exec func(query string, args ...any) error, at, words any, open func() store.Store) {
+	t.Helper()
+	must(t, "a box before 0021", exec(`INSERT INTO boxes (name, token_hash, created_at, consent, paused, payer_kind, payer_principal)
+		VALUES ('alpha', 'h-alpha', $1, $2, $2, 'shared', '')`, at, false))
+	for _, size := range []int{10, 20, 30} {
+		must(t, "feedback before 0021", exec("INSERT INTO feedback (box, at, words, body) VALUES ('alpha', $1, $2, $3)",
+			at, words, bytes.Repeat([]byte("x"), size)))
+	}
+	s := open()
+	ctx := t.Context()
+	kept, err := s.CountFeedback(ctx, "alpha")
+	read(t, "CountFeedback(alpha) of feedback kept before 0021", store.FeedbackKept{Batches: 3, Bytes: 60}, kept, err)
+	a := answer(s.AddFeedback(ctx, store.FeedbackBatch{Box: "alpha", At: time.Now(), Body: []byte("{}")}, store.FeedbackBound{Batches: 2})).
+		must(t, "AddFeedback(alpha) after 0021")
+	same(t, "AddFeedback(alpha) bound to 2 batches after 0021", store.FeedbackAdded{ID: a.ID, Dropped: 2, DroppedBytes: 30}, a)
+	kept, err = s.CountFeedback(ctx, "alpha")
+	read(t, "CountFeedback(alpha) after 0021", store.FeedbackKept{Batches: 2, Bytes: 32}, kept, err)
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -284,6 +285,62 @@ func testFeedbackBound(t *testing.T, s store.Store) {
 	kept, err := s.CountFeedback(ctx, "alpha")
 	read(t, "CountFeedback(alpha)", store.FeedbackKept{Batches: 1, Bytes: 300}, kept, err)
 	same(t, "ListFeedback(beta) after alpha's drops", []int64{beta.ID}, list("beta"))
+
+	// A bound of bytes that drops more batches than one page of the
+	// oldest holds drops them all, oldest first.
+	ids = nil
+	for range 40 {
+		ids = append(ids, add("beta", 100, store.FeedbackBound{}).ID)
+	}
+	e := add("beta", 100, byBytes)
+	same(t, "AddFeedback of 100 bytes bound to 250 after 41 kept", store.FeedbackAdded{ID: e.ID, Dropped: 40, DroppedBytes: 4000}, e)
+	same(t, "ListFeedback(beta) bound to 250 bytes", []int64{ids[39], e.ID}, list("beta"))
+	kept, err = s.CountFeedback(ctx, "beta")
+	read(t, "CountFeedback(beta)", store.FeedbackKept{Batches: 2, Bytes: 200}, kept, err)
+}
+
+// testConcurrentFeedbackBound: appends to one box at once, as replicas
+// make them, each keep the box within its bound, and between them drop
+// every batch past it once: what the box keeps is what it counts.
+func testConcurrentFeedbackBound(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	mustCreateBox(t, s, "alpha")
+	const writers, each, bound = 8, 5, 3
+	dropped := make([]int, writers)
+	errs := make([]error, writers)
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				a, err := s.AddFeedback(ctx, store.FeedbackBatch{Box: "alpha", At: at(i), Words: []string{"agent"},
+					Body: []byte(fmt.Sprintf(`{"entries":[%d,%d]}`, w, i))}, store.FeedbackBound{Batches: bound})
+				if err != nil {
+					errs[w] = err
+					return
+				}
+				dropped[w] += a.Dropped
+			}
+		})
+	}
+	wg.Wait()
+	total := 0
+	for w := range writers {
+		must(t, fmt.Sprintf("AddFeedback(alpha) by writer %d of %d at once", w, writers), errs[w])
+		total += dropped[w]
+	}
+	if total != writers*each-bound {
+		t.Errorf("%d appends at once to a box bound to %d dropped %d, want %d", writers*each, bound, total, writers*each-bound)
+	}
+	page, _ := listFeedback(t, s, store.FeedbackQuery{Box: "alpha", Limit: store.MaxFeedbackPage})
+	var bytes int64
+	for _, f := range page {
+		bytes += int64(len(f.Body))
+	}
+	kept, err := s.CountFeedback(ctx, "alpha")
+	read(t, "CountFeedback(alpha) after appends at once", store.FeedbackKept{Batches: bound, Bytes: bytes}, kept, err)
+	if len(page) != bound {
+		t.Errorf("ListFeedback(alpha) after appends at once = %d batches, want %d", len(page), bound)
+	}
 }
 
 func testResources(t *testing.T, s store.Store) {

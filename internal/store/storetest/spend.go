@@ -9,21 +9,6 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 )
 
-// spendTests are the suite's tests of store.Spend, run by Run.
-var spendTests = []struct {
-	name string
-	run  func(t *testing.T, s store.Store)
-}{
-	{"Budgets", testBudgets},
-	{"ReserveAndSettle", testReserveAndSettle},
-	{"ReservePrincipal", testReservePrincipal},
-	{"ConcurrentReserve", testConcurrentReserve},
-	{"ConcurrentReservePrincipalCeiling", testConcurrentReservePrincipalCeiling},
-	{"ReleaseStale", testReleaseStale},
-	{"Usage", testUsage},
-	{"SpendGoesWithBox", testSpendGoesWithBox},
-}
-
 func testBudgets(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	mustCreateBox(t, s, "alpha")

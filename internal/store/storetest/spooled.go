@@ -11,16 +11,6 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 )
 
-// spooledTests are the suite's tests of store.Spooled, run by Run.
-var spooledTests = []struct {
-	name string
-	run  func(t *testing.T, s store.Store)
-}{
-	{"ApplySpooledOnce", testApplySpooledOnce},
-	{"ApplySpooledSumsAsOneByOne", testApplySpooledSumsAsOneByOne},
-	{"ApplySpooledOverflowIsRejected", testApplySpooledOverflowIsRejected},
-}
-
 // testApplySpooledOverflowIsRejected: a batch whose usage would carry a
 // kept sum past the column's range is refused with store.ErrRejected (a
 // batch the store will never take, not an outage), applies nothing, and

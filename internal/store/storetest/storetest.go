@@ -43,6 +43,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Feedback", testFeedback},
 		{"FeedbackPages", testFeedbackPages},
 		{"FeedbackBound", testFeedbackBound},
+		{"ConcurrentFeedbackBound", testConcurrentFeedbackBound},
 		{"Resources", testResources},
 		{"Grants", testGrants},
 		{"Times", testTimes},
@@ -67,11 +68,24 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"AuditCosts", testAuditCosts},
 		{"PromptCache", testPromptCache},
 		{"Proposals", testProposals}, {"ConcurrentProposals", testConcurrentProposals},
+		{"Budgets", testBudgets},
+		{"ReserveAndSettle", testReserveAndSettle},
+		{"ReservePrincipal", testReservePrincipal},
+		{"ConcurrentReserve", testConcurrentReserve},
+		{"ConcurrentReservePrincipalCeiling", testConcurrentReservePrincipalCeiling},
+		{"ReleaseStale", testReleaseStale},
+		{"Usage", testUsage},
+		{"SpendGoesWithBox", testSpendGoesWithBox},
+		{"WindowBudgets", testWindowBudgets},
+		{"WindowReserveAndSettle", testWindowReserveAndSettle},
+		{"ConcurrentWindowReserve", testConcurrentWindowReserve},
+		{"RateLimits", testRateLimits},
+		{"Alerts", testAlerts},
+		{"ApplySpooledOnce", testApplySpooledOnce},
+		{"ApplySpooledSumsAsOneByOne", testApplySpooledSumsAsOneByOne},
+		{"ApplySpooledOverflowIsRejected", testApplySpooledOverflowIsRejected},
+		{"RenewReservations", testRenewReservations},
 	}
-	tests = append(tests, spendTests...)
-	tests = append(tests, windowTests...)
-	tests = append(tests, spooledTests...)
-	tests = append(tests, leaseTests...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.run(t, open(t))

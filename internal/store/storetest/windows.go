@@ -8,18 +8,6 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 )
 
-// windowTests are the suite's tests of store.Windows, run by Run.
-var windowTests = []struct {
-	name string
-	run  func(t *testing.T, s store.Store)
-}{
-	{"WindowBudgets", testWindowBudgets},
-	{"WindowReserveAndSettle", testWindowReserveAndSettle},
-	{"ConcurrentWindowReserve", testConcurrentWindowReserve},
-	{"RateLimits", testRateLimits},
-	{"Alerts", testAlerts},
-}
-
 // day is 2026-10-DD at noon UTC.
 func day(d int) time.Time { return time.Date(2026, 10, d, 12, 0, 0, 0, time.UTC) }
 
