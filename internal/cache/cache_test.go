@@ -383,9 +383,13 @@ func TestCache_SQLiteOtherWriterSeenWithinMaxStale(t *testing.T) {
 		t.Fatal(err)
 	}
 	for {
+		// The time the read is asked at, taken before it: the cache
+		// judges its memory's age during the read, so a read answered
+		// from memory was judged at this time or later, and a time taken
+		// after it would add how long the read took to return.
 		before := st.lookups.Load()
-		_, err := c.BoxByTokenHash(ctx, "h1")
 		asked := time.Now()
+		_, err := c.BoxByTokenHash(ctx, "h1")
 		if errors.Is(err, store.ErrNotFound) {
 			break
 		}

@@ -96,8 +96,9 @@ type ListedBox struct {
 	Box Box
 	// Declaration is its last kept report; nil when it never reported.
 	Declaration *KeptDeclaration
-	// Month is its spend and own budget in the query's Month (as
-	// MonthOverview returns it); zero without a Month.
+	// Month is its measured spend, own budget and own tally in the
+	// query's Month (a box with none has zero values); zero without a
+	// Month.
 	Month BoxMonth
 }
 

@@ -119,14 +119,6 @@ type Overview interface {
 	// route, reason and message, the most recent group first, at most
 	// limit (positive) groups.
 	RefusalGroups(ctx context.Context, box string, since time.Time, limit int) ([]RefusalGroup, error)
-	// MonthOverview returns every box's measured spend and own budget in
-	// month (YYYY-MM), by box name; a box with neither usage nor budget
-	// has zero values.
-	MonthOverview(ctx context.Context, month string) ([]BoxMonth, error)
-	// AllDeclarations returns every box's last kept report (as
-	// Declaration returns one), by box name; a box that never reported is
-	// absent.
-	AllDeclarations(ctx context.Context) (map[string]KeptDeclaration, error)
 	// ListBoxPage returns one page of boxes, filtered, sorted and paged
 	// as q says, each with its last report and month, in a few queries
 	// whatever the number of boxes; an error for a q that fails Check.

@@ -64,14 +64,8 @@ func (s *Store) RefusalGroups(ctx context.Context, box string, since time.Time, 
 		box, s.D.Time(since), store.ActorAdmin, limit)
 }
 
-// MonthOverview reads every box's usage, own budget and own tally for
-// month in one query.
-func (s *Store) MonthOverview(ctx context.Context, month string) ([]store.BoxMonth, error) {
-	return collect(ctx, s, "month overview", boxMonths+" ORDER BY b.name"+s.D.Collate(), scanBoxMonth, month)
-}
-
 // boxMonths selects each box's usage, own budget and own tally in month
-// $1, as scanBoxMonth reads them; a caller adds its WHERE or ORDER BY.
+// $1, as scanBoxMonth reads them; a caller adds its WHERE.
 const boxMonths = `SELECT b.name,
 		CAST(coalesce((SELECT sum(cost) FROM usage u WHERE u.box = b.name AND u.month = $1), 0) AS BIGINT),
 		CAST(coalesce((SELECT sum(calls) FROM usage u WHERE u.box = b.name AND u.month = $1), 0) AS BIGINT),
@@ -85,18 +79,6 @@ func scanBoxMonth(r Scanner) (store.BoxMonth, error) {
 	var m store.BoxMonth
 	err := r.Scan(&m.Box, &m.Measured, &m.Calls, &m.HasBudget, &m.Limit, &m.Spent, &m.Reserved)
 	return m, err
-}
-
-// AllDeclarations reads every box's last report.
-func (s *Store) AllDeclarations(ctx context.Context) (map[string]store.KeptDeclaration, error) {
-	out := map[string]store.KeptDeclaration{}
-	return out, s.each(ctx, "all declarations", "SELECT box, doc, at FROM declarations", func(r Scanner) error {
-		var box string
-		var d store.KeptDeclaration
-		err := r.Scan(&box, &d.Doc, Time(&d.At))
-		out[box] = d
-		return err
-	})
 }
 
 // SecretNames reads every box's secrets' names.
