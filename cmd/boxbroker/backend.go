@@ -32,8 +32,10 @@ type backend struct {
 
 // backend opens the command's backend: the admin API at adminURL when it
 // is set, else the store cfg names (created, for create, when it is
-// not there), with its keyring when seal is set. Its audit rows name the
-// command as "CLI" and route.
+// not there), with its keyring when seal is set: a master key that does
+// not open what the store holds sealed already is refused before
+// anything is written (server.SealingKeyring), as a replica refuses it
+// at its start. Its audit rows name the command as "CLI" and route.
 func (c *cli) backend(ctx context.Context, cfg *server.Config, adminURL, route string, create, seal bool) (*backend, error) {
 	if adminURL != "" {
 		cl, err := c.adminClient(adminURL)
@@ -46,18 +48,16 @@ func (c *cli) backend(ctx context.Context, cfg *server.Config, adminURL, route s
 	if create {
 		open = openStore
 	}
-	var (
-		st      store.Store
-		keyring *secrets.Keyring
-		err     error
-	)
-	if seal {
-		st, keyring, err = sealing(ctx, cfg, open)
-	} else {
-		st, err = open(ctx, cfg)
-	}
+	st, err := open(ctx, cfg)
 	if err != nil {
 		return nil, err
+	}
+	var keyring *secrets.Keyring
+	if seal {
+		if keyring, err = server.SealingKeyring(ctx, cfg, st); err != nil {
+			st.Close()
+			return nil, err
+		}
 	}
 	return c.localBackend(cfg, st, keyring, route)
 }

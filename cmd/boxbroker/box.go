@@ -239,11 +239,3 @@ func (lt *lifetimes) rotated(graceUntil, expires time.Time) string {
 	}
 	return s
 }
-
-// fromColumn is box list's FROM: where the box's token is taken from.
-func fromColumn(from string) string {
-	if from == "" {
-		return "any"
-	}
-	return from
-}
