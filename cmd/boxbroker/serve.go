@@ -421,7 +421,7 @@ func checkBounds(fs *flag.FlagSet, given map[string]bool, getenv func(string) st
 		case float64:
 			bad, want = math.IsNaN(v) || math.IsInf(v, 0) || v < 0, "a number of 0 or more, such as 5 or 0.5"
 		case int, int64:
-			n := asInt64(v)
+			n, _ := strconv.ParseInt(f.Value.String(), 10, 64)
 			switch {
 			case f.Name == "box-burst":
 				bad, want = n < 0, "a whole number of 0 or more"
@@ -447,14 +447,6 @@ func checkBounds(fs *flag.FlagSet, given map[string]bool, getenv func(string) st
 		return nil
 	}
 	return fmt.Errorf("configuration: %s; serve does not start with a value out of range", strings.Join(p, "; "))
-}
-
-// asInt64 is v, an int or an int64 from a flag, as an int64.
-func asInt64(v any) int64 {
-	if n, ok := v.(int); ok {
-		return int64(n)
-	}
-	return v.(int64)
 }
 
 // pageURL is the owner's page's address on the admin listener at addr,
