@@ -85,11 +85,7 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	}
 	cfg.AuditOptional = !*auditRequired
 	cfg.TrustedProxies = trusted.list
-	for _, h := range strings.Split(*adminHosts, ",") {
-		if h = strings.TrimSpace(h); h != "" {
-			cfg.AdminHosts = append(cfg.AdminHosts, h)
-		}
-	}
+	cfg.AdminHosts = list(*adminHosts)
 	// A malformed BOXBROKER_* value is an error naming the variable, never
 	// quietly the default; a flag given overrides its variable.
 	set := map[string]bool{}
