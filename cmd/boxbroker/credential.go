@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/intentius/boxbroker/internal/cloud"
@@ -116,7 +117,7 @@ func (c *cli) credentialOn(ctx context.Context, cmd *cmdFlags, set bool, id, kin
 		if !set {
 			return c.did(remove(be), "removed %s", noun)
 		}
-		what := describeAs(id, kind, value)
+		what := describe(id, kind, value)
 		more, err := put(be, append([]byte(nil), value...))
 		if err != nil {
 			return err
@@ -200,19 +201,22 @@ func kindOrNot(kind string) string {
 	return kind
 }
 
-// describeAs says what a credential value of kind stored as id is, as
-// describe says it, or for a cloud account as describeCloud does.
-func describeAs(id, kind string, value []byte) string {
-	if operator.IsCloud(kind) {
-		return describeCloud(kind, value)
-	}
-	return describe(id, value)
-}
-
-// describe says what kind of credential value is, without any of it: the
-// Fountain key is a bearer; every other credential is an Anthropic one.
-func describe(id string, value []byte) string {
-	if id == payer.SharedFountain {
+// describe says what a credential value of kind stored as id is,
+// without any of it: a cloud account of a cloud kind by its region,
+// read from the account's JSON, which the broker checked; the Fountain
+// key as a bearer; every other credential as an Anthropic one.
+func describe(id, kind string, value []byte) string {
+	switch {
+	case operator.IsCloud(kind):
+		var a struct {
+			Region string `json:"region"`
+		}
+		what := cloud.Name(kind) + " account"
+		if json.Unmarshal(value, &a) == nil && a.Region != "" {
+			what += " in " + safe(a.Region)
+		}
+		return what + ", signed for each call"
+	case id == payer.SharedFountain:
 		return "bearer key"
 	}
 	if cloud.Is(value) {
