@@ -19,10 +19,6 @@ import (
 func runPrices(ctx context.Context, c *cli, args []string) error {
 	fs := flag.NewFlagSet("boxbroker prices", flag.ContinueOnError)
 	fs.SetOutput(c.stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(c.stderr, "usage: boxbroker prices [--prices FILE] [--unpriced-as MODEL] [--json] [--admin-url URL]")
-		printDefaults(fs)
-	}
 	file := fs.String("prices", c.getenv("BOXBROKER_PRICES"), "JSON price file over the built-in table, as serve takes it (BOXBROKER_PRICES)")
 	unpricedAs := fs.String("unpriced-as", c.getenv("BOXBROKER_UNPRICED_AS"), "model whose price a model neither in the table nor of a family in it is charged at; empty for the dearest (BOXBROKER_UNPRICED_AS)")
 	asJSON := fs.Bool("json", false, "print the table as a price file (the form --prices takes)")
