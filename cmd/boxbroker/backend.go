@@ -18,11 +18,9 @@ import (
 // directory's store, or the admin API at --admin-url. Each command is
 // written once over it.
 
-// backend is where a command's actions go. Local is the store when the
-// command opened one (nil through the admin API); close ends it.
+// backend is where a command's actions go; close ends it.
 type backend struct {
 	operator.Actions
-	local store.Store
 	// svc is the operator service when the command opened the store
 	// (nil through the admin API), for the actions only a data
 	// directory has (admin tokens).
@@ -96,7 +94,7 @@ func (c *cli) localBackend(cfg *server.Config, st store.Store, keyring *secrets.
 		return nil, err
 	}
 	svc = svc.Via(operator.Origin{Method: "CLI", Route: route})
-	return &backend{Actions: svc, local: st, svc: svc, close: func() { st.Close() }}, nil
+	return &backend{Actions: svc, svc: svc, close: func() { st.Close() }}, nil
 }
 
 // boxArg checks that name is a box name, as a usage error.

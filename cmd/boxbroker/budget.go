@@ -175,7 +175,7 @@ func (c *cli) warnUnpaid(ctx context.Context, be *backend, box, principal string
 // broker's cache has either read the change or stopped answering from
 // memory, so the next call is held to it on every replica.
 func (c *cli) held(ctx context.Context, be *backend, err error, format string, args ...any) error {
-	if err == nil && be.local != nil {
+	if err == nil && be.svc != nil {
 		err = cache.WaitStale(ctx, cache.DefaultMaxStale)
 	}
 	return c.did(err, format, args...)

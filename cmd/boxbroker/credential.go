@@ -157,7 +157,7 @@ func runCredentialList(ctx context.Context, c *cli, cmd *cmdFlags) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	return c.printPool(entries, be.local == nil)
+	return c.printPool(entries, be.svc == nil)
 }
 
 // printPool prints the pool's entries; live says whether state and counts
