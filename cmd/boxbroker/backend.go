@@ -18,11 +18,9 @@ import (
 // directory's store, or the admin API at --admin-url. Each command is
 // written once over it.
 
-// backend is where a command's actions go. Local is the store when the
-// command opened one (nil through the admin API); close ends it.
+// backend is where a command's actions go; close ends it.
 type backend struct {
 	operator.Actions
-	local store.Store
 	// svc is the operator service when the command opened the store
 	// (nil through the admin API), for the actions only a data
 	// directory has (admin tokens).
@@ -32,8 +30,10 @@ type backend struct {
 
 // backend opens the command's backend: the admin API at adminURL when it
 // is set, else the store cfg names (created, for create, when it is
-// not there), with its keyring when seal is set. Its audit rows name the
-// command as "CLI" and route.
+// not there), with its keyring when seal is set: a master key that does
+// not open what the store holds sealed already is refused before
+// anything is written (server.SealingKeyring), as a replica refuses it
+// at its start. Its audit rows name the command as "CLI" and route.
 func (c *cli) backend(ctx context.Context, cfg *server.Config, adminURL, route string, create, seal bool) (*backend, error) {
 	if adminURL != "" {
 		cl, err := c.adminClient(adminURL)
@@ -46,18 +46,16 @@ func (c *cli) backend(ctx context.Context, cfg *server.Config, adminURL, route s
 	if create {
 		open = openStore
 	}
-	var (
-		st      store.Store
-		keyring *secrets.Keyring
-		err     error
-	)
-	if seal {
-		st, keyring, err = sealing(ctx, cfg, open)
-	} else {
-		st, err = open(ctx, cfg)
-	}
+	st, err := open(ctx, cfg)
 	if err != nil {
 		return nil, err
+	}
+	var keyring *secrets.Keyring
+	if seal {
+		if keyring, err = server.SealingKeyring(ctx, cfg, st); err != nil {
+			st.Close()
+			return nil, err
+		}
 	}
 	return c.localBackend(cfg, st, keyring, route)
 }
@@ -96,7 +94,7 @@ func (c *cli) localBackend(cfg *server.Config, st store.Store, keyring *secrets.
 		return nil, err
 	}
 	svc = svc.Via(operator.Origin{Method: "CLI", Route: route})
-	return &backend{Actions: svc, local: st, svc: svc, close: func() { st.Close() }}, nil
+	return &backend{Actions: svc, svc: svc, close: func() { st.Close() }}, nil
 }
 
 // boxArg checks that name is a box name, as a usage error.

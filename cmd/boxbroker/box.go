@@ -26,8 +26,6 @@ func runBox(ctx context.Context, c *cli, args []string) error {
 		return runBoxResources(ctx, c, sub, args)
 	case "pause", "resume":
 		return runBoxPause(ctx, c, sub, args)
-	}
-	switch sub {
 	case "add", "rotate", "remove", "list", "bind":
 	default:
 		return unknownWord("box", sub, "add", "list", "remove", "rotate", "bind", "payer", "consent", "assign", "unassign", "resources", "pause", "resume")
@@ -35,8 +33,7 @@ func runBox(ctx context.Context, c *cli, args []string) error {
 	cmd := c.command("box " + sub)
 	fs := cmd.FlagSet
 	brokerURL, yes := new(string), yesFlag(fs, sub == "remove", "remove")
-	switch sub {
-	case "add", "rotate":
+	if sub == "add" || sub == "rotate" {
 		brokerURL = fs.String("url", c.envOr("BOXBROKER_URL", "http://127.0.0.1:8787"), "the broker's URL as boxes reach it, for the hints printed (BOXBROKER_URL)")
 	}
 	var lt lifetimes
@@ -238,12 +235,4 @@ func (lt *lifetimes) rotated(graceUntil, expires time.Time) string {
 		s += "; the new one expires at " + expires.UTC().Format(time.RFC3339)
 	}
 	return s
-}
-
-// fromColumn is box list's FROM: where the box's token is taken from.
-func fromColumn(from string) string {
-	if from == "" {
-		return "any"
-	}
-	return from
 }

@@ -40,7 +40,7 @@ func runBoxConsent(ctx context.Context, c *cli, args []string) error {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(c.stdout, "box %s: consent %s\n", name, onOff(b.Consent))
+			fmt.Fprintf(c.stdout, "box %s: consent %s\n", name, map[bool]string{true: "on", false: "off"}[b.Consent])
 			return nil
 		}
 		_, err := be.UpdateBox(ctx, name, operator.BoxSettings{Consent: &on})
@@ -49,11 +49,4 @@ func runBoxConsent(ctx context.Context, c *cli, args []string) error {
 		}
 		return c.did(err, "box %s: consent off; the broker refuses its feedback with a 403 (batches kept before stay kept)", name)
 	})
-}
-
-func onOff(b bool) string {
-	if b {
-		return "on"
-	}
-	return "off"
 }

@@ -68,53 +68,57 @@ func runBudget(ctx context.Context, c *cli, args []string) error {
 			return fmt.Errorf("%w: %v", errUsage, err)
 		}
 	}
-	whose := ofBox("budget", box, *principal)
 	if sub == "remove" {
-		if err := c.sure(*yes, fmt.Sprintf("Remove %s, leaving those calls unlimited?", whose), "removed", "remove"); err != nil {
+		if err := c.sure(*yes, fmt.Sprintf("Remove %s, leaving those calls unlimited?", ofBox("budget", box, *principal)), "removed", "remove"); err != nil {
 			return err
 		}
 	}
-	if *window != "month" && *window != "" {
+	if *window == "month" {
+		*window = ""
+	}
+	if *window != "" {
 		if _, err := store.ParseWindow(*window); err != nil {
 			return fmt.Errorf("%w: %v (or month, the default)", errUsage, err)
 		}
 	}
 	return cmd.on(ctx, c, false, false, func(be *backend) error {
-		if *window != "month" && *window != "" {
-			return runWindowBudget(ctx, c, be, sub, box, *principal, *window, limit)
-		}
-		return runBudgetOn(ctx, c, be, sub, box, *principal, *month, limit, whose)
+		return runBudgetOn(ctx, c, be, sub, box, *principal, *month, *window, limit)
 	})
 }
 
-// runBudgetOn is `budget set|list|remove` of monthly budgets on be; limit
-// is the checked amount for set, whose the budget's name.
-func runBudgetOn(ctx context.Context, c *cli, be *backend, sub, box, principal, month string, limit int64, whose string) error {
+// runBudgetOn is `budget set|list|remove` on be, of the monthly budgets
+// or, for set and remove, of window's (day, week, Nd; "" for the month);
+// limit is the checked amount for set.
+func runBudgetOn(ctx context.Context, c *cli, be *backend, sub, box, principal, month, window string, limit int64) error {
+	whose, per := ofBox("budget", box, principal), " a month (UTC)"
+	if window != "" {
+		w, err := store.ParseWindow(window)
+		if err != nil {
+			return fmt.Errorf("%w: %v (or month, the default)", errUsage, err)
+		}
+		whose, per = ofBox(w.Describe()+" budget", box, principal), ""
+	}
 	switch sub {
 	case "set":
-		set := operator.BudgetSetting{USD: json.Number(strings.TrimPrefix(spend.FormatUSD(limit), "$")), Principal: &principal}
-		_, err := be.SetBudget(ctx, box, set)
-		if err := c.held(ctx, be, err, "set %s to %s a month (UTC); a call that could take it past that is refused with a 403", whose, spend.FormatUSD(limit)); err != nil {
+		usd := json.Number(strings.TrimPrefix(spend.FormatUSD(limit), "$"))
+		var err error
+		if window != "" {
+			_, err = be.SetWindowBudget(ctx, box, operator.WindowBudgetSetting{Window: window, USD: usd, Principal: &principal})
+		} else {
+			_, err = be.SetBudget(ctx, box, operator.BudgetSetting{USD: usd, Principal: &principal})
+		}
+		if err := c.held(ctx, be, err, "set %s to %s%s; a call that could take it past that is refused with a 403", whose, spend.FormatUSD(limit), per); err != nil {
 			return err
 		}
-		if principal != "" {
-			b, err := be.Box(ctx, box)
-			if err != nil {
-				return err
-			}
-			gs, err := be.ListGrants(ctx, box)
-			if err != nil {
-				return err
-			}
-			granted := false
-			for _, g := range gs {
-				granted = granted || (g.Principal == principal && g.State == "current")
-			}
-			owner := b.Payer.Kind == protocol.PayerOwner && b.Payer.Principal != nil && *b.Payer.Principal == principal
-			c.warnUnpaid(box, principal, owner, granted)
+		if principal != "" && window == "" {
+			return c.warnUnpaid(ctx, be, box, principal)
 		}
 	case "remove":
-		return c.removed(be.RemoveBudget(ctx, box, principal), whose, "; its calls are still measured")
+		err := be.RemoveBudget(ctx, box, principal)
+		if window != "" {
+			err = be.RemoveWindowBudget(ctx, box, principal, window)
+		}
+		return c.removed(err, whose, "; its calls are still measured")
 	case "list":
 		bl, err := be.Budgets(ctx, box, month)
 		if err != nil {
@@ -141,15 +145,29 @@ func runBudgetOn(ctx context.Context, c *cli, be *backend, sub, box, principal, 
 
 // warnUnpaid warns, after a budget for principal on box is set, when no
 // call of the box is paid by principal now: the box is not paid by its
-// owner principal (ownerPays) and holds no current grant from principal
-// (granted), so the budget holds nothing until one of them is so.
-func (c *cli) warnUnpaid(box, principal string, ownerPays, granted bool) {
-	if ownerPays || granted {
-		return
+// owner principal and holds no current grant from principal, so the
+// budget holds nothing until one of them is so.
+func (c *cli) warnUnpaid(ctx context.Context, be *backend, box, principal string) error {
+	b, err := be.Box(ctx, box)
+	if err != nil {
+		return err
+	}
+	gs, err := be.ListGrants(ctx, box)
+	if err != nil {
+		return err
+	}
+	for _, g := range gs {
+		if g.Principal == principal && g.State == "current" {
+			return nil
+		}
+	}
+	if b.Payer.Kind == protocol.PayerOwner && b.Payer.Principal != nil && *b.Payer.Principal == principal {
+		return nil
 	}
 	fmt.Fprintf(c.stderr, "warning: no call of box %s is paid by %s now: the box is not paid by %s as its owner and holds no current grant from %s, so this budget limits nothing until it is "+
 		"(`boxbroker box payer %s owner --principal %s`, or `boxbroker grant issue %s %s`); the box's own budget (no --principal) limits every call it makes\n",
 		box, principal, principal, principal, box, principal, box, principal)
+	return nil
 }
 
 // held says what a change on be, which returned err, did. On the data
@@ -157,7 +175,7 @@ func (c *cli) warnUnpaid(box, principal string, ownerPays, granted bool) {
 // broker's cache has either read the change or stopped answering from
 // memory, so the next call is held to it on every replica.
 func (c *cli) held(ctx context.Context, be *backend, err error, format string, args ...any) error {
-	if err == nil && be.local != nil {
+	if err == nil && be.svc != nil {
 		err = cache.WaitStale(ctx, cache.DefaultMaxStale)
 	}
 	return c.did(err, format, args...)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/intentius/boxbroker/internal/cloud"
@@ -45,7 +46,7 @@ func runCredential(ctx context.Context, c *cli, args []string) error {
 		if len(args) != 2 || args[0] != payer.SharedAnthropic {
 			return fmt.Errorf("%w: credential add takes anthropic and the entry's name (credential add anthropic NAME [--weight N] [--url URL]); the value is read from stdin, never from arguments", errUsage)
 		}
-		entry = args[1]
+		id, entry = args[0], args[1]
 		u, err := pool.CheckEntry(entry, *weight, *baseURL)
 		if err != nil {
 			return fmt.Errorf("%w: %w", errUsage, err)
@@ -81,46 +82,52 @@ func runCredential(ctx context.Context, c *cli, args []string) error {
 	case sub == "list":
 		return runCredentialList(ctx, c, cmd)
 	case entry != "":
-		return runPoolOn(ctx, c, cmd, sub, entry, *kind, *weight, *baseURL, *yes)
+		who := "anthropic pool entry " + entry
+		return c.credentialOn(ctx, cmd, sub == "add", id, *kind, *yes, who, who, func(be *backend, value []byte) (string, error) {
+			v, err := be.SetPoolEntry(ctx, entry, *kind, *weight, *baseURL, value)
+			return fmt.Sprintf(", weight %d", v.Weight), err
+		}, func(be *backend) error { return be.RemovePoolEntry(ctx, entry) })
 	}
-	return runCredentialOn(ctx, c, cmd, sub, id, *kind, *yes)
+	return c.credentialOn(ctx, cmd, sub == "set", id, *kind, *yes, id, id+" credential", func(be *backend, value []byte) (string, error) {
+		_, err := be.SetCredential(ctx, id, *kind, value)
+		return "", err
+	}, func(be *backend) error { return be.RemoveCredential(ctx, id) })
 }
 
-// runPoolOn is `credential add|remove anthropic NAME` over the command's
-// backend: an entry added is read from stdin, of kind, and sent as read,
-// for the operator service to check.
-func runPoolOn(ctx context.Context, c *cli, cmd *cmdFlags, sub, name, kind string, weight int, baseURL string, yes bool) error {
-	value, err := c.credentialOrSure(sub == "add", kind, fmt.Sprintf("anthropic pool entry %s credential (not echoed): ", name), yes, fmt.Sprintf("Remove the anthropic pool entry %s?", name))
+// credentialOn is `credential set|add|remove` of who (the credential id,
+// or a pool entry of it), named as noun, over the command's backend. For
+// set, the value, of kind, is read from stdin before the store is opened
+// (so that a prompt does not hold it) and given to put as read, for the
+// operator service to check; put returns what more the line saying it
+// was set tells. Else (a removal) it asks first unless yes, and calls
+// remove.
+func (c *cli) credentialOn(ctx context.Context, cmd *cmdFlags, set bool, id, kind string, yes bool, who, noun string, put func(*backend, []byte) (string, error), remove func(*backend) error) error {
+	var value []byte
+	var err error
+	if set {
+		value, err = c.readRawCredential(kind, who+" credential (not echoed): ")
+	} else {
+		err = c.sure(yes, "Remove the "+noun+"?", "removed", "remove")
+	}
 	if err != nil {
 		return err
 	}
 	defer clear(value)
-	return cmd.on(ctx, c, sub == "add", sub == "add", func(be *backend) error {
-		if sub == "remove" {
-			return c.did(be.RemovePoolEntry(ctx, name), "removed anthropic pool entry %s", name)
+	return cmd.on(ctx, c, set, set, func(be *backend) error {
+		if !set {
+			return c.did(remove(be), "removed %s", noun)
 		}
-		what := describeAs(payer.SharedAnthropic, kind, value)
-		v, err := be.SetPoolEntry(ctx, name, kind, weight, baseURL, append([]byte(nil), value...))
+		what := describe(id, kind, value)
+		more, err := put(be, append([]byte(nil), value...))
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(c.stdout, "set anthropic pool entry %s (%s, weight %d), sealed at rest\n", name, what, v.Weight)
+		fmt.Fprintf(c.stdout, "set %s (%s%s), sealed at rest\n", noun, what, more)
 		if what == unlikelyAnthropic {
-			c.warnUnlikelyAnthropic("anthropic pool entry " + name)
+			c.warnUnlikelyAnthropic(who)
 		}
 		return nil
 	})
-}
-
-// credentialOrSure reads, for set (a credential of kind set or added),
-// the value from stdin with prompt; else (a removal) it asks question
-// unless yes. Both come before the store is opened, so that a prompt
-// does not hold it.
-func (c *cli) credentialOrSure(set bool, kind, prompt string, yes bool, question string) ([]byte, error) {
-	if set {
-		return c.readRawCredential(kind, prompt)
-	}
-	return nil, c.sure(yes, question, "removed", "remove")
 }
 
 // runCredentialList prints the credentials by ID with their kind, then
@@ -150,32 +157,7 @@ func runCredentialList(ctx context.Context, c *cli, cmd *cmdFlags) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	return c.printPool(entries, be.local == nil)
-}
-
-// runCredentialOn is `credential set|remove anthropic|fountain` over the
-// command's backend: the value, of kind, is read from stdin and sent as
-// read, for the operator service to check.
-func runCredentialOn(ctx context.Context, c *cli, cmd *cmdFlags, sub, id, kind string, yes bool) error {
-	value, err := c.credentialOrSure(sub == "set", kind, fmt.Sprintf("%s credential (not echoed): ", id), yes, fmt.Sprintf("Remove the %s credential?", id))
-	if err != nil {
-		return err
-	}
-	defer clear(value)
-	return cmd.on(ctx, c, sub == "set", sub == "set", func(be *backend) error {
-		if sub == "remove" {
-			return c.did(be.RemoveCredential(ctx, id), "removed %s credential", id)
-		}
-		what := describeAs(id, kind, value)
-		if _, err := be.SetCredential(ctx, id, kind, append([]byte(nil), value...)); err != nil {
-			return err
-		}
-		fmt.Fprintf(c.stdout, "set %s credential (%s), sealed at rest\n", id, what)
-		if what == unlikelyAnthropic {
-			c.warnUnlikelyAnthropic(id)
-		}
-		return nil
-	})
+	return c.printPool(entries, be.svc == nil)
 }
 
 // printPool prints the pool's entries; live says whether state and counts
@@ -219,19 +201,22 @@ func kindOrNot(kind string) string {
 	return kind
 }
 
-// describeAs says what a credential value of kind stored as id is, as
-// describe says it, or for a cloud account as describeCloud does.
-func describeAs(id, kind string, value []byte) string {
-	if operator.IsCloud(kind) {
-		return describeCloud(kind, value)
-	}
-	return describe(id, value)
-}
-
-// describe says what kind of credential value is, without any of it: the
-// Fountain key is a bearer; every other credential is an Anthropic one.
-func describe(id string, value []byte) string {
-	if id == payer.SharedFountain {
+// describe says what a credential value of kind stored as id is,
+// without any of it: a cloud account of a cloud kind by its region,
+// read from the account's JSON, which the broker checked; the Fountain
+// key as a bearer; every other credential as an Anthropic one.
+func describe(id, kind string, value []byte) string {
+	switch {
+	case operator.IsCloud(kind):
+		var a struct {
+			Region string `json:"region"`
+		}
+		what := cloud.Name(kind) + " account"
+		if json.Unmarshal(value, &a) == nil && a.Region != "" {
+			what += " in " + safe(a.Region)
+		}
+		return what + ", signed for each call"
+	case id == payer.SharedFountain:
 		return "bearer key"
 	}
 	if cloud.Is(value) {

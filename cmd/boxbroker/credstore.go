@@ -2,35 +2,13 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
 	"github.com/intentius/boxbroker/internal/cloud"
-	"github.com/intentius/boxbroker/internal/secrets"
-	"github.com/intentius/boxbroker/internal/server"
-	"github.com/intentius/boxbroker/internal/store"
 )
-
-// sealing opens the store cfg names with open (openStore or openExisting)
-// and the master key, for a command about to seal a value into it: a key
-// that does not open what the store holds sealed already is refused
-// before anything is written (server.SealingKeyring), as a replica
-// refuses it at its start.
-func sealing(ctx context.Context, cfg *server.Config, open func(context.Context, *server.Config) (store.Store, error)) (store.Store, *secrets.Keyring, error) {
-	st, err := open(ctx, cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	keyring, err := server.SealingKeyring(ctx, cfg, st)
-	if err != nil {
-		st.Close()
-		return nil, nil, err
-	}
-	return st, keyring, nil
-}
 
 // readRawCredential reads an Anthropic credential of kind from stdin,
 // unchecked: for anthropic ("" too) the key or setup token itself

@@ -76,26 +76,26 @@ func TestEnvValue(t *testing.T) {
 		"ENV_BD": "2", "ENV_BF": "x", "ENV_BI": "7.5", "ENV_BB": "nope",
 	}
 	e := &envReader{c: &cli{getenv: func(k string) string { return env[k] }}}
-	if got := e.duration("ENV_D", time.Second); got != 2*time.Minute {
+	if got := envValue(e, "ENV_D", time.Second); got != 2*time.Minute {
 		t.Errorf("duration = %v, want 2m", got)
 	}
-	if got := e.float("ENV_F", 1); got != 0.5 {
+	if got := envValue(e, "ENV_F", 1.0); got != 0.5 {
 		t.Errorf("float = %v, want 0.5", got)
 	}
-	if got := e.int("ENV_I", 1); got != 7 {
+	if got := envValue(e, "ENV_I", int64(1)); got != 7 {
 		t.Errorf("int = %v, want 7", got)
 	}
-	if got := e.boolean("ENV_B", true); got {
+	if got := envValue(e, "ENV_B", true); got {
 		t.Errorf("boolean = %v, want false", got)
 	}
-	if got := e.int("ENV_UNSET", 3); got != 3 {
+	if got := envValue(e, "ENV_UNSET", int64(3)); got != 3 {
 		t.Errorf("int of an unset variable = %v, want its default 3", got)
 	}
 	if len(e.bad) != 0 {
 		t.Fatalf("good values noted as bad: %v", e.bad)
 	}
-	if e.duration("ENV_BD", time.Second) != time.Second || e.float("ENV_BF", 1) != 1 ||
-		e.int("ENV_BI", 1) != 1 || !e.boolean("ENV_BB", true) {
+	if envValue(e, "ENV_BD", time.Second) != time.Second || envValue(e, "ENV_BF", 1.0) != 1 ||
+		envValue(e, "ENV_BI", int64(1)) != 1 || !envValue(e, "ENV_BB", true) {
 		t.Errorf("a malformed value did not give the default")
 	}
 	want := map[string]string{

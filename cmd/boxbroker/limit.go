@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/spend"
-	"github.com/intentius/boxbroker/internal/store"
 )
 
 // runLimit answers `limit set BOX [--principal P] [--input-tpm N]
@@ -45,9 +43,9 @@ func runLimit(ctx context.Context, c *cli, args []string) error {
 		}
 	}
 	whose := ofBox("rate limit", box, *principal)
-	var lim store.RateLimit
+	var lim operator.RateLimitView
 	if sub == "set" {
-		lim = store.RateLimit{Box: box, Principal: *principal, InputTPM: *in, OutputTPM: *out, RPM: *rpm, UpdatedAt: time.Now().UTC()}
+		lim = operator.RateLimitView{Principal: principal, InputTPM: *in, OutputTPM: *out, RPM: *rpm}
 		if lim.InputTPM < 0 || lim.OutputTPM < 0 || lim.RPM < 0 || lim.InputTPM+lim.OutputTPM+lim.RPM == 0 {
 			return fmt.Errorf("%w: limit set takes at least one of --input-tpm, --output-tpm, --rpm above 0 (none negative); `limit remove` removes a limit", errUsage)
 		}
@@ -62,11 +60,10 @@ func runLimit(ctx context.Context, c *cli, args []string) error {
 
 // runLimitOn is `limit set|list|remove` on be; lim is the checked limit
 // for set, whose its name.
-func runLimitOn(ctx context.Context, c *cli, be *backend, sub string, lim store.RateLimit, box, principal, whose string) error {
+func runLimitOn(ctx context.Context, c *cli, be *backend, sub string, lim operator.RateLimitView, box, principal, whose string) error {
 	switch sub {
 	case "set":
-		v := operator.RateLimitView{Principal: &principal, InputTPM: lim.InputTPM, OutputTPM: lim.OutputTPM, RPM: lim.RPM}
-		_, err := be.SetRateLimit(ctx, box, v)
+		_, err := be.SetRateLimit(ctx, box, lim)
 		return c.did(err, "set %s to %s; a call past it gets a 429 with Retry-After (every replica holds it within %s)", whose, rateWords(lim), time.Second)
 	case "remove":
 		return c.removed(be.RemoveRateLimit(ctx, box, principal), whose, "")
@@ -81,7 +78,7 @@ func runLimitOn(ctx context.Context, c *cli, be *backend, sub string, lim store.
 }
 
 // rateWords says l's bounds in words.
-func rateWords(l store.RateLimit) string {
+func rateWords(l operator.RateLimitView) string {
 	var parts []string
 	if l.InputTPM > 0 {
 		parts = append(parts, fmt.Sprintf("%d input tokens", l.InputTPM))
@@ -110,23 +107,6 @@ func printRateLimits(c *cli, box string, ls []operator.RateLimitView) error {
 	return rows(c.stdout, "LIMIT\tINPUT TPM\tOUTPUT TPM\tRPM", ls, func(l operator.RateLimitView) []any {
 		return []any{whose(l.Principal), n(l.InputTPM), n(l.OutputTPM), n(l.RPM)}
 	})
-}
-
-// runWindowBudget is `budget set|remove BOX ... --window W` for a window
-// other than the month (day, week, Nd), on be; limit is the checked
-// amount for set.
-func runWindowBudget(ctx context.Context, c *cli, be *backend, sub, box, principal, window string, limit int64) error {
-	w, err := store.ParseWindow(window)
-	if err != nil {
-		return fmt.Errorf("%w: %v (or month, the default)", errUsage, err)
-	}
-	whose := ofBox(w.Describe()+" budget", box, principal)
-	if sub == "remove" {
-		return c.removed(be.RemoveWindowBudget(ctx, box, principal, window), whose, "; its calls are still measured")
-	}
-	set := operator.WindowBudgetSetting{Window: window, USD: json.Number(strings.TrimPrefix(spend.FormatUSD(limit), "$")), Principal: &principal}
-	_, err = be.SetWindowBudget(ctx, box, set)
-	return c.held(ctx, be, err, "set %s to %s; a call that could take it past that is refused with a 403", whose, spend.FormatUSD(limit))
 }
 
 // printWindowBudgets writes ws, a box's window budgets, as `budget list`

@@ -10,7 +10,6 @@ import (
 
 	"github.com/intentius/boxbroker/internal/admin/adminclient"
 	"github.com/intentius/boxbroker/internal/operator"
-	"github.com/intentius/boxbroker/internal/store"
 )
 
 // goneActions is a backend whose removals all meet a NotFound refusal
@@ -52,10 +51,10 @@ func TestCLI_NotFoundIsACodeNotAMessage(t *testing.T) {
 			run  func() error
 			want string
 		}{
-			{"budget", func() error { return runBudgetOn(ctx, c, be, "remove", "salad", "", "", 0, "box salad's own budget") }, "there is no box salad's own budget: Nothing by that name here."},
-			{"window", func() error { return runWindowBudget(ctx, c, be, "remove", "salad", "", "day", 0) }, "there is no box salad's own daily budget: Nothing by that name here."},
+			{"budget", func() error { return runBudgetOn(ctx, c, be, "remove", "salad", "", "", "", 0) }, "there is no box salad's own budget: Nothing by that name here."},
+			{"window", func() error { return runBudgetOn(ctx, c, be, "remove", "salad", "", "", "day", 0) }, "there is no box salad's own daily budget: Nothing by that name here."},
 			{"limit", func() error {
-				return runLimitOn(ctx, c, be, "remove", store.RateLimit{}, "salad", "", "box salad's own rate limit")
+				return runLimitOn(ctx, c, be, "remove", operator.RateLimitView{}, "salad", "", "box salad's own rate limit")
 			}, "there is no box salad's own rate limit: Nothing by that name here."},
 		}
 		for _, tt := range tests {

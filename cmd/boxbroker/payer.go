@@ -56,7 +56,7 @@ func runBoxPayer(ctx context.Context, c *cli, args []string) error {
 		if err != nil {
 			return err
 		}
-		what = describeAs(payer.SharedAnthropic, *credKind, value)
+		what = describe(payer.SharedAnthropic, *credKind, value)
 		if operator.IsCloud(*credKind) {
 			set.CredentialKind = *credKind
 		}

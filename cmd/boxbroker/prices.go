@@ -19,10 +19,6 @@ import (
 func runPrices(ctx context.Context, c *cli, args []string) error {
 	fs := flag.NewFlagSet("boxbroker prices", flag.ContinueOnError)
 	fs.SetOutput(c.stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(c.stderr, "usage: boxbroker prices [--prices FILE] [--unpriced-as MODEL] [--json] [--admin-url URL]")
-		printDefaults(fs)
-	}
 	file := fs.String("prices", c.getenv("BOXBROKER_PRICES"), "JSON price file over the built-in table, as serve takes it (BOXBROKER_PRICES)")
 	unpricedAs := fs.String("unpriced-as", c.getenv("BOXBROKER_UNPRICED_AS"), "model whose price a model neither in the table nor of a family in it is charged at; empty for the dearest (BOXBROKER_UNPRICED_AS)")
 	asJSON := fs.Bool("json", false, "print the table as a price file (the form --prices takes)")
@@ -41,9 +37,18 @@ func runPrices(ctx context.Context, c *cli, args []string) error {
 		if local {
 			return fmt.Errorf("%w: --prices and --unpriced-as read a price file here; with --admin-url, prices prints the broker's own table", errUsage)
 		}
-		if *file, p, err = remotePrices(ctx, c, *adminURL); err != nil {
+		cl, err := c.adminClient(*adminURL)
+		if err != nil {
 			return err
 		}
+		t, err := cl.Prices(ctx)
+		if err != nil {
+			return remoteError(err)
+		}
+		if p, err = t.Prices(); err != nil {
+			return err
+		}
+		*file = t.Path // the price file the broker read over the built-in table, "" for none
 	} else {
 		if p, err = spend.LoadPrices(*file); err != nil {
 			return fmt.Errorf("price file (--prices, BOXBROKER_PRICES): %w", err)
@@ -91,22 +96,6 @@ func runPrices(ctx context.Context, c *cli, args []string) error {
 		"any other as %s (--unpriced-as); serve warns of each such model once, counts its calls in\n"+
 		"boxbroker_unpriced_calls_total, and a price file (--prices; --json prints this table as one) prices it.\n", safe(p.UnpricedAs()))
 	return nil
-}
-
-// remotePrices reads the price table of the broker whose admin API is
-// at adminURL: the price file it read over the built-in table ("" for
-// none) and the table.
-func remotePrices(ctx context.Context, c *cli, adminURL string) (string, *spend.Prices, error) {
-	cl, err := c.adminClient(adminURL)
-	if err != nil {
-		return "", nil, err
-	}
-	t, err := cl.Prices(ctx)
-	if err != nil {
-		return "", nil, remoteError(err)
-	}
-	p, err := t.Prices()
-	return t.Path, p, err
 }
 
 // rate writes a rate in dollars per million tokens: two decimals, or as

@@ -14,8 +14,8 @@ import (
 func proposalCommands() map[string]command {
 	return map[string]command{
 		"proposals": {summary: "list refused requests waiting for a person: proposals [--box B] [--state pending|approved|denied|expired|all]", run: runProposals},
-		"approve":   {summary: "approve a proposal: approve ID --for 15m|1h|7d|always", run: runApprove},
-		"deny":      {summary: "deny a proposal, or withdraw an approval: deny ID", run: runDeny},
+		"approve":   {summary: "approve a proposal: approve ID --for 15m|1h|7d|always", run: decide("approve")},
+		"deny":      {summary: "deny a proposal, or withdraw an approval: deny ID", run: decide("deny")},
 		"ask":       {summary: "put a box's refusals in ask mode: ask BOX secret:NAME|hosts|budget [--off]", run: runAsk},
 	}
 }
@@ -62,38 +62,33 @@ func proposalUntil(p operator.ProposalView) string {
 	return "-"
 }
 
-// runApprove answers `approve ID --for DURATION`.
-func runApprove(ctx context.Context, c *cli, args []string) error {
-	return decide(ctx, c, "approve", args)
-}
-
-// runDeny answers `deny ID`.
-func runDeny(ctx context.Context, c *cli, args []string) error { return decide(ctx, c, "deny", args) }
-
-// decide approves (verb "approve") or denies (verb "deny") a proposal.
-func decide(ctx context.Context, c *cli, verb string, args []string) error {
-	cmd := c.command(verb)
-	forWords := new(string)
-	if verb == "approve" {
-		forWords = cmd.String("for", "1h", "how long the approval lasts: 15m, 1h, 24h, 7d ... or always")
-	}
-	pos, err := cmd.args(args, 1, "%s takes one proposal ID (`boxbroker proposals` lists them)", verb)
-	if err != nil {
-		return err
-	}
-	if verb == "approve" {
-		if _, _, err := approval.ParseFor(*forWords); err != nil {
-			return fmt.Errorf("%w: %v", errUsage, err)
+// decide is the command that approves (verb "approve": `approve ID
+// --for DURATION`) or denies (verb "deny": `deny ID`) a proposal.
+func decide(verb string) func(ctx context.Context, c *cli, args []string) error {
+	return func(ctx context.Context, c *cli, args []string) error {
+		cmd := c.command(verb)
+		forWords := new(string)
+		if verb == "approve" {
+			forWords = cmd.String("for", "1h", "how long the approval lasts: 15m, 1h, 24h, 7d ... or always")
 		}
-	}
-	return cmd.on(ctx, c, false, false, func(be *backend) error {
-		if verb == "deny" {
-			p, err := be.DenyProposal(ctx, pos[0])
-			return c.did(err, "denied %s for box %s: %s", p.ID, p.Box, safe(p.Attempted()))
+		pos, err := cmd.args(args, 1, "%s takes one proposal ID (`boxbroker proposals` lists them)", verb)
+		if err != nil {
+			return err
 		}
-		p, err := be.ApproveProposal(ctx, pos[0], *forWords)
-		return c.did(err, "approved %s for box %s (%s): %s; the box's same request succeeds", p.ID, p.Box, proposalUntil(p), safe(p.Attempted()))
-	})
+		if verb == "approve" {
+			if _, _, err := approval.ParseFor(*forWords); err != nil {
+				return fmt.Errorf("%w: %v", errUsage, err)
+			}
+		}
+		return cmd.on(ctx, c, false, false, func(be *backend) error {
+			if verb == "deny" {
+				p, err := be.DenyProposal(ctx, pos[0])
+				return c.did(err, "denied %s for box %s: %s", p.ID, p.Box, safe(p.Attempted()))
+			}
+			p, err := be.ApproveProposal(ctx, pos[0], *forWords)
+			return c.did(err, "approved %s for box %s (%s): %s; the box's same request succeeds", p.ID, p.Box, proposalUntil(p), safe(p.Attempted()))
+		})
+	}
 }
 
 // runAsk answers `ask BOX SCOPE [--off]`.

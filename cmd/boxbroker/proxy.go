@@ -48,12 +48,9 @@ func runProxy(ctx context.Context, c *cli, args []string) error {
 // passthroughHosts reads --proxy-passthrough, a comma-separated list of
 // hosts (host or host:port), refusing any entry that is neither, before
 // serve says it is listening.
-func passthroughHosts(list string) ([]string, error) {
+func passthroughHosts(hosts string) ([]string, error) {
 	var pass, bad []string
-	for _, h := range strings.Split(list, ",") {
-		if h = strings.TrimSpace(h); h == "" {
-			continue
-		}
+	for _, h := range list(hosts) {
 		if _, err := egressproxy.ParsePassthrough(h); err != nil {
 			bad = append(bad, fmt.Sprintf("%q", safe(h)))
 			continue

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/admin/adminclient"
-	"github.com/intentius/boxbroker/internal/cloud"
 )
 
 // adminURLFlag adds --admin-url to fs: the admin API a command acts
@@ -31,20 +29,6 @@ func remoteError(err error) error {
 		return fmt.Errorf("%s (%d)", safe(ae.Message), ae.Status)
 	}
 	return err
-}
-
-// describeCloud says what a cloud account of kind the broker took is, as
-// describe says it: its region read from raw, the account's JSON, which
-// the broker checked. It never says any other of raw.
-func describeCloud(kind string, raw []byte) string {
-	var a struct {
-		Region string `json:"region"`
-	}
-	what := cloud.Name(kind) + " account"
-	if json.Unmarshal(raw, &a) == nil && a.Region != "" {
-		what += " in " + safe(a.Region)
-	}
-	return what + ", signed for each call"
 }
 
 // parseViewTime reads a time the admin API wrote; zero for null.

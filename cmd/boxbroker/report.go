@@ -35,13 +35,6 @@ func runReport(ctx context.Context, c *cli, args []string) error {
 	month := fs.String("month", time.Now().UTC().Format("2006-01"), "the spend's calendar month, `YYYY-MM` (UTC); report says which month it reports")
 	brokerURL := fs.String("url", c.envOr("BOXBROKER_URL", c.getenv("STUDIO_URL")), "the broker's base `URL` (BOXBROKER_URL, else STUDIO_URL)")
 	dryRun := fs.Bool("dry-run", false, "print the report and post nothing (needs no URL or token)")
-	fs.Usage = func() {
-		fmt.Fprintln(c.stderr, "usage: boxbroker report [--status FILE] [--box NAME] [--runs FILE] [--month YYYY-MM] [--url URL] [--dry-run]")
-		fmt.Fprintln(c.stderr, "\nPosts the box's declaration report to its broker and prints what the broker kept.")
-		fmt.Fprintln(c.stderr, "The box's token comes from BOXBROKER_TOKEN, or from stdin when the status document does not; never from argv.")
-		fmt.Fprintln(c.stderr, "report takes no --data or --store: it talks to a broker over HTTP and opens no store.")
-		printDefaults(fs)
-	}
 	for _, a := range args {
 		if a == "--" {
 			break

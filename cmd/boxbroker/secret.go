@@ -66,7 +66,8 @@ func runSecret(ctx context.Context, c *cli, args []string) error {
 	return cmd.on(ctx, c, false, sub == "set", func(be *backend) error {
 		switch sub {
 		case "set":
-			return secretSet(ctx, c, be, *cmd.adminURL != "", box, name, secretSetting{host: *host, brokerURL: *brokerURL, word: *word, kind: *kind, fields: fields, rules: rules, rate: rt})
+			sv := operator.SecretValue{Host: *host, Kind: *kind, BodyFields: fields, Rules: rules, Rate: rt}
+			return secretSet(ctx, c, be, *cmd.adminURL != "", box, name, sv, *brokerURL, *word)
 		case "rules":
 			sv, err := be.SetSecretRules(ctx, box, name, rules, rt)
 			if err != nil {
@@ -117,15 +118,6 @@ func (f *bodyFields) Set(s string) error {
 	return nil
 }
 
-// secretSetting is what `secret set` was told beside the box and name.
-type secretSetting struct {
-	host, brokerURL, word, kind string
-	fields                      []string
-	// rules and rate are the secret's (protocol.CheckSecretRules).
-	rules []string
-	rate  string
-}
-
 // rulesOrAny is a secret's rules as `secret list` shows them.
 func rulesOrAny(rules []string) string {
 	if len(rules) == 0 {
@@ -144,24 +136,25 @@ func orNone(s string) string {
 
 // secretSet reads the value of box's secret name (a kind's JSON
 // configuration from stdin, a plain value from stdin or the terminal)
-// and sets it through be. Through the admin API (remote) it sets plain
+// and sets it, as sv says the rest, through be; brokerURL and word are
+// for the hints printed. Through the admin API (remote) it sets plain
 // values only.
-func secretSet(ctx context.Context, c *cli, be *backend, remote bool, box, name string, set secretSetting) error {
-	if set.host == "" {
+func secretSet(ctx context.Context, c *cli, be *backend, remote bool, box, name string, sv operator.SecretValue, brokerURL, word string) error {
+	if sv.Host == "" {
 		return fmt.Errorf("%w: secret set needs --host, the one base URL the secret may be sent to, as in --host https://api.example.com", errUsage)
 	}
-	base, err := protocol.ParseSecretHost(set.host)
+	base, err := protocol.ParseSecretHost(sv.Host)
 	if err != nil {
 		return fmt.Errorf("%w: --host %v", errUsage, err)
 	}
-	kind := set.kind
-	if kind == "plain" {
-		kind = ""
+	if sv.Kind == "plain" {
+		sv.Kind = ""
 	}
+	kind := sv.Kind
 	if remote && kind != "" {
 		return fmt.Errorf("%w: --kind %s with --admin-url: the admin API sets plain values only; run `boxbroker secret set --kind` where the broker's store is", errUsage, kind)
 	}
-	if (kind == mint.KindSigV4 || kind == mint.KindHMAC) && len(set.fields) > 0 {
+	if (kind == mint.KindSigV4 || kind == mint.KindHMAC) && len(sv.BodyFields) > 0 {
 		return fmt.Errorf("%w: --body-field: a %s secret signs requests and writes no value, so it takes no body field", errUsage, kind)
 	}
 	var value []byte
@@ -174,15 +167,16 @@ func secretSet(ctx context.Context, c *cli, be *backend, remote bool, box, name 
 		return err
 	}
 	defer clear(value)
-	sv, err := be.SetSecret(ctx, box, name, operator.SecretValue{Host: set.host, Value: string(value), Kind: kind, BodyFields: set.fields, Rules: set.rules, Rate: set.rate})
+	sv.Value = string(value)
+	v, err := be.SetSecret(ctx, box, name, sv)
 	if err != nil {
 		return err
 	}
 	if base.Scheme == "http" && !adminclient.IsLoopback(base.Hostname()) {
 		fmt.Fprintf(c.stderr, "warning: %s is http://, so the value travels to it unencrypted\n", base)
 	}
-	printSecretSet(c, box, name, sv.Host, set.brokerURL, set.word, kind, sv.BodyFields)
-	printRules(c, name, sv.Rules, sv.Rate)
+	printSecretSet(c, box, name, v.Host, brokerURL, word, kind, v.BodyFields)
+	printRules(c, name, v.Rules, v.Rate)
 	return nil
 }
 

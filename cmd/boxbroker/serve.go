@@ -25,7 +25,6 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	var cfg server.Config
 	def := server.DefaultConfig()
 	env := &envReader{c: c}
-	envDuration, envInt, envFloat := env.duration, env.int, env.float
 	fs := c.flags("serve", &cfg)
 	fs.StringVar(&cfg.Listen, "listen", c.envOr("BOXBROKER_LISTEN", def.Listen), "box-facing address (BOXBROKER_LISTEN)")
 	fs.StringVar(&cfg.AdminListen, "admin-listen", c.envOr("BOXBROKER_ADMIN_LISTEN", def.AdminListen), "admin API, metrics and owner's page address; \"off\" serves none (BOXBROKER_ADMIN_LISTEN)")
@@ -36,37 +35,37 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	webhook := fs.String("budget-webhook", c.getenv("BOXBROKER_BUDGET_WEBHOOK"), "URL that receives each budget alert as signed JSON; the key is BOXBROKER_BUDGET_WEBHOOK_KEY (BOXBROKER_BUDGET_WEBHOOK)")
 	fountain := fs.String("fountain-url", c.getenv("BOXBROKER_FOUNTAIN_URL"), "Fountain API upstream; empty serves no /fountain (BOXBROKER_FOUNTAIN_URL)")
 	fs.StringVar(&cfg.Feedback, "feedback", c.envOr("BOXBROKER_FEEDBACK", def.Feedback), "keep: store feedback batches from consenting boxes; off: answer 501 so boxes keep them (BOXBROKER_FEEDBACK)")
-	fs.IntVar(&cfg.FeedbackMaxBatches, "feedback-max-batches", int(envInt("BOXBROKER_FEEDBACK_MAX_BATCHES", int64(def.FeedbackMaxBatches))), "feedback batches one box keeps; a new one past it drops the box's oldest (BOXBROKER_FEEDBACK_MAX_BATCHES)")
-	fs.Int64Var(&cfg.FeedbackMaxBytes, "feedback-max-bytes", envInt("BOXBROKER_FEEDBACK_MAX_BYTES", def.FeedbackMaxBytes), "bytes of feedback batches one box keeps; a new batch past it drops the box's oldest (BOXBROKER_FEEDBACK_MAX_BYTES)")
-	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", envDuration("BOXBROKER_SHUTDOWN_GRACE", def.ShutdownGrace), "how long in-flight streams may finish on SIGINT/SIGTERM (BOXBROKER_SHUTDOWN_GRACE)")
-	fs.DurationVar(&cfg.UpstreamHeaderTimeout, "upstream-timeout", envDuration("BOXBROKER_UPSTREAM_TIMEOUT", def.UpstreamHeaderTimeout), "bound on the wait for an upstream's answer headers (BOXBROKER_UPSTREAM_TIMEOUT)")
-	fs.DurationVar(&cfg.ReadTimeout, "read-timeout", envDuration("BOXBROKER_READ_TIMEOUT", def.ReadTimeout), "bound on reading a request, its body included; never on an answer's stream (BOXBROKER_READ_TIMEOUT)")
-	fs.DurationVar(&cfg.DecideTimeout, "decide-timeout", envDuration("BOXBROKER_DECIDE_TIMEOUT", def.DecideTimeout), "bound on answering one decide request, every question included (BOXBROKER_DECIDE_TIMEOUT)")
-	fs.Int64Var(&cfg.MaxBody, "max-body", envInt("BOXBROKER_MAX_BODY", def.MaxBody), "bound on a forwarded request body, bytes (BOXBROKER_MAX_BODY)")
-	fs.Int64Var(&cfg.PoolRetryBody, "pool-retry-body", envInt("BOXBROKER_POOL_RETRY_BODY", def.PoolRetryBody), "bound on a request body kept in memory to retry a call on another credential of the pool, bytes; -1 never retries (BOXBROKER_POOL_RETRY_BODY)")
-	fs.Int64Var(&cfg.EgressMaxBody, "egress-max-body", envInt("BOXBROKER_EGRESS_MAX_BODY", def.EgressMaxBody), "bound on a request body sent to an egress secret's host, bytes (BOXBROKER_EGRESS_MAX_BODY)")
-	fs.DurationVar(&cfg.ProposalWait, "proposal-wait", envDuration("BOXBROKER_PROPOSAL_WAIT", def.ProposalWait), "how long a proposal waits for a person before it expires (BOXBROKER_PROPOSAL_WAIT)")
-	fs.IntVar(&cfg.ProposalMax, "proposal-max", int(envInt("BOXBROKER_PROPOSAL_MAX", int64(def.ProposalMax))), "pending proposals each box may have; more refusals open none (BOXBROKER_PROPOSAL_MAX)")
+	fs.IntVar(&cfg.FeedbackMaxBatches, "feedback-max-batches", int(envValue(env, "BOXBROKER_FEEDBACK_MAX_BATCHES", int64(def.FeedbackMaxBatches))), "feedback batches one box keeps; a new one past it drops the box's oldest (BOXBROKER_FEEDBACK_MAX_BATCHES)")
+	fs.Int64Var(&cfg.FeedbackMaxBytes, "feedback-max-bytes", envValue(env, "BOXBROKER_FEEDBACK_MAX_BYTES", def.FeedbackMaxBytes), "bytes of feedback batches one box keeps; a new batch past it drops the box's oldest (BOXBROKER_FEEDBACK_MAX_BYTES)")
+	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", envValue(env, "BOXBROKER_SHUTDOWN_GRACE", def.ShutdownGrace), "how long in-flight streams may finish on SIGINT/SIGTERM (BOXBROKER_SHUTDOWN_GRACE)")
+	fs.DurationVar(&cfg.UpstreamHeaderTimeout, "upstream-timeout", envValue(env, "BOXBROKER_UPSTREAM_TIMEOUT", def.UpstreamHeaderTimeout), "bound on the wait for an upstream's answer headers (BOXBROKER_UPSTREAM_TIMEOUT)")
+	fs.DurationVar(&cfg.ReadTimeout, "read-timeout", envValue(env, "BOXBROKER_READ_TIMEOUT", def.ReadTimeout), "bound on reading a request, its body included; never on an answer's stream (BOXBROKER_READ_TIMEOUT)")
+	fs.DurationVar(&cfg.DecideTimeout, "decide-timeout", envValue(env, "BOXBROKER_DECIDE_TIMEOUT", def.DecideTimeout), "bound on answering one decide request, every question included (BOXBROKER_DECIDE_TIMEOUT)")
+	fs.Int64Var(&cfg.MaxBody, "max-body", envValue(env, "BOXBROKER_MAX_BODY", def.MaxBody), "bound on a forwarded request body, bytes (BOXBROKER_MAX_BODY)")
+	fs.Int64Var(&cfg.PoolRetryBody, "pool-retry-body", envValue(env, "BOXBROKER_POOL_RETRY_BODY", def.PoolRetryBody), "bound on a request body kept in memory to retry a call on another credential of the pool, bytes; -1 never retries (BOXBROKER_POOL_RETRY_BODY)")
+	fs.Int64Var(&cfg.EgressMaxBody, "egress-max-body", envValue(env, "BOXBROKER_EGRESS_MAX_BODY", def.EgressMaxBody), "bound on a request body sent to an egress secret's host, bytes (BOXBROKER_EGRESS_MAX_BODY)")
+	fs.DurationVar(&cfg.ProposalWait, "proposal-wait", envValue(env, "BOXBROKER_PROPOSAL_WAIT", def.ProposalWait), "how long a proposal waits for a person before it expires (BOXBROKER_PROPOSAL_WAIT)")
+	fs.IntVar(&cfg.ProposalMax, "proposal-max", int(envValue(env, "BOXBROKER_PROPOSAL_MAX", int64(def.ProposalMax))), "pending proposals each box may have; more refusals open none (BOXBROKER_PROPOSAL_MAX)")
 	fs.StringVar(&cfg.PageURL, "page-url", c.getenv("BOXBROKER_PAGE_URL"), "the owner's page as a person reaches it, named in refusals that open a proposal (BOXBROKER_PAGE_URL)")
 	fs.StringVar(&cfg.ProposalWebhook, "proposal-webhook", c.getenv("BOXBROKER_PROPOSAL_WEBHOOK"), "URL each new proposal is POSTed to, signed with BOXBROKER_PROPOSAL_WEBHOOK_KEY (BOXBROKER_PROPOSAL_WEBHOOK)")
 	fs.StringVar(&cfg.ProposalWebhookShape, "proposal-webhook-shape", c.envOr("BOXBROKER_PROPOSAL_WEBHOOK_SHAPE", def.ProposalWebhookShape), "json or slack (BOXBROKER_PROPOSAL_WEBHOOK_SHAPE)")
 	cfg.ProposalWebhookKey = c.getenv("BOXBROKER_PROPOSAL_WEBHOOK_KEY")
-	fs.DurationVar(&cfg.AuditRetention, "audit-retention", envDuration("BOXBROKER_AUDIT_RETENTION", def.AuditRetention), "how long audit log entries are kept (BOXBROKER_AUDIT_RETENTION)")
+	fs.DurationVar(&cfg.AuditRetention, "audit-retention", envValue(env, "BOXBROKER_AUDIT_RETENTION", def.AuditRetention), "how long audit log entries are kept (BOXBROKER_AUDIT_RETENTION)")
 	auditSink := fs.String("audit-sink-url", c.getenv("BOXBROKER_AUDIT_SINK_URL"), "http(s) URL the audit rows are POSTed to as JSON lines, at least once and in order; empty for none; its bearer token, if any, in BOXBROKER_AUDIT_SINK_TOKEN (BOXBROKER_AUDIT_SINK_URL)")
-	fs.IntVar(&cfg.AuditSinkBacklog, "audit-sink-backlog", int(envInt("BOXBROKER_AUDIT_SINK_BACKLOG", int64(def.AuditSinkBacklog))), "audit rows kept in the data directory while the audit sink does not take them; past it the oldest are dropped (BOXBROKER_AUDIT_SINK_BACKLOG)")
-	fs.DurationVar(&cfg.StoreDeadline, "store-deadline", envDuration("BOXBROKER_STORE_DEADLINE", def.StoreDeadline), "bound on each store call a request makes; past it the request gets 503 with Retry-After (BOXBROKER_STORE_DEADLINE)")
+	fs.IntVar(&cfg.AuditSinkBacklog, "audit-sink-backlog", int(envValue(env, "BOXBROKER_AUDIT_SINK_BACKLOG", int64(def.AuditSinkBacklog))), "audit rows kept in the data directory while the audit sink does not take them; past it the oldest are dropped (BOXBROKER_AUDIT_SINK_BACKLOG)")
+	fs.DurationVar(&cfg.StoreDeadline, "store-deadline", envValue(env, "BOXBROKER_STORE_DEADLINE", def.StoreDeadline), "bound on each store call a request makes; past it the request gets 503 with Retry-After (BOXBROKER_STORE_DEADLINE)")
 	fs.StringVar(&cfg.LogLevel, "log-level", c.envOr("BOXBROKER_LOG_LEVEL", def.LogLevel), "debug, info, warn or error (BOXBROKER_LOG_LEVEL)")
-	fs.Float64Var(&cfg.BoxRate, "box-rate", envFloat("BOXBROKER_BOX_RATE", def.BoxRate), "requests per second one box may make; 0 for no bound (BOXBROKER_BOX_RATE)")
-	fs.IntVar(&cfg.BoxBurst, "box-burst", int(envInt("BOXBROKER_BOX_BURST", int64(def.BoxBurst))), "requests above --box-rate a box may make at once; 0 for the rate (BOXBROKER_BOX_BURST)")
-	fs.IntVar(&cfg.BoxConcurrent, "box-concurrent", int(envInt("BOXBROKER_BOX_CONCURRENT", int64(def.BoxConcurrent))), "requests one box may have in flight, streams included; -1 for no bound (BOXBROKER_BOX_CONCURRENT)")
+	fs.Float64Var(&cfg.BoxRate, "box-rate", envValue(env, "BOXBROKER_BOX_RATE", def.BoxRate), "requests per second one box may make; 0 for no bound (BOXBROKER_BOX_RATE)")
+	fs.IntVar(&cfg.BoxBurst, "box-burst", int(envValue(env, "BOXBROKER_BOX_BURST", int64(def.BoxBurst))), "requests above --box-rate a box may make at once; 0 for the rate (BOXBROKER_BOX_BURST)")
+	fs.IntVar(&cfg.BoxConcurrent, "box-concurrent", int(envValue(env, "BOXBROKER_BOX_CONCURRENT", int64(def.BoxConcurrent))), "requests one box may have in flight, streams included; -1 for no bound (BOXBROKER_BOX_CONCURRENT)")
 	fs.StringVar(&cfg.Prices, "prices", c.getenv("BOXBROKER_PRICES"), "JSON price file over the default price table, in dollars per million tokens (BOXBROKER_PRICES)")
 	fs.StringVar(&cfg.UnpricedAs, "unpriced-as", c.getenv("BOXBROKER_UNPRICED_AS"), "model of the price table whose price a call of a model neither in it nor of a family in it is charged at; empty for the dearest in the table (BOXBROKER_UNPRICED_AS; boxbroker prices lists the table)")
-	fs.Int64Var(&cfg.ReserveMaxTokens, "reserve-max-tokens", envInt("BOXBROKER_RESERVE_MAX_TOKENS", def.ReserveMaxTokens), "output tokens reserved against a budget for a Messages call whose body is too large to read (BOXBROKER_RESERVE_MAX_TOKENS)")
+	fs.Int64Var(&cfg.ReserveMaxTokens, "reserve-max-tokens", envValue(env, "BOXBROKER_RESERVE_MAX_TOKENS", def.ReserveMaxTokens), "output tokens reserved against a budget for a Messages call whose body is too large to read (BOXBROKER_RESERVE_MAX_TOKENS)")
 	fs.StringVar(&cfg.TLSCert, "tls-cert", c.getenv("BOXBROKER_TLS_CERT"), "PEM certificate to serve TLS with (BOXBROKER_TLS_CERT)")
 	fs.StringVar(&cfg.TLSKey, "tls-key", c.getenv("BOXBROKER_TLS_KEY"), "PEM private key for --tls-cert (BOXBROKER_TLS_KEY)")
 	proxyListen := fs.String("proxy-listen", c.getenv("BOXBROKER_PROXY_LISTEN"), "egress as an HTTPS proxy on this address; empty for none (BOXBROKER_PROXY_LISTEN)")
 	proxyPass := fs.String("proxy-passthrough", c.getenv("BOXBROKER_PROXY_PASSTHROUGH"), "hosts (host or host:port, comma-separated) the egress proxy tunnels untouched (BOXBROKER_PROXY_PASSTHROUGH)")
-	fs.DurationVar(&cfg.ReservationLease, "reservation-lease", envDuration("BOXBROKER_RESERVATION_LEASE", def.ReservationLease), "how long a budget's reservation is held without its replica renewing it; a crashed replica's reservations free after it (BOXBROKER_RESERVATION_LEASE)")
+	fs.DurationVar(&cfg.ReservationLease, "reservation-lease", envValue(env, "BOXBROKER_RESERVATION_LEASE", def.ReservationLease), "how long a budget's reservation is held without its replica renewing it; a crashed replica's reservations free after it (BOXBROKER_RESERVATION_LEASE)")
 	trusted := &prefixList{env: "BOXBROKER_TRUSTED_PROXY"}
 	if v := c.getenv("BOXBROKER_TRUSTED_PROXY"); v != "" {
 		if err := trusted.add(v); err != nil {
@@ -75,7 +74,7 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	}
 	fs.Var(trusted, "trusted-proxy", "front proxy (CIDR, repeatable or comma-separated) whose X-Forwarded-For is believed when judging where a box's request came from; none: the peer's address (BOXBROKER_TRUSTED_PROXY)")
 	fs.BoolVar(&cfg.NewStore, "new-store", false, "make a new, empty SQLite database in a data directory that holds a master key, a journal or a spool but no database; without it serve refuses to start there")
-	auditRequired := fs.Bool("audit-required", env.boolean("BOXBROKER_AUDIT_REQUIRED", !def.AuditOptional), "refuse calls (503) while their audit record can be written neither to the store nor to the spool; false serves them unrecorded (BOXBROKER_AUDIT_REQUIRED)")
+	auditRequired := fs.Bool("audit-required", envValue(env, "BOXBROKER_AUDIT_REQUIRED", !def.AuditOptional), "refuse calls (503) while their audit record can be written neither to the store nor to the spool; false serves them unrecorded (BOXBROKER_AUDIT_REQUIRED)")
 	ssoConfig := ssoFlags(fs, c)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -86,11 +85,7 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	}
 	cfg.AuditOptional = !*auditRequired
 	cfg.TrustedProxies = trusted.list
-	for _, h := range strings.Split(*adminHosts, ",") {
-		if h = strings.TrimSpace(h); h != "" {
-			cfg.AdminHosts = append(cfg.AdminHosts, h)
-		}
-	}
+	cfg.AdminHosts = list(*adminHosts)
 	// A malformed BOXBROKER_* value is an error naming the variable, never
 	// quietly the default; a flag given overrides its variable.
 	set := map[string]bool{}
@@ -335,35 +330,31 @@ func (e *envReader) note(key, v, want string) {
 	e.bad[flagOf(key)] = fmt.Sprintf("%s=%q is not %s", key, v, want)
 }
 
-func (e *envReader) duration(key string, def time.Duration) time.Duration {
-	return envValue(e, key, def, time.ParseDuration, "a duration such as 30s, 10m or 720h")
-}
-
-func (e *envReader) float(key string, def float64) float64 {
-	return envValue(e, key, def, func(v string) (float64, error) { return strconv.ParseFloat(v, 64) }, "a number such as 5 or 0.5")
-}
-
-func (e *envReader) int(key string, def int64) int64 {
-	return envValue(e, key, def, func(v string) (int64, error) { return strconv.ParseInt(v, 10, 64) }, "a whole number such as 256")
-}
-
-func (e *envReader) boolean(key string, def bool) bool {
-	return envValue(e, key, def, strconv.ParseBool, "true or false")
-}
-
-// envValue is key's value as parse reads it, def when it is unset; a
-// value parse refuses is noted, saying it is not want, and gives def.
-func envValue[T any](e *envReader, key string, def T, parse func(string) (T, error), want string) T {
+// envValue is key's value read as its flag reads a T, def when it is
+// unset; a value it does not read is noted, saying what it is to be
+// (wants), and gives def.
+func envValue[T time.Duration | float64 | int64 | bool](e *envReader, key string, def T) T {
 	v := e.c.getenv(key)
 	if v == "" {
 		return def
 	}
-	x, err := parse(v)
+	var x any
+	var err error
+	switch any(def).(type) {
+	case time.Duration:
+		x, err = time.ParseDuration(v)
+	case float64:
+		x, err = strconv.ParseFloat(v, 64)
+	case int64:
+		x, err = strconv.ParseInt(v, 10, 64)
+	case bool:
+		x, err = strconv.ParseBool(v)
+	}
 	if err != nil {
-		e.note(key, v, want)
+		e.note(key, v, wants(def))
 		return def
 	}
-	return x
+	return x.(T)
 }
 
 // oneOf notes key when it is set to none of allowed.
@@ -426,7 +417,7 @@ func checkBounds(fs *flag.FlagSet, given map[string]bool, getenv func(string) st
 		case float64:
 			bad, want = math.IsNaN(v) || math.IsInf(v, 0) || v < 0, "a number of 0 or more, such as 5 or 0.5"
 		case int, int64:
-			n := asInt64(v)
+			n, _ := strconv.ParseInt(f.Value.String(), 10, 64)
 			switch {
 			case f.Name == "box-burst":
 				bad, want = n < 0, "a whole number of 0 or more"
@@ -452,14 +443,6 @@ func checkBounds(fs *flag.FlagSet, given map[string]bool, getenv func(string) st
 		return nil
 	}
 	return fmt.Errorf("configuration: %s; serve does not start with a value out of range", strings.Join(p, "; "))
-}
-
-// asInt64 is v, an int or an int64 from a flag, as an int64.
-func asInt64(v any) int64 {
-	if n, ok := v.(int); ok {
-		return int64(n)
-	}
-	return v.(int64)
 }
 
 // pageURL is the owner's page's address on the admin listener at addr,

@@ -172,18 +172,25 @@ func valueError(fs *flag.FlagSet, err error) error {
 	if !ok {
 		return err
 	}
-	var want string
-	switch g.Get().(type) {
-	case time.Duration:
-		want = "a duration such as 30s, 10m or 720h"
-	case float64:
-		want = "a number such as 5 or 0.5"
-	case int, int64, uint, uint64:
-		want = "a whole number such as 256"
-	case bool:
-		want = "true or false"
-	default:
+	want := wants(g.Get())
+	if want == "" {
 		return err
 	}
 	return fmt.Errorf("--%s %q is not %s", f.Name, value, want)
+}
+
+// wants says what a value of v's type, a flag's or a BOXBROKER_*
+// variable's, is to be: "" for a type no flag of boxbroker's has.
+func wants(v any) string {
+	switch v.(type) {
+	case time.Duration:
+		return "a duration such as 30s, 10m or 720h"
+	case float64:
+		return "a number such as 5 or 0.5"
+	case int, int64, uint, uint64:
+		return "a whole number such as 256"
+	case bool:
+		return "true or false"
+	}
+	return ""
 }

@@ -45,7 +45,7 @@ func runVisitor(ctx context.Context, c *cli, args []string) error {
 			if err != nil {
 				return err
 			}
-			what := describeAs(payer.SharedAnthropic, *kind, value)
+			what := describe(payer.SharedAnthropic, *kind, value)
 			_, err = be.SetVisitor(ctx, principal, *kind, value)
 			clear(value)
 			return c.did(err, "set %s's credential (%s), sealed at rest", principal, what)

@@ -166,14 +166,6 @@ func call[T any](ctx context.Context, c *Client, method, path string, in any) (T
 	return out, err
 }
 
-// ListBoxes returns every box, published listings first, while there are
-// at most 1,000: past that the API refuses (an *APIError); EachBox reads
-// any number.
-func (c *Client) ListBoxes(ctx context.Context) ([]operator.BoxView, error) {
-	out, err := call[admin.BoxList](ctx, c, http.MethodGet, "/api/boxes", nil)
-	return out.Boxes, err
-}
-
 // BoxPage returns one page of boxes, by name: at most limit (1 to
 // 1000) of them after the cursor after ("" for the first page), and the
 // cursor of the next page ("" after the last).
@@ -222,11 +214,6 @@ func (c *Client) UpdateBox(ctx context.Context, name string, set operator.BoxSet
 // RemoveBox removes a box and everything kept for it.
 func (c *Client) RemoveBox(ctx context.Context, name string) error {
 	return c.do(ctx, http.MethodDelete, "/api/boxes/"+url.PathEscape(name), nil, nil)
-}
-
-// RotateBox replaces a box's token and returns the new one, shown this once.
-func (c *Client) RotateBox(ctx context.Context, name string) (operator.BoxToken, error) {
-	return call[operator.BoxToken](ctx, c, http.MethodPost, "/api/boxes/"+url.PathEscape(name)+"/token", nil)
 }
 
 // RotateBoxWith replaces a box's token as tr says (a grace for the old

@@ -28,13 +28,13 @@ func TestClient(t *testing.T) {
 		t.Fatalf("AddBox = %+v, %v", bt, err)
 	}
 	b.Report(bt.Token)
-	boxes, err := c.ListBoxes(ctx)
-	if err != nil || len(boxes) != 1 || boxes[0].ReportedAt == nil {
-		t.Errorf("ListBoxes = %+v, %v, want alpha, reported", boxes, err)
+	boxes, next, err := c.BoxPage(ctx, 10, "")
+	if err != nil || len(boxes) != 1 || boxes[0].ReportedAt == nil || next != "" {
+		t.Errorf("BoxPage = %+v, %q, %v, want alpha, reported, and no next page", boxes, next, err)
 	}
-	rt, err := c.RotateBox(ctx, "alpha")
+	rt, err := c.RotateBoxWith(ctx, "alpha", operator.TokenRotation{})
 	if err != nil || rt.Token == bt.Token {
-		t.Errorf("RotateBox = %v, want a new token", err)
+		t.Errorf("RotateBoxWith = %v, want a new token", err)
 	}
 	if _, err := c.SetCredential(ctx, "fountain", "", []byte("fk-1")); err != nil {
 		t.Errorf("SetCredential = %v", err)
@@ -59,9 +59,9 @@ func TestClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = wrong.ListBoxes(ctx)
+	_, _, err = wrong.BoxPage(ctx, 10, "")
 	if !errors.As(err, &ae) || ae.Status != 401 || strings.Contains(err.Error(), "bba_wrong") {
-		t.Errorf("ListBoxes with a wrong token = %v, want a 401 that does not repeat the token", err)
+		t.Errorf("BoxPage with a wrong token = %v, want a 401 that does not repeat the token", err)
 	}
 }
 
@@ -122,9 +122,9 @@ func TestClient_MalformedAnswerRepeatingTheTokenIsNeverPrinted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.ListBoxes(context.Background())
+	_, _, err = c.BoxPage(context.Background(), 10, "")
 	if err == nil || !strings.Contains(err.Error(), "malformed HTTP") {
-		t.Fatalf("ListBoxes = %v, want the transport's error, or this test shows nothing", err)
+		t.Fatalf("BoxPage = %v, want the transport's error, or this test shows nothing", err)
 	}
 	if strings.Contains(err.Error(), token) {
 		t.Errorf("the error holds the admin token: %v", err)
