@@ -33,7 +33,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	mrand "math/rand/v2"
 	"net/http"
 	"net/url"
 	"os"
@@ -48,6 +47,7 @@ import (
 	"github.com/intentius/boxbroker/internal/outbox"
 	"github.com/intentius/boxbroker/internal/quiet"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/webhook"
 )
 
 // Defaults of Config's zero fields.
@@ -430,7 +430,7 @@ func (s *Sink) Run(ctx context.Context) {
 	if s == nil {
 		return
 	}
-	backoff := s.cfg.MinBackoff
+	backoff := webhook.Backoff{Min: s.cfg.MinBackoff, Max: s.cfg.MaxBackoff, Jitter: true}
 	for {
 		s.mu.Lock()
 		n := min(len(s.queue), s.cfg.Batch)
@@ -456,17 +456,14 @@ func (s *Sink) Run(ctx context.Context) {
 				return
 			}
 			s.failed.Inc()
-			wait := backoff/2 + mrand.N(backoff/2+1)
+			wait := backoff.Next()
 			s.log.Warn("audit sink: POST failed; retrying", "rows", n, "retry_in", wait, "err", err)
-			backoff = min(2*backoff, s.cfg.MaxBackoff)
-			select {
-			case <-ctx.Done():
+			if !webhook.Sleep(ctx, wait) {
 				return
-			case <-time.After(wait):
 			}
 			continue
 		}
-		backoff = s.cfg.MinBackoff
+		backoff.Reset()
 		s.ack(last)
 	}
 }
@@ -474,28 +471,15 @@ func (s *Sink) Run(ctx context.Context) {
 // post sends body to the sink and reports whether it was acknowledged.
 // The error names the status, never the sink's answer or URL.
 func (s *Sink) post(ctx context.Context, body []byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.URL.String(), bytes.NewReader(body))
-	if err != nil {
-		return errors.New("the request could not be made")
-	}
-	req.Header.Set("Content-Type", "application/x-ndjson")
+	h := http.Header{"Content-Type": {"application/x-ndjson"}}
 	if s.cfg.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+s.cfg.Token)
+		h.Set("Authorization", "Bearer "+s.cfg.Token)
 	}
-	resp, err := s.cfg.Client.Do(req)
-	if err != nil {
-		var uerr *url.Error
-		if errors.As(err, &uerr) {
-			err = uerr.Err // the URL may hold a credential of the sink's
-		}
-		return err
+	resp, err := webhook.Post(ctx, s.cfg.Client, s.cfg.URL.String(), h, body)
+	if err == nil && (resp.StatusCode < 200 || resp.StatusCode > 299) {
+		err = fmt.Errorf("the sink answered %d", resp.StatusCode)
 	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	_ = resp.Body.Close()
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Errorf("the sink answered %d", resp.StatusCode)
-	}
-	return nil
+	return err
 }
 
 // ack removes the rows numbered up to last from the backlog and notes it
