@@ -219,14 +219,17 @@ func (m *Metrics) StreamClosed(capability string) {
 
 // DeclarationReport counts a declaration report, kept or refused.
 func (m *Metrics) DeclarationReport(kept bool) {
-	if m == nil {
-		return
+	if m != nil {
+		m.declarations.WithLabelValues(either(kept, "kept", "refused")).Inc()
 	}
-	outcome := "refused"
-	if kept {
-		outcome = "kept"
+}
+
+// either is yes when b holds, else no: the value of a label of two.
+func either(b bool, yes, no string) string {
+	if b {
+		return yes
 	}
-	m.declarations.WithLabelValues(outcome).Inc()
+	return no
 }
 
 // Grant counts one chant-grant check with its outcome, one of the Grant*
@@ -266,14 +269,9 @@ func (m *Metrics) AuditFailed(n int) {
 // TokenRefusal counts one request refused for carrying no box's token:
 // tallied when it is logged and audited only in aggregate.
 func (m *Metrics) TokenRefusal(tallied bool) {
-	if m == nil {
-		return
+	if m != nil {
+		m.tokenRefusals.WithLabelValues(either(tallied, "tallied", "own")).Inc()
 	}
-	kept := "own"
-	if tallied {
-		kept = "tallied"
-	}
-	m.tokenRefusals.WithLabelValues(kept).Inc()
 }
 
 // FeedbackDropped counts n feedback batches dropped to keep a box within

@@ -291,10 +291,6 @@ func (r openRec) lineLeft() []byte {
 // write's error when the journal cannot take it.
 func (j *Journal) Audit(e store.AuditEntry) (uint64, error) { return j.Call(&e, nil) }
 
-// Settle appends st as a record and returns its number, or 0 and the
-// write's error when the journal cannot take it.
-func (j *Journal) Settle(st store.Settlement) (uint64, error) { return j.Call(nil, &st) }
-
 // Call appends one record holding a call's audit entry e and its
 // settlement st (either may be nil), and returns its number, or 0 and
 // the write's error when the journal cannot take it. A record's parts

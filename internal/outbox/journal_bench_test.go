@@ -175,7 +175,7 @@ func BenchmarkJournalCall(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					nt, err := j.Settle(benchSettlement)
+					nt, err := j.Call(nil, &benchSettlement)
 					if err != nil {
 						b.Fatal(err)
 					}

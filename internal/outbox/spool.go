@@ -91,8 +91,6 @@ type Spool struct {
 	replay sync.Mutex // one Replay at a time
 
 	dead *deadFile // the batches the store refused for good (dead.go)
-	// onDead, when set, is called as a batch is set aside.
-	onDead func()
 }
 
 // OpenSpool opens the spool in dir (made, mode 0700, if missing), bounded to
@@ -335,9 +333,6 @@ func (s *Spool) SetDead(b Batch, reason error) error {
 	}
 	s.log.Error("spool: a batch the store refuses is set aside as a dead letter; see `boxbroker spool dead list`",
 		"id", b.Key, "settlements", len(b.Settle), "audit_entries", len(b.Audit), "err", reason)
-	if s.onDead != nil {
-		s.onDead()
-	}
 	return nil
 }
 
