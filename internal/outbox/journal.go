@@ -90,24 +90,15 @@ const (
 	partsAll   = PartAudit | PartSettle
 )
 
-// partName is part's name in a batch's line ("" for both), and partOf the
-// part a line's name says.
-func partName(p Part) string {
-	switch p {
-	case PartAudit:
-		return "a"
-	case PartSettle:
-		return "t"
-	}
-	return ""
-}
+// partNames are the parts' names in a batch's line ("" for both), and
+// partOf the part a line's name says.
+var partNames = [...]string{PartAudit: "a", PartSettle: "t", partsAll: ""}
 
 func partOf(name string) Part {
-	switch name {
-	case "a":
-		return PartAudit
-	case "t":
-		return PartSettle
+	for p, n := range partNames {
+		if n != "" && n == name {
+			return Part(p)
+		}
 	}
 	return partsAll
 }
@@ -244,7 +235,7 @@ func (j *Journal) writeFresh(p string) (*os.File, int64, error) {
 		w.Write(r.lineLeft())
 	}
 	for key, b := range j.batches {
-		l, _ := json.Marshal(journalLine{B: key, Of: b.of, P: partName(b.part)})
+		l, _ := json.Marshal(journalLine{B: key, Of: b.of, P: partNames[b.part]})
 		w.Write(append(l, '\n'))
 	}
 	err = w.Flush()
@@ -359,6 +350,7 @@ func (j *Journal) BeginPart(key string, part Part, of []uint64) error {
 	if j == nil {
 		return nil
 	}
+	part &= partsAll // a Part of no record's parts names none
 	kept := make([]uint64, 0, len(of))
 	for _, n := range of {
 		if n != 0 {
@@ -368,7 +360,7 @@ func (j *Journal) BeginPart(key string, part Part, of []uint64) error {
 	if len(kept) == 0 {
 		return nil
 	}
-	b, err := json.Marshal(journalLine{B: key, Of: kept, P: partName(part)})
+	b, err := json.Marshal(journalLine{B: key, Of: kept, P: partNames[part]})
 	if err != nil {
 		return fmt.Errorf("journal: encode: %w", err)
 	}

@@ -66,27 +66,23 @@ func (p Price) rates(t Tokens) Rates {
 	return p.Rates
 }
 
-// dearestInput is the highest price any input token of p can be charged:
-// uncached, or written to either cache, in either context window.
+// dearest is the highest of rate over p's rates in either context
+// window; dearestInput the highest price any input token of p can be
+// charged (uncached, or written to either cache), and dearestOutput any
+// output token's.
+func (p Price) dearest(rate func(Rates) float64) float64 {
+	v := rate(p.Rates)
+	if p.LongContext != nil {
+		v = math.Max(v, rate(*p.LongContext))
+	}
+	return v
+}
+
 func (p Price) dearestInput() float64 {
-	v := maxRate(p.Rates)
-	if p.LongContext != nil {
-		v = math.Max(v, maxRate(*p.LongContext))
-	}
-	return v
+	return p.dearest(func(r Rates) float64 { return max(r.Input, r.CacheWrite, r.CacheWrite1h, r.CacheRead) })
 }
 
-func (p Price) dearestOutput() float64 {
-	v := p.Output
-	if p.LongContext != nil {
-		v = math.Max(v, p.LongContext.Output)
-	}
-	return v
-}
-
-func maxRate(r Rates) float64 {
-	return math.Max(r.Input, math.Max(r.CacheWrite, math.Max(r.CacheWrite1h, r.CacheRead)))
-}
+func (p Price) dearestOutput() float64 { return p.dearest(func(r Rates) float64 { return r.Output }) }
 
 func round6(v float64) float64 { return math.Round(v*1e6) / 1e6 }
 
