@@ -337,7 +337,7 @@ func (s *Sink) Append(key string, entries []store.AuditEntry) error {
 	}
 	var buf bytes.Buffer
 	items := make([]item, 0, len(entries))
-	seq, end := s.st.Seq, s.size
+	seq := s.st.Seq
 	for i, e := range entries {
 		seq++
 		start := buf.Len()
@@ -348,8 +348,7 @@ func (s *Sink) Append(key string, entries []store.AuditEntry) error {
 			// A restart would refuse a backlog holding it.
 			return fmt.Errorf("auditsink: a row of %d bytes is longer than the %d a backlog line may hold", n, maxLine)
 		}
-		end += int64(buf.Len() - start)
-		items = append(items, item{seq: seq, end: end})
+		items = append(items, item{seq: seq, end: int64(buf.Len())}) // in buf, until appended
 	}
 	// A failed append leaves no part of the rows in the backlog
 	// (AppendSynced): the rows appended next begin where the kept ones
@@ -362,15 +361,13 @@ func (s *Sink) Append(key string, entries []store.AuditEntry) error {
 	if err != nil {
 		return fmt.Errorf("auditsink: backlog: %w", err)
 	}
-	b := buf.Bytes()
 	// The rows end where the file does now (AppendSynced may have ended a
 	// line cut off before them).
-	shift := size - end
-	off := s.size + shift
+	b, base, start := buf.Bytes(), size-int64(buf.Len()), int64(0)
 	for i := range items {
-		items[i].end += shift
-		n := items[i].end - off
-		items[i].line, b, off = b[:n:n], b[n:], items[i].end
+		end := items[i].end
+		items[i].line, items[i].end = b[start:end:end], base+end
+		start = end
 	}
 	s.size, s.st.Seq = size, seq
 	s.queue = append(s.queue, items...)
