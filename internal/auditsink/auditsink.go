@@ -239,11 +239,10 @@ func (s *Sink) load() (err error) {
 		}
 	}
 	// Files of other generations are what a compaction left behind.
-	if old, _ := filepath.Glob(filepath.Join(s.dir, "backlog-*.jsonl")); len(old) > 0 {
-		for _, p := range old {
-			if p != s.backlogPath(s.st.Gen) {
-				_ = os.Remove(p)
-			}
+	old, _ := filepath.Glob(filepath.Join(s.dir, "backlog-*.jsonl"))
+	for _, p := range old {
+		if p != s.backlogPath(s.st.Gen) {
+			_ = os.Remove(p)
 		}
 	}
 	f, err := outbox.OpenLog(s.backlogPath(s.st.Gen))

@@ -339,9 +339,6 @@ func (s *Spool) SetDead(b Batch, reason error) error {
 // DeadCount is how many batches the dead-letter file holds.
 func (s *Spool) DeadCount() int { return s.dead.Count() }
 
-// Dir is the data directory the spool is kept in.
-func (s *Spool) Dir() string { return s.dir }
-
 // Close closes the spool's file.
 func (s *Spool) Close() error {
 	s.mu.Lock()
