@@ -3,7 +3,9 @@
 // message is queued without blocking, tried again with doubling waits
 // when it is not answered 2xx, and dropped (and logged) when the queue
 // is full or its tries run out. Proposals (package approval) and budget
-// alerts (package spend) are sent through it, signed alike.
+// alerts (package spend) are sent through it, signed alike. Post and
+// Backoff, its POST and its waits between tries, serve the audit sink
+// (package auditsink) too.
 //
 // The signature: HeaderTimestamp holds the Unix seconds the message was
 // sent at, and HeaderSignature "v1=" and the hex HMAC-SHA256, under the
