@@ -177,22 +177,21 @@ type Journal struct {
 // first handed to put, batch by batch (to be spooled and applied once),
 // each batch naming the store its journal named; OpenJournal returns an
 // error, keeping the journal, when put refuses one.
-func OpenJournal(dir string, max int64, id string, log *slog.Logger, put func(Batch) error) (*Journal, int, error) {
+func OpenJournal(dir string, max int64, id string, log *slog.Logger, put func(Batch) error) (*Journal, error) {
 	defaults.Positive(&max, DefaultJournalMax)
 	defaults.Logger(&log)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, 0, fmt.Errorf("journal: %w", err)
+		return nil, fmt.Errorf("journal: %w", err)
 	}
-	n, err := recoverDir(dir, put, log)
-	if err != nil {
-		return nil, 0, err
+	if err := recoverDir(dir, put, log); err != nil {
+		return nil, err
 	}
 	j := &Journal{dir: dir, max: max, log: log, gen: NewKey(), store: id, open: map[uint64]openRec{}, batches: map[string]openBatch{}}
 	j.written = sync.NewCond(&j.gmu)
 	if err := j.rewrite(); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	return j, n, nil
+	return j, nil
 }
 
 // rewrite writes this replica's journal afresh, locked, with its header

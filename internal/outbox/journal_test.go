@@ -41,7 +41,7 @@ func (a *applier) apply(b Batch) error {
 
 func open(t *testing.T, dir string, max int64, put func(Batch) error) *Journal {
 	t.Helper()
-	j, _, err := OpenJournal(dir, max, "", quiet, put)
+	j, err := OpenJournal(dir, max, "", quiet, put)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -77,7 +77,7 @@ func TestRecover_ExactlyOnceAcrossACrashBetweenBeginAndDone(t *testing.T) {
 	// A first recovery cut short: the second batch handed on is refused.
 	var first []string
 	calls := 0
-	_, _, err := OpenJournal(dir, 0, "", quiet, func(b Batch) error {
+	_, err := OpenJournal(dir, 0, "", quiet, func(b Batch) error {
 		calls++
 		if calls == 2 {
 			return errors.New("disk refuses")
@@ -251,7 +251,7 @@ func TestJournal_ConcurrentAppendsAreEachKept(t *testing.T) {
 	}
 	j.Close()
 	st := newApplier()
-	if _, _, err := OpenJournal(dir, 0, "", quiet, st.apply); err != nil {
+	if _, err := OpenJournal(dir, 0, "", quiet, st.apply); err != nil {
 		t.Fatal(err)
 	}
 	settled := 0

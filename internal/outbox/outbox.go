@@ -138,7 +138,7 @@ func Open(cfg Config) (*Outbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	jr, _, err := OpenJournal(cfg.Dir, 0, cfg.Identity, cfg.Logger, sp.Append)
+	jr, err := OpenJournal(cfg.Dir, 0, cfg.Identity, cfg.Logger, sp.Append)
 	if err != nil {
 		sp.Close()
 		return nil, err
