@@ -209,7 +209,7 @@ func findDead(list []Dead, id string) (int, error) {
 // locked runs fn with the dead-letter file open and locked: the file at
 // the path, and not one a rewrite replaced meanwhile (lockAt).
 func (d *deadFile) locked(fn func(*os.File) error) error {
-	f, err := lockAt(nil, d.path, OpenLog, "the file keeps being replaced")
+	f, err := lockAt(nil, d.path, "the file keeps being replaced")
 	if err != nil {
 		return fmt.Errorf("dead letters: %w", err)
 	}
