@@ -33,7 +33,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	mrand "math/rand/v2"
 	"net/http"
 	"net/url"
 	"os"
@@ -48,6 +47,7 @@ import (
 	"github.com/intentius/boxbroker/internal/outbox"
 	"github.com/intentius/boxbroker/internal/quiet"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/webhook"
 )
 
 // Defaults of Config's zero fields.
@@ -239,11 +239,10 @@ func (s *Sink) load() (err error) {
 		}
 	}
 	// Files of other generations are what a compaction left behind.
-	if old, _ := filepath.Glob(filepath.Join(s.dir, "backlog-*.jsonl")); len(old) > 0 {
-		for _, p := range old {
-			if p != s.backlogPath(s.st.Gen) {
-				_ = os.Remove(p)
-			}
+	old, _ := filepath.Glob(filepath.Join(s.dir, "backlog-*.jsonl"))
+	for _, p := range old {
+		if p != s.backlogPath(s.st.Gen) {
+			_ = os.Remove(p)
 		}
 	}
 	f, err := outbox.OpenLog(s.backlogPath(s.st.Gen))
@@ -337,7 +336,7 @@ func (s *Sink) Append(key string, entries []store.AuditEntry) error {
 	}
 	var buf bytes.Buffer
 	items := make([]item, 0, len(entries))
-	seq, end := s.st.Seq, s.size
+	seq := s.st.Seq
 	for i, e := range entries {
 		seq++
 		start := buf.Len()
@@ -348,8 +347,7 @@ func (s *Sink) Append(key string, entries []store.AuditEntry) error {
 			// A restart would refuse a backlog holding it.
 			return fmt.Errorf("auditsink: a row of %d bytes is longer than the %d a backlog line may hold", n, maxLine)
 		}
-		end += int64(buf.Len() - start)
-		items = append(items, item{seq: seq, end: end})
+		items = append(items, item{seq: seq, end: int64(buf.Len())}) // in buf, until appended
 	}
 	// A failed append leaves no part of the rows in the backlog
 	// (AppendSynced): the rows appended next begin where the kept ones
@@ -362,15 +360,13 @@ func (s *Sink) Append(key string, entries []store.AuditEntry) error {
 	if err != nil {
 		return fmt.Errorf("auditsink: backlog: %w", err)
 	}
-	b := buf.Bytes()
 	// The rows end where the file does now (AppendSynced may have ended a
 	// line cut off before them).
-	shift := size - end
-	off := s.size + shift
+	b, base, start := buf.Bytes(), size-int64(buf.Len()), int64(0)
 	for i := range items {
-		items[i].end += shift
-		n := items[i].end - off
-		items[i].line, b, off = b[:n:n], b[n:], items[i].end
+		end := items[i].end
+		items[i].line, items[i].end = b[start:end:end], base+end
+		start = end
 	}
 	s.size, s.st.Seq = size, seq
 	s.queue = append(s.queue, items...)
@@ -430,7 +426,7 @@ func (s *Sink) Run(ctx context.Context) {
 	if s == nil {
 		return
 	}
-	backoff := s.cfg.MinBackoff
+	backoff := webhook.Backoff{Min: s.cfg.MinBackoff, Max: s.cfg.MaxBackoff, Jitter: true}
 	for {
 		s.mu.Lock()
 		n := min(len(s.queue), s.cfg.Batch)
@@ -456,17 +452,14 @@ func (s *Sink) Run(ctx context.Context) {
 				return
 			}
 			s.failed.Inc()
-			wait := backoff/2 + mrand.N(backoff/2+1)
+			wait := backoff.Next()
 			s.log.Warn("audit sink: POST failed; retrying", "rows", n, "retry_in", wait, "err", err)
-			backoff = min(2*backoff, s.cfg.MaxBackoff)
-			select {
-			case <-ctx.Done():
+			if !webhook.Sleep(ctx, wait) {
 				return
-			case <-time.After(wait):
 			}
 			continue
 		}
-		backoff = s.cfg.MinBackoff
+		backoff.Reset()
 		s.ack(last)
 	}
 }
@@ -474,28 +467,15 @@ func (s *Sink) Run(ctx context.Context) {
 // post sends body to the sink and reports whether it was acknowledged.
 // The error names the status, never the sink's answer or URL.
 func (s *Sink) post(ctx context.Context, body []byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.URL.String(), bytes.NewReader(body))
-	if err != nil {
-		return errors.New("the request could not be made")
-	}
-	req.Header.Set("Content-Type", "application/x-ndjson")
+	h := http.Header{"Content-Type": {"application/x-ndjson"}}
 	if s.cfg.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+s.cfg.Token)
+		h.Set("Authorization", "Bearer "+s.cfg.Token)
 	}
-	resp, err := s.cfg.Client.Do(req)
-	if err != nil {
-		var uerr *url.Error
-		if errors.As(err, &uerr) {
-			err = uerr.Err // the URL may hold a credential of the sink's
-		}
-		return err
+	resp, err := webhook.Post(ctx, s.cfg.Client, s.cfg.URL.String(), h, body)
+	if err == nil && (resp.StatusCode < 200 || resp.StatusCode > 299) {
+		err = fmt.Errorf("the sink answered %d", resp.StatusCode)
 	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	_ = resp.Body.Close()
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Errorf("the sink answered %d", resp.StatusCode)
-	}
-	return nil
+	return err
 }
 
 // ack removes the rows numbered up to last from the backlog and notes it

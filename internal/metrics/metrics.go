@@ -78,10 +78,9 @@ func New() *Metrics {
 	reg := prometheus.NewRegistry()
 	m := &Metrics{
 		reg: reg,
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "boxbroker_requests_total",
-			Help: "Box-facing requests answered, by capability, route template, status and refusal reason (empty when not refused).",
-		}, []string{"capability", "route", "status", "reason"}),
+		requests: counterVec("boxbroker_requests_total",
+			"Box-facing requests answered, by capability, route template, status and refusal reason (empty when not refused).",
+			"capability", "route", "status", "reason"),
 		requestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "boxbroker_request_duration_seconds",
 			Help:    "Time from a box-facing request's arrival to the end of its answer (a stream's whole length), by capability.",
@@ -96,34 +95,23 @@ func New() *Metrics {
 			Name: "boxbroker_open_streams",
 			Help: "Answers being streamed to boxes (text/event-stream) right now, by capability.",
 		}, []string{"capability"}),
-		declarations: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "boxbroker_declaration_reports_total",
-			Help: "Declaration reports received, by outcome: kept, or refused.",
-		}, []string{"outcome"}),
-		grants: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "boxbroker_grant_checks_total",
-			Help: "chant-grant headers checked, by outcome.",
-		}, []string{"outcome"}),
-		auditWritten: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "boxbroker_audit_written_total",
-			Help: "Audit rows written to the store.",
-		}),
-		auditDropped: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "boxbroker_audit_dropped_total",
-			Help: "Audit rows dropped because the queue to the store was full.",
-		}),
-		auditFailed: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "boxbroker_audit_failed_total",
-			Help: "Audit rows lost because the store refused the write.",
-		}),
-		tokenRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "boxbroker_token_refusals_total",
-			Help: "Box-facing requests refused for carrying no box's token, by how they are logged and audited: own (a line and a row each), or tallied (in aggregate, by source).",
-		}, []string{"kept"}),
-		feedbackDropped: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "boxbroker_feedback_dropped_total",
-			Help: "Feedback batches dropped, oldest first, to keep a box within its bound (serve --feedback-max-batches, --feedback-max-bytes).",
-		}),
+		declarations: counterVec("boxbroker_declaration_reports_total",
+			"Declaration reports received, by outcome: kept, or refused.",
+			"outcome"),
+		grants: counterVec("boxbroker_grant_checks_total",
+			"chant-grant headers checked, by outcome.",
+			"outcome"),
+		auditWritten: counter("boxbroker_audit_written_total",
+			"Audit rows written to the store."),
+		auditDropped: counter("boxbroker_audit_dropped_total",
+			"Audit rows dropped because the queue to the store was full."),
+		auditFailed: counter("boxbroker_audit_failed_total",
+			"Audit rows lost because the store refused the write."),
+		tokenRefusals: counterVec("boxbroker_token_refusals_total",
+			"Box-facing requests refused for carrying no box's token, by how they are logged and audited: own (a line and a row each), or tallied (in aggregate, by source).",
+			"kept"),
+		feedbackDropped: counter("boxbroker_feedback_dropped_total",
+			"Feedback batches dropped, oldest first, to keep a box within its bound (serve --feedback-max-batches, --feedback-max-bytes)."),
 	}
 	reg.MustRegister(
 		collectors.NewGoCollector(),
@@ -142,6 +130,16 @@ func New() *Metrics {
 		m.tokenRefusals.WithLabelValues(kept)
 	}
 	return m
+}
+
+// counter and counterVec make a counter, or a vector of them by labels,
+// named name and described by help.
+func counter(name, help string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+}
+
+func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
 }
 
 // Handler serves the registry in Prometheus' text format, or in
@@ -219,14 +217,17 @@ func (m *Metrics) StreamClosed(capability string) {
 
 // DeclarationReport counts a declaration report, kept or refused.
 func (m *Metrics) DeclarationReport(kept bool) {
-	if m == nil {
-		return
+	if m != nil {
+		m.declarations.WithLabelValues(either(kept, "kept", "refused")).Inc()
 	}
-	outcome := "refused"
-	if kept {
-		outcome = "kept"
+}
+
+// either is yes when b holds, else no: the value of a label of two.
+func either(b bool, yes, no string) string {
+	if b {
+		return yes
 	}
-	m.declarations.WithLabelValues(outcome).Inc()
+	return no
 }
 
 // Grant counts one chant-grant check with its outcome, one of the Grant*
@@ -266,14 +267,9 @@ func (m *Metrics) AuditFailed(n int) {
 // TokenRefusal counts one request refused for carrying no box's token:
 // tallied when it is logged and audited only in aggregate.
 func (m *Metrics) TokenRefusal(tallied bool) {
-	if m == nil {
-		return
+	if m != nil {
+		m.tokenRefusals.WithLabelValues(either(tallied, "tallied", "own")).Inc()
 	}
-	kept := "own"
-	if tallied {
-		kept = "tallied"
-	}
-	m.tokenRefusals.WithLabelValues(kept).Inc()
 }
 
 // FeedbackDropped counts n feedback batches dropped to keep a box within

@@ -75,19 +75,16 @@ func (l *labelSet) label(v string) string {
 
 func newSpendMetrics(reg *prometheus.Registry) *spendMetrics {
 	s := &spendMetrics{
-		usd: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "boxbroker_spend_usd_total",
-			Help: "Measured cost in US dollars of the model calls settled, as the spend meter priced them (an unmeasured or unpriced call adds only what was priced), by model and payer kind.",
-		}, []string{"model", "payer"}),
-		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "boxbroker_tokens_total",
-			Help: "Tokens of the model calls settled, as the upstream's answers reported them, by model, payer kind and kind (input, output, cache_read, cache_write).",
-		}, []string{"model", "payer", "kind"}),
+		usd: counterVec("boxbroker_spend_usd_total",
+			"Measured cost in US dollars of the model calls settled, as the spend meter priced them (an unmeasured or unpriced call adds only what was priced), by model and payer kind.",
+			"model", "payer"),
+		tokens: counterVec("boxbroker_tokens_total",
+			"Tokens of the model calls settled, as the upstream's answers reported them, by model, payer kind and kind (input, output, cache_read, cache_write).",
+			"model", "payer", "kind"),
 		models: labelSet{max: MaxModels, seen: map[string]bool{}},
-		unpriced: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "boxbroker_unpriced_calls_total",
-			Help: "Model calls whose model the price table does not name, by model (the first 100 seen; later ones as other), the table's model they were charged as (priced_as), and match: family (priced as the newest model of its family) or unpriced (as --unpriced-as, the dearest model by default).",
-		}, []string{"model", "priced_as", "match"}),
+		unpriced: counterVec("boxbroker_unpriced_calls_total",
+			"Model calls whose model the price table does not name, by model (the first 100 seen; later ones as other), the table's model they were charged as (priced_as), and match: family (priced as the newest model of its family) or unpriced (as --unpriced-as, the dearest model by default).",
+			"model", "priced_as", "match"),
 		unpricedModels: labelSet{max: MaxUnpricedModels, seen: map[string]bool{}},
 	}
 	reg.MustRegister(s.usd, s.tokens, s.unpriced)

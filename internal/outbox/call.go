@@ -64,9 +64,12 @@ func (c *Call) Close() {
 	}
 }
 
-// RecordCall is Record for the audit entry e of call c: when c holds the
+// RecordCall journals e, the audit entry of call c, and queues it to be
+// written, before the box has the end of its answer: when c holds the
 // call's settlement, both are journaled in one record and each is
-// queued; c is closed. A nil c makes it Record.
+// queued; c is closed (c may be nil). A journal that cannot write says
+// so in Err; an entry dropped from a full queue is counted, and
+// forgotten by the journal.
 func (o *Outbox) RecordCall(c *Call, e store.AuditEntry) {
 	var seq uint64
 	if c == nil {

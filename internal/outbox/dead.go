@@ -128,7 +128,7 @@ func (d *deadFile) put(b Batch, reason error, at time.Time) error {
 		return fmt.Errorf("dead letters: encode: %w", err)
 	}
 	return d.locked(func(f *os.File) error {
-		list, err := readDeadFrom(f)
+		list, _, err := readDeadLines(f)
 		if err != nil {
 			return fmt.Errorf("dead letters: %w", err)
 		}
@@ -209,7 +209,7 @@ func findDead(list []Dead, id string) (int, error) {
 // locked runs fn with the dead-letter file open and locked: the file at
 // the path, and not one a rewrite replaced meanwhile (lockAt).
 func (d *deadFile) locked(fn func(*os.File) error) error {
-	f, err := lockAt(nil, d.path, OpenLog, "the file keeps being replaced")
+	f, err := lockAt(nil, d.path, "the file keeps being replaced")
 	if err != nil {
 		return fmt.Errorf("dead letters: %w", err)
 	}
@@ -241,18 +241,13 @@ func readDead(p string) ([]Dead, error) {
 		return nil, fmt.Errorf("dead letters: %w", err)
 	}
 	defer f.Close()
-	return readDeadFrom(f)
-}
-
-// readDeadFrom reads every dead letter in f from its start; a line that
-// is none (cut off by a crash, or damaged) is skipped.
-func readDeadFrom(f *os.File) ([]Dead, error) {
 	list, _, err := readDeadLines(f)
 	return list, err
 }
 
-// readDeadLines is readDeadFrom, returning too the lines that are no
-// dead letter, as they are.
+// readDeadLines reads every dead letter in f from its start, and returns
+// too the lines that are none (cut off by a crash, or damaged), as they
+// are.
 func readDeadLines(f *os.File) (list []Dead, unread [][]byte, err error) {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, nil, err

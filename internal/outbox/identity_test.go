@@ -56,7 +56,7 @@ func TestOpen_RefusesTheRecordsOfAnotherStore(t *testing.T) {
 	if _, err := first.Journal.Audit(store.AuditEntry{Route: "/journaled"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := first.Journal.Settle(store.Settlement{Box: "alpha", Charge: 1}); err != nil {
+	if _, err := first.Journal.Call(nil, &store.Settlement{Box: "alpha", Charge: 1}); err != nil {
 		t.Fatal(err)
 	}
 	journal := first.Journal.Path()

@@ -90,24 +90,15 @@ const (
 	partsAll   = PartAudit | PartSettle
 )
 
-// partName is part's name in a batch's line ("" for both), and partOf the
-// part a line's name says.
-func partName(p Part) string {
-	switch p {
-	case PartAudit:
-		return "a"
-	case PartSettle:
-		return "t"
-	}
-	return ""
-}
+// partNames are the parts' names in a batch's line ("" for both), and
+// partOf the part a line's name says.
+var partNames = [...]string{PartAudit: "a", PartSettle: "t", partsAll: ""}
 
 func partOf(name string) Part {
-	switch name {
-	case "a":
-		return PartAudit
-	case "t":
-		return PartSettle
+	for p, n := range partNames {
+		if n != "" && n == name {
+			return Part(p)
+		}
 	}
 	return partsAll
 }
@@ -186,22 +177,21 @@ type Journal struct {
 // first handed to put, batch by batch (to be spooled and applied once),
 // each batch naming the store its journal named; OpenJournal returns an
 // error, keeping the journal, when put refuses one.
-func OpenJournal(dir string, max int64, id string, log *slog.Logger, put func(Batch) error) (*Journal, int, error) {
+func OpenJournal(dir string, max int64, id string, log *slog.Logger, put func(Batch) error) (*Journal, error) {
 	defaults.Positive(&max, DefaultJournalMax)
 	defaults.Logger(&log)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, 0, fmt.Errorf("journal: %w", err)
+		return nil, fmt.Errorf("journal: %w", err)
 	}
-	n, err := recoverDir(dir, put, log)
-	if err != nil {
-		return nil, 0, err
+	if err := recoverDir(dir, put, log); err != nil {
+		return nil, err
 	}
 	j := &Journal{dir: dir, max: max, log: log, gen: NewKey(), store: id, open: map[uint64]openRec{}, batches: map[string]openBatch{}}
 	j.written = sync.NewCond(&j.gmu)
 	if err := j.rewrite(); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	return j, n, nil
+	return j, nil
 }
 
 // rewrite writes this replica's journal afresh, locked, with its header
@@ -244,7 +234,7 @@ func (j *Journal) writeFresh(p string) (*os.File, int64, error) {
 		w.Write(r.lineLeft())
 	}
 	for key, b := range j.batches {
-		l, _ := json.Marshal(journalLine{B: key, Of: b.of, P: partName(b.part)})
+		l, _ := json.Marshal(journalLine{B: key, Of: b.of, P: partNames[b.part]})
 		w.Write(append(l, '\n'))
 	}
 	err = w.Flush()
@@ -290,10 +280,6 @@ func (r openRec) lineLeft() []byte {
 // Audit appends e as a record and returns its number, or 0 and the
 // write's error when the journal cannot take it.
 func (j *Journal) Audit(e store.AuditEntry) (uint64, error) { return j.Call(&e, nil) }
-
-// Settle appends st as a record and returns its number, or 0 and the
-// write's error when the journal cannot take it.
-func (j *Journal) Settle(st store.Settlement) (uint64, error) { return j.Call(nil, &st) }
 
 // Call appends one record holding a call's audit entry e and its
 // settlement st (either may be nil), and returns its number, or 0 and
@@ -363,6 +349,7 @@ func (j *Journal) BeginPart(key string, part Part, of []uint64) error {
 	if j == nil {
 		return nil
 	}
+	part &= partsAll // a Part of no record's parts names none
 	kept := make([]uint64, 0, len(of))
 	for _, n := range of {
 		if n != 0 {
@@ -372,7 +359,7 @@ func (j *Journal) BeginPart(key string, part Part, of []uint64) error {
 	if len(kept) == 0 {
 		return nil
 	}
-	b, err := json.Marshal(journalLine{B: key, Of: kept, P: partName(part)})
+	b, err := json.Marshal(journalLine{B: key, Of: kept, P: partNames[part]})
 	if err != nil {
 		return fmt.Errorf("journal: encode: %w", err)
 	}

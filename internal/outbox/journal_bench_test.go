@@ -32,7 +32,7 @@ var benchEntry = store.AuditEntry{At: time.Now(), Box: "alpha", Method: "POST", 
 // the figures).
 func BenchmarkJournalAppend(b *testing.B) {
 	b.Run("jsonl", func(b *testing.B) {
-		j, _, err := OpenJournal(b.TempDir(), 0, "", quiet, nil)
+		j, err := OpenJournal(b.TempDir(), 0, "", quiet, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -114,7 +114,7 @@ func BenchmarkJournalAppend(b *testing.B) {
 // from many goroutines at once, as a busy broker's calls complete:
 // concurrent appends share a write (group commit).
 func BenchmarkJournalAppendParallel(b *testing.B) {
-	j, _, err := OpenJournal(b.TempDir(), 0, "", quiet, nil)
+	j, err := OpenJournal(b.TempDir(), 0, "", quiet, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func BenchmarkJournalCall(b *testing.B) {
 			name = "one"
 		}
 		b.Run(name, func(b *testing.B) {
-			j, _, err := OpenJournal(b.TempDir(), 0, "", quiet, nil)
+			j, err := OpenJournal(b.TempDir(), 0, "", quiet, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -175,7 +175,7 @@ func BenchmarkJournalCall(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					nt, err := j.Settle(benchSettlement)
+					nt, err := j.Call(nil, &benchSettlement)
 					if err != nil {
 						b.Fatal(err)
 					}

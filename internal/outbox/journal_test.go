@@ -41,7 +41,7 @@ func (a *applier) apply(b Batch) error {
 
 func open(t *testing.T, dir string, max int64, put func(Batch) error) *Journal {
 	t.Helper()
-	j, _, err := OpenJournal(dir, max, "", quiet, put)
+	j, err := OpenJournal(dir, max, "", quiet, put)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -57,9 +57,9 @@ func TestRecover_ExactlyOnceAcrossACrashBetweenBeginAndDone(t *testing.T) {
 	st := newApplier()
 	j := open(t, dir, 0, st.apply)
 	n1, _ := j.Audit(store.AuditEntry{Route: "r1"})
-	n2, _ := j.Settle(store.Settlement{Box: "b1", Charge: 5})
+	n2, _ := j.Call(nil, &store.Settlement{Box: "b1", Charge: 5})
 	n3, _ := j.Audit(store.AuditEntry{Route: "r3"})
-	n4, _ := j.Settle(store.Settlement{Box: "b4", Charge: 7})
+	n4, _ := j.Call(nil, &store.Settlement{Box: "b4", Charge: 7})
 	n5, _ := j.Audit(store.AuditEntry{Route: "r5"})
 	// Batch A: applied and done. Batch B: applied, then the kill.
 	if err := j.Begin("A", []uint64{n1}); err != nil {
@@ -77,7 +77,7 @@ func TestRecover_ExactlyOnceAcrossACrashBetweenBeginAndDone(t *testing.T) {
 	// A first recovery cut short: the second batch handed on is refused.
 	var first []string
 	calls := 0
-	_, _, err := OpenJournal(dir, 0, "", quiet, func(b Batch) error {
+	_, err := OpenJournal(dir, 0, "", quiet, func(b Batch) error {
 		calls++
 		if calls == 2 {
 			return errors.New("disk refuses")
@@ -118,7 +118,7 @@ func TestRecover_SkipsATornLastLine(t *testing.T) {
 	dir := t.TempDir()
 	j := open(t, dir, 0, nil)
 	j.Audit(store.AuditEntry{Route: "r1"})
-	j.Settle(store.Settlement{Box: "b2"})
+	j.Call(nil, &store.Settlement{Box: "b2"})
 	j.Close()
 	f, err := os.OpenFile(j.Path(), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
@@ -198,7 +198,7 @@ func TestJournal_ErrWhileWritesFail(t *testing.T) {
 		t.Fatalf("Audit = %v, Err = %v; want nil", err, j.Err())
 	}
 	j.f.Close() // the disk refuses every write from now on
-	if n, err := j.Settle(store.Settlement{Box: "b"}); err == nil || n != 0 {
+	if n, err := j.Call(nil, &store.Settlement{Box: "b"}); err == nil || n != 0 {
 		t.Errorf("Settle on a journal that cannot write = %d, %v; want 0 and an error", n, err)
 	}
 	if j.Err() == nil {
@@ -228,7 +228,7 @@ func TestJournal_ConcurrentAppendsAreEachKept(t *testing.T) {
 				if i%2 == 0 {
 					n, err = j.Audit(store.AuditEntry{Route: "r", Box: strconv.Itoa(w)})
 				} else {
-					n, err = j.Settle(store.Settlement{Box: strconv.Itoa(w), Charge: 1})
+					n, err = j.Call(nil, &store.Settlement{Box: strconv.Itoa(w), Charge: 1})
 				}
 				if err != nil || n == 0 {
 					t.Errorf("append = %d, %v; want a number, nil", n, err)
@@ -251,7 +251,7 @@ func TestJournal_ConcurrentAppendsAreEachKept(t *testing.T) {
 	}
 	j.Close()
 	st := newApplier()
-	if _, _, err := OpenJournal(dir, 0, "", quiet, st.apply); err != nil {
+	if _, err := OpenJournal(dir, 0, "", quiet, st.apply); err != nil {
 		t.Fatal(err)
 	}
 	settled := 0

@@ -7,11 +7,11 @@
 //
 //   - queue: an audit entry goes on the Writer's bounded queue (Add never
 //     blocks), and the settlement of a call that reserved nothing on the
-//     batch of its box, principal and month (Queue);
+//     batch of its box, principal and month (QueueCall);
 //   - journal: both are appended to the replica's Journal as the call
 //     completes, before the box has the end of its answer, as one record
 //     when the call has both (a Call holds the settlement until the
-//     audit entry comes: RecordCall), or alone (Record, Queue);
+//     audit entry comes: RecordCall), or alone (RecordCall, QueueCall);
 //   - batch: the Writer writes entries to the store in batches, and
 //     RunBatches settlements, each batch under a key of its own
 //     (store.Spooled), named in the journal before it goes and marked
@@ -89,8 +89,8 @@ type Config struct {
 	// Outbox's own.
 	Audit AuditOptions
 	// BatchEvery, when above zero and while RunBatches runs, settles the
-	// calls queued with Queue every BatchEvery, one store transaction per
-	// box, principal and month. Zero: Queue queues nothing.
+	// calls queued with QueueCall every BatchEvery, one store transaction per
+	// box, principal and month. Zero: QueueCall queues nothing.
 	BatchEvery time.Duration
 	// Metrics counts audit entries written, dropped and lost (nil: none).
 	Metrics *metrics.Metrics
@@ -138,7 +138,7 @@ func Open(cfg Config) (*Outbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	jr, _, err := OpenJournal(cfg.Dir, 0, cfg.Identity, cfg.Logger, sp.Append)
+	jr, err := OpenJournal(cfg.Dir, 0, cfg.Identity, cfg.Logger, sp.Append)
 	if err != nil {
 		sp.Close()
 		return nil, err
@@ -148,12 +148,6 @@ func Open(cfg Config) (*Outbox, error) {
 	return &Outbox{Spool: sp, Journal: jr, Audit: NewWriter(cfg.Store, ao), cfg: cfg, log: cfg.Logger,
 		pending: map[batchKey]*store.Settlement{}, seqs: map[batchKey][]uint64{}}, nil
 }
-
-// Record journals e, the audit entry of a call answered, and queues it
-// to be written, before the box has the end of its answer. A journal
-// that cannot write says so in Err; an entry dropped from a full queue is
-// counted, and forgotten by the journal.
-func (o *Outbox) Record(e store.AuditEntry) { o.RecordCall(nil, e) }
 
 // Add queues e, an audit entry no call's answer waits for (a mint's, a
 // tally of refusals), unjournaled: see Writer.Add.

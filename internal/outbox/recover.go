@@ -19,28 +19,24 @@ import (
 )
 
 // recoverDir recovers every journal in dir whose replica is gone (whose
-// lock can be taken), removing each once recovered, and says how many
-// records it handed on.
-func recoverDir(dir string, put func(Batch) error, log *slog.Logger) (int, error) {
+// lock can be taken), removing each once recovered.
+func recoverDir(dir string, put func(Batch) error, log *slog.Logger) error {
 	// A rewrite cut off by a crash: the journal it was made from holds
 	// everything.
 	_ = eachGone(dir, "journal-*.compact", func(p string, _ *os.File) error {
 		os.Remove(p)
 		return nil
 	})
-	total := 0
-	err := eachGone(dir, JournalPattern, func(p string, f *os.File) error {
-		n, err := recoverFile(dir, f, put, log)
+	return eachGone(dir, JournalPattern, func(p string, f *os.File) error {
+		err := recoverFile(dir, f, put, log)
 		if err == nil {
 			err = os.Remove(p)
 		}
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
-		total += n
 		return nil
 	})
-	return total, err
 }
 
 // eachGone calls fn, until it fails, with each file in dir that pattern
@@ -72,13 +68,13 @@ func eachGone(dir, pattern string, fn func(p string, f *os.File) error) error {
 }
 
 // recoverFile hands to put what the journal f, in the data directory
-// dir, holds not yet done, and says how many records it handed on (a
+// dir, holds not yet done, and logs how many records it handed on (a
 // call's audit entry and its settlement count as two, in one line or in
 // two). A line that is no record is set aside in dir's UnreadFile.
-func recoverFile(dir string, f *os.File, put func(Batch) error, log *slog.Logger) (int, error) {
+func recoverFile(dir string, f *os.File, put func(Batch) error, log *slog.Logger) error {
 	data, err := io.ReadAll(f)
 	if err != nil {
-		return 0, fmt.Errorf("journal: %w", err)
+		return fmt.Errorf("journal: %w", err)
 	}
 	var gen, id string
 	records := map[uint64]journalLine{}
@@ -98,7 +94,7 @@ func recoverFile(dir string, f *os.File, put func(Batch) error, log *slog.Logger
 			// but none of the journal's lines): set aside, as it is,
 			// for an operator to read.
 			if uerr := setAsideUnread(dir, "journal", raw, log); uerr != nil {
-				return 0, fmt.Errorf("journal: recover: %w", uerr)
+				return fmt.Errorf("journal: recover: %w", uerr)
 			}
 		case l.Gen != "":
 			gen, id = l.Gen, l.Store
@@ -176,13 +172,13 @@ func recoverFile(dir string, f *os.File, put func(Batch) error, log *slog.Logger
 	}
 	for _, b := range out {
 		if err := put(b); err != nil {
-			return 0, fmt.Errorf("journal: recover: %w", err)
+			return fmt.Errorf("journal: recover: %w", err)
 		}
 	}
 	if handed > 0 {
 		log.Info("journal: records of calls answered before the last stop handed to the spool", "records", handed)
 	}
-	return handed, nil
+	return nil
 }
 
 // recoveryKey is the key of the batch of records in no batch that begins

@@ -11,19 +11,15 @@ import (
 // batchKey is what one batched settlement charges.
 type batchKey struct{ box, principal, month string }
 
-// Queue adds st, the settlement of a call that reserved nothing, to the
-// next batch, journaled first, merging its charge and usage with those of
-// the same box, principal and month (its prompt-cache use with that of
-// the same payer kind, entry and hour). It returns false, queueing nothing,
-// when RunBatches is not running: st is then the caller's to Settle. (One
-// that stops meanwhile has st, journaled, settled at once, alone.)
-func (o *Outbox) Queue(st store.Settlement) bool {
-	return o.QueueCall(context.Background(), st)
-}
-
-// QueueCall is Queue for the call whose context is ctx: when ctx carries
-// the call's Call (see CallContext), st is held there, to be journaled
-// with the call's audit entry in one record as the call concludes
+// QueueCall adds st, the settlement of a call that reserved nothing, to
+// the next batch, journaled first, merging its charge and usage with
+// those of the same box, principal and month (its prompt-cache use with
+// that of the same payer kind, entry and hour). It returns false,
+// queueing nothing, when RunBatches is not running: st is then the
+// caller's to Settle. (One that stops meanwhile has st, journaled,
+// settled at once, alone.) When ctx, the call's context, carries the
+// call's Call (see CallContext), st is held there, to be journaled with
+// the call's audit entry in one record as the call concludes
 // (Outbox.RecordCall, Call.Close), and queued then.
 func (o *Outbox) QueueCall(ctx context.Context, st store.Settlement) bool {
 	if !o.batching.Load() {

@@ -68,8 +68,8 @@ func TestQueue_MergesByBoxPrincipalMonth(t *testing.T) {
 		usage("salad", "claude-haiku-4-5", 1, 50, 5, 50),
 		usage("soup", "claude-sonnet-4-5", 1, 1, 1, 1),
 	} {
-		if !o.Queue(s) {
-			t.Fatalf("Queue(%+v) = false while batching", s)
+		if !o.QueueCall(context.Background(), s) {
+			t.Fatalf("QueueCall(%+v) = false while batching", s)
 		}
 	}
 	if got := st.settled(); len(got) != 0 {
@@ -102,7 +102,7 @@ func TestQueue_MergesByBoxPrincipalMonth(t *testing.T) {
 		t.Errorf("journal holds %d records once the batch is done, want 0", n)
 	}
 	// Once batching has stopped, Queue takes nothing; Settle settles at once.
-	if o.Queue(usage("salad", "claude-sonnet-4-5", 1, 1, 1, 1)) {
+	if o.QueueCall(context.Background(), usage("salad", "claude-sonnet-4-5", 1, 1, 1, 1)) {
 		t.Errorf("Queue after RunBatches stopped = true, want false")
 	}
 	n := len(st.settled())
@@ -126,7 +126,7 @@ func TestQueue_MergesCacheByEntryAndHour(t *testing.T) {
 		return s
 	}
 	for _, s := range []store.Settlement{cached("a", hour, 100), cached("a", hour, 200), cached("b", hour, 5), cached("a", hour.Add(time.Hour), 7)} {
-		if !o.Queue(s) {
+		if !o.QueueCall(context.Background(), s) {
 			t.Fatalf("Queue = false while batching")
 		}
 	}

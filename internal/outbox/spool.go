@@ -91,8 +91,6 @@ type Spool struct {
 	replay sync.Mutex // one Replay at a time
 
 	dead *deadFile // the batches the store refused for good (dead.go)
-	// onDead, when set, is called as a batch is set aside.
-	onDead func()
 }
 
 // OpenSpool opens the spool in dir (made, mode 0700, if missing), bounded to
@@ -135,7 +133,7 @@ func (s *Spool) Append(b Batch) error {
 	if s.size+int64(len(line)) > s.max {
 		return fmt.Errorf("spool: %w: %d bytes of %d", ErrFull, s.size, s.max)
 	}
-	if s.f, err = lockAt(s.f, filepath.Join(s.dir, SpoolFile), OpenLog, "the spool file keeps being set aside"); err != nil {
+	if s.f, err = lockAt(s.f, filepath.Join(s.dir, SpoolFile), "the spool file keeps being set aside"); err != nil {
 		return fmt.Errorf("spool: %w", err)
 	}
 	defer filelock.Unlock(s.f)
@@ -157,16 +155,17 @@ func (s *Spool) name(b *Batch) {
 	}
 }
 
-// lockAt locks f (opened with open when nil) and returns it once it is
-// the file at p: a file renamed away (set aside by a replay) or replaced
-// (by a rewrite) meanwhile, here or in another process sharing the data
-// directory, is closed and p opened again, up to ten times; then it
-// returns the error moved. f is closed when it cannot be locked.
-func lockAt(f *os.File, p string, open func(string) (*os.File, error), moved string) (*os.File, error) {
+// lockAt locks f (the log file at p, opened with OpenLog, when nil) and
+// returns it once it is the file at p: a file renamed away (set aside by
+// a replay) or replaced (by a rewrite) meanwhile, here or in another
+// process sharing the data directory, is closed and p opened again, up
+// to ten times; then it returns the error moved. f is closed when it
+// cannot be locked.
+func lockAt(f *os.File, p, moved string) (*os.File, error) {
 	for range 10 {
 		if f == nil {
 			var err error
-			if f, err = open(p); err != nil {
+			if f, err = OpenLog(p); err != nil {
 				return nil, err
 			}
 		}
@@ -282,7 +281,7 @@ func (s *Spool) replayOnce(ctx context.Context, apply func(context.Context, Batc
 // returns an error when the file cannot be written.
 func setAsideUnread(dir, what string, line []byte, log *slog.Logger) error {
 	p := filepath.Join(dir, UnreadFile)
-	f, err := lockAt(nil, p, OpenLog, "the file keeps being replaced")
+	f, err := lockAt(nil, p, "the file keeps being replaced")
 	if err != nil {
 		return err
 	}
@@ -335,17 +334,11 @@ func (s *Spool) SetDead(b Batch, reason error) error {
 	}
 	s.log.Error("spool: a batch the store refuses is set aside as a dead letter; see `boxbroker spool dead list`",
 		"id", b.Key, "settlements", len(b.Settle), "audit_entries", len(b.Audit), "err", reason)
-	if s.onDead != nil {
-		s.onDead()
-	}
 	return nil
 }
 
 // DeadCount is how many batches the dead-letter file holds.
 func (s *Spool) DeadCount() int { return s.dead.Count() }
-
-// Dir is the data directory the spool is kept in.
-func (s *Spool) Dir() string { return s.dir }
 
 // Close closes the spool's file.
 func (s *Spool) Close() error {

@@ -226,7 +226,7 @@ func (a *Alerter) give(al store.BudgetAlert) {
 		return
 	}
 	ev := AlertEvent{Type: "budget_alert", Box: al.Box, Window: window, Period: al.Period, Threshold: al.Threshold,
-		LimitUSD: float64(al.Limit) / 1e6, SpentUSD: float64(al.Spent) / 1e6, At: al.At.UTC().Format(time.RFC3339)}
+		LimitUSD: Dollars(al.Limit), SpentUSD: Dollars(al.Spent), At: al.At.UTC().Format(time.RFC3339)}
 	if al.Principal != "" {
 		ev.Principal = &al.Principal
 	}

@@ -113,19 +113,20 @@ func (b *bodyScan) estimate(maxTokens, maxBody int64) Estimate {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.readLocked()
-	var est Estimate
+	e, n := b.est, maxBody
 	switch {
 	case b.read:
-		est = EstimateOf(b.est, b.n, maxTokens)
+		n = b.n
 	case b.wholeLocked() && b.n <= b.limit:
-		est = EstimateOf(b.cap.Estimate(b.r, nil), b.n, maxTokens) // an empty body
+		n = b.n // an empty body
 	case b.length >= 0:
-		est = EstimateOf(b.cap.Estimate(b.r, nil), b.length, maxTokens)
-	default:
-		est = EstimateOf(b.cap.Estimate(b.r, nil), maxBody, maxTokens)
+		n = b.length
+	}
+	if !b.read {
+		e = b.cap.Estimate(b.r, nil)
 	}
 	b.releaseLocked()
-	return est
+	return EstimateOf(e, n, maxTokens)
 }
 
 // release ends the scan, if estimate has not.

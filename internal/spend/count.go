@@ -1,6 +1,11 @@
 package spend
 
-import "github.com/intentius/boxbroker/internal/store"
+import (
+	"context"
+
+	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/telemetry"
+)
 
 // Counter is told what the model calls of each request measured as they
 // settle, for the broker's metrics (*metrics.Metrics is one): once per
@@ -13,12 +18,13 @@ type Counter interface {
 	Usage(model, payer string, costMicros, input, output, cacheRead, cacheWrite int64)
 }
 
-// count tells the Meter's Counter of rows, the usage of one request.
-func (m *Meter) count(payer string, rows []store.Usage) {
-	if m.cfg.Counter == nil {
-		return
-	}
+// count tells the Meter's Counter, and the request's trace (ctx's), of
+// rows, the usage of one request.
+func (m *Meter) count(ctx context.Context, payer string, rows []store.Usage) {
 	for _, u := range rows {
-		m.cfg.Counter.Usage(u.Model, payer, u.Cost, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens)
+		if m.cfg.Counter != nil {
+			m.cfg.Counter.Usage(u.Model, payer, u.Cost, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens)
+		}
+		telemetry.Usage(ctx, u.Model, payer, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens)
 	}
 }

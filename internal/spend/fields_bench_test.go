@@ -91,7 +91,7 @@ func BenchmarkFields(b *testing.B) {
 				}
 				switch {
 				case e.typ == "message_start":
-					e.messageUsage.tokens(&t)
+					e.msg.usage.tokens(&t)
 				case e.typ == "message_delta":
 					e.usage.tokens(&t)
 				}

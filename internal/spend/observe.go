@@ -209,8 +209,8 @@ func (o *observer) event(line []byte) {
 	switch {
 	case e.typ == "message_start" && e.message:
 		o.start = true
-		o.model = e.model
-		e.messageUsage.tokens(&o.tokens)
+		o.model = e.msg.model
+		e.msg.usage.tokens(&o.tokens)
 	case e.typ == "message_delta" && e.usage.set:
 		// message_delta's counts are cumulative: they replace, never add.
 		o.delta = true

@@ -1,7 +1,7 @@
 package spend
 
 import (
-	"bytes"
+	"cmp"
 	_ "embed"
 	"encoding/json"
 	"fmt"
@@ -66,27 +66,23 @@ func (p Price) rates(t Tokens) Rates {
 	return p.Rates
 }
 
-// dearestInput is the highest price any input token of p can be charged:
-// uncached, or written to either cache, in either context window.
+// dearest is the highest of rate over p's rates in either context
+// window; dearestInput the highest price any input token of p can be
+// charged (uncached, or written to either cache), and dearestOutput any
+// output token's.
+func (p Price) dearest(rate func(Rates) float64) float64 {
+	v := rate(p.Rates)
+	if p.LongContext != nil {
+		v = math.Max(v, rate(*p.LongContext))
+	}
+	return v
+}
+
 func (p Price) dearestInput() float64 {
-	v := maxRate(p.Rates)
-	if p.LongContext != nil {
-		v = math.Max(v, maxRate(*p.LongContext))
-	}
-	return v
+	return p.dearest(func(r Rates) float64 { return max(r.Input, r.CacheWrite, r.CacheWrite1h, r.CacheRead) })
 }
 
-func (p Price) dearestOutput() float64 {
-	v := p.Output
-	if p.LongContext != nil {
-		v = math.Max(v, p.LongContext.Output)
-	}
-	return v
-}
-
-func maxRate(r Rates) float64 {
-	return math.Max(r.Input, math.Max(r.CacheWrite, math.Max(r.CacheWrite1h, r.CacheRead)))
-}
+func (p Price) dearestOutput() float64 { return p.dearest(func(r Rates) float64 { return r.Output }) }
 
 func round6(v float64) float64 { return math.Round(v*1e6) / 1e6 }
 
@@ -433,44 +429,27 @@ type filePrice struct {
 // File is the whole table as a price file (see LoadPrices), one model a
 // line: given as --prices, it makes the same table.
 func (p *Prices) File() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteString("{\n")
-	line := func(key string, v any) error {
-		k, err := json.Marshal(key)
-		if err != nil {
-			return err
-		}
-		val, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		if b.Len() > 2 {
-			b.WriteString(",\n")
-		}
-		b.WriteString("  ")
-		b.Write(k)
-		b.WriteString(": ")
-		b.Write(val)
-		return nil
+	var lines []string
+	var err error
+	line := func(key string, v any) {
+		k, kerr := json.Marshal(key)
+		val, verr := json.Marshal(v)
+		err = cmp.Or(err, kerr, verr)
+		lines = append(lines, "  "+string(k)+": "+string(val))
 	}
 	for _, kv := range [...][2]string{{"$checked", p.checked}, {"$source", p.source}} {
-		if kv[1] == "" {
-			continue
-		}
-		if err := line(kv[0], kv[1]); err != nil {
-			return nil, err
+		if kv[1] != "" {
+			line(kv[0], kv[1])
 		}
 	}
 	for _, id := range p.Models() {
-		if err := line(id, filePrice(p.byModel[id])); err != nil {
-			return nil, err
-		}
+		line(id, filePrice(p.byModel[id]))
 	}
 	for _, id := range p.Removed() {
-		if err := line(id, nil); err != nil {
-			return nil, err
-		}
+		line(id, nil)
 	}
-	b.WriteString("\n}\n")
-	return b.Bytes(), nil
+	if err != nil {
+		return nil, err
+	}
+	return []byte("{\n" + strings.Join(lines, ",\n") + "\n}\n"), nil
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/store"
-	"github.com/intentius/boxbroker/internal/telemetry"
 )
 
 // settlement is what a metered request settles.
@@ -125,10 +124,7 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 	// The request's log line and audit row show the measured cost,
 	// priced here once.
 	proxy.TraceFrom(ctx).AddCost(cost)
-	m.count(s.payer, rows)
-	for _, u := range rows {
-		telemetry.Usage(ctx, u.Model, s.payer, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens)
-	}
+	m.count(ctx, s.payer, rows)
 	charge := charged
 	if !exact {
 		m.estimateLate(&s)

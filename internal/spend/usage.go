@@ -54,40 +54,38 @@ func (u *usageFields) tokens(t *Tokens) {
 	}
 }
 
-// readUsage reads v, a "usage" member's value, into u, and reports false
-// where json.Unmarshal would fail. As encoding/json decodes into a
-// pointer already set, a second usage object adds to the first; null
-// empties it.
-func readUsage(v gjson.Result, u *usageFields) bool {
-	obj, ok := jsonfield.Object(v)
-	if !ok || !obj {
-		*u = usageFields{}
-		return ok
-	}
-	u.set = true
+// member is a member of a JSON object that is read into a T: its name,
+// and read, which reads its value into a T's field as json.Unmarshal
+// reads it into the field of that name, and reports false where
+// json.Unmarshal would fail.
+type member[T any] struct {
+	name string
+	read func(v gjson.Result, into *T) bool
+}
+
+// readMembers reads the object v into into as json.Unmarshal reads an
+// object into a struct whose fields are members: a member named exactly
+// is read, and, as encoding/json decodes into what is set already, a
+// second one adds to the first. A member whose name matches one only
+// case-insensitively (as encoding/json matches a member's name to a
+// field's when none matches exactly) is not read, but it is checked as
+// encoding/json would decode it, into a T of its own, so that what
+// encoding/json refuses is refused. It reports false where json.Unmarshal
+// would fail.
+func readMembers[T any](v gjson.Result, into *T, members []member[T]) bool {
+	ok := true
 	v.ForEach(func(k, v gjson.Result) bool {
-		switch name := jsonfield.Name(k); name {
-		case "input_tokens":
-			ok = jsonfield.Int(v, &u.input.n, &u.input.set)
-		case "output_tokens":
-			ok = jsonfield.Int(v, &u.output.n, &u.output.set)
-		case "cache_creation_input_tokens":
-			ok = jsonfield.Int(v, &u.cacheWrite.n, &u.cacheWrite.set)
-		case "cache_read_input_tokens":
-			ok = jsonfield.Int(v, &u.cacheRead.n, &u.cacheRead.set)
-		case "cache_creation":
-			ok = readOneInt(v, "ephemeral_1h_input_tokens", &u.cacheCreation, &u.ephemeral1h)
-		case "server_tool_use":
-			ok = readOneInt(v, "web_search_requests", &u.serverToolUse, &u.webSearches)
-		default:
-			switch folded(name, "input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "cache_creation", "server_tool_use") {
-			case "":
-			case "cache_creation":
-				ok = readOneInt(v, "ephemeral_1h_input_tokens", new(bool), new(opt))
-			case "server_tool_use":
-				ok = readOneInt(v, "web_search_requests", new(bool), new(opt))
-			default:
-				ok = checkInt(v)
+		name := jsonfield.Name(k)
+		for _, m := range members {
+			if m.name == name {
+				ok = m.read(v, into)
+				return ok
+			}
+		}
+		for _, m := range members {
+			if jsonfield.Fold(name, m.name) {
+				ok = m.read(v, new(T))
+				break
 			}
 		}
 		return ok
@@ -95,57 +93,61 @@ func readUsage(v gjson.Result, u *usageFields) bool {
 	return ok
 }
 
-// readOneInt reads v, an object's value of which only the integer member
-// name is read, as json.Unmarshal reads it into a pointer to a struct of
-// that one field: *present says whether v is an object (null empties
-// it), *n the member's value. It reports false where json.Unmarshal would
-// fail.
-func readOneInt(v gjson.Result, name string, present *bool, n *opt) bool {
+// readPtr reads v into into as json.Unmarshal reads a value into a
+// pointer to a struct whose fields are members: *present says whether v
+// is an object, and null empties into. It reports false where
+// json.Unmarshal would fail.
+func readPtr[T any](v gjson.Result, into *T, present *bool, members []member[T]) bool {
 	obj, ok := jsonfield.Object(v)
 	if !ok || !obj {
-		*present, *n = false, opt{}
+		*into, *present = *new(T), false
 		return ok
 	}
 	*present = true
-	v.ForEach(func(k, v gjson.Result) bool {
-		switch got := jsonfield.Name(k); got {
-		case name:
-			ok = jsonfield.Int(v, &n.n, &n.set)
-		default:
-			if folded(got, name) != "" {
-				ok = checkInt(v)
-			}
-		}
-		return ok
-	})
-	return ok
+	return readMembers(v, into, members)
 }
 
-// folded is the one of names that name matches only case-insensitively,
-// as encoding/json matches a member's name to a field's when none matches
-// exactly; "" for none. Such a member is not read, but it is checked as
-// encoding/json would decode it (see checkString), so that what
-// encoding/json refuses is refused.
-func folded(name string, names ...string) string {
-	for _, n := range names {
-		if jsonfield.Fold(name, n) {
-			return n
-		}
-	}
-	return ""
+// readInt reads v into o as encoding/json reads a value into an *int64.
+func readInt(v gjson.Result, o *opt) bool { return jsonfield.Int(v, &o.n, &o.set) }
+
+// oneInt is the members of an object of which only the integer member
+// name is read.
+func oneInt(name string) []member[opt] { return []member[opt]{{name, readInt}} }
+
+var (
+	ephemeral1hMembers = oneInt("ephemeral_1h_input_tokens")
+	webSearchMembers   = oneInt("web_search_requests")
+)
+
+// usageMembers read a usage object, as json.Unmarshal reads it into a
+// *struct of *int64 fields (and of the *structs cache_creation and
+// server_tool_use, each of one *int64).
+var usageMembers = []member[usageFields]{
+	{"input_tokens", func(v gjson.Result, u *usageFields) bool { return readInt(v, &u.input) }},
+	{"output_tokens", func(v gjson.Result, u *usageFields) bool { return readInt(v, &u.output) }},
+	{"cache_creation_input_tokens", func(v gjson.Result, u *usageFields) bool { return readInt(v, &u.cacheWrite) }},
+	{"cache_read_input_tokens", func(v gjson.Result, u *usageFields) bool { return readInt(v, &u.cacheRead) }},
+	{"cache_creation", func(v gjson.Result, u *usageFields) bool {
+		return readPtr(v, &u.ephemeral1h, &u.cacheCreation, ephemeral1hMembers)
+	}},
+	{"server_tool_use", func(v gjson.Result, u *usageFields) bool {
+		return readPtr(v, &u.webSearches, &u.serverToolUse, webSearchMembers)
+	}},
 }
 
-// checkString and checkInt report whether v is a string or an integer
-// that encoding/json would decode into a string or an *int64.
-func checkString(v gjson.Result) bool {
-	var s string
-	return jsonfield.String(v, &s)
+// readUsage reads v, a "usage" member's value, into u (see readPtr).
+func readUsage(v gjson.Result, u *usageFields) bool { return readPtr(v, u, &u.set, usageMembers) }
+
+// modelUsage is what was read of an object's model and usage members: a
+// JSON answer's, or a message_start event's message.
+type modelUsage struct {
+	model string
+	usage usageFields
 }
 
-func checkInt(v gjson.Result) bool {
-	var n int64
-	var set bool
-	return jsonfield.Int(v, &n, &set)
+var modelUsageMembers = []member[modelUsage]{
+	{"model", func(v gjson.Result, m *modelUsage) bool { return jsonfield.String(v, &m.model) }},
+	{"usage", func(v gjson.Result, m *modelUsage) bool { return readUsage(v, &m.usage) }},
 }
 
 // readAnswer reads a JSON answer's top-level model and usage as
@@ -160,29 +162,29 @@ func checkInt(v gjson.Result) bool {
 // json.Unmarshal would fail, or it has no usage.
 func readAnswer(doc []byte) (model string, u usageFields, ok bool) {
 	top, ok := jsonfield.Parse(doc)
-	switch {
-	case !ok:
-		return "", u, false
-	case top.Type == gjson.Null:
-		return "", u, false // no usage
-	case !top.IsObject():
+	if !ok || !top.IsObject() { // null has no usage either
 		return "", u, false
 	}
-	ok = readModelUsage(top, &model, &u)
-	if !ok || !u.set {
+	var mu modelUsage
+	if !readMembers(top, &mu, modelUsageMembers) || !mu.usage.set {
 		return "", usageFields{}, false
 	}
-	return model, u, true
+	return mu.model, mu.usage, true
 }
 
 // eventFields is what was read of a message_start or message_delta
 // event's data.
 type eventFields struct {
-	typ          string
-	message      bool // message is an object
-	model        string
-	messageUsage usageFields
-	usage        usageFields
+	typ     string
+	message bool       // message is an object
+	msg     modelUsage // message's model and usage
+	usage   usageFields
+}
+
+var eventMembers = []member[eventFields]{
+	{"type", func(v gjson.Result, e *eventFields) bool { return jsonfield.String(v, &e.typ) }},
+	{"message", func(v gjson.Result, e *eventFields) bool { return readPtr(v, &e.msg, &e.message, modelUsageMembers) }},
+	{"usage", func(v gjson.Result, e *eventFields) bool { return readUsage(v, &e.usage) }},
 }
 
 // readEvent reads a stream event's data as json.Unmarshal reads it into
@@ -208,59 +210,5 @@ func readEvent(data []byte) (eventFields, bool) {
 	case !top.IsObject():
 		return e, false
 	}
-	top.ForEach(func(k, v gjson.Result) bool {
-		switch name := jsonfield.Name(k); name {
-		case "type":
-			ok = jsonfield.String(v, &e.typ)
-		case "message":
-			ok = readMessage(v, &e)
-		case "usage":
-			ok = readUsage(v, &e.usage)
-		default:
-			switch folded(name, "type", "message", "usage") {
-			case "type":
-				ok = checkString(v)
-			case "message":
-				ok = readMessage(v, new(eventFields))
-			case "usage":
-				ok = readUsage(v, new(usageFields))
-			}
-		}
-		return ok
-	})
-	return e, ok
-}
-
-func readMessage(v gjson.Result, e *eventFields) bool {
-	obj, ok := jsonfield.Object(v)
-	if !ok || !obj {
-		e.message, e.model, e.messageUsage = false, "", usageFields{}
-		return ok
-	}
-	e.message = true
-	return readModelUsage(v, &e.model, &e.messageUsage)
-}
-
-// readModelUsage reads the members model and usage of the object v (a
-// JSON answer, or a message_start event's message) into model and u. It
-// reports false where json.Unmarshal would fail.
-func readModelUsage(v gjson.Result, model *string, u *usageFields) bool {
-	ok := true
-	v.ForEach(func(k, v gjson.Result) bool {
-		switch name := jsonfield.Name(k); name {
-		case "model":
-			ok = jsonfield.String(v, model)
-		case "usage":
-			ok = readUsage(v, u)
-		default:
-			switch folded(name, "model", "usage") {
-			case "model":
-				ok = checkString(v)
-			case "usage":
-				ok = readUsage(v, new(usageFields))
-			}
-		}
-		return ok
-	})
-	return ok
+	return e, readMembers(top, &e, eventMembers)
 }

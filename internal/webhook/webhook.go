@@ -3,7 +3,9 @@
 // message is queued without blocking, tried again with doubling waits
 // when it is not answered 2xx, and dropped (and logged) when the queue
 // is full or its tries run out. Proposals (package approval) and budget
-// alerts (package spend) are sent through it, signed alike.
+// alerts (package spend) are sent through it, signed alike. Post and
+// Backoff, its POST and its waits between tries, serve the audit sink
+// (package auditsink) too.
 //
 // The signature: HeaderTimestamp holds the Unix seconds the message was
 // sent at, and HeaderSignature "v1=" and the hex HMAC-SHA256, under the
@@ -22,6 +24,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -149,7 +153,7 @@ func (s *Sender) run() {
 
 // send posts m, trying again after a failure (no answer, or not 2xx).
 func (s *Sender) send(ctx context.Context, m message) {
-	wait := s.cfg.Backoff
+	b := Backoff{Min: s.cfg.Backoff}
 	for attempt := 1; ; attempt++ {
 		err := s.post(ctx, m.body)
 		if err == nil {
@@ -159,41 +163,82 @@ func (s *Sender) send(ctx context.Context, m message) {
 			s.cfg.Logger.Warn(s.cfg.Name+": not delivered", append(m.log, "attempts", attempt, "err", err)...)
 			return
 		}
-		select {
-		case <-ctx.Done():
+		if !Sleep(ctx, b.Next()) {
 			return
-		case <-time.After(wait):
 		}
-		wait *= 2
 	}
 }
 
-// post sends one signed body. The error names what went wrong, never
-// the URL: a webhook's URL may be its credential (a Slack incoming
-// webhook's path is).
+// post sends one signed body.
 func (s *Sender) post(ctx context.Context, body []byte) error {
 	ts := strconv.FormatInt(s.cfg.Now().Unix(), 10)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.URL, bytes.NewReader(body))
-	if err != nil {
-		return errors.New("the request could not be made")
+	resp, err := Post(ctx, s.cfg.Client, s.cfg.URL, http.Header{"Content-Type": {"application/json"},
+		HeaderTimestamp: {ts}, HeaderSignature: {Sign(s.cfg.Key, ts, body)}}, body)
+	if err == nil && resp.StatusCode/100 != 2 {
+		err = errors.New("answered " + resp.Status)
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(HeaderTimestamp, ts)
-	req.Header.Set(HeaderSignature, Sign(s.cfg.Key, ts, body))
-	resp, err := s.cfg.Client.Do(req)
+	return err
+}
+
+// Post POSTs body to rawURL through c with header's values, and returns
+// the answer once its body is read (at most 64 KiB) and closed; the
+// caller judges its status. The error names what went wrong, never the
+// URL: a URL may be its receiver's credential (a Slack incoming
+// webhook's path is). header's keys are in canonical form.
+func Post(ctx context.Context, c *http.Client, rawURL string, header http.Header, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rawURL, bytes.NewReader(body))
+	if err != nil {
+		return nil, errors.New("the request could not be made")
+	}
+	maps.Copy(req.Header, header)
+	resp, err := c.Do(req)
 	if err != nil {
 		var uerr *url.Error
 		if errors.As(err, &uerr) {
 			err = uerr.Err
 		}
-		return err
+		return nil, err
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return errors.New("answered " + resp.Status)
+	_ = resp.Body.Close()
+	return resp, nil
+}
+
+// Backoff spaces the tries of a failed send: the first wait is Min, and
+// each after it twice the one before, up to Max when Max is set; with
+// Jitter, each is drawn from its upper half.
+type Backoff struct {
+	Min, Max time.Duration
+	Jitter   bool
+	next     time.Duration // the next wait before jitter; 0 for Min
+}
+
+// Next is the wait before the next try.
+func (b *Backoff) Next() time.Duration {
+	d := max(b.next, b.Min)
+	b.next = 2 * d
+	if b.Max > 0 {
+		b.next = min(b.next, b.Max)
 	}
-	return nil
+	if b.Jitter {
+		return d/2 + rand.N(d/2+1)
+	}
+	return d
+}
+
+// Reset makes the next wait Min again, after a success.
+func (b *Backoff) Reset() { b.next = 0 }
+
+// Sleep waits d, or until ctx ends, and reports whether it waited all of d.
+func Sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // Sign is the signature of body sent at timestamp ts under key:

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/intentius/boxbroker/internal/webhook"
 )
@@ -56,5 +57,38 @@ func TestWebhook_SignatureIsOverTimestampAndBody(t *testing.T) {
 	}
 	if b := webhook.Sign([]byte("k"), "2", []byte("b")); a == b {
 		t.Errorf("Sign ignores the timestamp: %q", a)
+	}
+}
+
+// TestBackoff_DoublesUpToMaxAndJittersWithinTheUpperHalf holds the waits
+// the webhook's sender (doubling, no bound) and the audit sink (bounded,
+// with jitter) both take from Backoff.
+func TestBackoff_DoublesUpToMaxAndJittersWithinTheUpperHalf(t *testing.T) {
+	tests := []struct {
+		name string
+		b    webhook.Backoff
+		want []time.Duration
+	}{
+		{"doubling", webhook.Backoff{Min: time.Second}, []time.Duration{1, 2, 4, 8, 16}},
+		{"bounded", webhook.Backoff{Min: time.Second, Max: 3 * time.Second}, []time.Duration{1, 2, 3, 3, 3}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for i, w := range tt.want {
+				if got := tt.b.Next(); got != w*time.Second {
+					t.Errorf("Next() #%d = %v, want %v", i+1, got, w*time.Second)
+				}
+			}
+			tt.b.Reset()
+			if got := tt.b.Next(); got != time.Second {
+				t.Errorf("Next() after Reset = %v, want 1s", got)
+			}
+		})
+	}
+	b := webhook.Backoff{Min: time.Second, Max: 4 * time.Second, Jitter: true}
+	for i, full := range []time.Duration{1, 2, 4, 4} {
+		if got := b.Next(); got < full*time.Second/2 || got > full*time.Second {
+			t.Errorf("jittered Next() #%d = %v, want within [%v, %v]", i+1, got, full*time.Second/2, full*time.Second)
+		}
 	}
 }
