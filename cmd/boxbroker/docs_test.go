@@ -420,12 +420,13 @@ func TestREADME_WhichCommandsMakeADataDirectory(t *testing.T) {
 }
 
 // TestDocs_MetricsAreTheCode: every metric boxbroker registers
-// (internal/…: a prometheus Name or NewDesc) is named in the docs, and
+// (internal/…: a prometheus Name or NewDesc, or the metrics package's
+// counter and counterVec) is named in the docs, and
 // every boxbroker_ name the docs give is one the code has (a metric, or
 // the session cookie, the flow cookie, the change channel).
 func TestDocs_MetricsAreTheCode(t *testing.T) {
 	root := filepath.Join("..", "..")
-	metric := regexp.MustCompile(`(?:Name:\s*|NewDesc\()"(boxbroker_[a-z0-9_]+)"`)
+	metric := regexp.MustCompile(`(?:Name:\s*|NewDesc\(|counter(?:Vec)?\()"(boxbroker_[a-z0-9_]+)"`)
 	literal := regexp.MustCompile(`"(boxbroker_[a-z0-9_]+)"`)
 	metrics, names := map[string]bool{}, map[string]bool{}
 	err := filepath.WalkDir(filepath.Join(root, "internal"), func(p string, d fs.DirEntry, err error) error {
