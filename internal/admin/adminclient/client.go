@@ -142,6 +142,14 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	if len(rb) > maxAnswer {
 		return fmt.Errorf("%s %s: the answer is over %d bytes", method, path, maxAnswer)
 	}
+	if repeats(rb, c.token) {
+		// The admin API never writes an admin token: this is not the
+		// broker's answer, and whatever of it the CLI printed (a
+		// refusal's message, a listing's names) could carry the token
+		// to a terminal's scrollback or a CI job's log.
+		return fmt.Errorf("%s %s: the answer (%d) repeats the admin token it was sent, so none of it is shown; is %s the broker's admin URL?",
+			method, path, resp.StatusCode, c.base.Redacted())
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		var ref protocol.Refusal
 		if json.Unmarshal(rb, &ref) == nil && ref.Type == "error" && ref.Error.Message != "" {
@@ -156,6 +164,28 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		return fmt.Errorf("%s %s: the answer is not the JSON expected: %w", method, path, err)
 	}
 	return nil
+}
+
+// repeats reports whether the answer b holds tok: in its bytes, or,
+// read as JSON, in any string (a member's name or a value) as it
+// decodes, escaped however the writer chose (\u0062ba_…).
+func repeats(b []byte, tok string) bool {
+	if bytes.Contains(b, []byte(tok)) {
+		return true
+	}
+	if !bytes.Contains(b, []byte{'\\'}) {
+		return false // no escape: the bytes are what decodes
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	for {
+		t, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		if s, ok := t.(string); ok && strings.Contains(s, tok) {
+			return true
+		}
+	}
 }
 
 // call is do for a route that answers a T: it sends method path with in
