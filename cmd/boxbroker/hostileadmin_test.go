@@ -70,3 +70,40 @@ func TestCLI_AdminURLRepeatingTheTokenIsNeverPrinted(t *testing.T) {
 		}
 	}
 }
+
+// TestCLI_AdminURLPagingWithoutEndIsLeft: an admin URL that answers every
+// page of boxes with a next page that starts where the page did, or with
+// no boxes and a next page, would have `box list` ask again forever; the
+// CLI stops at the first such answer and says so.
+func TestCLI_AdminURLPagingWithoutEndIsLeft(t *testing.T) {
+	tok, err := token.NewAdmin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const most = 50 // the stand-in ends the listing itself past this many pages
+	for _, page := range []string{
+		`{"boxes":[{"name":"alpha","createdAt":"2026-01-01T00:00:00.000Z","payer":{"kind":"shared"},"capabilities":[],"from":[]}],"next":"%s"}`,
+		`{"boxes":[],"next":"x%s"}`,
+	} {
+		asked := 0
+		hostile := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			asked++
+			if asked > most {
+				w.WriteHeader(http.StatusInternalServerError)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			after := r.URL.Query().Get("after")
+			if after == "" {
+				after = "alpha"
+			}
+			fmt.Fprintf(w, page, strings.TrimPrefix(after, "x"))
+		}))
+		t.Cleanup(hostile.Close)
+		env := map[string]string{"BOXBROKER_ADMIN_URL": hostile.URL, "BOXBROKER_ADMIN_TOKEN": tok, "BOXBROKER_DATA": t.TempDir()}
+		code, _, errs := runEnv(t, env, "", "box", "list")
+		if code == 0 || asked > 3 || !strings.Contains(errs, "does not move past") {
+			t.Errorf("box list against %s = %d %q after %d pages, want it to stop at once, saying the paging does not move on", page, code, errs, asked)
+		}
+	}
+}

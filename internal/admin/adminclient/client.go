@@ -206,7 +206,9 @@ func (c *Client) BoxPage(ctx context.Context, limit int, after string) ([]operat
 
 // EachBox calls fn with every box, by name, reading them limit at a
 // time, so that its memory does not grow with the fleet; it stops at
-// fn's first error and returns it.
+// fn's first error and returns it, and at an answer whose next page
+// starts where it did or that holds no box (one a broker never gives,
+// which would have it ask again forever).
 func (c *Client) EachBox(ctx context.Context, limit int, fn func(operator.BoxView) error) error {
 	after := ""
 	for {
@@ -221,6 +223,11 @@ func (c *Client) EachBox(ctx context.Context, limit int, fn func(operator.BoxVie
 		}
 		if next == "" {
 			return nil
+		}
+		if next == after || len(boxes) == 0 {
+			// A broker's next page starts past the boxes of this one; an
+			// answer that does not move on would be asked again forever.
+			return fmt.Errorf("GET /api/boxes: the answer names a next page but does not move past this one; is %s the broker's admin URL?", c.base.Redacted())
 		}
 		after = next
 	}
