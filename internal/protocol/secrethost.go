@@ -24,24 +24,24 @@ func ParseSecretHost(s string) (*url.URL, error) {
 	if u.Scheme != "https" && u.Scheme != "http" {
 		return nil, errors.New("the host must be an https:// (or http://) URL, such as https://api.github.com")
 	}
-	// From here s is quoted as shownHost writes it: what an operator
+	// From here s is quoted as ShownURL writes it: what an operator
 	// pasted into its user, query or fragment (a key, a password) is
 	// never repeated into a terminal, a log or a refusal.
 	if u.Opaque != "" || u.Host == "" {
-		return nil, fmt.Errorf("%q names no host; write it as https://host[:port][/path]", shownHost(u))
+		return nil, fmt.Errorf("%q names no host; write it as https://host[:port][/path]", ShownURL(u))
 	}
 	if u.User != nil {
 		return nil, errors.New("the host must not hold a user or password; the secret's value is what the broker sends")
 	}
 	if u.RawQuery != "" || u.ForceQuery {
-		return nil, fmt.Errorf("%q must not hold a query", shownHost(u))
+		return nil, fmt.Errorf("%q must not hold a query", ShownURL(u))
 	}
 	if u.Fragment != "" || strings.Contains(s, "#") {
-		return nil, fmt.Errorf("%q must not hold a fragment", shownHost(u))
+		return nil, fmt.Errorf("%q must not hold a fragment", ShownURL(u))
 	}
 	host := strings.ToLower(u.Hostname())
 	if host == "" || strings.ContainsAny(host, " %") {
-		return nil, fmt.Errorf("%q names no usable host", shownHost(u))
+		return nil, fmt.Errorf("%q names no usable host", ShownURL(u))
 	}
 	if ip, err := netip.ParseAddr(host); err == nil {
 		// An IP address in its one written form (RFC 5952 for IPv6,
@@ -51,7 +51,7 @@ func ParseSecretHost(s string) (*url.URL, error) {
 	}
 	for _, c := range host {
 		if c > 0x7e {
-			return nil, fmt.Errorf("%q: write a non-ASCII host in its punycode (xn--) form", shownHost(u))
+			return nil, fmt.Errorf("%q: write a non-ASCII host in its punycode (xn--) form", ShownURL(u))
 		}
 	}
 	hostport := host
@@ -61,17 +61,17 @@ func ParseSecretHost(s string) (*url.URL, error) {
 	if p := u.Port(); p != "" || strings.HasSuffix(u.Host, ":") {
 		n, err := strconv.Atoi(p)
 		if err != nil || n < 1 || n > 65535 {
-			return nil, fmt.Errorf("%q: the port must be a number from 1 to 65535", shownHost(u))
+			return nil, fmt.Errorf("%q: the port must be a number from 1 to 65535", ShownURL(u))
 		}
 		hostport += ":" + p
 	}
 	esc := strings.TrimSuffix(u.EscapedPath(), "/")
 	if strings.Contains(esc, "\\") || strings.Contains(esc, "//") {
-		return nil, fmt.Errorf("%q: the path prefix must be a plain path", shownHost(u))
+		return nil, fmt.Errorf("%q: the path prefix must be a plain path", ShownURL(u))
 	}
 	for _, seg := range strings.Split(esc, "/") {
 		if dec, err := url.PathUnescape(seg); err != nil || dec == "." || dec == ".." || strings.ContainsAny(dec, "/\\") {
-			return nil, fmt.Errorf("%q: the path prefix must be a plain path, with no dot segments or encoded slashes", shownHost(u))
+			return nil, fmt.Errorf("%q: the path prefix must be a plain path, with no dot segments or encoded slashes", ShownURL(u))
 		}
 	}
 	out := &url.URL{Scheme: u.Scheme, Host: hostport}
@@ -82,12 +82,13 @@ func ParseSecretHost(s string) (*url.URL, error) {
 	return out, nil
 }
 
-// shownHost is u as a refusal of it quotes it: its scheme, host and
+// ShownURL is u as an error about it shows it: its scheme, host and
 // path, with "…" for its user information, query, fragment and any
 // opaque part, where an operator may have pasted a credential.
-func shownHost(u *url.URL) string {
-	v := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}
-	if u.Opaque != "" {
+func ShownURL(u *url.URL) string {
+	v := *u
+	v.User, v.RawQuery, v.ForceQuery, v.Fragment, v.RawFragment = nil, "", false, "", ""
+	if v.Opaque != "" {
 		v.Opaque = "…"
 	}
 	s := v.String()
