@@ -1,12 +1,16 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/intentius/boxbroker/internal/admin"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/token"
 )
 
@@ -104,6 +108,93 @@ func TestCLI_AdminURLPagingWithoutEndIsLeft(t *testing.T) {
 		code, _, errs := runEnv(t, env, "", "box", "list")
 		if code == 0 || asked > 3 || !strings.Contains(errs, "does not move past") {
 			t.Errorf("box list against %s = %d %q after %d pages, want it to stop at once, saying the paging does not move on", page, code, errs, asked)
+		}
+	}
+}
+
+// poisoned is v's type with every string in it (fields, list entries,
+// pointed-to strings; one entry in each list) set to s.
+func poisoned(v any, s string) any {
+	p := reflect.New(reflect.TypeOf(v))
+	fill(p.Elem(), s)
+	return p.Interface()
+}
+
+func fill(v reflect.Value, s string) {
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(s)
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		fill(v.Elem(), s)
+	case reflect.Slice:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return // json.RawMessage and the like
+		}
+		v.Set(reflect.MakeSlice(v.Type(), 1, 1))
+		fill(v.Index(0), s)
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			if v.Type().Field(i).IsExported() {
+				fill(v.Field(i), s)
+			}
+		}
+	}
+}
+
+// TestCLI_AdminURLAnswerCannotDriveTheTerminal: an admin URL that is not
+// the broker's (or a broker of another version) answers each listing with
+// terminal escapes in every string (a box's name, a credential's ID, a
+// secret's host): the CLI prints each escaped, so that an answer cannot
+// retitle the terminal, write the clipboard (OSC 52) or hide what it
+// printed.
+func TestCLI_AdminURLAnswerCannotDriveTheTerminal(t *testing.T) {
+	tok, err := token.NewAdmin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const esc = "\x1b]52;c;cHduZWQ=\x07\x1b[2J\u009b"
+	answers := map[string]any{
+		"/api/boxes":                   admin.BoxList{Boxes: []operator.BoxView{*poisoned(operator.BoxView{}, esc).(*operator.BoxView)}},
+		"/api/credentials":             poisoned(admin.CredentialList{}, esc),
+		"/api/credentials/pool":        poisoned(operator.PoolList{}, esc),
+		"/api/boxes/alpha/secrets":     poisoned(operator.SecretList{}, esc),
+		"/api/boxes/alpha/grants":      poisoned(operator.GrantList{}, esc),
+		"/api/boxes/alpha/resources":   poisoned(operator.ResourceList{}, esc),
+		"/api/visitors":                poisoned(operator.VisitorList{}, esc),
+		"/api/boxes/alpha/budgets":     poisoned(operator.BudgetList{}, esc),
+		"/api/proposals":               poisoned(operator.ProposalList{}, esc),
+		"/api/audit":                   poisoned(admin.AuditList{}, esc),
+		"/api/boxes/alpha/rate-limits": poisoned([]operator.RateLimitView{}, esc),
+	}
+	hostile := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a, ok := answers[r.URL.Path]
+		if !ok {
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprintf(w, `{"type":"error","error":{"type":"not_found_error","message":"%s"}}`, jsonEscaped(esc))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(a)
+	}))
+	t.Cleanup(hostile.Close)
+	env := map[string]string{"BOXBROKER_ADMIN_URL": hostile.URL, "BOXBROKER_ADMIN_TOKEN": tok, "BOXBROKER_DATA": t.TempDir()}
+	for _, args := range [][]string{
+		{"box", "list"},
+		{"credential", "list"},
+		{"secret", "list", "alpha"},
+		{"grant", "list", "alpha"},
+		{"box", "resources", "alpha"},
+		{"visitor", "list"},
+		{"budget", "list", "alpha"},
+		{"proposals"},
+		{"audit"},
+		{"limit", "list", "alpha"},
+		{"box", "remove", "alpha", "--yes"},
+	} {
+		_, out, errs := runEnv(t, env, "", args...)
+		if strings.ContainsAny(out+errs, "\x1b\x07\u009b") {
+			t.Errorf("%s printed a terminal escape raw: %q %q", strings.Join(args, " "), out, errs)
 		}
 	}
 }
