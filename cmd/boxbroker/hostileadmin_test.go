@@ -166,9 +166,20 @@ func TestCLI_AdminURLAnswerCannotDriveTheTerminal(t *testing.T) {
 		"/api/proposals":               poisoned(operator.ProposalList{}, esc),
 		"/api/audit":                   poisoned(admin.AuditList{}, esc),
 		"/api/boxes/alpha/rate-limits": poisoned([]operator.RateLimitView{}, esc),
+		"/api/boxes/alpha/spend":       poisoned(operator.SpendReport{}, esc),
+		"/api/boxes/alpha":             poisoned(operator.BoxView{}, esc),
+		"/api/boxes/alpha/token":       poisoned(operator.BoxToken{}, esc),
+		"POST /api/boxes":              poisoned(operator.BoxToken{}, esc),
+		"POST /api/boxes/alpha/grants": poisoned(operator.IssuedGrant{}, esc),
+		"/api/boxes/alpha/payer":       poisoned(operator.BoxView{}, esc),
+		"/api/proposals/p1/approve":    poisoned(operator.ProposalView{}, esc),
+		"/api/proposals/p1/deny":       poisoned(operator.ProposalView{}, esc),
 	}
 	hostile := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		a, ok := answers[r.URL.Path]
+		a, ok := answers[r.Method+" "+r.URL.Path]
+		if !ok {
+			a, ok = answers[r.URL.Path]
+		}
 		if !ok {
 			w.WriteHeader(http.StatusNotFound)
 			fmt.Fprintf(w, `{"type":"error","error":{"type":"not_found_error","message":"%s"}}`, jsonEscaped(esc))
@@ -191,6 +202,14 @@ func TestCLI_AdminURLAnswerCannotDriveTheTerminal(t *testing.T) {
 		{"audit"},
 		{"limit", "list", "alpha"},
 		{"box", "remove", "alpha", "--yes"},
+		{"spend", "alpha"},
+		{"box", "rotate", "alpha", "--yes"},
+		{"box", "pause", "alpha"},
+		{"box", "consent", "alpha", "on"},
+		{"proposals", "approve", "p1"},
+		{"proposals", "deny", "p1"},
+		{"box", "add", "alpha"},
+		{"grant", "issue", "alpha", "github:ann"},
 	} {
 		_, out, errs := runEnv(t, env, "", args...)
 		if strings.ContainsAny(out+errs, "\x1b\x07\u009b") {

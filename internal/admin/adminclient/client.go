@@ -23,6 +23,7 @@ import (
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/quiet"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // maxAnswer bounds an admin API answer the client reads.
@@ -240,7 +241,8 @@ func (c *Client) Box(ctx context.Context, name string) (operator.BoxView, error)
 
 // AddBox enrols a box and returns it with its token, shown this once.
 func (c *Client) AddBox(ctx context.Context, nb operator.NewBox) (operator.BoxToken, error) {
-	return call[operator.BoxToken](ctx, c, http.MethodPost, "/api/boxes", nb)
+	bt, err := call[operator.BoxToken](ctx, c, http.MethodPost, "/api/boxes", nb)
+	return bt, c.shaped(err, bt.Token, token.BoxPrefix, "POST /api/boxes")
 }
 
 // UpdateBox changes a box's consent or paused setting.
@@ -257,7 +259,8 @@ func (c *Client) RemoveBox(ctx context.Context, name string) error {
 // one, a TTL for the box's tokens) and returns the new one, shown this
 // once.
 func (c *Client) RotateBoxWith(ctx context.Context, name string, tr operator.TokenRotation) (operator.BoxToken, error) {
-	return call[operator.BoxToken](ctx, c, http.MethodPost, "/api/boxes/"+url.PathEscape(name)+"/token", tr)
+	bt, err := call[operator.BoxToken](ctx, c, http.MethodPost, "/api/boxes/"+url.PathEscape(name)+"/token", tr)
+	return bt, c.shaped(err, bt.Token, token.BoxPrefix, "POST /api/boxes/{name}/token")
 }
 
 // ListCredentials returns every credential's ID and when it was set.
@@ -350,7 +353,23 @@ func (c *Client) RemoveVisitor(ctx context.Context, principal string) error {
 // IssueGrant issues a grant on box and returns it with its value, shown
 // this once.
 func (c *Client) IssueGrant(ctx context.Context, box string, ng operator.NewGrant) (operator.IssuedGrant, error) {
-	return call[operator.IssuedGrant](ctx, c, http.MethodPost, "/api/boxes/"+url.PathEscape(box)+"/grants", ng)
+	ig, err := call[operator.IssuedGrant](ctx, c, http.MethodPost, "/api/boxes/"+url.PathEscape(box)+"/grants", ng)
+	return ig, c.shaped(err, ig.Value, token.GrantPrefix, "POST /api/boxes/{name}/grants")
+}
+
+// shaped is err, or, when there is none, an error unless tok (the token
+// or grant an answer to route holds, which the CLI prints for the
+// operator to hand on) is one whole token of prefix's shape: an answer
+// with none, or with other text where it goes (a terminal's escapes), is
+// not the broker's, and says nothing was made.
+func (c *Client) shaped(err error, tok, prefix, route string) error {
+	if err != nil {
+		return err
+	}
+	if found := token.AppendFound(nil, tok, prefix); len(found) != 1 || found[0] != tok || len(tok) != len(prefix)+token.BodyLen {
+		return fmt.Errorf("%s: the answer holds no %s… token where the broker writes one, so none is shown; is %s the broker's admin URL?", route, prefix, c.base.Redacted())
+	}
+	return nil
 }
 
 // ListGrants returns a box's grants, newest first, never their values.
