@@ -242,7 +242,10 @@ func (c *Client) Box(ctx context.Context, name string) (operator.BoxView, error)
 // AddBox enrols a box and returns it with its token, shown this once.
 func (c *Client) AddBox(ctx context.Context, nb operator.NewBox) (operator.BoxToken, error) {
 	bt, err := call[operator.BoxToken](ctx, c, http.MethodPost, "/api/boxes", nb)
-	return bt, c.shaped(err, bt.Token, token.BoxPrefix, "POST /api/boxes")
+	if err := c.shaped(err, bt.Token, token.BoxPrefix, "POST /api/boxes"); err != nil {
+		return operator.BoxToken{}, err
+	}
+	return bt, nil
 }
 
 // UpdateBox changes a box's consent or paused setting.
@@ -260,7 +263,10 @@ func (c *Client) RemoveBox(ctx context.Context, name string) error {
 // once.
 func (c *Client) RotateBoxWith(ctx context.Context, name string, tr operator.TokenRotation) (operator.BoxToken, error) {
 	bt, err := call[operator.BoxToken](ctx, c, http.MethodPost, "/api/boxes/"+url.PathEscape(name)+"/token", tr)
-	return bt, c.shaped(err, bt.Token, token.BoxPrefix, "POST /api/boxes/{name}/token")
+	if err := c.shaped(err, bt.Token, token.BoxPrefix, "POST /api/boxes/{name}/token"); err != nil {
+		return operator.BoxToken{}, err
+	}
+	return bt, nil
 }
 
 // ListCredentials returns every credential's ID and when it was set.
@@ -354,7 +360,10 @@ func (c *Client) RemoveVisitor(ctx context.Context, principal string) error {
 // this once.
 func (c *Client) IssueGrant(ctx context.Context, box string, ng operator.NewGrant) (operator.IssuedGrant, error) {
 	ig, err := call[operator.IssuedGrant](ctx, c, http.MethodPost, "/api/boxes/"+url.PathEscape(box)+"/grants", ng)
-	return ig, c.shaped(err, ig.Value, token.GrantPrefix, "POST /api/boxes/{name}/grants")
+	if err := c.shaped(err, ig.Value, token.GrantPrefix, "POST /api/boxes/{name}/grants"); err != nil {
+		return operator.IssuedGrant{}, err
+	}
+	return ig, nil
 }
 
 // shaped is err, or, when there is none, an error unless tok (the token
