@@ -40,7 +40,7 @@ func printCache(c *cli, month string, v operator.CacheView) {
 	if len(v.ByEntry) == 0 {
 		return
 	}
-	fmt.Fprintf(c.stdout, "\nprompt cache, %s and the last 24 hours (from %s)\n", month, rfc3339(&v.Since))
+	fmt.Fprintf(c.stdout, "\nprompt cache, %s and the last 24 hours (from %s)\n", safe(month), rfc3339(&v.Since))
 	tw := table(c.stdout, "PAYER\tENTRY\tHIT\tCACHE-READ\tCACHE-WRITE\tINPUT\tHIT-24H\tCACHE-READ-24H\tCACHE-WRITE-24H\tINPUT-24H")
 	row := func(payer, entry string, m, d operator.CacheTokens) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%d\t%d\t%d\n", payer, entry,
@@ -73,7 +73,7 @@ func hitRatio(t operator.CacheTokens) string {
 // printSpend prints rep, a box's spend in a month, measured beside
 // reported, and the usage behind it.
 func printSpend(c *cli, rep operator.SpendReport) {
-	fmt.Fprintf(c.stdout, "box %s, %s (UTC)\n\n", rep.Box, rep.Month)
+	fmt.Fprintf(c.stdout, "box %s, %s (UTC)\n\n", safe(rep.Box), safe(rep.Month))
 	tw := table(c.stdout, "PRINCIPAL\tMEASURED\tCALLS\tUNPRICED\tUNMEASURED\tCHARGED\tREPORTED\tRUNS\tDIFFERS")
 	reported := func(r *operator.ReportedSpend) (string, string) {
 		if rep.Reported == nil {
@@ -111,7 +111,7 @@ func printSpend(c *cli, rep operator.SpendReport) {
 		fmt.Fprintf(c.stdout, "\nREPORTED is the spend the box's last report (%s) carried; a difference over a cent or 5%% is flagged.\n",
 			rfc3339(rep.ReportedAt))
 	case rep.ReportedMonth != nil && *rep.ReportedMonth != "":
-		fmt.Fprintf(c.stdout, "\nThe box's last report (%s) carried its spend for %s, not %s.\n", rfc3339(rep.ReportedAt), safe(*rep.ReportedMonth), rep.Month)
+		fmt.Fprintf(c.stdout, "\nThe box's last report (%s) carried its spend for %s, not %s.\n", rfc3339(rep.ReportedAt), safe(*rep.ReportedMonth), safe(rep.Month))
 	default:
 		fmt.Fprintln(c.stdout, "\nThe box's last report carried no spend.")
 	}

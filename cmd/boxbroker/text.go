@@ -126,9 +126,39 @@ func editDistance(a, b string) int {
 }
 
 // table writes to w aligned, header (its columns apart by tabs) the
-// first line: every list the CLI prints is one. Flush ends it.
-func table(w io.Writer, header string) *tabwriter.Writer {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+// first line: every list the CLI prints is one. Each cell is written as
+// safe writes it, so that no cell (a name or ID an admin URL answered, a
+// word a box sent) can drive the terminal. Flush ends it.
+func table(w io.Writer, header string) cells {
+	tw := cells{tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)}
 	fmt.Fprintln(tw, header)
 	return tw
+}
+
+// cells is a table being written (table): what is written to it goes to
+// the tabwriter with the text between its tabs and line ends as safe
+// writes it.
+type cells struct{ *tabwriter.Writer }
+
+func (c cells) Write(p []byte) (int, error) {
+	s := string(p)
+	if !strings.ContainsFunc(s, func(r rune) bool { return r != '\t' && r != '\n' && (r == utf8.RuneError || unicode.IsControl(r)) }) {
+		return c.Writer.Write(p)
+	}
+	var b strings.Builder
+	for i, line := range strings.Split(s, "\n") {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		for j, cell := range strings.Split(line, "\t") {
+			if j > 0 {
+				b.WriteByte('\t')
+			}
+			b.WriteString(safe(cell))
+		}
+	}
+	if _, err := io.WriteString(c.Writer, b.String()); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

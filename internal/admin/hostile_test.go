@@ -92,9 +92,9 @@ func TestAdmin_HostileBodiesAreRefusals(t *testing.T) {
 }
 
 // TestAdmin_RefusalNeverEchoesAValuePastedInAURL: an operator who pastes
-// a secret's or a pool entry's value into its URL (as a query, a path or
-// a user) is refused without the refusal repeating the value, as the
-// owner's page already refuses it.
+// a secret's or a pool entry's value, or another key, into its URL (as a
+// query, a fragment, a path or a user) is refused without the refusal
+// repeating it, as the owner's page already refuses it.
 func TestAdmin_RefusalNeverEchoesAValuePastedInAURL(t *testing.T) {
 	b := brokertest.New(t, brokertest.Options{})
 	b.AddBox("alpha")
@@ -108,6 +108,10 @@ func TestAdmin_RefusalNeverEchoesAValuePastedInAURL(t *testing.T) {
 		{"secret host path punycode", "PUT", "/api/boxes/alpha/secrets/STRIPE", map[string]any{"host": "https://ä.example/" + value, "value": value}},
 		{"pool entry url query", "PUT", "/api/credentials/pool/second", map[string]any{"url": "https://llm.example/?key=" + value, "value": value}},
 		{"pool entry url not http", "PUT", "/api/credentials/pool/second", map[string]any{"url": "ftp://" + value, "value": value}},
+		{"secret host query holding another key", "PUT", "/api/boxes/alpha/secrets/STRIPE", map[string]any{"host": "https://api.stripe.com/?api_key=" + value, "value": "sk-live-the-value-itself"}},
+		{"secret host fragment holding another key", "PUT", "/api/boxes/alpha/secrets/STRIPE", map[string]any{"host": "https://api.stripe.com/#" + value, "value": "sk-live-the-value-itself"}},
+		{"secret host opaque", "PUT", "/api/boxes/alpha/secrets/STRIPE", map[string]any{"host": "https:" + value, "value": "sk-live-the-value-itself"}},
+		{"pool entry url query holding another key", "PUT", "/api/credentials/pool/second", map[string]any{"url": "https://llm.example/?key=" + value, "value": "sk-ant-api03-the-value-itself"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -285,28 +285,6 @@ func sameAddress(a, b string) bool {
 	return ha == hb || unspecified(ha) || unspecified(hb)
 }
 
-// shownURL is u as an error about it shows it: with "…" for its user
-// information, query, fragment and any opaque part, which may hold a
-// credential an operator pasted there.
-func shownURL(u *url.URL) string {
-	v := *u
-	v.User, v.RawQuery, v.ForceQuery, v.Fragment, v.RawFragment = nil, "", false, "", ""
-	if v.Opaque != "" {
-		v.Opaque = "…"
-	}
-	s := v.String()
-	if u.User != nil {
-		s = strings.Replace(s, "//", "//…@", 1)
-	}
-	if u.RawQuery != "" || u.ForceQuery {
-		s += "?…"
-	}
-	if u.Fragment != "" {
-		s += "#…"
-	}
-	return s
-}
-
 // Validate reports every problem with c at once.
 func (c *Config) Validate() error {
 	var p []string
@@ -339,17 +317,17 @@ func (c *Config) Validate() error {
 			continue
 		}
 		if (u.u.Scheme != "https" && u.u.Scheme != "http") || u.u.Host == "" || u.u.User != nil || u.u.RawQuery != "" || u.u.Fragment != "" {
-			p = append(p, fmt.Sprintf("%s %q must be an http(s) URL with a host and no credentials, query or fragment", u.name, shownURL(u.u)))
+			p = append(p, fmt.Sprintf("%s %q must be an http(s) URL with a host and no credentials, query or fragment", u.name, protocol.ShownURL(u.u)))
 		}
 	}
 	if c.AuditRetention < 0 {
 		p = append(p, "audit-retention must not be negative")
 	}
 	if u := c.AuditSinkURL; u != nil && ((u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.Fragment != "") {
-		p = append(p, fmt.Sprintf("audit-sink-url (BOXBROKER_AUDIT_SINK_URL) %q must be an http(s) URL with a host and no credentials or fragment (give a token in BOXBROKER_AUDIT_SINK_TOKEN)", shownURL(u)))
+		p = append(p, fmt.Sprintf("audit-sink-url (BOXBROKER_AUDIT_SINK_URL) %q must be an http(s) URL with a host and no credentials or fragment (give a token in BOXBROKER_AUDIT_SINK_TOKEN)", protocol.ShownURL(u)))
 	}
 	if u := c.AuditSinkURL; u != nil && u.Scheme == "http" && c.AuditSinkToken != "" && !adminclient.IsLoopback(u.Hostname()) {
-		p = append(p, fmt.Sprintf("audit-sink-url (BOXBROKER_AUDIT_SINK_URL) %q is plain http to another machine, and BOXBROKER_AUDIT_SINK_TOKEN would cross the network in the clear: use https (http only on a loopback host)", shownURL(u)))
+		p = append(p, fmt.Sprintf("audit-sink-url (BOXBROKER_AUDIT_SINK_URL) %q is plain http to another machine, and BOXBROKER_AUDIT_SINK_TOKEN would cross the network in the clear: use https (http only on a loopback host)", protocol.ShownURL(u)))
 	}
 	if c.AuditSinkBacklog < 0 {
 		p = append(p, "audit-sink-backlog must not be negative")

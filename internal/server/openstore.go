@@ -12,6 +12,7 @@ import (
 	"github.com/intentius/boxbroker/internal/approval"
 	"github.com/intentius/boxbroker/internal/auditsink"
 	"github.com/intentius/boxbroker/internal/metrics"
+	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/store/deadline"
@@ -65,7 +66,7 @@ func warnOpenDataDir(log *slog.Logger, dir string) {
 }
 
 // StoreWhere says where the store is, without any password: a
-// PostgreSQL URL as shownURL shows it, but with its query, in which the
+// PostgreSQL URL as protocol.ShownURL shows it, but with its query, in which the
 // value of any parameter whose name holds "password" (pgx takes the
 // password, and the TLS key's, there too) is "xxxxx". A URL it cannot
 // read is not shown at all.
@@ -83,7 +84,7 @@ func StoreWhere(cfg *Config) string {
 			q[k] = []string{"xxxxx"}
 		}
 	}
-	where := shownURL(&url.URL{Scheme: u.Scheme, User: u.User, Host: u.Host, Path: u.Path, RawPath: u.RawPath})
+	where := protocol.ShownURL(&url.URL{Scheme: u.Scheme, User: u.User, Host: u.Host, Path: u.Path, RawPath: u.RawPath})
 	if len(q) > 0 {
 		where += "?" + q.Encode()
 	}

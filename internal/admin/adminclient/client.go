@@ -23,6 +23,7 @@ import (
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/quiet"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // maxAnswer bounds an admin API answer the client reads.
@@ -142,6 +143,14 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	if len(rb) > maxAnswer {
 		return fmt.Errorf("%s %s: the answer is over %d bytes", method, path, maxAnswer)
 	}
+	if repeats(rb, c.token) {
+		// The admin API never writes an admin token: this is not the
+		// broker's answer, and whatever of it the CLI printed (a
+		// refusal's message, a listing's names) could carry the token
+		// to a terminal's scrollback or a CI job's log.
+		return fmt.Errorf("%s %s: the answer (%d) repeats the admin token it was sent, so none of it is shown; is %s the broker's admin URL?",
+			method, path, resp.StatusCode, c.base.Redacted())
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		var ref protocol.Refusal
 		if json.Unmarshal(rb, &ref) == nil && ref.Type == "error" && ref.Error.Message != "" {
@@ -156,6 +165,28 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		return fmt.Errorf("%s %s: the answer is not the JSON expected: %w", method, path, err)
 	}
 	return nil
+}
+
+// repeats reports whether the answer b holds tok: in its bytes, or,
+// read as JSON, in any string (a member's name or a value) as it
+// decodes, escaped however the writer chose (\u0062ba_…).
+func repeats(b []byte, tok string) bool {
+	if bytes.Contains(b, []byte(tok)) {
+		return true
+	}
+	if !bytes.Contains(b, []byte{'\\'}) {
+		return false // no escape: the bytes are what decodes
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	for {
+		t, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		if s, ok := t.(string); ok && strings.Contains(s, tok) {
+			return true
+		}
+	}
 }
 
 // call is do for a route that answers a T: it sends method path with in
@@ -176,7 +207,9 @@ func (c *Client) BoxPage(ctx context.Context, limit int, after string) ([]operat
 
 // EachBox calls fn with every box, by name, reading them limit at a
 // time, so that its memory does not grow with the fleet; it stops at
-// fn's first error and returns it.
+// fn's first error and returns it, and at an answer whose next page
+// starts where it did or that holds no box (one a broker never gives,
+// which would have it ask again forever).
 func (c *Client) EachBox(ctx context.Context, limit int, fn func(operator.BoxView) error) error {
 	after := ""
 	for {
@@ -192,6 +225,11 @@ func (c *Client) EachBox(ctx context.Context, limit int, fn func(operator.BoxVie
 		if next == "" {
 			return nil
 		}
+		if next == after || len(boxes) == 0 {
+			// A broker's next page starts past the boxes of this one; an
+			// answer that does not move on would be asked again forever.
+			return fmt.Errorf("GET /api/boxes: the answer names a next page but does not move past this one; is %s the broker's admin URL?", c.base.Redacted())
+		}
 		after = next
 	}
 }
@@ -203,7 +241,11 @@ func (c *Client) Box(ctx context.Context, name string) (operator.BoxView, error)
 
 // AddBox enrols a box and returns it with its token, shown this once.
 func (c *Client) AddBox(ctx context.Context, nb operator.NewBox) (operator.BoxToken, error) {
-	return call[operator.BoxToken](ctx, c, http.MethodPost, "/api/boxes", nb)
+	bt, err := call[operator.BoxToken](ctx, c, http.MethodPost, "/api/boxes", nb)
+	if err := c.shaped(err, bt.Token, token.BoxPrefix, "POST /api/boxes"); err != nil {
+		return operator.BoxToken{}, err
+	}
+	return bt, nil
 }
 
 // UpdateBox changes a box's consent or paused setting.
@@ -220,7 +262,11 @@ func (c *Client) RemoveBox(ctx context.Context, name string) error {
 // one, a TTL for the box's tokens) and returns the new one, shown this
 // once.
 func (c *Client) RotateBoxWith(ctx context.Context, name string, tr operator.TokenRotation) (operator.BoxToken, error) {
-	return call[operator.BoxToken](ctx, c, http.MethodPost, "/api/boxes/"+url.PathEscape(name)+"/token", tr)
+	bt, err := call[operator.BoxToken](ctx, c, http.MethodPost, "/api/boxes/"+url.PathEscape(name)+"/token", tr)
+	if err := c.shaped(err, bt.Token, token.BoxPrefix, "POST /api/boxes/{name}/token"); err != nil {
+		return operator.BoxToken{}, err
+	}
+	return bt, nil
 }
 
 // ListCredentials returns every credential's ID and when it was set.
@@ -313,7 +359,26 @@ func (c *Client) RemoveVisitor(ctx context.Context, principal string) error {
 // IssueGrant issues a grant on box and returns it with its value, shown
 // this once.
 func (c *Client) IssueGrant(ctx context.Context, box string, ng operator.NewGrant) (operator.IssuedGrant, error) {
-	return call[operator.IssuedGrant](ctx, c, http.MethodPost, "/api/boxes/"+url.PathEscape(box)+"/grants", ng)
+	ig, err := call[operator.IssuedGrant](ctx, c, http.MethodPost, "/api/boxes/"+url.PathEscape(box)+"/grants", ng)
+	if err := c.shaped(err, ig.Value, token.GrantPrefix, "POST /api/boxes/{name}/grants"); err != nil {
+		return operator.IssuedGrant{}, err
+	}
+	return ig, nil
+}
+
+// shaped is err, or, when there is none, an error unless tok (the token
+// or grant an answer to route holds, which the CLI prints for the
+// operator to hand on) is one whole token of prefix's shape: an answer
+// with none, or with other text where it goes (a terminal's escapes), is
+// not the broker's, and says nothing was made.
+func (c *Client) shaped(err error, tok, prefix, route string) error {
+	if err != nil {
+		return err
+	}
+	if found := token.AppendFound(nil, tok, prefix); len(found) != 1 || found[0] != tok || len(tok) != len(prefix)+token.BodyLen {
+		return fmt.Errorf("%s: the answer holds no %s… token where the broker writes one, so none is shown; is %s the broker's admin URL?", route, prefix, c.base.Redacted())
+	}
+	return nil
 }
 
 // ListGrants returns a box's grants, newest first, never their values.
