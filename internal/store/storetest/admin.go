@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -8,35 +9,30 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 )
 
+// adminTokens is the store's admin tokens, read by hash and by ID.
+func adminTokens(s store.Store) concept[store.AdminToken] {
+	type tok = store.AdminToken
+	return concept[tok]{set: "CreateAdminToken", del: "DeleteAdminToken", key: func(a tok) string { return fmt.Sprintf("%q", a.ID) },
+		write: s.CreateAdminToken, remove: func(ctx context.Context, a tok) error { return s.DeleteAdminToken(ctx, a.ID) },
+		reads: []reader[tok]{
+			{"AdminTokenByHash", func(a tok) string { return fmt.Sprintf("%q", a.Hash) }, func(ctx context.Context, a tok) (tok, error) { return s.AdminTokenByHash(ctx, a.Hash) }},
+			{"AdminToken", nil, func(ctx context.Context, a tok) (tok, error) { return s.AdminToken(ctx, a.ID) }},
+		}}
+}
+
 func testAdminTokens(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	first := store.AdminToken{ID: "adm-1", Hash: hash("admin-one"), Name: "laptop", CreatedAt: at(1), Role: store.AdminOperator}
 	second := store.AdminToken{ID: "adm-2", Hash: hash("admin-two"), Name: "", CreatedAt: at(2), Role: store.AdminViewer}
+	c := adminTokens(s)
 	seq := lastChange(t, s)
-	for _, tok := range []store.AdminToken{second, first} {
-		must(t, fmt.Sprintf("CreateAdminToken(%q)", tok.ID), s.CreateAdminToken(ctx, tok))
-	}
+	c.sets(t, second, first)
 	noChange(t, s, "CreateAdminToken", seq)
-
-	for _, want := range []store.AdminToken{first, second} {
-		got, err := s.AdminTokenByHash(ctx, want.Hash)
-		read(t, fmt.Sprintf("AdminTokenByHash(%q)", want.Hash), want, got, err)
-		got, err = s.AdminToken(ctx, want.ID)
-		read(t, fmt.Sprintf("AdminToken(%q)", want.ID), want, got, err)
-	}
-
-	tests := []struct {
-		name string
-		tok  store.AdminToken
-	}{
-		{"same ID", store.AdminToken{ID: "adm-1", Hash: hash("other"), CreatedAt: at(3), Role: store.AdminOperator}},
-		{"same hash", store.AdminToken{ID: "adm-3", Hash: first.Hash, CreatedAt: at(3), Role: store.AdminOperator}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			wantErr(t, "CreateAdminToken("+tt.tok.ID+")", s.CreateAdminToken(ctx, tt.tok), store.ErrExists)
-		})
-	}
+	c.gets(t, "", first, second)
+	c.refuses(t, s, map[string]store.AdminToken{
+		"same ID":   {ID: "adm-1", Hash: hash("other"), CreatedAt: at(3), Role: store.AdminOperator},
+		"same hash": {ID: "adm-3", Hash: first.Hash, CreatedAt: at(3), Role: store.AdminOperator},
+	})
 
 	// A role the store does not know is refused, never kept as it came.
 	for _, role := range []store.AdminRole{"", "admin", "Operator"} {
@@ -53,12 +49,7 @@ func testAdminTokens(t *testing.T, s store.Store) {
 	}
 	same(t, "ListAdminTokens() (want oldest first with no hash)", wantList, list)
 
-	must(t, "DeleteAdminToken(adm-1)", s.DeleteAdminToken(ctx, "adm-1"))
-	_, err := s.AdminTokenByHash(ctx, first.Hash)
-	wantErr(t, "AdminTokenByHash(deleted)", err, store.ErrNotFound)
-	_, err = s.AdminToken(ctx, "adm-1")
-	wantErr(t, "AdminToken(deleted)", err, store.ErrNotFound)
-	wantErr(t, "DeleteAdminToken(adm-1) again", s.DeleteAdminToken(ctx, "adm-1"), store.ErrNotFound)
+	c.removes(t, first)
 	if list, err := s.ListAdminTokens(ctx); err != nil || len(list) != 1 || list[0].ID != "adm-2" {
 		t.Errorf("ListAdminTokens() after delete = %v, %v, want only adm-2", list, err)
 	}

@@ -38,8 +38,7 @@ func testMints(t *testing.T, s store.Store) {
 	first := store.MintState{Box: "alpha", Name: "GITHUB", Of: "of-1", ExpiresAt: at(3600), UpdatedAt: at(2)}
 	must(t, "SetMintState", s.SetMintState(ctx, first))
 	noChange(t, s, "SetMintState", seq)
-	st, err := s.MintState(ctx, "alpha", "GITHUB")
-	read(t, "MintState", first, st, err)
+	answer(s.MintState(ctx, "alpha", "GITHUB")).is(t, "MintState", first)
 	second := store.MintState{Box: "alpha", Name: "GITHUB", Of: "of-2", Sealed: []byte("sealed-refresh"), Failure: "refused: invalid_grant", UpdatedAt: at(3)}
 	must(t, "SetMintState again", s.SetMintState(ctx, second))
 	states, err := s.ListMintStates(ctx, "alpha")

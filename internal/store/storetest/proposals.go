@@ -3,7 +3,6 @@ package storetest
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -74,12 +73,8 @@ func testProposals(t *testing.T, s store.Store) {
 	if err != nil || len(in) != 1 || in[0].ID != "p-1" {
 		t.Errorf("ApprovalsInForce = %+v, %v; want p-1", in, err)
 	}
-	if in, err := s.ApprovalsInForce(ctx, "alpha", store.ProposalRule, at(3605)); err != nil || len(in) != 0 {
-		t.Errorf("ApprovalsInForce(after its end) = %+v, %v; want none", in, err)
-	}
-	if in, err := s.ApprovalsInForce(ctx, "alpha", store.ProposalHost, at(10)); err != nil || len(in) != 0 {
-		t.Errorf("ApprovalsInForce(other kind) = %+v, %v; want none", in, err)
-	}
+	answer(s.ApprovalsInForce(ctx, "alpha", store.ProposalRule, at(3605))).none(t, "ApprovalsInForce(after its end)")
+	answer(s.ApprovalsInForce(ctx, "alpha", store.ProposalHost, at(10))).none(t, "ApprovalsInForce(other kind)")
 	// An approval is used once, while in force.
 	if err := s.UseApproval(ctx, "p-1", at(3605)); !errors.Is(err, store.ErrNotPending) {
 		t.Errorf("UseApproval(after its end) = %v, want ErrNotPending", err)
@@ -91,9 +86,7 @@ func testProposals(t *testing.T, s store.Store) {
 	if err := s.UseApproval(ctx, "p-1", at(11)); !errors.Is(err, store.ErrNotPending) {
 		t.Errorf("UseApproval(again) = %v, want ErrNotPending", err)
 	}
-	if in, err := s.ApprovalsInForce(ctx, "alpha", store.ProposalRule, at(12)); err != nil || len(in) != 0 {
-		t.Errorf("ApprovalsInForce after use = %+v, %v; want none", in, err)
-	}
+	answer(s.ApprovalsInForce(ctx, "alpha", store.ProposalRule, at(12))).none(t, "ApprovalsInForce after use")
 	// A new proposal with key k1 opens again: the approved one is no
 	// longer pending.
 	if p, err := s.OpenProposal(ctx, proposal("alpha", "p-5", "k1", 7), 3); err != nil || p.ID != "p-5" || p.Count != 1 {
@@ -133,9 +126,7 @@ func testProposals(t *testing.T, s store.Store) {
 	if err != nil || wd.State != store.ProposalDenied || wd.DecidedBy != "admin:a1" || !sameTime(wd.DecidedAt, at(9)) {
 		t.Errorf("DecideProposal(withdraw) = %+v, %v; want denied by admin:a1 at 9", wd, err)
 	}
-	if in, err := s.ApprovalsInForce(ctx, "beta", store.ProposalBudget, at(9)); err != nil || len(in) != 0 {
-		t.Errorf("ApprovalsInForce after the withdrawal = %+v, %v; want none", in, err)
-	}
+	answer(s.ApprovalsInForce(ctx, "beta", store.ProposalBudget, at(9))).none(t, "ApprovalsInForce after the withdrawal")
 	for _, id := range []string{"p-budget", "p-1"} { // withdrawn; used
 		if _, err := s.DecideProposal(ctx, id, store.ProposalDenied, time.Time{}, "owner", at(12)); !errors.Is(err, store.ErrNotPending) {
 			t.Errorf("DecideProposal(withdraw %s) = %v, want ErrNotPending", id, err)
@@ -159,12 +150,8 @@ func testProposals(t *testing.T, s store.Store) {
 	noChange(t, s, "proposals", seq)
 
 	must(t, "DeleteBox(alpha)", s.DeleteBox(ctx, "alpha"))
-	if all, err := s.ListProposals(ctx, "alpha", "", late, 10); err != nil || len(all) != 0 {
-		t.Errorf("ListProposals after DeleteBox = %d, %v; want 0", len(all), err)
-	}
-	if asks, err := s.ListAsks(ctx, "alpha"); err != nil || len(asks) != 0 {
-		t.Errorf("ListAsks after DeleteBox = %v, %v; want none", asks, err)
-	}
+	answer(s.ListProposals(ctx, "alpha", "", late, 10)).none(t, "ListProposals after DeleteBox")
+	answer(s.ListAsks(ctx, "alpha")).none(t, "ListAsks after DeleteBox")
 }
 
 // testConcurrentProposals: many refusals at once, all different, write
@@ -173,25 +160,20 @@ func testConcurrentProposals(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	mustCreateBox(t, s, "alpha")
 	const n, max = 24, 5
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			_, err := s.OpenProposal(ctx, proposal("alpha", fmt.Sprintf("p-d%d", i), fmt.Sprintf("d%d", i), 1), max)
-			if err != nil && !errors.Is(err, store.ErrFull) {
-				t.Errorf("OpenProposal(d%d) = %v", i, err)
-			}
-		}()
-		go func() {
-			defer wg.Done()
-			_, err := s.OpenProposal(ctx, proposal("alpha", fmt.Sprintf("p-s%d", i), "same", 1), max)
-			if err != nil && !errors.Is(err, store.ErrFull) {
-				t.Errorf("OpenProposal(same) = %v", err)
-			}
-		}()
+	key := func(j int) string { // even: all different; odd: all the same
+		if j%2 == 1 {
+			return "same"
+		}
+		return fmt.Sprintf("d%d", j/2)
 	}
-	wg.Wait()
+	for j, err := range atOnce(2*n, func(j int) error {
+		_, err := s.OpenProposal(ctx, proposal("alpha", fmt.Sprintf("p-%s%d", key(j)[:1], j/2), key(j), 1), max)
+		return err
+	}) {
+		if err != nil && !errors.Is(err, store.ErrFull) {
+			t.Errorf("OpenProposal(%s) = %v", key(j), err)
+		}
+	}
 	list, err := s.ListProposals(ctx, "alpha", "", at(2), 100)
 	if err != nil || len(list) > max {
 		t.Fatalf("ListProposals = %d rows, %v; want at most %d", len(list), err, max)

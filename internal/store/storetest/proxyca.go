@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 
 	"github.com/intentius/boxbroker/internal/store"
@@ -38,15 +37,11 @@ func testProxyCA(t *testing.T, s store.Store) {
 func testConcurrentCreateProxyCA(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	const n = 8
-	var wg sync.WaitGroup
 	kept := make([]store.ProxyCA, n)
-	errs := make([]error, n)
-	for i := range n {
-		wg.Go(func() {
-			kept[i], errs[i] = s.CreateProxyCA(ctx, store.ProxyCA{CertPEM: fmt.Appendf(nil, "cert %d", i), SealedKey: []byte{byte(i)}, CreatedAt: at(i)})
-		})
-	}
-	wg.Wait()
+	errs := atOnce(n, func(i int) (err error) {
+		kept[i], err = s.CreateProxyCA(ctx, store.ProxyCA{CertPEM: fmt.Appendf(nil, "cert %d", i), SealedKey: []byte{byte(i)}, CreatedAt: at(i)})
+		return err
+	})
 	stored := answer(s.ProxyCA(ctx)).must(t, "ProxyCA() after the race")
 	for i := range n {
 		if errs[i] != nil {

@@ -1,9 +1,9 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 
 	"github.com/intentius/boxbroker/internal/store"
@@ -18,14 +18,13 @@ func testBudgets(t *testing.T, s store.Store) {
 		{Box: "alpha", Principal: "", Limit: 25_000_000, UpdatedAt: at(2)},
 		{Box: "alpha", Principal: "github:ann", Limit: 1, UpdatedAt: at(3)},
 	}
-	for _, b := range budgets {
-		wantErr(t, fmt.Sprintf("SetBudget(%q)", b.Principal), s.SetBudget(ctx, b), nil)
-	}
+	c := concept[store.Budget]{set: "SetBudget", del: "DeleteBudget", key: func(b store.Budget) string { return fmt.Sprintf("%q, %q", b.Box, b.Principal) },
+		write: s.SetBudget, remove: func(ctx context.Context, b store.Budget) error { return s.DeleteBudget(ctx, b.Box, b.Principal) }}
+	c.sets(t, budgets...)
 	replaced := store.Budget{Box: "alpha", Principal: "github:ann", Limit: 2_500_000, UpdatedAt: at(4)}
-	wantErr(t, "SetBudget(github:ann) again", s.SetBudget(ctx, replaced), nil)
+	c.replaces(t, replaced)
 	want := []store.Budget{budgets[1], replaced, budgets[0]}
-	got, err := s.ListBudgets(ctx, "alpha")
-	read(t, "ListBudgets(alpha)", want, got, err)
+	answer(s.ListBudgets(ctx, "alpha")).is(t, "ListBudgets(alpha)", want)
 	// Each write of a budget is logged, so caches of which boxes have one drop it.
 	for _, c := range changesAfter(t, s, seq) {
 		if c.Kind != store.ChangeBudget || c.Key != "alpha" {
@@ -41,17 +40,13 @@ func testBudgets(t *testing.T, s store.Store) {
 	if err := s.SetBudget(ctx, store.Budget{Box: "alpha", Limit: -1, UpdatedAt: at(1)}); err == nil {
 		t.Errorf("SetBudget(limit -1) = nil, want an error")
 	}
-	wantErr(t, "DeleteBudget(alpha, github:zed)", s.DeleteBudget(ctx, "alpha", "github:zed"), nil)
-	wantErr(t, "DeleteBudget(alpha, github:zed) again", s.DeleteBudget(ctx, "alpha", "github:zed"), store.ErrNotFound)
+	c.removes(t, budgets[0])
 	wantErr(t, "DeleteBudget(nobox, \"\")", s.DeleteBudget(ctx, "nobox", ""), store.ErrNotFound)
 	if cs := changesAfter(t, s, seq); len(cs) != 1 || cs[0].Kind != store.ChangeBudget || cs[0].Key != "alpha" {
 		t.Errorf("DeleteBudget recorded changes %v, want one %s change of alpha", keys(cs), store.ChangeBudget)
 	}
-	got, err = s.ListBudgets(ctx, "alpha")
-	read(t, "ListBudgets(alpha) after delete", []store.Budget{budgets[1], replaced}, got, err)
-	if got, err := s.ListBudgets(ctx, "nobox"); err != nil || len(got) != 0 {
-		t.Errorf("ListBudgets(nobox) = %v, %v, want none, nil", got, err)
-	}
+	answer(s.ListBudgets(ctx, "alpha")).is(t, "ListBudgets(alpha) after delete", []store.Budget{budgets[1], replaced})
+	answer(s.ListBudgets(ctx, "nobox")).none(t, "ListBudgets(nobox)")
 }
 
 // tallies returns s.Tallies(box, month), failing on error.
@@ -236,27 +231,18 @@ func testConcurrentReservePrincipalCeiling(t *testing.T, s store.Store) {
 // budget; any other error fails the test.
 func reserveAtOnce(t *testing.T, s store.Store, n int, r func(i int) store.Reservation) (ids []int64, refused int) {
 	t.Helper()
-	var wg sync.WaitGroup
-	var mu sync.Mutex
+	made := make([]int64, n)
 	var failed []error
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			id, err := s.Reserve(t.Context(), r(i))
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err == nil:
-				ids = append(ids, id)
-			case errors.Is(err, store.ErrOverBudget):
-				refused++
-			default:
-				failed = append(failed, err)
-			}
-		}()
+	for i, err := range atOnce(n, func(i int) (err error) { made[i], err = s.Reserve(t.Context(), r(i)); return err }) {
+		switch {
+		case err == nil:
+			ids = append(ids, made[i])
+		case errors.Is(err, store.ErrOverBudget):
+			refused++
+		default:
+			failed = append(failed, err)
+		}
 	}
-	wg.Wait()
 	if len(failed) > 0 {
 		t.Fatalf("Reserve failed: %v", failed)
 	}
@@ -304,11 +290,8 @@ func testUsage(t *testing.T, s store.Store) {
 		wantErr(t, fmt.Sprintf("Settle(%d)", i), s.Settle(ctx, st), nil)
 	}
 	want := []store.Usage{unpriced, u("shared", "", "claude-sonnet-4-5", 3, 14), u("visitor", "github:ann", "claude-haiku-4-5", 1, 7)}
-	got, err := s.ListUsage(ctx, "alpha", "2026-10")
-	read(t, "ListUsage(alpha, 2026-10)", want, got, err)
-	if got, err := s.ListUsage(ctx, "alpha", "2026-09"); err != nil || len(got) != 0 {
-		t.Errorf("ListUsage(alpha, 2026-09) = %v, %v, want none, nil", got, err)
-	}
+	answer(s.ListUsage(ctx, "alpha", "2026-10")).is(t, "ListUsage(alpha, 2026-10)", want)
+	answer(s.ListUsage(ctx, "alpha", "2026-09")).none(t, "ListUsage(alpha, 2026-09)")
 	wantT := []store.Tally{{Box: "alpha", Month: "2026-10", Spent: 21}, {Box: "alpha", Principal: "github:ann", Month: "2026-10", Spent: 7}}
 	same(t, "Tallies(alpha, 2026-10)", wantT, tallies(t, s, "alpha", "2026-10"))
 }
@@ -322,15 +305,11 @@ func testSpendGoesWithBox(t *testing.T, s store.Store) {
 		Usage: []store.Usage{{Box: "alpha", Month: "2026-10", PayerKind: "shared", Model: "m", Calls: 1, Cost: 3}}}), nil)
 	wantErr(t, "DeleteBox(alpha)", s.DeleteBox(ctx, "alpha"), nil)
 	mustCreateBox(t, s, "alpha")
-	if got, err := s.ListBudgets(ctx, "alpha"); err != nil || len(got) != 0 {
-		t.Errorf("ListBudgets of a box made anew = %v, %v, want none", got, err)
-	}
+	answer(s.ListBudgets(ctx, "alpha")).none(t, "ListBudgets of a box made anew")
 	if got := tallies(t, s, "alpha", "2026-10"); len(got) != 0 {
 		t.Errorf("Tallies of a box made anew = %v, want none", got)
 	}
-	if got, err := s.ListUsage(ctx, "alpha", "2026-10"); err != nil || len(got) != 0 {
-		t.Errorf("ListUsage of a box made anew = %v, %v, want none", got, err)
-	}
+	answer(s.ListUsage(ctx, "alpha", "2026-10")).none(t, "ListUsage of a box made anew")
 	if n, err := s.ReleaseStale(ctx, at(100)); n != 0 || err != nil {
 		t.Errorf("ReleaseStale after the box went = %d, %v, want 0, nil", n, err)
 	}
