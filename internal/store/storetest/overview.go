@@ -139,9 +139,7 @@ func testFleetSpend(t *testing.T, s store.Store) {
 	if d := diff(wantTotal, total); err != nil || d != "" {
 		t.Errorf("FleetTotal = %v, mismatch (-want +got):\n%s", err, d)
 	}
-	if total, err := s.FleetTotal(ctx, "2026-11"); err != nil || total != (store.MonthTotal{}) {
-		t.Errorf("FleetTotal(2026-11) = %+v, %v, want zero", total, err)
-	}
+	answer(s.FleetTotal(ctx, "2026-11")).is(t, "FleetTotal(2026-11)", store.MonthTotal{})
 	for _, month := range []string{"2026-11"} {
 		us, err := s.FleetUsage(ctx, month)
 		if err != nil || len(us) != 0 {

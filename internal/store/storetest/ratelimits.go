@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -36,14 +37,10 @@ func testAlerts(t *testing.T, s store.Store) {
 	mustCreateBox(t, s, "alpha")
 	a := store.BudgetAlert{Box: "alpha", Window: "day", Period: "2026-10-05", Threshold: 80, Limit: 100, Spent: 85, At: at(1).UTC().Truncate(time.Microsecond)}
 	for i, want := range []bool{true, false} {
-		if got, err := s.MarkAlert(ctx, a); got != want || err != nil {
-			t.Errorf("MarkAlert #%d = %v, %v, want %v, nil", i+1, got, err, want)
-		}
+		answer(s.MarkAlert(ctx, a)).is(t, fmt.Sprintf("MarkAlert #%d", i+1), want)
 	}
 	b := a
 	b.Threshold, b.At = 100, at(2).UTC().Truncate(time.Microsecond)
-	if got, err := s.MarkAlert(ctx, b); !got || err != nil {
-		t.Errorf("MarkAlert(100%%) = %v, %v, want true, nil", got, err)
-	}
+	answer(s.MarkAlert(ctx, b)).is(t, "MarkAlert(100%)", true)
 	answer(s.ListAlerts(ctx, "alpha", 10)).is(t, "ListAlerts", []store.BudgetAlert{b, a})
 }

@@ -353,9 +353,7 @@ func testResources(t *testing.T, s store.Store) {
 	refused(t, s, "AddResource(beta, alpha's sandbox/sb-1)", func(ctx context.Context) error {
 		return s.AddResource(ctx, store.Resource{Box: "beta", Kind: store.ResourceSandbox, ID: "sb-1", At: at(9)})
 	}, store.ErrExists)
-	if got, err := s.ResourceOwner(ctx, store.ResourceSandbox, "sb-1"); err != nil || got != "alpha" {
-		t.Errorf("ResourceOwner(sandbox, sb-1) after another box claimed it = %q, %v, want alpha", got, err)
-	}
+	answer(s.ResourceOwner(ctx, store.ResourceSandbox, "sb-1")).is(t, "ResourceOwner(sandbox, sb-1) after another box claimed it", "alpha")
 
 	list := answer(s.ListResources(ctx, "alpha")).must(t, "ListResources(alpha)")
 	sort.Slice(list, func(i, j int) bool { return list[i].Kind+"/"+list[i].ID < list[j].Kind+"/"+list[j].ID })
@@ -365,9 +363,7 @@ func testResources(t *testing.T, s store.Store) {
 	_, err := s.ResourceOwner(ctx, store.ResourceSandbox, "sb-1")
 	wantErr(t, "ResourceOwner(sandbox, sb-1) after delete", err, store.ErrNotFound)
 	wantErr(t, "DeleteResource(sandbox, sb-1) again", s.DeleteResource(ctx, store.ResourceSandbox, "sb-1"), store.ErrNotFound)
-	if got, err := s.ResourceOwner(ctx, store.ResourceConversation, "sb-1"); err != nil || got != "beta" {
-		t.Errorf("ResourceOwner(conversation, sb-1) after deleting sandbox/sb-1 = %q, %v, want beta", got, err)
-	}
+	answer(s.ResourceOwner(ctx, store.ResourceConversation, "sb-1")).is(t, "ResourceOwner(conversation, sb-1) after deleting sandbox/sb-1", "beta")
 	wantErr(t, "AddResource(beta, sandbox/sb-1) after delete", s.AddResource(ctx, store.Resource{Box: "beta", Kind: store.ResourceSandbox, ID: "sb-1", At: at(10)}), nil)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/intentius/boxbroker/internal/store"
@@ -26,14 +27,8 @@ func testBudgets(t *testing.T, s store.Store) {
 	want := []store.Budget{budgets[1], replaced, budgets[0]}
 	answer(s.ListBudgets(ctx, "alpha")).is(t, "ListBudgets(alpha)", want)
 	// Each write of a budget is logged, so caches of which boxes have one drop it.
-	for _, c := range changesAfter(t, s, seq) {
-		if c.Kind != store.ChangeBudget || c.Key != "alpha" {
-			t.Errorf("SetBudget recorded change %s %q, want %s %q", c.Kind, c.Key, store.ChangeBudget, "alpha")
-		}
-	}
-	if cs := changesAfter(t, s, seq); len(cs) != len(budgets)+1 {
-		t.Errorf("SetBudget ×%d recorded %d changes, want %d", len(budgets)+1, len(cs), len(budgets)+1)
-	}
+	budgetChange := store.Change{Kind: store.ChangeBudget, Key: "alpha"}
+	same(t, fmt.Sprintf("changes of SetBudget ×%d", len(budgets)+1), slices.Repeat([]store.Change{budgetChange}, len(budgets)+1), keys(changesAfter(t, s, seq)))
 	seq = lastChange(t, s)
 
 	wantErr(t, "SetBudget(no box)", s.SetBudget(ctx, store.Budget{Box: "nobox", Limit: 1, UpdatedAt: at(1)}), store.ErrNotFound)
@@ -42,9 +37,7 @@ func testBudgets(t *testing.T, s store.Store) {
 	}
 	c.removes(t, budgets[0])
 	wantErr(t, "DeleteBudget(nobox, \"\")", s.DeleteBudget(ctx, "nobox", ""), store.ErrNotFound)
-	if cs := changesAfter(t, s, seq); len(cs) != 1 || cs[0].Kind != store.ChangeBudget || cs[0].Key != "alpha" {
-		t.Errorf("DeleteBudget recorded changes %v, want one %s change of alpha", keys(cs), store.ChangeBudget)
-	}
+	same(t, "changes of DeleteBudget", []store.Change{budgetChange}, keys(changesAfter(t, s, seq)))
 	answer(s.ListBudgets(ctx, "alpha")).is(t, "ListBudgets(alpha) after delete", []store.Budget{budgets[1], replaced})
 	answer(s.ListBudgets(ctx, "nobox")).none(t, "ListBudgets(nobox)")
 }
@@ -79,9 +72,9 @@ func testReserveAndSettle(t *testing.T, s store.Store) {
 	if first == 0 || err != nil {
 		t.Fatalf("Reserve(400 of 700 left) = %d, %v, want an ID, nil", first, err)
 	}
-	second, err := reserve(t, s, "alpha", "", "2026-10", 300)
-	if second == 0 || second == first || err != nil {
-		t.Fatalf("Reserve(300 of 300 left) = %d, %v, want a new ID, nil", second, err)
+	next, err := reserve(t, s, "alpha", "", "2026-10", 300)
+	if next == 0 || next == first || err != nil {
+		t.Fatalf("Reserve(300 of 300 left) = %d, %v, want a new ID, nil", next, err)
 	}
 	_, err = reserve(t, s, "alpha", "", "2026-10", 1)
 	var obe *store.OverBudgetError
@@ -104,15 +97,11 @@ func testReserveAndSettle(t *testing.T, s store.Store) {
 	if id, err := reserve(t, s, "alpha", "", "2026-10", 150); id == 0 || err != nil {
 		t.Errorf("Reserve(150 of 150 left) = %d, %v, want an ID, nil", id, err)
 	}
-	if _, err := reserve(t, s, "alpha", "", "2026-10", 1); !errors.Is(err, store.ErrOverBudget) {
-		t.Errorf("Reserve(1 of 0 left) = %v, want ErrOverBudget", err)
-	}
+	wantErr(t, "Reserve(1 of 0 left)", second(reserve(t, s, "alpha", "", "2026-10", 1)), store.ErrOverBudget)
 	// A settlement may charge past the limit (a call that cost more than
 	// its bound); the next reservation is refused.
-	wantErr(t, "Settle(second, 900)", s.Settle(ctx, store.Settlement{Reservation: second, Box: "alpha", Month: "2026-10", Charge: 900}), nil)
-	if _, err := reserve(t, s, "alpha", "", "2026-10", 1); !errors.Is(err, store.ErrOverBudget) {
-		t.Errorf("Reserve after overspending = %v, want ErrOverBudget", err)
-	}
+	wantErr(t, "Settle(second, 900)", s.Settle(ctx, store.Settlement{Reservation: next, Box: "alpha", Month: "2026-10", Charge: 900}), nil)
+	wantErr(t, "Reserve after overspending", second(reserve(t, s, "alpha", "", "2026-10", 1)), store.ErrOverBudget)
 	// Raising the limit lets calls through again.
 	wantErr(t, "SetBudget(alpha, 5000)", s.SetBudget(ctx, store.Budget{Box: "alpha", Limit: 5000, UpdatedAt: at(2)}), nil)
 	if id, err := reserve(t, s, "alpha", "", "2026-10", 1000); id == 0 || err != nil {
@@ -266,9 +255,7 @@ func testReleaseStale(t *testing.T, s store.Store) {
 	wantErr(t, "Settle(released)", s.Settle(ctx, store.Settlement{Reservation: old, Box: "alpha", Principal: "github:ann", Month: m, Charge: 30}), nil)
 	want = []store.Tally{{Box: "alpha", Month: m, Spent: 30, Reserved: 20}, {Box: "alpha", Principal: "github:ann", Month: m, Spent: 30}}
 	same(t, "Tallies after a late Settle", want, tallies(t, s, "alpha", m))
-	if n, err := s.ReleaseStale(ctx, at(5)); n != 0 || err != nil {
-		t.Errorf("ReleaseStale(at 5) again = %d, %v, want 0, nil", n, err)
-	}
+	answer(s.ReleaseStale(ctx, at(5))).is(t, "ReleaseStale(at 5) again", 0)
 }
 
 func testUsage(t *testing.T, s store.Store) {
@@ -310,7 +297,5 @@ func testSpendGoesWithBox(t *testing.T, s store.Store) {
 		t.Errorf("Tallies of a box made anew = %v, want none", got)
 	}
 	answer(s.ListUsage(ctx, "alpha", "2026-10")).none(t, "ListUsage of a box made anew")
-	if n, err := s.ReleaseStale(ctx, at(100)); n != 0 || err != nil {
-		t.Errorf("ReleaseStale after the box went = %d, %v, want 0, nil", n, err)
-	}
+	answer(s.ReleaseStale(ctx, at(100))).is(t, "ReleaseStale after the box went", 0)
 }
