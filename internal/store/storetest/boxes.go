@@ -35,9 +35,7 @@ func testBoxes(t *testing.T, s store.Store) {
 		"same name and hash": beta,
 	})
 	c.gets(t, " after a refused duplicate", alpha)
-	if _, err := s.Box(ctx, "gamma"); err == nil {
-		t.Errorf("Box(gamma) = nil error, want ErrNotFound: a duplicate hash was stored")
-	}
+	wantErr(t, "Box(gamma), whose hash a refused duplicate named", second(s.Box(ctx, "gamma")), store.ErrNotFound)
 
 	t.Run("payer kind defaults to shared", func(t *testing.T) {
 		b := store.Box{Name: "delta", TokenHash: hash("td"), CreatedAt: at(4)}
@@ -74,8 +72,7 @@ func testRotateToken(t *testing.T, s store.Store) {
 	other := mustCreateBox(t, s, "beta")
 	newHash := hash("rotated")
 	must(t, "RotateToken(alpha)", s.RotateToken(ctx, "alpha", newHash))
-	_, err := s.BoxByTokenHash(ctx, b.TokenHash)
-	wantErr(t, "BoxByTokenHash(old hash)", err, store.ErrNotFound)
+	wantErr(t, "BoxByTokenHash(old hash)", second(s.BoxByTokenHash(ctx, b.TokenHash)), store.ErrNotFound)
 	got, err := s.BoxByTokenHash(ctx, newHash)
 	if err != nil || got.Name != "alpha" {
 		t.Errorf("BoxByTokenHash(new hash) = %q, %v, want alpha", got.Name, err)
@@ -197,8 +194,7 @@ func testDeleteBoxCascades(t *testing.T, s store.Store) {
 	// A box made again under the name starts empty, and what the deleted
 	// box owned can be another's.
 	mustCreateBox(t, s, "doomed")
-	_, _, err := s.Declaration(ctx, "doomed")
-	wantErr(t, "Declaration(doomed) of a new box of that name", err, store.ErrNotFound)
+	wantErr(t, "Declaration(doomed) of a new box of that name", third(s.Declaration(ctx, "doomed")), store.ErrNotFound)
 	answer(s.CountFeedback(ctx, "doomed")).is(t, "CountFeedback(doomed) of a new box of that name", store.FeedbackKept{})
 	wantErr(t, "AddResource(kept, sb-doomed) of the deleted box's resource", s.AddResource(ctx, store.Resource{Box: "kept", Kind: store.ResourceSandbox, ID: "sb-doomed", At: at(2)}), nil)
 }
@@ -207,8 +203,7 @@ func testDeclarations(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	mustCreateBox(t, s, "alpha")
 	mustCreateBox(t, s, "beta")
-	_, _, err := s.Declaration(ctx, "alpha")
-	wantErr(t, "Declaration(alpha) before any report", err, store.ErrNotFound)
+	wantErr(t, "Declaration(alpha) before any report", third(s.Declaration(ctx, "alpha")), store.ErrNotFound)
 
 	tests := []struct {
 		box string
@@ -300,8 +295,7 @@ func testBindAndReplaceToken(t *testing.T, s store.Store) {
 	b := store.Box{Name: "alpha", TokenHash: hash("t1"), CreatedAt: at(0), PayerKind: "shared",
 		From: from, TokenTTL: time.Hour, ExpiresAt: at(3600)}
 	must(t, "CreateBox()", s.CreateBox(ctx, b))
-	got, err := s.Box(ctx, "alpha")
-	if err != nil || diff(b, got) != "" {
+	if got, err := s.Box(ctx, "alpha"); err != nil || diff(b, got) != "" {
 		t.Fatalf("Box(alpha) = %v, diff (-want +got):\n%s", err, diff(b, got))
 	}
 
@@ -310,9 +304,7 @@ func testBindAndReplaceToken(t *testing.T, s store.Store) {
 	must(t, "BindBox()", s.BindBox(ctx, "alpha", narrower))
 	same(t, "BindBox changes (want one of box alpha)", []store.Change{{Kind: store.ChangeBox, Key: "alpha"}}, keys(changesAfter(t, s, seq)))
 	b.From = narrower
-	if got, err = s.BoxByTokenHash(ctx, b.TokenHash); err != nil || diff(b, got) != "" {
-		t.Errorf("after BindBox: BoxByTokenHash() = %v, diff (-want +got):\n%s", err, diff(b, got))
-	}
+	answer(s.BoxByTokenHash(ctx, b.TokenHash)).is(t, "after BindBox: BoxByTokenHash()", b)
 	wantErr(t, "BindBox(nosuch)", s.BindBox(ctx, "nosuch", nil), store.ErrNotFound)
 
 	// A rotation with a grace longer than the old token's life keeps it
@@ -324,26 +316,19 @@ func testBindAndReplaceToken(t *testing.T, s store.Store) {
 	want := b
 	want.TokenHash, want.TokenTTL, want.ExpiresAt, want.OldTokenHash, want.OldUntil = r.Hash, r.TTL, r.ExpiresAt, hash("t1"), at(3600)
 	for _, h := range []string{hash("t1"), hash("t2")} {
-		if got, err = s.BoxByTokenHash(ctx, h); err != nil || diff(want, got) != "" {
-			t.Errorf("BoxByTokenHash(%s…) = %v, diff (-want +got):\n%s", h[:6], err, diff(want, got))
-		}
+		answer(s.BoxByTokenHash(ctx, h)).is(t, fmt.Sprintf("BoxByTokenHash(%s…)", h[:6]), want)
 	}
 	// A grace shorter than its life keeps it for the grace.
 	r = store.Rotation{Hash: hash("t3"), GraceUntil: at(60)}
 	must(t, "ReplaceToken()", s.ReplaceToken(ctx, "alpha", r))
 	want.TokenHash, want.TokenTTL, want.ExpiresAt, want.OldTokenHash, want.OldUntil = r.Hash, 0, time.Time{}, hash("t2"), at(60)
-	if got, err = s.BoxByTokenHash(ctx, hash("t2")); err != nil || diff(want, got) != "" {
-		t.Errorf("BoxByTokenHash(t2) = %v, diff (-want +got):\n%s", err, diff(want, got))
-	}
-	_, err = s.BoxByTokenHash(ctx, hash("t1"))
-	wantErr(t, "BoxByTokenHash(t1, two rotations ago)", err, store.ErrNotFound)
+	answer(s.BoxByTokenHash(ctx, hash("t2"))).is(t, "BoxByTokenHash(t2)", want)
+	wantErr(t, "BoxByTokenHash(t1, two rotations ago)", second(s.BoxByTokenHash(ctx, hash("t1"))), store.ErrNotFound)
 	// No grace, or RotateToken: the old token is forgotten at once.
 	must(t, "ReplaceToken()", s.ReplaceToken(ctx, "alpha", store.Rotation{Hash: hash("t4")}))
-	_, err = s.BoxByTokenHash(ctx, hash("t3"))
-	wantErr(t, "BoxByTokenHash(t3, rotated with no grace)", err, store.ErrNotFound)
+	wantErr(t, "BoxByTokenHash(t3, rotated with no grace)", second(s.BoxByTokenHash(ctx, hash("t3"))), store.ErrNotFound)
 	must(t, "ReplaceToken()", s.ReplaceToken(ctx, "alpha", store.Rotation{Hash: hash("t5"), GraceUntil: at(60)}))
 	must(t, "RotateToken()", s.RotateToken(ctx, "alpha", hash("t6")))
-	_, err = s.BoxByTokenHash(ctx, hash("t5"))
-	wantErr(t, "BoxByTokenHash(t5, after RotateToken)", err, store.ErrNotFound)
+	wantErr(t, "BoxByTokenHash(t5, after RotateToken)", second(s.BoxByTokenHash(ctx, hash("t5"))), store.ErrNotFound)
 	wantErr(t, "ReplaceToken(nosuch)", s.ReplaceToken(ctx, "nosuch", store.Rotation{Hash: hash("x")}), store.ErrNotFound)
 }

@@ -57,12 +57,8 @@ func testNotFound(t *testing.T, s store.Store) {
 		t.Run(tt.name, func(t *testing.T) { refused(t, s, tt.name, tt.call, store.ErrNotFound) })
 	}
 	// Nothing a refused write named was made.
-	if _, err := s.Box(ctx, "nobox"); err == nil {
-		t.Errorf("Box(nobox) = nil error after refused writes, want ErrNotFound")
-	}
-	if _, err := s.ResourceOwner(ctx, store.ResourceVault, "v"); err == nil {
-		t.Errorf("ResourceOwner(vault, v) = nil error after a refused AddResource, want ErrNotFound")
-	}
+	wantErr(t, "Box(nobox) after refused writes", second(s.Box(ctx, "nobox")), store.ErrNotFound)
+	wantErr(t, "ResourceOwner(vault, v) after a refused AddResource", second(s.ResourceOwner(ctx, store.ResourceVault, "v")), store.ErrNotFound)
 }
 
 func testChangesEveryWrite(t *testing.T, s store.Store) {

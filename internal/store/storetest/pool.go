@@ -33,7 +33,5 @@ func testPool(t *testing.T, s store.Store) {
 	got, _ = s.PoolEntries(ctx)
 	same(t, "PoolEntries() after removing a", []store.PoolEntry{b2}, got)
 	// The shared credential is not a pool row: it stays where it was.
-	if _, err := s.Credential(ctx, "anthropic"); err == nil {
-		t.Errorf("Credential(anthropic) on a store with only pool entries = nil error, want ErrNotFound")
-	}
+	wantErr(t, "Credential(anthropic) on a store with only pool entries", second(s.Credential(ctx, "anthropic")), store.ErrNotFound)
 }

@@ -360,8 +360,7 @@ func testResources(t *testing.T, s store.Store) {
 	same(t, "ListResources(alpha)", []store.Resource{rs[1], rs[0]}, list)
 
 	must(t, "DeleteResource(sandbox, sb-1)", s.DeleteResource(ctx, store.ResourceSandbox, "sb-1"))
-	_, err := s.ResourceOwner(ctx, store.ResourceSandbox, "sb-1")
-	wantErr(t, "ResourceOwner(sandbox, sb-1) after delete", err, store.ErrNotFound)
+	wantErr(t, "ResourceOwner(sandbox, sb-1) after delete", second(s.ResourceOwner(ctx, store.ResourceSandbox, "sb-1")), store.ErrNotFound)
 	wantErr(t, "DeleteResource(sandbox, sb-1) again", s.DeleteResource(ctx, store.ResourceSandbox, "sb-1"), store.ErrNotFound)
 	answer(s.ResourceOwner(ctx, store.ResourceConversation, "sb-1")).is(t, "ResourceOwner(conversation, sb-1) after deleting sandbox/sb-1", "beta")
 	wantErr(t, "AddResource(beta, sandbox/sb-1) after delete", s.AddResource(ctx, store.Resource{Box: "beta", Kind: store.ResourceSandbox, ID: "sb-1", At: at(10)}), nil)
