@@ -81,9 +81,7 @@ func testRotateToken(t *testing.T, s store.Store) {
 	same(t, "box after RotateToken", b, got)
 
 	refused(t, s, "RotateToken(alpha, beta's hash)", func(ctx context.Context) error { return s.RotateToken(ctx, "alpha", other.TokenHash) }, store.ErrExists)
-	if got, err := s.BoxByTokenHash(ctx, other.TokenHash); err != nil || got.Name != "beta" {
-		t.Errorf("BoxByTokenHash(beta's hash) = %q, %v, want beta", got.Name, err)
-	}
+	answer(s.BoxByTokenHash(ctx, other.TokenHash)).is(t, "BoxByTokenHash(beta's hash) (want beta)", other)
 }
 
 func testUpdateBox(t *testing.T, s store.Store) {
@@ -172,9 +170,7 @@ func testDeleteBoxCascades(t *testing.T, s store.Store) {
 	answer(s.ListGrants(ctx, "doomed")).none(t, "ListGrants(doomed)")
 
 	// The other box keeps everything.
-	if got, err := s.Box(ctx, "kept"); err != nil || got.TokenHash != kept.TokenHash {
-		t.Errorf("Box(kept) = %v, %v, want it kept", got, err)
-	}
+	answer(s.Box(ctx, "kept")).is(t, "Box(kept) (want it kept)", kept)
 	kepts := []struct {
 		call string
 		err  error

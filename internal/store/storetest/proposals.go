@@ -118,13 +118,9 @@ func testProposals(t *testing.T, s store.Store) {
 		must(t, fmt.Sprintf("SetAsk(%s)", sc), s.SetAsk(ctx, "alpha", sc, true))
 	}
 	wantErr(t, "SetAsk(no box)", s.SetAsk(ctx, "nobody", "hosts", true), store.ErrNotFound)
-	if asks, err := s.ListAsks(ctx, "alpha"); err != nil || len(asks) != 2 || asks[0] != "hosts" || asks[1] != "secret:GITHUB" {
-		t.Errorf("ListAsks = %v, %v; want [hosts secret:GITHUB]", asks, err)
-	}
+	answer(s.ListAsks(ctx, "alpha")).is(t, "ListAsks", []string{"hosts", "secret:GITHUB"})
 	must(t, "SetAsk(alpha, hosts, off)", s.SetAsk(ctx, "alpha", "hosts", false))
-	if asks, err := s.ListAsks(ctx, "alpha"); err != nil || len(asks) != 1 {
-		t.Errorf("ListAsks after off = %v, %v; want [secret:GITHUB]", asks, err)
-	}
+	answer(s.ListAsks(ctx, "alpha")).is(t, "ListAsks after off", []string{"secret:GITHUB"})
 	noChange(t, s, "proposals", seq)
 
 	must(t, "DeleteBox(alpha)", s.DeleteBox(ctx, "alpha"))

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -12,17 +13,16 @@ func testRateLimits(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	mustCreateBox(t, s, "alpha")
 	wantErr(t, "SetRateLimit(nobox)", s.SetRateLimit(ctx, store.RateLimit{Box: "nobox", RPM: 1, UpdatedAt: at(1)}), store.ErrNotFound)
-	wantErr(t, "SetRateLimit", s.SetRateLimit(ctx, store.RateLimit{Box: "alpha", Principal: "github:ann", InputTPM: 10, UpdatedAt: at(1)}), nil)
-	wantErr(t, "SetRateLimit", s.SetRateLimit(ctx, store.RateLimit{Box: "alpha", RPM: 5, UpdatedAt: at(1)}), nil)
-	wantErr(t, "SetRateLimit", s.SetRateLimit(ctx, store.RateLimit{Box: "alpha", RPM: 6, OutputTPM: 7, UpdatedAt: at(2)}), nil)
-	got := answer(s.ListRateLimits(ctx, "")).must(t, "ListRateLimits")
-	want := []store.RateLimit{
+	c := concept[store.RateLimit]{set: "SetRateLimit", del: "DeleteRateLimit", key: func(l store.RateLimit) string { return l.Box + ", " + l.Principal },
+		write: s.SetRateLimit, remove: func(ctx context.Context, l store.RateLimit) error { return s.DeleteRateLimit(ctx, l.Box, l.Principal) }}
+	ann := store.RateLimit{Box: "alpha", Principal: "github:ann", InputTPM: 10, UpdatedAt: at(1)}
+	c.sets(t, ann, store.RateLimit{Box: "alpha", RPM: 5, UpdatedAt: at(1)})
+	c.replaces(t, store.RateLimit{Box: "alpha", RPM: 6, OutputTPM: 7, UpdatedAt: at(2)})
+	answer(s.ListRateLimits(ctx, "")).is(t, "ListRateLimits", []store.RateLimit{
 		{Box: "alpha", RPM: 6, OutputTPM: 7, UpdatedAt: at(2).UTC().Truncate(time.Microsecond)},
 		{Box: "alpha", Principal: "github:ann", InputTPM: 10, UpdatedAt: at(1).UTC().Truncate(time.Microsecond)},
-	}
-	same(t, "ListRateLimits", want, got)
-	wantErr(t, "DeleteRateLimit", s.DeleteRateLimit(ctx, "alpha", "github:ann"), nil)
-	wantErr(t, "DeleteRateLimit(again)", s.DeleteRateLimit(ctx, "alpha", "github:ann"), store.ErrNotFound)
+	})
+	c.removes(t, ann)
 
 	now := time.UnixMilli(time.Now().UnixMilli()).UTC()
 	must(t, "ExchangeRates(r1)", second(s.ExchangeRates(ctx, "r1", []store.RateCount{{Key: "alpha", Requests: 3, InputTokens: 30, At: now}}, now.Add(-time.Minute))))

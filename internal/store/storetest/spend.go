@@ -123,9 +123,7 @@ func testReservePrincipal(t *testing.T, s store.Store) {
 	wantErr(t, "SetBudget(ann)", s.SetBudget(ctx, store.Budget{Box: "alpha", Principal: "github:ann", Limit: 100, UpdatedAt: at(1)}), nil)
 
 	// Only ann's budget applies to ann; nobody else's calls are held.
-	if id, err := reserve(t, s, "alpha", "github:bob", m, 1_000_000); id != 0 || err != nil {
-		t.Errorf("Reserve(bob, no budget) = %d, %v, want 0, nil", id, err)
-	}
+	answer(reserve(t, s, "alpha", "github:bob", m, 1_000_000)).is(t, "Reserve(bob, no budget)", 0)
 	annID, err := reserve(t, s, "alpha", "github:ann", m, 60)
 	if annID == 0 || err != nil {
 		t.Fatalf("Reserve(ann, 60 of 100) = %d, %v, want an ID, nil", annID, err)
