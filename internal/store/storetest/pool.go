@@ -25,13 +25,11 @@ func testPool(t *testing.T, s store.Store) {
 	answer(s.PoolEntries(ctx)).is(t, "PoolEntries()", []store.PoolEntry{a, b})
 	b2 := store.PoolEntry{Name: "b", Weight: 5, Sealed: []byte("sealed-b2"), UpdatedAt: at(3)}
 	c.replaces(t, b2)
-	got, _ = s.PoolEntries(ctx)
-	same(t, "PoolEntries() after replacing b", []store.PoolEntry{a, b2}, got)
+	answer(s.PoolEntries(ctx)).is(t, "PoolEntries() after replacing b", []store.PoolEntry{a, b2})
 	seq = lastChange(t, s)
 	c.removes(t, a)
 	same(t, "DeletePoolEntry changes", []store.Change{{Kind: store.ChangePool, Key: "a"}}, keys(changesAfter(t, s, seq)))
-	got, _ = s.PoolEntries(ctx)
-	same(t, "PoolEntries() after removing a", []store.PoolEntry{b2}, got)
+	answer(s.PoolEntries(ctx)).is(t, "PoolEntries() after removing a", []store.PoolEntry{b2})
 	// The shared credential is not a pool row: it stays where it was.
 	wantErr(t, "Credential(anthropic) on a store with only pool entries", second(s.Credential(ctx, "anthropic")), store.ErrNotFound)
 }

@@ -343,10 +343,7 @@ func testResources(t *testing.T, s store.Store) {
 		{store.ResourceConversation, "sb-1", "beta"},
 	}
 	for _, tt := range tests {
-		got, err := s.ResourceOwner(ctx, tt.kind, tt.id)
-		if err != nil || got != tt.want {
-			t.Errorf("ResourceOwner(%q, %q) = %q, %v, want %q", tt.kind, tt.id, got, err, tt.want)
-		}
+		answer(s.ResourceOwner(ctx, tt.kind, tt.id)).is(t, fmt.Sprintf("ResourceOwner(%q, %q)", tt.kind, tt.id), tt.want)
 	}
 
 	wantErr(t, "AddResource(alpha, sandbox/sb-1) again", s.AddResource(ctx, store.Resource{Box: "alpha", Kind: store.ResourceSandbox, ID: "sb-1", At: at(9)}), nil)

@@ -60,10 +60,7 @@ func testApplySpooledOnce(t *testing.T, s store.Store) {
 		}
 	}
 	same(t, "Tallies after three replays (want spent 1000 and nothing reserved)", []store.Tally{{Box: "alpha", Month: "2026-10", Spent: 1_000}}, tallies(t, s, "alpha", "2026-10"))
-	usage, err := s.ListUsage(ctx, "alpha", "2026-10")
-	if err != nil || len(usage) != 1 || usage[0].Calls != 1 {
-		t.Errorf("ListUsage after three replays = %+v, %v, want one call", usage, err)
-	}
+	answer(s.ListUsage(ctx, "alpha", "2026-10")).is(t, "ListUsage after three replays (want one call)", settle[0].Usage)
 	entries, err := s.ListAudit(ctx, store.AuditQuery{Box: "alpha", Limit: 10})
 	if err != nil || len(entries) != 1 {
 		t.Errorf("ListAudit after three replays = %d entries, %v, want 1", len(entries), err)
