@@ -151,7 +151,7 @@ func newBox(name string) store.Box {
 }
 
 // mustCreateBox creates newBox(name) and returns it.
-func mustCreateBox(t *testing.T, s store.Store, name string) store.Box {
+func mustCreateBox(t testing.TB, s store.Store, name string) store.Box {
 	t.Helper()
 	b := newBox(name)
 	must(t, fmt.Sprintf("CreateBox(%q)", name), s.CreateBox(t.Context(), b))
@@ -234,7 +234,7 @@ func atOnce(n int, f func(i int) error) []error {
 }
 
 // must stops the test if the call named call returned an error.
-func must(t *testing.T, call string, err error) {
+func must(t testing.TB, call string, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatalf("%s = %v, want nil", call, err)
