@@ -68,10 +68,7 @@ func testReserveAndSettle(t *testing.T, s store.Store) {
 
 	// A budget set mid-month counts what was spent before it.
 	wantErr(t, "SetBudget(alpha, 1000)", s.SetBudget(ctx, store.Budget{Box: "alpha", Limit: 1000, UpdatedAt: at(1)}), nil)
-	first, err := reserve(t, s, "alpha", "", "2026-10", 400)
-	if first == 0 || err != nil {
-		t.Fatalf("Reserve(400 of 700 left) = %d, %v, want an ID, nil", first, err)
-	}
+	first := answer(reserve(t, s, "alpha", "", "2026-10", 400)).held(t, "Reserve(400 of 700 left)")
 	next, err := reserve(t, s, "alpha", "", "2026-10", 300)
 	if next == 0 || next == first || err != nil {
 		t.Fatalf("Reserve(300 of 300 left) = %d, %v, want a new ID, nil", next, err)
@@ -84,9 +81,7 @@ func testReserveAndSettle(t *testing.T, s store.Store) {
 	wantOver := store.OverBudgetError{Budget: store.Budget{Box: "alpha", Limit: 1000}, Month: "2026-10", Spent: 300, Reserved: 700}
 	same(t, "Reserve(1 of 0 left) error", wantOver, *obe)
 	// Another month is another tally.
-	if id, err := reserve(t, s, "alpha", "", "2026-11", 1000); id == 0 || err != nil {
-		t.Errorf("Reserve(1000 in 2026-11) = %d, %v, want an ID, nil", id, err)
-	}
+	answer(reserve(t, s, "alpha", "", "2026-11", 1000)).held(t, "Reserve(1000 in 2026-11)")
 
 	// Settling releases the reservation and charges what was measured.
 	wantErr(t, "Settle(first, 250)", s.Settle(ctx, store.Settlement{Reservation: first, Box: "alpha", Month: "2026-10", Charge: 250}), nil)
@@ -94,9 +89,7 @@ func testReserveAndSettle(t *testing.T, s store.Store) {
 	// Settling the same reservation again releases nothing more.
 	wantErr(t, "Settle(first) again", s.Settle(ctx, store.Settlement{Reservation: first, Box: "alpha", Month: "2026-10"}), nil)
 	same(t, "Tallies after settling twice", []store.Tally{{Box: "alpha", Month: "2026-10", Spent: 550, Reserved: 300}}, tallies(t, s, "alpha", "2026-10"))
-	if id, err := reserve(t, s, "alpha", "", "2026-10", 150); id == 0 || err != nil {
-		t.Errorf("Reserve(150 of 150 left) = %d, %v, want an ID, nil", id, err)
-	}
+	answer(reserve(t, s, "alpha", "", "2026-10", 150)).held(t, "Reserve(150 of 150 left)")
 	wantErr(t, "Reserve(1 of 0 left)", second(reserve(t, s, "alpha", "", "2026-10", 1)), store.ErrOverBudget)
 	// A settlement may charge past the limit (a call that cost more than
 	// its bound); the next reservation is refused.
@@ -104,9 +97,7 @@ func testReserveAndSettle(t *testing.T, s store.Store) {
 	wantErr(t, "Reserve after overspending", second(reserve(t, s, "alpha", "", "2026-10", 1)), store.ErrOverBudget)
 	// Raising the limit lets calls through again.
 	wantErr(t, "SetBudget(alpha, 5000)", s.SetBudget(ctx, store.Budget{Box: "alpha", Limit: 5000, UpdatedAt: at(2)}), nil)
-	if id, err := reserve(t, s, "alpha", "", "2026-10", 1000); id == 0 || err != nil {
-		t.Errorf("Reserve after raising the limit = %d, %v, want an ID, nil", id, err)
-	}
+	answer(reserve(t, s, "alpha", "", "2026-10", 1000)).held(t, "Reserve after raising the limit")
 	wantErr(t, "Settle(no box)", s.Settle(ctx, store.Settlement{Box: "nobox", Month: "2026-10", Charge: 1}), store.ErrNotFound)
 	// Reserve and Settle log nothing; the budgets set between them do.
 	for _, c := range changesAfter(t, s, seq) {
@@ -124,11 +115,8 @@ func testReservePrincipal(t *testing.T, s store.Store) {
 
 	// Only ann's budget applies to ann; nobody else's calls are held.
 	answer(reserve(t, s, "alpha", "github:bob", m, 1_000_000)).is(t, "Reserve(bob, no budget)", 0)
-	annID, err := reserve(t, s, "alpha", "github:ann", m, 60)
-	if annID == 0 || err != nil {
-		t.Fatalf("Reserve(ann, 60 of 100) = %d, %v, want an ID, nil", annID, err)
-	}
-	_, err = reserve(t, s, "alpha", "github:ann", m, 41)
+	annID := answer(reserve(t, s, "alpha", "github:ann", m, 60)).held(t, "Reserve(ann, 60 of 100)")
+	_, err := reserve(t, s, "alpha", "github:ann", m, 41)
 	var obe *store.OverBudgetError
 	if !errors.As(err, &obe) || obe.Budget.Principal != "github:ann" {
 		t.Fatalf("Reserve(ann, 41 of 40) = %v, want ann's *OverBudgetError", err)
@@ -147,10 +135,7 @@ func testReservePrincipal(t *testing.T, s store.Store) {
 	if !errors.As(err, &obe) || obe.Budget.Principal != "" {
 		t.Errorf("Reserve(bob, 30; box has 20 left) = %v, want the box's *OverBudgetError", err)
 	}
-	bobID, err := reserve(t, s, "alpha", "github:bob", m, 20)
-	if bobID == 0 || err != nil {
-		t.Fatalf("Reserve(bob, 20 of 20) = %d, %v, want an ID, nil", bobID, err)
-	}
+	bobID := answer(reserve(t, s, "alpha", "github:bob", m, 20)).held(t, "Reserve(bob, 20 of 20)")
 	// A refused reservation holds nothing on either tally.
 	want = []store.Tally{
 		{Box: "alpha", Month: m, Reserved: 80},

@@ -43,10 +43,7 @@ func testApplySpooledOnce(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	mustCreateBox(t, s, "alpha")
 	wantErr(t, "SetBudget", s.SetBudget(ctx, store.Budget{Box: "alpha", Limit: 10_000_000, UpdatedAt: at(1)}), nil)
-	id, err := s.Reserve(ctx, store.Reservation{Box: "alpha", Month: "2026-10", Amount: 500_000, At: at(2)})
-	if err != nil || id == 0 {
-		t.Fatalf("Reserve = %d, %v", id, err)
-	}
+	id := answer(s.Reserve(ctx, store.Reservation{Box: "alpha", Month: "2026-10", Amount: 500_000, At: at(2)})).held(t, "Reserve")
 	settle := []store.Settlement{
 		{Reservation: id, Box: "alpha", Month: "2026-10", Charge: 1_000,
 			Usage: []store.Usage{{Box: "alpha", Month: "2026-10", PayerKind: "shared", Model: "m", Calls: 1, InputTokens: 10, Cost: 1_000}}},

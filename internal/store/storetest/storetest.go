@@ -266,6 +266,16 @@ func (a answered[T]) is(t *testing.T, call string, want T) {
 	read(t, call, want, a.v, a.err)
 }
 
+// held stops the test unless the reservation named call returned no
+// error and an ID (a reservation held), and returns the ID.
+func (a answered[T]) held(t *testing.T, call string) T {
+	t.Helper()
+	if a.err != nil || reflect.ValueOf(a.v).IsZero() {
+		t.Fatalf("%s = %v, %v, want an ID, nil", call, a.v, a.err)
+	}
+	return a.v
+}
+
 // none fails the test unless the call named call returned no error and
 // an empty list.
 func (a answered[T]) none(t *testing.T, call string) {

@@ -47,11 +47,8 @@ func testWindowReserveAndSettle(t *testing.T, s store.Store) {
 	mustCreateBox(t, s, "alpha")
 	wantErr(t, "SetWindowBudget(day)", s.SetWindowBudget(ctx, store.Budget{Box: "alpha", Window: "day", Limit: 100, UpdatedAt: at(1)}), nil)
 	wantErr(t, "SetWindowBudget(3d)", s.SetWindowBudget(ctx, store.Budget{Box: "alpha", Principal: "github:ann", Window: "3d", Limit: 150, UpdatedAt: at(1)}), nil)
-	id, err := s.Reserve(ctx, store.Reservation{Box: "alpha", Principal: "github:ann", Month: "2026-10", Amount: 80, At: day(5)})
-	if err != nil || id == 0 {
-		t.Fatalf("Reserve(80) = %d, %v, want an ID", id, err)
-	}
-	_, err = s.Reserve(ctx, store.Reservation{Box: "alpha", Month: "2026-10", Amount: 30, At: day(5)})
+	id := answer(s.Reserve(ctx, store.Reservation{Box: "alpha", Principal: "github:ann", Month: "2026-10", Amount: 80, At: day(5)})).held(t, "Reserve(80)")
+	_, err := s.Reserve(ctx, store.Reservation{Box: "alpha", Month: "2026-10", Amount: 30, At: day(5)})
 	var over *store.OverBudgetError
 	if !errors.As(err, &over) || over.Budget.Window != "day" || over.Month != "2026-10-05" || over.Reserved != 80 {
 		t.Fatalf("Reserve(30) past the day's 100 = %v, want an OverBudgetError of the day 2026-10-05 with 80 reserved", err)
