@@ -236,14 +236,6 @@ func (b *Bound) starved(lag time.Duration) bool {
 // Deadline is the bound on one call whose context names none.
 func (b *Bound) Deadline() time.Duration { return b.d }
 
-// Down reports since when the store has not answered, or the zero time
-// while it answers.
-func (b *Bound) Down() time.Time {
-	b.o.mu.Lock()
-	defer b.o.mu.Unlock()
-	return b.o.down
-}
-
 // ErrDeadline is what a call that passed its deadline returns, wrapped
 // with store.ErrUnavailable.
 var ErrDeadline = errors.New("no answer within the store deadline")

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -8,35 +9,30 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 )
 
+// adminTokens is the store's admin tokens, read by hash and by ID.
+func adminTokens(s store.Store) concept[store.AdminToken] {
+	type tok = store.AdminToken
+	return concept[tok]{set: "CreateAdminToken", del: "DeleteAdminToken", key: func(a tok) string { return fmt.Sprintf("%q", a.ID) },
+		write: s.CreateAdminToken, remove: func(ctx context.Context, a tok) error { return s.DeleteAdminToken(ctx, a.ID) },
+		reads: []reader[tok]{
+			{"AdminTokenByHash", func(a tok) string { return fmt.Sprintf("%q", a.Hash) }, func(ctx context.Context, a tok) (tok, error) { return s.AdminTokenByHash(ctx, a.Hash) }},
+			{"AdminToken", nil, func(ctx context.Context, a tok) (tok, error) { return s.AdminToken(ctx, a.ID) }},
+		}}
+}
+
 func testAdminTokens(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	first := store.AdminToken{ID: "adm-1", Hash: hash("admin-one"), Name: "laptop", CreatedAt: at(1), Role: store.AdminOperator}
 	second := store.AdminToken{ID: "adm-2", Hash: hash("admin-two"), Name: "", CreatedAt: at(2), Role: store.AdminViewer}
+	c := adminTokens(s)
 	seq := lastChange(t, s)
-	for _, tok := range []store.AdminToken{second, first} {
-		must(t, fmt.Sprintf("CreateAdminToken(%q)", tok.ID), s.CreateAdminToken(ctx, tok))
-	}
+	c.sets(t, second, first)
 	noChange(t, s, "CreateAdminToken", seq)
-
-	for _, want := range []store.AdminToken{first, second} {
-		got, err := s.AdminTokenByHash(ctx, want.Hash)
-		read(t, fmt.Sprintf("AdminTokenByHash(%q)", want.Hash), want, got, err)
-		got, err = s.AdminToken(ctx, want.ID)
-		read(t, fmt.Sprintf("AdminToken(%q)", want.ID), want, got, err)
-	}
-
-	tests := []struct {
-		name string
-		tok  store.AdminToken
-	}{
-		{"same ID", store.AdminToken{ID: "adm-1", Hash: hash("other"), CreatedAt: at(3), Role: store.AdminOperator}},
-		{"same hash", store.AdminToken{ID: "adm-3", Hash: first.Hash, CreatedAt: at(3), Role: store.AdminOperator}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			wantErr(t, "CreateAdminToken("+tt.tok.ID+")", s.CreateAdminToken(ctx, tt.tok), store.ErrExists)
-		})
-	}
+	c.gets(t, "", first, second)
+	c.refuses(t, s, map[string]store.AdminToken{
+		"same ID":   {ID: "adm-1", Hash: hash("other"), CreatedAt: at(3), Role: store.AdminOperator},
+		"same hash": {ID: "adm-3", Hash: first.Hash, CreatedAt: at(3), Role: store.AdminOperator},
+	})
 
 	// A role the store does not know is refused, never kept as it came.
 	for _, role := range []store.AdminRole{"", "admin", "Operator"} {
@@ -53,15 +49,8 @@ func testAdminTokens(t *testing.T, s store.Store) {
 	}
 	same(t, "ListAdminTokens() (want oldest first with no hash)", wantList, list)
 
-	must(t, "DeleteAdminToken(adm-1)", s.DeleteAdminToken(ctx, "adm-1"))
-	_, err := s.AdminTokenByHash(ctx, first.Hash)
-	wantErr(t, "AdminTokenByHash(deleted)", err, store.ErrNotFound)
-	_, err = s.AdminToken(ctx, "adm-1")
-	wantErr(t, "AdminToken(deleted)", err, store.ErrNotFound)
-	wantErr(t, "DeleteAdminToken(adm-1) again", s.DeleteAdminToken(ctx, "adm-1"), store.ErrNotFound)
-	if list, err := s.ListAdminTokens(ctx); err != nil || len(list) != 1 || list[0].ID != "adm-2" {
-		t.Errorf("ListAdminTokens() after delete = %v, %v, want only adm-2", list, err)
-	}
+	c.removes(t, first)
+	answer(s.ListAdminTokens(ctx)).is(t, "ListAdminTokens() after delete (want only adm-2)", wantList[1:])
 }
 
 func testAudit(t *testing.T, s store.Store) {
@@ -84,14 +73,6 @@ func testAudit(t *testing.T, s store.Store) {
 	wantErr(t, "AddAudit(nil)", s.AddAudit(ctx, nil), nil)
 	noChange(t, s, "AddAudit", seq)
 
-	ids := func(es []store.AuditEntry) []store.AuditEntry {
-		out := make([]store.AuditEntry, len(es))
-		for i, e := range es {
-			e.ID = 0
-			out[i] = e
-		}
-		return out
-	}
 	tests := []struct {
 		name string
 		q    store.AuditQuery
@@ -112,7 +93,7 @@ func testAudit(t *testing.T, s store.Store) {
 					t.Errorf("ListAudit(%+v) entry with ID 0, want IDs set", tt.q)
 				}
 			}
-			same(t, fmt.Sprintf("ListAudit(%+v)", tt.q), tt.want, ids(got))
+			same(t, fmt.Sprintf("ListAudit(%+v)", tt.q), tt.want, noIDs(got))
 		})
 	}
 	if _, err := s.ListAudit(ctx, store.AuditQuery{}); err == nil {
@@ -130,10 +111,19 @@ func testAudit(t *testing.T, s store.Store) {
 		t.Errorf("PruneAudit(at 3) = %d, %v, want 2", n, err)
 	}
 	got := answer(s.ListAudit(ctx, store.AuditQuery{Limit: 10})).must(t, "ListAudit after PruneAudit")
-	same(t, "ListAudit after PruneAudit", []store.AuditEntry{entries[3], entries[2]}, ids(got))
-	if n, err := s.PruneAudit(ctx, at(0)); err != nil || n != 0 {
-		t.Errorf("PruneAudit(before everything) = %d, %v, want 0", n, err)
+	same(t, "ListAudit after PruneAudit", []store.AuditEntry{entries[3], entries[2]}, noIDs(got))
+	answer(s.PruneAudit(ctx, at(0))).is(t, "PruneAudit(before everything)", 0)
+}
+
+// noIDs is es with each entry's ID zero, to compare with entries as
+// written.
+func noIDs(es []store.AuditEntry) []store.AuditEntry {
+	out := make([]store.AuditEntry, len(es))
+	for i, e := range es {
+		e.ID = 0
+		out[i] = e
 	}
+	return out
 }
 
 // testPruneAuditMany prunes more entries than one chunk holds.

@@ -55,7 +55,5 @@ func testAuditCosts(t *testing.T, s store.Store) {
 			t.Errorf("AuditDays day %v in %v, want UTC", d.Day, d.Day.Location())
 		}
 	}
-	if days, err := s.AuditDays(ctx, "nobox", day); err != nil || len(days) != 0 {
-		t.Errorf("AuditDays(nobox) = %v, %v, want none, nil", days, err)
-	}
+	answer(s.AuditDays(ctx, "nobox", day)).none(t, "AuditDays(nobox)")
 }

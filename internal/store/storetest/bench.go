@@ -87,9 +87,7 @@ func BenchmarkApplySpooled(b *testing.B, open func(b *testing.B) store.Store) {
 	ctx := b.Context()
 	boxes := []string{"salad", "soup"}
 	for _, name := range boxes {
-		if err := s.CreateBox(ctx, store.Box{Name: name, TokenHash: "h-" + name, CreatedAt: time.Now()}); err != nil {
-			b.Fatal(err)
-		}
+		mustCreateBox(b, s, name)
 	}
 	hour := time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)
 	settle := make([]store.Settlement, calls)
@@ -127,11 +125,8 @@ func BenchmarkAddFeedbackAtBound(b *testing.B, open func(b *testing.B) store.Sto
 	s := open(b)
 	ctx := b.Context()
 	body := make([]byte, 1024)
-	for _, name := range []string{"empty", "full"} {
-		if err := s.CreateBox(ctx, store.Box{Name: name, TokenHash: "h-" + name, CreatedAt: time.Now()}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	mustCreateBox(b, s, "empty")
+	mustCreateBox(b, s, "full")
 	add := func(box string, bound store.FeedbackBound) {
 		if _, err := s.AddFeedback(ctx, store.FeedbackBatch{Box: box, At: time.Now(), Words: []string{"agent"}, Body: body}, bound); err != nil {
 			b.Fatal(err)

@@ -54,19 +54,11 @@ func testNotFound(t *testing.T, s store.Store) {
 		{"RevokeGrant", func(ctx context.Context) error { return s.RevokeGrant(ctx, "g", at(2)) }},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			seq := lastChange(t, s)
-			wantErr(t, tt.name, tt.call(t.Context()), store.ErrNotFound)
-			noChange(t, s, tt.name, seq)
-		})
+		t.Run(tt.name, func(t *testing.T) { refused(t, s, tt.name, tt.call, store.ErrNotFound) })
 	}
 	// Nothing a refused write named was made.
-	if _, err := s.Box(ctx, "nobox"); err == nil {
-		t.Errorf("Box(nobox) = nil error after refused writes, want ErrNotFound")
-	}
-	if _, err := s.ResourceOwner(ctx, store.ResourceVault, "v"); err == nil {
-		t.Errorf("ResourceOwner(vault, v) = nil error after a refused AddResource, want ErrNotFound")
-	}
+	wantErr(t, "Box(nobox) after refused writes", second(s.Box(ctx, "nobox")), store.ErrNotFound)
+	wantErr(t, "ResourceOwner(vault, v) after a refused AddResource", second(s.ResourceOwner(ctx, store.ResourceVault, "v")), store.ErrNotFound)
 }
 
 func testChangesEveryWrite(t *testing.T, s store.Store) {
@@ -174,8 +166,7 @@ func testChangesSince(t *testing.T, s store.Store) {
 		{all[2].Seq, 1, all[3:4]},
 	}
 	for _, tt := range tests {
-		got, err := s.ChangesSince(ctx, tt.after, tt.limit)
-		read(t, fmt.Sprintf("ChangesSince(%d, %d)", tt.after, tt.limit), tt.want, got, err)
+		answer(s.ChangesSince(ctx, tt.after, tt.limit)).is(t, fmt.Sprintf("ChangesSince(%d, %d)", tt.after, tt.limit), tt.want)
 	}
 }
 
@@ -251,21 +242,17 @@ func testChangesReaderMissesNothing(t *testing.T, s store.Store) {
 		}
 	})
 
-	errs := make(chan error, writers*writes)
-	var wg sync.WaitGroup
-	for w := range writers {
-		wg.Go(func() {
-			for i := range writes {
-				id := fmt.Sprintf("w%d-%d", w, i)
-				errs <- s.SetCredential(t.Context(), store.Credential{ID: id, Sealed: []byte("x"), UpdatedAt: at(i)})
+	errs := atOnce(writers, func(w int) error {
+		for i := range writes {
+			if err := s.SetCredential(t.Context(), store.Credential{ID: fmt.Sprintf("w%d-%d", w, i), Sealed: []byte("x"), UpdatedAt: at(i)}); err != nil {
+				return err
 			}
-		})
-	}
-	wg.Wait()
+		}
+		return nil
+	})
 	close(done)
 	reader.Wait()
-	close(errs)
-	for err := range errs {
+	for _, err := range errs {
 		if err != nil {
 			t.Fatalf("SetCredential from %d writers at once = %v, want nil", writers, err)
 		}

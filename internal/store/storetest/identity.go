@@ -15,8 +15,5 @@ func testIdentity(t *testing.T, s store.Store) {
 	if b, herr := hex.DecodeString(id); err != nil || herr != nil || len(b) != 16 {
 		t.Fatalf("Identity() = %q, %v; want 32 hex digits", id, err)
 	}
-	again, err := s.Identity(ctx)
-	if err != nil || again != id {
-		t.Errorf("Identity() again = %q, %v; want %q", again, err, id)
-	}
+	answer(s.Identity(ctx)).is(t, "Identity() again", id)
 }

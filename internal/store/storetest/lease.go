@@ -23,7 +23,5 @@ func testRenewReservations(t *testing.T, s store.Store) {
 	same(t, fmt.Sprintf("Tallies after the lease of %d ran out", crashed), []store.Tally{{Box: "alpha", Month: m, Reserved: 30}}, tallies(t, s, "alpha", m))
 	wantErr(t, "RenewReservations(released and live)", s.RenewReservations(ctx, []int64{crashed, live}, at(30)), nil)
 	wantErr(t, "RenewReservations(none)", s.RenewReservations(ctx, nil, at(30)), nil)
-	if n, err := s.ReleaseStale(ctx, at(25)); n != 0 || err != nil {
-		t.Errorf("ReleaseStale(at 25) after renewing to 30 = %d, %v; want 0", n, err)
-	}
+	answer(s.ReleaseStale(ctx, at(25))).is(t, "ReleaseStale(at 25) after renewing to 30", 0)
 }

@@ -1,7 +1,6 @@
 package storetest
 
 import (
-	"errors"
 	"fmt"
 	"testing"
 
@@ -28,27 +27,16 @@ func testMints(t *testing.T, s store.Store) {
 		t.Fatalf("ListSecrets(alpha) = %+v, %v; want GITHUB github-app, PLAIN plain", list, err)
 	}
 
-	if _, err := s.MintState(ctx, "alpha", "GITHUB"); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("MintState before any = %v, want ErrNotFound", err)
-	}
-	if err := s.SetMintState(ctx, store.MintState{Box: "alpha", Name: "NONE", Of: "x", UpdatedAt: at(2)}); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("SetMintState(no such secret) = %v, want ErrNotFound", err)
-	}
+	wantErr(t, "MintState before any", second(s.MintState(ctx, "alpha", "GITHUB")), store.ErrNotFound)
+	wantErr(t, "SetMintState(no such secret)", s.SetMintState(ctx, store.MintState{Box: "alpha", Name: "NONE", Of: "x", UpdatedAt: at(2)}), store.ErrNotFound)
 	seq := lastChange(t, s)
 	first := store.MintState{Box: "alpha", Name: "GITHUB", Of: "of-1", ExpiresAt: at(3600), UpdatedAt: at(2)}
 	must(t, "SetMintState", s.SetMintState(ctx, first))
 	noChange(t, s, "SetMintState", seq)
-	st, err := s.MintState(ctx, "alpha", "GITHUB")
-	read(t, "MintState", first, st, err)
-	second := store.MintState{Box: "alpha", Name: "GITHUB", Of: "of-2", Sealed: []byte("sealed-refresh"), Failure: "refused: invalid_grant", UpdatedAt: at(3)}
-	must(t, "SetMintState again", s.SetMintState(ctx, second))
-	states, err := s.ListMintStates(ctx, "alpha")
-	if err != nil || len(states) != 1 {
-		t.Fatalf("ListMintStates = %d, %v; want 1, nil", len(states), err)
-	}
-	same(t, "ListMintStates", second, states[0])
+	answer(s.MintState(ctx, "alpha", "GITHUB")).is(t, "MintState", first)
+	replaced := store.MintState{Box: "alpha", Name: "GITHUB", Of: "of-2", Sealed: []byte("sealed-refresh"), Failure: "refused: invalid_grant", UpdatedAt: at(3)}
+	must(t, "SetMintState again", s.SetMintState(ctx, replaced))
+	answer(s.ListMintStates(ctx, "alpha")).is(t, "ListMintStates", []store.MintState{replaced})
 	must(t, "DeleteSecret(alpha, GITHUB)", s.DeleteSecret(ctx, "alpha", "GITHUB"))
-	if _, err := s.MintState(ctx, "alpha", "GITHUB"); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("MintState after its secret was removed = %v, want ErrNotFound", err)
-	}
+	wantErr(t, "MintState after its secret was removed", second(s.MintState(ctx, "alpha", "GITHUB")), store.ErrNotFound)
 }

@@ -49,21 +49,17 @@ func testOverview(t *testing.T, s store.Store) {
 		{Box: "beta", Requests: 1, LastServed: hour.Add(20 * time.Minute)},
 		{Box: "gamma", Requests: 3, Upstream: 3, LastServed: hour.Add(42 * time.Minute)},
 	}
-	got, err := s.BoxActivity(ctx, hour)
-	read(t, "BoxActivity", want, got, err)
+	answer(s.BoxActivity(ctx, hour)).is(t, "BoxActivity", want)
 
 	wantH := []store.HourCount{{Hour: hour, Requests: 7, Refusals: 2, Upstream: 3}, {Hour: hour.Add(time.Hour), Requests: 2, Refusals: 2}}
-	hours, err := s.AuditHours(ctx, "", hour)
-	read(t, "AuditHours(all)", wantH, hours, err)
-	hours, err = s.AuditHours(ctx, "beta", hour)
-	read(t, "AuditHours(beta)", []store.HourCount{{Hour: hour, Requests: 1}}, hours, err)
+	answer(s.AuditHours(ctx, "", hour)).is(t, "AuditHours(all)", wantH)
+	answer(s.AuditHours(ctx, "beta", hour)).is(t, "AuditHours(beta)", []store.HourCount{{Hour: hour, Requests: 1}})
 
 	wantG := []store.RefusalGroup{
 		{Method: "POST", Route: "/llm/anthropic/v1/messages", Reason: "declaration", Message: "Add agent.", Count: 1, First: hour.Add(75 * time.Minute), Last: hour.Add(75 * time.Minute)},
 		{Method: "POST", Route: "/llm/anthropic/v1/messages", Reason: "Forbidden", Message: over, Count: 2, First: hour.Add(10 * time.Minute), Last: hour.Add(70 * time.Minute)},
 	}
-	groups, err := s.RefusalGroups(ctx, "alpha", hour.Add(-3*time.Hour), 10)
-	read(t, "RefusalGroups", wantG, groups, err)
+	answer(s.RefusalGroups(ctx, "alpha", hour.Add(-3*time.Hour), 10)).is(t, "RefusalGroups", wantG)
 	if groups, err := s.RefusalGroups(ctx, "alpha", hour, 1); err != nil || len(groups) != 1 {
 		t.Errorf("RefusalGroups(limit 1) = %d groups, %v, want 1, nil", len(groups), err)
 	}
@@ -131,31 +127,16 @@ func testFleetSpend(t *testing.T, s store.Store) {
 		{Box: "alpha", Month: "2026-10", PayerKind: "visitor", Principal: "github:ann", Model: "claude-opus-5-5", Calls: 1, Unpriced: 1, InputTokens: 5},
 		{Box: "beta", Month: "2026-10", PayerKind: "owner", Model: "claude-haiku-4-5", Calls: 1, CacheReadTokens: 7, Cost: 40},
 	}
-	us, err := s.FleetUsage(ctx, "2026-10")
-	read(t, "FleetUsage", wantU, us, err)
+	answer(s.FleetUsage(ctx, "2026-10")).is(t, "FleetUsage", wantU)
 	wantT := []store.Tally{
 		{Box: "alpha", Month: "2026-10", Spent: 10_000_300},
 		{Box: "alpha", Principal: "github:ann", Month: "2026-10", Spent: 10_000_000},
 		{Box: "beta", Month: "2026-10", Spent: 40},
 	}
-	ts, err := s.FleetTallies(ctx, "2026-10")
-	read(t, "FleetTallies", wantT, ts, err)
-	total, err := s.FleetTotal(ctx, "2026-10")
+	answer(s.FleetTallies(ctx, "2026-10")).is(t, "FleetTallies", wantT)
 	wantTotal := store.MonthTotal{Usage: store.Usage{Calls: 4, Unpriced: 1, InputTokens: 15, OutputTokens: 20, CacheReadTokens: 7, Cost: 340}, Charged: 10_000_340}
-	if d := diff(wantTotal, total); err != nil || d != "" {
-		t.Errorf("FleetTotal = %v, mismatch (-want +got):\n%s", err, d)
-	}
-	if total, err := s.FleetTotal(ctx, "2026-11"); err != nil || total != (store.MonthTotal{}) {
-		t.Errorf("FleetTotal(2026-11) = %+v, %v, want zero", total, err)
-	}
-	for _, month := range []string{"2026-11"} {
-		us, err := s.FleetUsage(ctx, month)
-		if err != nil || len(us) != 0 {
-			t.Errorf("FleetUsage(%s) = %v, %v, want none", month, us, err)
-		}
-		ts, err := s.FleetTallies(ctx, month)
-		if err != nil || len(ts) != 0 {
-			t.Errorf("FleetTallies(%s) = %v, %v, want none", month, ts, err)
-		}
-	}
+	answer(s.FleetTotal(ctx, "2026-10")).is(t, "FleetTotal", wantTotal)
+	answer(s.FleetTotal(ctx, "2026-11")).is(t, "FleetTotal(2026-11)", store.MonthTotal{})
+	answer(s.FleetUsage(ctx, "2026-11")).none(t, "FleetUsage(2026-11)")
+	answer(s.FleetTallies(ctx, "2026-11")).none(t, "FleetTallies(2026-11)")
 }

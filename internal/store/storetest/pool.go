@@ -1,7 +1,7 @@
 package storetest
 
 import (
-	"fmt"
+	"context"
 	"testing"
 
 	"github.com/intentius/boxbroker/internal/store"
@@ -17,25 +17,19 @@ func testPool(t *testing.T, s store.Store) {
 	}
 	b := store.PoolEntry{Name: "b", Weight: 2, URL: "https://gw.example/", Sealed: []byte{0, 1, 2, 0xff}, UpdatedAt: at(1)}
 	a := store.PoolEntry{Name: "a", Weight: 1, Sealed: []byte("sealed-a"), UpdatedAt: at(2)}
+	c := concept[store.PoolEntry]{set: "SetPoolEntry", del: "DeletePoolEntry", key: func(e store.PoolEntry) string { return e.Name },
+		write: s.SetPoolEntry, remove: func(ctx context.Context, e store.PoolEntry) error { return s.DeletePoolEntry(ctx, e.Name) }}
 	seq := lastChange(t, s)
-	for _, e := range []store.PoolEntry{b, a} {
-		must(t, fmt.Sprintf("SetPoolEntry(%s)", e.Name), s.SetPoolEntry(ctx, e))
-	}
+	c.sets(t, b, a)
 	same(t, "SetPoolEntry changes", []store.Change{{Kind: store.ChangePool, Key: "a"}, {Kind: store.ChangePool, Key: "b"}}, keys(changesAfter(t, s, seq)))
-	got = answer(s.PoolEntries(ctx)).must(t, "PoolEntries()")
-	same(t, "PoolEntries()", []store.PoolEntry{a, b}, got)
+	answer(s.PoolEntries(ctx)).is(t, "PoolEntries()", []store.PoolEntry{a, b})
 	b2 := store.PoolEntry{Name: "b", Weight: 5, Sealed: []byte("sealed-b2"), UpdatedAt: at(3)}
-	must(t, "SetPoolEntry(b) again", s.SetPoolEntry(ctx, b2))
-	got, _ = s.PoolEntries(ctx)
-	same(t, "PoolEntries() after replacing b", []store.PoolEntry{a, b2}, got)
+	c.replaces(t, b2)
+	answer(s.PoolEntries(ctx)).is(t, "PoolEntries() after replacing b", []store.PoolEntry{a, b2})
 	seq = lastChange(t, s)
-	wantErr(t, "DeletePoolEntry(a)", s.DeletePoolEntry(ctx, "a"), nil)
-	wantErr(t, "DeletePoolEntry(a) again", s.DeletePoolEntry(ctx, "a"), store.ErrNotFound)
+	c.removes(t, a)
 	same(t, "DeletePoolEntry changes", []store.Change{{Kind: store.ChangePool, Key: "a"}}, keys(changesAfter(t, s, seq)))
-	got, _ = s.PoolEntries(ctx)
-	same(t, "PoolEntries() after removing a", []store.PoolEntry{b2}, got)
+	answer(s.PoolEntries(ctx)).is(t, "PoolEntries() after removing a", []store.PoolEntry{b2})
 	// The shared credential is not a pool row: it stays where it was.
-	if _, err := s.Credential(ctx, "anthropic"); err == nil {
-		t.Errorf("Credential(anthropic) on a store with only pool entries = nil error, want ErrNotFound")
-	}
+	wantErr(t, "Credential(anthropic) on a store with only pool entries", second(s.Credential(ctx, "anthropic")), store.ErrNotFound)
 }

@@ -3,7 +3,6 @@ package storetest
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,9 +26,7 @@ func testProposals(t *testing.T, s store.Store) {
 	mustCreateBox(t, s, "beta")
 	seq := lastChange(t, s)
 
-	if _, err := s.OpenProposal(ctx, proposal("nobody", "p-0", "k0", 1), 3); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("OpenProposal(no box) = %v, want ErrNotFound", err)
-	}
+	wantErr(t, "OpenProposal(no box)", second(s.OpenProposal(ctx, proposal("nobody", "p-0", "k0", 1), 3)), store.ErrNotFound)
 	p := answer(s.OpenProposal(ctx, proposal("alpha", "p-1", "k1", 1), 3)).must(t, "OpenProposal")
 	want := proposal("alpha", "p-1", "k1", 1)
 	want.Count, want.State, want.UpdatedAt = 1, store.ProposalPending, at(1)
@@ -42,9 +39,7 @@ func testProposals(t *testing.T, s store.Store) {
 	for i, key := range []string{"k2", "k3"} {
 		must(t, fmt.Sprintf("OpenProposal(%s)", key), second(s.OpenProposal(ctx, proposal("alpha", fmt.Sprintf("p-%d", i+2), key, 3), 3)))
 	}
-	if _, err := s.OpenProposal(ctx, proposal("alpha", "p-4", "k4", 4), 3); !errors.Is(err, store.ErrFull) {
-		t.Errorf("OpenProposal(past max) = %v, want ErrFull", err)
-	}
+	wantErr(t, "OpenProposal(past max)", second(s.OpenProposal(ctx, proposal("alpha", "p-4", "k4", 4), 3)), store.ErrFull)
 	if p, err := s.OpenProposal(ctx, proposal("alpha", "p-x", "k1", 4), 3); err != nil || p.Count != 3 {
 		t.Errorf("OpenProposal(same key, full) = count %d, %v; want 3, nil", p.Count, err)
 	}
@@ -63,37 +58,21 @@ func testProposals(t *testing.T, s store.Store) {
 	if err != nil || ap.State != store.ProposalApproved || !sameTime(ap.Until, at(3605)) || ap.DecidedBy != "owner" || !sameTime(ap.DecidedAt, at(5)) {
 		t.Fatalf("DecideProposal(approve) = %+v, %v", ap, err)
 	}
-	if _, err := s.DecideProposal(ctx, "p-1", store.ProposalApproved, time.Time{}, "owner", at(6)); !errors.Is(err, store.ErrNotPending) {
-		t.Errorf("DecideProposal(approve again) = %v, want ErrNotPending", err)
-	}
-	if _, err := s.DecideProposal(ctx, "p-none", store.ProposalDenied, time.Time{}, "owner", at(6)); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("DecideProposal(none) = %v, want ErrNotFound", err)
-	}
+	wantErr(t, "DecideProposal(approve again)", second(s.DecideProposal(ctx, "p-1", store.ProposalApproved, time.Time{}, "owner", at(6))), store.ErrNotPending)
+	wantErr(t, "DecideProposal(none)", second(s.DecideProposal(ctx, "p-none", store.ProposalDenied, time.Time{}, "owner", at(6))), store.ErrNotFound)
 	wantErr(t, "DecideProposal(deny)", second(s.DecideProposal(ctx, "p-2", store.ProposalDenied, time.Time{}, "owner", at(6))), nil)
 	in, err := s.ApprovalsInForce(ctx, "alpha", store.ProposalRule, at(10))
 	if err != nil || len(in) != 1 || in[0].ID != "p-1" {
 		t.Errorf("ApprovalsInForce = %+v, %v; want p-1", in, err)
 	}
-	if in, err := s.ApprovalsInForce(ctx, "alpha", store.ProposalRule, at(3605)); err != nil || len(in) != 0 {
-		t.Errorf("ApprovalsInForce(after its end) = %+v, %v; want none", in, err)
-	}
-	if in, err := s.ApprovalsInForce(ctx, "alpha", store.ProposalHost, at(10)); err != nil || len(in) != 0 {
-		t.Errorf("ApprovalsInForce(other kind) = %+v, %v; want none", in, err)
-	}
+	answer(s.ApprovalsInForce(ctx, "alpha", store.ProposalRule, at(3605))).none(t, "ApprovalsInForce(after its end)")
+	answer(s.ApprovalsInForce(ctx, "alpha", store.ProposalHost, at(10))).none(t, "ApprovalsInForce(other kind)")
 	// An approval is used once, while in force.
-	if err := s.UseApproval(ctx, "p-1", at(3605)); !errors.Is(err, store.ErrNotPending) {
-		t.Errorf("UseApproval(after its end) = %v, want ErrNotPending", err)
-	}
-	if err := s.UseApproval(ctx, "p-2", at(10)); !errors.Is(err, store.ErrNotPending) {
-		t.Errorf("UseApproval(denied) = %v, want ErrNotPending", err)
-	}
+	wantErr(t, "UseApproval(after its end)", s.UseApproval(ctx, "p-1", at(3605)), store.ErrNotPending)
+	wantErr(t, "UseApproval(denied)", s.UseApproval(ctx, "p-2", at(10)), store.ErrNotPending)
 	wantErr(t, "UseApproval", s.UseApproval(ctx, "p-1", at(10)), nil)
-	if err := s.UseApproval(ctx, "p-1", at(11)); !errors.Is(err, store.ErrNotPending) {
-		t.Errorf("UseApproval(again) = %v, want ErrNotPending", err)
-	}
-	if in, err := s.ApprovalsInForce(ctx, "alpha", store.ProposalRule, at(12)); err != nil || len(in) != 0 {
-		t.Errorf("ApprovalsInForce after use = %+v, %v; want none", in, err)
-	}
+	wantErr(t, "UseApproval(again)", s.UseApproval(ctx, "p-1", at(11)), store.ErrNotPending)
+	answer(s.ApprovalsInForce(ctx, "alpha", store.ProposalRule, at(12))).none(t, "ApprovalsInForce after use")
 	// A new proposal with key k1 opens again: the approved one is no
 	// longer pending.
 	if p, err := s.OpenProposal(ctx, proposal("alpha", "p-5", "k1", 7), 3); err != nil || p.ID != "p-5" || p.Count != 1 {
@@ -106,17 +85,13 @@ func testProposals(t *testing.T, s store.Store) {
 	if p, err := s.Proposal(ctx, "p-3", late); err != nil || p.State != store.ProposalExpired {
 		t.Errorf("Proposal(p-3, late) = %s, %v; want expired", p.State, err)
 	}
-	if _, err := s.DecideProposal(ctx, "p-3", store.ProposalApproved, time.Time{}, "owner", late); !errors.Is(err, store.ErrNotPending) {
-		t.Errorf("DecideProposal(expired) = %v, want ErrNotPending", err)
-	}
+	wantErr(t, "DecideProposal(expired)", second(s.DecideProposal(ctx, "p-3", store.ProposalApproved, time.Time{}, "owner", late)), store.ErrNotPending)
 	if ex, err := s.ListProposals(ctx, "alpha", store.ProposalExpired, late, 10); err != nil || len(ex) != 1 || ex[0].ID != "p-3" {
 		t.Errorf("ListProposals(expired) = %+v, %v; want p-3", ex, err)
 	}
 	p6 := proposal("alpha", "p-6", "k6", 3+3600)
 	wantErr(t, "OpenProposal(after expiry)", second(s.OpenProposal(ctx, p6, 3)), nil)
-	if _, err := s.Proposal(ctx, "p-none", late); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("Proposal(none) = %v, want ErrNotFound", err)
-	}
+	wantErr(t, "Proposal(none)", second(s.Proposal(ctx, "p-none", late)), store.ErrNotFound)
 
 	// A budget proposal keeps its payer, and names no secret.
 	budget := store.Proposal{ID: "p-budget", Attempt: store.Attempt{Box: "beta", Kind: store.ProposalBudget, Model: "claude-sonnet-4-5", Amount: 6564,
@@ -133,38 +108,24 @@ func testProposals(t *testing.T, s store.Store) {
 	if err != nil || wd.State != store.ProposalDenied || wd.DecidedBy != "admin:a1" || !sameTime(wd.DecidedAt, at(9)) {
 		t.Errorf("DecideProposal(withdraw) = %+v, %v; want denied by admin:a1 at 9", wd, err)
 	}
-	if in, err := s.ApprovalsInForce(ctx, "beta", store.ProposalBudget, at(9)); err != nil || len(in) != 0 {
-		t.Errorf("ApprovalsInForce after the withdrawal = %+v, %v; want none", in, err)
-	}
+	answer(s.ApprovalsInForce(ctx, "beta", store.ProposalBudget, at(9))).none(t, "ApprovalsInForce after the withdrawal")
 	for _, id := range []string{"p-budget", "p-1"} { // withdrawn; used
-		if _, err := s.DecideProposal(ctx, id, store.ProposalDenied, time.Time{}, "owner", at(12)); !errors.Is(err, store.ErrNotPending) {
-			t.Errorf("DecideProposal(withdraw %s) = %v, want ErrNotPending", id, err)
-		}
+		wantErr(t, "DecideProposal(withdraw "+id+")", second(s.DecideProposal(ctx, id, store.ProposalDenied, time.Time{}, "owner", at(12))), store.ErrNotPending)
 	}
 
 	// Asks.
 	for _, sc := range []string{"secret:GITHUB", "hosts", "hosts"} {
 		must(t, fmt.Sprintf("SetAsk(%s)", sc), s.SetAsk(ctx, "alpha", sc, true))
 	}
-	if err := s.SetAsk(ctx, "nobody", "hosts", true); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("SetAsk(no box) = %v, want ErrNotFound", err)
-	}
-	if asks, err := s.ListAsks(ctx, "alpha"); err != nil || len(asks) != 2 || asks[0] != "hosts" || asks[1] != "secret:GITHUB" {
-		t.Errorf("ListAsks = %v, %v; want [hosts secret:GITHUB]", asks, err)
-	}
+	wantErr(t, "SetAsk(no box)", s.SetAsk(ctx, "nobody", "hosts", true), store.ErrNotFound)
+	answer(s.ListAsks(ctx, "alpha")).is(t, "ListAsks", []string{"hosts", "secret:GITHUB"})
 	must(t, "SetAsk(alpha, hosts, off)", s.SetAsk(ctx, "alpha", "hosts", false))
-	if asks, err := s.ListAsks(ctx, "alpha"); err != nil || len(asks) != 1 {
-		t.Errorf("ListAsks after off = %v, %v; want [secret:GITHUB]", asks, err)
-	}
+	answer(s.ListAsks(ctx, "alpha")).is(t, "ListAsks after off", []string{"secret:GITHUB"})
 	noChange(t, s, "proposals", seq)
 
 	must(t, "DeleteBox(alpha)", s.DeleteBox(ctx, "alpha"))
-	if all, err := s.ListProposals(ctx, "alpha", "", late, 10); err != nil || len(all) != 0 {
-		t.Errorf("ListProposals after DeleteBox = %d, %v; want 0", len(all), err)
-	}
-	if asks, err := s.ListAsks(ctx, "alpha"); err != nil || len(asks) != 0 {
-		t.Errorf("ListAsks after DeleteBox = %v, %v; want none", asks, err)
-	}
+	answer(s.ListProposals(ctx, "alpha", "", late, 10)).none(t, "ListProposals after DeleteBox")
+	answer(s.ListAsks(ctx, "alpha")).none(t, "ListAsks after DeleteBox")
 }
 
 // testConcurrentProposals: many refusals at once, all different, write
@@ -173,25 +134,20 @@ func testConcurrentProposals(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	mustCreateBox(t, s, "alpha")
 	const n, max = 24, 5
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			_, err := s.OpenProposal(ctx, proposal("alpha", fmt.Sprintf("p-d%d", i), fmt.Sprintf("d%d", i), 1), max)
-			if err != nil && !errors.Is(err, store.ErrFull) {
-				t.Errorf("OpenProposal(d%d) = %v", i, err)
-			}
-		}()
-		go func() {
-			defer wg.Done()
-			_, err := s.OpenProposal(ctx, proposal("alpha", fmt.Sprintf("p-s%d", i), "same", 1), max)
-			if err != nil && !errors.Is(err, store.ErrFull) {
-				t.Errorf("OpenProposal(same) = %v", err)
-			}
-		}()
+	key := func(j int) string { // even: all different; odd: all the same
+		if j%2 == 1 {
+			return "same"
+		}
+		return fmt.Sprintf("d%d", j/2)
 	}
-	wg.Wait()
+	for j, err := range atOnce(2*n, func(j int) error {
+		_, err := s.OpenProposal(ctx, proposal("alpha", fmt.Sprintf("p-%s%d", key(j)[:1], j/2), key(j), 1), max)
+		return err
+	}) {
+		if err != nil && !errors.Is(err, store.ErrFull) {
+			t.Errorf("OpenProposal(%s) = %v", key(j), err)
+		}
+	}
 	list, err := s.ListProposals(ctx, "alpha", "", at(2), 100)
 	if err != nil || len(list) > max {
 		t.Fatalf("ListProposals = %d rows, %v; want at most %d", len(list), err, max)

@@ -1,10 +1,8 @@
 package storetest
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 
 	"github.com/intentius/boxbroker/internal/store"
@@ -17,19 +15,10 @@ func testProxyCA(t *testing.T, s store.Store) {
 	}
 	seq := lastChange(t, s)
 	first := store.ProxyCA{CertPEM: []byte("cert one"), SealedKey: []byte{0, 1, 2, 255}, CreatedAt: at(1)}
-	got := answer(s.CreateProxyCA(ctx, first)).must(t, "CreateProxyCA(first)")
-	if !sameCA(got, first) {
-		t.Errorf("CreateProxyCA(first) = %q, want the first", got.CertPEM)
-	}
-	second := store.ProxyCA{CertPEM: []byte("cert two"), SealedKey: []byte{9}, CreatedAt: at(2)}
-	got = answer(s.CreateProxyCA(ctx, second)).must(t, "CreateProxyCA(second)")
-	if !sameCA(got, first) {
-		t.Errorf("CreateProxyCA(second) = %q, want the first kept", got.CertPEM)
-	}
-	got, err := s.ProxyCA(ctx)
-	if err != nil || !sameCA(got, first) {
-		t.Errorf("ProxyCA() = %q, %v, want the first", got.CertPEM, err)
-	}
+	answer(s.CreateProxyCA(ctx, first)).is(t, "CreateProxyCA(first) (want the first)", first)
+	next := store.ProxyCA{CertPEM: []byte("cert two"), SealedKey: []byte{9}, CreatedAt: at(2)}
+	answer(s.CreateProxyCA(ctx, next)).is(t, "CreateProxyCA(second) (want the first kept)", first)
+	answer(s.ProxyCA(ctx)).is(t, "ProxyCA() (want the first)", first)
 	noChange(t, s, "CreateProxyCA", seq)
 }
 
@@ -38,31 +27,19 @@ func testProxyCA(t *testing.T, s store.Store) {
 func testConcurrentCreateProxyCA(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	const n = 8
-	var wg sync.WaitGroup
 	kept := make([]store.ProxyCA, n)
-	errs := make([]error, n)
-	for i := range n {
-		wg.Go(func() {
-			kept[i], errs[i] = s.CreateProxyCA(ctx, store.ProxyCA{CertPEM: fmt.Appendf(nil, "cert %d", i), SealedKey: []byte{byte(i)}, CreatedAt: at(i)})
-		})
-	}
-	wg.Wait()
+	errs := atOnce(n, func(i int) (err error) {
+		kept[i], err = s.CreateProxyCA(ctx, store.ProxyCA{CertPEM: fmt.Appendf(nil, "cert %d", i), SealedKey: []byte{byte(i)}, CreatedAt: at(i)})
+		return err
+	})
 	stored := answer(s.ProxyCA(ctx)).must(t, "ProxyCA() after the race")
 	for i := range n {
 		if errs[i] != nil {
 			t.Errorf("CreateProxyCA(%d) = %v, want nil", i, errs[i])
 			continue
 		}
-		if !sameCA(kept[i], stored) {
-			t.Errorf("CreateProxyCA(%d) = %q, want the stored %q", i, kept[i].CertPEM, stored.CertPEM)
-		}
+		same(t, fmt.Sprintf("CreateProxyCA(%d) (want the one stored)", i), stored, kept[i])
 	}
-}
-
-func sameCA(a, b store.ProxyCA) bool {
-	return bytes.Equal(a.CertPEM, b.CertPEM) && bytes.Equal(a.SealedKey, b.SealedKey) && sameTime(a.CreatedAt, b.CreatedAt) &&
-		bytes.Equal(a.NextCertPEM, b.NextCertPEM) && bytes.Equal(a.NextSealedKey, b.NextSealedKey) &&
-		(a.NextFrom.IsZero() && b.NextFrom.IsZero() || sameTime(a.NextFrom, b.NextFrom))
 }
 
 // testReplaceProxyCA: a rotation replaces the stored authority only when
@@ -79,25 +56,17 @@ func testReplaceProxyCA(t *testing.T, s store.Store) {
 	pending := first
 	pending.NextCertPEM, pending.NextSealedKey, pending.NextFrom = []byte("cert two"), []byte{2, 0, 255}, at(9)
 	got, err := s.ReplaceProxyCA(ctx, first, pending)
-	if err != nil || !sameCA(got, pending) {
-		t.Fatalf("ReplaceProxyCA(first → pending) = %q %q, %v, want the pending one", got.CertPEM, got.NextCertPEM, err)
+	if d := diff(pending, got); err != nil || d != "" {
+		t.Fatalf("ReplaceProxyCA(first → pending) = %v, want the pending one (-want +got):\n%s", err, d)
 	}
-	if got, err := s.ProxyCA(ctx); err != nil || !sameCA(got, pending) {
-		t.Errorf("ProxyCA() = %q %q %v, %v, want the pending one", got.CertPEM, got.NextCertPEM, got.NextFrom, err)
-	}
+	answer(s.ProxyCA(ctx)).is(t, "ProxyCA() (want the pending one)", pending)
 	// A rotation that read first, before the pending one was written,
 	// replaces nothing.
 	stale := store.ProxyCA{CertPEM: []byte("cert three"), SealedKey: []byte{3}, CreatedAt: at(3)}
-	if got, err := s.ReplaceProxyCA(ctx, first, stale); err != nil || !sameCA(got, pending) {
-		t.Errorf("ReplaceProxyCA(a stale was) = %q %q, %v, want the pending one kept", got.CertPEM, got.NextCertPEM, err)
-	}
+	answer(s.ReplaceProxyCA(ctx, first, stale)).is(t, "ReplaceProxyCA(a stale was) (want the pending one kept)", pending)
 	// The switch: the next one becomes the only one.
 	switched := store.ProxyCA{CertPEM: pending.NextCertPEM, SealedKey: pending.NextSealedKey, CreatedAt: at(9)}
-	if got, err := s.ReplaceProxyCA(ctx, pending, switched); err != nil || !sameCA(got, switched) {
-		t.Errorf("ReplaceProxyCA(pending → switched) = %q %q, %v, want the switched one", got.CertPEM, got.NextCertPEM, err)
-	}
-	if got, err := s.ProxyCA(ctx); err != nil || !sameCA(got, switched) || len(got.NextCertPEM) != 0 || !got.NextFrom.IsZero() {
-		t.Errorf("ProxyCA() = %q %q %v, %v, want the switched one with none pending", got.CertPEM, got.NextCertPEM, got.NextFrom, err)
-	}
+	answer(s.ReplaceProxyCA(ctx, pending, switched)).is(t, "ReplaceProxyCA(pending → switched)", switched)
+	answer(s.ProxyCA(ctx)).is(t, "ProxyCA() (want the switched one with none pending)", switched)
 	noChange(t, s, "ReplaceProxyCA", seq)
 }

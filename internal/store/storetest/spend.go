@@ -1,9 +1,10 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"slices"
 	"testing"
 
 	"github.com/intentius/boxbroker/internal/store"
@@ -18,40 +19,27 @@ func testBudgets(t *testing.T, s store.Store) {
 		{Box: "alpha", Principal: "", Limit: 25_000_000, UpdatedAt: at(2)},
 		{Box: "alpha", Principal: "github:ann", Limit: 1, UpdatedAt: at(3)},
 	}
-	for _, b := range budgets {
-		wantErr(t, fmt.Sprintf("SetBudget(%q)", b.Principal), s.SetBudget(ctx, b), nil)
-	}
+	c := concept[store.Budget]{set: "SetBudget", del: "DeleteBudget", key: func(b store.Budget) string { return fmt.Sprintf("%q, %q", b.Box, b.Principal) },
+		write: s.SetBudget, remove: func(ctx context.Context, b store.Budget) error { return s.DeleteBudget(ctx, b.Box, b.Principal) }}
+	c.sets(t, budgets...)
 	replaced := store.Budget{Box: "alpha", Principal: "github:ann", Limit: 2_500_000, UpdatedAt: at(4)}
-	wantErr(t, "SetBudget(github:ann) again", s.SetBudget(ctx, replaced), nil)
+	c.replaces(t, replaced)
 	want := []store.Budget{budgets[1], replaced, budgets[0]}
-	got, err := s.ListBudgets(ctx, "alpha")
-	read(t, "ListBudgets(alpha)", want, got, err)
+	answer(s.ListBudgets(ctx, "alpha")).is(t, "ListBudgets(alpha)", want)
 	// Each write of a budget is logged, so caches of which boxes have one drop it.
-	for _, c := range changesAfter(t, s, seq) {
-		if c.Kind != store.ChangeBudget || c.Key != "alpha" {
-			t.Errorf("SetBudget recorded change %s %q, want %s %q", c.Kind, c.Key, store.ChangeBudget, "alpha")
-		}
-	}
-	if cs := changesAfter(t, s, seq); len(cs) != len(budgets)+1 {
-		t.Errorf("SetBudget ×%d recorded %d changes, want %d", len(budgets)+1, len(cs), len(budgets)+1)
-	}
+	budgetChange := store.Change{Kind: store.ChangeBudget, Key: "alpha"}
+	same(t, fmt.Sprintf("changes of SetBudget ×%d", len(budgets)+1), slices.Repeat([]store.Change{budgetChange}, len(budgets)+1), keys(changesAfter(t, s, seq)))
 	seq = lastChange(t, s)
 
 	wantErr(t, "SetBudget(no box)", s.SetBudget(ctx, store.Budget{Box: "nobox", Limit: 1, UpdatedAt: at(1)}), store.ErrNotFound)
 	if err := s.SetBudget(ctx, store.Budget{Box: "alpha", Limit: -1, UpdatedAt: at(1)}); err == nil {
 		t.Errorf("SetBudget(limit -1) = nil, want an error")
 	}
-	wantErr(t, "DeleteBudget(alpha, github:zed)", s.DeleteBudget(ctx, "alpha", "github:zed"), nil)
-	wantErr(t, "DeleteBudget(alpha, github:zed) again", s.DeleteBudget(ctx, "alpha", "github:zed"), store.ErrNotFound)
+	c.removes(t, budgets[0])
 	wantErr(t, "DeleteBudget(nobox, \"\")", s.DeleteBudget(ctx, "nobox", ""), store.ErrNotFound)
-	if cs := changesAfter(t, s, seq); len(cs) != 1 || cs[0].Kind != store.ChangeBudget || cs[0].Key != "alpha" {
-		t.Errorf("DeleteBudget recorded changes %v, want one %s change of alpha", keys(cs), store.ChangeBudget)
-	}
-	got, err = s.ListBudgets(ctx, "alpha")
-	read(t, "ListBudgets(alpha) after delete", []store.Budget{budgets[1], replaced}, got, err)
-	if got, err := s.ListBudgets(ctx, "nobox"); err != nil || len(got) != 0 {
-		t.Errorf("ListBudgets(nobox) = %v, %v, want none, nil", got, err)
-	}
+	same(t, "changes of DeleteBudget", []store.Change{budgetChange}, keys(changesAfter(t, s, seq)))
+	answer(s.ListBudgets(ctx, "alpha")).is(t, "ListBudgets(alpha) after delete", []store.Budget{budgets[1], replaced})
+	answer(s.ListBudgets(ctx, "nobox")).none(t, "ListBudgets(nobox)")
 }
 
 // tallies returns s.Tallies(box, month), failing on error.
@@ -80,13 +68,10 @@ func testReserveAndSettle(t *testing.T, s store.Store) {
 
 	// A budget set mid-month counts what was spent before it.
 	wantErr(t, "SetBudget(alpha, 1000)", s.SetBudget(ctx, store.Budget{Box: "alpha", Limit: 1000, UpdatedAt: at(1)}), nil)
-	first, err := reserve(t, s, "alpha", "", "2026-10", 400)
-	if first == 0 || err != nil {
-		t.Fatalf("Reserve(400 of 700 left) = %d, %v, want an ID, nil", first, err)
-	}
-	second, err := reserve(t, s, "alpha", "", "2026-10", 300)
-	if second == 0 || second == first || err != nil {
-		t.Fatalf("Reserve(300 of 300 left) = %d, %v, want a new ID, nil", second, err)
+	first := answer(reserve(t, s, "alpha", "", "2026-10", 400)).held(t, "Reserve(400 of 700 left)")
+	next, err := reserve(t, s, "alpha", "", "2026-10", 300)
+	if next == 0 || next == first || err != nil {
+		t.Fatalf("Reserve(300 of 300 left) = %d, %v, want a new ID, nil", next, err)
 	}
 	_, err = reserve(t, s, "alpha", "", "2026-10", 1)
 	var obe *store.OverBudgetError
@@ -96,9 +81,7 @@ func testReserveAndSettle(t *testing.T, s store.Store) {
 	wantOver := store.OverBudgetError{Budget: store.Budget{Box: "alpha", Limit: 1000}, Month: "2026-10", Spent: 300, Reserved: 700}
 	same(t, "Reserve(1 of 0 left) error", wantOver, *obe)
 	// Another month is another tally.
-	if id, err := reserve(t, s, "alpha", "", "2026-11", 1000); id == 0 || err != nil {
-		t.Errorf("Reserve(1000 in 2026-11) = %d, %v, want an ID, nil", id, err)
-	}
+	answer(reserve(t, s, "alpha", "", "2026-11", 1000)).held(t, "Reserve(1000 in 2026-11)")
 
 	// Settling releases the reservation and charges what was measured.
 	wantErr(t, "Settle(first, 250)", s.Settle(ctx, store.Settlement{Reservation: first, Box: "alpha", Month: "2026-10", Charge: 250}), nil)
@@ -106,23 +89,15 @@ func testReserveAndSettle(t *testing.T, s store.Store) {
 	// Settling the same reservation again releases nothing more.
 	wantErr(t, "Settle(first) again", s.Settle(ctx, store.Settlement{Reservation: first, Box: "alpha", Month: "2026-10"}), nil)
 	same(t, "Tallies after settling twice", []store.Tally{{Box: "alpha", Month: "2026-10", Spent: 550, Reserved: 300}}, tallies(t, s, "alpha", "2026-10"))
-	if id, err := reserve(t, s, "alpha", "", "2026-10", 150); id == 0 || err != nil {
-		t.Errorf("Reserve(150 of 150 left) = %d, %v, want an ID, nil", id, err)
-	}
-	if _, err := reserve(t, s, "alpha", "", "2026-10", 1); !errors.Is(err, store.ErrOverBudget) {
-		t.Errorf("Reserve(1 of 0 left) = %v, want ErrOverBudget", err)
-	}
+	answer(reserve(t, s, "alpha", "", "2026-10", 150)).held(t, "Reserve(150 of 150 left)")
+	wantErr(t, "Reserve(1 of 0 left)", second(reserve(t, s, "alpha", "", "2026-10", 1)), store.ErrOverBudget)
 	// A settlement may charge past the limit (a call that cost more than
 	// its bound); the next reservation is refused.
-	wantErr(t, "Settle(second, 900)", s.Settle(ctx, store.Settlement{Reservation: second, Box: "alpha", Month: "2026-10", Charge: 900}), nil)
-	if _, err := reserve(t, s, "alpha", "", "2026-10", 1); !errors.Is(err, store.ErrOverBudget) {
-		t.Errorf("Reserve after overspending = %v, want ErrOverBudget", err)
-	}
+	wantErr(t, "Settle(second, 900)", s.Settle(ctx, store.Settlement{Reservation: next, Box: "alpha", Month: "2026-10", Charge: 900}), nil)
+	wantErr(t, "Reserve after overspending", second(reserve(t, s, "alpha", "", "2026-10", 1)), store.ErrOverBudget)
 	// Raising the limit lets calls through again.
 	wantErr(t, "SetBudget(alpha, 5000)", s.SetBudget(ctx, store.Budget{Box: "alpha", Limit: 5000, UpdatedAt: at(2)}), nil)
-	if id, err := reserve(t, s, "alpha", "", "2026-10", 1000); id == 0 || err != nil {
-		t.Errorf("Reserve after raising the limit = %d, %v, want an ID, nil", id, err)
-	}
+	answer(reserve(t, s, "alpha", "", "2026-10", 1000)).held(t, "Reserve after raising the limit")
 	wantErr(t, "Settle(no box)", s.Settle(ctx, store.Settlement{Box: "nobox", Month: "2026-10", Charge: 1}), store.ErrNotFound)
 	// Reserve and Settle log nothing; the budgets set between them do.
 	for _, c := range changesAfter(t, s, seq) {
@@ -139,14 +114,9 @@ func testReservePrincipal(t *testing.T, s store.Store) {
 	wantErr(t, "SetBudget(ann)", s.SetBudget(ctx, store.Budget{Box: "alpha", Principal: "github:ann", Limit: 100, UpdatedAt: at(1)}), nil)
 
 	// Only ann's budget applies to ann; nobody else's calls are held.
-	if id, err := reserve(t, s, "alpha", "github:bob", m, 1_000_000); id != 0 || err != nil {
-		t.Errorf("Reserve(bob, no budget) = %d, %v, want 0, nil", id, err)
-	}
-	annID, err := reserve(t, s, "alpha", "github:ann", m, 60)
-	if annID == 0 || err != nil {
-		t.Fatalf("Reserve(ann, 60 of 100) = %d, %v, want an ID, nil", annID, err)
-	}
-	_, err = reserve(t, s, "alpha", "github:ann", m, 41)
+	answer(reserve(t, s, "alpha", "github:bob", m, 1_000_000)).is(t, "Reserve(bob, no budget)", 0)
+	annID := answer(reserve(t, s, "alpha", "github:ann", m, 60)).held(t, "Reserve(ann, 60 of 100)")
+	_, err := reserve(t, s, "alpha", "github:ann", m, 41)
 	var obe *store.OverBudgetError
 	if !errors.As(err, &obe) || obe.Budget.Principal != "github:ann" {
 		t.Fatalf("Reserve(ann, 41 of 40) = %v, want ann's *OverBudgetError", err)
@@ -165,10 +135,7 @@ func testReservePrincipal(t *testing.T, s store.Store) {
 	if !errors.As(err, &obe) || obe.Budget.Principal != "" {
 		t.Errorf("Reserve(bob, 30; box has 20 left) = %v, want the box's *OverBudgetError", err)
 	}
-	bobID, err := reserve(t, s, "alpha", "github:bob", m, 20)
-	if bobID == 0 || err != nil {
-		t.Fatalf("Reserve(bob, 20 of 20) = %d, %v, want an ID, nil", bobID, err)
-	}
+	bobID := answer(reserve(t, s, "alpha", "github:bob", m, 20)).held(t, "Reserve(bob, 20 of 20)")
 	// A refused reservation holds nothing on either tally.
 	want = []store.Tally{
 		{Box: "alpha", Month: m, Reserved: 80},
@@ -236,27 +203,18 @@ func testConcurrentReservePrincipalCeiling(t *testing.T, s store.Store) {
 // budget; any other error fails the test.
 func reserveAtOnce(t *testing.T, s store.Store, n int, r func(i int) store.Reservation) (ids []int64, refused int) {
 	t.Helper()
-	var wg sync.WaitGroup
-	var mu sync.Mutex
+	made := make([]int64, n)
 	var failed []error
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			id, err := s.Reserve(t.Context(), r(i))
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err == nil:
-				ids = append(ids, id)
-			case errors.Is(err, store.ErrOverBudget):
-				refused++
-			default:
-				failed = append(failed, err)
-			}
-		}()
+	for i, err := range atOnce(n, func(i int) (err error) { made[i], err = s.Reserve(t.Context(), r(i)); return err }) {
+		switch {
+		case err == nil:
+			ids = append(ids, made[i])
+		case errors.Is(err, store.ErrOverBudget):
+			refused++
+		default:
+			failed = append(failed, err)
+		}
 	}
-	wg.Wait()
 	if len(failed) > 0 {
 		t.Fatalf("Reserve failed: %v", failed)
 	}
@@ -280,9 +238,7 @@ func testReleaseStale(t *testing.T, s store.Store) {
 	wantErr(t, "Settle(released)", s.Settle(ctx, store.Settlement{Reservation: old, Box: "alpha", Principal: "github:ann", Month: m, Charge: 30}), nil)
 	want = []store.Tally{{Box: "alpha", Month: m, Spent: 30, Reserved: 20}, {Box: "alpha", Principal: "github:ann", Month: m, Spent: 30}}
 	same(t, "Tallies after a late Settle", want, tallies(t, s, "alpha", m))
-	if n, err := s.ReleaseStale(ctx, at(5)); n != 0 || err != nil {
-		t.Errorf("ReleaseStale(at 5) again = %d, %v, want 0, nil", n, err)
-	}
+	answer(s.ReleaseStale(ctx, at(5))).is(t, "ReleaseStale(at 5) again", 0)
 }
 
 func testUsage(t *testing.T, s store.Store) {
@@ -304,11 +260,8 @@ func testUsage(t *testing.T, s store.Store) {
 		wantErr(t, fmt.Sprintf("Settle(%d)", i), s.Settle(ctx, st), nil)
 	}
 	want := []store.Usage{unpriced, u("shared", "", "claude-sonnet-4-5", 3, 14), u("visitor", "github:ann", "claude-haiku-4-5", 1, 7)}
-	got, err := s.ListUsage(ctx, "alpha", "2026-10")
-	read(t, "ListUsage(alpha, 2026-10)", want, got, err)
-	if got, err := s.ListUsage(ctx, "alpha", "2026-09"); err != nil || len(got) != 0 {
-		t.Errorf("ListUsage(alpha, 2026-09) = %v, %v, want none, nil", got, err)
-	}
+	answer(s.ListUsage(ctx, "alpha", "2026-10")).is(t, "ListUsage(alpha, 2026-10)", want)
+	answer(s.ListUsage(ctx, "alpha", "2026-09")).none(t, "ListUsage(alpha, 2026-09)")
 	wantT := []store.Tally{{Box: "alpha", Month: "2026-10", Spent: 21}, {Box: "alpha", Principal: "github:ann", Month: "2026-10", Spent: 7}}
 	same(t, "Tallies(alpha, 2026-10)", wantT, tallies(t, s, "alpha", "2026-10"))
 }
@@ -322,16 +275,10 @@ func testSpendGoesWithBox(t *testing.T, s store.Store) {
 		Usage: []store.Usage{{Box: "alpha", Month: "2026-10", PayerKind: "shared", Model: "m", Calls: 1, Cost: 3}}}), nil)
 	wantErr(t, "DeleteBox(alpha)", s.DeleteBox(ctx, "alpha"), nil)
 	mustCreateBox(t, s, "alpha")
-	if got, err := s.ListBudgets(ctx, "alpha"); err != nil || len(got) != 0 {
-		t.Errorf("ListBudgets of a box made anew = %v, %v, want none", got, err)
-	}
+	answer(s.ListBudgets(ctx, "alpha")).none(t, "ListBudgets of a box made anew")
 	if got := tallies(t, s, "alpha", "2026-10"); len(got) != 0 {
 		t.Errorf("Tallies of a box made anew = %v, want none", got)
 	}
-	if got, err := s.ListUsage(ctx, "alpha", "2026-10"); err != nil || len(got) != 0 {
-		t.Errorf("ListUsage of a box made anew = %v, %v, want none", got, err)
-	}
-	if n, err := s.ReleaseStale(ctx, at(100)); n != 0 || err != nil {
-		t.Errorf("ReleaseStale after the box went = %d, %v, want 0, nil", n, err)
-	}
+	answer(s.ListUsage(ctx, "alpha", "2026-10")).none(t, "ListUsage of a box made anew")
+	answer(s.ReleaseStale(ctx, at(100))).is(t, "ReleaseStale after the box went", 0)
 }

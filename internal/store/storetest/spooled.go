@@ -29,19 +29,11 @@ func testApplySpooledOverflowIsRejected(t *testing.T, s store.Store) {
 	if errors.Is(err, store.ErrUnavailable) {
 		t.Errorf("ApplySpooled(past the column's range) = %v, which is also store.ErrUnavailable", err)
 	}
-	if tl := tallies(t, s, "alpha", "2026-10"); len(tl) != 1 || tl[0].Spent != 1 {
-		t.Errorf("Tallies after the refused batch = %+v, want spent 1", tl)
-	}
-	if applied, err := s.ApplySpooled(ctx, "next", []store.Settlement{{Box: "alpha", Month: "2026-10", Charge: 2}}, nil); err != nil || !applied {
-		t.Errorf("ApplySpooled(the next batch) = %v, %v, want applied", applied, err)
-	}
+	same(t, "Tallies after the refused batch", []store.Tally{{Box: "alpha", Month: "2026-10", Spent: 1}}, tallies(t, s, "alpha", "2026-10"))
+	answer(s.ApplySpooled(ctx, "next", []store.Settlement{{Box: "alpha", Month: "2026-10", Charge: 2}}, nil)).is(t, "ApplySpooled(the next batch) (want applied)", true)
 	// The refused key was not kept as applied: fixed, the batch applies.
-	if applied, err := s.ApplySpooled(ctx, "over", []store.Settlement{{Box: "alpha", Month: "2026-10", Charge: 5}}, nil); err != nil || !applied {
-		t.Errorf("ApplySpooled(the refused key, fixed) = %v, %v, want applied", applied, err)
-	}
-	if tl := tallies(t, s, "alpha", "2026-10"); len(tl) != 1 || tl[0].Spent != 8 {
-		t.Errorf("Tallies at the end = %+v, want spent 8", tl)
-	}
+	answer(s.ApplySpooled(ctx, "over", []store.Settlement{{Box: "alpha", Month: "2026-10", Charge: 5}}, nil)).is(t, "ApplySpooled(the refused key, fixed) (want applied)", true)
+	same(t, "Tallies at the end", []store.Tally{{Box: "alpha", Month: "2026-10", Spent: 8}}, tallies(t, s, "alpha", "2026-10"))
 }
 
 // testApplySpooledOnce: a spooled batch applies its settlements and
@@ -51,10 +43,7 @@ func testApplySpooledOnce(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	mustCreateBox(t, s, "alpha")
 	wantErr(t, "SetBudget", s.SetBudget(ctx, store.Budget{Box: "alpha", Limit: 10_000_000, UpdatedAt: at(1)}), nil)
-	id, err := s.Reserve(ctx, store.Reservation{Box: "alpha", Month: "2026-10", Amount: 500_000, At: at(2)})
-	if err != nil || id == 0 {
-		t.Fatalf("Reserve = %d, %v", id, err)
-	}
+	id := answer(s.Reserve(ctx, store.Reservation{Box: "alpha", Month: "2026-10", Amount: 500_000, At: at(2)})).held(t, "Reserve")
 	settle := []store.Settlement{
 		{Reservation: id, Box: "alpha", Month: "2026-10", Charge: 1_000,
 			Usage: []store.Usage{{Box: "alpha", Month: "2026-10", PayerKind: "shared", Model: "m", Calls: 1, InputTokens: 10, Cost: 1_000}}},
@@ -67,25 +56,15 @@ func testApplySpooledOnce(t *testing.T, s store.Store) {
 			t.Errorf("ApplySpooled #%d applied = %v, want %v", i+1, applied, i == 0)
 		}
 	}
-	tallies, err := s.Tallies(ctx, "alpha", "2026-10")
-	if err != nil || len(tallies) != 1 || tallies[0].Spent != 1_000 || tallies[0].Reserved != 0 {
-		t.Errorf("Tallies after three replays = %+v, %v, want spent 1000 and nothing reserved", tallies, err)
-	}
-	usage, err := s.ListUsage(ctx, "alpha", "2026-10")
-	if err != nil || len(usage) != 1 || usage[0].Calls != 1 {
-		t.Errorf("ListUsage after three replays = %+v, %v, want one call", usage, err)
-	}
+	same(t, "Tallies after three replays (want spent 1000 and nothing reserved)", []store.Tally{{Box: "alpha", Month: "2026-10", Spent: 1_000}}, tallies(t, s, "alpha", "2026-10"))
+	answer(s.ListUsage(ctx, "alpha", "2026-10")).is(t, "ListUsage after three replays (want one call)", settle[0].Usage)
 	entries, err := s.ListAudit(ctx, store.AuditQuery{Box: "alpha", Limit: 10})
 	if err != nil || len(entries) != 1 {
 		t.Errorf("ListAudit after three replays = %d entries, %v, want 1", len(entries), err)
 	}
 	// Another key is another batch.
-	if applied, err := s.ApplySpooled(ctx, "k2", settle[:1], nil); err != nil || !applied {
-		t.Errorf("ApplySpooled(k2) = %v, %v, want applied", applied, err)
-	}
-	if tallies, _ := s.Tallies(ctx, "alpha", "2026-10"); len(tallies) != 1 || tallies[0].Spent != 2_000 {
-		t.Errorf("Tallies after k2 = %+v, want spent 2000", tallies)
-	}
+	answer(s.ApplySpooled(ctx, "k2", settle[:1], nil)).is(t, "ApplySpooled(k2) (want applied)", true)
+	same(t, "Tallies after k2", []store.Tally{{Box: "alpha", Month: "2026-10", Spent: 2_000}}, tallies(t, s, "alpha", "2026-10"))
 }
 
 // testApplySpooledSumsAsOneByOne: a batch of many settlements across a

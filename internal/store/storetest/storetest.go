@@ -12,7 +12,9 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"reflect"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -149,7 +151,7 @@ func newBox(name string) store.Box {
 }
 
 // mustCreateBox creates newBox(name) and returns it.
-func mustCreateBox(t *testing.T, s store.Store, name string) store.Box {
+func mustCreateBox(t testing.TB, s store.Store, name string) store.Box {
 	t.Helper()
 	b := newBox(name)
 	must(t, fmt.Sprintf("CreateBox(%q)", name), s.CreateBox(t.Context(), b))
@@ -219,8 +221,20 @@ func noChange(t *testing.T, s store.Store, call string, seq int64) {
 	}
 }
 
+// atOnce calls f(0) to f(n-1), each on a goroutine of its own, all at
+// once, and returns what each returned.
+func atOnce(n int, f func(i int) error) []error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs[i] = f(i) })
+	}
+	wg.Wait()
+	return errs
+}
+
 // must stops the test if the call named call returned an error.
-func must(t *testing.T, call string, err error) {
+func must(t testing.TB, call string, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatalf("%s = %v, want nil", call, err)
@@ -243,4 +257,30 @@ func (a answered[T]) must(t *testing.T, call string) T {
 	t.Helper()
 	must(t, call, a.err)
 	return a.v
+}
+
+// is stops the test if the call named call returned an error, and fails
+// it unless the call's value is want as a store keeps it (same).
+func (a answered[T]) is(t *testing.T, call string, want T) {
+	t.Helper()
+	read(t, call, want, a.v, a.err)
+}
+
+// held stops the test unless the reservation named call returned no
+// error and an ID (a reservation held), and returns the ID.
+func (a answered[T]) held(t *testing.T, call string) T {
+	t.Helper()
+	if a.err != nil || reflect.ValueOf(a.v).IsZero() {
+		t.Fatalf("%s = %v, %v, want an ID, nil", call, a.v, a.err)
+	}
+	return a.v
+}
+
+// none fails the test unless the call named call returned no error and
+// an empty list.
+func (a answered[T]) none(t *testing.T, call string) {
+	t.Helper()
+	if a.err != nil || reflect.ValueOf(a.v).Len() != 0 {
+		t.Errorf("%s = %v, %v, want none", call, a.v, a.err)
+	}
 }

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -18,23 +19,21 @@ func testWindowBudgets(t *testing.T, s store.Store) {
 		t.Errorf("SetWindowBudget(month) = nil, want an error (monthly budgets are Spend's)")
 	}
 	wantErr(t, "SetWindowBudget(nobox)", s.SetWindowBudget(ctx, store.Budget{Box: "nobox", Window: "day", Limit: 1, UpdatedAt: at(1)}), store.ErrNotFound)
-	for _, b := range []store.Budget{
-		{Box: "alpha", Window: "week", Limit: 50, UpdatedAt: at(1)},
-		{Box: "alpha", Window: "day", Limit: 5, UpdatedAt: at(1)},
-		{Box: "alpha", Principal: "github:ann", Window: "7d", Limit: 20, UpdatedAt: at(1)},
-		{Box: "alpha", Window: "day", Limit: 6, UpdatedAt: at(2)},
-	} {
-		wantErr(t, "SetWindowBudget", s.SetWindowBudget(ctx, b), nil)
+	del := func(ctx context.Context, b store.Budget) error {
+		return s.DeleteWindowBudget(ctx, b.Box, b.Principal, b.Window)
 	}
-	got := answer(s.ListWindowBudgets(ctx, "alpha")).must(t, "ListWindowBudgets")
-	want := []store.Budget{
+	c := concept[store.Budget]{set: "SetWindowBudget", del: "DeleteWindowBudget", write: s.SetWindowBudget, remove: del,
+		key: func(b store.Budget) string { return b.Box + ", " + b.Principal + ", " + b.Window }}
+	week := store.Budget{Box: "alpha", Window: "week", Limit: 50, UpdatedAt: at(1)}
+	c.sets(t, week, store.Budget{Box: "alpha", Window: "day", Limit: 5, UpdatedAt: at(1)},
+		store.Budget{Box: "alpha", Principal: "github:ann", Window: "7d", Limit: 20, UpdatedAt: at(1)})
+	c.replaces(t, store.Budget{Box: "alpha", Window: "day", Limit: 6, UpdatedAt: at(2)})
+	answer(s.ListWindowBudgets(ctx, "alpha")).is(t, "ListWindowBudgets", []store.Budget{
 		{Box: "alpha", Window: "day", Limit: 6, UpdatedAt: at(2).UTC().Truncate(time.Microsecond)},
 		{Box: "alpha", Window: "week", Limit: 50, UpdatedAt: at(1).UTC().Truncate(time.Microsecond)},
 		{Box: "alpha", Principal: "github:ann", Window: "7d", Limit: 20, UpdatedAt: at(1).UTC().Truncate(time.Microsecond)},
-	}
-	same(t, "ListWindowBudgets", want, got)
-	wantErr(t, "DeleteWindowBudget", s.DeleteWindowBudget(ctx, "alpha", "", "week"), nil)
-	wantErr(t, "DeleteWindowBudget(again)", s.DeleteWindowBudget(ctx, "alpha", "", "week"), store.ErrNotFound)
+	})
+	c.removes(t, week)
 	if got, _ := s.ListWindowBudgets(ctx, "alpha"); len(got) != 2 {
 		t.Errorf("ListWindowBudgets after delete = %+v, want 2", got)
 	}
@@ -48,11 +47,8 @@ func testWindowReserveAndSettle(t *testing.T, s store.Store) {
 	mustCreateBox(t, s, "alpha")
 	wantErr(t, "SetWindowBudget(day)", s.SetWindowBudget(ctx, store.Budget{Box: "alpha", Window: "day", Limit: 100, UpdatedAt: at(1)}), nil)
 	wantErr(t, "SetWindowBudget(3d)", s.SetWindowBudget(ctx, store.Budget{Box: "alpha", Principal: "github:ann", Window: "3d", Limit: 150, UpdatedAt: at(1)}), nil)
-	id, err := s.Reserve(ctx, store.Reservation{Box: "alpha", Principal: "github:ann", Month: "2026-10", Amount: 80, At: day(5)})
-	if err != nil || id == 0 {
-		t.Fatalf("Reserve(80) = %d, %v, want an ID", id, err)
-	}
-	_, err = s.Reserve(ctx, store.Reservation{Box: "alpha", Month: "2026-10", Amount: 30, At: day(5)})
+	id := answer(s.Reserve(ctx, store.Reservation{Box: "alpha", Principal: "github:ann", Month: "2026-10", Amount: 80, At: day(5)})).held(t, "Reserve(80)")
+	_, err := s.Reserve(ctx, store.Reservation{Box: "alpha", Month: "2026-10", Amount: 30, At: day(5)})
 	var over *store.OverBudgetError
 	if !errors.As(err, &over) || over.Budget.Window != "day" || over.Month != "2026-10-05" || over.Reserved != 80 {
 		t.Fatalf("Reserve(30) past the day's 100 = %v, want an OverBudgetError of the day 2026-10-05 with 80 reserved", err)
