@@ -225,8 +225,9 @@ func readyDeadLetters(out map[string]any, n int) {
 	out["spool"] = fmt.Sprintf("degraded: %d batches the store refuses are set aside; see boxbroker spool dead list", n)
 }
 
-// serveReady answers GET or HEAD /readyz: 200 when Ready, 503 when not,
-// with what Ready found as JSON.
+// serveReady answers GET or HEAD /readyz on the box-facing listener: 200
+// when Ready, 503 when not, with what Ready found as JSON, but for why the
+// store's writes fail.
 func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
@@ -234,6 +235,12 @@ func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out, ok := s.Ready(r.Context())
+	if _, failing := out["storeWrites"]; failing {
+		// The store's refusal can name its host, user and database: the
+		// box-facing listener says only that writes fail, and the admin
+		// API's /readyz, and the log, say why.
+		out["storeWrites"] = "failing"
+	}
 	status := http.StatusOK
 	if !ok {
 		status = http.StatusServiceUnavailable
