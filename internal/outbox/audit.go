@@ -11,10 +11,8 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/metrics"
@@ -354,10 +352,5 @@ func Scrub(e *store.AuditEntry) {
 }
 
 // storable is s with invalid UTF-8 and NUL bytes replaced by U+FFFD: a
-// string every store keeps as text.
-func storable(s string) string {
-	if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
-		return s
-	}
-	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
-}
+// string every store keeps as text (store.Text).
+func storable(s string) string { return store.Text(s, 0) }

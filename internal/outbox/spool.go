@@ -46,6 +46,9 @@ const (
 	// line a crash cut off (its append never returned), or one damaged
 	// on the disk. Nothing reads it but an operator.
 	UnreadFile = "spool.unread"
+	// SpoolReplayLock is locked (flock) by the replica replaying the
+	// spool, so that replicas sharing the directory replay one at a time.
+	SpoolReplayLock = "spool.replay.lock"
 )
 
 // DefaultSpoolMax bounds the spool's size, in bytes: at a few hundred bytes
@@ -213,8 +216,23 @@ func (s *Spool) Replay(ctx context.Context, apply func(context.Context, Batch) e
 }
 
 // replayOnce replays the file set aside, setting the spool aside first
-// when none is; more is false when there was nothing to replay.
+// when none is; more is false when there was nothing to replay, or when
+// another replica sharing the directory is replaying.
+//
+// It runs holding the lock of SpoolReplayLock, so that replicas sharing
+// the directory replay one at a time: two replaying at once, the one
+// finishing later once removed the next file the other had set aside,
+// and the batches it held were lost.
 func (s *Spool) replayOnce(ctx context.Context, apply func(context.Context, Batch) error) (n int, more bool, err error) {
+	lk, err := OpenLog(filepath.Join(s.dir, SpoolReplayLock))
+	if err != nil {
+		return 0, false, fmt.Errorf("spool: %w", err)
+	}
+	defer lk.Close()
+	if ok, lerr := filelock.TryLock(lk); lerr != nil || !ok {
+		return 0, false, nil // another replica is replaying
+	}
+	defer filelock.Unlock(lk)
 	rp := filepath.Join(s.dir, SpoolReplayFile)
 	if _, err := os.Stat(rp); errors.Is(err, os.ErrNotExist) {
 		// Set the spool aside, holding its lock, so that no append (of
@@ -234,7 +252,12 @@ func (s *Spool) replayOnce(ctx context.Context, apply func(context.Context, Batc
 			return 0, false, fmt.Errorf("spool: %w", err)
 		}
 	}
-	data, err := os.ReadFile(rp)
+	f, err := os.Open(rp)
+	if err != nil {
+		return 0, false, fmt.Errorf("spool: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(f)
 	if err != nil {
 		return 0, false, fmt.Errorf("spool: %w", err)
 	}
@@ -262,15 +285,21 @@ func (s *Spool) replayOnce(ctx context.Context, apply func(context.Context, Batc
 			n++
 		}
 	}
-	// Another replica sharing the directory may have replayed and
-	// removed it too: each batch was applied once all the same.
 	if err := os.Remove(rp); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return n, false, fmt.Errorf("spool: %w", err)
 	}
 	s.mu.Lock()
-	s.size = max(s.size-int64(len(data)), 0)
+	s.size = fileSize(filepath.Join(s.dir, SpoolFile)) + fileSize(rp)
 	s.mu.Unlock()
 	return n, true, nil
+}
+
+// fileSize is the size of the file at p; 0 when there is none.
+func fileSize(p string) int64 {
+	if fi, err := os.Stat(p); err == nil {
+		return fi.Size()
+	}
+	return 0
 }
 
 // setAsideUnread appends line, which what ("spool", "journal", "dead

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/intentius/boxbroker/internal/store"
@@ -167,5 +168,85 @@ func TestShared_AppendAfterAnotherSetItAside(t *testing.T) {
 	}
 	if len(st.applied) != 2 {
 		t.Errorf("applied %v, want both batches", st.applied)
+	}
+}
+
+// TestShared_AReplayNeverRemovesAnothersFile: two replicas given one
+// data directory replay at once. b sets the spool aside and, while it
+// applies the old batch (a slow store), a replays the same file, removes
+// it, and sets aside the next, holding "new", which the store does not
+// take yet (an outage): a keeps it for its next replay. b, done at last,
+// once removed the file at the replay's name — a's, holding "new" — and
+// the batch was lost with no line said. The bound held: replicas
+// sharing a directory replay one at a time (SpoolReplayLock), so the
+// file one sets aside is removed only by it; "new" is applied once the
+// store takes it.
+func TestShared_AReplayNeverRemovesAnothersFile(t *testing.T) {
+	dir := t.TempDir()
+	a, err := OpenSpool(dir, 0, "", quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := OpenSpool(dir, 0, "", quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Append(batch("old")); err != nil {
+		t.Fatal(err)
+	}
+	st := &keyed{seen: map[string]bool{}}
+	var mu sync.Mutex // guards st: two replays call it
+	inB, release := make(chan struct{}), make(chan struct{})
+	bDone := make(chan error, 1)
+	go func() {
+		_, err := b.Replay(t.Context(), func(ctx context.Context, x Batch) error {
+			if x.Key == "old" {
+				close(inB)
+				<-release // a slow store
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			return st.apply(ctx, x)
+		})
+		bDone <- err
+	}()
+	select {
+	case <-inB:
+	case err := <-bDone:
+		t.Fatalf("b.Replay = %v before it applied the old batch", err)
+	}
+	if err := a.Append(batch("new")); err != nil {
+		t.Fatal(err)
+	}
+	down := func(ctx context.Context, x Batch) error {
+		if x.Key == "new" {
+			return errors.New("store down")
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return st.apply(ctx, x)
+	}
+	_, _ = a.Replay(t.Context(), down) // "new" kept for the next replay
+	close(release)
+	if err := <-bDone; err != nil {
+		t.Fatalf("b.Replay = %v", err)
+	}
+	up := func(ctx context.Context, x Batch) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return st.apply(ctx, x)
+	}
+	for _, s := range []*Spool{a, b, a} {
+		if _, err := s.Replay(t.Context(), up); err != nil {
+			t.Fatalf("Replay = %v", err)
+		}
+	}
+	if !st.seen["old"] || !st.seen["new"] {
+		t.Errorf("applied %v, want old and new: a batch spooled was lost", st.applied)
+	}
+	for _, name := range []string{SpoolFile, SpoolReplayFile} {
+		if data, err := os.ReadFile(filepath.Join(dir, name)); err == nil && len(data) > 0 {
+			t.Errorf("%s holds %q after every batch was applied", name, data)
+		}
 	}
 }

@@ -36,7 +36,10 @@ func (m *Meter) estimateLate(s *settlement) {
 // credential the call was made on (sent, the one its header carried, and
 // earlier, those of the pool entries it failed over from, which the
 // upstream saw too), which a box or an upstream could name as the model
-// for the broker to write where others read it.
+// for the broker to write where others read it. Otherwise it is
+// text every store takes (store.Text): a box's model (or the one an
+// upstream names) holding a NUL made a settlement PostgreSQL refuses for
+// good, set aside with its charge and its reservation's release.
 func keptModel(model, sent string, earlier []string) string {
 	if _, n := proxy.ScrubTokens(model); n > 0 || sent != "" && strings.Contains(model, sent) {
 		return ""
@@ -46,7 +49,7 @@ func keptModel(model, sent string, earlier []string) string {
 			return ""
 		}
 	}
-	return model
+	return store.Text(model, 0)
 }
 
 // maxModel bounds the model ID kept, as the upstream names it.
@@ -95,9 +98,9 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 			m.estimateLate(&s)
 			model = keptModel(s.est.Model, rd.sent, rd.earlier)
 		}
-		if len(model) > maxModel {
-			model = model[:maxModel]
-		}
+		// Cut at a character's boundary: a cut inside one is invalid
+		// UTF-8, which PostgreSQL refuses.
+		model = store.Text(model, maxModel)
 		cache = store.Merge(cache, store.CacheUsage{Box: s.box, PayerKind: s.payer, Entry: rd.entry, Hour: hour, Calls: 1,
 			InputTokens: rd.tokens.Input, CacheWriteTokens: rd.tokens.CacheWrite, CacheReadTokens: rd.tokens.CacheRead},
 			func(c *store.CacheUsage) bool { return c.Entry == rd.entry }) // payer kind and hour are the settlement's
