@@ -229,7 +229,13 @@ func (s *Spool) replayOnce(ctx context.Context, apply func(context.Context, Batc
 		return 0, false, fmt.Errorf("spool: %w", err)
 	}
 	defer lk.Close()
-	if ok, lerr := filelock.TryLock(lk); lerr != nil || !ok {
+	ok, err := filelock.TryLock(lk)
+	if err != nil {
+		// Not a replay left to another replica: one that could never
+		// take the lock would never replay, without a word.
+		return 0, false, fmt.Errorf("spool: lock %s: %w", SpoolReplayLock, err)
+	}
+	if !ok {
 		return 0, false, nil // another replica is replaying
 	}
 	defer filelock.Unlock(lk)
