@@ -7,10 +7,10 @@ import (
 	"os"
 	"strings"
 
-	"github.com/intentius/boxbroker/internal/admin/adminclient"
 	"github.com/intentius/boxbroker/internal/mint"
 	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/quiet"
 )
 
 func runSecret(ctx context.Context, c *cli, args []string) error {
@@ -172,7 +172,7 @@ func secretSet(ctx context.Context, c *cli, be *backend, remote bool, box, name 
 	if err != nil {
 		return err
 	}
-	if base.Scheme == "http" && !adminclient.IsLoopback(base.Hostname()) {
+	if quiet.InClear(base) {
 		fmt.Fprintf(c.stderr, "warning: %s is http://, so the value travels to it unencrypted\n", base)
 	}
 	printSecretSet(c, box, name, v.Host, brokerURL, word, kind, v.BodyFields)

@@ -205,3 +205,20 @@ func (e *quietError) Timeout() bool {
 	var ne net.Error
 	return errors.As(e.err, &ne) && ne.Timeout()
 }
+
+// InClear reports whether a request to u would carry what it carries
+// (a key, a bearer token) across a network in the clear: plain http to a
+// host other than this machine's loopback (localhost or a loopback
+// address). Every outbound client that sends a credential refuses, or
+// warns of, a URL it reports true for.
+func InClear(u *url.URL) bool {
+	if u.Scheme != "http" {
+		return false
+	}
+	h := u.Hostname()
+	if h == "localhost" {
+		return false
+	}
+	ip := net.ParseIP(h)
+	return ip == nil || !ip.IsLoopback()
+}

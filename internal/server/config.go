@@ -18,13 +18,13 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/admin"
-	"github.com/intentius/boxbroker/internal/admin/adminclient"
 	"github.com/intentius/boxbroker/internal/approval"
 	"github.com/intentius/boxbroker/internal/auditsink"
 	"github.com/intentius/boxbroker/internal/egress"
 	"github.com/intentius/boxbroker/internal/feedback"
 	"github.com/intentius/boxbroker/internal/inference"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/quiet"
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/sso"
 	"github.com/intentius/boxbroker/internal/store/deadline"
@@ -326,7 +326,7 @@ func (c *Config) Validate() error {
 	if u := c.AuditSinkURL; u != nil && ((u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.Fragment != "") {
 		p = append(p, fmt.Sprintf("audit-sink-url (BOXBROKER_AUDIT_SINK_URL) %q must be an http(s) URL with a host and no credentials or fragment (give a token in BOXBROKER_AUDIT_SINK_TOKEN)", protocol.ShownURL(u)))
 	}
-	if u := c.AuditSinkURL; u != nil && u.Scheme == "http" && c.AuditSinkToken != "" && !adminclient.IsLoopback(u.Hostname()) {
+	if u := c.AuditSinkURL; u != nil && c.AuditSinkToken != "" && quiet.InClear(u) {
 		p = append(p, fmt.Sprintf("audit-sink-url (BOXBROKER_AUDIT_SINK_URL) %q is plain http to another machine, and BOXBROKER_AUDIT_SINK_TOKEN would cross the network in the clear: use https (http only on a loopback host)", protocol.ShownURL(u)))
 	}
 	if c.AuditSinkBacklog < 0 {

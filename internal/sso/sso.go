@@ -23,7 +23,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -154,14 +153,8 @@ func checkURL(s string) string {
 	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return fmt.Sprintf("%q… holds a user, a query or a fragment; give the URL without them", shown)
 	}
-	switch u.Scheme {
-	case "https":
+	if (u.Scheme == "https" || u.Scheme == "http") && !quiet.InClear(u) {
 		return ""
-	case "http":
-		h := u.Hostname()
-		if ip := net.ParseIP(h); h == "localhost" || (ip != nil && ip.IsLoopback()) {
-			return ""
-		}
 	}
 	return fmt.Sprintf("%q is not https (http only on a loopback host)", shown)
 }

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -46,7 +45,7 @@ func New(baseURL, token string, httpClient *http.Client) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return nil, errors.New("the admin URL must be an http(s) URL with a host and no credentials, query or fragment, such as http://127.0.0.1:8788")
 	}
-	if u.Scheme == "http" && !IsLoopback(u.Hostname()) {
+	if quiet.InClear(u) {
 		return nil, fmt.Errorf("the admin URL %s is plain http to another machine, which would send the admin token in the clear; use https", u.Redacted())
 	}
 	if token == "" {
@@ -61,16 +60,6 @@ func New(baseURL, token string, httpClient *http.Client) (*Client, error) {
 	hc.Transport = quiet.Errors(hc.Transport) // an error never quotes the token
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	return &Client{base: u, token: token, http: &hc}, nil
-}
-
-// IsLoopback reports whether host, a URL's host name, is localhost or a
-// loopback address: one plain http may reach without leaving the machine.
-func IsLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // APIError is a refusal from the admin API: its status, type and message.
