@@ -43,3 +43,34 @@ func TestNew_CollectorRepeatingItsTokenIsNotLogged(t *testing.T) {
 		t.Errorf("the collector's token is in the log:\n%s", got)
 	}
 }
+
+// TestNew_HeadersOverPlainHTTPAreRefused: the collector's headers (its
+// API key, as often as not) never cross the network in the clear: an
+// OTLP endpoint that is plain http to another machine, with headers set,
+// is refused, naming the endpoint and never a header's value; plain http
+// to this machine's loopback, or with no headers, is taken.
+func TestNew_HeadersOverPlainHTTPAreRefused(t *testing.T) {
+	const key = "collector-key-OTELCANARY-3b9d"
+	for _, tt := range []struct {
+		endpoint, headers string
+		refused           bool
+	}{
+		{"http://otel.example.com:4318/v1/traces", "api-key=" + key, true},
+		{"http://10.0.0.7:4318/v1/traces", "Authorization=Bearer%20" + key, true},
+		{"https://otel.example.com/v1/traces", "api-key=" + key, false},
+		{"http://127.0.0.1:4318/v1/traces", "api-key=" + key, false},
+		{"http://localhost:4318/v1/traces", "api-key=" + key, false},
+		{"http://otel.example.com:4318/v1/traces", "", false},
+	} {
+		t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", tt.endpoint)
+		t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", tt.headers)
+		tracing, err := telemetry.New(context.Background(), nil)
+		if (err != nil) != tt.refused {
+			t.Errorf("New with %s and headers %q = %v, refused %v; want refused %v", tt.endpoint, tt.headers, err, err != nil, tt.refused)
+		}
+		if err != nil && strings.Contains(err.Error(), key) {
+			t.Errorf("New's refusal quotes a header's value: %v", err)
+		}
+		_ = tracing.Shutdown(context.Background())
+	}
+}

@@ -128,7 +128,8 @@ type Tracing struct {
 // OTEL_BSP_* ones, the sampler OTEL_TRACES_SAMPLER and its argument, and
 // the resource OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES; the
 // service name is "boxbroker" when none is set. It returns an error
-// wrapping ErrUnsupported for a setting it does not serve. Nothing is
+// wrapping ErrUnsupported for a setting it does not serve, and one for
+// headers that plain http would carry off this machine. Nothing is
 // sent until a span ends. The SDK's own errors (an export that failed)
 // go to log at WARN (nil: slog.Default()); the SDK keeps its error
 // handler process-wide, so the last New's log receives them.
@@ -140,6 +141,11 @@ func New(ctx context.Context, log *slog.Logger) (*Tracing, error) {
 	if !Enabled(getenv) {
 		return nil, nil
 	}
+	sent := exportSent(getenv)
+	if len(sent.Header) > 0 && quiet.InClear(sent.URL) {
+		return nil, fmt.Errorf("telemetry: the OTLP endpoint %s://%s is plain http to another machine, and the headers of OTEL_EXPORTER_OTLP_HEADERS would cross the network in the clear: use https (http only on a loopback host)",
+			sent.URL.Scheme, sent.URL.Host)
+	}
 	defaults.Logger(&log)
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
 		log.Warn("telemetry: OpenTelemetry", "err", err)
@@ -148,7 +154,7 @@ func New(ctx context.Context, log *slog.Logger) (*Tracing, error) {
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: OTLP trace exporter: %w", err)
 	}
-	exp := quietExporter{SpanExporter: otlp, sent: exportSent(getenv)}
+	exp := quietExporter{SpanExporter: otlp, sent: sent}
 	res, err := resource.Merge(
 		resource.NewSchemaless(semconv.ServiceName("boxbroker")),
 		resource.Environment(),
