@@ -343,9 +343,20 @@ func TestEgress_MalformedTrailerRepeatingTheValueIsNotLogged(t *testing.T) {
 		defer c.Close()
 		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n%s\r\n\r\n", sentValue(r))
 	})
-	resp, body := e.do(t, http.MethodGet, "/egress/ECHO/x", http.Header{"X-Api-Key": {e.token}}, nil)
-	if l := leaks(fmt.Sprint(resp.Header)+string(body), e.value); len(l) > 0 {
-		t.Errorf("the answer carries the value (%v): %s", l, body)
+	// The answer may begin before its body breaks off, and then end the
+	// connection mid-body: what the box read is judged whole, whether or
+	// not the read ended in an error.
+	req, err := http.NewRequest(http.MethodGet, e.br.URL+"/egress/ECHO/x", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Api-Key", e.token)
+	if resp, err := noRedirects.Do(req); err == nil {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if l := leaks(fmt.Sprint(resp.Header)+string(body), e.value); len(l) > 0 {
+			t.Errorf("the answer carries the value (%v): %s", l, body)
+		}
 	}
 	if !strings.Contains(e.logs.String(), "malformed MIME header") {
 		t.Fatalf("the log holds no read error, so this test shows nothing:\n%s", e.logs.String())
