@@ -197,7 +197,7 @@ func (u *Page) registerForms() {
 // unless the action answered, sends the browser back.
 func (u *Page) post(fm form) func(http.ResponseWriter, *http.Request, *Session) error {
 	return func(w http.ResponseWriter, r *http.Request, sess *Session) error {
-		f := &formPost{u: u, w: w, r: r, sess: sess, op: u.op(r), box: r.PathValue("name"), vals: url.Values{}}
+		f := &formPost{u: u, w: w, r: r, sess: sess, op: u.op(r, sess), box: r.PathValue("name"), vals: url.Values{}}
 		for _, name := range fm.fields {
 			if v, ok := r.PostForm[name]; ok {
 				f.vals[name] = v
@@ -231,11 +231,12 @@ func notice(back, done string) string {
 	return ""
 }
 
-// op is the operator service acting for the page's request r: its audit
-// rows name the page's route, status 303 and who signed in (actedBy).
-func (u *Page) op(r *http.Request) *operator.Service {
+// op is the operator service acting for the page's request r, made in
+// session sess: its audit rows name the page's route, status 303 and who
+// signed in (actedBy), and its decisions on proposals name sess (decider).
+func (u *Page) op(r *http.Request, sess *Session) *operator.Service {
 	_, route, _ := strings.Cut(r.Pattern, " ")
-	return u.a.Operator().Via(operator.Origin{Method: r.Method, Route: route, Status: http.StatusSeeOther, By: actedBy(r.Context())})
+	return u.a.Operator().Via(operator.Origin{Method: r.Method, Route: route, Status: http.StatusSeeOther, By: actedBy(sess), Decider: decider(sess)})
 }
 
 // signout ends the session in the store, so that its cookie is refused
