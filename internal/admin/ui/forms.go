@@ -89,20 +89,12 @@ var forms = []form{
 	{pattern: "POST /ui/boxes/{name}/window-budget", fields: []string{"window", "usd", "principal"}, box: true, act: setWindowBudget,
 		back: "/ui/boxes/{name}", done: "budget"},
 	{pattern: "POST /ui/boxes/{name}/window-budget/remove", fields: []string{"window", "principal"}, box: true, act: func(f *formPost) error {
-		principal, err := formPrincipal(f)
-		if err != nil {
-			return err
-		}
-		return f.op.RemoveWindowBudget(f.ctx(), f.box, principal, f.raw("window"))
+		return f.op.RemoveWindowBudget(f.ctx(), f.box, f.get("principal"), f.raw("window"))
 	}, back: "/ui/boxes/{name}", done: "budget-removed"},
 	{pattern: "POST /ui/boxes/{name}/rate-limit", fields: []string{"input_tpm", "output_tpm", "rpm", "principal"}, box: true, act: setRateLimit,
 		back: "/ui/boxes/{name}", done: "rate", notice: "The rate limit is set; every replica holds the box's calls to it within a second."},
 	{pattern: "POST /ui/boxes/{name}/rate-limit/remove", fields: []string{"principal"}, box: true, act: func(f *formPost) error {
-		principal, err := formPrincipal(f)
-		if err != nil {
-			return err
-		}
-		return f.op.RemoveRateLimit(f.ctx(), f.box, principal)
+		return f.op.RemoveRateLimit(f.ctx(), f.box, f.get("principal"))
 	}, back: "/ui/boxes/{name}", done: "rate-removed", notice: "The rate limit is removed."},
 	{pattern: "POST /ui/boxes/{name}/secrets", fields: []string{"name", "host", "value"}, act: setSecret,
 		back: "/ui/boxes/{name}", done: "secret", notice: "The secret is sealed and set; its value is not shown again."},
