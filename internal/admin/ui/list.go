@@ -322,8 +322,8 @@ func readListQuery(v url.Values) listQuery {
 	if _, ok := sortKeys[q.Sort]; !ok {
 		q.Sort = "name"
 	}
-	if len(q.Q) > 64 {
-		q.Q = q.Q[:64]
+	if len(q.Q) > admin.MaxSearch {
+		q.Q = q.Q[:admin.MaxSearch]
 	}
 	if !slices.ContainsFunc(stateLabels, func(s stateName) bool { return s.Key == q.State }) {
 		q.State = "" // not a state the list names
