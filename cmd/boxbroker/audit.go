@@ -14,10 +14,6 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 )
 
-// maxAuditLimit is the most entries audit lists, as the admin API's
-// GET /api/audit gives at most.
-const maxAuditLimit = 1000
-
 // runAudit lists the audit log: a box's entries (or every entry, with no
 // BOX), newest first, as a table or (--json) as the admin API's
 // AuditList. When there are more entries than --limit shows, it says so
@@ -27,7 +23,7 @@ func runAudit(ctx context.Context, c *cli, args []string) error {
 	fs := cmd.FlagSet
 	since := fs.String("since", "24h", "how far back: a duration such as 1h or 30m, or an RFC 3339 time")
 	refusals := fs.Bool("refusals", false, "list refusals only")
-	limit := fs.Int("limit", 100, fmt.Sprintf("list at most this many entries, the newest (1 to %d); when there are more, stderr says so", maxAuditLimit))
+	limit := fs.Int("limit", 100, fmt.Sprintf("list at most this many entries, the newest (1 to %d); when there are more, stderr says so", admin.MaxAuditList))
 	asJSON := fs.Bool("json", false, "print the entries as JSON, as the admin API's GET /api/audit answers: {\"entries\": [...]}")
 	// Flags may come before or after BOX.
 	boxes, err := cmd.args(args, -1, "")
@@ -48,14 +44,14 @@ func runAudit(ctx context.Context, c *cli, args []string) error {
 	if !ok {
 		return fmt.Errorf("%w: --since %q is neither a duration such as 1h nor an RFC 3339 time", errUsage, *since)
 	}
-	if *limit < 1 || *limit > maxAuditLimit {
-		return fmt.Errorf("%w: --limit is from 1 to %d", errUsage, maxAuditLimit)
+	if *limit < 1 || *limit > admin.MaxAuditList {
+		return fmt.Errorf("%w: --limit is from 1 to %d", errUsage, admin.MaxAuditList)
 	}
 	// One entry more than shown is asked for, to learn whether there are
-	// more (the admin API gives at most maxAuditLimit).
+	// more (the admin API gives at most admin.MaxAuditList).
 	ask := *limit + 1
 	if *cmd.adminURL != "" {
-		ask = min(ask, maxAuditLimit)
+		ask = min(ask, admin.MaxAuditList)
 	}
 	var entries []admin.AuditView
 	err = cmd.on(ctx, c, false, false, func(be *backend) error {
@@ -78,7 +74,7 @@ func runAudit(ctx context.Context, c *cli, args []string) error {
 	if more {
 		entries = entries[:*limit]
 	}
-	if more || (len(entries) == maxAuditLimit && ask == maxAuditLimit) {
+	if more || (len(entries) == admin.MaxAuditList && ask == admin.MaxAuditList) {
 		narrow := "narrow --since"
 		if box == "" {
 			narrow += " (or name a BOX)"
@@ -88,7 +84,7 @@ func runAudit(ctx context.Context, c *cli, args []string) error {
 			n = "the newest entry"
 		}
 		fmt.Fprintf(c.stderr, "audit: showing %s since %s; there are more: %s, or raise --limit (at most %d)\n",
-			n, from.UTC().Format(time.RFC3339), narrow, maxAuditLimit)
+			n, from.UTC().Format(time.RFC3339), narrow, admin.MaxAuditList)
 	}
 	if *asJSON {
 		if entries == nil {

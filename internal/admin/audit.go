@@ -18,6 +18,16 @@ type AuditList struct {
 	Entries []AuditView `json:"entries"`
 }
 
+// GET /api/audit lists DefaultAuditList entries when the request names no
+// limit, and at most MaxAuditList; its CSV export, GET /api/audit.csv,
+// DefaultAuditExport and at most MaxAuditExport.
+const (
+	DefaultAuditList   = 100
+	MaxAuditList       = 1000
+	DefaultAuditExport = 10_000
+	MaxAuditExport     = 100_000
+)
+
 // ParseSince reads a since bound: a duration back from now ("1h", "30m")
 // or an RFC 3339 time.
 func ParseSince(v string, now time.Time) (time.Time, bool) {
@@ -58,7 +68,7 @@ func (s *Server) auditQuery(r *http.Request, def, most int) (store.AuditQuery, e
 }
 
 func (s *Server) listAudit(r *http.Request) (AuditList, error) {
-	q, err := s.auditQuery(r, 100, 1000)
+	q, err := s.auditQuery(r, DefaultAuditList, MaxAuditList)
 	if err != nil {
 		return AuditList{}, err
 	}

@@ -252,10 +252,3 @@ func (s *Server) auditExport(r *http.Request) ([]store.AuditEntry, error) {
 	}
 	return entries, nil
 }
-
-// The audit log's CSV export holds at most MaxAuditExport entries, and
-// DefaultAuditExport when the request names no limit.
-const (
-	DefaultAuditExport = 10_000
-	MaxAuditExport     = 100_000
-)

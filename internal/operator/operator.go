@@ -74,8 +74,8 @@ type Origin struct {
 	// each audit row's message, such as " (by ann, operator)".
 	By string
 	// Decider, when set, is who a decision on a proposal names as its
-	// maker (Service.DecidedBy), such as "admin:" and the admin token's
-	// ID; "" names the front end ("cli", "admin").
+	// maker, such as "admin:" and the admin token's ID; "" names the
+	// front end ("cli", "admin").
 	Decider string
 	// ReadOnly, when true, is a front end's caller that may only read (a
 	// viewer's admin token): a read that would otherwise write, as

@@ -69,17 +69,9 @@ func (s *Service) approvals() *approval.Service {
 	return a
 }
 
-// DecidedBy returns a Service whose decisions name who as the person who
-// made them (a proposal's decided_by), such as "page:" and the admin
-// token's ID. By default a decision names "cli" through the CLI and
-// "admin" through the admin API.
-func (s *Service) DecidedBy(who string) *Service {
-	c := *s
-	c.origin.Decider = who
-	return &c
-}
-
-// decider is who s's decisions name.
+// decider is who s's decisions name (a proposal's decided_by): its
+// origin's Decider, or else "cli" through the CLI and "admin" through the
+// admin API.
 func (s *Service) decider() string {
 	switch {
 	case s.origin.Decider != "":

@@ -145,13 +145,18 @@ type CacheView struct {
 	ByEntry []CacheLine `json:"byEntry"`
 }
 
-func cacheTokens(c store.CacheUsage) CacheTokens {
-	t := CacheTokens{Calls: c.Calls, InputTokens: c.InputTokens, CacheWriteTokens: c.CacheWriteTokens, CacheReadTokens: c.CacheReadTokens}
-	if c.CacheReadTokens+c.CacheWriteTokens+c.InputTokens > 0 {
-		r := c.HitRatio()
-		t.HitRatio = &r
+// HitRatio is c's prompt-cache hit ratio (store.CacheUsage.HitRatio), as
+// CacheTokens writes it: nil when its calls had no prompt tokens.
+func HitRatio(c store.CacheUsage) *float64 {
+	if c.CacheReadTokens+c.CacheWriteTokens+c.InputTokens <= 0 {
+		return nil
 	}
-	return t
+	r := c.HitRatio()
+	return &r
+}
+
+func cacheTokens(c store.CacheUsage) CacheTokens {
+	return CacheTokens{Calls: c.Calls, InputTokens: c.InputTokens, CacheWriteTokens: c.CacheWriteTokens, CacheReadTokens: c.CacheReadTokens, HitRatio: HitRatio(c)}
 }
 
 // Month reads a month as the actions take it: YYYY-MM, or "" for this

@@ -306,7 +306,7 @@ func (c *Client) RemovePoolEntry(ctx context.Context, name string) error {
 }
 
 // ListAudit lists the audit log entries q selects, newest first; the
-// admin API gives at most 1,000 (q.Limit 0: its default, 100).
+// admin API gives at most admin.MaxAuditList (q.Limit 0: admin.DefaultAuditList).
 func (c *Client) ListAudit(ctx context.Context, q store.AuditQuery) ([]operator.AuditView, error) {
 	limit, since := "", ""
 	if q.Limit > 0 {

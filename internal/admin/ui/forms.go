@@ -89,20 +89,12 @@ var forms = []form{
 	{pattern: "POST /ui/boxes/{name}/window-budget", fields: []string{"window", "usd", "principal"}, box: true, act: setWindowBudget,
 		back: "/ui/boxes/{name}", done: "budget"},
 	{pattern: "POST /ui/boxes/{name}/window-budget/remove", fields: []string{"window", "principal"}, box: true, act: func(f *formPost) error {
-		principal, err := formPrincipal(f)
-		if err != nil {
-			return err
-		}
-		return f.op.RemoveWindowBudget(f.ctx(), f.box, principal, f.raw("window"))
+		return f.op.RemoveWindowBudget(f.ctx(), f.box, f.get("principal"), f.raw("window"))
 	}, back: "/ui/boxes/{name}", done: "budget-removed"},
 	{pattern: "POST /ui/boxes/{name}/rate-limit", fields: []string{"input_tpm", "output_tpm", "rpm", "principal"}, box: true, act: setRateLimit,
 		back: "/ui/boxes/{name}", done: "rate", notice: "The rate limit is set; every replica holds the box's calls to it within a second."},
 	{pattern: "POST /ui/boxes/{name}/rate-limit/remove", fields: []string{"principal"}, box: true, act: func(f *formPost) error {
-		principal, err := formPrincipal(f)
-		if err != nil {
-			return err
-		}
-		return f.op.RemoveRateLimit(f.ctx(), f.box, principal)
+		return f.op.RemoveRateLimit(f.ctx(), f.box, f.get("principal"))
 	}, back: "/ui/boxes/{name}", done: "rate-removed", notice: "The rate limit is removed."},
 	{pattern: "POST /ui/boxes/{name}/secrets", fields: []string{"name", "host", "value"}, act: setSecret,
 		back: "/ui/boxes/{name}", done: "secret", notice: "The secret is sealed and set; its value is not shown again."},
@@ -197,7 +189,7 @@ func (u *Page) registerForms() {
 // unless the action answered, sends the browser back.
 func (u *Page) post(fm form) func(http.ResponseWriter, *http.Request, *Session) error {
 	return func(w http.ResponseWriter, r *http.Request, sess *Session) error {
-		f := &formPost{u: u, w: w, r: r, sess: sess, op: u.op(r), box: r.PathValue("name"), vals: url.Values{}}
+		f := &formPost{u: u, w: w, r: r, sess: sess, op: u.op(r, sess), box: r.PathValue("name"), vals: url.Values{}}
 		for _, name := range fm.fields {
 			if v, ok := r.PostForm[name]; ok {
 				f.vals[name] = v
@@ -231,11 +223,12 @@ func notice(back, done string) string {
 	return ""
 }
 
-// op is the operator service acting for the page's request r: its audit
-// rows name the page's route, status 303 and who signed in (actedBy).
-func (u *Page) op(r *http.Request) *operator.Service {
+// op is the operator service acting for the page's request r, made in
+// session sess: its audit rows name the page's route, status 303 and who
+// signed in (actedBy), and its decisions on proposals name sess (decider).
+func (u *Page) op(r *http.Request, sess *Session) *operator.Service {
 	_, route, _ := strings.Cut(r.Pattern, " ")
-	return u.a.Operator().Via(operator.Origin{Method: r.Method, Route: route, Status: http.StatusSeeOther, By: actedBy(r.Context())})
+	return u.a.Operator().Via(operator.Origin{Method: r.Method, Route: route, Status: http.StatusSeeOther, By: actedBy(sess), Decider: decider(sess)})
 }
 
 // signout ends the session in the store, so that its cookie is refused

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/grant"
 	"github.com/intentius/boxbroker/internal/operator"
 )
@@ -79,18 +78,11 @@ type grantedPage struct {
 // reload does not show it again, but would post the form again, issuing
 // another grant, so the page says to go back to the box instead.
 func issueGrant(f *formPost) error {
-	name, err := admin.BoxName(f.r)
+	issued, err := f.op.IssueGrant(f.ctx(), f.box, operator.NewGrant{Principal: f.get("principal"), TTL: f.get("ttl")})
 	if err != nil {
 		return err
 	}
-	ttl, err := operator.ParseTTL(f.get("ttl"))
-	if err != nil {
-		return err
-	}
-	issued, err := f.op.IssueGrant(f.ctx(), name, operator.NewGrant{Principal: f.get("principal"), TTL: ttl.String()})
-	if err != nil {
-		return err
-	}
-	f.render(http.StatusOK, "granted", grantedPage{chrome: f.chrome(), Box: name, Issued: issued, Lasts: shortDuration(ttl)})
+	ttl, _ := operator.ParseTTL(f.get("ttl")) // IssueGrant took it, so it parses
+	f.render(http.StatusOK, "granted", grantedPage{chrome: f.chrome(), Box: f.box, Issued: issued, Lasts: shortDuration(ttl)})
 	return nil
 }

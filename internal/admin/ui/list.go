@@ -199,7 +199,7 @@ func (u *Page) row(b store.Box, kept *store.KeptDeclaration, m store.BoxMonth, f
 	a := f.act[b.Name]
 	r.BoxMonth, r.BoxActivity = m, a
 	r.Left = max(m.Limit-m.Spent-m.Reserved, 0)
-	r.CacheMonth, r.CacheDay = hitRatio(f.cacheMonth[b.Name]), hitRatio(f.cacheDay[b.Name])
+	r.CacheMonth, r.CacheDay = operator.HitRatio(f.cacheMonth[b.Name]), operator.HitRatio(f.cacheDay[b.Name])
 	r.CacheCold = r.CacheMonth != nil && r.CacheDay != nil && *r.CacheDay < *r.CacheMonth/2
 	r.Missing = absent(declaredSecrets(d, u.cfg.Broker), f.held[b.Name])
 	r.State = boxState(b.Paused, d != nil, blockedBy(m, a, f.monthStart), r.Missing)
@@ -303,16 +303,6 @@ var sortKeys = map[string]func(a, b row) int{
 	"state":    func(a, b row) int { return strings.Compare(a.State, b.State) },
 }
 
-// hitRatio is c's prompt-cache hit ratio (store.CacheUsage.HitRatio),
-// nil for no prompt tokens.
-func hitRatio(c store.CacheUsage) *float64 {
-	if c.CacheReadTokens+c.CacheWriteTokens+c.InputTokens <= 0 {
-		return nil
-	}
-	r := c.HitRatio()
-	return &r
-}
-
 // cmpRatio orders ratios, none first.
 func cmpRatio(a, b *float64) int {
 	switch {
@@ -332,8 +322,8 @@ func readListQuery(v url.Values) listQuery {
 	if _, ok := sortKeys[q.Sort]; !ok {
 		q.Sort = "name"
 	}
-	if len(q.Q) > 64 {
-		q.Q = q.Q[:64]
+	if len(q.Q) > admin.MaxSearch {
+		q.Q = q.Q[:admin.MaxSearch]
 	}
 	if !slices.ContainsFunc(stateLabels, func(s stateName) bool { return s.Key == q.State }) {
 		q.State = "" // not a state the list names

@@ -535,7 +535,7 @@ func (u *Page) signedIn(h func(http.ResponseWriter, *http.Request, *Session) err
 				return errViewer(sess)
 			}
 		}
-		return h(w, r.WithContext(withSession(r.Context(), sess)), sess)
+		return h(w, r, sess)
 	}
 }
 

@@ -47,13 +47,12 @@ func (u *Page) waiting(ctx context.Context, sess *Session) (template.HTML, error
 // through the operator service.
 func decide(approve bool) func(f *formPost) error {
 	return func(f *formPost) error {
-		op := f.op.DecidedBy(decider(f.sess))
 		var p operator.ProposalView
 		var err error
 		if approve {
-			p, err = op.ApproveProposal(f.ctx(), f.r.PathValue("id"), f.raw("for"))
+			p, err = f.op.ApproveProposal(f.ctx(), f.r.PathValue("id"), f.raw("for"))
 		} else {
-			p, err = op.DenyProposal(f.ctx(), f.r.PathValue("id"))
+			p, err = f.op.DenyProposal(f.ctx(), f.r.PathValue("id"))
 		}
 		if err != nil {
 			return err
@@ -98,6 +97,6 @@ func withdraw(f *formPost) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.op.DecidedBy(decider(f.sess)).DenyProposal(f.ctx(), id)
+	_, err = f.op.DenyProposal(f.ctx(), id)
 	return err
 }

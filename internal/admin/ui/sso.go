@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"context"
 	"errors"
 	"net/http"
 
@@ -90,18 +89,10 @@ func errViewer(sess *Session) error {
 		"You are signed in as %s, a viewer: a viewer sees the owner's page and changes nothing. Only an operator can do this.", sess.Name)
 }
 
-type sessionKey struct{}
-
-// withSession is ctx carrying the session a page action runs for.
-func withSession(ctx context.Context, sess *Session) context.Context {
-	return context.WithValue(ctx, sessionKey{}, sess)
-}
-
 // actedBy is what an audit row's message adds to name the person a
 // single sign-on session acts for; "" for an admin token's session.
-func actedBy(ctx context.Context) string {
-	sess, _ := ctx.Value(sessionKey{}).(*Session)
-	if sess == nil || sess.TokenID != "" || sess.Name == "" {
+func actedBy(sess *Session) string {
+	if sess.TokenID != "" || sess.Name == "" {
 		return ""
 	}
 	return " (by " + sess.Name + ", " + string(sess.Role) + ")"
