@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -180,7 +181,8 @@ func Matches(p store.Proposal, a Attempt) bool {
 // whether an approval in force covers the attempt (the request is then
 // allowed), and otherwise, when the attempt's scope is in ask mode,
 // opens a proposal for it or merges it into an identical pending one
-// (none for an attempt holding a box's token, or a field over MaxField).
+// (none for an attempt holding a box's token, a field over MaxField, or
+// a field that is not plain: see plain).
 // An error is the store's; the caller refuses as it would have.
 func (s *Service) Refused(ctx context.Context, a Attempt) (Verdict, error) {
 	now := s.cfg.Now()
@@ -212,7 +214,7 @@ func (s *Service) Refused(ctx context.Context, a Attempt) (Verdict, error) {
 	for _, sc := range asks {
 		v.Asked = v.Asked || sc == a.scope()
 	}
-	if !v.Asked || forbidden(a) || overlong(a) {
+	if !v.Asked || forbidden(a) || overlong(a) || !plain(a) {
 		return v, nil
 	}
 	// A person's denial stands for PendingFor: the box cannot ask again
@@ -278,6 +280,32 @@ func overlong(a Attempt) bool {
 		}
 	}
 	return false
+}
+
+// plain reports whether a person reads a's fields as what they are, and
+// each of them apart from the broker's words around it on the owner's
+// page, in `boxbroker proposals` and in the webhook's messages: what the
+// box chose (its method, its path as it escaped it, the model its body
+// names, the host:port of its CONNECT) is printable ASCII with no space,
+// and the refusal's words (which quote the path decoded) hold no
+// character a person does not see as itself (a line break, a tab, a
+// bidirectional override, a space other than ASCII's). Otherwise a box
+// could name as its model words that read as a cheap call, or as
+// another of its proposals (whose ID its refusal told it) and the
+// command approving that one always. A model, a path a client escapes
+// and a host name are all plain; an attempt that is not opens no
+// proposal, and the refusal stands.
+func plain(a Attempt) bool {
+	chosen := []string{a.Method, a.Path, a.Model}
+	if a.Kind == store.ProposalHost {
+		chosen = append(chosen, a.Host)
+	}
+	for _, f := range chosen {
+		if strings.ContainsFunc(f, func(r rune) bool { return r <= ' ' || r > '~' }) {
+			return false
+		}
+	}
+	return !strings.ContainsFunc(a.Reason, func(r rune) bool { return !strconv.IsPrint(r) })
 }
 
 // forbidden reports whether a holds one of its Forbidden strings, as
