@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/defaults"
+	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -119,7 +120,7 @@ func New(cfg Config) (*Service, error) {
 type Attempt struct {
 	store.Attempt
 	// Forbidden are strings no proposal may hold (the box's token): an
-	// attempt holding one opens none.
+	// attempt holding one, or any token, opens none.
 	Forbidden []string
 }
 
@@ -308,10 +309,12 @@ func plain(a Attempt) bool {
 	return !strings.ContainsFunc(a.Reason, func(r rune) bool { return !strconv.IsPrint(r) })
 }
 
-// forbidden reports whether a holds one of its Forbidden strings, as
-// sent or percent-decoded up to three times (as egress's rules read a
-// path, and so its refusal, the attempt's Reason, quotes it), in any of
-// its fields, the Reason included.
+// forbidden reports whether a holds one of its Forbidden strings, or
+// any token (a box's, a grant, an admin token, as proxy.ScrubTokens finds
+// one: another box's, the box's own earlier token a rotation's grace
+// keeps), as sent or percent-decoded up to three times (as egress's
+// rules read a path, and so its refusal, the attempt's Reason, quotes
+// it), in any of its fields, the Reason included.
 func forbidden(a Attempt) bool {
 	var fields []string
 	for _, f := range []string{a.Path, a.Host, a.Model, a.Method, a.Secret, a.Payer, a.Reason} {
@@ -322,6 +325,11 @@ func forbidden(a Attempt) bool {
 				break
 			}
 			fields, f = append(fields, d), d
+		}
+	}
+	for _, s := range fields {
+		if _, n := proxy.ScrubTokens(s); n > 0 {
+			return true
 		}
 	}
 	for _, f := range a.Forbidden {
