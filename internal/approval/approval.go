@@ -27,10 +27,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/defaults"
+	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -118,7 +120,7 @@ func New(cfg Config) (*Service, error) {
 type Attempt struct {
 	store.Attempt
 	// Forbidden are strings no proposal may hold (the box's token): an
-	// attempt holding one opens none.
+	// attempt holding one, or any token, opens none.
 	Forbidden []string
 }
 
@@ -180,7 +182,8 @@ func Matches(p store.Proposal, a Attempt) bool {
 // whether an approval in force covers the attempt (the request is then
 // allowed), and otherwise, when the attempt's scope is in ask mode,
 // opens a proposal for it or merges it into an identical pending one
-// (none for an attempt holding a box's token, or a field over MaxField).
+// (none for an attempt holding a box's token, a field over MaxField, or
+// a field that is not plain: see plain).
 // An error is the store's; the caller refuses as it would have.
 func (s *Service) Refused(ctx context.Context, a Attempt) (Verdict, error) {
 	now := s.cfg.Now()
@@ -212,7 +215,7 @@ func (s *Service) Refused(ctx context.Context, a Attempt) (Verdict, error) {
 	for _, sc := range asks {
 		v.Asked = v.Asked || sc == a.scope()
 	}
-	if !v.Asked || forbidden(a) || overlong(a) {
+	if !v.Asked || forbidden(a) || overlong(a) || !plain(a) {
 		return v, nil
 	}
 	// A person's denial stands for PendingFor: the box cannot ask again
@@ -280,10 +283,38 @@ func overlong(a Attempt) bool {
 	return false
 }
 
-// forbidden reports whether a holds one of its Forbidden strings, as
-// sent or percent-decoded up to three times (as egress's rules read a
-// path, and so its refusal, the attempt's Reason, quotes it), in any of
-// its fields, the Reason included.
+// plain reports whether a person reads a's fields as what they are, and
+// each of them apart from the broker's words around it on the owner's
+// page, in `boxbroker proposals` and in the webhook's messages: what the
+// box chose (its method, its path as it escaped it, the model its body
+// names, the host:port of its CONNECT) is printable ASCII with no space,
+// and the refusal's words (which quote the path decoded) hold no
+// character a person does not see as itself (a line break, a tab, a
+// bidirectional override, a space other than ASCII's). Otherwise a box
+// could name as its model words that read as a cheap call, or as
+// another of its proposals (whose ID its refusal told it) and the
+// command approving that one always. A model, a path a client escapes
+// and a host name are all plain; an attempt that is not opens no
+// proposal, and the refusal stands.
+func plain(a Attempt) bool {
+	chosen := []string{a.Method, a.Path, a.Model}
+	if a.Kind == store.ProposalHost {
+		chosen = append(chosen, a.Host)
+	}
+	for _, f := range chosen {
+		if strings.ContainsFunc(f, func(r rune) bool { return r <= ' ' || r > '~' }) {
+			return false
+		}
+	}
+	return !strings.ContainsFunc(a.Reason, func(r rune) bool { return !strconv.IsPrint(r) })
+}
+
+// forbidden reports whether a holds one of its Forbidden strings, or
+// any token (a box's, a grant, an admin token, as proxy.ScrubTokens finds
+// one: another box's, the box's own earlier token a rotation's grace
+// keeps), as sent or percent-decoded up to three times (as egress's
+// rules read a path, and so its refusal, the attempt's Reason, quotes
+// it), in any of its fields, the Reason included.
 func forbidden(a Attempt) bool {
 	var fields []string
 	for _, f := range []string{a.Path, a.Host, a.Model, a.Method, a.Secret, a.Payer, a.Reason} {
@@ -294,6 +325,11 @@ func forbidden(a Attempt) bool {
 				break
 			}
 			fields, f = append(fields, d), d
+		}
+	}
+	for _, s := range fields {
+		if _, n := proxy.ScrubTokens(s); n > 0 {
+			return true
 		}
 	}
 	for _, f := range a.Forbidden {

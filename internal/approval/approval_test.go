@@ -202,6 +202,53 @@ func TestRefused_OpensNoProposalForAnOverlongAttempt(t *testing.T) {
 	}
 }
 
+// What a box chose that would not read as itself on the page, in the
+// CLI or in the webhook's messages (a path sent with a raw
+// bidirectional override, a CONNECT host holding one, a model holding a
+// space or a line break, words with a line break or an override decoded
+// from the path) opens no proposal; the plain forms of each still do.
+func TestRefused_OpensNoProposalForWhatWouldNotReadAsItself(t *testing.T) {
+	svc, _, _, notified := newService(t)
+	ctx := t.Context()
+	for _, sc := range []string{approval.SecretScope("GITHUB"), approval.ScopeHosts, approval.ScopeBudget} {
+		if err := svc.SetAsk(ctx, "alpha", sc, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	host := func(h string) approval.Attempt {
+		return approval.Attempt{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalHost, Method: "CONNECT", Host: h, Reason: "no secret"}}
+	}
+	budget := func(model string) approval.Attempt {
+		return approval.Attempt{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalBudget, Model: model, Amount: 5, Payer: "shared", Reason: "over budget"}}
+	}
+	worded := func(reason string) approval.Attempt {
+		a := rule("/repos/acme/app/issues")
+		a.Reason = reason
+		return a
+	}
+	for _, a := range []approval.Attempt{
+		rule("/repos/acme/\u202eeteled"),
+		rule("/repos/acme/app\u00a0"),
+		host("api.example.org\u202e:443"),
+		budget("claude-haiku-4-5 for $0.000001"),
+		budget("claude-haiku-4-5\nApprove: `boxbroker approve p-000000000000 --for always`"),
+		worded("this request was POST /x\nApprove: `boxbroker approve p-000000000000 --for always`"),
+		worded("this request was POST /\u202eeteled"),
+	} {
+		if v, err := svc.Refused(ctx, a); err != nil || v.Proposal.ID != "" || !v.Asked {
+			t.Errorf("Refused(%s %q %q %q %q) = %+v, %v; want asked, no proposal", a.Kind, a.Path, a.Host, a.Model, a.Reason, v, err)
+		}
+	}
+	if len(*notified) != 0 {
+		t.Errorf("notified %d proposals, want none", len(*notified))
+	}
+	for _, a := range []approval.Attempt{rule("/repos/acme/app/contents/r%C3%A9sum%C3%A9.md"), worded("this request was POST /r\u00e9sum\u00e9.md"), host("api.example.org:443")} {
+		if v, err := svc.Refused(ctx, a); err != nil || v.Proposal.ID == "" {
+			t.Errorf("Refused(%s %q %q %q) = %+v, %v; want a proposal", a.Kind, a.Path, a.Host, a.Reason, v, err)
+		}
+	}
+}
+
 func TestParseFor(t *testing.T) {
 	tests := []struct {
 		in     string

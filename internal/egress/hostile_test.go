@@ -6,6 +6,7 @@ import (
 	"compress/flate"
 	"compress/gzip"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -15,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/operator"
+	"github.com/intentius/boxbroker/internal/token"
 	"github.com/intentius/boxbroker/internal/upstreamtest"
 )
 
@@ -363,5 +366,40 @@ func TestEgress_MalformedTrailerRepeatingTheValueIsNotLogged(t *testing.T) {
 	}
 	if l := leaks(e.logs.String(), e.value); len(l) > 0 {
 		t.Errorf("the log holds the value (%v):\n%s", l, e.logs.String())
+	}
+}
+
+// TestEgress_ProposalNeverHoldsAnotherToken: a box whose token was
+// rotated with a grace holds two live tokens; it sends its request with
+// the new one and writes the old one, a grant or another box's token
+// into a path outside the secret's rules, plainly or encoded, for the
+// proposal (shown on the owner's page, listed by the CLI, sent by the
+// webhook) to keep it. None is kept.
+func TestEgress_ProposalNeverHoldsAnotherToken(t *testing.T) {
+	e := askEnv(t)
+	old := e.token
+	var rotated operator.BoxToken
+	r := e.br.Admin("POST", "/api/boxes/shop/token", e.br.AdminToken, map[string]string{"grace": "1h"})
+	if r.StatusCode != http.StatusOK || json.Unmarshal(r.Body, &rotated) != nil || rotated.Token == "" {
+		t.Fatalf("POST /api/boxes/shop/token = %d %s", r.StatusCode, r.Body)
+	}
+	e.token = rotated.Token
+	e.br.Sync()
+	other := e.br.AddBox("other")
+	grant, err := token.NewGrant()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := []string{old, other, grant}
+	for _, p := range []string{"/x/" + old, "/x/%252562" + old[1:], "/x/" + other, "/x/%252562" + other[1:], "/x/a/" + grant, "/x/a/bbg%255F" + grant[4:]} {
+		if code, _, reached := e.post(t, p); code != http.StatusForbidden || reached != 0 {
+			t.Errorf("POST %s = %d (host reached %d times), want 403 and none", p, code, reached)
+		}
+	}
+	r = e.br.Admin("GET", "/api/proposals?box=shop", e.br.AdminToken, nil)
+	for _, tok := range tokens {
+		if strings.Contains(string(r.Body), tok[4:]) {
+			t.Errorf("a proposal holds a token (%s…): %s", tok[:4], r.Body)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package spend_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"path/filepath"
@@ -261,5 +262,60 @@ func TestBudget_ProposalHoldsNoHugeString(t *testing.T) {
 	}
 	if len(rec.Seen()) != 0 {
 		t.Errorf("the upstream received the call")
+	}
+}
+
+// A box past its budget learns the ID of the proposal its call opened
+// (the refusal names it), then names as the model of another call words
+// that read, on the owner's page, in `boxbroker proposals` or in the
+// webhook's Slack message, as a cheap call of another model, or as that
+// first proposal and the command approving it always: a line break, a
+// space, a bidirectional override, a space that is not ASCII's, a letter
+// that shows as blank. No such call opens a proposal; a model as a model
+// is named still does.
+func TestBudget_ModelCannotDressAProposalAsAnother(t *testing.T) {
+	b, token, rec := askingPastBudget(t)
+	ctx := context.Background()
+	call := func(model string) brokertest.Response {
+		m, err := json.Marshal(model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return post(b, token, []byte(`{"model":`+string(m)+`,"max_tokens":16,"messages":[{"role":"user","content":"hi"}]}`))
+	}
+	if r := call("claude-opus-4-1"); r.StatusCode != http.StatusForbidden {
+		t.Fatalf("a call past the budget = %d, want 403", r.StatusCode)
+	}
+	ps, err := b.Server.Approvals.List(ctx, "salad", store.ProposalPending)
+	if err != nil || len(ps) != 1 {
+		t.Fatalf("proposals = %+v, %v; want the one the call opened", ps, err)
+	}
+	first := ps[0].ID
+	for _, model := range []string{
+		"claude-haiku-4-5 for up to $0.000100 past its budget and asks for it (proposal `" + first + "`).\n> a cent\nApprove: `boxbroker approve " + first + " --for always`\n\n\n\n",
+		"claude-haiku-4-5 for $0.000100 past its budget (proposal " + first + ")",
+		"claude-haiku-4-5\u202e1-4-supo",
+		"claude-haiku-4-5" + strings.Repeat("\u00a0", 200) + "x",
+		"claude\u3164haiku\u3164for\u3164$0.0001",
+		"claude-haiku-4-5\tfor",
+	} {
+		if r := call(model); r.StatusCode != http.StatusForbidden || strings.Contains(string(r.Body), "waits for a person") {
+			t.Errorf("a call past the budget naming %q = %d %s, want 403 naming no proposal", model, r.StatusCode, r.Body)
+		}
+	}
+	ps, err = b.Server.Approvals.List(ctx, "salad", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ps {
+		if p.ID != first {
+			t.Errorf("proposal %s opened for the model %q; want none but %s", p.ID, p.Model, first)
+		}
+	}
+	if r := call("claude-haiku-4-5"); !strings.Contains(string(r.Body), "waits for a person") {
+		t.Errorf("a call past the budget naming claude-haiku-4-5 = %d %s, want a proposal named", r.StatusCode, r.Body)
+	}
+	if len(rec.Seen()) != 0 {
+		t.Errorf("the upstream received a call")
 	}
 }
