@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/intentius/boxbroker/internal/capability"
@@ -224,20 +225,31 @@ func swapQuery(raw, token, value string) string {
 
 // carries reports whether req still holds token anywhere the broker
 // looks: its URL (path and query, raw and decoded), Host, and every
-// header (headerHolds).
+// header (headerHolds); or its base64, in either alphabet and however
+// aligned (base64Cores), in the path, a query part (decoded), or a
+// header's name or value, where the broker swaps nothing: as
+// Elasticsearch's ApiKey (base64 of id:key), Docker's X-Registry-Auth
+// (base64 of a JSON document) or Basic credentials not padded write it.
 func carries(req *http.Request, token string) bool {
 	u := req.URL
 	if strings.Contains(u.Path, token) || strings.Contains(u.RawPath, token) || strings.Contains(u.RawQuery, token) ||
 		strings.Contains(req.Host, token) || strings.Contains(u.Host, token) {
 		return true
 	}
+	cores := base64Cores(token)
+	encoded := func(s string) bool {
+		return slices.ContainsFunc(cores, func(c string) bool { return strings.Contains(s, c) })
+	}
+	if encoded(u.Path) || encoded(u.RawPath) {
+		return true
+	}
 	for _, part := range queryParts(u.RawQuery) {
-		if holds(part, token) {
+		if holds(part, token) || encoded(part) {
 			return true
 		}
 	}
 	for k, vs := range req.Header {
-		if headerHolds(k, vs, token) {
+		if headerHolds(k, vs, token) || encoded(k) || slices.ContainsFunc(vs, encoded) {
 			return true
 		}
 	}
