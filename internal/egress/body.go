@@ -3,6 +3,7 @@ package egress
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -10,12 +11,13 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/jsonfield"
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/token"
-	"github.com/tidwall/gjson"
 )
 
 // maxReadBody is the largest request body the broker reads whole: a
@@ -76,8 +78,10 @@ func readBody(r *http.Request) ([]byte, error) {
 //     longer, is streamed so, and keeps its length, declared or not.
 //
 // So the value never lands where a host keeps what a box wrote (a blob,
-// an issue, a file) for the box to read back.
-func swapBody(r *http.Request, token, value string, fields []string) error {
+// an issue, a file) for the box to read back. A body that would have
+// value written in more than most fields is not sent: swapBody returns
+// a *writesError.
+func swapBody(r *http.Request, token, value string, fields []string, most int) error {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil
 	}
@@ -95,7 +99,12 @@ func swapBody(r *http.Request, token, value string, fields []string) error {
 		return nil
 	}
 	r.Body.Close()
-	out := writeFields(b, kind, fields, token, value)
+	spans := namedSpans(b, kind, fields, token)
+	if len(spans) > most {
+		r.Body = http.NoBody
+		return &writesError{len(spans)}
+	}
+	out := writeFields(b, kind, spans, value)
 	r.Body = io.NopCloser(bytes.NewReader(out))
 	r.ContentLength = int64(len(out))
 	if len(out) == 0 {
@@ -123,12 +132,19 @@ func readUpTo(r *http.Request, limit int64) (b []byte, err error) {
 	return b, nil
 }
 
+// writesError is swapBody's error for a body that would have the value
+// written in n fields, more than it may.
+type writesError struct{ n int }
+
+func (e *writesError) Error() string {
+	return fmt.Sprintf("egress: the body would have the value written in %d fields", e.n)
+}
+
 // writeFields returns b, a body of the given kind, with every token in
-// it marked (proxy.ScrubTokensInPlace) but the whole value of each
-// top-level field named in fields that is token, which becomes value.
-// b itself is changed.
-func writeFields(b []byte, kind string, fields []string, token, value string) []byte {
-	spans := namedSpans(b, kind, fields, token)
+// it marked (proxy.ScrubTokensInPlace) but at spans, the whole values of
+// the top-level fields named that are the box's token (namedSpans),
+// which become value. b itself is changed.
+func writeFields(b []byte, kind string, spans []span, value string) []byte {
 	proxy.ScrubTokensInPlace(b) // length kept: the spans stand
 	if len(spans) == 0 {
 		return b
@@ -137,7 +153,7 @@ func writeFields(b []byte, kind string, fields []string, token, value string) []
 	if kind == bodyJSON {
 		enc, _ = json.Marshal(value)
 	}
-	out := make([]byte, 0, len(b)+len(spans)*(len(enc)-len(token)))
+	out := make([]byte, 0, len(b)+len(spans)*len(enc))
 	at := 0
 	for _, sp := range spans {
 		out = append(append(out, b[at:sp.start]...), enc...)

@@ -30,7 +30,7 @@ func BenchmarkSwapBody(b *testing.B) {
 			for b.Loop() {
 				r, _ := http.NewRequest(http.MethodPost, "http://x/", strings.NewReader(tt.body))
 				r.Header.Set("Content-Type", tt.ctype)
-				if err := swapBody(r, tok, value, tt.fields); err != nil {
+				if err := swapBody(r, tok, value, tt.fields, maxWrites); err != nil {
 					b.Fatal(err)
 				}
 				if _, err := io.Copy(io.Discard, r.Body); err != nil {

@@ -22,7 +22,8 @@
 //     query, and in the body only as the whole value of a top-level form
 //     or JSON field the secret names (store.Secret.BodyFields); anywhere
 //     else in the body the token, and any other token, becomes a
-//     proxy.TokenMarker of its own length (see swapBody); drops
+//     proxy.TokenMarker of its own length (see swapBody); in at most
+//     maxWrites places of one request, past which it is refused; drops
 //     hop-by-hop headers, Cookie,
 //     Proxy-Authorization, chant-grant, forwarding headers, Range and
 //     If-Range, asks for gzip or identity, and sets Host to the secret's
@@ -438,6 +439,12 @@ func (c *Capability) Forward(w http.ResponseWriter, r *http.Request, box, token 
 	if err := c.inject(r, box, sec, f); err != nil {
 		return err
 	}
+	writes := 0
+	if f.signer == nil {
+		if writes = headWrites(r, token); writes > maxWrites {
+			return tooManyWrites(name, writes)
+		}
+	}
 	switch {
 	case f.ref != nil:
 		c.written.sentMinted(f.host, *f.ref, c.cfg.Now())
@@ -464,7 +471,11 @@ func (c *Capability) Forward(w http.ResponseWriter, r *http.Request, box, token 
 		if err := signedBody(r, f); err != nil {
 			return err
 		}
-	} else if err := swapBody(r, token, f.value, sec.BodyFields); err != nil {
+	} else if err := swapBody(r, token, f.value, sec.BodyFields, maxWrites-writes); err != nil {
+		var we *writesError
+		if errors.As(err, &we) {
+			return tooManyWrites(name, writes+we.n)
+		}
 		return capability.UnreadableBody(err)
 	}
 	c.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, f)))

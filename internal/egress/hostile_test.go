@@ -403,3 +403,64 @@ func TestEgress_ProposalNeverHoldsAnotherToken(t *testing.T) {
 		}
 	}
 }
+
+// TestEgress_TokenInManyPlacesIsRefused: a box writes its token a
+// thousand times into its request's head (a header, Basic credentials,
+// the query) or into a form or JSON body naming the secret's field as
+// often, for the broker to write a 16 KiB value in each place: a request
+// of 64 KiB would have the broker make, and send, hundreds of megabytes,
+// up to --box-concurrent such requests at once. The broker writes the
+// value in at most 16 places of one request; past them the request is a
+// 400, and nothing reaches the host. A request with the token in a few
+// places still goes, the value in each.
+func TestEgress_TokenInManyPlacesIsRefused(t *testing.T) {
+	e := newEnv(t, nil)
+	value := strings.Repeat("v", 16<<10)
+	e.br.SetSecret("shop", secretName, e.echo.URL+"/base", value, "client_secret")
+	many := func(s, sep string) string { return strings.TrimSuffix(strings.Repeat(s+sep, 600), sep) }
+	form := http.Header{"Content-Type": {"application/x-www-form-urlencoded"}, "X-Api-Key": {e.token}}
+	jsonHead := http.Header{"Content-Type": {"application/json"}, "X-Api-Key": {e.token}}
+	tests := []struct {
+		name   string
+		query  string
+		header http.Header
+		body   string
+	}{
+		{"a header", "", http.Header{"X-Api-Key": {many(e.token, " ")}}, ""},
+		{"repeated headers", "", http.Header{"X-Api-Key": strings.Split(many(e.token, "\n"), "\n")}, ""},
+		{"basic credentials", "", http.Header{"Authorization": {"Basic " + base64.StdEncoding.EncodeToString([]byte("x:"+many(e.token, ",")))}}, ""},
+		{"the query", "?" + many("key="+e.token, "&"), nil, ""},
+		{"a form's named field", "", form, many("client_secret="+e.token, "&")},
+		{"a JSON body's named field", "", jsonHead, "{" + many(`"client_secret":"`+e.token+`"`, ",") + "}"},
+		{"sixteen in the head, one in the body", "?" + many("key="+e.token, "&")[:15*len("key="+e.token+"&")-1], form, "client_secret=" + e.token},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(e.echo.Seen())
+			method := http.MethodGet
+			var body io.Reader
+			if tt.body != "" {
+				method, body = http.MethodPost, strings.NewReader(tt.body)
+			}
+			resp, b := e.do(t, method, "/egress/"+secretName+"/x"+tt.query, tt.header, body)
+			if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "at most 16 places") {
+				t.Errorf("status %d, body %.300s; want 400 saying the broker writes the value in at most 16 places", resp.StatusCode, b)
+			}
+			if n := len(e.echo.Seen()) - before; n != 0 {
+				t.Errorf("the host received %d requests, want none", n)
+			}
+		})
+	}
+
+	resp, _ := e.do(t, http.MethodPost, "/egress/"+secretName+"/x?key="+e.token,
+		http.Header{"Content-Type": {"application/x-www-form-urlencoded"}, "X-Api-Key": {e.token}, "Authorization": {"Bearer " + e.token}},
+		strings.NewReader("client_secret="+e.token))
+	seen := e.echo.Seen()
+	if resp.StatusCode != http.StatusOK || len(seen) == 0 {
+		t.Fatalf("a request with the token in four places: status %d, the host received %d requests", resp.StatusCode, len(seen))
+	}
+	s := seen[len(seen)-1]
+	if s.Header.Get("X-Api-Key") != value || s.Header.Get("Authorization") != "Bearer "+value || !strings.Contains(s.RawQuery, "key="+value) {
+		t.Errorf("the host did not receive the value in the header, Authorization and the query")
+	}
+}

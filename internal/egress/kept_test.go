@@ -1,9 +1,11 @@
 package egress_test
 
 import (
+	"context"
 	"encoding/base64"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -13,6 +15,7 @@ import (
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/mint"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/server"
 )
 
 // keeper is a host that keeps what it is sent, as an issue tracker, an
@@ -264,5 +267,79 @@ func TestEgress_SignatureKeptByHostIsRedactedLater(t *testing.T) {
 				t.Errorf("the answer = %s, want [redacted] in the signature's place", body)
 			}
 		})
+	}
+}
+
+// TestEgress_ValueStoredThroughOneSecretIsRedactedThroughTheHostWithItsDot
+// is TestEgress_ValueStoredThroughOneSecretIsRedactedThroughAnother with
+// TWO pinned to the same host written as a fully qualified name, with its
+// trailing dot (localhost.), which reaches the same host: ONE's value,
+// kept by the host, does not come back through TWO.
+func TestEgress_ValueStoredThroughOneSecretIsRedactedThroughTheHostWithItsDot(t *testing.T) {
+	k := &keeper{keepHeader: "X-Note"}
+	br, token, port := dotHost(t, k.ServeHTTP)
+	one, two := "sk_one_"+randomHex(16), "sk_two_"+randomHex(16)
+	br.SetSecret("shop", "ONE", "http://localhost:"+port+"/v1", one)
+	br.SetSecret("shop", "TWO", "http://localhost.:"+port+"/v2", two)
+	br.Report(token, brokertest.Entry(protocol.Egress, "ONE", "TWO"))
+
+	if resp := br.Do(http.MethodPost, "/egress/ONE/items", token, []byte("x"), http.Header{"Content-Type": {"text/plain"}, "X-Note": {"note " + token}}); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("store through ONE = %d %s, want 201", resp.StatusCode, resp.Body)
+	}
+	resp := br.Do(http.MethodGet, "/egress/TWO/items", token, nil, nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("read through TWO = %d %s, want 200", resp.StatusCode, resp.Body)
+	}
+	if all := string(resp.Body) + fmt.Sprint(resp.Header); strings.Contains(all, one) {
+		t.Errorf("the answer through TWO carries ONE's value: %s", all)
+	}
+	if !strings.Contains(string(resp.Body), "note "+token) {
+		t.Errorf("the answer = %s, want the box's token in the value's place", resp.Body)
+	}
+}
+
+// dotHost is a broker whose egress reaches h as localhost and as
+// localhost. (at its loopback address, whatever the resolver makes of
+// the dot), with box shop; port is h's.
+func dotHost(t *testing.T, h http.HandlerFunc) (br *brokertest.Broker, token, port string) {
+	t.Helper()
+	ho := newHost(t, h)
+	_, port, _ = strings.Cut(ho.hostport(), ":")
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if addr != "localhost:"+port && addr != "localhost.:"+port {
+			return nil, fmt.Errorf("test transport: no dial to %s", addr)
+		}
+		return (&net.Dialer{}).DialContext(ctx, network, ho.hostport())
+	}}
+	t.Cleanup(tr.CloseIdleConnections)
+	br = brokertest.New(t, brokertest.Options{ServerOptions: func(o *server.Options) { o.Transport = tr }})
+	return br, br.AddBox("shop"), port
+}
+
+// TestEgress_LinkToTheHostWithoutItsDotPointsBackAtTheBroker: a secret
+// pinned to its host's name with the trailing dot (localhost.), whose
+// host writes its links without it, as hosts do: a link under the base
+// is still pointed at /egress/NAME, never left leading the box's client
+// to the host with its token.
+func TestEgress_LinkToTheHostWithoutItsDotPointsBackAtTheBroker(t *testing.T) {
+	var port string
+	br, token, p := dotHost(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://localhost:"+port+"/v2/next", http.StatusFound)
+	})
+	port = p
+	br.SetSecret("shop", "TWO", "http://localhost.:"+port+"/v2", "sk_two_"+randomHex(16))
+	br.Report(token, brokertest.Entry(protocol.Egress, "TWO"))
+	req, err := http.NewRequest(http.MethodGet, br.URL+"/egress/TWO/go", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := noRedirects.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusFound || loc != "/egress/TWO/next" {
+		t.Errorf("status %d, Location %q; want 302 to /egress/TWO/next", resp.StatusCode, loc)
 	}
 }

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -101,13 +102,16 @@ func (f *flight) local(ref string) string {
 	return out
 }
 
-// sameHost reports whether u names base's host and port, a scheme's
-// default port written or not (a scheme-relative u takes base's scheme).
+// sameHost reports whether u names base's host (as hostKey tells hosts
+// apart) and port, a scheme's default port written or not (a
+// scheme-relative u takes base's scheme).
 func sameHost(u, base *url.URL) bool {
-	if !strings.EqualFold(u.Hostname(), base.Hostname()) {
+	if hostKey(u.Hostname()) != hostKey(base.Hostname()) {
 		return false
 	}
 	v := *u
-	v.Scheme, v.Host = base.Scheme, strings.ToLower(u.Host)
-	return dialAddr(&v) == dialAddr(base)
+	v.Scheme = base.Scheme
+	_, port, _ := net.SplitHostPort(dialAddr(&v))
+	_, basePort, _ := net.SplitHostPort(dialAddr(base))
+	return port == basePort
 }

@@ -42,7 +42,7 @@ func signedBody(r *http.Request, f *flight) error {
 			"%s's requests are signed over their body, which the broker reads whole: send a body of at most %d bytes with its length declared.", f.name, maxReadBody)
 	}
 	f.unsigned = true
-	return swapBody(r, f.token, "", nil)
+	return swapBody(r, f.token, "", nil, 0)
 }
 
 // dropped are request headers that never go to a secret's host: the

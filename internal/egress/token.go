@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/intentius/boxbroker/internal/capability"
@@ -120,9 +121,50 @@ func swapString(s, token, value string) string {
 }
 
 // holds reports whether s holds token, escaped or not.
-func holds(s, token string) bool {
+func holds(s, token string) bool { return count(s, token) > 0 }
+
+// count is how many times s holds token, escaped or not: how many
+// times swapString writes a value in it.
+func count(s, token string) int {
 	_, n := proxy.RedactString(s, tokenForm(token, ""))
-	return n > 0
+	return n
+}
+
+// maxWrites bounds the places of one request the broker writes a
+// secret's value in (swapHeaders, swapQuery, swapBody). Each is a value
+// of up to 16 KiB (operator.MaxValue, mint.MaxToken), written where the
+// box wrote its token of some 50 bytes: a request head of 64 KiB holding
+// the token a thousand times, or a form of 1 MiB naming its field as
+// often, would have the broker make and send hundreds of megabytes for
+// it. An API takes its key in one place, or two.
+const maxWrites = 16
+
+// headWrites is how many places of r's head swapHeaders and swapQuery
+// would write the value in: each time a header value, the Basic
+// credentials one decodes to, or a key or value of the query (decoded)
+// holds token, escaped or not. A header the broker drops is counted too.
+func headWrites(r *http.Request, token string) int {
+	n := 0
+	for _, vs := range r.Header {
+		for _, v := range vs {
+			n += count(v, token)
+			if dec, ok := basicCredentials(v); ok {
+				n += count(dec, token)
+			}
+		}
+	}
+	for _, part := range queryParts(r.URL.RawQuery) {
+		n += count(part, token)
+	}
+	return n
+}
+
+// tooManyWrites is the refusal of a request that would have the broker
+// write the value of the secret name in n places, more than maxWrites.
+func tooManyWrites(name string, n int) *capability.Error {
+	return capability.Refuse(capability.ReasonInvalid,
+		"The request carries the box's token in %d places where the broker would write %s's value (header values, the query, body fields the secret names); the broker writes it in at most %d places of one request, and this one was not sent.",
+		n, name, maxWrites)
 }
 
 // basicSwap is one Authorization: Basic value the broker rewrote: what
@@ -183,20 +225,31 @@ func swapQuery(raw, token, value string) string {
 
 // carries reports whether req still holds token anywhere the broker
 // looks: its URL (path and query, raw and decoded), Host, and every
-// header (headerHolds).
+// header (headerHolds); or its base64, in either alphabet and however
+// aligned (base64Cores), in the path, a query part (decoded), or a
+// header's name or value, where the broker swaps nothing: as
+// Elasticsearch's ApiKey (base64 of id:key), Docker's X-Registry-Auth
+// (base64 of a JSON document) or Basic credentials not padded write it.
 func carries(req *http.Request, token string) bool {
 	u := req.URL
 	if strings.Contains(u.Path, token) || strings.Contains(u.RawPath, token) || strings.Contains(u.RawQuery, token) ||
 		strings.Contains(req.Host, token) || strings.Contains(u.Host, token) {
 		return true
 	}
+	cores := base64Cores(token)
+	encoded := func(s string) bool {
+		return slices.ContainsFunc(cores, func(c string) bool { return strings.Contains(s, c) })
+	}
+	if encoded(u.Path) || encoded(u.RawPath) {
+		return true
+	}
 	for _, part := range queryParts(u.RawQuery) {
-		if holds(part, token) {
+		if holds(part, token) || encoded(part) {
 			return true
 		}
 	}
 	for k, vs := range req.Header {
-		if headerHolds(k, vs, token) {
+		if headerHolds(k, vs, token) || encoded(k) || slices.ContainsFunc(vs, encoded) {
 			return true
 		}
 	}

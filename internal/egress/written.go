@@ -87,8 +87,10 @@ type held struct {
 }
 
 // hostKey is the name hosts are told apart by: the host name of base,
-// lower case.
-func hostKey(host string) string { return strings.ToLower(host) }
+// lower case, without the trailing dot of a fully qualified name
+// (api.example.com. is api.example.com, the same host), as the HTTPS
+// proxy compares names.
+func hostKey(host string) string { return strings.TrimSuffix(strings.ToLower(host), ".") }
 
 // entryLocked returns host's entry for box's secret name, made when
 // new, and the box's entry it is in.

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -47,6 +49,53 @@ func TestProxy_AnotherBoxsTokenInTheTunnelIsRefused(t *testing.T) {
 	if seen := f.up.all(); seen != "" {
 		t.Errorf("the host received a request:\n%s", seen)
 	}
+}
+
+// TestProxy_TokenInBase64NeverReachesTheHost: a box's client, handed
+// its token as the key, writes it in base64 where the broker swaps
+// nothing: Elasticsearch's ApiKey (base64 of id:key), Docker's
+// X-Registry-Auth (base64url of a JSON document), a query parameter or a
+// path segment. In a tunnel the box is known by its Proxy-Authorization,
+// so the request is the box's whatever it carries: the broker refuses it
+// (400, the form it does not swap), and the host never receives the
+// token in any alignment of either alphabet.
+func TestProxy_TokenInBase64NeverReachesTheHost(t *testing.T) {
+	f := newFixture(t)
+	std := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	raw := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+	tests := []struct{ name, target, header string }{
+		{"Elasticsearch's ApiKey", "/x", "Authorization: ApiKey " + std("VuaCfGcBCdbkQm-e5aOx:"+f.token)},
+		{"Docker's X-Registry-Auth", "/x", "X-Registry-Auth: " + raw(`{"username":"u","password":"`+f.token+`"}`)},
+		{"another alignment", "/x", "X-Key: " + std("ab"+f.token)},
+		{"Basic credentials without their padding", "/x", "Authorization: Basic " + base64.RawStdEncoding.EncodeToString([]byte(unpadded(f.token)))},
+		{"the query", "/x?auth=" + url.QueryEscape(std("u:"+f.token)), ""},
+		{"the path", "/keys/" + raw("."+f.token), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			head := "GET " + tt.target + " HTTP/1.1\r\nHost: " + f.host + "\r\n"
+			if tt.header != "" {
+				head += tt.header + "\r\n"
+			}
+			status, body := tunnelRequest(t, f, f.token, head+"Connection: close\r\n\r\n")
+			if status != http.StatusBadRequest || !strings.Contains(body, "does not swap") {
+				t.Errorf("status %d %s, want 400 saying the token is in a form the broker does not swap", status, body)
+			}
+		})
+	}
+	if seen := f.up.all(); seen != "" {
+		t.Errorf("the host received a request:\n%s", seen)
+	}
+}
+
+// unpadded is Basic credentials holding tok whose base64 is padded, so
+// that without its padding it is no Basic a decoder takes.
+func unpadded(tok string) string {
+	cred := "u:" + tok
+	for len(cred)%3 == 0 {
+		cred = "u" + cred
+	}
+	return cred
 }
 
 // TestProxy_PathCannotClimbOutOfTheBase: a dot segment in a tunnel's
