@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"net/http/httptrace"
 	"net/textproto"
@@ -16,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/fountain"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -388,5 +390,74 @@ func TestFountain_EncodedAnswerIsRefused(t *testing.T) {
 		if resp.StatusCode != http.StatusBadGateway || !strings.Contains(msg, tt.says) {
 			t.Errorf("Content-Encoding %s: answer %d %q, want 502 saying %q", tt.query, resp.StatusCode, resp.Body, tt.says)
 		}
+	}
+}
+
+// TestFountain_IdInAMultipartFormMustBeTheBoxs: the frameworks an API
+// like Fountain's is written in read a form's fields from a
+// multipart/form-data body as they do from an urlencoded one, and read a
+// body holding JSON after a byte-order mark as JSON when no Content-Type
+// says otherwise. Another box's id in either is refused as in any form
+// or JSON body, and a multipart form the broker cannot read whole (over
+// 1 MiB, or malformed) is refused, not passed on unread.
+func TestFountain_IdInAMultipartFormMustBeTheBoxs(t *testing.T) {
+	br, alpha := ownershipBroker(t, nil)
+	form := func(fields [][2]string, file int) (string, []byte) {
+		var b bytes.Buffer
+		mw := multipart.NewWriter(&b)
+		for _, f := range fields {
+			_ = mw.WriteField(f[0], f[1])
+		}
+		if file > 0 {
+			w, _ := mw.CreateFormFile("upload", "notes.txt")
+			_, _ = w.Write(bytes.Repeat([]byte("x"), file))
+		}
+		_ = mw.Close()
+		return mw.FormDataContentType(), b.Bytes()
+	}
+	tests := []struct {
+		name string
+		ct   string
+		body []byte
+		want int
+	}{}
+	add := func(name string, want int, ct string, body []byte) {
+		tests = append(tests, struct {
+			name string
+			ct   string
+			body []byte
+			want int
+		}{name, ct, body, want})
+	}
+	ct, body := form([][2]string{{"prompt", "hi"}, {"sandbox_id", "sb-b1"}}, 0)
+	add("another box's sandbox in a multipart form", 403, ct, body)
+	ct, body = form([][2]string{{"vaultIds", "v-alpha"}, {"vaultIds", "v-b1"}}, 10)
+	add("one of several, beside a file", 403, ct, body)
+	ct, body = form([][2]string{{"sandbox_id", "sb-b1"}}, fountain.MaxChecked)
+	add("behind an upload past what the broker reads", 413, ct, body)
+	ct, body = form([][2]string{{"sandbox_id", "sb-b1"}}, 0)
+	add("a multipart form cut short", 400, ct, body[:len(body)-10])
+	add("JSON after a byte-order mark, with no Content-Type", 400, "", []byte("\xef\xbb\xbf"+`{"vault_id":"v-b1"}`))
+	ct, body = form([][2]string{{"prompt", "hi"}, {"sandbox_id", "sb-alpha"}, {"vault", "v-alpha"}}, 10)
+	add("the box's own", 201, ct, body)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(br.Fountain.Seen())
+			h := http.Header{}
+			if tt.ct != "" {
+				h.Set("Content-Type", tt.ct)
+			}
+			resp := br.Do("POST", "/fountain/api/conversations", alpha, tt.body, h)
+			_, msg := brokertest.Refusal(resp.Body)
+			if resp.StatusCode != tt.want {
+				t.Fatalf("POST = %d %q, want %d", resp.StatusCode, msg, tt.want)
+			}
+			if reached := len(br.Fountain.Seen()) - before; tt.want != 201 && reached != 0 {
+				t.Errorf("POST: Fountain received %d, want none", reached)
+			}
+			if tt.want == 403 && !strings.Contains(msg, "not this box's") {
+				t.Errorf("POST: %q, want a refusal saying it is not this box's", msg)
+			}
+		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"mime/multipart"
 	"net/http"
 	"net/url"
 	"strings"
@@ -141,8 +142,8 @@ func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Reque
 		case err != nil:
 			return nil, capability.UnreadableBody(fmt.Errorf("read fountain request body: %w", err))
 		}
-		mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-		structured := looksJSON(held) || strings.HasSuffix(mt, "json") || mt == "application/x-www-form-urlencoded"
+		mt, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		structured := looksJSON(held) || strings.HasSuffix(mt, "json") || mt == "application/x-www-form-urlencoded" || mt == "multipart/form-data"
 		if int64(len(held)) > MaxChecked {
 			if structured {
 				return nil, capability.Refuse(capability.ReasonTooLarge,
@@ -156,6 +157,13 @@ func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Reque
 		case mt == "application/x-www-form-urlencoded":
 			if q, err := url.ParseQuery(string(held)); err == nil {
 				ids = append(ids, queryIDs(q, "the body")...)
+			}
+		case mt == "multipart/form-data":
+			// Frameworks read a form's fields from a multipart body as
+			// from an urlencoded one.
+			if ids, err = multipartIDs(held, params["boundary"], ids); err != nil {
+				return nil, capability.Refuse(capability.ReasonInvalid,
+					"The request body is not a multipart form the broker can read, so the broker cannot check that the ids it names are this box's.").WithErr(err)
 			}
 		case json.Valid(held):
 			if ids, err = bodyIDs(held, ids); err != nil {
@@ -178,10 +186,44 @@ func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Reque
 	return body, nil
 }
 
-// looksJSON reports whether b begins, after white space, as a JSON
-// object or array does.
+// multipartIDs returns the ids a multipart/form-data body with that
+// boundary names: the value of every part whose form name IDKind reads as
+// a kind's (a file's too), as sent. It reports an error for a body that
+// is not such a form, read to its closing boundary.
+func multipartIDs(body []byte, boundary string, out []named) ([]named, error) {
+	if boundary == "" {
+		return out, errors.New("multipart form with no boundary")
+	}
+	mr := multipart.NewReader(bytes.NewReader(body), boundary)
+	for {
+		p, err := mr.NextRawPart()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		v, err := io.ReadAll(p)
+		if err != nil {
+			return out, err
+		}
+		for _, cd := range p.Header.Values("Content-Disposition") {
+			_, params, err := mime.ParseMediaType(cd)
+			if err != nil {
+				return out, err
+			}
+			if kind := IDKind(params["name"]); kind != "" {
+				out = append(out, named{kind, string(v), fmt.Sprintf("the body (%s)", params["name"])})
+			}
+		}
+	}
+}
+
+// looksJSON reports whether b begins, after a UTF-8 byte-order mark and
+// white space, as a JSON object or array does: a parser that skips the
+// mark reads it as JSON.
 func looksJSON(b []byte) bool {
-	b = bytes.TrimLeft(b, " \t\r\n")
+	b = bytes.TrimLeft(bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")), " \t\r\n")
 	return len(b) > 0 && (b[0] == '{' || b[0] == '[')
 }
 
