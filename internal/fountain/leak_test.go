@@ -461,3 +461,41 @@ func TestFountain_IdInAMultipartFormMustBeTheBoxs(t *testing.T) {
 		})
 	}
 }
+
+// TestFountain_QueryOrFormNotReadWholeIsRefused: Go's query parser drops a
+// pair holding a ";" and gives up on a form with a bad escape, where
+// other parsers split at ";" (Rack) or keep the escape as written: a
+// query or form body the broker cannot read whole is a 400 reaching no
+// Fountain, never one whose ids went unchecked.
+func TestFountain_QueryOrFormNotReadWholeIsRefused(t *testing.T) {
+	br, alpha := ownershipBroker(t, nil)
+	form := http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}
+	tests := []struct {
+		name, method, path, body string
+		want                     int
+	}{
+		{"a query pair after a semicolon", "GET", "/fountain/api/sandboxes/sb-alpha?limit=1;vault_id=v-b1", "", 400},
+		{"a query with a bad escape", "GET", "/fountain/api/sandboxes?sandbox_id=sb-b1&q=%zz", "", 400},
+		{"a form pair after a semicolon", "POST", "/fountain/api/conversations", "prompt=hi;sandbox_id=sb-b1", 400},
+		{"a form with a bad escape", "POST", "/fountain/api/conversations", "prompt=100%&sandbox_id=sb-b1", 400},
+		{"the box's own", "POST", "/fountain/api/conversations?limit=1", "prompt=hi&sandbox_id=sb-alpha", 201},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(br.Fountain.Seen())
+			var body []byte
+			var h http.Header
+			if tt.body != "" {
+				body, h = []byte(tt.body), form
+			}
+			resp := br.Do(tt.method, tt.path, alpha, body, h)
+			_, msg := brokertest.Refusal(resp.Body)
+			if resp.StatusCode != tt.want {
+				t.Fatalf("%s %s %s = %d %q, want %d", tt.method, tt.path, tt.body, resp.StatusCode, msg, tt.want)
+			}
+			if reached := len(br.Fountain.Seen()) - before; tt.want == 400 && reached != 0 {
+				t.Errorf("%s %s: Fountain received %d, want none", tt.method, tt.path, reached)
+			}
+		})
+	}
+}

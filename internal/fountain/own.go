@@ -131,7 +131,15 @@ func walkJSON(d *json.Decoder, kind, member string, out []named) ([]named, error
 // and its body is box's. It reads a body of up to MaxChecked bytes whole
 // to do so, and puts what it read back; it returns the body to forward.
 func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Request) (io.ReadCloser, error) {
-	ids := queryIDs(r.URL.Query(), "the query")
+	// A query or form Go's parser does not read whole (a ";" between
+	// pairs, a "%" that escapes nothing) is refused: another parser
+	// reads it otherwise (Rack splits at ";"), and finds ids in it that
+	// were never checked.
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, notWhole("query")
+	}
+	ids := queryIDs(q, "the query")
 	body := r.Body
 	if body != nil && body != http.NoBody && r.ContentLength != 0 {
 		held, err := io.ReadAll(io.LimitReader(body, MaxChecked+1))
@@ -155,9 +163,11 @@ func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Reque
 		switch {
 		case len(held) == 0:
 		case mt == "application/x-www-form-urlencoded":
-			if q, err := url.ParseQuery(string(held)); err == nil {
-				ids = append(ids, queryIDs(q, "the body")...)
+			q, err := url.ParseQuery(string(held))
+			if err != nil {
+				return nil, notWhole("form body")
 			}
+			ids = append(ids, queryIDs(q, "the body")...)
 		case mt == "multipart/form-data":
 			// Frameworks read a form's fields from a multipart body as
 			// from an urlencoded one.
@@ -184,6 +194,13 @@ func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Reque
 		}
 	}
 	return body, nil
+}
+
+// notWhole refuses a query or form body (what) Go's parser does not read
+// whole.
+func notWhole(what string) error {
+	return capability.Refuse(capability.ReasonInvalid,
+		"The request's %s is not one the broker can read whole (a \";\" between its parameters, or a \"%%\" that escapes nothing), so the broker cannot check that the ids it names are this box's.", what)
 }
 
 // multipartIDs returns the ids a multipart/form-data body with that
