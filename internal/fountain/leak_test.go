@@ -499,3 +499,43 @@ func TestFountain_QueryOrFormNotReadWholeIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestFountain_IdInABracketedParameterMustBeTheBoxs: Express (qs), Rack
+// and PHP read a query's or form's "vault_ids[]", "vault_ids[0]" and
+// "vault[id]" as a list and an object, as JSON's "vault_ids": [...] and
+// "vault": {"id": ...}, which are checked: so are these.
+func TestFountain_IdInABracketedParameterMustBeTheBoxs(t *testing.T) {
+	br, alpha := ownershipBroker(t, nil)
+	form := http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}
+	tests := []struct {
+		name, method, path, body string
+		want                     int
+	}{
+		{"a list", "GET", "/fountain/api/sandboxes/sb-alpha?vault_ids[]=v-b1", "", 403},
+		{"a list, indexed and escaped", "GET", "/fountain/api/sandboxes/sb-alpha?vault_ids%5B0%5D=v-b1", "", 403},
+		{"an object's id", "GET", "/fountain/api/sandboxes/sb-alpha?vault[id]=v-b1", "", 403},
+		{"nested", "GET", "/fountain/api/sandboxes/sb-alpha?config[agent][vault_id]=v-b1", "", 403},
+		{"an object's id, in a form", "POST", "/fountain/api/conversations", "prompt=hi&sandbox[id]=sb-b1", 403},
+		{"a list, in a form", "POST", "/fountain/api/conversations", "prompt=hi&sandbox_ids[]=sb-alpha&sandbox_ids[]=sb-b1", 403},
+		{"an object's other member", "POST", "/fountain/api/conversations", "prompt=hi&sandbox[name]=default", 201},
+		{"the box's own", "GET", "/fountain/api/sandboxes/sb-alpha?vault_ids[]=v-alpha&config[sandbox][id]=sb-alpha", "", 200},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(br.Fountain.Seen())
+			var body []byte
+			var h http.Header
+			if tt.body != "" {
+				body, h = []byte(tt.body), form
+			}
+			resp := br.Do(tt.method, tt.path, alpha, body, h)
+			_, msg := brokertest.Refusal(resp.Body)
+			if resp.StatusCode != tt.want {
+				t.Fatalf("%s %s %s = %d %q, want %d", tt.method, tt.path, tt.body, resp.StatusCode, msg, tt.want)
+			}
+			if reached := len(br.Fountain.Seen()) - before; tt.want == 403 && (reached != 0 || !strings.Contains(msg, "not this box's")) {
+				t.Errorf("%s %s: %q, Fountain received %d; want a refusal saying it is not this box's, reaching no Fountain", tt.method, tt.path, msg, reached)
+			}
+		})
+	}
+}

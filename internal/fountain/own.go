@@ -50,17 +50,40 @@ func IDKind(name string) string {
 	return ""
 }
 
+// paramKind returns the kind of Fountain resource a query, form or
+// multipart parameter named name holds ids of, or "" for none. Express
+// (qs), Rack and PHP read "a[b][c]" as member c of member b of a, and
+// "a[]" or "a[0]" as a list a; qs reads "a.b" as member b with its dots
+// option. The name is read as bodyIDs reads JSON members: its segments
+// (split at "[", "]" and ".") in turn, a numeric one (a list's index)
+// keeping the kind before it, any other taking IDKind's, or, when it is
+// "id" under a kind's, that kind (an object's id).
+func paramKind(name string) string {
+	kind := ""
+	for _, seg := range strings.FieldsFunc(name, func(r rune) bool { return r == '[' || r == ']' || r == '.' }) {
+		if strings.Trim(seg, "0123456789") == "" {
+			continue
+		}
+		sub := IDKind(seg)
+		if sub == "" && kind != "" && seg == "id" {
+			sub = kind
+		}
+		kind = sub
+	}
+	return kind
+}
+
 // named is one id a request names: its kind, the id, and where.
 type named struct {
 	kind, id, where string
 }
 
-// queryIDs returns the ids q names, in parameters whose names IDKind
+// queryIDs returns the ids q names, in parameters whose names paramKind
 // reads as a kind's.
 func queryIDs(q url.Values, where string) []named {
 	var out []named
 	for k, vs := range q {
-		kind := IDKind(k)
+		kind := paramKind(k)
 		if kind == "" {
 			continue
 		}
@@ -204,8 +227,8 @@ func notWhole(what string) error {
 }
 
 // multipartIDs returns the ids a multipart/form-data body with that
-// boundary names: the value of every part whose form name IDKind reads as
-// a kind's (a file's too), as sent. It reports an error for a body that
+// boundary names: the value of every part whose form name paramKind reads
+// as a kind's (a file's too), as sent. It reports an error for a body that
 // is not such a form, read to its closing boundary.
 func multipartIDs(body []byte, boundary string, out []named) ([]named, error) {
 	if boundary == "" {
@@ -229,7 +252,7 @@ func multipartIDs(body []byte, boundary string, out []named) ([]named, error) {
 			if err != nil {
 				return out, err
 			}
-			if kind := IDKind(params["name"]); kind != "" {
+			if kind := paramKind(params["name"]); kind != "" {
 				out = append(out, named{kind, string(v), fmt.Sprintf("the body (%s)", params["name"])})
 			}
 		}
