@@ -539,3 +539,19 @@ func TestFountain_IdInABracketedParameterMustBeTheBoxs(t *testing.T) {
 		})
 	}
 }
+
+// TestFountain_IdUnderANameFoldedAsGoFoldsItMustBeTheBoxs: encoding/json
+// matches a member to a field as strings.EqualFold does, which reads "ſ"
+// (U+017F) as "s": another box's id under "ſandbox_id" or "vault_idſ" is
+// an id of that kind to a Fountain written in Go, and is checked.
+func TestFountain_IdUnderANameFoldedAsGoFoldsItMustBeTheBoxs(t *testing.T) {
+	br, alpha := ownershipBroker(t, nil)
+	for _, body := range []string{`{"ſandbox_id":"sb-b1"}`, `{"vault_idſ":["v-b1"]}`, `{"CONVERſATION_ID":"c-b1"}`} {
+		before := len(br.Fountain.Seen())
+		resp := br.Do("POST", "/fountain/api/conversations", alpha, []byte(body), http.Header{"Content-Type": {"application/json"}})
+		_, msg := brokertest.Refusal(resp.Body)
+		if resp.StatusCode != 403 || !strings.Contains(msg, "not this box's") || len(br.Fountain.Seen()) != before {
+			t.Errorf("POST %s = %d %q, Fountain received %d; want 403 saying it is not this box's, reaching no Fountain", body, resp.StatusCode, msg, len(br.Fountain.Seen())-before)
+		}
+	}
+}

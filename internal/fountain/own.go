@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"unicode"
 
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/proxy"
@@ -31,11 +32,18 @@ const (
 
 // IDKind returns the kind of Fountain resource a query parameter or JSON
 // member named name holds ids of, or "" for none. The name is read in any
-// case, with "_" and "-" ignored, and names a kind when it ends in the
-// kind's word followed by nothing, "s", "es", "id" or "ids":
-// sandbox_id, sandboxIds, conversation, parent_conversation_id, vaults.
+// case, as strings.EqualFold (and encoding/json, matching a member to a
+// field) folds it ("ſ" is "s"), with "_" and "-" ignored, and names a
+// kind when it ends in the kind's word followed by nothing, "s", "es",
+// "id" or "ids": sandbox_id, sandboxIds, conversation,
+// parent_conversation_id, vaults.
 func IDKind(name string) string {
-	n := strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(name))
+	n := strings.Map(func(r rune) rune {
+		if r == '_' || r == '-' {
+			return -1
+		}
+		return foldRune(r)
+	}, name)
 	for _, suffix := range [...]string{"", "s", "es", "id", "ids"} {
 		base, ok := strings.CutSuffix(n, suffix)
 		if !ok {
@@ -48,6 +56,16 @@ func IDKind(name string) string {
 		}
 	}
 	return ""
+}
+
+// foldRune is r as strings.EqualFold matches it: the least rune of its
+// case orbit, in lower case ("s" for "S", "s" and "ſ").
+func foldRune(r rune) rune {
+	least := r
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		least = min(least, f)
+	}
+	return unicode.ToLower(least)
 }
 
 // paramKind returns the kind of Fountain resource a query, form or
