@@ -555,3 +555,33 @@ func TestFountain_IdUnderANameFoldedAsGoFoldsItMustBeTheBoxs(t *testing.T) {
 		}
 	}
 }
+
+// TestFountain_IdInAnUntypedBodyMustBeTheBoxs: Rack reads a POST body
+// with no Content-Type as an urlencoded form (splitting it at "&" and
+// ";"); another box's id written so is checked as a form's field, and
+// such a body over 1 MiB is refused as a form is, not passed on unread.
+func TestFountain_IdInAnUntypedBodyMustBeTheBoxs(t *testing.T) {
+	br, alpha := ownershipBroker(t, nil)
+	tests := []struct {
+		body string
+		want int
+	}{
+		{"prompt=hi&sandbox_id=sb-b1", 403},
+		{"prompt=hi;vault[id]=v-b1", 403},
+		{"prompt=100%&conversation_id=c-b1", 403},
+		{"prompt=hi&sandbox_id=sb-alpha", 201},
+		{"some bytes, no pairs", 201},
+		{"prompt=" + strings.Repeat("x", fountain.MaxChecked) + "&sandbox_id=sb-b1", 413},
+	}
+	for _, tt := range tests {
+		before := len(br.Fountain.Seen())
+		resp := br.Do("POST", "/fountain/api/conversations", alpha, []byte(tt.body), nil)
+		_, msg := brokertest.Refusal(resp.Body)
+		if resp.StatusCode != tt.want {
+			t.Errorf("POST %.40q with no Content-Type = %d %q, want %d", tt.body, resp.StatusCode, msg, tt.want)
+		}
+		if reached := len(br.Fountain.Seen()) - before; tt.want == 403 && (reached != 0 || !strings.Contains(msg, "not this box's")) {
+			t.Errorf("POST %.40q: %q, Fountain received %d; want a refusal saying it is not this box's, reaching no Fountain", tt.body, msg, reached)
+		}
+	}
+}

@@ -192,7 +192,9 @@ func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Reque
 			return nil, capability.UnreadableBody(fmt.Errorf("read fountain request body: %w", err))
 		}
 		mt, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-		structured := looksJSON(held) || strings.HasSuffix(mt, "json") || mt == "application/x-www-form-urlencoded" || mt == "multipart/form-data"
+		// A body with no Content-Type (or one that does not parse) is
+		// read as a form: Rack reads a POST so.
+		structured := looksJSON(held) || strings.HasSuffix(mt, "json") || mt == "application/x-www-form-urlencoded" || mt == "multipart/form-data" || mt == ""
 		if int64(len(held)) > MaxChecked {
 			if structured {
 				return nil, capability.Refuse(capability.ReasonTooLarge,
@@ -220,6 +222,12 @@ func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Reque
 			if ids, err = bodyIDs(held, ids); err != nil {
 				return nil, fmt.Errorf("read the ids of a valid JSON body: %w", err)
 			}
+		case mt == "" && !looksJSON(held):
+			// Rack splits such a form at "&" and ";", and refuses a pair
+			// with a bad escape, which Go's parser drops: every pair
+			// Rack reads is checked.
+			q, _ := url.ParseQuery(strings.ReplaceAll(string(held), ";", "&"))
+			ids = append(ids, queryIDs(q, "the body")...)
 		case structured:
 			// Fountain's parser might read what this one refuses, and
 			// find ids in it that were never checked.
