@@ -437,6 +437,8 @@ func TestFountain_IdInAMultipartFormMustBeTheBoxs(t *testing.T) {
 	add("behind an upload past what the broker reads", 413, ct, body)
 	ct, body = form([][2]string{{"sandbox_id", "sb-b1"}}, 0)
 	add("a multipart form cut short", 400, ct, body[:len(body)-10])
+	add("multipart/mixed, which Rack reads as a form", 403, strings.Replace(ct, "multipart/form-data", "multipart/mixed", 1), body)
+	add("multipart/related, which Rack reads as a form", 403, strings.Replace(ct, "multipart/form-data", "Multipart/Related", 1), body)
 	add("JSON after a byte-order mark, with no Content-Type", 400, "", []byte("\xef\xbb\xbf"+`{"vault_id":"v-b1"}`))
 	ct, body = form([][2]string{{"prompt", "hi"}, {"sandbox_id", "sb-alpha"}, {"vault", "v-alpha"}}, 10)
 	add("the box's own", 201, ct, body)

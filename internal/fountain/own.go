@@ -194,7 +194,7 @@ func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Reque
 		mt, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 		// A body with no Content-Type (or one that does not parse) is
 		// read as a form: Rack reads a POST so.
-		structured := looksJSON(held) || strings.HasSuffix(mt, "json") || mt == "application/x-www-form-urlencoded" || mt == "multipart/form-data" || mt == ""
+		structured := looksJSON(held) || strings.HasSuffix(mt, "json") || mt == "application/x-www-form-urlencoded" || strings.HasPrefix(mt, "multipart/") || mt == ""
 		if int64(len(held)) > MaxChecked {
 			if structured {
 				return nil, capability.Refuse(capability.ReasonTooLarge,
@@ -211,9 +211,10 @@ func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Reque
 				return nil, notWhole("form body")
 			}
 			ids = append(ids, queryIDs(q, "the body")...)
-		case mt == "multipart/form-data":
+		case strings.HasPrefix(mt, "multipart/"):
 			// Frameworks read a form's fields from a multipart body as
-			// from an urlencoded one.
+			// from an urlencoded one (Rack from multipart/mixed and
+			// multipart/related too).
 			if ids, err = multipartIDs(held, params["boundary"], ids); err != nil {
 				return nil, capability.Refuse(capability.ReasonInvalid,
 					"The request body is not a multipart form the broker can read, so the broker cannot check that the ids it names are this box's.").WithErr(err)
@@ -252,7 +253,7 @@ func notWhole(what string) error {
 		"The request's %s is not one the broker can read whole (a \";\" between its parameters, or a \"%%\" that escapes nothing), so the broker cannot check that the ids it names are this box's.", what)
 }
 
-// multipartIDs returns the ids a multipart/form-data body with that
+// multipartIDs returns the ids a multipart body with that
 // boundary names: the value of every part whose form name paramKind reads
 // as a kind's (a file's too), as sent. It reports an error for a body that
 // is not such a form, read to its closing boundary.
