@@ -268,6 +268,9 @@ func quote(s string) string {
 func (c *Capability) rewrite(pr *httputil.ProxyRequest) {
 	cl := pr.In.Context().Value(ctxKey{}).(*call)
 	proxy.StripBoxHeaders(pr.Out.Header)
+	for _, h := range methodOverrides {
+		pr.Out.Header.Del(h)
+	}
 	n := proxy.ScrubHeader(pr.Out.Header)
 	// The answer is scanned for the key: ask for it uncompressed.
 	pr.Out.Header.Del("Accept-Encoding")
@@ -279,6 +282,11 @@ func (c *Capability) rewrite(pr *httputil.ProxyRequest) {
 	}
 	proxy.Target(pr.Out, c.cfg.Upstream, p, q)
 }
+
+// methodOverrides are the headers with which Rails (Rack::MethodOverride),
+// Laravel, Symfony and Google's APIs have a POST act as another method:
+// never sent, so that Fountain acts on the method the broker judged.
+var methodOverrides = []string{"X-Http-Method-Override", "X-Http-Method", "X-Method-Override"}
 
 // KeyMarker is what replaces the operator's key wherever Fountain's
 // answer repeats it.

@@ -587,3 +587,55 @@ func TestFountain_IdInAnUntypedBodyMustBeTheBoxs(t *testing.T) {
 		}
 	}
 }
+
+// TestFountain_MethodOverrideIsNeverCarried: Rails' default stack
+// (Rack::MethodOverride), Laravel and Symfony act on a POST as the method
+// its X-HTTP-Method-Override header or _method field names. A box's POST
+// to /fountain/api/sandboxes overridden to GET would be Fountain's
+// listing, passed on whole, since the broker keeps only the box's own
+// items of a GET. The override headers never reach Fountain, and a
+// _method in the query or the body is a 400 reaching no Fountain.
+func TestFountain_MethodOverrideIsNeverCarried(t *testing.T) {
+	br, alpha := ownershipBroker(t, nil)
+	before := len(br.Fountain.Seen())
+	h := http.Header{"Content-Type": {"application/json"}}
+	for _, name := range []string{"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override"} {
+		h.Set(name, "GET")
+	}
+	resp := br.Do("POST", "/fountain/api/sandboxes", alpha, []byte(`{"name":"s"}`), h)
+	seen := br.Fountain.Seen()
+	if resp.StatusCode != 200 || len(seen) != before+1 {
+		t.Fatalf("POST with override headers = %d %s, Fountain received %d, want 200 and one request", resp.StatusCode, resp.Body, len(seen)-before)
+	}
+	for name := range seen[len(seen)-1].Header {
+		if strings.Contains(strings.ToLower(name), "method") {
+			t.Errorf("Fountain received %s: %q", name, seen[len(seen)-1].Header.Values(name))
+		}
+	}
+	tests := []struct {
+		name, path, ct, body string
+	}{
+		{"in the query", "/fountain/api/sandboxes?_method=GET", "application/json", `{"name":"s"}`},
+		{"in a form", "/fountain/api/sandboxes", "application/x-www-form-urlencoded", "_method=GET"},
+		{"in an untyped body", "/fountain/api/sandboxes", "", "name=s&_method=GET"},
+		{"in a multipart form", "/fountain/api/sandboxes", "multipart/form-data; boundary=b", "--b\r\nContent-Disposition: form-data; name=\"_method\"\r\n\r\nGET\r\n--b--\r\n"},
+		{"in JSON", "/fountain/api/sandboxes", "application/json", `{"name":"s","_method":"GET"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(br.Fountain.Seen())
+			h := http.Header{}
+			if tt.ct != "" {
+				h.Set("Content-Type", tt.ct)
+			}
+			resp := br.Do("POST", tt.path, alpha, []byte(tt.body), h)
+			_, msg := brokertest.Refusal(resp.Body)
+			if resp.StatusCode != 400 || !strings.Contains(msg, "_method") {
+				t.Errorf("POST %s %q = %d %q, want 400 naming _method", tt.path, tt.body, resp.StatusCode, msg)
+			}
+			if reached := len(br.Fountain.Seen()) - before; reached != 0 {
+				t.Errorf("POST %s %q: Fountain received %d, want none", tt.path, tt.body, reached)
+			}
+		})
+	}
+}

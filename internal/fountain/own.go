@@ -122,12 +122,14 @@ func queryIDs(q url.Values, where string) []named {
 func bodyIDs(body []byte, out []named) ([]named, error) {
 	d := json.NewDecoder(bytes.NewReader(body))
 	d.UseNumber()
-	return walkJSON(d, "", "", out)
+	return walkJSON(d, "", "", out, true)
 }
 
 // walkJSON reads one value from d. kind is the kind of id the value holds
-// when it is under a member named for one (member), "" otherwise.
-func walkJSON(d *json.Decoder, kind, member string, out []named) ([]named, error) {
+// when it is under a member named for one (member), "" otherwise; top is
+// true for the body's own value, where a member named _method is
+// errOverride.
+func walkJSON(d *json.Decoder, kind, member string, out []named, top bool) ([]named, error) {
 	t, err := d.Token()
 	if err != nil {
 		return out, err
@@ -136,7 +138,7 @@ func walkJSON(d *json.Decoder, kind, member string, out []named) ([]named, error
 	case json.Delim:
 		if t == '[' {
 			for d.More() {
-				if out, err = walkJSON(d, kind, member, out); err != nil {
+				if out, err = walkJSON(d, kind, member, out, false); err != nil {
 					return out, err
 				}
 			}
@@ -149,12 +151,15 @@ func walkJSON(d *json.Decoder, kind, member string, out []named) ([]named, error
 				return out, err
 			}
 			k, _ := kt.(string)
+			if top && k == overrideParam {
+				return out, errOverride
+			}
 			sub := IDKind(k)
 			subMember := k
 			if sub == "" && kind != "" && k == "id" {
 				sub, subMember = kind, member // the object's id is the id
 			}
-			if out, err = walkJSON(d, sub, subMember, out); err != nil {
+			if out, err = walkJSON(d, sub, subMember, out, false); err != nil {
 				return out, err
 			}
 		}
@@ -179,6 +184,9 @@ func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Reque
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
 		return nil, notWhole("query")
+	}
+	if q.Has(overrideParam) {
+		return nil, errOverride
 	}
 	ids := queryIDs(q, "the query")
 	body := r.Body
@@ -210,17 +218,24 @@ func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Reque
 			if err != nil {
 				return nil, notWhole("form body")
 			}
+			if q.Has(overrideParam) {
+				return nil, errOverride
+			}
 			ids = append(ids, queryIDs(q, "the body")...)
 		case strings.HasPrefix(mt, "multipart/"):
 			// Frameworks read a form's fields from a multipart body as
 			// from an urlencoded one (Rack from multipart/mixed and
 			// multipart/related too).
-			if ids, err = multipartIDs(held, params["boundary"], ids); err != nil {
+			if ids, err = multipartIDs(held, params["boundary"], ids); errors.Is(err, errOverride) {
+				return nil, errOverride
+			} else if err != nil {
 				return nil, capability.Refuse(capability.ReasonInvalid,
 					"The request body is not a multipart form the broker can read, so the broker cannot check that the ids it names are this box's.").WithErr(err)
 			}
 		case json.Valid(held):
-			if ids, err = bodyIDs(held, ids); err != nil {
+			if ids, err = bodyIDs(held, ids); errors.Is(err, errOverride) {
+				return nil, errOverride
+			} else if err != nil {
 				return nil, fmt.Errorf("read the ids of a valid JSON body: %w", err)
 			}
 		case mt == "" && !looksJSON(held):
@@ -228,6 +243,9 @@ func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Reque
 			// with a bad escape, which Go's parser drops: every pair
 			// Rack reads is checked.
 			q, _ := url.ParseQuery(strings.ReplaceAll(string(held), ";", "&"))
+			if q.Has(overrideParam) {
+				return nil, errOverride
+			}
 			ids = append(ids, queryIDs(q, "the body")...)
 		case structured:
 			// Fountain's parser might read what this one refuses, and
@@ -245,6 +263,19 @@ func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Reque
 	}
 	return body, nil
 }
+
+// overrideParam is the query, form or JSON member with which Rails
+// (Rack::MethodOverride), Laravel and Symfony have a POST act as another
+// method.
+const overrideParam = "_method"
+
+// errOverride refuses a request naming overrideParam: Fountain would act
+// on another method than the one the broker judged (a POST taken as the
+// GET of a listing, whose answer the broker filters only for a GET). The
+// override headers are dropped (methodOverrides); a body is not
+// rewritten.
+var errOverride = capability.Refuse(capability.ReasonInvalid,
+	"The request names a method override (_method), which the broker does not carry: send the request with the method itself.")
 
 // notWhole refuses a query or form body (what) Go's parser does not read
 // whole.
@@ -278,6 +309,9 @@ func multipartIDs(body []byte, boundary string, out []named) ([]named, error) {
 			_, params, err := mime.ParseMediaType(cd)
 			if err != nil {
 				return out, err
+			}
+			if params["name"] == overrideParam {
+				return out, errOverride
 			}
 			if kind := paramKind(params["name"]); kind != "" {
 				out = append(out, named{kind, string(v), fmt.Sprintf("the body (%s)", params["name"])})
