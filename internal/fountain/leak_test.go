@@ -639,3 +639,25 @@ func TestFountain_MethodOverrideIsNeverCarried(t *testing.T) {
 		})
 	}
 }
+
+// TestFountain_PathOverrideHeadersNeverReachFountain: IIS's URL Rewrite
+// sets X-Original-URL and X-Rewrite-URL, and Zend Framework and older
+// Symfony route by them: a box's request to its own sandbox naming
+// another box's there would be served on that one. Neither reaches
+// Fountain.
+func TestFountain_PathOverrideHeadersNeverReachFountain(t *testing.T) {
+	br, alpha := ownershipBroker(t, nil)
+	h := http.Header{"X-Original-Url": {"/api/sandboxes/sb-b1"}, "X-Rewrite-Url": {"/api/sandboxes/sb-b1"}}
+	resp := br.Do("GET", "/fountain/api/sandboxes/sb-alpha", alpha, nil, h)
+	seen := br.Fountain.Seen()
+	if resp.StatusCode != 200 || len(seen) == 0 {
+		t.Fatalf("GET = %d %s, want 200 from Fountain", resp.StatusCode, resp.Body)
+	}
+	for name, vs := range seen[len(seen)-1].Header {
+		for _, v := range vs {
+			if strings.Contains(v, "sb-b1") {
+				t.Errorf("Fountain received %s: %q", name, v)
+			}
+		}
+	}
+}
