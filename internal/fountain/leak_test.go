@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"net/http/httptrace"
 	"net/textproto"
@@ -16,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/fountain"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -387,6 +389,275 @@ func TestFountain_EncodedAnswerIsRefused(t *testing.T) {
 		_, msg := brokertest.Refusal(resp.Body)
 		if resp.StatusCode != http.StatusBadGateway || !strings.Contains(msg, tt.says) {
 			t.Errorf("Content-Encoding %s: answer %d %q, want 502 saying %q", tt.query, resp.StatusCode, resp.Body, tt.says)
+		}
+	}
+}
+
+// TestFountain_IdInAMultipartFormMustBeTheBoxs: the frameworks an API
+// like Fountain's is written in read a form's fields from a
+// multipart/form-data body as they do from an urlencoded one, and read a
+// body holding JSON after a byte-order mark as JSON when no Content-Type
+// says otherwise. Another box's id in either is refused as in any form
+// or JSON body, and a multipart form the broker cannot read whole (over
+// 1 MiB, or malformed) is refused, not passed on unread.
+func TestFountain_IdInAMultipartFormMustBeTheBoxs(t *testing.T) {
+	br, alpha := ownershipBroker(t, nil)
+	form := func(fields [][2]string, file int) (string, []byte) {
+		var b bytes.Buffer
+		mw := multipart.NewWriter(&b)
+		for _, f := range fields {
+			_ = mw.WriteField(f[0], f[1])
+		}
+		if file > 0 {
+			w, _ := mw.CreateFormFile("upload", "notes.txt")
+			_, _ = w.Write(bytes.Repeat([]byte("x"), file))
+		}
+		_ = mw.Close()
+		return mw.FormDataContentType(), b.Bytes()
+	}
+	tests := []struct {
+		name string
+		ct   string
+		body []byte
+		want int
+	}{}
+	add := func(name string, want int, ct string, body []byte) {
+		tests = append(tests, struct {
+			name string
+			ct   string
+			body []byte
+			want int
+		}{name, ct, body, want})
+	}
+	ct, body := form([][2]string{{"prompt", "hi"}, {"sandbox_id", "sb-b1"}}, 0)
+	add("another box's sandbox in a multipart form", 403, ct, body)
+	ct, body = form([][2]string{{"vaultIds", "v-alpha"}, {"vaultIds", "v-b1"}}, 10)
+	add("one of several, beside a file", 403, ct, body)
+	ct, body = form([][2]string{{"sandbox_id", "sb-b1"}}, fountain.MaxChecked)
+	add("behind an upload past what the broker reads", 413, ct, body)
+	ct, body = form([][2]string{{"sandbox_id", "sb-b1"}}, 0)
+	add("a multipart form cut short", 400, ct, body[:len(body)-10])
+	add("multipart/mixed, which Rack reads as a form", 403, strings.Replace(ct, "multipart/form-data", "multipart/mixed", 1), body)
+	add("multipart/related, which Rack reads as a form", 403, strings.Replace(ct, "multipart/form-data", "Multipart/Related", 1), body)
+	add("JSON after a byte-order mark, with no Content-Type", 400, "", []byte("\xef\xbb\xbf"+`{"vault_id":"v-b1"}`))
+	ct, body = form([][2]string{{"prompt", "hi"}, {"sandbox_id", "sb-alpha"}, {"vault", "v-alpha"}}, 10)
+	add("the box's own", 201, ct, body)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(br.Fountain.Seen())
+			h := http.Header{}
+			if tt.ct != "" {
+				h.Set("Content-Type", tt.ct)
+			}
+			resp := br.Do("POST", "/fountain/api/conversations", alpha, tt.body, h)
+			_, msg := brokertest.Refusal(resp.Body)
+			if resp.StatusCode != tt.want {
+				t.Fatalf("POST = %d %q, want %d", resp.StatusCode, msg, tt.want)
+			}
+			if reached := len(br.Fountain.Seen()) - before; tt.want != 201 && reached != 0 {
+				t.Errorf("POST: Fountain received %d, want none", reached)
+			}
+			if tt.want == 403 && !strings.Contains(msg, "not this box's") {
+				t.Errorf("POST: %q, want a refusal saying it is not this box's", msg)
+			}
+		})
+	}
+}
+
+// TestFountain_QueryOrFormNotReadWholeIsRefused: Go's query parser drops a
+// pair holding a ";" and gives up on a form with a bad escape, where
+// other parsers split at ";" (Rack) or keep the escape as written: a
+// query or form body the broker cannot read whole is a 400 reaching no
+// Fountain, never one whose ids went unchecked.
+func TestFountain_QueryOrFormNotReadWholeIsRefused(t *testing.T) {
+	br, alpha := ownershipBroker(t, nil)
+	form := http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}
+	tests := []struct {
+		name, method, path, body string
+		want                     int
+	}{
+		{"a query pair after a semicolon", "GET", "/fountain/api/sandboxes/sb-alpha?limit=1;vault_id=v-b1", "", 400},
+		{"a query with a bad escape", "GET", "/fountain/api/sandboxes?sandbox_id=sb-b1&q=%zz", "", 400},
+		{"a form pair after a semicolon", "POST", "/fountain/api/conversations", "prompt=hi;sandbox_id=sb-b1", 400},
+		{"a form with a bad escape", "POST", "/fountain/api/conversations", "prompt=100%&sandbox_id=sb-b1", 400},
+		{"the box's own", "POST", "/fountain/api/conversations?limit=1", "prompt=hi&sandbox_id=sb-alpha", 201},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(br.Fountain.Seen())
+			var body []byte
+			var h http.Header
+			if tt.body != "" {
+				body, h = []byte(tt.body), form
+			}
+			resp := br.Do(tt.method, tt.path, alpha, body, h)
+			_, msg := brokertest.Refusal(resp.Body)
+			if resp.StatusCode != tt.want {
+				t.Fatalf("%s %s %s = %d %q, want %d", tt.method, tt.path, tt.body, resp.StatusCode, msg, tt.want)
+			}
+			if reached := len(br.Fountain.Seen()) - before; tt.want == 400 && reached != 0 {
+				t.Errorf("%s %s: Fountain received %d, want none", tt.method, tt.path, reached)
+			}
+		})
+	}
+}
+
+// TestFountain_IdInABracketedParameterMustBeTheBoxs: Express (qs), Rack
+// and PHP read a query's or form's "vault_ids[]", "vault_ids[0]" and
+// "vault[id]" as a list and an object, as JSON's "vault_ids": [...] and
+// "vault": {"id": ...}, which are checked: so are these.
+func TestFountain_IdInABracketedParameterMustBeTheBoxs(t *testing.T) {
+	br, alpha := ownershipBroker(t, nil)
+	form := http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}
+	tests := []struct {
+		name, method, path, body string
+		want                     int
+	}{
+		{"a list", "GET", "/fountain/api/sandboxes/sb-alpha?vault_ids[]=v-b1", "", 403},
+		{"a list, indexed and escaped", "GET", "/fountain/api/sandboxes/sb-alpha?vault_ids%5B0%5D=v-b1", "", 403},
+		{"an object's id", "GET", "/fountain/api/sandboxes/sb-alpha?vault[id]=v-b1", "", 403},
+		{"nested", "GET", "/fountain/api/sandboxes/sb-alpha?config[agent][vault_id]=v-b1", "", 403},
+		{"an object's id, in a form", "POST", "/fountain/api/conversations", "prompt=hi&sandbox[id]=sb-b1", 403},
+		{"a list, in a form", "POST", "/fountain/api/conversations", "prompt=hi&sandbox_ids[]=sb-alpha&sandbox_ids[]=sb-b1", 403},
+		{"an object's other member", "POST", "/fountain/api/conversations", "prompt=hi&sandbox[name]=default", 201},
+		{"the box's own", "GET", "/fountain/api/sandboxes/sb-alpha?vault_ids[]=v-alpha&config[sandbox][id]=sb-alpha", "", 200},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(br.Fountain.Seen())
+			var body []byte
+			var h http.Header
+			if tt.body != "" {
+				body, h = []byte(tt.body), form
+			}
+			resp := br.Do(tt.method, tt.path, alpha, body, h)
+			_, msg := brokertest.Refusal(resp.Body)
+			if resp.StatusCode != tt.want {
+				t.Fatalf("%s %s %s = %d %q, want %d", tt.method, tt.path, tt.body, resp.StatusCode, msg, tt.want)
+			}
+			if reached := len(br.Fountain.Seen()) - before; tt.want == 403 && (reached != 0 || !strings.Contains(msg, "not this box's")) {
+				t.Errorf("%s %s: %q, Fountain received %d; want a refusal saying it is not this box's, reaching no Fountain", tt.method, tt.path, msg, reached)
+			}
+		})
+	}
+}
+
+// TestFountain_IdUnderANameFoldedAsGoFoldsItMustBeTheBoxs: encoding/json
+// matches a member to a field as strings.EqualFold does, which reads "ſ"
+// (U+017F) as "s": another box's id under "ſandbox_id" or "vault_idſ" is
+// an id of that kind to a Fountain written in Go, and is checked.
+func TestFountain_IdUnderANameFoldedAsGoFoldsItMustBeTheBoxs(t *testing.T) {
+	br, alpha := ownershipBroker(t, nil)
+	for _, body := range []string{`{"ſandbox_id":"sb-b1"}`, `{"vault_idſ":["v-b1"]}`, `{"CONVERſATION_ID":"c-b1"}`} {
+		before := len(br.Fountain.Seen())
+		resp := br.Do("POST", "/fountain/api/conversations", alpha, []byte(body), http.Header{"Content-Type": {"application/json"}})
+		_, msg := brokertest.Refusal(resp.Body)
+		if resp.StatusCode != 403 || !strings.Contains(msg, "not this box's") || len(br.Fountain.Seen()) != before {
+			t.Errorf("POST %s = %d %q, Fountain received %d; want 403 saying it is not this box's, reaching no Fountain", body, resp.StatusCode, msg, len(br.Fountain.Seen())-before)
+		}
+	}
+}
+
+// TestFountain_IdInAnUntypedBodyMustBeTheBoxs: Rack reads a POST body
+// with no Content-Type as an urlencoded form (splitting it at "&" and
+// ";"); another box's id written so is checked as a form's field, and
+// such a body over 1 MiB is refused as a form is, not passed on unread.
+func TestFountain_IdInAnUntypedBodyMustBeTheBoxs(t *testing.T) {
+	br, alpha := ownershipBroker(t, nil)
+	tests := []struct {
+		body string
+		want int
+	}{
+		{"prompt=hi&sandbox_id=sb-b1", 403},
+		{"prompt=hi;vault[id]=v-b1", 403},
+		{"prompt=100%&conversation_id=c-b1", 403},
+		{"prompt=hi&sandbox_id=sb-alpha", 201},
+		{"some bytes, no pairs", 201},
+		{"prompt=" + strings.Repeat("x", fountain.MaxChecked) + "&sandbox_id=sb-b1", 413},
+	}
+	for _, tt := range tests {
+		before := len(br.Fountain.Seen())
+		resp := br.Do("POST", "/fountain/api/conversations", alpha, []byte(tt.body), nil)
+		_, msg := brokertest.Refusal(resp.Body)
+		if resp.StatusCode != tt.want {
+			t.Errorf("POST %.40q with no Content-Type = %d %q, want %d", tt.body, resp.StatusCode, msg, tt.want)
+		}
+		if reached := len(br.Fountain.Seen()) - before; tt.want == 403 && (reached != 0 || !strings.Contains(msg, "not this box's")) {
+			t.Errorf("POST %.40q: %q, Fountain received %d; want a refusal saying it is not this box's, reaching no Fountain", tt.body, msg, reached)
+		}
+	}
+}
+
+// TestFountain_MethodOverrideIsNeverCarried: Rails' default stack
+// (Rack::MethodOverride), Laravel and Symfony act on a POST as the method
+// its X-HTTP-Method-Override header or _method field names. A box's POST
+// to /fountain/api/sandboxes overridden to GET would be Fountain's
+// listing, passed on whole, since the broker keeps only the box's own
+// items of a GET. The override headers never reach Fountain, and a
+// _method in the query or the body is a 400 reaching no Fountain.
+func TestFountain_MethodOverrideIsNeverCarried(t *testing.T) {
+	br, alpha := ownershipBroker(t, nil)
+	before := len(br.Fountain.Seen())
+	h := http.Header{"Content-Type": {"application/json"}}
+	for _, name := range []string{"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override"} {
+		h.Set(name, "GET")
+	}
+	resp := br.Do("POST", "/fountain/api/sandboxes", alpha, []byte(`{"name":"s"}`), h)
+	seen := br.Fountain.Seen()
+	if resp.StatusCode != 200 || len(seen) != before+1 {
+		t.Fatalf("POST with override headers = %d %s, Fountain received %d, want 200 and one request", resp.StatusCode, resp.Body, len(seen)-before)
+	}
+	for name := range seen[len(seen)-1].Header {
+		if strings.Contains(strings.ToLower(name), "method") {
+			t.Errorf("Fountain received %s: %q", name, seen[len(seen)-1].Header.Values(name))
+		}
+	}
+	tests := []struct {
+		name, path, ct, body string
+	}{
+		{"in the query", "/fountain/api/sandboxes?_method=GET", "application/json", `{"name":"s"}`},
+		{"in a form", "/fountain/api/sandboxes", "application/x-www-form-urlencoded", "_method=GET"},
+		{"in an untyped body", "/fountain/api/sandboxes", "", "name=s&_method=GET"},
+		{"in a multipart form", "/fountain/api/sandboxes", "multipart/form-data; boundary=b", "--b\r\nContent-Disposition: form-data; name=\"_method\"\r\n\r\nGET\r\n--b--\r\n"},
+		{"in JSON", "/fountain/api/sandboxes", "application/json", `{"name":"s","_method":"GET"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(br.Fountain.Seen())
+			h := http.Header{}
+			if tt.ct != "" {
+				h.Set("Content-Type", tt.ct)
+			}
+			resp := br.Do("POST", tt.path, alpha, []byte(tt.body), h)
+			_, msg := brokertest.Refusal(resp.Body)
+			if resp.StatusCode != 400 || !strings.Contains(msg, "_method") {
+				t.Errorf("POST %s %q = %d %q, want 400 naming _method", tt.path, tt.body, resp.StatusCode, msg)
+			}
+			if reached := len(br.Fountain.Seen()) - before; reached != 0 {
+				t.Errorf("POST %s %q: Fountain received %d, want none", tt.path, tt.body, reached)
+			}
+		})
+	}
+}
+
+// TestFountain_PathOverrideHeadersNeverReachFountain: IIS's URL Rewrite
+// sets X-Original-URL and X-Rewrite-URL, and Zend Framework and older
+// Symfony route by them: a box's request to its own sandbox naming
+// another box's there would be served on that one. Neither reaches
+// Fountain.
+func TestFountain_PathOverrideHeadersNeverReachFountain(t *testing.T) {
+	br, alpha := ownershipBroker(t, nil)
+	h := http.Header{"X-Original-Url": {"/api/sandboxes/sb-b1"}, "X-Rewrite-Url": {"/api/sandboxes/sb-b1"}}
+	resp := br.Do("GET", "/fountain/api/sandboxes/sb-alpha", alpha, nil, h)
+	seen := br.Fountain.Seen()
+	if resp.StatusCode != 200 || len(seen) == 0 {
+		t.Fatalf("GET = %d %s, want 200 from Fountain", resp.StatusCode, resp.Body)
+	}
+	for name, vs := range seen[len(seen)-1].Header {
+		for _, v := range vs {
+			if strings.Contains(v, "sb-b1") {
+				t.Errorf("Fountain received %s: %q", name, v)
+			}
 		}
 	}
 }

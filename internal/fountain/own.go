@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"mime/multipart"
 	"net/http"
 	"net/url"
 	"strings"
+	"unicode"
 
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/proxy"
@@ -30,11 +32,18 @@ const (
 
 // IDKind returns the kind of Fountain resource a query parameter or JSON
 // member named name holds ids of, or "" for none. The name is read in any
-// case, with "_" and "-" ignored, and names a kind when it ends in the
-// kind's word followed by nothing, "s", "es", "id" or "ids":
-// sandbox_id, sandboxIds, conversation, parent_conversation_id, vaults.
+// case, as strings.EqualFold (and encoding/json, matching a member to a
+// field) folds it ("ſ" is "s"), with "_" and "-" ignored, and names a
+// kind when it ends in the kind's word followed by nothing, "s", "es",
+// "id" or "ids": sandbox_id, sandboxIds, conversation,
+// parent_conversation_id, vaults.
 func IDKind(name string) string {
-	n := strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(name))
+	n := strings.Map(func(r rune) rune {
+		if r == '_' || r == '-' {
+			return -1
+		}
+		return foldRune(r)
+	}, name)
 	for _, suffix := range [...]string{"", "s", "es", "id", "ids"} {
 		base, ok := strings.CutSuffix(n, suffix)
 		if !ok {
@@ -49,17 +58,50 @@ func IDKind(name string) string {
 	return ""
 }
 
+// foldRune is r as strings.EqualFold matches it: the least rune of its
+// case orbit, in lower case ("s" for "S", "s" and "ſ").
+func foldRune(r rune) rune {
+	least := r
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		least = min(least, f)
+	}
+	return unicode.ToLower(least)
+}
+
+// paramKind returns the kind of Fountain resource a query, form or
+// multipart parameter named name holds ids of, or "" for none. Express
+// (qs), Rack and PHP read "a[b][c]" as member c of member b of a, and
+// "a[]" or "a[0]" as a list a; qs reads "a.b" as member b with its dots
+// option. The name is read as bodyIDs reads JSON members: its segments
+// (split at "[", "]" and ".") in turn, a numeric one (a list's index)
+// keeping the kind before it, any other taking IDKind's, or, when it is
+// "id" under a kind's, that kind (an object's id).
+func paramKind(name string) string {
+	kind := ""
+	for _, seg := range strings.FieldsFunc(name, func(r rune) bool { return r == '[' || r == ']' || r == '.' }) {
+		if strings.Trim(seg, "0123456789") == "" {
+			continue
+		}
+		sub := IDKind(seg)
+		if sub == "" && kind != "" && seg == "id" {
+			sub = kind
+		}
+		kind = sub
+	}
+	return kind
+}
+
 // named is one id a request names: its kind, the id, and where.
 type named struct {
 	kind, id, where string
 }
 
-// queryIDs returns the ids q names, in parameters whose names IDKind
+// queryIDs returns the ids q names, in parameters whose names paramKind
 // reads as a kind's.
 func queryIDs(q url.Values, where string) []named {
 	var out []named
 	for k, vs := range q {
-		kind := IDKind(k)
+		kind := paramKind(k)
 		if kind == "" {
 			continue
 		}
@@ -80,12 +122,14 @@ func queryIDs(q url.Values, where string) []named {
 func bodyIDs(body []byte, out []named) ([]named, error) {
 	d := json.NewDecoder(bytes.NewReader(body))
 	d.UseNumber()
-	return walkJSON(d, "", "", out)
+	return walkJSON(d, "", "", out, true)
 }
 
 // walkJSON reads one value from d. kind is the kind of id the value holds
-// when it is under a member named for one (member), "" otherwise.
-func walkJSON(d *json.Decoder, kind, member string, out []named) ([]named, error) {
+// when it is under a member named for one (member), "" otherwise; top is
+// true for the body's own value, where a member named _method is
+// errOverride.
+func walkJSON(d *json.Decoder, kind, member string, out []named, top bool) ([]named, error) {
 	t, err := d.Token()
 	if err != nil {
 		return out, err
@@ -94,7 +138,7 @@ func walkJSON(d *json.Decoder, kind, member string, out []named) ([]named, error
 	case json.Delim:
 		if t == '[' {
 			for d.More() {
-				if out, err = walkJSON(d, kind, member, out); err != nil {
+				if out, err = walkJSON(d, kind, member, out, false); err != nil {
 					return out, err
 				}
 			}
@@ -107,12 +151,15 @@ func walkJSON(d *json.Decoder, kind, member string, out []named) ([]named, error
 				return out, err
 			}
 			k, _ := kt.(string)
+			if top && k == overrideParam {
+				return out, errOverride
+			}
 			sub := IDKind(k)
 			subMember := k
 			if sub == "" && kind != "" && k == "id" {
 				sub, subMember = kind, member // the object's id is the id
 			}
-			if out, err = walkJSON(d, sub, subMember, out); err != nil {
+			if out, err = walkJSON(d, sub, subMember, out, false); err != nil {
 				return out, err
 			}
 		}
@@ -130,7 +177,18 @@ func walkJSON(d *json.Decoder, kind, member string, out []named) ([]named, error
 // and its body is box's. It reads a body of up to MaxChecked bytes whole
 // to do so, and puts what it read back; it returns the body to forward.
 func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Request) (io.ReadCloser, error) {
-	ids := queryIDs(r.URL.Query(), "the query")
+	// A query or form Go's parser does not read whole (a ";" between
+	// pairs, a "%" that escapes nothing) is refused: another parser
+	// reads it otherwise (Rack splits at ";"), and finds ids in it that
+	// were never checked.
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, notWhole("query")
+	}
+	if q.Has(overrideParam) {
+		return nil, errOverride
+	}
+	ids := queryIDs(q, "the query")
 	body := r.Body
 	if body != nil && body != http.NoBody && r.ContentLength != 0 {
 		held, err := io.ReadAll(io.LimitReader(body, MaxChecked+1))
@@ -141,8 +199,10 @@ func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Reque
 		case err != nil:
 			return nil, capability.UnreadableBody(fmt.Errorf("read fountain request body: %w", err))
 		}
-		mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-		structured := looksJSON(held) || strings.HasSuffix(mt, "json") || mt == "application/x-www-form-urlencoded"
+		mt, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		// A body with no Content-Type (or one that does not parse) is
+		// read as a form: Rack reads a POST so.
+		structured := looksJSON(held) || strings.HasSuffix(mt, "json") || mt == "application/x-www-form-urlencoded" || strings.HasPrefix(mt, "multipart/") || mt == ""
 		if int64(len(held)) > MaxChecked {
 			if structured {
 				return nil, capability.Refuse(capability.ReasonTooLarge,
@@ -154,13 +214,39 @@ func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Reque
 		switch {
 		case len(held) == 0:
 		case mt == "application/x-www-form-urlencoded":
-			if q, err := url.ParseQuery(string(held)); err == nil {
-				ids = append(ids, queryIDs(q, "the body")...)
+			q, err := url.ParseQuery(string(held))
+			if err != nil {
+				return nil, notWhole("form body")
+			}
+			if q.Has(overrideParam) {
+				return nil, errOverride
+			}
+			ids = append(ids, queryIDs(q, "the body")...)
+		case strings.HasPrefix(mt, "multipart/"):
+			// Frameworks read a form's fields from a multipart body as
+			// from an urlencoded one (Rack from multipart/mixed and
+			// multipart/related too).
+			if ids, err = multipartIDs(held, params["boundary"], ids); errors.Is(err, errOverride) {
+				return nil, errOverride
+			} else if err != nil {
+				return nil, capability.Refuse(capability.ReasonInvalid,
+					"The request body is not a multipart form the broker can read, so the broker cannot check that the ids it names are this box's.").WithErr(err)
 			}
 		case json.Valid(held):
-			if ids, err = bodyIDs(held, ids); err != nil {
+			if ids, err = bodyIDs(held, ids); errors.Is(err, errOverride) {
+				return nil, errOverride
+			} else if err != nil {
 				return nil, fmt.Errorf("read the ids of a valid JSON body: %w", err)
 			}
+		case mt == "" && !looksJSON(held):
+			// Rack splits such a form at "&" and ";", and refuses a pair
+			// with a bad escape, which Go's parser drops: every pair
+			// Rack reads is checked.
+			q, _ := url.ParseQuery(strings.ReplaceAll(string(held), ";", "&"))
+			if q.Has(overrideParam) {
+				return nil, errOverride
+			}
+			ids = append(ids, queryIDs(q, "the body")...)
 		case structured:
 			// Fountain's parser might read what this one refuses, and
 			// find ids in it that were never checked.
@@ -178,10 +264,67 @@ func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Reque
 	return body, nil
 }
 
-// looksJSON reports whether b begins, after white space, as a JSON
-// object or array does.
+// overrideParam is the query, form or JSON member with which Rails
+// (Rack::MethodOverride), Laravel and Symfony have a POST act as another
+// method.
+const overrideParam = "_method"
+
+// errOverride refuses a request naming overrideParam: Fountain would act
+// on another method than the one the broker judged (a POST taken as the
+// GET of a listing, whose answer the broker filters only for a GET). The
+// override headers are dropped (overrides); a body is not
+// rewritten.
+var errOverride = capability.Refuse(capability.ReasonInvalid,
+	"The request names a method override (_method), which the broker does not carry: send the request with the method itself.")
+
+// notWhole refuses a query or form body (what) Go's parser does not read
+// whole.
+func notWhole(what string) error {
+	return capability.Refuse(capability.ReasonInvalid,
+		"The request's %s is not one the broker can read whole (a \";\" between its parameters, or a \"%%\" that escapes nothing), so the broker cannot check that the ids it names are this box's.", what)
+}
+
+// multipartIDs returns the ids a multipart body with that
+// boundary names: the value of every part whose form name paramKind reads
+// as a kind's (a file's too), as sent. It reports an error for a body that
+// is not such a form, read to its closing boundary.
+func multipartIDs(body []byte, boundary string, out []named) ([]named, error) {
+	if boundary == "" {
+		return out, errors.New("multipart form with no boundary")
+	}
+	mr := multipart.NewReader(bytes.NewReader(body), boundary)
+	for {
+		p, err := mr.NextRawPart()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		v, err := io.ReadAll(p)
+		if err != nil {
+			return out, err
+		}
+		for _, cd := range p.Header.Values("Content-Disposition") {
+			_, params, err := mime.ParseMediaType(cd)
+			if err != nil {
+				return out, err
+			}
+			if params["name"] == overrideParam {
+				return out, errOverride
+			}
+			if kind := paramKind(params["name"]); kind != "" {
+				out = append(out, named{kind, string(v), fmt.Sprintf("the body (%s)", params["name"])})
+			}
+		}
+	}
+}
+
+// looksJSON reports whether b begins, after a UTF-8 byte-order mark and
+// white space, as a JSON object or array does: a parser that skips the
+// mark reads it as JSON.
 func looksJSON(b []byte) bool {
-	b = bytes.TrimLeft(b, " \t\r\n")
+	b = bytes.TrimLeft(bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")), " \t\r\n")
 	return len(b) > 0 && (b[0] == '{' || b[0] == '[')
 }
 

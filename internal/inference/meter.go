@@ -48,8 +48,10 @@ func (c *Capability) MeterBody(r *http.Request) (int64, bool) {
 // the client tools bash_, text_editor_, computer_, memory_), or an
 // "mcp_servers" member that is not null or empty. Each server tool's
 // max_uses adds to Rounds (and a web search tool's to Searches); a server
-// tool, or an MCP server, with no max_uses makes the call Unboundable. A
-// body that is nil (not read) is Unbounded too.
+// tool, or an MCP server, with no max_uses makes the call Unboundable, and
+// so does a "speed" that is not null or "standard" (fast mode, billed at
+// a multiple of the model's rates). A body that is nil (not read) is
+// Unbounded too.
 //
 // Context1M is set when the betas the call asks for name context-1m:
 // those of its anthropic-beta header and of its body's anthropic_beta
@@ -164,6 +166,8 @@ func readRequest(body []byte) (requestFields, bool) {
 			f.readTools(v)
 		case name == "mcp_servers":
 			f.readMCP(v)
+		case name == "speed":
+			f.readSpeed(v)
 		case cloud.IsBodyBeta(name):
 			list, err := cloud.BodyBetas([]byte(v.Raw))
 			if err != nil {
@@ -386,6 +390,19 @@ func (f *requestFields) readMCP(v gjson.Result) {
 	f.servers++
 	if f.unboundable == "" {
 		f.unboundable = "it names MCP servers (mcp_servers), whose tools the API runs with no bound on how often"
+	}
+}
+
+// readSpeed notes v, a "speed" value: any but null or "standard" (fast
+// mode) has the API bill the call at a multiple of its model's rates,
+// which the price table does not hold.
+func (f *requestFields) readSpeed(v gjson.Result) {
+	speed := v.Raw
+	if v.Type == gjson.Null || v.Type == gjson.String && jsonfield.String(v, &speed) && speed == "standard" {
+		return
+	}
+	if f.unboundable == "" {
+		f.unboundable = fmt.Sprintf("it asks for speed %.64q (fast mode), which the API bills at a multiple of the model's rates that the broker's price table does not hold (with no speed, or \"standard\", the call is bounded)", speed)
 	}
 }
 

@@ -772,3 +772,63 @@ func TestSpend_TokenOrCredentialAsTheModelIsNeverKept(t *testing.T) {
 		}
 	}
 }
+
+// TestRateLimit_StreamCutOffCountsItsOutputBound: a box held to output
+// tokens a minute, with no budget, reads a stream's content and goes away
+// before its message_delta, the one event that says how much was output.
+// The call counts its output bound (its max_tokens) against the limit, so
+// the next call in the minute is refused: going away before each stream
+// ends passes the limit by no more than the calls in flight.
+func TestRateLimit_StreamCutOffCountsItsOutputBound(t *testing.T) {
+	var calls atomic.Int32
+	up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		evs := streamEvents("claude-haiku-4-5", 3)
+		if calls.Add(1) > 1 {
+			_, _ = io.WriteString(w, strings.Join(evs, ""))
+			return
+		}
+		for _, ev := range evs[:6] { // up to the last content delta
+			_, _ = io.WriteString(w, ev)
+		}
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	})
+	b, token := newBroker(t, brokertest.Options{Anthropic: up})
+	ctx := context.Background()
+	if err := b.Server.Store.SetRateLimit(ctx, store.RateLimit{Box: "salad", OutputTPM: 1000, UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Server.Rates.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	body := messagesBody("claude-haiku-4-5", 4000, true)
+	req, _ := http.NewRequest("POST", b.URL+"/llm/anthropic/v1/messages", bytes.NewReader(body))
+	req.Header.Set("X-Api-Key", token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(resp.Body)
+	for {
+		ev, err := readEvent(br)
+		if err != nil {
+			t.Fatalf("stream ended before its content: %v", err)
+		}
+		if strings.Contains(ev, "message_delta") {
+			t.Fatal("the stand-in sent message_delta")
+		}
+		if strings.Contains(ev, "content_block_delta") {
+			break // the content, as the box wants it; it goes away
+		}
+	}
+	resp.Body.Close()
+	us := brokertest.Usage(t, b.Server.Store, "salad", spend.Month(time.Now()), 1)
+	if us[0].Unmeasured != 1 || us[0].OutputTokens > 1 {
+		t.Fatalf("usage = %+v, want one unmeasured call whose output was not read", us)
+	}
+	next := post(b, token, messagesBody("claude-haiku-4-5", 10, false))
+	if next.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("the next call in the minute = %d %s, want 429: the call cut off counted output 1, not its bound 4000", next.StatusCode, next.Body)
+	}
+}

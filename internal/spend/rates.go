@@ -8,7 +8,6 @@ import (
 
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/ratelimit"
-	"github.com/intentius/boxbroker/internal/store"
 )
 
 // RateLimiter holds model calls to token-rate limits (ratelimit.Limiter): a
@@ -46,15 +45,29 @@ func RateLimited(f *ratelimit.Refusal) *capability.Error {
 		"The owner can change it with `boxbroker limit set`.", who, f.Max, f.Of, f.Used, f.RetryAfter.Round(time.Second))
 }
 
-// chargeRate counts what rows read against s's rate limits.
-func (m *Meter) chargeRate(s *settlement, rows []store.Usage) {
+// chargeRate counts the tokens of the call's answers, readings, against
+// s's rate limits: what each answer read whole reported; for one not read
+// whole (cut off before its message_delta, whose usage alone says what was
+// output, or unreadable), which may have run to its bound, the larger of
+// what it reported and the call's output bound (max_tokens), and its input
+// bound when it reported no input. A box that goes away before each of its
+// streams ends passes no output limit by more than the calls in flight.
+func (m *Meter) chargeRate(s *settlement, readings []reading) {
 	if m.cfg.RateLimiter == nil {
 		return
 	}
 	var in, out int64
-	for _, u := range rows {
-		in += u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens
-		out += u.OutputTokens
+	for _, rd := range readings {
+		t := rd.tokens
+		i, o := t.Input+t.CacheRead+t.CacheWrite, t.Output
+		if !rd.measured || rd.open {
+			m.estimateLate(s)
+			o = max(o, min(s.est.Output, MaxReportedTokens))
+			if i == 0 {
+				i = min(s.est.Input, MaxReportedTokens)
+			}
+		}
+		in, out = in+i, out+o
 	}
 	m.cfg.RateLimiter.Charge(s.box, s.principal, in, out)
 }

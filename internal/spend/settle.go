@@ -133,7 +133,7 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 		m.estimateLate(&s)
 		charge = max(charged, s.bound)
 	}
-	m.chargeRate(&s, rows)
+	m.chargeRate(&s, readings)
 	if s.id == 0 && len(rows) == 0 {
 		return // nothing held, nothing spent
 	}

@@ -442,3 +442,40 @@ func TestBudget_UnboundableCallPastAWindowBudgetIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestBudget_FastModeIsRefusedWithinABudget: a call asking for fast mode
+// ("speed": "fast") is billed at a multiple of its model's rates (six
+// times on Claude Opus 4.6) that the price table does not hold, so a box
+// that asked for it on every call spent several times its budget while
+// the broker charged it the standard rates. From a payer held to a
+// budget it is refused before anything is sent; "standard" speed, and a
+// box without a budget, are unaffected.
+func TestBudget_FastModeIsRefusedWithinABudget(t *testing.T) {
+	body := func(speed string) []byte {
+		return []byte(`{"model":"claude-opus-4-6","max_tokens":5,` + speed + `"messages":[{"role":"user","content":"hi"}]}`)
+	}
+	var calls atomic.Int64
+	b, token := newBroker(t, brokertest.Options{Anthropic: usageStandIn(&calls, 100, 0)})
+	for _, speed := range []string{`"speed":"fast",`, `"speed":"standard","speed":"fast",`, `"speed":"FAST",`} {
+		if resp := post(b, token, body(speed)); resp.StatusCode != 200 {
+			t.Errorf("%s without a budget = %d %s, want 200", speed, resp.StatusCode, resp.Body)
+		}
+	}
+	setBudget(t, b.Server.Store, 1_000_000_000) // $1000: any standard bound fits
+	before := calls.Load()
+	for _, speed := range []string{`"speed":"fast",`, `"speed":"standard","speed":"fast",`, `"speed":"FAST",`} {
+		resp := post(b, token, body(speed))
+		typ, msg := brokertest.Refusal(resp.Body)
+		if resp.StatusCode != 403 || typ != protocol.TypePermission || !strings.Contains(msg, "speed") || !strings.Contains(msg, "`boxbroker budget remove salad`") {
+			t.Errorf("%s within a budget = %d %s %q, want 403 naming the speed and how the owner allows it", speed, resp.StatusCode, typ, msg)
+		}
+	}
+	if n := calls.Load() - before; n != 0 {
+		t.Errorf("upstream received %d fast calls within a budget, want none", n)
+	}
+	for _, speed := range []string{`"speed":"standard",`, `"speed":null,`, ``} {
+		if resp := post(b, token, body(speed)); resp.StatusCode != 200 {
+			t.Errorf("%s within a budget = %d %s, want 200", speed, resp.StatusCode, resp.Body)
+		}
+	}
+}
