@@ -33,6 +33,9 @@ import (
 // may read it: as one segment, and split there; the request is allowed
 // only when a rule allows it read either way.
 //
+// A host may take the request as the method a method-override header
+// names (see methodsOf): each such method must be allowed too.
+//
 // A request no rule allows is still allowed when an approval in force
 // covers it (see package approval), and, when the owner asks about the
 // secret, opens a proposal the refusal names.
@@ -42,9 +45,12 @@ func (c *Capability) checkRules(r *http.Request, box, token string, sec store.Se
 		if err != nil {
 			return capability.Refuse(capability.ReasonInvalid, "The path holds an invalid percent-encoding.")
 		}
-		if !allowed(sec.Rules, r.Method, whole) || !allowed(sec.Rules, r.Method, split) {
-			refusal := c.outsideRules(r, box, sec, split)
-			if approved, words := c.ask(r, box, token, sec, tail, refusal.Message); !approved {
+		for _, method := range methodsOf(r) {
+			if allowed(sec.Rules, method, whole) && allowed(sec.Rules, method, split) {
+				continue
+			}
+			refusal := c.outsideRules(method, box, sec, split)
+			if approved, words := c.ask(r, method, box, token, sec, tail, refusal.Message); !approved {
 				refusal.Message += words
 				return refusal
 			}
@@ -68,18 +74,18 @@ func (c *Capability) checkRules(r *http.Request, box, token string, sec store.Se
 	return nil
 }
 
-// ask reports whether an approval in force allows box's request r
-// outside sec's rules, and otherwise the words its refusal adds when the
+// ask reports whether an approval in force allows box's request r, as
+// method, outside sec's rules, and otherwise the words its refusal adds when the
 // owner asks about sec (the proposal it opened or joined). With no
 // approvals configured, or when the store fails (logged; the request
 // stays refused), it allows nothing and adds nothing. A proposal never
 // holds the box's token.
-func (c *Capability) ask(r *http.Request, box, token string, sec store.Secret, tail, reason string) (bool, string) {
+func (c *Capability) ask(r *http.Request, method, box, token string, sec store.Secret, tail, reason string) (bool, string) {
 	if tail == "" {
 		tail = "/"
 	}
 	return c.cfg.Approvals.Ask(r.Context(), approval.Attempt{Attempt: store.Attempt{Box: box, Kind: store.ProposalRule, Secret: sec.Name,
-		Method: r.Method, Path: tail, Host: sec.Host, Reason: reason}, Forbidden: []string{token}},
+		Method: method, Path: tail, Host: sec.Host, Reason: reason}, Forbidden: []string{token}},
 		c.log, "egress: approvals unreadable; the request stays refused", "box", box, "secret", sec.Name)
 }
 
@@ -88,11 +94,30 @@ func (c *Capability) ask(r *http.Request, box, token string, sec store.Secret, t
 // cut (proxy.ScrubKept): decoded, a token the box sent encoded twice
 // (%2562bx_…) is written plainly, and the refusal is kept as a
 // proposal's reason.
-func (c *Capability) outsideRules(r *http.Request, box string, sec store.Secret, segs []string) *capability.Error {
+func (c *Capability) outsideRules(method, box string, sec store.Secret, segs []string) *capability.Error {
 	path := proxy.ScrubKept("/" + strings.Join(segs, "/"))
 	return capability.Refuse(capability.ReasonRule,
 		"Egress refused this request: the secret %s allows only %s; this request was %s %s. Its owner can allow it with `%s`.",
-		sec.Name, strings.Join(sec.Rules, " and "), r.Method, path, rulesCommand(box, sec.Name, append(slices.Clone(sec.Rules), r.Method+" "+path), sec.Rate))
+		sec.Name, strings.Join(sec.Rules, " and "), method, path, rulesCommand(box, sec.Name, append(slices.Clone(sec.Rules), method+" "+path), sec.Rate))
+}
+
+// overrides are the request headers some hosts (Google's APIs, Rails,
+// ASP.NET and others) act on as the request's method in place of its
+// own.
+var overrides = []string{"X-Http-Method-Override", "X-Http-Method", "X-Method-Override"}
+
+// methodsOf returns the methods a host may take r as: its own, then each
+// non-empty one a method-override header names, upper-cased.
+func methodsOf(r *http.Request) []string {
+	methods := []string{r.Method}
+	for _, k := range overrides {
+		for _, v := range r.Header.Values(k) {
+			if v = strings.ToUpper(strings.TrimSpace(v)); v != "" {
+				methods = append(methods, v)
+			}
+		}
+	}
+	return methods
 }
 
 // rulesCommand is the command that sets box's secret name's rules to

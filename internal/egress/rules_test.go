@@ -81,6 +81,47 @@ func TestEgress_RequestOutsideTheSecretsRulesIsRefused(t *testing.T) {
 	}
 }
 
+// TestEgress_MethodOverrideIsJudgedByTheRules: a box allowed only POST
+// on a path sends its POST with X-HTTP-Method-Override (or X-HTTP-Method,
+// X-Method-Override) naming DELETE, which Google's APIs, Rails and
+// ASP.NET act on as the request's method. The host may take it as a
+// DELETE, so the rules judge it as one too: refused, naming DELETE, and
+// never sent; allowed where a rule allows the method it names.
+func TestEgress_MethodOverrideIsJudgedByTheRules(t *testing.T) {
+	e := newEnv(t, nil)
+	e.br.SetSecretRules("shop", secretName, []string{"POST /items/*", "DELETE /items/old"}, "")
+	tests := []struct {
+		name, path, header string
+		status             int
+	}{
+		{"override to a method outside", "/egress/ECHO/items/1", "X-HTTP-Method-Override: DELETE", 403},
+		{"X-HTTP-Method, lower case", "/egress/ECHO/items/1", "X-HTTP-Method: delete", 403},
+		{"X-Method-Override", "/egress/ECHO/items/1", "X-Method-Override: DELETE", 403},
+		{"override to a method a rule allows", "/egress/ECHO/items/old", "X-HTTP-Method-Override: DELETE", 200},
+		{"override to the request's own method", "/egress/ECHO/items/1", "X-HTTP-Method-Override: POST", 200},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(e.echo.Seen())
+			code, body := rawMethod(t, e.br.URL, "POST", tt.path, "Authorization: Bearer "+e.token+"\r\n"+tt.header+"\r\n")
+			if code != tt.status {
+				t.Fatalf("POST %s with %s = %d %s, want %d", tt.path, tt.header, code, body, tt.status)
+			}
+			reached := len(e.echo.Seen()) - before
+			if tt.status == 403 {
+				if _, msg := brokertest.Refusal([]byte(body)); !strings.Contains(msg, "this request was DELETE") {
+					t.Errorf("refusal = %q, want it to name DELETE", msg)
+				}
+				if reached != 0 {
+					t.Errorf("the host was reached %d times, want none", reached)
+				}
+			} else if reached != 1 {
+				t.Errorf("the host was reached %d times, want once", reached)
+			}
+		})
+	}
+}
+
 // TestEgress_RateLimitPerBox gives ECHO a rate of 2 a minute: a box's
 // third request is refused with 429 and Retry-After, naming the secret
 // and its rate, and never reaches the host, while another box's
