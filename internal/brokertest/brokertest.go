@@ -149,7 +149,7 @@ func New(t testing.TB, opt Options) *Broker {
 	})
 	b.URL = "http://" + ln.Addr().String()
 	b.AdminURL = as.URL
-	if b.AdminToken, _, err = operator.Mint(ctx, srv.Store, "brokertest", time.Now()); err != nil {
+	if b.AdminToken, _, err = operator.MintRole(ctx, srv.Store, "brokertest", store.AdminOperator, time.Now()); err != nil {
 		t.Fatalf("operator.Mint: %v", err)
 	}
 	b.Server = srv
