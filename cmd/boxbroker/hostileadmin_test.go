@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/operator"
@@ -215,5 +216,31 @@ func TestCLI_AdminURLAnswerCannotDriveTheTerminal(t *testing.T) {
 		if strings.ContainsAny(out+errs, "\x1b\x07\u009b") {
 			t.Errorf("%s printed a terminal escape raw: %q %q", strings.Join(args, " "), out, errs)
 		}
+	}
+}
+
+// TestCLI_AdminURLRefusalMessageIsBounded: an admin URL that is not the
+// broker's answers a refusal whose message is megabytes long, for the
+// CLI to print into a terminal or a CI job's log: the CLI prints its
+// first KiB at most and says it is cut.
+func TestCLI_AdminURLRefusalMessageIsBounded(t *testing.T) {
+	tok, err := token.NewAdmin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("é", 2<<20) // 4 MiB, two bytes a rune
+	hostile := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, `{"type":"error","error":{"type":"invalid_request_error","message":"%s"}}`, long)
+	}))
+	t.Cleanup(hostile.Close)
+	env := map[string]string{"BOXBROKER_ADMIN_URL": hostile.URL, "BOXBROKER_ADMIN_TOKEN": tok, "BOXBROKER_DATA": t.TempDir()}
+	code, out, errs := runEnv(t, env, "", "box", "list")
+	if code == 0 || len(out)+len(errs) > 2<<10 || !strings.Contains(errs, "[cut: the message is 4194304 bytes]") {
+		t.Fatalf("box list against a 4 MiB refusal = %d, %d bytes printed (%.200q…), want at most 2 KiB saying the message is cut", code, len(out)+len(errs), errs)
+	}
+	if !strings.Contains(errs, strings.Repeat("é", 512)) || !utf8.ValidString(errs) {
+		t.Errorf("box list against a 4 MiB refusal printed %q, want the message's first KiB, whole runes", errs)
 	}
 }

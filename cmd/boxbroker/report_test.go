@@ -180,3 +180,14 @@ func TestReport_DryRun(t *testing.T) {
 		t.Errorf("report --dry-run printed %s", out)
 	}
 }
+
+// TestReport_HelpSaysWhereTheTokenComesFrom: report -h tells the box's
+// steward the token is read from BOXBROKER_TOKEN or stdin, as it is.
+func TestReport_HelpSaysWhereTheTokenComesFrom(t *testing.T) {
+	_, errs, _ := runWith(t, nil, "", "report", "-h")
+	for _, want := range []string{"BOXBROKER_TOKEN", "stdin", "never from arguments"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("report -h = %q, want %q in it", errs, want)
+		}
+	}
+}

@@ -64,7 +64,7 @@ var synopses = map[string]string{
 	"ask":               "boxbroker ask BOX secret:NAME|hosts|budget [--off] [flags]\n\nputs a box's refusals of that kind in ask mode: each opens a proposal",
 	"spool dead retry":  "boxbroker spool dead retry ID [flags]",
 	"spool dead drop":   "boxbroker spool dead drop ID [--yes] [flags]",
-	"report":            "boxbroker report [flags]",
+	"report":            "boxbroker report [flags]\n\nposts the box's declaration report to its broker; the box's token is read from BOXBROKER_TOKEN, else from stdin\n(a prompt on a terminal), never from arguments; with a document on stdin (--status -, the default), set BOXBROKER_TOKEN",
 	"ready":             "boxbroker ready [--url URL]\n\nasks a running serve's /readyz; exit 0 when it is ready, 1 when not",
 	"version":           "boxbroker version\n\nprints the module version and VCS revision it was built from",
 	"prices":            "boxbroker prices [--prices FILE] [--unpriced-as MODEL] [--json] [--admin-url URL]\n\nprints the price table, its date, and how a model it does not hold is charged (with --admin-url, the running broker's)",

@@ -306,9 +306,10 @@ func decode[B, T any](status int, check func(*http.Request) error, f func(*http.
 }
 
 // decodeOptional is decode for a route whose body may be absent (a
-// Content-Length of 0): f is then given B's zero value.
-func decodeOptional[B, T any](status int, f func(*http.Request, B) (T, error)) func(http.ResponseWriter, *http.Request) error {
-	return decodeBody(status, nil, true, f)
+// Content-Length of 0): f is then given B's zero value. A body of
+// unknown length (chunked) is read as any other.
+func decodeOptional[B, T any](status int, check func(*http.Request) error, f func(*http.Request, B) (T, error)) func(http.ResponseWriter, *http.Request) error {
+	return decodeBody(status, check, true, f)
 }
 
 func decodeBody[B, T any](status int, check func(*http.Request) error, optional bool, f func(*http.Request, B) (T, error)) func(http.ResponseWriter, *http.Request) error {

@@ -97,7 +97,7 @@ func TestAdmin_TokenRequired(t *testing.T) {
 func TestAdmin_RevokedTokenRefused(t *testing.T) {
 	b := brokertest.New(t, brokertest.Options{})
 	ctx := context.Background()
-	token, tok, err := operator.Mint(ctx, b.Server.Store, "laptop", time.Now())
+	token, tok, err := operator.MintRole(ctx, b.Server.Store, "laptop", store.AdminOperator, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

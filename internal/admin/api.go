@@ -74,7 +74,7 @@ func (s *Server) apiRoutes() []Route {
 		{Pattern: "GET /api/boxes/{name}", Handle: answer(http.StatusOK, byPath(s, "name", (*operator.Service).Box))},
 		{Pattern: "PATCH /api/boxes/{name}", Handle: decode(http.StatusOK, s.boxExists, byPathBody(s, "name", (*operator.Service).UpdateBox))},
 		{Pattern: "DELETE /api/boxes/{name}", Handle: s.removeBy("name", (*operator.Service).RemoveBox)},
-		{Pattern: "POST /api/boxes/{name}/token", Handle: s.rotateBox},
+		{Pattern: "POST /api/boxes/{name}/token", Handle: decodeOptional(http.StatusOK, s.boxExists, byPathBody(s, "name", (*operator.Service).RotateBoxWith))},
 
 		{Pattern: "GET /api/credentials", Handle: answer(http.StatusOK, listed("credentials", byOp(s, (*operator.Service).ListCredentials)))},
 		{Pattern: "PUT /api/credentials/{id}", Handle: decode(http.StatusOK, nil, s.setCredential)},

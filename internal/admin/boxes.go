@@ -59,20 +59,3 @@ func boxNamed(r *http.Request) error {
 func (s *Server) addBox(r *http.Request, nb operator.NewBox) (operator.BoxToken, error) {
 	return s.Op(r).AddBox(r.Context(), nb)
 }
-
-func (s *Server) rotateBox(w http.ResponseWriter, r *http.Request) error {
-	if _, err := s.Box(r); err != nil {
-		return err
-	}
-	var tr operator.TokenRotation
-	if r.ContentLength > 0 {
-		if err := readJSON(w, r, &tr); err != nil {
-			return err
-		}
-	}
-	bt, err := s.Op(r).RotateBoxWith(r.Context(), r.PathValue("name"), tr)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, bt)
-}

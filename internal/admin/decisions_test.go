@@ -50,7 +50,7 @@ func TestProposals_DecisionNamesTheAdminTokenAndIsNotReplayed(t *testing.T) {
 	b := brokertest.New(t, brokertest.Options{})
 	b.AddBox("alpha")
 	ctx := context.Background()
-	second, rec, err := operator.Mint(ctx, b.Server.Store, "second", time.Now())
+	second, rec, err := operator.MintRole(ctx, b.Server.Store, "second", store.AdminOperator, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ func (s *Server) proposalRoutes() []Route {
 	return []Route{
 		{Pattern: "GET /api/proposals", Handle: answer(http.StatusOK, listed("proposals", s.listProposals))},
 		{Pattern: "GET /api/proposals/{id}", Handle: answer(http.StatusOK, byPath(s, "id", (*operator.Service).Proposal))},
-		{Pattern: "POST /api/proposals/{id}/approve", Handle: decodeOptional(http.StatusOK, s.approveProposal)},
+		{Pattern: "POST /api/proposals/{id}/approve", Handle: decodeOptional(http.StatusOK, nil, s.approveProposal)},
 		{Pattern: "POST /api/proposals/{id}/deny", Handle: answer(http.StatusOK, byPath(s, "id", (*operator.Service).DenyProposal))},
 		{Pattern: "GET /api/boxes/{name}/asks", Handle: answer(http.StatusOK, listed("asks", byPath(s, "name", (*operator.Service).Asks)))},
 		{Pattern: "PUT /api/boxes/{name}/asks/{scope}", Handle: answer(http.StatusOK, listed("asks", s.setAsk))},

@@ -24,7 +24,7 @@ type ProxyCARotate struct {
 func (s *Server) proxyCARoutes() []Route {
 	return []Route{
 		{Pattern: "GET /api/proxy/ca", Handle: answer(http.StatusOK, byOp(s, (*operator.Service).ProxyCA))},
-		{Pattern: "POST /api/proxy/ca/rotate", Handle: decodeOptional(http.StatusOK, s.rotateProxyCA)},
+		{Pattern: "POST /api/proxy/ca/rotate", Handle: decodeOptional(http.StatusOK, nil, s.rotateProxyCA)},
 	}
 }
 

@@ -149,7 +149,7 @@ func New(t testing.TB, opt Options) *Broker {
 	})
 	b.URL = "http://" + ln.Addr().String()
 	b.AdminURL = as.URL
-	if b.AdminToken, _, err = operator.Mint(ctx, srv.Store, "brokertest", time.Now()); err != nil {
+	if b.AdminToken, _, err = operator.MintRole(ctx, srv.Store, "brokertest", store.AdminOperator, time.Now()); err != nil {
 		t.Fatalf("operator.Mint: %v", err)
 	}
 	b.Server = srv
@@ -340,7 +340,11 @@ func (b *Broker) send(base, method, path, token string, body io.Reader, header h
 	return Response{StatusCode: resp.StatusCode, Header: resp.Header, Body: rb}
 }
 
-// Refusal decodes a refusal body's message, or "" if it is not one.
+// Refusal decodes a refusal body's type and message, or "" for both if
+// it is not one. It is stricter than protocol.ReadRefusal, which reads a
+// message alone or a field of the wrong kind as other brokers may write
+// them: a test holds the broker to the protocol's exact shape, a
+// "type":"error" and an error object with string fields.
 func Refusal(body []byte) (typ, message string) {
 	var r protocol.Refusal
 	if json.Unmarshal(body, &r) != nil || r.Type != "error" {

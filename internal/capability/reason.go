@@ -3,7 +3,6 @@ package capability
 import (
 	"fmt"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/protocol"
@@ -146,11 +145,6 @@ var Reasons = []string{
 	ReasonHost, ReasonPassthrough, ReasonClosed,
 	ReasonMintRateLimited, ReasonMintRefused, ReasonMintFailed,
 	ReasonOutside, ReasonExpired, ReasonTokenSeen, ReasonRule, ReasonRate, ReasonTokenRate,
-}
-
-// IsReason reports whether s is one of Reasons.
-func IsReason(s string) bool {
-	return slices.Contains(Reasons, s)
 }
 
 // ReasonOf is the reason the broker's records keep for the refusal e:

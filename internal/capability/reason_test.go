@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -125,7 +126,7 @@ func TestRefusals_EveryReasonIsNamed(t *testing.T) {
 	for status := 400; status < 600; status++ {
 		for _, typ := range types {
 			got := capability.ReasonOf(&capability.Error{Status: status, Type: typ})
-			if !capability.IsReason(got) || got == http.StatusText(status) {
+			if !slices.Contains(capability.Reasons, got) || got == http.StatusText(status) {
 				t.Errorf("ReasonOf(%d %s) = %q, want one of capability.Reasons", status, typ, got)
 			}
 		}

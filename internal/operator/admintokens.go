@@ -36,15 +36,11 @@ func adminTokenView(t store.AdminToken) AdminTokenView {
 // errTokenName refuses an admin token's name.
 var errTokenName = Errorf(Invalid, "An admin token's name is at most 200 characters with no control characters.")
 
-// Mint makes a new operator's admin token named name, stores its hash,
-// and returns the token (to be shown once) with what was stored. It
-// writes no audit row (MintAdminToken does); Invalid for a bad name.
-func Mint(ctx context.Context, st store.AdminTokens, name string, now time.Time) (string, store.AdminToken, error) {
-	return MintRole(ctx, st, name, store.AdminOperator, now)
-}
-
-// MintRole is Mint for a token of role: store.AdminViewer for one that
-// reads only. Invalid for a bad name or a role that is not one.
+// MintRole makes a new admin token of role (store.AdminOperator, or
+// store.AdminViewer for one that reads only) named name, stores its
+// hash, and returns the token (to be shown once) with what was stored.
+// It writes no audit row (MintAdminToken does); Invalid for a bad name
+// or a role that is not one.
 func MintRole(ctx context.Context, st store.AdminTokens, name string, role store.AdminRole, now time.Time) (string, store.AdminToken, error) {
 	if len(name) > 200 || strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		return "", store.AdminToken{}, errTokenName

@@ -332,17 +332,17 @@ func (w *Writer) Prune(ctx context.Context) (int64, error) {
 // journaled, and the Writer scrubs every entry again as it is queued, so
 // that no entry made elsewhere (a mint's) keeps a token either.
 //
-// Each of those strings is also made one every store takes: invalid UTF-8
-// and NUL bytes (which PostgreSQL refuses in text, for good: a batch set
-// aside) become U+FFFD.
+// Each of those strings is also made one every store takes (store.Text,
+// uncut): invalid UTF-8 and NUL bytes (which PostgreSQL refuses in text,
+// for good: a batch set aside) become U+FFFD.
 func Scrub(e *store.AuditEntry) {
 	for _, f := range [...]*string{&e.Method, &e.Route, &e.Box, &e.Capability, &e.Reason, &e.Message, &e.PaidBy} {
-		*f = storable(proxy.ScrubKept(*f))
+		*f = store.Text(proxy.ScrubKept(*f), 0)
 	}
 	e.Words = proxy.ScrubKeptAll(e.Words)
 	cloned := false // the caller's words are never changed
 	for i, w := range e.Words {
-		if s := storable(w); s != w {
+		if s := store.Text(w, 0); s != w {
 			if !cloned {
 				e.Words, cloned = slices.Clone(e.Words), true
 			}
@@ -350,7 +350,3 @@ func Scrub(e *store.AuditEntry) {
 		}
 	}
 }
-
-// storable is s with invalid UTF-8 and NUL bytes replaced by U+FFFD: a
-// string every store keeps as text (store.Text).
-func storable(s string) string { return store.Text(s, 0) }

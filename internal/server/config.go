@@ -352,6 +352,18 @@ func (c *Config) Validate() error {
 			p = append(p, "proposal-webhook needs BOXBROKER_PROPOSAL_WEBHOOK_KEY, the key its requests are signed with")
 		}
 	}
+	// A webhook's URL is often its credential (a Slack or Teams incoming
+	// webhook's path), so neither it nor the body goes over plain http to
+	// another machine, and the refusal names the host only.
+	proposalHook, _ := url.Parse(c.ProposalWebhook)
+	for _, w := range []struct {
+		name string
+		u    *url.URL
+	}{{"budget-webhook (BOXBROKER_BUDGET_WEBHOOK)", c.BudgetWebhook}, {"proposal-webhook (BOXBROKER_PROPOSAL_WEBHOOK)", proposalHook}} {
+		if w.u != nil && w.u.Host != "" && quiet.InClear(w.u) {
+			p = append(p, fmt.Sprintf("%s is plain http to %s, another machine: its URL (which may be the webhook's credential) and what it posts would cross the network in the clear: use https (http only on a loopback host)", w.name, w.u.Host))
+		}
+	}
 	if c.ReserveMaxTokens < 0 {
 		p = append(p, "reserve-max-tokens must not be negative")
 	}

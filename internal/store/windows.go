@@ -45,14 +45,6 @@ func ParseWindow(s string) (Window, error) {
 	return Window{}, fmt.Errorf("window %q: want day, week, or Nd for a rolling N days (1 to %d)", s, MaxRollingDays)
 }
 
-// String is w's name, as ParseWindow reads it.
-func (w Window) String() string {
-	if w.kind == "rolling" {
-		return strconv.Itoa(w.days) + "d"
-	}
-	return w.kind
-}
-
 // start is the first instant of the bucket t falls in.
 func (w Window) start(t time.Time) time.Time {
 	t = t.UTC()

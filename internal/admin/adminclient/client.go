@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/cloud"
@@ -27,6 +28,30 @@ import (
 
 // maxAnswer bounds an admin API answer the client reads.
 const maxAnswer = 16 << 20
+
+// maxMessage bounds what an APIError keeps of a refusal's message: the
+// admin API's are a sentence or two, and an admin URL that is not the
+// broker's could answer one of up to maxAnswer for the CLI to print.
+const maxMessage = 1 << 10
+
+// refusal is the APIError of a non-2xx answer with status and body b:
+// its type and message as protocol.ReadRefusal reads them, the message
+// cut to maxMessage bytes (and saying so), or the status's text when b
+// holds no message.
+func refusal(status int, b []byte) *APIError {
+	typ, msg := protocol.ReadRefusal(b)
+	if msg == "" {
+		return &APIError{Status: status, Message: http.StatusText(status)}
+	}
+	if len(msg) > maxMessage {
+		n := maxMessage
+		for n > 0 && !utf8.RuneStart(msg[n]) {
+			n--
+		}
+		msg = fmt.Sprintf("%s… [cut: the message is %d bytes]", msg[:n], len(msg))
+	}
+	return &APIError{Status: status, Type: typ, Message: msg}
+}
 
 // Client calls a broker's admin API, for `boxbroker --admin-url`. Its
 // methods are safe for concurrent use.
@@ -141,11 +166,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 			method, path, resp.StatusCode, c.base.Redacted())
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		var ref protocol.Refusal
-		if json.Unmarshal(rb, &ref) == nil && ref.Type == "error" && ref.Error.Message != "" {
-			return &APIError{Status: resp.StatusCode, Type: ref.Error.Type, Message: ref.Error.Message}
-		}
-		return &APIError{Status: resp.StatusCode, Message: http.StatusText(resp.StatusCode)}
+		return refusal(resp.StatusCode, rb)
 	}
 	if out == nil || resp.StatusCode == http.StatusNoContent {
 		return nil

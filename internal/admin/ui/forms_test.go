@@ -92,7 +92,7 @@ func testPage(t *testing.T, wrap func(store.Store) store.Store, cfg func(store.S
 	if _, err := s.Operator().AddBox(t.Context(), operator.NewBox{Name: "alpha"}); err != nil {
 		t.Fatal(err)
 	}
-	_, tok, err := operator.Mint(t.Context(), sq, "t", s.Config().Now())
+	_, tok, err := operator.MintRole(t.Context(), sq, "t", store.AdminOperator, s.Config().Now())
 	if err != nil {
 		t.Fatal(err)
 	}

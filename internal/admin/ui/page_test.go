@@ -3,6 +3,7 @@ package ui_test
 import (
 	"github.com/intentius/boxbroker/internal/admin/ui"
 	"github.com/intentius/boxbroker/internal/operator"
+	"github.com/intentius/boxbroker/internal/store"
 
 	"context"
 	"html/template"
@@ -227,7 +228,7 @@ func TestUI_CSRF(t *testing.T) {
 func TestUI_RevokedTokenEndsSession(t *testing.T) {
 	b := brokertest.New(t, brokertest.Options{})
 	ctx := context.Background()
-	token, tok, err := operator.Mint(ctx, b.Server.Store, "browser", timeNow())
+	token, tok, err := operator.MintRole(ctx, b.Server.Store, "browser", store.AdminOperator, timeNow())
 	if err != nil {
 		t.Fatal(err)
 	}

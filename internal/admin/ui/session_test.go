@@ -11,6 +11,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/operator"
+	"github.com/intentius/boxbroker/internal/store"
 
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/store/sqlite"
@@ -36,7 +37,7 @@ func TestUI_SessionExpires(t *testing.T) {
 	if _, err := New(s, Config{SessionTTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	token, _, err := operator.Mint(t.Context(), st, "t", now)
+	token, _, err := operator.MintRole(t.Context(), st, "t", store.AdminOperator, now)
 	if err != nil {
 		t.Fatal(err)
 	}
