@@ -207,7 +207,7 @@ func (c *cli) main(ctx context.Context, args []string) int {
 	if help {
 		// The usage a command of several gives when called bare, as help.
 		if err := run(ctx, c, nil); err != nil {
-			fmt.Fprintf(c.stderr, "boxbroker %s: %s\n", args[0], proxy.ScrubKept(err.Error()))
+			fmt.Fprintf(c.stderr, "boxbroker %s: %s\n", args[0], shown(err))
 		}
 		fmt.Fprintf(c.stderr, "each takes -h for its flags, as in boxbroker %s %s -h\n", args[0], cmd.subs[0])
 		return 0
@@ -219,10 +219,10 @@ func (c *cli) main(ctx context.Context, args []string) int {
 	case errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.Is(err, errUsage):
-		fmt.Fprintf(c.stderr, "boxbroker %s: %s\n", args[0], proxy.ScrubKept(err.Error()))
+		fmt.Fprintf(c.stderr, "boxbroker %s: %s\n", args[0], shown(err))
 		return 2
 	default:
-		fmt.Fprintf(c.stderr, "boxbroker %s: %s\n", args[0], proxy.ScrubKept(err.Error()))
+		fmt.Fprintf(c.stderr, "boxbroker %s: %s\n", args[0], shown(err))
 		return 1
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -189,5 +191,28 @@ func TestReport_HelpSaysWhereTheTokenComesFrom(t *testing.T) {
 		if !strings.Contains(errs, want) {
 			t.Errorf("report -h = %q, want %q in it", errs, want)
 		}
+	}
+}
+
+// TestReport_HostileBrokerRefusalIsShownSafely: a BOXBROKER_URL that is
+// not a broker answers the report with a refusal whose message holds
+// terminal escapes (a screen clear, an OSC 52 clipboard write) and runs
+// to half a MiB. The CLI prints at most a few KiB of it, saying it is cut,
+// with every control character escaped: no escape reaches the terminal.
+func TestReport_HostileBrokerRefusalIsShownSafely(t *testing.T) {
+	msg := "\x1b[2J\x1b]52;c;ZWNobyBwd25lZA==\x07" + strings.Repeat("x", 512<<10)
+	hostile := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		_ = json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": map[string]string{"type": "permission_error", "message": msg}})
+	}))
+	t.Cleanup(hostile.Close)
+	env := map[string]string{"BOXBROKER_URL": hostile.URL, "BOXBROKER_TOKEN": "bbx_" + strings.Repeat("a", 43)}
+	_, errs, code := runWith(t, env, "", "report", "--status", sampleFile(t, "workspace-status.sample.json"), "--box", "salad")
+	if code != 1 || len(errs) > 8<<10 || !strings.Contains(errs, "[cut: the message is") {
+		t.Fatalf("report against a hostile URL = %d, %d bytes on stderr (%.200q), want 1 and at most 8 KiB saying it is cut", code, len(errs), errs)
+	}
+	if strings.ContainsAny(errs[:len(errs)-1], "\x1b\x07") || !strings.Contains(errs, `\x1b[2J`) {
+		t.Errorf("stderr = %.200q, want every control character escaped", errs)
 	}
 }

@@ -8,6 +8,9 @@ import (
 	"text/tabwriter"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/intentius/boxbroker/internal/proxy"
+	"github.com/intentius/boxbroker/internal/quiet"
 )
 
 // safe returns s with every control character (C0, DEL and C1, as
@@ -161,4 +164,20 @@ func (c cells) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// maxShown bounds what the CLI prints of an error: one a broker or admin
+// URL that is not boxbroker's wrote (a refusal's message) may be
+// megabytes.
+const maxShown = 4 << 10
+
+// shown is err's text as the CLI prints it: every token in it cut
+// (proxy.ScrubKept), then cut to maxShown bytes (quiet.Cut), each line
+// made safe for a terminal.
+func shown(err error) string {
+	lines := strings.Split(quiet.Cut(proxy.ScrubKept(err.Error()), maxShown), "\n")
+	for i, l := range lines {
+		lines[i] = safe(l)
+	}
+	return strings.Join(lines, "\n")
 }

@@ -13,6 +13,7 @@ package quiet
 import (
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -20,6 +21,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Marker is what replaces, in an error's text, a value the request
@@ -221,4 +223,19 @@ func InClear(u *url.URL) bool {
 	}
 	ip := net.ParseIP(h)
 	return ip == nil || !ip.IsLoopback()
+}
+
+// Cut returns s whole when it is at most n bytes, and otherwise its first
+// n bytes or fewer, ending at a character's boundary, followed by a note
+// of its length: what a peer wrote (a refusal's message) may be
+// megabytes, and is shown in part.
+func Cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return fmt.Sprintf("%s… [cut: the message is %d bytes]", s[:i], len(s))
 }

@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/cloud"
@@ -36,21 +35,14 @@ const maxMessage = 1 << 10
 
 // refusal is the APIError of a non-2xx answer with status and body b:
 // its type and message as protocol.ReadRefusal reads them, the message
-// cut to maxMessage bytes (and saying so), or the status's text when b
+// cut to maxMessage bytes (quiet.Cut), or the status's text when b
 // holds no message.
 func refusal(status int, b []byte) *APIError {
 	typ, msg := protocol.ReadRefusal(b)
 	if msg == "" {
 		return &APIError{Status: status, Message: http.StatusText(status)}
 	}
-	if len(msg) > maxMessage {
-		n := maxMessage
-		for n > 0 && !utf8.RuneStart(msg[n]) {
-			n--
-		}
-		msg = fmt.Sprintf("%s… [cut: the message is %d bytes]", msg[:n], len(msg))
-	}
-	return &APIError{Status: status, Type: typ, Message: msg}
+	return &APIError{Status: status, Type: typ, Message: quiet.Cut(msg, maxMessage)}
 }
 
 // Client calls a broker's admin API, for `boxbroker --admin-url`. Its
