@@ -95,8 +95,20 @@ type Store struct {
 	// Audit writes audit entries in a write on W, for SpendTx's
 	// AddAudit; set by the backend whose Spend runs in a *sql.Tx (SQLite).
 	Audit Auditor
+	// Now is the replica's clock, for what the store reads of this
+	// replica's time (a settlement's window bucket when it carries no
+	// time); nil is time.Now. Set it before the store is first used.
+	Now func() time.Time
 	// changes is changesSince, prepared on R.
 	changes *sql.Stmt
+}
+
+// now is the replica's clock (Now) now.
+func (s *Store) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
 }
 
 // Auditor writes audit entries in a write transaction on W.
