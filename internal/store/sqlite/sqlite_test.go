@@ -34,7 +34,11 @@ func TestStore(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store {
 		s, _ := openTemp(t)
 		return s
-	})
+	}, storetest.Clocked(func(t *testing.T, now func() time.Time) store.Store {
+		s, _ := openTemp(t)
+		s.Store.Now = now
+		return s
+	}))
 }
 
 // TestStore_Bounded is the suite through a Bound beneath database/sql
