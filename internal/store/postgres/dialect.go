@@ -27,6 +27,10 @@ func (dialect) Now(ago time.Duration) string {
 	return "(clock_timestamp() - interval '" + strconv.FormatInt(ago.Microseconds(), 10) + " microseconds')"
 }
 
+func (dialect) NowMilli() string {
+	return "CAST(extract(epoch FROM clock_timestamp()) * 1000 AS bigint)"
+}
+
 func (dialect) WordsJSON(col string) string { return "array_to_json(" + col + ")::text" }
 
 func (dialect) Words(words []string) any {

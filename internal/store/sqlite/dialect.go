@@ -28,6 +28,8 @@ func (dialect) Now(ago time.Duration) string {
 	return "(CAST(unixepoch('subsec') * 1000000 AS INTEGER) - " + strconv.FormatInt(ago.Microseconds(), 10) + ")"
 }
 
+func (dialect) NowMilli() string { return "CAST(unixepoch('subsec') * 1000 AS INTEGER)" }
+
 func (dialect) WordsJSON(col string) string { return col }
 
 // Words is words as encoding/json writes them (see appendWords).

@@ -38,9 +38,13 @@ type Dialect interface {
 	// as the database stores a time: what replicas share (the key of a
 	// spooled batch applied) is stamped and judged by the one clock of
 	// the database, not by each replica's own (Store.Now), which may
-	// jump. SQLite's clock is its machine's; PostgreSQL's is the
+	// jump; so are the rate counts replicas exchange (NowMilli). SQLite's clock is its machine's; PostgreSQL's is the
 	// server's clock_timestamp().
 	Now(ago time.Duration) string
+	// NowMilli is the expression that reads the database's clock (as
+	// Now) in Unix milliseconds, as the rate counts replicas exchange
+	// are stamped.
+	NowMilli() string
 	// Collate is the clause, put after a text column in ORDER BY, that
 	// orders it by bytes: "" in SQLite, ` COLLATE "C"` in PostgreSQL.
 	Collate() string
