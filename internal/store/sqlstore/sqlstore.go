@@ -36,10 +36,10 @@ type Dialect interface {
 	Time(t time.Time) any
 	// Now is the expression that reads the database's clock less ago,
 	// as the database stores a time: what replicas share (the key of a
-	// spooled batch applied) is stamped and judged by the one clock of
-	// the database, not by each replica's own (Store.Now), which may
-	// jump; so are the rate counts replicas exchange (NowMilli). SQLite's clock is its machine's; PostgreSQL's is the
-	// server's clock_timestamp().
+	// spooled batch applied; the rate counts they exchange, NowMilli)
+	// is stamped and judged by the one clock of the database, not by
+	// each replica's own (Store.Now), which may jump. SQLite's clock is
+	// its machine's; PostgreSQL's is the server's clock_timestamp().
 	Now(ago time.Duration) string
 	// NowMilli is the expression that reads the database's clock (as
 	// Now) in Unix milliseconds, as the rate counts replicas exchange
