@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -73,6 +74,35 @@ func TestDeclaration_AnswerEchoesListingAndSpend(t *testing.T) {
 	json.Unmarshal(got["at"], &at)
 	if _, err := time.Parse(time.RFC3339Nano, at); err != nil {
 		t.Errorf("at = %q: %v", at, err)
+	}
+}
+
+// TestDeclaration_RacingReportAnswersWithTheKeptOne: a report taken
+// before the one the store keeps (two racing, the later written first)
+// is not kept, and its answer is what the broker kept and when, not the
+// report it was sent.
+func TestDeclaration_RacingReportAnswersWithTheKeptOne(t *testing.T) {
+	b := brokertest.New(t, brokertest.Options{})
+	token := b.AddBox("a")
+	later := time.Now().Add(time.Hour).UTC().Truncate(time.Millisecond)
+	keptDoc := `{"capabilities":[{"name":"inference","broker":"lobby","scope":["decide"]}],"at":"` + protocol.FormatTime(later) + `"}`
+	if _, err := b.Server.Store.SaveDeclaration(context.Background(), "a", []byte(keptDoc), later); err != nil {
+		t.Fatal(err)
+	}
+	resp := b.Do("POST", protocol.RouteDeclaration, token, []byte(`{"capabilities":[{"name":"inference","broker":"lobby","scope":["agent"]}]}`), nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, resp.Body)
+	}
+	var got protocol.Kept
+	if err := json.Unmarshal(resp.Body, &got); err != nil {
+		t.Fatalf("answer %s: %v", resp.Body, err)
+	}
+	want := []protocol.Capability{{Name: "inference", Broker: "lobby", Scope: []string{"decide"}}}
+	if !reflect.DeepEqual(got.Capabilities, want) || got.At != protocol.FormatTime(later) {
+		t.Errorf("answer = %+v at %s, want the kept report, %+v at %s", got.Capabilities, got.At, want, protocol.FormatTime(later))
+	}
+	if got.Payer == nil || got.Payer.Kind != protocol.PayerShared {
+		t.Errorf("answer's payer = %+v, want the box's (shared)", got.Payer)
 	}
 }
 

@@ -1,8 +1,10 @@
 package broker
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"time"
@@ -75,11 +77,21 @@ func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *reque
 	if err != nil {
 		return err
 	}
-	if err := s.cfg.Store.SaveDeclaration(r.Context(), box.Name, doc, d.At); err != nil {
+	kept, err := s.cfg.Store.SaveDeclaration(r.Context(), box.Name, doc, d.At)
+	if err != nil {
 		if errors.Is(err, store.ErrNotFound) { // removed meanwhile
 			return tokenRefused(token.ErrUnknown).At(http.StatusUnauthorized)
 		}
 		return capability.Unavailable(err)
+	}
+	// A report racing one taken later is not kept: the answer is what
+	// the broker kept, the later one, and when it was taken.
+	if !bytes.Equal(kept.Doc, doc) {
+		d = &protocol.Declaration{}
+		if err := json.Unmarshal(kept.Doc, d); err != nil {
+			return fmt.Errorf("declaration of box %s kept: %w", box.Name, err)
+		}
+		d.At = kept.At
 	}
 	s.cfg.Cache.Drop(store.ChangeDeclaration, box.Name)
 	// The 200 says the report is in force: wait until every replica judges

@@ -16,7 +16,8 @@
 // Replicas sharing a store (PostgreSQL) hold the limits together without
 // a store write per request: every Every (a second), each replica writes
 // its own minute's counts of the keys it has used, one row a key, and
-// reads the others' (store.RateLimits.ExchangeRates); a request is judged
+// reads the others' (store.RateLimits.ExchangeRates), fresh by the
+// store's clock, not the replicas' own; a request is judged
 // against its replica's counts plus the others' last reported. A replica
 // sees another's use up to one exchange late, so limits can be passed by
 // what the other replicas admit in that time. The limits themselves are
@@ -300,7 +301,7 @@ func (l *Limiter) Round(ctx context.Context) error {
 			continue
 		}
 		if s, oldest := r.sum(sec); oldest != 0 || l.cfg.Exchange {
-			mine = append(mine, store.RateCount{Key: k.String(), Requests: s.req, InputTokens: s.input, OutputTokens: s.output, At: now})
+			mine = append(mine, store.RateCount{Key: k.String(), Requests: s.req, InputTokens: s.input, OutputTokens: s.output})
 		}
 	}
 	l.mu.Unlock()
@@ -308,8 +309,9 @@ func (l *Limiter) Round(ctx context.Context) error {
 		return nil
 	}
 	// Another replica's row counts while it was written within two
-	// rounds: one that stopped writing no longer counts.
-	others, err := l.cfg.Store.ExchangeRates(ctx, l.cfg.Replica, mine, now.Add(-2*Every))
+	// rounds, by the store's clock: one that stopped writing no longer
+	// counts, and one whose clock is off by seconds still does.
+	others, err := l.cfg.Store.ExchangeRates(ctx, l.cfg.Replica, mine, 2*Every)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package ratelimit_test
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/intentius/boxbroker/internal/ratelimit"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/store/postgres/postgrestest"
+	"github.com/intentius/boxbroker/internal/store/sqlite"
 )
 
 func TestMain(m *testing.M) { os.Exit(postgrestest.Main(m)) }
@@ -37,7 +39,9 @@ func (m *memStore) ListRateLimits(context.Context, string) ([]store.RateLimit, e
 
 func (m *memStore) DeleteRateLimit(context.Context, string, string) error { return store.ErrNotFound }
 
-func (m *memStore) ExchangeRates(_ context.Context, replica string, mine []store.RateCount, since time.Time) ([]store.RateCount, error) {
+// ExchangeRates returns every other replica's row: memStore has no clock
+// of its own, so none is stale.
+func (m *memStore) ExchangeRates(_ context.Context, replica string, mine []store.RateCount, _ time.Duration) ([]store.RateCount, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.counts == nil {
@@ -49,7 +53,7 @@ func (m *memStore) ExchangeRates(_ context.Context, replica string, mine []store
 	}
 	var out []store.RateCount
 	for k, c := range m.counts {
-		if k[1] != replica && !c.At.Before(since) {
+		if k[1] != replica {
 			out = append(out, c)
 		}
 	}
@@ -139,5 +143,44 @@ func TestLimiter_ReplicasShareALimit(t *testing.T) {
 	}
 	if f := b.Admit("alpha", ""); f == nil {
 		t.Fatalf("b.Admit #5 = nil, want refused: a's 3 and b's 1 fill the 4 a minute")
+	}
+}
+
+// TestLimiter_ReplicasShareALimitWhateverTheirClocks: two replicas whose
+// clocks are 3 s apart (within the skew that goes unwarned) still share
+// a limit: the counts they exchange are stamped and judged fresh by the
+// store's clock, not by each replica's.
+func TestLimiter_ReplicasShareALimitWhateverTheirClocks(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "boxbroker.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.CreateBox(ctx, store.Box{Name: "alpha", TokenHash: "h", CreatedAt: time.Now(), PayerKind: "shared"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SetRateLimit(ctx, store.RateLimit{Box: "alpha", RPM: 4, UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	behind, ahead := &clock{now.Add(-3 * time.Second)}, &clock{now}
+	a, b := newLimiter(t, st, behind, true), newLimiter(t, st, ahead, true)
+	for range 3 {
+		if f := a.Admit("alpha", ""); f != nil {
+			t.Fatalf("a.Admit = %+v", f)
+		}
+	}
+	if err := a.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if f := b.Admit("alpha", ""); f != nil {
+		t.Fatalf("b.Admit #4 = %+v, want admitted", f)
+	}
+	if f := b.Admit("alpha", ""); f == nil {
+		t.Fatalf("b.Admit #5 = nil, want refused: a's 3 (its clock 3 s behind b's) and b's 1 fill the 4 a minute")
 	}
 }

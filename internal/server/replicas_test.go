@@ -28,6 +28,7 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/store/postgres"
 	"github.com/intentius/boxbroker/internal/store/postgres/postgrestest"
+
 	// bbtoken: these tests call a box's token token.
 	bbtoken "github.com/intentius/boxbroker/internal/token"
 )
@@ -323,9 +324,9 @@ func (o *outage) Declaration(ctx context.Context, box string) ([]byte, time.Time
 	return o.Store.Declaration(ctx, box)
 }
 
-func (o *outage) SaveDeclaration(ctx context.Context, box string, doc []byte, at time.Time) error {
+func (o *outage) SaveDeclaration(ctx context.Context, box string, doc []byte, at time.Time) (store.KeptDeclaration, error) {
 	if err := o.check("save declaration"); err != nil {
-		return err
+		return store.KeptDeclaration{}, err
 	}
 	return o.Store.SaveDeclaration(ctx, box, doc, at)
 }

@@ -18,7 +18,8 @@ type RateLimit struct {
 }
 
 // RateCount is what one replica counted against one key of the rate
-// limiter over the last minute, as of At.
+// limiter over the last minute, as of At: when the store wrote it, by
+// the store's clock (ExchangeRates sets it; a replica's own is ignored).
 type RateCount struct {
 	Key          string
 	Replica      string
@@ -40,7 +41,9 @@ type RateLimits interface {
 	// DeleteRateLimit removes a rate limit; ErrNotFound if none.
 	DeleteRateLimit(ctx context.Context, box, principal string) error
 	// ExchangeRates writes mine, one replica's counts (replacing what it
-	// wrote before under the same key), and returns every other
-	// replica's counts written at or after since.
-	ExchangeRates(ctx context.Context, replica string, mine []RateCount, since time.Time) ([]RateCount, error)
+	// wrote before under the same key), stamped by the store's clock,
+	// and returns every other replica's counts written within the last
+	// within by that clock: replicas' own clocks, which may be seconds
+	// apart, judge no count fresh or stale.
+	ExchangeRates(ctx context.Context, replica string, mine []RateCount, within time.Duration) ([]RateCount, error)
 }

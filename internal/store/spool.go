@@ -5,10 +5,11 @@ import (
 	"time"
 )
 
-// SpooledKeep is how long the key of a batch applied is kept: a spool
-// is replayed within seconds of the store's answering again and at every
-// start, so a batch replayed later than this is of a replica whose data
-// directory lay unused for a month.
+// SpooledKeep is how long the key of a batch applied is kept, by the
+// store's clock, not a replica's: a spool is replayed within seconds of
+// the store's answering again and at every start, so a batch replayed
+// later than this is of a replica whose data directory lay unused for a
+// month.
 const SpooledKeep = 30 * 24 * time.Hour
 
 // Spooled applies the batches a replica kept in its spool while the

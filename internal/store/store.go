@@ -231,8 +231,10 @@ type Declarations interface {
 	// SaveDeclaration replaces the box's last report with doc (the kept
 	// declaration, JSON) taken at at, unless the report kept was taken
 	// later (reports racing are kept by when they were taken, not by
-	// which write lands last); ErrNotFound if the box does not exist.
-	SaveDeclaration(ctx context.Context, box string, doc []byte, at time.Time) error
+	// which write lands last), and returns the report kept as the write
+	// commits: doc at at, or the later one it left in place;
+	// ErrNotFound if the box does not exist.
+	SaveDeclaration(ctx context.Context, box string, doc []byte, at time.Time) (KeptDeclaration, error)
 	// Declaration returns the box's last kept report and when it was taken,
 	// or ErrNotFound if it never reported.
 	Declaration(ctx context.Context, box string) (doc []byte, at time.Time, err error)

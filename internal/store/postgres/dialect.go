@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"database/sql"
+	"strconv"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/store"
@@ -19,6 +20,16 @@ func (dialect) Collate() string      { return ` COLLATE "C"` }
 func (dialect) ForUpdate() string    { return " FOR UPDATE" }
 func (dialect) Check() error         { return nil }
 func (dialect) Committed()           {}
+
+// Now reads the server's clock as it runs (clock_timestamp(), as Clock
+// does), not the transaction's start.
+func (dialect) Now(ago time.Duration) string {
+	return "(clock_timestamp() - interval '" + strconv.FormatInt(ago.Microseconds(), 10) + " microseconds')"
+}
+
+func (dialect) NowMilli() string {
+	return "CAST(extract(epoch FROM clock_timestamp()) * 1000 AS bigint)"
+}
 
 func (dialect) WordsJSON(col string) string { return "array_to_json(" + col + ")::text" }
 

@@ -49,7 +49,11 @@ func TestStore(t *testing.T) {
 	postgrestest.DSN(t)
 	storetest.Run(t, func(t *testing.T) store.Store {
 		return open(t, freshSchema(t))
-	})
+	}, storetest.Clocked(func(t *testing.T, now func() time.Time) store.Store {
+		s := open(t, freshSchema(t))
+		s.Store.Now = now
+		return s
+	}))
 }
 
 // TestStore_Bounded is the suite through a Bound beneath database/sql

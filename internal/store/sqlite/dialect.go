@@ -22,6 +22,14 @@ func (dialect) ForUpdate() string    { return "" }
 func (d dialect) Check() error       { return d.s.goneErr() }
 func (d dialect) Committed()         { d.s.listeners.notify() }
 
+// Now reads the machine's clock to the millisecond (unixepoch's
+// 'subsec'), in microseconds.
+func (dialect) Now(ago time.Duration) string {
+	return "(CAST(unixepoch('subsec') * 1000000 AS INTEGER) - " + strconv.FormatInt(ago.Microseconds(), 10) + ")"
+}
+
+func (dialect) NowMilli() string { return "CAST(unixepoch('subsec') * 1000 AS INTEGER)" }
+
 func (dialect) WordsJSON(col string) string { return col }
 
 // Words is words as encoding/json writes them (see appendWords).

@@ -34,7 +34,11 @@ func TestStore(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store {
 		s, _ := openTemp(t)
 		return s
-	})
+	}, storetest.Clocked(func(t *testing.T, now func() time.Time) store.Store {
+		s, _ := openTemp(t)
+		s.Store.Now = now
+		return s
+	}))
 }
 
 // TestStore_Bounded is the suite through a Bound beneath database/sql
@@ -88,7 +92,7 @@ func TestTwoStoresShareAFile(t *testing.T) {
 	errs := make([]error, 2*n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() { errs[i] = serve.SaveDeclaration(ctx, "alpha", []byte(`{"by":"serve"}`), time.Now()) })
+		wg.Go(func() { _, errs[i] = serve.SaveDeclaration(ctx, "alpha", []byte(`{"by":"serve"}`), time.Now()) })
 		wg.Go(func() { errs[n+i] = cli.UpdateBox(ctx, store.Box{Name: "alpha", Paused: i%2 == 0}) })
 	}
 	wg.Wait()

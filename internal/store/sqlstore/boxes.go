@@ -181,13 +181,28 @@ func (s *Store) ChangeBox(ctx context.Context, name string, c store.BoxChange) e
 }
 
 // SaveDeclaration replaces the last report of the box named box with doc,
-// taken at at, unless the report kept was taken later; store.ErrNotFound
-// if there is no such box.
-func (s *Store) SaveDeclaration(ctx context.Context, box string, doc []byte, at time.Time) error {
-	return s.put(ctx, fmt.Sprintf("save declaration of box %q", box), []store.Change{{Kind: store.ChangeDeclaration, Key: box}},
-		`INSERT INTO declarations (box, doc, at) VALUES ($1, $2, $3)
+// taken at at, unless the report kept was taken later, and returns the
+// report kept as the write commits; store.ErrNotFound if there is no
+// such box.
+func (s *Store) SaveDeclaration(ctx context.Context, box string, doc []byte, at time.Time) (store.KeptDeclaration, error) {
+	var kept store.KeptDeclaration
+	err := s.Write(ctx, fmt.Sprintf("save declaration of box %q", box), func(tx *sql.Tx) ([]store.Change, error) {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO declarations (box, doc, at) VALUES ($1, $2, $3)
 			ON CONFLICT (box) DO UPDATE SET doc = excluded.doc, at = excluded.at WHERE declarations.at <= excluded.at`,
-		box, Blob(doc), s.D.Time(at))
+			box, Blob(doc), s.D.Time(at)); err != nil {
+			return nil, err
+		}
+		// The row is this write's until it commits, whether the upsert
+		// changed it or not (PostgreSQL locks a row its ON CONFLICT
+		// finds even when the WHERE leaves it; SQLite's write holds
+		// the whole database): what it holds now is what is kept.
+		err := tx.QueryRowContext(ctx, "SELECT doc, at FROM declarations WHERE box = $1", box).Scan(&kept.Doc, Time(&kept.At))
+		return []store.Change{{Kind: store.ChangeDeclaration, Key: box}}, err
+	})
+	if err != nil {
+		return store.KeptDeclaration{}, err
+	}
+	return kept, nil
 }
 
 // Declaration returns the last report kept for the box named box and when

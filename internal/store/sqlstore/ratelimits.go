@@ -39,21 +39,23 @@ func (s *Store) DeleteRateLimit(ctx context.Context, box, principal string) erro
 		"DELETE FROM rate_limits WHERE box = $1 AND principal = $2", box, principal)
 }
 
-// ExchangeRates writes mine and returns the other replicas' counts
-// written at or after since.
-func (s *Store) ExchangeRates(ctx context.Context, replica string, mine []store.RateCount, since time.Time) ([]store.RateCount, error) {
+// ExchangeRates writes mine, stamped by the database's clock, and
+// returns the other replicas' counts written within the last within by
+// it.
+func (s *Store) ExchangeRates(ctx context.Context, replica string, mine []store.RateCount, within time.Duration) ([]store.RateCount, error) {
 	op := "exchange rate counts"
+	now := s.D.NowMilli()
 	if len(mine) > 0 {
 		err := s.Write(ctx, op, func(tx *sql.Tx) ([]store.Change, error) {
 			for _, c := range mine {
-				if _, err := tx.ExecContext(ctx, `INSERT INTO rate_counts (key, replica, requests, input_tokens, output_tokens, at) VALUES ($1, $2, $3, $4, $5, $6)
+				if _, err := tx.ExecContext(ctx, `INSERT INTO rate_counts (key, replica, requests, input_tokens, output_tokens, at) VALUES ($1, $2, $3, $4, $5, `+now+`)
 					ON CONFLICT (key, replica) DO UPDATE SET requests = excluded.requests, input_tokens = excluded.input_tokens,
 						output_tokens = excluded.output_tokens, at = excluded.at`,
-					c.Key, replica, c.Requests, c.InputTokens, c.OutputTokens, c.At.UnixMilli()); err != nil {
+					c.Key, replica, c.Requests, c.InputTokens, c.OutputTokens); err != nil {
 					return nil, err
 				}
 			}
-			_, err := tx.ExecContext(ctx, "DELETE FROM rate_counts WHERE at < $1", since.Add(-time.Hour).UnixMilli())
+			_, err := tx.ExecContext(ctx, "DELETE FROM rate_counts WHERE at < "+now+" - $1", (within + time.Hour).Milliseconds())
 			return nil, err
 		})
 		if err != nil {
@@ -61,11 +63,11 @@ func (s *Store) ExchangeRates(ctx context.Context, replica string, mine []store.
 		}
 	}
 	return collect(ctx, s, op, `SELECT key, replica, requests, input_tokens, output_tokens, at FROM rate_counts
-		WHERE replica <> $1 AND at >= $2`, func(r Scanner) (store.RateCount, error) {
+		WHERE replica <> $1 AND at >= `+now+` - $2`, func(r Scanner) (store.RateCount, error) {
 		var c store.RateCount
 		var at int64
 		err := r.Scan(&c.Key, &c.Replica, &c.Requests, &c.InputTokens, &c.OutputTokens, &at)
 		c.At = time.UnixMilli(at).UTC()
 		return c, err
-	}, replica, since.UnixMilli())
+	}, replica, within.Milliseconds())
 }

@@ -192,7 +192,7 @@ func ReleaseIn(ctx context.Context, tx SpendTx, id int64) error {
 // turn, and then runs one upsert per tally, usage row, month's and hour's
 // prompt-cache row the batch touches, with the batch's sums: a few
 // statements per box rather than five or so per call.
-func settleMany(ctx context.Context, tx SpendTx, batch []store.Settlement) error {
+func settleMany(ctx context.Context, tx SpendTx, batch []store.Settlement, now time.Time) error {
 	there := make(map[string]bool)
 	for _, st := range batch {
 		there[st.Box] = false
@@ -211,7 +211,7 @@ func settleMany(ctx context.Context, tx SpendTx, batch []store.Settlement) error
 			kept = append(kept, st)
 		}
 	}
-	return settle(ctx, tx, kept)
+	return settle(ctx, tx, kept, now)
 }
 
 // Keys of the rows a batch of settlements adds to; see settle.
@@ -247,8 +247,10 @@ type hourSums struct {
 // alone (h' either replaces the slot, or adds to it when the slot already
 // held h', or is dropped when the slot holds a newer hour still, and h
 // does the same or less before it), so only each slot's newest hour, with
-// its sums, is applied. The upserts go through tx.ExecAll.
-func settle(ctx context.Context, tx SpendTx, batch []store.Settlement) error {
+// its sums, is applied. The upserts go through tx.ExecAll. A settlement
+// without a time is charged to the window buckets of now, the replica's
+// clock.
+func settle(ctx context.Context, tx SpendTx, batch []store.Settlement, now time.Time) error {
 	tallies := make(map[tallyKey]int64)
 	usage := make(map[usageKey]*store.Usage)
 	cache := make(map[cacheKey]*store.CacheUsage)
@@ -323,7 +325,7 @@ func settle(ctx context.Context, tx SpendTx, batch []store.Settlement) error {
 		h := hours[k]
 		upserts = append(upserts, Stmt{hourUpsert, []any{k.box, k.payerKind, k.entry, k.slot, h.hour, h.sum.Calls, h.sum.InputTokens, h.sum.CacheWriteTokens, h.sum.CacheReadTokens}})
 	}
-	windows, err := windowCharges(ctx, tx, batch, time.Now())
+	windows, err := windowCharges(ctx, tx, batch, now)
 	if err != nil {
 		return err
 	}

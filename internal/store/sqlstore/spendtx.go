@@ -176,7 +176,7 @@ func (s *Store) Reserve(ctx context.Context, r store.Reservation) (int64, error)
 // if the box is gone.
 func (s *Store) Settle(ctx context.Context, st store.Settlement) error {
 	return s.D.Spend(ctx, fmt.Sprintf("settle for box %q", st.Box), func(ctx context.Context, tx SpendTx) error {
-		return settle(ctx, tx, []store.Settlement{st})
+		return settle(ctx, tx, []store.Settlement{st}, s.now())
 	}, nil)
 }
 
@@ -191,12 +191,12 @@ func (s *Store) ApplySpooled(ctx context.Context, key string, settle []store.Set
 	}
 	applied := false
 	err := s.D.Spend(ctx, op, func(ctx context.Context, tx SpendTx) error {
-		n, err := tx.Exec(ctx, "INSERT INTO spooled (key, at) VALUES ($1, $2) ON CONFLICT DO NOTHING", key, tx.Time(time.Now()))
+		n, err := tx.Exec(ctx, "INSERT INTO spooled (key, at) VALUES ($1, "+s.D.Now(0)+") ON CONFLICT DO NOTHING", key)
 		if err != nil || n == 0 {
 			return err // applied before
 		}
 		// A settlement of a box removed since is skipped.
-		if err := settleMany(ctx, tx, settle); err != nil {
+		if err := settleMany(ctx, tx, settle, s.now()); err != nil {
 			return err
 		}
 		if len(audit) > 0 {
@@ -204,8 +204,11 @@ func (s *Store) ApplySpooled(ctx context.Context, key string, settle []store.Set
 				return err
 			}
 		}
-		// Keys older than any spool still replayed are forgotten.
-		if _, err := tx.Exec(ctx, "DELETE FROM spooled WHERE at < $1", tx.Time(time.Now().Add(-store.SpooledKeep))); err != nil {
+		// Keys older than any spool still replayed are forgotten. The
+		// database's clock stamps and judges them: a replica whose own
+		// clock jumps ahead would forget every key, and apply a batch
+		// replayed then twice.
+		if _, err := tx.Exec(ctx, "DELETE FROM spooled WHERE at < "+s.D.Now(store.SpooledKeep)); err != nil {
 			return err
 		}
 		applied = true

@@ -34,6 +34,17 @@ import (
 type Dialect interface {
 	// Time is t as the database stores a time.
 	Time(t time.Time) any
+	// Now is the expression that reads the database's clock less ago,
+	// as the database stores a time: what replicas share (the key of a
+	// spooled batch applied; the rate counts they exchange, NowMilli)
+	// is stamped and judged by the one clock of the database, not by
+	// each replica's own (Store.Now), which may jump. SQLite's clock is
+	// its machine's; PostgreSQL's is the server's clock_timestamp().
+	Now(ago time.Duration) string
+	// NowMilli is the expression that reads the database's clock (as
+	// Now) in Unix milliseconds, as the rate counts replicas exchange
+	// are stamped.
+	NowMilli() string
 	// Collate is the clause, put after a text column in ORDER BY, that
 	// orders it by bytes: "" in SQLite, ` COLLATE "C"` in PostgreSQL.
 	Collate() string
@@ -95,8 +106,22 @@ type Store struct {
 	// Audit writes audit entries in a write on W, for SpendTx's
 	// AddAudit; set by the backend whose Spend runs in a *sql.Tx (SQLite).
 	Audit Auditor
+	// Now is the replica's clock, for what the store reads of this
+	// replica's time (a settlement's window bucket when it carries no
+	// time); nil is time.Now. Set it before the store is first used.
+	// What replicas share is stamped by the database's clock instead
+	// (Dialect.Now).
+	Now func() time.Time
 	// changes is changesSince, prepared on R.
 	changes *sql.Stmt
+}
+
+// now is the replica's clock (Now) now.
+func (s *Store) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
 }
 
 // Auditor writes audit entries in a write transaction on W.

@@ -123,7 +123,7 @@ func testDeleteBoxCascades(t *testing.T, s store.Store) {
 	doomed := mustCreateBox(t, s, "doomed")
 	kept := mustCreateBox(t, s, "kept")
 	for _, box := range []string{"doomed", "kept"} {
-		must(t, fmt.Sprintf("SaveDeclaration(%q)", box), s.SaveDeclaration(ctx, box, []byte(`{"capabilities":[]}`), at(1)))
+		must(t, fmt.Sprintf("SaveDeclaration(%q)", box), second(s.SaveDeclaration(ctx, box, []byte(`{"capabilities":[]}`), at(1))))
 		must(t, fmt.Sprintf("SetSecret(%q)", box), s.SetSecret(ctx, store.Secret{Box: box, Name: "GITHUB", Host: "https://api.github.com", Sealed: []byte("sealed"), UpdatedAt: at(1)}))
 		must(t, fmt.Sprintf("AddFeedback(%q)", box), second(s.AddFeedback(ctx, store.FeedbackBatch{Box: box, At: at(1), Words: []string{"agent"}, Body: []byte(`{}`)}, store.FeedbackBound{})))
 		must(t, fmt.Sprintf("AddResource(%q)", box), s.AddResource(ctx, store.Resource{Box: box, Kind: store.ResourceSandbox, ID: "sb-" + box, At: at(1)}))
@@ -207,7 +207,10 @@ func testDeclarations(t *testing.T, s store.Store) {
 		{"alpha", `{"capabilities":[{"name":"inference","broker":"lobby","scope":["agent","decide"]}]}`, at(3)},
 	}
 	for _, tt := range tests {
-		must(t, fmt.Sprintf("SaveDeclaration(%q)", tt.box), s.SaveDeclaration(ctx, tt.box, []byte(tt.doc), tt.at))
+		kept := answer(s.SaveDeclaration(ctx, tt.box, []byte(tt.doc), tt.at)).must(t, fmt.Sprintf("SaveDeclaration(%q)", tt.box))
+		if string(kept.Doc) != tt.doc || !sameTime(kept.At, tt.at) {
+			t.Errorf("SaveDeclaration(%q) kept %s at %v, want its own, %s at %v", tt.box, kept.Doc, kept.At, tt.doc, tt.at)
+		}
 		doc, gotAt, err := s.Declaration(ctx, tt.box)
 		if err != nil {
 			t.Fatalf("Declaration(%q) = %v, want nil", tt.box, err)
@@ -222,15 +225,22 @@ func testDeclarations(t *testing.T, s store.Store) {
 	}
 
 	// Two reports racing: the one taken earlier, written last, leaves
-	// the later one kept; one taken at the same time replaces it.
+	// the later one kept, and says so; one taken at the same time
+	// replaces it.
 	latest := tests[2]
-	must(t, "SaveDeclaration(alpha) taken before the kept one", s.SaveDeclaration(ctx, "alpha", []byte(`{"capabilities":[],"stale":true}`), at(2)))
+	kept := answer(s.SaveDeclaration(ctx, "alpha", []byte(`{"capabilities":[],"stale":true}`), at(2))).must(t, "SaveDeclaration(alpha) taken before the kept one")
+	if string(kept.Doc) != latest.doc || !sameTime(kept.At, latest.at) {
+		t.Errorf("SaveDeclaration(alpha) taken before the kept one kept %s at %v, want the later one, %s at %v", kept.Doc, kept.At, latest.doc, latest.at)
+	}
 	doc, gotAt, err := s.Declaration(ctx, "alpha")
 	if err != nil || string(doc) != latest.doc || !sameTime(gotAt, latest.at) {
 		t.Errorf("Declaration(alpha) after an earlier report = %s at %v, %v, want %s at %v kept", doc, gotAt, err, latest.doc, latest.at)
 	}
 	tied := `{"capabilities":[],"tied":true}`
-	must(t, "SaveDeclaration(alpha) taken with the kept one", s.SaveDeclaration(ctx, "alpha", []byte(tied), latest.at))
+	kept = answer(s.SaveDeclaration(ctx, "alpha", []byte(tied), latest.at)).must(t, "SaveDeclaration(alpha) taken with the kept one")
+	if string(kept.Doc) != tied {
+		t.Errorf("SaveDeclaration(alpha) taken with the kept one kept %s, want its own, %s", kept.Doc, tied)
+	}
 	if doc, _, err := s.Declaration(ctx, "alpha"); err != nil || string(doc) != tied {
 		t.Errorf("Declaration(alpha) after a report taken at the same time = %s, %v, want %s", doc, err, tied)
 	}
@@ -246,10 +256,25 @@ func testConcurrentDeclarations(t *testing.T, s store.Store) {
 	for i := range n {
 		docs[docOf(i)] = at(i)
 	}
-	for i, err := range atOnce(n, func(i int) error { return s.SaveDeclaration(ctx, "alpha", []byte(docOf(i)), at(i)) }) {
+	kept := make([]store.KeptDeclaration, n)
+	for i, err := range atOnce(n, func(i int) error {
+		var err error
+		kept[i], err = s.SaveDeclaration(ctx, "alpha", []byte(docOf(i)), at(i))
+		return err
+	}) {
 		if err != nil {
 			t.Errorf("SaveDeclaration(alpha) #%d of %d at once = %v, want nil", i, n, err)
+			continue
 		}
+		// Each says what was kept as it committed: its own report or a
+		// later one, doc and time of one save.
+		k := kept[i]
+		if wantAt, ok := docs[string(k.Doc)]; !ok || !sameTime(k.At, wantAt) || k.At.Before(at(i).Truncate(time.Microsecond)) {
+			t.Errorf("SaveDeclaration(alpha) #%d of %d at once kept %s at %v, want one saved at or after %v", i, n, k.Doc, k.At, at(i))
+		}
+	}
+	if k := kept[n-1]; string(k.Doc) != docOf(n-1) {
+		t.Errorf("SaveDeclaration(alpha) #%d, the last taken, kept %s, want its own", n-1, k.Doc)
 	}
 	doc, gotAt, err := s.Declaration(ctx, "alpha")
 	if err != nil {

@@ -24,11 +24,23 @@ func testRateLimits(t *testing.T, s store.Store) {
 	})
 	c.removes(t, ann)
 
-	now := time.UnixMilli(time.Now().UnixMilli()).UTC()
-	must(t, "ExchangeRates(r1)", second(s.ExchangeRates(ctx, "r1", []store.RateCount{{Key: "alpha", Requests: 3, InputTokens: 30, At: now}}, now.Add(-time.Minute))))
-	answer(s.ExchangeRates(ctx, "r2", []store.RateCount{{Key: "alpha", Requests: 1, At: now}}, now.Add(-time.Minute))).is(t, "ExchangeRates(r2)", []store.RateCount{{Key: "alpha", Replica: "r1", Requests: 3, InputTokens: 30, At: now}})
-	if others, _ := s.ExchangeRates(ctx, "r2", nil, now.Add(time.Second)); len(others) != 0 {
-		t.Errorf("ExchangeRates(since after) = %+v, want none", others)
+	// Counts are stamped and judged fresh by the store's clock: r1's,
+	// written with its own clock an hour behind, is fresh to r2.
+	behind := time.Now().Add(-time.Hour)
+	must(t, "ExchangeRates(r1)", second(s.ExchangeRates(ctx, "r1", []store.RateCount{{Key: "alpha", Requests: 3, InputTokens: 30, At: behind}}, time.Minute)))
+	others := answer(s.ExchangeRates(ctx, "r2", []store.RateCount{{Key: "alpha", Requests: 1, At: behind}}, 2*time.Second)).must(t, "ExchangeRates(r2)")
+	if len(others) != 1 {
+		t.Fatalf("ExchangeRates(r2) = %+v, want r1's count", others)
+	}
+	if d := time.Since(others[0].At); others[0].At.Location() != time.UTC || d > time.Minute || d < -time.Minute {
+		t.Errorf("ExchangeRates(r2): r1's count at %v, want the store's time of writing, not r1's clock", others[0].At)
+	}
+	others[0].At = time.Time{}
+	same(t, "ExchangeRates(r2)", []store.RateCount{{Key: "alpha", Replica: "r1", Requests: 3, InputTokens: 30}}, others)
+	// A count written longer ago than within is not returned.
+	time.Sleep(10 * time.Millisecond)
+	if others, _ := s.ExchangeRates(ctx, "r2", nil, time.Millisecond); len(others) != 0 {
+		t.Errorf("ExchangeRates(within 1ms, 10ms after the last write) = %+v, want none", others)
 	}
 }
 

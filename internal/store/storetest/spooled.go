@@ -67,6 +67,22 @@ func testApplySpooledOnce(t *testing.T, s store.Store) {
 	same(t, "Tallies after k2", []store.Tally{{Box: "alpha", Month: "2026-10", Spent: 2_000}}, tallies(t, s, "alpha", "2026-10"))
 }
 
+// testApplySpooledOnceAfterAClockJump: the key of a batch applied is kept
+// by the database's clock, not the replica's: a replica whose clock jumps
+// past store.SpooledKeep ahead applies another batch without forgetting
+// the first, and the first, replayed then, is not charged again.
+func testApplySpooledOnceAfterAClockJump(t *testing.T, s store.Store, c *clock) {
+	ctx := t.Context()
+	mustCreateBox(t, s, "alpha")
+	k1 := []store.Settlement{{Box: "alpha", Month: "2026-10", Charge: 1_000}}
+	answer(s.ApplySpooled(ctx, "k1", k1, nil)).is(t, "ApplySpooled(k1) (want applied)", true)
+	c.jump(store.SpooledKeep + 24*time.Hour)
+	answer(s.ApplySpooled(ctx, "k2", []store.Settlement{{Box: "alpha", Month: "2026-10", Charge: 10}}, nil)).
+		is(t, "ApplySpooled(k2) once the replica's clock jumped 31 days ahead (want applied)", true)
+	answer(s.ApplySpooled(ctx, "k1", k1, nil)).is(t, "ApplySpooled(k1) replayed then (want already applied)", false)
+	same(t, "Tallies (want k1 charged once)", []store.Tally{{Box: "alpha", Month: "2026-10", Spent: 1_010}}, tallies(t, s, "alpha", "2026-10"))
+}
+
 // testApplySpooledSumsAsOneByOne: a batch of many settlements across a
 // few boxes, principals, models, prompt-cache entries and hours, some
 // reserved and one of a removed box, leaves exactly the tallies, usage

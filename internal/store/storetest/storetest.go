@@ -15,6 +15,7 @@ import (
 	"reflect"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,8 +27,12 @@ import (
 
 // Run runs the suite. open is called once per subtest and must return a
 // new, empty store, closed by a t.Cleanup it registers.
-func Run(t *testing.T, open func(t *testing.T) store.Store) {
+func Run(t *testing.T, open func(t *testing.T) store.Store, opts ...Option) {
 	t.Helper()
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
 	tests := []struct {
 		name string
 		run  func(t *testing.T, s store.Store)
@@ -93,7 +98,46 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 			tt.run(t, open(t))
 		})
 	}
+	clockTests := []struct {
+		name string
+		run  func(t *testing.T, s store.Store, c *clock)
+	}{
+		{"ApplySpooledOnceAfterAClockJump", testApplySpooledOnceAfterAClockJump},
+	}
+	for _, tt := range clockTests {
+		t.Run(tt.name, func(t *testing.T) {
+			if o.clocked == nil {
+				t.Skip("the store's replica clock is not given (storetest.Clocked)")
+			}
+			c := new(clock)
+			tt.run(t, o.clocked(t, c.now), c)
+		})
+	}
 }
+
+// Option gives Run more than open.
+type Option func(*options)
+
+type options struct {
+	clocked func(t *testing.T, now func() time.Time) store.Store
+}
+
+// Clocked gives Run open, which opens a new, empty store as Run's open
+// does, whose replica's clock (the time the store reads of the replica
+// it runs in) is now: the cases that move a replica's clock run on it,
+// and are skipped without it.
+func Clocked(open func(t *testing.T, now func() time.Time) store.Store) Option {
+	return func(o *options) { o.clocked = open }
+}
+
+// clock is a replica's clock that a case moves: the machine's, plus
+// what jump added.
+type clock struct{ ahead atomic.Int64 }
+
+func (c *clock) now() time.Time { return time.Now().Add(time.Duration(c.ahead.Load())) }
+
+// jump moves the clock d ahead.
+func (c *clock) jump(d time.Duration) { c.ahead.Add(int64(d)) }
 
 // at is the suite's clock, n seconds after a fixed time given in a zone
 // other than UTC and with nanoseconds, so that the suite sees stores
