@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/upstreamtest"
 )
 
 // structuredRequest is the part of a Messages request that asks for
@@ -31,19 +32,13 @@ func asStructured(body []byte) (structuredRequest, bool) {
 	return req, ok
 }
 
-// StructuredStandIn answers a Messages request that asks for structured
-// output (output_config.format of type json_schema) with the JSON
+// answerStructured answers r, a Messages request that asks for
+// structured output (req, as asStructured decoded it), with the JSON
 // AnswerFromSchema makes from its schema, in one text block, as the
 // Anthropic API does. Like the API, it refuses with a 400 a request with
 // no anthropic-version, or whose schema has an object that does not set
 // additionalProperties to false.
-func StructuredStandIn(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	req, ok := asStructured(body)
-	if err != nil || !ok {
-		protocol.WriteRefusal(w, http.StatusBadRequest, "invalid_request_error", "Not a structured-output request.")
-		return
-	}
+func answerStructured(w http.ResponseWriter, r *http.Request, req structuredRequest) {
 	if r.Header.Get("Anthropic-Version") == "" {
 		protocol.WriteRefusal(w, http.StatusBadRequest, "invalid_request_error", "anthropic-version: header is required")
 		return
@@ -59,14 +54,7 @@ func StructuredStandIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	text, _ := json.Marshal(v)
-	msg := map[string]any{
-		"id": "msg_standin", "type": "message", "role": "assistant", "model": req.Model,
-		"content":     []any{map[string]any{"type": "text", "text": string(text)}},
-		"stop_reason": "end_turn", "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": 12, "output_tokens": 6},
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(msg)
+	_, _ = io.WriteString(w, upstreamtest.Message(req.Model, string(text)))
 }
 
 // AnswerFromSchema makes the value a structured-output stand-in answers
