@@ -68,8 +68,10 @@ type Broker struct {
 	// or Options.FountainHandler was set).
 	Fountain *Recorder
 	// Front records every request the broker itself received, without
-	// bodies, so a test can count a client's attempts (retries included).
-	Front *Front
+	// bodies (HeadersOnly, so that streaming and size bounds behave as
+	// without it), so a test can count a client's attempts (retries
+	// included).
+	Front *Recorder
 	// Client is the client Do uses: its own transport, not
 	// http.DefaultTransport, whose idle connections every
 	// httptest.Server.Close closes under other tests' feet.
@@ -130,7 +132,7 @@ func New(t testing.TB, opt Options) *Broker {
 	}
 	ran := make(chan struct{})
 	go func() { srv.Run(ctx); close(ran) }()
-	b.Front = &Front{Handler: srv.Handler, HeadersOnly: true}
+	b.Front = &Recorder{Handler: srv.Handler, HeadersOnly: true}
 	// Boxes reach it as they reach serve: through net/http's server.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -425,8 +427,3 @@ func FountainStandIn(w http.ResponseWriter, r *http.Request) {
 // SSEEvents is a Messages stream as the Anthropic API sends it
 // (upstreamtest.SSEEvents).
 func SSEEvents(model, text string) []string { return upstreamtest.SSEEvents(model, text) }
-
-// Front records the method, path, query and headers of every request that
-// reaches the broker, then passes it on untouched: a Recorder with
-// HeadersOnly set, so that streaming and size bounds behave as without it.
-type Front = Recorder
