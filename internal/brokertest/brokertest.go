@@ -365,16 +365,12 @@ func AnthropicStandIn(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	switch {
 	case r.Method == "POST" && r.URL.Path == "/v1/messages":
-		var req struct {
-			Model  string `json:"model"`
-			Stream bool   `json:"stream"`
-		}
 		body, _ := io.ReadAll(r.Body)
-		if sreq, ok := asStructured(body); ok {
-			answerStructured(w, r, sreq)
+		req, structured := asStructured(body)
+		if structured {
+			answerStructured(w, r, req)
 			return
 		}
-		_ = json.Unmarshal(body, &req)
 		if req.Stream {
 			w.Header().Set("Content-Type", "text/event-stream")
 			for _, ev := range SSEEvents(req.Model, "Hello from the stand-in.") {

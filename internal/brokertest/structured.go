@@ -11,10 +11,12 @@ import (
 	"github.com/intentius/boxbroker/internal/upstreamtest"
 )
 
-// structuredRequest is the part of a Messages request that asks for
-// structured output.
-type structuredRequest struct {
+// messagesRequest is what the Anthropic stand-in reads of a Messages
+// request: its model, whether it streams, and the structured output it
+// asks for.
+type messagesRequest struct {
 	Model        string `json:"model"`
+	Stream       bool   `json:"stream"`
 	OutputConfig *struct {
 		Format *struct {
 			Type   string          `json:"type"`
@@ -25,8 +27,8 @@ type structuredRequest struct {
 
 // asStructured decodes body as a Messages request, and reports whether
 // it asks for structured output with a JSON schema.
-func asStructured(body []byte) (structuredRequest, bool) {
-	var req structuredRequest
+func asStructured(body []byte) (messagesRequest, bool) {
+	var req messagesRequest
 	ok := json.Unmarshal(body, &req) == nil && req.OutputConfig != nil &&
 		req.OutputConfig.Format != nil && req.OutputConfig.Format.Type == "json_schema"
 	return req, ok
@@ -38,7 +40,7 @@ func asStructured(body []byte) (structuredRequest, bool) {
 // Anthropic API does. Like the API, it refuses with a 400 a request with
 // no anthropic-version, or whose schema has an object that does not set
 // additionalProperties to false.
-func answerStructured(w http.ResponseWriter, r *http.Request, req structuredRequest) {
+func answerStructured(w http.ResponseWriter, r *http.Request, req messagesRequest) {
 	if r.Header.Get("Anthropic-Version") == "" {
 		protocol.WriteRefusal(w, http.StatusBadRequest, "invalid_request_error", "anthropic-version: header is required")
 		return
