@@ -68,8 +68,10 @@ type Broker struct {
 	// or Options.FountainHandler was set).
 	Fountain *Recorder
 	// Front records every request the broker itself received, without
-	// bodies, so a test can count a client's attempts (retries included).
-	Front *Front
+	// bodies (HeadersOnly, so that streaming and size bounds behave as
+	// without it), so a test can count a client's attempts (retries
+	// included).
+	Front *Recorder
 	// Client is the client Do uses: its own transport, not
 	// http.DefaultTransport, whose idle connections every
 	// httptest.Server.Close closes under other tests' feet.
@@ -130,7 +132,7 @@ func New(t testing.TB, opt Options) *Broker {
 	}
 	ran := make(chan struct{})
 	go func() { srv.Run(ctx); close(ran) }()
-	b.Front = &Front{Handler: srv.Handler, HeadersOnly: true}
+	b.Front = &Recorder{Handler: srv.Handler, HeadersOnly: true}
 	// Boxes reach it as they reach serve: through net/http's server.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -361,23 +363,18 @@ type Recorder = upstreamtest.Recorder
 
 // AnthropicStandIn answers Messages (JSON, or SSE when "stream": true),
 // count_tokens and models like the Anthropic API, for any credential. A
-// Messages request asking for structured output is answered by
-// StructuredStandIn.
+// Messages request asking for structured output is answered from its
+// schema (answerStructured).
 func AnthropicStandIn(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	switch {
 	case r.Method == "POST" && r.URL.Path == "/v1/messages":
-		var req struct {
-			Model  string `json:"model"`
-			Stream bool   `json:"stream"`
-		}
 		body, _ := io.ReadAll(r.Body)
-		if _, ok := asStructured(body); ok {
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			StructuredStandIn(w, r)
+		req, structured := asStructured(body)
+		if structured {
+			answerStructured(w, r, req)
 			return
 		}
-		_ = json.Unmarshal(body, &req)
 		if req.Stream {
 			w.Header().Set("Content-Type", "text/event-stream")
 			for _, ev := range SSEEvents(req.Model, "Hello from the stand-in.") {
@@ -386,13 +383,14 @@ func AnthropicStandIn(w http.ResponseWriter, r *http.Request) {
 			}
 			return
 		}
-		_, _ = io.WriteString(w, `{"id":"msg_standin","type":"message","role":"assistant","model":`+quote(req.Model)+`,"content":[{"type":"text","text":"Hello from the stand-in."}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":12,"output_tokens":6}}`)
+		_, _ = io.WriteString(w, upstreamtest.Message(req.Model, "Hello from the stand-in."))
 	case r.Method == "POST" && r.URL.Path == "/v1/messages/count_tokens":
 		_, _ = io.WriteString(w, `{"input_tokens":12}`)
 	case r.Method == "GET" && r.URL.Path == "/v1/models":
 		_, _ = io.WriteString(w, `{"data":[{"type":"model","id":"claude-sonnet-4-5","display_name":"Claude Sonnet 4.5","created_at":"2025-09-29T00:00:00Z"}],"has_more":false,"first_id":"claude-sonnet-4-5","last_id":"claude-sonnet-4-5"}`)
 	case r.Method == "GET" && len(r.URL.Path) > len("/v1/models/"):
-		_, _ = io.WriteString(w, `{"type":"model","id":`+quote(r.URL.Path[len("/v1/models/"):])+`,"display_name":"Stand-in","created_at":"2025-09-29T00:00:00Z"}`)
+		id, _ := json.Marshal(r.URL.Path[len("/v1/models/"):])
+		_, _ = io.WriteString(w, `{"type":"model","id":`+string(id)+`,"display_name":"Stand-in","created_at":"2025-09-29T00:00:00Z"}`)
 	default:
 		w.WriteHeader(404)
 		_, _ = io.WriteString(w, `{"type":"error","error":{"type":"not_found_error","message":"Not found."}}`)
@@ -426,26 +424,6 @@ func FountainStandIn(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// SSEEvents is a Messages stream as the Anthropic API sends it.
-func SSEEvents(model, text string) []string {
-	ev := func(name, data string) string { return "event: " + name + "\ndata: " + data + "\n\n" }
-	return []string{
-		ev("message_start", `{"type":"message_start","message":{"id":"msg_standin","type":"message","role":"assistant","model":`+quote(model)+`,"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":12,"output_tokens":1}}}`),
-		ev("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`),
-		ev("ping", `{"type": "ping"}`),
-		ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":`+quote(text)+`}}`),
-		ev("content_block_stop", `{"type":"content_block_stop","index":0}`),
-		ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":6}}`),
-		ev("message_stop", `{"type":"message_stop"}`),
-	}
-}
-
-func quote(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
-}
-
-// Front records the method, path, query and headers of every request that
-// reaches the broker, then passes it on untouched: a Recorder with
-// HeadersOnly set, so that streaming and size bounds behave as without it.
-type Front = Recorder
+// SSEEvents is a Messages stream as the Anthropic API sends it
+// (upstreamtest.SSEEvents).
+func SSEEvents(model, text string) []string { return upstreamtest.SSEEvents(model, text) }

@@ -8,12 +8,15 @@ import (
 	"net/http"
 
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/upstreamtest"
 )
 
-// structuredRequest is the part of a Messages request that asks for
-// structured output.
-type structuredRequest struct {
+// messagesRequest is what the Anthropic stand-in reads of a Messages
+// request: its model, whether it streams, and the structured output it
+// asks for.
+type messagesRequest struct {
 	Model        string `json:"model"`
+	Stream       bool   `json:"stream"`
 	OutputConfig *struct {
 		Format *struct {
 			Type   string          `json:"type"`
@@ -24,26 +27,20 @@ type structuredRequest struct {
 
 // asStructured decodes body as a Messages request, and reports whether
 // it asks for structured output with a JSON schema.
-func asStructured(body []byte) (structuredRequest, bool) {
-	var req structuredRequest
+func asStructured(body []byte) (messagesRequest, bool) {
+	var req messagesRequest
 	ok := json.Unmarshal(body, &req) == nil && req.OutputConfig != nil &&
 		req.OutputConfig.Format != nil && req.OutputConfig.Format.Type == "json_schema"
 	return req, ok
 }
 
-// StructuredStandIn answers a Messages request that asks for structured
-// output (output_config.format of type json_schema) with the JSON
+// answerStructured answers r, a Messages request that asks for
+// structured output (req, as asStructured decoded it), with the JSON
 // AnswerFromSchema makes from its schema, in one text block, as the
 // Anthropic API does. Like the API, it refuses with a 400 a request with
 // no anthropic-version, or whose schema has an object that does not set
 // additionalProperties to false.
-func StructuredStandIn(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	req, ok := asStructured(body)
-	if err != nil || !ok {
-		protocol.WriteRefusal(w, http.StatusBadRequest, "invalid_request_error", "Not a structured-output request.")
-		return
-	}
+func answerStructured(w http.ResponseWriter, r *http.Request, req messagesRequest) {
 	if r.Header.Get("Anthropic-Version") == "" {
 		protocol.WriteRefusal(w, http.StatusBadRequest, "invalid_request_error", "anthropic-version: header is required")
 		return
@@ -59,14 +56,7 @@ func StructuredStandIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	text, _ := json.Marshal(v)
-	msg := map[string]any{
-		"id": "msg_standin", "type": "message", "role": "assistant", "model": req.Model,
-		"content":     []any{map[string]any{"type": "text", "text": string(text)}},
-		"stop_reason": "end_turn", "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": 12, "output_tokens": 6},
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(msg)
+	_, _ = io.WriteString(w, upstreamtest.Message(req.Model, string(text)))
 }
 
 // AnswerFromSchema makes the value a structured-output stand-in answers

@@ -1,11 +1,12 @@
 // Package upstreamtest is for tests: Recorder, a stand-in upstream's
 // handler that keeps every request it receives before answering it;
-// EchoStatus, a hostile upstream that repeats what it was sent; and
-// Buffer, a log several goroutines write while a test reads it. It
-// imports nothing of boxbroker, so that the stand-ins of any package
-// (package brokertest's Anthropic and Fountain, package
-// cloud/cloudtest's Bedrock and Vertex AI) record alike without
-// importing what they stand in for.
+// Message and StreamEvents, an Anthropic Messages answer whole and
+// streamed; EchoStatus, a hostile upstream that repeats what it was
+// sent; and Buffer, a log several goroutines write while a test reads
+// it. It imports nothing of boxbroker, so that the stand-ins of any
+// package (package brokertest's Anthropic and Fountain, package
+// cloud/cloudtest's Bedrock and Vertex AI) record and answer alike
+// without importing what they stand in for.
 package upstreamtest
 
 import (

@@ -37,27 +37,6 @@ import (
 	"github.com/intentius/boxbroker/internal/upstreamtest"
 )
 
-// standInEvents are the Anthropic stream events both stand-ins answer
-// with, text holding what the answer says.
-func standInEvents(model, text string) []string {
-	return []string{
-		`{"type":"message_start","message":{"id":"msg_cloud","type":"message","role":"assistant","model":` + q(model) + `,"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":12,"output_tokens":1}}}`,
-		`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
-		`{"type":"ping"}`,
-		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":` + q(text) + `}}`,
-		`{"type":"content_block_stop","index":0}`,
-		`{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":6}}`,
-		`{"type":"message_stop"}`,
-	}
-}
-
-func standInMessage(model, text string) string {
-	return `{"id":"msg_cloud","type":"message","role":"assistant","model":` + q(model) + `,"content":[{"type":"text","text":` + q(text) + `}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":12,"output_tokens":6}}`
-}
-
-// q is s as a JSON string.
-func q(s string) string { b, _ := json.Marshal(s); return string(b) }
-
 // refused counts a refusal in bad and answers it: status, body, and a
 // Content-Type of contentType ("" for none).
 func refused(w http.ResponseWriter, bad *atomic.Int64, status int, contentType string, body []byte) {
@@ -206,12 +185,12 @@ func (s *Bedrock) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if !stream {
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, standInMessage(id, text))
+		_, _ = io.WriteString(w, upstreamtest.Message(id, text))
 		return
 	}
 	w.Header().Set("Content-Type", "application/vnd.amazon.eventstream")
 	enc := eventstream.NewEncoder()
-	for _, ev := range standInEvents(id, text) {
+	for _, ev := range upstreamtest.StreamEvents(id, text) {
 		payload, _ := json.Marshal(map[string][]byte{"bytes": []byte(ev)})
 		var hs eventstream.Headers
 		hs.Set(":message-type", eventstream.StringValue("event"))

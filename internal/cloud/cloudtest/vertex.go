@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/intentius/boxbroker/internal/upstreamtest"
 )
 
 // Vertex answers as Google's OAuth token endpoint (at /token) and Vertex
@@ -122,17 +124,15 @@ func (s *Vertex) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch method {
 	case "rawPredict":
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, standInMessage(model, text))
+		_, _ = io.WriteString(w, upstreamtest.Message(model, text))
 	case "streamRawPredict":
 		if string(m["stream"]) != "true" {
 			s.refuse(w, http.StatusBadRequest, "INVALID_ARGUMENT", "streamRawPredict takes stream: true")
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
-		for _, ev := range standInEvents(model, text) {
-			var t struct{ Type string }
-			_ = json.Unmarshal([]byte(ev), &t)
-			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", t.Type, ev)
+		for _, ev := range upstreamtest.SSEEvents(model, text) {
+			_, _ = io.WriteString(w, ev)
 			w.(http.Flusher).Flush()
 			wait(s.Hold)
 		}
