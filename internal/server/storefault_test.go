@@ -192,9 +192,12 @@ func TestStoreFrozen_Answered503(t *testing.T) {
 	if r := b.Do("GET", "/llm/anthropic/v1/models", tok, nil, nil); r.StatusCode != 403 {
 		t.Errorf("unknown token after the thaw = %d %s, want 403", r.StatusCode, r.Body)
 	}
+	// One end a start: on a loaded machine a store call after the thaw
+	// can itself outlast the 100 ms deadline, an outage of its own that
+	// starts and ends again; an end is never logged without its start.
 	ends := logs.lines("store: answering again")
-	if len(ends) != 1 {
-		t.Fatalf("outage end logged %d times, want once", len(ends))
+	if starts := logs.lines("store: not answering; requests that need it get 503 until it does"); len(ends) == 0 || len(ends) > len(starts) {
+		t.Fatalf("outage end logged %d times for %d starts, want once a start", len(ends), len(starts))
 	}
 	if ends[0]["level"] != "WARN" || ends[0]["since"] == nil || ends[0]["until"] == nil || ends[0]["outage"] == nil {
 		t.Errorf("outage end line %v, want a WARN with since, until and outage", ends[0])
