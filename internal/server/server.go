@@ -208,6 +208,10 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		if err := CheckHasDatabase(cfg.DataDir, cfg.NewStore); err != nil {
 			return nil, err
 		}
+	} else if err := makeDataDir(cfg.DataDir); err != nil {
+		// The journal, the spool and the audit sink's backlog are kept
+		// there whatever the store.
+		return nil, err
 	}
 	keyring, err := LoadKeyring(&cfg)
 	if err != nil {
