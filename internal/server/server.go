@@ -176,9 +176,9 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	// before it says it is listening.
 	var cert *tls.Certificate
 	if cfg.TLSCert != "" {
-		c, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+		c, err := loadKeyPair(cfg.TLSCert, cfg.TLSKey)
 		if err != nil {
-			return nil, fmt.Errorf("configuration: --tls-cert %q and --tls-key %q (BOXBROKER_TLS_CERT, BOXBROKER_TLS_KEY) are not a PEM certificate and its key: %w", cfg.TLSCert, cfg.TLSKey, err)
+			return nil, err
 		}
 		cert = &c
 	}
