@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -515,7 +516,7 @@ func (s *Server) httpServer(ctx context.Context, h http.Handler) *http.Server {
 		ReadTimeout:       s.Config.ReadTimeout,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    s.Config.MaxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ErrorLog:          log.New(netLog{s.log}, "", 0),
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
 }
