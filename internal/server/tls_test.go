@@ -98,8 +98,9 @@ func TestConfig_ValidateReportsEveryProblem(t *testing.T) {
 
 // TestServe_FailedHandshakesDoNotFloodTheLog: a client with no token
 // opening connections to the TLS listener and never completing a
-// handshake (closing at once, speaking plain HTTP, or offering TLS 1.1)
-// has each failure logged at DEBUG, never a WARN line (each written out
+// handshake (closing at once, speaking plain HTTP, offering TLS 1.1, or
+// agreeing on HTTP/2 and sending no HTTP/2 preface) has each failure
+// logged at DEBUG, never a WARN line (each written out
 // at once) per connection: a request with no token is kept in aggregate,
 // and a connection that never becomes one is not a warning either.
 func TestServe_FailedHandshakesDoNotFloodTheLog(t *testing.T) {
@@ -132,7 +133,7 @@ func TestServe_FailedHandshakesDoNotFloodTheLog(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		switch i % 3 {
+		switch i % 4 {
 		case 0: // closed at once
 		case 1: // plain HTTP
 			io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -140,6 +141,12 @@ func TestServe_FailedHandshakesDoNotFloodTheLog(t *testing.T) {
 		case 2: // TLS 1.1
 			tc := tls.Client(c, &tls.Config{InsecureSkipVerify: true, MaxVersion: tls.VersionTLS11})
 			tc.Handshake()
+		case 3: // HTTP/2 agreed, then no HTTP/2 preface
+			tc := tls.Client(c, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
+			if tc.Handshake() == nil {
+				io.WriteString(tc, "PRI * HTTP/2.0\r\n\r\nXX\r\n\r\n")
+				io.Copy(io.Discard, tc)
+			}
 		}
 		c.Close()
 	}
@@ -148,7 +155,7 @@ func TestServe_FailedHandshakesDoNotFloodTheLog(t *testing.T) {
 	pool := x509.NewCertPool()
 	pool.AddCert(must(x509.ParseCertificate(der)))
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-	for i := 0; i < 50 && !strings.Contains(logs.String(), "TLS handshake error") && !strings.Contains(logs.String(), `"msg":"request"`); i++ {
+	for i := 0; i < 50 && !strings.Contains(logs.String(), "from 127.0.0.1") && !strings.Contains(logs.String(), `"msg":"request"`); i++ {
 		resp, err := client.Get("https://" + ln.Addr().String() + "/llm/anthropic/api/hello")
 		if err != nil {
 			t.Fatal(err)
@@ -156,7 +163,7 @@ func TestServe_FailedHandshakesDoNotFloodTheLog(t *testing.T) {
 		resp.Body.Close()
 		time.Sleep(150 * time.Millisecond) // the log's buffer is written out every 100 ms
 	}
-	if got := strings.Count(logs.String(), "TLS handshake error"); got > 0 {
+	if got := strings.Count(logs.String(), "from 127.0.0.1") + strings.Count(logs.String(), "from client 127.0.0.1"); got > 0 {
 		t.Errorf("%d connections that failed their handshake left %d lines at INFO or above, want none:\n%.2000s", n, got, logs.String())
 	}
 }
