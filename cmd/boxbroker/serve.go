@@ -62,7 +62,7 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	fs.StringVar(&cfg.UnpricedAs, "unpriced-as", c.getenv("BOXBROKER_UNPRICED_AS"), "model of the price table whose price a call of a model neither in it nor of a family in it is charged at; empty for the dearest in the table (BOXBROKER_UNPRICED_AS; boxbroker prices lists the table)")
 	fs.Int64Var(&cfg.ReserveMaxTokens, "reserve-max-tokens", envValue(env, "BOXBROKER_RESERVE_MAX_TOKENS", def.ReserveMaxTokens), "output tokens reserved against a budget for a Messages call whose body is too large to read (BOXBROKER_RESERVE_MAX_TOKENS)")
 	fs.StringVar(&cfg.TLSCert, "tls-cert", c.getenv("BOXBROKER_TLS_CERT"), "PEM certificate to serve TLS with (BOXBROKER_TLS_CERT)")
-	fs.StringVar(&cfg.TLSKey, "tls-key", c.getenv("BOXBROKER_TLS_KEY"), "PEM private key for --tls-cert (BOXBROKER_TLS_KEY)")
+	tlsKey := c.secretPathFlag(fs, "tls-key", "BOXBROKER_TLS_KEY", "PEM private key for --tls-cert (BOXBROKER_TLS_KEY)")
 	proxyListen := fs.String("proxy-listen", c.getenv("BOXBROKER_PROXY_LISTEN"), "egress as an HTTPS proxy on this address; empty for none (BOXBROKER_PROXY_LISTEN)")
 	proxyPass := fs.String("proxy-passthrough", c.getenv("BOXBROKER_PROXY_PASSTHROUGH"), "hosts (host or host:port, comma-separated) the egress proxy tunnels untouched (BOXBROKER_PROXY_PASSTHROUGH)")
 	fs.DurationVar(&cfg.ReservationLease, "reservation-lease", envValue(env, "BOXBROKER_RESERVATION_LEASE", def.ReservationLease), "how long a budget's reservation is held without its replica renewing it; a crashed replica's reservations free after it (BOXBROKER_RESERVATION_LEASE)")
@@ -79,6 +79,7 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	cfg.TLSKey = tlsKey()
 	var err error
 	if cfg.SSO, err = ssoConfig(); err != nil {
 		return err

@@ -78,9 +78,18 @@ func Load(dataDir, envKey string) (k *Keyring, created bool, err error) {
 		if err != nil {
 			return nil, false, fmt.Errorf("create master key file: %w", err)
 		}
+		// The key and its name are synced before a value is sealed
+		// with it: a key file lost in a power cut, or left empty, after
+		// the store took such a value, would leave it unopenable.
 		_, werr := f.WriteString(hex.EncodeToString(key) + "\n")
+		if werr == nil {
+			werr = syncFile(f)
+		}
 		if cerr := f.Close(); werr == nil {
 			werr = cerr
+		}
+		if werr == nil {
+			werr = syncDir(dataDir)
 		}
 		if werr != nil {
 			return nil, false, fmt.Errorf("write master key file: %w", werr)
@@ -97,6 +106,23 @@ func Load(dataDir, envKey string) (k *Keyring, created bool, err error) {
 	k, err = parseKey(strings.TrimSpace(string(b)), "master key file "+path)
 	return k, false, err
 }
+
+// syncFile and syncDir sync a file and a directory (the names made in
+// it) to the disk. A test replaces them.
+var (
+	syncFile = (*os.File).Sync
+	syncDir  = func(dir string) error {
+		d, err := os.Open(dir)
+		if err != nil {
+			return err
+		}
+		err = d.Sync()
+		if cerr := d.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}
+)
 
 // parseKey returns the Keyring for s, a key of 32 bytes as 64 hex
 // characters or base64; where names s in the error of one that is not.

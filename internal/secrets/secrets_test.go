@@ -73,3 +73,27 @@ func TestLoad_EnvKey(t *testing.T) {
 		}
 	}
 }
+
+// TestLoad_NewKeyFileIsSynced: a new master key file is synced, and so
+// is the directory that names it, before Load returns the key that
+// values are sealed with: a power cut after the store took one would
+// otherwise leave the file empty or gone, and the value unopenable. A
+// sync that fails fails Load.
+func TestLoad_NewKeyFileIsSynced(t *testing.T) {
+	keepFile, keepDir := syncFile, syncDir
+	defer func() { syncFile, syncDir = keepFile, keepDir }()
+	dir := t.TempDir()
+	var files, dirs []string
+	syncFile = func(f *os.File) error { files = append(files, f.Name()); return f.Sync() }
+	syncDir = func(d string) error { dirs = append(dirs, d); return nil }
+	if _, created, err := Load(dir, ""); err != nil || !created {
+		t.Fatalf("Load = %v, %v", created, err)
+	}
+	if len(files) != 1 || files[0] != filepath.Join(dir, KeyFile) || len(dirs) != 1 || dirs[0] != dir {
+		t.Errorf("Load synced files %q and directories %q, want %s and %s", files, dirs, filepath.Join(dir, KeyFile), dir)
+	}
+	syncDir = func(string) error { return errors.New("input/output error") }
+	if _, _, err := Load(t.TempDir(), ""); err == nil {
+		t.Error("Load with its directory not synced = nil error, want the error")
+	}
+}

@@ -27,6 +27,39 @@ var ErrDataDirInUse = errors.New("the data directory is in use by another boxbro
 // Config.NewStore is not set.
 var ErrNoDatabase = errors.New("the data directory holds boxbroker data but no database")
 
+// ErrDataDirOpen is returned by New, OpenStore and LoadKeyring for a data
+// directory that a user other than the process's own (and root) may put
+// files in: any user, where it is writable by others, or the user it
+// belongs to. Such a user could give boxbroker a master key, a database or
+// a journal of their own, or a link in place of a file it writes (its
+// lock file, a journal) to a file elsewhere for it to overwrite.
+var ErrDataDirOpen = errors.New("the data directory is open to other users' files")
+
+// makeDataDir makes dir (mode 0700) if it is missing, and refuses it
+// (ErrDataDirOpen) when others can write into it, or it belongs to a user
+// other than the process's own and root. A directory others may only
+// read is taken (New warns of it: warnOpenDataDir), as is one its group
+// may write, as a volume shared with a group of the platform's is.
+func makeDataDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("make data directory: %w", err)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	if fi.Mode().Perm()&0o002 != 0 {
+		return fmt.Errorf("%w: %s is mode %#o, so any user of this machine can put files in it for boxbroker to read or write through "+
+			"(a master key of their own, a link in place of serve.lock); chmod 700 it, or give --data (BOXBROKER_DATA) a directory of boxbroker's user's own",
+			ErrDataDirOpen, dir, fi.Mode().Perm())
+	}
+	if uid, ok := ownerOf(fi); ok && uid != 0 && uid != os.Geteuid() {
+		return fmt.Errorf("%w: %s belongs to user %d, not to this process's user (%d) nor root, and its owner can put files in it for boxbroker to read or write through; "+
+			"give --data (BOXBROKER_DATA) a directory of boxbroker's user's own", ErrDataDirOpen, dir, uid, os.Geteuid())
+	}
+	return nil
+}
+
 // dirLock is serve's hold on a SQLite data directory: an exclusive
 // flock(2) on LockFile, kept until release.
 type dirLock struct{ f *os.File }
@@ -35,8 +68,8 @@ type dirLock struct{ f *os.File }
 // process's ID into it. When another process holds it, the error wraps
 // ErrDataDirInUse and names that process's ID as the file says it.
 func lockDataDir(dir string) (*dirLock, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("make data directory: %w", err)
+	if err := makeDataDir(dir); err != nil {
+		return nil, err
 	}
 	p := filepath.Join(dir, LockFile)
 	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)

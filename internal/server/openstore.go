@@ -22,7 +22,8 @@ import (
 )
 
 // OpenStore opens the store cfg names: SQLite in the data directory
-// (created, mode 0700, if missing), or PostgreSQL.
+// (created, mode 0700, if missing; refused, ErrDataDirOpen, when other
+// users may put files in it), or PostgreSQL.
 func OpenStore(ctx context.Context, cfg *Config) (store.Store, error) {
 	return openStore(ctx, cfg, nil)
 }
@@ -37,8 +38,8 @@ func openStore(ctx context.Context, cfg *Config, around deadline.Around) (store.
 		}
 		return st, nil
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("make data directory: %w", err)
+	if err := makeDataDir(cfg.DataDir); err != nil {
+		return nil, err
 	}
 	st, err := sqlite.Open(filepath.Join(cfg.DataDir, DBFile), sqlite.WithAround(around))
 	if err != nil {
@@ -92,7 +93,8 @@ func StoreWhere(cfg *Config) string {
 }
 
 // LoadKeyring loads the master key cfg names. The data directory is
-// created when the key file lives there.
+// created when the key file lives there, and refused (ErrDataDirOpen)
+// when other users may put files in it.
 func LoadKeyring(cfg *Config) (*secrets.Keyring, error) {
 	k, _, err := loadKeyring(cfg)
 	return k, err
@@ -102,8 +104,8 @@ func LoadKeyring(cfg *Config) (*secrets.Keyring, error) {
 // file.
 func loadKeyring(cfg *Config) (k *secrets.Keyring, created bool, err error) {
 	if cfg.MasterKey == "" {
-		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-			return nil, false, fmt.Errorf("make data directory: %w", err)
+		if err := makeDataDir(cfg.DataDir); err != nil {
+			return nil, false, err
 		}
 	}
 	return secrets.Load(cfg.DataDir, cfg.MasterKey)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -176,9 +177,9 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	// before it says it is listening.
 	var cert *tls.Certificate
 	if cfg.TLSCert != "" {
-		c, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+		c, err := loadKeyPair(cfg.TLSCert, cfg.TLSKey)
 		if err != nil {
-			return nil, fmt.Errorf("configuration: --tls-cert %q and --tls-key %q (BOXBROKER_TLS_CERT, BOXBROKER_TLS_KEY) are not a PEM certificate and its key: %w", cfg.TLSCert, cfg.TLSKey, err)
+			return nil, err
 		}
 		cert = &c
 	}
@@ -208,6 +209,10 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		if err := CheckHasDatabase(cfg.DataDir, cfg.NewStore); err != nil {
 			return nil, err
 		}
+	} else if err := makeDataDir(cfg.DataDir); err != nil {
+		// The journal, the spool and the audit sink's backlog are kept
+		// there whatever the store.
+		return nil, err
 	}
 	keyring, err := LoadKeyring(&cfg)
 	if err != nil {
@@ -511,7 +516,7 @@ func (s *Server) httpServer(ctx context.Context, h http.Handler) *http.Server {
 		ReadTimeout:       s.Config.ReadTimeout,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    s.Config.MaxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ErrorLog:          log.New(netLog{s.log}, "", 0),
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
 }

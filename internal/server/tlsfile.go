@@ -1,0 +1,33 @@
+package server
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+)
+
+// loadKeyPair is tls.LoadX509KeyPair, with refusals that name the flags
+// and never quote keyFile: it is a path, but an operator may give the
+// key itself there (a container's secret put in BOXBROKER_TLS_KEY), which
+// a refusal quoting it would put in the log.
+func loadKeyPair(certFile, keyFile string) (tls.Certificate, error) {
+	certPEM, err := os.ReadFile(certFile)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("configuration: --tls-cert (BOXBROKER_TLS_CERT): %w", err)
+	}
+	keyPEM, err := os.ReadFile(keyFile)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = fmt.Errorf("cannot %s the file it names: %w", pe.Op, pe.Err)
+		}
+		return tls.Certificate{}, fmt.Errorf("configuration: --tls-key (BOXBROKER_TLS_KEY): %w", err)
+	}
+	c, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("configuration: --tls-cert %q and --tls-key (BOXBROKER_TLS_CERT, BOXBROKER_TLS_KEY) are not a PEM certificate and its key: %w", certFile, err)
+	}
+	return c, nil
+}
