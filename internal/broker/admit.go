@@ -2,8 +2,11 @@ package broker
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/netip"
+	"time"
 
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/protocol"
@@ -38,7 +41,8 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 		return c, &info.admitted, held{}, nil
 	}
 	inBody := hd == nil && s.readBodyToken(rc, r, rt)
-	tok, adm, err := s.authenticate(r, rt, hd)
+	info.from = s.source(r, hd)
+	tok, adm, err := s.authenticate(r, rt, hd, info.from)
 	if adm != nil {
 		info.Box = adm.Box.Name
 	}
@@ -80,6 +84,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 			return nil, nil, held{}, err
 		}
 	}
+	info.judgedAt = s.cfg.TokenNow()
 	info.admitted = capability.Call{Box: box, Token: tok, TokenInBody: inBody, Words: need.Words, Payer: s.cfg.Payer.Func(box)}
 	return c, &info.admitted, h, nil
 }
@@ -172,4 +177,50 @@ func (s *Server) judgeToken(box *store.Box, old bool, from netip.Addr) *capabili
 			"The box's token expired at %s. Its owner rotates it (`boxbroker box rotate <box>`, or Rotate on the owner's page) and gives the box the new token.", protocol.FormatTime(box.ExpiresAt))
 	}
 	return nil
+}
+
+// rejudgeEvery is how often the box of a request whose answer is still
+// being written has its token judged again (rejudge).
+const rejudgeEvery = time.Second
+
+// rejudge applies the rule again, at most once each rejudgeEvery by
+// the token's clock, to the box that info's request was admitted for, as
+// its answer is written: an answer that streams on (a host's watch, an
+// event stream) is not judged once, at its request. Once the box would
+// be refused (paused, removed, its token past a rotation's grace or its
+// expiry, bound elsewhere, its report no longer declaring the words),
+// it returns that refusal, now and for every later write, and the
+// request's records keep its reason: nothing more of the answer reaches
+// the box, and the capability writing it stops. A store that does not
+// answer ends nothing; the box is judged again at the next write after
+// rejudgeEvery. A request admitted for no box (a public route, a
+// refusal) is not judged.
+func (s *Server) rejudge(ctx context.Context, info *requestInfo) error {
+	if info.cut != nil {
+		return info.cut
+	}
+	if info.admitted.Token == "" {
+		return nil
+	}
+	now := s.cfg.TokenNow()
+	if now.Sub(info.judgedAt) < rejudgeEvery {
+		return nil
+	}
+	info.judgedAt = now
+	adm, err := s.AdmitBox(ctx, info.admitted.Token, info.Capability, info.from)
+	if err == nil {
+		err = adm.Require(info.admitted.Words)
+	}
+	if err == nil {
+		return nil
+	}
+	var e *capability.Error
+	if token.Refused(err) {
+		e = tokenRefused(err)
+	} else if !errors.As(err, &e) || e.Status == http.StatusServiceUnavailable {
+		return nil
+	}
+	info.Reason = capability.ReasonOf(e)
+	info.cut = fmt.Errorf("answer cut: its box is refused now (%s)", info.Reason)
+	return info.cut
 }

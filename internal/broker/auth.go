@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"net/http"
+	"net/netip"
 
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/token"
@@ -13,8 +14,9 @@ import (
 // route's own refusal (its NoToken, for a request that carries none) or
 // a 403; the Admission is returned with a refusal of a known box. A
 // request handed in (hd not nil) is authenticated by hd's Token, which a
-// token the request carries itself must equal, and judged from hd's From.
-func (s *Server) authenticate(r *http.Request, rt *route, hd *Handoff) (string, *Admission, error) {
+// token the request carries itself must equal. The token is judged as
+// sent from from (source).
+func (s *Server) authenticate(r *http.Request, rt *route, hd *Handoff, from netip.Addr) (string, *Admission, error) {
 	var handed []string
 	if hd != nil {
 		handed = []string{hd.Token}
@@ -22,7 +24,7 @@ func (s *Server) authenticate(r *http.Request, rt *route, hd *Handoff) (string, 
 	tok, err := token.FromRoute(r, rt.Tokens, handed...)
 	var adm *Admission
 	if err == nil {
-		adm, err = s.AdmitBox(r.Context(), tok, rt.c.Name(), s.source(r, hd))
+		adm, err = s.AdmitBox(r.Context(), tok, rt.c.Name(), from)
 		if err == nil {
 			return tok, adm, nil
 		}

@@ -3,6 +3,7 @@ package broker
 import (
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/capability"
@@ -120,6 +121,12 @@ type requestInfo struct {
 	// request's one allocation.
 	lift     liftAtEnd
 	admitted capability.Call
+	// from is where the request came from, as its token is judged
+	// (source); judgedAt when the token was last judged, and cut the
+	// refusal that ended the answer when it was judged again (rejudge).
+	from     netip.Addr
+	judgedAt time.Time
+	cut      error
 }
 
 // noCapability is the capability label of the declaration route and of

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ type recorder struct {
 	wrote  bool
 	srv    *Server
 	info   *requestInfo
+	ctx    context.Context // the request's
 	// length is the answer's Content-Length, -1 when it has none; the
 	// last byte of an answer of known length is held back (last,
 	// holding) until ServeHTTP has concluded the request.
@@ -54,6 +56,11 @@ func (r *recorder) begin() {
 func (r *recorder) Write(b []byte) (int, error) {
 	if !r.wrote {
 		r.begin()
+	}
+	if r.srv != nil {
+		if err := r.srv.rejudge(r.ctx, r.info); err != nil {
+			return 0, err
+		}
 	}
 	if r.length > 0 && !r.holding && len(b) > 0 && r.bytes+int64(len(b)) == r.length {
 		// The answer's last byte: held back until its records are kept.

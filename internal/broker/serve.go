@@ -33,6 +33,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, hd *Handoff) 
 	st.ctx.Context = proxy.WithTrace(r.Context(), trace)
 	info.Call = &st.ctx.Call
 	r = r.WithContext(&st.ctx)
+	rec.ctx = r.Context()
 	// A request's trailer fields are dropped on every route: they come
 	// after the body, where no scan of the head reads them, and no
 	// capability takes any. (net/http fills in the map the request it
