@@ -297,12 +297,7 @@ func value[T any](r Scanner) (T, error) {
 // order, stopping at row's first error; errors are translated, prefixed
 // with op.
 func (s *Store) each(ctx context.Context, op, query string, row func(r Scanner) error, args ...any) error {
-	rows, err := s.R.QueryContext(ctx, query, args...)
-	if err != nil {
-		return s.D.Translate(op, err)
-	}
-	defer rows.Close()
-	return s.D.Translate(op, EachRow(rows, row))
+	return s.D.Translate(op, dbTx{q: s.R, s: s}.Each(ctx, query, args, row))
 }
 
 // Translate is a dialect's Translate: err as the store's sentinels,
