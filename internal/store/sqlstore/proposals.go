@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/store"
@@ -179,10 +178,5 @@ func (s *Store) SetAsk(ctx context.Context, box, scope string, on bool) error {
 
 // ListAsks returns the scopes box has in ask mode, sorted.
 func (s *Store) ListAsks(ctx context.Context, box string) ([]string, error) {
-	out, err := all(ctx, s.R, "SELECT scope FROM proposal_asks WHERE box = $1 ORDER BY scope", value[string], box)
-	if err != nil {
-		return nil, s.D.Translate(fmt.Sprintf("list asks of box %q", box), err)
-	}
-	sort.Strings(out)
-	return out, nil
+	return collect(ctx, s, fmt.Sprintf("list asks of box %q", box), "SELECT scope FROM proposal_asks WHERE box = $1 ORDER BY scope"+s.D.Collate(), value[string], box)
 }
