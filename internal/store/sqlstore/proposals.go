@@ -1,7 +1,6 @@
 package sqlstore
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -49,9 +48,8 @@ func (s *Store) OpenProposal(ctx context.Context, p store.Proposal, max int) (st
 	at := Micros(p.CreatedAt)
 	err := s.Write(ctx, fmt.Sprintf("open proposal for box %q", p.Box), func(tx *sql.Tx) ([]store.Change, error) {
 		// The box's row, locked: one proposal opens at a time per box.
-		n, err := affected(ctx, tx, "UPDATE boxes SET name = name WHERE name = $1", p.Box)
-		if err != nil || n == 0 {
-			return nil, cmp.Or(err, store.ErrNotFound)
+		if err := touched(ctx, tx, "UPDATE boxes SET name = name WHERE name = $1", p.Box); err != nil {
+			return nil, err
 		}
 		if _, err := tx.ExecContext(ctx, "UPDATE proposals SET state = 'expired' WHERE box = $1 AND state = 'pending' AND expires_at <= $2", p.Box, at); err != nil {
 			return nil, err
@@ -60,7 +58,7 @@ func (s *Store) OpenProposal(ctx context.Context, p store.Proposal, max int) (st
 			p.Box, Micros(p.CreatedAt.Add(-proposalKeep))); err != nil {
 			return nil, err
 		}
-		n, err = affected(ctx, tx, "UPDATE proposals SET seen = seen + 1, updated_at = $3 WHERE box = $1 AND merge_key = $2 AND state = 'pending'", p.Box, p.Key, at)
+		n, err := affected(ctx, tx, "UPDATE proposals SET seen = seen + 1, updated_at = $3 WHERE box = $1 AND merge_key = $2 AND state = 'pending'", p.Box, p.Key, at)
 		if err != nil {
 			return nil, err
 		}
