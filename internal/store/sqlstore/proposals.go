@@ -164,14 +164,11 @@ func (s *Store) UseApproval(ctx context.Context, id string, at time.Time) error 
 
 // SetAsk turns box's ask mode for scope on or off; store.ErrNotFound if no box.
 func (s *Store) SetAsk(ctx context.Context, box, scope string, on bool) error {
-	return s.Write(ctx, fmt.Sprintf("set ask %q of box %q", scope, box), func(tx *sql.Tx) ([]store.Change, error) {
-		if !on {
-			_, err := tx.ExecContext(ctx, "DELETE FROM proposal_asks WHERE box = $1 AND scope = $2", box, scope)
-			return nil, err
-		}
-		_, err := tx.ExecContext(ctx, "INSERT INTO proposal_asks (box, scope) VALUES ($1, $2) ON CONFLICT (box, scope) DO NOTHING", box, scope)
-		return nil, err
-	})
+	query := "INSERT INTO proposal_asks (box, scope) VALUES ($1, $2) ON CONFLICT (box, scope) DO NOTHING"
+	if !on {
+		query = "DELETE FROM proposal_asks WHERE box = $1 AND scope = $2"
+	}
+	return s.put(ctx, fmt.Sprintf("set ask %q of box %q", scope, box), nil, query, box, scope)
 }
 
 // ListAsks returns the scopes box has in ask mode, sorted.
