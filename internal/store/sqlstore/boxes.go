@@ -102,11 +102,7 @@ func (s *Store) DeleteBox(ctx context.Context, name string) error {
 		if _, err := tx.ExecContext(ctx, "DELETE FROM feedback WHERE box = $1", name); err != nil {
 			return nil, err
 		}
-		res, err := tx.ExecContext(ctx, "DELETE FROM boxes WHERE name = $1", name)
-		if err != nil {
-			return nil, err
-		}
-		return changes, NotFound(res)
+		return changes, touched(ctx, tx, "DELETE FROM boxes WHERE name = $1", name)
 	})
 }
 
@@ -122,19 +118,14 @@ func (s *Store) RotateToken(ctx context.Context, name, newHash string) error {
 // store.ErrNotFound if there is no such box, store.ErrExists if another
 // box has that hash.
 func (s *Store) ReplaceToken(ctx context.Context, name string, r store.Rotation) error {
-	return s.Write(ctx, fmt.Sprintf("replace token of box %q", name), func(tx *sql.Tx) ([]store.Change, error) {
-		// The old token is kept through the grace, but never past its
-		// own expiry: the columns on the right are the row's before.
-		res, err := tx.ExecContext(ctx, `UPDATE boxes SET token_hash = $1, token_ttl = $2, token_expires_at = $3,
+	// The old token is kept through the grace, but never past its own
+	// expiry: the columns on the right are the row's before.
+	return s.touch(ctx, fmt.Sprintf("replace token of box %q", name), []store.Change{{Kind: store.ChangeBox, Key: name}},
+		`UPDATE boxes SET token_hash = $1, token_ttl = $2, token_expires_at = $3,
 			old_token_hash = CASE WHEN $4 THEN NULL ELSE token_hash END,
 			old_token_until = CASE WHEN $4 THEN NULL WHEN token_expires_at IS NOT NULL AND token_expires_at < $5 THEN token_expires_at ELSE $5 END
 			WHERE name = $6`,
-			r.Hash, r.TTL.Microseconds(), s.NullTime(r.ExpiresAt), r.GraceUntil.IsZero(), s.NullTime(r.GraceUntil), name)
-		if err != nil {
-			return nil, err
-		}
-		return []store.Change{{Kind: store.ChangeBox, Key: name}}, NotFound(res)
-	})
+		r.Hash, r.TTL.Microseconds(), s.NullTime(r.ExpiresAt), r.GraceUntil.IsZero(), s.NullTime(r.GraceUntil), name)
 }
 
 // BindBox binds the token of the box named name to the source addresses

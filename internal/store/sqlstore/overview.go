@@ -105,22 +105,12 @@ func (s *Store) AuditPage(ctx context.Context, box string, offset, limit int) ([
 // FleetUsage reads every box's usage in month in one query.
 func (s *Store) FleetUsage(ctx context.Context, month string) ([]store.Usage, error) {
 	c := s.D.Collate()
-	return collect(ctx, s, "fleet usage", `SELECT box, payer_kind, principal, model, calls, unpriced, unmeasured,
-			input_tokens, output_tokens, cache_write_tokens, cache_read_tokens, cost
-		FROM usage WHERE month = $1 ORDER BY box`+c+`, payer_kind`+c+`, principal`+c+`, model`+c, func(r Scanner) (store.Usage, error) {
-		u := store.Usage{Month: month}
-		err := r.Scan(&u.Box, &u.PayerKind, &u.Principal, &u.Model, &u.Calls, &u.Unpriced, &u.Unmeasured,
-			&u.InputTokens, &u.OutputTokens, &u.CacheWriteTokens, &u.CacheReadTokens, &u.Cost)
-		return u, err
-	}, month)
+	return collect(ctx, s, "fleet usage", "SELECT "+usageColumns+" FROM usage WHERE month = $1 ORDER BY box"+c+", payer_kind"+c+", principal"+c+", model"+c,
+		scanUsage, month)
 }
 
 // FleetTallies reads every box's tallies in month in one query.
 func (s *Store) FleetTallies(ctx context.Context, month string) ([]store.Tally, error) {
-	return collect(ctx, s, "fleet tallies", "SELECT box, principal, spent, reserved FROM tallies WHERE month = $1 ORDER BY box"+s.D.Collate()+", principal"+s.D.Collate(),
-		func(r Scanner) (store.Tally, error) {
-			t := store.Tally{Month: month}
-			err := r.Scan(&t.Box, &t.Principal, &t.Spent, &t.Reserved)
-			return t, err
-		}, month)
+	return collect(ctx, s, "fleet tallies", "SELECT "+tallyColumns+" FROM tallies WHERE month = $1 ORDER BY box"+s.D.Collate()+", principal"+s.D.Collate(),
+		scanTally, month)
 }

@@ -1,12 +1,10 @@
 package sqlstore
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/store"
@@ -50,9 +48,8 @@ func (s *Store) OpenProposal(ctx context.Context, p store.Proposal, max int) (st
 	at := Micros(p.CreatedAt)
 	err := s.Write(ctx, fmt.Sprintf("open proposal for box %q", p.Box), func(tx *sql.Tx) ([]store.Change, error) {
 		// The box's row, locked: one proposal opens at a time per box.
-		n, err := affected(ctx, tx, "UPDATE boxes SET name = name WHERE name = $1", p.Box)
-		if err != nil || n == 0 {
-			return nil, cmp.Or(err, store.ErrNotFound)
+		if err := touched(ctx, tx, "UPDATE boxes SET name = name WHERE name = $1", p.Box); err != nil {
+			return nil, err
 		}
 		if _, err := tx.ExecContext(ctx, "UPDATE proposals SET state = 'expired' WHERE box = $1 AND state = 'pending' AND expires_at <= $2", p.Box, at); err != nil {
 			return nil, err
@@ -61,7 +58,7 @@ func (s *Store) OpenProposal(ctx context.Context, p store.Proposal, max int) (st
 			p.Box, Micros(p.CreatedAt.Add(-proposalKeep))); err != nil {
 			return nil, err
 		}
-		n, err = affected(ctx, tx, "UPDATE proposals SET seen = seen + 1, updated_at = $3 WHERE box = $1 AND merge_key = $2 AND state = 'pending'", p.Box, p.Key, at)
+		n, err := affected(ctx, tx, "UPDATE proposals SET seen = seen + 1, updated_at = $3 WHERE box = $1 AND merge_key = $2 AND state = 'pending'", p.Box, p.Key, at)
 		if err != nil {
 			return nil, err
 		}
@@ -167,22 +164,14 @@ func (s *Store) UseApproval(ctx context.Context, id string, at time.Time) error 
 
 // SetAsk turns box's ask mode for scope on or off; store.ErrNotFound if no box.
 func (s *Store) SetAsk(ctx context.Context, box, scope string, on bool) error {
-	return s.Write(ctx, fmt.Sprintf("set ask %q of box %q", scope, box), func(tx *sql.Tx) ([]store.Change, error) {
-		if !on {
-			_, err := tx.ExecContext(ctx, "DELETE FROM proposal_asks WHERE box = $1 AND scope = $2", box, scope)
-			return nil, err
-		}
-		_, err := tx.ExecContext(ctx, "INSERT INTO proposal_asks (box, scope) VALUES ($1, $2) ON CONFLICT (box, scope) DO NOTHING", box, scope)
-		return nil, err
-	})
+	query := "INSERT INTO proposal_asks (box, scope) VALUES ($1, $2) ON CONFLICT (box, scope) DO NOTHING"
+	if !on {
+		query = "DELETE FROM proposal_asks WHERE box = $1 AND scope = $2"
+	}
+	return s.put(ctx, fmt.Sprintf("set ask %q of box %q", scope, box), nil, query, box, scope)
 }
 
 // ListAsks returns the scopes box has in ask mode, sorted.
 func (s *Store) ListAsks(ctx context.Context, box string) ([]string, error) {
-	out, err := all(ctx, s.R, "SELECT scope FROM proposal_asks WHERE box = $1 ORDER BY scope", value[string], box)
-	if err != nil {
-		return nil, s.D.Translate(fmt.Sprintf("list asks of box %q", box), err)
-	}
-	sort.Strings(out)
-	return out, nil
+	return collect(ctx, s, fmt.Sprintf("list asks of box %q", box), "SELECT scope FROM proposal_asks WHERE box = $1 ORDER BY scope"+s.D.Collate(), value[string], box)
 }

@@ -39,24 +39,34 @@ func (s *Store) DeleteBudget(ctx context.Context, box, principal string) error {
 
 // Tallies returns the tallies of box for month, the box's own first.
 func (s *Store) Tallies(ctx context.Context, box, month string) ([]store.Tally, error) {
-	return collect(ctx, s, fmt.Sprintf("tallies of box %q", box), "SELECT principal, spent, reserved FROM tallies WHERE box = $1 AND month = $2 ORDER BY principal"+s.D.Collate(),
-		func(r Scanner) (store.Tally, error) {
-			t := store.Tally{Box: box, Month: month}
-			err := r.Scan(&t.Principal, &t.Spent, &t.Reserved)
-			return t, err
-		}, box, month)
+	return collect(ctx, s, fmt.Sprintf("tallies of box %q", box), "SELECT "+tallyColumns+" FROM tallies WHERE box = $1 AND month = $2 ORDER BY principal"+s.D.Collate(),
+		scanTally, box, month)
+}
+
+// tallyColumns are a tally's columns, as scanTally reads them.
+const tallyColumns = "box, principal, month, spent, reserved"
+
+func scanTally(r Scanner) (store.Tally, error) {
+	var t store.Tally
+	err := r.Scan(&t.Box, &t.Principal, &t.Month, &t.Spent, &t.Reserved)
+	return t, err
 }
 
 // ListUsage returns the usage of box in month, by payer kind, principal
 // and model.
 func (s *Store) ListUsage(ctx context.Context, box, month string) ([]store.Usage, error) {
 	c := s.D.Collate()
-	return collect(ctx, s, fmt.Sprintf("usage of box %q", box), `SELECT payer_kind, principal, model, calls, unpriced, unmeasured,
-			input_tokens, output_tokens, cache_write_tokens, cache_read_tokens, cost
-		FROM usage WHERE box = $1 AND month = $2 ORDER BY payer_kind`+c+`, principal`+c+`, model`+c, func(r Scanner) (store.Usage, error) {
-		u := store.Usage{Box: box, Month: month}
-		err := r.Scan(&u.PayerKind, &u.Principal, &u.Model, &u.Calls, &u.Unpriced, &u.Unmeasured,
-			&u.InputTokens, &u.OutputTokens, &u.CacheWriteTokens, &u.CacheReadTokens, &u.Cost)
-		return u, err
-	}, box, month)
+	return collect(ctx, s, fmt.Sprintf("usage of box %q", box), "SELECT "+usageColumns+" FROM usage WHERE box = $1 AND month = $2 ORDER BY payer_kind"+c+", principal"+c+", model"+c,
+		scanUsage, box, month)
+}
+
+// usageColumns are a usage row's columns, as scanUsage reads them.
+const usageColumns = `box, month, payer_kind, principal, model, calls, unpriced, unmeasured,
+	input_tokens, output_tokens, cache_write_tokens, cache_read_tokens, cost`
+
+func scanUsage(r Scanner) (store.Usage, error) {
+	var u store.Usage
+	err := r.Scan(&u.Box, &u.Month, &u.PayerKind, &u.Principal, &u.Model, &u.Calls, &u.Unpriced, &u.Unmeasured,
+		&u.InputTokens, &u.OutputTokens, &u.CacheWriteTokens, &u.CacheReadTokens, &u.Cost)
+	return u, err
 }

@@ -223,11 +223,7 @@ func (s *Store) put(ctx context.Context, op string, changes []store.Change, quer
 // (and nothing written) if it touches none.
 func (s *Store) touch(ctx context.Context, op string, changes []store.Change, query string, args ...any) error {
 	return s.Write(ctx, op, func(tx *sql.Tx) ([]store.Change, error) {
-		res, err := tx.ExecContext(ctx, query, args...)
-		if err != nil {
-			return nil, err
-		}
-		return changes, NotFound(res)
+		return changes, touched(ctx, tx, query, args...)
 	})
 }
 
@@ -297,12 +293,7 @@ func value[T any](r Scanner) (T, error) {
 // order, stopping at row's first error; errors are translated, prefixed
 // with op.
 func (s *Store) each(ctx context.Context, op, query string, row func(r Scanner) error, args ...any) error {
-	rows, err := s.R.QueryContext(ctx, query, args...)
-	if err != nil {
-		return s.D.Translate(op, err)
-	}
-	defer rows.Close()
-	return s.D.Translate(op, EachRow(rows, row))
+	return s.D.Translate(op, dbTx{q: s.R, s: s}.Each(ctx, query, args, row))
 }
 
 // Translate is a dialect's Translate: err as the store's sentinels,
@@ -348,16 +339,14 @@ func affected(ctx context.Context, tx *sql.Tx, query string, args ...any) (int64
 	return res.RowsAffected()
 }
 
-// NotFound reports store.ErrNotFound unless res touched a row.
-func NotFound(res sql.Result) error {
-	n, err := res.RowsAffected()
-	if err != nil {
-		return err
-	}
-	if n == 0 {
+// touched runs query, one statement, in tx: store.ErrNotFound if it
+// touches no row.
+func touched(ctx context.Context, tx *sql.Tx, query string, args ...any) error {
+	n, err := affected(ctx, tx, query, args...)
+	if err == nil && n == 0 {
 		return store.ErrNotFound
 	}
-	return nil
+	return err
 }
 
 // NullTime is t as the database stores an optional time: NULL for the

@@ -212,9 +212,7 @@ func testDeclarations(t *testing.T, s store.Store) {
 			t.Errorf("SaveDeclaration(%q) kept %s at %v, want its own, %s at %v", tt.box, kept.Doc, kept.At, tt.doc, tt.at)
 		}
 		doc, gotAt, err := s.Declaration(ctx, tt.box)
-		if err != nil {
-			t.Fatalf("Declaration(%q) = %v, want nil", tt.box, err)
-		}
+		must(t, fmt.Sprintf("Declaration(%q)", tt.box), err)
 		if string(doc) != tt.doc || !sameTime(gotAt, tt.at) {
 			t.Errorf("Declaration(%q) = %s at %v, want %s at %v", tt.box, doc, gotAt, tt.doc, tt.at)
 		}
@@ -277,9 +275,7 @@ func testConcurrentDeclarations(t *testing.T, s store.Store) {
 		t.Errorf("SaveDeclaration(alpha) #%d, the last taken, kept %s, want its own", n-1, k.Doc)
 	}
 	doc, gotAt, err := s.Declaration(ctx, "alpha")
-	if err != nil {
-		t.Fatalf("Declaration(alpha) = %v, want nil", err)
-	}
+	must(t, "Declaration(alpha)", err)
 	wantAt, ok := docs[string(doc)]
 	if !ok {
 		t.Fatalf("Declaration(alpha) = %s, want one of the %d saved", doc, n)

@@ -253,9 +253,7 @@ func testChangesReaderMissesNothing(t *testing.T, s store.Store) {
 	close(done)
 	reader.Wait()
 	for _, err := range errs {
-		if err != nil {
-			t.Fatalf("SetCredential from %d writers at once = %v, want nil", writers, err)
-		}
+		must(t, fmt.Sprintf("SetCredential from %d writers at once", writers), err)
 	}
 	if readErr != nil {
 		t.Fatalf("ChangesSince while writers write = %v, want nil", readErr)

@@ -19,9 +19,7 @@ import (
 func MigrationsUpTo(t *testing.T, files fs.FS, last int) fs.FS {
 	t.Helper()
 	ms, err := migrations.Load(files, "migrations/*.sql")
-	if err != nil {
-		t.Fatalf("migrations.Load() = %v", err)
-	}
+	must(t, "migrations.Load()", err)
 	old := fstest.MapFS{}
 	for _, m := range ms {
 		if m.Version <= last {

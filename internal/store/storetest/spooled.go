@@ -136,9 +136,7 @@ func testApplySpooledSumsAsOneByOne(t *testing.T, s store.Store) {
 			st := store.Settlement{Box: box, Principal: principal, Month: month, Charge: int64(100 + i)}
 			if i%3 == 0 {
 				id, err := reserve(t, s, box, principal, month, int64(200+i))
-				if err != nil {
-					t.Fatalf("Reserve #%d = %v", i, err)
-				}
+				must(t, fmt.Sprintf("Reserve #%d", i), err)
 				st.Reservation = id
 			}
 			if i%4 != 3 {
@@ -175,9 +173,7 @@ func testApplySpooledSumsAsOneByOne(t *testing.T, s store.Store) {
 		var out []string
 		add := func(what string, v any, err error) {
 			t.Helper()
-			if err != nil {
-				t.Fatalf("%s = %v", what, err)
-			}
+			must(t, what, err)
 			out = append(out, fmt.Sprintf("%s: %+v", what, v))
 		}
 		for _, b := range []string{"a", "b"} {

@@ -177,9 +177,7 @@ func same(t *testing.T, what string, want, got any) {
 // unless what it returned, got, is want (same).
 func read(t *testing.T, call string, want, got any, err error) {
 	t.Helper()
-	if err != nil {
-		t.Fatalf("%s = %v, want nil", call, err)
-	}
+	must(t, call, err)
 	same(t, call, want, got)
 }
 
