@@ -53,6 +53,9 @@ func (c *Capability) MeterBody(r *http.Request) (int64, bool) {
 // a multiple of the model's rates). A body that is nil (not read) is
 // Unbounded too.
 //
+// Geo is the body's inference_geo, when not null or "global" (as
+// readGeo reads it).
+//
 // Context1M is set when the betas the call asks for name context-1m:
 // those of its anthropic-beta header and of its body's anthropic_beta
 // (in any case of the name), read as the cloud paths read them
@@ -92,6 +95,7 @@ func (c *Capability) Estimate(r *http.Request, body []byte) capability.Estimate 
 		e.Searches = f.searches
 	}
 	e.Unboundable = f.unboundable
+	e.Geo = f.geo
 	return e
 }
 
@@ -116,6 +120,10 @@ type requestFields struct {
 	servers, uses, searches int64
 	// unboundable, when not "", says which server tool sets no max_uses.
 	unboundable string
+	// geo is the geography an inference_geo member (named so in any
+	// case) asks inference to run in, when not null or "global" (cut to
+	// maxGeo bytes; "?" for a value that is not a string).
+	geo string
 	// betas are the values of every anthropic_beta member, named so in
 	// any case (cloud.IsBodyBeta); a value that is not a list of strings
 	// is kept whole, as its JSON.
@@ -168,6 +176,8 @@ func readRequest(body []byte) (requestFields, bool) {
 			f.readMCP(v)
 		case name == "speed":
 			f.readSpeed(v)
+		case strings.EqualFold(name, "inference_geo"):
+			f.readGeo(v)
 		case cloud.IsBodyBeta(name):
 			list, err := cloud.BodyBetas([]byte(v.Raw))
 			if err != nil {
@@ -390,6 +400,27 @@ func (f *requestFields) readMCP(v gjson.Result) {
 	f.servers++
 	if f.unboundable == "" {
 		f.unboundable = "it names MCP servers (mcp_servers), whose tools the API runs with no bound on how often"
+	}
+}
+
+// maxGeo bounds the inference_geo kept: only whether it is "global"
+// matters to its price.
+const maxGeo = 16
+
+// readGeo notes v, an "inference_geo" value: any but null or "global"
+// has the API price the call at its model's multiplier for that
+// geography (spend's Price.GeoUS). Of several members, any such one
+// counts, whichever a decoder would take.
+func (f *requestFields) readGeo(v gjson.Result) {
+	geo := "?"
+	if v.Type == gjson.Null || v.Type == gjson.String && jsonfield.String(v, &geo) && geo == "global" {
+		return
+	}
+	if geo == "" {
+		geo = "?"
+	}
+	if f.geo == "" {
+		f.geo = geo[:min(len(geo), maxGeo)]
 	}
 }
 

@@ -457,3 +457,32 @@ func TestHoldsSource(t *testing.T) {
 		}
 	}
 }
+
+// TestEstimate_Geo: a body's inference_geo (named so in any case) that is
+// not null or "global" is the estimate's Geo, whichever of duplicates a
+// decoder takes; a value that is not a string, or empty, is priced as
+// one too.
+func TestEstimate_Geo(t *testing.T) {
+	tests := []struct {
+		geo, want string
+	}{
+		{``, ""},
+		{`"inference_geo":null,`, ""},
+		{`"inference_geo":"global",`, ""},
+		{`"inference_geo":"us",`, "us"},
+		{`"inference_geo":"us","inference_geo":"global",`, "us"},
+		{`"inference_geo":"global","inference_geo":"us",`, "us"},
+		{`"Inference_Geo":"us",`, "us"},
+		{`"inference\u005fgeo":"us",`, "us"},
+		{`"inference_geo":"",`, "?"},
+		{`"inference_geo":1,`, "?"},
+		{`"inference_geo":"` + strings.Repeat("u", 100) + `",`, strings.Repeat("u", maxGeo)},
+	}
+	for _, tt := range tests {
+		body := []byte(`{"model":"claude-opus-4-6",` + tt.geo + `"max_tokens":1}`)
+		r := httptest.NewRequest("POST", "/llm/anthropic/v1/messages", nil)
+		if e := New(Config{}).Estimate(r, body); e.Geo != tt.want {
+			t.Errorf("Estimate of %s: Geo = %q, want %q", body, e.Geo, tt.want)
+		}
+	}
+}
