@@ -38,6 +38,10 @@ func (c *Capability) MeterBody(r *http.Request) (int64, bool) {
 // bound and every such member's value: never under what encoding/json
 // would have read.
 //
+// A body json.Unmarshal would refuse is Unboundable: the API may read
+// what encoding/json does not (an integral max_tokens written with an
+// exponent or a fraction, 1.28e5), and nothing else of it is read.
+//
 // The call is Unbounded when its input is not bounded by the body's
 // bytes: a content block's source (in "messages" or "system", in a
 // tool_result's content, or in a document's content source) whose type
@@ -76,6 +80,7 @@ func (c *Capability) Estimate(r *http.Request, body []byte) capability.Estimate 
 		e.Context1M = cloud.Context1M(cloud.Asked(header, f.betas))
 	}
 	if !ok {
+		e.Unboundable = unread
 		return e
 	}
 	if !f.foldModel {
@@ -98,6 +103,12 @@ func (c *Capability) Estimate(r *http.Request, body []byte) capability.Estimate 
 	e.Geo = f.geo
 	return e
 }
+
+// unread is why a body readRequest does not read (one json.Unmarshal
+// refuses) is Unboundable: the API may take what encoding/json refuses
+// (a max_tokens of 1.28e5 or 128000.0 as 128000), and none of the body's
+// max_tokens, sources, tools or inference_geo is read to bound it.
+const unread = "its body is not one the broker reads (a top-level JSON object whose model is a string and whose max_tokens is an integer written without a fraction or an exponent, as 128000 and not 1.28e5), so nothing bounds its output or what the API fetches or runs for it (with max_tokens written so, the call is bounded)"
 
 // requestFields is what readRequest read of a Messages body.
 type requestFields struct {

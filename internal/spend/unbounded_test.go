@@ -479,3 +479,42 @@ func TestBudget_FastModeIsRefusedWithinABudget(t *testing.T) {
 		}
 	}
 }
+
+// TestBudget_UnreadMaxTokensIsRefusedWithinABudget: a max_tokens written
+// with an exponent or a fraction (1.28e5, 128000.0) is no int64 to
+// encoding/json, so the meter read nothing of the body and bounded the
+// call's output by --reserve-max-tokens (64,000), while an API that takes
+// the number as 128000 may output twice that. From a payer held to a
+// budget such a body is refused before anything is sent, naming how to
+// write it; written as an integer, or from a box without a budget, it is
+// forwarded.
+func TestBudget_UnreadMaxTokensIsRefusedWithinABudget(t *testing.T) {
+	body := func(max string) []byte {
+		return []byte(`{"model":"claude-opus-4-6","max_tokens":` + max + `,"messages":[{"role":"user","content":"hi"}]}`)
+	}
+	var calls atomic.Int64
+	b, token := newBroker(t, brokertest.Options{Anthropic: usageStandIn(&calls, 100, 0)})
+	unread := []string{`1.28e5`, `128000.0`, `1.28E+5`}
+	for _, max := range unread {
+		if resp := post(b, token, body(max)); resp.StatusCode != 200 {
+			t.Errorf("max_tokens %s without a budget = %d %s, want 200", max, resp.StatusCode, resp.Body)
+		}
+	}
+	// A fresh broker, its box's budget set before its first call.
+	b, token = newBroker(t, brokertest.Options{Anthropic: usageStandIn(&calls, 100, 0)})
+	setBudget(t, b.Server.Store, 1_000_000_000) // $1000: any bound fits
+	before := calls.Load()
+	for _, max := range unread {
+		resp := post(b, token, body(max))
+		typ, msg := brokertest.Refusal(resp.Body)
+		if resp.StatusCode != 403 || typ != protocol.TypePermission || !strings.Contains(msg, "max_tokens") || !strings.Contains(msg, "`boxbroker budget remove salad`") {
+			t.Errorf("max_tokens %s within a budget = %d %s %q, want 403 naming max_tokens and how the owner allows it", max, resp.StatusCode, typ, msg)
+		}
+	}
+	if n := calls.Load() - before; n != 0 {
+		t.Errorf("upstream received %d calls of an unread max_tokens within a budget, want none", n)
+	}
+	if resp := post(b, token, body(`128000`)); resp.StatusCode != 200 {
+		t.Errorf("max_tokens 128000 within a budget = %d %s, want 200", resp.StatusCode, resp.Body)
+	}
+}
