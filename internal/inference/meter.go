@@ -101,6 +101,7 @@ func (c *Capability) Estimate(r *http.Request, body []byte) capability.Estimate 
 	}
 	e.Unboundable = f.unboundable
 	e.Geo = f.geo
+	e.ToolTokens = f.toolTokens
 	return e
 }
 
@@ -131,6 +132,9 @@ type requestFields struct {
 	servers, uses, searches int64
 	// unboundable, when not "", says which server tool sets no max_uses.
 	unboundable string
+	// toolTokens bounds the input the API adds for the client tools
+	// of "tools" (clientToolTokens each).
+	toolTokens int64
 	// geo is the geography an inference_geo member (named so in any
 	// case) asks inference to run in, when not null or "global" (cut to
 	// maxGeo bytes; "?" for a value that is not a string).
@@ -369,6 +373,9 @@ func (f *requestFields) readTools(v gjson.Result) {
 		})
 		i := slices.IndexFunc(types, serverTool)
 		if i < 0 {
+			if slices.ContainsFunc(types, clientTool) {
+				f.toolTokens = min(f.toolTokens+clientToolTokens, maxUses)
+			}
 			return true
 		}
 		typ := types[i]
@@ -385,6 +392,23 @@ func (f *requestFields) readTools(v gjson.Result) {
 		}
 		return true
 	})
+}
+
+// clientToolTokens bounds the input tokens the API adds for the
+// definition of one Anthropic-defined client tool, which the body names by
+// its type alone: some 245 for bash, 700 for text_editor, 735 for
+// computer, as Anthropic's tool-use pricing gives them.
+const clientToolTokens = 1024
+
+// clientTool reports whether a tool of type typ is an Anthropic-defined
+// tool the client runs (clientTools).
+func clientTool(typ string) bool {
+	for _, p := range clientTools {
+		if strings.HasPrefix(typ, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // serverTool reports whether a tool of type typ runs at the API: typ is

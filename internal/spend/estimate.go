@@ -11,7 +11,8 @@ import (
 // output: EstimateOf folds the meter's own bound into it.
 type Estimate struct {
 	capability.Estimate
-	// Input bounds each call's input tokens, from the body's size; an
+	// Input bounds each call's input tokens, from the body's size and
+	// the tools' definitions the API adds (ToolTokens); an
 	// Unbounded call's is bounded by its model's context window instead
 	// (see Bound).
 	Input int64
@@ -65,5 +66,5 @@ func EstimateOf(e capability.Estimate, n, maxTokens int64) Estimate {
 	if !e.Capped {
 		out = max(out, maxTokens)
 	}
-	return Estimate{Estimate: e, Input: inputBound(n), Output: out}
+	return Estimate{Estimate: e, Input: inputBound(n) + max(e.ToolTokens, 0), Output: out}
 }

@@ -518,3 +518,19 @@ func TestBudget_UnreadMaxTokensIsRefusedWithinABudget(t *testing.T) {
 		t.Errorf("max_tokens 128000 within a budget = %d %s, want 200", resp.StatusCode, resp.Body)
 	}
 }
+
+// TestBudget_ClientToolsBoundTheirDefinitions: the Anthropic-defined
+// client tools (bash, text_editor, computer) are named in the body by
+// their type, a few bytes, but the API writes their definitions into the
+// prompt: some 245, 700 and 735 input tokens. A body naming the three
+// was bounded by its bytes and the 1024 tokens of overhead alone, under
+// what the API charges; each such tool adds to the input bound.
+func TestBudget_ClientToolsBoundTheirDefinitions(t *testing.T) {
+	b, _ := newBroker(t, brokertest.Options{})
+	body := toolBody("claude-opus-4-6", 1000, `[{"type":"computer_20250124","name":"computer","display_width_px":1024,"display_height_px":768},{"type":"text_editor_20250728","name":"str_replace_based_edit_tool"},{"type":"bash_20250124","name":"bash"}]`)
+	charged := int64(len(body))/spend.BytesPerToken + 1 + spend.OverheadTokens + 245 + 700 + 735
+	want := b.Server.Meter.Bound(spend.Estimate{Estimate: capability.Estimate{Model: "claude-opus-4-6", Calls: 1}, Input: charged, Output: 1000})
+	if got := b.Server.Meter.Bound(estimateMessages(body, int64(len(body)), 64000)); got < want {
+		t.Errorf("Bound of a call with the computer, text editor and bash tools = %d, under the %d of their definitions' input", got, want)
+	}
+}
