@@ -46,6 +46,15 @@ type Estimate struct {
 	// window (a beta naming context-1m-..., in the anthropic-beta
 	// header or the body's anthropic_beta).
 	Context1M bool
+	// ToolTokens is input each call takes that the request's bytes do
+	// not hold: the definitions of the Anthropic-defined tools it names
+	// (bash, text_editor, computer, memory), which the API writes into
+	// the prompt from their type alone.
+	ToolTokens int64
+	// Geo is the geography the request asks the calls' inference to run
+	// in (a Messages body's inference_geo: "us"), which the API prices at
+	// a multiple of the model's rates; "" for none, or "global".
+	Geo string
 	// Rounds is the most times the API samples the model within one call:
 	// once, and once more for each server tool use (the tools' max_uses).
 	// Zero means once.

@@ -38,6 +38,10 @@ func (c *Capability) MeterBody(r *http.Request) (int64, bool) {
 // bound and every such member's value: never under what encoding/json
 // would have read.
 //
+// A body json.Unmarshal would refuse is Unboundable: the API may read
+// what encoding/json does not (an integral max_tokens written with an
+// exponent or a fraction, 1.28e5), and nothing else of it is read.
+//
 // The call is Unbounded when its input is not bounded by the body's
 // bytes: a content block's source (in "messages" or "system", in a
 // tool_result's content, or in a document's content source) whose type
@@ -52,6 +56,9 @@ func (c *Capability) MeterBody(r *http.Request) (int64, bool) {
 // so does a "speed" that is not null or "standard" (fast mode, billed at
 // a multiple of the model's rates). A body that is nil (not read) is
 // Unbounded too.
+//
+// Geo is the body's inference_geo, when not null or "global" (as
+// readGeo reads it).
 //
 // Context1M is set when the betas the call asks for name context-1m:
 // those of its anthropic-beta header and of its body's anthropic_beta
@@ -73,6 +80,7 @@ func (c *Capability) Estimate(r *http.Request, body []byte) capability.Estimate 
 		e.Context1M = cloud.Context1M(cloud.Asked(header, f.betas))
 	}
 	if !ok {
+		e.Unboundable = unread
 		return e
 	}
 	if !f.foldModel {
@@ -92,8 +100,16 @@ func (c *Capability) Estimate(r *http.Request, body []byte) capability.Estimate 
 		e.Searches = f.searches
 	}
 	e.Unboundable = f.unboundable
+	e.Geo = f.geo
+	e.ToolTokens = f.toolTokens
 	return e
 }
+
+// unread is why a body readRequest does not read (one json.Unmarshal
+// refuses) is Unboundable: the API may take what encoding/json refuses
+// (a max_tokens of 1.28e5 or 128000.0 as 128000), and none of the body's
+// max_tokens, sources, tools or inference_geo is read to bound it.
+const unread = "its body is not one the broker reads (a top-level JSON object whose model is a string and whose max_tokens is an integer written without a fraction or an exponent, as 128000 and not 1.28e5), so nothing bounds its output or what the API fetches or runs for it (with max_tokens written so, the call is bounded)"
 
 // requestFields is what readRequest read of a Messages body.
 type requestFields struct {
@@ -116,6 +132,13 @@ type requestFields struct {
 	servers, uses, searches int64
 	// unboundable, when not "", says which server tool sets no max_uses.
 	unboundable string
+	// toolTokens bounds the input the API adds for the client tools
+	// of "tools" (clientToolTokens each).
+	toolTokens int64
+	// geo is the geography an inference_geo member (named so in any
+	// case) asks inference to run in, when not null or "global" (cut to
+	// maxGeo bytes; "?" for a value that is not a string).
+	geo string
 	// betas are the values of every anthropic_beta member, named so in
 	// any case (cloud.IsBodyBeta); a value that is not a list of strings
 	// is kept whole, as its JSON.
@@ -168,6 +191,8 @@ func readRequest(body []byte) (requestFields, bool) {
 			f.readMCP(v)
 		case name == "speed":
 			f.readSpeed(v)
+		case strings.EqualFold(name, "inference_geo"):
+			f.readGeo(v)
 		case cloud.IsBodyBeta(name):
 			list, err := cloud.BodyBetas([]byte(v.Raw))
 			if err != nil {
@@ -348,6 +373,9 @@ func (f *requestFields) readTools(v gjson.Result) {
 		})
 		i := slices.IndexFunc(types, serverTool)
 		if i < 0 {
+			if slices.ContainsFunc(types, clientTool) {
+				f.toolTokens = min(f.toolTokens+clientToolTokens, maxUses)
+			}
 			return true
 		}
 		typ := types[i]
@@ -364,6 +392,23 @@ func (f *requestFields) readTools(v gjson.Result) {
 		}
 		return true
 	})
+}
+
+// clientToolTokens bounds the input tokens the API adds for the
+// definition of one Anthropic-defined client tool, which the body names by
+// its type alone: some 245 for bash, 700 for text_editor, 735 for
+// computer, as Anthropic's tool-use pricing gives them.
+const clientToolTokens = 1024
+
+// clientTool reports whether a tool of type typ is an Anthropic-defined
+// tool the client runs (clientTools).
+func clientTool(typ string) bool {
+	for _, p := range clientTools {
+		if strings.HasPrefix(typ, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // serverTool reports whether a tool of type typ runs at the API: typ is
@@ -390,6 +435,27 @@ func (f *requestFields) readMCP(v gjson.Result) {
 	f.servers++
 	if f.unboundable == "" {
 		f.unboundable = "it names MCP servers (mcp_servers), whose tools the API runs with no bound on how often"
+	}
+}
+
+// maxGeo bounds the inference_geo kept: only whether it is "global"
+// matters to its price.
+const maxGeo = 16
+
+// readGeo notes v, an "inference_geo" value: any but null or "global"
+// has the API price the call at its model's multiplier for that
+// geography (spend's Price.GeoUS). Of several members, any such one
+// counts, whichever a decoder would take.
+func (f *requestFields) readGeo(v gjson.Result) {
+	geo := "?"
+	if v.Type == gjson.Null || v.Type == gjson.String && jsonfield.String(v, &geo) && geo == "global" {
+		return
+	}
+	if geo == "" {
+		geo = "?"
+	}
+	if f.geo == "" {
+		f.geo = geo[:min(len(geo), maxGeo)]
 	}
 }
 

@@ -167,6 +167,7 @@ func FuzzEstimate(f *testing.F) {
 		`{"model":"m","messages":[{"role":"user","content":[{"type":"image","source":{"type":"url","url":"u"}}]}]}`,
 		`{"model":"m","messages":[{"content":[{"type":"tool_result","content":[{"source":{"type":"base64","type":null}}]}]}]}`,
 		`{"system":[{"source":{"type":"content","content":[{"source":{"type":"file"}}]}}],"tools":[{"type":"web_search_20250305","max_uses":3},{"type":"x"}],"mcp_servers":[{}]}`,
+		`{"model":"m","max_tokens":1,"inference_geo":"us","tools":[{"type":"bash_20250124","name":"bash"}]}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -187,7 +188,7 @@ func FuzzEstimate(f *testing.F) {
 		}
 		e, old := c.Estimate(r, body), estimateJSON(body)
 		if !ok {
-			if e != (capability.Estimate{Calls: 1}) {
+			if e.Unboundable == "" || e != (capability.Estimate{Calls: 1, Unboundable: e.Unboundable}) {
 				t.Errorf("Estimate(%q) = %+v of a body json.Unmarshal refuses", body, e)
 			}
 			return
@@ -204,7 +205,7 @@ func FuzzEstimate(f *testing.F) {
 			e.Searches < u.Searches || u.Unboundable != "" && e.Unboundable == "" {
 			t.Errorf("Estimate(%q) = %+v, under encoding/json's reading %+v", body, e, u)
 		}
-		e.Unbounded, e.Rounds, e.Searches, e.Unboundable = false, 0, 0, ""
+		e.Unbounded, e.Rounds, e.Searches, e.Unboundable, e.ToolTokens, e.Geo = false, 0, 0, "", 0, ""
 		if !got.foldModel && !got.foldMax && e != old {
 			t.Errorf("Estimate(%q) = %+v, from encoding/json %+v", body, e, old)
 		}
@@ -454,6 +455,58 @@ func TestHoldsSource(t *testing.T) {
 	for _, s := range []string{`"source"`, `{"source":{}}`, `x"source"`, `"resource" "source"`, `urce" "source"`, strings.Repeat(`"resource"`, 100) + `"source"`} {
 		if !holdsSource(s) {
 			t.Errorf("holdsSource(%q) = false, want true", s)
+		}
+	}
+}
+
+// TestEstimate_Geo: a body's inference_geo (named so in any case) that is
+// not null or "global" is the estimate's Geo, whichever of duplicates a
+// decoder takes; a value that is not a string, or empty, is priced as
+// one too.
+func TestEstimate_Geo(t *testing.T) {
+	tests := []struct {
+		geo, want string
+	}{
+		{``, ""},
+		{`"inference_geo":null,`, ""},
+		{`"inference_geo":"global",`, ""},
+		{`"inference_geo":"us",`, "us"},
+		{`"inference_geo":"us","inference_geo":"global",`, "us"},
+		{`"inference_geo":"global","inference_geo":"us",`, "us"},
+		{`"Inference_Geo":"us",`, "us"},
+		{`"inference\u005fgeo":"us",`, "us"},
+		{`"inference_geo":"",`, "?"},
+		{`"inference_geo":1,`, "?"},
+		{`"inference_geo":"` + strings.Repeat("u", 100) + `",`, strings.Repeat("u", maxGeo)},
+	}
+	for _, tt := range tests {
+		body := []byte(`{"model":"claude-opus-4-6",` + tt.geo + `"max_tokens":1}`)
+		r := httptest.NewRequest("POST", "/llm/anthropic/v1/messages", nil)
+		if e := New(Config{}).Estimate(r, body); e.Geo != tt.want {
+			t.Errorf("Estimate of %s: Geo = %q, want %q", body, e.Geo, tt.want)
+		}
+	}
+}
+
+// TestEstimate_ClientToolTokens: each Anthropic-defined client tool adds
+// its definition's tokens, which its few bytes of type do not bound.
+func TestEstimate_ClientToolTokens(t *testing.T) {
+	tests := []struct {
+		tools string
+		want  int64
+	}{
+		{`[]`, 0},
+		{`[{"name":"f","input_schema":{}}]`, 0},
+		{`[{"type":"custom","name":"f"}]`, 0},
+		{`[{"type":"bash_20250124","name":"bash"}]`, clientToolTokens},
+		{`[{"type":"computer_20250124","name":"computer"},{"type":"text_editor_20250728","name":"str_replace_based_edit_tool"},{"type":"bash_20250124","name":"bash"}]`, 3 * clientToolTokens},
+		{`[{"type":"web_search_20250305","max_uses":1},{"type":"memory_20250818","name":"memory"}]`, clientToolTokens},
+	}
+	for _, tt := range tests {
+		body := []byte(`{"model":"claude-opus-4-6","max_tokens":1,"tools":` + tt.tools + `}`)
+		r := httptest.NewRequest("POST", "/llm/anthropic/v1/messages", nil)
+		if e := New(Config{}).Estimate(r, body); e.ToolTokens != tt.want {
+			t.Errorf("Estimate of tools %s: ToolTokens = %d, want %d", tt.tools, e.ToolTokens, tt.want)
 		}
 	}
 }

@@ -11,7 +11,8 @@ import (
 // output: EstimateOf folds the meter's own bound into it.
 type Estimate struct {
 	capability.Estimate
-	// Input bounds each call's input tokens, from the body's size; an
+	// Input bounds each call's input tokens, from the body's size and
+	// the tools' definitions the API adds (ToolTokens); an
 	// Unbounded call's is bounded by its model's context window instead
 	// (see Bound).
 	Input int64
@@ -22,8 +23,9 @@ type Estimate struct {
 // Bound is the most est could cost, in micro-dollars: every input token at
 // the dearest input rate of its model (uncached or written to a cache),
 // every output token at its output rate, at the long-context rates when
-// the input bound is over their threshold, and every web search at its
-// price. A model the table does not name is bounded at the price it is
+// the input bound is over their threshold, times the model's multiplier
+// of the geography the call asks its inference to run in (Price.GeoUS,
+// as Cost charges it), and every web search at its price. A model the table does not name is bounded at the price it is
 // charged at (Prices.Resolve: its family's newest model, or UnpricedAs), so
 // that what is reserved bounds what is charged; a model not known at all
 // (est.Model "": its body was not read) at the dearest rates of any model.
@@ -48,7 +50,7 @@ func (m *Meter) Bound(est Estimate) int64 {
 		in, rounds = max(in, window), max(est.Rounds, 1)
 	}
 	r := p.rates(Tokens{Input: in})
-	per := float64(rounds)*(float64(in)*max(r.Input, r.CacheWrite, r.CacheWrite1h)+float64(est.Output)*r.Output) +
+	per := float64(rounds)*(float64(in)*max(r.Input, r.CacheWrite, r.CacheWrite1h)+float64(est.Output)*r.Output)*p.geoFactor(est.Geo) +
 		float64(max(est.Searches, 0))*p.WebSearch*1000
 	return max(micros(per*float64(est.Calls)), 1)
 }
@@ -64,5 +66,5 @@ func EstimateOf(e capability.Estimate, n, maxTokens int64) Estimate {
 	if !e.Capped {
 		out = max(out, maxTokens)
 	}
-	return Estimate{Estimate: e, Input: inputBound(n), Output: out}
+	return Estimate{Estimate: e, Input: inputBound(n) + max(e.ToolTokens, 0), Output: out}
 }

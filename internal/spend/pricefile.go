@@ -21,7 +21,9 @@ const MaxPricesFile = 1 << 20
 // keys are model IDs and whose values are prices ({"input", "output",
 // and optionally "cache_write", "cache_write_1h", "cache_read",
 // "long_context", "long_context_above"}, in dollars per million tokens;
-// "web_search", in dollars per thousand searches; "context", in tokens)
+// "web_search", in dollars per thousand searches; "context", in tokens;
+// "inference_geo_us", the multiplier of its token rates for a call whose
+// inference runs only in the US)
 // or null. A price replaces the default of the same ID or adds one; null
 // removes the default, leaving that model unpriced (Resolve does not
 // price it by its family). Two keys are not
@@ -29,7 +31,8 @@ const MaxPricesFile = 1 << 20
 // which replaces the built-in table's, and "$source", where. Omitted cache rates
 // are 1.25×, 2× and 0.1× input; an omitted web_search is DefaultWebSearch;
 // an omitted context is the default's of the same ID, or Context1M for a
-// model the defaults do not have. An empty path is the defaults.
+// model the defaults do not have, and an omitted inference_geo_us the
+// default's of the same ID, or DefaultGeoUS. An empty path is the defaults.
 func LoadPrices(path string) (*Prices, error) {
 	if path == "" {
 		return DefaultPrices(), nil
@@ -124,6 +127,12 @@ func parseInto(m map[string]Price, b []byte) (meta, error) {
 				pr.Context = d.Context
 			}
 		}
+		if pr.GeoUS == 0 { // omitted
+			pr.GeoUS = DefaultGeoUS
+			if d, ok := m[id]; ok {
+				pr.GeoUS = d.GeoUS
+			}
+		}
 		m[id] = pr
 	}
 	if len(problems) > 0 {
@@ -147,6 +156,7 @@ func parsePrice(v json.RawMessage) (Price, error) {
 		LongContextAbove int64      `json:"long_context_above"`
 		WebSearch        *float64   `json:"web_search"`
 		Context          int64      `json:"context"`
+		GeoUS            *float64   `json:"inference_geo_us"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(v))
 	dec.DisallowUnknownFields()
@@ -163,6 +173,12 @@ func parsePrice(v json.RawMessage) (Price, error) {
 			return Price{}, errors.New("web_search must be a number from 0 to 1000000")
 		}
 		p.WebSearch = *f.WebSearch
+	}
+	if f.GeoUS != nil {
+		if math.IsNaN(*f.GeoUS) || *f.GeoUS < 1 || *f.GeoUS > 100 {
+			return Price{}, errors.New("inference_geo_us must be a number from 1 to 100")
+		}
+		p.GeoUS = *f.GeoUS
 	}
 	if f.Context < 0 || f.Context > 1e9 {
 		return Price{}, errors.New("context must be a number of tokens from 1 to 1000000000")

@@ -42,6 +42,27 @@ type Price struct {
 	// it, Context1M). It bounds the input of a call whose input the API
 	// fetches or makes itself.
 	Context int64 `json:"context,omitempty"`
+	// GeoUS multiplies every token rate (not WebSearch) of a call whose
+	// inference runs only in the US (a Messages body's "inference_geo":
+	// "us"), as Anthropic prices it from Opus 4.6 on; 0 is 1, for a
+	// model that takes no inference_geo (the API refuses the call).
+	GeoUS float64 `json:"inference_geo_us,omitempty"`
+}
+
+// DefaultGeoUS is Anthropic's multiplier of the token rates of a call
+// whose inference runs only in the US, on every model that takes
+// inference_geo.
+const DefaultGeoUS = 1.1
+
+// geoFactor is what p's token rates are multiplied by for a call whose
+// inference runs in geo ("" or "global": anywhere, at the standard
+// rates). A geo but those is priced at GeoUS: "us" is the only other the
+// API takes, and it refuses, unbilled, a value it does not know.
+func (p Price) geoFactor(geo string) float64 {
+	if geo == "" || geo == "global" || p.GeoUS <= 1 {
+		return 1
+	}
+	return p.GeoUS
 }
 
 // Context windows, in tokens. Every model in DefaultPrices takes
@@ -151,6 +172,7 @@ func newPrices(m map[string]Price, md meta) *Prices {
 		p.dearest.Output = math.Max(p.dearest.Output, pr.dearestOutput())
 		p.dearest.WebSearch = math.Max(p.dearest.WebSearch, pr.WebSearch)
 		p.dearest.Context = max(p.dearest.Context, pr.Context)
+		p.dearest.GeoUS = math.Max(p.dearest.GeoUS, pr.GeoUS)
 		if fam, ver, ok := family(id); ok {
 			cur, seen := newestVer[fam]
 			if !seen || newer(ver, cur) || (!newer(cur, ver) && id > p.newest[fam]) {
@@ -311,7 +333,11 @@ func (p *Prices) Resolve(model string) Resolved {
 	if p.unpricedAs == "" {
 		return Resolved{Price: p.dearest, Match: Unpriced}
 	}
-	return Resolved{Price: p.byModel[p.unpricedAs], As: p.unpricedAs, Match: Unpriced}
+	// A model the table does not know may take inference_geo, as every
+	// model after Opus 4.5 does: priced at the dearest multiplier.
+	pr := p.byModel[p.unpricedAs]
+	pr.GeoUS = math.Max(pr.GeoUS, p.dearest.GeoUS)
+	return Resolved{Price: pr, As: p.unpricedAs, Match: Unpriced}
 }
 
 // family parses a Claude model ID (undated): "claude-", then one family
@@ -369,7 +395,9 @@ func (p *Prices) Models() []string {
 // Tokens are the tokens one call used, as the upstream reports them.
 // CacheWrite counts every token written to a cache; CacheWrite1h those of
 // them written to the 1-hour cache. WebSearches counts the call's web
-// searches (usage.server_tool_use.web_search_requests).
+// searches (usage.server_tool_use.web_search_requests). Geo is where
+// the call's inference ran, as its request asked (inference_geo) or its
+// answer reported (usage.inference_geo): "" or "global" for anywhere.
 type Tokens struct {
 	Input        int64
 	Output       int64
@@ -377,15 +405,18 @@ type Tokens struct {
 	CacheWrite1h int64
 	CacheRead    int64
 	WebSearches  int64
+	Geo          string
 }
 
-// Cost is what t costs at p, in micro-dollars, rounded up.
+// Cost is what t costs at p, in micro-dollars, rounded up: its tokens at
+// p's rates times p's multiplier of t.Geo, and its web searches.
 func (p Price) Cost(t Tokens) int64 {
 	r := p.rates(t)
 	w1h := min(max(t.CacheWrite1h, 0), max(t.CacheWrite, 0))
-	c := float64(t.Input)*r.Input + float64(t.Output)*r.Output +
-		float64(t.CacheWrite-w1h)*r.CacheWrite + float64(w1h)*r.CacheWrite1h +
-		float64(t.CacheRead)*r.CacheRead + float64(max(t.WebSearches, 0))*p.WebSearch*1000
+	c := (float64(t.Input)*r.Input+float64(t.Output)*r.Output+
+		float64(t.CacheWrite-w1h)*r.CacheWrite+float64(w1h)*r.CacheWrite1h+
+		float64(t.CacheRead)*r.CacheRead)*p.geoFactor(t.Geo) +
+		float64(max(t.WebSearches, 0))*p.WebSearch*1000
 	return micros(c)
 }
 
@@ -424,6 +455,7 @@ type filePrice struct {
 	LongContextAbove int64   `json:"long_context_above,omitempty"`
 	WebSearch        float64 `json:"web_search"`
 	Context          int64   `json:"context"`
+	GeoUS            float64 `json:"inference_geo_us"`
 }
 
 // File is the whole table as a price file (see LoadPrices), one model a

@@ -56,7 +56,9 @@ func keptModel(model, sent string, earlier []string) string {
 const maxModel = 200
 
 // settle releases s's reservation and charges what tk read: the cost of
-// the tokens each answer reported, at its model's price — or, for a model
+// the tokens each answer reported, at its model's price in the geography
+// the answer says its inference ran in, or the request asked for when it
+// says "global" or nothing (Price.GeoUS) — or, for a model
 // the table does not name, at the price Prices.Resolve gives it (its
 // family's newest model, or UnpricedAs), which the reservation bounded
 // too — when every answer was read whole, or else the larger of that and
@@ -112,7 +114,12 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 			u.Unpriced = 1
 		}
 		if rd.measured && !rd.open {
-			c := res.Cost(rd.tokens)
+			t := rd.tokens
+			if s.est.Geo != "" && (t.Geo == "" || t.Geo == "global") {
+				// priced as the request asked, as it was bounded
+				t.Geo = s.est.Geo
+			}
+			c := res.Cost(t)
 			charged = store.AddCapped(charged, c)
 			if priced {
 				u.Cost = c

@@ -479,3 +479,58 @@ func TestBudget_FastModeIsRefusedWithinABudget(t *testing.T) {
 		}
 	}
 }
+
+// TestBudget_UnreadMaxTokensIsRefusedWithinABudget: a max_tokens written
+// with an exponent or a fraction (1.28e5, 128000.0) is no int64 to
+// encoding/json, so the meter read nothing of the body and bounded the
+// call's output by --reserve-max-tokens (64,000), while an API that takes
+// the number as 128000 may output twice that. From a payer held to a
+// budget such a body is refused before anything is sent, naming how to
+// write it; written as an integer, or from a box without a budget, it is
+// forwarded.
+func TestBudget_UnreadMaxTokensIsRefusedWithinABudget(t *testing.T) {
+	body := func(max string) []byte {
+		return []byte(`{"model":"claude-opus-4-6","max_tokens":` + max + `,"messages":[{"role":"user","content":"hi"}]}`)
+	}
+	var calls atomic.Int64
+	b, token := newBroker(t, brokertest.Options{Anthropic: usageStandIn(&calls, 100, 0)})
+	unread := []string{`1.28e5`, `128000.0`, `1.28E+5`}
+	for _, max := range unread {
+		if resp := post(b, token, body(max)); resp.StatusCode != 200 {
+			t.Errorf("max_tokens %s without a budget = %d %s, want 200", max, resp.StatusCode, resp.Body)
+		}
+	}
+	// A fresh broker, its box's budget set before its first call.
+	b, token = newBroker(t, brokertest.Options{Anthropic: usageStandIn(&calls, 100, 0)})
+	setBudget(t, b.Server.Store, 1_000_000_000) // $1000: any bound fits
+	before := calls.Load()
+	for _, max := range unread {
+		resp := post(b, token, body(max))
+		typ, msg := brokertest.Refusal(resp.Body)
+		if resp.StatusCode != 403 || typ != protocol.TypePermission || !strings.Contains(msg, "max_tokens") || !strings.Contains(msg, "`boxbroker budget remove salad`") {
+			t.Errorf("max_tokens %s within a budget = %d %s %q, want 403 naming max_tokens and how the owner allows it", max, resp.StatusCode, typ, msg)
+		}
+	}
+	if n := calls.Load() - before; n != 0 {
+		t.Errorf("upstream received %d calls of an unread max_tokens within a budget, want none", n)
+	}
+	if resp := post(b, token, body(`128000`)); resp.StatusCode != 200 {
+		t.Errorf("max_tokens 128000 within a budget = %d %s, want 200", resp.StatusCode, resp.Body)
+	}
+}
+
+// TestBudget_ClientToolsBoundTheirDefinitions: the Anthropic-defined
+// client tools (bash, text_editor, computer) are named in the body by
+// their type, a few bytes, but the API writes their definitions into the
+// prompt: some 245, 700 and 735 input tokens. A body naming the three
+// was bounded by its bytes and the 1024 tokens of overhead alone, under
+// what the API charges; each such tool adds to the input bound.
+func TestBudget_ClientToolsBoundTheirDefinitions(t *testing.T) {
+	b, _ := newBroker(t, brokertest.Options{})
+	body := toolBody("claude-opus-4-6", 1000, `[{"type":"computer_20250124","name":"computer","display_width_px":1024,"display_height_px":768},{"type":"text_editor_20250728","name":"str_replace_based_edit_tool"},{"type":"bash_20250124","name":"bash"}]`)
+	charged := int64(len(body))/spend.BytesPerToken + 1 + spend.OverheadTokens + 245 + 700 + 735
+	want := b.Server.Meter.Bound(spend.Estimate{Estimate: capability.Estimate{Model: "claude-opus-4-6", Calls: 1}, Input: charged, Output: 1000})
+	if got := b.Server.Meter.Bound(estimateMessages(body, int64(len(body)), 64000)); got < want {
+		t.Errorf("Bound of a call with the computer, text editor and bash tools = %d, under the %d of their definitions' input", got, want)
+	}
+}

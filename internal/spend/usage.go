@@ -16,7 +16,12 @@ type usageFields struct {
 	ephemeral1h                          opt
 	serverToolUse                        bool // server_tool_use is an object
 	webSearches                          opt
+	geo                                  string // inference_geo: where inference ran
 }
+
+// maxGeo bounds the inference_geo kept of an answer's usage: only whether
+// it is "global" matters (Price.Cost).
+const maxGeo = 16
 
 // opt is an integer as encoding/json reads one into an *int64.
 type opt struct {
@@ -51,6 +56,9 @@ func (u *usageFields) tokens(t *Tokens) {
 	}
 	if u.serverToolUse {
 		take(&t.WebSearches, u.webSearches)
+	}
+	if u.geo != "" {
+		t.Geo = u.geo[:min(len(u.geo), maxGeo)]
 	}
 }
 
@@ -121,7 +129,7 @@ var (
 
 // usageMembers read a usage object, as json.Unmarshal reads it into a
 // *struct of *int64 fields (and of the *structs cache_creation and
-// server_tool_use, each of one *int64).
+// server_tool_use, each of one *int64), and inference_geo, a string.
 var usageMembers = []member[usageFields]{
 	{"input_tokens", func(v gjson.Result, u *usageFields) bool { return readInt(v, &u.input) }},
 	{"output_tokens", func(v gjson.Result, u *usageFields) bool { return readInt(v, &u.output) }},
@@ -133,6 +141,7 @@ var usageMembers = []member[usageFields]{
 	{"server_tool_use", func(v gjson.Result, u *usageFields) bool {
 		return readPtr(v, &u.webSearches, &u.serverToolUse, webSearchMembers)
 	}},
+	{"inference_geo", func(v gjson.Result, u *usageFields) bool { return jsonfield.String(v, &u.geo) }},
 }
 
 // readUsage reads v, a "usage" member's value, into u (see readPtr).

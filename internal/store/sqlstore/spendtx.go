@@ -176,7 +176,7 @@ func (s *Store) Reserve(ctx context.Context, r store.Reservation) (int64, error)
 // if the box is gone.
 func (s *Store) Settle(ctx context.Context, st store.Settlement) error {
 	return s.D.Spend(ctx, fmt.Sprintf("settle for box %q", st.Box), func(ctx context.Context, tx SpendTx) error {
-		return settle(ctx, tx, []store.Settlement{st}, s.now())
+		return settle(ctx, tx, []store.Settlement{st}, s.now(), s.D.NowMilli())
 	}, nil)
 }
 
@@ -196,7 +196,7 @@ func (s *Store) ApplySpooled(ctx context.Context, key string, settle []store.Set
 			return err // applied before
 		}
 		// A settlement of a box removed since is skipped.
-		if err := settleMany(ctx, tx, settle, s.now()); err != nil {
+		if err := settleMany(ctx, tx, settle, s.now(), s.D.NowMilli()); err != nil {
 			return err
 		}
 		if len(audit) > 0 {

@@ -85,3 +85,39 @@ func testPromptCache(t *testing.T, s store.Store) {
 		t.Errorf("ListCache(removed beta) = %v, want none", got)
 	}
 }
+
+// testPromptCacheReplicaAhead: a replica whose clock runs a day ahead
+// settles prompt-cache use stamped with its hour. Keyed by that hour, it
+// took the slot of the hour the others are in, and dropped what they
+// added to it after; the store keeps a row's hour at most the database's,
+// so the hour the others are in holds every call.
+func testPromptCacheReplicaAhead(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	mustCreateBox(t, s, "alpha")
+	now := time.Now().UTC()
+	settle := func(at time.Time) {
+		t.Helper()
+		c := store.CacheUsage{Box: "alpha", PayerKind: "pool", Entry: "a", Hour: at.Truncate(time.Hour), Calls: 1, InputTokens: 10}
+		wantErr(t, "Settle", s.Settle(ctx, store.Settlement{Box: "alpha", Month: now.Format("2006-01"), Cache: []store.CacheUsage{c}}), nil)
+	}
+	settle(now)
+	settle(now.Add(24 * time.Hour)) // the replica a day ahead
+	settle(now)
+	got, err := s.ListCacheSince(ctx, "alpha", now)
+	wantErr(t, "ListCacheSince", err, nil)
+	want := []store.CacheUsage{{Box: "alpha", PayerKind: "pool", Entry: "a", Calls: 3, InputTokens: 30}}
+	same(t, "ListCacheSince(alpha, this hour)", want, got)
+	// In a batch too (a spool applied), the day-ahead hour goes to the
+	// database's, not over the hour the others are in.
+	c := func(at time.Time) store.Settlement {
+		return store.Settlement{Box: "alpha", Month: now.Format("2006-01"), Cache: []store.CacheUsage{{Box: "alpha", PayerKind: "pool", Entry: "a", Hour: at.Truncate(time.Hour), Calls: 1, InputTokens: 10}}}
+	}
+	applied, err := s.ApplySpooled(ctx, "ahead-batch", []store.Settlement{c(now), c(now.Add(24 * time.Hour))}, nil)
+	if err != nil || !applied {
+		t.Fatalf("ApplySpooled = %v, %v", applied, err)
+	}
+	got, err = s.ListCacheSince(ctx, "alpha", now)
+	wantErr(t, "ListCacheSince", err, nil)
+	want[0].Calls, want[0].InputTokens = 5, 50
+	same(t, "ListCacheSince(alpha, this hour) after a batch", want, got)
+}

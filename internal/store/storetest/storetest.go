@@ -73,7 +73,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store, opts ...Option) {
 		{"FleetSpend", testFleetSpend},
 		{"Pool", testPool},
 		{"AuditCosts", testAuditCosts},
-		{"PromptCache", testPromptCache},
+		{"PromptCache", testPromptCache}, {"PromptCacheReplicaAhead", testPromptCacheReplicaAhead},
 		{"Proposals", testProposals}, {"ConcurrentProposals", testConcurrentProposals},
 		{"Budgets", testBudgets},
 		{"ReserveAndSettle", testReserveAndSettle},
