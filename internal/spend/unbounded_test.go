@@ -462,6 +462,7 @@ func TestBudget_FastModeIsRefusedWithinABudget(t *testing.T) {
 		}
 	}
 	setBudget(t, b.Server.Store, 1_000_000_000) // $1000: any standard bound fits
+	b.Sync()                                    // the calls above left the cache holding no budget
 	before := calls.Load()
 	for _, speed := range []string{`"speed":"fast",`, `"speed":"standard","speed":"fast",`, `"speed":"FAST",`} {
 		resp := post(b, token, body(speed))
