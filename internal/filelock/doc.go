@@ -1,6 +1,7 @@
 // Package filelock holds an exclusive advisory lock on an open file
 // (flock(2)): serve's lock on its data directory, and the outbox's locks
-// on journals and spool files that replicas share.
+// on journals and spool files that replicas share. SyncDir makes the
+// names made in a directory outlive a power cut.
 //
 // Where flock(2) is missing, TryLock always succeeds and Lock and Unlock
 // do nothing: nothing there stops two processes sharing one file, so

@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
+
+	"github.com/intentius/boxbroker/internal/filelock"
 )
 
 // AppendSynced writes b, one or more whole lines, at the end of f and
@@ -123,17 +125,4 @@ func OpenLog(p string) (*os.File, error) {
 
 // syncDir syncs the directory dir: the names made, renamed or removed in
 // it reach the disk. A test replaces it.
-var syncDir = func(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	return nil
-}
+var syncDir = filelock.SyncDir

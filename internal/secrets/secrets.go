@@ -20,6 +20,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/intentius/boxbroker/internal/filelock"
 )
 
 // KeyFile is the master key file's name in the data directory.
@@ -111,17 +113,7 @@ func Load(dataDir, envKey string) (k *Keyring, created bool, err error) {
 // it) to the disk. A test replaces them.
 var (
 	syncFile = (*os.File).Sync
-	syncDir  = func(dir string) error {
-		d, err := os.Open(dir)
-		if err != nil {
-			return err
-		}
-		err = d.Sync()
-		if cerr := d.Close(); err == nil {
-			err = cerr
-		}
-		return err
-	}
+	syncDir  = filelock.SyncDir
 )
 
 // parseKey returns the Keyring for s, a key of 32 bytes as 64 hex
