@@ -495,7 +495,11 @@ func TestSpend_EscapesControlCharacters(t *testing.T) {
 	month := time.Now().UTC().Format("2006-01")
 	p, _ := json.Marshal(hostile)
 	doc := `{"capabilities":[],"spend":{"month":"` + month + `","usd":1,"runs":1,"unpriced":0,"byPrincipal":[{"principal":` + string(p) + `,"usd":1,"runs":1,"unpriced":0}]}}`
-	if _, err := st.SaveDeclaration(context.Background(), "salad", []byte(doc), time.Now()); err != nil {
+	box, err := st.Box(context.Background(), "salad")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.SaveDeclaration(context.Background(), "salad", box.TokenHash, []byte(doc), time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	out, errs, code := run(t, dir, "", "spend", "salad")

@@ -83,13 +83,13 @@ func TestDeclaration_AnswerEchoesListingAndSpend(t *testing.T) {
 // report it was sent.
 func TestDeclaration_RacingReportAnswersWithTheKeptOne(t *testing.T) {
 	b := brokertest.New(t, brokertest.Options{})
-	token := b.AddBox("a")
+	tok := b.AddBox("a")
 	later := time.Now().Add(time.Hour).UTC().Truncate(time.Millisecond)
 	keptDoc := `{"capabilities":[{"name":"inference","broker":"lobby","scope":["decide"]}],"at":"` + protocol.FormatTime(later) + `"}`
-	if _, err := b.Server.Store.SaveDeclaration(context.Background(), "a", []byte(keptDoc), later); err != nil {
+	if _, err := b.Server.Store.SaveDeclaration(context.Background(), "a", token.Hash(tok), []byte(keptDoc), later); err != nil {
 		t.Fatal(err)
 	}
-	resp := b.Do("POST", protocol.RouteDeclaration, token, []byte(`{"capabilities":[{"name":"inference","broker":"lobby","scope":["agent"]}]}`), nil)
+	resp := b.Do("POST", protocol.RouteDeclaration, tok, []byte(`{"capabilities":[{"name":"inference","broker":"lobby","scope":["agent"]}]}`), nil)
 	if resp.StatusCode != 200 {
 		t.Fatalf("status %d: %s", resp.StatusCode, resp.Body)
 	}

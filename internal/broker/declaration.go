@@ -77,9 +77,9 @@ func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *reque
 	if err != nil {
 		return err
 	}
-	kept, err := s.cfg.Store.SaveDeclaration(r.Context(), box.Name, doc, d.At)
+	kept, err := s.cfg.Store.SaveDeclaration(r.Context(), box.Name, token.Hash(tok), doc, d.At)
 	if err != nil {
-		if errors.Is(err, store.ErrNotFound) { // removed meanwhile
+		if errors.Is(err, store.ErrNotFound) { // removed meanwhile, or its token replaced
 			return tokenRefused(token.ErrUnknown).At(http.StatusUnauthorized)
 		}
 		return capability.Unavailable(err)

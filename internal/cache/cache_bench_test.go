@@ -26,7 +26,7 @@ func warm(b *testing.B) *cache.Cache {
 	if err := st.CreateBox(ctx, store.Box{Name: "salad", TokenHash: "h", CreatedAt: now, PayerKind: "shared"}); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := st.SaveDeclaration(ctx, "salad", []byte(`{"capabilities":[{"name":"inference","broker":"lobby","scope":["agent"]}],"at":"2026-10-01T12:00:00Z"}`), now); err != nil {
+	if _, err := st.SaveDeclaration(ctx, "salad", "h", []byte(`{"capabilities":[{"name":"inference","broker":"lobby","scope":["agent"]}],"at":"2026-10-01T12:00:00Z"}`), now); err != nil {
 		b.Fatal(err)
 	}
 	if err := st.SetCredential(ctx, store.Credential{ID: "anthropic", Sealed: []byte("sealed"), UpdatedAt: now}); err != nil {

@@ -324,11 +324,11 @@ func (o *outage) Declaration(ctx context.Context, box string) ([]byte, time.Time
 	return o.Store.Declaration(ctx, box)
 }
 
-func (o *outage) SaveDeclaration(ctx context.Context, box string, doc []byte, at time.Time) (store.KeptDeclaration, error) {
+func (o *outage) SaveDeclaration(ctx context.Context, box, tokenHash string, doc []byte, at time.Time) (store.KeptDeclaration, error) {
 	if err := o.check("save declaration"); err != nil {
 		return store.KeptDeclaration{}, err
 	}
-	return o.Store.SaveDeclaration(ctx, box, doc, at)
+	return o.Store.SaveDeclaration(ctx, box, tokenHash, doc, at)
 }
 
 func (o *outage) Credential(ctx context.Context, id string) (store.Credential, error) {

@@ -60,7 +60,7 @@ func TestCompare(t *testing.T) {
 	report := func(spent *protocol.Spend) {
 		t.Helper()
 		doc, _ := json.Marshal(protocol.Declaration{Capabilities: []protocol.Capability{}, Spend: spent})
-		if _, err := st.SaveDeclaration(ctx, "salad", doc, time.Now()); err != nil {
+		if _, err := st.SaveDeclaration(ctx, "salad", "h", doc, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -233,8 +233,11 @@ type Declarations interface {
 	// later (reports racing are kept by when they were taken, not by
 	// which write lands last), and returns the report kept as the write
 	// commits: doc at at, or the later one it left in place;
-	// ErrNotFound if the box does not exist.
-	SaveDeclaration(ctx context.Context, box string, doc []byte, at time.Time) (KeptDeclaration, error)
+	// ErrNotFound if the box does not exist or no longer holds the token
+	// that hashes to tokenHash (its token, or the one it had before its
+	// last rotation): a report admitted with the token of a box removed
+	// is not kept as the report of a box added since under its name.
+	SaveDeclaration(ctx context.Context, box, tokenHash string, doc []byte, at time.Time) (KeptDeclaration, error)
 	// Declaration returns the box's last kept report and when it was taken,
 	// or ErrNotFound if it never reported.
 	Declaration(ctx context.Context, box string) (doc []byte, at time.Time, err error)

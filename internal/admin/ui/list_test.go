@@ -68,7 +68,7 @@ func seedFleetNamed(tb testing.TB, b *brokertest.Broker, names []string, perDay 
 			}
 			doc := fmt.Sprintf(`{"capabilities":[{"name":"inference","broker":"lobby","scope":[%s]}%s],"listing":{"published":%t,"title":"%s","line":"A box of the studio"}}`,
 				scope, egress, i%2 == 0, titles[i%len(titles)])
-			if _, err := st.SaveDeclaration(ctx, name, []byte(doc), now.Add(-time.Duration(i)*time.Minute)); err != nil {
+			if _, err := st.SaveDeclaration(ctx, name, token.Hash(tok), []byte(doc), now.Add(-time.Duration(i)*time.Minute)); err != nil {
 				tb.Fatal(err)
 			}
 		}

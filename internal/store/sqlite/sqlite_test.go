@@ -92,7 +92,7 @@ func TestTwoStoresShareAFile(t *testing.T) {
 	errs := make([]error, 2*n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() { _, errs[i] = serve.SaveDeclaration(ctx, "alpha", []byte(`{"by":"serve"}`), time.Now()) })
+		wg.Go(func() { _, errs[i] = serve.SaveDeclaration(ctx, "alpha", "h2", []byte(`{"by":"serve"}`), time.Now()) })
 		wg.Go(func() { errs[n+i] = cli.UpdateBox(ctx, store.Box{Name: "alpha", Paused: i%2 == 0}) })
 	}
 	wg.Wait()

@@ -174,10 +174,21 @@ func (s *Store) ChangeBox(ctx context.Context, name string, c store.BoxChange) e
 // SaveDeclaration replaces the last report of the box named box with doc,
 // taken at at, unless the report kept was taken later, and returns the
 // report kept as the write commits; store.ErrNotFound if there is no
-// such box.
-func (s *Store) SaveDeclaration(ctx context.Context, box string, doc []byte, at time.Time) (store.KeptDeclaration, error) {
+// such box holding the token that hashes to tokenHash (its token, or the
+// one it had before its last rotation).
+func (s *Store) SaveDeclaration(ctx context.Context, box, tokenHash string, doc []byte, at time.Time) (store.KeptDeclaration, error) {
 	var kept store.KeptDeclaration
 	err := s.Write(ctx, fmt.Sprintf("save declaration of box %q", box), func(tx *sql.Tx) ([]store.Change, error) {
+		// The report is the box's that holds the token it was admitted
+		// with: a box removed meanwhile, and one added under its name
+		// since, is not that box. The row is held until the write
+		// commits (SQLite's write holds the whole database), so that
+		// neither can happen between this check and the upsert.
+		var exists int
+		if err := tx.QueryRowContext(ctx, "SELECT 1 FROM boxes WHERE name = $1 AND (token_hash = $2 OR old_token_hash = $2)"+s.D.ForUpdate(),
+			box, tokenHash).Scan(&exists); err != nil {
+			return nil, err
+		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO declarations (box, doc, at) VALUES ($1, $2, $3)
 			ON CONFLICT (box) DO UPDATE SET doc = excluded.doc, at = excluded.at WHERE declarations.at <= excluded.at`,
 			box, Blob(doc), s.D.Time(at)); err != nil {

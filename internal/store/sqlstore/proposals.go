@@ -156,7 +156,7 @@ func (s *Store) UseApproval(ctx context.Context, id string, at time.Time) error 
 			return nil, err
 		}
 		if n == 0 {
-			return nil, fmt.Errorf("%s: %w", op, store.ErrNotPending)
+			return nil, store.ErrNotPending // Write prefixes op
 		}
 		return nil, nil
 	})

@@ -299,14 +299,16 @@ func settle(ctx context.Context, tx SpendTx, batch []store.Settlement, now time.
 			sum.Add(u)
 		}
 		for _, c := range st.Cache {
-			k := cacheKey{c.Box, c.Hour.UTC().Format("2006-01"), c.PayerKind, c.Entry}
+			// The month is the clamped hour's: a replica's clock ahead
+			// of the database's puts nothing in a month not yet begun.
+			hour := min(cacheHour(c.Hour), dbHour)
+			k := cacheKey{c.Box, time.Unix(hour*3600, 0).UTC().Format("2006-01"), c.PayerKind, c.Entry}
 			sum := cache[k]
 			if sum == nil {
 				sum = new(store.CacheUsage)
 				cache[k] = sum
 			}
 			sum.Add(c)
-			hour := min(cacheHour(c.Hour), dbHour)
 			sk := slotKey{c.Box, c.PayerKind, c.Entry, hour % store.CacheHours}
 			h := hours[sk]
 			switch {

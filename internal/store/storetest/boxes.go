@@ -123,7 +123,7 @@ func testDeleteBoxCascades(t *testing.T, s store.Store) {
 	doomed := mustCreateBox(t, s, "doomed")
 	kept := mustCreateBox(t, s, "kept")
 	for _, box := range []string{"doomed", "kept"} {
-		must(t, fmt.Sprintf("SaveDeclaration(%q)", box), second(s.SaveDeclaration(ctx, box, []byte(`{"capabilities":[]}`), at(1))))
+		must(t, fmt.Sprintf("SaveDeclaration(%q)", box), second(s.SaveDeclaration(ctx, box, tokenOf(box), []byte(`{"capabilities":[]}`), at(1))))
 		must(t, fmt.Sprintf("SetSecret(%q)", box), s.SetSecret(ctx, store.Secret{Box: box, Name: "GITHUB", Host: "https://api.github.com", Sealed: []byte("sealed"), UpdatedAt: at(1)}))
 		must(t, fmt.Sprintf("AddFeedback(%q)", box), second(s.AddFeedback(ctx, store.FeedbackBatch{Box: box, At: at(1), Words: []string{"agent"}, Body: []byte(`{}`)}, store.FeedbackBound{})))
 		must(t, fmt.Sprintf("AddResource(%q)", box), s.AddResource(ctx, store.Resource{Box: box, Kind: store.ResourceSandbox, ID: "sb-" + box, At: at(1)}))
@@ -191,6 +191,25 @@ func testDeleteBoxCascades(t *testing.T, s store.Store) {
 	wantErr(t, "AddResource(kept, sb-doomed) of the deleted box's resource", s.AddResource(ctx, store.Resource{Box: "kept", Kind: store.ResourceSandbox, ID: "sb-doomed", At: at(2)}), nil)
 }
 
+// testDeclarationOfAReenrolledBox: a report admitted with the token of a
+// box removed since is not kept as the report of the box added under its
+// name; one admitted with a box's token before its rotation, within the
+// grace, is.
+func testDeclarationOfAReenrolledBox(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	old := mustCreateBox(t, s, "alpha")
+	must(t, "DeleteBox(alpha)", s.DeleteBox(ctx, "alpha"))
+	must(t, "CreateBox(alpha) anew", s.CreateBox(ctx, store.Box{Name: "alpha", TokenHash: hash("token-alpha-2"), CreatedAt: at(1), PayerKind: "shared"}))
+	wantErr(t, "SaveDeclaration(alpha) with the removed box's token", second(s.SaveDeclaration(ctx, "alpha", old.TokenHash, []byte(`{"capabilities":[],"listing":{"title":"Old"}}`), at(2))), store.ErrNotFound)
+	wantErr(t, "Declaration(alpha) after a report with the removed box's token", third(s.Declaration(ctx, "alpha")), store.ErrNotFound)
+
+	must(t, "SaveDeclaration(alpha) with its own token", second(s.SaveDeclaration(ctx, "alpha", hash("token-alpha-2"), []byte(`{"capabilities":[]}`), at(3))))
+	must(t, "ReplaceToken(alpha)", s.ReplaceToken(ctx, "alpha", store.Rotation{Hash: hash("token-alpha-3"), GraceUntil: at(3600)}))
+	must(t, "SaveDeclaration(alpha) with its token before the rotation", second(s.SaveDeclaration(ctx, "alpha", hash("token-alpha-2"), []byte(`{"capabilities":[]}`), at(4))))
+	must(t, "SaveDeclaration(alpha) with its new token", second(s.SaveDeclaration(ctx, "alpha", hash("token-alpha-3"), []byte(`{"capabilities":[]}`), at(5))))
+	wantErr(t, "SaveDeclaration(alpha) with another box's token", second(s.SaveDeclaration(ctx, "alpha", hash("token-beta"), []byte(`{"capabilities":[]}`), at(6))), store.ErrNotFound)
+}
+
 func testDeclarations(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	mustCreateBox(t, s, "alpha")
@@ -207,7 +226,7 @@ func testDeclarations(t *testing.T, s store.Store) {
 		{"alpha", `{"capabilities":[{"name":"inference","broker":"lobby","scope":["agent","decide"]}]}`, at(3)},
 	}
 	for _, tt := range tests {
-		kept := answer(s.SaveDeclaration(ctx, tt.box, []byte(tt.doc), tt.at)).must(t, fmt.Sprintf("SaveDeclaration(%q)", tt.box))
+		kept := answer(s.SaveDeclaration(ctx, tt.box, tokenOf(tt.box), []byte(tt.doc), tt.at)).must(t, fmt.Sprintf("SaveDeclaration(%q)", tt.box))
 		if string(kept.Doc) != tt.doc || !sameTime(kept.At, tt.at) {
 			t.Errorf("SaveDeclaration(%q) kept %s at %v, want its own, %s at %v", tt.box, kept.Doc, kept.At, tt.doc, tt.at)
 		}
@@ -226,7 +245,7 @@ func testDeclarations(t *testing.T, s store.Store) {
 	// the later one kept, and says so; one taken at the same time
 	// replaces it.
 	latest := tests[2]
-	kept := answer(s.SaveDeclaration(ctx, "alpha", []byte(`{"capabilities":[],"stale":true}`), at(2))).must(t, "SaveDeclaration(alpha) taken before the kept one")
+	kept := answer(s.SaveDeclaration(ctx, "alpha", tokenOf("alpha"), []byte(`{"capabilities":[],"stale":true}`), at(2))).must(t, "SaveDeclaration(alpha) taken before the kept one")
 	if string(kept.Doc) != latest.doc || !sameTime(kept.At, latest.at) {
 		t.Errorf("SaveDeclaration(alpha) taken before the kept one kept %s at %v, want the later one, %s at %v", kept.Doc, kept.At, latest.doc, latest.at)
 	}
@@ -235,7 +254,7 @@ func testDeclarations(t *testing.T, s store.Store) {
 		t.Errorf("Declaration(alpha) after an earlier report = %s at %v, %v, want %s at %v kept", doc, gotAt, err, latest.doc, latest.at)
 	}
 	tied := `{"capabilities":[],"tied":true}`
-	kept = answer(s.SaveDeclaration(ctx, "alpha", []byte(tied), latest.at)).must(t, "SaveDeclaration(alpha) taken with the kept one")
+	kept = answer(s.SaveDeclaration(ctx, "alpha", tokenOf("alpha"), []byte(tied), latest.at)).must(t, "SaveDeclaration(alpha) taken with the kept one")
 	if string(kept.Doc) != tied {
 		t.Errorf("SaveDeclaration(alpha) taken with the kept one kept %s, want its own, %s", kept.Doc, tied)
 	}
@@ -257,7 +276,7 @@ func testConcurrentDeclarations(t *testing.T, s store.Store) {
 	kept := make([]store.KeptDeclaration, n)
 	for i, err := range atOnce(n, func(i int) error {
 		var err error
-		kept[i], err = s.SaveDeclaration(ctx, "alpha", []byte(docOf(i)), at(i))
+		kept[i], err = s.SaveDeclaration(ctx, "alpha", tokenOf("alpha"), []byte(docOf(i)), at(i))
 		return err
 	}) {
 		if err != nil {

@@ -29,8 +29,8 @@ func testListBoxPage(t *testing.T, s store.Store) {
 	settle("delta", "2026-09", 5000) // another month
 	settle("bravo", "2026-10", 0)    // calls, none priced: no spend
 	wantErr(t, "SetBudget", s.SetBudget(ctx, store.Budget{Box: "echo", Limit: 1_000_000, UpdatedAt: hour}), nil)
-	wantErr(t, "SaveDeclaration", second(s.SaveDeclaration(ctx, "bravo", []byte(`{"capabilities":[]}`), hour)), nil)
-	wantErr(t, "SaveDeclaration", second(s.SaveDeclaration(ctx, "delta", []byte(`{"capabilities":[],"listing":{"title":"Weekly Planner"}}`), hour)), nil)
+	wantErr(t, "SaveDeclaration", second(s.SaveDeclaration(ctx, "bravo", tokenOf("bravo"), []byte(`{"capabilities":[]}`), hour)), nil)
+	wantErr(t, "SaveDeclaration", second(s.SaveDeclaration(ctx, "delta", tokenOf("delta"), []byte(`{"capabilities":[],"listing":{"title":"Weekly Planner"}}`), hour)), nil)
 
 	// names reads every page of q by cursor, returns the names in order.
 	names := func(q store.BoxQuery) []string {

@@ -28,7 +28,7 @@ func testNotFound(t *testing.T, s store.Store) {
 			return s.ChangeBox(ctx, "nobox", store.BoxChange{Paused: &on})
 		}},
 		{"SaveDeclaration of no box", func(ctx context.Context) error {
-			return second(s.SaveDeclaration(ctx, "nobox", []byte(`{"capabilities":[]}`), at(1)))
+			return second(s.SaveDeclaration(ctx, "nobox", tokenOf("nobox"), []byte(`{"capabilities":[]}`), at(1)))
 		}},
 		{"Declaration of no box", func(ctx context.Context) error { return third(s.Declaration(ctx, "nobox")) }},
 		{"Declaration never reported", func(ctx context.Context) error { return third(s.Declaration(ctx, "alpha")) }},
@@ -83,7 +83,7 @@ func testChangesEveryWrite(t *testing.T, s store.Store) {
 		{"RotateToken", func(ctx context.Context) error { return s.RotateToken(ctx, "alpha", hash("rotated")) },
 			[]store.Change{{Kind: store.ChangeBox, Key: "alpha"}}},
 		{"SaveDeclaration", func(ctx context.Context) error {
-			return second(s.SaveDeclaration(ctx, "alpha", []byte(`{"capabilities":[]}`), at(2)))
+			return second(s.SaveDeclaration(ctx, "alpha", hash("rotated"), []byte(`{"capabilities":[]}`), at(2)))
 		}, []store.Change{{Kind: store.ChangeDeclaration, Key: "alpha"}}},
 		{"SetCredential", func(ctx context.Context) error {
 			return s.SetCredential(ctx, store.Credential{ID: "owner:alpha", Sealed: []byte("x"), UpdatedAt: at(3)})

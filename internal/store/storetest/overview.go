@@ -90,7 +90,7 @@ func testOverview(t *testing.T, s store.Store) {
 		t.Errorf("SecretNames = %s, want map[beta:[GITHUB STRIPE]]", got)
 	}
 
-	wantErr(t, "SaveDeclaration", second(s.SaveDeclaration(ctx, "gamma", []byte(`{"capabilities":[]}`), hour)), nil)
+	wantErr(t, "SaveDeclaration", second(s.SaveDeclaration(ctx, "gamma", tokenOf("gamma"), []byte(`{"capabilities":[]}`), hour)), nil)
 	docs := map[string]store.KeptDeclaration{}
 	for _, b := range answer(s.ListBoxPage(ctx, store.BoxQuery{Limit: 10})).must(t, "ListBoxPage").Boxes {
 		if b.Declaration != nil {

@@ -120,4 +120,8 @@ func testPromptCacheReplicaAhead(t *testing.T, s store.Store) {
 	wantErr(t, "ListCacheSince", err, nil)
 	want[0].Calls, want[0].InputTokens = 5, 50
 	same(t, "ListCacheSince(alpha, this hour) after a batch", want, got)
+	// The month a call is counted in is the database's hour's too.
+	ahead := now.AddDate(0, 2, 0)
+	settle(ahead)
+	answer(s.ListCache(ctx, "alpha", ahead.Format("2006-01"))).none(t, "ListCache(alpha) of a month the database is not in")
 }

@@ -71,7 +71,12 @@ func testProposals(t *testing.T, s store.Store) {
 	wantErr(t, "UseApproval(after its end)", s.UseApproval(ctx, "p-1", at(3605)), store.ErrNotPending)
 	wantErr(t, "UseApproval(denied)", s.UseApproval(ctx, "p-2", at(10)), store.ErrNotPending)
 	wantErr(t, "UseApproval", s.UseApproval(ctx, "p-1", at(10)), nil)
-	wantErr(t, "UseApproval(again)", s.UseApproval(ctx, "p-1", at(11)), store.ErrNotPending)
+	err = s.UseApproval(ctx, "p-1", at(11))
+	wantErr(t, "UseApproval(again)", err, store.ErrNotPending)
+	// The refusal names its operation once.
+	if want := `use approval "p-1": ` + store.ErrNotPending.Error(); err == nil || err.Error() != want {
+		t.Errorf("UseApproval(again) = %v, want the message %q", err, want)
+	}
 	answer(s.ApprovalsInForce(ctx, "alpha", store.ProposalRule, at(12))).none(t, "ApprovalsInForce after use")
 	// A new proposal with key k1 opens again: the approved one is no
 	// longer pending.

@@ -74,6 +74,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store, opts ...Option) {
 		{"Pool", testPool},
 		{"AuditCosts", testAuditCosts},
 		{"PromptCache", testPromptCache}, {"PromptCacheReplicaAhead", testPromptCacheReplicaAhead},
+		{"DeclarationOfAReenrolledBox", testDeclarationOfAReenrolledBox},
 		{"Proposals", testProposals}, {"ConcurrentProposals", testConcurrentProposals},
 		{"Budgets", testBudgets},
 		{"ReserveAndSettle", testReserveAndSettle},
@@ -191,6 +192,9 @@ func hash(v string) string {
 func newBox(name string) store.Box {
 	return store.Box{Name: name, TokenHash: hash("token-" + name), CreatedAt: at(0), PayerKind: "shared"}
 }
+
+// tokenOf is the hash of the token of newBox(name).
+func tokenOf(name string) string { return hash("token-" + name) }
 
 // mustCreateBox creates newBox(name) and returns it.
 func mustCreateBox(t testing.TB, s store.Store, name string) store.Box {
