@@ -47,11 +47,12 @@ func signedBody(r *http.Request, f *flight) error {
 
 // dropped are request headers that never go to a secret's host: the
 // box's cookies and proxy credentials, the grant, forwarding headers,
-// and ranges (an answer is always whole, so the value cannot be fetched
-// in pieces shorter than itself). The box's Accept-Encoding is replaced
+// the path overrides (proxy.PathOverrides: a host acts on the path the
+// secret's rules judged), and ranges (an answer is always whole, so the
+// value cannot be fetched in pieces shorter than itself). The box's Accept-Encoding is replaced
 // by the broker's own, which names only what it can read.
-var dropped = []string{"Cookie", "Proxy-Authorization", protocol.HeaderGrant, "Forwarded", "X-Forwarded-For",
-	"X-Forwarded-Host", "X-Forwarded-Proto", "Via", "Range", "If-Range", "Accept-Encoding"}
+var dropped = append([]string{"Cookie", "Proxy-Authorization", protocol.HeaderGrant, "Forwarded", "X-Forwarded-For",
+	"X-Forwarded-Host", "X-Forwarded-Proto", "Via", "Range", "If-Range", "Accept-Encoding"}, proxy.PathOverrides...)
 
 // acceptEncoding is what the broker asks a secret's host for: gzip, which
 // it decodes to search the body, or the body as it is.

@@ -34,7 +34,7 @@ import (
 // only when a rule allows it read either way.
 //
 // A host may take the request as the method a method-override header
-// names (see methodsOf): each such method must be allowed too.
+// names (proxy.MethodOverrides, methodsOf): each such method must be allowed too.
 //
 // A request no rule allows is still allowed when an approval in force
 // covers it (see package approval), and, when the owner asks about the
@@ -101,16 +101,11 @@ func (c *Capability) outsideRules(method, box string, sec store.Secret, segs []s
 		sec.Name, strings.Join(sec.Rules, " and "), method, path, rulesCommand(box, sec.Name, append(slices.Clone(sec.Rules), method+" "+path), sec.Rate))
 }
 
-// overrides are the request headers some hosts (Google's APIs, Rails,
-// ASP.NET and others) act on as the request's method in place of its
-// own.
-var overrides = []string{"X-Http-Method-Override", "X-Http-Method", "X-Method-Override"}
-
 // methodsOf returns the methods a host may take r as: its own, then each
 // non-empty one a method-override header names, upper-cased.
 func methodsOf(r *http.Request) []string {
 	methods := []string{r.Method}
-	for _, k := range overrides {
+	for _, k := range proxy.MethodOverrides {
 		for _, v := range r.Header.Values(k) {
 			if v = strings.ToUpper(strings.TrimSpace(v)); v != "" {
 				methods = append(methods, v)

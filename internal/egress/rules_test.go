@@ -122,6 +122,27 @@ func TestEgress_MethodOverrideIsJudgedByTheRules(t *testing.T) {
 	}
 }
 
+// TestEgress_PathOverrideNeverReachesTheHost: a box allowed only
+// GET /items/* sends X-Original-URL or X-Rewrite-URL naming /admin/drop,
+// which IIS's URL Rewrite sets and Zend Framework and older Symfony route
+// by, for the host to act on a path no rule allows. The request goes to
+// the path the rules judged, without either header.
+func TestEgress_PathOverrideNeverReachesTheHost(t *testing.T) {
+	e := newEnv(t, nil)
+	e.br.SetSecretRules("shop", secretName, []string{"GET /items/*"}, "")
+	for _, h := range []string{"X-Original-URL", "X-Rewrite-URL"} {
+		before := len(e.echo.Seen())
+		code, body := rawMethod(t, e.br.URL, "GET", "/egress/ECHO/items/1", "Authorization: Bearer "+e.token+"\r\n"+h+": /admin/drop\r\n")
+		seen := e.echo.Seen()[before:]
+		if code != 200 || len(seen) != 1 {
+			t.Fatalf("GET with %s = %d %s (host reached %d times), want 200 and once", h, code, body, len(seen))
+		}
+		if v := seen[0].Header.Get(h); v != "" || seen[0].Path != "/base/items/1" {
+			t.Errorf("the host saw %s %q at %s, want no such header at /base/items/1", h, v, seen[0].Path)
+		}
+	}
+}
+
 // TestEgress_RateLimitPerBox gives ECHO a rate of 2 a minute: a box's
 // third request is refused with 429 and Retry-After, naming the secret
 // and its rate, and never reaches the host, while another box's

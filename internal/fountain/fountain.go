@@ -267,8 +267,10 @@ func quote(s string) string {
 
 func (c *Capability) rewrite(pr *httputil.ProxyRequest) {
 	cl := pr.In.Context().Value(ctxKey{}).(*call)
+	// No method override is sent (StripBoxHeaders takes the path
+	// overrides), so that Fountain acts on the method the broker judged.
 	proxy.StripBoxHeaders(pr.Out.Header)
-	for _, h := range overrides {
+	for _, h := range proxy.MethodOverrides {
 		pr.Out.Header.Del(h)
 	}
 	n := proxy.ScrubHeader(pr.Out.Header)
@@ -282,14 +284,6 @@ func (c *Capability) rewrite(pr *httputil.ProxyRequest) {
 	}
 	proxy.Target(pr.Out, c.cfg.Upstream, p, q)
 }
-
-// overrides are the headers with which a framework takes a request as
-// another than its request line says: a POST as another method (Rails'
-// Rack::MethodOverride, Laravel, Symfony, Google's APIs), or the path as
-// another (X-Original-URL and X-Rewrite-URL, which IIS's URL Rewrite
-// sets and Zend Framework and older Symfony read). They are never sent,
-// so that Fountain acts on the method and path the broker judged.
-var overrides = []string{"X-Http-Method-Override", "X-Http-Method", "X-Method-Override", "X-Original-Url", "X-Rewrite-Url"}
 
 // KeyMarker is what replaces the operator's key wherever Fountain's
 // answer repeats it.

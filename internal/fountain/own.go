@@ -272,7 +272,7 @@ const overrideParam = "_method"
 // errOverride refuses a request naming overrideParam: Fountain would act
 // on another method than the one the broker judged (a POST taken as the
 // GET of a listing, whose answer the broker filters only for a GET). The
-// override headers are dropped (overrides); a body is not
+// override headers are dropped (proxy.MethodOverrides); a body is not
 // rewritten.
 var errOverride = capability.Refuse(capability.ReasonInvalid,
 	"The request names a method override (_method), which the broker does not carry: send the request with the method itself.")

@@ -102,11 +102,26 @@ func Outbound(rt http.RoundTripper) http.RoundTripper {
 // go upstream.
 var boxOnly = []string{"Authorization", "X-Api-Key", "Cookie", "Proxy-Authorization", protocol.HeaderGrant}
 
-// StripBoxHeaders removes the box's token and cookies, and the grant, from h.
-// (The forwarding headers a box sent never reach an outbound request: the
-// Forwarder does not copy them.)
+// MethodOverrides are the request headers with which some hosts (Rails'
+// Rack::MethodOverride, Laravel, Symfony, Google's APIs, ASP.NET) take a
+// request as the method one names rather than its request line's.
+var MethodOverrides = []string{"X-Http-Method-Override", "X-Http-Method", "X-Method-Override"}
+
+// PathOverrides are the request headers with which some hosts take a
+// request as the path one names rather than its request line's
+// (X-Original-URL and X-Rewrite-URL, which IIS's URL Rewrite sets and
+// Zend Framework and older Symfony route by). A box's never go upstream,
+// so that a host acts on the path the broker judged.
+var PathOverrides = []string{"X-Original-Url", "X-Rewrite-Url"}
+
+// StripBoxHeaders removes the box's token and cookies, the grant and the
+// path overrides from h. (The forwarding headers a box sent never reach
+// an outbound request: the Forwarder does not copy them.)
 func StripBoxHeaders(h http.Header) {
 	for _, k := range boxOnly {
+		h.Del(k)
+	}
+	for _, k := range PathOverrides {
 		h.Del(k)
 	}
 }
