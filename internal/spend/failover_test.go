@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,7 +28,22 @@ func TestBudget_FailoverStaysWithinTheBudget(t *testing.T) {
 	es := []pool.Entry{{Name: pool.Default, Weight: 1}, {Name: second, Weight: 1}}
 	first := pool.Order("salad", es)[0]
 	up := &cachingPool{limited: keys[first]}
-	rec := &brokertest.Recorder{Handler: up}
+	// A served answer waits until the six other calls are refused (or
+	// 5 s): a call settled before another reserved would give back its
+	// bound's unspent part, and a third call would then be served within
+	// the budget.
+	var refused atomic.Int64
+	judged := make(chan struct{})
+	held := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Api-Key") == keys[second] {
+			select {
+			case <-judged:
+			case <-time.After(5 * time.Second):
+			}
+		}
+		up.ServeHTTP(w, r)
+	})
+	rec := &brokertest.Recorder{Handler: held}
 	b, token := newBroker(t, brokertest.Options{Anthropic: rec})
 	ctx := context.Background()
 	addPoolEntry(t, b, second, keys[second])
@@ -39,7 +55,13 @@ func TestBudget_FailoverStaysWithinTheBudget(t *testing.T) {
 	}
 	b.Sync()
 
-	served := race(t, 8, func() int { return post(b, token, body).StatusCode })
+	served := race(t, 8, func() int {
+		code := post(b, token, body).StatusCode
+		if code == http.StatusForbidden && refused.Add(1) == 6 {
+			close(judged)
+		}
+		return code
+	})
 	if served < 1 || served > 2 {
 		t.Errorf("%d calls served, want 1 or 2: the budget holds two calls' bounds", served)
 	}
