@@ -129,16 +129,72 @@ func closedWithin(c net.Conn, d time.Duration) bool {
 	return !(errors.As(err, &ne) && ne.Timeout())
 }
 
+// TestH2_UnfinishedHeaderBlockIsCutOff: an HTTP/2 client that begins a
+// request's header block and never ends it (a HEADERS frame without
+// END_HEADERS and no CONTINUATION, or empty CONTINUATION frames dripped
+// for ever) has its connection closed within a bound set by
+// ReadHeaderTimeout, as a slow head is on HTTP/1 (TestSlowLoris), not
+// held for the connection's idle timeout; others are served meanwhile.
+func TestH2_UnfinishedHeaderBlockIsCutOff(t *testing.T) {
+	addr, _, client := serveH2(t, server.Config{ReadHeaderTimeout: 200 * time.Millisecond})
+	head := h2Head("GET", "/llm/anthropic/api/hello", "x-slow", strings.Repeat("s", 64))
+	t.Run("no continuation", func(t *testing.T) {
+		c, fr := h2Dial(t, addr)
+		if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: head[:len(head)/2], EndStream: true}); err != nil {
+			t.Fatal(err)
+		}
+		if !closedWithin(c, 5*time.Second) {
+			t.Error("a connection whose header block never ended was still open after 5 s (ReadHeaderTimeout 200 ms)")
+		}
+	})
+	t.Run("continuation dripped", func(t *testing.T) {
+		c, fr := h2Dial(t, addr)
+		if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: head[:len(head)/2], EndStream: true}); err != nil {
+			t.Fatal(err)
+		}
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(50 * time.Millisecond):
+				}
+				if fr.WriteContinuation(1, false, nil) != nil {
+					return
+				}
+			}
+		}()
+		if !closedWithin(c, 5*time.Second) {
+			t.Error("a connection dripping empty CONTINUATION frames was still open after 5 s (ReadHeaderTimeout 200 ms)")
+		}
+	})
+	resp, err := client.Get("https://" + addr + "/llm/anthropic/api/hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.ProtoMajor != 2 {
+		t.Errorf("hello = %d over %s, want 200 over HTTP/2", resp.StatusCode, resp.Proto)
+	}
+}
+
 // TestH2_ClientsConnectionsDoNotFloodTheLog: what a client does to its
-// own HTTP/2 connection (no SETTINGS frame after the preface, a GOAWAY
-// with an error code and words of its own) is logged
+// own HTTP/2 connection (no SETTINGS frame after the preface, no answer
+// to a PING, a GOAWAY with an error code and words of its own) is logged
 // at DEBUG, never a WARN line (written out at once) per connection, as a
 // failed handshake is (TestServe_FailedHandshakesDoNotFloodTheLog).
 func TestH2_ClientsConnectionsDoNotFloodTheLog(t *testing.T) {
 	var logs syncBuffer
-	addr, _, _ := serveH2Log(t, server.Config{}, &logs)
+	// Long enough for net/http's 2 s wait for a SETTINGS frame to end
+	// before the PING's.
+	addr, _, _ := serveH2Log(t, server.Config{ReadHeaderTimeout: 3 * time.Second}, &logs)
 	cases := map[string]func(c *tls.Conn, fr *http2.Framer) error{
 		"no settings": nil,
+		"no ping answer": func(c *tls.Conn, fr *http2.Framer) error {
+			return fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: h2Head("GET", "/")[:3], EndStream: true})
+		},
 		"goaway": func(c *tls.Conn, fr *http2.Framer) error {
 			return fr.WriteGoAway(0, http2.ErrCodeProtocol, []byte(strings.Repeat("w", 1000)))
 		},
