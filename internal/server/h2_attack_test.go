@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/ecdsa"
@@ -18,6 +19,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +27,7 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 
+	"github.com/intentius/boxbroker/internal/broker"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
@@ -233,5 +236,175 @@ func TestH2_ClientsConnectionsDoNotFloodTheLog(t *testing.T) {
 		if strings.Contains(line, `"level":"WARN"`) || strings.Contains(line, `"level":"ERROR"`) {
 			t.Errorf("a client's HTTP/2 connection left a line above INFO: %.300s", line)
 		}
+	}
+}
+
+// TestH2_FloodsAreCutOff: floods of HTTP/2 frames, performed against
+// the real server: a header block grown without end by CONTINUATION
+// frames (CVE-2023-45288) is refused once past MaxHeaderBytes and its
+// connection closed (net/http); SETTINGS frames sent by the million by
+// a client that reads none of their acknowledgements stall the
+// connection (net/http queues at most 10,000 unwritten and stops
+// reading), which, silent, is closed within twice ReadHeaderTimeout
+// (httpServer's PING); requests opened and reset at once, by the
+// thousand (CVE-2023-44487), run at most MaxConcurrentStreams (250)
+// handlers at a time (net/http). Others are served throughout.
+func TestH2_FloodsAreCutOff(t *testing.T) {
+	addr, _, client := serveH2(t, server.Config{MaxHeaderBytes: 16 << 10, ReadHeaderTimeout: time.Second})
+	t.Run("continuation", func(t *testing.T) {
+		c, fr := h2Dial(t, addr)
+		var b bytes.Buffer
+		hpack.NewEncoder(&b).WriteField(hpack.HeaderField{Name: "x-flood", Value: strings.Repeat("f", 8<<10)})
+		go func() {
+			if fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: h2Head("GET", "/llm/anthropic/api/hello"), EndStream: true}) != nil {
+				return
+			}
+			for range 100_000 { // 800 MiB, were they all read
+				if fr.WriteContinuation(1, false, b.Bytes()) != nil {
+					return
+				}
+			}
+		}()
+		if !closedWithin(c, 10*time.Second) {
+			t.Error("a header block grown by CONTINUATION frames was still being read after 10 s")
+		}
+	})
+	t.Run("settings", func(t *testing.T) {
+		// A small receive buffer, so that the acknowledgements wait in
+		// the server rather than in the kernel.
+		raw, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw.(*net.TCPConn).SetReadBuffer(4 << 10)
+		c := tls.Client(raw, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
+		defer c.Close()
+		if err := c.Handshake(); err != nil {
+			t.Fatal(err)
+		}
+		w := bufio.NewWriterSize(c, 64<<10)
+		io.WriteString(w, http2.ClientPreface)
+		fr := http2.NewFramer(w, c)
+		wrote := make(chan int, 1)
+		go func() {
+			n := 0
+			for ; n < 2_000_000 && fr.WriteSettings() == nil; n++ {
+			}
+			w.Flush()
+			wrote <- n
+		}()
+		select { // the frames written before any acknowledgement is read
+		case <-wrote:
+		case <-time.After(5 * time.Second):
+		}
+		if !closedWithin(c, 5*time.Second) {
+			t.Error("a connection sending SETTINGS frames by the million and reading none of their acknowledgements was still open after 10 s (ReadHeaderTimeout 1 s)")
+		}
+	})
+	t.Run("rapid reset", func(t *testing.T) {
+		c, fr := h2Dial(t, addr)
+		head := h2Head("GET", "/llm/anthropic/api/hello")
+		base := runtime.NumGoroutine()
+		peak := base
+		stop := make(chan struct{})
+		sampled := make(chan struct{})
+		go func() {
+			defer close(sampled)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				peak = max(peak, runtime.NumGoroutine())
+				time.Sleep(100 * time.Microsecond)
+			}
+		}()
+		go io.Copy(io.Discard, c) // the server's answers, read so that its writes never wait
+		var sent int
+		for id := uint32(1); id < 2*20_000; id += 2 {
+			if fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: head, EndStream: true, EndHeaders: true}) != nil ||
+				fr.WriteRSTStream(id, http2.ErrCodeCancel) != nil {
+				break
+			}
+			sent++
+		}
+		close(stop)
+		<-sampled
+		t.Logf("%d requests opened and reset on one connection; goroutines at most %d above the %d before", sent, peak-base, base)
+		// Each handler is a goroutine or two; four times
+		// MaxConcurrentStreams (250) is far above what the bound lets run.
+		if peak-base > 1000 {
+			t.Errorf("%d requests opened and reset ran %d goroutines at once, want at most a few per stream the server allows at a time (250)", sent, peak-base)
+		}
+	})
+	resp, err := client.Get("https://" + addr + "/llm/anthropic/api/hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("hello after the floods = %d", resp.StatusCode)
+	}
+}
+
+// TestH2_NeverEndingBody: a report sent over HTTP/2 whose body never
+// comes (a HEADERS frame without END_STREAM, no DATA) is answered 400
+// once BodyTimeout has passed, as over HTTP/1 (TestNeverEndingBody),
+// rather than holding its handler for the connection's life.
+func TestH2_NeverEndingBody(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the body timeout")
+	}
+	addr, tok, _ := serveH2(t, server.Config{})
+	c, fr := h2Dial(t, addr)
+	if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, EndHeaders: true,
+		BlockFragment: h2Head("POST", protocol.RouteDeclaration, "authorization", "Bearer "+tok, "content-type", "application/json")}); err != nil {
+		t.Fatal(err)
+	}
+	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	c.SetReadDeadline(time.Now().Add(broker.BodyTimeout + 5*time.Second))
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("no answer to a report whose body never came: %v", err)
+		}
+		switch f := f.(type) {
+		case *http2.SettingsFrame:
+			if !f.IsAck() {
+				fr.WriteSettingsAck()
+			}
+		case *http2.PingFrame:
+			if !f.IsAck() {
+				fr.WritePing(true, f.Data)
+			}
+		case *http2.MetaHeadersFrame:
+			if f.StreamID == 1 {
+				if s := f.PseudoValue("status"); s != "400" {
+					t.Errorf("status %s, want 400", s)
+				}
+				return
+			}
+		case *http2.RSTStreamFrame:
+			t.Fatalf("stream reset (%v), want a 400", f.ErrCode)
+		}
+	}
+}
+
+// TestH2_PlainListenerSpeaksNoH2c: a plain-HTTP listener answers the
+// HTTP/2 preface as HTTP/1.1; HTTP/2 is served only over TLS, where the
+// bounds above hold.
+func TestH2_PlainListenerSpeaksNoH2c(t *testing.T) {
+	addr, _ := serveReal(t, server.Config{})
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, http2.ClientPreface)
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if !strings.HasPrefix(line, "HTTP/1.1 ") {
+		t.Errorf("the HTTP/2 preface on a plain listener was answered %q (%v), want an HTTP/1.1 refusal", line, err)
 	}
 }
