@@ -101,7 +101,9 @@ type Config struct {
 	// so that a call the operator's pool pays for can be made again on
 	// another entry after a refusal (default 4 MiB; -1: never retried).
 	PoolRetryBody int64
-	// ReadHeaderTimeout bounds reading a request's headers (default 10 s).
+	// ReadHeaderTimeout bounds reading a request's headers (default 10 s);
+	// on HTTP/2, an unfinished header block's connection is closed within
+	// twice it, and a connection silent for it is sent a PING.
 	ReadHeaderTimeout time.Duration
 	// ReadTimeout bounds reading a request: its header and, on the
 	// box-facing listener, its body, which must end within ReadTimeout of

@@ -8,11 +8,16 @@ import (
 
 // aboutAClient begins each line net/http logs for a client's connection
 // that went wrong before any request was read, or broke HTTP/2's rules:
-// a failed TLS handshake, no HTTP/2 preface, an HTTP/2 connection error.
+// a failed TLS handshake, no HTTP/2 preface, no SETTINGS frame after it,
+// an HTTP/2 connection error, no answer to a PING (httpServer), a GOAWAY
+// the client sent with an error code.
 var aboutAClient = []string{
 	"http: TLS handshake error from ",
 	"http2: server: error reading preface from client ",
+	"timeout waiting for SETTINGS frames from ",
 	"http2: server connection error from ",
+	"timeout waiting for PING response",
+	"http2: received GOAWAY ",
 }
 
 // netLog is the servers' ErrorLog: what net/http logs itself, at WARN,

@@ -509,6 +509,16 @@ func (s *Server) Run(ctx context.Context) {
 // answer is not cut off by it), on an idle connection, and on a
 // header's size. No write timeout: an answer streams for as long as its
 // upstream sends.
+//
+// On HTTP/2, ReadHeaderTimeout bounds nothing by itself: net/http reads
+// a request's header block (HEADERS and its CONTINUATION frames) whole
+// before the connection sees it, and a client that begins one and never
+// ends it would hold its connection for IdleTimeout. A connection from
+// which no frame has arrived for ReadHeaderTimeout is sent a PING and
+// closed if no answer comes within ReadHeaderTimeout more; a client in
+// the middle of a header block can send nothing but CONTINUATION, so its
+// connection is closed within twice ReadHeaderTimeout. A client that
+// answers keeps an idle connection until IdleTimeout, as on HTTP/1.
 func (s *Server) httpServer(ctx context.Context, h http.Handler) *http.Server {
 	return &http.Server{
 		Handler:           h,
@@ -516,8 +526,12 @@ func (s *Server) httpServer(ctx context.Context, h http.Handler) *http.Server {
 		ReadTimeout:       s.Config.ReadTimeout,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    s.Config.MaxHeaderBytes,
-		ErrorLog:          log.New(netLog{s.log}, "", 0),
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+		HTTP2: &http.HTTP2Config{
+			SendPingTimeout: s.Config.ReadHeaderTimeout,
+			PingTimeout:     s.Config.ReadHeaderTimeout,
+		},
+		ErrorLog:    log.New(netLog{s.log}, "", 0),
+		BaseContext: func(net.Listener) context.Context { return ctx },
 	}
 }
 
