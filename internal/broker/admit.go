@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/capability"
@@ -37,7 +38,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 	info.Public = need.Public
 	rc := http.NewResponseController(w)
 	if need.Public {
-		s.boundBody(rc, r, &info.lift)
+		s.boundBody(rc, r, info)
 		return c, &info.admitted, held{}, nil
 	}
 	inBody := hd == nil && s.readBodyToken(rc, r, rt)
@@ -64,7 +65,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 		info.Words = words
 	}
 	// Forwarded bodies stream afterwards, bounded by ReadTimeout.
-	s.boundBody(rc, r, &info.lift)
+	s.boundBody(rc, r, info)
 	if err := adm.Require(need.Words); err != nil {
 		return nil, nil, held{}, err
 	}
@@ -84,7 +85,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 			return nil, nil, held{}, err
 		}
 	}
-	info.judgedAt = s.cfg.TokenNow()
+	info.judged.at = s.cfg.TokenNow()
 	info.admitted = capability.Call{Box: box, Token: tok, TokenInBody: inBody, Words: need.Words, Payer: s.cfg.Payer.Func(box)}
 	return c, &info.admitted, h, nil
 }
@@ -179,34 +180,63 @@ func (s *Server) judgeToken(box *store.Box, old bool, from netip.Addr) *capabili
 	return nil
 }
 
-// rejudgeEvery is how often the box of a request whose answer is still
-// being written has its token judged again (rejudge).
+// rejudgeEvery is how often the box of a request whose body is still
+// being read, or whose answer is still being written, has its token
+// judged again (rejudge).
 const rejudgeEvery = time.Second
+
+// judged is what rejudge keeps of the box a request was admitted for.
+// The request's body and its answer are judged on different goroutines
+// (under httputil.ReverseProxy the transport reads the body as the
+// handler writes the answer): mu guards at, refusal and cut.
+type judged struct {
+	mu sync.Mutex
+	// at is when the box was last judged (by the token's clock); refusal,
+	// once set, the box's refusal that cut the request, and cut the error
+	// every later read of its body and write of its answer returns.
+	at      time.Time
+	refusal *capability.Error
+	cut     error
+}
+
+// refused is the refusal that cut the request (rejudge), or nil.
+func (j *judged) refused() *capability.Error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.refusal
+}
 
 // rejudge applies the rule again, at most once each rejudgeEvery by
 // the token's clock, to the box that info's request was admitted for, as
-// its answer is written: an answer that streams on (a host's watch, an
-// event stream) is not judged once, at its request. Once the box would
-// be refused (paused, removed, its token past a rotation's grace or its
-// expiry, bound elsewhere, its report no longer declaring the words),
-// it returns that refusal, now and for every later write, and the
-// request's records keep its reason: nothing more of the answer reaches
-// the box, and the capability writing it stops. A store that does not
-// answer ends nothing; the box is judged again at the next write after
-// rejudgeEvery. A request admitted for no box (a public route, a
-// refusal) is not judged.
+// its body is read and its answer written: an upload that streams on, or
+// an answer that does (a host's watch, an event stream), is not judged
+// once, at its request. Once the box would be refused (paused, removed,
+// its token past a rotation's grace or its expiry, bound elsewhere, its
+// report no longer declaring the words), it returns an error, now and
+// for every later read or write, and the request's records keep the
+// refusal's reason: nothing more of the body reaches the upstream, whose
+// request is broken off, nothing more of the answer reaches the box, and
+// the capability stops; a box not yet answered is answered with the
+// refusal (ServeHTTP). A store that does not answer ends nothing; the box
+// is judged again at the next read or write after rejudgeEvery. A
+// request admitted for no box (a public route, a refusal) is not judged.
+// It may be called from the body's goroutine and the answer's at once.
 func (s *Server) rejudge(ctx context.Context, info *requestInfo) error {
-	if info.cut != nil {
-		return info.cut
-	}
 	if info.admitted.Token == "" {
 		return nil
 	}
+	j := &info.judged
 	now := s.cfg.TokenNow()
-	if now.Sub(info.judgedAt) < rejudgeEvery {
-		return nil
+	j.mu.Lock()
+	if j.cut != nil || now.Sub(j.at) < rejudgeEvery {
+		cut := j.cut
+		j.mu.Unlock()
+		return cut
 	}
-	info.judgedAt = now
+	j.at = now
+	j.mu.Unlock()
+	// The store is read with mu free: the other goroutine, meanwhile,
+	// finds the box judged just now and goes on.
 	adm, err := s.AdmitBox(ctx, info.admitted.Token, info.Capability, info.from)
 	if err == nil {
 		err = adm.Require(info.admitted.Words)
@@ -220,7 +250,11 @@ func (s *Server) rejudge(ctx context.Context, info *requestInfo) error {
 	} else if !errors.As(err, &e) || e.Status == http.StatusServiceUnavailable {
 		return nil
 	}
-	info.Reason = capability.ReasonOf(e)
-	info.cut = fmt.Errorf("answer cut: its box is refused now (%s)", info.Reason)
-	return info.cut
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.cut == nil {
+		j.refusal = e
+		j.cut = fmt.Errorf("request cut: its box is refused now (%s)", capability.ReasonOf(e))
+	}
+	return j.cut
 }

@@ -78,6 +78,11 @@ func (s *Server) conclude(rec *recorder, r *http.Request, info *requestInfo, tra
 	calls := trace.Calls()
 	info.Upstream = calls
 	info.Cost = trace.Cost()
+	if ce := info.judged.refused(); ce != nil {
+		// The box was refused as the request was served: whatever the
+		// capability made of the cut request, this is why it ended.
+		info.Reason = capability.ReasonOf(ce)
+	}
 	if info.Reason == "" {
 		// A refusal a forwarder's ErrorHandler wrote, not the broker.
 		info.Reason = trace.Reason()
@@ -102,7 +107,11 @@ func (s *Server) conclude(rec *recorder, r *http.Request, info *requestInfo, tra
 		s.cfg.Metrics.StreamClosed(info.capabilityLabel())
 	}
 	info.At, info.Status, info.Bytes, info.Context = start, rec.status, rec.bytes, r.Context()
-	info.Capability = info.capabilityLabel()
+	if info.Capability == "" {
+		// Only then: a read of the request's body may still judge its
+		// box (rejudge, on the transport's goroutine), by Capability.
+		info.Capability = noCapability
+	}
 	s.observe(&info.Record)
 }
 
@@ -116,17 +125,15 @@ type requestInfo struct {
 	Record
 	stream    bool
 	concluded bool // set by conclude
-	// lift is the request's body once boundBody bounds it, and admitted
+	// body is the request's body once boundBody wraps it, and admitted
 	// what admit tells the capability of the call: kept here, in the
 	// request's one allocation.
-	lift     liftAtEnd
+	body     boxBody
 	admitted capability.Call
 	// from is where the request came from, as its token is judged
-	// (source); judgedAt when the token was last judged, and cut the
-	// refusal that ended the answer when it was judged again (rejudge).
-	from     netip.Addr
-	judgedAt time.Time
-	cut      error
+	// (source), and judged what judging it again keeps (rejudge).
+	from   netip.Addr
+	judged judged
 }
 
 // noCapability is the capability label of the declaration route and of

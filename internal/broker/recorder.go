@@ -8,7 +8,9 @@ import (
 )
 
 // recorder notes the status and size of an answer and passes flushes on.
-// When srv is set, srv.streamOpened(info) is called once when the answer
+// When srv is set, the box is judged again (srv.rejudge) before each part
+// of the answer is written, and none of it is written once the box is
+// refused; and srv.streamOpened(info) is called once when the answer
 // begins as text/event-stream (fields, not a closure: no allocation).
 type recorder struct {
 	http.ResponseWriter
@@ -32,10 +34,22 @@ func (r *recorder) WriteHeader(code int) {
 		return
 	}
 	if !r.wrote {
+		if r.judge() != nil {
+			return // cut: ServeHTTP answers with the box's refusal
+		}
 		r.status = code
 		r.begin()
 	}
 	r.ResponseWriter.WriteHeader(code)
+}
+
+// judge is the error that cut the request once its box is judged
+// refused (rejudge), or nil; always nil when srv is unset.
+func (r *recorder) judge() error {
+	if r.srv == nil {
+		return nil
+	}
+	return r.srv.rejudge(r.ctx, r.info)
 }
 
 // begin notes that the answer has begun, and whether it is a stream.
@@ -54,13 +68,11 @@ func (r *recorder) begin() {
 }
 
 func (r *recorder) Write(b []byte) (int, error) {
+	if err := r.judge(); err != nil {
+		return 0, err
+	}
 	if !r.wrote {
 		r.begin()
-	}
-	if r.srv != nil {
-		if err := r.srv.rejudge(r.ctx, r.info); err != nil {
-			return 0, err
-		}
 	}
 	if r.length > 0 && !r.holding && len(b) > 0 && r.bytes+int64(len(b)) == r.length {
 		// The answer's last byte: held back until its records are kept.
@@ -91,8 +103,12 @@ func unwrap(w http.ResponseWriter) http.ResponseWriter {
 // Unwrap lets http.ResponseController reach Flush and deadlines.
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-// Flush passes a flush on, for streamed answers.
+// Flush passes a flush on, for streamed answers; before the answer has
+// begun, not once its box is refused (a flush would send a header).
 func (r *recorder) Flush() {
+	if !r.wrote && r.judge() != nil {
+		return
+	}
 	if f, ok := r.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}

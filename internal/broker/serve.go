@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -40,7 +41,19 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, hd *Handoff) 
 	// holds names, which this copy no longer does.)
 	r.Trailer = nil
 	defer s.finish(rec, r, info, trace, start)
-	if err := s.serve(rec, r, info, hd); err != nil {
+	err := s.serve(rec, r, info, hd)
+	if ce := info.judged.refused(); ce != nil && !rec.wrote {
+		// The box was refused as its request was served (rejudge),
+		// before any of the answer reached it: it is answered with that
+		// refusal, and with nothing the capability made of the cut
+		// request (its header included). The rest of its body is left
+		// unread.
+		rec.srv = nil // the refusal itself is not judged
+		clear(rec.Header())
+		leaveBody(rec, r)
+		err = ce
+	}
+	if err != nil {
 		s.writeError(rec, r, err, info)
 	}
 	// The answer is complete. Its metrics and audit record are queued
@@ -124,30 +137,54 @@ func leaveBody(w http.ResponseWriter, r *http.Request) {
 const leaveGrace = 100 * time.Millisecond
 
 // boundBody bounds reading the rest of r's body by ReadTimeout from now,
-// and lifts the bound as the body ends, through lift (the request's
-// own, kept with it). A request with no body is left with no bound: while
-// its answer streams, the server reads the connection only to see
-// whether the box has gone.
-func (s *Server) boundBody(rc *http.ResponseController, r *http.Request, lift *liftAtEnd) {
-	if s.cfg.ReadTimeout <= 0 || r.Body == nil || r.Body == http.NoBody {
+// lifting the bound as the body ends, and has the box judged again as
+// the body is read (rejudge), through info's body (the request's own,
+// kept with it). Every capability reads its request's body through it.
+// A request with no body is left with no bound: while its answer
+// streams, the server reads the connection only to see whether the box
+// has gone.
+func (s *Server) boundBody(rc *http.ResponseController, r *http.Request, info *requestInfo) {
+	if r.Body == nil || r.Body == http.NoBody {
 		_ = rc.SetReadDeadline(time.Time{})
 		return
 	}
-	_ = rc.SetReadDeadline(s.cfg.Now().Add(s.cfg.ReadTimeout))
-	*lift = liftAtEnd{ReadCloser: r.Body, rc: *rc}
-	r.Body = lift
+	info.body = boxBody{ReadCloser: r.Body, rc: *rc, srv: s, info: info, ctx: r.Context()}
+	if s.cfg.ReadTimeout > 0 {
+		_ = rc.SetReadDeadline(s.cfg.Now().Add(s.cfg.ReadTimeout))
+	} else {
+		_ = rc.SetReadDeadline(time.Time{})
+		info.body.lifted = true // nothing to lift
+	}
+	r.Body = &info.body
 }
 
-// liftAtEnd is a request body that lifts the connection's read deadline
-// once it has been read to its end.
-type liftAtEnd struct {
+// boxBody is a request body as a capability reads it: the box it was
+// admitted for is judged again (rejudge) before each part of it is
+// passed on, and the connection's read deadline is lifted once it has
+// been read to its end. Once the box is refused, Read returns the error
+// that cut the request, and what it read is not passed on: the upstream
+// gets nothing more, and its request is broken off.
+type boxBody struct {
 	io.ReadCloser
 	rc     http.ResponseController
 	lifted bool
+	srv    *Server
+	info   *requestInfo
+	ctx    context.Context // the request's
+	cut    error           // once set, every Read returns it
 }
 
-func (b *liftAtEnd) Read(p []byte) (int, error) {
+func (b *boxBody) Read(p []byte) (int, error) {
+	if b.cut != nil {
+		return 0, b.cut
+	}
 	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		if cut := b.srv.rejudge(b.ctx, b.info); cut != nil {
+			b.cut = cut
+			return 0, cut
+		}
+	}
 	if err == io.EOF && !b.lifted {
 		b.lifted = true
 		_ = b.rc.SetReadDeadline(time.Time{})
