@@ -22,6 +22,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/auditsink"
 	"github.com/intentius/boxbroker/internal/outbox"
+	"github.com/intentius/boxbroker/internal/outbox/outboxtest"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -391,7 +392,7 @@ func TestSink_FailedAppendLeavesNoPart(t *testing.T) {
 	if err := s.Append("a", entries(0, 3)); err != nil {
 		t.Fatal(err)
 	}
-	restore := outbox.FailAppendsAfter(40)
+	restore := outboxtest.FailAppendsAfter(40)
 	if err := s.Append("b", entries(3, 2)); err == nil {
 		t.Fatal("Append with a failing write = nil, want its error")
 	}

@@ -170,14 +170,20 @@ func (s *Server) judgeToken(box *store.Box, old bool, from netip.Addr) *capabili
 	}
 	now := s.cfg.TokenNow()
 	if old && !now.Before(box.OldUntil) {
-		return capability.Refuse(capability.ReasonExpired,
-			"The token was replaced when the box's token was rotated, and the grace its owner gave the old one ended at %s; the box uses its new token.", protocol.FormatTime(box.OldUntil))
+		return graceEnded(box)
 	}
 	if !old && !box.ExpiresAt.IsZero() && !now.Before(box.ExpiresAt) {
 		return capability.Refuse(capability.ReasonExpired,
 			"The box's token expired at %s. Its owner rotates it (`boxbroker box rotate <box>`, or Rotate on the owner's page) and gives the box the new token.", protocol.FormatTime(box.ExpiresAt))
 	}
 	return nil
+}
+
+// graceEnded is the refusal of box's token before its last rotation once
+// the grace its owner gave it has ended.
+func graceEnded(box *store.Box) *capability.Error {
+	return capability.Refuse(capability.ReasonExpired,
+		"The token was replaced when the box's token was rotated, and the grace its owner gave the old one ended at %s; the box uses its new token.", protocol.FormatTime(box.OldUntil))
 }
 
 // rejudgeEvery is how often the box of a request whose body is still

@@ -79,6 +79,9 @@ func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *reque
 	}
 	kept, err := s.cfg.Store.SaveDeclaration(r.Context(), box.Name, token.Hash(tok), doc, d.At)
 	if err != nil {
+		if errors.Is(err, store.ErrGraceEnded) { // admitted within the grace, saved past it
+			return graceEnded(&box)
+		}
 		if errors.Is(err, store.ErrNotFound) { // removed meanwhile, or its token replaced
 			return tokenRefused(token.ErrUnknown).At(http.StatusUnauthorized)
 		}

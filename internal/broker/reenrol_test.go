@@ -1,17 +1,22 @@
 package broker_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"net/http"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/store/sqlite"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // reenrolling is a store that, as the first report of its box is saved,
@@ -56,5 +61,41 @@ func TestDeclaration_ReportOfARemovedBoxIsNotTheNewOnes(t *testing.T) {
 	}
 	if doc, _, err := st.Declaration(context.Background(), "a"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Declaration(a) of the new box = %s, %v, want none", doc, err)
+	}
+}
+
+// TestDeclaration_ReportSavedAsTheGraceEndsIsRefusedAsPastIt: a report
+// admitted with a box's token before its rotation while the grace lasts
+// by the broker's clock, but saved once it has ended by the database's,
+// is refused as a token past its grace is at admission, and not kept.
+func TestDeclaration_ReportSavedAsTheGraceEndsIsRefusedAsPastIt(t *testing.T) {
+	var behind atomic.Int64
+	behind.Store(int64(time.Hour))
+	b := brokertest.New(t, brokertest.Options{ServerOptions: func(o *server.Options) {
+		o.TokenNow = func() time.Time { return time.Now().Add(-time.Duration(behind.Load())) }
+	}})
+	old := b.AddBox("a")
+	next, err := token.NewBox()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The grace ended a minute ago by the database's clock (the
+	// machine's), and ends in 59 minutes by the broker's.
+	if err := b.Server.Store.ReplaceToken(context.Background(), "a", store.Rotation{Hash: token.Hash(next), GraceUntil: time.Now().Add(-time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	b.Sync()
+	report := []byte(`{"capabilities":[],"listing":{"title":"Late","line":"saved past the grace"}}`)
+	saved := b.Do("POST", protocol.RouteDeclaration, old, report, nil)
+	if doc, _, err := b.Server.Store.Declaration(context.Background(), "a"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Declaration(a) after a report saved past the grace = %s, %v, want none", doc, err)
+	}
+	behind.Store(0)
+	admitted := b.Do("POST", protocol.RouteDeclaration, old, report, nil)
+	if admitted.StatusCode != http.StatusForbidden {
+		t.Fatalf("report admitted past the grace = %d %s, want 403", admitted.StatusCode, admitted.Body)
+	}
+	if saved.StatusCode != admitted.StatusCode || !bytes.Equal(saved.Body, admitted.Body) {
+		t.Errorf("report saved past the grace = %d %s, want %d %s as one admitted past it", saved.StatusCode, saved.Body, admitted.StatusCode, admitted.Body)
 	}
 }

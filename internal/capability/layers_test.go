@@ -33,7 +33,7 @@ var layers = []struct {
 	}},
 	{"parts: what a call is made of", []string{
 		"internal/capability", "internal/token", "internal/cache", "internal/rule", "internal/grant", "internal/mint",
-		"internal/proxy", "internal/pool", "internal/payer", "internal/spend", "internal/outbox", "internal/auditsink",
+		"internal/proxy", "internal/pool", "internal/payer", "internal/spend", "internal/outbox", "internal/outbox/internal/diskfull", "internal/outbox/outboxtest", "internal/auditsink",
 		"internal/ratelimit", "internal/approval", "internal/proxyca", "internal/operator",
 	}},
 	{"capabilities", []string{

@@ -11,9 +11,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 
 	"github.com/intentius/boxbroker/internal/filelock"
+	"github.com/intentius/boxbroker/internal/outbox/internal/diskfull"
 )
 
 // AppendSynced writes b, one or more whole lines, at the end of f and
@@ -42,7 +42,7 @@ func AppendSynced(f *os.File, b []byte) (int64, error) {
 			b = append([]byte{'\n'}, b...)
 		}
 	}
-	_, err = appendWrite(f, b)
+	_, err = diskfull.Write(f, b) // f.Write, but for a test of a full disk
 	if err == nil {
 		err = f.Sync()
 	}
@@ -56,29 +56,6 @@ func AppendSynced(f *os.File, b []byte) (int64, error) {
 		return before, errors.Join(err, fmt.Errorf("cutting back what was written: %w", serr))
 	}
 	return before, err
-}
-
-// failAppends is, while FailAppendsAfter holds, one more than the bytes
-// an AppendSynced write keeps before it fails; 0 otherwise.
-var failAppends atomic.Int64
-
-// appendWrite is AppendSynced's write: f.Write, unless FailAppendsAfter
-// holds.
-func appendWrite(f *os.File, b []byte) (int, error) {
-	if n := failAppends.Load(); n > 0 {
-		w, _ := f.Write(b[:min(int(n-1), len(b))])
-		return w, errors.New("no space left on device")
-	}
-	return f.Write(b)
-}
-
-// FailAppendsAfter is for tests, of this package and of the packages that
-// append through AppendSynced: until restore is called, every
-// AppendSynced write keeps only the first n bytes of what it is given and
-// fails, as on a full disk.
-func FailAppendsAfter(n int) (restore func()) {
-	failAppends.Store(int64(n) + 1)
-	return func() { failAppends.Store(0) }
 }
 
 // WriteFile writes data as the file at p, whole or not at all: to a new

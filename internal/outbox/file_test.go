@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/intentius/boxbroker/internal/outbox/outboxtest"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -44,7 +45,7 @@ func TestSpool_FailedAppendLeavesNoPart(t *testing.T) {
 	if err := s.Append(batch("a")); err != nil {
 		t.Fatal(err)
 	}
-	restore := FailAppendsAfter(20)
+	restore := outboxtest.FailAppendsAfter(20)
 	if err := s.Append(batch("b")); err == nil {
 		t.Fatal("Append with a failing write = nil, want its error")
 	}
@@ -72,7 +73,7 @@ func TestDead_FailedAppendLeavesNoPart(t *testing.T) {
 	if err := s.SetDead(batch("a"), store.ErrRejected); err != nil {
 		t.Fatal(err)
 	}
-	restore := FailAppendsAfter(20)
+	restore := outboxtest.FailAppendsAfter(20)
 	if err := s.SetDead(batch("b"), store.ErrRejected); err == nil {
 		t.Fatal("SetDead with a failing write = nil, want its error")
 	}

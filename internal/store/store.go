@@ -32,6 +32,11 @@ var (
 	// again. A refusal of every write (a read-only database, a full
 	// disk) is not ErrRejected but ErrUnavailable, or the driver's error.
 	ErrRejected = errors.New("refused by the store")
+	// ErrGraceEnded: the token a write was admitted with is a box's
+	// token before its last rotation, whose grace (Box.OldUntil) has
+	// ended by the database's clock as the write runs. It is an
+	// ErrNotFound: no box holds that token any more.
+	ErrGraceEnded = fmt.Errorf("the grace of the token before the rotation ended: %w", ErrNotFound)
 )
 
 // Store is all of boxbroker's persistent state. Every method is safe for
@@ -237,6 +242,9 @@ type Declarations interface {
 	// that hashes to tokenHash (its token, or the one it had before its
 	// last rotation): a report admitted with the token of a box removed
 	// is not kept as the report of a box added since under its name.
+	// ErrGraceEnded (an ErrNotFound) if tokenHash is the one before the
+	// rotation and its grace has ended by the database's clock as the
+	// report is saved, although it had not as the report was admitted.
 	SaveDeclaration(ctx context.Context, box, tokenHash string, doc []byte, at time.Time) (KeptDeclaration, error)
 	// Declaration returns the box's last kept report and when it was taken,
 	// or ErrNotFound if it never reported.

@@ -27,6 +27,11 @@ func BenchmarkApplySpooled(b *testing.B) {
 	storetest.BenchmarkApplySpooled(b, benchStore)
 }
 
+// BenchmarkSettle is storetest.BenchmarkSettle on a fresh schema.
+func BenchmarkSettle(b *testing.B) {
+	storetest.BenchmarkSettle(b, benchStore)
+}
+
 // BenchmarkAddFeedbackAtBound is storetest.BenchmarkAddFeedbackAtBound on
 // a fresh schema.
 func BenchmarkAddFeedbackAtBound(b *testing.B) {

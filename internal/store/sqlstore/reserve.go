@@ -193,7 +193,7 @@ func ReleaseIn(ctx context.Context, tx SpendTx, id int64) error {
 // turn, and then runs one upsert per tally, usage row, month's and hour's
 // prompt-cache row the batch touches, with the batch's sums: a few
 // statements per box rather than five or so per call.
-func settleMany(ctx context.Context, tx SpendTx, batch []store.Settlement, now time.Time, nowMilli string) error {
+func settleMany(ctx context.Context, tx SpendTx, batch []store.Settlement, now time.Time, dbHour int64) error {
 	there := make(map[string]bool)
 	for _, st := range batch {
 		there[st.Box] = false
@@ -212,7 +212,7 @@ func settleMany(ctx context.Context, tx SpendTx, batch []store.Settlement, now t
 			kept = append(kept, st)
 		}
 	}
-	return settle(ctx, tx, kept, now, nowMilli)
+	return settle(ctx, tx, kept, now, dbHour)
 }
 
 // Keys of the rows a batch of settlements adds to; see settle.
@@ -228,18 +228,25 @@ type (
 )
 
 // databaseHour is the database's hour's number since the Unix epoch,
-// read by nowMilli, when batch has prompt-cache rows; otherwise the
-// largest hour, which bounds none.
+// read by nowMilli (the dialect's NowMilli), when batch has prompt-cache
+// rows; otherwise noHour, which bounds none.
 func databaseHour(ctx context.Context, tx SpendTx, batch []store.Settlement, nowMilli string) (int64, error) {
 	if !slices.ContainsFunc(batch, func(st store.Settlement) bool { return len(st.Cache) > 0 }) {
-		return math.MaxInt64, nil
+		return noHour, nil
 	}
 	var ms int64
 	if err := tx.QueryRow(ctx, "SELECT "+nowMilli).Scan(&ms); err != nil {
 		return 0, err
 	}
-	return ms / (3600 * 1000), nil
+	return hourOfMilli(ms), nil
 }
+
+// noHour is the largest hour, which bounds no prompt-cache row's.
+const noHour = math.MaxInt64
+
+// hourOfMilli is the hour's number since the Unix epoch of ms, the
+// milliseconds since then that the dialect's NowMilli reads.
+func hourOfMilli(ms int64) int64 { return ms / (3600 * 1000) }
 
 // hourSums is what a batch leaves in a slot of cache_hours: the newest
 // hour it adds to the slot and that hour's sums.
@@ -266,20 +273,17 @@ type hourSums struct {
 // without a time is charged to the window buckets of now, the replica's
 // clock.
 //
-// A prompt-cache row's hour is at most the database's (nowMilli, the
-// dialect's NowMilli, read once when the batch has any): the hour is the
-// settling replica's, and one whose clock runs hours ahead would
-// otherwise take the slot of an hour the others are still in, or of one
-// they have yet to pass, and drop what they add to it.
-func settle(ctx context.Context, tx SpendTx, batch []store.Settlement, now time.Time, nowMilli string) error {
+// A prompt-cache row's hour is at most dbHour, the database's hour (read
+// in the transaction when the batch has any such row: databaseHour, or
+// with a statement the transaction makes anyway; noHour otherwise): the
+// hour is the settling replica's, and one whose clock runs hours ahead
+// would otherwise take the slot of an hour the others are still in, or of
+// one they have yet to pass, and drop what they add to it.
+func settle(ctx context.Context, tx SpendTx, batch []store.Settlement, now time.Time, dbHour int64) error {
 	tallies := make(map[tallyKey]int64)
 	usage := make(map[usageKey]*store.Usage)
 	cache := make(map[cacheKey]*store.CacheUsage)
 	hours := make(map[slotKey]*hourSums)
-	dbHour, err := databaseHour(ctx, tx, batch, nowMilli)
-	if err != nil {
-		return err
-	}
 	for _, st := range batch {
 		if st.Reservation != 0 {
 			if err := ReleaseIn(ctx, tx, st.Reservation); err != nil {

@@ -176,7 +176,12 @@ func (s *Store) Reserve(ctx context.Context, r store.Reservation) (int64, error)
 // if the box is gone.
 func (s *Store) Settle(ctx context.Context, st store.Settlement) error {
 	return s.D.Spend(ctx, fmt.Sprintf("settle for box %q", st.Box), func(ctx context.Context, tx SpendTx) error {
-		return settle(ctx, tx, []store.Settlement{st}, s.now(), s.D.NowMilli())
+		batch := []store.Settlement{st}
+		dbHour, err := databaseHour(ctx, tx, batch, s.D.NowMilli())
+		if err != nil {
+			return err
+		}
+		return settle(ctx, tx, batch, s.now(), dbHour)
 	}, nil)
 }
 
@@ -191,12 +196,19 @@ func (s *Store) ApplySpooled(ctx context.Context, key string, settle []store.Set
 	}
 	applied := false
 	err := s.D.Spend(ctx, op, func(ctx context.Context, tx SpendTx) error {
-		n, err := tx.Exec(ctx, "INSERT INTO spooled (key, at) VALUES ($1, "+s.D.Now(0)+") ON CONFLICT DO NOTHING", key)
-		if err != nil || n == 0 {
-			return err // applied before
+		// The key's row answers with the database's clock as it is
+		// stamped, which bounds the batch's prompt-cache hours (settle):
+		// no statement more to read it. No row: applied before.
+		var ms int64
+		err := tx.QueryRow(ctx, "INSERT INTO spooled (key, at) VALUES ($1, "+s.D.Now(0)+") ON CONFLICT DO NOTHING RETURNING "+s.D.NowMilli(), key).Scan(&ms)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
 		}
 		// A settlement of a box removed since is skipped.
-		if err := settleMany(ctx, tx, settle, s.now(), s.D.NowMilli()); err != nil {
+		if err := settleMany(ctx, tx, settle, s.now(), hourOfMilli(ms)); err != nil {
 			return err
 		}
 		if len(audit) > 0 {

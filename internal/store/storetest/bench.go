@@ -114,6 +114,48 @@ func BenchmarkApplySpooled(b *testing.B, open func(b *testing.B) store.Store) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*calls), "ns/call")
 }
 
+// BenchmarkSettle is one call's settlement, its usage row alone and with
+// its prompt-cache row (two upserts more, the month's and the hour's, and
+// the database's clock, which bounds the hour): by Settle, and by
+// ApplySpooled under a key of its own, as the outbox writes each call's.
+// open must return a new, empty store.
+func BenchmarkSettle(b *testing.B, open func(b *testing.B) store.Store) {
+	for _, spooled := range []bool{false, true} {
+		for _, withCache := range []bool{false, true} {
+			name := "usage"
+			if withCache {
+				name += "+cache"
+			}
+			if spooled {
+				name = "spooled/" + name
+			}
+			b.Run(name, func(b *testing.B) {
+				s := open(b)
+				ctx := b.Context()
+				mustCreateBox(b, s, "salad")
+				hour := time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)
+				st := store.Settlement{Box: "salad", Month: "2026-12", Charge: 100, Usage: []store.Usage{{Box: "salad", Month: "2026-12",
+					PayerKind: "shared", Model: "claude-haiku-4-5", Calls: 1, InputTokens: 10, OutputTokens: 5, Cost: 100}}}
+				if withCache {
+					st.Cache = []store.CacheUsage{{Box: "salad", PayerKind: "shared", Entry: "default", Hour: hour, Calls: 1, InputTokens: 10, CacheReadTokens: 990}}
+				}
+				b.ResetTimer()
+				for i := range b.N {
+					var err error
+					if spooled {
+						_, err = s.ApplySpooled(ctx, fmt.Sprintf("k%d", i), []store.Settlement{st}, nil)
+					} else {
+						err = s.Settle(ctx, st)
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
 // BenchmarkAddFeedbackAtBound measures appending a 1 KiB feedback batch
 // to a box at its bound (10,000 batches, 64 MiB: the feedback
 // capability's) against appending one to a box that keeps one batch,

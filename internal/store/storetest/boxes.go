@@ -204,10 +204,37 @@ func testDeclarationOfAReenrolledBox(t *testing.T, s store.Store) {
 	wantErr(t, "Declaration(alpha) after a report with the removed box's token", third(s.Declaration(ctx, "alpha")), store.ErrNotFound)
 
 	must(t, "SaveDeclaration(alpha) with its own token", second(s.SaveDeclaration(ctx, "alpha", hash("token-alpha-2"), []byte(`{"capabilities":[]}`), at(3))))
-	must(t, "ReplaceToken(alpha)", s.ReplaceToken(ctx, "alpha", store.Rotation{Hash: hash("token-alpha-3"), GraceUntil: at(3600)}))
+	must(t, "ReplaceToken(alpha)", s.ReplaceToken(ctx, "alpha", store.Rotation{Hash: hash("token-alpha-3"), GraceUntil: time.Now().Add(time.Hour)}))
 	must(t, "SaveDeclaration(alpha) with its token before the rotation", second(s.SaveDeclaration(ctx, "alpha", hash("token-alpha-2"), []byte(`{"capabilities":[]}`), at(4))))
 	must(t, "SaveDeclaration(alpha) with its new token", second(s.SaveDeclaration(ctx, "alpha", hash("token-alpha-3"), []byte(`{"capabilities":[]}`), at(5))))
 	wantErr(t, "SaveDeclaration(alpha) with another box's token", second(s.SaveDeclaration(ctx, "alpha", hash("token-beta"), []byte(`{"capabilities":[]}`), at(6))), store.ErrNotFound)
+}
+
+// testDeclarationAsTheGraceEnds: a report admitted with a box's token
+// before its rotation is saved only while the grace lasts by the
+// database's clock as it is saved: one saved a moment after the grace
+// ended is refused (ErrGraceEnded, an ErrNotFound), and the report kept
+// is left as it was.
+func testDeclarationAsTheGraceEnds(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	mustCreateBox(t, s, "alpha")
+	kept := `{"capabilities":[]}`
+	must(t, "SaveDeclaration(alpha)", second(s.SaveDeclaration(ctx, "alpha", tokenOf("alpha"), []byte(kept), at(1))))
+	// The grace ended a second ago by the machine's clock, which the
+	// database's is.
+	must(t, "ReplaceToken(alpha)", s.ReplaceToken(ctx, "alpha", store.Rotation{Hash: hash("token-alpha-2"), GraceUntil: time.Now().Add(-time.Second)}))
+	seq := lastChange(t, s)
+	err := second(s.SaveDeclaration(ctx, "alpha", tokenOf("alpha"), []byte(`{"capabilities":[],"late":true}`), at(2)))
+	wantErr(t, "SaveDeclaration(alpha) with its token before the rotation, past the grace", err, store.ErrGraceEnded)
+	wantErr(t, "SaveDeclaration(alpha) with its token before the rotation, past the grace", err, store.ErrNotFound)
+	if doc, _, err := s.Declaration(ctx, "alpha"); err != nil || string(doc) != kept {
+		t.Errorf("Declaration(alpha) after a report past the grace = %s, %v, want %s", doc, err, kept)
+	}
+	same(t, "changes of a report past the grace (want none)", []store.Change(nil), keys(changesAfter(t, s, seq)))
+
+	must(t, "SaveDeclaration(alpha) with its new token", second(s.SaveDeclaration(ctx, "alpha", hash("token-alpha-2"), []byte(kept), at(3))))
+	must(t, "ReplaceToken(alpha)", s.ReplaceToken(ctx, "alpha", store.Rotation{Hash: hash("token-alpha-3"), GraceUntil: time.Now().Add(time.Hour)}))
+	must(t, "SaveDeclaration(alpha) with its token before the rotation, within the grace", second(s.SaveDeclaration(ctx, "alpha", hash("token-alpha-2"), []byte(kept), at(4))))
 }
 
 func testDeclarations(t *testing.T, s store.Store) {

@@ -74,7 +74,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store, opts ...Option) {
 		{"Pool", testPool},
 		{"AuditCosts", testAuditCosts},
 		{"PromptCache", testPromptCache}, {"PromptCacheReplicaAhead", testPromptCacheReplicaAhead},
-		{"DeclarationOfAReenrolledBox", testDeclarationOfAReenrolledBox},
+		{"DeclarationOfAReenrolledBox", testDeclarationOfAReenrolledBox}, {"DeclarationAsTheGraceEnds", testDeclarationAsTheGraceEnds},
 		{"Proposals", testProposals}, {"ConcurrentProposals", testConcurrentProposals},
 		{"Budgets", testBudgets},
 		{"ReserveAndSettle", testReserveAndSettle},
