@@ -139,7 +139,7 @@ const anyMethod = "*"
 // body of a type a host may read one from (proxy.MethodParamBody) is
 // read whole, up to maxReadBody, and put back; a larger one, which could
 // name any method unread, is a refusal, and so is a multipart body that
-// does not read.
+// does not read, or a body whose Content-Type does not parse.
 func methodParams(r *http.Request, name string) ([]string, error) {
 	ct := r.Header.Get("Content-Type")
 	var body []byte
@@ -167,7 +167,7 @@ func methodParams(r *http.Request, name string) ([]string, error) {
 	vals, err := proxy.MethodParams(r.URL.RawQuery, ct, body)
 	if err != nil {
 		return nil, capability.Refuse(capability.ReasonInvalid,
-			"The request body is not a multipart form the broker can read, so the broker cannot judge the method a _method in it may name against the rules of the secret %s.", name).WithErr(err)
+			"The request's Content-Type does not parse, or its body is not a multipart form the broker can read, so the broker cannot judge the method a _method in it may name against the rules of the secret %s.", name).WithErr(err)
 	}
 	var methods []string
 	for _, v := range vals {

@@ -150,6 +150,7 @@ func TestEgress_MethodParamIsJudgedByTheRules(t *testing.T) {
 		{"in an untyped body, after a ;", "/items/1", "", "a=1;_method=DELETE", 403},
 		{"in a multipart part", "/items/1", mp, part("_method", "DELETE"), 403},
 		{"in JSON", "/items/1", "application/json", `{"a":1,"_method":"DELETE"}`, 403},
+		{"in a multipart part of a type that does not parse", "/items/1", "multipart/form-data x; boundary=b", part("_method", "DELETE"), 400},
 		{"in JSON, given twice", "/items/1", "application/vnd.api+json", `{"_method":"POST","_method":"DELETE"}`, 403},
 		{"in a form too large to read", "/items/1", form, big, 413},
 		{"in a form to a method a rule allows", "/items/old", form, "_method=DELETE", 200},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -32,13 +33,16 @@ const MethodParam = "_method"
 //   - in a body that is JSON (whatever its Content-Type, a form's too),
 //     each top-level member named MethodParam, as often as it is given.
 //
-// It reports an error for a multipart body it cannot read whole.
+// It reports an error for a multipart body it cannot read whole, and
+// for a body whose Content-Type Go's parser does not read (such as
+// "multipart/form-data x; boundary=b", which PHP reads as multipart),
+// having read it as a form and as JSON.
 func MethodParams(rawQuery, contentType string, body []byte) ([]string, error) {
 	out := formMethods(rawQuery, nil)
 	if len(body) == 0 {
 		return out, nil
 	}
-	mt, params, _ := mime.ParseMediaType(contentType)
+	mt, params, err := mime.ParseMediaType(contentType)
 	if strings.HasPrefix(mt, "multipart/") {
 		return multipartMethods(body, params["boundary"], out)
 	}
@@ -47,6 +51,9 @@ func MethodParams(rawQuery, contentType string, body []byte) ([]string, error) {
 	}
 	if json.Valid(body) { // a form may be valid JSON too: "a&_method=PUT&b"
 		out = jsonMethods(body, out)
+	}
+	if mt == "" && contentType != "" {
+		return out, fmt.Errorf("a Content-Type that does not parse: %w", err)
 	}
 	return out, nil
 }

@@ -33,6 +33,8 @@ func TestMethodParams(t *testing.T) {
 		{"JSON, twice, and not a string", "", "application/json", `{"_method":"POST","a":{"_method":"GET"},"_method":"DELETE","_method":["PUT"]}`, []string{"POST", "DELETE", `["PUT"]`}, false},
 		{"JSON of any type", "", "text/plain", `{"_method":"DELETE"}`, []string{"DELETE"}, false},
 		{"a body of another type", "", "application/octet-stream", "_method=DELETE", nil, false},
+		{"a Content-Type that does not parse", "", "multipart/form-data x; boundary=b", "--b\r\nContent-Disposition: form-data; name=\"_method\"\r\n\r\nDELETE\r\n--b--\r\n", nil, true},
+		{"a multipart type that loses its boundary", "", "multipart/form-data; boundary=b; x=\"", "--b\r\nContent-Disposition: form-data; name=\"_method\"\r\n\r\nDELETE\r\n--b--\r\n", nil, true},
 		{"the query and the body", "_method=GET", "application/json", `{"_method":"DELETE"}`, []string{"GET", "DELETE"}, false},
 	}
 	for _, tt := range tests {
