@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -189,6 +190,35 @@ func TestEgress_MethodParamIsJudgedByTheRules(t *testing.T) {
 				t.Errorf("the host was reached %d times, want none", reached)
 			}
 		})
+	}
+}
+
+// TestEgress_RefusalsCommandQuotesWhatTheBoxChose: a box sends a path
+// outside the rules holding a "'" and a command substitution, which its
+// refusal (and a proposal's reason, which the owner reads) quotes in the
+// command that would allow it. Run by a shell, that command gives
+// `secret rules` the path as the box wrote it, and runs nothing of it.
+func TestEgress_RefusalsCommandQuotesWhatTheBoxChose(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	e := newEnv(t, nil)
+	e.br.SetSecretRules("shop", secretName, []string{"POST /items/*"}, "")
+	h := http.Header{"Authorization": {"Bearer " + e.token}}
+	resp, body := e.do(t, "POST", "/egress/ECHO/items/a%27%24%28echo%20INJECTED%29%27/x", h, nil)
+	_, msg := brokertest.Refusal(body)
+	cmd, ok := strings.CutPrefix(msg[strings.Index(msg, "`")+1:], "boxbroker ")
+	if resp.StatusCode != 403 || !ok || !strings.HasSuffix(cmd, "`.") {
+		t.Fatalf("POST = %d %q, want a 403 naming the command that would allow it", resp.StatusCode, msg)
+	}
+	out, err := exec.Command(sh, "-c", `printf '%s\n' `+strings.TrimSuffix(cmd, "`.")).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "secret\nrules\nshop\nECHO\n--allow\nPOST /items/*\n--allow\nPOST /items/a'$(echo INJECTED)'/x\n"
+	if string(out) != want {
+		t.Errorf("the command's words, as a shell reads them = %q, want %q", out, want)
 	}
 }
 
