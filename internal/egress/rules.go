@@ -180,10 +180,12 @@ func methodParams(r *http.Request, name string) ([]string, error) {
 
 // rulesCommand is the command that sets box's secret name's rules to
 // rules and its rate to rate. It names them whole, since `secret rules`
-// replaces both, and sends no value. Each rule is quoted for a POSIX
-// shell, its own "'" written '\'': a rule may hold what the box chose
-// (the path, decoded, a method an override names), and the owner may
-// run the command as the refusal or a proposal's reason shows it.
+// replaces both, and sends no value. Each rule is single-quoted for a
+// POSIX shell, each quote in it written as one that ends the quoting, a
+// backslash-escaped one, and one that begins it again: a rule may hold
+// what the box chose (the path, decoded, a method an override names),
+// and the owner may run the command as the refusal or a proposal's
+// reason shows it.
 func rulesCommand(box, name string, rules []string, rate string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "boxbroker secret rules %s %s", box, name)
