@@ -100,7 +100,8 @@ type Config struct {
 	// own: a pool for each box and secret (never a connection shared by
 	// two boxes), each a proxy.NewTransport(TransportOptions) with a
 	// dialer that connects only to the host:port of the secret a request
-	// is for. Either way every request passes the guard first.
+	// is for, and by a name only at an address it may reach (see
+	// reachable). Either way every request passes the guard first.
 	Transport http.RoundTripper
 	// TransportOptions tune the transport egress makes when Transport is nil.
 	TransportOptions proxy.TransportOptions

@@ -216,6 +216,10 @@ func (c *Capability) errorHandler(w http.ResponseWriter, r *http.Request, err er
 		ce = capability.Refuse(capability.ReasonUpstream, "The %s switched protocols, which egress does not carry.", what)
 	case f.signErr != nil && errors.Is(err, f.signErr):
 		ce = capability.Refuse(capability.ReasonInternal, "The broker could not sign %s's request.", f.name).At(http.StatusBadGateway)
+	case errors.Is(err, errAddress):
+		// The address is logged, not shown: the box would learn how the
+		// broker's network resolves the name.
+		ce = capability.Refuse(capability.ReasonHost, "The %s is at an address the broker does not reach by a name: this machine's own (loopback or 0.0.0.0), link-local or a cloud's metadata service; nothing was sent. Its owner names a host on this machine as localhost or by its address, with `boxbroker secret set`.", what)
 	case errors.Is(err, errElsewhere):
 		ce = capability.Refuse(capability.ReasonHost, "The broker sends %s's requests only to its host, and this one was not.", f.name).At(http.StatusBadGateway)
 	default:

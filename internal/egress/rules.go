@@ -1,7 +1,9 @@
 package egress
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/url"
@@ -34,7 +36,9 @@ import (
 // only when a rule allows it read either way.
 //
 // A host may take the request as the method a method-override header
-// names (proxy.MethodOverrides, methodsOf): each such method must be allowed too.
+// names (proxy.MethodOverrides, methodsOf), or, for a POST, as the method
+// a _method parameter names in its query or body (proxy.MethodParams,
+// methodParams): each such method must be allowed too.
 //
 // A request no rule allows is still allowed when an approval in force
 // covers it (see package approval), and, when the owner asks about the
@@ -45,7 +49,15 @@ func (c *Capability) checkRules(r *http.Request, box, token string, sec store.Se
 		if err != nil {
 			return capability.Refuse(capability.ReasonInvalid, "The path holds an invalid percent-encoding.")
 		}
-		for _, method := range methodsOf(r) {
+		methods := methodsOf(r)
+		if r.Method == http.MethodPost && !(allowed(sec.Rules, anyMethod, whole) && allowed(sec.Rules, anyMethod, split)) {
+			named, err := methodParams(r, sec.Name)
+			if err != nil {
+				return err
+			}
+			methods = append(methods, named...)
+		}
+		for _, method := range methods {
 			if allowed(sec.Rules, method, whole) && allowed(sec.Rules, method, split) {
 				continue
 			}
@@ -115,14 +127,70 @@ func methodsOf(r *http.Request) []string {
 	return methods
 }
 
+// anyMethod is the method only a rule allowing any method ("*") allows:
+// a path where one does need no _method read.
+const anyMethod = "*"
+
+// methodParams returns the methods a host may take r, a POST of the
+// secret name, as from a proxy.MethodParam in its query or its body
+// (proxy.MethodParams), upper-cased, the empty ones left out. Every host
+// that reads one (Rails, Laravel and Symfony, Spring, Express's
+// method-override, Phoenix, ASP.NET Core) reads it in a POST alone. A
+// body of a type a host may read one from (proxy.MethodParamBody) is
+// read whole, up to maxReadBody, and put back; a larger one, which could
+// name any method unread, is a refusal, and so is a multipart body that
+// does not read, or a body whose Content-Type does not parse.
+func methodParams(r *http.Request, name string) ([]string, error) {
+	ct := r.Header.Get("Content-Type")
+	var body []byte
+	if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 && proxy.MethodParamBody(ct) {
+		tooLarge := capability.Refuse(capability.ReasonTooLarge,
+			"The broker reads a POST's body of a form, multipart or JSON type, or of no type, of up to %d bytes whole to judge the method a _method in it names against the rules of the secret %s, which allow only some methods here; this one is larger, and was not sent.", maxReadBody, name)
+		if r.ContentLength > maxReadBody {
+			return nil, tooLarge
+		}
+		b, err := readUpTo(r, maxReadBody+1)
+		if err != nil {
+			return nil, capability.UnreadableBody(err)
+		}
+		if len(b) > maxReadBody {
+			r.Body = proxy.PutBack(b, r.Body)
+			return nil, tooLarge
+		}
+		r.Body.Close()
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
+		if len(b) == 0 {
+			r.Body = http.NoBody
+		}
+		body = b
+	}
+	vals, err := proxy.MethodParams(r.URL.RawQuery, ct, body)
+	if err != nil {
+		return nil, capability.Refuse(capability.ReasonInvalid,
+			"The request's Content-Type does not parse, or its body is not a multipart form the broker can read, so the broker cannot judge the method a _method in it may name against the rules of the secret %s.", name).WithErr(err)
+	}
+	var methods []string
+	for _, v := range vals {
+		if v = strings.ToUpper(strings.TrimSpace(v)); v != "" {
+			methods = append(methods, v)
+		}
+	}
+	return methods, nil
+}
+
 // rulesCommand is the command that sets box's secret name's rules to
 // rules and its rate to rate. It names them whole, since `secret rules`
-// replaces both, and sends no value.
+// replaces both, and sends no value. Each rule is single-quoted for a
+// POSIX shell, each quote in it written as one that ends the quoting, a
+// backslash-escaped one, and one that begins it again: a rule may hold
+// what the box chose (the path, decoded, a method an override names),
+// and the owner may run the command as the refusal or a proposal's
+// reason shows it.
 func rulesCommand(box, name string, rules []string, rate string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "boxbroker secret rules %s %s", box, name)
 	for _, r := range rules {
-		fmt.Fprintf(&b, " --allow '%s'", r)
+		fmt.Fprintf(&b, " --allow '%s'", strings.ReplaceAll(r, "'", `'\''`))
 	}
 	if rate != "" {
 		fmt.Fprintf(&b, " --rate %s", rate)

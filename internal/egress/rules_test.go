@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -119,6 +120,105 @@ func TestEgress_MethodOverrideIsJudgedByTheRules(t *testing.T) {
 				t.Errorf("the host was reached %d times, want once", reached)
 			}
 		})
+	}
+}
+
+// TestEgress_MethodParamIsJudgedByTheRules: a box allowed only POST on
+// a path sends its POST with _method=DELETE in its query, its form, an
+// untyped body (which Rack reads as a form, split at ";" too), a
+// multipart part or its JSON body's top level, or as ".method", which
+// PHP registers as _method: Rails, Laravel and Symfony act on it as a
+// DELETE. The rules judge it as one: refused, naming DELETE, never sent;
+// allowed, whole, where a rule allows the method it names. A body too
+// large to read for it is refused where the rules allow only some
+// methods; a body of a type no host reads it from is not read.
+func TestEgress_MethodParamIsJudgedByTheRules(t *testing.T) {
+	e := newEnv(t, nil)
+	e.br.SetSecretRules("shop", secretName, []string{"POST /items/*", "DELETE /items/old", "* /any/*"}, "")
+	const form, mp = "application/x-www-form-urlencoded", "multipart/form-data; boundary=b"
+	part := func(name, v string) string {
+		return "--b\r\nContent-Disposition: form-data; name=\"" + name + "\"\r\n\r\n" + v + "\r\n--b--\r\n"
+	}
+	big := "a=" + strings.Repeat("x", 1<<20) + "&_method=DELETE" // past the 1 MiB the broker reads
+	tests := []struct {
+		name, path, ct, body string
+		status               int
+	}{
+		{"in the query", "/items/1?_method=DELETE", "", "", 403},
+		{"in a form, lower case", "/items/1", form, "a=1&_method=delete", 403},
+		{"as PHP names it", "/items/1", form, "a=1&.method=DELETE", 403},
+		{"as PHP names it in the query", "/items/1?%20_method=DELETE", "", "", 403},
+		{"in an untyped body, after a ;", "/items/1", "", "a=1;_method=DELETE", 403},
+		{"in a multipart part", "/items/1", mp, part("_method", "DELETE"), 403},
+		{"in JSON", "/items/1", "application/json", `{"a":1,"_method":"DELETE"}`, 403},
+		{"in a multipart part of a type that does not parse", "/items/1", "multipart/form-data x; boundary=b", part("_method", "DELETE"), 400},
+		{"in JSON, given twice", "/items/1", "application/vnd.api+json", `{"_method":"POST","_method":"DELETE"}`, 403},
+		{"in a form too large to read", "/items/1", form, big, 413},
+		{"in a form to a method a rule allows", "/items/old", form, "_method=DELETE", 200},
+		{"naming the request's own method", "/items/1", form, "_method=POST", 200},
+		{"where any method is allowed, too large to read", "/any/1", form, big, 200},
+		{"in a body of a type no host reads it from", "/items/1", "application/octet-stream", "_method=DELETE", 200},
+		{"none", "/items/1", mp, part("a", "1"), 200},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(e.echo.Seen())
+			sep := "?"
+			if strings.Contains(tt.path, "?") {
+				sep = "&"
+			}
+			h := http.Header{"Authorization": {"Bearer " + e.token}}
+			if tt.ct != "" {
+				h.Set("Content-Type", tt.ct)
+			}
+			resp, body := e.do(t, "POST", "/egress/ECHO"+tt.path+sep+"do=upload", h, strings.NewReader(tt.body))
+			if resp.StatusCode != tt.status {
+				t.Fatalf("POST %s %.60q = %d %s, want %d", tt.path, tt.body, resp.StatusCode, body, tt.status)
+			}
+			reached := len(e.echo.Seen()) - before
+			switch {
+			case tt.status == 403:
+				if _, msg := brokertest.Refusal(body); !strings.Contains(msg, "this request was DELETE") {
+					t.Errorf("refusal = %q, want it to name DELETE", msg)
+				}
+			case tt.status == 200:
+				if want := fmt.Sprintf(`{"received":%d}`, len(tt.body)); string(body) != want || reached != 1 {
+					t.Errorf("the host was reached %d times and answered %s, want once, %s", reached, body, want)
+				}
+			}
+			if tt.status != 200 && reached != 0 {
+				t.Errorf("the host was reached %d times, want none", reached)
+			}
+		})
+	}
+}
+
+// TestEgress_RefusalsCommandQuotesWhatTheBoxChose: a box sends a path
+// outside the rules holding a "'" and a command substitution, which its
+// refusal (and a proposal's reason, which the owner reads) quotes in the
+// command that would allow it. Run by a shell, that command gives
+// `secret rules` the path as the box wrote it, and runs nothing of it.
+func TestEgress_RefusalsCommandQuotesWhatTheBoxChose(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	e := newEnv(t, nil)
+	e.br.SetSecretRules("shop", secretName, []string{"POST /items/*"}, "")
+	h := http.Header{"Authorization": {"Bearer " + e.token}}
+	resp, body := e.do(t, "POST", "/egress/ECHO/items/a%27%24%28echo%20INJECTED%29%27/x", h, nil)
+	_, msg := brokertest.Refusal(body)
+	cmd, ok := strings.CutPrefix(msg[strings.Index(msg, "`")+1:], "boxbroker ")
+	if resp.StatusCode != 403 || !ok || !strings.HasSuffix(cmd, "`.") {
+		t.Fatalf("POST = %d %q, want a 403 naming the command that would allow it", resp.StatusCode, msg)
+	}
+	out, err := exec.Command(sh, "-c", `printf '%s\n' `+strings.TrimSuffix(cmd, "`.")).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "secret\nrules\nshop\nECHO\n--allow\nPOST /items/*\n--allow\nPOST /items/a'$(echo INJECTED)'/x\n"
+	if string(out) != want {
+		t.Errorf("the command's words, as a shell reads them = %q, want %q", out, want)
 	}
 }
 

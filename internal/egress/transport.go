@@ -4,11 +4,16 @@ import (
 	"container/list"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/netip"
 	"net/textproto"
+	"slices"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/proxy"
@@ -24,6 +29,10 @@ var (
 	// errTokenLeft: the box's token is still in the outbound request in
 	// a form the broker does not swap.
 	errTokenLeft = errors.New("egress: the box's token is still in the outbound request")
+	// errAddress: the secret's host names a host whose name, looked up as
+	// the connection is made, is at an address it is never reached at by
+	// a name (see reachable).
+	errAddress = errors.New("egress: the secret's host is at an address the broker reaches only when the secret names it")
 )
 
 // Bounds of egress's own pools.
@@ -135,8 +144,12 @@ func (p *pools) CloseIdleConnections() {
 
 // newTransport returns the transport of one of egress's pools:
 // proxy.NewTransport's, whose dialer connects only to the host:port of
-// the secret the request is for.
+// the secret the request is for, and only at an address reachable
+// allows: the dialer judges each address as it is about to connect to
+// it, after the name is looked up, so the address judged is the address
+// reached however the name's answers change between lookups.
 func newTransport(o proxy.TransportOptions) *http.Transport {
+	o.Control = reach
 	t := proxy.NewTransport(o)
 	dial := t.DialContext
 	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -147,6 +160,64 @@ func newTransport(o proxy.TransportOptions) *http.Transport {
 	}
 	return t
 }
+
+// reach is the dialer's check of address, an IP address and port a
+// connection for ctx's flight is about to be made to.
+func reach(ctx context.Context, _, address string, _ syscall.RawConn) error {
+	f := flightOf(ctx)
+	if f == nil {
+		return errElsewhere
+	}
+	ip, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return errElsewhere
+	}
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return errElsewhere
+	}
+	if !reachable(f.target.Hostname(), a) {
+		return fmt.Errorf("%w: %s is at %s", errAddress, f.target.Hostname(), a)
+	}
+	return nil
+}
+
+// reachable reports whether a secret whose host is host may be reached
+// at a. A host written as an IP address is reached at it, whatever it
+// is: the operator named it. A name is answered for by whoever keeps its
+// DNS, which may be someone else than the operator, and may answer
+// otherwise at each lookup (DNS rebinding): it is never reached at an
+// unspecified address (0.0.0.0, which reaches this machine), link-local
+// (169.254.0.0/16, the cloud metadata service at 169.254.169.254
+// included, and fe80::/10), or a cloud's metadata service elsewhere
+// (fd00:ec2::254, 100.100.100.200); nor at loopback, unless it is
+// localhost (or a name under .localhost), which names loopback itself.
+// An IPv4 address written in IPv6 (mapped, NAT64, 6to4) is judged as the
+// IPv4 address it carries. A private network's address is reached by
+// name: an operator's own hosts are named so.
+func reachable(host string, a netip.Addr) bool {
+	if _, err := netip.ParseAddr(host); err == nil {
+		return true
+	}
+	a = proxy.Embedded(a.WithZone(""))
+	switch {
+	case a.IsUnspecified() || thisNetwork.Contains(a) || a.IsLinkLocalUnicast() || slices.Contains(metadata, a):
+		return false
+	case a.IsLoopback():
+		h := strings.TrimSuffix(strings.ToLower(host), ".")
+		return h == "localhost" || strings.HasSuffix(h, ".localhost")
+	}
+	return true
+}
+
+var (
+	// thisNetwork is 0.0.0.0/8, "this network" (RFC 791), which Linux
+	// connects to as this machine.
+	thisNetwork = netip.MustParsePrefix("0.0.0.0/8")
+	// metadata are the cloud metadata services outside link-local:
+	// AWS's over IPv6 and Alibaba Cloud's.
+	metadata = []netip.Addr{netip.MustParseAddr("fd00:ec2::254"), netip.MustParseAddr("100.100.100.200")}
+)
 
 // guard is the outermost RoundTripper: it sends a request on only when it
 // is for the secret's scheme and host and holds no trace of the box's

@@ -20,7 +20,7 @@ import (
 // reserved; an IPv4 address written in IPv6 (mapped, NAT64, 6to4) is
 // judged as the IPv4 address it carries.
 func Public(a netip.Addr) bool {
-	a = embedded(a.WithZone(""))
+	a = proxy.Embedded(a.WithZone(""))
 	if !a.IsGlobalUnicast() || a.IsPrivate() {
 		return false
 	}
@@ -47,29 +47,6 @@ var notPublic = []netip.Prefix{
 	netip.MustParsePrefix("64:ff9b:1::/48"),  // local-use NAT64
 	netip.MustParsePrefix("198.51.100.0/24"), // documentation
 }
-
-// embedded is the IPv4 address a carries when it writes one in IPv6
-// (IPv4-mapped, the well-known NAT64 prefix 64:ff9b::/96, or 6to4's
-// 2002::/16), and a otherwise.
-func embedded(a netip.Addr) netip.Addr {
-	a = a.Unmap()
-	if !a.Is6() {
-		return a
-	}
-	b := a.As16()
-	switch {
-	case nat64.Contains(a):
-		return netip.AddrFrom4([4]byte(b[12:16]))
-	case sixToFour.Contains(a):
-		return netip.AddrFrom4([4]byte(b[2:6]))
-	}
-	return a
-}
-
-var (
-	nat64     = netip.MustParsePrefix("64:ff9b::/96")
-	sixToFour = netip.MustParsePrefix("2002::/16")
-)
 
 // dialApproved connects a passthrough tunnel to to, a host approved as
 // unknown: it looks up the host's addresses (an IP literal is its own)

@@ -11,7 +11,8 @@ import (
 
 // TestProxy_RequestOutsideTheSecretsRulesIsRefused gives API rules and
 // sends requests through an intercepted tunnel: those outside them (by
-// method, by path, by an encoded slash read as a separator) are refused
+// method, by a _method naming one, by path, by an encoded slash read as
+// a separator) are refused
 // 403 naming egress, the secret and its rules, and never reach the host;
 // those inside are forwarded.
 func TestProxy_RequestOutsideTheSecretsRulesIsRefused(t *testing.T) {
@@ -29,6 +30,7 @@ func TestProxy_RequestOutsideTheSecretsRulesIsRefused(t *testing.T) {
 		{"* is one segment", "POST", "/repos/acme/app/x/issues", 403},
 		{"encoded slash read as a separator", "POST", "/repos/acme/app%2Fx/issues", 403},
 		{"encoded slash into the prefix", "GET", "/repos%2Facme/app", 403},
+		{"_method naming a method outside", "POST", "/repos/acme/app/issues?_method=DELETE", 403},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -617,6 +617,8 @@ func TestFountain_MethodOverrideIsNeverCarried(t *testing.T) {
 	}{
 		{"in the query", "/fountain/api/sandboxes?_method=GET", "application/json", `{"name":"s"}`},
 		{"in a form", "/fountain/api/sandboxes", "application/x-www-form-urlencoded", "_method=GET"},
+		{"in a form, as PHP names it", "/fountain/api/sandboxes", "application/x-www-form-urlencoded", "name=s&.method=GET"},
+		{"in the query, as PHP names it", "/fountain/api/sandboxes?+_method=GET", "application/json", `{"name":"s"}`},
 		{"in an untyped body", "/fountain/api/sandboxes", "", "name=s&_method=GET"},
 		{"in a multipart form", "/fountain/api/sandboxes", "multipart/form-data; boundary=b", "--b\r\nContent-Disposition: form-data; name=\"_method\"\r\n\r\nGET\r\n--b--\r\n"},
 		{"in JSON", "/fountain/api/sandboxes", "application/json", `{"name":"s","_method":"GET"}`},

@@ -122,14 +122,12 @@ func queryIDs(q url.Values, where string) []named {
 func bodyIDs(body []byte, out []named) ([]named, error) {
 	d := json.NewDecoder(bytes.NewReader(body))
 	d.UseNumber()
-	return walkJSON(d, "", "", out, true)
+	return walkJSON(d, "", "", out)
 }
 
 // walkJSON reads one value from d. kind is the kind of id the value holds
-// when it is under a member named for one (member), "" otherwise; top is
-// true for the body's own value, where a member named _method is
-// errOverride.
-func walkJSON(d *json.Decoder, kind, member string, out []named, top bool) ([]named, error) {
+// when it is under a member named for one (member), "" otherwise.
+func walkJSON(d *json.Decoder, kind, member string, out []named) ([]named, error) {
 	t, err := d.Token()
 	if err != nil {
 		return out, err
@@ -138,7 +136,7 @@ func walkJSON(d *json.Decoder, kind, member string, out []named, top bool) ([]na
 	case json.Delim:
 		if t == '[' {
 			for d.More() {
-				if out, err = walkJSON(d, kind, member, out, false); err != nil {
+				if out, err = walkJSON(d, kind, member, out); err != nil {
 					return out, err
 				}
 			}
@@ -151,15 +149,12 @@ func walkJSON(d *json.Decoder, kind, member string, out []named, top bool) ([]na
 				return out, err
 			}
 			k, _ := kt.(string)
-			if top && k == overrideParam {
-				return out, errOverride
-			}
 			sub := IDKind(k)
 			subMember := k
 			if sub == "" && kind != "" && k == "id" {
 				sub, subMember = kind, member // the object's id is the id
 			}
-			if out, err = walkJSON(d, sub, subMember, out, false); err != nil {
+			if out, err = walkJSON(d, sub, subMember, out); err != nil {
 				return out, err
 			}
 		}
@@ -185,7 +180,7 @@ func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Reque
 	if err != nil {
 		return nil, notWhole("query")
 	}
-	if q.Has(overrideParam) {
+	if ms, _ := proxy.MethodParams(r.URL.RawQuery, "", nil); len(ms) > 0 {
 		return nil, errOverride
 	}
 	ids := queryIDs(q, "the query")
@@ -218,24 +213,17 @@ func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Reque
 			if err != nil {
 				return nil, notWhole("form body")
 			}
-			if q.Has(overrideParam) {
-				return nil, errOverride
-			}
 			ids = append(ids, queryIDs(q, "the body")...)
 		case strings.HasPrefix(mt, "multipart/"):
 			// Frameworks read a form's fields from a multipart body as
 			// from an urlencoded one (Rack from multipart/mixed and
 			// multipart/related too).
-			if ids, err = multipartIDs(held, params["boundary"], ids); errors.Is(err, errOverride) {
-				return nil, errOverride
-			} else if err != nil {
+			if ids, err = multipartIDs(held, params["boundary"], ids); err != nil {
 				return nil, capability.Refuse(capability.ReasonInvalid,
 					"The request body is not a multipart form the broker can read, so the broker cannot check that the ids it names are this box's.").WithErr(err)
 			}
 		case json.Valid(held):
-			if ids, err = bodyIDs(held, ids); errors.Is(err, errOverride) {
-				return nil, errOverride
-			} else if err != nil {
+			if ids, err = bodyIDs(held, ids); err != nil {
 				return nil, fmt.Errorf("read the ids of a valid JSON body: %w", err)
 			}
 		case mt == "" && !looksJSON(held):
@@ -243,15 +231,15 @@ func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Reque
 			// with a bad escape, which Go's parser drops: every pair
 			// Rack reads is checked.
 			q, _ := url.ParseQuery(strings.ReplaceAll(string(held), ";", "&"))
-			if q.Has(overrideParam) {
-				return nil, errOverride
-			}
 			ids = append(ids, queryIDs(q, "the body")...)
 		case structured:
 			// Fountain's parser might read what this one refuses, and
 			// find ids in it that were never checked.
 			return nil, capability.Refuse(capability.ReasonInvalid,
 				"The request body is not valid JSON, so the broker cannot check that the ids it names are this box's.")
+		}
+		if ms, _ := proxy.MethodParams("", r.Header.Get("Content-Type"), held); len(ms) > 0 {
+			return nil, errOverride
 		}
 		proxy.ScrubTokensInPlace(held)
 		body = proxy.PutBack(held, body)
@@ -264,12 +252,8 @@ func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Reque
 	return body, nil
 }
 
-// overrideParam is the query, form or JSON member with which Rails
-// (Rack::MethodOverride), Laravel and Symfony have a POST act as another
-// method.
-const overrideParam = "_method"
-
-// errOverride refuses a request naming overrideParam: Fountain would act
+// errOverride refuses a request naming proxy.MethodParam, where any host
+// may read it (proxy.MethodParams): Fountain would act
 // on another method than the one the broker judged (a POST taken as the
 // GET of a listing, whose answer the broker filters only for a GET). The
 // override headers are dropped (proxy.MethodOverrides); a body is not
@@ -309,9 +293,6 @@ func multipartIDs(body []byte, boundary string, out []named) ([]named, error) {
 			_, params, err := mime.ParseMediaType(cd)
 			if err != nil {
 				return out, err
-			}
-			if params["name"] == overrideParam {
-				return out, errOverride
 			}
 			if kind := paramKind(params["name"]); kind != "" {
 				out = append(out, named{kind, string(v), fmt.Sprintf("the body (%s)", params["name"])})

@@ -44,6 +44,12 @@ type TransportOptions struct {
 	// MaxResponseHeaderBytes bounds an upstream answer's header
 	// (default MaxResponseHeaderBytes); past it the box gets a 502.
 	MaxResponseHeaderBytes int64
+	// Control, when set, is the dialer's ControlContext: it is given
+	// each address a connection is about to be made to, after any name
+	// is looked up, and an error from it means no connection there.
+	Control func(ctx context.Context, network, address string, c syscall.RawConn) error
+	// Resolver looks up the names dialled (default net.DefaultResolver).
+	Resolver *net.Resolver
 }
 
 // MaxResponseHeaderBytes is the default bound on an upstream answer's
@@ -75,7 +81,7 @@ func NewTransport(o TransportOptions) *http.Transport {
 	defaults.Positive(&o.MaxResponseHeaderBytes, MaxResponseHeaderBytes)
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.Proxy = nil
-	t.DialContext = (&net.Dialer{Timeout: o.DialTimeout, KeepAlive: 30 * time.Second}).DialContext
+	t.DialContext = (&net.Dialer{Timeout: o.DialTimeout, KeepAlive: 30 * time.Second, Resolver: o.Resolver, ControlContext: o.Control}).DialContext
 	t.ResponseHeaderTimeout = o.ResponseHeaderTimeout
 	t.MaxIdleConns = 4 * o.MaxIdleConnsPerHost
 	t.MaxIdleConnsPerHost = o.MaxIdleConnsPerHost

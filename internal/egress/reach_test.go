@@ -1,0 +1,184 @@
+//go:build unix
+
+package egress
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/net/dns/dnsmessage"
+
+	"github.com/intentius/boxbroker/internal/proxy"
+	"github.com/intentius/boxbroker/internal/store"
+)
+
+// fakeDNS is a resolver whose every query is answered, in this process,
+// with the addresses of addrs of the family asked for: a name whose DNS
+// someone else keeps, answering what they like.
+func fakeDNS(addrs ...netip.Addr) *net.Resolver {
+	return &net.Resolver{PreferGo: true, Dial: func(context.Context, string, string) (net.Conn, error) {
+		c, s := net.Pipe()
+		go serveDNS(s, addrs)
+		return c, nil
+	}}
+}
+
+// serveDNS answers the queries read from c, framed as over TCP, until c
+// is closed.
+func serveDNS(c net.Conn, addrs []netip.Addr) {
+	defer c.Close()
+	for {
+		var n [2]byte
+		if _, err := io.ReadFull(c, n[:]); err != nil {
+			return
+		}
+		q := make([]byte, binary.BigEndian.Uint16(n[:]))
+		if _, err := io.ReadFull(c, q); err != nil {
+			return
+		}
+		var m dnsmessage.Message
+		if err := m.Unpack(q); err != nil || len(m.Questions) != 1 {
+			return
+		}
+		qn := m.Questions[0]
+		m.Header.Response, m.Header.Authoritative = true, true
+		for _, a := range addrs {
+			h := dnsmessage.ResourceHeader{Name: qn.Name, Type: qn.Type, Class: dnsmessage.ClassINET, TTL: 1}
+			switch {
+			case qn.Type == dnsmessage.TypeA && a.Is4():
+				m.Answers = append(m.Answers, dnsmessage.Resource{Header: h, Body: &dnsmessage.AResource{A: a.As4()}})
+			case qn.Type == dnsmessage.TypeAAAA && a.Is6():
+				m.Answers = append(m.Answers, dnsmessage.Resource{Header: h, Body: &dnsmessage.AAAAResource{AAAA: a.As16()}})
+			}
+		}
+		b, err := m.Pack()
+		if err != nil {
+			return
+		}
+		if _, err := c.Write(append(binary.BigEndian.AppendUint16(nil, uint16(len(b))), b...)); err != nil {
+			return
+		}
+	}
+}
+
+// listening is a server on loopback that counts the connections made to
+// it, and its port.
+func listening(t *testing.T) (*atomic.Int32, string) {
+	t.Helper()
+	var conns atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "inside") }))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	return &conns, port
+}
+
+// TestTransport_NameIsNeverDialledAtThisMachineOrTheMetadataService: a
+// secret's host is a name whose DNS answers, when the broker connects,
+// with this machine's loopback, 0.0.0.0 (which Linux connects to as this
+// machine), link-local (the cloud metadata service) or a metadata
+// address elsewhere, or one of them written in IPv6 (IPv4-mapped,
+// NAT64): the request, with the secret's value in it, would go to the
+// broker's own listeners, or fetch the broker's cloud credentials for
+// the box. Egress's dialer judges the address it is about to connect to,
+// and connects to none of them; localhost and an address the secret
+// names itself are still reached.
+func TestTransport_NameIsNeverDialledAtThisMachineOrTheMetadataService(t *testing.T) {
+	conns, port := listening(t)
+	refused := []string{"127.0.0.1", "127.0.0.2", "0.0.0.0", "::1", "::ffff:127.0.0.1", "64:ff9b::7f00:1", "2002:7f00:1::1",
+		"169.254.169.254", "::ffff:169.254.169.254", "64:ff9b::a9fe:a9fe", "fe80::1", "fd00:ec2::254", "100.100.100.200"}
+	for _, at := range refused {
+		t.Run(at, func(t *testing.T) {
+			tr := newTransport(proxy.TransportOptions{Resolver: fakeDNS(netip.MustParseAddr(at)), DialTimeout: 5 * time.Second})
+			defer tr.CloseIdleConnections()
+			u, _ := url.Parse("http://api.rebind.example:" + port)
+			ctx := context.WithValue(t.Context(), ctxKey{}, &flight{target: u, addr: dialAddr(u)})
+			before := conns.Load()
+			c, err := tr.DialContext(ctx, "tcp", u.Host)
+			if err == nil {
+				c.Close()
+			}
+			if !errors.Is(err, errAddress) {
+				t.Errorf("dial %s at %s = %v, want errAddress", u.Host, at, err)
+			}
+			if n := conns.Load() - before; n != 0 {
+				t.Errorf("%d connections reached this machine", n)
+			}
+		})
+	}
+	for _, host := range []string{"localhost", "LocalHost.", "127.0.0.1"} {
+		tr := newTransport(proxy.TransportOptions{Resolver: fakeDNS(netip.MustParseAddr("127.0.0.1"))})
+		u := &url.URL{Scheme: "http", Host: net.JoinHostPort(host, port)}
+		ctx := context.WithValue(t.Context(), ctxKey{}, &flight{target: u, addr: dialAddr(u)})
+		c, err := tr.DialContext(ctx, "tcp", u.Host)
+		if err != nil {
+			t.Errorf("dial %s = %v, want it reached", u.Host, err)
+			continue
+		}
+		c.Close()
+		tr.CloseIdleConnections()
+	}
+}
+
+// TestEgress_SecretsHostAnsweringWithThisMachineIsRefused: the same through
+// egress, with a secret whose host's name answers with loopback: a 403
+// naming the capability's word for it, host, which tells the box
+// nothing of the address, and nothing reaches the machine.
+func TestEgress_SecretsHostAnsweringWithThisMachineIsRefused(t *testing.T) {
+	conns, port := listening(t)
+	kr, err := secretsKeyring()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &benchStore{secs: map[string]map[string]store.Secret{"shop": {}}}
+	c, err := New(Config{Secrets: st, List: st, Keyring: kr, Logger: slog.New(slog.DiscardHandler),
+		TransportOptions: proxy.TransportOptions{Resolver: fakeDNS(netip.MustParseAddr("127.0.0.1"))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := "sk_live_" + strings.Repeat("v", 24)
+	sealed, err := kr.Seal([]byte(value), secretAD("shop", "API"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := store.Secret{Box: "shop", Name: "API", Host: "http://api.rebind.example:" + port, Sealed: sealed}
+	st.secs["shop"]["API"] = sec
+	token := "bbx_" + strings.Repeat("t", 43)
+	r := httptest.NewRequest(http.MethodGet, "/egress/API/latest/meta-data/iam/security-credentials/", nil)
+	r.Header.Set("Authorization", "Bearer "+token)
+	w := httptest.NewRecorder()
+	if err := c.Forward(w, r, "shop", token, sec, "/latest/meta-data/iam/security-credentials/"); err != nil {
+		t.Fatal(err)
+	}
+	var refusal struct {
+		Type  string
+		Error struct{ Type, Message string }
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &refusal); err != nil || w.Code != http.StatusForbidden || refusal.Type != "error" || refusal.Error.Type != "permission_error" {
+		t.Errorf("answer = %d %s, want a 403 refusal", w.Code, w.Body)
+	}
+	if strings.Contains(w.Body.String(), "127.0.0.1") || strings.Contains(w.Body.String(), "inside") {
+		t.Errorf("answer = %s; it tells the box the address or what is there", w.Body)
+	}
+	if n := conns.Load(); n != 0 {
+		t.Errorf("%d connections reached this machine", n)
+	}
+}

@@ -1,0 +1,170 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/url"
+	"strings"
+)
+
+// MethodParam is the parameter with which Rails (Rack::MethodOverride),
+// Laravel and Symfony, Spring, Express's method-override, Phoenix and
+// ASP.NET Core take a POST as the method it names: in the query, a
+// form's fields, a multipart part, or a JSON body's top level.
+const MethodParam = "_method"
+
+// MethodParams returns the value of every parameter a host may read as
+// MethodParam in a request with the query rawQuery and the body body
+// (nil for none) of Content-Type contentType, as written (a JSON
+// member's value that is not a string as its JSON text):
+//
+//   - in the query, and in a form body (application/x-www-form-urlencoded,
+//     or a body with no Content-Type, which Rack reads as a form), each
+//     pair split at "&" and again at "&" and ";" (as Rack splits), whose
+//     name is MethodParam as PHP registers it (MethodName);
+//   - in a multipart body (any multipart/ type: Rack reads
+//     multipart/mixed and multipart/related as forms too), each part
+//     whose form name is, read to its closing boundary;
+//   - in a body that is JSON (whatever its Content-Type, a form's too),
+//     each top-level member named MethodParam, as often as it is given.
+//
+// It reports an error for a multipart body it cannot read whole, and
+// for a body whose Content-Type Go's parser does not read (such as
+// "multipart/form-data x; boundary=b", which PHP reads as multipart),
+// having read it as a form and as JSON.
+func MethodParams(rawQuery, contentType string, body []byte) ([]string, error) {
+	out := formMethods(rawQuery, nil)
+	if len(body) == 0 {
+		return out, nil
+	}
+	mt, params, err := mime.ParseMediaType(contentType)
+	if strings.HasPrefix(mt, "multipart/") {
+		return multipartMethods(body, params["boundary"], out)
+	}
+	if mt == "application/x-www-form-urlencoded" || mt == "" {
+		out = formMethods(string(body), out)
+	}
+	if json.Valid(body) { // a form may be valid JSON too: "a&_method=PUT&b"
+		out = jsonMethods(body, out)
+	}
+	if mt == "" && contentType != "" {
+		return out, fmt.Errorf("a Content-Type that does not parse: %w", err)
+	}
+	return out, nil
+}
+
+// MethodParamBody reports whether a host may read MethodParam from a
+// body of Content-Type contentType: a form (urlencoded or multipart), no
+// Content-Type (Rack reads a POST's body as a form), or JSON (Laravel
+// reads "/json" and "+json" types).
+func MethodParamBody(contentType string) bool {
+	mt, _, _ := mime.ParseMediaType(contentType)
+	return mt == "" || mt == "application/x-www-form-urlencoded" || strings.HasPrefix(mt, "multipart/") ||
+		strings.Contains(mt, "/json") || strings.HasSuffix(mt, "+json")
+}
+
+// MethodName reports whether a host may read a query's or form's
+// parameter named name as MethodParam: name itself, or name as PHP
+// registers it (its leading spaces dropped, cut at a "[", every "." and
+// " " made "_"), so that Laravel and Symfony read ".method" as _method.
+func MethodName(name string) bool {
+	if name == MethodParam {
+		return true
+	}
+	name = strings.TrimLeft(name, " ")
+	if i := strings.IndexByte(name, '['); i >= 0 {
+		name = name[:i]
+	}
+	return strings.Map(func(r rune) rune {
+		if r == '.' || r == ' ' {
+			return '_'
+		}
+		return r
+	}, name) == MethodParam
+}
+
+// formMethods adds to out the values of the pairs of form (a query or
+// a form body) that MethodName reads as MethodParam, split at "&", and
+// again at "&" and ";". A pair Go's parser does not decode is left out:
+// Rack refuses it, and no other host reads a method in it.
+func formMethods(form string, out []string) []string {
+	for _, f := range []string{form, strings.ReplaceAll(form, ";", "&")} {
+		q, _ := url.ParseQuery(f)
+		for k, vs := range q {
+			if MethodName(k) {
+				out = append(out, vs...)
+			}
+		}
+		if !strings.Contains(form, ";") {
+			break
+		}
+	}
+	return out
+}
+
+// multipartMethods adds to out the value of every part of body, a
+// multipart body with that boundary, whose form name MethodName reads
+// as MethodParam.
+func multipartMethods(body []byte, boundary string, out []string) ([]string, error) {
+	if boundary == "" {
+		return out, errors.New("multipart body with no boundary")
+	}
+	mr := multipart.NewReader(bytes.NewReader(body), boundary)
+	for {
+		p, err := mr.NextRawPart()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		v, err := io.ReadAll(p)
+		if err != nil {
+			return out, err
+		}
+		for _, cd := range p.Header.Values("Content-Disposition") {
+			_, params, err := mime.ParseMediaType(cd)
+			if err != nil {
+				return out, err
+			}
+			if MethodName(params["name"]) {
+				out = append(out, string(v))
+			}
+		}
+	}
+}
+
+// jsonMethods adds to out the value of every top-level member of body,
+// valid JSON, named MethodParam: a string's value, any other its JSON
+// text. It reads the members as they come, so a member given twice is
+// found both times, whichever a host's parser keeps.
+func jsonMethods(body []byte, out []string) []string {
+	d := json.NewDecoder(bytes.NewReader(body))
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return out
+	}
+	for d.More() {
+		kt, err := d.Token()
+		if err != nil {
+			return out
+		}
+		var v json.RawMessage
+		if err := d.Decode(&v); err != nil {
+			return out
+		}
+		if k, _ := kt.(string); k == MethodParam {
+			var s string
+			if json.Unmarshal(v, &s) == nil {
+				out = append(out, s)
+			} else {
+				out = append(out, string(v))
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,59 @@
+package proxy_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/intentius/boxbroker/internal/proxy"
+)
+
+// TestMethodParams: the _method values a host may read in a request,
+// wherever one reads them, and the names PHP registers as _method.
+func TestMethodParams(t *testing.T) {
+	const mp = "multipart/form-data; boundary=b"
+	tests := []struct {
+		name, query, ct, body string
+		want                  []string
+		err                   bool
+	}{
+		{"none", "a=1", "application/x-www-form-urlencoded", "b=2", nil, false},
+		{"the query", "_method=DELETE", "", "", []string{"DELETE"}, false},
+		{"the query, empty", "_method", "", "", []string{""}, false},
+		{"a form", "", "application/x-www-form-urlencoded; charset=utf-8", "a=1&_method=PUT", []string{"PUT"}, false},
+		{"a form, after a ;", "", "application/x-www-form-urlencoded", "a=1;_method=PUT", []string{"PUT"}, false},
+		{"a form with a bad escape elsewhere", "", "application/x-www-form-urlencoded", "a=%zz&_method=PUT", []string{"PUT"}, false},
+		{"an untyped body", "", "", "_method=PATCH", []string{"PATCH"}, false},
+		{"a form that is valid JSON", "", "application/x-www-form-urlencoded", `"a&_method=PUT&b"`, []string{"PUT"}, false},
+		{"an untyped body that is JSON", "", "", `{"_method":"PUT"}`, []string{"PUT"}, false},
+		{"PHP's dot", "", "application/x-www-form-urlencoded", ".method=DELETE", []string{"DELETE"}, false},
+		{"PHP's leading space and array", "+_method[]=DELETE", "", "", []string{"DELETE"}, false},
+		{"not PHP's", "", "application/x-www-form-urlencoded", "x_method=DELETE&_Method=DELETE", nil, false},
+		{"a multipart part", "", mp, "--b\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n1\r\n--b\r\nContent-Disposition: form-data; name=\"_method\"\r\n\r\nDELETE\r\n--b--\r\n", []string{"DELETE"}, false},
+		{"a multipart body that does not read", "", mp, "--b\r\nContent-Disposition: form-data; name=\"_method\"\r\n\r\nDELETE", nil, true},
+		{"JSON, twice, and not a string", "", "application/json", `{"_method":"POST","a":{"_method":"GET"},"_method":"DELETE","_method":["PUT"]}`, []string{"POST", "DELETE", `["PUT"]`}, false},
+		{"JSON of any type", "", "text/plain", `{"_method":"DELETE"}`, []string{"DELETE"}, false},
+		{"a body of another type", "", "application/octet-stream", "_method=DELETE", nil, false},
+		{"a Content-Type that does not parse", "", "multipart/form-data x; boundary=b", "--b\r\nContent-Disposition: form-data; name=\"_method\"\r\n\r\nDELETE\r\n--b--\r\n", nil, true},
+		{"a multipart type that loses its boundary", "", "multipart/form-data; boundary=b; x=\"", "--b\r\nContent-Disposition: form-data; name=\"_method\"\r\n\r\nDELETE\r\n--b--\r\n", nil, true},
+		{"the query and the body", "_method=GET", "application/json", `{"_method":"DELETE"}`, []string{"GET", "DELETE"}, false},
+	}
+	for _, tt := range tests {
+		got, err := proxy.MethodParams(tt.query, tt.ct, []byte(tt.body))
+		if (err != nil) != tt.err {
+			t.Errorf("%s: MethodParams error = %v, want error %v", tt.name, err, tt.err)
+		}
+		if !tt.err && !slices.Equal(got, tt.want) {
+			t.Errorf("%s: MethodParams = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+	for _, ct := range []string{"", "application/x-www-form-urlencoded", "multipart/mixed; boundary=b", "application/json", "application/vnd.api+json"} {
+		if !proxy.MethodParamBody(ct) {
+			t.Errorf("MethodParamBody(%q) = false, want true", ct)
+		}
+	}
+	for _, ct := range []string{"application/octet-stream", "text/plain", "image/png", "application/x-ndjson"} {
+		if proxy.MethodParamBody(ct) {
+			t.Errorf("MethodParamBody(%q) = true, want false", ct)
+		}
+	}
+}
