@@ -243,10 +243,14 @@ func New(cfg Config) (*Proxy, error) {
 	return p, nil
 }
 
-// server is an http.Server serving h within the proxy's bounds.
+// server is an http.Server serving h within the proxy's bounds. On
+// HTTP/2 (an intercepted tunnel's ALPN) ReadHeaderTimeout bounds nothing,
+// so a connection silent that long is sent a PING and closed unanswered:
+// a box in the middle of a header block can send only CONTINUATION.
 func (p *Proxy) server(h http.Handler) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: p.cfg.ReadHeaderTimeout, IdleTimeout: p.cfg.IdleTimeout,
-		MaxHeaderBytes: p.cfg.MaxHeaderBytes, ErrorLog: slog.NewLogLogger(p.log.Handler(), slog.LevelDebug)}
+		MaxHeaderBytes: p.cfg.MaxHeaderBytes, ErrorLog: slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
+		HTTP2: &http.HTTP2Config{SendPingTimeout: p.cfg.ReadHeaderTimeout, PingTimeout: p.cfg.ReadHeaderTimeout}}
 }
 
 // ParsePassthrough reads one passthrough entry, host or host:port (port
