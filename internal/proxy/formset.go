@@ -155,6 +155,7 @@ func (s *FormSet) tabulate() {
 		if f.Escaped {
 			always('%')
 			always('\\')
+			always('&')
 			if f.Old[0] == ' ' {
 				firsts = append(firsts, '+')
 			}
@@ -168,6 +169,7 @@ func (s *FormSet) tabulate() {
 			if f.Escaped {
 				pair(a, '%')
 				pair(a, '\\')
+				pair(a, '&')
 				if f.Old[1] == ' ' {
 					pair(a, '+')
 				}
