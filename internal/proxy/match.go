@@ -275,7 +275,7 @@ func charRef(b []byte) (byte, int) {
 	}
 	if b[1] != '#' {
 		for _, r := range namedRefs {
-			if len(b) >= len(r.name) && string(b[:len(r.name)]) == r.name {
+			if len(b) >= len(r.name) && b[1] == r.name[1] && string(b[:len(r.name)]) == r.name {
 				return r.c, len(r.name)
 			}
 		}

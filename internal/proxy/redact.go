@@ -253,8 +253,13 @@ func (s *FormSet) nextOwn(sc *scratch, data []byte, i, cut int) int {
 					return j
 				}
 				p := uint16(data[j])<<8 | uint16(data[j+1])
-				if s.pairs[p/64]&(1<<(p%64)) != 0 {
+				if s.pairs != nil && s.pairs[p/64]&(1<<(p%64)) != 0 {
 					return j
+				}
+				if data[j] == '&' && (data[j+1] == '#' || s.refNamed) {
+					if c, n := charRef(data[j:]); n > 0 && s.refFirst[c] {
+						return j
+					}
 				}
 			}
 		}
