@@ -85,8 +85,8 @@ func queryParts(raw string) []string {
 }
 
 // tokenForm is the box's token as the broker finds it: as it is, or
-// with any of its bytes percent- or JSON-escaped (%62bx_…, bbx\u005f…),
-// put in place by value.
+// with any of its bytes percent-, JSON- or HTML-escaped (%62bx_…,
+// bbx\u005f…, &#98;bx_…), put in place by value.
 func tokenForm(token, value string) []proxy.Form {
 	return []proxy.Form{{Old: []byte(token), New: []byte(value), Escaped: true}}
 }
@@ -113,7 +113,7 @@ func scrubOthers(s, value string) string {
 
 // swapString puts value wherever token appears in s, escaped or not.
 func swapString(s, token, value string) string {
-	if !strings.Contains(s, token) && !strings.ContainsAny(s, "%\\") {
+	if !strings.Contains(s, token) && !strings.ContainsAny(s, "%\\&") {
 		return s
 	}
 	out, _ := proxy.RedactString(s, tokenForm(token, value))

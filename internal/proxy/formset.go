@@ -16,7 +16,8 @@ import (
 // trie's walk would. Positions where no form can start are skipped
 // without a walk: with few bytes that start a form, by bytes.IndexByte
 // for each; with more, by a table of the pairs of bytes an occurrence
-// can begin with.
+// can begin with, and at an "&" by the byte the character reference it
+// begins names (an HTML page holds many that begin no form).
 type FormSet struct {
 	forms  []Form
 	window int     // the longest span less one
@@ -31,13 +32,18 @@ type FormSet struct {
 	starts []byte    // the bytes an occurrence can start with
 	class  [256]byte // how a byte is judged as an occurrence's first: see the class constants
 	pairs  *[1 << 16 / 64]uint64
+	// refFirst are the first bytes of Escaped forms: an occurrence may
+	// start with a character reference (&#39;) of one of them; with a
+	// named one (&quot;) only when refNamed.
+	refFirst [256]bool
+	refNamed bool
 }
 
 // Classes of a byte as the first of an occurrence.
 const (
 	classNone   = iota // no occurrence starts with it
 	classAlways        // one may, whatever follows
-	classPair          // one may, when the pair it begins is in pairs
+	classPair          // one may, when the pair it begins is in pairs, or it begins a character reference of a byte in refFirst
 )
 
 // fewStarts is how many bytes that start a form are searched for with
@@ -155,6 +161,14 @@ func (s *FormSet) tabulate() {
 		if f.Escaped {
 			always('%')
 			always('\\')
+			// A character reference, whose byte nextOwn judges.
+			if s.class['&'] == classNone {
+				s.class['&'] = classPair
+			}
+			s.refFirst[f.Old[0]] = true
+			for _, r := range namedRefs {
+				s.refNamed = s.refNamed || r.c == f.Old[0]
+			}
 			if f.Old[0] == ' ' {
 				firsts = append(firsts, '+')
 			}
@@ -168,6 +182,7 @@ func (s *FormSet) tabulate() {
 			if f.Escaped {
 				pair(a, '%')
 				pair(a, '\\')
+				pair(a, '&')
 				if f.Old[1] == ' ' {
 					pair(a, '+')
 				}

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"slices"
+	"unicode/utf8"
 )
 
 // absent reports whether no occurrence of a form starts in data[:cut],
@@ -203,8 +204,9 @@ type way struct {
 }
 
 // ways appends to w the ways b begins with a byte, as l reads them: as
-// itself, and for escaped forms also as %hh, \u00hh, \/ for "/" and "+"
-// for " ".
+// itself, and for escaped forms also as a URL writes it (%hh, and "+"
+// for " "), as a JSON string does (\u00hh, \", \\ and \/) and as HTML
+// or XML text does (a character reference: charRef).
 func (l *list) ways(w []way, b []byte) []way {
 	if len(b) == 0 {
 		return w
@@ -223,16 +225,78 @@ func (l *list) ways(w []way, b []byte) []way {
 			}
 		}
 	case '\\':
-		if len(b) >= 2 && b[1] == '/' {
-			w = append(w, way{'/', 2})
+		if len(b) >= 2 {
+			if c := jsonEscapes[b[1]]; c != 0 {
+				w = append(w, way{c, 2})
+			}
 		}
 		if len(b) >= 6 && b[1] == 'u' && HexByte(b[2], b[3]) == 0 {
 			if c := HexByte(b[4], b[5]); c >= 0 {
 				w = append(w, way{byte(c), 6})
 			}
 		}
+	case '&':
+		if c, n := charRef(b); n > 0 {
+			w = append(w, way{c, n})
+		}
 	}
 	return w
+}
+
+// jsonEscapes is, for each byte that may follow a backslash in a JSON
+// string to write a printable one, that byte; 0 for none. (A value
+// holds no control character: operator.CheckValue.)
+var jsonEscapes = [256]byte{'"': '"', '\\': '\\', '/': '/'}
+
+// maxRef is the most bytes a character reference charRef reads spans:
+// as many as \u00hh, so an escaped form spans no more than it would
+// without them. Every HTML escaper of note writes its references within
+// it (&amp;, &quot;, &#39;, &#039;, &#x27;, &#43;).
+const maxRef = 6
+
+// namedRefs are the named character references HTML and XML escapers
+// write for ASCII bytes, as HTML reads them (its legacy upper-case
+// names too).
+var namedRefs = [...]struct {
+	name string
+	c    byte
+}{
+	{"&amp;", '&'}, {"&AMP;", '&'}, {"&lt;", '<'}, {"&LT;", '<'}, {"&gt;", '>'}, {"&GT;", '>'},
+	{"&quot;", '"'}, {"&QUOT;", '"'}, {"&apos;", '\''},
+}
+
+// charRef returns the ASCII byte b begins with as an HTML character
+// reference of at most maxRef bytes, and how many bytes it spans: one of
+// namedRefs, or a decimal (&#39;, &#039;) or hex (&#x27;, &#X2f;) one;
+// 0 for none.
+func charRef(b []byte) (byte, int) {
+	if len(b) < 4 {
+		return 0, 0
+	}
+	if b[1] != '#' {
+		for _, r := range namedRefs {
+			if len(b) >= len(r.name) && b[1] == r.name[1] && string(b[:len(r.name)]) == r.name {
+				return r.c, len(r.name)
+			}
+		}
+		return 0, 0
+	}
+	i, base := 2, 10
+	if b[2] == 'x' || b[2] == 'X' {
+		i, base = 3, 16
+	}
+	v, j := 0, i
+	for ; j < len(b) && j < maxRef-1 && b[j] != ';'; j++ {
+		d := unhex(b[j])
+		if d < 0 || d >= base {
+			return 0, 0
+		}
+		v = v*base + d
+	}
+	if j == i || j >= len(b) || b[j] != ';' || v >= utf8.RuneSelf {
+		return 0, 0
+	}
+	return byte(v), j + 1
 }
 
 // gaps appends to g how many bytes at the start of b may come between

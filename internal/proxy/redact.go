@@ -26,9 +26,13 @@ type Form struct {
 	// Escaped, when true, also finds Old with any of its bytes written
 	// as a percent-escape (%2F or %2f, with any reserved set: a byte
 	// escaped that need not be is found too), as a JSON escape (\u002F,
-	// either case, and \/ for "/"), or, for a space, as "+". Each byte
-	// then spans up to six bytes of the source, so Old may span
-	// 6*len(Old).
+	// either case, \" and \\ as every JSON encoder writes them, and \/
+	// for "/"), as an HTML or XML character
+	// reference of up to six bytes (&amp; &lt; &gt; &quot; &apos;, and
+	// &#38; &#038; &#x26; for any ASCII byte, as html.EscapeString,
+	// html/template and the escapers of other languages write them), or,
+	// for a space, as "+". Each byte then spans up to six bytes of the
+	// source, so Old may span 6*len(Old).
 	Escaped bool
 	// Wrapped, when true, also finds Old with a line break between any
 	// two of its bytes, as base64 is wrapped every 60 or 76 characters
@@ -249,8 +253,13 @@ func (s *FormSet) nextOwn(sc *scratch, data []byte, i, cut int) int {
 					return j
 				}
 				p := uint16(data[j])<<8 | uint16(data[j+1])
-				if s.pairs[p/64]&(1<<(p%64)) != 0 {
+				if s.pairs != nil && s.pairs[p/64]&(1<<(p%64)) != 0 {
 					return j
+				}
+				if data[j] == '&' && (data[j+1] == '#' || s.refNamed) {
+					if c, n := charRef(data[j:]); n > 0 && s.refFirst[c] {
+						return j
+					}
 				}
 			}
 		}
