@@ -52,8 +52,10 @@ type Estimate struct {
 	// the prompt from their type alone.
 	ToolTokens int64
 	// Geo is the geography the request asks the calls' inference to run
-	// in (a Messages body's inference_geo: "us"), which the API prices at
-	// a multiple of the model's rates; "" for none, or "global".
+	// in (a Messages body's inference_geo): "us", which the API prices at
+	// a multiple of the model's rates, or "global", at the standard ones.
+	// "" names none: the calls run in the workspace's default geography,
+	// which may be the US, and are bounded at the model's multiplier.
 	Geo string
 	// Rounds is the most times the API samples the model within one call:
 	// once, and once more for each server tool use (the tools' max_uses).

@@ -57,8 +57,11 @@ func (c *Capability) MeterBody(r *http.Request) (int64, bool) {
 // a multiple of the model's rates). A body that is nil (not read) is
 // Unbounded too.
 //
-// Geo is the body's inference_geo, when not null or "global" (as
-// readGeo reads it).
+// Geo is the geography the body's inference_geo names (as readGeo reads
+// it): "global" when every such member is "global", named so exactly;
+// "" when it names none (no member, or null), and the API runs the call
+// in the workspace's default geography, which may be priced at a
+// multiplier.
 //
 // Context1M is set when the betas the call asks for name context-1m:
 // those of its anthropic-beta header and of its body's anthropic_beta
@@ -101,6 +104,9 @@ func (c *Capability) Estimate(r *http.Request, body []byte) capability.Estimate 
 	}
 	e.Unboundable = f.unboundable
 	e.Geo = f.geo
+	if e.Geo == "" && f.global && !f.unnamed {
+		e.Geo = "global"
+	}
 	e.ToolTokens = f.toolTokens
 	return e
 }
@@ -137,8 +143,13 @@ type requestFields struct {
 	toolTokens int64
 	// geo is the geography an inference_geo member (named so in any
 	// case) asks inference to run in, when not null or "global" (cut to
-	// maxGeo bytes; "?" for a value that is not a string).
-	geo string
+	// maxGeo bytes; "?" for a value that is not a string). global is
+	// true when a member named exactly inference_geo is "global", unnamed
+	// when one is null or is named so only in another case: either may
+	// be the one a decoder takes, and then the workspace's default
+	// geography applies.
+	geo             string
+	global, unnamed bool
 	// betas are the values of every anthropic_beta member, named so in
 	// any case (cloud.IsBodyBeta); a value that is not a list of strings
 	// is kept whole, as its JSON.
@@ -192,7 +203,7 @@ func readRequest(body []byte) (requestFields, bool) {
 		case name == "speed":
 			f.readSpeed(v)
 		case strings.EqualFold(name, "inference_geo"):
-			f.readGeo(v)
+			f.readGeo(v, name == "inference_geo")
 		case cloud.IsBodyBeta(name):
 			list, err := cloud.BodyBetas([]byte(v.Raw))
 			if err != nil {
@@ -442,13 +453,22 @@ func (f *requestFields) readMCP(v gjson.Result) {
 // matters to its price.
 const maxGeo = 16
 
-// readGeo notes v, an "inference_geo" value: any but null or "global"
-// has the API price the call at its model's multiplier for that
-// geography (spend's Price.GeoUS). Of several members, any such one
-// counts, whichever a decoder would take.
-func (f *requestFields) readGeo(v gjson.Result) {
+// readGeo notes v, an "inference_geo" value, of a member named so
+// exactly or (exact false) in another case: any but null or "global" has
+// the API price the call at its model's multiplier for that geography
+// (spend's Price.GeoUS). Of several members, any such one counts,
+// whichever a decoder would take. A null, or a "global" the API does not
+// read as inference_geo (exact false), names no geography: the
+// workspace's default applies.
+func (f *requestFields) readGeo(v gjson.Result, exact bool) {
 	geo := "?"
-	if v.Type == gjson.Null || v.Type == gjson.String && jsonfield.String(v, &geo) && geo == "global" {
+	switch {
+	case v.Type == gjson.Null:
+		f.unnamed = true
+		return
+	case v.Type == gjson.String && jsonfield.String(v, &geo) && geo == "global":
+		f.global = f.global || exact
+		f.unnamed = f.unnamed || !exact
 		return
 	}
 	if geo == "" {

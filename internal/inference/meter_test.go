@@ -462,14 +462,21 @@ func TestHoldsSource(t *testing.T) {
 // TestEstimate_Geo: a body's inference_geo (named so in any case) that is
 // not null or "global" is the estimate's Geo, whichever of duplicates a
 // decoder takes; a value that is not a string, or empty, is priced as
-// one too.
+// one too. "global" is Geo only when every member says it, named
+// exactly: a null, a "global" under a name the API does not read, or no
+// member leaves the workspace's default geography, Geo "".
 func TestEstimate_Geo(t *testing.T) {
 	tests := []struct {
 		geo, want string
 	}{
 		{``, ""},
 		{`"inference_geo":null,`, ""},
-		{`"inference_geo":"global",`, ""},
+		{`"inference_geo":"global",`, "global"},
+		{`"inference_geo":"global","inference_geo":"global",`, "global"},
+		{`"inference_geo":"global","inference_geo":null,`, ""},
+		{`"inference_geo":null,"inference_geo":"global",`, ""},
+		{`"Inference_Geo":"global",`, ""},
+		{`"inference_geo":"global","INFERENCE_GEO":"global",`, ""},
 		{`"inference_geo":"us",`, "us"},
 		{`"inference_geo":"us","inference_geo":"global",`, "us"},
 		{`"inference_geo":"global","inference_geo":"us",`, "us"},

@@ -25,7 +25,9 @@ type Estimate struct {
 // every output token at its output rate, at the long-context rates when
 // the input bound is over their threshold, times the model's multiplier
 // of the geography the call asks its inference to run in (Price.GeoUS,
-// as Cost charges it), and every web search at its price. A model the table does not name is bounded at the price it is
+// as Cost charges it; a call that names none at GeoUS, since the
+// workspace's default geography may be the US, and its usage says so),
+// and every web search at its price. A model the table does not name is bounded at the price it is
 // charged at (Prices.Resolve: its family's newest model, or UnpricedAs), so
 // that what is reserved bounds what is charged; a model not known at all
 // (est.Model "": its body was not read) at the dearest rates of any model.
@@ -50,7 +52,7 @@ func (m *Meter) Bound(est Estimate) int64 {
 		in, rounds = max(in, window), max(est.Rounds, 1)
 	}
 	r := p.rates(Tokens{Input: in})
-	per := float64(rounds)*(float64(in)*max(r.Input, r.CacheWrite, r.CacheWrite1h)+float64(est.Output)*r.Output)*p.geoFactor(est.Geo) +
+	per := float64(rounds)*(float64(in)*max(r.Input, r.CacheWrite, r.CacheWrite1h)+float64(est.Output)*r.Output)*p.geoBound(est.Geo) +
 		float64(max(est.Searches, 0))*p.WebSearch*1000
 	return max(micros(per*float64(est.Calls)), 1)
 }
