@@ -33,7 +33,10 @@ type Estimate struct {
 // (est.Model "": its body was not read) at the dearest rates of any model.
 // An Unbounded call's input is bounded by its model's context window
 // (Price.Context; Context1M when the call asks for the 1M window, or its
-// model is not in the table), and it is bounded for each of its Rounds.
+// model is not in the table), and it is bounded for each of its Rounds;
+// any other call's input is est.Input, or its model's window when that is
+// less and the table holds its model (a model it does not hold may take
+// more).
 func (m *Meter) Bound(est Estimate) int64 {
 	if est.Calls <= 0 {
 		return 0
@@ -43,13 +46,18 @@ func (m *Meter) Bound(est Estimate) int64 {
 		res := m.cfg.Prices.Resolve(est.Model)
 		p, exact = res.Price, res.Match == Exact
 	}
+	window := p.Context
+	if window <= 0 || est.Context1M || !exact {
+		window = max(window, Context1M)
+	}
 	in, rounds := est.Input, int64(1)
-	if est.Unbounded {
-		window := p.Context
-		if window <= 0 || est.Context1M || !exact {
-			window = max(window, Context1M)
-		}
+	switch {
+	case est.Unbounded:
 		in, rounds = max(in, window), max(est.Rounds, 1)
+	case exact:
+		// The API refuses, unbilled, a call whose input is over its
+		// model's window.
+		in = min(in, window)
 	}
 	r := p.rates(Tokens{Input: in})
 	per := float64(rounds)*(float64(in)*max(r.Input, r.CacheWrite, r.CacheWrite1h)+float64(est.Output)*r.Output)*p.geoBound(est.Geo) +

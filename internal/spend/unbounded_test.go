@@ -230,7 +230,7 @@ func TestBudget_Context1MReservesTheMillion(t *testing.T) {
 	b, token := newBroker(t, brokertest.Options{Anthropic: usageStandIn(&calls, 100, 0)})
 	body := urlBody("claude-sonnet-4-5", 1000)
 	full := b.Server.Meter.Bound(spend.Estimate{Estimate: capability.Estimate{Model: "claude-sonnet-4-5", Calls: 1}, Input: context200K, Output: 1000})
-	million := b.Server.Meter.Bound(spend.Estimate{Estimate: capability.Estimate{Model: "claude-sonnet-4-5", Calls: 1}, Input: 1_000_000, Output: 1000})
+	million := b.Server.Meter.Bound(spend.Estimate{Estimate: capability.Estimate{Model: "claude-sonnet-4-5", Calls: 1, Context1M: true}, Input: 1_000_000, Output: 1000})
 	if million <= 5*full {
 		t.Fatalf("the test is wrong: the 1M bound %d is not far over the 200K bound %d", million, full)
 	}
@@ -302,24 +302,24 @@ func TestBudget_LargeBodyIsReadForItsTools(t *testing.T) {
 
 // TestBudget_Base64ImagesReserveFullContext: the API counts an image by
 // its pixels, not its bytes, so a PNG of a few hundred bytes (one colour,
-// 1568 by 735 pixels) is some 1,500 tokens, and 100 of them some 150,000,
-// in a body whose bytes bound a tenth of that. A budget of $0.05 admitted
+// 1568 by 735 pixels) is some 1,500 tokens, and 40 of them some 60,000,
+// in a body whose bytes bound a third of that. A budget of $0.05 admitted
 // such a call and was charged past it; a base64 image or PDF now makes
 // the call reserve a full context, as a URL source does.
 func TestBudget_Base64ImagesReserveFullContext(t *testing.T) {
 	var calls atomic.Int64
-	// The API counted 100 images of some 1,500 tokens each.
-	b, token := newBroker(t, brokertest.Options{Anthropic: usageStandIn(&calls, 150_000, 0)})
+	// The API counted 40 images of some 1,500 tokens each.
+	b, token := newBroker(t, brokertest.Options{Anthropic: usageStandIn(&calls, 60_000, 0)})
 	png := strings.Repeat("A", 400) // the bytes of a small, flat PNG, base64
 	var blocks []map[string]any
-	for range 100 {
+	for range 40 {
 		blocks = append(blocks, map[string]any{"type": "image", "source": map[string]any{"type": "base64", "media_type": "image/png", "data": png}})
 	}
 	body, _ := json.Marshal(map[string]any{"model": "claude-haiku-4-5", "max_tokens": 1000,
 		"messages": []map[string]any{{"role": "user", "content": blocks}}})
 	small := b.Server.Meter.Bound(spend.Estimate{Estimate: capability.Estimate{Model: "claude-haiku-4-5", Calls: 1}, Input: int64(len(body))/spend.BytesPerToken + 1 + spend.OverheadTokens, Output: 1000})
 	full := b.Server.Meter.Bound(spend.Estimate{Estimate: capability.Estimate{Model: "claude-haiku-4-5", Calls: 1}, Input: context200K, Output: 1000})
-	fullContextOnly(t, b, token, body, "100 base64 images", &calls, 150_000, small, full)
+	fullContextOnly(t, b, token, body, "40 base64 images", &calls, 60_000, small, full)
 }
 
 // fullContextOnly holds a call whose input the body does not bound (what
