@@ -54,7 +54,10 @@ func (c *Capability) MeterBody(r *http.Request) (int64, bool) {
 // max_uses adds to Rounds (and a web search tool's to Searches); a server
 // tool, or an MCP server, with no max_uses makes the call Unboundable, and
 // so does a "speed" that is not null or "standard" (fast mode, billed at
-// a multiple of the model's rates). A body that is nil (not read) is
+// a multiple of the model's rates), and a code execution tool
+// (code_execution_...) but beside a web search or web fetch tool of
+// version 20260209 or later: its container time is billed by the hour,
+// with no bound for a call. A body that is nil (not read) is
 // Unbounded too.
 //
 // Geo is the geography the body's inference_geo names (as readGeo reads
@@ -350,6 +353,11 @@ func (f *requestFields) readTools(v gjson.Result) {
 	if !v.IsArray() {
 		return // the API refuses it
 	}
+	prev := f.unboundable
+	// codeExec is the first code execution tool's type; free is true
+	// when a tool's type makes code execution free of container time.
+	var codeExec string
+	free := false
 	v.ForEach(func(_, t gjson.Result) bool {
 		if !t.IsObject() {
 			return true
@@ -390,6 +398,10 @@ func (f *requestFields) readTools(v gjson.Result) {
 			return true
 		}
 		typ := types[i]
+		if j := slices.IndexFunc(types, codeExecution); j >= 0 && codeExec == "" {
+			codeExec = types[j]
+		}
+		free = free || slices.ContainsFunc(types, freesCodeExecution)
 		f.servers++
 		if !usesSet || usesBad {
 			if f.unboundable == "" {
@@ -403,6 +415,28 @@ func (f *requestFields) readTools(v gjson.Result) {
 		}
 		return true
 	})
+	if codeExec != "" && !free && prev == "" {
+		// the reason over this list's max_uses: with them the call is
+		// still not bounded
+		f.unboundable = fmt.Sprintf("its tool of type %.64q runs code in a container the API bills by its time ($0.05 an hour, at least 5 minutes a call), which no member of a call bounds and the broker does not measure (beside a web search or web fetch tool of version 20260209 or later, code execution is not billed)", codeExec)
+	}
+}
+
+// codeExecution reports whether a tool of type typ is the code execution
+// tool (code_execution_20250825 and the others), whose container time
+// the API bills by the hour, with no upper bound for a call.
+func codeExecution(typ string) bool { return strings.HasPrefix(typ, "code_execution_") }
+
+// freesCodeExecution reports whether a tool of type typ makes the call's
+// code execution free of container time, as Anthropic prices it: a web
+// search or web fetch tool of version 20260209 or later.
+func freesCodeExecution(typ string) bool {
+	for _, p := range [...]string{"web_search_", "web_fetch_"} {
+		if v, ok := strings.CutPrefix(typ, p); ok && len(v) == 8 && strings.Trim(v, "0123456789") == "" {
+			return v >= "20260209"
+		}
+	}
+	return false
 }
 
 // clientToolTokens bounds the input tokens the API adds for the

@@ -535,3 +535,47 @@ func TestBudget_ClientToolsBoundTheirDefinitions(t *testing.T) {
 		t.Errorf("Bound of a call with the computer, text editor and bash tools = %d, under the %d of their definitions' input", got, want)
 	}
 }
+
+// TestBudget_CodeExecutionIsRefusedWithinABudget: the code execution
+// tool runs code in a container the API bills by its time ($0.05 an
+// hour, at least 5 minutes a call), which the usage does not report and
+// no member of a call bounds: with max_uses set on it, a budgeted box's
+// calls were reserved their tokens only, and their container time went
+// unreserved and uncharged. From a payer held to a budget such a call is
+// refused, naming the tool, with nothing sent; beside a web search or
+// web fetch tool of version 20260209 or later, which makes code execution
+// free, it is bounded as any server tool is; without a budget it is
+// forwarded.
+func TestBudget_CodeExecutionIsRefusedWithinABudget(t *testing.T) {
+	const (
+		exec     = `{"type":"code_execution_20250825","name":"code_execution","max_uses":3}`
+		search   = `{"type":"web_search_20260209","name":"web_search","max_uses":2}`
+		search25 = `{"type":"web_search_20250305","name":"web_search","max_uses":2}`
+	)
+	var calls atomic.Int64
+	b, token := newBroker(t, brokertest.Options{Anthropic: usageStandIn(&calls, 100, 0)})
+	billed := []string{`[` + exec + `]`, `[` + search25 + `,` + exec + `]`, `[{"type":"code_execution_20260521","name":"code_execution","max_uses":1}]`}
+	for _, tools := range billed {
+		if resp := post(b, token, toolBody("claude-haiku-4-5", 100, tools)); resp.StatusCode != 200 {
+			t.Errorf("tools %s without a budget = %d %s, want 200", tools, resp.StatusCode, resp.Body)
+		}
+	}
+	setBudget(t, b.Server.Store, 1_000_000_000) // $1000: any token bound fits
+	b.Sync()
+	before := calls.Load()
+	for _, tools := range billed {
+		resp := post(b, token, toolBody("claude-haiku-4-5", 100, tools))
+		typ, msg := brokertest.Refusal(resp.Body)
+		if resp.StatusCode != 403 || typ != protocol.TypePermission || !strings.Contains(msg, "code_execution_") || !strings.Contains(msg, "container") {
+			t.Errorf("tools %s within a budget = %d %s %q, want 403 naming the tool and its container", tools, resp.StatusCode, typ, msg)
+		}
+	}
+	if n := calls.Load() - before; n != 0 {
+		t.Errorf("upstream received %d code execution calls within a budget, want none", n)
+	}
+	for _, tools := range []string{`[` + exec + `,` + search + `]`, `[` + search + `]`} {
+		if resp := post(b, token, toolBody("claude-haiku-4-5", 100, tools)); resp.StatusCode != 200 {
+			t.Errorf("tools %s within a budget = %d %s, want 200", tools, resp.StatusCode, resp.Body)
+		}
+	}
+}
