@@ -69,12 +69,13 @@ func (m *Meter) Bound(est Estimate) int64 {
 func inputBound(n int64) int64 { return (n+BytesPerToken-1)/BytesPerToken + OverheadTokens }
 
 // EstimateOf is the Estimate of a request whose capability estimated it
-// as e, from a body of n bytes; maxTokens bounds the output of a call
-// whose max_tokens e does not cap.
+// as e, from a body of n bytes, or of e.InputBytes when its calls send
+// more; maxTokens bounds the output of a call whose max_tokens e does
+// not cap.
 func EstimateOf(e capability.Estimate, n, maxTokens int64) Estimate {
 	out := e.MaxTokens
 	if !e.Capped {
 		out = max(out, maxTokens)
 	}
-	return Estimate{Estimate: e, Input: inputBound(n) + max(e.ToolTokens, 0), Output: out}
+	return Estimate{Estimate: e, Input: inputBound(max(n, e.InputBytes)) + max(e.ToolTokens, 0), Output: out}
 }
