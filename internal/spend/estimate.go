@@ -34,9 +34,9 @@ type Estimate struct {
 // An Unbounded call's input is bounded by its model's context window
 // (Price.Context; Context1M when the call asks for the 1M window, or its
 // model is not in the table), and it is bounded for each of its Rounds;
-// any other call's input is est.Input, or its model's window when that is
-// less and the table holds its model (a model it does not hold may take
-// more).
+// any other call's input is est.Input. Neither is more than the model's
+// window when the table holds the model (a model it does not hold may
+// take more).
 func (m *Meter) Bound(est Estimate) int64 {
 	if est.Calls <= 0 {
 		return 0
@@ -51,10 +51,10 @@ func (m *Meter) Bound(est Estimate) int64 {
 		window = max(window, Context1M)
 	}
 	in, rounds := est.Input, int64(1)
-	switch {
-	case est.Unbounded:
+	if est.Unbounded {
 		in, rounds = max(in, window), max(est.Rounds, 1)
-	case exact:
+	}
+	if exact {
 		// The API refuses, unbilled, a call whose input is over its
 		// model's window.
 		in = min(in, window)

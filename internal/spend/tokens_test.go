@@ -79,6 +79,12 @@ func TestBound_InputIsCappedAtTheModelsWindow(t *testing.T) {
 		if got, want := m.Bound(est(tt.model, 30_000_000, tt.ctx1M)), m.Bound(est(tt.model, tt.window, tt.ctx1M)); got != want {
 			t.Errorf("Bound of %s (1M beta %v) with 30M input tokens = %d, want %d (its window's %d)", tt.model, tt.ctx1M, got, want, tt.window)
 		}
+		unbounded := est(tt.model, 30_000_000, tt.ctx1M)
+		unbounded.Unbounded, unbounded.Rounds = true, 2
+		window := est(tt.model, tt.window, tt.ctx1M)
+		if got, want := m.Bound(unbounded), 2*m.Bound(window); got > want+1 || got < want-1 {
+			t.Errorf("Bound of %s (1M beta %v), 2 samplings of what the API fetches, with 30M input tokens = %d, want %d (its window's %d, twice)", tt.model, tt.ctx1M, got, want, tt.window)
+		}
 	}
 	if got, capped := m.Bound(est("claude-haiku-9", 30_000_000, false)), m.Bound(est("claude-haiku-9", spend.Context1M, false)); got <= capped {
 		t.Errorf("Bound of a model the table does not hold, 30M input tokens = %d, want over %d (capped at 1M)", got, capped)
