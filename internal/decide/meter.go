@@ -33,11 +33,14 @@ func (c *Capability) Estimate(_ *http.Request, body []byte) capability.Estimate 
 	if n == 0 {
 		return capability.Estimate{}
 	}
+	// The state, the same in every question's body, is laid out and
+	// escaped once (see questionBody).
+	state, _ := marshal(indent(req.State)) // a string always encodes
 	var most int64
 	for i := range req.Questions {
 		if q := &req.Questions[i]; q.Asked() {
-			if b, err := messagesBody(req, q, c.cfg.MaxTokens); err == nil {
-				most = max(most, int64(len(b)))
+			if b, err := questionBody(req, q, c.cfg.MaxTokens, ""); err == nil {
+				most = max(most, int64(len(b)+len(state)-len(`""`)))
 			}
 		}
 	}
