@@ -52,9 +52,18 @@ type Estimate struct {
 	// the prompt from their type alone.
 	ToolTokens int64
 	// Geo is the geography the request asks the calls' inference to run
-	// in (a Messages body's inference_geo: "us"), which the API prices at
-	// a multiple of the model's rates; "" for none, or "global".
+	// in (a Messages body's inference_geo): "us", which the API prices at
+	// a multiple of the model's rates, or "global", at the standard ones.
+	// "" names none: the calls run in the workspace's default geography,
+	// which may be the US, and are bounded at the model's multiplier.
 	Geo string
+	// InputBytes, when over 0, is the most bytes of one call's Messages
+	// body as the capability writes it, when that is not the request's
+	// own body: decide writes a body of its own for each question, with
+	// an output schema and indented criteria and state that may run to
+	// many times the request's bytes. Each call's input is bounded by
+	// the larger of it and the request's size.
+	InputBytes int64
 	// Rounds is the most times the API samples the model within one call:
 	// once, and once more for each server tool use (the tools' max_uses).
 	// Zero means once.

@@ -129,13 +129,13 @@ func schemaOf(q *Question) (schema ordered, ask string) {
 	return nil, ""
 }
 
-// prompt lays out q's instructions and criteria and the request's state
-// for the model.
-func prompt(req *Request, q *Question, ask string) string {
+// prompt lays out q's instructions and criteria and state, the request's
+// state as indent lays it out, for the model.
+func prompt(q *Question, state, ask string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "<instructions>\n%s\n</instructions>\n\n", q.Instructions)
 	fmt.Fprintf(&b, "<criteria>\n%s\n</criteria>\n\n", indent(q.Criteria))
-	fmt.Fprintf(&b, "<state>\n%s\n</state>\n\n", indent(req.State))
+	fmt.Fprintf(&b, "<state>\n%s\n</state>\n\n", state)
 	b.WriteString(ask)
 	return b.String()
 }
@@ -207,6 +207,15 @@ func indentedLen(raw json.RawMessage) int {
 
 // body is the Messages call that asks q.
 func messagesBody(req *Request, q *Question, maxTokens int) ([]byte, error) {
+	return questionBody(req, q, maxTokens, indent(req.State))
+}
+
+// questionBody is the Messages call that asks q, with state (the
+// request's, as indent lays it out) in its prompt. Its length is that of
+// the body with no state and state's as a JSON string's content: JSON
+// escapes each character of a string alone, and the text around state
+// is ASCII.
+func questionBody(req *Request, q *Question, maxTokens int, state string) ([]byte, error) {
 	schema, ask := schemaOf(q)
 	if schema == nil {
 		return nil, fmt.Errorf("question type %q is not asked", q.Type)
@@ -215,7 +224,7 @@ func messagesBody(req *Request, q *Question, maxTokens int) ([]byte, error) {
 		{"model", req.Model},
 		{"max_tokens", maxTokens},
 		{"system", system},
-		{"messages", []ordered{{{"role", "user"}, {"content", prompt(req, q, ask)}}}},
+		{"messages", []ordered{{{"role", "user"}, {"content", prompt(q, state, ask)}}}},
 		{"output_config", ordered{{"format", ordered{{"type", "json_schema"}, {"schema", schema}}}}},
 	})
 }

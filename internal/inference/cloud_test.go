@@ -579,7 +579,7 @@ func TestBudget_Context1MInTheBodyOnBedrockReservesTheMillion(t *testing.T) {
 	env := newCloudBroker(t, "bedrock")
 	meter := env.b.Server.Meter
 	full := meter.Bound(spend.Estimate{Estimate: capability.Estimate{Model: "claude-sonnet-4-5", Calls: 1}, Input: 200_000, Output: 1000})
-	million := meter.Bound(spend.Estimate{Estimate: capability.Estimate{Model: "claude-sonnet-4-5", Calls: 1}, Input: 1_000_000, Output: 1000})
+	million := meter.Bound(spend.Estimate{Estimate: capability.Estimate{Model: "claude-sonnet-4-5", Calls: 1, Context1M: true}, Input: 1_000_000, Output: 1000})
 	if million <= 5*full {
 		t.Fatalf("the test is wrong: the 1M bound %d is not far over the 200K bound %d", million, full)
 	}

@@ -54,11 +54,17 @@ func (c *Capability) MeterBody(r *http.Request) (int64, bool) {
 // max_uses adds to Rounds (and a web search tool's to Searches); a server
 // tool, or an MCP server, with no max_uses makes the call Unboundable, and
 // so does a "speed" that is not null or "standard" (fast mode, billed at
-// a multiple of the model's rates). A body that is nil (not read) is
+// a multiple of the model's rates), and a code execution tool
+// (code_execution_...) but beside a web search or web fetch tool of
+// version 20260209 or later: its container time is billed by the hour,
+// with no bound for a call. A body that is nil (not read) is
 // Unbounded too.
 //
-// Geo is the body's inference_geo, when not null or "global" (as
-// readGeo reads it).
+// Geo is the geography the body's inference_geo names (as readGeo reads
+// it): "global" when every such member is "global", named so exactly;
+// "" when it names none (no member, or null), and the API runs the call
+// in the workspace's default geography, which may be priced at a
+// multiplier.
 //
 // Context1M is set when the betas the call asks for name context-1m:
 // those of its anthropic-beta header and of its body's anthropic_beta
@@ -101,6 +107,9 @@ func (c *Capability) Estimate(r *http.Request, body []byte) capability.Estimate 
 	}
 	e.Unboundable = f.unboundable
 	e.Geo = f.geo
+	if e.Geo == "" && f.global && !f.unnamed {
+		e.Geo = "global"
+	}
 	e.ToolTokens = f.toolTokens
 	return e
 }
@@ -137,8 +146,13 @@ type requestFields struct {
 	toolTokens int64
 	// geo is the geography an inference_geo member (named so in any
 	// case) asks inference to run in, when not null or "global" (cut to
-	// maxGeo bytes; "?" for a value that is not a string).
-	geo string
+	// maxGeo bytes; "?" for a value that is not a string). global is
+	// true when a member named exactly inference_geo is "global", unnamed
+	// when one is null or is named so only in another case: either may
+	// be the one a decoder takes, and then the workspace's default
+	// geography applies.
+	geo             string
+	global, unnamed bool
 	// betas are the values of every anthropic_beta member, named so in
 	// any case (cloud.IsBodyBeta); a value that is not a list of strings
 	// is kept whole, as its JSON.
@@ -192,7 +206,7 @@ func readRequest(body []byte) (requestFields, bool) {
 		case name == "speed":
 			f.readSpeed(v)
 		case strings.EqualFold(name, "inference_geo"):
-			f.readGeo(v)
+			f.readGeo(v, name == "inference_geo")
 		case cloud.IsBodyBeta(name):
 			list, err := cloud.BodyBetas([]byte(v.Raw))
 			if err != nil {
@@ -339,6 +353,11 @@ func (f *requestFields) readTools(v gjson.Result) {
 	if !v.IsArray() {
 		return // the API refuses it
 	}
+	prev := f.unboundable
+	// codeExec is the first code execution tool's type; free is true
+	// when a tool's type makes code execution free of container time.
+	var codeExec string
+	free := false
 	v.ForEach(func(_, t gjson.Result) bool {
 		if !t.IsObject() {
 			return true
@@ -379,6 +398,10 @@ func (f *requestFields) readTools(v gjson.Result) {
 			return true
 		}
 		typ := types[i]
+		if j := slices.IndexFunc(types, codeExecution); j >= 0 && codeExec == "" {
+			codeExec = types[j]
+		}
+		free = free || slices.ContainsFunc(types, freesCodeExecution)
 		f.servers++
 		if !usesSet || usesBad {
 			if f.unboundable == "" {
@@ -392,6 +415,28 @@ func (f *requestFields) readTools(v gjson.Result) {
 		}
 		return true
 	})
+	if codeExec != "" && !free && prev == "" {
+		// the reason over this list's max_uses: with them the call is
+		// still not bounded
+		f.unboundable = fmt.Sprintf("its tool of type %.64q runs code in a container the API bills by its time ($0.05 an hour, at least 5 minutes a call), which no member of a call bounds and the broker does not measure (beside a web search or web fetch tool of version 20260209 or later, code execution is not billed)", codeExec)
+	}
+}
+
+// codeExecution reports whether a tool of type typ is the code execution
+// tool (code_execution_20250825 and the others), whose container time
+// the API bills by the hour, with no upper bound for a call.
+func codeExecution(typ string) bool { return strings.HasPrefix(typ, "code_execution_") }
+
+// freesCodeExecution reports whether a tool of type typ makes the call's
+// code execution free of container time, as Anthropic prices it: a web
+// search or web fetch tool of version 20260209 or later.
+func freesCodeExecution(typ string) bool {
+	for _, p := range [...]string{"web_search_", "web_fetch_"} {
+		if v, ok := strings.CutPrefix(typ, p); ok && len(v) == 8 && strings.Trim(v, "0123456789") == "" {
+			return v >= "20260209"
+		}
+	}
+	return false
 }
 
 // clientToolTokens bounds the input tokens the API adds for the
@@ -442,13 +487,22 @@ func (f *requestFields) readMCP(v gjson.Result) {
 // matters to its price.
 const maxGeo = 16
 
-// readGeo notes v, an "inference_geo" value: any but null or "global"
-// has the API price the call at its model's multiplier for that
-// geography (spend's Price.GeoUS). Of several members, any such one
-// counts, whichever a decoder would take.
-func (f *requestFields) readGeo(v gjson.Result) {
+// readGeo notes v, an "inference_geo" value, of a member named so
+// exactly or (exact false) in another case: any but null or "global" has
+// the API price the call at its model's multiplier for that geography
+// (spend's Price.GeoUS). Of several members, any such one counts,
+// whichever a decoder would take. A null, or a "global" the API does not
+// read as inference_geo (exact false), names no geography: the
+// workspace's default applies.
+func (f *requestFields) readGeo(v gjson.Result, exact bool) {
 	geo := "?"
-	if v.Type == gjson.Null || v.Type == gjson.String && jsonfield.String(v, &geo) && geo == "global" {
+	switch {
+	case v.Type == gjson.Null:
+		f.unnamed = true
+		return
+	case v.Type == gjson.String && jsonfield.String(v, &geo) && geo == "global":
+		f.global = f.global || exact
+		f.unnamed = f.unnamed || !exact
 		return
 	}
 	if geo == "" {

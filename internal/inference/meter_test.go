@@ -262,6 +262,12 @@ func TestEstimate_Unbounded(t *testing.T) {
 		{"the most of duplicate max_uses", head + `"tools":[{"type":"web_fetch_20250910","max_uses":9,"max_uses":1}],"messages":[]}`, true, 10, 0, false},
 		{"max_uses null", head + `"tools":[{"type":"web_search_20250305","name":"web_search","max_uses":5,"max_uses":null}],"messages":[]}`, true, 1, 0, true},
 		{"code execution", head + `"tools":[{"type":"code_execution_20250825","name":"code_execution"}],"messages":[]}`, true, 1, 0, true},
+		{"code execution with max_uses", head + `"tools":[{"type":"code_execution_20250825","name":"code_execution","max_uses":3}],"messages":[]}`, true, 4, 0, true},
+		{"code execution beside an older web search", head + `"tools":[{"type":"code_execution_20250825","max_uses":3},{"type":"web_search_20250305","max_uses":2}],"messages":[]}`, true, 6, 2, true},
+		{"code execution beside web search 20260209", head + `"tools":[{"type":"code_execution_20250825","max_uses":3},{"type":"web_search_20260209","max_uses":2}],"messages":[]}`, true, 6, 2, false},
+		{"code execution beside web fetch 20261001", head + `"tools":[{"type":"web_fetch_20261001","max_uses":1},{"type":"code_execution_20260120","max_uses":1}],"messages":[]}`, true, 3, 0, false},
+		{"code execution beside a web search of no date", head + `"tools":[{"type":"code_execution_20250825","max_uses":3},{"type":"web_search_2026x209","max_uses":2}],"messages":[]}`, true, 6, 2, true},
+		{"free code execution without max_uses", head + `"tools":[{"type":"code_execution_20250825"},{"type":"web_search_20260209","max_uses":2}],"messages":[]}`, true, 3, 2, true},
 		{"escaped tool type", head + `"tools":[{"t\u0079pe":"web_se\u0061rch_20250305","name":"web_search","max_uses":2}],"messages":[]}`, true, 3, 2, false},
 		{"an unknown tool type", head + `"tools":[{"type":"web_browse_20270101","name":"b","max_uses":1}],"messages":[]}`, true, 2, 0, false},
 		{"MCP servers", head + `"mcp_servers":[{"type":"url","url":"https://mcp.example.com/sse","name":"x"}],"messages":[]}`, true, 1, 0, true},
@@ -462,14 +468,21 @@ func TestHoldsSource(t *testing.T) {
 // TestEstimate_Geo: a body's inference_geo (named so in any case) that is
 // not null or "global" is the estimate's Geo, whichever of duplicates a
 // decoder takes; a value that is not a string, or empty, is priced as
-// one too.
+// one too. "global" is Geo only when every member says it, named
+// exactly: a null, a "global" under a name the API does not read, or no
+// member leaves the workspace's default geography, Geo "".
 func TestEstimate_Geo(t *testing.T) {
 	tests := []struct {
 		geo, want string
 	}{
 		{``, ""},
 		{`"inference_geo":null,`, ""},
-		{`"inference_geo":"global",`, ""},
+		{`"inference_geo":"global",`, "global"},
+		{`"inference_geo":"global","inference_geo":"global",`, "global"},
+		{`"inference_geo":"global","inference_geo":null,`, ""},
+		{`"inference_geo":null,"inference_geo":"global",`, ""},
+		{`"Inference_Geo":"global",`, ""},
+		{`"inference_geo":"global","INFERENCE_GEO":"global",`, ""},
 		{`"inference_geo":"us",`, "us"},
 		{`"inference_geo":"us","inference_geo":"global",`, "us"},
 		{`"inference_geo":"global","inference_geo":"us",`, "us"},

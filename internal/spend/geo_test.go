@@ -48,18 +48,18 @@ func callsWithin(t *testing.T, h http.Handler, limit int64, body []byte) (int, i
 func TestBudget_USInferenceIsPricedAtItsMultiplier(t *testing.T) {
 	var calls atomic.Int64
 	h := usageStandIn(&calls, 100, 0)
-	std, us := geoBody(""), geoBody(`"inference_geo":"us",`)
+	std, us := geoBody(`"inference_geo":"global",`), geoBody(`"inference_geo":"us",`)
 	b, _ := newBroker(t, brokertest.Options{Anthropic: h})
 	m := b.Server.Meter
-	stdBound := m.Bound(estimateMessages(std, int64(len(std)), 64000))
-	usBound := m.Bound(estimateMessages(us, int64(len(us)), 64000))
+	e := estimateMessages(us, int64(len(us)), 64000)
+	usBound := m.Bound(e)
+	e.Geo = "global"
+	stdBound := m.Bound(e)
 	if want := stdBound * 11 / 10; usBound < want {
 		t.Errorf("Bound of a US-only call = %d, want at least %d (1.1 times the standard %d)", usBound, want, stdBound)
 	}
-	for _, geo := range []string{`"inference_geo":"global",`, `"inference_geo":null,`} {
-		if got := m.Bound(estimateMessages(geoBody(geo), int64(len(geoBody(geo))), 64000)); got > stdBound+stdBound/100 {
-			t.Errorf("Bound with %s = %d, want the standard %d", geo, got, stdBound)
-		}
+	if e := estimateMessages(std, int64(len(std)), 64000); e.Geo != "global" {
+		t.Errorf("Geo of %s = %q, want global", std, e.Geo)
 	}
 	price, _ := m.Prices().Lookup("claude-opus-4-6")
 	stdCost := price.Cost(spend.Tokens{Input: 100, Output: 1000})
@@ -78,6 +78,50 @@ func TestBudget_USInferenceIsPricedAtItsMultiplier(t *testing.T) {
 	}
 	if spentUS > limit || spentStd > limit {
 		t.Errorf("spent %d (US-only) and %d (standard), past the budget %d", spentUS, spentStd, limit)
+	}
+}
+
+// TestBudget_WorkspaceDefaultGeoIsReservedAtItsMultiplier: a call that
+// names no inference_geo runs in its workspace's default geography,
+// which may be the US: its answer's usage says "us" and it is charged at
+// 1.1 times the model's rates. Reserved at the standard rates, a call
+// whose bound just fit the budget was charged past it. A call that names
+// no geography, or names it null (or in another case than the API
+// reads), is reserved at the model's multiplier; one that names "global"
+// at the standard rates; each is charged as its usage says.
+func TestBudget_WorkspaceDefaultGeoIsReservedAtItsMultiplier(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-opus-4-6","content":[],"stop_reason":"end_turn","usage":{"input_tokens":10,"cache_creation_input_tokens":1000,"cache_creation":{"ephemeral_1h_input_tokens":1000},"output_tokens":1000,"inference_geo":"us"}}`)
+	})
+	b, _ := newBroker(t, brokertest.Options{Anthropic: h})
+	m := b.Server.Meter
+	bound := func(body []byte) int64 { return m.Bound(estimateMessages(body, int64(len(body)), 64000)) }
+	for _, geo := range []string{``, `"inference_geo":null,`, `"Inference_Geo":"global",`, `"inference_geo":"global","inference_geo":null,`} {
+		e := estimateMessages(geoBody(geo), int64(len(geoBody(geo))), 64000)
+		got := m.Bound(e)
+		e.Geo = "global"
+		if std := m.Bound(e); got < std*11/10 {
+			t.Errorf("Bound of %s = %d, want at least %d (1.1 times the standard %d)", geoBody(geo), got, std*11/10, std)
+		}
+	}
+	noGeo := estimateMessages(geoBody(""), int64(len(geoBody(""))), 64000)
+	noGeo.Geo = "global"
+	std := m.Bound(noGeo)
+	// A budget of the standard bound of a call that names no geography,
+	// whose input (its 1-hour cache writes) and output are within that
+	// bound: the call is refused, or charged within it.
+	n, spent := callsWithin(t, h, std, geoBody(""))
+	if spent > std {
+		t.Errorf("%d call(s) naming no geography, answered from the US, spent %d, past the budget %d", n, spent, std)
+	}
+	// A budget of its bound at the multiplier: one call, charged 1.1 times.
+	price, _ := m.Prices().Lookup("claude-opus-4-6")
+	cost := price.Cost(spend.Tokens{Input: 10, CacheWrite: 1000, CacheWrite1h: 1000, Output: 1000, Geo: "us"})
+	limit := bound(geoBody(""))
+	if n, spent := callsWithin(t, h, limit, geoBody("")); n != 1 || spent != cost || spent > limit {
+		t.Errorf("a budget of %d served %d call(s) naming no geography and spent %d, want 1 and %d", limit, n, spent, cost)
 	}
 }
 

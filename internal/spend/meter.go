@@ -53,11 +53,16 @@ const (
 
 // BytesPerToken and OverheadTokens make the bound on a call's input
 // tokens: its body's bytes divided by BytesPerToken, plus OverheadTokens
-// for what the API adds (a tool-use system prompt, say). English text and
-// code run near four bytes a token, so a third errs high; images and
-// documents, sent as base64, err far higher.
+// for what the API adds (a tool-use system prompt, say), and no more
+// than its model's context window (Bound). A byte-level tokenizer makes
+// at most one token of each byte of text, and a JSON body holds its text
+// in at least as many bytes (an escape is longer than what it stands
+// for), so a token a byte bounds any body; a body's text only usually
+// runs near four bytes a token (English and code; three on the
+// tokenizers of Claude Opus 4.7 on), and digits set apart, whitespace
+// runs, or rare Unicode run to one or two.
 const (
-	BytesPerToken  = 3
+	BytesPerToken  = 1
 	OverheadTokens = 1024
 )
 

@@ -65,6 +65,17 @@ func (p Price) geoFactor(geo string) float64 {
 	return p.GeoUS
 }
 
+// geoBound bounds what p's token rates are multiplied by for a call that
+// asks its inference to run in geo: geoFactor of the geo it names, or,
+// when it names none (""), GeoUS, since the API then runs it in the
+// workspace's default geography, which may be the US.
+func (p Price) geoBound(geo string) float64 {
+	if geo == "" {
+		return max(p.GeoUS, 1)
+	}
+	return p.geoFactor(geo)
+}
+
 // Context windows, in tokens. Every model in DefaultPrices takes
 // DefaultContext tokens; Sonnet 4 and 4.5 take Context1M with the
 // anthropic-beta header context-1m-2025-08-07. A model added by a price

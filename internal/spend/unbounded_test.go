@@ -230,7 +230,7 @@ func TestBudget_Context1MReservesTheMillion(t *testing.T) {
 	b, token := newBroker(t, brokertest.Options{Anthropic: usageStandIn(&calls, 100, 0)})
 	body := urlBody("claude-sonnet-4-5", 1000)
 	full := b.Server.Meter.Bound(spend.Estimate{Estimate: capability.Estimate{Model: "claude-sonnet-4-5", Calls: 1}, Input: context200K, Output: 1000})
-	million := b.Server.Meter.Bound(spend.Estimate{Estimate: capability.Estimate{Model: "claude-sonnet-4-5", Calls: 1}, Input: 1_000_000, Output: 1000})
+	million := b.Server.Meter.Bound(spend.Estimate{Estimate: capability.Estimate{Model: "claude-sonnet-4-5", Calls: 1, Context1M: true}, Input: 1_000_000, Output: 1000})
 	if million <= 5*full {
 		t.Fatalf("the test is wrong: the 1M bound %d is not far over the 200K bound %d", million, full)
 	}
@@ -302,24 +302,24 @@ func TestBudget_LargeBodyIsReadForItsTools(t *testing.T) {
 
 // TestBudget_Base64ImagesReserveFullContext: the API counts an image by
 // its pixels, not its bytes, so a PNG of a few hundred bytes (one colour,
-// 1568 by 735 pixels) is some 1,500 tokens, and 100 of them some 150,000,
-// in a body whose bytes bound a tenth of that. A budget of $0.05 admitted
+// 1568 by 735 pixels) is some 1,500 tokens, and 40 of them some 60,000,
+// in a body whose bytes bound a third of that. A budget of $0.05 admitted
 // such a call and was charged past it; a base64 image or PDF now makes
 // the call reserve a full context, as a URL source does.
 func TestBudget_Base64ImagesReserveFullContext(t *testing.T) {
 	var calls atomic.Int64
-	// The API counted 100 images of some 1,500 tokens each.
-	b, token := newBroker(t, brokertest.Options{Anthropic: usageStandIn(&calls, 150_000, 0)})
+	// The API counted 40 images of some 1,500 tokens each.
+	b, token := newBroker(t, brokertest.Options{Anthropic: usageStandIn(&calls, 60_000, 0)})
 	png := strings.Repeat("A", 400) // the bytes of a small, flat PNG, base64
 	var blocks []map[string]any
-	for range 100 {
+	for range 40 {
 		blocks = append(blocks, map[string]any{"type": "image", "source": map[string]any{"type": "base64", "media_type": "image/png", "data": png}})
 	}
 	body, _ := json.Marshal(map[string]any{"model": "claude-haiku-4-5", "max_tokens": 1000,
 		"messages": []map[string]any{{"role": "user", "content": blocks}}})
 	small := b.Server.Meter.Bound(spend.Estimate{Estimate: capability.Estimate{Model: "claude-haiku-4-5", Calls: 1}, Input: int64(len(body))/spend.BytesPerToken + 1 + spend.OverheadTokens, Output: 1000})
 	full := b.Server.Meter.Bound(spend.Estimate{Estimate: capability.Estimate{Model: "claude-haiku-4-5", Calls: 1}, Input: context200K, Output: 1000})
-	fullContextOnly(t, b, token, body, "100 base64 images", &calls, 150_000, small, full)
+	fullContextOnly(t, b, token, body, "40 base64 images", &calls, 60_000, small, full)
 }
 
 // fullContextOnly holds a call whose input the body does not bound (what
@@ -533,5 +533,49 @@ func TestBudget_ClientToolsBoundTheirDefinitions(t *testing.T) {
 	want := b.Server.Meter.Bound(spend.Estimate{Estimate: capability.Estimate{Model: "claude-opus-4-6", Calls: 1}, Input: charged, Output: 1000})
 	if got := b.Server.Meter.Bound(estimateMessages(body, int64(len(body)), 64000)); got < want {
 		t.Errorf("Bound of a call with the computer, text editor and bash tools = %d, under the %d of their definitions' input", got, want)
+	}
+}
+
+// TestBudget_CodeExecutionIsRefusedWithinABudget: the code execution
+// tool runs code in a container the API bills by its time ($0.05 an
+// hour, at least 5 minutes a call), which the usage does not report and
+// no member of a call bounds: with max_uses set on it, a budgeted box's
+// calls were reserved their tokens only, and their container time went
+// unreserved and uncharged. From a payer held to a budget such a call is
+// refused, naming the tool, with nothing sent; beside a web search or
+// web fetch tool of version 20260209 or later, which makes code execution
+// free, it is bounded as any server tool is; without a budget it is
+// forwarded.
+func TestBudget_CodeExecutionIsRefusedWithinABudget(t *testing.T) {
+	const (
+		exec     = `{"type":"code_execution_20250825","name":"code_execution","max_uses":3}`
+		search   = `{"type":"web_search_20260209","name":"web_search","max_uses":2}`
+		search25 = `{"type":"web_search_20250305","name":"web_search","max_uses":2}`
+	)
+	var calls atomic.Int64
+	b, token := newBroker(t, brokertest.Options{Anthropic: usageStandIn(&calls, 100, 0)})
+	billed := []string{`[` + exec + `]`, `[` + search25 + `,` + exec + `]`, `[{"type":"code_execution_20260521","name":"code_execution","max_uses":1}]`}
+	for _, tools := range billed {
+		if resp := post(b, token, toolBody("claude-haiku-4-5", 100, tools)); resp.StatusCode != 200 {
+			t.Errorf("tools %s without a budget = %d %s, want 200", tools, resp.StatusCode, resp.Body)
+		}
+	}
+	setBudget(t, b.Server.Store, 1_000_000_000) // $1000: any token bound fits
+	b.Sync()
+	before := calls.Load()
+	for _, tools := range billed {
+		resp := post(b, token, toolBody("claude-haiku-4-5", 100, tools))
+		typ, msg := brokertest.Refusal(resp.Body)
+		if resp.StatusCode != 403 || typ != protocol.TypePermission || !strings.Contains(msg, "code_execution_") || !strings.Contains(msg, "container") {
+			t.Errorf("tools %s within a budget = %d %s %q, want 403 naming the tool and its container", tools, resp.StatusCode, typ, msg)
+		}
+	}
+	if n := calls.Load() - before; n != 0 {
+		t.Errorf("upstream received %d code execution calls within a budget, want none", n)
+	}
+	for _, tools := range []string{`[` + exec + `,` + search + `]`, `[` + search + `]`} {
+		if resp := post(b, token, toolBody("claude-haiku-4-5", 100, tools)); resp.StatusCode != 200 {
+			t.Errorf("tools %s within a budget = %d %s, want 200", tools, resp.StatusCode, resp.Body)
+		}
 	}
 }
