@@ -145,3 +145,53 @@ func snapshot(t *testing.T, dir string) map[string]string {
 	}
 	return m
 }
+
+// TestOpen_RecoversIntoAFullSpool: the store was down for longer than the
+// spool holds, and the replica stopped with records of answered calls in
+// its journal that neither took. Once the store answers again, the next
+// start hands those records to the store itself, under keys made from
+// the journal, rather than refusing to start on a full spool (nothing
+// replays the spool before serve runs); the spool is replayed after, and
+// no record is applied twice, at this start or the next.
+func TestOpen_RecoversIntoAFullSpool(t *testing.T) {
+	dir := t.TempDir()
+	const id = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	st := &keyStore{}
+	cfg := Config{Dir: dir, Store: st, Identity: id, Logger: quiet, spoolMax: 4096}
+	first, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spooled := 0
+	for first.Spool.Append(Batch{Audit: []store.AuditEntry{{Route: "/spooled"}}}) == nil {
+		spooled++
+	}
+	if _, err := first.Journal.Audit(store.AuditEntry{Route: "/journaled"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.Journal.Call(nil, &store.Settlement{Box: "alpha", Charge: 1}); err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+
+	second, err := Open(cfg)
+	if err != nil {
+		t.Fatalf("Open with a full spool and a journal to recover, the store answering: %v", err)
+	}
+	if st.audit != 1 || st.settle != 1 {
+		t.Errorf("at the start the store took %d audit entries and %d settlements, want the journal's 1 and 1", st.audit, st.settle)
+	}
+	n, err := second.Replay(context.Background())
+	if err != nil || n != spooled {
+		t.Errorf("Replay = %d, %v; want the %d spooled batches", n, err, spooled)
+	}
+	second.Close()
+	third, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	third.Close()
+	if st.audit != 1+spooled || st.settle != 1 {
+		t.Errorf("the store took %d audit entries and %d settlements in all, want %d and 1", st.audit, st.settle, 1+spooled)
+	}
+}

@@ -97,6 +97,10 @@ type Config struct {
 	// Logger receives what could not be written (default
 	// slog.Default()); never a credential.
 	Logger *slog.Logger
+
+	// spoolMax bounds the spool, in bytes (DefaultSpoolMax when zero):
+	// set by tests.
+	spoolMax int64
 }
 
 // Outbox is one replica's outbox. Its methods are safe for concurrent
@@ -122,7 +126,8 @@ type Outbox struct {
 }
 
 // Open opens the spool and the journal in cfg.Dir, handing what an
-// earlier process left in a journal to the spool first. It returns an
+// earlier process left in a journal to the spool first (to the store,
+// under its batch's key, when the spool is full). It returns an
 // error when cfg has no store, or when either cannot be opened, and a
 // *ForeignError, changing nothing, when the directory holds records of
 // another store than cfg.Identity.
@@ -134,11 +139,30 @@ func Open(cfg Config) (*Outbox, error) {
 	if err := checkStore(cfg.Dir, cfg.Identity); err != nil {
 		return nil, err
 	}
-	sp, err := OpenSpool(cfg.Dir, 0, cfg.Identity, cfg.Logger)
+	sp, err := OpenSpool(cfg.Dir, cfg.spoolMax, cfg.Identity, cfg.Logger)
 	if err != nil {
 		return nil, err
 	}
-	jr, err := OpenJournal(cfg.Dir, 0, cfg.Identity, cfg.Logger, sp.Append)
+	// What a journal holds goes to the spool, replayed once the broker
+	// runs; with the spool full (the store was down for longer than it
+	// holds), to the store itself, under the batch's key, which applies
+	// it once: nothing replays the spool before the broker runs.
+	put := func(b Batch) error {
+		err := sp.Append(b)
+		if !errors.Is(err, ErrFull) {
+			return err
+		}
+		ctx := within(context.Background(), cfg.Bound)
+		_, aerr := cfg.Store.ApplySpooled(ctx, b.Key, b.Settle, b.Audit)
+		if Refused(aerr) {
+			aerr = refusedBatch(ctx, cfg.Store, sp, b, aerr)
+		}
+		if aerr != nil {
+			return errors.Join(err, aerr)
+		}
+		return nil
+	}
+	jr, err := OpenJournal(cfg.Dir, 0, cfg.Identity, cfg.Logger, put)
 	if err != nil {
 		sp.Close()
 		return nil, err
