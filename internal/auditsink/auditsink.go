@@ -285,8 +285,15 @@ func (s *Sink) load() (err error) {
 		var h struct {
 			Seq uint64 `json:"seq"`
 		}
-		if json.Unmarshal(line, &h) != nil {
-			return fmt.Errorf("auditsink: %s holds a line that is not a row at offset %d", s.backlogPath(s.st.Gen), off)
+		if json.Unmarshal(line, &h) != nil || h.Seq == 0 {
+			// Damaged on the disk: its row is dropped from the stream
+			// and counted (the store keeps it), and the rows after it
+			// are read, rather than keeping serve from starting.
+			s.log.Warn("audit sink: a line of the backlog that is no row is dropped unsent",
+				"file", s.backlogPath(s.st.Gen), "offset", off, "bytes", len(line))
+			s.dropped.Inc()
+			off += int64(len(line))
+			continue
 		}
 		off += int64(len(line))
 		s.queue = append(s.queue, item{line: bytes.Clone(line), seq: h.Seq, end: off})

@@ -554,3 +554,54 @@ func TestSink_BacklogFileBoundedWhileTheSinkRefuses(t *testing.T) {
 	rows := rc.waitRows(t, max)
 	checkOrder(t, rows, batches*per-max)
 }
+
+// TestSink_DamagedLineIsDroppedAtOpen: a line of the backlog damaged on
+// the disk, between rows not yet sent, is dropped from the stream and
+// counted, and the rows around it are sent, in order: serve starts, as
+// the journal's and the spool's readers set such a line aside and go on.
+// The store keeps the row.
+func TestSink_DamagedLineIsDroppedAtOpen(t *testing.T) {
+	dir := t.TempDir()
+	rc, u := newReceiver(t, 0)
+	s := open(t, dir, u, nil, 0, 100)
+	for i := range 3 {
+		if err := s.Append(fmt.Sprintf("k%d", i), entries(i, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "auditsink", "backlog-*.jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("backlog files %v, want one", files)
+	}
+	data, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(data, []byte{'\n'})
+	lines[1] = bytes.Repeat([]byte{0}, len(lines[1])-1)
+	lines[1] = append(lines[1], '\n')
+	if err := os.WriteFile(files[0], bytes.Join(lines, nil), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	s2, err := auditsink.Open(auditsink.Config{URL: u, Dir: dir, Batch: 100, MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond,
+		Registerer: reg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatalf("Open with a damaged line in the backlog: %v", err)
+	}
+	t.Cleanup(func() { s2.Close() })
+	if got := s2.Backlog(); got != 2 {
+		t.Errorf("Backlog() = %d, want the 2 rows around the damaged line", got)
+	}
+	if got := testutil.ToFloat64(mustGather(t, reg, "boxbroker_audit_sink_dropped_total")); got != 1 {
+		t.Errorf("boxbroker_audit_sink_dropped_total = %v, want 1", got)
+	}
+	run(t, s2)
+	rows := rc.waitRows(t, 2)
+	if len(rows) != 2 || rows[0].Message != "row 0" || rows[1].Message != "row 2" || rows[1].Seq != 3 {
+		t.Errorf("rows sent %+v, want row 0 and row 2 (seq 3)", rows)
+	}
+}
