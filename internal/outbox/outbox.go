@@ -19,8 +19,10 @@
 //   - spool: a batch the store does not take is appended, under its key,
 //     to the Spool, synced to the disk;
 //   - replay: the spool is replayed into the store (Replay, RunReplay),
-//     and what a journal of a replica that is gone holds is handed to the
-//     spool when the Outbox is opened; the store applies each key once.
+//     and then the journal's batches that neither the store nor the spool
+//     took are handed on again (Journal.Retry); what a journal of a
+//     replica that is gone holds is handed to the spool when the Outbox
+//     is opened; the store applies each key once.
 package outbox
 
 import (
@@ -185,12 +187,34 @@ func (o *Outbox) Err() error {
 }
 
 // Replay applies what the spool holds to the store now, each batch once,
-// and says how many batches it applied. A replay already running is
+// and then hands on again the journal's batches that neither the store
+// nor the spool took (Journal.Retry: to the store, or the spool when the
+// store does not take them), and says how many batches it applied or
+// handed on. A replay already running is
 // waited for. A batch the store refuses for good is set aside (see
 // refusedBatch), and the replay goes on. It stops, keeping it, at a batch
 // that names another store (a *ForeignError), or that the store does not
 // answer for.
 func (o *Outbox) Replay(ctx context.Context) (int, error) {
+	n, err := o.replaySpool(ctx)
+	if err != nil {
+		return n, err
+	}
+	m, err := o.Journal.Retry(func(b Batch) error {
+		_, err := o.cfg.Store.ApplySpooled(within(ctx, o.cfg.Bound), b.Key, b.Settle, b.Audit)
+		if err == nil {
+			return nil
+		}
+		if kept, err := o.Spool.keep(within(ctx, o.cfg.Bound), o.cfg.Store, b, err); !kept {
+			return err
+		}
+		return nil
+	})
+	return n + m, err
+}
+
+// replaySpool is Replay's replay of the spool.
+func (o *Outbox) replaySpool(ctx context.Context) (int, error) {
 	return o.Spool.Replay(ctx, func(ctx context.Context, b Batch) error {
 		// A batch of another store (appended by a replica of it sharing
 		// the directory) is kept, with every batch after it.
@@ -229,13 +253,14 @@ func (o *Outbox) DropDead(id string) (Dead, error) {
 }
 
 // RunReplay replays the spool at once and then every ReplayEvery while
-// it holds anything, until ctx ends.
+// it, or the journal's batches that neither took, hold anything, until
+// ctx ends.
 func (o *Outbox) RunReplay(ctx context.Context) {
 	t := time.NewTicker(ReplayEvery)
 	defer t.Stop()
 	failing := false
 	for {
-		if o.Spool.Size() > 0 {
+		if o.Spool.Size() > 0 || o.Journal.Failing() > 0 {
 			n, err := o.Replay(ctx)
 			switch {
 			case err != nil && !failing && ctx.Err() == nil:
