@@ -500,7 +500,7 @@ func (j *Journal) writeLocked(l []byte) (int, error) {
 		j.size++
 		j.broken = false
 	}
-	n, err := j.f.Write(l)
+	n, err := writeJournal(j.f, l)
 	j.size += int64(n)
 	if err != nil {
 		j.broken = n > 0 && l[n-1] != '\n'
@@ -510,6 +510,9 @@ func (j *Journal) writeLocked(l []byte) (int, error) {
 	j.err = nil
 	return n, nil
 }
+
+// writeJournal is the journal's write: f.Write; a test replaces it.
+var writeJournal = (*os.File).Write
 
 // Err is the last write's failure, nil when it succeeded: while it is not
 // nil, calls answered are not journaled.
