@@ -12,7 +12,9 @@
 // The backlog is bounded (Config.MaxBacklog rows). When a row is added to
 // a full backlog, the oldest row is dropped to make room — the newest
 // rows are the ones an operator looks for after an outage — and each drop
-// is counted in boxbroker_audit_sink_dropped_total and logged.
+// is counted in boxbroker_audit_sink_dropped_total and logged. The
+// backlog file is rewritten once most of it is rows acknowledged or
+// dropped, so it too stays near the bound while the sink takes nothing.
 //
 // Each row carries the replica's id (made once, kept in the backlog's
 // directory), its sequence number on that replica, and the batch key and
@@ -283,8 +285,15 @@ func (s *Sink) load() (err error) {
 		var h struct {
 			Seq uint64 `json:"seq"`
 		}
-		if json.Unmarshal(line, &h) != nil {
-			return fmt.Errorf("auditsink: %s holds a line that is not a row at offset %d", s.backlogPath(s.st.Gen), off)
+		if json.Unmarshal(line, &h) != nil || h.Seq == 0 {
+			// Damaged on the disk: its row is dropped from the stream
+			// and counted (the store keeps it), and the rows after it
+			// are read, rather than keeping serve from starting.
+			s.log.Warn("audit sink: a line of the backlog that is no row is dropped unsent",
+				"file", s.backlogPath(s.st.Gen), "offset", off, "bytes", len(line))
+			s.dropped.Inc()
+			off += int64(len(line))
+			continue
 		}
 		off += int64(len(line))
 		s.queue = append(s.queue, item{line: bytes.Clone(line), seq: h.Seq, end: off})
@@ -373,6 +382,13 @@ func (s *Sink) Append(key string, entries []store.AuditEntry) error {
 	s.noteSeenLocked(key)
 	if n := len(s.queue) - s.cfg.MaxBacklog; n > 0 {
 		s.dropLocked(n)
+		// The rows dropped leave the file as acknowledged ones do, so
+		// that a sink that never takes a POST does not fill the disk.
+		if s.compactDueLocked() {
+			if err := s.compactLocked(); err != nil {
+				s.log.Warn("audit sink: backlog not compacted", "err", err)
+			}
+		}
 	}
 	s.poke()
 	return nil
@@ -479,7 +495,7 @@ func (s *Sink) post(ctx context.Context, body []byte) error {
 }
 
 // ack removes the rows numbered up to last from the backlog and notes it
-// on disk; a backlog file mostly acknowledged is rewritten.
+// on disk; a backlog file mostly acknowledged (or dropped) is rewritten.
 func (s *Sink) ack(last uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -496,7 +512,7 @@ func (s *Sink) ack(last uint64) {
 	if s.closed {
 		return
 	}
-	if s.st.Offset > 1<<20 && s.st.Offset > s.size/2 {
+	if s.compactDueLocked() {
 		err := s.compactLocked()
 		if err == nil {
 			return
@@ -506,6 +522,13 @@ func (s *Sink) ack(last uint64) {
 	if err := s.writeStateLocked(); err != nil {
 		s.log.Warn("audit sink: acknowledgement not kept; rows may be sent again", "err", err)
 	}
+}
+
+// compactDueLocked reports whether the backlog file is to be rewritten:
+// more than 1 MiB of it, and more than half, is rows no longer waiting
+// (acknowledged, or dropped from a full backlog).
+func (s *Sink) compactDueLocked() bool {
+	return s.st.Offset > 1<<20 && s.st.Offset > s.size/2
 }
 
 // compactLocked writes the rows still waiting to a new generation's

@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -502,5 +504,105 @@ func TestSink_RowsDroppedAtOpenAreCounted(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(mustGather(t, reg, "boxbroker_audit_sink_dropped_total")); got != 3 {
 		t.Errorf("boxbroker_audit_sink_dropped_total = %v, want 3", got)
+	}
+}
+
+// TestSink_BacklogFileBoundedWhileTheSinkRefuses: a sink that refuses
+// every POST, for as long as rows keep coming, holds the backlog file to
+// about what its bound keeps: the rows dropped from a full backlog are
+// cut out of the file too, not only out of memory, so the data directory
+// does not fill while the sink is down. A restart then sends the newest
+// rows, in order.
+func TestSink_BacklogFileBoundedWhileTheSinkRefuses(t *testing.T) {
+	dir := t.TempDir()
+	rc, u := newReceiver(t, 1<<30) // refuses every POST
+	const max = 100
+	s := open(t, dir, u, nil, max, 50)
+	stop := run(t, s)
+	pad := string(bytes.Repeat([]byte("w"), 1000))
+	const batches, per = 200, 50 // 10,000 rows of about 1.2 KB: 12 MB appended
+	for i := range batches {
+		es := entries(i*per, per)
+		for j := range es {
+			es[j].Words = []string{pad}
+		}
+		if err := s.Append(fmt.Sprintf("k%d", i), es); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop()
+	// The file is rewritten once the rows cut out of it pass 1 MiB and
+	// half of it: at most about twice the larger of 1 MiB and what the
+	// bound keeps, never the 12 MB appended.
+	files, _ := filepath.Glob(filepath.Join(dir, "auditsink", "backlog-*.jsonl"))
+	var size int64
+	for _, p := range files {
+		if fi, err := os.Stat(p); err == nil {
+			size += fi.Size()
+		}
+	}
+	if size > 3<<20 {
+		t.Errorf("backlog files hold %d bytes after 12 MB of rows with a bound of %d rows, want at most 3 MiB", size, max)
+	}
+	if got := s.Backlog(); got != max {
+		t.Errorf("Backlog() = %d, want %d", got, max)
+	}
+	s2 := reopen(t, s, dir, u, max, max)
+	rc.mu.Lock()
+	rc.fail = 0
+	rc.mu.Unlock()
+	run(t, s2)
+	rows := rc.waitRows(t, max)
+	checkOrder(t, rows, batches*per-max)
+}
+
+// TestSink_DamagedLineIsDroppedAtOpen: a line of the backlog damaged on
+// the disk, between rows not yet sent, is dropped from the stream and
+// counted, and the rows around it are sent, in order: serve starts, as
+// the journal's and the spool's readers set such a line aside and go on.
+// The store keeps the row.
+func TestSink_DamagedLineIsDroppedAtOpen(t *testing.T) {
+	dir := t.TempDir()
+	rc, u := newReceiver(t, 0)
+	s := open(t, dir, u, nil, 0, 100)
+	for i := range 3 {
+		if err := s.Append(fmt.Sprintf("k%d", i), entries(i, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "auditsink", "backlog-*.jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("backlog files %v, want one", files)
+	}
+	data, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(data, []byte{'\n'})
+	lines[1] = bytes.Repeat([]byte{0}, len(lines[1])-1)
+	lines[1] = append(lines[1], '\n')
+	if err := os.WriteFile(files[0], bytes.Join(lines, nil), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	s2, err := auditsink.Open(auditsink.Config{URL: u, Dir: dir, Batch: 100, MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond,
+		Registerer: reg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatalf("Open with a damaged line in the backlog: %v", err)
+	}
+	t.Cleanup(func() { s2.Close() })
+	if got := s2.Backlog(); got != 2 {
+		t.Errorf("Backlog() = %d, want the 2 rows around the damaged line", got)
+	}
+	if got := testutil.ToFloat64(mustGather(t, reg, "boxbroker_audit_sink_dropped_total")); got != 1 {
+		t.Errorf("boxbroker_audit_sink_dropped_total = %v, want 1", got)
+	}
+	run(t, s2)
+	rows := rc.waitRows(t, 2)
+	if len(rows) != 2 || rows[0].Message != "row 0" || rows[1].Message != "row 2" || rows[1].Seq != 3 {
+		t.Errorf("rows sent %+v, want row 0 and row 2 (seq 3)", rows)
 	}
 }

@@ -187,7 +187,15 @@ type Proxy struct {
 
 	mu   sync.Mutex
 	open map[string]map[*held]struct{} // guarded by mu: each box's open tunnels
+
+	// handlers counts the handlers running, of both servers, for Serve to
+	// wait for once it has closed their connections.
+	handlers sync.WaitGroup
 }
+
+// closedWait bounds Serve's wait, once its connections are closed, for
+// the handlers still running to return.
+const closedWait = 5 * time.Second
 
 // New returns a Proxy, or an error naming what cfg lacks or gets wrong.
 func New(cfg Config) (*Proxy, error) {
@@ -248,7 +256,12 @@ func New(cfg Config) (*Proxy, error) {
 // so a connection silent that long is sent a PING and closed unanswered:
 // a box in the middle of a header block can send only CONTINUATION.
 func (p *Proxy) server(h http.Handler) *http.Server {
-	return &http.Server{Handler: h, ReadHeaderTimeout: p.cfg.ReadHeaderTimeout, IdleTimeout: p.cfg.IdleTimeout,
+	counted := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.handlers.Add(1)
+		defer p.handlers.Done()
+		h.ServeHTTP(w, r)
+	})
+	return &http.Server{Handler: counted, ReadHeaderTimeout: p.cfg.ReadHeaderTimeout, IdleTimeout: p.cfg.IdleTimeout,
 		MaxHeaderBytes: p.cfg.MaxHeaderBytes, ErrorLog: slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
 		HTTP2: &http.HTTP2Config{SendPingTimeout: p.cfg.ReadHeaderTimeout, PingTimeout: p.cfg.ReadHeaderTimeout}}
 }
@@ -273,7 +286,8 @@ func ParsePassthrough(s string) (string, error) {
 func (p *Proxy) Handler() http.Handler { return http.HandlerFunc(p.serveProxy) }
 
 // Serve serves the proxy on ln until ctx ends; then it closes every
-// tunnel and connection and returns. Intercepted tunnels' requests run
+// tunnel and connection and returns once the handlers still running have
+// returned (at most 5 s), what they served recorded. Intercepted tunnels' requests run
 // on the broker's handler, so in-flight ones end with ctx too. While it
 // serves, every open tunnel is judged again every Recheck, and the CA
 // read again every CARefresh.
@@ -297,6 +311,18 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	outer.Close()
 	p.inner.Close()
 	second := <-errc
+	// The handlers still running end with their connections; each
+	// records what it served as it returns, before the caller goes on
+	// to close the store and the journal.
+	done := make(chan struct{})
+	go func() { p.handlers.Wait(); close(done) }()
+	t := time.NewTimer(closedWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		p.log.Warn("proxy: requests still running after their connections were closed", "waited", closedWait.String())
+	}
 	for _, err := range []error{first, second} {
 		if err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
 			return err

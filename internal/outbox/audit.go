@@ -256,10 +256,13 @@ func (w *Writer) write(ctx context.Context, entries []store.AuditEntry, seqs []u
 			w.log.Warn("audit: batch not journaled", "err", err)
 		}
 		// Done once the store or the spool took the batch; kept as
-		// begun otherwise, for the journal's recovery.
+		// begun otherwise, for the journal to hand on again (Retry) or
+		// recover.
 		defer func() {
 			if !w.lost.Load() {
 				w.opt.Journal.Done(key)
+			} else {
+				w.opt.Journal.Failed(key)
 			}
 		}()
 	}

@@ -109,9 +109,10 @@ type groupRec struct {
 
 // writeGroupLocked numbers g's records, writes their lines in one
 // write, and keeps each whose line is whole in the file; j.mu is held.
-// A write cut short keeps the records whose lines it wrote in full
-// (recovery reads them) and fails the rest (their lines are cut off,
-// and recovery skips them).
+// A write cut short keeps the records whose lines it wrote in full, or
+// in full but for the newline (recovery reads either; the next write
+// begins with that newline), and fails the rest (their lines are cut
+// off, and recovery skips them).
 func (j *Journal) writeGroupLocked(g *group) {
 	size := 0
 	for _, r := range g.recs {
@@ -131,7 +132,7 @@ func (j *Journal) writeGroupLocked(g *group) {
 	start := 0
 	for i := range g.recs {
 		r := &g.recs[i]
-		if r.end > n {
+		if r.end-1 > n {
 			r.err = err
 			continue
 		}

@@ -283,3 +283,30 @@ func TestClose_SaysWhatTheAuditQueueStillHolds(t *testing.T) {
 		t.Errorf("Close with an entry queued logged %q, want an ERROR line counting it", got)
 	}
 }
+
+// TestRecover_JournalsWithDamagedHeadersKeepApart: two journals whose
+// first line (the header naming their generation) is damaged on the
+// disk are each recovered whole: the keys of their records in no batch
+// are made from the generation their file is named by, so one
+// journal's record 1 is not taken for the other's, applied already.
+func TestRecover_JournalsWithDamagedHeadersKeepApart(t *testing.T) {
+	dir := t.TempDir()
+	a := open(t, dir, 0, nil)
+	b := open(t, dir, 0, nil) // a second replica sharing the directory
+	a.Audit(store.AuditEntry{Route: "r-a"})
+	b.Audit(store.AuditEntry{Route: "r-b"})
+	a.Close()
+	b.Close()
+	for _, j := range []*Journal{a, b} {
+		data := mustRead(t, j.Path())
+		_, rest, _ := bytes.Cut(data, []byte{'\n'})
+		if err := os.WriteFile(j.Path(), append([]byte("{\"gen\":\x00\x00\x00\n"), rest...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := newApplier()
+	open(t, dir, 0, st.apply)
+	if st.audits["r-a"] != 1 || st.audits["r-b"] != 1 {
+		t.Errorf("recovered audits %v, want r-a and r-b once each", st.audits)
+	}
+}

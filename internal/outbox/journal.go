@@ -164,6 +164,9 @@ type Journal struct {
 	// each batch begun and not done.
 	open    map[uint64]openRec
 	batches map[string]openBatch
+	// failed holds the batches begun and not done that neither the store
+	// nor the spool took (Failed), for Retry to hand on again.
+	failed map[string]bool
 	// broken is set when a write failed, so that the next line begins a
 	// line of its own; err is the last write's failure, nil once one
 	// succeeds.
@@ -186,7 +189,7 @@ func OpenJournal(dir string, max int64, id string, log *slog.Logger, put func(Ba
 	if err := recoverDir(dir, put, log); err != nil {
 		return nil, err
 	}
-	j := &Journal{dir: dir, max: max, log: log, gen: NewKey(), store: id, open: map[uint64]openRec{}, batches: map[string]openBatch{}}
+	j := &Journal{dir: dir, max: max, log: log, gen: NewKey(), store: id, open: map[uint64]openRec{}, batches: map[string]openBatch{}, failed: map[string]bool{}}
 	j.written = sync.NewCond(&j.gmu)
 	if err := j.rewrite(); err != nil {
 		return nil, err
@@ -410,6 +413,81 @@ func (j *Journal) Done(key string) {
 	}
 }
 
+// Failed notes that the batch key, begun with BeginPart, was taken by
+// neither the store nor the spool: its records stay in the journal, and
+// Retry hands them on again (a restart's recovery would otherwise be
+// the first to).
+func (j *Journal) Failed(key string) {
+	if j == nil {
+		return
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if _, ok := j.batches[key]; ok {
+		j.failed[key] = true
+	}
+}
+
+// Failing is how many batches Failed noted that Retry has not handed on.
+func (j *Journal) Failing() int {
+	if j == nil {
+		return 0
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return len(j.failed)
+}
+
+// Retry hands each batch Failed noted to put, under its own key (so that
+// it applies once, however often it is handed on), with the part of each
+// of its records it takes, and notes it done once put took it. It stops
+// at the first batch put refuses, keeping it and those not yet handed
+// on, and returns how many it handed on.
+func (j *Journal) Retry(put func(Batch) error) (int, error) {
+	if j == nil {
+		return 0, nil
+	}
+	j.mu.Lock()
+	var out []Batch
+	for key := range j.failed {
+		ob, ok := j.batches[key]
+		if !ok {
+			delete(j.failed, key)
+			continue
+		}
+		b := Batch{Key: key, Store: j.store}
+		for _, n := range ob.of {
+			r, ok := j.open[n]
+			var l journalLine
+			if !ok || json.Unmarshal(r.line, &l) != nil {
+				continue
+			}
+			if take := ob.part & r.left; take&PartAudit != 0 && l.A != nil {
+				b.Audit = append(b.Audit, *l.A)
+			}
+			if take := ob.part & r.left; take&PartSettle != 0 && l.T != nil {
+				b.Settle = append(b.Settle, *l.T)
+			}
+		}
+		out = append(out, b)
+	}
+	j.mu.Unlock()
+	handed := 0
+	for _, b := range out {
+		if len(b.Audit)+len(b.Settle) > 0 {
+			if err := put(b); err != nil {
+				return handed, err
+			}
+			handed++
+		}
+		j.mu.Lock()
+		delete(j.failed, b.Key)
+		j.mu.Unlock()
+		j.Done(b.Key)
+	}
+	return handed, nil
+}
+
 // writeLocked appends l and returns how many of its bytes the file
 // took; j.mu is held.
 func (j *Journal) writeLocked(l []byte) (int, error) {
@@ -422,7 +500,7 @@ func (j *Journal) writeLocked(l []byte) (int, error) {
 		j.size++
 		j.broken = false
 	}
-	n, err := j.f.Write(l)
+	n, err := writeJournal(j.f, l)
 	j.size += int64(n)
 	if err != nil {
 		j.broken = n > 0 && l[n-1] != '\n'
@@ -432,6 +510,9 @@ func (j *Journal) writeLocked(l []byte) (int, error) {
 	j.err = nil
 	return n, nil
 }
+
+// writeJournal is the journal's write: f.Write; a test replaces it.
+var writeJournal = (*os.File).Write
 
 // Err is the last write's failure, nil when it succeeded: while it is not
 // nil, calls answered are not journaled.

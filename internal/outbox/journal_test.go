@@ -262,3 +262,58 @@ func TestJournal_ConcurrentAppendsAreEachKept(t *testing.T) {
 		t.Fatalf("recovered %d audit entries and %d settlements, want %d of each", st.audits["r"], settled, workers*each/2)
 	}
 }
+
+// A write of a group cut short just before a record's newline (a full
+// disk) leaves that record's line whole but for its end. The journal
+// keeps it, under its number, as recovery will read it: a record the
+// journal reported not taken (so its caller wrote it to the store
+// itself) and a recovery then applied too was counted twice.
+func TestJournal_WriteCutBeforeTheNewlineKeepsTheRecord(t *testing.T) {
+	dir := t.TempDir()
+	j := open(t, dir, 0, nil)
+	writeJournal = func(f *os.File, b []byte) (int, error) {
+		n, _ := f.Write(b[:len(b)-1])
+		return n, errors.New("no space left on device")
+	}
+	e := store.AuditEntry{Route: "r1"}
+	n, _ := j.Audit(e)
+	writeJournal = (*os.File).Write
+	st := newApplier()
+	if n == 0 {
+		// Not journaled: the caller's queue writes it to the store.
+		_ = st.apply(Batch{Key: "direct", Audit: []store.AuditEntry{e}})
+	} else {
+		if err := j.Begin("A", []uint64{n}); err != nil {
+			t.Fatal(err)
+		}
+		_ = st.apply(Batch{Key: "A", Audit: []store.AuditEntry{e}})
+		j.Done("A")
+	}
+	j.Close() // the kill
+	open(t, dir, 0, st.apply)
+	if st.audits["r1"] != 1 {
+		t.Errorf("r1 applied %d times, want once", st.audits["r1"])
+	}
+}
+
+// A crash right after such a write: the record is recovered once.
+func TestJournal_WriteCutBeforeTheNewlineThenAKill(t *testing.T) {
+	dir := t.TempDir()
+	j := open(t, dir, 0, nil)
+	writeJournal = func(f *os.File, b []byte) (int, error) {
+		n, _ := f.Write(b[:len(b)-1])
+		return n, errors.New("no space left on device")
+	}
+	e := store.AuditEntry{Route: "r1"}
+	n, _ := j.Audit(e)
+	writeJournal = (*os.File).Write
+	st := newApplier()
+	if n == 0 {
+		_ = st.apply(Batch{Key: "direct", Audit: []store.AuditEntry{e}})
+	}
+	j.Close() // the kill, before any batch
+	open(t, dir, 0, st.apply)
+	if st.audits["r1"] != 1 {
+		t.Errorf("r1 applied %d times, want once", st.audits["r1"])
+	}
+}

@@ -19,8 +19,10 @@
 //   - spool: a batch the store does not take is appended, under its key,
 //     to the Spool, synced to the disk;
 //   - replay: the spool is replayed into the store (Replay, RunReplay),
-//     and what a journal of a replica that is gone holds is handed to the
-//     spool when the Outbox is opened; the store applies each key once.
+//     and then the journal's batches that neither the store nor the spool
+//     took are handed on again (Journal.Retry); what a journal of a
+//     replica that is gone holds is handed to the spool when the Outbox
+//     is opened; the store applies each key once.
 package outbox
 
 import (
@@ -97,6 +99,10 @@ type Config struct {
 	// Logger receives what could not be written (default
 	// slog.Default()); never a credential.
 	Logger *slog.Logger
+
+	// spoolMax bounds the spool, in bytes (DefaultSpoolMax when zero):
+	// set by tests.
+	spoolMax int64
 }
 
 // Outbox is one replica's outbox. Its methods are safe for concurrent
@@ -122,7 +128,8 @@ type Outbox struct {
 }
 
 // Open opens the spool and the journal in cfg.Dir, handing what an
-// earlier process left in a journal to the spool first. It returns an
+// earlier process left in a journal to the spool first (to the store,
+// under its batch's key, when the spool is full). It returns an
 // error when cfg has no store, or when either cannot be opened, and a
 // *ForeignError, changing nothing, when the directory holds records of
 // another store than cfg.Identity.
@@ -134,11 +141,30 @@ func Open(cfg Config) (*Outbox, error) {
 	if err := checkStore(cfg.Dir, cfg.Identity); err != nil {
 		return nil, err
 	}
-	sp, err := OpenSpool(cfg.Dir, 0, cfg.Identity, cfg.Logger)
+	sp, err := OpenSpool(cfg.Dir, cfg.spoolMax, cfg.Identity, cfg.Logger)
 	if err != nil {
 		return nil, err
 	}
-	jr, err := OpenJournal(cfg.Dir, 0, cfg.Identity, cfg.Logger, sp.Append)
+	// What a journal holds goes to the spool, replayed once the broker
+	// runs; with the spool full (the store was down for longer than it
+	// holds), to the store itself, under the batch's key, which applies
+	// it once: nothing replays the spool before the broker runs.
+	put := func(b Batch) error {
+		err := sp.Append(b)
+		if !errors.Is(err, ErrFull) {
+			return err
+		}
+		ctx := within(context.Background(), cfg.Bound)
+		_, aerr := cfg.Store.ApplySpooled(ctx, b.Key, b.Settle, b.Audit)
+		if Refused(aerr) {
+			aerr = refusedBatch(ctx, cfg.Store, sp, b, aerr)
+		}
+		if aerr != nil {
+			return errors.Join(err, aerr)
+		}
+		return nil
+	}
+	jr, err := OpenJournal(cfg.Dir, 0, cfg.Identity, cfg.Logger, put)
 	if err != nil {
 		sp.Close()
 		return nil, err
@@ -161,12 +187,34 @@ func (o *Outbox) Err() error {
 }
 
 // Replay applies what the spool holds to the store now, each batch once,
-// and says how many batches it applied. A replay already running is
+// and then hands on again the journal's batches that neither the store
+// nor the spool took (Journal.Retry: to the store, or the spool when the
+// store does not take them), and says how many batches it applied or
+// handed on. A replay already running is
 // waited for. A batch the store refuses for good is set aside (see
 // refusedBatch), and the replay goes on. It stops, keeping it, at a batch
 // that names another store (a *ForeignError), or that the store does not
 // answer for.
 func (o *Outbox) Replay(ctx context.Context) (int, error) {
+	n, err := o.replaySpool(ctx)
+	if err != nil {
+		return n, err
+	}
+	m, err := o.Journal.Retry(func(b Batch) error {
+		_, err := o.cfg.Store.ApplySpooled(within(ctx, o.cfg.Bound), b.Key, b.Settle, b.Audit)
+		if err == nil {
+			return nil
+		}
+		if kept, err := o.Spool.keep(within(ctx, o.cfg.Bound), o.cfg.Store, b, err); !kept {
+			return err
+		}
+		return nil
+	})
+	return n + m, err
+}
+
+// replaySpool is Replay's replay of the spool.
+func (o *Outbox) replaySpool(ctx context.Context) (int, error) {
 	return o.Spool.Replay(ctx, func(ctx context.Context, b Batch) error {
 		// A batch of another store (appended by a replica of it sharing
 		// the directory) is kept, with every batch after it.
@@ -205,13 +253,14 @@ func (o *Outbox) DropDead(id string) (Dead, error) {
 }
 
 // RunReplay replays the spool at once and then every ReplayEvery while
-// it holds anything, until ctx ends.
+// it, or the journal's batches that neither took, hold anything, until
+// ctx ends.
 func (o *Outbox) RunReplay(ctx context.Context) {
 	t := time.NewTicker(ReplayEvery)
 	defer t.Stop()
 	failing := false
 	for {
-		if o.Spool.Size() > 0 {
+		if o.Spool.Size() > 0 || o.Journal.Failing() > 0 {
 			n, err := o.Replay(ctx)
 			switch {
 			case err != nil && !failing && ctx.Err() == nil:

@@ -28,7 +28,7 @@ func recoverDir(dir string, put func(Batch) error, log *slog.Logger) error {
 		return nil
 	})
 	return eachGone(dir, JournalPattern, func(p string, f *os.File) error {
-		err := recoverFile(dir, f, put, log)
+		err := recoverFile(dir, genOfName(filepath.Base(p)), f, put, log)
 		if err == nil {
 			err = os.Remove(p)
 		}
@@ -67,11 +67,20 @@ func eachGone(dir, pattern string, fn func(p string, f *os.File) error) error {
 	return nil
 }
 
+// genOfName is the generation a journal's file name says
+// (journal-<generation>.jsonl).
+func genOfName(name string) string {
+	return strings.TrimSuffix(strings.TrimPrefix(name, "journal-"), ".jsonl")
+}
+
 // recoverFile hands to put what the journal f, in the data directory
 // dir, holds not yet done, and logs how many records it handed on (a
 // call's audit entry and its settlement count as two, in one line or in
-// two). A line that is no record is set aside in dir's UnreadFile.
-func recoverFile(dir string, f *os.File, put func(Batch) error, log *slog.Logger) error {
+// two). A line that is no record is set aside in dir's UnreadFile. named
+// is the generation the file's name says: the one its records' keys are
+// made from when its header names none (damaged on the disk), so that
+// two such journals do not make the same keys.
+func recoverFile(dir, named string, f *os.File, put func(Batch) error, log *slog.Logger) error {
 	data, err := io.ReadAll(f)
 	if err != nil {
 		return fmt.Errorf("journal: %w", err)
@@ -111,6 +120,9 @@ func recoverFile(dir string, f *os.File, put func(Batch) error, log *slog.Logger
 		case l.D != "":
 			done[l.D] = true
 		}
+	}
+	if gen == "" {
+		gen = named
 	}
 	// used holds the parts of each record a batch took (handed on, or
 	// done).

@@ -162,7 +162,7 @@ func (o *Outbox) Settle(ctx context.Context, st store.Settlement) error {
 // the spool keep it under that key (Spool.keep). When seqs (the
 // journal's numbers of the calls st settles) are given, the batch is
 // begun in the journal first, and done once the store, the spool or the
-// dead letters took it.
+// dead letters took it (or, when none did, once Replay hands it on).
 func (o *Outbox) record(ctx context.Context, st store.Settlement, seqs []uint64) (err error) {
 	key := NewKey()
 	if len(seqs) > 0 {
@@ -172,6 +172,8 @@ func (o *Outbox) record(ctx context.Context, st store.Settlement, seqs []uint64)
 		defer func() {
 			if err == nil {
 				o.Journal.Done(key)
+			} else {
+				o.Journal.Failed(key) // handed on again by Replay
 			}
 		}()
 	}
