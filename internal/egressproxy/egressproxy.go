@@ -251,7 +251,8 @@ func New(cfg Config) (*Proxy, error) {
 	return p, nil
 }
 
-// server is an http.Server serving h within the proxy's bounds. On
+// server is an http.Server serving h within the proxy's bounds, its
+// handlers counted in p.handlers (Serve waits for them at shutdown). On
 // HTTP/2 (an intercepted tunnel's ALPN) ReadHeaderTimeout bounds nothing,
 // so a connection silent that long is sent a PING and closed unanswered:
 // a box in the middle of a header block can send only CONTINUATION.
