@@ -145,7 +145,7 @@ func methodParams(r *http.Request, name string) ([]string, error) {
 	var body []byte
 	if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 && proxy.MethodParamBody(ct) {
 		tooLarge := capability.Refuse(capability.ReasonTooLarge,
-			"The broker reads a POST's body of a form, multipart or JSON type, or of no type, of up to %d bytes whole to judge the method a _method in it names against the rules of the secret %s, which allow only some methods here; this one is larger, and was not sent.", maxReadBody, name)
+			"The broker reads a POST's body of a form, multipart or JSON type, or of no type, of up to %d bytes whole to judge the method a _method in it names against the rules of the secret %s, which allow only some methods here; this one is larger, and was not sent. A rule allowing any method at the path (`--allow '* PATTERN'`) lets such a body through unread.", maxReadBody, name)
 		if r.ContentLength > maxReadBody {
 			return nil, tooLarge
 		}

@@ -181,6 +181,10 @@ func TestEgress_MethodParamIsJudgedByTheRules(t *testing.T) {
 				if _, msg := brokertest.Refusal(body); !strings.Contains(msg, "this request was DELETE") {
 					t.Errorf("refusal = %q, want it to name DELETE", msg)
 				}
+			case tt.status == 413:
+				if _, msg := brokertest.Refusal(body); !strings.Contains(msg, "--allow '* PATTERN'") {
+					t.Errorf("refusal = %q, want it to name the rule that lets the body through", msg)
+				}
 			case tt.status == 200:
 				if want := fmt.Sprintf(`{"received":%d}`, len(tt.body)); string(body) != want || reached != 1 {
 					t.Errorf("the host was reached %d times and answered %s, want once, %s", reached, body, want)
