@@ -110,7 +110,7 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 		fmt.Fprintln(c.stderr, "warning: --proxy-passthrough (BOXBROKER_PROXY_PASSTHROUGH) is set but --proxy-listen (BOXBROKER_PROXY_LISTEN) is not: no egress proxy runs, so it does nothing")
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: serve takes no arguments, got %q", errUsage, fs.Args())
+		return fmt.Errorf("%w: serve takes no arguments, got %s", errUsage, namedAll(fs.Args()))
 	}
 	if cfg.AdminListen == "" {
 		cfg.AdminListen = "off"
