@@ -35,6 +35,7 @@ func TestCLI_ValueWhereANameGoesIsNeverShown(t *testing.T) {
 		{[]string{"budget", github}, "unknown budget command"},
 		{[]string{anthropic}, "unknown command"},
 		{[]string{"prices", anthropic}, "takes no arguments"},
+		{[]string{"ask", "alpha", anthropic}, "hosts, budget, or secret:NAME"},
 		{[]string{"serve", random}, "takes no arguments"},
 	}
 	for _, tt := range tests {
