@@ -58,3 +58,35 @@ func TestCLI_ValueWhereANameGoesIsNeverShown(t *testing.T) {
 		}
 	}
 }
+
+// TestServe_KeyInTheWrongVariableIsNeverShown: a key or token put in a
+// variable or flag that takes a number, a duration or a word
+// (BOXBROKER_AUDIT_SINK_BACKLOG for BOXBROKER_AUDIT_SINK_TOKEN, one line
+// of an environment file off by one) is refused naming the variable or
+// flag and what it is to be, never the value; a value that reads as a
+// mistyped number is still quoted.
+func TestServe_KeyInTheWrongVariableIsNeverShown(t *testing.T) {
+	const token = "Xvar1q7RzK2mW9vB4nT8cY3hL6jP1sD5fG0aE"
+	for _, tt := range []struct {
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{map[string]string{"BOXBROKER_AUDIT_SINK_BACKLOG": token}, nil, "BOXBROKER_AUDIT_SINK_BACKLOG="},
+		{map[string]string{"BOXBROKER_BOX_RATE": "sk-ant-api03-Xvar1AbCdEf"}, nil, "BOXBROKER_BOX_RATE="},
+		{nil, []string{"--shutdown-grace", token}, "--shutdown-grace"},
+	} {
+		env := map[string]string{"BOXBROKER_DATA": t.TempDir()}
+		for k, v := range tt.env {
+			env[k] = v
+		}
+		out, errs, code := runIn(t, env, "", append([]string{"serve", "--listen", "127.0.0.1:0", "--admin-listen", "off"}, tt.args...)...)
+		if code == 0 || strings.Contains(out+errs, "Xvar1") || !strings.Contains(errs, tt.want) || !strings.Contains(errs, "not shown") {
+			t.Errorf("serve with a key in %s = %d, stdout %q, stderr %q; want a refusal naming it, never the value", tt.want, code, out, errs)
+		}
+	}
+	_, errs, _ := runIn(t, map[string]string{"BOXBROKER_DATA": t.TempDir(), "BOXBROKER_BOX_RATE": "5/s"}, "", "serve", "--listen", "127.0.0.1:0", "--admin-listen", "off")
+	if !strings.Contains(errs, `BOXBROKER_BOX_RATE="5/s"`) {
+		t.Errorf("serve with BOXBROKER_BOX_RATE=5/s: stderr %q, want the value quoted", errs)
+	}
+}

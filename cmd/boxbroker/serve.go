@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/payer"
+	"github.com/intentius/boxbroker/internal/quiet"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
@@ -328,7 +329,7 @@ func (e *envReader) note(key, v, want string) {
 	if e.bad == nil {
 		e.bad = map[string]string{}
 	}
-	e.bad[flagOf(key)] = fmt.Sprintf("%s=%q is not %s", key, v, want)
+	e.bad[flagOf(key)] = fmt.Sprintf("%s=%s is not %s", key, quiet.Shown(v, maxValueShown), want)
 }
 
 // envValue is key's value read as its flag reads a T, def when it is

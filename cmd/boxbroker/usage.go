@@ -121,6 +121,13 @@ func helpDefault(v string) string {
 // maxDefaultShown bounds the default -h shows.
 const maxDefaultShown = 1024
 
+// maxValueShown bounds a malformed value of a flag or a BOXBROKER_*
+// variable that a refusal quotes: a number, a duration, a word. One that
+// does not read as such (quiet.Plain: a key or token given in the wrong
+// variable, BOXBROKER_AUDIT_SINK_BACKLOG for BOXBROKER_AUDIT_SINK_TOKEN)
+// is said by its length alone.
+const maxValueShown = 256
+
 // badValue matches the flag package's error for a value its flag does not
 // parse.
 var badValue = regexp.MustCompile(`^invalid (?:boolean )?value ("(?:[^"\\]|\\.)*") for (?:flag )?-([^:]+): `)
@@ -187,7 +194,7 @@ func valueError(fs *flag.FlagSet, err error) error {
 	if want == "" {
 		return err
 	}
-	return fmt.Errorf("--%s %q is not %s", f.Name, value, want)
+	return fmt.Errorf("--%s %s is not %s", f.Name, quiet.Shown(value, maxValueShown), want)
 }
 
 // wants says what a value of v's type, a flag's or a BOXBROKER_*
