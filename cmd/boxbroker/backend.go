@@ -100,7 +100,7 @@ func (c *cli) localBackend(cfg *server.Config, st store.Store, keyring *secrets.
 // boxArg checks that name is a box name, as a usage error.
 func boxArg(name string) error {
 	if !protocol.IsBoxName(name) {
-		return fmt.Errorf("%w: box name %q must match ^[a-z][a-z0-9-]{0,62}$", errUsage, name)
+		return fmt.Errorf("%w: box name %s must match ^[a-z][a-z0-9-]{0,62}$", errUsage, named(name))
 	}
 	return nil
 }

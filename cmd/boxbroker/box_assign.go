@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/intentius/boxbroker/internal/operator"
+	"github.com/intentius/boxbroker/internal/quiet"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -33,7 +34,7 @@ func runBoxResources(ctx context.Context, c *cli, sub string, args []string) err
 		switch kind {
 		case store.ResourceSandbox, store.ResourceVault, store.ResourceConversation:
 		default:
-			return fmt.Errorf("%w: kind %q is not sandbox, vault or conversation", errUsage, kind)
+			return fmt.Errorf("%w: kind %s is not sandbox, vault or conversation", errUsage, named(kind))
 		}
 		if err := checkResourceID(id); err != nil {
 			return fmt.Errorf("%w: %v", errUsage, err)
@@ -59,11 +60,11 @@ func runBoxResources(ctx context.Context, c *cli, sub string, args []string) err
 // a Fountain path, so it could never match a request.
 func checkResourceID(id string) error {
 	if id == "" || id == "." || id == ".." || len(id) > maxResourceID {
-		return fmt.Errorf("id %q must be 1 to %d characters, and neither \".\" nor \"..\"", id, maxResourceID)
+		return fmt.Errorf("id %s must be 1 to %d characters, and neither \".\" nor \"..\"", quiet.Shown(id, maxResourceID), maxResourceID)
 	}
 	for _, r := range id {
 		if r == '/' || r == '\\' || r < 0x20 || r == 0x7f {
-			return fmt.Errorf("id %q holds a slash, backslash or control character", id)
+			return fmt.Errorf("id %s holds a slash, backslash or control character", quiet.Shown(id, maxResourceID))
 		}
 	}
 	return nil

@@ -31,7 +31,7 @@ func runBoxConsent(ctx context.Context, c *cli, args []string) error {
 			on = true
 		case "off":
 		default:
-			return fmt.Errorf("%w: box consent %s takes on or off, not %q", errUsage, name, args[1])
+			return fmt.Errorf("%w: box consent %s takes on or off, not %s", errUsage, name, named(args[1]))
 		}
 	}
 	return cmd.on(ctx, c, false, false, func(be *backend) error {

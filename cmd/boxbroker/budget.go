@@ -46,7 +46,7 @@ func runBudget(ctx context.Context, c *cli, args []string) error {
 	}
 	pos, err := parseSub(fs, args, sub, map[string]arity{
 		"set": {2, "budget set takes BOX AMOUNT, in dollars such as 25.00"}, "list": {1, "budget list takes BOX"}, "remove": {1, "budget remove takes BOX"},
-	}, fmt.Errorf("%w: unknown budget command %q (set, list, remove)", errUsage, sub))
+	}, fmt.Errorf("%w: unknown budget command %s (set, list, remove)", errUsage, named(sub)))
 	if err != nil {
 		return err
 	}

@@ -47,7 +47,7 @@ const (
 func runFeedback(ctx context.Context, c *cli, args []string) error {
 	sub, args := args[0], args[1:]
 	if sub != "list" && sub != "export" {
-		return fmt.Errorf("%w: unknown feedback command %q (list, export)", errUsage, sub)
+		return fmt.Errorf("%w: unknown feedback command %s (list, export)", errUsage, named(sub))
 	}
 	var cfg server.Config
 	fs := c.flags("feedback "+sub, &cfg)

@@ -20,7 +20,7 @@ func runGrant(ctx context.Context, c *cli, args []string) error {
 	}
 	pos, err := parseSub(cmd.FlagSet, args, sub, map[string]arity{
 		"issue": {2, "grant issue BOX PRINCIPAL [--ttl 15m]"}, "revoke": {1, "grant revoke ID (see grant list BOX)"}, "list": {1, "grant list BOX"},
-	}, fmt.Errorf("%w: unknown grant command %q (issue, list, revoke)", errUsage, sub))
+	}, fmt.Errorf("%w: unknown grant command %s (issue, list, revoke)", errUsage, named(sub)))
 	if err != nil {
 		return err
 	}

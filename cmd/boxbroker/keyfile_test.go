@@ -61,6 +61,32 @@ func TestServe_KeyGivenForItsFileIsNeverShown(t *testing.T) {
 	}
 }
 
+// TestServe_KeyGivenForTheCertificatesPathIsNeverShown: the TLS key (or
+// another value that is no path: a PEM block, a long run of base64)
+// given where serve takes the certificate's path (BOXBROKER_TLS_CERT,
+// --tls-cert) is neither the flag's default in serve -h nor quoted in
+// serve's refusal, which names the flag; a path is still named.
+func TestServe_KeyGivenForTheCertificatesPathIsNeverShown(t *testing.T) {
+	key := filepath.Join(t.TempDir(), "tls.key")
+	for _, v := range []string{
+		"-----BEGIN PRIVATE KEY-----\nXtlscert1\n-----END PRIVATE KEY-----\n",
+		"MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgXtlscert1",
+	} {
+		env := map[string]string{"BOXBROKER_DATA": t.TempDir(), "BOXBROKER_TLS_CERT": v, "BOXBROKER_TLS_KEY": key}
+		out, errs, _ := runIn(t, env, "", "serve", "-h")
+		if strings.Contains(out+errs, "Xtlscert1") {
+			t.Errorf("serve -h shows BOXBROKER_TLS_CERT's value:\n%s", out+errs)
+		}
+		for _, args := range [][]string{{}, {"--tls-cert", v}} {
+			args = append([]string{"serve", "--listen", "127.0.0.1:0", "--admin-listen", "off"}, args...)
+			out, errs, code := runIn(t, env, "", args...)
+			if code == 0 || strings.Contains(out+errs, "Xtlscert1") || !strings.Contains(errs, "--tls-cert") {
+				t.Errorf("serve with a key for the certificate = %d, stdout %q, stderr %q; want a refusal naming --tls-cert, never the value", code, out, errs)
+			}
+		}
+	}
+}
+
 // selfSigned is a self-signed certificate in PEM.
 func selfSigned(t *testing.T) []byte {
 	t.Helper()

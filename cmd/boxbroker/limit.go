@@ -17,7 +17,7 @@ import (
 func runLimit(ctx context.Context, c *cli, args []string) error {
 	sub, args := args[0], args[1:]
 	if sub != "set" && sub != "list" && sub != "remove" {
-		return fmt.Errorf("%w: unknown limit command %q (set, list, remove)", errUsage, sub)
+		return fmt.Errorf("%w: unknown limit command %s (set, list, remove)", errUsage, named(sub))
 	}
 	cmd := c.command("limit " + sub)
 	fs := cmd.FlagSet

@@ -55,6 +55,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
+	"github.com/intentius/boxbroker/internal/quiet"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -194,7 +195,7 @@ func (c *cli) main(ctx context.Context, args []string) int {
 	args = wordFirst(args, func(a string) bool { _, ok := cmds[a]; return ok })
 	cmd, ok := cmds[args[0]]
 	if !ok {
-		fmt.Fprintf(c.stderr, "boxbroker: unknown command %q%s\n", proxy.ScrubKept(safe(args[0])), didYouMean(args[0], slices.Collect(maps.Keys(cmds))))
+		fmt.Fprintf(c.stderr, "boxbroker: unknown command %s%s\n", proxy.ScrubKept(named(args[0])), didYouMean(args[0], slices.Collect(maps.Keys(cmds))))
 		fmt.Fprintln(c.stderr, "usage: boxbroker <command> [flags]; `boxbroker help` lists the commands")
 		return 2
 	}
@@ -411,5 +412,5 @@ func checkPrincipal(p string) error {
 	if good {
 		return nil
 	}
-	return fmt.Errorf("%w: %q is not a principal: it is written kind:login, such as github:ann, 1 to %d characters with no white space or control character", errUsage, safe(p), protocol.MaxPrincipalLen)
+	return fmt.Errorf("%w: %s is not a principal: it is written kind:login, such as github:ann, 1 to %d characters with no white space or control character", errUsage, quiet.Shown(p, protocol.MaxPrincipalLen), protocol.MaxPrincipalLen)
 }

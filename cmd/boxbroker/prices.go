@@ -27,7 +27,7 @@ func runPrices(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: prices takes no arguments, got %q", errUsage, fs.Args())
+		return fmt.Errorf("%w: prices takes no arguments, got %s", errUsage, namedAll(fs.Args()))
 	}
 	var p *spend.Prices
 	var err error

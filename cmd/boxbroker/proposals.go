@@ -6,6 +6,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/approval"
 	"github.com/intentius/boxbroker/internal/operator"
+	"github.com/intentius/boxbroker/internal/quiet"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -100,8 +101,8 @@ func runAsk(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	box, scope := pos[0], pos[1]
-	if err := approval.CheckScope(scope); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if approval.CheckScope(scope) != nil {
+		return fmt.Errorf("%w: %s: %w (hosts, budget, or secret:NAME)", errUsage, quiet.Shown(scope, len(approval.ScopeSecret)+128), approval.ErrBadScope)
 	}
 	return cmd.on(ctx, c, false, false, func(be *backend) error {
 		asks, err := be.SetAsk(ctx, box, scope, !*off)

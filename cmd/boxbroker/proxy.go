@@ -32,7 +32,7 @@ func runProxy(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	if len(pos) != 0 {
-		return fmt.Errorf("%w: proxy ca takes no arguments, got %q", errUsage, pos)
+		return fmt.Errorf("%w: proxy ca takes no arguments, got %s", errUsage, namedAll(pos))
 	}
 	// Printing the CA makes it the first time, sealing its key.
 	return cmd.on(ctx, c, false, true, func(be *backend) error {

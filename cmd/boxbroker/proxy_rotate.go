@@ -25,7 +25,7 @@ func runProxyRotate(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	if len(pos) != 0 {
-		return fmt.Errorf("%w: proxy ca rotate takes no arguments, got %q", errUsage, pos)
+		return fmt.Errorf("%w: proxy ca rotate takes no arguments, got %s", errUsage, namedAll(pos))
 	}
 	if *grace < 0 {
 		return fmt.Errorf("%w: --grace %v is not a duration of 0 or more", errUsage, *grace)

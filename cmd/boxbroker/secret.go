@@ -48,7 +48,7 @@ func runSecret(ctx context.Context, c *cli, args []string) error {
 	if len(pos) == 2 {
 		name = pos[1]
 		if !protocol.IsSecretName(name) {
-			return fmt.Errorf("%w: secret name %q must match ^[A-Z][A-Z0-9_]{0,39}$: an upper-case letter, then up to 39 upper-case letters, digits or _", errUsage, name)
+			return fmt.Errorf("%w: secret name %s must match ^[A-Z][A-Z0-9_]{0,39}$: an upper-case letter, then up to 39 upper-case letters, digits or _", errUsage, named(name))
 		}
 	}
 	if err := protocol.CheckBodyFields(fields); err != nil {

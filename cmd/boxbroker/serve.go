@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/payer"
+	"github.com/intentius/boxbroker/internal/quiet"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
@@ -110,7 +111,7 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 		fmt.Fprintln(c.stderr, "warning: --proxy-passthrough (BOXBROKER_PROXY_PASSTHROUGH) is set but --proxy-listen (BOXBROKER_PROXY_LISTEN) is not: no egress proxy runs, so it does nothing")
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: serve takes no arguments, got %q", errUsage, fs.Args())
+		return fmt.Errorf("%w: serve takes no arguments, got %s", errUsage, namedAll(fs.Args()))
 	}
 	if cfg.AdminListen == "" {
 		cfg.AdminListen = "off"
@@ -328,7 +329,7 @@ func (e *envReader) note(key, v, want string) {
 	if e.bad == nil {
 		e.bad = map[string]string{}
 	}
-	e.bad[flagOf(key)] = fmt.Sprintf("%s=%q is not %s", key, v, want)
+	e.bad[flagOf(key)] = fmt.Sprintf("%s=%s is not %s", key, quiet.Shown(v, maxValueShown), want)
 }
 
 // envValue is key's value read as its flag reads a T, def when it is

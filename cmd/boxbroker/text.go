@@ -71,6 +71,25 @@ func (j jsonSafe) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// maxNameShown bounds a name a usage error quotes: the longest the CLI
+// takes (a box's, a pool entry's) is 64 bytes.
+const maxNameShown = 64
+
+// named is an argument as a usage error quotes it where a name or a word
+// goes: in quotes when it reads as one (quiet.Plain), otherwise only its
+// length. A key or token given where a name goes (a secret's value typed
+// in its name's place, a box's token for its name) is never repeated.
+func named(s string) string { return quiet.Shown(s, maxNameShown) }
+
+// namedAll is args as a usage error lists them, each named.
+func namedAll(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = named(a)
+	}
+	return strings.Join(out, " ")
+}
+
 // didYouMean suggests the closest of names to s, when one is close.
 func didYouMean(s string, names []string) string {
 	if n := closest(s, names); n != "" {
@@ -83,7 +102,7 @@ func didYouMean(s string, names []string) string {
 // command (box), which takes words: it names the nearest and lists
 // them.
 func unknownWord(command, sub string, words ...string) error {
-	return fmt.Errorf("%w: unknown %s command %q%s (%s)", errUsage, command, safe(sub), didYouMean(sub, words), strings.Join(words, ", "))
+	return fmt.Errorf("%w: unknown %s command %s%s (%s)", errUsage, command, named(sub), didYouMean(sub, words), strings.Join(words, ", "))
 }
 
 // closest returns the one of names nearest to s (fewer than three edits,

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/intentius/boxbroker/internal/quiet"
 )
 
 // synopses are the usage lines -h prints above a command's flags, by the
@@ -98,10 +100,16 @@ func printDefaults(fs *flag.FlagSet) {
 
 // helpDefault is a flag's default as -h shows it: a URL with more than a
 // scheme and a host (a user, a password, a path, a query) as its scheme
-// and host and "/…"; anything else as it is.
+// and host and "/…"; a value that does not read as a name or a path (a
+// key or a PEM block put in a variable that takes a path, such as
+// BOXBROKER_TLS_CERT: quiet.Plain) as its length alone; anything else as
+// it is.
 func helpDefault(v string) string {
 	u, err := url.Parse(v)
 	if err != nil || u.Scheme == "" || u.Host == "" {
+		if !quiet.Plain(v, maxDefaultShown) {
+			return quiet.Shown(v, maxDefaultShown)
+		}
 		return v
 	}
 	if u.User == nil && (u.Path == "" || u.Path == "/") && u.RawQuery == "" && u.Fragment == "" {
@@ -109,6 +117,16 @@ func helpDefault(v string) string {
 	}
 	return u.Scheme + "://" + u.Host + "/…"
 }
+
+// maxDefaultShown bounds the default -h shows.
+const maxDefaultShown = 1024
+
+// maxValueShown bounds a malformed value of a flag or a BOXBROKER_*
+// variable that a refusal quotes: a number, a duration, a word. One that
+// does not read as such (quiet.Plain: a key or token given in the wrong
+// variable, BOXBROKER_AUDIT_SINK_BACKLOG for BOXBROKER_AUDIT_SINK_TOKEN)
+// is said by its length alone.
+const maxValueShown = 256
 
 // badValue matches the flag package's error for a value its flag does not
 // parse.
@@ -176,7 +194,7 @@ func valueError(fs *flag.FlagSet, err error) error {
 	if want == "" {
 		return err
 	}
-	return fmt.Errorf("--%s %q is not %s", f.Name, value, want)
+	return fmt.Errorf("--%s %s is not %s", f.Name, quiet.Shown(value, maxValueShown), want)
 }
 
 // wants says what a value of v's type, a flag's or a BOXBROKER_*

@@ -8,6 +8,7 @@ import (
 	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/quiet"
 )
 
 // runVisitor manages visitors' Anthropic credentials: `visitor set
@@ -23,7 +24,7 @@ func runVisitor(ctx context.Context, c *cli, args []string) error {
 	}
 	one := arity{1, "visitor " + sub + " takes one PRINCIPAL, such as github:<login>; the credential is read from stdin, never from arguments"}
 	pos, err := parseSub(cmd.FlagSet, args, sub, map[string]arity{"set": one, "remove": one, "list": {0, "visitor list takes no arguments"}},
-		fmt.Errorf("%w: unknown visitor command %q (set, list, remove)", errUsage, sub))
+		fmt.Errorf("%w: unknown visitor command %s (set, list, remove)", errUsage, named(sub)))
 	if err != nil {
 		return err
 	}
@@ -35,7 +36,7 @@ func runVisitor(ctx context.Context, c *cli, args []string) error {
 				return err
 			}
 		} else if !protocol.IsPrincipal(principal) {
-			return fmt.Errorf("%w: %q is not a principal (1 to 200 characters, no white space, such as github:<login>)", errUsage, safe(principal))
+			return fmt.Errorf("%w: %s is not a principal (1 to 200 characters, no white space, such as github:<login>)", errUsage, quiet.Shown(principal, protocol.MaxPrincipalLen))
 		}
 	}
 	return cmd.on(ctx, c, false, sub != "remove", func(be *backend) error {

@@ -221,7 +221,12 @@ func (s *Sink) backlogPath(gen uint64) string {
 }
 
 // load reads the state and the rows of the backlog not yet acknowledged.
+// The state and the backlog are narrowed to outbox.FileMode where others
+// may read them (outbox.OwnerOnly).
 func (s *Sink) load() (err error) {
+	if err := outbox.OwnerOnlyAt(filepath.Join(s.dir, "state.json")); err != nil {
+		return fmt.Errorf("auditsink: %w", err)
+	}
 	b, err := os.ReadFile(filepath.Join(s.dir, "state.json"))
 	switch {
 	case errors.Is(err, os.ErrNotExist):

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -66,11 +67,15 @@ func AppendSynced(f *os.File, b []byte) (int64, error) {
 // rename may not outlive a power cut.
 func WriteFile(p string, data []byte) error {
 	tmp := p + ".new"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, FileMode)
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
+	// One a crash left beside p keeps its mode through O_TRUNC.
+	err = OwnerOnly(f)
+	if err == nil {
+		_, err = f.Write(data)
+	}
 	if err == nil {
 		err = f.Sync()
 	}
@@ -85,12 +90,17 @@ func WriteFile(p string, data []byte) error {
 }
 
 // OpenLog opens the log file at p — a file appended to with
-// AppendSynced — to read and append to, made (mode 0600) if missing, and
-// syncs its directory, so that a file made here, and the lines synced to
-// it, outlive a power cut.
+// AppendSynced — to read and append to, made (FileMode) if missing, or
+// narrowed to FileMode (OwnerOnly) when wider, and syncs its directory,
+// so that a file made here, and the lines synced to it, outlive a power
+// cut.
 func OpenLog(p string) (*os.File, error) {
-	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_APPEND, FileMode)
 	if err != nil {
+		return nil, err
+	}
+	if err := OwnerOnly(f); err != nil {
+		f.Close()
 		return nil, err
 	}
 	if err := syncDir(filepath.Dir(p)); err != nil {
@@ -103,3 +113,52 @@ func OpenLog(p string) (*os.File, error) {
 // syncDir syncs the directory dir: the names made, renamed or removed in
 // it reach the disk. A test replaces it.
 var syncDir = filelock.SyncDir
+
+// FileMode is the mode of every file the broker writes in the data
+// directory: the journals, the spool and the files beside it, the audit
+// sink's backlog and state.
+const FileMode fs.FileMode = 0o600
+
+// OwnerOnly narrows f, a file the broker keeps in the data directory,
+// to FileMode when its group or others may read or write it: an
+// existing file keeps its mode when it is opened, and one an older
+// boxbroker, a restored backup or a copy made by hand left 0644 would
+// let every user of the machine read the records of calls it holds. A
+// file that cannot be narrowed is an error naming it.
+func OwnerOnly(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if fi.Mode().Perm()&0o077 == 0 {
+		return nil
+	}
+	if err := f.Chmod(FileMode); err != nil {
+		return notNarrowed(f.Name(), fi.Mode(), err)
+	}
+	return nil
+}
+
+// OwnerOnlyAt is OwnerOnly for the file at p, when there is one.
+func OwnerOnlyAt(p string) error {
+	fi, err := os.Stat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if fi.Mode().Perm()&0o077 == 0 {
+		return nil
+	}
+	if err := os.Chmod(p, FileMode); err != nil {
+		return notNarrowed(p, fi.Mode(), err)
+	}
+	return nil
+}
+
+// notNarrowed is the error for the file at p, of mode m, that err kept
+// from being narrowed.
+func notNarrowed(p string, m fs.FileMode, err error) error {
+	return fmt.Errorf("%s is mode %v, readable by others, and cannot be made %v: %w; chmod 600 it", p, m.Perm(), FileMode, err)
+}

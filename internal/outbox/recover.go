@@ -57,7 +57,10 @@ func eachGone(dir, pattern string, fn func(p string, f *os.File) error) error {
 			return fmt.Errorf("journal: %w", err)
 		}
 		if ok, lerr := filelock.TryLock(f); lerr == nil && ok {
-			err = fn(p, f)
+			// Kept when its recovery fails: narrowed first (OwnerOnly).
+			if err = OwnerOnly(f); err == nil {
+				err = fn(p, f)
+			}
 		}
 		f.Close()
 		if err != nil {

@@ -98,12 +98,20 @@ type Spool struct {
 
 // OpenSpool opens the spool in dir (made, mode 0700, if missing), bounded to
 // max bytes (DefaultSpoolMax when zero or less), for the batches of the
-// store whose identity is id ("": unnamed).
+// store whose identity is id ("": unnamed). The spool's files in dir
+// that others may read are narrowed to FileMode (OwnerOnly).
 func OpenSpool(dir string, max int64, id string, log *slog.Logger) (*Spool, error) {
 	defaults.Positive(&max, DefaultSpoolMax)
 	defaults.Logger(&log)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("spool: %w", err)
+	}
+	// The files a replay or a dead letter would open later are narrowed
+	// now (OwnerOnly): until then others could read them.
+	for _, name := range []string{SpoolFile, SpoolReplayFile, DeadFile, UnreadFile, SpoolReplayLock} {
+		if err := OwnerOnlyAt(filepath.Join(dir, name)); err != nil {
+			return nil, fmt.Errorf("spool: %w", err)
+		}
 	}
 	s := &Spool{dir: dir, max: max, store: id, log: log, dead: newDeadFile(dir, log)}
 	for _, name := range []string{SpoolFile, SpoolReplayFile} {

@@ -239,3 +239,114 @@ func Cut(s string, n int) string {
 	}
 	return fmt.Sprintf("%s… [cut: the message is %d bytes]", s[:i], len(s))
 }
+
+// keyPrefixes begin the API keys and tokens of well-known services,
+// boxbroker's own tokens (package token's prefixes), and the armour of a
+// PEM block.
+var keyPrefixes = []string{
+	"bbx_", "bba_", "bbg_",
+	"-----BEGIN", "PRIVATE KEY", "sk-ant-", "sk-proj-", "sk_live_", "sk_test_", "rk_live_", "rk_test_",
+	"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "xoxa-", "xoxb-", "xoxp-", "xoxs-", "xapp-",
+	"AKIA", "ASIA", "AIza", "ya29.", "eyJ", "npm_", "hf_", "pypi-",
+}
+
+// Credential reports whether s holds what is written as a credential or
+// a key is, rather than a name or a path an operator types: a PEM
+// block's armour, a prefix that begins a well-known service's API key or
+// token (sk-ant-, ghp_, xoxb-, AKIA, a JSON Web Token's eyJ …) where a
+// word begins, a run of 32 or more hexadecimal digits, or a random-looking
+// run of base64: 20 or more letters, digits, + and /, mixing upper-case
+// and lower-case letters and digits, that changes between the three at
+// least once in three characters (as random ones do, twice in three,
+// and words written together, Go's test names and a path's directories
+// do not).
+func Credential(s string) bool {
+	for _, p := range keyPrefixes {
+		for i := 0; ; {
+			j := strings.Index(s[i:], p)
+			if j < 0 {
+				break
+			}
+			if i += j; i == 0 || !alnum(s[i-1]) {
+				return true
+			}
+			i++
+		}
+	}
+	hex := 0
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' {
+			if hex++; hex >= 32 {
+				return true
+			}
+		} else {
+			hex = 0
+		}
+	}
+	// The run of base64 characters at s[start:i]: its letters and
+	// digits, of which classes, and how often the class changes.
+	var (
+		start, n, changes int
+		seen, last        byte // classes: 1 upper, 2 lower, 4 digit
+	)
+	for i := 0; i <= len(s); i++ {
+		var class byte
+		if i < len(s) {
+			switch c := s[i]; {
+			case 'A' <= c && c <= 'Z':
+				class = 1
+			case 'a' <= c && c <= 'z':
+				class = 2
+			case '0' <= c && c <= '9':
+				class = 4
+			case c == '+' || c == '/':
+				continue
+			}
+		}
+		if class == 0 {
+			if i-start >= 20 && seen == 7 && 3*changes >= n-1 {
+				return true
+			}
+			start, n, changes, seen, last = i+1, 0, 0, 0, 0
+			continue
+		}
+		if last != 0 && class != last {
+			changes++
+		}
+		n++
+		seen |= class
+		last = class
+	}
+	return false
+}
+
+// Plain reports whether s reads as a name or a path an operator typed,
+// which an error or a help text may repeat: at most max bytes of valid
+// UTF-8 on one line, with no control character and nothing Credential
+// finds.
+func Plain(s string, max int) bool {
+	if len(s) > max || !utf8.ValidString(s) || Credential(s) {
+		return false
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || 0x80 <= r && r < 0xa0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Shown is s as an error may quote it where a name or a path goes: in
+// Go's quotes when it is Plain, and otherwise only its length. A value
+// given in the wrong place (a key pasted where a path or a name goes) is
+// never repeated.
+func Shown(s string, max int) string {
+	if Plain(s, max) {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprintf("(%d bytes, not shown: it could be a credential)", len(s))
+}
+
+func alnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}

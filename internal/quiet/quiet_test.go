@@ -10,10 +10,12 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/intentius/boxbroker/internal/quiet"
+	"github.com/intentius/boxbroker/internal/token"
 	"github.com/intentius/boxbroker/internal/upstreamtest"
 )
 
@@ -146,5 +148,46 @@ func TestErrors_MalformedTrailerNeverQuotesWhatWasSent(t *testing.T) {
 	}
 	if err == nil || strings.Contains(err.Error(), key) {
 		t.Errorf("the read error = %v, want one that does not quote the key", err)
+	}
+}
+
+// TestShown_QuotesNamesAndPathsNeverAKey: a name or a path is quoted; a
+// key, a token or a PEM block given where one goes is said only by its
+// length.
+func TestShown_QuotesNamesAndPathsNeverAKey(t *testing.T) {
+	for _, s := range []string{"alpha", "Alpha_Box", "github-token", "STRIPE_KEY", "my box", "/etc/boxbroker/tls.crt",
+		"/var/run/secrets/kubernetes.io/serviceaccount/ca.crt", "C:\\certs\\tls.pem", "café", "/tmp/tmp.AbCdEf1234/cert.pem", "heyJude", "task-ant-3",
+		"/tmp/TestServe_MalformedEnvValueRefused1234567890/002/missing.crt"} {
+		if got := quiet.Shown(s, 1024); got != strconv.Quote(s) {
+			t.Errorf("Shown(%q) = %s, want it quoted", s, got)
+		}
+	}
+	for _, s := range []string{
+		"sk-ant-api03-Xkey1AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+		"ghp_Xkey2abcdefghijklmnopqrstuvwxyz0123",
+		"xoxb-1234-5678-Xkey3",
+		"AKIAXKEY4EXAMPLE0000",
+		"eyJhbGciOiJIUzI1NiJ9.Xkey5.sig",
+		"-----BEGIN CERTIFICATE-----\nXkey6\n-----END CERTIFICATE-----\n",
+		"a\nXkey7",
+		"Xkey8aB3dE5gH7jK9mN1pQ3s",
+		"000102030405060708090a0b0c0d0e0fXkey9",
+		"bbx_Xkey10abcdefghijklmnopqrstuvwxyz01234567",
+		"wJalrXUtnFEMI/K7MDENG/bPxRfiXkey13",
+		"/path/\x1b]52;c;Xkey11\x07",
+		strings.Repeat("Xkey12", 200),
+	} {
+		got := quiet.Shown(s, 1024)
+		if strings.Contains(got, "Xkey") || !strings.Contains(got, "not shown") || !strings.Contains(got, strconv.Itoa(len(s))+" bytes") {
+			t.Errorf("Shown(%q) = %s, want only its length", s, got)
+		}
+	}
+	for _, p := range []string{token.BoxPrefix, token.AdminPrefix, token.GrantPrefix} {
+		if !quiet.Credential(p + "abc") {
+			t.Errorf("Credential(%q) = false, want boxbroker's own token found", p+"abc")
+		}
+	}
+	if got := quiet.Shown("alpha", 4); strings.Contains(got, "alpha") {
+		t.Errorf("Shown past its bound = %s, want only its length", got)
 	}
 }

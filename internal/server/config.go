@@ -287,26 +287,31 @@ func sameAddress(a, b string) bool {
 	return ha == hb || unspecified(ha) || unspecified(hb)
 }
 
+// shown is a setting's value as Validate's refusal quotes it: quoted
+// when it reads as a mistyped value, its length alone when it does not
+// (quiet.Shown), as a key put in the wrong variable does not.
+func shown(v string) string { return quiet.Shown(v, 256) }
+
 // Validate reports every problem with c at once.
 func (c *Config) Validate() error {
 	var p []string
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
-		p = append(p, fmt.Sprintf("listen (BOXBROKER_LISTEN) %q is not host:port", c.Listen))
+		p = append(p, fmt.Sprintf("listen (BOXBROKER_LISTEN) %s is not host:port", shown(c.Listen)))
 	}
 	if c.AdminEnabled() {
 		if _, _, err := net.SplitHostPort(c.AdminListen); err != nil {
-			p = append(p, fmt.Sprintf("admin-listen (BOXBROKER_ADMIN_LISTEN) %q is not host:port (or off)", c.AdminListen))
+			p = append(p, fmt.Sprintf("admin-listen (BOXBROKER_ADMIN_LISTEN) %s is not host:port (or off)", shown(c.AdminListen)))
 		} else if sameAddress(c.Listen, c.AdminListen) {
 			p = append(p, fmt.Sprintf("admin-listen (BOXBROKER_ADMIN_LISTEN) %q is the box-facing address; the admin API needs its own", c.AdminListen))
 		}
 	}
 	for _, h := range c.AdminHosts {
 		if _, ok := admin.HostName(h); !ok {
-			p = append(p, fmt.Sprintf("admin-hosts (BOXBROKER_ADMIN_HOSTS) entry %q is not a host name (such as broker.example.com, with no port)", h))
+			p = append(p, fmt.Sprintf("admin-hosts (BOXBROKER_ADMIN_HOSTS) entry %s is not a host name (such as broker.example.com, with no port)", shown(h)))
 		}
 	}
 	if c.Broker == "" || strings.ContainsAny(c.Broker, " \t\r\n") {
-		p = append(p, fmt.Sprintf("broker word (--broker, BOXBROKER_BROKER) %q must be one non-empty word", c.Broker))
+		p = append(p, fmt.Sprintf("broker word (--broker, BOXBROKER_BROKER) %s must be one non-empty word", shown(c.Broker)))
 	}
 	if c.Store != "" && !strings.HasPrefix(c.Store, "postgres://") && !strings.HasPrefix(c.Store, "postgresql://") {
 		p = append(p, "store (BOXBROKER_STORE) must be empty (SQLite in the data directory) or a postgres:// URL")
@@ -344,7 +349,7 @@ func (c *Config) Validate() error {
 		p = append(p, "proposal-wait and proposal-max must not be negative")
 	}
 	if c.ProposalWebhookShape != "" && c.ProposalWebhookShape != "json" && c.ProposalWebhookShape != "slack" {
-		p = append(p, fmt.Sprintf("proposal-webhook-shape %q is not json or slack", c.ProposalWebhookShape))
+		p = append(p, fmt.Sprintf("proposal-webhook-shape %s is not json or slack", shown(c.ProposalWebhookShape)))
 	}
 	if c.ProposalWebhook != "" {
 		if u, err := url.Parse(c.ProposalWebhook); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
@@ -376,7 +381,7 @@ func (c *Config) Validate() error {
 		p = append(p, "tls-cert and tls-key (BOXBROKER_TLS_CERT, BOXBROKER_TLS_KEY) go together: give both or neither")
 	}
 	if c.Feedback != FeedbackKeep && c.Feedback != FeedbackOff {
-		p = append(p, fmt.Sprintf("feedback %q is not keep or off", c.Feedback))
+		p = append(p, fmt.Sprintf("feedback %s is not keep or off", shown(c.Feedback)))
 	}
 	if c.FeedbackMaxBatches < 0 || c.FeedbackMaxBytes < 0 {
 		p = append(p, "feedback-max-batches and feedback-max-bytes must not be negative")
@@ -384,7 +389,7 @@ func (c *Config) Validate() error {
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
-		p = append(p, fmt.Sprintf("log level %q is not debug, info, warn or error", c.LogLevel))
+		p = append(p, fmt.Sprintf("log level %s is not debug, info, warn or error", shown(c.LogLevel)))
 	}
 	if err := c.SSO.Validate(); err != nil {
 		p = append(p, err.Error())

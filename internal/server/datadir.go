@@ -72,7 +72,7 @@ func lockDataDir(dir string) (*dirLock, error) {
 		return nil, err
 	}
 	p := filepath.Join(dir, LockFile)
-	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, outbox.FileMode)
 	if err != nil {
 		return nil, fmt.Errorf("open the data directory's lock file: %w", err)
 	}
@@ -91,6 +91,10 @@ func lockDataDir(dir string) (*dirLock, error) {
 		return nil, fmt.Errorf("%w (process %s holds %s): one SQLite data directory serves one process at a time; "+
 			"stop that one, give this one another --data (BOXBROKER_DATA), or run several replicas on one PostgreSQL store "+
 			"(--store postgres://…, BOXBROKER_STORE; see docs/deploy.md)", ErrDataDirInUse, pid, p)
+	}
+	if err := outbox.OwnerOnly(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("the data directory's lock file: %w", err)
 	}
 	if err := f.Truncate(0); err == nil {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)

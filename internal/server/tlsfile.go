@@ -6,15 +6,26 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+
+	"github.com/intentius/boxbroker/internal/quiet"
 )
+
+// maxPathShown bounds the certificate's path a refusal quotes.
+const maxPathShown = 1024
 
 // loadKeyPair is tls.LoadX509KeyPair, with refusals that name the flags
 // and never quote keyFile: it is a path, but an operator may give the
 // key itself there (a container's secret put in BOXBROKER_TLS_KEY), which
-// a refusal quoting it would put in the log.
+// a refusal quoting it would put in the log. certFile is quoted only
+// when it reads as a path (quiet.Shown): the key, pasted into
+// BOXBROKER_TLS_CERT in its place, is not.
 func loadKeyPair(certFile, keyFile string) (tls.Certificate, error) {
 	certPEM, err := os.ReadFile(certFile)
 	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = fmt.Errorf("cannot %s %s: %w", pe.Op, quiet.Shown(certFile, maxPathShown), pe.Err)
+		}
 		return tls.Certificate{}, fmt.Errorf("configuration: --tls-cert (BOXBROKER_TLS_CERT): %w", err)
 	}
 	keyPEM, err := os.ReadFile(keyFile)
@@ -27,7 +38,7 @@ func loadKeyPair(certFile, keyFile string) (tls.Certificate, error) {
 	}
 	c, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("configuration: --tls-cert %q and --tls-key (BOXBROKER_TLS_CERT, BOXBROKER_TLS_KEY) are not a PEM certificate and its key: %w", certFile, err)
+		return tls.Certificate{}, fmt.Errorf("configuration: --tls-cert %s and --tls-key (BOXBROKER_TLS_CERT, BOXBROKER_TLS_KEY) are not a PEM certificate and its key: %w", quiet.Shown(certFile, maxPathShown), err)
 	}
 	return c, nil
 }
