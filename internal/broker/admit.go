@@ -173,10 +173,15 @@ func (s *Server) judgeToken(box *store.Box, old bool, from netip.Addr) *capabili
 		return graceEnded(box)
 	}
 	if !old && !box.ExpiresAt.IsZero() && !now.Before(box.ExpiresAt) {
-		return capability.Refuse(capability.ReasonExpired,
-			"The box's token expired at %s. Its owner rotates it (`boxbroker box rotate <box>`, or Rotate on the owner's page) and gives the box the new token.", protocol.FormatTime(box.ExpiresAt))
+		return tokenExpired(box)
 	}
 	return nil
+}
+
+// tokenExpired is the refusal of box's token once its expiry has come.
+func tokenExpired(box *store.Box) *capability.Error {
+	return capability.Refuse(capability.ReasonExpired,
+		"The box's token expired at %s. Its owner rotates it (`boxbroker box rotate <box>`, or Rotate on the owner's page) and gives the box the new token.", protocol.FormatTime(box.ExpiresAt))
 }
 
 // graceEnded is the refusal of box's token before its last rotation once

@@ -82,6 +82,9 @@ func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *reque
 		if errors.Is(err, store.ErrGraceEnded) { // admitted within the grace, saved past it
 			return graceEnded(&box)
 		}
+		if errors.Is(err, store.ErrTokenExpired) { // admitted before its expiry, saved past it
+			return tokenExpired(&box)
+		}
 		if errors.Is(err, store.ErrNotFound) { // removed meanwhile, or its token replaced
 			return tokenRefused(token.ErrUnknown).At(http.StatusUnauthorized)
 		}

@@ -99,3 +99,39 @@ func TestDeclaration_ReportSavedAsTheGraceEndsIsRefusedAsPastIt(t *testing.T) {
 		t.Errorf("report saved past the grace = %d %s, want %d %s as one admitted past it", saved.StatusCode, saved.Body, admitted.StatusCode, admitted.Body)
 	}
 }
+
+// TestDeclaration_ReportSavedAsTheTokenExpiresIsRefusedAsPastIt: a report
+// admitted with a box's token before its expiry by the broker's clock,
+// but saved once it has expired by the database's, is refused as a token
+// past its expiry is at admission, and not kept.
+func TestDeclaration_ReportSavedAsTheTokenExpiresIsRefusedAsPastIt(t *testing.T) {
+	var behind atomic.Int64
+	behind.Store(int64(time.Hour))
+	b := brokertest.New(t, brokertest.Options{ServerOptions: func(o *server.Options) {
+		o.TokenNow = func() time.Time { return time.Now().Add(-time.Duration(behind.Load())) }
+	}})
+	b.AddBox("a")
+	tok, err := token.NewBox()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The token expired a minute ago by the database's clock (the
+	// machine's), and expires in 59 minutes by the broker's.
+	if err := b.Server.Store.ReplaceToken(context.Background(), "a", store.Rotation{Hash: token.Hash(tok), TTL: time.Hour, ExpiresAt: time.Now().Add(-time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	b.Sync()
+	report := []byte(`{"capabilities":[],"listing":{"title":"Late","line":"saved past the token's expiry"}}`)
+	saved := b.Do("POST", protocol.RouteDeclaration, tok, report, nil)
+	if doc, _, err := b.Server.Store.Declaration(context.Background(), "a"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Declaration(a) after a report saved past its token's expiry = %s, %v, want none", doc, err)
+	}
+	behind.Store(0)
+	admitted := b.Do("POST", protocol.RouteDeclaration, tok, report, nil)
+	if admitted.StatusCode != http.StatusForbidden {
+		t.Fatalf("report admitted past its token's expiry = %d %s, want 403", admitted.StatusCode, admitted.Body)
+	}
+	if saved.StatusCode != admitted.StatusCode || !bytes.Equal(saved.Body, admitted.Body) {
+		t.Errorf("report saved past its token's expiry = %d %s, want %d %s as one admitted past it", saved.StatusCode, saved.Body, admitted.StatusCode, admitted.Body)
+	}
+}

@@ -37,6 +37,11 @@ var (
 	// ended by the database's clock as the write runs. It is an
 	// ErrNotFound: no box holds that token any more.
 	ErrGraceEnded = fmt.Errorf("the grace of the token before the rotation ended: %w", ErrNotFound)
+	// ErrTokenExpired: the token a write was admitted with is a box's
+	// token, whose expiry (Box.ExpiresAt) has come by the database's
+	// clock as the write runs. It is an ErrNotFound: the box no longer
+	// takes that token.
+	ErrTokenExpired = fmt.Errorf("the token expired: %w", ErrNotFound)
 )
 
 // Store is all of boxbroker's persistent state. Every method is safe for
@@ -244,7 +249,10 @@ type Declarations interface {
 	// is not kept as the report of a box added since under its name.
 	// ErrGraceEnded (an ErrNotFound) if tokenHash is the one before the
 	// rotation and its grace has ended by the database's clock as the
-	// report is saved, although it had not as the report was admitted.
+	// report is saved, although it had not as the report was admitted;
+	// ErrTokenExpired (an ErrNotFound) if tokenHash is the box's token
+	// and its expiry has come by the database's clock as the report is
+	// saved.
 	SaveDeclaration(ctx context.Context, box, tokenHash string, doc []byte, at time.Time) (KeptDeclaration, error)
 	// Declaration returns the box's last kept report and when it was taken,
 	// or ErrNotFound if it never reported.

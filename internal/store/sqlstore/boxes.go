@@ -177,7 +177,8 @@ func (s *Store) ChangeBox(ctx context.Context, name string, c store.BoxChange) e
 // such box holding the token that hashes to tokenHash (its token, or the
 // one it had before its last rotation), store.ErrGraceEnded if tokenHash
 // is the one before the rotation and its grace has ended by the
-// database's clock.
+// database's clock, store.ErrTokenExpired if tokenHash is the box's token
+// and its expiry has come by the database's clock.
 func (s *Store) SaveDeclaration(ctx context.Context, box, tokenHash string, doc []byte, at time.Time) (store.KeptDeclaration, error) {
 	var kept store.KeptDeclaration
 	err := s.Write(ctx, fmt.Sprintf("save declaration of box %q", box), func(tx *sql.Tx) ([]store.Change, error) {
@@ -186,18 +187,25 @@ func (s *Store) SaveDeclaration(ctx context.Context, box, tokenHash string, doc 
 		// since, is not that box. The row is held until the write
 		// commits (SQLite's write holds the whole database), so that
 		// neither can happen between this check and the upsert. The
-		// token before a rotation is held only within its grace, by the
-		// database's clock as the check runs: the broker judged the
-		// grace as it admitted the report, and a report saved after the
-		// grace ended is a report of a token no longer taken.
+		// box's token is held only until its expiry (if it has one), and
+		// the token before a rotation only within its grace, by the
+		// database's clock as the check runs: the broker judged both as
+		// it admitted the report, and a report saved after either ended
+		// is a report of a token no longer taken.
+		now := s.D.Now(0)
 		var held int
-		if err := tx.QueryRowContext(ctx, `SELECT CASE WHEN token_hash = $2 OR old_token_until > `+s.D.Now(0)+` THEN 1 ELSE 0 END
+		if err := tx.QueryRowContext(ctx, `SELECT CASE
+				WHEN token_hash = $2 THEN CASE WHEN token_expires_at IS NULL OR token_expires_at > `+now+` THEN 1 ELSE 2 END
+				WHEN old_token_until > `+now+` THEN 1 ELSE 0 END
 			FROM boxes WHERE name = $1 AND (token_hash = $2 OR old_token_hash = $2)`+s.D.ForUpdate(),
 			box, tokenHash).Scan(&held); err != nil {
 			return nil, err
 		}
-		if held == 0 {
+		switch held {
+		case 0:
 			return nil, store.ErrGraceEnded
+		case 2:
+			return nil, store.ErrTokenExpired
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO declarations (box, doc, at) VALUES ($1, $2, $3)
 			ON CONFLICT (box) DO UPDATE SET doc = excluded.doc, at = excluded.at WHERE declarations.at <= excluded.at`,

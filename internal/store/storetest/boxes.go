@@ -237,6 +237,32 @@ func testDeclarationAsTheGraceEnds(t *testing.T, s store.Store) {
 	must(t, "SaveDeclaration(alpha) with its token before the rotation, within the grace", second(s.SaveDeclaration(ctx, "alpha", hash("token-alpha-2"), []byte(kept), at(4))))
 }
 
+// testDeclarationAsTheTokenExpires: a report admitted with a box's
+// token is saved only while the token has not expired by the database's
+// clock as it is saved: one saved a moment after its expiry is refused
+// (ErrTokenExpired, an ErrNotFound), and the report kept is left as it
+// was.
+func testDeclarationAsTheTokenExpires(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	mustCreateBox(t, s, "alpha")
+	kept := `{"capabilities":[]}`
+	must(t, "SaveDeclaration(alpha)", second(s.SaveDeclaration(ctx, "alpha", tokenOf("alpha"), []byte(kept), at(1))))
+	// The new token expired a second ago by the machine's clock, which
+	// the database's is.
+	must(t, "ReplaceToken(alpha)", s.ReplaceToken(ctx, "alpha", store.Rotation{Hash: hash("token-alpha-2"), TTL: time.Minute, ExpiresAt: time.Now().Add(-time.Second)}))
+	seq := lastChange(t, s)
+	err := second(s.SaveDeclaration(ctx, "alpha", hash("token-alpha-2"), []byte(`{"capabilities":[],"late":true}`), at(2)))
+	wantErr(t, "SaveDeclaration(alpha) with its token, past its expiry", err, store.ErrTokenExpired)
+	wantErr(t, "SaveDeclaration(alpha) with its token, past its expiry", err, store.ErrNotFound)
+	if doc, _, err := s.Declaration(ctx, "alpha"); err != nil || string(doc) != kept {
+		t.Errorf("Declaration(alpha) after a report past its token's expiry = %s, %v, want %s", doc, err, kept)
+	}
+	same(t, "changes of a report past its token's expiry (want none)", []store.Change(nil), keys(changesAfter(t, s, seq)))
+
+	must(t, "ReplaceToken(alpha)", s.ReplaceToken(ctx, "alpha", store.Rotation{Hash: hash("token-alpha-3"), TTL: time.Hour, ExpiresAt: time.Now().Add(time.Hour)}))
+	must(t, "SaveDeclaration(alpha) with its token, before its expiry", second(s.SaveDeclaration(ctx, "alpha", hash("token-alpha-3"), []byte(kept), at(3))))
+}
+
 func testDeclarations(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	mustCreateBox(t, s, "alpha")

@@ -75,6 +75,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store, opts ...Option) {
 		{"AuditCosts", testAuditCosts},
 		{"PromptCache", testPromptCache}, {"PromptCacheReplicaAhead", testPromptCacheReplicaAhead},
 		{"DeclarationOfAReenrolledBox", testDeclarationOfAReenrolledBox}, {"DeclarationAsTheGraceEnds", testDeclarationAsTheGraceEnds},
+		{"DeclarationAsTheTokenExpires", testDeclarationAsTheTokenExpires},
 		{"Proposals", testProposals}, {"ConcurrentProposals", testConcurrentProposals},
 		{"Budgets", testBudgets},
 		{"ReserveAndSettle", testReserveAndSettle},
