@@ -42,7 +42,7 @@ func MethodParams(rawQuery, contentType string, body []byte) ([]string, error) {
 	if len(body) == 0 {
 		return out, nil
 	}
-	mt, params, err := mime.ParseMediaType(contentType)
+	mt, params, err := BodyType(contentType)
 	if strings.HasPrefix(mt, "multipart/") {
 		return multipartMethods(body, params["boundary"], out)
 	}
@@ -52,10 +52,28 @@ func MethodParams(rawQuery, contentType string, body []byte) ([]string, error) {
 	if json.Valid(body) { // a form may be valid JSON too: "a&_method=PUT&b"
 		out = jsonMethods(body, out)
 	}
-	if mt == "" && contentType != "" {
-		return out, fmt.Errorf("a Content-Type that does not parse: %w", err)
+	return out, err
+}
+
+// BodyType returns the media type (lower case; "" for none) and the
+// parameters of a body sent under the Content-Type contentType, as Go's
+// parser reads them: what every check that reads a request body by its
+// type (MethodParams, Fountain's ids) reads it as. It reports an error
+// for a Content-Type Go's parser does not read ("multipart/form-data x;
+// boundary=b", a parameter named twice): PHP cuts the type at " ", ","
+// or ";", Rack at "," or ";", and reads such a body as multipart or as
+// a form, so a check that reads the body must refuse it rather than
+// read it otherwise. A type whose parameters do not parse is returned
+// with none (a multipart body under it has no boundary).
+func BodyType(contentType string) (string, map[string]string, error) {
+	if contentType == "" {
+		return "", nil, nil
 	}
-	return out, nil
+	mt, params, err := mime.ParseMediaType(contentType)
+	if mt == "" {
+		return "", nil, fmt.Errorf("a Content-Type that does not parse: %w", err)
+	}
+	return mt, params, nil
 }
 
 // MethodParamBody reports whether a host may read MethodParam from a
@@ -63,7 +81,7 @@ func MethodParams(rawQuery, contentType string, body []byte) ([]string, error) {
 // Content-Type (Rack reads a POST's body as a form), or JSON (Laravel
 // reads "/json" and "+json" types).
 func MethodParamBody(contentType string) bool {
-	mt, _, _ := mime.ParseMediaType(contentType)
+	mt, _, _ := BodyType(contentType)
 	return mt == "" || mt == "application/x-www-form-urlencoded" || strings.HasPrefix(mt, "multipart/") ||
 		strings.Contains(mt, "/json") || strings.HasSuffix(mt, "+json")
 }

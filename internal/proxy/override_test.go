@@ -57,3 +57,25 @@ func TestMethodParams(t *testing.T) {
 		}
 	}
 }
+
+// TestBodyType: a Content-Type Go's parser does not read, which PHP or
+// Rack may read as multipart or a form, is an error; none is no type.
+func TestBodyType(t *testing.T) {
+	for _, tt := range []struct {
+		ct, mt, boundary string
+		err              bool
+	}{
+		{"", "", "", false},
+		{"Multipart/Form-Data; boundary=b", "multipart/form-data", "b", false},
+		{"multipart/form-data; boundary=b; x=\"", "multipart/form-data", "", false},
+		{"multipart/form-data x; boundary=b", "", "", true},
+		{"multipart/form-data, text/plain; boundary=b", "", "", true},
+		{"multipart/form-data; boundary=a; boundary=b", "", "", true},
+		{" ", "", "", true},
+	} {
+		mt, params, err := proxy.BodyType(tt.ct)
+		if mt != tt.mt || params["boundary"] != tt.boundary || (err != nil) != tt.err {
+			t.Errorf("BodyType(%q) = %q, boundary %q, error %v; want %q, %q, error %v", tt.ct, mt, params["boundary"], err, tt.mt, tt.boundary, tt.err)
+		}
+	}
+}
