@@ -671,6 +671,9 @@ func TestFountain_PathOverrideHeadersNeverReachFountain(t *testing.T) {
 // Another box's id in a multipart part sent so would reach Fountain
 // unchecked were the body read as a form: a body under a Content-Type
 // that does not parse is a 400 reaching no Fountain, whatever it holds.
+// So is one under a boundary PHP (the first "boundary" anywhere) or Rack
+// (the last "boundary=") reads as another than Go's: a body may hold
+// parts under both, another box's id under the one the broker skips.
 func TestFountain_BodyUnderAContentTypeThatDoesNotParseIsRefused(t *testing.T) {
 	br, alpha := ownershipBroker(t, nil)
 	part := "--b\r\nContent-Disposition: form-data; name=\"sandbox_id\"\r\n\r\nsb-b1\r\n--b--\r\n"
@@ -681,6 +684,8 @@ func TestFountain_BodyUnderAContentTypeThatDoesNotParseIsRefused(t *testing.T) {
 		{"another box's id, under a type PHP reads as multipart", "POST", "multipart/form-data x; boundary=b", part, 400},
 		{"another box's id, under a type Rack reads as multipart", "POST", "multipart/form-data, text/plain; boundary=b", part, 400},
 		{"another box's id, under a boundary named twice", "POST", "multipart/form-data; boundary=a; boundary=b", part, 400},
+		{"another box's id, under a boundary PHP reads as another", "POST", "multipart/form-data; xboundary=evil; boundary=b", "--evil\r\nContent-Disposition: form-data; name=\"sandbox_id\"\r\n\r\nsb-b1\r\n--evil--\r\n" + strings.Replace(part, "sb-b1", "sb-alpha", 1), 400},
+		{"another box's id, under a boundary Rack reads as another", "POST", "multipart/form-data; boundary=b; xboundary=evil", "--evil\r\nContent-Disposition: form-data; name=\"sandbox_id\"\r\n\r\nsb-b1\r\n--evil--\r\n" + strings.Replace(part, "sb-b1", "sb-alpha", 1), 400},
 		{"the box's own, in JSON", "POST", "application/json x", `{"sandbox_id":"sb-alpha"}`, 400},
 		{"no body", "GET", "multipart/form-data x; boundary=b", "", 200},
 		{"the box's own, under a type that parses", "POST", "multipart/form-data; boundary=b", strings.Replace(part, "sb-b1", "sb-alpha", 1), 201},

@@ -260,13 +260,14 @@ func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Reque
 // for none) of Content-Type ct names proxy.MethodParam where a host may
 // read it (errOverride), or whose body is not one a host reads as the
 // broker does (proxy.MethodParams' error: a Content-Type that does not
-// parse, which PHP may read as multipart, or a multipart body that does
-// not read whole), so that neither its _method nor its ids are checked.
+// parse, which PHP may read as multipart, one whose boundary PHP or Rack
+// reads as another, or a multipart body that does not read whole), so
+// that neither its _method nor its ids are checked.
 func overrides(rawQuery, ct string, held []byte) error {
 	ms, err := proxy.MethodParams(rawQuery, ct, held)
 	if err != nil {
 		return capability.Refuse(capability.ReasonInvalid,
-			"The request body is not one the broker can read as Fountain may (its Content-Type does not parse, or it is a multipart form that does not read to its closing boundary), so the broker cannot check the ids or the method override it may name; send it with a Content-Type such as application/json.").WithErr(err)
+			"The request body is not one the broker can read as Fountain may (its Content-Type does not parse or names a boundary other parsers read otherwise, or it is a multipart form that does not read to its closing boundary), so the broker cannot check the ids or the method override it may name; send it with a Content-Type such as application/json.").WithErr(err)
 	}
 	if len(ms) > 0 {
 		return errOverride

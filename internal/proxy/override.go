@@ -63,8 +63,11 @@ func MethodParams(rawQuery, contentType string, body []byte) ([]string, error) {
 // boundary=b", a parameter named twice): PHP cuts the type at " ", ","
 // or ";", Rack at "," or ";", and reads such a body as multipart or as
 // a form, so a check that reads the body must refuse it rather than
-// read it otherwise. A type whose parameters do not parse is returned
-// with none (a multipart body under it has no boundary).
+// read it otherwise. So is a multipart type whose boundary PHP or Rack
+// reads as another than Go's parser does (otherBoundary): a body may
+// hold parts under both, each reader seeing only its own. A type whose
+// parameters do not parse is returned with none (a multipart body under
+// it has no boundary).
 func BodyType(contentType string) (string, map[string]string, error) {
 	if contentType == "" {
 		return "", nil, nil
@@ -73,7 +76,64 @@ func BodyType(contentType string) (string, map[string]string, error) {
 	if mt == "" {
 		return "", nil, fmt.Errorf("a Content-Type that does not parse: %w", err)
 	}
+	if b, ok := params["boundary"]; ok && strings.HasPrefix(mt, "multipart/") && otherBoundary(contentType, b) {
+		return "", nil, errors.New("a multipart boundary another parser reads otherwise")
+	}
 	return mt, params, nil
+}
+
+// otherBoundary reports whether PHP or Rack reads a boundary other than
+// b in the multipart Content-Type ct. PHP takes the first "boundary" in
+// ct (in any case only when none is in lower case), anywhere, then what
+// follows the next "=": up to the closing quote, or else up to a "," or
+// ";". Rack takes the last "boundary=" (in any case) followed by a
+// value, after a quote, up to a quote, "," or ";".
+func otherBoundary(ct, b string) bool {
+	lower := asciiLower(ct) // as both read a case: the same length
+	i := strings.Index(ct, "boundary")
+	if i < 0 {
+		i = strings.Index(lower, "boundary")
+	}
+	if i < 0 { // Go's parser reads no name but in ASCII: never so
+		return true
+	}
+	if eq := strings.IndexByte(ct[i:], '='); eq >= 0 {
+		v := ct[i+eq+1:]
+		if q, ok := strings.CutPrefix(v, `"`); ok {
+			v, _, _ = strings.Cut(q, `"`)
+		} else if n := strings.IndexAny(v, ",;"); n >= 0 {
+			v = v[:n]
+		}
+		if v != b {
+			return true
+		}
+	}
+	for end := len(lower); ; {
+		j := strings.LastIndex(lower[:end], "boundary=")
+		if j < 0 {
+			return false
+		}
+		v := strings.TrimPrefix(ct[j+len("boundary="):], `"`)
+		if n := strings.IndexAny(v, `";,`); n >= 0 {
+			v = v[:n]
+		}
+		if v != "" {
+			return v != b
+		}
+		end = j
+	}
+}
+
+// asciiLower is s with every ASCII upper-case letter in lower case, and
+// every other byte as it is.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
 
 // MethodParamBody reports whether a host may read MethodParam from a

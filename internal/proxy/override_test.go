@@ -59,7 +59,8 @@ func TestMethodParams(t *testing.T) {
 }
 
 // TestBodyType: a Content-Type Go's parser does not read, which PHP or
-// Rack may read as multipart or a form, is an error; none is no type.
+// Rack may read as multipart or a form, is an error, and so is one whose
+// boundary PHP or Rack reads as another; none is no type.
 func TestBodyType(t *testing.T) {
 	for _, tt := range []struct {
 		ct, mt, boundary string
@@ -72,6 +73,13 @@ func TestBodyType(t *testing.T) {
 		{"multipart/form-data, text/plain; boundary=b", "", "", true},
 		{"multipart/form-data; boundary=a; boundary=b", "", "", true},
 		{" ", "", "", true},
+		{"multipart/form-data; boundary=----WebKitFormBoundaryAbC", "multipart/form-data", "----WebKitFormBoundaryAbC", false},
+		{`multipart/form-data; boundary="b"; charset=utf-8`, "multipart/form-data", "b", false},
+		{"multipart/form-data; BOUNDARY=b", "multipart/form-data", "b", false},
+		{"multipart/form-data; xboundary=evil; boundary=b", "", "", true},
+		{"multipart/form-data; boundary=b; xboundary=evil", "", "", true},
+		{`multipart/form-data; x="boundary=evil"; boundary=b`, "", "", true},
+		{"multipart/form-data; boundary*0=a; boundary*1=b", "", "", true},
 	} {
 		mt, params, err := proxy.BodyType(tt.ct)
 		if mt != tt.mt || params["boundary"] != tt.boundary || (err != nil) != tt.err {
