@@ -180,7 +180,7 @@ func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Reque
 	if err != nil {
 		return nil, notWhole("query")
 	}
-	if err := overrides(r.URL.RawQuery, "", nil); err != nil {
+	if err := overrides(r.URL.RawQuery, nil, nil); err != nil {
 		return nil, err
 	}
 	ids := queryIDs(q, "the query")
@@ -194,7 +194,7 @@ func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Reque
 		case err != nil:
 			return nil, capability.UnreadableBody(fmt.Errorf("read fountain request body: %w", err))
 		}
-		ct := r.Header.Get("Content-Type")
+		ct := r.Header.Get("Content-Type") // given once: see overrides
 		// A Content-Type that does not parse (mt "") is refused below
 		// (overrides) before any id is read, as one PHP may read as
 		// multipart.
@@ -210,7 +210,7 @@ func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Reque
 			// Not JSON nor a form: streamed, tokens scrubbed as it goes.
 			return proxy.NewTokenScrubber(proxy.PutBack(held, body)), nil
 		}
-		if err := overrides("", ct, held); err != nil {
+		if err := overrides("", r.Header, held); err != nil {
 			return nil, err
 		}
 		switch {
@@ -257,22 +257,33 @@ func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Reque
 }
 
 // overrides refuses a request whose query rawQuery or body held (nil
-// for none) of Content-Type ct names proxy.MethodParam where a host may
-// read it (errOverride), or whose body is not one a host reads as the
-// broker does (proxy.MethodParams' error: a Content-Type that does not
-// parse, which PHP may read as multipart, one whose boundary PHP or Rack
-// reads as another, or a multipart body that does not read whole), so
-// that neither its _method nor its ids are checked.
-func overrides(rawQuery, ct string, held []byte) error {
+// for none) under the header h names proxy.MethodParam where a host may
+// read it (errOverride), or whose body is not one every host reads as
+// the broker does (a Content-Type given twice, proxy.ContentType's
+// error; proxy.MethodParams' error: a Content-Type that does not parse,
+// which PHP may read as multipart, one whose boundary PHP or Rack reads
+// as another, or a multipart body that does not read whole), so that
+// neither its _method nor its ids are checked.
+func overrides(rawQuery string, h http.Header, held []byte) error {
+	ct, err := proxy.ContentType(h)
+	if err != nil && len(held) > 0 {
+		return errUnread(err)
+	}
 	ms, err := proxy.MethodParams(rawQuery, ct, held)
 	if err != nil {
-		return capability.Refuse(capability.ReasonInvalid,
-			"The request body is not one the broker can read as Fountain may (its Content-Type does not parse or names a boundary other parsers read otherwise, or it is a multipart form that does not read to its closing boundary), so the broker cannot check the ids or the method override it may name; send it with a Content-Type such as application/json.").WithErr(err)
+		return errUnread(err)
 	}
 	if len(ms) > 0 {
 		return errOverride
 	}
 	return nil
+}
+
+// errUnread refuses a body not every host reads as the broker does, for
+// the reason err (logged, never shown).
+func errUnread(err error) error {
+	return capability.Refuse(capability.ReasonInvalid,
+		"The request body is not one the broker can read as Fountain may (its Content-Type does not parse, is given more than once or names a boundary other parsers read otherwise, or it is a multipart form that does not read to its closing boundary), so the broker cannot check the ids or the method override it may name; send it with one Content-Type such as application/json.").WithErr(err)
 }
 
 // errOverride refuses a request naming proxy.MethodParam, where any host

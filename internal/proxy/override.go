@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"mime/multipart"
+	"net/http"
 	"net/url"
 	"strings"
 )
@@ -53,6 +54,18 @@ func MethodParams(rawQuery, contentType string, body []byte) ([]string, error) {
 		out = jsonMethods(body, out)
 	}
 	return out, err
+}
+
+// ContentType returns the Content-Type h gives a request's body. It
+// reports an error when h gives more than one: Go's server and Node read
+// the first, Apache and Puma join them with ", " (PHP then reading the
+// first boundary, Rack the last), so no one reading is every host's.
+func ContentType(h http.Header) (string, error) {
+	vs := h.Values("Content-Type")
+	if len(vs) > 1 {
+		return vs[0], errors.New("a Content-Type given more than once")
+	}
+	return h.Get("Content-Type"), nil
 }
 
 // BodyType returns the media type (lower case; "" for none) and the

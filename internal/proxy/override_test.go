@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"net/http"
 	"slices"
 	"testing"
 
@@ -84,6 +85,25 @@ func TestBodyType(t *testing.T) {
 		mt, params, err := proxy.BodyType(tt.ct)
 		if mt != tt.mt || params["boundary"] != tt.boundary || (err != nil) != tt.err {
 			t.Errorf("BodyType(%q) = %q, boundary %q, error %v; want %q, %q, error %v", tt.ct, mt, params["boundary"], err, tt.mt, tt.boundary, tt.err)
+		}
+	}
+}
+
+// TestContentType: a Content-Type given twice, which hosts read as the
+// first, the last or both joined, is an error.
+func TestContentType(t *testing.T) {
+	for _, tt := range []struct {
+		vs   []string
+		want string
+		err  bool
+	}{
+		{nil, "", false},
+		{[]string{"application/json"}, "application/json", false},
+		{[]string{"multipart/form-data; boundary=a", "multipart/form-data; boundary=b"}, "multipart/form-data; boundary=a", true},
+	} {
+		got, err := proxy.ContentType(http.Header{"Content-Type": tt.vs})
+		if got != tt.want || (err != nil) != tt.err {
+			t.Errorf("ContentType(%q) = %q, error %v; want %q, error %v", tt.vs, got, err, tt.want, tt.err)
 		}
 	}
 }
