@@ -139,11 +139,20 @@ const anyMethod = "*"
 // body of a type a host may read one from (proxy.MethodParamBody) is
 // read whole, up to maxReadBody, and put back; a larger one, which could
 // name any method unread, is a refusal, and so is a multipart body that
-// does not read, or a body whose Content-Type does not parse.
+// does not read, or a body whose Content-Type does not parse or is
+// given more than once (proxy.ContentType).
 func methodParams(r *http.Request, name string) ([]string, error) {
-	ct := r.Header.Get("Content-Type")
+	unread := func(err error) error {
+		return capability.Refuse(capability.ReasonInvalid,
+			"The request's Content-Type does not parse, or its body is not a multipart form the broker can read, so the broker cannot judge the method a _method in it may name against the rules of the secret %s.", name).WithErr(err)
+	}
+	ct, err := proxy.ContentType(r.Header)
+	hasBody := r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
+	if err != nil && hasBody {
+		return nil, unread(err)
+	}
 	var body []byte
-	if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 && proxy.MethodParamBody(ct) {
+	if hasBody && proxy.MethodParamBody(ct) {
 		tooLarge := capability.Refuse(capability.ReasonTooLarge,
 			"The broker reads a POST's body of a form, multipart or JSON type, or of no type, of up to %d bytes whole to judge the method a _method in it names against the rules of the secret %s, which allow only some methods here; this one is larger, and was not sent. A rule allowing any method at the path (`--allow '* PATTERN'`) lets such a body through unread.", maxReadBody, name)
 		if r.ContentLength > maxReadBody {
@@ -166,8 +175,7 @@ func methodParams(r *http.Request, name string) ([]string, error) {
 	}
 	vals, err := proxy.MethodParams(r.URL.RawQuery, ct, body)
 	if err != nil {
-		return nil, capability.Refuse(capability.ReasonInvalid,
-			"The request's Content-Type does not parse, or its body is not a multipart form the broker can read, so the broker cannot judge the method a _method in it may name against the rules of the secret %s.", name).WithErr(err)
+		return nil, unread(err)
 	}
 	var methods []string
 	for _, v := range vals {

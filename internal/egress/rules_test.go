@@ -128,7 +128,10 @@ func TestEgress_MethodOverrideIsJudgedByTheRules(t *testing.T) {
 // untyped body (which Rack reads as a form, split at ";" too), a
 // multipart part or its JSON body's top level, or as ".method", which
 // PHP registers as _method: Rails, Laravel and Symfony act on it as a
-// DELETE. The rules judge it as one: refused, naming DELETE, never sent;
+// DELETE; or in a part under the boundary PHP reads ("xboundary=evil;
+// boundary=b": the first "boundary" anywhere) where Go's parser reads
+// another, or under the second of two Content-Types (Puma joins them,
+// and Rack reads the last boundary). The rules judge it as one: refused, naming DELETE, never sent;
 // allowed, whole, where a rule allows the method it names. A body too
 // large to read for it is refused where the rules allow only some
 // methods; a body of a type no host reads it from is not read.
@@ -152,6 +155,8 @@ func TestEgress_MethodParamIsJudgedByTheRules(t *testing.T) {
 		{"in a multipart part", "/items/1", mp, part("_method", "DELETE"), 403},
 		{"in JSON", "/items/1", "application/json", `{"a":1,"_method":"DELETE"}`, 403},
 		{"in a multipart part of a type that does not parse", "/items/1", "multipart/form-data x; boundary=b", part("_method", "DELETE"), 400},
+		{"in a multipart part under the second of two Content-Types", "/items/1", "multipart/form-data; boundary=a\nmultipart/form-data; boundary=b", part("_method", "DELETE") + strings.ReplaceAll(part("a", "1"), "--b", "--a"), 400},
+		{"in a multipart part under the boundary PHP reads", "/items/1", "multipart/form-data; xboundary=evil; boundary=b", strings.ReplaceAll(part("_method", "DELETE"), "--b", "--evil") + part("a", "1"), 400},
 		{"in JSON, given twice", "/items/1", "application/vnd.api+json", `{"_method":"POST","_method":"DELETE"}`, 403},
 		{"in a form too large to read", "/items/1", form, big, 413},
 		{"in a form to a method a rule allows", "/items/old", form, "_method=DELETE", 200},
@@ -169,7 +174,7 @@ func TestEgress_MethodParamIsJudgedByTheRules(t *testing.T) {
 			}
 			h := http.Header{"Authorization": {"Bearer " + e.token}}
 			if tt.ct != "" {
-				h.Set("Content-Type", tt.ct)
+				h["Content-Type"] = strings.Split(tt.ct, "\n")
 			}
 			resp, body := e.do(t, "POST", "/egress/ECHO"+tt.path+sep+"do=upload", h, strings.NewReader(tt.body))
 			if resp.StatusCode != tt.status {

@@ -663,3 +663,61 @@ func TestFountain_PathOverrideHeadersNeverReachFountain(t *testing.T) {
 		}
 	}
 }
+
+// TestFountain_BodyUnderAContentTypeThatDoesNotParseIsRefused: PHP cuts
+// a Content-Type at " ", "," or ";" and Rack at "," or ";", so both read
+// "multipart/form-data x; boundary=b" or "multipart/form-data, x;
+// boundary=b" as multipart, where Go's parser reads no type at all.
+// Another box's id in a multipart part sent so would reach Fountain
+// unchecked were the body read as a form: a body under a Content-Type
+// that does not parse is a 400 reaching no Fountain, whatever it holds.
+// So is one under a boundary PHP (the first "boundary" anywhere) or Rack
+// (the last "boundary=") reads as another than Go's: a body may hold
+// parts under both, another box's id under the one the broker skips.
+// So is one under two Content-Types: Go reads the first, Apache and Puma
+// join them (Rack then reading the last boundary).
+func TestFountain_BodyUnderAContentTypeThatDoesNotParseIsRefused(t *testing.T) {
+	br, alpha := ownershipBroker(t, nil)
+	part := "--b\r\nContent-Disposition: form-data; name=\"sandbox_id\"\r\n\r\nsb-b1\r\n--b--\r\n"
+	tests := []struct {
+		name, method, ct, body string
+		want                   int
+	}{
+		{"another box's id, under a type PHP reads as multipart", "POST", "multipart/form-data x; boundary=b", part, 400},
+		{"another box's id, under a type Rack reads as multipart", "POST", "multipart/form-data, text/plain; boundary=b", part, 400},
+		{"another box's id, under a boundary named twice", "POST", "multipart/form-data; boundary=a; boundary=b", part, 400},
+		{"another box's id, under a boundary PHP reads as another", "POST", "multipart/form-data; xboundary=evil; boundary=b", "--evil\r\nContent-Disposition: form-data; name=\"sandbox_id\"\r\n\r\nsb-b1\r\n--evil--\r\n" + strings.Replace(part, "sb-b1", "sb-alpha", 1), 400},
+		{"another box's id, under a boundary Rack reads as another", "POST", "multipart/form-data; boundary=b; xboundary=evil", "--evil\r\nContent-Disposition: form-data; name=\"sandbox_id\"\r\n\r\nsb-b1\r\n--evil--\r\n" + strings.Replace(part, "sb-b1", "sb-alpha", 1), 400},
+		{"another box's id, under the second of two Content-Types", "POST", "multipart/form-data; boundary=a\nmultipart/form-data; boundary=b", part + strings.ReplaceAll(strings.Replace(part, "sb-b1", "sb-alpha", 1), "--b", "--a"), 400},
+		{"the box's own, in JSON", "POST", "application/json x", `{"sandbox_id":"sb-alpha"}`, 400},
+		{"no body", "GET", "multipart/form-data x; boundary=b", "", 200},
+		{"the box's own, under a type that parses", "POST", "multipart/form-data; boundary=b", strings.Replace(part, "sb-b1", "sb-alpha", 1), 201},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(br.Fountain.Seen())
+			path := "/fountain/api/conversations"
+			if tt.method == "GET" {
+				path = "/fountain/api/sandboxes/sb-alpha"
+			}
+			var body []byte
+			if tt.body != "" {
+				body = []byte(tt.body)
+			}
+			resp := br.Do(tt.method, path, alpha, body, http.Header{"Content-Type": strings.Split(tt.ct, "\n")})
+			typ, msg := brokertest.Refusal(resp.Body)
+			if resp.StatusCode != tt.want {
+				t.Fatalf("%s %q = %d %q, want %d", tt.method, tt.ct, resp.StatusCode, msg, tt.want)
+			}
+			if tt.want != 400 {
+				return
+			}
+			if typ != "invalid_request_error" || !strings.Contains(msg, "Content-Type does not parse") || !strings.Contains(msg, "Fountain") {
+				t.Errorf("%q: refusal %q %q, want invalid_request_error naming Fountain and the Content-Type", tt.ct, typ, msg)
+			}
+			if reached := len(br.Fountain.Seen()) - before; reached != 0 {
+				t.Errorf("%q: Fountain received %d, want none", tt.ct, reached)
+			}
+		})
+	}
+}

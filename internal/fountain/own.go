@@ -180,8 +180,8 @@ func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Reque
 	if err != nil {
 		return nil, notWhole("query")
 	}
-	if ms, _ := proxy.MethodParams(r.URL.RawQuery, "", nil); len(ms) > 0 {
-		return nil, errOverride
+	if err := overrides(r.URL.RawQuery, nil, nil); err != nil {
+		return nil, err
 	}
 	ids := queryIDs(q, "the query")
 	body := r.Body
@@ -194,9 +194,13 @@ func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Reque
 		case err != nil:
 			return nil, capability.UnreadableBody(fmt.Errorf("read fountain request body: %w", err))
 		}
-		mt, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-		// A body with no Content-Type (or one that does not parse) is
-		// read as a form: Rack reads a POST so.
+		ct := r.Header.Get("Content-Type") // given once: see overrides
+		// A Content-Type that does not parse (mt "") is refused below
+		// (overrides) before any id is read, as one PHP may read as
+		// multipart.
+		mt, params, _ := proxy.BodyType(ct)
+		// A body with no Content-Type is read as a form: Rack reads a
+		// POST so.
 		structured := looksJSON(held) || strings.HasSuffix(mt, "json") || mt == "application/x-www-form-urlencoded" || strings.HasPrefix(mt, "multipart/") || mt == ""
 		if int64(len(held)) > MaxChecked {
 			if structured {
@@ -205,6 +209,9 @@ func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Reque
 			}
 			// Not JSON nor a form: streamed, tokens scrubbed as it goes.
 			return proxy.NewTokenScrubber(proxy.PutBack(held, body)), nil
+		}
+		if err := overrides("", r.Header, held); err != nil {
+			return nil, err
 		}
 		switch {
 		case len(held) == 0:
@@ -238,9 +245,6 @@ func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Reque
 			return nil, capability.Refuse(capability.ReasonInvalid,
 				"The request body is not valid JSON, so the broker cannot check that the ids it names are this box's.")
 		}
-		if ms, _ := proxy.MethodParams("", r.Header.Get("Content-Type"), held); len(ms) > 0 {
-			return nil, errOverride
-		}
 		proxy.ScrubTokensInPlace(held)
 		body = proxy.PutBack(held, body)
 	}
@@ -250,6 +254,36 @@ func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Reque
 		}
 	}
 	return body, nil
+}
+
+// overrides refuses a request whose query rawQuery or body held (nil
+// for none) under the header h names proxy.MethodParam where a host may
+// read it (errOverride), or whose body is not one every host reads as
+// the broker does (a Content-Type given twice, proxy.ContentType's
+// error; proxy.MethodParams' error: a Content-Type that does not parse,
+// which PHP may read as multipart, one whose boundary PHP or Rack reads
+// as another, or a multipart body that does not read whole), so that
+// neither its _method nor its ids are checked.
+func overrides(rawQuery string, h http.Header, held []byte) error {
+	ct, err := proxy.ContentType(h)
+	if err != nil && len(held) > 0 {
+		return errUnread(err)
+	}
+	ms, err := proxy.MethodParams(rawQuery, ct, held)
+	if err != nil {
+		return errUnread(err)
+	}
+	if len(ms) > 0 {
+		return errOverride
+	}
+	return nil
+}
+
+// errUnread refuses a body not every host reads as the broker does, for
+// the reason err (logged, never shown).
+func errUnread(err error) error {
+	return capability.Refuse(capability.ReasonInvalid,
+		"The request body is not one the broker can read as Fountain may (its Content-Type does not parse, is given more than once or names a boundary other parsers read otherwise, or it is a multipart form that does not read to its closing boundary), so the broker cannot check the ids or the method override it may name; send it with one Content-Type such as application/json.").WithErr(err)
 }
 
 // errOverride refuses a request naming proxy.MethodParam, where any host

@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"mime/multipart"
+	"net/http"
 	"net/url"
 	"strings"
 )
@@ -42,7 +43,7 @@ func MethodParams(rawQuery, contentType string, body []byte) ([]string, error) {
 	if len(body) == 0 {
 		return out, nil
 	}
-	mt, params, err := mime.ParseMediaType(contentType)
+	mt, params, err := BodyType(contentType)
 	if strings.HasPrefix(mt, "multipart/") {
 		return multipartMethods(body, params["boundary"], out)
 	}
@@ -52,10 +53,100 @@ func MethodParams(rawQuery, contentType string, body []byte) ([]string, error) {
 	if json.Valid(body) { // a form may be valid JSON too: "a&_method=PUT&b"
 		out = jsonMethods(body, out)
 	}
-	if mt == "" && contentType != "" {
-		return out, fmt.Errorf("a Content-Type that does not parse: %w", err)
+	return out, err
+}
+
+// ContentType returns the Content-Type h gives a request's body. It
+// reports an error when h gives more than one: Go's server and Node read
+// the first, Apache and Puma join them with ", " (PHP then reading the
+// first boundary, Rack the last), so no one reading is every host's.
+func ContentType(h http.Header) (string, error) {
+	vs := h.Values("Content-Type")
+	if len(vs) > 1 {
+		return vs[0], errors.New("a Content-Type given more than once")
 	}
-	return out, nil
+	return h.Get("Content-Type"), nil
+}
+
+// BodyType returns the media type (lower case; "" for none) and the
+// parameters of a body sent under the Content-Type contentType, as Go's
+// parser reads them: what every check that reads a request body by its
+// type (MethodParams, Fountain's ids) reads it as. It reports an error
+// for a Content-Type Go's parser does not read ("multipart/form-data x;
+// boundary=b", a parameter named twice): PHP cuts the type at " ", ","
+// or ";", Rack at "," or ";", and reads such a body as multipart or as
+// a form, so a check that reads the body must refuse it rather than
+// read it otherwise. So is a multipart type whose boundary PHP or Rack
+// reads as another than Go's parser does (otherBoundary): a body may
+// hold parts under both, each reader seeing only its own. A type whose
+// parameters do not parse is returned with none (a multipart body under
+// it has no boundary).
+func BodyType(contentType string) (string, map[string]string, error) {
+	if contentType == "" {
+		return "", nil, nil
+	}
+	mt, params, err := mime.ParseMediaType(contentType)
+	if mt == "" {
+		return "", nil, fmt.Errorf("a Content-Type that does not parse: %w", err)
+	}
+	if b, ok := params["boundary"]; ok && strings.HasPrefix(mt, "multipart/") && otherBoundary(contentType, b) {
+		return "", nil, errors.New("a multipart boundary another parser reads otherwise")
+	}
+	return mt, params, nil
+}
+
+// otherBoundary reports whether PHP or Rack reads a boundary other than
+// b in the multipart Content-Type ct. PHP takes the first "boundary" in
+// ct (in any case only when none is in lower case), anywhere, then what
+// follows the next "=": up to the closing quote, or else up to a "," or
+// ";". Rack takes the last "boundary=" (in any case) followed by a
+// value, after a quote, up to a quote, "," or ";".
+func otherBoundary(ct, b string) bool {
+	lower := asciiLower(ct) // as both read a case: the same length
+	i := strings.Index(ct, "boundary")
+	if i < 0 {
+		i = strings.Index(lower, "boundary")
+	}
+	if i < 0 { // Go's parser reads no name but in ASCII: never so
+		return true
+	}
+	if eq := strings.IndexByte(ct[i:], '='); eq >= 0 {
+		v := ct[i+eq+1:]
+		if q, ok := strings.CutPrefix(v, `"`); ok {
+			v, _, _ = strings.Cut(q, `"`)
+		} else if n := strings.IndexAny(v, ",;"); n >= 0 {
+			v = v[:n]
+		}
+		if v != b {
+			return true
+		}
+	}
+	for end := len(lower); ; {
+		j := strings.LastIndex(lower[:end], "boundary=")
+		if j < 0 {
+			return false
+		}
+		v := strings.TrimPrefix(ct[j+len("boundary="):], `"`)
+		if n := strings.IndexAny(v, `";,`); n >= 0 {
+			v = v[:n]
+		}
+		if v != "" {
+			return v != b
+		}
+		end = j
+	}
+}
+
+// asciiLower is s with every ASCII upper-case letter in lower case, and
+// every other byte as it is.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
 
 // MethodParamBody reports whether a host may read MethodParam from a
@@ -63,7 +154,7 @@ func MethodParams(rawQuery, contentType string, body []byte) ([]string, error) {
 // Content-Type (Rack reads a POST's body as a form), or JSON (Laravel
 // reads "/json" and "+json" types).
 func MethodParamBody(contentType string) bool {
-	mt, _, _ := mime.ParseMediaType(contentType)
+	mt, _, _ := BodyType(contentType)
 	return mt == "" || mt == "application/x-www-form-urlencoded" || strings.HasPrefix(mt, "multipart/") ||
 		strings.Contains(mt, "/json") || strings.HasSuffix(mt, "+json")
 }

@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"net/http"
 	"slices"
 	"testing"
 
@@ -54,6 +55,55 @@ func TestMethodParams(t *testing.T) {
 	for _, ct := range []string{"application/octet-stream", "text/plain", "image/png", "application/x-ndjson"} {
 		if proxy.MethodParamBody(ct) {
 			t.Errorf("MethodParamBody(%q) = true, want false", ct)
+		}
+	}
+}
+
+// TestBodyType: a Content-Type Go's parser does not read, which PHP or
+// Rack may read as multipart or a form, is an error, and so is one whose
+// boundary PHP or Rack reads as another; none is no type.
+func TestBodyType(t *testing.T) {
+	for _, tt := range []struct {
+		ct, mt, boundary string
+		err              bool
+	}{
+		{"", "", "", false},
+		{"Multipart/Form-Data; boundary=b", "multipart/form-data", "b", false},
+		{"multipart/form-data; boundary=b; x=\"", "multipart/form-data", "", false},
+		{"multipart/form-data x; boundary=b", "", "", true},
+		{"multipart/form-data, text/plain; boundary=b", "", "", true},
+		{"multipart/form-data; boundary=a; boundary=b", "", "", true},
+		{" ", "", "", true},
+		{"multipart/form-data; boundary=----WebKitFormBoundaryAbC", "multipart/form-data", "----WebKitFormBoundaryAbC", false},
+		{`multipart/form-data; boundary="b"; charset=utf-8`, "multipart/form-data", "b", false},
+		{"multipart/form-data; BOUNDARY=b", "multipart/form-data", "b", false},
+		{"multipart/form-data; xboundary=evil; boundary=b", "", "", true},
+		{"multipart/form-data; boundary=b; xboundary=evil", "", "", true},
+		{`multipart/form-data; x="boundary=evil"; boundary=b`, "", "", true},
+		{"multipart/form-data; boundary*0=a; boundary*1=b", "", "", true},
+	} {
+		mt, params, err := proxy.BodyType(tt.ct)
+		if mt != tt.mt || params["boundary"] != tt.boundary || (err != nil) != tt.err {
+			t.Errorf("BodyType(%q) = %q, boundary %q, error %v; want %q, %q, error %v", tt.ct, mt, params["boundary"], err, tt.mt, tt.boundary, tt.err)
+		}
+	}
+}
+
+// TestContentType: a Content-Type given twice, which hosts read as the
+// first, the last or both joined, is an error.
+func TestContentType(t *testing.T) {
+	for _, tt := range []struct {
+		vs   []string
+		want string
+		err  bool
+	}{
+		{nil, "", false},
+		{[]string{"application/json"}, "application/json", false},
+		{[]string{"multipart/form-data; boundary=a", "multipart/form-data; boundary=b"}, "multipart/form-data; boundary=a", true},
+	} {
+		got, err := proxy.ContentType(http.Header{"Content-Type": tt.vs})
+		if got != tt.want || (err != nil) != tt.err {
+			t.Errorf("ContentType(%q) = %q, error %v; want %q, error %v", tt.vs, got, err, tt.want, tt.err)
 		}
 	}
 }
