@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
-	"mime/multipart"
 	"net/http"
 	"net/url"
 	"strings"
@@ -307,32 +305,12 @@ func notWhole(what string) error {
 // as a kind's (a file's too), as sent. It reports an error for a body that
 // is not such a form, read to its closing boundary.
 func multipartIDs(body []byte, boundary string, out []named) ([]named, error) {
-	if boundary == "" {
-		return out, errors.New("multipart form with no boundary")
-	}
-	mr := multipart.NewReader(bytes.NewReader(body), boundary)
-	for {
-		p, err := mr.NextRawPart()
-		if errors.Is(err, io.EOF) {
-			return out, nil
+	err := proxy.MultipartFields(body, boundary, func(name, value string) {
+		if kind := paramKind(name); kind != "" {
+			out = append(out, named{kind, value, fmt.Sprintf("the body (%s)", name)})
 		}
-		if err != nil {
-			return out, err
-		}
-		v, err := io.ReadAll(p)
-		if err != nil {
-			return out, err
-		}
-		for _, cd := range p.Header.Values("Content-Disposition") {
-			_, params, err := mime.ParseMediaType(cd)
-			if err != nil {
-				return out, err
-			}
-			if kind := paramKind(params["name"]); kind != "" {
-				out = append(out, named{kind, string(v), fmt.Sprintf("the body (%s)", params["name"])})
-			}
-		}
-	}
+	})
+	return out, err
 }
 
 // looksJSON reports whether b begins, after a UTF-8 byte-order mark and

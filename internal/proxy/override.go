@@ -202,30 +202,41 @@ func formMethods(form string, out []string) []string {
 // multipart body with that boundary, whose form name MethodName reads
 // as MethodParam.
 func multipartMethods(body []byte, boundary string, out []string) ([]string, error) {
+	err := MultipartFields(body, boundary, func(name, value string) {
+		if MethodName(name) {
+			out = append(out, value)
+		}
+	})
+	return out, err
+}
+
+// MultipartFields calls f with the form name (the Content-Disposition's
+// name parameter, "" when it has none) and the value, as sent, of every
+// part of body, a multipart body with that boundary. It reports an error
+// for a body that is not such a form, read to its closing boundary.
+func MultipartFields(body []byte, boundary string, f func(name, value string)) error {
 	if boundary == "" {
-		return out, errors.New("multipart body with no boundary")
+		return errors.New("multipart body with no boundary")
 	}
 	mr := multipart.NewReader(bytes.NewReader(body), boundary)
 	for {
 		p, err := mr.NextRawPart()
 		if errors.Is(err, io.EOF) {
-			return out, nil
+			return nil
 		}
 		if err != nil {
-			return out, err
+			return err
 		}
 		v, err := io.ReadAll(p)
 		if err != nil {
-			return out, err
+			return err
 		}
 		for _, cd := range p.Header.Values("Content-Disposition") {
 			_, params, err := mime.ParseMediaType(cd)
 			if err != nil {
-				return out, err
+				return err
 			}
-			if MethodName(params["name"]) {
-				out = append(out, string(v))
-			}
+			f(params["name"], string(v))
 		}
 	}
 }
