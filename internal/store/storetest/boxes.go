@@ -223,14 +223,7 @@ func testDeclarationAsTheGraceEnds(t *testing.T, s store.Store) {
 	// The grace ended a second ago by the machine's clock, which the
 	// database's is.
 	must(t, "ReplaceToken(alpha)", s.ReplaceToken(ctx, "alpha", store.Rotation{Hash: hash("token-alpha-2"), GraceUntil: time.Now().Add(-time.Second)}))
-	seq := lastChange(t, s)
-	err := second(s.SaveDeclaration(ctx, "alpha", tokenOf("alpha"), []byte(`{"capabilities":[],"late":true}`), at(2)))
-	wantErr(t, "SaveDeclaration(alpha) with its token before the rotation, past the grace", err, store.ErrGraceEnded)
-	wantErr(t, "SaveDeclaration(alpha) with its token before the rotation, past the grace", err, store.ErrNotFound)
-	if doc, _, err := s.Declaration(ctx, "alpha"); err != nil || string(doc) != kept {
-		t.Errorf("Declaration(alpha) after a report past the grace = %s, %v, want %s", doc, err, kept)
-	}
-	same(t, "changes of a report past the grace (want none)", []store.Change(nil), keys(changesAfter(t, s, seq)))
+	lateReportRefused(t, s, tokenOf("alpha"), kept, store.ErrGraceEnded, "with its token before the rotation, past the grace")
 
 	must(t, "SaveDeclaration(alpha) with its new token", second(s.SaveDeclaration(ctx, "alpha", hash("token-alpha-2"), []byte(kept), at(3))))
 	must(t, "ReplaceToken(alpha)", s.ReplaceToken(ctx, "alpha", store.Rotation{Hash: hash("token-alpha-3"), GraceUntil: time.Now().Add(time.Hour)}))
@@ -250,17 +243,26 @@ func testDeclarationAsTheTokenExpires(t *testing.T, s store.Store) {
 	// The new token expired a second ago by the machine's clock, which
 	// the database's is.
 	must(t, "ReplaceToken(alpha)", s.ReplaceToken(ctx, "alpha", store.Rotation{Hash: hash("token-alpha-2"), TTL: time.Minute, ExpiresAt: time.Now().Add(-time.Second)}))
-	seq := lastChange(t, s)
-	err := second(s.SaveDeclaration(ctx, "alpha", hash("token-alpha-2"), []byte(`{"capabilities":[],"late":true}`), at(2)))
-	wantErr(t, "SaveDeclaration(alpha) with its token, past its expiry", err, store.ErrTokenExpired)
-	wantErr(t, "SaveDeclaration(alpha) with its token, past its expiry", err, store.ErrNotFound)
-	if doc, _, err := s.Declaration(ctx, "alpha"); err != nil || string(doc) != kept {
-		t.Errorf("Declaration(alpha) after a report past its token's expiry = %s, %v, want %s", doc, err, kept)
-	}
-	same(t, "changes of a report past its token's expiry (want none)", []store.Change(nil), keys(changesAfter(t, s, seq)))
+	lateReportRefused(t, s, hash("token-alpha-2"), kept, store.ErrTokenExpired, "with its token, past its expiry")
 
 	must(t, "ReplaceToken(alpha)", s.ReplaceToken(ctx, "alpha", store.Rotation{Hash: hash("token-alpha-3"), TTL: time.Hour, ExpiresAt: time.Now().Add(time.Hour)}))
 	must(t, "SaveDeclaration(alpha) with its token, before its expiry", second(s.SaveDeclaration(ctx, "alpha", hash("token-alpha-3"), []byte(kept), at(3))))
+}
+
+// lateReportRefused saves a report for alpha with tok, whose time has
+// just ended (what says how), and checks that it is refused with want
+// (an ErrNotFound) and leaves the kept report and the change log as they
+// were.
+func lateReportRefused(t *testing.T, s store.Store, tok, kept string, want error, what string) {
+	t.Helper()
+	seq := lastChange(t, s)
+	err := second(s.SaveDeclaration(t.Context(), "alpha", tok, []byte(`{"capabilities":[],"late":true}`), at(2)))
+	wantErr(t, "SaveDeclaration(alpha) "+what, err, want)
+	wantErr(t, "SaveDeclaration(alpha) "+what, err, store.ErrNotFound)
+	if doc, _, err := s.Declaration(t.Context(), "alpha"); err != nil || string(doc) != kept {
+		t.Errorf("Declaration(alpha) after a report %s = %s, %v, want %s", what, doc, err, kept)
+	}
+	same(t, "changes of a report "+what+" (want none)", []store.Change(nil), keys(changesAfter(t, s, seq)))
 }
 
 func testDeclarations(t *testing.T, s store.Store) {
