@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/netip"
 	"sync"
@@ -265,7 +264,7 @@ func (s *Server) rejudge(ctx context.Context, info *requestInfo) error {
 	defer j.mu.Unlock()
 	if j.cut == nil {
 		j.refusal = e
-		j.cut = fmt.Errorf("request cut: its box is refused now (%s)", capability.ReasonOf(e))
+		j.cut = capability.CutBy(capability.ReasonOf(e))
 	}
 	return j.cut
 }

@@ -133,6 +133,12 @@ func (s *Server) observe(rec *Record) {
 	}
 	m.Request(rec.Capability, rec.Route, rec.Status, rec.Reason, rec.Duration, traceID)
 	for _, c := range rec.Upstream {
+		if c.Cut {
+			// The broker broke the call off (its box was refused):
+			// the request counts as the broker's refusal, and the
+			// call as no upstream's error.
+			continue
+		}
 		m.Upstream(rec.Capability, c.Status, c.Latency, traceID)
 	}
 	if rec.Reason == capability.ReasonToken && rec.Box == "" {

@@ -68,9 +68,14 @@ func (s *Server) Refuse(w http.ResponseWriter, r *http.Request, err error, rec *
 }
 
 // refusalOf is err as the refusal the box is shown (capability.Of). An
-// error a refusal carries (Err) is logged.
+// error a refusal carries (Err) is logged; the broker's cut of the
+// request (capability.Cut), the box's refusal, only at Debug.
 func (s *Server) refusalOf(r *http.Request, err error, route, box string) *capability.Error {
 	ce := capability.Of(err)
+	if reason, cut := capability.Cut(err); cut {
+		s.log.Debug("request cut by its box's refusal", "method", recordedMethod(r.Method), "route", route, "box", box, "refusal", reason)
+		return ce
+	}
 	if ce.Err != nil {
 		s.log.Error("request failed", "method", recordedMethod(r.Method), "path", proxy.ScrubKept(r.URL.Path), "route", route, "box", box, "err", ce.Err)
 	}

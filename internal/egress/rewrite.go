@@ -200,6 +200,9 @@ func (c *Capability) errorHandler(w http.ResponseWriter, r *http.Request, err er
 		c.log.Debug("egress: box gone", "secret", f.name)
 		return
 	}
+	if proxy.LogCut(c.log, err, "egress", "secret", f.name, "host", f.target.Host) {
+		return
+	}
 	var (
 		mbe *http.MaxBytesError
 		ee  *proxy.EncodingError

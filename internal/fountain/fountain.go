@@ -412,6 +412,9 @@ func conversationID(body []byte) (string, bool) {
 // errorHandler renders a refusal the response step returned, and any
 // other failure as the upstream's.
 func (c *Capability) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
+	if proxy.LogCut(c.cfg.Logger, err, "fountain", "upstream", "Fountain API") {
+		return
+	}
 	var ce *capability.Error
 	if errors.As(err, &ce) {
 		if ce.Err != nil {

@@ -188,7 +188,8 @@ func Target(out *http.Request, base *url.URL, path, rawQuery string) {
 
 // ErrorHandler returns a Forwarder's ErrorHandler that logs err and
 // answers a refusal: 504 when the upstream timed out, 502 otherwise. The
-// box never sees err's text. what names the upstream in the message.
+// box never sees err's text. what names the upstream in the message. A
+// request the broker cut (LogCut) is answered by the broker, not here.
 func ErrorHandler(log *slog.Logger, what string) func(http.ResponseWriter, *http.Request, error) {
 	return func(w http.ResponseWriter, r *http.Request, err error) {
 		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
@@ -196,11 +197,30 @@ func ErrorHandler(log *slog.Logger, what string) func(http.ResponseWriter, *http
 			log.Debug("proxy: client gone", "upstream", what)
 			return
 		}
+		if LogCut(log, err, "proxy", "upstream", what) {
+			return
+		}
 		ce := Classify(err, what)
 		log.Warn("proxy: upstream failed", "upstream", what, "status", ce.Status, "err", err)
 		TraceFrom(r.Context()).Refuse(ce.Reason)
 		ce.Write(w)
 	}
+}
+
+// LogCut reports whether err is the broker's cut of its request
+// (capability.Cut: its box was refused as its body was read or its answer
+// written) and, when it is, logs it at Info as the box's refusal, naming
+// the reason, with prefix (the capability's) and args (naming the
+// upstream). Such an error is no upstream's failure: the ErrorHandler
+// that meets it writes nothing (the broker answers the box with its
+// refusal, and its records keep the refusal's reason) and logs nothing
+// more.
+func LogCut(log *slog.Logger, err error, prefix string, args ...any) bool {
+	reason, ok := capability.Cut(err)
+	if ok {
+		log.Info(prefix+": request cut by its box's refusal", append(args, "refusal", reason)...)
+	}
+	return ok
 }
 
 // Classify is the refusal for an upstream transport error, with a

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/defaults"
 )
 
@@ -20,6 +21,10 @@ type Call struct {
 	// Entry names the entry of the operator's credential pool the call
 	// was made with (see WithEntry); "" for none.
 	Entry string
+	// Cut is true for a call the broker broke off because its box was
+	// refused as the call was made (capability.Cut): no upstream's
+	// failure, though no answer came.
+	Cut bool
 }
 
 // Trace collects the upstream calls made on behalf of one box request,
@@ -163,6 +168,8 @@ func (t *traced) RoundTrip(req *http.Request) (*http.Response, error) {
 	c.Entry = EntryFrom(req.Context())
 	if err == nil {
 		c.Status = resp.StatusCode
+	} else {
+		_, c.Cut = capability.Cut(err)
 	}
 	tr.add(c)
 	return resp, err

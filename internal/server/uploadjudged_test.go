@@ -85,6 +85,12 @@ func TestUpload_EndsOnceItsBoxWouldBeRefused(t *testing.T) {
 // upload has reached the upstream, and checks that the rest never does,
 // that the box is refused and that the record keeps reason.
 func uploadCut(t *testing.T, path string, serve func(b *brokertest.Broker, tok, host string) http.Header, reason string, change func(b *brokertest.Broker, clk *clock)) {
+	uploadCutIn(t, brokertest.Options{}, path, serve, reason, change)
+}
+
+// uploadCutIn is uploadCut with a broker started with opt (its Anthropic
+// upstream and its server's clock set by uploadCutIn), which it returns.
+func uploadCutIn(t *testing.T, opt brokertest.Options, path string, serve func(b *brokertest.Broker, tok, host string) http.Header, reason string, change func(b *brokertest.Broker, clk *clock)) *brokertest.Broker {
 	first := strings.Repeat("a", 8<<10)
 	second := strings.Repeat("b", 8<<10)
 	type upload struct {
@@ -104,7 +110,8 @@ func uploadCut(t *testing.T, path string, serve func(b *brokertest.Broker, tok, 
 	up := httptest.NewServer(upstream)
 	t.Cleanup(up.Close)
 	var clk clock
-	b := brokertest.New(t, brokertest.Options{Anthropic: upstream, ServerOptions: clk.options})
+	opt.Anthropic, opt.ServerOptions = upstream, clk.options
+	b := brokertest.New(t, opt)
 	tok := b.AddBox("a")
 	header := serve(b, tok, up.URL)
 
@@ -189,4 +196,5 @@ func uploadCut(t *testing.T, path string, serve func(b *brokertest.Broker, tok, 
 	if len(reasons) != 1 || reasons[0] != reason {
 		t.Errorf("the upload's records keep the reasons %q, want [%q] (%+v)", reasons, reason, entries)
 	}
+	return b
 }
