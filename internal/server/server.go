@@ -323,8 +323,8 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Replicas judge reservation leases by PostgreSQL's clock, not each
-	// its own.
+	// Each replica measures its clock's skew from PostgreSQL's, which
+	// stamps and judges reservation leases.
 	var storeClock func(context.Context) (time.Time, error)
 	if pg, ok := st.(*postgres.Store); ok {
 		storeClock = func(ctx context.Context) (time.Time, error) {
@@ -355,7 +355,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		return nil, err
 	}
 	if err := meter.MeasureClock(ctx); err != nil {
-		log.Warn("spend: the store's clock not read at start; reservations are stamped by this replica's clock until it is", "err", err)
+		log.Warn("spend: the store's clock not read at start; the clock's skew is not known until it is", "err", err)
 	}
 	// Cloud accounts' calls are translated beneath the meter: it reads
 	// the Anthropic form of their answers.

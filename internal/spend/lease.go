@@ -8,9 +8,9 @@ import (
 )
 
 // MaxClockSkew is how far this process's clock may be from the store's
-// before MeasureClock warns and ClockSkew reports it: leases are judged
-// by the store's clock whatever the skew, but budget months, grants'
-// expiry and log times are told by this process's own.
+// before MeasureClock warns and ClockSkew reports it: leases are stamped
+// and judged by the store's clock whatever the skew, but budget months,
+// grants' expiry and log times are told by this process's own.
 const MaxClockSkew = 5 * time.Second
 
 // storeClock is the store's clock's offset from Config.Now, as last
@@ -20,13 +20,6 @@ type storeClock struct {
 	measured atomic.Bool  // whether a measurement has succeeded
 	mu       sync.Mutex   // guards warned
 	warned   bool         // whether the skew past MaxClockSkew was logged
-}
-
-// leaseNow is the time reservations are stamped and judged by: the
-// store's clock as last measured, or Now where there is no StoreClock
-// (or no measurement yet).
-func (m *Meter) leaseNow() time.Time {
-	return m.cfg.Now().Add(time.Duration(m.clock.offset.Load()))
 }
 
 // MeasureClock reads the store's clock (Config.StoreClock) and keeps its
@@ -75,7 +68,8 @@ func skewString(d time.Duration) string {
 	return d.Round(time.Millisecond).String() + " ahead"
 }
 
-// renew renews the leases of this process's calls in flight.
+// renew renews the leases of this process's calls in flight, to the
+// store's clock.
 func (m *Meter) renew(ctx context.Context) {
 	m.liveMu.Lock()
 	ids := make([]int64, 0, len(m.live))
@@ -86,7 +80,7 @@ func (m *Meter) renew(ctx context.Context) {
 	if len(ids) == 0 {
 		return
 	}
-	if err := m.cfg.Settle.RenewReservations(ctx, ids, m.leaseNow()); err != nil && ctx.Err() == nil {
+	if err := m.cfg.Settle.RenewReservations(ctx, ids, time.Time{}); err != nil && ctx.Err() == nil {
 		m.log.Warn("spend: reservations of calls in flight not renewed; they are released if no renewal succeeds within their lease",
 			"count", len(ids), "lease", m.cfg.StaleAfter.String(), "err", err)
 	}
@@ -95,9 +89,12 @@ func (m *Meter) renew(ctx context.Context) {
 // Run renews the reservations of this process's calls in flight, and
 // releases stale reservations — those no process renewed within their
 // lease, as a process that ended mid-call leaves them — now and every
-// sixth of the lease, until ctx ends. With a StoreClock it measures the
-// store's clock first each time, and does neither until a measurement
-// has succeeded: a lease is never judged by an unmeasured clock.
+// sixth of the lease, until ctx ends. Reservations are stamped, renewed
+// and judged by the store's clock, in its own statements: a replica whose
+// clock steps back or ahead, even between two of its measurements, has
+// none of its own released early nor releases another's. With a
+// StoreClock it measures the store's clock first each time, for
+// ClockSkew and its warning.
 func (m *Meter) Run(ctx context.Context) {
 	every := min(m.cfg.StaleAfter/6, 10*time.Minute)
 	t := time.NewTicker(every)
@@ -115,17 +112,10 @@ func (m *Meter) Run(ctx context.Context) {
 // tend is one round of Run.
 func (m *Meter) tend(ctx context.Context) {
 	if err := m.MeasureClock(ctx); err != nil && ctx.Err() == nil {
-		if m.clock.measured.Load() {
-			m.log.Debug("spend: the store's clock not read; leases are judged by the last measurement", "err", err)
-		} else {
-			m.log.Warn("spend: the store's clock not read; no lease is renewed or released until it is", "err", err)
-		}
-	}
-	if m.cfg.StoreClock != nil && !m.clock.measured.Load() {
-		return
+		m.log.Debug("spend: the store's clock not read", "err", err)
 	}
 	m.renew(ctx)
-	n, err := m.cfg.Settle.ReleaseStale(ctx, m.leaseNow().Add(-m.cfg.StaleAfter))
+	n, err := m.cfg.Settle.ReleaseExpired(ctx, m.cfg.StaleAfter)
 	switch {
 	case err != nil && ctx.Err() == nil:
 		m.log.Warn("spend: stale reservations not released", "err", err)

@@ -110,13 +110,12 @@ type Config struct {
 	// StaleAfter is the age past which Run releases a reservation.
 	StaleAfter time.Duration
 	// StoreClock, when set, reads the store's clock (a store shared by
-	// replicas: PostgreSQL's). Reservations are then stamped, renewed and
-	// judged stale by the store's clock as this process measures it
-	// (its offset from Now, measured by MeasureClock at every round of
-	// Run), so that a replica whose clock runs ahead or behind neither
-	// releases another's live reservations nor has its own released;
-	// until a measurement succeeds, Run neither renews nor releases. Nil
-	// judges leases by Now (one process: SQLite).
+	// replicas: PostgreSQL's), which MeasureClock measures at every round
+	// of Run, for ClockSkew and a warning past MaxClockSkew. Leases do not
+	// depend on it: the store stamps, renews and judges reservations by
+	// its own clock, in its statements, so that a replica whose clock
+	// runs ahead or behind, or steps between two measurements, neither
+	// releases another's live reservations nor has its own released.
 	StoreClock func(ctx context.Context) (time.Time, error)
 	// Counter, when set, is told of each request's usage by model as it
 	// settles (the broker's metrics); nil tells no one.

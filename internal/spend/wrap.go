@@ -196,7 +196,7 @@ func (c *metered) prepare(w http.ResponseWriter, r *http.Request, call *capabili
 				return refuse(err)
 			}
 		}
-		s.id, err = c.m.cfg.Store.Reserve(r.Context(), store.Reservation{Box: s.box, Principal: principal, Month: s.month, Amount: s.bound, At: c.m.leaseNow()})
+		s.id, err = c.m.cfg.Store.Reserve(r.Context(), store.Reservation{Box: s.box, Principal: principal, Month: s.month, Amount: s.bound, WindowAt: c.m.cfg.Now()})
 		var obe *store.OverBudgetError
 		if errors.As(err, &obe) {
 			refusal := OverBudget(obe, s.bound)

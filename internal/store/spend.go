@@ -96,7 +96,13 @@ type Reservation struct {
 	Principal string
 	Month     string
 	Amount    int64
-	At        time.Time
+	// At is the reservation's time, which its lease runs from; zero
+	// stamps it with the store's clock (the database's).
+	At time.Time
+	// WindowAt is the time the buckets of its window budgets are told by
+	// (as a settlement's At); zero: At, or the replica's clock when At
+	// is zero too.
+	WindowAt time.Time
 }
 
 // Settlement ends one call: it releases its reservation (Reservation is
@@ -171,11 +177,18 @@ type Spend interface {
 	// ReleaseStale releases every reservation made before before (those of
 	// a process that ended mid-call) and returns how many it released.
 	ReleaseStale(ctx context.Context, before time.Time) (int, error)
+	// ReleaseExpired releases every reservation stamped, or last renewed,
+	// more than lease ago by the store's clock (the database's, as
+	// Reserve and RenewReservations stamp a zero time), and returns how
+	// many it released: the replicas sharing a store judge leases by
+	// its one clock, whatever their own say.
+	ReleaseExpired(ctx context.Context, lease time.Duration) (int, error)
 	// RenewReservations sets the time of each reservation in ids still
-	// held to at; those already released are skipped. Reservations are
-	// leases: a running broker renews those of its calls in flight, and
-	// ReleaseStale frees those no one renewed, so a replica that crashed
-	// mid-call holds its callers' budgets only until its leases run out.
+	// held to at (zero: the store's clock); those already released are
+	// skipped. Reservations are leases: a running broker renews those of
+	// its calls in flight, and ReleaseExpired frees those no one renewed,
+	// so a replica that crashed mid-call holds its callers' budgets only
+	// until its leases run out.
 	RenewReservations(ctx context.Context, ids []int64, at time.Time) error
 	// Tallies returns a box's tallies for month, the box's own (Principal
 	// "") first, then by principal; none for a month with none.

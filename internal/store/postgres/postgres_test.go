@@ -53,6 +53,15 @@ func TestStore(t *testing.T) {
 		s := open(t, freshSchema(t))
 		s.Store.Now = now
 		return s
+	}), storetest.Replicas(func(t *testing.T, nows []func() time.Time) []store.Store {
+		dsn := freshSchema(t)
+		var rs []store.Store
+		for _, now := range nows {
+			s := open(t, dsn)
+			s.Store.Now = now
+			rs = append(rs, s)
+		}
+		return rs
 	}))
 }
 

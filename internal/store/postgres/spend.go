@@ -31,6 +31,8 @@ func (t spendTx) QueryRow(ctx context.Context, query string, args ...any) sqlsto
 
 func (spendTx) Time(t time.Time) any { return t.UTC() }
 
+func (spendTx) Now(ago time.Duration) string { return dialect{}.Now(ago) }
+
 func (t spendTx) Each(ctx context.Context, query string, args []any, row func(sqlstore.Scanner) error) error {
 	rows, err := t.tx.Query(ctx, query, args...)
 	if err != nil {

@@ -159,7 +159,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 	s.Store.Audit = auditor{s}
 	// The budget algorithm's statements and a group's savepoints run
 	// prepared.
-	if err := s.Store.Prepare(append(sqlstore.SpendStatements(), groupStatements...)...); err != nil {
+	if err := s.Store.Prepare(append(sqlstore.SpendStatements(dialect{}.Now(0)), groupStatements...)...); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}

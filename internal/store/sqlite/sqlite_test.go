@@ -38,6 +38,19 @@ func TestStore(t *testing.T) {
 		s, _ := openTemp(t)
 		s.Store.Now = now
 		return s
+	}), storetest.Replicas(func(t *testing.T, nows []func() time.Time) []store.Store {
+		path := filepath.Join(t.TempDir(), "boxbroker.db")
+		var rs []store.Store
+		for _, now := range nows {
+			s, err := Open(path)
+			if err != nil {
+				t.Fatalf("Open(%q) = %v, want nil", path, err)
+			}
+			t.Cleanup(func() { s.Close() })
+			s.Store.Now = now
+			rs = append(rs, s)
+		}
+		return rs
 	}))
 }
 

@@ -75,15 +75,22 @@ const (
 	reserveWithin = `UPDATE tallies SET reserved = reserved + $1
 			WHERE box = $2 AND principal = $3 AND month = $4
 			AND spent + reserved + $1 <= (SELECT limit_micros FROM budgets WHERE box = $2 AND principal = $3)`
-	reservationInsert = "INSERT INTO reservations (box, principal, month, amount, at) VALUES ($1, $2, $3, $4, $5) RETURNING id"
 )
+
+// reservationInsert is the statement that makes a reservation, stamped
+// with its time ($5) or, when that is NULL, with the database's clock
+// (now, the dialect's Now(0)).
+func reservationInsert(now string) string {
+	return "INSERT INTO reservations (box, principal, month, amount, at) VALUES ($1, $2, $3, $4, COALESCE($5, " + now + ")) RETURNING id"
+}
 
 // SpendStatements are the texts of the statements the budget algorithm
 // runs, which a backend whose driver parses a statement anew on each run
-// (SQLite) prepares once (Prepare), for SpendTx to run them prepared.
-func SpendStatements() []string {
+// (SQLite) prepares once (Prepare), for SpendTx to run them prepared; now
+// is the dialect's Now(0).
+func SpendStatements(now string) []string {
 	return append([]string{boxThere, releaseDelete, releaseUpdate, tallyUpsert, usageUpsert, cacheUpsert, hourUpsert,
-		limitsSelect, tallyEnsure, reserveAny, reserveWithin, reservationInsert}, windowStatements()...)
+		limitsSelect, tallyEnsure, reserveAny, reserveWithin, reservationInsert(now)}, windowStatements()...)
 }
 
 // principals are the tallies a call of principal is charged to: the box's
@@ -116,7 +123,8 @@ func budgeted(ctx context.Context, tx SpendTx, box, principal string) (bool, err
 // ReserveIn holds r.Amount against the budgets that apply to r in tx, and
 // returns the reservation's ID; 0 when no budget applies (nothing is
 // held), and an *store.OverBudgetError naming the first budget it would
-// pass (nothing is held then either, once tx is rolled back).
+// pass (nothing is held then either, once tx is rolled back). The
+// reservation is stamped r.At, or the database's clock when r.At is zero.
 func ReserveIn(ctx context.Context, tx SpendTx, r store.Reservation) (int64, error) {
 	own, of, windows, err := limits(ctx, tx, r.Box, r.Principal)
 	if err != nil {
@@ -159,7 +167,11 @@ func ReserveIn(ctx context.Context, tx SpendTx, r store.Reservation) (int64, err
 		}
 	}
 	var id int64
-	if err := tx.QueryRow(ctx, reservationInsert, r.Box, r.Principal, r.Month, r.Amount, tx.Time(r.At)).Scan(&id); err != nil {
+	var at any
+	if !r.At.IsZero() {
+		at = tx.Time(r.At)
+	}
+	if err := tx.QueryRow(ctx, reservationInsert(tx.Now(0)), r.Box, r.Principal, r.Month, r.Amount, at).Scan(&id); err != nil {
 		return 0, err
 	}
 	return id, recordHolds(ctx, tx, id, holds)
@@ -168,22 +180,30 @@ func ReserveIn(ctx context.Context, tx SpendTx, r store.Reservation) (int64, err
 // ReleaseIn deletes reservation id and takes its amount off the tallies it
 // was held against. A reservation already gone is not an error.
 func ReleaseIn(ctx context.Context, tx SpendTx, id int64) error {
+	_, err := releaseBy(ctx, tx, releaseDelete, id)
+	return err
+}
+
+// releaseBy is ReleaseIn with reservation id deleted by del, a DELETE
+// of the row whose id is $1 … RETURNING box, principal, month, amount;
+// it reports whether del deleted it.
+func releaseBy(ctx context.Context, tx SpendTx, del string, id int64) (bool, error) {
 	var box, principal, month string
 	var amount int64
-	err := tx.QueryRow(ctx, releaseDelete, id).Scan(&box, &principal, &month, &amount)
+	err := tx.QueryRow(ctx, del, id).Scan(&box, &principal, &month, &amount)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	for _, p := range principals(principal) {
 		if _, err := tx.Exec(ctx, releaseUpdate,
 			amount, box, p, month); err != nil {
-			return err
+			return false, err
 		}
 	}
-	return releaseHolds(ctx, tx, id)
+	return true, releaseHolds(ctx, tx, id)
 }
 
 // settleMany applies batch in tx, leaving what settle of each in turn

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/store"
@@ -31,6 +32,9 @@ type SpendTx interface {
 	AddAudit(ctx context.Context, entries []store.AuditEntry) error
 	// Time is t in the form the database keeps a time in.
 	Time(t time.Time) any
+	// Now is the dialect's Now: the expression that reads the
+	// database's clock less ago.
+	Now(ago time.Duration) string
 }
 
 // Stmt is a statement and its arguments.
@@ -129,6 +133,8 @@ func (t dbTx) AddAudit(ctx context.Context, entries []store.AuditEntry) error {
 
 func (t dbTx) Time(tm time.Time) any { return t.s.D.Time(tm) }
 
+func (t dbTx) Now(ago time.Duration) string { return t.s.D.Now(ago) }
+
 // NoRow is a row whose Scan reports no row (sql.ErrNoRows, which pgx's
 // ErrNoRows is too) as store.ErrNotFound, as SpendTx's QueryRow answers.
 type NoRow[R Scanner] struct{ Row R }
@@ -156,6 +162,9 @@ func (s *Store) Reserve(ctx context.Context, r store.Reservation) (int64, error)
 	// Most boxes have no budget: find that out without taking the writer.
 	if ok, err := s.Budgeted(ctx, op, r.Box, r.Principal); err != nil || !ok {
 		return 0, err
+	}
+	if r.At.IsZero() && r.WindowAt.IsZero() {
+		r.WindowAt = s.now() // the replica's, as a settlement's window buckets
 	}
 	var id int64
 	err := s.D.Spend(ctx, op, func(ctx context.Context, tx SpendTx) error {
@@ -249,4 +258,34 @@ func (s *Store) ReleaseStale(ctx context.Context, before time.Time) (int, error)
 		}
 	}
 	return len(ids), nil
+}
+
+// ReleaseExpired releases every reservation stamped (or last renewed)
+// more than lease ago by the database's clock, each in its own
+// transaction so that no two tallies are locked out of order; one renewed
+// between the query and its release is kept.
+func (s *Store) ReleaseExpired(ctx context.Context, lease time.Duration) (int, error) {
+	const op = "release expired reservations"
+	expired := "at < " + s.D.Now(lease)
+	ids, err := collect(ctx, s, op, "SELECT id FROM reservations WHERE "+expired+" ORDER BY id", value[int64])
+	if err != nil {
+		return 0, err
+	}
+	del := strings.Replace(releaseDelete, "WHERE id = $1", "WHERE id = $1 AND "+expired, 1)
+	n := 0
+	for _, id := range ids {
+		var released bool
+		err := s.Write(ctx, fmt.Sprintf("%s: reservation %d", op, id), func(tx *sql.Tx) ([]store.Change, error) {
+			var err error
+			released, err = releaseBy(ctx, s.SpendTx(tx), del, id)
+			return nil, err
+		})
+		if err != nil {
+			return n, err
+		}
+		if released {
+			n++
+		}
+	}
+	return n, nil
 }

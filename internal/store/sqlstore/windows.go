@@ -122,17 +122,18 @@ func windowsOf(ctx context.Context, tx SpendTx, box, query string, args ...any) 
 }
 
 // reserveWindows holds r.Amount against every window budget that applies
-// to r, at r.At, and returns the holds to record once the reservation has
+// to r, at r.WindowAt (else r.At), and returns the holds to record once the reservation has
 // its ID; an *store.OverBudgetError naming the first it would pass.
 func reserveWindows(ctx context.Context, tx SpendTx, r store.Reservation) ([]hold, error) {
 	bs, ws, err := windowsOf(ctx, tx, r.Box, windowsSelect, r.Box, r.Principal)
 	if err != nil || len(bs) == 0 {
 		return nil, err
 	}
+	when := cmp.Or(r.WindowAt, r.At)
 	holds := make([]hold, 0, len(bs))
 	for i, b := range bs {
 		w := ws[i]
-		bucket, from := w.Bucket(r.At), w.From(r.At)
+		bucket, from := w.Bucket(when), w.From(when)
 		if _, err := tx.Exec(ctx, windowLock, r.Box, b.Principal, b.Window); err != nil {
 			return nil, err
 		}

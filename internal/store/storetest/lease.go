@@ -3,6 +3,7 @@ package storetest
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -24,4 +25,34 @@ func testRenewReservations(t *testing.T, s store.Store) {
 	wantErr(t, "RenewReservations(released and live)", s.RenewReservations(ctx, []int64{crashed, live}, at(30)), nil)
 	wantErr(t, "RenewReservations(none)", s.RenewReservations(ctx, nil, at(30)), nil)
 	answer(s.ReleaseStale(ctx, at(25))).is(t, "ReleaseStale(at 25) after renewing to 30", 0)
+}
+
+// testReservationOfAReplicaBehindIsKept: of two replicas of one store,
+// one whose clock is an hour behind (as one whose clock stepped back
+// between two measurements of the store's) and one on the store's time,
+// the reservation the one behind makes, and renews, is stamped by the
+// store's clock: the other keeps it while its lease runs, and releases
+// one whose lease ran out by the store's clock.
+func testReservationOfAReplicaBehindIsKept(t *testing.T, behind, on store.Store) {
+	ctx := t.Context()
+	const lease = 2 * time.Minute
+	mustCreateBox(t, behind, "alpha")
+	m := time.Now().UTC().Format("2006-01")
+	wantErr(t, "SetBudget", behind.SetBudget(ctx, store.Budget{Box: "alpha", Limit: 100, UpdatedAt: at(1)}), nil)
+	wantErr(t, "SetWindowBudget", behind.SetWindowBudget(ctx, store.Budget{Box: "alpha", Window: "day", Limit: 100, UpdatedAt: at(1)}), nil)
+	live := answer(behind.Reserve(ctx, store.Reservation{Box: "alpha", Month: m, Amount: 30})).must(t, "Reserve(by the replica behind)")
+	must(t, "Reserve(lease run out)", second(on.Reserve(ctx, store.Reservation{Box: "alpha", Month: m, Amount: 40, At: time.Now().Add(-10 * time.Minute)})))
+	answer(on.ReleaseExpired(ctx, lease)).is(t, "ReleaseExpired by the replica on the store's time (want only the lease run out)", 1)
+	same(t, "Tallies (want the live reservation held)", []store.Tally{{Box: "alpha", Month: m, Reserved: 30}}, tallies(t, on, "alpha", m))
+	wantErr(t, "RenewReservations(by the replica behind)", behind.RenewReservations(ctx, []int64{live}, time.Time{}), nil)
+	answer(on.ReleaseExpired(ctx, lease)).is(t, "ReleaseExpired after the replica behind renewed", 0)
+	answer(behind.ReleaseExpired(ctx, lease)).is(t, "ReleaseExpired by the replica behind", 0)
+	same(t, "Tallies after both judged the leases (want the live reservation held)", []store.Tally{{Box: "alpha", Month: m, Reserved: 30}}, tallies(t, on, "alpha", m))
+	// Its window hold is in the bucket of the replica's own clock, as its
+	// settlement's charge will be.
+	ts := answer(behind.WindowTallies(ctx, "alpha", time.Now().Add(-time.Hour))).must(t, "WindowTallies")
+	if len(ts) != 1 || ts[0].Reserved != 30 {
+		t.Errorf("WindowTallies of the day by the replica's clock = %+v, want 30 held", ts)
+	}
+	answer(on.ReleaseExpired(ctx, 0)).is(t, "ReleaseExpired(lease 0)", 1)
 }

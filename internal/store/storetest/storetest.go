@@ -115,13 +115,39 @@ func Run(t *testing.T, open func(t *testing.T) store.Store, opts ...Option) {
 			tt.run(t, o.clocked(t, c.now), c)
 		})
 	}
+	replicaTests := []struct {
+		name string
+		run  func(t *testing.T, behind, on store.Store)
+	}{
+		{"ReservationOfAReplicaBehindIsKept", testReservationOfAReplicaBehindIsKept},
+	}
+	for _, tt := range replicaTests {
+		t.Run(tt.name, func(t *testing.T) {
+			if o.replicas == nil {
+				t.Skip("two replicas of one store are not given (storetest.Replicas)")
+			}
+			behind, on := new(clock), new(clock)
+			behind.jump(-time.Hour)
+			rs := o.replicas(t, []func() time.Time{behind.now, on.now})
+			tt.run(t, rs[0], rs[1])
+		})
+	}
 }
 
 // Option gives Run more than open.
 type Option func(*options)
 
 type options struct {
-	clocked func(t *testing.T, now func() time.Time) store.Store
+	clocked  func(t *testing.T, now func() time.Time) store.Store
+	replicas func(t *testing.T, nows []func() time.Time) []store.Store
+}
+
+// Replicas gives Run open, which opens a new, empty database and one
+// store on it for each of nows, whose replica's clock it is (as
+// Clocked's): the cases of replicas whose clocks differ run on them, and
+// are skipped without it.
+func Replicas(open func(t *testing.T, nows []func() time.Time) []store.Store) Option {
+	return func(o *options) { o.replicas = open }
 }
 
 // Clocked gives Run open, which opens a new, empty store as Run's open
