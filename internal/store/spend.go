@@ -172,13 +172,11 @@ type Spend interface {
 	// it returns the reservation's ID, for Settle.
 	Reserve(ctx context.Context, r Reservation) (int64, error)
 	// Settle applies s in one transaction. A reservation already released
-	// (by ReleaseStale) is not an error: the charge is made all the same.
+	// (by ReleaseExpired) is not an error: the charge is made all the same.
 	Settle(ctx context.Context, s Settlement) error
-	// ReleaseStale releases every reservation made before before (those of
-	// a process that ended mid-call) and returns how many it released.
-	ReleaseStale(ctx context.Context, before time.Time) (int, error)
 	// ReleaseExpired releases every reservation stamped, or last renewed,
-	// more than lease ago by the store's clock (the database's, as
+	// more than lease ago (those of a process that ended mid-call) by the
+	// store's clock (the database's, as
 	// Reserve and RenewReservations stamp a zero time), and returns how
 	// many it released: the replicas sharing a store judge leases by
 	// its one clock, whatever their own say.

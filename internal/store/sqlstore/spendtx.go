@@ -242,24 +242,6 @@ func (s *Store) ApplySpooled(ctx context.Context, key string, settle []store.Set
 	return applied, nil
 }
 
-// ReleaseStale releases every reservation made before before, each in its
-// own transaction so that no two tallies are locked out of order.
-func (s *Store) ReleaseStale(ctx context.Context, before time.Time) (int, error) {
-	const op = "release stale reservations"
-	ids, err := collect(ctx, s, op, "SELECT id FROM reservations WHERE at < $1 ORDER BY id", value[int64], s.D.Time(before))
-	if err != nil {
-		return 0, err
-	}
-	for i, id := range ids {
-		if err := s.Write(ctx, fmt.Sprintf("%s: reservation %d", op, id), func(tx *sql.Tx) ([]store.Change, error) {
-			return nil, ReleaseIn(ctx, s.SpendTx(tx), id)
-		}); err != nil {
-			return i, err
-		}
-	}
-	return len(ids), nil
-}
-
 // ReleaseExpired releases every reservation stamped (or last renewed)
 // more than lease ago by the database's clock, each in its own
 // transaction so that no two tallies are locked out of order; one renewed

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -18,13 +19,13 @@ func testRenewReservations(t *testing.T, s store.Store) {
 	live := answer(s.Reserve(ctx, store.Reservation{Box: "alpha", Month: m, Amount: 30, At: at(0)})).must(t, "Reserve(live)")
 	crashed := answer(s.Reserve(ctx, store.Reservation{Box: "alpha", Month: m, Amount: 40, At: at(0)})).must(t, "Reserve(crashed)")
 	wantErr(t, "RenewReservations(live)", s.RenewReservations(ctx, []int64{live}, at(20)), nil)
-	if n, err := s.ReleaseStale(ctx, at(10)); n != 1 || err != nil {
-		t.Fatalf("ReleaseStale(at 10) = %d, %v; want the one not renewed", n, err)
+	if n, err := releaseBefore(ctx, s, at(10)); n != 1 || err != nil {
+		t.Fatalf("releaseBefore(at 10) = %d, %v; want the one not renewed", n, err)
 	}
 	same(t, fmt.Sprintf("Tallies after the lease of %d ran out", crashed), []store.Tally{{Box: "alpha", Month: m, Reserved: 30}}, tallies(t, s, "alpha", m))
 	wantErr(t, "RenewReservations(released and live)", s.RenewReservations(ctx, []int64{crashed, live}, at(30)), nil)
 	wantErr(t, "RenewReservations(none)", s.RenewReservations(ctx, nil, at(30)), nil)
-	answer(s.ReleaseStale(ctx, at(25))).is(t, "ReleaseStale(at 25) after renewing to 30", 0)
+	answer(releaseBefore(ctx, s, at(25))).is(t, "releaseBefore(at 25) after renewing to 30", 0)
 }
 
 // testReservationOfAReplicaBehindIsKept: of two replicas of one store,
@@ -55,4 +56,12 @@ func testReservationOfAReplicaBehindIsKept(t *testing.T, behind, on store.Store)
 		t.Errorf("WindowTallies of the day by the replica's clock = %+v, want 30 held", ts)
 	}
 	answer(on.ReleaseExpired(ctx, 0)).is(t, "ReleaseExpired(lease 0)", 1)
+}
+
+// releaseBefore releases the reservations s holds stamped before before:
+// ReleaseExpired with the lease that ends there by this machine's clock,
+// which is the database's within the seconds between the times a case
+// stamps.
+func releaseBefore(ctx context.Context, s store.Store, before time.Time) (int, error) {
+	return s.ReleaseExpired(ctx, time.Since(before))
 }

@@ -228,17 +228,17 @@ func testReleaseStale(t *testing.T, s store.Store) {
 	wantErr(t, "SetBudget", s.SetBudget(ctx, store.Budget{Box: "alpha", Limit: 100, UpdatedAt: at(1)}), nil)
 	old := answer(s.Reserve(ctx, store.Reservation{Box: "alpha", Principal: "github:ann", Month: m, Amount: 70, At: at(0)})).must(t, "Reserve(old)")
 	must(t, "Reserve(new)", second(s.Reserve(ctx, store.Reservation{Box: "alpha", Month: m, Amount: 20, At: at(10)})))
-	n, err := s.ReleaseStale(ctx, at(5))
+	n, err := releaseBefore(ctx, s, at(5))
 	if n != 1 || err != nil {
-		t.Fatalf("ReleaseStale(at 5) = %d, %v, want 1, nil", n, err)
+		t.Fatalf("releaseBefore(at 5) = %d, %v, want 1, nil", n, err)
 	}
 	want := []store.Tally{{Box: "alpha", Month: m, Reserved: 20}, {Box: "alpha", Principal: "github:ann", Month: m}}
-	same(t, "Tallies after ReleaseStale", want, tallies(t, s, "alpha", m))
+	same(t, "Tallies after releaseBefore", want, tallies(t, s, "alpha", m))
 	// The call that held it settles late: charged, nothing released twice.
 	wantErr(t, "Settle(released)", s.Settle(ctx, store.Settlement{Reservation: old, Box: "alpha", Principal: "github:ann", Month: m, Charge: 30}), nil)
 	want = []store.Tally{{Box: "alpha", Month: m, Spent: 30, Reserved: 20}, {Box: "alpha", Principal: "github:ann", Month: m, Spent: 30}}
 	same(t, "Tallies after a late Settle", want, tallies(t, s, "alpha", m))
-	answer(s.ReleaseStale(ctx, at(5))).is(t, "ReleaseStale(at 5) again", 0)
+	answer(releaseBefore(ctx, s, at(5))).is(t, "releaseBefore(at 5) again", 0)
 }
 
 func testUsage(t *testing.T, s store.Store) {
@@ -280,5 +280,5 @@ func testSpendGoesWithBox(t *testing.T, s store.Store) {
 		t.Errorf("Tallies of a box made anew = %v, want none", got)
 	}
 	answer(s.ListUsage(ctx, "alpha", "2026-10")).none(t, "ListUsage of a box made anew")
-	answer(s.ReleaseStale(ctx, at(100))).is(t, "ReleaseStale after the box went", 0)
+	answer(releaseBefore(ctx, s, at(100))).is(t, "releaseBefore after the box went", 0)
 }

@@ -70,13 +70,13 @@ func testWindowReserveAndSettle(t *testing.T, s store.Store) {
 		t.Fatalf("Reserve(55) on day 8 = %v, want held (day 5's 60 is out of the window)", err)
 	}
 	// A released reservation lets go of its window holds.
-	if n, err := s.ReleaseStale(ctx, day(30)); n != 2 || err != nil {
-		t.Fatalf("ReleaseStale = %d, %v, want 2, nil", n, err)
+	if n, err := releaseBefore(ctx, s, day(30)); n != 2 || err != nil {
+		t.Fatalf("releaseBefore(day 30) = %d, %v, want 2, nil", n, err)
 	}
 	ts, _ = s.WindowTallies(ctx, "alpha", day(8))
 	for _, tl := range ts {
 		if tl.Reserved != 0 {
-			t.Errorf("WindowTallies after ReleaseStale = %+v, want nothing held", ts)
+			t.Errorf("WindowTallies after releaseBefore = %+v, want nothing held", ts)
 		}
 	}
 }
