@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/intentius/boxbroker/internal/proxy"
 )
 
 // recorder notes the status and size of an answer and passes flushes on.
@@ -42,6 +44,14 @@ func (r *recorder) WriteHeader(code int) {
 	}
 	r.ResponseWriter.WriteHeader(code)
 }
+
+// HeaderWritten is whether the answer's header has been written: false
+// while it is to come, and when it was not written because the box was
+// refused (judge), so that a forwarder does not take an answer the box
+// never began to get for one it did.
+func (r *recorder) HeaderWritten() bool { return r.wrote }
+
+var _ proxy.HeaderWriter = (*recorder)(nil)
 
 // judge is the error that cut the request once its box is judged
 // refused (rejudge), or nil; always nil when srv is unset.

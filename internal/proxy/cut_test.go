@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -76,3 +79,51 @@ func TestTraced_NotesACutCall(t *testing.T) {
 type errReader struct{ err error }
 
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// cutWriter is the broker's writer once the box is refused: it writes
+// no header and refuses every write with the cut.
+type cutWriter struct{ http.ResponseWriter }
+
+func (cutWriter) WriteHeader(int)               {}
+func (cutWriter) Write([]byte) (int, error)     { return 0, capability.CutBy(capability.ReasonPaused) }
+func (cutWriter) HeaderWritten() bool           { return false }
+func (c cutWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+// TestForwarder_CutBeforeTheHeaderIsNoAbort: an answer the broker cuts
+// before it wrote the answer's header (HeaderWriter) does not end the
+// box's connection: the Forwarder returns, its ErrorHandler given the
+// cut, and the box is answered with what the broker writes after.
+func TestForwarder_CutBeforeTheHeaderIsNoAbort(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "the upstream's answer")
+	}))
+	defer up.Close()
+	target, _ := url.Parse(up.URL)
+	given := make(chan error, 1)
+	f := New(func(pr *httputil.ProxyRequest) { pr.SetURL(target) }, http.DefaultTransport,
+		func(_ http.ResponseWriter, _ *http.Request, err error) { given <- err })
+	box := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.ServeHTTP(cutWriter{w}, r)
+		http.Error(w, "refused", http.StatusForbidden)
+	}))
+	box.Config.ErrorLog = log.New(io.Discard, "", 0) // the aborted handler, without the fix
+	defer box.Close()
+	c := &http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Get(box.URL)
+	if err != nil {
+		t.Fatalf("the box's request: %v; want the broker's 403", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || strings.Contains(string(body), "upstream") {
+		t.Errorf("the box got %d %q, want the broker's 403 alone", resp.StatusCode, body)
+	}
+	select {
+	case err := <-given:
+		if !errors.Is(err, capability.ErrCut) {
+			t.Errorf("the ErrorHandler was given %v, want the cut", err)
+		}
+	default:
+		t.Error("the ErrorHandler was not given the cut")
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"sync"
+
+	"github.com/intentius/boxbroker/internal/capability"
 )
 
 // Forwarder forwards a box's request upstream and streams the answer
@@ -85,7 +87,10 @@ var ErrAnswerCut = fmt.Errorf("the upstream's answer broke off before any of it 
 // flush (an event stream's, at once), so that an answer that breaks off
 // before either is answered with the ErrorHandler's refusal for
 // ErrAnswerCut; one that breaks off later ends the box's connection
-// (http.ErrAbortHandler), as ReverseProxy does.
+// (http.ErrAbortHandler), as ReverseProxy does. An answer the broker
+// cuts (a Write to rw fails with capability.ErrCut) before rw wrote its
+// header (HeaderWriter) has the ErrorHandler given the cut, and the box
+// gets the broker's refusal rather than a closed connection.
 func (f *Forwarder) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 	w := &answerWriter{rw: rw, req: req, informational: f.Informational, pending: make(http.Header)}
 	req = req.WithContext(context.WithValue(req.Context(), answerKey{}, w))
@@ -94,17 +99,27 @@ func (f *Forwarder) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 		if v == nil {
 			return
 		}
-		if v != http.ErrAbortHandler || w.sent || w.code == 0 {
+		// The broker's cut (rw's Write failed with capability.ErrCut)
+		// before rw wrote the header: nothing reached the box, which
+		// the broker answers with its refusal.
+		_, cut := capability.Cut(w.err)
+		cut = cut && w.sent && !headerWritten(w.rw)
+		if v != http.ErrAbortHandler || w.code == 0 || w.sent && !cut {
 			panic(v)
 		}
-		// ReverseProxy's copy of the body failed before a byte was
-		// written: a read of the upstream's answer.
+		// ReverseProxy's copy of the body failed before a byte reached
+		// the box: a read of the upstream's answer, or the cut, which the
+		// ErrorHandler is given as it is.
 		w.pending = nil
+		err := ErrAnswerCut
+		if cut {
+			err = w.err
+		}
 		if f.ErrorHandler == nil {
 			rw.WriteHeader(http.StatusBadGateway)
 			return
 		}
-		f.ErrorHandler(rw, req, ErrAnswerCut)
+		f.ErrorHandler(rw, req, err)
 	}()
 	f.ReverseProxy.ServeHTTP(w, req)
 	if w.code != 0 {
@@ -126,6 +141,7 @@ type answerWriter struct {
 	pending       http.Header // nil once the final header is sent
 	code          int         // the final status, once written; 0 before
 	sent          bool        // whether the final header went to rw
+	err           error       // the first error a Write to rw returned
 	// sized is whether the upstream declared the answer's length and it
 	// is no event stream: a flush before its first byte (ReverseProxy
 	// flushes at once an answer a capability made of unknown length)
@@ -191,6 +207,30 @@ func (w *answerWriter) send() {
 	w.rw.WriteHeader(w.code)
 }
 
+// HeaderWriter is a ResponseWriter that may decline to write an
+// answer's header (the broker's, once the box is refused as the answer
+// begins); HeaderWritten tells whether it has written it.
+type HeaderWriter interface {
+	http.ResponseWriter
+	HeaderWritten() bool
+}
+
+// headerWritten is whether a header written to rw reached the box:
+// what the first HeaderWriter rw is or wraps (Unwrap) tells, true when
+// there is none.
+func headerWritten(rw http.ResponseWriter) bool {
+	for {
+		switch w := rw.(type) {
+		case HeaderWriter:
+			return w.HeaderWritten()
+		case interface{ Unwrap() http.ResponseWriter }:
+			rw = w.Unwrap()
+		default:
+			return true
+		}
+	}
+}
+
 // inform passes a 1xx answer on through Informational, with none of the
 // headers already set on the box's answer.
 func (w *answerWriter) inform(code int) {
@@ -211,7 +251,11 @@ func (w *answerWriter) inform(code int) {
 
 func (w *answerWriter) Write(p []byte) (int, error) {
 	w.send()
-	return w.rw.Write(p)
+	n, err := w.rw.Write(p)
+	if err != nil && w.err == nil {
+		w.err = err
+	}
+	return n, err
 }
 
 // FlushError flushes the box's answer, as http.ResponseController does;
