@@ -76,7 +76,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store, opts ...Option) {
 		{"PromptCache", testPromptCache}, {"PromptCacheReplicaAhead", testPromptCacheReplicaAhead},
 		{"DeclarationOfAReenrolledBox", testDeclarationOfAReenrolledBox}, {"DeclarationAsTheGraceEnds", testDeclarationAsTheGraceEnds},
 		{"DeclarationAsTheTokenExpires", testDeclarationAsTheTokenExpires},
-		{"Proposals", testProposals}, {"ConcurrentProposals", testConcurrentProposals},
+		{"Proposals", testProposals}, {"ConcurrentProposals", testConcurrentProposals}, {"ProposalOfAReenrolledBox", testProposalOfAReenrolledBox},
 		{"Budgets", testBudgets},
 		{"ReserveAndSettle", testReserveAndSettle},
 		{"ReservePrincipal", testReservePrincipal},
