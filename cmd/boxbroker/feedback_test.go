@@ -12,6 +12,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // TestBoxConsent_ReachesARunningBroker: consent set by the command, in
@@ -173,14 +174,13 @@ func TestBoxAssign(t *testing.T) {
 func TestFeedbackExport_MoreThanAPage(t *testing.T) {
 	br := brokertest.New(t, brokertest.Options{})
 	data := br.Server.Config.DataDir
-	br.AddBox("alpha")
-	br.AddBox("beta")
+	toks := map[string]string{"alpha": br.AddBox("alpha"), "beta": br.AddBox("beta")}
 	const n = 2*feedbackPage + 50
 	var ids []int64
 	for i := range n {
 		for _, box := range []string{"alpha", "beta"} {
 			added, err := br.Server.Store.AddFeedback(context.Background(), store.FeedbackBatch{Box: box, At: time.Now(), Words: []string{"agent"},
-				Body: []byte(`{"entries":[` + strconv.Itoa(i) + `]}`)}, store.FeedbackBound{})
+				Body: []byte(`{"entries":[` + strconv.Itoa(i) + `]}`)}, token.Hash(toks[box]), store.FeedbackBound{})
 			if err != nil {
 				t.Fatal(err)
 			}

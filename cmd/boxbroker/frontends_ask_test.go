@@ -99,9 +99,9 @@ func TestOperator_ProposalsAndDeadLettersThroughEveryFrontEnd(t *testing.T) {
 			send(t, "POST", strings.ReplaceAll(f[0], "{id}", id), form.Encode(), true, http.StatusSeeOther)
 		}},
 	}
-	// open opens a proposal of box for a tunnel to host.
-	open := func(t *testing.T, box, host string) string {
-		v, err := b.Server.Approvals.Refused(ctx, approval.Attempt{Attempt: store.Attempt{Box: box, Kind: store.ProposalHost, Method: http.MethodConnect, Host: host, Reason: "no secret"}})
+	// open opens a proposal of box, whose token is tok, for a tunnel to host.
+	open := func(t *testing.T, tok, box, host string) string {
+		v, err := b.Server.Approvals.Refused(ctx, approval.Attempt{Attempt: store.Attempt{Box: box, Kind: store.ProposalHost, Method: http.MethodConnect, Host: host, Reason: "no secret"}, Token: tok})
 		if err != nil || v.Proposal.ID == "" {
 			t.Fatalf("open a proposal of %s: %+v, %v", box, v, err)
 		}
@@ -124,7 +124,7 @@ func TestOperator_ProposalsAndDeadLettersThroughEveryFrontEnd(t *testing.T) {
 	}
 	for _, fe := range fronts {
 		box := "ask-" + fe.name
-		b.AddBox(box)
+		tok := b.AddBox(box)
 		steps := []struct {
 			action  string
 			prepare func(t *testing.T) string // the ID the action takes
@@ -135,11 +135,11 @@ func TestOperator_ProposalsAndDeadLettersThroughEveryFrontEnd(t *testing.T) {
 				asks, err := b.Server.Store.ListAsks(ctx, box)
 				return err == nil && len(asks) == 1 && asks[0] == approval.ScopeHosts
 			}, "asks about hosts"},
-			{"approve", func(t *testing.T) string { return open(t, box, "one.example:443") }, func(id string) bool {
+			{"approve", func(t *testing.T) string { return open(t, tok, box, "one.example:443") }, func(id string) bool {
 				p := proposalState(id)
 				return p.State == store.ProposalApproved && strings.HasPrefix(p.DecidedBy, fe.decider) && p.Until.After(time.Now().Add(59*time.Minute))
 			}, "approved proposal "},
-			{"deny", func(t *testing.T) string { return open(t, box, "two.example:443") }, func(id string) bool {
+			{"deny", func(t *testing.T) string { return open(t, tok, box, "two.example:443") }, func(id string) bool {
 				p := proposalState(id)
 				return p.State == store.ProposalDenied && strings.HasPrefix(p.DecidedBy, fe.decider)
 			}, "denied proposal "},

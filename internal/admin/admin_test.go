@@ -471,11 +471,11 @@ func TestAdmin_SecretBodyFields(t *testing.T) {
 func TestAdmin_FeedbackAndResources(t *testing.T) {
 	b := brokertest.New(t, brokertest.Options{})
 	tok := b.AdminToken
-	b.AddBox("alpha")
+	alpha := b.AddBox("alpha")
 	b.AddBox("beta")
 	ctx := context.Background()
 	for i, body := range []string{`{"entries":[{"n":1}]}`, `{"counts":{"up":2}}`, `not json`} {
-		if _, err := b.Server.Store.AddFeedback(ctx, store.FeedbackBatch{Box: "alpha", At: time.Now().Add(time.Duration(i) * time.Second), Words: []string{"agent"}, Body: []byte(body)}, store.FeedbackBound{}); err != nil {
+		if _, err := b.Server.Store.AddFeedback(ctx, store.FeedbackBatch{Box: "alpha", At: time.Now().Add(time.Duration(i) * time.Second), Words: []string{"agent"}, Body: []byte(body)}, token.Hash(alpha), store.FeedbackBound{}); err != nil {
 			t.Fatal(err)
 		}
 	}

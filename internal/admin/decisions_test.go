@@ -27,12 +27,12 @@ func byToken(t *testing.T, b *brokertest.Broker, tok string) string {
 
 // openHostProposal puts box's unknown hosts in ask mode and opens a
 // proposal of box for a tunnel to host, as the proxy does on a refused
-// CONNECT; it returns the proposal's ID.
-func openHostProposal(t *testing.T, b *brokertest.Broker, box, host string) string {
+// CONNECT admitted with the box's token tok; it returns the proposal's ID.
+func openHostProposal(t *testing.T, b *brokertest.Broker, tok, box, host string) string {
 	t.Helper()
 	decode(t, "PUT ask", b.Admin("PUT", "/api/boxes/"+box+"/asks/"+approval.ScopeHosts, b.AdminToken, nil), 200, nil)
 	v, err := b.Server.Approvals.Refused(context.Background(), approval.Attempt{Attempt: store.Attempt{Box: box, Kind: store.ProposalHost,
-		Method: http.MethodConnect, Host: host, Reason: "no secret"}})
+		Method: http.MethodConnect, Host: host, Reason: "no secret"}, Token: tok})
 	if err != nil || v.Proposal.ID == "" {
 		t.Fatalf("open a proposal of %s for %s: %+v, %v", box, host, v, err)
 	}
@@ -48,7 +48,7 @@ func openHostProposal(t *testing.T, b *brokertest.Broker, box, host string) stri
 // denial is 409.
 func TestProposals_DecisionNamesTheAdminTokenAndIsNotReplayed(t *testing.T) {
 	b := brokertest.New(t, brokertest.Options{})
-	b.AddBox("alpha")
+	tok := b.AddBox("alpha")
 	ctx := context.Background()
 	second, rec, err := operator.MintRole(ctx, b.Server.Store, "second", store.AdminOperator, time.Now())
 	if err != nil {
@@ -58,7 +58,7 @@ func TestProposals_DecisionNamesTheAdminTokenAndIsNotReplayed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := openHostProposal(t, b, "alpha", "one.example:443")
+	id := openHostProposal(t, b, tok, "alpha", "one.example:443")
 	var p operator.ProposalView
 	decode(t, "approve with the second token", b.Admin("POST", "/api/proposals/"+id+"/approve", second, operator.Decision{For: "15m"}), 200, &p)
 	if p.DecidedBy != "admin:"+rec.ID {
@@ -90,7 +90,7 @@ func TestProposals_DecisionNamesTheAdminTokenAndIsNotReplayed(t *testing.T) {
 	}
 	refusal(t, "deny again", b.Admin("POST", "/api/proposals/"+id+"/deny", b.AdminToken, nil), 409)
 
-	denied := openHostProposal(t, b, "alpha", "two.example:443")
+	denied := openHostProposal(t, b, tok, "alpha", "two.example:443")
 	decode(t, "deny with the first token", b.Admin("POST", "/api/proposals/"+denied+"/deny", b.AdminToken, nil), 200, &p)
 	if p.DecidedBy != "admin:"+first.ID {
 		t.Errorf("decided_by after denying with the first token = %q, want %q", p.DecidedBy, "admin:"+first.ID)
@@ -104,11 +104,11 @@ func TestProposals_DecisionNamesTheAdminTokenAndIsNotReplayed(t *testing.T) {
 // approval.
 func TestProposals_RemovedBoxTakesItsApprovals(t *testing.T) {
 	b := brokertest.New(t, brokertest.Options{})
-	b.AddBox("alpha")
+	tok := b.AddBox("alpha")
 	ctx := context.Background()
-	approved := openHostProposal(t, b, "alpha", "one.example:443")
+	approved := openHostProposal(t, b, tok, "alpha", "one.example:443")
 	decode(t, "approve for always", b.Admin("POST", "/api/proposals/"+approved+"/approve", b.AdminToken, operator.Decision{For: "always"}), 200, nil)
-	pending := openHostProposal(t, b, "alpha", "two.example:443")
+	pending := openHostProposal(t, b, tok, "alpha", "two.example:443")
 	attempt := approval.Attempt{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalHost, Method: http.MethodConnect, Host: "one.example:443", Reason: "no secret"}}
 	if v, err := b.Server.Approvals.Refused(ctx, attempt); err != nil || !v.Approved {
 		t.Fatalf("the approved attempt before removal: %+v, %v; want approved", v, err)
@@ -135,8 +135,8 @@ func TestProposals_RemovedBoxTakesItsApprovals(t *testing.T) {
 // and held to its shape.
 func TestProposals_ApproveWithNoBodyLastsAnHour(t *testing.T) {
 	b := brokertest.New(t, brokertest.Options{})
-	b.AddBox("alpha")
-	id := openHostProposal(t, b, "alpha", "one.example:443")
+	tok := b.AddBox("alpha")
+	id := openHostProposal(t, b, tok, "alpha", "one.example:443")
 	refusal(t, "approve with a body of the wrong shape", b.Admin("POST", "/api/proposals/"+id+"/approve", b.AdminToken, map[string]int{"for": 1}), 400)
 	var p operator.ProposalView
 	decode(t, "approve with no body", b.Admin("POST", "/api/proposals/"+id+"/approve", b.AdminToken, nil), 200, &p)

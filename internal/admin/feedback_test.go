@@ -10,6 +10,7 @@ import (
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // TestAdmin_FeedbackIsListedAPageAtATime: GET /api/boxes/{name}/feedback
@@ -20,15 +21,14 @@ import (
 func TestAdmin_FeedbackIsListedAPageAtATime(t *testing.T) {
 	b := brokertest.New(t, brokertest.Options{})
 	tok := b.AdminToken
-	b.AddBox("alpha")
-	b.AddBox("beta")
+	boxes := map[string]string{"alpha": b.AddBox("alpha"), "beta": b.AddBox("beta")}
 	ctx := context.Background()
 	const n = 120
 	var ids []int64
 	for i := range n {
 		for _, box := range []string{"alpha", "beta"} {
 			added, err := b.Server.Store.AddFeedback(ctx, store.FeedbackBatch{Box: box, At: time.Now(), Words: []string{"agent"},
-				Body: []byte(fmt.Sprintf(`{"entries":[%d]}`, i))}, store.FeedbackBound{})
+				Body: []byte(fmt.Sprintf(`{"entries":[%d]}`, i))}, token.Hash(boxes[box]), store.FeedbackBound{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -19,8 +19,8 @@ import (
 func TestAdmin_BoxEnrolledUnderARemovedBoxsNameInheritsNothing(t *testing.T) {
 	b := brokertest.New(t, brokertest.Options{})
 	ctx := context.Background()
-	b.AddBox("alpha")
-	id := openHostProposal(t, b, "alpha", "evil.example:443")
+	tok := b.AddBox("alpha")
+	id := openHostProposal(t, b, tok, "alpha", "evil.example:443")
 	decode(t, "approve always", b.Admin("POST", "/api/proposals/"+id+"/approve", b.AdminToken, map[string]any{"for": "always"}), 200, nil)
 	decode(t, "PUT budget", b.Admin("PUT", "/api/boxes/alpha/budgets", b.AdminToken, map[string]any{"usd": 500}), 200, nil)
 	if in, err := b.Server.Store.ApprovalsInForce(ctx, "alpha", store.ProposalHost, time.Now()); err != nil || len(in) != 1 {

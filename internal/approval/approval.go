@@ -34,6 +34,7 @@ import (
 	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // Ask-mode scopes.
@@ -119,6 +120,11 @@ func New(cfg Config) (*Service, error) {
 // may hold.
 type Attempt struct {
 	store.Attempt
+	// Token is the token the request was admitted with: a proposal
+	// opens only while the box still holds it, so that a request of a
+	// box removed (or whose token was rotated) as it was refused is not
+	// proposed as one of the box added under its name since.
+	Token string
 	// Forbidden are strings no proposal may hold (the box's token): an
 	// attempt holding one, or any token, opens none.
 	Forbidden []string
@@ -232,9 +238,14 @@ func (s *Service) Refused(ctx context.Context, a Attempt) (Verdict, error) {
 	}
 	id := newID()
 	p := store.Proposal{ID: id, Attempt: a.Attempt, Key: a.key(), CreatedAt: now, ExpiresAt: now.Add(s.cfg.PendingFor)}
-	got, err := s.cfg.Store.OpenProposal(ctx, p, s.cfg.MaxPending)
+	got, err := s.cfg.Store.OpenProposal(ctx, p, token.Hash(a.Token), s.cfg.MaxPending)
 	if errors.Is(err, store.ErrFull) {
 		v.Full = true
+		return v, nil
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		// The box no longer holds the token its request was admitted
+		// with: the request stays refused, and asks no one.
 		return v, nil
 	}
 	if err != nil {

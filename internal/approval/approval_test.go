@@ -12,6 +12,7 @@ import (
 	"github.com/intentius/boxbroker/internal/clocktest"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/store/sqlite"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // newService returns a Service over a new SQLite store holding the box
@@ -23,7 +24,7 @@ func newService(t *testing.T) (*approval.Service, *sqlite.Store, *clocktest.Cloc
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	if err := st.CreateBox(t.Context(), store.Box{Name: "alpha", TokenHash: strings.Repeat("a", 64), CreatedAt: time.Now(), PayerKind: "shared"}); err != nil {
+	if err := st.CreateBox(t.Context(), store.Box{Name: "alpha", TokenHash: token.Hash(boxToken), CreatedAt: time.Now(), PayerKind: "shared"}); err != nil {
 		t.Fatal(err)
 	}
 	c := clocktest.New(time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC))
@@ -37,9 +38,12 @@ func newService(t *testing.T) (*approval.Service, *sqlite.Store, *clocktest.Cloc
 	return svc, st, c, &notified
 }
 
+// boxToken is box alpha's token.
+const boxToken = "box-token-123"
+
 func rule(path string) approval.Attempt {
 	return approval.Attempt{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalRule, Secret: "GITHUB", Method: "POST", Path: path,
-		Host: "https://api.github.com", Reason: "outside its rules"}, Forbidden: []string{"box-token-123"}}
+		Host: "https://api.github.com", Reason: "outside its rules"}, Token: boxToken, Forbidden: []string{boxToken}}
 }
 
 func TestRefused_NotAskedOpensNothing(t *testing.T) {
@@ -185,8 +189,8 @@ func TestRefused_OpensNoProposalForAnOverlongAttempt(t *testing.T) {
 	long := strings.Repeat("x", approval.MaxField+1)
 	tests := []approval.Attempt{
 		rule("/" + long),
-		{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalHost, Method: "CONNECT", Host: long + ":443", Reason: "no secret"}},
-		{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalBudget, Model: long, Amount: 5, Payer: "shared", Reason: "over budget"}},
+		{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalHost, Method: "CONNECT", Host: long + ":443", Reason: "no secret"}, Token: boxToken},
+		{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalBudget, Model: long, Amount: 5, Payer: "shared", Reason: "over budget"}, Token: boxToken},
 	}
 	for _, a := range tests {
 		v, err := svc.Refused(ctx, a)
@@ -216,10 +220,10 @@ func TestRefused_OpensNoProposalForWhatWouldNotReadAsItself(t *testing.T) {
 		}
 	}
 	host := func(h string) approval.Attempt {
-		return approval.Attempt{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalHost, Method: "CONNECT", Host: h, Reason: "no secret"}}
+		return approval.Attempt{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalHost, Method: "CONNECT", Host: h, Reason: "no secret"}, Token: boxToken}
 	}
 	budget := func(model string) approval.Attempt {
-		return approval.Attempt{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalBudget, Model: model, Amount: 5, Payer: "shared", Reason: "over budget"}}
+		return approval.Attempt{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalBudget, Model: model, Amount: 5, Payer: "shared", Reason: "over budget"}, Token: boxToken}
 	}
 	worded := func(reason string) approval.Attempt {
 		a := rule("/repos/acme/app/issues")
@@ -286,8 +290,8 @@ func TestSetAsk_BadScope(t *testing.T) {
 // TestRefused_ProposalKeepsTheAttempt: the proposal a refusal opens, as
 // stored and as notified, holds every field of what was attempted.
 func TestRefused_ProposalKeepsTheAttempt(t *testing.T) {
-	host := approval.Attempt{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalHost, Method: "CONNECT", Host: "example.com:443", Reason: "no secret"}}
-	budget := approval.Attempt{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalBudget, Model: "claude-opus-5-5", Amount: 250000, Reason: "over budget"}}
+	host := approval.Attempt{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalHost, Method: "CONNECT", Host: "example.com:443", Reason: "no secret"}, Token: boxToken}
+	budget := approval.Attempt{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalBudget, Model: "claude-opus-5-5", Amount: 250000, Reason: "over budget"}, Token: boxToken}
 	tests := []struct {
 		scope string
 		a     approval.Attempt

@@ -78,7 +78,7 @@ func TestAsk_TokenNeverStored(t *testing.T) {
 		t.Fatal(err)
 	}
 	host := approval.Attempt{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalHost, Method: "CONNECT", Host: "box-token-123.example:443"},
-		Forbidden: []string{"box-token-123"}}
+		Token: boxToken, Forbidden: []string{boxToken}}
 	if approved, words := svc.Ask(ctx, host, log, "unused"); approved || words != "" {
 		t.Errorf("Ask(host holding the token) = %v, %q; want refused, no proposal named", approved, words)
 	}

@@ -97,7 +97,7 @@ func (c *Capability) ask(r *http.Request, method, box, token string, sec store.S
 		tail = "/"
 	}
 	return c.cfg.Approvals.Ask(r.Context(), approval.Attempt{Attempt: store.Attempt{Box: box, Kind: store.ProposalRule, Secret: sec.Name,
-		Method: method, Path: tail, Host: sec.Host, Reason: reason}, Forbidden: []string{token}},
+		Method: method, Path: tail, Host: sec.Host, Reason: reason}, Token: token, Forbidden: []string{token}},
 		c.log, "egress: approvals unreadable; the request stays refused", "box", box, "secret", sec.Name)
 }
 

@@ -105,7 +105,7 @@ func (p *Proxy) ask(ctx context.Context, box, tok string, to target, reason stri
 		return false, ""
 	}
 	return p.cfg.Approvals.Ask(ctx, approval.Attempt{Attempt: store.Attempt{Box: box, Kind: store.ProposalHost, Method: http.MethodConnect, Host: to.addr(),
-		Reason: reason}, Forbidden: []string{tok}},
+		Reason: reason}, Token: tok, Forbidden: []string{tok}},
 		p.log, "proxy: approvals unreadable; the CONNECT stays refused", "box", box, "addr", to.addr())
 }
 

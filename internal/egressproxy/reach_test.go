@@ -271,7 +271,7 @@ func TestProxy_RefusedConnectsAreHeldToTheBoxsRate(t *testing.T) {
 func approveHost(t *testing.T, f *fixture, addr string) {
 	t.Helper()
 	v, err := f.b.Server.Approvals.Refused(t.Context(), approval.Attempt{Attempt: store.Attempt{Box: "shop", Kind: store.ProposalHost,
-		Method: http.MethodConnect, Host: addr, Reason: "test"}})
+		Method: http.MethodConnect, Host: addr, Reason: "test"}, Token: f.token})
 	if err != nil || v.Proposal.ID == "" {
 		t.Fatalf("open a proposal for %s: %+v, %v", addr, v, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/feedback"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // BenchmarkFeedback_Taken measures a 1 KiB batch kept (parsed twice,
@@ -70,7 +71,7 @@ func BenchmarkFeedback_TakenAtTheBound(b *testing.B) {
 	}
 	br.Sync()
 	for range feedback.DefaultMaxBatches {
-		if _, err := br.Server.Store.AddFeedback(b.Context(), store.FeedbackBatch{Box: "full", At: time.Now(), Words: []string{"agent"}, Body: batch}, store.FeedbackBound{}); err != nil {
+		if _, err := br.Server.Store.AddFeedback(b.Context(), store.FeedbackBatch{Box: "full", At: time.Now(), Words: []string{"agent"}, Body: batch}, token.Hash(toks["full"]), store.FeedbackBound{}); err != nil {
 			b.Fatal(err)
 		}
 	}

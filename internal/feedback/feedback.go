@@ -28,6 +28,7 @@ import (
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // Scope words of the feedback capability.
@@ -171,8 +172,13 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 	proxy.ScrubTokensInPlace(body)
 	added, err := c.cfg.Store.AddFeedback(r.Context(), store.FeedbackBatch{
 		Box: call.Box.Name, At: c.cfg.Now().UTC(), Words: call.Words, Body: body,
-	}, c.cfg.Bound)
-	if errors.Is(err, store.ErrNotFound) {
+	}, token.Hash(call.Token), c.cfg.Bound)
+	if errors.Is(err, store.ErrGraceEnded) || errors.Is(err, store.ErrTokenExpired) {
+		// Admitted within its token's grace or lifetime, kept past it.
+		return capability.Refuse(capability.ReasonExpired,
+			"The token this batch was sent with is no longer taken: its lifetime, or the grace after its rotation, ended as the batch was kept. Keep the batch and send it with the box's token.")
+	}
+	if errors.Is(err, store.ErrNotFound) { // removed meanwhile, or its token replaced
 		return capability.Refuse(capability.ReasonRemoved, "The box was removed from this broker.")
 	}
 	if err != nil {

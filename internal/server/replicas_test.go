@@ -359,11 +359,11 @@ func (o *outage) ResourceOwner(ctx context.Context, kind, id string) (string, er
 	return o.Store.ResourceOwner(ctx, kind, id)
 }
 
-func (o *outage) AddFeedback(ctx context.Context, f store.FeedbackBatch, bound store.FeedbackBound) (store.FeedbackAdded, error) {
+func (o *outage) AddFeedback(ctx context.Context, f store.FeedbackBatch, tokenHash string, bound store.FeedbackBound) (store.FeedbackAdded, error) {
 	if err := o.check("add feedback"); err != nil {
 		return store.FeedbackAdded{}, err
 	}
-	return o.Store.AddFeedback(ctx, f, bound)
+	return o.Store.AddFeedback(ctx, f, tokenHash, bound)
 }
 
 func (o *outage) AddResource(ctx context.Context, r store.Resource) error {

@@ -101,8 +101,14 @@ type Proposals interface {
 	// proposal with p.Key, adds one to its Count and sets its UpdatedAt;
 	// it returns the proposal as stored. Pending proposals past their
 	// ExpiresAt are expired first. ErrFull when the box already has max
-	// pending proposals and none with p.Key; ErrNotFound if no box.
-	OpenProposal(ctx context.Context, p Proposal, max int) (Proposal, error)
+	// pending proposals and none with p.Key; ErrNotFound if no box holds
+	// the token that hashes to tokenHash, the one the refused request was
+	// admitted with (its token, or the one before its last rotation,
+	// within the grace): a request of a box removed is not proposed to
+	// the owner of a box added since under its name, whose approval would
+	// widen that box. ErrGraceEnded and ErrTokenExpired (ErrNotFound
+	// both) as for SaveDeclaration.
+	OpenProposal(ctx context.Context, p Proposal, tokenHash string, max int) (Proposal, error)
 	// Proposal returns the proposal with that ID, or ErrNotFound. A
 	// pending one past its ExpiresAt at at is returned as expired.
 	Proposal(ctx context.Context, id string, at time.Time) (Proposal, error)

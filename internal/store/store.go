@@ -374,8 +374,13 @@ type FeedbackKept struct {
 type Feedback interface {
 	// AddFeedback stores a batch and, in the same write, drops the
 	// box's oldest batches while the box keeps more than bound allows
-	// (the new batch is never dropped). ErrNotFound if no box.
-	AddFeedback(ctx context.Context, f FeedbackBatch, bound FeedbackBound) (FeedbackAdded, error)
+	// (the new batch is never dropped). ErrNotFound if no box holds the
+	// token that hashes to tokenHash, the one the batch was admitted with
+	// (its token, or the one before its last rotation, within the
+	// grace): a batch of a box removed is not kept as one of a box added
+	// since under its name. ErrGraceEnded and ErrTokenExpired
+	// (ErrNotFound both) as for SaveDeclaration.
+	AddFeedback(ctx context.Context, f FeedbackBatch, tokenHash string, bound FeedbackBound) (FeedbackAdded, error)
 	// ListFeedback returns one page of a box's batches (q), and whether
 	// more follow it in q's order; an error if q.Limit is not 1 to
 	// MaxFeedbackPage. A box with none, or no box, has an empty page.

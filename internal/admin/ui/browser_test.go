@@ -143,7 +143,7 @@ func TestOwnerPage_Browser(t *testing.T) {
 	b.Do("POST", "/llm/anthropic/v1/messages", alpha, []byte(`{}`), nil)
 	b.Do("POST", "/llm/anthropic/v1/messages", gamma, []byte(`{}`), nil)
 	for i := range 3 {
-		if _, err := b.Server.Store.AddFeedback(ctx, store.FeedbackBatch{Box: "alpha", At: time.Now(), Words: []string{"agent"}, Body: []byte(`{"entries":[` + string(rune('0'+i)) + `]}`)}, store.FeedbackBound{}); err != nil {
+		if _, err := b.Server.Store.AddFeedback(ctx, store.FeedbackBatch{Box: "alpha", At: time.Now(), Words: []string{"agent"}, Body: []byte(`{"entries":[` + string(rune('0'+i)) + `]}`)}, token.Hash(alpha), store.FeedbackBound{}); err != nil {
 			t.Fatal(err)
 		}
 	}

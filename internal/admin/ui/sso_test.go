@@ -32,6 +32,8 @@ type ssoBroker struct {
 	b    *brokertest.Broker
 	idp  *ssotest.IdP
 	base string
+	// token is box alpha's.
+	token string
 }
 
 func newSSOBroker(t *testing.T, claim string, operators, viewers []string) *ssoBroker {
@@ -65,8 +67,8 @@ func newSSOBrokerOn(t *testing.T, idp *ssotest.IdP, key, host, claim string, ope
 	hs := &http.Server{Handler: b.Server.Admin, ReadHeaderTimeout: 10 * time.Second}
 	go hs.Serve(ln)
 	t.Cleanup(func() { hs.Close() })
-	b.AddBox("alpha")
-	return &ssoBroker{b: b, idp: idp, base: base}
+	tok := b.AddBox("alpha")
+	return &ssoBroker{b: b, idp: idp, base: base, token: tok}
 }
 
 // browser is a client with a cookie jar that follows redirects, as a
@@ -391,7 +393,7 @@ func TestSSO_DecisionNamesThePerson(t *testing.T) {
 	}
 	open := func(host string) string {
 		v, err := s.b.Server.Approvals.Refused(ctx, approval.Attempt{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalHost,
-			Method: http.MethodConnect, Host: host, Reason: "no secret"}})
+			Method: http.MethodConnect, Host: host, Reason: "no secret"}, Token: s.token})
 		if err != nil || v.Proposal.ID == "" {
 			t.Fatalf("open a proposal for %s: %+v, %v", host, v, err)
 		}
@@ -425,7 +427,7 @@ func TestSSO_UnverifiedEmailNamesNoActor(t *testing.T) {
 		t.Fatal(err)
 	}
 	v, err := s.b.Server.Approvals.Refused(ctx, approval.Attempt{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalHost,
-		Method: http.MethodConnect, Host: "one.example:443", Reason: "no secret"}})
+		Method: http.MethodConnect, Host: "one.example:443", Reason: "no secret"}, Token: s.token})
 	if err != nil || v.Proposal.ID == "" {
 		t.Fatalf("open a proposal: %+v, %v", v, err)
 	}

@@ -184,28 +184,9 @@ func (s *Store) SaveDeclaration(ctx context.Context, box, tokenHash string, doc 
 	err := s.Write(ctx, fmt.Sprintf("save declaration of box %q", box), func(tx *sql.Tx) ([]store.Change, error) {
 		// The report is the box's that holds the token it was admitted
 		// with: a box removed meanwhile, and one added under its name
-		// since, is not that box. The row is held until the write
-		// commits (SQLite's write holds the whole database), so that
-		// neither can happen between this check and the upsert. The
-		// box's token is held only until its expiry (if it has one), and
-		// the token before a rotation only within its grace, by the
-		// database's clock as the check runs: the broker judged both as
-		// it admitted the report, and a report saved after either ended
-		// is a report of a token no longer taken.
-		now := s.D.Now(0)
-		var held int
-		if err := tx.QueryRowContext(ctx, `SELECT CASE
-				WHEN token_hash = $2 THEN CASE WHEN token_expires_at IS NULL OR token_expires_at > `+now+` THEN 1 ELSE 2 END
-				WHEN old_token_until > `+now+` THEN 1 ELSE 0 END
-			FROM boxes WHERE name = $1 AND (token_hash = $2 OR old_token_hash = $2)`+s.D.ForUpdate(),
-			box, tokenHash).Scan(&held); err != nil {
+		// since, is not that box.
+		if err := s.holdsToken(ctx, tx, box, tokenHash); err != nil {
 			return nil, err
-		}
-		switch held {
-		case 0:
-			return nil, store.ErrGraceEnded
-		case 2:
-			return nil, store.ErrTokenExpired
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO declarations (box, doc, at) VALUES ($1, $2, $3)
 			ON CONFLICT (box) DO UPDATE SET doc = excluded.doc, at = excluded.at WHERE declarations.at <= excluded.at`,
@@ -223,6 +204,38 @@ func (s *Store) SaveDeclaration(ctx context.Context, box, tokenHash string, doc 
 		return store.KeptDeclaration{}, err
 	}
 	return kept, nil
+}
+
+// holdsToken returns nil if the box named box holds the token that
+// hashes to tokenHash, as a write made on behalf of a request admitted
+// with that token runs, in tx: its token, before its expiry (if it has
+// one), or the token before its last rotation, within the grace, both
+// by the database's clock as the check runs (the broker judged both as
+// it admitted the request, and a write made after either ended is one
+// of a token no longer taken). sql.ErrNoRows (store.ErrNotFound once
+// Write returns it) if no box of that name holds it: a box removed
+// meanwhile, and one added under its name since, is not that box;
+// store.ErrGraceEnded, store.ErrTokenExpired. The box's row is held
+// until tx commits (SQLite's write holds the whole database), so that
+// neither a removal nor a rotation comes between this check and the
+// write it guards.
+func (s *Store) holdsToken(ctx context.Context, tx *sql.Tx, box, tokenHash string) error {
+	now := s.D.Now(0)
+	var held int
+	if err := tx.QueryRowContext(ctx, `SELECT CASE
+			WHEN token_hash = $2 THEN CASE WHEN token_expires_at IS NULL OR token_expires_at > `+now+` THEN 1 ELSE 2 END
+			WHEN old_token_until > `+now+` THEN 1 ELSE 0 END
+		FROM boxes WHERE name = $1 AND (token_hash = $2 OR old_token_hash = $2)`+s.D.ForUpdate(),
+		box, tokenHash).Scan(&held); err != nil {
+		return err
+	}
+	switch held {
+	case 0:
+		return store.ErrGraceEnded
+	case 2:
+		return store.ErrTokenExpired
+	}
+	return nil
 }
 
 // Declaration returns the last report kept for the box named box and when

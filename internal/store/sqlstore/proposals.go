@@ -42,13 +42,18 @@ func scanProposal(row Scanner, at time.Time) (store.Proposal, error) {
 
 // OpenProposal records p as pending, or merges it into box's pending
 // proposal with the same key; store.ErrFull past max pending,
-// store.ErrNotFound if no box. It records no change.
-func (s *Store) OpenProposal(ctx context.Context, p store.Proposal, max int) (store.Proposal, error) {
+// store.ErrNotFound if no box holds the token that hashes to tokenHash
+// (store.ErrGraceEnded, store.ErrTokenExpired as for SaveDeclaration).
+// It records no change.
+func (s *Store) OpenProposal(ctx context.Context, p store.Proposal, tokenHash string, max int) (store.Proposal, error) {
 	var out store.Proposal
 	at := Micros(p.CreatedAt)
 	err := s.Write(ctx, fmt.Sprintf("open proposal for box %q", p.Box), func(tx *sql.Tx) ([]store.Change, error) {
-		// The box's row, locked: one proposal opens at a time per box.
-		if err := touched(ctx, tx, "UPDATE boxes SET name = name WHERE name = $1", p.Box); err != nil {
+		// The box's row, locked: one proposal opens at a time per box,
+		// and only while the box holds the token its request was
+		// admitted with: a box added under the name of one removed
+		// meanwhile is not asked about the removed box's request.
+		if err := s.holdsToken(ctx, tx, p.Box, tokenHash); err != nil {
 			return nil, err
 		}
 		if _, err := tx.ExecContext(ctx, "UPDATE proposals SET state = 'expired' WHERE box = $1 AND state = 'pending' AND expires_at <= $2", p.Box, at); err != nil {

@@ -12,9 +12,11 @@ import (
 
 // AddFeedback stores f and, in the same write, drops f.Box's oldest
 // batches while the box keeps more than bound allows, never f itself;
-// store.ErrNotFound if there is no box named f.Box. f.ID is ignored.
+// store.ErrNotFound if there is no box named f.Box holding the token that
+// hashes to tokenHash (store.ErrGraceEnded, store.ErrTokenExpired as for
+// SaveDeclaration). f.ID is ignored.
 // Feedback is never cached, so no change is recorded.
-func (s *Store) AddFeedback(ctx context.Context, f store.FeedbackBatch, bound store.FeedbackBound) (store.FeedbackAdded, error) {
+func (s *Store) AddFeedback(ctx context.Context, f store.FeedbackBatch, tokenHash string, bound store.FeedbackBound) (store.FeedbackAdded, error) {
 	var added store.FeedbackAdded
 	batches, bytes := int64(bound.Batches), bound.Bytes
 	if batches <= 0 {
@@ -25,7 +27,14 @@ func (s *Store) AddFeedback(ctx context.Context, f store.FeedbackBatch, bound st
 	}
 	err := s.Write(ctx, fmt.Sprintf("add feedback of box %q", f.Box), func(tx *sql.Tx) ([]store.Change, error) {
 		added = store.FeedbackAdded{}
-		// The box's totals first: on PostgreSQL the upsert holds their row
+		// The batch is the box's that holds the token it was admitted
+		// with: a box added under the name of one removed meanwhile
+		// (whose owner may not have consented) keeps none of its
+		// feedback.
+		if err := s.holdsToken(ctx, tx, f.Box, tokenHash); err != nil {
+			return nil, err
+		}
+		// The box's totals next: on PostgreSQL the upsert holds their row
 		// until the write commits, so that concurrent appends to one box
 		// take their IDs and check the bound in turn.
 		var n, total int64

@@ -170,7 +170,7 @@ func BenchmarkAddFeedbackAtBound(b *testing.B, open func(b *testing.B) store.Sto
 	mustCreateBox(b, s, "empty")
 	mustCreateBox(b, s, "full")
 	add := func(box string, bound store.FeedbackBound) {
-		if _, err := s.AddFeedback(ctx, store.FeedbackBatch{Box: box, At: time.Now(), Words: []string{"agent"}, Body: body}, bound); err != nil {
+		if _, err := addFeedback(ctx, s, store.FeedbackBatch{Box: box, At: time.Now(), Words: []string{"agent"}, Body: body}, bound); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -125,7 +125,7 @@ func testDeleteBoxCascades(t *testing.T, s store.Store) {
 	for _, box := range []string{"doomed", "kept"} {
 		must(t, fmt.Sprintf("SaveDeclaration(%q)", box), second(s.SaveDeclaration(ctx, box, tokenOf(box), []byte(`{"capabilities":[]}`), at(1))))
 		must(t, fmt.Sprintf("SetSecret(%q)", box), s.SetSecret(ctx, store.Secret{Box: box, Name: "GITHUB", Host: "https://api.github.com", Sealed: []byte("sealed"), UpdatedAt: at(1)}))
-		must(t, fmt.Sprintf("AddFeedback(%q)", box), second(s.AddFeedback(ctx, store.FeedbackBatch{Box: box, At: at(1), Words: []string{"agent"}, Body: []byte(`{}`)}, store.FeedbackBound{})))
+		must(t, fmt.Sprintf("AddFeedback(%q)", box), second(addFeedback(ctx, s, store.FeedbackBatch{Box: box, At: at(1), Words: []string{"agent"}, Body: []byte(`{}`)}, store.FeedbackBound{})))
 		must(t, fmt.Sprintf("AddResource(%q)", box), s.AddResource(ctx, store.Resource{Box: box, Kind: store.ResourceSandbox, ID: "sb-" + box, At: at(1)}))
 		must(t, fmt.Sprintf("CreateGrant(%q)", box), s.CreateGrant(ctx, store.Grant{ID: "g-" + box, Hash: hash("grant-" + box), Box: box, Principal: "github:ann", CreatedAt: at(1), ExpiresAt: at(600)}))
 	}

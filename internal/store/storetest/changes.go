@@ -40,7 +40,7 @@ func testNotFound(t *testing.T, s store.Store) {
 		{"Secret", func(ctx context.Context) error { return second(s.Secret(ctx, "alpha", "GITHUB")) }},
 		{"DeleteSecret", func(ctx context.Context) error { return s.DeleteSecret(ctx, "alpha", "GITHUB") }},
 		{"AddFeedback of no box", func(ctx context.Context) error {
-			return second(s.AddFeedback(ctx, store.FeedbackBatch{Box: "nobox", At: at(1), Words: []string{"agent"}, Body: []byte(`{}`)}, store.FeedbackBound{}))
+			return second(addFeedback(ctx, s, store.FeedbackBatch{Box: "nobox", At: at(1), Words: []string{"agent"}, Body: []byte(`{}`)}, store.FeedbackBound{}))
 		}},
 		{"AddResource of no box", func(ctx context.Context) error {
 			return s.AddResource(ctx, store.Resource{Box: "nobox", Kind: store.ResourceVault, ID: "v", At: at(1)})

@@ -52,7 +52,7 @@ func Migration0021(t *testing.T, exec func(query string, args ...any) error, at,
 	s := open()
 	ctx := t.Context()
 	answer(s.CountFeedback(ctx, "alpha")).is(t, "CountFeedback(alpha) of feedback kept before 0021", store.FeedbackKept{Batches: 3, Bytes: 60})
-	a := answer(s.AddFeedback(ctx, store.FeedbackBatch{Box: "alpha", At: time.Now(), Body: []byte("{}")}, store.FeedbackBound{Batches: 2})).
+	a := answer(s.AddFeedback(ctx, store.FeedbackBatch{Box: "alpha", At: time.Now(), Body: []byte("{}")}, "h-alpha", store.FeedbackBound{Batches: 2})).
 		must(t, "AddFeedback(alpha) after 0021")
 	same(t, "AddFeedback(alpha) bound to 2 batches after 0021", store.FeedbackAdded{ID: a.ID, Dropped: 2, DroppedBytes: 30}, a)
 	answer(s.CountFeedback(ctx, "alpha")).is(t, "CountFeedback(alpha) after 0021", store.FeedbackKept{Batches: 2, Bytes: 32})

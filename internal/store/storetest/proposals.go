@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -15,6 +16,12 @@ func proposal(box, id, key string, n int) store.Proposal {
 		Host: "https://api.github.com", Reason: "outside its rules"}, Key: key, CreatedAt: at(n), ExpiresAt: at(n + 3600)}
 }
 
+// openProposal opens p as a request of its box admitted with the box's
+// token (tokenOf) would.
+func openProposal(ctx context.Context, s store.Store, p store.Proposal, max int) (store.Proposal, error) {
+	return s.OpenProposal(ctx, p, tokenOf(p.Box), max)
+}
+
 // testProposals: a proposal opens pending, identical ones merge into a
 // count, a box holds at most max pending, an unanswered one expires and
 // frees its place, a decision is made once, approvals in force are
@@ -26,24 +33,24 @@ func testProposals(t *testing.T, s store.Store) {
 	mustCreateBox(t, s, "beta")
 	seq := lastChange(t, s)
 
-	wantErr(t, "OpenProposal(no box)", second(s.OpenProposal(ctx, proposal("nobody", "p-0", "k0", 1), 3)), store.ErrNotFound)
-	p := answer(s.OpenProposal(ctx, proposal("alpha", "p-1", "k1", 1), 3)).must(t, "OpenProposal")
+	wantErr(t, "OpenProposal(no box)", second(openProposal(ctx, s, proposal("nobody", "p-0", "k0", 1), 3)), store.ErrNotFound)
+	p := answer(openProposal(ctx, s, proposal("alpha", "p-1", "k1", 1), 3)).must(t, "OpenProposal")
 	want := proposal("alpha", "p-1", "k1", 1)
 	want.Count, want.State, want.UpdatedAt = 1, store.ProposalPending, at(1)
 	same(t, "OpenProposal", want, p)
 	again := proposal("alpha", "p-other", "k1", 2)
-	p, err := s.OpenProposal(ctx, again, 3)
+	p, err := openProposal(ctx, s, again, 3)
 	if err != nil || p.ID != "p-1" || p.Count != 2 || !sameTime(p.UpdatedAt, at(2)) {
 		t.Errorf("OpenProposal(same key) = %s count %d updated %v, %v; want p-1 count 2 updated at(2)", p.ID, p.Count, p.UpdatedAt, err)
 	}
 	for i, key := range []string{"k2", "k3"} {
-		must(t, fmt.Sprintf("OpenProposal(%s)", key), second(s.OpenProposal(ctx, proposal("alpha", fmt.Sprintf("p-%d", i+2), key, 3), 3)))
+		must(t, fmt.Sprintf("OpenProposal(%s)", key), second(openProposal(ctx, s, proposal("alpha", fmt.Sprintf("p-%d", i+2), key, 3), 3)))
 	}
-	wantErr(t, "OpenProposal(past max)", second(s.OpenProposal(ctx, proposal("alpha", "p-4", "k4", 4), 3)), store.ErrFull)
-	if p, err := s.OpenProposal(ctx, proposal("alpha", "p-x", "k1", 4), 3); err != nil || p.Count != 3 {
+	wantErr(t, "OpenProposal(past max)", second(openProposal(ctx, s, proposal("alpha", "p-4", "k4", 4), 3)), store.ErrFull)
+	if p, err := openProposal(ctx, s, proposal("alpha", "p-x", "k1", 4), 3); err != nil || p.Count != 3 {
 		t.Errorf("OpenProposal(same key, full) = count %d, %v; want 3, nil", p.Count, err)
 	}
-	wantErr(t, "OpenProposal(other box)", second(s.OpenProposal(ctx, proposal("beta", "p-b", "k1", 4), 3)), nil)
+	wantErr(t, "OpenProposal(other box)", second(openProposal(ctx, s, proposal("beta", "p-b", "k1", 4), 3)), nil)
 
 	list, err := s.ListProposals(ctx, "alpha", store.ProposalPending, at(5), 10)
 	if err != nil || len(list) != 3 || list[0].ID != "p-3" && list[0].ID != "p-2" {
@@ -80,7 +87,7 @@ func testProposals(t *testing.T, s store.Store) {
 	answer(s.ApprovalsInForce(ctx, "alpha", store.ProposalRule, at(12))).none(t, "ApprovalsInForce after use")
 	// A new proposal with key k1 opens again: the approved one is no
 	// longer pending.
-	if p, err := s.OpenProposal(ctx, proposal("alpha", "p-5", "k1", 7), 3); err != nil || p.ID != "p-5" || p.Count != 1 {
+	if p, err := openProposal(ctx, s, proposal("alpha", "p-5", "k1", 7), 3); err != nil || p.ID != "p-5" || p.Count != 1 {
 		t.Errorf("OpenProposal(k1 after approval) = %s count %d, %v; want p-5 count 1", p.ID, p.Count, err)
 	}
 
@@ -95,13 +102,13 @@ func testProposals(t *testing.T, s store.Store) {
 		t.Errorf("ListProposals(expired) = %+v, %v; want p-3", ex, err)
 	}
 	p6 := proposal("alpha", "p-6", "k6", 3+3600)
-	wantErr(t, "OpenProposal(after expiry)", second(s.OpenProposal(ctx, p6, 3)), nil)
+	wantErr(t, "OpenProposal(after expiry)", second(openProposal(ctx, s, p6, 3)), nil)
 	wantErr(t, "Proposal(none)", second(s.Proposal(ctx, "p-none", late)), store.ErrNotFound)
 
 	// A budget proposal keeps its payer, and names no secret.
 	budget := store.Proposal{ID: "p-budget", Attempt: store.Attempt{Box: "beta", Kind: store.ProposalBudget, Model: "claude-sonnet-4-5", Amount: 6564,
 		Payer: "visitor github:ann", Reason: "past github:ann's budget"}, Key: "kb", CreatedAt: at(7), ExpiresAt: at(7 + 3600)}
-	wantErr(t, "OpenProposal(budget)", second(s.OpenProposal(ctx, budget, 3)), nil)
+	wantErr(t, "OpenProposal(budget)", second(openProposal(ctx, s, budget, 3)), nil)
 	wantErr(t, "DecideProposal(budget)", second(s.DecideProposal(ctx, "p-budget", store.ProposalApproved, time.Time{}, "owner", at(8))), nil)
 	if in, err := s.ApprovalsInForce(ctx, "beta", store.ProposalBudget, at(9)); err != nil || len(in) != 1 || in[0].Payer != "visitor github:ann" || in[0].Secret != "" {
 		t.Errorf("ApprovalsInForce(beta, budget) = %+v, %v; want p-budget paid by visitor github:ann, no secret", in, err)
@@ -146,7 +153,7 @@ func testConcurrentProposals(t *testing.T, s store.Store) {
 		return fmt.Sprintf("d%d", j/2)
 	}
 	for j, err := range atOnce(2*n, func(j int) error {
-		_, err := s.OpenProposal(ctx, proposal("alpha", fmt.Sprintf("p-%s%d", key(j)[:1], j/2), key(j), 1), max)
+		_, err := openProposal(ctx, s, proposal("alpha", fmt.Sprintf("p-%s%d", key(j)[:1], j/2), key(j), 1), max)
 		return err
 	}) {
 		if err != nil && !errors.Is(err, store.ErrFull) {
@@ -156,5 +163,31 @@ func testConcurrentProposals(t *testing.T, s store.Store) {
 	list, err := s.ListProposals(ctx, "alpha", "", at(2), 100)
 	if err != nil || len(list) > max {
 		t.Fatalf("ListProposals = %d rows, %v; want at most %d", len(list), err, max)
+	}
+}
+
+// testProposalOfAReenrolledBox: a refused request admitted with the token
+// of a box removed since opens no proposal of the box added under its
+// name (whose owner would approve it, widening that box); one admitted
+// with a box's token before its rotation opens one within the grace and
+// none past it.
+func testProposalOfAReenrolledBox(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	old := mustCreateBox(t, s, "alpha")
+	must(t, "DeleteBox(alpha)", s.DeleteBox(ctx, "alpha"))
+	must(t, "CreateBox(alpha) anew", s.CreateBox(ctx, store.Box{Name: "alpha", TokenHash: hash("token-alpha-2"), CreatedAt: at(1), PayerKind: "shared"}))
+	wantErr(t, "OpenProposal(alpha) with the removed box's token", second(s.OpenProposal(ctx, proposal("alpha", "p-old", "k1", 2), old.TokenHash, 3)), store.ErrNotFound)
+	answer(s.ListProposals(ctx, "alpha", "", at(2), 10)).none(t, "ListProposals(alpha) after a proposal with the removed box's token")
+
+	must(t, "OpenProposal(alpha) with its own token", second(s.OpenProposal(ctx, proposal("alpha", "p-1", "k1", 3), hash("token-alpha-2"), 3)))
+	must(t, "ReplaceToken(alpha)", s.ReplaceToken(ctx, "alpha", store.Rotation{Hash: hash("token-alpha-3"), GraceUntil: time.Now().Add(time.Hour)}))
+	must(t, "OpenProposal(alpha) with its token before the rotation", second(s.OpenProposal(ctx, proposal("alpha", "p-2", "k2", 4), hash("token-alpha-2"), 3)))
+	wantErr(t, "OpenProposal(alpha) with another box's token", second(s.OpenProposal(ctx, proposal("alpha", "p-3", "k3", 5), hash("token-beta"), 3)), store.ErrNotFound)
+	must(t, "ReplaceToken(alpha)", s.ReplaceToken(ctx, "alpha", store.Rotation{Hash: hash("token-alpha-4"), GraceUntil: time.Now().Add(-time.Second)}))
+	err := second(s.OpenProposal(ctx, proposal("alpha", "p-4", "k4", 6), hash("token-alpha-3"), 3))
+	wantErr(t, "OpenProposal(alpha) with its token before the rotation, past the grace", err, store.ErrGraceEnded)
+	wantErr(t, "OpenProposal(alpha) with its token before the rotation, past the grace", err, store.ErrNotFound)
+	if ps, err := s.ListProposals(ctx, "alpha", "", at(7), 10); err != nil || len(ps) != 2 {
+		t.Errorf("ListProposals(alpha) = %+v, %v; want p-1 and p-2", ps, err)
 	}
 }

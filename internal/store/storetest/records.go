@@ -11,6 +11,12 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 )
 
+// addFeedback adds f as a batch of its box admitted with the box's token
+// (tokenOf) would.
+func addFeedback(ctx context.Context, s store.Store, f store.FeedbackBatch, bound store.FeedbackBound) (store.FeedbackAdded, error) {
+	return s.AddFeedback(ctx, f, tokenOf(f.Box), bound)
+}
+
 // credentials is the store's credentials, by ID.
 func credentials(s store.Store) concept[store.Credential] {
 	return concept[store.Credential]{set: "SetCredential", del: "DeleteCredential", key: func(c store.Credential) string { return fmt.Sprintf("%q", c.ID) },
@@ -107,7 +113,7 @@ func testFeedback(t *testing.T, s store.Store) {
 	seen := map[int64]bool{}
 	var last int64
 	for i := range batches {
-		added := answer(s.AddFeedback(ctx, batches[i], store.FeedbackBound{})).must(t, fmt.Sprintf("AddFeedback(%q)", batches[i].Box))
+		added := answer(addFeedback(ctx, s, batches[i], store.FeedbackBound{})).must(t, fmt.Sprintf("AddFeedback(%q)", batches[i].Box))
 		id := added.ID
 		if seen[id] {
 			t.Errorf("AddFeedback returned ID %d twice", id)
@@ -157,7 +163,7 @@ func testFeedbackPages(t *testing.T, s store.Store) {
 	var ids []int64
 	for i := range 7 {
 		for _, box := range []string{"alpha", "beta"} {
-			added := answer(s.AddFeedback(ctx, store.FeedbackBatch{Box: box, At: at(i), Words: []string{"agent"},
+			added := answer(addFeedback(ctx, s, store.FeedbackBatch{Box: box, At: at(i), Words: []string{"agent"},
 				Body: []byte(fmt.Sprintf(`{"entries":[%d]}`, i))}, store.FeedbackBound{})).must(t, "AddFeedback")
 			if box == "alpha" {
 				ids = append(ids, added.ID)
@@ -223,7 +229,7 @@ func testFeedbackBound(t *testing.T, s store.Store) {
 	add := func(box string, size int, bound store.FeedbackBound) store.FeedbackAdded {
 		t.Helper()
 		body := []byte(`{"entries":["` + strings.Repeat("x", size-16) + `"]}`)
-		return answer(s.AddFeedback(ctx, store.FeedbackBatch{Box: box, At: at(1), Words: []string{"agent"}, Body: body}, bound)).
+		return answer(addFeedback(ctx, s, store.FeedbackBatch{Box: box, At: at(1), Words: []string{"agent"}, Body: body}, bound)).
 			must(t, fmt.Sprintf("AddFeedback(%s, %d bytes)", box, size))
 	}
 	list := func(box string) []int64 {
@@ -291,7 +297,7 @@ func testConcurrentFeedbackBound(t *testing.T, s store.Store) {
 	dropped := make([]int, writers)
 	errs := atOnce(writers, func(w int) error {
 		for i := range each {
-			a, err := s.AddFeedback(ctx, store.FeedbackBatch{Box: "alpha", At: at(i), Words: []string{"agent"},
+			a, err := addFeedback(ctx, s, store.FeedbackBatch{Box: "alpha", At: at(i), Words: []string{"agent"},
 				Body: []byte(fmt.Sprintf(`{"entries":[%d,%d]}`, w, i))}, store.FeedbackBound{Batches: bound})
 			if err != nil {
 				return err
@@ -418,4 +424,30 @@ func testTimes(t *testing.T, s store.Store) {
 
 func testPing(t *testing.T, s store.Store) {
 	wantErr(t, "Ping()", s.Ping(t.Context()), nil)
+}
+
+// testFeedbackOfAReenrolledBox: a batch admitted with the token of a box
+// removed since is not kept as one of the box added under its name
+// (whose owner may not have consented); one admitted with a box's token
+// before its rotation is kept within the grace and not past it.
+func testFeedbackOfAReenrolledBox(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	old := mustCreateBox(t, s, "alpha")
+	must(t, "DeleteBox(alpha)", s.DeleteBox(ctx, "alpha"))
+	must(t, "CreateBox(alpha) anew", s.CreateBox(ctx, store.Box{Name: "alpha", TokenHash: hash("token-alpha-2"), CreatedAt: at(1), PayerKind: "shared"}))
+	batch := func(n int) store.FeedbackBatch {
+		return store.FeedbackBatch{Box: "alpha", At: at(n), Words: []string{"agent"}, Body: []byte(fmt.Sprintf(`{"entries":[%d]}`, n))}
+	}
+	wantErr(t, "AddFeedback(alpha) with the removed box's token", second(s.AddFeedback(ctx, batch(2), old.TokenHash, store.FeedbackBound{})), store.ErrNotFound)
+	answer(s.CountFeedback(ctx, "alpha")).is(t, "CountFeedback(alpha) after a batch with the removed box's token", store.FeedbackKept{})
+
+	must(t, "AddFeedback(alpha) with its own token", second(s.AddFeedback(ctx, batch(3), hash("token-alpha-2"), store.FeedbackBound{})))
+	must(t, "ReplaceToken(alpha)", s.ReplaceToken(ctx, "alpha", store.Rotation{Hash: hash("token-alpha-3"), GraceUntil: time.Now().Add(time.Hour)}))
+	must(t, "AddFeedback(alpha) with its token before the rotation", second(s.AddFeedback(ctx, batch(4), hash("token-alpha-2"), store.FeedbackBound{})))
+	wantErr(t, "AddFeedback(alpha) with another box's token", second(s.AddFeedback(ctx, batch(5), hash("token-beta"), store.FeedbackBound{})), store.ErrNotFound)
+	must(t, "ReplaceToken(alpha)", s.ReplaceToken(ctx, "alpha", store.Rotation{Hash: hash("token-alpha-4"), GraceUntil: time.Now().Add(-time.Second)}))
+	err := second(s.AddFeedback(ctx, batch(6), hash("token-alpha-3"), store.FeedbackBound{}))
+	wantErr(t, "AddFeedback(alpha) with its token before the rotation, past the grace", err, store.ErrGraceEnded)
+	wantErr(t, "AddFeedback(alpha) with its token before the rotation, past the grace", err, store.ErrNotFound)
+	answer(s.CountFeedback(ctx, "alpha")).is(t, "CountFeedback(alpha)", store.FeedbackKept{Batches: 2, Bytes: 2 * int64(len(`{"entries":[3]}`))})
 }
