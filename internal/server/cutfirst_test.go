@@ -22,22 +22,7 @@ import (
 // closed with no status line; the request's record keeps the refusal's
 // reason and status.
 func TestAnswer_CutBeforeItsFirstByteIsTheRefusal(t *testing.T) {
-	vias := []struct {
-		name, path string
-		serve      func(b *brokertest.Broker, tok, host string) http.Header
-	}{
-		{"egress", "/egress/STORE/objects/small", func(b *brokertest.Broker, tok, host string) http.Header {
-			b.SetSecret("a", "STORE", host, "sv-cut-first-value")
-			b.Report(tok, brokertest.Entry(protocol.Egress, "STORE"))
-			return http.Header{"Authorization": {"Bearer " + tok}}
-		}},
-		{"inference", protocol.PrefixAnthropic + "/v1/messages", func(b *brokertest.Broker, tok, _ string) http.Header {
-			b.SetCredential("anthropic", "sk-ant-api03-cut-first-credential")
-			b.Report(tok, brokertest.Entry(protocol.Inference, "agent"))
-			return http.Header{"X-Api-Key": {tok}, "Anthropic-Version": {"2023-06-01"}, "Content-Type": {"application/json"}}
-		}},
-	}
-	for _, via := range vias {
+	for _, via := range cutVias("small", "cut-first") {
 		t.Run(via.name, func(t *testing.T) {
 			arrived, answer := make(chan struct{}), make(chan struct{})
 			upstream := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -84,14 +69,7 @@ func TestAnswer_CutBeforeItsFirstByteIsTheRefusal(t *testing.T) {
 				t.Fatal("the request never reached the upstream")
 			}
 
-			box, err := b.Server.Store.Box(context.Background(), "a")
-			if err != nil {
-				t.Fatal(err)
-			}
-			box.Paused = true
-			if err := b.Server.Store.UpdateBox(context.Background(), box); err != nil {
-				t.Fatal(err)
-			}
+			pauseBox(t, b, "a")
 			if err := b.Server.Cache.Poll(context.Background()); err != nil {
 				t.Fatal(err)
 			}

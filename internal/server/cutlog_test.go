@@ -11,7 +11,6 @@ import (
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/pool"
-	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -24,39 +23,21 @@ import (
 // refusal, no upstream call is counted as an upstream error, and no
 // pool entry is counted refused, failed over from, cooling or failed.
 func TestUpload_CutIsTheBoxsRefusal(t *testing.T) {
-	paused := func(b *brokertest.Broker, _ *clock) {
-		box, err := b.Server.Store.Box(context.Background(), "a")
+	paused := func(b *brokertest.Broker, _ *clock) { pauseBox(t, b, "a") }
+	vias := cutVias("big", "upload-cut")
+	shared := vias[1].serve
+	vias[1].serve = func(b *brokertest.Broker, tok, host string) http.Header {
+		// A pool of two entries: the shared credential and one more.
+		h := shared(b, tok, host)
+		sealed, err := b.Server.Keyring.Seal([]byte("sk-ant-api03-upload-cut-second"), pool.AD("second"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		box.Paused = true
-		if err := b.Server.Store.UpdateBox(context.Background(), box); err != nil {
+		if err := b.Server.Store.SetPoolEntry(context.Background(), store.PoolEntry{Name: "second", Weight: 1, Sealed: sealed, UpdatedAt: time.Now()}); err != nil {
 			t.Fatal(err)
 		}
-	}
-	vias := []struct {
-		name, path string
-		serve      func(b *brokertest.Broker, tok, host string) http.Header
-	}{
-		{"egress", "/egress/STORE/objects/big", func(b *brokertest.Broker, tok, host string) http.Header {
-			b.SetSecret("a", "STORE", host, "sv-upload-cut-value")
-			b.Report(tok, brokertest.Entry(protocol.Egress, "STORE"))
-			return http.Header{"Authorization": {"Bearer " + tok}}
-		}},
-		{"inference", protocol.PrefixAnthropic + "/v1/messages", func(b *brokertest.Broker, tok, _ string) http.Header {
-			// A pool of two entries: the shared credential and one more.
-			b.SetCredential("anthropic", "sk-ant-api03-upload-cut-credential")
-			sealed, err := b.Server.Keyring.Seal([]byte("sk-ant-api03-upload-cut-second"), pool.AD("second"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := b.Server.Store.SetPoolEntry(context.Background(), store.PoolEntry{Name: "second", Weight: 1, Sealed: sealed, UpdatedAt: time.Now()}); err != nil {
-				t.Fatal(err)
-			}
-			b.Server.Cache.Drop(store.ChangePool, "second")
-			b.Report(tok, brokertest.Entry(protocol.Inference, "agent"))
-			return http.Header{"X-Api-Key": {tok}, "Anthropic-Version": {"2023-06-01"}, "Content-Type": {"application/json"}}
-		}},
+		b.Server.Cache.Drop(store.ChangePool, "second")
+		return h
 	}
 	for _, via := range vias {
 		t.Run(via.name, func(t *testing.T) {

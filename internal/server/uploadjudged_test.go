@@ -30,16 +30,7 @@ func TestUpload_EndsOnceItsBoxWouldBeRefused(t *testing.T) {
 		reason string
 		change func(t *testing.T, b *brokertest.Broker, clk *clock)
 	}{
-		{"paused", capability.ReasonPaused, func(t *testing.T, b *brokertest.Broker, clk *clock) {
-			box, err := b.Server.Store.Box(context.Background(), "a")
-			if err != nil {
-				t.Fatal(err)
-			}
-			box.Paused = true
-			if err := b.Server.Store.UpdateBox(context.Background(), box); err != nil {
-				t.Fatal(err)
-			}
-		}},
+		{"paused", capability.ReasonPaused, func(t *testing.T, b *brokertest.Broker, clk *clock) { pauseBox(t, b, "a") }},
 		{"removed", capability.ReasonToken, func(t *testing.T, b *brokertest.Broker, clk *clock) {
 			if err := b.Server.Store.DeleteBox(context.Background(), "a"); err != nil {
 				t.Fatal(err)
@@ -57,21 +48,7 @@ func TestUpload_EndsOnceItsBoxWouldBeRefused(t *testing.T) {
 	// Each capability reads its body through the broker: egress and
 	// inference, which answer a broken-off upstream request each in its
 	// own way, are both answered with the box's refusal.
-	vias := []struct {
-		name, path string
-		serve      func(b *brokertest.Broker, tok, host string) http.Header
-	}{
-		{"egress", "/egress/STORE/objects/big", func(b *brokertest.Broker, tok, host string) http.Header {
-			b.SetSecret("a", "STORE", host, "sv-upload-judged-value")
-			b.Report(tok, brokertest.Entry(protocol.Egress, "STORE"))
-			return http.Header{"Authorization": {"Bearer " + tok}}
-		}},
-		{"inference", protocol.PrefixAnthropic + "/v1/messages", func(b *brokertest.Broker, tok, _ string) http.Header {
-			b.SetCredential("anthropic", "sk-ant-api03-upload-judged-credential")
-			b.Report(tok, brokertest.Entry(protocol.Inference, "agent"))
-			return http.Header{"X-Api-Key": {tok}, "Anthropic-Version": {"2023-06-01"}, "Content-Type": {"application/json"}}
-		}},
-	}
+	vias := cutVias("big", "upload-judged")
 	for _, via := range vias {
 		for _, tt := range tests {
 			t.Run(via.name+"/"+tt.name, func(t *testing.T) {
@@ -197,4 +174,42 @@ func uploadCutIn(t *testing.T, opt brokertest.Options, path string, serve func(b
 		t.Errorf("the upload's records keep the reasons %q, want [%q] (%+v)", reasons, reason, entries)
 	}
 	return b
+}
+
+// cutVia is a route a box's request to be cut goes by: its path, and
+// serve, which sets up box "a" of b (token tok) to be served there by
+// host and returns the request's header.
+type cutVia struct {
+	name, path string
+	serve      func(b *brokertest.Broker, tok, host string) http.Header
+}
+
+// cutVias are egress (the secret STORE at host, the object named object)
+// and inference (the shared credential), each with values named by tag.
+func cutVias(object, tag string) []cutVia {
+	return []cutVia{
+		{"egress", "/egress/STORE/objects/" + object, func(b *brokertest.Broker, tok, host string) http.Header {
+			b.SetSecret("a", "STORE", host, "sv-"+tag+"-value")
+			b.Report(tok, brokertest.Entry(protocol.Egress, "STORE"))
+			return http.Header{"Authorization": {"Bearer " + tok}}
+		}},
+		{"inference", protocol.PrefixAnthropic + "/v1/messages", func(b *brokertest.Broker, tok, _ string) http.Header {
+			b.SetCredential("anthropic", "sk-ant-api03-"+tag+"-credential")
+			b.Report(tok, brokertest.Entry(protocol.Inference, "agent"))
+			return http.Header{"X-Api-Key": {tok}, "Anthropic-Version": {"2023-06-01"}, "Content-Type": {"application/json"}}
+		}},
+	}
+}
+
+// pauseBox pauses box in b's store (the cache sees it when polled).
+func pauseBox(t *testing.T, b *brokertest.Broker, box string) {
+	t.Helper()
+	bx, err := b.Server.Store.Box(context.Background(), box)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bx.Paused = true
+	if err := b.Server.Store.UpdateBox(context.Background(), bx); err != nil {
+		t.Fatal(err)
+	}
 }
