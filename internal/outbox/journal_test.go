@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -267,53 +268,38 @@ func TestJournal_ConcurrentAppendsAreEachKept(t *testing.T) {
 // disk) leaves that record's line whole but for its end. The journal
 // keeps it, under its number, as recovery will read it: a record the
 // journal reported not taken (so its caller wrote it to the store
-// itself) and a recovery then applied too was counted twice.
+// itself) and a recovery then applied too was counted twice. Killed
+// after its batch was applied, or before any batch, the record is
+// applied once.
 func TestJournal_WriteCutBeforeTheNewlineKeepsTheRecord(t *testing.T) {
-	dir := t.TempDir()
-	j := open(t, dir, 0, nil)
-	writeJournal = func(f *os.File, b []byte) (int, error) {
-		n, _ := f.Write(b[:len(b)-1])
-		return n, errors.New("no space left on device")
-	}
-	e := store.AuditEntry{Route: "r1"}
-	n, _ := j.Audit(e)
-	writeJournal = (*os.File).Write
-	st := newApplier()
-	if n == 0 {
-		// Not journaled: the caller's queue writes it to the store.
-		_ = st.apply(Batch{Key: "direct", Audit: []store.AuditEntry{e}})
-	} else {
-		if err := j.Begin("A", []uint64{n}); err != nil {
-			t.Fatal(err)
-		}
-		_ = st.apply(Batch{Key: "A", Audit: []store.AuditEntry{e}})
-		j.Done("A")
-	}
-	j.Close() // the kill
-	open(t, dir, 0, st.apply)
-	if st.audits["r1"] != 1 {
-		t.Errorf("r1 applied %d times, want once", st.audits["r1"])
-	}
-}
-
-// A crash right after such a write: the record is recovered once.
-func TestJournal_WriteCutBeforeTheNewlineThenAKill(t *testing.T) {
-	dir := t.TempDir()
-	j := open(t, dir, 0, nil)
-	writeJournal = func(f *os.File, b []byte) (int, error) {
-		n, _ := f.Write(b[:len(b)-1])
-		return n, errors.New("no space left on device")
-	}
-	e := store.AuditEntry{Route: "r1"}
-	n, _ := j.Audit(e)
-	writeJournal = (*os.File).Write
-	st := newApplier()
-	if n == 0 {
-		_ = st.apply(Batch{Key: "direct", Audit: []store.AuditEntry{e}})
-	}
-	j.Close() // the kill, before any batch
-	open(t, dir, 0, st.apply)
-	if st.audits["r1"] != 1 {
-		t.Errorf("r1 applied %d times, want once", st.audits["r1"])
+	for _, batched := range []bool{true, false} {
+		t.Run(fmt.Sprintf("batched %v", batched), func(t *testing.T) {
+			dir := t.TempDir()
+			j := open(t, dir, 0, nil)
+			writeJournal = func(f *os.File, b []byte) (int, error) {
+				n, _ := f.Write(b[:len(b)-1])
+				return n, errors.New("no space left on device")
+			}
+			e := store.AuditEntry{Route: "r1"}
+			n, _ := j.Audit(e)
+			writeJournal = (*os.File).Write
+			st := newApplier()
+			switch {
+			case n == 0:
+				// Not journaled: the caller's queue writes it to the store.
+				_ = st.apply(Batch{Key: "direct", Audit: []store.AuditEntry{e}})
+			case batched:
+				if err := j.Begin("A", []uint64{n}); err != nil {
+					t.Fatal(err)
+				}
+				_ = st.apply(Batch{Key: "A", Audit: []store.AuditEntry{e}})
+				j.Done("A")
+			}
+			j.Close() // the kill
+			open(t, dir, 0, st.apply)
+			if st.audits["r1"] != 1 {
+				t.Errorf("r1 applied %d times, want once", st.audits["r1"])
+			}
+		})
 	}
 }
