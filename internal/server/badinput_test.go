@@ -26,11 +26,20 @@ import (
 func serveReal(t *testing.T, cfg server.Config) (addr, tok string) {
 	t.Helper()
 	cfg.DataDir = t.TempDir()
+	return startReal(t, cfg, io.Discard, "http", http.DefaultClient)
+}
+
+// startReal runs a server.Server of cfg (its ShutdownGrace 1 s unless
+// set) on a loopback port, its log written to logs, with one box "a"
+// enrolled and its report declaring the inference agent sent over
+// client at scheme; it returns the server's address and the box's token.
+func startReal(t *testing.T, cfg server.Config, logs io.Writer, scheme string, client *http.Client) (addr, tok string) {
+	t.Helper()
 	if cfg.ShutdownGrace == 0 {
 		cfg.ShutdownGrace = time.Second
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := server.New(ctx, cfg, server.Options{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	srv, err := server.New(ctx, cfg, server.Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,9 +52,9 @@ func serveReal(t *testing.T, cfg server.Config) (addr, tok string) {
 	go func() { done <- srv.Serve(ctx, ln, nil) }()
 	t.Cleanup(func() { cancel(); <-done; srv.Close() })
 	addr = ln.Addr().String()
-	req, _ := http.NewRequest("POST", "http://"+addr+protocol.RouteDeclaration, strings.NewReader(`{"capabilities":[{"name":"inference","broker":"lobby","scope":["agent"]}]}`))
+	req, _ := http.NewRequest("POST", scheme+"://"+addr+protocol.RouteDeclaration, strings.NewReader(`{"capabilities":[{"name":"inference","broker":"lobby","scope":["agent"]}]}`))
 	req.Header.Set("Authorization", "Bearer "+tok)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("report: %v %v", resp, err)
 	}

@@ -3,7 +3,6 @@ package server_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -13,7 +12,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"io"
-	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
@@ -30,8 +28,6 @@ import (
 	"github.com/intentius/boxbroker/internal/broker"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/server"
-	"github.com/intentius/boxbroker/internal/store"
-	"github.com/intentius/boxbroker/internal/token"
 )
 
 // serveH2 runs the real server (server.Serve, with its timeouts) over
@@ -57,34 +53,11 @@ func serveH2Log(t *testing.T, cfg server.Config, logs io.Writer) (addr, tok stri
 	os.WriteFile(cfg.TLSCert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
 	os.WriteFile(cfg.TLSKey, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
 	cfg.DataDir = filepath.Join(dir, "data")
-	if cfg.ShutdownGrace == 0 {
-		cfg.ShutdownGrace = time.Second
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := server.New(ctx, cfg, server.Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, _ = token.NewBox()
-	if err := srv.Store.CreateBox(ctx, store.Box{Name: "a", TokenHash: token.Hash(tok), CreatedAt: time.Now(), PayerKind: "shared"}); err != nil {
-		t.Fatal(err)
-	}
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln, nil) }()
-	t.Cleanup(func() { cancel(); <-done; srv.Close() })
-	addr = ln.Addr().String()
 	pool := x509.NewCertPool()
 	pool.AddCert(must(x509.ParseCertificate(der)))
 	client = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}}
 	t.Cleanup(client.CloseIdleConnections)
-	req, _ := http.NewRequest("POST", "https://"+addr+protocol.RouteDeclaration, strings.NewReader(`{"capabilities":[{"name":"inference","broker":"lobby","scope":["agent"]}]}`))
-	req.Header.Set("Authorization", "Bearer "+tok)
-	resp, err := client.Do(req)
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("report: %v %v", resp, err)
-	}
-	resp.Body.Close()
+	addr, tok = startReal(t, cfg, logs, "https", client)
 	return addr, tok, client
 }
 
