@@ -3,13 +3,9 @@ package main
 import (
 	"bufio"
 	"context"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
-
-	"github.com/intentius/boxbroker/internal/brokertest"
 )
 
 // TestServe_StreamsCutAtTheGracesEndAreRecorded: a SIGTERM while two
@@ -19,18 +15,7 @@ import (
 // and each call's audit entry and its charge are in the store once serve
 // has returned.
 func TestServe_StreamsCutAtTheGracesEndAreRecorded(t *testing.T) {
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		io.WriteString(w, brokertest.SSEEvents("claude-haiku-4-5", "hi")[0])
-		w.(http.Flusher).Flush()
-		select { // held open until the broker closes it, or the test ends
-		case <-r.Context().Done():
-		case <-release:
-		}
-	}))
-	t.Cleanup(up.Close)
+	up := heldStreams(t, "claude-haiku-4-5", false)
 	dir := t.TempDir()
 	tokens := map[string]string{}
 	for _, box := range []string{"salad", "soup"} {

@@ -22,24 +22,7 @@ import (
 // minute here); the call answered before the signals and the stream cut
 // off are in the audit log after.
 func TestServe_FirstSignalUnready_SecondStopsAtOnce(t *testing.T) {
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		if !strings.Contains(string(body), `"stream":true`) {
-			brokertest.AnthropicStandIn(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		ev := brokertest.SSEEvents("m", "hi")
-		io.WriteString(w, ev[0])
-		w.(http.Flusher).Flush()
-		select { // held open until the broker closes it, or the test ends
-		case <-r.Context().Done():
-		case <-release:
-		}
-	}))
-	t.Cleanup(up.Close)
+	up := heldStreams(t, "m", true)
 	dir := t.TempDir()
 	token, _, _ := run(t, dir, "", "box", "add", "salad")
 	token = strings.TrimSpace(token)
@@ -155,18 +138,7 @@ func TestServe_SignalsToTheBinary(t *testing.T) {
 	bin, _, env, cli := killableBroker(t)
 	tok := cli("", "box", "add", "alpha")
 	cli("sk-ant-api03-SIGNALTEST", "credential", "set", "anthropic")
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		io.WriteString(w, brokertest.SSEEvents("m", "hi")[0])
-		w.(http.Flusher).Flush()
-		select {
-		case <-r.Context().Done():
-		case <-release:
-		}
-	}))
-	t.Cleanup(up.Close)
+	up := heldStreams(t, "m", false)
 	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--log-level", "warn",
 		"--anthropic-url", up.URL, "--shutdown-grace", "1m")
 	cmd.Env = env
@@ -266,4 +238,32 @@ func TestReady_AsksReadyz(t *testing.T) {
 	if _, errs, code := runIn(t, nil, "", "ready", "--url", srv.base); code != 1 || !strings.Contains(errs, "not ready") {
 		t.Errorf("ready against a stopped serve = %d %q, want 1, not ready", code, errs)
 	}
+}
+
+// heldStreams is an Anthropic stand-in whose streams send their first
+// event and are held open until the broker closes them or the test
+// ends. With answerOthers a request that does not ask for a stream gets
+// the stand-in's whole answer; without, every request is a held stream.
+func heldStreams(t *testing.T, model string, answerOthers bool) *httptest.Server {
+	t.Helper()
+	release := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if answerOthers {
+			body, _ := io.ReadAll(r.Body)
+			if !strings.Contains(string(body), `"stream":true`) {
+				brokertest.AnthropicStandIn(w, r)
+				return
+			}
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, brokertest.SSEEvents(model, "hi")[0])
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	t.Cleanup(up.Close)
+	t.Cleanup(func() { close(release) }) // runs first: the handlers return, so Close does not wait on them
+	return up
 }
