@@ -14,7 +14,11 @@
 // Before a batch of records goes to the store, a line names the batch's
 // key and the records it holds (Begin); the batch is applied under that
 // key (store.Spooled), so it applies once; after the store or the spool
-// has taken it, a line says it is done (Done).
+// has taken it, a line says it is done (Done), naming its records again,
+// so that either line tells recovery which records the batch took. Both
+// lines carry a checksum: a line damaged on the disk (a flipped byte
+// that leaves it JSON) is set aside like one cut off, never read as
+// naming other records or another key.
 //
 // Each replica writes a journal of its own, journal-<generation>.jsonl,
 // and holds a lock on it (flock) for its life. OpenJournal recovers every
@@ -34,6 +38,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -78,6 +83,38 @@ type journalLine struct {
 	Of    []uint64          `json:"of,omitempty"`
 	P     string            `json:"p,omitempty"`
 	D     string            `json:"d,omitempty"`
+	// C is a batch's line's checksum: the CRC-32 (IEEE) of the line
+	// as encoded without it (0: none, as in a journal written before
+	// batches' lines had one).
+	C uint32 `json:"c,omitempty"`
+}
+
+// markerLine is l, a batch begun or done, encoded with its checksum and
+// ended with a newline.
+func markerLine(l journalLine) ([]byte, error) {
+	l.C = 0
+	b, err := json.Marshal(&l)
+	if err != nil {
+		return nil, fmt.Errorf("journal: encode: %w", err)
+	}
+	l.C = crc32.ChecksumIEEE(b)
+	if b, err = json.Marshal(&l); err != nil {
+		return nil, fmt.Errorf("journal: encode: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+// intact reports whether l, as read, matches its checksum (a line with
+// none matches).
+func (l *journalLine) intact() bool {
+	if l.C == 0 {
+		return true
+	}
+	c := l.C
+	l.C = 0
+	b, err := json.Marshal(l)
+	l.C = c
+	return err == nil && crc32.ChecksumIEEE(b) == c
 }
 
 // Part is a part of a record a batch takes: its audit entry or its
@@ -237,8 +274,8 @@ func (j *Journal) writeFresh(p string) (*os.File, int64, error) {
 		w.Write(r.lineLeft())
 	}
 	for key, b := range j.batches {
-		l, _ := json.Marshal(journalLine{B: key, Of: b.of, P: partNames[b.part]})
-		w.Write(append(l, '\n'))
+		l, _ := markerLine(journalLine{B: key, Of: b.of, P: partNames[b.part]})
+		w.Write(l)
 	}
 	err = w.Flush()
 	if err == nil {
@@ -362,13 +399,13 @@ func (j *Journal) BeginPart(key string, part Part, of []uint64) error {
 	if len(kept) == 0 {
 		return nil
 	}
-	b, err := json.Marshal(journalLine{B: key, Of: kept, P: partNames[part]})
+	b, err := markerLine(journalLine{B: key, Of: kept, P: partNames[part]})
 	if err != nil {
-		return fmt.Errorf("journal: encode: %w", err)
+		return err
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if _, err := j.writeLocked(append(b, '\n')); err != nil {
+	if _, err := j.writeLocked(b); err != nil {
 		// The batch goes to the store all the same; its records are no
 		// longer kept, and leave the file at its next rewrite. Until then
 		// a recovery would apply them again: the journal's one way to
@@ -395,8 +432,10 @@ func (j *Journal) Done(key string) {
 	if !ok {
 		return
 	}
-	b, _ := json.Marshal(journalLine{D: key})
-	if _, err := j.writeLocked(append(b, '\n')); err != nil {
+	// The line names the batch's records too: a begun line damaged on
+	// the disk then leaves them done all the same.
+	b, _ := markerLine(journalLine{D: key, Of: ob.of, P: partNames[ob.part]})
+	if _, err := j.writeLocked(b); err != nil {
 		// Kept as begun: recovery applies the batch again under its
 		// key, which applies it once.
 		return
