@@ -15,7 +15,11 @@
 // key and the records it holds (Begin); the batch is applied under that
 // key (store.Spooled), so it applies once; after the store or the spool
 // has taken it, a line says it is done (Done), naming its records again,
-// so that either line tells recovery which records the batch took. Both
+// so that either line tells recovery which records the batch took. A
+// batch whose begun line cannot be written does not go to the store: the
+// journal holds it (Hold) and hands it on once it can write that line
+// (Retry), for a recovery would hand its records on again under keys of
+// its own. Both
 // lines carry a checksum: a line damaged on the disk (a flipped byte
 // that leaves it JSON) is set aside like one cut off, never read as
 // naming other records or another key.
@@ -166,10 +170,15 @@ type openRec struct {
 }
 
 // openBatch is a batch begun and not done: its records, and the part of
-// each it takes.
+// each it takes. unwritten is set while its begun line is not in the
+// file (its write failed: Retry writes it before it hands the batch on),
+// and held, when set, is the batch as its caller made it (Hold), which
+// Retry hands on in place of its records.
 type openBatch struct {
-	of   []uint64
-	part Part
+	of        []uint64
+	part      Part
+	unwritten bool
+	held      *Batch
 }
 
 // Journal is one replica's journal. Its methods are safe for concurrent
@@ -252,6 +261,12 @@ func (j *Journal) rewrite() error {
 		j.f.Close()
 	}
 	j.f, j.size, j.compacted = f, size, size
+	for key, b := range j.batches {
+		if b.unwritten {
+			b.unwritten = false // writeFresh wrote its begun line
+			j.batches[key] = b
+		}
+	}
 	return nil
 }
 
@@ -274,6 +289,9 @@ func (j *Journal) writeFresh(p string) (*os.File, int64, error) {
 		w.Write(r.lineLeft())
 	}
 	for key, b := range j.batches {
+		if len(b.of) == 0 {
+			continue // held in memory only (Keep)
+		}
 		l, _ := markerLine(journalLine{B: key, Of: b.of, P: partNames[b.part]})
 		w.Write(l)
 	}
@@ -378,8 +396,11 @@ func (j *Journal) doneLocked(n uint64, part Part) {
 
 // Begin notes that the records of (their numbers; 0s are skipped) are
 // going to the store as the batch key, every part of each. When the line
-// cannot be written it returns the error, and the records are no longer
-// kept.
+// cannot be written it returns the error, and the batch must not go to
+// the store: a recovery, reading no begun line, would hand its records
+// on again under keys of its own. The journal keeps the batch instead:
+// its caller gives it the batch as made (Hold), and Retry writes its
+// line and hands it on, once.
 func (j *Journal) Begin(key string, of []uint64) error { return j.BeginPart(key, partsAll, of) }
 
 // BeginPart is Begin for part of each record (PartAudit or PartSettle):
@@ -406,18 +427,29 @@ func (j *Journal) BeginPart(key string, part Part, of []uint64) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if _, err := j.writeLocked(b); err != nil {
-		// The batch goes to the store all the same; its records are no
-		// longer kept, and leave the file at its next rewrite. Until then
-		// a recovery would apply them again: the journal's one way to
-		// count a call twice, open only while its disk refuses writes
-		// (and the broker refuses calls, as it cannot record).
-		for _, n := range kept {
-			j.doneLocked(n, part)
-		}
+		// Kept, not sent: once its caller holds it here (Hold), Retry
+		// writes the line and hands it on.
+		j.batches[key] = openBatch{of: kept, part: part, unwritten: true}
 		return err
 	}
 	j.batches[key] = openBatch{of: kept, part: part}
 	return nil
+}
+
+// Hold keeps b, a batch whose BeginPart (under b.Key) failed, or one
+// Keep could not journal whole, for Retry to hand on as it is, under its
+// key, in place of the records the journal holds for it. What b holds
+// beyond those records is kept in memory only: a kill loses it.
+func (j *Journal) Hold(b Batch) {
+	if j == nil {
+		return
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	ob := j.batches[b.Key]
+	ob.held = &b
+	j.batches[b.Key] = ob
+	j.failed[b.Key] = true
 }
 
 // Done notes that the batch key, begun with Begin, was taken by the
@@ -430,6 +462,10 @@ func (j *Journal) Done(key string) {
 	defer j.mu.Unlock()
 	ob, ok := j.batches[key]
 	if !ok {
+		return
+	}
+	if len(ob.of) == 0 {
+		delete(j.batches, key) // held in memory only: no line names it
 		return
 	}
 	// The line names the batch's records too: a begun line damaged on
@@ -494,6 +530,14 @@ func (j *Journal) Retry(put func(Batch) error) (int, error) {
 			delete(j.failed, key)
 			continue
 		}
+		if ob.held != nil {
+			b := *ob.held
+			if b.Store == "" {
+				b.Store = j.store
+			}
+			out = append(out, b)
+			continue
+		}
 		b := Batch{Key: key, Store: j.store}
 		for _, n := range ob.of {
 			r, ok := j.open[n]
@@ -513,6 +557,9 @@ func (j *Journal) Retry(put func(Batch) error) (int, error) {
 	j.mu.Unlock()
 	handed := 0
 	for _, b := range out {
+		if err := j.writeBegun(b.Key); err != nil {
+			return handed, err
+		}
 		if len(b.Audit)+len(b.Settle) > 0 {
 			if err := put(b); err != nil {
 				return handed, err
@@ -525,6 +572,28 @@ func (j *Journal) Retry(put func(Batch) error) (int, error) {
 		j.Done(b.Key)
 	}
 	return handed, nil
+}
+
+// writeBegun writes the begun line of the batch key when its first
+// write failed (BeginPart): a batch goes to the store only once the
+// journal names it.
+func (j *Journal) writeBegun(key string) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	ob, ok := j.batches[key]
+	if !ok || !ob.unwritten || len(ob.of) == 0 {
+		return nil
+	}
+	b, err := markerLine(journalLine{B: key, Of: ob.of, P: partNames[ob.part]})
+	if err == nil {
+		_, err = j.writeLocked(b)
+	}
+	if err != nil {
+		return err
+	}
+	ob.unwritten = false
+	j.batches[key] = ob
+	return nil
 }
 
 // writeLocked appends l and returns how many of its bytes the file
@@ -593,6 +662,15 @@ func (j *Journal) Close() error {
 	defer j.mu.Unlock()
 	if j.f == nil {
 		return nil
+	}
+	held := 0
+	for _, b := range j.batches {
+		if b.held != nil {
+			held++
+		}
+	}
+	if held > 0 {
+		j.log.Error("journal: batches held in memory, not yet handed on, are lost with this process but for the records the journal wrote (recovered at the next start)", "batches", held)
 	}
 	if len(j.open) == 0 && len(j.batches) == 0 && j.err == nil {
 		// Everything it held is done: nothing to recover.

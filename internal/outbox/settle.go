@@ -8,8 +8,13 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 )
 
-// batchKey is what one batched settlement charges.
-type batchKey struct{ box, principal, month string }
+// batchKey is what one batched settlement charges, and whether its
+// calls' records are in the journal (bare: not), so that a batch the
+// journal names holds only records it holds.
+type batchKey struct {
+	box, principal, month string
+	bare                  bool
+}
 
 // QueueCall adds st, the settlement of a call that reserved nothing, to
 // the next batch, journaled first, merging its charge and usage with
@@ -74,7 +79,7 @@ func (o *Outbox) queue(e *store.AuditEntry, st *store.Settlement) uint64 {
 // add adds st, journaled as record seq (0: not journaled), to the next
 // batch; o.mu is held.
 func (o *Outbox) add(st store.Settlement, seq uint64) {
-	k := batchKey{st.Box, st.Principal, st.Month}
+	k := batchKey{st.Box, st.Principal, st.Month, seq == 0}
 	if seq != 0 {
 		o.seqs[k] = append(o.seqs[k], seq)
 	}
@@ -165,9 +170,15 @@ func (o *Outbox) Settle(ctx context.Context, st store.Settlement) error {
 // dead letters took it (or, when none did, once Replay hands it on).
 func (o *Outbox) record(ctx context.Context, st store.Settlement, seqs []uint64) (err error) {
 	key := NewKey()
+	b := Batch{Key: key, Settle: []store.Settlement{st}}
 	if len(seqs) > 0 {
 		if err := o.Journal.BeginPart(key, PartSettle, seqs); err != nil {
-			o.log.Error("spend: batch not journaled", "box", st.Box, "err", err)
+			// Applied now, with no begun line, its calls would be
+			// charged again by a recovery: the journal hands it on once
+			// it can write.
+			o.Journal.Hold(b)
+			o.log.Warn("spend: batch not journaled; the journal hands it on once it can write", "box", st.Box, "err", err)
+			return nil
 		}
 		defer func() {
 			if err == nil {
@@ -177,7 +188,6 @@ func (o *Outbox) record(ctx context.Context, st store.Settlement, seqs []uint64)
 			}
 		}()
 	}
-	b := Batch{Key: key, Settle: []store.Settlement{st}}
 	_, err = o.cfg.Store.ApplySpooled(within(ctx, o.cfg.Bound), key, b.Settle, nil)
 	if err == nil || o.Spool == nil || errors.Is(err, store.ErrNotFound) {
 		return err
