@@ -41,6 +41,7 @@ package outbox
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"log/slog"
@@ -450,6 +451,43 @@ func (j *Journal) Hold(b Batch) {
 	ob.held = &b
 	j.batches[b.Key] = ob
 	j.failed[b.Key] = true
+}
+
+// Keep journals b, a batch of records the journal does not hold (a
+// budgeted call's settlement) that neither the store nor the spool took:
+// each of its settlements and entries as a record, and the batch begun
+// under b.Key and Failed, so that Retry hands it on (or a restart's
+// recovery, if one comes first), under its key, once. What the journal
+// cannot write is held in memory all the same (Hold), for Retry: only a
+// kill while the disk refuses writes loses it. It returns the journal's
+// write error, nil when b is journaled whole.
+func (j *Journal) Keep(b Batch) error {
+	if j == nil {
+		return nil
+	}
+	seqs := make([]uint64, 0, len(b.Settle)+len(b.Audit))
+	var err error
+	add := func(n uint64, werr error) {
+		if n != 0 {
+			seqs = append(seqs, n)
+		}
+		err = errors.Join(err, werr)
+	}
+	for i := range b.Settle {
+		add(j.Call(nil, &b.Settle[i]))
+	}
+	for i := range b.Audit {
+		add(j.Call(&b.Audit[i], nil))
+	}
+	// The records written are named even when others were not, so that
+	// they are done once b is handed on.
+	err = errors.Join(err, j.BeginPart(b.Key, partsAll, seqs))
+	if err != nil {
+		j.Hold(b)
+		return err
+	}
+	j.Failed(b.Key)
+	return nil
 }
 
 // Done notes that the batch key, begun with Begin, was taken by the

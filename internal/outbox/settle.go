@@ -155,16 +155,18 @@ func (o *Outbox) settleNow(ctx context.Context, st store.Settlement, seqs []uint
 }
 
 // Settle writes st now, under a key of its own, and to the spool under
-// that key when the store does not take it. It returns the store's error
-// when neither took it, and store.ErrNotFound for a box removed
-// meanwhile (not spooled).
+// that key when the store does not take it; when neither takes it, the
+// journal keeps it (Journal.Keep), and Replay hands it on under that
+// key, once. It returns store.ErrNotFound for a box removed meanwhile
+// (not kept).
 func (o *Outbox) Settle(ctx context.Context, st store.Settlement) error {
 	return o.record(ctx, st, nil)
 }
 
 // record writes st under a key of its own; when the store does not take
 // it (but for ErrNotFound: a box removed meanwhile), the dead letters or
-// the spool keep it under that key (Spool.keep). When seqs (the
+// the spool keep it under that key (Spool.keep), or else, when no seqs
+// are given, the journal (Journal.Keep). When seqs (the
 // journal's numbers of the calls st settles) are given, the batch is
 // begun in the journal first, and done once the store, the spool or the
 // dead letters took it (or, when none did, once Replay hands it on).
@@ -193,6 +195,17 @@ func (o *Outbox) record(ctx context.Context, st store.Settlement, seqs []uint64)
 		return err
 	}
 	kept, err := o.Spool.keep(within(ctx, o.cfg.Bound), o.cfg.Store, b, err)
+	if !kept && len(seqs) == 0 && o.Journal != nil {
+		// A budgeted call's settlement, which no journal held: kept
+		// there now, for Replay to hand on, once, under its key.
+		if jerr := o.Journal.Keep(b); jerr != nil {
+			o.log.Error("spend: settlement taken by neither the store, the spool nor the journal; it is held in memory until the store takes it",
+				"box", st.Box, "month", st.Month, "charge_micros", st.Charge, "err", errors.Join(err, jerr))
+		} else {
+			o.log.Warn("spend: settlement journaled; neither the store nor the spool took it", "box", st.Box, "month", st.Month, "charge_micros", st.Charge, "err", err)
+		}
+		return nil
+	}
 	if !kept {
 		return err
 	}
