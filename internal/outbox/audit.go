@@ -98,7 +98,7 @@ type Writer struct {
 	// entries is the batch being written, and seqs their numbers in
 	// the journal; only Run uses them.
 	entries []store.AuditEntry
-	seqs    []uint64
+	seqs    []uint64 // one an entry: 0 for one not journaled
 }
 
 // NewWriter returns a Writer over st.
@@ -210,9 +210,7 @@ func (w *Writer) batch(ctx context.Context, first item, linger bool) {
 			return
 		}
 		entries = append(entries, it.entry)
-		if it.seq != 0 {
-			seqs = append(seqs, it.seq)
-		}
+		seqs = append(seqs, it.seq)
 	}
 	take(first)
 	if linger && w.opt.Linger > 0 && len(syncs) == 0 && len(entries) < w.opt.Batch && len(w.queue) < w.full {
@@ -243,17 +241,34 @@ more:
 }
 
 // write stores entries in one transaction, counting them written or
-// lost. When seqs (their numbers in the journal) are given, the batch is
-// begun and done in the journal, and written under its key.
+// lost. seqs are their numbers in the journal, one an entry (0 for one
+// not journaled; nil when none is): when any is journaled, the batch is
+// begun and done in the journal, and written under its key. When the
+// journal cannot name the batch, the journaled entries are left to it
+// (Hold: it hands them on once it can), and the others written now.
 func (w *Writer) write(ctx context.Context, entries []store.AuditEntry, seqs []uint64) {
 	if len(entries) == 0 {
 		return
 	}
 	var key string
-	if len(seqs) > 0 && w.opt.Journal != nil {
+	if w.opt.Journal != nil && slices.ContainsFunc(seqs, func(n uint64) bool { return n != 0 }) {
 		key = NewKey()
 		if err := w.opt.Journal.BeginPart(key, PartAudit, seqs); err != nil {
-			w.log.Warn("audit: batch not journaled", "err", err)
+			// Written now, with no begun line, they would be written
+			// again by a recovery.
+			held := Batch{Key: key}
+			var rest []store.AuditEntry
+			for i, e := range entries {
+				if seqs[i] != 0 {
+					held.Audit = append(held.Audit, e)
+				} else {
+					rest = append(rest, e)
+				}
+			}
+			w.opt.Journal.Hold(held)
+			w.log.Warn("audit: batch not journaled; the journal hands it on once it can write", "entries", len(held.Audit), "err", err)
+			w.write(ctx, rest, nil)
+			return
 		}
 		// Done once the store or the spool took the batch; kept as
 		// begun otherwise, for the journal to hand on again (Retry) or

@@ -14,7 +14,15 @@
 // Before a batch of records goes to the store, a line names the batch's
 // key and the records it holds (Begin); the batch is applied under that
 // key (store.Spooled), so it applies once; after the store or the spool
-// has taken it, a line says it is done (Done).
+// has taken it, a line says it is done (Done), naming its records again,
+// so that either line tells recovery which records the batch took. A
+// batch whose begun line cannot be written does not go to the store: the
+// journal holds it (Hold) and hands it on once it can write that line
+// (Retry), for a recovery would hand its records on again under keys of
+// its own. Both
+// lines carry a checksum: a line damaged on the disk (a flipped byte
+// that leaves it JSON) is set aside like one cut off, never read as
+// naming other records or another key.
 //
 // Each replica writes a journal of its own, journal-<generation>.jsonl,
 // and holds a lock on it (flock) for its life. OpenJournal recovers every
@@ -33,7 +41,9 @@ package outbox
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"hash/crc32"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -78,6 +88,38 @@ type journalLine struct {
 	Of    []uint64          `json:"of,omitempty"`
 	P     string            `json:"p,omitempty"`
 	D     string            `json:"d,omitempty"`
+	// C is a batch's line's checksum: the CRC-32 (IEEE) of the line
+	// as encoded without it (0: none, as in a journal written before
+	// batches' lines had one).
+	C uint32 `json:"c,omitempty"`
+}
+
+// markerLine is l, a batch begun or done, encoded with its checksum and
+// ended with a newline.
+func markerLine(l journalLine) ([]byte, error) {
+	l.C = 0
+	b, err := json.Marshal(&l)
+	if err != nil {
+		return nil, fmt.Errorf("journal: encode: %w", err)
+	}
+	l.C = crc32.ChecksumIEEE(b)
+	if b, err = json.Marshal(&l); err != nil {
+		return nil, fmt.Errorf("journal: encode: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+// intact reports whether l, as read, matches its checksum (a line with
+// none matches).
+func (l *journalLine) intact() bool {
+	if l.C == 0 {
+		return true
+	}
+	c := l.C
+	l.C = 0
+	b, err := json.Marshal(l)
+	l.C = c
+	return err == nil && crc32.ChecksumIEEE(b) == c
 }
 
 // Part is a part of a record a batch takes: its audit entry or its
@@ -129,10 +171,15 @@ type openRec struct {
 }
 
 // openBatch is a batch begun and not done: its records, and the part of
-// each it takes.
+// each it takes. unwritten is set while its begun line is not in the
+// file (its write failed: Retry writes it before it hands the batch on),
+// and held, when set, is the batch as its caller made it (Hold), which
+// Retry hands on in place of its records.
 type openBatch struct {
-	of   []uint64
-	part Part
+	of        []uint64
+	part      Part
+	unwritten bool
+	held      *Batch
 }
 
 // Journal is one replica's journal. Its methods are safe for concurrent
@@ -215,6 +262,12 @@ func (j *Journal) rewrite() error {
 		j.f.Close()
 	}
 	j.f, j.size, j.compacted = f, size, size
+	for key, b := range j.batches {
+		if b.unwritten {
+			b.unwritten = false // writeFresh wrote its begun line
+			j.batches[key] = b
+		}
+	}
 	return nil
 }
 
@@ -237,8 +290,11 @@ func (j *Journal) writeFresh(p string) (*os.File, int64, error) {
 		w.Write(r.lineLeft())
 	}
 	for key, b := range j.batches {
-		l, _ := json.Marshal(journalLine{B: key, Of: b.of, P: partNames[b.part]})
-		w.Write(append(l, '\n'))
+		if len(b.of) == 0 {
+			continue // held in memory only (Keep)
+		}
+		l, _ := markerLine(journalLine{B: key, Of: b.of, P: partNames[b.part]})
+		w.Write(l)
 	}
 	err = w.Flush()
 	if err == nil {
@@ -341,8 +397,11 @@ func (j *Journal) doneLocked(n uint64, part Part) {
 
 // Begin notes that the records of (their numbers; 0s are skipped) are
 // going to the store as the batch key, every part of each. When the line
-// cannot be written it returns the error, and the records are no longer
-// kept.
+// cannot be written it returns the error, and the batch must not go to
+// the store: a recovery, reading no begun line, would hand its records
+// on again under keys of its own. The journal keeps the batch instead:
+// its caller gives it the batch as made (Hold), and Retry writes its
+// line and hands it on, once.
 func (j *Journal) Begin(key string, of []uint64) error { return j.BeginPart(key, partsAll, of) }
 
 // BeginPart is Begin for part of each record (PartAudit or PartSettle):
@@ -362,24 +421,72 @@ func (j *Journal) BeginPart(key string, part Part, of []uint64) error {
 	if len(kept) == 0 {
 		return nil
 	}
-	b, err := json.Marshal(journalLine{B: key, Of: kept, P: partNames[part]})
+	b, err := markerLine(journalLine{B: key, Of: kept, P: partNames[part]})
 	if err != nil {
-		return fmt.Errorf("journal: encode: %w", err)
+		return err
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if _, err := j.writeLocked(append(b, '\n')); err != nil {
-		// The batch goes to the store all the same; its records are no
-		// longer kept, and leave the file at its next rewrite. Until then
-		// a recovery would apply them again: the journal's one way to
-		// count a call twice, open only while its disk refuses writes
-		// (and the broker refuses calls, as it cannot record).
-		for _, n := range kept {
-			j.doneLocked(n, part)
-		}
+	if _, err := j.writeLocked(b); err != nil {
+		// Kept, not sent: once its caller holds it here (Hold), Retry
+		// writes the line and hands it on.
+		j.batches[key] = openBatch{of: kept, part: part, unwritten: true}
 		return err
 	}
 	j.batches[key] = openBatch{of: kept, part: part}
+	return nil
+}
+
+// Hold keeps b, a batch whose BeginPart (under b.Key) failed, or one
+// Keep could not journal whole, for Retry to hand on as it is, under its
+// key, in place of the records the journal holds for it. What b holds
+// beyond those records is kept in memory only: a kill loses it.
+func (j *Journal) Hold(b Batch) {
+	if j == nil {
+		return
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	ob := j.batches[b.Key]
+	ob.held = &b
+	j.batches[b.Key] = ob
+	j.failed[b.Key] = true
+}
+
+// Keep journals b, a batch of records the journal does not hold (a
+// budgeted call's settlement) that neither the store nor the spool took:
+// each of its settlements and entries as a record, and the batch begun
+// under b.Key and Failed, so that Retry hands it on (or a restart's
+// recovery, if one comes first), under its key, once. What the journal
+// cannot write is held in memory all the same (Hold), for Retry: only a
+// kill while the disk refuses writes loses it. It returns the journal's
+// write error, nil when b is journaled whole.
+func (j *Journal) Keep(b Batch) error {
+	if j == nil {
+		return nil
+	}
+	seqs := make([]uint64, 0, len(b.Settle)+len(b.Audit))
+	var err error
+	add := func(n uint64, werr error) {
+		if n != 0 {
+			seqs = append(seqs, n)
+		}
+		err = errors.Join(err, werr)
+	}
+	for i := range b.Settle {
+		add(j.Call(nil, &b.Settle[i]))
+	}
+	for i := range b.Audit {
+		add(j.Call(&b.Audit[i], nil))
+	}
+	// The records written are named even when others were not, so that
+	// they are done once b is handed on.
+	err = errors.Join(err, j.BeginPart(b.Key, partsAll, seqs))
+	if err != nil {
+		j.Hold(b)
+		return err
+	}
+	j.Failed(b.Key)
 	return nil
 }
 
@@ -395,8 +502,14 @@ func (j *Journal) Done(key string) {
 	if !ok {
 		return
 	}
-	b, _ := json.Marshal(journalLine{D: key})
-	if _, err := j.writeLocked(append(b, '\n')); err != nil {
+	if len(ob.of) == 0 {
+		delete(j.batches, key) // held in memory only: no line names it
+		return
+	}
+	// The line names the batch's records too: a begun line damaged on
+	// the disk then leaves them done all the same.
+	b, _ := markerLine(journalLine{D: key, Of: ob.of, P: partNames[ob.part]})
+	if _, err := j.writeLocked(b); err != nil {
 		// Kept as begun: recovery applies the batch again under its
 		// key, which applies it once.
 		return
@@ -455,6 +568,14 @@ func (j *Journal) Retry(put func(Batch) error) (int, error) {
 			delete(j.failed, key)
 			continue
 		}
+		if ob.held != nil {
+			b := *ob.held
+			if b.Store == "" {
+				b.Store = j.store
+			}
+			out = append(out, b)
+			continue
+		}
 		b := Batch{Key: key, Store: j.store}
 		for _, n := range ob.of {
 			r, ok := j.open[n]
@@ -474,6 +595,9 @@ func (j *Journal) Retry(put func(Batch) error) (int, error) {
 	j.mu.Unlock()
 	handed := 0
 	for _, b := range out {
+		if err := j.writeBegun(b.Key); err != nil {
+			return handed, err
+		}
 		if len(b.Audit)+len(b.Settle) > 0 {
 			if err := put(b); err != nil {
 				return handed, err
@@ -486,6 +610,28 @@ func (j *Journal) Retry(put func(Batch) error) (int, error) {
 		j.Done(b.Key)
 	}
 	return handed, nil
+}
+
+// writeBegun writes the begun line of the batch key when its first
+// write failed (BeginPart): a batch goes to the store only once the
+// journal names it.
+func (j *Journal) writeBegun(key string) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	ob, ok := j.batches[key]
+	if !ok || !ob.unwritten || len(ob.of) == 0 {
+		return nil
+	}
+	b, err := markerLine(journalLine{B: key, Of: ob.of, P: partNames[ob.part]})
+	if err == nil {
+		_, err = j.writeLocked(b)
+	}
+	if err != nil {
+		return err
+	}
+	ob.unwritten = false
+	j.batches[key] = ob
+	return nil
 }
 
 // writeLocked appends l and returns how many of its bytes the file
@@ -554,6 +700,15 @@ func (j *Journal) Close() error {
 	defer j.mu.Unlock()
 	if j.f == nil {
 		return nil
+	}
+	held := 0
+	for _, b := range j.batches {
+		if b.held != nil {
+			held++
+		}
+	}
+	if held > 0 {
+		j.log.Error("journal: batches held in memory, not yet handed on, are lost with this process but for the records the journal wrote (recovered at the next start)", "batches", held)
 	}
 	if len(j.open) == 0 && len(j.batches) == 0 && j.err == nil {
 		// Everything it held is done: nothing to recover.

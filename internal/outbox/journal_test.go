@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -299,6 +300,66 @@ func TestJournal_WriteCutBeforeTheNewlineKeepsTheRecord(t *testing.T) {
 			open(t, dir, 0, st.apply)
 			if st.audits["r1"] != 1 {
 				t.Errorf("r1 applied %d times, want once", st.audits["r1"])
+			}
+		})
+	}
+}
+
+// A batch's begun or done line damaged on the disk — cut short, a byte
+// flipped so that it is no JSON, or one flipped so that it still is and
+// names another key or other records — makes recovery apply none of the
+// batch's records twice, and loses none of the records in no batch.
+func TestRecover_ADamagedBatchLineAppliesNothingTwice(t *testing.T) {
+	const key = "0123456789abcdef0123456789abcdef"
+	tests := []struct {
+		name   string
+		marker string // the line damaged: the one holding this
+		damage func(line string) string
+	}{
+		{"begun line cut short", `"b":"`, func(l string) string { return l[:len(l)/2] }},
+		{"begun line no JSON", `"b":"`, func(l string) string { return strings.Replace(l, `"of":[`, `"of":{`, 1) }},
+		{"begun line names another key", `"b":"`, func(l string) string { return strings.Replace(l, key, "f"+key[1:], 1) }},
+		{"begun line names no records", `"b":"`, func(l string) string { return strings.Replace(l, `"of":`, `"og":`, 1) }},
+		{"done line cut short", `"d":"`, func(l string) string { return l[:len(l)/2] }},
+		{"done line names another record", `"d":"`, func(l string) string { return strings.Replace(l, `"of":[1,2]`, `"of":[1,3]`, 1) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			st := newApplier()
+			j := open(t, dir, 0, st.apply)
+			n1, _ := j.Audit(store.AuditEntry{Route: "r1"})
+			n2, _ := j.Call(nil, &store.Settlement{Box: "b2", Charge: 5})
+			j.Audit(store.AuditEntry{Route: "r3"})
+			if err := j.Begin(key, []uint64{n1, n2}); err != nil {
+				t.Fatal(err)
+			}
+			_ = st.apply(Batch{Key: key, Audit: []store.AuditEntry{{Route: "r1"}}, Settle: []store.Settlement{{Box: "b2"}}})
+			j.Done(key)
+			j.Close() // the kill
+
+			data, err := os.ReadFile(j.Path())
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.SplitAfter(string(data), "\n")
+			damaged := false
+			for i, l := range lines {
+				if strings.Contains(l, tt.marker) {
+					if d := tt.damage(strings.TrimSuffix(l, "\n")) + "\n"; d != l {
+						lines[i], damaged = d, true
+					}
+				}
+			}
+			if !damaged {
+				t.Fatalf("no line holding %s to damage in %s", tt.marker, data)
+			}
+			if err := os.WriteFile(j.Path(), []byte(strings.Join(lines, "")), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			open(t, dir, 0, st.apply)
+			if st.audits["r1"] != 1 || st.settle["b2"] != 1 || st.audits["r3"] != 1 {
+				t.Errorf("applied audits %v settlements %v, want r1, b2 and r3 once each", st.audits, st.settle)
 			}
 		})
 	}

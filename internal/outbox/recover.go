@@ -93,18 +93,23 @@ func recoverFile(dir, named string, f *os.File, put func(Batch) error, log *slog
 	var order []uint64 // records, in the order written
 	var begun []string
 	batches := map[string]openBatch{}
+	// done holds the batches done, and doneOf the records each done line
+	// names (a journal written before done lines named them: none).
 	done := map[string]bool{}
+	doneOf := map[string]openBatch{}
 	for raw := range bytes.Lines(data) {
 		if len(bytes.TrimSpace(raw)) == 0 {
 			continue
 		}
 		var l journalLine
 		switch {
-		case json.Unmarshal(raw, &l) != nil, !l.known():
+		case json.Unmarshal(raw, &l) != nil, !l.known(), !l.intact():
 			// A line cut off by the kill (its append never returned, so
 			// its call was never answered in full), or damaged (JSON,
-			// but none of the journal's lines): set aside, as it is,
-			// for an operator to read.
+			// but none of the journal's lines, or a batch's line its
+			// checksum does not match): set aside, as it is, for an
+			// operator to read. A batch whose begun line is damaged is
+			// known by its done line, which names its records too.
 			if uerr := setAsideUnread(dir, "journal", raw, log); uerr != nil {
 				return fmt.Errorf("journal: recover: %w", uerr)
 			}
@@ -122,6 +127,9 @@ func recoverFile(dir, named string, f *os.File, put func(Batch) error, log *slog
 			batches[l.B] = openBatch{of: l.Of, part: partOf(l.P)}
 		case l.D != "":
 			done[l.D] = true
+			if len(l.Of) > 0 {
+				doneOf[l.D] = openBatch{of: l.Of, part: partOf(l.P)}
+			}
 		}
 	}
 	if gen == "" {
@@ -147,12 +155,13 @@ func recoverFile(dir, named string, f *os.File, put func(Batch) error, log *slog
 			handed++
 		}
 	}
-	for _, key := range begun {
-		if done[key] {
-			ob := batches[key]
-			for _, n := range ob.of {
-				used[n] |= ob.part
-			}
+	for key := range done {
+		ob, ok := doneOf[key]
+		if !ok {
+			ob = batches[key]
+		}
+		for _, n := range ob.of {
+			used[n] |= ob.part
 		}
 	}
 	// A batch begun and not done is handed on under its own key; the

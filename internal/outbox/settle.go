@@ -8,8 +8,13 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 )
 
-// batchKey is what one batched settlement charges.
-type batchKey struct{ box, principal, month string }
+// batchKey is what one batched settlement charges, and whether its
+// calls' records are in the journal (bare: not), so that a batch the
+// journal names holds only records it holds.
+type batchKey struct {
+	box, principal, month string
+	bare                  bool
+}
 
 // QueueCall adds st, the settlement of a call that reserved nothing, to
 // the next batch, journaled first, merging its charge and usage with
@@ -74,7 +79,7 @@ func (o *Outbox) queue(e *store.AuditEntry, st *store.Settlement) uint64 {
 // add adds st, journaled as record seq (0: not journaled), to the next
 // batch; o.mu is held.
 func (o *Outbox) add(st store.Settlement, seq uint64) {
-	k := batchKey{st.Box, st.Principal, st.Month}
+	k := batchKey{st.Box, st.Principal, st.Month, seq == 0}
 	if seq != 0 {
 		o.seqs[k] = append(o.seqs[k], seq)
 	}
@@ -150,24 +155,32 @@ func (o *Outbox) settleNow(ctx context.Context, st store.Settlement, seqs []uint
 }
 
 // Settle writes st now, under a key of its own, and to the spool under
-// that key when the store does not take it. It returns the store's error
-// when neither took it, and store.ErrNotFound for a box removed
-// meanwhile (not spooled).
+// that key when the store does not take it; when neither takes it, the
+// journal keeps it (Journal.Keep), and Replay hands it on under that
+// key, once. It returns store.ErrNotFound for a box removed meanwhile
+// (not kept).
 func (o *Outbox) Settle(ctx context.Context, st store.Settlement) error {
 	return o.record(ctx, st, nil)
 }
 
 // record writes st under a key of its own; when the store does not take
 // it (but for ErrNotFound: a box removed meanwhile), the dead letters or
-// the spool keep it under that key (Spool.keep). When seqs (the
+// the spool keep it under that key (Spool.keep), or else, when no seqs
+// are given, the journal (Journal.Keep). When seqs (the
 // journal's numbers of the calls st settles) are given, the batch is
 // begun in the journal first, and done once the store, the spool or the
 // dead letters took it (or, when none did, once Replay hands it on).
 func (o *Outbox) record(ctx context.Context, st store.Settlement, seqs []uint64) (err error) {
 	key := NewKey()
+	b := Batch{Key: key, Settle: []store.Settlement{st}}
 	if len(seqs) > 0 {
 		if err := o.Journal.BeginPart(key, PartSettle, seqs); err != nil {
-			o.log.Error("spend: batch not journaled", "box", st.Box, "err", err)
+			// Applied now, with no begun line, its calls would be
+			// charged again by a recovery: the journal hands it on once
+			// it can write.
+			o.Journal.Hold(b)
+			o.log.Warn("spend: batch not journaled; the journal hands it on once it can write", "box", st.Box, "err", err)
+			return nil
 		}
 		defer func() {
 			if err == nil {
@@ -177,12 +190,22 @@ func (o *Outbox) record(ctx context.Context, st store.Settlement, seqs []uint64)
 			}
 		}()
 	}
-	b := Batch{Key: key, Settle: []store.Settlement{st}}
 	_, err = o.cfg.Store.ApplySpooled(within(ctx, o.cfg.Bound), key, b.Settle, nil)
 	if err == nil || o.Spool == nil || errors.Is(err, store.ErrNotFound) {
 		return err
 	}
 	kept, err := o.Spool.keep(within(ctx, o.cfg.Bound), o.cfg.Store, b, err)
+	if !kept && len(seqs) == 0 && o.Journal != nil {
+		// A budgeted call's settlement, which no journal held: kept
+		// there now, for Replay to hand on, once, under its key.
+		if jerr := o.Journal.Keep(b); jerr != nil {
+			o.log.Error("spend: settlement taken by neither the store, the spool nor the journal; it is held in memory until the store takes it",
+				"box", st.Box, "month", st.Month, "charge_micros", st.Charge, "err", errors.Join(err, jerr))
+		} else {
+			o.log.Warn("spend: settlement journaled; neither the store nor the spool took it", "box", st.Box, "month", st.Month, "charge_micros", st.Charge, "err", err)
+		}
+		return nil
+	}
 	if !kept {
 		return err
 	}
