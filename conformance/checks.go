@@ -295,43 +295,36 @@ func mustJSON(v any) []byte {
 
 func unreportedRefused(c *checkRun) {
 	tb := c.s.tokenB
-	// The probes of each capability the broker serves, in this order: an
-	// inference route is a 403, the others a 401 or a 403.
+	// The probes of each capability the broker serves, each with the
+	// scope word it needs: the rule refuses each with a 403 naming the
+	// capability and the word, as it refuses a box whose report lacks
+	// the word.
 	type probe struct {
-		capability string
-		want       []int
-		reqs       []Probe
+		capability, word string
+		req              Probe
 	}
 	probes := []probe{
-		{protocol.Inference, forbidden, []Probe{
-			messagesTo(messagesPath, tb),
-			messagesTo(messagesPath+"/count_tokens", tb),
-			{http.MethodGet, "/llm/anthropic/v1/models", nil, anthropicHeader(tb)},
-			{http.MethodGet, "/llm/anthropic/v1/models/" + standInModel, nil, anthropicHeader(tb)},
-			decideRequest(tb, decideBody()),
-		}},
-		{protocol.Egress, authRefusal, []Probe{get("/egress/"+SecretName+"/some/path", tb)}},
-		{protocol.Feedback, authRefusal, []Probe{
-			feedbackRequest(tb, `{"entries":[{"note":"from a box that never reported"}]}`),
-			feedbackRequest(tb, `{"counts":{"conformance":1}}`),
-		}},
-		{protocol.Fountain, authRefusal, []Probe{
-			{http.MethodPost, "/fountain/api/conversations", []byte(`{}`), jsonHeader(bearer(tb))},
-			get("/fountain/api/conversations", tb),
-			get("/fountain/api/sandboxes", tb),
-			get("/fountain/api/vaults", tb),
-		}},
+		{protocol.Inference, "agent", messagesTo(messagesPath, tb)},
+		{protocol.Inference, "agent", messagesTo(messagesPath+"/count_tokens", tb)},
+		{protocol.Inference, "agent", Probe{http.MethodGet, "/llm/anthropic/v1/models", nil, anthropicHeader(tb)}},
+		{protocol.Inference, "agent", Probe{http.MethodGet, "/llm/anthropic/v1/models/" + standInModel, nil, anthropicHeader(tb)}},
+		{protocol.Inference, "decide", decideRequest(tb, decideBody())},
+		{protocol.Egress, SecretName, get("/egress/"+SecretName+"/some/path", tb)},
+		{protocol.Feedback, "agent", feedbackRequest(tb, `{"entries":[{"note":"from a box that never reported"}]}`)},
+		{protocol.Feedback, "passive", feedbackRequest(tb, `{"counts":{"conformance":1}}`)},
+		{protocol.Fountain, "agent", Probe{http.MethodPost, "/fountain/api/conversations", []byte(`{}`), jsonHeader(bearer(tb))}},
+		{protocol.Fountain, "conversations", get("/fountain/api/conversations", tb)},
+		{protocol.Fountain, "sandboxes", get("/fountain/api/sandboxes", tb)},
+		{protocol.Fountain, "vault", get("/fountain/api/vaults", tb)},
 	}
 	for _, x := range c.s.cfg.Extra {
 		for _, word := range slices.Sorted(maps.Keys(x.Probes)) {
-			probes = append(probes, probe{x.Name, authRefusal, []Probe{probeRequest(x.Probes[word], tb)}})
+			probes = append(probes, probe{x.Name, word, probeRequest(x.Probes[word], tb)})
 		}
 	}
 	for _, p := range probes {
 		if c.s.serves[p.capability] {
-			for _, req := range p.reqs {
-				c.status(c.do(req), p.want...)
-			}
+			c.refused(c.do(p.req), forbidden, p.capability, p.word)
 		}
 	}
 	c.nothingUpstream()

@@ -250,6 +250,20 @@ func flip(from, to int, body string) func(int, []byte) (int, []byte) {
 	}
 }
 
+// unreported turns the rule's refusal of a box that never reported into
+// one of status to with body (the refusal's own body when body is "").
+func unreported(to int, body string) func(int, []byte) (int, []byte) {
+	return func(status int, b []byte) (int, []byte) {
+		if status != http.StatusForbidden || !bytes.Contains(b, []byte("has no declaration")) {
+			return status, b
+		}
+		if body != "" {
+			b = []byte(body)
+		}
+		return to, b
+	}
+}
+
 // edit changes a JSON answer's decoded value.
 func edit(change func(v map[string]any)) func(int, []byte) (int, []byte) {
 	return func(status int, b []byte) (int, []byte) {
@@ -294,6 +308,14 @@ func TestRun_EachCheckCanFail(t *testing.T) {
 			}
 			return status, b
 		}}, []string{"inference-unknown-token"}},
+		// unreported-refused holds every capability to the rule's 403,
+		// whose message names the capability and the word.
+		{"answers an unreported box's egress 401", rewrite{on(http.MethodGet, "/egress/CONFORMANCE/some/path"), unreported(401, "")}, []string{"unreported-refused"}},
+		{"answers an unreported box's Fountain call 401", rewrite{on(http.MethodGet, "/fountain/api/sandboxes"), unreported(401, "")}, []string{"unreported-refused"}},
+		{"refuses an unreported box's batches naming nothing", rewrite{on(http.MethodPost, "/api/feedback"),
+			unreported(403, `{"error":"This box may not send feedback."}`)}, []string{"unreported-refused"}},
+		{"refuses an unreported box's extra probe naming another word", rewrite{on(http.MethodPost, "/calendar/events"),
+			unreported(403, `{"error":"This box declares no calendar read."}`)}, []string{"unreported-refused"}},
 		{"takes a decide request with no question", rewrite{on(http.MethodPost, "/decide/v1/systemone"), flip(422, 200, `{"model":"m","answers":{}}`)}, []string{"decide-invalid"}},
 		{"answers decide for an unknown token", rewrite{func(r *http.Request) bool {
 			return r.URL.Path == "/decide/v1/systemone" && strings.Contains(r.Header.Get("Authorization"), "conformance-unknown")
