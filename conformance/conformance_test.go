@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -81,6 +82,9 @@ func TestRun_BrokenBrokersFail(t *testing.T) {
 		{"sends the egress value to another host", egressElsewhere, []string{"egress-forwards"}},
 		{"leaves the egress value in the echoed header", egressKeepsValue, []string{"egress-forwards", "token-isolation"}},
 		{"says two payers", payerDisagrees, []string{"payer-consistent"}},
+		{"merges each report into the last", mergesReports, []string{
+			"inference-agent-refused", "decide-refused", "egress-refused", "extra-calendar-write",
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -235,6 +239,28 @@ func (rw rewrite) wrap(h http.Handler) http.Handler {
 	})
 }
 
+// wrapper is a broken broker made from the reference one: a rewrite of
+// its answers, or a reshape of the requests it is given.
+type wrapper interface {
+	wrap(http.Handler) http.Handler
+}
+
+// reshape is a broken broker made from the reference one by changing
+// the requests match selects before it serves them.
+type reshape struct {
+	match   func(r *http.Request) bool
+	request func(r *http.Request)
+}
+
+func (rs reshape) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rs.match(r) {
+			rs.request(r)
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
 // on matches a method and a path.
 func on(method, path string) func(*http.Request) bool {
 	return func(r *http.Request) bool { return r.Method == method && r.URL.Path == path }
@@ -281,7 +307,7 @@ func TestRun_EachCheckCanFail(t *testing.T) {
 	const kept = `{"capabilities":[],"at":"2026-01-01T00:00:00.000Z"}`
 	tests := []struct {
 		name    string
-		rewrite rewrite
+		rewrite wrapper
 		want    []string
 	}{
 		{"keeps another broker's entry", rewrite{on(http.MethodPost, "/api/box/declaration"), edit(func(v map[string]any) {
@@ -316,6 +342,30 @@ func TestRun_EachCheckCanFail(t *testing.T) {
 			unreported(403, `{"error":"This box may not send feedback."}`)}, []string{"unreported-refused"}},
 		{"refuses an unreported box's extra probe naming another word", rewrite{on(http.MethodPost, "/calendar/events"),
 			unreported(403, `{"error":"This box declares no calendar read."}`)}, []string{"unreported-refused"}},
+		// inference-forwards holds the call's query and body, and the
+		// upstream's answer, unchanged.
+		{"drops a Messages call's query", reshape{on(http.MethodPost, "/llm/anthropic/v1/messages"), func(r *http.Request) {
+			r.URL.RawQuery = ""
+		}}, []string{"inference-forwards"}},
+		{"forwards a Messages call's body re-encoded", reshape{on(http.MethodPost, "/llm/anthropic/v1/messages"), func(r *http.Request) {
+			var v any
+			b, _ := io.ReadAll(r.Body)
+			if json.Unmarshal(b, &v) == nil {
+				b, _ = json.Marshal(v)
+			}
+			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
+		}}, []string{"inference-forwards"}},
+		{"changes a Messages answer", rewrite{on(http.MethodPost, "/llm/anthropic/v1/messages"), func(status int, b []byte) (int, []byte) {
+			if status != http.StatusOK {
+				return status, b
+			}
+			return status, bytes.Replace(b, []byte("Hello"), []byte("Hullo"), 1)
+		}}, []string{"inference-forwards"}},
+		{"answers decide naming another model", rewrite{on(http.MethodPost, "/decide/v1/systemone"), edit(func(v map[string]any) {
+			if _, ok := v["answers"]; ok {
+				v["model"] = "claude-conformance-other"
+			}
+		})}, []string{"decide-answers"}},
 		{"takes a decide request with no question", rewrite{on(http.MethodPost, "/decide/v1/systemone"), flip(422, 200, `{"model":"m","answers":{}}`)}, []string{"decide-invalid"}},
 		{"answers decide for an unknown token", rewrite{func(r *http.Request) bool {
 			return r.URL.Path == "/decide/v1/systemone" && strings.Contains(r.Header.Get("Authorization"), "conformance-unknown")
