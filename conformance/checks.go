@@ -396,8 +396,12 @@ func inferenceForwards(c *checkRun) {
 
 // --- payer ---
 
+// payerConsistent holds the broker to saying the payer, when it says
+// one, in both places and the same in each: on the declaration's answer,
+// and in the chant-payer header of each answer from /llm/anthropic (a
+// Messages call and a models call) and /decide.
 func payerConsistent(c *checkRun) {
-	k := c.kept(c.report(entry{"inference", []string{"agent"}}))
+	k := c.kept(c.report(entry{"inference", []string{"agent", "decide"}}))
 	if k == nil {
 		return
 	}
@@ -410,25 +414,33 @@ func payerConsistent(c *checkRun) {
 		declared = &protocol.Payer{}
 		_ = json.Unmarshal(k.Payer, declared)
 	}
-	r := c.messagesCall(false)
-	if !c.status(r, http.StatusOK) {
-		return
-	}
-	header, said := r.Header.Get(protocol.HeaderPayer), len(r.Header.Values(protocol.HeaderPayer)) > 0
-	switch {
-	case declared == nil && !said:
-	case declared == nil:
-		c.fail("a Messages answer says chant-payer %q, but the declaration's answer says no payer", header)
-	case !said:
-		c.fail("the declaration's answer says the payer %s, but a Messages answer has no chant-payer header", protocol.FormatPayerHeader(*declared))
-	default:
-		p, err := protocol.ParsePayerHeader(header)
-		if err != nil {
-			c.fail("a Messages answer's chant-payer %q is not a payer", header)
-			return
+	for _, a := range []struct {
+		what string
+		r    *reply
+	}{
+		{"a Messages answer", c.messagesCall(false)},
+		{"a models answer", c.do(Probe{http.MethodGet, "/llm/anthropic/v1/models", nil, anthropicHeader(c.s.tokenA)})},
+		{"a decide answer", c.do(decideRequest(c.s.tokenA, decideBody()))},
+	} {
+		if !c.status(a.r, http.StatusOK) {
+			continue
 		}
-		if protocol.FormatPayerHeader(p) != protocol.FormatPayerHeader(*declared) {
-			c.fail("the declaration's answer says the payer %q, a Messages answer's chant-payer %q", protocol.FormatPayerHeader(*declared), header)
+		header, said := a.r.Header.Get(protocol.HeaderPayer), len(a.r.Header.Values(protocol.HeaderPayer)) > 0
+		switch {
+		case declared == nil && !said:
+		case declared == nil:
+			c.fail("%s says chant-payer %q, but the declaration's answer says no payer", a.what, header)
+		case !said:
+			c.fail("the declaration's answer says the payer %s, but %s has no chant-payer header", protocol.FormatPayerHeader(*declared), a.what)
+		default:
+			p, err := protocol.ParsePayerHeader(header)
+			if err != nil {
+				c.fail("%s's chant-payer %q is not a payer", a.what, header)
+				continue
+			}
+			if protocol.FormatPayerHeader(p) != protocol.FormatPayerHeader(*declared) {
+				c.fail("the declaration's answer says the payer %q, %s's chant-payer %q", protocol.FormatPayerHeader(*declared), a.what, header)
+			}
 		}
 	}
 }

@@ -261,6 +261,34 @@ func (rs reshape) wrap(h http.Handler) http.Handler {
 	})
 }
 
+// answerHeader is a broken broker made from the reference one by setting
+// a header of the answers to the requests match selects to value, or
+// removing it when value is "".
+type answerHeader struct {
+	match       func(r *http.Request) bool
+	name, value string
+}
+
+func (ah answerHeader) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !ah.match(r) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		for k, vs := range rec.Header() {
+			w.Header()[k] = vs
+		}
+		w.Header().Del(ah.name)
+		if ah.value != "" {
+			w.Header().Set(ah.name, ah.value)
+		}
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(rec.Body.Bytes())
+	})
+}
+
 // on matches a method and a path.
 func on(method, path string) func(*http.Request) bool {
 	return func(r *http.Request) bool { return r.Method == method && r.URL.Path == path }
@@ -366,6 +394,11 @@ func TestRun_EachCheckCanFail(t *testing.T) {
 				v["model"] = "claude-conformance-other"
 			}
 		})}, []string{"decide-answers"}},
+		// payer-consistent holds every answer from /llm/anthropic and
+		// /decide to the declaration's payer.
+		{"says no payer on a decide answer", answerHeader{on(http.MethodPost, "/decide/v1/systemone"), protocol.HeaderPayer, ""}, []string{"payer-consistent"}},
+		{"says another payer on a models answer", answerHeader{on(http.MethodGet, "/llm/anthropic/v1/models"), protocol.HeaderPayer, "owner github:someone-else"},
+			[]string{"payer-consistent"}},
 		{"takes a decide request with no question", rewrite{on(http.MethodPost, "/decide/v1/systemone"), flip(422, 200, `{"model":"m","answers":{}}`)}, []string{"decide-invalid"}},
 		{"answers decide for an unknown token", rewrite{func(r *http.Request) bool {
 			return r.URL.Path == "/decide/v1/systemone" && strings.Contains(r.Header.Get("Authorization"), "conformance-unknown")
