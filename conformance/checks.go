@@ -295,43 +295,36 @@ func mustJSON(v any) []byte {
 
 func unreportedRefused(c *checkRun) {
 	tb := c.s.tokenB
-	// The probes of each capability the broker serves, in this order: an
-	// inference route is a 403, the others a 401 or a 403.
+	// The probes of each capability the broker serves, each with the
+	// scope word it needs: the rule refuses each with a 403 naming the
+	// capability and the word, as it refuses a box whose report lacks
+	// the word.
 	type probe struct {
-		capability string
-		want       []int
-		reqs       []Probe
+		capability, word string
+		req              Probe
 	}
 	probes := []probe{
-		{protocol.Inference, forbidden, []Probe{
-			messagesTo(messagesPath, tb),
-			messagesTo(messagesPath+"/count_tokens", tb),
-			{http.MethodGet, "/llm/anthropic/v1/models", nil, anthropicHeader(tb)},
-			{http.MethodGet, "/llm/anthropic/v1/models/" + standInModel, nil, anthropicHeader(tb)},
-			decideRequest(tb, decideBody()),
-		}},
-		{protocol.Egress, authRefusal, []Probe{get("/egress/"+SecretName+"/some/path", tb)}},
-		{protocol.Feedback, authRefusal, []Probe{
-			feedbackRequest(tb, `{"entries":[{"note":"from a box that never reported"}]}`),
-			feedbackRequest(tb, `{"counts":{"conformance":1}}`),
-		}},
-		{protocol.Fountain, authRefusal, []Probe{
-			{http.MethodPost, "/fountain/api/conversations", []byte(`{}`), jsonHeader(bearer(tb))},
-			get("/fountain/api/conversations", tb),
-			get("/fountain/api/sandboxes", tb),
-			get("/fountain/api/vaults", tb),
-		}},
+		{protocol.Inference, "agent", messagesTo(messagesPath, tb)},
+		{protocol.Inference, "agent", messagesTo(messagesPath+"/count_tokens", tb)},
+		{protocol.Inference, "agent", Probe{http.MethodGet, "/llm/anthropic/v1/models", nil, anthropicHeader(tb)}},
+		{protocol.Inference, "agent", Probe{http.MethodGet, "/llm/anthropic/v1/models/" + standInModel, nil, anthropicHeader(tb)}},
+		{protocol.Inference, "decide", decideRequest(tb, decideBody())},
+		{protocol.Egress, SecretName, get("/egress/"+SecretName+"/some/path", tb)},
+		{protocol.Feedback, "agent", feedbackRequest(tb, `{"entries":[{"note":"from a box that never reported"}]}`)},
+		{protocol.Feedback, "passive", feedbackRequest(tb, `{"counts":{"conformance":1}}`)},
+		{protocol.Fountain, "agent", Probe{http.MethodPost, "/fountain/api/conversations", []byte(`{}`), jsonHeader(bearer(tb))}},
+		{protocol.Fountain, "conversations", get("/fountain/api/conversations", tb)},
+		{protocol.Fountain, "sandboxes", get("/fountain/api/sandboxes", tb)},
+		{protocol.Fountain, "vault", get("/fountain/api/vaults", tb)},
 	}
 	for _, x := range c.s.cfg.Extra {
 		for _, word := range slices.Sorted(maps.Keys(x.Probes)) {
-			probes = append(probes, probe{x.Name, authRefusal, []Probe{probeRequest(x.Probes[word], tb)}})
+			probes = append(probes, probe{x.Name, word, probeRequest(x.Probes[word], tb)})
 		}
 	}
 	for _, p := range probes {
 		if c.s.serves[p.capability] {
-			for _, req := range p.reqs {
-				c.status(c.do(req), p.want...)
-			}
+			c.refused(c.do(p.req), forbidden, p.capability, p.word)
 		}
 	}
 	c.nothingUpstream()
@@ -403,8 +396,12 @@ func inferenceForwards(c *checkRun) {
 
 // --- payer ---
 
+// payerConsistent holds the broker to saying the payer, when it says
+// one, in both places and the same in each: on the declaration's answer,
+// and in the chant-payer header of each answer from /llm/anthropic (a
+// Messages call and a models call) and /decide.
 func payerConsistent(c *checkRun) {
-	k := c.kept(c.report(entry{"inference", []string{"agent"}}))
+	k := c.kept(c.report(entry{"inference", []string{"agent", "decide"}}))
 	if k == nil {
 		return
 	}
@@ -417,25 +414,33 @@ func payerConsistent(c *checkRun) {
 		declared = &protocol.Payer{}
 		_ = json.Unmarshal(k.Payer, declared)
 	}
-	r := c.messagesCall(false)
-	if !c.status(r, http.StatusOK) {
-		return
-	}
-	header, said := r.Header.Get(protocol.HeaderPayer), len(r.Header.Values(protocol.HeaderPayer)) > 0
-	switch {
-	case declared == nil && !said:
-	case declared == nil:
-		c.fail("a Messages answer says chant-payer %q, but the declaration's answer says no payer", header)
-	case !said:
-		c.fail("the declaration's answer says the payer %s, but a Messages answer has no chant-payer header", protocol.FormatPayerHeader(*declared))
-	default:
-		p, err := protocol.ParsePayerHeader(header)
-		if err != nil {
-			c.fail("a Messages answer's chant-payer %q is not a payer", header)
-			return
+	for _, a := range []struct {
+		what string
+		r    *reply
+	}{
+		{"a Messages answer", c.messagesCall(false)},
+		{"a models answer", c.do(Probe{http.MethodGet, "/llm/anthropic/v1/models", nil, anthropicHeader(c.s.tokenA)})},
+		{"a decide answer", c.do(decideRequest(c.s.tokenA, decideBody()))},
+	} {
+		if !c.status(a.r, http.StatusOK) {
+			continue
 		}
-		if protocol.FormatPayerHeader(p) != protocol.FormatPayerHeader(*declared) {
-			c.fail("the declaration's answer says the payer %q, a Messages answer's chant-payer %q", protocol.FormatPayerHeader(*declared), header)
+		header, said := a.r.Header.Get(protocol.HeaderPayer), len(a.r.Header.Values(protocol.HeaderPayer)) > 0
+		switch {
+		case declared == nil && !said:
+		case declared == nil:
+			c.fail("%s says chant-payer %q, but the declaration's answer says no payer", a.what, header)
+		case !said:
+			c.fail("the declaration's answer says the payer %s, but %s has no chant-payer header", protocol.FormatPayerHeader(*declared), a.what)
+		default:
+			p, err := protocol.ParsePayerHeader(header)
+			if err != nil {
+				c.fail("%s's chant-payer %q is not a payer", a.what, header)
+				continue
+			}
+			if protocol.FormatPayerHeader(p) != protocol.FormatPayerHeader(*declared) {
+				c.fail("the declaration's answer says the payer %q, %s's chant-payer %q", protocol.FormatPayerHeader(*declared), a.what, header)
+			}
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -81,6 +82,9 @@ func TestRun_BrokenBrokersFail(t *testing.T) {
 		{"sends the egress value to another host", egressElsewhere, []string{"egress-forwards"}},
 		{"leaves the egress value in the echoed header", egressKeepsValue, []string{"egress-forwards", "token-isolation"}},
 		{"says two payers", payerDisagrees, []string{"payer-consistent"}},
+		{"merges each report into the last", mergesReports, []string{
+			"inference-agent-refused", "decide-refused", "egress-refused", "extra-calendar-write",
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -235,6 +239,56 @@ func (rw rewrite) wrap(h http.Handler) http.Handler {
 	})
 }
 
+// wrapper is a broken broker made from the reference one: a rewrite of
+// its answers, or a reshape of the requests it is given.
+type wrapper interface {
+	wrap(http.Handler) http.Handler
+}
+
+// reshape is a broken broker made from the reference one by changing
+// the requests match selects before it serves them.
+type reshape struct {
+	match   func(r *http.Request) bool
+	request func(r *http.Request)
+}
+
+func (rs reshape) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rs.match(r) {
+			rs.request(r)
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// answerHeader is a broken broker made from the reference one by setting
+// a header of the answers to the requests match selects to value, or
+// removing it when value is "".
+type answerHeader struct {
+	match       func(r *http.Request) bool
+	name, value string
+}
+
+func (ah answerHeader) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !ah.match(r) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		for k, vs := range rec.Header() {
+			w.Header()[k] = vs
+		}
+		w.Header().Del(ah.name)
+		if ah.value != "" {
+			w.Header().Set(ah.name, ah.value)
+		}
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(rec.Body.Bytes())
+	})
+}
+
 // on matches a method and a path.
 func on(method, path string) func(*http.Request) bool {
 	return func(r *http.Request) bool { return r.Method == method && r.URL.Path == path }
@@ -247,6 +301,20 @@ func flip(from, to int, body string) func(int, []byte) (int, []byte) {
 			return to, []byte(body)
 		}
 		return status, b
+	}
+}
+
+// unreported turns the rule's refusal of a box that never reported into
+// one of status to with body (the refusal's own body when body is "").
+func unreported(to int, body string) func(int, []byte) (int, []byte) {
+	return func(status int, b []byte) (int, []byte) {
+		if status != http.StatusForbidden || !bytes.Contains(b, []byte("has no declaration")) {
+			return status, b
+		}
+		if body != "" {
+			b = []byte(body)
+		}
+		return to, b
 	}
 }
 
@@ -267,7 +335,7 @@ func TestRun_EachCheckCanFail(t *testing.T) {
 	const kept = `{"capabilities":[],"at":"2026-01-01T00:00:00.000Z"}`
 	tests := []struct {
 		name    string
-		rewrite rewrite
+		rewrite wrapper
 		want    []string
 	}{
 		{"keeps another broker's entry", rewrite{on(http.MethodPost, "/api/box/declaration"), edit(func(v map[string]any) {
@@ -294,6 +362,43 @@ func TestRun_EachCheckCanFail(t *testing.T) {
 			}
 			return status, b
 		}}, []string{"inference-unknown-token"}},
+		// unreported-refused holds every capability to the rule's 403,
+		// whose message names the capability and the word.
+		{"answers an unreported box's egress 401", rewrite{on(http.MethodGet, "/egress/CONFORMANCE/some/path"), unreported(401, "")}, []string{"unreported-refused"}},
+		{"answers an unreported box's Fountain call 401", rewrite{on(http.MethodGet, "/fountain/api/sandboxes"), unreported(401, "")}, []string{"unreported-refused"}},
+		{"refuses an unreported box's batches naming nothing", rewrite{on(http.MethodPost, "/api/feedback"),
+			unreported(403, `{"error":"This box may not send feedback."}`)}, []string{"unreported-refused"}},
+		{"refuses an unreported box's extra probe naming another word", rewrite{on(http.MethodPost, "/calendar/events"),
+			unreported(403, `{"error":"This box declares no calendar read."}`)}, []string{"unreported-refused"}},
+		// inference-forwards holds the call's query and body, and the
+		// upstream's answer, unchanged.
+		{"drops a Messages call's query", reshape{on(http.MethodPost, "/llm/anthropic/v1/messages"), func(r *http.Request) {
+			r.URL.RawQuery = ""
+		}}, []string{"inference-forwards"}},
+		{"forwards a Messages call's body re-encoded", reshape{on(http.MethodPost, "/llm/anthropic/v1/messages"), func(r *http.Request) {
+			var v any
+			b, _ := io.ReadAll(r.Body)
+			if json.Unmarshal(b, &v) == nil {
+				b, _ = json.Marshal(v)
+			}
+			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
+		}}, []string{"inference-forwards"}},
+		{"changes a Messages answer", rewrite{on(http.MethodPost, "/llm/anthropic/v1/messages"), func(status int, b []byte) (int, []byte) {
+			if status != http.StatusOK {
+				return status, b
+			}
+			return status, bytes.Replace(b, []byte("Hello"), []byte("Hullo"), 1)
+		}}, []string{"inference-forwards"}},
+		{"answers decide naming another model", rewrite{on(http.MethodPost, "/decide/v1/systemone"), edit(func(v map[string]any) {
+			if _, ok := v["answers"]; ok {
+				v["model"] = "claude-conformance-other"
+			}
+		})}, []string{"decide-answers"}},
+		// payer-consistent holds every answer from /llm/anthropic and
+		// /decide to the declaration's payer.
+		{"says no payer on a decide answer", answerHeader{on(http.MethodPost, "/decide/v1/systemone"), protocol.HeaderPayer, ""}, []string{"payer-consistent"}},
+		{"says another payer on a models answer", answerHeader{on(http.MethodGet, "/llm/anthropic/v1/models"), protocol.HeaderPayer, "owner github:someone-else"},
+			[]string{"payer-consistent"}},
 		{"takes a decide request with no question", rewrite{on(http.MethodPost, "/decide/v1/systemone"), flip(422, 200, `{"model":"m","answers":{}}`)}, []string{"decide-invalid"}},
 		{"answers decide for an unknown token", rewrite{func(r *http.Request) bool {
 			return r.URL.Path == "/decide/v1/systemone" && strings.Contains(r.Header.Get("Authorization"), "conformance-unknown")

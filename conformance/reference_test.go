@@ -35,6 +35,7 @@ const (
 	egressElsewhere          // sends the egress value to the Anthropic upstream
 	egressKeepsValue         // leaves the value in the echoed header
 	payerDisagrees           // says one payer on the declaration, another in the header
+	mergesReports            // adds each report's words to the last's rather than replacing it
 )
 
 // calendar is the capability the reference broker adds, served from memory.
@@ -215,6 +216,19 @@ func (b *reference) declaration(w http.ResponseWriter, r *http.Request) {
 	}
 	d.At = time.Now()
 	b.mu.Lock()
+	if last := b.declared[box]; b.flaw == mergesReports && last != nil {
+		for _, e := range last.Capabilities {
+			if kept := d.Find(e.Name, e.Broker); kept != nil {
+				for _, w := range e.Scope {
+					if !slices.Contains(kept.Scope, w) {
+						kept.Scope = append(kept.Scope, w)
+					}
+				}
+			} else {
+				d.Capabilities = append(d.Capabilities, e)
+			}
+		}
+	}
 	b.declared[box] = d
 	b.mu.Unlock()
 	payer := b.payer

@@ -70,13 +70,64 @@ func (v *validator) validate(def string, body []byte) string {
 	return ""
 }
 
-// ecmaEscape matches a JavaScript \uXXXX escape, which Go's regexp spells
-// \x{XXXX}.
-var ecmaEscape = regexp.MustCompile(`\\u([0-9a-fA-F]{4})`)
+// jsSpace is JavaScript's white space, which its \s matches (the
+// WhiteSpace and LineTerminator of ECMA-262), written for a Go character
+// class. Go's own \s is ASCII alone, and holds no vertical tab.
+const jsSpace = `\t\n\x{0B}\f\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}`
 
 // ecmaRegexp compiles a schema pattern, written for JavaScript, with Go's
-// regexp after rewriting its \uXXXX escapes; the schema's patterns use no
-// other JavaScript-only syntax.
+// regexp: its \uXXXX escapes become \x{XXXX}, and its \s and \S
+// JavaScript's white space rather than Go's. \S within a character class,
+// which a Go class cannot hold, and an empty class ([] or [^]), which Go
+// reads otherwise, are errors; the schema's patterns use no other
+// JavaScript-only syntax.
 func ecmaRegexp(s string) (jsonschema.Regexp, error) {
-	return regexp.Compile(ecmaEscape.ReplaceAllString(s, `\x{$1}`))
+	var b strings.Builder
+	inClass := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\\' && i+1 < len(s):
+			i++
+			switch e := s[i]; {
+			case e == 'u' && i+4 < len(s) && isHex(s[i+1:i+5]):
+				b.WriteString(`\x{` + s[i+1:i+5] + `}`)
+				i += 4
+			case e == 's' && inClass:
+				b.WriteString(jsSpace)
+			case e == 's':
+				b.WriteString(`[` + jsSpace + `]`)
+			case e == 'S' && inClass:
+				return nil, fmt.Errorf("pattern %q: \\S within a character class", s)
+			case e == 'S':
+				b.WriteString(`[^` + jsSpace + `]`)
+			default:
+				b.WriteByte('\\')
+				b.WriteByte(e)
+			}
+		case c == '[' && !inClass:
+			inClass = true
+			b.WriteByte(c)
+			if i+1 < len(s) && s[i+1] == '^' {
+				i++
+				b.WriteByte('^')
+			}
+			if i+1 < len(s) && s[i+1] == ']' {
+				// JavaScript's [] matches nothing and [^] anything;
+				// Go reads a ] there as itself.
+				return nil, fmt.Errorf("pattern %q: an empty character class", s)
+			}
+		case c == ']' && inClass:
+			inClass = false
+			b.WriteByte(c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return regexp.Compile(b.String())
+}
+
+// isHex reports whether s is hexadecimal digits alone.
+func isHex(s string) bool {
+	return strings.Trim(s, "0123456789abcdefABCDEF") == ""
 }

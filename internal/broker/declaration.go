@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/capability"
@@ -113,10 +114,12 @@ func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *reque
 // scrubDeclaration replaces every token, or what is left of one, in the
 // strings of a report the broker keeps and shows (its scope words, its
 // listing's title and line, its principals), as in every record: a box
-// may report anything there.
+// may report anything there. Words that read the same once scrubbed are
+// kept once, as the report's own repeated words are: a kept scope
+// (declarationKept's) holds no word twice.
 func scrubDeclaration(d *protocol.Declaration) {
 	for i := range d.Capabilities {
-		d.Capabilities[i].Scope = proxy.ScrubKeptAll(d.Capabilities[i].Scope)
+		d.Capabilities[i].Scope = onceEach(proxy.ScrubKeptAll(d.Capabilities[i].Scope))
 	}
 	if l := d.Listing; l != nil {
 		l.Title, l.Line = proxy.ScrubKept(l.Title), proxy.ScrubKept(l.Line)
@@ -129,6 +132,18 @@ func scrubDeclaration(d *protocol.Declaration) {
 			}
 		}
 	}
+}
+
+// onceEach returns words with each word's repeats after its first
+// removed, in place (a list with none is returned as it is).
+func onceEach(words []string) []string {
+	out := words[:0]
+	for _, w := range words {
+		if !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // writeJSON answers w with status and v in JSON.

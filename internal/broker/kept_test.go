@@ -88,3 +88,46 @@ func TestDeclaration_TokenInAReportIsNeverKept(t *testing.T) {
 	}
 	keptNowhere(t, b, logs, box, other, grant, b.AdminToken)
 }
+
+// TestDeclaration_ScrubbedScopeKeptOnce: scope words that differ only in
+// the tokens the broker replaces (two tokens of one length, two tokens
+// cut short) read the same once replaced; the kept scope, and the answer
+// (declarationKept, whose scope items are unique), hold that word once.
+func TestDeclaration_ScrubbedScopeKeptOnce(t *testing.T) {
+	b := brokertest.New(t, brokertest.Options{})
+	box := b.AddBox("a")
+	other := b.AddBox("b")
+	report := map[string]any{"capabilities": []any{map[string]any{"name": "egress", "broker": "lobby",
+		"scope": []string{"API", box, other, token.BoxPrefix + "a", token.BoxPrefix + "b"}}}}
+	body, _ := json.Marshal(report)
+	resp := b.Do("POST", protocol.RouteDeclaration, box, body, nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("report = %d %s, want 200", resp.StatusCode, resp.Body)
+	}
+	var kept protocol.Kept
+	if err := json.Unmarshal(resp.Body, &kept); err != nil || len(kept.Capabilities) != 1 {
+		t.Fatalf("answer = %s, %v; want one capability", resp.Body, err)
+	}
+	scope := kept.Capabilities[0].Scope
+	seen := map[string]bool{}
+	for _, w := range scope {
+		if seen[w] {
+			t.Errorf("the answer's scope %q holds %q twice", scope, w)
+		}
+		seen[w] = true
+	}
+	if len(scope) != 3 || scope[0] != "API" {
+		t.Errorf("the answer's scope = %q, want API and one word for each form replaced", scope)
+	}
+	doc, _, err := b.Server.Store.Declaration(context.Background(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d protocol.Declaration
+	if err := json.Unmarshal(doc, &d); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.Capabilities[0].Scope; len(got) != len(scope) {
+		t.Errorf("the kept scope = %q, want %q", got, scope)
+	}
+}

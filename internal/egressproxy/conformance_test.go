@@ -175,7 +175,21 @@ func seed(ctx context.Context, srv *server.Server, env conformance.Env) (map[str
 	if err := srv.Store.SetCredential(ctx, store.Credential{ID: payer.SharedAnthropic, Sealed: sealed, UpdatedAt: time.Now()}); err != nil {
 		return nil, err
 	}
+	// The box that never reports holds conformance-a's secrets too: a
+	// proxy request names no secret, only a host, and the proxy judges
+	// the rule for the secret pinned there. With one pinned, its refusal
+	// of that box is the rule's, naming egress and the secret, as
+	// unreported-refused requires; with none it would be refused for the
+	// host alone, whatever the rule said.
+	var held []conformance.Secret
 	for _, sec := range env.Secrets {
+		held = append(held, sec)
+		if sec.Box == conformance.BoxReporting {
+			sec.Box = conformance.BoxSilent
+			held = append(held, sec)
+		}
+	}
+	for _, sec := range held {
 		sealed, err := srv.Keyring.Seal([]byte(sec.Value), secrets.SecretAD(sec.Box, sec.Name))
 		if err != nil {
 			return nil, err

@@ -31,15 +31,19 @@ func IsPayerKind(kind string) bool {
 }
 
 // IsPrincipal reports whether p can be a payer's principal: 1 to 200
-// characters with no white space.
+// characters with no white space, as the schema's ^[^\s]+$ reads it.
 func IsPrincipal(p string) bool {
 	n := jsLen(p)
 	return n >= 1 && n <= MaxPrincipalLen && strings.IndexFunc(p, isSpace) < 0
 }
 
+// isSpace reports whether r is white space as JavaScript's \s matches it
+// (ECMA-262's WhiteSpace and LineTerminator), which the schema's patterns
+// are written in: unlike Go's unicode.IsSpace, it holds U+FEFF and not
+// U+0085.
 func isSpace(r rune) bool {
 	switch r {
-	case ' ', '\t', '\n', '\v', '\f', '\r', 0x85, 0xA0:
+	case ' ', '\t', '\n', '\v', '\f', '\r', 0xA0:
 		return true
 	}
 	return r >= 0x2000 && r <= 0x200a || r == 0x1680 || r == 0x2028 || r == 0x2029 || r == 0x202f || r == 0x205f || r == 0x3000 || r == 0xfeff

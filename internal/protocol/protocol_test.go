@@ -207,3 +207,24 @@ func TestParseDeclarationReport_ControlCharacterInScope(t *testing.T) {
 		t.Errorf("ParseDeclarationReport of printable words = %v", err)
 	}
 }
+
+// TestIsPrincipal_WhiteSpaceIsJavaScripts: a principal has no white space
+// as the schema's pattern ^[^\s]+$ reads it in JavaScript: every space
+// and line terminator of ECMA-262, and nothing else (not U+0085, nor the
+// zero-width space).
+func TestIsPrincipal_WhiteSpaceIsJavaScripts(t *testing.T) {
+	space := []rune{'\t', '\n', '\v', '\f', '\r', ' ', 0xa0, 0x1680, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000, 0xfeff}
+	for r := rune(0x2000); r <= 0x200a; r++ {
+		space = append(space, r)
+	}
+	for _, r := range space {
+		if p := "a" + string(r) + "b"; IsPrincipal(p) {
+			t.Errorf("IsPrincipal(%q) = true, want false", p)
+		}
+	}
+	for _, r := range []rune{0x85, 0x200b, 0x180e, 'x', ':'} {
+		if p := "a" + string(r) + "b"; !IsPrincipal(p) {
+			t.Errorf("IsPrincipal(%q) = false, want true", p)
+		}
+	}
+}

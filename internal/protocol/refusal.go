@@ -26,9 +26,12 @@ const (
 )
 
 // TypeOf is the error type a refusal answered with status carries, as
-// the Anthropic API pairs them: a 403 is a permission_error, a 429 a
-// rate_limit_error, any other 4xx an invalid_request_error, any other
-// 5xx an api_error.
+// the Anthropic API pairs them: a 401 (and a 407) is an
+// authentication_error, a 403 a permission_error, a 404 a
+// not_found_error, a 413 a request_too_large, a 429 a rate_limit_error,
+// a 504 a timeout_error, a 529 an overloaded_error and a 501 a
+// not_supported_error; any other 4xx is an invalid_request_error, and
+// any other 5xx an api_error.
 func TypeOf(status int) string {
 	switch status {
 	case http.StatusUnauthorized, http.StatusProxyAuthRequired:
