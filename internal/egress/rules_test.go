@@ -134,7 +134,9 @@ func TestEgress_MethodOverrideIsJudgedByTheRules(t *testing.T) {
 // and Rack reads the last boundary). The rules judge it as one: refused, naming DELETE, never sent;
 // allowed, whole, where a rule allows the method it names. A body too
 // large to read for it is refused where the rules allow only some
-// methods; a body of a type no host reads it from is not read.
+// methods; a body of a type no host reads it from (a 5 MB file) is not
+// read, and passes whole; a body under a type whose parameters name
+// "/json" or "+json" is read as JSON, as Laravel reads it.
 func TestEgress_MethodParamIsJudgedByTheRules(t *testing.T) {
 	e := newEnv(t, nil)
 	e.br.SetSecretRules("shop", secretName, []string{"POST /items/*", "DELETE /items/old", "* /any/*"}, "")
@@ -143,6 +145,7 @@ func TestEgress_MethodParamIsJudgedByTheRules(t *testing.T) {
 		return "--b\r\nContent-Disposition: form-data; name=\"" + name + "\"\r\n\r\n" + v + "\r\n--b--\r\n"
 	}
 	big := "a=" + strings.Repeat("x", 1<<20) + "&_method=DELETE" // past the 1 MiB the broker reads
+	file := strings.Repeat("x", 5<<20) + "&_method=DELETE"       // an upload of 5 MB, streamed unread
 	tests := []struct {
 		name, path, ct, body string
 		status               int
@@ -158,11 +161,16 @@ func TestEgress_MethodParamIsJudgedByTheRules(t *testing.T) {
 		{"in a multipart part under the second of two Content-Types", "/items/1", "multipart/form-data; boundary=a\nmultipart/form-data; boundary=b", part("_method", "DELETE") + strings.ReplaceAll(part("a", "1"), "--b", "--a"), 400},
 		{"in a multipart part under the boundary PHP reads", "/items/1", "multipart/form-data; xboundary=evil; boundary=b", strings.ReplaceAll(part("_method", "DELETE"), "--b", "--evil") + part("a", "1"), 400},
 		{"in JSON, given twice", "/items/1", "application/vnd.api+json", `{"_method":"POST","_method":"DELETE"}`, 403},
+		{"in JSON under a type whose parameter names /json, which Laravel reads as JSON", "/items/1", `text/plain; x="/json"`, `{"_method":"DELETE"}`, 403},
+		{"in JSON under a type whose parameter names +json", "/items/1", "application/octet-stream; profile=a+json", `{"_method":"DELETE"}`, 403},
 		{"in a form too large to read", "/items/1", form, big, 413},
 		{"in a form to a method a rule allows", "/items/old", form, "_method=DELETE", 200},
 		{"naming the request's own method", "/items/1", form, "_method=POST", 200},
 		{"where any method is allowed, too large to read", "/any/1", form, big, 200},
 		{"in a body of a type no host reads it from", "/items/1", "application/octet-stream", "_method=DELETE", 200},
+		{"a file larger than the broker reads, of a type no host reads it from", "/items/1", "application/octet-stream", file, 200},
+		{"a PNG larger than the broker reads", "/items/1", "image/png", file, 200},
+		{"a zip larger than the broker reads", "/items/1", "application/zip", file, 200},
 		{"none", "/items/1", mp, part("a", "1"), 200},
 	}
 	for _, tt := range tests {

@@ -151,12 +151,17 @@ func asciiLower(s string) string {
 
 // MethodParamBody reports whether a host may read MethodParam from a
 // body of Content-Type contentType: a form (urlencoded or multipart), no
-// Content-Type (Rack reads a POST's body as a form), or JSON (Laravel
-// reads "/json" and "+json" types).
+// Content-Type (Rack reads a POST's body as a form), a Content-Type that
+// does not parse, or JSON. Laravel reads a body as JSON when its
+// Content-Type holds "/json" or "+json" anywhere, its parameters too
+// ("text/plain; x=/json"), so such a type is JSON here, in any case.
+// Any other body (a file: application/octet-stream, image/png) no host
+// reads MethodParam from.
 func MethodParamBody(contentType string) bool {
 	mt, _, _ := BodyType(contentType)
+	lower := asciiLower(contentType)
 	return mt == "" || mt == "application/x-www-form-urlencoded" || strings.HasPrefix(mt, "multipart/") ||
-		strings.Contains(mt, "/json") || strings.HasSuffix(mt, "+json")
+		strings.Contains(lower, "/json") || strings.Contains(lower, "+json")
 }
 
 // MethodName reports whether a host may read a query's or form's

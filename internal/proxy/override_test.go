@@ -9,7 +9,10 @@ import (
 )
 
 // TestMethodParams: the _method values a host may read in a request,
-// wherever one reads them, and the names PHP registers as _method.
+// wherever one reads them, and the names PHP registers as _method; and
+// the body types a host may read one from (MethodParamBody), among them
+// any whose Content-Type holds "/json" or "+json", in a parameter too,
+// which Laravel reads as JSON.
 func TestMethodParams(t *testing.T) {
 	const mp = "multipart/form-data; boundary=b"
 	tests := []struct {
@@ -47,7 +50,8 @@ func TestMethodParams(t *testing.T) {
 			t.Errorf("%s: MethodParams = %q, want %q", tt.name, got, tt.want)
 		}
 	}
-	for _, ct := range []string{"", "application/x-www-form-urlencoded", "multipart/mixed; boundary=b", "application/json", "application/vnd.api+json"} {
+	for _, ct := range []string{"", "application/x-www-form-urlencoded", "multipart/mixed; boundary=b", "application/json", "application/vnd.api+json",
+		`text/plain; x="/json"`, "application/octet-stream; profile=a+json", "TEXT/PLAIN; X=/JSON"} {
 		if !proxy.MethodParamBody(ct) {
 			t.Errorf("MethodParamBody(%q) = false, want true", ct)
 		}
