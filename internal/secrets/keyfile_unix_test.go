@@ -20,8 +20,10 @@ var testKey = strings.Repeat("ab", 32) + "\n"
 // others may read, fed a key while a private file is renamed over its
 // name (judged by the name after reading, it passed as the private
 // file); a link to a device; and a file far larger than a key, even one
-// holding a key and blanks, which is not read whole. A link to a private
-// key file is followed, and its file judged.
+// holding a key and blanks, which is not read whole. A link to no file
+// is refused once (it was made and read again without end, till the
+// stack overflowed); a link to a private key file is followed, and its
+// file judged.
 func TestLoad_KeyFileIsJudgedAsOpened(t *testing.T) {
 	t.Run("a FIFO", func(t *testing.T) {
 		dir := t.TempDir()
@@ -65,6 +67,14 @@ func TestLoad_KeyFileIsJudgedAsOpened(t *testing.T) {
 		}
 		_, _, err := Load(dir, "")
 		wantRefused(t, err, "larger than")
+	})
+	t.Run("a link to no file", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := os.Symlink(filepath.Join(dir, "nothing"), filepath.Join(dir, KeyFile)); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := Load(dir, "")
+		wantRefused(t, err, "a link to no file")
 	})
 	t.Run("a link to a private key file", func(t *testing.T) {
 		dir := t.TempDir()

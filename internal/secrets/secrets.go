@@ -70,41 +70,52 @@ func Load(dataDir, envKey string) (k *Keyring, created bool, err error) {
 	path := filepath.Join(dataDir, KeyFile)
 	b, err := readKeyFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		key := make([]byte, 32)
-		if _, err := rand.Read(key); err != nil {
-			return nil, false, fmt.Errorf("make master key: %w", err)
+		k, err := createKeyFile(dataDir, path)
+		if !errors.Is(err, fs.ErrExist) {
+			return k, err == nil, err
 		}
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if errors.Is(err, fs.ErrExist) { // another process made it first
-			return Load(dataDir, "")
+		// Another process made it first; or a link to no file is
+		// there, which is read once more, not made again and again.
+		if b, err = readKeyFile(path); errors.Is(err, fs.ErrNotExist) {
+			return nil, false, fmt.Errorf("master key file %s is a link to no file; put the key where it leads, or remove the link", path)
 		}
-		if err != nil {
-			return nil, false, fmt.Errorf("create master key file: %w", err)
-		}
-		// The key and its name are synced before a value is sealed
-		// with it: a key file lost in a power cut, or left empty, after
-		// the store took such a value, would leave it unopenable.
-		_, werr := f.WriteString(hex.EncodeToString(key) + "\n")
-		if werr == nil {
-			werr = syncFile(f)
-		}
-		if cerr := f.Close(); werr == nil {
-			werr = cerr
-		}
-		if werr == nil {
-			werr = syncDir(dataDir)
-		}
-		if werr != nil {
-			return nil, false, fmt.Errorf("write master key file: %w", werr)
-		}
-		k, err := New(key)
-		return k, true, err
 	}
 	if err != nil {
 		return nil, false, err
 	}
 	k, err = parseKey(strings.TrimSpace(string(b)), "master key file "+path)
 	return k, false, err
+}
+
+// createKeyFile makes the key file path in dataDir with a fresh random
+// key and mode 0600, and returns its Keyring; an error wrapping
+// fs.ErrExist when a file (or a link) is at path.
+func createKeyFile(dataDir, path string) (*Keyring, error) {
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, fmt.Errorf("make master key: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("create master key file: %w", err)
+	}
+	// The key and its name are synced before a value is sealed with it:
+	// a key file lost in a power cut, or left empty, after the store
+	// took such a value, would leave it unopenable.
+	_, werr := f.WriteString(hex.EncodeToString(key) + "\n")
+	if werr == nil {
+		werr = syncFile(f)
+	}
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = syncDir(dataDir)
+	}
+	if werr != nil {
+		return nil, fmt.Errorf("write master key file: %w", werr)
+	}
+	return New(key)
 }
 
 // maxKeyFile bounds what readKeyFile reads: a key is 64 hex characters,
