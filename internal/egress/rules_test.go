@@ -126,8 +126,8 @@ func TestEgress_MethodOverrideIsJudgedByTheRules(t *testing.T) {
 // TestEgress_MethodParamIsJudgedByTheRules: a box allowed only POST on
 // a path sends its POST with _method=DELETE in its query, its form, an
 // untyped body (which Rack reads as a form, split at ";" too), a
-// multipart part or its JSON body's top level, or as ".method", which
-// PHP registers as _method: Rails, Laravel and Symfony act on it as a
+// multipart part or its JSON body's top level, or as ".method" or
+// "_method%00x", which PHP registers as _method: Rails, Laravel and Symfony act on it as a
 // DELETE; or in a part under the boundary PHP reads ("xboundary=evil;
 // boundary=b": the first "boundary" anywhere) where Go's parser reads
 // another, or under the second of two Content-Types (Puma joins them,
@@ -154,6 +154,8 @@ func TestEgress_MethodParamIsJudgedByTheRules(t *testing.T) {
 		{"in a form, lower case", "/items/1", form, "a=1&_method=delete", 403},
 		{"as PHP names it", "/items/1", form, "a=1&.method=DELETE", 403},
 		{"as PHP names it in the query", "/items/1?%20_method=DELETE", "", "", 403},
+		{"as PHP reads a name cut at a NUL, in the query", "/items/1?_method%00x=DELETE", "", "", 403},
+		{"as PHP reads a name cut at a NUL, in a form", "/items/1", form, "a=1&_method%00=DELETE", 403},
 		{"in an untyped body, after a ;", "/items/1", "", "a=1;_method=DELETE", 403},
 		{"in a multipart part", "/items/1", mp, part("_method", "DELETE"), 403},
 		{"in JSON", "/items/1", "application/json", `{"a":1,"_method":"DELETE"}`, 403},

@@ -619,6 +619,7 @@ func TestFountain_MethodOverrideIsNeverCarried(t *testing.T) {
 		{"in a form", "/fountain/api/sandboxes", "application/x-www-form-urlencoded", "_method=GET"},
 		{"in a form, as PHP names it", "/fountain/api/sandboxes", "application/x-www-form-urlencoded", "name=s&.method=GET"},
 		{"in the query, as PHP names it", "/fountain/api/sandboxes?+_method=GET", "application/json", `{"name":"s"}`},
+		{"in the query, as PHP reads a name cut at a NUL", "/fountain/api/sandboxes?_method%00x=GET", "application/json", `{"name":"s"}`},
 		{"in an untyped body", "/fountain/api/sandboxes", "", "name=s&_method=GET"},
 		{"in a multipart form", "/fountain/api/sandboxes", "multipart/form-data; boundary=b", "--b\r\nContent-Disposition: form-data; name=\"_method\"\r\n\r\nGET\r\n--b--\r\n"},
 		{"in JSON", "/fountain/api/sandboxes", "application/json", `{"name":"s","_method":"GET"}`},

@@ -166,13 +166,15 @@ func MethodParamBody(contentType string) bool {
 
 // MethodName reports whether a host may read a query's or form's
 // parameter named name as MethodParam: name itself, or name as PHP
-// registers it (its leading spaces dropped, cut at a "[", every "." and
-// " " made "_"), so that Laravel and Symfony read ".method" as _method.
+// registers it (its leading spaces dropped, cut at a NUL, since PHP
+// reads the decoded name as a C string, and at a "[", every "." and " "
+// made "_"), so that Laravel and Symfony read ".method" and
+// "_method%00x" as _method.
 func MethodName(name string) bool {
 	if name == MethodParam {
 		return true
 	}
-	name = strings.TrimLeft(name, " ")
+	name, _, _ = strings.Cut(strings.TrimLeft(name, " "), "\x00")
 	if i := strings.IndexByte(name, '['); i >= 0 {
 		name = name[:i]
 	}

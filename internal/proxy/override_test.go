@@ -31,6 +31,8 @@ func TestMethodParams(t *testing.T) {
 		{"an untyped body that is JSON", "", "", `{"_method":"PUT"}`, []string{"PUT"}, false},
 		{"PHP's dot", "", "application/x-www-form-urlencoded", ".method=DELETE", []string{"DELETE"}, false},
 		{"PHP's leading space and array", "+_method[]=DELETE", "", "", []string{"DELETE"}, false},
+		{"PHP's name cut at a NUL", "_method%00x=DELETE", "", "", []string{"DELETE"}, false},
+		{"PHP's name cut at a NUL, in a form", "", "application/x-www-form-urlencoded", "a=1&_method%00=DELETE", []string{"DELETE"}, false},
 		{"not PHP's", "", "application/x-www-form-urlencoded", "x_method=DELETE&_Method=DELETE", nil, false},
 		{"a multipart part", "", mp, "--b\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n1\r\n--b\r\nContent-Disposition: form-data; name=\"_method\"\r\n\r\nDELETE\r\n--b--\r\n", []string{"DELETE"}, false},
 		{"a multipart body that does not read", "", mp, "--b\r\nContent-Disposition: form-data; name=\"_method\"\r\n\r\nDELETE", nil, true},
