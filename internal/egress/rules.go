@@ -114,11 +114,12 @@ func (c *Capability) outsideRules(method, box string, sec store.Secret, segs []s
 }
 
 // methodsOf returns the methods a host may take r as: its own, then each
-// non-empty one a method-override header names, upper-cased.
+// non-empty one a method-override header names (under any name a host
+// reads as one: proxy.HeaderValues), upper-cased.
 func methodsOf(r *http.Request) []string {
 	methods := []string{r.Method}
 	for _, k := range proxy.MethodOverrides {
-		for _, v := range r.Header.Values(k) {
+		for _, v := range proxy.HeaderValues(r.Header, k) {
 			if v = strings.ToUpper(strings.TrimSpace(v)); v != "" {
 				methods = append(methods, v)
 			}

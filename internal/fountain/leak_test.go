@@ -593,7 +593,9 @@ func TestFountain_IdInAnUntypedBodyMustBeTheBoxs(t *testing.T) {
 // its X-HTTP-Method-Override header or _method field names. A box's POST
 // to /fountain/api/sandboxes overridden to GET would be Fountain's
 // listing, passed on whole, since the broker keeps only the box's own
-// items of a GET. The override headers never reach Fountain, and a
+// items of a GET. The override headers (X_HTTP_METHOD_OVERRIDE too,
+// which Puma and Caddy's FastCGI hand on as the same) never reach
+// Fountain, and a
 // _method in the query or the body is a 400 reaching no Fountain.
 func TestFountain_MethodOverrideIsNeverCarried(t *testing.T) {
 	br, alpha := ownershipBroker(t, nil)
@@ -602,6 +604,7 @@ func TestFountain_MethodOverrideIsNeverCarried(t *testing.T) {
 	for _, name := range []string{"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override"} {
 		h.Set(name, "GET")
 	}
+	h["X_HTTP_METHOD_OVERRIDE"] = []string{"GET"} // as Puma and Caddy's FastCGI read X-HTTP-Method-Override
 	resp := br.Do("POST", "/fountain/api/sandboxes", alpha, []byte(`{"name":"s"}`), h)
 	seen := br.Fountain.Seen()
 	if resp.StatusCode != 200 || len(seen) != before+1 {
@@ -647,10 +650,12 @@ func TestFountain_MethodOverrideIsNeverCarried(t *testing.T) {
 // sets X-Original-URL and X-Rewrite-URL, and Zend Framework and older
 // Symfony route by them: a box's request to its own sandbox naming
 // another box's there would be served on that one. Neither reaches
-// Fountain.
+// Fountain, nor either written with "_" (X_Original_URL), which Caddy's
+// FastCGI hands PHP as the same.
 func TestFountain_PathOverrideHeadersNeverReachFountain(t *testing.T) {
 	br, alpha := ownershipBroker(t, nil)
-	h := http.Header{"X-Original-Url": {"/api/sandboxes/sb-b1"}, "X-Rewrite-Url": {"/api/sandboxes/sb-b1"}}
+	h := http.Header{"X-Original-Url": {"/api/sandboxes/sb-b1"}, "X-Rewrite-Url": {"/api/sandboxes/sb-b1"},
+		"X_Original_URL": {"/api/sandboxes/sb-b1"}} // as Caddy's FastCGI reads X-Original-URL
 	resp := br.Do("GET", "/fountain/api/sandboxes/sb-alpha", alpha, nil, h)
 	seen := br.Fountain.Seen()
 	if resp.StatusCode != 200 || len(seen) == 0 {
