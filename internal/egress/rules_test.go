@@ -130,7 +130,8 @@ func TestEgress_MethodOverrideIsJudgedByTheRules(t *testing.T) {
 // TestEgress_MethodParamIsJudgedByTheRules: a box allowed only POST on
 // a path sends its POST with _method=DELETE in its query, its form, an
 // untyped body (which Rack reads as a form, split at ";" too), a
-// multipart part or its JSON body's top level, or as ".method" or
+// multipart part (named as Go reads it, or as Rack or PHP read it: by
+// its Content-ID, in single quotes) or its JSON body's top level, or as ".method" or
 // "_method%00x", which PHP registers as _method: Rails, Laravel and Symfony act on it as a
 // DELETE; or in a part under the boundary PHP reads ("xboundary=evil;
 // boundary=b": the first "boundary" anywhere) where Go's parser reads
@@ -162,6 +163,8 @@ func TestEgress_MethodParamIsJudgedByTheRules(t *testing.T) {
 		{"as PHP reads a name cut at a NUL, in a form", "/items/1", form, "a=1&_method%00=DELETE", 403},
 		{"in an untyped body, after a ;", "/items/1", "", "a=1;_method=DELETE", 403},
 		{"in a multipart part", "/items/1", mp, part("_method", "DELETE"), 403},
+		{"in a multipart part named by its Content-ID, as Rack reads it", "/items/1", mp, "--b\r\nContent-ID: _method\r\n\r\nDELETE\r\n--b--\r\n", 403},
+		{"in a multipart part named in single quotes, as PHP reads it", "/items/1", mp, strings.ReplaceAll(part("_method", "DELETE"), `"_method"`, `'_method'`), 403},
 		{"in JSON", "/items/1", "application/json", `{"a":1,"_method":"DELETE"}`, 403},
 		{"in a multipart part of a type that does not parse", "/items/1", "multipart/form-data x; boundary=b", part("_method", "DELETE"), 400},
 		{"in a multipart part under the second of two Content-Types", "/items/1", "multipart/form-data; boundary=a\nmultipart/form-data; boundary=b", part("_method", "DELETE") + strings.ReplaceAll(part("a", "1"), "--b", "--a"), 400},

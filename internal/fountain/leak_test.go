@@ -625,6 +625,7 @@ func TestFountain_MethodOverrideIsNeverCarried(t *testing.T) {
 		{"in the query, as PHP reads a name cut at a NUL", "/fountain/api/sandboxes?_method%00x=GET", "application/json", `{"name":"s"}`},
 		{"in an untyped body", "/fountain/api/sandboxes", "", "name=s&_method=GET"},
 		{"in a multipart form", "/fountain/api/sandboxes", "multipart/form-data; boundary=b", "--b\r\nContent-Disposition: form-data; name=\"_method\"\r\n\r\nGET\r\n--b--\r\n"},
+		{"in a multipart part named by its Content-ID, as Rack reads it", "/fountain/api/sandboxes", "multipart/form-data; boundary=b", "--b\r\nContent-ID: _method\r\n\r\nGET\r\n--b--\r\n"},
 		{"in JSON", "/fountain/api/sandboxes", "application/json", `{"name":"s","_method":"GET"}`},
 	}
 	for _, tt := range tests {
