@@ -398,8 +398,9 @@ func TestFountain_EncodedAnswerIsRefused(t *testing.T) {
 // multipart/form-data body as they do from an urlencoded one, and read a
 // body holding JSON after a byte-order mark as JSON when no Content-Type
 // says otherwise. Another box's id in either is refused as in any form
-// or JSON body, and a multipart form the broker cannot read whole (over
-// 1 MiB, or malformed) is refused, not passed on unread.
+// or JSON body (in a part named as Rack or PHP may read it too: by its
+// Content-ID, in single quotes), and a multipart form the broker cannot
+// read whole (over 1 MiB, or malformed) is refused, not passed on unread.
 func TestFountain_IdInAMultipartFormMustBeTheBoxs(t *testing.T) {
 	br, alpha := ownershipBroker(t, nil)
 	form := func(fields [][2]string, file int) (string, []byte) {
@@ -439,6 +440,8 @@ func TestFountain_IdInAMultipartFormMustBeTheBoxs(t *testing.T) {
 	add("a multipart form cut short", 400, ct, body[:len(body)-10])
 	add("multipart/mixed, which Rack reads as a form", 403, strings.Replace(ct, "multipart/form-data", "multipart/mixed", 1), body)
 	add("multipart/related, which Rack reads as a form", 403, strings.Replace(ct, "multipart/form-data", "Multipart/Related", 1), body)
+	add("in a part Rack names by its Content-ID", 403, "multipart/form-data; boundary=b", []byte("--b\r\nContent-ID: sandbox_id\r\n\r\nsb-b1\r\n--b--\r\n"))
+	add("in a part PHP names in single quotes", 403, "multipart/form-data; boundary=b", []byte("--b\r\nContent-Disposition: form-data; name='sandbox_id'\r\n\r\nsb-b1\r\n--b--\r\n"))
 	add("JSON after a byte-order mark, with no Content-Type", 400, "", []byte("\xef\xbb\xbf"+`{"vault_id":"v-b1"}`))
 	ct, body = form([][2]string{{"prompt", "hi"}, {"sandbox_id", "sb-alpha"}, {"vault", "v-alpha"}}, 10)
 	add("the box's own", 201, ct, body)

@@ -33,7 +33,7 @@ const MethodParam = "_method"
 //   - in a multipart body (any multipart/ type: Rack reads
 //     multipart/mixed and multipart/related as forms too), each part
 //     whose form name is, or any name Rack or PHP may read it under
-//     (partNames), read to its closing boundary;
+//     (MultipartFields), read to its closing boundary;
 //   - in a body that is JSON (whatever its Content-Type, a form's too),
 //     each top-level member named MethodParam, as often as it is given.
 //
@@ -209,12 +209,11 @@ func formMethods(form string, out []string) []string {
 }
 
 // multipartMethods adds to out the value of every part of body, a
-// multipart body with that boundary, that a host may read under a name
-// MethodName reads as MethodParam: its form name as Go's parser reads
-// it, or any name partNames finds in its header.
+// multipart body with that boundary, under a name (MultipartFields)
+// MethodName reads as MethodParam.
 func multipartMethods(body []byte, boundary string, out []string) ([]string, error) {
-	err := multipartParts(body, boundary, func(h textproto.MIMEHeader, names []string, value string) {
-		if slices.ContainsFunc(append(names, partNames(h)...), MethodName) {
+	err := MultipartFields(body, boundary, func(name, value string) {
+		if MethodName(name) {
 			out = append(out, value)
 		}
 	})
@@ -280,13 +279,17 @@ func paramValues(v string) []string {
 	return []string{rack, php}
 }
 
-// MultipartFields calls f with the form name (the Content-Disposition's
-// name parameter, "" when it has none) and the value, as sent, of every
-// part of body, a multipart body with that boundary. It reports an error
-// for a body that is not such a form, read to its closing boundary.
+// MultipartFields calls f with each name a host may read a part of
+// body under (the Content-Disposition's name parameter, "" when it has
+// none, and each partNames finds), once, and the value, as sent, of
+// every part of body, a multipart body with that boundary. It reports
+// an error for a body that is not such a form, read to its closing
+// boundary, or with a Content-Disposition Go's parser does not read.
 func MultipartFields(body []byte, boundary string, f func(name, value string)) error {
-	return multipartParts(body, boundary, func(_ textproto.MIMEHeader, names []string, value string) {
-		for _, name := range names {
+	return multipartParts(body, boundary, func(h textproto.MIMEHeader, names []string, value string) {
+		names = append(names, partNames(h)...)
+		slices.Sort(names)
+		for _, name := range slices.Compact(names) {
 			f(name, value)
 		}
 	})
