@@ -45,7 +45,8 @@ func signedBody(r *http.Request, f *flight) error {
 	return swapBody(r, f.token, "", nil, 0)
 }
 
-// dropped are request headers that never go to a secret's host: the
+// dropped are request headers that never go to a secret's host, under
+// any name a host reads as one (proxy.DelHeaders): the
 // box's cookies and proxy credentials, the grant, forwarding headers,
 // the path overrides (proxy.PathOverrides: a host acts on the path the
 // secret's rules judged), and ranges (an answer is always whole, so the
@@ -61,9 +62,7 @@ const acceptEncoding = "gzip"
 func (c *Capability) rewrite(pr *httputil.ProxyRequest) {
 	f := flightOf(pr.In.Context())
 	h := pr.Out.Header
-	for _, k := range dropped {
-		h.Del(k)
-	}
+	proxy.DelHeaders(h, dropped...)
 	h.Set("Accept-Encoding", acceptEncoding)
 	u := *f.target
 	pr.Out.URL = &u

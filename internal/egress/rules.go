@@ -114,11 +114,12 @@ func (c *Capability) outsideRules(method, box string, sec store.Secret, segs []s
 }
 
 // methodsOf returns the methods a host may take r as: its own, then each
-// non-empty one a method-override header names, upper-cased.
+// non-empty one a method-override header names (under any name a host
+// reads as one: proxy.HeaderValues), upper-cased.
 func methodsOf(r *http.Request) []string {
 	methods := []string{r.Method}
 	for _, k := range proxy.MethodOverrides {
-		for _, v := range r.Header.Values(k) {
+		for _, v := range proxy.HeaderValues(r.Header, k) {
 			if v = strings.ToUpper(strings.TrimSpace(v)); v != "" {
 				methods = append(methods, v)
 			}
@@ -140,7 +141,8 @@ const anyMethod = "*"
 // read whole, up to maxReadBody, and put back; a larger one, which could
 // name any method unread, is a refusal, and so is a multipart body that
 // does not read, or a body whose Content-Type does not parse or is
-// given more than once (proxy.ContentType).
+// given more than once (proxy.ContentType). A body of any other type (a
+// file, of any size) is streamed unread.
 func methodParams(r *http.Request, name string) ([]string, error) {
 	unread := func(err error) error {
 		return capability.Refuse(capability.ReasonInvalid,
@@ -154,7 +156,7 @@ func methodParams(r *http.Request, name string) ([]string, error) {
 	var body []byte
 	if hasBody && proxy.MethodParamBody(ct) {
 		tooLarge := capability.Refuse(capability.ReasonTooLarge,
-			"The broker reads a POST's body of a form, multipart or JSON type, or of no type, of up to %d bytes whole to judge the method a _method in it names against the rules of the secret %s, which allow only some methods here; this one is larger, and was not sent. A rule allowing any method at the path (`--allow '* PATTERN'`) lets such a body through unread.", maxReadBody, name)
+			"The broker reads a POST's body of a form, multipart or JSON type (a Content-Type naming /json or +json anywhere), or of no type, of up to %d bytes whole to judge the method a _method in it names against the rules of the secret %s, which allow only some methods here; this one is larger, and was not sent. A file sent as a body of its own type (application/octet-stream, image/png) is streamed unread, and a rule allowing any method at the path (`--allow '* PATTERN'`) lets such a body through unread.", maxReadBody, name)
 		if r.ContentLength > maxReadBody {
 			return nil, tooLarge
 		}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -85,7 +86,9 @@ func TestEgress_RequestOutsideTheSecretsRulesIsRefused(t *testing.T) {
 // TestEgress_MethodOverrideIsJudgedByTheRules: a box allowed only POST
 // on a path sends its POST with X-HTTP-Method-Override (or X-HTTP-Method,
 // X-Method-Override) naming DELETE, which Google's APIs, Rails and
-// ASP.NET act on as the request's method. The host may take it as a
+// ASP.NET act on as the request's method, or X_HTTP_METHOD_OVERRIDE,
+// which Puma (for Rails) and Caddy's FastCGI (for Symfony) hand on as
+// the same. The host may take it as a
 // DELETE, so the rules judge it as one too: refused, naming DELETE, and
 // never sent; allowed where a rule allows the method it names.
 func TestEgress_MethodOverrideIsJudgedByTheRules(t *testing.T) {
@@ -98,6 +101,7 @@ func TestEgress_MethodOverrideIsJudgedByTheRules(t *testing.T) {
 		{"override to a method outside", "/egress/ECHO/items/1", "X-HTTP-Method-Override: DELETE", 403},
 		{"X-HTTP-Method, lower case", "/egress/ECHO/items/1", "X-HTTP-Method: delete", 403},
 		{"X-Method-Override", "/egress/ECHO/items/1", "X-Method-Override: DELETE", 403},
+		{"written with _, as Puma and Caddy's FastCGI read it", "/egress/ECHO/items/1", "X_HTTP_METHOD_OVERRIDE: DELETE", 403},
 		{"override to a method a rule allows", "/egress/ECHO/items/old", "X-HTTP-Method-Override: DELETE", 200},
 		{"override to the request's own method", "/egress/ECHO/items/1", "X-HTTP-Method-Override: POST", 200},
 	}
@@ -126,15 +130,18 @@ func TestEgress_MethodOverrideIsJudgedByTheRules(t *testing.T) {
 // TestEgress_MethodParamIsJudgedByTheRules: a box allowed only POST on
 // a path sends its POST with _method=DELETE in its query, its form, an
 // untyped body (which Rack reads as a form, split at ";" too), a
-// multipart part or its JSON body's top level, or as ".method", which
-// PHP registers as _method: Rails, Laravel and Symfony act on it as a
+// multipart part (named as Go reads it, or as Rack or PHP read it: by
+// its Content-ID, in single quotes) or its JSON body's top level, or as ".method" or
+// "_method%00x", which PHP registers as _method: Rails, Laravel and Symfony act on it as a
 // DELETE; or in a part under the boundary PHP reads ("xboundary=evil;
 // boundary=b": the first "boundary" anywhere) where Go's parser reads
 // another, or under the second of two Content-Types (Puma joins them,
 // and Rack reads the last boundary). The rules judge it as one: refused, naming DELETE, never sent;
 // allowed, whole, where a rule allows the method it names. A body too
 // large to read for it is refused where the rules allow only some
-// methods; a body of a type no host reads it from is not read.
+// methods; a body of a type no host reads it from (a 5 MB file) is not
+// read, and passes whole; a body under a type whose parameters name
+// "/json" or "+json" is read as JSON, as Laravel reads it.
 func TestEgress_MethodParamIsJudgedByTheRules(t *testing.T) {
 	e := newEnv(t, nil)
 	e.br.SetSecretRules("shop", secretName, []string{"POST /items/*", "DELETE /items/old", "* /any/*"}, "")
@@ -143,6 +150,7 @@ func TestEgress_MethodParamIsJudgedByTheRules(t *testing.T) {
 		return "--b\r\nContent-Disposition: form-data; name=\"" + name + "\"\r\n\r\n" + v + "\r\n--b--\r\n"
 	}
 	big := "a=" + strings.Repeat("x", 1<<20) + "&_method=DELETE" // past the 1 MiB the broker reads
+	file := strings.Repeat("x", 5<<20) + "&_method=DELETE"       // an upload of 5 MB, streamed unread
 	tests := []struct {
 		name, path, ct, body string
 		status               int
@@ -151,18 +159,27 @@ func TestEgress_MethodParamIsJudgedByTheRules(t *testing.T) {
 		{"in a form, lower case", "/items/1", form, "a=1&_method=delete", 403},
 		{"as PHP names it", "/items/1", form, "a=1&.method=DELETE", 403},
 		{"as PHP names it in the query", "/items/1?%20_method=DELETE", "", "", 403},
+		{"as PHP reads a name cut at a NUL, in the query", "/items/1?_method%00x=DELETE", "", "", 403},
+		{"as PHP reads a name cut at a NUL, in a form", "/items/1", form, "a=1&_method%00=DELETE", 403},
 		{"in an untyped body, after a ;", "/items/1", "", "a=1;_method=DELETE", 403},
 		{"in a multipart part", "/items/1", mp, part("_method", "DELETE"), 403},
+		{"in a multipart part named by its Content-ID, as Rack reads it", "/items/1", mp, "--b\r\nContent-ID: _method\r\n\r\nDELETE\r\n--b--\r\n", 403},
+		{"in a multipart part named in single quotes, as PHP reads it", "/items/1", mp, strings.ReplaceAll(part("_method", "DELETE"), `"_method"`, `'_method'`), 403},
 		{"in JSON", "/items/1", "application/json", `{"a":1,"_method":"DELETE"}`, 403},
 		{"in a multipart part of a type that does not parse", "/items/1", "multipart/form-data x; boundary=b", part("_method", "DELETE"), 400},
 		{"in a multipart part under the second of two Content-Types", "/items/1", "multipart/form-data; boundary=a\nmultipart/form-data; boundary=b", part("_method", "DELETE") + strings.ReplaceAll(part("a", "1"), "--b", "--a"), 400},
 		{"in a multipart part under the boundary PHP reads", "/items/1", "multipart/form-data; xboundary=evil; boundary=b", strings.ReplaceAll(part("_method", "DELETE"), "--b", "--evil") + part("a", "1"), 400},
 		{"in JSON, given twice", "/items/1", "application/vnd.api+json", `{"_method":"POST","_method":"DELETE"}`, 403},
+		{"in JSON under a type whose parameter names /json, which Laravel reads as JSON", "/items/1", `text/plain; x="/json"`, `{"_method":"DELETE"}`, 403},
+		{"in JSON under a type whose parameter names +json", "/items/1", "application/octet-stream; profile=a+json", `{"_method":"DELETE"}`, 403},
 		{"in a form too large to read", "/items/1", form, big, 413},
 		{"in a form to a method a rule allows", "/items/old", form, "_method=DELETE", 200},
 		{"naming the request's own method", "/items/1", form, "_method=POST", 200},
 		{"where any method is allowed, too large to read", "/any/1", form, big, 200},
 		{"in a body of a type no host reads it from", "/items/1", "application/octet-stream", "_method=DELETE", 200},
+		{"a file larger than the broker reads, of a type no host reads it from", "/items/1", "application/octet-stream", file, 200},
+		{"a PNG larger than the broker reads", "/items/1", "image/png", file, 200},
+		{"a zip larger than the broker reads", "/items/1", "application/zip", file, 200},
 		{"none", "/items/1", mp, part("a", "1"), 200},
 	}
 	for _, tt := range tests {
@@ -234,20 +251,27 @@ func TestEgress_RefusalsCommandQuotesWhatTheBoxChose(t *testing.T) {
 // TestEgress_PathOverrideNeverReachesTheHost: a box allowed only
 // GET /items/* sends X-Original-URL or X-Rewrite-URL naming /admin/drop,
 // which IIS's URL Rewrite sets and Zend Framework and older Symfony route
-// by, for the host to act on a path no rule allows. The request goes to
-// the path the rules judged, without either header.
+// by, for the host to act on a path no rule allows; or either written
+// with "_" (X_Original_URL), which Caddy's FastCGI hands PHP as the
+// same. The request goes to the path the rules judged, without either
+// header.
 func TestEgress_PathOverrideNeverReachesTheHost(t *testing.T) {
 	e := newEnv(t, nil)
 	e.br.SetSecretRules("shop", secretName, []string{"GET /items/*"}, "")
-	for _, h := range []string{"X-Original-URL", "X-Rewrite-URL"} {
+	for _, h := range []string{"X-Original-URL", "X-Rewrite-URL", "X_Original_URL", "X_REWRITE_URL"} {
 		before := len(e.echo.Seen())
 		code, body := rawMethod(t, e.br.URL, "GET", "/egress/ECHO/items/1", "Authorization: Bearer "+e.token+"\r\n"+h+": /admin/drop\r\n")
 		seen := e.echo.Seen()[before:]
 		if code != 200 || len(seen) != 1 {
 			t.Fatalf("GET with %s = %d %s (host reached %d times), want 200 and once", h, code, body, len(seen))
 		}
-		if v := seen[0].Header.Get(h); v != "" || seen[0].Path != "/base/items/1" {
-			t.Errorf("the host saw %s %q at %s, want no such header at /base/items/1", h, v, seen[0].Path)
+		for k, vs := range seen[0].Header {
+			if slices.Contains(vs, "/admin/drop") {
+				t.Errorf("the host saw %s: %q, want no such header", k, vs)
+			}
+		}
+		if seen[0].Path != "/base/items/1" {
+			t.Errorf("the host was asked %s, want /base/items/1", seen[0].Path)
 		}
 	}
 }

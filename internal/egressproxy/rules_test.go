@@ -81,3 +81,55 @@ func TestProxy_SecretRatePerBox(t *testing.T) {
 		t.Errorf("the host received %d requests, want 1", n)
 	}
 }
+
+// TestProxy_BodyIsJudgedForAMethodByItsType: through an intercepted
+// tunnel to a secret allowing only POST /repos/acme/*/issues, a file of
+// 5 MB of a type no host reads a _method from (application/octet-stream,
+// image/png) passes whole, unread; a JSON body naming _method=DELETE
+// under a type whose parameter names "/json", which Laravel reads as
+// JSON, is refused 403 naming DELETE and never reaches the host.
+func TestProxy_BodyIsJudgedForAMethodByItsType(t *testing.T) {
+	f := newFixture(t)
+	f.b.SetSecretRules("shop", "API", []string{"GET /repos/acme/**", "POST /repos/acme/*/issues"}, "")
+	c := f.client(t, f.token, f.caPool, false)
+	file := strings.Repeat("x", 5<<20) + "&_method=DELETE"
+	tests := []struct {
+		name, ct, body string
+		status         int
+	}{
+		{"a 5 MB file", "application/octet-stream", file, 200},
+		{"a 5 MB image", "image/png", file, 200},
+		{"_method in JSON under a type naming /json in a parameter", `text/plain; x="/json"`, `{"_method":"DELETE"}`, 403},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := strings.Count(f.up.all(), "\n----\n")
+			req, err := http.NewRequest("POST", "https://"+f.host+"/repos/acme/app/issues", strings.NewReader(tt.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", tt.ct)
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tt.status {
+				t.Fatalf("POST %s through the proxy = %d %.300s, want %d", tt.name, resp.StatusCode, body, tt.status)
+			}
+			seen := f.up.all()
+			if tt.status == 200 && !strings.HasSuffix(seen, "\n\n"+tt.body) {
+				t.Errorf("the host did not receive the body whole")
+			}
+			if tt.status == 403 {
+				if strings.Count(seen, "\n----\n") != before || strings.Contains(seen, tt.body) {
+					t.Errorf("the body reached the host, want it refused before")
+				}
+				if _, msg := brokertest.Refusal(body); !strings.Contains(msg, "this request was DELETE") {
+					t.Errorf("refusal = %q, want it to name DELETE", msg)
+				}
+			}
+		})
+	}
+}

@@ -270,9 +270,7 @@ func (c *Capability) rewrite(pr *httputil.ProxyRequest) {
 	// No method override is sent (StripBoxHeaders takes the path
 	// overrides), so that Fountain acts on the method the broker judged.
 	proxy.StripBoxHeaders(pr.Out.Header)
-	for _, h := range proxy.MethodOverrides {
-		pr.Out.Header.Del(h)
-	}
+	proxy.DelHeaders(pr.Out.Header, proxy.MethodOverrides...)
 	n := proxy.ScrubHeader(pr.Out.Header)
 	// The answer is scanned for the key: ask for it uncompressed.
 	pr.Out.Header.Del("Accept-Encoding")

@@ -398,8 +398,9 @@ func TestFountain_EncodedAnswerIsRefused(t *testing.T) {
 // multipart/form-data body as they do from an urlencoded one, and read a
 // body holding JSON after a byte-order mark as JSON when no Content-Type
 // says otherwise. Another box's id in either is refused as in any form
-// or JSON body, and a multipart form the broker cannot read whole (over
-// 1 MiB, or malformed) is refused, not passed on unread.
+// or JSON body (in a part named as Rack or PHP may read it too: by its
+// Content-ID, in single quotes), and a multipart form the broker cannot
+// read whole (over 1 MiB, or malformed) is refused, not passed on unread.
 func TestFountain_IdInAMultipartFormMustBeTheBoxs(t *testing.T) {
 	br, alpha := ownershipBroker(t, nil)
 	form := func(fields [][2]string, file int) (string, []byte) {
@@ -439,6 +440,8 @@ func TestFountain_IdInAMultipartFormMustBeTheBoxs(t *testing.T) {
 	add("a multipart form cut short", 400, ct, body[:len(body)-10])
 	add("multipart/mixed, which Rack reads as a form", 403, strings.Replace(ct, "multipart/form-data", "multipart/mixed", 1), body)
 	add("multipart/related, which Rack reads as a form", 403, strings.Replace(ct, "multipart/form-data", "Multipart/Related", 1), body)
+	add("in a part Rack names by its Content-ID", 403, "multipart/form-data; boundary=b", []byte("--b\r\nContent-ID: sandbox_id\r\n\r\nsb-b1\r\n--b--\r\n"))
+	add("in a part PHP names in single quotes", 403, "multipart/form-data; boundary=b", []byte("--b\r\nContent-Disposition: form-data; name='sandbox_id'\r\n\r\nsb-b1\r\n--b--\r\n"))
 	add("JSON after a byte-order mark, with no Content-Type", 400, "", []byte("\xef\xbb\xbf"+`{"vault_id":"v-b1"}`))
 	ct, body = form([][2]string{{"prompt", "hi"}, {"sandbox_id", "sb-alpha"}, {"vault", "v-alpha"}}, 10)
 	add("the box's own", 201, ct, body)
@@ -593,7 +596,9 @@ func TestFountain_IdInAnUntypedBodyMustBeTheBoxs(t *testing.T) {
 // its X-HTTP-Method-Override header or _method field names. A box's POST
 // to /fountain/api/sandboxes overridden to GET would be Fountain's
 // listing, passed on whole, since the broker keeps only the box's own
-// items of a GET. The override headers never reach Fountain, and a
+// items of a GET. The override headers (X_HTTP_METHOD_OVERRIDE too,
+// which Puma and Caddy's FastCGI hand on as the same) never reach
+// Fountain, and a
 // _method in the query or the body is a 400 reaching no Fountain.
 func TestFountain_MethodOverrideIsNeverCarried(t *testing.T) {
 	br, alpha := ownershipBroker(t, nil)
@@ -602,6 +607,7 @@ func TestFountain_MethodOverrideIsNeverCarried(t *testing.T) {
 	for _, name := range []string{"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override"} {
 		h.Set(name, "GET")
 	}
+	h["X_HTTP_METHOD_OVERRIDE"] = []string{"GET"} // as Puma and Caddy's FastCGI read X-HTTP-Method-Override
 	resp := br.Do("POST", "/fountain/api/sandboxes", alpha, []byte(`{"name":"s"}`), h)
 	seen := br.Fountain.Seen()
 	if resp.StatusCode != 200 || len(seen) != before+1 {
@@ -619,8 +625,10 @@ func TestFountain_MethodOverrideIsNeverCarried(t *testing.T) {
 		{"in a form", "/fountain/api/sandboxes", "application/x-www-form-urlencoded", "_method=GET"},
 		{"in a form, as PHP names it", "/fountain/api/sandboxes", "application/x-www-form-urlencoded", "name=s&.method=GET"},
 		{"in the query, as PHP names it", "/fountain/api/sandboxes?+_method=GET", "application/json", `{"name":"s"}`},
+		{"in the query, as PHP reads a name cut at a NUL", "/fountain/api/sandboxes?_method%00x=GET", "application/json", `{"name":"s"}`},
 		{"in an untyped body", "/fountain/api/sandboxes", "", "name=s&_method=GET"},
 		{"in a multipart form", "/fountain/api/sandboxes", "multipart/form-data; boundary=b", "--b\r\nContent-Disposition: form-data; name=\"_method\"\r\n\r\nGET\r\n--b--\r\n"},
+		{"in a multipart part named by its Content-ID, as Rack reads it", "/fountain/api/sandboxes", "multipart/form-data; boundary=b", "--b\r\nContent-ID: _method\r\n\r\nGET\r\n--b--\r\n"},
 		{"in JSON", "/fountain/api/sandboxes", "application/json", `{"name":"s","_method":"GET"}`},
 	}
 	for _, tt := range tests {
@@ -646,10 +654,12 @@ func TestFountain_MethodOverrideIsNeverCarried(t *testing.T) {
 // sets X-Original-URL and X-Rewrite-URL, and Zend Framework and older
 // Symfony route by them: a box's request to its own sandbox naming
 // another box's there would be served on that one. Neither reaches
-// Fountain.
+// Fountain, nor either written with "_" (X_Original_URL), which Caddy's
+// FastCGI hands PHP as the same.
 func TestFountain_PathOverrideHeadersNeverReachFountain(t *testing.T) {
 	br, alpha := ownershipBroker(t, nil)
-	h := http.Header{"X-Original-Url": {"/api/sandboxes/sb-b1"}, "X-Rewrite-Url": {"/api/sandboxes/sb-b1"}}
+	h := http.Header{"X-Original-Url": {"/api/sandboxes/sb-b1"}, "X-Rewrite-Url": {"/api/sandboxes/sb-b1"},
+		"X_Original_URL": {"/api/sandboxes/sb-b1"}} // as Caddy's FastCGI reads X-Original-URL
 	resp := br.Do("GET", "/fountain/api/sandboxes/sb-alpha", alpha, nil, h)
 	seen := br.Fountain.Seen()
 	if resp.StatusCode != 200 || len(seen) == 0 {

@@ -9,7 +9,9 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"net/textproto"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -30,7 +32,8 @@ const MethodParam = "_method"
 //     name is MethodParam as PHP registers it (MethodName);
 //   - in a multipart body (any multipart/ type: Rack reads
 //     multipart/mixed and multipart/related as forms too), each part
-//     whose form name is, read to its closing boundary;
+//     whose form name is, or any name Rack or PHP may read it under
+//     (MultipartFields), read to its closing boundary;
 //   - in a body that is JSON (whatever its Content-Type, a form's too),
 //     each top-level member named MethodParam, as often as it is given.
 //
@@ -151,23 +154,30 @@ func asciiLower(s string) string {
 
 // MethodParamBody reports whether a host may read MethodParam from a
 // body of Content-Type contentType: a form (urlencoded or multipart), no
-// Content-Type (Rack reads a POST's body as a form), or JSON (Laravel
-// reads "/json" and "+json" types).
+// Content-Type (Rack reads a POST's body as a form), a Content-Type that
+// does not parse, or JSON. Laravel reads a body as JSON when its
+// Content-Type holds "/json" or "+json" anywhere, its parameters too
+// ("text/plain; x=/json"), so such a type is JSON here, in any case.
+// Any other body (a file: application/octet-stream, image/png) no host
+// reads MethodParam from.
 func MethodParamBody(contentType string) bool {
 	mt, _, _ := BodyType(contentType)
+	lower := asciiLower(contentType)
 	return mt == "" || mt == "application/x-www-form-urlencoded" || strings.HasPrefix(mt, "multipart/") ||
-		strings.Contains(mt, "/json") || strings.HasSuffix(mt, "+json")
+		strings.Contains(lower, "/json") || strings.Contains(lower, "+json")
 }
 
 // MethodName reports whether a host may read a query's or form's
 // parameter named name as MethodParam: name itself, or name as PHP
-// registers it (its leading spaces dropped, cut at a "[", every "." and
-// " " made "_"), so that Laravel and Symfony read ".method" as _method.
+// registers it (its leading spaces dropped, cut at a NUL, since PHP
+// reads the decoded name as a C string, and at a "[", every "." and " "
+// made "_"), so that Laravel and Symfony read ".method" and
+// "_method%00x" as _method.
 func MethodName(name string) bool {
 	if name == MethodParam {
 		return true
 	}
-	name = strings.TrimLeft(name, " ")
+	name, _, _ = strings.Cut(strings.TrimLeft(name, " "), "\x00")
 	if i := strings.IndexByte(name, '['); i >= 0 {
 		name = name[:i]
 	}
@@ -199,8 +209,8 @@ func formMethods(form string, out []string) []string {
 }
 
 // multipartMethods adds to out the value of every part of body, a
-// multipart body with that boundary, whose form name MethodName reads
-// as MethodParam.
+// multipart body with that boundary, under a name (MultipartFields)
+// MethodName reads as MethodParam.
 func multipartMethods(body []byte, boundary string, out []string) ([]string, error) {
 	err := MultipartFields(body, boundary, func(name, value string) {
 		if MethodName(name) {
@@ -210,11 +220,87 @@ func multipartMethods(body []byte, boundary string, out []string) ([]string, err
 	return out, err
 }
 
-// MultipartFields calls f with the form name (the Content-Disposition's
-// name parameter, "" when it has none) and the value, as sent, of every
-// part of body, a multipart body with that boundary. It reports an error
-// for a body that is not such a form, read to its closing boundary.
+// partNames returns every name a host's multipart parser may read a
+// part with header h under, beyond the form name Go's parser reads:
+//
+//   - Rack reads a part with no Content-Disposition name (Rack 3.1: also
+//     one whose Content-Disposition is over 1536 bytes) under its
+//     Content-ID, and Rack 2 finds "Content-ID:" anywhere in the head;
+//   - Rack 2 and 3.0 read the name by a pattern (" name=" or "; name=",
+//     in any case, up to a quote or ";"), which matches inside another
+//     parameter's quoted value (x="; name=_method") and, in Rack 2, in
+//     any header line after "Content-Disposition:";
+//   - PHP reads a name quoted in single quotes (name='_method'), or up to
+//     a space.
+//
+// So every header value is searched for "content-id:" and for "name"
+// after a space, ";" or quote and followed by "=", and each value after
+// it is taken as each of them reads it.
+func partNames(h textproto.MIMEHeader) []string {
+	names := slices.Clone(h.Values("Content-Id"))
+	for _, vs := range h {
+		for _, v := range vs {
+			lower := asciiLower(v)
+			if i := strings.Index(lower, "content-id:"); i >= 0 {
+				names = append(names, strings.TrimSpace(v[i+len("content-id:"):]))
+			}
+			for i := strings.Index(lower, "name"); i >= 0; {
+				if i == 0 || strings.IndexByte(" \t;\"'", lower[i-1]) >= 0 {
+					if rest, ok := strings.CutPrefix(strings.TrimLeft(v[i+len("name"):], " \t"), "="); ok {
+						names = append(names, paramValues(strings.TrimLeft(rest, " \t"))...)
+					}
+				}
+				j := strings.Index(lower[i+1:], "name")
+				if j < 0 {
+					break
+				}
+				i += 1 + j
+			}
+		}
+	}
+	return names
+}
+
+// paramValues returns the values a parameter's value written as v (what
+// follows its "=") is read as: up to a quote or ";", a leading double
+// quote dropped (Rack 2 and 3.0); within the quotes it opens with, or up
+// to a space (PHP).
+func paramValues(v string) []string {
+	rack := strings.TrimPrefix(v, `"`)
+	if i := strings.IndexAny(rack, `";`); i >= 0 {
+		rack = rack[:i]
+	}
+	php := v
+	if q := v[:min(1, len(v))]; q == `"` || q == "'" {
+		php, _, _ = strings.Cut(v[1:], q)
+	} else if i := strings.IndexAny(v, " \t"); i >= 0 {
+		php = v[:i]
+	}
+	return []string{rack, php}
+}
+
+// MultipartFields calls f with each name a host may read a part of
+// body under (the Content-Disposition's name parameter, "" when it has
+// none, and each partNames finds), once, and the value, as sent, of
+// every part of body, a multipart body with that boundary. It reports
+// an error for a body that is not such a form, read to its closing
+// boundary, or with a Content-Disposition Go's parser does not read.
 func MultipartFields(body []byte, boundary string, f func(name, value string)) error {
+	return multipartParts(body, boundary, func(h textproto.MIMEHeader, names []string, value string) {
+		names = append(names, partNames(h)...)
+		slices.Sort(names)
+		for _, name := range slices.Compact(names) {
+			f(name, value)
+		}
+	})
+}
+
+// multipartParts calls f with the header, the form names (one for each
+// Content-Disposition, "" for one with no name) and the value, as sent,
+// of every part of body, a multipart body with that boundary. It reports
+// an error for a body that is not such a form, read to its closing
+// boundary, or with a Content-Disposition Go's parser does not read.
+func multipartParts(body []byte, boundary string, f func(h textproto.MIMEHeader, names []string, value string)) error {
 	if boundary == "" {
 		return errors.New("multipart body with no boundary")
 	}
@@ -231,13 +317,15 @@ func MultipartFields(body []byte, boundary string, f func(name, value string)) e
 		if err != nil {
 			return err
 		}
+		var names []string
 		for _, cd := range p.Header.Values("Content-Disposition") {
 			_, params, err := mime.ParseMediaType(cd)
 			if err != nil {
 				return err
 			}
-			f(params["name"], string(v))
+			names = append(names, params["name"])
 		}
+		f(p.Header, names, string(v))
 	}
 }
 

@@ -9,7 +9,10 @@ import (
 )
 
 // TestMethodParams: the _method values a host may read in a request,
-// wherever one reads them, and the names PHP registers as _method.
+// wherever one reads them, and the names PHP registers as _method; and
+// the body types a host may read one from (MethodParamBody), among them
+// any whose Content-Type holds "/json" or "+json", in a parameter too,
+// which Laravel reads as JSON.
 func TestMethodParams(t *testing.T) {
 	const mp = "multipart/form-data; boundary=b"
 	tests := []struct {
@@ -28,8 +31,15 @@ func TestMethodParams(t *testing.T) {
 		{"an untyped body that is JSON", "", "", `{"_method":"PUT"}`, []string{"PUT"}, false},
 		{"PHP's dot", "", "application/x-www-form-urlencoded", ".method=DELETE", []string{"DELETE"}, false},
 		{"PHP's leading space and array", "+_method[]=DELETE", "", "", []string{"DELETE"}, false},
+		{"PHP's name cut at a NUL", "_method%00x=DELETE", "", "", []string{"DELETE"}, false},
+		{"PHP's name cut at a NUL, in a form", "", "application/x-www-form-urlencoded", "a=1&_method%00=DELETE", []string{"DELETE"}, false},
 		{"not PHP's", "", "application/x-www-form-urlencoded", "x_method=DELETE&_Method=DELETE", nil, false},
 		{"a multipart part", "", mp, "--b\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n1\r\n--b\r\nContent-Disposition: form-data; name=\"_method\"\r\n\r\nDELETE\r\n--b--\r\n", []string{"DELETE"}, false},
+		{"a multipart part named by its Content-ID, as Rack reads it", "", mp, "--b\r\nContent-ID: _method\r\n\r\nDELETE\r\n--b--\r\n", []string{"DELETE"}, false},
+		{"a multipart name in single quotes, as PHP reads it", "", mp, "--b\r\nContent-Disposition: form-data; name='_method'\r\n\r\nDELETE\r\n--b--\r\n", []string{"DELETE"}, false},
+		{"a multipart name inside another parameter, as Rack 2 and 3.0 read it", "", mp, "--b\r\nContent-Disposition: form-data; x=\"; name=_method\"; name=\"a\"\r\n\r\nDELETE\r\n--b--\r\n", []string{"DELETE"}, false},
+		{"a multipart name in another header line, as Rack 2 reads it", "", mp, "--b\r\nContent-Disposition: form-data;name=\"a\"\r\nX-A: Content-Disposition: x name=_method\r\n\r\nDELETE\r\n--b--\r\n", []string{"DELETE"}, false},
+		{"a multipart file's name is none", "", mp, "--b\r\nContent-Disposition: form-data; name=\"f\"; filename=\"_method\"\r\n\r\nDELETE\r\n--b--\r\n", nil, false},
 		{"a multipart body that does not read", "", mp, "--b\r\nContent-Disposition: form-data; name=\"_method\"\r\n\r\nDELETE", nil, true},
 		{"JSON, twice, and not a string", "", "application/json", `{"_method":"POST","a":{"_method":"GET"},"_method":"DELETE","_method":["PUT"]}`, []string{"POST", "DELETE", `["PUT"]`}, false},
 		{"JSON of any type", "", "text/plain", `{"_method":"DELETE"}`, []string{"DELETE"}, false},
@@ -47,7 +57,8 @@ func TestMethodParams(t *testing.T) {
 			t.Errorf("%s: MethodParams = %q, want %q", tt.name, got, tt.want)
 		}
 	}
-	for _, ct := range []string{"", "application/x-www-form-urlencoded", "multipart/mixed; boundary=b", "application/json", "application/vnd.api+json"} {
+	for _, ct := range []string{"", "application/x-www-form-urlencoded", "multipart/mixed; boundary=b", "application/json", "application/vnd.api+json",
+		`text/plain; x="/json"`, "application/octet-stream; profile=a+json", "TEXT/PLAIN; X=/JSON"} {
 		if !proxy.MethodParamBody(ct) {
 			t.Errorf("MethodParamBody(%q) = false, want true", ct)
 		}

@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -121,14 +122,55 @@ var MethodOverrides = []string{"X-Http-Method-Override", "X-Http-Method", "X-Met
 var PathOverrides = []string{"X-Original-Url", "X-Rewrite-Url"}
 
 // StripBoxHeaders removes the box's token and cookies, the grant and the
-// path overrides from h. (The forwarding headers a box sent never reach
-// an outbound request: the Forwarder does not copy them.)
+// path overrides (under any name a host reads as one: DelHeaders) from
+// h. (The forwarding headers a box sent never reach an outbound request:
+// the Forwarder does not copy them.)
 func StripBoxHeaders(h http.Header) {
 	for _, k := range boxOnly {
 		h.Del(k)
 	}
-	for _, k := range PathOverrides {
-		h.Del(k)
+	DelHeaders(h, PathOverrides...)
+}
+
+// cgiName is the name under which a host that hands a request's headers
+// to its application as CGI variables reads the header named k: upper
+// case, each "-" an "_". Puma (Rack's env) and Caddy's FastCGI
+// (FrankenPHP, PHP-FPM behind Caddy) do so for a name written with "_"
+// too, so "X_HTTP_METHOD_OVERRIDE" reaches Rails and Symfony as
+// X-HTTP-Method-Override does, and "X_Original_URL" as X-Original-URL.
+func cgiName(k string) string {
+	return strings.ToUpper(strings.ReplaceAll(k, "-", "_"))
+}
+
+// HeaderValues returns the values of every header of h a host may read
+// as name (cgiName): name's own first, then those of the names written
+// otherwise ("X_HTTP_METHOD_OVERRIDE"), in the order of their names.
+func HeaderValues(h http.Header, name string) []string {
+	own := http.CanonicalHeaderKey(name)
+	out := slices.Clone(h[own])
+	var others []string
+	for k := range h {
+		if k != own && cgiName(k) == cgiName(name) {
+			others = append(others, k)
+		}
+	}
+	slices.Sort(others)
+	for _, k := range others {
+		out = append(out, h[k]...)
+	}
+	return out
+}
+
+// DelHeaders removes from h every header a host may read as one of
+// names (cgiName), however its name is written.
+func DelHeaders(h http.Header, names ...string) {
+	for k := range h {
+		for _, n := range names {
+			if cgiName(k) == cgiName(n) {
+				delete(h, k)
+				break
+			}
+		}
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -67,46 +68,92 @@ func Load(dataDir, envKey string) (k *Keyring, created bool, err error) {
 		return k, false, err
 	}
 	path := filepath.Join(dataDir, KeyFile)
-	b, err := os.ReadFile(path)
+	b, err := readKeyFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		key := make([]byte, 32)
-		if _, err := rand.Read(key); err != nil {
-			return nil, false, fmt.Errorf("make master key: %w", err)
+		k, err := createKeyFile(dataDir, path)
+		if !errors.Is(err, fs.ErrExist) {
+			return k, err == nil, err
 		}
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if errors.Is(err, fs.ErrExist) { // another process made it first
-			return Load(dataDir, "")
+		// Another process made it first; or a link to no file is
+		// there, which is read once more, not made again and again.
+		if b, err = readKeyFile(path); errors.Is(err, fs.ErrNotExist) {
+			return nil, false, fmt.Errorf("master key file %s is a link to no file; put the key where it leads, or remove the link", path)
 		}
-		if err != nil {
-			return nil, false, fmt.Errorf("create master key file: %w", err)
-		}
-		// The key and its name are synced before a value is sealed
-		// with it: a key file lost in a power cut, or left empty, after
-		// the store took such a value, would leave it unopenable.
-		_, werr := f.WriteString(hex.EncodeToString(key) + "\n")
-		if werr == nil {
-			werr = syncFile(f)
-		}
-		if cerr := f.Close(); werr == nil {
-			werr = cerr
-		}
-		if werr == nil {
-			werr = syncDir(dataDir)
-		}
-		if werr != nil {
-			return nil, false, fmt.Errorf("write master key file: %w", werr)
-		}
-		k, err := New(key)
-		return k, true, err
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("read master key file: %w", err)
-	}
-	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
-		return nil, false, fmt.Errorf("master key file %s is readable by others (mode %v); chmod 600 it", path, fi.Mode().Perm())
+		return nil, false, err
 	}
 	k, err = parseKey(strings.TrimSpace(string(b)), "master key file "+path)
 	return k, false, err
+}
+
+// createKeyFile makes the key file path in dataDir with a fresh random
+// key and mode 0600, and returns its Keyring; an error wrapping
+// fs.ErrExist when a file (or a link) is at path.
+func createKeyFile(dataDir, path string) (*Keyring, error) {
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, fmt.Errorf("make master key: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("create master key file: %w", err)
+	}
+	// The key and its name are synced before a value is sealed with it:
+	// a key file lost in a power cut, or left empty, after the store
+	// took such a value, would leave it unopenable.
+	_, werr := f.WriteString(hex.EncodeToString(key) + "\n")
+	if werr == nil {
+		werr = syncFile(f)
+	}
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = syncDir(dataDir)
+	}
+	if werr != nil {
+		return nil, fmt.Errorf("write master key file: %w", werr)
+	}
+	return New(key)
+}
+
+// maxKeyFile bounds what readKeyFile reads: a key is 64 hex characters,
+// or base64 of 32 bytes, and a line's end.
+const maxKeyFile = 4096
+
+// readKeyFile reads the master key file at path, judging the file it
+// opened (its fstat), never the name again: a file that is not a
+// regular one (a FIFO, a device, a directory) is refused, as is one its
+// group or others may read, or one larger than maxKeyFile. A link is
+// followed, and the file it leads to judged so. The file is opened
+// without waiting (openNoWait), so a FIFO in its place is refused
+// rather than waited on for a writer. An error opening it wraps the
+// open's (fs.ErrNotExist for none).
+func readKeyFile(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|openNoWait, 0)
+	if err != nil {
+		return nil, fmt.Errorf("read master key file: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("read master key file: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("master key file %s is not a regular file (%v); put the key in a regular file of mode 0600, or set BOXBROKER_MASTER_KEY", path, fi.Mode())
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("master key file %s is readable by others (mode %v); chmod 600 it", path, fi.Mode().Perm())
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("read master key file: %w", err)
+	}
+	if len(b) > maxKeyFile {
+		return nil, fmt.Errorf("master key file %s is larger than %d bytes, far more than a key: not a master key file", path, maxKeyFile)
+	}
+	return b, nil
 }
 
 // syncFile and syncDir sync a file and a directory (the names made in
