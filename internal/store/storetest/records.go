@@ -449,5 +449,13 @@ func testFeedbackOfAReenrolledBox(t *testing.T, s store.Store) {
 	err := second(s.AddFeedback(ctx, batch(6), hash("token-alpha-3"), store.FeedbackBound{}))
 	wantErr(t, "AddFeedback(alpha) with its token before the rotation, past the grace", err, store.ErrGraceEnded)
 	wantErr(t, "AddFeedback(alpha) with its token before the rotation, past the grace", err, store.ErrNotFound)
+	// A token replaced with no grace is no box's: the batch is refused,
+	// and the box is the one enrolled before (capability.TokenGone tells
+	// the two apart by its CreatedAt).
+	must(t, "RotateToken(alpha)", s.RotateToken(ctx, "alpha", hash("token-alpha-5")))
+	wantErr(t, "AddFeedback(alpha) with its token before a rotation with no grace", second(s.AddFeedback(ctx, batch(7), hash("token-alpha-4"), store.FeedbackBound{})), store.ErrNotFound)
+	if b, err := s.Box(ctx, "alpha"); err != nil || !sameTime(b.CreatedAt, at(1)) {
+		t.Errorf("Box(alpha) after RotateToken = created %v, %v; want the box created at(1)", b.CreatedAt, err)
+	}
 	answer(s.CountFeedback(ctx, "alpha")).is(t, "CountFeedback(alpha)", store.FeedbackKept{Batches: 2, Bytes: 2 * int64(len(`{"entries":[3]}`))})
 }
