@@ -51,7 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store, opts ...Option) {
 		{"FeedbackPages", testFeedbackPages},
 		{"FeedbackBound", testFeedbackBound},
 		{"ConcurrentFeedbackBound", testConcurrentFeedbackBound},
-		{"Resources", testResources},
+		{"Resources", testResources}, {"ResourceOfAReenrolledBox", testResourceOfAReenrolledBox},
 		{"Grants", testGrants},
 		{"Times", testTimes},
 		{"NotFound", testNotFound},
