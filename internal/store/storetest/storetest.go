@@ -77,6 +77,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store, opts ...Option) {
 		{"DeclarationOfAReenrolledBox", testDeclarationOfAReenrolledBox}, {"DeclarationAsTheGraceEnds", testDeclarationAsTheGraceEnds},
 		{"DeclarationAsTheTokenExpires", testDeclarationAsTheTokenExpires},
 		{"Proposals", testProposals}, {"ConcurrentProposals", testConcurrentProposals}, {"ProposalOfAReenrolledBox", testProposalOfAReenrolledBox},
+		{"ApprovalsOfAReenrolledBox", testApprovalsOfAReenrolledBox},
 		{"FeedbackOfAReenrolledBox", testFeedbackOfAReenrolledBox},
 		{"Budgets", testBudgets},
 		{"ReserveAndSettle", testReserveAndSettle},
