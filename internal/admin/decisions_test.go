@@ -109,7 +109,7 @@ func TestProposals_RemovedBoxTakesItsApprovals(t *testing.T) {
 	approved := openHostProposal(t, b, tok, "alpha", "one.example:443")
 	decode(t, "approve for always", b.Admin("POST", "/api/proposals/"+approved+"/approve", b.AdminToken, operator.Decision{For: "always"}), 200, nil)
 	pending := openHostProposal(t, b, tok, "alpha", "two.example:443")
-	attempt := approval.Attempt{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalHost, Method: http.MethodConnect, Host: "one.example:443", Reason: "no secret"}}
+	attempt := approval.Attempt{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalHost, Method: http.MethodConnect, Host: "one.example:443", Reason: "no secret"}, Token: tok}
 	if v, err := b.Server.Approvals.Refused(ctx, attempt); err != nil || !v.Approved {
 		t.Fatalf("the approved attempt before removal: %+v, %v; want approved", v, err)
 	}
@@ -118,7 +118,7 @@ func TestProposals_RemovedBoxTakesItsApprovals(t *testing.T) {
 		t.Fatalf("remove alpha = %d %s", r.StatusCode, r.Body)
 	}
 	refusal(t, "approve the removed box's proposal", b.Admin("POST", "/api/proposals/"+pending+"/approve", b.AdminToken, operator.Decision{For: "always"}), 404)
-	b.AddBox("alpha")
+	attempt.Token = b.AddBox("alpha")
 	if v, err := b.Server.Approvals.Refused(ctx, attempt); err != nil || v.Approved {
 		t.Errorf("the same attempt by the new alpha: %+v, %v; want it not approved", v, err)
 	}

@@ -8,7 +8,9 @@ import (
 
 	"github.com/intentius/boxbroker/internal/approval"
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/operator"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // TestAdmin_BoxEnrolledUnderARemovedBoxsNameInheritsNothing: a box
@@ -23,7 +25,7 @@ func TestAdmin_BoxEnrolledUnderARemovedBoxsNameInheritsNothing(t *testing.T) {
 	id := openHostProposal(t, b, tok, "alpha", "evil.example:443")
 	decode(t, "approve always", b.Admin("POST", "/api/proposals/"+id+"/approve", b.AdminToken, map[string]any{"for": "always"}), 200, nil)
 	decode(t, "PUT budget", b.Admin("PUT", "/api/boxes/alpha/budgets", b.AdminToken, map[string]any{"usd": 500}), 200, nil)
-	if in, err := b.Server.Store.ApprovalsInForce(ctx, "alpha", store.ProposalHost, time.Now()); err != nil || len(in) != 1 {
+	if in, err := b.Server.Store.ApprovalsInForce(ctx, "alpha", token.Hash(tok), store.ProposalHost, time.Now()); err != nil || len(in) != 1 {
 		t.Fatalf("alpha's approvals in force = %+v, %v, want the one approved, or this test shows nothing", in, err)
 	}
 	if bs, err := b.Server.Store.ListBudgets(ctx, "alpha"); err != nil || len(bs) != 1 {
@@ -31,9 +33,10 @@ func TestAdmin_BoxEnrolledUnderARemovedBoxsNameInheritsNothing(t *testing.T) {
 	}
 
 	decode(t, "DELETE alpha", b.Admin("DELETE", "/api/boxes/alpha", b.AdminToken, nil), 204, nil)
-	decode(t, "POST alpha again", b.Admin("POST", "/api/boxes", b.AdminToken, map[string]any{"name": "alpha"}), 201, nil)
+	var again operator.BoxToken
+	decode(t, "POST alpha again", b.Admin("POST", "/api/boxes", b.AdminToken, map[string]any{"name": "alpha"}), 201, &again)
 
-	if in, err := b.Server.Store.ApprovalsInForce(ctx, "alpha", store.ProposalHost, time.Now()); err != nil || len(in) != 0 {
+	if in, err := b.Server.Store.ApprovalsInForce(ctx, "alpha", token.Hash(again.Token), store.ProposalHost, time.Now()); err != nil || len(in) != 0 {
 		t.Errorf("the new alpha's approvals in force = %+v, %v, want none of the removed box's", in, err)
 	}
 	if asks, err := b.Server.Store.ListAsks(ctx, "alpha"); err != nil || len(asks) != 0 {

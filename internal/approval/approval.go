@@ -193,7 +193,12 @@ func Matches(p store.Proposal, a Attempt) bool {
 // An error is the store's; the caller refuses as it would have.
 func (s *Service) Refused(ctx context.Context, a Attempt) (Verdict, error) {
 	now := s.cfg.Now()
-	in, err := s.cfg.Store.ApprovalsInForce(ctx, a.Box, a.Kind, now)
+	// The approvals and asks are read while the box holds the token
+	// its request was admitted with: a request of a box removed, or
+	// whose token was replaced, since it was admitted is allowed by no
+	// approval, and asks no one.
+	held := token.Hash(a.Token)
+	in, err := s.cfg.Store.ApprovalsInForce(ctx, a.Box, held, a.Kind, now)
 	if err != nil {
 		return Verdict{}, err
 	}
@@ -213,7 +218,7 @@ func (s *Service) Refused(ctx context.Context, a Attempt) (Verdict, error) {
 			return Verdict{}, err
 		}
 	}
-	asks, err := s.cfg.Store.ListAsks(ctx, a.Box)
+	asks, err := s.cfg.Store.ListAsksOfToken(ctx, a.Box, held)
 	if err != nil {
 		return Verdict{}, err
 	}
@@ -238,7 +243,7 @@ func (s *Service) Refused(ctx context.Context, a Attempt) (Verdict, error) {
 	}
 	id := newID()
 	p := store.Proposal{ID: id, Attempt: a.Attempt, Key: a.key(), CreatedAt: now, ExpiresAt: now.Add(s.cfg.PendingFor)}
-	got, err := s.cfg.Store.OpenProposal(ctx, p, token.Hash(a.Token), s.cfg.MaxPending)
+	got, err := s.cfg.Store.OpenProposal(ctx, p, held, s.cfg.MaxPending)
 	if errors.Is(err, store.ErrFull) {
 		v.Full = true
 		return v, nil

@@ -18,7 +18,7 @@ type failing struct{ store.Proposals }
 
 var errUnreadable = errors.New("disk on fire")
 
-func (failing) ApprovalsInForce(context.Context, string, string, time.Time) ([]store.Proposal, error) {
+func (failing) ApprovalsInForce(context.Context, string, string, string, time.Time) ([]store.Proposal, error) {
 	return nil, errUnreadable
 }
 

@@ -84,3 +84,45 @@ func TestRefused_RequestOfARemovedBoxIsNotProposedToTheNewOne(t *testing.T) {
 		t.Errorf("Ask(request of the new box) names no proposal; want one")
 	}
 }
+
+// TestRefused_RequestOfARemovedBoxIsNotAllowedByTheNewOnesApproval: a
+// refused request admitted with the token of a box removed since (the
+// broker's cache still taking it) is allowed by no approval the box
+// added under its name has in force, and reads none of its asks; nor is
+// one with a token replaced (with no grace) since.
+func TestRefused_RequestOfARemovedBoxIsNotAllowedByTheNewOnesApproval(t *testing.T) {
+	svc, st, _, _ := newService(t)
+	ctx := t.Context()
+	const newToken = "the new box's token"
+	if err := st.DeleteBox(ctx, "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateBox(ctx, store.Box{Name: "alpha", TokenHash: token.Hash(newToken), CreatedAt: time.Now(), PayerKind: "shared"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.SetAsk(ctx, "alpha", approval.SecretScope("GITHUB"), true); err != nil {
+		t.Fatal(err)
+	}
+	mine := rule("/repos/acme/x/issues")
+	mine.Token, mine.Forbidden = newToken, []string{newToken}
+	v, err := svc.Refused(ctx, mine)
+	if err != nil || v.Proposal.ID == "" {
+		t.Fatalf("Refused(the new box's request) = %+v, %v; want a proposal", v, err)
+	}
+	if _, err := svc.Approve(ctx, v.Proposal.ID, 0, true, "owner"); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := svc.Refused(ctx, mine); err != nil || !v.Approved {
+		t.Fatalf("Refused(the new box's request, approved) = %+v, %v; want approved, or this test shows nothing", v, err)
+	}
+
+	if v, err := svc.Refused(ctx, rule("/repos/acme/x/issues")); err != nil || v.Approved || v.Asked {
+		t.Errorf("Refused(the removed box's request) = %+v, %v; want neither approved nor asked", v, err)
+	}
+	if err := st.RotateToken(ctx, "alpha", token.Hash("a third token")); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := svc.Refused(ctx, mine); err != nil || v.Approved || v.Asked {
+		t.Errorf("Refused(a request with the token replaced) = %+v, %v; want neither approved nor asked", v, err)
+	}
+}

@@ -52,14 +52,13 @@ func tokenRefusal(e *capability.Error) *capability.Error {
 // tokenRefused is the 403 of a request whose token err (token.Refused)
 // says is no box's: missing, two different ones, or unknown.
 func tokenRefused(err error) *capability.Error {
-	msg := "The token is no box's token at this broker."
 	switch {
 	case errors.Is(err, token.ErrMissing):
-		msg = "The request carries no box token: send it as Authorization: Bearer <token>, or as x-api-key on the Anthropic routes."
+		return capability.Refuse(capability.ReasonToken, "The request carries no box token: send it as Authorization: Bearer <token>, or as x-api-key on the Anthropic routes.")
 	case errors.Is(err, token.ErrConflict):
-		msg = "The request carries two different tokens; send the box's token once."
+		return capability.Refuse(capability.ReasonToken, "The request carries two different tokens; send the box's token once.")
 	}
-	return capability.Refuse(capability.ReasonToken, "%s", msg)
+	return capability.UnknownToken()
 }
 
 // readBodyToken lets r's route rt find a box's token in r's body when

@@ -1,6 +1,7 @@
 package capability
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -131,6 +132,35 @@ func TooLarge(n int64) *Error {
 // its end (the box stopped sending it, say). err is logged, never shown.
 func UnreadableBody(err error) *Error {
 	return Refuse(ReasonInvalid, "The broker could not read the request body.").WithErr(err)
+}
+
+// UnknownToken is the 403 of a request whose token is no box's token at
+// this broker: none holds it (an unknown token, or one its box no longer
+// holds: removed, or replaced at a rotation with no grace).
+func UnknownToken() *Error {
+	return Refuse(ReasonToken, "The token is no box's token at this broker.")
+}
+
+// BoxReader reads a box as the store holds it now (store.Boxes' Box).
+type BoxReader interface {
+	Box(ctx context.Context, name string) (store.Box, error)
+}
+
+// TokenGone is the 403 of a request of box (the box as the broker
+// admitted it) whose box no longer held the token it was admitted with
+// when the store wrote on its behalf (a write that checks it answered
+// store.ErrNotFound). It reads what boxes holds under box's name now: a
+// box enrolled when box was is box, its token replaced (at a rotation
+// with no grace), and the request's token is no box's (UnknownToken, as
+// the broker refuses it from then on); no box, or one enrolled since (a
+// box added under its name), says the box was removed. A read that fails
+// says only that the token is no box's, which is so either way.
+func TokenGone(ctx context.Context, boxes BoxReader, box store.Box) *Error {
+	now, err := boxes.Box(ctx, box.Name)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && !now.CreatedAt.Equal(box.CreatedAt)) {
+		return Refuse(ReasonRemoved, "The box was removed from this broker.")
+	}
+	return UnknownToken()
 }
 
 // Paused is the 403 of a request of box while its owner has it paused.

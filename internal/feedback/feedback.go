@@ -60,8 +60,12 @@ type Metrics interface {
 
 // Config configures the capability.
 type Config struct {
-	// Store keeps accepted batches.
-	Store store.Feedback
+	// Store keeps accepted batches, and reads the box of one it refuses
+	// for the box's token (capability.TokenGone).
+	Store interface {
+		store.Feedback
+		capability.BoxReader
+	}
 	// Keep is whether this broker keeps feedback at all. When false every
 	// batch that passes the declaration and is well formed is answered 501,
 	// so the box keeps it to send later.
@@ -179,7 +183,7 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 			"The token this batch was sent with is no longer taken: its lifetime, or the grace after its rotation, ended as the batch was kept. Keep the batch and send it with the box's token.")
 	}
 	if errors.Is(err, store.ErrNotFound) { // removed meanwhile, or its token replaced
-		return capability.Refuse(capability.ReasonRemoved, "The box was removed from this broker.")
+		return capability.TokenGone(r.Context(), c.cfg.Store, call.Box)
 	}
 	if err != nil {
 		return capability.Refuse(capability.ReasonStore, "The broker could not keep the batch just now; keep it and send it later.").WithErr(err)

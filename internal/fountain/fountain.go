@@ -153,8 +153,13 @@ type Config struct {
 	Upstream *url.URL
 	// Transport carries requests upstream.
 	Transport http.RoundTripper
-	// Resources records and answers which box owns which Fountain id.
-	Resources store.Resources
+	// Resources records and answers which box owns which Fountain id,
+	// and reads the box of an id it refuses to record for the box's token
+	// (capability.TokenGone).
+	Resources interface {
+		store.Resources
+		capability.BoxReader
+	}
 	// Key returns the operator's Fountain key.
 	Key KeyFunc
 	// MaxBody bounds a request body in bytes (default protocol.DefaultMaxBody, 64 MiB).
@@ -181,10 +186,12 @@ type ctxKey struct{}
 // call carries what Serve learnt to the proxy's Rewrite and ModifyResponse
 // within one request.
 type call struct {
-	key    []byte
-	box    string
-	token  string // the box's token, watched for in the answer
-	starts bool
+	key []byte
+	box string
+	// admitted is the box as the broker admitted the request.
+	admitted store.Box
+	token    string // the box's token, watched for in the answer
+	starts   bool
 	// listing is the kind a family-wide GET (a listing) lists, "" for
 	// any other request.
 	listing string
@@ -252,7 +259,7 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, cl *capabilit
 		return err
 	}
 	r.Body = body
-	k := &call{key: key, box: cl.Box.Name, token: cl.Token, starts: starts(r.Method, rt)}
+	k := &call{key: key, box: cl.Box.Name, admitted: cl.Box, token: cl.Token, starts: starts(r.Method, rt)}
 	if rt.ID == "" && r.Method == http.MethodGet {
 		k.listing = rt.Family.Kind
 	}
@@ -368,10 +375,18 @@ func (c *Capability) record(resp *http.Response, cl *call) error {
 		c.cfg.Logger.Warn("fountain: a started conversation's answer names no usable id; not recorded", "box", cl.box)
 		return nil
 	}
-	err = c.cfg.Resources.AddResource(resp.Request.Context(), store.Resource{
+	// Recorded only while the box holds the token its request was
+	// admitted with: a box added since under the name of one removed
+	// meanwhile did not start it, and is not to own it.
+	err = c.cfg.Resources.AddBoxResource(resp.Request.Context(), store.Resource{
 		Box: cl.box, Kind: store.ResourceConversation, ID: id, At: c.cfg.Now().UTC(),
-	})
+	}, token.Hash(cl.token))
 	switch {
+	case errors.Is(err, store.ErrGraceEnded) || errors.Is(err, store.ErrTokenExpired):
+		// Admitted within its token's grace or lifetime, recorded past it.
+		return capability.Refuse(capability.ReasonExpired, "The token this conversation was started with is no longer taken: its lifetime, or the grace after its rotation, ended as the broker recorded it, so the broker did not pass it on.").WithErr(fmt.Errorf("conversation %q started by box %s past its token's lifetime: %w", id, cl.box, err))
+	case errors.Is(err, store.ErrNotFound):
+		return capability.TokenGone(resp.Request.Context(), c.cfg.Resources, cl.admitted).WithErr(fmt.Errorf("conversation %q started by box %s, which no longer holds the token it was admitted with: %w", id, cl.box, err))
 	case errors.Is(err, store.ErrExists):
 		return capability.Refuse(capability.ReasonNotOwn, "Fountain started a conversation whose id the broker has recorded as another box's; the broker did not pass it on.").At(http.StatusBadGateway).WithErr(fmt.Errorf("conversation %q started by box %s is another box's", id, cl.box))
 	case err != nil:

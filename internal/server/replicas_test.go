@@ -366,11 +366,11 @@ func (o *outage) AddFeedback(ctx context.Context, f store.FeedbackBatch, tokenHa
 	return o.Store.AddFeedback(ctx, f, tokenHash, bound)
 }
 
-func (o *outage) AddResource(ctx context.Context, r store.Resource) error {
+func (o *outage) AddBoxResource(ctx context.Context, r store.Resource, tokenHash string) error {
 	if err := o.check("add resource"); err != nil {
 		return err
 	}
-	return o.Store.AddResource(ctx, r)
+	return o.Store.AddBoxResource(ctx, r, tokenHash)
 }
 
 func (o *outage) ChangesSince(ctx context.Context, after int64, limit int) ([]store.Change, error) {

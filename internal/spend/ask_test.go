@@ -113,7 +113,7 @@ func TestBudget_AskedThenApprovedOnce(t *testing.T) {
 // unreadableApprovals is a store whose reads of approvals in force fail.
 type unreadableApprovals struct{ store.Store }
 
-func (unreadableApprovals) ApprovalsInForce(context.Context, string, string, time.Time) ([]store.Proposal, error) {
+func (unreadableApprovals) ApprovalsInForce(context.Context, string, string, string, time.Time) ([]store.Proposal, error) {
 	return nil, errors.New("disk on fire")
 }
 

@@ -123,8 +123,14 @@ type Proposals interface {
 	// it is not pending at at (nor, for a denial, an approval in force).
 	DecideProposal(ctx context.Context, id, state string, until time.Time, by string, at time.Time) (Proposal, error)
 	// ApprovalsInForce returns box's approved proposals of kind whose
-	// Until is zero or after at.
-	ApprovalsInForce(ctx context.Context, box, kind string, at time.Time) ([]Proposal, error)
+	// Until is zero or after at, read while the box holds the token that
+	// hashes to tokenHash, the one the refused request was admitted with
+	// (its token, before its expiry, or the one before its last
+	// rotation, within the grace, by the database's clock), in the same
+	// statement: none otherwise, so that a request of a box removed, or
+	// whose token was replaced, since it was admitted is allowed by no
+	// approval of the box added under its name, nor by the box's own.
+	ApprovalsInForce(ctx context.Context, box, tokenHash, kind string, at time.Time) ([]Proposal, error)
 	// UseApproval marks the approval id, in force at at, used (State
 	// ProposalUsed), so that it lets one call past a budget, once.
 	// ErrNotPending if it is not an approval in force.
@@ -134,4 +140,9 @@ type Proposals interface {
 	SetAsk(ctx context.Context, box, scope string, on bool) error
 	// ListAsks returns the scopes box has in ask mode, sorted.
 	ListAsks(ctx context.Context, box string) ([]string, error)
+	// ListAsksOfToken is ListAsks for a refused request of box admitted
+	// with the token that hashes to tokenHash: the scopes are read while
+	// the box holds that token, as ApprovalsInForce reads approvals, and
+	// are none otherwise.
+	ListAsksOfToken(ctx context.Context, box, tokenHash string) ([]string, error)
 }

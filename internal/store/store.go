@@ -340,6 +340,14 @@ type Resources interface {
 	// AddResource records r as r.Box's; ErrExists if another box owns it
 	// (recording it again for the same box is not an error).
 	AddResource(ctx context.Context, r Resource) error
+	// AddBoxResource records r, made by a request of r.Box admitted with
+	// the token that hashes to tokenHash, as AddResource does, only while
+	// the box holds that token (its token, or the one before its last
+	// rotation, within the grace): ErrNotFound otherwise (ErrGraceEnded,
+	// ErrTokenExpired as for SaveDeclaration), so that what a box
+	// removed meanwhile made is not recorded as the box added since under
+	// its name.
+	AddBoxResource(ctx context.Context, r Resource, tokenHash string) error
 	// ResourceOwner returns the box that owns kind/id, or ErrNotFound.
 	ResourceOwner(ctx context.Context, kind, id string) (string, error)
 	// ListResources returns a box's resources.

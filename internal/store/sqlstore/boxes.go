@@ -238,6 +238,18 @@ func (s *Store) holdsToken(ctx context.Context, tx *sql.Tx, box, tokenHash strin
 	return nil
 }
 
+// tokenHeld is the condition that the box named by the parameter box
+// holds the token that hashes to the parameter hash (both "$n"), as
+// holdsToken judges it, by the database's clock as the statement runs:
+// for a read made on behalf of a request admitted with that token, so
+// that what it reads by the box's name is read only while the box that
+// holds the token has that name, in the same statement.
+func (s *Store) tokenHeld(box, hash string) string {
+	now := s.D.Now(0)
+	return "EXISTS (SELECT 1 FROM boxes WHERE name = " + box + " AND ((token_hash = " + hash + " AND (token_expires_at IS NULL OR token_expires_at > " + now + "))" +
+		" OR (old_token_hash = " + hash + " AND old_token_until > " + now + ")))"
+}
+
 // Declaration returns the last report kept for the box named box and when
 // it was taken, or store.ErrNotFound if it never reported.
 func (s *Store) Declaration(ctx context.Context, box string) ([]byte, time.Time, error) {

@@ -136,11 +136,13 @@ func (s *Store) DecideProposal(ctx context.Context, id, state string, until time
 	return out, err
 }
 
-// ApprovalsInForce returns box's approvals of kind in force at at.
-func (s *Store) ApprovalsInForce(ctx context.Context, box, kind string, at time.Time) ([]store.Proposal, error) {
+// ApprovalsInForce returns box's approvals of kind in force at at, while
+// the box holds the token that hashes to tokenHash (tokenHeld), in one
+// statement; none otherwise.
+func (s *Store) ApprovalsInForce(ctx context.Context, box, tokenHash, kind string, at time.Time) ([]store.Proposal, error) {
 	op := fmt.Sprintf("approvals of box %q", box)
-	return s.proposals(ctx, op, at, "WHERE box = $1 AND kind = $2 AND state = 'approved' AND (approved_until = 0 OR approved_until > $3) ORDER BY created_at, id",
-		box, kind, Micros(at))
+	return s.proposals(ctx, op, at, "WHERE box = $1 AND kind = $2 AND state = 'approved' AND (approved_until = 0 OR approved_until > $3) AND "+s.tokenHeld("$1", "$4")+" ORDER BY created_at, id",
+		box, kind, Micros(at), tokenHash)
 }
 
 // proposals reads the proposals the query's WHERE (and ORDER) picks, as
@@ -179,4 +181,11 @@ func (s *Store) SetAsk(ctx context.Context, box, scope string, on bool) error {
 // ListAsks returns the scopes box has in ask mode, sorted.
 func (s *Store) ListAsks(ctx context.Context, box string) ([]string, error) {
 	return collect(ctx, s, fmt.Sprintf("list asks of box %q", box), "SELECT scope FROM proposal_asks WHERE box = $1 ORDER BY scope"+s.D.Collate(), value[string], box)
+}
+
+// ListAsksOfToken returns the scopes box has in ask mode, sorted, while
+// the box holds the token that hashes to tokenHash (tokenHeld), in one
+// statement; none otherwise.
+func (s *Store) ListAsksOfToken(ctx context.Context, box, tokenHash string) ([]string, error) {
+	return collect(ctx, s, fmt.Sprintf("list asks of box %q", box), "SELECT scope FROM proposal_asks WHERE box = $1 AND "+s.tokenHeld("$1", "$2")+" ORDER BY scope"+s.D.Collate(), value[string], box, tokenHash)
 }

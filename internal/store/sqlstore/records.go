@@ -167,8 +167,33 @@ func (s *Store) CountFeedback(ctx context.Context, box string) (store.FeedbackKe
 // r.Kind/r.ID, store.ErrNotFound if there is no box named r.Box. Recording
 // it again for the same box changes nothing and is not an error.
 func (s *Store) AddResource(ctx context.Context, r store.Resource) error {
+	return s.addResource(ctx, r, nil)
+}
+
+// AddBoxResource records r, which a request of r.Box admitted with the
+// token that hashes to tokenHash made, as r.Box's, as AddResource does,
+// only while the box holds that token: store.ErrNotFound if no box named
+// r.Box holds it (store.ErrGraceEnded, store.ErrTokenExpired as for
+// SaveDeclaration).
+func (s *Store) AddBoxResource(ctx context.Context, r store.Resource, tokenHash string) error {
+	return s.addResource(ctx, r, func(tx *sql.Tx) error {
+		// The resource is the box's that holds the token its request
+		// was admitted with: a box added under the name of one removed
+		// meanwhile did not make it, and is not to own it.
+		return s.holdsToken(ctx, tx, r.Box, tokenHash)
+	})
+}
+
+// addResource is AddResource, and AddBoxResource when held, run first in
+// the same write, checks that the box may own r.
+func (s *Store) addResource(ctx context.Context, r store.Resource, held func(*sql.Tx) error) error {
 	key := r.Kind + "/" + r.ID
 	return s.Write(ctx, fmt.Sprintf("add resource %q for box %q", key, r.Box), func(tx *sql.Tx) ([]store.Change, error) {
+		if held != nil {
+			if err := held(tx); err != nil {
+				return nil, err
+			}
+		}
 		n, err := affected(ctx, tx, "INSERT INTO resources (kind, id, box, at) VALUES ($1, $2, $3, $4) ON CONFLICT (kind, id) DO NOTHING",
 			r.Kind, r.ID, r.Box, s.D.Time(r.At))
 		if err != nil || n == 1 {

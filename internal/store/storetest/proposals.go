@@ -68,12 +68,12 @@ func testProposals(t *testing.T, s store.Store) {
 	wantErr(t, "DecideProposal(approve again)", second(s.DecideProposal(ctx, "p-1", store.ProposalApproved, time.Time{}, "owner", at(6))), store.ErrNotPending)
 	wantErr(t, "DecideProposal(none)", second(s.DecideProposal(ctx, "p-none", store.ProposalDenied, time.Time{}, "owner", at(6))), store.ErrNotFound)
 	wantErr(t, "DecideProposal(deny)", second(s.DecideProposal(ctx, "p-2", store.ProposalDenied, time.Time{}, "owner", at(6))), nil)
-	in, err := s.ApprovalsInForce(ctx, "alpha", store.ProposalRule, at(10))
+	in, err := s.ApprovalsInForce(ctx, "alpha", tokenOf("alpha"), store.ProposalRule, at(10))
 	if err != nil || len(in) != 1 || in[0].ID != "p-1" {
 		t.Errorf("ApprovalsInForce = %+v, %v; want p-1", in, err)
 	}
-	answer(s.ApprovalsInForce(ctx, "alpha", store.ProposalRule, at(3605))).none(t, "ApprovalsInForce(after its end)")
-	answer(s.ApprovalsInForce(ctx, "alpha", store.ProposalHost, at(10))).none(t, "ApprovalsInForce(other kind)")
+	answer(s.ApprovalsInForce(ctx, "alpha", tokenOf("alpha"), store.ProposalRule, at(3605))).none(t, "ApprovalsInForce(after its end)")
+	answer(s.ApprovalsInForce(ctx, "alpha", tokenOf("alpha"), store.ProposalHost, at(10))).none(t, "ApprovalsInForce(other kind)")
 	// An approval is used once, while in force.
 	wantErr(t, "UseApproval(after its end)", s.UseApproval(ctx, "p-1", at(3605)), store.ErrNotPending)
 	wantErr(t, "UseApproval(denied)", s.UseApproval(ctx, "p-2", at(10)), store.ErrNotPending)
@@ -84,7 +84,7 @@ func testProposals(t *testing.T, s store.Store) {
 	if want := `use approval "p-1": ` + store.ErrNotPending.Error(); err == nil || err.Error() != want {
 		t.Errorf("UseApproval(again) = %v, want the message %q", err, want)
 	}
-	answer(s.ApprovalsInForce(ctx, "alpha", store.ProposalRule, at(12))).none(t, "ApprovalsInForce after use")
+	answer(s.ApprovalsInForce(ctx, "alpha", tokenOf("alpha"), store.ProposalRule, at(12))).none(t, "ApprovalsInForce after use")
 	// A new proposal with key k1 opens again: the approved one is no
 	// longer pending.
 	if p, err := openProposal(ctx, s, proposal("alpha", "p-5", "k1", 7), 3); err != nil || p.ID != "p-5" || p.Count != 1 {
@@ -110,7 +110,7 @@ func testProposals(t *testing.T, s store.Store) {
 		Payer: "visitor github:ann", Reason: "past github:ann's budget"}, Key: "kb", CreatedAt: at(7), ExpiresAt: at(7 + 3600)}
 	wantErr(t, "OpenProposal(budget)", second(openProposal(ctx, s, budget, 3)), nil)
 	wantErr(t, "DecideProposal(budget)", second(s.DecideProposal(ctx, "p-budget", store.ProposalApproved, time.Time{}, "owner", at(8))), nil)
-	if in, err := s.ApprovalsInForce(ctx, "beta", store.ProposalBudget, at(9)); err != nil || len(in) != 1 || in[0].Payer != "visitor github:ann" || in[0].Secret != "" {
+	if in, err := s.ApprovalsInForce(ctx, "beta", tokenOf("beta"), store.ProposalBudget, at(9)); err != nil || len(in) != 1 || in[0].Payer != "visitor github:ann" || in[0].Secret != "" {
 		t.Errorf("ApprovalsInForce(beta, budget) = %+v, %v; want p-budget paid by visitor github:ann, no secret", in, err)
 	}
 
@@ -120,7 +120,7 @@ func testProposals(t *testing.T, s store.Store) {
 	if err != nil || wd.State != store.ProposalDenied || wd.DecidedBy != "admin:a1" || !sameTime(wd.DecidedAt, at(9)) {
 		t.Errorf("DecideProposal(withdraw) = %+v, %v; want denied by admin:a1 at 9", wd, err)
 	}
-	answer(s.ApprovalsInForce(ctx, "beta", store.ProposalBudget, at(9))).none(t, "ApprovalsInForce after the withdrawal")
+	answer(s.ApprovalsInForce(ctx, "beta", tokenOf("beta"), store.ProposalBudget, at(9))).none(t, "ApprovalsInForce after the withdrawal")
 	for _, id := range []string{"p-budget", "p-1"} { // withdrawn; used
 		wantErr(t, "DecideProposal(withdraw "+id+")", second(s.DecideProposal(ctx, id, store.ProposalDenied, time.Time{}, "owner", at(12))), store.ErrNotPending)
 	}
@@ -190,4 +190,46 @@ func testProposalOfAReenrolledBox(t *testing.T, s store.Store) {
 	if ps, err := s.ListProposals(ctx, "alpha", "", at(7), 10); err != nil || len(ps) != 2 {
 		t.Errorf("ListProposals(alpha) = %+v, %v; want p-1 and p-2", ps, err)
 	}
+}
+
+// testApprovalsOfAReenrolledBox: the approvals in force and the asks a
+// refused request reads are read only while its box holds the token the
+// request was admitted with: one of a box removed since reads none of
+// the box added under its name; one with a box's token before its
+// rotation reads the box's within the grace and none past it, nor once
+// the token is replaced with no grace, nor past the token's expiry.
+func testApprovalsOfAReenrolledBox(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	old := mustCreateBox(t, s, "alpha")
+	must(t, "DeleteBox(alpha)", s.DeleteBox(ctx, "alpha"))
+	must(t, "CreateBox(alpha) anew", s.CreateBox(ctx, store.Box{Name: "alpha", TokenHash: hash("token-alpha-2"), CreatedAt: at(1), PayerKind: "shared"}))
+	must(t, "OpenProposal(alpha) with its own token", second(s.OpenProposal(ctx, proposal("alpha", "p-1", "k1", 2), hash("token-alpha-2"), 3)))
+	must(t, "DecideProposal(p-1, approve always)", second(s.DecideProposal(ctx, "p-1", store.ProposalApproved, time.Time{}, "owner", at(3))))
+	must(t, "SetAsk(alpha, secret:GITHUB)", s.SetAsk(ctx, "alpha", "secret:GITHUB", true))
+	reads := func(call, tokenHash string, want bool) {
+		t.Helper()
+		in, err := s.ApprovalsInForce(ctx, "alpha", tokenHash, store.ProposalRule, at(4))
+		if err != nil || (len(in) == 1) != want || len(in) > 1 || (want && in[0].ID != "p-1") {
+			t.Errorf("ApprovalsInForce(alpha) %s = %+v, %v; want p-1: %v", call, in, err, want)
+		}
+		asks, err := s.ListAsksOfToken(ctx, "alpha", tokenHash)
+		if err != nil || (len(asks) == 1) != want || len(asks) > 1 {
+			t.Errorf("ListAsksOfToken(alpha) %s = %v, %v; want secret:GITHUB: %v", call, asks, err, want)
+		}
+	}
+	reads("with the removed box's token", old.TokenHash, false)
+	reads("with another box's token", hash("token-beta"), false)
+	reads("with its own token", hash("token-alpha-2"), true)
+	answer(s.ListAsks(ctx, "alpha")).is(t, "ListAsks(alpha), the operator's", []string{"secret:GITHUB"})
+
+	must(t, "ReplaceToken(alpha)", s.ReplaceToken(ctx, "alpha", store.Rotation{Hash: hash("token-alpha-3"), GraceUntil: time.Now().Add(time.Hour)}))
+	reads("with its token before the rotation", hash("token-alpha-2"), true)
+	reads("with its new token", hash("token-alpha-3"), true)
+	must(t, "ReplaceToken(alpha)", s.ReplaceToken(ctx, "alpha", store.Rotation{Hash: hash("token-alpha-4"), GraceUntil: time.Now().Add(-time.Second)}))
+	reads("with its token before the rotation, past the grace", hash("token-alpha-3"), false)
+	must(t, "RotateToken(alpha)", s.RotateToken(ctx, "alpha", hash("token-alpha-5")))
+	reads("with its token before a rotation with no grace", hash("token-alpha-4"), false)
+	reads("with its token", hash("token-alpha-5"), true)
+	must(t, "ReplaceToken(alpha) expired", s.ReplaceToken(ctx, "alpha", store.Rotation{Hash: hash("token-alpha-6"), ExpiresAt: time.Now().Add(-time.Second)}))
+	reads("with its token past its expiry", hash("token-alpha-6"), false)
 }

@@ -369,6 +369,37 @@ func testResources(t *testing.T, s store.Store) {
 	wantErr(t, "AddResource(beta, sandbox/sb-1) after delete", s.AddResource(ctx, store.Resource{Box: "beta", Kind: store.ResourceSandbox, ID: "sb-1", At: at(10)}), nil)
 }
 
+// testResourceOfAReenrolledBox: a resource made by a request admitted
+// with the token of a box removed since is not recorded as one of the
+// box added under its name; one made with a box's token before its
+// rotation is recorded within the grace and not past it, nor once the
+// token is replaced with no grace.
+func testResourceOfAReenrolledBox(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	old := mustCreateBox(t, s, "alpha")
+	must(t, "DeleteBox(alpha)", s.DeleteBox(ctx, "alpha"))
+	must(t, "CreateBox(alpha) anew", s.CreateBox(ctx, store.Box{Name: "alpha", TokenHash: hash("token-alpha-2"), CreatedAt: at(1), PayerKind: "shared"}))
+	conversation := func(id string) store.Resource {
+		return store.Resource{Box: "alpha", Kind: store.ResourceConversation, ID: id, At: at(2)}
+	}
+	wantErr(t, "AddBoxResource(alpha, c-old) with the removed box's token", s.AddBoxResource(ctx, conversation("c-old"), old.TokenHash), store.ErrNotFound)
+	wantErr(t, "ResourceOwner(c-old)", second(s.ResourceOwner(ctx, store.ResourceConversation, "c-old")), store.ErrNotFound)
+
+	must(t, "AddBoxResource(alpha, c-1) with its own token", s.AddBoxResource(ctx, conversation("c-1"), hash("token-alpha-2")))
+	must(t, "AddBoxResource(alpha, c-1) again", s.AddBoxResource(ctx, conversation("c-1"), hash("token-alpha-2")))
+	must(t, "ReplaceToken(alpha)", s.ReplaceToken(ctx, "alpha", store.Rotation{Hash: hash("token-alpha-3"), GraceUntil: time.Now().Add(time.Hour)}))
+	must(t, "AddBoxResource(alpha, c-2) with its token before the rotation", s.AddBoxResource(ctx, conversation("c-2"), hash("token-alpha-2")))
+	wantErr(t, "AddBoxResource(alpha, c-3) with another box's token", s.AddBoxResource(ctx, conversation("c-3"), hash("token-beta")), store.ErrNotFound)
+	must(t, "ReplaceToken(alpha)", s.ReplaceToken(ctx, "alpha", store.Rotation{Hash: hash("token-alpha-4"), GraceUntil: time.Now().Add(-time.Second)}))
+	wantErr(t, "AddBoxResource(alpha, c-4) with its token before the rotation, past the grace", s.AddBoxResource(ctx, conversation("c-4"), hash("token-alpha-3")), store.ErrGraceEnded)
+	must(t, "RotateToken(alpha)", s.RotateToken(ctx, "alpha", hash("token-alpha-5")))
+	wantErr(t, "AddBoxResource(alpha, c-5) with its token before a rotation with no grace", s.AddBoxResource(ctx, conversation("c-5"), hash("token-alpha-4")), store.ErrNotFound)
+	list := answer(s.ListResources(ctx, "alpha")).must(t, "ListResources(alpha)")
+	if len(list) != 2 || list[0].ID != "c-1" || list[1].ID != "c-2" {
+		t.Errorf("ListResources(alpha) = %+v; want c-1 and c-2", list)
+	}
+}
+
 func testGrants(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	mustCreateBox(t, s, "alpha")
@@ -449,5 +480,13 @@ func testFeedbackOfAReenrolledBox(t *testing.T, s store.Store) {
 	err := second(s.AddFeedback(ctx, batch(6), hash("token-alpha-3"), store.FeedbackBound{}))
 	wantErr(t, "AddFeedback(alpha) with its token before the rotation, past the grace", err, store.ErrGraceEnded)
 	wantErr(t, "AddFeedback(alpha) with its token before the rotation, past the grace", err, store.ErrNotFound)
+	// A token replaced with no grace is no box's: the batch is refused,
+	// and the box is the one enrolled before (capability.TokenGone tells
+	// the two apart by its CreatedAt).
+	must(t, "RotateToken(alpha)", s.RotateToken(ctx, "alpha", hash("token-alpha-5")))
+	wantErr(t, "AddFeedback(alpha) with its token before a rotation with no grace", second(s.AddFeedback(ctx, batch(7), hash("token-alpha-4"), store.FeedbackBound{})), store.ErrNotFound)
+	if b, err := s.Box(ctx, "alpha"); err != nil || !sameTime(b.CreatedAt, at(1)) {
+		t.Errorf("Box(alpha) after RotateToken = created %v, %v; want the box created at(1)", b.CreatedAt, err)
+	}
 	answer(s.CountFeedback(ctx, "alpha")).is(t, "CountFeedback(alpha)", store.FeedbackKept{Batches: 2, Bytes: 2 * int64(len(`{"entries":[3]}`))})
 }
