@@ -27,8 +27,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/intentius/boxbroker/internal/protocol"
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/intentius/boxbroker/internal/protocol"
 )
 
 // The kinds of secret this package makes values for. A secret of kind ""
