@@ -242,7 +242,19 @@ func tokenCharAt(b []byte, i int) way {
 // mayHoldToken is a cheap test that s cannot hold a token: it has no "_"
 // and no escape that could be one (all end with 5f, either case, or 95;).
 func mayHoldToken(s string) bool {
-	return strings.IndexByte(s, '_') >= 0 || strings.Contains(s, "5f") || strings.Contains(s, "5F") || strings.Contains(s, "95;")
+	if strings.IndexByte(s, '_') >= 0 {
+		return true
+	}
+	for i := 0; i+1 < len(s); i++ {
+		j := strings.IndexByte(s[i:len(s)-1], '5')
+		if j < 0 {
+			return false
+		}
+		if i += j; s[i+1]|0x20 == 'f' || s[i+1] == ';' {
+			return true
+		}
+	}
+	return false
 }
 
 // ScrubTokens returns s with every token written in it replaced by a
