@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf16"
 
 	"github.com/intentius/boxbroker/internal/upstreamtest"
 )
@@ -212,5 +213,80 @@ func TestEgress_HTMLEscapedTokenInAHeaderBecomesTheValue(t *testing.T) {
 	}
 	if got := seen[0].Header.Values("X-Other"); len(got) != len(escaped) || got[0] != e.value {
 		t.Errorf("X-Other = %q, want the value in each place of the token", got)
+	}
+}
+
+// twiceForms are the ways encoders write v twice over, one layer
+// escaping what another wrote, and, for a value past ASCII, the ways
+// encoders that write only ASCII write it once.
+func twiceForms(v string) map[string]string {
+	inner := func(b []byte, _ error) string { return string(b[1 : len(b)-1]) }
+	goJSON := func(s string) string { return inner(json.Marshal(s)) }
+	ascii := func(format string, pair bool) string {
+		var b strings.Builder
+		for _, r := range v {
+			switch {
+			case r < 0x80:
+				b.WriteRune(r)
+			case pair && r > 0xffff:
+				r1, r2 := utf16.EncodeRune(r)
+				fmt.Fprintf(&b, format+format, r1, r2)
+			default:
+				fmt.Fprintf(&b, format, r)
+			}
+		}
+		return b.String()
+	}
+	python := ascii(`\u%04x`, true)
+	return map[string]string{
+		"json in json":              goJSON(goJSON(v)),
+		"html in json":              goJSON(html.EscapeString(v)),
+		"html escaped twice":        html.EscapeString(html.EscapeString(v)),
+		"json in an html attribute": template.HTMLEscapeString(goJSON(v)),
+		"url in a url":              url.QueryEscape(url.QueryEscape(v)),
+		"json in a url":             url.QueryEscape(goJSON(v)),
+		"python json":               python,
+		"python json in json":       goJSON(python),
+		"asp.net html":              ascii("&#x%X;", false),
+		"xml as ascii":              ascii("&#%d;", false),
+	}
+}
+
+// TestEgress_ValueEscapedTwiceOrPastASCIINeverReachesTheBox is the
+// attack on an answer search that reads each byte through one escape,
+// and a \u escape as one byte: a host that received the value repeats it
+// as encoders write it twice over (JSON in a JSON string, an HTML page
+// in JSON, HTML escaped again, JSON in an HTML attribute, a URL in a
+// URL), and, for a value past ASCII, as Python's and PHP's JSON and
+// ASP.NET's HTML write it, each split across writes. The box must find
+// the value in none of them.
+func TestEgress_ValueEscapedTwiceOrPastASCIINeverReachesTheBox(t *testing.T) {
+	for _, value := range []string{punctuated(), "pässwörd-€𝄞\"&/" + randomHex(12)} {
+		e := newEnv(t, nil)
+		mirror := newHost(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			for name, f := range twiceForms(sentValue(r)) {
+				half := len(f) / 2
+				_, _ = fmt.Fprintf(w, "%s: %s", name, f[:half])
+				w.(http.Flusher).Flush()
+				_, _ = fmt.Fprintf(w, "%s\n", f[half:])
+			}
+		})
+		e.br.SetSecret("shop", secretName, mirror.URL+"/base", value)
+		resp, body := e.do(t, http.MethodGet, "/egress/ECHO/x", http.Header{"X-Api-Key": {e.token}}, nil)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET = %d %s, want 200", resp.StatusCode, body)
+		}
+		if got := mirror.Seen(); len(got) != 1 || got[0].Header.Get("X-Api-Key") != value {
+			t.Fatalf("the host received %d requests, want 1 carrying the value", len(got))
+		}
+		for name, f := range twiceForms(value) {
+			if strings.Contains(string(body), f) {
+				t.Errorf("the body carries the value as %s:\n%s", name, body)
+			}
+		}
+		if n := strings.Count(string(body), e.token); n != len(twiceForms(value)) {
+			t.Errorf("the body holds the box's token %d times, want one in each form's place:\n%s", n, body)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"html"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -168,6 +169,67 @@ func TestInference_TokenInBodyNeverReachesUpstream(t *testing.T) {
 			}
 			if !json.Valid(seen[0].Body) {
 				t.Errorf("the upstream received a body that is no longer JSON")
+			}
+		})
+	}
+}
+
+// TestInference_HTMLOrTwiceEscapedTokenInBodyNeverReachesUpstream: a
+// box writes its token in a Messages body as HTML character references
+// (which a model, or an HTML reader upstream, reads back), or escaped
+// twice (a JSON document or an HTML page quoted in the text, a URL in a
+// URL). The upstream receives none of them, by any of those decodings.
+func TestInference_HTMLOrTwiceEscapedTokenInBodyNeverReachesUpstream(t *testing.T) {
+	b, tok := newLeakBroker(t)
+	refs := func(format string) string {
+		var s strings.Builder
+		for i := 0; i < len(tok); i++ {
+			fmt.Fprintf(&s, format, tok[i])
+		}
+		return s.String()
+	}
+	for name, text := range map[string]string{
+		"decimal references":   refs("&#%d;"),
+		"hex references":       refs("&#x%x;"),
+		"referenced separator": strings.Replace(tok, "_", "&#95;", 1),
+		"json in json":         strings.ReplaceAll(jsonEscape(tok), `\u`, `\\u`),
+		"html in json":         strings.ReplaceAll(refs("&#%d;"), "&", `\u0026`),
+		"html escaped twice":   strings.ReplaceAll(refs("&#x%x;"), "&", "&amp;"),
+		"url in a url":         strings.ReplaceAll(refs("%%%02x"), "%", "%25"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			body := []byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"my key is ` + text + `"}]}`)
+			before := len(b.Upstream.Seen())
+			resp := b.Do("POST", "/llm/anthropic/v1/messages", tok, body, nil)
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d: %s", resp.StatusCode, resp.Body)
+			}
+			seen := b.Upstream.Seen()[before:]
+			if len(seen) != 1 {
+				t.Fatalf("the upstream saw %d requests, want 1", len(seen))
+			}
+			var m struct {
+				Messages []struct{ Content string }
+			}
+			if err := json.Unmarshal(seen[0].Body, &m); err != nil || len(m.Messages) != 1 {
+				t.Fatalf("the upstream received a body that is no longer the request's JSON: %v", err)
+			}
+			once := m.Messages[0].Content
+			var inner string
+			_ = json.Unmarshal([]byte(`"`+once+`"`), &inner)
+			unescaped, _ := url.QueryUnescape(once)
+			twice, _ := url.QueryUnescape(unescaped)
+			for how, s := range map[string]string{
+				"as sent": string(seen[0].Body), "JSON-decoded": once, "as HTML": html.UnescapeString(once),
+				"as HTML twice": html.UnescapeString(html.UnescapeString(once)), "as JSON twice": inner,
+				"as HTML in JSON": html.UnescapeString(inner), "URL-decoded twice": twice,
+			} {
+				if strings.Contains(s, tok) {
+					t.Errorf("the upstream received the token, read %s", how)
+				}
+			}
+			if len(seen[0].Body) != len(body) {
+				t.Errorf("the upstream received %d bytes, want the body's %d", len(seen[0].Body), len(body))
 			}
 		})
 	}

@@ -23,16 +23,24 @@ type Form struct {
 	Old []byte
 	// New replaces each occurrence of Old.
 	New []byte
-	// Escaped, when true, also finds Old with any of its bytes written
-	// as a percent-escape (%2F or %2f, with any reserved set: a byte
-	// escaped that need not be is found too), as a JSON escape (\u002F,
-	// either case, \" and \\ as every JSON encoder writes them, and \/
-	// for "/"), as an HTML or XML character
-	// reference of up to six bytes (&amp; &lt; &gt; &quot; &apos;, and
-	// &#38; &#038; &#x26; for any ASCII byte, as html.EscapeString,
-	// html/template and the escapers of other languages write them), or,
-	// for a space, as "+". Each byte then spans up to six bytes of the
-	// source, so Old may span 6*len(Old).
+	// Escaped, when true, also finds Old with any of its characters
+	// written as a percent-escape (%2F or %2f, with any reserved set: a
+	// byte escaped that need not be is found too; a character past
+	// ASCII as its UTF-8's, %C3%A9), as a JSON escape (\u002F, either
+	// case, \" and \\ as every JSON encoder writes them, \/ for "/", and
+	// a character past ASCII as \u00e9 or a surrogate pair, as encoders
+	// that write only ASCII do), as an HTML or XML character reference of
+	// up to six bytes for each byte of its UTF-8 (&amp; &lt; &gt; &quot;
+	// &apos;, and &#38; &#038; &#x26; &#233; &#xE9; for any character, as
+	// html.EscapeString, html/template, ASP.NET's HtmlEncoder and the
+	// escapers of other languages write them), or, for a space, as "+";
+	// and written so twice, as one layer escapes what another wrote: a
+	// percent-, \u or reference escape with its first byte escaped again (\\u0026 and
+	// \\\" in JSON in a JSON string, \u0026amp; in HTML in JSON,
+	// &amp;quot; in HTML escaped twice, %2526 in a URL in a URL), and \"
+	// \\ \/ with either byte escaped (\&quot; in JSON in an HTML
+	// attribute). Each byte of Old then spans up to escapedSpan (12)
+	// bytes of the source, so Old may span 12*len(Old).
 	Escaped bool
 	// Wrapped, when true, also finds Old with a line break between any
 	// two of its bytes, as base64 is wrapped every 60 or 76 characters
@@ -67,11 +75,16 @@ func Masked[T string | []byte](values ...T) []Form {
 	return forms
 }
 
+// escapedSpan is the most bytes of the source a byte of an Escaped
+// form spans: a byte escaped twice, its escape's first byte and its last
+// byte each escaped in six (\u005c\u0022).
+const escapedSpan = 12
+
 // span is the most bytes an occurrence of f can span in the source.
 func (f Form) span() int {
 	per := 1
 	if f.Escaped {
-		per = 6
+		per = escapedSpan
 	}
 	n := per * len(f.Old)
 	if f.Wrapped && len(f.Old) > 1 {
@@ -148,11 +161,12 @@ func (s *FormSet) Redactor(src io.ReadCloser) *Redactor {
 }
 
 // pooledCap is the capacity of the buffers Redactors share through
-// bufs: the first read's buffer, when the window is at most 1 KiB.
+// bufs: the first read's buffer, when the window is at most 2 KiB (an
+// Escaped form of up to 170 bytes, such as an Anthropic API key).
 // A Redactor takes one as it starts and gives it back when its source has ended and all it
 // passed on is read, on the goroutine that reads it; one never read to
 // its end (closed early, or failed) leaves them to the collector.
-const pooledCap = redactFirst + 1<<10
+const pooledCap = redactFirst + 2<<10
 
 var bufs = sync.Pool{New: func() any { b := make([]byte, 0, pooledCap); return &b }}
 
@@ -206,8 +220,22 @@ func (sc *scratch) reset() {
 }
 
 // state is one way a match is still possible: the run [lo, hi) of a
-// list whose forms all begin with what was read so far, which ends at pos.
-type state struct{ lo, hi, pos int32 }
+// list whose forms all begin with the depth bytes read so far, which
+// end at pos.
+type state struct{ lo, hi, pos, depth int32 }
+
+// refStarts reports whether b, which begins with "&", begins a
+// character reference, once or twice escaped, of the first byte of an
+// Escaped form.
+func (s *FormSet) refStarts(b []byte) bool {
+	var buf [8]way
+	for _, w := range escapedWays(buf[:0], b) {
+		if s.refFirst[w.b[0]] {
+			return true
+		}
+	}
+	return false
+}
 
 // nextStart returns the index of the first byte of data[i:cut] at which
 // some occurrence of a form of s or its rest can start, or -1. It
@@ -256,10 +284,8 @@ func (s *FormSet) nextOwn(sc *scratch, data []byte, i, cut int) int {
 				if s.pairs != nil && s.pairs[p/64]&(1<<(p%64)) != 0 {
 					return j
 				}
-				if data[j] == '&' && (data[j+1] == '#' || s.refNamed) {
-					if c, n := charRef(data[j:]); n > 0 && s.refFirst[c] {
-						return j
-					}
+				if data[j] == '&' && (data[j+1] == '#' || s.refNamed || data[j+1]|0x20 == 'a') && s.refStarts(data[j:]) {
+					return j
 				}
 			}
 		}

@@ -373,7 +373,6 @@ func TestRedactor_AcrossTheBufferGrowing(t *testing.T) {
 // of every form, leftmost-longest, over the whole body at once.
 func reference(body []byte, forms []Form) ([]byte, int) {
 	var alts []string
-	var whole []*regexp.Regexp
 	for _, f := range forms {
 		var b strings.Builder
 		gap := `(?:\r|\n|\r\n)?`
@@ -389,43 +388,22 @@ func reference(body []byte, forms []Form) ([]byte, int) {
 				b.WriteString(regexp.QuoteMeta(string([]byte{c})))
 				continue
 			}
-			hex := fmt.Sprintf("%02X", c)
-			ci := ""
-			for _, h := range hex {
-				if h >= 'A' {
-					ci += "[" + string(h) + strings.ToLower(string(h)) + "]"
-				} else {
-					ci += string(h)
-				}
-			}
-			b.WriteString("(?:" + regexp.QuoteMeta(string([]byte{c})) + "|%" + ci + `|\\u00` + ci)
-			if e, ok := map[byte]string{'"': `"`, '\\': `\`, '/': `/`}[c]; ok {
-				b.WriteString(`|\\` + regexp.QuoteMeta(e))
-			}
-			if c == ' ' {
-				b.WriteString(`|\+`)
-			}
-			for name, of := range map[string]byte{"amp": '&', "AMP": '&', "lt": '<', "LT": '<', "gt": '>', "GT": '>', "quot": '"', "QUOT": '"', "apos": '\''} {
-				if of == c {
-					b.WriteString(`|&` + name + `;`)
-				}
-			}
-			if c < 0x80 { // a character reference of up to six bytes
-				dec, hx := fmt.Sprint(c), fmt.Sprintf("%x", c)
-				b.WriteString(fmt.Sprintf(`|&#0{0,%d}%s;|&#[xX]0{0,%d}(?i:%s);`, 3-len(dec), dec, 2-len(hx), hx))
-			}
-			b.WriteString(")")
+			b.WriteString("(?:" + regexp.QuoteMeta(string([]byte{c})) + "|" + escapedOnce(c) + "|" + escapedTwice(c) + ")")
 		}
 		alts = append(alts, b.String())
-		whole = append(whole, regexp.MustCompile(`^(?:`+b.String()+`)$`))
 	}
+	whole := make([]*regexp.Regexp, len(forms)) // made when first asked
+
 	re := regexp.MustCompile(`(?s)(?:` + strings.Join(alts, "|") + `)`)
 	re.Longest()
 	n := 0
 	out := re.ReplaceAllFunc(body, func(m []byte) []byte {
 		n++
-		for i, w := range whole {
-			if w.Match(m) {
+		for i := range whole {
+			if whole[i] == nil {
+				whole[i] = regexp.MustCompile(`^(?:` + alts[i] + `)$`)
+			}
+			if whole[i].Match(m) {
 				return forms[i].New
 			}
 		}
@@ -434,17 +412,62 @@ func reference(body []byte, forms []Form) ([]byte, int) {
 	return out, n
 }
 
-func checkForms(t *testing.T, body []byte, forms []Form, sizes []int) {
+// hexOf is the regexp of the two hex digits of c, in either case.
+func hexOf(c byte) string {
+	return fmt.Sprintf("(?i:%02x)", c)
+}
+
+// refsOf is the regexp of what follows the "&" of the character
+// references of c, an ASCII byte, of up to six bytes.
+func refsOf(c byte) string {
+	var alts []string
+	for name, of := range map[string]byte{"amp": '&', "AMP": '&', "lt": '<', "LT": '<', "gt": '>', "GT": '>', "quot": '"', "QUOT": '"', "apos": '\''} {
+		if of == c {
+			alts = append(alts, name+";")
+		}
+	}
+	dec, hx := fmt.Sprint(c), fmt.Sprintf("%x", c)
+	alts = append(alts, fmt.Sprintf(`#0{0,%d}%s;`, 3-len(dec), dec), fmt.Sprintf(`#[xX]0{0,%d}(?i:%s);`, 2-len(hx), hx))
+	return "(?:" + strings.Join(alts, "|") + ")"
+}
+
+// escapedOnce is the regexp of c, an ASCII byte, escaped once: %hh,
+// \u00hh, \" \\ or \/, "+" for " ", or a character reference.
+func escapedOnce(c byte) string {
+	alts := []string{"%" + hexOf(c), `\\u00` + hexOf(c), "&" + refsOf(c)}
+	if strings.IndexByte(`"\/`, c) >= 0 {
+		alts = append(alts, `\\`+regexp.QuoteMeta(string([]byte{c})))
+	}
+	if c == ' ' {
+		alts = append(alts, `\+`)
+	}
+	return "(?:" + strings.Join(alts, "|") + ")"
+}
+
+// escapedTwice is the regexp of c, an ASCII byte, escaped twice: an
+// escape of it whose first byte is escaped once, or \" \\ or \/ with
+// either byte escaped once.
+func escapedTwice(c byte) string {
+	alts := []string{escapedOnce('%') + hexOf(c), escapedOnce('\\') + "u00" + hexOf(c), escapedOnce('&') + refsOf(c)}
+	if strings.IndexByte(`"\/`, c) >= 0 {
+		q := regexp.QuoteMeta(string([]byte{c}))
+		alts = append(alts, `(?:\\|`+escapedOnce('\\')+`)(?:`+q+`|`+escapedOnce(c)+`)`)
+	}
+	return "(?:" + strings.Join(alts, "|") + ")"
+}
+
+func checkForms(t *testing.T, body []byte, forms []Form, sizes []int) (want []byte, n int) {
 	t.Helper()
 	r := NewFormSet(forms).Redactor(&chunks{data: bytes.Clone(body), sizes: sizes})
 	got, err := io.ReadAll(r)
 	if err != nil {
 		t.Fatalf("ReadAll: %v", err)
 	}
-	want, n := reference(body, forms)
+	want, n = reference(body, forms)
 	if !bytes.Equal(got, want) || r.Replaced() != n {
 		t.Fatalf("Redactor(%q, forms %+v, reads %v) = %q (%d replaced), want %q (%d)", body, forms, sizes, got, r.Replaced(), want, n)
 	}
+	return want, n
 }
 
 // TestRedactor_FormsMatchReference is the property for several forms,
@@ -479,13 +502,16 @@ func TestRedactor_FormsMatchReference(t *testing.T) {
 }
 
 // escapes is n pieces of text: bytes, and the ways JSON and HTML write
-// them, some of them longer than a Redactor reads (&#0038;) or broken.
+// them, once and twice, some of them longer than a Redactor reads
+// (&#0038;) or broken.
 func escapes(rng *rand.Rand, n int) []byte {
 	pieces := []string{"a", "b", "/", " ", "%", "&", "<", "\"", "'", "\\", ";", "#", "x", "+", "\r", "\n",
 		`\"`, `\\`, `\/`, `\n`, `\t`, `\u0026`, `\u003C`, `%26`, `%2f`, `%22`,
 		"&amp;", "&AMP;", "&lt;", "&gt;", "&quot;", "&apos;", "&APOS;", "&amp", "&#38;", "&#038;", "&#0038;", "&#x26;", "&#X26;",
 		"&#x026;", "&#34;", "&#x22;", "&#39;", "&#039;", "&#x27;", "&#47;", "&#x2F;", "&#x2f;", "&#32;", "&#97;", "&#x61;",
-		"&#98;", "&#x62", "&#;", "&#x;", "&#92;", "&#x5c;", "&#60;", "&#x3C;", "&#233;", "&#xe9;"}
+		"&#98;", "&#x62", "&#;", "&#x;", "&#92;", "&#x5c;", "&#60;", "&#x3C;", "&#233;", "&#xe9;",
+		`\\\"`, `\\\\`, `\\/`, `\\u0026`, `\u0026amp;`, `\u0026#39;`, `\u0026quot;`, "&amp;amp;", "&amp;#39;", "&#38;quot;",
+		`\&quot;`, `\&#34;`, "%2526", "%252f", `%5C%22`, `%5cu0062`, `&#92;&quot;`, `\u005c/`, "&amp;#0038;", `\\u00e9`}
 	var b []byte
 	for range n {
 		b = append(b, pieces[rng.IntN(len(pieces))]...)
@@ -532,8 +558,7 @@ func TestFormSet_ManyFormsMatchReference(t *testing.T) {
 			sizes = append(sizes, n)
 			s += n
 		}
-		checkForms(t, body, forms, sizes)
-		want, wn := reference(body, forms)
+		want, wn := checkForms(t, body, forms, sizes)
 		if got, n := NewFormSet(forms).RedactString(string(body)); got != string(want) || n != wn {
 			t.Fatalf("RedactString(%q, %+v) = %q (%d), want %q (%d)", body, forms, got, n, want, wn)
 		}
@@ -742,6 +767,68 @@ func TestRedactor_FillKeepsTheLength(t *testing.T) {
 		out, err := io.ReadAll(NewFormSet(forms).Redactor(io.NopCloser(strings.NewReader(tt.in))))
 		if err != nil || string(out) != tt.want {
 			t.Errorf("Redactor(%q) = %q, %v, want %q", tt.in, out, err, tt.want)
+		}
+	}
+}
+
+// TestRedactor_ValueEscapedTwiceOrPastASCII is a value as encoders write
+// it twice over (JSON in a JSON string, HTML in JSON, HTML escaped again,
+// JSON in an HTML attribute, a URL in a URL), and one past ASCII as
+// encoders that write only ASCII write it (Python's and PHP's JSON,
+// ASP.NET's HTML), each found whole however the answer is split.
+func TestRedactor_ValueEscapedTwiceOrPastASCII(t *testing.T) {
+	quoted := `pa"ss&w/rd<1`
+	accented := "pässwörd-€1"
+	clef := "pässwörd-𝄞"
+	for _, tt := range []struct{ value, as string }{
+		{quoted, `pa\\\"ss\\u0026w/rd\\u003c1`},                   // Go's JSON in Go's JSON
+		{quoted, `pa\\\"ss&w\\\/rd<1`},                            // PHP's JSON in PHP's JSON
+		{quoted, `pa\u0026quot;ss\u0026amp;w/rd\u0026lt;1`},       // an HTML page in Go's or Rails' JSON
+		{quoted, `pa&amp;quot;ss&amp;amp;w/rd&amp;lt;1`},          // HTML escaped twice: a feed's description
+		{quoted, `pa&amp;#34;ss&amp;amp;w/rd&amp;#60;1`},          // the same from html.EscapeString
+		{quoted, `pa\&#34;ss\u0026w/rd\u003c1`},                   // Go's JSON in an html/template attribute
+		{quoted, `pa\&quot;ss&amp;w/rd&lt;1`},                     // JSON in an HTML attribute, escaped by Python
+		{quoted, `pa%2522ss%2526w%252Frd%253C1`},                  // a URL in a URL's query
+		{quoted, `pa%5C%22ss&w/rd<1`},                             // a JSON string in a URL's query
+		{accented, `p\u00e4ssw\u00f6rd-\u20ac1`},                  // Python's json.dumps, PHP's json_encode
+		{accented, `p\\u00e4ssw\\u00F6rd-\\u20AC1`},               // the same in a JSON string
+		{accented, `p&#xE4;ssw&#xF6;rd-&#x20AC;1`},                // ASP.NET's HtmlEncoder
+		{accented, `p&#228;ssw&#246;rd-&#8364;1`},                 // XML written as ASCII
+		{accented, `p\u0026#xE4;ssw\u0026#xF6;rd-\u0026#x20AC;1`}, // that in Go's JSON
+		{accented, `p%C3%A4ssw%c3%b6rd-%E2%82%AC1`},               // a URL
+		{clef, `p\u00e4ssw\u00f6rd-\ud834\udd1e`},                 // a surrogate pair
+		{clef, `p&#xE4;ssw&#xF6;rd-&#x1D11E;`},
+		{clef, `p\\u00e4ssw\\u00f6rd-\\ud834\\udd1e`}, // a surrogate pair in a JSON string
+	} {
+		body := []byte(`{"echo":"` + tt.as + `","n":1}`)
+		want := `{"echo":"[v]","n":1}`
+		for size := 1; size <= 8; size++ {
+			sizes := make([]int, len(body))
+			for i := range sizes {
+				sizes[i] = size
+			}
+			set := NewFormSet([]Form{{Old: []byte(tt.value), New: []byte("[v]"), Escaped: true}})
+			got, err := io.ReadAll(set.Redactor(&chunks{data: bytes.Clone(body), sizes: sizes}))
+			if err != nil || string(got) != want {
+				t.Fatalf("%q written %s, reads of %d: got %q, %v; want %q", tt.value, tt.as, size, got, err, want)
+			}
+		}
+	}
+}
+
+// TestRedactor_ReferencesPastSixBytesAByteAreNotRead holds what the
+// search does not read: a character reference longer than six bytes for
+// each byte of what it writes (&#0038;, &#x00061;), which no escaper
+// writes, and a surrogate's half alone.
+func TestRedactor_ReferencesPastSixBytesAByteAreNotRead(t *testing.T) {
+	for _, tt := range []struct{ value, as string }{
+		{"p&ss", "p&#0038;ss"},
+		{"pass", "p&#x00061;ss"},
+		{"pé", "p&#0000000233;"},
+		{"p\uFFFD", `p\ud834`},
+	} {
+		if got, n := RedactString(tt.as, []Form{{Old: []byte(tt.value), New: []byte("[v]"), Escaped: true}}); n != 0 {
+			t.Errorf("%q written %s: got %q, want it unchanged", tt.value, tt.as, got)
 		}
 	}
 }

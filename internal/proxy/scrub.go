@@ -18,11 +18,14 @@ import (
 // token and every grant out of what goes upstream, whoever's request
 // carries it.
 //
-// Each of a token's characters may be written as itself, as a JSON
-// escape \uXXXX (hex in either case) or as a percent escape %XX: a JSON
-// decoder, a query parser or a form parser upstream would turn any of
-// these back into the token. A match is replaced by TokenMarker of the
-// same length, so a body's length, and its Content-Length, do not change.
+// Each of a token's characters may be written as itself or escaped as
+// an answer's search for a value reads it (escapedWays): as a JSON escape
+// \uXXXX (hex in either case), a percent escape %XX, an HTML character
+// reference (&#98;, &#x62;), or so escaped twice (\\u0062, %2562,
+// &amp;#98;): a JSON decoder, a query or form parser or an HTML reader
+// upstream would turn any of these back into the token. A match is
+// replaced by TokenMarker of the same length, so a body's length, and
+// its Content-Length, do not change.
 
 // tokenPrefixes are the prefixes matched, less their final "_".
 var tokenPrefixes = func() (p []string) {
@@ -33,8 +36,8 @@ var tokenPrefixes = func() (p []string) {
 }()
 
 // MaxTokenSpan is the longest a token can be written: each of its
-// token.Len characters as a six-byte \uXXXX escape.
-const MaxTokenSpan = token.Len * 6
+// token.Len characters escaped twice, in escapedSpan bytes.
+const MaxTokenSpan = token.Len * escapedSpan
 
 // markerText is TokenMarker's longest form, less its closing bracket.
 var markerText = TokenMarkerPrefix + strings.Repeat("-", MaxTokenSpan)
@@ -53,24 +56,25 @@ func TokenMarker(n int) string { return markerText[:n-1] + "]" }
 // the span b[start:end]; ok is false when there is none. A token must lie
 // wholly within b.
 func findToken(b []byte, from int) (start, end int, ok bool) {
-	// Every way of writing a token has its "_" written as '_', \u005f or
-	// %5f: find those, and look around each.
-	lit, esc := -2, -2 // next candidate of each form; -2: not searched, -1: none
+	// Every way of writing a token has its "_" written as '_', or as an
+	// escape that ends with the hex digits 5f or the decimal ones 95 (and
+	// a ";"): find those, and look around each.
+	lit, esc, escEnd := -2, -2, 0 // next candidate of each form; -2: not searched, -1: none
 	for p := from; p < len(b); {
 		if lit != -1 && lit < p {
 			lit = nextByte(b, p, '_')
 		}
 		if esc != -1 && esc < p {
-			esc = nextEscapedSeparator(b, p)
+			esc, escEnd = nextEscapedSeparator(b, p)
 		}
-		i := lit
+		i, n := lit, 1
 		if i < 0 || (esc >= 0 && esc < i) {
-			i = esc
+			i, n = esc, escEnd-esc
 		}
 		if i < 0 {
 			return 0, 0, false
 		}
-		if c, n := charAt(b, i); c == '_' && n > 0 && mayBeSeparator(b, i, i+n) {
+		if mayBeSeparator(b, i, i+n) {
 			if s, e, ok := tokenAround(b, i, i+n); ok {
 				return s, e, true
 			}
@@ -88,25 +92,53 @@ func nextByte(b []byte, p int, c byte) int {
 	return -1
 }
 
-// nextEscapedSeparator returns the index of the first escaped "_" in b
-// that begins at or after p — \u005f or %5f, the f in either case — or
-// -1. It looks for the "5", less common in a JSON body than the
-// backslashes of its escapes.
-func nextEscapedSeparator(b []byte, p int) int {
-	for q := p + 1; q < len(b); q++ { // the 5 is never an escape's first byte
-		j := bytes.IndexByte(b[q:], '5')
+// nextEscapedSeparator returns the span of the first escaped "_" in b
+// that begins at or after p (\u005f, %5f, &#x5f;, &#95;, escaped once
+// or twice, the f in either case), or -1. It looks for the "5", less
+// common in a JSON body than the backslashes of its escapes, and reads
+// back from where an escape holding it would end.
+func nextEscapedSeparator(b []byte, p int) (start, end int) {
+	for q := p + 1; q+1 < len(b); q++ { // the 5 is never an escape's first byte
+		j := bytes.IndexByte(b[q:len(b)-1], '5')
 		if j < 0 {
-			return -1
+			return -1, 0
 		}
 		q += j
-		if q+1 >= len(b) || b[q+1]|0x20 != 'f' {
+		var ends [2]int
+		es := ends[:0]
+		switch {
+		case b[q+1]|0x20 == 'f':
+			es = append(es, q+2)
+			if q+2 < len(b) && b[q+2] == ';' {
+				es = append(es, q+3)
+			}
+		case b[q+1] == ';' && b[q-1] == '9':
+			es = append(es, q+2)
+		}
+		for _, e := range es {
+			if s := escapedBefore(b, e, '_'); s >= p {
+				return s, e
+			}
+		}
+	}
+	return -1, 0
+}
+
+// escapedBefore returns where c begins when it is written escaped, once
+// or twice, right before b[end], the escape beginning at or after from;
+// -1 when it is not. Of several, the longest.
+func escapedBefore(b []byte, end int, c byte) int {
+	// An escape of c ends with c's last hex digit or a reference's ";",
+	// and begins with one of escapedWays' first bytes.
+	if end == 0 || b[end-1]|0x20 != "0123456789abcdef"[c&0xf] && b[end-1] != ';' {
+		return -1
+	}
+	for k := min(end, escapedSpan); k > 1; k-- {
+		if !intro[b[end-k]] {
 			continue
 		}
-		if b[q-1] == '%' && q-1 >= p {
-			return q - 1
-		}
-		if q >= 4 && q-4 >= p && string(b[q-4:q]) == `\u00` {
-			return q - 4
+		if w := tokenCharAt(b[:end], end-k); int(w.n) == k && w.b[0] == c {
+			return end - k
 		}
 	}
 	return -1
@@ -114,8 +146,8 @@ func nextEscapedSeparator(b []byte, p int) int {
 
 // mayBeSeparator is a quick test that b[sep:body], a "_", cannot be a
 // token's: what ends before it cannot end a prefix (its letter, or the
-// last hex digit of an escape of it, \u00XX or %XX), or what follows
-// cannot begin the token.BodyLen characters after it.
+// last byte of an escape of it: a hex digit or a reference's ";"), or
+// what follows cannot begin the token.BodyLen characters after it.
 func mayBeSeparator(b []byte, sep, body int) bool {
 	if sep == 0 || len(b)-body < token.BodyLen {
 		return false
@@ -124,21 +156,24 @@ func mayBeSeparator(b []byte, sep, body int) bool {
 		return false
 	}
 	c := b[body]
-	return token.IsBodyByte(c) || c == '\\' || c == '%'
+	return token.IsBodyByte(c) || c == '\\' || c == '%' || c == '&'
 }
 
 // mayEndPrefix reports whether c may be the last byte of a prefix less
-// its "_", written in any of the three ways: the letter itself, or the
-// last hex digit (either case) of an escape of it.
-func mayEndPrefix(c byte) bool {
+// its "_", written as itself or escaped: the letter itself, the last hex
+// digit (either case) of an escape of it, or a reference's ";".
+func mayEndPrefix(c byte) bool { return prefixEnds[c] }
+
+// prefixEnds is mayEndPrefix's table.
+var prefixEnds = func() (t [256]bool) {
+	t[';'] = true
 	for _, p := range tokenPrefixes {
 		l := p[len(p)-1]
-		if c == l || c|0x20 == "0123456789abcdef"[l&0xf] {
-			return true
-		}
+		d := "0123456789abcdef"[l&0xf]
+		t[l], t[d], t[d&^0x20] = true, true, true
 	}
-	return false
-}
+	return t
+}()
 
 // tokenAround reports whether b[sep:body] is a token's "_": one of the
 // prefixes ends right before it and token.BodyLen characters
@@ -156,17 +191,17 @@ func tokenAround(b []byte, sep, body int) (start, end int, ok bool) {
 	}
 	end = body
 	for range token.BodyLen {
-		c, n := charAt(b, end)
-		if n == 0 || !token.IsBodyByte(c) {
+		w := tokenCharAt(b, end)
+		if w.n == 0 || !token.IsBodyByte(w.b[0]) {
 			return 0, 0, false
 		}
-		end += n
+		end += int(w.n)
 	}
 	return start, end, true
 }
 
-// before returns where want begins when it is written, in any of the
-// three ways, right before b[end]; -1 when it is not.
+// before returns where want begins when it is written, each byte as
+// itself or escaped, right before b[end]; -1 when it is not.
 func before(b []byte, end int, want string) int {
 	if want == "" {
 		return end
@@ -178,65 +213,48 @@ func before(b []byte, end int, want string) int {
 			return s
 		}
 	}
-	if end >= 3 && b[end-3] == '%' {
-		if v, ok := hexValue(b[end-2 : end]); ok && v == int(c) {
-			if s := before(b, end-3, rest); s >= 0 {
-				return s
-			}
-		}
-	}
-	if end >= 6 && b[end-6] == '\\' && b[end-5] == 'u' {
-		if v, ok := hexValue(b[end-4 : end]); ok && v == int(c) {
-			return before(b, end-6, rest)
-		}
+	if s := escapedBefore(b, end, c); s >= 0 {
+		return before(b, s, rest)
 	}
 	return -1
 }
 
-// charAt decodes the character written at b[i]: itself, a \uXXXX escape
-// of an ASCII character, or a %XX escape. n is how many bytes it takes, 0
-// when b[i:] is not a whole character.
-func charAt(b []byte, i int) (c byte, n int) {
+// tokenCharAt returns how the character at b[i] is written when it may
+// be a token's: itself, or an escape, once or twice, of a byte
+// token.IsBodyByte takes (of which escapedWays finds at most one at a
+// place). Its n is 0 when i is past b.
+func tokenCharAt(b []byte, i int) way {
 	if i >= len(b) {
-		return 0, 0
+		return way{}
 	}
 	switch b[i] {
-	case '\\':
-		if i+6 <= len(b) && b[i+1] == 'u' {
-			if v, ok := hexValue(b[i+2 : i+6]); ok && v < 0x80 {
-				return byte(v), 6
+	case '%', '\\', '&':
+		var buf [8]way
+		for _, w := range escapedWays(buf[:0], b[i:]) {
+			if w.k == 1 && w.n > 1 && token.IsBodyByte(w.b[0]) {
+				return w
 			}
 		}
-		return 0, 0
-	case '%':
-		if i+3 <= len(b) {
-			if v, ok := hexValue(b[i+1 : i+3]); ok {
-				return byte(v), 3
-			}
-		}
-		return 0, 0
 	}
-	return b[i], 1
-}
-
-// hexValue returns the number the hex digits h spell, either case, and
-// false when one is not a hex digit.
-func hexValue(h []byte) (int, bool) {
-	v := 0
-	for _, c := range h {
-		d := unhex(c)
-		if d < 0 {
-			return 0, false
-		}
-		v = v<<4 | d
-	}
-	return v, true
+	return one(b[i], 1)
 }
 
 // mayHoldToken is a cheap test that s cannot hold a token: it has no "_"
-// and no escape that could be one.
+// and no escape that could be one (all end with 5f, either case, or 95;).
 func mayHoldToken(s string) bool {
-	return strings.IndexByte(s, '_') >= 0 || strings.Contains(s, `\u005`) || strings.Contains(s, "%5")
+	if strings.IndexByte(s, '_') >= 0 {
+		return true
+	}
+	for i := 0; i+1 < len(s); i++ {
+		j := strings.IndexByte(s[i:len(s)-1], '5')
+		if j < 0 {
+			return false
+		}
+		if i += j; s[i+1]|0x20 == 'f' || s[i+1] == ';' {
+			return true
+		}
+	}
+	return false
 }
 
 // ScrubTokens returns s with every token written in it replaced by a

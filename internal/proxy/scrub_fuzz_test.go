@@ -17,6 +17,7 @@ func FuzzTokenScrubber(f *testing.F) {
 	f.Add([]byte(escapeAll(tok, false)), uint8(7))
 	f.Add([]byte("x=%62%62x%5F"+tok[4:]+"&"+strings.Replace(tok, "_", `\u005f`, 1)), uint8(3))
 	f.Add([]byte("tool_use max_tokens \\u005 %5"), uint8(2))
+	f.Add([]byte("&#98;bx&#95;"+tok[4:]+" &amp;#x62;bx_"+tok[4:]+` \\u0062bx%255f`+tok[4:]), uint8(5))
 	f.Fuzz(func(t *testing.T, body []byte, step uint8) {
 		want, _ := proxy.ScrubTokens(string(body))
 		var src io.Reader = bytes.NewReader(body)

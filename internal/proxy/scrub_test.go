@@ -28,6 +28,15 @@ func escapeAll(s string, upper bool) string {
 	return b.String()
 }
 
+// refAll writes every character of s as a character reference in format.
+func refAll(s, format string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		fmt.Fprintf(&b, format, s[i])
+	}
+	return b.String()
+}
+
 func TestScrubTokens(t *testing.T) {
 	grant := "bbg_" + tok[4:]
 	admin := "bba_" + tok[4:]
@@ -52,6 +61,15 @@ func TestScrubTokens(t *testing.T) {
 		{"no underscore", "hello world", 0},
 		{"snake case", "tool_use max_tokens cache_control", 0},
 		{"broken escape", strings.Replace(tok, "_", `\u005`, 1), 0},
+		{"html references", refAll(tok, "&#%d;"), 1},
+		{"hex references", refAll(tok, "&#x%X;"), 1},
+		{"html-escaped underscore", strings.Replace(tok, "_", "&#95;", 1), 1},
+		{"padded reference", strings.Replace(tok, "_", "&#095;", 1), 1},
+		{"json in json", strings.ReplaceAll(escapeAll(tok, false), `\u`, `\\u`), 1},
+		{"html in json", strings.Replace(refAll(tok, "&#%d;"), "&", `\u0026`, -1), 1},
+		{"html escaped twice", strings.Replace(refAll(tok, "&#x%x;"), "&", "&amp;", -1), 1},
+		{"url in a url", "key=%2562%2562x%255F" + tok[4:], 1},
+		{"reference past six bytes", strings.Replace(tok, "_", "&#0095;", 1), 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -104,6 +122,29 @@ func TestTokenScrubber_SplitAnywhere(t *testing.T) {
 				t.Errorf("Replaced() = %d, want 3", s.Replaced())
 			}
 		})
+	}
+}
+
+// TestTokenScrubber_EscapedTwiceSplitAnywhere is the same for tokens
+// written as HTML character references and escaped twice, the longest a
+// token is written (each character as \u005cu0062, in eleven bytes)
+// among them.
+func TestTokenScrubber_EscapedTwiceSplitAnywhere(t *testing.T) {
+	filler := strings.Repeat(`{"type":"text","text":"a_b &amp; \\n &#95; c%2520"},`, 40)
+	longest := strings.ReplaceAll(escapeAll(tok, false), `\u`, `\u005cu`)
+	body := filler + refAll(tok, "&#x%x;") + filler + longest + filler + strings.ReplaceAll(refAll(tok, "&#%d;"), "&", "&amp;") + filler
+	want, n := proxy.ScrubTokens(body)
+	if n != 3 {
+		t.Fatalf("ScrubTokens replaced %d, want 3", n)
+	}
+	for _, step := range []int{1, 2, 3, 5, 7, 11, 100, 1000} {
+		got, err := io.ReadAll(proxy.NewTokenScrubber(io.NopCloser(&stepReader{r: strings.NewReader(body), n: step})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != want {
+			t.Errorf("reads of %d: scrubbed body differs from ScrubTokens over the whole", step)
+		}
 	}
 }
 
