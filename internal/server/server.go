@@ -535,9 +535,10 @@ func (s *Server) httpServer(ctx context.Context, h http.Handler) *http.Server {
 	}
 }
 
-// Change log upkeep: how long changes are kept, far longer than a cache
-// may go unpolled before it drops everything (5 minutes), and how often
-// older ones are pruned. Every replica prunes; the deletes are idempotent.
+// Change log upkeep: how long changes are kept, by the store's clock,
+// far longer than a cache may go unpolled before it drops everything (5
+// minutes), and how often older ones are pruned. Every replica prunes;
+// the deletes are idempotent.
 const (
 	keepChanges = time.Hour
 	pruneEvery  = 10 * time.Minute
@@ -547,7 +548,7 @@ const (
 // pruneEvery, until ctx ends.
 func (s *Server) pruneChanges(ctx context.Context) {
 	every(ctx, pruneEvery, func() bool {
-		if err := s.Store.PruneChanges(ctx, time.Now().Add(-keepChanges)); err != nil && ctx.Err() == nil {
+		if err := s.Store.PruneChanges(ctx, keepChanges); err != nil && ctx.Err() == nil {
 			s.log.Warn("prune the change log", "err", err)
 		}
 		return true

@@ -409,8 +409,11 @@ type Changes interface {
 	ChangesSince(ctx context.Context, after int64, limit int) ([]Change, error)
 	// LastChange returns the highest Seq written so far (0 for none).
 	LastChange(ctx context.Context) (int64, error)
-	// PruneChanges forgets changes older than before.
-	PruneChanges(ctx context.Context, before time.Time) error
+	// PruneChanges forgets changes older than keep by the store's clock
+	// (PostgreSQL's clock_timestamp(), SQLite's machine's), not the
+	// caller's: a replica whose clock runs ahead forgets no change
+	// another replica has yet to read.
+	PruneChanges(ctx context.Context, keep time.Duration) error
 }
 
 // AdminToken is a token that authenticates to the admin API. Hash is the

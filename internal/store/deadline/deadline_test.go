@@ -681,3 +681,68 @@ func (r *stallRows) Next([]driver.Value) error {
 	<-r.c.release // a driver blocked where it does not look at its context
 	return io.EOF
 }
+
+// TestConnector_CommitGivenUpEndsTheDriversWait: a commit given up at
+// its deadline ends the context its transaction began with, on which a
+// driver commits (pgx's stdlib does: database/sql's Commit takes none),
+// so that a driver waiting for a commit's answer that never comes (a
+// link that drops every packet) stops waiting, and its connection is
+// closed, rather than held, with its pool's slot, until the kernel gives
+// the link up.
+func TestConnector_CommitGivenUpEndsTheDriversWait(t *testing.T) {
+	const d = 50 * time.Millisecond
+	var closed atomic.Int32
+	ended := make(chan struct{})
+	c := &txConnector{closed: &closed, commit: func(ctx context.Context) error {
+		<-ctx.Done() // no answer: only the transaction's context ends the wait
+		close(ended)
+		return ctx.Err()
+	}}
+	db := sql.OpenDB(deadline.Connector(c, deadline.New(d, quiet()).Around))
+	defer db.Close()
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); !errors.Is(err, deadline.ErrDeadline) {
+		t.Fatalf("Commit never answered = %v, want ErrDeadline", err)
+	}
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the driver still waits for the commit given up 5 s after, want its transaction's context ended")
+	}
+	for end := time.Now().Add(5 * time.Second); closed.Load() == 0 && time.Now().Before(end); {
+		time.Sleep(time.Millisecond)
+	}
+	if n := closed.Load(); n != 1 {
+		t.Errorf("connections closed once the driver's commit returned = %d, want 1", n)
+	}
+}
+
+// txConnector makes connections whose transactions commit with commit,
+// given the context each began with, as pgx's stdlib does.
+type txConnector struct {
+	commit func(ctx context.Context) error
+	closed *atomic.Int32
+}
+
+func (c *txConnector) Connect(context.Context) (driver.Conn, error) { return &txConn{c}, nil }
+func (c *txConnector) Driver() driver.Driver                        { return nil }
+
+type txConn struct{ c *txConnector }
+
+func (*txConn) Prepare(string) (driver.Stmt, error) { return nil, errors.New("no statements") }
+func (c *txConn) Close() error                      { c.c.closed.Add(1); return nil }
+func (*txConn) Begin() (driver.Tx, error)           { return nil, errors.New("BeginTx only") }
+func (c *txConn) BeginTx(ctx context.Context, _ driver.TxOptions) (driver.Tx, error) {
+	return &ctxTx{ctx: ctx, commit: c.c.commit}, nil
+}
+
+type ctxTx struct {
+	ctx    context.Context
+	commit func(ctx context.Context) error
+}
+
+func (t *ctxTx) Commit() error   { return t.commit(t.ctx) }
+func (t *ctxTx) Rollback() error { return nil }

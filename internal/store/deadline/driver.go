@@ -348,7 +348,14 @@ func (c *conn) Begin() (driver.Tx, error) {
 }
 
 func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	var end context.CancelFunc
 	t, err := made(c, ctx, Op{Name: "begin", Kind: Other}, func(ctx context.Context) (driver.Tx, error) {
+		// A driver's transaction commits and rolls back on the context
+		// it began with (database/sql gives Commit and Rollback none, as
+		// pgx's stdlib keeps BeginTx's): end ends it once the
+		// transaction's commit or rollback returns, answered or given
+		// up, so that the driver stops waiting on a commit given up.
+		ctx, end = context.WithCancel(ctx)
 		if b, ok := c.c.(driver.ConnBeginTx); ok {
 			return b.BeginTx(ctx, opts)
 		}
@@ -359,7 +366,7 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 		return nil, err
 	}
 	c.wrote = false
-	return &tx{t: t, c: c, ctx: ctx}, nil
+	return &tx{t: t, c: c, ctx: ctx, end: end}, nil
 }
 
 func (c *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
@@ -421,9 +428,12 @@ type tx struct {
 	t   driver.Tx
 	c   *conn
 	ctx context.Context
+	// end ends the context the driver's transaction began with.
+	end context.CancelFunc
 }
 
 func (t *tx) Commit() error {
+	defer t.end()
 	kind := Read
 	if t.c.wrote {
 		kind = Write
@@ -438,6 +448,7 @@ func (t *tx) Commit() error {
 }
 
 func (t *tx) Rollback() error {
+	defer t.end()
 	return t.c.do(context.WithoutCancel(t.ctx), Op{Name: "rollback", Kind: Other}, func(context.Context) error { return t.t.Rollback() }, nil)
 }
 

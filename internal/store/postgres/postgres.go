@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -81,6 +82,9 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = 10 * time.Second
 	}
+	if _, set := cfg.ConnConfig.RuntimeParams[idleParam]; !set {
+		cfg.AfterConnect = boundIdleInTransaction
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, translate("open postgres store", err)
@@ -116,6 +120,28 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	}
 	on()
 	return s, nil
+}
+
+// IdleInTransaction is how long PostgreSQL lets a transaction of the
+// store's wait for its next statement before it ends the session and
+// rolls the transaction back (idle_in_transaction_session_timeout, set
+// on each connection unless the DSN sets it). A replica sends a
+// transaction's statements one after another, and gives up a call its
+// store does not answer at the call's deadline; a transaction that waits
+// this long is one whose replica has vanished mid-write (its host lost,
+// its link black-holed), which PostgreSQL would otherwise keep, with its
+// locks, until TCP's keepalive ends the connection, hours later. Its
+// locks include changesLock, which every write that logs a change takes:
+// every replica's reports and admin writes would wait on it meanwhile.
+const IdleInTransaction = 10 * time.Second
+
+// idleParam is IdleInTransaction's setting.
+const idleParam = "idle_in_transaction_session_timeout"
+
+// boundIdleInTransaction sets IdleInTransaction on a new connection.
+func boundIdleInTransaction(ctx context.Context, conn *pgx.Conn) error {
+	_, err := conn.Exec(ctx, "SET "+idleParam+" = "+strconv.FormatInt(IdleInTransaction.Milliseconds(), 10))
+	return err
 }
 
 // Option is an option of Open.
@@ -192,6 +218,7 @@ func translate(op string, err error) error {
 				strings.HasPrefix(pe.Code, "53"),                           // insufficient resources
 				strings.HasPrefix(pe.Code, "58"),                           // system error
 				pe.Code == "57P01", pe.Code == "57P02", pe.Code == "57P03", // shutting down, cannot connect now
+				pe.Code == "25P03", // idle_in_transaction_session_timeout: the session ended
 				pe.Code == "25006": // read_only_sql_transaction: a standby, or a server made read-only
 				return store.ErrUnavailable
 			case strings.HasPrefix(pe.Code, "22"), // data exception: out of range, bad encoding

@@ -398,3 +398,40 @@ func migratedTo(t *testing.T, dsn string, last int) (*sql.DB, dialect) {
 	}
 	return db, d
 }
+
+// TestIdleInTransaction: every connection of the store ends a
+// transaction left waiting for its next statement IdleInTransaction
+// long (its replica gone), unless the DSN sets the bound itself; the
+// statement of a transaction so ended is store.ErrUnavailable.
+func TestIdleInTransaction(t *testing.T) {
+	dsn := freshSchema(t)
+	bound := func(s *Store) string {
+		var v string
+		if err := s.R.QueryRowContext(t.Context(), "SHOW "+idleParam).Scan(&v); err != nil {
+			t.Fatalf("SHOW %s = %v", idleParam, err)
+		}
+		return v
+	}
+	if got, want := bound(open(t, dsn)), fmt.Sprintf("%dms", IdleInTransaction.Milliseconds()); got != want && got != IdleInTransaction.String() {
+		t.Errorf("%s = %s, want %s", idleParam, got, IdleInTransaction)
+	}
+	sep := " "
+	if strings.Contains(dsn, "://") {
+		sep = "&"
+	}
+	s := open(t, dsn+sep+idleParam+"=300")
+	if got := bound(s); got != "300ms" {
+		t.Errorf("%s with the DSN's 300 = %s, want 300ms", idleParam, got)
+	}
+	err := s.write(t.Context(), "idle", func(tx pgx.Tx) error {
+		if _, err := tx.Exec(t.Context(), "SELECT 1"); err != nil {
+			return err
+		}
+		time.Sleep(time.Second)
+		_, err := tx.Exec(t.Context(), "SELECT 1")
+		return err
+	})
+	if !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("a statement after its transaction waited past the bound = %v, want ErrUnavailable", err)
+	}
+}

@@ -303,9 +303,10 @@ func (s *Store) LastChange(ctx context.Context) (int64, error) {
 	return one(ctx, s, func() string { return "last change" }, "SELECT COALESCE(MAX(seq), 0) FROM changes", value[int64])
 }
 
-// PruneChanges forgets changes recorded before before, except the newest
-// one, which LastChange reports.
-func (s *Store) PruneChanges(ctx context.Context, before time.Time) error {
+// PruneChanges forgets changes recorded more than keep ago by the
+// database's clock (Dialect.Now), whatever the replica's, except the
+// newest one, which LastChange reports.
+func (s *Store) PruneChanges(ctx context.Context, keep time.Duration) error {
 	return s.put(ctx, "prune changes", nil,
-		"DELETE FROM changes WHERE at < $1 AND seq < (SELECT MAX(seq) FROM changes)", s.D.Time(before))
+		"DELETE FROM changes WHERE at < "+s.D.Now(keep)+" AND seq < (SELECT MAX(seq) FROM changes)")
 }

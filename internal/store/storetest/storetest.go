@@ -107,6 +107,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store, opts ...Option) {
 		run  func(t *testing.T, s store.Store, c *clock)
 	}{
 		{"ApplySpooledOnceAfterAClockJump", testApplySpooledOnceAfterAClockJump},
+		{"PruneChangesAfterAClockJump", testPruneChangesAfterAClockJump},
 	}
 	for _, tt := range clockTests {
 		t.Run(tt.name, func(t *testing.T) {
