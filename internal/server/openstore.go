@@ -34,7 +34,7 @@ func openStore(ctx context.Context, cfg *Config, around deadline.Around) (store.
 	if isPostgres(cfg.Store) {
 		st, err := postgres.Open(ctx, cfg.Store, postgres.WithAround(around))
 		if err != nil {
-			return nil, fmt.Errorf("open postgres store: %w", err)
+			return nil, err // it says "open postgres store" itself
 		}
 		return st, nil
 	}
