@@ -127,11 +127,14 @@ const maxKeyFile = 4096
 // regular one (a FIFO, a device, a directory) is refused, as is one its
 // group or others may read, or one larger than maxKeyFile. A link is
 // followed, and the file it leads to judged so. The file is opened
-// without waiting (openNoWait), so a FIFO in its place is refused
+// without waiting (filelock.OpenRead), so a FIFO in its place is refused
 // rather than waited on for a writer. An error opening it wraps the
 // open's (fs.ErrNotExist for none).
 func readKeyFile(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|openNoWait, 0)
+	f, err := filelock.OpenRead(path)
+	if errors.Is(err, filelock.ErrNotRegular) {
+		return nil, fmt.Errorf("master key file %s: %w; put the key in a regular file of mode 0600, or set BOXBROKER_MASTER_KEY", path, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read master key file: %w", err)
 	}
@@ -139,9 +142,6 @@ func readKeyFile(path string) ([]byte, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("read master key file: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("master key file %s is not a regular file (%v); put the key in a regular file of mode 0600, or set BOXBROKER_MASTER_KEY", path, fi.Mode())
 	}
 	if fi.Mode().Perm()&0o077 != 0 {
 		return nil, fmt.Errorf("master key file %s is readable by others (mode %v); chmod 600 it", path, fi.Mode().Perm())
