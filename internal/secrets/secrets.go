@@ -125,7 +125,10 @@ const maxKeyFile = 4096
 // readKeyFile reads the master key file at path, judging the file it
 // opened (its fstat), never the name again: a file that is not a
 // regular one (a FIFO, a device, a directory) is refused, as is one its
-// group or others may read, or one larger than maxKeyFile. A link is
+// group or others may read, one that belongs to a user other than the
+// process's own and root (as ssh refuses such a key: its owner knows the
+// key, and a process of root's reads a private file of anyone's), or one
+// larger than maxKeyFile. A link is
 // followed, and the file it leads to judged so. The file is opened
 // without waiting (filelock.OpenRead), so a FIFO in its place is refused
 // rather than waited on for a writer. An error opening it wraps the
@@ -145,6 +148,9 @@ func readKeyFile(path string) ([]byte, error) {
 	}
 	if fi.Mode().Perm()&0o077 != 0 {
 		return nil, fmt.Errorf("master key file %s is readable by others (mode %v); chmod 600 it", path, fi.Mode().Perm())
+	}
+	if uid, ok := filelock.Owner(fi); ok && uid != 0 && uid != os.Geteuid() {
+		return nil, fmt.Errorf("master key file %s belongs to user %d, not to this process's user (%d) nor root, so its owner knows the key and can change it; chown it to boxbroker's user", path, uid, os.Geteuid())
 	}
 	b, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
 	if err != nil {
