@@ -5,9 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
-	"os"
 	"strings"
 
+	"github.com/intentius/boxbroker/internal/filelock"
 	"github.com/intentius/boxbroker/internal/sso"
 )
 
@@ -53,7 +53,9 @@ func ssoFlags(fs *flag.FlagSet, c *cli) func() (sso.Config, error) {
 // its trailing line end dropped. Its errors never hold the content, nor
 // path when it names no file it can open (it may be the secret itself).
 func readSecretFile(path string) (string, error) {
-	f, err := os.Open(path)
+	// Judged as opened (filelock.OpenRead): a FIFO is refused, not
+	// waited on for a writer.
+	f, err := filelock.OpenRead(path)
 	if err != nil {
 		return "", fmt.Errorf("configuration: --sso-client-secret-file (BOXBROKER_SSO_CLIENT_SECRET_FILE): %w", unnamed(err))
 	}

@@ -46,6 +46,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/intentius/boxbroker/internal/defaults"
+	"github.com/intentius/boxbroker/internal/filelock"
 	"github.com/intentius/boxbroker/internal/outbox"
 	"github.com/intentius/boxbroker/internal/quiet"
 	"github.com/intentius/boxbroker/internal/store"
@@ -220,14 +221,34 @@ func (s *Sink) backlogPath(gen uint64) string {
 	return filepath.Join(s.dir, "backlog-"+strconv.FormatUint(gen, 10)+".jsonl")
 }
 
+// maxState bounds the state file read: a few numbers and an id.
+const maxState = 4096
+
+// readState reads the state file at p, judged as opened
+// (filelock.Open: a link, a FIFO or a device refused), narrowed to
+// outbox.FileMode where others may read it (outbox.OwnerOnly), and of at
+// most maxState bytes. An error opening it is the open's.
+func readState(p string) ([]byte, error) {
+	f, err := filelock.Open(p, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if err := outbox.OwnerOnly(f); err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxState+1))
+	if err == nil && len(b) > maxState {
+		err = fmt.Errorf("%s is larger than %d bytes: not the sink's state", p, maxState)
+	}
+	return b, err
+}
+
 // load reads the state and the rows of the backlog not yet acknowledged.
 // The state and the backlog are narrowed to outbox.FileMode where others
 // may read them (outbox.OwnerOnly).
 func (s *Sink) load() (err error) {
-	if err := outbox.OwnerOnlyAt(filepath.Join(s.dir, "state.json")); err != nil {
-		return fmt.Errorf("auditsink: %w", err)
-	}
-	b, err := os.ReadFile(filepath.Join(s.dir, "state.json"))
+	b, err := readState(filepath.Join(s.dir, "state.json"))
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		var id [8]byte

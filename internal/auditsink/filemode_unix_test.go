@@ -3,9 +3,18 @@
 package auditsink_test
 
 import (
+	"errors"
+	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/auditsink"
+	"github.com/intentius/boxbroker/internal/filelock"
 )
 
 // TestSink_WiderFilesAreNarrowedAtOpen: the sink's state and backlog,
@@ -44,4 +53,98 @@ func TestSink_WiderFilesAreNarrowedAtOpen(t *testing.T) {
 			t.Errorf("%s is mode %v after the sink opened it, want 0600", filepath.Base(p), got)
 		}
 	}
+}
+
+// TestSink_FilesPlantedAreRefused: a link that a user who may write into
+// the data directory put at the sink's state or backlog, leading to a
+// file of the operator's, is refused, and that file left as it was (it
+// was chmodded 0600 through the link, and the backlog appended to); a
+// FIFO at the state is refused, not waited on for a writer (the sink's
+// opening, and serve's start, hung there); a state of megabytes is
+// refused, not read whole.
+func TestSink_FilesPlantedAreRefused(t *testing.T) {
+	_, u := newReceiver(t, 0)
+	for _, name := range []string{"state.json", "backlog-1.jsonl"} {
+		dir := t.TempDir()
+		sd := filepath.Join(dir, "auditsink")
+		if err := os.Mkdir(sd, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		victim := filepath.Join(t.TempDir(), "operators-file")
+		if err := os.WriteFile(victim, []byte("the operator's own\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(victim, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if name != "state.json" {
+			if err := os.WriteFile(filepath.Join(sd, "state.json"), []byte(`{"replica":"r","gen":1}`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.Symlink(victim, filepath.Join(sd, name)); err != nil {
+			t.Fatal(err)
+		}
+		if err := openErr(dir, u); !errors.Is(err, filelock.ErrNotRegular) {
+			t.Errorf("Open with %s a link = %v, want it refused", name, err)
+		}
+		if b, _ := os.ReadFile(victim); string(b) != "the operator's own\n" {
+			t.Errorf("%s: the operator's file holds %q, want it untouched", name, b)
+		}
+		if fi, err := os.Stat(victim); err != nil || fi.Mode().Perm() != 0o644 {
+			t.Errorf("%s: the operator's file is mode %v (%v), want its 0644 kept", name, fi.Mode().Perm(), err)
+		}
+	}
+
+	dir := t.TempDir()
+	sd := filepath.Join(dir, "auditsink")
+	if err := os.Mkdir(sd, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(sd, "state.json")
+	if err := os.WriteFile(big, []byte(`{"replica":"r","gen":1}`+strings.Repeat(" ", 8<<20)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := openErr(dir, u); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("Open with a state of 8 MiB = %v, want it refused as larger than a state", err)
+	}
+
+	if err := os.Remove(big); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(big, 0o600); err != nil {
+		t.Skip("no FIFO here:", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- openErr(dir, u) }()
+	for i := 0; ; i++ {
+		if i == 20000 {
+			t.Fatal("Open neither returned nor opened the FIFO")
+		}
+		var err error
+		select {
+		case err = <-done:
+		default:
+			// A writer's open without waiting succeeds only when a reader
+			// waits: opened and closed, it lets that reader go on.
+			if w, werr := os.OpenFile(big, os.O_WRONLY|syscall.O_NONBLOCK, 0); werr == nil {
+				w.Close()
+			}
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		if !errors.Is(err, filelock.ErrNotRegular) || !strings.Contains(err.Error(), "a FIFO") {
+			t.Errorf("Open with the state a FIFO = %v, want a refusal naming it a FIFO", err)
+		}
+		break
+	}
+}
+
+// openErr opens a sink on dir and closes it, and returns Open's error.
+func openErr(dir string, u *url.URL) error {
+	s, err := auditsink.Open(auditsink.Config{URL: u, Dir: dir, Token: "sink-bearer", Logger: slog.New(slog.DiscardHandler)})
+	if err == nil {
+		_ = s.Close()
+	}
+	return err
 }

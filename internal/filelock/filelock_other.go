@@ -2,7 +2,10 @@
 
 package filelock
 
-import "os"
+import (
+	"io/fs"
+	"os"
+)
 
 // TryLock always reports true where flock(2) is missing.
 func TryLock(*os.File) (bool, error) { return true, nil }
@@ -12,3 +15,16 @@ func Lock(*os.File) error { return nil }
 
 // Unlock does nothing where flock(2) is missing.
 func Unlock(*os.File) {}
+
+// noFollow and noWait: none here.
+const (
+	noFollow = 0
+	noWait   = 0
+)
+
+// isLink reports false: no open refuses a link here.
+func isLink(error) bool { return false }
+
+// Owner is the user ID fi's file belongs to; ok is false where the
+// system does not say, as here.
+func Owner(fs.FileInfo) (uid int, ok bool) { return 0, false }

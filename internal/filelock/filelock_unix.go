@@ -4,6 +4,7 @@ package filelock
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"syscall"
 )
@@ -25,3 +26,25 @@ func Lock(f *os.File) error { return syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
 
 // Unlock lets go of f's lock.
 func Unlock(f *os.File) { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }
+
+// noFollow and noWait are the flags with which an open refuses a link at
+// the path's end (ELOOP), and returns at once where it would wait: on a
+// FIFO with no peer.
+const (
+	noFollow = syscall.O_NOFOLLOW
+	noWait   = syscall.O_NONBLOCK
+)
+
+// isLink reports whether err is an open's refusal of a link (noFollow):
+// ELOOP, or EMLINK where FreeBSD's open says so.
+func isLink(err error) bool { return errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.EMLINK) }
+
+// Owner is the user ID fi's file belongs to; ok is false where the
+// system does not say.
+func Owner(fi fs.FileInfo) (uid int, ok bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return int(st.Uid), true
+}

@@ -233,7 +233,7 @@ func rewriteDead(p string, list []Dead) error {
 
 // readDead reads the dead letters at p; none when there is no file.
 func readDead(p string) ([]Dead, error) {
-	f, err := os.Open(p)
+	f, err := filelock.Open(p, os.O_RDONLY, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

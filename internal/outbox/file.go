@@ -60,14 +60,15 @@ func AppendSynced(f *os.File, b []byte) (int64, error) {
 }
 
 // WriteFile writes data as the file at p, whole or not at all: to a new
-// file beside it (p+".new"), synced, then renamed over p, and the
-// directory synced, so that the new name outlives a power cut. The new
+// file beside it (p+".new"; a link or a FIFO there is refused,
+// filelock.Open), synced, then renamed over p, and the directory synced,
+// so that the new name outlives a power cut. The new
 // file is removed when a step before the rename fails; when only the
 // directory's sync fails, p holds data already and the error says the
 // rename may not outlive a power cut.
 func WriteFile(p string, data []byte) error {
 	tmp := p + ".new"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, FileMode)
+	f, err := filelock.Open(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, FileMode)
 	if err != nil {
 		return err
 	}
@@ -93,9 +94,10 @@ func WriteFile(p string, data []byte) error {
 // AppendSynced — to read and append to, made (FileMode) if missing, or
 // narrowed to FileMode (OwnerOnly) when wider, and syncs its directory,
 // so that a file made here, and the lines synced to it, outlive a power
-// cut.
+// cut. A link, a FIFO or a device at p is refused (filelock.Open): a
+// link put there is never followed to a file to append to or chmod.
 func OpenLog(p string) (*os.File, error) {
-	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_APPEND, FileMode)
+	f, err := filelock.Open(p, os.O_RDWR|os.O_CREATE|os.O_APPEND, FileMode)
 	if err != nil {
 		return nil, err
 	}
@@ -139,22 +141,20 @@ func OwnerOnly(f *os.File) error {
 	return nil
 }
 
-// OwnerOnlyAt is OwnerOnly for the file at p, when there is one.
+// OwnerOnlyAt is OwnerOnly for the file at p, when there is one, opened
+// (filelock.Open) and judged as opened: a link, a FIFO or a device at p
+// is refused, and the file narrowed is the one judged, never a file a
+// link put at p meanwhile leads to.
 func OwnerOnlyAt(p string) error {
-	fi, err := os.Stat(p)
+	f, err := filelock.Open(p, os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	if fi.Mode().Perm()&0o077 == 0 {
-		return nil
-	}
-	if err := os.Chmod(p, FileMode); err != nil {
-		return notNarrowed(p, fi.Mode(), err)
-	}
-	return nil
+	defer f.Close()
+	return OwnerOnly(f)
 }
 
 // notNarrowed is the error for the file at p, of mode m, that err kept

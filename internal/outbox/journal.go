@@ -275,7 +275,7 @@ func (j *Journal) rewrite() error {
 // lines of the records and batches not yet done, synced; j.mu is held
 // (or j is not yet shared).
 func (j *Journal) writeFresh(p string) (*os.File, int64, error) {
-	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND, FileMode)
+	f, err := filelock.Open(p, os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND, FileMode)
 	if err != nil {
 		return nil, 0, fmt.Errorf("journal: %w", err)
 	}

@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/defaults"
+	"github.com/intentius/boxbroker/internal/filelock"
 	"github.com/intentius/boxbroker/internal/metrics"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/store/deadline"
@@ -370,10 +371,15 @@ func journalStore(f *os.File) (string, error) {
 // spoolStore is the first store other than id a batch in the spool file
 // at p names, or "" when there is none (or no file).
 func spoolStore(p, id string) (string, error) {
-	data, err := os.ReadFile(p)
+	f, err := filelock.Open(p, os.O_RDONLY, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return "", nil
 	}
+	if err != nil {
+		return "", fmt.Errorf("spool: %w", err)
+	}
+	data, err := io.ReadAll(f)
+	f.Close()
 	if err != nil {
 		return "", fmt.Errorf("spool: %w", err)
 	}

@@ -49,7 +49,7 @@ func eachGone(dir, pattern string, fn func(p string, f *os.File) error) error {
 		return fmt.Errorf("journal: %w", err)
 	}
 	for _, p := range names {
-		f, err := os.Open(p)
+		f, err := filelock.Open(p, os.O_RDONLY, 0)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}

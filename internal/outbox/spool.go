@@ -266,7 +266,7 @@ func (s *Spool) replayOnce(ctx context.Context, apply func(context.Context, Batc
 			return 0, false, fmt.Errorf("spool: %w", err)
 		}
 	}
-	f, err := os.Open(rp)
+	f, err := filelock.Open(rp, os.O_RDONLY, 0)
 	if err != nil {
 		return 0, false, fmt.Errorf("spool: %w", err)
 	}
@@ -351,7 +351,7 @@ func setAsideUnread(dir, what string, line []byte, log *slog.Logger) error {
 
 // setAside renames the spool file p to rp while holding its lock.
 func setAside(p, rp string) error {
-	f, err := os.OpenFile(p, os.O_RDWR, 0)
+	f, err := filelock.Open(p, os.O_RDWR, 0)
 	if err != nil {
 		return err
 	}

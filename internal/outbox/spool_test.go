@@ -124,14 +124,15 @@ func TestReplay_SkipsATornLine(t *testing.T) {
 }
 
 // TestAppend_DiskRefuses: when the spool's file cannot be written (here
-// a directory stands where it would be), Append says so.
+// a directory stands where it would be, made once the spool is open:
+// OpenSpool refuses one there already), Append says so.
 func TestAppend_DiskRefuses(t *testing.T) {
 	dir := t.TempDir()
-	if err := os.Mkdir(filepath.Join(dir, SpoolFile), 0o700); err != nil {
-		t.Fatal(err)
-	}
 	s, err := OpenSpool(dir, 0, "", nil)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, SpoolFile), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Append(batch("a")); err == nil {

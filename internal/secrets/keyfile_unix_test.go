@@ -131,3 +131,32 @@ func wantRefused(t *testing.T, err error, words string) {
 		t.Errorf("Load = %v, want a refusal naming %q", err, words)
 	}
 }
+
+// TestLoad_KeyFileOfAnotherUserIsRefused: a master key file, mode 0600,
+// that belongs to a user other than the process's own and root is
+// refused, naming the file and its owner, as ssh refuses such a key:
+// its owner knows the key (one a user who may write into the data
+// directory put there before the first start, for credentials to be
+// sealed with) and can change it. A process of root's reads such a file
+// (as no other process may), which is where the rule bites.
+func TestLoad_KeyFileOfAnotherUserIsRefused(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root can give a file to another user")
+	}
+	dir := t.TempDir()
+	p := filepath.Join(dir, KeyFile)
+	if err := os.WriteFile(p, []byte(testKey), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(p, 54321, 54321); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := Load(dir, "")
+	wantRefused(t, err, "belongs to user 54321")
+	if err := os.Chown(p, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Load(dir, ""); err != nil {
+		t.Errorf("Load of a key file of root's = %v, want its key", err)
+	}
+}

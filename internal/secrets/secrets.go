@@ -125,13 +125,19 @@ const maxKeyFile = 4096
 // readKeyFile reads the master key file at path, judging the file it
 // opened (its fstat), never the name again: a file that is not a
 // regular one (a FIFO, a device, a directory) is refused, as is one its
-// group or others may read, or one larger than maxKeyFile. A link is
+// group or others may read, one that belongs to a user other than the
+// process's own and root (as ssh refuses such a key: its owner knows the
+// key, and a process of root's reads a private file of anyone's), or one
+// larger than maxKeyFile. A link is
 // followed, and the file it leads to judged so. The file is opened
-// without waiting (openNoWait), so a FIFO in its place is refused
+// without waiting (filelock.OpenRead), so a FIFO in its place is refused
 // rather than waited on for a writer. An error opening it wraps the
 // open's (fs.ErrNotExist for none).
 func readKeyFile(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|openNoWait, 0)
+	f, err := filelock.OpenRead(path)
+	if errors.Is(err, filelock.ErrNotRegular) {
+		return nil, fmt.Errorf("master key file %s: %w; put the key in a regular file of mode 0600, or set BOXBROKER_MASTER_KEY", path, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read master key file: %w", err)
 	}
@@ -140,11 +146,11 @@ func readKeyFile(path string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read master key file: %w", err)
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("master key file %s is not a regular file (%v); put the key in a regular file of mode 0600, or set BOXBROKER_MASTER_KEY", path, fi.Mode())
-	}
 	if fi.Mode().Perm()&0o077 != 0 {
 		return nil, fmt.Errorf("master key file %s is readable by others (mode %v); chmod 600 it", path, fi.Mode().Perm())
+	}
+	if uid, ok := filelock.Owner(fi); ok && uid != 0 && uid != os.Geteuid() {
+		return nil, fmt.Errorf("master key file %s belongs to user %d, not to this process's user (%d) nor root, so its owner knows the key and can change it; chown it to boxbroker's user", path, uid, os.Geteuid())
 	}
 	b, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
 	if err != nil {

@@ -53,7 +53,7 @@ func makeDataDir(dir string) error {
 			"(a master key of their own, a link in place of serve.lock); chmod 700 it, or give --data (BOXBROKER_DATA) a directory of boxbroker's user's own",
 			ErrDataDirOpen, dir, fi.Mode().Perm())
 	}
-	if uid, ok := ownerOf(fi); ok && uid != 0 && uid != os.Geteuid() {
+	if uid, ok := filelock.Owner(fi); ok && uid != 0 && uid != os.Geteuid() {
 		return fmt.Errorf("%w: %s belongs to user %d, not to this process's user (%d) nor root, and its owner can put files in it for boxbroker to read or write through; "+
 			"give --data (BOXBROKER_DATA) a directory of boxbroker's user's own", ErrDataDirOpen, dir, uid, os.Geteuid())
 	}
@@ -72,7 +72,9 @@ func lockDataDir(dir string) (*dirLock, error) {
 		return nil, err
 	}
 	p := filepath.Join(dir, LockFile)
-	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, outbox.FileMode)
+	// Judged as opened (filelock.Open): a link put here in place of
+	// the lock file is not followed to a file to truncate and write.
+	f, err := filelock.Open(p, os.O_RDWR|os.O_CREATE, outbox.FileMode)
 	if err != nil {
 		return nil, fmt.Errorf("open the data directory's lock file: %w", err)
 	}
@@ -82,7 +84,11 @@ func lockDataDir(dir string) (*dirLock, error) {
 		return nil, fmt.Errorf("lock the data directory (%s): %w", p, err)
 	}
 	if !ok {
-		b, _ := os.ReadFile(p)
+		// Read from the file locked, not the name again, which may be
+		// a FIFO by now.
+		b := make([]byte, 32)
+		n, _ := f.ReadAt(b, 0)
+		b = b[:n]
 		f.Close()
 		pid := strings.TrimSpace(string(b))
 		if _, err := strconv.Atoi(pid); err != nil {

@@ -56,14 +56,20 @@ func isPostgres(store string) bool {
 // warnOpenDataDir logs a warning when others than its owner may enter or
 // read dir, which holds the SQLite store or the master key file. The
 // files in it are mode 0600 whatever its mode, but their names, sizes and
-// times are not.
+// times are not; and a group that may write into it may also rename or
+// remove them, and put a file of its own at a name not yet made (a link,
+// a FIFO or a device there is refused as opened: filelock.Open).
 func warnOpenDataDir(log *slog.Logger, dir string) {
 	fi, err := os.Stat(dir)
 	if err != nil || fi.Mode().Perm()&0o077 == 0 {
 		return
 	}
-	log.Warn("the data directory can be read by others than its owner; its files are mode 0600, but make it 0700",
-		"dir", dir, "mode", fmt.Sprintf("%#o", fi.Mode().Perm()))
+	msg := "the data directory can be read by others than its owner; its files are mode 0600, but make it 0700"
+	if fi.Mode().Perm()&0o020 != 0 {
+		msg = "the data directory can be read by others than its owner, and its group can put files in it and rename or remove boxbroker's; " +
+			"a link, FIFO or device in place of a file of boxbroker's is refused, but make it 0700 unless a group must share it"
+	}
+	log.Warn(msg, "dir", dir, "mode", fmt.Sprintf("%#o", fi.Mode().Perm()))
 }
 
 // StoreWhere says where the store is, without any password: a

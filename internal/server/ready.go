@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
+	"github.com/intentius/boxbroker/internal/filelock"
 	"github.com/intentius/boxbroker/internal/hold"
 	"github.com/intentius/boxbroker/internal/outbox"
 	"github.com/intentius/boxbroker/internal/protocol"
@@ -154,13 +155,15 @@ func (p *diskProbe) writable(ctx context.Context, d time.Duration, dir string) e
 	return err
 }
 
-// writable writes, syncs and removes a small file in dir.
+// writable writes, syncs and removes a small file in dir, opened as
+// filelock.Open opens: a link put in its place is refused, never
+// followed to a file to truncate, nor a FIFO waited on.
 func writable(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
 	p := filepath.Join(dir, readyFile)
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	f, err := filelock.Open(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return err
 	}

@@ -5,22 +5,28 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 
+	"github.com/intentius/boxbroker/internal/filelock"
 	"github.com/intentius/boxbroker/internal/quiet"
 )
 
 // maxPathShown bounds the certificate's path a refusal quotes.
 const maxPathShown = 1024
 
-// loadKeyPair is tls.LoadX509KeyPair, with refusals that name the flags
+// maxPEMFile bounds the certificate and key files read: a chain of
+// certificates is a few KiB.
+const maxPEMFile = 1 << 20
+
+// loadKeyPair is tls.LoadX509KeyPair, each file judged as opened
+// (filelock.ReadFile: a FIFO is refused, not waited on; a file over
+// maxPEMFile is not read whole), with refusals that name the flags
 // and never quote keyFile: it is a path, but an operator may give the
 // key itself there (a container's secret put in BOXBROKER_TLS_KEY), which
 // a refusal quoting it would put in the log. certFile is quoted only
 // when it reads as a path (quiet.Shown): the key, pasted into
 // BOXBROKER_TLS_CERT in its place, is not.
 func loadKeyPair(certFile, keyFile string) (tls.Certificate, error) {
-	certPEM, err := os.ReadFile(certFile)
+	certPEM, err := filelock.ReadFile(certFile, maxPEMFile)
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
@@ -28,7 +34,7 @@ func loadKeyPair(certFile, keyFile string) (tls.Certificate, error) {
 		}
 		return tls.Certificate{}, fmt.Errorf("configuration: --tls-cert (BOXBROKER_TLS_CERT): %w", err)
 	}
-	keyPEM, err := os.ReadFile(keyFile)
+	keyPEM, err := filelock.ReadFile(keyFile, maxPEMFile)
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {

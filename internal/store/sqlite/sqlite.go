@@ -29,6 +29,7 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/intentius/boxbroker/internal/filelock"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/store/deadline"
 	"github.com/intentius/boxbroker/internal/store/sqlstore"
@@ -205,30 +206,40 @@ const FileMode fs.FileMode = 0o600
 // ownerOnly creates the database file at abs with FileMode if it is
 // missing, and narrows it and its WAL and shared-memory files to FileMode
 // where they are wider. SQLite gives the WAL and shared-memory files it
-// creates the database file's mode.
+// creates the database file's mode. Each is judged as opened
+// (filelock.Open): a link, a FIFO or a device at its path is refused,
+// and what is narrowed is the file judged, never one a link leads to.
 func ownerOnly(abs string) error {
-	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, FileMode)
-	if err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	for _, p := range []string{abs, abs + "-wal", abs + "-shm"} {
-		fi, err := os.Stat(p)
+	for i, p := range []string{abs, abs + "-wal", abs + "-shm"} {
+		flag := os.O_RDONLY
+		if i == 0 {
+			flag = os.O_RDWR | os.O_CREATE
+		}
+		f, err := filelock.Open(p, flag, FileMode)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		if fi.Mode().Perm() != FileMode {
-			if err := os.Chmod(p, FileMode); err != nil {
-				return fmt.Errorf("make %s mode %v: %w", p, FileMode, err)
-			}
+		err = narrow(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("make %s mode %v: %w", p, FileMode, err)
 		}
 	}
 	return nil
+}
+
+// narrow makes f FileMode when it is not.
+func narrow(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil || fi.Mode().Perm() == FileMode {
+		return err
+	}
+	return f.Chmod(FileMode)
 }
 
 // dsn makes the driver's name for the file at the absolute path abs: a
