@@ -149,6 +149,31 @@ func TestCLI_Budget(t *testing.T) {
 	}
 }
 
+// TestCLI_BudgetRemoveWindowKeepsMonth: `budget remove BOX --window day`
+// removes the box's daily budget alone, asking about that one; its
+// monthly budget still holds.
+func TestCLI_BudgetRemoveWindowKeepsMonth(t *testing.T) {
+	dir := t.TempDir()
+	if _, _, code := run(t, dir, "", "box", "add", "salad"); code != 0 {
+		t.Fatalf("box add = %d", code)
+	}
+	for _, args := range [][]string{{"budget", "set", "salad", "25"}, {"budget", "set", "salad", "5", "--window", "day"}} {
+		if out, errs, code := run(t, dir, "", args...); code != 0 {
+			t.Fatalf("boxbroker %q = %d %q %q", args, code, out, errs)
+		}
+	}
+	if _, errs, code := run(t, dir, "n\n", "budget", "remove", "salad", "--window", "day"); code != 1 || !strings.Contains(errs, "Remove box salad's own daily budget?") {
+		t.Errorf("budget remove --window day answered no = %d %q, want 1 and a question naming the daily budget", code, errs)
+	}
+	if out, errs, code := run(t, dir, "", "budget", "remove", "salad", "--window", "day", "--yes"); code != 0 || !strings.Contains(out, "removed box salad's own daily budget") {
+		t.Fatalf("budget remove --window day = %d %q %q", code, out, errs)
+	}
+	out, _, code := run(t, dir, "", "budget", "list", "salad")
+	if code != 0 || !strings.Contains(out, "$25.00") || strings.Contains(out, "has no budget") || strings.Contains(out, "day") {
+		t.Errorf("budget list after removing the daily budget = %d %q, want the monthly $25.00 alone", code, out)
+	}
+}
+
 // TestCLI_BudgetHoldsRunningBroker: a budget set with the CLI refuses the
 // running broker's next call over it.
 func TestCLI_BudgetHoldsRunningBroker(t *testing.T) {
