@@ -56,7 +56,9 @@ func runReady(ctx context.Context, c *cli, args []string) error {
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("not ready: %w", err)
+		// Most often no serve listens there, or it listens elsewhere:
+		// say where the address came from and how to name another.
+		return fmt.Errorf("not ready: no broker answered at %s (is `boxbroker serve` running there? --url names the box-facing address serve printed, or BOXBROKER_LISTEN the one it listens on): %w", safe(parsed.Redacted()), err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))

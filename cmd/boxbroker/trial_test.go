@@ -161,6 +161,42 @@ func TestReady_PrintsJSONLine(t *testing.T) {
 	}
 }
 
+// TestReady_NothingListeningSaysWhatToCheck: `ready` with no serve at
+// its address says so and how to name the address serve printed.
+func TestReady_NothingListeningSaysWhatToCheck(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	for _, tt := range []struct {
+		env  map[string]string
+		args []string
+	}{
+		{nil, []string{"ready", "--url", "http://" + addr}},
+		{map[string]string{"BOXBROKER_LISTEN": addr}, []string{"ready"}},
+	} {
+		_, errs, code := runIn(t, tt.env, "", tt.args...)
+		if code != 1 || !strings.Contains(errs, "no broker answered at http://"+addr) || !strings.Contains(errs, "is `boxbroker serve` running there?") || !strings.Contains(errs, "--url") {
+			t.Errorf("boxbroker %q with nothing at %s = %d %q, want exit 1 saying no broker answered there and naming --url", tt.args, addr, code, errs)
+		}
+	}
+}
+
+// TestCredentialSet_EmptyPipeSaysItWasEmpty: the quick start's
+// `printf %s "$ANTHROPIC_API_KEY" | boxbroker credential set anthropic`
+// with the variable unset pipes in nothing; the error says what it read
+// was empty, not only to pipe it in.
+func TestCredentialSet_EmptyPipeSaysItWasEmpty(t *testing.T) {
+	for _, in := range []string{"", "\n"} {
+		_, errs, code := run(t, t.TempDir(), in, "credential", "set", "anthropic")
+		if code != 1 || !strings.Contains(errs, "no value on stdin") || !strings.Contains(errs, "was empty") || !strings.Contains(errs, "unset or empty") {
+			t.Errorf("credential set anthropic with %q on stdin = %d %q, want exit 1 saying it was empty, as an unset variable is", in, code, errs)
+		}
+	}
+}
+
 func TestVersion_HelpExitsZero(t *testing.T) {
 	for _, h := range []string{"-h", "--help"} {
 		out, errs, code := runIn(t, nil, "", "version", h)
