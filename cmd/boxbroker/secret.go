@@ -145,7 +145,7 @@ func secretSet(ctx context.Context, c *cli, be *backend, remote bool, box, name 
 	}
 	base, err := protocol.ParseSecretHost(sv.Host)
 	if err != nil {
-		return fmt.Errorf("%w: --host %v", errUsage, err)
+		return fmt.Errorf("%w: --host: %v", errUsage, err)
 	}
 	if sv.Kind == "plain" {
 		sv.Kind = ""
