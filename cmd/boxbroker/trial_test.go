@@ -184,6 +184,37 @@ func TestReady_NothingListeningSaysWhatToCheck(t *testing.T) {
 	}
 }
 
+// TestCLI_HintsFollowBOXBROKER_LISTEN: with BOXBROKER_LISTEN set for
+// serve and no BOXBROKER_URL, box add and secret set name the address
+// serve listens on in what to give the box, as ready asks it there;
+// BOXBROKER_URL still wins, and with neither the default stays.
+func TestCLI_HintsFollowBOXBROKER_LISTEN(t *testing.T) {
+	const value = "sk_test_HINTSFOLLOWLISTEN"
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"listen", map[string]string{"BOXBROKER_LISTEN": "127.0.0.1:28787"}, "http://127.0.0.1:28787"},
+		{"wildcard listen", map[string]string{"BOXBROKER_LISTEN": "0.0.0.0:28787"}, "http://127.0.0.1:28787"},
+		{"url wins", map[string]string{"BOXBROKER_LISTEN": "127.0.0.1:28787", "BOXBROKER_URL": "https://broker.example"}, "https://broker.example"},
+		{"neither", map[string]string{}, "http://127.0.0.1:8787"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.env["BOXBROKER_DATA"] = t.TempDir()
+			_, errs, code := runIn(t, tt.env, "", "box", "add", "salad")
+			if code != 0 || !strings.Contains(errs, "STUDIO_URL="+tt.want+"\n") || !strings.Contains(errs, "ANTHROPIC_BASE_URL="+tt.want+"/llm/anthropic") {
+				t.Errorf("box add with %v = %d %q, want the box's environment at %s", tt.env, code, errs, tt.want)
+			}
+			out, errs, code := runIn(t, tt.env, value, "secret", "set", "salad", "STRIPE", "--host", "https://api.stripe.com")
+			if code != 0 || !strings.Contains(out, "STRIPE_BASE_URL="+tt.want+"/egress/STRIPE") {
+				t.Errorf("secret set with %v = %d %q %q, want the base URL at %s", tt.env, code, out, errs, tt.want)
+			}
+		})
+	}
+}
+
 // TestCredentialSet_EmptyPipeSaysItWasEmpty: the quick start's
 // `printf %s "$ANTHROPIC_API_KEY" | boxbroker credential set anthropic`
 // with the variable unset pipes in nothing; the error says what it read
