@@ -137,8 +137,11 @@ func runBudgetOn(ctx context.Context, c *cli, be *backend, sub, box, principal, 
 			return err
 		}
 		if len(ws) > 0 {
-			if err := printBudgets(c, bl); err != nil {
-				return err
+			// With window budgets alone, no empty monthly table above them.
+			if len(bl.Budgets) > 0 {
+				if err := printBudgets(c, bl); err != nil {
+					return err
+				}
 			}
 			return printWindowBudgets(c, ws)
 		}

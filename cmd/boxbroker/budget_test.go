@@ -174,6 +174,47 @@ func TestCLI_BudgetRemoveWindowKeepsMonth(t *testing.T) {
 	}
 }
 
+// TestCLI_WeekBudgetListsItsSunday: `budget list` says a weekly budget
+// counts from its Monday to its Sunday (FROM, TO), not to its Monday.
+func TestCLI_WeekBudgetListsItsSunday(t *testing.T) {
+	dir := t.TempDir()
+	if _, _, code := run(t, dir, "", "box", "add", "salad"); code != 0 {
+		t.Fatalf("box add = %d", code)
+	}
+	if out, errs, code := run(t, dir, "", "budget", "set", "salad", "5", "--window", "week"); code != 0 {
+		t.Fatalf("budget set --window week = %d %q %q", code, out, errs)
+	}
+	// The week the list is of: one of the weeks of before and after it.
+	week := func() string {
+		d := time.Now().UTC().Truncate(24 * time.Hour)
+		monday := d.AddDate(0, 0, -((int(d.Weekday()) + 6) % 7))
+		return monday.Format(time.DateOnly) + "  " + monday.AddDate(0, 0, 6).Format(time.DateOnly)
+	}
+	before := week()
+	out, errs, code := run(t, dir, "", "budget", "list", "salad")
+	after := week()
+	if code != 0 || !(strings.Contains(out, before) || strings.Contains(out, after)) {
+		t.Errorf("budget list of a weekly budget = %d %q %q, want it FROM its Monday TO its Sunday (%s)", code, out, errs, before)
+	}
+}
+
+// TestCLI_BudgetListOfWindowsAlone: a box with a window budget and no
+// monthly one lists the window's table alone, under no empty monthly
+// header.
+func TestCLI_BudgetListOfWindowsAlone(t *testing.T) {
+	dir := t.TempDir()
+	if _, _, code := run(t, dir, "", "box", "add", "salad"); code != 0 {
+		t.Fatalf("box add = %d", code)
+	}
+	if out, errs, code := run(t, dir, "", "budget", "set", "salad", "5", "--window", "day"); code != 0 {
+		t.Fatalf("budget set --window day = %d %q %q", code, out, errs)
+	}
+	out, errs, code := run(t, dir, "", "budget", "list", "salad")
+	if code != 0 || !strings.HasPrefix(out, "BUDGET  WINDOW") || strings.Contains(out, "RESETS") || strings.Count(out, "\n") != 2 {
+		t.Errorf("budget list of a daily budget alone = %d %q %q, want the window table's header and its one row", code, out, errs)
+	}
+}
+
 // TestCLI_BudgetHoldsRunningBroker: a budget set with the CLI refuses the
 // running broker's next call over it.
 func TestCLI_BudgetHoldsRunningBroker(t *testing.T) {
