@@ -26,12 +26,16 @@ func proposalCommands() map[string]command {
 func runProposals(ctx context.Context, c *cli, args []string) error {
 	cmd := c.command("proposals")
 	box := cmd.String("box", "", "only this box's proposals")
-	state := cmd.String("state", store.ProposalPending, "pending, approved, denied, expired, or all")
+	state := cmd.String("state", store.ProposalPending, "pending, approved, denied, expired, used, or all")
 	if _, err := cmd.args(args, 0, "proposals takes no arguments (--box BOX to name a box)"); err != nil {
 		return err
 	}
-	if *state == "all" {
+	switch *state {
+	case "all":
 		*state = ""
+	case store.ProposalPending, store.ProposalApproved, store.ProposalDenied, store.ProposalExpired, store.ProposalUsed:
+	default:
+		return fmt.Errorf("%w: --state %s: a state is pending, approved, denied, expired, used, or all", errUsage, quiet.Shown(*state, 64))
 	}
 	return cmd.on(ctx, c, false, false, func(be *backend) error {
 		list, err := be.ListProposals(ctx, *box, *state)
