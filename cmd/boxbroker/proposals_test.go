@@ -95,3 +95,22 @@ func TestProposals_StateNamesEveryState(t *testing.T) {
 		t.Errorf("GET /api/proposals?state=bogus = %d %q, want 400 naming used among the states", r.StatusCode, msg)
 	}
 }
+
+// TestAsk_SecretNameMustBeOne: `ask BOX secret:github` is refused (exit
+// 2) naming the secret name's pattern, since no refusal would ever match
+// it; turning such a scope off is taken, to clear one set.
+func TestAsk_SecretNameMustBeOne(t *testing.T) {
+	dir := t.TempDir()
+	if _, _, code := run(t, dir, "", "box", "add", "shop"); code != 0 {
+		t.Fatalf("box add = %d", code)
+	}
+	if _, errs, code := run(t, dir, "", "ask", "shop", "secret:github"); code != 2 || !strings.Contains(errs, "^[A-Z][A-Z0-9_]{0,39}$") {
+		t.Errorf("ask shop secret:github = %d %q, want exit 2 naming the secret name's pattern", code, errs)
+	}
+	if out, errs, code := run(t, dir, "", "ask", "shop", "secret:github", "--off"); code != 0 {
+		t.Errorf("ask shop secret:github --off = %d %q %q, want it taken", code, out, errs)
+	}
+	if out, errs, code := run(t, dir, "", "ask", "shop", "secret:GITHUB"); code != 0 || !strings.Contains(out, "opens a proposal") {
+		t.Errorf("ask shop secret:GITHUB = %d %q %q", code, out, errs)
+	}
+}
