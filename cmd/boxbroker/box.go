@@ -34,7 +34,7 @@ func runBox(ctx context.Context, c *cli, args []string) error {
 	fs := cmd.FlagSet
 	brokerURL, yes := new(string), yesFlag(fs, sub == "remove", "remove")
 	if sub == "add" || sub == "rotate" {
-		brokerURL = fs.String("url", c.envOr("BOXBROKER_URL", "http://127.0.0.1:8787"), "the broker's URL as boxes reach it, for the hints printed (BOXBROKER_URL)")
+		brokerURL = fs.String("url", c.hintURL(), "the broker's URL as boxes reach it, for the hints printed (BOXBROKER_URL, else http:// and BOXBROKER_LISTEN's address)")
 	}
 	var lt lifetimes
 	switch sub {

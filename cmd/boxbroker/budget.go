@@ -68,17 +68,22 @@ func runBudget(ctx context.Context, c *cli, args []string) error {
 			return fmt.Errorf("%w: %v", errUsage, err)
 		}
 	}
-	if sub == "remove" {
-		if err := c.sure(*yes, fmt.Sprintf("Remove %s, leaving those calls unlimited?", ofBox("budget", box, *principal)), "removed", "remove"); err != nil {
-			return err
-		}
-	}
 	if *window == "month" {
 		*window = ""
 	}
+	question := fmt.Sprintf("Remove %s, leaving those calls unlimited?", ofBox("budget", box, *principal))
 	if *window != "" {
-		if _, err := store.ParseWindow(*window); err != nil {
+		w, err := store.ParseWindow(*window)
+		if err != nil {
 			return fmt.Errorf("%w: %v (or month, the default)", errUsage, err)
+		}
+		// A window's budget goes alone: the monthly budget, and any
+		// other window's, still hold the calls.
+		question = fmt.Sprintf("Remove %s? Its other budgets still hold.", ofBox(w.Describe()+" budget", box, *principal))
+	}
+	if sub == "remove" {
+		if err := c.sure(*yes, question, "removed", "remove"); err != nil {
+			return err
 		}
 	}
 	return cmd.on(ctx, c, false, false, func(be *backend) error {
@@ -114,9 +119,12 @@ func runBudgetOn(ctx context.Context, c *cli, be *backend, sub, box, principal, 
 			return c.warnUnpaid(ctx, be, box, principal)
 		}
 	case "remove":
-		err := be.RemoveBudget(ctx, box, principal)
+		// --window removes that window's budget and nothing else.
+		var err error
 		if window != "" {
 			err = be.RemoveWindowBudget(ctx, box, principal, window)
+		} else {
+			err = be.RemoveBudget(ctx, box, principal)
 		}
 		return c.removed(err, whose, "; its calls are still measured")
 	case "list":
@@ -129,8 +137,11 @@ func runBudgetOn(ctx context.Context, c *cli, be *backend, sub, box, principal, 
 			return err
 		}
 		if len(ws) > 0 {
-			if err := printBudgets(c, bl); err != nil {
-				return err
+			// With window budgets alone, no empty monthly table above them.
+			if len(bl.Budgets) > 0 {
+				if err := printBudgets(c, bl); err != nil {
+					return err
+				}
 			}
 			return printWindowBudgets(c, ws)
 		}

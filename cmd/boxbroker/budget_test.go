@@ -149,6 +149,72 @@ func TestCLI_Budget(t *testing.T) {
 	}
 }
 
+// TestCLI_BudgetRemoveWindowKeepsMonth: `budget remove BOX --window day`
+// removes the box's daily budget alone, asking about that one; its
+// monthly budget still holds.
+func TestCLI_BudgetRemoveWindowKeepsMonth(t *testing.T) {
+	dir := t.TempDir()
+	if _, _, code := run(t, dir, "", "box", "add", "salad"); code != 0 {
+		t.Fatalf("box add = %d", code)
+	}
+	for _, args := range [][]string{{"budget", "set", "salad", "25"}, {"budget", "set", "salad", "5", "--window", "day"}} {
+		if out, errs, code := run(t, dir, "", args...); code != 0 {
+			t.Fatalf("boxbroker %q = %d %q %q", args, code, out, errs)
+		}
+	}
+	if _, errs, code := run(t, dir, "n\n", "budget", "remove", "salad", "--window", "day"); code != 1 || !strings.Contains(errs, "Remove box salad's own daily budget?") {
+		t.Errorf("budget remove --window day answered no = %d %q, want 1 and a question naming the daily budget", code, errs)
+	}
+	if out, errs, code := run(t, dir, "", "budget", "remove", "salad", "--window", "day", "--yes"); code != 0 || !strings.Contains(out, "removed box salad's own daily budget") {
+		t.Fatalf("budget remove --window day = %d %q %q", code, out, errs)
+	}
+	out, _, code := run(t, dir, "", "budget", "list", "salad")
+	if code != 0 || !strings.Contains(out, "$25.00") || strings.Contains(out, "has no budget") || strings.Contains(out, "day") {
+		t.Errorf("budget list after removing the daily budget = %d %q, want the monthly $25.00 alone", code, out)
+	}
+}
+
+// TestCLI_WeekBudgetListsItsSunday: `budget list` says a weekly budget
+// counts from its Monday to its Sunday (FROM, TO), not to its Monday.
+func TestCLI_WeekBudgetListsItsSunday(t *testing.T) {
+	dir := t.TempDir()
+	if _, _, code := run(t, dir, "", "box", "add", "salad"); code != 0 {
+		t.Fatalf("box add = %d", code)
+	}
+	if out, errs, code := run(t, dir, "", "budget", "set", "salad", "5", "--window", "week"); code != 0 {
+		t.Fatalf("budget set --window week = %d %q %q", code, out, errs)
+	}
+	// The week the list is of: one of the weeks of before and after it.
+	week := func() string {
+		d := time.Now().UTC().Truncate(24 * time.Hour)
+		monday := d.AddDate(0, 0, -((int(d.Weekday()) + 6) % 7))
+		return monday.Format(time.DateOnly) + "  " + monday.AddDate(0, 0, 6).Format(time.DateOnly)
+	}
+	before := week()
+	out, errs, code := run(t, dir, "", "budget", "list", "salad")
+	after := week()
+	if code != 0 || !(strings.Contains(out, before) || strings.Contains(out, after)) {
+		t.Errorf("budget list of a weekly budget = %d %q %q, want it FROM its Monday TO its Sunday (%s)", code, out, errs, before)
+	}
+}
+
+// TestCLI_BudgetListOfWindowsAlone: a box with a window budget and no
+// monthly one lists the window's table alone, under no empty monthly
+// header.
+func TestCLI_BudgetListOfWindowsAlone(t *testing.T) {
+	dir := t.TempDir()
+	if _, _, code := run(t, dir, "", "box", "add", "salad"); code != 0 {
+		t.Fatalf("box add = %d", code)
+	}
+	if out, errs, code := run(t, dir, "", "budget", "set", "salad", "5", "--window", "day"); code != 0 {
+		t.Fatalf("budget set --window day = %d %q %q", code, out, errs)
+	}
+	out, errs, code := run(t, dir, "", "budget", "list", "salad")
+	if code != 0 || !strings.HasPrefix(out, "BUDGET  WINDOW") || strings.Contains(out, "RESETS") || strings.Count(out, "\n") != 2 {
+		t.Errorf("budget list of a daily budget alone = %d %q %q, want the window table's header and its one row", code, out, errs)
+	}
+}
+
 // TestCLI_BudgetHoldsRunningBroker: a budget set with the CLI refuses the
 // running broker's next call over it.
 func TestCLI_BudgetHoldsRunningBroker(t *testing.T) {

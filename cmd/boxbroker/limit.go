@@ -116,6 +116,9 @@ func printWindowBudgets(c *cli, ws []operator.WindowBudgetView) error {
 		return nil
 	}
 	return rows(c.stdout, "BUDGET\tWINDOW\tLIMIT\tSPENT\tHELD\tLEFT\tFROM\tTO", ws, func(w operator.WindowBudgetView) []any {
-		return []any{whose(w.Principal), w.Window, spend.FormatDollars(w.USD), spend.FormatDollars(w.Spent), spend.FormatDollars(w.Held), spend.FormatDollars(w.Left), w.From, w.Bucket}
+		if w.To == "" { // a broker that answers no "to": its bucket
+			w.To = w.Bucket
+		}
+		return []any{whose(w.Principal), w.Window, spend.FormatDollars(w.USD), spend.FormatDollars(w.Spent), spend.FormatDollars(w.Held), spend.FormatDollars(w.Left), w.From, w.To}
 	})
 }

@@ -391,7 +391,7 @@ func readAtMost(r io.Reader, n int64, what, over string) ([]byte, error) {
 func trimValue(b []byte) ([]byte, error) {
 	v := strings.TrimRight(string(b), "\r\n")
 	if v == "" {
-		return nil, errors.New("no value on stdin: pipe it in, as in `printf %s \"$KEY\" | boxbroker ...`")
+		return nil, errors.New("no value on stdin: what it read was empty (as a variable that is unset or empty reads when piped in); pipe the value in, as in `printf %s \"$KEY\" | boxbroker ...`")
 	}
 	if strings.ContainsAny(v, "\r\n") {
 		return nil, errors.New("the value on stdin holds a line break inside it")

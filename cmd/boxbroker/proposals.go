@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/intentius/boxbroker/internal/approval"
 	"github.com/intentius/boxbroker/internal/operator"
+	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/quiet"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -14,7 +16,7 @@ import (
 // proposals, approving and denying them, and turning ask mode on.
 func proposalCommands() map[string]command {
 	return map[string]command{
-		"proposals": {summary: "list refused requests waiting for a person: proposals [--box B] [--state pending|approved|denied|expired|all]", run: runProposals},
+		"proposals": {summary: "list refused requests waiting for a person: proposals [--box B] [--state pending|approved|denied|expired|used|all]", run: runProposals},
 		"approve":   {summary: "approve a proposal: approve ID --for 15m|1h|7d|always", run: decide("approve")},
 		"deny":      {summary: "deny a proposal, or withdraw an approval: deny ID", run: decide("deny")},
 		"ask":       {summary: "put a box's refusals in ask mode: ask BOX secret:NAME|hosts|budget [--off]", run: runAsk},
@@ -26,12 +28,16 @@ func proposalCommands() map[string]command {
 func runProposals(ctx context.Context, c *cli, args []string) error {
 	cmd := c.command("proposals")
 	box := cmd.String("box", "", "only this box's proposals")
-	state := cmd.String("state", store.ProposalPending, "pending, approved, denied, expired, or all")
+	state := cmd.String("state", store.ProposalPending, "pending, approved, denied, expired, used, or all")
 	if _, err := cmd.args(args, 0, "proposals takes no arguments (--box BOX to name a box)"); err != nil {
 		return err
 	}
-	if *state == "all" {
+	switch *state {
+	case "all":
 		*state = ""
+	case store.ProposalPending, store.ProposalApproved, store.ProposalDenied, store.ProposalExpired, store.ProposalUsed:
+	default:
+		return fmt.Errorf("%w: --state %s: a state is pending, approved, denied, expired, used, or all", errUsage, quiet.Shown(*state, 64))
 	}
 	return cmd.on(ctx, c, false, false, func(be *backend) error {
 		list, err := be.ListProposals(ctx, *box, *state)
@@ -103,6 +109,11 @@ func runAsk(ctx context.Context, c *cli, args []string) error {
 	box, scope := pos[0], pos[1]
 	if approval.CheckScope(scope) != nil {
 		return fmt.Errorf("%w: %s: %w (hosts, budget, or secret:NAME)", errUsage, quiet.Shown(scope, len(approval.ScopeSecret)+128), approval.ErrBadScope)
+	}
+	// A secret's name is upper-case: secret:github would never match a
+	// refusal. Turning such a scope off stays open, to clear one set.
+	if name, ok := strings.CutPrefix(scope, approval.ScopeSecret); ok && !*off && !protocol.IsSecretName(name) {
+		return fmt.Errorf("%w: %s: the secret's name %s must match ^[A-Z][A-Z0-9_]{0,39}$, as secret set takes it, such as secret:GITHUB", errUsage, quiet.Shown(scope, len(approval.ScopeSecret)+128), named(name))
 	}
 	return cmd.on(ctx, c, false, false, func(be *backend) error {
 		asks, err := be.SetAsk(ctx, box, scope, !*off)

@@ -77,3 +77,40 @@ func TestCLI_AskProposalsApprove(t *testing.T) {
 		})
 	}
 }
+
+// TestProposals_StateNamesEveryState: a state proposals does not know is
+// refused naming every one it does, used and all among them, as is the
+// admin API's; used lists.
+func TestProposals_StateNamesEveryState(t *testing.T) {
+	b := brokertest.New(t, brokertest.Options{})
+	dir := b.Server.Config.DataDir
+	if _, errs, code := run(t, dir, "", "proposals", "--state", "bogus"); code != 2 || !strings.Contains(errs, "pending, approved, denied, expired, used, or all") {
+		t.Errorf("proposals --state bogus = %d %q, want exit 2 naming every state", code, errs)
+	}
+	if out, errs, code := run(t, dir, "", "proposals", "--state", "used"); code != 0 || !strings.Contains(out, "no used proposals") {
+		t.Errorf("proposals --state used = %d %q %q, want none listed", code, out, errs)
+	}
+	r := b.Admin("GET", "/api/proposals?state=bogus", b.AdminToken, nil)
+	if _, msg := brokertest.Refusal(r.Body); r.StatusCode != http.StatusBadRequest || !strings.Contains(msg, "expired or used") {
+		t.Errorf("GET /api/proposals?state=bogus = %d %q, want 400 naming used among the states", r.StatusCode, msg)
+	}
+}
+
+// TestAsk_SecretNameMustBeOne: `ask BOX secret:github` is refused (exit
+// 2) naming the secret name's pattern, since no refusal would ever match
+// it; turning such a scope off is taken, to clear one set.
+func TestAsk_SecretNameMustBeOne(t *testing.T) {
+	dir := t.TempDir()
+	if _, _, code := run(t, dir, "", "box", "add", "shop"); code != 0 {
+		t.Fatalf("box add = %d", code)
+	}
+	if _, errs, code := run(t, dir, "", "ask", "shop", "secret:github"); code != 2 || !strings.Contains(errs, "^[A-Z][A-Z0-9_]{0,39}$") {
+		t.Errorf("ask shop secret:github = %d %q, want exit 2 naming the secret name's pattern", code, errs)
+	}
+	if out, errs, code := run(t, dir, "", "ask", "shop", "secret:github", "--off"); code != 0 {
+		t.Errorf("ask shop secret:github --off = %d %q %q, want it taken", code, out, errs)
+	}
+	if out, errs, code := run(t, dir, "", "ask", "shop", "secret:GITHUB"); code != 0 || !strings.Contains(out, "opens a proposal") {
+		t.Errorf("ask shop secret:GITHUB = %d %q %q", code, out, errs)
+	}
+}

@@ -35,14 +35,10 @@ func runReady(ctx context.Context, c *cli, args []string) error {
 	u := *base
 	if u == "" {
 		listen := c.envOr("BOXBROKER_LISTEN", "127.0.0.1:8787")
-		host, port, err := net.SplitHostPort(listen)
-		if err != nil {
+		var err error
+		if u, err = listenURL(listen); err != nil {
 			return fmt.Errorf("%w: BOXBROKER_LISTEN=%q is not a host:port; give --url", errUsage, listen)
 		}
-		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-			host = "127.0.0.1"
-		}
-		u = "http://" + net.JoinHostPort(host, port)
 	}
 	parsed, err := url.Parse(u)
 	if err != nil || (parsed.Scheme != "http" && parsed.Scheme != "https") || parsed.Host == "" {
@@ -56,7 +52,9 @@ func runReady(ctx context.Context, c *cli, args []string) error {
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("not ready: %w", err)
+		// Most often no serve listens there, or it listens elsewhere:
+		// say where the address came from and how to name another.
+		return fmt.Errorf("not ready: no broker answered at %s (is `boxbroker serve` running there? --url names the box-facing address serve printed, or BOXBROKER_LISTEN the one it listens on): %w", safe(parsed.Redacted()), err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
@@ -77,4 +75,31 @@ func printAnswer(w io.Writer, body []byte) {
 		return
 	}
 	fmt.Fprintln(w, safe(string(bytes.TrimRight(body, "\r\n"))))
+}
+
+// listenURL is the http:// URL a client on this machine reaches a
+// serve listening on listen (host:port) at: a wildcard or empty host is
+// reached on 127.0.0.1.
+func listenURL(listen string) (string, error) {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "", err
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port), nil
+}
+
+// hintURL is the default of --url for the hints box add, box rotate and
+// secret set print: BOXBROKER_URL, else the address BOXBROKER_LISTEN
+// gives serve (as `ready` asks it), else http://127.0.0.1:8787.
+func (c *cli) hintURL() string {
+	if v := c.getenv("BOXBROKER_URL"); v != "" {
+		return v
+	}
+	if u, err := listenURL(c.getenv("BOXBROKER_LISTEN")); err == nil {
+		return u
+	}
+	return "http://127.0.0.1:8787"
 }

@@ -28,7 +28,7 @@ func runSecret(ctx context.Context, c *cli, args []string) error {
 	switch sub {
 	case "set":
 		host = fs.String("host", "", "the one base `URL` the secret may be sent to, https://host[:port][/path]")
-		brokerURL = fs.String("url", c.envOr("BOXBROKER_URL", "http://127.0.0.1:8787"), "the broker's URL as boxes reach it, for the hints printed (BOXBROKER_URL)")
+		brokerURL = fs.String("url", c.hintURL(), "the broker's URL as boxes reach it, for the hints printed (BOXBROKER_URL, else http:// and BOXBROKER_LISTEN's address)")
 		word = fs.String("broker", c.envOr("BOXBROKER_BROKER", "lobby"), "the broker word, for the declaration hint printed (BOXBROKER_BROKER)")
 		kind = fs.String("kind", "", "what the broker sends: plain, the value itself (the default), or what it mints or signs with from a JSON configuration on stdin: "+strings.Join(mint.Kinds(), ", "))
 		fs.Var(&fields, "body-field", "a top-level `FIELD` of a form or JSON request body in which the broker writes the value, where the field's whole value is the box's token (an API that takes its key in the body, such as client_secret); repeat for more. Anywhere else in a body the token is marked, never swapped")
@@ -145,7 +145,7 @@ func secretSet(ctx context.Context, c *cli, be *backend, remote bool, box, name 
 	}
 	base, err := protocol.ParseSecretHost(sv.Host)
 	if err != nil {
-		return fmt.Errorf("%w: --host %v", errUsage, err)
+		return fmt.Errorf("%w: --host: %v", errUsage, err)
 	}
 	if sv.Kind == "plain" {
 		sv.Kind = ""

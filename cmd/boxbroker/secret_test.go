@@ -28,6 +28,7 @@ func TestCLI_Secrets(t *testing.T) {
 		{"41-character name", value, []string{"secret", "set", "shop", strings.Repeat("A", 41), "--host", "https://api.stripe.com"}, 2, "must match"},
 		{"no host", value, []string{"secret", "set", "shop", "STRIPE"}, 2, "needs --host"},
 		{"userinfo", value, []string{"secret", "set", "shop", "STRIPE", "--host", "https://u:p@api.stripe.com"}, 2, "user or password"},
+		{"userinfo, said of --host", value, []string{"secret", "set", "shop", "STRIPE", "--host", "https://u:p@api.stripe.com"}, 2, "usage: --host: the host must not hold a user or password"},
 		{"query", value, []string{"secret", "set", "shop", "STRIPE", "--host", "https://api.stripe.com/?a=1"}, 2, "query"},
 		{"fragment", value, []string{"secret", "set", "shop", "STRIPE", "--host", "https://api.stripe.com/#x"}, 2, "fragment"},
 		{"scheme", value, []string{"secret", "set", "shop", "STRIPE", "--host", "ftp://api.stripe.com"}, 2, "https://"},

@@ -161,6 +161,73 @@ func TestReady_PrintsJSONLine(t *testing.T) {
 	}
 }
 
+// TestReady_NothingListeningSaysWhatToCheck: `ready` with no serve at
+// its address says so and how to name the address serve printed.
+func TestReady_NothingListeningSaysWhatToCheck(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	for _, tt := range []struct {
+		env  map[string]string
+		args []string
+	}{
+		{nil, []string{"ready", "--url", "http://" + addr}},
+		{map[string]string{"BOXBROKER_LISTEN": addr}, []string{"ready"}},
+	} {
+		_, errs, code := runIn(t, tt.env, "", tt.args...)
+		if code != 1 || !strings.Contains(errs, "no broker answered at http://"+addr) || !strings.Contains(errs, "is `boxbroker serve` running there?") || !strings.Contains(errs, "--url") {
+			t.Errorf("boxbroker %q with nothing at %s = %d %q, want exit 1 saying no broker answered there and naming --url", tt.args, addr, code, errs)
+		}
+	}
+}
+
+// TestCLI_HintsFollowBOXBROKER_LISTEN: with BOXBROKER_LISTEN set for
+// serve and no BOXBROKER_URL, box add and secret set name the address
+// serve listens on in what to give the box, as ready asks it there;
+// BOXBROKER_URL still wins, and with neither the default stays.
+func TestCLI_HintsFollowBOXBROKER_LISTEN(t *testing.T) {
+	const value = "sk_test_HINTSFOLLOWLISTEN"
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"listen", map[string]string{"BOXBROKER_LISTEN": "127.0.0.1:28787"}, "http://127.0.0.1:28787"},
+		{"wildcard listen", map[string]string{"BOXBROKER_LISTEN": "0.0.0.0:28787"}, "http://127.0.0.1:28787"},
+		{"url wins", map[string]string{"BOXBROKER_LISTEN": "127.0.0.1:28787", "BOXBROKER_URL": "https://broker.example"}, "https://broker.example"},
+		{"neither", map[string]string{}, "http://127.0.0.1:8787"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.env["BOXBROKER_DATA"] = t.TempDir()
+			_, errs, code := runIn(t, tt.env, "", "box", "add", "salad")
+			if code != 0 || !strings.Contains(errs, "STUDIO_URL="+tt.want+"\n") || !strings.Contains(errs, "ANTHROPIC_BASE_URL="+tt.want+"/llm/anthropic") {
+				t.Errorf("box add with %v = %d %q, want the box's environment at %s", tt.env, code, errs, tt.want)
+			}
+			out, errs, code := runIn(t, tt.env, value, "secret", "set", "salad", "STRIPE", "--host", "https://api.stripe.com")
+			if code != 0 || !strings.Contains(out, "STRIPE_BASE_URL="+tt.want+"/egress/STRIPE") {
+				t.Errorf("secret set with %v = %d %q %q, want the base URL at %s", tt.env, code, out, errs, tt.want)
+			}
+		})
+	}
+}
+
+// TestCredentialSet_EmptyPipeSaysItWasEmpty: the quick start's
+// `printf %s "$ANTHROPIC_API_KEY" | boxbroker credential set anthropic`
+// with the variable unset pipes in nothing; the error says what it read
+// was empty, not only to pipe it in.
+func TestCredentialSet_EmptyPipeSaysItWasEmpty(t *testing.T) {
+	for _, in := range []string{"", "\n"} {
+		_, errs, code := run(t, t.TempDir(), in, "credential", "set", "anthropic")
+		if code != 1 || !strings.Contains(errs, "no value on stdin") || !strings.Contains(errs, "was empty") || !strings.Contains(errs, "unset or empty") {
+			t.Errorf("credential set anthropic with %q on stdin = %d %q, want exit 1 saying it was empty, as an unset variable is", in, code, errs)
+		}
+	}
+}
+
 func TestVersion_HelpExitsZero(t *testing.T) {
 	for _, h := range []string{"-h", "--help"} {
 		out, errs, code := runIn(t, nil, "", "version", h)

@@ -65,7 +65,7 @@ var (
 	// ErrBadFor: a duration that is not "always" nor between MinFor and MaxFor.
 	ErrBadFor = errors.New("not a duration from 1m to 366 days, nor always")
 	// ErrBadState: a state that is none of the proposal states.
-	ErrBadState = errors.New("not pending, approved, denied or expired")
+	ErrBadState = errors.New("not pending, approved, denied, expired or used")
 )
 
 // SecretScope is the ask-mode scope of the secret name's rules.

@@ -192,7 +192,7 @@ func proposalError(err error) error {
 	case errors.Is(err, approval.ErrBadScope):
 		return Errorf(Invalid, "A scope is hosts, budget, or secret:NAME.")
 	case errors.Is(err, approval.ErrBadState):
-		return Errorf(Invalid, "A state is pending, approved, denied or expired.")
+		return Errorf(Invalid, "A state is pending, approved, denied, expired or used; with none, proposals of every state are listed.")
 	}
 	return StoreError(err, "", "")
 }

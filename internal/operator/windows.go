@@ -13,7 +13,9 @@ import (
 // WindowBudgetView is one budget over a window other than the calendar
 // month (day, week, or Nd for a rolling N days) and where it stands now:
 // USD its limit, Spent and Held what the window counts, Left what
-// remains, From and Bucket the first and last day (YYYY-MM-DD) it counts.
+// remains, From and To the first and last day (YYYY-MM-DD) it counts, and
+// Bucket the name of the bucket a call is charged to now (its first day:
+// a week's Monday).
 type WindowBudgetView struct {
 	Principal *string `json:"principal"`
 	Window    string  `json:"window"`
@@ -22,6 +24,7 @@ type WindowBudgetView struct {
 	Held      float64 `json:"held"`
 	Left      float64 `json:"left"`
 	From      string  `json:"from"`
+	To        string  `json:"to"`
 	Bucket    string  `json:"bucket"`
 }
 
@@ -58,14 +61,19 @@ func (s *Service) WindowBudgets(ctx context.Context, box string) ([]WindowBudget
 }
 
 func (s *Service) windowBudgets(ctx context.Context, box string) ([]WindowBudgetView, error) {
-	ts, err := s.cfg.Store.WindowTallies(ctx, box, s.cfg.Now())
+	now := s.cfg.Now()
+	ts, err := s.cfg.Store.WindowTallies(ctx, box, now)
 	if err != nil {
 		return nil, StoreError(err, "", "")
 	}
 	out := []WindowBudgetView{}
 	for _, t := range ts {
+		to := t.Bucket
+		if w, err := store.ParseWindow(t.Budget.Window); err == nil {
+			to = w.To(now)
+		}
 		out = append(out, WindowBudgetView{Principal: Optional(t.Budget.Principal), Window: t.Budget.Window, USD: spend.Dollars(t.Budget.Limit),
-			Spent: spend.Dollars(t.Spent), Held: spend.Dollars(t.Reserved), Left: spend.Dollars(max(t.Budget.Limit-t.Spent-t.Reserved, 0)), From: t.From, Bucket: t.Bucket})
+			Spent: spend.Dollars(t.Spent), Held: spend.Dollars(t.Reserved), Left: spend.Dollars(max(t.Budget.Limit-t.Spent-t.Reserved, 0)), From: t.From, To: to, Bucket: t.Bucket})
 	}
 	return out, nil
 }

@@ -67,6 +67,16 @@ func (w Window) From(t time.Time) string {
 	return s.Format(time.DateOnly)
 }
 
+// To is the last day the window counts at t: t's day, or for "week" the
+// Sunday that ends t's ISO week (its bucket is named by its Monday).
+func (w Window) To(t time.Time) string {
+	s := w.start(t)
+	if w.kind == "week" {
+		s = s.AddDate(0, 0, 6)
+	}
+	return s.Format(time.DateOnly)
+}
+
 // Resets is when the window next lets go of spending it counts at t: the
 // next day or week for a calendar window, the next day (when its oldest
 // day leaves it) for a rolling one.

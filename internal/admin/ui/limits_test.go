@@ -54,3 +54,26 @@ func TestUI_WindowBudgetAndRateLimitForms(t *testing.T) {
 		t.Errorf("window budgets after remove = %+v", ws)
 	}
 }
+
+// TestUI_WeekBudgetShowsItsSunday: a box's page says a weekly budget
+// counts from its Monday to its Sunday, not to its Monday.
+func TestUI_WeekBudgetShowsItsSunday(t *testing.T) {
+	b := brokertest.New(t, brokertest.Options{})
+	b.AddBox("alpha")
+	cookie, csrf := signedInForm(t, b)
+	if p := visit(t, b, "POST", "/ui/boxes/alpha/window-budget", cookie, url.Values{"csrf": {csrf}, "window": {"week"}, "usd": {"5"}}, nil); p.status != 303 {
+		t.Fatalf("window budget week $5 = %d, want 303", p.status)
+	}
+	// The week the page is of: one of the weeks of before and after it.
+	week := func() string {
+		d := time.Now().UTC().Truncate(24 * time.Hour)
+		monday := d.AddDate(0, 0, -((int(d.Weekday()) + 6) % 7))
+		return monday.Format(time.DateOnly) + " to " + monday.AddDate(0, 0, 6).Format(time.DateOnly)
+	}
+	before := week()
+	p := visit(t, b, "GET", "/ui/boxes/alpha", cookie, nil, nil)
+	after := week()
+	if !strings.Contains(p.body, before) && !strings.Contains(p.body, after) {
+		t.Errorf("alpha's page (%d) lacks its weekly budget's days %q", p.status, before)
+	}
+}
