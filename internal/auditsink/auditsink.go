@@ -25,28 +25,22 @@
 package auditsink
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/intentius/boxbroker/internal/defaults"
-	"github.com/intentius/boxbroker/internal/filelock"
 	"github.com/intentius/boxbroker/internal/outbox"
 	"github.com/intentius/boxbroker/internal/quiet"
 	"github.com/intentius/boxbroker/internal/store"
@@ -215,141 +209,6 @@ func Open(cfg Config) (*Sink, error) {
 		s.poke()
 	}
 	return s, nil
-}
-
-func (s *Sink) backlogPath(gen uint64) string {
-	return filepath.Join(s.dir, "backlog-"+strconv.FormatUint(gen, 10)+".jsonl")
-}
-
-// maxState bounds the state file read: a few numbers and an id.
-const maxState = 4096
-
-// readState reads the state file at p, judged as opened
-// (filelock.Open: a link, a FIFO or a device refused), narrowed to
-// outbox.FileMode where others may read it (outbox.OwnerOnly), and of at
-// most maxState bytes. An error opening it is the open's.
-func readState(p string) ([]byte, error) {
-	f, err := filelock.Open(p, os.O_RDONLY, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if err := outbox.OwnerOnly(f); err != nil {
-		return nil, err
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxState+1))
-	if err == nil && len(b) > maxState {
-		err = fmt.Errorf("%s is larger than %d bytes: not the sink's state", p, maxState)
-	}
-	return b, err
-}
-
-// load reads the state and the rows of the backlog not yet acknowledged.
-// The state and the backlog are narrowed to outbox.FileMode where others
-// may read them (outbox.OwnerOnly).
-func (s *Sink) load() (err error) {
-	b, err := readState(filepath.Join(s.dir, "state.json"))
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		var id [8]byte
-		if _, err := rand.Read(id[:]); err != nil {
-			return fmt.Errorf("auditsink: replica id: %w", err)
-		}
-		s.st = state{Replica: hex.EncodeToString(id[:]), Gen: 1}
-		if err := s.writeStateLocked(); err != nil {
-			return err
-		}
-	case err != nil:
-		return fmt.Errorf("auditsink: %w", err)
-	default:
-		if err := json.Unmarshal(b, &s.st); err != nil || s.st.Replica == "" {
-			return fmt.Errorf("auditsink: %s is not the sink's state: %v", filepath.Join(s.dir, "state.json"), err)
-		}
-	}
-	// Files of other generations are what a compaction left behind.
-	old, _ := filepath.Glob(filepath.Join(s.dir, "backlog-*.jsonl"))
-	for _, p := range old {
-		if p != s.backlogPath(s.st.Gen) {
-			_ = os.Remove(p)
-		}
-	}
-	f, err := outbox.OpenLog(s.backlogPath(s.st.Gen))
-	if err != nil {
-		return fmt.Errorf("auditsink: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-		}
-	}()
-	size, err := f.Seek(0, io.SeekEnd)
-	if err != nil {
-		return fmt.Errorf("auditsink: %w", err)
-	}
-	if s.st.Offset > size {
-		// The backlog is shorter than the rows acknowledged from it:
-		// made afresh, or cut by hand. Rows go on at its end.
-		s.log.Warn("audit sink: the backlog file is shorter than its acknowledged rows; rows it held unsent may be lost",
-			"file", s.backlogPath(s.st.Gen), "bytes", size, "acknowledged", s.st.Offset)
-		s.st.Offset = size
-	}
-	if _, err := f.Seek(s.st.Offset, io.SeekStart); err != nil {
-		return fmt.Errorf("auditsink: %w", err)
-	}
-	r := bufio.NewReaderSize(f, maxLine) // a line Append kept fits it whole
-	off := s.st.Offset
-	for {
-		line, err := r.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) || len(line) > maxLine {
-			return fmt.Errorf("auditsink: %s holds a line longer than %d bytes", s.backlogPath(s.st.Gen), maxLine)
-		}
-		if err != nil {
-			// A line cut short (the process stopped mid-write) was never
-			// synced, so never counted as kept: it is cut off.
-			break
-		}
-		var h struct {
-			Seq uint64 `json:"seq"`
-		}
-		if json.Unmarshal(line, &h) != nil || h.Seq == 0 {
-			// Damaged on the disk: its row is dropped from the stream
-			// and counted (the store keeps it), and the rows after it
-			// are read, rather than keeping serve from starting.
-			s.log.Warn("audit sink: a line of the backlog that is no row is dropped unsent",
-				"file", s.backlogPath(s.st.Gen), "offset", off, "bytes", len(line))
-			s.dropped.Inc()
-			off += int64(len(line))
-			continue
-		}
-		off += int64(len(line))
-		s.queue = append(s.queue, item{line: bytes.Clone(line), seq: h.Seq, end: off})
-		s.st.Seq = max(s.st.Seq, h.Seq)
-	}
-	if off < size {
-		if err := f.Truncate(off); err != nil {
-			return fmt.Errorf("auditsink: %w", err)
-		}
-	}
-	if _, err := f.Seek(off, io.SeekStart); err != nil {
-		return fmt.Errorf("auditsink: %w", err)
-	}
-	s.f, s.size = f, off
-	if n := len(s.queue) - s.cfg.MaxBacklog; n > 0 {
-		s.dropLocked(n)
-	}
-	return nil
-}
-
-// writeStateLocked writes s.st to state.json, whole or not at all.
-func (s *Sink) writeStateLocked() error {
-	b, err := json.Marshal(s.st)
-	if err == nil {
-		err = outbox.WriteFile(filepath.Join(s.dir, "state.json"), b)
-	}
-	if err != nil {
-		return fmt.Errorf("auditsink: %w", err)
-	}
-	return nil
 }
 
 // Append adds entries, written to the store under batch key key, to the
@@ -548,54 +407,6 @@ func (s *Sink) ack(last uint64) {
 	if err := s.writeStateLocked(); err != nil {
 		s.log.Warn("audit sink: acknowledgement not kept; rows may be sent again", "err", err)
 	}
-}
-
-// compactDueLocked reports whether the backlog file is to be rewritten:
-// more than 1 MiB of it, and more than half, is rows no longer waiting
-// (acknowledged, or dropped from a full backlog).
-func (s *Sink) compactDueLocked() bool {
-	return s.st.Offset > 1<<20 && s.st.Offset > s.size/2
-}
-
-// compactLocked writes the rows still waiting to a new generation's
-// file, then points the state at it.
-func (s *Sink) compactLocked() error {
-	gen := s.st.Gen + 1
-	var buf bytes.Buffer
-	ends := make([]int64, len(s.queue))
-	for i := range s.queue {
-		buf.Write(s.queue[i].line)
-		ends[i] = int64(buf.Len())
-	}
-	p := s.backlogPath(gen)
-	if err := outbox.WriteFile(p, buf.Bytes()); err != nil {
-		return err
-	}
-	f, err := outbox.OpenLog(p)
-	if err != nil {
-		_ = os.Remove(p)
-		return err
-	}
-	old := s.st
-	s.st.Gen, s.st.Offset = gen, 0
-	if err := s.writeStateLocked(); err != nil {
-		// The state on disk may name the new generation all the same
-		// (only its directory's sync failed): the old one is written
-		// again, and the new file is left for the next load to remove
-		// unless the state names it, so that neither state can name a
-		// file that is gone.
-		s.st = old
-		_ = f.Close()
-		_ = s.writeStateLocked()
-		return err
-	}
-	_ = s.f.Close()
-	_ = os.Remove(s.backlogPath(old.Gen))
-	for i := range s.queue {
-		s.queue[i].end = ends[i]
-	}
-	s.f, s.size = f, int64(buf.Len())
-	return nil
 }
 
 // Close keeps the acknowledgements made and closes the backlog; rows not
