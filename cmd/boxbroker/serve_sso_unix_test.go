@@ -8,7 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
+
+	"github.com/intentius/boxbroker/internal/filelock/filelocktest"
 )
 
 // TestServe_SSOSecretFileJudgedAsOpened: a FIFO given (or put) as
@@ -32,31 +33,11 @@ func TestServe_SSOSecretFileJudgedAsOpened(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Skip("no FIFO here:", err)
 	}
-	done := make(chan error, 1)
-	go func() {
+	err := filelocktest.Fed(t, fifo, "fed-secret\n", func() error {
 		_, err := readSecretFile(fifo)
-		done <- err
-	}()
-	for i := 0; ; i++ {
-		if i == 20000 {
-			t.Fatal("readSecretFile neither returned nor opened the FIFO")
-		}
-		var err error
-		select {
-		case err = <-done:
-		default:
-			// A writer's open without waiting succeeds only when a reader
-			// waits: fed a secret, it lets that reader go on.
-			if w, werr := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); werr == nil {
-				_, _ = w.WriteString("fed-secret\n")
-				w.Close()
-			}
-			time.Sleep(time.Millisecond)
-			continue
-		}
-		if err == nil || !strings.Contains(err.Error(), "--sso-client-secret-file") || !strings.Contains(err.Error(), "a FIFO") {
-			t.Errorf("readSecretFile of a FIFO = %v, want a refusal naming the flag and a FIFO", err)
-		}
-		break
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), "--sso-client-secret-file") || !strings.Contains(err.Error(), "a FIFO") {
+		t.Errorf("readSecretFile of a FIFO = %v, want a refusal naming the flag and a FIFO", err)
 	}
 }

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/intentius/boxbroker/internal/auditsink"
 	"github.com/intentius/boxbroker/internal/filelock"
+	"github.com/intentius/boxbroker/internal/filelock/filelocktest"
 )
 
 // TestSink_WiderFilesAreNarrowedAtOpen: the sink's state and backlog,
@@ -115,28 +115,9 @@ func TestSink_FilesPlantedAreRefused(t *testing.T) {
 	if err := syscall.Mkfifo(big, 0o600); err != nil {
 		t.Skip("no FIFO here:", err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- openErr(dir, u) }()
-	for i := 0; ; i++ {
-		if i == 20000 {
-			t.Fatal("Open neither returned nor opened the FIFO")
-		}
-		var err error
-		select {
-		case err = <-done:
-		default:
-			// A writer's open without waiting succeeds only when a reader
-			// waits: opened and closed, it lets that reader go on.
-			if w, werr := os.OpenFile(big, os.O_WRONLY|syscall.O_NONBLOCK, 0); werr == nil {
-				w.Close()
-			}
-			time.Sleep(time.Millisecond)
-			continue
-		}
-		if !errors.Is(err, filelock.ErrNotRegular) || !strings.Contains(err.Error(), "a FIFO") {
-			t.Errorf("Open with the state a FIFO = %v, want a refusal naming it a FIFO", err)
-		}
-		break
+	err := filelocktest.Fed(t, big, "", func() error { return openErr(dir, u) })
+	if !errors.Is(err, filelock.ErrNotRegular) || !strings.Contains(err.Error(), "a FIFO") {
+		t.Errorf("Open with the state a FIFO = %v, want a refusal naming it a FIFO", err)
 	}
 }
 

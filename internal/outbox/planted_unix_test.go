@@ -10,9 +10,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/intentius/boxbroker/internal/filelock"
+	"github.com/intentius/boxbroker/internal/filelock/filelocktest"
 )
 
 // operatorsFile is a file of the operator's outside the data directory,
@@ -87,32 +87,13 @@ func TestFiles_FIFOPlantedIsRefused(t *testing.T) {
 	if err := syscall.Mkfifo(p, 0o600); err != nil {
 		t.Skip("no FIFO here:", err)
 	}
-	done := make(chan error, 1)
-	go func() {
+	err := filelocktest.Fed(t, p, "", func() error {
 		j, err := OpenJournal(dir, 0, "", slog.New(slog.DiscardHandler), func(Batch) error { return nil })
 		if err == nil {
 			j.Close()
 		}
-		done <- err
-	}()
-	var err error
-	for i := 0; ; i++ {
-		if i == 20000 {
-			t.Fatal("OpenJournal neither returned nor opened the FIFO")
-		}
-		select {
-		case err = <-done:
-		default:
-			// A writer's open without waiting succeeds only when a reader
-			// waits: opened and closed, it lets that reader go on.
-			if w, werr := os.OpenFile(p, os.O_WRONLY|syscall.O_NONBLOCK, 0); werr == nil {
-				w.Close()
-			}
-			time.Sleep(time.Millisecond)
-			continue
-		}
-		break
-	}
+		return err
+	})
 	if !errors.Is(err, filelock.ErrNotRegular) || !strings.Contains(err.Error(), "a FIFO") {
 		t.Errorf("OpenJournal with a journal a FIFO = %v, want a refusal naming it a FIFO", err)
 	}

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
+	"github.com/intentius/boxbroker/internal/filelock/filelocktest"
 	"github.com/intentius/boxbroker/internal/outbox"
 	"github.com/intentius/boxbroker/internal/server"
 )
@@ -70,9 +70,7 @@ func TestServe_FIFOPlantedInTheDataDirectory(t *testing.T) {
 			if err := syscall.Mkfifo(p, 0o600); err != nil {
 				t.Skip("no FIFO here:", err)
 			}
-			done := make(chan error, 1)
-			go func() { done <- newServer(t, dir) }()
-			err := fedFIFO(t, p, done)
+			err := filelocktest.Fed(t, p, "", func() error { return newServer(t, dir) })
 			if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "a FIFO") {
 				t.Errorf("New with %s a FIFO = %v, want a refusal naming it a FIFO", name, err)
 			}
@@ -110,25 +108,4 @@ func newServer(t *testing.T, dir string) error {
 		_ = srv.Close()
 	}
 	return err
-}
-
-// fedFIFO waits for done, opening the FIFO at p for writing and closing
-// it again whenever a reader waits on it (a writer's open without
-// waiting succeeds only then), so that an open that waits for a writer
-// goes on; it returns what done gives.
-func fedFIFO(t *testing.T, p string, done <-chan error) error {
-	t.Helper()
-	for range 20000 {
-		select {
-		case err := <-done:
-			return err
-		default:
-		}
-		if w, err := os.OpenFile(p, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
-			w.Close()
-		}
-		time.Sleep(time.Millisecond)
-	}
-	t.Fatal("New neither returned nor opened the FIFO")
-	return nil
 }

@@ -8,7 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
+
+	"github.com/intentius/boxbroker/internal/filelock/filelocktest"
 )
 
 // TestLoadKeyPair_FilesJudgedAsOpened: a FIFO given (or put) as the
@@ -38,30 +39,10 @@ func TestLoadKeyPair_FilesJudgedAsOpened(t *testing.T) {
 		{"a key over 1 MiB", regular, big, "--tls-key", "larger than"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			done := make(chan error, 1)
-			go func() {
+			err := filelocktest.Fed(t, fifo, "", func() error {
 				_, err := loadKeyPair(c.cert, c.key)
-				done <- err
-			}()
-			var err error
-			for i := 0; ; i++ {
-				if i == 20000 {
-					t.Fatal("loadKeyPair neither returned nor opened the FIFO")
-				}
-				select {
-				case err = <-done:
-				default:
-					// A writer's open without waiting succeeds only when
-					// a reader waits: opened and closed, it lets that
-					// reader go on.
-					if w, werr := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); werr == nil {
-						w.Close()
-					}
-					time.Sleep(time.Millisecond)
-					continue
-				}
-				break
-			}
+				return err
+			})
 			if err == nil || !strings.Contains(err.Error(), c.flag) || !strings.Contains(err.Error(), c.words) || strings.Contains(err.Error(), c.key) {
 				t.Errorf("loadKeyPair = %v, want a refusal naming %s and %q, not the key's path", err, c.flag, c.words)
 			}
