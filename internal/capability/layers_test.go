@@ -23,7 +23,7 @@ var layers = []struct {
 	pkgs []string
 }{
 	{"ground: the protocol and what knows nothing of the broker", []string{
-		"internal/protocol", "internal/jsonfield", "internal/secrets", "internal/metrics", "internal/filelock",
+		"internal/protocol", "internal/jsonfield", "internal/secrets", "internal/metrics", "internal/filelock", "internal/filelock/filelocktest",
 		"internal/cloud", "internal/cloud/cloudtest", "internal/store", "internal/store/migrations", "internal/upstreamtest", "internal/clocktest",
 		"internal/telemetry", "internal/sso", "internal/sso/ssotest", "internal/webhook", "internal/defaults", "internal/quiet", "internal/hold", "client", "conformance",
 	}},
