@@ -85,7 +85,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 		}
 	}
 	info.judged.at = s.cfg.TokenNow()
-	info.admitted = capability.Call{Box: box, Token: tok, TokenInBody: inBody, Words: need.Words, Payer: s.cfg.Payer.Func(box)}
+	info.admitted = capability.Call{Box: box, Token: tok, TokenHash: adm.TokenHash, TokenInBody: inBody, Words: need.Words, Payer: s.cfg.Payer.Func(box)}
 	return c, &info.admitted, h, nil
 }
 
@@ -115,11 +115,15 @@ type Admission = rule.Admission
 // store does not answer. With a refusal of a box that is known, the
 // Admission naming the box is returned too, for the caller's records.
 func (s *Server) AdmitBox(ctx context.Context, tok, name string, from netip.Addr) (*Admission, error) {
-	box, known, err := s.boxOf(ctx, tok, from)
+	box, old, known, err := s.boxOf(ctx, tok, from)
 	if !known {
 		return nil, err
 	}
 	a := rule.Admit(box, s.cfg.Broker, name)
+	a.TokenHash = box.TokenHash
+	if old {
+		a.TokenHash = box.OldTokenHash
+	}
 	if err != nil {
 		return a, err
 	}
@@ -135,21 +139,22 @@ func (s *Server) AdmitBox(ctx context.Context, tok, name string, from netip.Addr
 // boxOf finds the box whose token is tok, through the cache, comparing
 // the hashes in constant time, and judges the token (judgeToken) as sent
 // from from. known is true when the token is a box's, whose refusal is
-// returned with it. A token that is no box's ("" included) is returned as
+// returned with it; old, when it is the box's token before its last
+// rotation. A token that is no box's ("" included) is returned as
 // the token package's error (token.Refused), and a store that does not
 // answer as capability.Unavailable.
-func (s *Server) boxOf(ctx context.Context, tok string, from netip.Addr) (box store.Box, known bool, err error) {
-	box, old, err := token.LookupEither(ctx, tok, s.cfg.Cache.BoxByTokenHash, boxTokenHashes)
+func (s *Server) boxOf(ctx context.Context, tok string, from netip.Addr) (box store.Box, old, known bool, err error) {
+	box, old, err = token.LookupEither(ctx, tok, s.cfg.Cache.BoxByTokenHash, boxTokenHashes)
 	if err != nil {
 		if token.Refused(err) {
-			return box, false, err
+			return box, false, false, err
 		}
-		return box, false, capability.Unavailable(err)
+		return box, false, false, capability.Unavailable(err)
 	}
 	if e := s.judgeToken(&box, old, from); e != nil {
-		return box, true, e
+		return box, old, true, e
 	}
-	return box, true, nil
+	return box, old, true, nil
 }
 
 func boxTokenHashes(b store.Box) (string, string) { return b.TokenHash, b.OldTokenHash }

@@ -27,7 +27,7 @@ func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *reque
 	tok, err := token.FromRequest(r)
 	var box store.Box
 	if err == nil {
-		box, _, err = s.boxOf(r.Context(), tok, s.Source(r))
+		box, _, _, err = s.boxOf(r.Context(), tok, s.Source(r))
 	}
 	info.Box = box.Name
 	if err != nil {

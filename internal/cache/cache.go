@@ -107,10 +107,15 @@ type Cache struct {
 	decls    map[string]*protocol.Declaration // nil value: never reported
 	creds    map[string]store.Credential
 	credMiss map[string]struct{}
-	budgeted map[string]bool         // box name → whether it has any budget
-	secrets  map[string]store.Secret // by box + "/" + name
-	secMiss  map[string]struct{}
-	pool     []store.PoolEntry // the pool's named entries; nil: not loaded
+	budgeted map[string]bool // box name → whether it has any budget
+	// secrets are kept by box, name and the hash of the token of the
+	// request that read them, which re-enrolment under the box's name
+	// and rotation change: a request admitted with a token its box no
+	// longer holds (from memory not yet told of the change) is never
+	// answered with what another token's request read.
+	secrets map[secretKey]store.Secret
+	secMiss map[secretKey]struct{}
+	pool    []store.PoolEntry // the pool's named entries; nil: not loaded
 }
 
 // New returns a Cache over st. Call Run to keep it fresh; until Run has
@@ -140,8 +145,8 @@ func (c *Cache) resetLocked() {
 	c.creds = map[string]store.Credential{}
 	c.credMiss = map[string]struct{}{}
 	c.budgeted = map[string]bool{}
-	c.secrets = map[string]store.Secret{}
-	c.secMiss = map[string]struct{}{}
+	c.secrets = map[secretKey]store.Secret{}
+	c.secMiss = map[secretKey]struct{}{}
 	c.pool = nil
 }
 
@@ -381,8 +386,7 @@ func (c *Cache) dropLocked(kind, key string) {
 		delete(c.decls, key)
 		delete(c.budgeted, key)
 		// A removed box takes its secrets with it.
-		maps.DeleteFunc(c.secrets, func(k string, _ store.Secret) bool { return strings.HasPrefix(k, key+"/") })
-		maps.DeleteFunc(c.secMiss, func(k string, _ struct{}) bool { return strings.HasPrefix(k, key+"/") })
+		dropSecrets(c, func(k secretKey) bool { return k.box == key })
 	case store.ChangeDeclaration:
 		delete(c.decls, key)
 	case store.ChangeBudget:
@@ -391,8 +395,8 @@ func (c *Cache) dropLocked(kind, key string) {
 		delete(c.creds, key)
 		delete(c.credMiss, key)
 	case store.ChangeSecret:
-		delete(c.secrets, key)
-		delete(c.secMiss, key)
+		box, name, _ := strings.Cut(key, "/")
+		dropSecrets(c, func(k secretKey) bool { return k.box == box && k.name == name })
 	case store.ChangePool:
 		c.pool = nil
 	default:
@@ -466,9 +470,28 @@ func (c *Cache) Credential(ctx context.Context, id string) (store.Credential, er
 	return cached(ctx, c, "credential", id, &c.creds, &c.credMiss, nil, func(ctx context.Context) (store.Credential, error) { return c.st.Credential(ctx, id) })
 }
 
-// Secret returns a box's sealed egress secret, or store.ErrNotFound.
-func (c *Cache) Secret(ctx context.Context, box, name string) (store.Secret, error) {
-	return cached(ctx, c, "secret", box+"/"+name, &c.secrets, &c.secMiss, nil, func(ctx context.Context) (store.Secret, error) { return c.st.Secret(ctx, box, name) })
+// SecretOfToken returns a box's sealed egress secret for a request of
+// the box admitted with the token that hashes to tokenHash, or
+// store.ErrNotFound: the store's SecretOfToken, which reads it only
+// while the box holds that token, kept under the token's hash.
+func (c *Cache) SecretOfToken(ctx context.Context, box, tokenHash, name string) (store.Secret, error) {
+	return cached(ctx, c, "secret", secretKey{box, name, tokenHash}, &c.secrets, &c.secMiss, nil, func(ctx context.Context) (store.Secret, error) {
+		return c.st.SecretOfToken(ctx, box, tokenHash, name)
+	})
+}
+
+// secretKey is what a secret is kept under: its box, its name, and the
+// hash of the token of the request that read it.
+type secretKey struct{ box, name, tokenHash string }
+
+// String names the key in the flight of its read.
+func (k secretKey) String() string { return k.box + "/" + k.name + "\x00" + k.tokenHash }
+
+// dropSecrets forgets the secrets, and the missing ones, whose keys drop
+// says to, with c.mu held.
+func dropSecrets(c *Cache, drop func(secretKey) bool) {
+	maps.DeleteFunc(c.secrets, func(k secretKey, _ store.Secret) bool { return drop(k) })
+	maps.DeleteFunc(c.secMiss, func(k secretKey, _ struct{}) bool { return drop(k) })
 }
 
 // cached is how every read of the cache goes: from memory while it is
@@ -481,7 +504,7 @@ func (c *Cache) Secret(ctx context.Context, box, name string) (store.Secret, err
 // load ran. hitsAt and missesAt point at the cache's fields, read only
 // under c.mu: a reset replaces the maps, and a read must not answer from
 // ones it threw away.
-func cached[V any](ctx context.Context, c *Cache, kind, key string, hitsAt *map[string]V, missesAt *map[string]struct{}, keep func(V), load func(context.Context) (V, error)) (V, error) {
+func cached[K comparable, V any](ctx context.Context, c *Cache, kind string, key K, hitsAt *map[K]V, missesAt *map[K]struct{}, keep func(V), load func(context.Context) (V, error)) (V, error) {
 	var zero V
 	c.mu.RLock()
 	ok, gen := c.fresh()
@@ -498,7 +521,7 @@ func cached[V any](ctx context.Context, c *Cache, kind, key string, hitsAt *map[
 		}
 	}
 	c.mu.RUnlock()
-	v, err := shared(ctx, c, kind, gen, key, load)
+	v, err := shared(ctx, c, kind, gen, keyName(key), load)
 	if err != nil && (missesAt == nil || !errors.Is(err, store.ErrNotFound)) {
 		return zero, err
 	}
@@ -525,6 +548,17 @@ func cached[V any](ctx context.Context, c *Cache, kind, key string, hitsAt *map[
 	}
 	c.mu.Unlock()
 	return v, err
+}
+
+// keyName is key as a string: itself, or what its String method says.
+func keyName[K comparable](key K) string {
+	switch k := any(key).(type) {
+	case string:
+		return k
+	case fmt.Stringer:
+		return k.String()
+	}
+	return fmt.Sprint(key)
 }
 
 // shared runs read, the store read behind a miss on key (of kind, at the

@@ -32,6 +32,9 @@ func warm(b *testing.B) *cache.Cache {
 	if err := st.SetCredential(ctx, store.Credential{ID: "anthropic", Sealed: []byte("sealed"), UpdatedAt: now}); err != nil {
 		b.Fatal(err)
 	}
+	if err := st.SetSecret(ctx, store.Secret{Box: "salad", Name: "GITHUB", Host: "https://api.github.com", Sealed: []byte("sealed"), UpdatedAt: now}); err != nil {
+		b.Fatal(err)
+	}
 	c := cache.New(st, cache.Options{Now: func() time.Time { return now }})
 	if err := c.Poll(ctx); err != nil {
 		b.Fatal(err)
@@ -93,6 +96,19 @@ func BenchmarkBoxByTokenHash_Store(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := st.BoxByTokenHash(ctx, "h"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkSecretOfToken_Hit(b *testing.B) {
+	c, ctx := warm(b), context.Background()
+	if _, err := c.SecretOfToken(ctx, "salad", "h", "GITHUB"); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.SecretOfToken(ctx, "salad", "h", "GITHUB"); err != nil {
 			b.Fatal(err)
 		}
 	}

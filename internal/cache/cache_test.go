@@ -177,7 +177,7 @@ func TestCache_SecretFollowsTheChangeLog(t *testing.T) {
 	if err := st.CreateBox(ctx, store.Box{Name: "shop", TokenHash: "h1", CreatedAt: now, PayerKind: "shared"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Secret(ctx, "shop", "STRIPE"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := c.SecretOfToken(ctx, "shop", "h1", "STRIPE"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("Secret(unset) error = %v, want ErrNotFound", err)
 	}
 	set := func(host string) {
@@ -188,13 +188,13 @@ func TestCache_SecretFollowsTheChangeLog(t *testing.T) {
 	}
 	set("https://a.example")
 	// The absence is cached until the change log is read.
-	if _, err := c.Secret(ctx, "shop", "STRIPE"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := c.SecretOfToken(ctx, "shop", "h1", "STRIPE"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("Secret before poll error = %v, want the cached ErrNotFound", err)
 	}
 	if err := c.Poll(ctx); err != nil {
 		t.Fatal(err)
 	}
-	s, err := c.Secret(ctx, "shop", "STRIPE")
+	s, err := c.SecretOfToken(ctx, "shop", "h1", "STRIPE")
 	if err != nil || s.Host != "https://a.example" {
 		t.Fatalf("Secret after set = %+v, %v, want host https://a.example", s, err)
 	}
@@ -202,7 +202,7 @@ func TestCache_SecretFollowsTheChangeLog(t *testing.T) {
 	if err := c.Poll(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if s, err := c.Secret(ctx, "shop", "STRIPE"); err != nil || s.Host != "https://b.example" {
+	if s, err := c.SecretOfToken(ctx, "shop", "h1", "STRIPE"); err != nil || s.Host != "https://b.example" {
 		t.Fatalf("Secret after change = %+v, %v, want host https://b.example", s, err)
 	}
 	if err := st.DeleteBox(ctx, "shop"); err != nil {
@@ -211,8 +211,52 @@ func TestCache_SecretFollowsTheChangeLog(t *testing.T) {
 	if err := c.Poll(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Secret(ctx, "shop", "STRIPE"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := c.SecretOfToken(ctx, "shop", "h1", "STRIPE"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("Secret after box removed error = %v, want ErrNotFound", err)
+	}
+}
+
+// TestCache_SecretIsKeptUnderTheToken: a secret read for a request of
+// the box that holds its name now is not the answer to a request
+// admitted with the token of the box removed before it, while memory
+// has not yet read the change: that request reads the store, which
+// gives it nothing.
+func TestCache_SecretIsKeptUnderTheToken(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	now := time.Now()
+	c := cache.New(st, cache.Options{Now: func() time.Time { return now }, MaxStale: time.Hour})
+	if err := st.CreateBox(ctx, store.Box{Name: "shop", TokenHash: "h1", CreatedAt: now, PayerKind: "shared"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Removed and added anew with its secret, by another process: the
+	// cache has not read the change log since.
+	if err := st.DeleteBox(ctx, "shop"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateBox(ctx, store.Box{Name: "shop", TokenHash: "h2", CreatedAt: now, PayerKind: "shared"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SetSecret(ctx, store.Secret{Box: "shop", Name: "STRIPE", Host: "https://new.example", Sealed: []byte{2}, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := c.SecretOfToken(ctx, "shop", "h2", "STRIPE"); err != nil || s.Host != "https://new.example" {
+		t.Fatalf("SecretOfToken(h2) = %+v, %v, want the new box's", s, err)
+	}
+	for range 2 { // from the store, then from memory
+		if s, err := c.SecretOfToken(ctx, "shop", "h1", "STRIPE"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("SecretOfToken(h1), the removed box's token = %+v, %v, want ErrNotFound", s, err)
+		}
+	}
+	if s, err := c.SecretOfToken(ctx, "shop", "h2", "STRIPE"); err != nil || s.Host != "https://new.example" {
+		t.Fatalf("SecretOfToken(h2) after h1's miss = %+v, %v, want the new box's", s, err)
 	}
 }
 

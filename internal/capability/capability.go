@@ -65,6 +65,10 @@ type Call struct {
 	// Token is the box's token as the request carried it. A capability
 	// uses it only to remove or swap it, never to forward it.
 	Token string
+	// TokenHash is Token's hash (token.Hash), as the box was admitted
+	// with it: what a capability reads by the box's name on its behalf
+	// is read while the box holds it (store.Store's SecretOfToken).
+	TokenHash string
 	// TokenInBody reports that the request carried Token in its body
 	// alone (see Route.BodyTokens), none in its head.
 	TokenInBody bool

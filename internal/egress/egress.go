@@ -86,8 +86,10 @@ const DefaultMaxBody = 256 << 20
 // Secrets is where the capability reads secrets: a *cache.Cache, or a
 // store.Store itself.
 type Secrets interface {
-	// Secret returns a box's sealed secret, or store.ErrNotFound.
-	Secret(ctx context.Context, box, name string) (store.Secret, error)
+	// SecretOfToken returns a box's sealed secret for a request of the
+	// box admitted with the token that hashes to tokenHash, read while
+	// the box holds that token, or store.ErrNotFound.
+	SecretOfToken(ctx context.Context, box, tokenHash, name string) (store.Secret, error)
 }
 
 // Config configures the capability.
@@ -389,7 +391,11 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 		return capability.Refuse(capability.ReasonNotSupported,
 			"Egress does not carry protocol upgrades such as WebSocket: the broker could not keep %s's value out of them.", name)
 	}
-	sec, err := c.cfg.Secrets.Secret(r.Context(), call.Box.Name, name)
+	// Read while the box holds the token its request was admitted
+	// with: a request of a box removed, or whose token was replaced,
+	// since (or admitted from memory not yet told of it) is given no
+	// value of the box added under its name.
+	sec, err := c.cfg.Secrets.SecretOfToken(r.Context(), call.Box.Name, call.TokenHash, name)
 	if errors.Is(err, store.ErrNotFound) {
 		return capability.Refuse(capability.ReasonNoSecret,
 			"The broker holds no value for the secret %s for this box; its owner sets one with `boxbroker secret set %s %s --host <base URL>`.",
@@ -405,11 +411,11 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 	}
 	// The broker always authenticates egress; Forward refuses an empty
 	// token all the same, never to swap an empty string.
-	return c.Forward(w, r, call.Box.Name, call.Token, sec, tail)
+	return c.Forward(w, r, call.Box.Name, call.Token, call.TokenHash, sec, tail)
 }
 
 // Forward sends r, a request of the box named box that carries its
-// token, to sec's host, at tail (the escaped path after the secret's
+// token (whose hash is tokenHash), to sec's host, at tail (the escaped path after the secret's
 // name, "" or beginning with "/") under sec's base URL, with r's query.
 // It is the one step that puts a secret into an outbound request: sec's
 // value in place of token (a plain secret's own, or the token minted for
@@ -417,7 +423,7 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 // hmac), the token removed and the request signed; and it keeps every
 // value the broker sent or made out of the answer. It writes the answer,
 // or returns the refusal.
-func (c *Capability) Forward(w http.ResponseWriter, r *http.Request, box, token string, sec store.Secret, tail string) error {
+func (c *Capability) Forward(w http.ResponseWriter, r *http.Request, box, token, tokenHash string, sec store.Secret, tail string) error {
 	name := sec.Name
 	base, err := protocol.ParseSecretHost(sec.Host)
 	if err != nil {
@@ -454,7 +460,7 @@ func (c *Capability) Forward(w http.ResponseWriter, r *http.Request, box, token 
 	default:
 		_, f.signed, _, _ = c.written.mine(f.host, box, c.cfg.Now())
 	}
-	if f.kept, err = c.hostForms(r.Context(), box, sec, f.value, f.host); err != nil {
+	if f.kept, err = c.hostForms(r.Context(), box, tokenHash, sec, f.value, f.host); err != nil {
 		return capability.Unavailable(err)
 	}
 	target, err := outbound(base, tail, r.URL.RawQuery, token, f.value)

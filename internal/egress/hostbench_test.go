@@ -26,7 +26,7 @@ type benchStore struct {
 	secs map[string]map[string]store.Secret // box → name → secret
 }
 
-func (s *benchStore) Secret(_ context.Context, box, name string) (store.Secret, error) {
+func (s *benchStore) SecretOfToken(_ context.Context, box, _, name string) (store.Secret, error) {
 	sec, ok := s.secs[box][name]
 	if !ok {
 		return store.Secret{}, store.ErrNotFound
@@ -116,7 +116,7 @@ func benchCall(b *testing.B, c *Capability, st *benchStore, callers int, basic b
 			r.Header.Set("Authorization", "Bearer "+k.token)
 		}
 		w := httptest.NewRecorder()
-		if err := c.Forward(w, r, k.box, k.token, k.sec, "/user"); err != nil || w.Code != 200 || w.Body.Len() != len(kib) {
+		if err := c.Forward(w, r, k.box, k.token, "", k.sec, "/user"); err != nil || w.Code != 200 || w.Body.Len() != len(kib) {
 			b.Fatalf("Forward = %v, %d (%d bytes), want 200 with 1 KiB", err, w.Code, w.Body.Len())
 		}
 	}

@@ -22,7 +22,7 @@ func TestHostForms_KeptUntilWhatItIsMadeFromChanges(t *testing.T) {
 	sec := st.secs["box-00000"]["S000"]
 	get := func() *hostSet {
 		t.Helper()
-		hs, err := c.hostForms(ctx, "box-00000", sec, "", host)
+		hs, err := c.hostForms(ctx, "box-00000", "", sec, "", host)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -165,7 +165,7 @@ func TestEgress_SecretsHostAnsweringWithThisMachineIsRefused(t *testing.T) {
 	r := httptest.NewRequest(http.MethodGet, "/egress/API/latest/meta-data/iam/security-credentials/", nil)
 	r.Header.Set("Authorization", "Bearer "+token)
 	w := httptest.NewRecorder()
-	if err := c.Forward(w, r, "shop", token, sec, "/latest/meta-data/iam/security-credentials/"); err != nil {
+	if err := c.Forward(w, r, "shop", token, "", sec, "/latest/meta-data/iam/security-credentials/"); err != nil {
 		t.Fatal(err)
 	}
 	var refusal struct {

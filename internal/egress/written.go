@@ -325,9 +325,10 @@ type setKey struct{ box, host string }
 // hostForms returns box's search set at host for a request of its secret
 // sec, whose value (plain, or a minted token) is value: the one kept
 // when nothing it was made from has changed and it holds value,
-// otherwise one made again and kept. It fails only when the store cannot
+// otherwise one made again and kept, the box's other secrets read for
+// the request's token, whose hash is tokenHash. It fails only when the store cannot
 // be read.
-func (c *Capability) hostForms(ctx context.Context, box string, sec store.Secret, value, host string) (*hostSet, error) {
+func (c *Capability) hostForms(ctx context.Context, box, tokenHash string, sec store.Secret, value, host string) (*hostSet, error) {
 	l, err := c.listing(ctx, box, sec.Name)
 	if err != nil {
 		return nil, err
@@ -357,7 +358,7 @@ func (c *Capability) hostForms(ctx context.Context, box string, sec store.Secret
 		}
 		if s.Name == sec.Name {
 			s = sec
-		} else if s, err = c.cfg.Secrets.Secret(ctx, box, s.Name); errors.Is(err, store.ErrNotFound) {
+		} else if s, err = c.cfg.Secrets.SecretOfToken(ctx, box, tokenHash, s.Name); errors.Is(err, store.ErrNotFound) {
 			continue
 		} else if err != nil {
 			return nil, err

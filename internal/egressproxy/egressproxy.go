@@ -347,6 +347,9 @@ func (t target) addr() string { return net.JoinHostPort(t.host, t.port) }
 type tunnel struct {
 	box   string
 	token string
+	// tokenHash is token's hash, as the box was admitted with it: the
+	// box's secrets are read while it holds that token.
+	tokenHash string
 	// from is where the box sent its CONNECT from (broker.Source), by
 	// which its token's binding is judged for the tunnel's life.
 	from  netip.Addr
@@ -524,7 +527,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t *tunnel, count
 	name, tail := "", ""
 	best := -1
 	for _, n := range t.names {
-		sec, err := p.cfg.Cache.Secret(ctx, t.box, n)
+		sec, err := p.cfg.Cache.SecretOfToken(ctx, t.box, t.tokenHash, n)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			p.refuse(w, r, t, capability.Unavailable(err), p.cfg.Now(), RouteTunnel)
 			return

@@ -40,7 +40,7 @@ func (p *Proxy) judge(ctx context.Context, tok string, from netip.Addr, to targe
 		return nil, false, e
 	}
 	if adm != nil {
-		t = &tunnel{box: adm.Box.Name, token: tok, from: from, to: to}
+		t = &tunnel{box: adm.Box.Name, token: tok, tokenHash: adm.TokenHash, from: from, to: to}
 	}
 	if err != nil {
 		return t, false, err

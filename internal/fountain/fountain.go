@@ -191,7 +191,10 @@ type call struct {
 	// admitted is the box as the broker admitted the request.
 	admitted store.Box
 	token    string // the box's token, watched for in the answer
-	starts   bool
+	// tokenHash is token's hash, as the box was admitted with it: the
+	// box's ids are read while it holds that token.
+	tokenHash string
+	starts    bool
 	// listing is the kind a family-wide GET (a listing) lists, "" for
 	// any other request.
 	listing string
@@ -238,7 +241,7 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, cl *capabilit
 		return capability.NotFound(r)
 	}
 	if rt.ID != "" {
-		if err := c.own(r.Context(), cl.Box.Name, rt.Family.Kind, rt.ID, "the path"); err != nil {
+		if err := c.own(r.Context(), cl.Box.Name, cl.TokenHash, rt.Family.Kind, rt.ID, "the path"); err != nil {
 			return err
 		}
 	}
@@ -254,12 +257,12 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, cl *capabilit
 		return capability.TooLarge(c.cfg.MaxBody)
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, c.cfg.MaxBody)
-	body, err := c.checkRequest(r.Context(), cl.Box.Name, r)
+	body, err := c.checkRequest(r.Context(), cl.Box.Name, cl.TokenHash, r)
 	if err != nil {
 		return err
 	}
 	r.Body = body
-	k := &call{key: key, box: cl.Box.Name, admitted: cl.Box, token: cl.Token, starts: starts(r.Method, rt)}
+	k := &call{key: key, box: cl.Box.Name, admitted: cl.Box, token: cl.Token, tokenHash: cl.TokenHash, starts: starts(r.Method, rt)}
 	if rt.ID == "" && r.Method == http.MethodGet {
 		k.listing = rt.Family.Kind
 	}

@@ -167,9 +167,9 @@ func walkJSON(d *json.Decoder, kind, member string, out []named) ([]named, error
 }
 
 // checkRequest returns a refusal unless every id r names in its query
-// and its body is box's. It reads a body of up to MaxChecked bytes whole
+// and its body is box's (own, for the token whose hash is tokenHash). It reads a body of up to MaxChecked bytes whole
 // to do so, and puts what it read back; it returns the body to forward.
-func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Request) (io.ReadCloser, error) {
+func (c *Capability) checkRequest(ctx context.Context, box, tokenHash string, r *http.Request) (io.ReadCloser, error) {
 	// A query or form Go's parser does not read whole (a ";" between
 	// pairs, a "%" that escapes nothing) is refused: another parser
 	// reads it otherwise (Rack splits at ";"), and finds ids in it that
@@ -247,7 +247,7 @@ func (c *Capability) checkRequest(ctx context.Context, box string, r *http.Reque
 		body = proxy.PutBack(held, body)
 	}
 	for _, n := range ids {
-		if err := c.own(ctx, box, n.kind, n.id, n.where); err != nil {
+		if err := c.own(ctx, box, tokenHash, n.kind, n.id, n.where); err != nil {
 			return nil, err
 		}
 	}
@@ -322,10 +322,14 @@ func looksJSON(b []byte) bool {
 }
 
 // own returns nil when kind/id is recorded as box's, and a 403 otherwise.
-// where says where the request names it; the message holds the id with
-// any token in it replaced, as the audit log keeps it.
-func (c *Capability) own(ctx context.Context, box, kind, id, where string) error {
-	owner, err := c.cfg.Resources.ResourceOwner(ctx, kind, id)
+// The owner is read while the box holds the token its request was
+// admitted with (whose hash is tokenHash): a request of a box removed,
+// or whose token was replaced, since (or admitted from memory not yet
+// told of it) finds no id of the box added under its name to be its
+// own. where says where the request names it; the message holds the id
+// with any token in it replaced, as the audit log keeps it.
+func (c *Capability) own(ctx context.Context, box, tokenHash, kind, id, where string) error {
+	owner, err := c.cfg.Resources.ResourceOwnerOfToken(ctx, box, tokenHash, kind, id)
 	shown, _ := proxy.ScrubTokens(id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -371,7 +375,9 @@ func (c *Capability) filterListing(resp *http.Response, cl *call) error {
 	if err := d.Decode(&v); err != nil {
 		return errListing
 	}
-	recs, err := c.cfg.Resources.ListResources(resp.Request.Context(), cl.box)
+	// Read while the box holds the token it was admitted with, as own
+	// reads.
+	recs, err := c.cfg.Resources.ListResourcesOfToken(resp.Request.Context(), cl.box, cl.tokenHash)
 	if err != nil {
 		return capability.Unavailable(err)
 	}

@@ -2,9 +2,12 @@ package fountain_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +16,7 @@ import (
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/store/sqlite"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // reenrolling is a store that, as the first conversation a box started
@@ -79,5 +83,86 @@ func TestFountain_ConversationOfARemovedBoxIsNotTheNewOnes(t *testing.T) {
 				t.Errorf("alpha's resources = %+v, %v; want none of the conversation started before", recs, err)
 			}
 		})
+	}
+}
+
+// unheard is a store whose change log, while deaf is set, reads as
+// holding nothing new: the broker's memory, polled and fresh, not yet
+// told of what another process wrote, as it is for up to its staleness
+// bound after each write.
+type unheard struct {
+	store.Store
+	deaf atomic.Bool
+}
+
+func (u *unheard) ChangesSince(ctx context.Context, after int64, limit int) ([]store.Change, error) {
+	if u.deaf.Load() {
+		return nil, nil
+	}
+	return u.Store.ChangesSince(ctx, after, limit)
+}
+
+// TestFountain_RemovedBoxFindsNoneOfTheNewBoxsIds: a box removed, and a
+// new one added under its name and assigned a sandbox, while the
+// broker's memory still admits the removed box's token: the removed
+// box's request naming the sandbox is refused as not its own, nothing
+// reaching Fountain, and its listing keeps none of the new box's ids.
+func TestFountain_RemovedBoxFindsNoneOfTheNewBoxsIds(t *testing.T) {
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "boxbroker.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unheard{Store: st}
+	br := newBroker(t, brokertest.Options{Store: u, FountainHandler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.URL.Path == "/api/sandboxes" {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"data":[{"id":"sb-new"}]}`)
+			return
+		}
+		brokertest.FountainStandIn(w, r)
+	})})
+	old := br.AddBox("alpha")
+	br.Report(old, brokertest.Entry("fountain", every...))
+	// The broker's memory holds the box and its report, as after any
+	// request of it, and has heard of every change so far.
+	ctx := context.Background()
+	br.Sync()
+	if _, err := br.Server.Cache.BoxByTokenHash(ctx, token.Hash(old)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := br.Server.Cache.Declaration(ctx, "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	// Removed and added anew by another process, and assigned a
+	// sandbox, which the broker's memory has not heard of.
+	u.deaf.Store(true)
+	if err := st.DeleteBox(ctx, "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateBox(ctx, store.Box{Name: "alpha", TokenHash: "the new box's token hash", CreatedAt: time.Now(), PayerKind: protocol.PayerShared}); err != nil {
+		t.Fatal(err)
+	}
+	assign(t, br, "alpha", store.ResourceSandbox, "sb-new")
+
+	for _, req := range []struct{ method, path, body string }{
+		{"GET", "/fountain/api/sandboxes/sb-new", ""},
+		{"GET", "/fountain/api/sandboxes?sandbox_id=sb-new", ""},
+		{"POST", "/fountain/api/conversations", `{"agent":"helper","sandbox_id":"sb-new"}`},
+	} {
+		var body []byte
+		if req.body != "" {
+			body = []byte(req.body)
+		}
+		resp := br.Do(req.method, req.path, old, body, http.Header{"Content-Type": {"application/json"}})
+		if _, msg := brokertest.Refusal(resp.Body); resp.StatusCode != http.StatusForbidden || !strings.Contains(msg, "is not this box's") {
+			t.Errorf("%s %s of the removed box = %d %s, want 403 not its own", req.method, req.path, resp.StatusCode, resp.Body)
+		}
+	}
+	if n := len(br.Fountain.Seen()); n != 0 {
+		t.Errorf("Fountain received %d requests naming the new box's sandbox, want none", n)
+	}
+	resp := br.Do("GET", "/fountain/api/sandboxes", old, nil, nil)
+	if resp.StatusCode != http.StatusOK || strings.Contains(string(resp.Body), "sb-new") {
+		t.Errorf("the removed box's listing = %d %s, want 200 holding none of the new box's", resp.StatusCode, resp.Body)
 	}
 }

@@ -19,8 +19,11 @@ import (
 // (nil when it has sent none). The scope words a request needs are judged
 // against it by Require.
 type Admission struct {
-	Box    store.Box
-	Report *protocol.Declaration
+	Box store.Box
+	// TokenHash is the hash of the token the box was admitted with:
+	// Box.TokenHash, or Box.OldTokenHash within a rotation's grace.
+	TokenHash string
+	Report    *protocol.Declaration
 	// broker and capability are the broker word and the capability's
 	// name the report is read for.
 	broker     string

@@ -345,6 +345,13 @@ func (o *outage) Secret(ctx context.Context, box, name string) (store.Secret, er
 	return o.Store.Secret(ctx, box, name)
 }
 
+func (o *outage) SecretOfToken(ctx context.Context, box, tokenHash, name string) (store.Secret, error) {
+	if err := o.check("secret"); err != nil {
+		return store.Secret{}, err
+	}
+	return o.Store.SecretOfToken(ctx, box, tokenHash, name)
+}
+
 func (o *outage) GrantByHash(ctx context.Context, hash string) (store.Grant, error) {
 	if err := o.check("grant"); err != nil {
 		return store.Grant{}, err
@@ -357,6 +364,13 @@ func (o *outage) ResourceOwner(ctx context.Context, kind, id string) (string, er
 		return "", err
 	}
 	return o.Store.ResourceOwner(ctx, kind, id)
+}
+
+func (o *outage) ResourceOwnerOfToken(ctx context.Context, box, tokenHash, kind, id string) (string, error) {
+	if err := o.check("resource owner"); err != nil {
+		return "", err
+	}
+	return o.Store.ResourceOwnerOfToken(ctx, box, tokenHash, kind, id)
 }
 
 func (o *outage) AddFeedback(ctx context.Context, f store.FeedbackBatch, tokenHash string, bound store.FeedbackBound) (store.FeedbackAdded, error) {

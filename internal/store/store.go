@@ -314,6 +314,15 @@ type Secrets interface {
 	SetSecret(ctx context.Context, s Secret) error
 	// Secret returns a box's secret, or ErrNotFound.
 	Secret(ctx context.Context, box, name string) (Secret, error)
+	// SecretOfToken is Secret for a request of box admitted with the
+	// token that hashes to tokenHash: the secret is read while the box
+	// holds that token (its token, before its expiry, or the one before
+	// its last rotation, within the grace, by the database's clock), in
+	// the same statement, and is ErrNotFound otherwise, so that a
+	// request of a box removed, or whose token was replaced, since it
+	// was admitted is given no value of the box added under its name,
+	// nor of its own.
+	SecretOfToken(ctx context.Context, box, tokenHash, name string) (Secret, error)
 	// ListSecrets returns a box's secrets by name, Sealed left nil.
 	ListSecrets(ctx context.Context, box string) ([]Secret, error)
 	// DeleteSecret removes a box's secret; ErrNotFound if none.
@@ -350,8 +359,20 @@ type Resources interface {
 	AddBoxResource(ctx context.Context, r Resource, tokenHash string) error
 	// ResourceOwner returns the box that owns kind/id, or ErrNotFound.
 	ResourceOwner(ctx context.Context, kind, id string) (string, error)
+	// ResourceOwnerOfToken is ResourceOwner for a request of box
+	// admitted with the token that hashes to tokenHash: the owner is
+	// read while the box holds that token (as SecretOfToken reads), in
+	// the same statement, and is ErrNotFound otherwise, so that a
+	// request of a box removed, or whose token was replaced, since it
+	// was admitted finds no id of the box added under its name to be
+	// its own.
+	ResourceOwnerOfToken(ctx context.Context, box, tokenHash, kind, id string) (string, error)
 	// ListResources returns a box's resources.
 	ListResources(ctx context.Context, box string) ([]Resource, error)
+	// ListResourcesOfToken is ListResources for a request of box
+	// admitted with the token that hashes to tokenHash: read while the
+	// box holds that token, in the same statement, and none otherwise.
+	ListResourcesOfToken(ctx context.Context, box, tokenHash string) ([]Resource, error)
 	// DeleteResource forgets kind/id; ErrNotFound if unknown.
 	DeleteResource(ctx context.Context, kind, id string) error
 }

@@ -215,14 +215,40 @@ func (s *Store) ResourceOwner(ctx context.Context, kind, id string) (string, err
 	return one(ctx, s, func() string { return fmt.Sprintf("owner of resource %q", kind+"/"+id) }, "SELECT box FROM resources WHERE kind = $1 AND id = $2", value[string], kind, id)
 }
 
+// ResourceOwnerOfToken returns the box that owns kind/id as
+// ResourceOwner does, read while the box named box holds the token that
+// hashes to tokenHash (tokenHeld), in the same statement:
+// store.ErrNotFound otherwise.
+func (s *Store) ResourceOwnerOfToken(ctx context.Context, box, tokenHash, kind, id string) (string, error) {
+	return one(ctx, s, func() string { return fmt.Sprintf("owner of resource %q", kind+"/"+id) },
+		"SELECT box FROM resources WHERE kind = $1 AND id = $2 AND "+s.tokenHeld("$3", "$4"), value[string], kind, id, box, tokenHash)
+}
+
 // ListResources returns the resources of box, by kind and ID.
 func (s *Store) ListResources(ctx context.Context, box string) ([]store.Resource, error) {
-	return collect(ctx, s, fmt.Sprintf("list resources of box %q", box), "SELECT kind, id, at FROM resources WHERE box = $1 ORDER BY kind"+s.D.Collate()+", id"+s.D.Collate(),
+	return s.listResources(ctx, box, "")
+}
+
+// ListResourcesOfToken returns the resources of box as ListResources
+// does, read while the box holds the token that hashes to tokenHash
+// (tokenHeld), in the same statement: none otherwise.
+func (s *Store) ListResourcesOfToken(ctx context.Context, box, tokenHash string) ([]store.Resource, error) {
+	return s.listResources(ctx, box, tokenHash)
+}
+
+// listResources is ListResources, and ListResourcesOfToken when
+// tokenHash is not "".
+func (s *Store) listResources(ctx context.Context, box, tokenHash string) ([]store.Resource, error) {
+	where, args := "box = $1", []any{box}
+	if tokenHash != "" {
+		where, args = where+" AND "+s.tokenHeld("$1", "$2"), append(args, tokenHash)
+	}
+	return collect(ctx, s, fmt.Sprintf("list resources of box %q", box), "SELECT kind, id, at FROM resources WHERE "+where+" ORDER BY kind"+s.D.Collate()+", id"+s.D.Collate(),
 		func(r Scanner) (store.Resource, error) {
 			res := store.Resource{Box: box}
 			err := r.Scan(&res.Kind, &res.ID, Time(&res.At))
 			return res, err
-		}, box)
+		}, args...)
 }
 
 // DeleteResource forgets kind/id; store.ErrNotFound if unknown.

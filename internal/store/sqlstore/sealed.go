@@ -51,14 +51,29 @@ func (s *Store) SetSecret(ctx context.Context, sec store.Secret) error {
 
 // Secret returns the secret name of box, or store.ErrNotFound.
 func (s *Store) Secret(ctx context.Context, box, name string) (store.Secret, error) {
-	return one(ctx, s, func() string { return fmt.Sprintf("secret %q of box %q", name, box) },
-		"SELECT host, sealed, updated_at, kind, body_fields, rules, rate FROM secrets WHERE box = $1 AND name = $2", func(r Scanner) (store.Secret, error) {
-			sec := store.Secret{Box: box, Name: name}
-			var fields, rules string
-			err := r.Scan(&sec.Host, &sec.Sealed, Time(&sec.UpdatedAt), &sec.Kind, &fields, &rules, &sec.Rate)
-			sec.BodyFields, sec.Rules = store.SplitBodyFields(fields), store.SplitRules(rules)
-			return sec, err
-		}, box, name)
+	return s.secret(ctx, box, name, "")
+}
+
+// SecretOfToken returns the secret name of box as Secret does, read
+// while the box holds the token that hashes to tokenHash (tokenHeld), in
+// the same statement: store.ErrNotFound otherwise.
+func (s *Store) SecretOfToken(ctx context.Context, box, tokenHash, name string) (store.Secret, error) {
+	return s.secret(ctx, box, name, tokenHash)
+}
+
+// secret is Secret, and SecretOfToken when tokenHash is not "".
+func (s *Store) secret(ctx context.Context, box, name, tokenHash string) (store.Secret, error) {
+	q, args := "SELECT host, sealed, updated_at, kind, body_fields, rules, rate FROM secrets WHERE box = $1 AND name = $2", []any{box, name}
+	if tokenHash != "" {
+		q, args = q+" AND "+s.tokenHeld("$1", "$3"), append(args, tokenHash)
+	}
+	return one(ctx, s, func() string { return fmt.Sprintf("secret %q of box %q", name, box) }, q, func(r Scanner) (store.Secret, error) {
+		sec := store.Secret{Box: box, Name: name}
+		var fields, rules string
+		err := r.Scan(&sec.Host, &sec.Sealed, Time(&sec.UpdatedAt), &sec.Kind, &fields, &rules, &sec.Rate)
+		sec.BodyFields, sec.Rules = store.SplitBodyFields(fields), store.SplitRules(rules)
+		return sec, err
+	}, args...)
 }
 
 // ListSecrets returns the secrets of box, by name, Sealed left nil.

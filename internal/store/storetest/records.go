@@ -400,6 +400,64 @@ func testResourceOfAReenrolledBox(t *testing.T, s store.Store) {
 	}
 }
 
+// testReadsOfAReenrolledBox: the secret and the resources a request
+// reads by its box's name are read only while the box holds the token
+// the request was admitted with: one of a box removed since reads none
+// of the box added under its name (nor the ids it owns as its own); one
+// with a box's token before its rotation reads the box's within the
+// grace and none past it, nor once the token is replaced with no grace,
+// nor past the token's expiry.
+func testReadsOfAReenrolledBox(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	old := mustCreateBox(t, s, "alpha")
+	mustCreateBox(t, s, "beta")
+	must(t, "SetSecret(alpha, GITHUB) of the box to be removed", s.SetSecret(ctx, store.Secret{Box: "alpha", Name: "GITHUB", Host: "https://old.example", Sealed: []byte("sealed-old"), UpdatedAt: at(1)}))
+	must(t, "DeleteBox(alpha)", s.DeleteBox(ctx, "alpha"))
+	must(t, "CreateBox(alpha) anew", s.CreateBox(ctx, store.Box{Name: "alpha", TokenHash: hash("token-alpha-2"), CreatedAt: at(1), PayerKind: "shared"}))
+	sec := store.Secret{Box: "alpha", Name: "GITHUB", Host: "https://new.example", Sealed: []byte("sealed-new"), UpdatedAt: at(2)}
+	must(t, "SetSecret(alpha, GITHUB) of the new box", s.SetSecret(ctx, sec))
+	must(t, "AddResource(alpha, sandbox/sb-new)", s.AddResource(ctx, store.Resource{Box: "alpha", Kind: store.ResourceSandbox, ID: "sb-new", At: at(3)}))
+	must(t, "AddResource(beta, sandbox/sb-beta)", s.AddResource(ctx, store.Resource{Box: "beta", Kind: store.ResourceSandbox, ID: "sb-beta", At: at(3)}))
+	reads := func(call, tokenHash string, want bool) {
+		t.Helper()
+		if got, err := s.SecretOfToken(ctx, "alpha", tokenHash, "GITHUB"); want {
+			read(t, "SecretOfToken(alpha, GITHUB) "+call, sec, got, err)
+		} else {
+			wantErr(t, "SecretOfToken(alpha, GITHUB) "+call, err, store.ErrNotFound)
+		}
+		if got, err := s.ResourceOwnerOfToken(ctx, "alpha", tokenHash, store.ResourceSandbox, "sb-new"); want {
+			read(t, "ResourceOwnerOfToken(alpha, sandbox, sb-new) "+call, "alpha", got, err)
+		} else {
+			wantErr(t, "ResourceOwnerOfToken(alpha, sandbox, sb-new) "+call, err, store.ErrNotFound)
+		}
+		if got, err := s.ResourceOwnerOfToken(ctx, "alpha", tokenHash, store.ResourceSandbox, "sb-beta"); want {
+			read(t, "ResourceOwnerOfToken(alpha, sandbox, sb-beta) "+call, "beta", got, err)
+		} else {
+			wantErr(t, "ResourceOwnerOfToken(alpha, sandbox, sb-beta) "+call, err, store.ErrNotFound)
+		}
+		list, err := s.ListResourcesOfToken(ctx, "alpha", tokenHash)
+		if err != nil || (len(list) == 1) != want || len(list) > 1 || (want && list[0].ID != "sb-new") {
+			t.Errorf("ListResourcesOfToken(alpha) %s = %+v, %v; want sb-new: %v", call, list, err, want)
+		}
+	}
+	reads("with the removed box's token", old.TokenHash, false)
+	reads("with another box's token", tokenOf("beta"), false)
+	reads("with its own token", hash("token-alpha-2"), true)
+	wantErr(t, "SecretOfToken(alpha, OPENAI) with its own token", second(s.SecretOfToken(ctx, "alpha", hash("token-alpha-2"), "OPENAI")), store.ErrNotFound)
+	wantErr(t, "ResourceOwnerOfToken(alpha, sandbox, sb-none) with its own token", second(s.ResourceOwnerOfToken(ctx, "alpha", hash("token-alpha-2"), store.ResourceSandbox, "sb-none")), store.ErrNotFound)
+
+	must(t, "ReplaceToken(alpha)", s.ReplaceToken(ctx, "alpha", store.Rotation{Hash: hash("token-alpha-3"), GraceUntil: time.Now().Add(time.Hour)}))
+	reads("with its token before the rotation", hash("token-alpha-2"), true)
+	reads("with its new token", hash("token-alpha-3"), true)
+	must(t, "ReplaceToken(alpha)", s.ReplaceToken(ctx, "alpha", store.Rotation{Hash: hash("token-alpha-4"), GraceUntil: time.Now().Add(-time.Second)}))
+	reads("with its token before the rotation, past the grace", hash("token-alpha-3"), false)
+	must(t, "RotateToken(alpha)", s.RotateToken(ctx, "alpha", hash("token-alpha-5")))
+	reads("with its token before a rotation with no grace", hash("token-alpha-4"), false)
+	reads("with its token", hash("token-alpha-5"), true)
+	must(t, "ReplaceToken(alpha) expired", s.ReplaceToken(ctx, "alpha", store.Rotation{Hash: hash("token-alpha-6"), ExpiresAt: time.Now().Add(-time.Second)}))
+	reads("with its token past its expiry", hash("token-alpha-6"), false)
+}
+
 func testGrants(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	mustCreateBox(t, s, "alpha")

@@ -52,6 +52,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store, opts ...Option) {
 		{"FeedbackBound", testFeedbackBound},
 		{"ConcurrentFeedbackBound", testConcurrentFeedbackBound},
 		{"Resources", testResources}, {"ResourceOfAReenrolledBox", testResourceOfAReenrolledBox},
+		{"ReadsOfAReenrolledBox", testReadsOfAReenrolledBox},
 		{"Grants", testGrants},
 		{"Times", testTimes},
 		{"NotFound", testNotFound},
