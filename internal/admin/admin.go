@@ -235,7 +235,8 @@ func (s *Server) adapt(h func(http.ResponseWriter, *http.Request) error) http.Ha
 // no field v does not know, into v.
 func readJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(strings.ToLower(ct), "application/json") {
-		return operator.Errorf(operator.Unsupported, "The body must be application/json.")
+		return operator.Errorf(operator.Unsupported,
+			"The body must be application/json: send it with Content-Type: application/json (curl's -d and --data-binary send application/x-www-form-urlencoded unless given -H 'Content-Type: application/json').")
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
 	var mbe *http.MaxBytesError

@@ -202,3 +202,15 @@ func TestProxyCA_KeyNeverInAnswerLogOrAudit(t *testing.T) {
 		}
 	}
 }
+
+// TestAdmin_FormBodySaysHowToSendJSON: a JSON body sent as curl sends
+// one by default (application/x-www-form-urlencoded) is refused with a
+// message that names the header to send, so an operator who followed a
+// curl example knows what to add.
+func TestAdmin_FormBodySaysHowToSendJSON(t *testing.T) {
+	b := brokertest.New(t, brokertest.Options{})
+	msg := refusal(t, "a form-encoded JSON body", rotateWith(t, b, `{"grace":"1h"}`, "application/x-www-form-urlencoded"), http.StatusUnsupportedMediaType)
+	if !strings.Contains(msg, "Content-Type: application/json") {
+		t.Errorf("415 message = %q, want it to say to send Content-Type: application/json", msg)
+	}
+}
