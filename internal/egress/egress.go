@@ -232,7 +232,11 @@ func (c *Capability) onMint(ev mint.Event) {
 	if !ev.Expires.IsZero() {
 		exp = "expires " + ev.Expires.UTC().Format(time.RFC3339)
 	}
-	e.Message = fmt.Sprintf("minted a %s token for %s (%s)", ev.Kind, ev.Ref.Name, exp)
+	article := "a"
+	if strings.ContainsAny(ev.Kind[:min(1, len(ev.Kind))], "aeiou") {
+		article = "an"
+	}
+	e.Message = fmt.Sprintf("minted %s %s token for %s (%s)", article, ev.Kind, ev.Ref.Name, exp)
 	var (
 		refused *mint.RefusedError
 		limited *mint.RateLimitedError

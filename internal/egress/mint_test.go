@@ -431,6 +431,34 @@ func TestMint_OAuth2(t *testing.T) {
 
 // TestMint_ConcurrentCallsMintOnce: 50 concurrent calls for a token not
 // yet minted make one request to the token endpoint.
+// TestMint_AuditedMintReadsAsEnglish: an oauth2 mint's audit message
+// says "minted an oauth2 token", with the article its kind takes.
+func TestMint_AuditedMintReadsAsEnglish(t *testing.T) {
+	var e *mintEnv
+	o := &oauthStandIn{e: &e, refresh: "rt-first"}
+	e = newMintEnv(t, o.ServeHTTP)
+	e.set(t, "API", mint.KindOAuth2, oauthConfig(e))
+	if status, body := e.call(t, "API"); status != http.StatusOK {
+		t.Fatalf("call = %d %s, want 200", status, body)
+	}
+	if err := e.br.Server.Audit.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := e.br.Server.Store.ListAudit(t.Context(), store.AuditQuery{Box: "shop", Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []string
+	for _, en := range entries {
+		if en.Method == "MINT" {
+			msgs = append(msgs, en.Message)
+		}
+	}
+	if len(msgs) != 1 || !strings.HasPrefix(msgs[0], "minted an oauth2 token for API (expires ") {
+		t.Errorf("audited mints = %q, want one: minted an oauth2 token for API (expires …)", msgs)
+	}
+}
+
 func TestMint_ConcurrentCallsMintOnce(t *testing.T) {
 	var e *mintEnv
 	o := &oauthStandIn{e: &e, refresh: "rt-first", gate: make(chan struct{}), arrived: make(chan struct{}, 1)}

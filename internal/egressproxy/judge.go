@@ -132,8 +132,12 @@ func (p *Proxy) judgePassthrough(adm *broker.Admission, secs []store.Secret, to 
 		}
 	}
 	if len(pinned) > 0 {
-		return capability.Refuse(capability.ReasonPassthrough, "%s is on the broker's passthrough list (--proxy-passthrough), and this box's secret %s is pinned to %s: the broker does not read a passthrough tunnel, so it could not keep out of it what it wrote there for this box (a secret's value, a token it minted), and it opens none. Its operator takes %s off --proxy-passthrough, so the proxy reaches it through egress, or pins the secret elsewhere.",
-			to.addr(), strings.Join(pinned, ", "), to.host, to.host)
+		which, them := "secret "+pinned[0]+" is", "the secret"
+		if n := len(pinned); n > 1 {
+			which, them = "secrets "+strings.Join(pinned[:n-1], ", ")+" and "+pinned[n-1]+" are", "the secrets"
+		}
+		return capability.Refuse(capability.ReasonPassthrough, "%s is on the broker's passthrough list (--proxy-passthrough), and this box's %s pinned to %s: the broker does not read a passthrough tunnel, so it could not keep out of it what it wrote there for this box (a secret's value, a token it minted), and it opens none. Its operator takes %s off --proxy-passthrough, so the proxy reaches it through egress, or pins %s elsewhere.",
+			to.addr(), which, to.host, to.host, them)
 	}
 	return nil
 }

@@ -238,6 +238,28 @@ func TestProxy_AnotherFormOfASecretsIPIsTheSecretsHost(t *testing.T) {
 	}
 }
 
+// TestProxy_PassthroughRefusalNamesEverySecretPinnedThere: a box with
+// two secrets pinned to a passthrough host is refused a tunnel there,
+// and the refusal names both, in a sentence that reads as English
+// ("secrets A and B are pinned"), and a box with one names it alone.
+func TestProxy_PassthroughRefusalNamesEverySecretPinnedThere(t *testing.T) {
+	f := newFixtureProxy(t, nil, nil, func(c *egressproxy.Config) {
+		c.Passthrough = append(c.Passthrough, "pinned.example:443")
+		c.Dial = func(context.Context, string, string) (net.Conn, error) { return nil, errors.New("test: no dial") }
+	})
+	f.b.SetSecret("shop", "ONE", "https://pinned.example", secretValue)
+	f.b.Report(f.token, brokertest.Entry("egress", "API", "ONE"))
+	_, body, _ := connect(t, f, "pinned.example:443", basic(f.token))
+	if !strings.Contains(body, "this box's secret ONE is pinned to pinned.example") || !strings.Contains(body, "pins the secret elsewhere") {
+		t.Errorf("CONNECT with one secret pinned there = %s, want it named: secret ONE is pinned", body)
+	}
+	f.b.SetSecret("shop", "TWO", "https://pinned.example/v2", secretValue)
+	_, body, _ = connect(t, f, "pinned.example:443", basic(f.token))
+	if !strings.Contains(body, "this box's secrets ONE and TWO are pinned to pinned.example") || !strings.Contains(body, "pins the secrets elsewhere") {
+		t.Errorf("CONNECT with two secrets pinned there = %s, want both named: secrets ONE and TWO are pinned", body)
+	}
+}
+
 // TestProxy_RefusedConnectsAreHeldToTheBoxsRate: a box sends CONNECTs
 // the proxy refuses (hosts no secret is pinned to, in ask mode) as fast
 // as it can. Each would have the broker read the box's secrets and its

@@ -3,6 +3,7 @@ package pool
 import (
 	"errors"
 	"fmt"
+	"net/url"
 
 	"github.com/intentius/boxbroker/internal/protocol"
 )
@@ -52,6 +53,16 @@ func CheckEntry(name string, weight int, rawURL string) (string, error) {
 	}
 	if len(rawURL) > 2048 {
 		return "", errors.New("an entry's URL is at most 2048 bytes")
+	}
+	// The scheme and the user are judged here, in the entry's words:
+	// ParseSecretHost's say what an egress secret's host is.
+	if p, err := url.Parse(rawURL); err == nil {
+		if p.Scheme != "https" && p.Scheme != "http" {
+			return "", errors.New("an entry's URL is an Anthropic-compatible base URL: https:// (or http://) with a host, such as https://llm-gateway.internal/anthropic")
+		}
+		if p.User != nil {
+			return "", errors.New("an entry's URL must not hold a user or password: the entry's value, read from stdin, is what the broker sends")
+		}
 	}
 	u, err := protocol.ParseSecretHost(rawURL)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/intentius/boxbroker/internal/pool"
@@ -53,6 +54,23 @@ func TestOrder_AddingAnEntryMovesOnlyItsShare(t *testing.T) {
 	}
 	if share := float64(moved) / n; share < 0.2 || share > 0.3 {
 		t.Errorf("adding a fourth entry moved %.2f of the boxes, want about 0.25", share)
+	}
+}
+
+// TestCheckEntry_URLRefusalsSpeakOfTheEntry: a pool entry's URL that is
+// not http(s), or holds a user, is refused in the entry's words, never
+// with an egress secret's example host or "the secret's value".
+func TestCheckEntry_URLRefusalsSpeakOfTheEntry(t *testing.T) {
+	for _, raw := range []string{"ftp://gw.example", "gw.example/anthropic", "https://user:pw@gw.example"} {
+		_, err := pool.CheckEntry("gw", 1, raw)
+		if err == nil {
+			t.Errorf("CheckEntry(%q) = nil, want a refusal", raw)
+			continue
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, "entry's URL") || strings.Contains(msg, "api.github.com") || strings.Contains(msg, "secret") || strings.Contains(msg, "pw") {
+			t.Errorf("CheckEntry(%q) = %q, want it in the entry's words, with no secret's example or the URL's password", raw, msg)
+		}
 	}
 }
 
