@@ -222,6 +222,16 @@ func testApprovalsOfAReenrolledBox(t *testing.T, s store.Store) {
 	reads("with its own token", hash("token-alpha-2"), true)
 	answer(s.ListAsks(ctx, "alpha")).is(t, "ListAsks(alpha), the operator's", []string{"secret:GITHUB"})
 
+	alphasTokenLife(t, s, reads)
+}
+
+// alphasTokenLife takes the box alpha, holding token-alpha-2, through a
+// rotation with a grace, the grace's end, a rotation with none and a
+// token past its expiry, calling reads after each with the tokens a read
+// made on a request's behalf must take (want) or refuse.
+func alphasTokenLife(t *testing.T, s store.Store, reads func(call, tokenHash string, want bool)) {
+	t.Helper()
+	ctx := t.Context()
 	must(t, "ReplaceToken(alpha)", s.ReplaceToken(ctx, "alpha", store.Rotation{Hash: hash("token-alpha-3"), GraceUntil: time.Now().Add(time.Hour)}))
 	reads("with its token before the rotation", hash("token-alpha-2"), true)
 	reads("with its new token", hash("token-alpha-3"), true)

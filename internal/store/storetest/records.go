@@ -446,16 +446,7 @@ func testReadsOfAReenrolledBox(t *testing.T, s store.Store) {
 	wantErr(t, "SecretOfToken(alpha, OPENAI) with its own token", second(s.SecretOfToken(ctx, "alpha", hash("token-alpha-2"), "OPENAI")), store.ErrNotFound)
 	wantErr(t, "ResourceOwnerOfToken(alpha, sandbox, sb-none) with its own token", second(s.ResourceOwnerOfToken(ctx, "alpha", hash("token-alpha-2"), store.ResourceSandbox, "sb-none")), store.ErrNotFound)
 
-	must(t, "ReplaceToken(alpha)", s.ReplaceToken(ctx, "alpha", store.Rotation{Hash: hash("token-alpha-3"), GraceUntil: time.Now().Add(time.Hour)}))
-	reads("with its token before the rotation", hash("token-alpha-2"), true)
-	reads("with its new token", hash("token-alpha-3"), true)
-	must(t, "ReplaceToken(alpha)", s.ReplaceToken(ctx, "alpha", store.Rotation{Hash: hash("token-alpha-4"), GraceUntil: time.Now().Add(-time.Second)}))
-	reads("with its token before the rotation, past the grace", hash("token-alpha-3"), false)
-	must(t, "RotateToken(alpha)", s.RotateToken(ctx, "alpha", hash("token-alpha-5")))
-	reads("with its token before a rotation with no grace", hash("token-alpha-4"), false)
-	reads("with its token", hash("token-alpha-5"), true)
-	must(t, "ReplaceToken(alpha) expired", s.ReplaceToken(ctx, "alpha", store.Rotation{Hash: hash("token-alpha-6"), ExpiresAt: time.Now().Add(-time.Second)}))
-	reads("with its token past its expiry", hash("token-alpha-6"), false)
+	alphasTokenLife(t, s, reads)
 }
 
 func testGrants(t *testing.T, s store.Store) {
