@@ -85,7 +85,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, info *requestInfo
 		}
 	}
 	info.judged.at = s.cfg.TokenNow()
-	info.admitted = capability.Call{Box: box, Token: tok, TokenHash: adm.TokenHash, TokenInBody: inBody, Words: need.Words, Payer: s.cfg.Payer.Func(box)}
+	info.admitted = capability.Call{Box: box, Token: tok, TokenHash: adm.TokenHash, TokenInBody: inBody, Words: need.Words, Payer: s.cfg.Payer.Func(box, adm.TokenHash)}
 	return c, &info.admitted, h, nil
 }
 

@@ -115,7 +115,12 @@ type Cache struct {
 	// answered with what another token's request read.
 	secrets map[secretKey]store.Secret
 	secMiss map[secretKey]struct{}
-	pool    []store.PoolEntry // the pool's named entries; nil: not loaded
+	// boxCreds are a box's own credentials (an owner's), kept as secrets
+	// are: by ID, box and the hash of the token of the request that read
+	// them.
+	boxCreds map[credKey]store.Credential
+	boxMiss  map[credKey]struct{}
+	pool     []store.PoolEntry // the pool's named entries; nil: not loaded
 }
 
 // New returns a Cache over st. Call Run to keep it fresh; until Run has
@@ -147,6 +152,8 @@ func (c *Cache) resetLocked() {
 	c.budgeted = map[string]bool{}
 	c.secrets = map[secretKey]store.Secret{}
 	c.secMiss = map[secretKey]struct{}{}
+	c.boxCreds = map[credKey]store.Credential{}
+	c.boxMiss = map[credKey]struct{}{}
 	c.pool = nil
 }
 
@@ -387,6 +394,7 @@ func (c *Cache) dropLocked(kind, key string) {
 		delete(c.budgeted, key)
 		// A removed box takes its secrets with it.
 		dropSecrets(c, func(k secretKey) bool { return k.box == key })
+		dropBoxCreds(c, func(k credKey) bool { return k.box == key })
 	case store.ChangeDeclaration:
 		delete(c.decls, key)
 	case store.ChangeBudget:
@@ -394,6 +402,7 @@ func (c *Cache) dropLocked(kind, key string) {
 	case store.ChangeCredential:
 		delete(c.creds, key)
 		delete(c.credMiss, key)
+		dropBoxCreds(c, func(k credKey) bool { return k.id == key })
 	case store.ChangeSecret:
 		box, name, _ := strings.Cut(key, "/")
 		dropSecrets(c, func(k secretKey) bool { return k.box == box && k.name == name })
@@ -478,6 +487,31 @@ func (c *Cache) SecretOfToken(ctx context.Context, box, tokenHash, name string) 
 	return cached(ctx, c, "secret", secretKey{box, name, tokenHash}, &c.secrets, &c.secMiss, nil, func(ctx context.Context) (store.Secret, error) {
 		return c.st.SecretOfToken(ctx, box, tokenHash, name)
 	})
+}
+
+// CredentialOfToken returns the sealed credential with that ID, a box's
+// own (an owner's), for a request of the box admitted with the token that
+// hashes to tokenHash, or store.ErrNotFound: the store's
+// CredentialOfToken, which reads it only while the box holds that token,
+// kept under the token's hash.
+func (c *Cache) CredentialOfToken(ctx context.Context, id, box, tokenHash string) (store.Credential, error) {
+	return cached(ctx, c, "box credential", credKey{id, box, tokenHash}, &c.boxCreds, &c.boxMiss, nil, func(ctx context.Context) (store.Credential, error) {
+		return c.st.CredentialOfToken(ctx, id, box, tokenHash)
+	})
+}
+
+// credKey is what a box's own credential is kept under: its ID, its box,
+// and the hash of the token of the request that read it.
+type credKey struct{ id, box, tokenHash string }
+
+// String names the key in the flight of its read.
+func (k credKey) String() string { return k.id + "\x00" + k.box + "\x00" + k.tokenHash }
+
+// dropBoxCreds forgets the boxes' own credentials, and the missing ones,
+// whose keys drop says to, with c.mu held.
+func dropBoxCreds(c *Cache, drop func(credKey) bool) {
+	maps.DeleteFunc(c.boxCreds, func(k credKey, _ store.Credential) bool { return drop(k) })
+	maps.DeleteFunc(c.boxMiss, func(k credKey, _ struct{}) bool { return drop(k) })
 }
 
 // secretKey is what a secret is kept under: its box, its name, and the

@@ -260,6 +260,49 @@ func TestCache_SecretIsKeptUnderTheToken(t *testing.T) {
 	}
 }
 
+// TestCache_OwnersCredentialIsKeptUnderTheToken: a box's owner's
+// credential read for the new box added under a removed box's name is
+// not what a request of the removed box (its token admitted from memory
+// not yet told) is given, from the store nor from memory.
+func TestCache_OwnersCredentialIsKeptUnderTheToken(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	now := time.Now()
+	c := cache.New(st, cache.Options{Now: func() time.Time { return now }, MaxStale: time.Hour})
+	if err := st.CreateBox(ctx, store.Box{Name: "shop", TokenHash: "h1", CreatedAt: now, PayerKind: "owner"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Removed and added anew with its owner's key, by another process:
+	// the cache has not read the change log since.
+	if err := st.DeleteBox(ctx, "shop"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateBox(ctx, store.Box{Name: "shop", TokenHash: "h2", CreatedAt: now, PayerKind: "owner"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SetCredential(ctx, store.Credential{ID: "owner:shop", Sealed: []byte{2}, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	if cr, err := c.CredentialOfToken(ctx, "owner:shop", "shop", "h2"); err != nil || string(cr.Sealed) != "\x02" {
+		t.Fatalf("CredentialOfToken(h2) = %+v, %v, want the new box's", cr, err)
+	}
+	for range 2 { // from the store, then from memory
+		if cr, err := c.CredentialOfToken(ctx, "owner:shop", "shop", "h1"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("CredentialOfToken(h1), the removed box's token = %+v, %v, want ErrNotFound", cr, err)
+		}
+	}
+	if cr, err := c.CredentialOfToken(ctx, "owner:shop", "shop", "h2"); err != nil || string(cr.Sealed) != "\x02" {
+		t.Fatalf("CredentialOfToken(h2) after h1's miss = %+v, %v, want the new box's", cr, err)
+	}
+}
+
 // TestCache_SleepsUnread: a cache nobody reads stops polling; a token
 // revoked meanwhile (by another process, through the store) is refused
 // by the first read, which goes to the store and wakes the polling.

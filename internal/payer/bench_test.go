@@ -20,7 +20,7 @@ func BenchmarkGrantCheck(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	pay := f.Server.Payer.Func(box)
+	pay := f.Server.Payer.Func(box, box.TokenHash)
 	measure := func(grant, want string) time.Duration {
 		r := httptest.NewRequest("POST", messages, nil)
 		if grant != "" {

@@ -40,7 +40,7 @@ func FuzzGrantHeader(f *testing.F) {
 		f.Fatal(err)
 	}
 	expand := strings.NewReplacer("$L", live, "$B", other, "$E", expired, "$R", revoked, "$N", bare)
-	pay := fx.Server.Payer.Func(box)
+	pay := fx.Server.Payer.Func(box, box.TokenHash)
 
 	for _, s := range []struct {
 		a, b string

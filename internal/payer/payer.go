@@ -102,10 +102,14 @@ func (p *Resolver) ForBox(b store.Box) protocol.Payer {
 	return protocol.SharedPayer()
 }
 
-// Func returns the capability.PayerFunc for a box's request. A request
-// carrying a chant-grant that passes every check is paid by the grant's
-// visitor; any other is paid as ForBox says.
-func (p *Resolver) Func(b store.Box) capability.PayerFunc {
+// Func returns the capability.PayerFunc for a box's request admitted with
+// the token that hashes to tokenHash. A request carrying a chant-grant
+// that passes every check is paid by the grant's visitor; any other is
+// paid as ForBox says, an owner's credential read only while the box
+// holds that token (store.Credentials.CredentialOfToken): a request of a
+// box removed since, and another added under its name, is not paid with
+// the new box's owner's key.
+func (p *Resolver) Func(b store.Box, tokenHash string) capability.PayerFunc {
 	return func(ctx context.Context, r *http.Request) (capability.Paid, error) {
 		pay := p.ForBox(b)
 		if vals := r.Header.Values(protocol.HeaderGrant); len(vals) > 0 {
@@ -117,13 +121,17 @@ func (p *Resolver) Func(b store.Box) capability.PayerFunc {
 				return paid, nil
 			}
 		}
-		id := SharedAnthropic
-		if pay.Kind == protocol.PayerOwner {
-			id = OwnerAnthropic(b.Name)
-		} else if p.Pool != nil {
+		var cred []byte
+		var err error
+		switch {
+		case pay.Kind == protocol.PayerOwner:
+			id := OwnerAnthropic(b.Name)
+			cred, err = p.open(id, func() (store.Credential, error) { return p.Cache.CredentialOfToken(ctx, id, b.Name, tokenHash) })
+		case p.Pool != nil:
 			return p.Pool.Choose(ctx, b.Name, pay)
+		default:
+			cred, err = p.Open(ctx, SharedAnthropic)
 		}
-		cred, err := p.Open(ctx, id)
 		if err != nil {
 			return capability.Paid{Payer: pay}, err
 		}
@@ -231,7 +239,13 @@ func SetHint(pay protocol.Payer, box string) string {
 // Open returns the plaintext of the credential with that ID, or
 // capability.ErrNoCredential when none is set.
 func (p *Resolver) Open(ctx context.Context, id string) ([]byte, error) {
-	c, err := p.Cache.Credential(ctx, id)
+	return p.open(id, func() (store.Credential, error) { return p.Cache.Credential(ctx, id) })
+}
+
+// open returns the plaintext of the credential with that ID that read
+// reads, or capability.ErrNoCredential when none is.
+func (p *Resolver) open(id string, read func() (store.Credential, error)) ([]byte, error) {
+	c, err := read()
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, capability.ErrNoCredential
 	}

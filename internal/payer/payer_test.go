@@ -428,7 +428,7 @@ func TestGrant_StoreUnavailableIsAnErrorNotAnotherPayer(t *testing.T) {
 	p := &payer.Resolver{Store: failingStore{}, OnGrant: func(o string) { outcomes = append(outcomes, o) }}
 	r := httptest.NewRequest("POST", messages, nil)
 	r.Header.Set(protocol.HeaderGrant, "bbg_anything")
-	paid, err := p.Func(store.Box{Name: "a", PayerKind: protocol.PayerShared})(context.Background(), r)
+	paid, err := p.Func(store.Box{Name: "a", PayerKind: protocol.PayerShared}, "")(context.Background(), r)
 	if !errors.Is(err, store.ErrUnavailable) {
 		t.Errorf("Func(...) error = %v, want ErrUnavailable", err)
 	}

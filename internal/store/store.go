@@ -274,6 +274,13 @@ type Credentials interface {
 	SetCredential(ctx context.Context, c Credential) error
 	// Credential returns the credential with that ID, or ErrNotFound.
 	Credential(ctx context.Context, id string) (Credential, error)
+	// CredentialOfToken is Credential for a request of box admitted with
+	// the token that hashes to tokenHash: the credential is read while
+	// the box holds that token (as Secrets.SecretOfToken reads), in the
+	// same statement, and is ErrNotFound otherwise, so that a request of
+	// a box removed, or whose token was replaced, since it was admitted
+	// is paid by no owner's credential of the box added under its name.
+	CredentialOfToken(ctx context.Context, id, box, tokenHash string) (Credential, error)
 	// DeleteCredential removes it; ErrNotFound if none.
 	DeleteCredential(ctx context.Context, id string) error
 	// ListCredentials returns every credential's ID and UpdatedAt, Sealed left nil.

@@ -17,11 +17,22 @@ func (s *Store) SetCredential(ctx context.Context, c store.Credential) error {
 
 // Credential returns the credential with that ID, or store.ErrNotFound.
 func (s *Store) Credential(ctx context.Context, id string) (store.Credential, error) {
-	return one(ctx, s, func() string { return fmt.Sprintf("credential %q", id) }, "SELECT id, sealed, updated_at FROM credentials WHERE id = $1", func(r Scanner) (store.Credential, error) {
-		var c store.Credential
-		err := r.Scan(&c.ID, &c.Sealed, Time(&c.UpdatedAt))
-		return c, err
-	}, id)
+	return one(ctx, s, func() string { return fmt.Sprintf("credential %q", id) }, "SELECT id, sealed, updated_at FROM credentials WHERE id = $1", scanCredential, id)
+}
+
+// CredentialOfToken returns the credential with that ID as Credential
+// does, read while the box named box holds the token that hashes to
+// tokenHash (tokenHeld), in the same statement: store.ErrNotFound
+// otherwise.
+func (s *Store) CredentialOfToken(ctx context.Context, id, box, tokenHash string) (store.Credential, error) {
+	return one(ctx, s, func() string { return fmt.Sprintf("credential %q of box %q", id, box) }, "SELECT id, sealed, updated_at FROM credentials WHERE id = $1 AND "+s.tokenHeld("$2", "$3"),
+		scanCredential, id, box, tokenHash)
+}
+
+func scanCredential(r Scanner) (store.Credential, error) {
+	var c store.Credential
+	err := r.Scan(&c.ID, &c.Sealed, Time(&c.UpdatedAt))
+	return c, err
 }
 
 // DeleteCredential removes the credential with that ID; store.ErrNotFound if none.

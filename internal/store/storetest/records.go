@@ -400,8 +400,8 @@ func testResourceOfAReenrolledBox(t *testing.T, s store.Store) {
 	}
 }
 
-// testReadsOfAReenrolledBox: the secret and the resources a request
-// reads by its box's name are read only while the box holds the token
+// testReadsOfAReenrolledBox: the secret, the owner's credential and the
+// resources a request reads by its box's name are read only while the box holds the token
 // the request was admitted with: one of a box removed since reads none
 // of the box added under its name (nor the ids it owns as its own); one
 // with a box's token before its rotation reads the box's within the
@@ -416,6 +416,8 @@ func testReadsOfAReenrolledBox(t *testing.T, s store.Store) {
 	must(t, "CreateBox(alpha) anew", s.CreateBox(ctx, store.Box{Name: "alpha", TokenHash: hash("token-alpha-2"), CreatedAt: at(1), PayerKind: "shared"}))
 	sec := store.Secret{Box: "alpha", Name: "GITHUB", Host: "https://new.example", Sealed: []byte("sealed-new"), UpdatedAt: at(2)}
 	must(t, "SetSecret(alpha, GITHUB) of the new box", s.SetSecret(ctx, sec))
+	cred := store.Credential{ID: "owner:alpha", Sealed: []byte("sealed-new-owner"), UpdatedAt: at(2)}
+	must(t, "SetCredential(owner:alpha) of the new box's owner", s.SetCredential(ctx, cred))
 	must(t, "AddResource(alpha, sandbox/sb-new)", s.AddResource(ctx, store.Resource{Box: "alpha", Kind: store.ResourceSandbox, ID: "sb-new", At: at(3)}))
 	must(t, "AddResource(beta, sandbox/sb-beta)", s.AddResource(ctx, store.Resource{Box: "beta", Kind: store.ResourceSandbox, ID: "sb-beta", At: at(3)}))
 	reads := func(call, tokenHash string, want bool) {
@@ -424,6 +426,11 @@ func testReadsOfAReenrolledBox(t *testing.T, s store.Store) {
 			read(t, "SecretOfToken(alpha, GITHUB) "+call, sec, got, err)
 		} else {
 			wantErr(t, "SecretOfToken(alpha, GITHUB) "+call, err, store.ErrNotFound)
+		}
+		if got, err := s.CredentialOfToken(ctx, "owner:alpha", "alpha", tokenHash); want {
+			read(t, "CredentialOfToken(owner:alpha, alpha) "+call, cred, got, err)
+		} else {
+			wantErr(t, "CredentialOfToken(owner:alpha, alpha) "+call, err, store.ErrNotFound)
 		}
 		if got, err := s.ResourceOwnerOfToken(ctx, "alpha", tokenHash, store.ResourceSandbox, "sb-new"); want {
 			read(t, "ResourceOwnerOfToken(alpha, sandbox, sb-new) "+call, "alpha", got, err)
@@ -444,6 +451,7 @@ func testReadsOfAReenrolledBox(t *testing.T, s store.Store) {
 	reads("with another box's token", tokenOf("beta"), false)
 	reads("with its own token", hash("token-alpha-2"), true)
 	wantErr(t, "SecretOfToken(alpha, OPENAI) with its own token", second(s.SecretOfToken(ctx, "alpha", hash("token-alpha-2"), "OPENAI")), store.ErrNotFound)
+	wantErr(t, "CredentialOfToken(owner:beta, alpha) with its own token", second(s.CredentialOfToken(ctx, "owner:beta", "alpha", hash("token-alpha-2"))), store.ErrNotFound)
 	wantErr(t, "ResourceOwnerOfToken(alpha, sandbox, sb-none) with its own token", second(s.ResourceOwnerOfToken(ctx, "alpha", hash("token-alpha-2"), store.ResourceSandbox, "sb-none")), store.ErrNotFound)
 
 	alphasTokenLife(t, s, reads)
