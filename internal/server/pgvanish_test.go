@@ -29,7 +29,10 @@ import (
 // the hours TCP's keepalive takes to end a connection whose peer is
 // gone. The test gives B a minute.
 func TestReplicas_OneGoneMidCommitHoldsNoOneUp(t *testing.T) {
-	dsn := postgrestest.Schema(t)
+	// A cluster of the test's own: A's transaction holds the change log's
+	// lock, one for the whole database, for postgres.IdleInTransaction,
+	// and on the server other tests share their writes would wait on it.
+	dsn := postgrestest.OwnCluster(t).DSN
 	u, err := url.Parse(dsn)
 	if err != nil {
 		t.Skipf("the test DSN is not a URL, so no relay can be put in its way: %v", err)
