@@ -3,9 +3,7 @@ package egress_test
 import (
 	"context"
 	"net/http"
-	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,25 +11,8 @@ import (
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/store"
-	"github.com/intentius/boxbroker/internal/store/sqlite"
 	"github.com/intentius/boxbroker/internal/token"
 )
-
-// unheard is a store whose change log, while deaf is set, reads as
-// holding nothing new: the broker's memory, polled and fresh, not yet
-// told of what another process wrote, as it is for up to its staleness
-// bound after each write.
-type unheard struct {
-	store.Store
-	deaf atomic.Bool
-}
-
-func (u *unheard) ChangesSince(ctx context.Context, after int64, limit int) ([]store.Change, error) {
-	if u.deaf.Load() {
-		return nil, nil
-	}
-	return u.Store.ChangesSince(ctx, after, limit)
-}
 
 // TestEgress_RemovedBoxIsNotGivenTheNewBoxsSecret: a box removed, and a
 // new one added under its name with a secret of the same name pinned to
@@ -47,11 +28,8 @@ func TestEgress_RemovedBoxIsNotGivenTheNewBoxsSecret(t *testing.T) {
 			name = "the new box first"
 		}
 		t.Run(name, func(t *testing.T) {
-			st, err := sqlite.Open(filepath.Join(t.TempDir(), "boxbroker.db"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			u := &unheard{Store: st}
+			u := brokertest.NewUnheard(t)
+			st := u.Store
 			oldHost, newHost := newHost(t, echo), newHost(t, echo)
 			br := brokertest.New(t, brokertest.Options{Store: u})
 			oldTok := br.AddBox("shop")
@@ -67,7 +45,7 @@ func TestEgress_RemovedBoxIsNotGivenTheNewBoxsSecret(t *testing.T) {
 			}
 			// Removed and added anew by another process, with its own
 			// secret ECHO, which the broker's memory has not heard of.
-			u.deaf.Store(true)
+			u.Deaf.Store(true)
 			newTok, err := token.NewBox()
 			if err != nil {
 				t.Fatal(err)
@@ -108,7 +86,7 @@ func TestEgress_RemovedBoxIsNotGivenTheNewBoxsSecret(t *testing.T) {
 			if newFirst {
 				removed()
 			}
-			u.deaf.Store(false)
+			u.Deaf.Store(false)
 
 			if n := len(oldHost.Seen()); n != 0 {
 				t.Errorf("the removed box's host received %d requests, want none", n)

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -86,33 +85,14 @@ func TestFountain_ConversationOfARemovedBoxIsNotTheNewOnes(t *testing.T) {
 	}
 }
 
-// unheard is a store whose change log, while deaf is set, reads as
-// holding nothing new: the broker's memory, polled and fresh, not yet
-// told of what another process wrote, as it is for up to its staleness
-// bound after each write.
-type unheard struct {
-	store.Store
-	deaf atomic.Bool
-}
-
-func (u *unheard) ChangesSince(ctx context.Context, after int64, limit int) ([]store.Change, error) {
-	if u.deaf.Load() {
-		return nil, nil
-	}
-	return u.Store.ChangesSince(ctx, after, limit)
-}
-
 // TestFountain_RemovedBoxFindsNoneOfTheNewBoxsIds: a box removed, and a
 // new one added under its name and assigned a sandbox, while the
 // broker's memory still admits the removed box's token: the removed
 // box's request naming the sandbox is refused as not its own, nothing
 // reaching Fountain, and its listing keeps none of the new box's ids.
 func TestFountain_RemovedBoxFindsNoneOfTheNewBoxsIds(t *testing.T) {
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "boxbroker.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := &unheard{Store: st}
+	u := brokertest.NewUnheard(t)
+	st := u.Store
 	br := newBroker(t, brokertest.Options{Store: u, FountainHandler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet && r.URL.Path == "/api/sandboxes" {
 			w.Header().Set("Content-Type", "application/json")
@@ -135,7 +115,7 @@ func TestFountain_RemovedBoxFindsNoneOfTheNewBoxsIds(t *testing.T) {
 	}
 	// Removed and added anew by another process, and assigned a
 	// sandbox, which the broker's memory has not heard of.
-	u.deaf.Store(true)
+	u.Deaf.Store(true)
 	if err := st.DeleteBox(ctx, "alpha"); err != nil {
 		t.Fatal(err)
 	}

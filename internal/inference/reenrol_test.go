@@ -3,9 +3,7 @@ package inference_test
 import (
 	"context"
 	"net/http"
-	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,25 +11,8 @@ import (
 	"github.com/intentius/boxbroker/internal/payer"
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/store"
-	"github.com/intentius/boxbroker/internal/store/sqlite"
 	"github.com/intentius/boxbroker/internal/token"
 )
-
-// unheard is a store whose change log, while deaf is set, reads as
-// holding nothing new: the broker's memory, polled and fresh, not yet
-// told of what another process wrote, as it is for up to its staleness
-// bound after each write.
-type unheard struct {
-	store.Store
-	deaf atomic.Bool
-}
-
-func (u *unheard) ChangesSince(ctx context.Context, after int64, limit int) ([]store.Change, error) {
-	if u.deaf.Load() {
-		return nil, nil
-	}
-	return u.Store.ChangesSince(ctx, after, limit)
-}
 
 // TestInference_RemovedBoxIsNotPaidByTheNewOwner: a box paid by its
 // owner is removed, and a new one added under its name whose owner sets
@@ -40,11 +21,8 @@ func (u *unheard) ChangesSince(ctx context.Context, after int64, limit int) ([]s
 // owner's key, which no upstream receives: it is refused 403 as one of
 // a payer with no credential.
 func TestInference_RemovedBoxIsNotPaidByTheNewOwner(t *testing.T) {
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "boxbroker.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := &unheard{Store: st}
+	u := brokertest.NewUnheard(t)
+	st := u.Store
 	b := brokertest.New(t, brokertest.Options{Store: u})
 	ctx := context.Background()
 	old := b.AddBox("alpha")
@@ -69,7 +47,7 @@ func TestInference_RemovedBoxIsNotPaidByTheNewOwner(t *testing.T) {
 	}
 	// Removed and added anew by another process, the new box's owner
 	// setting their key, none of which the broker's memory has heard of.
-	u.deaf.Store(true)
+	u.Deaf.Store(true)
 	if err := st.DeleteBox(ctx, "alpha"); err != nil {
 		t.Fatal(err)
 	}
