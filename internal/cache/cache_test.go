@@ -222,28 +222,7 @@ func TestCache_SecretFollowsTheChangeLog(t *testing.T) {
 // has not yet read the change: that request reads the store, which
 // gives it nothing.
 func TestCache_SecretIsKeptUnderTheToken(t *testing.T) {
-	ctx := context.Background()
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "c.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	now := time.Now()
-	c := cache.New(st, cache.Options{Now: func() time.Time { return now }, MaxStale: time.Hour})
-	if err := st.CreateBox(ctx, store.Box{Name: "shop", TokenHash: "h1", CreatedAt: now, PayerKind: "shared"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Poll(ctx); err != nil {
-		t.Fatal(err)
-	}
-	// Removed and added anew with its secret, by another process: the
-	// cache has not read the change log since.
-	if err := st.DeleteBox(ctx, "shop"); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.CreateBox(ctx, store.Box{Name: "shop", TokenHash: "h2", CreatedAt: now, PayerKind: "shared"}); err != nil {
-		t.Fatal(err)
-	}
+	ctx, st, c, now := reenrolledUnheard(t, "shared")
 	if err := st.SetSecret(ctx, store.Secret{Box: "shop", Name: "STRIPE", Host: "https://new.example", Sealed: []byte{2}, UpdatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
@@ -265,28 +244,7 @@ func TestCache_SecretIsKeptUnderTheToken(t *testing.T) {
 // not what a request of the removed box (its token admitted from memory
 // not yet told) is given, from the store nor from memory.
 func TestCache_OwnersCredentialIsKeptUnderTheToken(t *testing.T) {
-	ctx := context.Background()
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "c.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	now := time.Now()
-	c := cache.New(st, cache.Options{Now: func() time.Time { return now }, MaxStale: time.Hour})
-	if err := st.CreateBox(ctx, store.Box{Name: "shop", TokenHash: "h1", CreatedAt: now, PayerKind: "owner"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Poll(ctx); err != nil {
-		t.Fatal(err)
-	}
-	// Removed and added anew with its owner's key, by another process:
-	// the cache has not read the change log since.
-	if err := st.DeleteBox(ctx, "shop"); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.CreateBox(ctx, store.Box{Name: "shop", TokenHash: "h2", CreatedAt: now, PayerKind: "owner"}); err != nil {
-		t.Fatal(err)
-	}
+	ctx, st, c, now := reenrolledUnheard(t, "owner")
 	if err := st.SetCredential(ctx, store.Credential{ID: "owner:shop", Sealed: []byte{2}, UpdatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
@@ -511,4 +469,34 @@ func forgotten(t *testing.T, c *cache.Cache, h string, deadline time.Time, why s
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// reenrolledUnheard opens a store and a cache over it, fresh for an hour,
+// in which the box shop (paid as payerKind) held the token hashing to h1
+// when the cache last read the change log; then, by another process as
+// it were, shop is removed and added anew with the token h2, which the
+// cache has not read.
+func reenrolledUnheard(t *testing.T, payerKind string) (context.Context, *sqlite.Store, *cache.Cache, time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	now := time.Now()
+	c := cache.New(st, cache.Options{Now: func() time.Time { return now }, MaxStale: time.Hour})
+	if err := st.CreateBox(ctx, store.Box{Name: "shop", TokenHash: "h1", CreatedAt: now, PayerKind: payerKind}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DeleteBox(ctx, "shop"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateBox(ctx, store.Box{Name: "shop", TokenHash: "h2", CreatedAt: now, PayerKind: payerKind}); err != nil {
+		t.Fatal(err)
+	}
+	return ctx, st, c, now
 }
