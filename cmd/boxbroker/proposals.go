@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/intentius/boxbroker/internal/approval"
 	"github.com/intentius/boxbroker/internal/operator"
-	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/quiet"
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -107,13 +107,14 @@ func runAsk(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	box, scope := pos[0], pos[1]
-	if approval.CheckScope(scope) != nil {
-		return fmt.Errorf("%w: %s: %w (hosts, budget, or secret:NAME)", errUsage, quiet.Shown(scope, len(approval.ScopeSecret)+128), approval.ErrBadScope)
-	}
-	// A secret's name is upper-case: secret:github would never match a
-	// refusal. Turning such a scope off stays open, to clear one set.
-	if name, ok := strings.CutPrefix(scope, approval.ScopeSecret); ok && !*off && !protocol.IsSecretName(name) {
+	switch err := approval.CheckAsk(scope, !*off); {
+	case errors.Is(err, approval.ErrBadSecretName):
+		// A secret's name is upper-case: secret:github would never match
+		// a refusal.
+		name := strings.TrimPrefix(scope, approval.ScopeSecret)
 		return fmt.Errorf("%w: %s: the secret's name %s must match ^[A-Z][A-Z0-9_]{0,39}$, as secret set takes it, such as secret:GITHUB", errUsage, quiet.Shown(scope, len(approval.ScopeSecret)+128), named(name))
+	case err != nil:
+		return fmt.Errorf("%w: %s: %w (hosts, budget, or secret:NAME)", errUsage, quiet.Shown(scope, len(approval.ScopeSecret)+128), approval.ErrBadScope)
 	}
 	return cmd.on(ctx, c, false, false, func(be *backend) error {
 		asks, err := be.SetAsk(ctx, box, scope, !*off)

@@ -149,3 +149,18 @@ func TestProposals_ApproveWithNoBodyLastsAnHour(t *testing.T) {
 		t.Errorf("approved with no body from %s until %s, want an hour", *p.DecidedAt, *p.Until)
 	}
 }
+
+// TestAsks_SecretScopeNamesASecret: the admin API refuses, 400, to put
+// secret:NAME in ask mode for a NAME no secret could have (lower-case),
+// as the CLI does, and takes it out.
+func TestAsks_SecretScopeNamesASecret(t *testing.T) {
+	b := brokertest.New(t, brokertest.Options{})
+	b.AddBox("alpha")
+	resp := b.Admin("PUT", "/api/boxes/alpha/asks/secret:github", b.AdminToken, nil)
+	if _, msg := brokertest.Refusal(resp.Body); resp.StatusCode != http.StatusBadRequest || !strings.Contains(msg, "^[A-Z][A-Z0-9_]{0,39}$") {
+		t.Errorf("PUT ask secret:github = %d %s, want 400 naming the secret name's pattern", resp.StatusCode, resp.Body)
+	}
+	if resp := b.Admin("DELETE", "/api/boxes/alpha/asks/secret:github", b.AdminToken, nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("DELETE ask secret:github = %d %s, want 200", resp.StatusCode, resp.Body)
+	}
+}

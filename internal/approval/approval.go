@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/defaults"
+	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/token"
@@ -66,6 +67,10 @@ var (
 	ErrBadFor = errors.New("not a duration from 1m to 366 days, nor always")
 	// ErrBadState: a state that is none of the proposal states.
 	ErrBadState = errors.New("not pending, approved, denied, expired or used")
+	// ErrBadSecretName: a secret:NAME scope put in ask mode whose NAME
+	// is no secret's name (protocol.IsSecretName), so that no refusal
+	// would ever match it.
+	ErrBadSecretName = errors.New("not a secret's name")
 )
 
 // SecretScope is the ask-mode scope of the secret name's rules.
@@ -77,6 +82,20 @@ func CheckScope(scope string) error {
 		return nil
 	}
 	return fmt.Errorf("%q: %w (hosts, budget, or secret:NAME)", scope, ErrBadScope)
+}
+
+// CheckAsk returns nil for a scope that may be put in ask mode (on) or
+// taken out of it: CheckScope's error, and, to put a secret:NAME in,
+// ErrBadSecretName when NAME is no secret's name. Taking one out stays
+// open, to clear one set.
+func CheckAsk(scope string, on bool) error {
+	if err := CheckScope(scope); err != nil {
+		return err
+	}
+	if name, ok := strings.CutPrefix(scope, ScopeSecret); ok && on && !protocol.IsSecretName(name) {
+		return fmt.Errorf("%q: %w", scope, ErrBadSecretName)
+	}
+	return nil
 }
 
 // Config configures a Service.
@@ -434,10 +453,10 @@ func (s *Service) List(ctx context.Context, box, state string) ([]store.Proposal
 	return s.cfg.Store.ListProposals(ctx, box, state, s.cfg.Now(), MaxList)
 }
 
-// SetAsk turns box's ask mode for scope on or off; ErrBadScope, or
-// store.ErrNotFound if no box.
+// SetAsk turns box's ask mode for scope on or off; ErrBadScope or
+// ErrBadSecretName (CheckAsk), or store.ErrNotFound if no box.
 func (s *Service) SetAsk(ctx context.Context, box, scope string, on bool) error {
-	if err := CheckScope(scope); err != nil {
+	if err := CheckAsk(scope, on); err != nil {
 		return err
 	}
 	return s.cfg.Store.SetAsk(ctx, box, scope, on)

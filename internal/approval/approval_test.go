@@ -287,6 +287,25 @@ func TestSetAsk_BadScope(t *testing.T) {
 	}
 }
 
+// TestSetAsk_SecretScopeNamesASecret: a secret:NAME put in ask mode
+// names a secret as secret set takes it (upper-case), whichever front
+// end asks, since no refusal would match another; taking one out stays
+// open, to clear one set.
+func TestSetAsk_SecretScopeNamesASecret(t *testing.T) {
+	svc, _, _, _ := newService(t)
+	for _, sc := range []string{"secret:github", "secret:1ST", "secret:A-B"} {
+		if err := svc.SetAsk(t.Context(), "alpha", sc, true); !errors.Is(err, approval.ErrBadSecretName) {
+			t.Errorf("SetAsk(%q, on) = %v, want ErrBadSecretName", sc, err)
+		}
+		if err := approval.CheckAsk(sc, false); err != nil {
+			t.Errorf("CheckAsk(%q, off) = %v, want nil", sc, err)
+		}
+	}
+	if err := approval.CheckAsk("secret:GITHUB", true); err != nil {
+		t.Errorf("CheckAsk(secret:GITHUB, on) = %v, want nil", err)
+	}
+}
+
 // TestRefused_ProposalKeepsTheAttempt: the proposal a refusal opens, as
 // stored and as notified, holds every field of what was attempted.
 func TestRefused_ProposalKeepsTheAttempt(t *testing.T) {

@@ -189,6 +189,8 @@ func proposalError(err error) error {
 		return Errorf(Conflict, "That proposal is no longer waiting: it was approved, denied, or expired unanswered.")
 	case errors.Is(err, approval.ErrBadFor):
 		return Errorf(Invalid, "An approval lasts from 1m to 366d (15m, 1h, 7d ...), or always.")
+	case errors.Is(err, approval.ErrBadSecretName):
+		return Errorf(Invalid, "A secret's name is upper-case, as `boxbroker secret set` takes it (^[A-Z][A-Z0-9_]{0,39}$), such as secret:GITHUB: a scope of another name would match no refusal.")
 	case errors.Is(err, approval.ErrBadScope):
 		return Errorf(Invalid, "A scope is hosts, budget, or secret:NAME.")
 	case errors.Is(err, approval.ErrBadState):
