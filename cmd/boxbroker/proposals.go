@@ -32,12 +32,11 @@ func runProposals(ctx context.Context, c *cli, args []string) error {
 	if _, err := cmd.args(args, 0, "proposals takes no arguments (--box BOX to name a box)"); err != nil {
 		return err
 	}
-	switch *state {
-	case "all":
-		*state = ""
-	case store.ProposalPending, store.ProposalApproved, store.ProposalDenied, store.ProposalExpired, store.ProposalUsed:
-	default:
+	if *state == "" || approval.CheckState(*state) != nil && *state != "all" {
 		return fmt.Errorf("%w: --state %s: a state is pending, approved, denied, expired, used, or all", errUsage, quiet.Shown(*state, 64))
+	}
+	if *state == "all" {
+		*state = ""
 	}
 	return cmd.on(ctx, c, false, false, func(be *backend) error {
 		list, err := be.ListProposals(ctx, *box, *state)

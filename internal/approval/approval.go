@@ -439,16 +439,24 @@ func (s *Service) Get(ctx context.Context, id string) (store.Proposal, error) {
 	return s.cfg.Store.Proposal(ctx, id, s.cfg.Now())
 }
 
+// CheckState returns nil for a proposal state List takes ("" for any),
+// else ErrBadState.
+func CheckState(state string) error {
+	switch state {
+	case "", store.ProposalPending, store.ProposalApproved, store.ProposalDenied, store.ProposalExpired, store.ProposalUsed:
+		return nil
+	}
+	return fmt.Errorf("state %q: %w", state, ErrBadState)
+}
+
 // MaxList bounds a List.
 const MaxList = 500
 
 // List returns box's proposals ("" for every box's) in state ("" for
 // any), newest first, at most MaxList.
 func (s *Service) List(ctx context.Context, box, state string) ([]store.Proposal, error) {
-	switch state {
-	case "", store.ProposalPending, store.ProposalApproved, store.ProposalDenied, store.ProposalExpired, store.ProposalUsed:
-	default:
-		return nil, fmt.Errorf("state %q: %w", state, ErrBadState)
+	if err := CheckState(state); err != nil {
+		return nil, err
 	}
 	return s.cfg.Store.ListProposals(ctx, box, state, s.cfg.Now(), MaxList)
 }
