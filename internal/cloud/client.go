@@ -273,14 +273,33 @@ func readError(resp *http.Response) []byte {
 	return b
 }
 
+// maxTokenAnswer bounds an answer of a token endpoint (STS, a service
+// account's token_uri), which the libraries asking them read whole.
+const maxTokenAnswer = 64 << 10
+
 // httpClient is the http.Client the token source and STS use: the
-// Client's transport, no redirect, a bound on time.
+// Client's transport, no redirect, a bound on time, and each answer's
+// body read to maxTokenAnswer at most (tokenAnswers).
 func (cl *Client) httpClient() *http.Client {
 	return &http.Client{
-		Transport:     cl.transport(),
+		Transport:     tokenAnswers{cl.transport()},
 		Timeout:       30 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
+}
+
+// tokenAnswers is a transport whose answers' bodies fail once read past
+// maxTokenAnswer: the AWS SDK reads STS's answer whole before it decodes
+// it, so an endpoint answering without end would have the broker hold
+// all it sent within the fetch's time.
+type tokenAnswers struct{ next http.RoundTripper }
+
+func (t tokenAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	if err == nil && resp.Body != nil {
+		resp.Body = http.MaxBytesReader(nil, resp.Body, maxTokenAnswer)
+	}
+	return resp, err
 }
 
 // send makes the call to model at u for betas, without them when the

@@ -799,3 +799,68 @@ func TestCloud_ShortLivedTokensDoNotStormTheEndpoint(t *testing.T) {
 		})
 	}
 }
+
+// TestCloud_EndlessTokenEndpointAnswerIsNotReadWhole is the attack of a
+// hostile or broken token endpoint (a credential's sts_endpoint, a
+// service account's token_uri) answering a body without end: the AWS
+// SDK reads STS's answer whole before it decodes it, so the broker would
+// hold as much as the endpoint sends within the fetch's 30 seconds,
+// gigabytes on a fast link. An answer of a token endpoint is read to
+// maxTokenAnswer at most; past it, the call is answered as for an
+// endpoint that did not answer.
+func TestCloud_EndlessTokenEndpointAnswerIsNotReadWhole(t *testing.T) {
+	const sent = 64 << 20 // what the endpoint sends, at most
+	for _, tt := range []struct{ kind, path, contentType string }{
+		{"bedrock", "/", "text/xml"},
+		{"vertex", "/token", "application/json"},
+	} {
+		t.Run(tt.kind, func(t *testing.T) {
+			c := cloudtest.New(t, tt.kind, nil)
+			sealed := c.Sealed
+			if tt.kind == "bedrock" {
+				_, sealed = c.RoleCredential(t, "", nil)
+			}
+			var written atomic.Int64
+			standIn := c.Recorder.Handler
+			c.Recorder.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != tt.path {
+					standIn.ServeHTTP(w, r)
+					return
+				}
+				w.Header().Set("Content-Type", tt.contentType)
+				w.WriteHeader(http.StatusOK)
+				chunk := []byte(`<AssumeRoleResponse><AssumeRoleResult><Credentials><SessionToken>`)
+				if tt.kind == "vertex" {
+					chunk = []byte(`{"access_token":"`)
+				}
+				fill := []byte(strings.Repeat("A", 32<<10))
+				for written.Load() < sent {
+					n, err := w.Write(chunk)
+					written.Add(int64(n))
+					if err != nil {
+						return
+					}
+					chunk = fill
+				}
+			})
+			cl, _ := client(c)
+			cred, err := cloud.Parse([]byte(sealed))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := cl.Do(context.Background(), cred, cloud.Call{Method: "POST", Path: cloud.PathMessages, Body: []byte(message("claude-sonnet-4-5", false))}, func(string) {})
+			if err == nil {
+				resp.Body.Close()
+				t.Errorf("Do = %d, want the error of a token endpoint that did not answer", resp.StatusCode)
+			}
+			if n := written.Load(); n >= sent/2 {
+				t.Errorf("the token endpoint wrote %d bytes of its answer before the broker let go, want far fewer than %d", n, sent)
+			}
+			for _, s := range c.Recorder.Seen() {
+				if s.Path != tt.path {
+					t.Errorf("the cloud was called (%s) with no token", s.Path)
+				}
+			}
+		})
+	}
+}

@@ -1,12 +1,14 @@
 package egress_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -341,5 +343,106 @@ func TestEgress_LinkToTheHostWithoutItsDotPointsBackAtTheBroker(t *testing.T) {
 	resp.Body.Close()
 	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusFound || loc != "/egress/TWO/next" {
 		t.Errorf("status %d, Location %q; want 302 to /egress/TWO/next", resp.StatusCode, loc)
+	}
+}
+
+// TestEgress_WhatAMintSentTheHostIsRedacted is the attack on a secret
+// whose token endpoint is its host's own server (a github-app secret's
+// default api_url is https://api.github.com, its host's; an OAuth API
+// minting at /oauth/token): a host that keeps what it received (a
+// request log) hands back what the mint sent it, which is no token the
+// box's requests carried: a GitHub App's JWT, which mints installation
+// tokens for every installation of the app, past the secret's
+// repositories and permissions, and a rotated refresh token. Each is
+// [redacted] in the box's answers while it works.
+func TestEgress_WhatAMintSentTheHostIsRedacted(t *testing.T) {
+	key, pemKey := testKey(t)
+	tests := []struct {
+		name     string
+		kind     string
+		endpoint func(e **mintEnv) http.HandlerFunc
+		config   func(e *mintEnv) map[string]any
+		// sent is what the token endpoint got that the box must not.
+		sent func(r *http.Request, body []byte) string
+	}{
+		{"github-app JWT", mint.KindGitHubApp,
+			func(e **mintEnv) http.HandlerFunc {
+				var refuse atomic.Bool
+				return githubStandIn(t, e, &key.PublicKey, &refuse)
+			},
+			func(e *mintEnv) map[string]any {
+				return map[string]any{"app_id": 1234, "installation_id": 42, "private_key": pemKey, "api_url": e.mintAt.URL,
+					"repositories": []string{"repo-a"}}
+			},
+			func(r *http.Request, _ []byte) string {
+				return strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+			}},
+		{"oauth2 rotated refresh token", mint.KindOAuth2,
+			func(e **mintEnv) http.HandlerFunc {
+				return (&oauthStandIn{e: e, refresh: "rt-first"}).ServeHTTP
+			},
+			oauthConfig,
+			func(_ *http.Request, body []byte) string {
+				form, _ := url.ParseQuery(string(body))
+				return form.Get("refresh_token")
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var (
+				e      *mintEnv
+				mu     sync.Mutex
+				logged []string // what the token endpoint received, as its server's log keeps it
+			)
+			endpoint := tt.endpoint(&e)
+			e = newMintEnvHost(t, func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				mu.Lock()
+				logged = append(logged, tt.sent(r, body))
+				mu.Unlock()
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				endpoint(w, r)
+			}, func(w http.ResponseWriter, r *http.Request) {
+				switch r.URL.Path {
+				case "/deny":
+					w.WriteHeader(http.StatusUnauthorized)
+				case "/log":
+					mu.Lock()
+					defer mu.Unlock()
+					w.Header().Set("X-Last", logged[len(logged)-1])
+					fmt.Fprintf(w, "%q", logged)
+				default:
+					fmt.Fprint(w, "ok")
+				}
+			})
+			e.set(t, "API", tt.kind, tt.config(e))
+
+			// Minted twice (a 401 drops the first token): the second
+			// mint sends the refresh token the first rotated to.
+			if resp := e.br.Do(http.MethodGet, "/egress/API/deny", e.token, nil, nil); resp.StatusCode != http.StatusUnauthorized {
+				t.Fatalf("GET /deny = %d %s, want the host's 401", resp.StatusCode, resp.Body)
+			}
+			resp := e.br.Do(http.MethodGet, "/egress/API/log", e.token, nil, nil)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("GET /log = %d %s, want 200", resp.StatusCode, resp.Body)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(logged) != 2 {
+				t.Fatalf("mints = %d, want 2", len(logged))
+			}
+			all := string(resp.Body) + fmt.Sprint(resp.Header)
+			for i, v := range logged {
+				if tt.kind == mint.KindOAuth2 && i == 0 {
+					continue // the configuration's own, searched for with each request
+				}
+				if v == "" || strings.Contains(all, v) {
+					t.Errorf("the answer carries what mint %d sent the token endpoint (%.12s…): %s", i+1, v, all)
+				}
+			}
+			if !strings.Contains(all, "[redacted]") {
+				t.Errorf("the answer = %s, want [redacted] where the host repeated what a mint sent", all)
+			}
+		})
 	}
 }

@@ -590,6 +590,51 @@ func TestMint_EndpointEchoingWhatItWasSentIsNotLogged(t *testing.T) {
 	}
 }
 
+// TestMint_EndpointRepeatingTheFormInAMalformedAnswerIsNotLogged: an
+// oauth2 secret whose client authenticates in the form ("auth_style":
+// "body") sends its client secret and refresh token in the request's
+// body, where the transport's own rewording (quiet.Errors, which reads
+// the request's header and URL) does not look. A token endpoint answering
+// a status line or a header line made of the form it received has Go's
+// transport quote it, percent-escaped as the form wrote it, in the
+// error the broker logs. Every form of the values the mint
+// sent is taken out of its error's text.
+func TestMint_EndpointRepeatingTheFormInAMalformedAnswerIsNotLogged(t *testing.T) {
+	const secret, refresh = "client/secret+1=", "1//0gRefresh+Token/abc="
+	for _, tt := range []struct {
+		name   string
+		answer func(form string) string
+	}{
+		{"as the status code", func(form string) string { return "HTTP/1.1 " + form + " OK\r\n\r\n" }},
+		{"as a header line", func(form string) string { return "HTTP/1.1 200 OK\r\n" + form + "\r\n\r\n" }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			logs := &brokertest.Buffer{}
+			e := newMintEnvLogs(t, func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				c, _, err := http.NewResponseController(w).Hijack()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer c.Close()
+				io.WriteString(c, tt.answer(string(body)))
+			}, nil, logs)
+			e.set(t, "API", mint.KindOAuth2, map[string]any{"token_url": e.mintAt.URL + "/oauth/token", "client_id": "client-1",
+				"client_secret": secret, "refresh_token": refresh, "auth_style": "body"})
+			status, body := e.call(t, "API")
+			if status != http.StatusBadGateway {
+				t.Fatalf("call = %d %s, want 502", status, body)
+			}
+			for _, v := range []string{secret, refresh, url.QueryEscape(secret), url.QueryEscape(refresh)} {
+				if strings.Contains(logs.String(), v) || strings.Contains(body, v) {
+					t.Errorf("the log or the answer holds %q, a form of what the broker sent the token endpoint:\n%s", v, logs)
+				}
+			}
+		})
+	}
+}
+
 // TestMint_ErrorAnsweredWith200IsARefusal: a token endpoint answers
 // RFC 6749's error shape (the error field, in JSON or a form) with a 200,
 // as some endpoints do, where the RFC gives it a 400. It is the refusal

@@ -391,11 +391,11 @@ func (c *Capability) hostForms(ctx context.Context, box, tokenHash string, sec s
 }
 
 // secretForms adds to l the forms of box's secret sec: its plain value,
-// or a minted kind's tokens still within their life. A configuration's
-// own secrets are not searched for beyond the request they are sent
-// with: an HMAC or AWS secret key never leaves the broker, and a client
-// secret, a refresh token or a GitHub App's JWT goes only to the token
-// endpoint, never where a box's request puts it.
+// or a minted kind's tokens, and what its mints sent the token endpoint,
+// still within their life (keptForms). A configuration's own secrets are
+// not searched for beyond the request they are sent with: an HMAC or AWS
+// secret key never leaves the broker, and a client secret goes only to
+// the token endpoint, never where a box's request puts it.
 func (c *Capability) secretForms(l *formList, box string, sec store.Secret) {
 	switch sec.Kind {
 	case "":
@@ -410,11 +410,19 @@ func (c *Capability) secretForms(l *formList, box string, sec store.Secret) {
 	}
 }
 
-// keptForms adds to l the tokens the minter keeps for ref.
+// keptForms adds to l the tokens the minter keeps for ref, and, replaced
+// by [redacted], what its mints sent the token endpoint (a GitHub App's
+// JWT, a refresh token): the token endpoint may be the host's own server
+// (a github-app secret's default api_url is its host), which may keep
+// what it received and hand it back, and none of it is a token the
+// box's requests carry.
 func (c *Capability) keptForms(l *formList, ref mint.Ref) {
-	tokens, _ := c.minter.Kept(ref)
+	tokens, sent := c.minter.Kept(ref)
 	for _, v := range tokens {
 		l.value(v)
+	}
+	for _, v := range sent {
+		l.addForm(proxy.Form{Old: []byte(v), New: []byte(redacted), Escaped: true})
 	}
 }
 

@@ -32,8 +32,8 @@ type Token struct {
 	Refresh string
 
 	// sent is what the mint sent the token endpoint that no answer to a
-	// box may carry (a GitHub App's JWT), and sentUntil when it stops
-	// working.
+	// box may carry (a GitHub App's JWT, the refresh token), and
+	// sentUntil when it stops working.
 	sent      string
 	sentUntil time.Time
 }
@@ -255,10 +255,11 @@ func (m *Minter) Forget(ref Ref, value string) bool {
 // life, whatever its configuration: tokens (sent to the secret's host)
 // until they expire (for a token with no expiry given, for a day after it
 // was minted), and what a mint sent the token endpoint (a GitHub App's
-// JWT) until it expires. The owner's box and secret name alone are read
-// of ref. Answers from the host are searched for every one, so that a
-// token the host keeps is not handed back to a box after a newer one
-// replaced it. At most a few hundred are kept for one secret.
+// JWT until it expires, a refresh token for a day after it was sent).
+// The owner's box and secret name alone are read of ref. Answers from
+// the host are searched for every one, so that a token the host keeps is
+// not handed back to a box after a newer one replaced it. At most a few
+// hundred are kept for one secret.
 func (m *Minter) Kept(ref Ref) (tokens, sent []string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

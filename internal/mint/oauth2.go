@@ -152,8 +152,14 @@ func (o *OAuth2) mint(ctx context.Context, client *http.Client, now time.Time, r
 		return Token{}, &UnreachableError{Kind: KindOAuth2, Err: err}
 	}
 	t := Token{Value: tok.AccessToken, Expires: tok.Expiry}
-	if o.Grant == GrantRefreshToken && tok.RefreshToken != "" {
-		t.Refresh = tok.RefreshToken
+	if o.Grant == GrantRefreshToken {
+		if tok.RefreshToken != "" {
+			t.Refresh = tok.RefreshToken
+		}
+		// The refresh token went only to the token endpoint; it is kept
+		// beside the token, in case that is the secret's host's server
+		// too. How long it works is not known.
+		t.sent, t.sentUntil = refresh, now.Add(keptUnknown)
 	}
 	return t, nil
 }

@@ -7,7 +7,7 @@
 // such an answer (an API key, a bearer token, Basic credentials) would
 // have it written wherever the error is logged or printed. Errors wraps a
 // RoundTripper so that no error leaves it, or the body of an answer it
-// returns, holding a value of the request's header or URL.
+// returns, holding a value of the request's header, URL or form body.
 package quiet
 
 import (
@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -103,10 +104,11 @@ func (b *body) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Err returns err, for req, with every value req carried in its header or
-// URL replaced by Marker in its text: each header value, the credential
-// after an authorization scheme, Basic credentials' user and password,
-// the URL's user and password, and each query value, as written, as Go
+// Err returns err, for req, with every value req carried in its header,
+// URL or form body replaced by Marker in its text: each header value, the
+// credential after an authorization scheme, Basic credentials' user and
+// password, the URL's user and password, each query value, and each
+// value of a form body req can give again (formValues), as written, as Go
 // quotes it, or percent-escaped, when it is MinLen bytes or longer. The
 // error it returns wraps err (errors.Is and errors.As see through it) and
 // reports a timeout as err does. An err whose text holds none of them is
@@ -174,8 +176,37 @@ func sent(req *http.Request) []string {
 			}
 		}
 	}
+	for _, values := range formValues(req) {
+		for _, v := range values {
+			add(v)
+		}
+	}
 	slices.SortStableFunc(vs, func(a, b string) int { return len(b) - len(a) })
 	return vs
+}
+
+// maxForm bounds the form body Err reads for the values it carried.
+const maxForm = 64 << 10
+
+// formValues is the values of req's body when it is a form the request can
+// give again (GetBody, as http.NewRequest sets for a body it holds): a
+// token endpoint's client secret and refresh token go in one, and a
+// peer repeating it has the transport quote it as the form wrote it.
+func formValues(req *http.Request) url.Values {
+	if req.GetBody == nil {
+		return nil
+	}
+	if mt, _, err := mime.ParseMediaType(req.Header.Get("Content-Type")); err != nil || mt != "application/x-www-form-urlencoded" {
+		return nil
+	}
+	rc, err := req.GetBody()
+	if err != nil {
+		return nil
+	}
+	defer rc.Close()
+	b, _ := io.ReadAll(io.LimitReader(rc, maxForm))
+	q, _ := url.ParseQuery(string(b)) // the pairs read before any error
+	return q
 }
 
 // forms are the ways an error's text may write v: as it is, as Go's %q

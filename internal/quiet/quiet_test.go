@@ -191,3 +191,30 @@ func TestShown_QuotesNamesAndPathsNeverAKey(t *testing.T) {
 		t.Errorf("Shown past its bound = %s, want only its length", got)
 	}
 }
+
+// TestErr_TakesOutAFormBodysValues: a form body the request can give
+// again (an OAuth token request's, with its client secret and refresh
+// token) is read for its values, which an error quoting the form as the
+// peer repeated it holds percent-escaped; a body of another type is not.
+func TestErr_TakesOutAFormBodysValues(t *testing.T) {
+	secret := key + "/+="
+	form := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {secret}}.Encode()
+	for _, tt := range []struct {
+		contentType string
+		kept        bool
+	}{
+		{"application/x-www-form-urlencoded", false},
+		{"application/x-www-form-urlencoded; charset=utf-8", false},
+		{"text/plain", true},
+	} {
+		req, err := http.NewRequest(http.MethodPost, "https://auth.example/token", strings.NewReader(form))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", tt.contentType)
+		got := quiet.Err(fmt.Errorf("malformed HTTP status code %q", form), req).Error()
+		if kept := strings.Contains(got, url.QueryEscape(secret)); kept != tt.kept {
+			t.Errorf("%s: the error holds the value percent-escaped: %v, want %v (%s)", tt.contentType, kept, tt.kept, got)
+		}
+	}
+}
