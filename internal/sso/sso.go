@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -301,15 +302,15 @@ func (p *Provider) Start(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("seal sign-in flow: %w", err)
 	}
-	setFlowCookie(w, r, base64.RawURLEncoding.EncodeToString(sealed))
+	p.setFlowCookie(w, r, base64.RawURLEncoding.EncodeToString(sealed))
 	to := p.oauth(op).AuthCodeURL(state, oidc.Nonce(nonce), oauth2.S256ChallengeOption(f.Verifier))
 	http.Redirect(w, r, to, http.StatusSeeOther)
 	return nil
 }
 
-func setFlowCookie(w http.ResponseWriter, r *http.Request, value string) {
+func (p *Provider) setFlowCookie(w http.ResponseWriter, r *http.Request, value string) {
 	c := &http.Cookie{Name: FlowCookie, Value: value, Path: "/ui/sso/", HttpOnly: true,
-		SameSite: http.SameSiteLaxMode, Secure: r.TLS != nil, MaxAge: int(flowTTL.Seconds())}
+		SameSite: http.SameSiteLaxMode, Secure: p.Secure(r), MaxAge: int(flowTTL.Seconds())}
 	if value == "" {
 		c.MaxAge = -1
 	}
@@ -322,7 +323,7 @@ func setFlowCookie(w http.ResponseWriter, r *http.Request, value string) {
 // cookie whatever the outcome, so a flow is finished at most once. Its
 // errors wrap ErrFlow, ErrToken, ErrNoRole or ErrProvider.
 func (p *Provider) Finish(w http.ResponseWriter, r *http.Request) (Identity, error) {
-	setFlowCookie(w, r, "")
+	p.setFlowCookie(w, r, "")
 	f, err := p.openFlow(r)
 	if err != nil {
 		return Identity{}, err
@@ -515,6 +516,40 @@ func clean(s string, n int) string {
 		s = s[:n]
 	}
 	return strings.ToValidUTF8(s, "")
+}
+
+// OverHTTPS reports whether the browser that sent r reached the broker
+// over https, so that a cookie set in answer to it is to be Secure: r
+// came over TLS, or its Origin (which a browser sends with a post) is
+// https and names r's Host. Behind a TLS-terminating proxy r.TLS is nil
+// while the browser is on https, and a cookie set without Secure would
+// be sent to a plain-http request for the host (a URL typed or
+// bookmarked as http://), where anyone on the network reads it.
+func OverHTTPS(r *http.Request) bool {
+	if r.TLS != nil {
+		return true
+	}
+	o, err := url.Parse(r.Header.Get("Origin"))
+	return err == nil && o.Scheme == "https" && o.Host == r.Host
+}
+
+// Secure reports whether a cookie set in answer to r is to be Secure:
+// OverHTTPS, or r names the host of the https redirect URL, the origin
+// browsers reach the owner's page at for single sign-on (its start and
+// callback are navigations, which carry no Origin).
+func (p *Provider) Secure(r *http.Request) bool {
+	if OverHTTPS(r) {
+		return true
+	}
+	u, err := url.Parse(p.cfg.RedirectURL)
+	if err != nil || u.Scheme != "https" {
+		return false
+	}
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	return strings.EqualFold(strings.TrimSuffix(strings.Trim(host, "[]"), "."), u.Hostname())
 }
 
 // Issuer is the configured issuer URL, which every ID token names.
