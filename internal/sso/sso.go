@@ -207,9 +207,13 @@ type Provider struct {
 	now    func() time.Time
 	client *http.Client
 
-	mu       sync.Mutex // guards op and verifier
+	mu       sync.Mutex // guards op, verifier, failed and failedAt
 	op       *oidc.Provider
 	verifier *oidc.IDTokenVerifier
+	// failed is the last discovery's error, at failedAt, until one
+	// succeeds.
+	failed   error
+	failedAt time.Time
 }
 
 // New returns a Provider for the enabled, valid cfg. It does not reach
@@ -301,19 +305,37 @@ func (c *capped) Read(p []byte) (int, error) {
 // wrapping err still.
 func quoted(err error) error { return quiet.Reword(err, quiet.Cut(err.Error(), maxQuoted)) }
 
-// discover reads the provider's configuration once it answers.
+// FailedFor is how long a failed discovery is remembered: a sign-in
+// begun within it fails as the discovery did (ErrRemembered), without
+// asking the provider. Anyone who reaches the admin listener may send
+// GET /ui/sso/start (a page the operator visits, by an <img>), and each
+// would otherwise be a request to the provider and a logged failure.
+const FailedFor = 5 * time.Second
+
+// ErrRemembered means the provider was not asked: its discovery failed
+// less than FailedFor ago. An error wrapping it wraps that failure's too
+// (ErrProvider).
+var ErrRemembered = errors.New("not asked again yet")
+
+// discover reads the provider's configuration once it answers. After a
+// failure it asks again only once FailedFor has passed.
 func (p *Provider) discover(ctx context.Context) (*oidc.Provider, *oidc.IDTokenVerifier, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.op != nil {
 		return p.op, p.verifier, nil
 	}
+	if p.failed != nil && p.now().Sub(p.failedAt) < FailedFor {
+		return nil, nil, fmt.Errorf("%w (%w: it failed less than %s ago)", p.failed, ErrRemembered, FailedFor)
+	}
 	ctx, cancel := context.WithTimeout(oidc.ClientContext(ctx, p.client), 15*time.Second)
 	defer cancel()
 	op, err := oidc.NewProvider(ctx, p.cfg.Issuer)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: discovery at %s: %w", ErrProvider, p.cfg.Issuer, quoted(err))
+		p.failed, p.failedAt = fmt.Errorf("%w: discovery at %s: %w", ErrProvider, p.cfg.Issuer, quoted(err)), p.now()
+		return nil, nil, p.failed
 	}
+	p.failed = nil
 	p.op = op
 	p.verifier = op.VerifierContext(oidc.ClientContext(context.Background(), p.client),
 		&oidc.Config{ClientID: p.cfg.ClientID, Now: p.now})

@@ -18,9 +18,12 @@ func (u *Page) registerSSO() {
 		return
 	}
 	u.a.HandleHTTP("GET "+sso.StartPath, u.adapt(func(w http.ResponseWriter, r *http.Request) error {
-		if err := u.sso.Start(w, r); err != nil {
-			return wrapped(err, operator.Upstream,
-				"The identity provider could not be reached; try again, or sign in with an admin token.")
+		const msg = "The identity provider could not be reached; try again, or sign in with an admin token."
+		if err := u.sso.Start(w, r); errors.Is(err, sso.ErrRemembered) {
+			// The provider was not asked: its failure was logged when it was.
+			return operator.Errorf(operator.Upstream, msg)
+		} else if err != nil {
+			return wrapped(err, operator.Upstream, msg)
 		}
 		return nil
 	}))
