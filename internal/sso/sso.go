@@ -328,12 +328,15 @@ func (p *Provider) discover(ctx context.Context) (*oidc.Provider, *oidc.IDTokenV
 	if p.failed != nil && p.now().Sub(p.failedAt) < FailedFor {
 		return nil, nil, fmt.Errorf("%w (%w: it failed less than %s ago)", p.failed, ErrRemembered, FailedFor)
 	}
-	ctx, cancel := context.WithTimeout(oidc.ClientContext(ctx, p.client), 15*time.Second)
+	dctx, cancel := context.WithTimeout(oidc.ClientContext(ctx, p.client), 15*time.Second)
 	defer cancel()
-	op, err := oidc.NewProvider(ctx, p.cfg.Issuer)
+	op, err := oidc.NewProvider(dctx, p.cfg.Issuer)
 	if err != nil {
-		p.failed, p.failedAt = fmt.Errorf("%w: discovery at %s: %w", ErrProvider, p.cfg.Issuer, quoted(err)), p.now()
-		return nil, nil, p.failed
+		err = fmt.Errorf("%w: discovery at %s: %w", ErrProvider, p.cfg.Issuer, quoted(err))
+		if ctx.Err() == nil { // the provider's failure, not a client gone away
+			p.failed, p.failedAt = err, p.now()
+		}
+		return nil, nil, err
 	}
 	p.failed = nil
 	p.op = op

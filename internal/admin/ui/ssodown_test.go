@@ -2,6 +2,7 @@ package ui
 
 import (
 	"bytes"
+	"context"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -77,6 +78,14 @@ func TestSSO_FailingProviderIsNotAskedOnEveryStart(t *testing.T) {
 		}
 	}
 	logged := func() int { return failuresLogged(&logs) }
+
+	// A client that goes away during a start fails only its own: the
+	// provider was not the one that failed.
+	gone, cancel := context.WithCancel(t.Context())
+	cancel()
+	s.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", sso.StartPath, nil).WithContext(gone))
+	asked.Store(0)
+	logs.Reset()
 
 	for range 50 {
 		start()
